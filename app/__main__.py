@@ -1,0 +1,29 @@
+"""Entry point: ``python -m app`` opens the window; ``chat`` and ``inspect`` run headless."""
+
+from __future__ import annotations
+
+import sys
+
+__all__ = ["main"]
+
+_HEADLESS_COMMANDS = {"chat", "inspect"}
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] in ("--version", "-V"):
+        from app import __version__
+
+        print(f"Callisto {__version__}")
+        return 0
+    if argv and argv[0] in _HEADLESS_COMMANDS:
+        from app.cli import main as cli_main  # Qt-free
+
+        return cli_main(argv)
+    from app.ui.application import main as ui_main  # the only path that imports Qt
+
+    return ui_main(argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

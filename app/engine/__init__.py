@@ -1,0 +1,1 @@
+"""Qt-free engine: templates, tool-call formats, generation, the chat loop, models."""

@@ -1,0 +1,1 @@
+"""Model management: GGUF metadata, the local library, Hugging Face search and downloads."""

@@ -1,0 +1,1 @@
+"""Qt-free storage: SQLite conversation history and the settings file."""

@@ -1,0 +1,69 @@
+"""Where Callisto keeps things: config, data (history, models), cache and logs.
+
+platformdirs picks the OS's folders. ``CALLISTO_HOME`` overrides all of them with
+sub-folders of one directory (tests and portable installs use it).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+__all__ = ["cache_dir", "config_dir", "data_dir", "log_dir", "models_dir", "settings_path", "history_path"]
+
+APP_NAME = "Callisto"
+APP_AUTHOR = "Callisto"
+
+
+def _home() -> Path | None:
+    home = os.environ.get("CALLISTO_HOME")
+    return Path(home) if home else None
+
+
+def _ensure(p: Path) -> Path:
+    p.mkdir(parents=True, exist_ok=True)
+    return p
+
+
+def config_dir() -> Path:
+    if (h := _home()) is not None:
+        return _ensure(h / "config")
+    import platformdirs
+
+    return _ensure(Path(platformdirs.user_config_dir(APP_NAME, APP_AUTHOR)))
+
+
+def data_dir() -> Path:
+    if (h := _home()) is not None:
+        return _ensure(h / "data")
+    import platformdirs
+
+    return _ensure(Path(platformdirs.user_data_dir(APP_NAME, APP_AUTHOR)))
+
+
+def cache_dir() -> Path:
+    if (h := _home()) is not None:
+        return _ensure(h / "cache")
+    import platformdirs
+
+    return _ensure(Path(platformdirs.user_cache_dir(APP_NAME, APP_AUTHOR)))
+
+
+def log_dir() -> Path:
+    if (h := _home()) is not None:
+        return _ensure(h / "logs")
+    import platformdirs
+
+    return _ensure(Path(platformdirs.user_log_dir(APP_NAME, APP_AUTHOR)))
+
+
+def models_dir() -> Path:
+    return _ensure(data_dir() / "models")
+
+
+def settings_path() -> Path:
+    return config_dir() / "settings.json"
+
+
+def history_path() -> Path:
+    return data_dir() / "history.sqlite3"

@@ -1,0 +1,1 @@
+"""Qt-free tools: types, registry, schema-typed dispatcher, built-in tools, MCP."""

@@ -1,0 +1,79 @@
+"""The foundation: entry points, the Qt-free core, the import contracts."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from app import __version__
+
+REPO = Path(__file__).resolve().parent.parent
+CORE = ["app", "app.engine", "app.tools", "app.storage"]
+
+
+def _run(*args: str, env: dict | None = None, cwd: Path = REPO, timeout: float = 120) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, *args], capture_output=True, text=True, cwd=cwd, env=env, timeout=timeout)
+
+
+def test_version_flag_prints_version():
+    out = _run("-m", "app", "--version")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == f"Callisto {__version__}"
+
+
+def test_core_imports_without_qt():
+    """Import every core module in a fresh interpreter: PySide6 must never be loaded."""
+    code = (
+        "import importlib, pkgutil, sys\n"
+        "import app\n"
+        "for pkg in ('app.engine', 'app.tools', 'app.storage'):\n"
+        "    m = importlib.import_module(pkg)\n"
+        "    for info in pkgutil.walk_packages(m.__path__, pkg + '.'):\n"
+        "        importlib.import_module(info.name)\n"
+        "bad = sorted(n for n in sys.modules if n.split('.')[0] in ('PySide6', 'shiboken6') or n.startswith('app.ui'))\n"
+        "print('QT:' + ','.join(bad))\n"
+    )
+    out = _run("-c", code)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip().splitlines()[-1] == "QT:", out.stdout
+
+
+def test_import_contracts_catch_qt_in_core(tmp_path):
+    """A copy of the project with one Qt import in the engine must fail lint-imports; the real one passes."""
+    lint = Path(sys.executable).with_name("lint-imports")
+    ok = subprocess.run([str(lint), "--no-cache"], cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+
+    copy = tmp_path / "proj"
+    shutil.copytree(REPO / "app", copy / "app", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(REPO / "pyproject.toml", copy / "pyproject.toml")
+    (copy / "app" / "engine" / "_sneaky.py").write_text("from PySide6.QtCore import QObject\n")
+    env = {**os.environ, "PYTHONPATH": str(copy)}
+    bad = subprocess.run([str(lint), "--no-cache"], cwd=copy, env=env, capture_output=True, text=True, timeout=300)
+    assert bad.returncode != 0
+    assert "app.engine._sneaky" in bad.stdout and "PySide6" in bad.stdout
+
+
+def test_screenshot_writes_png(tmp_path):
+    target = tmp_path / "shot.png"
+    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen"}
+    out = _run("-m", "app", "--screenshot", str(target), "--quit-after", "0.2", env=env)
+    assert out.returncode == 0, out.stderr
+    data = target.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    from PySide6.QtGui import QImage
+
+    img = QImage(str(target))
+    assert img.width() >= 640 and img.height() >= 400
+
+
+def test_makefile_and_ci_are_the_whole_setup():
+    make = (REPO / "Makefile").read_text()
+    assert "\nrun:" in make and "\ntest:" in make
+    ci = (REPO / ".ci" / "run").read_text()
+    assert "make test" in ci and "set -euo pipefail" in ci
+    readme = (REPO / "README.md").read_text()
+    assert "make run" in readme and "make test" in readme
