@@ -1,0 +1,759 @@
+"""Conversation history in SQLite: named migrations, WAL, one short transaction per write.
+
+Usage (the UI, from its main thread)::
+
+    h = History()                       # app.storage.paths.history_path()
+    conv = h.create_conversation("New chat", model_path=..., settings={...})
+    h.append_message(conv.id, "user", "Hi")
+    msg = h.begin_assistant_message(conv.id)      # status "streaming"
+    h.update_partial(msg.id, "Hel", reasoning="")  # call periodically while streaming
+    h.finish_message(msg.id, "complete")           # or "interrupted" / "error"
+    h.load_conversation(conv.id).messages
+
+A message still "streaming" when the database is opened again (the app was killed mid-reply)
+is marked "interrupted": every partial update is already committed, so nothing shown is lost.
+
+Schema changes are named functions in ``MIGRATIONS`` applied once, in order, and recorded
+in the ``migrations`` table (the approach of simonw/llm). Never edit an applied migration:
+add a new one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from app.storage.paths import history_path
+
+__all__ = [
+    "MESSAGE_STATUSES",
+    "MIGRATIONS",
+    "ROLES",
+    "Conversation",
+    "ConversationNotFound",
+    "History",
+    "HistoryError",
+    "MessageNotFound",
+    "MessageRecord",
+    "ToolCallRecord",
+    "apply_migrations",
+]
+
+ROLES = ("system", "user", "assistant", "tool")
+MESSAGE_STATUSES = ("streaming", "complete", "interrupted", "error")
+MessageStatus = Literal["streaming", "complete", "interrupted", "error"]
+
+
+class HistoryError(Exception):
+    """Bad input to the history API (unknown role/status, bad JSON...)."""
+
+
+class ConversationNotFound(HistoryError, LookupError):
+    pass
+
+
+class MessageNotFound(HistoryError, LookupError):
+    pass
+
+
+# ---------------------------------------------------------------------------------------------
+# Records
+
+
+@dataclass
+class ToolCallRecord:
+    id: int
+    message_id: int
+    call_id: str
+    name: str
+    arguments: dict[str, Any] | list[Any] | str | None
+    raw: str = ""
+    result: str | None = None
+    error: str | None = None
+    duration_s: float | None = None
+    approval: str | None = None
+    position: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class MessageRecord:
+    id: int
+    conversation_id: int
+    position: int
+    role: str
+    content: str
+    reasoning: str | None = None
+    status: str = "complete"
+    created: float = 0.0
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    tool_call_id: str | None = None
+    name: str | None = None
+    error: str | None = None
+    tool_calls: list[ToolCallRecord] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["tool_calls"] = [tc.to_dict() for tc in self.tool_calls]
+        return d
+
+    def to_chat_dict(self) -> dict[str, Any]:
+        """The message as the chat loop's ``Message.from_dict`` expects (role, content, ...)."""
+        d: dict[str, Any] = {"role": self.role, "content": self.content}
+        if self.reasoning:
+            d["reasoning"] = self.reasoning
+        if self.tool_calls:
+            d["tool_calls"] = [
+                {"id": tc.call_id, "name": tc.name, "arguments": tc.arguments, "raw": tc.raw}
+                for tc in self.tool_calls
+            ]
+        if self.tool_call_id is not None:
+            d["tool_call_id"] = self.tool_call_id
+        if self.name is not None:
+            d["name"] = self.name
+        return d
+
+
+@dataclass
+class Conversation:
+    id: int
+    title: str
+    created: float
+    updated: float
+    model_path: str | None = None
+    settings: dict[str, Any] | None = None  # snapshot of the settings used
+    message_count: int = 0
+    messages: list[MessageRecord] = field(default_factory=list)  # filled by load_conversation
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["messages"] = [m.to_dict() for m in self.messages]
+        return d
+
+
+# ---------------------------------------------------------------------------------------------
+# Migrations
+
+
+def _m001_initial(db: sqlite3.Connection) -> None:
+    db.execute(
+        """CREATE TABLE conversations (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            title TEXT NOT NULL DEFAULT '',
+            created REAL NOT NULL,
+            updated REAL NOT NULL,
+            model_path TEXT
+        )"""
+    )
+    db.execute(
+        """CREATE TABLE messages (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            conversation_id INTEGER NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
+            position INTEGER NOT NULL,
+            role TEXT NOT NULL,
+            content TEXT NOT NULL DEFAULT '',
+            created REAL NOT NULL,
+            UNIQUE (conversation_id, position)
+        )"""
+    )
+
+
+def _m002_message_details(db: sqlite3.Connection) -> None:
+    db.execute("ALTER TABLE conversations ADD COLUMN settings_json TEXT")
+    for col in (
+        "reasoning TEXT",
+        "status TEXT NOT NULL DEFAULT 'complete'",
+        "prompt_tokens INTEGER",
+        "completion_tokens INTEGER",
+        "tool_call_id TEXT",
+        "name TEXT",
+        "error TEXT",
+    ):
+        db.execute(f"ALTER TABLE messages ADD COLUMN {col}")
+    db.execute("CREATE INDEX messages_status ON messages(status)")
+
+
+def _m003_tool_calls(db: sqlite3.Connection) -> None:
+    db.execute(
+        """CREATE TABLE tool_calls (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            message_id INTEGER NOT NULL REFERENCES messages(id) ON DELETE CASCADE,
+            position INTEGER NOT NULL DEFAULT 0,
+            call_id TEXT NOT NULL,
+            name TEXT NOT NULL,
+            arguments_json TEXT,
+            raw TEXT NOT NULL DEFAULT '',
+            result TEXT,
+            error TEXT,
+            duration_s REAL,
+            approval TEXT
+        )"""
+    )
+    db.execute("CREATE INDEX tool_calls_message ON tool_calls(message_id)")
+
+
+def _m004_indexes(db: sqlite3.Connection) -> None:
+    db.execute("CREATE INDEX conversations_updated ON conversations(updated DESC, id DESC)")
+
+
+def _fts5_available(db: sqlite3.Connection) -> bool:
+    try:
+        db.execute("CREATE VIRTUAL TABLE temp._fts5_probe USING fts5(x)")
+        db.execute("DROP TABLE temp._fts5_probe")
+        return True
+    except sqlite3.OperationalError:
+        return False
+
+
+def _m005_message_fts(db: sqlite3.Connection) -> None:
+    """Full-text index of message text (FTS5, kept in sync by triggers); skipped without FTS5."""
+    if not _fts5_available(db):
+        return
+    db.execute(
+        "CREATE VIRTUAL TABLE messages_fts USING fts5("
+        "content, reasoning, content='messages', content_rowid='id', tokenize='unicode61')"
+    )
+    db.execute(
+        "INSERT INTO messages_fts(rowid, content, reasoning) SELECT id, content, coalesce(reasoning, '') FROM messages"
+    )
+    db.execute(
+        """CREATE TRIGGER messages_fts_ai AFTER INSERT ON messages BEGIN
+            INSERT INTO messages_fts(rowid, content, reasoning)
+            VALUES (new.id, new.content, coalesce(new.reasoning, ''));
+        END"""
+    )
+    db.execute(
+        """CREATE TRIGGER messages_fts_ad AFTER DELETE ON messages BEGIN
+            INSERT INTO messages_fts(messages_fts, rowid, content, reasoning)
+            VALUES ('delete', old.id, old.content, coalesce(old.reasoning, ''));
+        END"""
+    )
+    db.execute(
+        """CREATE TRIGGER messages_fts_au AFTER UPDATE OF content, reasoning ON messages BEGIN
+            INSERT INTO messages_fts(messages_fts, rowid, content, reasoning)
+            VALUES ('delete', old.id, old.content, coalesce(old.reasoning, ''));
+            INSERT INTO messages_fts(rowid, content, reasoning)
+            VALUES (new.id, new.content, coalesce(new.reasoning, ''));
+        END"""
+    )
+
+
+Migration = tuple[str, Callable[[sqlite3.Connection], None]]
+
+MIGRATIONS: list[Migration] = [
+    ("m001_initial", _m001_initial),
+    ("m002_message_details", _m002_message_details),
+    ("m003_tool_calls", _m003_tool_calls),
+    ("m004_indexes", _m004_indexes),
+    ("m005_message_fts", _m005_message_fts),
+]
+
+
+def apply_migrations(db: sqlite3.Connection, migrations: Sequence[Migration] = MIGRATIONS) -> list[str]:
+    """Apply each not-yet-applied migration in order, each in its own transaction.
+
+    ``db`` must be in autocommit mode (``isolation_level=None``). Returns the names applied.
+    """
+    db.execute("CREATE TABLE IF NOT EXISTS migrations (name TEXT PRIMARY KEY, applied_at REAL NOT NULL)")
+    applied: list[str] = []
+    for name, fn in migrations:
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            # checked inside the write lock: two processes opening at once apply each migration once
+            if db.execute("SELECT 1 FROM migrations WHERE name = ?", (name,)).fetchone():
+                db.execute("COMMIT")
+                continue
+            fn(db)
+            db.execute("INSERT INTO migrations (name, applied_at) VALUES (?, ?)", (name, time.time()))
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        applied.append(name)
+    return applied
+
+
+# ---------------------------------------------------------------------------------------------
+# The store
+
+
+def _dumps(value: Any, what: str) -> str | None:
+    if value is None:
+        return None
+    try:
+        return json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError) as exc:
+        raise HistoryError(f"{what} is not JSON-serialisable: {exc}") from exc
+
+
+def _loads(text: str | None) -> Any:
+    if text is None:
+        return None
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text  # keep what was stored rather than losing it
+
+
+def _fts_query(text: str) -> str:
+    """Turn free text into a safe FTS5 query: every word quoted, prefix-matched, AND-ed."""
+    terms = [t for t in text.split() if t]
+    return " ".join('"' + t.replace('"', '""') + '"*' for t in terms)
+
+
+def _like_pattern(text: str) -> str:
+    return "%" + text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+
+
+_CONV_COLS = (
+    "c.id, c.title, c.created, c.updated, c.model_path, c.settings_json, "
+    "(SELECT count(*) FROM messages m WHERE m.conversation_id = c.id)"
+)
+_MSG_COLS = (
+    "id, conversation_id, position, role, content, reasoning, status, created, "
+    "prompt_tokens, completion_tokens, tool_call_id, name, error"
+)
+_TC_COLS = "id, message_id, call_id, name, arguments_json, raw, result, error, duration_s, approval, position"
+
+
+def _conv(row: sqlite3.Row | tuple) -> Conversation:
+    return Conversation(
+        id=row[0],
+        title=row[1],
+        created=row[2],
+        updated=row[3],
+        model_path=row[4],
+        settings=_loads(row[5]),
+        message_count=row[6],
+    )
+
+
+def _msg(row: sqlite3.Row | tuple) -> MessageRecord:
+    return MessageRecord(*row)
+
+
+def _tc(row: sqlite3.Row | tuple) -> ToolCallRecord:
+    return ToolCallRecord(
+        id=row[0],
+        message_id=row[1],
+        call_id=row[2],
+        name=row[3],
+        arguments=_loads(row[4]),
+        raw=row[5],
+        result=row[6],
+        error=row[7],
+        duration_s=row[8],
+        approval=row[9],
+        position=row[10],
+    )
+
+
+class History:
+    """The conversation store. Safe to share between threads (one connection, one lock)."""
+
+    def __init__(self, path: str | os.PathLike[str] | None = None, *, timeout: float = 10.0) -> None:
+        self.path = Path(path) if path is not None else history_path()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.RLock()
+        self._db = sqlite3.connect(
+            self.path, timeout=timeout, isolation_level=None, check_same_thread=False
+        )
+        try:
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA foreign_keys=ON")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self.applied_migrations = apply_migrations(self._db)
+            self.has_fts = bool(
+                self._db.execute("SELECT 1 FROM sqlite_master WHERE name = 'messages_fts'").fetchone()
+            )
+            self.recovered_messages = self._recover_streaming()
+        except BaseException:
+            self._db.close()
+            raise
+
+    # -- plumbing ---------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def _tx(self) -> Iterator[sqlite3.Connection]:
+        """One short write transaction, under the lock."""
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._db
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+
+    def _read(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]:
+        with self._lock:
+            return self._db.execute(sql, params).fetchall()
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    def __enter__(self) -> History:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _recover_streaming(self) -> int:
+        with self._tx() as db:
+            return db.execute("UPDATE messages SET status = 'interrupted' WHERE status = 'streaming'").rowcount
+
+    @staticmethod
+    def _touch(db: sqlite3.Connection, conversation_id: int, now: float) -> None:
+        db.execute("UPDATE conversations SET updated = ? WHERE id = ?", (now, conversation_id))
+
+    # -- conversations ----------------------------------------------------------------------
+
+    def create_conversation(
+        self, title: str = "", *, model_path: str | os.PathLike[str] | None = None, settings: dict[str, Any] | None = None
+    ) -> Conversation:
+        now = time.time()
+        settings_json = _dumps(settings, "settings snapshot")
+        mp = os.fspath(model_path) if model_path is not None else None
+        with self._tx() as db:
+            cur = db.execute(
+                "INSERT INTO conversations (title, created, updated, model_path, settings_json) VALUES (?, ?, ?, ?, ?)",
+                (title, now, now, mp, settings_json),
+            )
+            cid = cur.lastrowid
+        return self.get_conversation(cid)
+
+    def get_conversation(self, conversation_id: int) -> Conversation:
+        rows = self._read(f"SELECT {_CONV_COLS} FROM conversations c WHERE c.id = ?", (conversation_id,))
+        if not rows:
+            raise ConversationNotFound(f"no conversation with id {conversation_id}")
+        return _conv(rows[0])
+
+    def rename_conversation(self, conversation_id: int, title: str) -> None:
+        self.update_conversation(conversation_id, title=title)
+
+    def update_conversation(
+        self,
+        conversation_id: int,
+        *,
+        title: str | None = None,
+        model_path: str | os.PathLike[str] | None = None,
+        settings: dict[str, Any] | None = None,
+    ) -> None:
+        """Change the title, model path and/or settings snapshot (``None`` leaves a field as is)."""
+        sets: list[str] = []
+        params: list[Any] = []
+        if title is not None:
+            sets.append("title = ?")
+            params.append(title)
+        if model_path is not None:
+            sets.append("model_path = ?")
+            params.append(os.fspath(model_path))
+        if settings is not None:
+            sets.append("settings_json = ?")
+            params.append(_dumps(settings, "settings snapshot"))
+        sets.append("updated = ?")
+        params.append(time.time())
+        with self._tx() as db:
+            cur = db.execute(f"UPDATE conversations SET {', '.join(sets)} WHERE id = ?", (*params, conversation_id))
+            if cur.rowcount == 0:
+                raise ConversationNotFound(f"no conversation with id {conversation_id}")
+
+    def delete_conversation(self, conversation_id: int) -> None:
+        """Delete a conversation with its messages and tool calls (cascade)."""
+        with self._tx() as db:
+            cur = db.execute("DELETE FROM conversations WHERE id = ?", (conversation_id,))
+            if cur.rowcount == 0:
+                raise ConversationNotFound(f"no conversation with id {conversation_id}")
+
+    def list_conversations(self, limit: int | None = None, offset: int = 0) -> list[Conversation]:
+        """Conversations, most recently updated first."""
+        sql = f"SELECT {_CONV_COLS} FROM conversations c ORDER BY c.updated DESC, c.id DESC"
+        params: list[Any] = []
+        if limit is not None:
+            sql += " LIMIT ? OFFSET ?"
+            params += [limit, offset]
+        return [_conv(r) for r in self._read(sql, params)]
+
+    def search(self, query: str, limit: int = 100) -> list[Conversation]:
+        """Conversations whose title or any message text matches ``query`` (most recent first).
+
+        Every word must match (as a word prefix with FTS5, as a substring without it).
+        """
+        words = query.split()
+        if not words:
+            return []
+        title_where = " AND ".join("c.title LIKE ? ESCAPE '\\'" for _ in words)
+        title_params = [_like_pattern(w) for w in words]
+        if self.has_fts:
+            msg_sql = (
+                "SELECT m.conversation_id FROM messages_fts f JOIN messages m ON m.id = f.rowid "
+                "WHERE messages_fts MATCH ?"
+            )
+            msg_params: list[Any] = [_fts_query(query)]
+        else:
+            msg_sql = "SELECT m.conversation_id FROM messages m WHERE " + " AND ".join(
+                "(m.content LIKE ? ESCAPE '\\' OR coalesce(m.reasoning, '') LIKE ? ESCAPE '\\')" for _ in words
+            )
+            msg_params = [p for w in words for p in (_like_pattern(w), _like_pattern(w))]
+        sql = (
+            f"SELECT {_CONV_COLS} FROM conversations c WHERE ({title_where}) OR c.id IN ({msg_sql}) "
+            "ORDER BY c.updated DESC, c.id DESC LIMIT ?"
+        )
+        return [_conv(r) for r in self._read(sql, [*title_params, *msg_params, limit])]
+
+    def load_conversation(self, conversation_id: int) -> Conversation:
+        """The conversation with its messages (in position order) and their tool calls."""
+        with self._lock:
+            conv = self.get_conversation(conversation_id)
+            msgs = [
+                _msg(r)
+                for r in self._db.execute(
+                    f"SELECT {_MSG_COLS} FROM messages WHERE conversation_id = ? ORDER BY position",
+                    (conversation_id,),
+                )
+            ]
+            by_id = {m.id: m for m in msgs}
+            for r in self._db.execute(
+                f"SELECT {', '.join('t.' + c.strip() for c in _TC_COLS.split(','))} FROM tool_calls t "
+                "JOIN messages m ON m.id = t.message_id WHERE m.conversation_id = ? ORDER BY t.position, t.id",
+                (conversation_id,),
+            ):
+                tc = _tc(r)
+                by_id[tc.message_id].tool_calls.append(tc)
+        conv.messages = msgs
+        return conv
+
+    # -- messages ---------------------------------------------------------------------------
+
+    @staticmethod
+    def _check(role: str | None = None, status: str | None = None) -> None:
+        if role is not None and role not in ROLES:
+            raise HistoryError(f"unknown role {role!r} (expected one of {', '.join(ROLES)})")
+        if status is not None and status not in MESSAGE_STATUSES:
+            raise HistoryError(f"unknown status {status!r} (expected one of {', '.join(MESSAGE_STATUSES)})")
+
+    def append_message(
+        self,
+        conversation_id: int,
+        role: str,
+        content: str = "",
+        *,
+        reasoning: str | None = None,
+        status: MessageStatus = "complete",
+        tool_call_id: str | None = None,
+        name: str | None = None,
+        prompt_tokens: int | None = None,
+        completion_tokens: int | None = None,
+        error: str | None = None,
+        tool_calls: Sequence[dict[str, Any]] = (),
+    ) -> MessageRecord:
+        """Append a message at the end of the conversation (one transaction, tool calls included).
+
+        ``tool_calls``: dicts with ``call_id`` (or ``id``), ``name``, ``arguments`` and optionally
+        ``raw``, ``result``, ``error``, ``duration_s``, ``approval``.
+        """
+        self._check(role, status)
+        now = time.time()
+        with self._tx() as db:
+            if not db.execute("SELECT 1 FROM conversations WHERE id = ?", (conversation_id,)).fetchone():
+                raise ConversationNotFound(f"no conversation with id {conversation_id}")
+            (pos,) = db.execute(
+                "SELECT coalesce(max(position) + 1, 0) FROM messages WHERE conversation_id = ?", (conversation_id,)
+            ).fetchone()
+            cur = db.execute(
+                "INSERT INTO messages (conversation_id, position, role, content, reasoning, status, created, "
+                "prompt_tokens, completion_tokens, tool_call_id, name, error) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                (conversation_id, pos, role, content, reasoning, status, now, prompt_tokens,
+                 completion_tokens, tool_call_id, name, error),
+            )
+            mid = cur.lastrowid
+            for i, tc in enumerate(tool_calls):
+                self._insert_tool_call(db, mid, i, tc)
+            self._touch(db, conversation_id, now)
+        return self.get_message(mid)
+
+    def begin_assistant_message(self, conversation_id: int, *, reasoning: str | None = None) -> MessageRecord:
+        """Start a streaming assistant reply (status "streaming"); fill it with ``update_partial``."""
+        return self.append_message(conversation_id, "assistant", "", reasoning=reasoning, status="streaming")
+
+    def update_partial(self, message_id: int, content: str, reasoning: str | None = None) -> None:
+        """Save the reply so far (whole text, not a delta). Its own committed transaction."""
+        now = time.time()
+        with self._tx() as db:
+            row = db.execute("SELECT conversation_id FROM messages WHERE id = ?", (message_id,)).fetchone()
+            if row is None:
+                raise MessageNotFound(f"no message with id {message_id}")
+            if reasoning is None:
+                db.execute("UPDATE messages SET content = ? WHERE id = ?", (content, message_id))
+            else:
+                db.execute(
+                    "UPDATE messages SET content = ?, reasoning = ? WHERE id = ?", (content, reasoning, message_id)
+                )
+            self._touch(db, row[0], now)
+
+    def finish_message(
+        self,
+        message_id: int,
+        status: MessageStatus = "complete",
+        *,
+        content: str | None = None,
+        reasoning: str | None = None,
+        prompt_tokens: int | None = None,
+        completion_tokens: int | None = None,
+        error: str | None = None,
+    ) -> MessageRecord:
+        """Mark a message complete / interrupted / error, optionally with its final text and counts."""
+        self._check(status=status)
+        if status == "streaming":
+            raise HistoryError("finish_message needs a final status: complete, interrupted or error")
+        sets = ["status = ?"]
+        params: list[Any] = [status]
+        for col, value in (
+            ("content", content),
+            ("reasoning", reasoning),
+            ("prompt_tokens", prompt_tokens),
+            ("completion_tokens", completion_tokens),
+            ("error", error),
+        ):
+            if value is not None:
+                sets.append(f"{col} = ?")
+                params.append(value)
+        now = time.time()
+        with self._tx() as db:
+            row = db.execute("SELECT conversation_id FROM messages WHERE id = ?", (message_id,)).fetchone()
+            if row is None:
+                raise MessageNotFound(f"no message with id {message_id}")
+            db.execute(f"UPDATE messages SET {', '.join(sets)} WHERE id = ?", (*params, message_id))
+            self._touch(db, row[0], now)
+        return self.get_message(message_id)
+
+    def get_message(self, message_id: int) -> MessageRecord:
+        with self._lock:
+            rows = self._db.execute(f"SELECT {_MSG_COLS} FROM messages WHERE id = ?", (message_id,)).fetchall()
+            if not rows:
+                raise MessageNotFound(f"no message with id {message_id}")
+            msg = _msg(rows[0])
+            msg.tool_calls = [
+                _tc(r)
+                for r in self._db.execute(
+                    f"SELECT {_TC_COLS} FROM tool_calls WHERE message_id = ? ORDER BY position, id", (message_id,)
+                )
+            ]
+        return msg
+
+    def truncate_after(self, conversation_id: int, position: int) -> int:
+        """Delete every message after ``position`` (edit-and-resend); returns how many were deleted.
+
+        ``truncate_after(cid, p - 1)`` also removes the message at ``p`` itself.
+        """
+        with self._tx() as db:
+            if not db.execute("SELECT 1 FROM conversations WHERE id = ?", (conversation_id,)).fetchone():
+                raise ConversationNotFound(f"no conversation with id {conversation_id}")
+            cur = db.execute(
+                "DELETE FROM messages WHERE conversation_id = ? AND position > ?", (conversation_id, position)
+            )
+            self._touch(db, conversation_id, time.time())
+            return cur.rowcount
+
+    def edit_message(self, message_id: int, content: str) -> None:
+        """Replace a message's text (edit before resending)."""
+        with self._tx() as db:
+            row = db.execute("SELECT conversation_id FROM messages WHERE id = ?", (message_id,)).fetchone()
+            if row is None:
+                raise MessageNotFound(f"no message with id {message_id}")
+            db.execute("UPDATE messages SET content = ? WHERE id = ?", (content, message_id))
+            self._touch(db, row[0], time.time())
+
+    # -- tool calls -------------------------------------------------------------------------
+
+    @staticmethod
+    def _insert_tool_call(db: sqlite3.Connection, message_id: int, position: int, tc: dict[str, Any]) -> int:
+        call_id = tc.get("call_id", tc.get("id"))
+        name = tc.get("name")
+        if not call_id or not name:
+            raise HistoryError(f"a tool call needs a call id and a name, got {tc!r}")
+        cur = db.execute(
+            "INSERT INTO tool_calls (message_id, position, call_id, name, arguments_json, raw, result, error, "
+            "duration_s, approval) VALUES (?,?,?,?,?,?,?,?,?,?)",
+            (
+                message_id,
+                position,
+                str(call_id),
+                str(name),
+                _dumps(tc.get("arguments"), "tool call arguments"),
+                tc.get("raw") or "",
+                tc.get("result"),
+                tc.get("error"),
+                tc.get("duration_s"),
+                tc.get("approval"),
+            ),
+        )
+        return cur.lastrowid
+
+    def add_tool_call(
+        self,
+        message_id: int,
+        call_id: str,
+        name: str,
+        arguments: Any = None,
+        *,
+        raw: str = "",
+        result: str | None = None,
+        error: str | None = None,
+        duration_s: float | None = None,
+        approval: str | None = None,
+    ) -> ToolCallRecord:
+        """Record a tool call made by an assistant message (result may come later: update_tool_call)."""
+        with self._tx() as db:
+            if not db.execute("SELECT 1 FROM messages WHERE id = ?", (message_id,)).fetchone():
+                raise MessageNotFound(f"no message with id {message_id}")
+            (pos,) = db.execute(
+                "SELECT coalesce(max(position) + 1, 0) FROM tool_calls WHERE message_id = ?", (message_id,)
+            ).fetchone()
+            tid = self._insert_tool_call(
+                db,
+                message_id,
+                pos,
+                {"call_id": call_id, "name": name, "arguments": arguments, "raw": raw, "result": result,
+                 "error": error, "duration_s": duration_s, "approval": approval},
+            )
+        rows = self._read(f"SELECT {_TC_COLS} FROM tool_calls WHERE id = ?", (tid,))
+        return _tc(rows[0])
+
+    def update_tool_call(
+        self,
+        tool_call_id: int,
+        *,
+        result: str | None = None,
+        error: str | None = None,
+        duration_s: float | None = None,
+        approval: str | None = None,
+    ) -> ToolCallRecord:
+        """Store a tool call's outcome (``None`` leaves a field as is)."""
+        sets: list[str] = []
+        params: list[Any] = []
+        for col, value in (("result", result), ("error", error), ("duration_s", duration_s), ("approval", approval)):
+            if value is not None:
+                sets.append(f"{col} = ?")
+                params.append(value)
+        with self._tx() as db:
+            if sets:
+                cur = db.execute(f"UPDATE tool_calls SET {', '.join(sets)} WHERE id = ?", (*params, tool_call_id))
+                if cur.rowcount == 0:
+                    raise HistoryError(f"no tool call with id {tool_call_id}")
+            row = db.execute(f"SELECT {_TC_COLS} FROM tool_calls WHERE id = ?", (tool_call_id,)).fetchone()
+            if row is None:
+                raise HistoryError(f"no tool call with id {tool_call_id}")
+        return _tc(row)

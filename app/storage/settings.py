@@ -1,0 +1,427 @@
+"""User settings: a pydantic model persisted as JSON in the config folder.
+
+* ``load_settings()`` returns ``(Settings, notice)``; ``notice`` is ``None`` or a
+  :class:`SettingsNotice` the UI shows (file was corrupt and was backed up, fields were reset,
+  file came from a newer Callisto...). Loading never raises for bad file contents.
+* ``save_settings()`` writes atomically (temp file + ``os.replace``): a failed write leaves
+  the previous file intact and raises :class:`SettingsSaveError` with a clear message.
+* Older files are migrated step by step (``MIGRATIONS``) up to ``SCHEMA_VERSION``.
+* Unknown keys (e.g. written by a newer version) are tolerated and kept on save.
+* Per-model overrides (keyed by model path or sha256) of tool format and sampling;
+  :func:`effective_settings` merges them over the global values.
+
+``chat.tool_format`` is a plain string ("auto", a family name, or "none"); the list of
+valid choices lives in ``app.engine.formats.tool_format_choices()`` and is not imported here.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from app.storage.atomic import AtomicWriteError, atomic_write_text
+from app.storage.paths import settings_path
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "MIGRATIONS",
+    "ApprovalDefault",
+    "ChatSettings",
+    "EffectiveSettings",
+    "ModelOverride",
+    "ModelSettings",
+    "SamplingOverride",
+    "SamplingSettings",
+    "Settings",
+    "SettingsNotice",
+    "SettingsSaveError",
+    "ToolSettings",
+    "WindowSettings",
+    "effective_settings",
+    "load_settings",
+    "migrate",
+    "model_key",
+    "save_settings",
+]
+
+SCHEMA_VERSION = 2
+
+ApprovalDefault = Literal["ask", "allow"]
+
+_TOOL_FORMAT_RE = re.compile(r"^[a-z0-9][a-z0-9_.\-]*$")
+
+
+class _Model(BaseModel):
+    # Unknown keys are kept (so a newer version's keys survive a round-trip through an older one)
+    model_config = ConfigDict(extra="allow", validate_assignment=True, protected_namespaces=())
+
+
+def _check_tool_format(value: str | None) -> str | None:
+    if value is None:
+        return None
+    v = value.strip().lower()
+    if not _TOOL_FORMAT_RE.match(v):
+        raise ValueError(f"tool format must be 'auto', 'none' or a family name, got {value!r}")
+    return v
+
+
+class SamplingSettings(_Model):
+    temperature: float = Field(0.7, ge=0.0, le=5.0)
+    top_p: float = Field(0.95, gt=0.0, le=1.0)
+    top_k: int = Field(40, ge=0)
+    min_p: float = Field(0.05, ge=0.0, le=1.0)
+    repeat_penalty: float = Field(1.1, gt=0.0, le=5.0)
+    seed: int | None = None  # None: random each time
+    max_tokens: int = Field(1024, ge=1)
+
+
+class SamplingOverride(_Model):
+    """Per-model sampling: every field optional; ``None`` means "use the global value"."""
+
+    temperature: float | None = Field(None, ge=0.0, le=5.0)
+    top_p: float | None = Field(None, gt=0.0, le=1.0)
+    top_k: int | None = Field(None, ge=0)
+    min_p: float | None = Field(None, ge=0.0, le=1.0)
+    repeat_penalty: float | None = Field(None, gt=0.0, le=5.0)
+    seed: int | None = None
+    max_tokens: int | None = Field(None, ge=1)
+
+
+class ChatSettings(_Model):
+    tool_format: str = "auto"
+    system_prompt: str = ""
+
+    @field_validator("tool_format")
+    @classmethod
+    def _v_tool_format(cls, v: str | None) -> str | None:
+        return _check_tool_format(v)
+
+
+class ModelSettings(_Model):
+    context_length: int = Field(4096, ge=256)
+    gpu_layers: int = Field(0, ge=-1)  # -1: offload all layers
+    threads: int | None = Field(None, ge=1)  # None: llama.cpp's default
+    last_model_path: str | None = None
+    extra_model_folders: list[str] = Field(default_factory=list)
+
+
+class ToolSettings(_Model):
+    workspace: str | None = None
+    approvals: dict[str, ApprovalDefault] = Field(default_factory=dict)  # per tool name
+    default_approval: ApprovalDefault = "ask"
+    mcp_servers_path: str | None = None
+
+    def approval_for(self, tool_name: str) -> ApprovalDefault:
+        return self.approvals.get(tool_name, self.default_approval)
+
+
+class WindowSettings(_Model):
+    geometry: str | None = None  # base64 of QWidget.saveGeometry()
+    state: str | None = None  # base64 of QMainWindow.saveState()
+    panels: dict[str, bool] = Field(default_factory=dict)  # panel name -> visible
+
+
+class ModelOverride(_Model):
+    tool_format: str | None = None  # None: use the global chat.tool_format
+    sampling: SamplingOverride = Field(default_factory=SamplingOverride)
+
+    @field_validator("tool_format")
+    @classmethod
+    def _v_tool_format(cls, v: str | None) -> str | None:
+        return _check_tool_format(v)
+
+
+class Settings(_Model):
+    schema_version: int = SCHEMA_VERSION
+    chat: ChatSettings = Field(default_factory=ChatSettings)
+    sampling: SamplingSettings = Field(default_factory=SamplingSettings)
+    model: ModelSettings = Field(default_factory=ModelSettings)
+    tools: ToolSettings = Field(default_factory=ToolSettings)
+    window: WindowSettings = Field(default_factory=WindowSettings)
+    model_overrides: dict[str, ModelOverride] = Field(default_factory=dict)
+
+    def override_for(self, model_path: str | os.PathLike[str] | None, sha256: str | None = None) -> ModelOverride | None:
+        """The override for a model: by sha256 first (survives moving the file), then by path."""
+        if sha256 and sha256.lower() in self.model_overrides:
+            return self.model_overrides[sha256.lower()]
+        if model_path is not None:
+            key = model_key(model_path)
+            if key in self.model_overrides:
+                return self.model_overrides[key]
+        return None
+
+    def set_override(self, key: str, override: ModelOverride | None) -> None:
+        """Set (or with ``None`` remove) the override for ``model_key(path)`` or a sha256."""
+        overrides = dict(self.model_overrides)
+        if override is None:
+            overrides.pop(key, None)
+        else:
+            overrides[key] = override
+        self.model_overrides = overrides
+
+
+def model_key(model_path: str | os.PathLike[str]) -> str:
+    """The key a model path is stored under in ``model_overrides`` (absolute, normalised)."""
+    return os.path.normcase(os.path.abspath(os.path.expanduser(os.fspath(model_path))))
+
+
+@dataclass(frozen=True)
+class EffectiveSettings:
+    """What the engine should use for one model: global values with the model's override on top."""
+
+    tool_format: str
+    sampling: SamplingSettings
+    system_prompt: str
+    context_length: int
+    gpu_layers: int
+    threads: int | None
+    overridden: tuple[str, ...] = ()  # names of the fields that came from the override
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "tool_format": self.tool_format,
+            "sampling": self.sampling.model_dump(),
+            "system_prompt": self.system_prompt,
+            "context_length": self.context_length,
+            "gpu_layers": self.gpu_layers,
+            "threads": self.threads,
+            "overridden": list(self.overridden),
+        }
+
+
+def effective_settings(
+    settings: Settings, model_path: str | os.PathLike[str] | None = None, sha256: str | None = None
+) -> EffectiveSettings:
+    """Merge the per-model override (if any) over the global settings."""
+    override = settings.override_for(model_path, sha256)
+    sampling = settings.sampling.model_dump()
+    tool_format = settings.chat.tool_format
+    overridden: list[str] = []
+    if override is not None:
+        if override.tool_format is not None:
+            tool_format = override.tool_format
+            overridden.append("tool_format")
+        for name in SamplingOverride.model_fields:
+            value = getattr(override.sampling, name)
+            if value is not None:
+                sampling[name] = value
+                overridden.append(f"sampling.{name}")
+    return EffectiveSettings(
+        tool_format=tool_format,
+        sampling=SamplingSettings.model_validate(sampling),
+        system_prompt=settings.chat.system_prompt,
+        context_length=settings.model.context_length,
+        gpu_layers=settings.model.gpu_layers,
+        threads=settings.model.threads,
+        overridden=tuple(overridden),
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Migrations: MIGRATIONS[n] turns a version-n dict into a version-(n+1) dict.
+
+
+def _v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
+    """Version 1 (the first prototype) kept everything flat at the top level."""
+    flat = dict(data)
+    flat.pop("schema_version", None)
+    out: dict[str, Any] = {"schema_version": 2}
+    moves = {
+        "tool_format": ("chat", "tool_format"),
+        "system_prompt": ("chat", "system_prompt"),
+        "temperature": ("sampling", "temperature"),
+        "top_p": ("sampling", "top_p"),
+        "top_k": ("sampling", "top_k"),
+        "min_p": ("sampling", "min_p"),
+        "repeat_penalty": ("sampling", "repeat_penalty"),
+        "seed": ("sampling", "seed"),
+        "max_tokens": ("sampling", "max_tokens"),
+        "n_ctx": ("model", "context_length"),
+        "n_gpu_layers": ("model", "gpu_layers"),
+        "n_threads": ("model", "threads"),
+        "model_path": ("model", "last_model_path"),
+        "model_dirs": ("model", "extra_model_folders"),
+        "workspace": ("tools", "workspace"),
+        "mcp_config": ("tools", "mcp_servers_path"),
+        "always_allow": None,  # list of tool names -> tools.approvals {name: "allow"}
+        "window_geometry": ("window", "geometry"),
+    }
+    for old, dest in moves.items():
+        if old not in flat:
+            continue
+        value = flat.pop(old)
+        if dest is None:
+            if isinstance(value, list):
+                out.setdefault("tools", {})["approvals"] = {str(n): "allow" for n in value}
+            continue
+        section, name = dest
+        out.setdefault(section, {})[name] = value
+    out.update(flat)  # anything unknown is carried over untouched
+    return out
+
+
+MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {1: _v1_to_v2}
+
+
+def migrate(data: dict[str, Any]) -> dict[str, Any]:
+    """Bring a settings dict of any older schema up to ``SCHEMA_VERSION``.
+
+    A file without ``schema_version`` is version 1. Newer versions are returned unchanged
+    (their unknown keys are tolerated by the model).
+    """
+    version = data.get("schema_version", 1)
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        raise ValueError(f"schema_version must be a positive integer, got {version!r}")
+    while version < SCHEMA_VERSION:
+        data = MIGRATIONS[version](data)
+        version += 1
+        data["schema_version"] = version
+    return data
+
+
+# ---------------------------------------------------------------------------------------------
+# Loading and saving
+
+
+@dataclass
+class SettingsNotice:
+    """Something the UI should tell the user about the settings file."""
+
+    code: Literal["corrupt", "fields_reset", "migrated", "newer_version", "unreadable"]
+    message: str
+    backup_path: Path | None = None
+    reset_fields: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "code": self.code,
+            "message": self.message,
+            "backup_path": str(self.backup_path) if self.backup_path else None,
+            "reset_fields": list(self.reset_fields),
+        }
+
+
+class SettingsSaveError(OSError):
+    """The settings could not be written; the previous file is untouched."""
+
+
+def _backup(path: Path) -> Path:
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    backup = path.with_name(f"{path.name}.corrupt-{stamp}")
+    n = 1
+    while backup.exists():
+        n += 1
+        backup = path.with_name(f"{path.name}.corrupt-{stamp}-{n}")
+    os.replace(path, backup)
+    return backup
+
+
+def _drop(data: Any, loc: tuple[Any, ...]) -> bool:
+    """Remove the value at ``loc`` from nested dicts/lists; True if something was removed."""
+    node = data
+    for part in loc[:-1]:
+        if isinstance(node, dict) and part in node:
+            node = node[part]
+        elif isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
+            node = node[part]
+        else:
+            return False
+    last = loc[-1] if loc else None
+    if isinstance(node, dict) and last in node:
+        del node[last]
+        return True
+    if isinstance(node, list) and isinstance(last, int) and 0 <= last < len(node):
+        del node[last]
+        return True
+    return False
+
+
+def _salvage(data: dict[str, Any]) -> tuple[Settings, list[str]]:
+    """Validate, dropping each invalid field (so it takes its default) and keeping the rest."""
+    reset: list[str] = []
+    for _ in range(200):
+        try:
+            return Settings.model_validate(data), reset
+        except ValidationError as exc:
+            progressed = False
+            for err in exc.errors():
+                loc = tuple(err["loc"])
+                # a failing dict value (e.g. an approval) is reported at the key: drop just that entry
+                while loc and not _drop(data, loc):
+                    loc = loc[:-1]
+                if loc:
+                    reset.append(".".join(str(p) for p in loc))
+                    progressed = True
+            if not progressed:
+                break
+    return Settings(), ["*"]
+
+
+def load_settings(path: str | os.PathLike[str] | None = None) -> tuple[Settings, SettingsNotice | None]:
+    """Read the settings file. Never raises for bad contents: see the module docstring."""
+    p = Path(path) if path is not None else settings_path()
+    if not p.exists():
+        return Settings(), None
+    try:
+        raw = p.read_bytes()
+    except OSError as exc:
+        return Settings(), SettingsNotice(
+            "unreadable", f"Could not read the settings file {p} ({exc.strerror or exc}); using defaults."
+        )
+    try:
+        data = json.loads(raw.decode("utf-8"))
+        if not isinstance(data, dict):
+            raise ValueError(f"expected a JSON object, found {type(data).__name__}")
+        original_version = data.get("schema_version", 1)
+        data = migrate(data)
+    except (ValueError, UnicodeDecodeError) as exc:
+        backup = _backup(p)
+        return Settings(), SettingsNotice(
+            "corrupt",
+            f"The settings file was damaged ({exc}). It was saved as {backup.name} and the defaults are in use.",
+            backup_path=backup,
+        )
+    settings, reset = _salvage(data)
+    if reset:
+        backup = _backup(p)
+        fields = "all settings" if reset == ["*"] else ", ".join(reset)
+        return settings, SettingsNotice(
+            "fields_reset",
+            f"Some settings had invalid values and were reset to their defaults ({fields}). "
+            f"The old file was saved as {backup.name}.",
+            backup_path=backup,
+            reset_fields=reset,
+        )
+    if isinstance(original_version, int) and original_version > SCHEMA_VERSION:
+        return settings, SettingsNotice(
+            "newer_version",
+            f"The settings file was written by a newer Callisto (schema {original_version}); "
+            "settings this version does not know are kept as they are.",
+        )
+    if original_version != settings.schema_version:
+        return settings, SettingsNotice(
+            "migrated", f"Settings were upgraded from schema {original_version} to {SCHEMA_VERSION}."
+        )
+    return settings, None
+
+
+def save_settings(settings: Settings, path: str | os.PathLike[str] | None = None) -> Path:
+    """Write the settings atomically; returns the path written. Raises SettingsSaveError."""
+    p = Path(path) if path is not None else settings_path()
+    data = settings.model_dump(mode="json")
+    data["schema_version"] = max(SCHEMA_VERSION, int(data.get("schema_version") or SCHEMA_VERSION))
+    text = json.dumps(data, indent=2, ensure_ascii=False, sort_keys=False) + "\n"
+    try:
+        p.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(p, text)
+    except (AtomicWriteError, OSError) as exc:
+        raise SettingsSaveError(exc.errno, f"Could not save settings to {p}: {exc.strerror or exc}") from exc
+    return p
