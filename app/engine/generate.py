@@ -1,0 +1,367 @@
+"""The one local generation primitive, used by the chat loop and by one-shot ``complete()``.
+
+``generate(model, prompt, ...)`` returns a :class:`Generation`: iterate it for text pieces
+as they are decoded, then read ``.result`` (a :class:`GenerationResult`).
+
+* Tokens are decoded with special tokens written as text (``[TOOL_CALLS]``,
+  ``<|python_tag|>`` survive), through an incremental UTF-8 decoder, so a character split
+  over several tokens is emitted only once it is whole.
+* Generation stops at any end-of-generation token llama.cpp reports (``stop``), at
+  ``max_tokens`` or the end of the context (``length``), at a stop string (``stop``), at
+  the deadline (``deadline``) or when ``cancel`` is set (``cancelled``); the cancel event and
+  the deadline are checked before every token.
+* A GBNF grammar is validated before llama.cpp sees it (an invalid one would crash the
+  process): :class:`GrammarError` says what is wrong. A grammar may not name an
+  end-of-generation token; it ends generation by being complete.
+* The KV cache is reused: llama.cpp evaluates only the prompt tokens after the longest
+  common prefix with what it evaluated before (``result.prompt_tokens_evaluated``).
+"""
+
+from __future__ import annotations
+
+import codecs
+import re
+import threading
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from app.engine.sampling import SamplingParams, resolve_sampling
+
+if TYPE_CHECKING:
+    from app.engine.llm import LoadedModel
+
+__all__ = [
+    "ContextOverflowError",
+    "Generation",
+    "GenerationError",
+    "GenerationResult",
+    "GrammarError",
+    "complete",
+    "generate",
+    "suggest_title",
+    "validate_grammar",
+]
+
+
+class GenerationError(RuntimeError):
+    """Generation could not run (the message says why)."""
+
+
+class GrammarError(GenerationError, ValueError):
+    """The GBNF grammar was rejected before llama.cpp saw it."""
+
+
+class ContextOverflowError(GenerationError):
+    """The prompt does not fit in the model's context."""
+
+
+@dataclass
+class GenerationResult:
+    text: str
+    finish_reason: str  # stop | length | cancelled | deadline
+    prompt_tokens: int
+    prompt_tokens_evaluated: int
+    generated_tokens: int
+    ttft_s: float | None
+    tokens_per_s: float | None
+    elapsed_s: float
+    tokens: list[int] = field(default_factory=list)
+
+
+# --- grammar validation -------------------------------------------------------------
+
+_TOKEN_REF = re.compile(r"!?<(\[\d+\]|[^>\s]*)>")
+
+
+def _grammar_token_refs(grammar: str) -> list[str]:
+    """Token references (``<[12]>``, ``<|im_end|>``) outside strings, classes and comments."""
+    refs: list[str] = []
+    i, n = 0, len(grammar)
+    while i < n:
+        c = grammar[i]
+        if c == "#":
+            j = grammar.find("\n", i)
+            i = n if j < 0 else j + 1
+        elif c in "\"[":
+            close = '"' if c == '"' else "]"
+            i += 1
+            while i < n and grammar[i] != close:
+                i += 2 if grammar[i] == "\\" else 1
+            i += 1
+        elif c in "<!":
+            m = _TOKEN_REF.match(grammar, i)
+            if m:
+                refs.append(m.group(1))
+                i = m.end()
+            else:
+                i += 1
+        else:
+            i += 1
+    return refs
+
+
+def validate_grammar(model: LoadedModel, grammar: str) -> None:
+    """Raise :class:`GrammarError` unless llama.cpp can use ``grammar`` safely."""
+    import llama_cpp
+
+    if not isinstance(grammar, str) or not grammar.strip():
+        raise GrammarError("the grammar is empty")
+    if "\x00" in grammar:
+        raise GrammarError("the grammar contains a NUL character")
+    if not re.search(r"(?m)^\s*root\s*::=", grammar):
+        raise GrammarError("the grammar has no 'root' rule")
+    n_vocab = model.llm.n_vocab()
+    for ref in _grammar_token_refs(grammar):
+        if ref.startswith("["):
+            tid = int(ref[1:-1])
+            if tid >= n_vocab:
+                raise GrammarError(f"the grammar names token id {tid}, but the vocabulary has {n_vocab} tokens")
+            label = f"<[{tid}]>"
+        else:
+            toks = model.llm.tokenize(f"<{ref}>".encode(), add_bos=False, special=True)
+            if len(toks) != 1:
+                raise GrammarError(f"the grammar names <{ref}>, which is not a single token of this model")
+            tid, label = toks[0], f"<{ref}>"
+        if model.is_eog(tid):
+            raise GrammarError(
+                f"the grammar names the end-of-generation token {label}; a grammar ends generation "
+                "by being complete, it may not contain an end-of-generation token"
+            )
+    sampler = llama_cpp.llama_sampler_init_grammar(model.vocab, grammar.encode("utf-8"), b"root")
+    if not sampler:
+        raise GrammarError("the grammar is not valid GBNF (llama.cpp's parser rejected it)")
+    llama_cpp.llama_sampler_free(sampler)
+
+
+# --- generation ----------------------------------------------------------------------
+
+
+class Generation:
+    """Iterate for text pieces; ``result`` is set once iteration ends."""
+
+    def __init__(self, model: LoadedModel, prompt_tokens: list[int], *, max_tokens: int,
+                 sampling: SamplingParams, grammar: str | None, deadline_s: float | None,
+                 cancel: threading.Event | None, stop: Sequence[str]):
+        self.model = model
+        self.prompt_tokens = prompt_tokens
+        self.max_tokens = max_tokens
+        self.sampling = sampling
+        self.grammar = grammar
+        self.deadline_s = deadline_s
+        self.cancel = cancel
+        self.stop = tuple(s for s in stop if s)
+        self.result: GenerationResult | None = None
+        self._started = False
+
+    def __iter__(self) -> Iterator[str]:
+        if self._started:
+            raise RuntimeError("a Generation can be iterated only once")
+        self._started = True
+        return self._run()
+
+    def run(self) -> GenerationResult:
+        """Consume the whole generation and return its result."""
+        for _ in self:
+            pass
+        assert self.result is not None
+        return self.result
+
+    def _run(self) -> Iterator[str]:
+        model = self.model
+        start = time.monotonic()
+        deadline = None if self.deadline_s is None else start + max(0.0, self.deadline_s)
+        n_prompt = len(self.prompt_tokens)
+        budget = min(self.max_tokens, model.n_ctx - n_prompt)
+        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        text_parts: list[str] = []
+        tokens: list[int] = []
+        pending = ""  # decoded text held back because it may begin a stop string
+        finish = "length"
+        first_at: float | None = None
+        evaluated = 0
+        hold = max((len(s) for s in self.stop), default=1) - 1
+        stop_hit = False
+        tail = ""
+        eval_before = model.total_eval
+
+        def emit(piece: str) -> str:
+            text_parts.append(piece)
+            return piece
+
+        model.lock.acquire()
+        gen = None
+        try:
+            grammar_obj = None
+            if self.grammar is not None:
+                from llama_cpp import LlamaGrammar
+
+                grammar_obj = LlamaGrammar.from_string(self.grammar, verbose=False)
+            if self.sampling.seed is not None:
+                model.llm.set_seed(int(self.sampling.seed))
+            if budget > 0:
+                gen = model.llm.generate(self.prompt_tokens, reset=True, grammar=grammar_obj,
+                                         **self.sampling.llama_kwargs())
+            while True:
+                if self.cancel is not None and self.cancel.is_set():
+                    finish = "cancelled"
+                    break
+                if deadline is not None and time.monotonic() >= deadline:
+                    finish = "deadline"
+                    break
+                if len(tokens) >= budget or gen is None:
+                    finish = "length"
+                    break
+                try:
+                    tok = next(gen)
+                except StopIteration:
+                    finish = "stop"
+                    break
+                except Exception as exc:  # noqa: BLE001 - llama.cpp decode failures
+                    raise GenerationError(f"llama.cpp failed while generating: {exc}") from exc
+                if first_at is None:
+                    first_at = time.monotonic()
+                    evaluated = model.total_eval - eval_before
+                if tok in model.eog_ids or model.is_eog(tok):
+                    finish = "stop"
+                    break
+                tokens.append(tok)
+                piece = decoder.decode(model.token_bytes(tok))
+                if not piece:
+                    continue
+                if not self.stop:
+                    yield emit(piece)
+                    continue
+                pending += piece
+                hit = min((i for i in (pending.find(s) for s in self.stop) if i >= 0), default=-1)
+                if hit >= 0:
+                    stop_hit = True
+                    if hit:
+                        yield emit(pending[:hit])
+                    pending = ""
+                    finish = "stop"
+                    break
+                keep = 0
+                for k in range(min(hold, len(pending)), 0, -1):
+                    if any(s.startswith(pending[-k:]) for s in self.stop):
+                        keep = k
+                        break
+                out, pending = pending[: len(pending) - keep], pending[len(pending) - keep:]
+                if out:
+                    yield emit(out)
+            if not stop_hit:
+                tail = pending + decoder.decode(b"", final=True)
+            if tail:
+                yield emit(tail)
+        finally:
+            if gen is not None:
+                gen.close()
+            try:
+                model.lock.release()
+            except RuntimeError:
+                pass
+            end = time.monotonic()
+            gen_time = (end - first_at) if first_at is not None else None
+            if first_at is None:
+                evaluated = model.total_eval - eval_before
+            self.result = GenerationResult(
+                text="".join(text_parts),
+                finish_reason=finish,
+                prompt_tokens=n_prompt,
+                prompt_tokens_evaluated=evaluated,
+                generated_tokens=len(tokens),
+                ttft_s=(first_at - start) if first_at is not None else None,
+                tokens_per_s=(len(tokens) / gen_time) if gen_time and len(tokens) > 1 else None,
+                elapsed_s=end - start,
+                tokens=tokens,
+            )
+            model.last_prompt_eval = evaluated
+
+
+def generate(
+    model: LoadedModel,
+    prompt: str | Sequence[int],
+    *,
+    max_tokens: int = 1024,
+    sampling: SamplingParams | Mapping[str, Any] | None = None,
+    grammar: str | None = None,
+    deadline_s: float | None = None,
+    cancel: threading.Event | None = None,
+    stop: Sequence[str] | None = None,
+) -> Generation:
+    """Prepare a generation of ``prompt`` (rendered text or token ids).
+
+    Raises :class:`GrammarError` for a bad grammar and :class:`ContextOverflowError` when the
+    prompt does not fit, before anything runs. ``deadline_s`` is a time budget in seconds.
+    """
+    if model.llm is None:
+        raise GenerationError("the model is closed")
+    if max_tokens < 0:
+        raise ValueError(f"max_tokens must be >= 0, got {max_tokens}")
+    tokens = model.tokenize(prompt) if isinstance(prompt, str) else [int(t) for t in prompt]
+    if not tokens:
+        raise GenerationError("the prompt is empty")
+    if len(tokens) >= model.n_ctx:
+        raise ContextOverflowError(
+            f"the prompt is {len(tokens)} tokens but the context holds {model.n_ctx}: "
+            "shorten the conversation or load the model with a larger context length"
+        )
+    if grammar is not None:
+        validate_grammar(model, grammar)
+    params = resolve_sampling(model.metadata.sampling, sampling)
+    stops = tuple(stop) if stop is not None else model.stop_strings
+    return Generation(model, tokens, max_tokens=max_tokens, sampling=params, grammar=grammar,
+                      deadline_s=deadline_s, cancel=cancel, stop=stops)
+
+
+def complete(
+    model: LoadedModel,
+    prompt: str,
+    *,
+    grammar: str | None = None,
+    max_tokens: int = 256,
+    deadline_s: float | None = 30.0,
+    sampling: SamplingParams | Mapping[str, Any] | None = None,
+    system: str | None = None,
+    cancel: threading.Event | None = None,
+    raw: bool = False,
+) -> GenerationResult:
+    """One-shot: ``prompt`` as a user message through the model's template (``raw=True``:
+    the prompt text as is), generated on the same primitive as the chat."""
+    if raw:
+        text = prompt
+    else:
+        from app.engine.messages import Message
+        from app.engine.render import render_prompt
+
+        msgs = ([Message(role="system", content=system)] if system else []) + [
+            Message(role="user", content=prompt)
+        ]
+        text = render_prompt(model, msgs).text
+    return generate(model, text, max_tokens=max_tokens, sampling=sampling, grammar=grammar,
+                    deadline_s=deadline_s, cancel=cancel).run()
+
+
+_TITLE_PROMPT = (
+    "Write a short title (at most six words) for a conversation that starts with the message "
+    "below. Answer with the title only.\n\nMessage: {message}"
+)
+
+
+def suggest_title(model: LoadedModel, first_user_message: str, *, deadline_s: float = 20.0,
+                  max_tokens: int = 24) -> str:
+    """A conversation title from its first message; falls back to the message's first words."""
+    fallback = " ".join(first_user_message.split()[:6])[:60] or "New chat"
+    try:
+        res = complete(model, _TITLE_PROMPT.format(message=first_user_message[:2000]),
+                       max_tokens=max_tokens, deadline_s=deadline_s, sampling={"temperature": 0.2})
+    except GenerationError:
+        return fallback
+    title = res.text.strip().splitlines()[0] if res.text.strip() else ""
+    title = title.strip().strip("\"'*#").strip()
+    if title.lower().startswith("title:"):
+        title = title[6:].strip()
+    if not title or not any(ch.isalnum() for ch in title):
+        return fallback
+    return title[:80]

@@ -1,0 +1,224 @@
+"""Load a GGUF model with llama-cpp-python, after checking it with the ``gguf`` reader.
+
+``load_model(path, n_ctx=..., n_gpu_layers=..., n_threads=...)`` returns a
+:class:`LoadedModel`: the llama.cpp model, its metadata, its chat templates and the set
+of end-of-generation tokens llama.cpp reports. A corrupt, truncated or non-GGUF file
+raises :class:`ModelLoadError` naming the file and the problem; llama.cpp never sees it.
+
+A GGUF with no chat template gets :data:`FALLBACK_TEMPLATE` (ChatML: ``<|im_start|>role\\n
+content<|im_end|>``), ``template_is_fallback`` is set and the chat raises a notice saying so.
+ChatML is the most widely trained turn format and needs no special tokens to be readable;
+its end-of-turn text is also a stop string (:data:`FALLBACK_STOP`), since a model without
+a template has no ``<|im_end|>`` token of its own.
+
+``llama_cpp`` is imported lazily: importing this module costs nothing at UI start-up.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from app.engine.models.metadata import GGUFMetadata, GGUFMetadataError, read_metadata
+
+__all__ = [
+    "FALLBACK_STOP",
+    "FALLBACK_TEMPLATE",
+    "LoadSettings",
+    "LoadedModel",
+    "ModelLoadError",
+    "load_model",
+]
+
+FALLBACK_TEMPLATE = (
+    "{%- for message in messages -%}"
+    "{{ '<|im_start|>' + message['role'] + '\\n' }}"
+    "{%- if message['content'] is string -%}{{ message['content'] }}{%- endif -%}"
+    "{{ '<|im_end|>\\n' }}"
+    "{%- endfor -%}"
+    "{%- if add_generation_prompt -%}{{ '<|im_start|>assistant\\n' }}{%- endif -%}"
+)
+FALLBACK_STOP = ("<|im_end|>", "<|im_start|>")
+
+
+class ModelLoadError(RuntimeError):
+    """The model could not be loaded. ``str()`` names the file and the problem."""
+
+    def __init__(self, path: str | os.PathLike[str], problem: str):
+        self.path = str(path)
+        self.problem = problem
+        super().__init__(f"Cannot load {self.path}: {problem}")
+
+
+@dataclass(frozen=True)
+class LoadSettings:
+    """``n_ctx`` is rounded up to a multiple of 256 and capped at the model's training context."""
+
+    n_ctx: int = 4096
+    n_gpu_layers: int = 0
+    n_threads: int | None = None
+
+
+@dataclass
+class LoadedModel:
+    """A loaded model. Generation on it is serialised by ``lock`` (one llama context)."""
+
+    path: Path
+    metadata: GGUFMetadata
+    llm: Any  # llama_cpp.Llama
+    n_ctx: int
+    eog_ids: frozenset[int]
+    chat_template: str
+    template_is_fallback: bool
+    tool_use_template: str | None
+    bos_token: str
+    eos_token: str
+    lock: threading.RLock = field(default_factory=threading.RLock)
+    #: prompt tokens llama.cpp evaluated in the last generate() (after KV prefix reuse)
+    last_prompt_eval: int = 0
+    #: every token passed to llama.cpp's decode since load (prompt and generated)
+    total_eval: int = 0
+
+    @property
+    def name(self) -> str:
+        return self.metadata.name or self.path.stem
+
+    @property
+    def stop_strings(self) -> tuple[str, ...]:
+        return FALLBACK_STOP if self.template_is_fallback else ()
+
+    @property
+    def vocab(self) -> Any:
+        return self.llm._model.vocab
+
+    def is_eog(self, token: int) -> bool:
+        import llama_cpp
+
+        return bool(llama_cpp.llama_vocab_is_eog(self.vocab, token))
+
+    def token_bytes(self, token: int) -> bytes:
+        """The token's bytes, special tokens written as their text."""
+        import ctypes
+
+        import llama_cpp
+
+        size = 64
+        while True:
+            buf = ctypes.create_string_buffer(size)
+            n = llama_cpp.llama_token_to_piece(self.vocab, token, buf, size, 0, True)
+            if n >= 0:
+                return buf.raw[:n]
+            size = -n + 1
+
+    def tokenize(self, text: str) -> list[int]:
+        """Tokenize a rendered prompt: special-token text becomes special tokens; a BOS is
+        prepended when the model wants one and the template did not write it."""
+        tokens = list(self.llm.tokenize(text.encode("utf-8"), add_bos=False, special=True))
+        bos = self.metadata.bos_token_id
+        wants_bos = self.metadata.add_bos_token
+        if wants_bos is None:
+            import llama_cpp
+
+            wants_bos = bool(llama_cpp.llama_vocab_get_add_bos(self.vocab))
+        if wants_bos and bos is not None and (not tokens or tokens[0] != bos):
+            tokens.insert(0, bos)
+        return tokens
+
+    def reset_cache(self) -> None:
+        """Forget the KV cache (the next prompt is evaluated in full)."""
+        with self.lock:
+            self.llm.reset()
+
+    def close(self) -> None:
+        with self.lock:
+            llm, self.llm = self.llm, None
+            if llm is not None:
+                llm.close()
+
+
+def _round_ctx(n_ctx: int, train_ctx: int | None) -> int:
+    if n_ctx <= 0:
+        raise ValueError(f"context length must be positive, got {n_ctx}")
+    n = -(-n_ctx // 256) * 256
+    if train_ctx and train_ctx >= 256:
+        n = min(n, (train_ctx // 256) * 256)
+    return max(n, 256)
+
+
+def load_model(
+    path: str | os.PathLike[str],
+    *,
+    n_ctx: int = 4096,
+    n_gpu_layers: int = 0,
+    n_threads: int | None = None,
+    settings: LoadSettings | None = None,
+) -> LoadedModel:
+    """Check ``path`` with the gguf reader, then load it with llama.cpp."""
+    if settings is not None:
+        n_ctx, n_gpu_layers, n_threads = settings.n_ctx, settings.n_gpu_layers, settings.n_threads
+    p = Path(path)
+    try:
+        meta = read_metadata(p)
+    except GGUFMetadataError as exc:
+        raise ModelLoadError(p, exc.problem) from exc
+    try:
+        ctx = _round_ctx(int(n_ctx), meta.context_length)
+    except (TypeError, ValueError) as exc:
+        raise ModelLoadError(p, str(exc)) from exc
+    if n_threads is None:
+        n_threads = max(1, min(8, (os.cpu_count() or 2) - 1))
+
+    try:
+        from llama_cpp import Llama
+    except ImportError as exc:  # pragma: no cover - the dependency is pinned
+        raise ModelLoadError(p, f"llama-cpp-python is not installed ({exc})") from exc
+    try:
+        llm = Llama(
+            model_path=str(p),
+            n_ctx=ctx,
+            n_gpu_layers=int(n_gpu_layers),
+            n_threads=int(n_threads),
+            n_threads_batch=int(n_threads),
+            n_batch=min(512, ctx),
+            verbose=False,
+        )
+    except Exception as exc:  # noqa: BLE001 - llama.cpp reports load failures as ValueError/RuntimeError
+        raise ModelLoadError(p, f"llama.cpp could not load the model ({exc})") from exc
+
+    import llama_cpp
+
+    vocab = llm._model.vocab
+    n_vocab = llm.n_vocab()
+    eog = frozenset(t for t in range(n_vocab) if llama_cpp.llama_vocab_is_eog(vocab, t))
+
+    template = meta.chat_template
+    fallback = template is None
+    model = LoadedModel(
+        path=p,
+        metadata=meta,
+        llm=llm,
+        n_ctx=ctx,
+        eog_ids=eog,
+        chat_template=template if template is not None else FALLBACK_TEMPLATE,
+        template_is_fallback=fallback,
+        tool_use_template=meta.tool_use_template,
+        bos_token=meta.bos_token or "",
+        eos_token=meta.eos_token or "",
+    )
+    _count_evals(model)
+    return model
+
+
+def _count_evals(model: LoadedModel) -> None:
+    """Count the tokens llama.cpp decodes, so callers (and tests) can see KV reuse."""
+    llm = model.llm
+    original = llm.eval
+
+    def counting_eval(tokens):
+        model.total_eval += len(tokens)
+        return original(tokens)
+
+    llm.eval = counting_eval
