@@ -1,0 +1,56 @@
+"""Errors raised by model management. Every one carries a message fit to show a user."""
+
+from __future__ import annotations
+
+__all__ = [
+    "ModelsError",
+    "HubOfflineError",
+    "HubUnavailableError",
+    "DownloadError",
+    "DiskSpaceError",
+    "DiskFullError",
+    "HashMismatchError",
+    "DownloadCancelled",
+    "LibraryError",
+    "NotDeletableError",
+]
+
+
+class ModelsError(Exception):
+    """Base class: ``str(err)`` is a complete sentence for the user."""
+
+
+class HubOfflineError(ModelsError):
+    """Offline mode (``HF_HUB_OFFLINE``) is on: the hub is not contacted at all."""
+
+
+class HubUnavailableError(ModelsError):
+    """The hub could not be reached or answered with an error."""
+
+
+class DownloadError(ModelsError):
+    """A download failed; the partial file (if any) is never a usable model."""
+
+
+class DiskSpaceError(DownloadError):
+    """Not enough free disk space to start a download."""
+
+
+class DiskFullError(DownloadError):
+    """The disk filled up (or a file-size limit was hit) while writing."""
+
+
+class HashMismatchError(DownloadError):
+    """The downloaded bytes do not match the hub's LFS sha256."""
+
+
+class DownloadCancelled(DownloadError):
+    """The download was cancelled by the user."""
+
+
+class LibraryError(ModelsError):
+    """A local library operation failed (import, delete, bad folder)."""
+
+
+class NotDeletableError(LibraryError):
+    """Callisto did not download this file and the user has not confirmed deleting it."""

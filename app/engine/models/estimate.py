@@ -1,0 +1,184 @@
+"""Memory estimate for running a GGUF: weights + KV cache + overhead, against this machine's RAM.
+
+* weights: the file size (GGUF weights are mmapped as they are stored);
+* KV cache: ``2 (K and V) * n_layers * n_ctx * n_kv_heads * head_dim * 2 bytes`` (f16 cache);
+* overhead: compute buffers and runtime, ``256 MiB + 5% of the weights``.
+
+For a local file the shape comes from its GGUF metadata. For a remote file only the size and the
+quantization (from the file name) are known: the parameter count is derived from the size and the
+quantization's bits per weight, and the layer / KV width from typical transformer shapes.
+
+Verdict against total RAM: "fits" below 70 %, "tight" below 90 %, "too large" above.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+__all__ = [
+    "FITS",
+    "TIGHT",
+    "TOO_LARGE",
+    "MemoryEstimate",
+    "bits_per_weight",
+    "classify",
+    "estimate_memory",
+    "estimate_remote",
+    "kv_cache_bytes",
+    "quant_from_filename",
+    "system_ram",
+]
+
+FITS = "fits"
+TIGHT = "tight"
+TOO_LARGE = "too large"
+
+FIT_RATIO = 0.70
+TIGHT_RATIO = 0.90
+_OVERHEAD_FIXED = 256 * 1024 * 1024
+_OVERHEAD_RATIO = 0.05
+
+# Approximate bits per weight of llama.cpp quantizations (incl. scales), for remote estimates.
+_BPW: dict[str, float] = {
+    "F32": 32.0, "F16": 16.0, "BF16": 16.0,
+    "Q8_0": 8.5, "Q8_K": 8.5, "Q6_K": 6.56, "Q5_K_M": 5.69, "Q5_K_S": 5.54, "Q5_K": 5.6,
+    "Q5_0": 5.5, "Q5_1": 6.0, "Q4_K_M": 4.85, "Q4_K_S": 4.58, "Q4_K": 4.7, "Q4_0": 4.5,
+    "Q4_1": 5.0, "Q3_K_L": 4.27, "Q3_K_M": 3.91, "Q3_K_S": 3.5, "Q3_K": 3.9, "Q2_K": 3.35,
+    "Q2_K_S": 3.0, "IQ4_XS": 4.25, "IQ4_NL": 4.5, "IQ3_M": 3.66, "IQ3_S": 3.44, "IQ3_XS": 3.3,
+    "IQ3_XXS": 3.06, "IQ2_M": 2.7, "IQ2_S": 2.5, "IQ2_XS": 2.31, "IQ2_XXS": 2.06, "IQ1_M": 1.75,
+    "IQ1_S": 1.56, "TQ1_0": 1.69, "TQ2_0": 2.06, "MXFP4": 4.25,
+}
+
+_QUANT_RE = re.compile(
+    r"(?<![A-Za-z0-9])(I?Q\d_K_[SMLX]L?|I?Q\d_K|IQ\d_(?:XXS|XS|S|M|NL)|Q\d_\d|TQ\d_\d|MXFP4|BF16|F16|F32)(?![A-Za-z0-9])",
+    re.IGNORECASE,
+)
+
+# Typical (n_layers, n_kv_heads * head_dim) of GQA models by parameter count (billions).
+_SHAPES: list[tuple[float, int, int]] = [
+    (0.15, 30, 192), (0.5, 24, 128), (1.0, 16, 512), (1.5, 28, 256), (3.0, 28, 1024),
+    (4.0, 36, 1024), (8.0, 32, 1024), (14.0, 48, 1024), (32.0, 64, 1024), (70.0, 80, 1024),
+    (120.0, 88, 1024), (400.0, 126, 1024),
+]
+
+
+@dataclass(frozen=True)
+class MemoryEstimate:
+    weights_bytes: int
+    kv_bytes: int
+    overhead_bytes: int
+    n_ctx: int
+    ram_total: int
+    ram_available: int
+
+    @property
+    def total_bytes(self) -> int:
+        return self.weights_bytes + self.kv_bytes + self.overhead_bytes
+
+    @property
+    def fit(self) -> str:
+        return classify(self.total_bytes, self.ram_total)
+
+    def describe(self) -> str:
+        gib = 1024**3
+        return (
+            f"~{self.total_bytes / gib:.1f} GiB needed at {self.n_ctx} context "
+            f"(weights {self.weights_bytes / gib:.1f} + KV {self.kv_bytes / gib:.2f} GiB) "
+            f"of {self.ram_total / gib:.1f} GiB RAM: {self.fit}"
+        )
+
+
+def system_ram() -> tuple[int, int]:
+    """(total, available) bytes of RAM on this machine."""
+    import psutil
+
+    vm = psutil.virtual_memory()
+    return int(vm.total), int(vm.available)
+
+
+def classify(total_bytes: int, ram_total: int) -> str:
+    if ram_total <= 0:
+        return TOO_LARGE
+    ratio = total_bytes / ram_total
+    if ratio < FIT_RATIO:
+        return FITS
+    if ratio < TIGHT_RATIO:
+        return TIGHT
+    return TOO_LARGE
+
+
+def kv_cache_bytes(n_layers: int, n_ctx: int, n_kv_heads: int, head_dim: int, bytes_per_elem: int = 2) -> int:
+    """Size of an f16 K+V cache for ``n_ctx`` tokens."""
+    return 2 * n_layers * n_ctx * n_kv_heads * head_dim * bytes_per_elem
+
+
+def quant_from_filename(filename: str) -> str | None:
+    """``"Qwen3-8B-Q4_K_M-00001-of-00002.gguf"`` -> ``"Q4_K_M"``; None when the name says nothing."""
+    name = filename.rsplit("/", 1)[-1]
+    matches = _QUANT_RE.findall(name)
+    return matches[-1].upper() if matches else None
+
+
+def bits_per_weight(quant: str | None) -> float:
+    if not quant:
+        return 4.85  # Q4_K_M, the most common download
+    q = quant.upper()
+    if q in _BPW:
+        return _BPW[q]
+    base = q.split("_")[0]
+    for key, bpw in _BPW.items():
+        if key.startswith(base):
+            return bpw
+    return 4.85
+
+
+def _shape_for_params(n_params: float) -> tuple[int, int]:
+    b = n_params / 1e9
+    best = _SHAPES[0]
+    for shape in _SHAPES:
+        if shape[0] <= b:
+            best = shape
+    return best[1], best[2]
+
+
+def _overhead(weights: int) -> int:
+    return _OVERHEAD_FIXED + int(weights * _OVERHEAD_RATIO)
+
+
+def estimate_memory(
+    *,
+    weights_bytes: int,
+    n_layers: int,
+    n_kv_heads: int,
+    head_dim: int,
+    n_ctx: int,
+    ram: tuple[int, int] | None = None,
+) -> MemoryEstimate:
+    """Estimate from a known model shape (local GGUF metadata)."""
+    total, avail = ram if ram is not None else system_ram()
+    return MemoryEstimate(
+        weights_bytes=int(weights_bytes),
+        kv_bytes=kv_cache_bytes(n_layers, n_ctx, n_kv_heads, head_dim),
+        overhead_bytes=_overhead(int(weights_bytes)),
+        n_ctx=n_ctx,
+        ram_total=total,
+        ram_available=avail,
+    )
+
+
+def estimate_remote(
+    file_size: int, quant: str | None, n_ctx: int, *, ram: tuple[int, int] | None = None
+) -> MemoryEstimate:
+    """Estimate from a remote file's size and quantization only."""
+    total, avail = ram if ram is not None else system_ram()
+    n_params = file_size * 8 / bits_per_weight(quant)
+    n_layers, kv_width = _shape_for_params(n_params)
+    return MemoryEstimate(
+        weights_bytes=int(file_size),
+        kv_bytes=2 * n_layers * n_ctx * kv_width * 2,
+        overhead_bytes=_overhead(int(file_size)),
+        n_ctx=n_ctx,
+        ram_total=total,
+        ram_available=avail,
+    )
