@@ -59,7 +59,7 @@ def test_llama_cpp_loads_and_generates(model_path):
     assert llm.detokenize(toks).decode() == text
     # special tokens detokenize as text only when asked to
     assert llm.detokenize([258], special=True) == b"[TOOL_CALLS]"
-    assert llama_cpp.llama_token_get_attr(vocab, 258) & llama_cpp.LLAMA_TOKEN_ATTR_CONTROL
+    assert llama_cpp.llama_vocab_get_attr(vocab, 258) & llama_cpp.LLAMA_TOKEN_ATTR_CONTROL
     assert llama_cpp.llama_vocab_is_eog(vocab, 257)  # <|im_end|> is the eos
     # and it generates tokens, the same ones for the same seed
     prompt = llm.tokenize(b"<|im_start|>user\nhello<|im_end|>\n<|im_start|>assistant\n", add_bos=False, special=True)
