@@ -1,0 +1,308 @@
+"""Run the model's tool calls safely: validate, ask approval, time out, bound the result.
+
+``Dispatcher.dispatch(call)`` is called synchronously from the engine's worker thread and
+never raises: every failure (unknown tool, bad arguments, a denial, a timeout, an exception
+inside the tool) becomes a ``ToolResult`` whose ``error`` is one sentence the model reads.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import logging
+import threading
+import time
+from collections.abc import Callable
+from typing import Any, Literal
+
+from app.tools.registry import ToolRegistry
+from app.tools.types import (
+    ApprovalDecision,
+    ApprovalOutcome,
+    ApprovalRequest,
+    Tool,
+    ToolCall,
+    ToolError,
+    ToolResult,
+)
+from app.tools.validation import parse_arguments, validate_arguments
+
+__all__ = [
+    "ApprovalHook",
+    "ApprovalPolicy",
+    "DEFAULT_APPROVAL_TIMEOUT_S",
+    "DEFAULT_RESULT_BUDGET",
+    "DEFAULT_TOOL_TIMEOUT_S",
+    "Dispatcher",
+    "PolicyDefault",
+]
+
+log = logging.getLogger(__name__)
+
+DEFAULT_TOOL_TIMEOUT_S = 30.0
+DEFAULT_APPROVAL_TIMEOUT_S = 300.0
+DEFAULT_RESULT_BUDGET = 8000  # characters the model reads back from one call
+
+# A callable taking the request and returning a decision, or an awaitable of one.
+ApprovalHook = Callable[[ApprovalRequest], Any]
+PolicyDefault = Literal["ask", "always_allow"]
+_DECISIONS = ("allow_once", "always", "deny")
+
+
+class ApprovalPolicy:
+    """Which side-effecting tools run without asking.
+
+    ``defaults`` come from settings ("tool approval defaults": tool name -> "ask" or
+    "always_allow"); "Always allow this tool" answers are remembered for the session.
+    Thread-safe.
+    """
+
+    def __init__(self, defaults: dict[str, PolicyDefault] | None = None) -> None:
+        self._lock = threading.Lock()
+        self._defaults: dict[str, PolicyDefault] = {}
+        self._session_allowed: set[str] = set()
+        for name, value in (defaults or {}).items():
+            self.set_default(name, value)
+
+    def set_default(self, tool_name: str, value: PolicyDefault) -> None:
+        if value not in ("ask", "always_allow"):
+            raise ValueError(f"Approval default for {tool_name!r} must be 'ask' or 'always_allow', got {value!r}")
+        with self._lock:
+            self._defaults[tool_name] = value
+
+    def default_for(self, tool_name: str) -> PolicyDefault:
+        with self._lock:
+            return self._defaults.get(tool_name, "ask")
+
+    def defaults(self) -> dict[str, PolicyDefault]:
+        with self._lock:
+            return dict(self._defaults)
+
+    def allow_for_session(self, tool_name: str) -> None:
+        with self._lock:
+            self._session_allowed.add(tool_name)
+
+    def reset_session(self) -> None:
+        with self._lock:
+            self._session_allowed.clear()
+
+    def is_preapproved(self, tool_name: str) -> bool:
+        with self._lock:
+            return tool_name in self._session_allowed or self._defaults.get(tool_name) == "always_allow"
+
+
+def _run_in_thread(fn: Callable[[], Any], timeout_s: float | None, name: str) -> tuple[bool, Any, BaseException | None]:
+    """(finished, value, exception) of ``fn()`` run on a daemon thread, waiting ``timeout_s``.
+
+    A daemon thread, so a tool that never returns cannot keep the app from exiting.
+    """
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["value"] = fn()
+        except BaseException as exc:  # noqa: BLE001 - reported to the caller as a result
+            box["error"] = exc
+
+    thread = threading.Thread(target=target, name=name, daemon=True)
+    thread.start()
+    thread.join(timeout_s)
+    if thread.is_alive():
+        return False, None, None
+    return True, box.get("value"), box.get("error")
+
+
+def _call_hook(hook: ApprovalHook, request: ApprovalRequest) -> Any:
+    answer = hook(request)
+    if inspect.isawaitable(answer):
+        import asyncio
+
+        async def wait() -> Any:
+            return await answer
+
+        answer = asyncio.run(wait())
+    return answer
+
+
+def _format_seconds(seconds: float) -> str:
+    return f"{seconds:g} s"
+
+
+def _to_text(value: Any) -> str:
+    if value is None:
+        return "(no output)"
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bytes):
+        return value.decode("utf-8", errors="replace")
+    try:
+        return json.dumps(value, ensure_ascii=False, default=str)
+    except (TypeError, ValueError):
+        return str(value)
+
+
+class Dispatcher:
+    """Validates, approves, runs and bounds tool calls. ``dispatch`` never raises.
+
+    ``approval`` is the hook asked before a side-effecting tool runs; it receives an
+    ``ApprovalRequest`` and returns (or resolves to) "allow_once", "always" or "deny". It is
+    called on the dispatching thread and may block; after ``approval_timeout_s`` without an
+    answer the call counts as denied (outcome "timeout"). With no hook, side-effecting tools
+    are refused unless the policy pre-approves them.
+    """
+
+    def __init__(
+        self,
+        registry: ToolRegistry,
+        approval: ApprovalHook | None = None,
+        *,
+        policy: ApprovalPolicy | None = None,
+        timeout_s: float = DEFAULT_TOOL_TIMEOUT_S,
+        approval_timeout_s: float | None = DEFAULT_APPROVAL_TIMEOUT_S,
+        result_budget: int = DEFAULT_RESULT_BUDGET,
+    ) -> None:
+        if result_budget < 100:
+            raise ValueError("result_budget must be at least 100 characters")
+        self.registry = registry
+        self.approval = approval
+        self.policy = policy if policy is not None else ApprovalPolicy()
+        self.timeout_s = timeout_s
+        self.approval_timeout_s = approval_timeout_s
+        self.result_budget = result_budget
+
+    # -- public -------------------------------------------------------------------------
+
+    def dispatch(self, call: ToolCall) -> ToolResult:
+        """Run one call and return its result; never raises."""
+        start = time.monotonic()
+        try:
+            return self._dispatch(call, start)
+        except BaseException as exc:  # noqa: BLE001 - the contract: never raise into the chat loop
+            if isinstance(exc, KeyboardInterrupt | SystemExit):
+                raise
+            log.exception("dispatch of %r failed unexpectedly", getattr(call, "name", call))
+            return ToolResult(
+                call_id=str(getattr(call, "id", "")),
+                name=str(getattr(call, "name", "")),
+                error=f"The tool could not be run because of an internal error ({type(exc).__name__}: {exc}).",
+                duration_s=time.monotonic() - start,
+            )
+
+    # -- steps --------------------------------------------------------------------------
+
+    def _result(self, call: ToolCall, start: float, **kw: Any) -> ToolResult:
+        error = kw.pop("error", None)
+        content = kw.pop("content", None)
+        truncated = False
+        if error is not None:
+            error, truncated = self._bound(str(error))
+        elif content is not None:
+            content, truncated = self._bound(content)
+        return ToolResult(
+            call_id=call.id,
+            name=call.name,
+            content=content,
+            error=error,
+            duration_s=time.monotonic() - start,
+            truncated=truncated,
+            **kw,
+        )
+
+    def _bound(self, text: str) -> tuple[str, bool]:
+        budget = self.result_budget
+        if len(text) <= budget:
+            return text, False
+        note = f"\n[Output truncated: showing the first {{shown}} of {len(text)} characters.]"
+        shown = budget - len(note.format(shown=budget))
+        return text[:shown] + note.format(shown=shown), True
+
+    def _dispatch(self, call: ToolCall, start: float) -> ToolResult:
+        tool = self.registry.get(call.name) if isinstance(call.name, str) else None
+        if tool is None or not self.registry.is_enabled(call.name):
+            available = ", ".join(self.registry.enabled_names()) or "none"
+            return self._result(call, start, error=f"Unknown tool '{call.name}'. Available tools: {available}.")
+
+        arguments, problem = parse_arguments(call.arguments)
+        if problem is None:
+            problem = validate_arguments(tool.parameters, arguments)
+        if problem is not None:
+            return self._result(call, start, error=problem)
+
+        outcome: ApprovalOutcome = "auto"
+        if tool.side_effects:
+            outcome = self._approve(call, tool, arguments)
+            if outcome == "unavailable":
+                return self._result(
+                    call,
+                    start,
+                    approval="denied",
+                    error=f"'{tool.name}' needs the user's approval and no one can be asked here, so it did not run.",
+                )
+            if outcome == "denied":
+                return self._result(
+                    call, start, approval=outcome, error=f"The user denied permission to run '{tool.name}'."
+                )
+            if outcome == "timeout":
+                return self._result(
+                    call,
+                    start,
+                    approval=outcome,
+                    error=f"No one approved '{tool.name}' in time, so it did not run.",
+                )
+
+        return self._run(call, tool, arguments, outcome, start)
+
+    def _approve(self, call: ToolCall, tool: Tool, arguments: dict[str, Any]) -> ApprovalOutcome:
+        if self.policy.is_preapproved(tool.name):
+            return "always"
+        if self.approval is None:
+            return "unavailable"  # type: ignore[return-value]
+        request = ApprovalRequest(
+            call_id=call.id,
+            tool_name=tool.name,
+            description=tool.description,
+            arguments=arguments,
+            source=tool.source,
+            timeout_s=self.approval_timeout_s,
+        )
+        hook = self.approval
+        finished, answer, error = _run_in_thread(
+            lambda: _call_hook(hook, request), self.approval_timeout_s, f"approval-{tool.name}"
+        )
+        if not finished:
+            return "timeout"
+        if error is not None:
+            log.warning("approval hook raised %r for %s: treated as deny", error, tool.name)
+            return "denied"
+        decision: ApprovalDecision | None = answer if answer in _DECISIONS else None
+        if decision == "always":
+            self.policy.allow_for_session(tool.name)
+            return "always"
+        if decision == "allow_once":
+            return "allowed_once"
+        if decision is None:
+            log.warning("approval hook returned %r for %s: treated as deny", answer, tool.name)
+        return "denied"
+
+    def _run(
+        self, call: ToolCall, tool: Tool, arguments: dict[str, Any], outcome: ApprovalOutcome, start: float
+    ) -> ToolResult:
+        if tool.handler is None:
+            return self._result(call, start, approval=outcome, error=f"Tool '{tool.name}' has no implementation.")
+        timeout = tool.timeout_s if tool.timeout_s is not None else self.timeout_s
+        handler = tool.handler
+        finished, value, exc = _run_in_thread(lambda: handler(**arguments), timeout, f"tool-{tool.name}")
+        if not finished:
+            return self._result(
+                call,
+                start,
+                approval=outcome,
+                error=f"Tool '{tool.name}' did not finish within {_format_seconds(timeout)} and was abandoned.",
+            )
+        if exc is not None:
+            if isinstance(exc, ToolError):
+                return self._result(call, start, approval=outcome, error=str(exc) or f"Tool '{tool.name}' failed.")
+            message = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+            detail = f"{type(exc).__name__}: {message}" if message else type(exc).__name__
+            return self._result(call, start, approval=outcome, error=f"Tool '{tool.name}' failed ({detail}).")
+        return self._result(call, start, approval=outcome, content=_to_text(value))

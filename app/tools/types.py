@@ -1,0 +1,120 @@
+"""Plain types at the tools boundary: what a tool is, a call of it, and its result.
+
+All of them are frozen dataclasses so the engine's worker thread, the UI thread and the
+storage layer can pass them around freely.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+__all__ = [
+    "APPROVAL_OUTCOMES",
+    "ApprovalDecision",
+    "ApprovalOutcome",
+    "ApprovalRequest",
+    "Tool",
+    "ToolCall",
+    "ToolError",
+    "ToolResult",
+]
+
+# What the user answered in the approval dialog.
+ApprovalDecision = Literal["allow_once", "always", "deny"]
+
+# How a call came to run (or not): stored on every ToolResult and shown in the side panel.
+ApprovalOutcome = Literal["auto", "allowed_once", "always", "denied", "timeout"]
+APPROVAL_OUTCOMES: tuple[str, ...] = ("auto", "allowed_once", "always", "denied", "timeout")
+
+
+class ToolError(Exception):
+    """Raised by a tool for a failure the model should read as-is (one clear sentence)."""
+
+
+@dataclass(frozen=True)
+class Tool:
+    """A tool the model may call.
+
+    ``parameters`` is a JSON Schema object (``{"type": "object", "properties": ...}``).
+    ``handler`` receives the validated arguments as keyword arguments and returns a string
+    (or anything JSON-serialisable). ``side_effects`` tools ask the user before running.
+    ``timeout_s`` overrides the dispatcher's default per-call timeout.
+    ``source`` says where the tool comes from: ``"builtin"`` or ``"mcp:<server>"``.
+    """
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    side_effects: bool = False
+    handler: Callable[..., Any] | None = field(default=None, compare=False, repr=False)
+    timeout_s: float | None = None
+    source: str = "builtin"
+
+    def openai_schema(self) -> dict[str, Any]:
+        """The OpenAI function-tool shape that chat templates render."""
+        return {
+            "type": "function",
+            "function": {"name": self.name, "description": self.description, "parameters": self.parameters},
+        }
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """A call the model made, as the formats layer parsed it.
+
+    ``arguments`` is normally a dict; a string is accepted too (raw JSON text that the
+    dispatcher parses, reporting bad JSON to the model). ``raw`` is the exact text the model
+    wrote, kept for the side panel.
+    """
+
+    id: str
+    name: str
+    arguments: dict[str, Any] | str = field(default_factory=dict)
+    raw: str = ""
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    """What came of a call: exactly one of ``content`` / ``error`` is set."""
+
+    call_id: str
+    name: str
+    content: str | None = None
+    error: str | None = None
+    duration_s: float = 0.0
+    approval: ApprovalOutcome = "auto"
+    truncated: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+    def to_model_text(self) -> str:
+        """What the model reads back: the content, or ``Error: <one clear sentence>``."""
+        if self.error is not None:
+            return f"Error: {self.error}"
+        return self.content or ""
+
+
+@dataclass(frozen=True)
+class ApprovalRequest:
+    """What the approval dialog shows: the tool, what it does, and the exact arguments.
+
+    ``timeout_s`` is how long the dispatcher waits for an answer before treating the call as
+    denied (the UI may close its dialog then).
+    """
+
+    call_id: str
+    tool_name: str
+    description: str
+    arguments: dict[str, Any]
+    source: str = "builtin"
+    timeout_s: float | None = None
+
+    @property
+    def arguments_text(self) -> str:
+        """The arguments as indented JSON, for display."""
+        return json.dumps(self.arguments, indent=2, ensure_ascii=False, default=str)

@@ -1,0 +1,192 @@
+"""Check a call's arguments against its tool's JSON Schema and say what is wrong in one sentence.
+
+The sentence is written for the model, which reads it as the tool's result and can retry:
+``Parameter 'days' must be an integer, got string "ten".``
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+__all__ = ["describe_value", "parse_arguments", "validate_arguments"]
+
+_TYPE_WORDS = {
+    "integer": "an integer",
+    "number": "a number",
+    "string": "a string",
+    "boolean": "a boolean (true or false)",
+    "array": "an array",
+    "object": "an object",
+    "null": "null",
+}
+
+_MAX_SHOWN = 60
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list | tuple):
+        return "array"
+    if isinstance(value, dict):
+        return "object"
+    return type(value).__name__
+
+
+def describe_value(value: Any) -> str:
+    """``string "ten"``, ``integer 3``, ``array [1, 2]``... shortened for long values."""
+    kind = _json_type(value)
+    if kind == "null":
+        return "null"
+    try:
+        shown = json.dumps(value, ensure_ascii=False, default=str)
+    except (TypeError, ValueError):
+        shown = repr(value)
+    if len(shown) > _MAX_SHOWN:
+        shown = shown[: _MAX_SHOWN - 3] + "..."
+    return f"{kind} {shown}"
+
+
+def _path_name(path: list[Any]) -> str:
+    out = ""
+    for part in path:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if out else str(part)
+    return out
+
+
+def _expected_types(schema: Any) -> list[str]:
+    if not isinstance(schema, dict):
+        return []
+    t = schema.get("type")
+    if isinstance(t, str):
+        return [t]
+    if isinstance(t, list):
+        return [x for x in t if isinstance(x, str)]
+    found: list[str] = []
+    for key in ("anyOf", "oneOf"):
+        for sub in schema.get(key, []) or []:
+            for x in _expected_types(sub):
+                if x not in found:
+                    found.append(x)
+    if "enum" in schema and not found:
+        return []
+    return found
+
+
+def _types_phrase(types: list[str]) -> str:
+    words = [_TYPE_WORDS.get(t, t) for t in types]
+    if len(words) == 1:
+        return words[0]
+    return ", ".join(words[:-1]) + " or " + words[-1]
+
+
+def _subject(path: list[Any]) -> str:
+    return f"Parameter '{_path_name(path)}'" if path else "The arguments"
+
+
+def _error_sentence(error: Any) -> str:
+    path = list(error.absolute_path)
+    subject = _subject(path)
+    kind = error.validator
+    got = describe_value(error.instance)
+    if kind == "required":
+        missing = [name for name in error.validator_value if name not in (error.instance or {})]
+        name = missing[0] if missing else error.message
+        where = f" in '{_path_name(path)}'" if path else ""
+        return f"Missing required parameter '{name}'{where}."
+    if kind == "type" or kind in ("anyOf", "oneOf"):
+        types = _expected_types(error.schema)
+        if types:
+            return f"{subject} must be {_types_phrase(types)}, got {got}."
+    if kind == "enum":
+        allowed = ", ".join(json.dumps(v, ensure_ascii=False) for v in error.validator_value)
+        return f"{subject} must be one of {allowed}, got {got}."
+    if kind == "const":
+        return f"{subject} must be {json.dumps(error.validator_value)}, got {got}."
+    if kind == "additionalProperties":
+        extra = sorted(set(error.instance) - set(error.schema.get("properties") or {}))
+        expected = ", ".join(sorted((error.schema.get("properties") or {}).keys())) or "none"
+        name = f"{_path_name(path)}.{extra[0]}" if path and extra else (extra[0] if extra else "?")
+        return f"Unknown parameter '{name}' (expected: {expected})."
+    if kind in ("minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"):
+        words = {
+            "minimum": "at least",
+            "exclusiveMinimum": "greater than",
+            "maximum": "at most",
+            "exclusiveMaximum": "less than",
+        }[kind]
+        return f"{subject} must be {words} {error.validator_value}, got {got}."
+    if kind in ("minLength", "maxLength", "minItems", "maxItems"):
+        words = "at least" if kind.startswith("min") else "at most"
+        unit = "characters" if kind.endswith("Length") else "items"
+        return f"{subject} must have {words} {error.validator_value} {unit}, got {got}."
+    if kind == "pattern":
+        return f"{subject} must match the pattern {error.validator_value!r}, got {got}."
+    message = str(error.message)
+    if len(message) > 200:
+        message = message[:197] + "..."
+    return f"{subject} is invalid: {message}."
+
+
+def parse_arguments(arguments: Any) -> tuple[dict[str, Any] | None, str | None]:
+    """Turn a call's arguments into a dict, or say why they are not one.
+
+    Accepts a dict, a JSON object as text, or an empty string / None (no arguments).
+    """
+    if arguments is None:
+        return {}, None
+    if isinstance(arguments, str):
+        text = arguments.strip()
+        if not text:
+            return {}, None
+        try:
+            arguments = json.loads(text)
+        except ValueError as exc:
+            return None, f"The arguments are not valid JSON ({exc.msg} at position {exc.pos})."
+    if not isinstance(arguments, dict):
+        return None, f"The arguments must be a JSON object, got {describe_value(arguments)}."
+    return arguments, None
+
+
+def validate_arguments(schema: dict[str, Any], arguments: dict[str, Any]) -> str | None:
+    """None when ``arguments`` fit ``schema``; otherwise one sentence naming what is wrong.
+
+    Parameters the schema does not name are refused unless the schema explicitly allows
+    extra properties (``additionalProperties`` true or a schema), so a misspelt parameter
+    never silently falls back to a default.
+    """
+    import jsonschema
+
+    properties = schema.get("properties")
+    if isinstance(properties, dict):
+        extra_allowed = schema.get("additionalProperties", False)
+        if extra_allowed is False:
+            unknown = [key for key in arguments if key not in properties]
+            if unknown:
+                expected = ", ".join(properties) or "no parameters"
+                return f"Unknown parameter '{unknown[0]}' (expected: {expected})."
+    try:
+        validator_cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+        validator = validator_cls(schema)
+        errors = list(validator.iter_errors(arguments))
+    except jsonschema.exceptions.SchemaError as exc:
+        return f"The tool's parameter schema is invalid ({exc.message}); it cannot be called."
+    except Exception as exc:  # a pathological schema must not crash dispatch
+        return f"The arguments could not be checked against the tool's schema ({type(exc).__name__})."
+    if not errors:
+        return None
+    # Report a missing parameter first, then the shallowest error: what a model fixes first.
+    errors.sort(key=lambda e: (e.validator != "required", len(list(e.absolute_path)), str(e.validator)))
+    return _error_sentence(errors[0])

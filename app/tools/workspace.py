@@ -1,0 +1,335 @@
+"""File tools confined to one folder the user chose (the workspace).
+
+Every path the model gives is relative to the workspace. Refused, with one clear sentence:
+absolute paths, ``~``, drive letters, UNC paths, backslashes, ``..`` components, NUL bytes,
+anything whose real path (symlinks resolved) leaves the workspace, symlink loops, anything
+that is not a regular file or folder (devices, FIFOs, sockets), files with extra hard links
+(they may be the same file as one outside), and files over the size limit. Files are opened
+with ``O_NOFOLLOW`` / ``O_NONBLOCK`` and checked again with ``fstat`` after opening, so a
+path swapped for a symlink or FIFO between the check and the open is still refused.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+import tempfile
+from pathlib import Path
+
+from app.tools.registry import tool_from_function
+from app.tools.types import Tool, ToolError
+
+__all__ = ["Workspace", "WorkspaceError", "workspace_tools"]
+
+MAX_PATH_CHARS = 1024
+MAX_READ_BYTES = 2 * 1024 * 1024
+MAX_WRITE_CHARS = 1024 * 1024
+MAX_LIST_ENTRIES = 500
+MAX_SEARCH_FILES = 2000
+MAX_SEARCH_MATCHES = 200
+MAX_SEARCH_LINE = 500
+
+_DRIVE_RE = re.compile(r"^[A-Za-z]:")
+
+
+class WorkspaceError(ValueError):
+    """The workspace folder itself is unusable (missing, not a folder)."""
+
+
+def _human_size(n: int) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if n < 1024 or unit == "GB":
+            return f"{n} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024  # type: ignore[assignment]
+    return f"{n} B"
+
+
+class Workspace:
+    """A folder the file tools may touch, and nothing outside it."""
+
+    def __init__(self, root: str | os.PathLike[str], *, max_read_bytes: int = MAX_READ_BYTES) -> None:
+        path = Path(root).expanduser()
+        if not path.exists():
+            raise WorkspaceError(f"The workspace folder {str(path)!r} does not exist")
+        if not path.is_dir():
+            raise WorkspaceError(f"The workspace {str(path)!r} is not a folder")
+        self.root = path.resolve(strict=True)
+        self.max_read_bytes = max_read_bytes
+
+    # -- path checks --------------------------------------------------------------------
+
+    def _lexical_check(self, path: str) -> str:
+        if not isinstance(path, str):
+            raise ToolError(f"The path must be a string, got {type(path).__name__}.")
+        shown = path[:80]
+        if "\x00" in path:
+            raise ToolError("The path contains a NUL character, which is not allowed.")
+        if len(path) > MAX_PATH_CHARS:
+            raise ToolError(f"The path is too long (more than {MAX_PATH_CHARS} characters).")
+        text = path.strip()
+        if text in ("", "."):
+            return "."
+        if text.startswith("~"):
+            raise ToolError(f"'{shown}' refers to a home folder; use a path relative to the workspace.")
+        if text.startswith(("\\\\", "//")):
+            raise ToolError(f"'{shown}' is a network (UNC) path; use a path relative to the workspace.")
+        if _DRIVE_RE.match(text):
+            raise ToolError(f"'{shown}' has a drive letter; use a path relative to the workspace.")
+        if "\\" in text:
+            raise ToolError(f"'{shown}' contains a backslash; use '/' between folder names.")
+        if text.startswith("/") or os.path.isabs(text):
+            raise ToolError(f"'{shown}' is an absolute path; use a path relative to the workspace.")
+        if ".." in text.split("/"):
+            raise ToolError(f"'{shown}' goes up out of the folder with '..', which is not allowed.")
+        return text
+
+    def resolve(self, path: str) -> Path:
+        """The real absolute path for ``path`` (relative to the workspace), or ToolError."""
+        rel = self._lexical_check(path)
+        candidate = self.root / rel
+        try:
+            real = Path(os.path.realpath(candidate, strict=False))
+            # realpath leaves a symlink loop unresolved instead of failing: detect it.
+            if os.path.islink(real):
+                raise ToolError(f"'{path[:80]}' is a symbolic link loop.")
+        except (OSError, RuntimeError, ValueError):
+            raise ToolError(f"'{path[:80]}' cannot be resolved (symbolic link loop or invalid name).") from None
+        if real != self.root and self.root not in real.parents:
+            raise ToolError(f"'{path[:80]}' leads outside the workspace, which is not allowed.")
+        return real
+
+    def relative(self, real: Path) -> str:
+        rel = real.relative_to(self.root).as_posix()
+        return rel or "."
+
+    def _check_regular(self, st: os.stat_result, path: str) -> None:
+        if stat.S_ISDIR(st.st_mode):
+            raise ToolError(f"'{path[:80]}' is a folder, not a file.")
+        if not stat.S_ISREG(st.st_mode):
+            raise ToolError(f"'{path[:80]}' is not a regular file (device, pipe or socket), so it is refused.")
+        if st.st_nlink > 1:
+            raise ToolError(
+                f"'{path[:80]}' has more than one hard link (it may be a file outside the workspace), so it is refused."
+            )
+
+    def _open_read(self, path: str) -> tuple[int, os.stat_result, Path]:
+        real = self.resolve(path)
+        flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
+        try:
+            fd = os.open(real, flags)
+        except FileNotFoundError:
+            raise ToolError(f"'{path[:80]}' does not exist.") from None
+        except IsADirectoryError:
+            raise ToolError(f"'{path[:80]}' is a folder, not a file.") from None
+        except OSError as exc:
+            raise ToolError(f"'{path[:80]}' cannot be opened ({exc.strerror or exc}).") from None
+        try:
+            st = os.fstat(fd)
+            self._check_regular(st, path)
+            if st.st_size > self.max_read_bytes:
+                raise ToolError(
+                    f"'{path[:80]}' is {_human_size(st.st_size)}, over the {_human_size(self.max_read_bytes)} limit "
+                    "for reading files."
+                )
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd, st, real
+
+    def read_bytes(self, path: str) -> bytes:
+        fd, st, _ = self._open_read(path)
+        try:
+            with os.fdopen(fd, "rb") as fh:
+                data = fh.read(self.max_read_bytes + 1)
+        except OSError as exc:
+            raise ToolError(f"'{path[:80]}' cannot be read ({exc.strerror or exc}).") from None
+        if len(data) > self.max_read_bytes:
+            raise ToolError(f"'{path[:80]}' is over the {_human_size(self.max_read_bytes)} limit for reading files.")
+        return data
+
+    def read_text(self, path: str) -> str:
+        data = self.read_bytes(path)
+        if b"\x00" in data[:8192]:
+            raise ToolError(f"'{path[:80]}' is a binary file, not text.")
+        return data.decode("utf-8", errors="replace")
+
+    # -- tools --------------------------------------------------------------------------
+
+    def list_files(self, path: str = ".") -> str:
+        """List the files and folders in a folder of the workspace.
+
+        Args:
+            path: Folder relative to the workspace root; "." is the root.
+        """
+        real = self.resolve(path)
+        if not real.exists():
+            raise ToolError(f"'{path[:80]}' does not exist.")
+        if not real.is_dir():
+            raise ToolError(f"'{path[:80]}' is a file, not a folder; use read_file to read it.")
+        try:
+            entries = sorted(os.scandir(real), key=lambda e: e.name.lower())
+        except OSError as exc:
+            raise ToolError(f"'{path[:80]}' cannot be listed ({exc.strerror or exc}).") from None
+        lines: list[str] = []
+        for entry in entries[:MAX_LIST_ENTRIES]:
+            try:
+                if entry.is_symlink():
+                    lines.append(f"{entry.name} (symbolic link)")
+                elif entry.is_dir(follow_symlinks=False):
+                    lines.append(f"{entry.name}/")
+                elif entry.is_file(follow_symlinks=False):
+                    lines.append(f"{entry.name} ({_human_size(entry.stat(follow_symlinks=False).st_size)})")
+                else:
+                    lines.append(f"{entry.name} (special file)")
+            except OSError:
+                lines.append(f"{entry.name} (unreadable)")
+        where = self.relative(real)
+        if not lines:
+            return f"{where}: empty folder."
+        header = f"{where}: {len(entries)} entries"
+        if len(entries) > MAX_LIST_ENTRIES:
+            header += f" (showing the first {MAX_LIST_ENTRIES})"
+        return header + "\n" + "\n".join(lines)
+
+    def read_file(self, path: str, start_line: int | None = None, end_line: int | None = None) -> str:
+        """Read a text file of the workspace, optionally only some lines.
+
+        Args:
+            path: File relative to the workspace root.
+            start_line: First line to read (1-based, inclusive). Leave out to start at line 1.
+            end_line: Last line to read (inclusive). Leave out to read to the end.
+        """
+        text = self.read_text(path)
+        lines = text.splitlines()
+        total = len(lines)
+        first = 1 if start_line is None else start_line
+        last = total if end_line is None else end_line
+        if first < 1:
+            raise ToolError(f"start_line must be 1 or more, got {first}.")
+        if last < first:
+            raise ToolError(f"end_line ({last}) is before start_line ({first}).")
+        if total == 0:
+            return f"{path}: empty file."
+        if first > total:
+            raise ToolError(f"start_line {first} is past the end of '{path[:80]}', which has {total} lines.")
+        last = min(last, total)
+        body = "\n".join(lines[first - 1 : last])
+        if first == 1 and last == total:
+            return f"{path} ({total} lines):\n{body}"
+        return f"{path} (lines {first}-{last} of {total}):\n{body}"
+
+    def search_files(self, query: str, regex: bool = False, path: str = ".") -> str:
+        """Search the text files of the workspace for a string or regular expression.
+
+        Args:
+            query: The text to find (or a Python regular expression when regex is true).
+            regex: Treat query as a regular expression.
+            path: Folder (or file) to search in, relative to the workspace root.
+        """
+        if not query:
+            raise ToolError("The query is empty.")
+        if regex:
+            try:
+                pattern = re.compile(query)
+            except re.error as exc:
+                raise ToolError(f"The regular expression is invalid ({exc}).") from None
+        else:
+            pattern = re.compile(re.escape(query))
+        real = self.resolve(path)
+        if not real.exists():
+            raise ToolError(f"'{path[:80]}' does not exist.")
+        files: list[Path] = []
+        if real.is_file():
+            files.append(real)
+        else:
+            for dirpath, dirnames, filenames in os.walk(real, followlinks=False):
+                dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") or d == ".")
+                for name in sorted(filenames):
+                    files.append(Path(dirpath) / name)
+                    if len(files) >= MAX_SEARCH_FILES:
+                        break
+                if len(files) >= MAX_SEARCH_FILES:
+                    break
+        matches: list[str] = []
+        skipped = 0
+        for file in files:
+            rel = self.relative(file)
+            try:
+                if file.is_symlink():
+                    skipped += 1
+                    continue
+                text = self.read_text(rel)
+            except ToolError:
+                skipped += 1
+                continue
+            for number, line in enumerate(text.splitlines(), start=1):
+                if pattern.search(line[:10_000]):
+                    shown = line.strip()
+                    if len(shown) > MAX_SEARCH_LINE:
+                        shown = shown[:MAX_SEARCH_LINE] + "..."
+                    matches.append(f"{rel}:{number}: {shown}")
+                    if len(matches) >= MAX_SEARCH_MATCHES:
+                        break
+            if len(matches) >= MAX_SEARCH_MATCHES:
+                break
+        if not matches:
+            result = f"No matches for {query!r} in {len(files) - skipped} files."
+        else:
+            result = f"{len(matches)} matches for {query!r}"
+            if len(matches) >= MAX_SEARCH_MATCHES:
+                result += f" (stopped at {MAX_SEARCH_MATCHES})"
+            result += ":\n" + "\n".join(matches)
+        if len(files) >= MAX_SEARCH_FILES:
+            result += f"\n(Searched only the first {MAX_SEARCH_FILES} files.)"
+        return result
+
+    def write_file(self, path: str, content: str) -> str:
+        """Create or overwrite a text file in the workspace (asks the user first).
+
+        Args:
+            path: File relative to the workspace root; missing folders are created.
+            content: The complete new content of the file.
+        """
+        if len(content) > MAX_WRITE_CHARS:
+            raise ToolError(f"The content is too long (more than {MAX_WRITE_CHARS} characters).")
+        rel = self._lexical_check(path)
+        if rel == "." or path.strip().endswith("/"):
+            raise ToolError(f"'{path[:80]}' names a folder; give a file name.")
+        real = self.resolve(path)
+        if os.path.lexists(real):
+            st = os.lstat(real)
+            self._check_regular(st, path)
+        parent = real.parent
+        try:
+            parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ToolError(f"The folder for '{path[:80]}' cannot be created ({exc.strerror or exc}).") from None
+        # The parent may have been swapped for a symlink meanwhile: check its real path again.
+        if Path(os.path.realpath(parent)) != parent or (parent != self.root and self.root not in parent.parents):
+            raise ToolError(f"'{path[:80]}' leads outside the workspace, which is not allowed.")
+        data = content.encode("utf-8")
+        fd, tmp = tempfile.mkstemp(prefix=".callisto-", suffix=".tmp", dir=parent)
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, real)  # replaces a name, never follows a symlink at the target
+        except OSError as exc:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+            raise ToolError(f"'{path[:80]}' cannot be written ({exc.strerror or exc}).") from None
+        return f"Wrote {len(data)} bytes to {self.relative(real)}."
+
+
+def workspace_tools(workspace: Workspace) -> list[Tool]:
+    """The four file tools bound to ``workspace``; write_file has side effects (asks first)."""
+    return [
+        tool_from_function(workspace.list_files, name="list_files"),
+        tool_from_function(workspace.read_file, name="read_file"),
+        tool_from_function(workspace.search_files, name="search_files"),
+        tool_from_function(workspace.write_file, name="write_file", side_effects=True),
+    ]
