@@ -1,1 +1,8 @@
-"""Qt-free storage: SQLite conversation history and the settings file."""
+"""Qt-free storage: SQLite conversation history and the settings file.
+
+Submodules: ``paths`` (where things live), ``settings`` (``load_settings``/``save_settings``),
+``history`` (``History``), ``atomic`` (atomic file replacement). Import them directly; this
+package module stays import-light.
+"""
+
+__all__ = ["atomic", "history", "paths", "settings"]

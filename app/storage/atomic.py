@@ -40,7 +40,9 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
     try:
         fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
     except OSError as exc:
-        raise AtomicWriteError(exc.errno, f"cannot create a temporary file in {directory}: {exc.strerror or exc}") from exc
+        raise AtomicWriteError(
+            exc.errno, f"cannot create a temporary file in {directory}: {exc.strerror or exc}"
+        ) from exc
     tmp = Path(tmp_name)
     try:
         with os.fdopen(fd, "wb") as fh:

@@ -366,9 +366,7 @@ class History:
         self.path = Path(path) if path is not None else history_path()
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.RLock()
-        self._db = sqlite3.connect(
-            self.path, timeout=timeout, isolation_level=None, check_same_thread=False
-        )
+        self._db = sqlite3.connect(self.path, timeout=timeout, isolation_level=None, check_same_thread=False)
         try:
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA foreign_keys=ON")
@@ -412,7 +410,9 @@ class History:
 
     def _recover_streaming(self) -> int:
         with self._tx() as db:
-            return db.execute("UPDATE messages SET status = 'interrupted' WHERE status = 'streaming'").rowcount
+            return db.execute(
+                "UPDATE messages SET status = 'interrupted' WHERE status = 'streaming'"
+            ).rowcount
 
     @staticmethod
     def _touch(db: sqlite3.Connection, conversation_id: int, now: float) -> None:
@@ -421,7 +421,11 @@ class History:
     # -- conversations ----------------------------------------------------------------------
 
     def create_conversation(
-        self, title: str = "", *, model_path: str | os.PathLike[str] | None = None, settings: dict[str, Any] | None = None
+        self,
+        title: str = "",
+        *,
+        model_path: str | os.PathLike[str] | None = None,
+        settings: dict[str, Any] | None = None,
     ) -> Conversation:
         now = time.time()
         settings_json = _dumps(settings, "settings snapshot")
@@ -466,7 +470,9 @@ class History:
         sets.append("updated = ?")
         params.append(time.time())
         with self._tx() as db:
-            cur = db.execute(f"UPDATE conversations SET {', '.join(sets)} WHERE id = ?", (*params, conversation_id))
+            cur = db.execute(
+                f"UPDATE conversations SET {', '.join(sets)} WHERE id = ?", (*params, conversation_id)
+            )
             if cur.rowcount == 0:
                 raise ConversationNotFound(f"no conversation with id {conversation_id}")
 
@@ -504,7 +510,8 @@ class History:
             msg_params: list[Any] = [_fts_query(query)]
         else:
             msg_sql = "SELECT m.conversation_id FROM messages m WHERE " + " AND ".join(
-                "(m.content LIKE ? ESCAPE '\\' OR coalesce(m.reasoning, '') LIKE ? ESCAPE '\\')" for _ in words
+                "(m.content LIKE ? ESCAPE '\\' OR coalesce(m.reasoning, '') LIKE ? ESCAPE '\\')"
+                for _ in words
             )
             msg_params = [p for w in words for p in (_like_pattern(w), _like_pattern(w))]
         sql = (
@@ -570,13 +577,26 @@ class History:
             if not db.execute("SELECT 1 FROM conversations WHERE id = ?", (conversation_id,)).fetchone():
                 raise ConversationNotFound(f"no conversation with id {conversation_id}")
             (pos,) = db.execute(
-                "SELECT coalesce(max(position) + 1, 0) FROM messages WHERE conversation_id = ?", (conversation_id,)
+                "SELECT coalesce(max(position) + 1, 0) FROM messages WHERE conversation_id = ?",
+                (conversation_id,),
             ).fetchone()
             cur = db.execute(
                 "INSERT INTO messages (conversation_id, position, role, content, reasoning, status, created, "
                 "prompt_tokens, completion_tokens, tool_call_id, name, error) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
-                (conversation_id, pos, role, content, reasoning, status, now, prompt_tokens,
-                 completion_tokens, tool_call_id, name, error),
+                (
+                    conversation_id,
+                    pos,
+                    role,
+                    content,
+                    reasoning,
+                    status,
+                    now,
+                    prompt_tokens,
+                    completion_tokens,
+                    tool_call_id,
+                    name,
+                    error,
+                ),
             )
             mid = cur.lastrowid
             for i, tc in enumerate(tool_calls):
@@ -599,7 +619,8 @@ class History:
                 db.execute("UPDATE messages SET content = ? WHERE id = ?", (content, message_id))
             else:
                 db.execute(
-                    "UPDATE messages SET content = ?, reasoning = ? WHERE id = ?", (content, reasoning, message_id)
+                    "UPDATE messages SET content = ?, reasoning = ? WHERE id = ?",
+                    (content, reasoning, message_id),
                 )
             self._touch(db, row[0], now)
 
@@ -641,14 +662,17 @@ class History:
 
     def get_message(self, message_id: int) -> MessageRecord:
         with self._lock:
-            rows = self._db.execute(f"SELECT {_MSG_COLS} FROM messages WHERE id = ?", (message_id,)).fetchall()
+            rows = self._db.execute(
+                f"SELECT {_MSG_COLS} FROM messages WHERE id = ?", (message_id,)
+            ).fetchall()
             if not rows:
                 raise MessageNotFound(f"no message with id {message_id}")
             msg = _msg(rows[0])
             msg.tool_calls = [
                 _tc(r)
                 for r in self._db.execute(
-                    f"SELECT {_TC_COLS} FROM tool_calls WHERE message_id = ? ORDER BY position, id", (message_id,)
+                    f"SELECT {_TC_COLS} FROM tool_calls WHERE message_id = ? ORDER BY position, id",
+                    (message_id,),
                 )
             ]
         return msg
@@ -726,8 +750,16 @@ class History:
                 db,
                 message_id,
                 pos,
-                {"call_id": call_id, "name": name, "arguments": arguments, "raw": raw, "result": result,
-                 "error": error, "duration_s": duration_s, "approval": approval},
+                {
+                    "call_id": call_id,
+                    "name": name,
+                    "arguments": arguments,
+                    "raw": raw,
+                    "result": result,
+                    "error": error,
+                    "duration_s": duration_s,
+                    "approval": approval,
+                },
             )
         rows = self._read(f"SELECT {_TC_COLS} FROM tool_calls WHERE id = ?", (tid,))
         return _tc(rows[0])
@@ -744,13 +776,20 @@ class History:
         """Store a tool call's outcome (``None`` leaves a field as is)."""
         sets: list[str] = []
         params: list[Any] = []
-        for col, value in (("result", result), ("error", error), ("duration_s", duration_s), ("approval", approval)):
+        for col, value in (
+            ("result", result),
+            ("error", error),
+            ("duration_s", duration_s),
+            ("approval", approval),
+        ):
             if value is not None:
                 sets.append(f"{col} = ?")
                 params.append(value)
         with self._tx() as db:
             if sets:
-                cur = db.execute(f"UPDATE tool_calls SET {', '.join(sets)} WHERE id = ?", (*params, tool_call_id))
+                cur = db.execute(
+                    f"UPDATE tool_calls SET {', '.join(sets)} WHERE id = ?", (*params, tool_call_id)
+                )
                 if cur.rowcount == 0:
                     raise HistoryError(f"no tool call with id {tool_call_id}")
             row = db.execute(f"SELECT {_TC_COLS} FROM tool_calls WHERE id = ?", (tool_call_id,)).fetchone()

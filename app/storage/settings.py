@@ -148,7 +148,9 @@ class Settings(_Model):
     window: WindowSettings = Field(default_factory=WindowSettings)
     model_overrides: dict[str, ModelOverride] = Field(default_factory=dict)
 
-    def override_for(self, model_path: str | os.PathLike[str] | None, sha256: str | None = None) -> ModelOverride | None:
+    def override_for(
+        self, model_path: str | os.PathLike[str] | None, sha256: str | None = None
+    ) -> ModelOverride | None:
         """The override for a model: by sha256 first (survives moving the file), then by path."""
         if sha256 and sha256.lower() in self.model_overrides:
             return self.model_overrides[sha256.lower()]
