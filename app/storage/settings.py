@@ -33,6 +33,7 @@ from app.storage.paths import settings_path
 __all__ = [
     "SCHEMA_VERSION",
     "MIGRATIONS",
+    "SAMPLER_FIELDS",
     "ApprovalDefault",
     "ChatSettings",
     "EffectiveSettings",
@@ -74,13 +75,16 @@ def _check_tool_format(value: str | None) -> str | None:
 
 
 class SamplingSettings(_Model):
-    temperature: float = Field(0.7, ge=0.0, le=5.0)
-    top_p: float = Field(0.95, gt=0.0, le=1.0)
-    top_k: int = Field(40, ge=0)
-    min_p: float = Field(0.05, ge=0.0, le=1.0)
-    repeat_penalty: float = Field(1.1, gt=0.0, le=5.0)
-    seed: int | None = None  # None: random each time
-    max_tokens: int = Field(1024, ge=1)
+    """Sampler values. ``None`` means "not set": the engine then uses the model's recommended
+    value (GGUF ``general.sampling.*``) or llama.cpp's chat default. ``seed=None``: random."""
+
+    temperature: float | None = Field(None, ge=0.0, le=5.0)
+    top_p: float | None = Field(None, gt=0.0, le=1.0)
+    top_k: int | None = Field(None, ge=0)
+    min_p: float | None = Field(None, ge=0.0, le=1.0)
+    repeat_penalty: float | None = Field(None, gt=0.0, le=5.0)
+    seed: int | None = None
+    max_tokens: int = Field(1024, ge=1)  # reply length limit (not a sampler value)
 
 
 class SamplingOverride(_Model):
@@ -93,6 +97,10 @@ class SamplingOverride(_Model):
     repeat_penalty: float | None = Field(None, gt=0.0, le=5.0)
     seed: int | None = None
     max_tokens: int | None = Field(None, ge=1)
+
+
+#: The sampler fields handed to the engine (``app.engine.sampling.resolve_sampling`` overrides).
+SAMPLER_FIELDS = ("temperature", "top_p", "top_k", "min_p", "repeat_penalty", "seed")
 
 
 class ChatSettings(_Model):
@@ -186,6 +194,17 @@ class EffectiveSettings:
     gpu_layers: int
     threads: int | None
     overridden: tuple[str, ...] = ()  # names of the fields that came from the override
+
+    @property
+    def max_tokens(self) -> int:
+        return self.sampling.max_tokens
+
+    def sampler_overrides(self) -> dict[str, Any]:
+        """The sampler values the user set, for ``resolve_sampling(gguf, overrides=...)``.
+
+        Unset values are left out, so the model's recommended values still apply to them.
+        """
+        return {name: v for name in SAMPLER_FIELDS if (v := getattr(self.sampling, name)) is not None}
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -79,7 +79,7 @@ def test_invalid_values_are_rejected_in_code():
         s.chat.tool_format = "no spaces allowed"
     with pytest.raises(ValidationError):
         s.tools.approvals = {"x": "sometimes"}
-    assert s.sampling.top_p == 0.95 and s.chat.tool_format == "auto"
+    assert s.sampling.top_p is None and s.chat.tool_format == "auto"
 
 
 def test_per_model_override_and_effective_settings(tmp_path):
@@ -115,6 +115,31 @@ def test_per_model_override_and_effective_settings(tmp_path):
     # removing the override
     loaded.set_override(model_key(model), None)
     assert effective_settings(loaded, model).tool_format == "auto"
+
+
+def test_effective_sampling_feeds_the_engine(tmp_path):
+    """Unset sampler values leave the model's recommendations in force; set ones win."""
+    from app.engine.sampling import resolve_sampling
+
+    s = Settings()
+    gguf = {"temp": 0.6, "top_k": 20, "top_p": 0.8}
+    plain = effective_settings(s, tmp_path / "m.gguf")
+    assert plain.sampler_overrides() == {}
+    assert plain.max_tokens == 1024
+    params = resolve_sampling(gguf, plain.sampler_overrides())
+    assert (params.temperature, params.top_k, params.top_p) == (0.6, 20, 0.8)
+
+    s.sampling.temperature = 0.3
+    s.sampling.seed = 11
+    s.sampling.max_tokens = 64
+    s.set_override(
+        model_key(tmp_path / "m.gguf"), ModelOverride(sampling=SamplingOverride(top_k=3, max_tokens=16))
+    )
+    eff = effective_settings(s, tmp_path / "m.gguf")
+    assert eff.sampler_overrides() == {"temperature": 0.3, "seed": 11, "top_k": 3}
+    assert eff.max_tokens == 16
+    params = resolve_sampling(gguf, eff.sampler_overrides())
+    assert (params.temperature, params.top_k, params.top_p, params.seed) == (0.3, 3, 0.8, 11)
 
 
 def test_bad_json_is_backed_up_and_defaults_used():
@@ -162,7 +187,7 @@ def test_wrong_types_reset_only_those_fields_and_back_up():
     assert s.tools.approvals == {"shell": "allow"}
     # the bad ones take their defaults
     assert s.chat.system_prompt == ""
-    assert s.sampling.temperature == 0.7
+    assert s.sampling.temperature is None
     assert s.model.extra_model_folders == []
     assert s.window.panels == {}
     assert set(notice.reset_fields) == {
