@@ -1,0 +1,359 @@
+"""The tool-calling chat loop: render -> generate -> stream through the family's parser ->
+dispatch calls through ``app.tools`` -> append results -> generate again (up to
+``max_rounds``), yielding typed events (``app.engine.events``).
+
+``chat.tool_format`` (ADR 0061): ``auto`` uses the family detected from the model's template
+(its ``tool_use`` template when it has one); an explicit family is used as chosen, with a
+notice when detection disagrees; ``none`` and ``auto`` without a match chat without tools
+(no schemas sent). ``auto`` without a match puts a notice naming the setting on the
+conversation's first reply.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator, Mapping
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any
+
+from app.engine.events import (
+    ChatEvent,
+    DoneEvent,
+    NoticeEvent,
+    ReasoningEvent,
+    TextEvent,
+    ToolCallFinishedEvent,
+    ToolCallStartedEvent,
+)
+from app.engine.generate import GenerationError, generate
+from app.engine.messages import Message, ToolCallRecord, is_valid_call_id, local_call_id
+from app.engine.render import PromptRenderError, choose_template, render_prompt
+from app.engine.sampling import SamplingParams
+
+if TYPE_CHECKING:
+    from app.engine.llm import LoadedModel
+
+__all__ = [
+    "DEFAULT_MAX_ROUNDS",
+    "TOOL_FORMAT_SETTING",
+    "ChatSession",
+    "detect_model_format",
+    "resolve_tool_format",
+]
+
+DEFAULT_MAX_ROUNDS = 8
+TOOL_FORMAT_SETTING = "chat.tool_format"
+
+
+@lru_cache(maxsize=32)
+def _detect_cached(source: str, bos: str, eos: str) -> str | None:
+    from app.engine.formats import detect_template
+
+    try:
+        return detect_template(source, bos_token=bos, eos_token=eos)
+    except Exception:  # noqa: BLE001 - detection must never break loading a model
+        return None
+
+
+def detect_model_format(model: LoadedModel) -> str | None:
+    """The family the model's own template renders calls in (``tool_use`` template first)."""
+    if model.template_is_fallback and not model.tool_use_template:
+        return None
+    source, _ = choose_template(model, tools_on=True)
+    return _detect_cached(source, model.bos_token, model.eos_token)
+
+
+def resolve_tool_format(setting: str, detected: str | None) -> tuple[str | None, list[NoticeEvent]]:
+    """(effective family or None, notices for the first reply) for a ``chat.tool_format`` value."""
+    from app.engine.formats import FORMATS
+
+    value = (setting or "auto").strip()
+    if value == "none":
+        return None, []
+    if value == "auto":
+        if detected is not None:
+            return detected, []
+        return None, [NoticeEvent(
+            code="no_tool_format",
+            message=("Tools are off for this model: its chat template matches no known tool-call "
+                     f"format. Choose a format in the {TOOL_FORMAT_SETTING} setting to turn them on."),
+            setting=TOOL_FORMAT_SETTING,
+        )]
+    if value not in FORMATS:
+        choices = ", ".join(["auto", *FORMATS, "none"])
+        raise ValueError(f"unknown {TOOL_FORMAT_SETTING} value {value!r} (choices: {choices})")
+    notices = []
+    if detected != value:
+        seen = f"the {detected} format" if detected else "no known tool-call format"
+        notices.append(NoticeEvent(
+            code="tool_format_override",
+            message=(f"Using the {value} tool-call format as set in {TOOL_FORMAT_SETTING}; "
+                     f"the model's template looks like {seen}."),
+            setting=TOOL_FORMAT_SETTING,
+        ))
+    return value, notices
+
+
+class _PlainStream:
+    """Without a tool format: split a leading ``<think>...</think>`` reasoning block from the
+    text, holding back a partial tag. Calls are never parsed (tools are off)."""
+
+    OPEN, CLOSE = "<think>", "</think>"
+
+    def __init__(self, in_reasoning: bool):
+        from app.engine.formats.events import ReasoningDelta, TextDelta
+
+        self._text, self._reasoning = TextDelta, ReasoningDelta
+        self.state = "reasoning" if in_reasoning else "start"
+        self.buf = ""
+
+    def feed(self, delta: str) -> list[Any]:
+        self.buf += delta
+        out: list[Any] = []
+        while self.buf:
+            if self.state == "start":
+                stripped = self.buf.lstrip()
+                if stripped.startswith(self.OPEN):
+                    self.buf = stripped[len(self.OPEN):]
+                    self.state = "reasoning"
+                    continue
+                if self.OPEN.startswith(stripped):
+                    break  # maybe the start of <think>: wait
+                self.state = "text"
+            if self.state == "text":
+                out.append(self._text(self.buf))
+                self.buf = ""
+                break
+            i = self.buf.find(self.CLOSE)
+            if i >= 0:
+                if i:
+                    out.append(self._reasoning(self.buf[:i]))
+                self.buf = self.buf[i + len(self.CLOSE):].lstrip("\n")
+                self.state = "text"
+                continue
+            keep = next((k for k in range(min(len(self.CLOSE) - 1, len(self.buf)), 0, -1)
+                         if self.CLOSE.startswith(self.buf[-k:])), 0)
+            if len(self.buf) > keep:
+                out.append(self._reasoning(self.buf[: len(self.buf) - keep]))
+                self.buf = self.buf[len(self.buf) - keep:]
+            break
+        return out
+
+    def finish(self, truncated: bool = False) -> list[Any]:
+        out = []
+        if self.buf:
+            out.append((self._reasoning if self.state == "reasoning" else self._text)(self.buf))
+            self.buf = ""
+        return out
+
+
+class ChatSession:
+    """One conversation with a loaded model. ``send()`` / ``regenerate()`` yield ChatEvents."""
+
+    def __init__(
+        self,
+        model: LoadedModel,
+        *,
+        tool_format: str = "auto",
+        registry: Any = None,
+        dispatcher: Any = None,
+        system_prompt: str | None = None,
+        sampling: SamplingParams | Mapping[str, Any] | None = None,
+        max_rounds: int = DEFAULT_MAX_ROUNDS,
+        max_tokens: int = 1024,
+        messages: list[Message] | None = None,
+        deadline_s: float | None = None,
+    ):
+        if max_rounds < 1:
+            raise ValueError(f"max_rounds must be at least 1, got {max_rounds}")
+        self.model = model
+        self.tool_format = tool_format
+        self.registry = registry
+        if dispatcher is None and registry is not None:
+            from app.tools.dispatcher import Dispatcher
+
+            dispatcher = Dispatcher(registry)
+        self.dispatcher = dispatcher
+        self.system_prompt = system_prompt
+        self.sampling = sampling
+        self.max_rounds = max_rounds
+        self.max_tokens = max_tokens
+        self.deadline_s = deadline_s
+        self.messages: list[Message] = list(messages or [])
+        self.detected_format: str | None = detect_model_format(model)
+        self.effective_format, self._format_notices = resolve_tool_format(tool_format, self.detected_format)
+        self._used_ids: set[str] = set()
+        self._next_id = 0
+        for m in self.messages:
+            self._used_ids.update(c.id for c in m.tool_calls)
+
+    # -- public -------------------------------------------------------------------------
+
+    @property
+    def tools(self) -> list[dict[str, Any]] | None:
+        """The OpenAI-format tools sent to the template, or None when tools are off."""
+        if self.effective_format is None or self.registry is None:
+            return None
+        tools = self.registry.openai_tools()
+        return tools or None
+
+    def send(self, text: str, *, cancel: threading.Event | None = None) -> Iterator[ChatEvent]:
+        if not isinstance(text, str):
+            raise TypeError("the message must be a string")
+        first = not any(m.role == "assistant" for m in self.messages)
+        self.messages.append(Message(role="user", content=text))
+        return self._reply(cancel, first)
+
+    def regenerate(self, *, cancel: threading.Event | None = None) -> Iterator[ChatEvent]:
+        """Drop everything after the last user message and reply again."""
+        idx = max((i for i, m in enumerate(self.messages) if m.role == "user"), default=None)
+        if idx is None:
+            raise ValueError("there is no user message to reply to")
+        del self.messages[idx + 1:]
+        first = not any(m.role == "assistant" for m in self.messages)
+        return self._reply(cancel, first)
+
+    # -- the loop -----------------------------------------------------------------------
+
+    def _notices(self, first: bool) -> list[NoticeEvent]:
+        if not first:
+            return []
+        notices = []
+        if self.model.template_is_fallback:
+            notices.append(NoticeEvent(
+                code="no_chat_template",
+                message=("This model file has no chat template; Callisto formats the conversation with "
+                         "its fallback ChatML template (<|im_start|>role ... <|im_end|>), so replies may "
+                         "be poor. A base model is not trained to chat."),
+            ))
+        return notices + list(self._format_notices)
+
+    def _new_id(self, proposed: str) -> str:
+        if is_valid_call_id(proposed) and proposed not in self._used_ids:
+            self._used_ids.add(proposed)
+            return proposed
+        while True:
+            cid = local_call_id(self._next_id)
+            self._next_id += 1
+            if cid not in self._used_ids:
+                self._used_ids.add(cid)
+                return cid
+
+    def _reply(self, cancel: threading.Event | None, first: bool) -> Iterator[ChatEvent]:
+        yield from self._notices(first)
+        fmt = None
+        if self.effective_format is not None:
+            from app.engine.formats import FORMATS
+
+            fmt = FORMATS[self.effective_format]
+        tools = self.tools
+        ttft: float | None = None
+        gen_tokens = 0
+        gen_time = 0.0
+        prompt_tokens = 0
+        evaluated = 0
+        finish = "stop"
+        rounds = 0
+        start = time.monotonic()
+        deadline = None if self.deadline_s is None else start + self.deadline_s
+        while True:
+            rounds += 1
+            msgs = ([Message(role="system", content=self.system_prompt)] if self.system_prompt else [])
+            msgs += self.messages
+            try:
+                rendered = render_prompt(self.model, msgs, tools=tools)
+                in_reasoning = (fmt.opens_in_reasoning(rendered.text) if fmt is not None
+                                else rendered.text.rstrip().endswith("<think>"))
+                stream = fmt.stream(tools or [], in_reasoning=in_reasoning) if fmt is not None else \
+                    _PlainStream(in_reasoning)
+                remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+                gen = generate(self.model, rendered.text, max_tokens=self.max_tokens, sampling=self.sampling,
+                               cancel=cancel, deadline_s=remaining)
+                content: list[str] = []
+                reasoning: list[str] = []
+                calls: list[Any] = []
+                for piece in gen:
+                    for ev in stream.feed(piece):
+                        yield from self._stream_event(ev, content, reasoning, calls)
+                res = gen.result
+                assert res is not None
+                for ev in stream.finish(truncated=res.finish_reason != "stop"):
+                    yield from self._stream_event(ev, content, reasoning, calls)
+            except (PromptRenderError, GenerationError, ValueError) as exc:
+                yield DoneEvent(finish_reason="error", error=str(exc), rounds=rounds, ttft_s=ttft,
+                                generated_tokens=gen_tokens, prompt_tokens=prompt_tokens)
+                return
+            if ttft is None:
+                ttft = (time.monotonic() - start) if res.ttft_s is None else res.ttft_s
+            gen_tokens += res.generated_tokens
+            if res.ttft_s is not None:
+                gen_time += max(0.0, res.elapsed_s - res.ttft_s)
+            prompt_tokens = res.prompt_tokens
+            evaluated += res.prompt_tokens_evaluated
+            finish = res.finish_reason
+            text = "".join(content)
+
+            if calls and (finish != "stop" or rounds >= self.max_rounds):
+                # Never run a call from a cut-off reply, nor past the round limit; keep the
+                # model's text of the calls so nothing is lost or hidden.
+                names = ", ".join(c.name for c in calls)
+                if finish == "stop":
+                    finish = "rounds"
+                    msg = (f"Stopped after {self.max_rounds} rounds of tool calls (the round limit); "
+                           f"the last call(s) ({names}) were not run.")
+                else:
+                    msg = f"The reply ended ({finish}) before the model's turn was over; its call(s) ({names}) were not run."
+                raw = "".join(c.raw for c in calls)
+                if raw:
+                    yield TextEvent(raw)
+                yield NoticeEvent(code="round_limit" if finish == "rounds" else "calls_not_run", message=msg)
+                self.messages.append(Message(role="assistant", content=text + raw, reasoning="".join(reasoning)))
+                break
+            records = [ToolCallRecord(id=self._new_id(c.id), name=c.name, arguments=dict(c.arguments),
+                                      raw=c.raw) for c in calls]
+            self.messages.append(Message(role="assistant", content=text, reasoning="".join(reasoning),
+                                         tool_calls=records))
+            if not records:
+                break
+            for rec in records:
+                yield from self._dispatch(rec)
+            if cancel is not None and cancel.is_set():
+                finish = "cancelled"
+                break
+        yield DoneEvent(
+            finish_reason=finish,
+            ttft_s=ttft,
+            tokens_per_s=(gen_tokens / gen_time) if gen_time > 0 and gen_tokens > 1 else None,
+            prompt_tokens=prompt_tokens,
+            generated_tokens=gen_tokens,
+            rounds=rounds,
+            extra={"prompt_tokens_evaluated": evaluated, "tool_format": self.effective_format},
+        )
+
+    def _stream_event(self, ev: Any, content: list[str], reasoning: list[str], calls: list[Any]):
+        kind = type(ev).__name__
+        if kind == "TextDelta":
+            if ev.text:
+                content.append(ev.text)
+                yield TextEvent(ev.text)
+        elif kind == "ReasoningDelta":
+            if ev.text:
+                reasoning.append(ev.text)
+                yield ReasoningEvent(ev.text)
+        elif kind == "ToolCallDone":
+            calls.append(ev.call)
+
+    def _dispatch(self, rec: ToolCallRecord) -> Iterator[ChatEvent]:
+        from app.tools.types import ToolCall
+
+        yield ToolCallStartedEvent(call_id=rec.id, name=rec.name, arguments=dict(rec.arguments), raw=rec.raw)
+        result = self.dispatcher.dispatch(ToolCall(id=rec.id, name=rec.name, arguments=dict(rec.arguments),
+                                                   raw=rec.raw))
+        yield ToolCallFinishedEvent(
+            call_id=rec.id, name=rec.name, arguments=dict(rec.arguments), raw=rec.raw,
+            result=result.content if result.error is None else None, error=result.error,
+            duration_s=result.duration_s, approval=result.approval,
+        )
+        self.messages.append(Message(role="tool", content=result.to_model_text(), tool_call_id=rec.id,
+                                     name=rec.name))

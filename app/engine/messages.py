@@ -1,0 +1,103 @@
+"""Conversation messages as the engine stores them (and the history stores their dicts).
+
+A :class:`Message` keeps what every template needs: ``role`` (system, user, assistant,
+tool), string ``content``, the assistant's ``reasoning`` (handed back to templates that
+read it), its ``tool_calls``, and for a tool result the ``tool_call_id`` and ``name``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["ROLES", "Message", "ToolCallRecord", "is_valid_call_id", "local_call_id"]
+
+ROLES = ("system", "user", "assistant", "tool")
+_CALL_ID = re.compile(r"^[A-Za-z0-9]{9}$")
+
+
+def is_valid_call_id(value: Any) -> bool:
+    """Call ids every supported template accepts: exactly 9 ASCII letters or digits."""
+    return isinstance(value, str) and bool(_CALL_ID.match(value))
+
+
+def local_call_id(n: int, prefix: str = "call") -> str:
+    """``call00000``, ``call00001``... (``hist00001`` for replayed history)."""
+    digits = 9 - len(prefix)
+    return f"{prefix}{n % 10**digits:0{digits}d}"
+
+
+@dataclass
+class ToolCallRecord:
+    """A call the assistant made: typed ``arguments``, the model's ``raw`` text."""
+
+    id: str
+    name: str
+    arguments: dict[str, Any] = field(default_factory=dict)
+    raw: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "name": self.name, "arguments": dict(self.arguments), "raw": self.raw}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ToolCallRecord:
+        if "function" in data and isinstance(data["function"], dict):  # OpenAI shape
+            fn = data["function"]
+            args = fn.get("arguments", {})
+            if isinstance(args, str):
+                import json
+
+                try:
+                    args = json.loads(args)
+                except ValueError:
+                    args = {"_raw": args}
+            return cls(id=str(data.get("id", "")), name=str(fn.get("name", "")), arguments=args)
+        args = data.get("arguments") or {}
+        return cls(id=str(data.get("id", "")), name=str(data.get("name", "")),
+                   arguments=dict(args) if isinstance(args, dict) else {"_raw": args},
+                   raw=str(data.get("raw", "") or ""))
+
+
+@dataclass
+class Message:
+    role: str
+    content: str = ""
+    reasoning: str = ""
+    tool_calls: list[ToolCallRecord] = field(default_factory=list)
+    tool_call_id: str | None = None
+    name: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.role not in ROLES:
+            raise ValueError(f"unknown message role {self.role!r} (expected one of {', '.join(ROLES)})")
+        if self.content is None:
+            self.content = ""
+        if not isinstance(self.content, str):
+            raise TypeError(f"message content must be a string, got {type(self.content).__name__}")
+        self.reasoning = self.reasoning or ""
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"role": self.role, "content": self.content}
+        if self.reasoning:
+            data["reasoning"] = self.reasoning
+        if self.tool_calls:
+            data["tool_calls"] = [c.to_dict() for c in self.tool_calls]
+        if self.tool_call_id is not None:
+            data["tool_call_id"] = self.tool_call_id
+        if self.name is not None:
+            data["name"] = self.name
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Message:
+        if not isinstance(data, dict) or "role" not in data:
+            raise ValueError(f"not a message: {data!r:.80}")
+        return cls(
+            role=str(data["role"]),
+            content=data.get("content") or "",
+            reasoning=data.get("reasoning") or data.get("reasoning_content") or "",
+            tool_calls=[ToolCallRecord.from_dict(c) for c in data.get("tool_calls") or []],
+            tool_call_id=data.get("tool_call_id"),
+            name=data.get("name"),
+        )
