@@ -26,7 +26,8 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+import uuid
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -249,6 +250,12 @@ def _m005_message_fts(db: sqlite3.Connection) -> None:
     )
 
 
+def _m006_message_writer(db: sqlite3.Connection) -> None:
+    """Who is streaming a message ("<pid>:<token>"), so opening the file elsewhere does not
+    mark another live window's reply as interrupted."""
+    db.execute("ALTER TABLE messages ADD COLUMN writer TEXT")
+
+
 Migration = tuple[str, Callable[[sqlite3.Connection], None]]
 
 MIGRATIONS: list[Migration] = [
@@ -257,6 +264,7 @@ MIGRATIONS: list[Migration] = [
     ("m003_tool_calls", _m003_tool_calls),
     ("m004_indexes", _m004_indexes),
     ("m005_message_fts", _m005_message_fts),
+    ("m006_message_writer", _m006_message_writer),
 ]
 
 
@@ -286,6 +294,36 @@ def apply_migrations(db: sqlite3.Connection, migrations: Sequence[Migration] = M
 
 # ---------------------------------------------------------------------------------------------
 # The store
+
+
+_LIVE_TOKENS: set[str] = set()  # tokens of the History objects open in this process
+_LIVE_LOCK = threading.Lock()
+
+
+def _pid_alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    import psutil
+
+    try:
+        return psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+def _writer_alive(writer: str | None) -> bool:
+    """Is the History that began this streaming message still open (in any process)?"""
+    if not writer:
+        return False
+    pid_text, _, token = writer.partition(":")
+    try:
+        pid = int(pid_text)
+    except ValueError:
+        return False
+    if pid == os.getpid():
+        with _LIVE_LOCK:
+            return token in _LIVE_TOKENS
+    return _pid_alive(pid)
 
 
 def _dumps(value: Any, what: str) -> str | None:
@@ -366,6 +404,7 @@ class History:
         self.path = Path(path) if path is not None else history_path()
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.RLock()
+        self._writer = f"{os.getpid()}:{uuid.uuid4().hex}"
         self._db = sqlite3.connect(self.path, timeout=timeout, isolation_level=None, check_same_thread=False)
         try:
             self._db.execute("PRAGMA journal_mode=WAL")
@@ -379,6 +418,8 @@ class History:
         except BaseException:
             self._db.close()
             raise
+        with _LIVE_LOCK:
+            _LIVE_TOKENS.add(self._writer.partition(":")[2])
 
     # -- plumbing ---------------------------------------------------------------------------
 
@@ -399,6 +440,8 @@ class History:
             return self._db.execute(sql, params).fetchall()
 
     def close(self) -> None:
+        with _LIVE_LOCK:
+            _LIVE_TOKENS.discard(self._writer.partition(":")[2])
         with self._lock:
             self._db.close()
 
@@ -409,10 +452,12 @@ class History:
         self.close()
 
     def _recover_streaming(self) -> int:
+        """Mark "streaming" messages whose writer is gone (killed, crashed, closed) "interrupted"."""
         with self._tx() as db:
-            return db.execute(
-                "UPDATE messages SET status = 'interrupted' WHERE status = 'streaming'"
-            ).rowcount
+            rows = db.execute("SELECT id, writer FROM messages WHERE status = 'streaming'").fetchall()
+            dead = [(mid,) for mid, writer in rows if not _writer_alive(writer)]
+            db.executemany("UPDATE messages SET status = 'interrupted', writer = NULL WHERE id = ?", dead)
+            return len(dead)
 
     @staticmethod
     def _touch(db: sqlite3.Connection, conversation_id: int, now: float) -> None:
@@ -582,7 +627,8 @@ class History:
             ).fetchone()
             cur = db.execute(
                 "INSERT INTO messages (conversation_id, position, role, content, reasoning, status, created, "
-                "prompt_tokens, completion_tokens, tool_call_id, name, error) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                "prompt_tokens, completion_tokens, tool_call_id, name, error, writer) "
+                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (
                     conversation_id,
                     pos,
@@ -596,6 +642,7 @@ class History:
                     tool_call_id,
                     name,
                     error,
+                    self._writer if status == "streaming" else None,
                 ),
             )
             mid = cur.lastrowid
@@ -603,6 +650,62 @@ class History:
                 self._insert_tool_call(db, mid, i, tc)
             self._touch(db, conversation_id, now)
         return self.get_message(mid)
+
+    def append_chat_message(
+        self,
+        conversation_id: int,
+        message: Mapping[str, Any],
+        *,
+        status: MessageStatus = "complete",
+        prompt_tokens: int | None = None,
+        completion_tokens: int | None = None,
+    ) -> MessageRecord:
+        """Append a message given as a dict in the chat loop's shape (``Message.to_dict()``).
+
+        Tool calls may be ``{"id", "name", "arguments", "raw"}`` or OpenAI's
+        ``{"id", "function": {"name", "arguments"}}``.
+        """
+        if not isinstance(message, Mapping) or "role" not in message:
+            raise HistoryError(f"not a chat message: {message!r:.80}")
+        calls = []
+        for tc in message.get("tool_calls") or []:
+            if not isinstance(tc, Mapping):
+                raise HistoryError(f"not a tool call: {tc!r:.80}")
+            fn = tc.get("function")
+            if isinstance(fn, Mapping):
+                args = fn.get("arguments")
+                if isinstance(args, str):
+                    with contextlib.suppress(ValueError):
+                        args = json.loads(args)
+                calls.append(
+                    {"id": tc.get("id"), "name": fn.get("name"), "arguments": args, "raw": tc.get("raw", "")}
+                )
+            else:
+                calls.append(dict(tc))
+        content = message.get("content") or ""
+        if not isinstance(content, str):
+            raise HistoryError(f"message content must be a string, got {type(content).__name__}")
+        return self.append_message(
+            conversation_id,
+            str(message["role"]),
+            content,
+            reasoning=message.get("reasoning") or message.get("reasoning_content") or None,
+            status=status,
+            tool_call_id=message.get("tool_call_id"),
+            name=message.get("name"),
+            prompt_tokens=prompt_tokens,
+            completion_tokens=completion_tokens,
+            tool_calls=calls,
+        )
+
+    def chat_messages(self, conversation_id: int, *, include_errors: bool = False) -> list[dict[str, Any]]:
+        """The conversation as chat-loop dicts (for ``Message.from_dict``), to resume it.
+
+        Messages with status "error" are left out unless ``include_errors``; interrupted replies
+        are kept (their text was shown to the user).
+        """
+        conv = self.load_conversation(conversation_id)
+        return [m.to_chat_dict() for m in conv.messages if include_errors or m.status != "error"]
 
     def begin_assistant_message(self, conversation_id: int, *, reasoning: str | None = None) -> MessageRecord:
         """Start a streaming assistant reply (status "streaming"); fill it with ``update_partial``."""
@@ -639,7 +742,7 @@ class History:
         self._check(status=status)
         if status == "streaming":
             raise HistoryError("finish_message needs a final status: complete, interrupted or error")
-        sets = ["status = ?"]
+        sets = ["status = ?", "writer = NULL"]
         params: list[Any] = [status]
         for col, value in (
             ("content", content),

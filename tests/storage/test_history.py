@@ -282,6 +282,11 @@ def test_killed_mid_reply_keeps_the_partial_reply(tmp_path):
         line = proc.stdout.readline()
         assert line.startswith("READY"), line + proc.stderr.read()
         cid = int(line.split()[1])
+        # while the writer lives, opening the file elsewhere (a second window) leaves its reply alone
+        with History(p) as live:
+            assert live.recovered_messages == 0
+            assert live.load_conversation(cid).messages[1].status == "streaming"
+            assert live.load_conversation(cid).messages[1].content == "Once upon a time"
         os.kill(proc.pid, signal.SIGKILL)
         assert proc.wait(timeout=30) == -signal.SIGKILL
     finally:
@@ -452,3 +457,61 @@ def test_two_processes_share_the_file(tmp_path):
         )
         assert out.returncode == 0, out.stderr
         assert [m.content for m in a.load_conversation(c.id).messages] == ["from the other process"]
+
+
+def test_open_history_in_same_process_does_not_interrupt_a_live_reply(tmp_path):
+    p = tmp_path / "h.sqlite3"
+    first = History(p)
+    c = first.create_conversation("x")
+    m = first.begin_assistant_message(c.id)
+    first.update_partial(m.id, "still going")
+    with History(p) as second:
+        assert second.recovered_messages == 0
+        assert second.get_message(m.id).status == "streaming"
+    first.update_partial(m.id, "still going, more")
+    first.close()
+    with History(p) as third:
+        assert third.recovered_messages == 1
+        got = third.get_message(m.id)
+        assert (got.content, got.status) == ("still going, more", "interrupted")
+
+
+def test_engine_messages_round_trip():
+    """Messages from the chat loop are stored and come back equal (the UI resumes a conversation)."""
+    from app.engine.messages import Message, ToolCallRecord
+
+    original = [
+        Message("system", "Be terse."),
+        Message("user", "weather in Oslo?"),
+        Message(
+            "assistant",
+            "",
+            reasoning="need the tool",
+            tool_calls=[
+                ToolCallRecord("call00001", "weather", {"city": "Oslo"}, raw="<tool_call>{}</tool_call>")
+            ],
+        ),
+        Message("tool", "-3 C, snow", tool_call_id="call00001", name="weather"),
+        Message("assistant", "It is -3 C and snowing."),
+    ]
+    with History() as h:
+        c = h.create_conversation("Oslo")
+        for msg in original:
+            h.append_chat_message(c.id, msg.to_dict())
+        h.append_chat_message(c.id, {"role": "assistant", "content": "boom"}, status="error")
+        restored = [Message.from_dict(d) for d in h.chat_messages(c.id)]
+        assert restored == original
+        assert len(h.chat_messages(c.id, include_errors=True)) == 6
+        # OpenAI-shaped tool calls (arguments as a JSON string) are accepted too
+        m = h.append_chat_message(
+            c.id,
+            {
+                "role": "assistant",
+                "tool_calls": [{"id": "call00002", "function": {"name": "f", "arguments": '{"a": 1}'}}],
+            },
+        )
+        assert m.tool_calls[0].arguments == {"a": 1} and m.tool_calls[0].name == "f"
+        with pytest.raises(HistoryError, match="not a chat message"):
+            h.append_chat_message(c.id, {"content": "no role"})
+        with pytest.raises(HistoryError, match="must be a string"):
+            h.append_chat_message(c.id, {"role": "user", "content": ["parts"]})
