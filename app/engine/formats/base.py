@@ -1,0 +1,470 @@
+"""The machinery every tool-call family shares: types, registry, the streaming engine.
+
+A family is a :class:`Format` subclass that declares its markers and supplies two pieces:
+
+* ``region_scanner(opener)``: an incremental scanner that, fed the text after a call opener,
+  says where the call region ends (JSON-aware where the family's calls are JSON, so a marker
+  inside a JSON string does not end the call);
+* ``parse_region(opener, body, at_end=..., truncated=...)``: a strict, never-raising parser of
+  one complete region, returning the calls as written (or ``None``: the region is text).
+
+:class:`Stream` runs one state machine for every family: reasoning blocks, holdback of partial
+markers, start-only formats, regions. ``Format.parse`` is the same machine fed the whole text, so
+streaming equals parsing for every split by construction: every decision depends only on text
+already seen and is taken only once the text seen decides it. Consumed text leaves the buffer,
+so the work is linear in the output (``Stream.ops`` counts characters examined).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from app.engine.formats.events import (
+    FormatEvent,
+    ReasoningDelta,
+    TextDelta,
+    ToolCallArgsDelta,
+    ToolCallDone,
+    ToolCallStarted,
+)
+from app.engine.formats.schema import tool_schemas, type_arguments
+
+__all__ = [
+    "FORMATS",
+    "Format",
+    "ParsedCall",
+    "RegionScanner",
+    "Reply",
+    "Stream",
+    "ToolCall",
+    "find_marker",
+    "fold_events",
+    "register",
+    "tool_format_choices",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """One parsed call. ``arguments`` are typed by the tool's schema; ``raw`` is the call's text."""
+
+    id: str
+    name: str
+    arguments: dict[str, Any]
+    raw: str = ""
+
+
+@dataclass(slots=True)
+class Reply:
+    """A parsed completion: visible ``content``, ``reasoning`` text, and the calls."""
+
+    content: str = ""
+    reasoning: str = ""
+    tool_calls: list[ToolCall] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class ParsedCall:
+    """A call as a family's parser read it: arguments as written (not yet typed)."""
+
+    name: str
+    arguments: dict[str, Any]
+    raw: str
+    id: str | None = None
+
+
+class RegionScanner:
+    """Finds where a call region ends. Subclasses keep state so each character is seen once.
+
+    ``scan(buf, final)`` examines ``buf`` (the text after what was consumed before) and returns
+    ``(consumed, ended)``: ``buf[:consumed]`` belongs to the region; when ``ended`` the region
+    ends there, otherwise the rest of ``buf`` (a possible partial marker) is offered again with
+    more text. With ``final`` there is no more text.
+    """
+
+    ops: int = 0
+
+    def scan(self, buf: str, final: bool) -> tuple[int, bool]:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+
+def find_marker(buf: str, markers: Iterable[str], final: bool, start: int = 0) -> tuple[int, str | None, int]:
+    """Earliest marker in ``buf[start:]``.
+
+    Returns ``(pos, marker, safe)``: ``marker`` found at ``pos``, or ``(-1, None, safe)`` where
+    ``buf[:safe]`` cannot be part of a marker (the rest may be a marker's beginning). A marker is
+    reported only when no partial marker could start before it.
+    """
+    best, found = -1, None
+    markers = tuple(markers)
+    for m in markers:
+        i = buf.find(m, start)
+        if i != -1 and (best == -1 or i < best or (i == best and len(m) > len(found or ""))):
+            best, found = i, m
+    limit = len(buf) if best == -1 else best
+    safe = limit
+    if not final:
+        maxlen = max(len(m) for m in markers)
+        for s in range(max(start, len(buf) - maxlen + 1), min(limit, len(buf))):
+            tail = buf[s:]
+            if any(len(m) > len(tail) and m.startswith(tail) for m in markers):
+                safe = s
+                break
+    if best != -1 and safe < best:
+        return -1, None, safe
+    if best != -1:
+        return best, found, best
+    return -1, None, safe
+
+
+FORMATS: dict[str, Format] = {}
+
+
+def register(fmt: Format) -> Format:
+    """Add a family to :data:`FORMATS` (keyed by ``fmt.name``); a family module calls this once."""
+    if not fmt.name or fmt.name in ("auto", "none"):
+        raise ValueError(f"invalid format name {fmt.name!r}")
+    FORMATS[fmt.name] = fmt
+    return fmt
+
+
+def tool_format_choices() -> list[tuple[str, str]]:
+    """(value, label) choices of the ``chat.tool_format`` setting."""
+    return [("auto", "Automatic (from the model's template)")] + [
+        (f.name, f.label) for f in FORMATS.values()
+    ] + [("none", "No tools")]
+
+
+class Format:
+    """One tool-call family. Subclasses set the class attributes and the two region methods."""
+
+    name: str = ""
+    label: str = ""
+    detail: str = ""
+    openers: tuple[str, ...] = ()
+    start_only: bool = False  # a call may open only at the start of the reply (after reasoning)
+    reasoning: tuple[str, str] | None = None  # (open, close) tags of a reasoning block
+    raw_values: bool = False  # arguments are written as text (typed by the schema from text)
+
+    def region_scanner(self, opener: str) -> RegionScanner:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def parse_region(self, opener: str, body: str, *, at_end: bool, truncated: bool,
+                     tools: list[dict[str, Any]] | None) -> tuple[list[ParsedCall], str] | None:
+        """Parse one region (``opener`` + ``body``). ``at_end``: the reply ended inside or right
+        after it without the scanner closing it. Returns (calls, leftover text) or None."""
+        raise NotImplementedError  # pragma: no cover - abstract
+
+    # -- public API -------------------------------------------------------------------------
+
+    def opens_in_reasoning(self, prompt: str) -> bool:
+        """True when the rendered ``prompt`` ends inside an open reasoning block."""
+        if not self.reasoning or not isinstance(prompt, str):
+            return False
+        return prompt.rstrip().endswith(self.reasoning[0])
+
+    def stream(self, tools: list[dict[str, Any]] | None, *, in_reasoning: bool = False) -> Stream:
+        return Stream(self, tools, in_reasoning=in_reasoning)
+
+    def parse(self, text: str, tools: list[dict[str, Any]] | None, *, in_reasoning: bool = False,
+              truncated: bool = False) -> Reply:
+        s = self.stream(tools, in_reasoning=in_reasoning)
+        events = s.feed(text if isinstance(text, str) else str(text))
+        events += s.finish(truncated=truncated)
+        return fold_events(events)
+
+    def __repr__(self) -> str:
+        return f"<Format {self.name}>"
+
+
+def fold_events(events: Iterable[FormatEvent]) -> Reply:
+    """The :class:`Reply` a sequence of events describes."""
+    text: list[str] = []
+    reasoning: list[str] = []
+    calls: list[ToolCall] = []
+    for ev in events:
+        if isinstance(ev, TextDelta):
+            text.append(ev.text)
+        elif isinstance(ev, ReasoningDelta):
+            reasoning.append(ev.text)
+        elif isinstance(ev, ToolCallDone):
+            calls.append(ev.call)
+    return Reply("".join(text), "".join(reasoning), calls)
+
+
+# States of the stream's machine.
+_LEAD = "lead"  # start of a reply of a family with reasoning tags: an opening tag may follow
+_WINDOW = "window"  # no opening tag: text is held in case a closing tag without opening follows
+_REASON = "reason"  # inside a reasoning block
+_TENTATIVE = "tentative"  # a call opener inside an unclosed reasoning block: held until decided
+_CALLSTART = "callstart"  # start-only family: does the reply open as a call?
+_TEXT = "text"
+_REGION = "region"
+_DONE = "done"
+
+
+class Stream:
+    """Incremental parser of one reply: ``feed(delta)`` then ``finish(truncated=...)``."""
+
+    def __init__(self, fmt: Format, tools: list[dict[str, Any]] | None, *, in_reasoning: bool = False,
+                 _lead: bool = True, _first_index: int = 0):
+        self.fmt = fmt
+        self.tools = tools
+        self._schemas = tool_schemas(tools)
+        self._buf = ""
+        self._held: list[str] = []
+        self._events: list[FormatEvent] = []
+        self._ncalls = _first_index
+        self._finished = False
+        self._region: RegionScanner | None = None
+        self._opener = ""
+        self._parts: list[str] = []
+        self._ws = 0  # whitespace already checked at the start of the buffer (lead / callstart)
+        self.ops = 0
+        if fmt.reasoning and in_reasoning:
+            self._mode = _REASON
+        elif fmt.reasoning and _lead:
+            self._mode = _LEAD
+        else:
+            self._mode = self._after_reasoning()
+
+    # -- public -----------------------------------------------------------------------------
+
+    def feed(self, delta: str) -> list[FormatEvent]:
+        if self._finished:
+            raise RuntimeError("feed() after finish()")
+        if delta:
+            self._buf += delta
+            self._run(final=False, truncated=False)
+        return self._take()
+
+    def finish(self, truncated: bool = False) -> list[FormatEvent]:
+        if self._finished:
+            return []
+        self._finished = True
+        self._run(final=True, truncated=truncated)
+        return self._take()
+
+    @property
+    def calls(self) -> int:
+        return self._ncalls
+
+    # -- machinery --------------------------------------------------------------------------
+
+    def _take(self) -> list[FormatEvent]:
+        out, self._events = self._events, []
+        return out
+
+    def _text(self, s: str) -> None:
+        if s:
+            self._events.append(TextDelta(s))
+
+    def _reason(self, s: str) -> None:
+        if s:
+            self._events.append(ReasoningDelta(s))
+
+    def _after_reasoning(self) -> str:
+        return _CALLSTART if self.fmt.start_only else _TEXT
+
+    def _consume(self, n: int) -> str:
+        s, self._buf = self._buf[:n], self._buf[n:]
+        return s
+
+    def _run(self, final: bool, truncated: bool) -> None:
+        # Each step returns True when it changed state and the machine should step again; with
+        # ``final`` every state either consumes the whole buffer or hands over to another.
+        while getattr(self, "_step_" + self._mode)(final, truncated):
+            pass
+
+    def _step_done(self, final: bool, truncated: bool) -> bool:
+        return False
+
+    def _leading_ws(self) -> int:
+        buf = self._buf
+        i = self._ws
+        while i < len(buf) and buf[i].isspace():
+            i += 1
+        self.ops += i - self._ws + 1
+        self._ws = i
+        return i
+
+    def _step_lead(self, final: bool, truncated: bool) -> bool:
+        open_tag = self.fmt.reasoning[0]
+        i = self._leading_ws()
+        rest = self._buf[i:]
+        if rest.startswith(open_tag):
+            self._text(self._consume(i))
+            self._consume(len(open_tag))
+            self._ws = 0
+            self._mode = _REASON
+            return True
+        if not final and (rest == "" or (open_tag.startswith(rest))):
+            return False
+        self._ws = 0
+        self._mode = _WINDOW
+        return True
+
+    def _step_window(self, final: bool, truncated: bool) -> bool:
+        close = self.fmt.reasoning[1]
+        self.ops += len(self._buf)
+        pos, _m, safe = find_marker(self._buf, (close,), final)
+        if pos != -1:
+            self._held.append(self._consume(pos))
+            self._consume(len(close))
+            self._reason("".join(self._held))
+            self._held = []
+            self._mode = self._after_reasoning()
+            return True
+        self._held.append(self._consume(safe))
+        if final:
+            self._reparse("".join(self._held) + self._consume(len(self._buf)), truncated)
+            self._held = []
+            self._mode = _DONE
+        return False
+
+    def _step_reason(self, final: bool, truncated: bool) -> bool:
+        close = self.fmt.reasoning[1]
+        markers = (close,) if self.fmt.start_only else (close, *self.fmt.openers)
+        self.ops += len(self._buf)
+        pos, m, safe = find_marker(self._buf, markers, final)
+        if pos == -1:
+            self._reason(self._consume(safe))
+            if final:
+                self._reason(self._consume(len(self._buf)))
+            return False
+        self._reason(self._consume(pos))
+        if m == close:
+            self._consume(len(close))
+            self._mode = self._after_reasoning()
+        else:
+            self._held = [self._consume(len(m))]
+            self._mode = _TENTATIVE
+        return True
+
+    def _step_tentative(self, final: bool, truncated: bool) -> bool:
+        close = self.fmt.reasoning[1]
+        self.ops += len(self._buf)
+        pos, _m, safe = find_marker(self._buf, (close,), final)
+        if pos != -1:
+            self._held.append(self._consume(pos))
+            self._consume(len(close))
+            self._reason("".join(self._held))
+            self._held = []
+            self._mode = self._after_reasoning()
+            return True
+        self._held.append(self._consume(safe))
+        if final:
+            rest = "".join(self._held) + self._consume(len(self._buf))
+            self._held = []
+            if truncated:
+                self._reason(rest)  # a cut reply: the unclosed block stays reasoning
+            else:
+                # The model opened a call without closing its reasoning: the opener ended it.
+                self._reparse(rest, truncated)
+            self._mode = _DONE
+        return False
+
+    def _reparse(self, text: str, truncated: bool) -> None:
+        sub = Stream(self.fmt, self.tools, in_reasoning=False, _lead=False, _first_index=self._ncalls)
+        self._events.extend(sub.feed(text))
+        self._events.extend(sub.finish(truncated=truncated))
+        self._ncalls = sub._ncalls
+        self.ops += sub.ops
+
+    def _step_callstart(self, final: bool, truncated: bool) -> bool:
+        i = self._leading_ws()
+        rest = self._buf[i:]
+        for op in self.fmt.openers:
+            if rest.startswith(op):
+                self._text(self._consume(i))
+                self._ws = 0
+                self._open_region(op)
+                return True
+        if not final and (rest == "" or any(op.startswith(rest) for op in self.fmt.openers)):
+            return False
+        self._ws = 0
+        self._mode = _TEXT
+        return True
+
+    def _step_text(self, final: bool, truncated: bool) -> bool:
+        if self.fmt.start_only or not self.fmt.openers:
+            self._text(self._consume(len(self._buf)))
+            return False
+        self.ops += len(self._buf)
+        pos, m, safe = find_marker(self._buf, self.fmt.openers, final)
+        if pos == -1:
+            self._text(self._consume(safe))
+            if final:
+                self._text(self._consume(len(self._buf)))
+            return False
+        self._text(self._consume(pos))
+        self._open_region(m)
+        return True
+
+    def _open_region(self, opener: str) -> None:
+        self._consume(len(opener))
+        self._opener = opener
+        self._parts = []
+        self._region = self.fmt.region_scanner(opener)
+        self._mode = _REGION
+
+    def _step_region(self, final: bool, truncated: bool) -> bool:
+        scanner = self._region
+        before = scanner.ops
+        try:
+            consumed, ended = scanner.scan(self._buf, final)
+        except Exception:  # noqa: BLE001 - a scanner bug must not lose text: the rest is the region
+            consumed, ended = len(self._buf), False
+        self.ops += scanner.ops - before + 1
+        consumed = max(0, min(consumed, len(self._buf)))
+        self._parts.append(self._consume(consumed))
+        if ended:
+            self._close_region(at_end=False, truncated=truncated)
+            return True
+        if final:
+            self._parts.append(self._consume(len(self._buf)))
+            self._close_region(at_end=True, truncated=truncated)
+            return True
+        return False
+
+    def _close_region(self, *, at_end: bool, truncated: bool) -> None:
+        body = "".join(self._parts)
+        opener = self._opener
+        self._parts = []
+        self._region = None
+        self._mode = _TEXT
+        try:
+            result = self.fmt.parse_region(opener, body, at_end=at_end, truncated=truncated and at_end,
+                                           tools=self.tools)
+        except Exception:  # noqa: BLE001 - parsers never raise on model output
+            result = None
+        if result is None:
+            self._text(opener + body)
+            return
+        calls, leftover = result
+        for pc in calls:
+            self._emit_call(pc)
+        self._text(leftover)
+
+    def _emit_call(self, pc: ParsedCall) -> None:
+        index = self._ncalls
+        self._ncalls += 1
+        call_id = pc.id if isinstance(pc.id, str) and pc.id else f"call{index:05d}"
+        args = pc.arguments
+        schema = self._schemas.get(pc.name)
+        if schema is not None:
+            try:
+                args = type_arguments(args, schema, raw=self.fmt.raw_values)
+            except Exception:  # noqa: BLE001 - keep as written for the dispatcher to reject
+                args = pc.arguments
+        call = ToolCall(call_id, pc.name, args, pc.raw)
+        self._events.append(ToolCallStarted(index, call_id, pc.name))
+        try:
+            fragment = json.dumps(args, ensure_ascii=False, default=str)
+        except (TypeError, ValueError):
+            fragment = "{}"
+        self._events.append(ToolCallArgsDelta(index, fragment))
+        self._events.append(ToolCallDone(index, call))

@@ -1,0 +1,126 @@
+"""Incremental JSON helpers: find where a JSON value ends, load JSON with safe repairs."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+__all__ = ["JsonScanner", "loads_repaired", "strip_fence"]
+
+_OPEN = "{["
+_CLOSE = "}]"
+_SPECIAL = re.compile(r'["\\{}\[\]]')
+
+
+class JsonScanner:
+    """Track strings, escapes and nesting of one JSON object/array, chunk by chunk.
+
+    ``feed(text, start)`` returns the index just after the value's closing bracket, or -1 when
+    the value is still open at the end of ``text``. Each character is examined once.
+    """
+
+    __slots__ = ("depth", "in_str", "esc", "started", "ops")
+
+    def __init__(self) -> None:
+        self.depth = 0
+        self.in_str = False
+        self.esc = False
+        self.started = False
+        self.ops = 0
+
+    def feed(self, text: str, start: int = 0) -> int:
+        i, n = start, len(text)
+        while i < n:
+            if self.in_str:
+                # Jump to the next quote or backslash.
+                j = i
+                while j < n:
+                    c = text[j]
+                    if self.esc:
+                        self.esc = False
+                    elif c == "\\":
+                        self.esc = True
+                    elif c == '"':
+                        self.in_str = False
+                        j += 1
+                        break
+                    j += 1
+                self.ops += j - i
+                i = j
+                continue
+            m = _SPECIAL.search(text, i)
+            if m is None:
+                self.ops += n - i
+                return -1
+            j = m.start()
+            self.ops += j - i + 1
+            c = text[j]
+            i = j + 1
+            if c == '"':
+                self.in_str = True
+            elif c in _OPEN:
+                self.depth += 1
+                self.started = True
+            elif c in _CLOSE:
+                self.depth -= 1
+                if self.started and self.depth <= 0:
+                    return i
+        return -1
+
+
+def _drop_trailing_commas(s: str) -> str:
+    out: list[str] = []
+    in_str = esc = False
+    pending: list[str] = []  # a comma and the whitespace after it, outside strings
+    for c in s:
+        if in_str:
+            out.append(c)
+            if esc:
+                esc = False
+            elif c == "\\":
+                esc = True
+            elif c == '"':
+                in_str = False
+            continue
+        if pending:
+            if c.isspace():
+                pending.append(c)
+                continue
+            if c in "}]":
+                out.extend(pending[1:])
+            else:
+                out.extend(pending)
+            pending = []
+        if c == ",":
+            pending = [c]
+            continue
+        if c == '"':
+            in_str = True
+        out.append(c)
+    out.extend(pending)
+    return "".join(out)
+
+
+def loads_repaired(text: str) -> tuple[bool, Any]:
+    """``json.loads``; if that fails, retry without trailing commas. Returns (ok, value)."""
+    try:
+        return True, json.loads(text)
+    except (ValueError, RecursionError):
+        pass
+    fixed = _drop_trailing_commas(text)
+    if fixed != text:
+        try:
+            return True, json.loads(fixed)
+        except (ValueError, RecursionError):
+            pass
+    return False, None
+
+
+_FENCE = re.compile(r"\A\s*```(?:json|JSON)?[ \t]*\n(.*)\n[ \t]*```\s*\Z", re.S)
+
+
+def strip_fence(text: str) -> str:
+    """The JSON inside a markdown fence (```json ... ```), or ``text`` unchanged."""
+    m = _FENCE.match(text)
+    return m.group(1) if m else text
