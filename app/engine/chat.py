@@ -39,6 +39,7 @@ __all__ = [
     "TOOL_FORMAT_SETTING",
     "ChatSession",
     "detect_model_format",
+    "detect_source_format",
     "resolve_tool_format",
 ]
 
@@ -47,7 +48,7 @@ TOOL_FORMAT_SETTING = "chat.tool_format"
 
 
 @lru_cache(maxsize=32)
-def _detect_cached(source: str, bos: str, eos: str) -> str | None:
+def detect_source_format(source: str, bos: str, eos: str) -> str | None:
     from app.engine.formats import detect_template
 
     try:
@@ -61,7 +62,7 @@ def detect_model_format(model: LoadedModel) -> str | None:
     if model.template_is_fallback and not model.tool_use_template:
         return None
     source, _ = choose_template(model, tools_on=True)
-    return _detect_cached(source, model.bos_token, model.eos_token)
+    return detect_source_format(source, model.bos_token, model.eos_token)
 
 
 def resolve_tool_format(setting: str, detected: str | None) -> tuple[str | None, list[NoticeEvent]]:

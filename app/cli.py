@@ -1,0 +1,226 @@
+"""Headless command line on the same engine as the window (no Qt is imported).
+
+    python -m app chat --model PATH [--tool-format F] [--tools builtin|none] [--max-tokens N]
+                       [--json] [--n-ctx N] [--gpu-layers N] [--threads N] [--system TEXT]
+                       [--workspace DIR] [--yes] [--temperature T] [--seed N] "prompt"
+    python -m app inspect PATH [--json]
+
+``chat`` streams the reply to stdout; notices, tool calls and the summary go to stderr.
+With ``--json`` every event is one JSON object per line on stdout. ``inspect`` prints the
+GGUF's metadata and the tool-call format detected from its template.
+
+Exit status: 0 done, 1 the model or the reply failed, 2 bad arguments.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+__all__ = ["build_parser", "main"]
+
+
+def _tool_format_choices() -> list[str]:
+    try:
+        from app.engine.formats import tool_format_choices
+
+        return [value for value, _label in tool_format_choices()]
+    except ImportError:  # pragma: no cover - formats are part of the app
+        return ["auto", "none"]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m app", description="Callisto, headless.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    chat = sub.add_parser("chat", help="send one prompt to a local GGUF model and stream the reply")
+    chat.add_argument("prompt", help="the user message")
+    chat.add_argument("--model", required=True, help="path of a .gguf file")
+    chat.add_argument("--tool-format", default="auto", choices=_tool_format_choices(),
+                      help="chat.tool_format: auto (from the template), a family, or none")
+    chat.add_argument("--tools", default="builtin", choices=["builtin", "none"],
+                      help="built-in tools (calculator, clock, workspace files with --workspace) or none")
+    chat.add_argument("--workspace", default=None, help="folder the file tools may use")
+    chat.add_argument("--yes", action="store_true", help="allow side-effecting tools without asking")
+    chat.add_argument("--max-tokens", type=int, default=1024)
+    chat.add_argument("--max-rounds", type=int, default=8)
+    chat.add_argument("--n-ctx", type=int, default=4096, help="context length (rounded to 256)")
+    chat.add_argument("--gpu-layers", type=int, default=0)
+    chat.add_argument("--threads", type=int, default=None)
+    chat.add_argument("--system", default=None, help="system prompt")
+    chat.add_argument("--temperature", type=float, default=None)
+    chat.add_argument("--seed", type=int, default=None)
+    chat.add_argument("--json", action="store_true", help="one JSON event per line")
+
+    inspect = sub.add_parser("inspect", help="print a GGUF's metadata and detected tool format")
+    inspect.add_argument("path")
+    inspect.add_argument("--json", action="store_true")
+    return parser
+
+
+def _err(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
+def _inspect(args: argparse.Namespace) -> int:
+    from app.engine.chat import detect_source_format
+    from app.engine.llm import FALLBACK_TEMPLATE
+    from app.engine.models.metadata import GGUFMetadataError, read_metadata
+
+    try:
+        meta = read_metadata(args.path)
+    except GGUFMetadataError as exc:
+        _err(f"error: {exc}")
+        return 1
+    source = meta.tool_use_template or meta.chat_template
+    detected = detect_source_format(source, meta.bos_token or "", meta.eos_token or "") if source else None
+    info: dict[str, Any] = {
+        "path": meta.path,
+        "name": meta.name,
+        "architecture": meta.architecture,
+        "parameters": meta.parameter_count,
+        "parameter_label": meta.parameter_label,
+        "quantization": meta.quantization,
+        "context_length": meta.context_length,
+        "file_size": meta.file_size,
+        "vocab_size": meta.vocab_size,
+        "bos_token": meta.bos_token,
+        "eos_token": meta.eos_token,
+        "chat_template": "yes" if meta.chat_template else "none (fallback ChatML is used)",
+        "named_templates": sorted(meta.named_templates),
+        "sampling": meta.sampling,
+        "tool_format": detected or "none",
+    }
+    if args.json:
+        full = dict(info, chat_template=meta.chat_template, fallback_template=None if meta.chat_template
+                    else FALLBACK_TEMPLATE)
+        print(json.dumps(full, ensure_ascii=False))
+        return 0
+    for key, value in info.items():
+        if isinstance(value, (list, dict)):
+            value = ", ".join(f"{k}={v}" for k, v in value.items()) if isinstance(value, dict) else \
+                ", ".join(value)
+            value = value or "-"
+        print(f"{key:16} {value}")
+    return 0
+
+
+def _approval_hook(allow_all: bool):
+    def hook(request) -> str:
+        if allow_all:
+            return "allow_once"
+        if not sys.stdin.isatty():
+            _err(f"[approval] {request.tool_name} denied (no terminal to ask; use --yes to allow)")
+            return "deny"
+        _err(f"[approval] {request.tool_name} wants to run with {request.arguments_text}")
+        answer = input("Allow? [y/N/a(lways)] ").strip().lower()
+        return {"y": "allow_once", "yes": "allow_once", "a": "always", "always": "always"}.get(answer, "deny")
+
+    return hook
+
+
+def _chat(args: argparse.Namespace) -> int:
+    from app.engine.chat import ChatSession
+    from app.engine.events import (
+        DoneEvent,
+        NoticeEvent,
+        ReasoningEvent,
+        TextEvent,
+        ToolCallFinishedEvent,
+        ToolCallStartedEvent,
+        event_to_dict,
+    )
+    from app.engine.llm import ModelLoadError, load_model
+
+    if args.max_tokens < 1:
+        _err("error: --max-tokens must be at least 1")
+        return 2
+    try:
+        model = load_model(args.model, n_ctx=args.n_ctx, n_gpu_layers=args.gpu_layers, n_threads=args.threads)
+    except ModelLoadError as exc:
+        if args.json:
+            print(json.dumps({"type": "done", "finish_reason": "error", "error": str(exc)}))
+        _err(f"error: {exc}")
+        return 1
+
+    registry = dispatcher = None
+    if args.tools == "builtin":
+        from app.tools.builtins import register_builtin_tools
+        from app.tools.dispatcher import Dispatcher
+        from app.tools.registry import ToolRegistry
+
+        registry = ToolRegistry()
+        try:
+            register_builtin_tools(registry, args.workspace)
+        except Exception as exc:  # noqa: BLE001 - a bad workspace folder
+            _err(f"error: {exc}")
+            return 2
+        dispatcher = Dispatcher(registry, approval=_approval_hook(args.yes))
+    sampling = {k: v for k, v in (("temperature", args.temperature), ("seed", args.seed)) if v is not None}
+    try:
+        session = ChatSession(model, tool_format=args.tool_format, registry=registry, dispatcher=dispatcher,
+                              system_prompt=args.system, sampling=sampling or None,
+                              max_rounds=args.max_rounds, max_tokens=args.max_tokens)
+    except ValueError as exc:
+        _err(f"error: {exc}")
+        return 2
+
+    status = 0
+    in_reasoning = False
+    try:
+        for ev in session.send(args.prompt):
+            if args.json:
+                print(json.dumps(event_to_dict(ev), ensure_ascii=False, default=str), flush=True)
+                if isinstance(ev, DoneEvent) and ev.finish_reason == "error":
+                    status = 1
+                continue
+            if isinstance(ev, ReasoningEvent):
+                if not in_reasoning:
+                    sys.stderr.write("[thinking] ")
+                    in_reasoning = True
+                sys.stderr.write(ev.text)
+                sys.stderr.flush()
+                continue
+            if in_reasoning:
+                sys.stderr.write("\n")
+                in_reasoning = False
+            if isinstance(ev, TextEvent):
+                sys.stdout.write(ev.text)
+                sys.stdout.flush()
+            elif isinstance(ev, NoticeEvent):
+                setting = f" (setting: {ev.setting})" if ev.setting else ""
+                _err(f"[notice] {ev.message}{setting}")
+            elif isinstance(ev, ToolCallStartedEvent):
+                _err(f"[tool] {ev.name} {json.dumps(ev.arguments, ensure_ascii=False, default=str)}")
+            elif isinstance(ev, ToolCallFinishedEvent):
+                outcome = f"error: {ev.error}" if ev.error is not None else (ev.result or "")
+                _err(f"[tool] {ev.name} -> {outcome[:500]} ({ev.duration_s:.2f}s)")
+            elif isinstance(ev, DoneEvent):
+                sys.stdout.write("\n")
+                sys.stdout.flush()
+                if ev.finish_reason == "error":
+                    _err(f"error: {ev.error}")
+                    status = 1
+                else:
+                    tps = f", {ev.tokens_per_s:.1f} tok/s" if ev.tokens_per_s else ""
+                    _err(f"[done] {ev.finish_reason}: {ev.generated_tokens} tokens, "
+                         f"{ev.prompt_tokens} prompt tokens, {ev.rounds} round(s){tps}")
+    except KeyboardInterrupt:
+        _err("\n[cancelled]")
+        status = 130
+    finally:
+        model.close()
+    return status
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:
+        return int(exc.code or 0)
+    if args.command == "inspect":
+        return _inspect(args)
+    return _chat(args)
