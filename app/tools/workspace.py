@@ -207,7 +207,7 @@ class Workspace:
         last = total if end_line is None else end_line
         if first < 1:
             raise ToolError(f"start_line must be 1 or more, got {first}.")
-        if last < first:
+        if end_line is not None and last < first:
             raise ToolError(f"end_line ({last}) is before start_line ({first}).")
         if total == 0:
             return f"{path}: empty file."
