@@ -1,179 +1,20 @@
-"""Write a real, tiny, random-weight llama-architecture GGUF for tests.
-
-The model is a working llama.cpp model (< 1 MB, written in well under a second):
-
-* a byte-level GPT-2 style BPE tokenizer: the 256 byte tokens (in GPT-2's
-  byte-to-unicode spelling) plus any control tokens (token type 3) and
-  user-defined tokens (token type 4) the test asks for, so that *any* text can
-  be tokenized and a multi-byte UTF-8 character always spans several tokens;
-* a chat template (``tokenizer.chat_template``) and optional named templates
-  (``tokenizer.chat_template.<name>``, e.g. ``tool_use``);
-* bos / eos ids pointing at the requested control tokens;
-* random F32 weights drawn from a seeded generator: the same arguments always
-  give the same bytes.
-
-Usage::
-
-    path = write_tiny_gguf(tmp_path / "m.gguf", chat_template=src,
-                           control_tokens=["<|im_start|>", "<|im_end|>"],
-                           user_tokens=["<tool_call>", "</tool_call>"],
-                           bos="<|im_start|>", eos="<|im_end|>")
-"""
+"""Tiny real GGUF models for tests: the writer lives in ``app.engine.models.tiny`` (the bundle's
+self-test needs it too); this module keeps the tests' import path and API unchanged."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from pathlib import Path
-from typing import Any
-
-import numpy as np
+from app.engine.models.tiny import (
+    BYTE_TOKENS,
+    TOKEN_CONTROL,
+    TOKEN_NORMAL,
+    TOKEN_USER_DEFINED,
+    TinySpec,
+    byte_to_unicode,
+    token_id,
+    write_tiny_gguf,
+)
 
 __all__ = ["BYTE_TOKENS", "TinySpec", "byte_to_unicode", "write_tiny_gguf", "token_id"]
 
-TOKEN_NORMAL = 1
-TOKEN_CONTROL = 3
-TOKEN_USER_DEFINED = 4
-
-
-def byte_to_unicode() -> dict[int, str]:
-    """GPT-2's reversible byte -> printable-unicode mapping (what llama.cpp's BPE expects)."""
-    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
-    cs = bs[:]
-    n = 0
-    for b in range(256):
-        if b not in bs:
-            bs.append(b)
-            cs.append(256 + n)
-            n += 1
-    return {b: chr(c) for b, c in zip(bs, cs, strict=True)}
-
-
-_B2U = byte_to_unicode()
-BYTE_TOKENS: list[str] = [_B2U[b] for b in range(256)]
-
-
-class TinySpec:
-    """The vocabulary layout of a tiny model: ids of bytes and of special tokens."""
-
-    def __init__(self, control_tokens: Iterable[str], user_tokens: Iterable[str]):
-        self.tokens: list[str] = list(BYTE_TOKENS)
-        self.types: list[int] = [TOKEN_NORMAL] * 256
-        for tok in control_tokens:
-            if tok not in self.tokens:
-                self.tokens.append(tok)
-                self.types.append(TOKEN_CONTROL)
-        for tok in user_tokens:
-            if tok not in self.tokens:
-                self.tokens.append(tok)
-                self.types.append(TOKEN_USER_DEFINED)
-
-    def id_of(self, token: str) -> int:
-        return self.tokens.index(token)
-
-
-def token_id(text_or_byte: str | int) -> int:
-    """Id of a single byte (int) or of a one-byte character in any tiny model."""
-    if isinstance(text_or_byte, int):
-        return text_or_byte
-    data = text_or_byte.encode("utf-8")
-    if len(data) != 1:
-        raise ValueError("token_id() takes a single byte")
-    return data[0]
-
-
-def write_tiny_gguf(
-    path: str | Path,
-    *,
-    chat_template: str | None = None,
-    named_templates: Mapping[str, str] | None = None,
-    control_tokens: Iterable[str] = ("<s>", "</s>"),
-    user_tokens: Iterable[str] = (),
-    bos: str | None = "<s>",
-    eos: str | None = "</s>",
-    eot: str | None = None,
-    seed: int = 0,
-    context_length: int = 4096,
-    embedding_length: int = 64,
-    block_count: int = 2,
-    head_count: int = 4,
-    feed_forward_length: int = 128,
-    name: str = "tiny-test-model",
-    extra_metadata: Mapping[str, Any] | None = None,
-) -> Path:
-    """Write the model to ``path`` and return the path."""
-    import gguf
-
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    control = list(control_tokens)
-    for special in (bos, eos, eot):
-        if special is not None and special not in control:
-            control.append(special)
-    spec = TinySpec(control, user_tokens)
-    n_vocab = len(spec.tokens)
-    rng = np.random.default_rng(seed)
-
-    w = gguf.GGUFWriter(str(path), "llama")
-    w.add_name(name)
-    w.add_context_length(context_length)
-    w.add_embedding_length(embedding_length)
-    w.add_block_count(block_count)
-    w.add_feed_forward_length(feed_forward_length)
-    w.add_head_count(head_count)
-    w.add_head_count_kv(head_count)
-    w.add_layer_norm_rms_eps(1e-5)
-    w.add_rope_dimension_count(embedding_length // head_count)
-    w.add_vocab_size(n_vocab)
-    w.add_file_type(gguf.LlamaFileType.ALL_F32)
-
-    w.add_tokenizer_model("gpt2")
-    w.add_tokenizer_pre("default")
-    w.add_token_list(spec.tokens)
-    w.add_token_types(spec.types)
-    # llama.cpp requires a merges array for BPE; one harmless merge of two
-    # unprintable bytes keeps every other text byte-level.
-    w.add_token_merges([f"{_B2U[1]} {_B2U[2]}"])
-    if bos is not None:
-        w.add_bos_token_id(spec.id_of(bos))
-        w.add_add_bos_token(False)
-    if eos is not None:
-        w.add_eos_token_id(spec.id_of(eos))
-    if eot is not None:
-        w.add_eot_token_id(spec.id_of(eot))
-    if chat_template is not None:
-        w.add_chat_template(chat_template)
-    for key, template in (named_templates or {}).items():
-        w.add_string(f"tokenizer.chat_template.{key}", template)
-    for key, value in (extra_metadata or {}).items():
-        if isinstance(value, bool):
-            w.add_bool(key, value)
-        elif isinstance(value, int):
-            w.add_uint32(key, value)
-        elif isinstance(value, float):
-            w.add_float32(key, value)
-        else:
-            w.add_string(key, str(value))
-
-    def tensor(name: str, *shape: int, scale: float = 0.2) -> None:
-        w.add_tensor(name, (rng.standard_normal(shape) * scale).astype(np.float32))
-
-    d, ff = embedding_length, feed_forward_length
-    tensor("token_embd.weight", n_vocab, d)
-    w.add_tensor("output_norm.weight", np.ones(d, dtype=np.float32))
-    tensor("output.weight", n_vocab, d)
-    for i in range(block_count):
-        w.add_tensor(f"blk.{i}.attn_norm.weight", np.ones(d, dtype=np.float32))
-        tensor(f"blk.{i}.attn_q.weight", d, d)
-        tensor(f"blk.{i}.attn_k.weight", d, d)
-        tensor(f"blk.{i}.attn_v.weight", d, d)
-        tensor(f"blk.{i}.attn_output.weight", d, d)
-        w.add_tensor(f"blk.{i}.ffn_norm.weight", np.ones(d, dtype=np.float32))
-        tensor(f"blk.{i}.ffn_gate.weight", ff, d)
-        tensor(f"blk.{i}.ffn_up.weight", ff, d)
-        tensor(f"blk.{i}.ffn_down.weight", d, ff)
-
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
-    return path
+# Also importable from here, as before the move (not in __all__, as before).
+_ = (TOKEN_CONTROL, TOKEN_NORMAL, TOKEN_USER_DEFINED)
