@@ -8,7 +8,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 __all__ = ["GgufSummary", "read_summary", "split_parts", "SPLIT_RE", "detect_tool_format"]
 
@@ -29,16 +28,6 @@ class GgufSummary:
     n_kv_heads: int | None
     head_dim: int | None
     split_count: int = 1
-
-
-def _field(reader: Any, key: str) -> Any:
-    field = reader.fields.get(key)
-    if field is None:
-        return None
-    try:
-        return field.contents()
-    except Exception:  # noqa: BLE001 - a malformed field reads as absent
-        return None
 
 
 def split_parts(path: Path) -> list[Path]:
@@ -74,61 +63,52 @@ def detect_tool_format(template: str | None) -> str:
 
 
 def read_summary(path: str | Path) -> GgufSummary:
-    """Summary of one GGUF (for a split model: pass the first shard). Raises ValueError on a bad file."""
-    import gguf
-    import numpy as np
+    """Summary of one GGUF (for a split model: pass the first shard). Raises ValueError on a bad file.
+
+    The checks (header, keys, tensors inside the file) are :func:`app.engine.models.metadata.read_metadata`'s.
+    """
+    from app.engine.models.metadata import read_metadata
 
     path = Path(path)
     parts = split_parts(path)
-    try:
-        reader = gguf.GGUFReader(str(path), "r")
-    except Exception as exc:  # noqa: BLE001 - gguf raises ValueError/struct errors/IndexError on junk
-        raise ValueError(f"{path.name} is not a readable GGUF file ({type(exc).__name__}: {exc})") from exc
-    arch = _field(reader, "general.architecture")
-    arch = str(arch) if arch is not None else None
+    meta = read_metadata(path)  # GGUFMetadataError is a ValueError naming the file and the problem
+    raw = meta.raw
+    arch = meta.architecture
 
     def arch_int(suffix: str) -> int | None:
-        if arch is None:
-            return None
-        value = _field(reader, f"{arch}.{suffix}")
-        return int(value) if isinstance(value, int | np.integer) else None
+        value = raw.get(f"{arch}.{suffix}")
+        return int(value) if isinstance(value, int) and not isinstance(value, bool) else None
 
-    params = _field(reader, "general.parameter_count")
-    if not isinstance(params, int | np.integer):
-        params = sum(int(t.n_elements) for t in reader.tensors) or None
+    params: int | None = meta.parameter_count
+    declared = raw.get("general.parameter_count")
+    if isinstance(declared, int) and declared > 0:
+        params = declared
+    elif len(parts) > 1:
         for extra in parts[1:]:
-            if extra.is_file() and params is not None:
-                try:
-                    params += sum(int(t.n_elements) for t in gguf.GGUFReader(str(extra), "r").tensors)
-                except Exception:  # noqa: BLE001
-                    params = None
-    file_type = _field(reader, "general.file_type")
-    quant = None
-    if isinstance(file_type, int | np.integer):
-        try:
-            quant = gguf.LlamaFileType(int(file_type)).name.removeprefix("MOSTLY_").removeprefix("ALL_")
-        except ValueError:
-            quant = f"type {int(file_type)}"
-    if quant is None:
+            try:
+                params += read_metadata(extra).parameter_count
+            except ValueError:
+                params = None
+                break
+    quant = meta.quantization
+    if not quant or quant == "unknown":
         from app.engine.models.estimate import quant_from_filename
 
         quant = quant_from_filename(path.name)
-    template = _field(reader, "tokenizer.chat_template")
     n_heads = arch_int("attention.head_count")
     n_kv = arch_int("attention.head_count_kv") or n_heads
     emb = arch_int("embedding_length")
     head_dim = arch_int("attention.key_length") or ((emb // n_heads) if emb and n_heads else None)
     size = sum(p.stat().st_size for p in parts if p.is_file())
-    name = _field(reader, "general.name")
     return GgufSummary(
-        name=str(name) if name is not None else None,
+        name=meta.name,
         architecture=arch,
-        parameter_count=int(params) if params else None,
+        parameter_count=params or None,
         quantization=quant,
-        context_length=arch_int("context_length"),
+        context_length=meta.context_length,
         file_size=size,
-        has_chat_template=bool(template),
-        tool_format=detect_tool_format(template if isinstance(template, str) else None),
+        has_chat_template=bool(meta.chat_template),
+        tool_format=detect_tool_format(meta.chat_template),
         n_layers=arch_int("block_count"),
         n_kv_heads=n_kv,
         head_dim=head_dim,
