@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
@@ -165,7 +165,10 @@ class ChatSession:
         max_tokens: int = 1024,
         messages: list[Message] | None = None,
         deadline_s: float | None = None,
+        grammar: str | Callable[[int], str | None] | None = None,
     ):
+        """``grammar``: a GBNF grammar constraining every reply, or a callable
+        ``round -> grammar | None`` (round 1 is the first generation of a turn)."""
         if max_rounds < 1:
             raise ValueError(f"max_rounds must be at least 1, got {max_rounds}")
         self.model = model
@@ -181,6 +184,8 @@ class ChatSession:
         self.max_rounds = max_rounds
         self.max_tokens = max_tokens
         self.deadline_s = deadline_s
+        self.grammar = grammar
+        self.last_prompt = None  # the RenderedPrompt of the latest generation
         self.messages: list[Message] = list(messages or [])
         self.detected_format: str | None = detect_model_format(model)
         self.effective_format, self._format_notices = resolve_tool_format(tool_format, self.detected_format)
@@ -264,13 +269,15 @@ class ChatSession:
             msgs += self.messages
             try:
                 rendered = render_prompt(self.model, msgs, tools=tools)
+                self.last_prompt = rendered
                 in_reasoning = (fmt.opens_in_reasoning(rendered.text) if fmt is not None
                                 else rendered.text.rstrip().endswith("<think>"))
                 stream = fmt.stream(tools or [], in_reasoning=in_reasoning) if fmt is not None else \
                     _PlainStream(in_reasoning)
                 remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+                grammar = self.grammar(rounds) if callable(self.grammar) else self.grammar
                 gen = generate(self.model, rendered.text, max_tokens=self.max_tokens, sampling=self.sampling,
-                               cancel=cancel, deadline_s=remaining)
+                               cancel=cancel, deadline_s=remaining, grammar=grammar)
                 content: list[str] = []
                 reasoning: list[str] = []
                 calls: list[Any] = []

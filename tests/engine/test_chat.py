@@ -1,0 +1,319 @@
+"""The chat loop on the real llama.cpp path: tiny GGUFs carrying each family's official
+template and markers; a grammar forces the random model to write a call in the family's
+syntax, the loop parses it, dispatches a real tool, renders the result and runs round two."""
+
+from __future__ import annotations
+
+import json
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from app.engine.chat import ChatSession
+from app.engine.events import (
+    DoneEvent,
+    NoticeEvent,
+    ReasoningEvent,
+    TextEvent,
+    ToolCallFinishedEvent,
+    ToolCallStartedEvent,
+    event_to_dict,
+)
+from app.engine.llm import load_model
+from app.engine.messages import Message, is_valid_call_id
+from app.tools.registry import ToolRegistry
+from tests.support.tiny_gguf import TinySpec
+
+TEMPLATES = Path(__file__).resolve().parents[1] / "fixtures" / "chat_templates"
+CHATML = ("{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"
+          "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
+
+
+def lit(text: str) -> str:
+    """A GBNF string literal."""
+    return json.dumps(text)
+
+
+@dataclass
+class Family:
+    name: str
+    template: str
+    control: list[str]
+    user: list[str]
+    bos: str | None
+    eos: str
+    call: list  # str literal parts, or ("tok", marker) for a special token
+    answer: list
+    result_in_prompt: str
+    reasoning: str = ""
+    eot: str | None = None
+    extra_control: list[str] = field(default_factory=list)
+
+    def spec(self) -> TinySpec:
+        control = list(self.control)
+        for special in (self.bos, self.eos, self.eot):
+            if special is not None and special not in control:
+                control.append(special)
+        return TinySpec(control, self.user)
+
+    def grammar(self, parts: list) -> str:
+        spec = self.spec()
+        out = []
+        for p in parts:
+            out.append(f"<[{spec.id_of(p[1])}]>" if isinstance(p, tuple) else lit(p))
+        return "root ::= " + " ".join(out)
+
+
+QWEN_USER = ["<tool_call>", "</tool_call>", "<think>", "</think>", "<tool_response>", "</tool_response>"]
+FAMILIES = [
+    Family(
+        "hermes", "Qwen-Qwen3-0.6B.jinja", ["<|im_start|>", "<|im_end|>", "<|endoftext|>"], QWEN_USER,
+        None, "<|im_end|>",
+        call=['<tool_call>\n{"name": "add", "arguments": {"a": 2, "b": "3"}}\n</tool_call>'],
+        answer=["The sum is 5."],
+        result_in_prompt="<tool_response>\n5\n</tool_response>",
+    ),
+    Family(
+        "qwen-xml", "Qwen3.5-4B.jinja", ["<|im_start|>", "<|im_end|>", "<|endoftext|>"], QWEN_USER,
+        None, "<|im_end|>",
+        call=["I should add them.\n</think>\n\n<tool_call>\n<function=add>\n<parameter=a>\n2\n</parameter>\n"
+              "<parameter=b>\n3\n</parameter>\n</function>\n</tool_call>"],
+        answer=["Done.\n</think>\n\nThe sum is 5."],
+        result_in_prompt="<tool_response>\n5\n</tool_response>",
+        reasoning="I should add them.",
+    ),
+    Family(
+        "llama3", "meta-llama-Llama-3.1-8B-Instruct.jinja",
+        ["<|begin_of_text|>", "<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>", "<|eom_id|>",
+         "<|python_tag|>"], [],
+        "<|begin_of_text|>", "<|eot_id|>",
+        call=[("tok", "<|python_tag|>"), '{"name": "add", "parameters": {"a": 2, "b": "3"}}'],
+        answer=["The sum is 5."],
+        result_in_prompt="<|start_header_id|>ipython<|end_header_id|>\n\n5<|eot_id|>",
+    ),
+    Family(
+        "mistral", "mistralai-Mistral-Nemo-Instruct-2407.jinja",
+        ["<s>", "</s>", "[INST]", "[/INST]", "[TOOL_CALLS]", "[AVAILABLE_TOOLS]", "[/AVAILABLE_TOOLS]",
+         "[TOOL_RESULTS]", "[/TOOL_RESULTS]"], [],
+        "<s>", "</s>",
+        call=[("tok", "[TOOL_CALLS]"), '[{"name": "add", "arguments": {"a": 2, "b": 3}, "id": "abcXYZ123"}]'],
+        answer=["The sum is 5."],
+        result_in_prompt='[TOOL_RESULTS]{"content": 5, "call_id": "abcXYZ123"}[/TOOL_RESULTS]',
+    ),
+]
+
+
+def make_registry(calls: list) -> ToolRegistry:
+    registry = ToolRegistry()
+
+    def add(a: int, b: int) -> int:
+        """Add two integers.
+
+        Args:
+            a: The first number.
+            b: The second number.
+        """
+        calls.append((a, b))
+        return a + b
+
+    registry.register_function(add)
+    return registry
+
+
+@pytest.fixture
+def family_model(tiny_gguf):
+    loaded = []
+
+    def make(fam: Family, **kw):
+        path = tiny_gguf(chat_template=(TEMPLATES / fam.template).read_text(), control_tokens=fam.control,
+                         user_tokens=fam.user, bos=fam.bos, eos=fam.eos, eot=fam.eot, **kw)
+        m = load_model(path, n_ctx=2048, n_threads=1)
+        loaded.append(m)
+        return m
+
+    yield make
+    for m in loaded:
+        m.close()
+
+
+@pytest.mark.parametrize("fam", FAMILIES, ids=lambda f: f.name)
+def test_tool_call_round_trip_for_each_family(family_model, fam):
+    model = family_model(fam)
+    ran: list = []
+    grammars = {1: fam.grammar(fam.call), 2: fam.grammar(fam.answer)}
+    session = ChatSession(model, tool_format="auto", registry=make_registry(ran),
+                          grammar=lambda r: grammars.get(r), max_tokens=400)
+    assert session.detected_format == fam.name
+    assert session.effective_format == fam.name
+    events = list(session.send("What is 2 + 3?"))
+
+    kinds = [type(e).__name__ for e in events]
+    assert not [e for e in events if isinstance(e, NoticeEvent)], kinds
+    started = [e for e in events if isinstance(e, ToolCallStartedEvent)]
+    finished = [e for e in events if isinstance(e, ToolCallFinishedEvent)]
+    assert len(started) == len(finished) == 1
+    assert started[0].name == "add" and started[0].arguments == {"a": 2, "b": 3}  # typed by the schema
+    assert finished[0].result == "5" and finished[0].error is None and finished[0].duration_s >= 0
+    assert ran == [(2, 3)]
+    assert is_valid_call_id(started[0].call_id)
+    text = "".join(e.text for e in events if isinstance(e, TextEvent))
+    assert text.strip() == "The sum is 5."
+    reasoning = "".join(e.text for e in events if isinstance(e, ReasoningEvent))
+    assert reasoning.strip() == fam.reasoning
+
+    done = events[-1]
+    assert isinstance(done, DoneEvent) and done.finish_reason == "stop" and done.rounds == 2
+    assert done.ttft_s is not None and done.prompt_tokens > 0
+    # markers may be sampled as one special token or spelled in bytes: bound the count both ways
+    written = "".join(p if isinstance(p, str) else p[1] for p in fam.call + fam.answer)
+    assert len(model.tokenize(written)) <= done.generated_tokens <= len(written.encode())
+    # the second round re-used the first round's KV cache: far fewer tokens evaluated than rendered
+    assert done.extra["prompt_tokens_evaluated"] < 2 * done.prompt_tokens - 100
+
+    roles = [m.role for m in session.messages]
+    assert roles == ["user", "assistant", "tool", "assistant"]
+    call_turn, result, answer = session.messages[1:]
+    assert call_turn.content.strip() == "" and call_turn.tool_calls[0].name == "add"
+    assert call_turn.reasoning.strip() == fam.reasoning
+    assert (result.tool_call_id, result.name, result.content) == (call_turn.tool_calls[0].id, "add", "5")
+    assert answer.content.strip() == "The sum is 5."
+    # the result was rendered into the second round's prompt
+    assert session.last_prompt is not None
+    assert fam.result_in_prompt in session.last_prompt.text
+    assert all(json.dumps(event_to_dict(e)) for e in events)
+
+
+def test_mistral_keeps_the_models_own_call_id(family_model):
+    fam = FAMILIES[3]
+    model = family_model(fam)
+    grammars = {1: fam.grammar(fam.call), 2: fam.grammar(fam.answer)}
+    session = ChatSession(model, registry=make_registry([]), grammar=lambda r: grammars.get(r))
+    events = list(session.send("2+3?"))
+    assert [e.call_id for e in events if isinstance(e, ToolCallStartedEvent)] == ["abcXYZ123"]
+
+
+def test_max_tokens_cut_gives_length_and_runs_no_call(family_model):
+    fam = FAMILIES[0]
+    model = family_model(fam)
+    ran: list = []
+    session = ChatSession(model, registry=make_registry(ran), grammar=fam.grammar(fam.call), max_tokens=20)
+    events = list(session.send("2+3?"))
+    assert ran == []
+    assert not [e for e in events if isinstance(e, (ToolCallStartedEvent, ToolCallFinishedEvent))]
+    done = events[-1]
+    assert done.finish_reason == "length" and done.generated_tokens == 20 and done.rounds == 1
+    # nothing lost: the cut call is the reply's text, not a call
+    text = "".join(e.text for e in events if isinstance(e, TextEvent))
+    assert text == session.messages[-1].content and text.startswith("<tool_call>")
+    assert session.messages[-1].tool_calls == []
+
+
+def test_round_limit(family_model):
+    fam = FAMILIES[0]
+    model = family_model(fam)
+    ran: list = []
+    session = ChatSession(model, registry=make_registry(ran), grammar=fam.grammar(fam.call), max_rounds=3)
+    events = list(session.send("keep adding"))
+    assert len(ran) == 2  # rounds 1 and 2 ran their call; round 3 hit the limit
+    notices = [e for e in events if isinstance(e, NoticeEvent)]
+    assert [n.code for n in notices] == ["round_limit"]
+    assert "3 rounds" in notices[0].message
+    done = events[-1]
+    assert (done.finish_reason, done.rounds) == ("rounds", 3)
+    assert session.messages[-1].role == "assistant" and not session.messages[-1].tool_calls
+
+
+def test_cancel_mid_reply(family_model):
+    fam = FAMILIES[0]
+    model = family_model(fam)
+    cancel = threading.Event()
+    session = ChatSession(model, tool_format="none", grammar='root ::= "' + "a" * 50 + '"')
+    events = []
+    for e in session.send("hi", cancel=cancel):
+        events.append(e)
+        if sum(isinstance(x, TextEvent) for x in events) == 5:
+            cancel.set()
+    done = events[-1]
+    assert done.finish_reason == "cancelled"
+    assert done.generated_tokens == 5
+
+
+def tools_in(text: str) -> bool:
+    return '"add"' in text or "add" in text.split("<|im_start|>user")[0]
+
+
+def test_auto_without_a_match_runs_without_tools_and_notices_once(tiny_gguf):
+    model = load_model(tiny_gguf(chat_template=CHATML, control_tokens=["<|im_start|>", "<|im_end|>"],
+                                 bos=None, eos="<|im_end|>"), n_ctx=512, n_threads=1)
+    try:
+        session = ChatSession(model, tool_format="auto", registry=make_registry([]), grammar='root ::= "hello"')
+        assert session.detected_format is None and session.effective_format is None
+        assert session.tools is None
+        first = list(session.send("hi"))
+        notices = [e for e in first if isinstance(e, NoticeEvent)]
+        assert [(n.code, n.setting) for n in notices] == [("no_tool_format", "chat.tool_format")]
+        assert "chat.tool_format" in notices[0].message
+        assert not session.last_prompt.tools_sent and "add" not in session.last_prompt.text
+        second = list(session.send("again"))
+        assert not [e for e in second if isinstance(e, NoticeEvent)]
+        # none: no tools and no notice
+        quiet = ChatSession(model, tool_format="none", registry=make_registry([]), grammar='root ::= "x"')
+        assert not [e for e in quiet.send("hi") if isinstance(e, NoticeEvent)]
+        assert not quiet.last_prompt.tools_sent
+        # an explicit family is used as chosen, with a notice that detection disagrees
+        forced = ChatSession(model, tool_format="hermes", registry=make_registry([]), grammar='root ::= "x"')
+        assert forced.effective_format == "hermes"
+        notes = [e for e in forced.send("hi") if isinstance(e, NoticeEvent)]
+        assert [n.code for n in notes] == ["tool_format_override"]
+        assert forced.last_prompt.tools_sent
+        with pytest.raises(ValueError, match="unknown chat.tool_format value 'klingon'"):
+            ChatSession(model, tool_format="klingon")
+    finally:
+        model.close()
+
+
+def test_model_without_template_gets_fallback_and_notice(tiny_gguf):
+    model = load_model(tiny_gguf(), n_ctx=512, n_threads=1)
+    try:
+        session = ChatSession(model, grammar='root ::= "Hi there<|im_end|>ignored"')
+        events = list(session.send("hello"))
+        codes = [e.code for e in events if isinstance(e, NoticeEvent)]
+        assert codes == ["no_chat_template", "no_tool_format"]
+        assert session.last_prompt.template == "fallback"
+        assert session.messages[-1].content == "Hi there"  # the fallback's end-of-turn text stops it
+        assert events[-1].finish_reason == "stop"
+    finally:
+        model.close()
+
+
+def test_template_that_raises_is_an_error_event_and_loses_nothing(tiny_gguf):
+    tpl = "{% if messages | length > 1 %}{{ raise_exception('Only one message is supported') }}{% endif %}" + CHATML
+    model = load_model(tiny_gguf(chat_template=tpl, control_tokens=["<|im_start|>", "<|im_end|>"], bos=None,
+                                 eos="<|im_end|>"), n_ctx=512, n_threads=1)
+    try:
+        session = ChatSession(model, tool_format="none", grammar='root ::= "ok"')
+        assert [type(e) for e in session.send("one")][-1] is DoneEvent
+        events = list(session.send("two"))
+        done = events[-1]
+        assert done.finish_reason == "error" and "Only one message is supported" in done.error
+        assert [m.content for m in session.messages] == ["one", "ok", "two"]
+    finally:
+        model.close()
+
+
+def test_regenerate_replaces_the_last_reply(tiny_gguf):
+    model = load_model(tiny_gguf(chat_template=CHATML, control_tokens=["<|im_start|>", "<|im_end|>"],
+                                 bos=None, eos="<|im_end|>"), n_ctx=512, n_threads=1)
+    try:
+        replies = iter(['root ::= "first"', 'root ::= "second"'])
+        session = ChatSession(model, tool_format="none", grammar=lambda r: next(replies))
+        list(session.send("hi"))
+        list(session.regenerate())
+        assert [(m.role, m.content) for m in session.messages] == [("user", "hi"), ("assistant", "second")]
+        restored = ChatSession(model, tool_format="none",
+                               messages=[Message.from_dict(m.to_dict()) for m in session.messages])
+        assert restored.messages == session.messages
+    finally:
+        model.close()
