@@ -16,6 +16,10 @@ def main(argv: list[str] | None = None) -> int:
 
         print(f"Callisto {__version__}")
         return 0
+    if argv and argv[0] == "--self-test":  # installer (issue 9): check an installed bundle, then exit
+        from app.selftest import main as selftest_main
+
+        return selftest_main(argv[1:])
     if argv and argv[0] in _HEADLESS_COMMANDS:
         from app.cli import main as cli_main  # Qt-free
 
