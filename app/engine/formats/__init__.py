@@ -41,7 +41,7 @@ from app.engine.formats.base import (
 )
 
 # Family modules register themselves on import (order = detection and settings order).
-from app.engine.formats import hermes  # noqa: E402,F401,I001  # isort: skip
+from app.engine.formats import qwen_xml, hermes, llama3, mistral  # noqa: E402,F401,I001  # isort: skip
 
 
 

@@ -159,7 +159,7 @@ def check_splits(fmt: Format, case: Case) -> None:
 
 def check_truncation(fmt: Format, case: Case) -> None:
     tools = case.tool_list()
-    full = fmt.parse(case.text, tools, in_reasoning=case.in_reasoning)
+    full = fmt.parse(case.text, tools, in_reasoning=case.in_reasoning, truncated=case.truncated)
     full_calls = [(c.name, c.arguments, c.raw) for c in full.tool_calls]
     n = len(case.text)
     points = range(n + 1) if n <= 500 else sorted({round(i * n / 500) for i in range(501)})

@@ -1,0 +1,90 @@
+"""Llama 3.1 to 3.3 JSON calls: the whole reply is ``{"name": NAME, "parameters": {...}}``.
+
+Optionally after ``<|python_tag|>``, and with an optional ``"type": "function"`` (Llama 3.2
+writes it, echoing its template's tool list). A call may open only at the start of the reply,
+and must be the whole reply: JSON followed by more text is text. Bare JSON (no python tag) is a
+call only when it names one of the offered tools, so JSON meant for the user stays text.
+"""
+
+from __future__ import annotations
+
+from app.engine.formats.base import Format, ParsedCall, RegionScanner, register
+from app.engine.formats.hermes import name_arguments
+from app.engine.formats.jsonscan import JsonScanner, loads_repaired
+from app.engine.formats.schema import tool_schemas
+
+__all__ = ["Llama3Format"]
+
+PYTHON_TAG = "<|python_tag|>"
+
+
+class _Scanner(RegionScanner):
+    def __init__(self, opener: str) -> None:
+        self.json = JsonScanner()
+        self.ops = 0
+        if opener == "{":
+            self.json.feed("{")
+            self.state = "json"
+        else:
+            self.state = "pre"
+
+    def scan(self, buf: str, final: bool) -> tuple[int, bool]:
+        i, n = 0, len(buf)
+        while i < n:
+            self.ops += 1
+            if self.state == "pre":
+                if buf[i].isspace():
+                    i += 1
+                    continue
+                self.state = "json" if buf[i] == "{" else "rest"
+                continue
+            if self.state == "json":
+                before = self.json.ops
+                j = self.json.feed(buf, i)
+                self.ops += self.json.ops - before
+                if j == -1:
+                    return n, False
+                i = j
+                self.state = "post"
+                continue
+            if self.state == "post":
+                if buf[i].isspace():
+                    i += 1
+                    continue
+                return i, True  # more text after the JSON: not a call
+            return n, False  # rest: not JSON, runs to the end
+        return n, False
+
+
+class Llama3Format(Format):
+    name = "llama3"
+    label = "Llama 3 JSON (Llama 3.1 to 3.3)"
+    detail = '{"name": ..., "parameters": {...}} as the whole reply, optionally after <|python_tag|>'
+    openers = (PYTHON_TAG, "{")
+    start_only = True
+    reasoning = None
+
+    def region_scanner(self, opener: str) -> RegionScanner:
+        return _Scanner(opener)
+
+    def parse_region(self, opener, body, *, at_end, truncated, tools):
+        if not at_end or truncated:
+            return None
+        text = "{" + body if opener == "{" else body
+        ok, obj = loads_repaired(text.strip())
+        if not ok or not isinstance(obj, dict):
+            return None
+        if "type" in obj:
+            if obj["type"] != "function":
+                return None
+            obj = {k: v for k, v in obj.items() if k != "type"}
+        got = name_arguments(obj, args_key="parameters")
+        if got is None or "parameters" not in obj:
+            return None
+        name, args = got
+        if opener == "{" and name not in tool_schemas(tools):
+            return None
+        return [ParsedCall(name, args, opener + body.rstrip())], body[len(body.rstrip()):]
+
+
+register(Llama3Format())

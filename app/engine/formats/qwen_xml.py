@@ -1,0 +1,117 @@
+"""Qwen XML calls (Qwen3.5, Qwen3.6, Qwen3-Coder, Nemotron 3 Nano, StepFun 3.5).
+
+``<tool_call>\\n<function=NAME>\\n<parameter=P>\\nvalue\\n</parameter>\\n</function>\\n</tool_call>``.
+Values are raw text (one newline on each side is the wire's, not the value's) typed by the
+schema. A ``</tool_call>`` inside a parameter value does not end the call.
+"""
+
+from __future__ import annotations
+
+from app.engine.formats.base import Format, ParsedCall, RegionScanner, find_marker, register
+
+__all__ = ["QwenXmlFormat", "parse_function_block"]
+
+OPEN = "<tool_call>"
+CLOSE = "</tool_call>"
+P_OPEN = "<parameter="
+P_CLOSE = "</parameter>"
+F_OPEN = "<function="
+F_CLOSE = "</function>"
+
+
+class _Scanner(RegionScanner):
+    def __init__(self) -> None:
+        self.inside = False
+        self.ops = 0
+
+    def scan(self, buf: str, final: bool) -> tuple[int, bool]:
+        i = 0
+        while True:
+            markers = (P_CLOSE,) if self.inside else (P_OPEN, CLOSE)
+            self.ops += len(buf) - i
+            pos, m, safe = find_marker(buf, markers, final, start=i)
+            if pos == -1:
+                return safe, False
+            i = pos + len(m)
+            if m == CLOSE:
+                return i, True
+            self.inside = m == P_OPEN
+
+
+def _skip_ws(s: str, i: int) -> int:
+    while i < len(s) and s[i].isspace():
+        i += 1
+    return i
+
+
+def _name(s: str, i: int) -> tuple[str, int] | None:
+    j = s.find(">", i)
+    if j == -1:
+        return None
+    name = s[i:j]
+    if not name or any(c.isspace() or c in "<>=\"'" for c in name):
+        return None
+    return name, j + 1
+
+
+def parse_function_block(text: str) -> tuple[str, dict[str, str]] | None:
+    """Strictly read ``<function=NAME> (<parameter=P>value</parameter>)* </function>`` + whitespace."""
+    i = _skip_ws(text, 0)
+    if not text.startswith(F_OPEN, i):
+        return None
+    got = _name(text, i + len(F_OPEN))
+    if got is None:
+        return None
+    name, i = got
+    args: dict[str, str] = {}
+    while True:
+        i = _skip_ws(text, i)
+        if text.startswith(P_OPEN, i):
+            got = _name(text, i + len(P_OPEN))
+            if got is None:
+                return None
+            pname, i = got
+            end = text.find(P_CLOSE, i)
+            if end == -1 or pname in args:
+                return None
+            value = text[i:end]
+            if value.startswith("\n"):
+                value = value[1:]
+            if value.endswith("\n"):
+                value = value[:-1]
+            args[pname] = value
+            i = end + len(P_CLOSE)
+        elif text.startswith(F_CLOSE, i):
+            i = _skip_ws(text, i + len(F_CLOSE))
+            return (name, args) if i == len(text) else None
+        else:
+            return None
+
+
+class QwenXmlFormat(Format):
+    name = "qwen-xml"
+    label = "Qwen XML (Qwen3.5, Qwen3.6, Qwen3-Coder, Nemotron 3 Nano)"
+    detail = "<tool_call><function=NAME><parameter=P>value</parameter></function></tool_call>"
+    openers = (OPEN,)
+    start_only = False
+    reasoning = ("<think>", "</think>")
+    raw_values = True
+
+    def region_scanner(self, opener: str) -> RegionScanner:
+        return _Scanner()
+
+    def parse_region(self, opener, body, *, at_end, truncated, tools):
+        if body.endswith(CLOSE):
+            inner = body[: -len(CLOSE)]
+        elif at_end and not truncated and body.rstrip().endswith(F_CLOSE):
+            inner = body  # the reply ended right after </function>: the closing tag is implied
+        else:
+            return None
+        got = parse_function_block(inner)
+        if got is None:
+            return None
+        name, args = got
+        return [ParsedCall(name, dict(args), opener + body)], ""
+
+
+register(QwenXmlFormat())

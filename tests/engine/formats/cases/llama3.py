@@ -1,0 +1,36 @@
+"""Llama 3: the whole reply is ``{"name": ..., "parameters": {...}}`` (optionally after <|python_tag|>)."""
+
+from tests.engine.formats.harness import Case
+
+FAMILY = "llama3"
+
+W = '{"name": "get_weather", "parameters": {"city": "Paris", "days": 3}}'
+
+CASES = [
+    Case("bare", W, calls=[("get_weather", {"city": "Paris", "days": 3})], ids=["call00000"]),
+    Case("python-tag", "<|python_tag|>" + W, calls=[("get_weather", {"city": "Paris", "days": 3})]),
+    Case("leading-and-trailing-ws", "\n " + W + "\n", content="\n \n",
+         calls=[("get_weather", {"city": "Paris", "days": 3})]),
+    Case("type-function", '{"type": "function", "name": "search", "parameters": {"query": "q", "limit": "10"}}',
+         calls=[("search", {"query": "q", "limit": 10})]),
+    Case("string-number-typed", '<|python_tag|>{"name": "search", "parameters": {"query": "q", "limit": "2"}}',
+         calls=[("search", {"query": "q", "limit": 2})]),
+    Case("marker-in-string", '{"name": "set_port", "parameters": {"blob": "} <|python_tag|> {"}}',
+         calls=[("set_port", {"blob": "} <|python_tag|> {"})]),
+    Case("json-for-user", '{"a": 1, "b": [1, 2]}', content='{"a": 1, "b": [1, 2]}'),
+    Case("unknown-name-bare", '{"name": "Alice", "parameters": {"age": 3}}',
+         content='{"name": "Alice", "parameters": {"age": 3}}'),
+    Case("json-then-text", W + " is what I would call", content=W + " is what I would call"),
+    Case("text-then-json", "Sure: " + W, content="Sure: " + W),
+    Case("nested-tool-list-shape",
+         '{"type": "function", "function": {"name": "get_weather", "parameters": {"city": "Paris"}}}',
+         content='{"type": "function", "function": {"name": "get_weather", "parameters": {"city": "Paris"}}}'),
+    Case("other-type", '{"type": "tool", "name": "get_time", "parameters": {}}',
+         content='{"type": "tool", "name": "get_time", "parameters": {}}'),
+    Case("arguments-key", '{"name": "get_time", "arguments": {}}', content='{"name": "get_time", "arguments": {}}'),
+    Case("builtin-python", '<|python_tag|>brave_search.call(query="x")',
+         content='<|python_tag|>brave_search.call(query="x")'),
+    Case("truncated-call", W, truncated=True, content=W),
+    Case("plain", "The answer is 51.", content="The answer is 51."),
+    Case("brace-later", "a {b}", content="a {b}"),
+]

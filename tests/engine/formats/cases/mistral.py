@@ -1,0 +1,39 @@
+"""Mistral: ``[TOOL_CALLS][{...}]`` arrays, ``[TOOL_CALLS]NAME[CALL_ID]ID[ARGS]{...}``, ``[THINK]``."""
+
+from tests.engine.formats.harness import Case
+
+FAMILY = "mistral"
+
+A = '[TOOL_CALLS][{"name": "get_weather", "arguments": {"city": "Paris", "days": 3}, "id": "abc123XYZ"}]'
+N = '[TOOL_CALLS]get_weather[ARGS]{"city": "Paris", "days": 3}'
+
+CASES = [
+    Case("array-with-id", A, calls=[("get_weather", {"city": "Paris", "days": 3})], ids=["abc123XYZ"]),
+    Case("array-v03-space", '[TOOL_CALLS] [{"name": "get_time", "arguments": {}}]', calls=[("get_time", {})],
+         ids=["call00000"]),
+    Case("array-parallel",
+         '[TOOL_CALLS][{"name": "get_time", "arguments": {}}, {"name": "search", "arguments": {"query": "x", "limit": "3"}}]',
+         calls=[("get_time", {}), ("search", {"query": "x", "limit": 3})]),
+    Case("array-cut-keeps-first",
+         '[TOOL_CALLS][{"name": "get_time", "arguments": {}}, {"name": "search", "argu', truncated=True,
+         content=', {"name": "search", "argu', calls=[("get_time", {})]),
+    Case("named", N, calls=[("get_weather", {"city": "Paris", "days": 3})], ids=["call00000"]),
+    Case("named-call-id", '[TOOL_CALLS]get_time[CALL_ID]a1B2c3D4e[ARGS]{}', calls=[("get_time", {})],
+         ids=["a1B2c3D4e"]),
+    Case("named-parallel", N + '[TOOL_CALLS]search[ARGS]{"query": "[TOOL_CALLS]x[ARGS]{}"}',
+         calls=[("get_weather", {"city": "Paris", "days": 3}), ("search", {"query": "[TOOL_CALLS]x[ARGS]{}"})]),
+    Case("think", "[THINK]The user wants weather.[/THINK]" + N, reasoning="The user wants weather.",
+         calls=[("get_weather", {"city": "Paris", "days": 3})]),
+    Case("think-with-call-example", "[THINK]I could write " + N + " but no.[/THINK]Hello",
+         reasoning="I could write " + N + " but no.", content="Hello"),
+    Case("text-then-call", "Sure.\n" + N, content="Sure.\n", calls=[("get_weather", {"city": "Paris", "days": 3})]),
+    Case("named-truncated", N[:-3], truncated=True, content=N[:-3]),
+    Case("array-not-closed-eos", '[TOOL_CALLS][{"name": "get_time", "arguments": {}}', stable_prefix=False,
+         content='[TOOL_CALLS][{"name": "get_time", "arguments": {}}'),
+    Case("bad-shape", '[TOOL_CALLS]{"name": "get_time"} ok', content='[TOOL_CALLS]{"name": "get_time"} ok'),
+    Case("missing-args-marker", "[TOOL_CALLS]get_time{} ok", content="[TOOL_CALLS]get_time{} ok"),
+    Case("array-extra-key", '[TOOL_CALLS][{"name": "get_time", "arguments": {}, "x": 1}]',
+         content='[TOOL_CALLS][{"name": "get_time", "arguments": {}, "x": 1}]'),
+    Case("plain-brackets", "Use [INST] and [ARGS] in text", content="Use [INST] and [ARGS] in text"),
+    Case("orphan-close", "thinking[/THINK]Hi", reasoning="thinking", content="Hi"),
+]

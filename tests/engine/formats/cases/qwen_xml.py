@@ -1,0 +1,57 @@
+"""Qwen XML: ``<tool_call><function=NAME><parameter=P>value</parameter></function></tool_call>``."""
+
+from tests.engine.formats.harness import Case
+
+FAMILY = "qwen-xml"
+
+
+def call(name: str, **params: str) -> str:
+    body = "".join(f"<parameter={k}>\n{v}\n</parameter>\n" for k, v in params.items())
+    return f"<tool_call>\n<function={name}>\n{body}</function>\n</tool_call>"
+
+
+W = call("get_weather", city="Paris", days="3", metric="True")
+
+CASES = [
+    Case("single", W, calls=[("get_weather", {"city": "Paris", "days": 3, "metric": True})], ids=["call00000"]),
+    Case("prefilled-think-closed", "\nLet me look.\n</think>\n\n" + W, in_reasoning=True,
+         reasoning="\nLet me look.\n", content="\n\n",
+         calls=[("get_weather", {"city": "Paris", "days": 3, "metric": True})]),
+    Case("prefilled-think-never-closed", "I will call the tool.\n\n" + W, in_reasoning=True,
+         reasoning="I will call the tool.\n\n",
+         calls=[("get_weather", {"city": "Paris", "days": 3, "metric": True})]),
+    Case("never-closed-truncated", "I will call the tool.\n\n" + W, in_reasoning=True, truncated=True,
+         reasoning="I will call the tool.\n\n" + W),
+    Case("call-in-closed-reasoning", "maybe " + W + " no.</think>Answer", in_reasoning=True,
+         reasoning="maybe " + W + " no.", content="Answer"),
+    Case("string-props", call("set_port", port="8080", zip="02139", flag="true", blob='{"a": 1}'),
+         calls=[("set_port", {"port": "8080", "zip": "02139", "flag": "true", "blob": '{"a": 1}'})]),
+    Case("typed", call("search", query="x", limit="10", filters='{"year": 2020}', tags='["a", "b"]',
+                       score="None", mode="5"),
+         calls=[("search", {"query": "x", "limit": 10, "filters": {"year": 2020}, "tags": ["a", "b"],
+                            "score": None, "mode": 5})]),
+    Case("python-literals", call("search", query="x", filters="{'year': 2021}", score="null"),
+         calls=[("search", {"query": "x", "filters": {"year": 2021}, "score": None})]),
+    Case("untypable-kept", call("search", query="x", limit="many"),
+         calls=[("search", {"query": "x", "limit": "many"})]),
+    Case("multiline-value", call("set_port", blob="line1\n\nline3"),
+         calls=[("set_port", {"blob": "line1\n\nline3"})]),
+    Case("marker-in-value", call("set_port", blob="see </tool_call> and <tool_call>"),
+         calls=[("set_port", {"blob": "see </tool_call> and <tool_call>"})]),
+    Case("parallel", W + "\n" + call("get_time"), content="\n",
+         calls=[("get_weather", {"city": "Paris", "days": 3, "metric": True}), ("get_time", {})],
+         ids=["call00000", "call00001"]),
+    Case("text-before", "Checking.\n" + W, content="Checking.\n",
+         calls=[("get_weather", {"city": "Paris", "days": 3, "metric": True})]),
+    Case("missing-close-at-eos", "<tool_call>\n<function=get_time>\n</function>\n",
+         calls=[("get_time", {})]),
+    Case("cut-pair", W + "\n<tool_call>\n<function=search>\n<parameter=query>\nab", truncated=True,
+         content="\n<tool_call>\n<function=search>\n<parameter=query>\nab",
+         calls=[("get_weather", {"city": "Paris", "days": 3, "metric": True})]),
+    Case("json-inside-tags", '<tool_call>\n{"name": "get_time", "arguments": {}}\n</tool_call>',
+         content='<tool_call>\n{"name": "get_time", "arguments": {}}\n</tool_call>'),
+    Case("flat-json-for-user", '{"name": "search", "query": "x"}', content='{"name": "search", "query": "x"}'),
+    Case("no-function-close", "<tool_call>\n<function=get_time>\n</tool_call>x",
+         content="<tool_call>\n<function=get_time>\n</tool_call>x"),
+    Case("orphan-close", "hmm</think>Hi", reasoning="hmm", content="Hi"),
+]
