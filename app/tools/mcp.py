@@ -316,6 +316,8 @@ class McpManager:
         for server, result in zip(servers, results, strict=True):
             if isinstance(result, BaseException) and server.state == "starting":
                 self._fail(server, f"did not start within {self.start_timeout_s:g} s")
+                if server.task is not None:
+                    server.task.cancel()  # it is stuck in the handshake, not waiting for stop
 
     def _transport(self, server: _Server) -> Any:
         cfg = server.config
