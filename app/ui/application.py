@@ -1,4 +1,14 @@
-"""QApplication set-up, command-line options of the window, headless screenshots."""
+"""QApplication set-up, command-line options of the window, headless screenshots.
+
+``--screenshot PATH [--state STATE]`` renders one main state and saves a PNG:
+
+* ``empty``     the window (the demo model loading/loaded when installed), no conversation
+* ``streaming`` a reply streaming from the loaded model (``--model`` or the demo model)
+* ``banner``    the first reply of a model whose template has no tool format: the notice banner
+* ``tool-call-with-panel``  a reply with a tool call, its chip selected in the side panel
+* ``settings``  the settings dialog opened at chat.tool_format
+* ``models``    the Models page
+"""
 
 from __future__ import annotations
 
@@ -6,14 +16,21 @@ import argparse
 import sys
 from pathlib import Path
 
-__all__ = ["build_parser", "main"]
+__all__ = ["STATES", "build_parser", "main"]
+
+STATES = ("empty", "streaming", "tool-call-with-panel", "banner", "settings", "models")
 
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="callisto", description="Callisto: chat with local models.")
     p.add_argument("--screenshot", metavar="PATH", help="render the window, save a PNG to PATH and exit")
     p.add_argument("--quit-after", metavar="SECONDS", type=float, default=None,
-                   help="quit after this many seconds (with --screenshot: take it just before)")
+                   help="quit after this many seconds (with --screenshot: the longest to wait for the state)")
+    p.add_argument("--state", choices=STATES, default="empty", help="which main state --screenshot renders")
+    p.add_argument("--model", metavar="GGUF", default=None, help="load this model instead of the last one")
+    p.add_argument("--theme", choices=("auto", "light", "dark"), default="auto",
+                   help="colour scheme (default: follow the OS)")
+    p.add_argument("--prompt", default=None, help="with --screenshot: the message to send in message states")
     return p
 
 
@@ -23,23 +40,30 @@ def main(argv: list[str] | None = None) -> int:
     from PySide6.QtWidgets import QApplication
 
     from app.ui.main_window import MainWindow
+    from app.ui.theme import apply_theme, install_theme_follower
 
     app = QApplication.instance() or QApplication(sys.argv[:1])
     app.setApplicationName("Callisto")
-    window = MainWindow()
-    window.resize(1100, 720)
+    app.setOrganizationName("Callisto")
+    apply_theme(app, None if args.theme == "auto" else args.theme)
+    install_theme_follower(app)
+    window = MainWindow(autoload=True, model_path=args.model)
+    window.resize(1200, 760)
     window.show()
+    app.aboutToQuit.connect(window.shutdown)
 
     if args.screenshot:
-        delay_ms = int(1000 * (args.quit_after if args.quit_after is not None else 0.5))
+        from app.ui.screenshot_states import ScreenshotDirector
 
-        def shoot() -> None:
-            path = Path(args.screenshot)
-            path.parent.mkdir(parents=True, exist_ok=True)
-            ok = window.grab().save(str(path), "PNG")
-            app.exit(0 if ok else 1)
-
-        QTimer.singleShot(delay_ms, shoot)
-    elif args.quit_after is not None:
+        limit = args.quit_after if args.quit_after is not None else 0.5
+        director = ScreenshotDirector(app, window, args.state, Path(args.screenshot), limit_s=limit,
+                                      prompt=args.prompt)
+        director.start()
+        code = app.exec()
+        window.shutdown()
+        return code or director.exit_code
+    if args.quit_after is not None:
         QTimer.singleShot(int(1000 * args.quit_after), app.quit)
-    return app.exec()
+    code = app.exec()
+    window.shutdown()
+    return code

@@ -1,0 +1,580 @@
+"""The conversation view: one widget per message in a scroll area.
+
+Streaming stays cheap: text deltas only append to a Python string; the Markdown of
+the *last* text block is re-rendered by a throttled timer whose interval grows with
+the cost of the previous render, so a 2,000-token reply never stalls the UI thread.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+from PySide6.QtCore import QEvent, Qt, QTimer, QUrl, Signal
+from PySide6.QtGui import QGuiApplication, QKeyEvent, QTextOption
+from PySide6.QtWidgets import (
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QPlainTextEdit,
+    QPushButton,
+    QScrollArea,
+    QSizePolicy,
+    QTextBrowser,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app.ui.markdown_render import render_markdown
+from app.ui.theme import is_dark
+
+__all__ = [
+    "AssistantMessage",
+    "ChatView",
+    "ComposeEdit",
+    "MarkdownView",
+    "NoticeBanner",
+    "ThinkingBlock",
+    "ToolChip",
+    "UserMessage",
+]
+
+
+class ComposeEdit(QPlainTextEdit):
+    """The message box: Enter sends, Shift+Enter inserts a new line."""
+
+    sig_submit = Signal()
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("compose")
+        self.setPlaceholderText("Message the model…  (Enter sends, Shift+Enter new line)")
+        self.setTabChangesFocus(True)
+        self.setMaximumHeight(120)
+
+    def keyPressEvent(self, e: QKeyEvent) -> None:  # noqa: N802 (Qt API)
+        if e.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter):
+            if e.modifiers() & Qt.KeyboardModifier.ShiftModifier:
+                self.insertPlainText("\n")
+                return
+            if not (e.modifiers() & (Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.AltModifier)):
+                self.sig_submit.emit()
+                return
+        super().keyPressEvent(e)
+
+
+class MarkdownView(QTextBrowser):
+    """Read-only rich text that grows to fit its content; ``copy:N`` links copy code blocks."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("markdown")
+        self.setOpenLinks(False)
+        self.setOpenExternalLinks(False)
+        self.setFrameShape(QFrame.Shape.NoFrame)
+        self.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.setWordWrapMode(QTextOption.WrapMode.WrapAtWordBoundaryOrAnywhere)
+        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
+        self.viewport().setAutoFillBackground(False)
+        self.setStyleSheet("background: transparent;")
+        self.anchorClicked.connect(self._on_view_anchor)
+        self.raw = ""
+        self.code_blocks: list[str] = []
+        self.render_count = 0
+        self.document().documentLayout().documentSizeChanged.connect(lambda _s: self._fit())
+        self.setFixedHeight(24)
+
+    def set_markdown_text(self, text: str) -> None:
+        self.raw = text
+        rendered = render_markdown(text, dark=is_dark())
+        self.code_blocks = rendered.code_blocks
+        self.setHtml(rendered.html)
+        self.render_count += 1
+        self._fit()
+
+    def _fit(self) -> None:
+        doc = self.document()
+        w = self.viewport().width()
+        if w > 0:
+            doc.setTextWidth(w)
+        h = int(doc.size().height()) + 4
+        if h != self.height():
+            self.setFixedHeight(max(h, 20))
+
+    def resizeEvent(self, e) -> None:  # noqa: N802
+        super().resizeEvent(e)
+        self._fit()
+
+    def _on_view_anchor(self, url: QUrl) -> None:
+        s = url.toString()
+        if s.startswith("copy:"):
+            try:
+                code = self.code_blocks[int(s[5:])]
+            except (ValueError, IndexError):
+                return
+            QGuiApplication.clipboard().setText(code)
+        elif url.scheme() in ("http", "https"):
+            from PySide6.QtGui import QDesktopServices
+
+            QDesktopServices.openUrl(url)
+
+
+class NoticeBanner(QFrame):
+    """An inline notice above a reply; its link opens the setting it names."""
+
+    sig_open_setting = Signal(str)
+
+    def __init__(self, code: str, message: str, setting: str | None, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("noticeBanner")
+        self.code, self.message, self.setting = code, message, setting
+        lay = QHBoxLayout(self)
+        lay.setContentsMargins(10, 6, 10, 6)
+        icon = QLabel("⚠")
+        icon.setObjectName("noticeIcon")
+        lay.addWidget(icon, 0, Qt.AlignmentFlag.AlignTop)
+        self.label = QLabel()
+        self.label.setWordWrap(True)
+        self.label.setTextFormat(Qt.TextFormat.RichText)
+        import html as _html
+
+        text = _html.escape(message)
+        if setting:
+            text += f' &nbsp;<a href="setting:{_html.escape(setting)}">Open setting <b>{_html.escape(setting)}</b></a>'
+        self.label.setText(text)
+        self.label.linkActivated.connect(self._on_label_link)
+        lay.addWidget(self.label, 1)
+
+    def _on_label_link(self, href: str) -> None:
+        if href.startswith("setting:"):
+            self.sig_open_setting.emit(href[len("setting:"):])
+
+    def activate_link(self) -> None:
+        """What a click on the link does (tests and keyboard users call it)."""
+        if self.setting:
+            self.sig_open_setting.emit(self.setting)
+
+
+class ToolChip(QPushButton):
+    """A compact inline marker of one tool call; clicking selects it in the side panel."""
+
+    def __init__(self, call_id: str, name: str, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("toolChip")
+        self.call_id, self.name = call_id, name
+        self.state = "running"
+        self.setCursor(Qt.CursorShape.PointingHandCursor)
+        self.setFlat(True)
+        self._update()
+
+    def set_finished(self, ok: bool, approval: str | None) -> None:
+        self.state = "ok" if ok else ("denied" if approval in ("denied", "timeout") else "error")
+        self._update()
+
+    def _update(self) -> None:
+        mark = {"running": "…", "ok": "✓", "error": "✗", "denied": "⛔"}[self.state]
+        self.setText(f"⚙ {self.name} {mark}")
+        self.setProperty("state", self.state)
+        self.style().unpolish(self)
+        self.style().polish(self)
+
+
+class ThinkingBlock(QFrame):
+    """The model's reasoning, collapsed by default behind a "Thinking" toggle."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("thinking")
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(6, 2, 6, 2)
+        self.toggle = QToolButton()
+        self.toggle.setObjectName("thinkingToggle")
+        self.toggle.setText("Thinking")
+        self.toggle.setCheckable(True)
+        self.toggle.setChecked(False)
+        self.toggle.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
+        self.toggle.setArrowType(Qt.ArrowType.RightArrow)
+        self.toggle.toggled.connect(self._on_toggle_toggled)
+        lay.addWidget(self.toggle)
+        self.body = QLabel()
+        self.body.setObjectName("thinkingBody")
+        self.body.setWordWrap(True)
+        self.body.setTextFormat(Qt.TextFormat.PlainText)
+        self.body.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.body.setVisible(False)
+        lay.addWidget(self.body)
+        self.text = ""
+
+    def set_text(self, text: str) -> None:
+        self.text = text
+        if self.body.isVisible():
+            self.body.setText(text)
+
+    def _on_toggle_toggled(self, on: bool) -> None:
+        self.toggle.setArrowType(Qt.ArrowType.DownArrow if on else Qt.ArrowType.RightArrow)
+        if on:
+            self.body.setText(self.text)
+        self.body.setVisible(on)
+
+
+def _small_button(text: str, tip: str) -> QToolButton:
+    b = QToolButton()
+    b.setObjectName("msgAction")
+    b.setText(text)
+    b.setToolTip(tip)
+    b.setAutoRaise(True)
+    return b
+
+
+class UserMessage(QFrame):
+    """A user message: copy, and edit-and-resend."""
+
+    sig_edit_resend = Signal(object, str)  # (self, new text)
+
+    def __init__(self, text: str, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("userMessage")
+        self.role = "user"
+        self.text = text
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(12, 8, 12, 8)
+        head = QHBoxLayout()
+        who = QLabel("You")
+        who.setObjectName("roleLabel")
+        head.addWidget(who)
+        head.addStretch(1)
+        self.btn_copy = _small_button("Copy", "Copy this message")
+        self.btn_copy.clicked.connect(lambda: QGuiApplication.clipboard().setText(self.text))
+        self.btn_edit = _small_button("Edit", "Edit this message and send it again")
+        self.btn_edit.clicked.connect(self.start_edit)
+        head.addWidget(self.btn_copy)
+        head.addWidget(self.btn_edit)
+        lay.addLayout(head)
+        self.view = MarkdownView()
+        self.view.set_markdown_text(text)
+        lay.addWidget(self.view)
+        self.editor = QPlainTextEdit()
+        self.editor.setVisible(False)
+        self.editor.setMaximumHeight(140)
+        lay.addWidget(self.editor)
+        row = QHBoxLayout()
+        self.btn_resend = QPushButton("Send")
+        self.btn_cancel_edit = QPushButton("Cancel")
+        self.btn_resend.clicked.connect(self._on_resend_clicked)
+        self.btn_cancel_edit.clicked.connect(self.cancel_edit)
+        row.addStretch(1)
+        row.addWidget(self.btn_cancel_edit)
+        row.addWidget(self.btn_resend)
+        self.edit_row = QWidget()
+        self.edit_row.setLayout(row)
+        self.edit_row.setVisible(False)
+        lay.addWidget(self.edit_row)
+
+    def start_edit(self) -> None:
+        self.editor.setPlainText(self.text)
+        self.view.setVisible(False)
+        self.editor.setVisible(True)
+        self.edit_row.setVisible(True)
+        self.editor.setFocus()
+
+    def cancel_edit(self) -> None:
+        self.view.setVisible(True)
+        self.editor.setVisible(False)
+        self.edit_row.setVisible(False)
+
+    def _on_resend_clicked(self) -> None:
+        new = self.editor.toPlainText().strip()
+        if not new:
+            return
+        self.cancel_edit()
+        self.sig_edit_resend.emit(self, new)
+
+    def set_actions_enabled(self, on: bool) -> None:
+        self.btn_edit.setEnabled(on)
+
+
+class AssistantMessage(QFrame):
+    """A reply: notice banners, a Thinking block, then text blocks and tool-call chips in order."""
+
+    sig_chip_clicked = Signal(str)
+    sig_open_setting = Signal(str)
+    sig_regenerate = Signal()
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("assistantMessage")
+        self.role = "assistant"
+        self.status = "streaming"
+        self._lay = QVBoxLayout(self)
+        self._lay.setContentsMargins(12, 8, 12, 8)
+        self._lay.setSpacing(4)
+        head = QHBoxLayout()
+        self.who = QLabel("Assistant")
+        self.who.setObjectName("roleLabel")
+        head.addWidget(self.who)
+        self.status_label = QLabel("")
+        self.status_label.setObjectName("msgStatus")
+        head.addWidget(self.status_label)
+        head.addStretch(1)
+        self.btn_copy = _small_button("Copy", "Copy this reply")
+        self.btn_copy.clicked.connect(lambda: QGuiApplication.clipboard().setText(self.text()))
+        self.btn_regen = _small_button("Regenerate", "Generate this reply again")
+        self.btn_regen.clicked.connect(self.sig_regenerate.emit)
+        head.addWidget(self.btn_copy)
+        head.addWidget(self.btn_regen)
+        self._lay.addLayout(head)
+        self.banners: list[NoticeBanner] = []
+        self._banner_box = QVBoxLayout()
+        self._lay.addLayout(self._banner_box)
+        self.thinking = ThinkingBlock()
+        self.thinking.setVisible(False)
+        self._lay.addWidget(self.thinking)
+        self.blocks: list[QWidget] = []
+        self.chips: dict[str, ToolChip] = {}
+        self._cur: MarkdownView | None = None
+        self._cur_text = ""
+        self._chip_row: QHBoxLayout | None = None
+        self.dirty = False
+        self.reasoning = ""
+
+    # -- content -------------------------------------------------------------------------
+    def add_banner(self, code: str, message: str, setting: str | None) -> NoticeBanner:
+        b = NoticeBanner(code, message, setting)
+        b.sig_open_setting.connect(self.sig_open_setting.emit)
+        self.banners.append(b)
+        self._banner_box.addWidget(b)
+        return b
+
+    def append_text(self, text: str) -> None:
+        if self._cur is None:
+            self._cur = MarkdownView()
+            self._cur_text = ""
+            self.blocks.append(self._cur)
+            self._lay.addWidget(self._cur)
+            self._chip_row = None
+        self._cur_text += text
+        self.dirty = True
+
+    def append_reasoning(self, text: str) -> None:
+        self.reasoning += text
+        self.thinking.setVisible(True)
+        self.thinking.set_text(self.reasoning)
+
+    def add_chip(self, call_id: str, name: str) -> ToolChip:
+        self.flush()
+        self._cur = None
+        if self._chip_row is None:
+            row = QWidget()
+            row.setObjectName("chipRow")
+            self._chip_row = QHBoxLayout(row)
+            self._chip_row.setContentsMargins(0, 0, 0, 0)
+            self._chip_row.addStretch(1)
+            self.blocks.append(row)
+            self._lay.addWidget(row)
+        chip = ToolChip(call_id, name)
+        chip.clicked.connect(lambda: self.sig_chip_clicked.emit(chip.call_id))
+        self._chip_row.insertWidget(self._chip_row.count() - 1, chip)
+        self.chips[call_id] = chip
+        return chip
+
+    def flush(self) -> float:
+        """Render the current text block's Markdown if it changed; returns seconds spent."""
+        if not self.dirty or self._cur is None:
+            self.dirty = False
+            return 0.0
+        t0 = time.perf_counter()
+        self._cur.set_markdown_text(self._cur_text)
+        self.dirty = False
+        return time.perf_counter() - t0
+
+    def text(self) -> str:
+        parts = [b.raw for b in self.blocks if isinstance(b, MarkdownView)]
+        if self._cur is not None and self.dirty:
+            parts[-1] = self._cur_text
+        return "".join(parts)
+
+    def set_status(self, status: str) -> None:
+        self.status = status
+        self.status_label.setText({"streaming": "…", "done": "", "interrupted": "(interrupted)",
+                                   "cancelled": "(stopped)", "error": "(error)"}.get(status, f"({status})"))
+
+    def set_actions_enabled(self, on: bool) -> None:
+        self.btn_regen.setEnabled(on)
+
+
+class ChatView(QScrollArea):
+    """All messages of the open conversation, newest at the bottom."""
+
+    sig_chip_clicked = Signal(str)
+    sig_open_setting = Signal(str)
+    sig_regenerate = Signal()
+    sig_edit_resend = Signal(int, str)  # (index of the user message among user messages, new text)
+
+    MIN_INTERVAL_MS = 40
+    MAX_INTERVAL_MS = 400
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("chatView")
+        self.setWidgetResizable(True)
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self._inner = QWidget()
+        self._inner.setObjectName("chatInner")
+        self._col = QVBoxLayout(self._inner)
+        self._col.setContentsMargins(16, 12, 16, 12)
+        self._col.setSpacing(10)
+        self._empty = QLabel("Start a conversation: type a message below and press Enter.")
+        self._empty.setObjectName("emptyHint")
+        self._empty.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self._col.addWidget(self._empty)
+        self._col.addStretch(1)
+        self.setWidget(self._inner)
+        self.messages: list[QWidget] = []
+        self._timer = QTimer(self)
+        self._timer.setSingleShot(True)
+        self._timer.timeout.connect(self._on_timer_timeout)
+        self._interval = self.MIN_INTERVAL_MS
+        self._stick_to_bottom = True
+        self.verticalScrollBar().rangeChanged.connect(self._on_scroll_range_changed)
+        self.verticalScrollBar().valueChanged.connect(self._on_scroll_value_changed)
+        self.seen_notice_codes: set[str] = set()
+        self.suppress_notice_codes: set[str] = set()
+
+    # -- building ------------------------------------------------------------------------
+    def clear(self) -> None:
+        self._timer.stop()
+        for w in self.messages:
+            self._col.removeWidget(w)
+            w.deleteLater()
+        self.messages = []
+        self.seen_notice_codes = set()
+        self._empty.setVisible(True)
+
+    def _insert(self, w: QWidget) -> None:
+        self._empty.setVisible(False)
+        self._col.insertWidget(self._col.count() - 1, w)
+        self.messages.append(w)
+        self._stick_to_bottom = True
+
+    def add_user(self, text: str) -> UserMessage:
+        m = UserMessage(text)
+        m.sig_edit_resend.connect(self._on_user_edit_resend)
+        self._insert(m)
+        return m
+
+    def begin_assistant(self) -> AssistantMessage:
+        m = AssistantMessage()
+        m.sig_chip_clicked.connect(self.sig_chip_clicked.emit)
+        m.sig_open_setting.connect(self.sig_open_setting.emit)
+        m.sig_regenerate.connect(self.sig_regenerate.emit)
+        self._insert(m)
+        return m
+
+    def current_assistant(self) -> AssistantMessage | None:
+        if self.messages and isinstance(self.messages[-1], AssistantMessage):
+            return self.messages[-1]
+        return None
+
+    def _ensure_assistant(self) -> AssistantMessage:
+        return self.current_assistant() or self.begin_assistant()
+
+    def truncate_from(self, widget: QWidget) -> None:
+        """Remove ``widget`` and every message after it."""
+        if widget not in self.messages:
+            return
+        i = self.messages.index(widget)
+        for w in self.messages[i:]:
+            self._col.removeWidget(w)
+            w.deleteLater()
+        self.messages = self.messages[:i]
+        self._empty.setVisible(not self.messages)
+
+    def user_messages(self) -> list[UserMessage]:
+        return [m for m in self.messages if isinstance(m, UserMessage)]
+
+    def assistant_messages(self) -> list[AssistantMessage]:
+        return [m for m in self.messages if isinstance(m, AssistantMessage)]
+
+    # -- streaming -----------------------------------------------------------------------
+    def append_text(self, text: str) -> None:
+        self._ensure_assistant().append_text(text)
+        self._schedule()
+
+    def append_reasoning(self, text: str) -> None:
+        self._ensure_assistant().append_reasoning(text)
+
+    def add_tool_call(self, call_id: str, name: str) -> ToolChip:
+        chip = self._ensure_assistant().add_chip(call_id, name)
+        return chip
+
+    def finish_tool_call(self, call_id: str, ok: bool, approval: str | None) -> None:
+        for m in reversed(self.assistant_messages()):
+            if call_id in m.chips:
+                m.chips[call_id].set_finished(ok, approval)
+                return
+
+    def add_notice(self, code: str, message: str, setting: str | None) -> NoticeBanner | None:
+        """A banner above the current reply, once per conversation for each notice code."""
+        if code in self.seen_notice_codes or code in self.suppress_notice_codes:
+            return None
+        self.seen_notice_codes.add(code)
+        return self._ensure_assistant().add_banner(code, message, setting)
+
+    def end_assistant(self, status: str) -> None:
+        m = self.current_assistant()
+        if m is None:
+            return
+        self._timer.stop()
+        m.flush()
+        m.set_status(status)
+
+    def banners(self) -> list[NoticeBanner]:
+        return [b for m in self.assistant_messages() for b in m.banners]
+
+    def find_chip(self, call_id: str) -> ToolChip | None:
+        for m in self.assistant_messages():
+            if call_id in m.chips:
+                return m.chips[call_id]
+        return None
+
+    def set_busy(self, busy: bool) -> None:
+        for m in self.messages:
+            m.set_actions_enabled(not busy)
+
+    # -- throttled rendering -------------------------------------------------------------
+    def _schedule(self) -> None:
+        if not self._timer.isActive():
+            self._timer.start(self._interval)
+
+    def _on_timer_timeout(self) -> None:
+        m = self.current_assistant()
+        if m is None:
+            return
+        spent = m.flush()
+        # Keep rendering to a small share of the UI thread: wait ~4x what the last render cost.
+        self._interval = int(min(self.MAX_INTERVAL_MS, max(self.MIN_INTERVAL_MS, 4000 * spent)))
+
+    def _on_scroll_range_changed(self, _lo: int, hi: int) -> None:
+        if self._stick_to_bottom:
+            self.verticalScrollBar().setValue(hi)
+
+    def _on_scroll_value_changed(self, v: int) -> None:
+        self._stick_to_bottom = v >= self.verticalScrollBar().maximum() - 8
+
+    def _on_user_edit_resend(self, msg: UserMessage, text: str) -> None:
+        users = self.user_messages()
+        if msg in users:
+            self.sig_edit_resend.emit(users.index(msg), text)
+
+    def event(self, e: QEvent) -> bool:  # palette changes re-render code colours on next flush
+        return super().event(e)
+
+
+def pretty_json(value: Any) -> str:
+    try:
+        return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=False)
+    except (TypeError, ValueError):
+        return repr(value)

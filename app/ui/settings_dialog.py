@@ -1,0 +1,356 @@
+"""The settings dialog: edits a copy of ``app.storage.settings.Settings``.
+
+``chat.tool_format`` is a dropdown built from ``app.engine.formats.tool_format_choices()``
+(auto, each family by label, none); the family detected for the loaded model is shown
+beside "auto". :meth:`SettingsDialog.open_at` focuses one setting (the notice banner's
+link uses it). The "This model" tab holds per-model overrides of tool format and sampling.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QDialog,
+    QDialogButtonBox,
+    QDoubleSpinBox,
+    QFileDialog,
+    QFormLayout,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QPlainTextEdit,
+    QPushButton,
+    QSpinBox,
+    QTabWidget,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app.storage.settings import ModelOverride, SamplingOverride, Settings, model_key
+
+__all__ = ["SettingsDialog", "format_choices"]
+
+_FALLBACK_CHOICES = [("auto", "Automatic (from the model's template)"), ("none", "No tools")]
+
+
+def format_choices() -> list[tuple[str, str]]:
+    """(value, label) pairs from the formats registry."""
+    try:
+        from app.engine.formats import tool_format_choices
+
+        choices = list(tool_format_choices())
+        if choices:
+            return choices
+    except Exception:  # noqa: BLE001 - the registry is the source; without it only auto / none
+        pass
+    return list(_FALLBACK_CHOICES)
+
+
+def _auto_label(detected_label: str | None, have_model: bool) -> str:
+    if not have_model:
+        return "Automatic — detected when a model is loaded"
+    if detected_label:
+        return f"Automatic — detected: {detected_label}"
+    return "Automatic — detected: none (no tool calls)"
+
+
+def _dspin(lo: float, hi: float, step: float, decimals: int = 2) -> QDoubleSpinBox:
+    s = QDoubleSpinBox()
+    s.setRange(lo, hi)
+    s.setSingleStep(step)
+    s.setDecimals(decimals)
+    return s
+
+
+def _ispin(lo: int, hi: int) -> QSpinBox:
+    s = QSpinBox()
+    s.setRange(lo, hi)
+    return s
+
+
+class _SamplingForm(QWidget):
+    """Temperature, top-p, top-k, min-p, repeat penalty, seed, max tokens.
+
+    Each sampler value has a "set" box: unchecked means "not set" (``None``), which globally
+    means the model's recommended value and in a per-model override the global value.
+    """
+
+    FIELDS = ("temperature", "top_p", "top_k", "min_p", "repeat_penalty", "seed", "max_tokens")
+    FALLBACK = {"temperature": 0.7, "top_p": 0.95, "top_k": 40, "min_p": 0.05, "repeat_penalty": 1.1,
+                "seed": 0, "max_tokens": 1024}
+
+    def __init__(self, unset_label: str, *, max_tokens_optional: bool) -> None:
+        super().__init__()
+        form = QFormLayout(self)
+        self.spins: dict[str, Any] = {
+            "temperature": _dspin(0.0, 5.0, 0.05),
+            "top_p": _dspin(0.01, 1.0, 0.01),
+            "top_k": _ispin(0, 1000),
+            "min_p": _dspin(0.0, 1.0, 0.01),
+            "repeat_penalty": _dspin(0.01, 5.0, 0.05),
+            "seed": _ispin(0, 2_000_000_000),
+            "max_tokens": _ispin(1, 1_000_000),
+        }
+        self.checks: dict[str, QCheckBox] = {}
+        labels = {"temperature": "Temperature", "top_p": "Top-p", "top_k": "Top-k", "min_p": "Min-p",
+                  "repeat_penalty": "Repeat penalty", "seed": "Seed", "max_tokens": "Max tokens per reply"}
+        for name in self.FIELDS:
+            spin = self.spins[name]
+            spin.setObjectName(f"sampling.{name}")
+            if name == "max_tokens" and not max_tokens_optional:
+                form.addRow(labels[name], spin)
+                continue
+            row = QWidget()
+            h = QHBoxLayout(row)
+            h.setContentsMargins(0, 0, 0, 0)
+            cb = QCheckBox("set")
+            cb.setObjectName(f"set.sampling.{name}")
+            cb.setToolTip(f"Unchecked: {unset_label}")
+            cb.toggled.connect(spin.setEnabled)
+            spin.setEnabled(False)
+            self.checks[name] = cb
+            h.addWidget(cb)
+            h.addWidget(spin, 1)
+            note = QLabel(unset_label if name != "seed" else "random when not set")
+            note.setObjectName("hint")
+            h.addWidget(note)
+            form.addRow(labels[name], row)
+
+    def set_values(self, values: dict[str, Any], defaults: dict[str, Any] | None = None) -> None:
+        for name in self.FIELDS:
+            v = values.get(name)
+            if name in self.checks:
+                self.checks[name].setChecked(v is not None)
+            if v is None:
+                v = (defaults or {}).get(name)
+            if v is None:
+                v = self.FALLBACK[name]
+            self.spins[name].setValue(v)
+
+    def values(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for name in self.FIELDS:
+            if name in self.checks and not self.checks[name].isChecked():
+                out[name] = None
+                continue
+            v = self.spins[name].value()
+            out[name] = int(v) if name in ("top_k", "seed", "max_tokens") else float(v)
+        return out
+
+
+class SettingsDialog(QDialog):
+    """Edits a copy of the settings; :meth:`result_settings` gives the edited copy."""
+
+    def __init__(self, settings: Settings, *, detected_label: str | None = None,
+                 model_path: str | None = None, model_name: str | None = None,
+                 parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("settingsDialog")
+        self.setWindowTitle("Settings")
+        self.original = settings
+        self.settings = settings.model_copy(deep=True)
+        self.model_path = model_path
+        self.detected_label = detected_label
+        lay = QVBoxLayout(self)
+        self.tabs = QTabWidget()
+        lay.addWidget(self.tabs, 1)
+        self.controls: dict[str, tuple[int, QWidget]] = {}
+
+        # -- Chat ----------------------------------------------------------------------------
+        chat = QWidget()
+        f = QFormLayout(chat)
+        self.tool_format = QComboBox()
+        self.tool_format.setObjectName("chat.tool_format")
+        for value, label in format_choices():
+            if value == "auto":
+                label = _auto_label(detected_label, model_path is not None)
+            self.tool_format.addItem(label, value)
+        self._select(self.tool_format, self.settings.chat.tool_format)
+        tf_row = QWidget()
+        h = QHBoxLayout(tf_row)
+        h.setContentsMargins(0, 0, 0, 0)
+        h.addWidget(self.tool_format, 1)
+        self.detected_badge = QLabel(f"detected: {detected_label}" if detected_label else
+                                     ("detected: none" if model_path else ""))
+        self.detected_badge.setObjectName("detectedBadge")
+        h.addWidget(self.detected_badge)
+        f.addRow("Tool-call format (chat.tool_format)", tf_row)
+        hint = QLabel("Automatic reads the format from the model's chat template. Pick a family to force it, "
+                      "or No tools to chat without tool calls.")
+        hint.setWordWrap(True)
+        hint.setObjectName("hint")
+        f.addRow("", hint)
+        self.system_prompt = QPlainTextEdit(self.settings.chat.system_prompt)
+        self.system_prompt.setObjectName("chat.system_prompt")
+        self.system_prompt.setMaximumHeight(120)
+        f.addRow("System prompt", self.system_prompt)
+        self._add_tab(chat, "Chat", {"chat.tool_format": self.tool_format, "chat.system_prompt": self.system_prompt})
+
+        # -- Sampling ------------------------------------------------------------------------
+        self.sampling = _SamplingForm("the model's recommended value", max_tokens_optional=False)
+        self.sampling.set_values(self.settings.sampling.model_dump())
+        self._add_tab(self.sampling, "Sampling",
+                      {f"sampling.{n}": self.sampling.spins[n] for n in _SamplingForm.FIELDS})
+
+        # -- Model ---------------------------------------------------------------------------
+        model = QWidget()
+        f = QFormLayout(model)
+        self.context_length = _ispin(256, 1_048_576)
+        self.context_length.setSingleStep(1024)
+        self.context_length.setValue(self.settings.model.context_length)
+        self.gpu_layers = _ispin(-1, 1000)
+        self.gpu_layers.setSpecialValueText("all")
+        self.gpu_layers.setValue(self.settings.model.gpu_layers)
+        self.threads = _ispin(0, 256)
+        self.threads.setSpecialValueText("automatic")
+        self.threads.setValue(self.settings.model.threads or 0)
+        f.addRow("Context length (tokens)", self.context_length)
+        f.addRow("GPU layers", self.gpu_layers)
+        f.addRow("Threads", self.threads)
+        self._add_tab(model, "Model", {"model.context_length": self.context_length,
+                                       "model.gpu_layers": self.gpu_layers, "model.threads": self.threads})
+
+        # -- Tools ---------------------------------------------------------------------------
+        tools = QWidget()
+        f = QFormLayout(tools)
+        self.workspace = QLineEdit(self.settings.tools.workspace or "")
+        self.workspace.setPlaceholderText("folder the file tools may read and write")
+        f.addRow("Workspace folder", self._with_browse(self.workspace, folder=True))
+        self.default_approval = QComboBox()
+        self.default_approval.addItem("Ask before each side-effecting call", "ask")
+        self.default_approval.addItem("Allow without asking", "allow")
+        self._select(self.default_approval, self.settings.tools.default_approval)
+        f.addRow("Tool approval default", self.default_approval)
+        self.always_allowed = QLineEdit(", ".join(sorted(
+            n for n, v in self.settings.tools.approvals.items() if v == "allow")))
+        self.always_allowed.setPlaceholderText("tool names allowed without asking, comma separated")
+        f.addRow("Always allowed tools", self.always_allowed)
+        self.mcp_path = QLineEdit(self.settings.tools.mcp_servers_path or "")
+        self.mcp_path.setPlaceholderText("mcp.json (Claude Desktop format)")
+        f.addRow("MCP servers file", self._with_browse(self.mcp_path, folder=False))
+        self._add_tab(tools, "Tools", {"tools.workspace": self.workspace,
+                                       "tools.default_approval": self.default_approval,
+                                       "tools.mcp_servers_path": self.mcp_path})
+
+        # -- This model ----------------------------------------------------------------------
+        per = QWidget()
+        v = QVBoxLayout(per)
+        if model_path is None:
+            v.addWidget(QLabel("Load a model to give it its own tool format and sampling."))
+            self.model_tool_format = None
+            self.model_sampling = None
+        else:
+            v.addWidget(QLabel(f"Overrides for <b>{model_name or model_path}</b> (unchecked: global value)."))
+            f2 = QFormLayout()
+            self.model_tool_format = QComboBox()
+            self.model_tool_format.setObjectName("override.tool_format")
+            self.model_tool_format.addItem("Use the global setting", None)
+            for value, label in format_choices():
+                if value == "auto":
+                    label = _auto_label(detected_label, True)
+                self.model_tool_format.addItem(label, value)
+            ov = self.settings.override_for(model_path)
+            self._select(self.model_tool_format, ov.tool_format if ov else None)
+            f2.addRow("Tool-call format", self.model_tool_format)
+            v.addLayout(f2)
+            self.model_sampling = _SamplingForm("the global value", max_tokens_optional=True)
+            self.model_sampling.set_values(ov.sampling.model_dump() if ov else {},
+                                           defaults=self.settings.sampling.model_dump())
+            v.addWidget(self.model_sampling)
+        v.addStretch(1)
+        self._add_tab(per, "This model", {"model_override.tool_format": self.model_tool_format or per})
+
+        self.error_label = QLabel("")
+        self.error_label.setObjectName("settingsError")
+        self.error_label.setWordWrap(True)
+        lay.addWidget(self.error_label)
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Save | QDialogButtonBox.StandardButton.Cancel)
+        buttons.accepted.connect(self._on_buttons_accepted)
+        buttons.rejected.connect(self.reject)
+        lay.addWidget(buttons)
+        self.resize(620, 520)
+
+    # -- helpers -------------------------------------------------------------------------------
+    @staticmethod
+    def _select(combo: QComboBox, value: Any) -> None:
+        i = combo.findData(value)
+        if i < 0 and isinstance(value, str):  # a family not in this build's registry: keep it visible
+            combo.addItem(f"{value} (unknown)", value)
+            i = combo.count() - 1
+        combo.setCurrentIndex(max(i, 0))
+
+    def _with_browse(self, edit: QLineEdit, *, folder: bool) -> QWidget:
+        w = QWidget()
+        h = QHBoxLayout(w)
+        h.setContentsMargins(0, 0, 0, 0)
+        h.addWidget(edit, 1)
+        b = QPushButton("Browse…")
+
+        def browse() -> None:
+            if folder:
+                p = QFileDialog.getExistingDirectory(self, "Workspace folder", edit.text())
+            else:
+                p, _ = QFileDialog.getOpenFileName(self, "MCP servers file", edit.text(), "JSON (*.json)")
+            if p:
+                edit.setText(p)
+
+        b.clicked.connect(browse)
+        h.addWidget(b)
+        return w
+
+    def _add_tab(self, w: QWidget, title: str, controls: dict[str, QWidget]) -> None:
+        i = self.tabs.addTab(w, title)
+        for key, c in controls.items():
+            self.controls[key] = (i, c)
+
+    # -- API -----------------------------------------------------------------------------------
+    def open_at(self, key: str) -> QWidget | None:
+        """Show the dialog (non-blocking) with the tab of ``key`` open and its control focused."""
+        entry = self.controls.get(key)
+        if not self.isVisible():
+            self.open()
+        if entry is None:
+            return None
+        tab, control = entry
+        self.tabs.setCurrentIndex(tab)
+        control.setFocus(Qt.FocusReason.OtherFocusReason)
+        self.focused_key = key
+        return control
+
+    def result_settings(self) -> Settings:
+        """The edited settings (validated by pydantic; raises ValueError with a clear message)."""
+        s = self.settings.model_copy(deep=True)
+        s.chat.tool_format = self.tool_format.currentData()
+        s.chat.system_prompt = self.system_prompt.toPlainText()
+        s.sampling = type(s.sampling).model_validate({**s.sampling.model_dump(), **self.sampling.values()})
+        s.model.context_length = self.context_length.value()
+        s.model.gpu_layers = self.gpu_layers.value()
+        s.model.threads = self.threads.value() or None
+        s.tools.workspace = self.workspace.text().strip() or None
+        s.tools.default_approval = self.default_approval.currentData()
+        allowed = {n.strip() for n in self.always_allowed.text().split(",") if n.strip()}
+        approvals = {n: v for n, v in s.tools.approvals.items() if v != "allow"}
+        approvals.update({n: "allow" for n in allowed})
+        s.tools.approvals = approvals
+        s.tools.mcp_servers_path = self.mcp_path.text().strip() or None
+        if self.model_path is not None and self.model_tool_format is not None and self.model_sampling is not None:
+            samp = SamplingOverride(**self.model_sampling.values())
+            tf = self.model_tool_format.currentData()
+            key = model_key(self.model_path)
+            if tf is None and not any(v is not None for v in samp.model_dump().values()):
+                s.set_override(key, None)
+            else:
+                s.set_override(key, ModelOverride(tool_format=tf, sampling=samp))
+        return s
+
+    def _on_buttons_accepted(self) -> None:
+        try:
+            self.settings = self.result_settings()
+        except ValueError as exc:
+            self.error_label.setText(f"Not saved: {exc}")
+            return
+        self.accept()

@@ -1,0 +1,165 @@
+"""The tool-call side panel: every call of the conversation, in order, with its details."""
+
+from __future__ import annotations
+
+import html
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (
+    QLabel,
+    QListWidget,
+    QListWidgetItem,
+    QSplitter,
+    QTextBrowser,
+    QVBoxLayout,
+    QWidget,
+)
+
+__all__ = ["ToolCallEntry", "ToolCallPanel"]
+
+
+@dataclass
+class ToolCallEntry:
+    call_id: str
+    name: str
+    arguments: Any
+    raw: str = ""
+    result: str | None = None
+    error: str | None = None
+    duration_s: float | None = None
+    approval: str | None = None
+    finished: bool = False
+
+    @property
+    def status(self) -> str:
+        if not self.finished:
+            return "running"
+        if self.error is not None:
+            return "denied" if self.approval in ("denied", "timeout", "deny") else "error"
+        return "ok"
+
+
+def _pretty(value: Any) -> str:
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return value
+    try:
+        return json.dumps(value, indent=2, ensure_ascii=False, default=str)
+    except (TypeError, ValueError):
+        return repr(value)
+
+
+class ToolCallPanel(QWidget):
+    """A list of calls (name, status) above the selected call's details."""
+
+    sig_selected = Signal(str)
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("toolPanel")
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(6, 6, 6, 6)
+        title = QLabel("Tool calls")
+        title.setObjectName("panelTitle")
+        lay.addWidget(title)
+        split = QSplitter(Qt.Orientation.Vertical)
+        self.list = QListWidget()
+        self.list.setObjectName("toolList")
+        self.list.currentItemChanged.connect(self._on_list_current_changed)
+        self.detail = QTextBrowser()
+        self.detail.setObjectName("toolDetail")
+        self.detail.setOpenLinks(False)
+        split.addWidget(self.list)
+        split.addWidget(self.detail)
+        split.setSizes([160, 400])
+        lay.addWidget(split, 1)
+        self.entries: dict[str, ToolCallEntry] = {}
+        self._show_empty()
+
+    def _show_empty(self) -> None:
+        self.detail.setHtml("<p><i>No tool calls in this conversation yet.</i></p>")
+
+    def clear(self) -> None:
+        self.entries = {}
+        self.list.clear()
+        self._show_empty()
+
+    def add_call(self, call_id: str, name: str, arguments: Any, raw: str = "") -> ToolCallEntry:
+        e = self.entries.get(call_id)
+        if e is None:
+            e = ToolCallEntry(call_id, name, arguments, raw)
+            self.entries[call_id] = e
+            item = QListWidgetItem()
+            item.setData(Qt.ItemDataRole.UserRole, call_id)
+            self.list.addItem(item)
+        self._refresh_item(call_id)
+        return e
+
+    def finish_call(self, call_id: str, name: str, arguments: Any, raw: str, result: str | None,
+                    error: str | None, duration_s: float | None, approval: str | None) -> ToolCallEntry:
+        e = self.add_call(call_id, name, arguments, raw)
+        e.raw = raw or e.raw
+        e.result, e.error, e.duration_s, e.approval, e.finished = result, error, duration_s, approval, True
+        self._refresh_item(call_id)
+        if self.selected_call_id() == call_id:
+            self._render(e)
+        return e
+
+    def _item(self, call_id: str) -> QListWidgetItem | None:
+        for i in range(self.list.count()):
+            it = self.list.item(i)
+            if it.data(Qt.ItemDataRole.UserRole) == call_id:
+                return it
+        return None
+
+    def _refresh_item(self, call_id: str) -> None:
+        e, it = self.entries[call_id], self._item(call_id)
+        if it is None:
+            return
+        mark = {"running": "…", "ok": "✓", "error": "✗", "denied": "⛔"}[e.status]
+        dur = f"  {e.duration_s * 1000:.0f} ms" if e.duration_s else ""
+        it.setText(f"{mark} {e.name}{dur}")
+
+    def select_call(self, call_id: str) -> bool:
+        it = self._item(call_id)
+        if it is None:
+            return False
+        self.list.setCurrentItem(it)
+        self._render(self.entries[call_id])
+        return True
+
+    def selected_call_id(self) -> str | None:
+        it = self.list.currentItem()
+        return it.data(Qt.ItemDataRole.UserRole) if it is not None else None
+
+    def _on_list_current_changed(self, cur: QListWidgetItem | None, _prev: QListWidgetItem | None) -> None:
+        if cur is None:
+            return
+        cid = cur.data(Qt.ItemDataRole.UserRole)
+        self._render(self.entries[cid])
+        self.sig_selected.emit(cid)
+
+    def detail_text(self) -> str:
+        return self.detail.toPlainText()
+
+    def _render(self, e: ToolCallEntry) -> None:
+        def pre(s: str) -> str:
+            return f'<pre style="white-space:pre-wrap;margin:2px 0 8px 0;">{html.escape(s)}</pre>'
+
+        rows = [f"<h3 style='margin:2px 0;'>{html.escape(e.name)}</h3>",
+                f"<p><b>Status:</b> {e.status}"
+                + (f" &nbsp; <b>Duration:</b> {e.duration_s * 1000:.1f} ms" if e.duration_s is not None else "")
+                + f" &nbsp; <b>Approval:</b> {html.escape(e.approval or '—')}</p>",
+                "<p><b>Arguments</b></p>", pre(_pretty(e.arguments))]
+        if e.error is not None:
+            rows += ["<p><b>Error</b></p>", pre(e.error)]
+        elif e.result is not None:
+            rows += ["<p><b>Result</b></p>", pre(_pretty(e.result))]
+        rows += ["<p><b>Raw text the model wrote</b></p>", pre(e.raw or "(not available)")]
+        rows.append(f"<p style='color:gray;font-size:small;'>call id: {html.escape(e.call_id)}</p>")
+        self.detail.setHtml("".join(rows))

@@ -1,0 +1,549 @@
+"""The engine worker: one long-lived thread that owns the model and the chat session.
+
+The UI never touches llama.cpp. It calls the public methods of :class:`EngineWorker`
+(any thread); each one emits a private signal that is queued into the worker thread.
+The worker iterates ``ChatSession.send(...)`` and re-emits every engine event as a Qt
+signal, which Qt queues back to the UI thread.
+
+* Text and reasoning deltas are coalesced: flushed at most every ``FLUSH_S`` (30 ms),
+  and whenever another kind of event comes, so order is kept.
+* Cancel sets a ``threading.Event`` that the engine checks at every token.
+* Tool approval: the dispatcher calls :meth:`_approve` on this thread; it emits
+  ``sig_approval_requested`` and blocks until :meth:`answer_approval` (UI thread) or the
+  timeout (-> deny), or a cancel / shutdown (-> deny).
+* History: the worker saves the conversation through ``app.storage.history.History``
+  (thread-safe): the user message at send, the partial reply every ``PARTIAL_SAVE_S``
+  (status "streaming" -> "interrupted" if the app dies), then the turn's final messages.
+* :meth:`shutdown` cancels, stops the thread's loop and joins it with a timeout.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import QObject, Qt, QThread, Signal, Slot
+
+from app.engine.events import (
+    DoneEvent,
+    NoticeEvent,
+    ReasoningEvent,
+    TextEvent,
+    ToolCallFinishedEvent,
+    ToolCallStartedEvent,
+)
+
+__all__ = ["EngineConfig", "EngineWorker", "ModelInfo"]
+
+DEFAULT_APPROVAL_TIMEOUT_S = 300.0
+
+
+@dataclass
+class EngineConfig:
+    """What a chat session is built with (from the effective settings for the loaded model)."""
+
+    tool_format: str = "auto"
+    system_prompt: str = ""
+    sampling: dict[str, Any] = field(default_factory=dict)
+    max_tokens: int = 1024
+    n_ctx: int = 4096
+    n_gpu_layers: int = 0
+    n_threads: int | None = None
+    workspace: str | None = None
+    approvals: dict[str, str] = field(default_factory=dict)  # tool name -> "ask" | "allow"
+    default_approval: str = "ask"
+    approval_timeout_s: float = DEFAULT_APPROVAL_TIMEOUT_S
+
+
+@dataclass
+class ModelInfo:
+    """What the model picker shows about the loaded model."""
+
+    path: str
+    name: str
+    n_ctx: int
+    detected_format: str | None  # family name, or None when auto finds none
+    detected_label: str | None
+    effective_format: str | None
+    template_is_fallback: bool = False
+
+
+def _format_label(name: str | None) -> str | None:
+    if not name:
+        return None
+    try:
+        from app.engine.formats import FORMATS
+
+        fmt = FORMATS.get(name) if isinstance(FORMATS, dict) else None
+        label = getattr(fmt, "label", None)
+        return label or name
+    except Exception:  # noqa: BLE001 - formats may still be landing; the name is a fine label
+        return name
+
+
+def _fmt_name(value: Any) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return value
+    return getattr(value, "name", None) or str(value)
+
+
+class EngineWorker(QObject):
+    """Owns the model and the ChatSession on its own QThread; talks to the UI with signals."""
+
+    sig_text = Signal(str)
+    sig_reasoning = Signal(str)
+    sig_tool_call_started = Signal(object)  # ToolCallStartedEvent
+    sig_tool_call_finished = Signal(object)  # ToolCallFinishedEvent
+    sig_notice = Signal(object)  # NoticeEvent
+    sig_done = Signal(object)  # DoneEvent
+    sig_load_progress = Signal(float, str)  # fraction (<0: unknown), what is happening
+    sig_loaded = Signal(object)  # ModelInfo
+    sig_error = Signal(str)
+    sig_approval_requested = Signal(object)  # app.tools.ApprovalRequest
+    sig_busy = Signal(bool)
+    sig_conversation_saved = Signal(int)  # conversation id whose messages changed
+
+    # requests, queued into the worker thread
+    _req_load = Signal(str, object)
+    _req_send = Signal(str, object)
+    _req_regenerate = Signal(object)
+    _req_configure = Signal(object)
+    _req_open = Signal(object, object)
+    _req_truncate_users = Signal(int)
+    _req_stop_thread = Signal()
+
+    FLUSH_S = 0.03
+    PARTIAL_SAVE_S = 1.0
+
+    def __init__(self, history: Any = None) -> None:
+        super().__init__()
+        self.history = history
+        self._thread = QThread()
+        self._thread.setObjectName("callisto-engine")
+        self.moveToThread(self._thread)
+        q = Qt.ConnectionType.QueuedConnection
+        self._req_load.connect(self._do_load, q)
+        self._req_send.connect(self._do_send, q)
+        self._req_regenerate.connect(self._do_regenerate, q)
+        self._req_configure.connect(self._do_configure, q)
+        self._req_open.connect(self._do_open, q)
+        self._req_truncate_users.connect(self._do_truncate_users, q)
+        self._req_stop_thread.connect(self._do_stop_thread, q)
+        self._cancel = threading.Event()
+        self._approval_lock = threading.Lock()
+        self._approval_waits: dict[str, tuple[threading.Event, list[str]]] = {}
+        self._always: set[str] = set()
+        self._busy = threading.Event()
+        self._closing = False
+        # owned by the worker thread:
+        self.model: Any = None
+        self.session: Any = None
+        self.config = EngineConfig()
+        self.conversation_id: int | None = None
+        self.info: ModelInfo | None = None
+        self.tokens_emitted = 0
+        self._pending_messages: list[dict] = []
+        self._thread.start()
+
+    # -- public API (any thread) -------------------------------------------------------------
+    @property
+    def thread_handle(self) -> QThread:
+        return self._thread
+
+    def is_busy(self) -> bool:
+        return self._busy.is_set()
+
+    def load(self, path: str | Path, config: EngineConfig | None = None) -> None:
+        self._req_load.emit(str(path), config)
+
+    def configure(self, config: EngineConfig) -> None:
+        """New settings: the session is rebuilt (its messages kept) before the next turn."""
+        self._req_configure.emit(config)
+
+    def open_conversation(self, conversation_id: int | None, messages: list[dict] | None = None) -> None:
+        """Switch to a conversation (``None``: a new, unsaved one) with its earlier messages."""
+        self._req_open.emit(conversation_id, list(messages or []))
+
+    def send(self, text: str, conversation_id: int | None = None) -> None:
+        self._cancel.clear()
+        self._busy.set()
+        self._req_send.emit(text, conversation_id)
+
+    def regenerate(self) -> None:
+        self._cancel.clear()
+        self._busy.set()
+        self._req_regenerate.emit(None)
+
+    def truncate_before_user(self, user_index: int) -> None:
+        """Drop the ``user_index``-th user message and all after it (edit-and-resend)."""
+        self._req_truncate_users.emit(user_index)
+
+    def cancel(self) -> None:
+        """Stop the current generation at the next token; a pending approval becomes deny."""
+        self._cancel.set()
+        self._release_approvals("deny")
+
+    def answer_approval(self, call_id: str, decision: str) -> None:
+        """The UI's answer to ``sig_approval_requested``: allow_once, always or deny."""
+        with self._approval_lock:
+            waiter = self._approval_waits.get(call_id)
+        if waiter is not None:
+            waiter[1].append(decision)
+            waiter[0].set()
+
+    def shutdown(self, timeout_ms: int = 10_000) -> bool:
+        """Cancel, close the model and join the thread; True if it ended within the timeout."""
+        if self._closing:
+            return not self._thread.isRunning()
+        self._closing = True
+        self.cancel()
+        self._req_stop_thread.emit()
+        ok = self._thread.wait(timeout_ms)
+        if not ok:  # still loading a huge model: keep the objects alive rather than crash
+            _LEAKED.append(self)
+        return bool(ok)
+
+    # -- worker thread ------------------------------------------------------------------------
+    @Slot()
+    def _do_stop_thread(self) -> None:
+        try:
+            if self.model is not None and hasattr(self.model, "close"):
+                self.model.close()
+        except Exception:  # noqa: BLE001 - closing is best effort at exit
+            pass
+        self.model = None
+        self.session = None
+        self._thread.quit()
+
+    @Slot(str, object)
+    def _do_load(self, path: str, config: EngineConfig | None) -> None:
+        if self._closing:
+            return
+        if config is not None:
+            self.config = config
+        self.sig_load_progress.emit(0.05, f"Reading {Path(path).name}…")
+        try:
+            from app.engine.llm import load_model
+
+            old, self.model = self.model, None
+            self.session = None
+            if old is not None and hasattr(old, "close"):
+                old.close()
+            self.sig_load_progress.emit(-1.0, f"Loading {Path(path).name}…")
+            model = load_model(
+                path, n_ctx=self.config.n_ctx, n_gpu_layers=self.config.n_gpu_layers, n_threads=self.config.n_threads
+            )
+        except Exception as exc:  # noqa: BLE001 - ModelLoadError and anything llama.cpp raises
+            self.sig_load_progress.emit(0.0, "")
+            self.sig_error.emit(f"Could not load the model: {exc}")
+            return
+        self.model = model
+        try:
+            pending, self._pending_messages = self._pending_messages, []
+            self._build_session(messages=self._messages_from_dicts(pending) if pending else [])
+        except Exception as exc:  # noqa: BLE001
+            self.sig_error.emit(f"The model loaded but a chat session could not start: {exc}")
+            return
+        self.sig_load_progress.emit(1.0, "Loaded")
+        self.info = self._model_info()
+        self.sig_loaded.emit(self.info)
+
+    def _model_info(self) -> ModelInfo:
+        m = self.model
+        detected = effective = None
+        if self.session is not None:
+            detected = _fmt_name(getattr(self.session, "detected_format", None))
+            effective = _fmt_name(getattr(self.session, "effective_format", None))
+        if detected is None:
+            try:
+                from app.engine.formats import detect
+
+                detected = _fmt_name(detect(m.chat_template))
+            except Exception:  # noqa: BLE001
+                detected = None
+        return ModelInfo(
+            path=str(getattr(m, "path", "")),
+            name=str(getattr(m, "name", "")),
+            n_ctx=int(getattr(m, "n_ctx", 0) or 0),
+            detected_format=detected,
+            detected_label=_format_label(detected),
+            effective_format=effective,
+            template_is_fallback=bool(getattr(m, "template_is_fallback", False)),
+        )
+
+    def _build_tools(self) -> tuple[Any, Any]:
+        """The built-in tools (file tools when a workspace is set) behind an approving dispatcher."""
+        from app.tools import ApprovalPolicy, Dispatcher, ToolRegistry, register_builtin_tools
+
+        registry = ToolRegistry()
+        try:
+            register_builtin_tools(registry, self.config.workspace)
+        except Exception as exc:  # noqa: BLE001 - WorkspaceError: keep the other tools, say why
+            register_builtin_tools(registry, None)
+            self.sig_error.emit(f"The file tools are off: {exc}")
+        defaults = {n: "always_allow" for n, v in self.config.approvals.items() if v == "allow"}
+        if self.config.default_approval == "allow":
+            defaults.update({n: "always_allow" for n in registry.names()} if hasattr(registry, "names") else {})
+        policy = ApprovalPolicy(defaults)
+        dispatcher = Dispatcher(registry, approval=self._approve, policy=policy,
+                                approval_timeout_s=self.config.approval_timeout_s)
+        return registry, dispatcher
+
+    def _build_session(self, messages: list[Any]) -> None:
+        from app.engine.chat import ChatSession
+
+        registry, dispatcher = self._build_tools()
+        cfg = self.config
+        sampling = self._sampling(cfg)
+        kwargs: dict[str, Any] = dict(
+            tool_format=cfg.tool_format,
+            registry=registry,
+            dispatcher=dispatcher,
+            system_prompt=cfg.system_prompt or None,
+            sampling=sampling,
+            max_tokens=cfg.max_tokens,
+        )
+        if messages:
+            kwargs["messages"] = messages
+        self.session = ChatSession(self.model, **kwargs)
+
+    @staticmethod
+    def _sampling(cfg: EngineConfig) -> Any:
+        """The user's sampler values; the engine fills the rest from the model's GGUF recommendations."""
+        return dict(cfg.sampling) or None
+
+    def _messages_from_dicts(self, dicts: list[dict]) -> list[Any]:
+        from app.engine.chat import Message
+
+        return [Message.from_dict(d) for d in dicts]
+
+    @Slot(object)
+    def _do_configure(self, config: EngineConfig) -> None:
+        reload = (
+            self.model is not None
+            and (config.n_ctx, config.n_gpu_layers, config.n_threads)
+            != (self.config.n_ctx, self.config.n_gpu_layers, self.config.n_threads)
+        )
+        self.config = config
+        if self.model is None:
+            return
+        if reload:
+            messages = list(self.session.messages) if self.session is not None else []
+            self._do_load(str(self.model.path), config)
+            if self.session is not None and messages:
+                self._build_session(messages)
+            return
+        try:
+            messages = list(self.session.messages) if self.session is not None else []
+            self._build_session(messages)
+            self.info = self._model_info()
+            self.sig_loaded.emit(self.info)
+        except Exception as exc:  # noqa: BLE001
+            self.sig_error.emit(f"Could not apply the settings: {exc}")
+
+    @Slot(object, object)
+    def _do_open(self, conversation_id: int | None, dicts: list[dict]) -> None:
+        self.conversation_id = conversation_id
+        if self.model is None:
+            self._pending_messages = dicts
+            return
+        try:
+            self._build_session(self._messages_from_dicts(dicts))
+        except Exception as exc:  # noqa: BLE001
+            self.sig_error.emit(f"Could not open the conversation: {exc}")
+
+    @Slot(int)
+    def _do_truncate_users(self, user_index: int) -> None:
+        if self.session is None:
+            return
+        msgs = list(self.session.messages)
+        seen = -1
+        for i, m in enumerate(msgs):
+            if getattr(m, "role", None) == "user":
+                seen += 1
+                if seen == user_index:
+                    self.session.messages[:] = msgs[:i]
+                    break
+        if self.history is not None and self.conversation_id is not None:
+            try:
+                conv = self.history.load_conversation(self.conversation_id)
+                users = [m for m in conv.messages if m.role == "user"]
+                if user_index < len(users):
+                    self.history.truncate_after(self.conversation_id, users[user_index].position - 1)
+            except Exception as exc:  # noqa: BLE001
+                self.sig_error.emit(f"Could not update the saved conversation: {exc}")
+
+    @Slot(str, object)
+    def _do_send(self, text: str, conversation_id: int | None) -> None:
+        if conversation_id is not None:
+            self.conversation_id = conversation_id
+        if self.session is None:
+            self._busy.clear()
+            self.sig_error.emit("No model is loaded: pick one in the model picker or on the Models page.")
+            self.sig_done.emit(DoneEvent(finish_reason="error", error="no model loaded"))
+            return
+        self._save(lambda h, cid: h.append_message(cid, "user", text))
+        self._run_turn(lambda: self.session.send(text, cancel=self._cancel))
+
+    @Slot(object)
+    def _do_regenerate(self, _unused: object) -> None:
+        if self.session is None:
+            self._busy.clear()
+            self.sig_done.emit(DoneEvent(finish_reason="error", error="no model loaded"))
+            return
+        # the reply being replaced goes from the saved conversation too
+        if self.history is not None and self.conversation_id is not None:
+            try:
+                conv = self.history.load_conversation(self.conversation_id)
+                users = [m for m in conv.messages if m.role == "user"]
+                if users:
+                    self.history.truncate_after(self.conversation_id, users[-1].position)
+            except Exception as exc:  # noqa: BLE001
+                self.sig_error.emit(f"Could not update the saved conversation: {exc}")
+        self._run_turn(lambda: self.session.regenerate(cancel=self._cancel))
+
+    def _save(self, fn) -> Any:
+        if self.history is None or self.conversation_id is None:
+            return None
+        try:
+            return fn(self.history, self.conversation_id)
+        except Exception as exc:  # noqa: BLE001 - saving must never break the chat
+            self.sig_error.emit(f"Could not save the conversation: {exc}")
+            return None
+
+    def _run_turn(self, start) -> None:
+        self.sig_busy.emit(True)
+        n_before = len(self.session.messages)
+        partial = self._save(lambda h, cid: h.begin_assistant_message(cid))
+        text_parts: list[str] = []
+        reasoning_parts: list[str] = []
+        finished: dict[str, ToolCallFinishedEvent] = {}
+        pending_kind: str | None = None
+        pending: list[str] = []
+        last_flush = last_save = time.monotonic()
+        done: DoneEvent | None = None
+        self.tokens_emitted = 0
+
+        def flush() -> None:
+            nonlocal pending_kind, pending, last_flush
+            if pending:
+                chunk = "".join(pending)
+                (self.sig_text if pending_kind == "text" else self.sig_reasoning).emit(chunk)
+            pending_kind, pending = None, []
+            last_flush = time.monotonic()
+
+        try:
+            for ev in start():
+                if isinstance(ev, TextEvent | ReasoningEvent):
+                    kind = "text" if isinstance(ev, TextEvent) else "reasoning"
+                    (text_parts if kind == "text" else reasoning_parts).append(ev.text)
+                    self.tokens_emitted += 1
+                    if pending_kind not in (None, kind):
+                        flush()
+                    pending_kind = kind
+                    pending.append(ev.text)
+                    now = time.monotonic()
+                    if now - last_flush >= self.FLUSH_S:
+                        flush()
+                    if partial is not None and now - last_save >= self.PARTIAL_SAVE_S:
+                        last_save = now
+                        self._save(lambda h, _cid: h.update_partial(
+                            partial.id, "".join(text_parts), "".join(reasoning_parts) or None))
+                    continue
+                flush()
+                if isinstance(ev, ToolCallStartedEvent):
+                    self.sig_tool_call_started.emit(ev)
+                elif isinstance(ev, ToolCallFinishedEvent):
+                    finished[ev.call_id] = ev
+                    self.sig_tool_call_finished.emit(ev)
+                elif isinstance(ev, NoticeEvent):
+                    self.sig_notice.emit(ev)
+                elif isinstance(ev, DoneEvent):
+                    done = ev
+        except Exception as exc:  # noqa: BLE001 - an engine bug must not kill the worker thread
+            flush()
+            traceback.print_exc()
+            done = DoneEvent(finish_reason="error", error=f"{type(exc).__name__}: {exc}")
+        flush()
+        if done is None:
+            done = DoneEvent(finish_reason="cancelled" if self._cancel.is_set() else "stop")
+        self._persist_turn(partial, n_before, done, "".join(text_parts), "".join(reasoning_parts), finished)
+        self._busy.clear()
+        self.sig_busy.emit(False)
+        self.sig_done.emit(done)
+
+    def _persist_turn(self, partial, n_before: int, done: DoneEvent, text: str, reasoning: str,
+                      finished: dict[str, ToolCallFinishedEvent]) -> None:
+        if partial is None:
+            return
+        h, cid = self.history, self.conversation_id
+        try:
+            if done.finish_reason in ("cancelled", "error"):
+                # what was shown is kept, marked interrupted (or error)
+                h.finish_message(partial.id, "interrupted" if done.finish_reason == "cancelled" else "error",
+                                 content=text, reasoning=reasoning or None, error=done.error)
+            else:
+                h.truncate_after(cid, partial.position - 1)
+                for m in list(self.session.messages)[n_before:]:
+                    d = m.to_dict() if hasattr(m, "to_dict") else dict(m)
+                    calls = []
+                    for tc in d.get("tool_calls") or []:
+                        tcd = dict(tc)
+                        fin = finished.get(str(tcd.get("id") or tcd.get("call_id")))
+                        if fin is not None:
+                            tcd.update(result=fin.result, error=fin.error, duration_s=fin.duration_s,
+                                       approval=fin.approval)
+                        calls.append(tcd)
+                    h.append_message(
+                        cid, d.get("role", "assistant"), d.get("content") or "",
+                        reasoning=d.get("reasoning") or None, tool_call_id=d.get("tool_call_id"),
+                        name=d.get("name"), tool_calls=calls,
+                        prompt_tokens=None, completion_tokens=None,
+                    )
+            self.sig_conversation_saved.emit(cid)
+        except Exception as exc:  # noqa: BLE001
+            self.sig_error.emit(f"Could not save the reply: {exc}")
+
+    # -- approval (called by the dispatcher on this thread) ------------------------------------
+    def _approve(self, request: Any) -> str:
+        name = getattr(request, "tool_name", "")
+        if name in self._always or self.config.approvals.get(name) == "allow" \
+                or self.config.default_approval == "allow":
+            return "always"
+        if self._cancel.is_set() or self._closing:
+            return "deny"
+        ev = threading.Event()
+        answer: list[str] = []
+        call_id = str(getattr(request, "call_id", id(request)))
+        with self._approval_lock:
+            self._approval_waits[call_id] = (ev, answer)
+        try:
+            self.sig_approval_requested.emit(request)
+            timeout = getattr(request, "timeout_s", None) or self.config.approval_timeout_s
+            if not ev.wait(timeout) or not answer:
+                return "deny"
+            decision = answer[0]
+            if decision not in ("allow_once", "always", "deny"):
+                return "deny"
+            if decision == "always":
+                self._always.add(name)
+            return decision
+        finally:
+            with self._approval_lock:
+                self._approval_waits.pop(call_id, None)
+
+    def _release_approvals(self, decision: str) -> None:
+        with self._approval_lock:
+            waits = list(self._approval_waits.values())
+        for ev, answer in waits:
+            answer.append(decision)
+            ev.set()
+
+
+_LEAKED: list[EngineWorker] = []
