@@ -43,15 +43,21 @@ from app.engine.formats.base import (
 # Family modules register themselves on import (order = detection and settings order).
 from app.engine.formats import qwen_xml, hermes, llama3, mistral  # noqa: E402,F401,I001  # isort: skip
 
+from app.engine.formats.detect import PROBE_CALL, PROBE_TOOLS, detect, detect_template  # noqa: E402
+
 
 
 __all__ = [
     "FORMATS",
+    "PROBE_CALL",
+    "PROBE_TOOLS",
     "Format",
     "ParsedCall",
     "Reply",
     "Stream",
     "ToolCall",
+    "detect",
+    "detect_template",
     "events",
     "fold_events",
     "register",

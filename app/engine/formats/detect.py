@@ -1,0 +1,150 @@
+"""Detect a template's tool-call family by rendering a probe call through it (ADR 0061).
+
+Render a user message, then the same plus an assistant tool call; cut the new text at the end
+of the turn; the family whose parser reads that text back as the probe call is the template's
+format. Robust to real templates: the assistant turn is tried with content ``""`` and ``None``,
+arguments as an object and as a JSON string; the end-of-turn text is learned from the template
+itself (a plain assistant reply) when ``eos_token`` does not end the turn; a GGUF's
+``tokenizer.chat_template.tool_use`` is preferred when given.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from typing import Any
+
+from app.engine.formats.base import FORMATS
+
+__all__ = ["PROBE_ARGS", "PROBE_CALL", "PROBE_TOOLS", "detect", "detect_template", "probe_texts"]
+
+PROBE_TOOLS: list[dict[str, Any]] = [
+    {
+        "type": "function",
+        "function": {
+            "name": "get_weather",
+            "description": "Get the weather forecast for a city.",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "city": {"type": "string", "description": "City name"},
+                    "days": {"type": "integer", "description": "Number of days"},
+                    "metric": {"type": "boolean", "description": "Metric units"},
+                },
+                "required": ["city"],
+            },
+        },
+    }
+]
+PROBE_ARGS: dict[str, Any] = {"city": "Paris", "days": 3, "metric": True}
+PROBE_CALL: tuple[str, dict[str, Any]] = ("get_weather", PROBE_ARGS)
+_USER = [{"role": "user", "content": "What is the weather in Paris?"}]
+_REPLY_MARK = "Zq7PlainReplyXv"
+_BOUNDARY = "\n >]|"
+
+Render = Callable[[list[dict[str, Any]], list[dict[str, Any]] | None], str]
+
+
+def _assistant_call(content: str | None, args_as_string: bool) -> dict[str, Any]:
+    args: Any = json.dumps(PROBE_ARGS) if args_as_string else dict(PROBE_ARGS)
+    return {
+        "role": "assistant",
+        "content": content,
+        "tool_calls": [{"id": "call00000", "type": "function",
+                        "function": {"name": PROBE_CALL[0], "arguments": args}}],
+    }
+
+
+def _safe(render: Render, messages: list[dict[str, Any]]) -> str | None:
+    try:
+        out = render(messages, PROBE_TOOLS)
+    except Exception:  # noqa: BLE001 - a template that raises has no usable format
+        return None
+    return out if isinstance(out, str) else None
+
+
+def _end_of_turn(render: Render) -> str:
+    """The text a template writes after a plain assistant reply (stripped), e.g. ``<|im_end|>``."""
+    out = _safe(render, [*_USER, {"role": "assistant", "content": _REPLY_MARK}])
+    if not out or _REPLY_MARK not in out:
+        return ""
+    return out[out.rindex(_REPLY_MARK) + len(_REPLY_MARK):].strip()
+
+
+def probe_texts(render: Render, eos_token: str = "") -> list[tuple[str, str]]:
+    """(prompt, reply) pairs of the probe: the generation prompt and the call text the template
+    trains for it, one per assistant-turn variant that renders."""
+    prompt = _safe(render, list(_USER))
+    if prompt is None:
+        return []
+    ends = [e for e in (eos_token, _end_of_turn(render)) if e]
+    out: list[tuple[str, str]] = []
+    seen: set[str] = set()
+    for content in ("", None):
+        for as_string in (False, True):
+            full = _safe(render, [*_USER, _assistant_call(content, as_string)])
+            if full is None:
+                continue
+            n = len(os.path.commonprefix([prompt, full]))
+            if n < len(prompt):  # the generation prompt is not a prefix: cut at a token boundary
+                while n > 0 and full[n - 1] not in _BOUNDARY:
+                    n -= 1
+            new = full[n:]
+            cuts = [i for i in (new.find(e) for e in ends) if i != -1]
+            if cuts:
+                new = new[: min(cuts)]
+            if new.strip() and new not in seen:
+                seen.add(new)
+                out.append((prompt, new))
+    return out
+
+
+def _reads_probe(fmt, prompt: str, text: str) -> bool:
+    try:
+        reply = fmt.parse(text, PROBE_TOOLS, in_reasoning=fmt.opens_in_reasoning(prompt))
+    except Exception:  # noqa: BLE001 - parsers never raise; be safe anyway
+        return False
+    if len(reply.tool_calls) != 1 or reply.content.strip() or reply.reasoning.strip():
+        return False
+    call = reply.tool_calls[0]
+    return call.name == PROBE_CALL[0] and call.arguments == PROBE_ARGS and all(
+        type(call.arguments[k]) is type(v) for k, v in PROBE_ARGS.items()
+    )
+
+
+def detect(render: Render, eos_token: str = "") -> str | None:
+    """The family whose parser reads the template's probe call back, or None.
+
+    ``render(messages, tools) -> str`` renders through the template, with the generation prompt
+    when the last message is not the assistant's (as the engine renders prompts).
+    """
+    for prompt, text in probe_texts(render, eos_token or ""):
+        for name, fmt in FORMATS.items():
+            if _reads_probe(fmt, prompt, text):
+                return name
+    return None
+
+
+def _template_renderer(source: str, bos_token: str, eos_token: str) -> Render:
+    from app.engine.templates import render_template
+
+    def render(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> str:
+        last = messages[-1].get("role") if messages else None
+        return render_template(source, messages, tools=tools, add_generation_prompt=last != "assistant",
+                               bos_token=bos_token, eos_token=eos_token)
+
+    return render
+
+
+def detect_template(source: str, *, bos_token: str = "", eos_token: str = "",
+                    tool_use: str | None = None) -> str | None:
+    """Detect the family of a chat template's source (rendered in the sandbox). ``tool_use``: the
+    GGUF's ``tokenizer.chat_template.tool_use``, tried first when given. Never raises."""
+    for src in (tool_use, source):
+        if not isinstance(src, str) or not src.strip():
+            continue
+        found = detect(_template_renderer(src, bos_token or "", eos_token or ""), eos_token or "")
+        if found:
+            return found
+    return None
