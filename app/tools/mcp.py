@@ -384,6 +384,8 @@ class McpManager:
         tail = server.stderr_tail()
         if server.garbage_text:
             return f"wrote output that is not MCP JSON-RPC: {server.garbage_text}"
+        if server.config.url:
+            return f"cannot use {server.config.url} ({text})"
         return f"{text}" + (f"; its last error output: {tail}" if tail else "")
 
     def _fail(self, server: _Server, reason: str) -> None:

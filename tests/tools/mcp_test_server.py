@@ -1,6 +1,6 @@
 """A real stdio MCP server for the tests, built with the SDK's MCPServer.
 
-``python mcp_test_server.py [good|other|hang_on_start|exit_on_start]``. Tool behaviours
+``python mcp_test_server.py [good|other|hang_on_start|exit_on_start|http PORT]``. Tool behaviours
 cover the misbehaving cases: ``crash`` exits mid-call, ``hang`` never answers, ``garbage``
 writes non-JSON-RPC bytes to stdout. When ``MCP_TEST_PIDFILE`` is set the server writes its
 process id there, so tests can check that it was stopped.
@@ -36,7 +36,7 @@ from mcp.types import ToolAnnotations  # noqa: E402
 
 server = MCPServer("callisto-test-" + MODE)
 
-if MODE == "good":
+if MODE in ("good", "http"):
 
     @server.tool(annotations=ToolAnnotations(read_only_hint=True))
     def add(a: int, b: int) -> int:
@@ -92,4 +92,7 @@ else:
 
 
 if __name__ == "__main__":
-    server.run("stdio")
+    if MODE == "http":  # streamable HTTP on 127.0.0.1:<port>/mcp
+        server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
+    else:
+        server.run("stdio")

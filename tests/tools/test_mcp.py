@@ -117,6 +117,7 @@ def pair(tmp_path_factory):
             server("broken", "exit_on_start"),
             McpServerConfig(name="missing", command="/nonexistent/mcp-server"),
             McpServerConfig(name="off", command="/nonexistent/x", disabled=True),
+            McpServerConfig(name="down", url="http://127.0.0.1:9/mcp"),
         ],
         start_timeout_s=20,
         call_timeout_s=10,
@@ -135,6 +136,8 @@ def test_servers_start_and_failures_are_reported(pair):
     assert "fatal: missing API key" in states["broken"][1]  # the server's own last words
     assert states["missing"] == ("failed", "its command '/nonexistent/mcp-server' was not found")
     assert states["off"] == ("stopped", None)
+    assert states["down"][0] == "failed"
+    assert states["down"][1].startswith("cannot use http://127.0.0.1:9/mcp (")
     assert manager.status("good").tools[:2] == ("add", "remember")
 
 
@@ -270,3 +273,40 @@ def test_servers_hanging_or_writing_garbage_fail_alone(tmp_path):
         assert d.dispatch(ToolCall("6", "o.add", {"a": 1, "b": 1})).content == "1002"
         assert d.dispatch(ToolCall("7", "g.echo", {"text": "hi"})).error.startswith("MCP server 'g' is not running")
     assert wait_gone(int(pidfile.read_text()))
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_streamable_http_server_by_url(tmp_path):
+    import socket
+    import subprocess
+
+    port = _free_port()
+    log = open(tmp_path / "http-server.log", "w")  # noqa: SIM115 - closed below
+    proc = subprocess.Popen([sys.executable, SERVER, "http", str(port)], stdout=log, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            assert proc.poll() is None, (tmp_path / "http-server.log").read_text()
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                assert time.monotonic() < deadline, "the HTTP MCP server did not start listening"
+                time.sleep(0.05)
+        config = parse_mcp_config({"mcpServers": {"web": {"url": f"http://127.0.0.1:{port}/mcp"}}})
+        with McpManager(config, call_timeout_s=10) as m:
+            assert m.status("web").state == "running", m.status("web").error
+            d, registry = _dispatcher(m)
+            assert registry.get("add").source == "mcp:web"
+            assert d.dispatch(ToolCall("1", "add", {"a": 20, "b": 22})).content == "42"
+    finally:
+        proc.terminate()
+        proc.wait(10)
+        log.close()
