@@ -39,18 +39,28 @@ def main(argv: list[str] | None = None) -> int:
     from PySide6.QtCore import QTimer
     from PySide6.QtWidgets import QApplication
 
+    from app.ui import runtime  # installer (issue 9): folders, rotating log, exception dialog
     from app.ui.main_window import MainWindow
     from app.ui.theme import apply_theme, install_theme_follower
 
+    runtime.setup()
     app = QApplication.instance() or QApplication(sys.argv[:1])
     app.setApplicationName("Callisto")
     app.setOrganizationName("Callisto")
+    runtime.install_exception_hooks()  # now with a QApplication: unhandled errors show a dialog
+    guard = None
+    if not args.screenshot:  # installer (issue 9): a second launch focuses the running window
+        guard = runtime.SingleInstance()
+        if guard.activate_running():
+            return 0
     apply_theme(app, None if args.theme == "auto" else args.theme)
     install_theme_follower(app)
     window = MainWindow(autoload=True, model_path=args.model)
     window.resize(1200, 760)
     window.show()
     app.aboutToQuit.connect(window.shutdown)
+    if guard is not None:
+        guard.listen(window)
 
     if args.screenshot:
         from app.ui.screenshot_states import ScreenshotDirector
