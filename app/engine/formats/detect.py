@@ -17,7 +17,7 @@ from typing import Any
 
 from app.engine.formats.base import FORMATS
 
-__all__ = ["PROBE_ARGS", "PROBE_CALL", "PROBE_TOOLS", "detect", "detect_template", "probe_texts"]
+__all__ = ["PROBE_ARGS", "PROBE_CALL", "PROBE_TOOLS", "call_texts", "detect", "detect_template", "probe_texts"]
 
 PROBE_TOOLS: list[dict[str, Any]] = [
     {
@@ -46,44 +46,52 @@ _BOUNDARY = "\n >]|"
 Render = Callable[[list[dict[str, Any]], list[dict[str, Any]] | None], str]
 
 
-def _assistant_call(content: str | None, args_as_string: bool) -> dict[str, Any]:
-    args: Any = json.dumps(PROBE_ARGS) if args_as_string else dict(PROBE_ARGS)
+def _assistant_call(name: str, arguments: dict[str, Any], content: str | None,
+                    args_as_string: bool) -> dict[str, Any]:
+    args: Any = json.dumps(arguments) if args_as_string else dict(arguments)
     return {
         "role": "assistant",
         "content": content,
-        "tool_calls": [{"id": "call00000", "type": "function",
-                        "function": {"name": PROBE_CALL[0], "arguments": args}}],
+        "tool_calls": [{"id": "call00000", "type": "function", "function": {"name": name, "arguments": args}}],
     }
 
 
-def _safe(render: Render, messages: list[dict[str, Any]]) -> str | None:
+def _safe(render: Render, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> str | None:
     try:
-        out = render(messages, PROBE_TOOLS)
+        out = render(messages, tools)
     except Exception:  # noqa: BLE001 - a template that raises has no usable format
         return None
     return out if isinstance(out, str) else None
 
 
-def _end_of_turn(render: Render) -> str:
+def _end_of_turn(render: Render, tools: list[dict[str, Any]] | None) -> str:
     """The text a template writes after a plain assistant reply (stripped), e.g. ``<|im_end|>``."""
-    out = _safe(render, [*_USER, {"role": "assistant", "content": _REPLY_MARK}])
+    out = _safe(render, [*_USER, {"role": "assistant", "content": _REPLY_MARK}], tools)
     if not out or _REPLY_MARK not in out:
         return ""
     return out[out.rindex(_REPLY_MARK) + len(_REPLY_MARK):].strip()
 
 
 def probe_texts(render: Render, eos_token: str = "") -> list[tuple[str, str]]:
-    """(prompt, reply) pairs of the probe: the generation prompt and the call text the template
-    trains for it, one per assistant-turn variant that renders."""
-    prompt = _safe(render, list(_USER))
+    """(prompt, reply) pairs of the probe call; see :func:`call_texts`."""
+    return call_texts(render, PROBE_TOOLS, PROBE_CALL[0], PROBE_ARGS, eos_token)
+
+
+def call_texts(render: Render, tools: list[dict[str, Any]], name: str, arguments: dict[str, Any],
+               eos_token: str = "") -> list[tuple[str, str]]:
+    """(prompt, reply) pairs: the generation prompt after one user message, and the text the
+    template writes for an assistant turn calling ``name(**arguments)``, cut at the end of the
+    turn; one pair per assistant-turn variant that renders (content "" / None, arguments as an
+    object / a JSON string)."""
+    prompt = _safe(render, list(_USER), tools)
     if prompt is None:
         return []
-    ends = [e for e in (eos_token, _end_of_turn(render)) if e]
+    ends = [e for e in (eos_token, _end_of_turn(render, tools)) if e]
     out: list[tuple[str, str]] = []
     seen: set[str] = set()
     for content in ("", None):
         for as_string in (False, True):
-            full = _safe(render, [*_USER, _assistant_call(content, as_string)])
+            full = _safe(render, [*_USER, _assistant_call(name, arguments, content, as_string)], tools)
             if full is None:
                 continue
             n = len(os.path.commonprefix([prompt, full]))

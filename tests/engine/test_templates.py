@@ -1,0 +1,116 @@
+"""The sandboxed chat-template renderer: HF conventions work, untrusted code cannot escape."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from app.engine.templates import TemplateRenderError, render_template
+
+MSGS = [{"role": "user", "content": "hi"}]
+
+
+def test_renders_messages_with_hf_conventions():
+    src = (
+        "{{ bos_token }}{% for m in messages %}<{{ m.role }}>{{ m.content }}{{ eos_token }}\n{% endfor %}"
+        "{% if add_generation_prompt %}<assistant>{% endif %}"
+    )
+    assert render_template(src, MSGS, bos_token="<s>", eos_token="</s>") == "<s><user>hi</s>\n<assistant>"
+
+
+def test_trim_and_lstrip_blocks():
+    src = "{% for m in messages %}\n    {% if true %}\n{{ m.content }}\n    {% endif %}\n{% endfor %}"
+    assert render_template(src, MSGS) == "hi\n"
+
+
+def test_loop_controls_generation_tag_and_mutation():
+    src = (
+        "{% set acc = [] %}{% set d = {} %}{% for i in range(5) %}{% if i == 1 %}{% continue %}{% endif %}"
+        "{% if i == 4 %}{% break %}{% endif %}{% set _ = acc.append(i) %}{% endfor %}{% set _ = d.update({'k': 1}) %}"
+        "{% generation %}{{ acc | join(',') }}|{{ d.k }}{% endgeneration %}"
+    )
+    assert render_template(src, MSGS) == "0,2,3|1"
+
+
+def test_tojson_keyword_arguments_and_unicode():
+    src = "{{ tools | tojson(indent=2, sort_keys=True) }}|{{ {'b': 'é', 'a': 1} | tojson(separators=(',', ':')) }}"
+    out = render_template(src, MSGS, tools=[{"b": 1, "a": "<x>"}])
+    first, second = out.split("|")
+    assert json.loads(first) == [{"a": "<x>", "b": 1}] and '"a": "<x>"' in first and "\n  " in first
+    assert second == '{"b":"é","a":1}'
+    assert render_template("{{ 'é' | tojson(ensure_ascii=True) }}", MSGS) == '"\\u00e9"'
+
+
+def test_strftime_now_and_extra_variables():
+    out = render_template("{{ strftime_now('%Y') }} {{ enable_thinking }}", MSGS, enable_thinking=False)
+    year, flag = out.split()
+    assert year.isdigit() and len(year) == 4 and flag == "False"
+
+
+def test_raise_exception_is_a_render_error():
+    with pytest.raises(TemplateRenderError, match="Only user and assistant roles"):
+        render_template("{{ raise_exception('Only user and assistant roles are supported') }}", MSGS)
+
+
+def test_syntax_error_says_where():
+    with pytest.raises(TemplateRenderError, match="syntax error at line 2"):
+        render_template("ok\n{% for %}", MSGS)
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        "{{ ''.__class__.__mro__[1].__subclasses__() }}",
+        "{{ cycler.__init__.__globals__.os.popen('echo PWNED').read() }}",
+        "{{ joiner.__init__.__globals__ }}",
+        "{% for c in ().__class__.__base__.__subclasses__() %}{{ c }}{% endfor %}",
+        "{{ messages.__class__ }}",
+        "{{ namespace.__init__.__globals__['__builtins__'] }}",
+        "{{ lipsum.__globals__['os'].system('echo PWNED') }}",
+        "{{ messages[0]._private }}",
+    ],
+)
+def test_cve_2024_34359_payloads_cannot_escape(payload, tmp_path, capfd):
+    try:
+        out = render_template(payload, [{"role": "user", "content": "hi", "_private": "x"}])
+    except TemplateRenderError:
+        out = ""
+    assert "PWNED" not in out and "subclasses" not in out.lower()
+    assert "<class" not in out and "builtins" not in out and "function" not in out.lower()
+    assert "PWNED" not in capfd.readouterr().out
+
+
+def test_dunder_access_raises_render_error():
+    with pytest.raises(TemplateRenderError, match="unsafe|undefined|attribute"):
+        render_template("{{ cycler.__init__.__globals__.os.popen('id').read() }}", MSGS)
+
+
+def test_infinite_loop_is_stopped_by_the_operation_budget():
+    src = "{% set xs = [1] %}{% for x in xs %}{% set _ = xs.append(x) %}{% endfor %}"
+    with pytest.raises(TemplateRenderError, match="operations"):
+        render_template(src, MSGS, max_operations=50_000)
+
+
+def test_nested_silent_loops_are_stopped():
+    src = "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}"
+    with pytest.raises(TemplateRenderError, match="operations"):
+        render_template(src, MSGS, max_operations=100_000)
+
+
+def test_huge_output_is_stopped():
+    with pytest.raises(TemplateRenderError, match="characters|too large"):
+        render_template("{% for i in range(100000) %}{{ 'x' * 1000 }}{% endfor %}", MSGS, max_output_chars=1_000_000)
+    with pytest.raises(TemplateRenderError, match="too large"):
+        render_template("{{ 'x' * 100000000 }}", MSGS)
+
+
+def test_recursion_is_a_render_error():
+    src = "{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}"
+    with pytest.raises(TemplateRenderError):
+        render_template(src, MSGS)
+
+
+def test_non_string_source_is_a_render_error():
+    with pytest.raises(TemplateRenderError, match="must be a string"):
+        render_template(None, MSGS)  # type: ignore[arg-type]
