@@ -178,7 +178,9 @@ def handle_exception(exc_type: type[BaseException], exc: BaseException, tb: Any,
     if path is None and sys.stderr is not None:
         sys.stderr.write(text)
     summary = f"{exc_type.__name__}: {exc}"
-    if _bridge is not None:
+    if QApplication.instance() is not None and threading.current_thread() is threading.main_thread():
+        _show_dialog(summary, log_path)  # also works outside the event loop (start-up, shut-down)
+    elif _bridge is not None:
         _bridge.sig_report.emit(summary, log_path)  # queued to the GUI thread from other threads
 
 
