@@ -1,0 +1,444 @@
+"""DeepSeek's three tool-call grammars, all after an optional ``<think>...</think>`` block.
+
+The markers use DeepSeek's fullwidth bar ``｜`` (U+FF5C) and ``▁`` (U+2581), as its tokenizer
+spells them; llama.cpp decodes them as text.
+
+``deepseek-v3`` (R1, V3, the R1 distills)::
+
+    <｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>NAME
+    ```json
+    {"city": "Paris"}
+    ```<｜tool▁call▁end｜>
+    <｜tool▁call▁begin｜>...<｜tool▁call▁end｜><｜tool▁calls▁end｜>
+
+The call type must be ``function``; the fence is optional but opened and closed together.
+
+``deepseek-v3.1``: ``<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>NAME<｜tool▁sep｜>{json}``
+``<｜tool▁call▁end｜>...<｜tool▁calls▁end｜>``.
+
+Both are read by :class:`JsonCallSection`, a JSON-aware scanner (a marker inside a JSON string
+does not end the call) shared with Kimi K2. Every DeepSeek section must be closed: an unclosed
+one is text. (The R1-distill templates that never close a single call's section render no
+usable call, and detection must find no format for them.)
+
+``deepseek-dsml`` (V3.2, V4, V4.1): the ``｜DSML｜`` XML::
+
+    <｜DSML｜function_calls>            (or tool_calls, or " calls")
+    <｜DSML｜invoke name="NAME">
+    <｜DSML｜parameter name="K" string="true">raw text</｜DSML｜parameter>
+    <｜DSML｜parameter name="N" string="false">{"json": 1}</｜DSML｜parameter>
+    </｜DSML｜invoke>
+    <｜DSML｜invoke name="NOARGS"/>
+    </｜DSML｜function_calls>
+
+``string="true"`` values are the text exactly as written (whitespace is significant);
+``string="false"`` values are JSON (kept as text when they are not, for the schema to type);
+a parameter the tool's schema declares as a plain string keeps its text whatever the flag says.
+The scanner follows the structure, so a section's closing tag inside a parameter value does not
+end the section; a JSON value (``string="false"`` starting with ``{`` or ``[``) may even hold
+``</｜DSML｜parameter>`` inside its strings.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from app.engine.formats.base import Format, ParsedCall, RegionScanner, find_marker, register
+from app.engine.formats.jsonscan import JsonScanner, loads_repaired
+from app.engine.formats.schema import schema_types, tool_schemas
+
+__all__ = [
+    "DeepSeekDsmlFormat",
+    "DeepSeekV3Format",
+    "DeepSeekV31Format",
+    "DsmlScanner",
+    "JsonCallSection",
+]
+
+SECTION_BEGIN = "<｜tool▁calls▁begin｜>"
+SECTION_END = "<｜tool▁calls▁end｜>"
+CALL_BEGIN = "<｜tool▁call▁begin｜>"
+CALL_END = "<｜tool▁call▁end｜>"
+SEP = "<｜tool▁sep｜>"
+THINK = ("<think>", "</think>")
+
+_FENCE = "```"
+# A tool name: no whitespace, no markup or JSON punctuation.
+NAME = r"[^\s<>{}\[\]\"'`｜|,:]+(?::[^\s<>{}\[\]\"'`｜|,:]+)*"
+
+
+class JsonCallSection(RegionScanner):
+    """``(ws CALL_BEGIN header {json} post CALL_END)* ws SECTION_END``.
+
+    The header (up to the JSON's ``{``) and the text after the JSON are checked by the parser;
+    the scanner only follows the structure, records each call's span and, on anything
+    unexpected, falls back to a plain search for ``SECTION_END`` (``bad`` is then set).
+    """
+
+    def __init__(self, call_begin: str, call_end: str, section_end: str):
+        self.cb, self.ce, self.se = call_begin, call_end, section_end
+        self.state = "between"
+        self.base = 0  # absolute offset of the next ``buf[0]``
+        self.json: JsonScanner | None = None
+        self.start = self.json_start = self.json_end = 0
+        self.calls: list[tuple[int, int, int, int]] = []  # (start, json start, json end, end)
+        self.bad = False
+        self.ops = 0
+
+    def _ret(self, consumed: int, ended: bool) -> tuple[int, bool]:
+        self.base += consumed
+        return consumed, ended
+
+    def scan(self, buf: str, final: bool) -> tuple[int, bool]:
+        i, n = 0, len(buf)
+        cb, ce, se = self.cb, self.ce, self.se
+        while i < n:
+            st = self.state
+            if st == "between" or st == "post":
+                while i < n and buf[i].isspace():
+                    i += 1
+                    self.ops += 1
+                if st == "post" and buf.startswith(_FENCE, i):
+                    i += len(_FENCE)
+                    self.ops += len(_FENCE)
+                    continue
+                if i >= n:
+                    break
+                self.ops += 1
+                if st == "between" and buf.startswith(cb, i):
+                    self.start = self.base + i
+                    i += len(cb)
+                    self.state = "header"
+                    continue
+                if st == "between" and buf.startswith(se, i):
+                    self.state = "done"
+                    return self._ret(i + len(se), True)
+                if st == "post" and buf.startswith(ce, i):
+                    i += len(ce)
+                    self.calls.append((self.start, self.json_start, self.json_end, self.base + i))
+                    self.state = "between"
+                    continue
+                rest = buf[i:]
+                wanted = (cb, se) if st == "between" else (ce, _FENCE)
+                if not final and any(len(rest) < len(m) and m.startswith(rest) for m in wanted):
+                    return self._ret(i, False)
+                self.bad = True
+                self.state = "seek"
+                continue
+            if st == "header":
+                self.ops += n - i
+                pos, m, safe = find_marker(buf, ("{", cb, ce, se), final, start=i)
+                if pos == -1:
+                    return self._ret(n if final else safe, False)
+                i = pos
+                if m == "{":
+                    self.json_start = self.base + i
+                    self.json = JsonScanner()
+                    self.state = "json"
+                else:
+                    self.bad = True
+                    self.state = "seek"
+                continue
+            if st == "json":
+                before = self.json.ops
+                j = self.json.feed(buf, i)
+                self.ops += self.json.ops - before
+                if j == -1:
+                    return self._ret(n, False)
+                i = j
+                self.json_end = self.base + i
+                self.state = "post"
+                continue
+            # seek: a plain search for the section's end
+            self.ops += n - i
+            pos, _m, safe = find_marker(buf, (se,), final, start=i)
+            if pos != -1:
+                self.state = "done"
+                return self._ret(pos + len(se), True)
+            return self._ret(n if final else safe, False)
+        return self._ret(n, False)
+
+
+def read_json_section(body: str, *, call_begin: str, call_end: str, section_end: str, at_end: bool,
+                      truncated: bool, header: re.Pattern[str], fence_in_header: bool = True,
+                      name_group: int = 1, implied_end: bool = False) -> tuple[list[ParsedCall], str] | None:
+    """Strictly read a section of JSON calls scanned by :class:`JsonCallSection`.
+
+    ``header`` must fully match the text between ``call_begin`` and the JSON; its group
+    ``name_group`` is the tool name and a group named ``fence`` (optional) says a fence opened.
+    ``implied_end``: a section missing only its end marker is read when the reply ended normally
+    right after a complete call.
+    """
+    sc = JsonCallSection(call_begin, call_end, section_end)
+    consumed, ended = sc.scan(body, True)
+    if sc.bad or not sc.calls:
+        return None
+    last_end = sc.calls[-1][3]
+    if ended:
+        if consumed != len(body):
+            return None
+        leftover = ""
+    elif implied_end and at_end and not truncated and sc.state == "between" and not body[last_end:].strip():
+        leftover = body[last_end:]  # the reply ended right after a call: the section end is implied
+    else:
+        return None
+    out: list[ParsedCall] = []
+    for start, js, je, end in sc.calls:
+        m = header.fullmatch(body, start + len(call_begin), js)
+        if m is None:
+            return None
+        fenced = bool(m.groupdict().get("fence")) if fence_in_header else False
+        post = body[je:end - len(call_end)].strip()
+        if post not in (("```",) if fenced else ("",)):
+            return None
+        ok, args = loads_repaired(body[js:je])
+        if not ok or not isinstance(args, dict):
+            return None
+        out.append(ParsedCall(m.group(name_group), args, body[start:end]))
+    return out, leftover
+
+
+_V3_HEADER = re.compile(r"\s*function\s*" + re.escape(SEP) + r"\s*(" + NAME + r")[ \t]*\n?\s*"
+                        r"(?P<fence>```(?:json|JSON)?[ \t]*\n?)?\s*")
+_V31_HEADER = re.compile(r"\s*(" + NAME + r")\s*" + re.escape(SEP) + r"\s*(?P<fence>```(?:json|JSON)?[ \t]*\n?)?\s*")
+
+
+class _DeepSeekJson(Format):
+    openers = (SECTION_BEGIN,)
+    start_only = False
+    reasoning = THINK
+    _header: re.Pattern[str]
+
+    def region_scanner(self, opener: str) -> RegionScanner:
+        return JsonCallSection(CALL_BEGIN, CALL_END, SECTION_END)
+
+    def parse_region(self, opener, body, *, at_end, truncated, tools):
+        return read_json_section(body, call_begin=CALL_BEGIN, call_end=CALL_END, section_end=SECTION_END,
+                                 at_end=at_end, truncated=truncated, header=self._header)
+
+
+class DeepSeekV3Format(_DeepSeekJson):
+    name = "deepseek-v3"
+    label = "DeepSeek V3 / R1 (fenced JSON calls)"
+    detail = "<｜tool▁call▁begin｜>function<｜tool▁sep｜>NAME ```json {...}```<｜tool▁call▁end｜>"
+    _header = _V3_HEADER
+
+
+class DeepSeekV31Format(_DeepSeekJson):
+    name = "deepseek-v3.1"
+    label = "DeepSeek V3.1 (JSON calls)"
+    detail = "<｜tool▁call▁begin｜>NAME<｜tool▁sep｜>{...}<｜tool▁call▁end｜>"
+    _header = _V31_HEADER
+
+
+# -- DSML ----------------------------------------------------------------------------------------
+
+DSML = "｜DSML｜"
+DSML_SECTIONS = ("function_calls", "tool_calls", " calls")
+DSML_OPENERS = tuple(f"<{DSML}{s}>" for s in DSML_SECTIONS)
+INVOKE = f"<{DSML}invoke"
+INVOKE_END = f"</{DSML}invoke>"
+PARAM = f"<{DSML}parameter"
+PARAM_END = f"</{DSML}parameter>"
+
+_INVOKE_ATTRS = re.compile(r'\s+name="(' + NAME + r')"\s*(/?)')
+_HEAD_END = re.compile(r"[<>]")
+_PARAM_ATTRS = re.compile(r'\s+name="([^"<>]+)"(?:\s+string="(true|false)")?\s*')
+
+
+class DsmlScanner(RegionScanner):
+    """Follows ``(invoke (parameter value /parameter)* /invoke | invoke/)* /section``.
+
+    Records the calls as ``(name, [(key, flag, value), ...], start, end)``; on anything
+    unexpected it sets ``bad`` and searches for the section's closing tag.
+    """
+
+    def __init__(self, close: str):
+        self.close = close
+        self.state = "between"
+        self.base = 0
+        self.calls: list[tuple[str, list[tuple[str, str | None, str]], int, int]] = []
+        self.name = ""
+        self.params: list[tuple[str, str | None, str]] = []
+        self.key = ""
+        self.flag: str | None = None
+        self.start = 0
+        self.vparts: list[str] = []
+        self.json: JsonScanner | None = None
+        self.bad = False
+        self.ops = 0
+
+    def _ret(self, consumed: int, ended: bool) -> tuple[int, bool]:
+        self.base += consumed
+        return consumed, ended
+
+    def _fail(self) -> None:
+        self.vparts = []
+        self.bad = True
+        self.state = "seek"
+
+    def scan(self, buf: str, final: bool) -> tuple[int, bool]:
+        i, n = 0, len(buf)
+        while i < n:
+            st = self.state
+            if st in ("between", "invoke"):
+                while i < n and buf[i].isspace():
+                    i += 1
+                    self.ops += 1
+                if i >= n:
+                    break
+                self.ops += 1
+                wanted = (INVOKE, self.close) if st == "between" else (PARAM, INVOKE_END)
+                hit = next((m for m in wanted if buf.startswith(m, i)), None)
+                if hit is None:
+                    rest = buf[i:]
+                    if not final and any(len(rest) < len(m) and m.startswith(rest) for m in wanted):
+                        return self._ret(i, False)
+                    self._fail()
+                    continue
+                if hit == self.close:
+                    self.state = "done"
+                    return self._ret(i + len(hit), True)
+                if hit == INVOKE:
+                    self.start = self.base + i
+                    self.state = "invoke_head"
+                elif hit == PARAM:
+                    self.state = "param_head"
+                else:  # INVOKE_END
+                    self.calls.append((self.name, self.params, self.start, self.base + i + len(hit)))
+                    self.state = "between"
+                i += len(hit)
+                continue
+            if st in ("invoke_head", "param_head"):
+                self.ops += n - i
+                hit = _HEAD_END.search(buf, i)
+                j = -1 if hit is None else hit.start()
+                if j != -1 and buf[j] == "<":
+                    self._fail()  # markup inside the tag: not a DSML tag
+                    i = j
+                    continue
+                if j == -1:
+                    if final:
+                        return self._ret(n, False)
+                    self.vparts.append(buf[i:])
+                    return self._ret(n, False)
+                head = "".join(self.vparts) + buf[i:j]
+                self.vparts = []
+                i = j + 1
+                if st == "invoke_head":
+                    m = _INVOKE_ATTRS.fullmatch(head)
+                    if m is None:
+                        self._fail()
+                        continue
+                    self.name, self.params = m.group(1), []
+                    if m.group(2):
+                        self.calls.append((self.name, [], self.start, self.base + i))
+                        self.state = "between"
+                    else:
+                        self.state = "invoke"
+                    continue
+                m = _PARAM_ATTRS.fullmatch(head)
+                if m is None:
+                    self._fail()
+                    continue
+                self.key, self.flag = m.group(1), m.group(2)
+                self.state = "value_json" if self.flag == "false" else "value"
+                continue
+            if st == "value_json":
+                # Leading whitespace, then a JSON object/array is scanned JSON-aware.
+                j = i
+                while j < n and buf[j].isspace():
+                    j += 1
+                self.ops += j - i + 1
+                self.vparts.append(buf[i:j])
+                i = j
+                if i >= n:
+                    break
+                if buf[i] in "{[":
+                    self.json = JsonScanner()
+                    self.state = "json"
+                else:
+                    self.state = "value"
+                continue
+            if st == "json":
+                before = self.json.ops
+                j = self.json.feed(buf, i)
+                self.ops += self.json.ops - before
+                if j == -1:
+                    self.vparts.append(buf[i:])
+                    return self._ret(n, False)
+                self.vparts.append(buf[i:j])
+                i = j
+                self.state = "value"
+                continue
+            if st == "value":
+                self.ops += n - i
+                pos, _m, safe = find_marker(buf, (PARAM_END,), final, start=i)
+                if pos == -1:
+                    end = n if final else safe
+                    self.vparts.append(buf[i:end])
+                    return self._ret(end, False)
+                self.vparts.append(buf[i:pos])
+                self.params.append((self.key, self.flag, "".join(self.vparts)))
+                self.vparts = []
+                i = pos + len(PARAM_END)
+                self.state = "invoke"
+                continue
+            # seek
+            self.ops += n - i
+            pos, _m, safe = find_marker(buf, (self.close,), final, start=i)
+            if pos != -1:
+                self.state = "done"
+                return self._ret(pos + len(self.close), True)
+            return self._ret(n if final else safe, False)
+        return self._ret(n, False)
+
+
+def _dsml_value(value: str, flag: str | None, schema: Any) -> Any:
+    if flag != "false" or schema_types(schema) == ["string"]:
+        return value  # raw text, exactly as written
+    ok, v = loads_repaired(value.strip())
+    return v if ok else value
+
+
+class DeepSeekDsmlFormat(Format):
+    name = "deepseek-dsml"
+    label = "DeepSeek V3.2 / V4 (DSML)"
+    detail = '<｜DSML｜invoke name="NAME"><｜DSML｜parameter name="K" string="true">V</｜DSML｜parameter>'
+    openers = DSML_OPENERS
+    start_only = False
+    reasoning = THINK
+
+    def region_scanner(self, opener: str) -> RegionScanner:
+        return DsmlScanner(_dsml_close(opener))
+
+    def parse_region(self, opener, body, *, at_end, truncated, tools):
+        sc = DsmlScanner(_dsml_close(opener))
+        consumed, ended = sc.scan(body, True)
+        if sc.bad or not sc.calls:
+            return None
+        if not ended or consumed != len(body):
+            return None
+        leftover = ""
+        schemas = tool_schemas(tools)
+        out: list[ParsedCall] = []
+        for name, params, start, end in sc.calls:
+            props = (schemas.get(name) or {}).get("properties")
+            props = props if isinstance(props, dict) else {}
+            args: dict[str, Any] = {}
+            for key, flag, value in params:
+                if key in args:
+                    return None  # the same parameter twice: not a call we can trust
+                args[key] = _dsml_value(value, flag, props.get(key))
+            out.append(ParsedCall(name, args, body[start:end]))
+        return out, leftover
+
+
+def _dsml_close(opener: str) -> str:
+    return "</" + opener[1:]
+
+
+register(DeepSeekV3Format())
+register(DeepSeekV31Format())
+register(DeepSeekDsmlFormat())

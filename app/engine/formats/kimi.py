@@ -1,0 +1,234 @@
+"""Moonshot Kimi's two tool-call grammars, after an optional ``<think>...</think>`` block.
+
+``kimi-k2`` (Kimi K2 Instruct, K2 Thinking)::
+
+    <|tool_calls_section_begin|><|tool_call_begin|>functions.NAME:0<|tool_call_argument_begin|>{json}
+    <|tool_call_end|><|tool_call_begin|>functions.NAME:1<|tool_call_argument_begin|>{json}<|tool_call_end|>
+    <|tool_calls_section_end|>
+
+The call id ``functions.NAME:IDX`` names the tool (the ``functions.`` prefix and the index are
+accepted missing). The section is read by DeepSeek's JSON-aware :class:`JsonCallSection`; a
+section missing only its end marker is accepted when the reply ended normally right after a
+complete call (a cut reply's unclosed section is text).
+
+``kimi-k3``: Kimi K3 writes each message as a frame ``<|open|>HEADER<|sep|>BODY<|close|>``.
+A tool call is a frame whose header is ``call tool="NAME"`` and whose body is a sequence of
+typed argument frames (whitespace between frames is allowed)::
+
+    <|open|>call tool="get_weather"<|sep|>
+    <|open|>argument key="city" type="string"<|sep|>Paris<|close|>
+    <|open|>argument key="days" type="integer"<|sep|>3<|close|>
+    <|close|>
+
+Our reading of the format (no official template ships with the fixtures): ``type`` is one of
+``string``, ``integer``, ``number``, ``boolean``, ``null``, ``object``, ``array``. A ``string``
+value is the raw text between ``<|sep|>`` and ``<|close|>`` exactly as written (whitespace is
+significant, nothing is unescaped); any other type is JSON (an object/array value is scanned
+JSON-aware, so ``<|close|>`` inside its strings does not end it; a value that is not valid JSON
+is kept as text for the schema to type). A call without arguments is
+``<|open|>call tool="NAME"<|sep|><|close|>``; several calls are consecutive frames. Frames of
+any other kind are text.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from app.engine.formats.base import Format, ParsedCall, RegionScanner, find_marker, register
+from app.engine.formats.deepseek import NAME, THINK, JsonCallSection, read_json_section
+from app.engine.formats.jsonscan import JsonScanner, loads_repaired
+
+__all__ = ["K3Scanner", "KimiK2Format", "KimiK3Format"]
+
+SECTION_BEGIN = "<|tool_calls_section_begin|>"
+SECTION_END = "<|tool_calls_section_end|>"
+CALL_BEGIN = "<|tool_call_begin|>"
+CALL_END = "<|tool_call_end|>"
+ARG_BEGIN = "<|tool_call_argument_begin|>"
+
+_K2_HEADER = re.compile(r"\s*(?:functions\.)?(" + NAME + r"?)(?::\d+)?\s*" + re.escape(ARG_BEGIN) + r"\s*")
+
+
+class KimiK2Format(Format):
+    name = "kimi-k2"
+    label = "Kimi K2 (sectioned JSON calls)"
+    detail = "<|tool_call_begin|>functions.NAME:0<|tool_call_argument_begin|>{...}<|tool_call_end|>"
+    openers = (SECTION_BEGIN,)
+    start_only = False
+    reasoning = THINK
+
+    def region_scanner(self, opener: str) -> RegionScanner:
+        return JsonCallSection(CALL_BEGIN, CALL_END, SECTION_END)
+
+    def parse_region(self, opener, body, *, at_end, truncated, tools):
+        return read_json_section(body, call_begin=CALL_BEGIN, call_end=CALL_END, section_end=SECTION_END,
+                                 at_end=at_end, truncated=truncated, header=_K2_HEADER, fence_in_header=False,
+                                 implied_end=True)
+
+
+# -- Kimi K3 -------------------------------------------------------------------------------------
+
+OPEN = "<|open|>"
+CLOSE = "<|close|>"
+SEP = "<|sep|>"
+K3_OPENER = OPEN + "call"
+ARG_OPEN = OPEN + "argument"
+K3_TYPES = ("string", "integer", "number", "boolean", "null", "object", "array")
+
+_CALL_HEAD = re.compile(r'\s+tool="(' + NAME + r')"\s*')
+_ARG_HEAD = re.compile(r'\s+key="([^"<>|]+)"\s+type="(' + "|".join(K3_TYPES) + r')"\s*')
+
+
+class K3Scanner(RegionScanner):
+    """Follows ``HEAD SEP (ws ARG_OPEN HEAD SEP value CLOSE)* ws CLOSE`` after ``<|open|>call``.
+
+    Records the tool name and ``(key, type, value)`` arguments; on anything unexpected sets
+    ``bad`` and ends the region at the next ``<|close|>``.
+    """
+
+    def __init__(self) -> None:
+        self.state = "head"
+        self.name = ""
+        self.args: list[tuple[str, str, str]] = []
+        self.key = self.type = ""
+        self.parts: list[str] = []
+        self.json: JsonScanner | None = None
+        self.bad = False
+        self.ops = 0
+
+    def _fail(self) -> None:
+        self.parts = []
+        self.bad = True
+        self.state = "seek"
+
+    def scan(self, buf: str, final: bool) -> tuple[int, bool]:
+        i, n = 0, len(buf)
+        while i < n:
+            st = self.state
+            if st in ("head", "arg_head"):
+                self.ops += n - i
+                pos, m, safe = find_marker(buf, (SEP, OPEN, CLOSE), final, start=i)
+                if pos == -1:
+                    end = n if final else safe
+                    self.parts.append(buf[i:end])
+                    return end, False
+                head = "".join(self.parts) + buf[i:pos]
+                self.parts = []
+                if m != SEP:
+                    self._fail()
+                    i = pos
+                    continue
+                i = pos + len(SEP)
+                hm = (_CALL_HEAD if st == "head" else _ARG_HEAD).fullmatch(head)
+                if hm is None:
+                    self._fail()
+                    continue
+                if st == "head":
+                    self.name = hm.group(1)
+                    self.state = "between"
+                else:
+                    self.key, self.type = hm.group(1), hm.group(2)
+                    self.state = "value_json" if self.type in ("object", "array") else "value"
+                continue
+            if st == "between":
+                while i < n and buf[i].isspace():
+                    i += 1
+                    self.ops += 1
+                if i >= n:
+                    break
+                self.ops += 1
+                if buf.startswith(CLOSE, i):
+                    self.state = "done"
+                    return i + len(CLOSE), True
+                if buf.startswith(ARG_OPEN, i):
+                    i += len(ARG_OPEN)
+                    self.state = "arg_head"
+                    continue
+                rest = buf[i:]
+                if not final and any(len(rest) < len(m) and m.startswith(rest) for m in (CLOSE, ARG_OPEN)):
+                    return i, False
+                self._fail()
+                continue
+            if st == "value_json":
+                j = i
+                while j < n and buf[j].isspace():
+                    j += 1
+                self.ops += j - i + 1
+                self.parts.append(buf[i:j])
+                i = j
+                if i >= n:
+                    break
+                if buf[i] in "{[":
+                    self.json = JsonScanner()
+                    self.state = "json"
+                else:
+                    self.state = "value"
+                continue
+            if st == "json":
+                before = self.json.ops
+                j = self.json.feed(buf, i)
+                self.ops += self.json.ops - before
+                if j == -1:
+                    self.parts.append(buf[i:])
+                    return n, False
+                self.parts.append(buf[i:j])
+                i = j
+                self.state = "value"
+                continue
+            if st == "value":
+                self.ops += n - i
+                pos, _m, safe = find_marker(buf, (CLOSE,), final, start=i)
+                if pos == -1:
+                    end = n if final else safe
+                    self.parts.append(buf[i:end])
+                    return end, False
+                self.parts.append(buf[i:pos])
+                self.args.append((self.key, self.type, "".join(self.parts)))
+                self.parts = []
+                i = pos + len(CLOSE)
+                self.state = "between"
+                continue
+            # seek: the region ends at the next <|close|>
+            self.ops += n - i
+            pos, _m, safe = find_marker(buf, (CLOSE,), final, start=i)
+            if pos != -1:
+                self.state = "done"
+                return pos + len(CLOSE), True
+            return (n if final else safe), False
+        return n, False
+
+
+def _k3_value(value: str, typ: str) -> Any:
+    if typ == "string":
+        return value
+    ok, v = loads_repaired(value.strip())
+    return v if ok else value
+
+
+class KimiK3Format(Format):
+    name = "kimi-k3"
+    label = "Kimi K3 (typed call frames)"
+    detail = '<|open|>call tool="NAME"<|sep|><|open|>argument key="K" type="T"<|sep|>V<|close|><|close|>'
+    openers = (K3_OPENER,)
+    start_only = False
+    reasoning = THINK
+
+    def region_scanner(self, opener: str) -> RegionScanner:
+        return K3Scanner()
+
+    def parse_region(self, opener, body, *, at_end, truncated, tools):
+        sc = K3Scanner()
+        consumed, ended = sc.scan(body, True)
+        if sc.bad or not ended or consumed != len(body):
+            return None
+        args: dict[str, Any] = {}
+        for key, typ, value in sc.args:
+            if key in args:
+                return None  # the same argument twice: not a call we can trust
+            args[key] = _k3_value(value, typ)
+        return [ParsedCall(sc.name, args, opener + body)], ""
+
+
+register(KimiK2Format())
+register(KimiK3Format())

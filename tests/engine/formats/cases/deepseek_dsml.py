@@ -1,0 +1,72 @@
+"""DeepSeek V3.2 / V4 / V4.1: the ``｜DSML｜`` XML (raw string values, JSON for the rest)."""
+
+from tests.engine.formats.harness import Case
+
+FAMILY = "deepseek-dsml"
+
+D = "｜DSML｜"
+FC, FCE = f"<{D}function_calls>", f"</{D}function_calls>"
+TC, TCE = f"<{D}tool_calls>", f"</{D}tool_calls>"
+SC, SCE = f"<{D} calls>", f"</{D} calls>"
+IE, PE = f"</{D}invoke>", f"</{D}parameter>"
+
+
+def p(key: str, value: str, string: bool | None = True) -> str:
+    flag = "" if string is None else f' string="{"true" if string else "false"}"'
+    return f'<{D}parameter name="{key}"{flag}>{value}{PE}\n'
+
+
+def inv(name: str, *params: str) -> str:
+    return f'<{D}invoke name="{name}">\n' + "".join(params) + IE + "\n"
+
+
+W = inv("get_weather", p("city", "Paris"), p("days", "3", False))
+PW = ("get_weather", {"city": "Paris", "days": 3})
+
+
+def sec(*invokes: str, o: str = FC, c: str = FCE) -> str:
+    return "\n\n" + o + "\n" + "".join(invokes) + c
+
+
+CASES = [
+    Case("v32-single", sec(W), content="\n\n", calls=[PW], ids=["call00000"]),
+    Case("v4-tool-calls", sec(W, o=TC, c=TCE), content="\n\n", calls=[PW]),
+    Case("v41-calls", sec(W, o=SC, c=SCE), content="\n\n", calls=[PW]),
+    Case("text-before-and-after", "Let me look." + sec(W) + "\nDone.", content="Let me look.\n\n\nDone.", calls=[PW]),
+    Case("parallel", sec(W, inv("search", p("query", "cats"), p("limit", "5", False), p("tags", '["a", "b"]', False))),
+         content="\n\n", calls=[PW, ("search", {"query": "cats", "limit": 5, "tags": ["a", "b"]})],
+         ids=["call00000", "call00001"]),
+    Case("think-then-call", "<think>The user wants weather.</think>" + sec(W),
+         reasoning="The user wants weather.", content="\n\n", calls=[PW]),
+    Case("prefilled-think", "weather needed</think>" + sec(W), in_reasoning=True, reasoning="weather needed",
+         content="\n\n", calls=[PW]),
+    Case("self-closing-invoke", sec(f'<{D}invoke name="get_time"/>\n'), content="\n\n", calls=[("get_time", {})]),
+    Case("empty-invoke", sec(inv("get_time")), content="\n\n", calls=[("get_time", {})]),
+    Case("whitespace-significant", sec(inv("set_port", p("blob", "  two\n lines \n"))), content="\n\n",
+         calls=[("set_port", {"blob": "  two\n lines \n"})]),
+    Case("numbers-stay-strings",
+         sec(inv("set_port", p("port", "8080"), p("zip", "02139", False), p("flag", "true", False))),
+         content="\n\n", calls=[("set_port", {"port": "8080", "zip": "02139", "flag": "true"})]),
+    Case("no-string-attribute-typed-by-schema", sec(inv("get_weather", p("city", "Rome", None), p("days", "2", None))),
+         content="\n\n", calls=[("get_weather", {"city": "Rome", "days": 2})]),
+    Case("nested-json", sec(inv("search", p("query", "q"), p("filters", '{"year": 2020}', False),
+                                p("score", "null", False))),
+         content="\n\n", calls=[("search", {"query": "q", "filters": {"year": 2020}, "score": None})]),
+    Case("unicode-and-escapes", sec(inv("set_port", p("blob", 'Zürich 東京 "q" \\n <b>'))), content="\n\n",
+         calls=[("set_port", {"blob": 'Zürich 東京 "q" \\n <b>'})]),
+    Case("marker-inside-string-argument", sec(inv("set_port", p("blob", f"a {FCE} {IE} <{D}invoke name=\"x\">"))),
+         content="\n\n", calls=[("set_port", {"blob": f'a {FCE} {IE} <{D}invoke name="x">'})]),
+    Case("param-end-inside-json-string", sec(inv("search", p("query", "q"), p("tags", f'["{PE}"]', False))),
+         content="\n\n", calls=[("search", {"query": "q", "tags": [PE]})]),
+    Case("bad-json-kept-as-text", sec(inv("search", p("query", "q"), p("limit", "ten", False))), content="\n\n",
+         calls=[("search", {"query": "q", "limit": "ten"})]),
+    Case("missing-section-end", "\n\n" + FC + "\n" + W, content="\n\n" + FC + "\n" + W),
+    Case("cut-mid-parameter", sec(W).split("Paris")[0], truncated=True, content=sec(W).split("Paris")[0]),
+    Case("mismatched-section-end", "\n\n" + FC + "\n" + W + TCE, content="\n\n" + FC + "\n" + W + TCE),
+    Case("text-inside-invoke", sec(inv("get_time", "oops ")), content=sec(inv("get_time", "oops "))),
+    Case("duplicate-parameter", sec(inv("get_weather", p("city", "A"), p("city", "B"))),
+         content=sec(inv("get_weather", p("city", "A"), p("city", "B")))),
+    Case("bad-invoke-tag", sec(f"<{D}invoke nam=\"x\">\n{IE}\n"), content=sec(f"<{D}invoke nam=\"x\">\n{IE}\n")),
+    Case("ascii-bars-are-text", "<|DSML|function_calls><|DSML|invoke name=\"get_time\"/></|DSML|function_calls>",
+         content="<|DSML|function_calls><|DSML|invoke name=\"get_time\"/></|DSML|function_calls>"),
+]

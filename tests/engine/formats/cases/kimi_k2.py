@@ -1,0 +1,46 @@
+"""Kimi K2: ``<|tool_calls_section_begin|><|tool_call_begin|>functions.NAME:IDX<|tool_call_argument_begin|>{json}...``."""
+
+from tests.engine.formats.harness import Case
+
+FAMILY = "kimi-k2"
+
+B, E = "<|tool_calls_section_begin|>", "<|tool_calls_section_end|>"
+CB, CE, AB = "<|tool_call_begin|>", "<|tool_call_end|>", "<|tool_call_argument_begin|>"
+
+
+def call(name: str, idx: int, args: str) -> str:
+    return f"{CB}functions.{name}:{idx}{AB}{args}{CE}"
+
+
+W = call("get_weather", 0, '{"city": "Paris", "days": 3}')
+PW = ("get_weather", {"city": "Paris", "days": 3})
+
+CASES = [
+    Case("single", B + W + E, calls=[PW], ids=["call00000"]),
+    Case("text-around", "Sure.\n" + B + W + E + "\nok", content="Sure.\n\nok", calls=[PW]),
+    Case("parallel", B + W + call("search", 1, '{"query": "q", "limit": "3"}') + call("get_time", 2, "{}") + E,
+         calls=[PW, ("search", {"query": "q", "limit": 3}), ("get_time", {})],
+         ids=["call00000", "call00001", "call00002"]),
+    Case("thinking-then-call", "<think>weather!</think>" + B + W + E, reasoning="weather!", calls=[PW]),
+    Case("k2-thinking-empty-think", "<think></think>" + B + W + E, calls=[PW]),
+    Case("spaced-layout", B + "\n" + W + "\n" + E, calls=[PW]),
+    Case("no-functions-prefix", B + f"{CB}get_time:0{AB}{{}}{CE}" + E, calls=[("get_time", {})]),
+    Case("numbers-stay-strings", B + call("set_port", 0, '{"port": "8080", "zip": "02139"}') + E,
+         calls=[("set_port", {"port": "8080", "zip": "02139"})]),
+    Case("unicode-escapes", B + call("set_port", 0, '{"blob": "\\u00fc \\"x\\" 東京\\n"}') + E,
+         calls=[("set_port", {"blob": 'ü "x" 東京\n'})]),
+    Case("marker-inside-argument", B + call("set_port", 0, '{"blob": "' + CE + E + B + '"}') + E,
+         calls=[("set_port", {"blob": CE + E + B})]),
+    Case("nested", B + call("search", 0, '{"query": "q", "filters": {"year": "1999"}, "tags": []}') + E,
+         calls=[("search", {"query": "q", "filters": {"year": 1999}, "tags": []})]),
+    Case("section-end-implied-at-eos", B + W, calls=[PW]),
+    Case("section-end-missing-when-cut", B + W, truncated=True, content=B + W),
+    Case("cut-mid-arguments", B + W + call("search", 1, '{"query": "q"}')[:-20], truncated=True,
+         content=B + W + call("search", 1, '{"query": "q"}')[:-20]),
+    Case("bad-id", B + f"{CB}functions.get time:0{AB}{{}}{CE}" + E,
+         content=B + f"{CB}functions.get time:0{AB}{{}}{CE}" + E),
+    Case("missing-argument-begin", B + f"{CB}functions.get_time:0{{}}{CE}" + E,
+         content=B + f"{CB}functions.get_time:0{{}}{CE}" + E),
+    Case("string-arguments", B + call("get_time", 0, '"{}"') + E, content=B + call("get_time", 0, '"{}"') + E),
+    Case("plain", "No tools needed: <|tool is text.", content="No tools needed: <|tool is text."),
+]
