@@ -42,6 +42,7 @@ from app.engine.formats.base import (
 
 # Family modules register themselves on import (order = detection and settings order).
 from app.engine.formats import qwen_xml, hermes, llama3, mistral  # noqa: E402,F401,I001  # isort: skip
+from app.engine.formats import glm, harmony, gemma4, pythonic  # noqa: E402,F401,I001  # isort: skip  (Formats II, group A)
 from app.engine.formats import deepseek, kimi  # noqa: E402,F401,I001  # isort: skip  (Formats II, group B)
 
 from app.engine.formats.detect import PROBE_CALL, PROBE_TOOLS, detect, detect_template  # noqa: E402

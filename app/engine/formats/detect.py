@@ -98,6 +98,8 @@ def call_texts(render: Render, tools: list[dict[str, Any]], name: str, arguments
             if n < len(prompt):  # the generation prompt is not a prefix: cut at a token boundary
                 while n > 0 and full[n - 1] not in _BOUNDARY:
                     n -= 1
+                while n > 0 and full[n - 1] in "<|" and full[:n].endswith(("<", "<|")):
+                    n -= 1  # never cut inside a tag's opening ("<|tool_call>" after "<|channel>")
             new = full[n:]
             cuts = [i for i in (new.find(e) for e in ends) if i != -1]
             if cuts:

@@ -1,0 +1,113 @@
+"""GLM calls (GLM-4.5, GLM-4.6, GLM-4.7, GLM-5, Poolside Laguna).
+
+``<tool_call>NAME<arg_key>K</arg_key><arg_value>V</arg_value>...</tool_call>``, in GLM-4.5's
+newline layout (``NAME\\n<arg_key>..`` with a newline after each element) or GLM-4.7/5's compact
+one. Values are raw text typed by the tool's schema (``08080`` stays a string for a string
+property); whitespace inside ``<arg_value>`` is the value's and is kept exactly. A
+``</tool_call>`` (or any other marker) inside a value does not end the call. Reasoning is a
+``<think>...</think>`` block; a GLM-4.7 reply may start inside it with no opening tag (its
+prompt ends with ``<think>``, or the model writes only ``</think>``).
+"""
+
+from __future__ import annotations
+
+import re
+
+from app.engine.formats.base import Format, ParsedCall, RegionScanner, find_marker, register
+
+__all__ = ["GlmFormat", "parse_glm_call"]
+
+OPEN = "<tool_call>"
+CLOSE = "</tool_call>"
+K_OPEN = "<arg_key>"
+K_CLOSE = "</arg_key>"
+V_OPEN = "<arg_value>"
+V_CLOSE = "</arg_value>"
+
+# A function name as tools and MCP servers spell them: no spaces, brackets, quotes or markup.
+_NAME = re.compile(r"[A-Za-z_][\w.\-:/]*")
+
+
+class _Scanner(RegionScanner):
+    """Up to ``</tool_call>``, skipping over ``<arg_value>...</arg_value>`` contents."""
+
+    def __init__(self) -> None:
+        self.in_value = False
+        self.ops = 0
+
+    def scan(self, buf: str, final: bool) -> tuple[int, bool]:
+        i = 0
+        while True:
+            markers = (V_CLOSE,) if self.in_value else (V_OPEN, CLOSE)
+            self.ops += len(buf) - i
+            pos, m, safe = find_marker(buf, markers, final, start=i)
+            if pos == -1:
+                return safe, False
+            i = pos + len(m)
+            if m == CLOSE:
+                return i, True
+            self.in_value = m == V_OPEN
+
+
+def _skip_ws(s: str, i: int) -> int:
+    while i < len(s) and s[i].isspace():
+        i += 1
+    return i
+
+
+def parse_glm_call(inner: str) -> tuple[str, dict[str, str]] | None:
+    """Strictly read ``NAME (<arg_key>K</arg_key><arg_value>V</arg_value>)*`` (whitespace between)."""
+    i = _skip_ws(inner, 0)
+    m = _NAME.match(inner, i)
+    if m is None:
+        return None
+    name = m.group(0)
+    i = m.end()
+    args: dict[str, str] = {}
+    while True:
+        i = _skip_ws(inner, i)
+        if i == len(inner):
+            return name, args
+        if not inner.startswith(K_OPEN, i):
+            return None
+        i += len(K_OPEN)
+        end = inner.find(K_CLOSE, i)
+        if end == -1:
+            return None
+        key = inner[i:end].strip()
+        if not key or "<" in key or ">" in key or key in args:
+            return None
+        i = _skip_ws(inner, end + len(K_CLOSE))
+        if not inner.startswith(V_OPEN, i):
+            return None
+        i += len(V_OPEN)
+        end = inner.find(V_CLOSE, i)
+        if end == -1:
+            return None
+        args[key] = inner[i:end]
+        i = end + len(V_CLOSE)
+
+
+class GlmFormat(Format):
+    name = "glm"
+    label = "GLM XML (GLM-4.5, GLM-4.6, GLM-4.7, GLM-5, Laguna)"
+    detail = "<tool_call>NAME<arg_key>K</arg_key><arg_value>V</arg_value></tool_call>"
+    openers = (OPEN,)
+    start_only = False
+    reasoning = ("<think>", "</think>")
+    raw_values = True
+
+    def region_scanner(self, opener: str) -> RegionScanner:
+        return _Scanner()
+
+    def parse_region(self, opener, body, *, at_end, truncated, tools):
+        if not body.endswith(CLOSE):
+            return None  # ``</tool_call>`` is plain text for GLM: a call without it was cut off
+        got = parse_glm_call(body[: -len(CLOSE)])
+        if got is None:
+            return None
+        name, args = got
+        return [ParsedCall(name, dict(args), opener + body)], ""
+
+
+register(GlmFormat())

@@ -1,0 +1,223 @@
+"""gpt-oss Harmony messages: channels, recipients, ``<|call|>``.
+
+A reply is a sequence of messages. The prompt ends with ``<|start|>assistant``, so the first
+message's header starts the reply; later ones start with ``<|start|>assistant``. A header is
+``[ to=RECIPIENT]<|channel|>CHANNEL[ to=RECIPIENT][ <|constrain|>json | json]`` and ends at
+``<|message|>``; the body ends at ``<|end|>``, ``<|call|>`` or ``<|return|>`` (or where the next
+message starts). Channel ``analysis`` is reasoning, ``final`` is content, and a message with the
+recipient ``functions.NAME`` (on ``commentary``, or any channel) is a call whose body is the JSON
+arguments. A ``commentary`` message without recipient is a preamble meant for the user: content.
+
+Streaming is channel-aware: text of the analysis channel is only ever reasoning; a call body is
+held until the message ends. ``<|call|>`` and ``<|return|>`` end generation, so a reply that stops
+normally right after a complete JSON body is a complete call; a cut (``truncated``) one is not.
+A malformed header or call is returned as content byte for byte.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from app.engine.formats.base import Format, ParsedCall, Stream, find_marker, register
+from app.engine.formats.jsonscan import loads_repaired, strip_fence
+
+__all__ = ["HarmonyFormat", "HarmonyStream", "parse_header"]
+
+START = "<|start|>"
+CHANNEL = "<|channel|>"
+MESSAGE = "<|message|>"
+CONSTRAIN = "<|constrain|>"
+END = "<|end|>"
+CALL = "<|call|>"
+RETURN = "<|return|>"
+MARKERS = (START, CHANNEL, MESSAGE, CONSTRAIN, END, CALL, RETURN)
+_BODY_END = (END, CALL, RETURN, START, CHANNEL)  # the last two begin the next message
+_MAX_HEADER = 512
+
+_RECIPIENT = r"to=([^\s<>]+)"
+_HEADER = re.compile(
+    r"\A(?:<\|start\|>[ \t]*assistant)?[ \t]*(?:" + _RECIPIENT + r"[ \t]*)?"
+    r"(?:<\|channel\|>[ \t]*([A-Za-z_]\w*))?[ \t]*(?:" + _RECIPIENT + r"[ \t]*)?"
+    r"(?:<\|constrain\|>[ \t]*)?([A-Za-z_][\w\-]*)?[ \t]*\Z"
+)
+# What a header may begin with (after leading whitespace).
+_HEADER_STARTS = (START, CHANNEL, CONSTRAIN, MESSAGE, "to=")
+
+
+def parse_header(header: str) -> tuple[str | None, str | None] | None:
+    """(channel, recipient) of a header (the text before ``<|message|>``), or None if malformed."""
+    m = _HEADER.match(header.strip())
+    if m is None:
+        return None
+    to1, channel, to2, _ctype = m.groups()
+    if to1 and to2:
+        return None
+    if not header.strip().startswith((START, CHANNEL, "to=")):
+        return None  # e.g. "json<|message|>": not a header
+    return channel, to1 or to2
+
+
+def _call_name(recipient: str) -> str | None:
+    name = recipient[len("functions."):] if recipient.startswith("functions.") else recipient
+    if not re.fullmatch(r"[A-Za-z_][\w.\-:/]*", name):
+        return None
+    return name
+
+
+# Modes of the stream.
+_HEAD = "head"  # collecting a message header
+_REASON = "reason"  # body of an analysis message
+_CONTENT = "content"  # body of a final / preamble message, or text outside messages
+_CALL = "call"  # body of a message to a recipient: held until it ends
+_DONE = "done"
+
+
+class HarmonyStream(Stream):
+    """Harmony's own machine (channels do not fit the tag-based one); same events and guarantees."""
+
+    def __init__(self, fmt: Format, tools: list[dict[str, Any]] | None, *, in_reasoning: bool = False):
+        super().__init__(fmt, tools, in_reasoning=False)
+        self._mode = _REASON if in_reasoning else _HEAD
+        self._head = ""  # header text of the current message (raw, including <|start|>)
+        self._recipient: str | None = None
+
+    def _run(self, final: bool, truncated: bool) -> None:
+        while getattr(self, "_h_" + self._mode)(final, truncated):
+            pass
+
+    def _h_done(self, final: bool, truncated: bool) -> bool:
+        return False
+
+    def _h_head(self, final: bool, truncated: bool) -> bool:
+        buf = self._buf
+        self.ops += len(buf) + 1
+        stripped = buf.lstrip()
+        if not stripped:
+            if final:
+                self._text(self._consume(len(buf)))
+                self._mode = _DONE
+            return False
+        if not stripped.startswith(_HEADER_STARTS):
+            if not final and any(s.startswith(stripped) for s in _HEADER_STARTS):
+                return False  # may still become a header
+            self._mode = _CONTENT  # not a message header: plain text
+            return True
+        pos = buf.find(MESSAGE)
+        bad = min((p for p in (buf.find(m) for m in (END, CALL, RETURN)) if p != -1), default=-1)
+        if pos != -1 and (bad == -1 or pos < bad) and pos <= _MAX_HEADER:
+            header = self._consume(pos)
+            self._consume(len(MESSAGE))
+            got = parse_header(header)
+            if got is None:
+                self._text(header + MESSAGE)
+                self._mode = _CONTENT
+                return True
+            channel, recipient = got
+            if recipient is not None:
+                self._head = header + MESSAGE
+                self._recipient = recipient
+                self._parts = []
+                self._mode = _CALL
+            elif channel == "analysis":
+                self._mode = _REASON
+            else:
+                self._mode = _CONTENT
+            return True
+        if bad != -1 or len(buf) > _MAX_HEADER or final:
+            # Not a header after all: it is text up to where a next message could begin.
+            self._mode = _CONTENT
+            if stripped.startswith(START):
+                lead = len(buf) - len(stripped)
+                self._text(self._consume(lead + len(START)))
+            elif stripped.startswith(CHANNEL):
+                lead = len(buf) - len(stripped)
+                self._text(self._consume(lead + len(CHANNEL)))
+            return True
+        return False
+
+    def _body(self, final: bool) -> tuple[str, str | None]:
+        """Text of the body up to its end marker (consumed) and the marker (None: not yet)."""
+        self.ops += len(self._buf) + 1
+        pos, m, safe = find_marker(self._buf, _BODY_END, final)
+        if pos == -1:
+            return self._consume(safe if not final else len(self._buf)), None
+        text = self._consume(pos)
+        if m in (END, CALL, RETURN):
+            self._consume(len(m))
+        return text, m
+
+    def _h_reason(self, final: bool, truncated: bool) -> bool:
+        text, m = self._body(final)
+        self._reason(text)
+        return self._after_body(m, final)
+
+    def _h_content(self, final: bool, truncated: bool) -> bool:
+        text, m = self._body(final)
+        self._text(text)
+        return self._after_body(m, final)
+
+    def _after_body(self, m: str | None, final: bool) -> bool:
+        if m is not None:
+            self._mode = _HEAD
+            return True
+        if final:
+            self._mode = _DONE
+        return False
+
+    def _h_call(self, final: bool, truncated: bool) -> bool:
+        text, m = self._body(final)
+        self._parts.append(text)
+        if m is None and not final:
+            return False
+        body = "".join(self._parts)
+        self._parts = []
+        head = self._head
+        end = m if m in (END, CALL, RETURN) else ""
+        complete = m is not None or not truncated
+        call = self._read_call(body) if complete else None
+        if call is None:
+            self._text(head + body + end)
+        else:
+            name, args = call
+            self._emit_call(ParsedCall(name, args, head + body + end))
+        self._mode = _HEAD if m is not None else _DONE
+        return m is not None
+
+    def _read_call(self, body: str) -> tuple[str, dict[str, Any]] | None:
+        name = _call_name(self._recipient or "")
+        if name is None:
+            return None
+        text = strip_fence(body.strip()).strip()
+        if not text.startswith("{"):
+            return None
+        ok, args = loads_repaired(text)
+        if not ok or not isinstance(args, dict):
+            return None
+        return name, args
+
+
+class HarmonyFormat(Format):
+    name = "harmony"
+    label = "Harmony (gpt-oss)"
+    detail = "<|channel|>commentary to=functions.NAME <|constrain|>json<|message|>{...}<|call|>"
+    openers = (START, CHANNEL)
+    start_only = False
+    reasoning = None
+
+    def opens_in_reasoning(self, prompt: str) -> bool:
+        if not isinstance(prompt, str):
+            return False
+        return prompt.rstrip().endswith(CHANNEL + "analysis" + MESSAGE)
+
+    def stream(self, tools: list[dict[str, Any]] | None, *, in_reasoning: bool = False) -> Stream:
+        return HarmonyStream(self, tools, in_reasoning=in_reasoning)
+
+    def region_scanner(self, opener: str):  # pragma: no cover - HarmonyStream has its own machine
+        raise NotImplementedError
+
+    def parse_region(self, opener, body, *, at_end, truncated, tools):  # pragma: no cover
+        return None
+
+
+register(HarmonyFormat())

@@ -1,0 +1,217 @@
+"""Pythonic calls (Llama 4, Llama 3.2 pythonic templates and similar): ``[f(a=1, b='x'), g()]``.
+
+The reply opens with a Python list of calls (after optional whitespace), or the list stands
+inside ``<|python_start|>...<|python_end|>`` anywhere in the reply (Llama 4 writes these as
+special tokens, so they are unambiguous). Arguments are keyword arguments whose values are
+Python literals (strings with escapes, numbers, ``True``/``False``/``None``, nested lists,
+tuples and dicts; JSON's ``true``/``false``/``null`` are accepted too): they become JSON values.
+The text is read with :func:`ast.parse` and a whitelist of literal nodes, never evaluated. A
+bracketed text that is not a list of calls (``[1, 2]``, ``[see docs](url)``) stays text, and so
+does a list opening anywhere but the start without ``<|python_start|>``.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from typing import Any
+
+from app.engine.formats.base import Format, ParsedCall, RegionScanner, Stream, find_marker, register
+
+__all__ = ["PythonicFormat", "parse_call_list"]
+
+PY_START = "<|python_start|>"
+PY_END = "<|python_end|>"
+_MAX_SOURCE = 200_000
+_HEAD = re.compile(r"\s*[A-Za-z_][\w.]*\s*")  # what may stand between '[' and the first '('
+_JSON_NAMES = {"true": True, "false": False, "null": None}
+
+
+class _ListScanner(RegionScanner):
+    """From just after ``[`` to its matching ``]``, aware of Python strings (and triple quotes).
+
+    Gives up early (ends the region) when the text after ``[`` cannot be the start of a call, so
+    an ordinary bracket at the start of a reply does not hold the text back.
+    """
+
+    def __init__(self, closer: str | None = None):
+        self.closer = closer  # PY_END when inside <|python_start|>: the region ends there
+        self.depth = 1 if closer is None else 0
+        self.head = "" if closer is None else None  # text between '[' and the first '('
+        self.quote = ""  # the open string's quote (', ", ''' or \"\"\"), "" when outside strings
+        self.esc = False
+        self.ops = 0
+
+    def scan(self, buf: str, final: bool) -> tuple[int, bool]:
+        i, n = 0, len(buf)
+        while i < n:
+            self.ops += 1
+            c = buf[i]
+            if self.quote:
+                if self.esc:
+                    self.esc = False
+                elif c == "\\":
+                    self.esc = True
+                elif buf.startswith(self.quote, i):
+                    i += len(self.quote)
+                    self.quote = ""
+                    continue
+                elif len(self.quote) == 3 and self.quote.startswith(buf[i:]) and not final:
+                    return i, False  # a partial closing triple quote
+                i += 1
+                continue
+            if self.head is not None:
+                if c != "(":
+                    self.head += c
+                    if not _HEAD.fullmatch(self.head) and not self.head.isspace():
+                        return i + 1, True  # not a call list
+                    i += 1
+                    continue
+                self.head = None  # the '(' itself is counted below
+            if self.closer is not None:
+                if buf.startswith(self.closer, i):
+                    return i + len(self.closer), True
+                if not final and self.closer.startswith(buf[i:]):
+                    return i, False
+                if c == "[" and self.depth == 0:
+                    self.head = ""
+            if c in "'\"":
+                if buf.startswith(c * 3, i):
+                    self.quote = c * 3
+                    i += 3
+                    continue
+                if not final and n - i < 3 and (c * 3).startswith(buf[i:]):
+                    return i, False  # '' or "' could be the start of a triple quote
+                self.quote = c
+            elif c in "([{":
+                self.depth += 1
+            elif c in ")]}":
+                self.depth -= 1
+                if self.depth <= 0 and self.closer is None:
+                    return i + 1, True
+            i += 1
+        return n, False
+
+
+class _Bad(Exception):
+    pass
+
+
+def _literal(node: ast.AST, depth: int = 0) -> Any:
+    if depth > 64:
+        raise _Bad("nested too deep")
+    if isinstance(node, ast.Constant):
+        if isinstance(node.value, (str, int, float, bool)) or node.value is None:
+            return node.value
+        raise _Bad("unsupported constant")
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)) \
+            and isinstance(node.operand, ast.Constant) and type(node.operand.value) in (int, float):
+        return -node.operand.value if isinstance(node.op, ast.USub) else node.operand.value
+    if isinstance(node, (ast.List, ast.Tuple)):
+        return [_literal(e, depth + 1) for e in node.elts]
+    if isinstance(node, ast.Dict):
+        out: dict[str, Any] = {}
+        for k, v in zip(node.keys, node.values, strict=True):
+            if k is None:
+                raise _Bad("** in a dict")
+            key = _literal(k, depth + 1)
+            if not isinstance(key, str):
+                raise _Bad("non-string key")
+            out[key] = _literal(v, depth + 1)
+        return out
+    if isinstance(node, ast.Name) and node.id in _JSON_NAMES:
+        return _JSON_NAMES[node.id]
+    raise _Bad(f"not a literal: {type(node).__name__}")
+
+
+def _dotted(node: ast.AST) -> str | None:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        base = _dotted(node.value)
+        return f"{base}.{node.attr}" if base else None
+    return None
+
+
+def parse_call_list(source: str) -> list[tuple[str, dict[str, Any], str]] | None:
+    """Read ``[f(a=1), g()]`` (or one bare call ``f(a=1)``) into (name, arguments, the call's text),
+    never evaluating anything."""
+    src = source.strip()
+    if not src or len(src) > _MAX_SOURCE:
+        return None
+    try:
+        tree = ast.parse(src, mode="eval")
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    body = tree.body
+    items = body.elts if isinstance(body, ast.List) else [body] if isinstance(body, ast.Call) else None
+    if not items:
+        return None
+    calls: list[tuple[str, dict[str, Any], str]] = []
+    try:
+        for item in items:
+            if not isinstance(item, ast.Call) or item.args:
+                return None
+            name = _dotted(item.func)
+            if name is None:
+                return None
+            args: dict[str, Any] = {}
+            for kw in item.keywords:
+                if kw.arg is None or kw.arg in args:
+                    return None
+                args[kw.arg] = _literal(kw.value)
+            calls.append((name, args, ast.get_source_segment(src, item) or src))
+    except (_Bad, RecursionError):
+        return None
+    return calls
+
+
+class _PythonicStream(Stream):
+    """The shared machine, with one addition: ``<|python_start|>`` opens a call anywhere."""
+
+    def _step_text(self, final: bool, truncated: bool) -> bool:
+        self.ops += len(self._buf)
+        pos, m, safe = find_marker(self._buf, (PY_START,), final)
+        if pos == -1:
+            self._text(self._consume(safe))
+            if final:
+                self._text(self._consume(len(self._buf)))
+            return False
+        self._text(self._consume(pos))
+        self._open_region(m)
+        return True
+
+
+class PythonicFormat(Format):
+    name = "pythonic"
+    label = "Pythonic (Llama 4)"
+    detail = "[get_weather(city='Paris'), get_time()]"
+    openers = (PY_START, "[")
+    start_only = True
+    reasoning = None
+
+    def stream(self, tools: list[dict[str, Any]] | None, *, in_reasoning: bool = False) -> Stream:
+        return _PythonicStream(self, tools, in_reasoning=in_reasoning)
+
+    def region_scanner(self, opener: str) -> RegionScanner:
+        return _ListScanner(PY_END if opener == PY_START else None)
+
+    def parse_region(self, opener, body, *, at_end, truncated, tools):
+        if opener == PY_START:
+            if body.endswith(PY_END):
+                source = body[: -len(PY_END)]
+            elif at_end and not truncated:
+                source = body  # generation stopped at its end-of-message token
+            else:
+                return None
+        else:
+            if at_end and not body.rstrip().endswith("]"):
+                return None
+            source = opener + body
+        calls = parse_call_list(source)
+        if not calls:
+            return None
+        return [ParsedCall(name, args, raw) for name, args, raw in calls], ""
+
+
+register(PythonicFormat())
