@@ -309,8 +309,8 @@ class Stream:
 
     def _step_window(self, final: bool, truncated: bool) -> bool:
         close = self.fmt.reasoning[1]
-        self.ops += len(self._buf)
         pos, _m, safe = find_marker(self._buf, (close,), final)
+        self.ops += (pos + len(close)) if pos != -1 else len(self._buf)
         if pos != -1:
             self._held.append(self._consume(pos))
             self._consume(len(close))
@@ -328,8 +328,8 @@ class Stream:
     def _step_reason(self, final: bool, truncated: bool) -> bool:
         close = self.fmt.reasoning[1]
         markers = (close,) if self.fmt.start_only else (close, *self.fmt.openers)
-        self.ops += len(self._buf)
         pos, m, safe = find_marker(self._buf, markers, final)
+        self.ops += (pos + len(m)) if pos != -1 else len(self._buf)
         if pos == -1:
             self._reason(self._consume(safe))
             if final:
@@ -346,8 +346,8 @@ class Stream:
 
     def _step_tentative(self, final: bool, truncated: bool) -> bool:
         close = self.fmt.reasoning[1]
-        self.ops += len(self._buf)
         pos, _m, safe = find_marker(self._buf, (close,), final)
+        self.ops += (pos + len(close)) if pos != -1 else len(self._buf)
         if pos != -1:
             self._held.append(self._consume(pos))
             self._consume(len(close))
@@ -393,8 +393,8 @@ class Stream:
         if self.fmt.start_only or not self.fmt.openers:
             self._text(self._consume(len(self._buf)))
             return False
-        self.ops += len(self._buf)
         pos, m, safe = find_marker(self._buf, self.fmt.openers, final)
+        self.ops += (pos + len(m)) if pos != -1 else len(self._buf)
         if pos == -1:
             self._text(self._consume(safe))
             if final:

@@ -73,8 +73,8 @@ class JsonTagScanner(RegionScanner):
                 self.state = "post"
                 continue
             # seek: plain search for the closing marker
-            self.ops += n - i
             pos, _m, safe = find_marker(buf, (close,), final, start=i)
+            self.ops += (pos + len(close) - i) if pos != -1 else n - i
             if pos != -1:
                 return pos + len(close), True
             return safe, False

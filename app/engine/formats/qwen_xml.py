@@ -28,8 +28,8 @@ class _Scanner(RegionScanner):
         i = 0
         while True:
             markers = (P_CLOSE,) if self.inside else (P_OPEN, CLOSE)
-            self.ops += len(buf) - i
             pos, m, safe = find_marker(buf, markers, final, start=i)
+            self.ops += (pos + len(m) - i) if pos != -1 else len(buf) - i
             if pos == -1:
                 return safe, False
             i = pos + len(m)

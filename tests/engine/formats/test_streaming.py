@@ -1,0 +1,167 @@
+"""Streaming specifics: holdback timing, linear cost, robustness; schema typing; the registry."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from app.engine.formats import FORMATS, fold_events, tool_format_choices
+from app.engine.formats.events import TextDelta, ToolCallDone
+from app.engine.formats.schema import type_arguments, type_value
+from tests.engine.formats.harness import TOOLS
+
+
+def _text(events) -> str:
+    return "".join(e.text for e in events if isinstance(e, TextDelta))
+
+
+def test_partial_marker_is_held_back_then_released():
+    s = FORMATS["qwen-xml"].stream(TOOLS, in_reasoning=False)
+    ev = s.feed("<think></think>Hello <tool_")
+    assert _text(ev) == "Hello "
+    ev = s.feed("box> done")
+    assert _text(ev) == "<tool_box> done"
+    assert fold_events(s.finish()).content == ""
+
+
+def test_mistral_marker_held_and_call_streams_when_complete():
+    s = FORMATS["mistral"].stream(TOOLS)
+    ev = s.feed("[THINK]x[/THINK]Sure [TOOL_CA")
+    assert _text(ev) == "Sure "
+    ev = s.feed('LLS]get_time[ARGS]{}')
+    assert [e.call.name for e in ev if isinstance(e, ToolCallDone)] == ["get_time"]
+    assert "[TOOL" not in _text(ev)
+
+
+def test_llama_reply_streams_as_text_unless_it_opens_as_a_call():
+    s = FORMATS["llama3"].stream(TOOLS)
+    assert _text(s.feed("The answer")) == "The answer"
+    s = FORMATS["llama3"].stream(TOOLS)
+    assert _text(s.feed('{"name": "get_time", "parameters": {}}')) == ""
+    assert [e.call.name for e in s.finish() if isinstance(e, ToolCallDone)] == ["get_time"]
+
+
+def test_reasoning_streams_before_the_reply_ends():
+    s = FORMATS["hermes"].stream(TOOLS, in_reasoning=True)
+    ev = s.feed("step one, step two")
+    assert "".join(e.text for e in ev if not isinstance(e, TextDelta) and hasattr(e, "text")).startswith("step one")
+
+
+@pytest.mark.parametrize("family", ["hermes", "qwen-xml", "mistral", "llama3"])
+def test_cost_is_linear_one_character_at_a_time(family):
+    """200 KB fed one character at a time: characters examined stay within a constant factor."""
+    chunk = {
+        "hermes": '<tool_call>{"name": "set_port", "arguments": {"blob": "' + "x" * 1000 + '"}}</tool_call> text < ',
+        "qwen-xml": "<tool_call>\n<function=set_port>\n<parameter=blob>\n" + "y" * 1000
+                    + "\n</parameter>\n</function>\n</tool_call> text [",
+        "mistral": '[TOOL_CALLS]set_port[ARGS]{"blob": "' + "z" * 1000 + '"} and [T',
+        "llama3": "plain words " * 100,
+    }[family]
+    text = (chunk * (200_000 // len(chunk) + 1))[:200_000]
+    for in_reasoning in (False, True):
+        s = FORMATS[family].stream(TOOLS, in_reasoning=in_reasoning)
+        events = []
+        for c in text:
+            events += s.feed(c)
+        events += s.finish()
+        assert s.ops <= 40 * len(text), f"{family}: {s.ops} characters examined for {len(text)}"
+        assert fold_events(events) == FORMATS[family].parse(text, TOOLS, in_reasoning=in_reasoning)
+
+
+def test_one_huge_call_one_character_at_a_time_is_linear():
+    text = '<tool_call>{"name": "set_port", "arguments": {"blob": "' + "a\\\"b" * 50_000 + '"}}</tool_call>'
+    s = FORMATS["hermes"].stream(TOOLS)
+    events = []
+    for c in text:
+        events += s.feed(c)
+    events += s.finish()
+    assert s.ops <= 40 * len(text)
+    assert len(fold_events(events).tool_calls) == 1
+
+
+ALPHABET = ['<tool_call>', '</tool_call>', '<think>', '</think>', '[TOOL_CALLS]', '[ARGS]', '[CALL_ID]',
+            '[THINK]', '[/THINK]', '<|python_tag|>', '<function=', '<parameter=', '</parameter>', '</function>',
+            '{', '}', '[', ']', '"', '\\', ',', ':', 'name', 'arguments', 'parameters', 'get_time', ' ', '\n',
+            'x', '1', 'true', '```']
+
+
+@pytest.mark.parametrize("family", ["hermes", "qwen-xml", "mistral", "llama3"])
+def test_random_garbage_never_raises_and_streams_like_parse(family):
+    fmt = FORMATS[family]
+    rnd = random.Random(family)
+    for _ in range(150):
+        text = "".join(rnd.choice(ALPHABET) for _ in range(rnd.randint(0, 40)))
+        for truncated in (False, True):
+            for in_reasoning in (False, True):
+                want = fmt.parse(text, TOOLS, in_reasoning=in_reasoning, truncated=truncated)
+                s = fmt.stream(TOOLS, in_reasoning=in_reasoning)
+                events = []
+                i = 0
+                while i < len(text):
+                    k = rnd.randint(1, 6)
+                    events += s.feed(text[i:i + k])
+                    i += k
+                events += s.finish(truncated=truncated)
+                assert fold_events(events) == want, text
+                used = len(want.content) + len(want.reasoning) + sum(len(c.raw) for c in want.tool_calls)
+                assert used <= len(text)
+
+
+def test_opens_in_reasoning():
+    assert FORMATS["qwen-xml"].opens_in_reasoning("<|im_start|>assistant\n<think>\n")
+    assert not FORMATS["qwen-xml"].opens_in_reasoning("<|im_start|>assistant\n<think>\n\n</think>\n\n")
+    assert not FORMATS["hermes"].opens_in_reasoning("<|im_start|>assistant\n")
+    assert FORMATS["mistral"].opens_in_reasoning("[INST]hi[/INST][THINK]")
+    assert not FORMATS["llama3"].opens_in_reasoning("<think>")
+
+
+def test_registry_entries_and_setting_choices():
+    for name in ("qwen-xml", "hermes", "llama3", "mistral"):
+        fmt = FORMATS[name]
+        assert fmt.name == name and fmt.label and fmt.detail and fmt.openers
+    assert FORMATS["llama3"].start_only and not FORMATS["hermes"].start_only
+    choices = tool_format_choices()
+    assert choices[0] == ("auto", "Automatic (from the model's template)")
+    assert choices[-1] == ("none", "No tools")
+    assert [v for v, _ in choices[1:-1]] == list(FORMATS)
+
+
+def test_feed_after_finish_is_an_error_and_finish_twice_is_empty():
+    s = FORMATS["hermes"].stream(TOOLS)
+    s.finish()
+    assert s.finish() == []
+    with pytest.raises(RuntimeError):
+        s.feed("x")
+
+
+# -- schema typing ----------------------------------------------------------------------------
+
+
+def test_raw_wire_typing():
+    schema = {"type": "object", "properties": {
+        "port": {"type": "string"}, "n": {"type": "integer"}, "x": {"type": "number"}, "b": {"type": "boolean"},
+        "o": {"type": "object"}, "a": {"type": "array"}, "u": {"anyOf": [{"type": "null"}, {"type": "integer"}]},
+        "t": {"type": ["boolean", "string"]}, "z": {"type": "null"}}}
+    got = type_arguments({"port": "8080", "n": "10", "x": "2.5", "b": "True", "o": '{"a": 1}', "a": "[1, 2]",
+                          "u": "None", "t": "false", "z": "null", "extra": "7"}, schema, raw=True)
+    assert got == {"port": "8080", "n": 10, "x": 2.5, "b": True, "o": {"a": 1}, "a": [1, 2], "u": None,
+                   "t": False, "z": None, "extra": "7"}
+
+
+def test_json_wire_typing_keeps_strings_for_string_properties():
+    schema = {"type": "object", "properties": {
+        "zip": {"type": "string"}, "flag": {"type": "string"}, "blob": {"type": "string"},
+        "n": {"type": "integer"}, "m": {"type": ["integer", "string"]}, "deep": {
+            "type": "object", "properties": {"k": {"type": "integer"}}}}}
+    got = type_arguments({"zip": "02139", "flag": "true", "blob": '{"a": 1}', "n": "10", "m": "5",
+                          "deep": {"k": "3"}}, schema)
+    assert got == {"zip": "02139", "flag": "true", "blob": '{"a": 1}', "n": 10, "m": "5", "deep": {"k": 3}}
+
+
+def test_untypable_values_are_kept_as_written():
+    assert type_value("ten", {"type": "integer"}) == "ten"
+    assert type_value("1.5", {"type": "integer"}) == "1.5"
+    assert type_value("yes", {"type": "boolean"}, raw=True) == "yes"
+    assert type_value(5, {"type": "string"}) == 5
+    assert type_value("[1,", {"type": "array"}) == "[1,"
