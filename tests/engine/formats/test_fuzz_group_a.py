@@ -1,0 +1,254 @@
+"""Property tests (hypothesis) of the glm, harmony, gemma4 and pythonic families.
+
+* Valid replies built from random parts (text, reasoning, calls with random nested arguments,
+  unicode, quotes, other families' markers inside strings) parse to exactly those parts: no
+  family marker leaks into content, and argument strings hold a marker only where the generated
+  argument did.
+* Random and mutated replies (truncated, characters inserted or deleted, markers duplicated or
+  dropped in) never raise, never invent text, and stream to the same result for random splits.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from app.engine.formats import FORMATS, fold_events
+from tests.engine.formats.harness import TOOLS
+
+FAMILIES = ("glm", "harmony", "gemma4", "pythonic")
+
+MARKERS = {
+    "glm": ("<tool_call>", "</tool_call>", "<arg_key>", "</arg_key>", "<arg_value>", "</arg_value>",
+            "<think>", "</think>"),
+    "harmony": ("<|start|>", "<|channel|>", "<|message|>", "<|constrain|>", "<|end|>", "<|call|>", "<|return|>"),
+    "gemma4": ("<|tool_call>", "<tool_call|>", '<|"|>', "<|channel>", "<channel|>", "<|tool_response>"),
+    "pythonic": ("<|python_start|>", "<|python_end|>"),
+}
+ALL_MARKERS = tuple(sorted({m for ms in MARKERS.values() for m in ms}))
+# Markers an argument string cannot hold in a family's wire (special tokens or the value's own end).
+FORBIDDEN_IN_ARGS = {
+    "glm": ("</arg_value>",),
+    "harmony": MARKERS["harmony"],
+    "gemma4": ('<|"|>',),
+    "pythonic": (),
+}
+# Without a reasoning block the shared machine watches for an orphan closing tag (GLM-4.7 replies
+# start inside reasoning), so that tag cannot stand in an argument of such a reply.
+CLOSE_TAG = {"glm": "</think>", "gemma4": "<channel|>"}
+
+SAFE_TEXT = st.text(alphabet="abcXYZ 0129.,!?-é東🌧\n", max_size=16)
+RICH_CHARS = "aZ 09\"'\\\n\t<>|{}[]():,=/é東🌧"
+RICH_TEXT = st.lists(st.one_of(st.text(alphabet=RICH_CHARS, max_size=6), st.sampled_from(ALL_MARKERS)),
+                     max_size=4).map("".join)
+KEY = st.from_regex(r"[a-z][a-z0-9_]{0,6}", fullmatch=True)
+NAME = st.from_regex(r"fz_[a-z][a-z0-9_]{0,6}", fullmatch=True)  # not in TOOLS: arguments stay as written
+
+
+def _value(strings):
+    leaf = st.one_of(strings, st.integers(-10**6, 10**6), st.booleans(), st.none(),
+                     st.floats(allow_nan=False, allow_infinity=False, width=32))
+    return st.recursive(leaf, lambda kids: st.one_of(st.lists(kids, max_size=3),
+                                                     st.dictionaries(KEY, kids, max_size=3)), max_leaves=6)
+
+
+def _has_forbidden(v: Any, forbidden: tuple[str, ...]) -> bool:
+    if isinstance(v, str):
+        return any(m in v for m in forbidden)
+    if isinstance(v, list):
+        return any(_has_forbidden(x, forbidden) for x in v)
+    if isinstance(v, dict):
+        return any(_has_forbidden(k, forbidden) or _has_forbidden(x, forbidden) for k, x in v.items())
+    return False
+
+
+# -- wire writers ---------------------------------------------------------------------------------
+
+def _gemma_value(v: Any) -> str:
+    if isinstance(v, str):
+        return '<|"|>' + v + '<|"|>'
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if v is None:
+        return "null"
+    if isinstance(v, (int, float)):
+        return repr(v)
+    if isinstance(v, list):
+        return "[" + ",".join(_gemma_value(x) for x in v) + "]"
+    return "{" + ",".join(f"{k}:{_gemma_value(x)}" for k, x in v.items()) + "}"
+
+
+def _write_call(family: str, name: str, args: dict[str, Any], rnd: random.Random, first: bool) -> str:
+    if family == "glm":
+        nl = "\n" if rnd.random() < 0.5 else ""
+        inner = "".join(f"{nl}<arg_key>{k}</arg_key>{nl}<arg_value>{v}</arg_value>" for k, v in args.items())
+        return f"<tool_call>{name}{inner}{nl}</tool_call>"
+    if family == "harmony":
+        start = "" if first else "<|start|>assistant"
+        body = json.dumps(args, ensure_ascii=rnd.random() < 0.5)
+        if rnd.random() < 0.5:
+            return f"{start}<|channel|>commentary to=functions.{name} <|constrain|>json<|message|>{body}<|call|>"
+        return f"{start} to=functions.{name}<|channel|>commentary json<|message|>{body}<|call|>"
+    if family == "gemma4":
+        return f"<|tool_call>call:{name}" + _gemma_value(args) + "<tool_call|>"
+    return f"{name}(" + ", ".join(f"{k}={v!r}" for k, v in args.items()) + ")"
+
+
+@st.composite
+def valid_replies(draw, family: str):
+    """(text, content, reasoning, calls) of a well-formed reply of ``family``."""
+    rnd = random.Random(draw(st.integers(0, 2**16)))
+    forbidden = FORBIDDEN_IN_ARGS[family]
+    with_reasoning = family != "pythonic" and draw(st.booleans())
+    if not with_reasoning and family in CLOSE_TAG:
+        forbidden = (*forbidden, CLOSE_TAG[family])
+    strings = RICH_TEXT.filter(lambda s: not any(m in s for m in forbidden))
+    if family == "glm":
+        arg_values = strings  # a raw wire: every value is text
+    else:
+        arg_values = _value(strings)
+    ncalls = draw(st.integers(0, 3))
+    calls = [(draw(NAME), draw(st.dictionaries(KEY, arg_values, max_size=3))) for _ in range(ncalls)]
+    texts = [draw(SAFE_TEXT) for _ in range(ncalls + 1)]
+    reasoning = draw(SAFE_TEXT) if with_reasoning else ""
+    if family == "pythonic":
+        listing = "[" + ", ".join(_write_call(family, n, a, rnd, False) for n, a in calls) + "]"
+        if not calls:
+            return texts[0], texts[0], "", []
+        if draw(st.booleans()):  # the list opens the reply
+            lead = draw(st.sampled_from(["", " ", "\n"]))
+            wrapped = f"<|python_start|>{listing}<|python_end|>" if draw(st.booleans()) else listing
+            return lead + wrapped + texts[1], lead + texts[1], "", calls
+        text = texts[0] + "<|python_start|>" + listing + "<|python_end|>" + texts[1]
+        return text, texts[0] + texts[1], "", calls
+    parts: list[str] = []
+    if family == "harmony":
+        if with_reasoning:
+            parts.append(f"<|channel|>analysis<|message|>{reasoning}<|end|>")
+        for i, t in enumerate(texts):
+            first = not parts
+            if t:
+                parts.append(("" if first else "<|start|>assistant") + f"<|channel|>final<|message|>{t}<|end|>")
+            if i < ncalls:
+                parts.append(_write_call(family, *calls[i], rnd, not parts))
+        return "".join(parts), "".join(texts), reasoning, calls
+    if with_reasoning:
+        parts.append("<think>" + reasoning + "</think>" if family == "glm"
+                     else "<|channel>thought" + reasoning + "<channel|>")
+    for i, t in enumerate(texts):
+        parts.append(t)
+        if i < ncalls:
+            parts.append(_write_call(family, *calls[i], rnd, False))
+    return "".join(parts), "".join(texts), reasoning, calls
+
+
+def _stream(family: str, text: str, rnd: random.Random, *, truncated: bool = False):
+    s = FORMATS[family].stream(TOOLS)
+    events: list = []
+    i = 0
+    while i < len(text):
+        k = rnd.choice((1, 1, 2, 3, 7, 20))
+        events += s.feed(text[i:i + k])
+        i += k
+    events += s.finish(truncated=truncated)
+    return fold_events(events)
+
+
+def _check_valid(family: str, sample) -> None:
+    text, content, reasoning, calls = sample
+    reply = FORMATS[family].parse(text, TOOLS)
+    assert reply.content == content, (text, reply)
+    assert reply.reasoning == reasoning, (text, reply)
+    assert [(c.name, c.arguments) for c in reply.tool_calls] == calls, (text, reply)
+    assert not any(m in reply.content for m in MARKERS[family]), (text, reply)
+    for (_name, args), call in zip(calls, reply.tool_calls, strict=True):
+        for m in ALL_MARKERS:  # a marker in a parsed argument only where the written argument had it
+            assert (m in json.dumps(call.arguments, ensure_ascii=False)) == (m in json.dumps(args, ensure_ascii=False))
+    rnd = random.Random(len(text))
+    for _ in range(2):
+        assert _stream(family, text, rnd) == reply
+
+
+MUTATION = st.tuples(st.sampled_from(("cut", "insert", "delete", "marker", "dup")), st.integers(0, 10**6),
+                     st.integers(1, 12), st.sampled_from(ALL_MARKERS + ("<", "|", ">", "{", "[", "'", '"', "\\")))
+
+
+def _mutate(text: str, mutations) -> str:
+    for op, pos, size, piece in mutations:
+        p = pos % (len(text) + 1)
+        if op == "cut":
+            text = text[:p]
+        elif op == "insert":
+            text = text[:p] + piece[:1] + text[p:]
+        elif op == "delete":
+            text = text[:p] + text[p + size:]
+        elif op == "marker":
+            text = text[:p] + piece + text[p:]
+        else:  # duplicate a marker the text has
+            present = [m for m in ALL_MARKERS if m in text]
+            if present:
+                m = present[pos % len(present)]
+                j = text.find(m)
+                text = text[:j] + m + text[j:]
+    return text
+
+
+def _check_mutated(family: str, text: str, truncated: bool) -> None:
+    fmt = FORMATS[family]
+    reply = fmt.parse(text, TOOLS, truncated=truncated)
+    for c in reply.tool_calls:
+        assert c.raw and c.raw in text and isinstance(c.arguments, dict)
+    used = len(reply.content) + len(reply.reasoning) + sum(len(c.raw) for c in reply.tool_calls)
+    assert used <= len(text), (text, reply)  # nothing invented
+    rnd = random.Random(len(text))
+    for _ in range(2):
+        assert _stream(family, text, rnd, truncated=truncated) == reply, text
+    for in_reasoning in (False, True):
+        fmt.parse(text, TOOLS, in_reasoning=in_reasoning, truncated=truncated)
+
+
+FUZZ = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                         HealthCheck.filter_too_much])
+
+
+def _valid_test(family: str):
+    @FUZZ
+    @given(valid_replies(family))
+    def test(sample):
+        _check_valid(family, sample)
+    return test
+
+
+def _mutated_test(family: str):
+    @FUZZ
+    @given(valid_replies(family), st.lists(MUTATION, min_size=1, max_size=3), st.booleans())
+    def test(sample, mutations, truncated):
+        _check_mutated(family, _mutate(sample[0], mutations), truncated)
+    return test
+
+
+def _random_test(family: str):
+    @FUZZ
+    @given(st.lists(st.one_of(st.text(alphabet=RICH_CHARS + "ab", max_size=8), st.sampled_from(ALL_MARKERS)),
+                    max_size=12).map("".join), st.booleans())
+    def test(text, truncated):
+        _check_mutated(family, text, truncated)
+    return test
+
+
+test_glm_valid_replies_parse_exactly = _valid_test("glm")
+test_glm_mutated_replies_are_safe = _mutated_test("glm")
+test_glm_random_text_is_safe = _random_test("glm")
+test_harmony_valid_replies_parse_exactly = _valid_test("harmony")
+test_harmony_mutated_replies_are_safe = _mutated_test("harmony")
+test_harmony_random_text_is_safe = _random_test("harmony")
+test_gemma4_valid_replies_parse_exactly = _valid_test("gemma4")
+test_gemma4_mutated_replies_are_safe = _mutated_test("gemma4")
+test_gemma4_random_text_is_safe = _random_test("gemma4")
+test_pythonic_valid_replies_parse_exactly = _valid_test("pythonic")
+test_pythonic_mutated_replies_are_safe = _mutated_test("pythonic")
+test_pythonic_random_text_is_safe = _random_test("pythonic")
