@@ -62,6 +62,8 @@ def engine_config_for(settings: Any, model_path: str | None) -> EngineConfig:
 
 class MainWindow(QMainWindow):
     sig_settings_saved = Signal()
+    sig_turn_done = Signal(object)  # DoneEvent, after the window has rendered the end of a turn
+    sig_model_ready = Signal(object)  # ModelInfo, after the picker shows the loaded model
 
     def __init__(self, *, history: Any = None, settings: Any = None, settings_notice: Any = None,
                  autoload: bool = True, model_path: str | Path | None = None) -> None:
@@ -329,6 +331,7 @@ class MainWindow(QMainWindow):
         self._update_format_badge()
         self.stat_ctx.setText(f"context 0 / {info.n_ctx}")
         self._update_send_button()
+        self.sig_model_ready.emit(info)
 
     def _update_format_badge(self) -> None:
         info = self.model_info
@@ -586,6 +589,7 @@ class MainWindow(QMainWindow):
         if self.approval_dialog is not None:
             self.approval_dialog.reject()
         self._set_busy(False)
+        self.sig_turn_done.emit(ev)
 
     def _on_worker_error(self, message: str) -> None:
         if self.loading_path is not None:

@@ -490,7 +490,9 @@ class EngineWorker(QObject):
                                  content=text, reasoning=reasoning or None, error=done.error)
             else:
                 h.truncate_after(cid, partial.position - 1)
-                for m in list(self.session.messages)[n_before:]:
+                msgs = list(self.session.messages)
+                last_user = max((i for i, m in enumerate(msgs) if getattr(m, "role", None) == "user"), default=-1)
+                for m in msgs[last_user + 1:]:
                     d = m.to_dict() if hasattr(m, "to_dict") else dict(m)
                     calls = []
                     for tc in d.get("tool_calls") or []:

@@ -1,0 +1,85 @@
+"""UI fixtures: offscreen Qt, the real MainWindow on a scripted (or tiny) real GGUF."""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+from collections.abc import Callable  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import pytest  # noqa: E402
+
+from tests.ui.scripted_gguf import CHATML, streaming_script, write_scripted_gguf  # noqa: E402
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "chat_templates"
+QWEN25 = (FIXTURES / "Qwen-Qwen2.5-7B-Instruct.jinja").read_text(encoding="utf-8")
+
+
+def call_token(name: str, arguments: str) -> str:
+    """The whole Hermes tool call as one user-defined token of a scripted model."""
+    return f'<tool_call>\n{{"name": "{name}", "arguments": {arguments}}}\n</tool_call>'
+
+
+@pytest.fixture
+def streaming_model(tmp_path) -> Path:
+    """ChatML without tools: streams "abc...z abc...z" forever (never EOS)."""
+    return write_scripted_gguf(tmp_path / "stream.gguf", chat_template=CHATML, script=streaming_script(),
+                               default_next="a")
+
+
+@pytest.fixture
+def tool_model(tmp_path) -> Callable[..., Path]:
+    """Qwen 2.5's real template (Hermes family): the first reply is one tool call, the next one
+    (after the tool result) is the text ``answer``."""
+
+    def make(name: str, arguments: str, answer: str = "The tool answered.") -> Path:
+        call = call_token(name, arguments)
+        # The scripted model keys on the prompt's last token: the generation prompt's "\n" gives
+        # the call, and the call token ends the turn. So that the round after the tool result can
+        # say something else, the generation prompt after a tool message ends in a marker token.
+        template = QWEN25.replace(
+            "{{- '<|im_start|>assistant\\n' }}",
+            "{{- '<|im_start|>assistant\\n' }}{%- if messages[-1].role == 'tool' %}{{- '<|tool_done|>' }}{%- endif %}",
+        )
+        assert template != QWEN25
+        return write_scripted_gguf(
+            tmp_path / f"tool-{name}.gguf",
+            chat_template=template,
+            control_tokens=["<|im_start|>", "<|im_end|>", "<|endoftext|>"],
+            user_tokens=[call, "<|tool_done|>", answer],
+            eos="<|im_end|>",
+            script={"\n": call, call: "<|im_end|>", "<|tool_done|>": answer, answer: "<|im_end|>"},
+            default_next="\n",
+        )
+
+    return make
+
+
+@pytest.fixture
+def make_window(qtbot) -> Callable[..., object]:
+    """``make_window(model_path, **settings)``: the real window with its worker; waits for the load."""
+    from app.storage.history import History
+    from app.storage.settings import Settings, save_settings
+    from app.ui.main_window import MainWindow
+
+    windows = []
+
+    def make(model_path: Path | None, *, settings: Settings | None = None, wait_loaded: bool = True,
+             history: History | None = None) -> MainWindow:
+        s = settings or Settings()
+        save_settings(s)
+        w = MainWindow(settings=s, history=history or History(), autoload=model_path is not None,
+                       model_path=model_path)
+        windows.append(w)
+        qtbot.addWidget(w)
+        w.resize(1100, 700)
+        w.show()
+        if model_path is not None and wait_loaded:
+            qtbot.waitUntil(lambda: w.model_info is not None, timeout=30_000)
+        return w
+
+    yield make
+    for w in windows:
+        w.shutdown()

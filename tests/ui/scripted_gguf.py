@@ -1,0 +1,137 @@
+"""A real llama-architecture GGUF whose next token depends only on the current one.
+
+UI tests need a real model that says something *known*: a long stream that never hits
+EOS, or a tool call the Hermes parser recognises. This writer builds the same byte-level
+vocabulary as ``tests.support.tiny_gguf`` (ids 0-255 bytes, then control tokens, then
+user tokens) with weights that make llama.cpp compute a bigram table:
+
+* every attention and feed-forward output matrix is zero, so each block adds nothing and
+  the last hidden state is the current token's embedding;
+* each token in ``script`` has a one-hot embedding in its own dimension; every other token
+  shares dimension 0; the output matrix maps dimension ``i`` to the logit of the scripted
+  successor with a margin so large that any sampler settings pick it.
+
+So ``script={"\\n": "<tool_call>..."}`` makes the model answer a ChatML prompt (which
+ends in ``assistant\\n``) with that token, whatever the conversation says. Qt-free.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+import numpy as np
+
+from tests.support.tiny_gguf import TinySpec, byte_to_unicode
+
+__all__ = ["write_scripted_gguf", "CYCLE"]
+
+_B2U = byte_to_unicode()
+CYCLE = "abcdefghijklmnopqrstuvwxyz "
+
+
+def _token_text(spec: TinySpec, token: str) -> str:
+    """A token given as its text: a special / user token, or one byte (a one-byte character)."""
+    if token in spec.tokens[256:]:
+        return token
+    data = token.encode("utf-8")
+    if len(data) != 1:
+        raise ValueError(f"{token!r} is neither a special token nor a single byte")
+    return _B2U[data[0]]
+
+
+def write_scripted_gguf(
+    path: str | Path,
+    *,
+    chat_template: str,
+    script: Mapping[str, str],
+    default_next: str,
+    control_tokens: Iterable[str] = ("<|im_start|>", "<|im_end|>"),
+    user_tokens: Iterable[str] = (),
+    bos: str | None = None,
+    eos: str = "<|im_end|>",
+    embedding_length: int = 64,
+    margin: float = 6.0,
+    name: str = "scripted-test-model",
+) -> Path:
+    """Write the model: after token ``k`` it says ``script[k]``; after any other token ``default_next``."""
+    import gguf
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    control = list(control_tokens)
+    for special in (bos, eos):
+        if special is not None and special not in control:
+            control.append(special)
+    spec = TinySpec(control, user_tokens)
+    n_vocab = len(spec.tokens)
+    d = embedding_length
+    if len(script) + 1 > d:
+        raise ValueError(f"a script of {len(script)} entries needs embedding_length > {len(script)}")
+
+    ids = {t: i for i, t in enumerate(spec.tokens)}
+    embd = np.zeros((n_vocab, d), dtype=np.float32)
+    embd[:, 0] = 1.0
+    out = np.zeros((n_vocab, d), dtype=np.float32)
+    out[ids[_token_text(spec, default_next)], 0] = margin
+    for dim, (cur, nxt) in enumerate(script.items(), start=1):
+        i = ids[_token_text(spec, cur)]
+        embd[i, :] = 0.0
+        embd[i, dim] = 1.0
+        out[ids[_token_text(spec, nxt)], dim] = margin
+
+    w = gguf.GGUFWriter(str(path), "llama")
+    w.add_name(name)
+    w.add_context_length(4096)
+    w.add_embedding_length(d)
+    w.add_block_count(1)
+    w.add_feed_forward_length(2 * d)
+    w.add_head_count(4)
+    w.add_head_count_kv(4)
+    w.add_layer_norm_rms_eps(1e-5)
+    w.add_rope_dimension_count(d // 4)
+    w.add_vocab_size(n_vocab)
+    w.add_file_type(gguf.LlamaFileType.ALL_F32)
+    w.add_tokenizer_model("gpt2")
+    w.add_tokenizer_pre("default")
+    w.add_token_list(spec.tokens)
+    w.add_token_types(spec.types)
+    w.add_token_merges([f"{_B2U[1]} {_B2U[2]}"])
+    if bos is not None:
+        w.add_bos_token_id(spec.id_of(bos))
+        w.add_add_bos_token(False)
+    w.add_eos_token_id(spec.id_of(eos))
+    w.add_chat_template(chat_template)
+
+    w.add_tensor("token_embd.weight", embd)
+    w.add_tensor("output_norm.weight", np.ones(d, dtype=np.float32))
+    w.add_tensor("output.weight", out)
+    zeros = np.zeros((d, d), dtype=np.float32)
+    eye = np.eye(d, dtype=np.float32)
+    w.add_tensor("blk.0.attn_norm.weight", np.ones(d, dtype=np.float32))
+    w.add_tensor("blk.0.attn_q.weight", eye)
+    w.add_tensor("blk.0.attn_k.weight", eye)
+    w.add_tensor("blk.0.attn_v.weight", eye)
+    w.add_tensor("blk.0.attn_output.weight", zeros)
+    w.add_tensor("blk.0.ffn_norm.weight", np.ones(d, dtype=np.float32))
+    w.add_tensor("blk.0.ffn_gate.weight", np.zeros((2 * d, d), dtype=np.float32))
+    w.add_tensor("blk.0.ffn_up.weight", np.zeros((2 * d, d), dtype=np.float32))
+    w.add_tensor("blk.0.ffn_down.weight", np.zeros((d, 2 * d), dtype=np.float32))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    return path
+
+
+CHATML = (
+    "{%- for m in messages -%}"
+    "{{ '<|im_start|>' + m['role'] + '\\n' + (m['content'] or '') + '<|im_end|>\\n' }}"
+    "{%- endfor -%}"
+    "{%- if add_generation_prompt -%}{{ '<|im_start|>assistant\\n' }}{%- endif -%}"
+)
+
+
+def streaming_script() -> dict[str, str]:
+    """After the prompt's last ``\\n``: the alphabet and a space, round and round (no EOS ever)."""
+    return {c: CYCLE[(i + 1) % len(CYCLE)] for i, c in enumerate(CYCLE)}
