@@ -2,7 +2,8 @@
 
     python -m app chat --model PATH [--tool-format F] [--tools builtin|none] [--max-tokens N]
                        [--json] [--n-ctx N] [--gpu-layers N] [--threads N] [--system TEXT]
-                       [--workspace DIR] [--yes] [--temperature T] [--seed N] "prompt"
+                       [--workspace DIR] [--yes] [--temperature T] [--seed N]
+                       [--grammar-file FILE] "prompt"
     python -m app inspect PATH [--json]
 
 ``chat`` streams the reply to stdout; notices, tool calls and the summary go to stderr.
@@ -52,6 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
     chat.add_argument("--system", default=None, help="system prompt")
     chat.add_argument("--temperature", type=float, default=None)
     chat.add_argument("--seed", type=int, default=None)
+    chat.add_argument("--grammar-file", default=None, help="GBNF grammar constraining the reply")
     chat.add_argument("--json", action="store_true", help="one JSON event per line")
 
     inspect = sub.add_parser("inspect", help="print a GGUF's metadata and detected tool format")
@@ -137,6 +139,14 @@ def _chat(args: argparse.Namespace) -> int:
     if args.max_tokens < 1:
         _err("error: --max-tokens must be at least 1")
         return 2
+    grammar = None
+    if args.grammar_file:
+        try:
+            with open(args.grammar_file, encoding="utf-8") as fh:
+                grammar = fh.read()
+        except (OSError, UnicodeDecodeError) as exc:
+            _err(f"error: cannot read the grammar file {args.grammar_file}: {exc}")
+            return 2
     try:
         model = load_model(args.model, n_ctx=args.n_ctx, n_gpu_layers=args.gpu_layers, n_threads=args.threads)
     except ModelLoadError as exc:
@@ -162,7 +172,7 @@ def _chat(args: argparse.Namespace) -> int:
     try:
         session = ChatSession(model, tool_format=args.tool_format, registry=registry, dispatcher=dispatcher,
                               system_prompt=args.system, sampling=sampling or None,
-                              max_rounds=args.max_rounds, max_tokens=args.max_tokens)
+                              max_rounds=args.max_rounds, max_tokens=args.max_tokens, grammar=grammar)
     except ValueError as exc:
         _err(f"error: {exc}")
         return 2

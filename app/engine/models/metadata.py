@@ -8,6 +8,7 @@ the file. Any problem raises :class:`GGUFMetadataError` naming the file and the 
 from __future__ import annotations
 
 import os
+import threading
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -104,9 +105,38 @@ def _quant_name(file_type: int | None, tensor_types: dict[str, int]) -> str:
     return "unknown"
 
 
+_CACHE: dict[tuple[str, int, int], GGUFMetadata] = {}
+_CACHE_LOCK = threading.Lock()
+_CACHE_MAX = 64
+
+
 def read_metadata(path: str | os.PathLike[str]) -> GGUFMetadata:
-    """Read and check ``path``; raise :class:`GGUFMetadataError` if it is not a sound GGUF."""
+    """Read and check ``path``; raise :class:`GGUFMetadataError` if it is not a sound GGUF.
+
+    Results are cached by (path, size, modification time): the gguf reader walks every
+    token string of a large vocabulary, which takes seconds for a 262k-token model.
+    """
     p = Path(path)
+    try:
+        st = p.stat()
+        key = (str(p.resolve()), st.st_size, st.st_mtime_ns)
+    except OSError:
+        key = None
+    if key is not None:
+        with _CACHE_LOCK:
+            hit = _CACHE.get(key)
+        if hit is not None:
+            return hit
+    meta = _read_metadata(p)
+    if key is not None:
+        with _CACHE_LOCK:
+            if len(_CACHE) >= _CACHE_MAX:
+                _CACHE.pop(next(iter(_CACHE)))
+            _CACHE[key] = meta
+    return meta
+
+
+def _read_metadata(p: Path) -> GGUFMetadata:
     if not p.exists():
         raise GGUFMetadataError(p, "file not found")
     if not p.is_file():
