@@ -44,12 +44,13 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from app.engine.formats.base import Format, ParsedCall, RegionScanner, find_marker, register
+from app.engine.formats.base import Format, ParsedCall, RegionScanner, register
 from app.engine.formats.jsonscan import JsonScanner, loads_repaired
 from app.engine.formats.schema import schema_types, tool_schemas
 
 __all__ = [
     "DeepSeekDsmlFormat",
+    "first_marker",
     "DeepSeekV3Format",
     "DeepSeekV31Format",
     "DsmlScanner",
@@ -66,6 +67,32 @@ THINK = ("<think>", "</think>")
 _FENCE = "```"
 # A tool name: no whitespace, no markup or JSON punctuation.
 NAME = r"[^\s<>{}\[\]\"'`｜|,:]+(?::[^\s<>{}\[\]\"'`｜|,:]+)*"
+
+
+def first_marker(buf: str, markers: tuple[str, ...], start: int, final: bool,
+                 end: int | None = None) -> tuple[int, str | None, int]:
+    """Earliest of ``markers`` in ``buf[start:end]``, looking no further than the nearest one.
+
+    Returns ``(pos, marker, pos)`` or ``(-1, None, safe)`` where ``buf[:safe]`` holds no part of a
+    marker (a partial marker at the very end is held back unless ``final`` or ``end`` is given).
+    The markers must not contain one another, so the earliest complete one is final.
+    """
+    n = len(buf) if end is None else end
+    best, found = -1, None
+    for m in markers:
+        p = buf.find(m, start, n if best == -1 else best + len(m) - 1)
+        if p != -1 and (best == -1 or p < best):
+            best, found = p, m
+    if best != -1:
+        return best, found, best
+    if final or end is not None:
+        return -1, None, n
+    maxlen = max(len(m) for m in markers)
+    for s in range(max(start, n - maxlen + 1), n):
+        tail = buf[s:]
+        if any(m.startswith(tail) for m in markers):
+            return -1, None, s
+    return -1, None, n
 
 
 class JsonCallSection(RegionScanner):
@@ -127,18 +154,20 @@ class JsonCallSection(RegionScanner):
                 self.state = "seek"
                 continue
             if st == "header":
-                self.ops += n - i
-                pos, m, safe = find_marker(buf, ("{", cb, ce, se), final, start=i)
-                if pos == -1:
-                    return self._ret(n if final else safe, False)
-                i = pos
-                if m == "{":
-                    self.json_start = self.base + i
-                    self.json = JsonScanner()
-                    self.state = "json"
-                else:
+                j = buf.find("{", i)
+                pos, _m, safe = first_marker(buf, (cb, ce, se), i, final, None if j == -1 else j)
+                self.ops += (safe if pos == -1 else pos) - i + 1
+                if pos != -1:
+                    i = pos
                     self.bad = True
                     self.state = "seek"
+                    continue
+                if j == -1:
+                    return self._ret(safe, False)
+                i = j
+                self.json_start = self.base + i
+                self.json = JsonScanner()
+                self.state = "json"
                 continue
             if st == "json":
                 before = self.json.ops
@@ -151,8 +180,8 @@ class JsonCallSection(RegionScanner):
                 self.state = "post"
                 continue
             # seek: a plain search for the section's end
-            self.ops += n - i
-            pos, _m, safe = find_marker(buf, (se,), final, start=i)
+            pos, _m, safe = first_marker(buf, (se,), i, final)
+            self.ops += (safe if pos == -1 else pos) - i + 1
             if pos != -1:
                 self.state = "done"
                 return self._ret(pos + len(se), True)
@@ -311,9 +340,9 @@ class DsmlScanner(RegionScanner):
                 i += len(hit)
                 continue
             if st in ("invoke_head", "param_head"):
-                self.ops += n - i
                 hit = _HEAD_END.search(buf, i)
                 j = -1 if hit is None else hit.start()
+                self.ops += (n if j == -1 else j) - i + 1
                 if j != -1 and buf[j] == "<":
                     self._fail()  # markup inside the tag: not a DSML tag
                     i = j
@@ -373,8 +402,8 @@ class DsmlScanner(RegionScanner):
                 self.state = "value"
                 continue
             if st == "value":
-                self.ops += n - i
-                pos, _m, safe = find_marker(buf, (PARAM_END,), final, start=i)
+                pos, _m, safe = first_marker(buf, (PARAM_END,), i, final)
+                self.ops += (safe if pos == -1 else pos) - i + 1
                 if pos == -1:
                     end = n if final else safe
                     self.vparts.append(buf[i:end])
@@ -386,8 +415,8 @@ class DsmlScanner(RegionScanner):
                 self.state = "invoke"
                 continue
             # seek
-            self.ops += n - i
-            pos, _m, safe = find_marker(buf, (self.close,), final, start=i)
+            pos, _m, safe = first_marker(buf, (self.close,), i, final)
+            self.ops += (safe if pos == -1 else pos) - i + 1
             if pos != -1:
                 self.state = "done"
                 return self._ret(pos + len(self.close), True)

@@ -35,8 +35,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from app.engine.formats.base import Format, ParsedCall, RegionScanner, find_marker, register
-from app.engine.formats.deepseek import NAME, THINK, JsonCallSection, read_json_section
+from app.engine.formats.base import Format, ParsedCall, RegionScanner, register
+from app.engine.formats.deepseek import NAME, THINK, JsonCallSection, first_marker, read_json_section
 from app.engine.formats.jsonscan import JsonScanner, loads_repaired
 
 __all__ = ["K3Scanner", "KimiK2Format", "KimiK3Format"]
@@ -107,8 +107,8 @@ class K3Scanner(RegionScanner):
         while i < n:
             st = self.state
             if st in ("head", "arg_head"):
-                self.ops += n - i
-                pos, m, safe = find_marker(buf, (SEP, OPEN, CLOSE), final, start=i)
+                pos, m, safe = first_marker(buf, (SEP, OPEN, CLOSE), i, final)
+                self.ops += (safe if pos == -1 else pos) - i + 1
                 if pos == -1:
                     end = n if final else safe
                     self.parts.append(buf[i:end])
@@ -177,8 +177,8 @@ class K3Scanner(RegionScanner):
                 self.state = "value"
                 continue
             if st == "value":
-                self.ops += n - i
-                pos, _m, safe = find_marker(buf, (CLOSE,), final, start=i)
+                pos, _m, safe = first_marker(buf, (CLOSE,), i, final)
+                self.ops += (safe if pos == -1 else pos) - i + 1
                 if pos == -1:
                     end = n if final else safe
                     self.parts.append(buf[i:end])
@@ -190,8 +190,8 @@ class K3Scanner(RegionScanner):
                 self.state = "between"
                 continue
             # seek: the region ends at the next <|close|>
-            self.ops += n - i
-            pos, _m, safe = find_marker(buf, (CLOSE,), final, start=i)
+            pos, _m, safe = first_marker(buf, (CLOSE,), i, final)
+            self.ops += (safe if pos == -1 else pos) - i + 1
             if pos != -1:
                 self.state = "done"
                 return pos + len(CLOSE), True
