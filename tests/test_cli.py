@@ -54,13 +54,13 @@ def test_chat_streams_a_reply_and_json_events(tmp_path, qwen3_tiny):
     grammar = tmp_path / "reply.gbnf"
     grammar.write_text('root ::= "Hello from the engine."\n')
     proc = run_app("chat", "--model", str(qwen3_tiny), "--grammar-file", str(grammar), "--threads", "1",
-                   "--n-ctx", "1024", "hi")
+                   "--n-ctx", "4096", "hi")
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "Hello from the engine."
     assert "[done] stop" in proc.stderr
 
     proc = run_app("chat", "--model", str(qwen3_tiny), "--grammar-file", str(grammar), "--threads", "1",
-                   "--n-ctx", "1024", "--json", "--tools", "none", "hi")
+                   "--n-ctx", "4096", "--json", "--tools", "none", "hi")
     assert proc.returncode == 0, proc.stderr
     events = [json.loads(line) for line in proc.stdout.splitlines()]
     assert "".join(e["text"] for e in events if e["type"] == "text") == "Hello from the engine."
@@ -72,7 +72,7 @@ def test_chat_max_tokens_and_tool_format_none(tmp_path, qwen3_tiny):
     grammar = tmp_path / "g.gbnf"
     grammar.write_text('root ::= "abcdefghijklmnopqrstuvwxyz"\n')
     proc = run_app("chat", "--model", str(qwen3_tiny), "--grammar-file", str(grammar), "--max-tokens", "5",
-                   "--tool-format", "none", "--json", "--threads", "1", "--n-ctx", "1024", "hi")
+                   "--tool-format", "none", "--json", "--threads", "1", "--n-ctx", "4096", "hi")
     events = [json.loads(line) for line in proc.stdout.splitlines()]
     assert not [e for e in events if e["type"] == "notice"]
     assert events[-1]["finish_reason"] == "length" and events[-1]["generated_tokens"] == 5
@@ -84,7 +84,7 @@ def test_chat_errors_are_clear(tmp_path, qwen3_tiny):
     bad = tmp_path / "bad.gbnf"
     bad.write_text('root ::= "unterminated\n')
     proc = run_app("chat", "--model", str(qwen3_tiny), "--grammar-file", str(bad), "--threads", "1",
-                   "--n-ctx", "1024", "hi")
+                   "--n-ctx", "4096", "hi")
     assert proc.returncode == 1 and "grammar" in proc.stderr and "Traceback" not in proc.stderr
     proc = run_app("chat", "--model", str(qwen3_tiny), "--tool-format", "klingon", "hi")
     assert proc.returncode == 2 and "klingon" in proc.stderr

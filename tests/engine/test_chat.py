@@ -80,7 +80,7 @@ FAMILIES = [
         None, "<|im_end|>",
         call=["I should add them.\n</think>\n\n<tool_call>\n<function=add>\n<parameter=a>\n2\n</parameter>\n"
               "<parameter=b>\n3\n</parameter>\n</function>\n</tool_call>"],
-        answer=["Done.\n</think>\n\nThe sum is 5."],
+        answer=["</think>\n\nThe sum is 5."],
         result_in_prompt="<tool_response>\n5\n</tool_response>",
         reasoning="I should add them.",
     ),
@@ -91,7 +91,7 @@ FAMILIES = [
         "<|begin_of_text|>", "<|eot_id|>",
         call=[("tok", "<|python_tag|>"), '{"name": "add", "parameters": {"a": 2, "b": "3"}}'],
         answer=["The sum is 5."],
-        result_in_prompt="<|start_header_id|>ipython<|end_header_id|>\n\n5<|eot_id|>",
+        result_in_prompt='<|start_header_id|>ipython<|end_header_id|>\n\n"5"<|eot_id|>',  # the template writes content with tojson
     ),
     Family(
         "mistral", "mistralai-Mistral-Nemo-Instruct-2407.jinja",
