@@ -38,6 +38,8 @@ __all__ = [
     "DEFAULT_MAX_ROUNDS",
     "TOOL_FORMAT_SETTING",
     "ChatSession",
+    "Message",
+    "ToolCallRecord",
     "detect_model_format",
     "detect_source_format",
     "resolve_tool_format",
