@@ -81,6 +81,9 @@ class HarmonyStream(Stream):
         self._mode = _REASON if in_reasoning else _HEAD
         self._head = ""  # header text of the current message (raw, including <|start|>)
         self._recipient: str | None = None
+        # Where text that turns out not to be a header goes: back into an analysis body that a
+        # stray <|start|> / <|channel|> interrupted (never content), else content.
+        self._resume = _CONTENT
 
     def _run(self, final: bool, truncated: bool) -> None:
         while getattr(self, "_h_" + self._mode)(final, truncated):
@@ -95,13 +98,13 @@ class HarmonyStream(Stream):
         stripped = buf.lstrip()
         if not stripped:
             if final:
-                self._text(self._consume(len(buf)))
+                self._fallback(self._consume(len(buf)))
                 self._mode = _DONE
             return False
         if not stripped.startswith(_HEADER_STARTS):
             if not final and any(s.startswith(stripped) for s in _HEADER_STARTS):
                 return False  # may still become a header
-            self._mode = _CONTENT  # not a message header: plain text
+            self._mode = self._resume  # not a message header: text of the current sink
             return True
         pos = buf.find(MESSAGE)
         bad = min((p for p in (buf.find(m) for m in (END, CALL, RETURN)) if p != -1), default=-1)
@@ -110,10 +113,10 @@ class HarmonyStream(Stream):
             self._consume(len(MESSAGE))
             got = parse_header(header)
             if got is None:
-                self._text(header + MESSAGE)
-                self._mode = _CONTENT
+                self._fallback(header + MESSAGE)
                 return True
             channel, recipient = got
+            self._resume = _CONTENT
             if recipient is not None:
                 self._head = header + MESSAGE
                 self._recipient = recipient
@@ -126,15 +129,19 @@ class HarmonyStream(Stream):
             return True
         if bad != -1 or len(buf) > _MAX_HEADER or final:
             # Not a header after all: it is text up to where a next message could begin.
-            self._mode = _CONTENT
-            if stripped.startswith(START):
-                lead = len(buf) - len(stripped)
-                self._text(self._consume(lead + len(START)))
-            elif stripped.startswith(CHANNEL):
-                lead = len(buf) - len(stripped)
-                self._text(self._consume(lead + len(CHANNEL)))
+            lead = len(buf) - len(stripped)
+            marker = START if stripped.startswith(START) else CHANNEL if stripped.startswith(CHANNEL) else ""
+            self._fallback(self._consume(lead + len(marker)))
             return True
         return False
+
+    def _fallback(self, text: str) -> None:
+        """Text that is not a header: it stays in the sink it interrupted."""
+        if self._resume == _REASON:
+            self._reason(text)
+        else:
+            self._text(text)
+        self._mode = self._resume
 
     def _body(self, final: bool) -> tuple[str, str | None]:
         """Text of the body up to its end marker (consumed) and the marker (None: not yet)."""
@@ -150,11 +157,13 @@ class HarmonyStream(Stream):
     def _h_reason(self, final: bool, truncated: bool) -> bool:
         text, m = self._body(final)
         self._reason(text)
+        self._resume = _REASON if m in (START, CHANNEL) else _CONTENT
         return self._after_body(m, final)
 
     def _h_content(self, final: bool, truncated: bool) -> bool:
         text, m = self._body(final)
         self._text(text)
+        self._resume = _CONTENT
         return self._after_body(m, final)
 
     def _after_body(self, m: str | None, final: bool) -> bool:
