@@ -11,7 +11,7 @@ import json
 import time
 from typing import Any
 
-from PySide6.QtCore import QEvent, Qt, QTimer, QUrl, Signal
+from PySide6.QtCore import Qt, QTimer, QUrl, Signal
 from PySide6.QtGui import QGuiApplication, QKeyEvent, QTextOption
 from PySide6.QtWidgets import (
     QFrame,
@@ -52,7 +52,7 @@ class ComposeEdit(QPlainTextEdit):
         self.setObjectName("compose")
         self.setPlaceholderText("Message the model…  (Enter sends, Shift+Enter new line)")
         self.setTabChangesFocus(True)
-        self.setMaximumHeight(120)
+        self.setFixedHeight(76)
 
     def keyPressEvent(self, e: QKeyEvent) -> None:  # noqa: N802 (Qt API)
         if e.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter):
@@ -568,9 +568,6 @@ class ChatView(QScrollArea):
         users = self.user_messages()
         if msg in users:
             self.sig_edit_resend.emit(users.index(msg), text)
-
-    def event(self, e: QEvent) -> bool:  # palette changes re-render code colours on next flush
-        return super().event(e)
 
 
 def pretty_json(value: Any) -> str:

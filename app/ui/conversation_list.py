@@ -32,7 +32,7 @@ class ConversationList(QWidget):
         self.setObjectName("conversationList")
         lay = QVBoxLayout(self)
         lay.setContentsMargins(6, 6, 6, 6)
-        self.btn_new = QPushButton("＋ New chat")
+        self.btn_new = QPushButton("+ New chat")
         self.btn_new.setObjectName("newChat")
         self.btn_new.setToolTip("New chat (Ctrl+N)")
         self.btn_new.clicked.connect(self.sig_new.emit)

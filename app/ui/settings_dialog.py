@@ -162,7 +162,10 @@ class SettingsDialog(QDialog):
 
         # -- Chat ----------------------------------------------------------------------------
         chat = QWidget()
-        f = QFormLayout(chat)
+        outer = QVBoxLayout(chat)
+        f = QFormLayout()
+        outer.addLayout(f)
+        outer.addStretch(1)
         self.tool_format = QComboBox()
         self.tool_format.setObjectName("chat.tool_format")
         for value, label in format_choices():
@@ -198,7 +201,10 @@ class SettingsDialog(QDialog):
 
         # -- Model ---------------------------------------------------------------------------
         model = QWidget()
-        f = QFormLayout(model)
+        outer = QVBoxLayout(model)
+        f = QFormLayout()
+        outer.addLayout(f)
+        outer.addStretch(1)
         self.context_length = _ispin(256, 1_048_576)
         self.context_length.setSingleStep(1024)
         self.context_length.setValue(self.settings.model.context_length)
@@ -216,7 +222,10 @@ class SettingsDialog(QDialog):
 
         # -- Tools ---------------------------------------------------------------------------
         tools = QWidget()
-        f = QFormLayout(tools)
+        outer = QVBoxLayout(tools)
+        f = QFormLayout()
+        outer.addLayout(f)
+        outer.addStretch(1)
         self.workspace = QLineEdit(self.settings.tools.workspace or "")
         self.workspace.setPlaceholderText("folder the file tools may read and write")
         f.addRow("Workspace folder", self._with_browse(self.workspace, folder=True))

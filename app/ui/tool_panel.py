@@ -9,7 +9,6 @@ from typing import Any
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
-    QLabel,
     QListWidget,
     QListWidgetItem,
     QSplitter,
@@ -64,9 +63,6 @@ class ToolCallPanel(QWidget):
         self.setObjectName("toolPanel")
         lay = QVBoxLayout(self)
         lay.setContentsMargins(6, 6, 6, 6)
-        title = QLabel("Tool calls")
-        title.setObjectName("panelTitle")
-        lay.addWidget(title)
         split = QSplitter(Qt.Orientation.Vertical)
         self.list = QListWidget()
         self.list.setObjectName("toolList")

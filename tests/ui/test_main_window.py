@@ -375,3 +375,21 @@ def test_quit_during_generation_stops_cleanly(qtbot, make_window, streaming_mode
     assert not w.worker.thread_handle.isRunning()
     msgs = w.history.load_conversation(w.conversation_id).messages
     assert msgs[-1].status in ("interrupted", "complete")
+
+
+def test_partial_reply_is_saved_while_streaming(qtbot, make_window, streaming_model):
+    """A reply in progress is in the database (status streaming) before it ends, so a killed app
+    keeps what was shown; History marks it interrupted on the next start."""
+    w = make_window(streaming_model, settings=_settings(max_tokens=3900))
+    w.worker.PARTIAL_SAVE_S = 0.0  # save at every delta
+    w.compose.setPlainText("long")
+    assert w.send()
+    cid = w.conversation_id
+
+    def partial_saved() -> bool:
+        msgs = w.history.load_conversation(cid).messages
+        return len(msgs) == 2 and msgs[1].status == "streaming" and len(msgs[1].content) > 10
+
+    qtbot.waitUntil(partial_saved, timeout=DONE_TIMEOUT)
+    with qtbot.waitSignal(w.sig_turn_done, timeout=DONE_TIMEOUT):
+        w.stop()

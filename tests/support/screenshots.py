@@ -1,0 +1,94 @@
+"""Render every main state of the window to PNGs a person can look at.
+
+    python -m tests.support.screenshots OUTDIR          (``make screenshots``)
+
+Each state is a separate ``python -m app --screenshot OUTDIR/<state>.png --state <state>``
+process with its own empty ``CALLISTO_HOME``, so it shows what a newcomer sees. States that
+need a model use the offline demo model (SmolLM2, installed by ``make run`` / ``make test``);
+the tool-call state uses a scripted tiny GGUF with Qwen 2.5's template that really calls the
+calculator. Under Linux without a display it runs itself under ``xvfb-run`` when available,
+else with Qt's offscreen platform.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+__all__ = ["STATES", "main", "render_all"]
+
+REPO = Path(__file__).resolve().parents[2]
+STATES = ("empty", "streaming", "tool-call-with-panel", "banner", "settings", "models")
+
+
+def _tool_model(folder: Path) -> Path:
+    from tests.ui.scripted_gguf import write_scripted_gguf
+
+    template = (REPO / "tests" / "fixtures" / "chat_templates" / "Qwen-Qwen2.5-7B-Instruct.jinja").read_text()
+    template = template.replace(
+        "{{- '<|im_start|>assistant\\n' }}",
+        "{{- '<|im_start|>assistant\\n' }}{%- if messages[-1].role == 'tool' %}{{- '<|tool_done|>' }}{%- endif %}",
+    )
+    call = '<tool_call>\n{"name": "calculator", "arguments": {"expression": "17 * 23"}}\n</tool_call>'
+    answer = "The calculator says **17 × 23 = 391**."
+    return write_scripted_gguf(
+        folder / "Scripted-Tool-Caller.gguf", chat_template=template,
+        control_tokens=["<|im_start|>", "<|im_end|>", "<|endoftext|>"],
+        user_tokens=[call, "<|tool_done|>", answer], eos="<|im_end|>",
+        script={"\n": call, call: "<|im_end|>", "<|tool_done|>": answer, answer: "<|im_end|>"},
+        default_next="\n", name="Scripted tool caller (test model)",
+    )
+
+
+def render_all(outdir: Path, *, theme: str = "auto", timeout_s: float = 90.0) -> dict[str, int]:
+    """Render each state; returns {state: exit code}."""
+    outdir.mkdir(parents=True, exist_ok=True)
+    codes: dict[str, int] = {}
+    with tempfile.TemporaryDirectory(prefix="callisto-shots-") as tmp:
+        tool_model = _tool_model(Path(tmp))
+        for state in STATES:
+            home = Path(tmp) / f"home-{state}"
+            env = {**os.environ, "CALLISTO_HOME": str(home)}
+            cmd = [sys.executable, "-m", "app", "--screenshot", str(outdir / f"{state}.png"), "--state", state,
+                   "--quit-after", "60", "--theme", theme]
+            if state == "tool-call-with-panel":
+                cmd += ["--model", str(tool_model)]
+            try:
+                proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout_s)
+                codes[state] = proc.returncode
+                if proc.returncode != 0:
+                    sys.stderr.write(f"{state}: exit {proc.returncode}\n{proc.stderr[-2000:]}\n")
+            except subprocess.TimeoutExpired:
+                codes[state] = -1
+                sys.stderr.write(f"{state}: timed out after {timeout_s} s\n")
+            print(f"{state:>22}: {'ok' if codes[state] == 0 else 'FAILED'}  {outdir / (state + '.png')}")
+    return codes
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    theme = "auto"
+    if "--theme" in args:
+        i = args.index("--theme")
+        theme = args[i + 1]
+        del args[i:i + 2]
+    outdir = Path(args[0] if args else ".screenshots")
+    if sys.platform.startswith("linux") and not os.environ.get("DISPLAY") and not os.environ.get("CALLISTO_IN_XVFB"):
+        xvfb = shutil.which("xvfb-run")
+        if xvfb:
+            env = {**os.environ, "CALLISTO_IN_XVFB": "1"}
+            env.pop("QT_QPA_PLATFORM", None)
+            cmd = [xvfb, "-a", "-s", "-screen 0 1400x900x24", sys.executable, "-m", "tests.support.screenshots",
+                   str(outdir), "--theme", theme]
+            return subprocess.call(cmd, cwd=REPO, env=env)
+        os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    codes = render_all(outdir, theme=theme)
+    return 0 if all(c == 0 for c in codes.values()) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
