@@ -137,8 +137,8 @@ class MainWindow(QMainWindow):
         self.load_progress.setObjectName("loadProgress")
         self.load_progress.setMaximumWidth(180)
         self.load_progress.setRange(0, 100)
-        self.load_progress.setVisible(False)
-        tb.addWidget(self.load_progress)
+        self._progress_action = tb.addWidget(self.load_progress)  # a toolbar shows/hides the action
+        self._progress_action.setVisible(False)
         self.load_label = QLabel("")
         tb.addWidget(self.load_label)
         spacer = QWidget()
@@ -242,17 +242,13 @@ class MainWindow(QMainWindow):
         return None
 
     def _add_to_library(self, path: Path) -> None:
-        """Best effort: record the demo model in the models library when that API exists."""
+        """Record the demo model in the models library (in place, no copy); never fatal."""
         try:
-            from app.engine.models import library  # type: ignore[attr-defined]
-        except Exception:  # noqa: BLE001
-            return
-        for name in ("add_model", "add", "register"):
-            fn = getattr(library, name, None)
-            if callable(fn):
-                with contextlib.suppress(Exception):
-                    fn(path)
-                return
+            from app.engine.models.library import Library
+
+            Library().import_in_place(path)
+        except Exception as exc:  # noqa: BLE001 - the chat works without a library entry
+            self.statusBar().showMessage(f"The demo model could not be added to the library: {exc}", 8000)
 
     def _known_models(self) -> list[str]:
         paths: list[str] = []
@@ -304,7 +300,7 @@ class MainWindow(QMainWindow):
         """Load in the background; the picker shows progress, the window stays usable."""
         self.loading_path = str(path)
         self._fill_model_picker()
-        self.load_progress.setVisible(True)
+        self._progress_action.setVisible(True)
         self.load_progress.setRange(0, 0)
         self.load_label.setText(f"Loading {Path(path).name}…")
         self.format_badge.setText("")
@@ -322,7 +318,7 @@ class MainWindow(QMainWindow):
     def _on_worker_loaded(self, info: ModelInfo) -> None:
         self.model_info = info
         self.loading_path = None
-        self.load_progress.setVisible(False)
+        self._progress_action.setVisible(False)
         self.load_label.setText("")
         if self.settings.model.last_model_path != info.path:
             self.settings.model.last_model_path = info.path
@@ -594,7 +590,7 @@ class MainWindow(QMainWindow):
     def _on_worker_error(self, message: str) -> None:
         if self.loading_path is not None:
             self.loading_path = None
-            self.load_progress.setVisible(False)
+            self._progress_action.setVisible(False)
             self.load_label.setText("")
             self._fill_model_picker()
             self._update_send_button()

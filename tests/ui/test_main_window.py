@@ -393,3 +393,44 @@ def test_partial_reply_is_saved_while_streaming(qtbot, make_window, streaming_mo
     qtbot.waitUntil(partial_saved, timeout=DONE_TIMEOUT)
     with qtbot.waitSignal(w.sig_turn_done, timeout=DONE_TIMEOUT):
         w.stop()
+
+
+def test_models_page_is_one_click_away_and_loads_into_chat(qtbot, make_window, streaming_model, tool_model):
+    from app.ui.models_page import ModelsPage
+
+    w = make_window(streaming_model, settings=_settings())
+    w.act_models.trigger()
+    page = w.stack.currentWidget()
+    assert isinstance(page, ModelsPage)
+    other = tool_model("calculator", '{"expression": "1+1"}')
+    with qtbot.waitSignal(w.sig_model_ready, timeout=DONE_TIMEOUT):
+        page.sig_load_requested.emit(str(other))
+    assert w.stack.currentWidget() is w.chat_page
+    assert w.model_info.path == str(other) and w.model_picker.currentData() == str(other)
+    assert load_settings()[0].model.last_model_path == str(other)
+
+
+@pytest.mark.live
+def test_first_run_loads_demo_model_into_library_and_replies_with_banner(qtbot, smollm2_path):
+    """No settings, no model: the offline demo model is added to the library, loaded in the
+    background, and its first reply streams under the no-tool-format banner."""
+    from app.engine.models.library import Library
+    from app.storage.settings import save_settings
+    from app.ui.main_window import MainWindow
+
+    s = Settings()
+    s.sampling.max_tokens = 16
+    save_settings(s)
+    w = MainWindow(history=History())
+    qtbot.addWidget(w)
+    w.show()
+    try:
+        assert w.loading_path == str(smollm2_path) and w._progress_action.isVisible()
+        qtbot.waitUntil(lambda: w.model_info is not None, timeout=60_000)
+        assert str(smollm2_path) in [str(m.path) for m in Library().scan()]
+        done = _send(qtbot, w, "Hello! Who are you?")
+        assert done.finish_reason in ("stop", "length")
+        assert w.chat.current_assistant().text().strip()
+        assert [b.setting for b in w.chat.banners()] == ["chat.tool_format"]
+    finally:
+        w.shutdown()
