@@ -5,8 +5,10 @@ Public API::
     from app.engine.formats import FORMATS, detect, detect_template
     fmt = FORMATS["hermes"]                      # .name, .label, .detail
     fmt.opens_in_reasoning(prompt)
-    reply = fmt.parse(text, tools, in_reasoning=False, truncated=False)
-    s = fmt.stream(tools, in_reasoning=False); events = s.feed(delta) + s.finish(truncated=False)
+    oc = fmt.expects_orphan_close(template_source, prompt)  # False: plain replies stream at once
+    reply = fmt.parse(text, tools, in_reasoning=False, truncated=False, orphan_close=oc)
+    s = fmt.stream(tools, in_reasoning=False, orphan_close=oc)
+    events = s.feed(delta) + s.finish(truncated=False)
 
 How to add a family
 -------------------

@@ -17,6 +17,8 @@ so the work is linear in the output (``Stream.ops`` counts characters examined).
 
 from __future__ import annotations
 
+import functools
+import inspect
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -149,6 +151,26 @@ class Format:
     reasoning: tuple[str, str] | None = None  # (open, close) tags of a reasoning block
     raw_values: bool = False  # arguments are written as text (typed by the schema from text)
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        # A family may override ``stream`` with the older signature (no ``orphan_close``): accept
+        # the option anyway and set it on the stream before any text is fed.
+        super().__init_subclass__(**kwargs)
+        own = cls.__dict__.get("stream")
+        if own is None:
+            return
+        params = inspect.signature(own).parameters
+        if "orphan_close" in params or any(p.kind is p.VAR_KEYWORD for p in params.values()):
+            return
+
+        @functools.wraps(own)
+        def stream(self, tools, *, orphan_close: bool = True, **kw):
+            s = own(self, tools, **kw)
+            if isinstance(s, Stream):
+                s.orphan_close = bool(orphan_close)
+            return s
+
+        cls.stream = stream
+
     def region_scanner(self, opener: str) -> RegionScanner:  # pragma: no cover - abstract
         raise NotImplementedError
 
@@ -166,12 +188,34 @@ class Format:
             return False
         return prompt.rstrip().endswith(self.reasoning[0])
 
-    def stream(self, tools: list[dict[str, Any]] | None, *, in_reasoning: bool = False) -> Stream:
-        return Stream(self, tools, in_reasoning=in_reasoning)
+    def expects_orphan_close(self, template_source: str, prompt: str) -> bool:
+        """Whether a reply rendered with ``prompt`` may close a reasoning block it never opened
+        (the template or the runtime opened it): the template mentions the family's closing
+        reasoning tag and the rendered ``prompt`` does not already end with a closed block
+        (Qwen3's ``enable_thinking=False`` prefill ``<think>\n\n</think>\n\n``). Pass the
+        answer as ``orphan_close`` to :meth:`stream` / :meth:`parse`. Unknown inputs (not
+        strings) answer True, the cautious default."""
+        if not self.reasoning:
+            return False
+        if not isinstance(template_source, str) or not isinstance(prompt, str):
+            return True
+        close = self.reasoning[1]
+        return close in template_source and not prompt.rstrip().endswith(close)
+
+    def stream(self, tools: list[dict[str, Any]] | None, *, in_reasoning: bool = False,
+               orphan_close: bool = True) -> Stream:
+        """An incremental parser of one reply. ``orphan_close`` (default True): a reply that
+        does not open with the reasoning tag may still close reasoning later (``...</think>``
+        makes the text before it reasoning), so such a reply is held until the closing tag or the
+        end. False: such a reply is plain text from its first character and streams at once; a
+        closing tag is then a reasoning close only at the very start of the reply (after
+        whitespace, ending an empty block), anywhere later it is text. Both rules decide on text
+        already seen, so streaming equals :meth:`parse` for every split either way."""
+        return Stream(self, tools, in_reasoning=in_reasoning, orphan_close=orphan_close)
 
     def parse(self, text: str, tools: list[dict[str, Any]] | None, *, in_reasoning: bool = False,
-              truncated: bool = False) -> Reply:
-        s = self.stream(tools, in_reasoning=in_reasoning)
+              truncated: bool = False, orphan_close: bool = True) -> Reply:
+        s = self.stream(tools, in_reasoning=in_reasoning, orphan_close=orphan_close)
         events = s.feed(text if isinstance(text, str) else str(text))
         events += s.finish(truncated=truncated)
         return fold_events(events)
@@ -210,8 +254,9 @@ class Stream:
     """Incremental parser of one reply: ``feed(delta)`` then ``finish(truncated=...)``."""
 
     def __init__(self, fmt: Format, tools: list[dict[str, Any]] | None, *, in_reasoning: bool = False,
-                 _lead: bool = True, _first_index: int = 0):
+                 orphan_close: bool = True, _lead: bool = True, _first_index: int = 0):
         self.fmt = fmt
+        self.orphan_close = bool(orphan_close)
         self.tools = tools
         self._schemas = tool_schemas(tools)
         self._buf = ""
@@ -292,7 +337,7 @@ class Stream:
         return i
 
     def _step_lead(self, final: bool, truncated: bool) -> bool:
-        open_tag = self.fmt.reasoning[0]
+        open_tag, close_tag = self.fmt.reasoning
         i = self._leading_ws()
         rest = self._buf[i:]
         if rest.startswith(open_tag):
@@ -301,10 +346,18 @@ class Stream:
             self._ws = 0
             self._mode = _REASON
             return True
-        if not final and (rest == "" or (open_tag.startswith(rest))):
+        if not self.orphan_close and rest.startswith(close_tag):
+            # Without orphan closes, only a closing tag right at the start ends a (empty) block.
+            self._reason(self._consume(i))
+            self._consume(len(close_tag))
+            self._ws = 0
+            self._mode = self._after_reasoning()
+            return True
+        if not final and (rest == "" or open_tag.startswith(rest)
+                          or (not self.orphan_close and close_tag.startswith(rest))):
             return False
         self._ws = 0
-        self._mode = _WINDOW
+        self._mode = _WINDOW if self.orphan_close else self._after_reasoning()
         return True
 
     def _step_window(self, final: bool, truncated: bool) -> bool:
