@@ -317,3 +317,46 @@ def test_regenerate_replaces_the_last_reply(tiny_gguf):
         assert restored.messages == session.messages
     finally:
         model.close()
+
+
+def test_wrong_argument_type_is_an_error_the_model_reads(family_model):
+    fam = FAMILIES[0]
+    model = family_model(fam)
+    ran: list = []
+    bad_call = ['<tool_call>\n{"name": "add", "arguments": {"a": 2, "b": "three"}}\n</tool_call>']
+    grammars = {1: fam.grammar(bad_call), 2: fam.grammar(["Sorry."])}
+    session = ChatSession(model, registry=make_registry(ran), grammar=lambda r: grammars.get(r))
+    events = list(session.send("2 + three?"))
+    finished = [e for e in events if isinstance(e, ToolCallFinishedEvent)]
+    assert ran == []  # never run with bad input
+    assert finished[0].result is None and "'b'" in finished[0].error
+    tool_msg = session.messages[2]
+    assert tool_msg.role == "tool" and tool_msg.content.startswith("Error: ")
+    assert tool_msg.content in session.last_prompt.text  # the model reads it in round two
+    assert events[-1].finish_reason == "stop" and events[-1].rounds == 2
+
+
+def test_tool_use_named_template_is_detected_and_used(tiny_gguf):
+    hermes3 = (TEMPLATES / "NousResearch-Hermes-3-Llama-3.1-8B-tool_use.jinja").read_text()
+    path = tiny_gguf(chat_template=CHATML, named_templates={"tool_use": hermes3},
+                     control_tokens=["<|im_start|>", "<|im_end|>"], user_tokens=QWEN_USER, bos=None,
+                     eos="<|im_end|>")
+    model = load_model(path, n_ctx=4096, n_threads=1)
+    try:
+        session = ChatSession(model, registry=make_registry([]), grammar='root ::= "hi"')
+        assert session.detected_format == "hermes"  # from tokenizer.chat_template.tool_use
+        list(session.send("hello"))
+        assert session.last_prompt.template == "tool_use" and session.last_prompt.tools_sent
+        assert '{"name": "add"' in session.last_prompt.text
+        plain = ChatSession(model, tool_format="none", grammar='root ::= "hi"')
+        list(plain.send("hello"))
+        assert plain.last_prompt.template == "chat_template"
+    finally:
+        model.close()
+
+
+def test_chat_deadline(family_model):
+    model = family_model(FAMILIES[0])
+    session = ChatSession(model, tool_format="none", deadline_s=0, grammar='root ::= "abc"')
+    events = list(session.send("hi"))
+    assert events[-1].finish_reason == "deadline" and events[-1].generated_tokens == 0
