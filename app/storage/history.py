@@ -103,6 +103,8 @@ class MessageRecord:
     name: str | None = None
     error: str | None = None
     tool_calls: list[ToolCallRecord] = field(default_factory=list)
+    # notices shown above this reply (banners): dicts with code, message and setting
+    notices: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -256,6 +258,12 @@ def _m006_message_writer(db: sqlite3.Connection) -> None:
     db.execute("ALTER TABLE messages ADD COLUMN writer TEXT")
 
 
+def _m007_message_notices(db: sqlite3.Connection) -> None:
+    """The notices (banners) shown above a reply, as a JSON list, so a reopened conversation
+    shows them again."""
+    db.execute("ALTER TABLE messages ADD COLUMN notices_json TEXT")
+
+
 Migration = tuple[str, Callable[[sqlite3.Connection], None]]
 
 MIGRATIONS: list[Migration] = [
@@ -265,6 +273,7 @@ MIGRATIONS: list[Migration] = [
     ("m004_indexes", _m004_indexes),
     ("m005_message_fts", _m005_message_fts),
     ("m006_message_writer", _m006_message_writer),
+    ("m007_message_notices", _m007_message_notices),
 ]
 
 
@@ -360,7 +369,7 @@ _CONV_COLS = (
 )
 _MSG_COLS = (
     "id, conversation_id, position, role, content, reasoning, status, created, "
-    "prompt_tokens, completion_tokens, tool_call_id, name, error"
+    "prompt_tokens, completion_tokens, tool_call_id, name, error, notices_json"
 )
 _TC_COLS = "id, message_id, call_id, name, arguments_json, raw, result, error, duration_s, approval, position"
 
@@ -378,7 +387,16 @@ def _conv(row: sqlite3.Row | tuple) -> Conversation:
 
 
 def _msg(row: sqlite3.Row | tuple) -> MessageRecord:
-    return MessageRecord(*row)
+    notices = _loads(row[13])
+    return MessageRecord(*row[:13], notices=notices if isinstance(notices, list) else [])
+
+
+def _notice_dict(notice: Mapping[str, Any]) -> dict[str, Any]:
+    if not isinstance(notice, Mapping) or not isinstance(notice.get("code"), str) or not notice["code"]:
+        raise HistoryError(f"a notice needs a non-empty string 'code', got {notice!r:.80}")
+    setting = notice.get("setting")
+    return {"code": notice["code"], "message": str(notice.get("message") or ""),
+            "setting": str(setting) if setting else None}
 
 
 def _tc(row: sqlite3.Row | tuple) -> ToolCallRecord:
@@ -610,13 +628,16 @@ class History:
         completion_tokens: int | None = None,
         error: str | None = None,
         tool_calls: Sequence[dict[str, Any]] = (),
+        notices: Sequence[Mapping[str, Any]] = (),
     ) -> MessageRecord:
         """Append a message at the end of the conversation (one transaction, tool calls included).
 
         ``tool_calls``: dicts with ``call_id`` (or ``id``), ``name``, ``arguments`` and optionally
-        ``raw``, ``result``, ``error``, ``duration_s``, ``approval``.
+        ``raw``, ``result``, ``error``, ``duration_s``, ``approval``. ``notices``: dicts with
+        ``code``, ``message`` and optionally ``setting`` (the banners shown above the message).
         """
         self._check(role, status)
+        notices_json = _dumps([_notice_dict(n) for n in notices], "notices") if notices else None
         now = time.time()
         with self._tx() as db:
             if not db.execute("SELECT 1 FROM conversations WHERE id = ?", (conversation_id,)).fetchone():
@@ -627,8 +648,8 @@ class History:
             ).fetchone()
             cur = db.execute(
                 "INSERT INTO messages (conversation_id, position, role, content, reasoning, status, created, "
-                "prompt_tokens, completion_tokens, tool_call_id, name, error, writer) "
-                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                "prompt_tokens, completion_tokens, tool_call_id, name, error, writer, notices_json) "
+                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (
                     conversation_id,
                     pos,
@@ -643,6 +664,7 @@ class History:
                     name,
                     error,
                     self._writer if status == "streaming" else None,
+                    notices_json,
                 ),
             )
             mid = cur.lastrowid
@@ -762,6 +784,20 @@ class History:
             db.execute(f"UPDATE messages SET {', '.join(sets)} WHERE id = ?", (*params, message_id))
             self._touch(db, row[0], now)
         return self.get_message(message_id)
+
+    def add_notice(self, message_id: int, code: str, message: str = "", setting: str | None = None) -> None:
+        """Record a notice (banner) shown above a message; one per code (a repeat is ignored)."""
+        notice = _notice_dict({"code": code, "message": message, "setting": setting})
+        with self._tx() as db:
+            row = db.execute("SELECT notices_json FROM messages WHERE id = ?", (message_id,)).fetchone()
+            if row is None:
+                raise MessageNotFound(f"no message with id {message_id}")
+            current = _loads(row[0])
+            current = current if isinstance(current, list) else []
+            if any(isinstance(n, dict) and n.get("code") == code for n in current):
+                return
+            db.execute("UPDATE messages SET notices_json = ? WHERE id = ?",
+                       (_dumps([*current, notice], "notices"), message_id))
 
     def get_message(self, message_id: int) -> MessageRecord:
         with self._lock:

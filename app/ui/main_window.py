@@ -438,6 +438,8 @@ class MainWindow(QMainWindow):
                 if current is None:
                     current = self.chat.begin_assistant()
                 if m.role == "assistant":
+                    for n in getattr(m, "notices", None) or []:  # the banners shown above it
+                        self.chat.add_notice(n.get("code", ""), n.get("message", ""), n.get("setting"))
                     if m.reasoning:
                         current.append_reasoning(m.reasoning)
                     if m.content:

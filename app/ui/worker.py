@@ -14,6 +14,7 @@ signal, which Qt queues back to the UI thread.
 * History: the worker saves the conversation through ``app.storage.history.History``
   (thread-safe): the user message at send, the partial reply every ``PARTIAL_SAVE_S``
   (status "streaming" -> "interrupted" if the app dies), then the turn's final messages.
+  Notices (banners) are saved with the reply they belong to, so a reopened chat shows them.
 * :meth:`shutdown` cancels, stops the thread's loop and joins it with a timeout.
 """
 
@@ -424,6 +425,7 @@ class EngineWorker(QObject):
         text_parts: list[str] = []
         reasoning_parts: list[str] = []
         finished: dict[str, ToolCallFinishedEvent] = {}
+        notices: list[dict[str, Any]] = []
         pending_kind: str | None = None
         pending: list[str] = []
         last_flush = last_save = time.monotonic()
@@ -463,6 +465,11 @@ class EngineWorker(QObject):
                     finished[ev.call_id] = ev
                     self.sig_tool_call_finished.emit(ev)
                 elif isinstance(ev, NoticeEvent):
+                    if self.config.tool_format == "none" and ev.setting == "chat.tool_format":
+                        continue  # the user chose no tools: nothing to tell
+                    notices.append({"code": ev.code, "message": ev.message, "setting": ev.setting})
+                    if partial is not None:  # saved at once: a killed app still shows it
+                        self._save(lambda h, _cid, ev=ev: h.add_notice(partial.id, ev.code, ev.message, ev.setting))
                     self.sig_notice.emit(ev)
                 elif isinstance(ev, DoneEvent):
                     done = ev
@@ -473,13 +480,14 @@ class EngineWorker(QObject):
         flush()
         if done is None:
             done = DoneEvent(finish_reason="cancelled" if self._cancel.is_set() else "stop")
-        self._persist_turn(partial, n_before, done, "".join(text_parts), "".join(reasoning_parts), finished)
+        self._persist_turn(partial, n_before, done, "".join(text_parts), "".join(reasoning_parts), finished,
+                           notices)
         self._busy.clear()
         self.sig_busy.emit(False)
         self.sig_done.emit(done)
 
     def _persist_turn(self, partial, n_before: int, done: DoneEvent, text: str, reasoning: str,
-                      finished: dict[str, ToolCallFinishedEvent]) -> None:
+                      finished: dict[str, ToolCallFinishedEvent], notices: list[dict[str, Any]]) -> None:
         if partial is None:
             return
         h, cid = self.history, self.conversation_id
@@ -502,12 +510,16 @@ class EngineWorker(QObject):
                             tcd.update(result=fin.result, error=fin.error, duration_s=fin.duration_s,
                                        approval=fin.approval)
                         calls.append(tcd)
+                    role = d.get("role", "assistant")
                     h.append_message(
-                        cid, d.get("role", "assistant"), d.get("content") or "",
+                        cid, role, d.get("content") or "",
                         reasoning=d.get("reasoning") or None, tool_call_id=d.get("tool_call_id"),
                         name=d.get("name"), tool_calls=calls,
                         prompt_tokens=None, completion_tokens=None,
+                        notices=notices if role == "assistant" else (),
                     )
+                    if role == "assistant":
+                        notices = []  # the banners belong above the turn's first reply
             self.sig_conversation_saved.emit(cid)
         except Exception as exc:  # noqa: BLE001
             self.sig_error.emit(f"Could not save the reply: {exc}")

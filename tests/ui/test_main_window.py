@@ -434,3 +434,48 @@ def test_first_run_loads_demo_model_into_library_and_replies_with_banner(qtbot, 
         assert [b.setting for b in w.chat.banners()] == ["chat.tool_format"]
     finally:
         w.shutdown()
+
+
+def test_banner_is_shown_again_above_its_reply_when_the_conversation_is_reopened(qtbot, make_window,
+                                                                                  streaming_model, tmp_path):
+    hist_path = tmp_path / "h.sqlite3"
+    w = make_window(streaming_model, settings=_settings(max_tokens=6), history=History(hist_path))
+    _send(qtbot, w, "first")
+    _send(qtbot, w, "second")
+    cid = w.conversation_id
+    saved = w.history.load_conversation(cid).messages
+    assert [[n["code"] for n in m.notices] for m in saved] == [[], ["no_tool_format"], [], []]
+    w.new_chat()
+    assert w.chat.banners() == []
+    w.open_conversation(cid)
+    banners = w.chat.banners()
+    assert [b.code for b in banners] == ["no_tool_format"]
+    assert banners[0] in w.chat.assistant_messages()[0].banners  # above the reply it belonged to
+    assert banners[0].setting == "chat.tool_format" and "chat.tool_format" in banners[0].label.text()
+    # a new reply in the reopened chat does not repeat it; the link still opens the setting
+    _send(qtbot, w, "third")
+    assert len(w.chat.banners()) == 1
+    banners[0].label.linkActivated.emit("setting:chat.tool_format")
+    assert w.settings_dialog is not None and w.settings_dialog.isVisible()
+    w.settings_dialog.reject()
+    w.shutdown()
+    # after a restart too
+    w2 = make_window(None, settings=_settings(), history=History(hist_path))
+    w2.open_conversation(cid)
+    assert [b.code for b in w2.chat.banners()] == ["no_tool_format"]
+    assert w2.chat.banners()[0] in w2.chat.assistant_messages()[0].banners
+
+
+def test_banner_of_an_interrupted_first_reply_is_kept(qtbot, make_window, streaming_model):
+    w = make_window(streaming_model, settings=_settings(max_tokens=3900))
+    w.compose.setPlainText("long")
+    assert w.send()
+    qtbot.waitUntil(lambda: bool(w.chat.current_assistant().text()), timeout=DONE_TIMEOUT)
+    with qtbot.waitSignal(w.sig_turn_done, timeout=DONE_TIMEOUT):
+        w.stop()
+    cid = w.conversation_id
+    msg = w.history.load_conversation(cid).messages[-1]
+    assert msg.status == "interrupted" and [n["code"] for n in msg.notices] == ["no_tool_format"]
+    w.new_chat()
+    w.open_conversation(cid)
+    assert [b.code for b in w.chat.banners()] == ["no_tool_format"]
