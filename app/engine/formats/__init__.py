@@ -49,8 +49,6 @@ from app.engine.formats import deepseek, kimi  # noqa: E402,F401,I001  # isort: 
 
 from app.engine.formats.detect import PROBE_CALL, PROBE_TOOLS, detect, detect_template  # noqa: E402
 
-
-
 __all__ = [
     "FORMATS",
     "PROBE_CALL",

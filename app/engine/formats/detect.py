@@ -11,11 +11,10 @@ itself (a plain assistant reply) when ``eos_token`` does not end the turn; a GGU
 from __future__ import annotations
 
 import json
-import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
-from app.engine.formats.base import FORMATS
+from app.engine.formats.base import FORMATS, Format
 
 __all__ = ["PROBE_ARGS", "PROBE_CALL", "PROBE_TOOLS", "call_texts", "detect", "detect_template", "probe_texts"]
 
@@ -72,6 +71,20 @@ def _end_of_turn(render: Render, tools: list[dict[str, Any]] | None) -> str:
     return out[out.rindex(_REPLY_MARK) + len(_REPLY_MARK):].strip()
 
 
+def _common_prefix_len(a: str, b: str) -> int:
+    """``len(os.path.commonprefix([a, b]))`` by bisection on slices (C speed, not per character)."""
+    lo, hi = 0, min(len(a), len(b))
+    if a[:hi] == b[:hi]:
+        return hi
+    while lo < hi:  # a[:lo] == b[:lo] and a[:hi + 1] != b[:hi + 1]
+        mid = (lo + hi + 1) // 2
+        if a[:mid] == b[:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
 def probe_texts(render: Render, eos_token: str = "") -> list[tuple[str, str]]:
     """(prompt, reply) pairs of the probe call; see :func:`call_texts`."""
     return call_texts(render, PROBE_TOOLS, PROBE_CALL[0], PROBE_ARGS, eos_token)
@@ -83,18 +96,23 @@ def call_texts(render: Render, tools: list[dict[str, Any]], name: str, arguments
     template writes for an assistant turn calling ``name(**arguments)``, cut at the end of the
     turn; one pair per assistant-turn variant that renders (content "" / None, arguments as an
     object / a JSON string)."""
+    return list(_iter_call_texts(render, tools, name, arguments, eos_token))
+
+
+def _iter_call_texts(render: Render, tools: list[dict[str, Any]], name: str, arguments: dict[str, Any],
+                     eos_token: str = "") -> Iterator[tuple[str, str]]:
+    """:func:`call_texts` rendered lazily, so detection stops at the first variant a family reads."""
     prompt = _safe(render, list(_USER), tools)
     if prompt is None:
-        return []
+        return
     ends = [e for e in (eos_token, _end_of_turn(render, tools)) if e]
-    out: list[tuple[str, str]] = []
     seen: set[str] = set()
     for content in ("", None):
         for as_string in (False, True):
             full = _safe(render, [*_USER, _assistant_call(name, arguments, content, as_string)], tools)
             if full is None:
                 continue
-            n = len(os.path.commonprefix([prompt, full]))
+            n = _common_prefix_len(prompt, full)
             if n < len(prompt):  # the generation prompt is not a prefix: cut at a token boundary
                 while n > 0 and full[n - 1] not in _BOUNDARY:
                     n -= 1
@@ -106,8 +124,16 @@ def call_texts(render: Render, tools: list[dict[str, Any]], name: str, arguments
                 new = new[: min(cuts)]
             if new.strip() and new not in seen:
                 seen.add(new)
-                out.append((prompt, new))
-    return out
+                yield prompt, new
+
+
+def _may_read_a_call(fmt: Format, text: str) -> bool:
+    """False when ``fmt`` cannot read a call out of ``text``: the shared machine opens a call
+    only at one of the family's openers, so a family using it whose openers are all absent is
+    skipped without parsing (a family with its own stream or parse is always tried)."""
+    if type(fmt).stream is not Format.stream or type(fmt).parse is not Format.parse or not fmt.openers:
+        return True
+    return any(op in text for op in fmt.openers)
 
 
 def _reads_probe(fmt, prompt: str, text: str) -> bool:
@@ -129,9 +155,9 @@ def detect(render: Render, eos_token: str = "") -> str | None:
     ``render(messages, tools) -> str`` renders through the template, with the generation prompt
     when the last message is not the assistant's (as the engine renders prompts).
     """
-    for prompt, text in probe_texts(render, eos_token or ""):
+    for prompt, text in _iter_call_texts(render, PROBE_TOOLS, PROBE_CALL[0], PROBE_ARGS, eos_token or ""):
         for name, fmt in FORMATS.items():
-            if _reads_probe(fmt, prompt, text):
+            if _may_read_a_call(fmt, text) and _reads_probe(fmt, prompt, text):
                 return name
     return None
 

@@ -155,3 +155,58 @@ def test_every_family_accepts_the_option(family):
         assert isinstance(fold_events(s.feed("Hello") + s.finish()).content, str)
         assert fmt.parse("Hello", TOOLS, orphan_close=oc).content == "Hello"
     assert isinstance(fmt.expects_orphan_close("", ""), bool)
+
+
+# -- detection cost ------------------------------------------------------------------------------
+
+def _counting_renderer(source: str):
+    from app.engine.templates import render_template
+
+    calls = []
+
+    def render(messages, tools):
+        calls.append(len(messages))
+        last = messages[-1].get("role") if messages else None
+        return render_template(source, messages, tools=tools, add_generation_prompt=last != "assistant",
+                               bos_token="<s>")
+
+    return render, calls
+
+
+def test_detection_stops_at_the_first_variant_a_family_reads():
+    from pathlib import Path
+
+    from app.engine.formats import detect
+    from app.engine.formats.detect import probe_texts
+
+    source = (Path(__file__).resolve().parents[2] / "fixtures" / "chat_templates"
+              / "Qwen-Qwen2.5-7B-Instruct.jinja").read_text()
+    render, calls = _counting_renderer(source)
+    assert detect(render) == "hermes"
+    assert len(calls) == 3  # the prompt, the end of turn, the first assistant-call variant
+    render, calls = _counting_renderer(source)
+    assert len(probe_texts(render)) >= 1 and len(calls) == 6  # probe_texts still renders every variant
+
+
+def test_common_prefix_length_matches_commonprefix():
+    import os
+    import random
+
+    from app.engine.formats.detect import _common_prefix_len
+
+    rnd = random.Random(7)
+    for _ in range(3000):
+        a = "".join(rnd.choice("ab") for _ in range(rnd.randint(0, 14)))
+        b = "".join(rnd.choice("ab") for _ in range(rnd.randint(0, 14)))
+        assert _common_prefix_len(a, b) == len(os.path.commonprefix([a, b])), (a, b)
+    big = "x" * 100_000
+    assert _common_prefix_len(big + "a", big + "b") == 100_000
+
+
+def test_unoptimized_sandbox_still_blocks_what_constant_folding_would_have_touched():
+    from app.engine.templates import TemplateRenderError, render_template
+
+    assert render_template("{{ 'a' ~ 'b' }}{{ 2 * 3 }}{{ [1, 2]|length }}", []) == "ab62"
+    with pytest.raises(TemplateRenderError):
+        render_template("{{ 'x' * 10000000 }}", [])
+    assert render_template("{{ ''.__class__ }}", []) == ""  # blocked attribute: undefined
