@@ -57,6 +57,7 @@ def engine_config_for(settings: Any, model_path: str | None) -> EngineConfig:
         workspace=settings.tools.workspace,
         approvals=dict(settings.tools.approvals),
         default_approval=settings.tools.default_approval,
+        mcp_servers_path=settings.tools.mcp_servers_path,
     )
 
 
@@ -117,6 +118,7 @@ class MainWindow(QMainWindow):
         w.sig_error.connect(self._on_worker_error)
         w.sig_approval_requested.connect(self._on_worker_approval_requested)
         w.sig_conversation_saved.connect(self._on_worker_conversation_saved)
+        w.sig_window_notice.connect(self.show_window_notice)
 
     def _build_ui(self) -> None:
         # toolbar: model picker, format badge, load progress, models, settings, panel toggle

@@ -15,6 +15,10 @@ signal, which Qt queues back to the UI thread.
   (thread-safe): the user message at send, the partial reply every ``PARTIAL_SAVE_S``
   (status "streaming" -> "interrupted" if the app dies), then the turn's final messages.
   Notices (banners) are saved with the reply they belong to, so a reopened chat shows them.
+* MCP servers: the servers of ``config.mcp_servers_path`` (``mcp.json``) start on this thread
+  when the first session is built (again when the path changes); their tools join the built-in
+  ones in the session's registry, behind the same dispatcher and approval. A broken file or a
+  failed server is a ``sig_window_notice`` banner. They stop when the thread stops.
 * :meth:`shutdown` cancels, stops the thread's loop and joins it with a timeout.
 """
 
@@ -58,6 +62,7 @@ class EngineConfig:
     approvals: dict[str, str] = field(default_factory=dict)  # tool name -> "ask" | "allow"
     default_approval: str = "ask"
     approval_timeout_s: float = DEFAULT_APPROVAL_TIMEOUT_S
+    mcp_servers_path: str | None = None  # mcp.json; its servers' tools join the built-in ones
 
 
 @dataclass
@@ -109,6 +114,7 @@ class EngineWorker(QObject):
     sig_approval_requested = Signal(object)  # app.tools.ApprovalRequest
     sig_busy = Signal(bool)
     sig_conversation_saved = Signal(int)  # conversation id whose messages changed
+    sig_window_notice = Signal(str, str, object)  # code, message, setting (or None): a window banner
 
     # requests, queued into the worker thread
     _req_load = Signal(str, object)
@@ -150,6 +156,8 @@ class EngineWorker(QObject):
         self.info: ModelInfo | None = None
         self.tokens_emitted = 0
         self._pending_messages: list[dict] = []
+        self.mcp: Any = None  # app.tools.mcp.McpManager of config.mcp_servers_path
+        self._mcp_path: str | None = None
         self._thread.start()
 
     # -- public API (any thread) -------------------------------------------------------------
@@ -218,6 +226,7 @@ class EngineWorker(QObject):
                 self.model.close()
         except Exception:  # noqa: BLE001 - closing is best effort at exit
             pass
+        self._close_mcp()
         self.model = None
         self.session = None
         self._thread.quit()
@@ -278,8 +287,43 @@ class EngineWorker(QObject):
             template_is_fallback=bool(getattr(m, "template_is_fallback", False)),
         )
 
+    # -- MCP servers (started, called and stopped on this thread) -----------------------------
+    def _close_mcp(self) -> None:
+        mcp, self.mcp = self.mcp, None
+        self._mcp_path = None
+        if mcp is not None:
+            try:
+                mcp.close()
+            except Exception:  # noqa: BLE001 - stopping is best effort
+                traceback.print_exc()
+
+    def _ensure_mcp(self) -> None:
+        """Start the servers of ``config.mcp_servers_path`` (once per path); a failed server or a
+        broken file becomes a window notice, never an exception."""
+        path = (self.config.mcp_servers_path or "").strip() or None
+        if path == self._mcp_path and (path is None or self.mcp is not None):
+            return
+        self._close_mcp()
+        self._mcp_path = path
+        if path is None or self._closing:
+            return
+        setting = "tools.mcp_servers_path"
+        try:
+            from app.tools.mcp import McpManager
+
+            manager = McpManager(path)
+        except Exception as exc:  # noqa: BLE001 - McpConfigError names the file and the field
+            self.sig_window_notice.emit("mcp_config", f"The MCP servers file cannot be used: {exc}", setting)
+            return
+        self.mcp = manager
+        for st in manager.start():
+            if st.state == "failed":
+                self.sig_window_notice.emit(
+                    "mcp_server_failed", f"MCP server '{st.name}' failed and its tools are off: {st.error}", setting)
+
     def _build_tools(self) -> tuple[Any, Any]:
-        """The built-in tools (file tools when a workspace is set) behind an approving dispatcher."""
+        """The built-in tools (file tools when a workspace is set) and the MCP servers' tools,
+        behind one approving dispatcher."""
         from app.tools import ApprovalPolicy, Dispatcher, ToolRegistry, register_builtin_tools
 
         registry = ToolRegistry()
@@ -288,6 +332,13 @@ class EngineWorker(QObject):
         except Exception as exc:  # noqa: BLE001 - WorkspaceError: keep the other tools, say why
             register_builtin_tools(registry, None)
             self.sig_error.emit(f"The file tools are off: {exc}")
+        self._ensure_mcp()
+        if self.mcp is not None:
+            try:
+                self.mcp.register_tools(registry)
+            except Exception as exc:  # noqa: BLE001
+                self.sig_window_notice.emit("mcp_server_failed", f"The MCP tools are off: {exc}",
+                                            "tools.mcp_servers_path")
         defaults = {n: "always_allow" for n, v in self.config.approvals.items() if v == "allow"}
         if self.config.default_approval == "allow":
             defaults.update({n: "always_allow" for n in registry.names()} if hasattr(registry, "names") else {})

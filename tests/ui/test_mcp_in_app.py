@@ -1,0 +1,101 @@
+"""MCP servers in the app: the real stdio test server of tests/tools, started by the worker from
+the mcp.json named in the settings, its tools called by a real scripted model."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+from PySide6.QtCore import Qt, QThread
+
+from app.storage.settings import Settings
+
+SERVER = str(Path(__file__).resolve().parents[1] / "tools" / "mcp_test_server.py")
+TIMEOUT = 60_000
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def _settings(mcp_json: Path) -> Settings:
+    s = Settings()
+    s.sampling.max_tokens = 64
+    s.tools.mcp_servers_path = str(mcp_json)
+    return s
+
+
+def test_mcp_tool_is_called_with_approval_shown_in_panel_and_failed_server_is_a_banner(
+        qtbot, make_window, tool_model, tmp_path):
+    pidfile = tmp_path / "good.pid"
+    mcp_json = tmp_path / "mcp.json"
+    mcp_json.write_text(json.dumps({"mcpServers": {
+        "good": {"command": sys.executable, "args": [SERVER, "good"], "env": {"MCP_TEST_PIDFILE": str(pidfile)}},
+        "broken": {"command": sys.executable, "args": [SERVER, "exit_on_start"]},
+    }}))
+    path = tool_model("remember", '{"note": "buy milk"}', answer="I stored it.")
+    w = make_window(None, settings=_settings(mcp_json))
+    notice_threads = []
+    w.worker.sig_window_notice.connect(lambda *_a: notice_threads.append(QThread.currentThread()),
+                                       Qt.ConnectionType.DirectConnection)
+    with qtbot.waitSignal(w.sig_model_ready, timeout=TIMEOUT):
+        w.load_model(str(path))
+    # the servers were started on the worker thread (off the UI thread) when the session was built
+    assert w.worker.mcp is not None
+    assert notice_threads and all(t is w.worker.thread_handle for t in notice_threads)
+    names = w.worker.session.registry.names()
+    assert {"calculator", "remember", "add"} <= set(names)  # built-ins and the server's tools together
+    # the failed server: a banner naming it and its last words, linking to the MCP setting
+    qtbot.waitUntil(lambda: any("broken" in t for t in w.window_notice_texts()), timeout=TIMEOUT)
+    text = next(t for t in w.window_notice_texts() if "broken" in t)
+    assert "fatal: missing API key" in text
+    pid = int(pidfile.read_text())
+    assert _alive(pid)
+
+    # the model calls the MCP tool; it has a side effect, so the approval dialog asks first
+    w.compose.setPlainText("Remember to buy milk")
+    assert w.send()
+    qtbot.waitUntil(lambda: w.approval_dialog is not None and w.approval_dialog.isVisible(), timeout=TIMEOUT)
+    dlg = w.approval_dialog
+    assert dlg.tool_name == "remember"
+    assert json.loads(dlg.args_view.toPlainText()) == {"note": "buy milk"}
+    with qtbot.waitSignal(w.sig_turn_done, timeout=TIMEOUT) as blocker:
+        qtbot.mouseClick(dlg.btn_once, Qt.MouseButton.LeftButton)
+    assert blocker.args[0].finish_reason == "stop"
+    reply = w.chat.current_assistant()
+    assert reply.text().endswith("I stored it.")
+    call_id = next(iter(reply.chips))
+    qtbot.mouseClick(reply.chips[call_id], Qt.MouseButton.LeftButton)
+    assert w.tool_dock.isVisible() and w.tool_panel.selected_call_id() == call_id
+    entry = w.tool_panel.entries[call_id]
+    assert (entry.name, entry.result, entry.error, entry.approval) == (
+        "remember", "stored: buy milk", None, "allowed_once")
+    assert "stored: buy milk" in w.tool_panel.detail_text()
+
+    # quitting stops the server
+    assert w.shutdown()
+    qtbot.waitUntil(lambda: not _alive(pid), timeout=TIMEOUT)
+
+
+def test_broken_mcp_file_is_a_banner_and_the_chat_goes_on(qtbot, make_window, tool_model, tmp_path):
+    mcp_json = tmp_path / "mcp.json"
+    mcp_json.write_text("{ not json")
+    path = tool_model("calculator", '{"expression": "2*21"}', answer="42 it is.")
+    w = make_window(path, settings=_settings(mcp_json))
+    qtbot.waitUntil(lambda: any("MCP servers file" in t for t in w.window_notice_texts()), timeout=TIMEOUT)
+    assert "not valid JSON" in next(t for t in w.window_notice_texts() if "MCP" in t)
+    w.compose.setPlainText("Compute")
+    with qtbot.waitSignal(w.sig_turn_done, timeout=TIMEOUT):
+        assert w.send()
+    assert w.chat.current_assistant().text().endswith("42 it is.")
+    assert [e.result for e in w.tool_panel.entries.values()] == ["42"]
