@@ -6,10 +6,11 @@ Views only render the worker's signals and call core APIs (storage, the worker).
 from __future__ import annotations
 
 import contextlib
+import os
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QObject, QRunnable, Qt, QThreadPool, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QComboBox,
@@ -41,6 +42,29 @@ __all__ = ["MainWindow", "engine_config_for"]
 OPEN_FILE = "__open__"
 
 
+def _path_key(path: str | Path) -> str:
+    return os.path.realpath(os.path.expanduser(str(path)))
+
+
+class _ScanResult(QObject):
+    done = Signal(object)  # list of LocalModel, or an Exception
+
+
+class _LibraryScan(QRunnable):
+    """``Library.scan()`` (reads every GGUF's header) on a pool thread; the result is queued back."""
+
+    def __init__(self, library: Any, result: _ScanResult) -> None:
+        super().__init__()
+        self.library, self.result = library, result
+
+    def run(self) -> None:
+        try:
+            models: Any = self.library.scan()
+        except Exception as exc:  # noqa: BLE001 - shown in the status bar, never fatal
+            models = exc
+        self.result.done.emit(models)
+
+
 def engine_config_for(settings: Any, model_path: str | None) -> EngineConfig:
     """The worker's config: global settings with the model's override on top."""
     from app.storage.settings import effective_settings
@@ -65,6 +89,7 @@ class MainWindow(QMainWindow):
     sig_settings_saved = Signal()
     sig_turn_done = Signal(object)  # DoneEvent, after the window has rendered the end of a turn
     sig_model_ready = Signal(object)  # ModelInfo, after the picker shows the loaded model
+    sig_library_refreshed = Signal()  # the model picker lists the library's models again
 
     def __init__(self, *, history: Any = None, settings: Any = None, settings_notice: Any = None,
                  autoload: bool = True, model_path: str | Path | None = None) -> None:
@@ -90,6 +115,11 @@ class MainWindow(QMainWindow):
         self.approval_dialog: ApprovalDialog | None = None
         self.last_done: DoneEvent | None = None
         self._models_page: QWidget | None = None
+        self.library_models: list[Any] = []  # usable LocalModels of the last library scan
+        self._library: Any = None
+        self._scan_pool = QThreadPool(self)
+        self._scan_pool.setMaxThreadCount(1)
+        self._scan_results: set[_ScanResult] = set()
 
         self.worker = EngineWorker(history=self.history)
         self._connect_worker()
@@ -103,6 +133,7 @@ class MainWindow(QMainWindow):
             path = model_path or self._startup_model()
             if path is not None:
                 self.load_model(str(path))
+        self.refresh_model_library()
 
     # -- construction ----------------------------------------------------------------------------
     def _connect_worker(self) -> None:
@@ -252,7 +283,56 @@ class MainWindow(QMainWindow):
         except Exception as exc:  # noqa: BLE001 - the chat works without a library entry
             self.statusBar().showMessage(f"The demo model could not be added to the library: {exc}", 8000)
 
-    def _known_models(self) -> list[str]:
+    def refresh_model_library(self) -> None:
+        """Rescan the models library (models folder, added folders, imports) off the UI thread;
+        the picker lists what it finds (``sig_library_refreshed``)."""
+        if getattr(self, "_shut", False):
+            return
+        if self._library is None:
+            try:
+                from app.engine.models.library import Library
+
+                self._library = Library()
+            except Exception as exc:  # noqa: BLE001 - the picker still offers last/demo/open file
+                self.statusBar().showMessage(f"The models library cannot be read: {exc}", 8000)
+                return
+        result = _ScanResult()
+        self._scan_results.add(result)
+
+        def done(models: Any) -> None:
+            self._scan_results.discard(result)
+            self._on_library_scanned(models)
+
+        result.done.connect(done)
+        self._scan_pool.start(_LibraryScan(self._library, result))
+
+    def _on_library_scanned(self, models: Any) -> None:
+        if isinstance(models, Exception):
+            self.statusBar().showMessage(f"The models library could not be scanned: {models}", 8000)
+        else:
+            self.library_models = [m for m in models if getattr(m, "usable", True)]
+            self._fill_model_picker()
+        self.sig_library_refreshed.emit()
+
+    def _known_models(self) -> list[tuple[str, str]]:
+        """(label, path) of every model the picker offers: the library's, then the last used,
+        the demo, the loaded and the loading one when they are not in it."""
+        out: list[tuple[str, str]] = []
+        seen: set[str] = set()
+
+        def add(label: str, path: str) -> None:
+            key = _path_key(path)
+            if key not in seen:
+                seen.add(key)
+                out.append((label, path))
+
+        for m in self.library_models:
+            add(str(m.name), str(m.path))
+        for p in self._extra_models():
+            add(Path(p).stem, p)
+        return out
+
+    def _extra_models(self) -> list[str]:
         paths: list[str] = []
         if self.settings.model.last_model_path:
             paths.append(self.settings.model.last_model_path)
@@ -267,24 +347,23 @@ class MainWindow(QMainWindow):
         for p in (self.model_info.path if self.model_info else None, self.loading_path):
             if p:
                 paths.append(p)
-        out: list[str] = []
-        for p in paths:
-            if p not in out:
-                out.append(p)
-        return out
+        return paths
 
     def _fill_model_picker(self) -> None:
         self.model_picker.blockSignals(True)
         self.model_picker.clear()
         current = self.loading_path or (self.model_info.path if self.model_info else None)
-        for p in self._known_models():
-            self.model_picker.addItem(Path(p).stem, p)
+        i = 0
+        for label, p in self._known_models():
+            if current and _path_key(p) == _path_key(current):
+                i = self.model_picker.count()
+                p = current  # the path as loaded
+            self.model_picker.addItem(label, p)
             self.model_picker.setItemData(self.model_picker.count() - 1, p, Qt.ItemDataRole.ToolTipRole)
         if self.model_picker.count() == 0:
             self.model_picker.addItem("No model loaded", None)
         self.model_picker.addItem("Open a GGUF file…", OPEN_FILE)
-        i = self.model_picker.findData(current) if current else 0
-        self.model_picker.setCurrentIndex(max(i, 0))
+        self.model_picker.setCurrentIndex(i)
         self.model_picker.blockSignals(False)
 
     def _on_model_picker_activated(self, index: int) -> None:
@@ -295,7 +374,7 @@ class MainWindow(QMainWindow):
                 self.load_model(path)
             else:
                 self._fill_model_picker()
-        elif data and data != (self.model_info.path if self.model_info else None):
+        elif data and (self.model_info is None or _path_key(data) != _path_key(self.model_info.path)):
             self.load_model(data)
 
     def load_model(self, path: str) -> None:
@@ -359,6 +438,8 @@ class MainWindow(QMainWindow):
 
                 page = ModelsPage()
                 page.sig_load_requested.connect(self._on_models_page_load_requested)
+                # a finished download, an import, a deletion or a new folder: the picker follows
+                page.sig_library_done.connect(self.refresh_model_library)
             except Exception as exc:  # noqa: BLE001 - the page is built elsewhere; never break the window
                 page = QLabel(f"The Models page could not be opened: {exc}")
                 page.setAlignment(Qt.AlignmentFlag.AlignCenter)
@@ -687,4 +768,9 @@ class MainWindow(QMainWindow):
             self._save_settings_quietly()
         if self.approval_dialog is not None:
             self.approval_dialog.reject()
+        page_shutdown = getattr(self._models_page, "shutdown", None)
+        if page_shutdown is not None:  # running downloads are paused, kept for next time
+            with contextlib.suppress(Exception):
+                page_shutdown()
+        self._scan_pool.waitForDone(timeout_ms)
         return self.worker.shutdown(timeout_ms)
