@@ -274,8 +274,12 @@ class ChatSession:
                 self.last_prompt = rendered
                 in_reasoning = (fmt.opens_in_reasoning(rendered.text) if fmt is not None
                                 else rendered.text.rstrip().endswith("<think>"))
-                stream = fmt.stream(tools or [], in_reasoning=in_reasoning) if fmt is not None else \
-                    _PlainStream(in_reasoning)
+                # Stream plain replies at once unless this template's model may close a reasoning
+                # block it never opened (then the text before the close is reasoning).
+                source = choose_template(self.model, bool(tools))[0]
+                orphan_close = fmt is not None and fmt.expects_orphan_close(source, rendered.text)
+                stream = fmt.stream(tools or [], in_reasoning=in_reasoning, orphan_close=orphan_close) \
+                    if fmt is not None else _PlainStream(in_reasoning)
                 remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
                 grammar = self.grammar(rounds) if callable(self.grammar) else self.grammar
                 gen = generate(self.model, rendered.text, max_tokens=self.max_tokens, sampling=self.sampling,

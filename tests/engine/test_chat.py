@@ -360,3 +360,26 @@ def test_chat_deadline(family_model):
     session = ChatSession(model, tool_format="none", deadline_s=0, grammar='root ::= "abc"')
     events = list(session.send("hi"))
     assert events[-1].finish_reason == "deadline" and events[-1].generated_tokens == 0
+
+
+QWEN25 = Family(
+    "hermes", "Qwen-Qwen2.5-7B-Instruct.jinja", ["<|im_start|>", "<|im_end|>", "<|endoftext|>"], QWEN_USER,
+    None, "<|im_end|>", call=[], answer=["Plain text that should stream as it is generated."],
+    result_in_prompt="",
+)
+
+
+@pytest.mark.parametrize("fam", [QWEN25, FAMILIES[0]], ids=["qwen2.5-no-think-tags", "qwen3-think-tags"])
+def test_plain_reply_streams_token_by_token(family_model, fam):
+    """A plain reply reaches the UI while it is generated, not in one piece at the end."""
+    model = family_model(fam)
+    answer = fam.answer[0]
+    session = ChatSession(model, registry=make_registry([]), grammar=fam.grammar([answer]), max_tokens=200)
+    assert session.effective_format == "hermes"
+    events = list(session.send("Say something."))
+    texts = [e.text for e in events if isinstance(e, TextEvent)]
+    assert "".join(texts).strip() == answer
+    if fam is QWEN25:  # no reasoning tags in the template: text streams from the first token
+        assert len(texts) >= len(answer) // 4, texts
+    else:  # Qwen3 may close a reasoning block it never opened: the reply is held until decided
+        assert len(texts) >= 1
