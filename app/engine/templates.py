@@ -15,6 +15,7 @@ render). Every failure is a :class:`TemplateRenderError` whose message says what
 
 from __future__ import annotations
 
+import inspect
 import json
 import threading
 import time
@@ -109,13 +110,21 @@ def _strftime_now(fmt: str) -> str:
     return datetime.now().strftime(fmt)
 
 
+def _json_default(value: Any) -> Any:
+    # Jinja's ``map``/``select`` filters yield generators: HF's tojson (Jinja's own) lists them,
+    # so a template such as llama.cpp's older DeepSeek R1 renders ``tools | map(...) | tojson``.
+    if isinstance(value, (map, filter)) or inspect.isgenerator(value):
+        return list(value)
+    return str(value)
+
+
 def _tojson(value: Any, indent: int | None = None, ensure_ascii: bool = False,
             separators: Any = None, sort_keys: bool = False) -> str:
     if separators is not None:
         separators = tuple(separators)
     try:
         return json.dumps(value, indent=indent, ensure_ascii=ensure_ascii, separators=separators,
-                          sort_keys=sort_keys, default=str)
+                          sort_keys=sort_keys, default=_json_default)
     except (TypeError, ValueError) as exc:
         raise _TemplateException(f"tojson: {exc}") from exc
 

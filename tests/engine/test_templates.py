@@ -114,3 +114,10 @@ def test_recursion_is_a_render_error():
 def test_non_string_source_is_a_render_error():
     with pytest.raises(TemplateRenderError, match="must be a string"):
         render_template(None, MSGS)  # type: ignore[arg-type]
+
+
+def test_tojson_lists_generators_like_jinja():
+    """``tools | map(attribute=...) | tojson`` (llama.cpp's older DeepSeek R1 template) gives a JSON list."""
+    src = "{{ tools | map(attribute='name') | tojson }}|{{ tools | selectattr('name') | list | tojson }}"
+    out = render_template(src, [], tools=[{"name": "a"}, {"name": "b"}], add_generation_prompt=False)
+    assert out == '["a", "b"]|[{"name": "a"}, {"name": "b"}]'
