@@ -51,7 +51,7 @@ run: $(STAMP) $(LIVESTAMP)
 	$(PY) -m app
 
 lint: $(DEVSTAMP)
-	$(VENV)/bin/ruff check app tests bench
+	$(VENV)/bin/ruff check .
 
 contracts: $(DEVSTAMP)
 	$(VENV)/bin/lint-imports
