@@ -1,5 +1,7 @@
 """QApplication set-up, command-line options of the window, headless screenshots.
 
+``--model GGUF --prompt TEXT`` loads the model and sends TEXT in a new chat as soon as it is ready.
+
 ``--screenshot PATH [--state STATE]`` renders one main state and saves a PNG:
 
 * ``empty``     the window (the demo model loading/loaded when installed), no conversation
@@ -30,8 +32,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--model", metavar="GGUF", default=None, help="load this model instead of the last one")
     p.add_argument("--theme", choices=("auto", "light", "dark"), default="auto",
                    help="colour scheme (default: follow the OS)")
-    p.add_argument("--prompt", default=None, help="with --screenshot: the message to send in message states")
+    p.add_argument("--prompt", default=None,
+                   help="a message to send as soon as the model is loaded (with --screenshot: in message states)")
     return p
+
+
+def _send_when_loaded(window, prompt: str) -> None:
+    """Send ``prompt`` once, in a new chat, when the first model is ready."""
+
+    def on_ready(_info) -> None:
+        window.sig_model_ready.disconnect(on_ready)
+        window.new_chat()
+        window.send(prompt)
+
+    window.sig_model_ready.connect(on_ready)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -72,6 +86,8 @@ def main(argv: list[str] | None = None) -> int:
         code = app.exec()
         window.shutdown()
         return code or director.exit_code
+    if args.prompt:
+        _send_when_loaded(window, args.prompt)
     if args.quit_after is not None:
         QTimer.singleShot(int(1000 * args.quit_after), app.quit)
     code = app.exec()
