@@ -8,6 +8,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from app.engine.models.metadata import GGUFMetadata
 
 __all__ = ["GgufSummary", "read_summary", "split_parts", "SPLIT_RE", "detect_tool_format"]
 
@@ -39,27 +43,19 @@ def split_parts(path: Path) -> list[Path]:
     return [path.with_name(f"{m.group('base')}-{i:05d}-of-{count:05d}.gguf") for i in range(1, count + 1)]
 
 
-def detect_tool_format(template: str | None) -> str:
-    """Family name of the template's tool-call format, via app.engine.formats (built in parallel)."""
-    if not template:
+def detect_tool_format(meta: GGUFMetadata) -> str:
+    """Family name of the model's tool-call format ("none" when its templates render no calls).
+
+    The same detection the engine runs at load: the ``tool_use`` template first, with the
+    model's own bos/eos text.
+    """
+    if not meta.chat_template and not meta.tool_use_template:
         return "none"
-    try:
-        from app.engine.formats import detect_template
-    except ImportError:
-        return "unknown"
-    try:
-        found = detect_template(template)
-    except Exception:  # noqa: BLE001 - detection failing must not hide the model
-        return "unknown"
-    if found is None:
-        return "none"
-    if isinstance(found, str):
-        return found
-    for attr in ("name", "family", "format"):
-        value = getattr(found, attr, None)
-        if isinstance(value, str):
-            return value
-    return str(found)
+    from app.engine.formats import detect_template
+
+    found = detect_template(meta.chat_template or "", bos_token=meta.bos_token or "",
+                            eos_token=meta.eos_token or "", tool_use=meta.tool_use_template)
+    return found or "none"
 
 
 def read_summary(path: str | Path) -> GgufSummary:
@@ -108,7 +104,7 @@ def read_summary(path: str | Path) -> GgufSummary:
         context_length=meta.context_length,
         file_size=size,
         has_chat_template=bool(meta.chat_template),
-        tool_format=detect_tool_format(meta.chat_template),
+        tool_format=detect_tool_format(meta),
         n_layers=arch_int("block_count"),
         n_kv_heads=n_kv,
         head_dim=head_dim,

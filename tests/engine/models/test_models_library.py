@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -34,10 +35,20 @@ def test_scan_shows_metadata_of_each_model(lib, tiny_gguf, tmp_path):
     assert s.architecture == "llama" and s.context_length == 2048 and s.quantization == "F32"
     assert s.parameter_count and s.parameter_count > 100_000
     assert s.has_chat_template and s.file_size == dest.stat().st_size == model.size
-    assert isinstance(s.tool_format, str) and s.tool_format
+    assert s.tool_format == "none"  # TEMPLATE is a plain ChatML template: no tool-call format
     est = model.estimate(4096, ram=(16 * 1024**3, 8 * 1024**3))
     assert est.kv_bytes == 2 * s.n_layers * 4096 * s.n_kv_heads * s.head_dim * 2
     assert est.fit == "fits"
+
+
+def test_library_shows_the_detected_tool_format(lib, tiny_gguf):
+    qwen = (Path(__file__).resolve().parents[2] / "fixtures" / "chat_templates" / "Qwen-Qwen3-0.6B.jinja").read_text()
+    lib.models_dir.mkdir(parents=True, exist_ok=True)
+    path = tiny_gguf(chat_template="{{ messages }}", named_templates={"tool_use": qwen},
+                     control_tokens=["<|im_start|>", "<|im_end|>"], bos=None, eos="<|im_end|>")
+    (lib.models_dir / "qwen.gguf").write_bytes(path.read_bytes())
+    (model,) = lib.scan()
+    assert model.summary.tool_format == "hermes"  # from tokenizer.chat_template.tool_use
 
 
 def test_corrupt_and_partial_files(lib, tiny_gguf):
