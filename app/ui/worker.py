@@ -316,6 +316,7 @@ class EngineWorker(QObject):
             self.sig_window_notice.emit("mcp_config", f"The MCP servers file cannot be used: {exc}", setting)
             return
         self.mcp = manager
+        self.sig_load_progress.emit(-1.0, "Starting MCP servers…")
         for st in manager.start():
             if st.state == "failed":
                 self.sig_window_notice.emit(
