@@ -1,0 +1,159 @@
+"""``python -m bench``: run every figure, print the table, write ``bench/results.json``.
+
+Options: ``--only 1,1b,2,3,4,5,6`` (a subset), ``--quick`` (1 pair, 32 tokens, small sizes: a
+smoke run, never for the README), ``--out PATH``, ``--profile`` (pyinstrument around each figure,
+text reports into ``bench/profiles/``), ``--readme`` (replace the README's Benchmarks table).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from bench.harness import Row, format_table, machine_info, row, write_results
+
+HERE = Path(__file__).resolve().parent
+RESULTS = HERE / "results.json"
+README = HERE.parent / "README.md"
+FIGURES = ("1", "1b", "2", "3", "4", "5", "6")
+README_BEGIN = "<!-- bench:begin -->"
+README_END = "<!-- bench:end -->"
+
+
+def _log(msg: str) -> None:
+    print(msg, flush=True)
+
+
+def _profiled(name: str, enabled: bool, fn: Callable[[], Any]) -> Any:
+    if not enabled:
+        return fn()
+    from pyinstrument import Profiler
+
+    prof = Profiler()
+    prof.start()
+    try:
+        return fn()
+    finally:
+        prof.stop()
+        out = HERE / "profiles"
+        out.mkdir(exist_ok=True)
+        (out / f"figure-{name}.txt").write_text(prof.output_text(unicode=False, color=False), encoding="utf-8")
+
+
+def update_readme(table: str, machine: str, date: str, path: Path = README) -> bool:
+    """Replace the text between the bench markers in the README; False when there are none."""
+    text = path.read_text(encoding="utf-8")
+    if README_BEGIN not in text or README_END not in text:
+        return False
+    head, rest = text.split(README_BEGIN, 1)
+    _, tail = rest.split(README_END, 1)
+    body = f"{README_BEGIN}\nMeasured {date} on {machine}.\n\n{table}\n{README_END}"
+    path.write_text(head + body + tail, encoding="utf-8")
+    return True
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
+    ap.add_argument("--only", default=",".join(FIGURES), help="comma-separated figures to run")
+    ap.add_argument("--quick", action="store_true", help="a smoke run: 1 pair, 32 tokens, small sizes")
+    ap.add_argument("--out", default=str(RESULTS))
+    ap.add_argument("--profile", action="store_true", help="pyinstrument each figure into bench/profiles/")
+    ap.add_argument("--readme", action="store_true", help="write the table into README.md's Benchmarks section")
+    args = ap.parse_args(argv)
+    only = {f.strip() for f in args.only.split(",") if f.strip()}
+    unknown = only - set(FIGURES)
+    if unknown:
+        ap.error(f"unknown figure(s) {sorted(unknown)}; choose from {', '.join(FIGURES)}")
+    os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    pairs, tokens = (1, 32) if args.quick else (5, 256)
+    sizes = (2_000, 20_000, 200_000) if args.quick else (10_000, 100_000, 1_000_000)
+
+    rows: list[Row] = []
+    t0 = time.monotonic()
+    _log(f"Callisto benchmarks on {machine_info()}")
+
+    def figure(name: str, fn: Callable[[], list[Row]], fallback: list[tuple[str, str, str]]) -> None:
+        _log(f"figure {name} ...")
+        start = time.monotonic()
+        try:
+            got = _profiled(name, args.profile, fn)
+        except Exception as exc:  # noqa: BLE001 - one broken figure must not lose the others
+            traceback.print_exc()
+            _log(f"  figure {name} failed: {exc}")
+            got = [row(f"{n} (failed: {type(exc).__name__})", None, unit, goal) for n, unit, goal in fallback]
+        rows.extend(got)
+        _log(f"  ({time.monotonic() - start:.0f} s)")
+
+    loaded: list[tuple[str, Any]] = []
+    raw: dict[str, Any] = {}
+    if only & {"1", "1b", "2", "3"}:
+        from bench.models import callisto_model, package_models
+
+        loaded = [(label, callisto_model(path)) for label, path in package_models()]
+
+    gen_rows: list[Row] = []
+    if only & {"1", "2"} and loaded:
+        def gen() -> list[Row]:
+            from bench import generation
+
+            got, r = generation.run(loaded, pairs=pairs, max_tokens=tokens, log=_log)
+            raw.update(r)
+            return got
+
+        figure("1+2", lambda: gen_rows.extend(gen()) or [], [("1. generation tokens/s", "ratio", ">= 0.97"),
+                                                             ("2. time to first token", "ratio", "<= 1.10")])
+        rows.extend(r for r in gen_rows if r.name.split(".", 1)[0] in only)
+    if "1b" in only:
+        from bench import server
+
+        figure("1b", lambda: server.run(loaded, pairs=pairs, max_tokens=tokens, log=_log),
+               [("1b. generation tokens/s, Callisto / llama-server", "ratio", ">= 0.95")])
+    if "3" in only:
+        from bench import kv_reuse
+
+        figure("3", lambda: kv_reuse.run(loaded, reps=pairs, log=_log),
+               [("3. KV reuse: second-turn TTFT / first-turn TTFT", "ratio", "<= 0.25")])
+    for _, m in loaded:
+        m.close()
+    if "4" in only:
+        from bench import parser_cost
+
+        tps = max((r["callisto_tps"] for r in raw.values()), default=100.0)
+        figure("4", lambda: parser_cost.run(tps, sizes=sizes, log=_log),
+               [("4. parser cost", "ratio", "<= 1.2")])
+    if "5" in only:
+        from bench import detection
+
+        figure("5", lambda: detection.run(reps=1 if args.quick else 3, log=_log),
+               [("5. format detection, slowest official template", "ms", "< 50")])
+    if "6" in only:
+        from bench import ui
+
+        n = 1 if args.quick else 3
+        figure("6", lambda: ui.run(stall_runs=n, startup_runs=n + 2, tokens=200 if args.quick else 2000, log=_log),
+               [("6. UI: longest main-thread stall", "ms", "< 50"), ("6. UI: first painted window", "s", "< 1.5"),
+                ("6. UI: idle resident memory", "MiB", "< 200")])
+
+    table = format_table(rows)
+    print()
+    print(table)
+    missed = [r.name for r in rows if not r.meets]
+    print(f"\n{len(rows) - len(missed)}/{len(rows)} figures meet their goal; {time.monotonic() - t0:.0f} s in all")
+    write_results(rows, args.out)
+    print(f"wrote {args.out}")
+    if args.readme and rows:
+        if update_readme(table, rows[0].machine, rows[0].date):
+            print(f"updated {README}")
+        else:
+            print(f"{README} has no {README_BEGIN} / {README_END} markers; table not written there")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

