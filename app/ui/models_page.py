@@ -184,8 +184,8 @@ class ModelsPage(QWidget):
         self.downloads_table = QTableWidget(0, 5)
         self.downloads_table.setHorizontalHeaderLabels(["File", "Progress", "Status", "", ""])
         self._setup_table(self.downloads_table)
+        self.downloads_table.horizontalHeader().setSectionResizeMode(1, QHeaderView.ResizeMode.Fixed)
         self.downloads_table.setColumnWidth(1, 260)
-        self.downloads_table.setColumnWidth(2, 220)
         dl.addWidget(self.downloads_table)
         split.addWidget(downloads)
 
@@ -219,7 +219,11 @@ class ModelsPage(QWidget):
         table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         table.verticalHeader().setVisible(False)
-        table.horizontalHeader().setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
+        header = table.horizontalHeader()
+        # The name takes the room left; every other column (badges, buttons) fits its contents,
+        # so the Load / Delete buttons never end up behind a horizontal scroll bar.
+        header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
 
     # -- search and files -----------------------------------------------------------------------
     def search(self) -> None:
