@@ -60,6 +60,10 @@ def test_llama_cpp_loads_and_generates(model_path):
     # special tokens detokenize as text only when asked to
     assert llm.detokenize([258], special=True) == b"[TOOL_CALLS]"
     assert llama_cpp.llama_vocab_get_attr(vocab, 258) & llama_cpp.LLAMA_TOKEN_ATTR_CONTROL
+    # <tool_call> is a user-defined token (type 4): llama.cpp prints it even without special=True
+    assert llama_cpp.llama_vocab_get_attr(vocab, 260) & llama_cpp.LLAMA_TOKEN_ATTR_USER_DEFINED
+    assert llm.detokenize([260], special=False) == b"<tool_call>"
+    assert llm.detokenize([258], special=False) == b""  # a control token vanishes without special=True
     assert llama_cpp.llama_vocab_is_eog(vocab, 257)  # <|im_end|> is the eos
     # and it generates tokens, the same ones for the same seed
     prompt = llm.tokenize(b"<|im_start|>user\nhello<|im_end|>\n<|im_start|>assistant\n", add_bos=False, special=True)
