@@ -37,6 +37,10 @@ a parameter the tool's schema declares as a plain string keeps its text whatever
 The scanner follows the structure, so a section's closing tag inside a parameter value does not
 end the section; a JSON value (``string="false"`` starting with ``{`` or ``[``) may even hold
 ``</｜DSML｜parameter>`` inside its strings.
+
+A reply cut (``truncated``) inside a section keeps the complete calls before the cut (a JSON
+section here or a DSML one); the cut remainder comes back as text, byte for byte. A section that
+is malformed anywhere, or unclosed in a reply that ended normally, is text.
 """
 
 from __future__ import annotations
@@ -197,10 +201,13 @@ def read_json_section(body: str, *, call_begin: str, call_end: str, section_end:
     ``header`` must fully match the text between ``call_begin`` and the JSON; its group
     ``name_group`` is the tool name and a group named ``fence`` (optional) says a fence opened.
     ``implied_end``: a section missing only its end marker is read when the reply ended normally
-    right after a complete call.
+    right after a complete call. A reply cut inside the section (``at_end`` and ``truncated``)
+    keeps the complete calls before the cut; the cut remainder is returned as text, byte for byte.
     """
     sc = JsonCallSection(call_begin, call_end, section_end)
-    consumed, ended = sc.scan(body, True)
+    # A cut reply is scanned as if more could follow, so a marker cut in half is not a fault.
+    cut = at_end and truncated
+    consumed, ended = sc.scan(body, not cut)
     if sc.bad or not sc.calls:
         return None
     last_end = sc.calls[-1][3]
@@ -208,7 +215,9 @@ def read_json_section(body: str, *, call_begin: str, call_end: str, section_end:
         if consumed != len(body):
             return None
         leftover = ""
-    elif implied_end and at_end and not truncated and sc.state == "between" and not body[last_end:].strip():
+    elif cut:
+        leftover = body[last_end:]  # the complete calls before the cut count; the rest is text
+    elif implied_end and at_end and sc.state == "between" and not body[last_end:].strip():
         leftover = body[last_end:]  # the reply ended right after a call: the section end is implied
     else:
         return None
@@ -444,12 +453,18 @@ class DeepSeekDsmlFormat(Format):
 
     def parse_region(self, opener, body, *, at_end, truncated, tools):
         sc = DsmlScanner(_dsml_close(opener))
-        consumed, ended = sc.scan(body, True)
+        cut = at_end and truncated  # scanned as if more could follow: a half tag is no fault
+        consumed, ended = sc.scan(body, not cut)
         if sc.bad or not sc.calls:
             return None
-        if not ended or consumed != len(body):
+        if ended:
+            if consumed != len(body):
+                return None
+            leftover = ""
+        elif cut:
+            leftover = body[sc.calls[-1][3]:]  # complete calls before the cut count; the rest is text
+        else:
             return None
-        leftover = ""
         schemas = tool_schemas(tools)
         out: list[ParsedCall] = []
         for name, params, start, end in sc.calls:

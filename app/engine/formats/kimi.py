@@ -9,7 +9,8 @@
 The call id ``functions.NAME:IDX`` names the tool (the ``functions.`` prefix and the index are
 accepted missing). The section is read by DeepSeek's JSON-aware :class:`JsonCallSection`; a
 section missing only its end marker is accepted when the reply ended normally right after a
-complete call (a cut reply's unclosed section is text).
+complete call. A reply cut (``truncated``) inside the section keeps its complete calls; the cut
+remainder is text, byte for byte.
 
 ``kimi-k3``: Kimi K3 writes each message as a frame ``<|open|>HEADER<|sep|>BODY<|close|>``.
 A tool call is a frame whose header is ``call tool="NAME"`` and whose body is a sequence of

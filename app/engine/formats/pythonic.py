@@ -8,6 +8,10 @@ tuples and dicts; JSON's ``true``/``false``/``null`` are accepted too): they bec
 The text is read with :func:`ast.parse` and a whitelist of literal nodes, never evaluated. A
 bracketed text that is not a list of calls (``[1, 2]``, ``[see docs](url)``) stays text, and so
 does a list opening anywhere but the start without ``<|python_start|>``.
+
+A reply cut at max_tokens (``truncated``) inside the list keeps the calls written completely
+before the cut; the cut call and what follows come back as text, byte for byte (the list's ``[``
+and the separators before it are structure, like the brackets of a complete list).
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from typing import Any
 
 from app.engine.formats.base import Format, ParsedCall, RegionScanner, Stream, find_marker, register
 
-__all__ = ["PythonicFormat", "parse_call_list"]
+__all__ = ["PythonicFormat", "parse_call_list", "parse_cut_list"]
 
 PY_START = "<|python_start|>"
 PY_END = "<|python_end|>"
@@ -166,6 +170,87 @@ def parse_call_list(source: str) -> list[tuple[str, dict[str, Any], str]] | None
     return calls
 
 
+def _top_level_items(source: str) -> tuple[list[tuple[int, int]], int] | None:
+    """Spans of the items of the list that opens ``source`` (after whitespace), split at its
+    top-level commas, aware of Python strings; and where the list closed (-1: still open)."""
+    i = len(source) - len(source.lstrip())
+    if not source.startswith("[", i):
+        return None
+    spans: list[tuple[int, int]] = []
+    depth, quote, esc = 0, "", False
+    start = j = i + 1
+    n = len(source)
+    while j < n:
+        c = source[j]
+        if quote:
+            if esc:
+                esc = False
+            elif c == "\\":
+                esc = True
+            elif source.startswith(quote, j):
+                j += len(quote)
+                quote = ""
+                continue
+            j += 1
+            continue
+        if c in "'\"":
+            quote = c * 3 if source.startswith(c * 3, j) else c
+            j += len(quote)
+            continue
+        if c in "([{":
+            depth += 1
+        elif c in ")}":
+            depth -= 1
+        elif c == "]":
+            if depth == 0:
+                spans.append((start, j))
+                return spans, j + 1
+            depth -= 1
+        elif c == "," and depth == 0:
+            spans.append((start, j))
+            start = j + 1
+        j += 1
+    spans.append((start, n))
+    return spans, -1
+
+
+def _one_call(item: str) -> tuple[str, dict[str, Any], str] | None:
+    if item.lstrip().startswith("["):
+        return None
+    got = parse_call_list(item)
+    return got[0] if got and len(got) == 1 else None
+
+
+def parse_cut_list(source: str) -> tuple[list[tuple[str, dict[str, Any], str]], int] | None:
+    """A call list cut short (the reply stopped at max_tokens): its complete calls and where the
+    cut remainder starts in ``source`` (the comma before the cut call, or the end). Every item
+    before the cut one must be a call; a list that closed must be followed by whitespace only."""
+    if len(source) > _MAX_SOURCE:
+        return None
+    got = _top_level_items(source)
+    if got is None:
+        return None
+    spans, closed = got
+    calls: list[tuple[str, dict[str, Any], str]] = []
+    rest = len(source)
+    for k, (a, b) in enumerate(spans):
+        call = _one_call(source[a:b])
+        if call is None:
+            if k != len(spans) - 1 or closed != -1:
+                return None  # a bad call before the cut (or in a closed list): not a call list
+            rest = a - 1  # from the comma before the cut call
+            break
+        calls.append(call)
+    else:
+        if closed != -1:
+            if source[closed:].strip():
+                return None
+            rest = closed
+    if not calls:
+        return None
+    return calls, rest
+
+
 class _PythonicStream(Stream):
     """The shared machine, with one addition: ``<|python_start|>`` opens a call anywhere."""
 
@@ -197,6 +282,14 @@ class PythonicFormat(Format):
         return _ListScanner(PY_END if opener == PY_START else None)
 
     def parse_region(self, opener, body, *, at_end, truncated, tools):
+        if at_end and truncated:
+            # Cut at max_tokens: the complete calls count, the cut remainder is text.
+            source = body if opener == PY_START else opener + body
+            got = parse_cut_list(source)
+            if got is None:
+                return None
+            calls, rest = got
+            return [ParsedCall(name, args, raw) for name, args, raw in calls], source[rest:]
         if opener == PY_START:
             if body.endswith(PY_END):
                 source = body[: -len(PY_END)]

@@ -60,9 +60,17 @@ CASES = [
          content="\n\n", calls=[("search", {"query": "q", "tags": [PE]})]),
     Case("bad-json-kept-as-text", sec(inv("search", p("query", "q"), p("limit", "ten", False))), content="\n\n",
          calls=[("search", {"query": "q", "limit": "ten"})]),
-    Case("missing-section-end", "\n\n" + FC + "\n" + W, content="\n\n" + FC + "\n" + W),
+    # Unclosed at a normal end (or closed by the wrong tag): text; their prefixes cut right after
+    # the complete invoke keep it, hence no stable prefix.
+    Case("missing-section-end", "\n\n" + FC + "\n" + W, content="\n\n" + FC + "\n" + W, stable_prefix=False),
     Case("cut-mid-parameter", sec(W).split("Paris")[0], truncated=True, content=sec(W).split("Paris")[0]),
-    Case("mismatched-section-end", "\n\n" + FC + "\n" + W + TCE, content="\n\n" + FC + "\n" + W + TCE),
+    # Cut at max_tokens in the second invoke of a pair: the first counts, the rest is text.
+    Case("cut-second-invoke", "\n\n" + FC + "\n" + W + f'<{D}invoke name="get_ti', truncated=True,
+         content="\n\n\n" + f'<{D}invoke name="get_ti', calls=[PW]),
+    Case("cut-after-invoke", "\n\n" + FC + "\n" + W, truncated=True, content="\n\n\n", calls=[PW],
+         stable_prefix=False),
+    Case("mismatched-section-end", "\n\n" + FC + "\n" + W + TCE, content="\n\n" + FC + "\n" + W + TCE,
+         stable_prefix=False),
     Case("text-inside-invoke", sec(inv("get_time", "oops ")), content=sec(inv("get_time", "oops "))),
     Case("duplicate-parameter", sec(inv("get_weather", p("city", "A"), p("city", "B"))),
          content=sec(inv("get_weather", p("city", "A"), p("city", "B")))),

@@ -34,9 +34,12 @@ CASES = [
     Case("nested", B + call("search", 0, '{"query": "q", "filters": {"year": "1999"}, "tags": []}') + E,
          calls=[("search", {"query": "q", "filters": {"year": 1999}, "tags": []})]),
     Case("section-end-implied-at-eos", B + W, calls=[PW]),
-    Case("section-end-missing-when-cut", B + W, truncated=True, content=B + W),
+    # Cut at max_tokens right after a complete call, or inside the next one: the complete call
+    # counts, the cut remainder is text byte for byte (the section opener is structure).
+    Case("section-end-missing-when-cut", B + W, truncated=True, calls=[PW]),
     Case("cut-mid-arguments", B + W + call("search", 1, '{"query": "q"}')[:-20], truncated=True,
-         content=B + W + call("search", 1, '{"query": "q"}')[:-20]),
+         content=call("search", 1, '{"query": "q"}')[:-20], calls=[PW]),
+    Case("cut-mid-first-call", B + W[:-20], truncated=True, content=B + W[:-20]),
     Case("bad-id", B + f"{CB}functions.get time:0{AB}{{}}{CE}" + E,
          content=B + f"{CB}functions.get time:0{AB}{{}}{CE}" + E),
     Case("missing-argument-begin", B + f"{CB}functions.get_time:0{{}}{CE}" + E,

@@ -17,7 +17,17 @@ CASES = [
     Case("python-tags-after-text", "Let me check. <|python_start|>" + W_TEXT + "<|python_end|> Done.",
          content="Let me check.  Done.", calls=[W]),
     Case("python-tags-end-at-eos", "<|python_start|>[get_time()]", calls=[("get_time", {})]),
-    Case("python-tags-cut", "<|python_start|>[get_time()]", truncated=True, content="<|python_start|>[get_time()]"),
+    # Cut at max_tokens: calls written completely count (the list here is even closed), the cut
+    # call and what follows are text byte for byte.
+    Case("python-tags-cut", "<|python_start|>[get_time()]", truncated=True, calls=[("get_time", {})]),
+    Case("cut-second-call", "[search(query='x'), get_ti", truncated=True, content=", get_ti",
+         calls=[("search", {"query": "x"})]),
+    Case("python-tags-cut-second-call", "Ok <|python_start|>[get_time(), search(query='x", truncated=True,
+         content="Ok , search(query='x", calls=[("get_time", {})]),
+    Case("cut-after-comma", "[get_time(),", truncated=True, content=",", calls=[("get_time", {})]),
+    Case("cut-first-call", "[get_weather(city='Par", truncated=True, content="[get_weather(city='Par"),
+    Case("cut-after-bad-item", "[get_time(), 5, get_ti", truncated=True, content="[get_time(), 5, get_ti",
+         stable_prefix=False),
     Case("empty-arguments", "[get_time()]", calls=[("get_time", {})]),
     Case("literals", "[search(query='q', filters={'year': '2020'}, tags=['a', \"b\"], score=None, mode=7)]",
          calls=[("search", {"query": "q", "filters": {"year": 2020}, "tags": ["a", "b"], "score": None, "mode": 7})]),
