@@ -9,7 +9,12 @@ recipient ``functions.NAME`` (on ``commentary``, or any channel) is a call whose
 arguments. A ``commentary`` message without recipient is a preamble meant for the user: content.
 
 Streaming is channel-aware: text of the analysis channel is only ever reasoning; a call body is
-held until the message ends. ``<|call|>`` and ``<|return|>`` end generation, so a reply that stops
+held until the message ends. A call body is read JSON-aware: a marker inside a JSON string does
+not end it (a body whose JSON never closes falls back, at the end of the reply, to ending at its
+first end marker). An end marker (``<|end|>``, ``<|call|>``, ``<|return|>``) that no message
+header follows did not end the message: the marker and the text after it stay in the same
+channel (analysis text stays reasoning, byte for byte, and never reaches content); after an
+analysis message, text that is not a well-formed header also stays reasoning. ``<|call|>`` and ``<|return|>`` end generation, so a reply that stops
 normally right after a complete JSON body is a complete call; a cut (``truncated``) one is not.
 A malformed header or call is returned as content byte for byte.
 """
@@ -20,7 +25,7 @@ import re
 from typing import Any
 
 from app.engine.formats.base import Format, ParsedCall, Stream, find_marker, register
-from app.engine.formats.jsonscan import loads_repaired, strip_fence
+from app.engine.formats.jsonscan import JsonScanner, loads_repaired, strip_fence
 
 __all__ = ["HarmonyFormat", "HarmonyStream", "parse_header"]
 
@@ -71,6 +76,13 @@ _REASON = "reason"  # body of an analysis message
 _CONTENT = "content"  # body of a final / preamble message, or text outside messages
 _CALL = "call"  # body of a message to a recipient: held until it ends
 _DONE = "done"
+# Where a call body is (see HarmonyStream._h_call).
+_C_LEAD, _C_JSON, _C_POST, _C_PLAIN = "lead", "json", "post", "plain"
+_MAX_LEAD = 64
+_LEAD_JSON = re.compile(r"[ \t\r\n]*(?:```(?:json|JSON)?[ \t]*\n[ \t\r\n]*)?\{")
+_LEAD_PARTIAL = re.compile(r"[ \t\r\n]*(?:`{0,3}|```(?:j|js|jso|json|J|JS|JSO|JSON)[ \t]*|```[ \t]+"
+                           r"|```(?:json|JSON)?[ \t]*\n[ \t\r\n]*)")
+_WS = re.compile(r"\s*")
 
 
 class HarmonyStream(Stream):
@@ -81,9 +93,15 @@ class HarmonyStream(Stream):
         self._mode = _REASON if in_reasoning else _HEAD
         self._head = ""  # header text of the current message (raw, including <|start|>)
         self._recipient: str | None = None
-        # Where text that turns out not to be a header goes: back into an analysis body that a
-        # stray <|start|> / <|channel|> interrupted (never content), else content.
+        # Where text that turns out not to be a header goes: the sink of the message before it
+        # (reasoning after an analysis message, never content), else content.
         self._resume = _CONTENT
+        # The end marker of the last analysis / content body: structure when a header (or the end
+        # of the reply) follows, else the message went on and the marker is text of its sink.
+        self._pending = ""
+        self._cstate = _C_LEAD  # where a call body is: see _h_call
+        self._json: JsonScanner | None = None
+        self._json_aware = True  # False after one unclosed JSON body fell back (keeps it linear)
 
     def _run(self, final: bool, truncated: bool) -> None:
         while getattr(self, "_h_" + self._mode)(final, truncated):
@@ -92,55 +110,67 @@ class HarmonyStream(Stream):
     def _h_done(self, final: bool, truncated: bool) -> bool:
         return False
 
+    def _sink(self, text: str) -> None:
+        if self._resume == _REASON:
+            self._reason(text)
+        else:
+            self._text(text)
+
     def _h_head(self, final: bool, truncated: bool) -> bool:
         buf = self._buf
-        self.ops += len(buf) + 1
-        stripped = buf.lstrip()
-        if not stripped:
+        lead = _WS.match(buf).end()
+        window = buf[lead:lead + _MAX_HEADER + len(MESSAGE)]
+        self.ops += lead + len(window) + 1
+        if not window:
             if final:
+                # The last message's end marker was structure; trailing whitespace stays in its sink.
+                self._pending = ""
                 self._fallback(self._consume(len(buf)))
                 self._mode = _DONE
             return False
-        if not stripped.startswith(_HEADER_STARTS):
-            if not final and any(s.startswith(stripped) for s in _HEADER_STARTS):
+        if not window.startswith(_HEADER_STARTS):
+            if not final and any(h.startswith(window) for h in _HEADER_STARTS):
                 return False  # may still become a header
-            self._mode = self._resume  # not a message header: text of the current sink
+            # Not a message header: the message before went on, its end marker is its text.
+            self._sink(self._pending)
+            self._pending = ""
+            self._mode = self._resume
             return True
-        pos = buf.find(MESSAGE)
-        bad = min((p for p in (buf.find(m) for m in (END, CALL, RETURN)) if p != -1), default=-1)
+        pos = window.find(MESSAGE)
+        bad = min((p for p in (window.find(m) for m in (END, CALL, RETURN)) if p != -1), default=-1)
         if pos != -1 and (bad == -1 or pos < bad) and pos <= _MAX_HEADER:
-            header = self._consume(pos)
+            header = self._consume(lead + pos)
             self._consume(len(MESSAGE))
             got = parse_header(header)
             if got is None:
                 self._fallback(header + MESSAGE)
                 return True
+            self._pending = ""
             channel, recipient = got
             self._resume = _CONTENT
             if recipient is not None:
                 self._head = header + MESSAGE
                 self._recipient = recipient
                 self._parts = []
+                self._cstate = _C_LEAD if self._json_aware else _C_PLAIN
                 self._mode = _CALL
             elif channel == "analysis":
                 self._mode = _REASON
             else:
                 self._mode = _CONTENT
             return True
-        if bad != -1 or len(buf) > _MAX_HEADER or final:
+        if bad != -1 or len(window) > _MAX_HEADER or final:
             # Not a header after all: it is text up to where a next message could begin.
-            lead = len(buf) - len(stripped)
-            marker = START if stripped.startswith(START) else CHANNEL if stripped.startswith(CHANNEL) else ""
+            marker = START if window.startswith(START) else CHANNEL if window.startswith(CHANNEL) else ""
             self._fallback(self._consume(lead + len(marker)))
             return True
         return False
 
     def _fallback(self, text: str) -> None:
-        """Text that is not a header: it stays in the sink it interrupted."""
-        if self._resume == _REASON:
-            self._reason(text)
-        else:
-            self._text(text)
+        """Text that is not a header: it stays in the sink it interrupted (with the end marker
+        of the message before, which was not an end after all)."""
+        self._sink(self._pending + text)
+        self._pending = ""
         self._mode = self._resume
 
     def _body(self, final: bool) -> tuple[str, str | None]:
@@ -157,13 +187,15 @@ class HarmonyStream(Stream):
     def _h_reason(self, final: bool, truncated: bool) -> bool:
         text, m = self._body(final)
         self._reason(text)
-        self._resume = _REASON if m in (START, CHANNEL) else _CONTENT
+        self._resume = _REASON
+        self._pending = m if m in (END, CALL, RETURN) else ""
         return self._after_body(m, final)
 
     def _h_content(self, final: bool, truncated: bool) -> bool:
         text, m = self._body(final)
         self._text(text)
         self._resume = _CONTENT
+        self._pending = m if m in (END, CALL, RETURN) else ""
         return self._after_body(m, final)
 
     def _after_body(self, m: str | None, final: bool) -> bool:
@@ -175,10 +207,61 @@ class HarmonyStream(Stream):
         return False
 
     def _h_call(self, final: bool, truncated: bool) -> bool:
-        text, m = self._body(final)
-        self._parts.append(text)
-        if m is None and not final:
-            return False
+        # A call body is held until its message ends. Its JSON is scanned JSON-aware (a marker
+        # inside a JSON string does not end it): _C_LEAD waits for the first non-blank text (an
+        # optional ```json fence, then "{"), _C_JSON follows the JSON, _C_POST / _C_PLAIN look
+        # for the end marker (after the JSON, or in a body that is not JSON).
+        m: str | None = None
+        while True:
+            st = self._cstate
+            buf = self._buf
+            if st == _C_LEAD:
+                self.ops += min(len(buf), _MAX_LEAD) + 1
+                hit = _LEAD_JSON.match(buf)
+                if hit is not None:
+                    self._parts.append(self._consume(hit.end() - 1))
+                    self._json = JsonScanner()
+                    self._cstate = _C_JSON
+                    continue
+                if not final and len(buf) <= _MAX_LEAD and _LEAD_PARTIAL.fullmatch(buf):
+                    return False
+                self._cstate = _C_PLAIN
+                continue
+            if st == _C_JSON:
+                before = self._json.ops
+                j = self._json.feed(buf, 0)
+                self.ops += self._json.ops - before + 1
+                if j == -1:
+                    self._parts.append(self._consume(len(buf)))
+                    if not final:
+                        return False
+                    return self._json_fallback(truncated)
+                self._parts.append(self._consume(j))
+                self._cstate = _C_POST
+                continue
+            text, m = self._body(final)
+            self._parts.append(text)
+            if m is None and not final:
+                return False
+            break
+        return self._end_call(m, truncated)
+
+    def _json_fallback(self, truncated: bool) -> bool:
+        """The reply ended inside a JSON body that never closed: it was not JSON-aware text after
+        all. The body ends at its first end marker; what follows is read again as messages."""
+        full = "".join(self._parts)
+        self._parts = []
+        self._json_aware = False
+        pos, m, _safe = find_marker(full, _BODY_END, True)
+        self.ops += len(full) + 1
+        if pos == -1:
+            self._parts = [full]
+            return self._end_call(None, truncated)
+        self._parts = [full[:pos]]
+        self._buf = full[pos + (len(m) if m in (END, CALL, RETURN) else 0):] + self._buf
+        return self._end_call(m, truncated)
+
+    def _end_call(self, m: str | None, truncated: bool) -> bool:
         body = "".join(self._parts)
         self._parts = []
         head = self._head

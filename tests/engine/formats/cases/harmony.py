@@ -71,4 +71,31 @@ CASES = [
          content='<|start|>assistant<|channel|>commentary to=functions.search <|constrain|>json<|message|>{"query": "x',
          calls=[W]),
     Case("call-then-final", CALL + FINAL, calls=[W], content="It is sunny."),
+    # Harmony's own markers inside a JSON string argument do not end the call.
+    Case("harmony-markers-inside-argument",
+         ANALYSIS + '<|start|>assistant<|channel|>commentary to=functions.set_port <|constrain|>json<|message|>'
+         '{"blob": "x <|call|> <|end|><|start|>assistant<|channel|>final<|message|> y <|return|>"}<|call|>' + FINAL,
+         reasoning="The user wants the weather.", content="It is sunny.",
+         calls=[("set_port", {"blob": "x <|call|> <|end|><|start|>assistant<|channel|>final<|message|> y <|return|>"})]),
+    Case("fenced-json-with-marker", '<|channel|>commentary to=functions.set_port<|message|>\n```json\n'
+         '{"blob": "<|end|>"}\n```<|call|>', calls=[("set_port", {"blob": "<|end|>"})]),
+    # A JSON body that never closes is not JSON-aware text: it ends at its first end marker (and
+    # is content, byte for byte); what follows is read as messages, so analysis stays reasoning.
+    Case("unclosed-json-then-analysis",
+         '<|channel|>commentary to=functions.search<|message|>{"query": "x"<|call|>'
+         '<|start|>assistant<|channel|>analysis<|message|>secret<|end|>' + FINAL,
+         content='<|channel|>commentary to=functions.search<|message|>{"query": "x"<|call|>It is sunny.',
+         reasoning="secret"),
+    Case("cut-inside-json-with-marker", '<|channel|>commentary to=functions.search<|message|>{"query": "x <|call|> y',
+         truncated=True,
+         content='<|channel|>commentary to=functions.search<|message|>{"query": "x <|call|> y'),
+    # A body-end token that no header follows did not end the message: it stays text of the same
+    # channel (analysis stays reasoning, byte for byte; never content).
+    Case("stray-end-in-analysis",
+         "<|channel|>analysis<|message|>think <|call|> more<|end|><|start|>assistant<|channel|>final<|message|>hi",
+         reasoning="think <|call|> more", content="hi"),
+    Case("analysis-without-next-header", "<|channel|>analysis<|message|>think<|end|>oops no header",
+         reasoning="think<|end|>oops no header"),
+    Case("stray-end-in-final", "<|channel|>final<|message|>Answer<|end|> more", content="Answer<|end|> more"),
+    Case("trailing-whitespace-after-end", ANALYSIS + "\n", reasoning="The user wants the weather.\n"),
 ]
