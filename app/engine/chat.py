@@ -6,7 +6,9 @@ dispatch calls through ``app.tools`` -> append results -> generate again (up to
 (its ``tool_use`` template when it has one); an explicit family is used as chosen, with a
 notice when detection disagrees; ``none`` and ``auto`` without a match chat without tools
 (no schemas sent). ``auto`` without a match puts a notice naming the setting on the
-conversation's first reply.
+conversation's first reply. An explicit family on a template that does not render tools gets the
+schemas and that family's call syntax in the system message (``app.engine.render``,
+``tools_mode == "guidance"``), so choosing a format always turns tools on.
 """
 
 from __future__ import annotations
@@ -191,6 +193,8 @@ class ChatSession:
         self.messages: list[Message] = list(messages or [])
         self.detected_format: str | None = detect_model_format(model)
         self.effective_format, self._format_notices = resolve_tool_format(tool_format, self.detected_format)
+        if self.effective_format is not None and self.detected_format is None:
+            self._format_notices = [self._with_guidance_note(n) for n in self._format_notices]
         self._used_ids: set[str] = set()
         self._next_id = 0
         for m in self.messages:
@@ -223,6 +227,17 @@ class ChatSession:
         return self._reply(cancel, first)
 
     # -- the loop -----------------------------------------------------------------------
+
+    def _with_guidance_note(self, notice: NoticeEvent) -> NoticeEvent:
+        from app.engine.render import template_tools_mode
+
+        if notice.code != "tool_format_override":
+            return notice
+        if template_tools_mode(choose_template(self.model, tools_on=True)[0]) != "none":
+            return notice
+        return NoticeEvent(code=notice.code, setting=notice.setting, message=(
+            notice.message + " Its template does not show tools to the model, so Callisto lists them "
+            f"with an example call in the {self.effective_format} format in the system prompt."))
 
     def _notices(self, first: bool) -> list[NoticeEvent]:
         if not first:
@@ -270,7 +285,7 @@ class ChatSession:
             msgs = ([Message(role="system", content=self.system_prompt)] if self.system_prompt else [])
             msgs += self.messages
             try:
-                rendered = render_prompt(self.model, msgs, tools=tools)
+                rendered = render_prompt(self.model, msgs, tools=tools, tool_format=self.effective_format)
                 self.last_prompt = rendered
                 in_reasoning = (fmt.opens_in_reasoning(rendered.text) if fmt is not None
                                 else rendered.text.rstrip().endswith("<think>"))

@@ -14,7 +14,13 @@ Shapes (ADR 0061 and past its walls):
   with consecutive same-role turns merged, instead of failing;
 * a template that reads tools from the system message instead of the ``tools`` variable
   (Phi-4-mini) gets them there, as a JSON string;
-* with tools on, a ``tokenizer.chat_template.tool_use`` template is used when present.
+* with tools on, a ``tokenizer.chat_template.tool_use`` template is used when present;
+* a template that does not render tools at all (a plain ChatML template, the fallback), when a
+  tool-call format was chosen explicitly, gets the schemas and an example call in that format's
+  syntax in its system message (``app.engine.formats.guidance``; ``tools_mode == "guidance"``),
+  merged with the conversation's own system prompt; past calls are replayed as text in that
+  syntax, since such a template does not render ``tool_calls`` either. A template that already
+  renders the tools gets no guidance.
 """
 
 from __future__ import annotations
@@ -51,7 +57,10 @@ class RenderedPrompt:
     template: str  # "chat_template", "tool_use" or "fallback"
     tools_sent: bool
     merged_turns: bool = False
-    tools_mode: str = "variable"  # "variable" or "system_message"
+    # how the tools reached the prompt: "variable" (the template's ``tools``), "system_message"
+    # (Phi-4-mini's JSON string), "guidance" (schemas and the chosen format's call syntax written
+    # into the system message) or "none" (the template ignored them: nothing reached the prompt)
+    tools_mode: str = "variable"
 
 
 def choose_template(model: LoadedModel, tools_on: bool) -> tuple[str, str]:
@@ -63,8 +72,13 @@ def choose_template(model: LoadedModel, tools_on: bool) -> tuple[str, str]:
     return model.chat_template, "chat_template"
 
 
-def shape_messages(messages: Sequence[Message], *, merge_turns: bool = False) -> list[dict[str, Any]]:
-    """Template-ready dicts (see the module docstring for the shapes)."""
+def shape_messages(messages: Sequence[Message], *, merge_turns: bool = False, calls_as: str | None = None,
+                   results_as_user: bool = False) -> list[dict[str, Any]]:
+    """Template-ready dicts (see the module docstring for the shapes).
+
+    ``calls_as``: a tool-call format family; assistant calls are then written into the turn's
+    content in that family's syntax instead of ``tool_calls`` (for templates that ignore them).
+    ``results_as_user``: tool results become user turns (for templates that reject the role)."""
     id_map: dict[str, str] = {}
     names: dict[str, str] = {}
     counter = 0
@@ -94,11 +108,20 @@ def shape_messages(messages: Sequence[Message], *, merge_turns: bool = False) ->
                     names[cid] = c.name
                     calls.append({"id": cid, "type": "function",
                                   "function": {"name": c.name, "arguments": dict(c.arguments)}})
-                d["tool_calls"] = calls
+                if calls_as is None:
+                    d["tool_calls"] = calls
+                else:
+                    from app.engine.formats.guidance import call_text
+
+                    written = "\n".join(call_text(calls_as, c.name, dict(c.arguments)) for c in m.tool_calls)
+                    d["content"] = "\n".join(x for x in (d["content"], written) if x)
         elif m.role == "tool":
             cid = replay_id(m.tool_call_id or "")
-            d = {"role": "tool", "content": m.content or "", "tool_call_id": cid,
-                 "name": m.name or names.get(cid, "")}
+            name = m.name or names.get(cid, "")
+            if results_as_user:
+                d = {"role": "user", "content": f"Result of the tool {name}:\n{m.content or ''}"}
+            else:
+                d = {"role": "tool", "content": m.content or "", "tool_call_id": cid, "name": name}
         else:
             d = {"role": m.role, "content": m.content or ""}
         if (merge_turns and out and d["role"] in ("user", "assistant", "system")
@@ -149,17 +172,40 @@ def render_messages(
     eos_token: str = "",
     add_generation_prompt: bool = True,
     template_name: str = "chat_template",
+    tool_format: str | None = None,
 ) -> RenderedPrompt:
     """Render through ``source``; retry with merged turns if the template insists on
-    alternation. Raises :class:`PromptRenderError` if the template still fails."""
+    alternation. Raises :class:`PromptRenderError` if the template still fails.
+
+    ``tool_format``: the family the reply will be parsed in; when the template does not render
+    ``tools``, the schemas and that family's call syntax go into the system message."""
     from app.engine.templates import TemplateRenderError, render_template
 
     mode = template_tools_mode(source) if tools else "variable"
+    guidance = None
+    if tools and mode == "none" and tool_format is not None:
+        from app.engine.formats.guidance import tool_guidance
 
-    def attempt(merge: bool) -> str:
-        shaped = shape_messages(messages, merge_turns=merge)
+        mode = "guidance"
+        guidance = tool_guidance(tool_format, tools)
+
+    def attempt(merge: bool, fold_system: bool = False) -> str:
+        shaped = shape_messages(messages, merge_turns=merge, calls_as=tool_format if guidance else None,
+                                results_as_user=fold_system)
         kwargs: dict[str, Any] = {}
-        if tools and mode == "system_message":
+        if guidance is not None:
+            if shaped and shaped[0]["role"] == "system":
+                shaped[0]["content"] = "\n\n".join(x for x in (shaped[0]["content"], guidance) if x)
+            else:
+                shaped.insert(0, {"role": "system", "content": guidance})
+            if fold_system:  # a template without a system role: the guidance opens the first user turn
+                system = shaped.pop(0)["content"]
+                first = next((d for d in shaped if d["role"] == "user"), None)
+                if first is None:
+                    shaped.insert(0, {"role": "user", "content": system})
+                else:
+                    first["content"] = system + "\n\n" + first["content"]
+        elif tools and mode == "system_message":
             payload = json.dumps(tools, ensure_ascii=False)
             if shaped and shaped[0]["role"] == "system":
                 shaped[0]["tools"] = payload
@@ -170,17 +216,18 @@ def render_messages(
         return render_template(source, shaped, add_generation_prompt=add_generation_prompt,
                                bos_token=bos_token, eos_token=eos_token, **kwargs)
 
-    try:
-        text = attempt(False)
-        merged = False
-    except TemplateRenderError as first:
+    tries = [(False, False), (True, False)] + ([(True, True)] if guidance is not None else [])
+    first_error: TemplateRenderError | None = None
+    for merged, fold in tries:
         try:
-            text = attempt(True)
-            merged = True
-        except TemplateRenderError:
-            raise PromptRenderError(f"the model's chat template failed: {first}") from first
-    return RenderedPrompt(text=text, template=template_name, tools_sent=bool(tools), merged_turns=merged,
-                          tools_mode=mode if tools else "variable")
+            text = attempt(merged, fold)
+            break
+        except TemplateRenderError as exc:
+            first_error = first_error or exc
+    else:
+        raise PromptRenderError(f"the model's chat template failed: {first_error}") from first_error
+    return RenderedPrompt(text=text, template=template_name, tools_sent=bool(tools) and mode != "none",
+                          merged_turns=merged, tools_mode=mode if tools else "variable")
 
 
 def render_prompt(
@@ -189,8 +236,10 @@ def render_prompt(
     *,
     tools: list[dict[str, Any]] | None = None,
     add_generation_prompt: bool = True,
+    tool_format: str | None = None,
 ) -> RenderedPrompt:
+    """Render ``messages`` through the model's template (see :func:`render_messages`)."""
     source, name = choose_template(model, bool(tools))
     return render_messages(source, messages, tools=tools or None, bos_token=model.bos_token,
                            eos_token=model.eos_token, add_generation_prompt=add_generation_prompt,
-                           template_name=name)
+                           template_name=name, tool_format=tool_format)

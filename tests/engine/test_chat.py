@@ -383,3 +383,70 @@ def test_plain_reply_streams_token_by_token(family_model, fam):
         assert len(texts) >= len(answer) // 4, texts
     else:  # Qwen3 may close a reasoning block it never opened: the reply is held until decided
         assert len(texts) >= 1
+
+
+def test_explicit_format_on_a_template_without_tools_guides_and_runs_the_call(tiny_gguf):
+    """A plain ChatML template ignores ``tools``: an explicit hermes format puts the schemas and
+    a hermes example call into the system prompt, and the loop parses and dispatches the call."""
+    model = load_model(tiny_gguf(chat_template=CHATML, control_tokens=["<|im_start|>", "<|im_end|>"],
+                                 user_tokens=QWEN_USER, bos=None, eos="<|im_end|>"), n_ctx=2048, n_threads=1)
+    try:
+        ran: list = []
+        registry = make_registry(ran)
+        call = '<tool_call>\n{"name": "add", "arguments": {"a": 2, "b": 3}}\n</tool_call>'
+        grammars = {1: "root ::= " + lit(call), 2: 'root ::= "The sum is 5."'}
+        session = ChatSession(model, tool_format="hermes", registry=registry, system_prompt="Be brief.",
+                              grammar=lambda r: grammars.get(r), max_tokens=200)
+        assert (session.detected_format, session.effective_format) == (None, "hermes")
+        events = list(session.send("What is 2 + 3?"))
+        notices = [e for e in events if isinstance(e, NoticeEvent)]
+        assert [n.code for n in notices] == ["tool_format_override"]
+        assert "example call in the hermes format" in notices[0].message
+
+        prompt = session.last_prompt
+        assert (prompt.tools_mode, prompt.tools_sent) == ("guidance", True)
+        system = prompt.text.split("<|im_end|>")[0]
+        assert system.startswith("<|im_start|>system\nBe brief.\n\nYou can call these tools:\n")
+        assert json.dumps(registry.openai_tools(), ensure_ascii=False) in system
+        assert '<tool_call>\n{"name": "add", "arguments": {"a": 1, "b": 1}}\n</tool_call>' in system
+
+        started = [e for e in events if isinstance(e, ToolCallStartedEvent)]
+        finished = [e for e in events if isinstance(e, ToolCallFinishedEvent)]
+        assert [(e.name, e.arguments) for e in started] == [("add", {"a": 2, "b": 3})]
+        assert [(e.result, e.error) for e in finished] == [("5", None)]
+        assert ran == [(2, 3)]
+        assert "".join(e.text for e in events if isinstance(e, TextEvent)) == "The sum is 5."
+        done = events[-1]
+        assert isinstance(done, DoneEvent) and (done.finish_reason, done.rounds) == ("stop", 2)
+        # round two saw its own call (replayed in hermes syntax) and the result
+        assert [m.role for m in session.messages] == ["user", "assistant", "tool", "assistant"]
+        assert f"<|im_start|>assistant\n{call}<|im_end|>\n<|im_start|>tool\n5<|im_end|>" in prompt.text
+    finally:
+        model.close()
+
+
+@pytest.mark.live
+def test_live_smollm2_with_explicit_hermes_gets_the_guidance(smollm2_path):
+    """SmolLM2's ChatML template has no tools: choosing hermes puts the schemas and a hermes
+    example into its prompt. (Whether a 135M model obeys is not asserted.)"""
+    from app.engine.formats.guidance import call_example, example_arguments
+    from app.tools.builtins import register_builtin_tools
+
+    model = load_model(smollm2_path, n_ctx=2048, n_threads=2)
+    try:
+        registry = ToolRegistry()
+        register_builtin_tools(registry)
+        session = ChatSession(model, tool_format="hermes", registry=registry, sampling={"temperature": 0.0},
+                              max_tokens=16, max_rounds=2)
+        assert (session.detected_format, session.effective_format) == (None, "hermes")
+        events = list(session.send("What is 17 times 3? Use the calculator."))
+        assert isinstance(events[-1], DoneEvent) and events[-1].finish_reason != "error"
+        prompt = session.last_prompt
+        assert (prompt.tools_mode, prompt.tools_sent) == ("guidance", True)
+        assert json.dumps(registry.openai_tools(), ensure_ascii=False) in prompt.text
+        first = registry.openai_tools()[0]
+        example = call_example("hermes", first["function"]["name"], example_arguments(first))
+        assert example.startswith('<tool_call>\n{"name": ') and example in prompt.text
+        assert prompt.text.startswith("<|im_start|>system\nYou can call these tools:")
+    finally:
+        model.close()

@@ -140,3 +140,61 @@ def test_fallback_template_for_a_gguf_without_one(tiny_gguf):
         assert r.text == "<|im_start|>system\nS<|im_end|>\n<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n"
     finally:
         model.close()
+
+
+CHATML = ("{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"
+          "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
+HERMES_EXAMPLE = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "text"}}\n</tool_call>'
+
+
+def test_explicit_format_on_a_template_without_tools_gets_schemas_and_guidance():
+    assert template_tools_mode(CHATML) == "none"
+    # merged with the conversation's system prompt
+    r = render_messages(CHATML, [Message("system", "Be brief."), Message("user", "hi")], tools=TOOLS,
+                        tool_format="hermes")
+    assert (r.tools_mode, r.tools_sent) == ("guidance", True)
+    system = r.text.split("<|im_end|>")[0]
+    assert system.startswith("<|im_start|>system\nBe brief.\n\nYou can call these tools:\n")
+    assert json.dumps(TOOLS, ensure_ascii=False) in system and HERMES_EXAMPLE in system
+    assert r.text.count("<|im_start|>system") == 1
+    # no system prompt: the guidance is the system message
+    r = render_messages(CHATML, [Message("user", "hi")], tools=TOOLS, tool_format="qwen-xml")
+    assert r.text.startswith("<|im_start|>system\nYou can call these tools:\n")
+    assert "<tool_call>\n<function=get_weather>\n<parameter=city>\ntext\n</parameter>" in r.text
+
+
+def test_without_a_format_a_template_that_ignores_tools_gets_nothing():
+    r = render_messages(CHATML, [Message("user", "hi")], tools=TOOLS)
+    assert (r.tools_mode, r.tools_sent) == ("none", False)
+    assert "get_weather" not in r.text and "You can call" not in r.text
+
+
+@pytest.mark.parametrize("name", SUPPORTED)
+def test_a_template_that_renders_tools_gets_no_guidance(name):
+    source = (TEMPLATES / name).read_text()
+    family = FAMILIES[name]["family"]
+    r = render_messages(source, [Message("user", "hi")], tools=TOOLS, tool_format=family,
+                        bos_token="<s>", eos_token="</s>")
+    assert r.tools_mode in ("variable", "system_message") and "You can call these tools" not in r.text
+    assert "get_weather" in r.text
+
+
+def test_guidance_replays_past_calls_in_the_chosen_syntax():
+    msgs = conversation()[1:5]  # user, call turn, tool result, answer
+    r = render_messages(CHATML, msgs, tools=TOOLS, tool_format="hermes")
+    assert ('<|im_start|>assistant\n<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris", '
+            '"days": 2}}\n</tool_call><|im_end|>') in r.text
+    assert "<|im_start|>tool\nsunny, 21 C<|im_end|>" in r.text
+    # without guidance the call turn keeps tool_calls for the template (content stays empty)
+    assert shape_messages(msgs)[1]["content"] == ""
+
+
+def test_guidance_on_a_template_without_system_or_tool_roles():
+    strict = ("{% for m in messages %}{% if m.role not in ['user', 'assistant'] %}"
+              "{{ raise_exception('Only user and assistant roles are supported') }}{% endif %}"
+              "[{{ m.role }}]{{ m.content }}{% endfor %}")
+    r = render_messages(strict, conversation()[1:5], tools=TOOLS, tool_format="hermes")
+    assert r.tools_mode == "guidance" and r.merged_turns
+    assert r.text.startswith("[user]You can call these tools:\n")
+    assert HERMES_EXAMPLE in r.text and "\n\nWeather in Paris?[assistant]<tool_call>" in r.text
+    assert "[user]Result of the tool get_weather:\nsunny, 21 C[assistant]It is sunny." in r.text
