@@ -24,7 +24,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from app.engine.formats.base import Format, ParsedCall, Stream, find_marker, register
+from app.engine.formats.base import Format, ParsedCall, Stream, register
+from app.engine.formats.deepseek import first_marker
 from app.engine.formats.jsonscan import JsonScanner, loads_repaired, strip_fence
 
 __all__ = ["HarmonyFormat", "HarmonyStream", "parse_header"]
@@ -175,8 +176,9 @@ class HarmonyStream(Stream):
 
     def _body(self, final: bool) -> tuple[str, str | None]:
         """Text of the body up to its end marker (consumed) and the marker (None: not yet)."""
-        self.ops += len(self._buf) + 1
-        pos, m, safe = find_marker(self._buf, _BODY_END, final)
+        # Looks no further than the nearest end marker (the markers hold none of one another).
+        pos, m, safe = first_marker(self._buf, _BODY_END, 0, final)
+        self.ops += (safe if pos == -1 else pos) + 1
         if pos == -1:
             return self._consume(safe if not final else len(self._buf)), None
         text = self._consume(pos)
@@ -252,8 +254,8 @@ class HarmonyStream(Stream):
         full = "".join(self._parts)
         self._parts = []
         self._json_aware = False
-        pos, m, _safe = find_marker(full, _BODY_END, True)
-        self.ops += len(full) + 1
+        pos, m, _safe = first_marker(full, _BODY_END, 0, True)
+        self.ops += (len(full) if pos == -1 else pos) + 1
         if pos == -1:
             self._parts = [full]
             return self._end_call(None, truncated)

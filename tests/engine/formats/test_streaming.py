@@ -165,3 +165,64 @@ def test_untypable_values_are_kept_as_written():
     assert type_value("yes", {"type": "boolean"}, raw=True) == "yes"
     assert type_value(5, {"type": "string"}) == 5
     assert type_value("[1,", {"type": "array"}) == "[1,"
+
+
+# -- linear cost: Harmony, Gemma 4, pythonic -------------------------------------------------------
+
+_LINEAR_CHUNKS = {
+    # Analysis, a call whose JSON string holds Harmony's own markers, a final message, and a
+    # stray end token inside analysis (text of the same channel).
+    "harmony": ("<|start|>assistant<|channel|>analysis<|message|>" + "think <|call|> more " * 20 + "<|end|>"
+                "<|start|>assistant<|channel|>commentary to=functions.set_port <|constrain|>json<|message|>"
+                '{"blob": "' + "a <|call|> <|end|> b " * 50 + '"}<|call|>'
+                "<|start|>assistant<|channel|>final<|message|>" + "words " * 100 + "<|end|>"),
+    "gemma4": ("<|channel>thought" + "hmm " * 50 + "<channel|>" + "text < " * 30
+               + '<|tool_call>call:set_port{blob:<|"|>' + "q <tool_call|> " * 60 + '<|"|>}<tool_call|>'),
+    # Text with calls inside <|python_start|> anywhere (strings holding brackets and quotes).
+    "pythonic": ("some text [not a call] "
+                 + "<|python_start|>[set_port(blob='" + "x ] ) \\' \" " * 80 + "'), get_time()]<|python_end|> "),
+}
+
+
+def _feed_chars(fmt, text, *, truncated=False, in_reasoning=False):
+    s = fmt.stream(TOOLS, in_reasoning=in_reasoning)
+    events = []
+    for c in text:
+        events += s.feed(c)
+    events += s.finish(truncated=truncated)
+    return s, fold_events(events)
+
+
+@pytest.mark.parametrize("family", ["harmony", "gemma4", "pythonic"])
+def test_cost_is_linear_one_character_at_a_time_group_a(family):
+    """200 KB fed one character at a time: characters examined stay within a constant factor."""
+    chunk = _LINEAR_CHUNKS[family]
+    text = (chunk * (200_000 // len(chunk) + 1))[:200_000]
+    fmt = FORMATS[family]
+    for in_reasoning, truncated in ((False, False), (True, True)):
+        s, got = _feed_chars(fmt, text, truncated=truncated, in_reasoning=in_reasoning)
+        assert s.ops <= 40 * len(text), f"{family}: {s.ops} characters examined for {len(text)}"
+        assert got == fmt.parse(text, TOOLS, in_reasoning=in_reasoning, truncated=truncated)
+    assert len(fmt.parse(text, TOOLS).tool_calls) >= len(text) // len(chunk)
+
+
+@pytest.mark.parametrize("family,text,truncated", [
+    ("harmony", "<|channel|>commentary to=functions.set_port<|message|>"
+                '{"blob": "' + "x <|call|> y " * 16_000 + '"}<|call|>', False),
+    # Never closes: at the end the body falls back to ending at its first end marker, and what
+    # follows is read again once (later bodies are then not JSON-aware).
+    ("harmony", '<|channel|>commentary to=functions.set_port<|message|>{"blob": "x"<|call|>'
+                + "<|start|>assistant<|channel|>commentary to=functions.get_time<|message|>{<|call|>" * 2_500, True),
+    ("harmony", "<|channel|>analysis<|message|>" + "a <|end|> b " * 12_000, False),
+    ("gemma4", '<|tool_call>call:set_port{blob:<|"|>' + "z <tool_call|> { " * 12_000 + '<|"|>}<tool_call|>', False),
+    ("pythonic", "[set_port(blob='" + "a ] ) \\' " * 20_000 + "')]", False),
+    # One long list of calls, cut at max_tokens in its last call.
+    ("pythonic", "[" + "get_time(), " * 16_000 + "set_port(blob='cut", True),
+])
+def test_one_huge_message_one_character_at_a_time_is_linear(family, text, truncated):
+    fmt = FORMATS[family]
+    s, got = _feed_chars(fmt, text, truncated=truncated)
+    assert s.ops <= 40 * len(text), f"{family}: {s.ops} characters examined for {len(text)}"
+    assert got == fmt.parse(text, TOOLS, truncated=truncated)
+    if family == "pythonic" and truncated:
+        assert len(got.tool_calls) == 16_000 and got.content == ", set_port(blob='cut"
