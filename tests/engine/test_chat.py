@@ -450,3 +450,46 @@ def test_live_smollm2_with_explicit_hermes_gets_the_guidance(smollm2_path):
         assert prompt.text.startswith("<|im_start|>system\nYou can call these tools:")
     finally:
         model.close()
+
+
+def _python(code: str) -> str:
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_app_engine_exports_lazily_without_importing_llama_cpp():
+    out = _python(
+        "import sys, app.engine as e\n"
+        "heavy = [m for m in ('llama_cpp', 'gguf', 'app.engine.llm', 'app.engine.chat', 'app.engine.generate')"
+        " if m in sys.modules]\n"
+        "print(heavy, sorted(e.__all__) == sorted(e._EXPORTS), 'ChatSession' in dir(e))\n"
+        "from app.engine import load_model, generate, complete, ChatSession\n"
+        "from app.engine.llm import load_model as L\n"
+        "from app.engine.chat import ChatSession as C\n"
+        "import app.engine.generate  # the submodule must not hide the function\n"
+        "g = sys.modules['app.engine.generate']\n"
+        "from app.engine import generate as again\n"
+        "print(load_model is L, ChatSession is C, generate is g.generate is again is e.generate,"
+        " complete is g.complete, callable(generate))\n"
+        "print(all(getattr(e, n) is not None for n in e.__all__))\n"
+        "from app.engine import templates  # submodules still import through the package\n"
+        "print(templates.__name__)\n"
+        "try:\n    e.nope\nexcept AttributeError as x:\n    print(x)\n")
+    assert out.splitlines() == [
+        "[] True True",
+        "True True True True True",
+        "True",
+        "app.engine.templates",
+        "module 'app.engine' has no attribute 'nope'",
+    ]
+
+
+def test_app_engine_generate_is_the_function_even_after_the_chat_loop_imported_the_submodule():
+    out = _python("import app.engine.chat\nfrom app.engine import generate\nimport inspect\n"
+                  "print(inspect.isfunction(generate), generate.__module__)\n")
+    assert out.strip() == "True app.engine.generate"
