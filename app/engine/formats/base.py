@@ -13,6 +13,49 @@ markers, start-only formats, regions. ``Format.parse`` is the same machine fed t
 streaming equals parsing for every split by construction: every decision depends only on text
 already seen and is taken only once the text seen decides it. Consumed text leaves the buffer,
 so the work is linear in the output (``Stream.ops`` counts characters examined).
+
+Reasoning before its closing tag is known
+-----------------------------------------
+Two states hold text because a later closing reasoning tag (``</think>``, ``[/THINK]``,
+``<channel|>``) would change what it is: *window* (``orphan_close=True`` and the reply did not
+open with the opening tag: a closing tag without an opening one may follow) and *tentative*
+(inside a reasoning block, opened by the reply or by the prompt with ``in_reasoning=True``, once
+a call opener has appeared in it: Qwen3.5/3.6 open calls without closing a prefilled
+``<think>``). Both look for the closing tag and for call openers. A call opener starts a
+*region* whose extent the family's scanner decides, exactly as after reasoning (JSON strings,
+raw values, ``<|"|>`` strings: up to the end of the reply when the scanner never closes it);
+the region is then parsed as it would be after reasoning (same ``at_end`` and ``truncated``).
+Decision table, first matching row wins, ``C`` the closing tag:
+
+========================================================  ==========================================
+held text                                                 outcome
+========================================================  ==========================================
+``C`` outside every region                                everything held before ``C`` is reasoning
+                                                          (call regions included: call-shaped text
+                                                          in a block the model closes is reasoning);
+                                                          the text after ``C`` is read as after
+                                                          reasoning
+``C`` inside a region that parses as one or more calls    part of the call (an argument's text),
+                                                          not a closing tag
+``C`` inside a region that yields no call (malformed,     the region is plain text: its first ``C``
+cut by ``truncated``)                                     closes reasoning as in the first row
+end of reply, no closing ``C``, window                    the held text is a reply without
+                                                          reasoning: its calls count
+end of reply, no closing ``C``, tentative, not truncated  the opener ended the reasoning: text before
+                                                          it is reasoning, the rest is read as after
+                                                          reasoning (its calls count)
+end of reply, no closing ``C``, tentative, truncated      all reasoning (a cut reply's unclosed
+                                                          block stays reasoning)
+========================================================  ==========================================
+
+So ``A<tool_call>{.."</think>"..}</tool_call>B</think>C`` (window) is reasoning
+``A<tool_call>{..}</tool_call>B`` and content ``C`` with no call, while
+``<tool_call>{.."</think>"..}</tool_call>`` alone is one call whose argument holds ``</think>``.
+Inside a block opened by ``<think>`` (or by the prompt), the first ``C`` before any call opener
+ends it as always. Every row depends only on the text up to the point it decides, so streaming
+still equals parsing for every split; a region's text is scanned at most twice more (once when
+the window/tentative state ends without a closing tag and its text is read again, once when a
+region that yields no call is searched for ``C``), so the cost stays linear.
 """
 
 from __future__ import annotations
@@ -267,6 +310,9 @@ class Stream:
         self._region: RegionScanner | None = None
         self._opener = ""
         self._parts: list[str] = []
+        self._hregion: RegionScanner | None = None  # a call region inside held text
+        self._hopener = ""
+        self._hparts: list[str] = []
         self._ws = 0  # whitespace already checked at the start of the buffer (lead / callstart)
         self.ops = 0
         if fmt.reasoning and in_reasoning:
@@ -361,22 +407,90 @@ class Stream:
         return True
 
     def _step_window(self, final: bool, truncated: bool) -> bool:
+        return self._step_held(final, truncated, tentative=False)
+
+    def _step_tentative(self, final: bool, truncated: bool) -> bool:
+        return self._step_held(final, truncated, tentative=True)
+
+    def _step_held(self, final: bool, truncated: bool, *, tentative: bool) -> bool:
+        # Window / tentative: text is held until a closing tag outside any call region decides it
+        # is reasoning, or the reply ends (see the decision table in the module docstring).
+        if self._hregion is not None:
+            return self._step_held_region(final, truncated)
         close = self.fmt.reasoning[1]
-        pos, _m, safe = find_marker(self._buf, (close,), final)
-        self.ops += (pos + len(close)) if pos != -1 else len(self._buf)
-        if pos != -1:
+        openers = () if self.fmt.start_only and (self._held or tentative) else self.fmt.openers
+        pos, m, safe = find_marker(self._buf, (close, *openers), final)
+        self.ops += (pos + len(m)) if pos != -1 else len(self._buf)
+        if pos != -1 and m == close:
             self._held.append(self._consume(pos))
             self._consume(len(close))
-            self._reason("".join(self._held))
-            self._held = []
-            self._mode = self._after_reasoning()
+            self._end_held_reasoning()
+            return True
+        if pos != -1:
+            self._held.append(self._consume(pos))
+            self._open_held_region(m)
             return True
         self._held.append(self._consume(safe))
         if final:
-            self._reparse("".join(self._held) + self._consume(len(self._buf)), truncated)
+            rest = "".join(self._held) + self._consume(len(self._buf))
             self._held = []
             self._mode = _DONE
+            if tentative and truncated:
+                self._reason(rest)  # a cut reply: the unclosed block stays reasoning
+            else:
+                # Window: no reasoning after all. Tentative: the opener ended the reasoning.
+                self._reparse(rest, truncated)
         return False
+
+    def _open_held_region(self, opener: str) -> None:
+        self._consume(len(opener))
+        self._hopener = opener
+        self._hparts = []
+        self._hregion = self.fmt.region_scanner(opener)
+
+    def _step_held_region(self, final: bool, truncated: bool) -> bool:
+        scanner = self._hregion
+        before = scanner.ops
+        try:
+            consumed, ended = scanner.scan(self._buf, final)
+        except Exception:  # noqa: BLE001 - as in _step_region: the rest is the region
+            consumed, ended = len(self._buf), False
+        self.ops += scanner.ops - before + 1
+        consumed = max(0, min(consumed, len(self._buf)))
+        self._hparts.append(self._consume(consumed))
+        if not ended and not final:
+            return False
+        at_end = not ended
+        if at_end:
+            self._hparts.append(self._consume(len(self._buf)))
+        opener, body = self._hopener, "".join(self._hparts)
+        self._hregion, self._hopener, self._hparts = None, "", []
+        try:
+            result = self.fmt.parse_region(opener, body, at_end=at_end, truncated=truncated and at_end,
+                                           tools=self.tools)
+        except Exception:  # noqa: BLE001 - parsers never raise on model output
+            result = None
+        region = opener + body
+        if result is not None and result[0]:
+            self._held.append(region)  # a call: a closing tag inside it is its argument's text
+            return True
+        close = self.fmt.reasoning[1]
+        pos = region.find(close)
+        self.ops += (pos + len(close)) if pos != -1 else len(region)
+        if pos == -1:
+            self._held.append(region)  # not a call and no closing tag in it: plain held text
+            return True
+        # Not a call: the region is plain text and its closing tag ends the reasoning; what
+        # follows the tag is read again as after reasoning (once: the held state is over).
+        self._held.append(region[:pos])
+        self._buf = region[pos + len(close):] + self._buf
+        self._end_held_reasoning()
+        return True
+
+    def _end_held_reasoning(self) -> None:
+        self._reason("".join(self._held))
+        self._held = []
+        self._mode = self._after_reasoning()
 
     def _step_reason(self, final: bool, truncated: bool) -> bool:
         close = self.fmt.reasoning[1]
@@ -393,32 +507,10 @@ class Stream:
             self._consume(len(close))
             self._mode = self._after_reasoning()
         else:
-            self._held = [self._consume(len(m))]
+            self._held = []
+            self._open_held_region(m)
             self._mode = _TENTATIVE
         return True
-
-    def _step_tentative(self, final: bool, truncated: bool) -> bool:
-        close = self.fmt.reasoning[1]
-        pos, _m, safe = find_marker(self._buf, (close,), final)
-        self.ops += (pos + len(close)) if pos != -1 else len(self._buf)
-        if pos != -1:
-            self._held.append(self._consume(pos))
-            self._consume(len(close))
-            self._reason("".join(self._held))
-            self._held = []
-            self._mode = self._after_reasoning()
-            return True
-        self._held.append(self._consume(safe))
-        if final:
-            rest = "".join(self._held) + self._consume(len(self._buf))
-            self._held = []
-            if truncated:
-                self._reason(rest)  # a cut reply: the unclosed block stays reasoning
-            else:
-                # The model opened a call without closing its reasoning: the opener ended it.
-                self._reparse(rest, truncated)
-            self._mode = _DONE
-        return False
 
     def _reparse(self, text: str, truncated: bool) -> None:
         sub = Stream(self.fmt, self.tools, in_reasoning=False, _lead=False, _first_index=self._ncalls)

@@ -32,6 +32,7 @@ __all__ = [
     "check_parse",
     "check_splits",
     "check_truncation",
+    "close_tag_in_argument_cases",
     "fold_split",
     "splits",
 ]
@@ -77,6 +78,7 @@ class Case:
     ids: list[str] | None = None  # expected call ids, when the case checks them
     in_reasoning: bool = False
     truncated: bool = False
+    orphan_close: bool = True  # passed to parse/stream (False: a plain reply streams at once)
     tools: list[dict[str, Any]] | None = None
     # Truncated prefixes return only calls of the whole reply. False for the rare reply whose
     # calls sit in reasoning closed later by a closing tag without an opening one.
@@ -121,8 +123,9 @@ def splits(text: str, *, seeds: int = 6) -> list[list[str]]:
     return out
 
 
-def fold_split(fmt: Format, parts: list[str], tools, *, in_reasoning=False, truncated=False) -> tuple[Reply, list]:
-    s = fmt.stream(tools, in_reasoning=in_reasoning)
+def fold_split(fmt: Format, parts: list[str], tools, *, in_reasoning=False, truncated=False,
+               orphan_close=True) -> tuple[Reply, list]:
+    s = fmt.stream(tools, in_reasoning=in_reasoning, orphan_close=orphan_close)
     events: list = []
     for p in parts:
         events += s.feed(p)
@@ -135,7 +138,8 @@ def _summary(reply: Reply) -> tuple:
 
 
 def check_parse(fmt: Format, case: Case) -> Reply:
-    reply = fmt.parse(case.text, case.tool_list(), in_reasoning=case.in_reasoning, truncated=case.truncated)
+    reply = fmt.parse(case.text, case.tool_list(), in_reasoning=case.in_reasoning, truncated=case.truncated,
+                      orphan_close=case.orphan_close)
     assert _summary(reply) == (case.content, case.reasoning, case.calls), f"{case.id}: {reply!r}"
     for call in reply.tool_calls:
         assert call.raw and call.raw in case.text, f"{case.id}: raw {call.raw!r} not in the text"
@@ -143,29 +147,31 @@ def check_parse(fmt: Format, case: Case) -> Reply:
     if case.ids is not None:
         assert [c.id for c in reply.tool_calls] == case.ids
     _, events = fold_split(fmt, [case.text], case.tool_list(), in_reasoning=case.in_reasoning,
-                           truncated=case.truncated)
+                           truncated=case.truncated, orphan_close=case.orphan_close)
     check_events(events)
     return reply
 
 
 def check_splits(fmt: Format, case: Case) -> None:
-    want = fmt.parse(case.text, case.tool_list(), in_reasoning=case.in_reasoning, truncated=case.truncated)
+    want = fmt.parse(case.text, case.tool_list(), in_reasoning=case.in_reasoning, truncated=case.truncated,
+                     orphan_close=case.orphan_close)
     for parts in splits(case.text):
         got, events = fold_split(fmt, parts, case.tool_list(), in_reasoning=case.in_reasoning,
-                                 truncated=case.truncated)
+                                 truncated=case.truncated, orphan_close=case.orphan_close)
         assert got == want, f"{case.id}: split {parts[:6]!r}... gave {got!r}, parse gave {want!r}"
         check_events(events)
 
 
 def check_truncation(fmt: Format, case: Case) -> None:
     tools = case.tool_list()
-    full = fmt.parse(case.text, tools, in_reasoning=case.in_reasoning, truncated=case.truncated)
+    oc = case.orphan_close
+    full = fmt.parse(case.text, tools, in_reasoning=case.in_reasoning, truncated=case.truncated, orphan_close=oc)
     full_calls = [(c.name, c.arguments, c.raw) for c in full.tool_calls]
     n = len(case.text)
     points = range(n + 1) if n <= 500 else sorted({round(i * n / 500) for i in range(501)})
     for p in points:
         prefix = case.text[:p]
-        got = fmt.parse(prefix, tools, in_reasoning=case.in_reasoning, truncated=True)
+        got = fmt.parse(prefix, tools, in_reasoning=case.in_reasoning, truncated=True, orphan_close=oc)
         calls = [(c.name, c.arguments, c.raw) for c in got.tool_calls]
         if case.stable_prefix:
             assert calls == full_calls[: len(calls)], f"{case.id}: prefix {prefix!r} gave calls {calls!r}"
@@ -174,7 +180,8 @@ def check_truncation(fmt: Format, case: Case) -> None:
         used = len(got.content) + len(got.reasoning) + sum(len(c.raw) for c in got.tool_calls)
         assert used <= len(prefix), f"{case.id}: prefix {prefix!r} invented text: {got!r}"
         if p % 7 == 0:
-            streamed, _ = fold_split(fmt, list(prefix), tools, in_reasoning=case.in_reasoning, truncated=True)
+            streamed, _ = fold_split(fmt, list(prefix), tools, in_reasoning=case.in_reasoning, truncated=True,
+                                     orphan_close=oc)
             assert streamed == got, f"{case.id}: truncated prefix {prefix!r} streams differently"
 
 
@@ -185,3 +192,57 @@ def check_cross_family(owner: str, case: Case) -> None:
         for in_reasoning in (False, True):
             got = fmt.parse(case.text, case.tool_list(), in_reasoning=in_reasoning)
             assert not got.tool_calls, f"{name} read a call out of {owner} case {case.id}: {got.tool_calls!r}"
+
+
+def close_tag_in_argument_cases(tags: tuple[str, str], call_text: str, call: tuple[str, dict[str, Any]],
+                                opener: str) -> list[Case]:
+    """Cases of a call whose argument holds the family's closing reasoning tag, in every state
+    of the reasoning split (see the decision table in ``app/engine/formats/base.py``).
+
+    ``tags``: the family's (open, close) reasoning tags; ``call_text``: one call (a whole section
+    where the family has one) with the closing tag inside an argument; ``call``: what it parses to;
+    ``opener``: the family's call opener, used for a region that is not a call.
+    """
+    open_tag, close_tag = tags
+    assert close_tag in call_text
+    k, p = call_text, call
+    cut = call_text[: call_text.index(close_tag) + len(close_tag)]
+    bare = opener + " here"  # an opener that starts no call: its region is plain text
+    cases = [
+        Case("close-tag-in-arg", k, calls=[p]),
+        Case("close-tag-in-arg-no-orphan", k, calls=[p], orphan_close=False),
+        Case("close-tag-in-arg-text-around", "Sure. " + k + " Done.", content="Sure.  Done.", calls=[p]),
+        Case("close-tag-in-arg-text-around-no-orphan", "Sure. " + k + " Done.", content="Sure.  Done.",
+             calls=[p], orphan_close=False),
+        # Qwen3.5: a call opener ends an unclosed (prefilled or opened) reasoning block.
+        Case("close-tag-in-arg-prefilled-unclosed", "plan\n" + k, in_reasoning=True, reasoning="plan\n",
+             calls=[p]),
+        Case("close-tag-in-arg-prefilled-unclosed-no-orphan", "plan\n" + k, in_reasoning=True,
+             reasoning="plan\n", calls=[p], orphan_close=False),
+        Case("close-tag-in-arg-opened-unclosed", open_tag + "plan\n" + k, reasoning="plan\n", calls=[p]),
+        Case("close-tag-in-arg-prefilled-unclosed-parallel", "plan\n" + k + "\n" + k, in_reasoning=True,
+             reasoning="plan\n", content="\n", calls=[p, p]),
+        # A block the model closes after the call: the call was reasoning.
+        Case("close-tag-in-arg-prefilled-closed-after", "plan " + k + " no." + close_tag + "Answer",
+             in_reasoning=True, reasoning="plan " + k + " no.", content="Answer", stable_prefix=False),
+        Case("close-tag-in-arg-orphan-closed-after", "plan " + k + " no." + close_tag + "Answer",
+             reasoning="plan " + k + " no.", content="Answer", stable_prefix=False),
+        # Without orphan closes a later closing tag is text, the call counts.
+        Case("close-tag-in-arg-no-orphan-tag-after", "plan " + k + " no." + close_tag + "Answer",
+             content="plan  no." + close_tag + "Answer", calls=[p], orphan_close=False),
+        # Reasoning closed before the call: the usual split.
+        Case("close-tag-in-arg-after-reasoning", open_tag + "r" + close_tag + k, reasoning="r", calls=[p]),
+        Case("close-tag-in-arg-prefilled-closed-before", "r" + close_tag + k, in_reasoning=True,
+             reasoning="r", calls=[p]),
+        Case("close-tag-in-arg-orphan-closed-before", "r" + close_tag + k, reasoning="r", calls=[p]),
+        # A cut call is no call: its region is plain text and the tag in it closes reasoning.
+        Case("close-tag-in-arg-cut", cut, truncated=True, reasoning=cut[: -len(close_tag)]),
+        Case("close-tag-in-arg-prefilled-cut", "plan\n" + cut, in_reasoning=True, truncated=True,
+             reasoning="plan\n" + cut[: -len(close_tag)]),
+        # An opener that starts no call: the closing tag after it still closes reasoning.
+        Case("close-tag-after-bare-opener", "I'd use " + bare + close_tag + "Answer",
+             reasoning="I'd use " + bare, content="Answer"),
+        Case("close-tag-after-bare-opener-prefilled", "I'd use " + bare + close_tag + "Answer",
+             in_reasoning=True, reasoning="I'd use " + bare, content="Answer"),
+    ]
+    return cases

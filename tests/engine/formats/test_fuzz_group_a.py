@@ -5,19 +5,24 @@
   family marker leaks into content, and argument strings hold a marker only where the generated
   argument did.
 * Random and mutated replies (truncated, characters inserted or deleted, markers duplicated or
-  dropped in) never raise, never invent text, and stream to the same result for random splits.
+  dropped in) never raise, stream to the same result for random splits, and lose and invent
+  nothing (:func:`check_accounted`): every character of the input is in exactly one of the
+  content, the reasoning, a call's raw (in the order emitted) or structure the family consumes by
+  design; and each call's raw alone reads back as that call.
 """
 
 from __future__ import annotations
 
 import json
 import random
+import re
 from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from app.engine.formats import FORMATS, fold_events
+from app.engine.formats.events import ReasoningDelta, TextDelta, ToolCallDone
 from tests.engine.formats.harness import TOOLS
 
 FAMILIES = ("glm", "harmony", "gemma4", "pythonic")
@@ -37,9 +42,71 @@ FORBIDDEN_IN_ARGS = {
     "gemma4": ('<|"|>',),
     "pythonic": (),
 }
-# Without a reasoning block the shared machine watches for an orphan closing tag (GLM-4.7 replies
-# start inside reasoning), so that tag cannot stand in an argument of such a reply.
-CLOSE_TAG = {"glm": "</think>", "gemma4": "<channel|>"}
+
+# -- never lose, never invent: every character accounted for ---------------------------------------
+
+_DS_B, _DS_E = "<｜tool▁calls▁begin｜>", "<｜tool▁calls▁end｜>"
+_K2_B, _K2_E = "<|tool_calls_section_begin|>", "<|tool_calls_section_end|>"
+_DSML = "｜DSML｜"
+_THINK = (re.escape("<think>"), re.escape("</think>"))
+# What each family consumes by design: it is structure, never content, reasoning or a call's raw.
+# Whitespace may be structure too (between calls of a section, around a list).
+STRUCTURE: dict[str, tuple[str, ...]] = {
+    "glm": _THINK,
+    "harmony": (r"<\|start\|>[ \t]*assistant", r"<\|channel\|>[ \t]*(?:analysis|final|commentary)",
+                r"<\|constrain\|>", r"json", r"<\|message\|>", r"<\|end\|>", r"<\|call\|>", r"<\|return\|>"),
+    "gemma4": (re.escape("<|channel>thought"), re.escape("<channel|>")),
+    "pythonic": (re.escape("<|python_start|>"), re.escape("<|python_end|>"), r"\[", r"\]", ","),
+    "deepseek-v3": (*_THINK, re.escape(_DS_B), re.escape(_DS_E)),
+    "deepseek-v3.1": (*_THINK, re.escape(_DS_B), re.escape(_DS_E)),
+    "deepseek-dsml": (*_THINK, "</?" + re.escape(_DSML) + "(?:function_calls|tool_calls| calls)>"),
+    "kimi-k2": (*_THINK, re.escape(_K2_B), re.escape(_K2_E)),
+    "kimi-k3": _THINK,
+}
+# (before, after): what makes one call's raw a reply of its own that reads back as that call.
+WRAP = {"pythonic": ("[", "]"), "deepseek-v3": (_DS_B, _DS_E), "deepseek-v3.1": (_DS_B, _DS_E),
+        "deepseek-dsml": (f"<{_DSML}function_calls>", f"</{_DSML}function_calls>"), "kimi-k2": (_K2_B, _K2_E)}
+
+
+def check_accounted(family: str, text: str, *, in_reasoning: bool = False, truncated: bool = False) -> None:
+    """Never lose, never invent, for any input: the pieces ``parse`` emits (content and reasoning
+    deltas, each call's raw), in the order emitted, spell ``text`` exactly once structure the family
+    consumes by design (its markers, message headers, whitespace) is put back between them; and
+    every call's raw, alone, reads back as that very call (its arguments come from its own text)."""
+    fmt = FORMATS[family]
+    s = fmt.stream(TOOLS, in_reasoning=in_reasoning)
+    events = s.feed(text) + s.finish(truncated=truncated)
+    pieces: list[str] = []
+    for ev in events:
+        if isinstance(ev, (TextDelta, ReasoningDelta)):
+            pieces.append(ev.text)
+        elif isinstance(ev, ToolCallDone):
+            pieces.append(ev.call.raw)
+    gaps = [re.compile(r"\s"), *(re.compile(g) for g in STRUCTURE[family])]
+
+    def close(points: set[int]) -> set[int]:
+        todo, seen = list(points), set(points)
+        while todo:
+            p = todo.pop()
+            for g in gaps:
+                m = g.match(text, p)
+                if m and m.end() > p and m.end() not in seen:
+                    seen.add(m.end())
+                    todo.append(m.end())
+        return seen
+
+    reach = close({0})
+    for k, piece in enumerate(pieces):
+        reach = close({p + len(piece) for p in reach if text.startswith(piece, p)})
+        assert reach, f"{family}: piece {k} {piece!r} is not the input's next text: {text!r} -> {pieces!r}"
+    assert len(text) in reach, f"{family}: input text lost: {text!r} -> {pieces!r}"
+    before, after = WRAP.get(family, ("", ""))
+    for ev in events:
+        if isinstance(ev, ToolCallDone):
+            alone = fmt.parse(before + ev.call.raw + after, TOOLS)
+            assert [(c.name, c.arguments) for c in alone.tool_calls] == [(ev.call.name, ev.call.arguments)], \
+                (text, ev.call)
+
 
 SAFE_TEXT = st.text(alphabet="abcXYZ 0129.,!?-é東🌧\n", max_size=16)
 RICH_CHARS = "aZ 09\"'\\\n\t<>|{}[]():,=/é東🌧"
@@ -104,8 +171,6 @@ def valid_replies(draw, family: str):
     rnd = random.Random(draw(st.integers(0, 2**16)))
     forbidden = FORBIDDEN_IN_ARGS[family]
     with_reasoning = family != "pythonic" and draw(st.booleans())
-    if not with_reasoning and family in CLOSE_TAG:
-        forbidden = (*forbidden, CLOSE_TAG[family])
     strings = RICH_TEXT.filter(lambda s: not any(m in s for m in forbidden))
     if family == "glm":
         arg_values = strings  # a raw wire: every value is text
@@ -165,6 +230,7 @@ def _check_valid(family: str, sample) -> None:
     assert reply.reasoning == reasoning, (text, reply)
     assert [(c.name, c.arguments) for c in reply.tool_calls] == calls, (text, reply)
     assert not any(m in reply.content for m in MARKERS[family]), (text, reply)
+    check_accounted(family, text)
     for (_name, args), call in zip(calls, reply.tool_calls, strict=True):
         for m in ALL_MARKERS:  # a marker in a parsed argument only where the written argument had it
             assert (m in json.dumps(call.arguments, ensure_ascii=False)) == (m in json.dumps(args, ensure_ascii=False))
@@ -202,13 +268,11 @@ def _check_mutated(family: str, text: str, truncated: bool) -> None:
     reply = fmt.parse(text, TOOLS, truncated=truncated)
     for c in reply.tool_calls:
         assert c.raw and c.raw in text and isinstance(c.arguments, dict)
-    used = len(reply.content) + len(reply.reasoning) + sum(len(c.raw) for c in reply.tool_calls)
-    assert used <= len(text), (text, reply)  # nothing invented
+    check_accounted(family, text, truncated=truncated)  # nothing lost, nothing invented
     rnd = random.Random(len(text))
     for _ in range(2):
         assert _stream(family, text, rnd, truncated=truncated) == reply, text
-    for in_reasoning in (False, True):
-        fmt.parse(text, TOOLS, in_reasoning=in_reasoning, truncated=truncated)
+    check_accounted(family, text, in_reasoning=True, truncated=truncated)
 
 
 FUZZ = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow,

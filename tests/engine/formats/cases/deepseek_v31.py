@@ -1,6 +1,6 @@
 """DeepSeek V3.1: ``<｜tool▁call▁begin｜>NAME<｜tool▁sep｜>{json}<｜tool▁call▁end｜>`` in a section."""
 
-from tests.engine.formats.harness import Case
+from tests.engine.formats.harness import Case, close_tag_in_argument_cases
 
 FAMILY = "deepseek-v3.1"
 
@@ -48,3 +48,11 @@ CASES = [
     Case("garbage-after-json", B + call("get_time", "{} x") + E, content=B + call("get_time", "{} x") + E),
     Case("plain", "Just text, 5 < 6.", content="Just text, 5 < 6."),
 ]
+
+# The closing reasoning tag inside an argument: part of the call in every reasoning state.
+CASES += close_tag_in_argument_cases(
+    ("<think>", "</think>"),
+    B + call("set_port", '{"blob": "why <think> and </think> here"}') + E,
+    ("set_port", {"blob": "why <think> and </think> here"}),
+    B,
+)

@@ -1,6 +1,6 @@
 """Gemma 4: ``<|tool_call>call:NAME{k:v,...}<tool_call|>`` with ``<|"|>`` string delimiters."""
 
-from tests.engine.formats.harness import Case
+from tests.engine.formats.harness import Case, close_tag_in_argument_cases
 
 FAMILY = "gemma4"
 
@@ -63,3 +63,11 @@ CASES = [
          reasoning=" maybe " + W_TEXT + " no", content="Hi"),
     Case("plain-text", "A plain answer {with: braces}.", content="A plain answer {with: braces}."),
 ]
+
+# The closing reasoning tag inside an argument: part of the call in every reasoning state.
+CASES += close_tag_in_argument_cases(
+    ("<|channel>thought", "<channel|>"),
+    f"<|tool_call>call:set_port{{blob:{Q}why <|channel>thought and <channel|> here{Q}}}<tool_call|>",
+    ("set_port", {"blob": "why <|channel>thought and <channel|> here"}),
+    "<|tool_call>",
+)

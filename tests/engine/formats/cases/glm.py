@@ -1,6 +1,6 @@
 """GLM XML: ``<tool_call>NAME<arg_key>K</arg_key><arg_value>V</arg_value></tool_call>``."""
 
-from tests.engine.formats.harness import Case
+from tests.engine.formats.harness import Case, close_tag_in_argument_cases
 
 FAMILY = "glm"
 
@@ -85,3 +85,11 @@ CASES = [
          reasoning="maybe " + COMPACT + " no", content="Hi"),
     Case("plain-text", "Just an answer with <b>markup</b>.", content="Just an answer with <b>markup</b>."),
 ]
+
+# The closing reasoning tag inside an argument: part of the call in every reasoning state.
+CASES += close_tag_in_argument_cases(
+    ("<think>", "</think>"),
+    "<tool_call>set_port<arg_key>blob</arg_key><arg_value>why <think> and </think> here</arg_value></tool_call>",
+    ("set_port", {"blob": "why <think> and </think> here"}),
+    "<tool_call>",
+)

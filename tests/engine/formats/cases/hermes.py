@@ -1,6 +1,6 @@
 """Hermes JSON: ``<tool_call>{"name": ..., "arguments": {...}}</tool_call>``."""
 
-from tests.engine.formats.harness import Case
+from tests.engine.formats.harness import Case, close_tag_in_argument_cases
 
 FAMILY = "hermes"
 
@@ -71,3 +71,11 @@ CASES = [
     Case("unicode", '<tool_call>{"name": "get_weather", "arguments": {"city": "Zürich 東京"}}</tool_call>',
          calls=[("get_weather", {"city": "Zürich 東京"})]),
 ]
+
+# The closing reasoning tag inside an argument: part of the call in every reasoning state.
+CASES += close_tag_in_argument_cases(
+    ("<think>", "</think>"),
+    '<tool_call>{"name": "set_port", "arguments": {"blob": "why <think> and </think> here"}}</tool_call>',
+    ("set_port", {"blob": "why <think> and </think> here"}),
+    "<tool_call>",
+)

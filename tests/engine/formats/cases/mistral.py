@@ -1,6 +1,6 @@
 """Mistral: ``[TOOL_CALLS][{...}]`` arrays, ``[TOOL_CALLS]NAME[CALL_ID]ID[ARGS]{...}``, ``[THINK]``."""
 
-from tests.engine.formats.harness import Case
+from tests.engine.formats.harness import Case, close_tag_in_argument_cases
 
 FAMILY = "mistral"
 
@@ -37,3 +37,11 @@ CASES = [
     Case("plain-brackets", "Use [INST] and [ARGS] in text", content="Use [INST] and [ARGS] in text"),
     Case("orphan-close", "thinking[/THINK]Hi", reasoning="thinking", content="Hi"),
 ]
+
+# The closing reasoning tag inside an argument: part of the call in every reasoning state.
+CASES += close_tag_in_argument_cases(
+    ("[THINK]", "[/THINK]"),
+    '[TOOL_CALLS]set_port[ARGS]{"blob": "why [THINK] and [/THINK] here"}',
+    ("set_port", {"blob": "why [THINK] and [/THINK] here"}),
+    "[TOOL_CALLS]",
+)

@@ -1,6 +1,6 @@
 """Qwen XML: ``<tool_call><function=NAME><parameter=P>value</parameter></function></tool_call>``."""
 
-from tests.engine.formats.harness import Case
+from tests.engine.formats.harness import Case, close_tag_in_argument_cases
 
 FAMILY = "qwen-xml"
 
@@ -55,3 +55,11 @@ CASES = [
          content="<tool_call>\n<function=get_time>\n</tool_call>x"),
     Case("orphan-close", "hmm</think>Hi", reasoning="hmm", content="Hi"),
 ]
+
+# The closing reasoning tag inside an argument: part of the call in every reasoning state.
+CASES += close_tag_in_argument_cases(
+    ("<think>", "</think>"),
+    call("set_port", blob="why <think> and </think> here"),
+    ("set_port", {"blob": "why <think> and </think> here"}),
+    "<tool_call>",
+)

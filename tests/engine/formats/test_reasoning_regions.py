@@ -1,0 +1,112 @@
+"""A closing reasoning tag inside a call region, before the reasoning split is decided.
+
+The *window* (``orphan_close=True``, no opening tag) and *tentative* (a call opener inside an
+unclosed reasoning block) states hold text until a closing tag decides it is reasoning. There a
+call region's extent is the family's scanner's decision: a closing tag inside a region that
+parses as a call is the call's text. See the decision table in ``app/engine/formats/base.py``.
+The per-family cases are in ``cases/*.py`` (``close_tag_in_argument_cases``); these tests cover
+the cost and a few shapes those cases do not.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from app.engine.formats import FORMATS, Reply, fold_events
+from tests.engine.formats.harness import TOOLS, splits
+
+Q = '<|"|>'
+# One call per family whose argument holds many closing tags (and opening ones).
+HUGE = {
+    "hermes": lambda n: '<tool_call>{"name": "set_port", "arguments": {"blob": "'
+    + "a </think> <think> \\\" " * n + '"}}</tool_call>',
+    "qwen-xml": lambda n: "<tool_call>\n<function=set_port>\n<parameter=blob>\n" + "a </think> <think> " * n
+    + "\n</parameter>\n</function>\n</tool_call>",
+    "glm": lambda n: "<tool_call>set_port<arg_key>blob</arg_key><arg_value>" + "a </think> <think> " * n
+    + "</arg_value></tool_call>",
+    "mistral": lambda n: '[TOOL_CALLS]set_port[ARGS]{"blob": "' + "a [/THINK] [THINK] \\\" " * n + '"}',
+    "gemma4": lambda n: f"<|tool_call>call:set_port{{blob:{Q}" + "a <channel|> <|channel>thought " * n
+    + f"{Q}}}<tool_call|>",
+    "deepseek-v3.1": lambda n: "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>set_port<｜tool▁sep｜>"
+    '{"blob": "' + "a </think> <think> \\\" " * n + '"}<｜tool▁call▁end｜><｜tool▁calls▁end｜>',
+}
+
+
+def _feed_chars(fmt, text, **kw):
+    truncated = kw.pop("truncated", False)
+    s = fmt.stream(TOOLS, **kw)
+    events = []
+    for c in text:
+        events += s.feed(c)
+    events += s.finish(truncated=truncated)
+    return s, fold_events(events)
+
+
+@pytest.mark.parametrize("family", sorted(HUGE))
+def test_huge_argument_full_of_closing_tags_is_one_call_in_linear_cost(family):
+    fmt = FORMATS[family]
+    call = HUGE[family](2_000)
+    close = fmt.reasoning[1]
+    for prefix, kw, reasoning in (
+        ("", {}, ""),  # window
+        ("", {"orphan_close": False}, ""),
+        ("plan\n", {"in_reasoning": True}, "plan\n"),  # tentative
+    ):
+        text = prefix + call
+        s, got = _feed_chars(fmt, text, **kw)
+        assert s.ops <= 40 * len(text), f"{family} {kw}: {s.ops} characters examined for {len(text)}"
+        assert got == fmt.parse(text, TOOLS, **kw)
+        assert got.reasoning == reasoning and got.content == ""
+        assert [c.name for c in got.tool_calls] == ["set_port"]
+        assert got.tool_calls[0].arguments["blob"].count(close) == 2_000
+    # Closed after the call: all of it was reasoning (still linear, same as parse).
+    text = "plan " + call + " no" + close + "Hi"
+    for kw in ({}, {"in_reasoning": True}):
+        s, got = _feed_chars(fmt, text, **kw)
+        assert s.ops <= 40 * len(text)
+        assert got == fmt.parse(text, TOOLS, **kw) == Reply(content="Hi", reasoning="plan " + call + " no")
+    # Cut inside the argument: no call; the region is plain text and its first tag closes reasoning.
+    cut = text[: len(text) // 2]
+    for kw in ({}, {"in_reasoning": True}):
+        s, got = _feed_chars(fmt, cut, truncated=True, **kw)
+        assert s.ops <= 40 * len(cut)
+        assert got == fmt.parse(cut, TOOLS, truncated=True, **kw)
+        assert not got.tool_calls and close not in got.reasoning
+        assert got.reasoning + close + got.content == cut
+
+
+def test_region_that_is_no_call_is_text_and_its_closing_tag_ends_reasoning():
+    fmt = FORMATS["hermes"]
+    # The opener starts a region up to </tool_call>; it is not JSON, so no call: the </think>
+    # inside it closes the reasoning and what follows is read after reasoning (a real call).
+    call = '<tool_call>{"name": "get_time", "arguments": {}}</tool_call>'
+    text = "use <tool_call> like </think>Sure." + call
+    for kw in ({}, {"in_reasoning": True}):
+        got = fmt.parse(text, TOOLS, **kw)
+        assert (got.reasoning, got.content) == ("use <tool_call> like ", "Sure.")
+        assert [c.name for c in got.tool_calls] == ["get_time"]
+        for parts in splits(text):
+            s = fmt.stream(TOOLS, **kw)
+            events = [e for p in parts for e in s.feed(p)] + s.finish()
+            assert fold_events(events) == got, parts
+
+
+def test_no_call_region_with_a_large_tail_is_read_once_more_only():
+    fmt = FORMATS["hermes"]
+    # A region that is no call and ends far away (its </tool_call>): the text after its </think>
+    # is read again once, after reasoning; the cost stays linear.
+    text = "x <tool_call> y </think>" + "words <b> " * 5_000 + "</tool_call> end"
+    s, got = _feed_chars(fmt, text)
+    assert s.ops <= 40 * len(text)
+    assert got == fmt.parse(text, TOOLS)
+    assert got.reasoning == "x <tool_call> y " and got.content.startswith("words <b> ")
+
+
+def test_many_calls_in_the_window_then_no_close_keep_every_call():
+    fmt = FORMATS["hermes"]
+    one = '<tool_call>{"name": "set_port", "arguments": {"blob": "</think>"}}</tool_call>'
+    text = "t " + (one + " ") * 500
+    s, got = _feed_chars(fmt, text)
+    assert s.ops <= 40 * len(text)
+    assert len(got.tool_calls) == 500 and got.reasoning == ""
+    assert got == fmt.parse(text, TOOLS)
