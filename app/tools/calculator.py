@@ -1,8 +1,9 @@
 """A calculator the model can trust: the expression is parsed with ``ast`` and walked, never eval'd.
 
 Numbers, + - * / // % **, unary signs, parentheses, a fixed set of math functions and the
-constants pi, e, tau. Exponents, factorials and result sizes are bounded so an expression
-like ``9**9**9`` is refused instead of freezing the app.
+constants pi, e, tau. Every value must stay finite: an overflow to infinity or a NaN is an
+error the model reads, never a result. Exponents, factorials and result sizes are bounded so
+an expression like ``9**9**9`` is refused instead of freezing the app.
 """
 
 from __future__ import annotations
@@ -34,7 +35,8 @@ _BINARY: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
 _SYMBOL = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//", ast.Mod: "%", ast.Pow: "**"}
 _UNARY: dict[type[ast.unaryop], Callable[[Any], Any]] = {ast.UAdd: operator.pos, ast.USub: operator.neg}
 
-_CONSTANTS = {"pi": math.pi, "e": math.e, "tau": math.tau, "inf": math.inf}
+_CONSTANTS = {"pi": math.pi, "e": math.e, "tau": math.tau}
+_NON_FINITE_NAMES = {"inf", "infinity", "nan"}
 
 
 def _factorial(n: Any) -> int:
@@ -87,6 +89,10 @@ def _check_size(value: Any) -> Any:
         raise ToolError("The result is too large (more than about 1200 digits).")
     if isinstance(value, complex):
         raise ToolError("The result is not a real number.")
+    if isinstance(value, float) and not math.isfinite(value):
+        if math.isnan(value):
+            raise ToolError("The result is not a number (NaN).")
+        raise ToolError("The result is too large for a floating-point number (it overflows to infinity).")
     return value
 
 
@@ -139,6 +145,8 @@ class _Evaluator:
         if isinstance(node, ast.Name):
             if node.id in _CONSTANTS:
                 return _CONSTANTS[node.id]
+            if node.id.lower() in _NON_FINITE_NAMES:
+                raise ToolError(f"'{node.id}' is not a finite number; the calculator works with finite numbers only.")
             if node.id in _FUNCTIONS:
                 raise ToolError(f"'{node.id}' is a function: call it like {node.id}(x).")
             raise ToolError(f"Unknown name '{node.id}'. Known constants: {', '.join(_CONSTANTS)}.")
@@ -179,9 +187,7 @@ def evaluate(expression: str) -> int | float:
         raise ToolError("The result is too large for a floating-point number.") from None
     except RecursionError:
         raise ToolError("The expression is nested too deeply.") from None
-    if isinstance(value, float) and math.isnan(value):
-        raise ToolError("The result is not a number (NaN).")
-    return value
+    return _check_size(value)
 
 
 def _format(value: int | float) -> str:

@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable
 from typing import Any, Literal
 
+from app.tools.cancel import CallControl, ToolCancelled, run_under
 from app.tools.registry import ToolRegistry
 from app.tools.types import (
     ApprovalDecision,
@@ -91,25 +92,26 @@ class ApprovalPolicy:
             return tool_name in self._session_allowed or self._defaults.get(tool_name) == "always_allow"
 
 
-def _run_in_thread(fn: Callable[[], Any], timeout_s: float | None, name: str) -> tuple[bool, Any, BaseException | None]:
-    """(finished, value, exception) of ``fn()`` run on a daemon thread, waiting ``timeout_s``.
+def _run_in_thread(
+    fn: Callable[[], Any], timeout_s: float | None, name: str, control: CallControl | None = None
+) -> tuple[threading.Thread, dict[str, Any]]:
+    """Start ``fn()`` on a daemon thread (under ``control``), wait ``timeout_s``; (thread, box).
 
-    A daemon thread, so a tool that never returns cannot keep the app from exiting.
+    ``box`` gets ``value`` or ``error`` once the thread finishes. A daemon thread, so a tool
+    that never returns cannot keep the app from exiting.
     """
     box: dict[str, Any] = {}
 
     def target() -> None:
         try:
-            box["value"] = fn()
+            box["value"] = run_under(control, fn) if control is not None else fn()
         except BaseException as exc:  # noqa: BLE001 - reported to the caller as a result
             box["error"] = exc
 
     thread = threading.Thread(target=target, name=name, daemon=True)
     thread.start()
     thread.join(timeout_s)
-    if thread.is_alive():
-        return False, None, None
-    return True, box.get("value"), box.get("error")
+    return thread, box
 
 
 def _call_hook(hook: ApprovalHook, request: ApprovalRequest) -> Any:
@@ -149,6 +151,11 @@ class Dispatcher:
     called on the dispatching thread and may block; after ``approval_timeout_s`` without an
     answer the call counts as denied (outcome "timeout"). With no hook, side-effecting tools
     are refused unless the policy pre-approves them.
+
+    Each call has a time limit (``Tool.timeout_s`` or ``timeout_s``). At the limit the call is
+    cancelled (see :mod:`app.tools.cancel`): a cooperating tool gets ``cancel_grace_s`` to stop
+    and report; one already committing its side effect gets ``commit_grace_s`` to finish, and its
+    real outcome is reported. The error the model reads says whether the effect may still happen.
     """
 
     def __init__(
@@ -160,6 +167,8 @@ class Dispatcher:
         timeout_s: float = DEFAULT_TOOL_TIMEOUT_S,
         approval_timeout_s: float | None = DEFAULT_APPROVAL_TIMEOUT_S,
         result_budget: int = DEFAULT_RESULT_BUDGET,
+        cancel_grace_s: float = 1.0,
+        commit_grace_s: float = 10.0,
     ) -> None:
         if result_budget < 100:
             raise ValueError("result_budget must be at least 100 characters")
@@ -169,6 +178,8 @@ class Dispatcher:
         self.timeout_s = timeout_s
         self.approval_timeout_s = approval_timeout_s
         self.result_budget = result_budget
+        self.cancel_grace_s = cancel_grace_s
+        self.commit_grace_s = commit_grace_s
 
     # -- public -------------------------------------------------------------------------
 
@@ -266,11 +277,12 @@ class Dispatcher:
             timeout_s=self.approval_timeout_s,
         )
         hook = self.approval
-        finished, answer, error = _run_in_thread(
+        thread, box = _run_in_thread(
             lambda: _call_hook(hook, request), self.approval_timeout_s, f"approval-{tool.name}"
         )
-        if not finished:
+        if thread.is_alive():
             return "timeout"
+        answer, error = box.get("value"), box.get("error")
         if error is not None:
             log.warning("approval hook raised %r for %s: treated as deny", error, tool.name)
             return "denied"
@@ -291,18 +303,52 @@ class Dispatcher:
             return self._result(call, start, approval=outcome, error=f"Tool '{tool.name}' has no implementation.")
         timeout = tool.timeout_s if tool.timeout_s is not None else self.timeout_s
         handler = tool.handler
-        finished, value, exc = _run_in_thread(lambda: handler(**arguments), timeout, f"tool-{tool.name}")
-        if not finished:
-            return self._result(
-                call,
-                start,
-                approval=outcome,
-                error=f"Tool '{tool.name}' did not finish within {_format_seconds(timeout)} and was abandoned.",
-            )
+        control = CallControl(deadline=time.monotonic() + timeout if timeout is not None else None)
+        thread, box = _run_in_thread(lambda: handler(**arguments), timeout, f"tool-{tool.name}", control)
+        if thread.is_alive():
+            late = self._timed_out(tool, timeout, control, thread, box)
+            if late is not None:
+                return self._result(call, start, approval=outcome, error=late)
+        exc = box.get("error")
         if exc is not None:
             if isinstance(exc, ToolError):
                 return self._result(call, start, approval=outcome, error=str(exc) or f"Tool '{tool.name}' failed.")
             message = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
             detail = f"{type(exc).__name__}: {message}" if message else type(exc).__name__
             return self._result(call, start, approval=outcome, error=f"Tool '{tool.name}' failed ({detail}).")
-        return self._result(call, start, approval=outcome, content=_to_text(value))
+        return self._result(call, start, approval=outcome, content=_to_text(box.get("value")))
+
+    def _timed_out(
+        self, tool: Tool, timeout: float | None, control: CallControl, thread: threading.Thread, box: dict[str, Any]
+    ) -> str | None:
+        """The error the model reads for a call past its time, or None when it finished after all.
+
+        Says honestly whether the tool's effect may still happen: a cancellable tool stopped
+        before its commit point changed nothing; one past its commit point is waited for (its
+        real outcome is reported); any other side-effecting tool keeps running unseen.
+        """
+        limit = _format_seconds(timeout if timeout is not None else 0.0)
+        nothing_committed = control.cancel()
+        if not nothing_committed:
+            # The tool is making its change visible right now: wait for it and report what happened.
+            thread.join(self.commit_grace_s)
+            if not thread.is_alive():
+                return None
+            return (
+                f"Tool '{tool.name}' did not finish within {limit}; it had already started applying its "
+                "change, which may still complete."
+            )
+        if tool.cancellable:
+            # It stops at its next check; a moment lets it report its own, clearer error.
+            thread.join(self.cancel_grace_s)
+            if not thread.is_alive() and not isinstance(box.get("error"), ToolCancelled):
+                return None
+            if tool.side_effects:
+                return f"Tool '{tool.name}' did not finish within {limit} and was stopped before it changed anything."
+            return f"Tool '{tool.name}' did not finish within {limit} and was stopped."
+        if tool.side_effects:
+            return (
+                f"Tool '{tool.name}' did not finish within {limit} and was abandoned, but it may still be "
+                "running: its effect may still happen."
+            )
+        return f"Tool '{tool.name}' did not finish within {limit} and was abandoned."

@@ -81,6 +81,7 @@ def tool_from_function(
     side_effects: bool = False,
     timeout_s: float | None = None,
     source: str = "builtin",
+    cancellable: bool = False,
 ) -> Tool:
     """A Tool whose schema comes from ``func``'s type hints and docstring (via pydantic).
 
@@ -125,6 +126,7 @@ def tool_from_function(
         handler=handler,
         timeout_s=timeout_s,
         source=source,
+        cancellable=cancellable,
     )
 
 

@@ -43,6 +43,11 @@ class Tool:
     (or anything JSON-serialisable). ``side_effects`` tools ask the user before running.
     ``timeout_s`` overrides the dispatcher's default per-call timeout.
     ``source`` says where the tool comes from: ``"builtin"`` or ``"mcp:<server>"``.
+    ``cancellable`` tools follow :mod:`app.tools.cancel`: they stop when their time runs out and
+    commit side effects only through ``commit_side_effect()``, so a timed-out call of one either
+    changed nothing or is known to be finishing its change. Other tools that time out are
+    abandoned on their thread, and for a side-effecting one the model is told the effect may
+    still happen.
     """
 
     name: str
@@ -52,6 +57,7 @@ class Tool:
     handler: Callable[..., Any] | None = field(default=None, compare=False, repr=False)
     timeout_s: float | None = None
     source: str = "builtin"
+    cancellable: bool = False
 
     def openai_schema(self) -> dict[str, Any]:
         """The OpenAI function-tool shape that chat templates render."""

@@ -92,6 +92,18 @@ def _types_phrase(types: list[str]) -> str:
     return ", ".join(words[:-1]) + " or " + words[-1]
 
 
+def _expected_phrase(schema: Any) -> str:
+    """What a parameter's schema wants, in words: ``a string``, ``one of "c", "f"``, ``a value``."""
+    types = _expected_types(schema)
+    if types:
+        return _types_phrase(types)
+    if isinstance(schema, dict) and isinstance(schema.get("enum"), list) and schema["enum"]:
+        return "one of " + ", ".join(json.dumps(v, ensure_ascii=False) for v in schema["enum"])
+    if isinstance(schema, dict) and "const" in schema:
+        return json.dumps(schema["const"], ensure_ascii=False)
+    return "a value"
+
+
 def _subject(path: list[Any]) -> str:
     return f"Parameter '{_path_name(path)}'" if path else "The arguments"
 
@@ -105,7 +117,9 @@ def _error_sentence(error: Any) -> str:
         missing = [name for name in error.validator_value if name not in (error.instance or {})]
         name = missing[0] if missing else error.message
         where = f" in '{_path_name(path)}'" if path else ""
-        return f"Missing required parameter '{name}'{where}."
+        properties = error.schema.get("properties") if isinstance(error.schema, dict) else None
+        expected = _expected_phrase(properties.get(name) if isinstance(properties, dict) else None)
+        return f"Missing required parameter '{name}'{where}: expected {expected}, got nothing."
     if kind == "type" or kind in ("anyOf", "oneOf"):
         types = _expected_types(error.schema)
         if types:

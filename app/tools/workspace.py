@@ -7,6 +7,11 @@ that is not a regular file or folder (devices, FIFOs, sockets), files with extra
 (they may be the same file as one outside), and files over the size limit. Files are opened
 with ``O_NOFOLLOW`` / ``O_NONBLOCK`` and checked again with ``fstat`` after opening, so a
 path swapped for a symlink or FIFO between the check and the open is still refused.
+
+``search_files`` and ``write_file`` cooperate with the dispatcher's time limit
+(:mod:`app.tools.cancel`): a regular expression is matched by the ``regex`` engine with the
+GIL released and a time limit, and a write is staged in a hidden temporary file and renamed
+into place only after its commit point, so a write stopped in time changes nothing.
 """
 
 from __future__ import annotations
@@ -15,8 +20,10 @@ import os
 import re
 import stat
 import tempfile
+import time
 from pathlib import Path
 
+from app.tools.cancel import check_cancelled, commit_side_effect, remaining_time
 from app.tools.registry import tool_from_function
 from app.tools.types import Tool, ToolError
 
@@ -29,6 +36,9 @@ MAX_LIST_ENTRIES = 500
 MAX_SEARCH_FILES = 2000
 MAX_SEARCH_MATCHES = 200
 MAX_SEARCH_LINE = 500
+MAX_QUERY_CHARS = 1000
+MAX_REGEX_LINE = 4096  # characters of each line a regular expression is tried on
+SEARCH_TIMEOUT_S = 10.0  # a search's own time limit (the dispatcher's may be shorter)
 
 _DRIVE_RE = re.compile(r"^[A-Za-z]:")
 
@@ -48,7 +58,13 @@ def _human_size(n: int) -> str:
 class Workspace:
     """A folder the file tools may touch, and nothing outside it."""
 
-    def __init__(self, root: str | os.PathLike[str], *, max_read_bytes: int = MAX_READ_BYTES) -> None:
+    def __init__(
+        self,
+        root: str | os.PathLike[str],
+        *,
+        max_read_bytes: int = MAX_READ_BYTES,
+        search_timeout_s: float = SEARCH_TIMEOUT_S,
+    ) -> None:
         path = Path(root).expanduser()
         if not path.exists():
             raise WorkspaceError(f"The workspace folder {str(path)!r} does not exist")
@@ -56,6 +72,7 @@ class Workspace:
             raise WorkspaceError(f"The workspace {str(path)!r} is not a folder")
         self.root = path.resolve(strict=True)
         self.max_read_bytes = max_read_bytes
+        self.search_timeout_s = search_timeout_s
 
     # -- path checks --------------------------------------------------------------------
 
@@ -68,7 +85,9 @@ class Workspace:
         if len(path) > MAX_PATH_CHARS:
             raise ToolError(f"The path is too long (more than {MAX_PATH_CHARS} characters).")
         text = path.strip()
-        if text in ("", "."):
+        if not text:
+            raise ToolError('The path is empty; give a path relative to the workspace ("." is the workspace folder).')
+        if text == ".":
             return "."
         if text.startswith("~"):
             raise ToolError(f"'{shown}' refers to a home folder; use a path relative to the workspace.")
@@ -229,13 +248,35 @@ class Workspace:
         """
         if not query:
             raise ToolError("The query is empty.")
+        if len(query) > MAX_QUERY_CHARS:
+            raise ToolError(f"The query is too long (more than {MAX_QUERY_CHARS} characters).")
+        # Plain text: a substring test, linear in the line. A regular expression runs on the
+        # ``regex`` engine, which releases the GIL while matching (the app stays responsive) and
+        # stops at a time limit (a catastrophically backtracking pattern cannot run away).
+        # The engine's limit counts processor time, which on a busy machine runs slower than the
+        # clock: take a third of what is left of the call's time so the search usually reports its
+        # own error before the dispatcher's limit (which stops it in any case).
+        budget = remaining_time(self.search_timeout_s)
+        limit = min(self.search_timeout_s, max(0.05, budget / 3))
+        cpu_start = time.process_time()
         if regex:
+            import regex as regex_engine
+
             try:
-                pattern = re.compile(query)
-            except re.error as exc:
+                compiled = regex_engine.compile(query)
+            except (regex_engine.error, ValueError, OverflowError, RecursionError) as exc:
                 raise ToolError(f"The regular expression is invalid ({exc}).") from None
+
+            def found(line: str) -> bool:
+                left = limit - (time.process_time() - cpu_start)
+                if left <= 0:
+                    raise TimeoutError
+                return compiled.search(line[:MAX_REGEX_LINE], timeout=left, concurrent=True) is not None
         else:
-            pattern = re.compile(re.escape(query))
+
+            def found(line: str) -> bool:
+                return query in line
+
         real = self.resolve(path)
         if not real.exists():
             raise ToolError(f"'{path[:80]}' does not exist.")
@@ -253,6 +294,7 @@ class Workspace:
                     break
         matches: list[str] = []
         skipped = 0
+        long_lines = 0
         for file in files:
             rel = self.relative(file)
             try:
@@ -263,8 +305,22 @@ class Workspace:
             except ToolError:
                 skipped += 1
                 continue
+            check_cancelled()
             for number, line in enumerate(text.splitlines(), start=1):
-                if pattern.search(line[:10_000]):
+                if regex and len(line) > MAX_REGEX_LINE:
+                    long_lines += 1
+                if number % 1000 == 0:
+                    check_cancelled()
+                try:
+                    hit = found(line)
+                except TimeoutError:
+                    raise ToolError(
+                        f"The regular expression took too long (over {round(limit, 2):g} s of matching, stopped at "
+                        f"{rel}:{number}); "
+                        "it probably backtracks catastrophically. Simplify it, e.g. avoid nested repeats "
+                        "like (a+)+."
+                    ) from None
+                if hit:
                     shown = line.strip()
                     if len(shown) > MAX_SEARCH_LINE:
                         shown = shown[:MAX_SEARCH_LINE] + "..."
@@ -282,6 +338,11 @@ class Workspace:
             result += ":\n" + "\n".join(matches)
         if len(files) >= MAX_SEARCH_FILES:
             result += f"\n(Searched only the first {MAX_SEARCH_FILES} files.)"
+        if long_lines:
+            result += (
+                f"\n({long_lines} lines longer than {MAX_REGEX_LINE} characters were searched only in their first "
+                f"{MAX_REGEX_LINE} characters.)"
+            )
         return result
 
     def write_file(self, path: str, content: str) -> str:
@@ -301,27 +362,45 @@ class Workspace:
             st = os.lstat(real)
             self._check_regular(st, path)
         parent = real.parent
-        try:
-            parent.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise ToolError(f"The folder for '{path[:80]}' cannot be created ({exc.strerror or exc}).") from None
-        # The parent may have been swapped for a symlink meanwhile: check its real path again.
-        if Path(os.path.realpath(parent)) != parent or (parent != self.root and self.root not in parent.parents):
+        # The new content goes to a hidden temporary file first (in the target folder when it
+        # exists, else the workspace root: the same file system either way), nothing visible
+        # changes until the commit point, and the commit is one rename. So a call stopped by
+        # its time limit before the commit leaves the workspace exactly as it was.
+        staging = parent if parent.is_dir() else self.root
+        if Path(os.path.realpath(staging)) != staging:
             raise ToolError(f"'{path[:80]}' leads outside the workspace, which is not allowed.")
         data = content.encode("utf-8")
-        fd, tmp = tempfile.mkstemp(prefix=".callisto-", suffix=".tmp", dir=parent)
         try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, real)  # replaces a name, never follows a symlink at the target
+            fd, tmp = tempfile.mkstemp(prefix=".callisto-", suffix=".tmp", dir=staging)
         except OSError as exc:
+            raise ToolError(f"'{path[:80]}' cannot be written ({exc.strerror or exc}).") from None
+        try:
+            try:
+                with os.fdopen(fd, "wb") as fh:
+                    fh.write(data)
+                    fh.flush()
+                    os.fsync(fh.fileno())
+            except OSError as exc:
+                raise ToolError(f"'{path[:80]}' cannot be written ({exc.strerror or exc}).") from None
+            check_cancelled()
+            commit_side_effect()  # from here on the write happens even if the time runs out
+            try:
+                parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise ToolError(f"The folder for '{path[:80]}' cannot be created ({exc.strerror or exc}).") from None
+            # The parent may have been swapped for a symlink meanwhile: check its real path again.
+            if Path(os.path.realpath(parent)) != parent or (parent != self.root and self.root not in parent.parents):
+                raise ToolError(f"'{path[:80]}' leads outside the workspace, which is not allowed.")
+            try:
+                os.replace(tmp, real)  # replaces a name, never follows a symlink at the target
+            except OSError as exc:
+                raise ToolError(f"'{path[:80]}' cannot be written ({exc.strerror or exc}).") from None
+        except BaseException:
             try:
                 os.unlink(tmp)
             except OSError:
                 pass
-            raise ToolError(f"'{path[:80]}' cannot be written ({exc.strerror or exc}).") from None
+            raise
         return f"Wrote {len(data)} bytes to {self.relative(real)}."
 
 
@@ -330,6 +409,6 @@ def workspace_tools(workspace: Workspace) -> list[Tool]:
     return [
         tool_from_function(workspace.list_files, name="list_files"),
         tool_from_function(workspace.read_file, name="read_file"),
-        tool_from_function(workspace.search_files, name="search_files"),
-        tool_from_function(workspace.write_file, name="write_file", side_effects=True),
+        tool_from_function(workspace.search_files, name="search_files", cancellable=True),
+        tool_from_function(workspace.write_file, name="write_file", side_effects=True, cancellable=True),
     ]

@@ -19,6 +19,7 @@ from app.tools import (
     register_builtin_tools,
 )
 from app.tools.calculator import evaluate
+from app.tools.cancel import CallControl, ToolCancelled, run_under
 
 
 def run(dispatcher: Dispatcher, name: str, **arguments):
@@ -305,3 +306,119 @@ def test_escape_messages_say_why(world):
             assert words in error, (path, error)
     finally:
         sock.close()
+
+
+# -- review fixes: non-finite numbers, empty paths, hostile regexes, writes stopped in time ----
+
+
+@pytest.mark.parametrize(
+    ("expression", "error"),
+    [
+        ("1e308 * 10", "overflows to infinity"),
+        ("1e308 + 1e308", "overflows to infinity"),
+        ("1 / (1e308 * 10)", "overflows to infinity"),
+        ("inf", "'inf' is not a finite number"),
+        ("-inf", "'inf' is not a finite number"),
+        ("nan", "'nan' is not a finite number"),
+        ("1e999", "overflows to infinity"),
+    ],
+)
+def test_calculator_refuses_non_finite_values(calc, expression, error):
+    result = run(calc, "calculator", expression=expression)
+    assert result.content is None
+    assert error in result.error, result.error
+
+
+def test_calculator_missing_expression_names_its_type(calc):
+    assert calc.dispatch(ToolCall("c", "calculator", {})).error == (
+        "Missing required parameter 'expression': expected a string, got nothing."
+    )
+
+
+def test_empty_paths_are_refused_not_taken_for_the_root(world):
+    ws, _, _ = world
+    d = make_dispatcher(ws)
+    for blank in ("", "   "):
+        for tool, arguments in (
+            ("read_file", {"path": blank}),
+            ("write_file", {"path": blank, "content": "x"}),
+            ("list_files", {"path": blank}),
+            ("search_files", {"query": "alpha", "path": blank}),
+        ):
+            result = d.dispatch(ToolCall("c", tool, arguments))
+            assert result.error == 'The path is empty; give a path relative to the workspace ("." is the workspace folder).'
+    assert sorted(p.name for p in ws.iterdir()) == ["docs", "main.py"]
+    # the defaults (and an explicit ".") still mean the workspace folder
+    assert run(d, "list_files").content.startswith(".: 2 entries")
+    assert run(d, "list_files", path=".").ok
+    assert "docs/notes.txt:1: alpha" in run(d, "search_files", query="alpha").content
+
+
+def test_hostile_regex_stops_with_a_clear_error_and_never_freezes_other_threads(tmp_path):
+    import threading
+    import time
+
+    (tmp_path / "a.txt").write_text("a" * 3000 + "!\n")
+    reg = ToolRegistry()
+    register_builtin_tools(reg, Workspace(tmp_path, search_timeout_s=1.0))
+    d = Dispatcher(reg, timeout_s=60)
+    gaps: list[float] = []
+    stop = threading.Event()
+
+    def heartbeat():
+        last = time.monotonic()
+        while not stop.wait(0.005):
+            now = time.monotonic()
+            gaps.append(now - last)
+            last = now
+
+    beat = threading.Thread(target=heartbeat, daemon=True)
+    beat.start()
+    try:
+        result = run(d, "search_files", query="(a+)+$", regex=True)  # exponential backtracking
+    finally:
+        stop.set()
+        beat.join()
+    assert result.content is None
+    assert result.error.startswith("The regular expression took too long (over 1 s of matching, stopped at a.txt:1)")
+    assert "backtracks catastrophically" in result.error
+    # The match ran for the whole call, with the GIL released: the heartbeat kept ticking, never
+    # held up for more than a small part of it (the `re` engine held every thread for all of it).
+    assert len(gaps) >= 10
+    assert max(gaps) < result.duration_s / 4, (max(gaps), result.duration_s)
+
+
+def test_regex_search_bounds_the_pattern_and_the_line(world):
+    ws, _, _ = world
+    (ws / "long.txt").write_text("needle " + "x" * 6000 + " needle\n")
+    d = make_dispatcher(ws)
+    too_long = run(d, "search_files", query="a" * 1001, regex=True)
+    assert too_long.error == "The query is too long (more than 1000 characters)."
+    assert run(d, "search_files", query="(unclosed", regex=True).error.startswith("The regular expression is invalid")
+    found = run(d, "search_files", query=r"needle$", regex=True).content
+    assert found.startswith("No matches")  # the end of the line is past the 4096 characters searched
+    assert "1 lines longer than 4096 characters were searched only in their first 4096" in found
+    assert "long.txt:1" in run(d, "search_files", query=r"^needle", regex=True).content
+    assert "long.txt:1" in run(d, "search_files", query=" needle").content  # plain text: the whole line
+
+
+def test_a_write_stopped_before_its_commit_point_leaves_the_workspace_unchanged(world):
+    ws, _, _ = world
+    workspace = Workspace(ws)
+    before = {p.relative_to(ws): p.read_bytes() for p in ws.rglob("*") if p.is_file()}
+    for target in ("main.py", "new/folder/file.txt"):
+        stopped = CallControl()
+        stopped.cancel()  # the dispatcher's time ran out while the tool was preparing
+        with pytest.raises(ToolCancelled):
+            run_under(stopped, lambda target=target: workspace.write_file(target, "changed"))
+    after = {p.relative_to(ws): p.read_bytes() for p in ws.rglob("*") if p.is_file()}
+    assert after == before  # no new content, no temporary file, no new folder
+    assert not (ws / "new").exists()
+    # once committed, the write goes through even if the time runs out afterwards
+    live = CallControl()
+    assert run_under(live, lambda: workspace.write_file("new/folder/file.txt", "hello")) == (
+        "Wrote 5 bytes to new/folder/file.txt."
+    )
+    assert live.committed and live.cancel() is False
+    assert (ws / "new/folder/file.txt").read_text() == "hello"
+    assert [p.name for p in ws.rglob(".callisto-*")] == []

@@ -17,6 +17,7 @@ from app.tools import (
     ToolRegistry,
     tool_from_function,
 )
+from app.tools.cancel import CallControl, ToolCancelled, commit_side_effect, current_control
 
 
 def weather(city: str, days: int = 1) -> str:
@@ -92,7 +93,7 @@ def test_valid_call_runs_with_typed_values(registry):
     ("arguments", "message"),
     [
         ({"city": "Oslo", "days": "ten"}, "Parameter 'days' must be an integer, got string \"ten\"."),
-        ({"days": 2}, "Missing required parameter 'city'."),
+        ({"days": 2}, "Missing required parameter 'city': expected a string, got nothing."),
         ({"city": "Oslo", "foo": 1}, "Unknown parameter 'foo' (expected: city, days)."),
         ({"city": 5}, "Parameter 'city' must be a string, got integer 5."),
         ({"city": "Oslo", "days": 2.5}, "Parameter 'days' must be an integer, got number 2.5."),
@@ -316,3 +317,149 @@ def test_invalid_arguments_are_refused_before_asking(registry):
     result = Dispatcher(registry, approval=hook).dispatch(ToolCall("c", "save_note", {"text": 3}))
     assert result.error == "Parameter 'text' must be a string, got integer 3."
     assert hook.requests == []
+
+
+def test_missing_parameter_names_the_expected_type_and_says_got_nothing():
+    reg = ToolRegistry()
+    reg.register(
+        Tool(
+            name="plan",
+            description="",
+            parameters={
+                "type": "object",
+                "properties": {
+                    "unit": {"enum": ["c", "f"]},
+                    "where": {
+                        "type": "object",
+                        "properties": {"lat": {"type": "number"}},
+                        "required": ["lat"],
+                    },
+                    "anything": {},
+                },
+                "required": ["unit", "anything"],
+            },
+            handler=lambda **kw: "ok",
+        )
+    )
+    d = Dispatcher(reg)
+    assert d.dispatch(ToolCall("c", "plan", {"anything": 1})).error == (
+        "Missing required parameter 'unit': expected one of \"c\", \"f\", got nothing."
+    )
+    assert d.dispatch(ToolCall("c", "plan", {"unit": "c"})).error == (
+        "Missing required parameter 'anything': expected a value, got nothing."
+    )
+    assert d.dispatch(ToolCall("c", "plan", {"unit": "c", "anything": 1, "where": {}})).error == (
+        "Missing required parameter 'lat' in 'where': expected a number, got nothing."
+    )
+
+
+# -- timeouts: what the model is told matches what can still happen --------------------------
+
+
+def _tool(name, handler, *, cancellable, side_effects=True):
+    return Tool(
+        name=name,
+        description="",
+        parameters={"type": "object"},
+        handler=handler,
+        side_effects=side_effects,
+        cancellable=cancellable,
+        timeout_s=0.2,
+    )
+
+
+def _allow(request):
+    return "allow_once"
+
+
+def test_a_cancellable_tool_stopped_before_its_commit_point_never_makes_its_change():
+    gate, done = threading.Event(), threading.Event()
+    outcome = {}
+
+    def slow_write():
+        try:
+            gate.wait(30)  # still preparing when its time runs out
+            commit_side_effect()
+            NOTES.append("written")
+            return "written"
+        except BaseException as exc:
+            outcome["error"] = exc
+            raise
+        finally:
+            done.set()
+
+    reg = ToolRegistry([_tool("slow_write", slow_write, cancellable=True)])
+    try:
+        result = Dispatcher(reg, approval=_allow, cancel_grace_s=0.05).dispatch(ToolCall("c", "slow_write", {}))
+    finally:
+        gate.set()
+    assert result.error == "Tool 'slow_write' did not finish within 0.2 s and was stopped before it changed anything."
+    assert done.wait(30)
+    assert isinstance(outcome["error"], ToolCancelled)
+    assert NOTES == []  # the late thread could not commit
+
+
+def test_a_tool_past_its_commit_point_is_waited_for_and_its_real_outcome_reported():
+    def committed_then_slow():
+        commit_side_effect()
+        control = current_control()
+        while not control.expired:  # still applying the change when the time runs out
+            threading.Event().wait(0.01)
+        NOTES.append("written")
+        return "written late"
+
+    reg = ToolRegistry([_tool("late", committed_then_slow, cancellable=True)])
+    result = Dispatcher(reg, approval=_allow).dispatch(ToolCall("c", "late", {}))
+    assert result.ok and result.content == "written late"
+    assert NOTES == ["written"]
+
+
+def test_a_committed_change_that_does_not_finish_is_reported_as_possibly_completing():
+    gate = threading.Event()
+
+    def stuck_after_commit():
+        commit_side_effect()
+        gate.wait(30)
+        return "done"
+
+    reg = ToolRegistry([_tool("stuck", stuck_after_commit, cancellable=True)])
+    try:
+        result = Dispatcher(reg, approval=_allow, commit_grace_s=0.05).dispatch(ToolCall("c", "stuck", {}))
+    finally:
+        gate.set()
+    assert result.error == (
+        "Tool 'stuck' did not finish within 0.2 s; it had already started applying its change, "
+        "which may still complete."
+    )
+
+
+def test_an_uncooperative_side_effect_tool_that_times_out_is_said_to_maybe_still_act():
+    gate = threading.Event()
+
+    def opaque():
+        gate.wait(30)
+        NOTES.append("late effect")
+        return "done"
+
+    reg = ToolRegistry([_tool("opaque", opaque, cancellable=False)])
+    try:
+        result = Dispatcher(reg, approval=_allow).dispatch(ToolCall("c", "opaque", {}))
+    finally:
+        gate.set()
+    assert result.error == (
+        "Tool 'opaque' did not finish within 0.2 s and was abandoned, but it may still be running: "
+        "its effect may still happen."
+    )
+
+
+def test_cancel_and_commit_exclude_each_other():
+    first = CallControl()
+    assert first.cancel() is True and first.cancelled
+    with pytest.raises(ToolCancelled):
+        first.commit()
+    second = CallControl()
+    second.commit()
+    assert second.cancel() is False and not second.cancelled and second.expired
+    # outside a dispatcher the helpers do nothing
+    commit_side_effect()
+    assert current_control() is None
