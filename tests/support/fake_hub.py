@@ -18,7 +18,17 @@ Fault knobs (per file name, consumed as they fire):
 * ``throttle_bps``  sleep between 8 KiB chunks to cap the speed;
 * ``api_fail``  every /api request answers this status (e.g. 500); ``api_garbage`` answers invalid JSON.
 
-Every request is logged in ``requests`` as ``(method, path, range_header)``.
+Access knobs:
+
+* ``gated[repo_id] = token``  ``/resolve/`` of that repo needs ``Authorization: Bearer <token>``:
+  401 without one, 403 with another (as huggingface.co answers for a gated repo whose licence was
+  not accepted). Listing its files stays open, as on the hub. The CDN URL stays open too (the
+  hub's are signed URLs).
+* ``cdn_origin``  e.g. ``hub.url.replace("127.0.0.1", "localhost")``: LFS redirects go to this
+  other origin (an absolute URL, like the hub's CDN host) instead of a path on the same origin.
+
+Every request is logged in ``requests`` as ``(method, path, range_header)``, and in ``seen`` as
+``(method, path, host_header, authorization_header)``.
 """
 
 from __future__ import annotations
@@ -67,6 +77,9 @@ class FakeHub:
         self.throttle_bps: int | None = None
         self.api_fail: int | None = None
         self.api_garbage = False
+        self.gated: dict[str, str] = {}
+        self.cdn_origin: str | None = None
+        self.seen: list[tuple[str, str, str | None, str | None]] = []
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -159,6 +172,7 @@ class _Handler(BaseHTTPRequestHandler):
         parts = urlsplit(self.path)
         path = unquote(parts.path)
         hub.requests.append((self.command, path, self.headers.get("Range")))
+        hub.seen.append((self.command, path, self.headers.get("Host"), self.headers.get("Authorization")))
         query = parse_qs(parts.query)
         try:
             if path.startswith("/api/"):
@@ -248,13 +262,20 @@ class _Handler(BaseHTTPRequestHandler):
         _rev, _, filename = after.partition("/")
         if filename not in repo.files:
             return self._error(404, "Entry not found", "EntryNotFound")
+        needed = self.hub.gated.get(repo.repo_id)
+        if needed is not None:
+            sent = self.headers.get("Authorization")
+            if not sent:
+                return self._error(401, "Access to this gated repo requires authentication", "GatedRepo")
+            if sent != f"Bearer {needed}":
+                return self._error(403, "Access to this gated repo is restricted", "GatedRepo")
         data = repo.files[filename]
         status = self.hub._take(self.hub.fail_status, filename)
         if status is not None:
             return self._error(status, f"fake hub fault {status}")
         if filename.endswith(".gguf"):
             self.send_response(302)
-            self.send_header("Location", f"/_cdn/{quote(repo.repo_id)}/{quote(filename)}")
+            self.send_header("Location", f"{self.hub.cdn_origin or ''}/_cdn/{quote(repo.repo_id)}/{quote(filename)}")
             self.send_header("X-Repo-Commit", COMMIT)
             self.send_header("X-Linked-Etag", f'"{_sha256(data)}"')
             self.send_header("X-Linked-Size", str(repo.declared_sizes.get(filename, len(data))))

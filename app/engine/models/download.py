@@ -8,6 +8,11 @@ One file at a time (:func:`download_file`):
 * free disk space checked before starting (:class:`DiskSpaceError`); a full disk while writing
   (``ENOSPC``/``EFBIG``/``EDQUOT``) stops it with :class:`DiskFullError`, keeping the partial file for
   a later resume;
+* the user's Hugging Face token (``huggingface_hub.get_token()``: ``HF_TOKEN`` or ``hf auth login``)
+  is sent as ``Authorization: Bearer`` to the hub endpoint only: followed redirects keep it while they
+  stay on the endpoint's origin and drop it for any other host (the signed CDN URL the hub redirects
+  LFS files to), as huggingface_hub does. A 401/403 (a gated or private repo) is a clear
+  :class:`GatedModelError` message, not a retry;
 * the sha256 of the bytes is checked against the hub's LFS sha256, and only then is the file renamed
   to its final name. A failed or cancelled download never has a ``.gguf`` name, so it is never listed
   as a model.
@@ -31,6 +36,7 @@ import urllib.request
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from app.engine.models.errors import (
     DiskFullError,
@@ -47,6 +53,7 @@ __all__ = [
     "DownloadQueue",
     "DownloadState",
     "DownloadControl",
+    "GatedModelError",
     "PauseRequested",
     "download_file",
     "find_interrupted",
@@ -116,6 +123,67 @@ class DownloadProgress:
         if not self.total:
             return None
         return min(1.0, self.downloaded / self.total)
+
+
+class GatedModelError(DownloadError):
+    """The hub refused the file (401/403): a gated or private repository, no or an unaccepted token."""
+
+
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def _origin(url: str) -> tuple[str, str, int | None]:
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    return scheme, (parts.hostname or "").lower(), port or _DEFAULT_PORTS.get(scheme)
+
+
+def resolve_token(token: str | bool | None = None) -> str | None:
+    """The token to send: an explicit string, none for ``False``, else the user's saved token."""
+    if token is False:
+        return None
+    if isinstance(token, str):
+        return token.strip() or None
+    try:
+        from huggingface_hub import get_token
+
+        return get_token()
+    except Exception:  # noqa: BLE001 - no token is a valid answer (public repos work without one)
+        return None
+
+
+class _HubAuthRedirects(urllib.request.HTTPRedirectHandler):
+    """Follow redirects, re-adding ``Authorization`` only while they stay on the hub's origin.
+
+    The header is added as an *unredirected* header, so urllib never copies it to a redirect
+    itself; this handler puts it back only when the new URL has the hub's origin (scheme, host,
+    port). A CDN on another host never sees the token.
+    """
+
+    def __init__(self, origin: tuple[str, str, int | None], authorization: str) -> None:
+        super().__init__()
+        self.origin = origin
+        self.authorization = authorization
+
+    def redirect_request(self, req, fp, code, msg, headers, newurl):  # noqa: ANN001 - urllib's signature
+        new = super().redirect_request(req, fp, code, msg, headers, newurl)
+        if new is not None and _origin(newurl) == self.origin:
+            new.add_unredirected_header("Authorization", self.authorization)
+        return new
+
+
+def _gated_message(job: DownloadJob, code: int, sent_token: bool) -> str:
+    name = job.filename or job.dest.name
+    where = f"huggingface.co/{job.repo_id}" if job.repo_id else "huggingface.co"
+    why = "your Hugging Face token was refused" if sent_token else "no Hugging Face token was sent"
+    return (
+        f"This model is gated: the hub refused {name} (HTTP {code}; {why}). Accept its licence on {where} "
+        "and log in with `hf auth login` (or set HF_TOKEN), then resume the download."
+    )
 
 
 class PauseRequested(Exception):
@@ -237,12 +305,27 @@ def download_file(
     backoff_max: float = 30.0,
     timeout: float = 30.0,
     headers: dict[str, str] | None = None,
+    token: str | bool | None = None,
+    endpoint: str | None = None,
 ) -> Path:
     """Download ``job`` to ``job.dest`` (resuming a ``.part`` if there is one) and return the path.
 
     ``progress(downloaded, total, speed_bps, attempt)`` is called as bytes arrive.
-    Raises :class:`DownloadError` subclasses, :class:`DownloadCancelled` or :class:`PauseRequested`.
+    ``token``: the Hugging Face token (None: the user's saved one, False: none). It is sent only
+    when ``job.url`` is on the hub ``endpoint``'s origin (default: ``HF_ENDPOINT`` or
+    huggingface.co), and only to redirects that stay there.
+    Raises :class:`DownloadError` subclasses (:class:`GatedModelError` for 401/403),
+    :class:`DownloadCancelled` or :class:`PauseRequested`.
     """
+    from app.engine.models.hub import default_endpoint
+
+    extra = {k: v for k, v in (headers or {}).items() if k.lower() != "authorization"}
+    hub_origin = _origin(endpoint or default_endpoint())
+    secret = resolve_token(token) if _origin(job.url) == hub_origin else None
+    handlers: list[urllib.request.BaseHandler] = []
+    if secret:
+        handlers.append(_HubAuthRedirects(hub_origin, f"Bearer {secret}"))
+    opener = urllib.request.build_opener(*handlers)
     control = control or DownloadControl()
     dest = Path(job.dest)
     dest.parent.mkdir(parents=True, exist_ok=True)
@@ -283,14 +366,16 @@ def download_file(
         control.check()
         if total is not None and have >= total:
             break
-        req = urllib.request.Request(job.url, headers=dict(headers or {}))
+        req = urllib.request.Request(job.url, headers=extra)
+        if secret:
+            req.add_unredirected_header("Authorization", f"Bearer {secret}")
         req.add_header("User-Agent", "Callisto")
         req.add_header("Accept-Encoding", "identity")
         if have:
             req.add_header("Range", f"bytes={have}-")
         made_progress = False
         try:
-            with urllib.request.urlopen(req, timeout=timeout) as resp:
+            with opener.open(req, timeout=timeout) as resp:
                 status = resp.status
                 if have and status == 200:
                     # The server ignored the Range: start again from zero.
@@ -339,6 +424,8 @@ def download_file(
         except urllib.error.HTTPError as exc:
             if exc.code == 416 and total is not None and have >= total:
                 break
+            if exc.code in (401, 403):
+                raise GatedModelError(_gated_message(job, exc.code, bool(secret))) from exc
             if exc.code not in RETRY_STATUS:
                 raise DownloadError(
                     f"The server refused {job.filename or dest.name}: HTTP {exc.code} {exc.reason}."
@@ -420,8 +507,12 @@ class DownloadQueue:
         retries: int = 5,
         backoff_base: float = 0.5,
         timeout: float = 30.0,
+        token: str | bool | None = None,
+        endpoint: str | None = None,
     ) -> None:
         self.max_parallel = max(1, int(max_parallel))
+        self.token = token  # None: the user's saved token, read when each download starts
+        self.endpoint = endpoint
         self.on_progress = on_progress
         self.on_finished = on_finished
         self.on_complete = on_complete
@@ -584,6 +675,8 @@ class DownloadQueue:
                 retries=self.retries,
                 backoff_base=self.backoff_base,
                 timeout=self.timeout,
+                token=self.token,
+                endpoint=self.endpoint,
             )
         except PauseRequested:
             part = part_path(task.job.dest)

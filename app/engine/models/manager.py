@@ -47,6 +47,8 @@ class ModelManager:
             on_complete=self._completed,
             retries=retries,
             backoff_base=backoff_base,
+            token=self.hub.token,  # the same token and hub as the listing (sent to that hub only)
+            endpoint=self.hub.endpoint,
         )
 
     def _completed(self, job: DownloadJob, path: Path) -> None:

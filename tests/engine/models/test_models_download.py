@@ -8,6 +8,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,7 @@ from app.engine.models.download import (
     DownloadJob,
     DownloadQueue,
     DownloadState,
+    GatedModelError,
     download_file,
     part_path,
     sidecar_path,
@@ -288,3 +290,91 @@ def test_files_in_the_hf_cache_are_reused(hub, tmp_path):
 
 def test_disk_full_error_type_is_a_download_error():
     assert issubclass(DiskFullError, DownloadError)
+
+
+# -- Hugging Face token: sent to the hub only, gated repos explained ----------------------------
+
+TOKEN = "hf_test_secret_token"
+
+
+def _bearer_seen(hub, path_part: str) -> list[str | None]:
+    return [auth for m, p, _host, auth in hub.seen if m == "GET" and path_part in p]
+
+
+def test_gated_repo_downloads_with_the_users_token_and_the_cdn_host_never_sees_it(hub, tmp_path, monkeypatch):
+    hub.gated[REPO] = TOKEN
+    hub.cdn_origin = hub.url.replace("127.0.0.1", "localhost")  # another origin, like the hub's CDN
+    monkeypatch.setenv("HF_TOKEN", TOKEN)  # what `hf auth login` / HF_TOKEN give huggingface_hub.get_token()
+    monkeypatch.setenv("HF_ENDPOINT", hub.url)
+    job = job_for(hub, tmp_path)  # listing a gated repo works without accepting anything, as on the hub
+    path = download_file(job)
+    assert path.read_bytes() == hub.repos[REPO].files[FILE]
+    assert _bearer_seen(hub, f"/{REPO}/resolve/main/{FILE}") == [f"Bearer {TOKEN}"]
+    cdn = [(host, auth) for m, p, host, auth in hub.seen if m == "GET" and p.startswith("/_cdn/")]
+    assert cdn and all(host.startswith("localhost:") and auth is None for host, auth in cdn)
+
+
+def test_a_redirect_on_the_hubs_own_origin_keeps_the_token(hub, tmp_path):
+    hub.gated[REPO] = TOKEN  # the fake hub's default CDN is a path on its own origin
+    job = job_for(hub, tmp_path)
+    path = download_file(job, token=TOKEN, endpoint=hub.url)
+    assert path.read_bytes() == hub.repos[REPO].files[FILE]
+    assert _bearer_seen(hub, f"/_cdn/{REPO}/{FILE}") == [f"Bearer {TOKEN}"]
+
+
+@pytest.mark.parametrize(
+    ("token", "status", "why"),
+    [(False, 401, "no Hugging Face token was sent"), ("hf_wrong", 403, "your Hugging Face token was refused")],
+)
+def test_gated_repo_without_access_is_a_clear_message_not_a_retry(hub, tmp_path, token, status, why):
+    hub.gated[REPO] = TOKEN
+    job = job_for(hub, tmp_path)
+    with pytest.raises(GatedModelError) as caught:
+        download_file(job, token=token, endpoint=hub.url, backoff_base=0.01)
+    message = str(caught.value)
+    assert message.startswith(f"This model is gated: the hub refused {FILE} (HTTP {status}; {why}).")
+    assert f"Accept its licence on huggingface.co/{REPO} and log in with `hf auth login`" in message
+    assert isinstance(caught.value, DownloadError)
+    assert hub.count("GET", f"/{REPO}/resolve/main/{FILE}") == 1
+    assert usable_ggufs(tmp_path) == []
+
+
+def test_the_token_is_never_sent_to_a_url_off_the_hub_endpoint(hub, tmp_path):
+    hub.gated[REPO] = TOKEN
+    job = job_for(hub, tmp_path)
+    elsewhere = replace(job, url=job.url.replace("127.0.0.1", "localhost"))  # e.g. an edited sidecar
+    with pytest.raises(GatedModelError, match=r"HTTP 401; no Hugging Face token was sent"):
+        download_file(elsewhere, token=TOKEN, endpoint=hub.url, headers={"Authorization": f"Bearer {TOKEN}"})
+    assert [auth for _m, _p, _h, auth in hub.seen if "/resolve/" in _p] == [None]
+
+
+def test_the_queue_downloads_a_gated_model_with_the_token_and_explains_a_refusal(hub, tmp_path):
+    hub.gated[REPO] = TOKEN
+    job = job_for(hub, tmp_path)
+    refused = DownloadQueue(token=False, endpoint=hub.url)
+    try:
+        failed = refused.wait(refused.add(job), timeout=60)
+    finally:
+        refused.shutdown()
+    assert failed.state == DownloadState.FAILED and failed.error.startswith("This model is gated")
+    allowed = DownloadQueue(token=TOKEN, endpoint=hub.url)
+    try:
+        done = allowed.wait(allowed.add(job), timeout=60)
+    finally:
+        allowed.shutdown()
+    assert done.state == DownloadState.DONE, done.error
+    assert job.dest.read_bytes() == hub.repos[REPO].files[FILE]
+
+
+def test_the_manager_downloads_with_the_token_its_hub_client_lists_with(hub, tmp_path):
+    hub.gated[REPO] = TOKEN
+    lib = Library(models_dir=tmp_path / "models", manifest_path=tmp_path / "lib.json", hf_cache_dir=False)
+    mgr = ModelManager(hub=HubClient(hub.url, token=TOKEN), library=lib)
+    try:
+        model = next(g for g in mgr.hub.list_ggufs(REPO) if g.filename == FILE)
+        (tid,) = mgr.download(model).task_ids
+        assert mgr.queue.wait(tid, 60).state == DownloadState.DONE
+    finally:
+        mgr.shutdown()
+    assert [m.name for m in lib.scan()] == [FILE.removesuffix(".gguf")]
+    assert _bearer_seen(hub, f"/{REPO}/resolve/main/{FILE}") == [f"Bearer {TOKEN}"]
