@@ -49,13 +49,15 @@ end of reply, no closing ``C``, tentative, truncated      all reasoning (a cut r
 ========================================================  ==========================================
 
 So ``A<tool_call>{.."</think>"..}</tool_call>B</think>C`` (window) is reasoning
-``A<tool_call>{..}</tool_call>B`` and content ``C`` with no call, while
+``A<tool_call>{.."</think>"..}</tool_call>B`` and content ``C`` with no call, while
 ``<tool_call>{.."</think>"..}</tool_call>`` alone is one call whose argument holds ``</think>``.
 Inside a block opened by ``<think>`` (or by the prompt), the first ``C`` before any call opener
-ends it as always. Every row depends only on the text up to the point it decides, so streaming
-still equals parsing for every split; a region's text is scanned at most twice more (once when
-the window/tentative state ends without a closing tag and its text is read again, once when a
-region that yields no call is searched for ``C``), so the cost stays linear.
+ends it as always. A start-only family (its call may open only at the start of the reply) would
+see no regions in these states: none of them has reasoning tags. Every row depends only on the
+text up to the point it decides, so streaming still equals parsing for every split; a region's
+text is scanned at most twice more (once when the window/tentative state ends without a closing
+tag and its text is read again, once when a region that yields no call is searched for ``C``),
+so the cost stays linear.
 """
 
 from __future__ import annotations
@@ -418,7 +420,8 @@ class Stream:
         if self._hregion is not None:
             return self._step_held_region(final, truncated)
         close = self.fmt.reasoning[1]
-        openers = () if self.fmt.start_only and (self._held or tentative) else self.fmt.openers
+        # Start-only families (none has reasoning tags) keep the plain close-tag search here.
+        openers = () if self.fmt.start_only else self.fmt.openers
         pos, m, safe = find_marker(self._buf, (close, *openers), final)
         self.ops += (pos + len(m)) if pos != -1 else len(self._buf)
         if pos != -1 and m == close:
