@@ -1,18 +1,22 @@
 """The conversation view: one widget per message in a scroll area.
 
-Streaming stays cheap: text deltas only append to a Python string; the Markdown of
-the *last* text block is re-rendered by a throttled timer whose interval grows with
-the cost of the previous render, so a 2,000-token reply never stalls the UI thread.
+Streaming stays cheap: text deltas only append to a Python string; a throttled timer
+(whose interval grows with the cost of the previous render) renders what changed. A run
+of reply text is a ``TextRun``: one small view per finished Markdown block, rendered once
+(``IncrementalMarkdown``), plus a view of the open tail block, the only thing re-rendered
+on each flush. So the work of one flush is bounded by the tail, not by the reply's length,
+and a long, code-heavy reply never stalls the UI thread.
 """
 
 from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from typing import Any
 
 from PySide6.QtCore import Qt, QTimer, QUrl, Signal
-from PySide6.QtGui import QGuiApplication, QKeyEvent, QTextOption
+from PySide6.QtGui import QGuiApplication, QKeyEvent, QPalette, QTextOption
 from PySide6.QtWidgets import (
     QFrame,
     QHBoxLayout,
@@ -27,7 +31,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.ui.markdown_render import render_markdown
+from app.ui.markdown_render import WARM_LANGUAGES, IncrementalMarkdown, is_warm, render_markdown, warm_up
 from app.ui.theme import is_dark
 
 __all__ = [
@@ -36,6 +40,7 @@ __all__ = [
     "ComposeEdit",
     "MarkdownView",
     "NoticeBanner",
+    "TextRun",
     "ThinkingBlock",
     "ToolChip",
     "UserMessage",
@@ -79,26 +84,41 @@ class MarkdownView(QTextBrowser):
         self.setWordWrapMode(QTextOption.WrapMode.WrapAtWordBoundaryOrAnywhere)
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
         self.viewport().setAutoFillBackground(False)
-        self.setStyleSheet("background: transparent;")
+        pal = self.palette()  # transparent without a per-widget style sheet (cheaper to create)
+        pal.setColor(QPalette.ColorRole.Base, Qt.GlobalColor.transparent)
+        self.setPalette(pal)
         self.anchorClicked.connect(self._on_view_anchor)
         self.raw = ""
         self.code_blocks: list[str] = []
+        self.code_source: Callable[[], list[str]] | None = None  # set by a TextRun: its numbering
         self.render_count = 0
-        self.document().documentLayout().documentSizeChanged.connect(lambda _s: self._fit())
+        self._in_set = False
+        self.document().documentLayout().documentSizeChanged.connect(self._on_doc_size_changed)
         self.setFixedHeight(24)
 
     def set_markdown_text(self, text: str) -> None:
         self.raw = text
         rendered = render_markdown(text, dark=is_dark())
         self.code_blocks = rendered.code_blocks
-        self.setHtml(rendered.html)
+        self.set_html(rendered.html)
+
+    def set_html(self, html: str) -> None:
+        self._in_set = True  # setHtml changes the size several times: fit once, after it
+        try:
+            self.setHtml(html)
+        finally:
+            self._in_set = False
         self.render_count += 1
         self._fit()
+
+    def _on_doc_size_changed(self, _size) -> None:
+        if not self._in_set:
+            self._fit()
 
     def _fit(self) -> None:
         doc = self.document()
         w = self.viewport().width()
-        if w > 0:
+        if w > 0 and doc.textWidth() != w:
             doc.setTextWidth(w)
         h = int(doc.size().height()) + 4
         if h != self.height():
@@ -111,8 +131,9 @@ class MarkdownView(QTextBrowser):
     def _on_view_anchor(self, url: QUrl) -> None:
         s = url.toString()
         if s.startswith("copy:"):
+            codes = self.code_source() if self.code_source is not None else self.code_blocks
             try:
-                code = self.code_blocks[int(s[5:])]
+                code = codes[int(s[5:])]
             except (ValueError, IndexError):
                 return
             QGuiApplication.clipboard().setText(code)
@@ -120,6 +141,85 @@ class MarkdownView(QTextBrowser):
             from PySide6.QtGui import QDesktopServices
 
             QDesktopServices.openUrl(url)
+
+
+class TextRun(QWidget):
+    """A run of reply text between tool chips: a view per finished block, then the open tail's view."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("textRun")
+        self._lay = QVBoxLayout(self)
+        self._lay.setContentsMargins(0, 0, 0, 0)
+        self._lay.setSpacing(0)
+        self.md = IncrementalMarkdown(dark=is_dark())
+        self.views: list[MarkdownView] = []  # finished blocks, in order
+        self.tail_view: MarkdownView | None = None
+        self.render_count = 0  # flushes that rendered something
+        self.rendered_chars: list[int] = []  # Markdown source characters rendered by each flush
+
+    @property
+    def raw(self) -> str:
+        return self.md.text
+
+    @property
+    def code_blocks(self) -> list[str]:
+        return self.md.code_blocks
+
+    def append(self, text: str) -> None:
+        self.md.append(text)
+
+    def _view(self) -> MarkdownView:
+        v = MarkdownView()
+        v.code_source = lambda: self.md.code_blocks
+        return v
+
+    def flush(self, *, final: bool = False) -> None:
+        """Render the blocks that finished and the open tail (``final``: the run is complete).
+
+        When blocks finished, the tail is rendered on the next turn of the event loop, so one
+        slice of UI-thread work is the new blocks *or* the tail, never both."""
+        if self.md.final:
+            return
+        up = self.md.update(final=final, render_tail=False)
+        for b in up.new_blocks:
+            v = self._view()
+            v.raw = b.text
+            v.set_html(b.html)
+            self.views.append(v)
+            self._lay.insertWidget(len(self.views) - 1, v)
+        if up.new_blocks:
+            self.render_count += 1
+            self.rendered_chars.append(up.rendered_chars)
+        if final:
+            self._show_tail("", "")
+        elif up.new_blocks:
+            QTimer.singleShot(0, self._render_tail)
+        else:
+            self._render_tail()
+
+    def _render_tail(self) -> None:
+        if self.md.final:
+            return
+        tail_text = self.md.tail_text
+        if tail_text == (self.tail_view.raw if self.tail_view else ""):
+            return
+        self._show_tail(tail_text, self.md.render_tail().html if tail_text else "")
+        self.render_count += 1
+        self.rendered_chars.append(len(tail_text))
+
+    def _show_tail(self, tail_text: str, html: str) -> None:
+        if tail_text:
+            if self.tail_view is None:
+                self.tail_view = self._view()
+                self._lay.addWidget(self.tail_view)
+            if self.tail_view.raw != tail_text:
+                self.tail_view.raw = tail_text
+                self.tail_view.set_html(html)
+        elif self.tail_view is not None:
+            self._lay.removeWidget(self.tail_view)
+            self.tail_view.deleteLater()
+            self.tail_view = None
 
 
 class NoticeBanner(QFrame):
@@ -334,8 +434,7 @@ class AssistantMessage(QFrame):
         self._lay.addWidget(self.thinking)
         self.blocks: list[QWidget] = []
         self.chips: dict[str, ToolChip] = {}
-        self._cur: MarkdownView | None = None
-        self._cur_text = ""
+        self._cur: TextRun | None = None
         self._chip_row: QHBoxLayout | None = None
         self.dirty = False
         self.reasoning = ""
@@ -349,13 +448,12 @@ class AssistantMessage(QFrame):
         return b
 
     def append_text(self, text: str) -> None:
-        if self._cur is None:
-            self._cur = MarkdownView()
-            self._cur_text = ""
+        if self._cur is None or self._cur.md.final:
+            self._cur = TextRun()
             self.blocks.append(self._cur)
             self._lay.addWidget(self._cur)
             self._chip_row = None
-        self._cur_text += text
+        self._cur.append(text)
         self.dirty = True
 
     def append_reasoning(self, text: str) -> None:
@@ -364,7 +462,7 @@ class AssistantMessage(QFrame):
         self.thinking.set_text(self.reasoning)
 
     def add_chip(self, call_id: str, name: str) -> ToolChip:
-        self.flush()
+        self.flush(final=True)
         self._cur = None
         if self._chip_row is None:
             row = QWidget()
@@ -380,21 +478,18 @@ class AssistantMessage(QFrame):
         self.chips[call_id] = chip
         return chip
 
-    def flush(self) -> float:
-        """Render the current text block's Markdown if it changed; returns seconds spent."""
-        if not self.dirty or self._cur is None:
+    def flush(self, *, final: bool = False) -> float:
+        """Render what changed in the current text run (``final``: the run is complete); returns seconds spent."""
+        if self._cur is None or not (self.dirty or final):
             self.dirty = False
             return 0.0
         t0 = time.perf_counter()
-        self._cur.set_markdown_text(self._cur_text)
+        self._cur.flush(final=final)
         self.dirty = False
         return time.perf_counter() - t0
 
     def text(self) -> str:
-        parts = [b.raw for b in self.blocks if isinstance(b, MarkdownView)]
-        if self._cur is not None and self.dirty:
-            parts[-1] = self._cur_text
-        return "".join(parts)
+        return "".join(b.raw for b in self.blocks if isinstance(b, TextRun))
 
     def set_status(self, status: str) -> None:
         self.status = status
@@ -442,6 +537,23 @@ class ChatView(QScrollArea):
         self.verticalScrollBar().valueChanged.connect(self._on_scroll_value_changed)
         self.seen_notice_codes: set[str] = set()
         self.suppress_notice_codes: set[str] = set()
+        # Markdown and the python lexer now (start-up); the other common lexers one at a time
+        # while nothing streams, so no reply pays ~0.1 s for its first code block of a language.
+        warm_up(WARM_LANGUAGES[:1], dark=is_dark())
+        self._warm_timer = QTimer(self)
+        self._warm_timer.setInterval(250)
+        self._warm_timer.timeout.connect(self._on_warm_timer_timeout)
+        self._warm_timer.start()
+
+    def _on_warm_timer_timeout(self) -> None:
+        m = self.current_assistant()
+        if m is not None and m.status == "streaming":
+            return
+        todo = [lang for lang in WARM_LANGUAGES if not is_warm(lang)]
+        if not todo:
+            self._warm_timer.stop()
+            return
+        warm_up((todo[0],), dark=is_dark())
 
     # -- building ------------------------------------------------------------------------
     def clear(self) -> None:
@@ -528,7 +640,7 @@ class ChatView(QScrollArea):
         if m is None:
             return
         self._timer.stop()
-        m.flush()
+        m.flush(final=True)
         m.set_status(status)
 
     def banners(self) -> list[NoticeBanner]:

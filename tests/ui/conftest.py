@@ -11,7 +11,14 @@ from pathlib import Path  # noqa: E402
 
 import pytest  # noqa: E402
 
-from tests.ui.scripted_gguf import CHATML, streaming_script, write_scripted_gguf  # noqa: E402
+from tests.ui.scripted_gguf import (  # noqa: E402
+    CHATML,
+    code_heavy_section,
+    markdown_script,
+    streaming_script,
+    unique_chunks,
+    write_scripted_gguf,
+)
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "chat_templates"
 QWEN25 = (FIXTURES / "Qwen-Qwen2.5-7B-Instruct.jinja").read_text(encoding="utf-8")
@@ -27,6 +34,16 @@ def streaming_model(tmp_path) -> Path:
     """ChatML without tools: streams "abc...z abc...z" forever (never EOS)."""
     return write_scripted_gguf(tmp_path / "stream.gguf", chat_template=CHATML, script=streaming_script(),
                                default_next="a")
+
+
+@pytest.fixture
+def markdown_model(tmp_path) -> Path:
+    """ChatML without tools: streams a code-heavy Markdown reply (headings, paragraphs, lists, fenced
+    python blocks) of ~4.3 characters a token, round and round (never EOS)."""
+    tokens = unique_chunks(code_heavy_section())
+    script = markdown_script(tokens)
+    return write_scripted_gguf(tmp_path / "markdown.gguf", chat_template=CHATML, script=script,
+                               default_next=tokens[0], user_tokens=tokens, embedding_length=512)
 
 
 @pytest.fixture

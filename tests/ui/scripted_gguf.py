@@ -24,7 +24,8 @@ import numpy as np
 
 from tests.support.tiny_gguf import TinySpec, byte_to_unicode
 
-__all__ = ["write_scripted_gguf", "CYCLE"]
+__all__ = ["CHATML", "CYCLE", "code_heavy_section", "markdown_script", "streaming_script", "unique_chunks",
+           "write_scripted_gguf"]
 
 _B2U = byte_to_unicode()
 CYCLE = "abcdefghijklmnopqrstuvwxyz "
@@ -135,3 +136,53 @@ CHATML = (
 def streaming_script() -> dict[str, str]:
     """After the prompt's last ``\\n``: the alphabet and a space, round and round (no EOS ever)."""
     return {c: CYCLE[(i + 1) % len(CYCLE)] for i, c in enumerate(CYCLE)}
+
+
+def code_heavy_section() -> str:
+    """About 2,300 characters of the Markdown a coding model writes: paragraphs, lists, python fences."""
+    parts = ["Here is how the **loader** works, step by step, with `load_model()` at its heart.\n\n"]
+    for k in range(3):
+        parts.append(f"### Step {k + 1}: stage_{k}\n\n")
+        parts.append(f"Stage {k} reads the *header* of file_{k}.gguf, checks the `magic_{k}` value and "
+                     f"keeps the [offsets](https://example.org/doc{k}) for later.\n\n")
+        parts.append(f"- open the file number {k} in binary mode\n- read {k + 4} fields of the header\n"
+                     f"- return offset_{k} and size_{k}\n\n")
+        lines = [f"def stage_{k}(path_{k}: str) -> dict[str, int]:",
+                 f'    """Read the header of stage {k}."""',
+                 f"    with open(path_{k}, 'rb') as fh_{k}:",
+                 f"        magic_{k} = fh_{k}.read(4)",
+                 f"        if magic_{k} != b'GGUF':",
+                 f"            raise ValueError(f'bad magic: {{magic_{k}!r}}')",
+                 f"        fields_{k} = [int.from_bytes(fh_{k}.read(8), 'little') for _ in range({k + 4})]",
+                 f"    return {{'offset': fields_{k}[0], 'size': sum(fields_{k}[1:])}}  # stage {k}"]
+        parts.append("```python\n" + "\n".join(lines) + "\n```\n\n")
+    parts.append("1. call `stage_0` first\n2. then `stage_1` and `stage_2`\n3. cache the results\n\n")
+    return "".join(parts)
+
+
+def unique_chunks(text: str, size: int = 4) -> list[str]:
+    """Cut ``text`` into pieces of about ``size`` characters, all different and none a single character,
+    so that a scripted model can say them in order (its next token depends only on the current one)."""
+    out: list[str] = []
+    seen: set[str] = set()
+    pos = 0
+    while pos < len(text):
+        n = size
+        while pos + n < len(text) and text[pos:pos + n] in seen:
+            n += 1
+        piece = text[pos:pos + n]
+        if piece in seen or len(piece) < 2:  # the end of the text: join it to the previous piece
+            seen.discard(out[-1])
+            piece = out.pop() + piece
+        out.append(piece)
+        seen.add(piece)
+        pos += n
+    return out
+
+
+def markdown_script(tokens: list[str]) -> dict[str, str]:
+    """After the prompt's last ``\\n``: ``tokens`` in order, round and round (no EOS ever)."""
+    script = {"\n": tokens[0]}
+    for i, t in enumerate(tokens):
+        script[t] = tokens[(i + 1) % len(tokens)]
+    return script

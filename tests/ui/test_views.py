@@ -34,10 +34,12 @@ def test_code_block_copy_link_copies_raw_code(qtbot):
     view.append_text("Here:\n\n```python\nx = 1\ny = 2\n```\n")
     m = view.current_assistant()
     m.flush()
-    block = m.blocks[0]
-    assert block.code_blocks == ["x = 1\ny = 2"]
+    run = m.blocks[0]
+    assert run.code_blocks == ["x = 1\ny = 2"]
+    code_view = run.views[-1]  # "Here:" and the closed fence are finished blocks
+    assert code_view.raw.startswith("```python")
     QGuiApplication.clipboard().setText("")
-    block.anchorClicked.emit(QUrl("copy:0"))
+    code_view.anchorClicked.emit(QUrl("copy:0"))
     assert QGuiApplication.clipboard().text() == "x = 1\ny = 2"
 
 
@@ -65,7 +67,7 @@ def test_text_and_chips_keep_their_order_and_chip_click_is_reported(qtbot):
     view.end_assistant("done")
     m = view.current_assistant()
     kinds = [type(b).__name__ for b in m.blocks]
-    assert kinds == ["MarkdownView", "QWidget", "MarkdownView"]
+    assert kinds == ["TextRun", "QWidget", "TextRun"]
     assert m.text() == "Before the call.After the call."
     with qtbot.waitSignal(view.sig_chip_clicked) as blocker:
         qtbot.mouseClick(chip, Qt.MouseButton.LeftButton)
