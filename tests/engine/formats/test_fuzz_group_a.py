@@ -49,12 +49,15 @@ _DS_B, _DS_E = "<｜tool▁calls▁begin｜>", "<｜tool▁calls▁end｜>"
 _K2_B, _K2_E = "<|tool_calls_section_begin|>", "<|tool_calls_section_end|>"
 _DSML = "｜DSML｜"
 _THINK = (re.escape("<think>"), re.escape("</think>"))
+_H_CHANNEL = r"<\|channel\|>[ \t]*[A-Za-z_]\w*[ \t]*"
 # What each family consumes by design: it is structure, never content, reasoning or a call's raw.
 # Whitespace may be structure too (between calls of a section, around a list).
 STRUCTURE: dict[str, tuple[str, ...]] = {
     "glm": _THINK,
-    "harmony": (r"<\|start\|>[ \t]*assistant", r"<\|channel\|>[ \t]*(?:analysis|final|commentary)",
-                r"<\|constrain\|>", r"json", r"<\|message\|>", r"<\|end\|>", r"<\|call\|>", r"<\|return\|>"),
+    # A message header without recipient (a call's header is in its raw), and the end tokens.
+    "harmony": (r"(?:<\|start\|>[ \t]*assistant[ \t]*(?:" + _H_CHANNEL + r")?|" + _H_CHANNEL + r")"
+                r"(?:<\|constrain\|>[ \t]*)?(?:[A-Za-z_][\w\-]*)?[ \t]*<\|message\|>",
+                r"<\|end\|>", r"<\|call\|>", r"<\|return\|>"),
     "gemma4": (re.escape("<|channel>thought"), re.escape("<channel|>")),
     "pythonic": (re.escape("<|python_start|>"), re.escape("<|python_end|>"), r"\[", r"\]", ","),
     "deepseek-v3": (*_THINK, re.escape(_DS_B), re.escape(_DS_E)),
