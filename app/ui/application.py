@@ -9,7 +9,12 @@
 * ``banner``    the first reply of a model whose template has no tool format: the notice banner
 * ``tool-call-with-panel``  a reply with a tool call, its chip selected in the side panel
 * ``settings``  the settings dialog opened at chat.tool_format
-* ``models``    the Models page
+* ``models``    the Models page, once it has scanned the library
+
+The picture is taken only when the state is really reached (model loaded, reply streaming or
+done, banner shown, tool called, library scanned); ``--quit-after`` bounds the wait (default
+60 s). When the state is not reached, nothing is saved, the reason is printed and the exit
+code is 2.
 """
 
 from __future__ import annotations
@@ -18,16 +23,18 @@ import argparse
 import sys
 from pathlib import Path
 
-__all__ = ["STATES", "build_parser", "main"]
+__all__ = ["SCREENSHOT_LIMIT_S", "STATES", "build_parser", "main"]
 
 STATES = ("empty", "streaming", "tool-call-with-panel", "banner", "settings", "models")
+SCREENSHOT_LIMIT_S = 60.0
 
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="callisto", description="Callisto: chat with local models.")
     p.add_argument("--screenshot", metavar="PATH", help="render the window, save a PNG to PATH and exit")
     p.add_argument("--quit-after", metavar="SECONDS", type=float, default=None,
-                   help="quit after this many seconds (with --screenshot: the longest to wait for the state)")
+                   help="quit after this many seconds (with --screenshot: the longest to wait for the state, "
+                        f"default {SCREENSHOT_LIMIT_S:g})")
     p.add_argument("--state", choices=STATES, default="empty", help="which main state --screenshot renders")
     p.add_argument("--model", metavar="GGUF", default=None, help="load this model instead of the last one")
     p.add_argument("--theme", choices=("auto", "light", "dark"), default="auto",
@@ -79,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.screenshot:
         from app.ui.screenshot_states import ScreenshotDirector
 
-        limit = args.quit_after if args.quit_after is not None else 0.5
+        limit = args.quit_after if args.quit_after is not None else SCREENSHOT_LIMIT_S
         director = ScreenshotDirector(app, window, args.state, Path(args.screenshot), limit_s=limit,
                                       prompt=args.prompt)
         director.start()

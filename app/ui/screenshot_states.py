@@ -1,21 +1,30 @@
 """Drives the real window into one main state and saves a PNG (``python -m app --screenshot``).
 
-Every state uses the real worker and the loaded model. The one exception is
-``tool-call-with-panel`` when the loaded model makes no call by itself (the offline demo
-model has no tool support): the window is then shown a *demonstration turn* whose tool
-call runs for real through ``app.tools`` (the calculator), delivered through the same
-worker signals a model's call would use.
+Every state uses the real worker and the loaded model, and the picture is taken only once
+the state is really reached:
+
+* ``empty`` / ``settings``: the model (when one is being loaded) has loaded or failed to load;
+* ``models``: the Models page has finished scanning the library;
+* ``streaming``: the reply is streaming and shows some text;
+* ``banner``: the first reply is done and carries the notice banner;
+* ``tool-call-with-panel``: the turn is done and the model called a tool (nothing is faked:
+  a model that calls no tool cannot show this state; pass one with ``--model``).
+
+``limit_s`` bounds the wait. When the state is not reached in time, or cannot be reached
+(no model, the load failed, the model called no tool, no banner), nothing is saved, the reason
+goes to stderr and the exit code is 2.
 """
 
 from __future__ import annotations
 
+import sys
 import time
 from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import QObject, QTimer
 
-__all__ = ["ScreenshotDirector"]
+__all__ = ["MODEL_STATES", "ScreenshotDirector", "StateNotReached"]
 
 DEFAULT_PROMPTS = {
     "streaming": "Write a short poem about the sea, in four lines.",
@@ -23,8 +32,16 @@ DEFAULT_PROMPTS = {
     "tool-call-with-panel": "What is 17 * 23? Use the calculator.",
 }
 
+MODEL_STATES = ("streaming", "banner", "tool-call-with-panel")  # a reply needs a loaded model
+
+
+class StateNotReached(Exception):
+    """The requested state cannot be shown; the message says why and what to do."""
+
 
 class ScreenshotDirector(QObject):
+    SETTLE_MS = 300  # lets the last layout and paint happen before the grab
+
     def __init__(self, app: Any, window: Any, state: str, path: Path, *, limit_s: float,
                  prompt: str | None = None) -> None:
         super().__init__(window)
@@ -32,111 +49,178 @@ class ScreenshotDirector(QObject):
         self.limit_s = max(0.2, float(limit_s))
         self.prompt = prompt or DEFAULT_PROMPTS.get(state, "Hello!")
         self.exit_code = 0
-        self._shot = False
+        self.error: str | None = None
+        self._done = False
         self._sent = False
+        self._turn_done = False
+        self._library_scanned = False
+        self._models_shown = False
+        self._settings_dialog: Any = None
         self._t0 = time.monotonic()
         self._poll = QTimer(self)
         self._poll.setInterval(50)
         self._poll.timeout.connect(self._on_poll_timeout)
+        window.sig_turn_done.connect(self._on_turn_done)
 
     def start(self) -> None:
         QTimer.singleShot(int(self.limit_s * 1000), self._on_limit)
         self._poll.start()
 
-    # -- the states ---------------------------------------------------------------------
+    # -- what the window is doing ---------------------------------------------------------
     def _loaded(self) -> bool:
         return self.window.model_info is not None
 
     def _loading(self) -> bool:
         return self.window.loading_path is not None
 
+    def _on_turn_done(self, _ev: Any) -> None:
+        self._turn_done = True
+
+    def _on_library_done(self) -> None:
+        self._library_scanned = True
+
+    def _require_model(self) -> bool:
+        """True once a model is loaded; raises when none is or will be."""
+        if self._loaded():
+            return True
+        if self._loading():
+            return False
+        raise StateNotReached(
+            f"the {self.state!r} state needs a model, and none is loaded (the load failed or there is no "
+            "model: pass --model GGUF, or install the demo model with `make run`)")
+
+    # -- the states -----------------------------------------------------------------------
     def _on_poll_timeout(self) -> None:
-        w, st = self.window, self.state
-        if self._shot:
+        if self._done:
             return
+        try:
+            self._step()
+        except StateNotReached as exc:
+            self._fail(str(exc))
+
+    def _step(self) -> None:
+        w, st = self.window, self.state
         if st == "empty":
-            if self._loaded() or (not self._loading() and time.monotonic() - self._t0 > 0.3):
-                self._settle_then_shoot()
+            if not self._loading():  # loaded, failed or nothing to load: the window as a newcomer sees it
+                self._settle_then_shoot(w)
         elif st == "settings":
-            if self._loaded() or not self._loading():
+            if not self._loading():
                 self._poll.stop()
-                dlg = w.open_settings("chat.tool_format")
-                QTimer.singleShot(300, lambda: self._shoot(dlg))
+                self._settings_dialog = w.open_settings("chat.tool_format")
+                self._settle_then_shoot(self._settings_dialog)
         elif st == "models":
-            self._poll.stop()
-            w.show_models_page()
-            QTimer.singleShot(300, lambda: self._shoot(w))
-        elif st in ("streaming", "banner", "tool-call-with-panel"):
-            if not self._sent and self._loaded():
-                self._sent = True
-                w.compose.setPlainText(self.prompt)
-                w.send()
+            if not self._models_shown:
+                self._models_shown = True
+                w.show_models_page()
+                page = w.models_page()
+                signal = getattr(page, "sig_library_done", None)
+                if signal is None:
+                    raise StateNotReached("the Models page could not be opened: " + getattr(page, "text", str)())
+                signal.connect(self._on_library_done)
+            if self._library_scanned:
+                self._settle_then_shoot(w)
+        elif st in MODEL_STATES:
+            if not self._require_model():
+                return
             if not self._sent:
+                self._sent = True
+                w.new_chat()
+                w.compose.setPlainText(self.prompt)
+                if not w.send():
+                    raise StateNotReached("the prompt could not be sent")
                 return
             last = w.chat.current_assistant()
             if st == "streaming":
-                if last is not None and len(last.text()) >= 60 and w.busy:
-                    self._settle_then_shoot()
-            elif not w.busy:
-                if st == "tool-call-with-panel":
-                    self._poll.stop()
-                    self._tool_call_state()
+                if w.busy and last is not None and len(last.text()) >= 60:
+                    self._settle_then_shoot(w)
+                elif self._turn_done:
+                    raise StateNotReached("the reply ended before 60 characters had streamed: use a --prompt "
+                                          "that asks for a longer reply")
+            elif self._turn_done and not w.busy:
+                if st == "banner":
+                    if not w.chat.banners():
+                        raise StateNotReached("the reply carries no notice banner: the 'banner' state needs a "
+                                              "model whose chat template has no tool format (pass --model)")
+                    self._settle_then_shoot(w)
                 else:
-                    self._settle_then_shoot()
-
-    def _tool_call_state(self) -> None:
-        w = self.window
-        if not w.tool_panel.entries:
-            _demonstration_turn(w)
-        ids = list(w.tool_panel.entries)
-        if ids:
-            w.select_tool_call(ids[0])
-        QTimer.singleShot(300, lambda: self._shoot(w))
+                    ids = list(w.tool_panel.entries)
+                    if not ids:
+                        raise StateNotReached("this state needs a model that calls a tool (pass --model); the "
+                                              "model replied without calling one")
+                    w.select_tool_call(ids[0])
+                    self._settle_then_shoot(w)
 
     # -- shooting -----------------------------------------------------------------------
-    def _settle_then_shoot(self) -> None:
+    def _settle_then_shoot(self, widget: Any) -> None:
         self._poll.stop()
-        QTimer.singleShot(150, lambda: self._shoot(self.window))
+        QTimer.singleShot(self.SETTLE_MS, lambda: self._shoot(widget))
+
+    def _missing(self) -> str:
+        w, st = self.window, self.state
+        if st == "models":
+            return "the Models page had not finished scanning the library"
+        if self._loading():
+            return f"the model was still loading ({w.loading_path})"
+        if st in MODEL_STATES:
+            if not self._sent:
+                return "the prompt was not sent"
+            if st == "streaming":
+                return "no reply text had streamed yet"
+            return "the reply had not finished"
+        return "the window was not ready"
 
     def _on_limit(self) -> None:
-        if not self._shot:
-            target = self.window.settings_dialog if self.state == "settings" and self.window.settings_dialog \
-                else self.window
-            self._shoot(target)
+        if not self._done:
+            self._fail(f"the {self.state!r} state was not reached within {self.limit_s:g} s "
+                       f"({self._missing()}); pass a longer --quit-after")
+
+    def _fail(self, message: str) -> None:
+        if self._done:
+            return
+        self._done = True
+        self._poll.stop()
+        self.error = message
+        self.exit_code = 2
+        sys.stderr.write(f"callisto --screenshot: nothing saved: {message}\n")
+        self._finish()
 
     def _shoot(self, widget: Any) -> None:
-        if self._shot:
+        if self._done:
             return
-        self._shot = True
+        self._done = True
         self._poll.stop()
         self.path.parent.mkdir(parents=True, exist_ok=True)
         ok = widget.grab().save(str(self.path), "PNG")
+        if not ok:
+            self.error = f"could not write {self.path}"
+            sys.stderr.write(f"callisto --screenshot: {self.error}\n")
         self.exit_code = 0 if ok else 1
+        if ok:
+            print(f"saved {self.path}: {self.state} ({self._summary()})", flush=True)
+        self._finish()
+
+    def _summary(self) -> str:
+        """What the picture shows, in words (tests and the screenshot script read it)."""
+        w, st = self.window, self.state
+        model = Path(w.model_info.path).name if self._loaded() else "no model"
+        if st == "models":
+            table = getattr(w.models_page(), "library_table", None)
+            rows = table.rowCount() if table is not None else 0
+            names = [table.item(i, 0).text() for i in range(rows) if table.item(i, 0) is not None]
+            return f"library rows: {rows}: {', '.join(names)}"
+        last = w.chat.current_assistant()
+        if st == "streaming":
+            return f"model: {model}; streamed characters: {len(last.text()) if last else 0}"
+        if st == "banner":
+            return f"model: {model}; banners: {', '.join(b.code for b in w.chat.banners())}"
+        if st == "tool-call-with-panel":
+            e = w.tool_panel.entries[next(iter(w.tool_panel.entries))]
+            return f"model: {model}; tool calls: {len(w.tool_panel.entries)}; selected: {e.name} ({e.status})"
+        return f"model: {model}"
+
+    def _finish(self) -> None:
         if self.window.busy:
             self.window.stop()
+        if self._settings_dialog is not None:
+            self._settings_dialog.reject()
         self.app.exit(self.exit_code)
-
-
-def _demonstration_turn(window: Any) -> None:
-    """A turn whose tool call really runs (calculator via app.tools), shown through the worker's signals."""
-    from app.engine.events import DoneEvent, TextEvent, ToolCallFinishedEvent, ToolCallStartedEvent
-    from app.tools import Dispatcher, ToolCall, ToolRegistry, register_builtin_tools
-
-    registry = ToolRegistry()
-    register_builtin_tools(registry, None)
-    args = {"expression": "17 * 23"}
-    raw = '<tool_call>\n{"name": "calculator", "arguments": {"expression": "17 * 23"}}\n</tool_call>'
-    call = ToolCall(id="call_demo_1", name="calculator", arguments=args, raw=raw)
-    result = Dispatcher(registry).dispatch(call)
-    w = window.worker
-    window.chat.add_user("What is 17 * 23? Use the calculator.")
-    window.chat.begin_assistant()
-    window._set_busy(True)
-    w.sig_text.emit(TextEvent("Let me work that out.").text)
-    w.sig_tool_call_started.emit(ToolCallStartedEvent(call.id, call.name, args, raw))
-    w.sig_tool_call_finished.emit(ToolCallFinishedEvent(
-        call.id, call.name, args, raw, result=result.content, error=result.error,
-        duration_s=result.duration_s, approval=result.approval))
-    w.sig_text.emit(f"**17 × 23 = {result.content}**")
-    w.sig_done.emit(DoneEvent(finish_reason="stop", ttft_s=0.05, tokens_per_s=42.0, prompt_tokens=310,
-                              generated_tokens=48, rounds=2))

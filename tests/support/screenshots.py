@@ -62,10 +62,12 @@ def render_all(outdir: Path, *, theme: str = "auto", timeout_s: float = 90.0) ->
                 codes[state] = proc.returncode
                 if proc.returncode != 0:
                     sys.stderr.write(f"{state}: exit {proc.returncode}\n{proc.stderr[-2000:]}\n")
+                said = proc.stdout.strip().splitlines()[-1] if proc.returncode == 0 and proc.stdout.strip() else ""
             except subprocess.TimeoutExpired:
                 codes[state] = -1
+                said = ""
                 sys.stderr.write(f"{state}: timed out after {timeout_s} s\n")
-            print(f"{state:>22}: {'ok' if codes[state] == 0 else 'FAILED'}  {outdir / (state + '.png')}")
+            print(f"{state:>22}: {'ok' if codes[state] == 0 else 'FAILED'}  {said or outdir / (state + '.png')}")
     return codes
 
 

@@ -1,4 +1,5 @@
-"""``python -m app --screenshot PATH --state STATE`` renders real states in a real process."""
+"""``python -m app --screenshot PATH --state STATE`` renders real states in a real process, only
+once the state is really reached, and fails loudly (exit 2, nothing saved) when it is not."""
 
 from __future__ import annotations
 
@@ -13,18 +14,82 @@ from PySide6.QtGui import QImage
 REPO = Path(__file__).resolve().parents[2]
 
 
-def _shoot(tmp_path: Path, state: str, *extra: str) -> QImage:
+def _run(tmp_path: Path, state: str, *extra: str, home: Path | None = None) -> tuple[subprocess.CompletedProcess,
+                                                                                   Path]:
     out = tmp_path / f"{state}.png"
-    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "CALLISTO_HOME": str(tmp_path / f"home-{state}")}
-    proc = subprocess.run([sys.executable, "-m", "app", "--screenshot", str(out), "--state", state,
-                           "--quit-after", "60", *extra], cwd=REPO, env=env, capture_output=True, text=True,
-                          timeout=120)
+    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen",
+           "CALLISTO_HOME": str(home or tmp_path / f"home-{state}")}
+    proc = subprocess.run([sys.executable, "-m", "app", "--screenshot", str(out), "--state", state, *extra],
+                          cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+    return proc, out
+
+
+def _shoot(tmp_path: Path, state: str, *extra: str, home: Path | None = None) -> str:
+    proc, out = _run(tmp_path, state, "--quit-after", "60", *extra, home=home)
     assert proc.returncode == 0, proc.stderr[-3000:]
     img = QImage(str(out))
     assert not img.isNull() and img.width() > 300 and img.height() > 200
-    return img
+    return proc.stdout
 
 
 @pytest.mark.parametrize("state", ["banner", "settings"])
 def test_screenshot_states_render(tmp_path, streaming_model, state):
-    _shoot(tmp_path, state, "--model", str(streaming_model))
+    said = _shoot(tmp_path, state, "--model", str(streaming_model))
+    assert f": {state} (model: stream.gguf" in said
+    if state == "banner":
+        assert "banners: no_tool_format" in said
+
+
+def test_tool_call_state_shows_a_real_call_of_a_tool_calling_model(tmp_path, tool_model):
+    model = tool_model("calculator", '{"expression": "17 * 23"}', answer="It is 391.")
+    said = _shoot(tmp_path, "tool-call-with-panel", "--model", str(model))
+    assert "tool calls: 1; selected: calculator (ok)" in said
+
+
+def test_tool_call_state_with_a_model_that_calls_no_tool_fails_and_saves_nothing(tmp_path, streaming_model):
+    home = tmp_path / "home"
+    os.environ["CALLISTO_HOME"] = str(home)
+    try:
+        from app.storage.settings import Settings, save_settings
+
+        s = Settings()
+        s.sampling.max_tokens = 40  # the reply ends soon, without a call
+        save_settings(s)
+    finally:
+        del os.environ["CALLISTO_HOME"]
+    proc, out = _run(tmp_path, "tool-call-with-panel", "--quit-after", "60", "--model", str(streaming_model),
+                     home=home)
+    assert proc.returncode == 2
+    assert "needs a model that calls a tool (pass --model)" in proc.stderr
+    assert not out.exists()
+
+
+def test_state_not_reached_within_the_limit_fails_and_saves_nothing(tmp_path, streaming_model):
+    home = tmp_path / "home"
+    os.environ["CALLISTO_HOME"] = str(home)
+    try:
+        from app.storage.settings import Settings, save_settings
+
+        s = Settings()
+        s.sampling.max_tokens = 200_000  # the reply does not finish within the limit
+        save_settings(s)
+    finally:
+        del os.environ["CALLISTO_HOME"]
+    proc, out = _run(tmp_path, "banner", "--quit-after", "3", "--model", str(streaming_model), home=home)
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert "'banner' state was not reached within 3 s (the reply had not finished)" in proc.stderr
+    assert not out.exists()
+
+
+def test_models_state_waits_for_the_library_scan(tmp_path, streaming_model):
+    home = tmp_path / "home"
+    os.environ["CALLISTO_HOME"] = str(home)
+    try:
+        from app.engine.models.library import Library
+
+        Library().import_in_place(streaming_model)
+    finally:
+        del os.environ["CALLISTO_HOME"]
+    said = _shoot(tmp_path, "models", home=home)
+    rows = said.split("library rows: ")[1]
+    assert int(rows.split(":")[0]) >= 1 and "stream" in rows.split(":", 1)[1], said
