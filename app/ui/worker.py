@@ -158,6 +158,8 @@ class EngineWorker(QObject):
         self._pending_messages: list[dict] = []
         self.mcp: Any = None  # app.tools.mcp.McpManager of config.mcp_servers_path
         self._mcp_path: str | None = None
+        self._mcp_fingerprint: bytes | None = None  # digest of the mcp.json the servers were started from
+        self._mcp_tried = False  # the servers of (_mcp_path, _mcp_fingerprint) were started (or failed to)
         self._thread.start()
 
     # -- public API (any thread) -------------------------------------------------------------
@@ -291,20 +293,36 @@ class EngineWorker(QObject):
     def _close_mcp(self) -> None:
         mcp, self.mcp = self.mcp, None
         self._mcp_path = None
+        self._mcp_fingerprint = None
         if mcp is not None:
             try:
                 mcp.close()
             except Exception:  # noqa: BLE001 - stopping is best effort
                 traceback.print_exc()
 
+    @staticmethod
+    def _fingerprint(path: str | None) -> bytes | None:
+        """A digest of the file's bytes (None when there is no path or it cannot be read)."""
+        if path is None:
+            return None
+        import hashlib
+
+        try:
+            return hashlib.sha256(Path(path).expanduser().read_bytes()).digest()
+        except OSError:
+            return None
+
     def _ensure_mcp(self) -> None:
-        """Start the servers of ``config.mcp_servers_path`` (once per path); a failed server or a
-        broken file becomes a window notice, never an exception."""
+        """Start the servers of ``config.mcp_servers_path``; restart them when the path or the file's
+        contents changed since they were started (checked whenever settings are applied or a session is
+        built). A failed server or a broken file becomes a window notice, never an exception."""
         path = (self.config.mcp_servers_path or "").strip() or None
-        if path == self._mcp_path and (path is None or self.mcp is not None):
+        fingerprint = self._fingerprint(path)
+        if path == self._mcp_path and fingerprint == self._mcp_fingerprint and (path is None or self._mcp_tried):
             return
         self._close_mcp()
-        self._mcp_path = path
+        self._mcp_path, self._mcp_fingerprint = path, fingerprint
+        self._mcp_tried = path is not None
         if path is None or self._closing:
             return
         setting = "tools.mcp_servers_path"

@@ -99,3 +99,37 @@ def test_broken_mcp_file_is_a_banner_and_the_chat_goes_on(qtbot, make_window, to
         assert w.send()
     assert w.chat.current_assistant().text().endswith("42 it is.")
     assert [e.result for e in w.tool_panel.entries.values()] == ["42"]
+
+
+def test_editing_the_same_mcp_file_restarts_its_servers_when_settings_are_applied(
+        qtbot, make_window, tool_model, tmp_path):
+    first_pid, second_pid = tmp_path / "first.pid", tmp_path / "second.pid"
+    mcp_json = tmp_path / "mcp.json"
+    mcp_json.write_text(json.dumps({"mcpServers": {
+        "tools": {"command": sys.executable, "args": [SERVER, "good"], "env": {"MCP_TEST_PIDFILE": str(first_pid)}},
+    }}))
+    path = tool_model("remember", '{"note": "x"}')
+    w = make_window(path, settings=_settings(mcp_json))
+    assert "remember" in w.worker.session.registry.names()
+    pid = int(first_pid.read_text())
+    assert _alive(pid)
+
+    # applying the settings with the file unchanged keeps the running server
+    with qtbot.waitSignal(w.sig_model_ready, timeout=TIMEOUT):
+        w.apply_settings(w.settings)
+    assert _alive(pid) and not second_pid.exists()
+
+    # the same path, other contents: the old server stops, the new one starts, its tools replace the old ones
+    mcp_json.write_text(json.dumps({"mcpServers": {
+        "tools": {"command": sys.executable, "args": [SERVER, "other"],
+                  "env": {"MCP_TEST_PIDFILE": str(second_pid)}},
+    }}))
+    with qtbot.waitSignal(w.sig_model_ready, timeout=TIMEOUT):
+        w.apply_settings(w.settings)
+    qtbot.waitUntil(lambda: not _alive(pid), timeout=TIMEOUT)
+    new_pid = int(second_pid.read_text())
+    assert new_pid != pid and _alive(new_pid)
+    names = set(w.worker.session.registry.names())
+    assert "remember" not in names and "add" in names
+    assert w.shutdown()
+    qtbot.waitUntil(lambda: not _alive(new_pid), timeout=TIMEOUT)
