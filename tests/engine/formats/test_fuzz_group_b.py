@@ -49,11 +49,11 @@ plain_text = st.text(st.sampled_from(list("Hello, world! 42 ü\n{}[]\"")), max_s
 FORBIDDEN_IN_VALUES = {"deepseek-dsml": [f"</{D}parameter>"], "kimi-k3": ["<|close|>"]}
 
 
-def marked_text(family: str, reasoning: bool):
-    """Values that may hold any family's markers (and the reasoning tags), except those the wire
-    cannot carry. Without a reasoning block first the shared machine watches for a closing
-    ``</think>`` (a reply may close reasoning it never opened), so that tag is left out then."""
-    forbidden = FORBIDDEN_IN_VALUES.get(family, []) + ([] if reasoning else ["</think>"])
+def marked_text(family: str):
+    """Values that may hold any family's markers (and the reasoning tags, also in a reply without
+    a reasoning block, where a closing tag may end reasoning never opened), except those the
+    wire cannot carry."""
+    forbidden = FORBIDDEN_IN_VALUES.get(family, [])
     allowed = [m for m in ALL_MARKERS if not any(f in m or m in f for f in forbidden)]
     piece = st.one_of(st.text(VALUE_CHARS, max_size=6), st.sampled_from(allowed))
     return st.lists(piece, max_size=3).map("".join).filter(lambda v: not any(f in v for f in forbidden))
@@ -121,7 +121,7 @@ def render(family: str, calls) -> tuple[str, str]:
 @st.composite
 def valid_reply(draw, family):
     reasoning = draw(st.one_of(st.none(), plain_text))
-    calls = draw(calls_strategy(marked_text(family, reasoning is not None)))
+    calls = draw(calls_strategy(marked_text(family)))
     before, after = draw(plain_text), draw(plain_text)
     body, between = render(family, calls)
     text = ("" if reasoning is None else f"<think>{reasoning}</think>") + before + body + after
