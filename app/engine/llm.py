@@ -183,6 +183,8 @@ def load_model(
             n_threads=int(n_threads),
             n_threads_batch=int(n_threads),
             n_batch=min(512, ctx),
+            # llama-server's default (-fa auto turns it on for CPU): ~6% faster decoding (bench figure 1b)
+            flash_attn=True,
             verbose=False,
         )
     except Exception as exc:  # noqa: BLE001 - llama.cpp reports load failures as ValueError/RuntimeError
