@@ -46,14 +46,14 @@ def _profiled(name: str, enabled: bool, fn: Callable[[], Any]) -> Any:
         (out / f"figure-{name}.txt").write_text(prof.output_text(unicode=False, color=False), encoding="utf-8")
 
 
-def update_readme(table: str, machine: str, date: str, path: Path = README) -> bool:
+def update_readme(table: str, machine: str, date: str, path: Path = README, note: str = "") -> bool:
     """Replace the text between the bench markers in the README; False when there are none."""
     text = path.read_text(encoding="utf-8")
     if README_BEGIN not in text or README_END not in text:
         return False
     head, rest = text.split(README_BEGIN, 1)
     _, tail = rest.split(README_END, 1)
-    body = f"{README_BEGIN}\nMeasured {date} on {machine}.\n\n{table}\n{README_END}"
+    body = f"{README_BEGIN}\nMeasured {date} on {machine}.{(' ' + note) if note else ''}\n\n{table}\n{README_END}"
     path.write_text(head + body + tail, encoding="utf-8")
     return True
 
@@ -76,7 +76,8 @@ def main(argv: list[str] | None = None) -> int:
 
     rows: list[Row] = []
     t0 = time.monotonic()
-    _log(f"Callisto benchmarks on {machine_info()}")
+    load0 = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
+    _log(f"Callisto benchmarks on {machine_info()}; load average {load0}")
 
     def figure(name: str, fn: Callable[[], list[Row]], fallback: list[tuple[str, str, str]]) -> None:
         _log(f"figure {name} ...")
@@ -148,7 +149,10 @@ def main(argv: list[str] | None = None) -> int:
     write_results(rows, args.out)
     print(f"wrote {args.out}")
     if args.readme and rows:
-        if update_readme(table, rows[0].machine, rows[0].date):
+        load1 = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
+        note = (f"Load average {load0:.1f} at the start and {load1:.1f} at the end (a shared machine: "
+                "other work competed for the cores)." if load0 is not None and load1 is not None else "")
+        if update_readme(table, rows[0].machine, rows[0].date, note=note):
             print(f"updated {README}")
         else:
             print(f"{README} has no {README_BEGIN} / {README_END} markers; table not written there")
