@@ -50,6 +50,9 @@ class ConversationList(QWidget):
         lay.addWidget(self.search)
         self.list = QListWidget()
         self.list.setObjectName("conversations")
+        # long titles end in "…" (the full title is in the tooltip) instead of a horizontal scroll bar
+        self.list.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.list.setTextElideMode(Qt.TextElideMode.ElideRight)
         self.list.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         self.list.customContextMenuRequested.connect(self._on_list_menu)
         self.list.itemClicked.connect(self._on_list_item_clicked)
@@ -73,7 +76,7 @@ class ConversationList(QWidget):
             item = QListWidgetItem(c.title or "Untitled")
             item.setData(Qt.ItemDataRole.UserRole, int(c.id))
             item.setFlags(item.flags() | Qt.ItemFlag.ItemIsEditable)
-            item.setToolTip(f"{c.message_count} messages")
+            item.setToolTip(f"{c.title or 'Untitled'}\n{c.message_count} messages")
             self.list.addItem(item)
             if c.id == self.current_id:
                 self.list.setCurrentItem(item)

@@ -54,6 +54,7 @@ def write_scripted_gguf(
     embedding_length: int = 64,
     margin: float = 6.0,
     name: str = "scripted-test-model",
+    context_length: int = 4096,
 ) -> Path:
     """Write the model: after token ``k`` it says ``script[k]``; after any other token ``default_next``."""
     import gguf
@@ -83,7 +84,7 @@ def write_scripted_gguf(
 
     w = gguf.GGUFWriter(str(path), "llama")
     w.add_name(name)
-    w.add_context_length(4096)
+    w.add_context_length(context_length)
     w.add_embedding_length(d)
     w.add_block_count(1)
     w.add_feed_forward_length(2 * d)

@@ -64,18 +64,23 @@ def test_tool_call_state_with_a_model_that_calls_no_tool_fails_and_saves_nothing
     assert not out.exists()
 
 
-def test_state_not_reached_within_the_limit_fails_and_saves_nothing(tmp_path, streaming_model):
+def test_state_not_reached_within_the_limit_fails_and_saves_nothing(tmp_path):
+    from tests.ui.scripted_gguf import CHATML, streaming_script, write_scripted_gguf
+
+    model = write_scripted_gguf(tmp_path / "long.gguf", chat_template=CHATML, script=streaming_script(),
+                                default_next="a", context_length=65_536)
     home = tmp_path / "home"
     os.environ["CALLISTO_HOME"] = str(home)
     try:
         from app.storage.settings import Settings, save_settings
 
         s = Settings()
-        s.sampling.max_tokens = 200_000  # the reply does not finish within the limit
+        s.sampling.max_tokens = 200_000  # the reply does not finish within the limit: 60k tokens take
+        s.model.context_length = 65_536  # far longer than 3 s on a CPU
         save_settings(s)
     finally:
         del os.environ["CALLISTO_HOME"]
-    proc, out = _run(tmp_path, "banner", "--quit-after", "3", "--model", str(streaming_model), home=home)
+    proc, out = _run(tmp_path, "banner", "--quit-after", "3", "--model", str(model), home=home)
     assert proc.returncode == 2, proc.stderr[-2000:]
     assert "'banner' state was not reached within 3 s (the reply had not finished)" in proc.stderr
     assert not out.exists()
