@@ -1,6 +1,7 @@
 """``python -m bench``: run every figure, print the table, write ``bench/results.json``.
 
-Options: ``--only 1,1b,2,3,4,5,6`` (a subset), ``--quick`` (1 pair, 32 tokens, small sizes: a
+Options: ``--only 1,1b,2,3,4,5,6`` (a subset; with ``--merge`` the other figures' rows are kept from
+the existing results file), ``--quick`` (1 pair, 32 tokens, small sizes: a
 smoke run, never for the README), ``--out PATH``, ``--profile`` (pyinstrument around each figure,
 text reports into ``bench/profiles/``), ``--readme`` (replace the README's Benchmarks table).
 """
@@ -16,7 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench.harness import Row, format_table, machine_info, row, write_results
+from bench.harness import Row, format_table, machine_info, read_results, row, write_results
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results.json"
@@ -46,6 +47,18 @@ def _profiled(name: str, enabled: bool, fn: Callable[[], Any]) -> Any:
         (out / f"figure-{name}.txt").write_text(prof.output_text(unicode=False, color=False), encoding="utf-8")
 
 
+def figure_of(r: Row) -> str:
+    """The figure a row belongs to: the text before the first '.' of its name ("1b", "4")."""
+    return r.name.split(".", 1)[0]
+
+
+def merge_rows(old: list[Row], new: list[Row], rerun: set[str]) -> list[Row]:
+    """``old`` without the rows of the ``rerun`` figures, plus ``new``, in figure order."""
+    kept = [r for r in old if figure_of(r) not in rerun] + list(new)
+    order = {f: i for i, f in enumerate(FIGURES)}
+    return sorted(kept, key=lambda r: order.get(figure_of(r), len(order)))
+
+
 def update_readme(table: str, machine: str, date: str, path: Path = README, note: str = "") -> bool:
     """Replace the text between the bench markers in the README; False when there are none."""
     text = path.read_text(encoding="utf-8")
@@ -65,6 +78,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", default=str(RESULTS))
     ap.add_argument("--profile", action="store_true", help="pyinstrument each figure into bench/profiles/")
     ap.add_argument("--readme", action="store_true", help="write the table into README.md's Benchmarks section")
+    ap.add_argument("--merge", action="store_true",
+                    help="keep the rows of figures not run from the existing results file (rerun one figure)")
     args = ap.parse_args(argv)
     only = {f.strip() for f in args.only.split(",") if f.strip()}
     unknown = only - set(FIGURES)
@@ -141,6 +156,8 @@ def main(argv: list[str] | None = None) -> int:
                [("6. UI: longest main-thread stall", "ms", "< 50"), ("6. UI: first painted window", "s", "< 1.5"),
                 ("6. UI: idle resident memory", "MiB", "< 200")])
 
+    if args.merge and Path(args.out).is_file():
+        rows = merge_rows(read_results(args.out), rows, only)
     table = format_table(rows)
     print()
     print(table)

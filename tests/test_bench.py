@@ -133,3 +133,12 @@ def test_main_rejects_an_unknown_figure(capsys):
     with pytest.raises(SystemExit):
         bench_main.main(["--only", "9"])
     assert "unknown figure" in capsys.readouterr().err
+
+
+def test_merge_replaces_only_the_rerun_figures_and_keeps_figure_order():
+    old = [row("1. a", 1.0, "ratio", ">= 0.97"), row("1b. s", 0.5, "ratio", ">= 0.95"),
+           row("5. d", 60.0, "ms", "< 50"), row("6. u", 3.0, "ms", "< 50")]
+    new = [row("5. d again", 40.0, "ms", "< 50"), row("1b. s again", 1.0, "ratio", ">= 0.95")]
+    merged = bench_main.merge_rows(old, new, {"1b", "5"})
+    assert [r.name for r in merged] == ["1. a", "1b. s again", "5. d again", "6. u"]
+    assert all(r.meets for r in merged)
