@@ -2,9 +2,9 @@
 
 Callisto's side is the real path the window runs: ``ChatSession.send()`` (render the template,
 tokenize, ``generate()``, the family's streaming parser, typed events) on a producer thread,
-its events delivered through a queue to the consumer (the main thread here; the UI worker
-emits Qt signals the same way). The bare side is ``Llama.generate`` plus ``detokenize`` on
-the same rendered prompt tokens, on a second ``Llama`` with identical context parameters.
+its events delivered through a queue to the consumer (the main thread here), text coalesced every
+30 ms exactly as the UI's EngineWorker does before it emits Qt signals. The bare side is ``Llama.generate`` plus ``detokenize`` on
+the same rendered prompt tokens, on the same ``Llama`` (same context, so same parameters).
 Both: greedy, ``THREADS`` threads, up to 256 tokens, the KV cache forgotten before each run,
 5 interleaved pairs (order alternating), medians and ratios.
 
@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bench.harness import Row, interleave, median, row
-from bench.models import GREEDY, bare_generate, bare_llama
+from bench.models import GREEDY, bare_generate
 
 __all__ = ["PROMPT", "CallistoRun", "callisto_turn", "run"]
 
@@ -38,6 +38,7 @@ PROMPT = (
 )
 MAX_TOKENS = 256
 PAIRS = 5
+FLUSH_S = 0.03  # app.ui.worker.EngineWorker.FLUSH_S (bench stays Qt-free)
 
 
 @dataclass
@@ -68,9 +69,31 @@ def callisto_turn(model: Any, text: str, *, max_tokens: int, tool_format: str = 
     failure: list[BaseException] = []
 
     def produce() -> None:
+        # Delivery as the window's EngineWorker does it: text and reasoning deltas coalesced and
+        # handed over at most every FLUSH_S (app.ui.worker.EngineWorker.FLUSH_S, 30 ms), other
+        # events at once. (A hand-over per token wakes a third thread per token; on 2 cores with
+        # 2 llama.cpp threads that costs up to a third of the decode rate.)
+        pending: list[Any] = []
+        last_flush = time.monotonic()
         try:
             for ev in session.send(text):
+                if isinstance(ev, TextEvent | ReasoningEvent):
+                    if pending and type(pending[-1]) is not type(ev):
+                        q.put(pending)
+                        pending = []
+                    pending.append(ev)
+                    now = time.monotonic()
+                    if now - last_flush >= FLUSH_S:
+                        q.put(pending)
+                        pending = []
+                        last_flush = now
+                    continue
+                if pending:
+                    q.put(pending)
+                    pending = []
                 q.put(ev)
+            if pending:
+                q.put(pending)
         except BaseException as exc:  # noqa: BLE001 - re-raised on the consumer side
             failure.append(exc)
         finally:
@@ -86,6 +109,11 @@ def callisto_turn(model: Any, text: str, *, max_tokens: int, tool_format: str = 
         ev = q.get()
         if ev is _END:
             break
+        if isinstance(ev, list):  # a coalesced run of deltas
+            n_events += len(ev)
+            if first is None:
+                first = time.perf_counter()
+            continue
         n_events += 1
         if first is None and isinstance(ev, TextEvent | ReasoningEvent):
             first = time.perf_counter()
@@ -116,30 +144,31 @@ def prompt_tokens(model: Any, text: str) -> list[int]:
 def compare(label: str, model: Any, *, pairs: int = PAIRS, max_tokens: int = MAX_TOKENS,
             log: Any = print) -> dict[str, Any]:
     """Interleaved Callisto / bare runs on ``model``; medians of tokens/s and TTFT."""
-    bare = bare_llama(model)
-    try:
-        toks = prompt_tokens(model, PROMPT)
-        cal_runs: list[CallistoRun] = []
-        bare_runs: list[Any] = []
+    # The bare loop runs on the very same llama.cpp context as Callisto (Callisto's eval counter
+    # taken off for its runs): a second Llama in one process slows the first one's decoding by a
+    # third on this machine (measured: 101 -> 70 tok/s), which would bias any comparison.
+    bare = model.llm
+    toks = prompt_tokens(model, PROMPT)
+    cal_runs: list[CallistoRun] = []
+    bare_runs: list[Any] = []
 
-        def one_callisto() -> float:
-            model.reset_cache()
-            r = callisto_turn(model, PROMPT, max_tokens=max_tokens)
-            cal_runs.append(r)
-            return r.tokens_per_s
+    def one_callisto() -> float:
+        model.reset_cache()
+        r = callisto_turn(model, PROMPT, max_tokens=max_tokens)
+        cal_runs.append(r)
+        return r.tokens_per_s
 
-        def one_bare() -> float:
-            r = bare_generate(bare, toks, max_tokens, fresh=True)
-            bare_runs.append(r)
-            return r.tokens_per_s
+    def one_bare() -> float:
+        with model.lock:
+            r = bare_generate(bare, toks, max_tokens, fresh=True, unwrap=True)
+        bare_runs.append(r)
+        return r.tokens_per_s
 
-        one_callisto()  # warm-up (page cache, allocator), not counted
-        one_bare()
-        cal_runs.clear()
-        bare_runs.clear()
-        interleave([one_callisto, one_bare], pairs)
-    finally:
-        bare.close()
+    one_callisto()  # warm-up (page cache, allocator), not counted
+    one_bare()
+    cal_runs.clear()
+    bare_runs.clear()
+    interleave([one_callisto, one_bare], pairs)
     res = {
         "label": label,
         "prompt_tokens": len(toks),

@@ -1,9 +1,10 @@
 """The two package models every live figure runs on, loaded Callisto's way and bare.
 
 ``callisto_model(path)`` is :func:`app.engine.llm.load_model` (what the app runs);
-``bare_llama(model)`` is a second ``llama_cpp.Llama`` on the same file with exactly the
-context parameters Callisto's loader chose (threads, batch sizes, flash attention), so a
-comparison measures Callisto's Python on top of llama.cpp and nothing else.
+``bare_generate(model.llm, ..., unwrap=True)`` is the bare llama-cpp-python loop on the same
+context, so a comparison measures Callisto's Python on top of llama.cpp and nothing else.
+(``bare_llama(model)``, a second ``Llama`` with the same parameters, is kept for experiments: a
+second context in one process slows the first one's decoding, so figures do not use it.)
 """
 
 from __future__ import annotations
@@ -97,9 +98,20 @@ def _eog_set(llm: Any) -> frozenset[int]:
     return cached
 
 
-def bare_generate(llm: Any, prompt_tokens: Sequence[int], max_tokens: int, *, fresh: bool = True) -> BareRun:
+def bare_generate(llm: Any, prompt_tokens: Sequence[int], max_tokens: int, *, fresh: bool = True,
+                  unwrap: bool = False) -> BareRun:
     """The bare llama-cpp-python token loop: ``Llama.generate`` greedy, detokenize each token,
-    stop at an end-of-generation token or ``max_tokens``. ``fresh``: forget the KV cache first."""
+    stop at an end-of-generation token or ``max_tokens``. ``fresh``: forget the KV cache first.
+    ``unwrap``: run with ``Llama.eval`` itself when Callisto's loader wrapped it (its eval counter)."""
+    wrapped = llm.__dict__.pop("eval", None) if unwrap else None
+    try:
+        return _bare_generate(llm, prompt_tokens, max_tokens, fresh)
+    finally:
+        if wrapped is not None:
+            llm.eval = wrapped
+
+
+def _bare_generate(llm: Any, prompt_tokens: Sequence[int], max_tokens: int, fresh: bool) -> BareRun:
     eog = _eog_set(llm)
     if fresh:
         llm.reset()
