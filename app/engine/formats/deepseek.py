@@ -51,6 +51,7 @@ from typing import Any
 from app.engine.formats.base import Format, ParsedCall, RegionScanner, register
 from app.engine.formats.jsonscan import JsonScanner, loads_repaired
 from app.engine.formats.schema import schema_types, tool_schemas
+from app.engine.formats.sections import SectionScanner, first_marker
 
 __all__ = [
     "DeepSeekDsmlFormat",
@@ -73,33 +74,7 @@ _FENCE = "```"
 NAME = r"[^\s<>{}\[\]\"'`｜|,:]+(?::[^\s<>{}\[\]\"'`｜|,:]+)*"
 
 
-def first_marker(buf: str, markers: tuple[str, ...], start: int, final: bool,
-                 end: int | None = None) -> tuple[int, str | None, int]:
-    """Earliest of ``markers`` in ``buf[start:end]``, looking no further than the nearest one.
-
-    Returns ``(pos, marker, pos)`` or ``(-1, None, safe)`` where ``buf[:safe]`` holds no part of a
-    marker (a partial marker at the very end is held back unless ``final`` or ``end`` is given).
-    The markers must not contain one another, so the earliest complete one is final.
-    """
-    n = len(buf) if end is None else end
-    best, found = -1, None
-    for m in markers:
-        p = buf.find(m, start, n if best == -1 else best + len(m) - 1)
-        if p != -1 and (best == -1 or p < best):
-            best, found = p, m
-    if best != -1:
-        return best, found, best
-    if final or end is not None:
-        return -1, None, n
-    maxlen = max(len(m) for m in markers)
-    for s in range(max(start, n - maxlen + 1), n):
-        tail = buf[s:]
-        if any(m.startswith(tail) for m in markers):
-            return -1, None, s
-    return -1, None, n
-
-
-class JsonCallSection(RegionScanner):
+class JsonCallSection(SectionScanner):
     """``(ws CALL_BEGIN header {json} post CALL_END)* ws SECTION_END``.
 
     The header (up to the JSON's ``{``) and the text after the JSON are checked by the parser;
@@ -108,18 +83,10 @@ class JsonCallSection(RegionScanner):
     """
 
     def __init__(self, call_begin: str, call_end: str, section_end: str):
+        super().__init__("between")
         self.cb, self.ce, self.se = call_begin, call_end, section_end
-        self.state = "between"
-        self.base = 0  # absolute offset of the next ``buf[0]``
-        self.json: JsonScanner | None = None
         self.start = self.json_start = self.json_end = 0
         self.calls: list[tuple[int, int, int, int]] = []  # (start, json start, json end, end)
-        self.bad = False
-        self.ops = 0
-
-    def _ret(self, consumed: int, ended: bool) -> tuple[int, bool]:
-        self.base += consumed
-        return consumed, ended
 
     def scan(self, buf: str, final: bool) -> tuple[int, bool]:
         i, n = 0, len(buf)
@@ -127,35 +94,27 @@ class JsonCallSection(RegionScanner):
         while i < n:
             st = self.state
             if st == "between" or st == "post":
-                while i < n and buf[i].isspace():
-                    i += 1
-                    self.ops += 1
+                i = self._skip_space(buf, i)
                 if st == "post" and buf.startswith(_FENCE, i):
                     i += len(_FENCE)
                     self.ops += len(_FENCE)
                     continue
-                if i >= n:
-                    break
-                self.ops += 1
-                if st == "between" and buf.startswith(cb, i):
+                i, hit = self._expect(buf, i, (cb, se) if st == "between" else (ce, _FENCE), final)
+                if hit is None:
+                    return self._ret(i, False)
+                if hit == cb:
                     self.start = self.base + i
                     i += len(cb)
                     self.state = "header"
-                    continue
-                if st == "between" and buf.startswith(se, i):
+                elif hit == se:
                     self.state = "done"
                     return self._ret(i + len(se), True)
-                if st == "post" and buf.startswith(ce, i):
+                elif hit == ce:
                     i += len(ce)
                     self.calls.append((self.start, self.json_start, self.json_end, self.base + i))
                     self.state = "between"
-                    continue
-                rest = buf[i:]
-                wanted = (cb, se) if st == "between" else (ce, _FENCE)
-                if not final and any(len(rest) < len(m) and m.startswith(rest) for m in wanted):
-                    return self._ret(i, False)
-                self.bad = True
-                self.state = "seek"
+                else:
+                    self._fail()
                 continue
             if st == "header":
                 j = buf.find("{", i)
@@ -163,8 +122,7 @@ class JsonCallSection(RegionScanner):
                 self.ops += (safe if pos == -1 else pos) - i + 1
                 if pos != -1:
                     i = pos
-                    self.bad = True
-                    self.state = "seek"
+                    self._fail()
                     continue
                 if j == -1:
                     return self._ret(safe, False)
@@ -174,22 +132,14 @@ class JsonCallSection(RegionScanner):
                 self.state = "json"
                 continue
             if st == "json":
-                before = self.json.ops
-                j = self.json.feed(buf, i)
-                self.ops += self.json.ops - before
+                j = self._feed_json(buf, i)
                 if j == -1:
                     return self._ret(n, False)
                 i = j
                 self.json_end = self.base + i
                 self.state = "post"
                 continue
-            # seek: a plain search for the section's end
-            pos, _m, safe = first_marker(buf, (se,), i, final)
-            self.ops += (safe if pos == -1 else pos) - i + 1
-            if pos != -1:
-                self.state = "done"
-                return self._ret(pos + len(se), True)
-            return self._ret(n if final else safe, False)
+            return self._seek(buf, i, se, final)
         return self._ret(n, False)
 
 
@@ -285,7 +235,7 @@ _HEAD_END = re.compile(r"[<>]")
 _PARAM_ATTRS = re.compile(r'\s+name="([^"<>]+)"(?:\s+string="(true|false)")?\s*')
 
 
-class DsmlScanner(RegionScanner):
+class DsmlScanner(SectionScanner):
     """Follows ``(invoke (parameter value /parameter)* /invoke | invoke/)* /section``.
 
     Records the calls as ``(name, [(key, flag, value), ...], start, end)``; on anything
@@ -293,46 +243,25 @@ class DsmlScanner(RegionScanner):
     """
 
     def __init__(self, close: str):
+        super().__init__("between")
         self.close = close
-        self.state = "between"
-        self.base = 0
         self.calls: list[tuple[str, list[tuple[str, str | None, str]], int, int]] = []
         self.name = ""
         self.params: list[tuple[str, str | None, str]] = []
         self.key = ""
         self.flag: str | None = None
         self.start = 0
-        self.vparts: list[str] = []
-        self.json: JsonScanner | None = None
-        self.bad = False
-        self.ops = 0
-
-    def _ret(self, consumed: int, ended: bool) -> tuple[int, bool]:
-        self.base += consumed
-        return consumed, ended
-
-    def _fail(self) -> None:
-        self.vparts = []
-        self.bad = True
-        self.state = "seek"
 
     def scan(self, buf: str, final: bool) -> tuple[int, bool]:
         i, n = 0, len(buf)
         while i < n:
             st = self.state
             if st in ("between", "invoke"):
-                while i < n and buf[i].isspace():
-                    i += 1
-                    self.ops += 1
-                if i >= n:
-                    break
-                self.ops += 1
                 wanted = (INVOKE, self.close) if st == "between" else (PARAM, INVOKE_END)
-                hit = next((m for m in wanted if buf.startswith(m, i)), None)
+                i, hit = self._expect(buf, i, wanted, final)
                 if hit is None:
-                    rest = buf[i:]
-                    if not final and any(len(rest) < len(m) and m.startswith(rest) for m in wanted):
-                        return self._ret(i, False)
+                    return self._ret(i, False)
+                if not hit:
                     self._fail()
                     continue
                 if hit == self.close:
@@ -359,10 +288,10 @@ class DsmlScanner(RegionScanner):
                 if j == -1:
                     if final:
                         return self._ret(n, False)
-                    self.vparts.append(buf[i:])
+                    self.parts.append(buf[i:])
                     return self._ret(n, False)
-                head = "".join(self.vparts) + buf[i:j]
-                self.vparts = []
+                head = "".join(self.parts) + buf[i:j]
+                self.parts = []
                 i = j + 1
                 if st == "invoke_head":
                     m = _INVOKE_ATTRS.fullmatch(head)
@@ -383,53 +312,15 @@ class DsmlScanner(RegionScanner):
                 self.key, self.flag = m.group(1), m.group(2)
                 self.state = "value_json" if self.flag == "false" else "value"
                 continue
-            if st == "value_json":
-                # Leading whitespace, then a JSON object/array is scanned JSON-aware.
-                j = i
-                while j < n and buf[j].isspace():
-                    j += 1
-                self.ops += j - i + 1
-                self.vparts.append(buf[i:j])
-                i = j
-                if i >= n:
-                    break
-                if buf[i] in "{[":
-                    self.json = JsonScanner()
-                    self.state = "json"
-                else:
-                    self.state = "value"
+            if st in self.VALUE_STATES:
+                i, value, wait = self._value_step(buf, i, PARAM_END, final)
+                if wait:
+                    return self._ret(i, False)
+                if value is not None:
+                    self.params.append((self.key, self.flag, value))
+                    self.state = "invoke"
                 continue
-            if st == "json":
-                before = self.json.ops
-                j = self.json.feed(buf, i)
-                self.ops += self.json.ops - before
-                if j == -1:
-                    self.vparts.append(buf[i:])
-                    return self._ret(n, False)
-                self.vparts.append(buf[i:j])
-                i = j
-                self.state = "value"
-                continue
-            if st == "value":
-                pos, _m, safe = first_marker(buf, (PARAM_END,), i, final)
-                self.ops += (safe if pos == -1 else pos) - i + 1
-                if pos == -1:
-                    end = n if final else safe
-                    self.vparts.append(buf[i:end])
-                    return self._ret(end, False)
-                self.vparts.append(buf[i:pos])
-                self.params.append((self.key, self.flag, "".join(self.vparts)))
-                self.vparts = []
-                i = pos + len(PARAM_END)
-                self.state = "invoke"
-                continue
-            # seek
-            pos, _m, safe = first_marker(buf, (self.close,), i, final)
-            self.ops += (safe if pos == -1 else pos) - i + 1
-            if pos != -1:
-                self.state = "done"
-                return self._ret(pos + len(self.close), True)
-            return self._ret(n if final else safe, False)
+            return self._seek(buf, i, self.close, final)
         return self._ret(n, False)
 
 

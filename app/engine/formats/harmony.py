@@ -25,8 +25,8 @@ import re
 from typing import Any
 
 from app.engine.formats.base import Format, ParsedCall, Stream, register
-from app.engine.formats.deepseek import first_marker
 from app.engine.formats.jsonscan import JsonScanner, loads_repaired, strip_fence
+from app.engine.formats.sections import first_marker
 
 __all__ = ["HarmonyFormat", "HarmonyStream", "parse_header"]
 

@@ -37,8 +37,9 @@ import re
 from typing import Any
 
 from app.engine.formats.base import Format, ParsedCall, RegionScanner, register
-from app.engine.formats.deepseek import NAME, THINK, JsonCallSection, first_marker, read_json_section
-from app.engine.formats.jsonscan import JsonScanner, loads_repaired
+from app.engine.formats.deepseek import NAME, THINK, JsonCallSection, read_json_section
+from app.engine.formats.jsonscan import loads_repaired
+from app.engine.formats.sections import SectionScanner, first_marker
 
 __all__ = ["K3Scanner", "KimiK2Format", "KimiK3Format"]
 
@@ -81,7 +82,7 @@ _CALL_HEAD = re.compile(r'\s+tool="(' + NAME + r')"\s*')
 _ARG_HEAD = re.compile(r'\s+key="([^"<>|]+)"\s+type="(' + "|".join(K3_TYPES) + r')"\s*')
 
 
-class K3Scanner(RegionScanner):
+class K3Scanner(SectionScanner):
     """Follows ``HEAD SEP (ws ARG_OPEN HEAD SEP value CLOSE)* ws CLOSE`` after ``<|open|>call``.
 
     Records the tool name and ``(key, type, value)`` arguments; on anything unexpected sets
@@ -89,19 +90,10 @@ class K3Scanner(RegionScanner):
     """
 
     def __init__(self) -> None:
-        self.state = "head"
+        super().__init__("head")
         self.name = ""
         self.args: list[tuple[str, str, str]] = []
         self.key = self.type = ""
-        self.parts: list[str] = []
-        self.json: JsonScanner | None = None
-        self.bad = False
-        self.ops = 0
-
-    def _fail(self) -> None:
-        self.parts = []
-        self.bad = True
-        self.state = "seek"
 
     def scan(self, buf: str, final: bool) -> tuple[int, bool]:
         i, n = 0, len(buf)
@@ -113,7 +105,7 @@ class K3Scanner(RegionScanner):
                 if pos == -1:
                     end = n if final else safe
                     self.parts.append(buf[i:end])
-                    return end, False
+                    return self._ret(end, False)
                 head = "".join(self.parts) + buf[i:pos]
                 self.parts = []
                 if m != SEP:
@@ -133,71 +125,28 @@ class K3Scanner(RegionScanner):
                     self.state = "value_json" if self.type in ("object", "array") else "value"
                 continue
             if st == "between":
-                while i < n and buf[i].isspace():
-                    i += 1
-                    self.ops += 1
-                if i >= n:
-                    break
-                self.ops += 1
-                if buf.startswith(CLOSE, i):
+                i, hit = self._expect(buf, i, (CLOSE, ARG_OPEN), final)
+                if hit is None:
+                    return self._ret(i, False)
+                if hit == CLOSE:
                     self.state = "done"
-                    return i + len(CLOSE), True
-                if buf.startswith(ARG_OPEN, i):
+                    return self._ret(i + len(CLOSE), True)
+                if hit == ARG_OPEN:
                     i += len(ARG_OPEN)
                     self.state = "arg_head"
-                    continue
-                rest = buf[i:]
-                if not final and any(len(rest) < len(m) and m.startswith(rest) for m in (CLOSE, ARG_OPEN)):
-                    return i, False
-                self._fail()
-                continue
-            if st == "value_json":
-                j = i
-                while j < n and buf[j].isspace():
-                    j += 1
-                self.ops += j - i + 1
-                self.parts.append(buf[i:j])
-                i = j
-                if i >= n:
-                    break
-                if buf[i] in "{[":
-                    self.json = JsonScanner()
-                    self.state = "json"
                 else:
-                    self.state = "value"
+                    self._fail()
                 continue
-            if st == "json":
-                before = self.json.ops
-                j = self.json.feed(buf, i)
-                self.ops += self.json.ops - before
-                if j == -1:
-                    self.parts.append(buf[i:])
-                    return n, False
-                self.parts.append(buf[i:j])
-                i = j
-                self.state = "value"
+            if st in self.VALUE_STATES:
+                i, value, wait = self._value_step(buf, i, CLOSE, final)
+                if wait:
+                    return self._ret(i, False)
+                if value is not None:
+                    self.args.append((self.key, self.type, value))
+                    self.state = "between"
                 continue
-            if st == "value":
-                pos, _m, safe = first_marker(buf, (CLOSE,), i, final)
-                self.ops += (safe if pos == -1 else pos) - i + 1
-                if pos == -1:
-                    end = n if final else safe
-                    self.parts.append(buf[i:end])
-                    return end, False
-                self.parts.append(buf[i:pos])
-                self.args.append((self.key, self.type, "".join(self.parts)))
-                self.parts = []
-                i = pos + len(CLOSE)
-                self.state = "between"
-                continue
-            # seek: the region ends at the next <|close|>
-            pos, _m, safe = first_marker(buf, (CLOSE,), i, final)
-            self.ops += (safe if pos == -1 else pos) - i + 1
-            if pos != -1:
-                self.state = "done"
-                return pos + len(CLOSE), True
-            return (n if final else safe), False
-        return n, False
+            return self._seek(buf, i, CLOSE, final)  # the region ends at the next <|close|>
+        return self._ret(n, False)
 
 
 def _k3_value(value: str, typ: str) -> Any:

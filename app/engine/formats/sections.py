@@ -1,0 +1,170 @@
+"""Building blocks of the marker-delimited section scanners (DeepSeek, Kimi).
+
+:func:`first_marker` finds the earliest marker without looking past it; :class:`SectionScanner`
+holds the steps those scanners share (skip whitespace, expect one of some markers, read a value
+that may be a JSON object/array, fall back to searching for the section's end), each counting
+the characters it examines in ``ops``.
+"""
+
+from __future__ import annotations
+
+from app.engine.formats.base import RegionScanner
+from app.engine.formats.jsonscan import JsonScanner
+
+__all__ = ["SectionScanner", "first_marker"]
+
+
+def first_marker(buf: str, markers: tuple[str, ...], start: int, final: bool,
+                 end: int | None = None) -> tuple[int, str | None, int]:
+    """Earliest of ``markers`` in ``buf[start:end]``, looking no further than the nearest one.
+
+    Returns ``(pos, marker, pos)`` or ``(-1, None, safe)`` where ``buf[:safe]`` holds no part of a
+    marker (a partial marker at the very end is held back unless ``final`` or ``end`` is given).
+    The markers must not contain one another, so the earliest complete one is final.
+    """
+    n = len(buf) if end is None else end
+    best, found = -1, None
+    for m in markers:
+        p = buf.find(m, start, n if best == -1 else best + len(m) - 1)
+        if p != -1 and (best == -1 or p < best):
+            best, found = p, m
+    if best != -1:
+        return best, found, best
+    if final or end is not None:
+        return -1, None, n
+    maxlen = max(len(m) for m in markers)
+    for s in range(max(start, n - maxlen + 1), n):
+        tail = buf[s:]
+        if any(m.startswith(tail) for m in markers):
+            return -1, None, s
+    return -1, None, n
+
+
+class SectionScanner(RegionScanner):
+    """State shared by the section scanners: ``state``, ``base`` (the absolute offset of the next
+    ``buf[0]``), ``parts`` (a value or tag read across chunks), ``json``, ``bad`` and ``ops``.
+
+    A subclass's ``scan`` is a state machine; the states ``"seek"`` (after a fault) and
+    ``"done"`` are common to all.
+    """
+
+    def __init__(self, state: str) -> None:
+        self.state = state
+        self.base = 0
+        self.parts: list[str] = []
+        self.json: JsonScanner | None = None
+        self.bad = False
+        self.ops = 0
+
+    def _ret(self, consumed: int, ended: bool) -> tuple[int, bool]:
+        self.base += consumed
+        return consumed, ended
+
+    def _fail(self) -> None:
+        """Not the expected structure: drop what was gathered and search for the section's end."""
+        self.parts = []
+        self.bad = True
+        self.state = "seek"
+
+    def _skip_space(self, buf: str, i: int) -> int:
+        n = len(buf)
+        while i < n and buf[i].isspace():
+            i += 1
+            self.ops += 1
+        return i
+
+    def _expect(self, buf: str, i: int, wanted: tuple[str, ...], final: bool) -> tuple[int, str | None]:
+        """Skip whitespace, then which of ``wanted`` starts at the cursor.
+
+        Returns ``(i, marker)``; ``marker`` is ``None`` when more text is needed (``buf`` ran out,
+        or it ends in what may be a marker's beginning: wait at ``i``) and ``""`` when something
+        else stands there.
+        """
+        i = self._skip_space(buf, i)
+        if i >= len(buf):
+            return i, None
+        self.ops += 1
+        for m in wanted:
+            if buf.startswith(m, i):
+                return i, m
+        rest = buf[i:]
+        if not final and any(len(rest) < len(m) and m.startswith(rest) for m in wanted):
+            return i, None
+        return i, ""
+
+    def _feed_json(self, buf: str, i: int) -> int:
+        """Feed ``self.json`` from ``i``: the index after the value's end, or -1 while it is open."""
+        before = self.json.ops
+        j = self.json.feed(buf, i)
+        self.ops += self.json.ops - before
+        return j
+
+    def _value_start(self, buf: str, i: int) -> int:
+        """State ``"value_json"``: leading whitespace, then a JSON object/array (state ``"json"``,
+        scanned JSON-aware) or any other text (state ``"value"``). Returns the new cursor."""
+        n = len(buf)
+        j = i
+        while j < n and buf[j].isspace():
+            j += 1
+        self.ops += j - i + 1
+        self.parts.append(buf[i:j])
+        if j < n:
+            if buf[j] in "{[":
+                self.json = JsonScanner()
+                self.state = "json"
+            else:
+                self.state = "value"
+        return j
+
+    def _json_value(self, buf: str, i: int) -> int:
+        """State ``"json"``: the new cursor once the JSON value has ended (state ``"value"``),
+        or -1 when ``buf`` is used up."""
+        j = self._feed_json(buf, i)
+        if j == -1:
+            self.parts.append(buf[i:])
+            return -1
+        self.parts.append(buf[i:j])
+        self.state = "value"
+        return j
+
+    def _raw_value(self, buf: str, i: int, end: str, final: bool) -> tuple[int, str | None]:
+        """State ``"value"``: text up to the marker ``end``.
+
+        Returns ``(cursor after end, the whole value)``, or ``(consumed, None)`` when ``buf`` holds
+        no ``end`` yet (what may be its beginning is left unconsumed unless ``final``).
+        """
+        pos, _m, safe = first_marker(buf, (end,), i, final)
+        self.ops += (safe if pos == -1 else pos) - i + 1
+        if pos == -1:
+            stop = len(buf) if final else safe
+            self.parts.append(buf[i:stop])
+            return stop, None
+        self.parts.append(buf[i:pos])
+        value = "".join(self.parts)
+        self.parts = []
+        return pos + len(end), value
+
+    VALUE_STATES = ("value_json", "json", "value")
+
+    def _value_step(self, buf: str, i: int, end: str, final: bool) -> tuple[int, str | None, bool]:
+        """One step in a ``VALUE_STATES`` state (a value closed by the marker ``end``).
+
+        Returns ``(cursor, value, wait)``: ``value`` once it is complete (the cursor is after
+        ``end``); ``wait`` when ``buf`` is used up and ``scan`` must return ``cursor`` consumed.
+        """
+        if self.state == "value_json":
+            return self._value_start(buf, i), None, False
+        if self.state == "json":
+            j = self._json_value(buf, i)
+            return (len(buf), None, True) if j == -1 else (j, None, False)
+        i, value = self._raw_value(buf, i, end, final)
+        return i, value, value is None
+
+    def _seek(self, buf: str, i: int, end: str, final: bool) -> tuple[int, bool]:
+        """State ``"seek"``: a plain search for ``end``; returns ``scan``'s result (through ``_ret``)."""
+        pos, _m, safe = first_marker(buf, (end,), i, final)
+        self.ops += (safe if pos == -1 else pos) - i + 1
+        if pos != -1:
+            self.state = "done"
+            return self._ret(pos + len(end), True)
+        return self._ret(len(buf) if final else safe, False)
