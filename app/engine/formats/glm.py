@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 
 from app.engine.formats.base import Format, ParsedCall, RegionScanner, find_marker, register
+from app.engine.formats.sections import skip_ws
 
 __all__ = ["GlmFormat", "parse_glm_call"]
 
@@ -49,15 +50,9 @@ class _Scanner(RegionScanner):
             self.in_value = m == V_OPEN
 
 
-def _skip_ws(s: str, i: int) -> int:
-    while i < len(s) and s[i].isspace():
-        i += 1
-    return i
-
-
 def parse_glm_call(inner: str) -> tuple[str, dict[str, str]] | None:
     """Strictly read ``NAME (<arg_key>K</arg_key><arg_value>V</arg_value>)*`` (whitespace between)."""
-    i = _skip_ws(inner, 0)
+    i = skip_ws(inner, 0)
     m = _NAME.match(inner, i)
     if m is None:
         return None
@@ -65,7 +60,7 @@ def parse_glm_call(inner: str) -> tuple[str, dict[str, str]] | None:
     i = m.end()
     args: dict[str, str] = {}
     while True:
-        i = _skip_ws(inner, i)
+        i = skip_ws(inner, i)
         if i == len(inner):
             return name, args
         if not inner.startswith(K_OPEN, i):
@@ -77,7 +72,7 @@ def parse_glm_call(inner: str) -> tuple[str, dict[str, str]] | None:
         key = inner[i:end].strip()
         if not key or "<" in key or ">" in key or key in args:
             return None
-        i = _skip_ws(inner, end + len(K_CLOSE))
+        i = skip_ws(inner, end + len(K_CLOSE))
         if not inner.startswith(V_OPEN, i):
             return None
         i += len(V_OPEN)

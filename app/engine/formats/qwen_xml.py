@@ -8,6 +8,7 @@ schema. A ``</tool_call>`` inside a parameter value does not end the call.
 from __future__ import annotations
 
 from app.engine.formats.base import Format, ParsedCall, RegionScanner, find_marker, register
+from app.engine.formats.sections import skip_ws
 
 __all__ = ["QwenXmlFormat", "parse_function_block"]
 
@@ -38,12 +39,6 @@ class _Scanner(RegionScanner):
             self.inside = m == P_OPEN
 
 
-def _skip_ws(s: str, i: int) -> int:
-    while i < len(s) and s[i].isspace():
-        i += 1
-    return i
-
-
 def _name(s: str, i: int) -> tuple[str, int] | None:
     j = s.find(">", i)
     if j == -1:
@@ -56,7 +51,7 @@ def _name(s: str, i: int) -> tuple[str, int] | None:
 
 def parse_function_block(text: str) -> tuple[str, dict[str, str]] | None:
     """Strictly read ``<function=NAME> (<parameter=P>value</parameter>)* </function>`` + whitespace."""
-    i = _skip_ws(text, 0)
+    i = skip_ws(text, 0)
     if not text.startswith(F_OPEN, i):
         return None
     got = _name(text, i + len(F_OPEN))
@@ -65,7 +60,7 @@ def parse_function_block(text: str) -> tuple[str, dict[str, str]] | None:
     name, i = got
     args: dict[str, str] = {}
     while True:
-        i = _skip_ws(text, i)
+        i = skip_ws(text, i)
         if text.startswith(P_OPEN, i):
             got = _name(text, i + len(P_OPEN))
             if got is None:
@@ -82,7 +77,7 @@ def parse_function_block(text: str) -> tuple[str, dict[str, str]] | None:
             args[pname] = value
             i = end + len(P_CLOSE)
         elif text.startswith(F_CLOSE, i):
-            i = _skip_ws(text, i + len(F_CLOSE))
+            i = skip_ws(text, i + len(F_CLOSE))
             return (name, args) if i == len(text) else None
         else:
             return None

@@ -11,7 +11,7 @@ from __future__ import annotations
 from app.engine.formats.base import RegionScanner
 from app.engine.formats.jsonscan import JsonScanner
 
-__all__ = ["SectionScanner", "first_marker"]
+__all__ = ["SectionScanner", "first_marker", "skip_ws"]
 
 
 def first_marker(buf: str, markers: tuple[str, ...], start: int, final: bool,
@@ -168,3 +168,10 @@ class SectionScanner(RegionScanner):
             self.state = "done"
             return self._ret(pos + len(end), True)
         return self._ret(len(buf) if final else safe, False)
+
+
+def skip_ws(s: str, i: int) -> int:
+    """The index of the first non-whitespace character of ``s`` from ``i`` (``len(s)`` if none)."""
+    while i < len(s) and s[i].isspace():
+        i += 1
+    return i
