@@ -17,6 +17,8 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from app.engine.formats.schema import json_type
+
 __all__ = ["EXAMPLES", "call_example", "call_text", "example_arguments", "tool_guidance"]
 
 
@@ -107,17 +109,7 @@ def _kimi_k2(name: str, args: Mapping[str, Any]) -> str:
 
 
 def _k3_type(value: Any) -> str:
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if value is None:
-        return "null"
-    return "object" if isinstance(value, Mapping) else "array"
+    return json_type(value) or ("object" if isinstance(value, Mapping) else "array")
 
 
 def _kimi_k3(name: str, args: Mapping[str, Any]) -> str:

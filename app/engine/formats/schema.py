@@ -16,7 +16,7 @@ import json
 import re
 from typing import Any
 
-__all__ = ["schema_types", "tool_schemas", "type_arguments", "type_value"]
+__all__ = ["json_type", "schema_types", "tool_schemas", "type_arguments", "type_value"]
 
 _INT = re.compile(r"-?(?:0|[1-9]\d*)")
 _NUM = re.compile(r"-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?")
@@ -55,12 +55,14 @@ def schema_types(schema: Any) -> list[str]:
         elif "items" in schema:
             found.append("array")
         elif "enum" in schema:
-            found.extend(_type_of(v) for v in schema["enum"] if _type_of(v))
+            found.extend(json_type(v) for v in schema["enum"] if json_type(v))
     uniq = [t for t in _ORDER if t in found]
     return uniq
 
 
-def _type_of(v: Any) -> str:
+def json_type(v: Any) -> str:
+    """The JSON type name of a Python value (a dict is an object, a list an array); "" for a
+    value JSON has no type for."""
     if v is None:
         return "null"
     if isinstance(v, bool):
@@ -79,7 +81,7 @@ def _type_of(v: Any) -> str:
 
 
 def _fits(v: Any, t: str) -> bool:
-    k = _type_of(v)
+    k = json_type(v)
     return k == t or (t == "number" and k == "integer")
 
 
@@ -129,7 +131,7 @@ def type_value(value: Any, schema: Any, *, raw: bool = False) -> Any:
     for t in types:
         if _fits(value, t):
             return _recurse(value, schema, t)
-    return _recurse(value, schema, _type_of(value)) if types == [] else value
+    return _recurse(value, schema, json_type(value)) if types == [] else value
 
 
 def _sub(schema: Any, t: str) -> Any:
