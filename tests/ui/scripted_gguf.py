@@ -22,6 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
+from app.engine.models.tiny import write_llama_gguf
 from tests.support.tiny_gguf import TinySpec, byte_to_unicode
 
 __all__ = ["CHATML", "CYCLE", "code_heavy_section", "markdown_script", "streaming_script", "unique_chunks",
@@ -57,74 +58,43 @@ def write_scripted_gguf(
     context_length: int = 4096,
 ) -> Path:
     """Write the model: after token ``k`` it says ``script[k]``; after any other token ``default_next``."""
-    import gguf
-
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    control = list(control_tokens)
-    for special in (bos, eos):
-        if special is not None and special not in control:
-            control.append(special)
-    spec = TinySpec(control, user_tokens)
-    n_vocab = len(spec.tokens)
     d = embedding_length
     if len(script) + 1 > d:
         raise ValueError(f"a script of {len(script)} entries needs embedding_length > {len(script)}")
 
-    ids = {t: i for i, t in enumerate(spec.tokens)}
-    embd = np.zeros((n_vocab, d), dtype=np.float32)
-    embd[:, 0] = 1.0
-    out = np.zeros((n_vocab, d), dtype=np.float32)
-    out[ids[_token_text(spec, default_next)], 0] = margin
-    for dim, (cur, nxt) in enumerate(script.items(), start=1):
-        i = ids[_token_text(spec, cur)]
-        embd[i, :] = 0.0
-        embd[i, dim] = 1.0
-        out[ids[_token_text(spec, nxt)], dim] = margin
+    def tensors(spec: TinySpec) -> list[tuple[str, np.ndarray]]:
+        n_vocab = len(spec.tokens)
+        ids = {t: i for i, t in enumerate(spec.tokens)}
+        embd = np.zeros((n_vocab, d), dtype=np.float32)
+        embd[:, 0] = 1.0
+        out = np.zeros((n_vocab, d), dtype=np.float32)
+        out[ids[_token_text(spec, default_next)], 0] = margin
+        for dim, (cur, nxt) in enumerate(script.items(), start=1):
+            i = ids[_token_text(spec, cur)]
+            embd[i, :] = 0.0
+            embd[i, dim] = 1.0
+            out[ids[_token_text(spec, nxt)], dim] = margin
+        zeros = np.zeros((d, d), dtype=np.float32)
+        eye = np.eye(d, dtype=np.float32)
+        return [
+            ("token_embd.weight", embd),
+            ("output_norm.weight", np.ones(d, dtype=np.float32)),
+            ("output.weight", out),
+            ("blk.0.attn_norm.weight", np.ones(d, dtype=np.float32)),
+            ("blk.0.attn_q.weight", eye),
+            ("blk.0.attn_k.weight", eye),
+            ("blk.0.attn_v.weight", eye),
+            ("blk.0.attn_output.weight", zeros),
+            ("blk.0.ffn_norm.weight", np.ones(d, dtype=np.float32)),
+            ("blk.0.ffn_gate.weight", np.zeros((2 * d, d), dtype=np.float32)),
+            ("blk.0.ffn_up.weight", np.zeros((2 * d, d), dtype=np.float32)),
+            ("blk.0.ffn_down.weight", np.zeros((d, 2 * d), dtype=np.float32)),
+        ]
 
-    w = gguf.GGUFWriter(str(path), "llama")
-    w.add_name(name)
-    w.add_context_length(context_length)
-    w.add_embedding_length(d)
-    w.add_block_count(1)
-    w.add_feed_forward_length(2 * d)
-    w.add_head_count(4)
-    w.add_head_count_kv(4)
-    w.add_layer_norm_rms_eps(1e-5)
-    w.add_rope_dimension_count(d // 4)
-    w.add_vocab_size(n_vocab)
-    w.add_file_type(gguf.LlamaFileType.ALL_F32)
-    w.add_tokenizer_model("gpt2")
-    w.add_tokenizer_pre("default")
-    w.add_token_list(spec.tokens)
-    w.add_token_types(spec.types)
-    w.add_token_merges([f"{_B2U[1]} {_B2U[2]}"])
-    if bos is not None:
-        w.add_bos_token_id(spec.id_of(bos))
-        w.add_add_bos_token(False)
-    w.add_eos_token_id(spec.id_of(eos))
-    w.add_chat_template(chat_template)
-
-    w.add_tensor("token_embd.weight", embd)
-    w.add_tensor("output_norm.weight", np.ones(d, dtype=np.float32))
-    w.add_tensor("output.weight", out)
-    zeros = np.zeros((d, d), dtype=np.float32)
-    eye = np.eye(d, dtype=np.float32)
-    w.add_tensor("blk.0.attn_norm.weight", np.ones(d, dtype=np.float32))
-    w.add_tensor("blk.0.attn_q.weight", eye)
-    w.add_tensor("blk.0.attn_k.weight", eye)
-    w.add_tensor("blk.0.attn_v.weight", eye)
-    w.add_tensor("blk.0.attn_output.weight", zeros)
-    w.add_tensor("blk.0.ffn_norm.weight", np.ones(d, dtype=np.float32))
-    w.add_tensor("blk.0.ffn_gate.weight", np.zeros((2 * d, d), dtype=np.float32))
-    w.add_tensor("blk.0.ffn_up.weight", np.zeros((2 * d, d), dtype=np.float32))
-    w.add_tensor("blk.0.ffn_down.weight", np.zeros((d, 2 * d), dtype=np.float32))
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
-    return path
-
+    return write_llama_gguf(
+        path, tensors, chat_template=chat_template, control_tokens=control_tokens, user_tokens=user_tokens,
+        bos=bos, eos=eos, context_length=context_length, embedding_length=d, block_count=1, head_count=4,
+        feed_forward_length=2 * d, name=name)
 
 CHATML = (
     "{%- for m in messages -%}"

@@ -27,11 +27,11 @@ Usage::
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-__all__ = ["BYTE_TOKENS", "TinySpec", "byte_to_unicode", "write_tiny_gguf", "token_id"]
+__all__ = ["BYTE_TOKENS", "TinySpec", "byte_to_unicode", "write_llama_gguf", "write_tiny_gguf", "token_id"]
 
 TOKEN_NORMAL = 1
 TOKEN_CONTROL = 3
@@ -84,28 +84,32 @@ def token_id(text_or_byte: str | int) -> int:
     return data[0]
 
 
-def write_tiny_gguf(
+def write_llama_gguf(
     path: str | Path,
+    tensors: Callable[[TinySpec], Iterable[tuple[str, Any]]],
     *,
-    chat_template: str | None = None,
+    chat_template: str | None,
     named_templates: Mapping[str, str] | None = None,
-    control_tokens: Iterable[str] = ("<s>", "</s>"),
-    user_tokens: Iterable[str] = (),
-    bos: str | None = "<s>",
-    eos: str | None = "</s>",
+    control_tokens: Iterable[str],
+    user_tokens: Iterable[str],
+    bos: str | None,
+    eos: str | None,
     eot: str | None = None,
-    seed: int = 0,
-    context_length: int = 4096,
-    embedding_length: int = 64,
-    block_count: int = 2,
-    head_count: int = 4,
-    feed_forward_length: int = 128,
-    name: str = "tiny-test-model",
+    context_length: int,
+    embedding_length: int,
+    block_count: int,
+    head_count: int,
+    feed_forward_length: int,
+    name: str,
     extra_metadata: Mapping[str, Any] | None = None,
 ) -> Path:
-    """Write the model to ``path`` and return the path."""
+    """Write a llama-architecture GGUF with the tiny byte-level tokenizer and return the path.
+
+    ``bos``, ``eos`` and ``eot`` are added to the control tokens when missing. ``tensors(spec)``
+    gives the weights, ``(name, float32 array)`` in the order they are written, for the
+    vocabulary ``spec``.
+    """
     import gguf
-    import numpy as np
 
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -114,8 +118,6 @@ def write_tiny_gguf(
         if special is not None and special not in control:
             control.append(special)
     spec = TinySpec(control, user_tokens)
-    n_vocab = len(spec.tokens)
-    rng = np.random.default_rng(seed)
 
     w = gguf.GGUFWriter(str(path), "llama")
     w.add_name(name)
@@ -127,7 +129,7 @@ def write_tiny_gguf(
     w.add_head_count_kv(head_count)
     w.add_layer_norm_rms_eps(1e-5)
     w.add_rope_dimension_count(embedding_length // head_count)
-    w.add_vocab_size(n_vocab)
+    w.add_vocab_size(len(spec.tokens))
     w.add_file_type(gguf.LlamaFileType.ALL_F32)
 
     w.add_tokenizer_model("gpt2")
@@ -158,26 +160,62 @@ def write_tiny_gguf(
         else:
             w.add_string(key, str(value))
 
-    def tensor(name: str, *shape: int, scale: float = 0.2) -> None:
-        w.add_tensor(name, (rng.standard_normal(shape) * scale).astype(np.float32))
-
-    d, ff = embedding_length, feed_forward_length
-    tensor("token_embd.weight", n_vocab, d)
-    w.add_tensor("output_norm.weight", np.ones(d, dtype=np.float32))
-    tensor("output.weight", n_vocab, d)
-    for i in range(block_count):
-        w.add_tensor(f"blk.{i}.attn_norm.weight", np.ones(d, dtype=np.float32))
-        tensor(f"blk.{i}.attn_q.weight", d, d)
-        tensor(f"blk.{i}.attn_k.weight", d, d)
-        tensor(f"blk.{i}.attn_v.weight", d, d)
-        tensor(f"blk.{i}.attn_output.weight", d, d)
-        w.add_tensor(f"blk.{i}.ffn_norm.weight", np.ones(d, dtype=np.float32))
-        tensor(f"blk.{i}.ffn_gate.weight", ff, d)
-        tensor(f"blk.{i}.ffn_up.weight", ff, d)
-        tensor(f"blk.{i}.ffn_down.weight", d, ff)
+    for tensor_name, data in tensors(spec):
+        w.add_tensor(tensor_name, data)
 
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_tensors_to_file()
     w.close()
     return path
+
+
+def write_tiny_gguf(
+    path: str | Path,
+    *,
+    chat_template: str | None = None,
+    named_templates: Mapping[str, str] | None = None,
+    control_tokens: Iterable[str] = ("<s>", "</s>"),
+    user_tokens: Iterable[str] = (),
+    bos: str | None = "<s>",
+    eos: str | None = "</s>",
+    eot: str | None = None,
+    seed: int = 0,
+    context_length: int = 4096,
+    embedding_length: int = 64,
+    block_count: int = 2,
+    head_count: int = 4,
+    feed_forward_length: int = 128,
+    name: str = "tiny-test-model",
+    extra_metadata: Mapping[str, Any] | None = None,
+) -> Path:
+    """Write the model to ``path`` and return the path."""
+    import numpy as np
+
+    def tensors(spec: TinySpec) -> Iterable[tuple[str, Any]]:
+        rng = np.random.default_rng(seed)
+        n_vocab, d, ff = len(spec.tokens), embedding_length, feed_forward_length
+
+        def rand(*shape: int, scale: float = 0.2) -> Any:
+            return (rng.standard_normal(shape) * scale).astype(np.float32)
+
+        yield "token_embd.weight", rand(n_vocab, d)
+        yield "output_norm.weight", np.ones(d, dtype=np.float32)
+        yield "output.weight", rand(n_vocab, d)
+        for i in range(block_count):
+            yield f"blk.{i}.attn_norm.weight", np.ones(d, dtype=np.float32)
+            yield f"blk.{i}.attn_q.weight", rand(d, d)
+            yield f"blk.{i}.attn_k.weight", rand(d, d)
+            yield f"blk.{i}.attn_v.weight", rand(d, d)
+            yield f"blk.{i}.attn_output.weight", rand(d, d)
+            yield f"blk.{i}.ffn_norm.weight", np.ones(d, dtype=np.float32)
+            yield f"blk.{i}.ffn_gate.weight", rand(ff, d)
+            yield f"blk.{i}.ffn_up.weight", rand(ff, d)
+            yield f"blk.{i}.ffn_down.weight", rand(d, ff)
+
+    return write_llama_gguf(
+        path, tensors, chat_template=chat_template, named_templates=named_templates,
+        control_tokens=control_tokens, user_tokens=user_tokens, bos=bos, eos=eos, eot=eot,
+        context_length=context_length, embedding_length=embedding_length, block_count=block_count,
+        head_count=head_count, feed_forward_length=feed_forward_length, name=name,
+        extra_metadata=extra_metadata)
