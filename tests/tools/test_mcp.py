@@ -4,36 +4,19 @@ through the same dispatcher and approval, misbehaving in every way a server can.
 from __future__ import annotations
 
 import json
-import os
 import sys
 import time
-from pathlib import Path
 
 import pytest
 
 from app.tools import Dispatcher, ToolCall, ToolRegistry, register_builtin_tools
 from app.tools.mcp import McpConfigError, McpManager, McpServerConfig, load_mcp_config, parse_mcp_config
-
-HERE = Path(__file__).resolve().parent
-SERVER = str(HERE / "mcp_test_server.py")
-RAW_SERVER = str(HERE / "mcp_raw_server.py")
+from tests.support.mcp_servers import RAW_SERVER, alive, server_argv
 
 
 def server(name: str, mode: str = "good", **env: str) -> McpServerConfig:
-    return McpServerConfig(name=name, command=sys.executable, args=(SERVER, mode), env=dict(env))
-
-
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    # a zombie has exited too
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().split(")")[-1].split()[0] != "Z"
-    except OSError:
-        return False
+    command, *args = server_argv(mode)
+    return McpServerConfig(name=name, command=command, args=tuple(args), env=dict(env))
 
 
 def wait_gone(pid: int, seconds: float = 10.0) -> bool:
@@ -290,7 +273,7 @@ def test_streamable_http_server_by_url(tmp_path):
 
     port = _free_port()
     log = open(tmp_path / "http-server.log", "w")  # noqa: SIM115 - closed below
-    proc = subprocess.Popen([sys.executable, SERVER, "http", str(port)], stdout=log, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(server_argv("http", str(port)), stdout=log, stderr=subprocess.STDOUT)
     try:
         deadline = time.monotonic() + 30
         while True:

@@ -4,28 +4,14 @@ the mcp.json named in the settings, its tools called by a real scripted model.""
 from __future__ import annotations
 
 import json
-import os
-import sys
 from pathlib import Path
 
 from PySide6.QtCore import Qt, QThread
 
 from app.storage.settings import Settings
+from tests.support.mcp_servers import alive, mcp_entry
 
-SERVER = str(Path(__file__).resolve().parents[1] / "tools" / "mcp_test_server.py")
 TIMEOUT = 60_000
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().split(")")[-1].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 def _settings(mcp_json: Path) -> Settings:
@@ -40,8 +26,8 @@ def test_mcp_tool_is_called_with_approval_shown_in_panel_and_failed_server_is_a_
     pidfile = tmp_path / "good.pid"
     mcp_json = tmp_path / "mcp.json"
     mcp_json.write_text(json.dumps({"mcpServers": {
-        "good": {"command": sys.executable, "args": [SERVER, "good"], "env": {"MCP_TEST_PIDFILE": str(pidfile)}},
-        "broken": {"command": sys.executable, "args": [SERVER, "exit_on_start"]},
+        "good": mcp_entry("good", MCP_TEST_PIDFILE=str(pidfile)),
+        "broken": mcp_entry("exit_on_start"),
     }}))
     path = tool_model("remember", '{"note": "buy milk"}', answer="I stored it.")
     w = make_window(None, settings=_settings(mcp_json))
@@ -60,7 +46,7 @@ def test_mcp_tool_is_called_with_approval_shown_in_panel_and_failed_server_is_a_
     text = next(t for t in w.window_notice_texts() if "broken" in t)
     assert "fatal: missing API key" in text
     pid = int(pidfile.read_text())
-    assert _alive(pid)
+    assert alive(pid)
 
     # the model calls the MCP tool; it has a side effect, so the approval dialog asks first
     w.compose.setPlainText("Remember to buy milk")
@@ -84,7 +70,7 @@ def test_mcp_tool_is_called_with_approval_shown_in_panel_and_failed_server_is_a_
 
     # quitting stops the server
     assert w.shutdown()
-    qtbot.waitUntil(lambda: not _alive(pid), timeout=TIMEOUT)
+    qtbot.waitUntil(lambda: not alive(pid), timeout=TIMEOUT)
 
 
 def test_broken_mcp_file_is_a_banner_and_the_chat_goes_on(qtbot, make_window, tool_model, tmp_path):
@@ -106,30 +92,29 @@ def test_editing_the_same_mcp_file_restarts_its_servers_when_settings_are_applie
     first_pid, second_pid = tmp_path / "first.pid", tmp_path / "second.pid"
     mcp_json = tmp_path / "mcp.json"
     mcp_json.write_text(json.dumps({"mcpServers": {
-        "tools": {"command": sys.executable, "args": [SERVER, "good"], "env": {"MCP_TEST_PIDFILE": str(first_pid)}},
+        "tools": mcp_entry("good", MCP_TEST_PIDFILE=str(first_pid)),
     }}))
     path = tool_model("remember", '{"note": "x"}')
     w = make_window(path, settings=_settings(mcp_json))
     assert "remember" in w.worker.session.registry.names()
     pid = int(first_pid.read_text())
-    assert _alive(pid)
+    assert alive(pid)
 
     # applying the settings with the file unchanged keeps the running server
     with qtbot.waitSignal(w.sig_model_ready, timeout=TIMEOUT):
         w.apply_settings(w.settings)
-    assert _alive(pid) and not second_pid.exists()
+    assert alive(pid) and not second_pid.exists()
 
     # the same path, other contents: the old server stops, the new one starts, its tools replace the old ones
     mcp_json.write_text(json.dumps({"mcpServers": {
-        "tools": {"command": sys.executable, "args": [SERVER, "other"],
-                  "env": {"MCP_TEST_PIDFILE": str(second_pid)}},
+        "tools": mcp_entry("other", MCP_TEST_PIDFILE=str(second_pid)),
     }}))
     with qtbot.waitSignal(w.sig_model_ready, timeout=TIMEOUT):
         w.apply_settings(w.settings)
-    qtbot.waitUntil(lambda: not _alive(pid), timeout=TIMEOUT)
+    qtbot.waitUntil(lambda: not alive(pid), timeout=TIMEOUT)
     new_pid = int(second_pid.read_text())
-    assert new_pid != pid and _alive(new_pid)
+    assert new_pid != pid and alive(new_pid)
     names = set(w.worker.session.registry.names())
     assert "remember" not in names and "add" in names
     assert w.shutdown()
-    qtbot.waitUntil(lambda: not _alive(new_pid), timeout=TIMEOUT)
+    qtbot.waitUntil(lambda: not alive(new_pid), timeout=TIMEOUT)
