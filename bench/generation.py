@@ -58,7 +58,8 @@ _END = object()
 
 def callisto_turn(model: Any, text: str, *, max_tokens: int, tool_format: str = "hermes",
                   messages: list[Any] | None = None, session: Any = None) -> CallistoRun:
-    """One chat turn through ``ChatSession.send`` on a producer thread, events consumed here."""
+    """One chat turn through ``ChatSession.send`` on this (the engine) thread, its events consumed
+    on another thread, as in the app."""
     from app.engine.chat import ChatSession
     from app.engine.events import DoneEvent, ReasoningEvent, TextEvent
 
@@ -94,42 +95,49 @@ def callisto_turn(model: Any, text: str, *, max_tokens: int, tool_format: str = 
                 q.put(ev)
             if pending:
                 q.put(pending)
-        except BaseException as exc:  # noqa: BLE001 - re-raised on the consumer side
+        except BaseException as exc:  # noqa: BLE001 - re-raised once the consumer is done
             failure.append(exc)
         finally:
             q.put(_END)
 
-    start = time.perf_counter()
-    th = threading.Thread(target=produce, name="bench-producer", daemon=True)
+    # The calling thread is the engine thread (it loaded the model, as the app's EngineWorker
+    # does); a consumer thread stands in for the UI thread that receives the events.
+    got: dict[str, Any] = {"first": None, "done": None, "end": None, "events": 0}
+
+    def consume() -> None:
+        while True:
+            ev = q.get()
+            if ev is _END:
+                return
+            if isinstance(ev, list):  # a coalesced run of deltas
+                got["events"] += len(ev)
+                if got["first"] is None:
+                    got["first"] = time.perf_counter()
+                continue
+            got["events"] += 1
+            if got["first"] is None and isinstance(ev, TextEvent | ReasoningEvent):
+                got["first"] = time.perf_counter()
+            if isinstance(ev, DoneEvent):
+                got["done"], got["end"] = ev, time.perf_counter()
+
+    th = threading.Thread(target=consume, name="bench-consumer", daemon=True)
     th.start()
-    first = None
-    done: DoneEvent | None = None
-    n_events = 0
-    while True:
-        ev = q.get()
-        if ev is _END:
-            break
-        if isinstance(ev, list):  # a coalesced run of deltas
-            n_events += len(ev)
-            if first is None:
-                first = time.perf_counter()
-            continue
-        n_events += 1
-        if first is None and isinstance(ev, TextEvent | ReasoningEvent):
-            first = time.perf_counter()
-        if isinstance(ev, DoneEvent):
-            done = ev
-            end = time.perf_counter()
+    start = time.perf_counter()
+    produce()
     th.join()
+    first, done, end, n_events = got["first"], got["done"], got["end"], got["events"]
     if failure:
         raise failure[0]
     if done is None or done.finish_reason == "error":
         raise RuntimeError(f"the chat turn failed: {getattr(done, 'error', 'no DoneEvent')}")
     first = first if first is not None else end
+    # Time to first token: the turn's own (send() to the first token: template rendering,
+    # tokenization and prompt evaluation). The first *visible* text can come later by design (a
+    # reply's leading whitespace is held while the parser decides whether reasoning opens).
     # Generation time as the consumer saw it: everything from send() to the delivered DoneEvent,
-    # less the engine's own time to the first token (render, parser and delivery stay charged).
+    # less that time to the first token (parser and delivery stay charged).
     inner_ttft = done.ttft_s if done.ttft_s is not None else first - start
-    return CallistoRun(tokens=done.generated_tokens, ttft_s=first - start,
+    return CallistoRun(tokens=done.generated_tokens, ttft_s=inner_ttft,
                        gen_s=max(1e-9, (end - start) - inner_ttft), events=n_events)
 
 

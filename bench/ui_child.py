@@ -4,7 +4,7 @@ lines the parent reads. Runs offscreen with CALLISTO_HOME set by the parent.
 * ``startup``: the window as ``python -m app`` builds it (runtime set-up, theme, MainWindow), no
   model; prints ``PAINTED`` as soon as the window has handled its first paint event, then idles
   for ``IDLE_S`` seconds with the event loop running and prints ``RSS <bytes>``.
-* ``stall``: the real window on a scripted real GGUF that streams forever; a 1 ms precise
+* ``stall``: the real window on a scripted real GGUF that streams a code-heavy Markdown reply forever; a 1 ms precise
   heartbeat on the main thread from the send until the turn is rendered (2,000 tokens); prints
   ``MAXGAP <ms>``, ``TOKENS <n>`` and ``BEATS <n>``.
 """
@@ -78,11 +78,21 @@ def stall(tokens: int = 2000) -> int:
     from app.storage.history import History
     from app.storage.settings import Settings, save_settings
     from app.ui.main_window import MainWindow
-    from tests.ui.scripted_gguf import CHATML, streaming_script, write_scripted_gguf
+    from tests.ui.scripted_gguf import (
+        CHATML,
+        code_heavy_section,
+        markdown_script,
+        unique_chunks,
+        write_scripted_gguf,
+    )
 
     app = QApplication.instance() or QApplication(sys.argv[:1])
-    model = write_scripted_gguf(Path(tempfile.mkdtemp(prefix="bench-ui-")) / "stream.gguf",
-                                chat_template=CHATML, script=streaming_script(), default_next="a")
+    # The worst realistic case for the chat view: a code-heavy Markdown reply (headings, lists,
+    # fenced python blocks, ~4.3 characters a token), as tests/ui's stall test streams.
+    chunks = unique_chunks(code_heavy_section())
+    model = write_scripted_gguf(Path(tempfile.mkdtemp(prefix="bench-ui-")) / "markdown.gguf",
+                                chat_template=CHATML, script=markdown_script(chunks), default_next=chunks[0],
+                                user_tokens=chunks, embedding_length=512)
     s = Settings()
     s.sampling.max_tokens = tokens
     save_settings(s)

@@ -302,6 +302,7 @@ class ChatSession:
                 content: list[str] = []
                 reasoning: list[str] = []
                 calls: list[Any] = []
+                gen_started = time.monotonic()
                 for piece in gen:
                     for ev in stream.feed(piece):
                         yield from self._stream_event(ev, content, reasoning, calls)
@@ -313,8 +314,8 @@ class ChatSession:
                 yield DoneEvent(finish_reason="error", error=str(exc), rounds=rounds, ttft_s=ttft,
                                 generated_tokens=gen_tokens, prompt_tokens=prompt_tokens)
                 return
-            if ttft is None:
-                ttft = (time.monotonic() - start) if res.ttft_s is None else res.ttft_s
+            if ttft is None:  # the turn's time to first token: rendering and prompt evaluation included
+                ttft = (time.monotonic() - start) if res.ttft_s is None else (gen_started - start) + res.ttft_s
             gen_tokens += res.generated_tokens
             if res.ttft_s is not None:
                 gen_time += max(0.0, res.elapsed_s - res.ttft_s)

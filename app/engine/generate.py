@@ -20,6 +20,7 @@ as they are decoded, then read ``.result`` (a :class:`GenerationResult`).
 from __future__ import annotations
 
 import codecs
+import logging
 import re
 import threading
 import time
@@ -28,6 +29,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from app.engine.sampling import SamplingParams, resolve_sampling
+
+log = logging.getLogger(__name__)
+_warned_threads: set[tuple[int, int]] = set()
 
 if TYPE_CHECKING:
     from app.engine.llm import LoadedModel
@@ -190,6 +194,7 @@ class Generation:
             text_parts.append(piece)
             return piece
 
+        _check_thread(model)
         model.lock.acquire()
         gen = None
         try:
@@ -277,6 +282,17 @@ class Generation:
                 tokens=tokens,
             )
             model.last_prompt_eval = evaluated
+
+
+def _check_thread(model: LoadedModel) -> None:
+    """Warn once per (model, thread) when llama.cpp runs on a thread other than the loading one."""
+    me = threading.get_ident()
+    if me == model.owner_thread or (id(model), me) in _warned_threads:
+        return
+    _warned_threads.add((id(model), me))
+    log.warning("%s was loaded on another thread: generating here makes two llama.cpp (OpenMP) "
+                "thread teams compete for the cores and slows decoding; load and generate on one "
+                "thread", model.name)
 
 
 def generate(

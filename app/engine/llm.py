@@ -12,6 +12,13 @@ its end-of-turn text is also a stop string (:data:`FALLBACK_STOP`), since a mode
 a template has no ``<|im_end|>`` token of its own.
 
 ``llama_cpp`` is imported lazily: importing this module costs nothing at UI start-up.
+
+One thread per model: llama.cpp's CPU backend (OpenMP) keeps a team of worker threads per
+calling thread. Loading a model on one thread and generating on another leaves two teams
+competing for the cores: measured here on 2 cores, SmolLM2 dropped from ~110 to ~65 tok/s,
+and stayed there. Load and generate on the same thread (the UI's EngineWorker does, so does
+the CLI); :attr:`LoadedModel.owner_thread` records the loading thread and ``generate()``
+logs a warning the first time another thread runs the model.
 """
 
 from __future__ import annotations
@@ -81,6 +88,8 @@ class LoadedModel:
     last_prompt_eval: int = 0
     #: every token passed to llama.cpp's decode since load (prompt and generated)
     total_eval: int = 0
+    #: ident of the thread that loaded the model: run llama.cpp on it (see the module docstring)
+    owner_thread: int = field(default_factory=threading.get_ident)
 
     @property
     def name(self) -> str:

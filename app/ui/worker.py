@@ -155,6 +155,7 @@ class EngineWorker(QObject):
         self.conversation_id: int | None = None
         self.info: ModelInfo | None = None
         self.tokens_emitted = 0
+        self.generation_thread_ident: int | None = None  # the thread the last turn ran on
         self._pending_messages: list[dict] = []
         self.mcp: Any = None  # app.tools.mcp.McpManager of config.mcp_servers_path
         self._mcp_path: str | None = None
@@ -489,6 +490,7 @@ class EngineWorker(QObject):
             return None
 
     def _run_turn(self, start) -> None:
+        self.generation_thread_ident = threading.get_ident()
         self.sig_busy.emit(True)
         n_before = len(self.session.messages)
         partial = self._save(lambda h, cid: h.begin_assistant_message(cid))

@@ -183,3 +183,26 @@ def test_complete_renders_through_the_template_and_keeps_grammar(tiny_gguf):
         assert res.prompt_tokens == len(b"[user]Name a colour[assistant]")
     finally:
         m.close()
+
+
+def test_generating_on_another_thread_than_the_loading_one_warns_once(model, caplog):
+    """llama.cpp keeps one OpenMP team per calling thread: a second thread slows decoding."""
+    import logging
+    import threading
+
+    from app.engine.generate import generate
+
+    assert model.owner_thread == threading.get_ident()
+    with caplog.at_level(logging.WARNING, logger="app.engine.generate"):
+        generate(model, "hi", max_tokens=2).run()  # the loading thread: no warning
+        assert not caplog.records
+
+        def other() -> None:
+            generate(model, "hi", max_tokens=2).run()
+            generate(model, "hi", max_tokens=2).run()
+
+        t = threading.Thread(target=other)
+        t.start()
+        t.join()
+    warnings = [r for r in caplog.records if "loaded on another thread" in r.getMessage()]
+    assert len(warnings) == 1

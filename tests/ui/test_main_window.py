@@ -72,6 +72,12 @@ def test_send_streams_reply_updates_status_and_saves_history(qtbot, make_window,
     assert conv.messages[1].content == reply.text()
     assert conv.model_path == str(streaming_model)
     assert w.conversations.titles() == ["Hello there"]
+    # llama.cpp ran on the worker's thread only: it loaded the model there, and the UI thread never
+    # touched it (a second calling thread costs ~40% of decode speed, see app.engine.llm)
+    import threading
+
+    assert w.worker.model.owner_thread != threading.get_ident()
+    assert w.worker.model.owner_thread == w.worker.generation_thread_ident
 
 
 def test_shift_enter_inserts_newline_and_ctrl_n_starts_new_chat(qtbot, make_window, streaming_model):
