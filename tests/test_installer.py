@@ -101,19 +101,22 @@ def test_macos_recipe_builds_a_metal_llama_and_a_dmg():
 def test_release_workflow_builds_windows_and_macos_with_selftest_and_upload():
     wf = yaml.safe_load((REPO / ".github" / "workflows" / "release.yml").read_text(encoding="utf-8"))
     jobs = wf["jobs"]
-    assert {j["runs-on"] for j in jobs.values()} == {"windows-latest", "macos-latest"}
+    assert jobs["windows"]["runs-on"] == "windows-latest"
+    mac_matrix = jobs["macos"]["strategy"]["matrix"]["include"]
+    assert {(m["os"], m["arch"]) for m in mac_matrix} == {("macos-latest", "arm64"), ("macos-13", "x86_64")}
+    assert jobs["macos"]["runs-on"] == "${{ matrix.os }}"
     build_steps = {"bundle", "selftest", "windows", "macos"}
     for name, job in jobs.items():
         steps = job["steps"]
         runs = "\n".join(s.get("run", "") for s in steps)
         cmake = " ".join(str(s.get("env", {}).get("CMAKE_ARGS", "")) for s in steps)
         assert "-DGGML_NATIVE=OFF" in cmake
-        assert ("-DGGML_METAL=on" in cmake) == (job["runs-on"] == "macos-latest")
+        assert ("-DGGML_METAL=on" in cmake) == (name == "macos")
         assert "--no-binary llama-cpp-python" in runs  # built from source with CMAKE_ARGS
         order = [m.group(1) for m in re.finditer(r"installer/build\.py (\w+)", runs)]
         assert set(order) <= build_steps
         assert order.index("bundle") < order.index("selftest") < order.index(
-            "windows" if job["runs-on"] == "windows-latest" else "macos")
+            "windows" if name == "windows" else "macos")
         upload = [s for s in steps if str(s.get("uses", "")).startswith("actions/upload-artifact@")]
         assert len(upload) == 1 and upload[0]["with"]["if-no-files-found"] == "error", name
         assert "dist/selftest.txt" in upload[0]["with"]["path"]
