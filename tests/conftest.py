@@ -7,8 +7,15 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from tests.support.tiny_gguf import write_tiny_gguf
+
+# CI replays the same examples every run (a fuzz failure there must be reproducible, never a coin
+# toss); a developer's run explores new random examples each time.
+settings.register_profile("ci", derandomize=True, print_blob=True)
+if os.environ.get("CI"):
+    settings.load_profile("ci")
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "fixtures"

@@ -58,7 +58,8 @@ STRUCTURE: dict[str, tuple[str, ...]] = {
     "harmony": (r"(?:<\|start\|>[ \t]*assistant[ \t]*(?:" + _H_CHANNEL + r")?|" + _H_CHANNEL + r")"
                 r"(?:<\|constrain\|>[ \t]*)?(?:[A-Za-z_][\w\-]*)?[ \t]*<\|message\|>",
                 r"<\|end\|>", r"<\|call\|>", r"<\|return\|>"),
-    "gemma4": (re.escape("<|channel>thought"), re.escape("<channel|>")),
+    # a <|tool_response> straight after a call is consumed with it (the 31B template renders it there)
+    "gemma4": (re.escape("<|channel>thought"), re.escape("<channel|>"), re.escape("<|tool_response>")),
     "pythonic": (re.escape("<|python_start|>"), re.escape("<|python_end|>"), r"\[", r"\]", ","),
     "deepseek-v3": (*_THINK, re.escape(_DS_B), re.escape(_DS_E)),
     "deepseek-v3.1": (*_THINK, re.escape(_DS_B), re.escape(_DS_E)),
