@@ -235,39 +235,15 @@ def check_engine(workdir: Path) -> CheckResult:
 def check_window(workdir: Path, screenshot: Path | None = None) -> CheckResult:
     """Build the main window (offscreen unless a platform is chosen), render it, check the image."""
     start = time.monotonic()
-    os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
-    from PySide6.QtCore import QCoreApplication
-    from PySide6.QtWidgets import QApplication
+    from app.ui.selftest_window import WindowCheckError, render_main_window  # the Qt half
 
-    from app.ui.main_window import MainWindow
-
-    app = QApplication.instance() or QApplication([sys.argv[0] if sys.argv else "callisto"])
-    app.setApplicationName("Callisto")
-    window = MainWindow(autoload=False)
     try:
-        window.resize(1100, 720)
-        window.show()
-        for _ in range(5):
-            QCoreApplication.processEvents()
-        image = window.grab().toImage()
-        if image.isNull() or image.width() < 100 or image.height() < 100:
-            raise SelfTestError(f"window: the rendered image is empty ({image.width()}x{image.height()})")
-        colours = {image.pixel(x, y) for x in range(0, image.width(), 37) for y in range(0, image.height(), 23)}
-        if len(colours) < 3:
-            raise SelfTestError("window: the rendered window is blank (fewer than 3 colours)")
-        if screenshot is not None:
-            screenshot.parent.mkdir(parents=True, exist_ok=True)
-            if not image.save(str(screenshot), "PNG"):
-                raise SelfTestError(f"window: could not save the screenshot to {screenshot}")
-        platform_name = app.platformName()
-    finally:
-        window.shutdown()
-        window.close()
-        window.deleteLater()
-        QCoreApplication.processEvents()
+        shot = render_main_window(screenshot)
+    except WindowCheckError as exc:
+        raise SelfTestError(str(exc)) from exc
     return CheckResult("window", True,
-                       f"main window rendered {image.width()}x{image.height()} on Qt platform {platform_name!r}",
-                       time.monotonic() - start, {"colours_sampled": len(colours)})
+                       f"main window rendered {shot['width']}x{shot['height']} on Qt platform {shot['platform']!r}",
+                       time.monotonic() - start, {"colours_sampled": shot["colours_sampled"]})
 
 
 def build_parser() -> argparse.ArgumentParser:
