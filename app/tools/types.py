@@ -11,6 +11,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from app.calls import APPROVAL_OUTCOMES, ApprovalOutcome, ToolCall, ToolResult
+
 __all__ = [
     "APPROVAL_OUTCOMES",
     "ApprovalDecision",
@@ -25,9 +27,6 @@ __all__ = [
 # What the user answered in the approval dialog.
 ApprovalDecision = Literal["allow_once", "always", "deny"]
 
-# How a call came to run (or not): stored on every ToolResult and shown in the side panel.
-ApprovalOutcome = Literal["auto", "allowed_once", "always", "denied", "timeout"]
-APPROVAL_OUTCOMES: tuple[str, ...] = ("auto", "allowed_once", "always", "denied", "timeout")
 
 
 class ToolError(Exception):
@@ -65,44 +64,6 @@ class Tool:
             "type": "function",
             "function": {"name": self.name, "description": self.description, "parameters": self.parameters},
         }
-
-
-@dataclass(frozen=True)
-class ToolCall:
-    """A call the model made, as the formats layer parsed it.
-
-    ``arguments`` is normally a dict; a string is accepted too (raw JSON text that the
-    dispatcher parses, reporting bad JSON to the model). ``raw`` is the exact text the model
-    wrote, kept for the side panel.
-    """
-
-    id: str
-    name: str
-    arguments: dict[str, Any] | str = field(default_factory=dict)
-    raw: str = ""
-
-
-@dataclass(frozen=True)
-class ToolResult:
-    """What came of a call: exactly one of ``content`` / ``error`` is set."""
-
-    call_id: str
-    name: str
-    content: str | None = None
-    error: str | None = None
-    duration_s: float = 0.0
-    approval: ApprovalOutcome = "auto"
-    truncated: bool = False
-
-    @property
-    def ok(self) -> bool:
-        return self.error is None
-
-    def to_model_text(self) -> str:
-        """What the model reads back: the content, or ``Error: <one clear sentence>``."""
-        if self.error is not None:
-            return f"Error: {self.error}"
-        return self.content or ""
 
 
 @dataclass(frozen=True)

@@ -69,6 +69,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from app.calls import ToolCall
 from app.engine.formats.events import (
     FormatEvent,
     ReasoningDelta,
@@ -92,16 +93,6 @@ __all__ = [
     "register",
     "tool_format_choices",
 ]
-
-
-@dataclass(frozen=True, slots=True)
-class ToolCall:
-    """One parsed call. ``arguments`` are typed by the tool's schema; ``raw`` is the call's text."""
-
-    id: str
-    name: str
-    arguments: dict[str, Any]
-    raw: str = ""
 
 
 @dataclass(slots=True)

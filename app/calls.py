@@ -1,0 +1,119 @@
+"""The one shape of a tool call and of its result, shared by every layer.
+
+A call is parsed by a family's parser (``app.engine.formats``), dispatched by ``app.tools``,
+stored by ``app.storage`` and shown by ``app.ui`` as the same :class:`ToolCall`; what came of it
+is one :class:`ToolResult`. A call the parser saw but must not run (cut off by the token limit,
+or addressed to a tool that was not declared) is an :class:`IncompleteCall`: its raw text is kept
+so nothing the model wrote is lost. This module imports nothing from the application, so every
+package may depend on it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+__all__ = [
+    "APPROVAL_OUTCOMES",
+    "ApprovalOutcome",
+    "IncompleteCall",
+    "IncompleteReason",
+    "ToolCall",
+    "ToolResult",
+]
+
+# How a call came to run (or not): stored on every ToolResult and shown in the side panel.
+ApprovalOutcome = Literal["auto", "allowed_once", "always", "denied", "timeout"]
+APPROVAL_OUTCOMES: tuple[str, ...] = ("auto", "allowed_once", "always", "denied", "timeout")
+
+# Why a call the parser saw is not a call to run.
+IncompleteReason = Literal["truncated", "undeclared"]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """One call the model made.
+
+    ``id`` is the call's id (the model's own when it wrote one, else one issued once by the
+    parser and kept everywhere after); ``arguments`` are typed by the tool's schema (a string
+    only when a client handed over raw JSON text the dispatcher must parse); ``raw`` is the
+    exact text the model wrote for this call.
+    """
+
+    id: str
+    name: str
+    arguments: dict[str, Any] | str = field(default_factory=dict)
+    raw: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        args = self.arguments if isinstance(self.arguments, str) else dict(self.arguments)
+        return {"id": self.id, "name": self.name, "arguments": args, "raw": self.raw}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ToolCall:
+        """Read :meth:`to_dict`'s shape back (the one shape history stores)."""
+        args = data.get("arguments")
+        if args is None:
+            args = {}
+        if not isinstance(args, dict | str):
+            raise ValueError(f"tool call arguments must be an object or a string, got {type(args).__name__}")
+        return cls(id=str(data.get("id", "")), name=str(data.get("name", "")),
+                   arguments=args, raw=str(data.get("raw") or ""))
+
+
+@dataclass(frozen=True, slots=True)
+class IncompleteCall:
+    """A call the parser saw but that is not a call to run: ``raw`` is what the model wrote.
+
+    ``reason`` is ``"truncated"`` (generation stopped inside it) or ``"undeclared"`` (a tool or
+    recipient that was not declared); ``name`` is the tool's name where it was read.
+    """
+
+    raw: str
+    name: str | None = None
+    reason: IncompleteReason = "truncated"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"raw": self.raw, "name": self.name, "reason": self.reason}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> IncompleteCall:
+        reason = data.get("reason")
+        return cls(raw=str(data.get("raw") or ""), name=data.get("name"),
+                   reason=reason if reason in ("truncated", "undeclared") else "truncated")
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResult:
+    """What came of a call: exactly one of ``content`` / ``error`` is set."""
+
+    call_id: str
+    name: str
+    content: str | None = None
+    error: str | None = None
+    duration_s: float = 0.0
+    approval: ApprovalOutcome = "auto"
+    truncated: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+    def to_model_text(self) -> str:
+        """What the model reads back: the content, or ``Error: <one clear sentence>``."""
+        if self.error is not None:
+            return f"Error: {self.error}"
+        return self.content or ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"call_id": self.call_id, "name": self.name, "content": self.content, "error": self.error,
+                "duration_s": self.duration_s, "approval": self.approval, "truncated": self.truncated}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ToolResult:
+        approval = data.get("approval")
+        return cls(call_id=str(data.get("call_id", "")), name=str(data.get("name", "")),
+                   content=data.get("content"), error=data.get("error"),
+                   duration_s=float(data.get("duration_s") or 0.0),
+                   approval=approval if approval in APPROVAL_OUTCOMES else "auto",
+                   truncated=bool(data.get("truncated")))
