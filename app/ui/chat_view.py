@@ -505,7 +505,7 @@ class ChatView(QScrollArea):
 
     sig_chip_clicked = Signal(str)
     sig_open_setting = Signal(str)
-    sig_regenerate = Signal()
+    sig_regenerate = Signal(int)  # index of the user message (among user messages) whose reply it is, or -1
     sig_edit_resend = Signal(int, str)  # (index of the user message among user messages, new text)
 
     MIN_INTERVAL_MS = 40
@@ -581,7 +581,7 @@ class ChatView(QScrollArea):
         m = AssistantMessage()
         m.sig_chip_clicked.connect(self.sig_chip_clicked.emit)
         m.sig_open_setting.connect(self.sig_open_setting.emit)
-        m.sig_regenerate.connect(self.sig_regenerate.emit)
+        m.sig_regenerate.connect(lambda: self.sig_regenerate.emit(self.user_index_of(m)))
         self._insert(m)
         return m
 
@@ -603,6 +603,13 @@ class ChatView(QScrollArea):
             w.deleteLater()
         self.messages = self.messages[:i]
         self._empty.setVisible(not self.messages)
+
+    def user_index_of(self, reply: QWidget) -> int:
+        """The index (among user messages) of the user message ``reply`` answers; -1 if none."""
+        if reply not in self.messages:
+            return -1
+        before = self.messages[:self.messages.index(reply)]
+        return sum(1 for m in before if isinstance(m, UserMessage)) - 1
 
     def user_messages(self) -> list[UserMessage]:
         return [m for m in self.messages if isinstance(m, UserMessage)]

@@ -81,8 +81,9 @@ class ToolCallPanel(QWidget):
         self.detail.setHtml("<p><i>No tool calls in this conversation yet.</i></p>")
 
     def clear(self) -> None:
-        self.entries = {}
+        # the list first: clearing it reports a current-item change for items that must still have entries
         self.list.clear()
+        self.entries = {}
         self._show_empty()
 
     def add_call(self, call_id: str, name: str, arguments: Any, raw: str = "") -> ToolCallEntry:
@@ -137,7 +138,10 @@ class ToolCallPanel(QWidget):
         if cur is None:
             return
         cid = cur.data(Qt.ItemDataRole.UserRole)
-        self._render(self.entries[cid])
+        entry = self.entries.get(cid)
+        if entry is None:
+            return
+        self._render(entry)
         self.sig_selected.emit(cid)
 
     def detail_text(self) -> str:

@@ -111,6 +111,7 @@ class EngineWorker(QObject):
     sig_load_progress = Signal(float, str)  # fraction (<0: unknown), what is happening
     sig_loaded = Signal(object)  # ModelInfo
     sig_error = Signal(str)
+    sig_load_failed = Signal(str, str)  # path, message: the model loaded before (if any) is still loaded
     sig_approval_requested = Signal(object)  # app.tools.ApprovalRequest
     sig_busy = Signal(bool)
     sig_conversation_saved = Signal(int)  # conversation id whose messages changed
@@ -241,25 +242,32 @@ class EngineWorker(QObject):
         if config is not None:
             self.config = config
         self.sig_load_progress.emit(0.05, f"Reading {Path(path).name}…")
+        # The current model stays loaded (and usable) until the new one has loaded: a failed load
+        # leaves the old model and its session as they were.
         try:
             from app.engine.llm import load_model
 
-            old, self.model = self.model, None
-            self.session = None
-            if old is not None and hasattr(old, "close"):
-                old.close()
             self.sig_load_progress.emit(-1.0, f"Loading {Path(path).name}…")
             model = load_model(
                 path, n_ctx=self.config.n_ctx, n_gpu_layers=self.config.n_gpu_layers, n_threads=self.config.n_threads
             )
         except Exception as exc:  # noqa: BLE001 - ModelLoadError and anything llama.cpp raises
             self.sig_load_progress.emit(0.0, "")
-            self.sig_error.emit(f"Could not load the model: {exc}")
+            self.sig_load_failed.emit(path, f"Could not load {Path(path).name}: {exc}")
             return
-        self.model = model
-        try:
+        if self.session is not None:
+            messages = list(self.session.messages)  # the open conversation goes on with the new model
+        else:
             pending, self._pending_messages = self._pending_messages, []
-            self._build_session(messages=self._messages_from_dicts(pending) if pending else [])
+            messages = self._messages_from_dicts(pending) if pending else []
+        old, self.model, self.session = self.model, model, None
+        if old is not None and hasattr(old, "close"):
+            try:
+                old.close()
+            except Exception:  # noqa: BLE001 - the old model is gone either way; the new one works
+                traceback.print_exc()
+        try:
+            self._build_session(messages=messages)
         except Exception as exc:  # noqa: BLE001
             self.sig_error.emit(f"The model loaded but a chat session could not start: {exc}")
             return
