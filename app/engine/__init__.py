@@ -39,7 +39,7 @@ _EXPORTS: dict[str, str] = {
     "TOOL_FORMAT_SETTING": "app.engine.chat",
     "resolve_tool_format": "app.engine.chat",
     "Message": "app.engine.messages",
-    "ToolCallRecord": "app.engine.messages",
+    "ToolCall": "app.calls",
     "SamplingParams": "app.engine.sampling",
     "resolve_sampling": "app.engine.sampling",
     "PromptRenderError": "app.engine.render",
@@ -63,7 +63,7 @@ __all__ = [
     "RenderedPrompt",
     "SamplingParams",
     "TOOL_FORMAT_SETTING",
-    "ToolCallRecord",
+    "ToolCall",
     "complete",
     "generate",
     "load_model",
@@ -74,6 +74,7 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:  # for type checkers and IDEs only; at run time the names load on first use
+    from app.calls import ToolCall
     from app.engine.chat import DEFAULT_MAX_ROUNDS, TOOL_FORMAT_SETTING, ChatSession, resolve_tool_format
     from app.engine.generate import (
         ContextOverflowError,
@@ -86,7 +87,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs only; at run time the names load
         suggest_title,
     )
     from app.engine.llm import LoadedModel, LoadSettings, ModelLoadError, load_model
-    from app.engine.messages import Message, ToolCallRecord
+    from app.engine.messages import Message
     from app.engine.render import PromptRenderError, RenderedPrompt, render_prompt
     from app.engine.sampling import SamplingParams, resolve_sampling
 

@@ -19,17 +19,17 @@ from collections.abc import Callable, Iterator, Mapping
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
+from app.calls import ToolCall
 from app.engine.events import (
     ChatEvent,
     DoneEvent,
     NoticeEvent,
-    ReasoningEvent,
-    TextEvent,
     ToolCallFinishedEvent,
     ToolCallStartedEvent,
 )
+from app.engine.formats.events import ReasoningDelta, TextDelta, ToolCallDone
 from app.engine.generate import GenerationError, generate
-from app.engine.messages import Message, ToolCallRecord, is_valid_call_id, local_call_id
+from app.engine.messages import Message, is_valid_call_id, local_call_id
 from app.engine.render import PromptRenderError, choose_template, render_prompt
 from app.engine.sampling import SamplingParams
 
@@ -41,7 +41,7 @@ __all__ = [
     "TOOL_FORMAT_SETTING",
     "ChatSession",
     "Message",
-    "ToolCallRecord",
+    "ToolCall",
     "detect_model_format",
     "detect_source_format",
     "resolve_tool_format",
@@ -107,8 +107,6 @@ class _PlainStream:
     OPEN, CLOSE = "<think>", "</think>"
 
     def __init__(self, in_reasoning: bool):
-        from app.engine.formats.events import ReasoningDelta, TextDelta
-
         self._text, self._reasoning = TextDelta, ReasoningDelta
         self.state = "reasoning" if in_reasoning else "start"
         self.buf = ""
@@ -252,7 +250,9 @@ class ChatSession:
             ))
         return notices + list(self._format_notices)
 
-    def _new_id(self, proposed: str) -> str:
+    def _new_id(self, proposed: str | None) -> str:
+        """The id of a call the parser read: the model's own when every template accepts it and
+        it is new in this conversation, else the next free local one."""
         if is_valid_call_id(proposed) and proposed not in self._used_ids:
             self._used_ids.add(proposed)
             return proposed
@@ -295,13 +295,15 @@ class ChatSession:
                 orphan_close = fmt is not None and fmt.expects_orphan_close(source, rendered.text)
                 stream = fmt.stream(tools or [], in_reasoning=in_reasoning, orphan_close=orphan_close) \
                     if fmt is not None else _PlainStream(in_reasoning)
+                if fmt is not None:
+                    stream.call_ids = self._new_id
                 remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
                 grammar = self.grammar(rounds) if callable(self.grammar) else self.grammar
                 gen = generate(self.model, rendered.text, max_tokens=self.max_tokens, sampling=self.sampling,
                                cancel=cancel, deadline_s=remaining, grammar=grammar)
                 content: list[str] = []
                 reasoning: list[str] = []
-                calls: list[Any] = []
+                calls: list[ToolCall] = []
                 gen_started = time.monotonic()
                 for piece in gen:
                     for ev in stream.feed(piece):
@@ -336,18 +338,16 @@ class ChatSession:
                     msg = f"The reply ended ({finish}) before the model's turn was over; its call(s) ({names}) were not run."
                 raw = "".join(c.raw for c in calls)
                 if raw:
-                    yield TextEvent(raw)
+                    yield TextDelta(raw)
                 yield NoticeEvent(code="round_limit" if finish == "rounds" else "calls_not_run", message=msg)
                 self.messages.append(Message(role="assistant", content=text + raw, reasoning="".join(reasoning)))
                 break
-            records = [ToolCallRecord(id=self._new_id(c.id), name=c.name, arguments=dict(c.arguments),
-                                      raw=c.raw) for c in calls]
             self.messages.append(Message(role="assistant", content=text, reasoning="".join(reasoning),
-                                         tool_calls=records))
-            if not records:
+                                         tool_calls=list(calls)))
+            if not calls:
                 break
-            for rec in records:
-                yield from self._dispatch(rec)
+            for call in calls:
+                yield from self._dispatch(call)
             if cancel is not None and cancel.is_set():
                 finish = "cancelled"
                 break
@@ -361,29 +361,22 @@ class ChatSession:
             extra={"prompt_tokens_evaluated": evaluated, "tool_format": self.effective_format},
         )
 
-    def _stream_event(self, ev: Any, content: list[str], reasoning: list[str], calls: list[Any]):
-        kind = type(ev).__name__
-        if kind == "TextDelta":
+    def _stream_event(self, ev: Any, content: list[str], reasoning: list[str], calls: list[ToolCall]):
+        """Pass the parser's text events on as they are; collect complete calls for dispatch."""
+        if isinstance(ev, TextDelta):
             if ev.text:
                 content.append(ev.text)
-                yield TextEvent(ev.text)
-        elif kind == "ReasoningDelta":
+                yield ev
+        elif isinstance(ev, ReasoningDelta):
             if ev.text:
                 reasoning.append(ev.text)
-                yield ReasoningEvent(ev.text)
-        elif kind == "ToolCallDone":
+                yield ev
+        elif isinstance(ev, ToolCallDone):
             calls.append(ev.call)
 
-    def _dispatch(self, rec: ToolCallRecord) -> Iterator[ChatEvent]:
-        from app.tools.types import ToolCall
-
-        yield ToolCallStartedEvent(call_id=rec.id, name=rec.name, arguments=dict(rec.arguments), raw=rec.raw)
-        result = self.dispatcher.dispatch(ToolCall(id=rec.id, name=rec.name, arguments=dict(rec.arguments),
-                                                   raw=rec.raw))
-        yield ToolCallFinishedEvent(
-            call_id=rec.id, name=rec.name, arguments=dict(rec.arguments), raw=rec.raw,
-            result=result.content if result.error is None else None, error=result.error,
-            duration_s=result.duration_s, approval=result.approval,
-        )
-        self.messages.append(Message(role="tool", content=result.to_model_text(), tool_call_id=rec.id,
-                                     name=rec.name))
+    def _dispatch(self, call: ToolCall) -> Iterator[ChatEvent]:
+        yield ToolCallStartedEvent(call)
+        result = self.dispatcher.dispatch(call)
+        yield ToolCallFinishedEvent(call, result)
+        self.messages.append(Message(role="tool", content=result.to_model_text(), tool_call_id=call.id,
+                                     name=call.name))

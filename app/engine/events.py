@@ -9,6 +9,9 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from app.calls import ToolCall, ToolResult
+from app.engine.formats.events import ReasoningDelta, TextDelta
+
 __all__ = [
     "ChatEvent",
     "DoneEvent",
@@ -21,42 +24,73 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True, slots=True)
-class TextEvent:
-    """Visible reply text, already free of tool-call markers."""
-
-    text: str
-
-
-@dataclass(frozen=True, slots=True)
-class ReasoningEvent:
-    """Text of the model's reasoning ("Thinking") block."""
-
-    text: str
+# The parser's text events are the chat loop's: one vocabulary from the parser to the view.
+TextEvent = TextDelta
+ReasoningEvent = ReasoningDelta
 
 
 @dataclass(frozen=True, slots=True)
 class ToolCallStartedEvent:
     """A complete call was parsed and is about to be dispatched."""
 
-    call_id: str
-    name: str
-    arguments: dict[str, Any]
-    raw: str = ""
+    call: ToolCall
+
+    @property
+    def call_id(self) -> str:
+        return self.call.id
+
+    @property
+    def name(self) -> str:
+        return self.call.name
+
+    @property
+    def arguments(self) -> dict[str, Any] | str:
+        return self.call.arguments
+
+    @property
+    def raw(self) -> str:
+        return self.call.raw
 
 
 @dataclass(frozen=True, slots=True)
 class ToolCallFinishedEvent:
-    """A call ran (or was refused): exactly one of ``result`` / ``error`` is set."""
+    """A call ran (or was refused): ``outcome`` says what came of it."""
 
-    call_id: str
-    name: str
-    arguments: dict[str, Any]
-    raw: str = ""
-    result: str | None = None
-    error: str | None = None
-    duration_s: float = 0.0
-    approval: str | None = None  # "auto", "allowed_once", "always", "denied", "timeout"
+    call: ToolCall
+    outcome: ToolResult
+
+    @property
+    def call_id(self) -> str:
+        return self.call.id
+
+    @property
+    def name(self) -> str:
+        return self.call.name
+
+    @property
+    def arguments(self) -> dict[str, Any] | str:
+        return self.call.arguments
+
+    @property
+    def raw(self) -> str:
+        return self.call.raw
+
+    @property
+    def result(self) -> str | None:
+        """The tool's output, or None when it failed."""
+        return self.outcome.content if self.outcome.error is None else None
+
+    @property
+    def error(self) -> str | None:
+        return self.outcome.error
+
+    @property
+    def duration_s(self) -> float:
+        return self.outcome.duration_s
+
+    @property
+    def approval(self) -> str | None:  # "auto", "allowed_once", "always", "denied", "timeout"
+        return self.outcome.approval
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,12 +123,22 @@ ChatEvent = TextEvent | ReasoningEvent | ToolCallStartedEvent | ToolCallFinished
 
 
 def event_to_dict(event: ChatEvent) -> dict[str, Any]:
-    """A JSON-ready dict with a ``type`` key (``text``, ``tool_call_started``...)."""
+    """A JSON-ready dict with a ``type`` key (``text``, ``tool_call_started``...).
+
+    Tool-call events are flat (``call_id``, ``name``, ``arguments``, ``raw`` and, once finished,
+    ``result``, ``error``, ``duration_s``, ``approval``): the CLI's ``--json`` lines.
+    """
+    if isinstance(event, ToolCallStartedEvent | ToolCallFinishedEvent):
+        c = event.call
+        d: dict[str, Any] = {"call_id": c.id, "name": c.name, "arguments": c.arguments, "raw": c.raw}
+        if isinstance(event, ToolCallFinishedEvent):
+            d.update(result=event.result, error=event.error, duration_s=event.duration_s,
+                     approval=event.approval)
+        return {"type": "tool_call_started" if isinstance(event, ToolCallStartedEvent) else "tool_call_finished",
+                **d}
     names = {
-        TextEvent: "text",
-        ReasoningEvent: "reasoning",
-        ToolCallStartedEvent: "tool_call_started",
-        ToolCallFinishedEvent: "tool_call_finished",
+        TextDelta: "text",
+        ReasoningDelta: "reasoning",
         NoticeEvent: "notice",
         DoneEvent: "done",
     }

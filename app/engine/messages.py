@@ -7,11 +7,14 @@ read it), its ``tool_calls``, and for a tool result the ``tool_call_id`` and ``n
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["ROLES", "Message", "ToolCallRecord", "is_valid_call_id", "local_call_id"]
+from app.calls import ToolCall
+
+__all__ = ["ROLES", "Message", "ToolCall", "is_valid_call_id", "local_call_id"]
 
 ROLES = ("system", "user", "assistant", "tool")
 _CALL_ID = re.compile(r"^[A-Za-z0-9]{9}$")
@@ -28,35 +31,24 @@ def local_call_id(n: int, prefix: str = "call") -> str:
     return f"{prefix}{n % 10**digits:0{digits}d}"
 
 
-@dataclass
-class ToolCallRecord:
-    """A call the assistant made: typed ``arguments``, the model's ``raw`` text."""
-
-    id: str
-    name: str
-    arguments: dict[str, Any] = field(default_factory=dict)
-    raw: str = ""
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"id": self.id, "name": self.name, "arguments": dict(self.arguments), "raw": self.raw}
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> ToolCallRecord:
-        if "function" in data and isinstance(data["function"], dict):  # OpenAI shape
-            fn = data["function"]
-            args = fn.get("arguments", {})
-            if isinstance(args, str):
-                import json
-
-                try:
-                    args = json.loads(args)
-                except ValueError:
-                    args = {"_raw": args}
-            return cls(id=str(data.get("id", "")), name=str(fn.get("name", "")), arguments=args)
-        args = data.get("arguments") or {}
-        return cls(id=str(data.get("id", "")), name=str(data.get("name", "")),
-                   arguments=dict(args) if isinstance(args, dict) else {"_raw": args},
-                   raw=str(data.get("raw", "") or ""))
+def _call_from_dict(data: Any) -> ToolCall:
+    """A stored or client-sent call: the stored shape (``id``, ``name``, ``arguments``, ``raw``) or
+    OpenAI's (``function: {name, arguments}``, arguments as JSON text, kept as text when it is not
+    JSON: the dispatcher then tells the model its JSON was bad)."""
+    if not isinstance(data, dict):
+        raise ValueError(f"not a tool call: {data!r:.80}")
+    fn = data.get("function")
+    if isinstance(fn, dict):
+        args = fn.get("arguments")
+        if isinstance(args, str):
+            try:
+                parsed = json.loads(args) if args.strip() else {}
+            except ValueError:
+                parsed = None
+            args = parsed if isinstance(parsed, dict) else args
+        return ToolCall(id=str(data.get("id", "")), name=str(fn.get("name", "")),
+                        arguments=args if isinstance(args, dict | str) else {})
+    return ToolCall.from_dict(data)
 
 
 @dataclass
@@ -64,7 +56,7 @@ class Message:
     role: str
     content: str = ""
     reasoning: str = ""
-    tool_calls: list[ToolCallRecord] = field(default_factory=list)
+    tool_calls: list[ToolCall] = field(default_factory=list)
     tool_call_id: str | None = None
     name: str | None = None
 
@@ -97,7 +89,7 @@ class Message:
             role=str(data["role"]),
             content=data.get("content") or "",
             reasoning=data.get("reasoning") or data.get("reasoning_content") or "",
-            tool_calls=[ToolCallRecord.from_dict(c) for c in data.get("tool_calls") or []],
+            tool_calls=[_call_from_dict(c) for c in data.get("tool_calls") or []],
             tool_call_id=data.get("tool_call_id"),
             name=data.get("name"),
         )

@@ -32,6 +32,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from app.calls import APPROVAL_OUTCOMES, ToolCall, ToolResult
 from app.storage.paths import history_path
 
 __all__ = [
@@ -44,7 +45,8 @@ __all__ = [
     "HistoryError",
     "MessageNotFound",
     "MessageRecord",
-    "ToolCallRecord",
+    "StoredToolCall",
+    "TurnMessage",
     "apply_migrations",
 ]
 
@@ -70,7 +72,9 @@ class MessageNotFound(HistoryError, LookupError):
 
 
 @dataclass
-class ToolCallRecord:
+class StoredToolCall:
+    """A tool call as stored with its assistant message, with what came of it."""
+
     id: int
     message_id: int
     call_id: str
@@ -85,6 +89,36 @@ class ToolCallRecord:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    @property
+    def call(self) -> ToolCall:
+        """The call in the shape every layer uses."""
+        args = self.arguments if isinstance(self.arguments, dict | str) else {}
+        return ToolCall(id=self.call_id, name=self.name, arguments=args, raw=self.raw)
+
+    @property
+    def outcome(self) -> ToolResult | None:
+        """What came of the call, or None when it was not run (or not yet)."""
+        if self.result is None and self.error is None:
+            return None
+        approval = self.approval if self.approval in APPROVAL_OUTCOMES else "auto"
+        return ToolResult(call_id=self.call_id, name=self.name, content=self.result, error=self.error,
+                          duration_s=self.duration_s or 0.0, approval=approval)
+
+
+@dataclass(frozen=True)
+class TurnMessage:
+    """One message of a finished turn, as :meth:`History.record_turn` stores it."""
+
+    role: str
+    content: str = ""
+    reasoning: str | None = None
+    tool_call_id: str | None = None
+    name: str | None = None
+    tool_calls: Sequence[ToolCall] = ()
+    results: Mapping[str, ToolResult] = field(default_factory=dict)
+    notices: Sequence[Mapping[str, Any]] = ()
+    extra: Mapping[str, Any] = field(default_factory=dict)  # stored as the message's extra JSON
 
 
 @dataclass
@@ -102,9 +136,11 @@ class MessageRecord:
     tool_call_id: str | None = None
     name: str | None = None
     error: str | None = None
-    tool_calls: list[ToolCallRecord] = field(default_factory=list)
+    tool_calls: list[StoredToolCall] = field(default_factory=list)
     # notices shown above this reply (banners): dicts with code, message and setting
     notices: list[dict[str, Any]] = field(default_factory=list)
+    # incomplete_calls, stats, model, settings (see TurnMessage.extra)
+    extra: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -117,10 +153,7 @@ class MessageRecord:
         if self.reasoning:
             d["reasoning"] = self.reasoning
         if self.tool_calls:
-            d["tool_calls"] = [
-                {"id": tc.call_id, "name": tc.name, "arguments": tc.arguments, "raw": tc.raw}
-                for tc in self.tool_calls
-            ]
+            d["tool_calls"] = [tc.call.to_dict() for tc in self.tool_calls]
         if self.tool_call_id is not None:
             d["tool_call_id"] = self.tool_call_id
         if self.name is not None:
@@ -264,6 +297,13 @@ def _m007_message_notices(db: sqlite3.Connection) -> None:
     db.execute("ALTER TABLE messages ADD COLUMN notices_json TEXT")
 
 
+def _m008_message_extra(db: sqlite3.Connection) -> None:
+    """What else a reply carries, as a JSON object: calls it did not finish (cut off or to an
+    undeclared tool), its statistics (tokens, tokens/s, time to first token) and the model and
+    settings it was made with."""
+    db.execute("ALTER TABLE messages ADD COLUMN extra_json TEXT")
+
+
 Migration = tuple[str, Callable[[sqlite3.Connection], None]]
 
 MIGRATIONS: list[Migration] = [
@@ -274,6 +314,7 @@ MIGRATIONS: list[Migration] = [
     ("m005_message_fts", _m005_message_fts),
     ("m006_message_writer", _m006_message_writer),
     ("m007_message_notices", _m007_message_notices),
+    ("m008_message_extra", _m008_message_extra),
 ]
 
 
@@ -369,7 +410,7 @@ _CONV_COLS = (
 )
 _MSG_COLS = (
     "id, conversation_id, position, role, content, reasoning, status, created, "
-    "prompt_tokens, completion_tokens, tool_call_id, name, error, notices_json"
+    "prompt_tokens, completion_tokens, tool_call_id, name, error, notices_json, extra_json"
 )
 _TC_COLS = "id, message_id, call_id, name, arguments_json, raw, result, error, duration_s, approval, position"
 
@@ -388,7 +429,9 @@ def _conv(row: sqlite3.Row | tuple) -> Conversation:
 
 def _msg(row: sqlite3.Row | tuple) -> MessageRecord:
     notices = _loads(row[13])
-    return MessageRecord(*row[:13], notices=notices if isinstance(notices, list) else [])
+    extra = _loads(row[14])
+    return MessageRecord(*row[:13], notices=notices if isinstance(notices, list) else [],
+                         extra=extra if isinstance(extra, dict) else {})
 
 
 def _notice_dict(notice: Mapping[str, Any]) -> dict[str, Any]:
@@ -399,8 +442,8 @@ def _notice_dict(notice: Mapping[str, Any]) -> dict[str, Any]:
             "setting": str(setting) if setting else None}
 
 
-def _tc(row: sqlite3.Row | tuple) -> ToolCallRecord:
-    return ToolCallRecord(
+def _tc(row: sqlite3.Row | tuple) -> StoredToolCall:
+    return StoredToolCall(
         id=row[0],
         message_id=row[1],
         call_id=row[2],
@@ -637,41 +680,76 @@ class History:
         ``code``, ``message`` and optionally ``setting`` (the banners shown above the message).
         """
         self._check(role, status)
-        notices_json = _dumps([_notice_dict(n) for n in notices], "notices") if notices else None
-        now = time.time()
         with self._tx() as db:
-            if not db.execute("SELECT 1 FROM conversations WHERE id = ?", (conversation_id,)).fetchone():
-                raise ConversationNotFound(f"no conversation with id {conversation_id}")
-            (pos,) = db.execute(
-                "SELECT coalesce(max(position) + 1, 0) FROM messages WHERE conversation_id = ?",
-                (conversation_id,),
-            ).fetchone()
-            cur = db.execute(
-                "INSERT INTO messages (conversation_id, position, role, content, reasoning, status, created, "
-                "prompt_tokens, completion_tokens, tool_call_id, name, error, writer, notices_json) "
-                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                (
-                    conversation_id,
-                    pos,
-                    role,
-                    content,
-                    reasoning,
-                    status,
-                    now,
-                    prompt_tokens,
-                    completion_tokens,
-                    tool_call_id,
-                    name,
-                    error,
-                    self._writer if status == "streaming" else None,
-                    notices_json,
-                ),
-            )
-            mid = cur.lastrowid
-            for i, tc in enumerate(tool_calls):
-                self._insert_tool_call(db, mid, i, tc)
-            self._touch(db, conversation_id, now)
+            mid = self._insert_message(db, conversation_id, role, content, reasoning=reasoning, status=status,
+                                       tool_call_id=tool_call_id, name=name, prompt_tokens=prompt_tokens,
+                                       completion_tokens=completion_tokens, error=error,
+                                       tool_calls=tool_calls, notices=notices)
         return self.get_message(mid)
+
+    def _insert_message(
+        self,
+        db: sqlite3.Connection,
+        conversation_id: int,
+        role: str,
+        content: str,
+        *,
+        reasoning: str | None = None,
+        status: MessageStatus = "complete",
+        tool_call_id: str | None = None,
+        name: str | None = None,
+        prompt_tokens: int | None = None,
+        completion_tokens: int | None = None,
+        error: str | None = None,
+        tool_calls: Sequence[ToolCall | Mapping[str, Any]] = (),
+        results: Mapping[str, ToolResult] | None = None,
+        notices: Sequence[Mapping[str, Any]] = (),
+        extra: Mapping[str, Any] | None = None,
+    ) -> int:
+        notices_json = _dumps([_notice_dict(n) for n in notices], "notices") if notices else None
+        extra_json = _dumps(dict(extra), "message extra") if extra else None
+        now = time.time()
+        if not db.execute("SELECT 1 FROM conversations WHERE id = ?", (conversation_id,)).fetchone():
+            raise ConversationNotFound(f"no conversation with id {conversation_id}")
+        (pos,) = db.execute(
+            "SELECT coalesce(max(position) + 1, 0) FROM messages WHERE conversation_id = ?",
+            (conversation_id,),
+        ).fetchone()
+        cur = db.execute(
+            "INSERT INTO messages (conversation_id, position, role, content, reasoning, status, created, "
+            "prompt_tokens, completion_tokens, tool_call_id, name, error, writer, notices_json, extra_json) "
+            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            (conversation_id, pos, role, content, reasoning, status, now, prompt_tokens, completion_tokens,
+             tool_call_id, name, error, self._writer if status == "streaming" else None, notices_json,
+             extra_json),
+        )
+        mid = cur.lastrowid
+        for i, tc in enumerate(tool_calls):
+            outcome = results.get(tc.id) if results and isinstance(tc, ToolCall) else None
+            self._insert_tool_call(db, mid, i, tc, outcome)
+        self._touch(db, conversation_id, now)
+        return mid
+
+    def record_turn(self, conversation_id: int, partial_id: int | None, messages: Sequence[TurnMessage]) -> None:
+        """Store a finished turn in one transaction: the streaming reply ``partial_id`` (and anything
+        after it) is replaced by ``messages``. A failed save changes nothing, so the partial reply
+        already saved is kept."""
+        for m in messages:
+            self._check(m.role)
+        with self._tx() as db:
+            if partial_id is not None:
+                row = db.execute("SELECT conversation_id, position FROM messages WHERE id = ?",
+                                 (partial_id,)).fetchone()
+                if row is None:
+                    raise MessageNotFound(f"no message with id {partial_id}")
+                if row[0] != conversation_id:
+                    raise HistoryError(f"message {partial_id} is not in conversation {conversation_id}")
+                db.execute("DELETE FROM messages WHERE conversation_id = ? AND position >= ?",
+                           (conversation_id, row[1]))
+            for m in messages:
+                self._insert_message(db, conversation_id, m.role, m.content, reasoning=m.reasoning or None,
+                                     tool_call_id=m.tool_call_id, name=m.name, tool_calls=m.tool_calls,
+                                     results=m.results, notices=m.notices, extra=m.extra)
 
     def append_chat_message(
         self,
@@ -842,7 +920,12 @@ class History:
     # -- tool calls -------------------------------------------------------------------------
 
     @staticmethod
-    def _insert_tool_call(db: sqlite3.Connection, message_id: int, position: int, tc: dict[str, Any]) -> int:
+    def _insert_tool_call(db: sqlite3.Connection, message_id: int, position: int,
+                          tc: ToolCall | Mapping[str, Any], outcome: ToolResult | None = None) -> int:
+        if isinstance(tc, ToolCall):
+            tc = {"call_id": tc.id, "name": tc.name, "arguments": tc.arguments, "raw": tc.raw,
+                  **({"result": outcome.content, "error": outcome.error, "duration_s": outcome.duration_s,
+                      "approval": outcome.approval} if outcome is not None else {})}
         call_id = tc.get("call_id", tc.get("id"))
         name = tc.get("name")
         if not call_id or not name:
@@ -877,7 +960,7 @@ class History:
         error: str | None = None,
         duration_s: float | None = None,
         approval: str | None = None,
-    ) -> ToolCallRecord:
+    ) -> StoredToolCall:
         """Record a tool call made by an assistant message (result may come later: update_tool_call)."""
         with self._tx() as db:
             if not db.execute("SELECT 1 FROM messages WHERE id = ?", (message_id,)).fetchone():
@@ -911,7 +994,7 @@ class History:
         error: str | None = None,
         duration_s: float | None = None,
         approval: str | None = None,
-    ) -> ToolCallRecord:
+    ) -> StoredToolCall:
         """Store a tool call's outcome (``None`` leaves a field as is)."""
         sets: list[str] = []
         params: list[Any] = []

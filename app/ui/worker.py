@@ -11,10 +11,10 @@ signal, which Qt queues back to the UI thread.
 * Tool approval: the dispatcher calls :meth:`_approve` on this thread; it emits
   ``sig_approval_requested`` and blocks until :meth:`answer_approval` (UI thread) or the
   timeout (-> deny), or a cancel / shutdown (-> deny).
-* History: the worker saves the conversation through ``app.storage.history.History``
-  (thread-safe): the user message at send, the partial reply every ``PARTIAL_SAVE_S``
-  (status "streaming" -> "interrupted" if the app dies), then the turn's final messages.
-  Notices (banners) are saved with the reply they belong to, so a reopened chat shows them.
+* History: each turn's events go to the core's ``app.engine.recorder.TurnRecorder`` (the CLI's
+  ``--save`` uses the same one): the user message at send, the partial reply every
+  ``PARTIAL_SAVE_S`` (status "streaming" -> "interrupted" if the app dies), then the turn's final
+  messages in one transaction. Notices (banners) are saved with the reply they belong to.
 * MCP servers: the servers of ``config.mcp_servers_path`` (``mcp.json``) start on this thread
   when the first session is built (again when the path changes); their tools join the built-in
   ones in the session's registry, behind the same dispatcher and approval. A broken file or a
@@ -41,6 +41,7 @@ from app.engine.events import (
     ToolCallFinishedEvent,
     ToolCallStartedEvent,
 )
+from app.engine.recorder import TurnRecorder
 
 __all__ = ["EngineConfig", "EngineWorker", "ModelInfo"]
 
@@ -63,6 +64,7 @@ class EngineConfig:
     default_approval: str = "ask"
     approval_timeout_s: float = DEFAULT_APPROVAL_TIMEOUT_S
     mcp_servers_path: str | None = None  # mcp.json; its servers' tools join the built-in ones
+    context_policy: str = "stop"  # app.engine.context.POLICIES: what a full context does
 
 
 @dataclass
@@ -116,6 +118,7 @@ class EngineWorker(QObject):
     sig_busy = Signal(bool)
     sig_conversation_saved = Signal(int)  # conversation id whose messages changed
     sig_window_notice = Signal(str, str, object)  # code, message, setting (or None): a window banner
+    sig_context = Signal(object)  # app.engine.context.ContextUsage of the open conversation
 
     # requests, queued into the worker thread
     _req_load = Signal(str, object)
@@ -274,6 +277,7 @@ class EngineWorker(QObject):
         self.sig_load_progress.emit(1.0, "Loaded")
         self.info = self._model_info()
         self.sig_loaded.emit(self.info)
+        self._emit_context()
 
     def _model_info(self) -> ModelInfo:
         m = self.model
@@ -424,6 +428,7 @@ class EngineWorker(QObject):
             self._build_session(messages)
             self.info = self._model_info()
             self.sig_loaded.emit(self.info)
+            self._emit_context()
         except Exception as exc:  # noqa: BLE001
             self.sig_error.emit(f"Could not apply the settings: {exc}")
 
@@ -437,6 +442,8 @@ class EngineWorker(QObject):
             self._build_session(self._messages_from_dicts(dicts))
         except Exception as exc:  # noqa: BLE001
             self.sig_error.emit(f"Could not open the conversation: {exc}")
+            return
+        self._emit_context()
 
     @Slot(int)
     def _do_truncate_users(self, user_index: int) -> None:
@@ -468,8 +475,9 @@ class EngineWorker(QObject):
             self.sig_error.emit("No model is loaded: pick one in the model picker or on the Models page.")
             self.sig_done.emit(DoneEvent(finish_reason="error", error="no model loaded"))
             return
-        self._save(lambda h, cid: h.append_message(cid, "user", text))
-        self._run_turn(lambda: self.session.send(text, cancel=self._cancel))
+        if not self._make_room(text):
+            return
+        self._run_turn(lambda: self.session.send(text, cancel=self._cancel), user_text=text)
 
     @Slot(object)
     def _do_regenerate(self, _unused: object) -> None:
@@ -488,27 +496,66 @@ class EngineWorker(QObject):
                 self.sig_error.emit(f"Could not update the saved conversation: {exc}")
         self._run_turn(lambda: self.session.regenerate(cancel=self._cancel))
 
-    def _save(self, fn) -> Any:
+    def _make_room(self, text: str) -> bool:
+        """Apply the context policy before ``text`` is sent; False (and a done event saying why) when
+        the conversation cannot fit: nothing is sent or saved then."""
+        from app.engine.context import fit_turn
+
+        try:
+            fit = fit_turn(self.session, text, self.config.context_policy)
+        except Exception:  # noqa: BLE001 - a template that fails here fails in the turn too, with its error
+            traceback.print_exc()
+            return True
+        if fit.dropped_turns:
+            self.sig_notice.emit(NoticeEvent(
+                code="context_trimmed",
+                message=f"The conversation no longer fits the context: the model no longer sees the "
+                        f"{fit.dropped_turns} oldest exchange(s)."))
+        if fit.fits:
+            return True
+        u = fit.usage
+        self._busy.clear()
+        self.sig_context.emit(u)
+        self.sig_done.emit(DoneEvent(
+            finish_reason="error", prompt_tokens=u.prompt_tokens,
+            error=(f"This conversation is full: the next prompt takes {u.prompt_tokens:,} tokens"
+                   + (f" ({u.tool_tokens:,} of them tool descriptions)" if u.tool_tokens else "")
+                   + f" and the model's context holds {u.n_ctx:,}, with {u.reserve:,} kept for the reply."),
+            extra={"context_full": True, "n_ctx": u.n_ctx, "tool_tokens": u.tool_tokens}))
+        return False
+
+    def _emit_context(self) -> None:
+        """Tell the window how much of the context the open conversation takes."""
+        if self.session is None:
+            return
+        from app.engine.context import measure
+
+        try:
+            self.sig_context.emit(measure(self.session))
+        except Exception:  # noqa: BLE001 - the meter is informative; a turn reports real errors itself
+            traceback.print_exc()
+
+    def _recorder(self) -> TurnRecorder | None:
+        """The core's turn recorder for the open conversation (None without history)."""
         if self.history is None or self.conversation_id is None:
             return None
-        try:
-            return fn(self.history, self.conversation_id)
-        except Exception as exc:  # noqa: BLE001 - saving must never break the chat
-            self.sig_error.emit(f"Could not save the conversation: {exc}")
-            return None
+        model = str(self.model.path) if self.model is not None else None
+        return TurnRecorder(self.history, self.conversation_id, model=model,
+                            settings={"tool_format": self.config.tool_format, "max_tokens": self.config.max_tokens,
+                                      "sampling": dict(self.config.sampling)},
+                            on_error=self.sig_error.emit, partial_save_s=self.PARTIAL_SAVE_S)
 
-    def _run_turn(self, start) -> None:
+    def _run_turn(self, start, user_text: str | None = None) -> None:
         self.generation_thread_ident = threading.get_ident()
         self.sig_busy.emit(True)
-        n_before = len(self.session.messages)
-        partial = self._save(lambda h, cid: h.begin_assistant_message(cid))
-        text_parts: list[str] = []
-        reasoning_parts: list[str] = []
-        finished: dict[str, ToolCallFinishedEvent] = {}
-        notices: list[dict[str, Any]] = []
+        recorder = self._recorder()
+        if recorder is not None:
+            if user_text is not None:
+                recorder.user_message(user_text)
+            recorder.begin()
         pending_kind: str | None = None
         pending: list[str] = []
-        last_flush = last_save = time.monotonic()
+        last_flush = time.monotonic()
         done: DoneEvent | None = None
         self.tokens_emitted = 0
 
@@ -524,32 +571,27 @@ class EngineWorker(QObject):
             for ev in start():
                 if isinstance(ev, TextEvent | ReasoningEvent):
                     kind = "text" if isinstance(ev, TextEvent) else "reasoning"
-                    (text_parts if kind == "text" else reasoning_parts).append(ev.text)
                     self.tokens_emitted += 1
                     if pending_kind not in (None, kind):
                         flush()
                     pending_kind = kind
                     pending.append(ev.text)
-                    now = time.monotonic()
-                    if now - last_flush >= self.FLUSH_S:
+                    if time.monotonic() - last_flush >= self.FLUSH_S:
                         flush()
-                    if partial is not None and now - last_save >= self.PARTIAL_SAVE_S:
-                        last_save = now
-                        self._save(lambda h, _cid: h.update_partial(
-                            partial.id, "".join(text_parts), "".join(reasoning_parts) or None))
+                    if recorder is not None:
+                        recorder.observe(ev)
                     continue
                 flush()
+                if isinstance(ev, NoticeEvent) and self.config.tool_format == "none" \
+                        and ev.setting == "chat.tool_format":
+                    continue  # the user chose no tools: nothing to tell
+                if recorder is not None:
+                    recorder.observe(ev)
                 if isinstance(ev, ToolCallStartedEvent):
                     self.sig_tool_call_started.emit(ev)
                 elif isinstance(ev, ToolCallFinishedEvent):
-                    finished[ev.call_id] = ev
                     self.sig_tool_call_finished.emit(ev)
                 elif isinstance(ev, NoticeEvent):
-                    if self.config.tool_format == "none" and ev.setting == "chat.tool_format":
-                        continue  # the user chose no tools: nothing to tell
-                    notices.append({"code": ev.code, "message": ev.message, "setting": ev.setting})
-                    if partial is not None:  # saved at once: a killed app still shows it
-                        self._save(lambda h, _cid, ev=ev: h.add_notice(partial.id, ev.code, ev.message, ev.setting))
                     self.sig_notice.emit(ev)
                 elif isinstance(ev, DoneEvent):
                     done = ev
@@ -560,49 +602,12 @@ class EngineWorker(QObject):
         flush()
         if done is None:
             done = DoneEvent(finish_reason="cancelled" if self._cancel.is_set() else "stop")
-        self._persist_turn(partial, n_before, done, "".join(text_parts), "".join(reasoning_parts), finished,
-                           notices)
+        if recorder is not None and recorder.finish(done, self.session.messages):
+            self.sig_conversation_saved.emit(recorder.conversation_id)
         self._busy.clear()
         self.sig_busy.emit(False)
         self.sig_done.emit(done)
-
-    def _persist_turn(self, partial, n_before: int, done: DoneEvent, text: str, reasoning: str,
-                      finished: dict[str, ToolCallFinishedEvent], notices: list[dict[str, Any]]) -> None:
-        if partial is None:
-            return
-        h, cid = self.history, self.conversation_id
-        try:
-            if done.finish_reason in ("cancelled", "error"):
-                # what was shown is kept, marked interrupted (or error)
-                h.finish_message(partial.id, "interrupted" if done.finish_reason == "cancelled" else "error",
-                                 content=text, reasoning=reasoning or None, error=done.error)
-            else:
-                h.truncate_after(cid, partial.position - 1)
-                msgs = list(self.session.messages)
-                last_user = max((i for i, m in enumerate(msgs) if getattr(m, "role", None) == "user"), default=-1)
-                for m in msgs[last_user + 1:]:
-                    d = m.to_dict() if hasattr(m, "to_dict") else dict(m)
-                    calls = []
-                    for tc in d.get("tool_calls") or []:
-                        tcd = dict(tc)
-                        fin = finished.get(str(tcd.get("id") or tcd.get("call_id")))
-                        if fin is not None:
-                            tcd.update(result=fin.result, error=fin.error, duration_s=fin.duration_s,
-                                       approval=fin.approval)
-                        calls.append(tcd)
-                    role = d.get("role", "assistant")
-                    h.append_message(
-                        cid, role, d.get("content") or "",
-                        reasoning=d.get("reasoning") or None, tool_call_id=d.get("tool_call_id"),
-                        name=d.get("name"), tool_calls=calls,
-                        prompt_tokens=None, completion_tokens=None,
-                        notices=notices if role == "assistant" else (),
-                    )
-                    if role == "assistant":
-                        notices = []  # the banners belong above the turn's first reply
-            self.sig_conversation_saved.emit(cid)
-        except Exception as exc:  # noqa: BLE001
-            self.sig_error.emit(f"Could not save the reply: {exc}")
+        self._emit_context()
 
     # -- approval (called by the dispatcher on this thread) ------------------------------------
     def _approve(self, request: Any) -> str:

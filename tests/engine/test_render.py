@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from app.engine.llm import load_model
-from app.engine.messages import Message, ToolCallRecord, is_valid_call_id, local_call_id
+from app.engine.messages import Message, ToolCall, is_valid_call_id, local_call_id
 from app.engine.render import (
     PromptRenderError,
     render_messages,
@@ -33,7 +33,7 @@ def conversation() -> list[Message]:
         Message("system", "Be brief."),
         Message("user", "Weather in Paris?"),
         Message("assistant", "", reasoning="I should call the tool.",
-                tool_calls=[ToolCallRecord("call_9f2b7c1e-long", "get_weather", {"city": "Paris", "days": 2})]),
+                tool_calls=[ToolCall("call_9f2b7c1e-long", "get_weather", {"city": "Paris", "days": 2})]),
         Message("tool", "sunny, 21 C", tool_call_id="call_9f2b7c1e-long", name="get_weather"),
         Message("assistant", "It is sunny."),
         Message("user", "Thanks."),
@@ -52,7 +52,7 @@ def test_shapes():
     assert shaped[3] == {"role": "tool", "content": "sunny, 21 C", "tool_call_id": "hist00000",
                          "name": "get_weather"}
     # a valid local id is kept; a tool result without a name gets its call's name
-    msgs = [Message("assistant", tool_calls=[ToolCallRecord("call00007", "f", {})]),
+    msgs = [Message("assistant", tool_calls=[ToolCall("call00007", "f", {})]),
             Message("tool", "ok", tool_call_id="call00007")]
     shaped = shape_messages(msgs)
     assert shaped[0]["tool_calls"][0]["id"] == "call00007"

@@ -478,7 +478,7 @@ def test_open_history_in_same_process_does_not_interrupt_a_live_reply(tmp_path):
 
 def test_engine_messages_round_trip():
     """Messages from the chat loop are stored and come back equal (the UI resumes a conversation)."""
-    from app.engine.messages import Message, ToolCallRecord
+    from app.engine.messages import Message, ToolCall
 
     original = [
         Message("system", "Be terse."),
@@ -488,7 +488,7 @@ def test_engine_messages_round_trip():
             "",
             reasoning="need the tool",
             tool_calls=[
-                ToolCallRecord("call00001", "weather", {"city": "Oslo"}, raw="<tool_call>{}</tool_call>")
+                ToolCall("call00001", "weather", {"city": "Oslo"}, raw="<tool_call>{}</tool_call>")
             ],
         ),
         Message("tool", "-3 C, snow", tool_call_id="call00001", name="weather"),
