@@ -111,9 +111,9 @@ def shape_messages(messages: Sequence[Message], *, merge_turns: bool = False, ca
                 if calls_as is None:
                     d["tool_calls"] = calls
                 else:
-                    from app.engine.formats.guidance import call_text
+                    from app.engine.formats.guidance import call_example
 
-                    written = "\n".join(call_text(calls_as, c.name, dict(c.arguments)) for c in m.tool_calls)
+                    written = "\n".join(call_example(calls_as, c.name, dict(c.arguments)) for c in m.tool_calls)
                     d["content"] = "\n".join(x for x in (d["content"], written) if x)
         elif m.role == "tool":
             cid = replay_id(m.tool_call_id or "")

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from app.engine.formats import FORMATS
-from app.engine.formats.guidance import EXAMPLES, call_example, example_arguments, tool_guidance
+from app.engine.formats.guidance import call_example, example_arguments, tool_guidance
 
 
 def tool(name: str, props: dict, required: list[str]) -> dict:
@@ -34,7 +34,8 @@ def parsed(family: str, text: str) -> list[tuple[str, dict]]:
 
 def test_every_registered_family_has_an_example():
     assert len(FORMATS) >= 13
-    assert set(EXAMPLES) == set(FORMATS)
+    for family, fmt in FORMATS.items():
+        assert call_example(family, "get_time", {}) == fmt.example_call("get_time", {})
 
 
 @pytest.mark.parametrize("family", sorted(FORMATS))

@@ -12,22 +12,33 @@ Public API::
 
 How to add a family
 -------------------
-1. Write ``app/engine/formats/<family>.py`` with a :class:`~app.engine.formats.base.Format`
-   subclass: ``name``, ``label``, ``detail``, ``openers`` (the markers that open a call),
-   ``start_only`` (a call may open only at the start of the reply), ``reasoning`` (open/close
-   tags or None), ``raw_values`` (arguments written as text), ``region_scanner(opener)`` (an
-   incremental :class:`RegionScanner` that says where the call region ends; reuse
-   ``JsonTagScanner`` / ``JsonScanner`` / ``find_marker``) and ``parse_region(...)`` (strict,
-   never raises, returns ``([ParsedCall, ...], leftover)`` or ``None`` for "this is text").
-   End the module with ``register(MyFormat())``.
-2. Import it in the ``_FAMILIES`` line below.
-3. Add ``tests/engine/formats/test_<family>.py``: a list of ``Case(text, expected Reply)`` fed to
-   ``tests/engine/formats/harness.py`` (parse, every split, truncation, the cross-family matrix,
-   marker leaks). Detection of the family's templates in ``families.json`` is then checked by
-   ``test_detect.py`` automatically.
+Adding a family touches three places: its module, its cases file and the list below.
+
+1. Write ``app/engine/formats/<family>.py``: a :class:`~app.engine.formats.base.Format` subclass
+   with everything the family knows: ``name``, ``label``, ``detail``, its markers as module
+   constants, ``openers`` (the markers that open a call), ``start_only`` (a call may open only at
+   the start of the reply; ``anywhere`` lists openers that still open one anywhere),
+   ``reasoning`` (open/close tags or None), ``raw_values`` (arguments written as text),
+   ``region_scanner(opener)`` (an incremental :class:`RegionScanner` that says where the call
+   region ends; reuse the shared ones: ``hermes.JsonTagScanner``, ``jsonscan.JsonScanner``,
+   ``sections.SkipValuesScanner``, ``sections.SectionScanner``, ``deepseek.DsmlScanner``),
+   ``parse_region(...)`` (strict, never raises, returns ``([ParsedCall, ...], leftover)`` or
+   ``None`` for "this is text") and ``example_call(name, arguments)`` (the call as the model
+   writes it: tool guidance and the fuzz suite use it). End the module with
+   ``register(MyFormat())``.
+2. Add its module name to :data:`FAMILY_MODULES` below, where it should be tried: that order is
+   the detection order and the order of the settings choices.
+3. Add ``tests/engine/formats/cases/<family>.py`` with ``FAMILY`` (the registry name) and
+   ``CASES`` (a list of ``Case(text, expected reply)``, in named groups). The test suite walks
+   the registry: every family is run through the case harness (parse, every split, truncation
+   at every position, the cross-family rejection matrix), the hypothesis fuzz suite (with
+   ``example_call`` as its writer, or the cases file's ``fuzz`` hooks) and detection of the
+   templates in ``tests/fixtures/chat_templates/families.json``.
 """
 
 from __future__ import annotations
+
+import importlib
 
 from app.engine.formats import events
 from app.engine.formats.base import (
@@ -42,14 +53,29 @@ from app.engine.formats.base import (
     tool_format_choices,
 )
 
-# Family modules register themselves on import (order = detection and settings order).
-from app.engine.formats import qwen_xml, hermes, llama3, mistral  # noqa: E402,F401,I001  # isort: skip
-from app.engine.formats import glm, harmony, gemma4, pythonic  # noqa: E402,F401,I001  # isort: skip  (Formats II, group A)
-from app.engine.formats import deepseek, kimi  # noqa: E402,F401,I001  # isort: skip  (Formats II, group B)
+#: The family modules, in order: importing one registers its families, so this order is the
+#: detection order and the settings order.
+FAMILY_MODULES: tuple[str, ...] = (
+    "qwen_xml",
+    "hermes",
+    "llama3",
+    "mistral",
+    "glm",
+    "harmony",
+    "gemma4",
+    "pythonic",
+    "deepseek",
+    "kimi",
+)
+
+for _module in FAMILY_MODULES:
+    importlib.import_module(f"{__name__}.{_module}")
+del _module
 
 from app.engine.formats.detect import PROBE_CALL, PROBE_TOOLS, detect, detect_template  # noqa: E402
 
 __all__ = [
+    "FAMILY_MODULES",
     "FORMATS",
     "PROBE_CALL",
     "PROBE_TOOLS",

@@ -62,10 +62,8 @@ so the cost stays linear.
 
 from __future__ import annotations
 
-import functools
-import inspect
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -186,26 +184,9 @@ class Format:
     start_only: bool = False  # a call may open only at the start of the reply (after reasoning)
     reasoning: tuple[str, str] | None = None  # (open, close) tags of a reasoning block
     raw_values: bool = False  # arguments are written as text (typed by the schema from text)
-
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        # A family may override ``stream`` with the older signature (no ``orphan_close``): accept
-        # the option anyway and set it on the stream before any text is fed.
-        super().__init_subclass__(**kwargs)
-        own = cls.__dict__.get("stream")
-        if own is None:
-            return
-        params = inspect.signature(own).parameters
-        if "orphan_close" in params or any(p.kind is p.VAR_KEYWORD for p in params.values()):
-            return
-
-        @functools.wraps(own)
-        def stream(self, tools, *, orphan_close: bool = True, **kw):
-            s = own(self, tools, **kw)
-            if isinstance(s, Stream):
-                s.orphan_close = bool(orphan_close)
-            return s
-
-        cls.stream = stream
+    # Openers of a start-only family that open a call anywhere in the reply (special tokens such
+    # as Llama 4's <|python_start|>); the other openers stay start-only.
+    anywhere: tuple[str, ...] = ()
 
     def region_scanner(self, opener: str) -> RegionScanner:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -215,6 +196,12 @@ class Format:
         """Parse one region (``opener`` + ``body``). ``at_end``: the reply ended inside or right
         after it without the scanner closing it. Returns (calls, leftover text) or None."""
         raise NotImplementedError  # pragma: no cover - abstract
+
+    def example_call(self, name: str, arguments: dict[str, Any]) -> str:
+        """One call of ``name`` with ``arguments``, written exactly as the model writes it (and
+        as this family's parser reads it back): the tool guidance's example and the text of a past
+        call replayed through a template that does not render calls."""
+        raise NotImplementedError(f"the tool-call format {self.name!r} has no example call writer")
 
     # -- public API -------------------------------------------------------------------------
 
@@ -299,6 +286,9 @@ class Stream:
         self._held: list[str] = []
         self._events: list[FormatEvent] = []
         self._ncalls = _first_index
+        # Issues each call's id, given the id the model wrote (or None): the chat loop sets it so
+        # the id a call gets here is its id everywhere after (prompt, history, UI).
+        self.call_ids: Callable[[str | None], str] | None = None
         self._finished = False
         self._region: RegionScanner | None = None
         self._opener = ""
@@ -508,6 +498,7 @@ class Stream:
 
     def _reparse(self, text: str, truncated: bool) -> None:
         sub = Stream(self.fmt, self.tools, in_reasoning=False, _lead=False, _first_index=self._ncalls)
+        sub.call_ids = self.call_ids
         self._events.extend(sub.feed(text))
         self._events.extend(sub.finish(truncated=truncated))
         self._ncalls = sub._ncalls
@@ -529,10 +520,11 @@ class Stream:
         return True
 
     def _step_text(self, final: bool, truncated: bool) -> bool:
-        if self.fmt.start_only or not self.fmt.openers:
+        markers = self.fmt.anywhere if self.fmt.start_only else self.fmt.openers
+        if not markers:
             self._text(self._consume(len(self._buf)))
             return False
-        pos, m, safe = find_marker(self._buf, self.fmt.openers, final)
+        pos, m, safe = find_marker(self._buf, markers, final)
         self.ops += (pos + len(m)) if pos != -1 else len(self._buf)
         if pos == -1:
             self._text(self._consume(safe))
@@ -591,7 +583,11 @@ class Stream:
     def _emit_call(self, pc: ParsedCall) -> None:
         index = self._ncalls
         self._ncalls += 1
-        call_id = pc.id if isinstance(pc.id, str) and pc.id else f"call{index:05d}"
+        written = pc.id if isinstance(pc.id, str) and pc.id else None
+        if self.call_ids is not None:
+            call_id = self.call_ids(written)
+        else:
+            call_id = written or f"call{index:05d}"
         args = pc.arguments
         schema = self._schemas.get(pc.name)
         if schema is not None:

@@ -51,7 +51,7 @@ from typing import Any
 from app.engine.formats.base import Format, ParsedCall, RegionScanner, register
 from app.engine.formats.jsonscan import JsonScanner, loads_repaired
 from app.engine.formats.schema import schema_types, tool_schemas
-from app.engine.formats.sections import SectionScanner, first_marker
+from app.engine.formats.sections import SectionScanner, first_marker, json_text, raw_text
 
 __all__ = [
     "DeepSeekDsmlFormat",
@@ -212,6 +212,10 @@ class DeepSeekV3Format(_DeepSeekJson):
     detail = "<｜tool▁call▁begin｜>function<｜tool▁sep｜>NAME ```json {...}```<｜tool▁call▁end｜>"
     _header = _V3_HEADER
 
+    def example_call(self, name: str, arguments: dict[str, Any]) -> str:
+        return (f"{SECTION_BEGIN}{CALL_BEGIN}function{SEP}{name}\n```json\n{json_text(dict(arguments))}\n```"
+                f"{CALL_END}{SECTION_END}")
+
 
 class DeepSeekV31Format(_DeepSeekJson):
     name = "deepseek-v3.1"
@@ -219,12 +223,22 @@ class DeepSeekV31Format(_DeepSeekJson):
     detail = "<｜tool▁call▁begin｜>NAME<｜tool▁sep｜>{...}<｜tool▁call▁end｜>"
     _header = _V31_HEADER
 
+    def example_call(self, name: str, arguments: dict[str, Any]) -> str:
+        return f"{SECTION_BEGIN}{CALL_BEGIN}{name}{SEP}{json_text(dict(arguments))}{CALL_END}{SECTION_END}"
+
 
 # -- DSML ----------------------------------------------------------------------------------------
 
 DSML = "｜DSML｜"
-DSML_SECTIONS = ("function_calls", "tool_calls", " calls")
-DSML_OPENERS = tuple(f"<{DSML}{s}>" for s in DSML_SECTIONS)
+DSML_V41 = "｜DSML｜ "  # V4.1 writes a space after the bar in every tag
+# The section tags and the tag prefixes read inside each: V4.1's `` calls`` block is its own
+# sub-format (spaced tags; the unspaced spelling is read there too).
+DSML_DIALECTS: dict[str, tuple[str, ...]] = {
+    f"<{DSML}function_calls>": (DSML,),
+    f"<{DSML}tool_calls>": (DSML,),
+    f"<{DSML_V41}calls>": (DSML_V41, DSML),
+}
+DSML_OPENERS = tuple(DSML_DIALECTS)
 INVOKE = f"<{DSML}invoke"
 INVOKE_END = f"</{DSML}invoke>"
 PARAM = f"<{DSML}parameter"
@@ -238,16 +252,22 @@ _PARAM_ATTRS = re.compile(r'\s+name="([^"<>]+)"(?:\s+string="(true|false)")?\s*'
 class DsmlScanner(SectionScanner):
     """Follows ``(invoke (parameter value /parameter)* /invoke | invoke/)* /section``.
 
-    Records the calls as ``(name, [(key, flag, value), ...], start, end)``; on anything
+    ``close`` is the section's closing tag; ``prefixes`` the spellings of the tag prefix
+    (``｜DSML｜``, V4.1's ``｜DSML｜ ``): an invoke or parameter opened with one closes with the
+    same. Records the calls as ``(name, [(key, flag, value), ...], start, end)``; on anything
     unexpected it sets ``bad`` and searches for the section's closing tag.
     """
 
-    def __init__(self, close: str):
+    def __init__(self, close: str, prefixes: tuple[str, ...] = (DSML,)):
         super().__init__("between")
         self.close = close
+        self.invokes = tuple(f"<{p}invoke" for p in prefixes)
+        self.params = tuple(f"<{p}parameter" for p in prefixes)
+        self.ends = {f"<{p}{tag}": f"</{p}{tag}>" for p in prefixes for tag in ("invoke", "parameter")}
+        self.invoke_end = self.param_end = ""
         self.calls: list[tuple[str, list[tuple[str, str | None, str]], int, int]] = []
         self.name = ""
-        self.params: list[tuple[str, str | None, str]] = []
+        self.params_read: list[tuple[str, str | None, str]] = []
         self.key = ""
         self.flag: str | None = None
         self.start = 0
@@ -257,7 +277,7 @@ class DsmlScanner(SectionScanner):
         while i < n:
             st = self.state
             if st in ("between", "invoke"):
-                wanted = (INVOKE, self.close) if st == "between" else (PARAM, INVOKE_END)
+                wanted = (*self.invokes, self.close) if st == "between" else (*self.params, self.invoke_end)
                 i, hit = self._expect(buf, i, wanted, final)
                 if hit is None:
                     return self._ret(i, False)
@@ -267,13 +287,15 @@ class DsmlScanner(SectionScanner):
                 if hit == self.close:
                     self.state = "done"
                     return self._ret(i + len(hit), True)
-                if hit == INVOKE:
+                if hit in self.invokes:
                     self.start = self.base + i
+                    self.invoke_end = self.ends[hit]
                     self.state = "invoke_head"
-                elif hit == PARAM:
+                elif hit in self.params:
+                    self.param_end = self.ends[hit]
                     self.state = "param_head"
-                else:  # INVOKE_END
-                    self.calls.append((self.name, self.params, self.start, self.base + i + len(hit)))
+                else:  # the invoke's closing tag
+                    self.calls.append((self.name, self.params_read, self.start, self.base + i + len(hit)))
                     self.state = "between"
                 i += len(hit)
                 continue
@@ -298,7 +320,7 @@ class DsmlScanner(SectionScanner):
                     if m is None:
                         self._fail()
                         continue
-                    self.name, self.params = m.group(1), []
+                    self.name, self.params_read = m.group(1), []
                     if m.group(2):
                         self.calls.append((self.name, [], self.start, self.base + i))
                         self.state = "between"
@@ -313,11 +335,11 @@ class DsmlScanner(SectionScanner):
                 self.state = "value_json" if self.flag == "false" else "value"
                 continue
             if st in self.VALUE_STATES:
-                i, value, wait = self._value_step(buf, i, PARAM_END, final)
+                i, value, wait = self._value_step(buf, i, self.param_end, final)
                 if wait:
                     return self._ret(i, False)
                 if value is not None:
-                    self.params.append((self.key, self.flag, value))
+                    self.params_read.append((self.key, self.flag, value))
                     self.state = "invoke"
                 continue
             return self._seek(buf, i, self.close, final)
@@ -340,10 +362,10 @@ class DeepSeekDsmlFormat(Format):
     reasoning = THINK
 
     def region_scanner(self, opener: str) -> RegionScanner:
-        return DsmlScanner(_dsml_close(opener))
+        return DsmlScanner(_dsml_close(opener), DSML_DIALECTS[opener])
 
     def parse_region(self, opener, body, *, at_end, truncated, tools):
-        sc = DsmlScanner(_dsml_close(opener))
+        sc = DsmlScanner(_dsml_close(opener), DSML_DIALECTS[opener])
         cut = at_end and truncated  # scanned as if more could follow: a half tag is no fault
         consumed, ended = sc.scan(body, not cut)
         if sc.bad or not sc.calls:
@@ -368,6 +390,12 @@ class DeepSeekDsmlFormat(Format):
                 args[key] = _dsml_value(value, flag, props.get(key))
             out.append(ParsedCall(name, args, body[start:end]))
         return out, leftover
+
+    def example_call(self, name: str, arguments: dict[str, Any]) -> str:
+        params = "".join(
+            f'{PARAM} name="{k}" string="{"true" if isinstance(v, str) else "false"}">{raw_text(v)}{PARAM_END}\n'
+            for k, v in arguments.items())
+        return f'<{DSML}function_calls>\n{INVOKE} name="{name}">\n{params}{INVOKE_END}\n</{DSML}function_calls>'
 
 
 def _dsml_close(opener: str) -> str:

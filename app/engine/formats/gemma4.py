@@ -15,7 +15,7 @@ from typing import Any
 
 from app.engine.formats.base import Format, ParsedCall, RegionScanner, find_marker, register
 
-__all__ = ["Gemma4Format", "parse_gemma_call", "parse_gemma_value"]
+__all__ = ["Gemma4Format", "parse_gemma_call", "parse_gemma_value", "write_gemma_value"]
 
 OPEN = "<|tool_call>"
 CLOSE = "<tool_call|>"
@@ -163,6 +163,21 @@ class _Reader:
             raise _Bad("bad object")
 
 
+def write_gemma_value(value: Any) -> str:
+    """``value`` in Gemma's notation (strings between ``<|"|>``), as the model writes it."""
+    if isinstance(value, str):
+        return QUOTE + value + QUOTE
+    if isinstance(value, bool) or value is None:
+        return "true" if value is True else "false" if value is False else "null"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    if isinstance(value, dict):
+        return "{" + ",".join(f"{k}:{write_gemma_value(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, (list, tuple)):
+        return "[" + ",".join(write_gemma_value(v) for v in value) + "]"
+    raise TypeError(f"cannot write {type(value).__name__} in Gemma's notation")
+
+
 def parse_gemma_value(text: str) -> tuple[bool, Any]:
     """Read one whole Gemma-notation value. Returns (ok, value)."""
     r = _Reader(text)
@@ -214,6 +229,9 @@ class Gemma4Format(Format):
             return None
         name, args = got
         return [ParsedCall(name, args, opener + inner)], ""  # the stop marker is not the call's
+
+    def example_call(self, name: str, arguments: dict[str, Any]) -> str:
+        return f"{OPEN}call:{name}{write_gemma_value(dict(arguments))}{CLOSE}"
 
 
 register(Gemma4Format())

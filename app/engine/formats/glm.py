@@ -12,9 +12,10 @@ prompt ends with ``<think>``, or the model writes only ``</think>``).
 from __future__ import annotations
 
 import re
+from typing import Any
 
-from app.engine.formats.base import Format, ParsedCall, RegionScanner, find_marker, register
-from app.engine.formats.sections import skip_ws
+from app.engine.formats.base import Format, ParsedCall, RegionScanner, register
+from app.engine.formats.sections import SkipValuesScanner, raw_text, skip_ws
 
 __all__ = ["GlmFormat", "parse_glm_call"]
 
@@ -27,27 +28,6 @@ V_CLOSE = "</arg_value>"
 
 # A function name as tools and MCP servers spell them: no spaces, brackets, quotes or markup.
 _NAME = re.compile(r"[A-Za-z_][\w.\-:/]*")
-
-
-class _Scanner(RegionScanner):
-    """Up to ``</tool_call>``, skipping over ``<arg_value>...</arg_value>`` contents."""
-
-    def __init__(self) -> None:
-        self.in_value = False
-        self.ops = 0
-
-    def scan(self, buf: str, final: bool) -> tuple[int, bool]:
-        i = 0
-        while True:
-            markers = (V_CLOSE,) if self.in_value else (V_OPEN, CLOSE)
-            self.ops += len(buf) - i
-            pos, m, safe = find_marker(buf, markers, final, start=i)
-            if pos == -1:
-                return safe, False
-            i = pos + len(m)
-            if m == CLOSE:
-                return i, True
-            self.in_value = m == V_OPEN
 
 
 def parse_glm_call(inner: str) -> tuple[str, dict[str, str]] | None:
@@ -93,7 +73,7 @@ class GlmFormat(Format):
     raw_values = True
 
     def region_scanner(self, opener: str) -> RegionScanner:
-        return _Scanner()
+        return SkipValuesScanner(CLOSE, V_OPEN, V_CLOSE)
 
     def parse_region(self, opener, body, *, at_end, truncated, tools):
         if not body.endswith(CLOSE):
@@ -103,6 +83,10 @@ class GlmFormat(Format):
             return None
         name, args = got
         return [ParsedCall(name, dict(args), opener + body)], ""
+
+    def example_call(self, name: str, arguments: dict[str, Any]) -> str:
+        body = "".join(f"{K_OPEN}{k}{K_CLOSE}\n{V_OPEN}{raw_text(v)}{V_CLOSE}\n" for k, v in arguments.items())
+        return f"{OPEN}{name}\n{body}{CLOSE}"
 
 
 register(GlmFormat())

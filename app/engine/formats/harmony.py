@@ -26,7 +26,7 @@ from typing import Any
 
 from app.engine.formats.base import Format, ParsedCall, Stream, register
 from app.engine.formats.jsonscan import JsonScanner, loads_repaired, strip_fence
-from app.engine.formats.sections import first_marker
+from app.engine.formats.sections import first_marker, json_text
 
 __all__ = ["HarmonyFormat", "HarmonyStream", "parse_header"]
 
@@ -89,8 +89,11 @@ _WS = re.compile(r"\s*")
 class HarmonyStream(Stream):
     """Harmony's own machine (channels do not fit the tag-based one); same events and guarantees."""
 
-    def __init__(self, fmt: Format, tools: list[dict[str, Any]] | None, *, in_reasoning: bool = False):
-        super().__init__(fmt, tools, in_reasoning=False)
+    def __init__(self, fmt: Format, tools: list[dict[str, Any]] | None, *, in_reasoning: bool = False,
+                 orphan_close: bool = True):
+        # Harmony has no reasoning tags, so ``orphan_close`` changes nothing; it is accepted as
+        # every family's stream accepts it.
+        super().__init__(fmt, tools, in_reasoning=False, orphan_close=orphan_close)
         self._mode = _REASON if in_reasoning else _HEAD
         self._head = ""  # header text of the current message (raw, including <|start|>)
         self._recipient: str | None = None
@@ -304,14 +307,18 @@ class HarmonyFormat(Format):
             return False
         return prompt.rstrip().endswith(CHANNEL + "analysis" + MESSAGE)
 
-    def stream(self, tools: list[dict[str, Any]] | None, *, in_reasoning: bool = False) -> Stream:
-        return HarmonyStream(self, tools, in_reasoning=in_reasoning)
+    def stream(self, tools: list[dict[str, Any]] | None, *, in_reasoning: bool = False,
+               orphan_close: bool = True) -> Stream:
+        return HarmonyStream(self, tools, in_reasoning=in_reasoning, orphan_close=orphan_close)
 
     def region_scanner(self, opener: str):  # pragma: no cover - HarmonyStream has its own machine
         raise NotImplementedError
 
     def parse_region(self, opener, body, *, at_end, truncated, tools):  # pragma: no cover
         return None
+
+    def example_call(self, name: str, arguments: dict[str, Any]) -> str:
+        return f"{CHANNEL}commentary to=functions.{name} {CONSTRAIN}json{MESSAGE}{json_text(dict(arguments))}{CALL}"
 
 
 register(HarmonyFormat())

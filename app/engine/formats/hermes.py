@@ -13,6 +13,7 @@ from typing import Any
 
 from app.engine.formats.base import Format, ParsedCall, RegionScanner, find_marker, register
 from app.engine.formats.jsonscan import JsonScanner, loads_repaired, strip_fence
+from app.engine.formats.sections import json_text
 
 __all__ = ["HermesFormat", "JsonTagScanner", "read_name_arguments"]
 
@@ -131,6 +132,9 @@ class HermesFormat(Format):
             return None
         name, args = got
         return [ParsedCall(name, args, opener + body)], ""
+
+    def example_call(self, name: str, arguments: dict[str, Any]) -> str:
+        return "<tool_call>\n" + json_text({"name": name, "arguments": dict(arguments)}) + "\n</tool_call>"
 
 
 register(HermesFormat())

@@ -39,7 +39,8 @@ from typing import Any
 from app.engine.formats.base import Format, ParsedCall, RegionScanner, register
 from app.engine.formats.deepseek import NAME, THINK, JsonCallSection, read_json_section
 from app.engine.formats.jsonscan import loads_repaired
-from app.engine.formats.sections import SectionScanner, first_marker
+from app.engine.formats.schema import json_type
+from app.engine.formats.sections import SectionScanner, first_marker, json_text, raw_text
 
 __all__ = ["K3Scanner", "KimiK2Format", "KimiK3Format"]
 
@@ -67,6 +68,10 @@ class KimiK2Format(Format):
         return read_json_section(body, call_begin=CALL_BEGIN, call_end=CALL_END, section_end=SECTION_END,
                                  at_end=at_end, truncated=truncated, header=_K2_HEADER, fence_in_header=False,
                                  implied_end=True)
+
+    def example_call(self, name: str, arguments: dict[str, Any]) -> str:
+        return (f"{SECTION_BEGIN}{CALL_BEGIN}functions.{name}:0{ARG_BEGIN}{json_text(dict(arguments))}"
+                f"{CALL_END}{SECTION_END}")
 
 
 # -- Kimi K3 -------------------------------------------------------------------------------------
@@ -178,6 +183,11 @@ class KimiK3Format(Format):
                 return None  # the same argument twice: not a call we can trust
             args[key] = _k3_value(value, typ)
         return [ParsedCall(sc.name, args, opener + body)], ""
+
+    def example_call(self, name: str, arguments: dict[str, Any]) -> str:
+        frames = "".join(f'{ARG_OPEN} key="{k}" type="{json_type(v) or "object"}"{SEP}{raw_text(v)}{CLOSE}\n'
+                         for k, v in arguments.items())
+        return f'{K3_OPENER} tool="{name}"{SEP}\n{frames}{CLOSE}'
 
 
 register(KimiK2Format())

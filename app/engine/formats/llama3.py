@@ -8,10 +8,13 @@ call only when it names one of the offered tools, so JSON meant for the user sta
 
 from __future__ import annotations
 
+from typing import Any
+
 from app.engine.formats.base import Format, ParsedCall, RegionScanner, register
 from app.engine.formats.hermes import name_arguments
 from app.engine.formats.jsonscan import JsonScanner, loads_repaired
 from app.engine.formats.schema import tool_schemas
+from app.engine.formats.sections import json_text
 
 __all__ = ["Llama3Format"]
 
@@ -85,6 +88,9 @@ class Llama3Format(Format):
         if opener == "{" and name not in tool_schemas(tools):
             return None
         return [ParsedCall(name, args, opener + body.rstrip())], body[len(body.rstrip()):]
+
+    def example_call(self, name: str, arguments: dict[str, Any]) -> str:
+        return json_text({"name": name, "parameters": dict(arguments)})
 
 
 register(Llama3Format())

@@ -12,10 +12,12 @@ kept and the rest is text.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from app.engine.formats.base import Format, ParsedCall, RegionScanner, register
 from app.engine.formats.hermes import name_arguments
 from app.engine.formats.jsonscan import JsonScanner, loads_repaired
+from app.engine.formats.sections import json_text
 
 __all__ = ["MistralFormat"]
 
@@ -165,6 +167,9 @@ class MistralFormat(Format):
                 return None
             calls.append(ParsedCall(got[0], got[1], part, id=cid))
         return calls, leftover
+
+    def example_call(self, name: str, arguments: dict[str, Any]) -> str:
+        return OPEN + json_text([{"name": name, "arguments": dict(arguments)}])
 
 
 register(MistralFormat())

@@ -20,7 +20,7 @@ import ast
 import re
 from typing import Any
 
-from app.engine.formats.base import Format, ParsedCall, RegionScanner, Stream, find_marker, register
+from app.engine.formats.base import Format, ParsedCall, RegionScanner, register
 
 __all__ = ["PythonicFormat", "parse_call_list", "parse_cut_list"]
 
@@ -126,6 +126,17 @@ def _literal(node: ast.AST, depth: int = 0) -> Any:
     if isinstance(node, ast.Name) and node.id in _JSON_NAMES:
         return _JSON_NAMES[node.id]
     raise _Bad(f"not a literal: {type(node).__name__}")
+
+
+def _py_value(value: Any) -> str:
+    """``value`` as a Python literal, as the model writes an argument."""
+    if isinstance(value, bool) or value is None or isinstance(value, (str, int, float)):
+        return repr(value)
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{_py_value(k)}: {_py_value(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_py_value(v) for v in value) + "]"
+    raise TypeError(f"cannot write {type(value).__name__} as a Python literal")
 
 
 def _dotted(node: ast.AST) -> str | None:
@@ -251,32 +262,14 @@ def parse_cut_list(source: str) -> tuple[list[tuple[str, dict[str, Any], str]], 
     return calls, rest
 
 
-class _PythonicStream(Stream):
-    """The shared machine, with one addition: ``<|python_start|>`` opens a call anywhere."""
-
-    def _step_text(self, final: bool, truncated: bool) -> bool:
-        self.ops += len(self._buf)
-        pos, m, safe = find_marker(self._buf, (PY_START,), final)
-        if pos == -1:
-            self._text(self._consume(safe))
-            if final:
-                self._text(self._consume(len(self._buf)))
-            return False
-        self._text(self._consume(pos))
-        self._open_region(m)
-        return True
-
-
 class PythonicFormat(Format):
     name = "pythonic"
     label = "Pythonic (Llama 4)"
     detail = "[get_weather(city='Paris'), get_time()]"
     openers = (PY_START, "[")
     start_only = True
+    anywhere = (PY_START,)
     reasoning = None
-
-    def stream(self, tools: list[dict[str, Any]] | None, *, in_reasoning: bool = False) -> Stream:
-        return _PythonicStream(self, tools, in_reasoning=in_reasoning)
 
     def region_scanner(self, opener: str) -> RegionScanner:
         return _ListScanner(PY_END if opener == PY_START else None)
@@ -305,6 +298,9 @@ class PythonicFormat(Format):
         if not calls:
             return None
         return [ParsedCall(name, args, raw) for name, args, raw in calls], ""
+
+    def example_call(self, name: str, arguments: dict[str, Any]) -> str:
+        return f"[{name}(" + ", ".join(f"{k}={_py_value(v)}" for k, v in arguments.items()) + ")]"
 
 
 register(PythonicFormat())

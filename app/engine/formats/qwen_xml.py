@@ -7,8 +7,10 @@ schema. A ``</tool_call>`` inside a parameter value does not end the call.
 
 from __future__ import annotations
 
-from app.engine.formats.base import Format, ParsedCall, RegionScanner, find_marker, register
-from app.engine.formats.sections import skip_ws
+from typing import Any
+
+from app.engine.formats.base import Format, ParsedCall, RegionScanner, register
+from app.engine.formats.sections import SkipValuesScanner, raw_text, skip_ws
 
 __all__ = ["QwenXmlFormat", "parse_function_block"]
 
@@ -18,25 +20,6 @@ P_OPEN = "<parameter="
 P_CLOSE = "</parameter>"
 F_OPEN = "<function="
 F_CLOSE = "</function>"
-
-
-class _Scanner(RegionScanner):
-    def __init__(self) -> None:
-        self.inside = False
-        self.ops = 0
-
-    def scan(self, buf: str, final: bool) -> tuple[int, bool]:
-        i = 0
-        while True:
-            markers = (P_CLOSE,) if self.inside else (P_OPEN, CLOSE)
-            pos, m, safe = find_marker(buf, markers, final, start=i)
-            self.ops += (pos + len(m) - i) if pos != -1 else len(buf) - i
-            if pos == -1:
-                return safe, False
-            i = pos + len(m)
-            if m == CLOSE:
-                return i, True
-            self.inside = m == P_OPEN
 
 
 def _name(s: str, i: int) -> tuple[str, int] | None:
@@ -93,7 +76,7 @@ class QwenXmlFormat(Format):
     raw_values = True
 
     def region_scanner(self, opener: str) -> RegionScanner:
-        return _Scanner()
+        return SkipValuesScanner(CLOSE, P_OPEN, P_CLOSE)
 
     def parse_region(self, opener, body, *, at_end, truncated, tools):
         if body.endswith(CLOSE):
@@ -107,6 +90,10 @@ class QwenXmlFormat(Format):
             return None
         name, args = got
         return [ParsedCall(name, dict(args), opener + body)], ""
+
+    def example_call(self, name: str, arguments: dict[str, Any]) -> str:
+        params = "".join(f"<parameter={k}>\n{raw_text(v)}\n</parameter>\n" for k, v in arguments.items())
+        return f"<tool_call>\n<function={name}>\n{params}</function>\n</tool_call>"
 
 
 register(QwenXmlFormat())

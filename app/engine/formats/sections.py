@@ -1,17 +1,34 @@
-"""Building blocks of the marker-delimited section scanners (DeepSeek, Kimi).
+"""Building blocks shared by several families' scanners and parsers.
 
-:func:`first_marker` finds the earliest marker without looking past it; :class:`SectionScanner`
-holds the steps those scanners share (skip whitespace, expect one of some markers, read a value
-that may be a JSON object/array, fall back to searching for the section's end), each counting
-the characters it examines in ``ops``.
+* :func:`first_marker` finds the earliest marker without looking past it.
+* :class:`SectionScanner` holds the steps the marker-delimited section scanners share (DeepSeek,
+  Kimi: skip whitespace, expect one of some markers, read a value that may be a JSON
+  object/array, fall back to searching for the section's end), each counting the characters it
+  examines in ``ops``.
+* :class:`SkipValuesScanner` is the "skip values until the close" scanner of the XML-like
+  families whose values are raw text (Qwen XML, GLM, Seed-OSS): the region ends at its closing
+  tag outside every value, so the closing tag written inside a value does not end the call.
+* :func:`skip_ws` and :func:`after_ws_startswith` are the small text helpers their parsers share;
+  :func:`json_text` and :func:`raw_text` write values for the families' example-call writers.
 """
 
 from __future__ import annotations
 
-from app.engine.formats.base import RegionScanner
+import json
+from typing import Any
+
+from app.engine.formats.base import RegionScanner, find_marker
 from app.engine.formats.jsonscan import JsonScanner
 
-__all__ = ["SectionScanner", "first_marker", "skip_ws"]
+__all__ = [
+    "SectionScanner",
+    "SkipValuesScanner",
+    "after_ws_startswith",
+    "first_marker",
+    "json_text",
+    "raw_text",
+    "skip_ws",
+]
 
 
 def first_marker(buf: str, markers: tuple[str, ...], start: int, final: bool,
@@ -175,3 +192,89 @@ def skip_ws(s: str, i: int) -> int:
     while i < len(s) and s[i].isspace():
         i += 1
     return i
+
+
+def after_ws_startswith(s: str, i: int, prefixes: tuple[str, ...]) -> bool:
+    """Whether ``s`` from ``i``, after whitespace, starts with one of ``prefixes``."""
+    return s.startswith(prefixes, skip_ws(s, i))
+
+
+class SkipValuesScanner(RegionScanner):
+    """A region up to ``close``, skipping over ``value_open ... value_close`` contents.
+
+    ``value_close`` ends a value only when what follows it (after whitespace) starts with one of
+    ``followers`` (when given) or is the end of the text: a value may then hold ``value_close``
+    literally. With ``followers``, a ``close`` inside an open value that is followed (after
+    whitespace) by the end of the text or by one of ``reopen`` ends the region (a last value
+    whose ``value_close`` is missing). The lookahead is bounded by the whitespace and the longest
+    follower, so the work stays linear.
+    """
+
+    def __init__(self, close: str, value_open: str, value_close: str, *,
+                 followers: tuple[str, ...] | None = None, reopen: tuple[str, ...] = ()) -> None:
+        self.close, self.value_open, self.value_close = close, value_open, value_close
+        self.followers = followers
+        self.reopen = reopen
+        self.inside = False
+        self.ops = 0
+
+    def _follows(self, buf: str, j: int, wanted: tuple[str, ...], final: bool) -> bool | None:
+        """Whether ``buf[j:]`` (after whitespace) is the end or starts with one of ``wanted``;
+        None when more text is needed to tell."""
+        k = j
+        while k < len(buf) and buf[k].isspace():
+            k += 1
+        self.ops += k - j + 1
+        rest = buf[k:]
+        if not rest:
+            return True if final else None
+        if rest.startswith(wanted):
+            return True
+        if not final and any(len(rest) < len(w) and w.startswith(rest) for w in wanted):
+            return None
+        return False
+
+    def scan(self, buf: str, final: bool) -> tuple[int, bool]:
+        i = 0
+        while True:
+            if self.inside:
+                markers = (self.value_close,) if self.followers is None else (self.value_close, self.close)
+            else:
+                markers = (self.value_open, self.close)
+            pos, m, safe = find_marker(buf, markers, final, start=i)
+            self.ops += (pos + len(m) - i) if pos != -1 else len(buf) - i
+            if pos == -1:
+                return safe, False
+            j = pos + len(m)
+            if not self.inside:
+                if m == self.close:
+                    return j, True
+                self.inside = True
+                i = j
+                continue
+            if self.followers is None:
+                self.inside = False
+                i = j
+                continue
+            wanted = self.followers if m == self.value_close else self.reopen
+            got = self._follows(buf, j, wanted, final)
+            if got is None:
+                return pos, False  # wait here for the text that decides
+            if m == self.close:
+                if got:
+                    return j, True  # a last value without its close: the region ends here
+                i = j
+                continue
+            if got:
+                self.inside = False
+            i = j
+
+
+def json_text(value: Any) -> str:
+    """``value`` as JSON text, unicode kept (how the families' example calls write JSON)."""
+    return json.dumps(value, ensure_ascii=False)
+
+
+def raw_text(value: Any) -> str:
+    """A value written as text on a raw wire (a string as it is, anything else as JSON)."""
+    return value if isinstance(value, str) else json_text(value)
