@@ -22,6 +22,7 @@ MAX_EXPRESSION_CHARS = 500
 MAX_NODES = 200
 MAX_INT_BITS = 4096  # about 1233 decimal digits
 MAX_FACTORIAL = 450
+MAX_ROUND_DIGITS = 1000  # round(x, -N) builds 10**N in C, holding the GIL, before any other check
 
 _BINARY: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
     ast.Add: operator.add,
@@ -49,6 +50,18 @@ def _factorial(n: Any) -> int:
     return math.factorial(n)
 
 
+def _round(x: Any, ndigits: Any = None) -> Any:
+    if ndigits is None:
+        return round(x)
+    if isinstance(ndigits, float) and ndigits.is_integer():
+        ndigits = int(ndigits)
+    if not isinstance(ndigits, int):
+        raise ToolError("round() needs a whole number of digits.")
+    if abs(ndigits) > MAX_ROUND_DIGITS:
+        raise ToolError(f"round() is limited to at most {MAX_ROUND_DIGITS} digits either side of the point.")
+    return round(x, ndigits)
+
+
 _FUNCTIONS: dict[str, Callable[..., Any]] = {
     "sqrt": math.sqrt,
     "cbrt": lambda x: math.copysign(abs(x) ** (1 / 3), x),
@@ -70,7 +83,7 @@ _FUNCTIONS: dict[str, Callable[..., Any]] = {
     "degrees": math.degrees,
     "radians": math.radians,
     "abs": abs,
-    "round": round,
+    "round": _round,
     "floor": math.floor,
     "ceil": math.ceil,
     "trunc": math.trunc,

@@ -4,9 +4,14 @@ Every path the model gives is relative to the workspace. Refused, with one clear
 absolute paths, ``~``, drive letters, UNC paths, backslashes, ``..`` components, NUL bytes,
 anything whose real path (symlinks resolved) leaves the workspace, symlink loops, anything
 that is not a regular file or folder (devices, FIFOs, sockets), files with extra hard links
-(they may be the same file as one outside), and files over the size limit. Files are opened
-with ``O_NOFOLLOW`` / ``O_NONBLOCK`` and checked again with ``fstat`` after opening, so a
-path swapped for a symlink or FIFO between the check and the open is still refused.
+(they may be the same file as one outside), and files over the size limit.
+
+The checked path is then opened one component at a time from the workspace folder
+(``openat`` with ``O_NOFOLLOW`` on every folder and on the file, where the platform has
+``dir_fd``: Linux, macOS), so a folder or file swapped for a symlink between the check and
+the open is refused, never followed; files are checked again with ``fstat`` after opening. On
+Windows, which has no ``openat``, each opened file's final path (``GetFinalPathNameByHandleW``)
+must still lie inside the workspace. Listing and searching walk folder descriptors the same way.
 
 ``search_files`` and ``write_file`` cooperate with the dispatcher's time limit
 (:mod:`app.tools.cancel`): a regular expression is matched by the ``regex`` engine with the
@@ -16,8 +21,10 @@ into place only after its commit point, so a write stopped in time changes nothi
 
 from __future__ import annotations
 
+import errno
 import os
 import re
+import secrets
 import stat
 import tempfile
 import time
@@ -41,6 +48,35 @@ MAX_REGEX_LINE = 4096  # characters of each line a regular expression is tried o
 SEARCH_TIMEOUT_S = 10.0  # a search's own time limit (the dispatcher's may be shorter)
 
 _DRIVE_RE = re.compile(r"^[A-Za-z]:")
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _NOFOLLOW | _CLOEXEC
+# openat-style opening (every component relative to its folder's descriptor) where supported.
+_AT = os.open in os.supports_dir_fd and os.stat in os.supports_dir_fd and os.scandir in os.supports_fd and bool(
+    _NOFOLLOW
+)
+_LINK_ERRNOS = {errno.ELOOP, errno.EMLINK, errno.ENOTDIR}
+
+
+def _final_path(fd: int) -> str | None:
+    """The path the kernel says ``fd`` is open on (Windows only; None where not known)."""
+    if os.name != "nt":  # pragma: no cover - POSIX opens with openat instead
+        return None
+    try:  # pragma: no cover - Windows
+        import ctypes
+        import msvcrt
+        from ctypes import wintypes
+
+        handle = msvcrt.get_osfhandle(fd)
+        fn = ctypes.windll.kernel32.GetFinalPathNameByHandleW
+        fn.argtypes = [wintypes.HANDLE, wintypes.LPWSTR, wintypes.DWORD, wintypes.DWORD]
+        buf = ctypes.create_unicode_buffer(32768)
+        n = fn(handle, buf, 32768, 0)
+        if not n:
+            return None
+        return buf.value.removeprefix("\\\\?\\")
+    except Exception:  # noqa: BLE001 - pragma: no cover
+        return None
 
 
 class WorkspaceError(ValueError):
@@ -132,11 +168,84 @@ class Workspace:
                 f"'{path[:80]}' has more than one hard link (it may be a file outside the workspace), so it is refused."
             )
 
+    def _parts(self, real: Path) -> tuple[str, ...]:
+        return real.relative_to(self.root).parts
+
+    def _changed(self, path: str) -> ToolError:
+        return ToolError(f"'{path[:80]}' changed while it was opened (a folder or file became a symbolic link), "
+                         "so it is refused.")
+
+    def _open_dir(self, parts: tuple[str, ...], path: str, *, create: bool = False) -> int:
+        """Descriptor of the folder ``root/parts``, opened component by component, no link followed."""
+        try:
+            fd = os.open(self.root, _DIR_FLAGS)
+        except OSError as exc:
+            raise ToolError(f"The workspace folder cannot be opened ({exc.strerror or exc}).") from None
+        try:
+            for name in parts:
+                try:
+                    nfd = os.open(name, _DIR_FLAGS, dir_fd=fd)
+                except FileNotFoundError:
+                    if not create:
+                        raise ToolError(f"'{path[:80]}' does not exist.") from None
+                    try:
+                        os.mkdir(name, 0o777, dir_fd=fd)
+                    except FileExistsError:
+                        pass
+                    except OSError as exc:
+                        raise ToolError(f"The folder for '{path[:80]}' cannot be created "
+                                        f"({exc.strerror or exc}).") from None
+                    try:
+                        nfd = os.open(name, _DIR_FLAGS, dir_fd=fd)
+                    except OSError:
+                        raise self._changed(path) from None
+                except OSError as exc:
+                    if exc.errno in _LINK_ERRNOS:
+                        try:
+                            st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+                        except OSError:
+                            raise self._changed(path) from None
+                        if not stat.S_ISLNK(st.st_mode) and not stat.S_ISDIR(st.st_mode):
+                            raise ToolError(f"'{path[:80]}': '{name[:80]}' is a file, not a folder.") from None
+                        raise self._changed(path) from None
+                    raise ToolError(f"'{path[:80]}' cannot be opened ({exc.strerror or exc}).") from None
+                os.close(fd)
+                fd = nfd
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd
+
+    def _inside(self, fd: int, path: str) -> None:
+        """Windows: refuse a descriptor whose final path left the workspace (no openat there)."""
+        final = _final_path(fd)
+        if final is not None:
+            real = Path(os.path.normcase(final))
+            root = Path(os.path.normcase(str(self.root)))
+            if real != root and root not in real.parents:
+                os.close(fd)
+                raise ToolError(f"'{path[:80]}' leads outside the workspace, which is not allowed.")
+
     def _open_read(self, path: str) -> tuple[int, os.stat_result, Path]:
         real = self.resolve(path)
-        flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
+        flags = os.O_RDONLY | _NOFOLLOW | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0) | _CLOEXEC
         try:
-            fd = os.open(real, flags)
+            if _AT:
+                parts = self._parts(real)
+                if not parts:
+                    raise ToolError(f"'{path[:80]}' is a folder, not a file.")
+                dfd = self._open_dir(parts[:-1], path)
+                try:
+                    fd = os.open(parts[-1], flags, dir_fd=dfd)
+                except OSError as exc:
+                    if exc.errno in (errno.ELOOP, errno.EMLINK):
+                        raise self._changed(path) from None
+                    raise
+                finally:
+                    os.close(dfd)
+            else:
+                fd = os.open(real, flags)
+                self._inside(fd, path)
         except FileNotFoundError:
             raise ToolError(f"'{path[:80]}' does not exist.") from None
         except IsADirectoryError:
@@ -182,12 +291,22 @@ class Workspace:
             path: Folder relative to the workspace root; "." is the root.
         """
         real = self.resolve(path)
-        if not real.exists():
-            raise ToolError(f"'{path[:80]}' does not exist.")
-        if not real.is_dir():
-            raise ToolError(f"'{path[:80]}' is a file, not a folder; use read_file to read it.")
         try:
-            entries = sorted(os.scandir(real), key=lambda e: e.name.lower())
+            if not real.exists():
+                raise ToolError(f"'{path[:80]}' does not exist.")
+            if not real.is_dir():
+                raise ToolError(f"'{path[:80]}' is a file, not a folder; use read_file to read it.")
+        except OSError as exc:
+            raise ToolError(f"'{path[:80]}' cannot be listed ({exc.strerror or exc}).") from None
+        try:
+            if _AT:
+                dfd = self._open_dir(self._parts(real), path)
+                try:
+                    entries = sorted(os.scandir(dfd), key=lambda e: e.name.lower())
+                finally:
+                    os.close(dfd)
+            else:
+                entries = sorted(os.scandir(real), key=lambda e: e.name.lower())
         except OSError as exc:
             raise ToolError(f"'{path[:80]}' cannot be listed ({exc.strerror or exc}).") from None
         lines: list[str] = []
@@ -278,13 +397,24 @@ class Workspace:
                 return query in line
 
         real = self.resolve(path)
-        if not real.exists():
-            raise ToolError(f"'{path[:80]}' does not exist.")
+        try:
+            if not real.exists():
+                raise ToolError(f"'{path[:80]}' does not exist.")
+            is_file = real.is_file()
+        except OSError as exc:
+            raise ToolError(f"'{path[:80]}' cannot be searched ({exc.strerror or exc}).") from None
         files: list[Path] = []
-        if real.is_file():
+        if is_file:
             files.append(real)
         else:
-            for dirpath, dirnames, filenames in os.walk(real, followlinks=False):
+            if _AT and hasattr(os, "fwalk"):
+                # fwalk opens each folder relative to its parent's descriptor without following
+                # links; the start folder is checked the same way first.
+                os.close(self._open_dir(self._parts(real), path))
+                walker = ((d, dn, fn) for d, dn, fn, _ in os.fwalk(real, follow_symlinks=False))
+            else:
+                walker = os.walk(real, followlinks=False)
+            for dirpath, dirnames, filenames in walker:
                 dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") or d == ".")
                 for name in sorted(filenames):
                     files.append(Path(dirpath) / name)
@@ -345,6 +475,63 @@ class Workspace:
             )
         return result
 
+    def _write_at(self, path: str, real: Path, data: bytes) -> str:
+        """write_file where openat exists: every folder and the target opened relative to its parent."""
+        parts = self._parts(real)
+        name = parts[-1]
+        root_fd = self._open_dir((), path)
+        parent_fd: int | None = None
+        tmp: str | None = None
+        stage_fd = root_fd
+        try:
+            try:
+                parent_fd = self._open_dir(parts[:-1], path)
+            except ToolError:
+                if os.path.lexists(real.parent):
+                    raise
+                parent_fd = None  # missing folders are created after the commit point
+            if parent_fd is not None:
+                stage_fd = parent_fd
+                try:
+                    self._check_regular(os.stat(name, dir_fd=parent_fd, follow_symlinks=False), path)
+                except FileNotFoundError:
+                    pass
+            # As on every platform: stage in a hidden file, commit with one rename (see write_file).
+            tmp = f".callisto-{secrets.token_hex(8)}.tmp"
+            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC
+            try:
+                fd = os.open(tmp, flags, 0o666, dir_fd=stage_fd)
+            except OSError as exc:
+                tmp = None
+                raise ToolError(f"'{path[:80]}' cannot be written ({exc.strerror or exc}).") from None
+            try:
+                with os.fdopen(fd, "wb") as fh:
+                    fh.write(data)
+                    fh.flush()
+                    os.fsync(fh.fileno())
+            except OSError as exc:
+                raise ToolError(f"'{path[:80]}' cannot be written ({exc.strerror or exc}).") from None
+            check_cancelled()
+            commit_side_effect()  # from here on the write happens even if the time runs out
+            if parent_fd is None:
+                parent_fd = self._open_dir(parts[:-1], path, create=True)
+            try:
+                # Renames a name inside the folder descriptor; never follows a symlink at the target.
+                os.replace(tmp, name, src_dir_fd=stage_fd, dst_dir_fd=parent_fd)
+            except OSError as exc:
+                raise ToolError(f"'{path[:80]}' cannot be written ({exc.strerror or exc}).") from None
+            tmp = None
+        finally:
+            if tmp is not None:
+                try:
+                    os.unlink(tmp, dir_fd=stage_fd)
+                except OSError:
+                    pass
+            if parent_fd is not None:
+                os.close(parent_fd)
+            os.close(root_fd)
+        return f"Wrote {len(data)} bytes to {self.relative(real)}."
+
     def write_file(self, path: str, content: str) -> str:
         """Create or overwrite a text file in the workspace (asks the user first).
 
@@ -358,6 +545,8 @@ class Workspace:
         if rel == "." or path.strip().endswith("/"):
             raise ToolError(f"'{path[:80]}' names a folder; give a file name.")
         real = self.resolve(path)
+        if _AT:
+            return self._write_at(path, real, content.encode("utf-8"))
         if os.path.lexists(real):
             st = os.lstat(real)
             self._check_regular(st, path)

@@ -1,6 +1,6 @@
 """Private: read what the library shows from a GGUF header (architecture, size, template...).
 
-Uses ``gguf.GGUFReader`` (a memory map: only the header and tensor index are touched).
+Uses :func:`app.engine.models.metadata.read_metadata` (a bounded reader over a memory map).
 """
 
 from __future__ import annotations
