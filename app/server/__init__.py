@@ -1,0 +1,49 @@
+"""Qt-free local API server: the OpenAI, Anthropic and Ollama APIs on Callisto's engine.
+
+Public API::
+
+    from app.server import ApiServer, ServerConfig
+    server = ApiServer(ServerConfig(port=8453, models=["model.gguf"]))
+    server.start()          # binds (OSError when the port is taken) and serves in the background
+    server.url              # http://127.0.0.1:8453
+    server.stop()
+
+Endpoints: ``/v1/chat/completions``, ``/v1/completions``, ``/v1/models`` (OpenAI),
+``/v1/messages``, ``/v1/messages/count_tokens`` (Anthropic), ``/api/chat``, ``/api/generate``,
+``/api/tags``, ``/api/show``, ``/api/version`` (Ollama). Every generation runs on one engine thread
+behind a bounded queue; calls are parsed and returned, never run (the client runs its tools).
+Names load lazily: ``import app.server`` imports neither Starlette nor llama.cpp.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+_EXPORTS = {
+    "ApiServer": "app.server._app",
+    "DEFAULT_PORT": "app.server._app",
+    "RequestLogEntry": "app.server._app",
+    "ServerConfig": "app.server._app",
+    "create_app": "app.server._app",
+    "ApiError": "app.server._errors",
+}
+
+__all__ = ["DEFAULT_PORT", "ApiError", "ApiServer", "RequestLogEntry", "ServerConfig", "create_app"]
+
+if TYPE_CHECKING:
+    from app.server._app import DEFAULT_PORT, ApiServer, RequestLogEntry, ServerConfig, create_app
+    from app.server._errors import ApiError
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'app.server' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))

@@ -1,0 +1,358 @@
+"""The Anthropic Messages API: ``/v1/messages`` (any query string, e.g. ``?beta=true``), streamed in
+Anthropic's event order, and ``/v1/messages/count_tokens``.
+
+Stream: ``message_start``; per content block ``content_block_start``, its deltas (``thinking_delta``,
+``text_delta``, ``input_json_delta``) and ``content_block_stop``, with indices 0, 1, 2... in order;
+``message_delta`` with ``stop_reason`` (``tool_use``, ``end_turn``, ``max_tokens``); ``message_stop``.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import TYPE_CHECKING, Any
+
+from app.server._common import (
+    Turn,
+    call_arguments_json,
+    check_bool,
+    check_int,
+    check_number,
+    check_stop,
+    check_str,
+    check_tool_name,
+    inner_call_id,
+    read_json,
+    split_fragments,
+    type_name,
+)
+from app.server._engine import TurnEnd, TurnRequest
+from app.server._errors import ApiError
+
+if TYPE_CHECKING:
+    from starlette.requests import Request
+
+    from app.server._app import ServerState
+
+__all__ = ["count_tokens", "messages", "parse_messages_request"]
+
+_STOP = {"stop": "end_turn", "tool_calls": "tool_use", "length": "max_tokens", "deadline": "max_tokens",
+         "cancelled": "end_turn"}
+
+
+def _blocks(content: Any, where: str) -> list[dict[str, Any]]:
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    if not isinstance(content, list):
+        raise ApiError(400, f"{where} must be a string or an array of content blocks, got {type_name(content)}")
+    for i, b in enumerate(content):
+        if not isinstance(b, dict) or not isinstance(b.get("type"), str):
+            raise ApiError(400, f"{where}[{i}] must be a content block object with a type")
+    return content
+
+
+def _result_text(content: Any, where: str) -> str:
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    parts = []
+    for i, b in enumerate(_blocks(content, where)):
+        if b["type"] != "text":
+            raise ApiError(400, f"{where}[{i}] is a {b['type']} block; tool results may hold text only")
+        parts.append(check_str(b.get("text"), f"{where}[{i}].text") or "")
+    return "".join(parts)
+
+
+def _system(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    parts = []
+    for i, b in enumerate(_blocks(value, "system")):
+        if b["type"] != "text":
+            raise ApiError(400, f"system[{i}] must be a text block, got {b['type']!r}")
+        parts.append(check_str(b.get("text"), f"system[{i}].text") or "")
+    return "\n\n".join(p for p in parts if p)
+
+
+def convert_messages(messages: Any, system: Any) -> list[dict[str, Any]]:
+    if not isinstance(messages, list):
+        raise ApiError(400, f"messages must be an array, got {type_name(messages)}")
+    if not messages:
+        raise ApiError(400, "messages must contain at least one message")
+    out: list[dict[str, Any]] = []
+    sys_text = _system(system)
+    if sys_text:
+        out.append({"role": "system", "content": sys_text})
+    names: dict[str, str] = {}
+    for i, m in enumerate(messages):
+        w = f"messages[{i}]"
+        if not isinstance(m, dict):
+            raise ApiError(400, f"{w} must be an object, got {type_name(m)}")
+        role = m.get("role")
+        if role not in ("user", "assistant"):
+            raise ApiError(400, f"{w}.role {role!r} must be 'user' or 'assistant' (the system prompt goes in "
+                                "the top-level system field)")
+        blocks = _blocks(m.get("content"), f"{w}.content")
+        if role == "assistant":
+            text, thinking, calls = [], [], []
+            for j, b in enumerate(blocks):
+                kind = b["type"]
+                if kind == "text":
+                    text.append(check_str(b.get("text"), f"{w}.content[{j}].text") or "")
+                elif kind == "thinking":
+                    thinking.append(check_str(b.get("thinking"), f"{w}.content[{j}].thinking") or "")
+                elif kind == "redacted_thinking":
+                    continue
+                elif kind == "tool_use":
+                    cid = check_str(b.get("id"), f"{w}.content[{j}].id") or ""
+                    name = check_tool_name(b.get("name"), f"{w}.content[{j}].name")
+                    args = b.get("input", {})
+                    if not isinstance(args, dict):
+                        raise ApiError(400, f"{w}.content[{j}].input must be an object, got {type_name(args)}")
+                    inner = inner_call_id(cid)
+                    names[inner] = name
+                    calls.append({"id": inner, "name": name, "arguments": args})
+                else:
+                    raise ApiError(400, f"{w}.content[{j}] has type {kind!r}, which an assistant message cannot "
+                                        "hold here (text, thinking, tool_use)")
+            d: dict[str, Any] = {"role": "assistant", "content": "".join(text), "reasoning": "".join(thinking)}
+            if calls:
+                d["tool_calls"] = calls
+            out.append(d)
+            continue
+        texts: list[str] = []
+        for j, b in enumerate(blocks):
+            kind = b["type"]
+            if kind == "text":
+                texts.append(check_str(b.get("text"), f"{w}.content[{j}].text") or "")
+            elif kind == "tool_result":
+                cid = check_str(b.get("tool_use_id"), f"{w}.content[{j}].tool_use_id") or ""
+                inner = inner_call_id(cid)
+                if inner not in names:
+                    raise ApiError(400, f"{w}.content[{j}] is a tool_result for {cid!r}, but no earlier "
+                                        "assistant message has a tool_use with that id")
+                result = _result_text(b.get("content"), f"{w}.content[{j}].content")
+                if b.get("is_error") is True:
+                    result = f"Error: {result}"
+                out.append({"role": "tool", "content": result, "tool_call_id": inner, "name": names[inner]})
+            elif kind in ("image", "document"):
+                raise ApiError(400, f"{w}.content[{j}] is an {kind} block; this server handles text only")
+            else:
+                raise ApiError(400, f"{w}.content[{j}] has unknown type {kind!r}")
+        if texts or not any(b["type"] == "tool_result" for b in blocks):
+            out.append({"role": "user", "content": "".join(texts)})
+    return out
+
+
+def convert_tools(tools: Any) -> list[dict[str, Any]] | None:
+    if tools is None:
+        return None
+    if not isinstance(tools, list):
+        raise ApiError(400, f"tools must be an array, got {type_name(tools)}")
+    out = []
+    for i, t in enumerate(tools):
+        w = f"tools[{i}]"
+        if not isinstance(t, dict):
+            raise ApiError(400, f"{w} must be an object")
+        if t.get("type") not in (None, "custom"):
+            raise ApiError(400, f"{w}.type {t.get('type')!r} is a server tool, which this server does not run; "
+                                "declare client tools with name, description and input_schema")
+        name = check_tool_name(t.get("name"), f"{w}.name")
+        schema = t.get("input_schema")
+        if not isinstance(schema, dict):
+            raise ApiError(400, f"{w}.input_schema must be a JSON Schema object")
+        desc = check_str(t.get("description", ""), f"{w}.description") or ""
+        out.append({"type": "function", "function": {"name": name, "description": desc, "parameters": schema}})
+    return out or None
+
+
+def convert_tool_choice(value: Any, tools: list[dict[str, Any]] | None) -> tuple[str, bool]:
+    """(choice, parallel)"""
+    if value is None:
+        return "auto", True
+    if not isinstance(value, dict):
+        raise ApiError(400, f"tool_choice must be an object, got {type_name(value)}")
+    parallel = not check_bool(value.get("disable_parallel_tool_use"), "tool_choice.disable_parallel_tool_use",
+                              False)
+    kind = value.get("type")
+    names = [t["function"]["name"] for t in tools or []]
+    if kind in ("auto", "none"):
+        return kind, parallel
+    if kind == "any":
+        if not names:
+            raise ApiError(400, "tool_choice 'any' needs tools")
+        return "required", parallel
+    if kind == "tool":
+        name = value.get("name")
+        if name not in names:
+            raise ApiError(400, f"tool_choice names the tool {name!r}, which is not among the declared tools "
+                                f"({', '.join(names) or 'none'})")
+        return f"function:{name}", parallel
+    raise ApiError(400, f"tool_choice.type {kind!r} is not one of auto, any, tool, none")
+
+
+def parse_messages_request(body: dict[str, Any], state: ServerState, *, counting: bool = False) -> TurnRequest:
+    tools = convert_tools(body.get("tools"))
+    choice, parallel = convert_tool_choice(body.get("tool_choice"), tools)
+    max_tokens = check_int(body.get("max_tokens"), "max_tokens", lo=1, hi=state.config.max_tokens_limit)
+    if max_tokens is None:
+        if not counting:
+            raise ApiError(400, "max_tokens is required")
+        max_tokens = 1
+    sampling: dict[str, Any] = {}
+    for key, lo, hi in (("temperature", 0.0, 1.0), ("top_p", 0.0, 1.0)):
+        v = check_number(body.get(key), key, lo=lo, hi=hi)
+        if v is not None:
+            sampling[key] = v
+    top_k = check_int(body.get("top_k"), "top_k", lo=0)
+    if top_k is not None:
+        sampling["top_k"] = top_k
+    thinking = body.get("thinking")
+    if thinking is not None and not isinstance(thinking, dict):
+        raise ApiError(400, "thinking must be an object")
+    return TurnRequest(model=check_str(body.get("model"), "model", allow_none=True),
+                       messages=convert_messages(body.get("messages"), body.get("system")), tools=tools,
+                       tool_choice=choice, parallel_tool_calls=parallel, max_tokens=max_tokens,
+                       sampling=sampling, stop=check_stop(body.get("stop_sequences"), "stop_sequences"))
+
+
+def _usage(end: TurnEnd | None) -> dict[str, Any]:
+    if end is None:
+        return {"input_tokens": 0, "output_tokens": 0}
+    return {"input_tokens": end.prompt_tokens - end.cached_tokens, "output_tokens": end.completion_tokens,
+            "cache_read_input_tokens": end.cached_tokens, "cache_creation_input_tokens": 0}
+
+
+def _event(name: str, data: dict[str, Any]) -> bytes:
+    return f"event: {name}\ndata: ".encode() + json.dumps(data, ensure_ascii=False).encode() + b"\n\n"
+
+
+async def messages(request: Request):
+    from starlette.responses import JSONResponse, StreamingResponse
+
+    state: ServerState = request.app.state.callisto
+    body = await read_json(request, state.config.max_body_bytes)
+    req = parse_messages_request(body, state)
+    stream = check_bool(body.get("stream"), "stream", False)
+    turn = Turn(state, req)
+    await turn.submit()
+    mid = f"msg_{uuid.uuid4().hex[:24]}"
+    if not stream:
+        text, reasoning, calls, end = await turn.collect(request)
+        turn.log(request, end, len(calls))
+        content: list[dict[str, Any]] = []
+        if reasoning:
+            content.append({"type": "thinking", "thinking": reasoning, "signature": ""})
+        if text:
+            content.append({"type": "text", "text": text})
+        for c in calls:
+            content.append({"type": "tool_use", "id": f"toolu_{c.id}", "name": c.name,
+                            "input": c.arguments if isinstance(c.arguments, dict) else {}})
+        return JSONResponse({"id": mid, "type": "message", "role": "assistant", "model": turn.model_id,
+                             "content": content, "stop_reason": _STOP.get(end.finish_reason, "end_turn"),
+                             "stop_sequence": None, "usage": _usage(end)})
+
+    async def gen():
+        end = None
+        ncalls = 0
+        index = -1
+        open_kind: str | None = None
+        try:
+            yield _event("message_start", {"type": "message_start", "message": {
+                "id": mid, "type": "message", "role": "assistant", "model": turn.model_id, "content": [],
+                "stop_reason": None, "stop_sequence": None, "usage": _usage(None)}})
+
+            def close() -> list[bytes]:
+                nonlocal open_kind
+                if open_kind is None:
+                    return []
+                out = []
+                if open_kind == "thinking":
+                    out.append(_event("content_block_delta", {"type": "content_block_delta", "index": index,
+                                                              "delta": {"type": "signature_delta", "signature": ""}}))
+                out.append(_event("content_block_stop", {"type": "content_block_stop", "index": index}))
+                open_kind = None
+                return out
+
+            def open_block(kind: str, block: dict[str, Any]) -> list[bytes]:
+                nonlocal index, open_kind
+                out = close()
+                index += 1
+                open_kind = kind
+                out.append(_event("content_block_start", {"type": "content_block_start", "index": index,
+                                                          "content_block": block}))
+                return out
+
+            async for kind, value in turn.events():
+                if kind == "text":
+                    if open_kind != "text":
+                        for b in open_block("text", {"type": "text", "text": ""}):
+                            yield b
+                    yield _event("content_block_delta", {"type": "content_block_delta", "index": index,
+                                                         "delta": {"type": "text_delta", "text": value}})
+                elif kind == "reasoning":
+                    if open_kind != "thinking":
+                        for b in open_block("thinking", {"type": "thinking", "thinking": "", "signature": ""}):
+                            yield b
+                    yield _event("content_block_delta", {"type": "content_block_delta", "index": index,
+                                                         "delta": {"type": "thinking_delta", "thinking": value}})
+                elif kind == "call":
+                    ncalls += 1
+                    for b in open_block("tool_use", {"type": "tool_use", "id": f"toolu_{value.id}",
+                                                     "name": value.name, "input": {}}):
+                        yield b
+                    for frag in split_fragments(call_arguments_json(value)):
+                        yield _event("content_block_delta", {"type": "content_block_delta", "index": index,
+                                                             "delta": {"type": "input_json_delta",
+                                                                       "partial_json": frag}})
+                    for b in close():
+                        yield b
+                elif kind == "end":
+                    end = value
+            for b in close():
+                yield b
+            assert end is not None
+            yield _event("message_delta", {"type": "message_delta",
+                                           "delta": {"stop_reason": _STOP.get(end.finish_reason, "end_turn"),
+                                                     "stop_sequence": None},
+                                           "usage": {"output_tokens": end.completion_tokens}})
+            yield _event("message_stop", {"type": "message_stop"})
+        except ApiError as err:
+            from app.server._errors import error_body
+
+            request.scope.setdefault("callisto.log", {})["status"] = err.status
+            yield _event("error", error_body("anthropic", err))
+        finally:
+            turn.cancel.set()
+            turn.log(request, end, ncalls)
+
+    return StreamingResponse(gen(), media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
+
+
+async def count_tokens(request: Request):
+    from starlette.responses import JSONResponse
+
+    from app.server._engine import Job
+    from app.server._engine import count_tokens as count
+
+    state: ServerState = request.app.state.callisto
+    body = await read_json(request, state.config.max_body_bytes)
+    req = parse_messages_request(body, state, counting=True)
+    turn = Turn(state, req)
+    from starlette.concurrency import run_in_threadpool
+
+    entry = await run_in_threadpool(state.catalog.resolve, req.model, state.host.entry)
+    turn.model_id = entry.id
+
+    def run(host, model) -> None:
+        turn._put("count", count(model, req, host.tool_format))
+
+    state.host.submit(Job(run=run, model=entry, cancel=turn.cancel, on_error=lambda e: turn._put("error", e)))
+    kind, value = await turn.queue.get()
+    if kind == "error":
+        raise value
+    turn.log(request, None, 0)
+    return JSONResponse({"input_tokens": value})

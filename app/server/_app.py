@@ -1,0 +1,262 @@
+"""The Starlette application and the server that runs it on uvicorn in a background thread."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import socket
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from app.server._engine import EngineHost
+from app.server._errors import ApiError, api_of_path, error_response
+from app.server._models import ModelCatalog
+
+__all__ = ["ApiServer", "RequestLogEntry", "ServerConfig", "ServerState", "create_app"]
+
+log = logging.getLogger(__name__)
+
+DEFAULT_PORT = 8453
+
+
+@dataclass
+class ServerConfig:
+    host: str = "127.0.0.1"
+    port: int = DEFAULT_PORT
+    api_key: str | None = None
+    cors_origins: list[str] = field(default_factory=list)
+    allowed_hosts: list[str] = field(default_factory=list)
+    tool_format: str = "auto"  # chat.tool_format for every model served
+    models: list[str] = field(default_factory=list)  # files offered besides the library
+    use_library: bool = True
+    preload: str | None = None  # a model to load at start (name or path)
+    max_body_bytes: int = 8 * 1024 * 1024
+    max_tokens_limit: int = 32768
+    default_max_tokens: int = 2048
+    queue_size: int = 16
+    n_ctx: int = 4096
+    n_threads: int | None = None
+    n_gpu_layers: int = 0
+
+
+@dataclass(frozen=True)
+class RequestLogEntry:
+    """One served request, as the window's log shows it."""
+
+    time: float
+    method: str
+    path: str
+    model: str
+    prompt_tokens: int
+    completion_tokens: int
+    duration_s: float
+    tool_calls: int
+    status: int
+
+
+class ServerState:
+    def __init__(self, config: ServerConfig, host: EngineHost, catalog: ModelCatalog):
+        self.config = config
+        self.host = host
+        self.catalog = catalog
+
+
+def _routes():
+    from starlette.routing import Route
+
+    from app.server import _anthropic, _ollama, _openai
+
+    return [
+        Route("/v1/chat/completions", _openai.chat_completions, methods=["POST"]),
+        Route("/v1/completions", _openai.completions, methods=["POST"]),
+        Route("/v1/models", _openai.list_models, methods=["GET"]),
+        Route("/v1/messages", _anthropic.messages, methods=["POST"]),
+        Route("/v1/messages/count_tokens", _anthropic.count_tokens, methods=["POST"]),
+        Route("/api/chat", _ollama.chat, methods=["POST"]),
+        Route("/api/generate", _ollama.generate, methods=["POST"]),
+        Route("/api/tags", _ollama.tags, methods=["GET"]),
+        Route("/api/show", _ollama.show, methods=["POST"]),
+        Route("/api/version", _ollama.version, methods=["GET"]),
+        Route("/", _root, methods=["GET", "HEAD"]),
+    ]
+
+
+async def _root(request):
+    from starlette.responses import PlainTextResponse
+
+    return PlainTextResponse("Callisto is running")  # what Ollama answers, so its clients find us
+
+
+def create_app(state: ServerState, *, on_response: Callable[[dict[str, Any]], None] | None = None):
+    """The ASGI app: routes behind the gate (Host, Origin, API key); errors in each API's shape."""
+    from starlette.applications import Starlette
+    from starlette.exceptions import HTTPException
+
+    from app.server._auth import Gate
+
+    async def api_error(request, exc: ApiError):
+        request.scope.setdefault("callisto.log", {})["status"] = exc.status
+        return error_response(api_of_path(request.url.path), exc)
+
+    async def http_error(request, exc: HTTPException):
+        msg = {404: f"there is no endpoint {request.url.path}", 405: f"{request.method} is not allowed on "
+               f"{request.url.path}"}.get(exc.status_code, str(exc.detail))
+        return error_response(api_of_path(request.url.path), ApiError(exc.status_code, msg))
+
+    async def crash(request, exc: Exception):
+        log.exception("request failed")
+        return error_response(api_of_path(request.url.path), ApiError(500, f"internal error: {exc}"))
+
+    app = Starlette(routes=_routes(), exception_handlers={ApiError: api_error, HTTPException: http_error,
+                                                          Exception: crash})
+    app.state.callisto = state
+    return Gate(app, bound_host=state.config.host, api_key=state.config.api_key,
+                cors_origins=state.config.cors_origins, allowed_hosts=state.config.allowed_hosts,
+                on_response=on_response)
+
+
+class ApiServer:
+    """The server: ``start()`` binds and serves in a background thread (raises ``OSError`` with a
+    clear message when the port is taken), ``stop()`` shuts it down. ``log`` keeps the latest
+    requests; ``on_request`` is called (on the server's thread) for each one."""
+
+    def __init__(self, config: ServerConfig | None = None, *,
+                 on_request: Callable[[RequestLogEntry], None] | None = None):
+        self.config = config or ServerConfig()
+        self.catalog = ModelCatalog(self.config.models, use_library=self.config.use_library)
+        self.host = EngineHost(self.catalog, queue_size=self.config.queue_size, n_ctx=self.config.n_ctx,
+                               n_threads=self.config.n_threads, n_gpu_layers=self.config.n_gpu_layers,
+                               tool_format=self.config.tool_format)
+        self.state = ServerState(self.config, self.host, self.catalog)
+        self.on_request = on_request
+        self.log: deque[RequestLogEntry] = deque(maxlen=500)
+        self._server: Any = None
+        self._thread: threading.Thread | None = None
+        self._sock: socket.socket | None = None
+        self.port = self.config.port
+
+    @property
+    def url(self) -> str:
+        host = self.config.host
+        shown = "127.0.0.1" if host in ("0.0.0.0", "::") else host
+        if ":" in shown:
+            shown = f"[{shown}]"
+        return f"http://{shown}:{self.port}"
+
+    @property
+    def running(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    def _record(self, data: dict[str, Any]) -> None:
+        entry = RequestLogEntry(time=time.time(), method=data.get("method", ""), path=data.get("path", ""),
+                                model=data.get("model", "") or "", prompt_tokens=int(data.get("prompt_tokens") or 0),
+                                completion_tokens=int(data.get("completion_tokens") or 0),
+                                duration_s=float(data.get("duration_s") or 0.0),
+                                tool_calls=int(data.get("tool_calls") or 0), status=int(data.get("status") or 0))
+        self.log.append(entry)
+        if self.on_request is not None:
+            try:
+                self.on_request(entry)
+            except Exception:  # noqa: BLE001 - a broken listener must not break serving
+                log.exception("request listener failed")
+
+    def bind(self) -> socket.socket:
+        family = socket.AF_INET6 if ":" in self.config.host else socket.AF_INET
+        sock = socket.socket(family, socket.SOCK_STREAM)
+        if hasattr(socket, "SO_EXCLUSIVEADDRUSE"):  # Windows: no port stealing
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_EXCLUSIVEADDRUSE, 1)
+        else:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((self.config.host, self.config.port))
+        except OSError as exc:
+            sock.close()
+            raise OSError(exc.errno, f"cannot listen on {self.config.host}:{self.config.port}: "
+                                     f"{exc.strerror or exc} (is another server using the port?)") from exc
+        sock.listen(128)
+        sock.setblocking(False)
+        self.port = sock.getsockname()[1]
+        return sock
+
+    def start(self) -> None:
+        """Bind (``OSError`` when the port is busy), start the engine thread and the server thread."""
+        if self.running:
+            return
+        import uvicorn
+
+        self._sock = self.bind()
+        self.host.start()
+        if self.config.preload:
+            entry = self.catalog.resolve(self.config.preload)
+            self.host.preload(entry)
+        app = create_app(self.state, on_response=self._record)
+        cfg = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off", timeout_keep_alive=30,
+                             timeout_graceful_shutdown=3)
+        self._server = uvicorn.Server(cfg)
+        self._server.install_signal_handlers = lambda: None  # uvicorn <0.29
+        ready = threading.Event()
+
+        def run() -> None:
+            loop = asyncio.new_event_loop()
+            asyncio.set_event_loop(loop)
+
+            async def main() -> None:
+                task = asyncio.ensure_future(self._server.serve(sockets=[self._sock]))
+                while not self._server.started and not task.done():
+                    await asyncio.sleep(0.01)
+                ready.set()
+                await task
+
+            try:
+                loop.run_until_complete(main())
+            except BaseException:  # noqa: BLE001 - logged; start() reports a failed start
+                log.exception("the API server stopped")
+            finally:
+                ready.set()
+                loop.close()
+
+        self._thread = threading.Thread(target=run, name="callisto-server", daemon=True)
+        self._thread.start()
+        ready.wait(15)
+        if not self._server.started:
+            self.stop()
+            raise OSError(f"the API server did not start on {self.config.host}:{self.port}")
+
+    def stop(self, timeout: float = 10.0) -> None:
+        server, thread = self._server, self._thread
+        if server is not None:
+            server.should_exit = True
+        if thread is not None:
+            thread.join(timeout)
+        self._server, self._thread = None, None
+        if self._sock is not None:
+            try:
+                self._sock.close()
+            except OSError:
+                pass
+            self._sock = None
+        self.host.stop(timeout)
+
+    def serve_forever(self) -> None:
+        """Run in the foreground until Ctrl-C (``python -m app serve``)."""
+        self.start()
+        try:
+            while self.running:
+                time.sleep(0.5)
+        except KeyboardInterrupt:
+            pass
+        finally:
+            self.stop()
+
+
+def resolve_model_arg(value: str) -> tuple[list[str], str]:
+    """``--model PATH_OR_NAME``: (extra files to offer, the name to preload)."""
+    p = Path(value).expanduser()
+    if p.suffix == ".gguf" or p.exists():
+        return [str(p)], str(p.resolve())
+    return [], value

@@ -1,0 +1,251 @@
+"""What the three API modules share: reading and checking a request's JSON, the bridge that
+carries a turn's events from the engine thread to the request's event loop, call-id mapping."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import threading
+import time
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any
+
+from app.server._engine import Job, TurnEnd, TurnRequest, run_turn
+from app.server._errors import ApiError
+
+if TYPE_CHECKING:
+    from starlette.requests import Request
+
+    from app.server._app import ServerState
+
+__all__ = [
+    "Turn",
+    "check_bool",
+    "check_int",
+    "check_number",
+    "check_str",
+    "check_tool_name",
+    "inner_call_id",
+    "read_json",
+    "type_name",
+]
+
+_PREFIXED_ID = re.compile(r"^(?:call|toolu|fc)_([A-Za-z0-9]{9})$")
+_TOOL_NAME = re.compile(r"^[A-Za-z0-9_.\-]{1,64}$")
+
+
+def type_name(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, dict):
+        return "object"
+    return type(value).__name__
+
+
+async def read_json(request: Request, limit: int) -> dict[str, Any]:
+    """The request's body as a JSON object; 413 past ``limit`` bytes, 400 for anything not JSON."""
+    length = request.headers.get("content-length")
+    if length is not None and length.isdigit() and int(length) > limit:
+        raise ApiError(413, f"the request body is {int(length)} bytes; the limit is {limit}")
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise ApiError(413, f"the request body is larger than the limit of {limit} bytes")
+        chunks.append(chunk)
+    raw = b"".join(chunks)
+    if not raw.strip():
+        raise ApiError(400, "the request body is empty; send a JSON object")
+    try:
+        body = json.loads(raw)
+    except UnicodeDecodeError:
+        raise ApiError(400, "the request body is not UTF-8 text") from None
+    except json.JSONDecodeError as exc:
+        raise ApiError(400, f"the request body is not valid JSON: {exc.msg} at line {exc.lineno} "
+                            f"column {exc.colno}") from None
+    except RecursionError:
+        raise ApiError(400, "the request body is nested too deeply") from None
+    if not isinstance(body, dict):
+        raise ApiError(400, f"the request body must be a JSON object, got {type_name(body)}")
+    return body
+
+
+def check_str(value: Any, where: str, *, allow_none: bool = False) -> str | None:
+    if value is None and allow_none:
+        return None
+    if not isinstance(value, str):
+        raise ApiError(400, f"{where} must be a string, got {type_name(value)}", param=where)
+    return value
+
+
+def check_bool(value: Any, where: str, default: bool) -> bool:
+    if value is None:
+        return default
+    if not isinstance(value, bool):
+        raise ApiError(400, f"{where} must be true or false, got {type_name(value)}", param=where)
+    return value
+
+
+def check_int(value: Any, where: str, *, lo: int | None = None, hi: int | None = None) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or (isinstance(value, float)
+                                                                         and not value.is_integer()):
+        raise ApiError(400, f"{where} must be an integer, got {type_name(value)}", param=where)
+    value = int(value)
+    if lo is not None and value < lo:
+        raise ApiError(400, f"{where} must be at least {lo}, got {value}", param=where)
+    if hi is not None and value > hi:
+        raise ApiError(400, f"{where} must be at most {hi}, got {value}", param=where)
+    return value
+
+
+def check_number(value: Any, where: str, *, lo: float, hi: float) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ApiError(400, f"{where} must be a number, got {type_name(value)}", param=where)
+    if not lo <= value <= hi:
+        raise ApiError(400, f"{where} must be between {lo} and {hi}, got {value}", param=where)
+    return float(value)
+
+
+def check_tool_name(value: Any, where: str) -> str:
+    name = check_str(value, where)
+    assert name is not None
+    if not _TOOL_NAME.match(name):
+        raise ApiError(400, f"{where} {name!r} is not a valid tool name (1-64 letters, digits, _ . -)",
+                       param=where)
+    return name
+
+
+def check_stop(value: Any, where: str) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [value]
+    if not isinstance(value, list) or not all(isinstance(s, str) for s in value):
+        raise ApiError(400, f"{where} must be a string or an array of strings", param=where)
+    if len(value) > 16:
+        raise ApiError(400, f"{where} has {len(value)} entries; at most 16 are allowed", param=where)
+    return [s for s in value if s]
+
+
+def inner_call_id(client_id: str) -> str:
+    """The id a template sees for a client's call id: the 9 alphanumerics of one this server issued
+    (``call_XXXXXXXXX``, ``toolu_XXXXXXXXX``), else the client's id as is (the renderer maps ids that
+    are not 9 alphanumerics to ones that are, consistently for a call and its result)."""
+    m = _PREFIXED_ID.match(client_id)
+    return m.group(1) if m else client_id
+
+
+def used_ids(messages: list[dict[str, Any]]) -> set[str]:
+    return {c["id"] for m in messages for c in m.get("tool_calls") or [] if c.get("id")}
+
+
+class Turn:
+    """One generation for one request: queued on the engine, events read with :meth:`events`."""
+
+    def __init__(self, state: ServerState, req: TurnRequest):
+        self.state = state
+        self.req = req
+        self.loop = asyncio.get_running_loop()
+        self.queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
+        self.cancel = threading.Event()
+        self.model_id = ""
+        self.started = time.monotonic()
+
+    def _put(self, kind: str, value: Any) -> None:
+        self.loop.call_soon_threadsafe(self.queue.put_nowait, (kind, value))
+
+    async def submit(self) -> None:
+        """Resolve the model (404 with the names if unknown) and queue the job (429 when full)."""
+        from starlette.concurrency import run_in_threadpool
+
+        host = self.state.host
+        entry = await run_in_threadpool(self.state.catalog.resolve, self.req.model, host.entry)
+        self.model_id = entry.id
+        req = self.req
+        used = used_ids(req.messages)
+
+        def run(h, model) -> None:
+            end = run_turn(model, req, self._put, self.cancel, tool_format=h.tool_format, used_ids=used)
+            self._put("end", end)
+
+        host.submit(Job(run=run, model=entry, cancel=self.cancel,
+                        on_error=lambda err: self._put("error", err)))
+
+    async def events(self) -> AsyncIterator[tuple[str, Any]]:
+        """``("text"|"reasoning", str)``, ``("call", ToolCall)``, then ``("end", TurnEnd)``; an
+        :class:`ApiError` from the engine is raised."""
+        while True:
+            kind, value = await self.queue.get()
+            if kind == "error":
+                raise value
+            yield kind, value
+            if kind == "end":
+                return
+
+    async def collect(self, request: Request) -> tuple[str, str, list[Any], TurnEnd]:
+        """The whole reply (text, reasoning, calls, end), cancelling if the client goes away."""
+        watcher = asyncio.ensure_future(_watch_disconnect(request, self.cancel))
+        text: list[str] = []
+        reasoning: list[str] = []
+        calls: list[Any] = []
+        try:
+            async for kind, value in self.events():
+                if kind == "text":
+                    text.append(value)
+                elif kind == "reasoning":
+                    reasoning.append(value)
+                elif kind == "call":
+                    calls.append(value)
+                elif kind == "end":
+                    return "".join(text), "".join(reasoning), calls, value
+        finally:
+            watcher.cancel()
+        raise ApiError(500, "the turn ended without a result")  # pragma: no cover
+
+    def log(self, request: Request, end: TurnEnd | None, ncalls: int) -> None:
+        entry = request.scope.setdefault("callisto.log", {})
+        entry["model"] = self.model_id
+        if end is not None:
+            entry["prompt_tokens"] = end.prompt_tokens
+            entry["completion_tokens"] = end.completion_tokens
+        entry["tool_calls"] = ncalls
+
+
+async def _watch_disconnect(request: Request, cancel: threading.Event) -> None:
+    try:
+        while True:
+            message = await request.receive()
+            if message.get("type") == "http.disconnect":
+                cancel.set()
+                return
+    except Exception:  # noqa: BLE001 - the request is over either way
+        return
+
+
+def call_arguments_json(call: Any) -> str:
+    args = call.arguments
+    if isinstance(args, str):
+        return args
+    return json.dumps(args, ensure_ascii=False)
+
+
+def split_fragments(text: str, n: int = 3) -> list[str]:
+    """``text`` in up to ``n`` pieces that concatenate back to it (streamed call arguments)."""
+    if len(text) <= 8:
+        return [text]
+    step = -(-len(text) // n)
+    return [text[i:i + step] for i in range(0, len(text), step)]

@@ -1,0 +1,344 @@
+"""The server's engine: one thread that loads the model and runs every generation on it.
+
+llama.cpp runs on the thread that loaded the model (``app.engine.llm``), so every job a request
+makes runs on :class:`EngineHost`'s thread, one at a time, in the order they came. The queue is
+bounded: past the bound :meth:`EngineHost.submit` raises a 429 :class:`ApiError` with
+``Retry-After``. A job's ``cancel`` event (set when its client disconnects) is checked before
+every token, and a job cancelled while it waited never runs.
+
+A turn (:func:`run_turn`) renders the whole conversation the request carries through the model's
+template (``app.engine.render``), generates on the one primitive (``app.engine.generate``; the
+KV cache keeps the longest common prefix, so a client's next turn evaluates only what is new) and
+reads calls with the model's family parser (``app.engine.formats``). Calls are returned, never
+run: the client runs its tools.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import secrets
+import string
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from app.server._errors import ApiError
+from app.server._models import ModelCatalog, ModelEntry
+
+if TYPE_CHECKING:
+    from app.engine.llm import LoadedModel
+
+__all__ = ["EngineHost", "Job", "TurnEnd", "TurnRequest", "new_call_id", "run_turn"]
+
+log = logging.getLogger(__name__)
+_ALNUM = string.ascii_letters + string.digits
+
+
+def new_call_id() -> str:
+    """A fresh call id every template accepts (9 letters or digits, Mistral's rule)."""
+    return "".join(secrets.choice(_ALNUM) for _ in range(9))
+
+
+@dataclass
+class TurnRequest:
+    """One generation, in the engine's terms (each API module builds it from its own request)."""
+
+    model: str | None
+    messages: list[dict[str, Any]] = field(default_factory=list)  # Message.from_dict shapes
+    tools: list[dict[str, Any]] | None = None  # OpenAI format
+    tool_choice: str = "auto"  # auto | none | required | function:<name>
+    parallel_tool_calls: bool = True
+    response_format: dict[str, Any] | None = None
+    max_tokens: int = 1024
+    sampling: dict[str, Any] = field(default_factory=dict)
+    stop: list[str] = field(default_factory=list)
+    raw_prompt: str | None = None  # completions: the prompt text as is, no template
+    think: bool | None = None
+
+
+@dataclass
+class TurnEnd:
+    finish_reason: str  # stop | length | tool_calls | cancelled | deadline
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached_tokens: int = 0
+    ttft_s: float | None = None
+    elapsed_s: float = 0.0
+    tool_format: str | None = None
+
+
+@dataclass
+class Job:
+    """``run(host, model)`` is called on the engine thread; ``model`` is the entry to load first
+    (None: no model needed). ``cancel`` is checked before it starts."""
+
+    run: Callable[[EngineHost, LoadedModel | None], None]
+    model: ModelEntry | None
+    cancel: threading.Event = field(default_factory=threading.Event)
+    on_error: Callable[[ApiError], None] = lambda err: None
+
+
+class EngineHost:
+    """Owns the model (one loaded at a time) and the thread every generation runs on."""
+
+    def __init__(self, catalog: ModelCatalog, *, queue_size: int = 16, n_ctx: int = 4096,
+                 n_threads: int | None = None, n_gpu_layers: int = 0, tool_format: str = "auto"):
+        if queue_size < 1:
+            raise ValueError("queue_size must be at least 1")
+        self.catalog = catalog
+        self.queue_size = queue_size
+        self.n_ctx = n_ctx
+        self.n_threads = n_threads
+        self.n_gpu_layers = n_gpu_layers
+        self.tool_format = tool_format
+        self._queue: queue.Queue[Job | None] = queue.Queue(maxsize=queue_size)
+        self._thread: threading.Thread | None = None
+        self.model: LoadedModel | None = None
+        self.entry: ModelEntry | None = None
+        self.busy = False
+        self.avg_job_s = 2.0  # for Retry-After
+
+    # -- lifecycle --------------------------------------------------------------------------
+
+    def start(self) -> None:
+        if self._thread is not None:
+            return
+        self._thread = threading.Thread(target=self._loop, name="callisto-server-engine", daemon=True)
+        self._thread.start()
+
+    def stop(self, timeout: float = 10.0) -> None:
+        thread, self._thread = self._thread, None
+        if thread is None:
+            return
+        while True:  # pending jobs are dropped: their clients get the error
+            try:
+                job = self._queue.get_nowait()
+            except queue.Empty:
+                break
+            if job is not None:
+                job.cancel.set()
+                job.on_error(ApiError(503, "the server is shutting down"))
+        self._queue.put(None)
+        thread.join(timeout)
+
+    @property
+    def pending(self) -> int:
+        return self._queue.qsize()
+
+    def submit(self, job: Job) -> None:
+        try:
+            self._queue.put_nowait(job)
+        except queue.Full:
+            retry = max(1, int(self.avg_job_s * (self.pending + 1) + 0.999))
+            raise ApiError(429, f"the server is busy: {self.queue_size} requests are already waiting; "
+                                f"retry in about {retry} s", code="rate_limit_exceeded",
+                           headers={"Retry-After": str(retry)}) from None
+
+    def preload(self, entry: ModelEntry) -> None:
+        """Load ``entry`` on the engine thread now (``serve --model``); returns at once."""
+        self.submit(Job(run=lambda host, model: None, model=entry))
+
+    # -- the thread ---------------------------------------------------------------------------
+
+    def _loop(self) -> None:
+        while True:
+            job = self._queue.get()
+            if job is None:
+                break
+            if job.cancel.is_set():
+                continue
+            started = time.monotonic()
+            self.busy = True
+            try:
+                model = self._ensure(job.model) if job.model is not None else None
+                job.run(self, model)
+            except ApiError as err:
+                job.on_error(err)
+            except Exception as exc:  # noqa: BLE001 - nothing a request does may stop the engine
+                log.exception("server job failed")
+                job.on_error(ApiError(500, f"the engine failed: {exc}"))
+            finally:
+                self.busy = False
+                self.avg_job_s = 0.8 * self.avg_job_s + 0.2 * (time.monotonic() - started)
+        if self.model is not None:
+            self.model.close()
+            self.model = None
+
+    def _ensure(self, entry: ModelEntry) -> LoadedModel:
+        if self.model is not None and self.entry is not None and self.entry.path == entry.path:
+            return self.model
+        from app.engine.llm import ModelLoadError, load_model
+
+        if self.model is not None:
+            self.model.close()
+            self.model, self.entry = None, None
+        try:
+            self.model = load_model(entry.path, n_ctx=self.n_ctx, n_gpu_layers=self.n_gpu_layers,
+                                    n_threads=self.n_threads)
+        except ModelLoadError as exc:
+            raise ApiError(500, str(exc), code="model_load_failed") from exc
+        self.entry = entry
+        return self.model
+
+
+# -- one turn ------------------------------------------------------------------------------------
+
+
+def _family(model: LoadedModel, setting: str) -> str | None:
+    from app.engine.chat import detect_model_format, resolve_tool_format
+
+    family, _ = resolve_tool_format(setting, detect_model_format(model))
+    return family
+
+
+def _grammar(model: LoadedModel, family: str | None, req: TurnRequest) -> str | None:
+    """A grammar for a forced tool choice or a JSON response format (``app.server._constrain``)."""
+    from app.server._constrain import grammar_for
+
+    return grammar_for(model, family, req)
+
+
+def render_turn(model: LoadedModel, req: TurnRequest, tool_format: str) -> tuple[str, str | None, Any]:
+    """(prompt text, family, the format or None) for ``req``; a template failure is a 400."""
+    from app.engine.messages import Message
+    from app.engine.render import PromptRenderError, render_prompt
+
+    if req.raw_prompt is not None:
+        return req.raw_prompt, None, None
+    family = _family(model, tool_format)
+    tools = req.tools if (req.tools and req.tool_choice != "none" and family is not None) else None
+    try:
+        msgs = [Message.from_dict(m) for m in req.messages]
+    except (TypeError, ValueError) as exc:
+        raise ApiError(400, f"bad message: {exc}", param="messages") from exc
+    try:
+        rendered = render_prompt(model, msgs, tools=tools, tool_format=family)
+    except PromptRenderError as exc:
+        raise ApiError(400, f"the model's chat template cannot render this conversation: {exc}",
+                       param="messages") from exc
+    fmt = None
+    if family is not None:
+        from app.engine.formats import FORMATS
+
+        fmt = FORMATS[family]
+    return rendered.text, family, (fmt, tools)
+
+
+def run_turn(model: LoadedModel, req: TurnRequest, emit: Callable[[str, Any], None],
+             cancel: threading.Event, *, tool_format: str = "auto", used_ids: set[str] | None = None) -> TurnEnd:
+    """Generate one reply on the calling (engine) thread. ``emit(kind, value)`` gets ``text``,
+    ``reasoning`` and ``call`` (an ``app.calls.ToolCall`` whose id is new to the conversation)
+    as they come; returns how the turn ended. Raises :class:`ApiError` for what the request got
+    wrong (template, context, grammar)."""
+    from app.engine.chat import _PlainStream
+    from app.engine.formats.events import ReasoningDelta, TextDelta, ToolCallDone
+    from app.engine.generate import ContextOverflowError, GenerationError, GrammarError, generate
+    from app.engine.messages import is_valid_call_id
+    from app.engine.render import choose_template
+
+    started = time.monotonic()
+    text, family, fmt_tools = render_turn(model, req, tool_format)
+    fmt, tools = fmt_tools if fmt_tools is not None else (None, None)
+    used = set(used_ids or ())
+
+    def issue(written: str | None) -> str:
+        if is_valid_call_id(written) and written not in used:
+            used.add(written)
+            return written
+        while True:
+            cid = new_call_id()
+            if cid not in used:
+                used.add(cid)
+                return cid
+
+    if req.raw_prompt is not None:
+        stream: Any = None
+    elif fmt is not None:
+        in_reasoning = fmt.opens_in_reasoning(text)
+        source = choose_template(model, bool(tools))[0]
+        stream = fmt.stream(tools or [], in_reasoning=in_reasoning,
+                            orphan_close=fmt.expects_orphan_close(source, text))
+        stream.call_ids = issue  # the parser issues each call's id (the model's own when valid)
+    else:
+        stream = _PlainStream(text.rstrip().endswith("<think>"))
+    try:
+        grammar = _grammar(model, family, req) if req.raw_prompt is None else None
+        stops = tuple(model.stop_strings) + tuple(s for s in req.stop if s)
+        halt = stop_event(cancel)
+        gen = generate(model, text, max_tokens=req.max_tokens, sampling=req.sampling or None,
+                       cancel=halt, grammar=grammar, stop=stops)
+    except ContextOverflowError as exc:
+        raise ApiError(400, str(exc), param="messages", code="context_length_exceeded") from exc
+    except GrammarError as exc:
+        raise ApiError(400, f"the requested constraint cannot be applied: {exc}", code="invalid_grammar") from exc
+    except GenerationError as exc:
+        raise ApiError(500, str(exc)) from exc
+    except ValueError as exc:  # a bad sampling value
+        raise ApiError(400, str(exc)) from exc
+
+    ncalls = 0
+    seen_ids: set[str] = set()
+
+    def handle(ev: Any) -> None:
+        nonlocal ncalls
+        if isinstance(ev, TextDelta):
+            if ev.text:
+                emit("text", ev.text)
+        elif isinstance(ev, ReasoningDelta):
+            if ev.text:
+                emit("reasoning", ev.text)
+        elif isinstance(ev, ToolCallDone):
+            call = ev.call
+            if call.id in seen_ids or call.id not in used:  # a parser that issued its own id
+                from dataclasses import replace
+
+                call = replace(call, id=issue(None))
+            seen_ids.add(call.id)
+            if ncalls and not req.parallel_tool_calls:
+                return
+            ncalls += 1
+            emit("call", call)
+            if not req.parallel_tool_calls:
+                halt.set()  # one call at most: stop generating here
+
+    try:
+        for piece in gen:
+            if stream is None:
+                emit("text", piece)
+                continue
+            for ev in stream.feed(piece):
+                handle(ev)
+        res = gen.result
+        assert res is not None
+        finish = res.finish_reason
+        if finish == "cancelled" and not cancel.is_set():
+            finish = "stop"  # we stopped it ourselves (a single call was asked for)
+        if stream is not None:
+            for ev in stream.finish(truncated=finish not in ("stop",)):
+                handle(ev)
+    except GenerationError as exc:
+        raise ApiError(500, str(exc)) from exc
+    if ncalls and finish == "stop":
+        finish = "tool_calls"
+    return TurnEnd(finish_reason=finish, prompt_tokens=res.prompt_tokens, completion_tokens=res.generated_tokens,
+                   cached_tokens=max(0, res.prompt_tokens - res.prompt_tokens_evaluated), ttft_s=res.ttft_s,
+                   elapsed_s=time.monotonic() - started, tool_format=family)
+
+
+class stop_event(threading.Event):  # noqa: N801 - used like a function
+    """A cancel event for one generation: set by the client's ``cancel`` or by the turn itself."""
+
+    def __init__(self, client: threading.Event):
+        super().__init__()
+        self._client = client
+
+    def is_set(self) -> bool:
+        return super().is_set() or self._client.is_set()
+
+
+def count_tokens(model: LoadedModel, req: TurnRequest, tool_format: str) -> int:
+    text, _family, _ = render_turn(model, req, tool_format)
+    return len(model.tokenize(text))

@@ -1,0 +1,61 @@
+"""Errors of the API server, written in the error shape of the API a request used."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+__all__ = ["ApiError", "api_of_path", "error_body", "error_response"]
+
+# status -> (OpenAI error type, Anthropic error type)
+_TYPES: dict[int, tuple[str, str]] = {
+    400: ("invalid_request_error", "invalid_request_error"),
+    401: ("authentication_error", "authentication_error"),
+    403: ("permission_error", "permission_error"),
+    404: ("not_found_error", "not_found_error"),
+    405: ("invalid_request_error", "invalid_request_error"),
+    413: ("invalid_request_error", "request_too_large"),
+    415: ("invalid_request_error", "invalid_request_error"),
+    422: ("invalid_request_error", "invalid_request_error"),
+    429: ("rate_limit_error", "rate_limit_error"),
+    500: ("server_error", "api_error"),
+    503: ("server_error", "overloaded_error"),
+}
+
+
+class ApiError(Exception):
+    """A request that cannot be served: ``status`` and a message that says what was wrong."""
+
+    def __init__(self, status: int, message: str, *, param: str | None = None, code: str | None = None,
+                 headers: dict[str, str] | None = None):
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.param = param
+        self.code = code
+        self.headers = dict(headers or {})
+
+
+def api_of_path(path: str) -> str:
+    """Which API's error shape a path answers in: ``anthropic``, ``ollama`` or ``openai``."""
+    if path.startswith("/v1/messages"):
+        return "anthropic"
+    if path.startswith("/api/"):
+        return "ollama"
+    return "openai"
+
+
+def error_body(api: str, err: ApiError) -> dict[str, Any]:
+    openai_type, anthropic_type = _TYPES.get(err.status, ("invalid_request_error", "invalid_request_error"))
+    if api == "anthropic":
+        return {"type": "error", "error": {"type": anthropic_type, "message": err.message}}
+    if api == "ollama":
+        return {"error": err.message}
+    return {"error": {"message": err.message, "type": openai_type, "param": err.param, "code": err.code}}
+
+
+def error_response(api: str, err: ApiError):
+    from starlette.responses import Response
+
+    return Response(json.dumps(error_body(api, err)), status_code=err.status, media_type="application/json",
+                    headers=err.headers)

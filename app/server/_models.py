@@ -1,0 +1,100 @@
+"""Which models the server offers: the library's GGUFs plus the files named when it started."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+from app.server._errors import ApiError
+
+__all__ = ["ModelCatalog", "ModelEntry"]
+
+
+@dataclass(frozen=True)
+class ModelEntry:
+    id: str  # what /v1/models lists: the file name without .gguf
+    path: Path
+    size: int = 0
+    quantization: str | None = None
+    architecture: str | None = None
+
+
+def _entry(path: Path) -> ModelEntry:
+    size = 0
+    try:
+        size = path.stat().st_size
+    except OSError:
+        pass
+    return ModelEntry(id=path.name.removesuffix(".gguf"), path=path, size=size)
+
+
+class ModelCatalog:
+    """``resolve(name)``: by id, file name or path; a name that matches nothing is a 404 that lists
+    the names. ``use_library=False`` offers only the given files (tests, ``serve --model`` alone)."""
+
+    def __init__(self, paths: list[str | Path] | None = None, *, use_library: bool = True):
+        self._paths = [Path(p).expanduser().resolve() for p in paths or []]
+        self._use_library = use_library
+        self._lock = threading.Lock()
+        self._entries: list[ModelEntry] | None = None
+
+    def add(self, path: str | Path) -> ModelEntry:
+        p = Path(path).expanduser().resolve()
+        with self._lock:
+            if p not in self._paths:
+                self._paths.append(p)
+            self._entries = None
+        return _entry(p)
+
+    def entries(self, *, refresh: bool = False) -> list[ModelEntry]:
+        with self._lock:
+            if self._entries is not None and not refresh:
+                return list(self._entries)
+        found: dict[Path, ModelEntry] = {}
+        for p in self._paths:
+            if p.is_file():
+                found.setdefault(p, _entry(p))
+        if self._use_library:
+            try:
+                from app.engine.models.library import Library
+
+                for m in Library().scan():
+                    if m.usable:
+                        p = Path(m.path).resolve()
+                        s = m.summary
+                        found.setdefault(p, ModelEntry(
+                            id=m.name, path=p, size=m.size,
+                            quantization=getattr(s, "quantization", None) if s else None,
+                            architecture=getattr(s, "architecture", None) if s else None))
+            except Exception:  # noqa: BLE001 - a broken library must not take the server down
+                pass
+        entries = list(found.values())
+        with self._lock:
+            self._entries = entries
+        return list(entries)
+
+    def default(self) -> ModelEntry | None:
+        entries = self.entries()
+        return entries[0] if entries else None
+
+    def resolve(self, name: str | None, loaded: ModelEntry | None = None) -> ModelEntry:
+        """The entry ``name`` names; no name: the loaded model, else the first one offered."""
+        if not name:
+            entry = loaded or self.default()
+            if entry is None:
+                raise ApiError(404, "no model is available: start the server with --model PATH or "
+                                    "add GGUF files to the model library", code="model_not_found")
+            return entry
+        for refresh in (False, True):
+            entries = self.entries(refresh=refresh)
+            for e in entries:
+                if name in (e.id, e.path.name, str(e.path)):
+                    return e
+            lowered = name.lower()
+            for e in entries:
+                if lowered in (e.id.lower(), e.path.name.lower()):
+                    return e
+        names = ", ".join(e.id for e in self.entries()) or "none"
+        raise ApiError(404, f"model {name!r} not found; available models: {names}", param="model",
+                       code="model_not_found")

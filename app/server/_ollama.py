@@ -1,0 +1,317 @@
+"""The Ollama API: ``/api/chat`` (tools; ``message.tool_calls`` with arguments as an object; NDJSON
+streaming, on by default as in Ollama; ``think``), ``/api/generate``, ``/api/tags``, ``/api/show``,
+``/api/version``. Ollama's tool results carry no call id: each answers the earliest call of the
+turn before it that is still unanswered (by ``tool_name`` when given)."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from app.server._common import (
+    Turn,
+    check_bool,
+    check_int,
+    check_number,
+    check_stop,
+    check_str,
+    check_tool_name,
+    read_json,
+    type_name,
+)
+from app.server._engine import TurnEnd, TurnRequest
+from app.server._errors import ApiError
+
+if TYPE_CHECKING:
+    from starlette.requests import Request
+
+    from app.server._app import ServerState
+
+__all__ = ["chat", "generate", "show", "tags", "version"]
+
+OLLAMA_VERSION = "0.9.0"  # the API level this server speaks
+_DONE = {"stop": "stop", "tool_calls": "stop", "length": "length", "cancelled": "stop", "deadline": "length"}
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat().replace("+00:00", "Z")
+
+
+def _options(body: dict[str, Any], state: ServerState) -> tuple[dict[str, Any], int, list[str]]:
+    opts = body.get("options") or {}
+    if not isinstance(opts, dict):
+        raise ApiError(400, f"options must be an object, got {type_name(opts)}")
+    sampling: dict[str, Any] = {}
+    for key, name, lo, hi in (("temperature", "temperature", 0.0, 2.0), ("top_p", "top_p", 0.0, 1.0),
+                              ("min_p", "min_p", 0.0, 1.0), ("repeat_penalty", "repeat_penalty", 0.0, 10.0)):
+        v = check_number(opts.get(key), f"options.{key}", lo=lo, hi=hi)
+        if v is not None:
+            sampling[name] = v
+    for key in ("top_k", "seed"):
+        v = check_int(opts.get(key), f"options.{key}")
+        if v is not None:
+            sampling[key] = v
+    limit = state.config.max_tokens_limit
+    n = check_int(opts.get("num_predict"), "options.num_predict", lo=-2, hi=limit)
+    max_tokens = state.config.default_max_tokens if n is None or n < 0 else max(1, n)
+    return sampling, min(max_tokens, limit), check_stop(opts.get("stop"), "options.stop")
+
+
+def _format(value: Any) -> dict[str, Any] | None:
+    if value is None or value == "":
+        return None
+    if value == "json":
+        return {"type": "json_object"}
+    if isinstance(value, dict):
+        return {"type": "json_schema", "json_schema": {"schema": value}}
+    raise ApiError(400, "format must be 'json' or a JSON Schema object")
+
+
+def convert_messages(messages: Any) -> list[dict[str, Any]]:
+    if not isinstance(messages, list):
+        raise ApiError(400, f"messages must be an array, got {type_name(messages)}")
+    out: list[dict[str, Any]] = []
+    pending: list[tuple[str, str]] = []  # (id, name) of calls not yet answered
+    counter = 0
+    for i, m in enumerate(messages):
+        w = f"messages[{i}]"
+        if not isinstance(m, dict):
+            raise ApiError(400, f"{w} must be an object, got {type_name(m)}")
+        role = m.get("role")
+        content = check_str(m.get("content", ""), f"{w}.content", allow_none=True) or ""
+        if m.get("images"):
+            raise ApiError(400, f"{w} has images; this server handles text only")
+        if role in ("system", "user"):
+            out.append({"role": role, "content": content})
+        elif role == "assistant":
+            calls = []
+            raw_calls = m.get("tool_calls") or []
+            if not isinstance(raw_calls, list):
+                raise ApiError(400, f"{w}.tool_calls must be an array")
+            for j, tc in enumerate(raw_calls):
+                fn = tc.get("function") if isinstance(tc, dict) else None
+                if not isinstance(fn, dict):
+                    raise ApiError(400, f"{w}.tool_calls[{j}].function must be an object")
+                name = check_tool_name(fn.get("name"), f"{w}.tool_calls[{j}].function.name")
+                args = fn.get("arguments", {})
+                if isinstance(args, str):
+                    try:
+                        args = json.loads(args)
+                    except ValueError:
+                        args = None
+                if not isinstance(args, dict):
+                    raise ApiError(400, f"{w}.tool_calls[{j}].function.arguments must be an object")
+                cid = tc.get("id") if isinstance(tc.get("id"), str) and tc.get("id") else f"ollama{counter:03d}"
+                counter += 1
+                calls.append({"id": cid, "name": name, "arguments": args})
+            pending = [(c["id"], c["name"]) for c in calls]
+            d: dict[str, Any] = {"role": "assistant", "content": content,
+                                 "reasoning": check_str(m.get("thinking"), f"{w}.thinking", allow_none=True) or ""}
+            if calls:
+                d["tool_calls"] = calls
+            out.append(d)
+        elif role == "tool":
+            name = m.get("tool_name") or m.get("name")
+            match = next((p for p in pending if name is None or p[1] == name), None)
+            if match is None:
+                raise ApiError(400, f"{w} is a tool result, but no earlier assistant message made a call "
+                                    f"{'to ' + repr(name) + ' ' if name else ''}that is still unanswered")
+            pending.remove(match)
+            out.append({"role": "tool", "content": content, "tool_call_id": match[0], "name": match[1]})
+        else:
+            raise ApiError(400, f"{w}.role {role!r} is not one of system, user, assistant, tool")
+    if not any(d["role"] == "user" for d in out):
+        raise ApiError(400, "messages has no user message")
+    return out
+
+
+def _tools(value: Any) -> list[dict[str, Any]] | None:
+    from app.server._openai import convert_tools
+
+    return convert_tools(value)
+
+
+def _stats(end: TurnEnd | None) -> dict[str, Any]:
+    if end is None:
+        return {}
+    total = int(end.elapsed_s * 1e9)
+    ttft = int((end.ttft_s or 0.0) * 1e9)
+    return {"done_reason": _DONE.get(end.finish_reason, "stop"), "total_duration": total, "load_duration": 0,
+            "prompt_eval_count": end.prompt_tokens, "prompt_eval_duration": ttft,
+            "eval_count": end.completion_tokens, "eval_duration": max(0, total - ttft)}
+
+
+def _ndjson(data: dict[str, Any]) -> bytes:
+    return json.dumps(data, ensure_ascii=False).encode() + b"\n"
+
+
+def _call(c: Any) -> dict[str, Any]:
+    return {"function": {"name": c.name, "arguments": c.arguments if isinstance(c.arguments, dict) else {}}}
+
+
+async def chat(request: Request):
+    from starlette.responses import JSONResponse, StreamingResponse
+
+    state: ServerState = request.app.state.callisto
+    body = await read_json(request, state.config.max_body_bytes)
+    sampling, max_tokens, stop = _options(body, state)
+    tools = _tools(body.get("tools"))
+    think = body.get("think")
+    if think is not None and not isinstance(think, bool | str):
+        raise ApiError(400, "think must be true, false or a level string")
+    req = TurnRequest(model=check_str(body.get("model"), "model", allow_none=True),
+                      messages=convert_messages(body.get("messages")), tools=tools, max_tokens=max_tokens,
+                      sampling=sampling, stop=stop, response_format=_format(body.get("format")),
+                      think=bool(think) if think is not None else None)
+    stream = check_bool(body.get("stream"), "stream", True)
+    turn = Turn(state, req)
+    await turn.submit()
+    if not stream:
+        text, reasoning, calls, end = await turn.collect(request)
+        turn.log(request, end, len(calls))
+        message: dict[str, Any] = {"role": "assistant", "content": text}
+        if reasoning and think is not False:
+            message["thinking"] = reasoning
+        if calls:
+            message["tool_calls"] = [_call(c) for c in calls]
+        return JSONResponse({"model": turn.model_id, "created_at": _now(), "message": message, "done": True,
+                             **_stats(end)})
+
+    async def gen():
+        end = None
+        ncalls = 0
+        try:
+            async for kind, value in turn.events():
+                msg: dict[str, Any] | None = None
+                if kind == "text":
+                    msg = {"role": "assistant", "content": value}
+                elif kind == "reasoning" and think is not False:
+                    msg = {"role": "assistant", "content": "", "thinking": value}
+                elif kind == "call":
+                    ncalls += 1
+                    msg = {"role": "assistant", "content": "", "tool_calls": [_call(value)]}
+                elif kind == "end":
+                    end = value
+                if msg is not None:
+                    yield _ndjson({"model": turn.model_id, "created_at": _now(), "message": msg, "done": False})
+            yield _ndjson({"model": turn.model_id, "created_at": _now(),
+                           "message": {"role": "assistant", "content": ""}, "done": True, **_stats(end)})
+        except ApiError as err:
+            yield _ndjson({"error": err.message})
+        finally:
+            turn.cancel.set()
+            turn.log(request, end, ncalls)
+
+    return StreamingResponse(gen(), media_type="application/x-ndjson")
+
+
+async def generate(request: Request):
+    from starlette.responses import JSONResponse, StreamingResponse
+
+    state: ServerState = request.app.state.callisto
+    body = await read_json(request, state.config.max_body_bytes)
+    prompt = check_str(body.get("prompt", ""), "prompt") or ""
+    sampling, max_tokens, stop = _options(body, state)
+    model = check_str(body.get("model"), "model", allow_none=True)
+    if check_bool(body.get("raw"), "raw", False):
+        req = TurnRequest(model=model, raw_prompt=prompt, max_tokens=max_tokens, sampling=sampling, stop=stop)
+    else:
+        if not prompt:
+            raise ApiError(400, "prompt is empty")
+        system = check_str(body.get("system"), "system", allow_none=True)
+        msgs = ([{"role": "system", "content": system}] if system else []) + [{"role": "user", "content": prompt}]
+        req = TurnRequest(model=model, messages=msgs, max_tokens=max_tokens, sampling=sampling, stop=stop,
+                          response_format=_format(body.get("format")))
+    stream = check_bool(body.get("stream"), "stream", True)
+    turn = Turn(state, req)
+    await turn.submit()
+    if not stream:
+        text, reasoning, _calls, end = await turn.collect(request)
+        turn.log(request, end, 0)
+        out = {"model": turn.model_id, "created_at": _now(), "response": text, "done": True, **_stats(end)}
+        if reasoning:
+            out["thinking"] = reasoning
+        return JSONResponse(out)
+
+    async def gen():
+        end = None
+        try:
+            async for kind, value in turn.events():
+                if kind == "text":
+                    yield _ndjson({"model": turn.model_id, "created_at": _now(), "response": value, "done": False})
+                elif kind == "reasoning":
+                    yield _ndjson({"model": turn.model_id, "created_at": _now(), "response": "",
+                                   "thinking": value, "done": False})
+                elif kind == "end":
+                    end = value
+            yield _ndjson({"model": turn.model_id, "created_at": _now(), "response": "", "done": True,
+                           **_stats(end)})
+        except ApiError as err:
+            yield _ndjson({"error": err.message})
+        finally:
+            turn.cancel.set()
+            turn.log(request, end, 0)
+
+    return StreamingResponse(gen(), media_type="application/x-ndjson")
+
+
+def _details(e: Any) -> dict[str, Any]:
+    return {"parent_model": "", "format": "gguf", "family": e.architecture or "", "families": None,
+            "parameter_size": "", "quantization_level": e.quantization or ""}
+
+
+async def tags(request: Request):
+    from starlette.concurrency import run_in_threadpool
+    from starlette.responses import JSONResponse
+
+    state: ServerState = request.app.state.callisto
+    entries = await run_in_threadpool(state.catalog.entries, refresh=True)
+    models = []
+    for e in entries:
+        try:
+            modified = datetime.fromtimestamp(e.path.stat().st_mtime, UTC).isoformat().replace("+00:00", "Z")
+        except OSError:
+            modified = _now()
+        models.append({"name": e.id, "model": e.id, "modified_at": modified, "size": e.size,
+                       "digest": "", "details": _details(e)})
+    return JSONResponse({"models": models})
+
+
+async def show(request: Request):
+    from starlette.concurrency import run_in_threadpool
+    from starlette.responses import JSONResponse
+
+    state: ServerState = request.app.state.callisto
+    body = await read_json(request, state.config.max_body_bytes)
+    name = check_str(body.get("model", body.get("name")), "model")
+    entry = await run_in_threadpool(state.catalog.resolve, name, None)
+
+    def info() -> dict[str, Any]:
+        from app.engine.chat import detect_source_format
+        from app.engine.models.metadata import read_metadata
+
+        meta = read_metadata(entry.path)
+        source = meta.tool_use_template or meta.chat_template or ""
+        family = detect_source_format(source, meta.bos_token or "", meta.eos_token or "") if source else None
+        caps = ["completion"] + (["tools"] if family or state.config.tool_format not in ("auto", "none") else [])
+        return {"modelfile": f"FROM {entry.path}\n", "parameters": "", "template": meta.chat_template or "",
+                "details": _details(entry), "capabilities": caps,
+                "model_info": {"general.architecture": meta.architecture,
+                               "general.parameter_count": meta.parameter_count,
+                               f"{meta.architecture}.context_length": meta.context_length},
+                "modified_at": _now()}
+
+    try:
+        data = await run_in_threadpool(info)
+    except Exception as exc:  # noqa: BLE001 - an unreadable file is the client's 404, not a crash
+        raise ApiError(404, f"cannot read the model {entry.id}: {exc}") from exc
+    request.scope.setdefault("callisto.log", {})["model"] = entry.id
+    return JSONResponse(data)
+
+
+async def version(request: Request):
+    from starlette.responses import JSONResponse
+
+    return JSONResponse({"version": OLLAMA_VERSION})
+

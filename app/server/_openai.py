@@ -1,0 +1,395 @@
+"""The OpenAI API: ``/v1/chat/completions`` (streamed too), ``/v1/completions``, ``/v1/models``.
+
+Streamed calls have OpenAI's shape: a call's first chunk carries ``index``, ``id``, ``type`` and
+``function.name`` once, with empty arguments; the next chunks carry only ``function.arguments``
+fragments on the same index, and they concatenate to the non-streamed arguments. A call is sent
+only once the parser has read it whole, so an incomplete call is never sent as a call.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from typing import TYPE_CHECKING, Any
+
+from app.server._common import (
+    Turn,
+    call_arguments_json,
+    check_bool,
+    check_int,
+    check_number,
+    check_stop,
+    check_str,
+    check_tool_name,
+    inner_call_id,
+    read_json,
+    split_fragments,
+    type_name,
+)
+from app.server._engine import TurnEnd, TurnRequest
+from app.server._errors import ApiError
+
+if TYPE_CHECKING:
+    from starlette.requests import Request
+
+    from app.server._app import ServerState
+
+__all__ = ["chat_completions", "completions", "list_models", "parse_chat_request"]
+
+_FINISH = {"stop": "stop", "length": "length", "tool_calls": "tool_calls", "cancelled": "stop",
+           "deadline": "length"}
+
+
+def _text_of(content: Any, where: str) -> str:
+    """A message's content: a string or an array of text parts."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        raise ApiError(400, f"{where} must be a string or an array of content parts, got {type_name(content)}",
+                       param=where)
+    out = []
+    for i, part in enumerate(content):
+        if not isinstance(part, dict):
+            raise ApiError(400, f"{where}[{i}] must be an object, got {type_name(part)}", param=where)
+        kind = part.get("type")
+        if kind in ("text", "input_text"):
+            out.append(check_str(part.get("text"), f"{where}[{i}].text"))
+        elif kind in ("image_url", "input_image", "input_audio", "file"):
+            raise ApiError(400, f"{where}[{i}] is a {kind} part; this server handles text only", param=where)
+        else:
+            raise ApiError(400, f"{where}[{i}] has unknown type {kind!r} (expected 'text')", param=where)
+    return "".join(s or "" for s in out)
+
+
+def _tool_calls(value: Any, where: str) -> list[dict[str, Any]]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise ApiError(400, f"{where} must be an array, got {type_name(value)}", param=where)
+    out = []
+    for i, tc in enumerate(value):
+        w = f"{where}[{i}]"
+        if not isinstance(tc, dict):
+            raise ApiError(400, f"{w} must be an object, got {type_name(tc)}", param=w)
+        if tc.get("type", "function") != "function":
+            raise ApiError(400, f"{w}.type must be 'function', got {tc.get('type')!r}", param=w)
+        fn = tc.get("function")
+        if not isinstance(fn, dict):
+            raise ApiError(400, f"{w}.function must be an object", param=w)
+        name = check_tool_name(fn.get("name"), f"{w}.function.name")
+        args = fn.get("arguments", "{}")
+        if isinstance(args, str):
+            try:
+                args = json.loads(args) if args.strip() else {}
+            except ValueError:
+                raise ApiError(400, f"{w}.function.arguments is not valid JSON", param=w) from None
+        if not isinstance(args, dict):
+            raise ApiError(400, f"{w}.function.arguments must be a JSON object", param=w)
+        cid = check_str(tc.get("id", ""), f"{w}.id") or f"legacy{i}"
+        out.append({"id": inner_call_id(cid), "name": name, "arguments": args})
+    return out
+
+
+def convert_messages(messages: Any) -> list[dict[str, Any]]:
+    """OpenAI messages -> the engine's message dicts (system prompts first, ids mapped)."""
+    if not isinstance(messages, list):
+        raise ApiError(400, f"messages must be an array, got {type_name(messages)}", param="messages")
+    if not messages:
+        raise ApiError(400, "messages must contain at least one message", param="messages")
+    system: list[str] = []
+    out: list[dict[str, Any]] = []
+    open_calls: set[str] = set()
+    for i, m in enumerate(messages):
+        w = f"messages[{i}]"
+        if not isinstance(m, dict):
+            raise ApiError(400, f"{w} must be an object, got {type_name(m)}", param=w)
+        role = m.get("role")
+        if role in ("system", "developer"):
+            system.append(_text_of(m.get("content"), f"{w}.content"))
+        elif role == "user":
+            out.append({"role": "user", "content": _text_of(m.get("content"), f"{w}.content")})
+        elif role == "assistant":
+            calls = _tool_calls(m.get("tool_calls"), f"{w}.tool_calls")
+            reasoning = m.get("reasoning_content", m.get("reasoning"))
+            d: dict[str, Any] = {"role": "assistant", "content": _text_of(m.get("content"), f"{w}.content"),
+                                 "reasoning": check_str(reasoning, f"{w}.reasoning_content", allow_none=True) or ""}
+            if calls:
+                d["tool_calls"] = calls
+                open_calls.update(c["id"] for c in calls)
+            out.append(d)
+        elif role == "tool":
+            cid = check_str(m.get("tool_call_id"), f"{w}.tool_call_id")
+            assert cid is not None
+            inner = inner_call_id(cid)
+            if inner not in open_calls:
+                raise ApiError(400, f"{w} is a tool result for call {cid!r}, but no assistant message "
+                                    "before it made that call", param=w)
+            out.append({"role": "tool", "content": _text_of(m.get("content"), f"{w}.content"),
+                        "tool_call_id": inner, "name": m.get("name") if isinstance(m.get("name"), str) else None})
+        else:
+            raise ApiError(400, f"{w}.role {role!r} is not one of system, developer, user, assistant, tool",
+                           param=w)
+    if system:
+        out.insert(0, {"role": "system", "content": "\n\n".join(s for s in system if s)})
+    if not any(d["role"] != "system" for d in out):
+        raise ApiError(400, "messages has no user message", param="messages")
+    return out
+
+
+def convert_tools(tools: Any) -> list[dict[str, Any]] | None:
+    if tools is None:
+        return None
+    if not isinstance(tools, list):
+        raise ApiError(400, f"tools must be an array, got {type_name(tools)}", param="tools")
+    out = []
+    seen = set()
+    for i, t in enumerate(tools):
+        w = f"tools[{i}]"
+        if not isinstance(t, dict):
+            raise ApiError(400, f"{w} must be an object, got {type_name(t)}", param=w)
+        if t.get("type") != "function":
+            raise ApiError(400, f"{w}.type {t.get('type')!r} is not supported (only 'function')", param=w)
+        fn = t.get("function")
+        if not isinstance(fn, dict):
+            raise ApiError(400, f"{w}.function must be an object", param=w)
+        name = check_tool_name(fn.get("name"), f"{w}.function.name")
+        if name in seen:
+            raise ApiError(400, f"{w}: the tool {name!r} is declared twice", param=w)
+        seen.add(name)
+        params = fn.get("parameters", {"type": "object", "properties": {}})
+        if not isinstance(params, dict):
+            raise ApiError(400, f"{w}.function.parameters must be a JSON Schema object", param=w)
+        desc = check_str(fn.get("description", ""), f"{w}.function.description") or ""
+        out.append({"type": "function", "function": {"name": name, "description": desc, "parameters": params}})
+    return out or None
+
+
+def convert_tool_choice(value: Any, tools: list[dict[str, Any]] | None) -> str:
+    if value is None:
+        return "auto"
+    names = [t["function"]["name"] for t in tools or []]
+    if isinstance(value, str):
+        if value not in ("auto", "none", "required"):
+            raise ApiError(400, f"tool_choice {value!r} is not one of auto, none, required, or a named function",
+                           param="tool_choice")
+        if value == "required" and not names:
+            raise ApiError(400, "tool_choice 'required' needs tools", param="tool_choice")
+        return value
+    if isinstance(value, dict) and value.get("type") == "function" and isinstance(value.get("function"), dict):
+        name = value["function"].get("name")
+        if not isinstance(name, str):
+            raise ApiError(400, "tool_choice.function.name must be a string", param="tool_choice")
+        if name not in names:
+            raise ApiError(400, f"tool_choice names the function {name!r}, which is not among the declared "
+                                f"tools ({', '.join(names) or 'none'})", param="tool_choice")
+        return f"function:{name}"
+    raise ApiError(400, "tool_choice must be 'auto', 'none', 'required' or "
+                        '{"type": "function", "function": {"name": ...}}', param="tool_choice")
+
+
+def _response_format(value: Any) -> dict[str, Any] | None:
+    if value is None:
+        return None
+    if not isinstance(value, dict) or value.get("type") not in ("text", "json_object", "json_schema"):
+        raise ApiError(400, "response_format.type must be 'text', 'json_object' or 'json_schema'",
+                       param="response_format")
+    return None if value["type"] == "text" else value
+
+
+def _sampling(body: dict[str, Any]) -> dict[str, Any]:
+    s: dict[str, Any] = {}
+    for key, name, lo, hi in (("temperature", "temperature", 0.0, 2.0), ("top_p", "top_p", 0.0, 1.0),
+                              ("frequency_penalty", "frequency_penalty", -2.0, 2.0),
+                              ("presence_penalty", "presence_penalty", -2.0, 2.0)):
+        v = check_number(body.get(key), key, lo=lo, hi=hi)
+        if v is not None:
+            s[name] = v
+    seed = check_int(body.get("seed"), "seed")
+    if seed is not None:
+        s["seed"] = seed & 0xFFFFFFFF
+    return s
+
+
+def _max_tokens(body: dict[str, Any], state: ServerState, default: int) -> int:
+    limit = state.config.max_tokens_limit
+    v = check_int(body.get("max_completion_tokens"), "max_completion_tokens", lo=1, hi=limit)
+    if v is None:
+        v = check_int(body.get("max_tokens"), "max_tokens", lo=1, hi=limit)
+    return v if v is not None else min(default, limit)
+
+
+def parse_chat_request(body: dict[str, Any], state: ServerState) -> tuple[TurnRequest, bool, bool]:
+    """(the turn, stream?, include usage in the stream?)"""
+    model = check_str(body.get("model"), "model", allow_none=True)
+    n = check_int(body.get("n"), "n")
+    if n not in (None, 1):
+        raise ApiError(400, "n must be 1 (one choice per request)", param="n")
+    tools = convert_tools(body.get("tools"))
+    choice = convert_tool_choice(body.get("tool_choice"), tools)
+    stream = check_bool(body.get("stream"), "stream", False)
+    opts = body.get("stream_options")
+    if opts is not None and not isinstance(opts, dict):
+        raise ApiError(400, "stream_options must be an object", param="stream_options")
+    usage = bool((opts or {}).get("include_usage"))
+    req = TurnRequest(
+        model=model, messages=convert_messages(body.get("messages")), tools=tools, tool_choice=choice,
+        parallel_tool_calls=check_bool(body.get("parallel_tool_calls"), "parallel_tool_calls", True),
+        response_format=_response_format(body.get("response_format")),
+        max_tokens=_max_tokens(body, state, state.config.default_max_tokens), sampling=_sampling(body),
+        stop=check_stop(body.get("stop"), "stop"))
+    return req, stream, usage
+
+
+def _usage(end: TurnEnd) -> dict[str, Any]:
+    return {"prompt_tokens": end.prompt_tokens, "completion_tokens": end.completion_tokens,
+            "total_tokens": end.prompt_tokens + end.completion_tokens,
+            "prompt_tokens_details": {"cached_tokens": end.cached_tokens}}
+
+
+def _call_dict(call: Any) -> dict[str, Any]:
+    return {"id": f"call_{call.id}", "type": "function",
+            "function": {"name": call.name, "arguments": call_arguments_json(call)}}
+
+
+def _sse(data: Any) -> bytes:
+    return b"data: " + json.dumps(data, ensure_ascii=False).encode() + b"\n\n"
+
+
+async def chat_completions(request: Request):
+    from starlette.responses import JSONResponse, StreamingResponse
+
+    state: ServerState = request.app.state.callisto
+    body = await read_json(request, state.config.max_body_bytes)
+    req, stream, include_usage = parse_chat_request(body, state)
+    turn = Turn(state, req)
+    await turn.submit()
+    cid = f"chatcmpl-{uuid.uuid4().hex[:24]}"
+    created = int(time.time())
+    if not stream:
+        text, reasoning, calls, end = await turn.collect(request)
+        turn.log(request, end, len(calls))
+        message: dict[str, Any] = {"role": "assistant", "content": text if (text or not calls) else None}
+        if reasoning:
+            message["reasoning_content"] = reasoning
+        if calls:
+            message["tool_calls"] = [_call_dict(c) for c in calls]
+        return JSONResponse({
+            "id": cid, "object": "chat.completion", "created": created, "model": turn.model_id,
+            "system_fingerprint": None,
+            "choices": [{"index": 0, "message": message, "finish_reason": _FINISH.get(end.finish_reason, "stop"),
+                         "logprobs": None}],
+            "usage": _usage(end)})
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
+        return _sse({"id": cid, "object": "chat.completion.chunk", "created": created, "model": turn.model_id,
+                     "system_fingerprint": None,
+                     "choices": [{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}]})
+
+    async def gen():
+        ncalls = 0
+        end = None
+        try:
+            yield chunk({"role": "assistant", "content": ""})
+            async for kind, value in turn.events():
+                if kind == "text":
+                    yield chunk({"content": value})
+                elif kind == "reasoning":
+                    yield chunk({"reasoning_content": value})
+                elif kind == "call":
+                    index = ncalls
+                    ncalls += 1
+                    yield chunk({"tool_calls": [{"index": index, "id": f"call_{value.id}", "type": "function",
+                                                 "function": {"name": value.name, "arguments": ""}}]})
+                    for frag in split_fragments(call_arguments_json(value)):
+                        yield chunk({"tool_calls": [{"index": index, "function": {"arguments": frag}}]})
+                elif kind == "end":
+                    end = value
+            assert end is not None
+            yield chunk({}, _FINISH.get(end.finish_reason, "stop"))
+            if include_usage:
+                yield _sse({"id": cid, "object": "chat.completion.chunk", "created": created,
+                            "model": turn.model_id, "choices": [], "usage": _usage(end)})
+            yield b"data: [DONE]\n\n"
+        except ApiError as err:
+            from app.server._errors import error_body
+
+            request.scope.setdefault("callisto.log", {})["status"] = err.status
+            yield _sse(error_body("openai", err))
+        finally:
+            turn.cancel.set()  # a client that went away stops the generation at the next token
+            turn.log(request, end, ncalls)
+
+    return StreamingResponse(gen(), media_type="text/event-stream",
+                             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+
+
+async def completions(request: Request):
+    from starlette.responses import JSONResponse, StreamingResponse
+
+    state: ServerState = request.app.state.callisto
+    body = await read_json(request, state.config.max_body_bytes)
+    prompt = body.get("prompt")
+    if isinstance(prompt, list) and len(prompt) == 1 and isinstance(prompt[0], str):
+        prompt = prompt[0]
+    if not isinstance(prompt, str):
+        raise ApiError(400, "prompt must be a string (or an array of one string)", param="prompt")
+    if not prompt:
+        raise ApiError(400, "prompt is empty", param="prompt")
+    echo = check_bool(body.get("echo"), "echo", False)
+    req = TurnRequest(model=check_str(body.get("model"), "model", allow_none=True), raw_prompt=prompt,
+                      max_tokens=_max_tokens(body, state, 16), sampling=_sampling(body),
+                      stop=check_stop(body.get("stop"), "stop"))
+    stream = check_bool(body.get("stream"), "stream", False)
+    turn = Turn(state, req)
+    await turn.submit()
+    cid = f"cmpl-{uuid.uuid4().hex[:24]}"
+    created = int(time.time())
+    if not stream:
+        text, _r, _c, end = await turn.collect(request)
+        turn.log(request, end, 0)
+        return JSONResponse({
+            "id": cid, "object": "text_completion", "created": created, "model": turn.model_id,
+            "choices": [{"text": (prompt + text) if echo else text, "index": 0, "logprobs": None,
+                         "finish_reason": _FINISH.get(end.finish_reason, "stop")}],
+            "usage": _usage(end)})
+
+    def chunk(text: str, finish: str | None = None) -> bytes:
+        return _sse({"id": cid, "object": "text_completion", "created": created, "model": turn.model_id,
+                     "choices": [{"text": text, "index": 0, "logprobs": None, "finish_reason": finish}]})
+
+    async def gen():
+        end = None
+        try:
+            if echo:
+                yield chunk(prompt)
+            async for kind, value in turn.events():
+                if kind == "text":
+                    yield chunk(value)
+                elif kind == "end":
+                    end = value
+            assert end is not None
+            yield chunk("", _FINISH.get(end.finish_reason, "stop"))
+            yield b"data: [DONE]\n\n"
+        except ApiError as err:
+            from app.server._errors import error_body
+
+            yield _sse(error_body("openai", err))
+        finally:
+            turn.cancel.set()
+            turn.log(request, end, 0)
+
+    return StreamingResponse(gen(), media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
+
+
+async def list_models(request: Request):
+    from starlette.concurrency import run_in_threadpool
+    from starlette.responses import JSONResponse
+
+    state: ServerState = request.app.state.callisto
+    entries = await run_in_threadpool(state.catalog.entries, refresh=True)
+    now = int(time.time())
+    return JSONResponse({"object": "list", "data": [
+        {"id": e.id, "object": "model", "created": now, "owned_by": "callisto"} for e in entries]})
