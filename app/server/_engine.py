@@ -292,6 +292,10 @@ def run_turn(model: LoadedModel, req: TurnRequest, emit: Callable[[str, Any], No
                 emit("reasoning", ev.text)
         elif isinstance(ev, ToolCallDone):
             call = ev.call
+            if not tools:  # no tools were offered (tool_choice none): what the model wrote is text
+                if call.raw:
+                    emit("text", call.raw)
+                return
             if call.id in seen_ids or call.id not in used:  # a parser that issued its own id
                 from dataclasses import replace
 

@@ -1,0 +1,224 @@
+"""The official openai, anthropic and ollama packages against a real server on a loopback port.
+
+Scripted GGUFs of several families (real templates; the reply is a call, or two) show that each
+API returns the calls the family's parser reads, that streaming gives the same calls as a plain
+request, in each API's own stream shape, and that the SDKs' stream accumulators accept every
+stream. The loop model answers a tool result with text: a whole call -> result -> answer loop per API.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.server.conftest import ANSWER, FAMILIES, ONE_CALL, PARALLEL, TOOLS, TWO_CALLS
+
+CASES = [(fam, ONE_CALL) for fam in FAMILIES] + [(f"{fam}-parallel", TWO_CALLS) for fam in PARALLEL]
+ANTHROPIC_TOOLS = [{"name": t["function"]["name"], "description": t["function"]["description"],
+                    "input_schema": t["function"]["parameters"]} for t in TOOLS]
+OLLAMA_TOOLS = TOOLS
+USER = [{"role": "user", "content": "What is the weather in Oslo?"}]
+
+
+def model_id(key: str) -> str:
+    return "loop-hermes" if key == "loop" else f"call-{key}"
+
+
+@pytest.fixture(scope="module")
+def openai_client(family_server):
+    from openai import OpenAI
+
+    return OpenAI(base_url=family_server.url + "/v1", api_key="unused", max_retries=0, timeout=60)
+
+
+@pytest.fixture(scope="module")
+def anthropic_client(family_server):
+    from anthropic import Anthropic
+
+    return Anthropic(base_url=family_server.url, api_key="unused", max_retries=0, timeout=60)
+
+
+@pytest.fixture(scope="module")
+def ollama_client(family_server):
+    import ollama
+
+    return ollama.Client(host=family_server.url, timeout=60)
+
+
+# -- OpenAI -----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("key", "expected"), CASES)
+def test_openai_calls_stream_and_accumulate_alike(openai_client, key, expected):
+    plain = openai_client.chat.completions.create(model=model_id(key), messages=USER, tools=TOOLS)
+    choice = plain.choices[0]
+    assert choice.finish_reason == "tool_calls"
+    got = [(c.function.name, json.loads(c.function.arguments)) for c in choice.message.tool_calls]
+    assert got == expected
+    assert all(c.id.startswith("call_") for c in choice.message.tool_calls)
+
+    # the raw stream: each call's first delta has index, id, type and name once; then only arguments
+    seen: dict[int, dict] = {}
+    finish = None
+    for chunk in openai_client.chat.completions.create(model=model_id(key), messages=USER, tools=TOOLS,
+                                                       stream=True):
+        if not chunk.choices:
+            continue
+        delta = chunk.choices[0].delta
+        for tc in delta.tool_calls or []:
+            if tc.index not in seen:
+                assert tc.id and tc.type == "function" and tc.function.name
+                seen[tc.index] = {"name": tc.function.name, "args": tc.function.arguments or ""}
+            else:
+                assert tc.id is None and tc.type is None and tc.function.name is None
+                seen[tc.index]["args"] += tc.function.arguments
+        finish = chunk.choices[0].finish_reason or finish
+    assert finish == "tool_calls"
+    assert [(v["name"], json.loads(v["args"])) for _, v in sorted(seen.items())] == expected
+    streamed_args = [v["args"] for _, v in sorted(seen.items())]
+    assert streamed_args == [c.function.arguments for c in choice.message.tool_calls]
+
+    with openai_client.chat.completions.stream(model=model_id(key), messages=USER, tools=TOOLS) as stream:
+        final = stream.get_final_completion()
+    acc = [(c.function.name, json.loads(c.function.arguments)) for c in final.choices[0].message.tool_calls]
+    assert acc == expected
+
+
+def test_openai_tool_choice_none_sends_no_calls(openai_client):
+    reply = openai_client.chat.completions.create(model="call-hermes", messages=USER, tools=TOOLS,
+                                                  tool_choice="none", max_tokens=8)
+    assert not reply.choices[0].message.tool_calls
+    assert reply.choices[0].finish_reason in ("stop", "length")
+
+
+def test_openai_parallel_off_returns_one_call(openai_client):
+    reply = openai_client.chat.completions.create(model="call-hermes-parallel", messages=USER, tools=TOOLS,
+                                                  parallel_tool_calls=False)
+    assert [c.function.name for c in reply.choices[0].message.tool_calls] == ["get_weather"]
+    assert reply.choices[0].finish_reason == "tool_calls"
+
+
+def test_openai_loop_call_result_answer_with_usage(openai_client):
+    msgs = [{"role": "system", "content": "Be brief."}, *USER]
+    first = openai_client.chat.completions.create(model="loop-hermes", messages=msgs, tools=TOOLS)
+    call = first.choices[0].message.tool_calls[0]
+    msgs += [first.choices[0].message.model_dump(exclude_none=True),
+             {"role": "tool", "tool_call_id": call.id, "content": "sunny, 21 C"}]
+    chunks = list(openai_client.chat.completions.create(model="loop-hermes", messages=msgs, tools=TOOLS,
+                                                        stream=True, stream_options={"include_usage": True}))
+    text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    assert text == ANSWER
+    usage = chunks[-1].usage
+    assert usage.completion_tokens >= 1 and usage.prompt_tokens > usage.completion_tokens
+    # the second turn repeats the first one's prompt: llama.cpp reuses it from the KV cache
+    assert usage.prompt_tokens_details.cached_tokens > 0
+
+
+def test_openai_client_ids_reach_a_mistral_template(openai_client):
+    """Mistral's template accepts only 9-alphanumeric call ids and strictly alternating turns: the
+    client's own ids and two user turns in a row still render."""
+    msgs = [{"role": "user", "content": "Hi."}, {"role": "user", "content": "Weather in Oslo?"},
+            {"role": "assistant", "content": None, "tool_calls": [
+                {"id": "call_client-chosen-id-1", "type": "function",
+                 "function": {"name": "get_weather", "arguments": '{"city": "Oslo"}'}}]},
+            {"role": "tool", "tool_call_id": "call_client-chosen-id-1", "content": "sunny"}]
+    reply = openai_client.chat.completions.create(model="call-mistral", messages=msgs, tools=TOOLS)
+    assert reply.choices[0].message.tool_calls[0].function.name == "get_weather"
+
+
+def test_openai_completions_and_models(openai_client):
+    ids = [m.id for m in openai_client.models.list()]
+    assert "call-hermes" in ids and "loop-hermes" in ids
+    done = openai_client.completions.create(model="loop-hermes", prompt="<|im_start|>assistant\n", max_tokens=4)
+    assert done.choices[0].text.startswith("<tool_call>")
+    streamed = "".join(c.choices[0].text for c in openai_client.completions.create(
+        model="loop-hermes", prompt="<|im_start|>assistant\n", max_tokens=4, stream=True))
+    assert streamed == done.choices[0].text
+
+
+# -- Anthropic -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("key", "expected"), CASES)
+def test_anthropic_calls_stream_in_order_and_accumulate(anthropic_client, key, expected):
+    plain = anthropic_client.messages.create(model=model_id(key), max_tokens=256, messages=USER,
+                                             tools=ANTHROPIC_TOOLS)
+    assert plain.stop_reason == "tool_use"
+    got = [(b.name, b.input) for b in plain.content if b.type == "tool_use"]
+    assert got == expected
+
+    events = list(anthropic_client.messages.create(model=model_id(key), max_tokens=256, messages=USER,
+                                                   tools=ANTHROPIC_TOOLS, stream=True))
+    kinds = [e.type for e in events]
+    assert kinds[0] == "message_start" and kinds[-2:] == ["message_delta", "message_stop"]
+    opened = [e.index for e in events if e.type == "content_block_start"]
+    assert opened == list(range(len(opened)))  # contiguous indices, in order
+    stack = None
+    for e in events:  # each block: start, deltas of its own index, stop
+        if e.type == "content_block_start":
+            assert stack is None
+            stack = e.index
+        elif e.type == "content_block_delta":
+            assert e.index == stack
+        elif e.type == "content_block_stop":
+            assert e.index == stack
+            stack = None
+    assert events[-2].delta.stop_reason == "tool_use"
+
+    with anthropic_client.messages.stream(model=model_id(key), max_tokens=256, messages=USER,
+                                          tools=ANTHROPIC_TOOLS) as stream:
+        final = stream.get_final_message()
+    assert [(b.name, b.input) for b in final.content if b.type == "tool_use"] == expected
+
+
+def test_anthropic_loop_with_block_system_and_beta_query(family_server, anthropic_client):
+    first = anthropic_client.messages.create(model="loop-hermes", max_tokens=64, messages=USER,
+                                             tools=ANTHROPIC_TOOLS, system=[{"type": "text", "text": "Be brief."}])
+    use = next(b for b in first.content if b.type == "tool_use")
+    assert use.id.startswith("toolu_")
+    msgs = [*USER, {"role": "assistant", "content": [b.model_dump() for b in first.content]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": use.id, "content": "sunny"}]}]
+    second = anthropic_client.beta.messages.create(model="loop-hermes", max_tokens=64, messages=msgs,
+                                                   tools=ANTHROPIC_TOOLS, system="Be brief.")
+    assert second.stop_reason == "end_turn"
+    assert [b.text for b in second.content if b.type == "text"] == [ANSWER]
+    counted = anthropic_client.messages.count_tokens(model="loop-hermes", messages=msgs, tools=ANTHROPIC_TOOLS)
+    assert counted.input_tokens > 10
+
+
+def test_anthropic_single_tool_choice(anthropic_client):
+    reply = anthropic_client.messages.create(
+        model="call-harmony-parallel", max_tokens=256, messages=USER, tools=ANTHROPIC_TOOLS,
+        tool_choice={"type": "auto", "disable_parallel_tool_use": True})
+    assert [b.name for b in reply.content if b.type == "tool_use"] == ["get_weather"]
+
+
+# -- Ollama ----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("key", "expected"), CASES)
+def test_ollama_calls_stream_alike(ollama_client, key, expected):
+    plain = ollama_client.chat(model=model_id(key), messages=USER, tools=OLLAMA_TOOLS, stream=False)
+    got = [(c.function.name, dict(c.function.arguments)) for c in plain.message.tool_calls]
+    assert got == expected
+    streamed = []
+    parts = list(ollama_client.chat(model=model_id(key), messages=USER, tools=OLLAMA_TOOLS, stream=True))
+    for part in parts:
+        streamed += [(c.function.name, dict(c.function.arguments)) for c in part.message.tool_calls or []]
+    assert streamed == expected
+    assert parts[-1].done and not any(p.done for p in parts[:-1])
+
+
+def test_ollama_loop_and_model_listing(ollama_client):
+    first = ollama_client.chat(model="loop-hermes", messages=USER, tools=OLLAMA_TOOLS, stream=False)
+    msgs = [*USER, first.message, {"role": "tool", "content": "sunny", "tool_name": "get_weather"}]
+    second = ollama_client.chat(model="loop-hermes", messages=msgs, tools=OLLAMA_TOOLS, stream=False)
+    assert second.message.content == ANSWER and not second.message.tool_calls
+    names = [m.model for m in ollama_client.list().models]
+    assert "loop-hermes" in names
+    shown = ollama_client.show("call-hermes")
+    assert "tools" in (shown.capabilities or [])
+    gen = ollama_client.generate(model="loop-hermes", prompt="<|im_start|>assistant\n", raw=True,
+                                 options={"num_predict": 3}, stream=False)
+    assert gen.response.startswith("<tool_call>") and gen.done
