@@ -1,0 +1,57 @@
+"""ServiceNow Apriel 1.5 / 1.6 calls: ``<tool_calls>[{"name": NAME, "arguments": {...}}, ...]</tool_calls>``.
+
+Apriel reasons in plain text before ``[BEGIN FINAL RESPONSE]``: Apriel 1.6's generation prompt
+ends with ``Here are my reasoning steps:`` (the reply starts inside the reasoning), Apriel 1.5's
+with the assistant header (its reply may start with that phrase, or reason without it; the
+closing marker makes the text before it reasoning). An element may carry the model's ``id``
+(the 1.6 template writes it for past calls), which is kept. ``arguments`` written as a JSON
+string holding an object is read as that object.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from app.engine.formats.base import Format, RegionScanner, register
+from app.engine.formats.hermes import name_arguments
+from app.engine.formats.json_list import JsonListScanner, parse_json_list
+
+__all__ = ["AprielFormat"]
+
+OPEN = "<tool_calls>"
+CLOSE = "</tool_calls>"
+REASONING_START = "Here are my reasoning steps:"
+FINAL = "[BEGIN FINAL RESPONSE]"
+
+
+def _element(obj: Any) -> tuple[str, dict[str, Any], str | None] | None:
+    got = name_arguments(obj, extra_keys=("id",))
+    if got is None or "arguments" not in obj:
+        return None
+    cid = obj.get("id")
+    if cid is not None and not (isinstance(cid, str) and cid and cid == cid.strip()):
+        return None
+    return got[0], got[1], cid
+
+
+class AprielFormat(Format):
+    name = "apriel"
+    label = "Apriel JSON list (ServiceNow Apriel 1.5, 1.6)"
+    detail = '<tool_calls>[{"name": ..., "arguments": {...}}]</tool_calls>, reasoning before [BEGIN FINAL RESPONSE]'
+    openers = (OPEN,)
+    start_only = False
+    reasoning = (REASONING_START, FINAL)
+
+    def region_scanner(self, opener: str) -> RegionScanner:
+        return JsonListScanner(CLOSE)
+
+    def parse_region(self, opener, body, *, at_end, truncated, tools):
+        return parse_json_list(body, CLOSE, at_end=at_end, truncated=truncated, read_element=_element)
+
+    def example_call(self, name: str, arguments: dict) -> str:
+        call = {"name": name, "arguments": dict(arguments)}
+        return OPEN + json.dumps([call], ensure_ascii=False) + CLOSE
+
+
+register(AprielFormat())

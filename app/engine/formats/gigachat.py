@@ -1,0 +1,102 @@
+"""GigaChat 3 / 3.1 calls: one JSON object ``{"name": NAME, "arguments": {...}}`` after a marker.
+
+As the templates render a call:
+
+* GigaChat 3.1: ``content<|function_call|>{"name": ..., "arguments": {...}}<|message_sep|>``;
+* GigaChat 3: the assistant's message ends (``content<|message_sep|>``) and a message of the
+  ``function call`` role follows: ``\\n\\nfunction call<|role_sep|>\\n{"name": ...}<|message_sep|>``.
+  A runtime that drops the separator token leaves ``function call<|role_sep|>\\n{...}``.
+
+One call per message (the templates render only the first). The object must have exactly the
+keys ``name`` and ``arguments`` (a JSON string holding an object is read as that object) and
+must be followed by the end of the message (``<|message_sep|>``, consumed with the call) or the
+end of the reply; the call is the object alone. No reasoning block.
+"""
+
+from __future__ import annotations
+
+import json
+
+from app.engine.formats.base import Format, ParsedCall, RegionScanner, register
+from app.engine.formats.hermes import name_arguments
+from app.engine.formats.jsonscan import JsonScanner, loads_repaired
+
+__all__ = ["GigaChatFormat"]
+
+FUNCTION_CALL = "<|function_call|>"
+MESSAGE_SEP = "<|message_sep|>"
+ROLE = "function call<|role_sep|>"
+SEP_ROLE = MESSAGE_SEP + "\n\n" + ROLE
+
+
+class _Scanner(RegionScanner):
+    """``[ws] {json}``, then ``[ws] <|message_sep|>`` when the separator follows (the end of the
+    message, consumed with the call); anything else ends the region right after the object."""
+
+    def __init__(self) -> None:
+        self.state = "pre"
+        self.json = JsonScanner()
+        self.ops = 0
+
+    def scan(self, buf: str, final: bool) -> tuple[int, bool]:
+        i, n = 0, len(buf)
+        if self.state == "post":
+            # ``buf`` starts right after the object: nothing is consumed until the separator is seen
+            while i < n and buf[i].isspace():
+                i += 1
+            self.ops += i + 1
+            if buf.startswith(MESSAGE_SEP, i):
+                return i + len(MESSAGE_SEP), True
+            if not final and MESSAGE_SEP.startswith(buf[i:]):
+                return 0, False
+            return 0, True
+        while i < n:
+            self.ops += 1
+            if self.state == "pre":
+                if buf[i].isspace():
+                    i += 1
+                    continue
+                if buf[i] != "{":
+                    return i, True
+                self.state = "json"
+                continue
+            before = self.json.ops
+            j = self.json.feed(buf, i)
+            self.ops += self.json.ops - before
+            if j == -1:
+                return n, False
+            self.state = "post"
+            return j, False
+        return n, False
+
+
+class GigaChatFormat(Format):
+    name = "gigachat"
+    label = "GigaChat function call (GigaChat 3, 3.1)"
+    detail = '<|function_call|>{"name": ..., "arguments": {...}} or function call<|role_sep|>{...}'
+    openers = (FUNCTION_CALL, SEP_ROLE, ROLE)
+    start_only = False
+    reasoning = None
+
+    def region_scanner(self, opener: str) -> RegionScanner:
+        return _Scanner()
+
+    def parse_region(self, opener, body, *, at_end, truncated, tools):
+        text = body[: -len(MESSAGE_SEP)] if body.endswith(MESSAGE_SEP) else body
+        start = len(text) - len(text.lstrip())
+        obj_text = text.strip()
+        if not obj_text.startswith("{") or not obj_text.endswith("}"):
+            return None
+        ok, obj = loads_repaired(obj_text)
+        if not ok:
+            return None
+        got = name_arguments(obj)
+        if got is None or "arguments" not in obj:
+            return None
+        return [ParsedCall(got[0], got[1], opener + text[: start + len(obj_text)])], ""
+
+    def example_call(self, name: str, arguments: dict) -> str:
+        return FUNCTION_CALL + json.dumps({"name": name, "arguments": dict(arguments)}, ensure_ascii=False)
+
+
+register(GigaChatFormat())
