@@ -56,6 +56,9 @@ __all__ = [
 SCHEMA_VERSION = 2
 
 ApprovalDefault = Literal["ask", "allow"]
+#: What happens when a conversation no longer fits the context (``app.engine.context.POLICIES``).
+ContextPolicy = Literal["stop", "drop_oldest", "truncate_middle"]
+Theme = Literal["system", "light", "dark"]
 
 _TOOL_FORMAT_RE = re.compile(r"^[a-z0-9][a-z0-9_.\-]*$")
 
@@ -106,6 +109,7 @@ SAMPLER_FIELDS = ("temperature", "top_p", "top_k", "min_p", "repeat_penalty", "s
 class ChatSettings(_Model):
     tool_format: str = "auto"
     system_prompt: str = ""
+    context_policy: ContextPolicy = "stop"
 
     @field_validator("tool_format")
     @classmethod
@@ -135,10 +139,14 @@ class WindowSettings(_Model):
     geometry: str | None = None  # base64 of QWidget.saveGeometry()
     state: str | None = None  # base64 of QMainWindow.saveState()
     panels: dict[str, bool] = Field(default_factory=dict)  # panel name -> visible
+    theme: Theme = "system"  # "system" follows the OS
+    last_conversation_id: int | None = None  # reopened at start-up
+    dismissed: list[str] = Field(default_factory=list)  # notice codes the user chose not to see again
 
 
 class ModelOverride(_Model):
     tool_format: str | None = None  # None: use the global chat.tool_format
+    context_policy: ContextPolicy | None = None  # None: use the global chat.context_policy
     sampling: SamplingOverride = Field(default_factory=SamplingOverride)
 
     @field_validator("tool_format")
@@ -194,6 +202,7 @@ class EffectiveSettings:
     gpu_layers: int
     threads: int | None
     overridden: tuple[str, ...] = ()  # names of the fields that came from the override
+    context_policy: str = "stop"
 
     @property
     def max_tokens(self) -> int:
@@ -214,6 +223,7 @@ class EffectiveSettings:
             "context_length": self.context_length,
             "gpu_layers": self.gpu_layers,
             "threads": self.threads,
+            "context_policy": self.context_policy,
             "overridden": list(self.overridden),
         }
 
@@ -225,11 +235,15 @@ def effective_settings(
     override = settings.override_for(model_path, sha256)
     sampling = settings.sampling.model_dump()
     tool_format = settings.chat.tool_format
+    context_policy = settings.chat.context_policy
     overridden: list[str] = []
     if override is not None:
         if override.tool_format is not None:
             tool_format = override.tool_format
             overridden.append("tool_format")
+        if override.context_policy is not None:
+            context_policy = override.context_policy
+            overridden.append("context_policy")
         for name in SamplingOverride.model_fields:
             value = getattr(override.sampling, name)
             if value is not None:
@@ -243,6 +257,7 @@ def effective_settings(
         gpu_layers=settings.model.gpu_layers,
         threads=settings.model.threads,
         overridden=tuple(overridden),
+        context_policy=context_policy,
     )
 
 

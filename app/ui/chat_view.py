@@ -16,12 +16,13 @@ from collections.abc import Callable
 from typing import Any
 
 from PySide6.QtCore import Qt, QTimer, QUrl, Signal
-from PySide6.QtGui import QGuiApplication, QKeyEvent, QPalette, QTextOption
+from PySide6.QtGui import QGuiApplication, QKeyEvent, QPalette, QTextDocumentFragment, QTextOption
 from PySide6.QtWidgets import (
     QFrame,
     QHBoxLayout,
     QLabel,
     QPlainTextEdit,
+    QProgressBar,
     QPushButton,
     QScrollArea,
     QSizePolicy,
@@ -222,40 +223,104 @@ class TextRun(QWidget):
             self.tail_view = None
 
 
+#: What a notice's link says for the setting it opens (plain words, never the setting's key).
+SETTING_LINKS = {
+    "chat.tool_format": "Choose a format",
+    "tools.workspace": "Set a workspace folder",
+    "tools.mcp_servers_path": "Open the MCP settings",
+}
+
+#: Notices shown as one quiet line (``code -> text``) instead of the engine's longer wording.
+QUIET_NOTICES = {
+    "no_tool_format": "This model can't call tools here.",
+}
+
+
 class NoticeBanner(QFrame):
-    """An inline notice above a reply; its link opens the setting it names."""
+    """An inline notice above a reply; its link opens the setting it names.
+
+    ``kind`` is "info" (a quiet line), "warning" or "error" (see :class:`ErrorBox` for errors
+    inside a reply). A notice whose code is in ``QUIET_NOTICES`` is one quiet line with a
+    "Don't show again" link (``sig_dismiss_forever``)."""
 
     sig_open_setting = Signal(str)
+    sig_dismiss_forever = Signal(str)  # the notice's code
 
-    def __init__(self, code: str, message: str, setting: str | None, parent: QWidget | None = None) -> None:
+    def __init__(self, code: str, message: str, setting: str | None, parent: QWidget | None = None,
+                 *, kind: str | None = None) -> None:
         super().__init__(parent)
+        import html as _html
+
+        quiet = QUIET_NOTICES.get(code)
+        self.kind = kind or ("info" if quiet is not None else "warning")
         self.setObjectName("noticeBanner")
+        self.setProperty("kind", self.kind)
         self.code, self.message, self.setting = code, message, setting
         lay = QHBoxLayout(self)
-        lay.setContentsMargins(10, 6, 10, 6)
-        icon = QLabel("⚠")
+        lay.setContentsMargins(10, 4 if quiet else 6, 10, 4 if quiet else 6)
+        icon = QLabel({"info": "ⓘ", "warning": "⚠", "error": "✕"}.get(self.kind, "ⓘ"))
         icon.setObjectName("noticeIcon")
         lay.addWidget(icon, 0, Qt.AlignmentFlag.AlignTop)
         self.label = QLabel()
         self.label.setWordWrap(True)
         self.label.setTextFormat(Qt.TextFormat.RichText)
-        import html as _html
-
-        text = _html.escape(message)
+        self.label.setToolTip(message if quiet else "")
+        parts = [_html.escape(quiet or message)]
         if setting:
-            text += f' &nbsp;<a href="setting:{_html.escape(setting)}">Open setting <b>{_html.escape(setting)}</b></a>'
-        self.label.setText(text)
+            words = SETTING_LINKS.get(setting, "Open settings")
+            parts.append(f'<a href="setting:{_html.escape(setting)}">{_html.escape(words)}</a>')
+        if quiet is not None:
+            parts.append('<a href="dismiss:">Don\'t show again</a>')
+        self.text = " · ".join(p for p in parts)
+        self.label.setText(self.text)
         self.label.linkActivated.connect(self._on_label_link)
         lay.addWidget(self.label, 1)
+
+    def plain_text(self) -> str:
+        """What a person reads in the banner."""
+        return QTextDocumentFragment.fromHtml(self.text).toPlainText()
 
     def _on_label_link(self, href: str) -> None:
         if href.startswith("setting:"):
             self.sig_open_setting.emit(href[len("setting:"):])
+        elif href.startswith("dismiss:"):
+            self.sig_dismiss_forever.emit(self.code)
+            self.hide()
 
     def activate_link(self) -> None:
         """What a click on the link does (tests and keyboard users call it)."""
         if self.setting:
             self.sig_open_setting.emit(self.setting)
+
+
+class ErrorBox(QFrame):
+    """A failure (``kind="error"``) or a mark such as "max tokens reached" (``kind="info"``) inside a
+    reply, with the actions that fix it (e.g. "New chat", "Increase context", "Continue")."""
+
+    def __init__(self, message: str, actions: list[tuple[str, Callable[[], None]]], *, kind: str = "error",
+                 parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("errorBox")
+        self.setProperty("kind", kind)
+        self.message = message
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(10, 6, 10, 6)
+        self.label = QLabel(message)
+        self.label.setObjectName("errorText")
+        self.label.setWordWrap(True)
+        self.label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        lay.addWidget(self.label)
+        self.buttons: dict[str, QPushButton] = {}
+        if actions:
+            row = QHBoxLayout()
+            for text, fn in actions:
+                b = QPushButton(text)
+                b.setObjectName("errorAction")
+                b.clicked.connect(fn)
+                self.buttons[text] = b
+                row.addWidget(b)
+            row.addStretch(1)
+            lay.addLayout(row)
 
 
 class ToolChip(QPushButton):
@@ -326,7 +391,20 @@ def _small_button(text: str, tip: str) -> QToolButton:
     b.setText(text)
     b.setToolTip(tip)
     b.setAutoRaise(True)
+    b.setFocusPolicy(Qt.FocusPolicy.ClickFocus)  # Tab goes compose -> send -> lists, not every message button
     return b
+
+
+COPIED_MS = 1500
+
+
+def copy_with_feedback(button: QToolButton, text: str) -> None:
+    """Put ``text`` on the clipboard and say "Copied ✓" on the button for a moment."""
+    QGuiApplication.clipboard().setText(text)
+    label = button.property("idleText") or button.text()
+    button.setProperty("idleText", label)
+    button.setText("Copied ✓")
+    QTimer.singleShot(COPIED_MS, button, lambda: button.setText(label))
 
 
 class UserMessage(QFrame):
@@ -347,7 +425,7 @@ class UserMessage(QFrame):
         head.addWidget(who)
         head.addStretch(1)
         self.btn_copy = _small_button("Copy", "Copy this message")
-        self.btn_copy.clicked.connect(lambda: QGuiApplication.clipboard().setText(self.text))
+        self.btn_copy.clicked.connect(lambda: copy_with_feedback(self.btn_copy, self.text))
         self.btn_edit = _small_button("Edit", "Edit this message and send it again")
         self.btn_edit.clicked.connect(self.start_edit)
         head.addWidget(self.btn_copy)
@@ -401,6 +479,7 @@ class AssistantMessage(QFrame):
 
     sig_chip_clicked = Signal(str)
     sig_open_setting = Signal(str)
+    sig_dismiss_notice = Signal(str)  # a notice code the user does not want to see again
     sig_regenerate = Signal()
 
     def __init__(self, parent: QWidget | None = None) -> None:
@@ -415,12 +494,18 @@ class AssistantMessage(QFrame):
         self.who = QLabel("Assistant")
         self.who.setObjectName("roleLabel")
         head.addWidget(self.who)
-        self.status_label = QLabel("")
+        self.status_label = QLabel("Processing prompt…")
         self.status_label.setObjectName("msgStatus")
         head.addWidget(self.status_label)
+        self.progress = QProgressBar()  # until the first token: the prompt is being read
+        self.progress.setObjectName("promptProgress")
+        self.progress.setRange(0, 0)
+        self.progress.setMaximumSize(90, 8)
+        self.progress.setTextVisible(False)
+        head.addWidget(self.progress)
         head.addStretch(1)
         self.btn_copy = _small_button("Copy", "Copy this reply")
-        self.btn_copy.clicked.connect(lambda: QGuiApplication.clipboard().setText(self.text()))
+        self.btn_copy.clicked.connect(lambda: copy_with_feedback(self.btn_copy, self.text()))
         self.btn_regen = _small_button("Regenerate", "Generate this reply again")
         self.btn_regen.clicked.connect(self.sig_regenerate.emit)
         head.addWidget(self.btn_copy)
@@ -438,11 +523,43 @@ class AssistantMessage(QFrame):
         self._chip_row: QHBoxLayout | None = None
         self.dirty = False
         self.reasoning = ""
+        self.error_box: ErrorBox | None = None
+        self.stats = QLabel("")
+        self.stats.setObjectName("msgStats")
+        self.stats.setVisible(False)
+        self._lay.addWidget(self.stats)
+        self.started = False  # the first token (or call) arrived
 
     # -- content -------------------------------------------------------------------------
+    def _started(self) -> None:
+        if not self.started:
+            self.started = True
+            self.progress.setVisible(False)
+            if self.status == "streaming":
+                self.status_label.setText("…")
+
+    def _add_block(self, w: QWidget) -> None:
+        """Content goes above the stats line and the error box."""
+        self._lay.insertWidget(self._lay.indexOf(self.stats), w)
+
+    def set_error(self, message: str, actions: list[tuple[str, Callable[[], None]]] = (), *,
+                  kind: str = "error") -> ErrorBox:
+        """Show ``message`` inside the reply in the error style (or ``kind="info"``), with actions."""
+        if self.error_box is not None:
+            self._lay.removeWidget(self.error_box)
+            self.error_box.deleteLater()
+        self._started()
+        self.error_box = ErrorBox(message, list(actions), kind=kind)
+        self._lay.addWidget(self.error_box)
+        return self.error_box
+
+    def set_stats(self, text: str) -> None:
+        self.stats.setText(text)
+        self.stats.setVisible(bool(text))
     def add_banner(self, code: str, message: str, setting: str | None) -> NoticeBanner:
         b = NoticeBanner(code, message, setting)
         b.sig_open_setting.connect(self.sig_open_setting.emit)
+        b.sig_dismiss_forever.connect(self.sig_dismiss_notice.emit)
         self.banners.append(b)
         self._banner_box.addWidget(b)
         return b
@@ -451,12 +568,14 @@ class AssistantMessage(QFrame):
         if self._cur is None or self._cur.md.final:
             self._cur = TextRun()
             self.blocks.append(self._cur)
-            self._lay.addWidget(self._cur)
+            self._add_block(self._cur)
             self._chip_row = None
+        self._started()
         self._cur.append(text)
         self.dirty = True
 
     def append_reasoning(self, text: str) -> None:
+        self._started()
         self.reasoning += text
         self.thinking.setVisible(True)
         self.thinking.set_text(self.reasoning)
@@ -471,7 +590,8 @@ class AssistantMessage(QFrame):
             self._chip_row.setContentsMargins(0, 0, 0, 0)
             self._chip_row.addStretch(1)
             self.blocks.append(row)
-            self._lay.addWidget(row)
+            self._add_block(row)
+        self._started()
         chip = ToolChip(call_id, name)
         chip.clicked.connect(lambda: self.sig_chip_clicked.emit(chip.call_id))
         self._chip_row.insertWidget(self._chip_row.count() - 1, chip)
@@ -493,8 +613,11 @@ class AssistantMessage(QFrame):
 
     def set_status(self, status: str) -> None:
         self.status = status
-        self.status_label.setText({"streaming": "…", "done": "", "interrupted": "(interrupted)",
-                                   "cancelled": "(stopped)", "error": "(error)"}.get(status, f"({status})"))
+        if status != "streaming":
+            self.progress.setVisible(False)
+        self.status_label.setText({"streaming": "…" if self.started else "Processing prompt…", "done": "",
+                                   "interrupted": "(interrupted)", "cancelled": "(stopped)", "error": "(error)",
+                                   "length": "(max tokens reached)"}.get(status, f"({status})"))
 
     def set_actions_enabled(self, on: bool) -> None:
         self.btn_regen.setEnabled(on)
@@ -505,9 +628,11 @@ class ChatView(QScrollArea):
 
     sig_chip_clicked = Signal(str)
     sig_open_setting = Signal(str)
+    sig_dismiss_notice = Signal(str)
     sig_regenerate = Signal(int)  # index of the user message (among user messages) whose reply it is, or -1
     sig_edit_resend = Signal(int, str)  # (index of the user message among user messages, new text)
 
+    READING_WIDTH = 860  # px: long lines stay readable on a wide window
     MIN_INTERVAL_MS = 40
     MAX_INTERVAL_MS = 400
 
@@ -518,7 +643,15 @@ class ChatView(QScrollArea):
         self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self._inner = QWidget()
         self._inner.setObjectName("chatInner")
-        self._col = QVBoxLayout(self._inner)
+        outer = QHBoxLayout(self._inner)
+        outer.setContentsMargins(0, 0, 0, 0)
+        self.column = QWidget()  # the reading column: bounded width, centred
+        self.column.setObjectName("chatColumn")
+        self.column.setMaximumWidth(self.READING_WIDTH)
+        outer.addStretch(1)
+        outer.addWidget(self.column, 100)
+        outer.addStretch(1)
+        self._col = QVBoxLayout(self.column)
         self._col.setContentsMargins(16, 12, 16, 12)
         self._col.setSpacing(10)
         self._empty = QLabel("Start a conversation: type a message below and press Enter.")
@@ -581,6 +714,7 @@ class ChatView(QScrollArea):
         m = AssistantMessage()
         m.sig_chip_clicked.connect(self.sig_chip_clicked.emit)
         m.sig_open_setting.connect(self.sig_open_setting.emit)
+        m.sig_dismiss_notice.connect(self._on_dismiss_notice)
         m.sig_regenerate.connect(lambda: self.sig_regenerate.emit(self.user_index_of(m)))
         self._insert(m)
         return m
@@ -682,6 +816,10 @@ class ChatView(QScrollArea):
 
     def _on_scroll_value_changed(self, v: int) -> None:
         self._stick_to_bottom = v >= self.verticalScrollBar().maximum() - 8
+
+    def _on_dismiss_notice(self, code: str) -> None:
+        self.suppress_notice_codes.add(code)
+        self.sig_dismiss_notice.emit(code)
 
     def _on_user_edit_resend(self, msg: UserMessage, text: str) -> None:
         users = self.user_messages()

@@ -480,6 +480,22 @@ class ModelsPage(QWidget):
                 return
             self.refresh_library()
 
+    def running_downloads(self) -> list[Any]:
+        """The downloads that are queued or running now."""
+        if self._manager is None:
+            return []
+        return [p for p in self._manager.queue.tasks() if p.state in ("queued", "downloading", "verifying")]
+
+    def confirm_quit(self) -> bool:
+        """Quitting during a download: ask (the download is paused and resumes next time)."""
+        running = self.running_downloads()
+        if not running:
+            return True
+        names = ", ".join(p.job.dest.name for p in running)
+        return self.confirm("Quit during a download?",
+                            f"{names} is still downloading. Quit anyway? The download is paused and can be "
+                            "resumed next time.")
+
     def shutdown(self) -> None:
         """Pause running downloads (kept for next time) and wait for background work."""
         if self._manager is not None:

@@ -94,8 +94,18 @@ class ToolCallPanel(QWidget):
             item = QListWidgetItem()
             item.setData(Qt.ItemDataRole.UserRole, call_id)
             self.list.addItem(item)
+            self.list.setCurrentItem(item)  # the newest call is the one shown
         self._refresh_item(call_id)
         return e
+
+    def remove_call(self, call_id: str) -> None:
+        """Forget a call of a reply that was thrown away (regenerated, or edited away)."""
+        it = self._item(call_id)
+        if it is not None:
+            self.list.takeItem(self.list.row(it))
+        self.entries.pop(call_id, None)
+        if not self.entries:
+            self._show_empty()
 
     def finish_call(self, call_id: str, name: str, arguments: Any, raw: str, result: str | None,
                     error: str | None, duration_s: float | None, approval: str | None) -> ToolCallEntry:

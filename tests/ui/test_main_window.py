@@ -51,7 +51,7 @@ def _settings(max_tokens: int = 64, **chat) -> Settings:
 def test_send_streams_reply_updates_status_and_saves_history(qtbot, make_window, streaming_model):
     w = make_window(streaming_model, settings=_settings(max_tokens=60))
     assert w.model_picker.currentData() == str(streaming_model)
-    assert "none detected" in w.format_badge.text()
+    assert w.format_badge.text() == "No tools"  # plain words, not a warning pill
     chunks: list[str] = []
     rec = _OnUiThread(chunks.append)
     w.worker.sig_text.connect(rec.call)

@@ -1,0 +1,114 @@
+"""How much of the model's context a conversation takes, and what to do before it overflows.
+
+``measure(session)`` renders the conversation as the next turn would (system prompt, messages,
+tool schemas) and counts its tokens, the tool schemas' share apart. ``fit_turn(session, text,
+policy)`` is called before a message is sent: with room to spare it changes nothing; otherwise
+the policy decides:
+
+* ``stop``            nothing is dropped; the caller refuses the turn with a clear error
+* ``drop_oldest``     the oldest whole turns leave the session (a rolling window)
+* ``truncate_middle`` the first turn stays, the turns after it leave, oldest first
+
+A turn is a user message with every assistant / tool message after it, so a tool call is never
+separated from its result. The newest turn is never dropped: when it alone does not fit, the
+result says so and the caller stops. Room is kept for the reply (``reserve_tokens``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["POLICIES", "ContextUsage", "FitResult", "fit_turn", "measure", "reserve_tokens"]
+
+POLICIES = ("stop", "drop_oldest", "truncate_middle")
+
+
+@dataclass(frozen=True)
+class ContextUsage:
+    """Tokens of the prompt the next generation would evaluate."""
+
+    prompt_tokens: int
+    tool_tokens: int  # the tool schemas' (and tool guidance's) share of prompt_tokens
+    n_ctx: int
+    reserve: int  # room kept for the reply
+
+    @property
+    def fits(self) -> bool:
+        return self.prompt_tokens + self.reserve <= self.n_ctx
+
+    @property
+    def fraction(self) -> float:
+        return self.prompt_tokens / self.n_ctx if self.n_ctx else 0.0
+
+
+@dataclass(frozen=True)
+class FitResult:
+    usage: ContextUsage
+    dropped_turns: int  # whole turns the policy removed from the session
+    policy: str
+
+    @property
+    def fits(self) -> bool:
+        return self.usage.fits
+
+
+def reserve_tokens(session: Any) -> int:
+    """Room kept for the reply: its max tokens, at most a quarter of the context."""
+    n_ctx = int(session.model.n_ctx)
+    return max(1, min(int(session.max_tokens or 0) or n_ctx // 4, n_ctx // 4))
+
+
+def _count(session: Any, messages: list[Any], tools: list[dict[str, Any]] | None) -> int:
+    from app.engine.messages import Message
+    from app.engine.render import render_prompt
+
+    msgs = ([Message(role="system", content=session.system_prompt)] if session.system_prompt else [])
+    msgs += messages
+    rendered = render_prompt(session.model, msgs, tools=tools, tool_format=session.effective_format)
+    return len(session.model.tokenize(rendered.text))
+
+
+def measure(session: Any, messages: list[Any] | None = None) -> ContextUsage:
+    """The context the next generation of ``session`` (or of ``messages`` in it) would take."""
+    from app.engine.messages import Message
+
+    msgs = list(session.messages if messages is None else messages)
+    if not msgs:  # a new chat: what the system prompt and tool schemas take before the first message
+        msgs = [Message(role="user", content="")]
+    tools = session.tools
+    total = _count(session, msgs, tools)
+    tool_tokens = max(0, total - _count(session, msgs, None)) if tools else 0
+    return ContextUsage(prompt_tokens=total, tool_tokens=tool_tokens, n_ctx=int(session.model.n_ctx),
+                        reserve=reserve_tokens(session))
+
+
+def _turn_starts(messages: list[Any]) -> list[int]:
+    return [i for i, m in enumerate(messages) if m.role == "user"]
+
+
+def fit_turn(session: Any, text: str, policy: str = "stop") -> FitResult:
+    """Make room in ``session`` for the user message ``text`` (not appended) following ``policy``."""
+    from app.engine.messages import Message
+
+    if policy not in POLICIES:
+        raise ValueError(f"unknown context policy {policy!r}; choose one of {', '.join(POLICIES)}")
+    msgs = list(session.messages)
+    new = Message(role="user", content=text)
+    usage = measure(session, msgs + [new])
+    dropped = 0
+    while not usage.fits and policy != "stop":
+        starts = _turn_starts(msgs)
+        keep_first = policy == "truncate_middle"
+        droppable = starts[1:] if keep_first else starts
+        if not droppable:
+            break
+        i = droppable[0]
+        later = [s for s in starts if s > i]
+        end = later[0] if later else len(msgs)
+        msgs = msgs[:i] + msgs[end:]
+        dropped += 1
+        usage = measure(session, msgs + [new])
+    if dropped:
+        session.messages[:] = msgs
+    return FitResult(usage=usage, dropped_turns=dropped, policy=policy)

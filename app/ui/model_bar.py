@@ -1,0 +1,242 @@
+"""The window's model picker, load progress and tool-format badge (a part of :class:`MainWindow`).
+
+The picker lists the library's models (scanned off the UI thread), the last used and the demo
+model. Loading goes through the worker: the current model stays loaded until the new one has
+loaded, so a failed load puts the picker, badge and Send back on the model that still works.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QFileDialog
+
+if TYPE_CHECKING:
+    from PySide6.QtGui import QAction
+    from PySide6.QtWidgets import QComboBox, QLabel, QProgressBar
+
+    from app.ui.tasks import BackgroundTasks
+    from app.ui.worker import EngineConfig, EngineWorker, ModelInfo
+
+__all__ = ["OPEN_FILE", "ModelBarMixin", "path_key"]
+
+OPEN_FILE = "__open__"
+
+
+def path_key(path: str | Path) -> str:
+    return os.path.realpath(os.path.expanduser(str(path)))
+
+
+def _short_label(label: str) -> str:
+    """"Hermes JSON (Qwen2.5, Qwen3, ...)" -> "Hermes JSON": the badge stays short."""
+    return label.split(" (", 1)[0].strip() or label
+
+
+class ModelBarMixin:
+    """Model picker, loading and badge; mixed into :class:`app.ui.main_window.MainWindow`."""
+
+    settings: Any
+    worker: EngineWorker
+    tasks: BackgroundTasks
+    model_info: ModelInfo | None
+    loading_path: str | None
+    library_models: list[Any]
+    model_picker: QComboBox
+    format_badge: QLabel
+    load_progress: QProgressBar
+    load_label: QLabel
+    _progress_action: QAction
+    _library: Any
+    _shut: bool
+
+    if TYPE_CHECKING:  # provided by the window (other parts, QMainWindow)
+        def statusBar(self) -> Any: ...  # noqa: N802
+        def _save_settings_quietly(self) -> None: ...
+        def _update_send_button(self) -> None: ...
+        def show_window_notice(self, code: str, message: str, setting: str | None, *, kind: str = "info") -> Any: ...
+        def config_for(self, model_path: str | None) -> EngineConfig: ...
+
+    def _startup_model(self) -> str | None:
+        last = self.settings.model.last_model_path
+        if last and Path(last).is_file():
+            return last
+        demo = self._demo_model()
+        if demo is not None:
+            self._add_to_library(demo)
+            return str(demo)
+        return None
+
+    @staticmethod
+    def _demo_model() -> Path | None:
+        from app.engine.models.demo import demo_model_path
+
+        try:
+            return demo_model_path()
+        except OSError:  # an unreadable .venv: the picker offers the library and "Open a GGUF file…"
+            return None
+
+    def _add_to_library(self, path: Path) -> None:
+        """Record the demo model in the models library (in place, no copy); never fatal."""
+        try:
+            from app.engine.models.library import Library
+
+            Library().import_in_place(path)
+        except Exception as exc:  # noqa: BLE001 - the chat works without a library entry
+            self.statusBar().showMessage(f"The demo model could not be added to the library: {exc}", 8000)
+
+    def refresh_model_library(self) -> None:
+        """Rescan the models library (models folder, added folders, imports) off the UI thread;
+        the picker lists what it finds (``sig_library_refreshed``)."""
+        if self._shut:
+            return
+        if self._library is None:
+            try:
+                from app.engine.models.library import Library
+
+                self._library = Library()
+            except Exception as exc:  # noqa: BLE001 - the picker still offers last/demo/open file
+                self.statusBar().showMessage(f"The models library cannot be read: {exc}", 8000)
+                return
+        self.tasks.run(self._library.scan, self._on_library_scanned, self._on_library_scan_failed)
+
+    def _on_library_scan_failed(self, message: str) -> None:
+        self.statusBar().showMessage(f"The models library could not be scanned: {message}", 8000)
+        self.sig_library_refreshed.emit()  # type: ignore[attr-defined]
+
+    def _on_library_scanned(self, models: list[Any]) -> None:
+        self.library_models = [m for m in models if m.usable]
+        self._fill_model_picker()
+        self.sig_library_refreshed.emit()  # type: ignore[attr-defined]
+
+    def _known_models(self) -> list[tuple[str, str]]:
+        """(label, path) of every model the picker offers: the library's, then the last used,
+        the demo, the loaded and the loading one when they are not in it."""
+        out: list[tuple[str, str]] = []
+        seen: set[str] = set()
+
+        def add(label: str, path: str) -> None:
+            key = path_key(path)
+            if key not in seen:
+                seen.add(key)
+                out.append((label, path))
+
+        for m in self.library_models:
+            add(str(m.name), str(m.path))
+        for p in self._extra_models():
+            add(Path(p).stem, p)
+        return out
+
+    def _extra_models(self) -> list[str]:
+        paths: list[str] = []
+        if self.settings.model.last_model_path:
+            paths.append(self.settings.model.last_model_path)
+        demo = self._demo_model()
+        if demo is not None:
+            paths.append(str(demo))
+        for p in (self.model_info.path if self.model_info else None, self.loading_path):
+            if p:
+                paths.append(p)
+        return paths
+
+    def _fill_model_picker(self) -> None:
+        picker = self.model_picker
+        picker.blockSignals(True)
+        picker.clear()
+        current = self.loading_path or (self.model_info.path if self.model_info else None)
+        i = 0
+        for label, p in self._known_models():
+            if current and path_key(p) == path_key(current):
+                i = picker.count()
+                p = current  # the path as loaded
+            picker.addItem(label, p)
+            picker.setItemData(picker.count() - 1, p, Qt.ItemDataRole.ToolTipRole)
+        if picker.count() == 0:
+            picker.addItem("No model loaded", None)
+        picker.addItem("Open a GGUF file…", OPEN_FILE)
+        picker.setCurrentIndex(i)
+        picker.blockSignals(False)
+
+    def _on_model_picker_activated(self, index: int) -> None:
+        data = self.model_picker.itemData(index)
+        if data == OPEN_FILE:
+            self._fill_model_picker()  # the picker keeps showing the current model meanwhile
+            path, _ = QFileDialog.getOpenFileName(self, "Open a GGUF model", "", "GGUF models (*.gguf)")  # type: ignore[arg-type]
+            if path:
+                self.load_model(path)
+        elif data and (self.model_info is None or path_key(data) != path_key(self.model_info.path)):
+            self.load_model(data)
+
+    def load_model(self, path: str) -> None:
+        """Load in the background; the picker shows progress, the window stays usable."""
+        self.loading_path = str(path)
+        self._fill_model_picker()
+        self._progress_action.setVisible(True)
+        self.load_progress.setRange(0, 0)
+        self.load_label.setText(f"Loading {Path(path).name}…")
+        self._update_send_button()
+        self.worker.load(path, self.config_for(str(path)))
+
+    def _on_worker_load_progress(self, fraction: float, what: str) -> None:
+        if fraction < 0:
+            self.load_progress.setRange(0, 0)
+        else:
+            self.load_progress.setRange(0, 100)
+            self.load_progress.setValue(int(fraction * 100))
+        self.load_label.setText(what)
+
+    def _on_worker_loaded(self, info: ModelInfo) -> None:
+        self.model_info = info
+        self.loading_path = None
+        self._progress_action.setVisible(False)
+        self.load_label.setText("")
+        if self.settings.model.last_model_path != info.path:
+            self.settings.model.last_model_path = info.path
+            self._save_settings_quietly()
+        self._fill_model_picker()
+        self._update_format_badge()
+        self._update_send_button()
+        self.sig_model_ready.emit(info)  # type: ignore[attr-defined]
+
+    def _on_worker_load_failed(self, path: str, message: str) -> None:
+        """The worker kept the model it had: the picker, badge and Send show that one again."""
+        if self.loading_path is not None and path_key(self.loading_path) == path_key(path):
+            self.loading_path = None
+            self._progress_action.setVisible(False)
+            self.load_label.setText("")
+            self._fill_model_picker()
+            self._update_format_badge()
+            self._update_send_button()
+        still = f" {self.model_info.name} is still loaded." if self.model_info is not None else ""
+        self.show_window_notice("load_error", message + still, None, kind="error")
+
+    def format_badge_text(self) -> tuple[str, str]:
+        """The badge's words and tooltip for the loaded model (plain words, no setting keys)."""
+        info = self.model_info
+        if info is None:
+            return "", ""
+        eff = self.config_for(info.path).tool_format
+        if eff == "none":
+            return "Tools off", "You turned tool calling off for this model (Settings → Tools)."
+        if eff == "auto":
+            if info.detected_format:
+                label = info.detected_label or info.detected_format
+                return f"Tools: {_short_label(label)} (auto)", f"Callisto recognised this model's tool-call format: {label}."
+            return "No tools", "This model's chat template shows no tool-call format Callisto knows; it can still chat."
+        from app.engine.formats import FORMATS
+
+        fmt = FORMATS.get(eff)
+        label = (fmt.label if fmt is not None else "") or eff
+        return f"Tools: {_short_label(label)} (set)", f"You chose this tool-call format: {label}."
+
+    def _update_format_badge(self) -> None:
+        text, tip = self.format_badge_text()
+        b = self.format_badge
+        b.setText(text)
+        b.setToolTip(tip)
+        b.setVisible(bool(text))
+        b.setProperty("warn", "false")
+        b.style().unpolish(b)
+        b.style().polish(b)
