@@ -130,3 +130,35 @@ def test_h17_overlong_names_give_a_sentence_without_the_workspace_path(tmp_path)
         assert result.error is not None
         assert str(tmp_path) not in result.error, result.error
         assert "Tool failed" not in result.error, result.error
+
+
+# -- arguments no encoder can take ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("arguments, words", [
+    ({"expression": "1 + \ud800"}, "lone surrogate escape"),
+    ({"expression": "1", "\udc00": 1}, "lone surrogate escape"),
+    ('{"expression": "\\ud800"}', "lone surrogate escape"),
+    ({"expression": 16 ** 3600}, "more than 4300 digits"),
+    ('{"expression": ' + "9" * 5000 + "}", "more than 4300 digits"),
+    ({"expression": [[["x\udfff"]]]}, "parameter 'expression[0][0][0]'"),
+])
+def test_h6_h7_unencodable_arguments_are_a_clear_tool_error(calc, arguments, words):
+    result = calc.dispatch(ToolCall("c", "calculator", arguments))
+    assert result.error is not None and words in result.error, result.error
+    result.error.encode("utf-8")
+    assert "\n" not in result.error and "Traceback" not in result.error
+
+
+def test_h6_h7_scrubbed_copies_are_encodable_and_share_nothing():
+    from app.tools.validation import scrub_value
+
+    value = {"a": ["x\ud800y", 16 ** 3600, {"b": ("\udfff",)}], "n": 5, "f": 1.5, "t": True, "z": None}
+    clean = scrub_value(value)
+    import json
+
+    json.dumps(clean, ensure_ascii=False).encode("utf-8")
+    assert clean == {"a": ["x\ufffdy", "<integer of more than 4300 digits>", {"b": ["\ufffd"]}],
+                     "n": 5, "f": 1.5, "t": True, "z": None}
+    clean["a"].append(1)
+    assert len(value["a"]) == 3

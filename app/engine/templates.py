@@ -8,15 +8,27 @@ such as Kimi K2's call ``.append``), with the Hugging Face conventions: ``trim_b
 ``raise_exception``, ``strftime_now`` and a ``tojson`` filter with ``indent``, ``ensure_ascii``,
 ``separators`` and ``sort_keys``.
 
-Rendering is bounded: output size, a budget of operations (calls, loop iterations, output
-chunks) and a wall-clock deadline checked on those operations (no signals, so any thread may
-render). Every failure is a :class:`TemplateRenderError` whose message says what failed.
+Rendering is bounded in time and memory whatever the template does: a budget of operations
+(calls, filters, operators, loop iterations, output chunks) and a wall-clock deadline checked on
+every few of them (no signals, so any thread may render), and no single operation may be
+expensive. Every operator, filter and method that can grow a value (integer arithmetic, ``~``,
+``*``, ``+``, ``%`` and ``str.format`` widths, ``|replace``, ``|center``, ``|indent``, ``|join``,
+``|sum``, ``.extend``...) has its result size checked *before* it is built: no string over
+:data:`MAX_OUTPUT_CHARS`, no list over a million items, no integer over :data:`MAX_INT_BITS`
+bits. The source is limited to :data:`MAX_TEMPLATE_CHARS` and its syntax tree to
+:data:`MAX_TEMPLATE_NODES` nodes before it is compiled, so compiling is bounded too. Every render
+works on its own deep copy of the messages, tools and extra values (with lone surrogates made
+valid), so a template cannot change them for the caller or for later renders.
+Every failure is a :class:`TemplateRenderError` whose message says what failed.
 """
 
 from __future__ import annotations
 
+import functools
 import inspect
+import itertools
 import json
+import re
 import threading
 import time
 from datetime import datetime
@@ -25,13 +37,17 @@ from typing import Any
 
 import jinja2
 from jinja2 import nodes
+from jinja2.compiler import CodeGenerator
 from jinja2.ext import Extension
 from jinja2.sandbox import SandboxedEnvironment
 
 __all__ = [
+    "MAX_INT_BITS",
     "MAX_OPERATIONS",
     "MAX_OUTPUT_CHARS",
     "MAX_RENDER_SECONDS",
+    "MAX_TEMPLATE_CHARS",
+    "MAX_TEMPLATE_NODES",
     "TemplateRenderError",
     "compile_template",
     "render_template",
@@ -40,7 +56,11 @@ __all__ = [
 MAX_OUTPUT_CHARS = 4_000_000
 MAX_OPERATIONS = 2_000_000
 MAX_RENDER_SECONDS = 5.0
-_MAX_SEQUENCE = 1_000_000  # largest string / list a binary operator may build
+_MAX_SEQUENCE = 1_000_000  # largest list (items) an operator or method may build
+MAX_INT_BITS = 4096  # largest integer arithmetic may build (about 1233 digits)
+MAX_TEMPLATE_CHARS = 131_072  # real chat templates are under 20 KB
+MAX_TEMPLATE_NODES = 20_000  # syntax-tree nodes, checked before code generation (real ones: < 1300)
+_MAX_WIDTH = 100_000  # widths in %-formats, str.format specs, center/ljust/indent
 
 
 class TemplateRenderError(Exception):
@@ -48,10 +68,11 @@ class TemplateRenderError(Exception):
 
 
 class _Budget:
-    __slots__ = ("deadline", "ops", "max_ops")
+    __slots__ = ("deadline", "ops", "max_ops", "next_check")
 
     def __init__(self, max_ops: int, seconds: float):
         self.ops = 0
+        self.next_check = 0
         self.max_ops = max_ops
         self.deadline = time.monotonic() + seconds
 
@@ -59,8 +80,10 @@ class _Budget:
         self.ops += n
         if self.ops > self.max_ops:
             raise TemplateRenderError(f"template rendering exceeded {self.max_ops} operations (runaway loop?)")
-        if (self.ops & 0x3FF) == 0 and time.monotonic() > self.deadline:
-            raise TemplateRenderError("template rendering took too long")
+        if self.ops >= self.next_check:  # every 16 operations: none of them can take long
+            self.next_check = self.ops + 16
+            if time.monotonic() > self.deadline:
+                raise TemplateRenderError("template rendering took too long")
 
 
 _local = threading.local()
@@ -70,6 +93,101 @@ def _tick(n: int = 1) -> None:
     budget = getattr(_local, "budget", None)
     if budget is not None:
         budget.tick(n)
+
+
+def _size(value: Any, limit: int = MAX_OUTPUT_CHARS) -> int:
+    """About how many characters ``str(value)`` would be, counted without building it (capped)."""
+    total = 0
+    stack = [value]
+    seen = 0
+    while stack:
+        v = stack.pop()
+        seen += 1
+        if (seen & 0x3FF) == 0:
+            _tick()
+        if isinstance(v, str):
+            total += len(v)
+        elif isinstance(v, bool) or v is None:
+            total += 5
+        elif isinstance(v, int):
+            total += v.bit_length() // 3 + 1
+        elif isinstance(v, list | tuple):
+            total += 2 * len(v) + 2
+            if total <= limit:
+                stack.extend(v)
+        elif isinstance(v, dict):
+            total += 4 * len(v) + 2
+            if total <= limit:
+                stack.extend(v.keys())
+                stack.extend(v.values())
+        else:
+            total += 24
+        if total > limit:
+            return total
+    return total
+
+
+def _check_str_size(n: int, what: str) -> None:
+    if n > MAX_OUTPUT_CHARS:
+        raise _TemplateException(f"{what} would build a string of {n} characters (limit {MAX_OUTPUT_CHARS})")
+
+
+def _check_int(value: Any, what: str) -> None:
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > MAX_INT_BITS:
+        raise _TemplateException(f"{what} would build an integer of more than {MAX_INT_BITS} bits")
+
+
+def _check_width(width: Any, what: str) -> None:
+    if isinstance(width, int | float) and not isinstance(width, bool) and abs(width) > _MAX_WIDTH:
+        raise _TemplateException(f"{what}: width {width} is too large (limit {_MAX_WIDTH})")
+
+
+_PRINTF_SPEC = re.compile(r"%(?:\([^)]*\))?[-+ #0]*(\*|\d+)?(?:\.(\*|\d+))?")
+_FORMAT_SPEC = re.compile(r"\{[^{}]*:([^{}]*)\}")
+_DIGITS = re.compile(r"\d+")
+
+
+def _check_format(fmt: Any, args: Any, what: str) -> None:
+    """Refuse %-formats and str.format specs whose widths or precisions would build huge strings."""
+    if not isinstance(fmt, str):
+        return
+    if "*" in fmt:
+        for a in args if isinstance(args, tuple | list) else (args,):
+            _check_width(a, what)
+    for m in _PRINTF_SPEC.finditer(fmt):
+        for g in m.groups():
+            if g and g != "*" and len(g) > 6 or (g and g.isdigit() and int(g) > _MAX_WIDTH):
+                raise _TemplateException(f"{what}: width {g[:12]} is too large (limit {_MAX_WIDTH})")
+    for m in _FORMAT_SPEC.finditer(fmt):
+        for d in _DIGITS.findall(m.group(1)):
+            if len(d) > 6 or int(d) > _MAX_WIDTH:
+                raise _TemplateException(f"{what}: width {d[:12]} is too large (limit {_MAX_WIDTH})")
+    _check_str_size(len(fmt) + _size(args), what)
+
+
+def _check_replace(s: Any, old: Any, new: Any, count: Any = None) -> None:
+    if isinstance(s, str) and isinstance(old, str) and isinstance(new, str) and len(new) > len(old):
+        n = s.count(old) if old else len(s) + 1
+        if isinstance(count, int) and count >= 0:
+            n = min(n, count)
+        _check_str_size(len(s) + n * (len(new) - len(old)), "replace")
+
+
+def _materialize(value: Any, what: str) -> list[Any]:
+    items = list(itertools.islice(value, _MAX_SEQUENCE + 1)) if not isinstance(value, list) else value
+    if len(items) > _MAX_SEQUENCE:
+        raise _TemplateException(f"{what} of more than {_MAX_SEQUENCE} items")
+    return items
+
+
+def _check_result(value: Any, what: str) -> Any:
+    if isinstance(value, str):
+        _check_str_size(len(value), what)
+    elif isinstance(value, list | tuple) and len(value) > _MAX_SEQUENCE:
+        raise _TemplateException(f"{what} built a list of more than {_MAX_SEQUENCE} items")
+    else:
+        _check_int(value, what)
+    return value
 
 
 class _BoundedRange:
@@ -140,29 +258,188 @@ class _GenerationExtension(Extension):
         return nodes.Scope(body, lineno=lineno)
 
 
-class _Sandbox(SandboxedEnvironment):
-    """Sandbox that counts calls and binary-operator sizes against the render budget."""
+def _check_method(obj: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    """Size checks before a str or list method that can grow a value runs."""
+    owner = getattr(obj, "__self__", None)
+    name = getattr(obj, "__name__", "")
+    if isinstance(owner, str):
+        if name in ("center", "ljust", "rjust", "zfill") and args:
+            _check_width(args[0], f"str.{name}")
+        elif name == "expandtabs":
+            _check_width(args[0] if args else kwargs.get("tabsize", 8), "str.expandtabs")
+            _check_str_size(len(owner) * (1 + owner.count("\t")), "str.expandtabs")
+        elif name == "replace" and len(args) >= 2:
+            _check_replace(owner, args[0], args[1], args[2] if len(args) > 2 else kwargs.get("count"))
+        elif name == "join" and args:
+            items = _materialize(args[0], "str.join")
+            args = (items,)
+            _check_str_size(_size(items) + len(owner) * len(items), "str.join")
+        elif name in ("format", "format_map"):
+            _check_format(owner, args + tuple(kwargs.values()), f"str.{name}")
+    elif isinstance(owner, list):
+        if name == "extend" and args:
+            extra = len(args[0]) if hasattr(args[0], "__len__") else 0
+            if len(owner) + extra > _MAX_SEQUENCE:
+                raise _TemplateException(f"list.extend would build a list of more than {_MAX_SEQUENCE} items")
+        elif name in ("append", "insert") and len(owner) >= _MAX_SEQUENCE:
+            raise _TemplateException(f"list.{name} would build a list of more than {_MAX_SEQUENCE} items")
 
-    intercepted_binops = frozenset(["*", "**", "+"])
+
+class _Sandbox(SandboxedEnvironment):
+    """Sandbox that counts calls and checks the size of what operators and methods build."""
+
+    intercepted_binops = frozenset(["*", "**", "+", "-", "/", "//", "%"])
 
     def call(__self, __context, __obj, *args, **kwargs):  # noqa: N805 (jinja's signature)
         _tick()
-        return SandboxedEnvironment.call(__self, __context, __obj, *args, **kwargs)
+        _check_method(__obj, args, kwargs)
+        if getattr(__obj, "__name__", "") == "join" and isinstance(getattr(__obj, "__self__", None), str) and args:
+            args = (_materialize(args[0], "str.join"), *args[1:])
+        result = SandboxedEnvironment.call(__self, __context, __obj, *args, **kwargs)
+        return _check_result(result, "a call")
 
     def call_binop(self, context, operator, left, right):
         _tick()
+        ints = isinstance(left, int) and isinstance(right, int)
         if operator == "**":
             if isinstance(right, int | float) and abs(right) > 64:
                 raise _TemplateException("exponent too large")
+            if ints and right > 0 and abs(left) > 1 and max(left.bit_length(), 1) * right > MAX_INT_BITS:
+                raise _TemplateException(f"power would build an integer of more than {MAX_INT_BITS} bits")
         elif operator == "*":
+            if ints and left.bit_length() + right.bit_length() > MAX_INT_BITS:
+                raise _TemplateException(f"product would build an integer of more than {MAX_INT_BITS} bits")
             for seq, n in ((left, right), (right, left)):
-                if isinstance(seq, str | list | tuple) and isinstance(n, int) and len(seq) * n > _MAX_SEQUENCE:
-                    raise _TemplateException("sequence repetition too large")
+                if isinstance(seq, str | list | tuple) and isinstance(n, int):
+                    limit = MAX_OUTPUT_CHARS if isinstance(seq, str) else _MAX_SEQUENCE
+                    if len(seq) * n > limit:
+                        raise _TemplateException("sequence repetition too large")
         elif operator == "+":
             if isinstance(left, str | list | tuple) and isinstance(right, str | list | tuple):
-                if len(left) + len(right) > MAX_OUTPUT_CHARS:
+                limit = MAX_OUTPUT_CHARS if isinstance(left, str) else _MAX_SEQUENCE
+                if len(left) + len(right) > limit:
                     raise _TemplateException("concatenation too large")
-        return super().call_binop(context, operator, left, right)
+        elif operator == "%" and isinstance(left, str):
+            _check_format(left, right, "%-format")
+        result = super().call_binop(context, operator, left, right)
+        if ints or isinstance(result, int):
+            _check_int(result, "arithmetic")
+        return result
+
+    def wrap_str_format(self, value: Any) -> Any:
+        wrapped = super().wrap_str_format(value)
+        if wrapped is None:
+            return None
+        owner, name = value.__self__, value.__name__
+
+        def checked(*args: Any, **kwargs: Any) -> str:
+            _tick()
+            _check_format(owner, args + tuple(kwargs.values()), f"str.{name}")
+            return _check_result(wrapped(*args, **kwargs), f"str.{name}")
+
+        return checked
+
+    def _concat(self, parts: tuple[Any, ...]) -> str:
+        """``a ~ b``: the parts' sizes are checked before they are turned into text and joined."""
+        _tick()
+        _check_str_size(_size(parts), "~ (concatenation)")
+        return "".join(str(p) for p in parts)
+
+    def _bounded_iter(self, iterable: Any) -> Any:
+        """A ``for`` loop's iterable: each iteration counts against the budget."""
+        if isinstance(iterable, _BoundedRange):  # already counts its iterations
+            yield from iterable
+            return
+        for item in iterable:
+            _tick()
+            yield item
+
+
+class _CodeGenerator(CodeGenerator):
+    """Jinja's code generator with ``~`` and ``for`` routed through the sandbox's checks."""
+
+    def visit_Concat(self, node, frame):
+        self.write("environment._concat((")
+        for arg in node.nodes:
+            self.visit(arg, frame)
+            self.write(", ")
+        self.write("))")
+
+    def visit_For(self, node, frame):
+        node.iter = nodes.Call(nodes.EnvironmentAttribute("_bounded_iter"), [node.iter], [], None, None,
+                               lineno=node.iter.lineno)
+        super().visit_For(node, frame)
+
+
+def _finalize(value: Any) -> Any:
+    """Every ``{{ value }}``: its size is checked before it is turned into text."""
+    if not isinstance(value, str):
+        _check_str_size(_size(value), "output")
+    return value
+
+
+def _filter_checks() -> dict[str, Any]:
+    def center(value: Any, width: Any = 80, *a: Any, **k: Any) -> None:
+        _check_width(width, "center")
+
+    def indent(value: Any, width: Any = 4, *a: Any, **k: Any) -> None:
+        _check_width(width, "indent")
+        if isinstance(value, str):
+            w = len(width) if isinstance(width, str) else int(width) if isinstance(width, int | float) else 4
+            _check_str_size(len(value) + (value.count("\n") + 1) * w, "indent")
+
+    def wordwrap(value: Any, width: Any = 79, *a: Any, **k: Any) -> None:
+        _check_width(width, "wordwrap")
+
+    def truncate(value: Any, length: Any = 255, *a: Any, **k: Any) -> None:
+        _check_width(length, "truncate")
+
+    def replace(value: Any, old: Any = "", new: Any = "", count: Any = None, *a: Any, **k: Any) -> None:
+        _check_replace(str(value) if not isinstance(value, str) else value, old, new, count)
+
+    def format_(value: Any, *args: Any, **kwargs: Any) -> None:
+        _check_format(value, args + tuple(kwargs.values()), "format")
+
+    def whole(value: Any, *a: Any, **k: Any) -> None:
+        _check_str_size(_size(value), "filter")
+
+    return {"center": center, "indent": indent, "wordwrap": wordwrap, "truncate": truncate,
+            "replace": replace, "format": format_, "string": whole, "tojson": whole, "pprint": whole,
+            "sum": whole, "urlize": whole, "xmlattr": whole}
+
+
+def _guard_filter(name: str, fn: Any, check: Any) -> Any:
+    offset = 1 if getattr(fn, "jinja_pass_arg", None) is not None else 0
+    materialize = name in ("join", "list", "sort", "unique", "sum", "reverse", "batch", "slice", "groupby",
+                           "dictsort")
+
+    @functools.wraps(fn)
+    def guarded(*args: Any, **kwargs: Any) -> Any:
+        _tick()
+        if materialize and len(args) > offset and not isinstance(args[offset], str | dict):
+            try:
+                items = _materialize(args[offset], f"|{name}")
+            except TypeError:
+                items = None
+            if items is not None:
+                args = (*args[:offset], items, *args[offset + 1:])
+                _tick(len(items) // 64)
+                if name == "join":
+                    sep = args[offset + 1] if len(args) > offset + 1 else kwargs.get("d", "")
+                    _check_str_size(_size(items) + (len(sep) if isinstance(sep, str) else 0) * len(items), "|join")
+        if check is not None and len(args) > offset:
+            check(*args[offset:], **kwargs)
+        return _check_result(fn(*args, **kwargs), f"|{name}")
+
+    return guarded
+
+
+def _lipsum(n: int = 5, html: bool = True, min: int = 20, max: int = 100) -> str:  # noqa: A002
+    if not all(isinstance(x, int) and 0 <= x <= 100 for x in (n, min, max)):
+        raise _TemplateException("lipsum() is limited to 100 paragraphs of 100 words")
+    from jinja2.utils import generate_lorem_ipsum
+
+    return generate_lorem_ipsum(n=n, html=html, min=min, max=max)
 
 
 def _make_env() -> _Sandbox:
@@ -176,7 +453,13 @@ def _make_env() -> _Sandbox:
         # (first detection of a model's template is mostly compiling) and changes no output.
         optimized=False,
     )
+    env.code_generator_class = _CodeGenerator
+    env.finalize = _finalize
     env.filters["tojson"] = _tojson
+    checks = _filter_checks()
+    for fname, fn in list(env.filters.items()):
+        env.filters[fname] = _guard_filter(fname, fn, checks.get(fname))
+    env.globals["lipsum"] = _lipsum
     env.globals["raise_exception"] = _raise_exception
     env.globals["strftime_now"] = _strftime_now
     env.globals["range"] = _BoundedRange
@@ -187,18 +470,42 @@ _ENV = _make_env()
 _compile_lock = threading.Lock()
 
 
+def _count_nodes(tree: nodes.Node) -> int:
+    count = 0
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        count += 1
+        if count > MAX_TEMPLATE_NODES:
+            break
+        stack.extend(node.iter_child_nodes())
+    return count
+
+
 @lru_cache(maxsize=64)
 def _compile(source: str) -> jinja2.Template:
     with _compile_lock:
-        return _ENV.from_string(source)
+        tree = _ENV.parse(source)
+        if _count_nodes(tree) > MAX_TEMPLATE_NODES:
+            raise TemplateRenderError(f"chat template is too complex to compile (more than {MAX_TEMPLATE_NODES} "
+                                      "syntax nodes)")
+        code = _ENV.compile(tree, raw=False)
+        return _ENV.template_class.from_code(_ENV, code, _ENV.make_globals(None), None)
 
 
 def compile_template(source: str) -> jinja2.Template:
     """Compile (cached by source) or raise :class:`TemplateRenderError` for a syntax error."""
     if not isinstance(source, str):
         raise TemplateRenderError(f"chat template must be a string, not {type(source).__name__}")
+    if len(source) > MAX_TEMPLATE_CHARS:
+        raise TemplateRenderError(f"chat template is too long to compile ({len(source)} characters, the limit "
+                                  f"is {MAX_TEMPLATE_CHARS})")
     try:
         return _compile(source)
+    except TemplateRenderError:
+        raise
+    except RecursionError:
+        raise TemplateRenderError("chat template could not be compiled: it is nested too deeply") from None
     except jinja2.TemplateSyntaxError as exc:
         raise TemplateRenderError(f"chat template syntax error at line {exc.lineno}: {exc.message}") from exc
     except Exception as exc:  # noqa: BLE001 - any compile failure is the template's fault
@@ -224,9 +531,13 @@ def render_template(
     attribute, too much output, too many operations, or too much time.
     """
     template = compile_template(source)
-    context = dict(extra)
-    context.update(messages=messages, tools=tools, add_generation_prompt=add_generation_prompt,
-                   bos_token=bos_token, eos_token=eos_token)
+    from app.tools.validation import scrub_value
+
+    # Deep copies: whatever the template mutates (``.append``, ``.update``...) stays in this render.
+    context = {k: scrub_value(v) for k, v in extra.items()}
+    context.update(messages=scrub_value(messages), tools=scrub_value(tools),
+                   add_generation_prompt=add_generation_prompt, bos_token=scrub_value(bos_token),
+                   eos_token=scrub_value(eos_token))
     previous = getattr(_local, "budget", None)
     _local.budget = budget = _Budget(max_operations, max_seconds)
     parts: list[str] = []

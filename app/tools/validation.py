@@ -7,9 +7,16 @@ The sentence is written for the model, which reads it as the tool's result and c
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
-__all__ = ["describe_value", "parse_arguments", "validate_arguments"]
+__all__ = ["MAX_INT_DIGITS", "argument_problem", "describe_value", "parse_arguments", "scrub_value",
+           "validate_arguments"]
+
+MAX_INT_DIGITS = 4300  # Python's own limit for int <-> decimal text (json.dumps, str, the tokenizer)
+_MAX_INT_BITS = 14284  # 4300 decimal digits
+_SCRUB_DEPTH = 200
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 _TYPE_WORDS = {
     "integer": "an integer",
@@ -48,9 +55,9 @@ def describe_value(value: Any) -> str:
     if kind == "null":
         return "null"
     try:
-        shown = json.dumps(value, ensure_ascii=False, default=str)
-    except (TypeError, ValueError):
-        shown = repr(value)
+        shown = json.dumps(scrub_value(value), ensure_ascii=False, default=str)
+    except (TypeError, ValueError, RecursionError):
+        shown = type(value).__name__
     if len(shown) > _MAX_SHOWN:
         shown = shown[: _MAX_SHOWN - 3] + "..."
     return f"{kind} {shown}"
@@ -154,6 +161,77 @@ def _error_sentence(error: Any) -> str:
     return f"{subject} is invalid: {message}."
 
 
+def _has_lone_surrogate(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def argument_problem(value: Any, _path: tuple[Any, ...] = (), _depth: int = 0) -> str | None:
+    """One sentence when ``value`` holds what no tool, history or tokenizer can take, else None.
+
+    Refused: lone surrogates (``"\\ud800"`` escapes: text that is not valid Unicode and cannot be
+    encoded as UTF-8) and integers of more than :data:`MAX_INT_DIGITS` digits (Python cannot even
+    write them as text). Keys are checked like values.
+    """
+    where = f" in parameter '{_path_name(list(_path))}'" if _path else ""
+    if _depth > _SCRUB_DEPTH:
+        return f"The arguments are nested too deeply (more than {_SCRUB_DEPTH} levels)."
+    if isinstance(value, str):
+        if _has_lone_surrogate(value):
+            return (f"The arguments hold a lone surrogate escape (such as \\ud800){where}, which is not valid "
+                    "text; write the character itself or leave it out.")
+        return None
+    if isinstance(value, int) and not isinstance(value, bool):
+        if value.bit_length() > _MAX_INT_BITS:
+            return f"The arguments hold an integer of more than {MAX_INT_DIGITS} digits{where}, which is too large."
+        return None
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if isinstance(key, str) and _has_lone_surrogate(key):
+                return "The arguments hold a lone surrogate escape (such as \\ud800) in a parameter name."
+            problem = argument_problem(item, (*_path, key), _depth + 1)
+            if problem:
+                return problem
+        return None
+    if isinstance(value, list | tuple):
+        for i, item in enumerate(value):
+            problem = argument_problem(item, (*_path, i), _depth + 1)
+            if problem:
+                return problem
+    return None
+
+
+def scrub_value(value: Any, _depth: int = 0) -> Any:
+    """A JSON-like copy of ``value`` that any encoder takes: lone surrogates become U+FFFD and
+    integers too long to write as decimal text become a short placeholder string.
+
+    Dicts, lists and tuples are copied (tuples as lists), so the copy shares nothing mutable with
+    ``value``; other values are kept as they are. Used wherever model-made values are stored or
+    rendered (history, chat templates, the CLI's output).
+    """
+    if isinstance(value, str):
+        if _has_lone_surrogate(value):
+            return _SURROGATE.sub("\ufffd", value)
+        return value
+    if isinstance(value, bool) or value is None or isinstance(value, float):
+        return value
+    if isinstance(value, int):
+        if value.bit_length() > _MAX_INT_BITS:
+            return f"<integer of more than {MAX_INT_DIGITS} digits>"
+        return value
+    if _depth > _SCRUB_DEPTH:
+        return None
+    if isinstance(value, dict):
+        return {scrub_value(k, _depth + 1) if isinstance(k, str) else k: scrub_value(v, _depth + 1)
+                for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [scrub_value(v, _depth + 1) for v in value]
+    return value
+
+
 def parse_arguments(arguments: Any) -> tuple[dict[str, Any] | None, str | None]:
     """Turn a call's arguments into a dict, or say why they are not one.
 
@@ -167,10 +245,17 @@ def parse_arguments(arguments: Any) -> tuple[dict[str, Any] | None, str | None]:
             return {}, None
         try:
             arguments = json.loads(text)
-        except ValueError as exc:
+        except json.JSONDecodeError as exc:
             return None, f"The arguments are not valid JSON ({exc.msg} at position {exc.pos})."
+        except (ValueError, RecursionError) as exc:  # an integer over Python's digit limit, or too deep
+            if "digits" in str(exc):
+                return None, f"The arguments hold an integer of more than {MAX_INT_DIGITS} digits, which is too large."
+            return None, "The arguments are not valid JSON (nested too deeply)."
     if not isinstance(arguments, dict):
         return None, f"The arguments must be a JSON object, got {describe_value(arguments)}."
+    problem = argument_problem(arguments)
+    if problem:
+        return None, problem
     return arguments, None
 
 

@@ -63,17 +63,19 @@ so the cost stays linear.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.calls import ToolCall
+from app.calls import IncompleteCall, ToolCall
 from app.engine.formats.events import (
     FormatEvent,
     ReasoningDelta,
     TextDelta,
     ToolCallArgsDelta,
     ToolCallDone,
+    ToolCallIncomplete,
     ToolCallStarted,
 )
 from app.engine.formats.schema import tool_schemas, type_arguments
@@ -81,6 +83,7 @@ from app.engine.formats.schema import tool_schemas, type_arguments
 __all__ = [
     "FORMATS",
     "Format",
+    "IncompleteCall",
     "ParsedCall",
     "RegionScanner",
     "Reply",
@@ -95,11 +98,13 @@ __all__ = [
 
 @dataclass(slots=True)
 class Reply:
-    """A parsed completion: visible ``content``, ``reasoning`` text, and the calls."""
+    """A parsed completion: visible ``content``, ``reasoning`` text, the calls, and the calls that
+    are not calls to run (cut off by the token limit, or to an undeclared tool; raw text kept)."""
 
     content: str = ""
     reasoning: str = ""
     tool_calls: list[ToolCall] = field(default_factory=list)
+    incomplete_calls: list[IncompleteCall] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -154,6 +159,26 @@ def find_marker(buf: str, markers: Iterable[str], final: bool, start: int = 0) -
     if best != -1:
         return best, found, best
     return -1, None, safe
+
+
+# Where a tool's name stands in the calls of the common wires (for an incomplete call's name).
+_NAME_HINTS = tuple(re.compile(p) for p in (
+    r'"name"\s*:\s*"([^"\\<>]+)"',  # JSON {"name": "NAME", ...}
+    r'\b(?:name|tool)="([^"<>\s]+)"',  # name="NAME" / tool="NAME" attributes
+    r"<function=([^>\s<]+)>",  # <function=NAME>
+    r"\bto=(?:functions\.)?([^\s<>]+)",  # Harmony recipients
+    r"functions\.([A-Za-z_][\w.\-/]*?)(?::\d+)?(?=[<\s{]|$)",  # functions.NAME:0
+    r"\bcall:([A-Za-z_][\w.\-:/]*)",  # Gemma call:NAME
+))
+
+
+def name_hint(raw: str) -> str | None:
+    """The tool name a (possibly cut) call's text names, where one of the common wires shows it."""
+    for pattern in _NAME_HINTS:
+        m = pattern.search(raw)
+        if m:
+            return m.group(1)
+    return None
 
 
 FORMATS: dict[str, Format] = {}
@@ -259,7 +284,9 @@ def fold_events(events: Iterable[FormatEvent]) -> Reply:
             reasoning.append(ev.text)
         elif isinstance(ev, ToolCallDone):
             calls.append(ev.call)
-    return Reply("".join(text), "".join(reasoning), calls)
+        elif isinstance(ev, ToolCallIncomplete):
+            incomplete.append(ev.call)
+    return Reply("".join(text), "".join(reasoning), calls, incomplete)
 
 
 # States of the stream's machine.
@@ -272,6 +299,7 @@ _TEXT = "text"
 _REGION = "region"
 _DONE = "done"
 
+    incomplete: list[IncompleteCall] = []
 
 class Stream:
     """Incremental parser of one reply: ``feed(delta)`` then ``finish(truncated=...)``."""
@@ -573,12 +601,36 @@ class Stream:
         except Exception:  # noqa: BLE001 - parsers never raise on model output
             result = None
         if result is None:
-            self._text(opener + body)
+            if cut:
+                self._cut(opener, body)
+            else:
+                self._text(opener + body)
             return
         calls, leftover = result
         for pc in calls:
             self._emit_call(pc)
-        self._text(leftover)
+        if cut and leftover.strip():
+            # The complete calls before the cut count; the cut one is an incomplete call.
+            lead = len(leftover) - len(leftover.lstrip())
+            self._text(leftover[:lead])
+            self._cut("", leftover[lead:])
+        else:
+            self._text(leftover)
+
+    def _cut(self, opener: str, body: str) -> None:
+        """A region the token limit cut: an incomplete call, or text where the family says so."""
+        try:
+            inc = self.fmt.cut_call(opener, body, self.tools)
+        except Exception:  # noqa: BLE001 - never lose the text
+            inc = None
+        if inc is None:
+            self._text(opener + body)
+        else:
+            self._events.append(ToolCallIncomplete(inc))
+
+    def _undeclared(self, raw: str, name: str | None) -> None:
+        """A call to a tool or recipient that was not declared: kept, shown, never run."""
+        self._events.append(ToolCallIncomplete(IncompleteCall(raw, name, "undeclared")))
 
     def _emit_call(self, pc: ParsedCall) -> None:
         index = self._ncalls
@@ -592,6 +644,7 @@ class Stream:
         schema = self._schemas.get(pc.name)
         if schema is not None:
             try:
+        cut = at_end and truncated
                 args = type_arguments(args, schema, raw=self.fmt.raw_values)
             except Exception:  # noqa: BLE001 - keep as written for the dispatcher to reject
                 args = pc.arguments

@@ -201,9 +201,20 @@ class _DeepSeekJson(Format):
     def region_scanner(self, opener: str) -> RegionScanner:
         return JsonCallSection(CALL_BEGIN, CALL_END, SECTION_END)
 
+    def call_name(self, raw: str) -> str | None:
+        for pattern in _CUT_NAMES:
+            m = pattern.search(raw)
+            if m:
+                return m.group(1)
+        return None
+
     def parse_region(self, opener, body, *, at_end, truncated, tools):
         return read_json_section(body, call_begin=CALL_BEGIN, call_end=CALL_END, section_end=SECTION_END,
                                  at_end=at_end, truncated=truncated, header=self._header)
+
+
+_CUT_NAMES = (re.compile(r"function\s*" + re.escape(SEP) + r"\s*(" + NAME + r")\s*\n"),
+              re.compile(re.escape(CALL_BEGIN) + r"\s*(" + NAME + r")\s*" + re.escape(SEP)))
 
 
 class DeepSeekV3Format(_DeepSeekJson):

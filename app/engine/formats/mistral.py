@@ -26,6 +26,7 @@ ARGS = "[ARGS]"
 CALL_ID = "[CALL_ID]"
 _NAME_CHARS = re.compile(r"[A-Za-z0-9_.\-]")
 _ID_CHARS = re.compile(r"[A-Za-z0-9_\-]")
+_CUT_NAME = re.compile(r"\[TOOL_CALLS\]\s*([A-Za-z0-9_.\-]+)\[")
 _NAMED = re.compile(r"\A([A-Za-z0-9_.\-]+)(?:\[CALL_ID\]([A-Za-z0-9_\-]+))?\[ARGS\]\s*(\{.*\})\Z", re.S)
 
 

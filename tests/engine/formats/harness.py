@@ -4,13 +4,14 @@ A family's cases live in ``tests/engine/formats/cases/<family_module>.py`` as ``
 registry name) and ``CASES`` (a list of :class:`Case`). ``test_families.py`` runs every check
 below on every case of every module there, so adding a family's cases is all it takes:
 
-* ``check_parse``: ``parse`` gives exactly the expected content, reasoning and typed calls;
-  every call's ``raw`` is text of the reply; the events are well formed.
+* ``check_parse``: ``parse`` gives exactly the expected content, reasoning, typed calls and
+  incomplete calls (by name); every call's ``raw`` is text of the reply; the events are well
+  formed.
 * ``check_splits``: folding the events of every split pattern (each character alone, every
   two-way split of short texts, random groups with fixed seeds, the whole text) equals ``parse``.
 * ``check_truncation``: every prefix parsed with ``truncated=True`` never raises, returns only
-  calls the whole reply has (same name, arguments and raw), never invents text, and streams to
-  the same result.
+  calls the whole reply has (same name, arguments and raw), never invents text, never leaves a
+  call opener in content after the last complete call, and streams to the same result.
 * ``check_cross_family``: no other registered family reads a call out of this family's text.
 """
 
@@ -83,6 +84,9 @@ class Case:
     # Truncated prefixes return only calls of the whole reply. False for the rare reply whose
     # calls sit in reasoning closed later by a closing tag without an opening one.
     stable_prefix: bool = True
+    # Names (None where unknown) of the calls the reply holds that are not calls to run: cut by
+    # the token limit, or to an undeclared tool.
+    incomplete: list[str | None] = field(default_factory=list)
 
     def tool_list(self) -> list[dict[str, Any]]:
         return TOOLS if self.tools is None else self.tools
@@ -134,16 +138,19 @@ def fold_split(fmt: Format, parts: list[str], tools, *, in_reasoning=False, trun
 
 
 def _summary(reply: Reply) -> tuple:
-    return reply.content, reply.reasoning, [(c.name, c.arguments) for c in reply.tool_calls]
+    return (reply.content, reply.reasoning, [(c.name, c.arguments) for c in reply.tool_calls],
+            [c.name for c in reply.incomplete_calls])
 
 
 def check_parse(fmt: Format, case: Case) -> Reply:
     reply = fmt.parse(case.text, case.tool_list(), in_reasoning=case.in_reasoning, truncated=case.truncated,
                       orphan_close=case.orphan_close)
-    assert _summary(reply) == (case.content, case.reasoning, case.calls), f"{case.id}: {reply!r}"
+    assert _summary(reply) == (case.content, case.reasoning, case.calls, case.incomplete), f"{case.id}: {reply!r}"
     for call in reply.tool_calls:
         assert call.raw and call.raw in case.text, f"{case.id}: raw {call.raw!r} not in the text"
         assert isinstance(call.id, str) and call.id
+    for inc in reply.incomplete_calls:
+        assert inc.raw and inc.raw in case.text, f"{case.id}: incomplete raw {inc.raw!r} not in the text"
     if case.ids is not None:
         assert [c.id for c in reply.tool_calls] == case.ids
     _, events = fold_split(fmt, [case.text], case.tool_list(), in_reasoning=case.in_reasoning,
@@ -177,7 +184,10 @@ def check_truncation(fmt: Format, case: Case) -> None:
             assert calls == full_calls[: len(calls)], f"{case.id}: prefix {prefix!r} gave calls {calls!r}"
         for c in got.tool_calls:
             assert c.raw in prefix
-        used = len(got.content) + len(got.reasoning) + sum(len(c.raw) for c in got.tool_calls)
+        for c in got.incomplete_calls:
+            assert c.raw and c.raw in prefix and c.reason == "truncated" or c.reason == "undeclared"
+        used = (len(got.content) + len(got.reasoning) + sum(len(c.raw) for c in got.tool_calls)
+                + sum(len(c.raw) for c in got.incomplete_calls))
         assert used <= len(prefix), f"{case.id}: prefix {prefix!r} invented text: {got!r}"
         if p % 7 == 0:
             streamed, _ = fold_split(fmt, list(prefix), tools, in_reasoning=case.in_reasoning, truncated=True,

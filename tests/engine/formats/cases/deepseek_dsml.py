@@ -63,10 +63,11 @@ CASES = [
     # Unclosed at a normal end (or closed by the wrong tag): text; their prefixes cut right after
     # the complete invoke keep it, hence no stable prefix.
     Case("missing-section-end", "\n\n" + FC + "\n" + W, content="\n\n" + FC + "\n" + W, stable_prefix=False),
-    Case("cut-mid-parameter", sec(W).split("Paris")[0], truncated=True, content=sec(W).split("Paris")[0]),
-    # Cut at max_tokens in the second invoke of a pair: the first counts, the rest is text.
+    # Cut at max_tokens: the cut call is an incomplete call, never content.
+    Case("cut-mid-parameter", sec(W).split("Paris")[0], truncated=True, content="\n\n", incomplete=["get_weather"]),
+    # Cut at max_tokens in the second invoke of a pair: the first counts, the cut one is incomplete.
     Case("cut-second-invoke", "\n\n" + FC + "\n" + W + f'<{D}invoke name="get_ti', truncated=True,
-         content="\n\n\n" + f'<{D}invoke name="get_ti', calls=[PW]),
+         content="\n\n\n", calls=[PW], incomplete=[None]),
     Case("cut-after-invoke", "\n\n" + FC + "\n" + W, truncated=True, content="\n\n\n", calls=[PW],
          stable_prefix=False),
     Case("mismatched-section-end", "\n\n" + FC + "\n" + W + TCE, content="\n\n" + FC + "\n" + W + TCE,

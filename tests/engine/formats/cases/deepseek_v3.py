@@ -42,10 +42,10 @@ CASES = [
     # Cut at max_tokens in the second call of a pair: the complete first call counts, the cut
     # remainder is text byte for byte (the section opener is structure).
     Case("cut-mid-call", B + W + "\n" + CB + "function" + SEP + "search\n```json\n{\"que", truncated=True,
-         content="\n" + CB + "function" + SEP + "search\n```json\n{\"que", calls=[PW]),
+         content="\n", calls=[PW], incomplete=["search"]),
     Case("cut-after-first-call", B + W, truncated=True, calls=[PW], stable_prefix=False),
-    Case("cut-mid-first-call", B + W[:-12], truncated=True, content=B + W[:-12]),
-    Case("cut-inside-marker", B + W + CB[:4], truncated=True, content=CB[:4], calls=[PW]),
+    Case("cut-mid-first-call", B + W[:-12], truncated=True, incomplete=["get_weather"]),
+    Case("cut-inside-marker", B + W + CB[:4], truncated=True, calls=[PW], incomplete=[None]),
     # An unclosed section in a reply that ended normally is text (its truncated prefixes, cut
     # right after the complete call, keep it: hence no stable prefix).
     Case("missing-section-end", B + W, content=B + W, stable_prefix=False),
@@ -55,7 +55,7 @@ CASES = [
     Case("not-json", B + call("get_weather", "city=Paris") + E, content=B + call("get_weather", "city=Paris") + E),
     Case("text-inside-section", B + W + " and then " + S + E, content=B + W + " and then " + S + E,
          stable_prefix=False),
-    Case("cut-after-malformed", B + W + " and th", truncated=True, content=B + W + " and th", stable_prefix=False),
+    Case("cut-after-malformed", B + W + " and th", truncated=True, incomplete=["get_weather"], stable_prefix=False),
     Case("fence-not-closed", B + f"{CB}function{SEP}get_time\n```json\n{{}}{CE}" + E,
          content=B + f"{CB}function{SEP}get_time\n```json\n{{}}{CE}" + E),
     Case("partial-marker-text", "a <｜tool is not a marker", content="a <｜tool is not a marker"),

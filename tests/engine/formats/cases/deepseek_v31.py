@@ -40,9 +40,8 @@ CASES = [
     # Unclosed at a normal end: text; its prefixes cut after the call keep it (no stable prefix).
     Case("missing-section-end", B + W, content=B + W, stable_prefix=False),
     # Cut at max_tokens in the second call: the first counts, the cut remainder is text.
-    Case("cut", B + W + CB + "search" + SEP + '{"q', truncated=True, content=CB + "search" + SEP + '{"q',
-         calls=[PW]),
-    Case("cut-only-call", B + CB + "search" + SEP + '{"q', truncated=True, content=B + CB + "search" + SEP + '{"q'),
+    Case("cut", B + W + CB + "search" + SEP + '{"q', truncated=True, calls=[PW], incomplete=["search"]),
+    Case("cut-only-call", B + CB + "search" + SEP + '{"q', truncated=True, incomplete=["search"]),
     Case("name-with-space", B + call("get weather", "{}") + E, content=B + call("get weather", "{}") + E),
     Case("array-arguments", B + call("get_time", "[1]") + E, content=B + call("get_time", "[1]") + E),
     Case("garbage-after-json", B + call("get_time", "{} x") + E, content=B + call("get_time", "{} x") + E),

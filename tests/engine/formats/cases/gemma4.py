@@ -49,7 +49,7 @@ CASES = [
          f"<|tool_call>call:set_port{{blob:{Q}<|channel>thought x <channel|>{Q}}}<tool_call|>",
          reasoning="\nok", calls=[("set_port", {"blob": "<|channel>thought x <channel|>"})]),
     Case("cut-second-of-pair", W_TEXT + f"<|tool_call>call:search{{query:{Q}x", truncated=True,
-         content=f"<|tool_call>call:search{{query:{Q}x", calls=[W]),
+         calls=[W], incomplete=["search"]),
     Case("missing-close", "<|tool_call>call:get_time{}", content="<|tool_call>call:get_time{}"),
     Case("json-inside-is-text", '<|tool_call>{"name": "get_time", "arguments": {}}<tool_call|> ok',
          content='<|tool_call>{"name": "get_time", "arguments": {}}<tool_call|> ok'),

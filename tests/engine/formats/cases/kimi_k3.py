@@ -42,7 +42,7 @@ CASES = [
          calls=[("get_weather", {"city": "X", "days": 4})]),
     Case("unknown-type", call("get_time", arg("x", "date", "today")), content=call("get_time", arg("x", "date", "today"))),
     Case("unclosed-call", W[:-len(C)], content=W[:-len(C)]),
-    Case("cut", W[:30], truncated=True, content=W[:30]),
+    Case("cut", W[:30], truncated=True, incomplete=[None]),
     Case("other-frame-is-text", f"{OP}assistant{S}hello{C}", content=f"{OP}assistant{S}hello{C}"),
     Case("text-inside-call", call("get_time", "oops"), content=call("get_time", "oops")),
     Case("duplicate-key", call("get_weather", arg("city", "string", "A"), arg("city", "string", "B")),

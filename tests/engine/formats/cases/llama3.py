@@ -30,7 +30,7 @@ CASES = [
     Case("arguments-key", '{"name": "get_time", "arguments": {}}', content='{"name": "get_time", "arguments": {}}'),
     Case("builtin-python", '<|python_tag|>brave_search.call(query="x")',
          content='<|python_tag|>brave_search.call(query="x")'),
-    Case("truncated-call", W, truncated=True, content=W),
+    Case("truncated-call", W, truncated=True, incomplete=["get_weather"]),
     Case("plain", "The answer is 51.", content="The answer is 51."),
     Case("brace-later", "a {b}", content="a {b}"),
 ]

@@ -20,14 +20,14 @@ CASES = [
     # Cut at max_tokens: calls written completely count (the list here is even closed), the cut
     # call and what follows are text byte for byte.
     Case("python-tags-cut", "<|python_start|>[get_time()]", truncated=True, calls=[("get_time", {})]),
-    Case("cut-second-call", "[search(query='x'), get_ti", truncated=True, content=", get_ti",
-         calls=[("search", {"query": "x"})]),
+    # The list is one unit: a list cut before its close is no call, it is one incomplete call
+    # (named after the call being written, where its name was complete).
+    Case("cut-second-call", "[search(query='x'), get_ti", truncated=True, incomplete=[None]),
     Case("python-tags-cut-second-call", "Ok <|python_start|>[get_time(), search(query='x", truncated=True,
-         content="Ok , search(query='x", calls=[("get_time", {})]),
-    Case("cut-after-comma", "[get_time(),", truncated=True, content=",", calls=[("get_time", {})]),
-    Case("cut-first-call", "[get_weather(city='Par", truncated=True, content="[get_weather(city='Par"),
-    Case("cut-after-bad-item", "[get_time(), 5, get_ti", truncated=True, content="[get_time(), 5, get_ti",
-         stable_prefix=False),
+         content="Ok ", incomplete=["search"]),
+    Case("cut-after-comma", "[get_time(),", truncated=True, incomplete=[None]),
+    Case("cut-first-call", "[get_weather(city='Par", truncated=True, incomplete=["get_weather"]),
+    Case("cut-after-bad-item", "[get_time(), 5, get_ti", truncated=True, incomplete=[None], stable_prefix=False),
     Case("empty-arguments", "[get_time()]", calls=[("get_time", {})]),
     Case("literals", "[search(query='q', filters={'year': '2020'}, tags=['a', \"b\"], score=None, mode=7)]",
          calls=[("search", {"query": "q", "filters": {"year": 2020}, "tags": ["a", "b"], "score": None, "mode": 7})]),

@@ -1,0 +1,140 @@
+"""Hostile chat templates: every render is bounded in time and memory and changes nothing outside it."""
+
+from __future__ import annotations
+
+import copy
+import resource
+import sys
+import threading
+import time
+
+import pytest
+
+from app.engine.templates import (
+    MAX_TEMPLATE_CHARS,
+    TemplateRenderError,
+    compile_template,
+    render_template,
+)
+
+USER = [{"role": "user", "content": "hi"}]
+
+# Each builds (or loops towards) a value far beyond the output cap, in one operation or a few.
+GROWERS = {
+    "int_squaring": "{% set ns = namespace(n=3) %}{% for i in range(31) %}{% set ns.n = ns.n * ns.n %}{% endfor %}"
+                    "{{ ns.n }}",
+    "int_power": "{{ (2 ** 64) ** 64 }}",
+    "tilde_doubling": "{% set ns = namespace(s='x') %}{% for i in range(40) %}{% set ns.s = ns.s ~ ns.s %}"
+                      "{% endfor %}",
+    "replace_filter": "{{ ('x' * 1000000) | replace('x', 'y' * 1000) }}",
+    "replace_method": "{{ ('x' * 1000000).replace('x', 'y' * 1000) }}",
+    "center_filter": "{{ 'x' | center(1000000000) }}",
+    "ljust_method": "{{ 'x'.ljust(1000000000) }}",
+    "format_filter": "{{ '%01000000000d' | format(1) }}",
+    "percent_operator": "{{ '%01000000000d' % 1 }}",
+    "percent_star": "{{ '%*d' % (1000000000, 1) }}",
+    "str_format": "{{ '{:>1000000000}'.format('') }}",
+    "join_filter": "{{ range(1000000) | join('y' * 1000) }}",
+    "join_shared_item": "{{ (['x' * 4000000] * 1000000) | join }}",
+    "join_method": "{{ ('y' * 1000).join(range(1000000) | map('string')) }}",
+    "list_extend": "{% set l = [1] %}{% for i in range(40) %}{% set _ = l.extend(l) %}{% endfor %}",
+    "list_output": "{{ ['x' * 4000000] * 100 }}",
+    "indent_width": "{{ ('a\\n' * 100000) | indent(1000000) }}",
+    "sum_of_lists": "{{ ([['x'] * 100000] * 1000) | sum(start=[]) }}",
+    "lipsum": "{{ lipsum(200000) }}",
+    "nested_loops": "{% set l = range(100000) | list %}{% for a in l %}{% for b in l %}{% endfor %}{% endfor %}",
+    "sort_loop": "{% set ns = namespace(l=range(1000000) | list) %}{% for i in range(20) %}"
+                 "{% set ns.l = ns.l | sort | unique | list %}{% endfor %}",
+}
+
+
+def _max_rss_mb() -> float:
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return rss / (1024 * 1024) if sys.platform == "darwin" else rss / 1024
+
+
+@pytest.mark.parametrize("name", sorted(GROWERS))
+def test_h2_value_growing_templates_stop_with_a_clear_error(name):
+    before = _max_rss_mb()
+    start = time.monotonic()
+    with pytest.raises(TemplateRenderError) as info:
+        render_template(GROWERS[name], USER, max_seconds=2.0)
+    elapsed = time.monotonic() - start
+    assert str(info.value)  # says what failed
+    assert elapsed < 4.0, elapsed  # the deadline holds (before: 8 s to minutes, or never)
+    assert _max_rss_mb() - before < 400  # no ~1 GB intermediate value was built
+
+
+def test_h2_a_hostile_render_does_not_freeze_other_threads():
+    gaps: list[float] = []
+    stop = threading.Event()
+
+    def ticker() -> None:
+        last = time.monotonic()
+        while not stop.is_set():
+            time.sleep(0.01)
+            now = time.monotonic()
+            gaps.append(now - last)
+            last = now
+
+    t = threading.Thread(target=ticker)
+    t.start()
+    try:
+        for name in ("int_squaring", "int_power", "str_format", "join_filter"):
+            with pytest.raises(TemplateRenderError):
+                render_template(GROWERS[name], USER, max_seconds=2.0)
+    finally:
+        stop.set()
+        t.join()
+    # Before, one big-integer multiplication held the GIL for 35 s.
+    assert max(gaps) < 1.5, max(gaps)
+
+
+def test_h2_ordinary_growth_still_renders():
+    src = ("{% set ns = namespace(s='', n=1) %}{% for i in range(20) %}{% set ns.s = ns.s ~ i %}"
+           "{% set ns.n = ns.n * 3 %}{% endfor %}{{ ns.s }} {{ ns.n }} {{ 'ab' | center(6) }}|{{ '%5d' % 42 }}|"
+           "{{ '{:>4}'.format('x') }}|{{ [1, 2] | join(', ') }}|{{ 'a-b' | replace('-', '--') }}")
+    out = render_template(src, USER)
+    assert out == "012345678910111213141516171819 3486784401   ab  |   42|   x|1, 2|a--b"
+
+
+def test_h12_renders_work_on_deep_copies():
+    tools = [{"type": "function", "function": {"name": "calc", "parameters": {"type": "object",
+                                                                              "properties": {"x": {}}}}}]
+    messages = [{"role": "user", "content": "hi", "extra": {"k": [1]}}]
+    kept_tools, kept_messages = copy.deepcopy(tools), copy.deepcopy(messages)
+    hostile = ("{% set _ = tools[0].function.parameters.clear() %}{% set _ = tools.append(1) %}"
+               "{% set _ = messages[0].update({'content': 'owned'}) %}{% set _ = messages[0].extra.k.append(2) %}"
+               "{% set _ = flags.update({'x': 1}) %}{{ messages[0].content }}")
+    flags: dict = {}
+    assert render_template(hostile, messages, tools=tools, flags=flags) == "owned"
+    assert tools == kept_tools and messages == kept_messages and flags == {}
+
+
+def test_h12_a_hostile_render_cannot_change_later_tool_mode_detection():
+    from app.engine import render
+
+    qwen_like = "{% for t in tools %}{{ t.function.name }}{% endfor %}{{ messages[-1].content }}"
+    hostile = "{% set _ = tools[0].function.update({'name': 'x'}) %}{{ messages[-1].content }}"
+    render.template_tools_mode.cache_clear()
+    assert render.template_tools_mode(hostile) == "none"
+    assert render.template_tools_mode(qwen_like) == "variable"
+
+
+def test_h14_compiling_is_bounded():
+    start = time.monotonic()
+    with pytest.raises(TemplateRenderError, match="too long to compile"):
+        compile_template("{{ a }}" * 200_000)  # 1.4 MB: 9 s and 660 MB to compile before
+    with pytest.raises(TemplateRenderError, match="too complex"):
+        compile_template("{{a}}" * (MAX_TEMPLATE_CHARS // 5 - 10))
+    assert time.monotonic() - start < 10
+
+
+def test_h6_lone_surrogates_never_reach_the_rendered_prompt():
+    messages = [{"role": "user", "content": "bad \ud800 text"},
+                {"role": "assistant", "content": "", "tool_calls": [
+                    {"function": {"name": "calc", "arguments": {"x": "\udfff"}}}]}]
+    out = render_template("{% for m in messages %}{{ m.content }}{{ m.tool_calls | default([]) | tojson }}"
+                          "{% endfor %}", messages)
+    out.encode("utf-8")  # what the tokenizer does; raised UnicodeEncodeError before
+    assert "bad \ufffd text" in out
