@@ -228,6 +228,17 @@ class Format:
         call replayed through a template that does not render calls."""
         raise NotImplementedError(f"the tool-call format {self.name!r} has no example call writer")
 
+    def cut_call(self, opener: str, body: str, tools: list[dict[str, Any]] | None) -> IncompleteCall | None:
+        """What a region cut off by the token limit is: an incomplete call (its raw text kept, the
+        tool's name where it was written), or None when such a region may be plain text (a
+        family whose opener is ordinary text, like ``{`` or ``[``, overrides this)."""
+        raw = opener + body
+        return IncompleteCall(raw, self.call_name(raw), "truncated")
+
+    def call_name(self, raw: str) -> str | None:
+        """The name of the tool a cut call was being written to, where it can be read."""
+        return name_hint(raw)
+
     # -- public API -------------------------------------------------------------------------
 
     def opens_in_reasoning(self, prompt: str) -> bool:
@@ -277,6 +288,7 @@ def fold_events(events: Iterable[FormatEvent]) -> Reply:
     text: list[str] = []
     reasoning: list[str] = []
     calls: list[ToolCall] = []
+    incomplete: list[IncompleteCall] = []
     for ev in events:
         if isinstance(ev, TextDelta):
             text.append(ev.text)
@@ -299,7 +311,6 @@ _TEXT = "text"
 _REGION = "region"
 _DONE = "done"
 
-    incomplete: list[IncompleteCall] = []
 
 class Stream:
     """Incremental parser of one reply: ``feed(delta)`` then ``finish(truncated=...)``."""
@@ -600,6 +611,7 @@ class Stream:
                                            tools=self.tools)
         except Exception:  # noqa: BLE001 - parsers never raise on model output
             result = None
+        cut = at_end and truncated
         if result is None:
             if cut:
                 self._cut(opener, body)
@@ -644,7 +656,6 @@ class Stream:
         schema = self._schemas.get(pc.name)
         if schema is not None:
             try:
-        cut = at_end and truncated
                 args = type_arguments(args, schema, raw=self.fmt.raw_values)
             except Exception:  # noqa: BLE001 - keep as written for the dispatcher to reject
                 args = pc.arguments

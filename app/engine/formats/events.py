@@ -6,8 +6,10 @@ Folding the events of any split of a reply gives exactly ``Format.parse`` of the
 
 ``index`` is the position the call will take in ``reply.tool_calls``. A
 :class:`ToolCallStarted` that is not followed by a :class:`ToolCallDone` of the same index was
-abandoned (malformed or cut off): its text then arrives as :class:`TextDelta`, and a later call
-reuses the index.
+abandoned (malformed): its text then arrives as :class:`TextDelta`, and a later call reuses the
+index. A call the model did not finish (generation stopped inside it) or addressed to a tool that
+was not declared is a :class:`ToolCallIncomplete`: never a call to run, never content; its raw
+text is kept (``reply.incomplete_calls``).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from app.engine.formats.base import ToolCall
+    from app.calls import IncompleteCall, ToolCall
 
 __all__ = [
     "FormatEvent",
@@ -24,6 +26,7 @@ __all__ = [
     "TextDelta",
     "ToolCallArgsDelta",
     "ToolCallDone",
+    "ToolCallIncomplete",
     "ToolCallStarted",
 ]
 
@@ -63,4 +66,11 @@ class ToolCallDone:
     call: ToolCall
 
 
-FormatEvent = TextDelta | ReasoningDelta | ToolCallStarted | ToolCallArgsDelta | ToolCallDone
+@dataclass(frozen=True, slots=True)
+class ToolCallIncomplete:
+    """A call that is not a call to run: cut off by the token limit, or to an undeclared tool."""
+
+    call: IncompleteCall
+
+
+FormatEvent = TextDelta | ReasoningDelta | ToolCallStarted | ToolCallArgsDelta | ToolCallDone | ToolCallIncomplete

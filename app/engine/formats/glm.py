@@ -84,6 +84,10 @@ class GlmFormat(Format):
         name, args = got
         return [ParsedCall(name, dict(args), opener + body)], ""
 
+    def call_name(self, raw: str) -> str | None:
+        m = _NAME.match(raw, len(OPEN)) if raw.startswith(OPEN) else None
+        return m.group(0) if m and raw[m.end():m.end() + 1] in ("\n", "<", " ") else None
+
     def example_call(self, name: str, arguments: dict[str, Any]) -> str:
         body = "".join(f"{K_OPEN}{k}{K_CLOSE}\n{V_OPEN}{raw_text(v)}{V_CLOSE}\n" for k, v in arguments.items())
         return f"{OPEN}{name}\n{body}{CLOSE}"

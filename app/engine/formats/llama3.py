@@ -89,6 +89,12 @@ class Llama3Format(Format):
             return None
         return [ParsedCall(name, args, opener + body.rstrip())], body[len(body.rstrip()):]
 
+    def cut_call(self, opener, body, tools):
+        inc = super().cut_call(opener, body, tools)
+        if opener == "{" and inc.name not in tool_schemas(tools):
+            return None  # cut JSON that names no offered tool may be JSON meant for the user
+        return inc
+
     def example_call(self, name: str, arguments: dict[str, Any]) -> str:
         return json_text({"name": name, "parameters": dict(arguments)})
 

@@ -169,6 +169,10 @@ class MistralFormat(Format):
             calls.append(ParsedCall(got[0], got[1], part, id=cid))
         return calls, leftover
 
+    def call_name(self, raw: str) -> str | None:
+        m = _CUT_NAME.search(raw)
+        return m.group(1) if m else super().call_name(raw)
+
     def example_call(self, name: str, arguments: dict[str, Any]) -> str:
         return OPEN + json_text([{"name": name, "arguments": dict(arguments)}])
 

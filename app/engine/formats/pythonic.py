@@ -29,6 +29,7 @@ PY_END = "<|python_end|>"
 _MAX_SOURCE = 200_000
 _HEAD = re.compile(r"\s*[A-Za-z_][\w.]*\s*")  # what may stand between '[' and the first '('
 _JSON_NAMES = {"true": True, "false": False, "null": None}
+_CALL_NAME = re.compile(r"\s*([A-Za-z_][\w.]*)\s*\(")
 
 
 class _ListScanner(RegionScanner):
@@ -276,8 +277,12 @@ class PythonicFormat(Format):
 
     def parse_region(self, opener, body, *, at_end, truncated, tools):
         if at_end and truncated:
-            # Cut at max_tokens: the complete calls count, the cut remainder is text.
+            # Cut at max_tokens: the list is one unit, so a list cut before its close is no call
+            # (the stream reports it as an incomplete call); a closed list's calls count.
             source = body if opener == PY_START else opener + body
+            items = _top_level_items(source)
+            if items is None or items[1] == -1:
+                return None
             got = parse_cut_list(source)
             if got is None:
                 return None
@@ -298,6 +303,16 @@ class PythonicFormat(Format):
         if not calls:
             return None
         return [ParsedCall(name, args, raw) for name, args, raw in calls], ""
+
+    def call_name(self, raw: str) -> str | None:
+        # The call being written when the list was cut: the list's last item.
+        source = raw[len(PY_START):] if raw.startswith(PY_START) else raw
+        items = _top_level_items(source)
+        if not items or not items[0]:
+            return None
+        a, b = items[0][-1]
+        m = _CALL_NAME.match(source, a, b)
+        return m.group(1) if m else None
 
     def example_call(self, name: str, arguments: dict[str, Any]) -> str:
         return f"[{name}(" + ", ".join(f"{k}={_py_value(v)}" for k, v in arguments.items()) + ")]"
