@@ -1,0 +1,53 @@
+"""The "Will it call?" check (Qt-free): a scenario corpus, two targets, a deterministic scorer,
+result files with transcripts, and template forensics.
+
+    from app.check import load_corpus, InProcessTarget, EndpointTarget, run_check, write_result
+    from app.check import lint_template, lint_gguf
+
+Names load lazily, so ``import app.check`` imports neither llama.cpp nor httpx.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_EXPORTS = {
+    "CATEGORIES": "app.check.corpus",
+    "Corpus": "app.check.corpus",
+    "CorpusError": "app.check.corpus",
+    "Scenario": "app.check.corpus",
+    "load_corpus": "app.check.corpus",
+    "FAILURE_CLASSES": "app.check.scorer",
+    "Observation": "app.check.scorer",
+    "ObservedCall": "app.check.scorer",
+    "Outcome": "app.check.scorer",
+    "score_scenario": "app.check.scorer",
+    "EndpointTarget": "app.check.targets",
+    "InProcessTarget": "app.check.targets",
+    "Target": "app.check.targets",
+    "run_check": "app.check.runner",
+    "write_result": "app.check.runner",
+    "load_result": "app.check.runner",
+    "validate_result": "app.check.runner",
+    "RESULT_SCHEMA_PATH": "app.check.runner",
+    "ReferenceServer": "app.check.reference",
+    "Finding": "app.check.forensics",
+    "lint_template": "app.check.forensics",
+    "lint_gguf": "app.check.forensics",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'app.check' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))

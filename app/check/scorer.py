@@ -1,0 +1,377 @@
+"""The deterministic scorer: what a target replied, against what the scenario expects.
+
+No model judges. Every failure gets one class that explains a red cell:
+
+``error``               the request failed (the transcript holds the error)
+``empty_response``      no text, no reasoning, no call
+``call_in_reasoning``   no call, but call-shaped text inside the reasoning block
+``unparsed_tool_call``  no call, but call-shaped text in the content (the bytes are shown)
+``no_call``             an expected call is missing
+``wrong_tool``          a call to a tool the scenario did not expect
+``bad_arguments``       the right tool with wrong arguments (the key, expected and got)
+``extra_call``          a call more than expected (any call where no call is correct)
+``stream_mismatch``     the streamed reply does not reassemble into the non-streamed one
+``marker_leak``         template or call markup left in the visible content
+
+Checks are structural where they can be: the arguments must fit the tool's schema, argument sets
+compare per ``match`` mode, numbers compare by value, strings in NFC, arrays by position unless the
+scenario marks them ``unordered``; a reply's calls compare as a set unless the scenario is ``ordered``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import unicodedata
+from dataclasses import dataclass, field
+from typing import Any
+
+from app.check.corpus import ExpectedCall, Scenario
+
+__all__ = [
+    "FAILURE_CLASSES",
+    "MARKERS",
+    "ObservedCall",
+    "Observation",
+    "Outcome",
+    "call_shaped",
+    "leaked_marker",
+    "schema_problem",
+    "score_scenario",
+    "score_turn",
+]
+
+FAILURE_CLASSES = ("no_call", "wrong_tool", "bad_arguments", "extra_call", "unparsed_tool_call",
+                   "call_in_reasoning", "marker_leak", "stream_mismatch", "empty_response", "error")
+
+# Markup that never belongs in visible content: call openers/closers of every family and the chat
+# templates' role and end-of-turn tokens.
+MARKERS = (
+    "<tool_call>", "</tool_call>", "<|tool_call>", "<tool_call|>", "<|python_tag|>", "[TOOL_CALLS]", "[ARGS]",
+    "<|python_start|>", "<|python_end|>", "<｜tool▁calls▁begin｜>", "<｜tool▁call▁begin｜>", "<｜DSML｜",
+    "<|tool_calls_section_begin|>", "<|tool_call_begin|>", "<|open|>call", "<function=", "</function>",
+    "<|im_start|>", "<|im_end|>", "<|eot_id|>", "<|eom_id|>", "<|start_header_id|>", "<|end_header_id|>",
+    "<start_of_turn>", "<end_of_turn>", "<|channel|>", "<|message|>", "<|call|>", "<|return|>",
+    "<|start|>", "<|end|>", "<|endoftext|>", "<think>", "</think>", "[THINK]", "[/THINK]",
+    "<|channel>thought", "<channel|>", "<tool_response>", "</tool_response>", "[INST]", "[/INST]",
+)
+_CALL_OPENERS = (
+    "<tool_call>", "<|tool_call>", "<|python_tag|>", "[TOOL_CALLS]", "<|python_start|>",
+    "<｜tool▁calls▁begin｜>", "<｜DSML｜", "<|tool_calls_section_begin|>", "<|open|>call", "<function=",
+    "<|channel|>commentary to=",
+)
+
+
+@dataclass
+class ObservedCall:
+    name: str
+    arguments: dict[str, Any] | str = field(default_factory=dict)  # a str: JSON text that did not parse
+    id: str = ""
+    raw: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "arguments": self.arguments, "id": self.id}
+
+
+@dataclass
+class Observation:
+    """One reply as a target saw it."""
+
+    content: str = ""
+    reasoning: str = ""
+    calls: list[ObservedCall] = field(default_factory=list)
+    error: str | None = None
+    finish_reason: str | None = None
+    #: set by a target for a streamed reply that does not reassemble into the non-streamed one
+    stream_problem: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"content": self.content, "reasoning": self.reasoning, "calls": [c.to_dict() for c in self.calls],
+                "error": self.error, "finish_reason": self.finish_reason, "stream_problem": self.stream_problem}
+
+
+@dataclass
+class Outcome:
+    passed: bool
+    failure_class: str | None = None
+    message: str = ""
+    turn: int | None = None  # 1-based turn of the failure
+    detail: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"passed": self.passed, "failure_class": self.failure_class, "message": self.message,
+                "turn": self.turn, "detail": self.detail}
+
+
+def _fail(cls: str, message: str, **detail: Any) -> Outcome:
+    return Outcome(False, cls, message, detail=detail)
+
+
+# -- schema and values ----------------------------------------------------------------------------
+
+def _type_ok(value: Any, typ: str) -> bool:
+    if typ == "string":
+        return isinstance(value, str)
+    if typ == "integer":
+        return (isinstance(value, int) and not isinstance(value, bool)) or (
+            isinstance(value, float) and value.is_integer())
+    if typ == "number":
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    if typ == "boolean":
+        return isinstance(value, bool)
+    if typ == "array":
+        return isinstance(value, list)
+    if typ == "object":
+        return isinstance(value, dict)
+    if typ == "null":
+        return value is None
+    return True
+
+
+def schema_problem(value: Any, schema: dict[str, Any], *, partial: bool = False, path: str = "") -> str | None:
+    """The first way ``value`` does not fit ``schema`` (types, enums, required and unknown keys of
+    objects, array items), as ``"key: problem"``; None when it fits. ``partial``: required keys may
+    be missing at the top level (a subset expectation)."""
+    where = path or "arguments"
+    typ = schema.get("type")
+    if isinstance(typ, list):
+        if not any(_type_ok(value, t) for t in typ):
+            return f"{where}: expected one of {typ}, got {_json_type(value)}"
+    elif isinstance(typ, str) and not _type_ok(value, typ):
+        return f"{where}: expected {typ}, got {_json_type(value)}"
+    if "enum" in schema and value not in schema["enum"]:
+        return f"{where}: {value!r} is not one of {schema['enum']}"
+    if isinstance(value, dict) and (typ == "object" or "properties" in schema):
+        props = schema.get("properties", {}) or {}
+        if not partial:
+            for key in schema.get("required", []) or []:
+                if key not in value:
+                    return f"{path + '.' if path else ''}{key}: required but missing"
+        extra = schema.get("additionalProperties", True)
+        for key, v in value.items():
+            sub = f"{path}.{key}" if path else key
+            if key in props:
+                p = schema_problem(v, props[key], path=sub)
+                if p:
+                    return p
+            elif isinstance(extra, dict):
+                p = schema_problem(v, extra, path=sub)
+                if p:
+                    return p
+            elif "additionalProperties" not in schema or extra is False:
+                # a tool's parameters are its properties: a key outside them is a wrong argument
+                return f"{sub}: not a parameter of this tool"
+    if isinstance(value, list) and isinstance(schema.get("items"), dict):
+        for i, item in enumerate(value):
+            p = schema_problem(item, schema["items"], path=f"{where}[{i}]")
+            if p:
+                return p
+    return None
+
+
+def _json_type(v: Any) -> str:
+    if v is None:
+        return "null"
+    if isinstance(v, bool):
+        return "boolean"
+    if isinstance(v, int):
+        return "integer"
+    if isinstance(v, float):
+        return "number"
+    if isinstance(v, str):
+        return "string"
+    if isinstance(v, list):
+        return "array"
+    return "object" if isinstance(v, dict) else type(v).__name__
+
+
+def _nfc(s: str) -> str:
+    return unicodedata.normalize("NFC", s)
+
+
+def _same(expected: Any, got: Any, *, unordered: bool = False) -> bool:
+    if isinstance(expected, bool) or expected is None:
+        return got is expected
+    if isinstance(expected, int | float):
+        if isinstance(got, bool) or not isinstance(got, int | float):
+            return False
+        return abs(float(expected) - float(got)) <= 1e-9 * max(1.0, abs(float(expected)))
+    if isinstance(expected, str):
+        return isinstance(got, str) and _nfc(expected) == _nfc(got)
+    if isinstance(expected, list):
+        if not isinstance(got, list) or len(got) != len(expected):
+            return False
+        if not unordered:
+            return all(_same(e, g) for e, g in zip(expected, got, strict=True))
+        left = list(got)
+        for e in expected:
+            hit = next((i for i, g in enumerate(left) if _same(e, g)), None)
+            if hit is None:
+                return False
+            left.pop(hit)
+        return True
+    if isinstance(expected, dict):
+        return (isinstance(got, dict) and set(got) == set(expected)
+                and all(_same(v, got[k]) for k, v in expected.items()))
+    return expected == got
+
+
+def _arguments_problem(exp: ExpectedCall, got: ObservedCall, scenario: Scenario) -> dict[str, Any] | None:
+    """None when the call's arguments satisfy the expectation, else {key, expected, got, problem}."""
+    if isinstance(got.arguments, str):
+        return {"key": None, "expected": exp.arguments, "got": got.arguments,
+                "problem": "the arguments are not a JSON object"}
+    args = got.arguments
+    schema = scenario.tool_schema(exp.name) or {}
+    problem = schema_problem(args, schema)
+    if problem is not None:
+        key = problem.split(":", 1)[0]
+        top = key.split(".")[0].split("[")[0]
+        return {"key": key, "expected": exp.arguments.get(top), "got": args.get(top), "problem": problem}
+    if exp.match == "ignore":
+        return None
+    for key, value in exp.arguments.items():
+        if key not in args:
+            return {"key": key, "expected": value, "got": None, "problem": f"{key}: missing"}
+        if not _same(value, args[key], unordered=key in exp.unordered):
+            return {"key": key, "expected": value, "got": args[key], "problem": f"{key}: wrong value"}
+    if exp.match == "exact":
+        for key in args:
+            if key not in exp.arguments:
+                return {"key": key, "expected": None, "got": args[key], "problem": f"{key}: not expected"}
+    return None
+
+
+# -- text checks ----------------------------------------------------------------------------------
+
+def call_shaped(text: str, tool_names: list[str]) -> str | None:
+    """The call-looking part of ``text`` (a family's call opener, or JSON naming an offered tool),
+    up to 300 characters from where it starts; None when the text has none."""
+    if not text:
+        return None
+    starts = [i for i in (text.find(m) for m in _CALL_OPENERS) if i >= 0]
+    for name in tool_names:
+        for pat in (rf'"name"\s*:\s*"{re.escape(name)}"', rf'\b{re.escape(name)}\s*\(\s*[A-Za-z_"\')]',
+                    rf'"function"\s*:\s*"{re.escape(name)}"'):
+            m = re.search(pat, text)
+            if m:
+                brace = text.rfind("{", 0, m.start() + 1)
+                starts.append(brace if brace >= 0 and m.start() - brace < 40 else m.start())
+    if not starts:
+        return None
+    i = min(starts)
+    return text[i:i + 300]
+
+
+def leaked_marker(text: str) -> str | None:
+    for m in MARKERS:
+        if m in text:
+            return m
+    return None
+
+
+# -- scoring --------------------------------------------------------------------------------------
+
+def score_turn(scenario: Scenario, expected: tuple[ExpectedCall, ...], obs: Observation) -> Outcome:
+    """Score one reply against the calls it must make (``()``: a text reply is correct)."""
+    names = scenario.tool_names
+    if obs.error is not None:
+        return _fail("error", f"the request failed: {obs.error}", error=obs.error)
+    if obs.stream_problem:  # it breaks only under streaming: that explains the cell, whatever the calls
+        return _fail("stream_mismatch", obs.stream_problem)
+    if not obs.content.strip() and not obs.reasoning.strip() and not obs.calls:
+        return _fail("empty_response", "the reply was empty: no text, no reasoning, no call")
+    if not expected:
+        if obs.calls:
+            c = obs.calls[0]
+            return _fail("extra_call", f"no call was correct, but the reply called {c.name}",
+                         calls=[c.to_dict() for c in obs.calls])
+        shaped = call_shaped(obs.content, names)
+        if shaped is not None:
+            return _fail("unparsed_tool_call", "no call was correct, but the text holds a call-shaped block",
+                         bytes=shaped)
+        if not obs.content.strip():
+            return _fail("empty_response", "no call was correct, but the reply has no visible text")
+    else:
+        if not obs.calls:
+            in_reasoning = call_shaped(obs.reasoning, names)
+            if in_reasoning is not None:
+                return _fail("call_in_reasoning", "the call was written inside the reasoning block, where it "
+                             "is not a call", bytes=in_reasoning)
+            shaped = call_shaped(obs.content, names)
+            if shaped is not None:
+                return _fail("unparsed_tool_call", "the reply holds a call that was not parsed as one "
+                             "(the bytes are shown)", bytes=shaped)
+            return _fail("no_call", f"expected a call to {expected[0].name}; the reply made none")
+        outcome = _match_calls(scenario, expected, obs.calls)
+        if outcome is not None:
+            return outcome
+    marker = leaked_marker(obs.content)
+    if marker is not None:
+        i = obs.content.find(marker)
+        return _fail("marker_leak", f"markup {marker!r} in the visible content", marker=marker,
+                     bytes=obs.content[max(0, i - 40):i + 80])
+    return Outcome(True)
+
+
+def _match_calls(scenario: Scenario, expected: tuple[ExpectedCall, ...], got: list[ObservedCall]) -> Outcome | None:
+    if scenario.ordered:
+        for i, (e, g) in enumerate(zip(expected, got, strict=False)):
+            if g.name != e.name:
+                return _fail("wrong_tool", f"call {i + 1} went to {g.name}, expected {e.name}",
+                             expected=e.name, got=g.name)
+            p = _arguments_problem(e, g, scenario)
+            if p is not None:
+                return _fail("bad_arguments", f"{e.name}: {p['problem']}", **p)
+        if len(got) > len(expected):
+            extra = got[len(expected)]
+            return _fail("extra_call", f"an extra call to {extra.name}", calls=[c.to_dict() for c in got])
+        if len(got) < len(expected):
+            return _fail("no_call", f"expected {len(expected)} calls, got {len(got)}: "
+                         f"{expected[len(got)].name} is missing")
+        return None
+    left = list(got)
+    unmatched: list[ExpectedCall] = []
+    for e in expected:  # exact matches first, so a set of calls compares without order
+        hit = next((i for i, g in enumerate(left) if g.name == e.name and _arguments_problem(e, g, scenario) is None),
+                   None)
+        if hit is None:
+            unmatched.append(e)
+        else:
+            left.pop(hit)
+    if not unmatched and not left:
+        return None
+    for e in unmatched:  # a call of the right tool with the wrong arguments
+        g = next((g for g in left if g.name == e.name), None)
+        if g is not None:
+            p = _arguments_problem(e, g, scenario)
+            assert p is not None
+            return _fail("bad_arguments", f"{e.name}: {p['problem']}", **p)
+    expected_names = {e.name for e in expected}
+    for g in left:
+        if g.name not in expected_names and unmatched:
+            return _fail("wrong_tool", f"called {g.name}, expected {unmatched[0].name}",
+                         expected=unmatched[0].name, got=g.name)
+    if left:
+        g = left[0]
+        return _fail("extra_call", f"an extra call to {g.name} beyond the {len(expected)} expected",
+                     calls=[c.to_dict() for c in got])
+    return _fail("no_call", f"expected {len(expected)} call(s), got {len(got)}: {unmatched[0].name} is missing",
+                 missing=[e.name for e in unmatched])
+
+
+def score_scenario(scenario: Scenario, observations: list[Observation]) -> Outcome:
+    """Score every turn in order; the first failing turn decides. Fewer observations than turns (the
+    harness stopped early because a turn failed) never passes."""
+    for i, turn in enumerate(scenario.turns):
+        if i >= len(observations):
+            return Outcome(False, "error", f"turn {i + 1} was not run", turn=i + 1)
+        out = score_turn(scenario, turn.expect, observations[i])
+        if not out.passed:
+            out.turn = i + 1
+            return out
+    return Outcome(True)
+
+
+def arguments_json(arguments: Any) -> str:
+    return arguments if isinstance(arguments, str) else json.dumps(arguments, ensure_ascii=False, sort_keys=True)
