@@ -242,6 +242,7 @@ class Dispatcher:
         outcome: ApprovalOutcome = "auto"
         if tool.side_effects:
             outcome = self._approve(call, tool, arguments)
+            start = time.monotonic()  # the call's duration is its run, not the wait for the user's answer
             if outcome == "unavailable":
                 return self._result(
                     call,
