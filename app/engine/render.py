@@ -13,7 +13,9 @@ Shapes (ADR 0061 and past its walls):
 * a template that requires alternating user/assistant turns (Mistral) is rendered again
   with consecutive same-role turns merged, instead of failing;
 * a template that reads tools from the system message instead of the ``tools`` variable
-  (Phi-4-mini) gets them there, as a JSON string;
+  (Phi-4-mini) gets them there, as a JSON string; one that reads them from its own
+  ``functions`` variable (FireFunction v2: a JSON string of the function specs, with the date in
+  ``datetime``) gets them there (``tools_mode == "functions"``, :func:`functions_variables`);
 * with tools on, a ``tokenizer.chat_template.tool_use`` template is used when present;
 * a template that does not render tools at all (a plain ChatML template, the fallback), when a
   tool-call format was chosen explicitly, gets the schemas and an example call in that format's
@@ -40,6 +42,7 @@ __all__ = [
     "PromptRenderError",
     "RenderedPrompt",
     "choose_template",
+    "functions_variables",
     "render_messages",
     "render_prompt",
     "shape_messages",
@@ -141,10 +144,21 @@ _PROBE_TOOLS = [{"type": "function", "function": {
     "name": _PROBE_NAME, "description": "probe", "parameters": {"type": "object", "properties": {}}}}]
 
 
+def functions_variables(tools: list[dict[str, Any]], date: str | None = None) -> dict[str, str]:
+    """The variables of a template that takes tools as ``functions`` (FireFunction v2): the
+    function specs as a JSON string and ``datetime`` (``date``, default now, ``YYYY-MM-DD HH:MM``)."""
+    import datetime as _dt
+
+    specs = [t.get("function", t) if isinstance(t, dict) else t for t in tools]
+    when = date if date is not None else _dt.datetime.now().strftime("%Y-%m-%d %H:%M")
+    return {"functions": json.dumps(specs, ensure_ascii=False, indent=4), "datetime": when}
+
+
 @lru_cache(maxsize=64)
 def template_tools_mode(source: str) -> str:
     """How a template takes tools: ``variable`` (the standard ``tools``), ``system_message``
-    (Phi-4-mini: a JSON string in the system message's ``tools`` key) or ``none``."""
+    (Phi-4-mini: a JSON string in the system message's ``tools`` key), ``functions``
+    (FireFunction v2: its own ``functions`` variable) or ``none``."""
     from app.engine.templates import TemplateRenderError, render_template
 
     base = [{"role": "system", "content": "s"}, {"role": "user", "content": "u"}]
@@ -158,6 +172,11 @@ def template_tools_mode(source: str) -> str:
     try:
         if _PROBE_NAME in render_template(source, sys_msgs):
             return "system_message"
+    except TemplateRenderError:
+        pass
+    try:
+        if _PROBE_NAME in render_template(source, base, **functions_variables(_PROBE_TOOLS, "2026-01-01")):
+            return "functions"
     except TemplateRenderError:
         pass
     return "none"
@@ -211,6 +230,8 @@ def render_messages(
                 shaped[0]["tools"] = payload
             else:
                 shaped.insert(0, {"role": "system", "content": "", "tools": payload})
+        elif tools and mode == "functions":
+            kwargs.update(functions_variables(tools))
         elif tools:
             kwargs["tools"] = tools
         return render_template(source, shaped, add_generation_prompt=add_generation_prompt,

@@ -66,6 +66,14 @@ FAMILY_MODULES: tuple[str, ...] = (
     "pythonic",
     "deepseek",
     "kimi",
+    "minimax",
+    "seed_oss",
+    "command_r",
+    "command_r_plus",
+    "functionary_v31",
+    "functionary_v32",
+    "firefunction",
+    "lfm2",
 )
 
 for _module in FAMILY_MODULES:

@@ -71,6 +71,18 @@ def _end_of_turn(render: Render, tools: list[dict[str, Any]] | None) -> str:
     return out[out.rindex(_REPLY_MARK) + len(_REPLY_MARK):].strip()
 
 
+def _tail_cut(text: str, end: str) -> int:
+    """Where the longest tail of ``end`` that starts a tag (``<``) first occurs in ``text``, or
+    -1: Command R7B ends a plain reply ``<|END_RESPONSE|><|END_OF_TURN_TOKEN|>`` and a call turn
+    ``<|END_ACTION|><|END_OF_TURN_TOKEN|>``, so the turn ends where the shared tail starts."""
+    for k in range(1, len(end)):
+        if end[k] == "<":
+            pos = text.find(end[k:])
+            if pos != -1:
+                return pos
+    return -1
+
+
 def _common_prefix_len(a: str, b: str) -> int:
     """``len(os.path.commonprefix([a, b]))`` by bisection on slices (C speed, not per character)."""
     lo, hi = 0, min(len(a), len(b))
@@ -105,7 +117,8 @@ def _iter_call_texts(render: Render, tools: list[dict[str, Any]], name: str, arg
     prompt = _safe(render, list(_USER), tools)
     if prompt is None:
         return
-    ends = [e for e in (eos_token, _end_of_turn(render, tools)) if e]
+    learned = _end_of_turn(render, tools)
+    ends = [e for e in (eos_token, learned) if e]
     seen: set[str] = set()
     for content in ("", None):
         for as_string in (False, True):
@@ -120,6 +133,8 @@ def _iter_call_texts(render: Render, tools: list[dict[str, Any]], name: str, arg
                     n -= 1  # never cut inside a tag's opening ("<|tool_call>" after "<|channel>")
             new = full[n:]
             cuts = [i for i in (new.find(e) for e in ends) if i != -1]
+            if not cuts and learned:  # a call turn that ends differently: cut at the end's tail
+                cuts = [i for i in (_tail_cut(new, learned),) if i != -1]
             if cuts:
                 new = new[: min(cuts)]
             if new.strip() and new not in seen:
@@ -163,12 +178,17 @@ def detect(render: Render, eos_token: str = "") -> str | None:
 
 
 def _template_renderer(source: str, bos_token: str, eos_token: str) -> Render:
+    from app.engine.render import functions_variables, template_tools_mode
     from app.engine.templates import render_template
+
+    functions = template_tools_mode(source) == "functions"  # FireFunction v2 takes ``functions``
 
     def render(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> str:
         last = messages[-1].get("role") if messages else None
-        return render_template(source, messages, tools=tools, add_generation_prompt=last != "assistant",
-                               bos_token=bos_token, eos_token=eos_token)
+        extra = functions_variables(tools or [], "2026-01-01") if functions else {"tools": tools}
+        return render_template(source, messages, add_generation_prompt=last != "assistant",
+                               bos_token=bos_token, eos_token=eos_token, **extra)
+
 
     return render
 

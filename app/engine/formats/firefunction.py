@@ -1,0 +1,66 @@
+"""FireFunction v2 calls (Fireworks llama-3-firefunction-v2).
+
+`` functools[{"name": NAME, "arguments": {...}}, ...]``: the word ``functools`` (the space the
+template writes before it is structure too) and, right after it, one JSON list of calls (no
+closing marker), after any text. Each item holds exactly ``name``
+and ``arguments`` (an object, or a JSON string holding one). The template takes the tools as
+its own ``functions`` variable (a JSON string), not ``tools``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from app.engine.formats.base import Format, ParsedCall, RegionScanner, register
+from app.engine.formats.command_r import read_action_items
+from app.engine.formats.jsonscan import JsonScanner
+from app.engine.formats.sections import json_text
+
+__all__ = ["FirefunctionFormat"]
+
+OPEN = "functools["
+SPACED = " " + OPEN  # the template writes a space before the marker: structure too
+
+
+class _ListRest(RegionScanner):
+    """From just after the list's ``[`` to its matching ``]``, JSON-aware."""
+
+    def __init__(self) -> None:
+        self.json = JsonScanner()
+        self.json.feed("[")
+        self.ops = 0
+
+    def scan(self, buf: str, final: bool) -> tuple[int, bool]:
+        before = self.json.ops
+        j = self.json.feed(buf)
+        self.ops += self.json.ops - before
+        return (len(buf), False) if j == -1 else (j, True)
+
+
+class FirefunctionFormat(Format):
+    name = "firefunction"
+    label = "FireFunction v2 (Fireworks firefunction-v2)"
+    detail = ' functools[{"name": ..., "arguments": {...}}]'
+    openers = (SPACED, OPEN)
+    start_only = False
+    reasoning = None
+
+    def region_scanner(self, opener: str) -> RegionScanner:
+        return _ListRest()
+
+    def parse_region(self, opener, body, *, at_end, truncated, tools):
+        cut = at_end and truncated  # a cut list keeps its complete calls
+        if not cut and not body.endswith("]"):
+            return None  # the list never closed
+        source = "[" + body
+        got = read_action_items(source, name_key="name", args_key="arguments", cut=cut)
+        if got is None:
+            return None
+        calls, rest = got
+        return [ParsedCall(name, args, raw) for name, args, raw in calls], source[rest:] if cut else ""
+
+    def example_call(self, name: str, arguments: dict[str, Any]) -> str:
+        return SPACED[:-1] + json_text([{"name": name, "arguments": dict(arguments)}])
+
+
+register(FirefunctionFormat())

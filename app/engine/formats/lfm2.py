@@ -1,0 +1,76 @@
+"""LFM2 pythonic calls in markers (Liquid LFM2.5-8B-A1B).
+
+``<|tool_call_start|>[get_weather(city='Paris', days=3)]<|tool_call_end|>`` anywhere in the
+reply, after an optional ``<think>...</think>`` block. Inside the markers stands a Python list of
+calls with keyword arguments, read by the pythonic family's literal-only reader
+(:func:`app.engine.formats.pythonic.parse_call_list`, never evaluated): strings as Python
+literals, objects as JSON or Python dicts, ``True``/``False``/``None``. A marker inside a string
+does not end the call. A missing ``<|tool_call_end|>`` is accepted only when the reply ended
+normally right after the list; a reply cut inside the list keeps the calls written completely.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from app.engine.formats.base import Format, ParsedCall, RegionScanner, register
+from app.engine.formats.pythonic import _ListScanner, _py_value, parse_call_list, parse_cut_list
+
+__all__ = ["Lfm2Format"]
+
+OPEN = "<|tool_call_start|>"
+CLOSE = "<|tool_call_end|>"
+_CALL_NAME = re.compile(r"([A-Za-z_][\w.]*)\s*\(")
+
+
+def _partial_close(body: str) -> int:
+    """The length of the beginning of ``CLOSE`` that ends ``body`` (0 if none)."""
+    for k in range(len(CLOSE) - 1, 0, -1):
+        if body.endswith(CLOSE[:k]):
+            return k
+    return 0
+
+
+class Lfm2Format(Format):
+    name = "lfm2"
+    label = "LFM2 pythonic (Liquid LFM2.5)"
+    detail = "<|tool_call_start|>[get_weather(city='Paris')]<|tool_call_end|>"
+    openers = (OPEN,)
+    start_only = False
+    reasoning = ("<think>", "</think>")
+
+    def region_scanner(self, opener: str) -> RegionScanner:
+        return _ListScanner(CLOSE)
+
+    def parse_region(self, opener, body, *, at_end, truncated, tools):
+        if body.endswith(CLOSE):
+            source = body[: -len(CLOSE)]
+        elif at_end:
+            if truncated:  # cut at max_tokens: the complete calls count, the cut rest is text
+                cut = len(body) - _partial_close(body)  # a cut closing marker is structure
+                got = parse_cut_list(body[:cut])
+                if got is None:
+                    return None
+                calls, rest = got
+                return [ParsedCall(n, a, raw) for n, a, raw in calls], body[rest:cut]
+            source = body  # the reply ended right after the list: the closing marker is implied
+        else:
+            return None
+        if not source.strip().startswith("[") or not source.rstrip().endswith("]"):
+            return None
+        calls = parse_call_list(source)
+        if not calls:
+            return None
+        return [ParsedCall(n, a, raw) for n, a, raw in calls], ""
+
+    def call_name(self, raw: str) -> str | None:
+        m = _CALL_NAME.search(raw)
+        return m.group(1) if m else None
+
+    def example_call(self, name: str, arguments: dict[str, Any]) -> str:
+        args = ", ".join(f"{k}={_py_value(v)}" for k, v in arguments.items())
+        return f"{OPEN}[{name}({args})]{CLOSE}"
+
+
+register(Lfm2Format())

@@ -1,0 +1,113 @@
+"""MiniMax XML calls (MiniMax-M2, M2.1).
+
+``<minimax:tool_call>\\n<invoke name="NAME">\\n<parameter name="K">V</parameter>\\n</invoke>\\n
+</minimax:tool_call>``: one block may hold several ``<invoke>`` elements (parallel calls), after
+an optional ``<think>...</think>`` block (the generation prompt opens ``<think>``). Values are raw
+text (a string as written, anything else as JSON) typed by the schema; a ``</minimax:tool_call>``
+inside a value does not end the block. A missing ``</minimax:tool_call>`` is accepted only when
+the reply ended normally right after ``</invoke>``.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from app.engine.formats.base import Format, ParsedCall, RegionScanner, register
+from app.engine.formats.sections import SkipValuesScanner, raw_text, skip_ws
+
+__all__ = ["MiniMaxFormat", "parse_invokes"]
+
+OPEN = "<minimax:tool_call>"
+CLOSE = "</minimax:tool_call>"
+I_OPEN = '<invoke name="'
+I_CLOSE = "</invoke>"
+P_OPEN = '<parameter name="'
+P_CLOSE = "</parameter>"
+_NAME = re.compile(r'[^"<>\s]+')
+
+
+def _quoted_name(s: str, i: int) -> tuple[str, int] | None:
+    """``NAME">`` at ``i`` (the text after ``name="``): the name and the index after ``>``."""
+    m = _NAME.match(s, i)
+    if m is None or not s.startswith('">', m.end()):
+        return None
+    return m.group(), m.end() + 2
+
+
+def _one_newline_off(value: str) -> str:
+    if value.startswith("\n"):
+        value = value[1:]
+    if value.endswith("\n"):
+        value = value[:-1]
+    return value
+
+
+def parse_invokes(text: str) -> list[tuple[str, dict[str, str], str]] | None:
+    """Strictly read ``(<invoke name="N"> (<parameter name="K">V</parameter>)* </invoke>)+`` with
+    whitespace between: (name, raw arguments, the invoke's text) per call, or None."""
+    calls: list[tuple[str, dict[str, str], str]] = []
+    i = skip_ws(text, 0)
+    while i < len(text):
+        if not text.startswith(I_OPEN, i):
+            return None
+        start = i
+        got = _quoted_name(text, i + len(I_OPEN))
+        if got is None:
+            return None
+        name, i = got
+        args: dict[str, str] = {}
+        while True:
+            i = skip_ws(text, i)
+            if text.startswith(P_OPEN, i):
+                got = _quoted_name(text, i + len(P_OPEN))
+                if got is None:
+                    return None
+                key, i = got
+                end = text.find(P_CLOSE, i)
+                if end == -1 or key in args:
+                    return None
+                args[key] = _one_newline_off(text[i:end])
+                i = end + len(P_CLOSE)
+            elif text.startswith(I_CLOSE, i):
+                i += len(I_CLOSE)
+                calls.append((name, args, text[start:i]))
+                break
+            else:
+                return None
+        i = skip_ws(text, i)
+    return calls or None
+
+
+class MiniMaxFormat(Format):
+    name = "minimax"
+    label = "MiniMax XML (MiniMax-M2, M2.1)"
+    detail = '<minimax:tool_call><invoke name="N"><parameter name="K">V</parameter></invoke></minimax:tool_call>'
+    openers = (OPEN,)
+    start_only = False
+    reasoning = ("<think>", "</think>")
+    raw_values = True
+
+    def region_scanner(self, opener: str) -> RegionScanner:
+        return SkipValuesScanner(CLOSE, P_OPEN, P_CLOSE)
+
+    def parse_region(self, opener, body, *, at_end, truncated, tools):
+        if body.endswith(CLOSE):
+            inner = body[: -len(CLOSE)]
+        elif at_end and not truncated and body.rstrip().endswith(I_CLOSE):
+            inner = body  # the reply ended right after </invoke>: the closing tag is implied
+        else:
+            return None
+        calls = parse_invokes(inner)
+        if calls is None:
+            return None
+        if len(calls) == 1:
+            return [ParsedCall(calls[0][0], dict(calls[0][1]), opener + body)], ""
+        return [ParsedCall(name, dict(args), raw) for name, args, raw in calls], ""
+
+    def example_call(self, name: str, arguments: dict[str, Any]) -> str:
+        params = "".join(f'{P_OPEN}{k}">{raw_text(v)}{P_CLOSE}\n' for k, v in arguments.items())
+        return f'{OPEN}\n{I_OPEN}{name}">\n{params}{I_CLOSE}\n{CLOSE}'
+
+
+register(MiniMaxFormat())
