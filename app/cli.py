@@ -3,10 +3,11 @@
     python -m app chat --model PATH [--tool-format F] [--tools builtin|none] [--max-tokens N]
                        [--json] [--n-ctx N] [--gpu-layers N] [--threads N] [--system TEXT]
                        [--workspace DIR] [--yes] [--temperature T] [--seed N]
-                       [--grammar-file FILE] "prompt"
+                       [--grammar-file FILE] [--save] "prompt"
     python -m app inspect PATH [--json]
 
-``chat`` streams the reply to stdout; notices, tool calls and the summary go to stderr.
+``chat`` streams the reply to stdout; notices, tool calls and the summary go to stderr;
+``--save`` stores the conversation in the same history the window reads.
 With ``--json`` every event is one JSON object per line on stdout. ``inspect`` prints the
 GGUF's metadata and the tool-call format detected from its template.
 
@@ -55,6 +56,8 @@ def build_parser() -> argparse.ArgumentParser:
     chat.add_argument("--seed", type=int, default=None)
     chat.add_argument("--grammar-file", default=None, help="GBNF grammar constraining the reply")
     chat.add_argument("--json", action="store_true", help="one JSON event per line")
+    chat.add_argument("--save", action="store_true",
+                      help="save the conversation in the history the window shows")
 
     inspect = sub.add_parser("inspect", help="print a GGUF's metadata and detected tool format")
     inspect.add_argument("path")
@@ -124,7 +127,6 @@ def _approval_hook(allow_all: bool):
 
 
 def _chat(args: argparse.Namespace) -> int:
-    from app.engine.chat import ChatSession
     from app.engine.events import (
         DoneEvent,
         NoticeEvent,
@@ -155,32 +157,37 @@ def _chat(args: argparse.Namespace) -> int:
         _err(f"error: {exc}")
         return 1
 
-    registry = dispatcher = None
-    if args.tools == "builtin":
-        from app.tools.builtins import register_builtin_tools
-        from app.tools.dispatcher import Dispatcher
-        from app.tools.registry import ToolRegistry
+    from app.engine.session import ToolSetupError, build_session, build_tools
 
-        registry = ToolRegistry()
-        try:
-            register_builtin_tools(registry, args.workspace)
-        except Exception as exc:  # noqa: BLE001 - a bad workspace folder
-            _err(f"error: {exc}")
-            return 2
-        dispatcher = Dispatcher(registry, approval=_approval_hook(args.yes))
     sampling = {k: v for k, v in (("temperature", args.temperature), ("seed", args.seed)) if v is not None}
     try:
-        session = ChatSession(model, tool_format=args.tool_format, registry=registry, dispatcher=dispatcher,
-                              system_prompt=args.system, sampling=sampling or None,
-                              max_rounds=args.max_rounds, max_tokens=args.max_tokens, grammar=grammar)
-    except ValueError as exc:
+        tools = build_tools(workspace=args.workspace, approval=_approval_hook(args.yes), strict=True) \
+            if args.tools == "builtin" else None
+        session = build_session(model, tools=tools, tool_format=args.tool_format, system_prompt=args.system,
+                                sampling=sampling, max_rounds=args.max_rounds, max_tokens=args.max_tokens,
+                                grammar=grammar)
+    except (ToolSetupError, ValueError) as exc:
         _err(f"error: {exc}")
+        model.close()
         return 2
+    recorder = _recorder(args, session) if args.save else None
+    if args.save and recorder is None:
+        model.close()
+        return 1
 
     status = 0
     in_reasoning = False
+    events = session.send(args.prompt)
+    if recorder is not None:
+        recorder.user_message(args.prompt)
+        recorder.begin()
+    done_event = None
     try:
-        for ev in session.send(args.prompt):
+        for ev in events:
+            if recorder is not None:
+                recorder.observe(ev)
+            if isinstance(ev, DoneEvent):
+                done_event = ev
             if args.json:
                 print(json.dumps(event_to_dict(ev), ensure_ascii=False, default=str), flush=True)
                 if isinstance(ev, DoneEvent) and ev.finish_reason == "error":
@@ -221,8 +228,33 @@ def _chat(args: argparse.Namespace) -> int:
         _err("\n[cancelled]")
         status = 130
     finally:
+        if recorder is not None:
+            if done_event is None:
+                done_event = DoneEvent(finish_reason="cancelled")
+            if recorder.finish(done_event, session.messages) and not args.json:
+                _err(f"[saved] conversation {recorder.conversation_id} in {recorder.history.path}")
+            recorder.history.close()
         model.close()
     return status
+
+
+def _recorder(args: argparse.Namespace, session: Any) -> Any:
+    """A recorder saving this chat as a new conversation in the window's history (``--save``)."""
+    from pathlib import Path
+
+    from app.engine.recorder import TurnRecorder
+    from app.storage.history import History, HistoryError
+
+    try:
+        history = History()
+        title = " ".join(args.prompt.split())[:60] or "Chat"
+        conv = history.create_conversation(title, model_path=str(Path(args.model).resolve()))
+    except (HistoryError, OSError, ValueError) as exc:
+        _err(f"error: cannot open the conversation history: {exc}")
+        return None
+    return TurnRecorder(history, conv.id, model=str(args.model),
+                        settings={"tool_format": args.tool_format, "max_tokens": args.max_tokens},
+                        on_error=lambda msg: _err(f"error: {msg}"))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -168,7 +168,6 @@ def _force_grammar_per_round(model: Any, grammars: list[str]) -> list[int]:
 def check_engine(workdir: Path) -> CheckResult:
     """Load a tiny GGUF through the bundled llama.cpp and run one chat turn with a tool call."""
     start = time.monotonic()
-    from app.engine.chat import ChatSession
     from app.engine.events import (
         DoneEvent,
         NoticeEvent,
@@ -178,7 +177,7 @@ def check_engine(workdir: Path) -> CheckResult:
     )
     from app.engine.llm import load_model
     from app.engine.models.tiny import TinySpec, write_tiny_gguf
-    from app.tools import Dispatcher, ToolRegistry, register_builtin_tools
+    from app.engine.session import build_session, build_tools
 
     path = write_tiny_gguf(
         workdir / "selftest-tiny.gguf", chat_template=SELFTEST_TEMPLATE, control_tokens=_CONTROL,
@@ -191,11 +190,8 @@ def check_engine(workdir: Path) -> CheckResult:
     model = load_model(path, n_ctx=2048, n_threads=2)
     try:
         rounds = _force_grammar_per_round(model, _forced_grammars(spec))
-        registry = ToolRegistry()
-        register_builtin_tools(registry)
-        session = ChatSession(model, tool_format=SELFTEST_FAMILY, registry=registry,
-                              dispatcher=Dispatcher(registry), max_tokens=128, max_rounds=4,
-                              sampling={"seed": 1})
+        session = build_session(model, tools=build_tools(), tool_format=SELFTEST_FAMILY, max_tokens=128,
+                                max_rounds=4, sampling={"seed": 1})
         events = list(session.send(f"What is {SELFTEST_EXPRESSION}? Use the calculator."))
     finally:
         model.close()

@@ -46,7 +46,8 @@ DEFAULT_RESULT_BUDGET = 8000  # characters the model reads back from one call
 
 # A callable taking the request and returning a decision, or an awaitable of one.
 ApprovalHook = Callable[[ApprovalRequest], Any]
-PolicyDefault = Literal["ask", "always_allow"]
+# The one vocabulary of a remembered approval, as settings store it (tools.approvals).
+PolicyDefault = Literal["ask", "allow"]
 _DECISIONS = ("allow_once", "always", "deny")
 
 
@@ -54,7 +55,8 @@ class ApprovalPolicy:
     """Which side-effecting tools run without asking.
 
     ``defaults`` come from settings ("tool approval defaults": tool name -> "ask" or
-    "always_allow"); "Always allow this tool" answers are remembered for the session.
+    "allow"); "Always allow this tool" answers are remembered for the session. It is the one
+    memory of approvals: the window saves an "always" answer to settings as well.
     Thread-safe.
     """
 
@@ -66,8 +68,8 @@ class ApprovalPolicy:
             self.set_default(name, value)
 
     def set_default(self, tool_name: str, value: PolicyDefault) -> None:
-        if value not in ("ask", "always_allow"):
-            raise ValueError(f"Approval default for {tool_name!r} must be 'ask' or 'always_allow', got {value!r}")
+        if value not in ("ask", "allow"):
+            raise ValueError(f"Approval default for {tool_name!r} must be 'ask' or 'allow', got {value!r}")
         with self._lock:
             self._defaults[tool_name] = value
 
@@ -89,7 +91,7 @@ class ApprovalPolicy:
 
     def is_preapproved(self, tool_name: str) -> bool:
         with self._lock:
-            return tool_name in self._session_allowed or self._defaults.get(tool_name) == "always_allow"
+            return tool_name in self._session_allowed or self._defaults.get(tool_name) == "allow"
 
 
 def _run_in_thread(

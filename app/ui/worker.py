@@ -149,7 +149,6 @@ class EngineWorker(QObject):
         self._cancel = threading.Event()
         self._approval_lock = threading.Lock()
         self._approval_waits: dict[str, tuple[threading.Event, list[str]]] = {}
-        self._always: set[str] = set()
         self._busy = threading.Event()
         self._closing = False
         # owned by the worker thread:
@@ -353,49 +352,24 @@ class EngineWorker(QObject):
                 self.sig_window_notice.emit(
                     "mcp_server_failed", f"MCP server '{st.name}' failed and its tools are off: {st.error}", setting)
 
-    def _build_tools(self) -> tuple[Any, Any]:
-        """The built-in tools (file tools when a workspace is set) and the MCP servers' tools,
-        behind one approving dispatcher."""
-        from app.tools import ApprovalPolicy, Dispatcher, ToolRegistry, register_builtin_tools
-
-        registry = ToolRegistry()
-        try:
-            register_builtin_tools(registry, self.config.workspace)
-        except Exception as exc:  # noqa: BLE001 - WorkspaceError: keep the other tools, say why
-            register_builtin_tools(registry, None)
-            self.sig_error.emit(f"The file tools are off: {exc}")
-        self._ensure_mcp()
-        if self.mcp is not None:
-            try:
-                self.mcp.register_tools(registry)
-            except Exception as exc:  # noqa: BLE001
-                self.sig_window_notice.emit("mcp_server_failed", f"The MCP tools are off: {exc}",
-                                            "tools.mcp_servers_path")
-        defaults = {n: "always_allow" for n, v in self.config.approvals.items() if v == "allow"}
-        if self.config.default_approval == "allow":
-            defaults.update({n: "always_allow" for n in registry.names()} if hasattr(registry, "names") else {})
-        policy = ApprovalPolicy(defaults)
-        dispatcher = Dispatcher(registry, approval=self._approve, policy=policy,
-                                approval_timeout_s=self.config.approval_timeout_s)
-        return registry, dispatcher
-
     def _build_session(self, messages: list[Any]) -> None:
-        from app.engine.chat import ChatSession
+        """A session from the config: the core's builder, with this worker's approval dialog.
+        Problems that turned some tools off are told to the window."""
+        from app.engine.session import build_session, build_tools
 
-        registry, dispatcher = self._build_tools()
+        self._ensure_mcp()
         cfg = self.config
-        sampling = self._sampling(cfg)
-        kwargs: dict[str, Any] = dict(
-            tool_format=cfg.tool_format,
-            registry=registry,
-            dispatcher=dispatcher,
-            system_prompt=cfg.system_prompt or None,
-            sampling=sampling,
-            max_tokens=cfg.max_tokens,
-        )
-        if messages:
-            kwargs["messages"] = messages
-        self.session = ChatSession(self.model, **kwargs)
+        tools = build_tools(workspace=cfg.workspace, mcp=self.mcp, approval=self._approve,
+                            approvals=cfg.approvals, default_approval=cfg.default_approval,
+                            approval_timeout_s=cfg.approval_timeout_s)
+        for problem in tools.problems:
+            if problem.code == "workspace_unusable":
+                self.sig_error.emit(problem.message)
+            else:
+                self.sig_window_notice.emit(problem.code, problem.message, problem.setting)
+        self.session = build_session(self.model, tools=tools, tool_format=cfg.tool_format,
+                                     system_prompt=cfg.system_prompt, sampling=self._sampling(cfg),
+                                     max_tokens=cfg.max_tokens, messages=messages)
 
     @staticmethod
     def _sampling(cfg: EngineConfig) -> Any:
@@ -611,10 +585,8 @@ class EngineWorker(QObject):
 
     # -- approval (called by the dispatcher on this thread) ------------------------------------
     def _approve(self, request: Any) -> str:
-        name = getattr(request, "tool_name", "")
-        if name in self._always or self.config.approvals.get(name) == "allow" \
-                or self.config.default_approval == "allow":
-            return "always"
+        # Remembered approvals are the dispatcher's policy (built from settings): it asks only
+        # for calls that policy does not allow.
         if self._cancel.is_set() or self._closing:
             return "deny"
         ev = threading.Event()
@@ -630,8 +602,6 @@ class EngineWorker(QObject):
             decision = answer[0]
             if decision not in ("allow_once", "always", "deny"):
                 return "deny"
-            if decision == "always":
-                self._always.add(name)
             return decision
         finally:
             with self._approval_lock:

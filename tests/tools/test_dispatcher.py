@@ -263,7 +263,7 @@ def test_always_allow_is_remembered_for_the_session(registry):
 
 def test_policy_defaults_from_settings(registry):
     hook = Answers()
-    policy = ApprovalPolicy({"save_note": "always_allow"})
+    policy = ApprovalPolicy({"save_note": "allow"})
     result = Dispatcher(registry, approval=hook, policy=policy).dispatch(ToolCall("c", "save_note", {"text": "a"}))
     assert result.approval == "always" and result.content == "saved"
     assert hook.requests == []
@@ -272,7 +272,7 @@ def test_policy_defaults_from_settings(registry):
     assert Dispatcher(registry, approval=hook, policy=policy).dispatch(
         ToolCall("c", "save_note", {"text": "b"})
     ).approval == "denied"
-    with pytest.raises(ValueError, match="'ask' or 'always_allow'"):
+    with pytest.raises(ValueError, match="'ask' or 'allow'"):
         policy.set_default("save_note", "sometimes")  # type: ignore[arg-type]
 
 
