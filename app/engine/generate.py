@@ -147,12 +147,13 @@ class Generation:
 
     def __init__(self, model: LoadedModel, prompt_tokens: list[int], *, max_tokens: int,
                  sampling: SamplingParams, grammar: str | None, deadline_s: float | None,
-                 cancel: threading.Event | None, stop: Sequence[str]):
+                 cancel: threading.Event | None, stop: Sequence[str], constraint: Any = None):
         self.model = model
         self.prompt_tokens = prompt_tokens
         self.max_tokens = max_tokens
         self.sampling = sampling
         self.grammar = grammar
+        self.constraint = constraint  # app.engine.constraints.Constraint: every token held to it
         self.deadline_s = deadline_s
         self.cancel = cancel
         self.stop = tuple(s for s in stop if s)
@@ -205,8 +206,10 @@ class Generation:
                 grammar_obj = LlamaGrammar.from_string(self.grammar, verbose=False)
             if self.sampling.seed is not None:
                 model.llm.set_seed(int(self.sampling.seed))
+            run = self.constraint.start() if self.constraint is not None else None
             if budget > 0:
                 gen = model.llm.generate(self.prompt_tokens, reset=True, grammar=grammar_obj,
+                                         logits_processor=[run] if run is not None else None,
                                          **self.sampling.llama_kwargs())
             while True:
                 if self.cancel is not None and self.cancel.is_set():
@@ -231,6 +234,8 @@ class Generation:
                 if tok in model.eog_ids or model.is_eog(tok):
                     finish = "stop"
                     break
+                if run is not None:
+                    run.consume(tok)
                 tokens.append(tok)
                 piece = decoder.decode(model.token_bytes(tok))
                 if not piece:
@@ -305,8 +310,12 @@ def generate(
     deadline_s: float | None = None,
     cancel: threading.Event | None = None,
     stop: Sequence[str] | None = None,
+    constraint: Any = None,
 ) -> Generation:
     """Prepare a generation of ``prompt`` (rendered text or token ids).
+
+    ``constraint`` (from ``app.engine.constraints.compile_constraint``) holds every sampled
+    token to its grammar; it cannot be combined with ``grammar``.
 
     Raises :class:`GrammarError` for a bad grammar and :class:`ContextOverflowError` when the
     prompt does not fit, before anything runs. ``deadline_s`` is a time budget in seconds.
@@ -324,11 +333,13 @@ def generate(
             "shorten the conversation or load the model with a larger context length"
         )
     if grammar is not None:
+        if constraint is not None:
+            raise GrammarError("pass either a grammar or a constraint, not both")
         validate_grammar(model, grammar)
     params = resolve_sampling(model.metadata.sampling, sampling)
     stops = tuple(stop) if stop is not None else model.stop_strings
     return Generation(model, tokens, max_tokens=max_tokens, sampling=params, grammar=grammar,
-                      deadline_s=deadline_s, cancel=cancel, stop=stops)
+                      deadline_s=deadline_s, cancel=cancel, stop=stops, constraint=constraint)
 
 
 def complete(

@@ -69,6 +69,12 @@ class KimiK2Format(Format):
                                  at_end=at_end, truncated=truncated, header=_K2_HEADER, fence_in_header=False,
                                  implied_end=True)
 
+    def constraint_grammar(self, tools, *, forced, parallel, ctx):
+        from app.engine.constraints.wires import json_section
+
+        return json_section(ctx, self, tools, forced, parallel, section=(SECTION_BEGIN, SECTION_END),
+                            head=lambda n: f"{CALL_BEGIN}functions.{n}", index=(":", ARG_BEGIN), tail=CALL_END)
+
     def example_call(self, name: str, arguments: dict[str, Any]) -> str:
         return (f"{SECTION_BEGIN}{CALL_BEGIN}functions.{name}:0{ARG_BEGIN}{json_text(dict(arguments))}"
                 f"{CALL_END}{SECTION_END}")
@@ -183,6 +189,14 @@ class KimiK3Format(Format):
                 return None  # the same argument twice: not a call we can trust
             args[key] = _k3_value(value, typ)
         return [ParsedCall(sc.name, args, opener + body)], ""
+
+    def constraint_grammar(self, tools, *, forced, parallel, ctx):
+        from app.engine.constraints.wires import k3_param, raw_params
+
+        return raw_params(ctx, self, tools, forced, parallel, opener=K3_OPENER, sep="\n",
+                          head=lambda n: f'{K3_OPENER} tool="{n}"{SEP}\n', tail=CLOSE,
+                          param=lambda c, k, s, w: k3_param(c, k, s, w, open=ARG_OPEN, sep=SEP, close=CLOSE),
+                          name_ok=lambda n: bool(re.fullmatch(NAME, n)), key_ok=lambda k: not set(k) & set('"<>|'))
 
     def example_call(self, name: str, arguments: dict[str, Any]) -> str:
         frames = "".join(f'{ARG_OPEN} key="{k}" type="{json_type(v) or "object"}"{SEP}{raw_text(v)}{CLOSE}\n'

@@ -1,0 +1,288 @@
+"""Compile a tool choice into a token-level constraint (llguidance) and hold generation to it.
+
+``compile_constraint(model, family=..., tools=..., tool_choice=..., parallel_tool_calls=...,
+response_format=...)`` returns a :class:`Constraint` (or ``None`` when nothing is to be held):
+the Lark grammar comes from the family's own ``Format.constraint_grammar``; llguidance compiles
+it against the model's vocabulary (its tokenizer is built once per model, about a second at a
+262k vocabulary). Compiled grammars are cached (a fresh matcher is a deep copy of the cached
+one). ``generate(model, prompt, constraint=c)`` starts a :class:`ConstraintRun` that masks the
+logits before every sampled token and consumes the token after it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+import weakref
+from collections import OrderedDict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from app.engine.constraints.lark import ConstraintError, GrammarContext, tool_name
+
+if TYPE_CHECKING:
+    from app.engine.llm import LoadedModel
+
+__all__ = [
+    "Constraint",
+    "ConstraintRun",
+    "ToolChoice",
+    "compile_constraint",
+    "parse_response_format",
+    "parse_tool_choice",
+    "resolve_tool_choice",
+    "tokenizer_for",
+]
+
+
+@dataclass(frozen=True)
+class ToolChoice:
+    """``mode``: ``auto`` | ``none`` | ``required`` | ``function`` (then ``name``)."""
+
+    mode: str = "auto"
+    name: str | None = None
+
+    def to_value(self) -> str | dict[str, Any]:
+        if self.mode == "function":
+            return {"type": "function", "function": {"name": self.name}}
+        return self.mode
+
+
+def parse_tool_choice(value: Any) -> ToolChoice:
+    """OpenAI's ``tool_choice`` values; anything unknown or malformed is ``auto``."""
+    if isinstance(value, ToolChoice):
+        return value
+    if isinstance(value, str) and value in ("auto", "none", "required"):
+        return ToolChoice(value)
+    if isinstance(value, Mapping) and value.get("type") == "function":
+        fn = value.get("function")
+        name = fn.get("name") if isinstance(fn, Mapping) else None
+        if isinstance(name, str) and name:
+            return ToolChoice("function", name)
+    return ToolChoice("auto")
+
+
+def resolve_tool_choice(value: Any, tools: Sequence[Mapping[str, Any]] | None) -> ToolChoice:
+    """:func:`parse_tool_choice`, then the errors that need the tools: a named tool that is not
+    declared, ``required`` with no tools."""
+    choice = parse_tool_choice(value)
+    names = [tool_name(t) for t in tools or []]
+    if choice.mode == "function" and choice.name not in names:
+        known = ", ".join(names) or "none"
+        raise ConstraintError(f"tool_choice names {choice.name!r}, which is not a declared tool (declared: {known})")
+    if choice.mode == "required" and not names:
+        raise ConstraintError("tool_choice is 'required' but no tools are declared")
+    return choice
+
+
+def parse_response_format(value: Any) -> dict[str, Any] | None:
+    """The JSON Schema a plain reply must follow, or None (``text``, unknown, malformed)."""
+    if not isinstance(value, Mapping):
+        return None
+    kind = value.get("type")
+    if kind == "json_object":
+        return {"type": "object"}
+    if kind == "json_schema":
+        spec = value.get("json_schema")
+        schema = spec.get("schema") if isinstance(spec, Mapping) else None
+        if isinstance(schema, Mapping):
+            return dict(schema)
+    return None
+
+
+# -- tokenizers (one per loaded model) ---------------------------------------------------------
+
+class _Vocab:
+    def __init__(self, model: LoadedModel):
+        import llguidance
+        import llguidance.llamacpp
+
+        self.n_vocab = int(model.llm.n_vocab())
+        self.eog = frozenset(int(t) for t in model.eog_ids)
+        self.tok = llguidance.llamacpp.lltokenizer_from_vocab(model.vocab, n_vocab=self.n_vocab,
+                                                              eos_token=sorted(self.eog) or None)
+        self.cache: OrderedDict[str, Any] = OrderedDict()
+        self.lock = threading.Lock()
+
+    def split(self, text: str) -> list[tuple[str, int | None]]:
+        toks = self.tok.tokenize_str(text, parse_special=True)
+        out: list[tuple[str, int | None]] = []
+        run: list[int] = []
+        for t in toks:
+            if self.tok.is_special_token(t):
+                if run:
+                    out.append((self.tok.decode_str(run), None))
+                    run = []
+                out.append((self.tok.decode_str([t]), t))
+            else:
+                run.append(t)
+        if run:
+            out.append((self.tok.decode_str(run), None))
+        # decoding may differ from the text (a tokenizer that cannot spell it): keep the text
+        if "".join(p for p, _ in out) != text:
+            return [(text, None)]
+        return out
+
+
+_VOCABS: dict[int, _Vocab] = {}
+_VOCABS_LOCK = threading.Lock()
+
+
+def tokenizer_for(model: LoadedModel) -> _Vocab:
+    """The llguidance tokenizer of ``model`` (built on first use, then kept with the model)."""
+    key = id(model.llm)
+    with _VOCABS_LOCK:
+        v = _VOCABS.get(key)
+        if v is None:
+            v = _VOCABS[key] = _Vocab(model)
+            weakref.finalize(model.llm, _VOCABS.pop, key, None)
+        return v
+
+
+# -- constraints -------------------------------------------------------------------------
+
+_CACHE_SIZE = 64
+
+
+class Constraint:
+    """A compiled constraint: ``grammar`` (Lark), ``describe`` (for the side panel)."""
+
+    def __init__(self, vocab: _Vocab, grammar: str, matcher: Any, describe: str, prefix: tuple[int, ...] = ()):
+        self.vocab = vocab
+        self.grammar = grammar
+        self.describe = describe
+        self._matcher = matcher
+        self._prefix = prefix
+
+    def start(self) -> ConstraintRun:
+        return ConstraintRun(self._matcher.deep_copy(), self.vocab)
+
+    def after(self, text: str) -> Constraint:
+        """This constraint with ``text`` already written (a reply continued from ``text``)."""
+        toks = self.vocab.tok.tokenize_str(text, parse_special=True)
+        m = self._matcher.deep_copy()
+        n = m.try_consume_tokens(toks)
+        if n != len(toks) or m.is_error():
+            raise ConstraintError(f"the text {text!r} does not fit the constraint ({self.describe})")
+        return Constraint(self.vocab, self.grammar, m, self.describe, self._prefix + tuple(toks))
+
+    def __repr__(self) -> str:
+        return f"Constraint({self.describe})"
+
+
+class ConstraintRun:
+    """One generation held by a constraint: a logits processor plus ``consume(token)``."""
+
+    def __init__(self, matcher: Any, vocab: _Vocab):
+        import numpy as np
+
+        self.matcher = matcher
+        self.vocab = vocab
+        self.n_vocab = vocab.n_vocab
+        self._np = np
+        self._words = (self.n_vocab + 31) // 32
+        self.mask_s = 0.0
+        self.steps = 0
+
+    def allowed(self) -> Any:
+        """The next token mask as a boolean array of the vocabulary's size."""
+        np = self._np
+        bits = np.frombuffer(self.matcher.compute_bitmask(), dtype=np.uint8)
+        return np.unpackbits(bits, bitorder="little")[: self.n_vocab].view(bool)
+
+    def __call__(self, input_ids: Any, scores: Any) -> Any:
+        if self.matcher.is_error():
+            raise ConstraintError(f"the constraint failed: {self.matcher.get_error()}")
+        allowed = self.allowed()
+        scores[~allowed] = -self._np.inf
+        return scores
+
+    def consume(self, token: int) -> None:
+        if not self.matcher.consume_token(int(token)):
+            raise ConstraintError(f"the constraint rejected token {token}: {self.matcher.get_error()}")
+
+    @property
+    def accepting(self) -> bool:
+        return bool(self.matcher.is_accepting())
+
+
+def compile_constraint(model: LoadedModel, *, family: str | None, tools: Sequence[Mapping[str, Any]] | None,
+                       tool_choice: Any = "auto", parallel_tool_calls: bool = True,
+                       response_format: Any = None, reasoning: bool = False,
+                       in_reasoning: bool = False) -> Constraint | None:
+    """The constraint for one reply, or None when decoding is free (``auto`` without tools or
+    without a format, ``none`` without ``response_format``). Raises :class:`ConstraintError`."""
+    tools = list(tools or [])
+    choice = resolve_tool_choice(tool_choice, tools)
+    schema = parse_response_format(response_format)
+    if choice.mode == "none" or not tools:
+        tools = []
+    if choice.mode in ("required", "function") and family is None:
+        raise ConstraintError(f"tool_choice {choice.mode!r} needs a tool-call format, and this model has none "
+                              "(choose one in chat.tool_format)")
+    if not tools or family is None:
+        if schema is None:
+            return None
+        return _compile(model, "json", lambda ctx: _plain_json(ctx, schema, reasoning, in_reasoning, family),
+                        f"response_format (JSON{' schema' if schema != {'type': 'object'} else ''})",
+                        (family, schema, reasoning, in_reasoning))
+    from app.engine.formats import FORMATS
+
+    fmt = FORMATS.get(family)
+    if fmt is None:
+        raise ConstraintError(f"unknown tool-call format {family!r}")
+    forced = choice.name if choice.mode == "function" else None
+    auto = choice.mode == "auto"
+    what = {"auto": "auto (calls held)", "required": "required", "function": f"tool {forced}"}[choice.mode]
+    if auto and schema is not None:
+        what += ", JSON reply"
+
+    def build(ctx: GrammarContext) -> str:
+        ctx.auto = auto
+        ctx.response_schema = schema if auto else None
+        return fmt.constraint_grammar(tools, forced=forced, parallel=bool(parallel_tool_calls), ctx=ctx)
+
+    return _compile(model, family, build, f"{what}, {family}",
+                    (family, tools, choice.mode, forced, bool(parallel_tool_calls), schema if auto else None,
+                     reasoning, in_reasoning))
+
+
+def _plain_json(ctx: GrammarContext, schema: dict[str, Any], reasoning: bool, in_reasoning: bool,
+                family: str | None) -> str:
+    from app.engine.constraints.lark import _reasoning
+    from app.engine.formats import FORMATS
+
+    lead = _reasoning(ctx, FORMATS.get(family or "")) if family else ""
+    return ctx.grammar(f"{lead} {ctx.json(schema)}".strip())
+
+
+def _compile(model: LoadedModel, family: str, build: Any, describe: str, key_parts: Any) -> Constraint:
+    import llguidance
+
+    vocab = tokenizer_for(model)
+    key = hashlib.sha256(json.dumps(key_parts, sort_keys=True, default=str).encode()).hexdigest()
+    with vocab.lock:
+        hit = vocab.cache.get(key)
+        if hit is not None:
+            vocab.cache.move_to_end(key)
+            grammar, matcher = hit
+            return Constraint(vocab, grammar, matcher, describe)
+    reasoning, in_reasoning = key_parts[-2], key_parts[-1]
+    ctx = GrammarContext(split=vocab.split, eog=lambda t: t in vocab.eog, reasoning=bool(reasoning),
+                         in_reasoning=bool(in_reasoning), family=family)
+    grammar = build(ctx)
+    matcher = llguidance.LLMatcher(vocab.tok, grammar, log_level=0)
+    if matcher.is_error():
+        raise ConstraintError(f"the {family} constraint does not compile: {_short(matcher.get_error())}")
+    with vocab.lock:
+        vocab.cache[key] = (grammar, matcher)
+        while len(vocab.cache) > _CACHE_SIZE:
+            vocab.cache.popitem(last=False)
+    return Constraint(vocab, grammar, matcher, describe)
+
+
+def _short(msg: str) -> str:
+    msg = " ".join(msg.split())
+    return msg if len(msg) <= 400 else msg[:400] + "..."

@@ -1,0 +1,160 @@
+"""Every registered family holds calls to their schemas: a tiny random-weight model (so only the
+constraint decides what is written) samples 20 seeded replies per tool choice, and the family's
+own parser reads each back as calls that validate against the tool's schema."""
+
+from __future__ import annotations
+
+import re
+
+import jsonschema
+import pytest
+
+from app.engine import generate, load_model
+from app.engine.constraints import compile_constraint
+from app.engine.formats import FORMATS
+
+SAMPLES = 20
+
+
+def tool(name: str, props: dict, required: list[str]) -> dict:
+    return {"type": "function", "function": {"name": name, "description": f"{name} tool",
+                                             "parameters": {"type": "object", "properties": props,
+                                                            "required": required}}}
+
+
+# Short strings and small arrays: a random model would otherwise write until max_tokens.
+TOOLS = [
+    tool("get_weather", {"city": {"type": "string", "maxLength": 6},
+                         "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]},
+                         "days": {"type": "integer"}}, ["city"]),
+    tool("set_alarm", {"hour": {"type": "integer"}, "loud": {"type": "boolean"},
+                       "label": {"type": "string", "maxLength": 4}}, ["hour", "loud"]),
+    tool("plan", {"stops": {"type": "array", "items": {"type": "integer"}, "maxItems": 2},
+                  "where": {"type": "object", "properties": {"lat": {"type": "number"},
+                                                             "tag": {"enum": ["a", "b"]}},
+                            "required": ["lat"]}}, ["where"]),
+    tool("get_time", {}, []),
+]
+BY_NAME = {t["function"]["name"]: t["function"]["parameters"] for t in TOOLS}
+
+_MARKER = re.compile(r"<[|｜/]?[^<>\s=\"']{1,40}[|｜]?>|\[[A-Z_]+\]")
+
+
+def markers(family: str) -> list[str]:
+    """The family's markers that look like special tokens (they become tokens of the model)."""
+    from app.engine.formats.guidance import call_example
+
+    fmt = FORMATS[family]
+    text = call_example(family, "get_weather", {"city": "x", "days": 1})
+    found = _MARKER.findall(text) + list(fmt.reasoning or ()) + list(fmt.openers)
+    found += [m for t in ("[ARGS]",) if family == "mistral" for m in (t,)]
+    return sorted({m for m in found if _MARKER.fullmatch(m)})
+
+
+_models: dict[str, object] = {}
+
+
+@pytest.fixture
+def model_for(tiny_gguf):
+    def make(family: str, *, as_text: bool = False):
+        user = [] if as_text else markers(family)
+        path = tiny_gguf(control_tokens=["<s>", "</s>"], user_tokens=user, bos="<s>", eos="</s>",
+                         seed=7)
+        return load_model(path, n_ctx=1024)
+    return make
+
+
+def check_calls(family: str, text: str, *, forced: str | None = None, parallel: bool = True,
+                content: str | None = "") -> list:
+    reply = FORMATS[family].parse(text, TOOLS)
+    assert reply.tool_calls, (family, text, reply)
+    if content is not None:
+        assert reply.content.strip() == content, (family, text, reply)
+    if not parallel:
+        assert len(reply.tool_calls) == 1, (family, text)
+    for call in reply.tool_calls:
+        assert call.name in BY_NAME, (family, text)
+        if forced:
+            assert call.name == forced
+        jsonschema.validate(dict(call.arguments), BY_NAME[call.name])
+    return reply.tool_calls
+
+
+def sample(model, constraint, prompt: list[int], seed: int, max_tokens: int = 200, *,
+           may_cut: bool = False) -> str:
+    g = generate(model, prompt, max_tokens=max_tokens, constraint=constraint,
+                 sampling={"temperature": 1.0, "top_k": 0, "top_p": 1.0, "min_p": 0.0, "seed": seed}, stop=())
+    res = g.run()
+    assert res.finish_reason == "stop" or may_cut, (res.finish_reason, res.text)
+    return res.text
+
+
+@pytest.mark.parametrize("family", sorted(FORMATS))
+def test_required_named_and_auto_hold_every_sample(family, model_for):
+    model = model_for(family)
+    prompt = [model.metadata.bos_token_id or 0] + list(model.llm.tokenize(b"Hi!", add_bos=False))
+    req = compile_constraint(model, family=family, tools=TOOLS, tool_choice="required",
+                             parallel_tool_calls=False)
+    for seed in range(SAMPLES):
+        check_calls(family, sample(model, req, prompt, seed, max_tokens=400), parallel=False)
+    # parallel calls: a second call may follow the first; with parallel_tool_calls=False it may not
+    from app.engine.formats.guidance import call_example
+
+    first = call_example(family, "get_time", {})
+    many = compile_constraint(model, family=family, tools=TOOLS, tool_choice="required")
+    single = family in ("llama3", "harmony")  # the wire holds one call per reply
+    if not single:
+        _second_call_fits(many, req, family, first)
+    named = compile_constraint(model, family=family, tools=TOOLS, parallel_tool_calls=False,
+                               tool_choice={"type": "function", "function": {"name": "set_alarm"}})
+    for seed in range(SAMPLES):
+        check_calls(family, sample(model, named, prompt, 100 + seed, max_tokens=400), forced="set_alarm", parallel=False)
+    auto = compile_constraint(model, family=family, tools=TOOLS, tool_choice="auto", parallel_tool_calls=False)
+    fmt = FORMATS[family]
+    free = "" if fmt.start_only or family == "harmony" else "Let me check that. "
+    opener = _auto_opener(family)
+    held = auto.after(free + opener)
+    full = model.llm.tokenize((free + opener).encode(), add_bos=False, special=True)
+    for seed in range(SAMPLES):
+        # after the call the text is free again: a random model may write until max_tokens
+        text = free + opener + sample(model, held, prompt + list(full), 200 + seed, 400, may_cut=True)
+        check_calls(family, text, content=None)
+        if free:
+            assert FORMATS[family].parse(text, TOOLS).content.startswith(free.strip())
+    # text before a call is free: any words fit, and they stay text
+    if not fmt.start_only and family != "harmony":
+        auto.after("Any words at all, even {braces} and [brackets]. ")
+
+
+def _second_call_fits(many, one, family: str, first: str) -> None:
+    """Somewhere in one complete call, ``many`` allows tokens ``one`` does not: the grammars differ
+    only in that a further call may follow."""
+    reply = FORMATS[family].parse(first, TOOLS)
+    assert [c.name for c in reply.tool_calls] == ["get_time"], first
+    from app.engine.constraints import ConstraintError
+
+    for cut in range(len(first), 0, -1):
+        try:
+            a, b = many.after(first[:cut]).start().allowed(), one.after(first[:cut]).start().allowed()
+        except ConstraintError:  # the cut splits a special token's text
+            continue
+        if (a & ~b).any():
+            assert not (b & ~a).any()
+            return
+    raise AssertionError(f"{family}: parallel and single calls hold the same text {first!r}")
+
+
+def _auto_opener(family: str) -> str:
+    return {"harmony": "<|channel|>commentary to=functions.", "pythonic": "[", "llama3": "{"}.get(
+        family, FORMATS[family].openers[0])
+
+
+def test_markers_that_are_not_tokens_are_matched_as_text(model_for):
+    model = model_for("hermes", as_text=True)
+    assert len(model.llm.tokenize(b"<tool_call>", add_bos=False, special=True)) > 1
+    c = compile_constraint(model, family="hermes", tools=TOOLS, tool_choice="required",
+                           parallel_tool_calls=False)
+    assert '"<tool_call>' in c.grammar
+    prompt = [model.metadata.bos_token_id or 0] + list(model.llm.tokenize(b"Hi!", add_bos=False))
+    for seed in range(5):
+        check_calls("hermes", sample(model, c, prompt, seed, max_tokens=1000))
