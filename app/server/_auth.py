@@ -125,4 +125,11 @@ class Gate:
             log["status"] = err.status
             await self._refuse(logged_send, path, err)
             return
-        await self.app(scope, receive, logged_send)
+        try:
+            await self.app(scope, receive, logged_send)
+        finally:
+            if "duration_s" not in log:  # the client went away before the response ended
+                log["duration_s"] = time.monotonic() - started
+                log["status"] = 499
+                if self.on_response is not None:
+                    self.on_response(log)

@@ -180,6 +180,7 @@ class Turn:
 
         def run(h, model) -> None:
             end = run_turn(model, req, self._put, self.cancel, tool_format=h.tool_format, used_ids=used)
+            h.finished.append(end)
             self._put("end", end)
 
         host.submit(Job(run=run, model=entry, cancel=self.cancel,

@@ -21,6 +21,7 @@ import secrets
 import string
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -100,6 +101,7 @@ class EngineHost:
         self.entry: ModelEntry | None = None
         self.busy = False
         self.avg_job_s = 2.0  # for Retry-After
+        self.finished: deque[TurnEnd] = deque(maxlen=64)  # how the latest turns ended (log, tests)
 
     # -- lifecycle --------------------------------------------------------------------------
 
