@@ -74,6 +74,13 @@ FAMILY_MODULES: tuple[str, ...] = (
     "functionary_v32",
     "firefunction",
     "lfm2",
+    "apertus",
+    "apriel",
+    "nemotron_v2",
+    "gigachat",
+    "minicpm5",
+    "hunyuan",
+    "solar",
 )
 
 for _module in FAMILY_MODULES:

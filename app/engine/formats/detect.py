@@ -135,6 +135,11 @@ def _iter_call_texts(render: Render, tools: list[dict[str, Any]], name: str, arg
             cuts = [i for i in (new.find(e) for e in ends) if i != -1]
             if not cuts and learned:  # a call turn that ends differently: cut at the end's tail
                 cuts = [i for i in (_tail_cut(new, learned),) if i != -1]
+            if cuts and not new[: min(cuts)].strip():
+                # The (empty) message ends before the call: GigaChat 3 writes the call as a message
+                # of its own role after the assistant's; the turn ends after that one.
+                after = min(cuts) + 1
+                cuts = [i for i in (new.find(e, after) for e in ends) if i != -1] or [len(new)]
             if cuts:
                 new = new[: min(cuts)]
             if new.strip() and new not in seen:
@@ -188,7 +193,6 @@ def _template_renderer(source: str, bos_token: str, eos_token: str) -> Render:
         extra = functions_variables(tools or [], "2026-01-01") if functions else {"tools": tools}
         return render_template(source, messages, add_generation_prompt=last != "assistant",
                                bos_token=bos_token, eos_token=eos_token, **extra)
-
 
     return render
 
