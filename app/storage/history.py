@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import sqlite3
 import threading
 import time
@@ -43,11 +44,13 @@ __all__ = [
     "ConversationNotFound",
     "History",
     "HistoryError",
+    "HistoryNotice",
     "MessageNotFound",
     "MessageRecord",
     "StoredToolCall",
     "TurnMessage",
     "apply_migrations",
+    "open_history",
 ]
 
 ROLES = ("system", "user", "assistant", "tool")
@@ -376,6 +379,32 @@ def _writer_alive(writer: str | None) -> bool:
     return _pid_alive(pid)
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _valid_text(value: Any) -> Any:
+    """``value`` with lone surrogates (text UTF-8 cannot encode; models can write them as
+    ``\\ud800`` escapes) replaced by U+FFFD, so SQLite can store it; other values unchanged."""
+    if isinstance(value, str) and _SURROGATE.search(value):
+        return _SURROGATE.sub("\ufffd", value)
+    return value
+
+
+class _ValidTextWriter:
+    """The connection inside a write transaction: every bound text is made valid first."""
+
+    __slots__ = ("_db",)
+
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self._db = db
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> sqlite3.Cursor:
+        return self._db.execute(sql, tuple(_valid_text(p) for p in params))
+
+    def executemany(self, sql: str, rows: Any) -> sqlite3.Cursor:
+        return self._db.executemany(sql, (tuple(_valid_text(p) for p in row) for row in rows))
+
+
 def _dumps(value: Any, what: str) -> str | None:
     if value is None:
         return None
@@ -486,11 +515,11 @@ class History:
 
     @contextlib.contextmanager
     def _tx(self) -> Iterator[sqlite3.Connection]:
-        """One short write transaction, under the lock."""
+        """One short write transaction, under the lock (text with lone surrogates is made valid)."""
         with self._lock:
             self._db.execute("BEGIN IMMEDIATE")
             try:
-                yield self._db
+                yield _ValidTextWriter(self._db)  # type: ignore[misc]
             except BaseException:
                 self._db.execute("ROLLBACK")
                 raise
@@ -1018,3 +1047,91 @@ class History:
             if row is None:
                 raise HistoryError(f"no tool call with id {tool_call_id}")
         return _tc(row)
+
+
+# -- start-up -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class HistoryNotice:
+    """Why the history in use is not the usual one (told to the user in the window).
+
+    ``code``: ``"corrupt"`` (the file could not be read as a history: moved to ``backup_path``
+    and a new one started), ``"unavailable"`` (it could not be opened, e.g. locked by another
+    program or a read-only folder: this session's conversations are kept in memory only).
+    """
+
+    code: Literal["corrupt", "unavailable"]
+    message: str
+    backup_path: Path | None = None
+
+
+def _move_aside(path: Path) -> Path:
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    backup = path.with_name(f"{path.name}.corrupt-{stamp}")
+    n = 1
+    while os.path.lexists(backup):
+        n += 1
+        backup = path.with_name(f"{path.name}.corrupt-{stamp}-{n}")
+    os.replace(path, backup)
+    for suffix in ("-wal", "-shm"):
+        side = path.with_name(path.name + suffix)
+        if os.path.lexists(side):
+            os.replace(side, backup.with_name(backup.name + suffix))
+    return backup
+
+
+def open_history(path: str | os.PathLike[str] | None = None, *,
+                 timeout: float = 10.0) -> tuple[History, HistoryNotice | None]:
+    """Open the history for the app's start-up: never raises for a bad file or folder.
+
+    A file that is not a readable history (garbage, a folder, a pipe or device) is moved aside as
+    ``<name>.corrupt-<time>`` and a new history is started; when no history can be opened at all
+    (locked by another program, a read-only folder, a full disk) the session's conversations are
+    kept in memory. Either way the notice says what happened, in words for the window.
+    """
+    import stat as _stat
+
+    p = Path(path) if path is not None else history_path()
+    unreadable: str | None = None
+    try:
+        st = os.stat(p)
+        if not _stat.S_ISREG(st.st_mode):  # sqlite would fail on a folder and block on a FIFO
+            unreadable = "it is a folder" if _stat.S_ISDIR(st.st_mode) else "it is not a regular file"
+    except FileNotFoundError:
+        pass
+    except OSError as exc:
+        unreadable = exc.strerror or str(exc)
+    if unreadable is None:
+        try:
+            return History(p, timeout=timeout), None
+        except (sqlite3.DatabaseError, HistoryError) as exc:
+            text = str(exc)
+            if "locked" in text or "busy" in text or isinstance(exc, sqlite3.OperationalError) and (
+                    "unable to open" in text or "readonly" in text or "disk" in text):
+                return _memory_history(p, f"{text}")
+            unreadable = text
+        except OSError as exc:
+            return _memory_history(p, exc.strerror or str(exc))
+    try:
+        backup = _move_aside(p)
+    except OSError as exc:
+        return _memory_history(p, f"{unreadable}; it could not be moved aside: {exc.strerror or exc}")
+    try:
+        fresh = History(p, timeout=timeout)
+    except (sqlite3.DatabaseError, HistoryError, OSError) as exc:
+        return _memory_history(p, f"{unreadable}; a new one could not be started: {exc}")
+    return fresh, HistoryNotice(
+        "corrupt",
+        f"The conversation history could not be read ({unreadable}). It was saved as {backup.name} and a new, "
+        "empty history was started.",
+        backup,
+    )
+
+
+def _memory_history(p: Path, problem: str) -> tuple[History, HistoryNotice]:
+    return History(":memory:"), HistoryNotice(
+        "unavailable",
+        f"The conversation history {p} could not be opened ({problem}). Conversations of this session are "
+        "kept in memory only and will not be saved.",
+    )

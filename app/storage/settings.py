@@ -349,6 +349,41 @@ class SettingsSaveError(OSError):
     """The settings could not be written; the previous file is untouched."""
 
 
+MAX_SETTINGS_BYTES = 4 * 1024 * 1024  # a real settings file is a few KB
+
+
+def _read_settings_bytes(p: Path) -> bytes:
+    """The file's bytes; OSError for what is not a regular file (a FIFO would block forever) or too big."""
+    import stat as _stat
+
+    fd = os.open(p, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+    try:
+        st = os.fstat(fd)
+        if _stat.S_ISDIR(st.st_mode):
+            raise IsADirectoryError(21, "it is a folder, not a file")
+        if not _stat.S_ISREG(st.st_mode):
+            raise OSError(0, "it is not a regular file (a pipe, device or socket)")
+        if st.st_size > MAX_SETTINGS_BYTES:
+            raise OSError(0, f"it is {st.st_size} bytes, more than a settings file can be")
+        with os.fdopen(fd, "rb", closefd=False) as fh:
+            return fh.read(MAX_SETTINGS_BYTES + 1)
+    finally:
+        os.close(fd)
+
+
+def _backup_or_none(path: Path) -> Path | None:
+    try:
+        return _backup(path)
+    except OSError:
+        return None
+
+
+def _saved_as(backup: Path | None) -> str:
+    if backup is None:
+        return "It could not be moved aside (the folder is not writable)"
+    return f"It was saved as {backup.name}"
+
+
 def _backup(path: Path) -> Path:
     stamp = time.strftime("%Y%m%d-%H%M%S")
     backup = path.with_name(f"{path.name}.corrupt-{stamp}")
@@ -404,13 +439,19 @@ def _salvage(data: dict[str, Any]) -> tuple[Settings, list[str]]:
 def load_settings(path: str | os.PathLike[str] | None = None) -> tuple[Settings, SettingsNotice | None]:
     """Read the settings file. Never raises for bad contents: see the module docstring."""
     p = Path(path) if path is not None else settings_path()
-    if not p.exists():
-        return Settings(), None
     try:
-        raw = p.read_bytes()
+        if not os.path.lexists(p):
+            return Settings(), None
+        raw = _read_settings_bytes(p)
     except OSError as exc:
+        backup = None
+        if not p.is_dir() and p.exists() and not p.is_file():  # a FIFO or device: move it aside
+            backup = _backup_or_none(p)
+        moved = f" {_saved_as(backup)}." if backup is not None else ""
         return Settings(), SettingsNotice(
-            "unreadable", f"Could not read the settings file {p} ({exc.strerror or exc}); using defaults."
+            "unreadable",
+            f"Could not read the settings file {p} ({exc.strerror or exc}); using defaults.{moved}",
+            backup_path=backup,
         )
     try:
         data = json.loads(raw.decode("utf-8"))
@@ -418,21 +459,25 @@ def load_settings(path: str | os.PathLike[str] | None = None) -> tuple[Settings,
             raise ValueError(f"expected a JSON object, found {type(data).__name__}")
         original_version = data.get("schema_version", 1)
         data = migrate(data)
-    except (ValueError, UnicodeDecodeError) as exc:
-        backup = _backup(p)
+    except (ValueError, UnicodeDecodeError, RecursionError) as exc:
+        problem = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)[:200]
+        backup = _backup_or_none(p)
         return Settings(), SettingsNotice(
             "corrupt",
-            f"The settings file was damaged ({exc}). It was saved as {backup.name} and the defaults are in use.",
+            f"The settings file was damaged ({problem}). {_saved_as(backup)} and the defaults are in use.",
             backup_path=backup,
         )
-    settings, reset = _salvage(data)
+    try:
+        settings, reset = _salvage(data)
+    except RecursionError:
+        settings, reset = Settings(), ["*"]
     if reset:
-        backup = _backup(p)
+        backup = _backup_or_none(p)
         fields = "all settings" if reset == ["*"] else ", ".join(reset)
+        old = "The old file was saved as " + backup.name if backup else _saved_as(None)
         return settings, SettingsNotice(
             "fields_reset",
-            f"Some settings had invalid values and were reset to their defaults ({fields}). "
-            f"The old file was saved as {backup.name}.",
+            f"Some settings had invalid values and were reset to their defaults ({fields}). {old}.",
             backup_path=backup,
             reset_fields=reset,
         )

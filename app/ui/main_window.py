@@ -119,10 +119,11 @@ class MainWindow(ConversationsMixin, ChatMixin, ModelBarMixin, QMainWindow):
             settings, notice = load_settings()
             settings_notice = settings_notice or notice
         self.settings = settings
+        history_notice = None
         if history is None:
-            from app.storage.history import History
+            from app.storage.history import open_history
 
-            history = History()
+            history, history_notice = open_history()  # a bad or locked file never stops the start
         self.history = history
         self.conversation_id: int | None = None
         self.model_info: ModelInfo | None = None
@@ -148,6 +149,8 @@ class MainWindow(ConversationsMixin, ChatMixin, ModelBarMixin, QMainWindow):
         self._restore_geometry()
         if settings_notice is not None:
             self.show_window_notice("settings", str(settings_notice.message), None, kind="warning")
+        if history_notice is not None:
+            self.show_window_notice("history", history_notice.message, None, kind="warning")
         self.refresh_conversations()
         self._fill_model_picker()
         if autoload:
