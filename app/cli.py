@@ -5,6 +5,8 @@
                        [--workspace DIR] [--yes] [--temperature T] [--seed N]
                        [--grammar-file FILE] [--save] "prompt"
     python -m app inspect PATH [--json]
+    python -m app serve [--model PATH_OR_NAME] [--tool-format F] [--host 127.0.0.1] [--port 8453]
+                        [--api-key KEY] [--cors ORIGIN]
 
 ``chat`` streams the reply to stdout; notices, tool calls and the summary go to stderr;
 ``--save`` stores the conversation in the same history the window reads.
@@ -62,6 +64,20 @@ def build_parser() -> argparse.ArgumentParser:
     inspect = sub.add_parser("inspect", help="print a GGUF's metadata and detected tool format")
     inspect.add_argument("path")
     inspect.add_argument("--json", action="store_true")
+
+    serve = sub.add_parser("serve", help="serve the OpenAI, Anthropic and Ollama APIs on a local port")
+    serve.add_argument("--model", default=None, help="a .gguf file or a library model's name (loaded at start)")
+    serve.add_argument("--tool-format", default="auto", choices=_tool_format_choices(),
+                       help="chat.tool_format for every model: auto (from the template), a family, or none")
+    serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default: loopback only)")
+    serve.add_argument("--port", type=int, default=8453)
+    serve.add_argument("--api-key", default=None, help="require this key (Authorization: Bearer / x-api-key)")
+    serve.add_argument("--cors", action="append", default=[], metavar="ORIGIN",
+                       help="allow this web origin (repeatable); CORS is off without it")
+    serve.add_argument("--n-ctx", type=int, default=4096, help="context length (rounded to 256)")
+    serve.add_argument("--gpu-layers", type=int, default=0)
+    serve.add_argument("--threads", type=int, default=None)
+    serve.add_argument("--queue", type=int, default=16, help="requests that may wait (past it: 429)")
     return parser
 
 
@@ -70,7 +86,7 @@ def _err(text: str) -> None:
 
 
 def _inspect(args: argparse.Namespace) -> int:
-    from app.engine.chat import detect_source_format
+    from app.engine.detection import detect_tool_format
     from app.engine.llm import FALLBACK_TEMPLATE
     from app.engine.models.metadata import GGUFMetadataError, read_metadata
 
@@ -79,8 +95,8 @@ def _inspect(args: argparse.Namespace) -> int:
     except GGUFMetadataError as exc:
         _err(f"error: {exc}")
         return 1
-    source = meta.tool_use_template or meta.chat_template
-    detected = detect_source_format(source, meta.bos_token or "", meta.eos_token or "") if source else None
+    detected = detect_tool_format(meta.chat_template, meta.tool_use_template, bos_token=meta.bos_token,
+                                  eos_token=meta.eos_token)
     info: dict[str, Any] = {
         "path": meta.path,
         "name": meta.name,
@@ -265,4 +281,28 @@ def main(argv: list[str] | None = None) -> int:
         return int(exc.code or 0)
     if args.command == "inspect":
         return _inspect(args)
+    if args.command == "serve":
+        return _serve(args)
     return _chat(args)
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from app.server import ApiError, ApiServer, ServerConfig
+    from app.server._app import resolve_model_arg
+
+    files, preload = resolve_model_arg(args.model) if args.model else ([], None)
+    config = ServerConfig(host=args.host, port=args.port, api_key=args.api_key, cors_origins=list(args.cors),
+                          tool_format=args.tool_format, models=files, preload=preload, n_ctx=args.n_ctx,
+                          n_gpu_layers=args.gpu_layers, n_threads=args.threads, queue_size=max(1, args.queue))
+    server = ApiServer(config, on_request=lambda e: _err(
+        f"{e.method} {e.path} {e.status} {e.model} {e.prompt_tokens}+{e.completion_tokens} tokens "
+        f"{e.tool_calls} call(s) {e.duration_s:.2f}s"))
+    try:
+        server.start()
+    except (OSError, ApiError) as exc:
+        _err(f"error: {exc}")
+        return 1
+    _err(f"Callisto API server on {server.url} (OpenAI: {server.url}/v1, Anthropic: {server.url}, "
+         f"Ollama: {server.url}); Ctrl-C stops it")
+    server.serve_forever()
+    return 0

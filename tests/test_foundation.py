@@ -29,7 +29,7 @@ def test_core_imports_without_qt():
     code = (
         "import importlib, pkgutil, sys\n"
         "import app\n"
-        "for pkg in ('app.engine', 'app.tools', 'app.storage'):\n"
+        "for pkg in ('app.engine', 'app.tools', 'app.storage', 'app.server', 'app.check'):\n"
         "    m = importlib.import_module(pkg)\n"
         "    for info in pkgutil.walk_packages(m.__path__, pkg + '.'):\n"
         "        importlib.import_module(info.name)\n"
@@ -55,6 +55,24 @@ def test_import_contracts_catch_qt_in_core(tmp_path):
     bad = subprocess.run([str(lint), "--no-cache"], cwd=copy, env=env, capture_output=True, text=True, timeout=300)
     assert bad.returncode != 0
     assert "app.engine._sneaky" in bad.stdout and "PySide6" in bad.stdout
+
+
+def test_layers_contract_catches_an_upward_import(tmp_path):
+    """Tools importing the engine, or formats importing storage, break the contracts."""
+    lint = Path(sys.executable).with_name("lint-imports")
+    for module, line, expect in (
+        ("app/tools/_upward.py", "import app.engine.chat\n", "app.tools._upward"),
+        ("app/engine/formats/_stored.py", "import app.storage.history\n", "app.engine.formats._stored"),
+    ):
+        copy = tmp_path / module.replace("/", "_")
+        shutil.copytree(REPO / "app", copy / "app", ignore=shutil.ignore_patterns("__pycache__"))
+        shutil.copy(REPO / "pyproject.toml", copy / "pyproject.toml")
+        (copy / module).write_text(line)
+        env = {**os.environ, "PYTHONPATH": str(copy)}
+        bad = subprocess.run([str(lint), "--no-cache"], cwd=copy, env=env, capture_output=True, text=True,
+                             timeout=300)
+        assert bad.returncode != 0, bad.stdout
+        assert expect in bad.stdout
 
 
 def test_makefile_and_ci_are_the_whole_setup():

@@ -105,7 +105,7 @@ def _scrub(text: str, secrets: tuple[str, ...]) -> str:
 
 def file_identity(path: str | Path) -> dict[str, Any]:
     """File name, size, sha256, quantisation, template hash and detected format of a GGUF."""
-    from app.engine.chat import detect_source_format
+    from app.engine.detection import detect_tool_format
     from app.engine.models.metadata import read_metadata
 
     p = Path(path)
@@ -123,8 +123,8 @@ def file_identity(path: str | Path) -> dict[str, Any]:
         "architecture": meta.architecture,
         "quantization": meta.quantization,
         "template_sha256": hashlib.sha256(source.encode("utf-8")).hexdigest() if source else None,
-        "detected_format": (detect_source_format(source, meta.bos_token or "", meta.eos_token or "")
-                            if source else None),
+        "detected_format": detect_tool_format(meta.chat_template, meta.tool_use_template,
+                                              bos_token=meta.bos_token, eos_token=meta.eos_token),
     }
 
 

@@ -16,10 +16,10 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
-from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from app.calls import ToolCall
+from app.engine.detection import detect_tool_format
 from app.engine.events import (
     ChatEvent,
     DoneEvent,
@@ -43,7 +43,6 @@ __all__ = [
     "Message",
     "ToolCall",
     "detect_model_format",
-    "detect_source_format",
     "resolve_tool_format",
 ]
 
@@ -51,22 +50,11 @@ DEFAULT_MAX_ROUNDS = 8
 TOOL_FORMAT_SETTING = "chat.tool_format"
 
 
-@lru_cache(maxsize=32)
-def detect_source_format(source: str, bos: str, eos: str) -> str | None:
-    from app.engine.formats import detect_template
-
-    try:
-        return detect_template(source, bos_token=bos, eos_token=eos)
-    except Exception:  # noqa: BLE001 - detection must never break loading a model
-        return None
-
-
 def detect_model_format(model: LoadedModel) -> str | None:
-    """The family the model's own template renders calls in (``tool_use`` template first)."""
-    if model.template_is_fallback and not model.tool_use_template:
-        return None
-    source, _ = choose_template(model, tools_on=True)
-    return detect_source_format(source, model.bos_token, model.eos_token)
+    """The family the model's own templates render calls in (:func:`detect_tool_format`)."""
+    chat = None if model.template_is_fallback else model.chat_template
+    return detect_tool_format(chat, model.tool_use_template, bos_token=model.bos_token,
+                              eos_token=model.eos_token)
 
 
 def resolve_tool_format(setting: str, detected: str | None) -> tuple[str | None, list[NoticeEvent]]:

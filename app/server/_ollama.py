@@ -288,12 +288,12 @@ async def show(request: Request):
     entry = await run_in_threadpool(state.catalog.resolve, name, None)
 
     def info() -> dict[str, Any]:
-        from app.engine.chat import detect_source_format
+        from app.engine.detection import detect_tool_format
         from app.engine.models.metadata import read_metadata
 
         meta = read_metadata(entry.path)
-        source = meta.tool_use_template or meta.chat_template or ""
-        family = detect_source_format(source, meta.bos_token or "", meta.eos_token or "") if source else None
+        family = detect_tool_format(meta.chat_template, meta.tool_use_template, bos_token=meta.bos_token,
+                                    eos_token=meta.eos_token)
         caps = ["completion"] + (["tools"] if family or state.config.tool_format not in ("auto", "none") else [])
         return {"modelfile": f"FROM {entry.path}\n", "parameters": "", "template": meta.chat_template or "",
                 "details": _details(entry), "capabilities": caps,

@@ -280,17 +280,11 @@ class EngineWorker(QObject):
 
     def _model_info(self) -> ModelInfo:
         m = self.model
-        detected = effective = None
-        if self.session is not None:
-            detected = _fmt_name(getattr(self.session, "detected_format", None))
-            effective = _fmt_name(getattr(self.session, "effective_format", None))
-        if detected is None:
-            try:
-                from app.engine.formats import detect
+        from app.engine.chat import detect_model_format
 
-                detected = _fmt_name(detect(m.chat_template))
-            except Exception:  # noqa: BLE001
-                detected = None
+        effective = _fmt_name(self.session.effective_format) if self.session is not None else None
+        detected = _fmt_name(self.session.detected_format if self.session is not None
+                             else detect_model_format(m))
         return ModelInfo(
             path=str(getattr(m, "path", "")),
             name=str(getattr(m, "name", "")),

@@ -49,13 +49,10 @@ def detect_tool_format(meta: GGUFMetadata) -> str:
     The same detection the engine runs at load: the ``tool_use`` template first, with the
     model's own bos/eos text.
     """
-    if not meta.chat_template and not meta.tool_use_template:
-        return "none"
-    from app.engine.formats import detect_template
+    from app.engine.detection import detect_tool_format as detect
 
-    found = detect_template(meta.chat_template or "", bos_token=meta.bos_token or "",
-                            eos_token=meta.eos_token or "", tool_use=meta.tool_use_template)
-    return found or "none"
+    return detect(meta.chat_template, meta.tool_use_template, bos_token=meta.bos_token,
+                  eos_token=meta.eos_token) or "none"
 
 
 def read_summary(path: str | Path) -> GgufSummary:
