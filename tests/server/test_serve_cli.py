@@ -1,0 +1,59 @@
+"""``python -m app serve``: headless (no Qt imported), serves the model it was given, logs each
+request on stderr, stops on Ctrl-C; a busy port is a clear error and exit status 1."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+
+from tests.server.conftest import TOOLS
+
+REPO = Path(__file__).resolve().parents[2]
+PROBE = ("import sys, runpy; sys.argv = ['app'] + sys.argv[1:]\n"
+         "import app.server._app, app.server._openai, app.server._anthropic, app.server._ollama, app.cli\n"
+         "assert 'PySide6' not in sys.modules, 'Qt was imported'\n"
+         "runpy.run_module('app', run_name='__main__')\n")
+
+
+def _serve(*args: str) -> subprocess.Popen:
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    return subprocess.Popen([sys.executable, "-c", PROBE, "serve", *args], cwd=REPO, env=env,
+                            stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
+
+
+def test_serve_answers_and_stops(family_models):
+    proc = _serve("--model", str(family_models["loop"]), "--port", "0", "--threads", "1")
+    try:
+        url = None
+        for line in proc.stderr:
+            m = re.search(r"on (http://127\.0\.0\.1:\d+)", line)
+            if m:
+                url = m.group(1)
+                break
+        assert url, "the server did not say where it listens"
+        r = httpx.post(url + "/v1/chat/completions", timeout=60, json={
+            "model": "loop-hermes", "messages": [{"role": "user", "content": "hi"}], "tools": TOOLS})
+        assert r.status_code == 200 and r.json()["choices"][0]["finish_reason"] == "tool_calls"
+        line = proc.stderr.readline()
+        assert line.startswith("POST /v1/chat/completions 200 loop-hermes") and "1 call(s)" in line
+    finally:
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(30) == 0
+
+
+def test_busy_port_is_a_clear_error(family_models):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        proc = _serve("--model", str(family_models["loop"]), "--port", str(port))
+        _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 1
+    assert f"cannot listen on 127.0.0.1:{port}" in err and "another server" in err
