@@ -208,9 +208,15 @@ def render_messages(
         mode = "guidance"
         guidance = tool_guidance(tool_format, tools)
 
-    def attempt(merge: bool, fold_system: bool = False) -> str:
+    def attempt(merge: bool, fold_system: bool = False, args_text: bool = False) -> str:
         shaped = shape_messages(messages, merge_turns=merge, calls_as=tool_format if guidance else None,
                                 results_as_user=fold_system)
+        if args_text:  # templates that concatenate the arguments (Functionary v3.2) need JSON text
+            for m in shaped:
+                for call in m.get("tool_calls") or ():
+                    fn = call.get("function")
+                    if isinstance(fn, dict) and not isinstance(fn.get("arguments"), str):
+                        fn["arguments"] = json.dumps(fn["arguments"], ensure_ascii=False)
         kwargs: dict[str, Any] = {}
         if guidance is not None:
             if shaped and shaped[0]["role"] == "system":
@@ -237,11 +243,13 @@ def render_messages(
         return render_template(source, shaped, add_generation_prompt=add_generation_prompt,
                                bos_token=bos_token, eos_token=eos_token, **kwargs)
 
-    tries = [(False, False), (True, False)] + ([(True, True)] if guidance is not None else [])
+    tries = [(False, False, False), (True, False, False)] + ([(True, True, False)] if guidance is not None else [])
+    if any(m.tool_calls for m in messages):
+        tries += [(merge, fold, True) for merge, fold, _ in tries]  # then the arguments as JSON text
     first_error: TemplateRenderError | None = None
-    for merged, fold in tries:
+    for merged, fold, args_text in tries:
         try:
-            text = attempt(merged, fold)
+            text = attempt(merged, fold, args_text)
             break
         except TemplateRenderError as exc:
             first_error = first_error or exc
