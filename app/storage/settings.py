@@ -41,6 +41,7 @@ __all__ = [
     "ModelSettings",
     "SamplingOverride",
     "SamplingSettings",
+    "ServerSettings",
     "Settings",
     "SettingsNotice",
     "SettingsSaveError",
@@ -144,6 +145,16 @@ class WindowSettings(_Model):
     dismissed: list[str] = Field(default_factory=list)  # notice codes the user chose not to see again
 
 
+class ServerSettings(_Model):
+    """The local API server (app/server): off until turned on; loopback only unless ``host`` says."""
+
+    enabled: bool = False
+    host: str = "127.0.0.1"
+    port: int = Field(8453, ge=1, le=65535)
+    api_key: str | None = None  # None or "": no key required
+    cors_origins: list[str] = Field(default_factory=list)
+
+
 class ModelOverride(_Model):
     tool_format: str | None = None  # None: use the global chat.tool_format
     context_policy: ContextPolicy | None = None  # None: use the global chat.context_policy
@@ -162,6 +173,7 @@ class Settings(_Model):
     model: ModelSettings = Field(default_factory=ModelSettings)
     tools: ToolSettings = Field(default_factory=ToolSettings)
     window: WindowSettings = Field(default_factory=WindowSettings)
+    server: ServerSettings = Field(default_factory=ServerSettings)
     model_overrides: dict[str, ModelOverride] = Field(default_factory=dict)
 
     def override_for(
