@@ -16,6 +16,8 @@ Fault knobs (per file name, consumed as they fire):
 * ``corrupt.add(file)``  flip a byte in every body served;
 * ``hold_after[file] = n``  serve n bytes, then wait until ``release.set()`` (deterministic pauses);
 * ``throttle_bps``  sleep between 8 KiB chunks to cap the speed;
+* ``endless.add(file)``  no Content-Length: the file's bytes, then junk until the client hangs up;
+* ``short_bodies[file] = n``  ignore ``Range`` and answer every request 200 with only n bytes;
 * ``api_fail``  every /api request answers this status (e.g. 500); ``api_garbage`` answers invalid JSON.
 
 Access knobs:
@@ -72,6 +74,8 @@ class FakeHub:
         self.fail_status: dict[str, list[int]] = {}
         self.corrupt: set[str] = set()
         self.hold_after: dict[str, int] = {}
+        self.endless: set[str] = set()
+        self.short_bodies: dict[str, int] = {}
         self.release = threading.Event()
         self.held = threading.Event()  # set when a hold_after point is reached
         self.throttle_bps: int | None = None
@@ -294,10 +298,32 @@ class _Handler(BaseHTTPRequestHandler):
             return self._error(status, f"fake hub fault {status}")
         return self._send_bytes(repo, filename, repo.files[filename])
 
+    def _send_misbehaving(self, filename: str, data: bytes) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "application/octet-stream")
+        if filename in self.hub.short_bodies:
+            body = data[: self.hub.short_bodies[filename]]
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+            return
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.close_connection = True
+        try:
+            self.wfile.write(data)
+            junk = b"\0" * 65536
+            for _ in range(100_000):  # 6.5 GB at most: "endless" for any test
+                self.wfile.write(junk)
+        except OSError:
+            return  # the client hung up, as it should
+
     def _send_bytes(self, repo: HubRepo, filename: str, data: bytes) -> None:
         hub = self.hub
         if filename in hub.corrupt and data:
             data = bytes([data[0] ^ 0xFF]) + data[1:-1] + bytes([data[-1] ^ 0xFF]) if len(data) > 1 else b"\x00"
+        if filename in hub.endless or filename in hub.short_bodies:
+            return self._send_misbehaving(filename, data)
         start = 0
         rng = self.headers.get("Range")
         if rng and rng.startswith("bytes="):

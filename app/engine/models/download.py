@@ -28,6 +28,7 @@ import hashlib
 import http.client
 import json
 import os
+import re
 import shutil
 import threading
 import time
@@ -58,10 +59,13 @@ __all__ = [
     "download_file",
     "find_interrupted",
     "part_path",
+    "safe_destination",
     "sidecar_path",
 ]
 
 CHUNK = 256 * 1024
+PROGRESS_STEP = 1024 * 1024  # growth past the furthest point reached that earns the retries back
+STOP_POLL_S = 0.1  # how often a running read looks at pause / cancel while the server is silent
 DISK_MARGIN = 16 * 1024 * 1024
 RETRY_STATUS = {408, 429, 500, 502, 503, 504}
 _DISK_ERRNOS = {errno.ENOSPC, errno.EFBIG, getattr(errno, "EDQUOT", errno.ENOSPC)}
@@ -204,6 +208,35 @@ class DownloadControl:
             raise PauseRequested()
 
 
+_UNSAFE_NAME_CHARS = re.compile(r"[^A-Za-z0-9._+-]")
+
+
+def _safe_component(text: str, what: str) -> str:
+    name = _UNSAFE_NAME_CHARS.sub("_", text.strip())
+    if not name.strip("."):  # "", ".", "..", "..." would climb or name the folder itself
+        raise DownloadError(f"The {what} {text!r} cannot be used as a file or folder name.")
+    return name
+
+
+def safe_destination(models_dir: Path, repo_id: str, filename: str) -> Path:
+    """Where a hub file is saved: ``models_dir/<org>__<name>/<file name>``, always inside ``models_dir``.
+
+    The repository id and the file name come from the hub's listing (an ``HF_ENDPOINT`` mirror may
+    be anyone's), so both are reduced to plain names: ``/`` and ``\\`` separators (Windows' too),
+    ``..``, drive colons and other punctuation cannot climb out. Raises :class:`DownloadError`
+    for a name that is nothing but dots.
+    """
+    folder = _safe_component("__".join(p for p in re.split(r"[/\\]", repo_id) if p), "repository id")
+    base = re.split(r"[/\\]", filename)[-1]
+    name = _safe_component(base, "file name")
+    root = Path(models_dir)
+    dest = root / folder / name
+    resolved_root = root.resolve()
+    if resolved_root not in dest.resolve().parents:
+        raise DownloadError(f"{repo_id}/{filename} would be saved outside the models folder.")
+    return dest
+
+
 def part_path(dest: Path) -> Path:
     return dest.with_name(dest.name + ".part")
 
@@ -279,6 +312,43 @@ def check_disk_space(job: DownloadJob, already: int = 0) -> None:
             f"Not enough disk space for {job.dest.name}: it needs {need / gib:.2f} GiB more, "
             f"{free / gib:.2f} GiB free on {probe}."
         )
+
+
+class _StopWatcher:
+    """While a response is read: a pause or cancel shuts its socket, so a read blocked on a
+    silent server returns at once instead of after the socket timeout."""
+
+    def __init__(self, resp: object, control: DownloadControl) -> None:
+        self.resp = resp
+        self.control = control
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self._watch, name="download-stop-watcher", daemon=True)
+
+    def __enter__(self) -> _StopWatcher:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.done.set()
+        self.thread.join()
+
+    def _socket(self):  # noqa: ANN202 - a socket.socket or None
+        fp = getattr(self.resp, "fp", None)
+        raw = getattr(fp, "raw", None)
+        return getattr(raw, "_sock", None)
+
+    def _watch(self) -> None:
+        while not self.done.wait(STOP_POLL_S):
+            if self.control.cancel.is_set() or self.control.pause.is_set():
+                sock = self._socket()
+                try:
+                    if sock is not None:
+                        import socket
+
+                        sock.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+                return
 
 
 class _Speed:
@@ -358,6 +428,7 @@ def download_file(
     total = job.size
     speed = _Speed()
     attempt = 0
+    high_water = have
     last_report = 0.0
     if progress:
         progress(have, total, 0.0, attempt)
@@ -373,7 +444,7 @@ def download_file(
         req.add_header("Accept-Encoding", "identity")
         if have:
             req.add_header("Range", f"bytes={have}-")
-        made_progress = False
+        overflow = False
         try:
             with opener.open(req, timeout=timeout) as resp:
                 status = resp.status
@@ -397,12 +468,18 @@ def download_file(
                     if exc.errno in _DISK_ERRNOS:
                         raise _disk_error(exc, job) from exc
                     raise DownloadError(f"Cannot write {part}: {exc.strerror or exc}.") from exc
-                with f:
+                with f, _StopWatcher(resp, control):
                     while True:
                         control.check()
                         block = resp.read1(CHUNK)
+                        control.check()  # a pause or cancel may have cut the connection
                         if not block:
                             break
+                        if total is not None and have + len(block) > total:
+                            # The server sends more than the announced size: keep the announced
+                            # bytes (the hash decides) and stop reading; never fill the disk.
+                            block = block[: total - have]
+                            overflow = True
                         try:
                             f.write(block)
                             f.flush()
@@ -412,12 +489,13 @@ def download_file(
                             raise DownloadError(f"Cannot write {part}: {exc.strerror or exc}.") from exc
                         hasher.update(block)
                         have += len(block)
-                        made_progress = True
                         now = time.monotonic()
                         bps = speed.add(now, have)
                         if progress and (now - last_report >= 0.1 or (total and have >= total)):
                             last_report = now
                             progress(have, total, bps, attempt)
+                        if overflow:
+                            break
             if total is None or have >= total:
                 break
             raise http.client.IncompleteRead(b"", (total - have) if total else None)
@@ -439,8 +517,13 @@ def download_file(
             if exc.errno in _DISK_ERRNOS:
                 raise _disk_error(exc, job) from exc
             error = exc
-        if made_progress:
+        control.check()  # a pause or cancel that cut the connection is not a network error
+        # Only real progress earns the retries back: the file must grow past the furthest point any
+        # earlier response reached, by a whole step. A server that ignores Range and sends short
+        # bodies restarts from zero every time, so it never resets the count and fails in the end.
+        if have >= high_water + PROGRESS_STEP or (total is not None and have >= total):
             attempt = 0
+        high_water = max(high_water, have)
         attempt += 1
         if attempt > retries:
             raise DownloadError(

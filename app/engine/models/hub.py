@@ -230,13 +230,12 @@ class HubClient:
 
     def download_jobs(self, model: RemoteGguf, dest_dir: Path) -> list[Any]:
         """One :class:`~app.engine.models.download.DownloadJob` per shard, saved under ``dest_dir/<org>__<name>/``."""
-        from app.engine.models.download import DownloadJob
+        from app.engine.models.download import DownloadJob, safe_destination
 
-        folder = Path(dest_dir) / model.repo_id.replace("/", "__")
         return [
             DownloadJob(
                 url=self.file_url(model.repo_id, part.filename, model.revision),
-                dest=folder / part.filename.rsplit("/", 1)[-1],
+                dest=safe_destination(Path(dest_dir), model.repo_id, part.filename),
                 size=part.size,
                 sha256=part.sha256,
                 repo_id=model.repo_id,

@@ -144,8 +144,16 @@ def test_disk_full_while_writing_is_a_clear_error(hub, tmp_path):
 def test_pause_and_resume(hub, tmp_path):
     hub.hold_after[FILE] = 120_000
     q = DownloadQueue(backoff_base=0.01)
-    tid = q.add(job_for(hub, tmp_path))
+    job = job_for(hub, tmp_path)
+    tid = q.add(job)
     assert hub.held.wait(30)
+    # ``held`` says the server has sent its bytes, not that the client has written them: pausing
+    # then could land before the first chunk. Wait (bounded) until the client holds them all.
+    part = part_path(job.dest)
+    for _ in range(3000):
+        if part.exists() and part.stat().st_size == 120_000:
+            break
+        time.sleep(0.01)
     q.pause(tid)
     hub.release.set()
     p = q.wait(tid, 30)
