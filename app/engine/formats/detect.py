@@ -74,7 +74,8 @@ def _end_of_turn(render: Render, tools: list[dict[str, Any]] | None) -> str:
 def _tail_cut(text: str, end: str) -> int:
     """Where the longest tail of ``end`` that starts a tag (``<``) first occurs in ``text``, or
     -1: Command R7B ends a plain reply ``<|END_RESPONSE|><|END_OF_TURN_TOKEN|>`` and a call turn
-    ``<|END_ACTION|><|END_OF_TURN_TOKEN|>``, so the turn ends where the shared tail starts."""
+    ``<|END_ACTION|><|END_OF_TURN_TOKEN|>``, so the turn ends where the shared tail starts; Command
+    R+ writes its closing instructions after a call turn that has no end-of-turn token at all."""
     for k in range(1, len(end)):
         if end[k] == "<":
             pos = text.find(end[k:])
@@ -133,8 +134,8 @@ def _iter_call_texts(render: Render, tools: list[dict[str, Any]], name: str, arg
                     n -= 1  # never cut inside a tag's opening ("<|tool_call>" after "<|channel>")
             new = full[n:]
             cuts = [i for i in (new.find(e) for e in ends) if i != -1]
-            if not cuts and learned:  # a call turn that ends differently: cut at the end's tail
-                cuts = [i for i in (_tail_cut(new, learned),) if i != -1]
+            if learned:  # a call turn that ends differently: cut at the end's tail
+                cuts += [i for i in (_tail_cut(new, learned),) if i != -1]
             if cuts and not new[: min(cuts)].strip():
                 # The (empty) message ends before the call: GigaChat 3 writes the call as a message
                 # of its own role after the assistant's; the turn ends after that one.

@@ -7,13 +7,17 @@ against their official templates and at scale.
 * FireFunction v2's template takes the tools as its own ``functions`` variable: the renderer
   finds that mode and fills it;
 * each family's parser stays linear at 1 MB of mixed calls and text, fed in small chunks;
-* each family is a ``chat.tool_format`` choice, with a label naming its models.
+* each family is a ``chat.tool_format`` choice, with a label naming its models, and
+  ``python -m app inspect`` shows it for a tiny real GGUF built with the family's template.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import random
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -24,7 +28,8 @@ from app.engine.messages import Message, ToolCall
 from app.engine.render import render_messages, template_tools_mode
 from tests.engine.formats.harness import TOOLS
 
-TEMPLATES = Path(__file__).resolve().parents[2] / "fixtures" / "chat_templates"
+REPO = Path(__file__).resolve().parents[3]
+TEMPLATES = REPO / "tests" / "fixtures" / "chat_templates"
 FAMILIES = json.loads((TEMPLATES / "families.json").read_text())["templates"]
 OURS = ("minimax", "seed-oss", "command-r", "command-r-plus", "functionary-v3.1", "functionary-v3.2",
         "firefunction", "lfm2")
@@ -154,3 +159,39 @@ def test_each_family_is_a_tool_format_choice_naming_its_models():
     labels = dict(tool_format_choices())
     for family, words in MODELS.items():
         assert words in labels[family], (family, labels[family])
+
+
+# Each family's official template in a tiny real GGUF, its markers as special tokens where the
+# model's vocabulary has them: (template, control tokens, user-defined tokens, bos, eos).
+_LLAMA3 = ["<|begin_of_text|>", "<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>", "<|eom_id|>",
+           "<|python_tag|>"]
+_COHERE = ["<BOS_TOKEN>", "<|START_OF_TURN_TOKEN|>", "<|END_OF_TURN_TOKEN|>", "<|USER_TOKEN|>", "<|CHATBOT_TOKEN|>",
+           "<|SYSTEM_TOKEN|>"]
+GGUFS = {
+    "minimax": ("MiniMax-M2.jinja", ["]~!b[", "]~b]", "[e~["],
+                ["<minimax:tool_call>", "</minimax:tool_call>", "<think>", "</think>"], "]~!b[", "[e~["),
+    "seed-oss": ("ByteDance-Seed-OSS.jinja", ["<seed:bos>", "<seed:eos>"],
+                 ["<seed:think>", "</seed:think>", "<seed:tool_call>", "</seed:tool_call>"], "<seed:bos>", "<seed:eos>"),
+    "command-r": ("CohereForAI-c4ai-command-r7b-12-2024-tool_use.jinja",
+                  [*_COHERE, "<|START_ACTION|>", "<|END_ACTION|>", "<|START_THINKING|>", "<|END_THINKING|>",
+                   "<|START_RESPONSE|>", "<|END_RESPONSE|>"], [], "<BOS_TOKEN>", "<|END_OF_TURN_TOKEN|>"),
+    "command-r-plus": ("CohereForAI-c4ai-command-r-plus-tool_use.jinja", _COHERE, [], "<BOS_TOKEN>",
+                       "<|END_OF_TURN_TOKEN|>"),
+    "functionary-v3.1": ("meetkai-functionary-medium-v3.1.jinja", _LLAMA3, [], "<|begin_of_text|>", "<|eot_id|>"),
+    "functionary-v3.2": ("meetkai-functionary-medium-v3.2.jinja", _LLAMA3, [], "<|begin_of_text|>", "<|eot_id|>"),
+    "firefunction": ("fireworks-ai-llama-3-firefunction-v2.jinja", _LLAMA3, [], "<|begin_of_text|>", "<|eot_id|>"),
+    "lfm2": ("LFM2.5-8B-A1B.jinja", ["<|startoftext|>", "<|im_start|>", "<|im_end|>"],
+             ["<|tool_call_start|>", "<|tool_call_end|>", "<think>", "</think>"], "<|startoftext|>", "<|im_end|>"),
+}
+
+
+@pytest.mark.parametrize("family", OURS)
+def test_inspect_shows_the_family_of_a_gguf_built_with_its_template(family, tiny_gguf):
+    name, control, user, bos, eos = GGUFS[family]
+    path = tiny_gguf(chat_template=(TEMPLATES / name).read_text(), control_tokens=control, user_tokens=user,
+                     bos=bos, eos=eos)
+    proc = subprocess.run([sys.executable, "-m", "app", "inspect", "--json", str(path)], cwd=REPO,
+                          env=dict(os.environ, PYTHONPATH=str(REPO)), capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    info = json.loads(proc.stdout)
+    assert info["tool_format"] == family and info["eos_token"] == eos
