@@ -283,6 +283,10 @@ class MainWindow(ConversationsMixin, ChatMixin, ModelBarMixin, QMainWindow):
         self.add_page("chat", "Chat", lambda: self.chat_page, tooltip="Chat with the loaded model",
                       tool_panel=True)
         self.add_page("models", "Models", self._build_models_page, tooltip="Find, download and load models")
+        self.add_page("server", "Server", self._build_server_page,
+                      tooltip="Serve the OpenAI, Anthropic and Ollama APIs to other programs")
+        if self.settings.server.enabled:  # it was on when the window last closed: it starts again
+            self.page_widget("server")
         self.sidebar.addSeparator()
         self.sidebar.addAction(self.act_settings)
 
@@ -459,6 +463,12 @@ class MainWindow(ConversationsMixin, ChatMixin, ModelBarMixin, QMainWindow):
         page.sig_library_done.connect(self.refresh_model_library)
         return page
 
+    def _build_server_page(self) -> QWidget:
+        from app.ui.server_page import ServerPage
+
+        return ServerPage(self.settings, model_path=lambda: self.model_info.path if self.model_info else None,
+                          save=self._save_settings_quietly)
+
     def _on_models_page_load_requested(self, path: str) -> None:
         self.show_chat_page()
         self.load_model(path)
@@ -586,5 +596,8 @@ class MainWindow(ConversationsMixin, ChatMixin, ModelBarMixin, QMainWindow):
         page = self._models_page
         if isinstance(page, ModelsPage):  # running downloads are paused, kept for next time
             page.shutdown()
+        server = self.pages["server"].widget if "server" in self.pages else None
+        if server is not None and hasattr(server, "shutdown"):  # the API server stops with the window
+            server.shutdown()
         self.tasks.close(timeout_ms)
         return self.worker.shutdown(timeout_ms)

@@ -1,0 +1,303 @@
+"""The Server page: the local API server (``app.server``) on/off, its address, port and API key,
+the loaded model, a live log of requests and ready-to-copy snippets for the SDKs and curl.
+
+The server runs beside the window on its own engine thread (one llama.cpp thread per model, as
+the window's worker): it offers the window's current model and the library's, loading the one a
+request names on its first request. Settings (``server`` section) are saved when they change.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from collections.abc import Callable
+from typing import Any
+
+from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtGui import QGuiApplication
+from PySide6.QtWidgets import (
+    QFormLayout,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QLineEdit,
+    QPlainTextEdit,
+    QPushButton,
+    QSpinBox,
+    QTableWidget,
+    QTableWidgetItem,
+    QTabWidget,
+    QVBoxLayout,
+    QWidget,
+)
+
+__all__ = ["LOG_COLUMNS", "ServerPage", "snippets"]
+
+LOG_COLUMNS = ("Time", "Method", "Path", "Model", "Tokens", "Duration", "Tool calls", "Status")
+MAX_ROWS = 500
+
+
+def snippets(url: str, api_key: str | None, model: str) -> dict[str, str]:
+    """Ready-to-run snippets for the openai and anthropic SDKs and curl."""
+    key = api_key or "unused"
+    auth = f' -H "Authorization: Bearer {api_key}"' if api_key else ""
+    return {
+        "OpenAI (Python)": (
+            "from openai import OpenAI\n\n"
+            f'client = OpenAI(base_url="{url}/v1", api_key="{key}")\n'
+            "reply = client.chat.completions.create(\n"
+            f'    model="{model}",\n'
+            '    messages=[{"role": "user", "content": "Hello!"}],\n'
+            ")\nprint(reply.choices[0].message.content)\n"),
+        "Anthropic (Python)": (
+            "from anthropic import Anthropic\n\n"
+            f'client = Anthropic(base_url="{url}", api_key="{key}")\n'
+            "reply = client.messages.create(\n"
+            f'    model="{model}", max_tokens=512,\n'
+            '    messages=[{"role": "user", "content": "Hello!"}],\n'
+            ")\nprint(reply.content[0].text)\n"),
+        "curl": (
+            f"curl {url}/v1/chat/completions{auth} -H \"Content-Type: application/json\" \\\n"
+            f"  -d '{{\"model\": \"{model}\", \"messages\": [{{\"role\": \"user\", \"content\": \"Hello!\"}}]}}'\n"),
+    }
+
+
+class ServerPage(QWidget):
+    sig_request = Signal(object)  # RequestLogEntry, from the server's thread (queued to this one)
+    sig_state_changed = Signal(bool)  # running
+
+    def __init__(self, settings: Any, *, model_path: Callable[[], str | None] = lambda: None,
+                 save: Callable[[], None] = lambda: None, n_ctx: int | None = None,
+                 n_threads: int | None = None, use_library: bool = True, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.setObjectName("serverPage")
+        self.settings = settings
+        self._model_path = model_path
+        self._save = save
+        self._n_ctx = n_ctx
+        self._n_threads = n_threads
+        self._use_library = use_library
+        self.server: Any = None
+        cfg = settings.server
+
+        layout = QVBoxLayout(self)
+        title = QLabel("<h2>Local API server</h2>OpenAI, Anthropic and Ollama APIs for your agents, editors "
+                       "and scripts, on this computer's models. Tool calls are returned to the client, "
+                       "which runs its tools.")
+        title.setWordWrap(True)
+        layout.addWidget(title)
+
+        form = QFormLayout()
+        row = QHBoxLayout()
+        self.toggle = QPushButton("Start server")
+        self.toggle.setCheckable(True)
+        self.toggle.clicked.connect(self._on_toggle)
+        row.addWidget(self.toggle)
+        self.status = QLabel("Stopped")
+        self.status.setObjectName("serverStatus")
+        self.status.setWordWrap(True)
+        row.addWidget(self.status, 1)
+        form.addRow("Server", row)
+
+        self.port = QSpinBox()
+        self.port.setRange(1, 65535)
+        self.port.setValue(int(cfg.port))
+        self.port.valueChanged.connect(self._on_port)
+        form.addRow("Port", self.port)
+
+        addr = QHBoxLayout()
+        self.address = QLineEdit()
+        self.address.setReadOnly(True)
+        self.address.setPlaceholderText("starts when the server runs")
+        addr.addWidget(self.address, 1)
+        self.copy = QPushButton("Copy")
+        self.copy.clicked.connect(lambda: QGuiApplication.clipboard().setText(self.address.text()))
+        addr.addWidget(self.copy)
+        form.addRow("Address", addr)
+
+        keyrow = QHBoxLayout()
+        self.api_key = QLineEdit(cfg.api_key or "")
+        self.api_key.setPlaceholderText("none: any program on this computer may use the server")
+        self.api_key.editingFinished.connect(self._on_key)
+        keyrow.addWidget(self.api_key, 1)
+        self.new_key = QPushButton("New key")
+        self.new_key.clicked.connect(self._on_new_key)
+        keyrow.addWidget(self.new_key)
+        form.addRow("API key", keyrow)
+
+        self.model_label = QLabel("-")
+        self.model_label.setObjectName("serverModel")
+        form.addRow("Loaded model", self.model_label)
+        security = QLabel("Listens on 127.0.0.1 only; requests must name this computer in their Host header; "
+                          "web pages are refused unless their origin is allowed (server.cors_origins).")
+        security.setWordWrap(True)
+        security.setObjectName("serverSecurity")
+        form.addRow("", security)
+        layout.addLayout(form)
+
+        tabs = QTabWidget()
+        self.log_table = QTableWidget(0, len(LOG_COLUMNS))
+        self.log_table.setObjectName("serverLog")
+        self.log_table.setHorizontalHeaderLabels(list(LOG_COLUMNS))
+        self.log_table.verticalHeader().setVisible(False)
+        self.log_table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
+        self.log_table.horizontalHeader().setSectionResizeMode(2, QHeaderView.ResizeMode.Stretch)
+        tabs.addTab(self.log_table, "Requests")
+        self.snippet_tabs = QTabWidget()
+        self.snippet_views: dict[str, QPlainTextEdit] = {}
+        for name in snippets("http://127.0.0.1:8453", None, "MODEL"):
+            view = QPlainTextEdit()
+            view.setReadOnly(True)
+            self.snippet_views[name] = view
+            self.snippet_tabs.addTab(view, name)
+        tabs.addTab(self.snippet_tabs, "Snippets")
+        layout.addWidget(tabs, 1)
+
+        self.sig_request.connect(self._add_row, Qt.ConnectionType.QueuedConnection)
+        self._refresh_snippets()
+        if cfg.enabled:  # it was on when the window last closed
+            QTimer.singleShot(0, self.start)
+
+    # -- public ------------------------------------------------------------------------------------
+
+    @property
+    def running(self) -> bool:
+        return self.server is not None and self.server.running
+
+    def start(self) -> bool:
+        """Start on the chosen port; a busy port (or any failure) shows why and returns False."""
+        if self.running:
+            return True
+        from app.server import ApiServer, ServerConfig
+
+        cfg = self.settings.server
+        path = self._model_path()
+        config = ServerConfig(host=cfg.host, port=int(self.port.value()), api_key=self._key() or None,
+                              cors_origins=list(cfg.cors_origins), models=[path] if path else [],
+                              use_library=self._use_library, tool_format=self.settings.chat.tool_format,
+                              n_ctx=self._n_ctx or self.settings.model.context_length,
+                              n_threads=self._n_threads or self.settings.model.threads)
+        server = ApiServer(config, on_request=self.sig_request.emit)
+        try:
+            server.start()
+        except OSError as exc:
+            busy = "in use" in str(exc).lower() or "another server" in str(exc)
+            self.status.setText(
+                f"Port {config.port} is already in use by another program: choose another port and start again."
+                if busy else f"The server could not start: {exc}")
+            self.status.setProperty("error", True)
+            self.toggle.setChecked(False)
+            self.toggle.setText("Start server")
+            return False
+        self.server = server
+        self.status.setProperty("error", False)
+        self.status.setText(f"Running: {self.pending_text()}")
+        self.address.setText(server.url)
+        self.toggle.setChecked(True)
+        self.toggle.setText("Stop server")
+        self.port.setEnabled(False)
+        self._persist(enabled=True)
+        self._update_model()
+        self._refresh_snippets()
+        self.sig_state_changed.emit(True)
+        return True
+
+    def stop(self) -> None:
+        server, self.server = self.server, None
+        if server is not None:
+            server.stop()
+        self.status.setText("Stopped")
+        self.address.clear()
+        self.toggle.setChecked(False)
+        self.toggle.setText("Start server")
+        self.port.setEnabled(True)
+        self._persist(enabled=False)
+        self.sig_state_changed.emit(False)
+
+    def shutdown(self) -> None:
+        """The window closes: stop serving but remember that the server was on."""
+        was = self.running
+        if self.server is not None:
+            self.server.stop()
+            self.server = None
+        self.settings.server.enabled = was
+
+    def pending_text(self) -> str:
+        return "answers on 127.0.0.1 only" if self.settings.server.host in ("127.0.0.1", "localhost") else \
+            f"listening on {self.settings.server.host}"
+
+    # -- internals ---------------------------------------------------------------------------------
+
+    def _key(self) -> str:
+        return self.api_key.text().strip()
+
+    def _persist(self, **changes: Any) -> None:
+        cfg = self.settings.server
+        for k, v in changes.items():
+            setattr(cfg, k, v)
+        cfg.port = int(self.port.value())
+        cfg.api_key = self._key() or None
+        try:
+            self._save()
+        except Exception:  # noqa: BLE001 - a settings file that cannot be written must not stop the server
+            pass
+
+    def _on_toggle(self, checked: bool) -> None:
+        if checked:
+            self.start()
+        else:
+            self.stop()
+
+    def _on_port(self, _value: int) -> None:
+        self._persist()
+        self._refresh_snippets()
+
+    def _on_key(self) -> None:
+        self._persist()
+        self._refresh_snippets()
+        if self.running:  # a new key takes effect at once
+            self.stop()
+            self.start()
+
+    def _on_new_key(self) -> None:
+        self.api_key.setText("cal-" + secrets.token_urlsafe(24))
+        self._on_key()
+
+    def _model_id(self) -> str:
+        if self.server is not None and self.server.host.entry is not None:
+            return self.server.host.entry.id
+        path = self._model_path()
+        if path:
+            from pathlib import Path
+
+            return Path(path).name.removesuffix(".gguf")
+        return "MODEL"
+
+    def _update_model(self) -> None:
+        entry = self.server.host.entry if self.server is not None else None
+        if entry is not None:
+            self.model_label.setText(entry.id)
+        else:
+            self.model_label.setText(f"{self._model_id()} (loads on the first request)"
+                                     if self._model_id() != "MODEL" else "none yet (loads on the first request)")
+
+    def _refresh_snippets(self) -> None:
+        url = self.server.url if self.server is not None else f"http://127.0.0.1:{self.port.value()}"
+        for name, text in snippets(url, self._key() or None, self._model_id()).items():
+            self.snippet_views[name].setPlainText(text)
+
+    def _add_row(self, entry: Any) -> None:
+        table = self.log_table
+        if table.rowCount() >= MAX_ROWS:
+            table.removeRow(0)
+        r = table.rowCount()
+        table.insertRow(r)
+        tokens = f"{entry.prompt_tokens} + {entry.completion_tokens}" if entry.prompt_tokens or \
+            entry.completion_tokens else ""
+        values = (time.strftime("%H:%M:%S", time.localtime(entry.time)), entry.method, entry.path, entry.model,
+                  tokens, f"{entry.duration_s:.2f} s", str(entry.tool_calls) if entry.tool_calls else "",
+                  str(entry.status))
+        for c, v in enumerate(values):
+            table.setItem(r, c, QTableWidgetItem(v))
+        table.scrollToBottom()
+        self._update_model()
