@@ -37,8 +37,8 @@ def build_parser() -> argparse.ArgumentParser:
                         f"default {SCREENSHOT_LIMIT_S:g})")
     p.add_argument("--state", choices=STATES, default="empty", help="which main state --screenshot renders")
     p.add_argument("--model", metavar="GGUF", default=None, help="load this model instead of the last one")
-    p.add_argument("--theme", choices=("auto", "light", "dark"), default="auto",
-                   help="colour scheme (default: follow the OS)")
+    p.add_argument("--theme", choices=("auto", "system", "light", "dark"), default="auto",
+                   help="colour scheme (default: the Settings → Appearance choice, which follows the OS)")
     p.add_argument("--prompt", default=None,
                    help="a message to send as soon as the model is loaded (with --screenshot: in message states)")
     return p
@@ -74,10 +74,14 @@ def main(argv: list[str] | None = None) -> int:
         guard = runtime.SingleInstance()
         if guard.activate_running():
             return 0
-    apply_theme(app, None if args.theme == "auto" else args.theme)
+    from app.storage.settings import load_settings
+
+    settings, settings_notice = load_settings()
+    apply_theme(app, settings.window.theme if args.theme == "auto" else args.theme)  # Settings → Appearance
     install_theme_follower(app)
-    window = MainWindow(autoload=True, model_path=args.model)
-    window.resize(1200, 760)
+    window = MainWindow(settings=settings, settings_notice=settings_notice, autoload=True, model_path=args.model)
+    if not settings.window.geometry or args.screenshot:  # else the size and place it had last time
+        window.resize(1200, 760)
     window.show()
     app.aboutToQuit.connect(window.shutdown)
     if guard is not None:

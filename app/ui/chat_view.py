@@ -547,6 +547,7 @@ class AssistantMessage(QFrame):
         """Show ``message`` inside the reply in the error style (or ``kind="info"``), with actions."""
         if self.error_box is not None:
             self._lay.removeWidget(self.error_box)
+            self.error_box.hide()  # not drawn until it is deleted
             self.error_box.deleteLater()
         self._started()
         self.error_box = ErrorBox(message, list(actions), kind=kind)
@@ -734,6 +735,7 @@ class ChatView(QScrollArea):
         i = self.messages.index(widget)
         for w in self.messages[i:]:
             self._col.removeWidget(w)
+            w.hide()
             w.deleteLater()
         self.messages = self.messages[:i]
         self._empty.setVisible(not self.messages)

@@ -487,6 +487,7 @@ class MainWindow(ConversationsMixin, ChatMixin, ModelBarMixin, QMainWindow):
             old = self.window_notices.itemAt(i).widget()
             if isinstance(old, NoticeBanner) and old.code == code:
                 self.window_notices.removeWidget(old)
+                old.hide()
                 old.deleteLater()
         b = NoticeBanner(code, message, setting, kind=kind)
         b.sig_open_setting.connect(self.open_settings)

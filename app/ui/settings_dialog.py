@@ -31,8 +31,16 @@ from PySide6.QtWidgets import (
 )
 
 from app.storage.settings import ModelOverride, SamplingOverride, Settings, model_key
+from app.ui.theme import THEMES
 
-__all__ = ["SettingsDialog", "format_choices"]
+__all__ = ["CONTEXT_POLICIES", "SettingsDialog", "format_choices"]
+
+#: The choices of ``chat.context_policy`` (values of ``app.engine.context.POLICIES``), in plain words.
+CONTEXT_POLICIES = (
+    ("stop", "Stop and say so (start a new chat or increase the context)"),
+    ("drop_oldest", "Forget the oldest messages (rolling window)"),
+    ("truncate_middle", "Keep the first exchange, forget the ones after it"),
+)
 
 _FALLBACK_CHOICES = [("auto", "Automatic (from the model's template)"), ("none", "No tools")]
 
@@ -177,11 +185,7 @@ class SettingsDialog(QDialog):
         h = QHBoxLayout(tf_row)
         h.setContentsMargins(0, 0, 0, 0)
         h.addWidget(self.tool_format, 1)
-        self.detected_badge = QLabel(f"detected: {detected_label}" if detected_label else
-                                     ("detected: none" if model_path else ""))
-        self.detected_badge.setObjectName("detectedBadge")
-        h.addWidget(self.detected_badge)
-        f.addRow("Tool-call format (chat.tool_format)", tf_row)
+        f.addRow("Tool-call format", tf_row)
         hint = QLabel("Automatic reads the format from the model's chat template. Pick a family to force it, "
                       "or No tools to chat without tool calls.")
         hint.setWordWrap(True)
@@ -191,7 +195,15 @@ class SettingsDialog(QDialog):
         self.system_prompt.setObjectName("chat.system_prompt")
         self.system_prompt.setMaximumHeight(120)
         f.addRow("System prompt", self.system_prompt)
-        self._add_tab(chat, "Chat", {"chat.tool_format": self.tool_format, "chat.system_prompt": self.system_prompt})
+        self.context_policy = QComboBox()
+        self.context_policy.setObjectName("chat.context_policy")
+        for value, label in CONTEXT_POLICIES:
+            self.context_policy.addItem(label, value)
+        self._select(self.context_policy, self.settings.chat.context_policy)
+        self.context_policy.setToolTip("What happens when a conversation no longer fits the model's context.")
+        f.addRow("When the chat is full", self.context_policy)
+        self._add_tab(chat, "Chat", {"chat.tool_format": self.tool_format, "chat.system_prompt": self.system_prompt,
+                                     "chat.context_policy": self.context_policy})
 
         # -- Sampling ------------------------------------------------------------------------
         self.sampling = _SamplingForm("the model's recommended value", max_tokens_optional=False)
@@ -214,6 +226,10 @@ class SettingsDialog(QDialog):
         self.threads = _ispin(0, 256)
         self.threads.setSpecialValueText("automatic")
         self.threads.setValue(self.settings.model.threads or 0)
+        self.context_length.setToolTip("How many tokens of conversation (with tool descriptions) the model "
+                                       "can see; more needs more memory. The model reloads when it changes.")
+        self.gpu_layers.setToolTip("Layers computed on the GPU: 0 = CPU only, \"all\" = every layer. Only a "
+                                   "llama.cpp build with a GPU backend (Metal, CUDA, Vulkan) uses it.")
         f.addRow("Context length (tokens)", self.context_length)
         f.addRow("GPU layers", self.gpu_layers)
         f.addRow("Threads", self.threads)
@@ -229,6 +245,11 @@ class SettingsDialog(QDialog):
         self.workspace = QLineEdit(self.settings.tools.workspace or "")
         self.workspace.setPlaceholderText("folder the file tools may read and write")
         f.addRow("Workspace folder", self._with_browse(self.workspace, folder=True))
+        ws_hint = QLabel("Setting a workspace folder turns on the file tools (list, read and write files in "
+                         "it); writing asks you first. Without one, the model has the calculator and the clock.")
+        ws_hint.setWordWrap(True)
+        ws_hint.setObjectName("hint")
+        f.addRow("", ws_hint)
         self.default_approval = QComboBox()
         self.default_approval.addItem("Ask before each side-effecting call", "ask")
         self.default_approval.addItem("Allow without asking", "allow")
@@ -245,6 +266,20 @@ class SettingsDialog(QDialog):
                                        "tools.default_approval": self.default_approval,
                                        "tools.mcp_servers_path": self.mcp_path})
 
+        # -- Appearance ----------------------------------------------------------------------
+        look = QWidget()
+        outer = QVBoxLayout(look)
+        f = QFormLayout()
+        outer.addLayout(f)
+        outer.addStretch(1)
+        self.theme = QComboBox()
+        self.theme.setObjectName("window.theme")
+        for value, label in THEMES:
+            self.theme.addItem(label, value)
+        self._select(self.theme, self.settings.window.theme)
+        f.addRow("Theme", self.theme)
+        self._add_tab(look, "Appearance", {"window.theme": self.theme})
+
         # -- This model ----------------------------------------------------------------------
         per = QWidget()
         v = QVBoxLayout(per)
@@ -252,6 +287,7 @@ class SettingsDialog(QDialog):
             v.addWidget(QLabel("Load a model to give it its own tool format and sampling."))
             self.model_tool_format = None
             self.model_sampling = None
+            self.model_context_policy = None
         else:
             v.addWidget(QLabel(f"Overrides for <b>{model_name or model_path}</b> (unchecked: global value)."))
             f2 = QFormLayout()
@@ -265,6 +301,13 @@ class SettingsDialog(QDialog):
             ov = self.settings.override_for(model_path)
             self._select(self.model_tool_format, ov.tool_format if ov else None)
             f2.addRow("Tool-call format", self.model_tool_format)
+            self.model_context_policy = QComboBox()
+            self.model_context_policy.setObjectName("override.context_policy")
+            self.model_context_policy.addItem("Use the global setting", None)
+            for value, label in CONTEXT_POLICIES:
+                self.model_context_policy.addItem(label, value)
+            self._select(self.model_context_policy, ov.context_policy if ov else None)
+            f2.addRow("When the chat is full", self.model_context_policy)
             v.addLayout(f2)
             self.model_sampling = _SamplingForm("the global value", max_tokens_optional=True)
             self.model_sampling.set_values(ov.sampling.model_dump() if ov else {},
@@ -346,14 +389,17 @@ class SettingsDialog(QDialog):
         approvals.update({n: "allow" for n in allowed})
         s.tools.approvals = approvals
         s.tools.mcp_servers_path = self.mcp_path.text().strip() or None
+        s.chat.context_policy = self.context_policy.currentData()
+        s.window.theme = self.theme.currentData()
         if self.model_path is not None and self.model_tool_format is not None and self.model_sampling is not None:
             samp = SamplingOverride(**self.model_sampling.values())
             tf = self.model_tool_format.currentData()
+            cp = self.model_context_policy.currentData() if self.model_context_policy is not None else None
             key = model_key(self.model_path)
-            if tf is None and not any(v is not None for v in samp.model_dump().values()):
+            if tf is None and cp is None and not any(v is not None for v in samp.model_dump().values()):
                 s.set_override(key, None)
             else:
-                s.set_override(key, ModelOverride(tool_format=tf, sampling=samp))
+                s.set_override(key, ModelOverride(tool_format=tf, sampling=samp, context_policy=cp))
         return s
 
     def _on_buttons_accepted(self) -> None:
