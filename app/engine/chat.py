@@ -29,6 +29,7 @@ from app.engine.events import (
 )
 from app.engine.formats.events import ReasoningDelta, TextDelta, ToolCallDone
 from app.engine.generate import GenerationError, generate
+from app.engine.holdback import partial_start
 from app.engine.messages import Message, is_valid_call_id, local_call_id
 from app.engine.render import PromptRenderError, choose_template, render_prompt
 from app.engine.sampling import SamplingParams
@@ -123,11 +124,10 @@ class _PlainStream:
                 self.buf = self.buf[i + len(self.CLOSE):].lstrip("\n")
                 self.state = "text"
                 continue
-            keep = next((k for k in range(min(len(self.CLOSE) - 1, len(self.buf)), 0, -1)
-                         if self.CLOSE.startswith(self.buf[-k:])), 0)
-            if len(self.buf) > keep:
-                out.append(self._reasoning(self.buf[: len(self.buf) - keep]))
-                self.buf = self.buf[len(self.buf) - keep:]
+            cut = partial_start(self.buf, (self.CLOSE,))
+            if cut:
+                out.append(self._reasoning(self.buf[:cut]))
+                self.buf = self.buf[cut:]
             break
         return out
 

@@ -28,6 +28,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from app.engine.holdback import partial_start
 from app.engine.sampling import SamplingParams, resolve_sampling
 
 log = logging.getLogger(__name__)
@@ -186,7 +187,6 @@ class Generation:
         finish = "length"
         first_at: float | None = None
         evaluated = 0
-        hold = max((len(s) for s in self.stop), default=1) - 1
         stop_hit = False
         tail = ""
         eval_before = model.total_eval
@@ -252,12 +252,8 @@ class Generation:
                     pending = ""
                     finish = "stop"
                     break
-                keep = 0
-                for k in range(min(hold, len(pending)), 0, -1):
-                    if any(s.startswith(pending[-k:]) for s in self.stop):
-                        keep = k
-                        break
-                out, pending = pending[: len(pending) - keep], pending[len(pending) - keep:]
+                cut = partial_start(pending, self.stop)
+                out, pending = pending[:cut], pending[cut:]
                 if out:
                     yield emit(out)
             if not stop_hit:

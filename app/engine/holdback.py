@@ -1,0 +1,31 @@
+"""Holding back text that may be the start of a marker: the one rule every stream uses.
+
+Generation holds back the tail of the decoded text that could begin a stop string; the parsers
+hold back the tail that could begin a call marker or a reasoning tag. Both ask
+:func:`partial_start`: the earliest position from which the rest of the text is a proper prefix
+of some marker, so everything before it can be shown now.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+__all__ = ["partial_start"]
+
+
+def partial_start(buf: str, markers: Iterable[str], start: int = 0, end: int | None = None) -> int:
+    """The earliest ``s`` in ``[start, end)`` with ``buf[s:end]`` a proper prefix of a marker, else ``end``.
+
+    Looks at no more than the longest marker's length of text, so the cost does not grow with
+    ``buf``.
+    """
+    n = len(buf) if end is None else end
+    markers = tuple(m for m in markers if m)
+    if not markers:
+        return n
+    longest = max(len(m) for m in markers)
+    for s in range(max(start, n - longest + 1), n):
+        tail = buf[s:n]
+        if any(len(m) > len(tail) and m.startswith(tail) for m in markers):
+            return s
+    return n
