@@ -41,15 +41,7 @@ class _Scanner(RegionScanner):
     def scan(self, buf: str, final: bool) -> tuple[int, bool]:
         i, n = 0, len(buf)
         if self.state == "post":
-            # ``buf`` starts right after the object: nothing is consumed until the separator is seen
-            while i < n and buf[i].isspace():
-                i += 1
-            self.ops += i + 1
-            if buf.startswith(MESSAGE_SEP, i):
-                return i + len(MESSAGE_SEP), True
-            if not final and MESSAGE_SEP.startswith(buf[i:]):
-                return 0, False
-            return 0, True
+            return self._after_object(buf, 0, final)
         while i < n:
             self.ops += 1
             if self.state == "pre":
@@ -66,8 +58,21 @@ class _Scanner(RegionScanner):
             if j == -1:
                 return n, False
             self.state = "post"
-            return j, False
+            return self._after_object(buf, j, final)
         return n, False
+
+    def _after_object(self, buf: str, j: int, final: bool) -> tuple[int, bool]:
+        """``buf[j:]`` follows the object: consume ``[ws] <|message_sep|>`` if it is there, else
+        end the region at ``j`` (nothing after the object is consumed until that is known)."""
+        i = j
+        while i < len(buf) and buf[i].isspace():
+            i += 1
+        self.ops += i - j + 1
+        if buf.startswith(MESSAGE_SEP, i):
+            return i + len(MESSAGE_SEP), True
+        if not final and MESSAGE_SEP.startswith(buf[i:]):
+            return j, False
+        return j, True
 
 
 class GigaChatFormat(Format):
@@ -94,6 +99,11 @@ class GigaChatFormat(Format):
         if got is None or "arguments" not in obj:
             return None
         return [ParsedCall(got[0], got[1], opener + text[: start + len(obj_text)])], ""
+
+    def constraint_grammar(self, tools, *, forced, parallel, ctx):
+        from app.engine.constraints.wires import json_tagged
+
+        return json_tagged(ctx, self, tools, forced, parallel, open=FUNCTION_CALL, close="", single=True)
 
     def example_call(self, name: str, arguments: dict) -> str:
         return FUNCTION_CALL + json.dumps({"name": name, "arguments": dict(arguments)}, ensure_ascii=False)

@@ -46,12 +46,7 @@ class _Scanner(RegionScanner):
 
     def scan(self, buf: str, final: bool) -> tuple[int, bool]:
         if self.state == "post":
-            self.ops += 1
-            if buf.startswith(EOS):
-                return len(EOS), True
-            if not final and EOS.startswith(buf):
-                return 0, False
-            return 0, True
+            return self._post(buf, 0, final)
         i = 0
         while True:
             markers = (V_CLOSE,) if self.state == "value" else (V_OPEN, CLOSE)
@@ -62,8 +57,17 @@ class _Scanner(RegionScanner):
             i = pos + len(m)
             if m == CLOSE:
                 self.state = "post"
-                return i, False
+                return self._post(buf, i, final)
             self.state = "value" if m == V_OPEN else "body"
+
+    def _post(self, buf: str, i: int, final: bool) -> tuple[int, bool]:
+        """After the section: the end token right after it belongs to it; wait while it may."""
+        self.ops += 1
+        if buf.startswith(EOS, i):
+            return i + len(EOS), True
+        if not final and EOS.startswith(buf[i:]):
+            return i, False
+        return i, True
 
 
 def _call(text: str, i: int) -> tuple[str, dict[str, str], int] | None:
@@ -142,6 +146,16 @@ class HunyuanFormat(Format):
         if CLOSE.startswith(rest.strip()):
             rest = ""  # cut in the section's closing tag: every call is complete
         return calls, rest
+
+    def constraint_grammar(self, tools, *, forced, parallel, ctx):
+        from app.engine.constraints.wires import raw_params, typed
+
+        return raw_params(ctx, self, tools, forced, parallel, opener=OPEN, section=(OPEN + "\n", CLOSE),
+                          head=lambda n: f"{CALL}{n}{SEP}\n", tail=f"{CALL_END}\n",
+                          param=lambda c, k, s, w: f"{c.lit(f'{K_OPEN}{k}{K_CLOSE}{chr(10)}{V_OPEN}')} "
+                          f"{typed(c, s, V_CLOSE, w)} {c.lit(chr(10))}",
+                          name_ok=lambda n: bool(_NAME.fullmatch(n)),
+                          key_ok=lambda k: k == k.strip() and bool(k) and not set(k) & set("<>"))
 
     def example_call(self, name: str, arguments: dict) -> str:
         parts = [f"{OPEN}\n{CALL}{name}{SEP}\n"]
