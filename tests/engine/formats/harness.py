@@ -13,21 +13,39 @@ below on every case of every module there, so adding a family's cases is all it 
   calls the whole reply has (same name, arguments and raw), never invents text, never leaves a
   call opener in content after the last complete call, and streams to the same result.
 * ``check_cross_family``: no other registered family reads a call out of this family's text.
+* ``check_accounted``: never lose, never invent (the fuzz suite runs it on every family).
+
+A cases file may also set ``FUZZ`` (a :class:`Fuzz`): what the family's wire looks like to the
+fuzz suite (``test_fuzz.py``) where the defaults taken from the :class:`Format` do not fit.
 """
 
 from __future__ import annotations
 
+import importlib
 import json
+import pkgutil
 import random
+import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from app.engine.formats import FORMATS, Format, Reply, fold_events
-from app.engine.formats.events import ToolCallArgsDelta, ToolCallDone, ToolCallStarted
+from app.engine.formats.events import (
+    ReasoningDelta,
+    TextDelta,
+    ToolCallArgsDelta,
+    ToolCallDone,
+    ToolCallIncomplete,
+    ToolCallStarted,
+)
 
 __all__ = [
     "TOOLS",
     "Case",
+    "Fuzz",
+    "case_modules",
+    "check_accounted",
     "check_cross_family",
     "check_events",
     "check_parse",
@@ -256,3 +274,93 @@ def close_tag_in_argument_cases(tags: tuple[str, str], call_text: str, call: tup
              in_reasoning=True, reasoning="I'd use " + bare, content="Answer"),
     ]
     return cases
+
+
+@dataclass
+class Fuzz:
+    """How the fuzz suite writes and checks a family's replies (every field has a default taken
+    from the family's :class:`Format`).
+
+    * ``markers``: marker strings of the wire besides the openers and reasoning tags (they are
+      sprinkled into argument values, mutations and random text);
+    * ``structure``: regular expressions of text the family consumes by design (besides
+      whitespace and its reasoning tags): never content, reasoning or a call's raw;
+    * ``wrap``: ``(before, after)`` that make one call's raw a reply of its own;
+    * ``forbidden``: what an argument string cannot hold on this wire (a raw value's end);
+    * ``write(fmt, name, arguments, rnd)``: one call as the model writes it (default
+      ``fmt.example_call``);
+    * ``reply(fmt, calls, texts, reasoning, rnd)``: a whole reply ``(text, content, reasoning)``
+      with the calls, the texts around them and the reasoning (default: the reasoning block, then
+      the texts with the calls between them; a start-only family's calls open the reply);
+    * ``raw_values``: argument values are strings only (default ``fmt.raw_values``);
+    * ``max_calls``: how many calls a reply may hold.
+    """
+
+    markers: tuple[str, ...] = ()
+    structure: tuple[str, ...] = ()
+    wrap: tuple[str, str] = ("", "")
+    forbidden: tuple[str, ...] = ()
+    write: Callable[..., str] | None = None
+    reply: Callable[..., tuple[str, str, str]] | None = None
+    raw_values: bool | None = None
+    max_calls: int = 3
+
+    def all_markers(self, fmt: Format) -> tuple[str, ...]:
+        tags = fmt.reasoning or ()
+        return tuple(dict.fromkeys((*fmt.openers, *fmt.anywhere, *tags, *self.markers)))
+
+    def gaps(self, fmt: Format) -> list[re.Pattern[str]]:
+        tags = tuple(re.escape(t) for t in (fmt.reasoning or ()))
+        return [re.compile(r"\s"), *(re.compile(g) for g in (*tags, *self.structure))]
+
+
+def check_accounted(fmt: Format, spec: Fuzz, text: str, *, in_reasoning: bool = False,
+                    truncated: bool = False) -> None:
+    """Never lose, never invent, for any input: the pieces ``parse`` emits (content and reasoning
+    deltas, each call's raw, each incomplete call's raw), in the order emitted, spell ``text``
+    exactly once structure the family consumes by design (its markers, message headers,
+    whitespace) is put back between them; and every call's raw, alone, reads back as that very
+    call (its arguments come from its own text)."""
+    s = fmt.stream(TOOLS, in_reasoning=in_reasoning)
+    events = s.feed(text) + s.finish(truncated=truncated)
+    pieces: list[str] = []
+    for ev in events:
+        if isinstance(ev, (TextDelta, ReasoningDelta)):
+            pieces.append(ev.text)
+        elif isinstance(ev, (ToolCallDone, ToolCallIncomplete)):
+            pieces.append(ev.call.raw)
+    gaps = spec.gaps(fmt)
+
+    def close(points: set[int]) -> set[int]:
+        todo, seen = list(points), set(points)
+        while todo:
+            p = todo.pop()
+            for g in gaps:
+                m = g.match(text, p)
+                if m and m.end() > p and m.end() not in seen:
+                    seen.add(m.end())
+                    todo.append(m.end())
+        return seen
+
+    reach = close({0})
+    for k, piece in enumerate(pieces):
+        reach = close({p + len(piece) for p in reach if text.startswith(piece, p)})
+        assert reach, f"{fmt.name}: piece {k} {piece!r} is not the input's next text: {text!r} -> {pieces!r}"
+    assert len(text) in reach, f"{fmt.name}: input text lost: {text!r} -> {pieces!r}"
+    before, after = spec.wrap
+    for ev in events:
+        if isinstance(ev, ToolCallDone):
+            alone = fmt.parse(before + ev.call.raw + after, TOOLS)
+            assert [(c.name, c.arguments) for c in alone.tool_calls] == [(ev.call.name, ev.call.arguments)], \
+                (text, ev.call)
+
+
+def case_modules() -> dict[str, Any]:
+    """The cases module of each family, by registry name (``FAMILY``), from ``tests/engine/formats/cases``."""
+    from tests.engine.formats import cases as pkg
+
+    out: dict[str, Any] = {}
+    for info in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda i: i.name):
+        mod = importlib.import_module(f"{pkg.__name__}.{info.name}")
+        out[mod.FAMILY] = mod
+    return out

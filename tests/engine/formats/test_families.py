@@ -1,28 +1,34 @@
-"""Every family's cases through the generic harness (see harness.py)."""
+"""Every registered family, walked from the registry, through the generic harness (see harness.py).
+
+A family registered in ``app.engine.formats.FAMILY_MODULES`` is covered here without touching
+this file: its cases (``tests/engine/formats/cases/<family>.py``) run through parse, every split,
+truncation at every position and the cross-family rejection matrix; its example call is read
+back by detection's order; the fuzz suite (``test_fuzz.py``) walks the same registry.
+"""
 
 from __future__ import annotations
-
-import importlib
-import pkgutil
 
 import pytest
 
 from app.engine.formats import FORMATS
-from tests.engine.formats import cases as cases_pkg
+from app.engine.formats.detect import PROBE_ARGS, PROBE_CALL, PROBE_TOOLS
 from tests.engine.formats.harness import (
+    case_modules,
     check_cross_family,
     check_parse,
     check_splits,
     check_truncation,
 )
 
+MODULES = case_modules()
+
 
 def _all_cases():
     out = []
-    for info in sorted(pkgutil.iter_modules(cases_pkg.__path__), key=lambda i: i.name):
-        mod = importlib.import_module(f"{cases_pkg.__name__}.{info.name}")
-        for case in mod.CASES:
-            out.append(pytest.param(mod.FAMILY, case, id=f"{mod.FAMILY}-{case.id}"))
+    for family in FORMATS:
+        mod = MODULES.get(family)
+        for case in getattr(mod, "CASES", []):
+            out.append(pytest.param(family, case, id=f"{family}-{case.id}"))
     return out
 
 
@@ -30,8 +36,8 @@ ALL = _all_cases()
 
 
 def test_every_registered_family_has_cases():
-    families = {p.values[0] for p in ALL}
-    assert set(FORMATS) <= families, f"families without cases: {set(FORMATS) - families}"
+    missing = [f for f in FORMATS if not getattr(MODULES.get(f), "CASES", None)]
+    assert not missing, f"families without cases: {missing}"
 
 
 @pytest.mark.parametrize(("family", "case"), ALL)
@@ -52,3 +58,16 @@ def test_truncation_at_every_position(family, case):
 @pytest.mark.parametrize(("family", "case"), [p for p in ALL if p.values[1].calls])
 def test_no_other_family_reads_the_call(family, case):
     check_cross_family(family, case)
+
+
+@pytest.mark.parametrize("family", list(FORMATS))
+def test_detection_order_reads_the_family_first(family):
+    """The family reads its own probe call back, and no family tried before it in detection's
+    order (the registry's) reads a call out of it, so detection picks the family itself."""
+    text = FORMATS[family].example_call(PROBE_CALL[0], dict(PROBE_ARGS))
+    reply = FORMATS[family].parse(text, PROBE_TOOLS)
+    assert [(c.name, c.arguments) for c in reply.tool_calls] == [(PROBE_CALL[0], PROBE_ARGS)], reply
+    for other, fmt in FORMATS.items():
+        if other == family:
+            break
+        assert not fmt.parse(text, PROBE_TOOLS).tool_calls, f"{other} (tried first) reads {family}'s call"

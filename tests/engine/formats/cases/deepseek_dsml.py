@@ -1,6 +1,8 @@
 """DeepSeek V3.2 / V4 / V4.1: the ``｜DSML｜`` XML (raw string values, JSON for the rest)."""
 
-from tests.engine.formats.harness import Case
+import re
+
+from tests.engine.formats.harness import Case, Fuzz
 
 FAMILY = "deepseek-dsml"
 
@@ -79,3 +81,9 @@ CASES = [
     Case("ascii-bars-are-text", "<|DSML|function_calls><|DSML|invoke name=\"get_time\"/></|DSML|function_calls>",
          content="<|DSML|function_calls><|DSML|invoke name=\"get_time\"/></|DSML|function_calls>"),
 ]
+
+# The section tags are structure; string values end at the parameter's closing tag.
+FUZZ = Fuzz(markers=(FC, FCE, TC, TCE, SC, SCE, f"<{D}invoke", IE, f"<{D}parameter", PE, f"<{D} invoke",
+                     f"</{D} invoke>", f"<{D} parameter", f"</{D} parameter>"),
+            structure=("</?" + re.escape(D) + r"(?:function_calls|tool_calls| calls)>",),
+            forbidden=(PE, f"</{D} parameter>"), wrap=(FC, FCE))

@@ -1,6 +1,8 @@
 """DeepSeek V3 / R1: sectioned calls with a fenced JSON block (fullwidth ｜ and ▁ markers)."""
 
-from tests.engine.formats.harness import Case
+import re
+
+from tests.engine.formats.harness import Case, Fuzz
 
 FAMILY = "deepseek-v3"
 
@@ -61,3 +63,6 @@ CASES = [
     Case("partial-marker-text", "a <｜tool is not a marker", content="a <｜tool is not a marker"),
     Case("trailing-comma", B + call("get_weather", '{"city": "Oslo",}') + E, calls=[("get_weather", {"city": "Oslo"})]),
 ]
+
+# The section's markers are structure; one call's raw needs them back to stand alone.
+FUZZ = Fuzz(markers=(B, E, "<｜tool▁call▁begin｜>", "<｜tool▁call▁end｜>", "<｜tool▁sep｜>"), structure=(re.escape(B), re.escape(E)), wrap=(B, E))

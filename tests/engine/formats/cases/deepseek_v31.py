@@ -1,6 +1,8 @@
 """DeepSeek V3.1: ``<｜tool▁call▁begin｜>NAME<｜tool▁sep｜>{json}<｜tool▁call▁end｜>`` in a section."""
 
-from tests.engine.formats.harness import Case, close_tag_in_argument_cases
+import re
+
+from tests.engine.formats.harness import Case, Fuzz, close_tag_in_argument_cases
 
 FAMILY = "deepseek-v3.1"
 
@@ -55,3 +57,6 @@ CASES += close_tag_in_argument_cases(
     ("set_port", {"blob": "why <think> and </think> here"}),
     B,
 )
+
+# The section's markers are structure; one call's raw needs them back to stand alone.
+FUZZ = Fuzz(markers=(B, E, "<｜tool▁call▁begin｜>", "<｜tool▁call▁end｜>", "<｜tool▁sep｜>"), structure=(re.escape(B), re.escape(E)), wrap=(B, E))

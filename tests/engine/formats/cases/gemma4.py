@@ -1,6 +1,6 @@
 """Gemma 4: ``<|tool_call>call:NAME{k:v,...}<tool_call|>`` with ``<|"|>`` string delimiters."""
 
-from tests.engine.formats.harness import Case, close_tag_in_argument_cases
+from tests.engine.formats.harness import Case, Fuzz, close_tag_in_argument_cases
 
 FAMILY = "gemma4"
 
@@ -71,3 +71,7 @@ CASES += close_tag_in_argument_cases(
     ("set_port", {"blob": "why <|channel>thought and <channel|> here"}),
     "<|tool_call>",
 )
+
+# A <|tool_response> straight after a call is consumed with it (the 31B template renders it there).
+FUZZ = Fuzz(markers=("<tool_call|>", '<|"|>', "<|tool_response>"),
+            structure=(r"<\|tool_response>",), forbidden=('<|"|>',))

@@ -1,6 +1,6 @@
 """GLM XML: ``<tool_call>NAME<arg_key>K</arg_key><arg_value>V</arg_value></tool_call>``."""
 
-from tests.engine.formats.harness import Case, close_tag_in_argument_cases
+from tests.engine.formats.harness import Case, Fuzz, close_tag_in_argument_cases
 
 FAMILY = "glm"
 
@@ -93,3 +93,12 @@ CASES += close_tag_in_argument_cases(
     ("set_port", {"blob": "why <think> and </think> here"}),
     "<tool_call>",
 )
+
+def _fuzz_write(fmt, name, args, rnd):
+    nl = "\n" if rnd.random() < 0.5 else ""  # GLM-4.5's newline layout or GLM-4.7's compact one
+    inner = "".join(f"{nl}<arg_key>{k}</arg_key>{nl}<arg_value>{v}</arg_value>" for k, v in args.items())
+    return f"<tool_call>{name}{inner}{nl}</tool_call>"
+
+
+FUZZ = Fuzz(markers=("</tool_call>", "<arg_key>", "</arg_key>", "<arg_value>", "</arg_value>"),
+            forbidden=("</arg_value>",), write=_fuzz_write)

@@ -1,6 +1,8 @@
 """gpt-oss Harmony: channels analysis / commentary (calls to=functions.NAME) / final."""
 
-from tests.engine.formats.harness import Case
+import json
+
+from tests.engine.formats.harness import Case, Fuzz
 
 FAMILY = "harmony"
 
@@ -99,3 +101,31 @@ CASES = [
     Case("stray-end-in-final", "<|channel|>final<|message|>Answer<|end|> more", content="Answer<|end|> more"),
     Case("trailing-whitespace-after-end", ANALYSIS + "\n", reasoning="The user wants the weather.\n"),
 ]
+
+def _fuzz_call(name, args, rnd, first):
+    start = "" if first else "<|start|>assistant"
+    body = json.dumps(args, ensure_ascii=rnd.random() < 0.5)
+    if rnd.random() < 0.5:
+        return f"{start}<|channel|>commentary to=functions.{name} <|constrain|>json<|message|>{body}<|call|>"
+    return f"{start} to=functions.{name}<|channel|>commentary json<|message|>{body}<|call|>"
+
+
+def _fuzz_reply(fmt, calls, texts, reasoning, rnd):
+    """Messages: an optional analysis message, final messages for the texts, the calls between."""
+    reasoning = f"think {rnd.randint(0, 99)}" if rnd.random() < 0.5 else ""
+    parts = [f"<|channel|>analysis<|message|>{reasoning}<|end|>"] if reasoning else []
+    for i, t in enumerate(texts):
+        if t:
+            parts.append(("<|start|>assistant" if parts else "") + f"<|channel|>final<|message|>{t}<|end|>")
+        if i < len(calls):
+            parts.append(_fuzz_call(*calls[i], rnd, not parts))
+    return "".join(parts), "".join(texts), reasoning
+
+
+_H_MARKERS = ("<|start|>", "<|channel|>", "<|message|>", "<|constrain|>", "<|end|>", "<|call|>", "<|return|>")
+_H_CHANNEL = r"<\|channel\|>[ \t]*[A-Za-z_]\w*[ \t]*"
+# A message header without recipient (a call's header is in its raw), and the end tokens.
+FUZZ = Fuzz(markers=_H_MARKERS, forbidden=_H_MARKERS, reply=_fuzz_reply,
+            structure=(r"(?:<\|start\|>[ \t]*assistant[ \t]*(?:" + _H_CHANNEL + r")?|" + _H_CHANNEL + r")"
+                       r"(?:<\|constrain\|>[ \t]*)?(?:[A-Za-z_][\w\-]*)?[ \t]*<\|message\|>",
+                       r"<\|end\|>", r"<\|call\|>", r"<\|return\|>"))

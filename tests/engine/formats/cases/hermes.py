@@ -1,6 +1,6 @@
 """Hermes JSON: ``<tool_call>{"name": ..., "arguments": {...}}</tool_call>``."""
 
-from tests.engine.formats.harness import Case, close_tag_in_argument_cases
+from tests.engine.formats.harness import Case, Fuzz, close_tag_in_argument_cases
 
 FAMILY = "hermes"
 
@@ -78,3 +78,5 @@ CASES += close_tag_in_argument_cases(
     ("set_port", {"blob": "why <think> and </think> here"}),
     "<tool_call>",
 )
+
+FUZZ = Fuzz(markers=("<tool_call>", "</tool_call>"))

@@ -1,6 +1,8 @@
 """Kimi K2: ``<|tool_calls_section_begin|><|tool_call_begin|>functions.NAME:IDX<|tool_call_argument_begin|>{json}...``."""
 
-from tests.engine.formats.harness import Case
+import re
+
+from tests.engine.formats.harness import Case, Fuzz
 
 FAMILY = "kimi-k2"
 
@@ -47,3 +49,6 @@ CASES = [
     Case("string-arguments", B + call("get_time", 0, '"{}"') + E, content=B + call("get_time", 0, '"{}"') + E),
     Case("plain", "No tools needed: <|tool is text.", content="No tools needed: <|tool is text."),
 ]
+
+# The section's markers are structure; one call's raw needs them back to stand alone.
+FUZZ = Fuzz(markers=(B, E, "<|tool_call_begin|>", "<|tool_call_end|>", "<|tool_call_argument_begin|>"), structure=(re.escape(B), re.escape(E)), wrap=(B, E))

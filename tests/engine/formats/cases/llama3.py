@@ -1,6 +1,6 @@
 """Llama 3: the whole reply is ``{"name": ..., "parameters": {...}}`` (optionally after <|python_tag|>)."""
 
-from tests.engine.formats.harness import Case
+from tests.engine.formats.harness import Case, Fuzz
 
 FAMILY = "llama3"
 
@@ -34,3 +34,8 @@ CASES = [
     Case("plain", "The answer is 51.", content="The answer is 51."),
     Case("brace-later", "a {b}", content="a {b}"),
 ]
+
+# A call is the whole reply; an unknown tool's bare JSON is text, so the fuzz writes the python tag.
+FUZZ = Fuzz(markers=("<|python_tag|>",), max_calls=1,
+            reply=lambda fmt, calls, texts, reasoning, rnd: (
+                ("<|python_tag|>" + fmt.example_call(*calls[0]), "", "") if calls else (texts[0], texts[0], "")))

@@ -1,6 +1,6 @@
 """Mistral: ``[TOOL_CALLS][{...}]`` arrays, ``[TOOL_CALLS]NAME[CALL_ID]ID[ARGS]{...}``, ``[THINK]``."""
 
-from tests.engine.formats.harness import Case, close_tag_in_argument_cases
+from tests.engine.formats.harness import Case, Fuzz, close_tag_in_argument_cases
 
 FAMILY = "mistral"
 
@@ -45,3 +45,7 @@ CASES += close_tag_in_argument_cases(
     ("set_port", {"blob": "why [THINK] and [/THINK] here"}),
     "[TOOL_CALLS]",
 )
+
+# The array's brackets and commas (and the opener) are structure; an element alone needs them back.
+FUZZ = Fuzz(markers=("[TOOL_CALLS]", "[ARGS]", "[CALL_ID]", "[THINK]", "[/THINK]"),
+            structure=(r"\[TOOL_CALLS\]", r"\[", r"\]", ","), wrap=("[TOOL_CALLS][", "]"))

@@ -1,6 +1,6 @@
 """Pythonic (Llama 4): ``[f(a=1, b='x'), g()]``, optionally in ``<|python_start|>...<|python_end|>``."""
 
-from tests.engine.formats.harness import Case
+from tests.engine.formats.harness import Case, Fuzz
 
 FAMILY = "pythonic"
 
@@ -52,3 +52,18 @@ CASES = [
     Case("duplicate-keyword", "[get_time(a=1, a=2)]", content="[get_time(a=1, a=2)]"),
     Case("plain-text", "Hello! How can I help?", content="Hello! How can I help?"),
 ]
+
+def _fuzz_reply(fmt, calls, texts, reasoning, rnd):
+    """The list opens the reply (bare or in python tags), or stands in python tags after text."""
+    if not calls:
+        return texts[0], texts[0], ""
+    listing = "[" + ", ".join(fmt.example_call(n, a)[1:-1] for n, a in calls) + "]"
+    if rnd.random() < 0.5:
+        lead = rnd.choice(["", " ", "\n"])
+        wrapped = f"<|python_start|>{listing}<|python_end|>" if rnd.random() < 0.5 else listing
+        return lead + wrapped + texts[1], lead + texts[1], ""
+    return texts[0] + "<|python_start|>" + listing + "<|python_end|>" + texts[1], texts[0] + texts[1], ""
+
+
+FUZZ = Fuzz(markers=("<|python_start|>", "<|python_end|>"), reply=_fuzz_reply, wrap=("[", "]"),
+            structure=(r"<\|python_start\|>", r"<\|python_end\|>", r"\[", r"\]", ","))

@@ -1,6 +1,6 @@
 """Qwen XML: ``<tool_call><function=NAME><parameter=P>value</parameter></function></tool_call>``."""
 
-from tests.engine.formats.harness import Case, close_tag_in_argument_cases
+from tests.engine.formats.harness import Case, Fuzz, close_tag_in_argument_cases
 
 FAMILY = "qwen-xml"
 
@@ -62,3 +62,6 @@ CASES += close_tag_in_argument_cases(
     ("set_port", {"blob": "why <think> and </think> here"}),
     "<tool_call>",
 )
+
+FUZZ = Fuzz(markers=("<tool_call>", "</tool_call>", "<function=", "</function>", "<parameter=", "</parameter>"),
+            forbidden=("</parameter>",))
