@@ -157,13 +157,16 @@ def _chat(args: argparse.Namespace) -> int:
     if args.max_tokens < 1:
         _err("error: --max-tokens must be at least 1")
         return 2
+    if args.temperature is not None and not 0.0 <= args.temperature < float("inf"):
+        _err(f"error: --temperature must be a finite number of 0 or more, got {args.temperature}")
+        return 2
     grammar = None
     if args.grammar_file:
         try:
-            with open(args.grammar_file, encoding="utf-8") as fh:
-                grammar = fh.read()
+            grammar = _read_grammar(args.grammar_file)
         except (OSError, UnicodeDecodeError) as exc:
-            _err(f"error: cannot read the grammar file {args.grammar_file}: {exc}")
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+            _err(f"error: cannot read the grammar file {args.grammar_file}: {reason}")
             return 2
     try:
         model = load_model(args.model, n_ctx=args.n_ctx, n_gpu_layers=args.gpu_layers, n_threads=args.threads)
@@ -205,7 +208,7 @@ def _chat(args: argparse.Namespace) -> int:
             if isinstance(ev, DoneEvent):
                 done_event = ev
             if args.json:
-                print(json.dumps(event_to_dict(ev), ensure_ascii=False, default=str), flush=True)
+                print(json.dumps(_printable(event_to_dict(ev)), ensure_ascii=False, default=str), flush=True)
                 if isinstance(ev, DoneEvent) and ev.finish_reason == "error":
                     status = 1
                 continue
@@ -226,7 +229,7 @@ def _chat(args: argparse.Namespace) -> int:
                 setting = f" (setting: {ev.setting})" if ev.setting else ""
                 _err(f"[notice] {ev.message}{setting}")
             elif isinstance(ev, ToolCallStartedEvent):
-                _err(f"[tool] {ev.name} {json.dumps(ev.arguments, ensure_ascii=False, default=str)}")
+                _err(f"[tool] {ev.name} {json.dumps(_printable(ev.arguments), ensure_ascii=False, default=str)}")
             elif isinstance(ev, ToolCallFinishedEvent):
                 outcome = f"error: {ev.error}" if ev.error is not None else (ev.result or "")
                 _err(f"[tool] {ev.name} -> {outcome[:500]} ({ev.duration_s:.2f}s)")
@@ -273,17 +276,55 @@ def _recorder(args: argparse.Namespace, session: Any) -> Any:
                         on_error=lambda msg: _err(f"error: {msg}"))
 
 
+MAX_GRAMMAR_BYTES = 1024 * 1024
+
+
+def _read_grammar(path: str) -> str:
+    """A grammar file's text; OSError for a pipe, device or folder (``/dev/zero`` would never end,
+    a FIFO would block) or a file over :data:`MAX_GRAMMAR_BYTES`."""
+    import os
+    import stat
+
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise OSError(0, "not a regular file (a pipe, device or folder)")
+        if st.st_size > MAX_GRAMMAR_BYTES:
+            raise OSError(0, f"it is {st.st_size} bytes, over the {MAX_GRAMMAR_BYTES}-byte limit")
+        with os.fdopen(fd, "rb", closefd=False) as fh:
+            data = fh.read(MAX_GRAMMAR_BYTES + 1)
+    finally:
+        os.close(fd)
+    return data.decode("utf-8")
+
+
+def _printable(value: Any) -> Any:
+    """A copy any encoder takes: model-made lone surrogates and huge integers made printable."""
+    from app.tools.validation import scrub_value
+
+    return scrub_value(value)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:
         return int(exc.code or 0)
-    if args.command == "inspect":
-        return _inspect(args)
-    if args.command == "serve":
-        return _serve(args)
-    return _chat(args)
+    try:
+        if args.command == "inspect":
+            return _inspect(args)
+        if args.command == "serve":
+            return _serve(args)
+        return _chat(args)
+    except BrokenPipeError:
+        # The reader went away (``callisto inspect m.gguf | head``): stop quietly, as Unix tools do.
+        import os
+
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 141
 
 
 def _serve(args: argparse.Namespace) -> int:
