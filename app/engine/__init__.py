@@ -1,6 +1,6 @@
 """Qt-free engine: templates, tool-call formats, generation, the chat loop, models.
 
-Public API (docs/CONTRACTS.md)::
+Public API (docs/ARCHITECTURE.md)::
 
     from app.engine import load_model, generate, complete, ChatSession
 
