@@ -196,11 +196,27 @@ def _family(model: LoadedModel, setting: str) -> str | None:
     return family
 
 
-def _grammar(model: LoadedModel, family: str | None, req: TurnRequest) -> str | None:
-    """A grammar for a forced tool choice or a JSON response format (``app.server._constrain``)."""
-    from app.server._constrain import grammar_for
+def _constraint(model: LoadedModel, family: str | None, tools: list[dict[str, Any]] | None, req: TurnRequest,
+                in_reasoning: bool) -> Any:
+    """The engine's constraint (``app.engine.constraints``) for the request's tool choice and
+    response format: a forced choice is always held by a grammar; one that cannot be built is a
+    400, never served unconstrained. ``tool_choice`` wins over ``response_format``; ``auto`` is free."""
+    from app.engine.constraints import ConstraintError, compile_constraint
 
-    return grammar_for(model, family, req)
+    choice: Any = req.tool_choice
+    if choice.startswith("function:"):
+        choice = {"type": "function", "function": {"name": choice.split(":", 1)[1]}}
+    forced = req.tool_choice == "required" or req.tool_choice.startswith("function:")
+    if not forced and not req.response_format:
+        return None  # auto and none decode freely: the family parser reads whatever the model writes
+    try:
+        return compile_constraint(model, family=family, tools=tools, tool_choice=choice,
+                                  parallel_tool_calls=req.parallel_tool_calls,
+                                  response_format=None if forced else req.response_format,
+                                  in_reasoning=in_reasoning)
+    except ConstraintError as exc:
+        raise ApiError(400, f"the requested constraint cannot be applied: {exc}", param="tool_choice",
+                       code="invalid_constraint") from exc
 
 
 def render_turn(model: LoadedModel, req: TurnRequest, tool_format: str) -> tuple[str, str | None, Any]:
@@ -256,6 +272,7 @@ def run_turn(model: LoadedModel, req: TurnRequest, emit: Callable[[str, Any], No
                 used.add(cid)
                 return cid
 
+    in_reasoning = False
     if req.raw_prompt is not None:
         stream: Any = None
     elif fmt is not None:
@@ -267,11 +284,11 @@ def run_turn(model: LoadedModel, req: TurnRequest, emit: Callable[[str, Any], No
     else:
         stream = _PlainStream(text.rstrip().endswith("<think>"))
     try:
-        grammar = _grammar(model, family, req) if req.raw_prompt is None else None
+        constraint = _constraint(model, family, tools, req, in_reasoning) if req.raw_prompt is None else None
         stops = tuple(model.stop_strings) + tuple(s for s in req.stop if s)
         halt = stop_event(cancel)
         gen = generate(model, text, max_tokens=req.max_tokens, sampling=req.sampling or None,
-                       cancel=halt, grammar=grammar, stop=stops)
+                       cancel=halt, stop=stops, constraint=constraint)
     except ContextOverflowError as exc:
         raise ApiError(400, str(exc), param="messages", code="context_length_exceeded") from exc
     except GrammarError as exc:
