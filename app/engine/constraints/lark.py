@@ -87,8 +87,8 @@ class GrammarContext:
         for piece, tid in self.split(text):
             if tid is None:
                 parts.append(_q(piece))
-            elif final and self.eog(tid):
-                continue  # generation ends at this token: the reply ends here
+            elif final and self.eog(tid) and not self.auto:
+                continue  # generation ends at this token: the reply ends here (nothing follows)
             else:
                 parts.append(f"<[{tid}]>")
         return " ".join(parts) if parts else '""'
@@ -204,9 +204,10 @@ def _types(schema: Mapping[str, Any]) -> list[str]:
 
 
 def raw_value(ctx: GrammarContext, schema: Mapping[str, Any], close: str, where: str, *,
-              json_sub: bool = True, lead: str = "", trail: str = "") -> str:
+              json_sub: bool = True, lead: str = "", trail: str = "", text_rx: str | None = None) -> str:
     """A value written as text, typed by ``schema``, then ``close``; ``lead``/``trail`` are the
-    wire's own text around a non-string value (e.g. one newline each side)."""
+    wire's own text around a non-string value (e.g. one newline each side); ``text_rx``: the
+    characters a string may hold (default: anything but ``close``)."""
     if not isinstance(schema, Mapping):
         raise ConstraintError(f"{where}: the schema is not an object")
     _check_raw(schema, where)
@@ -224,13 +225,17 @@ def raw_value(ctx: GrammarContext, schema: Mapping[str, Any], close: str, where:
         return wrap("(" + " | ".join(alts) + ")")
     for key in ("anyOf", "oneOf"):
         if key in schema:
-            alts = [raw_value(ctx, s, close, f"{where}.{key}[{i}]", json_sub=json_sub, lead=lead, trail=trail)
+            alts = [raw_value(ctx, s, close, f"{where}.{key}[{i}]", json_sub=json_sub, lead=lead, trail=trail,
+                              text_rx=text_rx)
                     for i, s in enumerate(schema[key])]
             return "(" + " | ".join(alts) + ")"
     types = _types(schema) or ["string"]
     alts = []
     for t in types:
-        if t == "string":
+        if t == "string" and text_rx is not None:
+            lo, hi = int(schema.get("minLength", 0)), schema.get("maxLength")
+            alts.append(wrap(f"/{text_rx}{{{lo},{'' if hi is None else hi}}}/"))
+        elif t == "string":
             alts.append((ctx.lit(lead) + " " if lead else "")
                         + ctx.text_until(close, min_len=int(schema.get("minLength", 0)),
                                          max_len=schema.get("maxLength")))

@@ -30,11 +30,12 @@ from app.engine.constraints.lark import (
     tool_name,
 )
 
-__all__ = ["GEMMA", "PYTHON", "dsml_param", "harmony", "json_array", "json_section", "json_tagged", "k3_param",
+__all__ = ["GEMMA", "NO_MARKUP", "PYTHON", "dsml_param", "harmony", "json_array", "json_section", "json_tagged", "k3_param",
            "python_name",
            "notation_call", "raw_params", "typed"]
 
 Tools = Sequence[Mapping[str, Any]]
+NO_MARKUP = r"[^<&\n]"  # raw text without markup or newlines (a string value of XML-ish wires)
 
 
 def _check_names(tools: Tools, ok: Callable[[str], bool], wire: str) -> None:
@@ -61,11 +62,12 @@ def json_tagged(ctx: GrammarContext, fmt: Any, tools: Tools, forced: str | None,
 
 def json_section(ctx: GrammarContext, fmt: Any, tools: Tools, forced: str | None, parallel: bool, *,
                  section: tuple[str, str] | None, head: Callable[[str], str], tail: str, sep: str = "",
-                 index: tuple[str, str] | None = None, opener: str | None = None) -> str:
+                 index: tuple[str, str] | None = None, opener: str | None = None,
+                 head_expr: Callable[[GrammarContext, str], str] | None = None) -> str:
     """A section of calls ``head(NAME) [index] {json args} tail``; ``index`` = (before, after) a
     call counter written after the name (Kimi K2's ``:0``)."""
     def call(tool: Mapping[str, Any]) -> str:
-        parts = [ctx.lit(head(tool_name(tool)))]
+        parts = [head_expr(ctx, tool_name(tool)) if head_expr else ctx.lit(head(tool_name(tool)))]
         if index is not None:
             parts.append(f"{ctx.lit(index[0])} /[0-9]{{1,2}}/ {ctx.lit(index[1])}")
         return " ".join(parts + [ctx.json(json_args_schema(tool)), ctx.lit(tail)])
@@ -95,8 +97,8 @@ def raw_params(ctx: GrammarContext, fmt: Any, tools: Tools, forced: str | None, 
 
 
 def typed(ctx: GrammarContext, schema: Any, close: str, where: str, *, lead: str = "",
-          trail: str = "") -> str:
-    return raw_value(ctx, schema, close, where, lead=lead, trail=trail)
+          trail: str = "", text_rx: str | None = None) -> str:
+    return raw_value(ctx, schema, close, where, lead=lead, trail=trail, text_rx=text_rx)
 
 
 # -- notations -------------------------------------------------------------------------------
@@ -112,7 +114,8 @@ def _gemma_string(ctx: GrammarContext, schema: Mapping[str, Any]) -> str:
 def _py_string(ctx: GrammarContext, schema: Mapping[str, Any]) -> str:
     lo, hi = int(schema.get("minLength", 0)), schema.get("maxLength")
     rep = "*" if (lo == 0 and hi is None) else f"{{{lo},{'' if hi is None else hi}}}"
-    return ctx.rule(f"/'([^'\\\\\\x00-\\x1f]|\\\\[^\\x00-\\x1f]){rep}'/", prefix="PYSTR")
+    # one character per unit: plain characters, or the escapes that stand for one character
+    return ctx.rule(f"/'([^'\\\\\\x00-\\x1f]|\\\\[\\\\'\"nrt]){rep}'/", prefix="PYSTR")
 
 
 def _bare_key(k: str) -> str:
@@ -198,18 +201,21 @@ def dumps(v: Any) -> str:
 
 
 def json_array(ctx: GrammarContext, fmt: Any, tools: Tools, forced: str | None, parallel: bool, *,
-               open: str) -> str:
-    """``open [{"name": .., "arguments": {..}}, ...]`` (one JSON array of calls)."""
+               open: str, close: str = "", item: Callable[[Mapping[str, Any]], dict[str, Any]] | None = None,
+               args_key: str = "arguments", opener: str | None = None) -> str:
+    """``open [{"name": .., "arguments": {..}}, ...] close`` (one JSON array of calls; ``item``
+    writes the schema of one call)."""
     chosen = pick_tools(tools, forced)
-    items = [json_call(t) for t in chosen]
+    items = [(item or (lambda t: json_call(t, args_key=args_key)))(t) for t in chosen]
     schema: dict[str, Any] = {"type": "array", "items": items[0] if len(items) == 1 else {"anyOf": items},
                               "minItems": 1}
     if not parallel:
         schema["maxItems"] = 1
     arr = ctx.json(schema)
-    block = ctx.rule(f"{ctx.lit(open)} {arr}", prefix="calls")
-    ctx.rests[block] = lambda opener: f"{ctx.lit(open[len(opener):])} {arr}"
-    return compose(ctx, fmt, block, opener=open, parallel=False)
+    end = f" {ctx.lit(close, final=True)}" if close else ""
+    block = ctx.rule(f"{ctx.lit(open)} {arr}{end}", prefix="calls")
+    ctx.rests[block] = lambda opener: f"{ctx.lit(open[len(opener):])} {arr}{end}"
+    return compose(ctx, fmt, block, opener=opener or open, parallel=False)
 
 
 def harmony(ctx: GrammarContext, fmt: Any, tools: Tools, forced: str | None, parallel: bool, *,

@@ -49,6 +49,13 @@ class ApertusFormat(Format):
     def parse_region(self, opener, body, *, at_end, truncated, tools):
         return parse_json_list(body, CLOSE, at_end=at_end, truncated=truncated, read_element=_element)
 
+    def constraint_grammar(self, tools, *, forced, parallel, ctx):
+        from app.engine.constraints.wires import json_args_schema, json_array, tool_name
+
+        return json_array(ctx, self, tools, forced, parallel, open=OPEN, close=CLOSE,
+                          item=lambda t: {"type": "object", "properties": {tool_name(t): json_args_schema(t)},
+                                          "required": [tool_name(t)], "additionalProperties": False})
+
     def example_call(self, name: str, arguments: dict) -> str:
         return OPEN + json.dumps([{name: dict(arguments)}], ensure_ascii=False) + CLOSE
 

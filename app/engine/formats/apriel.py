@@ -49,6 +49,11 @@ class AprielFormat(Format):
     def parse_region(self, opener, body, *, at_end, truncated, tools):
         return parse_json_list(body, CLOSE, at_end=at_end, truncated=truncated, read_element=_element)
 
+    def constraint_grammar(self, tools, *, forced, parallel, ctx):
+        from app.engine.constraints.wires import json_array
+
+        return json_array(ctx, self, tools, forced, parallel, open=OPEN, close=CLOSE)
+
     def example_call(self, name: str, arguments: dict) -> str:
         call = {"name": name, "arguments": dict(arguments)}
         return OPEN + json.dumps([call], ensure_ascii=False) + CLOSE

@@ -80,6 +80,13 @@ class CommandRPlusFormat(Format):
     def cut_call(self, opener, body, tools):
         return None if opener != OPEN else super().cut_call(opener, body, tools)
 
+    def constraint_grammar(self, tools, *, forced, parallel, ctx):
+        from app.engine.constraints.wires import json_array, json_call
+
+        return json_array(ctx, self, tools, forced, parallel, open=f"{OPEN}\n{FENCE}json\n",
+                          close=f"\n{FENCE}", opener=OPEN,
+                          item=lambda t: json_call(t, name_key="tool_name", args_key="parameters"))
+
     def example_call(self, name: str, arguments: dict[str, Any]) -> str:
         item = json_text({"tool_name": name, "parameters": dict(arguments)})
         return f"{OPEN}\n{FENCE}json\n[\n    {item}\n]\n{FENCE}"

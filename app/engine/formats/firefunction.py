@@ -59,6 +59,11 @@ class FirefunctionFormat(Format):
         calls, rest = got
         return [ParsedCall(name, args, raw) for name, args, raw in calls], source[rest:] if cut else ""
 
+    def constraint_grammar(self, tools, *, forced, parallel, ctx):
+        from app.engine.constraints.wires import json_array
+
+        return json_array(ctx, self, tools, forced, parallel, open=SPACED[:-1])
+
     def example_call(self, name: str, arguments: dict[str, Any]) -> str:
         return SPACED[:-1] + json_text([{"name": name, "arguments": dict(arguments)}])
 

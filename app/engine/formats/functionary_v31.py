@@ -151,6 +151,12 @@ class FunctionaryV31Format(Format):
         m = _NAME.match(raw, len(OPEN)) if raw.startswith(OPEN) else None
         return m.group() if m and raw.startswith(">", m.end()) else None
 
+    def constraint_grammar(self, tools, *, forced, parallel, ctx):
+        from app.engine.constraints.wires import json_section
+
+        return json_section(ctx, self, tools, forced, parallel, section=None, opener=OPEN,
+                            head=lambda n: f"{OPEN}{n}>", tail=CLOSE)
+
     def example_call(self, name: str, arguments: dict[str, Any]) -> str:
         return f"{OPEN}{name}>{json_text(dict(arguments))}{CLOSE}"
 

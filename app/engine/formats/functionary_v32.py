@@ -125,6 +125,12 @@ class FunctionaryV32Format(Format):
             return None
         return IncompleteCall(opener + body, m.group(), "truncated")
 
+    def constraint_grammar(self, tools, *, forced, parallel, ctx):
+        from app.engine.constraints.wires import json_section
+
+        return json_section(ctx, self, tools, forced, parallel, section=None, opener=SEP,
+                            head=lambda n: f"{SEP}{n}\n", tail="")
+
     def example_call(self, name: str, arguments: dict[str, Any]) -> str:
         return f"{SEP}{name}\n{json_text(dict(arguments))}"
 

@@ -68,6 +68,13 @@ class Lfm2Format(Format):
         m = _CALL_NAME.search(raw)
         return m.group(1) if m else None
 
+    def constraint_grammar(self, tools, *, forced, parallel, ctx):
+        from app.engine.constraints.wires import PYTHON, notation_call, python_name
+
+        return notation_call(ctx, self, tools, forced, parallel, nt=PYTHON, head=lambda n: n, tail="",
+                             kwargs="=", section=(OPEN + "[", "]" + CLOSE), sep=", ", opener=OPEN,
+                             args_open="(", args_close=")", name_ok=python_name, key_ok=python_name)
+
     def example_call(self, name: str, arguments: dict[str, Any]) -> str:
         args = ", ".join(f"{k}={_py_value(v)}" for k, v in arguments.items())
         return f"{OPEN}[{name}({args})]{CLOSE}"

@@ -116,6 +116,15 @@ class MiniCpm5Format(Format):
         name, args = got
         return [ParsedCall(name, dict(args), opener + body)], ""
 
+    def constraint_grammar(self, tools, *, forced, parallel, ctx):
+        from app.engine.constraints.wires import NO_MARKUP, raw_params, typed
+
+        return raw_params(ctx, self, tools, forced, parallel, opener=OPEN, head=lambda n: f'{OPEN}{n}">',
+                          tail=CLOSE, param=lambda c, k, s, w: f'{c.lit(P_OPEN + k + chr(34) + ">")} '
+                          f"{typed(c, s, P_CLOSE, w, text_rx=NO_MARKUP)}",
+                          name_ok=lambda n: bool(_NAME.match(n + '">')) and _NAME.match(n + '">').end() == len(n),
+                          key_ok=lambda k: bool(k) and not set(k) & set('"<>& \t\n'))
+
     def example_call(self, name: str, arguments: dict) -> str:
         params = "".join(f'{P_OPEN}{k}">{_value(v)}{P_CLOSE}' for k, v in arguments.items())
         return f"{OPEN}{name}\">{params}{CLOSE}"

@@ -105,6 +105,15 @@ class MiniMaxFormat(Format):
             return [ParsedCall(calls[0][0], dict(calls[0][1]), opener + body)], ""
         return [ParsedCall(name, dict(args), raw) for name, args, raw in calls], ""
 
+    def constraint_grammar(self, tools, *, forced, parallel, ctx):
+        from app.engine.constraints.wires import raw_params, typed
+
+        return raw_params(ctx, self, tools, forced, parallel, opener=OPEN, section=(OPEN + "\n", CLOSE),
+                          head=lambda n: f'{I_OPEN}{n}">\n', tail=f"{I_CLOSE}\n",
+                          param=lambda c, k, s, w: f'{c.lit(P_OPEN + k + chr(34) + ">")} '
+                          f"{typed(c, s, P_CLOSE, w)} {c.lit(chr(10))}",
+                          name_ok=lambda n: bool(_NAME.fullmatch(n)), key_ok=lambda k: bool(_NAME.fullmatch(k)))
+
     def example_call(self, name: str, arguments: dict[str, Any]) -> str:
         params = "".join(f'{P_OPEN}{k}">{raw_text(v)}{P_CLOSE}\n' for k, v in arguments.items())
         return f'{OPEN}\n{I_OPEN}{name}">\n{params}{I_CLOSE}\n{CLOSE}'

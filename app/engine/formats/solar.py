@@ -160,6 +160,13 @@ class SolarFormat(Format):
             return calls, text[last:]
         return None
 
+    def constraint_grammar(self, tools, *, forced, parallel, ctx):
+        from app.engine.constraints.wires import json_section
+
+        return json_section(ctx, self, tools, forced, parallel, section=(OPEN, CLOSE), head=str,
+                            head_expr=lambda c, n: f"{c.lit(CALL)} /[a-z0-9]{{10}}/ {c.lit(NAME + n + ARGS)}",
+                            tail=CALL_END)
+
     def example_call(self, name: str, arguments: dict) -> str:
         args = json.dumps(dict(arguments), ensure_ascii=False)
         return f"{OPEN}{CALL}{EXAMPLE_ID}{NAME}{name}{ARGS}{args}{CALL_END}{CLOSE}"
