@@ -1,6 +1,6 @@
 """``callisto --self-test``: prove that an installed bundle works, without a network or a model.
 
-Two checks, each a real path through the app:
+Three checks, each a real path through the app:
 
 1. **engine** (Qt-free): write a tiny random-weight GGUF (``app.engine.models.tiny``) with the
    Qwen2.5 chat template (Hermes tool-call family), load it with the bundled llama.cpp, and run
@@ -10,7 +10,9 @@ Two checks, each a real path through the app:
    model's own special tokens), round 2 a short answer. Everything else is the app's real code:
    template rendering, the Hermes stream parser, the schema-checked dispatcher and the calculator,
    whose result (``42``) must come back into the conversation.
-2. **window** (``app.ui``): build the main window offscreen, render it to an image and check that
+2. **server** (Qt-free): serve that model with the local API server on a free loopback port and
+   send it one ``/v1/chat/completions`` request.
+3. **window** (``app.ui``): build the main window offscreen, render it to an image and check that
    the image is not blank.
 
 A short report goes to stdout (and to ``--report PATH``: a Windows GUI executable has no
@@ -42,6 +44,7 @@ __all__ = [
     "SelfTestError",
     "build_parser",
     "check_engine",
+    "check_server",
     "check_window",
     "main",
     "run_self_test",
@@ -228,6 +231,34 @@ def check_engine(workdir: Path) -> CheckResult:
     )
 
 
+def check_server(workdir: Path) -> CheckResult:
+    """Serve the tiny GGUF of the engine check on a free loopback port; one chat request to it."""
+    start = time.monotonic()
+    import urllib.request
+
+    from app.server import ApiServer, ServerConfig
+
+    path = workdir / "selftest-tiny.gguf"
+    if not path.is_file():
+        raise SelfTestError("server: the engine check's model is missing (the engine check failed)")
+    server = ApiServer(ServerConfig(port=0, models=[str(path)], use_library=False, n_ctx=2048, n_threads=2))
+    server.start()
+    try:
+        body = json.dumps({"model": path.stem, "max_tokens": 4,
+                           "messages": [{"role": "user", "content": "Hello"}]}).encode()
+        req = urllib.request.Request(server.url + "/v1/chat/completions", data=body,
+                                     headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(req, timeout=60) as resp:  # noqa: S310 - our own loopback server
+            status, reply = resp.status, json.loads(resp.read())
+    finally:
+        server.stop()
+    if status != 200 or reply.get("object") != "chat.completion" or not reply.get("choices"):
+        raise SelfTestError(f"server: /v1/chat/completions answered {status}: {str(reply)[:200]}")
+    usage = reply.get("usage") or {}
+    return CheckResult("server", True, f"API server on {server.url} answered /v1/chat/completions "
+                       f"({usage.get('completion_tokens', 0)} tokens)", time.monotonic() - start, {})
+
+
 def check_window(workdir: Path, screenshot: Path | None = None) -> CheckResult:
     """Build the main window (offscreen unless a platform is chosen), render it, check the image."""
     start = time.monotonic()
@@ -265,7 +296,7 @@ def run_self_test(*, report: Callable[[str], None], screenshot: Path | None = No
         workdir = Path(tmp)
         os.environ["CALLISTO_HOME"] = str(workdir / "home")
         try:
-            checks: list[Callable[[], CheckResult]] = [lambda: check_engine(workdir)]
+            checks: list[Callable[[], CheckResult]] = [lambda: check_engine(workdir), lambda: check_server(workdir)]
             if window:
                 checks.append(lambda: check_window(workdir, screenshot))
             for check in checks:

@@ -45,6 +45,7 @@ def test_self_test_command_exits_zero_and_writes_its_report(tmp_path):
     text = report.read_text(encoding="utf-8")
     assert text == proc.stdout
     assert "ok   engine:" in text and text.rstrip().endswith("self-test passed")
+    assert "ok   server: API server on http://127.0.0.1:" in text
 
 
 # --- static checks of the recipes ---------------------------------------------------------------
