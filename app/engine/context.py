@@ -19,7 +19,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["POLICIES", "ContextUsage", "FitResult", "fit_turn", "measure", "reserve_tokens"]
+__all__ = ["POLICIES", "ContextUsage", "FitResult", "fit_turn", "full_context_done", "measure", "reserve_tokens",
+           "trimmed_notice"]
 
 POLICIES = ("stop", "drop_oldest", "truncate_middle")
 
@@ -112,3 +113,26 @@ def fit_turn(session: Any, text: str, policy: str = "stop") -> FitResult:
     if dropped:
         session.messages[:] = msgs
     return FitResult(usage=usage, dropped_turns=dropped, policy=policy)
+
+
+def trimmed_notice(fit: FitResult) -> Any:
+    """The notice shown above a reply when the policy dropped turns (None when it dropped none)."""
+    from app.engine.events import NoticeEvent
+
+    if not fit.dropped_turns:
+        return None
+    return NoticeEvent(code="context_trimmed", message=(
+        "The conversation no longer fits the context: the model no longer sees the "
+        f"{fit.dropped_turns} oldest exchange(s)."))
+
+
+def full_context_done(usage: ContextUsage) -> Any:
+    """The done event of a turn refused because the conversation no longer fits."""
+    from app.engine.events import DoneEvent
+
+    tools = f" ({usage.tool_tokens:,} of them tool descriptions)" if usage.tool_tokens else ""
+    return DoneEvent(
+        finish_reason="error", prompt_tokens=usage.prompt_tokens,
+        error=(f"This conversation is full: the next prompt takes {usage.prompt_tokens:,} tokens{tools} "
+               f"and the model's context holds {usage.n_ctx:,}, with {usage.reserve:,} kept for the reply."),
+        extra={"context_full": True, "n_ctx": usage.n_ctx, "tool_tokens": usage.tool_tokens})
