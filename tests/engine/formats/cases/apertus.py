@@ -1,6 +1,8 @@
 """Apertus: ``<|tools_prefix|>[{"NAME": {...}}, ...]<|tools_suffix|>``; ``<|inner_prefix|>`` reasoning."""
 
-from tests.engine.formats.harness import Case, close_tag_in_argument_cases
+import re
+
+from tests.engine.formats.harness import Case, Fuzz, close_tag_in_argument_cases
 
 FAMILY = "apertus"
 
@@ -51,4 +53,14 @@ CASES += close_tag_in_argument_cases(
     OP + '[{"set_port": {"blob": "why <|inner_prefix|> and <|inner_suffix|> here"}}]' + CL,
     ("set_port", {"blob": "why <|inner_prefix|> and <|inner_suffix|> here"}),
     OP,
+)
+
+_OPEN, _CLOSE = "<|tools_prefix|>", "<|tools_suffix|>"
+# The list's brackets, commas and tags are structure (each call's raw is its element); a reply
+# cut inside the closing tag has only complete calls, the partial tag is structure too.
+FUZZ = Fuzz(
+    markers=(_CLOSE,),
+    structure=(re.escape(_OPEN), r"\[", r"\]", ",", re.escape(_CLOSE),
+               "(?:" + "|".join(re.escape(_CLOSE[:k]) for k in range(1, len(_CLOSE))) + r")\Z"),
+    wrap=(_OPEN + "[", "]" + _CLOSE),
 )

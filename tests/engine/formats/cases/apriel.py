@@ -1,7 +1,9 @@
 """Apriel 1.5 / 1.6: ``<tool_calls>[{"name": ..., "arguments": {...}}]</tool_calls>``; reasoning before
 ``[BEGIN FINAL RESPONSE]`` (1.6's prompt ends with ``Here are my reasoning steps:``)."""
 
-from tests.engine.formats.harness import Case, close_tag_in_argument_cases
+import re
+
+from tests.engine.formats.harness import Case, Fuzz, close_tag_in_argument_cases
 
 FAMILY = "apriel"
 
@@ -64,4 +66,14 @@ CASES += close_tag_in_argument_cases(
     '<tool_calls>[{"name": "set_port", "arguments": {"blob": "then [BEGIN FINAL RESPONSE] here"}}]</tool_calls>',
     ("set_port", {"blob": "then [BEGIN FINAL RESPONSE] here"}),
     "<tool_calls>",
+)
+
+_OPEN, _CLOSE = "<tool_calls>", "</tool_calls>"
+# The list's brackets, commas and tags are structure (each call's raw is its element); a reply
+# cut inside the closing tag has only complete calls, the partial tag is structure too.
+FUZZ = Fuzz(
+    markers=(_CLOSE,),
+    structure=(re.escape(_OPEN), r"\[", r"\]", ",", re.escape(_CLOSE),
+               "(?:" + "|".join(re.escape(_CLOSE[:k]) for k in range(1, len(_CLOSE))) + r")\Z"),
+    wrap=(_OPEN + "[", "]" + _CLOSE),
 )

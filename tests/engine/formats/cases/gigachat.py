@@ -1,7 +1,7 @@
 """GigaChat 3.1: ``content<|function_call|>{"name": ..., "arguments": {...}}<|message_sep|>``; GigaChat 3:
 ``content<|message_sep|>\\n\\nfunction call<|role_sep|>\\n{...}<|message_sep|>``. No reasoning."""
 
-from tests.engine.formats.harness import Case
+from tests.engine.formats.harness import Case, Fuzz
 
 FAMILY = "gigachat"
 
@@ -49,3 +49,6 @@ CASES = [
     Case("role-word-in-text", "The function call role is documented.", content="The function call role is documented."),
     Case("unclosed-at-eos", FC + '{"name": "get_time", "arguments": {', content=FC + '{"name": "get_time", "arguments": {'),
 ]
+
+# The separator that ends the call's message is consumed with the call.
+FUZZ = Fuzz(markers=(SEP, ROLE), structure=(r"<\|message_sep\|>",))

@@ -1,7 +1,9 @@
 """Hunyuan (Hy3): ``<tool_calls:opensource><tool_call:opensource>NAME<tool_sep:opensource>`` and
 ``<arg_key:opensource>K</arg_key:opensource><arg_value:opensource>V</arg_value:opensource>`` pairs."""
 
-from tests.engine.formats.harness import Case, close_tag_in_argument_cases
+import re
+
+from tests.engine.formats.harness import Case, Fuzz, close_tag_in_argument_cases
 
 FAMILY = "hunyuan"
 
@@ -67,4 +69,15 @@ CASES += close_tag_in_argument_cases(
     OP + call("set_port", blob=f"why {THINK} and {UNTHINK} here") + CL,
     ("set_port", {"blob": f"why {THINK} and {UNTHINK} here"}),
     OP,
+)
+
+# The section's tags and the end token after it are structure (each call's raw is its own
+# <tool_call:opensource> element); a value cannot hold its own closing tag.
+FUZZ = Fuzz(
+    markers=(CL, f"<tool_call{T}>", f"</tool_call{T}>", f"<tool_sep{T}>", f"<arg_key{T}>", f"</arg_key{T}>",
+             f"<arg_value{T}>", f"</arg_value{T}>", EOS),
+    structure=(re.escape(OP), re.escape(CL), re.escape(EOS),
+               "(?:" + "|".join(re.escape(CL[:k]) for k in range(1, len(CL))) + r")\Z"),
+    wrap=(OP, CL),
+    forbidden=(f"</arg_value{T}>",),
 )

@@ -1,6 +1,6 @@
 """MiniCPM5: ``<function name="NAME"><param name="K">V</param></function>``, CDATA for markup values."""
 
-from tests.engine.formats.harness import Case, close_tag_in_argument_cases
+from tests.engine.formats.harness import Case, Fuzz, close_tag_in_argument_cases
 
 FAMILY = "minicpm5"
 
@@ -59,3 +59,6 @@ CASES += close_tag_in_argument_cases(
     ("set_port", {"blob": "why <think> and </think> here"}),
     '<function name="',
 )
+
+# A CDATA section cannot hold its own end.
+FUZZ = Fuzz(markers=("</function>", '<param name="', "</param>", "<![CDATA[", "]]>"), forbidden=("]]>",))

@@ -1,6 +1,8 @@
 """Nemotron Nano v2: ``<TOOLCALL>[{"name": ..., "arguments": {...}}, ...]</TOOLCALL>``, ``<think>``."""
 
-from tests.engine.formats.harness import Case, close_tag_in_argument_cases
+import re
+
+from tests.engine.formats.harness import Case, Fuzz, close_tag_in_argument_cases
 
 FAMILY = "nemotron-v2"
 
@@ -72,4 +74,14 @@ CASES += close_tag_in_argument_cases(
     '<TOOLCALL>[{"name": "set_port", "arguments": {"blob": "why <think> and </think> here"}}]</TOOLCALL>',
     ("set_port", {"blob": "why <think> and </think> here"}),
     "<TOOLCALL>",
+)
+
+_OPEN, _CLOSE = "<TOOLCALL>", "</TOOLCALL>"
+# The list's brackets, commas and tags are structure (each call's raw is its element); a reply
+# cut inside the closing tag has only complete calls, the partial tag is structure too.
+FUZZ = Fuzz(
+    markers=(_CLOSE,),
+    structure=(re.escape(_OPEN), r"\[", r"\]", ",", re.escape(_CLOSE),
+               "(?:" + "|".join(re.escape(_CLOSE[:k]) for k in range(1, len(_CLOSE))) + r")\Z"),
+    wrap=(_OPEN + "[", "]" + _CLOSE),
 )

@@ -1,7 +1,9 @@
 """Solar Open: ``<|tool_calls|><|tool_call:begin|>ID<|tool_call:name|>NAME<|tool_call:args|>{...}<|tool_call:end|>
 <|calls|>``; messages ``<|think|>...<|end|>``, ``<|begin|>assistant<|content|>...<|end|>``."""
 
-from tests.engine.formats.harness import Case
+import re
+
+from tests.engine.formats.harness import Case, Fuzz
 
 FAMILY = "solar"
 
@@ -49,3 +51,12 @@ CASES = [
     Case("bad-id", OP + call("a b", "get_time", "{}") + CL, content=OP + call("a b", "get_time", "{}") + CL),
     Case("text-after-call-at-eos", OP + W + " ok", content=OP + W + " ok", stable_prefix=False),
 ]
+
+_MESSAGE = ("<|content|>", H, "<|end|>")
+# The section's tags and the message markers are structure (each call's raw is its own
+# <|tool_call:begin|> element).
+FUZZ = Fuzz(
+    markers=(CL, "<|tool_call:begin|>", "<|tool_call:name|>", "<|tool_call:args|>", "<|tool_call:end|>", *_MESSAGE),
+    structure=(re.escape(OP), re.escape(CL), *(re.escape(m) for m in _MESSAGE)),
+    wrap=(OP, CL),
+)

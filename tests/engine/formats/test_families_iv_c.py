@@ -1,0 +1,64 @@
+"""Apertus, Apriel, Nemotron v2, GigaChat, MiniCPM5, Hunyuan and Solar at scale: each parser stays
+linear at 1 MB of mixed calls and text (argument values holding the family's own markers), fed
+in small chunks, and streaming equals parsing; a reply that is one huge call stays linear too."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from app.engine.formats import FORMATS, fold_events
+from tests.engine.formats.harness import TOOLS
+
+_HY = ":opensource"
+# One call whose value holds the family's markers (as its wire can carry them), then some text.
+_VALUES = {
+    "apertus": "a <|tools_suffix|> ] <|inner_suffix|> b",
+    "apriel": "a </tool_calls> [BEGIN FINAL RESPONSE] ] b",
+    "nemotron-v2": "a </TOOLCALL> ] </think> b",
+    "gigachat": "a <|message_sep|> <|function_call|> } b",
+    "minicpm5": "a </function> </param> </think> b",
+    "hunyuan": f"a </tool_calls{_HY}> </tool_call{_HY}> <arg_key{_HY}> b",
+    "solar": "a <|calls|> <|tool_call:end|> <|end|> b",
+}
+FAMILIES = sorted(_VALUES)
+
+
+def _chunk(family: str) -> str:
+    fmt = FORMATS[family]
+    call = fmt.example_call("set_port", {"blob": _VALUES[family] + " x" * 40, "port": "8080"})
+    return call + " and some text < [ { in between\n"
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_cost_is_linear_at_one_megabyte(family):
+    chunk = _chunk(family)
+    text = (chunk * (1_000_000 // len(chunk) + 1))[:1_000_000]
+    fmt = FORMATS[family]
+    rnd = random.Random(11)
+    s = fmt.stream(TOOLS)
+    events, i = [], 0
+    while i < len(text):
+        k = rnd.randint(1, 16)
+        events += s.feed(text[i:i + k])
+        i += k
+    events += s.finish(truncated=True)
+    assert s.ops <= 40 * len(text), f"{family}: {s.ops} characters examined for {len(text)}"
+    got = fold_events(events)
+    assert got == fmt.parse(text, TOOLS, truncated=True)
+    assert len(got.tool_calls) >= len(text) // len(chunk) - 1
+    assert got.tool_calls[0].arguments["blob"].startswith(_VALUES[family])
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_one_huge_call_is_linear(family):
+    fmt = FORMATS[family]
+    text = fmt.example_call("set_port", {"blob": (_VALUES[family] + " ") * 5_000})
+    s = fmt.stream(TOOLS)
+    events = []
+    for i in range(0, len(text), 3):
+        events += s.feed(text[i:i + 3])
+    events += s.finish()
+    assert s.ops <= 40 * len(text), f"{family}: {s.ops} characters examined for {len(text)}"
+    assert [c.name for c in fold_events(events).tool_calls] == ["set_port"]
