@@ -138,3 +138,60 @@ def test_h6_lone_surrogates_never_reach_the_rendered_prompt():
                           "{% endfor %}", messages)
     out.encode("utf-8")  # what the tokenizer does; raised UnicodeEncodeError before
     assert "bad \ufffd text" in out
+
+
+SLOW = ("{% set ns = namespace(l=range(1000000) | list) %}{% for i in range(200) %}"
+        "{% set ns.l = ns.l | sort | unique | list %}{% endfor %}{{ messages[0].content }}")
+
+
+def test_h2_library_scan_with_hostile_templates_finishes_and_marks_them(tmp_path):
+    from app.engine.models.library import Library
+    from app.engine.models.tiny import write_tiny_gguf
+
+    models = tmp_path / "models"
+    chatml = ("{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"
+              "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
+    write_tiny_gguf(models / "bomb.gguf", chat_template=GROWERS["int_squaring"])
+    write_tiny_gguf(models / "slow.gguf", chat_template=SLOW)
+    write_tiny_gguf(models / "good.gguf", chat_template=chatml, control_tokens=["<|im_start|>", "<|im_end|>"])
+    start = time.monotonic()
+    found = {m.path.name: m for m in Library(models_dir=models, hf_cache_dir=False).scan()}
+    elapsed = time.monotonic() - start
+    # Before: the scan never finished. Now: the slow one costs one render's time limit at most.
+    assert elapsed < 30, elapsed
+    assert set(found) == {"bomb.gguf", "slow.gguf", "good.gguf"}
+    for name in ("bomb.gguf", "slow.gguf"):
+        summary = found[name].summary
+        assert summary is not None and summary.template_problem and summary.tool_format == "none"
+    assert found["good.gguf"].summary.template_problem is None
+
+
+def test_h2_detection_renders_share_one_deadline():
+    from app.engine.templates import render_deadline
+
+    start = time.monotonic()
+    with render_deadline(1.0):
+        for _ in range(6):  # detection's renders of one template
+            with pytest.raises(TemplateRenderError, match="too long"):
+                render_template(SLOW, USER)
+    assert time.monotonic() - start < 4.0  # 6 renders x 5 s before
+
+
+def test_h2_window_opens_and_lists_models_with_a_hostile_template_in_the_models_folder(qtbot):
+    from app.engine.models.tiny import write_tiny_gguf
+    from app.storage.paths import models_dir
+    from app.storage.settings import Settings
+    from app.ui.main_window import MainWindow
+
+    write_tiny_gguf(models_dir() / "bomb.gguf", chat_template=GROWERS["int_squaring"])
+    write_tiny_gguf(models_dir() / "good.gguf", chat_template="{{ messages[0].content }}")
+    w = MainWindow(settings=Settings(), autoload=False)
+    qtbot.addWidget(w)
+    try:
+        w.show()
+        # the scan runs off the UI thread and ends (before: never, and the UI thread froze)
+        qtbot.waitUntil(lambda: len(w.library_models) == 2, timeout=30_000)
+        ticks = []
+        qtbot.waitUntil(lambda: ticks.append(1) or len(ticks) > 3, timeout=5_000)  # the event loop runs
+    finally:
+        w.shutdown()

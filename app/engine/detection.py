@@ -11,7 +11,9 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-__all__ = ["detect_tool_format"]
+__all__ = ["DETECT_SECONDS", "detect_tool_format"]
+
+DETECT_SECONDS = 5.0  # all the renders of one detection together
 
 
 def detect_tool_format(chat_template: str | None, tool_use_template: str | None = None, *,
@@ -25,8 +27,12 @@ def _detect(chat_template: str, tool_use_template: str, bos: str, eos: str) -> s
     if not chat_template.strip() and not tool_use_template.strip():
         return None
     from app.engine.formats import detect_template
+    from app.engine.templates import render_deadline
 
     try:
-        return detect_template(chat_template, bos_token=bos, eos_token=eos, tool_use=tool_use_template or None)
+        # All of detection's renders share one deadline: a hostile template costs that, not the
+        # per-render limit times the dozen renders detection makes.
+        with render_deadline(DETECT_SECONDS):
+            return detect_template(chat_template, bos_token=bos, eos_token=eos, tool_use=tool_use_template or None)
     except Exception:  # noqa: BLE001 - detection must never break loading or listing a model
         return None

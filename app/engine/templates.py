@@ -24,6 +24,7 @@ Every failure is a :class:`TemplateRenderError` whose message says what failed.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import itertools
@@ -50,6 +51,7 @@ __all__ = [
     "MAX_TEMPLATE_NODES",
     "TemplateRenderError",
     "compile_template",
+    "render_deadline",
     "render_template",
 ]
 
@@ -493,6 +495,23 @@ def _compile(source: str) -> jinja2.Template:
         return _ENV.template_class.from_code(_ENV, code, _ENV.make_globals(None), None)
 
 
+@contextlib.contextmanager
+def render_deadline(seconds: float):
+    """Every render in this thread inside the block shares one deadline ``seconds`` from now.
+
+    Detection renders a template many times; under a shared deadline a hostile template costs
+    ``seconds`` in all, not the per-render limit times the number of renders. Nested blocks keep
+    the earlier deadline.
+    """
+    previous = getattr(_local, "deadline", None)
+    mine = time.monotonic() + seconds
+    _local.deadline = mine if previous is None else min(previous, mine)
+    try:
+        yield
+    finally:
+        _local.deadline = previous
+
+
 def compile_template(source: str) -> jinja2.Template:
     """Compile (cached by source) or raise :class:`TemplateRenderError` for a syntax error."""
     if not isinstance(source, str):
@@ -530,6 +549,11 @@ def render_template(
     Raises :class:`TemplateRenderError` on any failure: syntax, ``raise_exception``, a blocked
     attribute, too much output, too many operations, or too much time.
     """
+    shared = getattr(_local, "deadline", None)
+    if shared is not None:
+        max_seconds = min(max_seconds, shared - time.monotonic())
+        if max_seconds <= 0:
+            raise TemplateRenderError("template rendering took too long (the time for this template is used up)")
     template = compile_template(source)
     from app.tools.validation import scrub_value
 

@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from app.engine.models.metadata import GGUFMetadata
 
-__all__ = ["GgufSummary", "read_summary", "split_parts", "SPLIT_RE", "detect_tool_format"]
+__all__ = ["GgufSummary", "read_summary", "split_parts", "SPLIT_RE", "detect_tool_format",
+           "template_problem"]
 
 SPLIT_RE = re.compile(r"^(?P<base>.*)-(?P<idx>\d{5})-of-(?P<count>\d{5})\.gguf$", re.IGNORECASE)
 
@@ -32,6 +33,7 @@ class GgufSummary:
     n_kv_heads: int | None
     head_dim: int | None
     split_count: int = 1
+    template_problem: str | None = None  # why the chat template does not render, when it does not
 
 
 def split_parts(path: Path) -> list[Path]:
@@ -53,6 +55,20 @@ def detect_tool_format(meta: GGUFMetadata) -> str:
 
     return detect(meta.chat_template, meta.tool_use_template, bos_token=meta.bos_token,
                   eos_token=meta.eos_token) or "none"
+
+
+def template_problem(meta: GGUFMetadata) -> str | None:
+    """Why the model's chat template cannot render one user message (None when it can, or has none)."""
+    if not meta.chat_template:
+        return None
+    from app.engine.templates import TemplateRenderError, render_template
+
+    try:
+        render_template(meta.chat_template, [{"role": "user", "content": "Hello"}],
+                        bos_token=meta.bos_token or "", eos_token=meta.eos_token or "")
+    except TemplateRenderError as exc:
+        return str(exc)
+    return None
 
 
 def read_summary(path: str | Path) -> GgufSummary:
@@ -93,6 +109,7 @@ def read_summary(path: str | Path) -> GgufSummary:
     emb = arch_int("embedding_length")
     head_dim = arch_int("attention.key_length") or ((emb // n_heads) if emb and n_heads else None)
     size = sum(p.stat().st_size for p in parts if p.is_file())
+    problem = template_problem(meta)  # first: a template that cannot render is not detected further
     return GgufSummary(
         name=meta.name,
         architecture=arch,
@@ -101,7 +118,8 @@ def read_summary(path: str | Path) -> GgufSummary:
         context_length=meta.context_length,
         file_size=size,
         has_chat_template=bool(meta.chat_template),
-        tool_format=detect_tool_format(meta),
+        tool_format=detect_tool_format(meta) if problem is None else "none",
+        template_problem=problem,
         n_layers=arch_int("block_count"),
         n_kv_heads=n_kv,
         head_dim=head_dim,
