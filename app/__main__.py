@@ -1,4 +1,4 @@
-"""Entry point: ``python -m app`` opens the window; ``chat``, ``inspect`` and ``serve`` run headless."""
+"""Entry point: ``python -m app`` opens the window; ``chat``, ``inspect``, ``serve`` and ``check`` run headless."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import sys
 
 __all__ = ["main"]
 
-_HEADLESS_COMMANDS = {"chat", "inspect", "serve"}
+_HEADLESS_COMMANDS = {"chat", "inspect", "serve", "check"}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -16,7 +16,7 @@ def main(argv: list[str] | None = None) -> int:
 
         print(f"Callisto {__version__}")
         return 0
-    if argv and argv[0] == "--self-test":  # installer (issue 9): check an installed bundle, then exit
+    if argv and argv[0] == "--self-test":  # check an installed bundle, then exit
         from app.selftest import main as selftest_main
 
         return selftest_main(argv[1:])

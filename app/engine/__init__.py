@@ -28,7 +28,6 @@ _EXPORTS: dict[str, str] = {
     "ModelLoadError": "app.engine.llm",
     "generate": "app.engine.generate",
     "complete": "app.engine.generate",
-    "suggest_title": "app.engine.generate",
     "Generation": "app.engine.generate",
     "GenerationError": "app.engine.generate",
     "GenerationResult": "app.engine.generate",
@@ -70,7 +69,6 @@ __all__ = [
     "render_prompt",
     "resolve_sampling",
     "resolve_tool_format",
-    "suggest_title",
 ]
 
 if TYPE_CHECKING:  # for type checkers and IDEs only; at run time the names load on first use
@@ -84,7 +82,6 @@ if TYPE_CHECKING:  # for type checkers and IDEs only; at run time the names load
         GrammarError,
         complete,
         generate,
-        suggest_title,
     )
     from app.engine.llm import LoadedModel, LoadSettings, ModelLoadError, load_model
     from app.engine.messages import Message

@@ -2,7 +2,7 @@
 dispatch calls through ``app.tools`` -> append results -> generate again (up to
 ``max_rounds``), yielding typed events (``app.engine.events``).
 
-``chat.tool_format`` (ADR 0061): ``auto`` uses the family detected from the model's template
+``chat.tool_format``: ``auto`` uses the family detected from the model's template
 (its ``tool_use`` template when it has one); an explicit family is used as chosen, with a
 notice when detection disagrees; ``none`` and ``auto`` without a match chat without tools
 (no schemas sent). ``auto`` without a match puts a notice naming the setting on the
@@ -49,6 +49,7 @@ __all__ = [
 
 DEFAULT_MAX_ROUNDS = 8
 TOOL_FORMAT_SETTING = "chat.tool_format"
+_SESSION: Any = object()  # send(): use the session's choice
 
 
 def detect_model_format(model: LoadedModel) -> str | None:
@@ -156,9 +157,19 @@ class ChatSession:
         messages: list[Message] | None = None,
         deadline_s: float | None = None,
         grammar: str | Callable[[int], str | None] | None = None,
+        tool_choice: Any = "auto",
+        parallel_tool_calls: bool = True,
+        response_format: Any = None,
     ):
         """``grammar``: a GBNF grammar constraining every reply, or a callable
-        ``round -> grammar | None`` (round 1 is the first generation of a turn)."""
+        ``round -> grammar | None`` (round 1 is the first generation of a turn).
+
+        ``tool_choice`` (``auto`` | ``none`` | ``required`` | ``{"type": "function", "function":
+        {"name": ...}}``), ``parallel_tool_calls`` and ``response_format`` (``{"type":
+        "json_object"}`` or ``{"type": "json_schema", "json_schema": {"schema": ...}}``) are the
+        defaults of every turn; ``send`` may override them for one turn. A forced choice holds the
+        first reply of the turn to a call (``app.engine.constraints``); after the tool results the
+        turn goes on under ``auto`` (calls still held to their schemas)."""
         if max_rounds < 1:
             raise ValueError(f"max_rounds must be at least 1, got {max_rounds}")
         self.model = model
@@ -175,6 +186,10 @@ class ChatSession:
         self.max_tokens = max_tokens
         self.deadline_s = deadline_s
         self.grammar = grammar
+        self.tool_choice = tool_choice
+        self.parallel_tool_calls = parallel_tool_calls
+        self.response_format = response_format
+        self.last_constraint: Any = None  # the Constraint of the latest generation (None: free)
         self.last_prompt = None  # the RenderedPrompt of the latest generation
         self.messages: list[Message] = list(messages or [])
         self.detected_format: str | None = detect_model_format(model)
@@ -196,21 +211,29 @@ class ChatSession:
         tools = self.registry.openai_tools()
         return tools or None
 
-    def send(self, text: str, *, cancel: threading.Event | None = None) -> Iterator[ChatEvent]:
+    def send(self, text: str, *, cancel: threading.Event | None = None, tool_choice: Any = _SESSION,
+             parallel_tool_calls: Any = _SESSION, response_format: Any = _SESSION) -> Iterator[ChatEvent]:
+        """Add a user message and reply; the choices default to the session's."""
         if not isinstance(text, str):
             raise TypeError("the message must be a string")
         first = not any(m.role == "assistant" for m in self.messages)
         self.messages.append(Message(role="user", content=text))
-        return self._reply(cancel, first)
+        return self._reply(cancel, first, self._choices(tool_choice, parallel_tool_calls, response_format))
 
-    def regenerate(self, *, cancel: threading.Event | None = None) -> Iterator[ChatEvent]:
+    def _choices(self, tool_choice: Any, parallel: Any, response_format: Any) -> tuple[Any, bool, Any]:
+        return (self.tool_choice if tool_choice is _SESSION else tool_choice,
+                bool(self.parallel_tool_calls if parallel is _SESSION else parallel),
+                self.response_format if response_format is _SESSION else response_format)
+
+    def regenerate(self, *, cancel: threading.Event | None = None, tool_choice: Any = _SESSION,
+                   parallel_tool_calls: Any = _SESSION, response_format: Any = _SESSION) -> Iterator[ChatEvent]:
         """Drop everything after the last user message and reply again."""
         idx = max((i for i, m in enumerate(self.messages) if m.role == "user"), default=None)
         if idx is None:
             raise ValueError("there is no user message to reply to")
         del self.messages[idx + 1:]
         first = not any(m.role == "assistant" for m in self.messages)
-        return self._reply(cancel, first)
+        return self._reply(cancel, first, self._choices(tool_choice, parallel_tool_calls, response_format))
 
     # -- the loop -----------------------------------------------------------------------
 
@@ -251,14 +274,19 @@ class ChatSession:
                 self._used_ids.add(cid)
                 return cid
 
-    def _reply(self, cancel: threading.Event | None, first: bool) -> Iterator[ChatEvent]:
+    def _reply(self, cancel: threading.Event | None, first: bool,
+               choices: tuple[Any, bool, Any] = ("auto", True, None)) -> Iterator[ChatEvent]:
+        from app.engine.constraints import parse_tool_choice
+
         yield from self._notices(first)
+        choice, parallel, response_format = choices
+        no_tools = parse_tool_choice(choice).mode == "none"
         fmt = None
-        if self.effective_format is not None:
+        if self.effective_format is not None and not no_tools:
             from app.engine.formats import FORMATS
 
             fmt = FORMATS[self.effective_format]
-        tools = self.tools
+        tools = None if no_tools else self.tools  # none: the model is never told the tools exist
         ttft: float | None = None
         gen_tokens = 0
         gen_time = 0.0
@@ -273,7 +301,8 @@ class ChatSession:
             msgs = ([Message(role="system", content=self.system_prompt)] if self.system_prompt else [])
             msgs += self.messages
             try:
-                rendered = render_prompt(self.model, msgs, tools=tools, tool_format=self.effective_format)
+                rendered = render_prompt(self.model, msgs, tools=tools,
+                                         tool_format=None if no_tools else self.effective_format)
                 self.last_prompt = rendered
                 in_reasoning = (fmt.opens_in_reasoning(rendered.text) if fmt is not None
                                 else rendered.text.rstrip().endswith("<think>"))
@@ -287,8 +316,12 @@ class ChatSession:
                     stream.call_ids = self._new_id
                 remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
                 grammar = self.grammar(rounds) if callable(self.grammar) else self.grammar
+                constraint = None if grammar is not None else self._constraint(
+                    fmt, tools, choice if rounds == 1 else "auto", parallel, response_format, source,
+                    in_reasoning)
+                self.last_constraint = constraint
                 gen = generate(self.model, rendered.text, max_tokens=self.max_tokens, sampling=self.sampling,
-                               cancel=cancel, deadline_s=remaining, grammar=grammar)
+                               cancel=cancel, deadline_s=remaining, grammar=grammar, constraint=constraint)
                 content: list[str] = []
                 reasoning: list[str] = []
                 calls: list[ToolCall] = []
@@ -335,7 +368,7 @@ class ChatSession:
             if not calls:
                 break
             for call in calls:
-                yield from self._dispatch(call)
+                yield from self._dispatch(call, constrained=constraint.describe if constraint else None)
             if cancel is not None and cancel.is_set():
                 finish = "cancelled"
                 break
@@ -346,7 +379,8 @@ class ChatSession:
             prompt_tokens=prompt_tokens,
             generated_tokens=gen_tokens,
             rounds=rounds,
-            extra={"prompt_tokens_evaluated": evaluated, "tool_format": self.effective_format},
+            extra={"prompt_tokens_evaluated": evaluated, "tool_format": self.effective_format,
+                   "constraint": self.last_constraint.describe if self.last_constraint else None},
         )
 
     def _stream_event(self, ev: Any, content: list[str], reasoning: list[str], calls: list[ToolCall]):
@@ -362,8 +396,20 @@ class ChatSession:
         elif isinstance(ev, ToolCallDone):
             calls.append(ev.call)
 
-    def _dispatch(self, call: ToolCall) -> Iterator[ChatEvent]:
-        yield ToolCallStartedEvent(call)
+    def _constraint(self, fmt: Any, tools: list[dict[str, Any]] | None, choice: Any, parallel: bool,
+                    response_format: Any, source: str, in_reasoning: bool) -> Any:
+        """The constraint of one generation, or None (free). Raises ConstraintError (a ValueError)."""
+        from app.engine.constraints import compile_constraint, resolve_tool_choice
+
+        resolve_tool_choice(choice, self.registry.openai_tools() if self.registry is not None else [])
+        reasoning = bool(fmt is not None and fmt.reasoning and fmt.reasoning[0] in (source or ""))
+        return compile_constraint(self.model, family=fmt.name if fmt is not None else None, tools=tools,
+                                  tool_choice=choice, parallel_tool_calls=parallel,
+                                  response_format=response_format, reasoning=reasoning,
+                                  in_reasoning=in_reasoning)
+
+    def _dispatch(self, call: ToolCall, constrained: str | None = None) -> Iterator[ChatEvent]:
+        yield ToolCallStartedEvent(call, constrained=constrained)
         result = self.dispatcher.dispatch(call)
         yield ToolCallFinishedEvent(call, result)
         self.messages.append(Message(role="tool", content=result.to_model_text(), tool_call_id=call.id,

@@ -45,7 +45,6 @@ __all__ = [
     "GrammarError",
     "complete",
     "generate",
-    "suggest_title",
     "validate_grammar",
 ]
 
@@ -365,26 +364,3 @@ def complete(
     return generate(model, text, max_tokens=max_tokens, sampling=sampling, grammar=grammar,
                     deadline_s=deadline_s, cancel=cancel).run()
 
-
-_TITLE_PROMPT = (
-    "Write a short title (at most six words) for a conversation that starts with the message "
-    "below. Answer with the title only.\n\nMessage: {message}"
-)
-
-
-def suggest_title(model: LoadedModel, first_user_message: str, *, deadline_s: float = 20.0,
-                  max_tokens: int = 24) -> str:
-    """A conversation title from its first message; falls back to the message's first words."""
-    fallback = " ".join(first_user_message.split()[:6])[:60] or "New chat"
-    try:
-        res = complete(model, _TITLE_PROMPT.format(message=first_user_message[:2000]),
-                       max_tokens=max_tokens, deadline_s=deadline_s, sampling={"temperature": 0.2})
-    except GenerationError:
-        return fallback
-    title = res.text.strip().splitlines()[0] if res.text.strip() else ""
-    title = title.strip().strip("\"'*#").strip()
-    if title.lower().startswith("title:"):
-        title = title[6:].strip()
-    if not title or not any(ch.isalnum() for ch in title):
-        return fallback
-    return title[:80]

@@ -1,7 +1,7 @@
 """Shape messages so that every supported template accepts them, and render the prompt
 through the GGUF's own template (``app.engine.templates``: Jinja's sandbox).
 
-Shapes (ADR 0061 and past its walls):
+Shapes (what each template needs, past the limits of the usual renderers):
 
 * an assistant tool-call turn always has string content (``""`` when it has no text) and
   OpenAI-style ``tool_calls`` (``{"id", "type": "function", "function": {"name", "arguments"}}``

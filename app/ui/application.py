@@ -60,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     from PySide6.QtCore import QTimer
     from PySide6.QtWidgets import QApplication
 
-    from app.ui import runtime  # installer (issue 9): folders, rotating log, exception dialog
+    from app.ui import runtime  # folders, rotating log, exception dialog
     from app.ui.main_window import MainWindow
     from app.ui.theme import apply_theme, install_theme_follower
 
@@ -70,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
     app.setOrganizationName("Callisto")
     runtime.install_exception_hooks()  # now with a QApplication: unhandled errors show a dialog
     guard = None
-    if not args.screenshot:  # installer (issue 9): a second launch focuses the running window
+    if not args.screenshot:  # a second launch focuses the running window
         guard = runtime.SingleInstance()
         if guard.activate_running():
             return 0

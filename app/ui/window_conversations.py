@@ -39,8 +39,9 @@ class ConversationsMixin:
         def _reset_stats(self) -> None: ...
         def _save_settings_quietly(self) -> None: ...
 
-    def refresh_conversations(self) -> None:
-        q = self.conversations.search.text().strip()
+    def refresh_conversations(self, query: str | None = None) -> None:
+        """Show the conversations matching ``query`` (default: the search box's text), or all."""
+        q = (self.conversations.search.text() if query is None else query).strip()
         try:
             convs = self.history.search(q) if q else self.history.list_conversations()
         except Exception as exc:  # noqa: BLE001 - HistoryError and sqlite errors: said in the status bar
@@ -49,8 +50,8 @@ class ConversationsMixin:
         self.conversations.current_id = self.conversation_id
         self.conversations.set_conversations(convs)
 
-    def search_conversations(self, _query: str) -> None:
-        self.refresh_conversations()
+    def search_conversations(self, query: str) -> None:
+        self.refresh_conversations(query)
 
     def focus_search(self) -> None:
         """Ctrl+K: the conversation list is shown and its search box has the focus."""

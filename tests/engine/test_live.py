@@ -6,7 +6,6 @@ import pytest
 
 from app.engine.chat import ChatSession
 from app.engine.events import DoneEvent, NoticeEvent, TextEvent
-from app.engine.generate import suggest_title
 from app.engine.llm import load_model
 from app.engine.models.metadata import read_metadata
 from app.tools.builtins import register_builtin_tools
@@ -47,11 +46,6 @@ def test_smollm2_answers_a_simple_question(smollm2):
     assert not [e for e in events if isinstance(e, NoticeEvent)]
     done = events[-1]
     assert done.extra["prompt_tokens_evaluated"] < done.prompt_tokens
-
-
-def test_smollm2_suggests_a_title(smollm2):
-    title = suggest_title(smollm2, "How do I bake sourdough bread at home?", max_tokens=12)
-    assert 0 < len(title) <= 80
 
 
 def test_gemma3_base_has_no_template_so_fallback_and_notice(gemma3_path):

@@ -1,4 +1,4 @@
-"""Detect a template's tool-call family by rendering a probe call through it (ADR 0061).
+"""Detect a template's tool-call family by rendering a probe call through it.
 
 Render a user message, then the same plus an assistant tool call; cut the new text at the end
 of the turn; the family whose parser reads that text back as the probe call is the template's
