@@ -62,3 +62,30 @@ def test_one_huge_call_is_linear(family):
     events += s.finish()
     assert s.ops <= 40 * len(text), f"{family}: {s.ops} characters examined for {len(text)}"
     assert [c.name for c in fold_events(events).tool_calls] == ["set_port"]
+
+
+def _readme_rows() -> dict[str, tuple[str, str]]:
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[3] / "README.md").read_text()
+    section = text.split("## Supported tool-call families\n", 1)[1].split("\n## ", 1)[0]
+    rows = {}
+    for line in section.splitlines():
+        if not line.startswith("| `"):
+            continue
+        cells = [c.strip() for c in line.strip().strip("|").replace("\\|", "\x00").split("|")]
+        family, models, code = (c.replace("\x00", "|") for c in cells)
+        ticks = len(code) - len(code.lstrip("`"))
+        code = code[ticks:-ticks]
+        if code.startswith(" ") and code.endswith(" ") and code.strip():
+            code = code[1:-1]
+        rows[family.strip("`")] = (models, code.replace("⏎", "\n"))
+    return rows
+
+
+def test_readme_lists_every_family_with_its_models_and_what_it_writes():
+    rows = _readme_rows()
+    assert list(rows) == list(FORMATS)
+    for family, (models, example) in rows.items():
+        assert models, family
+        assert example == FORMATS[family].example_call("get_weather", {"city": "Paris"}), family
