@@ -35,14 +35,6 @@ def _quoted_name(s: str, i: int) -> tuple[str, int] | None:
     return m.group(), m.end() + 2
 
 
-def _one_newline_off(value: str) -> str:
-    if value.startswith("\n"):
-        value = value[1:]
-    if value.endswith("\n"):
-        value = value[:-1]
-    return value
-
-
 def parse_invokes(text: str) -> list[tuple[str, dict[str, str], str]] | None:
     """Strictly read ``(<invoke name="N"> (<parameter name="K">V</parameter>)* </invoke>)+`` with
     whitespace between: (name, raw arguments, the invoke's text) per call, or None."""
@@ -67,7 +59,7 @@ def parse_invokes(text: str) -> list[tuple[str, dict[str, str], str]] | None:
                 end = text.find(P_CLOSE, i)
                 if end == -1 or key in args:
                     return None
-                args[key] = _one_newline_off(text[i:end])
+                args[key] = text[i:end]  # exactly as written (the template adds no newline)
                 i = end + len(P_CLOSE)
             elif text.startswith(I_CLOSE, i):
                 i += len(I_CLOSE)

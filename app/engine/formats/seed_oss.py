@@ -3,27 +3,65 @@
 ``<seed:tool_call>\\n<function=NAME>\\n<parameter=K>V</parameter>\\n</function>\\n</seed:tool_call>``,
 one function per block, any number of blocks per reply, after an optional
 ``<seed:think>...</seed:think>`` block (its ``<seed:cot_budget_reflect>`` notes are reasoning
-text). The function block is Qwen XML's (:func:`app.engine.formats.qwen_xml.parse_function_block`):
-values are raw text typed by the schema, and a ``</seed:tool_call>`` inside a value does not end
-the call. A missing ``</seed:tool_call>`` is accepted only when the reply ended normally right
+text). The function block is shaped like Qwen XML's, but a value is exactly the text between its
+tags (the template writes no newline around it): raw text typed by the schema; a
+``</seed:tool_call>`` inside a value does not end the call. A missing ``</seed:tool_call>`` is accepted only when the reply ended normally right
 after ``</function>``.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from app.engine.formats.base import Format, ParsedCall, RegionScanner, register
-from app.engine.formats.qwen_xml import parse_function_block
-from app.engine.formats.sections import SkipValuesScanner, raw_text
+from app.engine.formats.sections import SkipValuesScanner, raw_text, skip_ws
 
-__all__ = ["SeedOssFormat"]
+__all__ = ["SeedOssFormat", "parse_seed_function"]
 
 OPEN = "<seed:tool_call>"
 CLOSE = "</seed:tool_call>"
 P_OPEN = "<parameter="
 P_CLOSE = "</parameter>"
+F_OPEN = "<function="
 F_CLOSE = "</function>"
+_NAME = re.compile(r"[^\s<>=\"']+")
+
+
+def _tag_name(s: str, i: int) -> tuple[str, int] | None:
+    m = _NAME.match(s, i)
+    if m is None or not s.startswith(">", m.end()):
+        return None
+    return m.group(), m.end() + 1
+
+
+def parse_seed_function(text: str) -> tuple[str, dict[str, str]] | None:
+    """Strictly read ``<function=NAME> (<parameter=K>V</parameter>)* </function>`` with whitespace
+    between the tags; each value exactly as written."""
+    i = skip_ws(text, 0)
+    if not text.startswith(F_OPEN, i):
+        return None
+    got = _tag_name(text, i + len(F_OPEN))
+    if got is None:
+        return None
+    name, i = got
+    args: dict[str, str] = {}
+    while True:
+        i = skip_ws(text, i)
+        if text.startswith(P_OPEN, i):
+            got = _tag_name(text, i + len(P_OPEN))
+            if got is None:
+                return None
+            key, i = got
+            end = text.find(P_CLOSE, i)
+            if end == -1 or key in args:
+                return None
+            args[key] = text[i:end]
+            i = end + len(P_CLOSE)
+        elif text.startswith(F_CLOSE, i):
+            return (name, args) if skip_ws(text, i + len(F_CLOSE)) == len(text) else None
+        else:
+            return None
 
 
 class SeedOssFormat(Format):
@@ -45,7 +83,7 @@ class SeedOssFormat(Format):
             inner = body  # the reply ended right after </function>: the closing tag is implied
         else:
             return None
-        got = parse_function_block(inner)
+        got = parse_seed_function(inner)
         if got is None:
             return None
         name, args = got

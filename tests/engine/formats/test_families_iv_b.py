@@ -156,9 +156,13 @@ def test_cost_is_linear_at_one_megabyte(family):
 
 
 def test_each_family_is_a_tool_format_choice_naming_its_models():
+    from app.cli import build_parser
+
     labels = dict(tool_format_choices())
     for family, words in MODELS.items():
         assert words in labels[family], (family, labels[family])
+        args = build_parser().parse_args(["chat", "--model", "m.gguf", "--tool-format", family, "hi"])
+        assert args.tool_format == family
 
 
 # Each family's official template in a tiny real GGUF, its markers as special tokens where the

@@ -1,6 +1,8 @@
 """Command R7B: ``<|START_ACTION|>[{"tool_call_id", "tool_name", "parameters"}]<|END_ACTION|>``."""
 
-from tests.engine.formats.harness import Case, close_tag_in_argument_cases
+import re
+
+from tests.engine.formats.harness import Case, Fuzz, close_tag_in_argument_cases
 
 FAMILY = "command-r"
 
@@ -60,3 +62,8 @@ CASES += close_tag_in_argument_cases(
     (T, TE), A + '[{"tool_name": "set_port", "parameters": {"blob": "why ' + T + " and " + TE + ' here"}}]' + E,
     ("set_port", {"blob": "why " + T + " and " + TE + " here"}), A,
 )
+
+# A closing marker cut by the token limit is structure too.
+CUT_E = "(?:" + "|".join(re.escape(E[:k]) for k in range(1, len(E))) + r")\Z"
+FUZZ = Fuzz(markers=(E, RE), structure=(re.escape(A), re.escape(E), CUT_E, re.escape(R), re.escape(RE), r"\[", r"\]",
+                                        ","), wrap=(A + "[", "]" + E))

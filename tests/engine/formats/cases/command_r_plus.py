@@ -1,6 +1,8 @@
 """Command R+: ``Action: ```json [{"tool_name": N, "parameters": {...}}] ``` ``."""
 
-from tests.engine.formats.harness import Case
+import re
+
+from tests.engine.formats.harness import Case, Fuzz
 
 FAMILY = "command-r-plus"
 
@@ -41,3 +43,7 @@ CASES = [
          content='<|START_ACTION|>[{"tool_name": "get_time", "parameters": {}}]<|END_ACTION|>'),
     Case("plain-text", "Hello! How can I help?", content="Hello! How can I help?"),
 ]
+
+FUZZ = Fuzz(markers=("```json", "<|CHATBOT_TOKEN|>"),
+            structure=("Action:", "```(?:json)?", "``?\\Z", re.escape("<|CHATBOT_TOKEN|>"), r"\[", r"\]", ","),
+            wrap=("Action: [", "]"))

@@ -1,6 +1,8 @@
 """FireFunction v2: `` functools[{"name": N, "arguments": {...}}]``."""
 
-from tests.engine.formats.harness import Case
+import re
+
+from tests.engine.formats.harness import Case, Fuzz
 
 FAMILY = "firefunction"
 
@@ -37,3 +39,5 @@ CASES = [
          content='[TOOL_CALLS][{"name": "get_time", "arguments": {}}]'),
     Case("plain-text", "Hello! How can I help?", content="Hello! How can I help?"),
 ]
+
+FUZZ = Fuzz(structure=(re.escape(" functools["), re.escape("functools["), r"\]", ","), wrap=(" functools[", "]"))

@@ -1,6 +1,8 @@
 """Functionary v3.1: ``<function=NAME>{json}</function>`` and ``<|python_tag|>code``."""
 
-from tests.engine.formats.harness import Case
+import re
+
+from tests.engine.formats.harness import Case, Fuzz
 
 FAMILY = "functionary-v3.1"
 
@@ -41,3 +43,5 @@ CASES = [
     Case("plain-text", "Hello! The <function= tag is how I call tools.",
          content="Hello! The <function= tag is how I call tools."),
 ]
+
+FUZZ = Fuzz(markers=("</function>", "<|eom_id|>"), structure=(re.escape("<|eom_id|>"),))

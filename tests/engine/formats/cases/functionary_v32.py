@@ -1,6 +1,6 @@
 """Functionary v3.2: ``>>>all\\ntext`` and ``>>>NAME\\n{json}`` segments (the prompt ends with ``>>>``)."""
 
-from tests.engine.formats.harness import Case
+from tests.engine.formats.harness import Case, Fuzz
 
 FAMILY = "functionary-v3.2"
 
@@ -34,3 +34,5 @@ CASES = [
     Case("v31-shape", '<function=get_time>{}</function>', content='<function=get_time>{}</function>'),
     Case("llama-json", '{"name": "get_time", "parameters": {}}', content='{"name": "get_time", "parameters": {}}'),
 ]
+
+FUZZ = Fuzz(markers=(">>>all\n",), structure=(">>>all\n", ">>>"))

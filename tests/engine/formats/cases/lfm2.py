@@ -1,6 +1,8 @@
 """LFM2: ``<|tool_call_start|>[f(a=1, b='x')]<|tool_call_end|>``."""
 
-from tests.engine.formats.harness import Case, close_tag_in_argument_cases
+import re
+
+from tests.engine.formats.harness import Case, Fuzz, close_tag_in_argument_cases
 
 FAMILY = "lfm2"
 
@@ -51,3 +53,7 @@ CASES += close_tag_in_argument_cases(
     ("<think>", "</think>"), S + "[set_port(blob='why <think> and </think> here')]" + E,
     ("set_port", {"blob": "why <think> and </think> here"}), S,
 )
+
+# A closing marker cut by the token limit is structure too.
+CUT_E = "(?:" + "|".join(re.escape(E[:k]) for k in range(1, len(E))) + r")\Z"
+FUZZ = Fuzz(markers=(E,), structure=(re.escape(S), re.escape(E), CUT_E, r"\[", r"\]", ","), wrap=(S + "[", "]" + E))

@@ -1,6 +1,6 @@
 """MiniMax XML: ``<minimax:tool_call><invoke name="N"><parameter name="K">V</parameter></invoke></minimax:tool_call>``."""
 
-from tests.engine.formats.harness import Case, close_tag_in_argument_cases
+from tests.engine.formats.harness import Case, Fuzz, close_tag_in_argument_cases
 
 FAMILY = "minimax"
 
@@ -80,3 +80,6 @@ CASES += close_tag_in_argument_cases(
     ("set_port", {"blob": "why <think> and </think> here"}),
     "<minimax:tool_call>",
 )
+
+FUZZ = Fuzz(markers=("</minimax:tool_call>", '<invoke name="', "</invoke>", '<parameter name="', "</parameter>"),
+            forbidden=("</parameter>",))

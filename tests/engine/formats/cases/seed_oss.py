@@ -1,6 +1,6 @@
 """Seed-OSS XML: ``<seed:tool_call><function=N><parameter=K>V</parameter></function></seed:tool_call>``."""
 
-from tests.engine.formats.harness import Case, close_tag_in_argument_cases
+from tests.engine.formats.harness import Case, Fuzz, close_tag_in_argument_cases
 
 FAMILY = "seed-oss"
 
@@ -59,3 +59,6 @@ CASES += close_tag_in_argument_cases(
     TAGS, call("set_port", blob="why <seed:think> and </seed:think> here"),
     ("set_port", {"blob": "why <seed:think> and </seed:think> here"}), "<seed:tool_call>",
 )
+
+FUZZ = Fuzz(markers=("</seed:tool_call>", "<function=", "</function>", "<parameter=", "</parameter>"),
+            forbidden=("</parameter>",))
