@@ -31,9 +31,11 @@ ReasoningEvent = ReasoningDelta
 
 @dataclass(frozen=True, slots=True)
 class ToolCallStartedEvent:
-    """A complete call was parsed and is about to be dispatched."""
+    """A complete call was parsed and is about to be dispatched. ``constrained`` describes the
+    grammar that held it (``app.engine.constraints``), or None when decoding was free."""
 
     call: ToolCall
+    constrained: str | None = None
 
     @property
     def call_id(self) -> str:
@@ -131,6 +133,8 @@ def event_to_dict(event: ChatEvent) -> dict[str, Any]:
     if isinstance(event, ToolCallStartedEvent | ToolCallFinishedEvent):
         c = event.call
         d: dict[str, Any] = {"call_id": c.id, "name": c.name, "arguments": c.arguments, "raw": c.raw}
+        if isinstance(event, ToolCallStartedEvent):
+            d["constrained"] = event.constrained
         if isinstance(event, ToolCallFinishedEvent):
             d.update(result=event.result, error=event.error, duration_s=event.duration_s,
                      approval=event.approval)

@@ -225,9 +225,12 @@ def compile_constraint(model: LoadedModel, *, family: str | None, tools: Sequenc
     if not tools or family is None:
         if schema is None:
             return None
-        return _compile(model, "json", lambda ctx: _plain_json(ctx, schema, reasoning, in_reasoning, family),
-                        f"response_format (JSON{' schema' if schema != {'type': 'object'} else ''})",
-                        (family, schema, reasoning, in_reasoning))
+        try:
+            return _compile(model, "json", lambda ctx: _plain_json(ctx, schema, reasoning, in_reasoning, family),
+                            f"response_format (JSON{' schema' if schema != {'type': 'object'} else ''})",
+                            (family, schema, reasoning, in_reasoning))
+        except _CompileError as exc:
+            raise ConstraintError(_locate(tokenizer_for(model), [], schema) or str(exc)) from None
     from app.engine.formats import FORMATS
 
     fmt = FORMATS.get(family)
@@ -244,9 +247,12 @@ def compile_constraint(model: LoadedModel, *, family: str | None, tools: Sequenc
         ctx.response_schema = schema if auto else None
         return fmt.constraint_grammar(tools, forced=forced, parallel=bool(parallel_tool_calls), ctx=ctx)
 
-    return _compile(model, family, build, f"{what}, {family}",
-                    (family, tools, choice.mode, forced, bool(parallel_tool_calls), schema if auto else None,
-                     reasoning, in_reasoning))
+    try:
+        return _compile(model, family, build, f"{what}, {family}",
+                        (family, tools, choice.mode, forced, bool(parallel_tool_calls), schema if auto else None,
+                         reasoning, in_reasoning))
+    except _CompileError as exc:
+        raise ConstraintError(_locate(tokenizer_for(model), tools, schema if auto else None) or str(exc)) from None
 
 
 def _plain_json(ctx: GrammarContext, schema: dict[str, Any], reasoning: bool, in_reasoning: bool,
@@ -270,17 +276,52 @@ def _compile(model: LoadedModel, family: str, build: Any, describe: str, key_par
             grammar, matcher = hit
             return Constraint(vocab, grammar, matcher, describe)
     reasoning, in_reasoning = key_parts[-2], key_parts[-1]
-    ctx = GrammarContext(split=vocab.split, eog=lambda t: t in vocab.eog, reasoning=bool(reasoning),
+    ctx = GrammarContext(split=vocab.split, eog=lambda t: t in vocab.eog, eos_ids=tuple(sorted(vocab.eog)),
+                         reasoning=bool(reasoning),
                          in_reasoning=bool(in_reasoning), family=family)
     grammar = build(ctx)
     matcher = llguidance.LLMatcher(vocab.tok, grammar, log_level=0)
     if matcher.is_error():
-        raise ConstraintError(f"the {family} constraint does not compile: {_short(matcher.get_error())}")
+        raise _CompileError(f"the {family} constraint does not compile: {_short(matcher.get_error())}")
     with vocab.lock:
         vocab.cache[key] = (grammar, matcher)
         while len(vocab.cache) > _CACHE_SIZE:
             vocab.cache.popitem(last=False)
     return Constraint(vocab, grammar, matcher, describe)
+
+
+class _CompileError(ConstraintError):
+    pass
+
+
+def _locate(vocab: _Vocab, tools: Sequence[Mapping[str, Any]], schema: Any) -> str | None:
+    """Which tool parameter (or the response schema) llguidance cannot compile, and why."""
+    import llguidance
+
+    from app.engine.constraints.lark import JSON_STYLE, tool_params
+
+    def bad(sub: Any) -> str | None:
+        doc = dict(sub) if isinstance(sub, Mapping) else sub
+        if isinstance(doc, dict):
+            doc["x-guidance"] = JSON_STYLE
+        m = llguidance.LLMatcher(vocab.tok, "start: %json " + json.dumps(doc), log_level=0)
+        return _short(m.get_error()) if m.is_error() else None
+
+    for t in tools:
+        name = tool_name(t)
+        params = tool_params(t)
+        for key, sub in (params.get("properties") or {}).items():
+            err = bad(sub)
+            if err:
+                return f"tool {name!r} parameter {key!r}: its schema cannot be held: {err}"
+        err = bad(params)
+        if err:
+            return f"tool {name!r}: its parameters schema cannot be held: {err}"
+    if schema is not None:
+        err = bad(schema)
+        if err:
+            return f"response_format: the schema cannot be held: {err}"
+    return None
 
 
 def _short(msg: str) -> str:

@@ -74,6 +74,7 @@ class GrammarContext:
     in_reasoning: bool = False
     response_schema: dict[str, Any] | None = None
     family: str = ""
+    eos_ids: tuple[int, ...] = ()
     rules: list[str] = field(default_factory=list)
     rests: dict[str, Callable[[str], str]] = field(default_factory=dict)  # block -> its text after the opener
     _n: int = 0
@@ -488,10 +489,16 @@ def _reasoning(ctx: GrammarContext, fmt: Any) -> str:
         return ""
     open_, close = tags
     ws = '/[ \\t\\n]*/'
+    tid = ctx.special(close)
+    if tid is not None:
+        # a block closed by a special token holds any tokens (special ones too) but that one
+        body = f"<[^{','.join(str(t) for t in sorted({tid, *ctx.eos_ids}))}]>* {ctx.lit(close)}"
+    else:
+        body = ctx.text_until(close)  # a text closing marker: any text up to it
     if ctx.in_reasoning:
-        return f"{ctx.text_until(close)} {ws}"
+        return f"{body} {ws}"
     if ctx.reasoning:
-        return f"({ctx.lit(open_)} {ctx.text_until(close)} {ws})?"
+        return f"({ctx.lit(open_)} {body} {ws})?"
     return ""
 
 
