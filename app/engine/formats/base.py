@@ -79,6 +79,7 @@ from app.engine.formats.events import (
     ToolCallStarted,
 )
 from app.engine.formats.schema import tool_schemas, type_arguments
+from app.engine.holdback import partial_start
 
 __all__ = [
     "FORMATS",
@@ -146,14 +147,7 @@ def find_marker(buf: str, markers: Iterable[str], final: bool, start: int = 0) -
         if i != -1 and (best == -1 or i < best or (i == best and len(m) > len(found or ""))):
             best, found = i, m
     limit = len(buf) if best == -1 else best
-    safe = limit
-    if not final:
-        maxlen = max(len(m) for m in markers)
-        for s in range(max(start, len(buf) - maxlen + 1), min(limit, len(buf))):
-            tail = buf[s:]
-            if any(len(m) > len(tail) and m.startswith(tail) for m in markers):
-                safe = s
-                break
+    safe = limit if final else min(limit, partial_start(buf, markers, start))
     if best != -1 and safe < best:
         return -1, None, safe
     if best != -1:
@@ -208,6 +202,10 @@ class Format:
     openers: tuple[str, ...] = ()
     start_only: bool = False  # a call may open only at the start of the reply (after reasoning)
     reasoning: tuple[str, str] | None = None  # (open, close) tags of a reasoning block
+    # More (open, close) pairs the family's models also write (Mistral derivatives that reason in
+    # <think>); any of the closing tags closes a block. A closing tag may be a marker that starts
+    # the answer (Kimi K3's response frame): it ends reasoning and is structure.
+    reasoning_alt: tuple[tuple[str, str], ...] = ()
     raw_values: bool = False  # arguments are written as text (typed by the schema from text)
     # Openers of a start-only family that open a call anywhere in the reply (special tokens such
     # as Llama 4's <|python_start|>); the other openers stay start-only.
@@ -227,15 +225,6 @@ class Format:
         as this family's parser reads it back): the tool guidance's example and the text of a past
         call replayed through a template that does not render calls."""
         raise NotImplementedError(f"the tool-call format {self.name!r} has no example call writer")
-
-    def constraint_grammar(self, tools: list[dict[str, Any]], *, forced: str | None, parallel: bool,
-                           ctx: Any) -> str:
-        """A Lark grammar holding calls to ``tools`` in this family's syntax (``forced``: only that
-        tool; ``ctx``: an ``app.engine.constraints.GrammarContext``); written with the builders
-        of ``app.engine.constraints.wires``. Raises ``ConstraintError``."""
-        from app.engine.constraints.lark import ConstraintError
-
-        raise ConstraintError(f"the tool-call format {self.name!r} cannot hold calls to a schema yet")
 
     def cut_call(self, opener: str, body: str, tools: list[dict[str, Any]] | None) -> IncompleteCall | None:
         """What a region cut off by the token limit is: an incomplete call (its raw text kept, the
@@ -284,7 +273,12 @@ class Format:
     def parse(self, text: str, tools: list[dict[str, Any]] | None, *, in_reasoning: bool = False,
               truncated: bool = False, orphan_close: bool = True) -> Reply:
         s = self.stream(tools, in_reasoning=in_reasoning, orphan_close=orphan_close)
-        events = s.feed(text if isinstance(text, str) else str(text))
+        text = text if isinstance(text, str) else str(text)
+        # Fed in pieces, as a stream is: the stream's buffer stays small, so parsing a whole text
+        # is linear in its length (one feed of 400 KB of openers was quadratic: 23 s).
+        events: list[FormatEvent] = []
+        for i in range(0, len(text), _PARSE_PIECE):
+            events += s.feed(text[i:i + _PARSE_PIECE])
         events += s.finish(truncated=truncated)
         return fold_events(events)
 
@@ -311,6 +305,8 @@ def fold_events(events: Iterable[FormatEvent]) -> Reply:
 
 
 # States of the stream's machine.
+_PARSE_PIECE = 4096  # characters per feed when a whole text is parsed
+
 _LEAD = "lead"  # start of a reply of a family with reasoning tags: an opening tag may follow
 _WINDOW = "window"  # no opening tag: text is held in case a closing tag without opening follows
 _REASON = "reason"  # inside a reasoning block
@@ -346,6 +342,9 @@ class Stream:
         self._hparts: list[str] = []
         self._ws = 0  # whitespace already checked at the start of the buffer (lead / callstart)
         self.ops = 0
+        pairs = ((fmt.reasoning,) if fmt.reasoning else ()) + tuple(fmt.reasoning_alt)
+        self._opens = tuple(dict.fromkeys(o for o, _c in pairs))
+        self._closes = tuple(dict.fromkeys(c for _o, c in pairs))
         if fmt.reasoning and in_reasoning:
             self._mode = _REASON
         elif fmt.reasoning and _lead:
@@ -414,24 +413,25 @@ class Stream:
         return i
 
     def _step_lead(self, final: bool, truncated: bool) -> bool:
-        open_tag, close_tag = self.fmt.reasoning
         i = self._leading_ws()
         rest = self._buf[i:]
-        if rest.startswith(open_tag):
+        open_tag = next((o for o in self._opens if rest.startswith(o)), None)
+        if open_tag is not None:
             self._text(self._consume(i))
             self._consume(len(open_tag))
             self._ws = 0
             self._mode = _REASON
             return True
-        if not self.orphan_close and rest.startswith(close_tag):
+        close_tag = next((c for c in self._closes if rest.startswith(c)), None)
+        if not self.orphan_close and close_tag is not None:
             # Without orphan closes, only a closing tag right at the start ends a (empty) block.
             self._reason(self._consume(i))
             self._consume(len(close_tag))
             self._ws = 0
             self._mode = self._after_reasoning()
             return True
-        if not final and (rest == "" or open_tag.startswith(rest)
-                          or (not self.orphan_close and close_tag.startswith(rest))):
+        if not final and (rest == "" or any(o.startswith(rest) for o in self._opens)
+                          or (not self.orphan_close and any(c.startswith(rest) for c in self._closes))):
             return False
         self._ws = 0
         self._mode = _WINDOW if self.orphan_close else self._after_reasoning()
@@ -448,14 +448,14 @@ class Stream:
         # is reasoning, or the reply ends (see the decision table in the module docstring).
         if self._hregion is not None:
             return self._step_held_region(final, truncated)
-        close = self.fmt.reasoning[1]
+        closes = self._closes
         # Start-only families (none has reasoning tags) keep the plain close-tag search here.
         openers = () if self.fmt.start_only else self.fmt.openers
-        pos, m, safe = find_marker(self._buf, (close, *openers), final)
+        pos, m, safe = find_marker(self._buf, (*closes, *openers), final)
         self.ops += (pos + len(m)) if pos != -1 else len(self._buf)
-        if pos != -1 and m == close:
+        if pos != -1 and m in closes:
             self._held.append(self._consume(pos))
-            self._consume(len(close))
+            self._consume(len(m))
             self._end_held_reasoning()
             return True
         if pos != -1:
@@ -506,8 +506,7 @@ class Stream:
         if result is not None and result[0]:
             self._held.append(region)  # a call: a closing tag inside it is its argument's text
             return True
-        close = self.fmt.reasoning[1]
-        pos = region.find(close)
+        pos, close, _safe = find_marker(region, self._closes, True)
         self.ops += (pos + len(close)) if pos != -1 else len(region)
         if pos == -1:
             self._held.append(region)  # not a call and no closing tag in it: plain held text
@@ -525,8 +524,8 @@ class Stream:
         self._mode = self._after_reasoning()
 
     def _step_reason(self, final: bool, truncated: bool) -> bool:
-        close = self.fmt.reasoning[1]
-        markers = (close,) if self.fmt.start_only else (close, *self.fmt.openers)
+        closes = self._closes
+        markers = closes if self.fmt.start_only else (*closes, *self.fmt.openers)
         pos, m, safe = find_marker(self._buf, markers, final)
         self.ops += (pos + len(m)) if pos != -1 else len(self._buf)
         if pos == -1:
@@ -535,8 +534,8 @@ class Stream:
                 self._reason(self._consume(len(self._buf)))
             return False
         self._reason(self._consume(pos))
-        if m == close:
-            self._consume(len(close))
+        if m in closes:
+            self._consume(len(m))
             self._mode = self._after_reasoning()
         else:
             self._held = []

@@ -80,13 +80,20 @@ class JsonCallSection(SectionScanner):
     The header (up to the JSON's ``{``) and the text after the JSON are checked by the parser;
     the scanner only follows the structure, records each call's span and, on anything
     unexpected, falls back to a plain search for ``SECTION_END`` (``bad`` is then set).
+
+    ``noise``: text between the section's markers that is none of them (Kimi K2 writes some) is
+    skipped instead; it belongs to the raw text of the call after it (before the first call) or
+    before it (``raw_spans``, one per call), or, in a section without calls, to ``noise_text``.
     """
 
-    def __init__(self, call_begin: str, call_end: str, section_end: str):
+    def __init__(self, call_begin: str, call_end: str, section_end: str, *, noise: bool = False):
         super().__init__("between")
         self.cb, self.ce, self.se = call_begin, call_end, section_end
+        self.noise = noise
+        self.noise_from = -1  # where skipped noise before the first call began
         self.start = self.json_start = self.json_end = 0
         self.calls: list[tuple[int, int, int, int]] = []  # (start, json start, json end, end)
+        self.raw_spans: list[tuple[int, int]] = []
 
     def scan(self, buf: str, final: bool) -> tuple[int, bool]:
         i, n = 0, len(buf)
@@ -112,9 +119,26 @@ class JsonCallSection(SectionScanner):
                 elif hit == ce:
                     i += len(ce)
                     self.calls.append((self.start, self.json_start, self.json_end, self.base + i))
+                    first = self.noise_from if len(self.calls) == 1 and self.noise_from != -1 else self.start
+                    self.raw_spans.append((first, self.base + i))
                     self.state = "between"
+                elif st == "between" and self.noise:
+                    self.state = "noise"
                 else:
                     self._fail()
+                continue
+            if st == "noise":
+                pos, _m, safe = first_marker(buf, (cb, se), i, final)
+                self.ops += (safe if pos == -1 else pos) - i + 1
+                if self.calls:
+                    a, _b = self.raw_spans[-1]
+                    self.raw_spans[-1] = (a, self.base + (pos if pos != -1 else safe))
+                elif self.noise_from == -1:
+                    self.noise_from = self.base + i
+                if pos == -1:
+                    return self._ret(safe, False)
+                i = pos
+                self.state = "between"
                 continue
             if st == "header":
                 j = buf.find("{", i)
@@ -145,22 +169,30 @@ class JsonCallSection(SectionScanner):
 
 def read_json_section(body: str, *, call_begin: str, call_end: str, section_end: str, at_end: bool,
                       truncated: bool, header: re.Pattern[str], fence_in_header: bool = True,
-                      name_group: int = 1, implied_end: bool = False) -> tuple[list[ParsedCall], str] | None:
+                      name_group: int = 1, implied_end: bool = False,
+                      noise: bool = False) -> tuple[list[ParsedCall], str] | None:
     """Strictly read a section of JSON calls scanned by :class:`JsonCallSection`.
 
     ``header`` must fully match the text between ``call_begin`` and the JSON; its group
     ``name_group`` is the tool name and a group named ``fence`` (optional) says a fence opened.
     ``implied_end``: a section missing only its end marker is read when the reply ended normally
     right after a complete call. A reply cut inside the section (``at_end`` and ``truncated``)
-    keeps the complete calls before the cut; the cut remainder is returned as text, byte for byte.
+    keeps the complete calls before the cut; the cut remainder is returned for the stream to report
+    as an incomplete call. ``noise``: text between the markers is skipped (part of a call's raw),
+    and a closed section without calls is no call and no markup (its noise, if any, is text).
     """
-    sc = JsonCallSection(call_begin, call_end, section_end)
+    sc = JsonCallSection(call_begin, call_end, section_end, noise=noise)
     # A cut reply is scanned as if more could follow, so a marker cut in half is not a fault.
     cut = at_end and truncated
     consumed, ended = sc.scan(body, not cut)
-    if sc.bad or not sc.calls:
+    if sc.bad:
         return None
-    last_end = sc.calls[-1][3]
+    if not sc.calls:
+        if noise and ended and consumed == len(body):
+            inner = body[: -len(section_end)]
+            return [], inner if inner.strip() else ""
+        return None
+    last_end = sc.raw_spans[-1][1]
     if ended:
         if consumed != len(body):
             return None
@@ -172,7 +204,7 @@ def read_json_section(body: str, *, call_begin: str, call_end: str, section_end:
     else:
         return None
     out: list[ParsedCall] = []
-    for start, js, je, end in sc.calls:
+    for (start, js, je, end), (raw_start, raw_end) in zip(sc.calls, sc.raw_spans, strict=True):
         m = header.fullmatch(body, start + len(call_begin), js)
         if m is None:
             return None
@@ -183,7 +215,7 @@ def read_json_section(body: str, *, call_begin: str, call_end: str, section_end:
         ok, args = loads_repaired(body[js:je])
         if not ok or not isinstance(args, dict):
             return None
-        out.append(ParsedCall(m.group(name_group), args, body[start:end]))
+        out.append(ParsedCall(m.group(name_group), args, body[raw_start:raw_end]))
     return out, leftover
 
 
@@ -223,12 +255,6 @@ class DeepSeekV3Format(_DeepSeekJson):
     detail = "<｜tool▁call▁begin｜>function<｜tool▁sep｜>NAME ```json {...}```<｜tool▁call▁end｜>"
     _header = _V3_HEADER
 
-    def constraint_grammar(self, tools, *, forced, parallel, ctx):
-        from app.engine.constraints.wires import json_section
-
-        return json_section(ctx, self, tools, forced, parallel, section=(SECTION_BEGIN, SECTION_END),
-                            head=lambda n: f"{CALL_BEGIN}function{SEP}{n}\n```json\n", tail=f"\n```{CALL_END}")
-
     def example_call(self, name: str, arguments: dict[str, Any]) -> str:
         return (f"{SECTION_BEGIN}{CALL_BEGIN}function{SEP}{name}\n```json\n{json_text(dict(arguments))}\n```"
                 f"{CALL_END}{SECTION_END}")
@@ -239,12 +265,6 @@ class DeepSeekV31Format(_DeepSeekJson):
     label = "DeepSeek V3.1 (JSON calls)"
     detail = "<｜tool▁call▁begin｜>NAME<｜tool▁sep｜>{...}<｜tool▁call▁end｜>"
     _header = _V31_HEADER
-
-    def constraint_grammar(self, tools, *, forced, parallel, ctx):
-        from app.engine.constraints.wires import json_section
-
-        return json_section(ctx, self, tools, forced, parallel, section=(SECTION_BEGIN, SECTION_END),
-                            head=lambda n: f"{CALL_BEGIN}{n}{SEP}", tail=CALL_END)
 
     def example_call(self, name: str, arguments: dict[str, Any]) -> str:
         return f"{SECTION_BEGIN}{CALL_BEGIN}{name}{SEP}{json_text(dict(arguments))}{CALL_END}{SECTION_END}"
@@ -413,15 +433,6 @@ class DeepSeekDsmlFormat(Format):
                 args[key] = _dsml_value(value, flag, props.get(key))
             out.append(ParsedCall(name, args, body[start:end]))
         return out, leftover
-
-    def constraint_grammar(self, tools, *, forced, parallel, ctx):
-        from app.engine.constraints.wires import dsml_param, raw_params
-
-        return raw_params(ctx, self, tools, forced, parallel, opener=f"<{DSML}function_calls>",
-                          section=(f"<{DSML}function_calls>\n", f"</{DSML}function_calls>"),
-                          head=lambda n: f'{INVOKE} name="{n}">\n', tail=f"{INVOKE_END}\n",
-                          param=lambda c, k, s, w: dsml_param(c, k, s, w, open=PARAM, close=PARAM_END),
-                          name_ok=lambda n: bool(re.fullmatch(NAME, n)), key_ok=lambda k: not set(k) & set('"<>'))
 
     def example_call(self, name: str, arguments: dict[str, Any]) -> str:
         params = "".join(

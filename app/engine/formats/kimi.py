@@ -12,23 +12,29 @@ section missing only its end marker is accepted when the reply ended normally ri
 complete call. A reply cut (``truncated``) inside the section keeps its complete calls; the cut
 remainder is text, byte for byte.
 
-``kimi-k3``: Kimi K3 writes each message as a frame ``<|open|>HEADER<|sep|>BODY<|close|>``.
-A tool call is a frame whose header is ``call tool="NAME"`` and whose body is a sequence of
-typed argument frames (whitespace between frames is allowed)::
+A section may hold noise between its markers (text that is none of them): it is skipped and
+kept in the neighbouring call's raw text. An empty section is no call and no markup.
 
-    <|open|>call tool="get_weather"<|sep|>
-    <|open|>argument key="city" type="string"<|sep|>Paris<|close|>
-    <|open|>argument key="days" type="integer"<|sep|>3<|close|>
-    <|close|>
+``kimi-k3``: Kimi K3 writes its whole message in XTML control tokens ``<|open|>NAME ATTRS<|sep|>``
+... ``<|close|>NAME<|sep|>``. With thinking on, the prompt ends with
+``<|open|>message role="assistant"<|sep|><|open|>think<|sep|>`` and the reply is::
 
-Our reading of the format (no official template ships with the fixtures): ``type`` is one of
-``string``, ``integer``, ``number``, ``boolean``, ``null``, ``object``, ``array``. A ``string``
-value is the raw text between ``<|sep|>`` and ``<|close|>`` exactly as written (whitespace is
-significant, nothing is unescaped); any other type is JSON (an object/array value is scanned
-JSON-aware, so ``<|close|>`` inside its strings does not end it; a value that is not valid JSON
-is kept as text for the schema to type). A call without arguments is
-``<|open|>call tool="NAME"<|sep|><|close|>``; several calls are consecutive frames. Frames of
-any other kind are text.
+    REASONING<|close|>think<|sep|><|open|>response<|sep|>TEXT<|close|>response<|sep|>
+    <|open|>tools<|sep|>
+    <|open|>call tool="get_weather" index="1"<|sep|>
+    <|open|>argument key="city" type="string"<|sep|>Paris<|close|>argument<|sep|>
+    <|open|>argument key="days" type="number"<|sep|>3<|close|>argument<|sep|>
+    <|close|>call<|sep|>
+    <|close|>tools<|sep|><|close|>message<|sep|>
+
+With thinking off the prompt already opened the response frame, so the reply starts with TEXT; a
+reply that opens with ``<|open|>response<|sep|>`` itself has no reasoning (that frame ends the
+think block). The framing tokens are structure: none reaches content. ``type`` says how to read
+the value: ``string`` is the raw text exactly as written, the others are JSON (kept as text for
+the schema when they are not). Attribute values escape ``&``, ``<`` and ``"`` as XML does. A
+string value may hold ``<|close|>argument<|sep|>`` literally: the real close is the one followed
+(after whitespace) by the next ``<|open|>argument``, by ``<|close|>call<|sep|>`` or by the end of
+the reply. A call frame outside a tools frame is read too; an empty tools frame is no call.
 """
 
 from __future__ import annotations
@@ -62,18 +68,12 @@ class KimiK2Format(Format):
     reasoning = THINK
 
     def region_scanner(self, opener: str) -> RegionScanner:
-        return JsonCallSection(CALL_BEGIN, CALL_END, SECTION_END)
+        return JsonCallSection(CALL_BEGIN, CALL_END, SECTION_END, noise=True)
 
     def parse_region(self, opener, body, *, at_end, truncated, tools):
         return read_json_section(body, call_begin=CALL_BEGIN, call_end=CALL_END, section_end=SECTION_END,
                                  at_end=at_end, truncated=truncated, header=_K2_HEADER, fence_in_header=False,
-                                 implied_end=True)
-
-    def constraint_grammar(self, tools, *, forced, parallel, ctx):
-        from app.engine.constraints.wires import json_section
-
-        return json_section(ctx, self, tools, forced, parallel, section=(SECTION_BEGIN, SECTION_END),
-                            head=lambda n: f"{CALL_BEGIN}functions.{n}", index=(":", ARG_BEGIN), tail=CALL_END)
+                                 implied_end=True, noise=True)
 
     def example_call(self, name: str, arguments: dict[str, Any]) -> str:
         return (f"{SECTION_BEGIN}{CALL_BEGIN}functions.{name}:0{ARG_BEGIN}{json_text(dict(arguments))}"
@@ -85,31 +85,85 @@ class KimiK2Format(Format):
 OPEN = "<|open|>"
 CLOSE = "<|close|>"
 SEP = "<|sep|>"
+THINK_OPEN = OPEN + "think" + SEP
+THINK_CLOSE = CLOSE + "think" + SEP
+RESPONSE_OPEN = OPEN + "response" + SEP
+RESPONSE_CLOSE = CLOSE + "response" + SEP
+TOOLS_OPEN = OPEN + "tools" + SEP
+TOOLS_CLOSE = CLOSE + "tools" + SEP
+MESSAGE_OPEN = OPEN + 'message role="assistant"' + SEP
+MESSAGE_CLOSE = CLOSE + "message" + SEP
+END_OF_MSG = "<|end_of_msg|>"
 K3_OPENER = OPEN + "call"
+CALL_CLOSE = CLOSE + "call" + SEP
 ARG_OPEN = OPEN + "argument"
-K3_TYPES = ("string", "integer", "number", "boolean", "null", "object", "array")
+ARG_CLOSE = CLOSE + "argument" + SEP
+K3_TYPES = ("string", "number", "integer", "boolean", "object", "array", "null")
+# Control tokens that frame the message but hold no call: structure, never content.
+K3_STRUCTURE = (RESPONSE_OPEN, RESPONSE_CLOSE, TOOLS_CLOSE, MESSAGE_OPEN, MESSAGE_CLOSE, END_OF_MSG, THINK_CLOSE)
 
-_CALL_HEAD = re.compile(r'\s+tool="(' + NAME + r')"\s*')
-_ARG_HEAD = re.compile(r'\s+key="([^"<>|]+)"\s+type="(' + "|".join(K3_TYPES) + r')"\s*')
+_ATTR = re.compile(r'\s+([A-Za-z_][\w\-]*)="([^"<>]*)"')
+_ENTITIES = {"&amp;": "&", "&lt;": "<", "&gt;": ">", "&quot;": '"', "&apos;": "'"}
+_ENTITY = re.compile("|".join(_ENTITIES))
+
+
+def _attrs(head: str) -> dict[str, str] | None:
+    """The attributes of a frame header (``tool="x" index="1"``), XML-unescaped; None if malformed."""
+    out: dict[str, str] = {}
+    i = 0
+    while True:
+        m = _ATTR.match(head, i)
+        if m is None:
+            return out if not head[i:].strip() else None
+        if m.group(1) in out:
+            return None
+        out[m.group(1)] = _ENTITY.sub(lambda e: _ENTITIES[e.group(0)], m.group(2))
+        i = m.end()
+
+
+def _escape(value: str) -> str:
+    return value.replace("&", "&amp;").replace("<", "&lt;").replace('"', "&quot;")
 
 
 class K3Scanner(SectionScanner):
-    """Follows ``HEAD SEP (ws ARG_OPEN HEAD SEP value CLOSE)* ws CLOSE`` after ``<|open|>call``.
+    """Follows Kimi K3's tool frames: ``<|open|>tools<|sep|> CALL* <|close|>tools<|sep|>`` (or one
+    bare ``CALL``), a ``CALL`` being ``<|open|>call ATTRS<|sep|> ARG* <|close|>call<|sep|>`` and an
+    ``ARG`` ``<|open|>argument ATTRS<|sep|>VALUE<|close|>argument<|sep|>``.
 
-    Records the tool name and ``(key, type, value)`` arguments; on anything unexpected sets
-    ``bad`` and ends the region at the next ``<|close|>``.
+    A value ends at the ``<|close|>argument<|sep|>`` that is followed (after whitespace) by the next
+    ``<|open|>argument``, by ``<|close|>call<|sep|>`` or by the end of the text: an earlier one is
+    text of the value. Records the calls as ``(attributes, [(attributes, value), ...], start,
+    end)``; on anything unexpected sets ``bad`` and searches for the region's end.
     """
 
-    def __init__(self) -> None:
-        super().__init__("head")
-        self.name = ""
-        self.args: list[tuple[str, str, str]] = []
-        self.key = self.type = ""
+    def __init__(self, section: bool) -> None:
+        super().__init__("between" if section else "head")
+        self.section = section
+        self.end = TOOLS_CLOSE if section else CALL_CLOSE
+        self.calls: list[tuple[dict[str, str], list[tuple[dict[str, str], str]], int, int]] = []
+        self.head: dict[str, str] = {}
+        self.args: list[tuple[dict[str, str], str]] = []
+        self.arg: dict[str, str] = {}
+        self.start = 0
 
     def scan(self, buf: str, final: bool) -> tuple[int, bool]:
         i, n = 0, len(buf)
         while i < n:
             st = self.state
+            if st == "between":
+                i, hit = self._expect(buf, i, (K3_OPENER, TOOLS_CLOSE), final)
+                if hit is None:
+                    return self._ret(i, False)
+                if hit == TOOLS_CLOSE:
+                    self.state = "done"
+                    return self._ret(i + len(hit), True)
+                if not hit:
+                    self._fail()
+                    continue
+                self.start = self.base + i
+                i += len(hit)
+                self.state = "head"
+                continue
             if st in ("head", "arg_head"):
                 pos, m, safe = first_marker(buf, (SEP, OPEN, CLOSE), i, final)
                 self.ops += (safe if pos == -1 else pos) - i + 1
@@ -119,89 +173,135 @@ class K3Scanner(SectionScanner):
                     return self._ret(end, False)
                 head = "".join(self.parts) + buf[i:pos]
                 self.parts = []
-                if m != SEP:
+                attrs = _attrs(head) if m == SEP else None
+                if attrs is None:
                     self._fail()
                     i = pos
                     continue
                 i = pos + len(SEP)
-                hm = (_CALL_HEAD if st == "head" else _ARG_HEAD).fullmatch(head)
-                if hm is None:
-                    self._fail()
-                    continue
                 if st == "head":
-                    self.name = hm.group(1)
-                    self.state = "between"
+                    self.head, self.args = attrs, []
                 else:
-                    self.key, self.type = hm.group(1), hm.group(2)
-                    self.state = "value_json" if self.type in ("object", "array") else "value"
+                    self.arg = attrs
+                self.state = "args" if st == "head" else "value"
                 continue
-            if st == "between":
-                i, hit = self._expect(buf, i, (CLOSE, ARG_OPEN), final)
+            if st == "args":
+                i, hit = self._expect(buf, i, (ARG_OPEN, CALL_CLOSE), final)
                 if hit is None:
                     return self._ret(i, False)
-                if hit == CLOSE:
-                    self.state = "done"
-                    return self._ret(i + len(CLOSE), True)
-                if hit == ARG_OPEN:
-                    i += len(ARG_OPEN)
-                    self.state = "arg_head"
-                else:
+                if not hit:
                     self._fail()
+                    continue
+                i += len(hit)
+                if hit == ARG_OPEN:
+                    self.state = "arg_head"
+                    continue
+                self.calls.append((self.head, self.args, self.start, self.base + i))
+                if not self.section:
+                    self.state = "done"
+                    return self._ret(i, True)
+                self.state = "between"
                 continue
-            if st in self.VALUE_STATES:
-                i, value, wait = self._value_step(buf, i, CLOSE, final)
-                if wait:
-                    return self._ret(i, False)
-                if value is not None:
-                    self.args.append((self.key, self.type, value))
-                    self.state = "between"
+            if st == "value":
+                pos, _m, safe = first_marker(buf, (ARG_CLOSE,), i, final)
+                self.ops += (safe if pos == -1 else pos) - i + 1
+                if pos == -1:
+                    stop = n if final else safe
+                    self.parts.append(buf[i:stop])
+                    return self._ret(stop, False)
+                j = pos + len(ARG_CLOSE)
+                k = j
+                while k < n and buf[k].isspace():
+                    k += 1
+                self.ops += k - j + 1
+                rest = buf[k:k + len(CALL_CLOSE)]
+                if rest.startswith((ARG_OPEN, CALL_CLOSE)) or (final and k == n):
+                    self.parts.append(buf[i:pos])
+                    self.args.append((self.arg, "".join(self.parts)))
+                    self.parts = []
+                    self.state = "args"
+                    i = j
+                    continue
+                if not final and k + len(CALL_CLOSE) > n and (
+                        ARG_OPEN.startswith(rest) or CALL_CLOSE.startswith(rest)):
+                    self.parts.append(buf[i:pos])
+                    return self._ret(pos, False)  # what follows decides: wait at the close
+                self.parts.append(buf[i:j])  # a close written inside the value: its text
+                i = j
                 continue
-            return self._seek(buf, i, CLOSE, final)  # the region ends at the next <|close|>
+            return self._seek(buf, i, self.end, final)
         return self._ret(n, False)
 
 
-def _k3_value(value: str, typ: str) -> Any:
-    if typ == "string":
+def _k3_value(value: str, typ: str | None) -> Any:
+    if typ in (None, "string"):
         return value
     ok, v = loads_repaired(value.strip())
     return v if ok else value
 
 
+class _Frame(RegionScanner):
+    """A control token that frames the message: the region is the token alone."""
+
+    def scan(self, buf: str, final: bool) -> tuple[int, bool]:
+        return 0, True
+
+
 class KimiK3Format(Format):
+    """Kimi K3 writes its whole message in XTML control tokens (see the module docstring)."""
+
     name = "kimi-k3"
-    label = "Kimi K3 (typed call frames)"
-    detail = '<|open|>call tool="NAME"<|sep|><|open|>argument key="K" type="T"<|sep|>V<|close|><|close|>'
-    openers = (K3_OPENER,)
+    label = "Kimi K3 (XTML)"
+    detail = '<|open|>tools<|sep|><|open|>call tool="NAME"<|sep|><|open|>argument key="K" type="T"<|sep|>V' \
+             '<|close|>argument<|sep|><|close|>call<|sep|><|close|>tools<|sep|>'
+    openers = (TOOLS_OPEN, K3_OPENER, *K3_STRUCTURE)
     start_only = False
-    reasoning = THINK
+    reasoning = (THINK_OPEN, THINK_CLOSE)
+    # A reply that opens with its response frame has no reasoning: the frame ends the block.
+    reasoning_alt = ((THINK_OPEN, RESPONSE_OPEN),)
 
     def region_scanner(self, opener: str) -> RegionScanner:
-        return K3Scanner()
+        if opener in K3_STRUCTURE:
+            return _Frame()
+        return K3Scanner(section=opener == TOOLS_OPEN)
 
     def parse_region(self, opener, body, *, at_end, truncated, tools):
-        sc = K3Scanner()
-        consumed, ended = sc.scan(body, True)
-        if sc.bad or not ended or consumed != len(body):
+        if opener in K3_STRUCTURE:
+            return [], ""
+        sc = K3Scanner(section=opener == TOOLS_OPEN)
+        cut = at_end and truncated  # scanned as if more could follow: a half token is no fault
+        consumed, ended = sc.scan(body, not cut)
+        if sc.bad:
             return None
-        args: dict[str, Any] = {}
-        for key, typ, value in sc.args:
-            if key in args:
-                return None  # the same argument twice: not a call we can trust
-            args[key] = _k3_value(value, typ)
-        return [ParsedCall(sc.name, args, opener + body)], ""
-
-    def constraint_grammar(self, tools, *, forced, parallel, ctx):
-        from app.engine.constraints.wires import k3_param, raw_params
-
-        return raw_params(ctx, self, tools, forced, parallel, opener=K3_OPENER, sep="\n",
-                          head=lambda n: f'{K3_OPENER} tool="{n}"{SEP}\n', tail=CLOSE,
-                          param=lambda c, k, s, w: k3_param(c, k, s, w, open=ARG_OPEN, sep=SEP, close=CLOSE),
-                          name_ok=lambda n: bool(re.fullmatch(NAME, n)), key_ok=lambda k: not set(k) & set('"<>|'))
+        if ended:
+            if consumed != len(body):
+                return None
+            leftover = ""
+        elif cut and sc.calls:
+            leftover = body[sc.calls[-1][3]:]  # the complete calls count; the stream reports the cut one
+        elif at_end and not truncated and opener == TOOLS_OPEN and sc.state == "between":
+            leftover = body[sc.calls[-1][3]:] if sc.calls else body  # the closing frame is implied
+        else:
+            return None
+        out: list[ParsedCall] = []
+        for head, args, start, end in sc.calls:
+            name = head.get("tool")
+            if name is None or not re.fullmatch(NAME, name) or set(head) - {"tool", "index", "id"}:
+                return None
+            values: dict[str, Any] = {}
+            for attrs, value in args:
+                key, typ = attrs.get("key"), attrs.get("type")
+                if key is None or key in values or set(attrs) - {"key", "type"} or (typ and typ not in K3_TYPES):
+                    return None
+                values[key] = _k3_value(value, typ)
+            raw = opener + body[:end] if opener == K3_OPENER else body[start:end]
+            out.append(ParsedCall(name, values, raw))
+        return out, leftover
 
     def example_call(self, name: str, arguments: dict[str, Any]) -> str:
-        frames = "".join(f'{ARG_OPEN} key="{k}" type="{json_type(v) or "object"}"{SEP}{raw_text(v)}{CLOSE}\n'
-                         for k, v in arguments.items())
-        return f'{K3_OPENER} tool="{name}"{SEP}\n{frames}{CLOSE}'
+        args = "".join(f'{ARG_OPEN} key="{_escape(k)}" type="{json_type(v) or "object"}"{SEP}{raw_text(v)}{ARG_CLOSE}'
+                       for k, v in arguments.items())
+        return f'{TOOLS_OPEN}{K3_OPENER} tool="{_escape(name)}" index="1"{SEP}{args}{CALL_CLOSE}{TOOLS_CLOSE}'
 
 
 register(KimiK2Format())

@@ -11,7 +11,7 @@ import pytest
 
 from app.engine.formats import FORMATS, detect_template, tool_format_choices
 from app.engine.formats.events import ToolCallDone
-from app.engine.formats.kimi import K3_OPENER, SECTION_BEGIN
+from app.engine.formats.kimi import SECTION_BEGIN, TOOLS_OPEN
 from tests.engine.formats.harness import TOOLS, fold_split
 from tests.engine.formats.test_deepseek import CALLS, rendered_reply
 
@@ -69,8 +69,10 @@ def test_settings_choices_list_the_kimi_families():
 
 
 def _k3_call(i: int) -> str:
-    return (f'{K3_OPENER} tool="search"<|sep|>\n<|open|>argument key="query" type="string"<|sep|>q{i} <|close|>\n'
-            f'<|open|>argument key="tags" type="array"<|sep|>["<|close|>", "{i}"]<|close|>\n<|close|>')
+    return (f'{TOOLS_OPEN}<|open|>call tool="search" index="{i}"<|sep|>\n<|open|>argument key="query" type="string"'
+            f'<|sep|>q{i} <|close|>argument<|sep|> x<|close|>argument<|sep|>\n'
+            f'<|open|>argument key="tags" type="array"<|sep|>["<|close|>", "{i}"]<|close|>argument<|sep|>\n'
+            "<|close|>call<|sep|><|close|>tools<|sep|>")
 
 
 def _k2_section(k: int) -> str:
@@ -106,7 +108,7 @@ def test_region_scanner_is_linear_on_one_big_region(family):
         if family == "kimi-k2":
             text, opener = _k2_section(k), SECTION_BEGIN
         else:
-            text, opener = _k3_call(k), K3_OPENER
+            text, opener = _k3_call(k), TOOLS_OPEN
             text = text.replace("q", "q" * 50 * k, 1)
         body = text[len(opener):]
         sc = fmt.region_scanner(opener)
@@ -114,3 +116,22 @@ def test_region_scanner_is_linear_on_one_big_region(family):
         assert ended and consumed == len(body) and sc.ops <= 3 * len(body)
         calls, leftover = fmt.parse_region(opener, body, at_end=False, truncated=False, tools=TOOLS)
         assert len(calls) == (k if family == "kimi-k2" else 1) and leftover == ""
+
+
+def test_k3_one_megabyte_reply_one_character_at_a_time_is_linear():
+    """A 1 MB Kimi K3 reply (reasoning, text, a string value full of closing text that is not a
+    close) fed one character at a time: the characters examined stay within a constant factor."""
+    fmt = FORMATS["kimi-k3"]
+    value = "a <|close|>argument<|sep|> b <|close|>call<|sep|> " * 20_000
+    text = ("plan " * 10_000 + "<|close|>think<|sep|><|open|>response<|sep|>" + "words " * 10_000
+            + "<|close|>response<|sep|><|open|>tools<|sep|><|open|>call tool=\"set_port\" index=\"1\"<|sep|>"
+            "<|open|>argument key=\"blob\" type=\"string\"<|sep|>" + value + "<|close|>argument<|sep|>"
+            "<|close|>call<|sep|><|close|>tools<|sep|><|close|>message<|sep|>")
+    assert len(text) >= 1_000_000
+    s = fmt.stream(TOOLS, in_reasoning=True)
+    done = []
+    for ch in text:
+        done += [e for e in s.feed(ch) if isinstance(e, ToolCallDone)]
+    done += [e for e in s.finish() if isinstance(e, ToolCallDone)]
+    assert [e.call.arguments for e in done] == [{"blob": value}]
+    assert s.ops <= 40 * len(text), f"{s.ops} characters examined for {len(text)}"
