@@ -321,6 +321,12 @@ class MainWindow(ConversationsMixin, ChatMixin, ModelBarMixin, QMainWindow):
             w.setObjectName("statLabel")
             sb.addPermanentWidget(w)
         sb.addPermanentWidget(self.context_meter)
+        self.download_indicator = QPushButton("")
+        self.download_indicator.setObjectName("downloadIndicator")
+        self.download_indicator.setFlat(True)
+        self.download_indicator.setVisible(False)
+        self.download_indicator.clicked.connect(self.show_models_page)
+        sb.insertPermanentWidget(0, self.download_indicator)
         self._update_send_button()
         self.show_page("chat")
         self.act_panel.toggled.connect(self._on_panel_toggled)
@@ -461,7 +467,18 @@ class MainWindow(ConversationsMixin, ChatMixin, ModelBarMixin, QMainWindow):
         page.sig_load_requested.connect(self._on_models_page_load_requested)
         # a finished download, an import, a deletion or a new folder: the picker follows
         page.sig_library_done.connect(self.refresh_model_library)
+        page.sig_downloads.connect(self._on_downloads)
+        page.set_loaded_path(self.model_info.path if self.model_info else None)
+        self.sig_model_ready.connect(lambda info: page.set_loaded_path(info.path))
         return page
+
+    def _on_downloads(self, running: int, fraction: float) -> None:
+        """The download indicator in the status bar, seen from every page."""
+        b = self.download_indicator
+        b.setVisible(running > 0)
+        pct = f" {fraction * 100:.0f}%" if fraction >= 0 else ""
+        b.setText(f"⬇ {running} download{'s' if running != 1 else ''}{pct}")
+        b.setToolTip("Downloading on the Models page (click to open it)")
 
     def _build_server_page(self) -> QWidget:
         from app.ui.server_page import ServerPage

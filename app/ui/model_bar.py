@@ -139,7 +139,9 @@ class ModelBarMixin:
         for p in (self.model_info.path if self.model_info else None, self.loading_path):
             if p:
                 paths.append(p)
-        return paths
+        loaded = self.model_info.path if self.model_info else None
+        # a deleted file leaves the picker (the loaded model stays listed: it still works)
+        return [p for p in paths if p == loaded or p == self.loading_path or Path(p).is_file()]
 
     def _fill_model_picker(self) -> None:
         picker = self.model_picker

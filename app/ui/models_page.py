@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QObject, QRunnable, Qt, QThreadPool, Signal
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -29,9 +29,12 @@ from PySide6.QtWidgets import (
     QSplitter,
     QTableWidget,
     QTableWidgetItem,
+    QTabWidget,
     QVBoxLayout,
     QWidget,
 )
+
+from app.ui.tasks import BackgroundTasks
 
 __all__ = ["ModelsPage", "format_bytes"]
 
@@ -55,26 +58,6 @@ def _format_eta(s: float | None) -> str:
     return f"{s // 3600}h{s % 3600 // 60:02d}m" if s >= 3600 else f"{s // 60}m{s % 60:02d}s"
 
 
-class _Call(QObject):
-    ok = Signal(object)
-    failed = Signal(str)
-
-
-class _Runnable(QRunnable):
-    def __init__(self, fn: Callable[[], Any], call: _Call):
-        super().__init__()
-        self.fn = fn
-        self.call = call
-
-    def run(self) -> None:
-        try:
-            result = self.fn()
-        except Exception as exc:  # noqa: BLE001 - shown to the user, never crashes the app
-            self.call.failed.emit(str(exc) or type(exc).__name__)
-        else:
-            self.call.ok.emit(result)
-
-
 class ModelsPage(QWidget):
     """Search, file list with fit badges, download queue, local library. Emits ``sig_load_requested(path)``."""
 
@@ -83,19 +66,20 @@ class ModelsPage(QWidget):
     sig_search_done = Signal()
     sig_files_done = Signal()
     sig_library_done = Signal()
+    sig_downloads = Signal(int, float)  # downloads running or queued, their overall fraction (<0: unknown)
     _sig_progress = Signal(object)
     _sig_finished = Signal(object)
 
     def __init__(self, manager: Any | None = None, parent: QWidget | None = None, *, n_ctx: int = 4096):
         super().__init__(parent)
         self.setObjectName("ModelsPage")
-        self._pool = QThreadPool(self)
-        self._pool.setMaxThreadCount(2)
-        self._calls: set[_Call] = set()
+        self.tasks = BackgroundTasks(self, threads=2)
         self._manager = manager
         self._remote: list[Any] = []
         self._local: list[Any] = []
         self._rows: dict[int, int] = {}  # task id -> download table row
+        self._progress: dict[int, Any] = {}  # task id -> its latest DownloadProgress
+        self.loaded_path: str | None = None  # the model the chat uses now ("Loaded" in the library)
         self.confirm: Callable[[str, str], bool] = self._confirm_dialog
         self._sig_progress.connect(self._on_progress)
         self._sig_finished.connect(self._on_finished)
@@ -123,20 +107,12 @@ class ModelsPage(QWidget):
         return self._manager
 
     def _background(self, fn: Callable[[], Any], ok: Callable[[Any], None], failed: Callable[[str], None]) -> None:
-        call = _Call(self)
-        self._calls.add(call)
+        self.tasks.run(fn, ok, failed)
 
-        def done_ok(result: Any) -> None:
-            self._calls.discard(call)
-            ok(result)
-
-        def done_failed(message: str) -> None:
-            self._calls.discard(call)
-            failed(message)
-
-        call.ok.connect(done_ok)
-        call.failed.connect(done_failed)
-        self._pool.start(_Runnable(fn, call))
+    @property
+    def _calls(self) -> int:
+        """Background look-ups still running (0 when the page is idle)."""
+        return self.tasks.pending
 
     def _status(self, text: str, error: bool = False) -> None:
         self.status_label.setText(text)
@@ -144,11 +120,34 @@ class ModelsPage(QWidget):
         self.sig_status.emit(text)
 
     def _confirm_dialog(self, title: str, text: str) -> bool:
-        return QMessageBox.question(self, title, text) == QMessageBox.StandardButton.Yes
+        """Yes / Cancel, with Cancel the default (Enter never deletes or downloads by accident)."""
+        box = QMessageBox(QMessageBox.Icon.Question, title, text,
+                          QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.Cancel, self)
+        box.setDefaultButton(QMessageBox.StandardButton.Cancel)
+        return box.exec() == QMessageBox.StandardButton.Yes
 
     # -- layout ---------------------------------------------------------------------------------
     def _build(self, n_ctx: int) -> None:
         root = QVBoxLayout(self)
+        self.sources = QTabWidget()  # where models come from: the recommended list, or a search
+        self.sources.setObjectName("modelSources")
+        rec = QWidget()
+        rl = QVBoxLayout(rec)
+        rl.setContentsMargins(0, 4, 0, 0)
+        self.recommended_table = QTableWidget(0, 6)
+        self.recommended_table.setObjectName("recommendedTable")
+        self.recommended_table.setHorizontalHeaderLabels(["Model", "Size", "Tools", "Fit", "Why", ""])
+        self._setup_table(self.recommended_table)
+        self.recommended_table.horizontalHeader().setSectionResizeMode(4, QHeaderView.ResizeMode.Stretch)
+        self.recommended_table.horizontalHeader().setSectionResizeMode(0, QHeaderView.ResizeMode.ResizeToContents)
+        self.recommended_table.setWordWrap(True)
+        rl.addWidget(self.recommended_table)
+        self.sources.addTab(rec, "Recommended for tool calling")
+        search_tab = QWidget()
+        self.sources.addTab(search_tab, "Search Hugging Face")
+        root.addWidget(self.sources, 3)
+        root = QVBoxLayout(search_tab)
+        root.setContentsMargins(0, 4, 0, 0)
         row = QHBoxLayout()
         self.search_edit = QLineEdit(placeholderText="Search Hugging Face for GGUF models…")
         self.search_edit.returnPressed.connect(self.search)
@@ -161,13 +160,10 @@ class ModelsPage(QWidget):
         row.addWidget(self.search_button)
         row.addWidget(self.ctx_spin)
         root.addLayout(row)
-        self.status_label = QLabel("")
-        self.status_label.setWordWrap(True)
-        root.addWidget(self.status_label)
-
-        split = QSplitter(Qt.Orientation.Vertical)
         top = QSplitter(Qt.Orientation.Horizontal)
         self.results_list = QListWidget()
+        self.results_list.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.results_list.setTextElideMode(Qt.TextElideMode.ElideMiddle)
         self.results_list.currentRowChanged.connect(self._on_repo_selected)
         top.addWidget(self.results_list)
         self.files_table = QTableWidget(0, 6)
@@ -175,19 +171,31 @@ class ModelsPage(QWidget):
         self._setup_table(self.files_table)
         top.addWidget(self.files_table)
         top.setSizes([300, 700])
-        split.addWidget(top)
+        root.addWidget(top, 1)
+        root = self.layout()
+        self.status_label = QLabel("")
+        self.status_label.setObjectName("modelsStatus")
+        self.status_label.setWordWrap(True)
+        root.addWidget(self.status_label)
+
+        split = QSplitter(Qt.Orientation.Vertical)
 
         downloads = QWidget()
         dl = QVBoxLayout(downloads)
         dl.setContentsMargins(0, 0, 0, 0)
-        dl.addWidget(QLabel("<b>Downloads</b>"))
+        dl_head = QHBoxLayout()
+        dl_head.addWidget(QLabel("<b>Downloads</b>"))
+        dl_head.addStretch(1)
+        self.clear_button = QPushButton("Clear finished")
+        self.clear_button.clicked.connect(self.clear_finished)
+        dl_head.addWidget(self.clear_button)
+        dl.addLayout(dl_head)
         self.downloads_table = QTableWidget(0, 5)
         self.downloads_table.setHorizontalHeaderLabels(["File", "Progress", "Status", "", ""])
         self._setup_table(self.downloads_table)
         self.downloads_table.horizontalHeader().setSectionResizeMode(1, QHeaderView.ResizeMode.Fixed)
         self.downloads_table.setColumnWidth(1, 260)
         dl.addWidget(self.downloads_table)
-        split.addWidget(downloads)
 
         library = QWidget()
         ll = QVBoxLayout(library)
@@ -204,15 +212,18 @@ class ModelsPage(QWidget):
         for b in (self.import_button, self.folder_button, self.refresh_button):
             head.addWidget(b)
         ll.addLayout(head)
-        self.library_table = QTableWidget(0, 11)
+        self.library_table = QTableWidget(0, 12)
+        self.library_table.setObjectName("libraryTable")
         self.library_table.setHorizontalHeaderLabels(
-            ["Model", "Architecture", "Params", "Quant", "Context", "Size", "Template", "Tools", "Source", "", ""]
+            ["Model", "Architecture", "Params", "Quant", "Context", "Size", "Template", "Tools", "Source", "", "", ""]
         )
         self._setup_table(self.library_table)
         ll.addWidget(self.library_table)
+        split.addWidget(downloads)
         split.addWidget(library)
-        split.setSizes([300, 150, 300])
-        root.addWidget(split, 1)
+        split.setSizes([120, 300])
+        root.addWidget(split, 4)
+        self._fill_recommended()
 
     @staticmethod
     def _setup_table(table: QTableWidget) -> None:
@@ -224,6 +235,35 @@ class ModelsPage(QWidget):
         # so the Load / Delete buttons never end up behind a horizontal scroll bar.
         header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
+        header.setMinimumSectionSize(40)
+        table.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        table.setTextElideMode(Qt.TextElideMode.ElideMiddle)
+        table.setWordWrap(False)
+
+    # the library's columns a narrow window leaves out first (the name and the buttons always stay)
+    SECONDARY_COLUMNS = (6, 4, 1, 8, 2, 7, 3, 5)
+    NAME_MIN_WIDTH = 200
+
+    def resizeEvent(self, e) -> None:  # noqa: N802 (Qt API)
+        super().resizeEvent(e)
+        self._fit_library_columns()
+
+    def _fit_library_columns(self) -> None:
+        """Hide secondary columns until the name column has room: it is never squeezed to "Sm…"."""
+        t = self.library_table
+        header = t.horizontalHeader()
+
+        def width(i: int) -> int:
+            return max(t.sizeHintForColumn(i), header.sectionSizeHint(i))
+
+        shown = set(range(1, t.columnCount()))
+        for c in (None, *self.SECONDARY_COLUMNS):
+            if c is not None:
+                shown.discard(c)
+            if t.viewport().width() - sum(width(i) for i in shown) >= self.NAME_MIN_WIDTH:
+                break
+        for i in range(1, t.columnCount()):
+            t.setColumnHidden(i, i not in shown)
 
     # -- search and files -----------------------------------------------------------------------
     def search(self) -> None:
@@ -239,10 +279,12 @@ class ModelsPage(QWidget):
 
     def _on_results(self, results: list[Any]) -> None:
         self.search_button.setEnabled(True)
+        self.sources.setCurrentIndex(1)
         self.results_list.clear()
         for r in results:
             item = QListWidgetItem(f"{r.repo_id}\n⬇ {r.downloads:,}   ♥ {r.likes:,}")
             item.setData(Qt.ItemDataRole.UserRole, r.repo_id)
+            item.setToolTip(r.repo_id)
             self.results_list.addItem(item)
         self._status(f"{len(results)} GGUF repositories found." if results else "No GGUF repositories found.")
         self.sig_search_done.emit()
@@ -288,12 +330,44 @@ class ModelsPage(QWidget):
             badge.setBackground(QColor(FIT_COLORS[est.fit]))
             badge.setToolTip(est.describe())
             self.files_table.setItem(i, 4, badge)
-            button = QPushButton("Download")
-            button.clicked.connect(lambda _c=False, f=f: self.download(f))
+            have = self.local_model_for(f.repo_id, f.filename)
+            if have is not None:  # already in the library: no second download
+                button = QPushButton("Loaded" if self._is_loaded(have) else "Load now")
+                button.setEnabled(not self._is_loaded(have))
+                button.setToolTip(f"Downloaded: {have.path}")
+                button.clicked.connect(lambda _c=False, p=str(have.path): self.sig_load_requested.emit(p))
+            else:
+                button = QPushButton("Download")
+                button.clicked.connect(lambda _c=False, f=f: self.download(f))
             self.files_table.setCellWidget(i, 5, button)
 
     # -- downloads ------------------------------------------------------------------------------
+    def local_model_for(self, repo_id: str, filename: str) -> Any | None:
+        """The library's model downloaded from ``repo_id``/``filename`` (None if it has none)."""
+        name = Path(filename).name
+        for m in self._local:
+            if m.usable and m.path.name == name and (not m.repo_id or m.repo_id == repo_id):
+                return m
+        return None
+
+    def _is_loaded(self, model: Any) -> bool:
+        return self.loaded_path is not None and Path(self.loaded_path) == Path(model.path)
+
+    def set_loaded_path(self, path: str | None) -> None:
+        """The model the chat uses now: its library row says "Loaded"."""
+        self.loaded_path = path
+        if self._local:
+            self._on_library(self._local, quiet=True)
+
     def download(self, remote: Any) -> None:
+        from app.engine.models.estimate import estimate_remote
+
+        est = estimate_remote(remote.size, remote.quantization, self.ctx_spin.value())
+        if est.fit == "too large" and not self.confirm(
+                "Download a model that is too large?",
+                f"{remote.name} ({format_bytes(remote.size)}) needs about {format_bytes(est.total_bytes)} of "
+                "memory, more than this computer has. It would download but not load. Download anyway?"):
+            return
         try:
             queued = self.manager.download(remote)
         except Exception as exc:  # noqa: BLE001
@@ -343,6 +417,8 @@ class ModelsPage(QWidget):
         return self.downloads_table.item(self._rows[task_id], 2).text()
 
     def _on_progress(self, p: Any) -> None:
+        self._progress[p.task_id] = p
+        self._emit_downloads()
         row = self._download_row(p)
         bar: QProgressBar = self.downloads_table.cellWidget(row, 1)
         frac = p.fraction
@@ -376,6 +452,86 @@ class ModelsPage(QWidget):
         elif p.state == "failed":
             self._status(p.error or "The download failed.", error=True)
 
+    def running_downloads(self) -> list[Any]:
+        """The downloads that are queued, running or being verified now."""
+        return [p for p in self._progress.values() if p.state in ("queued", "downloading", "verifying")]
+
+    def _emit_downloads(self) -> None:
+        running = self.running_downloads()
+        total = sum(p.total or 0 for p in running)
+        done = sum(p.downloaded or 0 for p in running)
+        self.sig_downloads.emit(len(running), done / total if total else -1.0)
+
+    def clear_finished(self) -> None:
+        """Drop the finished and cancelled rows from the Downloads table."""
+        keep = [p for tid, p in sorted(self._progress.items()) if p.state not in ("done", "cancelled")]
+        self.downloads_table.setRowCount(0)
+        self._rows = {}
+        self._progress = {}
+        for p in keep:
+            self._on_progress(p)
+        self._status("")
+
+    # -- recommended ------------------------------------------------------------------------------
+    def _fill_recommended(self) -> None:
+        from app.engine.models.estimate import estimate_remote
+        from app.engine.models.recommended import recommended_models
+        from app.ui.engine_types import format_label
+
+        t = self.recommended_table
+        models = recommended_models()
+        t.setRowCount(len(models))
+        n_ctx = self.ctx_spin.value()
+        for i, r in enumerate(models):
+            est = estimate_remote(r.size_bytes, r.quantization, n_ctx)
+            name = QTableWidgetItem(f"{r.name}  ·  {r.quantization}")
+            name.setToolTip(f"{r.repo_id}/{r.file}")
+            t.setItem(i, 0, name)
+            t.setItem(i, 1, QTableWidgetItem(format_bytes(r.size_bytes)))
+            label = format_label(r.tool_format) or r.tool_format
+            tools = QTableWidgetItem(label.split(" (", 1)[0])
+            tools.setToolTip(f"Callisto reads this model's tool calls as {label}.")
+            t.setItem(i, 2, tools)
+            badge = QTableWidgetItem(est.fit)
+            badge.setForeground(QColor("white"))
+            badge.setBackground(QColor(FIT_COLORS[est.fit]))
+            badge.setToolTip(est.describe())
+            t.setItem(i, 3, badge)
+            why = QTableWidgetItem(r.why)
+            why.setToolTip(r.why)
+            t.setItem(i, 4, why)
+            have = self.local_model_for(r.repo_id, r.file)
+            if have is not None:
+                button = QPushButton("Loaded" if self._is_loaded(have) else "Load now")
+                button.setEnabled(not self._is_loaded(have))
+                button.clicked.connect(lambda _c=False, p=str(have.path): self.sig_load_requested.emit(p))
+            else:
+                button = QPushButton("Download")
+                button.clicked.connect(lambda _c=False, r=r: self.download_recommended(r))
+            t.setCellWidget(i, 5, button)
+
+    def recommended_button(self, name: str) -> QPushButton:
+        from app.engine.models.recommended import recommended_models
+
+        row = next(i for i, r in enumerate(recommended_models()) if r.name == name)
+        return self.recommended_table.cellWidget(row, 5)
+
+    def download_recommended(self, model: Any) -> None:
+        """One click: find the recommended file in its repo, then download it as any other."""
+        self._status(f"Looking up {model.name} on Hugging Face…")
+        n_ctx = self.ctx_spin.value()
+
+        def found(files: list[Any]) -> None:
+            match = next((f for f in files if Path(f.filename).name == model.file), None)
+            if match is None:
+                self._status(f"{model.repo_id} no longer has {model.file}; search for {model.name} instead.",
+                             error=True)
+                return
+            self.download(match)
+
+        self._background(lambda: self.manager.hub.list_ggufs(model.repo_id, n_ctx=n_ctx), found,
+                         self._on_files_failed)
+
     # -- library --------------------------------------------------------------------------------
     def refresh_library(self) -> None:
         self._background(lambda: self.manager.library.scan(), self._on_library, self._on_library_failed)
@@ -384,8 +540,12 @@ class ModelsPage(QWidget):
         self._status(message, error=True)
         self.sig_library_done.emit()
 
-    def _on_library(self, models: list[Any]) -> None:
+    SOURCE_WORDS = {"downloaded": "downloaded", "imported": "imported", "copied": "copied in",
+                    "folder": "in your folder", "hf-cache": "Hugging Face cache"}
+
+    def _on_library(self, models: list[Any], *, quiet: bool = False) -> None:
         from app.engine.models.metadata import format_parameter_count
+        from app.ui.icons import icon
 
         self._local = models
         t = self.library_table
@@ -401,24 +561,37 @@ class ModelsPage(QWidget):
                 format_bytes(m.size),
                 ("yes" if s.has_chat_template else "no") if s else "",
                 s.tool_format if s else "",
-                m.source,
+                self.SOURCE_WORDS.get(m.source, m.source),
             ]
             for col, text in enumerate(cells):
                 item = QTableWidgetItem(text)
                 item.setToolTip(m.error or str(m.path))
-                if m.error:
-                    item.setForeground(QColor("#c62828"))
                 t.setItem(i, col, item)
-            if m.error:
-                t.item(i, 1).setText(m.error)
-            load = QPushButton("Load")
-            load.setEnabled(m.usable)
+            if m.error:  # an icon and a tooltip on the name, never text that widens a column
+                t.item(i, 0).setIcon(icon("error"))
+                t.item(i, 0).setToolTip(f"{m.path}\n{m.error}")
+            loaded = self._is_loaded(m)
+            load = QPushButton("Loaded" if loaded else "Load now")
+            load.setEnabled(m.usable and not loaded)
+            load.setToolTip(m.error or ("The chat uses this model now." if loaded else "Chat with this model"))
             load.clicked.connect(lambda _c=False, p=str(m.path): self.sig_load_requested.emit(p))
-            delete = QPushButton("Delete")
+            delete = QPushButton("Delete file")
             delete.setEnabled(m.source != "hf-cache")
             delete.clicked.connect(lambda _c=False, m=m: self.delete_model(m))
             t.setCellWidget(i, 9, load)
             t.setCellWidget(i, 10, delete)
+            if m.source in ("imported", "folder"):
+                remove = QPushButton("Remove")
+                remove.setToolTip("Remove from library: Callisto stops listing it; the file stays where it is.")
+                remove.clicked.connect(lambda _c=False, m=m: self.remove_model(m))
+                t.setCellWidget(i, 11, remove)
+            else:
+                t.removeCellWidget(i, 11)
+        self._fit_library_columns()
+        if not quiet:
+            self._fill_recommended()
+            if self._remote:
+                self._show_files()
         self.sig_library_done.emit()
 
     def library_row(self, name: str) -> int:
@@ -433,13 +606,36 @@ class ModelsPage(QWidget):
     def delete_button(self, row: int) -> QPushButton:
         return self.library_table.cellWidget(row, 10)
 
+    def remove_button(self, row: int) -> QPushButton | None:
+        return self.library_table.cellWidget(row, 11)
+
+    def remove_model(self, model: Any) -> None:
+        """Stop listing a model (an import, or the added folder it is in); no file is touched."""
+        lib = self.manager.library
+        if model.source == "folder":
+            folder = next((f for f in lib.folders() if Path(f) in Path(model.path).parents), None)
+            if folder is None:
+                return
+            if not self.confirm("Remove folder from library",
+                                f"{model.name} is in the folder {folder}, which you added. Stop listing every "
+                                "model in that folder? No file is deleted."):
+                return
+            lib.remove_folder(folder)
+        else:
+            lib.forget(model.path)
+        self._status(f"Removed {model.name} from the library; the file is still at {model.path}.")
+        self.refresh_library()
+
     def delete_model(self, model: Any) -> None:
         owned = model.deletable_without_confirmation
         text = (
-            f"Delete {model.name} ({format_bytes(model.size)})?"
+            f"Delete {model.name} ({format_bytes(model.size)}) from disk?"
             if owned
-            else f"Callisto did not download {model.name}. Delete your file {model.path} from disk?"
+            else f"Callisto did not download {model.name}. Delete your file {model.path} from disk? "
+                 "(Remove from library keeps the file.)"
         )
+        if self._is_loaded(model):
+            text = f"{model.name} is the model the chat uses now. " + text
         if not self.confirm("Delete model", text):
             return
         try:
@@ -465,10 +661,15 @@ class ModelsPage(QWidget):
     def _import_dialog(self) -> None:
         path, _ = QFileDialog.getOpenFileName(self, "Import a GGUF model", "", "GGUF models (*.gguf)")
         if path:
-            copy = QMessageBox.question(
-                self, "Import", "Copy the file into Callisto's models folder?\n(No: use it where it is.)"
-            ) == QMessageBox.StandardButton.Yes
-            self.import_file(path, copy=copy)
+            box = QMessageBox(QMessageBox.Icon.Question, "Import a model",
+                              f"Use {Path(path).name} where it is, or copy it into Callisto's models folder?",
+                              QMessageBox.StandardButton.Cancel, self)
+            in_place = box.addButton("Use it where it is", QMessageBox.ButtonRole.AcceptRole)
+            copy = box.addButton("Copy it", QMessageBox.ButtonRole.AcceptRole)
+            box.setDefaultButton(in_place)
+            box.exec()
+            if box.clickedButton() in (in_place, copy):
+                self.import_file(path, copy=box.clickedButton() is copy)
 
     def _folder_dialog(self) -> None:
         folder = QFileDialog.getExistingDirectory(self, "Add a folder of models")
@@ -479,12 +680,6 @@ class ModelsPage(QWidget):
                 self._status(str(exc), error=True)
                 return
             self.refresh_library()
-
-    def running_downloads(self) -> list[Any]:
-        """The downloads that are queued or running now."""
-        if self._manager is None:
-            return []
-        return [p for p in self._manager.queue.tasks() if p.state in ("queued", "downloading", "verifying")]
 
     def confirm_quit(self) -> bool:
         """Quitting during a download: ask (the download is paused and resumes next time)."""
@@ -500,4 +695,4 @@ class ModelsPage(QWidget):
         """Pause running downloads (kept for next time) and wait for background work."""
         if self._manager is not None:
             self._manager.shutdown()
-        self._pool.waitForDone(5000)
+        self.tasks.close(5000)

@@ -1,0 +1,209 @@
+"""The Models page for a newcomer: the first-run review's defects on the real page, a real local hub
+(HTTP on 127.0.0.1, ``tests/support/fake_hub.py``) and real files; and the recommended list."""
+
+from __future__ import annotations
+
+import json
+import os
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+from pathlib import Path  # noqa: E402
+
+import pytest  # noqa: E402
+
+from app.engine.detection import detect_tool_format  # noqa: E402
+from app.engine.models.hub import HubClient  # noqa: E402
+from app.engine.models.library import Library  # noqa: E402
+from app.engine.models.manager import ModelManager  # noqa: E402
+from app.engine.models.recommended import recommended_models  # noqa: E402
+from app.ui.models_page import ModelsPage  # noqa: E402
+from tests.support.fake_hub import FakeHub  # noqa: E402
+from tests.support.tiny_gguf import write_tiny_gguf  # noqa: E402
+
+TEMPLATE = "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "chat_templates"
+QWEN = "Qwen/Qwen3-0.6B-GGUF"
+BIG = "someone/Huge-70B-GGUF"
+
+
+@pytest.fixture
+def hub(tmp_path):
+    def model(seed: int) -> bytes:
+        return write_tiny_gguf(tmp_path / f"src{seed}.gguf", seed=seed, chat_template=TEMPLATE).read_bytes()
+
+    h = FakeHub()
+    h.add_repo(QWEN, {"Qwen3-0.6B-Q8_0.gguf": model(0), "Qwen3-0.6B-Q4_K_M.gguf": model(1)}, downloads=10)
+    h.add_repo(BIG, {"Huge-70B-Q4_K_M.gguf": model(2)}, downloads=5,
+               declared_sizes={"Huge-70B-Q4_K_M.gguf": 40 * 1024**4})
+    h.start()
+    yield h
+    h.stop()
+
+
+@pytest.fixture
+def page(qtbot, hub, tmp_path):
+    lib = Library(models_dir=tmp_path / "models", manifest_path=tmp_path / "lib.json", hf_cache_dir=False)
+    mgr = ModelManager(hub=HubClient(hub.url), library=lib, backoff_base=0.01)
+    w = ModelsPage(mgr)
+    qtbot.addWidget(w)
+    w.resize(1100, 760)
+    w.show()
+    qtbot.waitUntil(lambda: not w._calls)
+    yield w
+    w.shutdown()
+
+
+def _search_and_open(qtbot, page, text, row=0):
+    page.search_edit.setText(text)
+    with qtbot.waitSignal(page.sig_search_done, timeout=20000):
+        page.search_button.click()
+    with qtbot.waitSignal(page.sig_files_done, timeout=20000):
+        page.results_list.setCurrentRow(row)
+
+
+def test_recommended_list_is_data_with_a_detected_tool_format_for_each_model():
+    models = recommended_models()
+    names = " ".join(m.name for m in models)
+    for wanted in ("Qwen3 0.6B", "Qwen3 1.7B", "Qwen3 4B", "Qwen3.5 4B", "Llama 3.2 3B", "Granite 4", "Gemma 4",
+                   "gpt-oss 20B", "Mistral Small"):
+        assert wanted in names
+    for m in models:
+        assert m.why and m.quantization and m.size_gb > 0 and m.file.endswith(".gguf")
+        template = (FIXTURES / m.template).read_text(encoding="utf-8")
+        assert detect_tool_format(template) == m.tool_format, m.name
+
+
+def test_recommended_model_downloads_in_one_click_with_its_fit_badge(qtbot, page, hub):
+    t = page.recommended_table
+    assert t.rowCount() == len(recommended_models())
+    fits = {t.item(r, 3).text() for r in range(t.rowCount())}
+    assert fits <= {"fits", "tight", "too large"} and "fits" in fits
+    assert page.sources.currentIndex() == 0 and "Recommended" in page.sources.tabText(0)
+    with qtbot.waitSignal(page.sig_library_done, timeout=30000, check_params_cb=lambda: bool(page._local)):
+        page.recommended_button("Qwen3 0.6B").click()
+    assert (tid := next(iter(page._rows))) is not None and page.download_status(tid) == "done"
+    assert hub.count("GET", "Qwen3-0.6B-Q8_0.gguf") >= 1 and hub.count("GET", "Q4_K_M") == 0
+    # now it is in the library: the row offers to load it instead of downloading again
+    qtbot.waitUntil(lambda: page.recommended_button("Qwen3 0.6B").text() == "Load now", timeout=5000)
+
+
+def test_d29_library_name_column_is_never_squeezed_and_errors_are_an_icon(qtbot, page, tmp_path):
+    from PySide6.QtWidgets import QApplication
+
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    write_tiny_gguf(folder / "SmolLM2-135M-Instruct.Q4_1.gguf", chat_template=TEMPLATE)
+    (folder / "truncated.gguf").write_bytes(b"GGUF\x03\x00")
+    page.manager.library.add_folder(folder)
+    with qtbot.waitSignal(page.sig_library_done, timeout=20000):
+        page.refresh_library()
+    t = page.library_table
+    for width in (1400, 520):  # 520: the page's share of an 800 x 600 window
+        page.resize(width, 600)
+        QApplication.processEvents()  # the resize and the header's layout of its sections
+        page._fit_library_columns()
+        QApplication.processEvents()
+        assert page.width() == width
+        assert t.horizontalScrollBar().maximum() == 0 or not t.horizontalScrollBar().isVisible()
+        assert t.columnWidth(0) >= page.NAME_MIN_WIDTH  # "SmolLM2-135M-Instruct.Q4_1", not "Sm…"
+        for r in range(t.rowCount()):
+            assert not t.isColumnHidden(9) and t.cellWidget(r, 9) is not None  # Load stays reachable
+    bad = page.library_row("truncated")
+    assert not t.item(bad, 0).icon().isNull() and "GGUF" in t.item(bad, 0).toolTip()
+    assert all("GGUF" not in (t.item(bad, c).text() if t.item(bad, c) else "") for c in range(1, 9))
+    assert not page.load_button(bad).isEnabled()
+
+
+def test_d30_too_large_model_asks_before_downloading(qtbot, page, hub):
+    _search_and_open(qtbot, page, "huge")
+    assert page.files_table.item(0, 4).text() == "too large"
+    asked = []
+    page.confirm = lambda title, text: asked.append(text) or False
+    page.files_table.cellWidget(0, 5).click()
+    assert asked and "more than this computer has" in asked[0]
+    assert page._rows == {} and hub.count("GET", "/resolve/") == 0
+
+
+def test_d31_files_already_in_the_library_are_marked_in_search_results(qtbot, page, hub):
+    _search_and_open(qtbot, page, "qwen")
+    row = next(r for r in range(page.files_table.rowCount())
+               if page.files_table.item(r, 0).text() == "Qwen3-0.6B-Q8_0")
+    with qtbot.waitSignal(page.sig_library_done, timeout=30000, check_params_cb=lambda: bool(page._local)):
+        page.files_table.cellWidget(row, 5).click()
+    row = next(r for r in range(page.files_table.rowCount())
+               if page.files_table.item(r, 0).text() == "Qwen3-0.6B-Q8_0")
+    assert page.files_table.cellWidget(row, 5).text() == "Load now"
+    before = hub.count("GET", "Qwen3-0.6B-Q8_0.gguf")
+    with qtbot.waitSignal(page.sig_load_requested, timeout=5000):
+        page.files_table.cellWidget(row, 5).click()  # loads; no second download
+    assert hub.count("GET", "Qwen3-0.6B-Q8_0.gguf") == before
+
+
+def test_d33_remove_from_library_keeps_the_file_and_delete_defaults_to_cancel(qtbot, page, tmp_path):
+    src = write_tiny_gguf(tmp_path / "mine.gguf", chat_template=TEMPLATE)
+    with qtbot.waitSignal(page.sig_library_done, timeout=20000):
+        page.import_file(src)
+    row = page.library_row("mine")
+    assert page.delete_button(row).text() == "Delete file"
+    assert page.remove_button(row).text() == "Remove"
+    assert page.remove_button(row).toolTip().startswith("Remove from library")
+    with qtbot.waitSignal(page.sig_library_done, timeout=20000):
+        page.remove_button(row).click()
+    assert src.exists() and all(m.path != src for m in page._local)
+    # the confirmation's default button is Cancel
+    from PySide6.QtCore import QTimer
+    from PySide6.QtWidgets import QApplication, QMessageBox
+
+    seen = {}
+
+    def answer() -> None:
+        box = next(w for w in QApplication.topLevelWidgets() if isinstance(w, QMessageBox) and w.isVisible())
+        seen["default"] = box.defaultButton() is box.button(QMessageBox.StandardButton.Cancel)
+        box.defaultButton().click()
+
+    QTimer.singleShot(200, answer)
+    assert page._confirm_dialog("Delete model", "Delete it?") is False
+    assert seen["default"] is True
+
+
+def test_d7_deleting_the_loaded_model_says_so(qtbot, page, tmp_path):
+    _search_and_open(qtbot, page, "qwen")
+    with qtbot.waitSignal(page.sig_library_done, timeout=30000, check_params_cb=lambda: bool(page._local)):
+        page.files_table.cellWidget(0, 5).click()
+    m = next(m for m in page._local if m.usable)
+    page.set_loaded_path(str(m.path))
+    row = page.library_row(m.name)
+    assert page.load_button(row).text() == "Loaded" and not page.load_button(row).isEnabled()
+    asked = []
+    page.confirm = lambda title, text: asked.append(text) or False
+    page.delete_button(row).click()
+    assert "uses now" in asked[0] and m.path.exists()
+
+
+def test_d35_clear_finished_downloads(qtbot, page, hub):
+    _search_and_open(qtbot, page, "qwen")
+    with qtbot.waitSignal(page.sig_library_done, timeout=30000, check_params_cb=lambda: bool(page._local)):
+        page.files_table.cellWidget(0, 5).click()
+    assert page.downloads_table.rowCount() == 1
+    page.clear_button.click()
+    assert page.downloads_table.rowCount() == 0 and page.status_label.text() == ""
+
+
+def test_d32_download_indicator_and_quit_warning(qtbot, page, hub):
+    hub.hold_after["Qwen3-0.6B-Q8_0.gguf"] = 1000
+    seen = []
+    page.sig_downloads.connect(lambda n, f: seen.append(n))
+    _search_and_open(qtbot, page, "qwen")
+    row = next(r for r in range(page.files_table.rowCount())
+               if page.files_table.item(r, 0).text() == "Qwen3-0.6B-Q8_0")
+    page.files_table.cellWidget(row, 5).click()
+    qtbot.waitUntil(lambda: hub.held.is_set() and bool(page.running_downloads()), timeout=20000)
+    assert seen and seen[-1] == 1
+    asked = []
+    page.confirm = lambda title, text: asked.append(text) or False
+    assert page.confirm_quit() is False and "still downloading" in asked[0]
+    hub.release.set()
+    qtbot.waitUntil(lambda: not page.running_downloads(), timeout=20000)
+    assert page.confirm_quit() is True
+    assert json.dumps(seen[-1]) == "0"
