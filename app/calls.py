@@ -10,6 +10,7 @@ package may depend on it.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -18,9 +19,26 @@ __all__ = [
     "ApprovalOutcome",
     "IncompleteCall",
     "IncompleteReason",
+    "TOOL_NAME",
+    "WIRE_NAME",
+    "is_tool_name",
     "ToolCall",
     "ToolResult",
 ]
+
+# The tool-name rules, in one place. TOOL_NAME is what a tool may be called: the registry refuses
+# other names and the server refuses them in a request. WIRE_NAME is what a parser reads as the name
+# in a call before it checks it against the declared tools (a superset: a name the model got wrong,
+# such as ``server:tool`` or ``a/b``, is then an undeclared call, shown and never run).
+TOOL_NAME = r"[A-Za-z_][A-Za-z0-9_.\-]{0,63}"
+WIRE_NAME = r"[A-Za-z_][\w.\-:/]*"
+_TOOL_NAME_RE = re.compile(rf"^{TOOL_NAME}$")
+
+
+def is_tool_name(name: object) -> bool:
+    """Whether ``name`` follows :data:`TOOL_NAME`."""
+    return isinstance(name, str) and bool(_TOOL_NAME_RE.match(name))
+
 
 # How a call came to run (or not): stored on every ToolResult and shown in the side panel.
 ApprovalOutcome = Literal["auto", "allowed_once", "always", "denied", "timeout"]

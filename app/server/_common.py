@@ -11,6 +11,7 @@ import time
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
+from app.calls import is_tool_name
 from app.server._engine import Job, TurnEnd, TurnRequest, run_turn
 from app.server._errors import ApiError
 
@@ -32,7 +33,6 @@ __all__ = [
 ]
 
 _PREFIXED_ID = re.compile(r"^(?:call|toolu|fc)_([A-Za-z0-9]{9})$")
-_TOOL_NAME = re.compile(r"^[A-Za-z0-9_.\-]{1,64}$")
 
 
 def type_name(value: Any) -> str:
@@ -123,8 +123,9 @@ def check_number(value: Any, where: str, *, lo: float, hi: float) -> float | Non
 def check_tool_name(value: Any, where: str) -> str:
     name = check_str(value, where)
     assert name is not None
-    if not _TOOL_NAME.match(name):
-        raise ApiError(400, f"{where} {name!r} is not a valid tool name (1-64 letters, digits, _ . -)",
+    if not is_tool_name(name):
+        raise ApiError(400, f"{where} {name!r} is not a valid tool name (letters, digits, _ . -, starting "
+                       "with a letter or _, at most 64 characters)",
                        param=where)
     return name
 

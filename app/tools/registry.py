@@ -21,11 +21,11 @@ import typing
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from app.calls import is_tool_name
 from app.tools.types import Tool
 
 __all__ = ["ToolRegistry", "parse_docstring", "tool_from_function"]
 
-_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\-]{0,63}$")
 _SECTION_RE = re.compile(r"^\s*(Args|Arguments|Parameters|Params)\s*:\s*$")
 _OTHER_SECTION_RE = re.compile(r"^\s*(Returns?|Raises|Yields|Examples?|Notes?)\s*:\s*$")
 _PARAM_RE = re.compile(r"^\s*(\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)$")
@@ -148,7 +148,7 @@ class ToolRegistry:
         """Add a tool. A second tool with the same name raises ValueError unless ``replace``."""
         if not isinstance(tool, Tool):
             raise TypeError(f"register() takes a Tool, got {type(tool).__name__}")
-        if not _NAME_RE.match(tool.name):
+        if not is_tool_name(tool.name):
             raise ValueError(
                 f"Tool name {tool.name!r} is invalid: use letters, digits, '_', '-' or '.', "
                 "start with a letter or '_', at most 64 characters"

@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from app.calls import WIRE_NAME
 from app.engine.formats.base import Format, ParsedCall, RegionScanner, find_marker, register
 
 __all__ = ["Gemma4Format", "parse_gemma_call", "parse_gemma_value", "write_gemma_value"]
@@ -21,7 +22,7 @@ OPEN = "<|tool_call>"
 CLOSE = "<tool_call|>"
 RESPONSE = "<|tool_response>"  # what Gemma 4 writes after its calls (its tool-turn stop token)
 QUOTE = '<|"|>'
-_NAME = re.compile(r"[A-Za-z_][\w.\-:/]*")
+_NAME = re.compile(WIRE_NAME)
 _NUMBER = re.compile(r"-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?")
 _LITERALS = {"true": True, "false": False, "null": None, "True": True, "False": False, "None": None}
 _MAX_DEPTH = 64

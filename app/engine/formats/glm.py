@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from app.calls import WIRE_NAME
 from app.engine.formats.base import Format, ParsedCall, RegionScanner, register
 from app.engine.formats.sections import SkipValuesScanner, raw_text, skip_ws
 
@@ -27,7 +28,7 @@ V_OPEN = "<arg_value>"
 V_CLOSE = "</arg_value>"
 
 # A function name as tools and MCP servers spell them: no spaces, brackets, quotes or markup.
-_NAME = re.compile(r"[A-Za-z_][\w.\-:/]*")
+_NAME = re.compile(WIRE_NAME)
 
 
 def parse_glm_call(inner: str) -> tuple[str, dict[str, str]] | None:

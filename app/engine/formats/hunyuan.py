@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import re
 
+from app.calls import WIRE_NAME
 from app.engine.formats.base import Format, ParsedCall, RegionScanner, find_marker, register
 from app.engine.formats.sections import skip_ws
 
@@ -33,7 +34,7 @@ SEP = f"<tool_sep{_T}>"
 K_OPEN, K_CLOSE = f"<arg_key{_T}>", f"</arg_key{_T}>"
 V_OPEN, V_CLOSE = f"<arg_value{_T}>", f"</arg_value{_T}>"
 EOS = f"<｜hy_eos{_T}｜>"
-_NAME = re.compile(r"[A-Za-z_][\w.\-:/]*")
+_NAME = re.compile(WIRE_NAME)
 
 
 class _Scanner(RegionScanner):

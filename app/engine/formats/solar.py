@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import re
 
+from app.calls import WIRE_NAME
 from app.engine.formats.base import Format, ParsedCall, RegionScanner, Stream, find_marker, register
 from app.engine.formats.jsonscan import JsonScanner, loads_repaired
 from app.engine.formats.sections import skip_ws
@@ -35,7 +36,7 @@ HEADER = "<|begin|>assistant"
 _STRUCTURE = (CONTENT, HEADER, END)
 EXAMPLE_ID = "a1b2c3d4e5"  # the template asks for 10 lowercase letters and digits
 _ID = re.compile(r"[A-Za-z0-9_\-]*")
-_NAME = re.compile(r"[A-Za-z_][\w.\-:/]*")
+_NAME = re.compile(WIRE_NAME)
 
 
 class _Scanner(RegionScanner):
