@@ -3,7 +3,8 @@
     python -m app chat --model PATH [--tool-format F] [--tools builtin|none] [--max-tokens N]
                        [--json] [--n-ctx N] [--gpu-layers N] [--threads N] [--system TEXT]
                        [--workspace DIR] [--yes] [--temperature T] [--seed N]
-                       [--grammar-file FILE] [--save] "prompt"
+                       [--grammar-file FILE] [--save] [--tool-choice auto|none|required|NAME]
+                       [--no-parallel-tool-calls] [--response-format json|SCHEMA.json] "prompt"
     python -m app inspect PATH [--json]
     python -m app serve [--model PATH_OR_NAME] [--tool-format F] [--host 127.0.0.1] [--port 8453]
                         [--api-key KEY] [--cors ORIGIN]
@@ -57,6 +58,12 @@ def build_parser() -> argparse.ArgumentParser:
     chat.add_argument("--temperature", type=float, default=None)
     chat.add_argument("--seed", type=int, default=None)
     chat.add_argument("--grammar-file", default=None, help="GBNF grammar constraining the reply")
+    chat.add_argument("--tool-choice", default="auto", metavar="auto|none|required|NAME",
+                      help="auto (default), none (no tools in the prompt), required (the reply is a call) "
+                           "or a tool's name (the reply calls it); calls are held to their schemas")
+    chat.add_argument("--no-parallel-tool-calls", action="store_true", help="at most one call per reply")
+    chat.add_argument("--response-format", default=None, metavar="json|SCHEMA.json",
+                      help="hold a plain reply to JSON, or to the JSON Schema in this file")
     chat.add_argument("--json", action="store_true", help="one JSON event per line")
     chat.add_argument("--save", action="store_true",
                       help="save the conversation in the history the window shows")
@@ -169,6 +176,11 @@ def _chat(args: argparse.Namespace) -> int:
             _err(f"error: cannot read the grammar file {args.grammar_file}: {reason}")
             return 2
     try:
+        tool_choice, response_format = _choices(args)
+    except ValueError as exc:
+        _err(f"error: {exc}")
+        return 2
+    try:
         model = load_model(args.model, n_ctx=args.n_ctx, n_gpu_layers=args.gpu_layers, n_threads=args.threads)
     except ModelLoadError as exc:
         if args.json:
@@ -185,6 +197,10 @@ def _chat(args: argparse.Namespace) -> int:
         session = build_session(model, tools=tools, tool_format=args.tool_format, system_prompt=args.system,
                                 sampling=sampling, max_rounds=args.max_rounds, max_tokens=args.max_tokens,
                                 grammar=grammar)
+        from app.engine.constraints import resolve_tool_choice
+
+        if tool_choice not in ("auto", "none"):  # a forced choice must name a declared tool
+            resolve_tool_choice(tool_choice, session.registry.openai_tools() if session.registry else [])
     except (ToolSetupError, ValueError) as exc:
         _err(f"error: {exc}")
         model.close()
@@ -196,7 +212,8 @@ def _chat(args: argparse.Namespace) -> int:
 
     status = 0
     in_reasoning = False
-    events = session.send(args.prompt)
+    events = session.send(args.prompt, tool_choice=tool_choice, parallel_tool_calls=not args.no_parallel_tool_calls,
+                          response_format=response_format)
     if recorder is not None:
         recorder.user_message(args.prompt)
         recorder.begin()
@@ -277,6 +294,29 @@ def _recorder(args: argparse.Namespace, session: Any) -> Any:
 
 
 MAX_GRAMMAR_BYTES = 1024 * 1024
+
+
+def _choices(args: argparse.Namespace) -> tuple[Any, Any]:
+    """(tool_choice, response_format) from --tool-choice and --response-format; ValueError says
+    what is wrong with them."""
+    value = (args.tool_choice or "auto").strip()
+    tool_choice: Any = value if value in ("auto", "none", "required") else \
+        {"type": "function", "function": {"name": value}}
+    rf = args.response_format
+    if rf is None:
+        return tool_choice, None
+    if rf == "json":
+        return tool_choice, {"type": "json_object"}
+    try:
+        with open(rf, encoding="utf-8") as f:
+            schema = json.load(f)
+    except OSError as exc:
+        raise ValueError(f"cannot read the response format file {rf}: {exc.strerror or exc}") from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"the response format file {rf} is not JSON: {exc}") from None
+    if not isinstance(schema, dict):
+        raise ValueError(f"the response format file {rf} does not hold a JSON Schema object")
+    return tool_choice, {"type": "json_schema", "json_schema": {"name": "response", "schema": schema}}
 
 
 def _read_grammar(path: str) -> str:
