@@ -5,7 +5,9 @@
                        [--workspace DIR] [--yes] [--temperature T] [--seed N]
                        [--grammar-file FILE] [--save] [--tool-choice auto|none|required|NAME]
                        [--no-parallel-tool-calls] [--response-format json|SCHEMA.json] "prompt"
-    python -m app inspect PATH [--json]
+    python -m app inspect PATH [--json] [--lint]
+    python -m app check --model PATH [--tool-format F] [--scenarios DIR] [--category C] [--out FILE] [--json]
+    python -m app check --endpoint URL --model NAME [--api-key KEY] [--out FILE] [--json]
     python -m app serve [--model PATH_OR_NAME] [--tool-format F] [--host 127.0.0.1] [--port 8453]
                         [--api-key KEY] [--cors ORIGIN]
 
@@ -71,6 +73,11 @@ def build_parser() -> argparse.ArgumentParser:
     inspect = sub.add_parser("inspect", help="print a GGUF's metadata and detected tool format")
     inspect.add_argument("path")
     inspect.add_argument("--json", action="store_true")
+    inspect.add_argument("--lint", action="store_true", help="template forensics: known tool-calling breakages")
+
+    from app.check.cli import add_check_parser
+
+    add_check_parser(sub, _tool_format_choices())
 
     serve = sub.add_parser("serve", help="serve the OpenAI, Anthropic and Ollama APIs on a local port")
     serve.add_argument("--model", default=None, help="a .gguf file or a library model's name (loaded at start)")
@@ -93,6 +100,10 @@ def _err(text: str) -> None:
 
 
 def _inspect(args: argparse.Namespace) -> int:
+    if args.lint:
+        from app.check.cli import inspect_lint
+
+        return inspect_lint(args)
     from app.engine.detection import detect_tool_format
     from app.engine.llm import FALLBACK_TEMPLATE
     from app.engine.models.metadata import GGUFMetadataError, read_metadata
@@ -357,6 +368,10 @@ def main(argv: list[str] | None = None) -> int:
             return _inspect(args)
         if args.command == "serve":
             return _serve(args)
+        if args.command == "check":
+            from app.check.cli import run_check_command
+
+            return run_check_command(args)
         return _chat(args)
     except BrokenPipeError:
         # The reader went away (``callisto inspect m.gguf | head``): stop quietly, as Unix tools do.

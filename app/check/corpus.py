@@ -269,4 +269,5 @@ def load_corpus(directory: str | Path | None = None) -> Corpus:
             _need(s.id not in seen, f.name, f"duplicate scenario id {s.id!r}")
             seen.add(s.id)
             scenarios.append(s)
+    scenarios.sort(key=lambda s: CATEGORIES.index(s.category))  # stable: file order within a category
     return Corpus(directory=d, scenarios=tuple(scenarios), sha256=digest.hexdigest())

@@ -170,8 +170,12 @@ class InProcessTarget(Target):
     kind = "in_process"
 
     def __init__(self, model: Any, *, tool_format: str = "auto", max_tokens: int = DEFAULT_MAX_TOKENS,
-                 temperature: float = 0.0, seed: int = DEFAULT_SEED, identity: dict[str, Any] | None = None):
+                 temperature: float = 0.0, seed: int = DEFAULT_SEED, identity: dict[str, Any] | None = None,
+                 grammar: str | None = None):
+        """``grammar``: a GBNF grammar for every reply instead of the chat loop's own constraints
+        (the loop holds calls to their schemas by default; a grammar given here replaces that)."""
         self.model = model
+        self.grammar = grammar
         self.tool_format = tool_format
         self.max_tokens = max_tokens
         self.temperature = temperature
@@ -250,7 +254,7 @@ class InProcessTarget(Target):
                                   dispatcher=dispatcher, system_prompt=scenario.system,
                                   sampling={"temperature": self.temperature, "seed": self.seed},
                                   max_rounds=len(scenario.turns) + 1, max_tokens=self.max_tokens,
-                                  messages=history, **kwargs)
+                                  messages=history, grammar=self.grammar, **kwargs)
         except (ValueError, TypeError) as exc:
             transcript["error"] = str(exc)
             return ScenarioRun([Observation(error=str(exc))], transcript, time.monotonic() - start, notes)

@@ -15,7 +15,12 @@ from pathlib import Path
 from app.check.corpus import Scenario
 from tests.ui.scripted_gguf import write_scripted_gguf
 
-__all__ = ["ROUND_TEMPLATE", "hermes_reply", "write_reply_model"]
+__all__ = ["FREE_GRAMMAR", "ROUND_TEMPLATE", "hermes_reply", "write_reply_model"]
+
+# The script is a bigram chain over its own tokens: tokens a call grammar forces (tokenized its own
+# way) would derail it, so the scripted model decodes under a grammar that admits any text instead of
+# the chat loop's call constraints. Everything else (render, parse, stream, results) is the real loop.
+FREE_GRAMMAR = "root ::= [^\\x00]*"
 
 MAX_TURNS = 4
 ROUND_TEMPLATE = (

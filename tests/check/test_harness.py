@@ -15,7 +15,7 @@ from app.check.runner import read_transcript, run_check, validate_result, write_
 from app.check.scorer import FAILURE_CLASSES
 from app.check.targets import EndpointTarget, InProcessTarget
 from app.engine.llm import load_model
-from tests.check.reference_model import expected_replies, hermes_reply, write_reply_model
+from tests.check.reference_model import FREE_GRAMMAR, expected_replies, hermes_reply, write_reply_model
 
 CORPUS = load_corpus()
 
@@ -29,7 +29,7 @@ def reply_models(tmp_path):
         path = write_reply_model(tmp_path / f"{name}-{len(models)}.gguf", replies)
         model = load_model(path, n_ctx=n_ctx, n_threads=1)
         models.append(model)
-        return InProcessTarget(model, tool_format="hermes", identity={"file_name": path.name})
+        return InProcessTarget(model, tool_format="hermes", identity={"file_name": path.name}, grammar=FREE_GRAMMAR)
 
     yield make
     for m in models:
