@@ -82,15 +82,15 @@ class JsonCallSection(SectionScanner):
     unexpected, falls back to a plain search for ``SECTION_END`` (``bad`` is then set).
 
     ``noise``: text between the section's markers that is none of them (Kimi K2 writes some) is
-    skipped instead; it belongs to the raw text of the call after it (before the first call) or
-    before it (``raw_spans``, one per call), or, in a section without calls, to ``noise_text``.
+    skipped instead; it belongs to the raw text of the call after it (``raw_spans``, one per call);
+    noise after the last call is the section's leftover text.
     """
 
     def __init__(self, call_begin: str, call_end: str, section_end: str, *, noise: bool = False):
         super().__init__("between")
         self.cb, self.ce, self.se = call_begin, call_end, section_end
         self.noise = noise
-        self.noise_from = -1  # where skipped noise before the first call began
+        self.noise_from = -1  # where skipped noise before the next call began
         self.start = self.json_start = self.json_end = 0
         self.calls: list[tuple[int, int, int, int]] = []  # (start, json start, json end, end)
         self.raw_spans: list[tuple[int, int]] = []
@@ -119,8 +119,9 @@ class JsonCallSection(SectionScanner):
                 elif hit == ce:
                     i += len(ce)
                     self.calls.append((self.start, self.json_start, self.json_end, self.base + i))
-                    first = self.noise_from if len(self.calls) == 1 and self.noise_from != -1 else self.start
+                    first = self.noise_from if self.noise_from != -1 else self.start
                     self.raw_spans.append((first, self.base + i))
+                    self.noise_from = -1
                     self.state = "between"
                 elif st == "between" and self.noise:
                     self.state = "noise"
@@ -130,10 +131,7 @@ class JsonCallSection(SectionScanner):
             if st == "noise":
                 pos, _m, safe = first_marker(buf, (cb, se), i, final)
                 self.ops += (safe if pos == -1 else pos) - i + 1
-                if self.calls:
-                    a, _b = self.raw_spans[-1]
-                    self.raw_spans[-1] = (a, self.base + (pos if pos != -1 else safe))
-                elif self.noise_from == -1:
+                if self.noise_from == -1:
                     self.noise_from = self.base + i
                 if pos == -1:
                     return self._ret(safe, False)
@@ -196,7 +194,8 @@ def read_json_section(body: str, *, call_begin: str, call_end: str, section_end:
     if ended:
         if consumed != len(body):
             return None
-        leftover = ""
+        tail = body[last_end: len(body) - len(section_end)]
+        leftover = tail if noise and tail.strip() else ""  # noise after the last call is text
     elif cut:
         leftover = body[last_end:]  # the complete calls before the cut count; the rest is text
     elif implied_end and at_end and sc.state == "between" and not body[last_end:].strip():

@@ -82,6 +82,50 @@ CASES = [
          content="<|DSML|function_calls><|DSML|invoke name=\"get_time\"/></|DSML|function_calls>"),
 ]
 
+
+# DeepSeek V4.1: a space after the DSML bar in every tag and the short block name `` calls``.
+V = "｜DSML｜ "
+
+
+def p41(key: str, value: str, string: bool = True) -> str:
+    return f'<{V}parameter name="{key}" string="{"true" if string else "false"}">{value}</{V}parameter>'
+
+
+def inv41(name: str, *params: str, sep: str = "\n") -> str:
+    return f'<{V}invoke name="{name}">' + sep + sep.join(params) + sep + f"</{V}invoke>"
+
+
+def sec41(*invokes: str, sep: str = "\n") -> str:
+    return f"<{V}calls>" + sep + sep.join(invokes) + sep + f"</{V}calls>"
+
+
+W41 = inv41("get_weather", p41("city", "Paris"), p41("days", "3", False))
+V41 = [
+    Case("v41-single", sec41(W41), calls=[PW]),
+    Case("v41-compact", sec41(inv41("get_weather", p41("city", "Paris"), p41("days", "3", False), sep=""), sep=""),
+         calls=[PW]),
+    Case("v41-text-before", "Let me look that up.\n\n" + sec41(W41), content="Let me look that up.\n\n", calls=[PW]),
+    Case("v41-reasoning-before", "<think>weather</think>" + sec41(W41), reasoning="weather", calls=[PW]),
+    Case("v41-prefilled-reasoning", "weather</think>\n\n" + sec41(W41), in_reasoning=True, reasoning="weather",
+         content="\n\n", calls=[PW]),
+    Case("v41-parallel", sec41(W41, inv41("search", p41("query", "cats"), p41("limit", "5", False))),
+         calls=[PW, ("search", {"query": "cats", "limit": 5})]),
+    Case("v41-empty-invoke", sec41(inv41("get_time")), calls=[("get_time", {})]),
+    Case("v41-json-values", sec41(inv41("search", p41("query", "q"), p41("filters", '{"year": 2020}', False),
+                                        p41("tags", '["a", "<b>"]', False), p41("score", "null", False))),
+         calls=[("search", {"query": "q", "filters": {"year": 2020}, "tags": ["a", "<b>"], "score": None})]),
+    Case("v41-angle-brackets-and-dsml-text", sec41(inv41("set_port", p41("blob", f'a < b > c <{V}invoke name="x">'))),
+         calls=[("set_port", {"blob": f'a < b > c <{V}invoke name="x">'})]),
+    Case("v41-whitespace-only-value", sec41(inv41("set_port", p41("blob", "  \n "))), calls=[("set_port", {"blob": "  \n "})]),
+    Case("v41-unspaced-tags-in-block", sec41(inv("get_weather", p("city", "Paris"), p("days", "3", False))),
+         calls=[PW]),
+    Case("v41-cut-in-second-invoke", sec41(W41, inv41("get_time"))[:-25], truncated=True, content="\n",
+         calls=[PW], incomplete=["get_time"]),
+    Case("v41-mismatched-close", sec41(W41)[: -len(f"</{V}calls>")] + FCE,
+         content=sec41(W41)[: -len(f"</{V}calls>")] + FCE, stable_prefix=False),
+]
+CASES += V41
+
 # The section tags are structure; string values end at the parameter's closing tag.
 FUZZ = Fuzz(markers=(FC, FCE, TC, TCE, SC, SCE, f"<{D}invoke", IE, f"<{D}parameter", PE, f"<{D} invoke",
                      f"</{D} invoke>", f"<{D} parameter", f"</{D} parameter>"),

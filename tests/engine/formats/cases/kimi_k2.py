@@ -50,5 +50,19 @@ CASES = [
     Case("plain", "No tools needed: <|tool is text.", content="No tools needed: <|tool is text."),
 ]
 
+
+# Noise between the section's markers (text that is none of them) is skipped; an empty section
+# is no call and no markup.
+NOISE_AND_EMPTY = [
+    Case("empty-section", "Nothing to call." + B + E, content="Nothing to call."),
+    Case("empty-section-spaced", "ok" + B + "\n" + E + "\nbye", content="ok\nbye"),
+    Case("noise-before-first-call", B + "functions: " + W + E, calls=[PW]),
+    Case("noise-between-calls", B + W + " , " + call("get_time", 1, "{}") + E, calls=[PW, ("get_time", {})]),
+    Case("noise-before-section-end", B + W + " done " + E, content=" done ", calls=[PW]),
+    Case("noise-only-section", B + " nothing " + E, content=" nothing "),
+    Case("noise-cut", B + W + " and then", truncated=True, content=" ", calls=[PW], incomplete=[None]),
+]
+CASES += NOISE_AND_EMPTY
+
 # The section's markers are structure; one call's raw needs them back to stand alone.
 FUZZ = Fuzz(markers=(B, E, "<|tool_call_begin|>", "<|tool_call_end|>", "<|tool_call_argument_begin|>"), structure=(re.escape(B), re.escape(E)), wrap=(B, E))
