@@ -43,6 +43,9 @@ CASES = [
     Case("call-in-reasoning-closed-later", "maybe " + ONE + " no\n" + F + "\nHi", in_reasoning=True,
          reasoning="maybe " + ONE + " no\n", content="\nHi", stable_prefix=False),
     Case("no-reasoning-marker", "Just an answer.", content="Just an answer."),
+    Case("v15-final-response-closed", "steps\n" + F + "\nIt is 4.\n[END FINAL RESPONSE]", reasoning="steps\n",
+         content="\nIt is 4.\n"),
+    Case("v15-call-then-end-marker", F + "\n" + ONE + "\n[END FINAL RESPONSE]", content="\n\n", calls=[PW]),
     # -- cut
     Case("cut-in-second-element", "<tool_calls>[" + W + ', {"name": "search", "arg', truncated=True,
          calls=[PW], incomplete=["search"]),
@@ -73,7 +76,7 @@ _OPEN, _CLOSE = "<tool_calls>", "</tool_calls>"
 # cut inside the closing tag has only complete calls, the partial tag is structure too.
 FUZZ = Fuzz(
     markers=(_CLOSE,),
-    structure=(re.escape(_OPEN), r"\[", r"\]", ",", re.escape(_CLOSE),
+    structure=(re.escape(_OPEN), re.escape("[END FINAL RESPONSE]"), r"\[", r"\]", ",", re.escape(_CLOSE),
                "(?:" + "|".join(re.escape(_CLOSE[:k]) for k in range(1, len(_CLOSE))) + r")\Z"),
     wrap=(_OPEN + "[", "]" + _CLOSE),
 )
