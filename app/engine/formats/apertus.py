@@ -8,6 +8,7 @@ string). Reasoning is an ``<|inner_prefix|>...<|inner_suffix|>`` block.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from app.engine.formats.base import Format, RegionScanner, register
@@ -15,6 +16,7 @@ from app.engine.formats.json_list import JsonListScanner, parse_json_list
 
 __all__ = ["ApertusFormat"]
 
+_CUT_NAME = re.compile(r'\{\s*"([^"\\<>\s{}\[\]]+)"\s*:')  # a cut element's name
 OPEN = "<|tools_prefix|>"
 CLOSE = "<|tools_suffix|>"
 
@@ -55,6 +57,10 @@ class ApertusFormat(Format):
         return json_array(ctx, self, tools, forced, parallel, open=OPEN, close=CLOSE,
                           item=lambda t: {"type": "object", "properties": {tool_name(t): json_args_schema(t)},
                                           "required": [tool_name(t)], "additionalProperties": False})
+
+    def call_name(self, raw: str) -> str | None:
+        m = _CUT_NAME.search(raw)
+        return m.group(1) if m else None
 
     def example_call(self, name: str, arguments: dict) -> str:
         return OPEN + json.dumps([{name: dict(arguments)}], ensure_ascii=False) + CLOSE

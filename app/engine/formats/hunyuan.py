@@ -35,6 +35,7 @@ K_OPEN, K_CLOSE = f"<arg_key{_T}>", f"</arg_key{_T}>"
 V_OPEN, V_CLOSE = f"<arg_value{_T}>", f"</arg_value{_T}>"
 EOS = f"<｜hy_eos{_T}｜>"
 _NAME = re.compile(WIRE_NAME)
+_CUT_NAME = re.compile(re.escape(CALL) + r"\s*([A-Za-z_][\w.\-:/]*?)" + re.escape(SEP))  # the name of a cut call
 
 
 class _Scanner(RegionScanner):
@@ -157,6 +158,10 @@ class HunyuanFormat(Format):
                           f"{typed(c, s, V_CLOSE, w)} {c.lit(chr(10))}",
                           name_ok=lambda n: bool(_NAME.fullmatch(n)),
                           key_ok=lambda k: k == k.strip() and bool(k) and not set(k) & set("<>"))
+
+    def call_name(self, raw: str) -> str | None:
+        m = _CUT_NAME.search(raw)
+        return m.group(1) if m else None
 
     def example_call(self, name: str, arguments: dict) -> str:
         parts = [f"{OPEN}\n{CALL}{name}{SEP}\n"]

@@ -37,6 +37,7 @@ _STRUCTURE = (CONTENT, HEADER, END)
 EXAMPLE_ID = "a1b2c3d4e5"  # the template asks for 10 lowercase letters and digits
 _ID = re.compile(r"[A-Za-z0-9_\-]*")
 _NAME = re.compile(WIRE_NAME)
+_CUT_NAME = re.compile(re.escape(NAME) + r"([A-Za-z_][\w.\-:/]*)" + re.escape(ARGS))  # the name of a cut call
 
 
 class _Scanner(RegionScanner):
@@ -167,6 +168,10 @@ class SolarFormat(Format):
         return json_section(ctx, self, tools, forced, parallel, section=(OPEN, CLOSE), head=str,
                             head_expr=lambda c, n: f"{c.lit(CALL)} /[a-z0-9]{{10}}/ {c.lit(NAME + n + ARGS)}",
                             tail=CALL_END)
+
+    def call_name(self, raw: str) -> str | None:
+        m = _CUT_NAME.search(raw)
+        return m.group(1) if m else None
 
     def example_call(self, name: str, arguments: dict) -> str:
         args = json.dumps(dict(arguments), ensure_ascii=False)

@@ -34,7 +34,7 @@ CASES = [
          reasoning="maybe " + ONE, content="No."),
     Case("orphan-close", "steps<|inner_suffix|>Answer", reasoning="steps", content="Answer"),
     # -- cut
-    Case("cut-in-second", OP + "[" + W + ', {"search": {"que', truncated=True, calls=[PW], incomplete=[None]),
+    Case("cut-in-second", OP + "[" + W + ', {"search": {"que', truncated=True, calls=[PW], incomplete=["search"]),
     Case("cut-in-close-tag", OP + "[" + W + "]<|tools_su", truncated=True, calls=[PW]),
     Case("implied-close-at-eos", OP + "[" + W + "]", calls=[PW]),
     # -- not this family's shapes

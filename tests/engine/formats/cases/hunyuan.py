@@ -48,7 +48,7 @@ CASES = [
          reasoning="maybe " + ONE + " no", content="Hi"),
     # -- cut
     Case("cut-in-second-call", OP + "\n" + W + f"<tool_call{T}>search<tool_sep{T}>\n<arg_key{T}>qu", truncated=True,
-         content="\n", calls=[PW], incomplete=[None]),
+         content="\n", calls=[PW], incomplete=["search"]),
     Case("cut-in-section-close", OP + "\n" + W + "</tool_ca", truncated=True, calls=[PW]),
     Case("cut-in-first-call", OP + f"\n<tool_call{T}>get_wea", truncated=True, incomplete=[None]),
     # -- not this family's shapes

@@ -40,7 +40,7 @@ CASES = [
          reasoning="maybe " + ONE, content="No."),
     # -- cut
     Case("cut-in-second", OP + W + '<|tool_call:begin|>k9<|tool_call:name|>search<|tool_call:args|>{"qu',
-         truncated=True, calls=[PW], incomplete=[None]),
+         truncated=True, calls=[PW], incomplete=["search"]),
     Case("cut-in-first", OP + "<|tool_call:begin|>a1<|tool_call:na", truncated=True, incomplete=[None]),
     # -- not this family's shapes
     Case("args-not-object", OP + call("x1", "get_time", "[]") + CL, content=OP + call("x1", "get_time", "[]") + CL),
