@@ -89,3 +89,46 @@ def test_readme_lists_every_family_with_its_models_and_what_it_writes():
     for family, (models, example) in rows.items():
         assert models, family
         assert example == FORMATS[family].example_call("get_weather", {"city": "Paris"}), family
+
+
+# -- a whole tool conversation through the engine's renderer --------------------------------------
+
+_TEMPLATES = {
+    "Apertus-8B-Instruct.jinja": "apertus", "Apriel-1.6-15b-Thinker-fixed.jinja": "apriel",
+    "unsloth-Apriel-1.5.jinja": "apriel", "NVIDIA-Nemotron-Nano-v2.jinja": "nemotron-v2",
+    "GigaChat3-10B-A1.8B.jinja": "gigachat", "GigaChat3.1-10B-A1.8B.jinja": "gigachat",
+    "openbmb-MiniCPM5-1B.jinja": "minicpm5", "tencent-Hy3.jinja": "hunyuan", "upstage-Solar-Open-100B.jinja": "solar",
+}
+_WEATHER = [{"type": "function", "function": {
+    "name": "get_weather", "description": "Weather for a city",
+    "parameters": {"type": "object", "properties": {
+        "city": {"type": "string", "description": "City name"},
+        "days": {"type": "integer", "description": "Number of days"}}, "required": ["city"]}}}]
+
+
+@pytest.mark.parametrize("name", sorted(_TEMPLATES))
+def test_a_whole_tool_conversation_renders_and_its_past_call_reads_back(name):
+    """System, user, the call, its result, the answer and a follow-up question, rendered as the
+    engine renders prompts: every part is in the prompt, and the family reads the past call in it."""
+    from pathlib import Path
+
+    from app.engine.messages import Message, ToolCall
+    from app.engine.render import render_messages
+
+    source = (Path(__file__).resolve().parents[2] / "fixtures" / "chat_templates" / name).read_text()
+    messages = [
+        Message("system", "Be brief."),
+        Message("user", "Weather in Paris?"),
+        Message("assistant", "", tool_calls=[ToolCall("call00000", "get_weather", {"city": "Paris", "days": 2})]),
+        Message("tool", "sunny, 21 C", tool_call_id="call00000", name="get_weather"),
+        Message("assistant", "It is sunny."),
+        Message("user", "And tomorrow?"),
+    ]
+    rendered = render_messages(source, messages, tools=_WEATHER, bos_token="<s>", eos_token="</s>")
+    text = rendered.text
+    for piece in ("Be brief.", "Weather in Paris?", "sunny, 21 C", "It is sunny.", "And tomorrow?", "City name"):
+        assert piece in text, (name, piece)
+    assert rendered.tools_sent
+    assert text.index("sunny, 21 C") < text.index("It is sunny.") < text.index("And tomorrow?")
+    reply = FORMATS[_TEMPLATES[name]].parse(text, _WEATHER, orphan_close=False)
+    assert ("get_weather", {"city": "Paris", "days": 2}) in [(c.name, c.arguments) for c in reply.tool_calls], name
