@@ -172,3 +172,19 @@ def test_h1_cli_chat_gives_a_message_not_an_abort(tmp_path):
     assert proc.returncode == 1, (proc.returncode, proc.stderr[-500:])
     assert "layer count" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_h17_non_utf8_file_name_gets_a_clear_load_error(tmp_path):
+    import os
+
+    from app.engine.llm import ModelLoadError, load_model
+
+    good = write_tiny_gguf(tmp_path / "m.gguf", chat_template="{{ messages[0].content }}")
+    odd = Path(os.fsdecode(bytes(tmp_path) + b"/caf\xe9.gguf"))  # Latin-1 bytes: not UTF-8
+    try:
+        os.rename(good, odd)
+    except OSError:
+        pytest.skip("this file system refuses non-UTF-8 names")
+    assert read_metadata(odd).name == "tiny-test-model"  # inspecting works
+    with pytest.raises(ModelLoadError, match="not valid UTF-8"):
+        load_model(odd, n_ctx=256)

@@ -195,3 +195,27 @@ def test_h2_window_opens_and_lists_models_with_a_hostile_template_in_the_models_
         qtbot.waitUntil(lambda: ticks.append(1) or len(ticks) > 3, timeout=5_000)  # the event loop runs
     finally:
         w.shutdown()
+
+
+def test_h17_macro_recursion_stops_before_a_small_thread_stack_overflows():
+    # A thread with a 256 KB stack (what some platforms give secondary threads) segfaulted the whole
+    # process on a recursion bomb before Python's recursion limit was reached.
+    import subprocess
+
+    script = (
+        "import threading\n"
+        "from app.engine.templates import render_template, TemplateRenderError\n"
+        "src = \"{% macro f(n) %}{% for x in [1] %}{{ f(n + 1) | string ~ 'a' }}{% endfor %}{% endmacro %}{{ f(0) }}\"\n"
+        "def run():\n"
+        "    try:\n"
+        "        render_template(src, [{'role': 'user', 'content': 'x'}])\n"
+        "    except TemplateRenderError as exc:\n"
+        "        print('refused:', exc)\n"
+        "threading.stack_size(256 * 1024)\n"
+        "t = threading.Thread(target=run)\n"
+        "t.start()\n"
+        "t.join()\n")
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60,
+                          cwd=str(__import__("pathlib").Path(__file__).resolve().parent.parent))
+    assert proc.returncode == 0, (proc.returncode, proc.stderr[-400:])
+    assert "refused: template raised an exception: macro calls nested more than" in proc.stdout

@@ -43,6 +43,7 @@ from jinja2.ext import Extension
 from jinja2.sandbox import SandboxedEnvironment
 
 __all__ = [
+    "MAX_CALL_DEPTH",
     "MAX_INT_BITS",
     "MAX_OPERATIONS",
     "MAX_OUTPUT_CHARS",
@@ -62,6 +63,7 @@ _MAX_SEQUENCE = 1_000_000  # largest list (items) an operator or method may buil
 MAX_INT_BITS = 4096  # largest integer arithmetic may build (about 1233 digits)
 MAX_TEMPLATE_CHARS = 131_072  # real chat templates are under 20 KB
 MAX_TEMPLATE_NODES = 20_000  # syntax-tree nodes, checked before code generation (real ones: < 1300)
+MAX_CALL_DEPTH = 64  # nested macro / caller / recursive-loop calls (real templates: under 10)
 _MAX_WIDTH = 100_000  # widths in %-formats, str.format specs, center/ljust/indent
 
 
@@ -297,7 +299,16 @@ class _Sandbox(SandboxedEnvironment):
         _check_method(__obj, args, kwargs)
         if getattr(__obj, "__name__", "") == "join" and isinstance(getattr(__obj, "__self__", None), str) and args:
             args = (_materialize(args[0], "str.join"), *args[1:])
-        result = SandboxedEnvironment.call(__self, __context, __obj, *args, **kwargs)
+        # Calls nest only through template code (macros, ``caller()``, recursive loops): bound
+        # that depth so a recursion bomb stops long before a small thread stack (256 KB) overflows.
+        depth = getattr(_local, "depth", 0)
+        if depth >= MAX_CALL_DEPTH:
+            raise _TemplateException(f"macro calls nested more than {MAX_CALL_DEPTH} deep")
+        _local.depth = depth + 1
+        try:
+            result = SandboxedEnvironment.call(__self, __context, __obj, *args, **kwargs)
+        finally:
+            _local.depth = depth
         return _check_result(result, "a call")
 
     def call_binop(self, context, operator, left, right):
