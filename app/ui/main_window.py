@@ -285,6 +285,8 @@ class MainWindow(ConversationsMixin, ChatMixin, ModelBarMixin, QMainWindow):
         self.add_page("models", "Models", self._build_models_page, tooltip="Find, download and load models")
         self.add_page("server", "Server", self._build_server_page,
                       tooltip="Serve the OpenAI, Anthropic and Ollama APIs to other programs")
+        self.add_page("check", "Check", self._build_check_page,
+                      tooltip="Will it call? Check how well a model or an endpoint calls tools")
         if self.settings.server.enabled:  # it was on when the window last closed: it starts again
             self.page_widget("server")
         self.sidebar.addSeparator()
@@ -485,6 +487,11 @@ class MainWindow(ConversationsMixin, ChatMixin, ModelBarMixin, QMainWindow):
 
         return ServerPage(self.settings, model_path=lambda: self.model_info.path if self.model_info else None,
                           save=self._save_settings_quietly)
+
+    def _build_check_page(self) -> QWidget:
+        from app.ui.check_page import CheckPage
+
+        return CheckPage(model_path=lambda: str(self.model_info.path) if self.model_info else None)
 
     def _on_models_page_load_requested(self, path: str) -> None:
         self.show_chat_page()

@@ -58,6 +58,16 @@ def _format_eta(s: float | None) -> str:
     return f"{s // 3600}h{s % 3600 // 60:02d}m" if s >= 3600 else f"{s // 60}m{s % 60:02d}s"
 
 
+def _check_score(model: Any) -> str:
+    """The model's last "Will it call?" score (``check 9/63``), or "" when it was never checked."""
+    from app.check.scores import score_label
+
+    try:
+        return score_label(model.path.name, model.size)
+    except Exception:  # noqa: BLE001 - a damaged scores file must not hide the library
+        return ""
+
+
 class ModelsPage(QWidget):
     """Search, file list with fit badges, download queue, local library. Emits ``sig_load_requested(path)``."""
 
@@ -560,7 +570,7 @@ class ModelsPage(QWidget):
                 str(s.context_length or "") if s else "",
                 format_bytes(m.size),
                 ("yes" if s.has_chat_template else "no") if s else "",
-                s.tool_format if s else "",
+                " · ".join(x for x in (s.tool_format if s else "", _check_score(m)) if x),
                 self.SOURCE_WORDS.get(m.source, m.source),
             ]
             for col, text in enumerate(cells):

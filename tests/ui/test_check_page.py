@@ -1,0 +1,137 @@
+"""The Check page: a real run off the UI thread (progress, stop), the matrix coloured by pass ratio,
+a cell opening its scenarios, transcript and forensics, export, compare and saved results."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from app.check.corpus import load_corpus
+from app.check.reference import ReferenceServer, expected_reply
+from app.check.runner import run_check, validate_result, write_result
+from app.check.targets import EndpointTarget
+from app.ui.check_page import CheckPage, cell_colour
+from tests.check.reference_model import FREE_GRAMMAR, expected_replies, write_reply_model
+
+CORPUS = load_corpus()
+
+
+def _half_right(s, turn, body):
+    """Right in every category but parallel, where it makes a single call."""
+    if s.category == "parallel":
+        return {"tool_calls": [{"name": e.name, "arguments": e.arguments} for e in s.turns[turn].expect[:1]]}
+    return expected_reply(s, turn)
+
+
+@pytest.fixture
+def page(qtbot):
+    p = CheckPage(load_saved=False)
+    qtbot.addWidget(p)
+    p.resize(1100, 760)
+    yield p
+    if p.runner is not None:
+        p.runner.stop()
+        p.runner.wait(10_000)
+
+
+def _run(qtbot, page, spec, timeout=60_000):
+    with qtbot.waitSignal(page.sig_run_finished, timeout=timeout) as blocker:
+        assert page.start(spec)
+    qtbot.waitUntil(lambda: not page.running, timeout=10_000)
+    return blocker.args[0]
+
+
+def test_endpoint_run_fills_a_coloured_matrix_and_a_cell_opens_its_scenarios(qtbot, page, tmp_path):
+    with ReferenceServer(CORPUS, reply_for=_half_right) as srv:
+        result = _run(qtbot, page, {"kind": "endpoint", "endpoint": srv.url, "model": "half-right",
+                                    "selection": "all", "out_dir": str(tmp_path)})
+    assert validate_result({k: v for k, v in result.items() if not k.startswith("_")}) == []
+    m = page.matrix
+    assert m.rowCount() == 1 and m.columnCount() == len(page.categories) + 1
+    col = {c: i for i, c in enumerate([*page.categories, "all"])}
+    assert m.item(0, col["parallel"]).text() == "0/8"
+    assert m.item(0, col["single"]).text() == "15/15"
+    assert m.item(0, col["parallel"]).background().color() == cell_colour(0.0)
+    assert m.item(0, col["single"]).background().color() == cell_colour(1.0)
+    assert "Done: 55 of 63 passed" in page.status.text() and "elapsed" not in page.status.text()
+    page.open_cell(0, col["parallel"])
+    t = page.scenario_table
+    assert t.rowCount() == 8 and {t.item(i, 2).text() for i in range(8)} == {"no_call"}
+    page.open_scenario(0)
+    html = page.detail.toPlainText()
+    assert "no_call" in html and "Transcript" in html and "chat/completions" in html
+
+
+def test_progress_stop_and_an_unfinished_result(qtbot, page, tmp_path):
+    def slow(s, turn, body):
+        time.sleep(0.15)
+        return expected_reply(s, turn)
+
+    with ReferenceServer(CORPUS, reply_for=slow) as srv:
+        progress = []
+        page.start({"kind": "endpoint", "endpoint": srv.url, "model": "slow", "selection": "all",
+                    "out_dir": str(tmp_path)})
+        page.runner.sig_progress.connect(lambda i, n, c, sid: progress.append((i, n, c)))
+        qtbot.waitUntil(lambda: len(progress) >= 3, timeout=20_000)
+        assert "Scenario" in page.status.text() and " of 63 · " in page.status.text()
+        assert page.stop_button.isEnabled() and not page.run_button.isEnabled()
+        with qtbot.waitSignal(page.sig_run_finished, timeout=20_000) as blocker:
+            page.stop()
+        qtbot.waitUntil(lambda: not page.running, timeout=10_000)
+    result = blocker.args[0]
+    assert result["complete"] is False and 3 <= result["summary"]["total"] < 63
+    assert "stopped early" in page.status.text() and page.run_button.isEnabled()
+
+
+def test_in_process_run_records_the_model_score(qtbot, page, tmp_path):
+    from app.check.scores import score_label
+
+    scenario = CORPUS.by_id("single-string-opaque-id")
+    model = write_reply_model(tmp_path / "ref.gguf", expected_replies(scenario))
+    result = _run(qtbot, page, {"kind": "in_process", "path": str(model), "tool_format": "hermes",
+                                "selection": "single", "grammar": FREE_GRAMMAR, "out_dir": str(tmp_path)})
+    s = result["summary"]
+    assert s["total"] == 15 and s["passed"] >= 1  # the scripted model answers every prompt with one call
+    assert score_label("ref.gguf", model.stat().st_size) == f"check {s['passed']}/15"
+    assert any(f["id"] == "no_tools_variable" for f in page.findings_for(result, "single"))
+
+
+def _result(tmp_path, name, reply_for):
+    with ReferenceServer(CORPUS, reply_for=reply_for) as srv:
+        target = EndpointTarget(srv.url, name)
+        result = run_check(target, CORPUS.select(["parallel", "negative"]), corpus_sha256=CORPUS.sha256)
+        target.close()
+    path = tmp_path / f"{name}.json"
+    write_result(result, path)
+    return path
+
+
+def test_compare_export_and_open(qtbot, page, tmp_path):
+    a = page.open_result(_result(tmp_path, "good", lambda s, t, b: expected_reply(s, t)))
+    b = page.open_result(_result(tmp_path, "half", _half_right))
+    assert (a, b) == (0, 1)
+    assert page.compare(0, 1) == 8
+    t = page.scenario_table
+    assert t.columnCount() == 3 and sum(t.item(i, 0).text().startswith("≠") for i in range(t.rowCount())) == 8
+    page.matrix.selectRow(0)
+    assert not page.compare_selected()  # one row selected
+    out = page.export_result(1, tmp_path / "export" / "copy.json")
+    data = json.loads(out.read_text(encoding="utf-8"))
+    assert validate_result(data) == [] and len(list((tmp_path / "export" / "copy.transcripts").iterdir())) == 18
+    assert page.open_result(out) == 2
+    page.open_cell(2, page.categories.index("parallel"))
+    page.open_scenario(0)
+    assert "edited" not in page.detail.toPlainText() and "Transcript" in page.detail.toPlainText()
+    bad = tmp_path / "bad.json"
+    bad.write_text("{}", encoding="utf-8")
+    assert page.open_result(bad) is None and "not a valid check result" in page.status.text()
+    assert page.matrix.rowCount() == 3
+
+
+def test_an_incomplete_form_does_not_start(page):
+    assert not page.start({"kind": "endpoint", "endpoint": "", "model": "m"})
+    assert "URL" in page.status.text()
+    assert not page.start({"kind": "in_process", "path": "/nowhere/x.gguf"})
+    assert page.runner is None
