@@ -132,6 +132,12 @@ def _inspect(args: argparse.Namespace) -> int:
         "sampling": meta.sampling,
         "tool_format": detected or "none",
     }
+    from app.engine.models._gguf import template_problem
+
+    problem = template_problem(meta)
+    if problem is not None:  # "tool_format none" alone would hide that the template never renders
+        info["template_error"] = problem
+        _err(f"warning: the chat template does not render: {problem}")
     if args.json:
         full = dict(info, chat_template=meta.chat_template, fallback_template=None if meta.chat_template
                     else FALLBACK_TEMPLATE)

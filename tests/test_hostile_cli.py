@@ -45,9 +45,13 @@ def tool_call_model(tmp_path: Path, call: str) -> Path:
 ])
 def test_h6_h7_unencodable_arguments_end_in_a_tool_error_and_the_turn_goes_on(tmp_path, call, tool_format, words):
     model = tool_call_model(tmp_path, call)
+    # A grammar of our own (any printable text) keeps the scripted reply free of the engine's
+    # call constraint, as a model writing outside the constraint would.
+    grammar = tmp_path / "any.gbnf"
+    grammar.write_text('root ::= [ -~\\n]*\n')
     for mode in (["--json"], []):
         proc = run_cli("chat", *mode, "--model", str(model), "--tool-format", tool_format, "--n-ctx", "16384",
-                       "--max-tokens", "50", "hi")
+                       "--max-tokens", "50", "--grammar-file", str(grammar), "hi")
         assert proc.returncode == 0, proc.stderr[-800:]
         assert "Traceback" not in proc.stderr
         out = proc.stdout + proc.stderr
@@ -84,3 +88,13 @@ def test_h17_inspect_into_a_closed_pipe_exits_quietly(tmp_path):
     err = proc.stderr.read().decode("utf-8", "replace")
     proc.wait(60)
     assert "Traceback" not in err and "BrokenPipe" not in err, err
+
+
+def test_h17_inspect_warns_when_the_template_never_renders(tmp_path):
+    from app.engine.models.tiny import write_tiny_gguf
+
+    model = write_tiny_gguf(tmp_path / "m.gguf", chat_template="{{ raise_exception('no way') }}")
+    proc = run_cli("inspect", str(model), timeout=60)
+    assert proc.returncode == 0
+    assert "warning: the chat template does not render: template raised an exception: no way" in proc.stderr
+    assert "template_error" in proc.stdout
