@@ -19,6 +19,7 @@ from typing import Any
 
 from app.engine.formats.base import RegionScanner, find_marker
 from app.engine.formats.jsonscan import JsonScanner
+from app.engine.holdback import partial_start
 
 __all__ = [
     "SectionScanner",
@@ -49,12 +50,7 @@ def first_marker(buf: str, markers: tuple[str, ...], start: int, final: bool,
         return best, found, best
     if final or end is not None:
         return -1, None, n
-    maxlen = max(len(m) for m in markers)
-    for s in range(max(start, n - maxlen + 1), n):
-        tail = buf[s:]
-        if any(m.startswith(tail) for m in markers):
-            return -1, None, s
-    return -1, None, n
+    return -1, None, partial_start(buf, markers, start)
 
 
 class SectionScanner(RegionScanner):
@@ -206,15 +202,18 @@ class SkipValuesScanner(RegionScanner):
     ``followers`` (when given) or is the end of the text: a value may then hold ``value_close``
     literally. With ``followers``, a ``close`` inside an open value that is followed (after
     whitespace) by the end of the text or by one of ``reopen`` ends the region (a last value
-    whose ``value_close`` is missing). The lookahead is bounded by the whitespace and the longest
-    follower, so the work stays linear.
+    whose ``value_close`` is missing); so does ``exit[0]`` inside a value when ``exit[1]`` follows
+    it (Qwen's ``</function></tool_call>`` after a parameter missing its close). The lookahead is
+    bounded by the whitespace and the longest follower, so the work stays linear.
     """
 
     def __init__(self, close: str, value_open: str, value_close: str, *,
-                 followers: tuple[str, ...] | None = None, reopen: tuple[str, ...] = ()) -> None:
+                 followers: tuple[str, ...] | None = None, reopen: tuple[str, ...] = (),
+                 exit: tuple[str, str] | None = None) -> None:
         self.close, self.value_open, self.value_close = close, value_open, value_close
         self.followers = followers
         self.reopen = reopen
+        self.exit = exit
         self.inside = False
         self.ops = 0
 
@@ -239,6 +238,8 @@ class SkipValuesScanner(RegionScanner):
         while True:
             if self.inside:
                 markers = (self.value_close,) if self.followers is None else (self.value_close, self.close)
+                if self.exit is not None:
+                    markers += (self.exit[0],)
             else:
                 markers = (self.value_open, self.close)
             pos, m, safe = find_marker(buf, markers, final, start=i)
@@ -254,6 +255,18 @@ class SkipValuesScanner(RegionScanner):
                 continue
             if self.followers is None:
                 self.inside = False
+                i = j
+                continue
+            if self.exit is not None and m == self.exit[0]:
+                k = j
+                while k < len(buf) and buf[k].isspace():
+                    k += 1
+                self.ops += k - j + 1
+                rest = buf[k:k + len(self.exit[1])]
+                if rest == self.exit[1]:
+                    return k + len(rest), True  # the value's close was missing: the region ends here
+                if not final and len(rest) < len(self.exit[1]) and self.exit[1].startswith(rest):
+                    return pos, False
                 i = j
                 continue
             wanted = self.followers if m == self.value_close else self.reopen

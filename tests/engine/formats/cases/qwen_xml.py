@@ -63,5 +63,63 @@ CASES += close_tag_in_argument_cases(
     "<tool_call>",
 )
 
+
+def fn(name: str, *params: str) -> str:
+    return f"<function={name}>\n" + "".join(params) + "</function>"
+
+
+def par(key: str, value: str, close: bool = True) -> str:
+    return f"<parameter={key}>\n{value}\n" + ("</parameter>\n" if close else "")
+
+
+PW = ("get_weather", {"city": "Paris", "days": 3})
+FW = fn("get_weather", par("city", "Paris"), par("days", "3"))
+
+# Qwen3-Coder writes function blocks without <tool_call>, closed by a stray </tool_call>.
+BARE = [
+    Case("bare-block", FW + "\n</tool_call>", calls=[PW]),
+    Case("bare-block-text-before", "Let me check.\n" + FW + "</tool_call>", content="Let me check.\n", calls=[PW]),
+    Case("bare-parallel-run", FW + "\n" + fn("get_time") + "\n</tool_call>", calls=[PW, ("get_time", {})]),
+    Case("bare-after-thinking", "plan</think>\n\n" + FW + "\n</tool_call>", in_reasoning=True, reasoning="plan",
+         content="\n\n", calls=[PW]),
+    Case("bare-without-stray-close-is-text", "See " + FW + " here.", content="See " + FW + " here."),
+    Case("bare-cut", FW[:30], truncated=True, incomplete=["get_weather"]),
+]
+
+# A parameter whose </parameter> is missing ends before the next declared parameter or </function>.
+MISSING_PARAM_CLOSE = [
+    Case("missing-close-before-next-parameter",
+         "<tool_call>\n" + fn("get_weather", par("city", "Paris", close=False), par("days", "3")) + "\n</tool_call>",
+         calls=[PW]),
+    Case("missing-close-before-function-close",
+         "<tool_call>\n" + fn("get_weather", par("city", "Paris"), par("days", "3", close=False)) + "\n</tool_call>",
+         calls=[PW]),
+    Case("missing-close-then-text", "<tool_call>\n" + fn("get_time", par("x", "1", close=False)) + "\n</tool_call> ok",
+         content=" ok", calls=[("get_time", {"x": "1"})]),
+    Case("missing-close-in-bare-block", fn("get_weather", par("city", "Paris", close=False), par("days", "3"))
+         + "</tool_call>", calls=[PW]),
+]
+
+# A value holding </parameter> or </function> literally: what follows decides the real close.
+LITERAL_CLOSE_IN_VALUE = [
+    Case("literal-parameter-close", call("set_port", blob="a </parameter> b", flag="x"),
+         calls=[("set_port", {"blob": "a </parameter> b", "flag": "x"})]),
+    Case("literal-parameter-close-then-undeclared-name", call("set_port", blob="x</parameter>\n<parameter=nope>y"),
+         calls=[("set_port", {"blob": "x</parameter>\n<parameter=nope>y"})]),
+    Case("literal-function-close", call("set_port", blob="def f(): </function> pass"),
+         calls=[("set_port", {"blob": "def f(): </function> pass"})]),
+    Case("literal-tool-call-close", call("set_port", blob="x </tool_call> y"),
+         calls=[("set_port", {"blob": "x </tool_call> y"})]),
+]
+
+CUT_OPENER = [
+    Case("cut-right-after-opener", "Let me check.\n<tool_call>", truncated=True, content="Let me check.\n",
+         incomplete=[None]),
+    Case("cut-right-after-opener-newline", "<tool_call>\n", truncated=True, incomplete=[None]),
+    Case("cut-in-function-name", "<tool_call>\n<function=get_wea", truncated=True, incomplete=[None]),
+]
+
+CASES += BARE + MISSING_PARAM_CLOSE + LITERAL_CLOSE_IN_VALUE + CUT_OPENER
+
 FUZZ = Fuzz(markers=("<tool_call>", "</tool_call>", "<function=", "</function>", "<parameter=", "</parameter>"),
             forbidden=("</parameter>",))
