@@ -188,3 +188,19 @@ def test_h17_non_utf8_file_name_gets_a_clear_load_error(tmp_path):
     assert read_metadata(odd).name == "tiny-test-model"  # inspecting works
     with pytest.raises(ModelLoadError, match="not valid UTF-8"):
         load_model(odd, n_ctx=256)
+
+
+def test_hostile_vocabulary_is_a_constraint_error_not_a_panic(tmp_path):
+    # A 3600-character token made llguidance panic (a BaseException past every `except Exception`).
+    from app.engine.constraints import ConstraintError
+    from app.engine.constraints.compiler import tokenizer_for
+    from app.engine.llm import load_model
+
+    p = write_tiny_gguf(tmp_path / "long_token.gguf", chat_template="{{ messages[0].content }}",
+                        user_tokens=["[calculator(expression=0x" + "f" * 3600 + ")]"])
+    model = load_model(p, n_ctx=256)
+    try:
+        with pytest.raises(ConstraintError, match="cannot read this model's vocabulary"):
+            tokenizer_for(model)
+    finally:
+        model.close()

@@ -101,8 +101,13 @@ class _Vocab:
 
         self.n_vocab = int(model.llm.n_vocab())
         self.eog = frozenset(int(t) for t in model.eog_ids)
-        self.tok = llguidance.llamacpp.lltokenizer_from_vocab(model.vocab, n_vocab=self.n_vocab,
-                                                              eos_token=sorted(self.eog) or None)
+        try:
+            self.tok = llguidance.llamacpp.lltokenizer_from_vocab(model.vocab, n_vocab=self.n_vocab,
+                                                                  eos_token=sorted(self.eog) or None)
+        except (KeyboardInterrupt, SystemExit):
+            raise
+        except BaseException as exc:  # noqa: BLE001 - a hostile vocabulary panics llguidance (pyo3 PanicException)
+            raise ConstraintError(f"llguidance cannot read this model's vocabulary ({str(exc)[:200]})") from None
         self.cache: OrderedDict[str, Any] = OrderedDict()
         self.lock = threading.Lock()
 
