@@ -1,9 +1,11 @@
 """Llama 3.1 to 3.3 JSON calls: the whole reply is ``{"name": NAME, "parameters": {...}}``.
 
 Optionally after ``<|python_tag|>``, and with an optional ``"type": "function"`` (Llama 3.2
-writes it, echoing its template's tool list). A call may open only at the start of the reply,
-and must be the whole reply: JSON followed by more text is text. Bare JSON (no python tag) is a
-call only when it names one of the offered tools, so JSON meant for the user stays text.
+writes it, echoing its template's tool list); the arguments are ``"parameters"`` or, as Llama
+models also write, ``"arguments"``. A bare JSON call may open only at the start of the reply; a
+``<|python_tag|>`` call may follow text (``Let me check.<|python_tag|>{...}``). Either must end
+the reply: JSON followed by more text is text. Bare JSON (no python tag) is a call only when it
+names one of the offered tools, so JSON meant for the user stays text.
 """
 
 from __future__ import annotations
@@ -65,6 +67,7 @@ class Llama3Format(Format):
     detail = '{"name": ..., "parameters": {...}} as the whole reply, optionally after <|python_tag|>'
     openers = (PYTHON_TAG, "{")
     start_only = True
+    anywhere = (PYTHON_TAG,)  # the python tag may follow text: "Let me check.<|python_tag|>{...}"
     reasoning = None
 
     def region_scanner(self, opener: str) -> RegionScanner:
@@ -81,19 +84,17 @@ class Llama3Format(Format):
             if obj["type"] != "function":
                 return None
             obj = {k: v for k, v in obj.items() if k != "type"}
-        got = name_arguments(obj, args_key="parameters")
-        if got is None or "parameters" not in obj:
+        # Llama 3.x writes "parameters" (its template's word) or "arguments": exactly one of them.
+        keys = [k for k in ("parameters", "arguments") if k in obj]
+        if len(keys) != 1:
+            return None
+        got = name_arguments(obj, args_key=keys[0])
+        if got is None:
             return None
         name, args = got
         if opener == "{" and name not in tool_schemas(tools):
             return None
         return [ParsedCall(name, args, opener + body.rstrip())], body[len(body.rstrip()):]
-
-    def constraint_grammar(self, tools, *, forced, parallel, ctx):
-        from app.engine.constraints.wires import json_tagged
-
-        return json_tagged(ctx, self, tools, forced, parallel, open=PYTHON_TAG, close="", args_key="parameters",
-                           optional_open=True, single=True, opener="{")
 
     def cut_call(self, opener, body, tools):
         inc = super().cut_call(opener, body, tools)

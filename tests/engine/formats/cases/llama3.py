@@ -27,13 +27,34 @@ CASES = [
          content='{"type": "function", "function": {"name": "get_weather", "parameters": {"city": "Paris"}}}'),
     Case("other-type", '{"type": "tool", "name": "get_time", "parameters": {}}',
          content='{"type": "tool", "name": "get_time", "parameters": {}}'),
-    Case("arguments-key", '{"name": "get_time", "arguments": {}}', content='{"name": "get_time", "arguments": {}}'),
+    # Llama 3.x models write "arguments" too (it used to be text here): a call of an offered tool.
+    Case("arguments-key-no-args", '{"name": "get_time", "arguments": {}}', calls=[("get_time", {})]),
     Case("builtin-python", '<|python_tag|>brave_search.call(query="x")',
          content='<|python_tag|>brave_search.call(query="x")'),
     Case("truncated-call", W, truncated=True, incomplete=["get_weather"]),
     Case("plain", "The answer is 51.", content="The answer is 51."),
     Case("brace-later", "a {b}", content="a {b}"),
 ]
+
+
+# Llama 3.x variants: "arguments" for "parameters", the python tag after text, a call in one delta
+# (the harness feeds every case whole too).
+PW = ("get_weather", {"city": "Paris", "days": 3})
+WA = '{"name": "get_weather", "arguments": {"city": "Paris", "days": 3}}'
+VARIANTS = [
+    Case("arguments-key", WA, calls=[PW]),
+    Case("arguments-key-python-tag", "<|python_tag|>" + WA, calls=[PW]),
+    Case("both-keys-is-text", '{"name": "get_time", "parameters": {}, "arguments": {}}',
+         content='{"name": "get_time", "parameters": {}, "arguments": {}}'),
+    Case("text-before-python-tag", "Let me check the weather.<|python_tag|>" + W, content="Let me check the weather.",
+         calls=[PW]),
+    Case("text-before-python-tag-arguments", "Sure!\n<|python_tag|>" + WA + "\n", content="Sure!\n\n", calls=[PW]),
+    Case("text-before-python-tag-then-more-text", "Hm <|python_tag|>" + W + " and more",
+         content="Hm <|python_tag|>" + W + " and more"),
+    Case("text-before-bare-json-is-text", "Result: " + W, content="Result: " + W),
+    Case("python-tag-cut", "Ok<|python_tag|>" + W[:25], truncated=True, content="Ok", incomplete=["get_weather"]),
+]
+CASES += VARIANTS
 
 # A call is the whole reply; an unknown tool's bare JSON is text, so the fuzz writes the python tag.
 FUZZ = Fuzz(markers=("<|python_tag|>",), max_calls=1,
