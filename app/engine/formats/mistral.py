@@ -3,7 +3,10 @@
 * v3 (Mistral 7B v0.3, Nemo): ``[TOOL_CALLS][{"name": NAME, "arguments": {...}, "id": ID}, ...]``
 * v11+ (Small 3.2, Devstral, Ministral 3, Magistral): ``[TOOL_CALLS]NAME[ARGS]{...}``, with an
   optional ``[CALL_ID]ID`` before ``[ARGS]``; one ``[TOOL_CALLS]`` per call.
-* Reasoning: ``[THINK]...[/THINK]``.
+* Reasoning: ``[THINK]...[/THINK]``, or ``<think>...</think>`` as some Mistral-derived models
+  write it.
+* A reply that stops right after ``[TOOL_CALLS]`` (nothing but whitespace after it) has no call,
+  and the marker does not reach content.
 
 The model's own call id is kept. When a reply is cut inside an array, its complete calls are
 kept and the rest is text.
@@ -121,11 +124,14 @@ class MistralFormat(Format):
     openers = (OPEN,)
     start_only = False
     reasoning = ("[THINK]", "[/THINK]")
+    reasoning_alt = (("<think>", "</think>"),)
 
     def region_scanner(self, opener: str) -> RegionScanner:
         return _Scanner()
 
     def parse_region(self, opener, body, *, at_end, truncated, tools):
+        if at_end and not body.strip():
+            return [], body  # stopped right after [TOOL_CALLS]: no call, the marker is dropped
         stripped = body.lstrip()
         if stripped.startswith("["):
             return self._array(opener, body, at_end=at_end, truncated=truncated)
@@ -168,13 +174,6 @@ class MistralFormat(Format):
                 return None
             calls.append(ParsedCall(got[0], got[1], part, id=cid))
         return calls, leftover
-
-    def constraint_grammar(self, tools, *, forced, parallel, ctx):
-        from app.engine.constraints.wires import json_array, json_section
-
-        return (json_section(ctx, self, tools, forced, parallel, section=None, opener=OPEN,
-                             head=lambda n: OPEN + n + ARGS, tail="") if ctx.special(ARGS) is not None
-                else json_array(ctx, self, tools, forced, parallel, open=OPEN))
 
     def call_name(self, raw: str) -> str | None:
         m = _CUT_NAME.search(raw)

@@ -305,12 +305,16 @@ class Fuzz:
     raw_values: bool | None = None
     max_calls: int = 3
 
+    @staticmethod
+    def tags(fmt: Format) -> tuple[str, ...]:
+        pairs = ((fmt.reasoning,) if fmt.reasoning else ()) + tuple(fmt.reasoning_alt)
+        return tuple(dict.fromkeys(t for pair in pairs for t in pair))
+
     def all_markers(self, fmt: Format) -> tuple[str, ...]:
-        tags = fmt.reasoning or ()
-        return tuple(dict.fromkeys((*fmt.openers, *fmt.anywhere, *tags, *self.markers)))
+        return tuple(dict.fromkeys((*fmt.openers, *fmt.anywhere, *self.tags(fmt), *self.markers)))
 
     def gaps(self, fmt: Format) -> list[re.Pattern[str]]:
-        tags = tuple(re.escape(t) for t in (fmt.reasoning or ()))
+        tags = tuple(re.escape(t) for t in self.tags(fmt))
         return [re.compile(r"\s"), *(re.compile(g) for g in (*tags, *self.structure))]
 
 

@@ -46,6 +46,27 @@ CASES += close_tag_in_argument_cases(
     "[TOOL_CALLS]",
 )
 
+
+# Mistral-derived models that reason in <think> rather than [THINK].
+THINK_TAGS = [
+    Case("think-tags-then-call", "<think>The user wants weather.</think>" + N, reasoning="The user wants weather.",
+         calls=[("get_weather", {"city": "Paris", "days": 3})]),
+    Case("think-tags-then-answer", "<think>easy</think>It is 4.", reasoning="easy", content="It is 4."),
+    Case("think-tags-prefilled", "plan</think>" + N, in_reasoning=True, reasoning="plan",
+         calls=[("get_weather", {"city": "Paris", "days": 3})]),
+    Case("think-tags-cut", "<think>still thinking", truncated=True, reasoning="still thinking"),
+    Case("bracket-tags-still-read", "[THINK]r[/THINK]" + N, reasoning="r",
+         calls=[("get_weather", {"city": "Paris", "days": 3})]),
+]
+
+# A reply that stops right after [TOOL_CALLS]: no call, no marker in content.
+BARE_MARKER = [
+    Case("stops-after-marker", "Let me check.[TOOL_CALLS]", content="Let me check."),
+    Case("stops-after-marker-space", "[TOOL_CALLS] \n", content=" \n"),
+    Case("stops-after-marker-truncated", "Ok [TOOL_CALLS]", truncated=True, content="Ok "),
+]
+CASES += THINK_TAGS + BARE_MARKER
+
 # The array's brackets and commas (and the opener) are structure; an element alone needs them back.
 FUZZ = Fuzz(markers=("[TOOL_CALLS]", "[ARGS]", "[CALL_ID]", "[THINK]", "[/THINK]"),
             structure=(r"\[TOOL_CALLS\]", r"\[", r"\]", ","), wrap=("[TOOL_CALLS][", "]"))
