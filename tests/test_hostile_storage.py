@@ -164,3 +164,21 @@ def test_h6_lone_surrogates_are_stored_as_valid_text(tmp_path):
     assert json.dumps(call.to_dict(), ensure_ascii=False).encode("utf-8")
     assert "\ufffd" in json.dumps(call.to_dict(), ensure_ascii=False)
     h.close()
+
+
+def test_h8_a_home_that_cannot_be_written_still_opens_the_window(tmp_path):
+    # A file where the home folder should be fails like a read-only home, for root too. Before, the
+    # start died with a raw traceback before logging and the exception hooks existed.
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("x")
+    env = dict(os.environ, CALLISTO_HOME=str(blocker / "home"), QT_QPA_PLATFORM="offscreen")
+    shot = tmp_path / "shot.png"
+    proc = subprocess.run([sys.executable, "-m", "app", "--screenshot", str(shot)], env=env, capture_output=True,
+                          text=True, timeout=120, cwd=Path(__file__).resolve().parent.parent)
+    assert proc.returncode == 0, proc.stderr[-800:]
+    assert "Traceback" not in proc.stderr
+    assert shot.stat().st_size > 0

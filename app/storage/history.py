@@ -1100,8 +1100,8 @@ def open_history(path: str | os.PathLike[str] | None = None, *,
             unreadable = "it is a folder" if _stat.S_ISDIR(st.st_mode) else "it is not a regular file"
     except FileNotFoundError:
         pass
-    except OSError as exc:
-        unreadable = exc.strerror or str(exc)
+    except OSError as exc:  # its folder cannot be reached (a file in the way, no permission)
+        return _memory_history(p, exc.strerror or str(exc))
     if unreadable is None:
         try:
             return History(p, timeout=timeout), None

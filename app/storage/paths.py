@@ -21,7 +21,13 @@ def _home() -> Path | None:
 
 
 def _ensure(p: Path) -> Path:
-    p.mkdir(parents=True, exist_ok=True)
+    """``p``, created when missing. Best effort: a folder that cannot be created (read-only home, a
+    file in the way) is returned anyway, and whoever reads or writes in it reports that in words,
+    instead of the start failing here, before logging and the error hooks exist."""
+    try:
+        p.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        pass
     return p
 
 

@@ -308,7 +308,14 @@ def setup(*, level: int = logging.INFO) -> RuntimeInfo:
 
     first_run = not paths.settings_path().exists()
     folders = setup_folders()
-    log_path = setup_logging(folders["logs"], level=level)
+    try:
+        log_path = setup_logging(folders["logs"], level=level)
+    except OSError as exc:  # a read-only home: log to the temporary folder, never fail the start here
+        import tempfile
+
+        log_path = setup_logging(Path(tempfile.gettempdir()) / "Callisto-logs", level=level)
+        log.warning("The log folder %s cannot be written (%s); logging to %s", folders["logs"],
+                    exc.strerror or exc, log_path)
     install_exception_hooks()
     log.info("Callisto %s starting (%s, Python %s, %s)%s", __version__,
              "bundle" if getattr(sys, "frozen", False) else "source", sys.version.split()[0], sys.platform,
