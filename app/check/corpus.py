@@ -126,6 +126,16 @@ class Corpus:
             out = [s for s in out if s.id in ids]
         return out
 
+    def quick(self) -> list[Scenario]:
+        """The first scenario of each category: a short run that still fills every column."""
+        seen: set[str] = set()
+        out = []
+        for s in self.scenarios:
+            if s.category not in seen:
+                seen.add(s.category)
+                out.append(s)
+        return out
+
     def by_id(self, scenario_id: str) -> Scenario:
         for s in self.scenarios:
             if s.id == scenario_id:

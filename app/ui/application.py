@@ -25,7 +25,7 @@ from pathlib import Path
 
 __all__ = ["SCREENSHOT_LIMIT_S", "STATES", "build_parser", "main"]
 
-STATES = ("empty", "streaming", "tool-call-with-panel", "banner", "settings", "models")
+STATES = ("empty", "streaming", "tool-call-with-panel", "banner", "settings", "models", "check")
 SCREENSHOT_LIMIT_S = 60.0
 
 

@@ -58,8 +58,8 @@ class CheckRunner(QThread):
     """Runs one check on its own thread (the model is loaded there too) and reports by signals."""
 
     sig_progress = Signal(int, int, str, str)  # index (0-based), total, category, scenario id
-    sig_scenario = Signal(dict)  # a finished scenario's row
-    sig_finished = Signal(dict)  # the written result (with "_path")
+    sig_scenario = Signal(object)  # a finished scenario's row
+    sig_finished = Signal(object)  # the written result (with "_path")
     sig_failed = Signal(str)
 
     def __init__(self, spec: dict[str, Any], parent: Any = None):
@@ -80,13 +80,7 @@ class CheckRunner(QThread):
         corpus = load_corpus(self.spec.get("scenarios_dir"))
         which = self.spec.get("selection") or "all"
         if which == QUICK:
-            seen: set[str] = set()
-            picked = []
-            for s in corpus.scenarios:
-                if s.category not in seen:
-                    seen.add(s.category)
-                    picked.append(s)
-            return corpus, picked
+            return corpus, corpus.quick()
         if which == "all":
             return corpus, list(corpus.scenarios)
         return corpus, corpus.select([which])
@@ -148,7 +142,7 @@ class CheckRunner(QThread):
 
 
 class CheckPage(QWidget):
-    sig_run_finished = Signal(dict)
+    sig_run_finished = Signal(object)
 
     def __init__(self, *, model_path: Callable[[], str | None] | None = None, load_saved: bool = True,
                  parent: QWidget | None = None):
@@ -252,7 +246,8 @@ class CheckPage(QWidget):
         self.matrix.setHorizontalHeaderLabels([*self.categories, "all"])
         self.matrix.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.matrix.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
-        self.matrix.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Stretch)
+        self.matrix.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        self.matrix.horizontalHeader().setMinimumSectionSize(64)
         self.matrix.cellClicked.connect(self.open_cell)
         split.addWidget(self.matrix)
         lower = QSplitter()
@@ -298,7 +293,11 @@ class CheckPage(QWidget):
         form is incomplete or a run is going."""
         if self.runner is not None:
             return False
-        spec = dict(spec) if isinstance(spec, dict) else self.spec()
+        if isinstance(spec, dict):
+            spec = dict(spec)
+            self._show_spec(spec)
+        else:
+            spec = self.spec()
         if spec["kind"] == "endpoint" and not (spec.get("endpoint") and spec.get("model")):
             self.status.setText("Give the endpoint's URL and the model name.")
             return False
@@ -319,6 +318,22 @@ class CheckPage(QWidget):
         self._timer.start()
         self.runner.start()
         return True
+
+    def _show_spec(self, spec: dict[str, Any]) -> None:
+        """Let the form show what a programmatic run checks."""
+        endpoint = spec.get("kind") == "endpoint"
+        (self.radio_endpoint if endpoint else self.radio_model).setChecked(True)
+        if endpoint:
+            self.endpoint_edit.setText(spec.get("endpoint") or "")
+            self.endpoint_model_edit.setText(spec.get("model") or "")
+        else:
+            self.model_edit.setText(spec.get("path") or "")
+            i = self.format_combo.findData(spec.get("tool_format", "auto"))
+            if i >= 0:
+                self.format_combo.setCurrentIndex(i)
+        i = self.selection_combo.findData(spec.get("selection") or "all")
+        if i >= 0:
+            self.selection_combo.setCurrentIndex(i)
 
     def stop(self) -> None:
         if self.runner is not None:

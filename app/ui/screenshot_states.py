@@ -8,7 +8,9 @@ the state is really reached:
 * ``streaming``: the reply is streaming and shows some text;
 * ``banner``: the first reply is done and carries the notice banner;
 * ``tool-call-with-panel``: the turn is done and the model called a tool (nothing is faked:
-  a model that calls no tool cannot show this state; pass one with ``--model``).
+  a model that calls no tool cannot show this state; pass one with ``--model``);
+* ``check``: the Check page after a real quick check (one scenario per category) of the loaded
+  model, with its matrix and the first red cell opened.
 
 ``limit_s`` bounds the wait. When the state is not reached in time, or cannot be reached
 (no model, the load failed, the model called no tool, no banner), nothing is saved, the reason
@@ -33,6 +35,7 @@ DEFAULT_PROMPTS = {
 }
 
 MODEL_STATES = ("streaming", "banner", "tool-call-with-panel")  # a reply needs a loaded model
+CHECK_MAX_TOKENS = 64  # the check state's replies: enough for a call, short enough to finish quickly
 
 
 class StateNotReached(Exception):
@@ -56,6 +59,8 @@ class ScreenshotDirector(QObject):
         self._library_scanned = False
         self._models_shown = False
         self._settings_dialog: Any = None
+        self._check_started = False
+        self._check_result: dict[str, Any] | None = None
         self._t0 = time.monotonic()
         self._poll = QTimer(self)
         self._poll.setInterval(50)
@@ -119,6 +124,8 @@ class ScreenshotDirector(QObject):
                 signal.connect(self._on_library_done)
             if self._library_scanned:
                 self._settle_then_shoot(w)
+        elif st == "check":
+            self._step_check()
         elif st in MODEL_STATES:
             if not self._require_model():
                 return
@@ -150,6 +157,41 @@ class ScreenshotDirector(QObject):
                     w.select_tool_call(ids[0])
                     self._settle_then_shoot(w)
 
+    def _step_check(self) -> None:
+        w = self.window
+        if not self._require_model():
+            return
+        if not self._check_started:
+            self._check_started = True
+            from app.engine.detection import detect_tool_format
+            from app.engine.models.metadata import read_metadata
+
+            path = str(w.model_info.path)
+            meta = read_metadata(path)
+            fmt = "auto" if detect_tool_format(meta.chat_template, meta.tool_use_template, bos_token=meta.bos_token,
+                                               eos_token=meta.eos_token) else "hermes"
+            w.show_page("check")
+            page = w.page_widget("check")
+            signal = getattr(page, "sig_run_finished", None)
+            if signal is None:
+                raise StateNotReached("the Check page could not be opened: " + getattr(page, "text", str)())
+            signal.connect(self._on_check_done)
+            page.model_edit.setText(path)
+            if not page.start({"kind": "in_process", "path": path, "tool_format": fmt, "selection": "quick",
+                               "max_tokens": CHECK_MAX_TOKENS}):
+                raise StateNotReached(f"the check could not start: {page.status.text()}")
+            return
+        page = w.page_widget("check")
+        if self._check_result is not None and not page.running:
+            row = page.matrix.rowCount() - 1
+            cats = [*page.categories, "all"]
+            red = next((i for i, c in enumerate(cats[:-1]) if page.cell_ratio(row, c) == 0.0), len(cats) - 1)
+            page.open_cell(row, red)
+            self._settle_then_shoot(w)
+
+    def _on_check_done(self, result: dict[str, Any]) -> None:
+        self._check_result = result
+
     # -- shooting -----------------------------------------------------------------------
     def _settle_then_shoot(self, widget: Any) -> None:
         self._poll.stop()
@@ -159,6 +201,8 @@ class ScreenshotDirector(QObject):
         w, st = self.window, self.state
         if st == "models":
             return "the Models page had not finished scanning the library"
+        if st == "check" and self._check_started:
+            return "the check had not finished"
         if self._loading():
             return f"the model was still loading ({w.loading_path})"
         if st in MODEL_STATES:
@@ -208,6 +252,10 @@ class ScreenshotDirector(QObject):
             rows = table.rowCount() if table is not None else 0
             names = [table.item(i, 0).text() for i in range(rows) if table.item(i, 0) is not None]
             return f"library rows: {rows}: {', '.join(names)}"
+        if st == "check" and self._check_result is not None:
+            s = self._check_result["summary"]
+            cells = ", ".join(f"{c} {v['passed']}/{v['total']}" for c, v in s["by_category"].items())
+            return f"model: {model}; check: {s['passed']}/{s['total']} passed; cells: {cells}"
         last = w.chat.current_assistant()
         if st == "streaming":
             return f"model: {model}; streamed characters: {len(last.text()) if last else 0}"

@@ -22,7 +22,7 @@ from pathlib import Path
 __all__ = ["STATES", "main", "render_all"]
 
 REPO = Path(__file__).resolve().parents[2]
-STATES = ("empty", "streaming", "tool-call-with-panel", "banner", "settings", "models")
+STATES = ("empty", "streaming", "tool-call-with-panel", "banner", "settings", "models", "check")
 
 
 def _tool_model(folder: Path) -> Path:
@@ -54,11 +54,12 @@ def render_all(outdir: Path, *, theme: str = "auto", timeout_s: float = 90.0) ->
             home = Path(tmp) / f"home-{state}"
             env = {**os.environ, "CALLISTO_HOME": str(home)}
             cmd = [sys.executable, "-m", "app", "--screenshot", str(outdir / f"{state}.png"), "--state", state,
-                   "--quit-after", "60", "--theme", theme]
+                   "--quit-after", "150" if state == "check" else "60", "--theme", theme]
             if state == "tool-call-with-panel":
                 cmd += ["--model", str(tool_model)]
             try:
-                proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout_s)
+                proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True,
+                                      timeout=timeout_s + (90 if state == "check" else 0))  # a real check runs
                 codes[state] = proc.returncode
                 if proc.returncode != 0:
                     sys.stderr.write(f"{state}: exit {proc.returncode}\n{proc.stderr[-2000:]}\n")
