@@ -60,14 +60,49 @@ class ComposeEdit(QPlainTextEdit):
         self.setTabChangesFocus(True)
         self.setFixedHeight(76)
 
+    #: the window's shortcuts a text box would otherwise take (Ctrl+K deletes to the end of the line)
+    WINDOW_KEYS = (Qt.Key.Key_K, Qt.Key.Key_N, Qt.Key.Key_Q, Qt.Key.Key_T, Qt.Key.Key_B)
+
+    def event(self, e) -> bool:
+        if e.type() == e.Type.ShortcutOverride and e.modifiers() == Qt.KeyboardModifier.ControlModifier \
+                and e.key() in self.WINDOW_KEYS:
+            e.ignore()  # the window's shortcut runs
+            return True
+        return super().event(e)
+
     def keyPressEvent(self, e: QKeyEvent) -> None:  # noqa: N802 (Qt API)
         if e.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter):
             if e.modifiers() & Qt.KeyboardModifier.ShiftModifier:
                 self.insertPlainText("\n")
                 return
-            if not (e.modifiers() & (Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.AltModifier)):
+            if not (e.modifiers() & Qt.KeyboardModifier.AltModifier):  # Enter or Ctrl+Enter
                 self.sig_submit.emit()
                 return
+        super().keyPressEvent(e)
+
+
+class EditBox(ComposeEdit):
+    """Editing a sent message: as the compose box (Enter sends, Shift+Enter new line), and Esc cancels."""
+
+    sig_cancel = Signal()
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("editBox")
+        self.setPlaceholderText("")
+        self.setFixedHeight(90)
+
+    def event(self, e) -> bool:
+        # Esc belongs to this box while it has the focus (the window's Esc stops a reply)
+        if e.type() == e.Type.ShortcutOverride and e.key() == Qt.Key.Key_Escape:
+            e.accept()
+            return True
+        return super().event(e)
+
+    def keyPressEvent(self, e: QKeyEvent) -> None:  # noqa: N802 (Qt API)
+        if e.key() == Qt.Key.Key_Escape:
+            self.sig_cancel.emit()
+            return
         super().keyPressEvent(e)
 
 
@@ -323,16 +358,44 @@ class ErrorBox(QFrame):
             lay.addLayout(row)
 
 
+def _short(value: Any, limit: int) -> str:
+    text = " ".join(str(value).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def call_summary(name: str, arguments: Any, limit: int = 60) -> str:
+    """``calculator(expression="6*7")``: the call in one line, long values cut."""
+    if isinstance(arguments, dict):
+        args = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False) if isinstance(v, str) else _short(v, 30)}"
+                         for k, v in arguments.items())
+    else:
+        args = str(arguments or "")
+    return f"{name}({_short(args, limit)})"
+
+
+def format_duration(seconds: float | None) -> str:
+    if seconds is None:
+        return ""
+    ms = seconds * 1000
+    return f"{ms:.1f} ms" if ms < 10 else f"{ms:.0f} ms" if ms < 10_000 else f"{seconds:.1f} s"
+
+
 class ToolChip(QPushButton):
-    """A compact inline marker of one tool call; clicking selects it in the side panel."""
+    """The header of a tool-call card: the call in one line and its outcome; clicking selects it in
+    the side panel (the card's arrow opens the details inline)."""
+
+    MARKS = {"running": "…", "ok": "✓", "error": "✗", "denied": "✗ denied"}
 
     def __init__(self, call_id: str, name: str, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("toolChip")
         self.call_id, self.name = call_id, name
         self.state = "running"
+        self.summary = name
+        self.outcome = ""
         self.setCursor(Qt.CursorShape.PointingHandCursor)
         self.setFlat(True)
+        self.setToolTip("Show this call in the tool-call panel")
         self._update()
 
     def set_finished(self, ok: bool, approval: str | None) -> None:
@@ -340,11 +403,103 @@ class ToolChip(QPushButton):
         self._update()
 
     def _update(self) -> None:
-        mark = {"running": "…", "ok": "✓", "error": "✗", "denied": "⛔"}[self.state]
-        self.setText(f"⚙ {self.name} {mark}")
+        tail = f" → {self.outcome}" if self.outcome else ""
+        self.setText(f"⚙ {self.summary} {self.MARKS[self.state]}{tail}")
         self.setProperty("state", self.state)
         self.style().unpolish(self)
         self.style().polish(self)
+
+
+class ToolCard(QFrame):
+    """A tool call inline in the reply: the one-line chip, and behind its arrow the arguments, the
+    result or error, the time, and the raw text the model wrote behind "Show raw"."""
+
+    def __init__(self, call_id: str, name: str, arguments: Any = None, raw: str = "",
+                 parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("toolCard")
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(0, 0, 0, 0)
+        lay.setSpacing(2)
+        head = QHBoxLayout()
+        self.toggle = QToolButton()
+        self.toggle.setObjectName("toolCardToggle")
+        self.toggle.setArrowType(Qt.ArrowType.RightArrow)
+        self.toggle.setCheckable(True)
+        self.toggle.setAutoRaise(True)
+        self.toggle.setToolTip("Show the call's details here")
+        self.toggle.toggled.connect(self._on_toggle_toggled)
+        head.addWidget(self.toggle)
+        self.chip = ToolChip(call_id, name)
+        head.addWidget(self.chip)
+        head.addStretch(1)
+        lay.addLayout(head)
+        self.body = QLabel()
+        self.body.setObjectName("toolCardBody")
+        self.body.setWordWrap(True)
+        self.body.setTextFormat(Qt.TextFormat.PlainText)
+        self.body.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.body.setVisible(False)
+        lay.addWidget(self.body)
+        self.btn_raw = QToolButton()
+        self.btn_raw.setObjectName("msgAction")
+        self.btn_raw.setText("Show raw")
+        self.btn_raw.setCheckable(True)
+        self.btn_raw.setAutoRaise(True)
+        self.btn_raw.setVisible(False)
+        self.btn_raw.toggled.connect(self._on_raw_toggled)
+        lay.addWidget(self.btn_raw, 0, Qt.AlignmentFlag.AlignLeft)
+        self.raw_view = QLabel()
+        self.raw_view.setObjectName("toolCardRaw")
+        self.raw_view.setWordWrap(True)
+        self.raw_view.setTextFormat(Qt.TextFormat.PlainText)
+        self.raw_view.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.raw_view.setVisible(False)
+        lay.addWidget(self.raw_view)
+        self.arguments, self.raw = arguments, raw
+        self.result: str | None = None
+        self.error: str | None = None
+        self.duration_s: float | None = None
+        self._refresh()
+
+    def set_call(self, arguments: Any, raw: str) -> None:
+        self.arguments, self.raw = arguments, raw or self.raw
+        self._refresh()
+
+    def set_outcome(self, result: str | None, error: str | None, duration_s: float | None) -> None:
+        self.result, self.error, self.duration_s = result, error, duration_s
+        if error is not None:
+            self.chip.outcome = _short(error, 60)
+        elif result is not None:
+            self.chip.outcome = _short(result, 40) + (f" · {format_duration(duration_s)}" if duration_s else "")
+        self._refresh()
+
+    def details_text(self) -> str:
+        parts = [f"Arguments:\n{pretty_json(self.arguments)}"]
+        if self.error is not None:
+            parts.append(f"Error:\n{self.error}")
+        elif self.result is not None:
+            parts.append(f"Result:\n{self.result}")
+        if self.duration_s is not None:
+            parts.append(f"Time: {format_duration(self.duration_s)}")
+        return "\n\n".join(parts)
+
+    def _refresh(self) -> None:
+        self.chip.summary = call_summary(self.chip.name, self.arguments) if self.arguments is not None \
+            else self.chip.name
+        self.chip._update()
+        self.body.setText(self.details_text())
+        self.raw_view.setText(self.raw or "(not available)")
+
+    def _on_toggle_toggled(self, on: bool) -> None:
+        self.toggle.setArrowType(Qt.ArrowType.DownArrow if on else Qt.ArrowType.RightArrow)
+        self.body.setVisible(on)
+        self.btn_raw.setVisible(on)
+        self.raw_view.setVisible(on and self.btn_raw.isChecked())
+
+    def _on_raw_toggled(self, on: bool) -> None:
+        self.btn_raw.setText("Hide raw" if on else "Show raw")
+        self.raw_view.setVisible(on)
 
 
 class ThinkingBlock(QFrame):
@@ -411,6 +566,7 @@ class UserMessage(QFrame):
     """A user message: copy, and edit-and-resend."""
 
     sig_edit_resend = Signal(object, str)  # (self, new text)
+    sig_edit_requested = Signal(object)  # self: the view starts the edit, saying what it discards
 
     def __init__(self, text: str, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -427,17 +583,23 @@ class UserMessage(QFrame):
         self.btn_copy = _small_button("Copy", "Copy this message")
         self.btn_copy.clicked.connect(lambda: copy_with_feedback(self.btn_copy, self.text))
         self.btn_edit = _small_button("Edit", "Edit this message and send it again")
-        self.btn_edit.clicked.connect(self.start_edit)
+        self.btn_edit.clicked.connect(lambda: self.sig_edit_requested.emit(self))
         head.addWidget(self.btn_copy)
         head.addWidget(self.btn_edit)
         lay.addLayout(head)
         self.view = MarkdownView()
         self.view.set_markdown_text(text)
         lay.addWidget(self.view)
-        self.editor = QPlainTextEdit()
+        self.editor = EditBox()
         self.editor.setVisible(False)
-        self.editor.setMaximumHeight(140)
+        self.editor.sig_submit.connect(self._on_resend_clicked)
+        self.editor.sig_cancel.connect(self.cancel_edit)
         lay.addWidget(self.editor)
+        self.discard_note = QLabel("")
+        self.discard_note.setObjectName("msgStats")
+        self.discard_note.setWordWrap(True)
+        self.discard_note.setVisible(False)
+        lay.addWidget(self.discard_note)
         row = QHBoxLayout()
         self.btn_resend = QPushButton("Send")
         self.btn_cancel_edit = QPushButton("Cancel")
@@ -451,17 +613,22 @@ class UserMessage(QFrame):
         self.edit_row.setVisible(False)
         lay.addWidget(self.edit_row)
 
-    def start_edit(self) -> None:
+    def start_edit(self, later_messages: int = 0) -> None:
+        """Edit in place; ``later_messages``: how many messages after this one sending it discards."""
         self.editor.setPlainText(self.text)
         self.view.setVisible(False)
         self.editor.setVisible(True)
         self.edit_row.setVisible(True)
+        self.discard_note.setText(f"Sending replaces the reply and discards the {later_messages} later "
+                                  "message(s) of this chat." if later_messages else "")
+        self.discard_note.setVisible(bool(later_messages))
         self.editor.setFocus()
 
     def cancel_edit(self) -> None:
         self.view.setVisible(True)
         self.editor.setVisible(False)
         self.edit_row.setVisible(False)
+        self.discard_note.setVisible(False)
 
     def _on_resend_clicked(self) -> None:
         new = self.editor.toPlainText().strip()
@@ -519,6 +686,7 @@ class AssistantMessage(QFrame):
         self._lay.addWidget(self.thinking)
         self.blocks: list[QWidget] = []
         self.chips: dict[str, ToolChip] = {}
+        self.cards: dict[str, ToolCard] = {}
         self._cur: TextRun | None = None
         self._chip_row: QHBoxLayout | None = None
         self.dirty = False
@@ -581,22 +749,25 @@ class AssistantMessage(QFrame):
         self.thinking.setVisible(True)
         self.thinking.set_text(self.reasoning)
 
-    def add_chip(self, call_id: str, name: str) -> ToolChip:
+    def add_chip(self, call_id: str, name: str, arguments: Any = None, raw: str = "") -> ToolChip:
+        """A tool-call card (its chip is returned); consecutive calls share one block."""
         self.flush(final=True)
         self._cur = None
         if self._chip_row is None:
             row = QWidget()
             row.setObjectName("chipRow")
-            self._chip_row = QHBoxLayout(row)
+            self._chip_row = QVBoxLayout(row)
             self._chip_row.setContentsMargins(0, 0, 0, 0)
-            self._chip_row.addStretch(1)
+            self._chip_row.setSpacing(2)
             self.blocks.append(row)
             self._add_block(row)
         self._started()
-        chip = ToolChip(call_id, name)
+        card = ToolCard(call_id, name, arguments, raw)
+        chip = card.chip
         chip.clicked.connect(lambda: self.sig_chip_clicked.emit(chip.call_id))
-        self._chip_row.insertWidget(self._chip_row.count() - 1, chip)
+        self._chip_row.addWidget(card)
         self.chips[call_id] = chip
+        self.cards[call_id] = card
         return chip
 
     def flush(self, *, final: bool = False) -> float:
@@ -708,6 +879,7 @@ class ChatView(QScrollArea):
     def add_user(self, text: str) -> UserMessage:
         m = UserMessage(text)
         m.sig_edit_resend.connect(self._on_user_edit_resend)
+        m.sig_edit_requested.connect(self._on_user_edit_requested)
         self._insert(m)
         return m
 
@@ -761,15 +933,23 @@ class ChatView(QScrollArea):
     def append_reasoning(self, text: str) -> None:
         self._ensure_assistant().append_reasoning(text)
 
-    def add_tool_call(self, call_id: str, name: str) -> ToolChip:
-        chip = self._ensure_assistant().add_chip(call_id, name)
+    def add_tool_call(self, call_id: str, name: str, arguments: Any = None, raw: str = "") -> ToolChip:
+        chip = self._ensure_assistant().add_chip(call_id, name, arguments, raw)
         return chip
 
-    def finish_tool_call(self, call_id: str, ok: bool, approval: str | None) -> None:
+    def finish_tool_call(self, call_id: str, ok: bool, approval: str | None, *, result: str | None = None,
+                         error: str | None = None, duration_s: float | None = None) -> None:
         for m in reversed(self.assistant_messages()):
             if call_id in m.chips:
                 m.chips[call_id].set_finished(ok, approval)
+                m.cards[call_id].set_outcome(result, error, duration_s)
                 return
+
+    def find_card(self, call_id: str) -> ToolCard | None:
+        for m in self.assistant_messages():
+            if call_id in m.cards:
+                return m.cards[call_id]
+        return None
 
     def add_notice(self, code: str, message: str, setting: str | None) -> NoticeBanner | None:
         """A banner above the current reply, once per conversation for each notice code."""
@@ -818,6 +998,10 @@ class ChatView(QScrollArea):
 
     def _on_scroll_value_changed(self, v: int) -> None:
         self._stick_to_bottom = v >= self.verticalScrollBar().maximum() - 8
+
+    def _on_user_edit_requested(self, msg: UserMessage) -> None:
+        later = len(self.messages) - self.messages.index(msg) - 2 if msg in self.messages else 0
+        msg.start_edit(max(0, later))
 
     def _on_dismiss_notice(self, code: str) -> None:
         self.suppress_notice_codes.add(code)

@@ -17,7 +17,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-__all__ = ["ToolCallEntry", "ToolCallPanel"]
+__all__ = ["APPROVAL_WORDS", "ToolCallEntry", "ToolCallPanel"]
 
 
 @dataclass
@@ -39,6 +39,11 @@ class ToolCallEntry:
         if self.error is not None:
             return "denied" if self.approval in ("denied", "timeout", "deny") else "error"
         return "ok"
+
+
+#: The approval outcomes in plain words (the dispatcher's values are internal).
+APPROVAL_WORDS = {"auto": "not needed", "always": "always allowed", "allowed_once": "allowed once",
+                  "denied": "denied by you", "deny": "denied by you", "timeout": "no answer in time"}
 
 
 def _pretty(value: Any) -> str:
@@ -78,7 +83,9 @@ class ToolCallPanel(QWidget):
         self._show_empty()
 
     def _show_empty(self) -> None:
-        self.detail.setHtml("<p><i>No tool calls in this conversation yet.</i></p>")
+        self.detail.setHtml("<p><i>No tool calls in this conversation yet.</i></p>"
+                            "<p>The model can use the calculator and the clock; set a workspace folder in "
+                            "Settings → Tools to let it read and write files there.</p>")
 
     def clear(self) -> None:
         # the list first: clearing it reports a current-item change for items that must still have entries
@@ -128,9 +135,12 @@ class ToolCallPanel(QWidget):
         e, it = self.entries[call_id], self._item(call_id)
         if it is None:
             return
-        mark = {"running": "…", "ok": "✓", "error": "✗", "denied": "⛔"}[e.status]
-        dur = f"  {e.duration_s * 1000:.0f} ms" if e.duration_s else ""
-        it.setText(f"{mark} {e.name}{dur}")
+        from app.ui.chat_view import call_summary, format_duration
+
+        mark = {"running": "…", "ok": "✓", "error": "✗", "denied": "✗"}[e.status]
+        dur = f" · {format_duration(e.duration_s)}" if e.duration_s is not None else ""
+        it.setText(f"{mark} {call_summary(e.name, e.arguments, 36)}{dur}")
+        it.setToolTip(f"{e.name} — {e.status}{dur}")
 
     def select_call(self, call_id: str) -> bool:
         it = self._item(call_id)
@@ -163,13 +173,13 @@ class ToolCallPanel(QWidget):
 
         rows = [f"<h3 style='margin:2px 0;'>{html.escape(e.name)}</h3>",
                 f"<p><b>Status:</b> {e.status}"
-                + (f" &nbsp; <b>Duration:</b> {e.duration_s * 1000:.1f} ms" if e.duration_s is not None else "")
-                + f" &nbsp; <b>Approval:</b> {html.escape(e.approval or '—')}</p>",
+                + (f" &nbsp; <b>Time:</b> {e.duration_s * 1000:.1f} ms" if e.duration_s is not None else "")
+                + f" &nbsp; <b>Approval:</b> {html.escape(APPROVAL_WORDS.get(e.approval or '', e.approval or '—'))}"
+                + "</p>",
                 "<p><b>Arguments</b></p>", pre(_pretty(e.arguments))]
         if e.error is not None:
             rows += ["<p><b>Error</b></p>", pre(e.error)]
         elif e.result is not None:
             rows += ["<p><b>Result</b></p>", pre(_pretty(e.result))]
         rows += ["<p><b>Raw text the model wrote</b></p>", pre(e.raw or "(not available)")]
-        rows.append(f"<p style='color:gray;font-size:small;'>call id: {html.escape(e.call_id)}</p>")
         self.detail.setHtml("".join(rows))

@@ -178,13 +178,14 @@ class ChatMixin:
         self.chat.append_reasoning(text)
 
     def _on_worker_tool_call_started(self, ev: ToolCallStartedEvent) -> None:
-        self.chat.add_tool_call(ev.call_id, ev.name)
+        self.chat.add_tool_call(ev.call_id, ev.name, ev.arguments, ev.raw)
         self.tool_panel.add_call(ev.call_id, ev.name, ev.arguments, ev.raw)
 
     def _on_worker_tool_call_finished(self, ev: ToolCallFinishedEvent) -> None:
         if self.chat.find_chip(ev.call_id) is None:
-            self.chat.add_tool_call(ev.call_id, ev.name)
-        self.chat.finish_tool_call(ev.call_id, ev.error is None, ev.approval)
+            self.chat.add_tool_call(ev.call_id, ev.name, ev.arguments, ev.raw)
+        self.chat.finish_tool_call(ev.call_id, ev.error is None, ev.approval, result=ev.result, error=ev.error,
+                                   duration_s=ev.duration_s)
         self.tool_panel.finish_call(ev.call_id, ev.name, ev.arguments, ev.raw, ev.result, ev.error,
                                     ev.duration_s, ev.approval)
 

@@ -122,12 +122,13 @@ class ConversationsMixin:
                     if m.content:
                         current.append_text(m.content)
                     for tc in m.tool_calls:
-                        chip = current.add_chip(tc.call_id, tc.name)
+                        chip = current.add_chip(tc.call_id, tc.name, tc.arguments, tc.raw)
                         self.tool_panel.add_call(tc.call_id, tc.name, tc.arguments, tc.raw)
                         if tc.result is not None or tc.error is not None:
                             self.tool_panel.finish_call(tc.call_id, tc.name, tc.arguments, tc.raw, tc.result,
                                                         tc.error, tc.duration_s, tc.approval)
                             chip.set_finished(tc.error is None, tc.approval)
+                            current.cards[tc.call_id].set_outcome(tc.result, tc.error, tc.duration_s)
                     current.flush()
                     current.set_status("done" if m.status == "complete" else m.status)
                     if m.status == "error" and m.error:

@@ -91,7 +91,8 @@ def make_window(qtbot) -> Callable[..., object]:
                        model_path=model_path)
         windows.append(w)
         qtbot.addWidget(w)
-        w.resize(1100, 700)
+        if not s.window.geometry:  # else the window has the size it had last time
+            w.resize(1100, 700)
         w.show()
         if model_path is not None and wait_loaded:
             qtbot.waitUntil(lambda: w.model_info is not None, timeout=30_000)

@@ -190,7 +190,7 @@ def test_d6_stats_are_reset_for_a_new_or_another_conversation(qtbot, make_window
     _send(qtbot, w, LONG)
     assert w.stat_ttft.text() != "TTFT —"
     full = w.context_usage.prompt_tokens
-    qtbot.keySequence(w, QKeySequence("Ctrl+N"))
+    w.new_chat()  # Ctrl+N
     assert w.stat_ttft.text() == "TTFT —" and w.stat_tps.text() == "— tok/s"
     # the meter follows: the new chat's context, not the old one's
     qtbot.waitUntil(lambda: w.context_usage.prompt_tokens < full, timeout=DONE_TIMEOUT)

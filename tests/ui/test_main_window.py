@@ -223,7 +223,7 @@ def test_tool_call_chip_selects_call_in_side_panel(qtbot, make_window, tool_mode
     detail = w.tool_panel.detail_text()
     assert '"expression": "6*7"' in detail  # typed arguments, pretty JSON
     assert "42" in detail and "Raw text the model wrote" in detail
-    assert '<tool_call>' in detail and "Approval: auto" in detail
+    assert '<tool_call>' in detail and "Approval: not needed" in detail  # plain words, not "auto"
     entry = w.tool_panel.entries[call_id]
     assert entry.result == "42" and entry.duration_s is not None
     # the panel can be hidden again
