@@ -128,6 +128,9 @@ class RegionScanner:
     """
 
     ops: int = 0
+    # Set with the last text when the token limit cut the reply: the end of the text is then no
+    # evidence that a value or call ended there.
+    cut: bool = False
 
     def scan(self, buf: str, final: bool) -> tuple[int, bool]:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -483,6 +486,7 @@ class Stream:
     def _step_held_region(self, final: bool, truncated: bool) -> bool:
         scanner = self._hregion
         before = scanner.ops
+        scanner.cut = final and truncated  # the text ends here because the token limit cut it
         try:
             consumed, ended = scanner.scan(self._buf, final)
         except Exception:  # noqa: BLE001 - as in _step_region: the rest is the region
@@ -592,6 +596,7 @@ class Stream:
     def _step_region(self, final: bool, truncated: bool) -> bool:
         scanner = self._region
         before = scanner.ops
+        scanner.cut = final and truncated  # the text ends here because the token limit cut it
         try:
             consumed, ended = scanner.scan(self._buf, final)
         except Exception:  # noqa: BLE001 - a scanner bug must not lose text: the rest is the region

@@ -4,7 +4,10 @@
 newline layout (``NAME\\n<arg_key>..`` with a newline after each element) or GLM-4.7/5's compact
 one. Values are raw text typed by the tool's schema (``08080`` stays a string for a string
 property); whitespace inside ``<arg_value>`` is the value's and is kept exactly. A
-``</tool_call>`` (or any other marker) inside a value does not end the call. Reasoning is a
+``</tool_call>`` (or any other marker) inside a value does not end the call, and an
+``</arg_value>`` inside one closes it only when the next ``<arg_key>`` or ``</tool_call>``
+follows. A last value whose ``</arg_value>`` is missing ends at a ``</tool_call>`` that ends
+the reply or is followed by the next ``<tool_call>``. Reasoning is a
 ``<think>...</think>`` block; a GLM-4.7 reply may start inside it with no opening tag (its
 prompt ends with ``<think>``, or the model writes only ``</think>``).
 """
@@ -29,6 +32,20 @@ V_CLOSE = "</arg_value>"
 
 # A function name as tools and MCP servers spell them: no spaces, brackets, quotes or markup.
 _NAME = re.compile(WIRE_NAME)
+
+
+def _value_end(inner: str, i: int) -> int:
+    """The ``</arg_value>`` that closes the value at ``i``: the first one followed (after
+    whitespace) by the next ``<arg_key>`` or by the end of the call; -1 if none."""
+    j = i
+    while True:
+        end = inner.find(V_CLOSE, j)
+        if end == -1:
+            return -1
+        k = skip_ws(inner, end + len(V_CLOSE))
+        if k == len(inner) or inner.startswith(K_OPEN, k):
+            return end
+        j = end + len(V_CLOSE)
 
 
 def parse_glm_call(inner: str) -> tuple[str, dict[str, str]] | None:
@@ -57,9 +74,13 @@ def parse_glm_call(inner: str) -> tuple[str, dict[str, str]] | None:
         if not inner.startswith(V_OPEN, i):
             return None
         i += len(V_OPEN)
-        end = inner.find(V_CLOSE, i)
+        end = _value_end(inner, i)
         if end == -1:
-            return None
+            # The last value's </arg_value> is missing before </tool_call>: it runs to the end
+            # (a newline before the closing tag is layout).
+            value = inner[i:]
+            args[key] = value[:-1] if value.endswith("\n") else value
+            return name, args
         args[key] = inner[i:end]
         i = end + len(V_CLOSE)
 
@@ -74,9 +95,11 @@ class GlmFormat(Format):
     raw_values = True
 
     def region_scanner(self, opener: str) -> RegionScanner:
-        return SkipValuesScanner(CLOSE, V_OPEN, V_CLOSE)
+        return SkipValuesScanner(CLOSE, V_OPEN, V_CLOSE, followers=(K_OPEN, CLOSE), reopen=(OPEN,))
 
     def parse_region(self, opener, body, *, at_end, truncated, tools):
+        if at_end and truncated:
+            return None  # the scanner did not close the region before the cut: an incomplete call
         if not body.endswith(CLOSE):
             return None  # ``</tool_call>`` is plain text for GLM: a call without it was cut off
         got = parse_glm_call(body[: -len(CLOSE)])
@@ -84,15 +107,6 @@ class GlmFormat(Format):
             return None
         name, args = got
         return [ParsedCall(name, dict(args), opener + body)], ""
-
-    def constraint_grammar(self, tools, *, forced, parallel, ctx):
-        from app.engine.constraints.wires import raw_params, typed
-
-        return raw_params(ctx, self, tools, forced, parallel, opener=OPEN, head=lambda n: f"{OPEN}{n}\n",
-                          tail=CLOSE, param=lambda c, k, s, w: f"{c.lit(f'{K_OPEN}{k}{K_CLOSE}{chr(10)}{V_OPEN}')} "
-                          f"{typed(c, s, V_CLOSE, w)} {c.lit(chr(10))}",
-                          name_ok=lambda n: bool(_NAME.fullmatch(n)),
-                          key_ok=lambda k: k == k.strip() and bool(k) and not set(k) & set("<>"))
 
     def call_name(self, raw: str) -> str | None:
         m = _NAME.match(raw, len(OPEN)) if raw.startswith(OPEN) else None

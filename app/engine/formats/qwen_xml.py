@@ -206,6 +206,8 @@ class QwenXmlFormat(Format):
                                  exit=(F_CLOSE, CLOSE))
 
     def parse_region(self, opener, body, *, at_end, truncated, tools):
+        if at_end and truncated:
+            return None  # the scanner did not close the region before the cut: an incomplete call
         schemas = tool_schemas(tools)
         if opener == F_OPEN:
             return _bare_run(F_OPEN + body, schemas)

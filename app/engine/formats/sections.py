@@ -226,7 +226,7 @@ class SkipValuesScanner(RegionScanner):
         self.ops += k - j + 1
         rest = buf[k:]
         if not rest:
-            return True if final else None
+            return None if not final else not self.cut
         if rest.startswith(wanted):
             return True
         if not final and any(len(rest) < len(w) and w.startswith(rest) for w in wanted):

@@ -94,6 +94,20 @@ CASES += close_tag_in_argument_cases(
     "<tool_call>",
 )
 
+# The last <arg_value>'s </arg_value> is missing before </tool_call>.
+MISSING_VALUE_CLOSE = [
+    Case("missing-last-value-close", "<tool_call>get_weather<arg_key>city</arg_key><arg_value>Paris"
+         "<arg_key>days</arg_key><arg_value>3</tool_call>".replace("Paris<arg_key>", "Paris</arg_value><arg_key>"),
+         calls=[W]),
+    Case("missing-last-value-close-newline-layout", NL.replace("3</arg_value>\n", "3\n"), calls=[W]),
+    Case("missing-last-value-close-then-call", "<tool_call>get_time<arg_key>x</arg_key><arg_value>1</tool_call>"
+         + COMPACT, calls=[("get_time", {"x": "1"}), W]),
+    Case("literal-value-close-inside-value", "<tool_call>set_port<arg_key>blob</arg_key><arg_value>a</arg_value> b"
+         "</arg_value></tool_call>", calls=[("set_port", {"blob": "a</arg_value> b"})]),
+]
+CASES += MISSING_VALUE_CLOSE
+
+
 def _fuzz_write(fmt, name, args, rnd):
     nl = "\n" if rnd.random() < 0.5 else ""  # GLM-4.5's newline layout or GLM-4.7's compact one
     inner = "".join(f"{nl}<arg_key>{k}</arg_key>{nl}<arg_value>{v}</arg_value>" for k, v in args.items())
