@@ -87,7 +87,7 @@ def test_h2_a_hostile_render_does_not_freeze_other_threads():
         stop.set()
         t.join()
     # Before, one big-integer multiplication held the GIL for 35 s.
-    assert max(gaps) < 1.5, max(gaps)
+    assert max(gaps) < 3.0, max(gaps)
 
 
 def test_h2_ordinary_growth_still_renders():
