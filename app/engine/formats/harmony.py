@@ -16,7 +16,11 @@ header follows did not end the message: the marker and the text after it stay in
 channel (analysis text stays reasoning, byte for byte, and never reaches content); after an
 analysis message, text that is not a well-formed header also stays reasoning. ``<|call|>`` and ``<|return|>`` end generation, so a reply that stops
 normally right after a complete JSON body is a complete call; a cut (``truncated``) one is not.
-A malformed header or call is returned as content byte for byte.
+A malformed header or call is returned as content byte for byte. A message to a recipient that
+is neither ``functions.NAME`` nor a declared tool (the built-in ``python``, ``browser.search``)
+is a rejected call: its raw text is kept (``reply.incomplete_calls``, reason ``undeclared``),
+it is never run and never content. A reply cut inside a call is an incomplete call; one cut
+inside a header ends the message before at its end marker (the header is an incomplete item).
 """
 
 from __future__ import annotations
@@ -24,7 +28,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from app.calls import IncompleteCall
 from app.engine.formats.base import Format, ParsedCall, Stream, register
+from app.engine.formats.events import ToolCallIncomplete
 from app.engine.formats.jsonscan import JsonScanner, loads_repaired, strip_fence
 from app.engine.formats.sections import first_marker, json_text
 
@@ -163,6 +169,17 @@ class HarmonyStream(Stream):
             else:
                 self._mode = _CONTENT
             return True
+        if final and truncated and bad == -1 and len(window) <= _MAX_HEADER and lead + len(window) == len(buf):
+            # The token limit cut the reply inside a header: the message before it ended at its
+            # end marker (structure), and the header being written is an incomplete item.
+            self._pending = ""
+            self._sink(self._consume(lead))
+            head = self._consume(len(self._buf))
+            recipient = re.search(r"to=([^\s<>]+)", head)
+            self._events.append(ToolCallIncomplete(IncompleteCall(
+                head, _call_name(recipient.group(1)) if recipient else None, "truncated")))
+            self._mode = _DONE
+            return False
         if bad != -1 or len(window) > _MAX_HEADER or final:
             # Not a header after all: it is text up to where a next message could begin.
             marker = START if window.startswith(START) else CHANNEL if window.startswith(CHANNEL) else ""
@@ -271,13 +288,21 @@ class HarmonyStream(Stream):
         self._parts = []
         head = self._head
         end = m if m in (END, CALL, RETURN) else ""
-        complete = m is not None or not truncated
-        call = self._read_call(body) if complete else None
-        if call is None:
-            self._text(head + body + end)
+        raw = head + body + end
+        recipient = self._recipient or ""
+        name = _call_name(recipient)
+        if m is None and truncated:
+            self._cut("", raw)  # cut off while writing the call: an incomplete call
+        elif not recipient.startswith("functions.") and name not in self._schemas:
+            # A built-in recipient (python, browser.search) that was not declared: not a call to
+            # run and not content, a rejected call.
+            self._undeclared(raw, recipient)
         else:
-            name, args = call
-            self._emit_call(ParsedCall(name, args, head + body + end))
+            call = self._read_call(body)
+            if call is None:
+                self._text(raw)
+            else:
+                self._emit_call(ParsedCall(call[0], call[1], raw))
         self._mode = _HEAD if m is not None else _DONE
         return m is not None
 
@@ -316,12 +341,6 @@ class HarmonyFormat(Format):
 
     def parse_region(self, opener, body, *, at_end, truncated, tools):  # pragma: no cover
         return None
-
-    def constraint_grammar(self, tools, *, forced, parallel, ctx):
-        from app.engine.constraints.wires import harmony
-
-        return harmony(ctx, self, tools, forced, parallel, channel=CHANNEL, message=MESSAGE,
-                       constrain=CONSTRAIN, call_end=CALL, end=END, start=START)
 
     def example_call(self, name: str, arguments: dict[str, Any]) -> str:
         return f"{CHANNEL}commentary to=functions.{name} {CONSTRAIN}json{MESSAGE}{json_text(dict(arguments))}{CALL}"

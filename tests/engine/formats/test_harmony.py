@@ -97,10 +97,11 @@ def test_header_grammar(header, want):
     assert parse_header(header) == want
 
 
-def test_non_function_recipient_with_code_is_text():
+def test_undeclared_builtin_recipient_is_a_rejected_call_not_text():
     text = "<|channel|>analysis to=python code<|message|>print(1)<|call|>"
     reply = H.parse(text, TOOLS)
-    assert reply.tool_calls == [] and reply.content == text
+    assert reply.tool_calls == [] and reply.content == ""
+    assert [(c.name, c.raw, c.reason) for c in reply.incomplete_calls] == [("python", text, "undeclared")]
 
 
 def test_setting_choice_has_the_label():

@@ -30,7 +30,7 @@ CASES = [
          '<|constrain|>json<|message|>{}', reasoning="The user wants the weather.", calls=[("get_time", {})]),
     Case("call-cut-off", ANALYSIS + '<|start|>assistant<|channel|>commentary to=functions.get_time '
          '<|constrain|>json<|message|>{}', truncated=True, reasoning="The user wants the weather.",
-         content='<|start|>assistant<|channel|>commentary to=functions.get_time <|constrain|>json<|message|>{}'),
+         incomplete=["get_time"]),
     Case("analysis-then-final", ANALYSIS + FINAL, reasoning="The user wants the weather.",
          content="It is sunny."),
     Case("final-only", "<|channel|>final<|message|>Hello there!", content="Hello there!"),
@@ -70,8 +70,7 @@ CASES = [
          content="<|channel|>final extra words here<|message|>x"),
     Case("cut-second-of-pair", ANALYSIS + CALL + '<|start|>assistant<|channel|>commentary to=functions.search '
          '<|constrain|>json<|message|>{"query": "x', truncated=True, reasoning="The user wants the weather.",
-         content='<|start|>assistant<|channel|>commentary to=functions.search <|constrain|>json<|message|>{"query": "x',
-         calls=[W]),
+         calls=[W], incomplete=["search"]),
     Case("call-then-final", CALL + FINAL, calls=[W], content="It is sunny."),
     # Harmony's own markers inside a JSON string argument do not end the call.
     Case("harmony-markers-inside-argument",
@@ -101,6 +100,28 @@ CASES = [
     Case("stray-end-in-final", "<|channel|>final<|message|>Answer<|end|> more", content="Answer<|end|> more"),
     Case("trailing-whitespace-after-end", ANALYSIS + "\n", reasoning="The user wants the weather.\n"),
 ]
+
+# Messages to built-in recipients that were not declared: rejected calls, never run, never content.
+PY = '<|start|>assistant<|channel|>analysis to=python code<|message|>print(1)<|call|>'
+UNDECLARED = [
+    Case("undeclared-python", ANALYSIS + PY, reasoning="The user wants the weather.", incomplete=["python"]),
+    Case("undeclared-browser-search", '<|channel|>commentary to=browser.search <|constrain|>json<|message|>'
+         '{"query": "weather"}<|call|>', incomplete=["browser.search"]),
+    Case("undeclared-then-function-call", PY + CALL, calls=[W], incomplete=["python"]),
+    Case("declared-tool-without-prefix", '<|channel|>commentary to=get_time <|constrain|>json<|message|>{}<|call|>',
+         calls=[("get_time", {})]),
+]
+
+# Reasoning cut inside the next message's header ends at the analysis message's <|end|>.
+CUT_HEADER = [
+    Case("cut-inside-header", ANALYSIS + "<|start|>assistant<|chan", truncated=True,
+         reasoning="The user wants the weather.", incomplete=[None]),
+    Case("cut-inside-call-header", ANALYSIS + "<|start|>assistant<|channel|>commentary to=functions.get_weather",
+         truncated=True, reasoning="The user wants the weather.", incomplete=["get_weather"]),
+    Case("cut-after-end", ANALYSIS, truncated=True, reasoning="The user wants the weather."),
+]
+CASES += UNDECLARED + CUT_HEADER
+
 
 def _fuzz_call(name, args, rnd, first):
     start = "" if first else "<|start|>assistant"
