@@ -17,7 +17,7 @@ import json
 import re
 
 from app.calls import WIRE_NAME
-from app.engine.formats.base import Format, ParsedCall, RegionScanner, Stream, find_marker, register
+from app.engine.formats.base import Format, ParsedCall, RegionScanner, find_marker, register
 from app.engine.formats.jsonscan import JsonScanner, loads_repaired
 from app.engine.formats.sections import skip_ws
 
@@ -130,11 +130,8 @@ class SolarFormat(Format):
     reasoning = (THINK, END)
 
     def expects_orphan_close(self, template_source: str, prompt: str) -> bool:
-        return False  # ``<|end|>`` without ``<|think|>`` ends a message, never reasoning
-
-    def stream(self, tools, *, in_reasoning: bool = False, orphan_close: bool = True) -> Stream:
-        # Reasoning opens only with ``<|think|>``: a plain reply streams at once, always.
-        return Stream(self, tools, in_reasoning=in_reasoning, orphan_close=False)
+        # ``<|end|>`` without ``<|think|>`` ends a message, never reasoning: a plain reply streams at once
+        return False
 
     def region_scanner(self, opener: str) -> RegionScanner:
         return _Scanner() if opener == OPEN else _Structure()

@@ -34,7 +34,7 @@ def _chunk(family: str) -> str:
 @pytest.mark.parametrize("family", FAMILIES)
 def test_cost_is_linear_at_one_megabyte(family):
     chunk = _chunk(family)
-    text = (chunk * (1_000_000 // len(chunk) + 1))[:1_000_000]
+    text = chunk * (1_000_000 // len(chunk) + 1)  # whole calls: over 1 MB
     fmt = FORMATS[family]
     rnd = random.Random(11)
     s = fmt.stream(TOOLS)
@@ -43,11 +43,11 @@ def test_cost_is_linear_at_one_megabyte(family):
         k = rnd.randint(1, 16)
         events += s.feed(text[i:i + k])
         i += k
-    events += s.finish(truncated=True)
+    events += s.finish()
     assert s.ops <= 40 * len(text), f"{family}: {s.ops} characters examined for {len(text)}"
     got = fold_events(events)
-    assert got == fmt.parse(text, TOOLS, truncated=True)
-    assert len(got.tool_calls) >= len(text) // len(chunk) - 1
+    assert got == fmt.parse(text, TOOLS)
+    assert len(got.tool_calls) == len(text) // len(chunk)
     assert got.tool_calls[0].arguments["blob"].startswith(_VALUES[family])
 
 
@@ -132,3 +132,16 @@ def test_a_whole_tool_conversation_renders_and_its_past_call_reads_back(name):
     assert text.index("sunny, 21 C") < text.index("It is sunny.") < text.index("And tomorrow?")
     reply = FORMATS[_TEMPLATES[name]].parse(text, _WEATHER, orphan_close=False)
     assert ("get_weather", {"city": "Paris", "days": 2}) in [(c.name, c.arguments) for c in reply.tool_calls], name
+
+
+def test_solar_replies_are_read_without_orphan_closes():
+    """``<|end|>`` ends every Solar message: without ``<|think|>`` before it, it closes no reasoning,
+    so the engine streams a plain Solar reply at once (and ``<|content|>`` text is never reasoning)."""
+    from pathlib import Path
+
+    source = (Path(__file__).resolve().parents[2] / "fixtures" / "chat_templates"
+              / "upstage-Solar-Open-100B.jinja").read_text()
+    fmt = FORMATS["solar"]
+    assert fmt.expects_orphan_close(source, "<|begin|>assistant") is False
+    reply = fmt.parse("<|content|>Hi there.<|end|>", TOOLS, orphan_close=False)
+    assert (reply.content, reply.reasoning) == ("Hi there.", "")

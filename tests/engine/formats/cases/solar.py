@@ -30,12 +30,12 @@ CASES = [
          calls=[("search", {"query": "q", "limit": 4, "tags": ["a"]})]),
     Case("markers-inside-json-string", OP + call("x1", "set_port", '{"blob": "<|calls|> <|tool_call:end|>"}') + CL,
          calls=[("set_port", {"blob": "<|calls|> <|tool_call:end|>"})]),
-    # -- message structure
-    Case("content-message", "<|content|>Hello there.<|end|>", content="Hello there."),
+    # -- message structure (the engine parses Solar without orphan closes: expects_orphan_close)
+    Case("content-message", "<|content|>Hello there.<|end|>", content="Hello there.", orphan_close=False),
     Case("think-then-content", "<|think|>The user greets.<|end|>" + H + "<|content|>Hi!<|end|>",
          reasoning="The user greets.", content="Hi!"),
     Case("think-then-call", "<|think|>Need weather.<|end|>" + H + ONE, reasoning="Need weather.", calls=[PW]),
-    Case("end-without-think-is-not-reasoning", "Answer.<|end|>", content="Answer."),
+    Case("end-without-think-is-not-reasoning", "Answer.<|end|>", content="Answer.", orphan_close=False),
     Case("call-in-reasoning", "<|think|>maybe " + ONE + "<|end|>" + H + "<|content|>No.",
          reasoning="maybe " + ONE, content="No."),
     # -- cut
