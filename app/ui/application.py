@@ -25,7 +25,8 @@ from pathlib import Path
 
 __all__ = ["SCREENSHOT_LIMIT_S", "STATES", "build_parser", "main"]
 
-STATES = ("empty", "streaming", "tool-call-with-panel", "banner", "settings", "models", "check")
+STATES = ("empty", "streaming", "tool-call-with-panel", "banner", "settings", "models", "check", "cut-off",
+          "context-full", "failed-load", "recommended")
 SCREENSHOT_LIMIT_S = 60.0
 
 

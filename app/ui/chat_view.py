@@ -293,7 +293,14 @@ class NoticeBanner(QFrame):
         self.code, self.message, self.setting = code, message, setting
         lay = QHBoxLayout(self)
         lay.setContentsMargins(10, 4 if quiet else 6, 10, 4 if quiet else 6)
-        icon = QLabel({"info": "ⓘ", "warning": "⚠", "error": "✕"}.get(self.kind, "ⓘ"))
+        from app.ui.icons import icon as line_icon
+
+        icon = QLabel()
+        pic = line_icon("help" if self.kind == "info" else "error").pixmap(16, 16)
+        if pic.isNull():  # no icon set (or no application yet): a character every font has
+            icon.setText("i" if self.kind == "info" else "!")
+        else:
+            icon.setPixmap(pic)
         icon.setObjectName("noticeIcon")
         lay.addWidget(icon, 0, Qt.AlignmentFlag.AlignTop)
         self.label = QLabel()

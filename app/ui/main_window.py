@@ -261,6 +261,13 @@ class MainWindow(ConversationsMixin, ChatMixin, ModelBarMixin, QMainWindow):
         self.compose = ComposeEdit()
         self.compose.sig_submit.connect(self.send_or_stop_from_keyboard)
         self.compose_row.addWidget(self.compose, 1)
+        from app.ui.tool_choice import ToolChoiceBox
+
+        self.tool_choice_box = ToolChoiceBox(self.settings.chat.tool_choice)
+        self.tool_choice_box.sig_choice.connect(lambda v: setattr(self.worker, "tool_choice", v))
+        self.worker.tool_choice = self.tool_choice_box.value()
+        self.worker.sig_loaded.connect(lambda info: self.tool_choice_box.set_tools(info.tools))
+        self.compose_row.addWidget(self.tool_choice_box, 0, Qt.AlignmentFlag.AlignBottom)
         self.send_button = QPushButton("Send")
         self.send_button.setObjectName("sendButton")
         self.send_button.clicked.connect(self._on_send_button_clicked)
@@ -537,7 +544,8 @@ class MainWindow(ConversationsMixin, ChatMixin, ModelBarMixin, QMainWindow):
         else:
             info = self.model_info
             dlg = SettingsDialog(self.settings, detected_label=info.detected_label if info else None,
-                                 model_path=info.path if info else None, model_name=info.name if info else None,
+                                 model_path=info.path if info else None,
+                                 model_name=Path(info.path).stem if info else None,  # the picker's name
                                  parent=self)
             dlg.accepted.connect(lambda: self.apply_settings(dlg.settings))
             self.settings_dialog = dlg
@@ -548,6 +556,7 @@ class MainWindow(ConversationsMixin, ChatMixin, ModelBarMixin, QMainWindow):
         theme_changed = settings.window.theme != self.settings.window.theme
         self.settings = settings
         self._save_settings_quietly()
+        self.tool_choice_box.default = settings.chat.tool_choice
         if self.model_info is not None:
             self.worker.configure(self.config_for(self.model_info.path))
         self._update_format_badge()

@@ -211,8 +211,9 @@ class ModelBarMixin:
             self._fill_model_picker()
             self._update_format_badge()
             self._update_send_button()
-        still = f" {self.model_info.name} is still loaded." if self.model_info is not None else ""
-        self.show_window_notice("load_error", message + still, None, kind="error")
+        still = f" {Path(self.model_info.path).stem} is still loaded." if self.model_info is not None else ""
+        end = "" if message.rstrip().endswith(".") else "."
+        self.show_window_notice("load_error", message.rstrip() + end + still, None, kind="error")
 
     def format_badge_text(self) -> tuple[str, str]:
         """The badge's words and tooltip for the loaded model (plain words, no setting keys)."""

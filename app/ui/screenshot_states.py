@@ -10,7 +10,12 @@ the state is really reached:
 * ``tool-call-with-panel``: the turn is done and the model called a tool (nothing is faked:
   a model that calls no tool cannot show this state; pass one with ``--model``);
 * ``check``: the Check page after a real quick check (one scenario per category) of the loaded
-  model, with its matrix and the first red cell opened.
+  model, with its matrix and the first red cell opened;
+* ``cut-off``: a reply stopped by a small max-tokens limit, marked with its Continue action;
+* ``context-full``: the model reloaded with a 512-token context, a long message refused inline
+  with "New chat" and "Increase context";
+* ``failed-load``: a broken GGUF was opened; the error shows and the previous model stays loaded;
+* ``recommended``: the Models page's "Recommended for tool calling" list with this machine's fit.
 
 ``limit_s`` bounds the wait. When the state is not reached in time, or cannot be reached
 (no model, the load failed, the model called no tool, no banner), nothing is saved, the reason
@@ -32,9 +37,11 @@ DEFAULT_PROMPTS = {
     "streaming": "Write a short poem about the sea, in four lines.",
     "banner": "Hello! What can you do?",
     "tool-call-with-panel": "What is 17 * 23? Use the calculator.",
+    "cut-off": "Tell me everything you know about the sea.",
 }
 
 MODEL_STATES = ("streaming", "banner", "tool-call-with-panel")  # a reply needs a loaded model
+EXTRA_MODEL_STATES = ("cut-off", "context-full", "failed-load")  # reached through the window's own actions
 CHECK_MAX_TOKENS = 64  # the check state's replies: enough for a call, short enough to finish quickly
 
 
@@ -126,6 +133,17 @@ class ScreenshotDirector(QObject):
                 self._settle_then_shoot(w)
         elif st == "check":
             self._step_check()
+        elif st == "recommended":
+            if not self._models_shown:
+                self._models_shown = True
+                w.show_models_page()
+                page = w.models_page()
+                page.sources.setCurrentIndex(0)
+                page.sig_library_done.connect(self._on_library_done)
+            if self._library_scanned:
+                self._settle_then_shoot(w)
+        elif st in EXTRA_MODEL_STATES:
+            self._step_extra()
         elif st in MODEL_STATES:
             if not self._require_model():
                 return
@@ -156,6 +174,43 @@ class ScreenshotDirector(QObject):
                                               "model replied without calling one")
                     w.select_tool_call(ids[0])
                     self._settle_then_shoot(w)
+
+    def _step_extra(self) -> None:
+        """cut-off, context-full and failed-load: each is reached through the window's own actions."""
+        w, st = self.window, self.state
+        if not self._require_model():
+            return
+        if not self._sent:
+            self._sent = True
+            w.new_chat()
+            if st == "failed-load":
+                import tempfile
+
+                broken = Path(tempfile.mkdtemp(prefix="callisto-shot-")) / "broken-download.gguf"
+                broken.write_bytes(b"GGUF\x03\x00\x00\x00" + b"\x00" * 24)
+                w.worker.sig_load_failed.connect(lambda *_a: setattr(self, "_turn_done", True))
+                w.load_model(str(broken))
+                return
+            s = w.settings.model_copy(deep=True)
+            if st == "cut-off":
+                s.sampling.max_tokens = 24
+                text = self.prompt
+            else:
+                s.model.context_length, s.chat.context_policy = 512, "stop"
+                text = " ".join(["Please summarise this long text for me."] * 90)
+            w.apply_settings(s)  # queued before the message: the worker applies it first
+            w.compose.setPlainText(text)
+            if not w.send():
+                raise StateNotReached("the prompt could not be sent")
+            return
+        if not self._turn_done or w.busy or w.loading_path is not None:
+            return
+        if st != "failed-load":
+            reply = w.chat.current_assistant()
+            if reply is None or reply.error_box is None:
+                done = w.last_done.finish_reason if w.last_done else "?"
+                raise StateNotReached(f"the {st!r} state was not reached: the reply ended as {done!r}")
+        self._settle_then_shoot(w)
 
     def _step_check(self) -> None:
         w = self.window

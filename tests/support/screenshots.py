@@ -22,7 +22,9 @@ from pathlib import Path
 __all__ = ["STATES", "main", "render_all"]
 
 REPO = Path(__file__).resolve().parents[2]
-STATES = ("empty", "streaming", "tool-call-with-panel", "banner", "settings", "models", "check")
+STATES = ("empty", "streaming", "tool-call-with-panel", "banner", "settings", "models", "check", "cut-off",
+          "context-full", "failed-load", "recommended")
+THEMES = ("light", "dark")
 
 
 def _tool_model(folder: Path) -> Path:
@@ -44,13 +46,14 @@ def _tool_model(folder: Path) -> Path:
     )
 
 
-def render_all(outdir: Path, *, theme: str = "auto", timeout_s: float = 90.0) -> dict[str, int]:
+def render_all(outdir: Path, *, theme: str = "auto", timeout_s: float = 90.0,
+               states: tuple[str, ...] | None = None) -> dict[str, int]:
     """Render each state; returns {state: exit code}."""
     outdir.mkdir(parents=True, exist_ok=True)
     codes: dict[str, int] = {}
     with tempfile.TemporaryDirectory(prefix="callisto-shots-") as tmp:
         tool_model = _tool_model(Path(tmp))
-        for state in STATES:
+        for state in states or STATES:
             home = Path(tmp) / f"home-{state}"
             env = {**os.environ, "CALLISTO_HOME": str(home)}
             cmd = [sys.executable, "-m", "app", "--screenshot", str(outdir / f"{state}.png"), "--state", state,
@@ -74,10 +77,15 @@ def render_all(outdir: Path, *, theme: str = "auto", timeout_s: float = 90.0) ->
 
 def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
-    theme = "auto"
+    theme = "both"  # every state in light and in dark (OUTDIR/light, OUTDIR/dark)
     if "--theme" in args:
         i = args.index("--theme")
         theme = args[i + 1]
+        del args[i:i + 2]
+    only = None
+    if "--only" in args:
+        i = args.index("--only")
+        only = tuple(args[i + 1].split(","))
         del args[i:i + 2]
     outdir = Path(args[0] if args else ".screenshots")
     if sys.platform.startswith("linux") and not os.environ.get("DISPLAY") and not os.environ.get("CALLISTO_IN_XVFB"):
@@ -86,10 +94,13 @@ def main(argv: list[str] | None = None) -> int:
             env = {**os.environ, "CALLISTO_IN_XVFB": "1"}
             env.pop("QT_QPA_PLATFORM", None)
             cmd = [xvfb, "-a", "-s", "-screen 0 1400x900x24", sys.executable, "-m", "tests.support.screenshots",
-                   str(outdir), "--theme", theme]
+                   str(outdir), "--theme", theme] + (["--only", ",".join(only)] if only else [])
             return subprocess.call(cmd, cwd=REPO, env=env)
         os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
-    codes = render_all(outdir, theme=theme)
+    codes: dict[str, int] = {}
+    for t in (THEMES if theme == "both" else (theme,)):
+        for state, code in render_all(outdir / t if theme == "both" else outdir, theme=t, states=only).items():
+            codes[f"{t}/{state}"] = code
     return 0 if all(c == 0 for c in codes.values()) else 1
 
 

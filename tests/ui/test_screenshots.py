@@ -98,3 +98,9 @@ def test_models_state_waits_for_the_library_scan(tmp_path, streaming_model):
     said = _shoot(tmp_path, "models", home=home)
     rows = said.split("library rows: ")[1]
     assert int(rows.split(":")[0]) >= 1 and "stream" in rows.split(":", 1)[1], said
+
+
+@pytest.mark.parametrize("state", ["cut-off", "context-full", "failed-load", "recommended"])
+def test_new_first_run_states_render(tmp_path, streaming_model, state):
+    said = _shoot(tmp_path, state, "--model", str(streaming_model), "--theme", "dark")
+    assert f": {state} (model: " in said
