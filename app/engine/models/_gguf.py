@@ -61,13 +61,18 @@ def template_problem(meta: GGUFMetadata) -> str | None:
     """Why the model's chat template cannot render one user message (None when it can, or has none)."""
     if not meta.chat_template:
         return None
+    from app.engine.formats.detect import PROBE_TOOLS
     from app.engine.templates import TemplateRenderError, render_template
 
+    msgs = [{"role": "user", "content": "Hello"}]
+    kw = {"bos_token": meta.bos_token or "", "eos_token": meta.eos_token or ""}
     try:
-        render_template(meta.chat_template, [{"role": "user", "content": "Hello"}],
-                        bos_token=meta.bos_token or "", eos_token=meta.eos_token or "")
+        render_template(meta.chat_template, msgs, **kw)
     except TemplateRenderError as exc:
-        return str(exc)
+        try:  # some templates (tool_use ones, FireFunction) render only with tools: those work
+            render_template(meta.chat_template, msgs, tools=PROBE_TOOLS, **kw)
+        except TemplateRenderError:
+            return str(exc)
     return None
 
 
@@ -109,7 +114,10 @@ def read_summary(path: str | Path) -> GgufSummary:
     emb = arch_int("embedding_length")
     head_dim = arch_int("attention.key_length") or ((emb // n_heads) if emb and n_heads else None)
     size = sum(p.stat().st_size for p in parts if p.is_file())
-    problem = template_problem(meta)  # first: a template that cannot render is not detected further
+    # A template that renders a call is fine (some render only with tools, or with their own
+    # variables, as the session renders them); one that does not is checked for what breaks it.
+    tool_format = detect_tool_format(meta)
+    problem = template_problem(meta) if tool_format == "none" else None
     return GgufSummary(
         name=meta.name,
         architecture=arch,
@@ -118,7 +126,7 @@ def read_summary(path: str | Path) -> GgufSummary:
         context_length=meta.context_length,
         file_size=size,
         has_chat_template=bool(meta.chat_template),
-        tool_format=detect_tool_format(meta) if problem is None else "none",
+        tool_format=tool_format,
         template_problem=problem,
         n_layers=arch_int("block_count"),
         n_kv_heads=n_kv,
