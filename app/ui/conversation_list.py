@@ -1,11 +1,16 @@
-"""The conversation list: new, rename (in place), delete, search."""
+"""The conversation list: new, rename (in place), delete, search; grouped by Today / Yesterday /
+Earlier, with a "No matches" line when a search finds nothing."""
 
 from __future__ import annotations
 
+import time
+from datetime import date, datetime, timedelta
 from typing import Any
 
 from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtGui import QKeyEvent
 from PySide6.QtWidgets import (
+    QAbstractItemView,
     QHBoxLayout,
     QLineEdit,
     QListWidget,
@@ -18,6 +23,31 @@ from PySide6.QtWidgets import (
 )
 
 __all__ = ["ConversationList"]
+
+
+def day_group(timestamp: float, today: date | None = None) -> str:
+    """"Today", "Yesterday", "Previous 7 days" or "Earlier" for a conversation's last change."""
+    today = today or date.today()
+    d = datetime.fromtimestamp(timestamp).date()
+    if d >= today:
+        return "Today"
+    if d == today - timedelta(days=1):
+        return "Yesterday"
+    if d > today - timedelta(days=7):
+        return "Previous 7 days"
+    return "Earlier"
+
+
+class _List(QListWidget):
+    """The Delete key deletes the selected conversation (after asking)."""
+
+    sig_delete_key = Signal()
+
+    def keyPressEvent(self, e: QKeyEvent) -> None:  # noqa: N802 (Qt API)
+        if e.key() in (Qt.Key.Key_Delete, Qt.Key.Key_Backspace) and self.currentItem() is not None:
+            self.sig_delete_key.emit()
+            return
+        super().keyPressEvent(e)
 
 
 class ConversationList(QWidget):
@@ -48,8 +78,12 @@ class ConversationList(QWidget):
         self.search.textChanged.connect(lambda _t: self._search_timer.start())
         self.search.returnPressed.connect(lambda: self.sig_search.emit(self.search.text().strip()))
         lay.addWidget(self.search)
-        self.list = QListWidget()
+        self.list = _List()
         self.list.setObjectName("conversations")
+        # a click opens, only Rename (or F2) edits: a double-click no longer starts a rename by accident
+        self.list.setEditTriggers(QAbstractItemView.EditTrigger.EditKeyPressed)
+        self.list.sig_delete_key.connect(self.delete_selected)
+        self.list.currentItemChanged.connect(lambda *_a: self._update_buttons())
         # long titles end in "…" (the full title is in the tooltip) instead of a horizontal scroll bar
         self.list.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.list.setTextElideMode(Qt.TextElideMode.ElideRight)
@@ -68,25 +102,60 @@ class ConversationList(QWidget):
         lay.addLayout(row)
         self._filling = False
         self.current_id: int | None = None
+        self._update_buttons()
+
+    def _update_buttons(self) -> None:
+        on = self._selected_id() is not None
+        self.btn_rename.setEnabled(on)
+        self.btn_delete.setEnabled(on)
+
+    def _header(self, text: str) -> None:
+        item = QListWidgetItem(text)
+        item.setFlags(Qt.ItemFlag.NoItemFlags)  # not selectable, not editable
+        item.setData(Qt.ItemDataRole.UserRole + 1, "header")
+        f = item.font()
+        f.setBold(True)
+        f.setPointSizeF(max(7.0, f.pointSizeF() * 0.85))
+        item.setFont(f)
+        self.list.addItem(item)
 
     def set_conversations(self, conversations: list[Any]) -> None:
         self._filling = True
         self.list.clear()
+        group = None
         for c in conversations:
+            g = day_group(c.updated or time.time())
+            if g != group:
+                group = g
+                self._header(g)
             item = QListWidgetItem(c.title or "Untitled")
             item.setData(Qt.ItemDataRole.UserRole, int(c.id))
             item.setFlags(item.flags() | Qt.ItemFlag.ItemIsEditable)
-            item.setToolTip(f"{c.title or 'Untitled'}\n{c.message_count} messages")
+            when = datetime.fromtimestamp(c.updated).strftime("%d %b %Y, %H:%M") if c.updated else ""
+            item.setToolTip(f"{c.title or 'Untitled'}\n{c.message_count} messages · {when}")
             self.list.addItem(item)
             if c.id == self.current_id:
                 self.list.setCurrentItem(item)
+        if not conversations:
+            self._header("No matches" if self.search.text().strip() else "No conversations yet")
         self._filling = False
+        self._update_buttons()
+
+    def _conversation_items(self) -> list[QListWidgetItem]:
+        items = (self.list.item(i) for i in range(self.list.count()))
+        return [it for it in items if it.data(Qt.ItemDataRole.UserRole) is not None]
 
     def ids(self) -> list[int]:
-        return [self.list.item(i).data(Qt.ItemDataRole.UserRole) for i in range(self.list.count())]
+        return [it.data(Qt.ItemDataRole.UserRole) for it in self._conversation_items()]
 
     def titles(self) -> list[str]:
-        return [self.list.item(i).text() for i in range(self.list.count())]
+        return [it.text() for it in self._conversation_items()]
+
+    def placeholder(self) -> str | None:
+        """The "No matches" / "No conversations yet" line, when the list shows one."""
+        if self.ids() or self.list.count() != 1:
+            return None
+        return self.list.item(0).text()
 
     def item_for(self, cid: int) -> QListWidgetItem | None:
         for i in range(self.list.count()):
@@ -106,10 +175,12 @@ class ConversationList(QWidget):
         return it.data(Qt.ItemDataRole.UserRole) if it is not None else None
 
     def _on_list_item_clicked(self, item: QListWidgetItem) -> None:
-        self.sig_open.emit(item.data(Qt.ItemDataRole.UserRole))
+        cid = item.data(Qt.ItemDataRole.UserRole)
+        if cid is not None:
+            self.sig_open.emit(cid)
 
     def _on_list_item_changed(self, item: QListWidgetItem) -> None:
-        if self._filling:
+        if self._filling or item.data(Qt.ItemDataRole.UserRole) is None:
             return
         title = item.text().strip()
         if title:
@@ -125,15 +196,18 @@ class ConversationList(QWidget):
         if cid is None:
             return
         box = QMessageBox(QMessageBox.Icon.Question, "Delete conversation",
-                          f"Delete “{self.list.currentItem().text()}” and all its messages?",
-                          QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No, self)
+                          f"Delete “{self.list.currentItem().text()}” and all its messages? This cannot be undone.",
+                          QMessageBox.StandardButton.Cancel, self)
         box.setObjectName("confirmDelete")
-        box.finished.connect(lambda r: r == QMessageBox.StandardButton.Yes and self.sig_delete.emit(cid))
+        delete = box.addButton("Delete", QMessageBox.ButtonRole.DestructiveRole)
+        box.setDefaultButton(QMessageBox.StandardButton.Cancel)
+        box.finished.connect(lambda _r: box.clickedButton() is delete and self.sig_delete.emit(cid))
         box.open()
+        self.confirm_box = box
 
     def _on_list_menu(self, pos) -> None:
         it = self.list.itemAt(pos)
-        if it is None:
+        if it is None or it.data(Qt.ItemDataRole.UserRole) is None:
             return
         self.list.setCurrentItem(it)
         menu = QMenu(self)

@@ -155,3 +155,38 @@ def test_d44_messages_sit_in_a_reading_column_of_bounded_width(qtbot, make_windo
     left = w.chat.column.mapTo(w.chat, w.chat.column.rect().topLeft()).x()
     right = w.chat.viewport().width() - (left + w.chat.column.width())
     assert abs(left - right) <= 20  # centred
+
+
+def test_d39_conversation_list_groups_by_day_has_no_matches_state_and_safe_delete(qtbot, make_window,
+                                                                                  streaming_model):
+    from app.ui.conversation_list import day_group
+
+    w = make_window(streaming_model, settings=_settings())
+    conv = w.conversations
+    assert conv.placeholder() == "No conversations yet"
+    assert not conv.btn_rename.isEnabled() and not conv.btn_delete.isEnabled()  # nothing selected
+    _send(qtbot, w, "alpha")
+    assert conv.list.item(0).text() == "Today" and conv.titles() == ["alpha"]
+    assert conv.btn_delete.isEnabled()
+    conv.search.setText("zzz-nothing")
+    w.search_conversations("zzz-nothing")
+    assert conv.placeholder() == "No matches"
+    conv.search.setText("")
+    w.search_conversations("")
+    # the Delete key asks, with Cancel the default; cancelling keeps the chat
+    conv.list.setCurrentItem(conv.item_for(w.conversation_id))
+    qtbot.keyClick(conv.list, Qt.Key.Key_Delete)
+    box = conv.confirm_box
+    assert box.defaultButton() is box.button(box.StandardButton.Cancel)
+    box.defaultButton().click()
+    assert conv.ids() == [w.conversation_id]
+    # a double-click opens, it does not start a rename
+    from PySide6.QtWidgets import QAbstractItemView
+
+    assert not conv.list.editTriggers() & QAbstractItemView.EditTrigger.DoubleClicked
+    import datetime as dt
+
+    today = dt.date(2026, 12, 1)
+    stamp = dt.datetime(2026, 11, 30, 9, 0).timestamp()
+    assert day_group(stamp, today) == "Yesterday"
+    assert day_group(dt.datetime(2026, 10, 1).timestamp(), today) == "Earlier"
