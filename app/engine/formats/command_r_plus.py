@@ -13,14 +13,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.engine.formats.base import Format, ParsedCall, RegionScanner, register
-from app.engine.formats.command_r import (
-    JsonListScanner,
-    MarkerRegion,
-    partial_suffix,
-    read_action_items,
-    tool_name_hint,
-)
+from app.engine.formats.base import Format, RegionScanner, register
+from app.engine.formats.command_r import MarkerRegion, action_reader, tool_name_hint
+from app.engine.formats.json_list import parse_json_list
+from app.engine.formats.jsonscan import JsonScanner
 from app.engine.formats.sections import json_text
 
 __all__ = ["CommandRPlusFormat"]
@@ -28,6 +24,70 @@ __all__ = ["CommandRPlusFormat"]
 OPEN = "Action:"
 CHATBOT = "<|CHATBOT_TOKEN|>"
 FENCE = "```"
+
+
+_READ = action_reader("tool_name", "parameters")
+
+
+class _FencedListScanner(RegionScanner):
+    """After ``Action:``: ``[ws] [```lang] [json list] [```]``; the region ends after the list (and
+    its fence), or at the first character that cannot continue that shape."""
+
+    def __init__(self) -> None:
+        self.state = "pre"
+        self.fenced = False
+        self.json = JsonScanner()
+        self.ops = 0
+
+    def scan(self, buf: str, final: bool) -> tuple[int, bool]:
+        i, n = 0, len(buf)
+        while i < n:
+            st = self.state
+            self.ops += 1
+            if st == "json":
+                before = self.json.ops
+                j = self.json.feed(buf, i)
+                self.ops += self.json.ops - before
+                if j == -1:
+                    return n, False
+                i = j
+                if not self.fenced:
+                    return i, True
+                self.state = "post"
+                continue
+            c = buf[i]
+            if st == "lang":
+                if c.isalpha():
+                    i += 1
+                    continue
+                self.state = "pre"
+                continue
+            if c.isspace():
+                i += 1
+                continue
+            rest = buf[i:i + len(FENCE)]
+            if rest == FENCE and (st == "post" or not self.fenced):
+                i += len(FENCE)
+                if st == "post":
+                    return i, True
+                self.fenced = True
+                self.state = "lang"
+                continue
+            if len(rest) < len(FENCE) and FENCE.startswith(rest) and (st == "post" or not self.fenced):
+                return (n, False) if final else (i, False)  # a fence may be starting (or was cut)
+            if st == "pre" and c == "[":
+                self.state = "json"
+                continue
+            return i, True  # not an action list: the region ends (and reads as text)
+        return n, False
+
+
+def _partial_suffix(text: str, marker: str) -> int:
+    """The length of the beginning of ``marker`` that ends ``text`` (0 if none)."""
+    for k in range(min(len(marker) - 1, len(text)), 0, -1):
+        if text.endswith(marker[:k]):
+            return k
+    return 0
 
 
 def _unfence(body: str, *, at_end: bool, truncated: bool) -> tuple[str, bool] | None:
@@ -46,7 +106,7 @@ def _unfence(body: str, *, at_end: bool, truncated: bool) -> tuple[str, bool] | 
     if not at_end:
         return None
     if truncated:
-        return text[: len(text) - partial_suffix(text, FENCE)], True
+        return text[: len(text) - _partial_suffix(text, FENCE)], True
     return text, False
 
 
@@ -59,7 +119,7 @@ class CommandRPlusFormat(Format):
     reasoning = None
 
     def region_scanner(self, opener: str) -> RegionScanner:
-        return JsonListScanner(None, fence=True) if opener == OPEN else MarkerRegion()
+        return _FencedListScanner() if opener == OPEN else MarkerRegion()
 
     def parse_region(self, opener, body, *, at_end, truncated, tools):
         if opener == CHATBOT:
@@ -68,11 +128,7 @@ class CommandRPlusFormat(Format):
         if got is None:
             return None
         inner, cut = got
-        read = read_action_items(inner, name_key="tool_name", args_key="parameters", cut=cut)
-        if read is None:
-            return None
-        calls, rest = read
-        return [ParsedCall(name, args, raw) for name, args, raw in calls], inner[rest:] if cut else ""
+        return parse_json_list(inner, "", at_end=at_end, truncated=cut, read_element=_READ)
 
     def call_name(self, raw: str) -> str | None:
         return tool_name_hint(raw)

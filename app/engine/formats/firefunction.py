@@ -11,13 +11,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.engine.formats.base import Format, ParsedCall, RegionScanner, register
-from app.engine.formats.command_r import read_action_items
+from app.engine.formats.base import Format, RegionScanner, register
+from app.engine.formats.command_r import action_reader
+from app.engine.formats.json_list import parse_json_list
 from app.engine.formats.jsonscan import JsonScanner
 from app.engine.formats.sections import json_text
 
 __all__ = ["FirefunctionFormat"]
 
+_READ = action_reader("name", "arguments")
 OPEN = "functools["
 SPACED = " " + OPEN  # the template writes a space before the marker: structure too
 
@@ -49,15 +51,9 @@ class FirefunctionFormat(Format):
         return _ListRest()
 
     def parse_region(self, opener, body, *, at_end, truncated, tools):
-        cut = at_end and truncated  # a cut list keeps its complete calls
-        if not cut and not body.endswith("]"):
-            return None  # the list never closed
-        source = "[" + body
-        got = read_action_items(source, name_key="name", args_key="arguments", cut=cut)
-        if got is None:
-            return None
-        calls, rest = got
-        return [ParsedCall(name, args, raw) for name, args, raw in calls], source[rest:] if cut else ""
+        # The region ends right after the list's "]": nothing follows it here (a cut list keeps its
+        # complete calls; a list the reply left open is text).
+        return parse_json_list("[" + body, "", at_end=at_end, truncated=truncated, read_element=_READ)
 
     def constraint_grammar(self, tools, *, forced, parallel, ctx):
         from app.engine.constraints.wires import json_array

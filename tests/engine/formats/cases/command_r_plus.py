@@ -45,5 +45,5 @@ CASES = [
 ]
 
 FUZZ = Fuzz(markers=("```json", "<|CHATBOT_TOKEN|>"),
-            structure=("Action:", "```(?:json)?", "``?\\Z", re.escape("<|CHATBOT_TOKEN|>"), r"\[", r"\]", ","),
+            structure=("Action:", "```", "```[A-Za-z]+", "``?\\Z", re.escape("<|CHATBOT_TOKEN|>"), r"\[", r"\]", ","),
             wrap=("Action: [", "]"))
