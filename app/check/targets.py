@@ -591,20 +591,25 @@ def _stream_difference(streamed: Observation, reference: Observation) -> str | N
         return [(c.name, json.dumps(c.arguments, sort_keys=True, ensure_ascii=False)
                  if isinstance(c.arguments, dict) else c.arguments) for c in o.calls]
 
+    # Only the calls count: free text may drift between two greedy requests on a stack that reuses its
+    # KV cache (different batch shapes, different rounding), and a text difference is no streaming bug.
     if calls(streamed) != calls(reference):
         return (f"the streamed calls {calls(streamed)!r:.200} differ from the same request without streaming "
                 f"{calls(reference)!r:.200}")
-    if streamed.content.strip() != reference.content.strip():
-        return (f"the streamed text {streamed.content[:80]!r} differs from the text without streaming "
-                f"{reference.content[:80]!r}")
     return None
 
 
 def machine_info() -> dict[str, Any]:
     import os
 
+    cpu = platform.processor() or platform.machine()
+    try:  # Linux names the CPU model only in /proc/cpuinfo
+        with open("/proc/cpuinfo", encoding="utf-8") as fh:
+            cpu = next((line.split(":", 1)[1].strip() for line in fh if line.startswith("model name")), cpu)
+    except OSError:
+        pass
     info: dict[str, Any] = {"os": platform.platform(), "python": platform.python_version(),
-                            "cpu": platform.processor() or platform.machine(), "cores": os.cpu_count()}
+                            "cpu": cpu, "cores": os.cpu_count()}
     try:
         import psutil
 

@@ -135,3 +135,26 @@ def test_an_incomplete_form_does_not_start(page):
     assert "URL" in page.status.text()
     assert not page.start({"kind": "in_process", "path": "/nowhere/x.gguf"})
     assert page.runner is None
+
+
+def test_screenshot_state_check_shows_a_finished_result(tmp_path, streaming_model):
+    """``--state check``: a real quick check of the loaded model (a scripted model that only ever writes
+    letters: every call scenario is red, the no-call one green), saved once the result is in."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from PySide6.QtGui import QImage
+
+    out = tmp_path / "check.png"
+    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "CALLISTO_HOME": str(tmp_path / "home")}
+    proc = subprocess.run([sys.executable, "-m", "app", "--screenshot", str(out), "--state", "check", "--model",
+                           str(streaming_model), "--quit-after", "120"], cwd=Path(__file__).resolve().parents[2],
+                          env=env, capture_output=True, text=True, timeout=180)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "check: 1/7 passed" in proc.stdout and "negative 1/1" in proc.stdout and "single 0/1" in proc.stdout
+    img = QImage(str(out))
+    assert not img.isNull() and img.width() > 300
+    saved = list((tmp_path / "home").rglob("check/results/*.json"))
+    assert len(saved) == 1  # the finished result is saved, so the Models page can show the score
