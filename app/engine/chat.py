@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
-from app.calls import ToolCall
+from app.calls import IncompleteCall, ToolCall
 from app.engine.detection import detect_tool_format
 from app.engine.events import (
     ChatEvent,
@@ -27,7 +27,7 @@ from app.engine.events import (
     ToolCallFinishedEvent,
     ToolCallStartedEvent,
 )
-from app.engine.formats.events import ReasoningDelta, TextDelta, ToolCallDone
+from app.engine.formats.events import ReasoningDelta, TextDelta, ToolCallDone, ToolCallIncomplete
 from app.engine.generate import GenerationError, generate
 from app.engine.holdback import partial_start
 from app.engine.messages import Message, is_valid_call_id, local_call_id
@@ -325,14 +325,15 @@ class ChatSession:
                 content: list[str] = []
                 reasoning: list[str] = []
                 calls: list[ToolCall] = []
+                incomplete: list[IncompleteCall] = []
                 gen_started = time.monotonic()
                 for piece in gen:
                     for ev in stream.feed(piece):
-                        yield from self._stream_event(ev, content, reasoning, calls)
+                        yield from self._stream_event(ev, content, reasoning, calls, incomplete)
                 res = gen.result
                 assert res is not None
                 for ev in stream.finish(truncated=res.finish_reason != "stop"):
-                    yield from self._stream_event(ev, content, reasoning, calls)
+                    yield from self._stream_event(ev, content, reasoning, calls, incomplete)
             except (PromptRenderError, GenerationError, ValueError) as exc:
                 yield DoneEvent(finish_reason="error", error=str(exc), rounds=rounds, ttft_s=ttft,
                                 generated_tokens=gen_tokens, prompt_tokens=prompt_tokens)
@@ -361,10 +362,11 @@ class ChatSession:
                 if raw:
                     yield TextDelta(raw)
                 yield NoticeEvent(code="round_limit" if finish == "rounds" else "calls_not_run", message=msg)
-                self.messages.append(Message(role="assistant", content=text + raw, reasoning="".join(reasoning)))
+                self.messages.append(Message(role="assistant", content=text + raw, reasoning="".join(reasoning),
+                                             incomplete_calls=incomplete))
                 break
             self.messages.append(Message(role="assistant", content=text, reasoning="".join(reasoning),
-                                         tool_calls=list(calls)))
+                                         tool_calls=list(calls), incomplete_calls=incomplete))
             if not calls:
                 break
             for call in calls:
@@ -383,8 +385,10 @@ class ChatSession:
                    "constraint": self.last_constraint.describe if self.last_constraint else None},
         )
 
-    def _stream_event(self, ev: Any, content: list[str], reasoning: list[str], calls: list[ToolCall]):
-        """Pass the parser's text events on as they are; collect complete calls for dispatch."""
+    def _stream_event(self, ev: Any, content: list[str], reasoning: list[str], calls: list[ToolCall],
+                      incomplete: list[IncompleteCall] | None = None):
+        """Pass the parser's text events on as they are; collect complete calls for dispatch; pass
+        on (and keep with the reply) the calls that are not calls to run."""
         if isinstance(ev, TextDelta):
             if ev.text:
                 content.append(ev.text)
@@ -395,6 +399,10 @@ class ChatSession:
                 yield ev
         elif isinstance(ev, ToolCallDone):
             calls.append(ev.call)
+        elif isinstance(ev, ToolCallIncomplete):
+            if incomplete is not None:
+                incomplete.append(ev.call)
+            yield ev
 
     def _constraint(self, fmt: Any, tools: list[dict[str, Any]] | None, choice: Any, parallel: bool,
                     response_format: Any, source: str, in_reasoning: bool) -> Any:

@@ -10,7 +10,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from app.calls import ToolCall, ToolResult
-from app.engine.formats.events import ReasoningDelta, TextDelta
+from app.engine.formats.events import ReasoningDelta, TextDelta, ToolCallIncomplete
 
 __all__ = [
     "ChatEvent",
@@ -19,6 +19,7 @@ __all__ = [
     "ReasoningEvent",
     "TextEvent",
     "ToolCallFinishedEvent",
+    "ToolCallIncomplete",
     "ToolCallStartedEvent",
     "event_to_dict",
 ]
@@ -121,7 +122,10 @@ class DoneEvent:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-ChatEvent = TextEvent | ReasoningEvent | ToolCallStartedEvent | ToolCallFinishedEvent | NoticeEvent | DoneEvent
+# A call the model did not finish (or addressed to an undeclared tool) is the parser's own event:
+# its raw text is kept, it is never run and never content.
+ChatEvent = (TextEvent | ReasoningEvent | ToolCallStartedEvent | ToolCallFinishedEvent | ToolCallIncomplete
+             | NoticeEvent | DoneEvent)
 
 
 def event_to_dict(event: ChatEvent) -> dict[str, Any]:
@@ -140,6 +144,8 @@ def event_to_dict(event: ChatEvent) -> dict[str, Any]:
                      approval=event.approval)
         return {"type": "tool_call_started" if isinstance(event, ToolCallStartedEvent) else "tool_call_finished",
                 **d}
+    if isinstance(event, ToolCallIncomplete):
+        return {"type": "tool_call_incomplete", **event.call.to_dict()}
     names = {
         TextDelta: "text",
         ReasoningDelta: "reasoning",

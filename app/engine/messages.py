@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.calls import ToolCall
+from app.calls import IncompleteCall, ToolCall
 
 __all__ = ["ROLES", "Message", "ToolCall", "is_valid_call_id", "local_call_id"]
 
@@ -59,6 +59,9 @@ class Message:
     tool_calls: list[ToolCall] = field(default_factory=list)
     tool_call_id: str | None = None
     name: str | None = None
+    # Calls the model wrote that are not calls to run (cut off by the token limit, or to an
+    # undeclared tool): kept with the reply so nothing is lost; never sent back to the model.
+    incomplete_calls: list[IncompleteCall] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if self.role not in ROLES:
@@ -79,6 +82,8 @@ class Message:
             data["tool_call_id"] = self.tool_call_id
         if self.name is not None:
             data["name"] = self.name
+        if self.incomplete_calls:
+            data["incomplete_calls"] = [c.to_dict() for c in self.incomplete_calls]
         return data
 
     @classmethod
@@ -92,4 +97,6 @@ class Message:
             tool_calls=[_call_from_dict(c) for c in data.get("tool_calls") or []],
             tool_call_id=data.get("tool_call_id"),
             name=data.get("name"),
+            incomplete_calls=[IncompleteCall.from_dict(c) for c in data.get("incomplete_calls") or []
+                              if isinstance(c, dict)],
         )

@@ -139,6 +139,8 @@ class TurnRecorder:
             extra = dict(extra_base) if m.role == "assistant" else {}
             if assistants and i == assistants[-1]:
                 extra["stats"] = stats
+            if m.incomplete_calls:  # cut off or undeclared calls: shown with the reply, never run
+                extra["incomplete_calls"] = [c.to_dict() for c in m.incomplete_calls]
             out.append(TurnMessage(
                 role=m.role, content=m.content, reasoning=m.reasoning or None, tool_call_id=m.tool_call_id,
                 name=m.name, tool_calls=tuple(m.tool_calls), results=dict(self.results),

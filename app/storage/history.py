@@ -161,6 +161,8 @@ class MessageRecord:
             d["tool_call_id"] = self.tool_call_id
         if self.name is not None:
             d["name"] = self.name
+        if self.extra.get("incomplete_calls"):
+            d["incomplete_calls"] = list(self.extra["incomplete_calls"])
         return d
 
 

@@ -204,10 +204,12 @@ def test_max_tokens_cut_gives_length_and_runs_no_call(family_model):
     assert not [e for e in events if isinstance(e, (ToolCallStartedEvent, ToolCallFinishedEvent))]
     done = events[-1]
     assert done.finish_reason == "length" and done.generated_tokens == 20 and done.rounds == 1
-    # nothing lost: the cut call is the reply's text, not a call
+    # nothing lost: the cut call is an incomplete call (its raw text kept), neither a call nor text
     text = "".join(e.text for e in events if isinstance(e, TextEvent))
-    assert text == session.messages[-1].content and text.startswith("<tool_call>")
+    assert text == session.messages[-1].content and "<tool_call>" not in text
     assert session.messages[-1].tool_calls == []
+    cut = session.messages[-1].incomplete_calls
+    assert len(cut) == 1 and cut[0].raw.startswith("<tool_call>") and cut[0].reason == "truncated"
 
 
 def test_round_limit(family_model):
