@@ -1,6 +1,6 @@
 """``python -m bench``: run every figure, print the table, write ``bench/results.json``.
 
-Options: ``--only 1,1b,2,3,4,5,6`` (a subset; with ``--merge`` the other figures' rows are kept from
+Options: ``--only 1,1b,2,3,4,5,6,8`` (a subset; with ``--merge`` the other figures' rows are kept from
 the existing results file), ``--quick`` (1 pair, 32 tokens, small sizes: a
 smoke run, never for the README), ``--out PATH``, ``--profile`` (pyinstrument around each figure,
 text reports into ``bench/profiles/``), ``--readme`` (replace the README's Benchmarks table).
@@ -23,7 +23,7 @@ from bench.harness import Row, format_table, machine_info, read_results, row, wr
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results.json"
 README = HERE.parent / "README.md"
-FIGURES = ("1", "1b", "2", "3", "4", "5", "6")
+FIGURES = ("1", "1b", "2", "3", "4", "5", "6", "8")
 README_BEGIN = "<!-- bench:begin -->"
 README_END = "<!-- bench:end -->"
 
@@ -165,6 +165,16 @@ def main(argv: list[str] | None = None) -> int:
         figure("6", lambda: ui.run(stall_runs=n, startup_runs=n + 2, tokens=200 if args.quick else 2000, log=_log),
                [("6. UI: longest main-thread stall", "ms", "< 50"), ("6. UI: first painted window", "s", "< 1.5"),
                 ("6. UI: idle resident memory", "MiB", "< 200")])
+
+    if "8" in only:
+        from bench import api_server
+        from bench.models import package_models
+
+        figure("8", lambda: api_server.run(package_models(), pairs=pairs, max_tokens=tokens, log=_log),
+               [("8. API streamed tokens/s / in-process", "ratio", ">= 0.97"),
+                ("8. API streamed tokens/s / llama-server streaming", "ratio", ">= 0.95"),
+                ("8. API time to first streamed token / in-process", "ratio", "<= 1.10"),
+                ("8. 8 concurrent streams, all finished: throughput / one client's", "ratio", ">= 0.95")])
 
     if args.merge and Path(args.out).is_file():
         rows = merge_rows(read_results(args.out), rows, only)
