@@ -31,6 +31,7 @@ class ToolCallEntry:
     duration_s: float | None = None
     approval: str | None = None
     finished: bool = False
+    constrained: str | None = None  # the constraint that held the call while it was decoded, or None (free)
 
     @property
     def status(self) -> str:
@@ -71,6 +72,8 @@ class ToolCallPanel(QWidget):
         split = QSplitter(Qt.Orientation.Vertical)
         self.list = QListWidget()
         self.list.setObjectName("toolList")
+        self.list.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.list.setTextElideMode(Qt.TextElideMode.ElideMiddle)
         self.list.currentItemChanged.connect(self._on_list_current_changed)
         self.detail = QTextBrowser()
         self.detail.setObjectName("toolDetail")
@@ -93,10 +96,11 @@ class ToolCallPanel(QWidget):
         self.entries = {}
         self._show_empty()
 
-    def add_call(self, call_id: str, name: str, arguments: Any, raw: str = "") -> ToolCallEntry:
+    def add_call(self, call_id: str, name: str, arguments: Any, raw: str = "", *,
+                 constrained: str | None = None) -> ToolCallEntry:
         e = self.entries.get(call_id)
         if e is None:
-            e = ToolCallEntry(call_id, name, arguments, raw)
+            e = ToolCallEntry(call_id, name, arguments, raw, constrained=constrained)
             self.entries[call_id] = e
             item = QListWidgetItem()
             item.setData(Qt.ItemDataRole.UserRole, call_id)
@@ -176,6 +180,8 @@ class ToolCallPanel(QWidget):
                 + (f" &nbsp; <b>Time:</b> {e.duration_s * 1000:.1f} ms" if e.duration_s is not None else "")
                 + f" &nbsp; <b>Approval:</b> {html.escape(APPROVAL_WORDS.get(e.approval or '', e.approval or '—'))}"
                 + "</p>",
+                "<p><b>Decoding:</b> " + (f"held to its schema ({html.escape(e.constrained)})" if e.constrained
+                                          else "free (parsed after the fact)") + "</p>",
                 "<p><b>Arguments</b></p>", pre(_pretty(e.arguments))]
         if e.error is not None:
             rows += ["<p><b>Error</b></p>", pre(e.error)]

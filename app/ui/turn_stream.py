@@ -19,6 +19,7 @@ from app.engine.events import (
     ReasoningEvent,
     TextEvent,
     ToolCallFinishedEvent,
+    ToolCallIncomplete,
     ToolCallStartedEvent,
 )
 
@@ -39,6 +40,7 @@ class TurnSinks:
     tool_started: Callable[[ToolCallStartedEvent], None]
     tool_finished: Callable[[ToolCallFinishedEvent], None]
     notice: Callable[[NoticeEvent], None]
+    incomplete: Callable[[ToolCallIncomplete], None] | None = None  # a cut-off or undeclared call
 
 
 def stream_turn(events: Callable[[], Iterable[Any]], sinks: TurnSinks, recorder: TurnRecorder | None, *,
@@ -84,6 +86,8 @@ def stream_turn(events: Callable[[], Iterable[Any]], sinks: TurnSinks, recorder:
                 sinks.tool_finished(ev)
             elif isinstance(ev, NoticeEvent):
                 sinks.notice(ev)
+            elif isinstance(ev, ToolCallIncomplete) and sinks.incomplete is not None:
+                sinks.incomplete(ev)
             elif isinstance(ev, DoneEvent):
                 done = ev
     except Exception as exc:  # noqa: BLE001 - an engine bug must not kill the worker thread: it ends the turn

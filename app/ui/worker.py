@@ -53,6 +53,7 @@ class EngineWorker(QObject):
     sig_reasoning = Signal(str)
     sig_tool_call_started = Signal(object)  # ToolCallStartedEvent
     sig_tool_call_finished = Signal(object)  # ToolCallFinishedEvent
+    sig_tool_call_incomplete = Signal(object)  # ToolCallIncomplete: cut off or undeclared, not run
     sig_notice = Signal(object)  # NoticeEvent
     sig_done = Signal(object)  # DoneEvent
     sig_load_progress = Signal(float, str)  # fraction (<0: unknown), what is happening
@@ -406,7 +407,8 @@ class EngineWorker(QObject):
             recorder.begin()
         sinks = TurnSinks(text=self.sig_text.emit, reasoning=self.sig_reasoning.emit,
                           tool_started=self.sig_tool_call_started.emit,
-                          tool_finished=self.sig_tool_call_finished.emit, notice=self.sig_notice.emit)
+                          tool_finished=self.sig_tool_call_finished.emit, notice=self.sig_notice.emit,
+                          incomplete=self.sig_tool_call_incomplete.emit)
         done, self.tokens_emitted = stream_turn(start, sinks, recorder, flush_s=self.FLUSH_S,
                                                 tools_off=self.config.tool_format == "none",
                                                 cancelled=self._cancel.is_set)
