@@ -32,6 +32,7 @@ __all__ = [
     "type_name",
 ]
 
+FLUSH_S = 0.03  # as app.ui.worker.EngineWorker.FLUSH_S
 _PREFIXED_ID = re.compile(r"^(?:call|toolu|fc)_([A-Za-z0-9]{9})$")
 
 
@@ -165,9 +166,37 @@ class Turn:
         self.cancel = threading.Event()
         self.model_id = ""
         self.started = time.monotonic()
+        self._pending: tuple[str, list[str]] | None = None
+        self._last_flush = 0.0
 
     def _put(self, kind: str, value: Any) -> None:
         self.loop.call_soon_threadsafe(self.queue.put_nowait, (kind, value))
+
+    def _emit(self, kind: str, value: Any) -> None:
+        """The engine thread's emit: text and reasoning pieces are handed over at once when they are
+        the first, then coalesced at most every ``FLUSH_S`` (a wake-up of the event loop per token
+        costs decode speed on a small machine, as the window's worker found); anything else goes
+        at once, after what is pending, so order is kept."""
+        if kind in ("text", "reasoning"):
+            if self._pending and self._pending[0] != kind:
+                self._flush()
+            if self._pending:
+                self._pending[1].append(value)
+            else:
+                self._pending = (kind, [value])
+            now = time.monotonic()
+            if now - self._last_flush >= FLUSH_S:
+                self._flush()
+                self._last_flush = now
+            return
+        self._flush()
+        self._put(kind, value)
+
+    def _flush(self) -> None:
+        if self._pending:
+            kind, parts = self._pending
+            self._pending = None
+            self._put(kind, "".join(parts))
 
     async def submit(self) -> None:
         """Resolve the model (404 with the names if unknown) and queue the job (429 when full)."""
@@ -180,7 +209,10 @@ class Turn:
         used = used_ids(req.messages)
 
         def run(h, model) -> None:
-            end = run_turn(model, req, self._put, self.cancel, tool_format=h.tool_format, used_ids=used)
+            try:
+                end = run_turn(model, req, self._emit, self.cancel, tool_format=h.tool_format, used_ids=used)
+            finally:
+                self._flush()
             h.finished.append(end)
             self._put("end", end)
 
