@@ -172,6 +172,7 @@ class MainWindow(ConversationsMixin, ChatMixin, ModelBarMixin, QMainWindow):
         w.sig_tool_call_finished.connect(self._on_worker_tool_call_finished)
         w.sig_notice.connect(self._on_worker_notice)
         w.sig_tool_call_incomplete.connect(self._on_worker_tool_call_incomplete)
+        w.sig_tool_call_incomplete.connect(self._on_worker_tool_call_incomplete)
         w.sig_done.connect(self._on_worker_done)
         w.sig_load_progress.connect(self._on_worker_load_progress)
         w.sig_loaded.connect(self._on_worker_loaded)

@@ -189,6 +189,9 @@ class ChatMixin:
         self.tool_panel.finish_call(ev.call_id, ev.name, ev.arguments, ev.raw, ev.result, ev.error,
                                     ev.duration_s, ev.approval)
 
+    def _on_worker_tool_call_incomplete(self, ev: Any) -> None:
+        self.chat.add_incomplete_call(ev.call.name, ev.call.raw, ev.call.reason)
+
     def _on_worker_notice(self, ev: NoticeEvent) -> None:
         info = self.model_info
         eff = self.config_for(info.path if info else None).tool_format

@@ -121,6 +121,8 @@ class ConversationsMixin:
                         current.append_reasoning(m.reasoning)
                     if m.content:
                         current.append_text(m.content)
+                    for inc in m.extra.get("incomplete_calls") or []:  # cut off or undeclared, not run
+                        current.add_incomplete(inc.get("name"), inc.get("raw") or "", inc.get("reason") or "truncated")
                     for tc in m.tool_calls:
                         chip = current.add_chip(tc.call_id, tc.name, tc.arguments, tc.raw)
                         self.tool_panel.add_call(tc.call_id, tc.name, tc.arguments, tc.raw)
