@@ -5,6 +5,7 @@ the state is really reached:
 
 * ``empty`` / ``settings``: the model (when one is being loaded) has loaded or failed to load;
 * ``models``: the Models page has finished scanning the library;
+* ``server``: the Server page runs the API server and its log shows the requests it answered;
 * ``streaming``: the reply is streaming and shows some text;
 * ``banner``: the first reply is done and carries the notice banner;
 * ``tool-call-with-panel``: the turn is done and the model called a tool (nothing is faked:
@@ -43,6 +44,23 @@ DEFAULT_PROMPTS = {
 MODEL_STATES = ("streaming", "banner", "tool-call-with-panel")  # a reply needs a loaded model
 EXTRA_MODEL_STATES = ("cut-off", "context-full", "failed-load")  # reached through the window's own actions
 CHECK_MAX_TOKENS = 64  # the check state's replies: enough for a call, short enough to finish quickly
+
+
+def _server_requests(url: str, model: str | None) -> None:
+    """What the ``server`` state's log shows: a model list, then one short chat reply."""
+    import json
+    import urllib.request
+
+    try:
+        urllib.request.urlopen(url + "/v1/models", timeout=30).read()  # noqa: S310 - our loopback server
+        if model:
+            body = json.dumps({"model": model, "max_tokens": 16,
+                               "messages": [{"role": "user", "content": "Hello!"}]}).encode()
+            req = urllib.request.Request(url + "/v1/chat/completions", data=body,
+                                         headers={"Content-Type": "application/json"})
+            urllib.request.urlopen(req, timeout=120).read()  # noqa: S310
+    except OSError:
+        pass  # the state then waits for rows that never come and says so
 
 
 class StateNotReached(Exception):
@@ -133,6 +151,8 @@ class ScreenshotDirector(QObject):
                 self._settle_then_shoot(w)
         elif st == "check":
             self._step_check()
+        elif st == "server":
+            self._step_server()
         elif st == "recommended":
             if not self._models_shown:
                 self._models_shown = True
@@ -244,6 +264,31 @@ class ScreenshotDirector(QObject):
             page.open_cell(row, red)
             self._settle_then_shoot(w)
 
+    def _step_server(self) -> None:
+        """The Server page running, with rows in its log: the window's model (when one is loaded)
+        answers one chat request, and the model list is asked for (a free port: 8453 may be taken)."""
+        w = self.window
+        if self._loading():
+            return
+        page = w.page_widget("server")
+        if not self._check_started:
+            self._check_started = True
+            w.show_page("server")
+            import socket
+
+            with socket.socket() as s:
+                s.bind(("127.0.0.1", 0))
+                page.port.setValue(s.getsockname()[1])
+            if not page.start():
+                raise StateNotReached(f"the server could not start: {page.status.text()}")
+            model = page._model_id() if self._loaded() else None
+            import threading
+
+            threading.Thread(target=_server_requests, args=(page.address.text(), model), daemon=True).start()
+            return
+        if page.log_table.rowCount() >= (2 if self._loaded() else 1):
+            self._settle_then_shoot(w)
+
     def _on_check_done(self, result: dict[str, Any]) -> None:
         self._check_result = result
 
@@ -258,6 +303,8 @@ class ScreenshotDirector(QObject):
             return "the Models page had not finished scanning the library"
         if st == "check" and self._check_started:
             return "the check had not finished"
+        if st == "server" and self._check_started:
+            return "the server's log had no rows yet"
         if self._loading():
             return f"the model was still loading ({w.loading_path})"
         if st in MODEL_STATES:
@@ -307,6 +354,9 @@ class ScreenshotDirector(QObject):
             rows = table.rowCount() if table is not None else 0
             names = [table.item(i, 0).text() for i in range(rows) if table.item(i, 0) is not None]
             return f"library rows: {rows}: {', '.join(names)}"
+        if st == "server":
+            page = w.page_widget("server")
+            return f"model: {model}; server: {page.address.text()}; log rows: {page.log_table.rowCount()}"
         if st == "check" and self._check_result is not None:
             s = self._check_result["summary"]
             cells = ", ".join(f"{c} {v['passed']}/{v['total']}" for c, v in s["by_category"].items())

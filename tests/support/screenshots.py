@@ -23,7 +23,7 @@ __all__ = ["STATES", "main", "render_all"]
 
 REPO = Path(__file__).resolve().parents[2]
 STATES = ("empty", "streaming", "tool-call-with-panel", "banner", "settings", "models", "check", "cut-off",
-          "context-full", "failed-load", "recommended")
+          "context-full", "failed-load", "recommended", "server")
 THEMES = ("light", "dark")
 
 

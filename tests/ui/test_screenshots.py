@@ -104,3 +104,8 @@ def test_models_state_waits_for_the_library_scan(tmp_path, streaming_model):
 def test_new_first_run_states_render(tmp_path, streaming_model, state):
     said = _shoot(tmp_path, state, "--model", str(streaming_model), "--theme", "dark")
     assert f": {state} (model: " in said
+
+
+def test_server_state_shows_the_running_server_and_its_log(tmp_path, streaming_model):
+    said = _shoot(tmp_path, "server", "--model", str(streaming_model))
+    assert ": server (model: stream.gguf; server: http://127.0.0.1:" in said and "log rows: 2" in said
