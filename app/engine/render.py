@@ -144,7 +144,7 @@ _PROBE_TOOLS = [{"type": "function", "function": {
     "name": _PROBE_NAME, "description": "probe", "parameters": {"type": "object", "properties": {}}}}]
 
 
-def functions_variables(tools: list[dict[str, Any]], date: str | None = None) -> dict[str, str]:
+def functions_variables(tools: list[dict[str, Any]], date: str | None = None) -> dict[str, Any]:
     """The variables of a template that takes tools as ``functions`` (FireFunction v2): the
     function specs as a JSON string and ``datetime`` (``date``, default now, ``YYYY-MM-DD HH:MM``)."""
     import datetime as _dt

@@ -59,10 +59,10 @@ class Lfm2Format(Format):
             return None
         if not source.strip().startswith("[") or not source.rstrip().endswith("]"):
             return None
-        calls = parse_call_list(source)
-        if not calls:
+        listed = parse_call_list(source)
+        if not listed:
             return None
-        return [ParsedCall(n, a, raw) for n, a, raw in calls], ""
+        return [ParsedCall(n, a, raw) for n, a, raw in listed], ""
 
     def call_name(self, raw: str) -> str | None:
         m = _CALL_NAME.search(raw)
