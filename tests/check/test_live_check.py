@@ -41,7 +41,7 @@ def _validate(path: Path) -> dict:
 def test_smollm2_in_process_with_hermes_forced(smollm2_path, tmp_path):
     model = load_model(smollm2_path, n_ctx=4096)
     try:
-        target = InProcessTarget(model, tool_format="hermes", max_tokens=48)
+        target = InProcessTarget(model, tool_format="hermes", max_tokens=32)
         result = run_check(target, CORPUS.quick(), corpus_sha256=CORPUS.sha256)
     finally:
         model.close()
@@ -77,7 +77,7 @@ def test_smollm2_through_callistos_own_server(smollm2_path, tmp_path):
                 pass
             assert proc.poll() is None and time.monotonic() < deadline, "the server did not start"
             time.sleep(0.3)
-        target = EndpointTarget(base, smollm2_path.stem, max_tokens=48, model_file=smollm2_path,
+        target = EndpointTarget(base, smollm2_path.stem, max_tokens=32, model_file=smollm2_path,
                                 stack_name="callisto-serve")
         result = run_check(target, CORPUS.quick(), corpus_sha256=CORPUS.sha256)
         target.close()
