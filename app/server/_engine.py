@@ -300,21 +300,43 @@ def run_turn(model: LoadedModel, req: TurnRequest, emit: Callable[[str, Any], No
 
     ncalls = 0
     seen_ids: set[str] = set()
+    # Text that is only whitespace between a reasoning block and a call (or the end) is held and
+    # dropped, so no API gets an empty text block; any visible text releases it first.
+    held: list[str] = []
+    in_text = False
+
+    def text(piece: str) -> None:
+        nonlocal in_text
+        if not in_text and not piece.strip():
+            held.append(piece)
+            return
+        if held:
+            piece = "".join(held) + piece
+            held.clear()
+        in_text = True
+        emit("text", piece)
+
+    def boundary() -> None:
+        nonlocal in_text
+        held.clear()
+        in_text = False
 
     def handle(ev: Any) -> None:
         nonlocal ncalls
         if isinstance(ev, TextDelta):
             if ev.text:
-                emit("text", ev.text)
+                text(ev.text)
         elif isinstance(ev, ReasoningDelta):
             if ev.text:
+                boundary()
                 emit("reasoning", ev.text)
         elif isinstance(ev, ToolCallDone):
             call = ev.call
             if not tools:  # no tools were offered (tool_choice none): what the model wrote is text
                 if call.raw:
-                    emit("text", call.raw)
+                    text(call.raw)
                 return
+            boundary()
             if call.id in seen_ids or call.id not in used:  # a parser that issued its own id
                 from dataclasses import replace
 
@@ -329,7 +351,7 @@ def run_turn(model: LoadedModel, req: TurnRequest, emit: Callable[[str, Any], No
 
     try:
         for piece in gen:
-            if stream is None:
+            if stream is None:  # a raw completion: every character as generated
                 emit("text", piece)
                 continue
             for ev in stream.feed(piece):

@@ -95,6 +95,18 @@ def write_loop_model(folder: Path) -> Path:
         default_next="\n", name="loop-hermes")
 
 
+THOUGHT = "The user wants the weather, so I call the tool."
+
+
+def write_thinking_model(folder: Path) -> Path:
+    """Qwen3's template (Hermes with reasoning): the reply is a reasoning block, then a call."""
+    text = f"<think>\n{THOUGHT}\n</think>\n\n" + call_text("hermes", ONE_CALL)
+    return write_scripted_gguf(
+        folder / "think-hermes.gguf", chat_template=(TEMPLATES / "Qwen-Qwen3-0.6B.jinja").read_text(encoding="utf-8"),
+        control_tokens=FAMILIES["hermes"].control, user_tokens=[text], eos="<|im_end|>",
+        script={text: "<|im_end|>"}, default_next=text, name="think-hermes")
+
+
 @pytest.fixture(scope="session")
 def family_models(tmp_path_factory) -> dict[str, Path]:
     folder = tmp_path_factory.mktemp("server-models")
@@ -104,6 +116,7 @@ def family_models(tmp_path_factory) -> dict[str, Path]:
         if fam in PARALLEL:
             models[f"{fam}-parallel"] = write_family_model(folder, fam, TWO_CALLS, f"call-{fam}-parallel")
     models["loop"] = write_loop_model(folder)
+    models["think"] = write_thinking_model(folder)
     return models
 
 

@@ -12,7 +12,7 @@ import json
 
 import pytest
 
-from tests.server.conftest import ANSWER, FAMILIES, ONE_CALL, PARALLEL, TOOLS, TWO_CALLS
+from tests.server.conftest import ANSWER, FAMILIES, ONE_CALL, PARALLEL, THOUGHT, TOOLS, TWO_CALLS
 
 CASES = [(fam, ONE_CALL) for fam in FAMILIES] + [(f"{fam}-parallel", TWO_CALLS) for fam in PARALLEL]
 ANTHROPIC_TOOLS = [{"name": t["function"]["name"], "description": t["function"]["description"],
@@ -222,3 +222,42 @@ def test_ollama_loop_and_model_listing(ollama_client):
     gen = ollama_client.generate(model="loop-hermes", prompt="<|im_start|>assistant\n", raw=True,
                                  options={"num_predict": 3}, stream=False)
     assert gen.response.startswith("<tool_call>") and gen.done
+
+
+# -- reasoning and stop sequences ------------------------------------------------------------------
+
+
+def test_reasoning_comes_back_in_each_api_and_is_accepted_back(openai_client, anthropic_client, ollama_client):
+    reply = openai_client.chat.completions.create(model="think-hermes", messages=USER, tools=TOOLS)
+    message = reply.choices[0].message
+    assert message.model_extra["reasoning_content"].strip() == THOUGHT
+    assert message.tool_calls[0].function.name == "get_weather" and not (message.content or "").strip()
+    chunks = list(openai_client.chat.completions.create(model="think-hermes", messages=USER, tools=TOOLS,
+                                                        stream=True))
+    streamed = "".join((c.choices[0].delta.model_extra or {}).get("reasoning_content") or ""
+                       for c in chunks if c.choices)
+    assert streamed == message.model_extra["reasoning_content"]
+    # the assistant turn goes back with its reasoning (Qwen3's template reads reasoning_content)
+    again = openai_client.chat.completions.create(model="think-hermes", tools=TOOLS, messages=[
+        *USER, message.model_dump(exclude_none=True),
+        {"role": "tool", "tool_call_id": message.tool_calls[0].id, "content": "sunny"}])
+    assert again.choices[0].finish_reason == "tool_calls"
+
+    with anthropic_client.messages.stream(model="think-hermes", max_tokens=256, messages=USER,
+                                          tools=ANTHROPIC_TOOLS) as stream:
+        final = stream.get_final_message()
+    assert [b.type for b in final.content] == ["thinking", "tool_use"]
+    assert final.content[0].thinking.strip() == THOUGHT
+
+    chat = ollama_client.chat(model="think-hermes", messages=USER, tools=OLLAMA_TOOLS, stream=False, think=True)
+    assert chat.message.thinking.strip() == THOUGHT and chat.message.tool_calls
+
+
+def test_stop_sequences_cut_the_reply(openai_client, anthropic_client):
+    first = openai_client.chat.completions.create(model="loop-hermes", messages=USER, tools=TOOLS)
+    call = first.choices[0].message.tool_calls[0]
+    msgs = [*USER, first.choices[0].message.model_dump(exclude_none=True),
+            {"role": "tool", "tool_call_id": call.id, "content": "sunny"}]
+    cut = openai_client.chat.completions.create(model="loop-hermes", messages=msgs, tools=TOOLS, stop=["sunny"])
+    assert cut.choices[0].message.content == ANSWER[:ANSWER.index("sunny")]
+    assert cut.choices[0].finish_reason == "stop"
