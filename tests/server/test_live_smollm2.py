@@ -68,3 +68,14 @@ def test_anthropic_forced_tool(smol_server):
     assert reply.stop_reason == "tool_use"
     (use,) = [b for b in reply.content if b.type == "tool_use"]
     assert use.name == "get_weather" and isinstance(use.input.get("city"), str)
+
+
+def test_response_format_json_schema(client):
+    schema = {"type": "object", "properties": {"city": {"type": "string"}, "sunny": {"type": "boolean"}},
+              "required": ["city", "sunny"], "additionalProperties": False}
+    reply = client.chat.completions.create(
+        model=MODEL, messages=[{"role": "user", "content": "Is it sunny in Paris? Answer in JSON."}],
+        response_format={"type": "json_schema", "json_schema": {"name": "weather", "schema": schema}},
+        max_tokens=64, temperature=0)
+    data = json.loads(reply.choices[0].message.content)
+    assert set(data) == {"city", "sunny"} and isinstance(data["sunny"], bool)
