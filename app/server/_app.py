@@ -189,10 +189,10 @@ class ApiServer:
             return
         import uvicorn
 
+        entry = self.catalog.resolve(self.config.preload) if self.config.preload else None  # 404: nothing bound
         self._sock = self.bind()
         self.host.start()
-        if self.config.preload:
-            entry = self.catalog.resolve(self.config.preload)
+        if entry is not None:
             self.host.preload(entry)
         app = create_app(self.state, on_response=self._record)
         cfg = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off", timeout_keep_alive=30,

@@ -57,3 +57,9 @@ def test_busy_port_is_a_clear_error(family_models):
         _, err = proc.communicate(timeout=60)
     assert proc.returncode == 1
     assert f"cannot listen on 127.0.0.1:{port}" in err and "another server" in err
+
+
+def test_unknown_model_name_lists_the_names(family_models):
+    proc = _serve("--model", "no-such-model", "--port", "0")
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 1 and "model 'no-such-model' not found; available models:" in err
