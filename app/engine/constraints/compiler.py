@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
+import warnings
 import weakref
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
@@ -102,8 +103,12 @@ class _Vocab:
         self.n_vocab = int(model.llm.n_vocab())
         self.eog = frozenset(int(t) for t in model.eog_ids)
         try:
-            self.tok = llguidance.llamacpp.lltokenizer_from_vocab(model.vocab, n_vocab=self.n_vocab,
-                                                                  eos_token=sorted(self.eog) or None)
+            # llguidance reads each token's attributes through a llama-cpp-python function that warns
+            # it is deprecated, once per token (262k warnings for Gemma 3): silence that here only.
+            with warnings.catch_warnings():
+                warnings.filterwarnings("ignore", category=DeprecationWarning, message="llama_token_get_attr")
+                self.tok = llguidance.llamacpp.lltokenizer_from_vocab(model.vocab, n_vocab=self.n_vocab,
+                                                                      eos_token=sorted(self.eog) or None)
         except (KeyboardInterrupt, SystemExit):
             raise
         except BaseException as exc:  # noqa: BLE001 - a hostile vocabulary panics llguidance (pyo3 PanicException)
