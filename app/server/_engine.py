@@ -32,7 +32,8 @@ from app.server._models import ModelCatalog, ModelEntry
 if TYPE_CHECKING:
     from app.engine.llm import LoadedModel
 
-__all__ = ["EngineHost", "Job", "TurnEnd", "TurnRequest", "new_call_id", "run_turn"]
+__all__ = ["EngineHost", "Job", "RenderedTurn", "TurnEnd", "TurnRequest", "count_tokens", "new_call_id",
+           "render_turn", "run_turn"]
 
 log = logging.getLogger(__name__)
 _ALNUM = string.ascii_letters + string.digits
@@ -219,13 +220,21 @@ def _constraint(model: LoadedModel, family: str | None, tools: list[dict[str, An
                        code="invalid_constraint") from exc
 
 
-def render_turn(model: LoadedModel, req: TurnRequest, tool_format: str) -> tuple[str, str | None, Any]:
-    """(prompt text, family, the format or None) for ``req``; a template failure is a 400."""
+@dataclass
+class RenderedTurn:
+    text: str  # the prompt
+    family: str | None  # the tool-call format the reply is read in
+    fmt: Any  # its Format, or None
+    tools: list[dict[str, Any]] | None  # the tools the prompt shows (None: none)
+
+
+def render_turn(model: LoadedModel, req: TurnRequest, tool_format: str) -> RenderedTurn:
+    """The prompt for ``req`` and how its reply is read; a template failure is a 400."""
     from app.engine.messages import Message
     from app.engine.render import PromptRenderError, render_prompt
 
     if req.raw_prompt is not None:
-        return req.raw_prompt, None, None
+        return RenderedTurn(req.raw_prompt, None, None, None)
     family = _family(model, tool_format)
     tools = req.tools if (req.tools and req.tool_choice != "none" and family is not None) else None
     try:
@@ -242,7 +251,7 @@ def render_turn(model: LoadedModel, req: TurnRequest, tool_format: str) -> tuple
         from app.engine.formats import FORMATS
 
         fmt = FORMATS[family]
-    return rendered.text, family, (fmt, tools)
+    return RenderedTurn(rendered.text, family, fmt, tools)
 
 
 def run_turn(model: LoadedModel, req: TurnRequest, emit: Callable[[str, Any], None],
@@ -258,8 +267,8 @@ def run_turn(model: LoadedModel, req: TurnRequest, emit: Callable[[str, Any], No
     from app.engine.render import choose_template
 
     started = time.monotonic()
-    text, family, fmt_tools = render_turn(model, req, tool_format)
-    fmt, tools = fmt_tools if fmt_tools is not None else (None, None)
+    turn = render_turn(model, req, tool_format)
+    text, family, fmt, tools = turn.text, turn.family, turn.fmt, turn.tools
     used = set(used_ids or ())
 
     def issue(written: str | None) -> str:
@@ -385,5 +394,4 @@ class stop_event(threading.Event):  # noqa: N801 - used like a function
 
 
 def count_tokens(model: LoadedModel, req: TurnRequest, tool_format: str) -> int:
-    text, _family, _ = render_turn(model, req, tool_format)
-    return len(model.tokenize(text))
+    return len(model.tokenize(render_turn(model, req, tool_format).text))
