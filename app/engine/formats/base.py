@@ -372,10 +372,6 @@ class Stream:
         self._run(final=True, truncated=truncated)
         return self._take()
 
-    @property
-    def calls(self) -> int:
-        return self._ncalls
-
     # -- machinery --------------------------------------------------------------------------
 
     def _take(self) -> list[FormatEvent]:

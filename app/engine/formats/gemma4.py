@@ -14,7 +14,8 @@ import re
 from typing import Any
 
 from app.calls import WIRE_NAME
-from app.engine.formats.base import Format, ParsedCall, RegionScanner, find_marker, register
+from app.engine.formats.base import Format, ParsedCall, RegionScanner, register
+from app.engine.formats.sections import first_marker
 
 __all__ = ["Gemma4Format", "parse_gemma_call", "parse_gemma_value", "write_gemma_value"]
 
@@ -48,8 +49,9 @@ class _Scanner(RegionScanner):
                     return i, False
                 return i, True
             markers = (QUOTE,) if self.in_str else (QUOTE, CLOSE)
-            self.ops += len(buf) - i
-            pos, m, safe = find_marker(buf, markers, final, start=i)
+            pos, m, safe = first_marker(buf, markers, i, final)
+            # the search examines the text up to the nearest marker (or the whole buffer)
+            self.ops += (pos + len(m) - i) if pos != -1 else len(buf) - i
             if pos == -1:
                 return safe, False
             i = pos + len(m)
@@ -230,12 +232,6 @@ class Gemma4Format(Format):
             return None
         name, args = got
         return [ParsedCall(name, args, opener + inner)], ""  # the stop marker is not the call's
-
-    def constraint_grammar(self, tools, *, forced, parallel, ctx):
-        from app.engine.constraints.wires import GEMMA, notation_call
-
-        return notation_call(ctx, self, tools, forced, parallel, nt=GEMMA, head=lambda n: OPEN + "call:" + n,
-                             tail=CLOSE, opener=OPEN, name_ok=lambda n: bool(_NAME.fullmatch(n)))
 
     def example_call(self, name: str, arguments: dict[str, Any]) -> str:
         return f"{OPEN}call:{name}{write_gemma_value(dict(arguments))}{CLOSE}"

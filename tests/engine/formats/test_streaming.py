@@ -194,7 +194,7 @@ def _feed_chars(fmt, text, *, truncated=False, in_reasoning=False):
 
 
 @pytest.mark.parametrize("family", ["harmony", "gemma4", "pythonic"])
-def test_cost_is_linear_one_character_at_a_time_group_a(family):
+def test_cost_is_linear_one_character_at_a_time_channel_and_list_families(family):
     """200 KB fed one character at a time: characters examined stay within a constant factor."""
     chunk = _LINEAR_CHUNKS[family]
     text = (chunk * (200_000 // len(chunk) + 1))[:200_000]
@@ -228,3 +228,17 @@ def test_one_huge_message_one_character_at_a_time_is_linear(family, text, trunca
         # The list is one unit: cut before its close it is one incomplete call, no call runs.
         assert not got.tool_calls and got.content == ""
         assert [(c.name, c.raw) for c in got.incomplete_calls] == [("set_port", text)]
+
+
+@pytest.mark.parametrize("family", list(FORMATS))
+def test_every_registered_family_streams_in_linear_cost(family):
+    """About 50 KB of text and calls written by the family's own writer (values holding markup
+    characters), fed one character at a time: characters examined stay within a constant factor,
+    and the stream equals parse."""
+    fmt = FORMATS[family]
+    call = fmt.example_call("set_port", {"blob": "x < y | z > " * 30 + "</parameter> </function>"})
+    chunk = "Some words < [ { " + call + " more text.\n"
+    text = chunk * (50_000 // len(chunk) + 1)
+    s, got = _feed_chars(fmt, text)
+    assert s.ops <= 40 * len(text), f"{family}: {s.ops} characters examined for {len(text)}"
+    assert got == fmt.parse(text, TOOLS)
