@@ -158,3 +158,33 @@ def test_screenshot_state_check_shows_a_finished_result(tmp_path, streaming_mode
     assert not img.isNull() and img.width() > 300
     saved = list((tmp_path / "home").rglob("check/results/*.json"))
     assert len(saved) == 1  # the finished result is saved, so the Models page can show the score
+
+
+def test_models_page_shows_the_last_check_score(qtbot, tmp_path):
+    from app.check.scores import record_score
+    from app.check.targets import InProcessTarget
+    from app.engine.llm import load_model
+    from app.engine.models.hub import HubClient
+    from app.engine.models.library import Library
+    from app.engine.models.manager import ModelManager
+    from app.ui.models_page import ModelsPage
+
+    scenario = CORPUS.by_id("single-empty-arguments")
+    path = write_reply_model(tmp_path / "scored.gguf", expected_replies(scenario))
+    model = load_model(path, n_ctx=4096, n_threads=1)
+    try:
+        result = run_check(InProcessTarget(model, tool_format="hermes", grammar=FREE_GRAMMAR),
+                           [scenario, CORPUS.by_id("single-integer")])
+    finally:
+        model.close()
+    write_result(result, tmp_path / "scored-result.json")
+    record_score(result, tmp_path / "scored-result.json")
+    lib = Library(models_dir=tmp_path / "models", manifest_path=tmp_path / "lib.json", hf_cache_dir=False)
+    page = ModelsPage(ModelManager(hub=HubClient("http://127.0.0.1:9"), library=lib))
+    qtbot.addWidget(page)
+    qtbot.waitUntil(lambda: not page._calls)
+    with qtbot.waitSignal(page.sig_library_done, timeout=20000):
+        page.import_file(path)
+    row = page.library_row("scored")
+    assert page.library_table.item(row, 7).text().endswith("check 1/2")
+    page.shutdown()
