@@ -261,7 +261,7 @@ def run_turn(model: LoadedModel, req: TurnRequest, emit: Callable[[str, Any], No
     as they come; returns how the turn ended. Raises :class:`ApiError` for what the request got
     wrong (template, context, grammar)."""
     from app.engine.chat import _PlainStream
-    from app.engine.formats.events import ReasoningDelta, TextDelta, ToolCallDone
+    from app.engine.formats.events import ReasoningDelta, TextDelta, ToolCallDone, ToolCallIncomplete
     from app.engine.generate import ContextOverflowError, GenerationError, GrammarError, generate
     from app.engine.messages import is_valid_call_id
     from app.engine.render import choose_template
@@ -309,6 +309,7 @@ def run_turn(model: LoadedModel, req: TurnRequest, emit: Callable[[str, Any], No
 
     ncalls = 0
     seen_ids: set[str] = set()
+    declared = {t["function"]["name"] for t in tools or []}
     # Text that is only whitespace between a reasoning block and a call (or the end) is held and
     # dropped, so no API gets an empty text block; any visible text releases it first.
     held: list[str] = []
@@ -339,9 +340,14 @@ def run_turn(model: LoadedModel, req: TurnRequest, emit: Callable[[str, Any], No
             if ev.text:
                 boundary()
                 emit("reasoning", ev.text)
+        elif isinstance(ev, ToolCallIncomplete):
+            # cut off, or to a tool the request did not declare: never a call; its text is kept
+            if ev.call.raw:
+                text(ev.call.raw)
         elif isinstance(ev, ToolCallDone):
             call = ev.call
-            if not tools:  # no tools were offered (tool_choice none): what the model wrote is text
+            if not tools or call.name not in declared:
+                # no tools were offered (tool_choice none), or not this one: what it wrote is text
                 if call.raw:
                     text(call.raw)
                 return

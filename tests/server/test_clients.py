@@ -92,6 +92,16 @@ def test_openai_tool_choice_none_sends_no_calls(openai_client):
     assert reply.choices[0].finish_reason in ("stop", "length")
 
 
+def test_a_call_to_an_undeclared_tool_comes_back_as_text(openai_client, anthropic_client):
+    reply = openai_client.chat.completions.create(model="call-hermes", messages=USER, tools=[TOOLS[1]])
+    c = reply.choices[0]
+    assert not c.message.tool_calls and c.finish_reason == "stop"
+    assert '"name": "get_weather"' in c.message.content  # what the model wrote is not lost
+    msg = anthropic_client.messages.create(model="call-hermes", max_tokens=64, messages=USER,
+                                           tools=ANTHROPIC_TOOLS[1:])
+    assert msg.stop_reason == "end_turn" and [b.type for b in msg.content] == ["text"]
+
+
 def test_openai_parallel_off_returns_one_call(openai_client):
     reply = openai_client.chat.completions.create(model="call-hermes-parallel", messages=USER, tools=TOOLS,
                                                   parallel_tool_calls=False)
