@@ -445,7 +445,24 @@ class EndpointTarget(Target):
                             stack["version"] = entry[key]
         except Exception as exc:  # noqa: BLE001 - identity is best effort; scenarios report errors
             stack["models_error"] = str(exc)
+        if stack["version"] is None:
+            stack["version"] = self._server_version()
         return {"model": model, "stack": stack}
+
+    def _server_version(self) -> str | None:
+        """What the server says its version is, where it says it: llama-server's ``/props``
+        (``build_info``), Ollama's ``/api/version``. None when neither answers."""
+        root = self.base[: -len("/v1")] if self.base.endswith("/v1") else self.base
+        for path, key in (("/props", "build_info"), ("/api/version", "version")):
+            try:
+                r = self._client.get(root + path, timeout=5)
+                if r.status_code == 200:
+                    value = r.json().get(key)
+                    if isinstance(value, str) and value:
+                        return value
+            except Exception:  # noqa: BLE001 - a server without the endpoint
+                continue
+        return None
 
     def _body(self, scenario: Scenario, messages: list[dict[str, Any]], stream: bool) -> dict[str, Any]:
         body: dict[str, Any] = {"model": self.model, "messages": messages, "tools": list(scenario.tools),
