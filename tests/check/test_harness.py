@@ -177,3 +177,12 @@ def test_in_process_error_when_the_prompt_does_not_fit(reply_models):
     row = result["results"][0]
     assert (row["outcome"], row["failure_class"]) == ("error", "error")
     assert "context" in row["message"].lower() or "prompt" in row["message"].lower()
+
+
+def test_credentials_in_urls_and_headers_are_redacted():
+    from app.check.targets import redact_headers, redact_url
+
+    url = redact_url("https://user:pw@api.example/v1/chat/completions?api_key=sk-1&mode=x&token=t")
+    assert "pw" not in url and "sk-1" not in url and "token=%5Bredacted%5D" in url and "mode=x" in url
+    headers = redact_headers({"Authorization": "Bearer sk-2", "X-Api-Key": "k", "Accept": "echo sk-2"}, ("sk-2",))
+    assert headers == {"Authorization": "[redacted]", "X-Api-Key": "[redacted]", "Accept": "echo [redacted]"}
