@@ -25,7 +25,7 @@ from app.engine.formats.events import ReasoningDelta, TextDelta
 
 if TYPE_CHECKING:
     from app.engine.messages import Message
-    from app.storage.history import History, MessageRecord
+    from app.storage.history import History, MessageRecord, MessageStatus
 
 __all__ = ["TurnRecorder"]
 
@@ -110,7 +110,7 @@ class TurnRecorder:
             return False
         text, reasoning = "".join(self.text), "".join(self.reasoning) or None
         if done.finish_reason in ("cancelled", "error"):
-            status = "interrupted" if done.finish_reason == "cancelled" else "error"
+            status: MessageStatus = "interrupted" if done.finish_reason == "cancelled" else "error"
             pid = self.partial.id
             return self._save("the reply", lambda: self.history.finish_message(
                 pid, status, content=text, reasoning=reasoning, error=done.error)) is not _FAILED

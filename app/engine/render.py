@@ -75,6 +75,23 @@ def choose_template(model: LoadedModel, tools_on: bool) -> tuple[str, str]:
     return model.chat_template, "chat_template"
 
 
+def _arguments(arguments: dict[str, Any] | str) -> dict[str, Any] | str:
+    """A call's arguments for a template: a copy of the object, or the client's JSON text parsed
+    (kept as text when it is not a JSON object: the template shows what the client sent)."""
+    if isinstance(arguments, dict):
+        return dict(arguments)
+    try:
+        parsed = json.loads(arguments)
+    except ValueError:
+        return arguments
+    return parsed if isinstance(parsed, dict) else arguments
+
+
+def _as_object(arguments: dict[str, Any] | str) -> dict[str, Any]:
+    value = _arguments(arguments)
+    return value if isinstance(value, dict) else {}
+
+
 def shape_messages(messages: Sequence[Message], *, merge_turns: bool = False, calls_as: str | None = None,
                    results_as_user: bool = False) -> list[dict[str, Any]]:
     """Template-ready dicts (see the module docstring for the shapes).
@@ -110,13 +127,14 @@ def shape_messages(messages: Sequence[Message], *, merge_turns: bool = False, ca
                     cid = replay_id(c.id)
                     names[cid] = c.name
                     calls.append({"id": cid, "type": "function",
-                                  "function": {"name": c.name, "arguments": dict(c.arguments)}})
+                                  "function": {"name": c.name, "arguments": _arguments(c.arguments)}})
                 if calls_as is None:
                     d["tool_calls"] = calls
                 else:
                     from app.engine.formats.guidance import call_example
 
-                    written = "\n".join(call_example(calls_as, c.name, dict(c.arguments)) for c in m.tool_calls)
+                    written = "\n".join(call_example(calls_as, c.name, _as_object(c.arguments))
+                                        for c in m.tool_calls)
                     d["content"] = "\n".join(x for x in (d["content"], written) if x)
         elif m.role == "tool":
             cid = replay_id(m.tool_call_id or "")

@@ -104,7 +104,7 @@ class StoredToolCall:
         """What came of the call, or None when it was not run (or not yet)."""
         if self.result is None and self.error is None:
             return None
-        approval = self.approval if self.approval in APPROVAL_OUTCOMES else "auto"
+        approval: Any = self.approval if self.approval in APPROVAL_OUTCOMES else "auto"
         return ToolResult(call_id=self.call_id, name=self.name, content=self.result, error=self.error,
                           duration_s=self.duration_s or 0.0, approval=approval)
 
@@ -458,11 +458,21 @@ def _conv(row: sqlite3.Row | tuple) -> Conversation:
     )
 
 
+def _rowid(cur: sqlite3.Cursor) -> int:
+    """The id of the row an INSERT just wrote."""
+    rowid = cur.lastrowid
+    if rowid is None:  # pragma: no cover - sqlite3 sets it after every INSERT
+        raise HistoryError("the database did not report the new row's id")
+    return rowid
+
+
 def _msg(row: sqlite3.Row | tuple) -> MessageRecord:
     notices = _loads(row[13])
     extra = _loads(row[14])
-    return MessageRecord(*row[:13], notices=notices if isinstance(notices, list) else [],
-                         extra=extra if isinstance(extra, dict) else {})
+    record = MessageRecord(*row[:13])
+    record.notices = notices if isinstance(notices, list) else []
+    record.extra = extra if isinstance(extra, dict) else {}
+    return record
 
 
 def _notice_dict(notice: Mapping[str, Any]) -> dict[str, Any]:
@@ -572,7 +582,7 @@ class History:
                 "INSERT INTO conversations (title, created, updated, model_path, settings_json) VALUES (?, ?, ?, ?, ?)",
                 (title, now, now, mp, settings_json),
             )
-            cid = cur.lastrowid
+            cid = _rowid(cur)
         return self.get_conversation(cid)
 
     def get_conversation(self, conversation_id: int) -> Conversation:
@@ -754,7 +764,7 @@ class History:
              tool_call_id, name, error, self._writer if status == "streaming" else None, notices_json,
              extra_json),
         )
-        mid = cur.lastrowid
+        mid = _rowid(cur)
         for i, tc in enumerate(tool_calls):
             outcome = results.get(tc.id) if results and isinstance(tc, ToolCall) else None
             self._insert_tool_call(db, mid, i, tc, outcome)
@@ -977,7 +987,7 @@ class History:
                 tc.get("approval"),
             ),
         )
-        return cur.lastrowid
+        return _rowid(cur)
 
     def add_tool_call(
         self,

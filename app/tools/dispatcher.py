@@ -235,11 +235,12 @@ class Dispatcher:
             available = ", ".join(self.registry.enabled_names()) or "none"
             return self._result(call, start, error=f"Unknown tool '{call.name}'. Available tools: {available}.")
 
-        arguments, problem = parse_arguments(call.arguments)
-        if problem is None:
-            problem = validate_arguments(tool.parameters, arguments)
-        if problem is not None:
-            return self._result(call, start, error=problem)
+        parsed, problem = parse_arguments(call.arguments)
+        if problem is None and parsed is not None:
+            problem = validate_arguments(tool.parameters, parsed)
+        if problem is not None or parsed is None:
+            return self._result(call, start, error=problem or "The arguments are not a JSON object.")
+        arguments = parsed
 
         outcome: ApprovalOutcome = "auto"
         if tool.side_effects:

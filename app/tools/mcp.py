@@ -267,7 +267,12 @@ class McpManager:
         self._closed = False
         self._registered: dict[str, tuple[str, str]] = {}  # tool name -> (server, mcp tool name)
         ref = weakref.ref(self)
-        self._atexit = lambda: (m := ref()) is not None and m.close()
+        def _atexit() -> None:
+            m = ref()
+            if m is not None:
+                m.close()
+
+        self._atexit = _atexit
         atexit.register(self._atexit)
 
     # -- lifecycle ----------------------------------------------------------------------

@@ -67,8 +67,8 @@ def _final_path(fd: int) -> str | None:
         import msvcrt
         from ctypes import wintypes
 
-        handle = msvcrt.get_osfhandle(fd)
-        fn = ctypes.windll.kernel32.GetFinalPathNameByHandleW
+        handle = msvcrt.get_osfhandle(fd)  # type: ignore[attr-defined]
+        fn = ctypes.windll.kernel32.GetFinalPathNameByHandleW  # type: ignore[attr-defined]
         fn.argtypes = [wintypes.HANDLE, wintypes.LPWSTR, wintypes.DWORD, wintypes.DWORD]
         buf = ctypes.create_unicode_buffer(32768)
         n = fn(handle, buf, 32768, 0)
@@ -413,7 +413,7 @@ class Workspace:
                 os.close(self._open_dir(self._parts(real), path))
                 walker = ((d, dn, fn) for d, dn, fn, _ in os.fwalk(real, follow_symlinks=False))
             else:
-                walker = os.walk(real, followlinks=False)
+                walker = ((d, dn, fn) for d, dn, fn in os.walk(real, followlinks=False))
             for dirpath, dirnames, filenames in walker:
                 dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") or d == ".")
                 for name in sorted(filenames):

@@ -65,12 +65,12 @@ def template_problem(meta: GGUFMetadata) -> str | None:
     from app.engine.templates import TemplateRenderError, render_template
 
     msgs = [{"role": "user", "content": "Hello"}]
-    kw = {"bos_token": meta.bos_token or "", "eos_token": meta.eos_token or ""}
+    bos, eos = meta.bos_token or "", meta.eos_token or ""
     try:
-        render_template(meta.chat_template, msgs, **kw)
+        render_template(meta.chat_template, msgs, bos_token=bos, eos_token=eos)
     except TemplateRenderError as exc:
         try:  # some templates (tool_use ones, FireFunction) render only with tools: those work
-            render_template(meta.chat_template, msgs, tools=PROBE_TOOLS, **kw)
+            render_template(meta.chat_template, msgs, tools=PROBE_TOOLS, bos_token=bos, eos_token=eos)
         except TemplateRenderError:
             return str(exc)
     return None
@@ -100,11 +100,11 @@ def read_summary(path: str | Path) -> GgufSummary:
     elif len(parts) > 1:
         for extra in parts[1:]:
             try:
-                params += read_metadata(extra).parameter_count
+                params = (params or 0) + read_metadata(extra).parameter_count
             except ValueError:
                 params = None
                 break
-    quant = meta.quantization
+    quant: str | None = meta.quantization
     if not quant or quant == "unknown":
         from app.engine.models.estimate import quant_from_filename
 

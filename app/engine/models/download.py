@@ -262,7 +262,7 @@ def _remove_partial(job: DownloadJob) -> None:
 
 def find_interrupted(folder: Path) -> list[tuple[DownloadJob, int]]:
     """Downloads left half-done under ``folder`` (e.g. the app was killed): (job, bytes already there)."""
-    out = []
+    out: list[tuple[DownloadJob, int]] = []
     folder = Path(folder)
     if not folder.is_dir():
         return out

@@ -283,7 +283,7 @@ class Library:
     def _hf_cache_root(self) -> Path | None:
         if self._hf_cache_dir is False:
             return None
-        if self._hf_cache_dir:
+        if self._hf_cache_dir and self._hf_cache_dir is not True:
             return Path(self._hf_cache_dir)
         env = os.environ.get("HF_HUB_CACHE")
         if env:

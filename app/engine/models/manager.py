@@ -60,7 +60,7 @@ class ModelManager:
 
     def download(self, model: RemoteGguf) -> QueuedDownload:
         cached = [self.library.find_in_hf_cache(model.repo_id, p.filename, model.revision) for p in model.parts]
-        if all(cached):
+        if all(cached) and cached[0] is not None:
             return QueuedDownload(reused=self.library.import_in_place(cached[0]))
         jobs = self.hub.download_jobs(model, self.library.models_dir)
         return QueuedDownload(task_ids=tuple(self.queue.add(job) for job in jobs))

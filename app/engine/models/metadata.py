@@ -274,8 +274,8 @@ def _parse(buf: Any, size: int) -> tuple[dict[str, Any], list[_Tensor], _Reader]
     if isinstance(align, bool) or not isinstance(align, int) or align <= 0 or align & (align - 1):
         raise _Corrupt(f"general.alignment must be a non-zero power of two, not {align!r}")
     data_start = -(-r.pos // align) * align
-    for t in tensors:
-        t.data_offset = data_start + t.offset
+    for tensor in tensors:
+        tensor.data_offset = data_start + tensor.offset
     return fields, tensors, r
 
 
