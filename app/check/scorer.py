@@ -244,13 +244,14 @@ def _arguments_problem(exp: ExpectedCall, got: ObservedCall, scenario: Scenario)
 
 # -- text checks ----------------------------------------------------------------------------------
 
-def call_shaped(text: str, tool_names: list[str]) -> str | None:
-    """The call-looking part of ``text`` (a family's call opener, or JSON naming an offered tool),
-    up to 300 characters from where it starts; None when the text has none."""
+def call_shaped(text: str, tool_names: list[str], *, markers_only: bool = False) -> str | None:
+    """The call-looking part of ``text`` (a family's call opener, or JSON / a Python-style call naming an
+    offered tool), up to 300 characters from where it starts; None when the text has none.
+    ``markers_only``: only a family's call opener counts (an answer may quote a call as an example)."""
     if not text:
         return None
     starts = [i for i in (text.find(m) for m in _CALL_OPENERS) if i >= 0]
-    for name in tool_names:
+    for name in ([] if markers_only else tool_names):
         for pat in (rf'"name"\s*:\s*"{re.escape(name)}"', rf'\b{re.escape(name)}\s*\(\s*[A-Za-z_"\')]',
                     rf'"function"\s*:\s*"{re.escape(name)}"'):
             m = re.search(pat, text)
@@ -286,9 +287,10 @@ def score_turn(scenario: Scenario, expected: tuple[ExpectedCall, ...], obs: Obse
             c = obs.calls[0]
             return _fail("extra_call", f"no call was correct, but the reply called {c.name}",
                          calls=[c.to_dict() for c in obs.calls])
-        shaped = call_shaped(obs.content, names)
+        # where no call is right, an answer may mention or quote a call: only a call marker counts
+        shaped = call_shaped(obs.content, names, markers_only=True)
         if shaped is not None:
-            return _fail("unparsed_tool_call", "no call was correct, but the text holds a call-shaped block",
+            return _fail("unparsed_tool_call", "no call was correct, but the text holds a call block",
                          bytes=shaped)
         if not obs.content.strip():
             return _fail("empty_response", "no call was correct, but the reply has no visible text")

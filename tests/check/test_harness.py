@@ -186,3 +186,16 @@ def test_credentials_in_urls_and_headers_are_redacted():
     assert "pw" not in url and "sk-1" not in url and "token=%5Bredacted%5D" in url and "mode=x" in url
     headers = redact_headers({"Authorization": "Bearer sk-2", "X-Api-Key": "k", "Accept": "echo sk-2"}, ("sk-2",))
     assert headers == {"Authorization": "[redacted]", "X-Api-Key": "[redacted]", "Accept": "echo [redacted]"}
+
+
+def test_an_answer_that_quotes_a_call_where_no_call_is_right_still_passes():
+    """Explaining a tool may show how it is called; only a real call (or a call marker) fails the cell."""
+    scenario = CORPUS.by_id("neg-explain-tool")
+    quoting = {"content": 'It returns the weather: get_weather(city="Oslo") or {"name": "get_weather"} would ask.'}
+    marker = {"content": '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Oslo"}}\n</tool_call>'}
+    for reply, expected in ((quoting, None), (marker, "unparsed_tool_call")):
+        with ReferenceServer(CORPUS, reply_for=lambda s, t, b, r=reply: r) as srv:
+            target = EndpointTarget(srv.url, "m")
+            result = run_check(target, [scenario])
+            target.close()
+        assert result["results"][0]["failure_class"] == expected
