@@ -407,9 +407,12 @@ class ChatSession:
     def _constraint(self, fmt: Any, tools: list[dict[str, Any]] | None, choice: Any, parallel: bool,
                     response_format: Any, source: str, in_reasoning: bool) -> Any:
         """The constraint of one generation, or None (free). Raises ConstraintError (a ValueError)."""
-        from app.engine.constraints import compile_constraint, resolve_tool_choice
+        from app.engine.constraints import compile_constraint, parse_tool_choice, resolve_tool_choice
 
         resolve_tool_choice(choice, self.registry.openai_tools() if self.registry is not None else [])
+        if (fmt is not None and tools and response_format is None and parse_tool_choice(choice).mode == "auto"
+                and not _special_opener(self.model, fmt)):
+            return None  # auto, and the call opener is text: decoding stays free, the parser reads the call
         reasoning = bool(fmt is not None and fmt.reasoning and fmt.reasoning[0] in (source or ""))
         return compile_constraint(self.model, family=fmt.name if fmt is not None else None, tools=tools,
                                   tool_choice=choice, parallel_tool_calls=parallel,
@@ -422,3 +425,19 @@ class ChatSession:
         yield ToolCallFinishedEvent(call, result)
         self.messages.append(Message(role="tool", content=result.to_model_text(), tool_call_id=call.id,
                                      name=call.name))
+
+
+def _special_opener(model: LoadedModel, fmt: Any) -> bool:
+    """Whether the family's first call opener begins with one special token of ``model`` (then
+    ``auto`` holds every call from that token on; a text opener leaves ``auto`` free)."""
+    import llama_cpp
+
+    opener = fmt.openers[0] if fmt.openers else ""
+    toks = model.llm.tokenize(opener.encode("utf-8"), add_bos=False, special=True) if opener else []
+    if not toks:
+        return False
+    attr = llama_cpp.llama_vocab_get_attr(model.vocab, toks[0])
+    piece = model.token_bytes(toks[0]).decode("utf-8", "replace")
+    return bool(attr & llama_cpp.LLAMA_TOKEN_ATTR_CONTROL or (
+        attr & llama_cpp.LLAMA_TOKEN_ATTR_USER_DEFINED and piece.startswith("<") and piece.endswith(">")
+        and opener.startswith(piece)))

@@ -111,11 +111,17 @@ class ChatSettings(_Model):
     tool_format: str = "auto"
     system_prompt: str = ""
     context_policy: ContextPolicy = "stop"
+    tool_choice: str = "auto"  # auto | required | none: the tool-choice control's default
 
     @field_validator("tool_format")
     @classmethod
     def _v_tool_format(cls, v: str | None) -> str | None:
         return _check_tool_format(v)
+
+    @field_validator("tool_choice", mode="before")
+    @classmethod
+    def _v_tool_choice(cls, v: Any) -> str:
+        return v if v in ("auto", "required", "none") else "auto"  # unknown or malformed: auto
 
 
 class ModelSettings(_Model):

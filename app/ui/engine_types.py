@@ -41,6 +41,7 @@ class ModelInfo:
     detected_label: str | None
     effective_format: str | None
     template_is_fallback: bool = False
+    tools: tuple[str, ...] = ()  # the tools the session offers (the tool-choice control lists them)
 
 
 def format_label(name: str | None) -> str | None:

@@ -171,6 +171,7 @@ class MainWindow(ConversationsMixin, ChatMixin, ModelBarMixin, QMainWindow):
         w.sig_tool_call_started.connect(self._on_worker_tool_call_started)
         w.sig_tool_call_finished.connect(self._on_worker_tool_call_finished)
         w.sig_notice.connect(self._on_worker_notice)
+        w.sig_tool_call_incomplete.connect(self._on_worker_tool_call_incomplete)
         w.sig_done.connect(self._on_worker_done)
         w.sig_load_progress.connect(self._on_worker_load_progress)
         w.sig_loaded.connect(self._on_worker_loaded)
@@ -261,6 +262,13 @@ class MainWindow(ConversationsMixin, ChatMixin, ModelBarMixin, QMainWindow):
         self.compose = ComposeEdit()
         self.compose.sig_submit.connect(self.send_or_stop_from_keyboard)
         self.compose_row.addWidget(self.compose, 1)
+        from app.ui.tool_choice import ToolChoiceBox
+
+        self.tool_choice_box = ToolChoiceBox(self.settings.chat.tool_choice)
+        self.tool_choice_box.sig_choice.connect(lambda v: setattr(self.worker, "tool_choice", v))
+        self.worker.tool_choice = self.tool_choice_box.value()
+        self.worker.sig_loaded.connect(lambda info: self.tool_choice_box.set_tools(info.tools))
+        self.compose_row.addWidget(self.tool_choice_box, 0, Qt.AlignmentFlag.AlignBottom)
         self.send_button = QPushButton("Send")
         self.send_button.setObjectName("sendButton")
         self.send_button.clicked.connect(self._on_send_button_clicked)
@@ -549,6 +557,7 @@ class MainWindow(ConversationsMixin, ChatMixin, ModelBarMixin, QMainWindow):
         theme_changed = settings.window.theme != self.settings.window.theme
         self.settings = settings
         self._save_settings_quietly()
+        self.tool_choice_box.default = settings.chat.tool_choice
         if self.model_info is not None:
             self.worker.configure(self.config_for(self.model_info.path))
         self._update_format_badge()

@@ -191,6 +191,16 @@ class SettingsDialog(QDialog):
         hint.setWordWrap(True)
         hint.setObjectName("hint")
         f.addRow("", hint)
+        self.tool_choice = QComboBox()
+        self.tool_choice.setObjectName("chat.tool_choice")
+        from app.ui.tool_choice import BASE_CHOICES
+
+        for value, label in BASE_CHOICES:
+            self.tool_choice.addItem(label.removeprefix("Tools: "), value)
+        self._select(self.tool_choice, self.settings.chat.tool_choice)
+        self.tool_choice.setToolTip("Where a conversation's tool choice starts: Auto (the model decides), "
+                                    "Required (every reply is a tool call) or None (no tools).")
+        f.addRow("Tool choice", self.tool_choice)
         self.system_prompt = QPlainTextEdit(self.settings.chat.system_prompt)
         self.system_prompt.setObjectName("chat.system_prompt")
         self.system_prompt.setMaximumHeight(120)
@@ -202,7 +212,8 @@ class SettingsDialog(QDialog):
         self._select(self.context_policy, self.settings.chat.context_policy)
         self.context_policy.setToolTip("What happens when a conversation no longer fits the model's context.")
         f.addRow("When the chat is full", self.context_policy)
-        self._add_tab(chat, "Chat", {"chat.tool_format": self.tool_format, "chat.system_prompt": self.system_prompt,
+        self._add_tab(chat, "Chat", {"chat.tool_format": self.tool_format, "chat.tool_choice": self.tool_choice,
+                                     "chat.system_prompt": self.system_prompt,
                                      "chat.context_policy": self.context_policy})
 
         # -- Sampling ------------------------------------------------------------------------
@@ -377,6 +388,7 @@ class SettingsDialog(QDialog):
         """The edited settings (validated by pydantic; raises ValueError with a clear message)."""
         s = self.settings.model_copy(deep=True)
         s.chat.tool_format = self.tool_format.currentData()
+        s.chat.tool_choice = self.tool_choice.currentData()
         s.chat.system_prompt = self.system_prompt.toPlainText()
         s.sampling = type(s.sampling).model_validate({**s.sampling.model_dump(), **self.sampling.values()})
         s.model.context_length = self.context_length.value()

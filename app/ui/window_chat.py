@@ -179,7 +179,7 @@ class ChatMixin:
 
     def _on_worker_tool_call_started(self, ev: ToolCallStartedEvent) -> None:
         self.chat.add_tool_call(ev.call_id, ev.name, ev.arguments, ev.raw)
-        self.tool_panel.add_call(ev.call_id, ev.name, ev.arguments, ev.raw)
+        self.tool_panel.add_call(ev.call_id, ev.name, ev.arguments, ev.raw, constrained=ev.constrained)
 
     def _on_worker_tool_call_finished(self, ev: ToolCallFinishedEvent) -> None:
         if self.chat.find_chip(ev.call_id) is None:

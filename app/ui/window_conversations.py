@@ -60,6 +60,7 @@ class ConversationsMixin:
         self.conversations.search.selectAll()
 
     def _remember_conversation(self, cid: int | None) -> None:
+        self.tool_choice_box.recall(cid)  # each conversation keeps its own tool choice
         if self.settings.window.last_conversation_id != cid:
             self.settings.window.last_conversation_id = cid
 

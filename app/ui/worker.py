@@ -81,6 +81,7 @@ class EngineWorker(QObject):
     def __init__(self, history: Any = None) -> None:
         super().__init__()
         self.history = history
+        self.tool_choice: Any = "auto"  # the next send's tool_choice (the window's control sets it)
         self._thread = QThread()
         self._thread.setObjectName("callisto-engine")
         self.moveToThread(self._thread)
@@ -236,6 +237,7 @@ class EngineWorker(QObject):
             detected_label=format_label(detected),
             effective_format=session.effective_format if session is not None else None,
             template_is_fallback=bool(m.template_is_fallback),
+            tools=tuple(t["function"]["name"] for t in (session.tools or [])) if session is not None else (),
         )
 
     def _build_session(self, messages: list[Any]) -> None:
@@ -337,7 +339,8 @@ class EngineWorker(QObject):
             return
         if not self._make_room(text):
             return
-        self._run_turn(lambda: self.session.send(text, cancel=self._cancel), user_text=text)
+        choice = self.tool_choice  # set by the window's tool-choice control
+        self._run_turn(lambda: self.session.send(text, cancel=self._cancel, tool_choice=choice), user_text=text)
 
     @Slot(object)
     def _do_regenerate(self, _unused: object) -> None:

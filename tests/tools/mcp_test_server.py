@@ -1,6 +1,7 @@
 """A real stdio MCP server for the tests, built with the SDK's MCPServer.
 
-``python mcp_test_server.py [good|other|hang_on_start|exit_on_start|http PORT]``. Tool behaviours
+``python mcp_test_server.py [good|other|schemas|hang_on_start|exit_on_start|http PORT]``
+(``schemas``: tools with nested objects, arrays, enums and optional fields). Tool behaviours
 cover the misbehaving cases: ``crash`` exits mid-call, ``hang`` never answers, ``garbage``
 writes non-JSON-RPC bytes to stdout. When ``MCP_TEST_PIDFILE`` is set the server writes its
 process id there, so tests can check that it was stopped.
@@ -77,6 +78,30 @@ if MODE in ("good", "http"):
     def big(n: int) -> str:
         """Return n characters."""
         return "x" * n
+
+elif MODE == "schemas":  # tools whose schemas nest objects and arrays, with enums and optional fields
+    from typing import Literal
+
+    from pydantic import BaseModel
+
+    class Place(BaseModel):
+        city: str
+        country: str | None = None
+
+    class Traveller(BaseModel):
+        name: str
+        age: int
+
+    @server.tool(annotations=ToolAnnotations(read_only_hint=True))
+    def book_trip(destination: Place, travellers: list[Traveller], cabin: Literal["economy", "business"],
+                  nights: int = 1, note: str | None = None) -> str:
+        """Book a trip for some travellers."""
+        return f"booked {destination.city} for {len(travellers)}"
+
+    @server.tool(annotations=ToolAnnotations(read_only_hint=True))
+    def tag_items(items: list[str], colour: Literal["red", "green", "blue"], limit: int | None = None) -> str:
+        """Tag items with a colour."""
+        return ",".join(items[:limit]) + ":" + colour
 
 else:
 

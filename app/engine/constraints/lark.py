@@ -75,6 +75,7 @@ class GrammarContext:
     response_schema: dict[str, Any] | None = None
     family: str = ""
     eos_ids: tuple[int, ...] = ()
+    marker_ids: set[int] = field(default_factory=set)  # the special tokens the grammar uses as markers
     rules: list[str] = field(default_factory=list)
     rests: dict[str, Callable[[str], str]] = field(default_factory=dict)  # block -> its text after the opener
     _n: int = 0
@@ -91,6 +92,7 @@ class GrammarContext:
             elif final and self.eog(tid) and not self.auto:
                 continue  # generation ends at this token: the reply ends here (nothing follows)
             else:
+                self.marker_ids.add(tid)
                 parts.append(f"<[{tid}]>")
         return " ".join(parts) if parts else '""'
 
@@ -152,11 +154,36 @@ def tool_name(tool: Mapping[str, Any]) -> str:
 
 
 def tool_params(tool: Mapping[str, Any]) -> dict[str, Any]:
+    """The tool's parameters schema with local ``$ref``s written out (each call's grammar stands
+    alone, away from the ``$defs`` the references point into)."""
     fn = tool.get("function", tool)
     params = fn.get("parameters") or {"type": "object", "properties": {}}
     if not isinstance(params, Mapping):
         raise ConstraintError(f"tool {tool_name(tool)!r}: its parameters are not a JSON Schema object")
-    return dict(params)
+    return _inline_refs(dict(params), params, f"tool {tool_name(tool)!r}")
+
+
+def _inline_refs(node: Any, root: Mapping[str, Any], where: str, seen: tuple[str, ...] = ()) -> Any:
+    if isinstance(node, list):
+        return [_inline_refs(n, root, where, seen) for n in node]
+    if not isinstance(node, Mapping):
+        return node
+    ref = node.get("$ref")
+    if isinstance(ref, str):
+        if ref in seen:
+            raise ConstraintError(f"{where}: the recursive schema reference {ref} cannot be held")
+        if not ref.startswith("#/"):
+            raise ConstraintError(f"{where}: the schema reference {ref} is not local")
+        target: Any = root
+        for part in ref[2:].split("/"):
+            part = part.replace("~1", "/").replace("~0", "~")
+            if not isinstance(target, Mapping) or part not in target:
+                raise ConstraintError(f"{where}: the schema reference {ref} points nowhere")
+            target = target[part]
+        merged = {**target, **{k: v for k, v in node.items() if k != "$ref"}}
+        return _inline_refs(merged, root, where, seen + (ref,))
+    return {k: _inline_refs(v, root, where, seen) for k, v in node.items()
+            if k not in ("$defs", "definitions")}
 
 
 def _closed(schema: Any) -> Any:
@@ -174,8 +201,34 @@ def _closed(schema: Any) -> Any:
     return out
 
 
+# A small model that means to end a call writes ``}}`` inside a string it never closed, and then
+# goes on forever: a free string value may not hold ``}}`` (the token ``"}}`` closes it instead).
+NO_DOUBLE_BRACE = "^[^}]*(}[^}]+)*}?$"
+# ... or repeats an array's item until the token limit: a list the schema leaves unbounded holds
+# at most this many items in a held call.
+MAX_ITEMS = 8
+
+
+def _guard_strings(schema: Any) -> Any:
+    if isinstance(schema, list):
+        return [_guard_strings(s) for s in schema]
+    if not isinstance(schema, Mapping):
+        return schema
+    out = {k: (v if k in ("enum", "const", "default", "examples", "required") else _guard_strings(v))
+           for k, v in schema.items()}
+    if k_props := out.get("properties"):
+        out["properties"] = {k: _guard_strings(v) for k, v in k_props.items()} if isinstance(k_props, Mapping) \
+            else k_props
+    types = _types(out)
+    if "string" in types and not ({"pattern", "enum", "const", "format"} & set(out)):
+        out["pattern"] = NO_DOUBLE_BRACE
+    if "array" in types and "maxItems" not in out:
+        out["maxItems"] = max(MAX_ITEMS, int(out.get("minItems", 0) or 0))
+    return out
+
+
 def json_args_schema(tool: Mapping[str, Any]) -> dict[str, Any]:
-    params = _closed(tool_params(tool))
+    params = _guard_strings(_closed(tool_params(tool)))
     params.setdefault("type", "object")
     return params
 
@@ -470,9 +523,11 @@ def compose(ctx: GrammarContext, fmt: Any, block: str, *, opener: str, parallel:
         return ctx.grammar(f"{lead} ({block} | {text})".strip())
     if plain is not None:
         return ctx.grammar(f"{lead} ({block} | {plain})".strip())
-    if ctx.split(opener)[0][1] is not None:
-        # free text cannot write a special token: the opener's token starts a held call
-        free = "/(?s:.*)/"
+    first_tok = ctx.split(opener)[0][1]
+    if first_tok is not None:
+        # the opener's special token starts a held call; free text is any token but the family's
+        # markers (other special tokens too), up to the end of the reply
+        free = f"<[^{','.join(str(t) for t in sorted({first_tok, *ctx.marker_ids, *ctx.eos_ids}))}]>*"
         more = f"({block} {free})*" if parallel else f"({block} {free})?"
         return ctx.grammar(f"{lead} {free} {more}".strip())
     # a text opener: free text ends lazily at the opener's first appearance, then the call is held
