@@ -1,0 +1,51 @@
+"""Remote engines (Qt-free, on httpx): chat with models served by llama-server, vLLM, SGLang,
+Ollama, LM Studio or any OpenAI-compatible or Anthropic endpoint, with Callisto's own tools.
+
+    from app.engine.remote import Provider, RemoteChatSession, list_models
+    provider = Provider("http://127.0.0.1:8080", kind="openai")
+    list_models(provider)                        # ["model-a", ...]
+    session = RemoteChatSession(provider, "model-a", parser="auto", registry=..., dispatcher=...)
+    for event in session.send("hi", cancel=threading.Event()): ...   # app.engine.events types
+
+``parser``: ``api`` (the endpoint's function calling), ``callisto`` (raw text completed by the
+endpoint, rendered and parsed by Callisto) or ``auto``. Keys: :mod:`app.engine.remote.keys`.
+Names load lazily: importing this package imports neither httpx nor keyring.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+_EXPORTS = {
+    "KINDS": "app.engine.remote._client",
+    "MODES": "app.engine.remote._client",
+    "Provider": "app.engine.remote._client",
+    "RemoteError": "app.engine.remote._client",
+    "fetch_props": "app.engine.remote._client",
+    "list_models": "app.engine.remote._client",
+    "PARSERS": "app.engine.remote._session",
+    "RemoteChatSession": "app.engine.remote._session",
+    "RemoteTemplate": "app.engine.remote._session",
+    "load_template": "app.engine.remote._session",
+}
+
+__all__ = ["KINDS", "MODES", "PARSERS", "Provider", "RemoteChatSession", "RemoteError", "RemoteTemplate",
+           "fetch_props", "list_models", "load_template"]
+
+if TYPE_CHECKING:
+    from app.engine.remote._client import KINDS, MODES, Provider, RemoteError, fetch_props, list_models
+    from app.engine.remote._session import PARSERS, RemoteChatSession, RemoteTemplate, load_template
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'app.engine.remote' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))

@@ -1,0 +1,526 @@
+"""A chat session with a remote model: the local :class:`~app.engine.chat.ChatSession` contract
+(``send`` / ``regenerate`` yield the same events, ``messages`` are the same messages) over HTTP.
+
+Two tool modes (``parser``):
+
+* ``api``: the tools go to the endpoint as JSON; its ``tool_calls`` / ``tool_use`` are the calls.
+* ``callisto``: the endpoint only completes raw text (llama-server's ``/completion``, any
+  ``/v1/completions``, Ollama's raw ``/api/generate``); Callisto renders the conversation through
+  the model's own template (from ``/props``, a GGUF or a ``tokenizer_config.json``), detects the
+  family and reads the reply with that family's stream parser.
+* ``auto``: ``callisto`` when a template was given or the endpoint's ``/props`` has one in a
+  known family; else ``api``.
+
+Calls always run here, through the local dispatcher (approvals included). Every call's parser is
+recorded in ``DoneEvent.extra["call_parsers"]`` (call id -> ``api:openai``, ``callisto:hermes``...).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from app.calls import IncompleteCall, ToolCall
+from app.engine.events import ChatEvent, DoneEvent, NoticeEvent, ToolCallFinishedEvent, ToolCallStartedEvent
+from app.engine.formats.events import ReasoningDelta, TextDelta, ToolCallDone, ToolCallIncomplete
+from app.engine.messages import Message, is_valid_call_id, local_call_id
+from app.engine.remote._client import Provider, RemoteError, fetch_props, open_stream
+
+__all__ = ["PARSERS", "RemoteChatSession", "RemoteTemplate", "load_template"]
+
+PARSERS = ("auto", "api", "callisto")
+DEFAULT_MAX_ROUNDS = 8
+
+
+@dataclass(frozen=True)
+class RemoteTemplate:
+    """The model's templates as Callisto parsing needs them; ``source`` says where they came from."""
+
+    chat_template: str
+    tool_use_template: str | None = None
+    bos_token: str = ""
+    eos_token: str = ""
+    source: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def _token_text(value: Any) -> str:
+    if isinstance(value, dict):  # tokenizer_config.json's AddedToken shape
+        value = value.get("content")
+    return value if isinstance(value, str) else ""
+
+
+def load_template(path: str | Path) -> RemoteTemplate:
+    """The templates of a ``.gguf`` file or a ``tokenizer_config.json`` (ValueError when it has none)."""
+    p = Path(path)
+    if p.suffix.lower() == ".gguf":
+        from app.engine.models.metadata import read_metadata
+
+        meta = read_metadata(p)
+        if not meta.chat_template:
+            raise ValueError(f"{p.name} has no chat template")
+        return RemoteTemplate(meta.chat_template, meta.tool_use_template, meta.bos_token or "",
+                              meta.eos_token or "", source=str(p))
+    try:
+        data = json.loads(p.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise ValueError(f"cannot read the template file {p}: {exc}") from exc
+    raw = data.get("chat_template") if isinstance(data, dict) else None
+    tool_use = None
+    if isinstance(raw, list):  # [{"name": "default", "template": ...}, {"name": "tool_use", ...}]
+        named = {t.get("name"): t.get("template") for t in raw if isinstance(t, dict)}
+        raw, tool_use = named.get("default"), named.get("tool_use")
+    if not isinstance(raw, str) or not raw.strip():
+        raise ValueError(f"{p} has no chat_template")
+    return RemoteTemplate(raw, tool_use if isinstance(tool_use, str) else None, _token_text(data.get("bos_token")),
+                          _token_text(data.get("eos_token")), source=str(p))
+
+
+def _template_from_props(props: dict[str, Any], where: str) -> RemoteTemplate | None:
+    chat = props.get("chat_template")
+    if not isinstance(chat, str) or not chat.strip():
+        return None
+    tool_use = props.get("chat_template_tool_use")
+    return RemoteTemplate(chat, tool_use if isinstance(tool_use, str) and tool_use.strip() else None,
+                          _token_text(props.get("bos_token")), _token_text(props.get("eos_token")),
+                          source=f"{where}/props", extra={"llama_server": True})
+
+
+class _Round:
+    """What one generation produced."""
+
+    def __init__(self) -> None:
+        self.content: list[str] = []
+        self.reasoning: list[str] = []
+        self.calls: list[ToolCall] = []
+        self.incomplete: list[IncompleteCall] = []
+        self.finish = "stop"
+        self.shown = False
+        self.first_token_at: float | None = None
+        self.last_token_at: float | None = None
+        self.pieces = 0
+        self.prompt_tokens: int | None = None
+        self.completion_tokens: int | None = None
+
+    def mark(self) -> None:
+        now = time.monotonic()
+        self.first_token_at = self.first_token_at or now
+        self.last_token_at = now
+        self.shown = True
+
+
+class RemoteChatSession:
+    """One conversation with ``model`` on ``provider``. ``send()`` / ``regenerate()`` yield ChatEvents."""
+
+    def __init__(
+        self,
+        provider: Provider,
+        model: str,
+        *,
+        parser: str = "auto",
+        template: RemoteTemplate | str | Path | None = None,
+        tool_format: str = "auto",
+        registry: Any = None,
+        dispatcher: Any = None,
+        system_prompt: str | None = None,
+        sampling: Mapping[str, Any] | None = None,
+        max_rounds: int = DEFAULT_MAX_ROUNDS,
+        max_tokens: int = 1024,
+        messages: list[Message] | None = None,
+        tool_choice: Any = "auto",
+    ):
+        if parser not in PARSERS:
+            raise ValueError(f"unknown parser {parser!r} (choices: {', '.join(PARSERS)})")
+        if max_rounds < 1:
+            raise ValueError(f"max_rounds must be at least 1, got {max_rounds}")
+        if parser == "callisto" and provider.kind == "anthropic":
+            raise ValueError("Callisto parsing needs an endpoint that completes raw text; the Anthropic API "
+                             "does not (use the openai or ollama kind, or the api parser)")
+        self.provider = provider
+        self.model = model
+        self.parser_choice = parser if parser != "auto" or provider.mode == "api" else provider.mode
+        self.template = load_template(template) if isinstance(template, str | Path) else template
+        self.tool_format = tool_format
+        self.registry = registry
+        if dispatcher is None and registry is not None:
+            from app.tools.dispatcher import Dispatcher
+
+            dispatcher = Dispatcher(registry)
+        self.dispatcher = dispatcher
+        self.system_prompt = system_prompt
+        self.sampling = dict(sampling or {})
+        self.max_rounds = max_rounds
+        self.max_tokens = max_tokens
+        self.tool_choice = tool_choice
+        self.messages: list[Message] = list(messages or [])
+        self.parser: str | None = None  # "api" or "callisto" once resolved
+        self.effective_format: str | None = None  # the family Callisto parsing reads
+        self._notices_pending: list[NoticeEvent] = []
+        self._used_ids: set[str] = {c.id for m in self.messages for c in m.tool_calls}
+        self._next_id = 0
+
+    # -- public -------------------------------------------------------------------------
+
+    @property
+    def tools(self) -> list[dict[str, Any]] | None:
+        if self.registry is None:
+            return None
+        return self.registry.openai_tools() or None
+
+    def send(self, text: str, *, cancel: threading.Event | None = None, tool_choice: Any = None) -> Iterator[ChatEvent]:
+        if not isinstance(text, str):
+            raise TypeError("the message must be a string")
+        self.messages.append(Message(role="user", content=text))
+        return self._reply(cancel, self.tool_choice if tool_choice is None else tool_choice)
+
+    def regenerate(self, *, cancel: threading.Event | None = None, tool_choice: Any = None) -> Iterator[ChatEvent]:
+        idx = max((i for i, m in enumerate(self.messages) if m.role == "user"), default=None)
+        if idx is None:
+            raise ValueError("there is no user message to reply to")
+        del self.messages[idx + 1:]
+        return self._reply(cancel, self.tool_choice if tool_choice is None else tool_choice)
+
+    # -- resolving the mode ----------------------------------------------------------------
+
+    def _resolve(self) -> None:
+        if self.parser is not None:
+            return
+        choice = self.parser_choice
+        if choice in ("auto", "callisto") and self.template is None and self.provider.kind != "anthropic":
+            props = fetch_props(self.provider)
+            self.template = _template_from_props(props, self.provider.base) if props else None
+        if choice == "callisto" and self.template is None:
+            raise ValueError(f"Callisto parsing needs the model's chat template: {self.provider.base} has no /props "
+                             "with one; give a GGUF or tokenizer_config.json file")
+        family = None
+        if self.template is not None and choice != "api":
+            from app.engine.chat import resolve_tool_format
+            from app.engine.detection import detect_tool_format
+
+            detected = detect_tool_format(self.template.chat_template, self.template.tool_use_template,
+                                          bos_token=self.template.bos_token, eos_token=self.template.eos_token)
+            family, notices = resolve_tool_format(self.tool_format, detected)
+            if choice == "callisto":
+                self._notices_pending += notices
+        if choice == "auto":
+            choice = "callisto" if family is not None else "api"
+        self.parser = choice
+        self.effective_format = family if choice == "callisto" else None
+
+    def _new_id(self, proposed: str | None) -> str:
+        if is_valid_call_id(proposed) and proposed not in self._used_ids:
+            self._used_ids.add(proposed)
+            return proposed
+        while True:
+            cid = local_call_id(self._next_id)
+            self._next_id += 1
+            if cid not in self._used_ids:
+                self._used_ids.add(cid)
+                return cid
+
+    def _api_id(self, proposed: str | None) -> str:
+        """An API call keeps the endpoint's id (it must come back with the result), when it has one."""
+        if isinstance(proposed, str) and proposed and proposed not in self._used_ids and len(proposed) <= 128:
+            self._used_ids.add(proposed)
+            return proposed
+        return self._new_id(None)
+
+    # -- the loop -------------------------------------------------------------------------
+
+    def _history(self) -> list[Message]:
+        sys = [Message(role="system", content=self.system_prompt)] if self.system_prompt else []
+        return sys + self.messages
+
+    def _reply(self, cancel: threading.Event | None, tool_choice: Any) -> Iterator[ChatEvent]:
+        start = time.monotonic()
+        try:
+            self._resolve()
+        except (RemoteError, ValueError) as exc:
+            yield DoneEvent(finish_reason="error", error=str(exc), rounds=0, extra=self._extra({}))
+            return
+        yield from self._notices_pending
+        self._notices_pending = []
+        parsers: dict[str, str] = {}
+        ttft = None
+        gen_tokens = 0
+        gen_time = 0.0
+        prompt_tokens = 0
+        rounds = 0
+        finish = "stop"
+        while True:
+            rounds += 1
+            rnd = _Round()
+            choice = tool_choice if rounds == 1 else "auto"
+            try:
+                yield from self._generate(rnd, choice, cancel)
+            except (RemoteError, ValueError) as exc:
+                self._keep(rnd)
+                code = exc.code if isinstance(exc, RemoteError) else "bad_request"
+                if cancel is not None and cancel.is_set():
+                    yield DoneEvent(finish_reason="cancelled", rounds=rounds, ttft_s=ttft, extra=self._extra(parsers))
+                    return
+                yield DoneEvent(finish_reason="error", error=str(exc), rounds=rounds, ttft_s=ttft,
+                                generated_tokens=gen_tokens + rnd.pieces, prompt_tokens=prompt_tokens,
+                                extra=self._extra(parsers, error_code=code, kept_text="".join(rnd.content)))
+                return
+            if ttft is None and rnd.first_token_at is not None:
+                ttft = rnd.first_token_at - start
+            tokens = rnd.completion_tokens if rnd.completion_tokens is not None else rnd.pieces
+            gen_tokens += tokens
+            if rnd.first_token_at is not None and rnd.last_token_at is not None:
+                gen_time += rnd.last_token_at - rnd.first_token_at
+            prompt_tokens = rnd.prompt_tokens or prompt_tokens
+            finish = rnd.finish
+            if cancel is not None and cancel.is_set():
+                self._keep(rnd)
+                finish = "cancelled"
+                break
+            label = f"callisto:{self.effective_format}" if self.parser == "callisto" else f"api:{self.provider.kind}"
+            for c in rnd.calls:
+                parsers[c.id] = label
+            text = "".join(rnd.content)
+            if rnd.calls and (finish not in ("stop", "tool_calls") or rounds >= self.max_rounds):
+                names = ", ".join(c.name for c in rnd.calls)
+                if finish in ("stop", "tool_calls"):
+                    finish = "rounds"
+                    msg = (f"Stopped after {self.max_rounds} rounds of tool calls (the round limit); "
+                           f"the last call(s) ({names}) were not run.")
+                else:
+                    msg = f"The reply ended ({finish}) before the model's turn was over; its call(s) ({names}) were not run."
+                raw = "".join(c.raw for c in rnd.calls)
+                if raw:
+                    yield TextDelta(raw)
+                yield NoticeEvent(code="round_limit" if finish == "rounds" else "calls_not_run", message=msg)
+                self.messages.append(Message(role="assistant", content=text + raw, reasoning="".join(rnd.reasoning),
+                                             incomplete_calls=rnd.incomplete))
+                break
+            finish = "stop" if finish == "tool_calls" else finish
+            self.messages.append(Message(role="assistant", content=text, reasoning="".join(rnd.reasoning),
+                                         tool_calls=list(rnd.calls), incomplete_calls=rnd.incomplete))
+            if not rnd.calls:
+                break
+            for call in rnd.calls:
+                yield ToolCallStartedEvent(call)
+                result = self.dispatcher.dispatch(call)
+                yield ToolCallFinishedEvent(call, result)
+                self.messages.append(Message(role="tool", content=result.to_model_text(), tool_call_id=call.id,
+                                             name=call.name))
+            if cancel is not None and cancel.is_set():
+                finish = "cancelled"
+                break
+        yield DoneEvent(finish_reason=finish, ttft_s=ttft,
+                        tokens_per_s=(gen_tokens / gen_time) if gen_time > 0 and gen_tokens > 1 else None,
+                        prompt_tokens=prompt_tokens, generated_tokens=gen_tokens, rounds=rounds,
+                        extra=self._extra(parsers))
+
+    def _extra(self, parsers: dict[str, str], **more: Any) -> dict[str, Any]:
+        return {"remote": self.provider.kind, "endpoint": self.provider.base, "model": self.model,
+                "parser": self.parser, "tool_format": self.effective_format,
+                "template_source": self.template.source if self.template is not None and self.parser == "callisto"
+                else None, "call_parsers": dict(parsers), **more}
+
+    def _keep(self, rnd: _Round) -> None:
+        """A reply that stopped early (cancelled, failed): what was shown stays in the conversation."""
+        text, reasoning = "".join(rnd.content), "".join(rnd.reasoning)
+        if text or reasoning or rnd.incomplete:
+            self.messages.append(Message(role="assistant", content=text, reasoning=reasoning,
+                                         incomplete_calls=rnd.incomplete))
+
+    def _generate(self, rnd: _Round, tool_choice: Any, cancel: threading.Event | None) -> Iterator[ChatEvent]:
+        """One generation, retried (bounded) while nothing has been shown yet."""
+        retries: list[NoticeEvent] = []
+
+        def on_retry(err: RemoteError, attempt: int, wait: float) -> None:
+            retries.append(NoticeEvent(code="remote_retry", message=(
+                f"{err.message} Trying again in {wait:.0f} s ({attempt} of {self.provider.max_retries}).")))
+
+        attempt = 0
+        while True:
+            try:
+                stream, reader = self._open(tool_choice, cancel, on_retry)
+            except RemoteError:
+                yield from retries
+                raise
+            yield from retries
+            retries.clear()
+            try:
+                yield from reader(rnd, stream.lines(), cancel)
+                return
+            except RemoteError as err:
+                if rnd.shown or attempt >= self.provider.max_retries or not (err.retryable or err.code == "cut"):
+                    if err.code == "cut" and rnd.shown:
+                        err.message = (f"{err.message} The reply shown so far is kept.")
+                        err.args = (err.message,)
+                    raise
+                attempt += 1
+                yield NoticeEvent(code="remote_retry", message=(
+                    f"{err.message} Trying again ({attempt} of {self.provider.max_retries})."))
+            finally:
+                stream.close()
+
+    def _open(self, tool_choice: Any, cancel: threading.Event | None, on_retry: Any) -> tuple[Any, Any]:
+        from app.engine.remote import _wire
+
+        if self.parser == "api":
+            tools = None if tool_choice == "none" else self.tools
+            path, body = _wire.chat_request(self.provider.kind, self.model, self._history(), tools=tools,
+                                            tool_choice=tool_choice, max_tokens=self.max_tokens,
+                                            sampling=self.sampling)
+            return open_stream(self.provider, path, body, cancel=cancel, on_retry=on_retry), self._read_api
+        prompt, fmt, tools = self._render(tool_choice)
+        llama_server = bool(self.template is not None and self.template.extra.get("llama_server"))
+        path, body = _wire.raw_request(self.provider.kind, self.model, prompt, max_tokens=self.max_tokens,
+                                       sampling=self.sampling, llama_server=llama_server)
+        stream = open_stream(self.provider, path, body, cancel=cancel, on_retry=on_retry)
+        self._raw_state = (prompt, fmt, tools)
+        return stream, self._read_callisto
+
+    # -- API tools ------------------------------------------------------------------------
+
+    def _read_api(self, rnd: _Round, lines: Iterator[str], cancel: threading.Event | None) -> Iterator[ChatEvent]:
+        from app.engine.remote import _wire
+
+        reader = {"openai": _wire.read_openai, "anthropic": _wire.read_anthropic,
+                  "ollama": _wire.read_ollama}[self.provider.kind]
+        pending: dict[Any, list[Any]] = {}  # key -> [id, name, args parts or dict]
+        ended = False
+        for piece in reader(lines):
+            if cancel is not None and cancel.is_set():
+                return
+            kind = piece[0]
+            if kind == "text" and piece[1]:
+                rnd.mark()
+                rnd.pieces += 1
+                rnd.content.append(piece[1])
+                yield TextDelta(piece[1])
+            elif kind == "reasoning" and piece[1]:
+                rnd.mark()
+                rnd.pieces += 1
+                rnd.reasoning.append(piece[1])
+                yield ReasoningDelta(piece[1])
+            elif kind == "call":
+                rnd.mark()
+                rnd.pieces += 1
+                _, key, cid, name, args = piece
+                slot = pending.setdefault(key, [None, None, []])
+                slot[0] = slot[0] or cid
+                slot[1] = slot[1] or name
+                if isinstance(args, dict):
+                    slot[2] = args
+                elif isinstance(slot[2], list):
+                    slot[2].append(args)
+            elif kind == "usage":
+                rnd.prompt_tokens = piece[1] if isinstance(piece[1], int) else rnd.prompt_tokens
+                rnd.completion_tokens = piece[2] if isinstance(piece[2], int) else rnd.completion_tokens
+            elif kind == "finish":
+                rnd.finish = str(piece[1])
+                ended = True
+            elif kind == "error":
+                raise RemoteError("server_error", f"{self.provider.base} reported an error in the middle of the "
+                                  f"reply: {piece[1]}")
+        if cancel is not None and cancel.is_set():
+            return
+        if not ended:
+            raise RemoteError("cut", f"The connection to {self.provider.base} was cut in the middle of the reply.")
+        declared = set(self.registry.names()) if self.registry is not None else set()
+        for cid, name, args in pending.values():
+            text = json.dumps(args, ensure_ascii=False) if isinstance(args, dict) else "".join(args)
+            arguments: dict[str, Any] | str = args if isinstance(args, dict) else text
+            if isinstance(arguments, str):
+                try:
+                    parsed = json.loads(arguments) if arguments.strip() else {}
+                    arguments = parsed if isinstance(parsed, dict) else arguments
+                except ValueError:
+                    pass
+            name = str(name or "")
+            if name not in declared:
+                inc = IncompleteCall(raw=f"{name}({text})", name=name or None, reason="undeclared")
+                rnd.incomplete.append(inc)
+                yield ToolCallIncomplete(inc)
+                continue
+            rnd.calls.append(ToolCall(id=self._api_id(cid), name=name, arguments=arguments, raw=text))
+
+    # -- Callisto parsing -----------------------------------------------------------------
+
+    def _render(self, tool_choice: Any) -> tuple[str, Any, list[dict[str, Any]] | None]:
+        from app.engine.render import render_messages
+
+        assert self.template is not None
+        fmt = None
+        tools = None if tool_choice == "none" else self.tools
+        if self.effective_format is not None and tools:
+            from app.engine.formats import FORMATS
+
+            fmt = FORMATS[self.effective_format]
+        else:
+            tools = None
+        t = self.template
+        source, name = (t.tool_use_template, "tool_use") if tools and t.tool_use_template else (t.chat_template,
+                                                                                              "chat_template")
+        rendered = render_messages(source, self._history(), tools=tools, bos_token=t.bos_token,
+                                   eos_token=t.eos_token, template_name=name, tool_format=self.effective_format)
+        text = rendered.text
+        if t.bos_token and text.startswith(t.bos_token) and t.extra.get("llama_server"):
+            text = text[len(t.bos_token):]  # llama-server adds the BOS token itself
+        self._source = source
+        return text, fmt, tools
+
+    def _read_callisto(self, rnd: _Round, lines: Iterator[str],
+                       cancel: threading.Event | None) -> Iterator[ChatEvent]:
+        from app.engine.chat import _PlainStream
+        from app.engine.remote import _wire
+
+        prompt, fmt, tools = self._raw_state
+        if fmt is not None:
+            stream = fmt.stream(tools or [], in_reasoning=fmt.opens_in_reasoning(prompt),
+                                orphan_close=fmt.expects_orphan_close(self._source, prompt))
+            stream.call_ids = self._new_id
+        else:
+            stream = _PlainStream(prompt.rstrip().endswith("<think>"))
+        ended = False
+        for piece in _wire.read_raw(lines, kind=self.provider.kind):
+            if cancel is not None and cancel.is_set():
+                return
+            kind = piece[0]
+            if kind == "text":
+                rnd.mark()
+                rnd.pieces += 1
+                for ev in stream.feed(piece[1]):
+                    yield from self._parsed(ev, rnd)
+            elif kind == "usage":
+                rnd.prompt_tokens = piece[1] if isinstance(piece[1], int) else rnd.prompt_tokens
+                rnd.completion_tokens = piece[2] if isinstance(piece[2], int) else rnd.completion_tokens
+            elif kind == "finish":
+                rnd.finish = str(piece[1])
+                ended = True
+            elif kind == "error":
+                raise RemoteError("server_error", f"{self.provider.base} reported an error in the middle of the "
+                                  f"reply: {piece[1]}")
+        if cancel is not None and cancel.is_set():
+            return
+        if not ended:
+            for ev in stream.finish(truncated=True):
+                yield from self._parsed(ev, rnd)
+            raise RemoteError("cut", f"The connection to {self.provider.base} was cut in the middle of the reply.")
+        for ev in stream.finish(truncated=rnd.finish != "stop"):
+            yield from self._parsed(ev, rnd)
+
+    def _parsed(self, ev: Any, rnd: _Round) -> Iterator[ChatEvent]:
+        if isinstance(ev, TextDelta):
+            if ev.text:
+                rnd.content.append(ev.text)
+                yield ev
+        elif isinstance(ev, ReasoningDelta):
+            if ev.text:
+                rnd.reasoning.append(ev.text)
+                yield ev
+        elif isinstance(ev, ToolCallDone):
+            rnd.calls.append(ev.call)
+        elif isinstance(ev, ToolCallIncomplete):
+            rnd.incomplete.append(ev.call)
+            yield ev

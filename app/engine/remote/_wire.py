@@ -1,0 +1,300 @@
+"""The three APIs on the wire: requests built from Callisto's messages, streams read into pieces.
+
+A piece is a tuple: ``("text", s)``, ``("reasoning", s)``, ``("call", key, id, name, args)`` (a
+call or a fragment of one: ``args`` is JSON text to append, or a whole dict), ``("usage", prompt,
+completion)``, ``("finish", reason)`` or ``("error", message)``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from app.engine.messages import Message
+
+__all__ = ["chat_request", "read_anthropic", "read_ollama", "read_openai", "read_raw", "raw_request"]
+
+Piece = tuple[Any, ...]
+
+
+def _args_text(args: dict[str, Any] | str) -> str:
+    return args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)
+
+
+def _args_dict(args: dict[str, Any] | str) -> dict[str, Any]:
+    if isinstance(args, dict):
+        return dict(args)
+    try:
+        parsed = json.loads(args)
+    except ValueError:
+        return {}
+    return parsed if isinstance(parsed, dict) else {}
+
+
+def _openai_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for m in messages:
+        if m.role == "assistant":
+            d: dict[str, Any] = {"role": "assistant", "content": m.content or ""}
+            if m.tool_calls:
+                d["tool_calls"] = [{"id": c.id, "type": "function",
+                                    "function": {"name": c.name, "arguments": _args_text(c.arguments)}}
+                                   for c in m.tool_calls]
+            out.append(d)
+        elif m.role == "tool":
+            out.append({"role": "tool", "content": m.content, "tool_call_id": m.tool_call_id or ""})
+        else:
+            out.append({"role": m.role, "content": m.content})
+    return out
+
+
+def _anthropic_messages(messages: Sequence[Message]) -> tuple[str, list[dict[str, Any]]]:
+    system = "\n\n".join(m.content for m in messages if m.role == "system" and m.content)
+    out: list[dict[str, Any]] = []
+
+    def add(role: str, blocks: list[dict[str, Any]]) -> None:
+        if out and out[-1]["role"] == role:
+            out[-1]["content"].extend(blocks)
+        else:
+            out.append({"role": role, "content": blocks})
+
+    for m in messages:
+        if m.role == "system":
+            continue
+        if m.role == "tool":
+            add("user", [{"type": "tool_result", "tool_use_id": m.tool_call_id or "", "content": m.content}])
+        elif m.role == "assistant":
+            blocks: list[dict[str, Any]] = [{"type": "text", "text": m.content}] if m.content.strip() else []
+            blocks += [{"type": "tool_use", "id": c.id, "name": c.name, "input": _args_dict(c.arguments)}
+                       for c in m.tool_calls]
+            if blocks:
+                add("assistant", blocks)
+        else:
+            add("user", [{"type": "text", "text": m.content}])
+    return system, out
+
+
+def _ollama_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for m in messages:
+        d: dict[str, Any] = {"role": m.role, "content": m.content}
+        if m.role == "assistant" and m.tool_calls:
+            d["tool_calls"] = [{"function": {"name": c.name, "arguments": _args_dict(c.arguments)}}
+                               for c in m.tool_calls]
+        if m.role == "tool" and m.name:
+            d["tool_name"] = m.name
+        out.append(d)
+    return out
+
+
+def _sampling(kind: str, sampling: dict[str, Any]) -> dict[str, Any]:
+    keep = {k: v for k, v in sampling.items() if k in ("temperature", "top_p", "top_k", "seed", "stop")}
+    if kind == "anthropic":
+        keep.pop("seed", None)
+        if "stop" in keep:
+            keep["stop_sequences"] = keep.pop("stop")
+    return keep
+
+
+def chat_request(kind: str, model: str, messages: Sequence[Message], *, tools: list[dict[str, Any]] | None,
+                 tool_choice: Any, max_tokens: int, sampling: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """(path, body) of one streamed chat request in ``kind``'s API, tools as JSON."""
+    if kind == "openai":
+        body: dict[str, Any] = {"model": model, "messages": _openai_messages(messages), "stream": True,
+                                "max_tokens": max_tokens, "stream_options": {"include_usage": True},
+                                **_sampling(kind, sampling)}
+        if tools:
+            body["tools"] = tools
+            body["tool_choice"] = tool_choice
+        return "/v1/chat/completions", body
+    if kind == "anthropic":
+        system, msgs = _anthropic_messages(messages)
+        body = {"model": model, "messages": msgs, "stream": True, "max_tokens": max_tokens,
+                **_sampling(kind, sampling)}
+        if system:
+            body["system"] = system
+        if tools:
+            body["tools"] = [{"name": t["function"]["name"], "description": t["function"].get("description", ""),
+                              "input_schema": t["function"].get("parameters") or {"type": "object"}}
+                             for t in tools]
+            if isinstance(tool_choice, dict):
+                body["tool_choice"] = {"type": "tool", "name": tool_choice["function"]["name"]}
+            elif tool_choice == "required":
+                body["tool_choice"] = {"type": "any"}
+            elif tool_choice == "none":
+                body["tool_choice"] = {"type": "none"}
+        return "/v1/messages", body
+    options = {k: v for k, v in _sampling(kind, sampling).items()}
+    options["num_predict"] = max_tokens
+    body = {"model": model, "messages": _ollama_messages(messages), "stream": True, "options": options}
+    if tools:
+        body["tools"] = tools
+    return "/api/chat", body
+
+
+def raw_request(kind: str, model: str, prompt: str, *, max_tokens: int, sampling: dict[str, Any],
+                llama_server: bool) -> tuple[str, dict[str, Any]]:
+    """(path, body) of a raw-text completion of ``prompt`` (the prompt rendered by Callisto)."""
+    if kind == "ollama":
+        options = dict(_sampling(kind, sampling), num_predict=max_tokens)
+        return "/api/generate", {"model": model, "prompt": prompt, "raw": True, "stream": True, "options": options}
+    if llama_server:  # llama-server's own endpoint: special tokens are kept in the text
+        return "/completion", {"prompt": prompt, "n_predict": max_tokens, "stream": True, "cache_prompt": True,
+                               **_sampling(kind, sampling)}
+    # vLLM / SGLang keep special tokens with skip_special_tokens=false; others ignore the key.
+    return "/v1/completions", {"model": model, "prompt": prompt, "max_tokens": max_tokens, "stream": True,
+                               "skip_special_tokens": False, "stream_options": {"include_usage": True},
+                               **_sampling(kind, sampling)}
+
+
+def _sse_data(lines: Iterator[str]) -> Iterator[tuple[str, Any]]:
+    """(event name, decoded JSON) per SSE event; ``[DONE]`` ends it."""
+    event = ""
+    for line in lines:
+        if line.startswith("event:"):
+            event = line[6:].strip()
+            continue
+        if not line.startswith("data:"):
+            if not line.strip():
+                event = ""
+            continue
+        data = line[5:].strip()
+        if data == "[DONE]":
+            return
+        try:
+            yield event, json.loads(data)
+        except ValueError:
+            yield "error", {"error": {"message": f"the server sent a line that is not JSON: {data[:80]}"}}
+
+
+def _error_text(obj: Any) -> str | None:
+    if not isinstance(obj, dict):
+        return None
+    err = obj.get("error")
+    if isinstance(err, dict):
+        return str(err.get("message") or err)
+    if isinstance(err, str):
+        return err
+    return None
+
+
+def read_openai(lines: Iterator[str]) -> Iterator[Piece]:
+    for _event, obj in _sse_data(lines):
+        err = _error_text(obj)
+        if err:
+            yield ("error", err)
+            return
+        usage = obj.get("usage")
+        if isinstance(usage, dict):
+            yield ("usage", usage.get("prompt_tokens"), usage.get("completion_tokens"))
+        for choice in obj.get("choices") or ():
+            delta = choice.get("delta") or {}
+            reasoning = delta.get("reasoning_content") or delta.get("reasoning")
+            if reasoning:
+                yield ("reasoning", reasoning)
+            if delta.get("content"):
+                yield ("text", delta["content"])
+            for tc in delta.get("tool_calls") or ():
+                fn = tc.get("function") or {}
+                yield ("call", tc.get("index", 0), tc.get("id"), fn.get("name"), fn.get("arguments") or "")
+            if choice.get("finish_reason"):
+                yield ("finish", choice["finish_reason"])
+
+
+def read_anthropic(lines: Iterator[str]) -> Iterator[Piece]:
+    blocks: dict[int, dict[str, Any]] = {}
+    prompt = 0
+    for event, obj in _sse_data(lines):
+        kind = obj.get("type") or event
+        if kind == "error" or _error_text(obj):
+            yield ("error", _error_text(obj) or "the server reported an error")
+            return
+        if kind == "message_start":
+            prompt = ((obj.get("message") or {}).get("usage") or {}).get("input_tokens") or 0
+        elif kind == "content_block_start":
+            block = obj.get("content_block") or {}
+            blocks[obj.get("index", 0)] = block
+            if block.get("type") == "tool_use":
+                yield ("call", obj.get("index", 0), block.get("id"), block.get("name"), "")
+            elif block.get("type") == "text" and block.get("text"):
+                yield ("text", block["text"])
+        elif kind == "content_block_delta":
+            delta = obj.get("delta") or {}
+            if delta.get("type") == "text_delta":
+                yield ("text", delta.get("text") or "")
+            elif delta.get("type") == "thinking_delta":
+                yield ("reasoning", delta.get("thinking") or "")
+            elif delta.get("type") == "input_json_delta":
+                yield ("call", obj.get("index", 0), None, None, delta.get("partial_json") or "")
+        elif kind == "message_delta":
+            usage = obj.get("usage") or {}
+            if "output_tokens" in usage:
+                yield ("usage", prompt, usage["output_tokens"])
+            reason = (obj.get("delta") or {}).get("stop_reason")
+            if reason:
+                yield ("finish", {"end_turn": "stop", "stop_sequence": "stop", "tool_use": "tool_calls",
+                                  "max_tokens": "length"}.get(reason, reason))
+        elif kind == "message_stop":
+            return
+
+
+def read_ollama(lines: Iterator[str]) -> Iterator[Piece]:
+    n = 0
+    for line in lines:
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except ValueError:
+            yield ("error", f"the server sent a line that is not JSON: {line[:80]}")
+            return
+        err = _error_text(obj)
+        if err:
+            yield ("error", err)
+            return
+        msg = obj.get("message") or {}
+        if msg.get("thinking") or obj.get("thinking"):
+            yield ("reasoning", msg.get("thinking") or obj.get("thinking"))
+        text = msg.get("content") or obj.get("response")
+        if text:
+            yield ("text", text)
+        for tc in msg.get("tool_calls") or ():
+            fn = tc.get("function") or {}
+            yield ("call", f"o{n}", tc.get("id"), fn.get("name"), fn.get("arguments") or {})
+            n += 1
+        if obj.get("done"):
+            yield ("usage", obj.get("prompt_eval_count"), obj.get("eval_count"))
+            yield ("finish", obj.get("done_reason") or "stop")
+            return
+
+
+def read_raw(lines: Iterator[str], *, kind: str) -> Iterator[Piece]:
+    """A raw-text completion: OpenAI's ``/v1/completions``, llama-server's ``/completion`` or
+    Ollama's ``/api/generate`` (NDJSON)."""
+    if kind == "ollama":
+        yield from read_ollama(lines)
+        return
+    for _event, obj in _sse_data(lines):
+        err = _error_text(obj)
+        if err:
+            yield ("error", err)
+            return
+        if "content" in obj and "choices" not in obj:  # llama-server /completion
+            if obj.get("content"):
+                yield ("text", obj["content"])
+            if obj.get("stop"):
+                timings = obj.get("timings") or {}
+                yield ("usage", timings.get("prompt_n") or obj.get("tokens_evaluated"),
+                       timings.get("predicted_n") or obj.get("tokens_predicted"))
+                yield ("finish", "length" if obj.get("stop_type") == "limit" else "stop")
+                return
+            continue
+        usage = obj.get("usage")
+        if isinstance(usage, dict):
+            yield ("usage", usage.get("prompt_tokens"), usage.get("completion_tokens"))
+        for choice in obj.get("choices") or ():
+            if choice.get("text"):
+                yield ("text", choice["text"])
+            if choice.get("finish_reason"):
+                yield ("finish", choice["finish_reason"])

@@ -1,0 +1,58 @@
+"""API keys of remote providers, kept in the operating system's keychain (``keyring``).
+
+A key is stored under the service ``callisto`` and the provider's name; it is never written to
+settings.json or the history. ``keyring`` is imported only when a key is read or written.
+"""
+
+from __future__ import annotations
+
+__all__ = ["KEYRING_SERVICE", "KeyStoreError", "delete_api_key", "load_api_key", "store_api_key"]
+
+KEYRING_SERVICE = "callisto"
+
+
+class KeyStoreError(RuntimeError):
+    """The keychain could not be used (none installed, locked...): one plain sentence."""
+
+
+def _username(provider_name: str) -> str:
+    if not isinstance(provider_name, str) or not provider_name.strip():
+        raise ValueError("a provider needs a name to keep its API key under")
+    return f"remote:{provider_name.strip()}"
+
+
+def store_api_key(provider_name: str, key: str) -> None:
+    import keyring
+    from keyring.errors import KeyringError
+
+    if not isinstance(key, str) or not key:
+        raise ValueError("the API key is empty")
+    try:
+        keyring.set_password(KEYRING_SERVICE, _username(provider_name), key)
+    except KeyringError as exc:
+        raise KeyStoreError(f"The system keychain did not store the API key: {exc}") from exc
+
+
+def load_api_key(provider_name: str) -> str | None:
+    """The stored key, or None when there is none."""
+    import keyring
+    from keyring.errors import KeyringError
+
+    try:
+        return keyring.get_password(KEYRING_SERVICE, _username(provider_name))
+    except KeyringError as exc:
+        raise KeyStoreError(f"The system keychain did not give the API key: {exc}") from exc
+
+
+def delete_api_key(provider_name: str) -> bool:
+    """Forget the key; False when there was none."""
+    import keyring
+    from keyring.errors import KeyringError, PasswordDeleteError
+
+    try:
+        keyring.delete_password(KEYRING_SERVICE, _username(provider_name))
+    except PasswordDeleteError:
+        return False
+    except KeyringError as exc:
+        raise KeyStoreError(f"The system keychain did not delete the API key: {exc}") from exc
+    return True

@@ -1,0 +1,110 @@
+"""Remote sessions against Callisto's own API server on loopback, in each of the three APIs and in both
+tool modes: the calls are read (from the API's tool calls, or by Callisto's parser from raw text), run
+here through the local dispatcher, their results sent back, and the follow-up answer streamed."""
+
+from __future__ import annotations
+
+import pytest
+
+from app.engine.events import (
+    DoneEvent,
+    ReasoningEvent,
+    TextEvent,
+    ToolCallFinishedEvent,
+    ToolCallStartedEvent,
+)
+from app.engine.remote import Provider, RemoteChatSession, list_models
+from tests.engine.remote.conftest import THOUGHT, make_tools
+from tests.server.conftest import ANSWER
+
+KINDS = ["openai", "anthropic", "ollama"]
+
+
+def _run(session, text="What is the weather in Oslo?"):
+    events = list(session.send(text))
+    done = events[-1]
+    assert isinstance(done, DoneEvent), events
+    return events, done
+
+
+def _calls(events):
+    return [(e.name, e.arguments) for e in events if isinstance(e, ToolCallStartedEvent)]
+
+
+def _session(server, kind, model, parser, **kw):
+    registry, dispatcher, ran = make_tools()
+    provider = Provider(server.url, kind=kind)
+    return RemoteChatSession(provider, model, parser=parser, registry=registry, dispatcher=dispatcher,
+                             max_tokens=64, **kw), ran
+
+
+def test_models_are_listed_in_each_api(callisto_server):
+    for kind in KINDS:
+        names = list_models(Provider(callisto_server.url, kind=kind))
+        assert "loop-hermes" in names and "think-hermes" in names, (kind, names)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_api_tools_call_runs_locally_and_the_answer_follows(callisto_server, kind):
+    session, ran = _session(callisto_server, kind, "loop-hermes", "api")
+    events, done = _run(session)
+    assert done.finish_reason == "stop", done
+    assert _calls(events) == [("get_weather", {"city": "Oslo"})]
+    assert ran == [("get_weather", {"city": "Oslo"})]
+    finished = [e for e in events if isinstance(e, ToolCallFinishedEvent)]
+    assert finished[0].result == "Sunny, 21 C in Oslo"
+    assert "".join(e.text for e in events if isinstance(e, TextEvent)) == ANSWER
+    assert done.rounds == 2 and done.ttft_s is not None and done.generated_tokens > 0
+    assert done.extra["parser"] == "api" and set(done.extra["call_parsers"].values()) == {f"api:{kind}"}
+    roles = [m.role for m in session.messages]
+    assert roles == ["user", "assistant", "tool", "assistant"]
+    assert session.messages[2].content == "Sunny, 21 C in Oslo"
+    assert session.messages[2].tool_call_id == session.messages[1].tool_calls[0].id
+    assert session.messages[3].content == ANSWER
+
+
+@pytest.mark.parametrize("kind", ["openai", "ollama"])
+def test_callisto_parsing_reads_the_same_calls_as_the_api_and_the_local_loop(callisto_server, remote_models, kind):
+    from app.engine.llm import load_model
+    from app.engine.session import build_session
+
+    session, ran = _session(callisto_server, kind, "loop-hermes", "callisto", template=remote_models["loop"])
+    events, done = _run(session)
+    assert done.finish_reason == "stop", done
+    assert done.extra["parser"] == "callisto" and done.extra["tool_format"] == "hermes"
+    assert set(done.extra["call_parsers"].values()) == {"callisto:hermes"}
+    assert done.extra["template_source"] == str(remote_models["loop"])
+    remote_calls = _calls(events)
+    assert "".join(e.text for e in events if isinstance(e, TextEvent)) == ANSWER
+
+    api, _ = _session(callisto_server, kind, "loop-hermes", "api")
+    assert _calls(_run(api)[0]) == remote_calls
+
+    registry, dispatcher, _ = make_tools()
+    model = load_model(str(remote_models["loop"]), n_ctx=2048, n_threads=1)
+    try:
+        local = build_session(model, tools=None, max_tokens=64, registry=registry, dispatcher=dispatcher)
+        local_events = list(local.send("What is the weather in Oslo?"))
+    finally:
+        model.close()
+    assert _calls(local_events) == remote_calls == [("get_weather", {"city": "Oslo"})]
+    assert ran == [("get_weather", {"city": "Oslo"})]
+    assert [m.role for m in session.messages] == [m.role for m in local.messages]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_reasoning_is_shown_in_each_api(callisto_server, kind):
+    session, ran = _session(callisto_server, kind, "think-hermes", "api", max_rounds=1)
+    events, done = _run(session)
+    reasoning = "".join(e.text for e in events if isinstance(e, ReasoningEvent))
+    assert THOUGHT in reasoning, events
+    assert session.messages[1].reasoning.strip() == reasoning.strip()
+    assert done.finish_reason == "rounds" and ran == []  # one round: the call is shown, not run
+
+
+def test_callisto_parsing_without_a_template_says_how_to_give_one(callisto_server):
+    session, _ = _session(callisto_server, "openai", "loop-hermes", "callisto")
+    events, done = _run(session)
+    assert done.finish_reason == "error"
+    assert "chat template" in done.error and "GGUF or tokenizer_config.json" in done.error
+    assert [m.role for m in session.messages] == ["user"]
