@@ -53,6 +53,7 @@ class Provider:
     timeout_s: float = 60.0
     connect_timeout_s: float = 10.0
     max_retries: int = 2
+    retry_backoff_s: float = 0.5  # the first wait before a retry; doubled each time
     verify: bool | str = True
 
     def __post_init__(self) -> None:
@@ -221,8 +222,7 @@ def _sleep(seconds: float, cancel: threading.Event | None) -> bool:
 
 
 def open_stream(provider: Provider, path: str, body: dict[str, Any], *, cancel: threading.Event | None = None,
-                on_retry: Callable[[RemoteError, int, float], None] | None = None,
-                backoff_s: float = 0.5) -> RemoteStream:
+                on_retry: Callable[[RemoteError, int, float], None] | None = None) -> RemoteStream:
     """POST ``body`` to ``path`` and return the open stream. Refusals, timeouts, 429 and 5xx are
     retried up to ``provider.max_retries`` times (429 after its ``Retry-After``, when at most
     ``RETRY_AFTER_CAP_S``); ``on_retry(error, attempt, wait_s)`` is told before each wait."""
@@ -243,7 +243,7 @@ def open_stream(provider: Provider, path: str, body: dict[str, Any], *, cancel: 
             err = status_error(provider, resp)
             resp.close()
             client.close()
-        wait = backoff_s * (2 ** attempt)
+        wait = provider.retry_backoff_s * (2 ** attempt)
         if err.code == "rate_limited" and err.retry_after_s is not None:
             if err.retry_after_s > RETRY_AFTER_CAP_S:
                 raise err

@@ -93,7 +93,7 @@ class MisbehavingServer:
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), _H)
         self.httpd.daemon_threads = True
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
-        self._thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self._thread = threading.Thread(target=self.httpd.serve_forever, args=(0.02,), daemon=True)
 
     def __enter__(self) -> MisbehavingServer:
         self._thread.start()
