@@ -20,8 +20,10 @@ Adding a family touches three places: its module, its cases file and the list be
    the start of the reply; ``anywhere`` lists openers that still open one anywhere),
    ``reasoning`` (open/close tags or None), ``raw_values`` (arguments written as text),
    ``region_scanner(opener)`` (an incremental :class:`RegionScanner` that says where the call
-   region ends; reuse the shared ones: ``hermes.JsonTagScanner``, ``jsonscan.JsonScanner``,
-   ``sections.SkipValuesScanner``, ``sections.SectionScanner``, ``deepseek.DsmlScanner``),
+   region ends; reuse the shared ones: ``sections.JsonTagScanner``, ``jsonscan.JsonScanner``,
+   ``sections.SkipValuesScanner``, ``sections.SectionScanner``, ``sections.JsonCallSection``,
+   ``pycalls.PyListScanner``, ``json_list.JsonListScanner``; a helper two families share goes in
+   such a shared module, never in a family module),
    ``parse_region(...)`` (strict, never raises, returns ``([ParsedCall, ...], leftover)`` or
    ``None`` for "this is text") and ``example_call(name, arguments)`` (the call as the model
    writes it: tool guidance and the fuzz suite use it). End the module with

@@ -15,8 +15,8 @@ import json
 from typing import Any
 
 from app.engine.formats.base import Format, RegionScanner, register
-from app.engine.formats.hermes import name_arguments
 from app.engine.formats.json_list import JsonListScanner, parse_json_list
+from app.engine.formats.jsonscan import name_arguments
 
 __all__ = ["AprielFormat"]
 

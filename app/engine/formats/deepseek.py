@@ -49,17 +49,22 @@ import re
 from typing import Any
 
 from app.engine.formats.base import Format, ParsedCall, RegionScanner, register
-from app.engine.formats.jsonscan import JsonScanner, loads_repaired
+from app.engine.formats.jsonscan import loads_repaired
 from app.engine.formats.schema import schema_types, tool_schemas
-from app.engine.formats.sections import SectionScanner, first_marker, json_text, raw_text
+from app.engine.formats.sections import (
+    NAME,
+    JsonCallSection,
+    SectionScanner,
+    json_text,
+    raw_text,
+    read_json_section,
+)
 
 __all__ = [
     "DeepSeekDsmlFormat",
-    "first_marker",
     "DeepSeekV3Format",
     "DeepSeekV31Format",
     "DsmlScanner",
-    "JsonCallSection",
 ]
 
 SECTION_BEGIN = "<｜tool▁calls▁begin｜>"
@@ -69,153 +74,6 @@ CALL_END = "<｜tool▁call▁end｜>"
 SEP = "<｜tool▁sep｜>"
 THINK = ("<think>", "</think>")
 
-_FENCE = "```"
-# A tool name: no whitespace, no markup or JSON punctuation.
-NAME = r"[^\s<>{}\[\]\"'`｜|,:]+(?::[^\s<>{}\[\]\"'`｜|,:]+)*"
-
-
-class JsonCallSection(SectionScanner):
-    """``(ws CALL_BEGIN header {json} post CALL_END)* ws SECTION_END``.
-
-    The header (up to the JSON's ``{``) and the text after the JSON are checked by the parser;
-    the scanner only follows the structure, records each call's span and, on anything
-    unexpected, falls back to a plain search for ``SECTION_END`` (``bad`` is then set).
-
-    ``noise``: text between the section's markers that is none of them (Kimi K2 writes some) is
-    skipped instead; it belongs to the raw text of the call after it (``raw_spans``, one per call);
-    noise after the last call is the section's leftover text.
-    """
-
-    def __init__(self, call_begin: str, call_end: str, section_end: str, *, noise: bool = False):
-        super().__init__("between")
-        self.cb, self.ce, self.se = call_begin, call_end, section_end
-        self.noise = noise
-        self.noise_from = -1  # where skipped noise before the next call began
-        self.start = self.json_start = self.json_end = 0
-        self.calls: list[tuple[int, int, int, int]] = []  # (start, json start, json end, end)
-        self.raw_spans: list[tuple[int, int]] = []
-
-    def scan(self, buf: str, final: bool) -> tuple[int, bool]:
-        i, n = 0, len(buf)
-        cb, ce, se = self.cb, self.ce, self.se
-        while i < n:
-            st = self.state
-            if st == "between" or st == "post":
-                i = self._skip_space(buf, i)
-                if st == "post" and buf.startswith(_FENCE, i):
-                    i += len(_FENCE)
-                    self.ops += len(_FENCE)
-                    continue
-                i, hit = self._expect(buf, i, (cb, se) if st == "between" else (ce, _FENCE), final)
-                if hit is None:
-                    return self._ret(i, False)
-                if hit == cb:
-                    self.start = self.base + i
-                    i += len(cb)
-                    self.state = "header"
-                elif hit == se:
-                    self.state = "done"
-                    return self._ret(i + len(se), True)
-                elif hit == ce:
-                    i += len(ce)
-                    self.calls.append((self.start, self.json_start, self.json_end, self.base + i))
-                    first = self.noise_from if self.noise_from != -1 else self.start
-                    self.raw_spans.append((first, self.base + i))
-                    self.noise_from = -1
-                    self.state = "between"
-                elif st == "between" and self.noise:
-                    self.state = "noise"
-                else:
-                    self._fail()
-                continue
-            if st == "noise":
-                pos, _m, safe = first_marker(buf, (cb, se), i, final)
-                self.ops += (safe if pos == -1 else pos) - i + 1
-                if self.noise_from == -1:
-                    self.noise_from = self.base + i
-                if pos == -1:
-                    return self._ret(safe, False)
-                i = pos
-                self.state = "between"
-                continue
-            if st == "header":
-                j = buf.find("{", i)
-                pos, _m, safe = first_marker(buf, (cb, ce, se), i, final, None if j == -1 else j)
-                self.ops += (safe if pos == -1 else pos) - i + 1
-                if pos != -1:
-                    i = pos
-                    self._fail()
-                    continue
-                if j == -1:
-                    return self._ret(safe, False)
-                i = j
-                self.json_start = self.base + i
-                self.json = JsonScanner()
-                self.state = "json"
-                continue
-            if st == "json":
-                j = self._feed_json(buf, i)
-                if j == -1:
-                    return self._ret(n, False)
-                i = j
-                self.json_end = self.base + i
-                self.state = "post"
-                continue
-            return self._seek(buf, i, se, final)
-        return self._ret(n, False)
-
-
-def read_json_section(body: str, *, call_begin: str, call_end: str, section_end: str, at_end: bool,
-                      truncated: bool, header: re.Pattern[str], fence_in_header: bool = True,
-                      name_group: int = 1, implied_end: bool = False,
-                      noise: bool = False) -> tuple[list[ParsedCall], str] | None:
-    """Strictly read a section of JSON calls scanned by :class:`JsonCallSection`.
-
-    ``header`` must fully match the text between ``call_begin`` and the JSON; its group
-    ``name_group`` is the tool name and a group named ``fence`` (optional) says a fence opened.
-    ``implied_end``: a section missing only its end marker is read when the reply ended normally
-    right after a complete call. A reply cut inside the section (``at_end`` and ``truncated``)
-    keeps the complete calls before the cut; the cut remainder is returned for the stream to report
-    as an incomplete call. ``noise``: text between the markers is skipped (part of a call's raw),
-    and a closed section without calls is no call and no markup (its noise, if any, is text).
-    """
-    sc = JsonCallSection(call_begin, call_end, section_end, noise=noise)
-    # A cut reply is scanned as if more could follow, so a marker cut in half is not a fault.
-    cut = at_end and truncated
-    consumed, ended = sc.scan(body, not cut)
-    if sc.bad:
-        return None
-    if not sc.calls:
-        if noise and ended and consumed == len(body):
-            inner = body[: -len(section_end)]
-            return [], inner if inner.strip() else ""
-        return None
-    last_end = sc.raw_spans[-1][1]
-    if ended:
-        if consumed != len(body):
-            return None
-        tail = body[last_end: len(body) - len(section_end)]
-        leftover = tail if noise and tail.strip() else ""  # noise after the last call is text
-    elif cut:
-        leftover = body[last_end:]  # the complete calls before the cut count; the rest is text
-    elif implied_end and at_end and sc.state == "between" and not body[last_end:].strip():
-        leftover = body[last_end:]  # the reply ended right after a call: the section end is implied
-    else:
-        return None
-    out: list[ParsedCall] = []
-    for (start, js, je, end), (raw_start, raw_end) in zip(sc.calls, sc.raw_spans, strict=True):
-        m = header.fullmatch(body, start + len(call_begin), js)
-        if m is None:
-            return None
-        fenced = bool(m.groupdict().get("fence")) if fence_in_header else False
-        post = body[je:end - len(call_end)].strip()
-        if post not in (("```",) if fenced else ("",)):
-            return None
-        ok, args = loads_repaired(body[js:je])
-        if not ok or not isinstance(args, dict):
-            return None
-        out.append(ParsedCall(m.group(name_group), args, body[raw_start:raw_end]))
-    return out, leftover
 
 
 _V3_HEADER = re.compile(r"\s*function\s*" + re.escape(SEP) + r"\s*(" + NAME + r")[ \t]*\n?\s*"

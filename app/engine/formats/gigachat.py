@@ -18,8 +18,7 @@ from __future__ import annotations
 import json
 
 from app.engine.formats.base import Format, ParsedCall, RegionScanner, register
-from app.engine.formats.hermes import name_arguments
-from app.engine.formats.jsonscan import JsonScanner, loads_repaired
+from app.engine.formats.jsonscan import JsonScanner, loads_repaired, name_arguments
 
 __all__ = ["GigaChatFormat"]
 

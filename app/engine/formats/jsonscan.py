@@ -1,4 +1,5 @@
-"""Incremental JSON helpers: find where a JSON value ends, load JSON with safe repairs."""
+"""Incremental JSON helpers: find where a JSON value ends, load JSON with safe repairs, read the
+``{"name": ..., "arguments": {...}}`` object the JSON families write."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import json
 import re
 from typing import Any
 
-__all__ = ["JsonScanner", "loads_repaired", "strip_fence"]
+__all__ = ["JsonScanner", "loads_repaired", "name_arguments", "read_name_arguments", "strip_fence"]
 
 _OPEN = "{["
 _CLOSE = "}]"
@@ -124,3 +125,30 @@ def strip_fence(text: str) -> str:
     """The JSON inside a markdown fence (```json ... ```), or ``text`` unchanged."""
     m = _FENCE.match(text)
     return m.group(1) if m else text
+
+
+def read_name_arguments(text: str, *, args_key: str = "arguments", extra_keys: tuple[str, ...] = ()) -> \
+        tuple[str, dict[str, Any]] | None:
+    """Strictly read ``{"name": str, args_key: object}`` (plus optional ``extra_keys``)."""
+    ok, obj = loads_repaired(strip_fence(text.strip()).strip())
+    if not ok:
+        return None
+    return name_arguments(obj, args_key=args_key, extra_keys=extra_keys)
+
+
+def name_arguments(obj: Any, *, args_key: str = "arguments", extra_keys: tuple[str, ...] = ()) -> \
+        tuple[str, dict[str, Any]] | None:
+    if not isinstance(obj, dict) or set(obj) - {"name", args_key, *extra_keys}:
+        return None
+    name = obj.get("name")
+    if not isinstance(name, str) or not name.strip() or name != name.strip():
+        return None
+    args = obj.get(args_key, {})
+    if isinstance(args, str):
+        try:
+            args = json.loads(args)
+        except ValueError:
+            return None
+    if not isinstance(args, dict):
+        return None
+    return name, args

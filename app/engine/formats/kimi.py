@@ -43,13 +43,21 @@ import re
 from typing import Any
 
 from app.engine.formats.base import Format, ParsedCall, RegionScanner, register
-from app.engine.formats.deepseek import NAME, THINK, JsonCallSection, read_json_section
 from app.engine.formats.jsonscan import loads_repaired
 from app.engine.formats.schema import json_type
-from app.engine.formats.sections import SectionScanner, first_marker, json_text, raw_text
+from app.engine.formats.sections import (
+    NAME,
+    JsonCallSection,
+    SectionScanner,
+    first_marker,
+    json_text,
+    raw_text,
+    read_json_section,
+)
 
 __all__ = ["K3Scanner", "KimiK2Format", "KimiK3Format"]
 
+THINK = ("<think>", "</think>")
 SECTION_BEGIN = "<|tool_calls_section_begin|>"
 SECTION_END = "<|tool_calls_section_end|>"
 CALL_BEGIN = "<|tool_call_begin|>"

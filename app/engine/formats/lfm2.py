@@ -3,7 +3,7 @@
 ``<|tool_call_start|>[get_weather(city='Paris', days=3)]<|tool_call_end|>`` anywhere in the
 reply, after an optional ``<think>...</think>`` block. Inside the markers stands a Python list of
 calls with keyword arguments, read by the pythonic family's literal-only reader
-(:func:`app.engine.formats.pythonic.parse_call_list`, never evaluated): strings as Python
+(:func:`app.engine.formats.pycalls.parse_call_list`, never evaluated): strings as Python
 literals, objects as JSON or Python dicts, ``True``/``False``/``None``. A marker inside a string
 does not end the call. A missing ``<|tool_call_end|>`` is accepted only when the reply ended
 normally right after the list; a reply cut inside the list keeps the calls written completely.
@@ -15,7 +15,7 @@ import re
 from typing import Any
 
 from app.engine.formats.base import Format, ParsedCall, RegionScanner, register
-from app.engine.formats.pythonic import _ListScanner, _py_value, parse_call_list, parse_cut_list
+from app.engine.formats.pycalls import PyListScanner, parse_call_list, parse_cut_list, py_literal
 
 __all__ = ["Lfm2Format"]
 
@@ -41,7 +41,7 @@ class Lfm2Format(Format):
     reasoning = ("<think>", "</think>")
 
     def region_scanner(self, opener: str) -> RegionScanner:
-        return _ListScanner(CLOSE)
+        return PyListScanner(CLOSE)
 
     def parse_region(self, opener, body, *, at_end, truncated, tools):
         if body.endswith(CLOSE):
@@ -76,7 +76,7 @@ class Lfm2Format(Format):
                              args_open="(", args_close=")", name_ok=python_name, key_ok=python_name)
 
     def example_call(self, name: str, arguments: dict[str, Any]) -> str:
-        args = ", ".join(f"{k}={_py_value(v)}" for k, v in arguments.items())
+        args = ", ".join(f"{k}={py_literal(v)}" for k, v in arguments.items())
         return f"{OPEN}[{name}({args})]{CLOSE}"
 
 

@@ -13,8 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from app.engine.formats.base import Format, ParsedCall, RegionScanner, register
-from app.engine.formats.hermes import name_arguments
-from app.engine.formats.jsonscan import JsonScanner, loads_repaired
+from app.engine.formats.jsonscan import JsonScanner, loads_repaired, name_arguments
 from app.engine.formats.schema import tool_schemas
 from app.engine.formats.sections import json_text
 

@@ -9,258 +9,29 @@ The text is read with :func:`ast.parse` and a whitelist of literal nodes, never 
 bracketed text that is not a list of calls (``[1, 2]``, ``[see docs](url)``) stays text, and so
 does a list opening anywhere but the start without ``<|python_start|>``.
 
-A reply cut at max_tokens (``truncated``) inside the list keeps the calls written completely
-before the cut; the cut call and what follows come back as text, byte for byte (the list's ``[``
-and the separators before it are structure, like the brackets of a complete list).
+The list is one unit: a reply cut at max_tokens (``truncated``) before the list closed has no
+call, the cut list is one incomplete call (raw text kept, named after the call being written).
+The list machinery (scanner, literal reader, writer) is shared with LFM2 in ``pycalls.py``.
 """
 
 from __future__ import annotations
 
-import ast
-import re
 from typing import Any
 
 from app.engine.formats.base import Format, ParsedCall, RegionScanner, register
+from app.engine.formats.pycalls import (
+    CALL_NAME,
+    PyListScanner,
+    parse_call_list,
+    parse_cut_list,
+    py_literal,
+    top_level_items,
+)
 
-__all__ = ["PythonicFormat", "parse_call_list", "parse_cut_list"]
+__all__ = ["PythonicFormat"]
 
 PY_START = "<|python_start|>"
 PY_END = "<|python_end|>"
-_MAX_SOURCE = 200_000
-_HEAD = re.compile(r"\s*[A-Za-z_][\w.]*\s*")  # what may stand between '[' and the first '('
-_JSON_NAMES = {"true": True, "false": False, "null": None}
-_CALL_NAME = re.compile(r"\s*([A-Za-z_][\w.]*)\s*\(")
-
-
-class _ListScanner(RegionScanner):
-    """From just after ``[`` to its matching ``]``, aware of Python strings (and triple quotes).
-
-    Gives up early (ends the region) when the text after ``[`` cannot be the start of a call, so
-    an ordinary bracket at the start of a reply does not hold the text back.
-    """
-
-    def __init__(self, closer: str | None = None):
-        self.closer = closer  # PY_END when inside <|python_start|>: the region ends there
-        self.depth = 1 if closer is None else 0
-        self.head = "" if closer is None else None  # text between '[' and the first '('
-        self.quote = ""  # the open string's quote (', ", ''' or \"\"\"), "" when outside strings
-        self.esc = False
-        self.ops = 0
-
-    def scan(self, buf: str, final: bool) -> tuple[int, bool]:
-        i, n = 0, len(buf)
-        while i < n:
-            self.ops += 1
-            c = buf[i]
-            if self.quote:
-                if self.esc:
-                    self.esc = False
-                elif c == "\\":
-                    self.esc = True
-                elif buf.startswith(self.quote, i):
-                    i += len(self.quote)
-                    self.quote = ""
-                    continue
-                elif len(self.quote) == 3 and self.quote.startswith(buf[i:]) and not final:
-                    return i, False  # a partial closing triple quote
-                i += 1
-                continue
-            if self.head is not None:
-                if c != "(":
-                    self.head += c
-                    if not _HEAD.fullmatch(self.head) and not self.head.isspace():
-                        return i + 1, True  # not a call list
-                    i += 1
-                    continue
-                self.head = None  # the '(' itself is counted below
-            if self.closer is not None:
-                if buf.startswith(self.closer, i):
-                    return i + len(self.closer), True
-                if not final and self.closer.startswith(buf[i:]):
-                    return i, False
-                if c == "[" and self.depth == 0:
-                    self.head = ""
-            if c in "'\"":
-                if buf.startswith(c * 3, i):
-                    self.quote = c * 3
-                    i += 3
-                    continue
-                if not final and n - i < 3 and (c * 3).startswith(buf[i:]):
-                    return i, False  # '' or "' could be the start of a triple quote
-                self.quote = c
-            elif c in "([{":
-                self.depth += 1
-            elif c in ")]}":
-                self.depth -= 1
-                if self.depth <= 0 and self.closer is None:
-                    return i + 1, True
-            i += 1
-        return n, False
-
-
-class _Bad(Exception):
-    pass
-
-
-def _literal(node: ast.AST, depth: int = 0) -> Any:
-    if depth > 64:
-        raise _Bad("nested too deep")
-    if isinstance(node, ast.Constant):
-        if isinstance(node.value, (str, int, float, bool)) or node.value is None:
-            return node.value
-        raise _Bad("unsupported constant")
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)) \
-            and isinstance(node.operand, ast.Constant) and type(node.operand.value) in (int, float):
-        return -node.operand.value if isinstance(node.op, ast.USub) else node.operand.value
-    if isinstance(node, (ast.List, ast.Tuple)):
-        return [_literal(e, depth + 1) for e in node.elts]
-    if isinstance(node, ast.Dict):
-        out: dict[str, Any] = {}
-        for k, v in zip(node.keys, node.values, strict=True):
-            if k is None:
-                raise _Bad("** in a dict")
-            key = _literal(k, depth + 1)
-            if not isinstance(key, str):
-                raise _Bad("non-string key")
-            out[key] = _literal(v, depth + 1)
-        return out
-    if isinstance(node, ast.Name) and node.id in _JSON_NAMES:
-        return _JSON_NAMES[node.id]
-    raise _Bad(f"not a literal: {type(node).__name__}")
-
-
-def _py_value(value: Any) -> str:
-    """``value`` as a Python literal, as the model writes an argument."""
-    if isinstance(value, bool) or value is None or isinstance(value, (str, int, float)):
-        return repr(value)
-    if isinstance(value, dict):
-        return "{" + ", ".join(f"{_py_value(k)}: {_py_value(v)}" for k, v in value.items()) + "}"
-    if isinstance(value, (list, tuple)):
-        return "[" + ", ".join(_py_value(v) for v in value) + "]"
-    raise TypeError(f"cannot write {type(value).__name__} as a Python literal")
-
-
-def _dotted(node: ast.AST) -> str | None:
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute):
-        base = _dotted(node.value)
-        return f"{base}.{node.attr}" if base else None
-    return None
-
-
-def parse_call_list(source: str) -> list[tuple[str, dict[str, Any], str]] | None:
-    """Read ``[f(a=1), g()]`` (or one bare call ``f(a=1)``) into (name, arguments, the call's text),
-    never evaluating anything."""
-    src = source.strip()
-    if not src or len(src) > _MAX_SOURCE:
-        return None
-    try:
-        tree = ast.parse(src, mode="eval")
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return None
-    body = tree.body
-    items = body.elts if isinstance(body, ast.List) else [body] if isinstance(body, ast.Call) else None
-    if not items:
-        return None
-    calls: list[tuple[str, dict[str, Any], str]] = []
-    try:
-        for item in items:
-            if not isinstance(item, ast.Call) or item.args:
-                return None
-            name = _dotted(item.func)
-            if name is None:
-                return None
-            args: dict[str, Any] = {}
-            for kw in item.keywords:
-                if kw.arg is None or kw.arg in args:
-                    return None
-                args[kw.arg] = _literal(kw.value)
-            calls.append((name, args, ast.get_source_segment(src, item) or src))
-    except (_Bad, RecursionError):
-        return None
-    return calls
-
-
-def _top_level_items(source: str) -> tuple[list[tuple[int, int]], int] | None:
-    """Spans of the items of the list that opens ``source`` (after whitespace), split at its
-    top-level commas, aware of Python strings; and where the list closed (-1: still open)."""
-    i = len(source) - len(source.lstrip())
-    if not source.startswith("[", i):
-        return None
-    spans: list[tuple[int, int]] = []
-    depth, quote, esc = 0, "", False
-    start = j = i + 1
-    n = len(source)
-    while j < n:
-        c = source[j]
-        if quote:
-            if esc:
-                esc = False
-            elif c == "\\":
-                esc = True
-            elif source.startswith(quote, j):
-                j += len(quote)
-                quote = ""
-                continue
-            j += 1
-            continue
-        if c in "'\"":
-            quote = c * 3 if source.startswith(c * 3, j) else c
-            j += len(quote)
-            continue
-        if c in "([{":
-            depth += 1
-        elif c in ")}":
-            depth -= 1
-        elif c == "]":
-            if depth == 0:
-                spans.append((start, j))
-                return spans, j + 1
-            depth -= 1
-        elif c == "," and depth == 0:
-            spans.append((start, j))
-            start = j + 1
-        j += 1
-    spans.append((start, n))
-    return spans, -1
-
-
-def _one_call(item: str) -> tuple[str, dict[str, Any], str] | None:
-    if item.lstrip().startswith("["):
-        return None
-    got = parse_call_list(item)
-    return got[0] if got and len(got) == 1 else None
-
-
-def parse_cut_list(source: str) -> tuple[list[tuple[str, dict[str, Any], str]], int] | None:
-    """A call list cut short (the reply stopped at max_tokens): its complete calls and where the
-    cut remainder starts in ``source`` (the comma before the cut call, or the end). Every item
-    before the cut one must be a call; a list that closed must be followed by whitespace only."""
-    if len(source) > _MAX_SOURCE:
-        return None
-    got = _top_level_items(source)
-    if got is None:
-        return None
-    spans, closed = got
-    calls: list[tuple[str, dict[str, Any], str]] = []
-    rest = len(source)
-    for k, (a, b) in enumerate(spans):
-        call = _one_call(source[a:b])
-        if call is None:
-            if k != len(spans) - 1 or closed != -1:
-                return None  # a bad call before the cut (or in a closed list): not a call list
-            rest = a - 1  # from the comma before the cut call
-            break
-        calls.append(call)
-    else:
-        if closed != -1:
-            if source[closed:].strip():
-                return None
-            rest = closed
-    if not calls:
-        return None
-    return calls, rest
 
 
 class PythonicFormat(Format):
@@ -273,14 +44,14 @@ class PythonicFormat(Format):
     reasoning = None
 
     def region_scanner(self, opener: str) -> RegionScanner:
-        return _ListScanner(PY_END if opener == PY_START else None)
+        return PyListScanner(PY_END if opener == PY_START else None)
 
     def parse_region(self, opener, body, *, at_end, truncated, tools):
         if at_end and truncated:
             # Cut at max_tokens: the list is one unit, so a list cut before its close is no call
             # (the stream reports it as an incomplete call); a closed list's calls count.
             source = body if opener == PY_START else opener + body
-            items = _top_level_items(source)
+            items = top_level_items(source)
             if items is None or items[1] == -1:
                 return None
             got = parse_cut_list(source)
@@ -304,25 +75,18 @@ class PythonicFormat(Format):
             return None
         return [ParsedCall(name, args, raw) for name, args, raw in calls], ""
 
-    def constraint_grammar(self, tools, *, forced, parallel, ctx):
-        from app.engine.constraints.wires import PYTHON, notation_call, python_name
-
-        return notation_call(ctx, self, tools, forced, parallel, nt=PYTHON, head=lambda n: n, tail="",
-                             kwargs="=", section=("[", "]"), sep=", ", opener="[", args_open="(",
-                             args_close=")", name_ok=python_name, key_ok=python_name)
-
     def call_name(self, raw: str) -> str | None:
         # The call being written when the list was cut: the list's last item.
         source = raw[len(PY_START):] if raw.startswith(PY_START) else raw
-        items = _top_level_items(source)
+        items = top_level_items(source)
         if not items or not items[0]:
             return None
         a, b = items[0][-1]
-        m = _CALL_NAME.match(source, a, b)
+        m = CALL_NAME.match(source, a, b)
         return m.group(1) if m else None
 
     def example_call(self, name: str, arguments: dict[str, Any]) -> str:
-        return f"[{name}(" + ", ".join(f"{k}={_py_value(v)}" for k, v in arguments.items()) + ")]"
+        return f"[{name}(" + ", ".join(f"{k}={py_literal(v)}" for k, v in arguments.items()) + ")]"
 
 
 register(PythonicFormat())

@@ -6,7 +6,7 @@ import pytest
 
 from app.engine.formats import FORMATS, detect_template, tool_format_choices
 from app.engine.formats.events import TextDelta, ToolCallDone
-from app.engine.formats.pythonic import parse_call_list
+from app.engine.formats.pycalls import parse_call_list
 from tests.engine.formats.harness import TOOLS
 
 P = FORMATS["pythonic"]
