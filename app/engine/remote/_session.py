@@ -158,6 +158,7 @@ class RemoteChatSession:
         self.max_tokens = max_tokens
         self.tool_choice = tool_choice
         self.messages: list[Message] = list(messages or [])
+        self.last_prompt: Any = None  # Callisto parsing: the RenderedPrompt of the latest generation
         self.parser: str | None = None  # "api" or "callisto" once resolved
         self.effective_format: str | None = None  # the family Callisto parsing reads
         self._notices_pending: list[NoticeEvent] = []
@@ -464,6 +465,7 @@ class RemoteChatSession:
                                                                                               "chat_template")
         rendered = render_messages(source, self._history(), tools=tools, bos_token=t.bos_token,
                                    eos_token=t.eos_token, template_name=name, tool_format=self.effective_format)
+        self.last_prompt = rendered
         text = rendered.text
         if t.bos_token and text.startswith(t.bos_token) and t.extra.get("llama_server"):
             text = text[len(t.bos_token):]  # llama-server adds the BOS token itself
