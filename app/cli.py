@@ -5,6 +5,8 @@
                        [--workspace DIR] [--yes] [--temperature T] [--seed N]
                        [--grammar-file FILE] [--save] [--tool-choice auto|none|required|NAME]
                        [--no-parallel-tool-calls] [--response-format json|SCHEMA.json] "prompt"
+    python -m app chat --endpoint URL --model NAME [--api-key-env VAR] [--kind openai|anthropic|ollama]
+                       [--parser auto|api|callisto] [--template GGUF_OR_TOKENIZER_CONFIG] "prompt"
     python -m app inspect PATH [--json] [--lint]
     python -m app check --model PATH [--tool-format F] [--scenarios DIR] [--category C] [--out FILE] [--json]
     python -m app check --endpoint URL --model NAME [--api-key KEY] [--out FILE] [--json]
@@ -44,7 +46,17 @@ def build_parser() -> argparse.ArgumentParser:
 
     chat = sub.add_parser("chat", help="send one prompt to a local GGUF model and stream the reply")
     chat.add_argument("prompt", help="the user message")
-    chat.add_argument("--model", required=True, help="path of a .gguf file")
+    chat.add_argument("--model", required=True, help="path of a .gguf file (with --endpoint: the remote model's name)")
+    chat.add_argument("--endpoint", default=None, metavar="URL",
+                      help="chat with a model served there (llama-server, vLLM, SGLang, Ollama, LM Studio...)")
+    chat.add_argument("--kind", default="openai", choices=["openai", "anthropic", "ollama"],
+                      help="the API the endpoint speaks (with --endpoint)")
+    chat.add_argument("--api-key-env", default=None, metavar="VAR", help="read the endpoint's API key from this "
+                      "environment variable")
+    chat.add_argument("--parser", default="auto", choices=["auto", "api", "callisto"],
+                      help="api: the endpoint's function calling; callisto: raw text rendered and parsed by Callisto")
+    chat.add_argument("--template", default=None, metavar="FILE",
+                      help="Callisto parsing: the model's GGUF or tokenizer_config.json (default: the server's /props)")
     chat.add_argument("--tool-format", default="auto", choices=_tool_format_choices(),
                       help="chat.tool_format: auto (from the template), a family, or none")
     chat.add_argument("--tools", default="builtin", choices=["builtin", "none"],
@@ -167,15 +179,6 @@ def _approval_hook(allow_all: bool):
 
 
 def _chat(args: argparse.Namespace) -> int:
-    from app.engine.events import (
-        DoneEvent,
-        NoticeEvent,
-        ReasoningEvent,
-        TextEvent,
-        ToolCallFinishedEvent,
-        ToolCallStartedEvent,
-        event_to_dict,
-    )
     from app.engine.llm import ModelLoadError, load_model
 
     if args.max_tokens < 1:
@@ -197,6 +200,8 @@ def _chat(args: argparse.Namespace) -> int:
     except ValueError as exc:
         _err(f"error: {exc}")
         return 2
+    if args.endpoint:
+        return _remote_chat(args, tool_choice, response_format)
     try:
         model = load_model(args.model, n_ctx=args.n_ctx, n_gpu_layers=args.gpu_layers, n_threads=args.threads)
     except ModelLoadError as exc:
@@ -226,6 +231,58 @@ def _chat(args: argparse.Namespace) -> int:
     if args.save and recorder is None:
         model.close()
         return 1
+
+    try:
+        return _print_events(args, session, recorder, tool_choice, response_format)
+    finally:
+        model.close()
+
+
+def _remote_chat(args: argparse.Namespace, tool_choice: Any, response_format: Any) -> int:
+    """``chat --endpoint``: the same events, printed the same way, from a remote engine."""
+    import os
+
+    from app.engine.remote import Provider, RemoteChatSession
+    from app.engine.session import ToolSetupError, build_tools
+
+    key = None
+    if args.api_key_env:
+        key = os.environ.get(args.api_key_env)
+        if not key:
+            _err(f"error: the environment variable {args.api_key_env} (--api-key-env) is not set")
+            return 2
+    if args.grammar_file:
+        _err("error: --grammar-file is for local models; a remote endpoint takes --response-format")
+        return 2
+    sampling = {k: v for k, v in (("temperature", args.temperature), ("seed", args.seed)) if v is not None}
+    try:
+        tools = build_tools(workspace=args.workspace, approval=_approval_hook(args.yes), strict=True) \
+            if args.tools == "builtin" else None
+        provider = Provider(args.endpoint, kind=args.kind, api_key=key, mode=args.parser)
+        session = RemoteChatSession(
+            provider, args.model, parser=args.parser, template=args.template, tool_format=args.tool_format,
+            registry=tools.registry if tools else None, dispatcher=tools.dispatcher if tools else None,
+            system_prompt=args.system, sampling=sampling, max_rounds=args.max_rounds, max_tokens=args.max_tokens)
+    except (ToolSetupError, ValueError, OSError) as exc:
+        _err(f"error: {exc}")
+        return 2
+    recorder = _recorder(args, session) if args.save else None
+    if args.save and recorder is None:
+        return 1
+    return _print_events(args, session, recorder, tool_choice, response_format)
+
+
+def _print_events(args: argparse.Namespace, session: Any, recorder: Any, tool_choice: Any,
+                  response_format: Any) -> int:
+    from app.engine.events import (
+        DoneEvent,
+        NoticeEvent,
+        ReasoningEvent,
+        TextEvent,
+        ToolCallFinishedEvent,
+        ToolCallStartedEvent,
+        event_to_dict,
+    )
 
     status = 0
     in_reasoning = False
@@ -287,7 +344,6 @@ def _chat(args: argparse.Namespace) -> int:
             if recorder.finish(done_event, session.messages) and not args.json:
                 _err(f"[saved] conversation {recorder.conversation_id} in {recorder.history.path}")
             recorder.history.close()
-        model.close()
     return status
 
 
@@ -301,7 +357,8 @@ def _recorder(args: argparse.Namespace, session: Any) -> Any:
     try:
         history = History()
         title = " ".join(args.prompt.split())[:60] or "Chat"
-        conv = history.create_conversation(title, model_path=str(Path(args.model).resolve()))
+        where = f"{args.endpoint.rstrip('/')}#{args.model}" if args.endpoint else str(Path(args.model).resolve())
+        conv = history.create_conversation(title, model_path=where)
     except (HistoryError, OSError, ValueError) as exc:
         _err(f"error: cannot open the conversation history: {exc}")
         return None

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from app.storage.atomic import AtomicWriteError, atomic_write_text
 from app.storage.paths import settings_path
@@ -43,6 +43,7 @@ __all__ = [
     "SamplingSettings",
     "ServerSettings",
     "Settings",
+    "RemoteProviderSettings",
     "SettingsNotice",
     "SettingsSaveError",
     "ToolSettings",
@@ -161,6 +162,31 @@ class ServerSettings(_Model):
     cors_origins: list[str] = Field(default_factory=list)
 
 
+class RemoteProviderSettings(_Model):
+    """A remote engine (``app.engine.remote``). Its API key lives in the system keychain under
+    ``name`` (``app.engine.remote.keys``), never here: a key given in the file is dropped."""
+
+    name: str = Field(min_length=1, max_length=100)
+    url: str
+    kind: Literal["openai", "anthropic", "ollama"] = "openai"
+    mode: Literal["api", "callisto", "auto"] = "api"  # API tools, Callisto parsing of raw text, or by /props
+    template: str | None = None  # Callisto parsing: a GGUF or tokenizer_config.json (None: /props)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_key(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            data = {k: v for k, v in data.items() if k not in ("api_key", "key", "token", "password")}
+        return data
+
+    @field_validator("url")
+    @classmethod
+    def _v_url(cls, v: str) -> str:
+        if not v.startswith(("http://", "https://")):
+            raise ValueError("a remote endpoint URL starts with http:// or https://")
+        return v
+
+
 class ModelOverride(_Model):
     tool_format: str | None = None  # None: use the global chat.tool_format
     context_policy: ContextPolicy | None = None  # None: use the global chat.context_policy
@@ -180,6 +206,7 @@ class Settings(_Model):
     tools: ToolSettings = Field(default_factory=ToolSettings)
     window: WindowSettings = Field(default_factory=WindowSettings)
     server: ServerSettings = Field(default_factory=ServerSettings)
+    remote: list[RemoteProviderSettings] = Field(default_factory=list)
     model_overrides: dict[str, ModelOverride] = Field(default_factory=dict)
 
     def override_for(

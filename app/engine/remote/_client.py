@@ -17,7 +17,7 @@ __all__ = ["KINDS", "MODES", "Provider", "RemoteError", "RemoteStream", "fetch_p
            "open_stream"]
 
 KINDS = ("openai", "anthropic", "ollama")
-MODES = ("api", "callisto")
+MODES = ("auto", "api", "callisto")  # auto: Callisto parsing where /props gives a known template
 RETRY_AFTER_CAP_S = 30.0  # a longer Retry-After is reported, not waited for
 ANTHROPIC_VERSION = "2023-06-01"
 

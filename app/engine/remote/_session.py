@@ -8,8 +8,8 @@ Two tool modes (``parser``):
   ``/v1/completions``, Ollama's raw ``/api/generate``); Callisto renders the conversation through
   the model's own template (from ``/props``, a GGUF or a ``tokenizer_config.json``), detects the
   family and reads the reply with that family's stream parser.
-* ``auto``: ``callisto`` when a template was given or the endpoint's ``/props`` has one in a
-  known family; else ``api``.
+* ``auto`` (the default): the provider's ``mode``; where that is ``auto`` too, ``callisto`` when a
+  template was given or the endpoint's ``/props`` has one in a known family, else ``api``.
 
 Calls always run here, through the local dispatcher (approvals included). Every call's parser is
 recorded in ``DoneEvent.extra["call_parsers"]`` (call id -> ``api:openai``, ``callisto:hermes``...).
@@ -138,12 +138,12 @@ class RemoteChatSession:
             raise ValueError(f"unknown parser {parser!r} (choices: {', '.join(PARSERS)})")
         if max_rounds < 1:
             raise ValueError(f"max_rounds must be at least 1, got {max_rounds}")
-        if parser == "callisto" and provider.kind == "anthropic":
+        if (provider.mode if parser == "auto" else parser) == "callisto" and provider.kind == "anthropic":
             raise ValueError("Callisto parsing needs an endpoint that completes raw text; the Anthropic API "
                              "does not (use the openai or ollama kind, or the api parser)")
         self.provider = provider
         self.model = model
-        self.parser_choice = parser if parser != "auto" or provider.mode == "api" else provider.mode
+        self.parser_choice = provider.mode if parser == "auto" else parser  # auto: as the provider says
         self.template = load_template(template) if isinstance(template, str | Path) else template
         self.tool_format = tool_format
         self.registry = registry
@@ -162,6 +162,7 @@ class RemoteChatSession:
         self.parser: str | None = None  # "api" or "callisto" once resolved
         self.effective_format: str | None = None  # the family Callisto parsing reads
         self._notices_pending: list[NoticeEvent] = []
+        self._options: dict[str, Any] = {}
         self._used_ids: set[str] = {c.id for m in self.messages for c in m.tool_calls}
         self._next_id = 0
 
@@ -173,18 +174,22 @@ class RemoteChatSession:
             return None
         return self.registry.openai_tools() or None
 
-    def send(self, text: str, *, cancel: threading.Event | None = None, tool_choice: Any = None) -> Iterator[ChatEvent]:
+    def send(self, text: str, *, cancel: threading.Event | None = None, tool_choice: Any = None,
+             parallel_tool_calls: bool | None = None, response_format: Any = None) -> Iterator[ChatEvent]:
+        """Add a user message and reply. ``parallel_tool_calls`` and ``response_format`` are passed
+        to an endpoint that takes them (API tools; OpenAI's and Ollama's APIs)."""
         if not isinstance(text, str):
             raise TypeError("the message must be a string")
         self.messages.append(Message(role="user", content=text))
-        return self._reply(cancel, self.tool_choice if tool_choice is None else tool_choice)
+        return self._reply(cancel, self.tool_choice if tool_choice is None else tool_choice,
+                           {"parallel_tool_calls": parallel_tool_calls, "response_format": response_format})
 
     def regenerate(self, *, cancel: threading.Event | None = None, tool_choice: Any = None) -> Iterator[ChatEvent]:
         idx = max((i for i, m in enumerate(self.messages) if m.role == "user"), default=None)
         if idx is None:
             raise ValueError("there is no user message to reply to")
         del self.messages[idx + 1:]
-        return self._reply(cancel, self.tool_choice if tool_choice is None else tool_choice)
+        return self._reply(cancel, self.tool_choice if tool_choice is None else tool_choice, {})
 
     # -- resolving the mode ----------------------------------------------------------------
 
@@ -237,10 +242,15 @@ class RemoteChatSession:
         sys = [Message(role="system", content=self.system_prompt)] if self.system_prompt else []
         return sys + self.messages
 
-    def _reply(self, cancel: threading.Event | None, tool_choice: Any) -> Iterator[ChatEvent]:
+    def _reply(self, cancel: threading.Event | None, tool_choice: Any,
+               options: dict[str, Any]) -> Iterator[ChatEvent]:
         start = time.monotonic()
+        self._options = {k: v for k, v in options.items() if v is not None}
         try:
             self._resolve()
+            if self._options.get("response_format") is not None and (
+                    self.parser != "api" or self.provider.kind == "anthropic"):
+                raise ValueError("a response format needs API tools on an OpenAI or Ollama endpoint")
         except (RemoteError, ValueError) as exc:
             yield DoneEvent(finish_reason="error", error=str(exc), rounds=0, extra=self._extra({}))
             return
@@ -372,6 +382,7 @@ class RemoteChatSession:
             path, body = _wire.chat_request(self.provider.kind, self.model, self._history(), tools=tools,
                                             tool_choice=tool_choice, max_tokens=self.max_tokens,
                                             sampling=self.sampling)
+            _wire.add_options(self.provider.kind, body, self._options)
             return open_stream(self.provider, path, body, cancel=cancel, on_retry=on_retry), self._read_api
         prompt, fmt, tools = self._render(tool_choice)
         llama_server = bool(self.template is not None and self.template.extra.get("llama_server"))

@@ -13,7 +13,7 @@ from typing import Any
 
 from app.engine.messages import Message
 
-__all__ = ["chat_request", "read_anthropic", "read_ollama", "read_openai", "read_raw", "raw_request"]
+__all__ = ["add_options", "chat_request", "read_anthropic", "read_ollama", "read_openai", "read_raw", "raw_request"]
 
 Piece = tuple[Any, ...]
 
@@ -131,6 +131,19 @@ def chat_request(kind: str, model: str, messages: Sequence[Message], *, tools: l
     if tools:
         body["tools"] = tools
     return "/api/chat", body
+
+
+def add_options(kind: str, body: dict[str, Any], options: dict[str, Any]) -> None:
+    """``parallel_tool_calls`` and ``response_format`` in ``kind``'s shape (Anthropic takes neither)."""
+    if kind == "openai":
+        if "parallel_tool_calls" in options and body.get("tools"):
+            body["parallel_tool_calls"] = bool(options["parallel_tool_calls"])
+        if options.get("response_format") is not None:
+            body["response_format"] = options["response_format"]
+    elif kind == "ollama" and options.get("response_format") is not None:
+        rf = options["response_format"]
+        schema = (rf.get("json_schema") or {}).get("schema") if isinstance(rf, dict) else None
+        body["format"] = schema if isinstance(schema, dict) else "json"
 
 
 def raw_request(kind: str, model: str, prompt: str, *, max_tokens: int, sampling: dict[str, Any],

@@ -6,7 +6,10 @@ settings.json or the history. ``keyring`` is imported only when a key is read or
 
 from __future__ import annotations
 
-__all__ = ["KEYRING_SERVICE", "KeyStoreError", "delete_api_key", "load_api_key", "store_api_key"]
+from typing import Any
+
+__all__ = ["KEYRING_SERVICE", "KeyStoreError", "delete_api_key", "load_api_key", "provider_from_settings",
+           "store_api_key"]
 
 KEYRING_SERVICE = "callisto"
 
@@ -56,3 +59,12 @@ def delete_api_key(provider_name: str) -> bool:
     except KeyringError as exc:
         raise KeyStoreError(f"The system keychain did not delete the API key: {exc}") from exc
     return True
+
+
+def provider_from_settings(entry: Any, **options: Any) -> Any:
+    """The :class:`~app.engine.remote.Provider` of a saved ``settings.remote`` entry, its key read
+    from the keychain (``options`` go to the Provider: timeouts, retries)."""
+    from app.engine.remote._client import Provider
+
+    return Provider(entry.url, kind=entry.kind, mode=entry.mode, name=entry.name,
+                    api_key=load_api_key(entry.name), **options)

@@ -26,7 +26,7 @@ def llama_server(remote_models):
 
 def _send(srv, parser, **kw):
     registry, dispatcher, ran = make_tools()
-    provider = Provider(srv.url, kind="openai")
+    provider = Provider(srv.url, kind="openai", mode="auto")  # auto: Callisto parsing when /props has a template
     model = list_models(provider)[0]
     session = RemoteChatSession(provider, model, parser=parser, registry=registry, dispatcher=dispatcher,
                                 max_tokens=64, sampling={"temperature": 0.0}, **kw)
