@@ -116,8 +116,7 @@ class GrammarContext:
                    final: bool = False) -> str:
         """Any text not containing ``close``, then ``close``."""
         rep = "*" if (min_len == 0 and max_len is None) else f"{{{min_len},{'' if max_len is None else max_len}}}"
-        tid = self.special(close)
-        if tid is not None:
+        if self.split(close)[0][1] is not None:  # it starts with a special token text cannot write
             return f"/(?s:.{rep})/ " + self.lit(close, final=final)
         return self.rule(f"/(?s:.{rep})/ {_q(close)}", prefix="t", attrs="[lazy]")
 

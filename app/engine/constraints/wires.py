@@ -80,9 +80,10 @@ def raw_params(ctx: GrammarContext, fmt: Any, tools: Tools, forced: str | None, 
                head: Callable[[str], str], param: Callable[[GrammarContext, str, Any, str], str], tail: str,
                section: tuple[str, str] | None = None, sep: str = "", opener: str,
                name_ok: Callable[[str], bool] | None = None, key_ok: Callable[[str], bool] | None = None,
-               wire: str = "") -> str:
+               wire: str = "", head_expr: Callable[[GrammarContext, str], str] | None = None) -> str:
     """Calls ``head(NAME) param* tail`` where ``param(ctx, key, schema, where)`` writes one
-    parameter (declared order; optional ones may be left out)."""
+    parameter (declared order; optional ones may be left out); ``head_expr`` writes the head as a
+    grammar expression instead (a head with a counter in it)."""
     wire = wire or ctx.family
     if name_ok is not None:
         _check_names(tools if forced is None else [t for t in tools if tool_name(t) == forced], name_ok, wire)
@@ -90,7 +91,8 @@ def raw_params(ctx: GrammarContext, fmt: Any, tools: Tools, forced: str | None, 
     def call(tool: Mapping[str, Any]) -> str:
         body = ordered_params(ctx, tool, lambda k, s, w: param(ctx, k, s, w), ParamSyntax(sep=None),
                               check_name=key_ok, wire=wire)
-        return f"{ctx.lit(head(tool_name(tool)))} {body} {ctx.lit(tail, final=section is None)}"
+        first = head_expr(ctx, tool_name(tool)) if head_expr else ctx.lit(head(tool_name(tool)))
+        return f"{first} {body} {ctx.lit(tail, final=section is None)}"
 
     block = calls_block(ctx, tools, forced, parallel, call, section=section, sep=sep)
     return compose(ctx, fmt, block, opener=opener, parallel=parallel)
@@ -256,12 +258,12 @@ def dsml_param(ctx: GrammarContext, key: str, schema: Any, where: str, *, open: 
 
 
 def k3_param(ctx: GrammarContext, key: str, schema: Any, where: str, *, open: str, sep: str,
-             close: str) -> str:
+             close: str, trail: str = "\n") -> str:
     """One typed argument frame per JSON type the schema allows."""
     alts = [f'{ctx.lit(f"{open} key=" + dumps(key) + " type=" + dumps(t) + sep)} '
             + raw_value(ctx, subschema(schema, t), close, f"{where} ({t})")
             for t in json_type_name(schema)]
-    return "(" + " | ".join(alts) + f") {ctx.lit(chr(10))}"
+    return "(" + " | ".join(alts) + ")" + (f" {ctx.lit(trail)}" if trail else "")
 
 
 def python_name(name: str) -> bool:

@@ -229,6 +229,15 @@ class Format:
         call replayed through a template that does not render calls."""
         raise NotImplementedError(f"the tool-call format {self.name!r} has no example call writer")
 
+    def constraint_grammar(self, tools: list[dict[str, Any]], *, forced: str | None, parallel: bool,
+                           ctx: Any) -> str:
+        """A Lark grammar holding calls to ``tools`` in this family's syntax (``forced``: only that
+        tool; ``ctx``: an ``app.engine.constraints.GrammarContext``); written with the builders
+        of ``app.engine.constraints.wires``. Raises ``ConstraintError``."""
+        from app.engine.constraints.lark import ConstraintError
+
+        raise ConstraintError(f"the tool-call format {self.name!r} cannot hold calls to a schema yet")
+
     def cut_call(self, opener: str, body: str, tools: list[dict[str, Any]] | None) -> IncompleteCall | None:
         """What a region cut off by the token limit is: an incomplete call (its raw text kept, the
         tool's name where it was written), or None when such a region may be plain text (a

@@ -112,6 +112,12 @@ class DeepSeekV3Format(_DeepSeekJson):
     detail = "<｜tool▁call▁begin｜>function<｜tool▁sep｜>NAME ```json {...}```<｜tool▁call▁end｜>"
     _header = _V3_HEADER
 
+    def constraint_grammar(self, tools, *, forced, parallel, ctx):
+        from app.engine.constraints.wires import json_section
+
+        return json_section(ctx, self, tools, forced, parallel, section=(SECTION_BEGIN, SECTION_END),
+                            head=lambda n: f"{CALL_BEGIN}function{SEP}{n}\n```json\n", tail=f"\n```{CALL_END}")
+
     def example_call(self, name: str, arguments: dict[str, Any]) -> str:
         return (f"{SECTION_BEGIN}{CALL_BEGIN}function{SEP}{name}\n```json\n{json_text(dict(arguments))}\n```"
                 f"{CALL_END}{SECTION_END}")
@@ -122,6 +128,12 @@ class DeepSeekV31Format(_DeepSeekJson):
     label = "DeepSeek V3.1 (JSON calls)"
     detail = "<｜tool▁call▁begin｜>NAME<｜tool▁sep｜>{...}<｜tool▁call▁end｜>"
     _header = _V31_HEADER
+
+    def constraint_grammar(self, tools, *, forced, parallel, ctx):
+        from app.engine.constraints.wires import json_section
+
+        return json_section(ctx, self, tools, forced, parallel, section=(SECTION_BEGIN, SECTION_END),
+                            head=lambda n: f"{CALL_BEGIN}{n}{SEP}", tail=CALL_END)
 
     def example_call(self, name: str, arguments: dict[str, Any]) -> str:
         return f"{SECTION_BEGIN}{CALL_BEGIN}{name}{SEP}{json_text(dict(arguments))}{CALL_END}{SECTION_END}"
@@ -290,6 +302,15 @@ class DeepSeekDsmlFormat(Format):
                 args[key] = _dsml_value(value, flag, props.get(key))
             out.append(ParsedCall(name, args, body[start:end]))
         return out, leftover
+
+    def constraint_grammar(self, tools, *, forced, parallel, ctx):
+        from app.engine.constraints.wires import dsml_param, raw_params
+
+        return raw_params(ctx, self, tools, forced, parallel, opener=f"<{DSML}function_calls>",
+                          section=(f"<{DSML}function_calls>\n", f"</{DSML}function_calls>"),
+                          head=lambda n: f'{INVOKE} name="{n}">\n', tail=f"{INVOKE_END}\n",
+                          param=lambda c, k, s, w: dsml_param(c, k, s, w, open=PARAM, close=PARAM_END),
+                          name_ok=lambda n: bool(re.fullmatch(NAME, n)), key_ok=lambda k: not set(k) & set('"<>'))
 
     def example_call(self, name: str, arguments: dict[str, Any]) -> str:
         params = "".join(

@@ -233,6 +233,12 @@ class Gemma4Format(Format):
         name, args = got
         return [ParsedCall(name, args, opener + inner)], ""  # the stop marker is not the call's
 
+    def constraint_grammar(self, tools, *, forced, parallel, ctx):
+        from app.engine.constraints.wires import GEMMA, notation_call
+
+        return notation_call(ctx, self, tools, forced, parallel, nt=GEMMA, head=lambda n: OPEN + "call:" + n,
+                             tail=CLOSE, opener=OPEN, name_ok=lambda n: bool(_NAME.fullmatch(n)))
+
     def example_call(self, name: str, arguments: dict[str, Any]) -> str:
         return f"{OPEN}call:{name}{write_gemma_value(dict(arguments))}{CLOSE}"
 

@@ -342,6 +342,12 @@ class HarmonyFormat(Format):
     def parse_region(self, opener, body, *, at_end, truncated, tools):  # pragma: no cover
         return None
 
+    def constraint_grammar(self, tools, *, forced, parallel, ctx):
+        from app.engine.constraints.wires import harmony
+
+        return harmony(ctx, self, tools, forced, parallel, channel=CHANNEL, message=MESSAGE,
+                       constrain=CONSTRAIN, call_end=CALL, end=END, start=START)
+
     def example_call(self, name: str, arguments: dict[str, Any]) -> str:
         return f"{CHANNEL}commentary to=functions.{name} {CONSTRAIN}json{MESSAGE}{json_text(dict(arguments))}{CALL}"
 

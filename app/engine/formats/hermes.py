@@ -44,6 +44,12 @@ class HermesFormat(Format):
         name, args = got
         return [ParsedCall(name, args, opener + body)], ""
 
+    def constraint_grammar(self, tools, *, forced, parallel, ctx):
+        from app.engine.constraints.wires import json_tagged
+
+        return json_tagged(ctx, self, tools, forced, parallel, open=OPEN, close=CLOSE, lead="\n", trail="\n",
+                           sep="\n")
+
     def example_call(self, name: str, arguments: dict[str, Any]) -> str:
         return "<tool_call>\n" + json_text({"name": name, "arguments": dict(arguments)}) + "\n</tool_call>"
 

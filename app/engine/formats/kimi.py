@@ -83,6 +83,12 @@ class KimiK2Format(Format):
                                  at_end=at_end, truncated=truncated, header=_K2_HEADER, fence_in_header=False,
                                  implied_end=True, noise=True)
 
+    def constraint_grammar(self, tools, *, forced, parallel, ctx):
+        from app.engine.constraints.wires import json_section
+
+        return json_section(ctx, self, tools, forced, parallel, section=(SECTION_BEGIN, SECTION_END),
+                            head=lambda n: f"{CALL_BEGIN}functions.{n}", index=(":", ARG_BEGIN), tail=CALL_END)
+
     def example_call(self, name: str, arguments: dict[str, Any]) -> str:
         return (f"{SECTION_BEGIN}{CALL_BEGIN}functions.{name}:0{ARG_BEGIN}{json_text(dict(arguments))}"
                 f"{CALL_END}{SECTION_END}")
@@ -305,6 +311,17 @@ class KimiK3Format(Format):
             raw = opener + body[:end] if opener == K3_OPENER else body[start:end]
             out.append(ParsedCall(name, values, raw))
         return out, leftover
+
+    def constraint_grammar(self, tools, *, forced, parallel, ctx):
+        from app.engine.constraints.wires import k3_param, raw_params
+
+        return raw_params(ctx, self, tools, forced, parallel, opener=TOOLS_OPEN, section=(TOOLS_OPEN, TOOLS_CLOSE),
+                          head=str, tail=CALL_CLOSE,
+                          head_expr=lambda c, n: f"{c.lit(f'{K3_OPENER} tool={chr(34)}{n}{chr(34)} index={chr(34)}')} "
+                          f"/[0-9]{{1,2}}/ {c.lit(chr(34) + SEP)}",
+                          param=lambda c, k, s, w: k3_param(c, k, s, w, open=ARG_OPEN, sep=SEP, close=ARG_CLOSE,
+                                                            trail=""),
+                          name_ok=lambda n: bool(re.fullmatch(NAME, n)), key_ok=lambda k: not set(k) & set('"<>|&'))
 
     def example_call(self, name: str, arguments: dict[str, Any]) -> str:
         args = "".join(f'{ARG_OPEN} key="{_escape(k)}" type="{json_type(v) or "object"}"{SEP}{raw_text(v)}{ARG_CLOSE}'

@@ -174,6 +174,13 @@ class MistralFormat(Format):
             calls.append(ParsedCall(got[0], got[1], part, id=cid))
         return calls, leftover
 
+    def constraint_grammar(self, tools, *, forced, parallel, ctx):
+        from app.engine.constraints.wires import json_array, json_section
+
+        return (json_section(ctx, self, tools, forced, parallel, section=None, opener=OPEN,
+                             head=lambda n: OPEN + n + ARGS, tail="") if ctx.special(ARGS) is not None
+                else json_array(ctx, self, tools, forced, parallel, open=OPEN))
+
     def call_name(self, raw: str) -> str | None:
         m = _CUT_NAME.search(raw)
         return m.group(1) if m else super().call_name(raw)

@@ -223,6 +223,16 @@ class QwenXmlFormat(Format):
         name, args = got
         return [ParsedCall(name, dict(args), opener + body)], ""
 
+    def constraint_grammar(self, tools, *, forced, parallel, ctx):
+        from app.engine.constraints.wires import raw_params, typed
+
+        return raw_params(ctx, self, tools, forced, parallel, opener=OPEN, sep="\n",
+                          head=lambda n: f"{OPEN}\n{F_OPEN}{n}>\n", tail=f"{F_CLOSE}\n{CLOSE}",
+                          param=lambda c, k, s, w: f"{c.lit(P_OPEN + k + '>')} "
+                          f"{typed(c, s, P_CLOSE, w, lead=chr(10), trail=chr(10))} {c.lit(chr(10))}",
+                          name_ok=lambda n: _name(n + ">", 0) is not None,
+                          key_ok=lambda k: _name(k + ">", 0) is not None)
+
     def example_call(self, name: str, arguments: dict[str, Any]) -> str:
         params = "".join(f"<parameter={k}>\n{raw_text(v)}\n</parameter>\n" for k, v in arguments.items())
         return f"<tool_call>\n<function={name}>\n{params}</function>\n</tool_call>"
