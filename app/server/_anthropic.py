@@ -329,6 +329,7 @@ async def messages(request: Request):
             turn.cancel.set()
             turn.log(request, end, ncalls)
 
+    await turn.first(request)  # an engine refusal is a status, not a broken stream
     return StreamingResponse(gen(), media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
 
 

@@ -167,6 +167,7 @@ class Turn:
         self.model_id = ""
         self.started = time.monotonic()
         self._pending: tuple[str, list[str]] | None = None
+        self._first: tuple[str, Any] | None = None
         self._last_flush = 0.0
 
     def _put(self, kind: str, value: Any) -> None:
@@ -219,11 +220,27 @@ class Turn:
         host.submit(Job(run=run, model=entry, cancel=self.cancel,
                         on_error=lambda err: self._put("error", err)))
 
+    async def first(self, request: Request) -> None:
+        """Wait for the turn's first event, so that what the engine refuses (the template, the
+        context, a constraint) is an error status before a stream's headers go out. A client that
+        leaves while its request waits cancels it."""
+        watcher = asyncio.ensure_future(_watch_disconnect(request, self.cancel))
+        try:
+            item = await self.queue.get()
+        finally:
+            watcher.cancel()
+        if item[0] == "error":
+            raise item[1]
+        self._first = item
+
     async def events(self) -> AsyncIterator[tuple[str, Any]]:
         """``("text"|"reasoning", str)``, ``("call", ToolCall)``, then ``("end", TurnEnd)``; an
         :class:`ApiError` from the engine is raised."""
         while True:
-            kind, value = await self.queue.get()
+            if self._first is not None:
+                (kind, value), self._first = self._first, None
+            else:
+                kind, value = await self.queue.get()
             if kind == "error":
                 raise value
             yield kind, value

@@ -203,6 +203,7 @@ async def chat(request: Request):
             turn.cancel.set()
             turn.log(request, end, ncalls)
 
+    await turn.first(request)  # an engine refusal is a status, not a broken stream
     return StreamingResponse(gen(), media_type="application/x-ndjson")
 
 
@@ -253,6 +254,7 @@ async def generate(request: Request):
             turn.cancel.set()
             turn.log(request, end, 0)
 
+    await turn.first(request)  # an engine refusal is a status, not a broken stream
     return StreamingResponse(gen(), media_type="application/x-ndjson")
 
 

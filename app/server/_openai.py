@@ -322,6 +322,7 @@ async def chat_completions(request: Request):
             turn.cancel.set()  # a client that went away stops the generation at the next token
             turn.log(request, end, ncalls)
 
+    await turn.first(request)  # an engine refusal is a status, not a broken stream
     return StreamingResponse(gen(), media_type="text/event-stream",
                              headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
 
@@ -381,6 +382,7 @@ async def completions(request: Request):
             turn.cancel.set()
             turn.log(request, end, 0)
 
+    await turn.first(request)  # an engine refusal is a status, not a broken stream
     return StreamingResponse(gen(), media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
 
 

@@ -134,6 +134,10 @@ CASES = [
          400, "top-level system"),
     Case("context overflow", "/v1/chat/completions", chat(messages=[{"role": "user", "content": "x" * 9000}]),
          400, "context holds"),
+    Case("context overflow, streamed", "/v1/chat/completions", chat(
+        stream=True, messages=[{"role": "user", "content": "x" * 9000}]), 400, "context holds"),
+    Case("context overflow (Anthropic stream)", "/v1/messages", msg(
+        stream=True, messages=[{"role": "user", "content": "x" * 9000}]), 400, "context holds"),
     Case("unknown model", "/v1/chat/completions", chat(model="gpt-17"), 404, "loop-hermes"),
     Case("unknown model (Ollama)", "/api/chat", {**OK_OLLAMA, "model": "llama9"}, 404, "available models"),
     Case("huge body", "/v1/chat/completions", b'{"x": "' + b"a" * (LIMIT * 2) + b'"}', 413, "limit"),
