@@ -694,7 +694,6 @@ class AssistantMessage(QFrame):
         self.blocks: list[QWidget] = []
         self.chips: dict[str, ToolChip] = {}
         self.incomplete: list[QLabel] = []  # calls the model did not finish (or not offered): never run
-        self.incomplete: list[QLabel] = []  # calls the model did not finish (or not offered): never run
         self.cards: dict[str, ToolCard] = {}
         self._cur: TextRun | None = None
         self._chip_row: QHBoxLayout | None = None
@@ -777,22 +776,6 @@ class AssistantMessage(QFrame):
         self._chip_row.addWidget(card)
         self.chips[call_id] = chip
         self.cards[call_id] = card
-        return chip
-
-    def add_incomplete(self, name: str | None, raw: str, reason: str = "truncated") -> QLabel:
-        """A chip for a call that was not run: cut off by the token limit (\"cut off while writing a
-        call to NAME\") or addressed to a tool that was not offered; its raw text is the tooltip."""
-        self.flush(final=True)
-        self._cur = None
-        self._chip_row = None
-        self._started()
-        what = name or "a tool"
-        chip = QLabel(f"cut off while writing a call to {what}" if reason == "truncated"
-                      else f"not run: {what} was not offered to the model")
-        chip.setObjectName("incompleteChip")
-        chip.setToolTip(raw[:2000])
-        self.incomplete.append(chip)
-        self._add_block(chip)
         return chip
 
     def add_incomplete(self, name: str | None, raw: str, reason: str = "truncated") -> QLabel:
@@ -977,9 +960,6 @@ class ChatView(QScrollArea):
     def add_tool_call(self, call_id: str, name: str, arguments: Any = None, raw: str = "") -> ToolChip:
         chip = self._ensure_assistant().add_chip(call_id, name, arguments, raw)
         return chip
-
-    def add_incomplete_call(self, name: str | None, raw: str, reason: str = "truncated") -> QLabel:
-        return self._ensure_assistant().add_incomplete(name, raw, reason)
 
     def add_incomplete_call(self, name: str | None, raw: str, reason: str = "truncated") -> QLabel:
         return self._ensure_assistant().add_incomplete(name, raw, reason)
