@@ -46,6 +46,7 @@ class RemoteTemplate:
     bos_token: str = ""
     eos_token: str = ""
     source: str = ""
+    add_bos: bool | None = None  # whether the engine adds a BOS token to a prompt (None: not known)
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -65,7 +66,7 @@ def load_template(path: str | Path) -> RemoteTemplate:
         if not meta.chat_template:
             raise ValueError(f"{p.name} has no chat template")
         return RemoteTemplate(meta.chat_template, meta.tool_use_template, meta.bos_token or "",
-                              meta.eos_token or "", source=str(p))
+                              meta.eos_token or "", source=str(p), add_bos=meta.add_bos_token)
     try:
         data = json.loads(p.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError) as exc:
@@ -77,18 +78,33 @@ def load_template(path: str | Path) -> RemoteTemplate:
         raw, tool_use = named.get("default"), named.get("tool_use")
     if not isinstance(raw, str) or not raw.strip():
         raise ValueError(f"{p} has no chat_template")
+    add_bos = data.get("add_bos_token")
     return RemoteTemplate(raw, tool_use if isinstance(tool_use, str) else None, _token_text(data.get("bos_token")),
-                          _token_text(data.get("eos_token")), source=str(p))
+                          _token_text(data.get("eos_token")), source=str(p),
+                          add_bos=add_bos if isinstance(add_bos, bool) else None)
 
 
-def _template_from_props(props: dict[str, Any], where: str) -> RemoteTemplate | None:
+def _template_from_props(provider: Provider, props: dict[str, Any]) -> RemoteTemplate | None:
     chat = props.get("chat_template")
     if not isinstance(chat, str) or not chat.strip():
         return None
     tool_use = props.get("chat_template_tool_use")
     return RemoteTemplate(chat, tool_use if isinstance(tool_use, str) and tool_use.strip() else None,
                           _token_text(props.get("bos_token")), _token_text(props.get("eos_token")),
-                          source=f"{where}/props", extra={"llama_server": True})
+                          source=f"{provider.base}/props", add_bos=_adds_bos(provider), extra={"llama_server": True})
+
+
+def _adds_bos(provider: Provider) -> bool | None:
+    """Whether llama-server adds a BOS token to a prompt: its ``/tokenize`` of nothing says."""
+    import httpx
+
+    try:
+        with provider.client() as client:
+            resp = client.post(provider.base + "/tokenize", json={"content": "", "add_special": True})
+            tokens = resp.json().get("tokens") if resp.status_code == 200 else None
+    except (httpx.HTTPError, ValueError, AttributeError):
+        return None
+    return bool(tokens) if isinstance(tokens, list) else None
 
 
 class _Round:
@@ -159,6 +175,7 @@ class RemoteChatSession:
         self.tool_choice = tool_choice
         self.messages: list[Message] = list(messages or [])
         self.last_prompt: Any = None  # Callisto parsing: the RenderedPrompt of the latest generation
+        self.last_raw_prompt: str | None = None  # ...and the text sent (the BOS the engine adds left out)
         self.parser: str | None = None  # "api" or "callisto" once resolved
         self.effective_format: str | None = None  # the family Callisto parsing reads
         self._notices_pending: list[NoticeEvent] = []
@@ -199,7 +216,7 @@ class RemoteChatSession:
         choice = self.parser_choice
         if choice in ("auto", "callisto") and self.template is None and self.provider.kind != "anthropic":
             props = fetch_props(self.provider)
-            self.template = _template_from_props(props, self.provider.base) if props else None
+            self.template = _template_from_props(self.provider, props) if props else None
         if choice == "callisto" and self.template is None:
             raise ValueError(f"Callisto parsing needs the model's chat template: {self.provider.base} has no /props "
                              "with one; give a GGUF or tokenizer_config.json file")
@@ -478,8 +495,12 @@ class RemoteChatSession:
                                    eos_token=t.eos_token, template_name=name, tool_format=self.effective_format)
         self.last_prompt = rendered
         text = rendered.text
-        if t.bos_token and text.startswith(t.bos_token) and t.extra.get("llama_server"):
-            text = text[len(t.bos_token):]  # llama-server adds the BOS token itself
+        adds_bos = t.add_bos if t.add_bos is not None else "bos_token" in source
+        if t.bos_token and adds_bos and text.startswith(t.bos_token):
+            # The engine adds the BOS token itself when it tokenizes the prompt (llama-server, vLLM,
+            # SGLang): the template's own BOS text would make it two.
+            text = text[len(t.bos_token):]
+        self.last_raw_prompt = text
         self._source = source
         return text, fmt, tools
 

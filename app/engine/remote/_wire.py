@@ -298,7 +298,7 @@ def read_raw(lines: Iterator[str], *, kind: str) -> Iterator[Piece]:
                 yield ("text", obj["content"])
             if obj.get("stop"):
                 timings = obj.get("timings") or {}
-                yield ("usage", timings.get("prompt_n") or obj.get("tokens_evaluated"),
+                yield ("usage", obj.get("tokens_evaluated") or timings.get("prompt_n"),
                        timings.get("predicted_n") or obj.get("tokens_predicted"))
                 yield ("finish", "length" if obj.get("stop_type") == "limit" else "stop")
                 return

@@ -67,24 +67,30 @@ def test_callisto_renders_the_prompt_llama_server_renders(llama_server):
 
     first, _events, _ran = _send(llama_server, "callisto", max_rounds=1)  # stops before the call runs
     question = _openai_messages(first.messages[:1])
-    assert first.last_prompt.text == _server_render(llama_server, question, first.tools)
+    assert first.last_raw_prompt == _server_render(llama_server, question, first.tools)
     session, _events, _ran = _send(llama_server, "callisto")
     with_result = _openai_messages(session.messages[:3])
-    assert session.last_prompt.text == _server_render(llama_server, with_result, session.tools)
+    assert session.last_raw_prompt == _server_render(llama_server, with_result, session.tools)
 
 
 @pytest.mark.live
-def test_smollm2_on_llama_server_through_callisto_parsing(smollm2_path):
+def test_smollm2_on_llama_server_says_the_same_through_callisto_parsing(smollm2_path):
     with bench_server.LlamaServer(BINARY, str(smollm2_path), n_ctx=512, threads=2, extra=["--jinja"]) as srv:
         session = RemoteChatSession(Provider(srv.url, kind="openai"), "smollm2", parser="callisto", max_tokens=8,
                                     sampling={"temperature": 0.0})
         events = list(session.send("Say hello."))
         server_prompt = _server_render(srv, [{"role": "user", "content": "Say hello."}])
+        api = RemoteChatSession(Provider(srv.url, kind="openai"), "smollm2", parser="api", max_tokens=8,
+                                sampling={"temperature": 0.0})
+        api_events = list(api.send("Say hello."))
     done = events[-1]
     assert isinstance(done, DoneEvent) and done.finish_reason in ("stop", "length"), done
     assert done.extra["parser"] == "callisto" and done.extra["template_source"].endswith("/props")
-    assert session.last_prompt.text == server_prompt  # SmolLM2's template, rendered here as the server does
+    assert session.last_raw_prompt == server_prompt  # SmolLM2's template, rendered here as the server does
     text = "".join(e.text for e in events if isinstance(e, TextEvent))
     assert text.strip() and "<|im_" not in text  # the template's own markers never reach the reply
     assert done.ttft_s is not None and done.generated_tokens > 0
     assert session.messages[-1].content == text
+    # Greedy, one prompt: the server's own chat path and Callisto parsing say the same.
+    assert "".join(e.text for e in api_events if isinstance(e, TextEvent)) == text
+    assert api_events[-1].prompt_tokens == done.prompt_tokens
