@@ -236,7 +236,7 @@ class RemoteChatSession:
         self.effective_format = family if choice == "callisto" else None
 
     def _new_id(self, proposed: str | None) -> str:
-        if is_valid_call_id(proposed) and proposed not in self._used_ids:
+        if isinstance(proposed, str) and is_valid_call_id(proposed) and proposed not in self._used_ids:
             self._used_ids.add(proposed)
             return proposed
         while True:

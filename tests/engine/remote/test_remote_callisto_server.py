@@ -108,3 +108,45 @@ def test_callisto_parsing_without_a_template_says_how_to_give_one(callisto_serve
     assert done.finish_reason == "error"
     assert "chat template" in done.error and "GGUF or tokenizer_config.json" in done.error
     assert [m.role for m in session.messages] == ["user"]
+
+
+@pytest.mark.parametrize("shape", ["string", "named list"])
+def test_callisto_parsing_takes_the_template_from_a_tokenizer_config(callisto_server, remote_models, tmp_path, shape):
+    import json
+
+    from app.engine.models.metadata import read_metadata
+
+    meta = read_metadata(remote_models["loop"])
+    template = meta.chat_template if shape == "string" else [{"name": "default", "template": meta.chat_template}]
+    config = tmp_path / "tokenizer_config.json"
+    config.write_text(json.dumps({"chat_template": template, "eos_token": {"content": "<|im_end|>"}}))
+    session, ran = _session(callisto_server, "openai", "loop-hermes", "callisto", template=config)
+    events, done = _run(session)
+    assert done.finish_reason == "stop" and done.extra["template_source"] == str(config)
+    assert _calls(events) == [("get_weather", {"city": "Oslo"})] and ran == [("get_weather", {"city": "Oslo"})]
+
+
+def test_reasoning_and_a_call_read_by_callistos_parser(callisto_server, remote_models):
+    session, ran = _session(callisto_server, "openai", "think-hermes", "callisto", template=remote_models["think"],
+                            max_rounds=1)
+    events, done = _run(session)
+    assert THOUGHT in "".join(e.text for e in events if isinstance(e, ReasoningEvent))
+    assert "<think>" not in "".join(e.text for e in events if isinstance(e, TextEvent))
+    assert done.finish_reason == "rounds" and ran == []  # read as a call, not run past the round limit
+    assert list(done.extra["call_parsers"].values()) == ["callisto:hermes"]
+    assert session.messages[-1].reasoning.strip() == THOUGHT
+
+
+def test_bad_choices_are_clear_errors(tmp_path):
+    with pytest.raises(ValueError, match="http:// or https://"):
+        Provider("localhost:8080")
+    with pytest.raises(ValueError, match="unknown remote kind"):
+        Provider("http://127.0.0.1:1", kind="grpc")
+    with pytest.raises(ValueError, match="Anthropic API"):
+        RemoteChatSession(Provider("http://127.0.0.1:1", kind="anthropic"), "m", parser="callisto")
+    with pytest.raises(ValueError, match="unknown parser"):
+        RemoteChatSession(Provider("http://127.0.0.1:1"), "m", parser="magic")
+    broken = tmp_path / "tokenizer_config.json"
+    broken.write_text("{not json")
+    with pytest.raises(ValueError, match="cannot read the template file"):
+        RemoteChatSession(Provider("http://127.0.0.1:1"), "m", parser="callisto", template=broken)
