@@ -273,6 +273,10 @@ class RemoteChatSession:
             return
         yield from self._notices_pending
         self._notices_pending = []
+        if self.parser == "callisto" and tool_choice not in ("auto", "none") and self.tools:
+            yield NoticeEvent(code="tool_choice_not_held", setting="chat.tool_choice", message=(
+                "With Callisto parsing on a remote engine, tool_choice is not held by a grammar: the model "
+                "is asked for a call, but it may answer in text."))
         parsers: dict[str, str] = {}
         ttft = None
         gen_tokens = 0
