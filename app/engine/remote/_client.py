@@ -85,7 +85,10 @@ class Provider:
         import httpx
 
         timeout = httpx.Timeout(self.timeout_s, connect=self.connect_timeout_s)
-        return httpx.Client(timeout=timeout, verify=self.verify, headers=self.headers(), trust_env=False)
+        host = httpx.URL(self.base).host
+        loopback = host in ("localhost", "127.0.0.1", "::1") or host.startswith("127.")
+        # The environment's proxies apply to a hosted endpoint, never to one on this machine.
+        return httpx.Client(timeout=timeout, verify=self.verify, headers=self.headers(), trust_env=not loopback)
 
 
 def _where(provider: Provider) -> str:
