@@ -1,53 +1,129 @@
-"""Approval of a side-effecting tool call: Allow once / Always allow / Deny, with the arguments."""
+"""Approval of a side-effecting tool call: Allow once / Always allow / Deny, with the arguments.
+
+The dialog speaks to the person, not to the model: a built-in tool's action in plain words (for a
+file write: the full destination path, and whether a file there is overwritten or created), the
+exact arguments below it, and a countdown to the automatic Deny.
+"""
 
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtGui import QFont
 from PySide6.QtWidgets import QDialog, QHBoxLayout, QLabel, QPlainTextEdit, QPushButton, QVBoxLayout, QWidget
 
-__all__ = ["ApprovalDialog"]
+__all__ = ["ApprovalDialog", "write_target"]
+
+
+def _human_size(n: int) -> str:
+    for unit in ("bytes", "KB", "MB", "GB"):
+        if n < 1024 or unit == "GB":
+            return f"{n} {unit}" if unit == "bytes" else f"{n:.1f} {unit}"
+        n /= 1024  # type: ignore[assignment]
+    return f"{n} bytes"
+
+
+def write_target(workspace: str | None, path: Any) -> tuple[str, str]:
+    """(full path, what happens there) for a write_file call into ``workspace``.
+
+    The path is resolved by the same rules the tool applies; one it will refuse says why instead.
+    """
+    from app.tools import ToolError, Workspace, WorkspaceError
+
+    if not workspace:
+        return "", "No workspace folder is set, so the file tools will refuse this call."
+    try:
+        real = Workspace(workspace).resolve(path if isinstance(path, str) else "")
+    except (ToolError, WorkspaceError) as exc:
+        return "", f"The write will be refused: {exc}"
+    if real.is_dir():
+        return str(real), "This is a folder; the write will be refused."
+    if real.exists():
+        try:
+            size = _human_size(real.stat().st_size)
+        except OSError:
+            size = "unknown size"
+        return str(real), f"This file already exists ({size}) and will be OVERWRITTEN."
+    return str(real), "No file is there yet: a new file will be created."
+
+
+def _countdown_text(remaining_s: float) -> str:
+    s = max(0, int(remaining_s + 0.999))
+    return f"Denied automatically in {s // 60}:{s % 60:02d} if you don't answer."
 
 
 class ApprovalDialog(QDialog):
-    """Non-modal to the worker: ``decision`` is set when a button is pressed (closing = deny)."""
+    """Non-modal to the worker: ``decision`` is set when a button is pressed (closing = deny).
 
-    def __init__(self, request: Any, parent: QWidget | None = None) -> None:
+    ``workspace`` is the file tools' folder (Settings → Tools), so that a write shows its full path.
+    """
+
+    def __init__(self, request: Any, parent: QWidget | None = None, *, workspace: str | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("approvalDialog")
         self.request = request
         self.call_id = str(getattr(request, "call_id", ""))
         self.tool_name = str(getattr(request, "tool_name", getattr(request, "name", "tool")))
         self.decision = "deny"
+        self.target_path = ""
         self.setWindowTitle(f"Allow {self.tool_name}?")
         self.setModal(True)
         lay = QVBoxLayout(self)
-        head = QLabel(f"The model wants to run <b>{self.tool_name}</b>.")
-        head.setTextFormat(Qt.TextFormat.RichText)
-        lay.addWidget(head)
-        desc = str(getattr(request, "description", "") or "")
-        if desc:
-            d = QLabel(desc)
-            d.setWordWrap(True)
-            lay.addWidget(d)
-        lay.addWidget(QLabel("Arguments:"))
+        arguments = getattr(request, "arguments", {})
+        arguments = arguments if isinstance(arguments, dict) else {}
+        builtin = str(getattr(request, "source", "builtin")) == "builtin"
+        if builtin and self.tool_name == "write_file":
+            content = arguments.get("content")
+            n = len(content) if isinstance(content, str) else 0
+            head = QLabel(f"The model wants to <b>write a file</b> ({n:,} characters).")
+            head.setTextFormat(Qt.TextFormat.RichText)
+            lay.addWidget(head)
+            self.target_path, effect = write_target(workspace, arguments.get("path"))
+            self.path_label = QLabel(self.target_path or str(arguments.get("path", "")))
+            self.path_label.setObjectName("approvalPath")
+            self.path_label.setFont(QFont("monospace"))
+            self.path_label.setWordWrap(True)
+            self.path_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+            lay.addWidget(self.path_label)
+            self.effect_label = QLabel(effect)
+            self.effect_label.setObjectName("approvalEffect")
+            self.effect_label.setWordWrap(True)
+            self.effect_label.setProperty("warn", "true" if "OVERWRITTEN" in effect else "false")
+            lay.addWidget(self.effect_label)
+        else:
+            head = QLabel(f"The model wants to run <b>{self.tool_name}</b>.")
+            head.setTextFormat(Qt.TextFormat.RichText)
+            lay.addWidget(head)
+            desc = str(getattr(request, "description", "") or "")
+            if desc:
+                where = "" if builtin else f" (from {str(getattr(request, 'source', '')).removeprefix('mcp:')})"
+                d = QLabel(f"The tool describes itself{where} as: {desc}")
+                d.setWordWrap(True)
+                lay.addWidget(d)
+        lay.addWidget(QLabel("Exactly what it sends:"))
         self.args_view = QPlainTextEdit()
         self.args_view.setReadOnly(True)
         self.args_view.setFont(QFont("monospace"))
         args_text = getattr(request, "arguments_text", None)
         if not isinstance(args_text, str):
-            args_text = json.dumps(getattr(request, "arguments", {}), indent=2, ensure_ascii=False, default=str)
+            args_text = json.dumps(arguments, indent=2, ensure_ascii=False, default=str)
         self.args_view.setPlainText(args_text)
         lay.addWidget(self.args_view, 1)
         timeout = getattr(request, "timeout_s", None)
+        self.countdown: QLabel | None = None
+        self._deadline: float | None = None
         if timeout:
-            note = QLabel(f"No answer within {int(timeout)} s counts as Deny.")
-            note.setObjectName("approvalNote")
-            lay.addWidget(note)
-            QTimer.singleShot(int(timeout * 1000), self.reject)
+            self._deadline = time.monotonic() + float(timeout)
+            self.countdown = QLabel(_countdown_text(float(timeout)))
+            self.countdown.setObjectName("approvalNote")
+            lay.addWidget(self.countdown)
+            self._tick_timer = QTimer(self)
+            self._tick_timer.setInterval(1000)
+            self._tick_timer.timeout.connect(self._tick)
+            self._tick_timer.start()
         row = QHBoxLayout()
         row.addStretch(1)
         self.btn_deny = QPushButton("Deny")
@@ -58,7 +134,20 @@ class ApprovalDialog(QDialog):
             b.clicked.connect(lambda _=False, d=dec: self._answer(d))
             row.addWidget(b)
         lay.addLayout(row)
-        self.resize(480, 340)
+        self.resize(520, 360)
+
+    def remaining_s(self) -> float | None:
+        """Seconds until the automatic Deny (None: no time limit)."""
+        return None if self._deadline is None else max(0.0, self._deadline - time.monotonic())
+
+    def _tick(self) -> None:
+        remaining = self.remaining_s()
+        if remaining is None or self.countdown is None:
+            return
+        self.countdown.setText(_countdown_text(remaining))
+        if remaining <= 0:
+            self._tick_timer.stop()
+            self.reject()
 
     def _answer(self, decision: str) -> None:
         self.decision = decision

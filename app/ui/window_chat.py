@@ -257,7 +257,7 @@ class ChatMixin:
         self.refresh_conversations()  # type: ignore[attr-defined]
 
     def _on_worker_approval_requested(self, request: Any) -> None:
-        dlg = ApprovalDialog(request, self)  # type: ignore[arg-type]
+        dlg = ApprovalDialog(request, self, workspace=self.settings.tools.workspace)  # type: ignore[arg-type]
         self.approval_dialog = dlg
 
         def answered(_result: int) -> None:

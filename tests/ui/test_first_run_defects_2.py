@@ -1,0 +1,72 @@
+"""More of the first-run review's defects, each reproduced with its steps on the real window.
+
+Each test is named after the defect it reproduces (``test_dN_...``).
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt
+
+from app.storage.settings import Settings
+
+DONE_TIMEOUT = 30_000
+
+
+def _settings(max_tokens: int = 64) -> Settings:
+    s = Settings()
+    s.sampling.max_tokens = max_tokens
+    return s
+
+
+def _approval(qtbot, w):
+    w.compose.setPlainText("Write a note")
+    assert w.send()
+    qtbot.waitUntil(lambda: w.approval_dialog is not None and w.approval_dialog.isVisible(), timeout=DONE_TIMEOUT)
+    return w.approval_dialog
+
+
+def test_d18_approval_shows_full_path_that_the_file_is_overwritten_and_a_countdown(qtbot, make_window,
+                                                                                   tool_model, tmp_path):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "note.txt").write_text("old words")
+    path = tool_model("write_file", '{"path": "note.txt", "content": "hi"}', answer="Done.")
+    s = _settings()
+    s.tools.workspace = str(ws)
+    w = make_window(path, settings=s)
+    dlg = _approval(qtbot, w)
+    full = str((ws / "note.txt").resolve())
+    assert dlg.path_label.text() == full
+    assert "already exists" in dlg.effect_label.text() and "OVERWRITTEN" in dlg.effect_label.text()
+    texts = " ".join(lbl.text() for lbl in dlg.findChildren(type(dlg.path_label)))
+    # the model-facing description is not what the person reads
+    assert "asks the user first" not in texts and "workspace (" not in texts
+    first = dlg.remaining_s()
+    assert first is not None and "Denied automatically in 5:00" in dlg.countdown.text()
+    qtbot.waitUntil(lambda: dlg.countdown.text() != "Denied automatically in 5:00 if you don't answer.",
+                    timeout=5_000)
+    assert "Denied automatically in 4:5" in dlg.countdown.text()
+    with qtbot.waitSignal(w.sig_turn_done, timeout=DONE_TIMEOUT):
+        qtbot.mouseClick(dlg.btn_deny, Qt.MouseButton.LeftButton)
+    assert (ws / "note.txt").read_text() == "old words"
+
+
+def test_d18_approval_of_a_new_file_and_of_a_path_the_tool_refuses(qtbot):
+    import tempfile
+    from pathlib import Path
+
+    from app.tools.types import ApprovalRequest
+    from app.ui.approval_dialog import ApprovalDialog
+
+    with tempfile.TemporaryDirectory() as tmp:
+        new = ApprovalRequest("c1", "write_file", "model text", {"path": "sub/new.md", "content": "x"}, timeout_s=30)
+        dlg = ApprovalDialog(new, workspace=tmp)
+        qtbot.addWidget(dlg)
+        assert dlg.path_label.text() == str(Path(tmp).resolve() / "sub" / "new.md")
+        assert "new file will be created" in dlg.effect_label.text()
+        assert dlg.countdown.text() == "Denied automatically in 0:30 if you don't answer."
+        out = ApprovalRequest("c2", "write_file", "model text", {"path": "../escape.txt", "content": "x"})
+        dlg2 = ApprovalDialog(out, workspace=tmp)
+        qtbot.addWidget(dlg2)
+        assert "will be refused" in dlg2.effect_label.text() and "'..'" in dlg2.effect_label.text()
+        assert dlg2.countdown is None
