@@ -18,6 +18,7 @@ out, what its values cannot hold). Budgets are fixed and small; CI replays fixed
 
 from __future__ import annotations
 
+import keyword
 import random
 from typing import Any
 
@@ -41,7 +42,8 @@ ALL_MARKERS = tuple(sorted({m for f in FAMILIES for m in spec_of(f).all_markers(
 
 SAFE_TEXT = st.text(alphabet="abcXYZ 0129.,!?-é東🌧\n", max_size=16)
 RICH_CHARS = "aZ 09\"'\\\n\t<>|{}[]():,=/é東🌧"
-KEY = st.from_regex(r"[a-z][a-z0-9_]{0,6}", fullmatch=True)
+# Argument names every wire can carry (Python-call wires: identifiers, never keywords like "as").
+KEY = st.from_regex(r"[a-z][a-z0-9_]{0,6}", fullmatch=True).filter(lambda k: not keyword.iskeyword(k))
 NAME = st.from_regex(r"fz_[a-z][a-z0-9_]{0,6}", fullmatch=True)  # not in TOOLS: arguments stay as written
 
 
