@@ -463,6 +463,7 @@ class ToolCard(QFrame):
         self.raw_view.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.raw_view.setVisible(False)
         lay.addWidget(self.raw_view)
+        self.fix_button: QPushButton | None = None
         self.arguments, self.raw = arguments, raw
         self.result: str | None = None
         self.error: str | None = None
@@ -480,6 +481,25 @@ class ToolCard(QFrame):
         elif result is not None:
             self.chip.outcome = _short(result, 40) + (f" · {format_duration(duration_s)}" if duration_s else "")
         self._refresh()
+
+    def set_fix(self, text: str, action: Callable[[], None]) -> QPushButton:
+        """A button under the chip that fixes why the call failed (e.g. opens the setting it needs)."""
+        if self.fix_button is None:
+            self.fix_button = QPushButton()
+            self.fix_button.setObjectName("errorAction")
+            self.fix_button.setFlat(True)
+            self.fix_button.setCursor(Qt.CursorShape.PointingHandCursor)
+            self.layout().insertWidget(1, self.fix_button, 0, Qt.AlignmentFlag.AlignLeft)
+        else:
+            self.fix_button.clicked.disconnect()
+        self.fix_button.setText(text)
+        self.fix_button.clicked.connect(action)
+        self.fix_button.show()  # a child added after the card was shown
+        return self.fix_button
+
+    def failed(self) -> bool:
+        """The call did not do its work (an error, a denial or a timeout)."""
+        return self.chip.state in ("error", "denied")
 
     def details_text(self) -> str:
         parts = [f"Arguments:\n{pretty_json(self.arguments)}"]

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from app.engine.events import DoneEvent, NoticeEvent, ToolCallFinishedEvent, ToolCallStartedEvent
+from app.tools.builtins import FILE_TOOL_NAMES
 from app.ui.approval_dialog import ApprovalDialog
 
 if TYPE_CHECKING:
@@ -188,6 +189,11 @@ class ChatMixin:
                                    duration_s=ev.duration_s)
         self.tool_panel.finish_call(ev.call_id, ev.name, ev.arguments, ev.raw, ev.result, ev.error,
                                     ev.duration_s, ev.approval)
+        if ev.error is not None and ev.name in FILE_TOOL_NAMES and not self.settings.tools.workspace:
+            card = self.chat.find_card(ev.call_id)
+            if card is not None:  # the file tools exist only with a workspace folder: say where to set it
+                card.set_fix("Set a workspace folder to enable the file tools…",
+                             lambda: self.open_settings("tools.workspace"))  # type: ignore[attr-defined]
 
     def _on_worker_tool_call_incomplete(self, ev: Any) -> None:
         self.chat.add_incomplete_call(ev.call.name, ev.call.raw, ev.call.reason)
@@ -208,6 +214,8 @@ class ChatMixin:
 
     def _on_worker_done(self, ev: DoneEvent) -> None:
         self.last_done = ev
+        for call_id, parser in ((ev.extra or {}).get("call_parsers") or {}).items():
+            self.tool_panel.set_parser(call_id, parser)  # which parser read each call (remote engines)
         status = {"cancelled": "cancelled", "error": "error", "length": "length"}.get(ev.finish_reason, "done")
         reply = self.chat.current_assistant()
         self.chat.end_assistant(status)
@@ -222,6 +230,10 @@ class ChatMixin:
             elif ev.finish_reason == "length":
                 reply.set_error("The reply reached the max-tokens limit and was cut off.",
                                 [("Continue", self.continue_reply)], kind="info")
+            elif ev.finish_reason != "cancelled" and any(c.failed() for c in reply.cards.values()):
+                # the model's words may claim what the failed call did not do
+                reply.set_error("A tool call in this reply did not run (marked ✗ above): the text may say "
+                                "otherwise.", kind="info")
             reply.set_stats(reply_stats(ev) if ev.finish_reason != "error" else "")
         if ev.ttft_s is not None:
             self.stat_ttft.setText(f"TTFT {ev.ttft_s * 1000:.0f} ms")

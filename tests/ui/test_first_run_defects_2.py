@@ -70,3 +70,42 @@ def test_d18_approval_of_a_new_file_and_of_a_path_the_tool_refuses(qtbot):
         qtbot.addWidget(dlg2)
         assert "will be refused" in dlg2.effect_label.text() and "'..'" in dlg2.effect_label.text()
         assert dlg2.countdown is None
+
+
+def _send(qtbot, w, text: str):
+    w.compose.setPlainText(text)
+    with qtbot.waitSignal(w.sig_turn_done, timeout=DONE_TIMEOUT) as blocker:
+        assert w.send()
+    return blocker.args[0]
+
+
+def test_d17_d22_failed_file_tool_links_to_the_workspace_setting_and_the_reply_is_flagged(qtbot, make_window,
+                                                                                          tool_model):
+    path = tool_model("write_file", '{"path": "note.txt", "content": "hi"}', answer="Done: I wrote note.txt.")
+    w = make_window(path, settings=_settings())  # no workspace folder: the file tools do not exist
+    _send(qtbot, w, "Write a note")
+    reply = w.chat.current_assistant()
+    (card,) = reply.cards.values()
+    assert card.failed()
+    # D17: the failing call says how to get the file tools, and the link opens that very setting
+    assert card.fix_button is not None and not card.fix_button.isHidden()
+    assert "workspace folder" in card.fix_button.text()
+    qtbot.mouseClick(card.fix_button, Qt.MouseButton.LeftButton)
+    dlg = w.settings_dialog
+    assert dlg is not None and dlg.isVisible() and dlg.focused_key == "tools.workspace"
+    assert dlg.tabs.tabText(dlg.tabs.currentIndex()) == "Tools"
+    dlg.reject()
+    # D22: the text claims success under a failed call; the reply says the call did not run
+    assert reply.text() == "Done: I wrote note.txt."
+    assert reply.error_box is not None and reply.error_box.property("kind") == "info"
+    assert "did not run" in reply.error_box.message
+
+
+def test_d22_a_reply_whose_calls_worked_is_not_flagged(qtbot, make_window, tool_model):
+    path = tool_model("calculator", '{"expression": "6*7"}', answer="42.")
+    w = make_window(path, settings=_settings())
+    _send(qtbot, w, "What is 6*7?")
+    reply = w.chat.current_assistant()
+    (card,) = reply.cards.values()
+    assert not card.failed() and card.fix_button is None
+    assert reply.error_box is None
