@@ -37,7 +37,9 @@ __all__ = [
     "LoadSettings",
     "LoadedModel",
     "ModelLoadError",
+    "gpu_offload_available",
     "load_model",
+    "resolve_gpu_layers",
 ]
 
 FALLBACK_TEMPLATE = (
@@ -65,7 +67,7 @@ class LoadSettings:
     """``n_ctx`` is rounded up to a multiple of 256 and capped at the model's training context."""
 
     n_ctx: int = 4096
-    n_gpu_layers: int = 0
+    n_gpu_layers: int | None = 0  # None: automatic (see resolve_gpu_layers)
     n_threads: int | None = None
 
 
@@ -157,15 +159,34 @@ def _round_ctx(n_ctx: int, train_ctx: int | None) -> int:
     return max(n, 256)
 
 
+def gpu_offload_available() -> bool:
+    """Whether this llama.cpp build has a GPU backend (Metal, CUDA, Vulkan…) it can offload layers to."""
+    try:
+        from llama_cpp import llama_cpp as _lib
+    except ImportError:  # pragma: no cover - the dependency is pinned
+        return False
+    return bool(_lib.llama_supports_gpu_offload())
+
+
+def resolve_gpu_layers(n_gpu_layers: int | None) -> int:
+    """The layer count llama.cpp gets: ``None`` (automatic) is every layer (-1) where the build can
+    offload to a GPU and 0 (CPU only) where it cannot; any number is used as given."""
+    if n_gpu_layers is None:
+        return -1 if gpu_offload_available() else 0
+    return int(n_gpu_layers)
+
+
 def load_model(
     path: str | os.PathLike[str],
     *,
     n_ctx: int = 4096,
-    n_gpu_layers: int = 0,
+    n_gpu_layers: int | None = 0,
     n_threads: int | None = None,
     settings: LoadSettings | None = None,
 ) -> LoadedModel:
-    """Check ``path`` with the gguf reader, then load it with llama.cpp."""
+    """Check ``path`` with the gguf reader, then load it with llama.cpp.
+
+    ``n_gpu_layers=None`` chooses automatically (:func:`resolve_gpu_layers`)."""
     if settings is not None:
         n_ctx, n_gpu_layers, n_threads = settings.n_ctx, settings.n_gpu_layers, settings.n_threads
     p = Path(path)
@@ -193,7 +214,7 @@ def load_model(
         llm = Llama(
             model_path=str(p),
             n_ctx=ctx,
-            n_gpu_layers=int(n_gpu_layers),
+            n_gpu_layers=resolve_gpu_layers(n_gpu_layers),
             n_threads=int(n_threads),
             n_threads_batch=int(n_threads),
             n_batch=min(512, ctx),

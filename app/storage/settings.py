@@ -127,7 +127,8 @@ class ChatSettings(_Model):
 
 class ModelSettings(_Model):
     context_length: int = Field(4096, ge=256)
-    gpu_layers: int = Field(0, ge=-1)  # -1: offload all layers
+    # None: automatic (every layer where llama.cpp has a GPU backend, none without); -1: all; 0: CPU only
+    gpu_layers: int | None = Field(None, ge=-1)
     threads: int | None = Field(None, ge=1)  # None: llama.cpp's default
     last_model_path: str | None = None
     extra_model_folders: list[str] = Field(default_factory=list)
@@ -244,7 +245,7 @@ class EffectiveSettings:
     sampling: SamplingSettings
     system_prompt: str
     context_length: int
-    gpu_layers: int
+    gpu_layers: int | None
     threads: int | None
     overridden: tuple[str, ...] = ()  # names of the fields that came from the override
     context_policy: str = "stop"

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from PySide6.QtCore import Qt
+from PySide6.QtGui import QValidator
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -33,7 +34,7 @@ from PySide6.QtWidgets import (
 from app.storage.settings import ModelOverride, SamplingOverride, Settings, model_key
 from app.ui.theme import THEMES
 
-__all__ = ["CONTEXT_POLICIES", "SettingsDialog", "format_choices"]
+__all__ = ["CONTEXT_POLICIES", "GpuLayersSpin", "SettingsDialog", "format_choices"]
 
 #: The choices of ``chat.context_policy`` (values of ``app.engine.context.POLICIES``), in plain words.
 CONTEXT_POLICIES = (
@@ -78,6 +79,42 @@ def _ispin(lo: int, hi: int) -> QSpinBox:
     s = QSpinBox()
     s.setRange(lo, hi)
     return s
+
+
+class GpuLayersSpin(QSpinBox):
+    """GPU layers: "automatic" (the setting's None), "all" (-1) or a layer count (0 = CPU only)."""
+
+    AUTO, ALL = -2, -1
+    WORDS = {AUTO: "automatic", ALL: "all"}
+
+    def __init__(self, value: int | None) -> None:
+        super().__init__()
+        self.setRange(self.AUTO, 1000)
+        self.setValue(self.AUTO if value is None else value)
+
+    def textFromValue(self, value: int) -> str:  # noqa: N802 - Qt override
+        return self.WORDS.get(value, str(value))
+
+    def valueFromText(self, text: str) -> int:  # noqa: N802 - Qt override
+        t = text.strip().lower()
+        for v, word in self.WORDS.items():
+            if t == word:
+                return v
+        return int(t) if t.lstrip("-").isdigit() else self.AUTO
+
+    def validate(self, text: str, pos: int) -> object:
+        t = text.strip().lower()
+        if t.lstrip("-").isdigit() and self.AUTO <= int(t) <= self.maximum():
+            return QValidator.State.Acceptable, text, pos
+        if t in self.WORDS.values():
+            return QValidator.State.Acceptable, text, pos
+        if not t or t == "-" or any(w.startswith(t) for w in self.WORDS.values()):
+            return QValidator.State.Intermediate, text, pos
+        return QValidator.State.Invalid, text, pos
+
+    def layers(self) -> int | None:
+        """The setting's value: None for automatic."""
+        return None if self.value() == self.AUTO else self.value()
 
 
 class _SamplingForm(QWidget):
@@ -231,16 +268,16 @@ class SettingsDialog(QDialog):
         self.context_length = _ispin(256, 1_048_576)
         self.context_length.setSingleStep(1024)
         self.context_length.setValue(self.settings.model.context_length)
-        self.gpu_layers = _ispin(-1, 1000)
-        self.gpu_layers.setSpecialValueText("all")
-        self.gpu_layers.setValue(self.settings.model.gpu_layers)
+        self.gpu_layers = GpuLayersSpin(self.settings.model.gpu_layers)
         self.threads = _ispin(0, 256)
         self.threads.setSpecialValueText("automatic")
         self.threads.setValue(self.settings.model.threads or 0)
         self.context_length.setToolTip("How many tokens of conversation (with tool descriptions) the model "
                                        "can see; more needs more memory. The model reloads when it changes.")
-        self.gpu_layers.setToolTip("Layers computed on the GPU: 0 = CPU only, \"all\" = every layer. Only a "
-                                   "llama.cpp build with a GPU backend (Metal, CUDA, Vulkan) uses it.")
+        self.gpu_layers.setToolTip("Layers computed on the GPU. \"automatic\" (the default) puts every layer "
+                                   "on the GPU when this llama.cpp build has a GPU backend (Metal, CUDA, "
+                                   "Vulkan) and none otherwise; \"all\" = every layer, 0 = CPU only. Lower "
+                                   "it if a large model does not fit in the GPU's memory.")
         f.addRow("Context length (tokens)", self.context_length)
         f.addRow("GPU layers", self.gpu_layers)
         f.addRow("Threads", self.threads)
@@ -392,7 +429,7 @@ class SettingsDialog(QDialog):
         s.chat.system_prompt = self.system_prompt.toPlainText()
         s.sampling = type(s.sampling).model_validate({**s.sampling.model_dump(), **self.sampling.values()})
         s.model.context_length = self.context_length.value()
-        s.model.gpu_layers = self.gpu_layers.value()
+        s.model.gpu_layers = self.gpu_layers.layers()
         s.model.threads = self.threads.value() or None
         s.tools.workspace = self.workspace.text().strip() or None
         s.tools.default_approval = self.default_approval.currentData()

@@ -109,3 +109,34 @@ def test_d22_a_reply_whose_calls_worked_is_not_flagged(qtbot, make_window, tool_
     (card,) = reply.cards.values()
     assert not card.failed() and card.fix_button is None
     assert reply.error_box is None
+
+
+def test_d28_gpu_layers_default_is_automatic_and_follows_the_llama_cpp_build(qtbot, make_window, streaming_model):
+    from llama_cpp import llama_cpp as lib
+
+    from app.engine.llm import resolve_gpu_layers
+    from app.storage.settings import load_settings, save_settings
+
+    s = _settings(max_tokens=4)
+    assert s.model.gpu_layers is None  # a newcomer gets the GPU where there is one, not CPU speed
+    w = make_window(streaming_model, settings=s)
+    assert w.config_for(w.model_info.path).n_gpu_layers is None
+    expected = -1 if lib.llama_supports_gpu_offload() else 0
+    assert resolve_gpu_layers(None) == expected and resolve_gpu_layers(3) == 3
+    assert w.worker.model.llm.model_params.n_gpu_layers == (0x7FFFFFFF if expected == -1 else 0)
+    # Settings → Model says so in words, and each choice round-trips through the settings file
+    dlg = w.open_settings("model.gpu_layers")
+    spin = dlg.gpu_layers
+    assert spin.text() == "automatic" and "automatic" in spin.toolTip() and "GPU backend" in spin.toolTip()
+    spin.setValue(-1)
+    assert spin.text() == "all" and dlg.result_settings().model.gpu_layers == -1
+    spin.setValue(0)
+    assert dlg.result_settings().model.gpu_layers == 0
+    spin.lineEdit().selectAll()
+    qtbot.keyClicks(spin, "automatic")
+    spin.interpretText()
+    new = dlg.result_settings()
+    assert new.model.gpu_layers is None
+    dlg.reject()
+    save_settings(new)
+    assert load_settings()[0].model.gpu_layers is None
