@@ -42,6 +42,8 @@ class ModelInfo:
     effective_format: str | None
     template_is_fallback: bool = False
     tools: tuple[str, ...] = ()  # the tools the session offers (the tool-choice control lists them)
+    remote: str | None = None  # a remote engine's model: the provider's name (``path`` is its picker key)
+    remote_mode: str | None = None  # its tool mode: api, callisto or auto
 
 
 def format_label(name: str | None) -> str | None:

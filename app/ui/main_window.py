@@ -45,6 +45,7 @@ from app.ui.chat_view import ChatView, ComposeEdit, NoticeBanner
 from app.ui.conversation_list import ConversationList
 from app.ui.icons import icon
 from app.ui.model_bar import ModelBarMixin
+from app.ui.remote_models import RemoteModelsMixin
 from app.ui.settings_dialog import SettingsDialog
 from app.ui.tasks import BackgroundTasks
 from app.ui.tool_panel import ToolCallPanel
@@ -101,7 +102,7 @@ class Page:
     tool_panel: bool = False  # the tool-call panel belongs beside this page
 
 
-class MainWindow(ConversationsMixin, ChatMixin, ModelBarMixin, QMainWindow):
+class MainWindow(ConversationsMixin, ChatMixin, RemoteModelsMixin, ModelBarMixin, QMainWindow):
     sig_settings_saved = Signal()
     sig_turn_done = Signal(object)  # DoneEvent, after the window has rendered the end of a turn
     sig_model_ready = Signal(object)  # ModelInfo, after the picker shows the loaded model
@@ -158,6 +159,7 @@ class MainWindow(ConversationsMixin, ChatMixin, ModelBarMixin, QMainWindow):
             if path is not None:
                 self.load_model(str(path))
         self.refresh_model_library()
+        self.refresh_remote_models()  # the remote engines' models join the picker as they are listed
         self._reopen_last_conversation()
 
     def config_for(self, model_path: str | None) -> EngineConfig:

@@ -136,8 +136,10 @@ class ModelBarMixin:
         demo = self._demo_model()
         if demo is not None:
             paths.append(str(demo))
+        from app.ui.remote_models import parse_remote_key
+
         for p in (self.model_info.path if self.model_info else None, self.loading_path):
-            if p:
+            if p and parse_remote_key(p) is None:  # a remote model is listed with its provider's
                 paths.append(p)
         loaded = self.model_info.path if self.model_info else None
         # a deleted file leaves the picker (the loaded model stays listed: it still works)
@@ -155,15 +157,32 @@ class ModelBarMixin:
                 p = current  # the path as loaded
             picker.addItem(label, p)
             picker.setItemData(picker.count() - 1, p, Qt.ItemDataRole.ToolTipRole)
+        from app.ui.remote_models import ADD_REMOTE
+
+        for label, key in self._remote_picker_items():  # type: ignore[attr-defined]
+            if key == current:
+                i = picker.count()
+            picker.addItem(label, key)
+            picker.setItemData(picker.count() - 1, "A model served by a remote engine",
+                               Qt.ItemDataRole.ToolTipRole)
         if picker.count() == 0:
             picker.addItem("No model loaded", None)
+        picker.addItem("Add a remote engine…", ADD_REMOTE)
         picker.addItem("Open a GGUF file…", OPEN_FILE)
         picker.setCurrentIndex(i)
         picker.blockSignals(False)
 
     def _on_model_picker_activated(self, index: int) -> None:
+        from app.ui.remote_models import ADD_REMOTE, parse_remote_key
+
         data = self.model_picker.itemData(index)
-        if data == OPEN_FILE:
+        if data == ADD_REMOTE:
+            self._fill_model_picker()
+            self.open_provider_dialog()  # type: ignore[attr-defined]
+        elif parse_remote_key(data) is not None:
+            if self.model_info is None or data != self.model_info.path:
+                self.load_remote(data)  # type: ignore[attr-defined]
+        elif data == OPEN_FILE:
             self._fill_model_picker()  # the picker keeps showing the current model meanwhile
             path, _ = QFileDialog.getOpenFileName(self, "Open a GGUF model", "", "GGUF models (*.gguf)")  # type: ignore[arg-type]
             if path:
@@ -194,7 +213,7 @@ class ModelBarMixin:
         self.loading_path = None
         self._progress_action.setVisible(False)
         self.load_label.setText("")
-        if self.settings.model.last_model_path != info.path:
+        if info.remote is None and self.settings.model.last_model_path != info.path:
             self.settings.model.last_model_path = info.path
             self._save_settings_quietly()
         self._fill_model_picker()
@@ -220,6 +239,10 @@ class ModelBarMixin:
         info = self.model_info
         if info is None:
             return "", ""
+        if info.remote is not None:
+            how = {"api": "API tools", "callisto": "Callisto parsing", "auto": "tools by the engine's template"}
+            return (f"Remote: {info.remote}",
+                    f"{info.name} on the remote engine {info.remote}; tool calls: {how.get(info.remote_mode or '', '—')}.")
         eff = self.config_for(info.path).tool_format
         if eff == "none":
             return "Tools off", "You turned tool calling off for this model (Settings → Tools)."

@@ -32,6 +32,7 @@ class ToolCallEntry:
     approval: str | None = None
     finished: bool = False
     constrained: str | None = None  # the constraint that held the call while it was decoded, or None (free)
+    parser: str | None = None  # which parser read the call (``DoneEvent.extra["call_parsers"]``), or None
 
     @property
     def status(self) -> str:
@@ -128,6 +129,16 @@ class ToolCallPanel(QWidget):
             self._render(e)
         return e
 
+    def set_parser(self, call_id: str, parser: str) -> bool:
+        """Say which parser read the call (``api:openai``, ``callisto:hermes``...); False if unknown."""
+        e = self.entries.get(call_id)
+        if e is None:
+            return False
+        e.parser = parser
+        if self.selected_call_id() == call_id:
+            self._render(e)
+        return True
+
     def _item(self, call_id: str) -> QListWidgetItem | None:
         for i in range(self.list.count()):
             it = self.list.item(i)
@@ -183,6 +194,10 @@ class ToolCallPanel(QWidget):
                 "<p><b>Decoding:</b> " + (f"held to its schema ({html.escape(e.constrained)})" if e.constrained
                                           else "free (parsed after the fact)") + "</p>",
                 "<p><b>Arguments</b></p>", pre(_pretty(e.arguments))]
+        if e.parser:
+            from app.ui.remote_models import parser_words
+
+            rows.insert(3, f"<p><b>Read by:</b> {html.escape(parser_words(e.parser) or e.parser)}</p>")
         if e.error is not None:
             rows += ["<p><b>Error</b></p>", pre(e.error)]
         elif e.result is not None:

@@ -68,6 +68,7 @@ class EngineWorker(QObject):
 
     # requests, queued into the worker thread
     _req_load = Signal(str, object)
+    _req_load_remote = Signal(object, str, object)
     _req_send = Signal(str, object)
     _req_regenerate = Signal(object)
     _req_configure = Signal(object)
@@ -87,6 +88,7 @@ class EngineWorker(QObject):
         self.moveToThread(self._thread)
         q = Qt.ConnectionType.QueuedConnection
         self._req_load.connect(self._do_load, q)
+        self._req_load_remote.connect(self._do_load_remote, q)
         self._req_send.connect(self._do_send, q)
         self._req_regenerate.connect(self._do_regenerate, q)
         self._req_configure.connect(self._do_configure, q)
@@ -99,6 +101,7 @@ class EngineWorker(QObject):
         self.approvals = ApprovalBridge(self.sig_approval_requested.emit, DEFAULT_APPROVAL_TIMEOUT_S)
         # owned by the worker thread:
         self.model: LoadedModel | None = None
+        self.remote: tuple[Any, str, Any] | None = None  # (RemoteProviderSettings, model, Provider)
         self.session: ChatSession | None = None
         self.config = EngineConfig()
         self.conversation_id: int | None = None
@@ -124,6 +127,11 @@ class EngineWorker(QObject):
 
     def load(self, path: str | Path, config: EngineConfig | None = None) -> None:
         self._req_load.emit(str(path), config)
+
+    def load_remote(self, entry: Any, model: str, config: EngineConfig | None = None) -> None:
+        """Chat with ``model`` of the remote provider ``entry`` (a ``settings.remote`` entry): its
+        key is read from the keychain on the worker thread; the local model is closed once it works."""
+        self._req_load_remote.emit(entry, model, config)
 
     def configure(self, config: EngineConfig) -> None:
         """New settings: the session is rebuilt (its messages kept) before the next turn."""
@@ -207,6 +215,7 @@ class EngineWorker(QObject):
             pending, self._pending_messages = self._pending_messages, []
             messages = self._messages_from_dicts(pending) if pending else []
         old, self.model, self.session = self.model, model, None
+        self.remote = None
         if old is not None:
             try:
                 old.close()
@@ -222,7 +231,51 @@ class EngineWorker(QObject):
         self.sig_loaded.emit(self.info)
         self._emit_context()
 
+    @Slot(object, str, object)
+    def _do_load_remote(self, entry: Any, model: str, config: EngineConfig | None) -> None:
+        from app.ui.remote_models import remote_key
+
+        if self._closing:
+            return
+        key = remote_key(entry.name, model)
+        if config is not None:
+            self.config = config
+        self.sig_load_progress.emit(-1.0, f"Connecting to {entry.name}…")
+        if self.session is not None:
+            messages = list(self.session.messages)
+        else:
+            pending, self._pending_messages = self._pending_messages, []
+            messages = self._messages_from_dicts(pending) if pending else []
+        previous, previous_session = self.remote, self.session
+        try:
+            from app.engine.remote.keys import provider_from_settings
+
+            self.remote = (entry, model, provider_from_settings(entry))
+            self._build_session(messages=messages)
+        except Exception as exc:  # noqa: BLE001 - a keychain, URL or template problem: the old model stays
+            self.remote, self.session = previous, previous_session
+            self.sig_load_progress.emit(0.0, "")
+            self.sig_load_failed.emit(key, f"Could not use {model} on {entry.name}: {exc}")
+            return
+        old, self.model = self.model, None
+        if old is not None:
+            try:
+                old.close()
+            except Exception:  # noqa: BLE001 - the old model is gone either way; the remote one works
+                log.exception("closing the previous model failed")
+        self.sig_load_progress.emit(1.0, "Connected")
+        self.info = self._model_info()
+        self.sig_loaded.emit(self.info)
+
     def _model_info(self) -> ModelInfo:
+        if self.remote is not None:
+            from app.ui.remote_models import remote_key
+
+            entry, name, _provider = self.remote
+            session = self.session
+            return ModelInfo(path=remote_key(entry.name, name), name=name, n_ctx=0, detected_format=None,
+                             detected_label=None, effective_format=None, remote=entry.name, remote_mode=entry.mode,
+                             tools=tuple(t["function"]["name"] for t in (session.tools or [])) if session else ())
         m = self.model
         assert m is not None
         from app.engine.chat import detect_model_format
@@ -255,6 +308,18 @@ class EngineWorker(QObject):
                 self.sig_error.emit(problem.message)
             else:
                 self.sig_window_notice.emit(problem.code, problem.message, problem.setting)
+        if self.remote is not None:
+            from app.engine.remote import RemoteChatSession
+
+            entry, name, provider = self.remote
+            self.session = RemoteChatSession(  # type: ignore[assignment]
+                provider, name, template=entry.template or None,
+                tool_format="auto" if cfg.tool_format == "none" else cfg.tool_format,
+                registry=None if cfg.tool_format == "none" else tools.registry,
+                dispatcher=None if cfg.tool_format == "none" else tools.dispatcher,
+                system_prompt=cfg.system_prompt or None, sampling=self._sampling(cfg), max_tokens=cfg.max_tokens,
+                messages=messages)
+            return
         self.session = build_session(self.model, tools=tools, tool_format=cfg.tool_format,
                                      system_prompt=cfg.system_prompt, sampling=self._sampling(cfg),
                                      max_tokens=cfg.max_tokens, messages=messages)
@@ -277,7 +342,7 @@ class EngineWorker(QObject):
             != (self.config.n_ctx, self.config.n_gpu_layers, self.config.n_threads)
         )
         self.config = config
-        if self.model is None:
+        if self.model is None and self.remote is None:
             return
         if reload:
             messages = list(self.session.messages) if self.session is not None else []
@@ -297,7 +362,7 @@ class EngineWorker(QObject):
     @Slot(object, object)
     def _do_open(self, conversation_id: int | None, dicts: list[dict]) -> None:
         self.conversation_id = conversation_id
-        if self.model is None:
+        if self.model is None and self.remote is None:
             self._pending_messages = dicts
             return
         try:
@@ -337,7 +402,7 @@ class EngineWorker(QObject):
             self.sig_error.emit("No model is loaded: pick one in the model picker or on the Models page.")
             self.sig_done.emit(DoneEvent(finish_reason="error", error="no model loaded"))
             return
-        if not self._make_room(text):
+        if self.remote is None and not self._make_room(text):  # a remote engine keeps its own context
             return
         choice = self.tool_choice  # set by the window's tool-choice control
         self._run_turn(lambda: self.session.send(text, cancel=self._cancel, tool_choice=choice), user_text=text)
@@ -380,7 +445,7 @@ class EngineWorker(QObject):
 
     def _emit_context(self) -> None:
         """Tell the window how much of the context the open conversation takes."""
-        if self.session is None:
+        if self.session is None or self.remote is not None:  # a remote engine's tokenizer is not here
             return
         from app.engine.context import measure
 
@@ -394,6 +459,8 @@ class EngineWorker(QObject):
         if self.history is None or self.conversation_id is None:
             return None
         model = str(self.model.path) if self.model is not None else None
+        if self.remote is not None:
+            model = f"{self.remote[0].name}: {self.remote[1]}"  # the provider and its model
         return TurnRecorder(self.history, self.conversation_id, model=model,
                             settings={"tool_format": self.config.tool_format, "max_tokens": self.config.max_tokens,
                                       "sampling": dict(self.config.sampling)},

@@ -1,0 +1,316 @@
+"""Remote engines in the real window, against real servers on loopback: Callisto's own API server
+serving a scripted GGUF whose first reply calls the calculator, and misbehaving HTTP servers.
+
+A provider is added through its dialog (its key kept by an in-memory keychain backend), its models
+join the picker marked as remote, and choosing one makes the worker chat through the remote session:
+the call runs here, shows in the side panel with the parser that read it, the turn is saved, and
+the key is in no file Callisto wrote."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from pathlib import Path
+
+import pytest
+
+from tests.engine.remote.misbehaving import MisbehavingServer, openai_chunk, sse
+from tests.ui.conftest import QWEN25, call_token
+from tests.ui.scripted_gguf import write_scripted_gguf
+
+KEY = "sk-window-remote-5f3b2d9e"
+ANSWER = "The product is 391."
+PROMPT = "What is 17 * 23?"
+
+
+@pytest.fixture
+def memory_keyring():
+    import keyring
+    from keyring.backend import KeyringBackend
+    from keyring.errors import PasswordDeleteError
+
+    class MemoryKeyring(KeyringBackend):
+        priority = 1  # type: ignore[assignment]
+
+        def __init__(self):
+            super().__init__()
+            self.store: dict[tuple[str, str], str] = {}
+
+        def get_password(self, service, username):
+            return self.store.get((service, username))
+
+        def set_password(self, service, username, password):
+            self.store[(service, username)] = password
+
+        def delete_password(self, service, username):
+            if self.store.pop((service, username), None) is None:
+                raise PasswordDeleteError("no such password")
+
+    previous = keyring.get_keyring()
+    backend = MemoryKeyring()
+    keyring.set_keyring(backend)
+    try:
+        yield backend
+    finally:
+        keyring.set_keyring(previous)
+
+
+def write_calculator_model(folder: Path) -> Path:
+    """Qwen 2.5's template (Hermes): the first reply calls the calculator, the reply after the tool
+    result is ``ANSWER`` (the generation prompt after a tool message ends in a marker token)."""
+    call = call_token("calculator", '{"expression": "17 * 23"}')
+    template = QWEN25.replace(
+        "{{- '<|im_start|>assistant\\n' }}",
+        "{{- '<|im_start|>assistant\\n' }}{%- if messages[-1].role == 'tool' %}{{- '<|tool_done|>' }}{%- endif %}",
+    )
+    assert template != QWEN25
+    return write_scripted_gguf(
+        folder / "remote-calc.gguf", chat_template=template,
+        control_tokens=["<|im_start|>", "<|im_end|>", "<|endoftext|>"],
+        user_tokens=[call, "<|tool_done|>", ANSWER], eos="<|im_end|>",
+        script={"\n": call, call: "<|im_end|>", "<|tool_done|>": ANSWER, ANSWER: "<|im_end|>"},
+        default_next="\n", name="remote-calc")
+
+
+@pytest.fixture(scope="module")
+def calc_model(tmp_path_factory) -> Path:
+    return write_calculator_model(tmp_path_factory.mktemp("remote-window"))
+
+
+@pytest.fixture(scope="module")
+def keyed_server(calc_model):
+    """Callisto's API server on a free loopback port that wants ``KEY``."""
+    from app.server import ApiServer, ServerConfig
+
+    server = ApiServer(ServerConfig(port=0, models=[str(calc_model)], use_library=False, n_ctx=2048, n_threads=1,
+                                    queue_size=8, api_key=KEY))
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def _add_provider(qtbot, w, **values):
+    dlg = w.open_provider_dialog()
+    dlg.set_values(**values)
+    dlg.accept()
+    assert dlg.result() == 1, dlg.error_label.text()
+    qtbot.waitUntil(lambda: values["name"] in w.remote_models, timeout=15_000)
+    return dlg
+
+
+def _choose(qtbot, w, key):
+    picker = w.model_picker
+    index = picker.findData(key)
+    assert index >= 0, [picker.itemText(i) for i in range(picker.count())]
+    picker.setCurrentIndex(index)
+    picker.activated.emit(index)
+    qtbot.waitUntil(lambda: w.model_info is not None and w.model_info.path == key, timeout=15_000)
+
+
+def _turn(qtbot, w, text=PROMPT, timeout=30_000):
+    w.last_done = None
+    assert w.send(text)
+    qtbot.waitUntil(lambda: w.last_done is not None, timeout=timeout)
+    return w.last_done
+
+
+def _files_hold(folder: Path, secret: str) -> list[str]:
+    hits = []
+    for root, _dirs, files in os.walk(folder):
+        for name in files:
+            p = Path(root) / name
+            if secret.encode() in p.read_bytes():
+                hits.append(str(p))
+    return hits
+
+
+@pytest.mark.parametrize(("kind", "mode", "read_by"), [
+    ("openai", "api", "the engine's function calling (OpenAI API)"),
+    ("anthropic", "api", "the engine's function calling (Anthropic API)"),
+    ("openai", "callisto", "Callisto's parser (Hermes JSON)"),
+])
+def test_a_remote_model_chosen_in_the_picker_calls_a_tool_shown_with_its_parser(
+        qtbot, make_window, memory_keyring, keyed_server, calc_model, kind, mode, read_by):
+    from app.storage.paths import settings_path
+    from app.ui.remote_models import remote_key
+
+    w = make_window(None)
+    template = str(calc_model) if mode == "callisto" else ""
+    _add_provider(qtbot, w, name="Lab box", url=keyed_server.url, kind=kind, mode=mode, key=KEY, template=template)
+    assert memory_keyring.store == {("callisto", "remote:Lab box"): KEY}
+    assert [(e.name, e.kind, e.mode) for e in w.settings.remote] == [("Lab box", kind, mode)]
+    key = remote_key("Lab box", "remote-calc")
+    labels = [w.model_picker.itemText(i) for i in range(w.model_picker.count())]
+    assert "remote-calc · Lab box (remote)" in labels, labels
+
+    _choose(qtbot, w, key)
+    assert w.model_info.remote == "Lab box" and w.format_badge.text() == "Remote: Lab box"
+    assert w.model_picker.currentData() == key and w.send_button.isEnabled()
+
+    done = _turn(qtbot, w)
+    assert done.finish_reason == "stop", done
+    assert done.extra["parser"] == mode
+    assert w.worker.generation_thread_ident != threading.get_ident()  # the turn ran on the worker thread
+    reply = w.chat.current_assistant()
+    assert ANSWER in reply.text()
+    entries = list(w.tool_panel.entries.values())
+    assert [(e.name, e.status, e.result) for e in entries] == [("calculator", "ok", "391")]
+    w.tool_dock.setVisible(True)
+    assert w.tool_panel.select_call(entries[0].call_id)
+    detail = w.tool_panel.detail_text()
+    assert f"Read by: {read_by}" in detail, detail
+
+    conv = w.history.load_conversation(w.conversation_id)
+    assert [m.role for m in conv.messages] == ["user", "assistant", "tool", "assistant"]
+    assert conv.messages[0].content == PROMPT and conv.messages[2].content == "391"
+    assert conv.messages[3].content == ANSWER
+    assert conv.model_path == key
+
+    w.shutdown()  # settings and window state written
+    assert json.loads(settings_path().read_text())["remote"][0]["name"] == "Lab box"
+    assert _files_hold(Path(os.environ["CALLISTO_HOME"]), KEY) == []
+
+
+def test_the_same_conversation_gives_the_same_call_through_the_local_model(qtbot, make_window, calc_model,
+                                                                           keyed_server, memory_keyring):
+    w = make_window(calc_model)
+    done = _turn(qtbot, w)
+    assert done.finish_reason == "stop"
+    local = [(e.name, e.arguments, e.result) for e in w.tool_panel.entries.values()]
+    assert all(e.parser is None for e in w.tool_panel.entries.values())  # local calls: no remote parser label
+    from app.ui.remote_models import remote_key
+
+    _add_provider(qtbot, w, name="Box", url=keyed_server.url, kind="ollama", mode="api", key=KEY)
+    w.new_chat()
+    _choose(qtbot, w, remote_key("Box", "remote-calc"))
+    assert w.worker.model is None  # the local model was closed once the remote one was chosen
+    done = _turn(qtbot, w)
+    assert done.finish_reason == "stop" and done.extra["remote"] == "ollama"
+    assert [(e.name, e.arguments, e.result) for e in w.tool_panel.entries.values()] == local
+
+
+def _slow_endpoint(gone: threading.Event, shown: threading.Event):
+    """An OpenAI endpoint whose reply streams a word at a time until the client goes away."""
+
+    def handler(req):
+        if req.path == "/v1/models":
+            req.status(200, {"object": "list", "data": [{"id": "slow", "object": "model"}]})
+            return
+        if req.body is None:
+            req.status(404, {"error": {"message": "not found"}})
+            return
+        req.start_stream()
+        for _ in range(2000):
+            if not req.send(openai_chunk("word ")):
+                gone.set()
+                return
+            shown.set()
+            gone.wait(0.05)
+        req.send(openai_chunk(finish="stop") + sse("[DONE]"))
+
+    return handler
+
+
+def test_stop_cancels_the_remote_request_and_keeps_what_was_shown(qtbot, make_window, memory_keyring):
+    from app.ui.remote_models import remote_key
+
+    gone, shown = threading.Event(), threading.Event()
+    with MisbehavingServer(_slow_endpoint(gone, shown)) as server:
+        w = make_window(None)
+        _add_provider(qtbot, w, name="Slow", url=server.url, kind="openai", mode="api")
+        assert memory_keyring.store == {}  # no key given: nothing in the keychain
+        _choose(qtbot, w, remote_key("Slow", "slow"))
+        w.last_done = None
+        assert w.send("Talk for a long time.")
+        qtbot.waitUntil(lambda: "word" in (w.chat.current_assistant().text() or ""), timeout=15_000)
+        w.stop()
+        qtbot.waitUntil(lambda: w.last_done is not None, timeout=15_000)
+        assert w.last_done.finish_reason == "cancelled"
+        assert gone.wait(10), "the server still streams: the request was not closed"
+        assert not w.busy and w.send_button.text() == "Send"
+        conv = w.history.load_conversation(w.conversation_id)
+        assert [m.role for m in conv.messages] == ["user", "assistant"]
+        assert conv.messages[1].content.startswith("word")
+
+
+def _failing_endpoint(status: int, message: str):
+    def handler(req):
+        if req.path == "/v1/models":
+            req.status(200, {"object": "list", "data": [{"id": "flaky", "object": "model"}]})
+            return
+        req.status(status, {"error": {"message": message}})
+
+    return handler
+
+
+def test_a_failing_endpoint_is_shown_in_the_reply_and_the_question_is_kept(qtbot, make_window, memory_keyring):
+    from app.ui.remote_models import remote_key
+
+    with MisbehavingServer(_failing_endpoint(401, "invalid api key")) as server:
+        w = make_window(None)
+        _add_provider(qtbot, w, name="Locked", url=server.url, kind="openai", mode="api", key="sk-wrong")
+        _choose(qtbot, w, remote_key("Locked", "flaky"))
+        done = _turn(qtbot, w, "Hello there")
+        assert done.finish_reason == "error" and done.extra["error_code"] == "unauthorized"
+        box = w.chat.current_assistant().error_box
+        assert box is not None and box.message.startswith("The reply failed: ") and "invalid api key" in box.message
+        assert sum(1 for r in server.requests if r.body is not None) == 1  # a bad key is not retried
+        conv = w.history.load_conversation(w.conversation_id)
+        assert [m.role for m in conv.messages] == ["user", "assistant"] and conv.messages[0].content == "Hello there"
+        assert conv.messages[1].status == "error" and "invalid api key" in conv.messages[1].error
+
+
+def test_5xx_retries_are_told_in_the_reply_then_the_failure(qtbot, make_window, memory_keyring):
+    from app.ui.remote_models import remote_key
+
+    with MisbehavingServer(_failing_endpoint(503, "overloaded")) as server:
+        w = make_window(None)
+        _add_provider(qtbot, w, name="Busy", url=server.url, kind="openai", mode="api")
+        _choose(qtbot, w, remote_key("Busy", "flaky"))
+        done = _turn(qtbot, w, "Hello")
+        assert done.finish_reason == "error"
+        reply = w.chat.current_assistant()
+        notices = [b.message for b in reply.banners]
+        assert len(notices) >= 1 and all("Trying again" in n for n in notices), notices
+        assert "overloaded" in reply.error_box.message
+
+
+def test_an_endpoint_that_cannot_be_reached_is_a_banner_and_the_picker_keeps_working(qtbot, make_window,
+                                                                                        memory_keyring):
+    import socket
+
+    with socket.socket() as s:  # a free port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    w = make_window(None)
+    dlg = w.open_provider_dialog()
+    dlg.set_values(name="Gone", url=f"http://127.0.0.1:{port}", kind="openai", mode="api")
+    dlg.accept()
+    qtbot.waitUntil(lambda: any("could not be listed" in t for t in w.window_notice_texts()), timeout=15_000)
+    text = next(t for t in w.window_notice_texts() if "could not be listed" in t)
+    assert text.startswith("The models of Gone could not be listed:") and f"127.0.0.1:{port}" in text
+    assert "Gone" not in w.remote_models
+    assert [w.model_picker.itemText(i) for i in range(w.model_picker.count())][-2:] == [
+        "Add a remote engine…", "Open a GGUF file…"]
+
+
+@pytest.mark.parametrize(("values", "problem"), [
+    ({"name": "", "url": "http://127.0.0.1:1"}, "Give the engine a name"),
+    ({"name": "A", "url": "127.0.0.1:8080"}, "starts with http:// or https://"),
+    ({"name": "taken", "url": "http://127.0.0.1:1"}, "already a remote engine named 'taken'"),
+    ({"name": "A", "url": "http://127.0.0.1:1", "kind": "anthropic", "mode": "callisto"}, "Anthropic API does not"),
+])
+def test_the_dialog_refuses_bad_values_and_adds_nothing(qtbot, make_window, memory_keyring, values, problem):
+    from app.storage.settings import RemoteProviderSettings
+
+    w = make_window(None)
+    w.settings.remote = [RemoteProviderSettings(name="taken", url="http://127.0.0.1:9")]
+    dlg = w.open_provider_dialog()
+    dlg.set_values(key="sk-never-stored", **values)
+    dlg.accept()
+    assert dlg.isVisible() and dlg.result() != 1
+    assert problem in dlg.error_label.text()
+    assert [e.name for e in w.settings.remote] == ["taken"] and memory_keyring.store == {}
