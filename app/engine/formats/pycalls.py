@@ -31,8 +31,9 @@ class PyListScanner(RegionScanner):
     an ordinary bracket at the start of a reply does not hold the text back.
     """
 
-    def __init__(self, closer: str | None = None):
+    def __init__(self, closer: str | None = None, bracket: str = "["):
         self.closer = closer  # a closing token (<|python_end|>) when one ends the region
+        self.bracket = bracket  # what opens the list of calls (inside a closing-token region)
         self.depth = 1 if closer is None else 0
         self.head = "" if closer is None else None  # text between '[' and the first '('
         self.quote = ""  # the open string's quote (', ", ''' or \"\"\"), "" when outside strings
@@ -70,7 +71,7 @@ class PyListScanner(RegionScanner):
                     return i + len(self.closer), True
                 if not final and self.closer.startswith(buf[i:]):
                     return i, False
-                if c == "[" and self.depth == 0:
+                if c == self.bracket and self.depth == 0:
                     self.head = ""
             if c in "'\"":
                 if buf.startswith(c * 3, i):

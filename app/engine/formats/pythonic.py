@@ -32,19 +32,20 @@ __all__ = ["PythonicFormat"]
 
 PY_START = "<|python_start|>"
 PY_END = "<|python_end|>"
+LIST_OPEN = "["  # a call list's bracket: it opens a call at the start of the reply
 
 
 class PythonicFormat(Format):
     name = "pythonic"
     label = "Pythonic (Llama 4)"
     detail = "[get_weather(city='Paris'), get_time()]"
-    openers = (PY_START, "[")
+    openers = (PY_START, LIST_OPEN)
     start_only = True
     anywhere = (PY_START,)
     reasoning = None
 
     def region_scanner(self, opener: str) -> RegionScanner:
-        return PyListScanner(PY_END if opener == PY_START else None)
+        return PyListScanner(PY_END if opener == PY_START else None, bracket=LIST_OPEN)
 
     def parse_region(self, opener, body, *, at_end, truncated, tools):
         if at_end and truncated:
@@ -74,13 +75,6 @@ class PythonicFormat(Format):
         if not calls:
             return None
         return [ParsedCall(name, args, raw) for name, args, raw in calls], ""
-
-    def constraint_grammar(self, tools, *, forced, parallel, ctx):
-        from app.engine.constraints.wires import PYTHON, notation_call, python_name
-
-        return notation_call(ctx, self, tools, forced, parallel, nt=PYTHON, head=lambda n: n, tail="",
-                             kwargs="=", section=("[", "]"), sep=", ", opener="[", args_open="(",
-                             args_close=")", name_ok=python_name, key_ok=python_name)
 
     def call_name(self, raw: str) -> str | None:
         # The call being written when the list was cut: the list's last item.
