@@ -76,6 +76,13 @@ class PythonicFormat(Format):
             return None
         return [ParsedCall(name, args, raw) for name, args, raw in calls], ""
 
+    def constraint_grammar(self, tools, *, forced, parallel, ctx):
+        from app.engine.constraints.wires import PYTHON, notation_call, python_name
+
+        return notation_call(ctx, self, tools, forced, parallel, nt=PYTHON, head=lambda n: n, tail="",
+                             kwargs="=", section=("[", "]"), sep=", ", opener="[", args_open="(",
+                             args_close=")", name_ok=python_name, key_ok=python_name)
+
     def call_name(self, raw: str) -> str | None:
         # The call being written when the list was cut: the list's last item.
         source = raw[len(PY_START):] if raw.startswith(PY_START) else raw
