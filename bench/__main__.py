@@ -23,7 +23,7 @@ from bench.harness import Row, format_table, machine_info, read_results, row, wr
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results.json"
 README = HERE.parent / "README.md"
-FIGURES = ("1", "1b", "2", "3", "4", "5", "6", "8")
+FIGURES = ("1", "1b", "2", "3", "4", "5", "6", "7", "8")
 README_BEGIN = "<!-- bench:begin -->"
 README_END = "<!-- bench:end -->"
 
@@ -117,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
     def on_engine(fn: Callable[[], Any]) -> Any:
         return engine.submit(fn).result()
 
-    if only & {"1", "1b", "2", "3"}:
+    if only & {"1", "1b", "2", "3", "7"}:
         from bench.models import callisto_model, package_models
 
         loaded = on_engine(lambda: [(label, callisto_model(path)) for label, path in package_models()])
@@ -144,6 +144,14 @@ def main(argv: list[str] | None = None) -> int:
 
         figure("3", lambda: on_engine(lambda: kv_reuse.run(loaded, reps=pairs, log=_log)),
                [("3. KV reuse: second-turn TTFT / first-turn TTFT", "ratio", "<= 0.25")])
+    if "7" in only:
+        from bench import constraints
+
+        figure("7", lambda: constraints.run(loaded, pairs=pairs, max_tokens=min(tokens, 128), log=_log,
+                                            on_engine=on_engine),
+               [("7. generation tokens/s, required / unconstrained", "ratio", ">= 0.95"),
+                ("7. time to first token, required / unconstrained", "ratio", "<= 1.10"),
+                ("7. constraint build, 32 tools", "ms", "< 50")])
     for _, m in loaded:
         on_engine(m.close)
     engine.shutdown()
