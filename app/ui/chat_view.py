@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from PySide6.QtCore import Qt, QTimer, QUrl, Signal
+from PySide6.QtCore import QEvent, Qt, QTimer, QUrl, Signal
 from PySide6.QtGui import QGuiApplication, QKeyEvent, QPalette, QTextDocumentFragment, QTextOption
 from PySide6.QtWidgets import (
     QFrame,
@@ -128,12 +128,14 @@ class MarkdownView(QTextBrowser):
         self.code_blocks: list[str] = []
         self.code_source: Callable[[], list[str]] | None = None  # set by a TextRun: its numbering
         self.render_count = 0
+        self.from_markdown = False  # set_markdown_text rendered it (re-rendered when the theme changes)
         self._in_set = False
         self.document().documentLayout().documentSizeChanged.connect(self._on_doc_size_changed)
         self.setFixedHeight(24)
 
     def set_markdown_text(self, text: str) -> None:
         self.raw = text
+        self.from_markdown = True
         rendered = render_markdown(text, dark=is_dark())
         self.code_blocks = rendered.code_blocks
         self.set_html(rendered.html)
@@ -232,6 +234,20 @@ class TextRun(QWidget):
         elif up.new_blocks:
             QTimer.singleShot(0, self._render_tail)
         else:
+            self._render_tail()
+
+    def rebuild(self, dark: bool) -> None:
+        """Render the whole run again in the ``dark`` (or light) theme's colours (a theme change)."""
+        text, final = self.md.text, self.md.final
+        for v in [*self.views, *([self.tail_view] if self.tail_view else [])]:
+            self._lay.removeWidget(v)
+            v.hide()
+            v.deleteLater()
+        self.views, self.tail_view = [], None
+        self.md = IncrementalMarkdown(dark=dark)
+        self.md.append(text)
+        self.flush(final=final)
+        if not final:
             self._render_tail()
 
     def _render_tail(self) -> None:
@@ -886,6 +902,7 @@ class ChatView(QScrollArea):
         self.verticalScrollBar().valueChanged.connect(self._on_scroll_value_changed)
         self.seen_notice_codes: set[str] = set()
         self.suppress_notice_codes: set[str] = set()
+        self.rendered_dark = is_dark()  # the theme the messages' colours were rendered for
         # Markdown and the python lexer now (start-up); the other common lexers one at a time
         # while nothing streams, so no reply pays ~0.1 s for its first code block of a language.
         warm_up(WARM_LANGUAGES[:1], dark=is_dark())
@@ -893,6 +910,22 @@ class ChatView(QScrollArea):
         self._warm_timer.setInterval(250)
         self._warm_timer.timeout.connect(self._on_warm_timer_timeout)
         self._warm_timer.start()
+
+    def changeEvent(self, e) -> None:  # noqa: N802 (Qt API)
+        super().changeEvent(e)
+        # apply_theme sets the application palette (Settings → Appearance, or the OS switching for
+        # "System"): rendered Markdown carries its colours inline, so it is rendered again.
+        if e.type() == QEvent.Type.PaletteChange and is_dark() != self.rendered_dark:
+            self.retheme()
+
+    def retheme(self) -> None:
+        """Render every message's Markdown again in the current theme's colours."""
+        self.rendered_dark = dark = is_dark()
+        for run in self._inner.findChildren(TextRun):
+            run.rebuild(dark)
+        for view in self._inner.findChildren(MarkdownView):
+            if view.from_markdown:
+                view.set_markdown_text(view.raw)
 
     def _on_warm_timer_timeout(self) -> None:
         m = self.current_assistant()

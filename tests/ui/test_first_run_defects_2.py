@@ -140,3 +140,41 @@ def test_d28_gpu_layers_default_is_automatic_and_follows_the_llama_cpp_build(qtb
     dlg.reject()
     save_settings(new)
     assert load_settings()[0].model.gpu_layers is None
+
+
+def test_theme_change_while_the_app_runs_renders_shown_markdown_again(qtbot, make_window, markdown_model):
+    from PySide6.QtWidgets import QApplication
+
+    from app.ui.theme import apply_theme
+
+    app = QApplication.instance()
+    style, pal, sheet = app.style().name(), app.palette(), app.styleSheet()
+    s = _settings(max_tokens=160)
+    s.window.theme = "light"
+    try:
+        w = make_window(markdown_model, settings=s)
+        apply_theme(app, "light")
+        _send(qtbot, w, "Explain the loader")
+        run = w.chat.current_assistant().blocks[0]
+        user_view = w.chat.user_messages()[0].view
+
+        def html() -> str:
+            return "".join(v.toHtml().lower() for v in run.views)
+
+        assert "#f4f4f4" in html() and "#272822" not in html()  # a light code block
+        text, n_code = run.raw, len(run.code_blocks)
+        dark = s.model_copy(deep=True)
+        dark.window.theme = "dark"
+        w.apply_settings(dark)  # Settings → Appearance → Dark, accepted
+        assert w.chat.rendered_dark
+        assert "#272822" in html() and "#f4f4f4" not in html()  # the same reply, now in dark colours
+        assert run.raw == text and len(run.code_blocks) == n_code and len(run.views) > 1
+        assert user_view.raw == "Explain the loader" and user_view.render_count >= 2
+        # the copy links still copy the right block after the rebuild
+        first = run.code_blocks[0]
+        assert first.startswith("def stage_0(")
+    finally:
+        apply_theme(app, "system")
+        app.setStyle(style)
+        app.setPalette(pal)
+        app.setStyleSheet(sheet)
