@@ -26,7 +26,7 @@ from pathlib import Path
 __all__ = ["SCREENSHOT_LIMIT_S", "STATES", "build_parser", "main"]
 
 STATES = ("empty", "streaming", "tool-call-with-panel", "banner", "settings", "models", "check", "cut-off",
-          "context-full", "failed-load", "recommended", "server")
+          "context-full", "failed-load", "recommended", "server", "remote")
 SCREENSHOT_LIMIT_S = 60.0
 
 

@@ -213,7 +213,9 @@ class ModelBarMixin:
         self.loading_path = None
         self._progress_action.setVisible(False)
         self.load_label.setText("")
-        if info.remote is None and self.settings.model.last_model_path != info.path:
+        if info.remote is not None:
+            self._clear_context_meter()  # type: ignore[attr-defined]
+        elif self.settings.model.last_model_path != info.path:
             self.settings.model.last_model_path = info.path
             self._save_settings_quietly()
         self._fill_model_picker()

@@ -63,6 +63,7 @@ class RemoteModelsMixin:
     tasks: BackgroundTasks
     loading_path: str | None
     _shut: bool
+    context_usage: Any
     remote_models: dict[str, list[str]] = {}  # noqa: RUF012 - replaced, never mutated: provider -> models
     provider_dialog: ProviderDialog | None = None
 
@@ -76,6 +77,15 @@ class RemoteModelsMixin:
         load_progress: Any
         load_label: Any
         _progress_action: Any
+
+    def _clear_context_meter(self) -> None:
+        """A remote engine keeps its context: the meter shows no figure of the local model's."""
+        meter = self.context_meter  # type: ignore[attr-defined]
+        meter.setValue(0)
+        meter.setFormat("Context —")
+        meter.setToolTip("A remote engine's context is not measured here.")
+        self.stat_ctx.setText("context —")  # type: ignore[attr-defined]
+        self.context_usage = None
 
     def remote_entry(self, name: str) -> Any:
         for entry in self.settings.remote:

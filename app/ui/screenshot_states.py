@@ -17,6 +17,9 @@ the state is really reached:
   with "New chat" and "Increase context";
 * ``failed-load``: a broken GGUF was opened; the error shows and the previous model stays loaded;
 * ``recommended``: the Models page's "Recommended for tool calling" list with this machine's fit.
+* ``remote``: the loaded model served by Callisto's own API server on a free loopback port, added
+  as a remote engine with Callisto parsing and chosen in the picker; its reply calls a tool, and
+  the side panel says which parser read the call (pass a tool-calling ``--model``).
 
 ``limit_s`` bounds the wait. When the state is not reached in time, or cannot be reached
 (no model, the load failed, the model called no tool, no banner), nothing is saved, the reason
@@ -39,7 +42,9 @@ DEFAULT_PROMPTS = {
     "banner": "Hello! What can you do?",
     "tool-call-with-panel": "What is 17 * 23? Use the calculator.",
     "cut-off": "Tell me everything you know about the sea.",
+    "remote": "What is 17 * 23? Use the calculator.",
 }
+REMOTE_NAME = "GPU box"  # the remote engine the ``remote`` state adds
 
 MODEL_STATES = ("streaming", "banner", "tool-call-with-panel")  # a reply needs a loaded model
 EXTRA_MODEL_STATES = ("cut-off", "context-full", "failed-load")  # reached through the window's own actions
@@ -86,6 +91,7 @@ class ScreenshotDirector(QObject):
         self._settings_dialog: Any = None
         self._check_started = False
         self._check_result: dict[str, Any] | None = None
+        self._remote_server: Any = None
         self._t0 = time.monotonic()
         self._poll = QTimer(self)
         self._poll.setInterval(50)
@@ -153,6 +159,8 @@ class ScreenshotDirector(QObject):
             self._step_check()
         elif st == "server":
             self._step_server()
+        elif st == "remote":
+            self._step_remote()
         elif st == "recommended":
             if not self._models_shown:
                 self._models_shown = True
@@ -289,6 +297,45 @@ class ScreenshotDirector(QObject):
         if page.log_table.rowCount() >= (2 if self._loaded() else 1):
             self._settle_then_shoot(w)
 
+    def _step_remote(self) -> None:
+        """Serve the loaded model with Callisto's own server, add it as a remote engine (Callisto
+        parsing, the model's file as the template), choose it in the picker and send the prompt."""
+        from app.ui.remote_models import remote_key
+
+        w = self.window
+        if self._remote_server is None:
+            if not self._require_model():
+                return
+            from app.server import ApiServer, ServerConfig
+            from app.storage.settings import RemoteProviderSettings
+
+            path = str(w.model_info.path)
+            self._remote_server = ApiServer(ServerConfig(port=0, models=[path], use_library=False, n_ctx=2048))
+            self._remote_server.start()
+            w.add_remote_provider(RemoteProviderSettings(name=REMOTE_NAME, url=self._remote_server.url,
+                                                         kind="openai", mode="callisto", template=path))
+            return
+        models = w.remote_models.get(REMOTE_NAME)
+        info = w.model_info
+        if not self._sent:
+            if not models or self._loading():
+                return
+            if info is None or info.remote != REMOTE_NAME:
+                w.load_remote(remote_key(REMOTE_NAME, models[0]))
+                return
+            self._sent = True
+            w.new_chat()
+            w.compose.setPlainText(self.prompt)
+            if not w.send():
+                raise StateNotReached("the prompt could not be sent to the remote engine")
+            return
+        if self._turn_done and not w.busy:
+            ids = list(w.tool_panel.entries)
+            if not ids:
+                raise StateNotReached("the remote model replied without calling a tool (pass a tool-calling --model)")
+            w.select_tool_call(ids[0])
+            self._settle_then_shoot(w)
+
     def _on_check_done(self, result: dict[str, Any]) -> None:
         self._check_result = result
 
@@ -366,9 +413,11 @@ class ScreenshotDirector(QObject):
             return f"model: {model}; streamed characters: {len(last.text()) if last else 0}"
         if st == "banner":
             return f"model: {model}; banners: {', '.join(b.code for b in w.chat.banners())}"
-        if st == "tool-call-with-panel":
+        if st in ("tool-call-with-panel", "remote"):
             e = w.tool_panel.entries[next(iter(w.tool_panel.entries))]
-            return f"model: {model}; tool calls: {len(w.tool_panel.entries)}; selected: {e.name} ({e.status})"
+            read = f"; read by: {e.parser}" if e.parser else ""
+            return (f"model: {model}; tool calls: {len(w.tool_panel.entries)}; selected: {e.name} ({e.status})"
+                    + read)
         return f"model: {model}"
 
     def _finish(self) -> None:
@@ -376,4 +425,6 @@ class ScreenshotDirector(QObject):
             self.window.stop()
         if self._settings_dialog is not None:
             self._settings_dialog.reject()
+        if self._remote_server is not None:
+            self._remote_server.stop()
         self.app.exit(self.exit_code)

@@ -23,7 +23,7 @@ __all__ = ["STATES", "main", "render_all"]
 
 REPO = Path(__file__).resolve().parents[2]
 STATES = ("empty", "streaming", "tool-call-with-panel", "banner", "settings", "models", "check", "cut-off",
-          "context-full", "failed-load", "recommended", "server")
+          "context-full", "failed-load", "recommended", "server", "remote")
 THEMES = ("light", "dark")
 
 
@@ -58,7 +58,7 @@ def render_all(outdir: Path, *, theme: str = "auto", timeout_s: float = 90.0,
             env = {**os.environ, "CALLISTO_HOME": str(home)}
             cmd = [sys.executable, "-m", "app", "--screenshot", str(outdir / f"{state}.png"), "--state", state,
                    "--quit-after", "150" if state == "check" else "60", "--theme", theme]
-            if state == "tool-call-with-panel":
+            if state in ("tool-call-with-panel", "remote"):
                 cmd += ["--model", str(tool_model)]
             try:
                 proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True,

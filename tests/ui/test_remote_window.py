@@ -187,6 +187,7 @@ def test_the_same_conversation_gives_the_same_call_through_the_local_model(qtbot
     w.new_chat()
     _choose(qtbot, w, remote_key("Box", "remote-calc"))
     assert w.worker.model is None  # the local model was closed once the remote one was chosen
+    assert w.context_meter.format() == "Context —" and w.stat_ctx.text() == "context —"  # no local figure stays
     done = _turn(qtbot, w)
     assert done.finish_reason == "stop" and done.extra["remote"] == "ollama"
     assert [(e.name, e.arguments, e.result) for e in w.tool_panel.entries.values()] == local
@@ -314,3 +315,49 @@ def test_the_dialog_refuses_bad_values_and_adds_nothing(qtbot, make_window, memo
     assert dlg.isVisible() and dlg.result() != 1
     assert problem in dlg.error_label.text()
     assert [e.name for e in w.settings.remote] == ["taken"] and memory_keyring.store == {}
+
+
+@pytest.fixture
+def no_keychain():
+    """The keyring of a machine with no keychain installed (keyring's own "fail" backend)."""
+    import keyring
+    from keyring.backends.fail import Keyring
+
+    previous = keyring.get_keyring()
+    keyring.set_keyring(Keyring())
+    try:
+        yield
+    finally:
+        keyring.set_keyring(previous)
+
+
+def test_without_a_keychain_a_keyless_provider_works_and_a_key_is_refused_plainly(qtbot, make_window, no_keychain,
+                                                                                  keyed_server):
+    with MisbehavingServer(_failing_endpoint(500, "unused")) as server:
+        w = make_window(None)
+        _add_provider(qtbot, w, name="Open box", url=server.url, kind="openai", mode="api")
+        assert w.remote_models["Open box"] == ["flaky"]
+    from app.storage.settings import RemoteProviderSettings
+
+    assert not w.add_remote_provider(RemoteProviderSettings(name="Keyed", url=keyed_server.url), KEY)
+    banner = next(t for t in w.window_notice_texts() if t.startswith("Keyed was not added"))
+    assert "keychain did not store the API key" in banner and KEY not in banner
+    assert [e.name for e in w.settings.remote] == ["Open box"]
+
+
+def test_the_remote_screenshot_state_shows_a_call_read_by_callistos_parser(tmp_path, calc_model):
+    import subprocess
+    import sys
+
+    from PySide6.QtGui import QImage
+
+    out = tmp_path / "remote.png"
+    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "CALLISTO_HOME": str(tmp_path / "home")}
+    proc = subprocess.run([sys.executable, "-m", "app", "--screenshot", str(out), "--state", "remote", "--model",
+                           str(calc_model), "--quit-after", "60", "--theme", "dark"],
+                          cwd=Path(__file__).resolve().parents[2], env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "remote (model: remote-calc; tool calls: 1; selected: calculator (ok); read by: callisto:hermes)" \
+        in proc.stdout, proc.stdout
+    img = QImage(str(out))
+    assert not img.isNull() and img.width() > 300

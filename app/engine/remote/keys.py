@@ -37,12 +37,15 @@ def store_api_key(provider_name: str, key: str) -> None:
 
 
 def load_api_key(provider_name: str) -> str | None:
-    """The stored key, or None when there is none."""
+    """The stored key, or None when there is none (also where no keychain is installed: no key can
+    have been stored there, and a provider without a key must still work)."""
     import keyring
-    from keyring.errors import KeyringError
+    from keyring.errors import KeyringError, NoKeyringError
 
     try:
         return keyring.get_password(KEYRING_SERVICE, _username(provider_name))
+    except NoKeyringError:
+        return None
     except KeyringError as exc:
         raise KeyStoreError(f"The system keychain did not give the API key: {exc}") from exc
 
