@@ -208,8 +208,8 @@ class MainWindow(ConversationsMixin, ChatMixin, RemoteModelsMixin, ModelBarMixin
         tb.addWidget(self.model_picker)
         self.format_badge = QLabel("")
         self.format_badge.setObjectName("formatBadge")
-        self.format_badge.setVisible(False)
-        tb.addWidget(self.format_badge)
+        self._badge_action = tb.addWidget(self.format_badge)  # a toolbar shows/hides the action
+        self._badge_action.setVisible(False)
         self.load_progress = QProgressBar()
         self.load_progress.setObjectName("loadProgress")
         self.load_progress.setMaximumWidth(140)

@@ -264,7 +264,11 @@ class ModelBarMixin:
         b = self.format_badge
         b.setText(text)
         b.setToolTip(tip)
-        b.setVisible(bool(text))
+        action = getattr(self, "_badge_action", None)  # in a toolbar the action, not the widget, shows it
+        if action is not None:
+            action.setVisible(bool(text))
+        else:
+            b.setVisible(bool(text))
         b.setProperty("warn", "false")
         b.style().unpolish(b)
         b.style().polish(b)

@@ -148,6 +148,7 @@ def test_a_remote_model_chosen_in_the_picker_calls_a_tool_shown_with_its_parser(
 
     _choose(qtbot, w, key)
     assert w.model_info.remote == "Lab box" and w.format_badge.text() == "Remote: Lab box"
+    assert w.format_badge.isVisibleTo(w)  # the picker's model is marked as remote in the toolbar
     assert w.model_picker.currentData() == key and w.send_button.isEnabled()
 
     done = _turn(qtbot, w)
