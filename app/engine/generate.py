@@ -15,6 +15,11 @@ as they are decoded, then read ``.result`` (a :class:`GenerationResult`).
   end-of-generation token; it ends generation by being complete.
 * The KV cache is reused: llama.cpp evaluates only the prompt tokens after the longest
   common prefix with what it evaluated before (``result.prompt_tokens_evaluated``).
+* A prompt longer than one batch (``n_batch`` tokens after the reused prefix) is evaluated here,
+  batch by batch, before llama-cpp-python's ``generate`` sees it: the same ``llama_decode`` calls
+  with the same batch sizes (the last batch is left to ``generate``, which needs it for the first
+  token's logits), so it costs no speed; between batches ``progress(done, total)`` is called,
+  :attr:`LoadedModel.prompt_progress` is updated and ``cancel`` / the deadline are checked.
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ import logging
 import re
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -147,8 +152,10 @@ class Generation:
 
     def __init__(self, model: LoadedModel, prompt_tokens: list[int], *, max_tokens: int,
                  sampling: SamplingParams, grammar: str | None, deadline_s: float | None,
-                 cancel: threading.Event | None, stop: Sequence[str], constraint: Any = None):
+                 cancel: threading.Event | None, stop: Sequence[str], constraint: Any = None,
+                 progress: Callable[[int, int], None] | None = None):
         self.model = model
+        self.progress = progress
         self.prompt_tokens = prompt_tokens
         self.max_tokens = max_tokens
         self.sampling = sampling
@@ -206,6 +213,9 @@ class Generation:
             if self.sampling.seed is not None:
                 model.llm.set_seed(int(self.sampling.seed))
             run = self.constraint.start() if self.constraint is not None else None
+            if budget > 0 and not self._read_prompt(deadline):
+                budget = 0
+                finish = "cancelled" if self.cancel is not None and self.cancel.is_set() else "deadline"
             if budget > 0:
                 gen = model.llm.generate(self.prompt_tokens, reset=True, grammar=grammar_obj,
                                          logits_processor=[run] if run is not None else None,
@@ -217,7 +227,9 @@ class Generation:
                 if deadline is not None and time.monotonic() >= deadline:
                     finish = "deadline"
                     break
-                if len(tokens) >= budget or gen is None:
+                if gen is None:
+                    break  # finish says why: no room (length), or stopped while reading the prompt
+                if len(tokens) >= budget:
                     finish = "length"
                     break
                 try:
@@ -262,6 +274,7 @@ class Generation:
         finally:
             if gen is not None:
                 gen.close()
+            model.prompt_progress = None
             try:
                 model.lock.release()
             except RuntimeError:
@@ -282,6 +295,45 @@ class Generation:
                 tokens=tokens,
             )
             model.last_prompt_eval = evaluated
+
+    def _read_prompt(self, deadline: float | None) -> bool:
+        """Evaluate all but the last batch of a long prompt, reporting progress; False: cancelled
+        or out of time between batches (nothing is generated)."""
+        llm = self.model.llm
+        n_batch = int(getattr(llm, "n_batch", 0) or 0)
+        ids, n_cached = getattr(llm, "_input_ids", None), int(getattr(llm, "n_tokens", 0) or 0)
+        ctx = getattr(llm, "_ctx", None)
+        if n_batch <= 0 or ids is None or ctx is None:
+            return True  # not the llama-cpp-python this was written for: generate() reads it all
+        tokens = self.prompt_tokens
+        prefix = 0
+        for a, b in zip(ids[:n_cached], tokens, strict=False):
+            if a != b:
+                break
+            prefix += 1
+        todo = len(tokens) - prefix
+        if todo <= n_batch:
+            return True  # one batch: generate() reads it as before
+        last = todo % n_batch or n_batch  # left to generate(): the batch that yields the logits
+        if prefix > 0:
+            if not ctx.kv_cache_seq_rm(-1, prefix, -1):
+                return True  # no partial KV removal: generate() resets and reads it all
+            llm.n_tokens = prefix
+        else:
+            llm.reset()
+        total = len(tokens)
+        self.model.prompt_progress = (prefix, total)
+        for i in range(prefix, total - last, n_batch):
+            if self.cancel is not None and self.cancel.is_set():
+                return False
+            if deadline is not None and time.monotonic() >= deadline:
+                return False
+            llm.eval(tokens[i:min(i + n_batch, total - last)])
+            done = min(i + n_batch, total - last)
+            self.model.prompt_progress = (done, total)
+            if self.progress is not None:
+                self.progress(done, total)
+        return True
 
 
 def _check_thread(model: LoadedModel) -> None:
@@ -306,8 +358,12 @@ def generate(
     cancel: threading.Event | None = None,
     stop: Sequence[str] | None = None,
     constraint: Any = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> Generation:
     """Prepare a generation of ``prompt`` (rendered text or token ids).
+
+    ``progress(done, total)`` is called (on the generating thread) after each batch of a prompt
+    longer than one batch, until the last batch.
 
     ``constraint`` (from ``app.engine.constraints.compile_constraint``) holds every sampled
     token to its grammar; it cannot be combined with ``grammar``.
@@ -334,7 +390,7 @@ def generate(
     params = resolve_sampling(model.metadata.sampling, sampling)
     stops = tuple(stop) if stop is not None else model.stop_strings
     return Generation(model, tokens, max_tokens=max_tokens, sampling=params, grammar=grammar,
-                      deadline_s=deadline_s, cancel=cancel, stop=stops, constraint=constraint)
+                      deadline_s=deadline_s, cancel=cancel, stop=stops, constraint=constraint, progress=progress)
 
 
 def complete(

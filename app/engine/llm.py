@@ -90,6 +90,9 @@ class LoadedModel:
     last_prompt_eval: int = 0
     #: every token passed to llama.cpp's decode since load (prompt and generated)
     total_eval: int = 0
+    #: (prompt tokens evaluated, prompt tokens to evaluate) while a long prompt is being read, else
+    #: None: plain attributes, so another thread (the window's "Processing prompt…") may read them
+    prompt_progress: tuple[int, int] | None = None
     #: ident of the thread that loaded the model: run llama.cpp on it (see the module docstring)
     owner_thread: int = field(default_factory=threading.get_ident)
 
