@@ -32,6 +32,11 @@ def add_check_parser(sub: Any, tool_format_choices: list[str]) -> argparse.Argum
     p.add_argument("--api-key", default=None, help="the endpoint's API key (or set CALLISTO_CHECK_API_KEY)")
     p.add_argument("--model-file", default=None, help="with --endpoint: the GGUF it serves, for the model identity")
     p.add_argument("--stack", default=None, help="with --endpoint: a label for the server (llama-server, ollama...)")
+    p.add_argument("--parser", default=None, choices=["api", "callisto", "both"],
+                   help="with --endpoint: run through Callisto's remote client, the calls read by the engine's "
+                        "API tools, by Callisto's parser (raw text), or both (two rows side by side)")
+    p.add_argument("--kind", default="openai", choices=["openai", "anthropic", "ollama"],
+                   help="with --parser: the API the endpoint speaks")
     p.add_argument("--tool-format", default="auto", choices=tool_format_choices,
                    help="in process: chat.tool_format (auto, a family, or none)")
     p.add_argument("--scenarios", default=None, help="a folder of scenario files (default: the built-in corpus)")
@@ -78,6 +83,13 @@ def run_check_command(args: argparse.Namespace) -> int:
     if not scenarios:
         _err("error: no scenario selected")
         return EXIT_USAGE
+    if getattr(args, "parser", None) is not None:
+        if args.endpoint is None:
+            _err("error: --parser goes with --endpoint")
+            return EXIT_USAGE
+        from app.check.remote_target import run_remote_check
+
+        return run_remote_check(args, corpus, scenarios)
 
     forensics: list[dict[str, Any]] = []
     model = None

@@ -227,8 +227,18 @@ class InProcessTarget(Target):
         if self._current is not None:
             self._current.set()
 
-    def run(self, scenario: Scenario, *, cancel: threading.Event | None = None) -> ScenarioRun:
+    def _new_session(self, scenario: Scenario, registry: Any, dispatcher: Any, history: list[Any],
+                     kwargs: dict[str, Any]) -> Any:
+        """The chat session one scenario runs in (a remote target gives a remote one)."""
         from app.engine.chat import ChatSession
+
+        return ChatSession(self.model, tool_format=self.tool_format, registry=registry,
+                           dispatcher=dispatcher, system_prompt=scenario.system,
+                           sampling={"temperature": self.temperature, "seed": self.seed},
+                           max_rounds=len(scenario.turns) + 1, max_tokens=self.max_tokens,
+                           messages=history, grammar=self.grammar, **kwargs)
+
+    def run(self, scenario: Scenario, *, cancel: threading.Event | None = None) -> ScenarioRun:
         from app.engine.events import DoneEvent, event_to_dict
         from app.engine.messages import Message
         from app.tools.registry import ToolRegistry
@@ -248,13 +258,9 @@ class InProcessTarget(Target):
         ref: list[Any] = [None]
         dispatcher = _ScenarioDispatcher(scenario, ref, stop, base=len(history))
         kwargs, notes = self._session_kwargs(scenario)
-        transcript: dict[str, Any] = {"target": "in_process", "scenario": scenario.id, "notes": notes}
+        transcript: dict[str, Any] = {"target": self.kind, "scenario": scenario.id, "notes": notes}
         try:
-            session = ChatSession(self.model, tool_format=self.tool_format, registry=registry,
-                                  dispatcher=dispatcher, system_prompt=scenario.system,
-                                  sampling={"temperature": self.temperature, "seed": self.seed},
-                                  max_rounds=len(scenario.turns) + 1, max_tokens=self.max_tokens,
-                                  messages=history, grammar=self.grammar, **kwargs)
+            session = self._new_session(scenario, registry, dispatcher, history, kwargs)
         except (ValueError, TypeError) as exc:
             transcript["error"] = str(exc)
             return ScenarioRun([Observation(error=str(exc))], transcript, time.monotonic() - start, notes)

@@ -1,0 +1,168 @@
+"""The check on a remote engine through Callisto's remote client (:mod:`app.engine.remote`).
+
+:class:`RemoteTarget` runs each scenario in a :class:`~app.engine.remote.RemoteChatSession`, the
+session the window and ``chat --endpoint`` use, with either tool mode: ``api`` (the engine's own
+function calling) or ``callisto`` (the engine completes raw text; Callisto renders the template and
+parses). Run with both, one model on one server gives two rows to compare: the engine's parsing
+against Callisto's. The scenario loop is the in-process target's (the same dispatcher that runs no
+tool), so the rows differ only in who read the calls.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from app.check.corpus import Scenario
+from app.check.targets import DEFAULT_MAX_TOKENS, DEFAULT_SEED, InProcessTarget, file_identity, redact_url
+
+__all__ = ["PARSER_WORDS", "RemoteTarget", "run_remote_check", "side_by_side"]
+
+PARSER_WORDS = {"api": "engine's parsing (API tools)", "callisto": "Callisto parsing"}
+
+
+class RemoteTarget(InProcessTarget):
+    """``model`` served at ``provider`` (an :class:`app.engine.remote.Provider`), read by ``parser``."""
+
+    kind = "remote"
+
+    def __init__(self, provider: Any, model: str, *, parser: str = "api", template: Any = None,
+                 model_file: str | None = None, stack_name: str | None = None,
+                 max_tokens: int = DEFAULT_MAX_TOKENS, temperature: float = 0.0, seed: int = DEFAULT_SEED):
+        if parser not in PARSER_WORDS:
+            raise ValueError(f"unknown parser {parser!r} for a remote check (choices: api, callisto)")
+        if parser == "callisto" and provider.kind == "anthropic":
+            raise ValueError("Callisto parsing needs an endpoint that completes raw text; the Anthropic API does not "
+                             "(use --kind openai or ollama, or --parser api)")
+        super().__init__(None, max_tokens=max_tokens, temperature=temperature, seed=seed)
+        self.provider = provider
+        self.model_name = model
+        self.parser = parser
+        template = template if template is not None else (model_file if parser == "callisto" else None)
+        if isinstance(template, str | Path):  # read once, not once a scenario
+            from app.engine.remote import load_template
+
+            template = load_template(template)
+        self.template = template
+        self.model_file = model_file
+        self.stack_name = stack_name
+        self._resolved: dict[str, Any] = {}
+
+    def identity(self) -> dict[str, Any]:
+        model: dict[str, Any] = {"name": self.model_name}
+        if self.model_file:
+            try:
+                model.update(file_identity(self.model_file))
+            except (OSError, ValueError) as exc:
+                model["file_error"] = str(exc)
+        base = self.stack_name or {"openai": "openai-compatible"}.get(self.provider.kind, self.provider.kind)
+        stack = {"name": f"{base} · {PARSER_WORDS[self.parser]}", "endpoint": redact_url(self.provider.base),
+                 "api": self.provider.kind, "parser": self.parser,
+                 "decode": ("raw text from the engine, parsed by Callisto's family parser" if self.parser == "callisto"
+                            else "the engine's own tool-call parsing")}
+        return {"model": model, "stack": stack}
+
+    def close(self) -> None:
+        pass
+
+    def _new_session(self, scenario: Scenario, registry: Any, dispatcher: Any, history: list[Any],
+                     kwargs: dict[str, Any]) -> Any:
+        from app.engine.remote import RemoteChatSession
+
+        return RemoteChatSession(self.provider, self.model_name, parser=self.parser, template=self.template,
+                                 registry=registry, dispatcher=dispatcher, system_prompt=scenario.system,
+                                 sampling={"temperature": self.temperature, "seed": self.seed},
+                                 max_rounds=len(scenario.turns) + 1, max_tokens=self.max_tokens, messages=history,
+                                 **kwargs)
+
+
+def side_by_side(results: list[dict[str, Any]]) -> str:
+    """The rows' summaries as columns: one line per category, then ``all``."""
+    heads = [r["stack"].get("name", "?") for r in results]
+    cats: list[str] = []
+    for r in results:
+        cats += [c for c in r["summary"]["by_category"] if c not in cats]
+    width = max([14, *(len(h) + 2 for h in heads)])
+
+    def cell(c: dict[str, Any] | None) -> str:
+        return f"{c['passed']}/{c['total']} {c['score']:.0%}" if c and c.get("total") else "–"
+
+    lines = [" " * 14 + "".join(h.ljust(width) for h in heads)]
+    for cat in cats:
+        lines.append(f"  {cat:12}" + "".join(cell(r["summary"]["by_category"].get(cat)).ljust(width) for r in results))
+    lines.append(f"  {'all':12}" + "".join(cell(r["summary"]).ljust(width) for r in results))
+    return "\n".join(line.rstrip() for line in lines)
+
+
+def _out_path(out: str, parser: str, several: bool) -> str:
+    if not several:
+        return out
+    p = Path(out)
+    return str(p.with_name(f"{p.stem}-{parser}{p.suffix or '.json'}"))
+
+
+def run_remote_check(args: Any, corpus: Any, scenarios: list[Scenario]) -> int:
+    """``check --endpoint URL --model NAME --parser api|callisto|both [--kind K]``: the check through the
+    remote client, once per parser; with ``both`` two result files (``OUT-api.json``, ``OUT-callisto.json``)
+    and their summaries side by side. Exit status as ``check``'s."""
+    import json
+    import os
+    import sys
+
+    from app.check.runner import run_check, write_result
+    from app.engine.remote import Provider
+
+    def err(text: str) -> None:
+        print(text, file=sys.stderr, flush=True)
+
+    parsers = ["api", "callisto"] if args.parser == "both" else [args.parser]
+    try:
+        provider = Provider(args.endpoint, kind=args.kind, api_key=args.api_key or os.environ.get(
+            "CALLISTO_CHECK_API_KEY"), timeout_s=args.timeout)
+        targets = [RemoteTarget(provider, args.model, parser=p, model_file=args.model_file, stack_name=args.stack,
+                                max_tokens=args.max_tokens, temperature=args.temperature, seed=args.seed)
+                   for p in parsers]
+    except ValueError as exc:
+        err(f"error: {exc}")
+        return 2
+    results = []
+    for target in targets:
+        def progress(i: int, n: int, scenario: Any, res: Any, parser: str = target.parser) -> None:
+            if res is None:
+                return
+            row = res.to_dict("", "")
+            if args.json:
+                row = {k: v for k, v in row.items() if k not in ("transcript_sha256", "transcript_file")}
+                print(json.dumps({"type": "scenario", "parser": parser, "index": i + 1, "of": n, **row},
+                                 ensure_ascii=False), flush=True)
+            else:
+                mark = {"pass": "PASS", "fail": "FAIL", "error": "ERROR"}[row["outcome"]]
+                why = f"  {row['failure_class']}: {row['message']}" if row["failure_class"] else ""
+                print(f"[{parser:8}] [{i + 1:>3}/{n}] {mark:5} {scenario.category:11} {scenario.id}{why}", flush=True)
+
+        settings = {"max_tokens": args.max_tokens, "temperature": args.temperature, "seed": args.seed,
+                    "parser": target.parser, "kind": args.kind, "categories": args.category,
+                    "scenario_ids": args.scenario}
+        try:
+            result = run_check(target, scenarios, corpus_sha256=corpus.sha256, corpus_dir=str(corpus.directory),
+                               progress=progress, settings=settings)
+        except KeyboardInterrupt:
+            err("\n[cancelled]")
+            return 130
+        if args.out:
+            write_result(result, _out_path(args.out, target.parser, len(targets) > 1))
+        else:
+            result.pop("_transcripts", None)
+        results.append(result)
+    if args.json:
+        for r in results:
+            print(json.dumps({"type": "summary", "parser": r["stack"]["parser"], **r["summary"]},
+                             ensure_ascii=False), flush=True)
+    else:
+        print()
+        print(side_by_side(results))
+        if args.out:
+            print("results in " + ", ".join(_out_path(args.out, t.parser, len(targets) > 1) for t in targets))
+    if any(r["summary"]["errors"] for r in results):
+        return 4
+    return 0 if all(r["summary"]["passed"] == r["summary"]["total"] for r in results) else 1
