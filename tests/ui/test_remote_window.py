@@ -362,3 +362,49 @@ def test_the_remote_screenshot_state_shows_a_call_read_by_callistos_parser(tmp_p
         in proc.stdout, proc.stdout
     img = QImage(str(out))
     assert not img.isNull() and img.width() > 300
+
+
+CALC_TOOLS = {"calculator": {"description": "Evaluate an arithmetic expression.", "parameters": {
+    "type": "object", "properties": {"expression": {"type": "string", "description": "The expression."}},
+    "required": ["expression"]}}}
+CALC_SCENARIO = '''category = "single"
+
+[[scenario]]
+id = "product-of-two-numbers"
+tools = ["calculator"]
+prompt = "What is 17 * 23?"
+expect = [{ name = "calculator", arguments = { expression = "17 * 23" } }]
+rationale = "The expression is a literal of the prompt."
+'''
+
+
+def test_the_check_page_shows_both_parsers_of_one_remote_model_as_two_rows(qtbot, tmp_path, keyed_server,
+                                                                            calc_model):
+    """``check --endpoint ... --parser both`` writes two results; opened in the Check page they are
+    two rows of its matrix, side by side, named by who read the calls."""
+    from app.check.corpus import load_corpus
+    from app.check.remote_target import RemoteTarget
+    from app.check.runner import run_check, write_result
+    from app.engine.remote import Provider
+    from app.ui.check_page import CheckPage
+
+    folder = tmp_path / "scenarios"
+    folder.mkdir()
+    (folder / "tools.json").write_text(json.dumps(CALC_TOOLS))
+    (folder / "single.toml").write_text(CALC_SCENARIO)
+    corpus = load_corpus(folder)
+    provider = Provider(keyed_server.url, api_key=KEY)
+    page = CheckPage(load_saved=False)
+    qtbot.addWidget(page)
+    for parser in ("api", "callisto"):
+        target = RemoteTarget(provider, "remote-calc", parser=parser, model_file=str(calc_model), max_tokens=64)
+        result = run_check(target, corpus.select(None, None), corpus_sha256=corpus.sha256)
+        assert result["summary"]["passed"] == 1, result["results"]
+        path = write_result(result, tmp_path / f"result-{parser}.json")
+        assert KEY not in (tmp_path / f"result-{parser}.json").read_text()
+        assert all(KEY not in p.read_text() for p in Path(path).glob("*.json"))  # transcripts: key redacted
+        assert page.open_result(tmp_path / f"result-{parser}.json") is not None
+    labels = [page.matrix.verticalHeaderItem(r).text() for r in range(page.matrix.rowCount())]
+    assert labels == ["remote-calc.gguf · openai-compatible · engine's parsing (API tools)",
+                      "remote-calc.gguf · openai-compatible · Callisto parsing"]
+    assert page.cell_ratio(0, "single") == page.cell_ratio(1, "single") == 1.0

@@ -54,7 +54,9 @@ def test_both_parsers_give_two_rows_side_by_side(callisto_server, remote_models,
                   "--model-file", str(remote_models["loop"]), "--scenarios", str(scenarios), "--stack", "callisto-server",
                   "--max-tokens", "64", "--out", str(out))
     assert proc.returncode == 1, proc.stderr[-3000:]  # the scripted model calls even when greeted
-    rows = {p: json.loads((tmp_path / f"result-{p}.json").read_text()) for p in ("api", "callisto")}
+    from app.check.runner import load_result
+
+    rows = {p: load_result(tmp_path / f"result-{p}.json") for p in ("api", "callisto")}  # valid results
     assert rows["api"]["stack"]["name"] == "callisto-server · engine's parsing (API tools)"
     assert rows["callisto"]["stack"]["name"] == "callisto-server · Callisto parsing"
     for parser, result in rows.items():
