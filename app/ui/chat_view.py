@@ -741,12 +741,38 @@ class AssistantMessage(QFrame):
         self.stats.setVisible(False)
         self._lay.addWidget(self.stats)
         self.started = False  # the first token (or call) arrived
+        self.prompt_source: Callable[[], tuple[int, int] | None] | None = None
+        self._prompt_timer: QTimer | None = None
+
+    def watch_prompt(self, source: Callable[[], tuple[int, int] | None], interval_ms: int = 150) -> None:
+        """Until the first token, show how much of the prompt is read: ``source()`` gives (done, total)
+        or None (the engine's ``LoadedModel.prompt_progress``, written by the generating thread)."""
+        self.prompt_source = source
+        if self._prompt_timer is None:
+            self._prompt_timer = QTimer(self)
+            self._prompt_timer.timeout.connect(self._poll_prompt)
+        self._prompt_timer.start(interval_ms)
+
+    def _poll_prompt(self) -> None:
+        if self.started or self.status != "streaming" or self.prompt_source is None:
+            if self._prompt_timer is not None:
+                self._prompt_timer.stop()
+            return
+        p = self.prompt_source()
+        if p and p[1] > 0:
+            pct = max(0, min(99, int(100 * p[0] / p[1])))
+            if self.progress.maximum() != 100:
+                self.progress.setRange(0, 100)
+            self.progress.setValue(pct)
+            self.status_label.setText(f"Processing prompt… {pct}%")
 
     # -- content -------------------------------------------------------------------------
     def _started(self) -> None:
         if not self.started:
             self.started = True
             self.progress.setVisible(False)
+            if self._prompt_timer is not None:
+                self._prompt_timer.stop()
             if self.status == "streaming":
                 self.status_label.setText("…")
 

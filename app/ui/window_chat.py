@@ -95,7 +95,8 @@ class ChatMixin:
         cid = self._ensure_conversation(text)
         self.compose.clear()
         self.chat.add_user(text)
-        self.chat.begin_assistant()
+        reply = self.chat.begin_assistant()
+        reply.watch_prompt(lambda: getattr(self.worker.model, "prompt_progress", None))
         self._set_busy(True)
         self._pending_text = text
         self.worker.send(text, cid)
@@ -121,7 +122,8 @@ class ChatMixin:
             return
         self._drop_panel_calls(last)
         self.chat.truncate_from(last)
-        self.chat.begin_assistant()
+        reply = self.chat.begin_assistant()
+        reply.watch_prompt(lambda: getattr(self.worker.model, "prompt_progress", None))
         self._set_busy(True)
         self.worker.regenerate()
 

@@ -178,3 +178,39 @@ def test_theme_change_while_the_app_runs_renders_shown_markdown_again(qtbot, mak
         app.setStyle(style)
         app.setPalette(pal)
         app.setStyleSheet(sheet)
+
+
+def test_d10_processing_prompt_shows_how_much_of_the_prompt_is_read(qtbot):
+    from app.ui.chat_view import AssistantMessage
+
+    reply = AssistantMessage()
+    qtbot.addWidget(reply)
+    reply.show()
+    state: dict[str, tuple[int, int] | None] = {"p": None}
+    reply.watch_prompt(lambda: state["p"], interval_ms=20)
+    assert reply.status_label.text() == "Processing prompt…" and reply.progress.maximum() == 0  # busy bar
+    state["p"] = (512, 1300)  # what the engine writes after the first batch
+    qtbot.waitUntil(lambda: reply.status_label.text() == "Processing prompt… 39%", timeout=5_000)
+    assert reply.progress.maximum() == 100 and reply.progress.value() == 39
+    state["p"] = (1024, 1300)
+    qtbot.waitUntil(lambda: reply.progress.value() == 78, timeout=5_000)
+    reply.append_text("Hello")  # the first token: the bar goes, the polling stops
+    assert reply.progress.isHidden() and not reply._prompt_timer.isActive()
+    assert reply.status_label.text() == "…"
+
+
+def test_d10_the_window_watches_the_engine_while_a_long_prompt_is_read(qtbot, make_window, streaming_model):
+    s = _settings(max_tokens=4)
+    s.model.context_length = 4096
+    w = make_window(streaming_model, settings=s)
+    long_text = " ".join(f"word{i}" for i in range(150))
+    assert len(w.worker.model.tokenize(long_text)) > 512  # more than one batch
+    w.compose.setPlainText(long_text)
+    with qtbot.waitSignal(w.sig_turn_done, timeout=DONE_TIMEOUT) as blocker:
+        assert w.send()
+        reply = w.chat.current_assistant()
+        assert reply.prompt_source is not None and reply._prompt_timer.isActive()
+    done = blocker.args[0]
+    assert done.finish_reason == "length", (done.finish_reason, done.error)
+    assert reply.text() == "abcd" and reply.progress.isHidden() and not reply._prompt_timer.isActive()
+    assert w.worker.model.prompt_progress is None and reply.prompt_source() is None
