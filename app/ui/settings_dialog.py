@@ -31,6 +31,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.engine.sampling import CHAT_DEFAULTS
 from app.storage.settings import ModelOverride, SamplingOverride, Settings, model_key
 from app.ui.theme import THEMES
 
@@ -117,6 +118,25 @@ class GpuLayersSpin(QSpinBox):
         return None if self.value() == self.AUTO else self.value()
 
 
+def model_sampling_defaults(model_path: str | None) -> dict[str, Any]:
+    """The sampler values the model file recommends (``general.sampling.*``), by settings name."""
+    if not model_path:
+        return {}
+    from app.engine.models.metadata import GGUFMetadataError, read_metadata
+    from app.engine.sampling import GGUF_SAMPLING_KEYS
+
+    try:
+        meta = read_metadata(model_path)
+    except (GGUFMetadataError, OSError, ValueError):
+        return {}
+    out: dict[str, Any] = {}
+    for key, value in meta.sampling.items():
+        name = GGUF_SAMPLING_KEYS.get(key)
+        if name in _SamplingForm.FIELDS and isinstance(value, (int, float)):
+            out[name] = value
+    return out
+
+
 class _SamplingForm(QWidget):
     """Temperature, top-p, top-k, min-p, repeat penalty, seed, max tokens.
 
@@ -125,8 +145,23 @@ class _SamplingForm(QWidget):
     """
 
     FIELDS = ("temperature", "top_p", "top_k", "min_p", "repeat_penalty", "seed", "max_tokens")
-    FALLBACK = {"temperature": 0.7, "top_p": 0.95, "top_k": 40, "min_p": 0.05, "repeat_penalty": 1.1,
-                "seed": 0, "max_tokens": 1024}
+    #: What an unset value shows (greyed): the values the engine uses when neither the settings nor
+    #: the model file set one (app.engine.sampling.CHAT_DEFAULTS), so the figure shown is the one used.
+    FALLBACK = {"temperature": CHAT_DEFAULTS.temperature, "top_p": CHAT_DEFAULTS.top_p,
+                "top_k": CHAT_DEFAULTS.top_k, "min_p": CHAT_DEFAULTS.min_p,
+                "repeat_penalty": CHAT_DEFAULTS.repeat_penalty, "seed": 0, "max_tokens": 1024}
+    TIPS = {
+        "temperature": "How random the reply is: 0 always picks the likeliest word; higher values vary more "
+                       "(and drift more). Tool calls work best low (0.1-0.7).",
+        "top_p": "Nucleus sampling: pick only among the likeliest words that together reach this "
+                 "probability (1 = no limit).",
+        "top_k": "Pick only among this many likeliest words (0 = no limit).",
+        "min_p": "Drop words less likely than this fraction of the likeliest word's probability (0 = off).",
+        "repeat_penalty": "Above 1 makes the model less likely to repeat recent words (1 = off). Too high "
+                          "harms code and JSON.",
+        "seed": "The random seed: the same seed, prompt and settings give the same reply.",
+        "max_tokens": "The longest reply, in tokens; a reply cut here is marked and offers Continue.",
+    }
 
     def __init__(self, unset_label: str, *, max_tokens_optional: bool) -> None:
         super().__init__()
@@ -141,6 +176,7 @@ class _SamplingForm(QWidget):
             "max_tokens": _ispin(1, 1_000_000),
         }
         self.checks: dict[str, QCheckBox] = {}
+        self.notes: dict[str, QLabel] = {}
         labels = {"temperature": "Temperature", "top_p": "Top-p", "top_k": "Top-k", "min_p": "Min-p",
                   "repeat_penalty": "Repeat penalty", "seed": "Seed", "max_tokens": "Max tokens per reply"}
         for name in self.FIELDS:
@@ -162,8 +198,24 @@ class _SamplingForm(QWidget):
             h.addWidget(spin, 1)
             note = QLabel(unset_label if name != "seed" else "random when not set")
             note.setObjectName("hint")
+            self.notes[name] = note
             h.addWidget(note)
             form.addRow(labels[name], row)
+        for name in self.FIELDS:
+            self.spins[name].setToolTip(self.TIPS[name])
+
+    def show_model_defaults(self, model_values: dict[str, Any]) -> None:
+        """Say where each unset value comes from: the model file (``model_values``, its recommended
+        sampling) or Callisto's default; an unset box shows the value that will be used."""
+        for name, note in self.notes.items():
+            if name == "seed":
+                continue
+            if name in model_values:
+                note.setText("not set: the model file's recommended value")
+            else:
+                note.setText("not set: Callisto's default")
+            if not self.checks[name].isChecked():
+                self.spins[name].setValue(model_values.get(name, self.FALLBACK[name]))
 
     def set_values(self, values: dict[str, Any], defaults: dict[str, Any] | None = None) -> None:
         for name in self.FIELDS:
@@ -256,6 +308,7 @@ class SettingsDialog(QDialog):
         # -- Sampling ------------------------------------------------------------------------
         self.sampling = _SamplingForm("the model's recommended value", max_tokens_optional=False)
         self.sampling.set_values(self.settings.sampling.model_dump())
+        self.sampling.show_model_defaults(model_sampling_defaults(model_path))
         self._add_tab(self.sampling, "Sampling",
                       {f"sampling.{n}": self.sampling.spins[n] for n in _SamplingForm.FIELDS})
 

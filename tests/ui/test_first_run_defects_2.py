@@ -214,3 +214,30 @@ def test_d10_the_window_watches_the_engine_while_a_long_prompt_is_read(qtbot, ma
     assert done.finish_reason == "length", (done.finish_reason, done.error)
     assert reply.text() == "abcd" and reply.progress.isHidden() and not reply._prompt_timer.isActive()
     assert w.worker.model.prompt_progress is None and reply.prompt_source() is None
+
+
+def test_d26_unset_sampling_values_show_what_is_used_and_where_it_comes_from(qtbot, tmp_path):
+    from app.engine.models.metadata import read_metadata
+    from app.engine.sampling import resolve_sampling
+    from app.ui.settings_dialog import SettingsDialog
+    from tests.support.tiny_gguf import write_tiny_gguf
+
+    path = write_tiny_gguf(tmp_path / "rec.gguf", extra_metadata={"general.sampling.temp": 0.3,
+                                                                  "general.sampling.top_k": 20})
+    dlg = SettingsDialog(Settings(), model_path=str(path))
+    qtbot.addWidget(dlg)
+    form = dlg.sampling
+    used = resolve_sampling(read_metadata(path).sampling, {})  # nothing set in the settings
+    for name in ("temperature", "top_p", "top_k", "min_p", "repeat_penalty"):
+        assert not form.checks[name].isChecked()
+        # the greyed figure is the value the engine will use for this model
+        assert round(form.spins[name].value(), 2) == round(getattr(used, name), 2), name
+        assert form.spins[name].toolTip(), name  # every parameter explains itself
+    assert form.notes["temperature"].text() == "not set: the model file's recommended value"
+    assert form.notes["top_k"].text() == "not set: the model file's recommended value"
+    assert form.notes["repeat_penalty"].text() == "not set: Callisto's default"
+    assert form.spins["repeat_penalty"].value() == 1.0  # not a made-up 1.10
+    plain = SettingsDialog(Settings())  # no model loaded: nothing is claimed for a model
+    qtbot.addWidget(plain)
+    assert all(plain.sampling.notes[n].text() == "not set: Callisto's default"
+               for n in ("temperature", "top_p", "top_k", "min_p", "repeat_penalty"))
