@@ -131,6 +131,8 @@ class ModelSettings(_Model):
     gpu_layers: int | None = Field(None, ge=-1)
     threads: int | None = Field(None, ge=1)  # None: llama.cpp's default
     last_model_path: str | None = None
+    #: local model files loaded lately, newest first (the picker lists them, library or not)
+    recent_models: list[str] = Field(default_factory=list)
     extra_model_folders: list[str] = Field(default_factory=list)
 
 

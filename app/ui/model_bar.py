@@ -21,9 +21,10 @@ if TYPE_CHECKING:
     from app.ui.tasks import BackgroundTasks
     from app.ui.worker import EngineConfig, EngineWorker, ModelInfo
 
-__all__ = ["OPEN_FILE", "ModelBarMixin", "path_key"]
+__all__ = ["OPEN_FILE", "RECENT_MODELS", "ModelBarMixin", "path_key"]
 
 OPEN_FILE = "__open__"
+RECENT_MODELS = 8  # how many recently loaded files the picker keeps
 
 
 def path_key(path: str | Path) -> str:
@@ -133,6 +134,7 @@ class ModelBarMixin:
         paths: list[str] = []
         if self.settings.model.last_model_path:
             paths.append(self.settings.model.last_model_path)
+        paths.extend(self.settings.model.recent_models)  # files opened lately, in the library or not
         demo = self._demo_model()
         if demo is not None:
             paths.append(str(demo))
@@ -215,9 +217,13 @@ class ModelBarMixin:
         self.load_label.setText("")
         if info.remote is not None:
             self._clear_context_meter()  # type: ignore[attr-defined]
-        elif self.settings.model.last_model_path != info.path:
-            self.settings.model.last_model_path = info.path
-            self._save_settings_quietly()
+        else:
+            recent = [info.path, *(p for p in self.settings.model.recent_models
+                                   if path_key(p) != path_key(info.path))][:RECENT_MODELS]
+            if self.settings.model.last_model_path != info.path or self.settings.model.recent_models != recent:
+                self.settings.model.last_model_path = info.path
+                self.settings.model.recent_models = recent
+                self._save_settings_quietly()
         self._fill_model_picker()
         self._update_format_badge()
         self._update_send_button()

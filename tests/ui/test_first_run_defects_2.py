@@ -241,3 +241,27 @@ def test_d26_unset_sampling_values_show_what_is_used_and_where_it_comes_from(qtb
     qtbot.addWidget(plain)
     assert all(plain.sampling.notes[n].text() == "not set: Callisto's default"
                for n in ("temperature", "top_p", "top_k", "min_p", "repeat_penalty"))
+
+
+def test_d37_opened_files_stay_in_the_picker_as_recent_models(qtbot, make_window, streaming_model, tool_model):
+    from app.storage.settings import load_settings
+
+    other = tool_model("calculator", '{"expression": "1+1"}')  # neither file is in the library
+    w = make_window(streaming_model, settings=_settings(max_tokens=4))
+    with qtbot.waitSignal(w.sig_model_ready, timeout=DONE_TIMEOUT):
+        w.load_model(str(other))  # what "Open a GGUF file…" does with the chosen file
+
+    def listed(win) -> list[str]:
+        return [str(win.model_picker.itemData(i)) for i in range(win.model_picker.count())]
+
+    assert str(streaming_model) in listed(w) and str(other) in listed(w)
+    assert w.model_picker.currentData() == str(other)
+    saved = load_settings()[0]
+    assert saved.model.recent_models[:2] == [str(other), str(streaming_model)]
+    # the next start lists both again
+    w2 = make_window(None, settings=saved)
+    assert str(streaming_model) in listed(w2) and str(other) in listed(w2)
+    # a recent file that was deleted leaves the picker
+    streaming_model.unlink()
+    w2._fill_model_picker()
+    assert str(streaming_model) not in listed(w2)
