@@ -36,9 +36,27 @@ from PySide6.QtWidgets import (
 
 from app.ui.tasks import BackgroundTasks
 
-__all__ = ["ModelsPage", "format_bytes"]
+__all__ = ["PREFERRED_QUANTS", "recommended_file", "ModelsPage", "format_bytes"]
 
 FIT_COLORS = {"fits": "#2e7d32", "tight": "#ef6c00", "too large": "#c62828"}
+
+
+#: The quantisations a newcomer should take first, best balance of quality and size first.
+PREFERRED_QUANTS = ("Q4_K_M", "Q5_K_M", "Q4_K_S", "Q5_K_S", "Q6_K", "Q8_0", "Q4_0", "IQ4_XS", "Q3_K_M")
+NO_RESULTS_YET = "Search for a model family (e.g. “qwen3”), or pick one in Recommended for tool calling."
+
+
+def recommended_file(files: list[tuple[str | None, int, str]]) -> int | None:
+    """Index of the file to recommend among (quantisation, size, fit) rows: the preferred quantisation
+    that fits this machine, else the largest file that fits; None when none fits."""
+    fitting = [i for i, (_q, _s, fit) in enumerate(files) if fit == "fits"]
+    if not fitting:
+        return None
+    for quant in PREFERRED_QUANTS:
+        for i in fitting:
+            if (files[i][0] or "").upper() == quant:
+                return i
+    return max(fitting, key=lambda i: files[i][1])
 
 
 def format_bytes(n: float | None) -> str:
@@ -79,6 +97,8 @@ class ModelsPage(QWidget):
     sig_downloads = Signal(int, float)  # downloads running or queued, their overall fraction (<0: unknown)
     _sig_progress = Signal(object)
     _sig_finished = Signal(object)
+
+    recommended_row: int | None = None  # the search result file recommended for this machine
 
     def __init__(self, manager: Any | None = None, parent: QWidget | None = None, *, n_ctx: int = 4096):
         super().__init__(parent)
@@ -175,11 +195,21 @@ class ModelsPage(QWidget):
         self.results_list.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.results_list.setTextElideMode(Qt.TextElideMode.ElideMiddle)
         self.results_list.currentRowChanged.connect(self._on_repo_selected)
+        self.results_list.setToolTip(NO_RESULTS_YET)
         top.addWidget(self.results_list)
         self.files_table = QTableWidget(0, 6)
         self.files_table.setHorizontalHeaderLabels(["File", "Size", "Quant", "Memory", "Fit", ""])
         self._setup_table(self.files_table)
-        top.addWidget(self.files_table)
+        files_box = QWidget()
+        fb = QVBoxLayout(files_box)
+        fb.setContentsMargins(0, 0, 0, 0)
+        fb.addWidget(self.files_table, 1)
+        self.files_hint = QLabel("")  # which file to take: the recommended quantisation for this machine
+        self.files_hint.setObjectName("hint")
+        self.files_hint.setWordWrap(True)
+        self.files_hint.setVisible(False)
+        fb.addWidget(self.files_hint)
+        top.addWidget(files_box)
         top.setSizes([300, 700])
         root.addWidget(top, 1)
         root = self.layout()
@@ -287,10 +317,20 @@ class ModelsPage(QWidget):
         self._status(message, error=True)
         self.sig_search_done.emit()
 
+    def _placeholder(self, text: str) -> None:
+        """An empty results list says why it is empty (a grey line that cannot be selected)."""
+        item = QListWidgetItem(text)
+        item.setFlags(Qt.ItemFlag.NoItemFlags)
+        item.setToolTip(text)
+        self.results_list.addItem(item)
+
     def _on_results(self, results: list[Any]) -> None:
         self.search_button.setEnabled(True)
         self.sources.setCurrentIndex(1)
         self.results_list.clear()
+        if not results:
+            self._placeholder(f"No GGUF models match “{self.search_edit.text().strip()}”: try a family "
+                              "name such as “qwen3” or “llama 3.2”.")
         for r in results:
             item = QListWidgetItem(f"{r.repo_id}\n⬇ {r.downloads:,}   ♥ {r.likes:,}")
             item.setData(Qt.ItemDataRole.UserRole, r.repo_id)
@@ -304,6 +344,8 @@ class ModelsPage(QWidget):
         if item is None:
             return
         repo_id = item.data(Qt.ItemDataRole.UserRole)
+        if not repo_id:
+            return  # the placeholder line
         self.files_table.setRowCount(0)
         self._status(f"Listing the GGUF files of {repo_id}…")
         n_ctx = self.ctx_spin.value()
@@ -326,12 +368,30 @@ class ModelsPage(QWidget):
 
         n_ctx = self.ctx_spin.value()
         self.files_table.setRowCount(len(self._remote))
+        self.files_hint.setVisible(bool(self._remote))
+        estimates = [estimate_remote(f.size, f.quantization, n_ctx) for f in self._remote]
+        self.recommended_row = recommended_file(
+            [(f.quantization, f.size, e.fit) for f, e in zip(self._remote, estimates, strict=True)])
+        if self.recommended_row is not None:
+            best = self._remote[self.recommended_row]
+            self.files_hint.setText(f"★ Recommended for this machine: {best.name} ({best.quantization or '?'}, "
+                                    f"{format_bytes(best.size)}), the best balance of quality and size that fits.")
+        else:
+            self.files_hint.setText("None of these files fits this machine's memory comfortably; a smaller "
+                                    "model or quantisation will run faster.")
         for i, f in enumerate(self._remote):
-            est = estimate_remote(f.size, f.quantization, n_ctx)
+            est = estimates[i]
             label = f.name + (f"  ({len(f.parts)} parts)" if f.is_split else "")
             self.files_table.setItem(i, 0, QTableWidgetItem(label))
             self.files_table.setItem(i, 1, QTableWidgetItem(format_bytes(f.size)))
-            self.files_table.setItem(i, 2, QTableWidgetItem(f.quantization or "?"))
+            quant = QTableWidgetItem(f.quantization or "?")
+            if i == self.recommended_row:
+                font = quant.font()
+                font.setBold(True)
+                quant.setFont(font)
+                quant.setToolTip("Recommended: the best balance of quality and size among these files "
+                                 "that fits this machine's memory.")
+            self.files_table.setItem(i, 2, quant)
             mem = QTableWidgetItem(format_bytes(est.total_bytes))
             mem.setToolTip(est.describe())
             self.files_table.setItem(i, 3, mem)

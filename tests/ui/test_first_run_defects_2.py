@@ -265,3 +265,54 @@ def test_d37_opened_files_stay_in_the_picker_as_recent_models(qtbot, make_window
     streaming_model.unlink()
     w2._fill_model_picker()
     assert str(streaming_model) not in listed(w2)
+
+
+def test_d36_search_results_recommend_a_quantisation_and_say_when_nothing_matched(qtbot, tmp_path):
+    from app.engine.models.hub import HubClient
+    from app.engine.models.library import Library
+    from app.engine.models.manager import ModelManager
+    from app.ui.models_page import ModelsPage, recommended_file
+    from tests.support.fake_hub import FakeHub
+    from tests.support.tiny_gguf import write_tiny_gguf
+
+    # the rule: the preferred quantisation that fits, else the largest that fits, else none
+    assert recommended_file([("Q8_0", 8, "fits"), ("Q4_K_M", 4, "fits"), ("F16", 16, "tight")]) == 1
+    assert recommended_file([("Q8_0", 8, "fits"), ("Q4_K_M", 4, "too large")]) == 0
+    assert recommended_file([("Q6_K", 6, "fits"), ("Q2_K", 2, "fits")]) == 0
+    assert recommended_file([("Q4_K_M", 4, "too large")]) is None
+
+    def gguf(seed: int) -> bytes:
+        return write_tiny_gguf(tmp_path / f"s{seed}.gguf", seed=seed).read_bytes()
+
+    hub = FakeHub()
+    hub.add_repo("acme/Tiny-GGUF", {"Tiny-Q8_0.gguf": gguf(0), "Tiny-Q4_K_M.gguf": gguf(1), "Tiny-F16.gguf": gguf(2)})
+    hub.start()
+    lib = Library(models_dir=tmp_path / "models", manifest_path=tmp_path / "lib.json", hf_cache_dir=False)
+    page = ModelsPage(ModelManager(hub=HubClient(hub.url), library=lib, backoff_base=0.01))
+    qtbot.addWidget(page)
+    page.resize(1100, 760)
+    page.show()
+    try:
+        page.search_edit.setText("tiny")
+        with qtbot.waitSignal(page.sig_search_done, timeout=20000):
+            page.search_button.click()
+        with qtbot.waitSignal(page.sig_files_done, timeout=20000):
+            page.results_list.setCurrentRow(0)
+        t = page.files_table
+        row = page.recommended_row
+        assert row is not None and t.item(row, 2).text() == "Q4_K_M" and t.item(row, 2).font().bold()
+        assert "Recommended" in t.item(row, 2).toolTip()
+        assert page.files_hint.isVisible() and "Tiny-Q4_K_M" in page.files_hint.text()
+        assert not any(t.item(r, 2).font().bold() for r in range(t.rowCount()) if r != row)
+        # a search that finds nothing says so in the list instead of leaving it blank
+        page.search_edit.setText("zzzz-nothing")
+        with qtbot.waitSignal(page.sig_search_done, timeout=20000):
+            page.search_button.click()
+        assert page.results_list.count() == 1
+        item = page.results_list.item(0)
+        assert "No GGUF models match “zzzz-nothing”" in item.text() and not item.flags() & Qt.ItemFlag.ItemIsSelectable
+        page.results_list.setCurrentRow(0)  # the line is not a repository: nothing is listed
+        assert not page._calls
+    finally:
+        page.shutdown()
+        hub.stop()
