@@ -7,6 +7,7 @@ reach the widgets through Qt signals (queued to the UI thread).
 
 from __future__ import annotations
 
+import html
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -30,6 +31,7 @@ from PySide6.QtWidgets import (
     QTableWidget,
     QTableWidgetItem,
     QTabWidget,
+    QTextBrowser,
     QVBoxLayout,
     QWidget,
 )
@@ -93,6 +95,7 @@ class ModelsPage(QWidget):
     sig_status = Signal(str)  # every message shown in the status line
     sig_search_done = Signal()
     sig_files_done = Signal()
+    sig_card_shown = Signal(str)  # the repository whose model card is shown
     sig_library_done = Signal()
     sig_downloads = Signal(int, float)  # downloads running or queued, their overall fraction (<0: unknown)
     _sig_progress = Signal(object)
@@ -209,6 +212,14 @@ class ModelsPage(QWidget):
         self.files_hint.setWordWrap(True)
         self.files_hint.setVisible(False)
         fb.addWidget(self.files_hint)
+        self.card_view = QTextBrowser()  # the selected repository's model card (README), as a preview
+        self.card_view.setObjectName("modelCard")
+        self.card_view.setOpenLinks(False)
+        self.card_view.anchorClicked.connect(self._on_card_link)
+        self.card_view.setMaximumHeight(220)
+        self.card_view.setVisible(False)
+        self.card_repo: str | None = None
+        fb.addWidget(self.card_view)
         top.addWidget(files_box)
         top.setSizes([300, 700])
         root.addWidget(top, 1)
@@ -347,11 +358,35 @@ class ModelsPage(QWidget):
         if not repo_id:
             return  # the placeholder line
         self.files_table.setRowCount(0)
+        self.card_view.setVisible(False)
+        self.card_repo = None
+        self._background(lambda: self.manager.hub.model_card(repo_id),
+                         lambda text, r=repo_id: self._on_card(r, text), lambda _m: None)
         self._status(f"Listing the GGUF files of {repo_id}…")
         n_ctx = self.ctx_spin.value()
         self._background(
             lambda: self.manager.hub.list_ggufs(repo_id, n_ctx=n_ctx), self._on_files, self._on_files_failed
         )
+
+    def _on_card(self, repo_id: str, text: str) -> None:
+        """Show the model card of ``repo_id`` if it is still the selected repository."""
+        item = self.results_list.currentItem()
+        if item is None or item.data(Qt.ItemDataRole.UserRole) != repo_id or not text.strip():
+            return
+        from app.ui.markdown_render import render_markdown
+        from app.ui.theme import is_dark
+
+        self.card_repo = repo_id
+        self.card_view.setHtml(f"<p><b>Model card of {html.escape(repo_id)}</b></p>"
+                               + render_markdown(text, dark=is_dark()).html)
+        self.card_view.setVisible(True)
+        self.sig_card_shown.emit(repo_id)
+
+    def _on_card_link(self, url: Any) -> None:
+        if url.scheme() in ("http", "https"):
+            from PySide6.QtGui import QDesktopServices
+
+            QDesktopServices.openUrl(url)
 
     def _on_files_failed(self, message: str) -> None:
         self._status(message, error=True)

@@ -285,7 +285,11 @@ def test_d36_search_results_recommend_a_quantisation_and_say_when_nothing_matche
         return write_tiny_gguf(tmp_path / f"s{seed}.gguf", seed=seed).read_bytes()
 
     hub = FakeHub()
-    hub.add_repo("acme/Tiny-GGUF", {"Tiny-Q8_0.gguf": gguf(0), "Tiny-Q4_K_M.gguf": gguf(1), "Tiny-F16.gguf": gguf(2)})
+    card = ("---\nlicense: apache-2.0\ntags: [gguf]\n---\n# Tiny\n\nA **small** chat model that calls tools.\n\n"
+            "<script>alert(1)</script>\n")
+    hub.add_repo("acme/Tiny-GGUF", {"Tiny-Q8_0.gguf": gguf(0), "Tiny-Q4_K_M.gguf": gguf(1), "Tiny-F16.gguf": gguf(2),
+                                    "README.md": card.encode()})
+    hub.add_repo("acme/NoCard-GGUF", {"NoCard-Q4_K_M.gguf": gguf(3)})
     hub.start()
     lib = Library(models_dir=tmp_path / "models", manifest_path=tmp_path / "lib.json", hf_cache_dir=False)
     page = ModelsPage(ModelManager(hub=HubClient(hub.url), library=lib, backoff_base=0.01))
@@ -293,17 +297,30 @@ def test_d36_search_results_recommend_a_quantisation_and_say_when_nothing_matche
     page.resize(1100, 760)
     page.show()
     try:
-        page.search_edit.setText("tiny")
+        page.search_edit.setText("acme")
         with qtbot.waitSignal(page.sig_search_done, timeout=20000):
             page.search_button.click()
-        with qtbot.waitSignal(page.sig_files_done, timeout=20000):
-            page.results_list.setCurrentRow(0)
+        row_of = {page.results_list.item(i).data(Qt.ItemDataRole.UserRole): i
+                  for i in range(page.results_list.count())}
+        with qtbot.waitSignal(page.sig_card_shown, timeout=20000):
+            page.results_list.setCurrentRow(row_of["acme/Tiny-GGUF"])
+        qtbot.waitUntil(lambda: not page._calls, timeout=20000)
+        # the model card, without its metadata block and with its HTML shown as text, never run
+        shown = page.card_view.toPlainText()
+        assert page.card_view.isVisible() and page.card_repo == "acme/Tiny-GGUF"
+        assert "A small chat model that calls tools." in shown and "license:" not in shown
+        assert "<script>alert(1)</script>" in shown
         t = page.files_table
         row = page.recommended_row
         assert row is not None and t.item(row, 2).text() == "Q4_K_M" and t.item(row, 2).font().bold()
         assert "Recommended" in t.item(row, 2).toolTip()
         assert page.files_hint.isVisible() and "Tiny-Q4_K_M" in page.files_hint.text()
         assert not any(t.item(r, 2).font().bold() for r in range(t.rowCount()) if r != row)
+        # a repository without a card shows none (and not the previous repository's)
+        with qtbot.waitSignal(page.sig_files_done, timeout=20000):
+            page.results_list.setCurrentRow(row_of["acme/NoCard-GGUF"])
+        qtbot.waitUntil(lambda: not page._calls, timeout=20000)
+        assert not page.card_view.isVisible() and page.card_repo is None
         # a search that finds nothing says so in the list instead of leaving it blank
         page.search_edit.setText("zzzz-nothing")
         with qtbot.waitSignal(page.sig_search_done, timeout=20000):

@@ -30,6 +30,7 @@ __all__ = [
     "default_endpoint",
     "group_gguf_files",
     "is_offline",
+    "strip_front_matter",
 ]
 
 DEFAULT_ENDPOINT = "https://huggingface.co"
@@ -224,6 +225,28 @@ class HubClient:
         """The repo's GGUF models (split files grouped), each with a memory estimate at ``n_ctx``."""
         return group_gguf_files(repo_id, revision, self.list_files(repo_id, revision=revision), n_ctx=n_ctx, ram=ram)
 
+    def model_card(self, repo_id: str, *, revision: str = "main", max_bytes: int = 64_000) -> str:
+        """The repo's README (its model card) as Markdown without the YAML metadata block; "" when it
+        has none. At most ``max_bytes`` are read (a card is shown as a preview)."""
+
+        def run() -> str:
+            import urllib.error
+            import urllib.request
+
+            req = urllib.request.Request(self.file_url(repo_id, "README.md", revision))
+            if isinstance(self.token, str) and self.token:
+                req.add_header("Authorization", f"Bearer {self.token}")
+            try:
+                with urllib.request.urlopen(req, timeout=15) as resp:  # noqa: S310 - the hub's https/http URL
+                    data = resp.read(max_bytes)
+            except urllib.error.HTTPError as exc:
+                if exc.code in (401, 403, 404):
+                    return ""  # no card, or a gated repo: the files still list
+                raise
+            return strip_front_matter(data.decode("utf-8", errors="replace"))
+
+        return self._call(f"read the model card of {repo_id}", run)
+
     def file_url(self, repo_id: str, filename: str, revision: str = "main") -> str:
         """``{endpoint}/{repo}/resolve/{revision}/{filename}`` (the hub redirects LFS files to its CDN)."""
         return f"{self.endpoint}/{repo_id}/resolve/{quote(revision, safe='')}/{quote(filename)}"
@@ -244,6 +267,16 @@ class HubClient:
             )
             for part in model.parts
         ]
+
+
+def strip_front_matter(text: str) -> str:
+    """A model card without its leading ``---`` YAML block (licence, tags: metadata, not prose)."""
+    t = text.lstrip("\ufeff")
+    if t.startswith("---"):
+        end = t.find("\n---", 3)
+        if end >= 0:
+            return t[end + 4:].lstrip("-").lstrip()
+    return t.strip()
 
 
 def _describe(what: str, endpoint: str, exc: BaseException) -> str:
