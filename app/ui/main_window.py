@@ -495,13 +495,17 @@ class MainWindow(ConversationsMixin, ChatMixin, RemoteModelsMixin, ModelBarMixin
     def _build_server_page(self) -> QWidget:
         from app.ui.server_page import ServerPage
 
-        return ServerPage(self.settings, model_path=lambda: self.model_info.path if self.model_info else None,
-                          save=self._save_settings_quietly)
+        return ServerPage(self.settings, model_path=self._local_model_path, save=self._save_settings_quietly)
 
     def _build_check_page(self) -> QWidget:
         from app.ui.check_page import CheckPage
 
-        return CheckPage(model_path=lambda: str(self.model_info.path) if self.model_info else None)
+        return CheckPage(model_path=self._local_model_path)
+
+    def _local_model_path(self) -> str | None:
+        """The loaded model's file (None for a remote engine's model: it is not a file here)."""
+        info = self.model_info
+        return str(info.path) if info is not None and info.remote is None else None
 
     def _on_models_page_load_requested(self, path: str) -> None:
         self.show_chat_page()

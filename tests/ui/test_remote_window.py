@@ -148,7 +148,7 @@ def test_a_remote_model_chosen_in_the_picker_calls_a_tool_shown_with_its_parser(
 
     _choose(qtbot, w, key)
     assert w.model_info.remote == "Lab box" and w.format_badge.text() == "Remote: Lab box"
-    assert w.format_badge.isVisibleTo(w)  # the picker's model is marked as remote in the toolbar
+    assert w._badge_action.isVisible()  # the picker's model is marked as remote in the toolbar
     assert w.model_picker.currentData() == key and w.send_button.isEnabled()
 
     done = _turn(qtbot, w)
@@ -188,6 +188,7 @@ def test_the_same_conversation_gives_the_same_call_through_the_local_model(qtbot
     w.new_chat()
     _choose(qtbot, w, remote_key("Box", "remote-calc"))
     assert w.worker.model is None  # the local model was closed once the remote one was chosen
+    assert w._local_model_path() is None  # the Server and Check pages are not handed a remote key as a file
     assert w.context_meter.format() == "Context —" and w.stat_ctx.text() == "context —"  # no local figure stays
     done = _turn(qtbot, w)
     assert done.finish_reason == "stop" and done.extra["remote"] == "ollama"
