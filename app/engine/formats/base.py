@@ -136,14 +136,14 @@ class RegionScanner:
         raise NotImplementedError
 
 
-def find_marker(buf: str, markers: Iterable[str], final: bool, start: int = 0) -> tuple[int, str | None, int]:
+def find_marker(buf: str, markers: Iterable[str], final: bool, start: int = 0) -> tuple[int, str, int]:
     """Earliest marker in ``buf[start:]``.
 
-    Returns ``(pos, marker, safe)``: ``marker`` found at ``pos``, or ``(-1, None, safe)`` where
+    Returns ``(pos, marker, safe)``: ``marker`` found at ``pos``, or ``(-1, "", safe)`` where
     ``buf[:safe]`` cannot be part of a marker (the rest may be a marker's beginning). A marker is
     reported only when no partial marker could start before it.
     """
-    best, found = -1, None
+    best, found = -1, ""
     markers = tuple(markers)
     for m in markers:
         i = buf.find(m, start)
@@ -152,10 +152,10 @@ def find_marker(buf: str, markers: Iterable[str], final: bool, start: int = 0) -
     limit = len(buf) if best == -1 else best
     safe = limit if final else min(limit, partial_start(buf, markers, start))
     if best != -1 and safe < best:
-        return -1, None, safe
+        return -1, "", safe
     if best != -1:
         return best, found, best
-    return -1, None, safe
+    return -1, "", safe
 
 
 # Where a tool's name stands in the calls of the common wires (for an incomplete call's name).
@@ -490,6 +490,7 @@ class Stream:
 
     def _step_held_region(self, final: bool, truncated: bool) -> bool:
         scanner = self._hregion
+        assert scanner is not None  # this state has a held region
         before = scanner.ops
         scanner.cut = final and truncated  # the text ends here because the token limit cut it
         try:
@@ -600,6 +601,7 @@ class Stream:
 
     def _step_region(self, final: bool, truncated: bool) -> bool:
         scanner = self._region
+        assert scanner is not None  # this state has a region
         before = scanner.ops
         scanner.cut = final and truncated  # the text ends here because the token limit cut it
         try:

@@ -212,8 +212,8 @@ class DsmlScanner(SectionScanner):
                 i += len(hit)
                 continue
             if st in ("invoke_head", "param_head"):
-                hit = _HEAD_END.search(buf, i)
-                j = -1 if hit is None else hit.start()
+                head_end = _HEAD_END.search(buf, i)
+                j = -1 if head_end is None else head_end.start()
                 self.ops += (n if j == -1 else j) - i + 1
                 if j != -1 and buf[j] == "<":
                     self._fail()  # markup inside the tag: not a DSML tag

@@ -55,7 +55,7 @@ def example_arguments(tool: Mapping[str, Any]) -> dict[str, Any]:
             kind = next((a.get("type") for a in spec["anyOf"] if a.get("type") not in (None, "null")), None)
         if isinstance(kind, list):
             kind = next((k for k in kind if k != "null"), "string")
-        out[n] = _SAMPLES.get(kind, "text")
+        out[n] = _SAMPLES.get(str(kind), "text")
     return out
 
 

@@ -128,7 +128,8 @@ class HarmonyStream(Stream):
 
     def _h_head(self, final: bool, truncated: bool) -> bool:
         buf = self._buf
-        lead = _WS.match(buf).end()
+        ws = _WS.match(buf)
+        lead = ws.end() if ws else 0
         window = buf[lead:lead + _MAX_HEADER + len(MESSAGE)]
         self.ops += lead + len(window) + 1
         if not window:
@@ -175,9 +176,9 @@ class HarmonyStream(Stream):
             self._pending = ""
             self._sink(self._consume(lead))
             head = self._consume(len(self._buf))
-            recipient = re.search(r"to=([^\s<>]+)", head)
+            to = re.search(r"to=([^\s<>]+)", head)
             self._events.append(ToolCallIncomplete(IncompleteCall(
-                head, _call_name(recipient.group(1)) if recipient else None, "truncated")))
+                head, _call_name(to.group(1)) if to else None, "truncated")))
             self._mode = _DONE
             return False
         if bad != -1 or len(window) > _MAX_HEADER or final:
@@ -250,6 +251,7 @@ class HarmonyStream(Stream):
                 self._cstate = _C_PLAIN
                 continue
             if st == _C_JSON:
+                assert self._json is not None  # a JSON body is being read
                 before = self._json.ops
                 j = self._json.feed(buf, 0)
                 self.ops += self._json.ops - before + 1

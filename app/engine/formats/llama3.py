@@ -103,6 +103,8 @@ class Llama3Format(Format):
 
     def cut_call(self, opener, body, tools):
         inc = super().cut_call(opener, body, tools)
+        if inc is None:
+            return None
         if opener == "{" and inc.name not in tool_schemas(tools):
             return None  # cut JSON that names no offered tool may be JSON meant for the user
         return inc

@@ -104,7 +104,8 @@ def _literal(node: ast.AST, depth: int = 0) -> Any:
         raise _Bad("unsupported constant")
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)) \
             and isinstance(node.operand, ast.Constant) and type(node.operand.value) in (int, float):
-        return -node.operand.value if isinstance(node.op, ast.USub) else node.operand.value
+        number: float = node.operand.value  # type: ignore[assignment]  # int or float, checked above
+        return -number if isinstance(node.op, ast.USub) else number
     if isinstance(node, (ast.List, ast.Tuple)):
         return [_literal(e, depth + 1) for e in node.elts]
     if isinstance(node, ast.Dict):

@@ -71,10 +71,10 @@ class PythonicFormat(Format):
             if at_end and not body.rstrip().endswith("]"):
                 return None
             source = opener + body
-        calls = parse_call_list(source)
-        if not calls:
+        listed = parse_call_list(source)
+        if not listed:
             return None
-        return [ParsedCall(name, args, raw) for name, args, raw in calls], ""
+        return [ParsedCall(name, args, raw) for name, args, raw in listed], ""
 
     def constraint_grammar(self, tools, *, forced, parallel, ctx):
         from app.engine.constraints.wires import PYTHON, notation_call, python_name

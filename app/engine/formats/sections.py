@@ -43,15 +43,15 @@ _FENCE = "```"
 
 
 def first_marker(buf: str, markers: tuple[str, ...], start: int, final: bool,
-                 end: int | None = None) -> tuple[int, str | None, int]:
+                 end: int | None = None) -> tuple[int, str, int]:
     """Earliest of ``markers`` in ``buf[start:end]``, looking no further than the nearest one.
 
-    Returns ``(pos, marker, pos)`` or ``(-1, None, safe)`` where ``buf[:safe]`` holds no part of a
+    Returns ``(pos, marker, pos)`` or ``(-1, "", safe)`` where ``buf[:safe]`` holds no part of a
     marker (a partial marker at the very end is held back unless ``final`` or ``end`` is given).
     The markers must not contain one another, so the earliest complete one is final.
     """
     n = len(buf) if end is None else end
-    best, found = -1, None
+    best, found = -1, ""
     for m in markers:
         p = buf.find(m, start, n if best == -1 else best + len(m) - 1)
         if p != -1 and (best == -1 or p < best):
@@ -59,8 +59,8 @@ def first_marker(buf: str, markers: tuple[str, ...], start: int, final: bool,
     if best != -1:
         return best, found, best
     if final or end is not None:
-        return -1, None, n
-    return -1, None, partial_start(buf, markers, start)
+        return -1, "", n
+    return -1, "", partial_start(buf, markers, start)
 
 
 class SectionScanner(RegionScanner):
@@ -117,6 +117,7 @@ class SectionScanner(RegionScanner):
 
     def _feed_json(self, buf: str, i: int) -> int:
         """Feed ``self.json`` from ``i``: the index after the value's end, or -1 while it is open."""
+        assert self.json is not None  # a value is being read
         before = self.json.ops
         j = self.json.feed(buf, i)
         self.ops += self.json.ops - before
@@ -247,7 +248,8 @@ class SkipValuesScanner(RegionScanner):
         i = 0
         while True:
             if self.inside:
-                markers = (self.value_close,) if self.followers is None else (self.value_close, self.close)
+                markers: tuple[str, ...] = ((self.value_close,) if self.followers is None
+                                            else (self.value_close, self.close))
                 if self.exit is not None:
                     markers += (self.exit[0],)
             else:
