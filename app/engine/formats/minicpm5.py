@@ -27,6 +27,12 @@ P_CLOSE = "</param>"
 CDATA_OPEN = "<![CDATA["
 CDATA_CLOSE = "]]>"
 _NAME = re.compile(r'[A-Za-z_][\w.\-:/]*(?=">)')
+
+
+def _whole_name(name: str) -> bool:
+    """Whether ``name`` is a tool name this wire can write (all of it reads as the name)."""
+    m = _NAME.match(name + '">')
+    return m is not None and m.end() == len(name)
 _KEY = re.compile(r'[^"<>\s]+(?=">)')
 
 
@@ -122,7 +128,7 @@ class MiniCpm5Format(Format):
         return raw_params(ctx, self, tools, forced, parallel, opener=OPEN, head=lambda n: f'{OPEN}{n}">',
                           tail=CLOSE, param=lambda c, k, s, w: f'{c.lit(P_OPEN + k + chr(34) + ">")} '
                           f"{typed(c, s, P_CLOSE, w, text_rx=NO_MARKUP)}",
-                          name_ok=lambda n: bool(_NAME.match(n + '">')) and _NAME.match(n + '">').end() == len(n),
+                          name_ok=lambda n: _whole_name(n),
                           key_ok=lambda k: bool(k) and not set(k) & set('"<>& \t\n'))
 
     def example_call(self, name: str, arguments: dict) -> str:

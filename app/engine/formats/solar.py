@@ -64,6 +64,7 @@ class _Scanner(RegionScanner):
                     self.state = "markers"
                 continue
             if self.state == "json":
+                assert self.json is not None  # a JSON body is being read
                 before = self.json.ops
                 j = self.json.feed(buf, i)
                 self.ops += self.json.ops - before
@@ -94,6 +95,8 @@ def _call(text: str, i: int) -> tuple[ParsedCall, int] | None:
     if not text.startswith(CALL, i):
         return None
     m = _ID.match(text, i + len(CALL))
+    if m is None:
+        return None
     cid = m.group(0)
     i = m.end()
     if not text.startswith(NAME, i):
