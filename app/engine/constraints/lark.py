@@ -200,9 +200,10 @@ def _closed(schema: Any) -> Any:
     return out
 
 
-# A small model that means to end a call writes ``}}`` inside a string it never closed, and then
-# goes on forever: a free string value may not hold ``}}`` (the token ``"}}`` closes it instead).
-NO_DOUBLE_BRACE = "^[^}]*(}[^}]+)*}?$"
+# A small model that means to end a call writes ``}}`` (or ``} }``) inside a string it never
+# closed, and then goes on forever: a free string value may not hold two closing braces with only
+# spaces between (the token ``"}}`` closes it instead).
+NO_DOUBLE_BRACE = "^([^}]|} *[^ }])*(} *)?$"
 # ... or repeats an array's item until the token limit: a list the schema leaves unbounded holds
 # at most this many items in a held call.
 MAX_ITEMS = 8
