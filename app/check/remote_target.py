@@ -27,14 +27,16 @@ class RemoteTarget(InProcessTarget):
     kind = "remote"
 
     def __init__(self, provider: Any, model: str, *, parser: str = "api", template: Any = None,
-                 model_file: str | None = None, stack_name: str | None = None,
+                 model_file: str | None = None, stack_name: str | None = None, tool_format: str = "auto",
                  max_tokens: int = DEFAULT_MAX_TOKENS, temperature: float = 0.0, seed: int = DEFAULT_SEED):
         if parser not in PARSER_WORDS:
             raise ValueError(f"unknown parser {parser!r} for a remote check (choices: api, callisto)")
         if parser == "callisto" and provider.kind == "anthropic":
             raise ValueError("Callisto parsing needs an endpoint that completes raw text; the Anthropic API does not "
                              "(use --kind openai or ollama, or --parser api)")
-        super().__init__(None, max_tokens=max_tokens, temperature=temperature, seed=seed)
+        # Callisto parsing: the family to read (auto: from the template; a model whose template shows
+        # no tool format is then sent no tools, as in process)
+        super().__init__(None, tool_format=tool_format, max_tokens=max_tokens, temperature=temperature, seed=seed)
         self.provider = provider
         self.model_name = model
         self.parser = parser
@@ -50,6 +52,8 @@ class RemoteTarget(InProcessTarget):
 
     def identity(self) -> dict[str, Any]:
         model: dict[str, Any] = {"name": self.model_name}
+        if self.parser == "callisto":
+            model["tool_format_setting"] = self.tool_format
         if self.model_file:
             try:
                 model.update(file_identity(self.model_file))
@@ -70,6 +74,7 @@ class RemoteTarget(InProcessTarget):
         from app.engine.remote import RemoteChatSession
 
         return RemoteChatSession(self.provider, self.model_name, parser=self.parser, template=self.template,
+                                 tool_format=self.tool_format,
                                  registry=registry, dispatcher=dispatcher, system_prompt=scenario.system,
                                  sampling={"temperature": self.temperature, "seed": self.seed},
                                  max_rounds=len(scenario.turns) + 1, max_tokens=self.max_tokens, messages=history,
@@ -120,6 +125,7 @@ def run_remote_check(args: Any, corpus: Any, scenarios: list[Scenario]) -> int:
         provider = Provider(args.endpoint, kind=args.kind, api_key=args.api_key or os.environ.get(
             "CALLISTO_CHECK_API_KEY"), timeout_s=args.timeout)
         targets = [RemoteTarget(provider, args.model, parser=p, model_file=args.model_file, stack_name=args.stack,
+                                tool_format=args.tool_format,
                                 max_tokens=args.max_tokens, temperature=args.temperature, seed=args.seed)
                    for p in parsers]
     except ValueError as exc:

@@ -52,13 +52,14 @@ def test_both_parsers_give_two_rows_side_by_side(callisto_server, remote_models,
     out = tmp_path / "result.json"
     proc = _check("--endpoint", callisto_server.url, "--model", "loop-hermes", "--parser", "both",
                   "--model-file", str(remote_models["loop"]), "--scenarios", str(scenarios), "--stack", "callisto-server",
-                  "--max-tokens", "64", "--out", str(out))
+                  "--max-tokens", "64", "--tool-format", "hermes", "--out", str(out))
     assert proc.returncode == 1, proc.stderr[-3000:]  # the scripted model calls even when greeted
     from app.check.runner import load_result
 
     rows = {p: load_result(tmp_path / f"result-{p}.json") for p in ("api", "callisto")}  # valid results
     assert rows["api"]["stack"]["name"] == "callisto-server · engine's parsing (API tools)"
     assert rows["callisto"]["stack"]["name"] == "callisto-server · Callisto parsing"
+    assert rows["callisto"]["model"]["tool_format_setting"] == "hermes"  # --tool-format reaches Callisto parsing
     for parser, result in rows.items():
         assert result["target"]["kind"] == "remote" and result["stack"]["parser"] == parser
         assert result["settings"]["parser"] == parser
