@@ -35,7 +35,9 @@ from app.engine.render import PromptRenderError, choose_template, render_prompt
 from app.engine.sampling import SamplingParams
 
 if TYPE_CHECKING:
+    from app.engine.formats.base import Stream
     from app.engine.llm import LoadedModel
+    from app.engine.render import RenderedPrompt
 
 __all__ = [
     "DEFAULT_MAX_ROUNDS",
@@ -190,7 +192,7 @@ class ChatSession:
         self.parallel_tool_calls = parallel_tool_calls
         self.response_format = response_format
         self.last_constraint: Any = None  # the Constraint of the latest generation (None: free)
-        self.last_prompt = None  # the RenderedPrompt of the latest generation
+        self.last_prompt: RenderedPrompt | None = None  # the prompt of the latest generation
         self.messages: list[Message] = list(messages or [])
         self.detected_format: str | None = detect_model_format(model)
         self.effective_format, self._format_notices = resolve_tool_format(tool_format, self.detected_format)
@@ -264,7 +266,7 @@ class ChatSession:
     def _new_id(self, proposed: str | None) -> str:
         """The id of a call the parser read: the model's own when every template accepts it and
         it is new in this conversation, else the next free local one."""
-        if is_valid_call_id(proposed) and proposed not in self._used_ids:
+        if proposed is not None and is_valid_call_id(proposed) and proposed not in self._used_ids:
             self._used_ids.add(proposed)
             return proposed
         while True:
@@ -310,10 +312,12 @@ class ChatSession:
                 # block it never opened (then the text before the close is reasoning).
                 source = choose_template(self.model, bool(tools))[0]
                 orphan_close = fmt is not None and fmt.expects_orphan_close(source, rendered.text)
-                stream = fmt.stream(tools or [], in_reasoning=in_reasoning, orphan_close=orphan_close) \
-                    if fmt is not None else _PlainStream(in_reasoning)
+                stream: Stream | _PlainStream
                 if fmt is not None:
+                    stream = fmt.stream(tools or [], in_reasoning=in_reasoning, orphan_close=orphan_close)
                     stream.call_ids = self._new_id
+                else:
+                    stream = _PlainStream(in_reasoning)
                 remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
                 grammar = self.grammar(rounds) if callable(self.grammar) else self.grammar
                 constraint = None if grammar is not None else self._constraint(

@@ -255,7 +255,7 @@ def compile_constraint(model: LoadedModel, *, family: str | None, tools: Sequenc
     def build(ctx: GrammarContext) -> str:
         ctx.auto = auto
         ctx.response_schema = schema if auto else None
-        return fmt.constraint_grammar(tools, forced=forced, parallel=bool(parallel_tool_calls), ctx=ctx)
+        return fmt.constraint_grammar([dict(t) for t in tools], forced=forced, parallel=bool(parallel_tool_calls), ctx=ctx)
 
     try:
         return _compile(model, family, build, f"{what}, {family}",

@@ -171,15 +171,15 @@ def json_type_name(schema: Any) -> list[str]:
             if t not in out:
                 out.append(t)
         return out
-    t = schema.get("type")
-    if t is None:
+    kind: Any = schema.get("type")
+    if kind is None:
         if "anyOf" in schema or "oneOf" in schema:
             out = []
-            for s in schema.get("anyOf") or schema.get("oneOf"):
+            for s in schema.get("anyOf") or schema.get("oneOf") or ():
                 out += [x for x in json_type_name(s) if x not in out]
             return out
         return ["string"]
-    return list(t) if isinstance(t, list) else [t]
+    return list(kind) if isinstance(kind, list) else [kind]
 
 
 def subschema(schema: Any, t: str) -> dict[str, Any]:
