@@ -82,10 +82,10 @@ pytest: $(DEVSTAMP) $(LIVESTAMP) $(SYSSTAMP)
 
 # The complete suite (what CI runs): lint, format, contracts, types, every test with the live
 # models, the bundle build and its self-test.
-test: lint contracts pytest
+test: lint format-check contracts typecheck pytest
 
 # The inner loop: the same checks without the live models, the bundle build and slow tests.
-test-fast: lint contracts pytest-fast
+test-fast: lint format-check contracts typecheck pytest-fast
 
 pytest-fast: $(DEVSTAMP)
 	QT_QPA_PLATFORM=offscreen $(PY) -m pytest -q -m "not live and not slow" --ignore=tests/test_installer.py

@@ -75,8 +75,12 @@ class ToolCall:
             args = {}
         if not isinstance(args, dict | str):
             raise ValueError(f"tool call arguments must be an object or a string, got {type(args).__name__}")
-        return cls(id=str(data.get("id", "")), name=str(data.get("name", "")),
-                   arguments=args, raw=str(data.get("raw") or ""))
+        return cls(
+            id=str(data.get("id", "")),
+            name=str(data.get("name", "")),
+            arguments=args,
+            raw=str(data.get("raw") or ""),
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,8 +101,11 @@ class IncompleteCall:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> IncompleteCall:
         reason = data.get("reason")
-        return cls(raw=str(data.get("raw") or ""), name=data.get("name"),
-                   reason=reason if reason in ("truncated", "undeclared") else "truncated")
+        return cls(
+            raw=str(data.get("raw") or ""),
+            name=data.get("name"),
+            reason=reason if reason in ("truncated", "undeclared") else "truncated",
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,14 +131,25 @@ class ToolResult:
         return self.content or ""
 
     def to_dict(self) -> dict[str, Any]:
-        return {"call_id": self.call_id, "name": self.name, "content": self.content, "error": self.error,
-                "duration_s": self.duration_s, "approval": self.approval, "truncated": self.truncated}
+        return {
+            "call_id": self.call_id,
+            "name": self.name,
+            "content": self.content,
+            "error": self.error,
+            "duration_s": self.duration_s,
+            "approval": self.approval,
+            "truncated": self.truncated,
+        }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ToolResult:
         approval = data.get("approval")
-        return cls(call_id=str(data.get("call_id", "")), name=str(data.get("name", "")),
-                   content=data.get("content"), error=data.get("error"),
-                   duration_s=float(data.get("duration_s") or 0.0),
-                   approval=approval if approval in APPROVAL_OUTCOMES else "auto",
-                   truncated=bool(data.get("truncated")))
+        return cls(
+            call_id=str(data.get("call_id", "")),
+            name=str(data.get("name", "")),
+            content=data.get("content"),
+            error=data.get("error"),
+            duration_s=float(data.get("duration_s") or 0.0),
+            approval=approval if approval in APPROVAL_OUTCOMES else "auto",
+            truncated=bool(data.get("truncated")),
+        )

@@ -46,21 +46,51 @@ def build_parser() -> argparse.ArgumentParser:
 
     chat = sub.add_parser("chat", help="send one prompt to a local GGUF model and stream the reply")
     chat.add_argument("prompt", help="the user message")
-    chat.add_argument("--model", required=True, help="path of a .gguf file (with --endpoint: the remote model's name)")
-    chat.add_argument("--endpoint", default=None, metavar="URL",
-                      help="chat with a model served there (llama-server, vLLM, SGLang, Ollama, LM Studio...)")
-    chat.add_argument("--kind", default="openai", choices=["openai", "anthropic", "ollama"],
-                      help="the API the endpoint speaks (with --endpoint)")
-    chat.add_argument("--api-key-env", default=None, metavar="VAR", help="read the endpoint's API key from this "
-                      "environment variable")
-    chat.add_argument("--parser", default="auto", choices=["auto", "api", "callisto"],
-                      help="api: the endpoint's function calling; callisto: raw text rendered and parsed by Callisto")
-    chat.add_argument("--template", default=None, metavar="FILE",
-                      help="Callisto parsing: the model's GGUF or tokenizer_config.json (default: the server's /props)")
-    chat.add_argument("--tool-format", default="auto", choices=_tool_format_choices(),
-                      help="chat.tool_format: auto (from the template), a family, or none")
-    chat.add_argument("--tools", default="builtin", choices=["builtin", "none"],
-                      help="built-in tools (calculator, clock, workspace files with --workspace) or none")
+    chat.add_argument(
+        "--model", required=True, help="path of a .gguf file (with --endpoint: the remote model's name)"
+    )
+    chat.add_argument(
+        "--endpoint",
+        default=None,
+        metavar="URL",
+        help="chat with a model served there (llama-server, vLLM, SGLang, Ollama, LM Studio...)",
+    )
+    chat.add_argument(
+        "--kind",
+        default="openai",
+        choices=["openai", "anthropic", "ollama"],
+        help="the API the endpoint speaks (with --endpoint)",
+    )
+    chat.add_argument(
+        "--api-key-env",
+        default=None,
+        metavar="VAR",
+        help="read the endpoint's API key from this environment variable",
+    )
+    chat.add_argument(
+        "--parser",
+        default="auto",
+        choices=["auto", "api", "callisto"],
+        help="api: the endpoint's function calling; callisto: raw text rendered and parsed by Callisto",
+    )
+    chat.add_argument(
+        "--template",
+        default=None,
+        metavar="FILE",
+        help="Callisto parsing: the model's GGUF or tokenizer_config.json (default: the server's /props)",
+    )
+    chat.add_argument(
+        "--tool-format",
+        default="auto",
+        choices=_tool_format_choices(),
+        help="chat.tool_format: auto (from the template), a family, or none",
+    )
+    chat.add_argument(
+        "--tools",
+        default="builtin",
+        choices=["builtin", "none"],
+        help="built-in tools (calculator, clock, workspace files with --workspace) or none",
+    )
     chat.add_argument("--workspace", default=None, help="folder the file tools may use")
     chat.add_argument("--yes", action="store_true", help="allow side-effecting tools without asking")
     chat.add_argument("--max-tokens", type=int, default=1024)
@@ -72,34 +102,56 @@ def build_parser() -> argparse.ArgumentParser:
     chat.add_argument("--temperature", type=float, default=None)
     chat.add_argument("--seed", type=int, default=None)
     chat.add_argument("--grammar-file", default=None, help="GBNF grammar constraining the reply")
-    chat.add_argument("--tool-choice", default="auto", metavar="auto|none|required|NAME",
-                      help="auto (default), none (no tools in the prompt), required (the reply is a call) "
-                           "or a tool's name (the reply calls it); calls are held to their schemas")
+    chat.add_argument(
+        "--tool-choice",
+        default="auto",
+        metavar="auto|none|required|NAME",
+        help="auto (default), none (no tools in the prompt), required (the reply is a call) "
+        "or a tool's name (the reply calls it); calls are held to their schemas",
+    )
     chat.add_argument("--no-parallel-tool-calls", action="store_true", help="at most one call per reply")
-    chat.add_argument("--response-format", default=None, metavar="json|SCHEMA.json",
-                      help="hold a plain reply to JSON, or to the JSON Schema in this file")
+    chat.add_argument(
+        "--response-format",
+        default=None,
+        metavar="json|SCHEMA.json",
+        help="hold a plain reply to JSON, or to the JSON Schema in this file",
+    )
     chat.add_argument("--json", action="store_true", help="one JSON event per line")
-    chat.add_argument("--save", action="store_true",
-                      help="save the conversation in the history the window shows")
+    chat.add_argument(
+        "--save", action="store_true", help="save the conversation in the history the window shows"
+    )
 
     inspect = sub.add_parser("inspect", help="print a GGUF's metadata and detected tool format")
     inspect.add_argument("path")
     inspect.add_argument("--json", action="store_true")
-    inspect.add_argument("--lint", action="store_true", help="template forensics: known tool-calling breakages")
+    inspect.add_argument(
+        "--lint", action="store_true", help="template forensics: known tool-calling breakages"
+    )
 
     from app.check.cli import add_check_parser
 
     add_check_parser(sub, _tool_format_choices())
 
     serve = sub.add_parser("serve", help="serve the OpenAI, Anthropic and Ollama APIs on a local port")
-    serve.add_argument("--model", default=None, help="a .gguf file or a library model's name (loaded at start)")
-    serve.add_argument("--tool-format", default="auto", choices=_tool_format_choices(),
-                       help="chat.tool_format for every model: auto (from the template), a family, or none")
+    serve.add_argument(
+        "--model", default=None, help="a .gguf file or a library model's name (loaded at start)"
+    )
+    serve.add_argument(
+        "--tool-format",
+        default="auto",
+        choices=_tool_format_choices(),
+        help="chat.tool_format for every model: auto (from the template), a family, or none",
+    )
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default: loopback only)")
     serve.add_argument("--port", type=int, default=8453)
     serve.add_argument("--api-key", default=None, help="require this key (Authorization: Bearer / x-api-key)")
-    serve.add_argument("--cors", action="append", default=[], metavar="ORIGIN",
-                       help="allow this web origin (repeatable); CORS is off without it")
+    serve.add_argument(
+        "--cors",
+        action="append",
+        default=[],
+        metavar="ORIGIN",
+        help="allow this web origin (repeatable); CORS is off without it",
+    )
     serve.add_argument("--n-ctx", type=int, default=4096, help="context length (rounded to 256)")
     serve.add_argument("--gpu-layers", type=int, default=0)
     serve.add_argument("--threads", type=int, default=None)
@@ -125,8 +177,9 @@ def _inspect(args: argparse.Namespace) -> int:
     except GGUFMetadataError as exc:
         _err(f"error: {exc}")
         return 1
-    detected = detect_tool_format(meta.chat_template, meta.tool_use_template, bos_token=meta.bos_token,
-                                  eos_token=meta.eos_token)
+    detected = detect_tool_format(
+        meta.chat_template, meta.tool_use_template, bos_token=meta.bos_token, eos_token=meta.eos_token
+    )
     info: dict[str, Any] = {
         "path": meta.path,
         "name": meta.name,
@@ -151,14 +204,20 @@ def _inspect(args: argparse.Namespace) -> int:
         info["template_error"] = problem
         _err(f"warning: the chat template does not render: {problem}")
     if args.json:
-        full = dict(info, chat_template=meta.chat_template, fallback_template=None if meta.chat_template
-                    else FALLBACK_TEMPLATE)
+        full = dict(
+            info,
+            chat_template=meta.chat_template,
+            fallback_template=None if meta.chat_template else FALLBACK_TEMPLATE,
+        )
         print(json.dumps(full, ensure_ascii=False))
         return 0
     for key, value in info.items():
         if isinstance(value, (list, dict)):
-            value = ", ".join(f"{k}={v}" for k, v in value.items()) if isinstance(value, dict) else \
-                ", ".join(value)
+            value = (
+                ", ".join(f"{k}={v}" for k, v in value.items())
+                if isinstance(value, dict)
+                else ", ".join(value)
+            )
             value = value or "-"
         print(f"{key:16} {value}")
     return 0
@@ -214,11 +273,21 @@ def _chat(args: argparse.Namespace) -> int:
 
     sampling = {k: v for k, v in (("temperature", args.temperature), ("seed", args.seed)) if v is not None}
     try:
-        tools = build_tools(workspace=args.workspace, approval=_approval_hook(args.yes), strict=True) \
-            if args.tools == "builtin" else None
-        session = build_session(model, tools=tools, tool_format=args.tool_format, system_prompt=args.system,
-                                sampling=sampling, max_rounds=args.max_rounds, max_tokens=args.max_tokens,
-                                grammar=grammar)
+        tools = (
+            build_tools(workspace=args.workspace, approval=_approval_hook(args.yes), strict=True)
+            if args.tools == "builtin"
+            else None
+        )
+        session = build_session(
+            model,
+            tools=tools,
+            tool_format=args.tool_format,
+            system_prompt=args.system,
+            sampling=sampling,
+            max_rounds=args.max_rounds,
+            max_tokens=args.max_tokens,
+            grammar=grammar,
+        )
         from app.engine.constraints import resolve_tool_choice
 
         if tool_choice not in ("auto", "none"):  # a forced choice must name a declared tool
@@ -256,13 +325,25 @@ def _remote_chat(args: argparse.Namespace, tool_choice: Any, response_format: An
         return 2
     sampling = {k: v for k, v in (("temperature", args.temperature), ("seed", args.seed)) if v is not None}
     try:
-        tools = build_tools(workspace=args.workspace, approval=_approval_hook(args.yes), strict=True) \
-            if args.tools == "builtin" else None
+        tools = (
+            build_tools(workspace=args.workspace, approval=_approval_hook(args.yes), strict=True)
+            if args.tools == "builtin"
+            else None
+        )
         provider = Provider(args.endpoint, kind=args.kind, api_key=key, mode=args.parser)
         session = RemoteChatSession(
-            provider, args.model, parser=args.parser, template=args.template, tool_format=args.tool_format,
-            registry=tools.registry if tools else None, dispatcher=tools.dispatcher if tools else None,
-            system_prompt=args.system, sampling=sampling, max_rounds=args.max_rounds, max_tokens=args.max_tokens)
+            provider,
+            args.model,
+            parser=args.parser,
+            template=args.template,
+            tool_format=args.tool_format,
+            registry=tools.registry if tools else None,
+            dispatcher=tools.dispatcher if tools else None,
+            system_prompt=args.system,
+            sampling=sampling,
+            max_rounds=args.max_rounds,
+            max_tokens=args.max_tokens,
+        )
     except (ToolSetupError, ValueError, OSError) as exc:
         _err(f"error: {exc}")
         return 2
@@ -272,8 +353,9 @@ def _remote_chat(args: argparse.Namespace, tool_choice: Any, response_format: An
     return _print_events(args, session, recorder, tool_choice, response_format)
 
 
-def _print_events(args: argparse.Namespace, session: Any, recorder: Any, tool_choice: Any,
-                  response_format: Any) -> int:
+def _print_events(
+    args: argparse.Namespace, session: Any, recorder: Any, tool_choice: Any, response_format: Any
+) -> int:
     from app.engine.events import (
         DoneEvent,
         NoticeEvent,
@@ -286,8 +368,12 @@ def _print_events(args: argparse.Namespace, session: Any, recorder: Any, tool_ch
 
     status = 0
     in_reasoning = False
-    events = session.send(args.prompt, tool_choice=tool_choice, parallel_tool_calls=not args.no_parallel_tool_calls,
-                          response_format=response_format)
+    events = session.send(
+        args.prompt,
+        tool_choice=tool_choice,
+        parallel_tool_calls=not args.no_parallel_tool_calls,
+        response_format=response_format,
+    )
     if recorder is not None:
         recorder.user_message(args.prompt)
         recorder.begin()
@@ -320,7 +406,9 @@ def _print_events(args: argparse.Namespace, session: Any, recorder: Any, tool_ch
                 setting = f" (setting: {ev.setting})" if ev.setting else ""
                 _err(f"[notice] {ev.message}{setting}")
             elif isinstance(ev, ToolCallStartedEvent):
-                _err(f"[tool] {ev.name} {json.dumps(_printable(ev.arguments), ensure_ascii=False, default=str)}")
+                _err(
+                    f"[tool] {ev.name} {json.dumps(_printable(ev.arguments), ensure_ascii=False, default=str)}"
+                )
             elif isinstance(ev, ToolCallFinishedEvent):
                 outcome = f"error: {ev.error}" if ev.error is not None else (ev.result or "")
                 _err(f"[tool] {ev.name} -> {outcome[:500]} ({ev.duration_s:.2f}s)")
@@ -332,8 +420,10 @@ def _print_events(args: argparse.Namespace, session: Any, recorder: Any, tool_ch
                     status = 1
                 else:
                     tps = f", {ev.tokens_per_s:.1f} tok/s" if ev.tokens_per_s else ""
-                    _err(f"[done] {ev.finish_reason}: {ev.generated_tokens} tokens, "
-                         f"{ev.prompt_tokens} prompt tokens, {ev.rounds} round(s){tps}")
+                    _err(
+                        f"[done] {ev.finish_reason}: {ev.generated_tokens} tokens, "
+                        f"{ev.prompt_tokens} prompt tokens, {ev.rounds} round(s){tps}"
+                    )
     except KeyboardInterrupt:
         _err("\n[cancelled]")
         status = 130
@@ -357,14 +447,20 @@ def _recorder(args: argparse.Namespace, session: Any) -> Any:
     try:
         history = History()
         title = " ".join(args.prompt.split())[:60] or "Chat"
-        where = f"{args.endpoint.rstrip('/')}#{args.model}" if args.endpoint else str(Path(args.model).resolve())
+        where = (
+            f"{args.endpoint.rstrip('/')}#{args.model}" if args.endpoint else str(Path(args.model).resolve())
+        )
         conv = history.create_conversation(title, model_path=where)
     except (HistoryError, OSError, ValueError) as exc:
         _err(f"error: cannot open the conversation history: {exc}")
         return None
-    return TurnRecorder(history, conv.id, model=str(args.model),
-                        settings={"tool_format": args.tool_format, "max_tokens": args.max_tokens},
-                        on_error=lambda msg: _err(f"error: {msg}"))
+    return TurnRecorder(
+        history,
+        conv.id,
+        model=str(args.model),
+        settings={"tool_format": args.tool_format, "max_tokens": args.max_tokens},
+        on_error=lambda msg: _err(f"error: {msg}"),
+    )
 
 
 MAX_GRAMMAR_BYTES = 1024 * 1024
@@ -374,8 +470,9 @@ def _choices(args: argparse.Namespace) -> tuple[Any, Any]:
     """(tool_choice, response_format) from --tool-choice and --response-format; ValueError says
     what is wrong with them."""
     value = (args.tool_choice or "auto").strip()
-    tool_choice: Any = value if value in ("auto", "none", "required") else \
-        {"type": "function", "function": {"name": value}}
+    tool_choice: Any = (
+        value if value in ("auto", "none", "required") else {"type": "function", "function": {"name": value}}
+    )
     rf = args.response_format
     if rf is None:
         return tool_choice, None
@@ -450,18 +547,34 @@ def _serve(args: argparse.Namespace) -> int:
     from app.server._app import resolve_model_arg
 
     files, preload = resolve_model_arg(args.model) if args.model else ([], None)
-    config = ServerConfig(host=args.host, port=args.port, api_key=args.api_key, cors_origins=list(args.cors),
-                          tool_format=args.tool_format, models=files, preload=preload, n_ctx=args.n_ctx,
-                          n_gpu_layers=args.gpu_layers, n_threads=args.threads, queue_size=max(1, args.queue))
-    server = ApiServer(config, on_request=lambda e: _err(
-        f"{e.method} {e.path} {e.status} {e.model} {e.prompt_tokens}+{e.completion_tokens} tokens "
-        f"{e.tool_calls} call(s) {e.duration_s:.2f}s"))
+    config = ServerConfig(
+        host=args.host,
+        port=args.port,
+        api_key=args.api_key,
+        cors_origins=list(args.cors),
+        tool_format=args.tool_format,
+        models=files,
+        preload=preload,
+        n_ctx=args.n_ctx,
+        n_gpu_layers=args.gpu_layers,
+        n_threads=args.threads,
+        queue_size=max(1, args.queue),
+    )
+    server = ApiServer(
+        config,
+        on_request=lambda e: _err(
+            f"{e.method} {e.path} {e.status} {e.model} {e.prompt_tokens}+{e.completion_tokens} tokens "
+            f"{e.tool_calls} call(s) {e.duration_s:.2f}s"
+        ),
+    )
     try:
         server.start()
     except (OSError, ApiError) as exc:
         _err(f"error: {exc}")
         return 1
-    _err(f"Callisto API server on {server.url} (OpenAI: {server.url}/v1, Anthropic: {server.url}, "
-         f"Ollama: {server.url}); Ctrl-C stops it")
+    _err(
+        f"Callisto API server on {server.url} (OpenAI: {server.url}/v1, Anthropic: {server.url}, "
+        f"Ollama: {server.url}); Ctrl-C stops it"
+    )
     server.serve_forever()
     return 0

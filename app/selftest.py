@@ -160,7 +160,9 @@ def _force_grammar_per_round(model: Any, grammars: list[str]) -> list[int]:
         i = len(rounds)
         rounds.append(i)
         if i >= len(grammars):
-            raise SelfTestError(f"the chat loop asked for round {i + 1}; the self-test expects {len(grammars)}")
+            raise SelfTestError(
+                f"the chat loop asked for round {i + 1}; the self-test expects {len(grammars)}"
+            )
         kwargs["grammar"] = LlamaGrammar.from_string(grammars[i], verbose=False)
         return original(tokens, **kwargs)
 
@@ -183,8 +185,14 @@ def check_engine(workdir: Path) -> CheckResult:
     from app.engine.session import build_session, build_tools
 
     path = write_tiny_gguf(
-        workdir / "selftest-tiny.gguf", chat_template=SELFTEST_TEMPLATE, control_tokens=_CONTROL,
-        user_tokens=_USER, bos=None, eos="<|im_end|>", eot="<|im_end|>", name="callisto-selftest",
+        workdir / "selftest-tiny.gguf",
+        chat_template=SELFTEST_TEMPLATE,
+        control_tokens=_CONTROL,
+        user_tokens=_USER,
+        bos=None,
+        eos="<|im_end|>",
+        eot="<|im_end|>",
+        name="callisto-selftest",
         context_length=2048,
     )
     spec = TinySpec([*_CONTROL], _USER)
@@ -193,8 +201,14 @@ def check_engine(workdir: Path) -> CheckResult:
     model = load_model(path, n_ctx=2048, n_threads=2)
     try:
         rounds = _force_grammar_per_round(model, _forced_grammars(spec))
-        session = build_session(model, tools=build_tools(), tool_format=SELFTEST_FAMILY, max_tokens=128,
-                                max_rounds=4, sampling={"seed": 1})
+        session = build_session(
+            model,
+            tools=build_tools(),
+            tool_format=SELFTEST_FAMILY,
+            max_tokens=128,
+            max_rounds=4,
+            sampling={"seed": 1},
+        )
         events = list(session.send(f"What is {SELFTEST_EXPRESSION}? Use the calculator."))
     finally:
         model.close()
@@ -208,11 +222,15 @@ def check_engine(workdir: Path) -> CheckResult:
         raise SelfTestError("engine: the chat turn ended without a Done event")
     if done[-1].finish_reason != "stop":
         raise SelfTestError(f"engine: the chat turn ended with {done[-1].finish_reason!r}: {done[-1].error}")
-    if len(started) != 1 or started[0].name != "calculator" or \
-            started[0].arguments != {"expression": SELFTEST_EXPRESSION}:
+    if (
+        len(started) != 1
+        or started[0].name != "calculator"
+        or started[0].arguments != {"expression": SELFTEST_EXPRESSION}
+    ):
         seen = [(e.name, e.arguments) for e in started]
-        raise SelfTestError(f"engine: expected one calculator call with {SELFTEST_EXPRESSION!r}, saw {seen}; "
-                            f"text {text!r}")
+        raise SelfTestError(
+            f"engine: expected one calculator call with {SELFTEST_EXPRESSION!r}, saw {seen}; text {text!r}"
+        )
     if len(finished) != 1 or finished[0].error is not None or finished[0].result != EXPECTED_RESULT:
         seen = [(e.result, e.error) for e in finished]
         raise SelfTestError(f"engine: the calculator should return {EXPECTED_RESULT!r}, got {seen}")
@@ -222,12 +240,17 @@ def check_engine(workdir: Path) -> CheckResult:
     if len(tool_msgs) != 1 or EXPECTED_RESULT not in tool_msgs[0].content:
         raise SelfTestError("engine: the tool result did not come back into the conversation")
     return CheckResult(
-        "engine", True,
+        "engine",
+        True,
         f"llama.cpp {getattr(llama_cpp, '__version__', '?')} loaded a tiny GGUF; {SELFTEST_FAMILY} call "
         f"calculator({SELFTEST_EXPRESSION!r}) -> {finished[0].result}; answer {text.strip()!r}",
         time.monotonic() - start,
-        {"rounds": len(rounds), "detected_format": session.detected_format, "notices": notices,
-         "llama_cpp": getattr(llama_cpp, "__version__", "?")},
+        {
+            "rounds": len(rounds),
+            "detected_format": session.detected_format,
+            "notices": notices,
+            "llama_cpp": getattr(llama_cpp, "__version__", "?"),
+        },
     )
 
 
@@ -244,10 +267,12 @@ def check_server(workdir: Path) -> CheckResult:
     server = ApiServer(ServerConfig(port=0, models=[str(path)], use_library=False, n_ctx=2048, n_threads=2))
     server.start()
     try:
-        body = json.dumps({"model": path.stem, "max_tokens": 4,
-                           "messages": [{"role": "user", "content": "Hello"}]}).encode()
-        req = urllib.request.Request(server.url + "/v1/chat/completions", data=body,
-                                     headers={"Content-Type": "application/json"})
+        body = json.dumps(
+            {"model": path.stem, "max_tokens": 4, "messages": [{"role": "user", "content": "Hello"}]}
+        ).encode()
+        req = urllib.request.Request(
+            server.url + "/v1/chat/completions", data=body, headers={"Content-Type": "application/json"}
+        )
         with urllib.request.urlopen(req, timeout=60) as resp:  # noqa: S310 - our own loopback server
             status, reply = resp.status, json.loads(resp.read())
     finally:
@@ -255,8 +280,14 @@ def check_server(workdir: Path) -> CheckResult:
     if status != 200 or reply.get("object") != "chat.completion" or not reply.get("choices"):
         raise SelfTestError(f"server: /v1/chat/completions answered {status}: {str(reply)[:200]}")
     usage = reply.get("usage") or {}
-    return CheckResult("server", True, f"API server on {server.url} answered /v1/chat/completions "
-                       f"({usage.get('completion_tokens', 0)} tokens)", time.monotonic() - start, {})
+    return CheckResult(
+        "server",
+        True,
+        f"API server on {server.url} answered /v1/chat/completions "
+        f"({usage.get('completion_tokens', 0)} tokens)",
+        time.monotonic() - start,
+        {},
+    )
 
 
 def check_window(workdir: Path, screenshot: Path | None = None) -> CheckResult:
@@ -268,35 +299,46 @@ def check_window(workdir: Path, screenshot: Path | None = None) -> CheckResult:
         shot = render_main_window(screenshot)
     except WindowCheckError as exc:
         raise SelfTestError(str(exc)) from exc
-    return CheckResult("window", True,
-                       f"main window rendered {shot['width']}x{shot['height']} on Qt platform {shot['platform']!r}",
-                       time.monotonic() - start, {"colours_sampled": shot["colours_sampled"]})
+    return CheckResult(
+        "window",
+        True,
+        f"main window rendered {shot['width']}x{shot['height']} on Qt platform {shot['platform']!r}",
+        time.monotonic() - start,
+        {"colours_sampled": shot["colours_sampled"]},
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="callisto --self-test",
-                                description="Check that this Callisto installation works, then exit.")
+    p = argparse.ArgumentParser(
+        prog="callisto --self-test", description="Check that this Callisto installation works, then exit."
+    )
     p.add_argument("--report", metavar="PATH", help="also write the report to PATH")
     p.add_argument("--screenshot", metavar="PATH", help="save the rendered window as a PNG")
     p.add_argument("--skip-window", action="store_true", help="run only the Qt-free engine check")
     return p
 
 
-def run_self_test(*, report: Callable[[str], None], screenshot: Path | None = None,
-                  window: bool = True) -> int:
+def run_self_test(
+    *, report: Callable[[str], None], screenshot: Path | None = None, window: bool = True
+) -> int:
     """Run the checks, reporting each line through ``report``; return the exit status."""
     from app import __version__
 
     frozen = getattr(sys, "frozen", False)
-    report(f"Callisto {__version__} self-test ({'bundle' if frozen else 'source'}; Python "
-           f"{platform.python_version()}; {platform.system()} {platform.machine()})")
+    report(
+        f"Callisto {__version__} self-test ({'bundle' if frozen else 'source'}; Python "
+        f"{platform.python_version()}; {platform.system()} {platform.machine()})"
+    )
     previous_home = os.environ.get("CALLISTO_HOME")
     failed = 0
     with tempfile.TemporaryDirectory(prefix="callisto-selftest-") as tmp:
         workdir = Path(tmp)
         os.environ["CALLISTO_HOME"] = str(workdir / "home")
         try:
-            checks: list[Callable[[], CheckResult]] = [lambda: check_engine(workdir), lambda: check_server(workdir)]
+            checks: list[Callable[[], CheckResult]] = [
+                lambda: check_engine(workdir),
+                lambda: check_server(workdir),
+            ]
             if window:
                 checks.append(lambda: check_window(workdir, screenshot))
             for check in checks:
@@ -327,8 +369,11 @@ def main(argv: list[str] | None = None) -> int:
         if sys.stdout is not None:  # a windowed Windows executable has none
             print(line, flush=True)
 
-    code = run_self_test(report=report, screenshot=Path(args.screenshot) if args.screenshot else None,
-                         window=not args.skip_window)
+    code = run_self_test(
+        report=report,
+        screenshot=Path(args.screenshot) if args.screenshot else None,
+        window=not args.skip_window,
+    )
     if args.report:
         path = Path(args.report)
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -45,7 +45,9 @@ def _profiled(name: str, enabled: bool, fn: Callable[[], Any]) -> Any:
         prof.stop()
         out = HERE / "profiles"
         out.mkdir(exist_ok=True)
-        (out / f"figure-{name}.txt").write_text(prof.output_text(unicode=False, color=False), encoding="utf-8")
+        (out / f"figure-{name}.txt").write_text(
+            prof.output_text(unicode=False, color=False), encoding="utf-8"
+        )
 
 
 def figure_of(r: Row) -> str:
@@ -78,9 +80,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="a smoke run: 1 pair, 32 tokens, small sizes")
     ap.add_argument("--out", default=str(RESULTS))
     ap.add_argument("--profile", action="store_true", help="pyinstrument each figure into bench/profiles/")
-    ap.add_argument("--readme", action="store_true", help="write the table into README.md's Benchmarks section")
-    ap.add_argument("--merge", action="store_true",
-                    help="keep the rows of figures not run from the existing results file (rerun one figure)")
+    ap.add_argument(
+        "--readme", action="store_true", help="write the table into README.md's Benchmarks section"
+    )
+    ap.add_argument(
+        "--merge",
+        action="store_true",
+        help="keep the rows of figures not run from the existing results file (rerun one figure)",
+    )
     args = ap.parse_args(argv)
     only = {f.strip() for f in args.only.split(",") if f.strip()}
     unknown = only - set(FIGURES)
@@ -124,6 +131,7 @@ def main(argv: list[str] | None = None) -> int:
 
     gen_rows: list[Row] = []
     if only & {"1", "2"} and loaded:
+
         def gen() -> list[Row]:
             from bench import generation
 
@@ -131,27 +139,42 @@ def main(argv: list[str] | None = None) -> int:
             raw.update(r)
             return got
 
-        figure("1+2", lambda: gen_rows.extend(on_engine(gen)) or [], [("1. generation tokens/s", "ratio", ">= 0.97"),
-                                                             ("2. time to first token", "ratio", "<= 1.10")])
+        figure(
+            "1+2",
+            lambda: gen_rows.extend(on_engine(gen)) or [],
+            [("1. generation tokens/s", "ratio", ">= 0.97"), ("2. time to first token", "ratio", "<= 1.10")],
+        )
         rows.extend(r for r in gen_rows if r.name.split(".", 1)[0] in only)
     if "1b" in only:
         from bench import server
 
-        figure("1b", lambda: on_engine(lambda: server.run(loaded, pairs=pairs, max_tokens=tokens, log=_log)),
-               [("1b. generation tokens/s, Callisto / llama-server", "ratio", ">= 0.95")])
+        figure(
+            "1b",
+            lambda: on_engine(lambda: server.run(loaded, pairs=pairs, max_tokens=tokens, log=_log)),
+            [("1b. generation tokens/s, Callisto / llama-server", "ratio", ">= 0.95")],
+        )
     if "3" in only:
         from bench import kv_reuse
 
-        figure("3", lambda: on_engine(lambda: kv_reuse.run(loaded, reps=pairs, log=_log)),
-               [("3. KV reuse: second-turn TTFT / first-turn TTFT", "ratio", "<= 0.25")])
+        figure(
+            "3",
+            lambda: on_engine(lambda: kv_reuse.run(loaded, reps=pairs, log=_log)),
+            [("3. KV reuse: second-turn TTFT / first-turn TTFT", "ratio", "<= 0.25")],
+        )
     if "7" in only:
         from bench import constraints
 
-        figure("7", lambda: constraints.run(loaded, pairs=pairs, max_tokens=min(tokens, 128), log=_log,
-                                            on_engine=on_engine),
-               [("7. generation tokens/s, required / unconstrained", "ratio", ">= 0.95"),
+        figure(
+            "7",
+            lambda: constraints.run(
+                loaded, pairs=pairs, max_tokens=min(tokens, 128), log=_log, on_engine=on_engine
+            ),
+            [
+                ("7. generation tokens/s, required / unconstrained", "ratio", ">= 0.95"),
                 ("7. time to first token, required / unconstrained", "ratio", "<= 1.10"),
-                ("7. constraint build, 32 tools", "ms", "< 50")])
+                ("7. constraint build, 32 tools", "ms", "< 50"),
+            ],
+        )
     for _, m in loaded:
         on_engine(m.close)
     engine.shutdown()
@@ -159,30 +182,48 @@ def main(argv: list[str] | None = None) -> int:
         from bench import parser_cost
 
         tps = max((r["callisto_tps"] for r in raw.values()), default=100.0)
-        figure("4", lambda: parser_cost.run(tps, sizes=sizes, log=_log),
-               [("4. parser cost", "ratio", "<= 1.2")])
+        figure(
+            "4", lambda: parser_cost.run(tps, sizes=sizes, log=_log), [("4. parser cost", "ratio", "<= 1.2")]
+        )
     if "5" in only:
         from bench import detection
 
-        figure("5", lambda: detection.run(reps=1 if args.quick else 3, log=_log),
-               [("5. format detection, first time", "ms", "< 50"), ("5. format detection, compiled", "ms", "< 50")])
+        figure(
+            "5",
+            lambda: detection.run(reps=1 if args.quick else 3, log=_log),
+            [
+                ("5. format detection, first time", "ms", "< 50"),
+                ("5. format detection, compiled", "ms", "< 50"),
+            ],
+        )
     if "6" in only:
         from bench import ui
 
         n = 1 if args.quick else 3
-        figure("6", lambda: ui.run(stall_runs=n, startup_runs=n + 2, tokens=200 if args.quick else 2000, log=_log),
-               [("6. UI: longest main-thread stall", "ms", "< 50"), ("6. UI: first painted window", "s", "< 1.5"),
-                ("6. UI: idle resident memory", "MiB", "< 200")])
+        figure(
+            "6",
+            lambda: ui.run(stall_runs=n, startup_runs=n + 2, tokens=200 if args.quick else 2000, log=_log),
+            [
+                ("6. UI: longest main-thread stall", "ms", "< 50"),
+                ("6. UI: first painted window", "s", "< 1.5"),
+                ("6. UI: idle resident memory", "MiB", "< 200"),
+            ],
+        )
 
     if "8" in only:
         from bench import api_server
         from bench.models import package_models
 
-        figure("8", lambda: api_server.run(package_models(), pairs=pairs, max_tokens=tokens, log=_log),
-               [("8. API streamed tokens/s / in-process", "ratio", ">= 0.97"),
+        figure(
+            "8",
+            lambda: api_server.run(package_models(), pairs=pairs, max_tokens=tokens, log=_log),
+            [
+                ("8. API streamed tokens/s / in-process", "ratio", ">= 0.97"),
                 ("8. API streamed tokens/s / llama-server streaming", "ratio", ">= 0.95"),
                 ("8. API time to first streamed token / in-process", "ratio", "<= 1.10"),
-                ("8. 8 concurrent streams, all finished: throughput / one client's", "ratio", ">= 0.95")])
+                ("8. 8 concurrent streams, all finished: throughput / one client's", "ratio", ">= 0.95"),
+            ],
+        )
 
     if args.merge and Path(args.out).is_file():
         rows = merge_rows(read_results(args.out), rows, only)
@@ -190,13 +231,19 @@ def main(argv: list[str] | None = None) -> int:
     print()
     print(table)
     missed = [r.name for r in rows if not r.meets]
-    print(f"\n{len(rows) - len(missed)}/{len(rows)} figures meet their goal; {time.monotonic() - t0:.0f} s in all")
+    print(
+        f"\n{len(rows) - len(missed)}/{len(rows)} figures meet their goal; {time.monotonic() - t0:.0f} s in all"
+    )
     write_results(rows, args.out)
     print(f"wrote {args.out}")
     if args.readme and rows:
         load1 = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
-        note = (f"Load average {load0:.1f} at the start and {load1:.1f} at the end (a shared machine: "
-                "other work competed for the cores)." if load0 is not None and load1 is not None else "")
+        note = (
+            f"Load average {load0:.1f} at the start and {load1:.1f} at the end (a shared machine: "
+            "other work competed for the cores)."
+            if load0 is not None and load1 is not None
+            else ""
+        )
         if update_readme(table, rows[0].machine, rows[0].date, note=note):
             print(f"updated {README}")
         else:

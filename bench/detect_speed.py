@@ -48,8 +48,10 @@ def main() -> None:
                 t_[f"{kind}_ms"].append((time.perf_counter() - t) * 1000)
         row = {"family": result, **{k: min(v) for k, v in t_.items()}}
         rows[name] = row
-        print(f"{name:60s} {result!s:13s} cold {row['cold_ms']:6.1f} ms (cpu {row['cold_cpu_ms']:5.1f})"
-              f"  warm {row['warm_ms']:5.1f} ms (cpu {row['warm_cpu_ms']:4.1f})")
+        print(
+            f"{name:60s} {result!s:13s} cold {row['cold_ms']:6.1f} ms (cpu {row['cold_cpu_ms']:5.1f})"
+            f"  warm {row['warm_ms']:5.1f} ms (cpu {row['warm_cpu_ms']:4.1f})"
+        )
     for k in ("cold_ms", "cold_cpu_ms", "warm_ms", "warm_cpu_ms"):
         vals = [r[k] for r in rows.values()]
         print(f"{k:12s} total {sum(vals):7.0f}  max {max(vals):6.1f}  over 50: {sum(v > 50 for v in vals)}")

@@ -55,12 +55,25 @@ def run(*, reps: int = 3, log: Any = print, directory: Path = TEMPLATES_DIR) -> 
 
     for label, d in (("cold", cold), ("warm", warm)):
         slow = sorted(d.items(), key=lambda kv: -kv[1])[:5]
-        log(f"  {label}: slowest " + ", ".join(f"{n} {v:.1f} ms" for n, v in slow)
-            + f"; median of all {median(d.values()):.1f} ms; over 50 ms: {sum(v >= 50 for v in d.values())}")
+        log(
+            f"  {label}: slowest "
+            + ", ".join(f"{n} {v:.1f} ms" for n, v in slow)
+            + f"; median of all {median(d.values()):.1f} ms; over 50 ms: {sum(v >= 50 for v in d.values())}"
+        )
     wc, ww = worst(cold), worst(warm)
     return [
-        row(f"5. format detection, first time (Jinja compile included), slowest of {len(srcs)} official "
-            f"templates ({wc}; median {median(cold.values()):.1f} ms)", cold[wc], "ms", "< 50"),
-        row(f"5. format detection, template already compiled, slowest of {len(srcs)} official "
-            f"templates ({ww}; median {median(warm.values()):.1f} ms)", warm[ww], "ms", "< 50"),
+        row(
+            f"5. format detection, first time (Jinja compile included), slowest of {len(srcs)} official "
+            f"templates ({wc}; median {median(cold.values()):.1f} ms)",
+            cold[wc],
+            "ms",
+            "< 50",
+        ),
+        row(
+            f"5. format detection, template already compiled, slowest of {len(srcs)} official "
+            f"templates ({ww}; median {median(warm.values()):.1f} ms)",
+            warm[ww],
+            "ms",
+            "< 50",
+        ),
     ]

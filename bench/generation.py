@@ -56,16 +56,28 @@ class CallistoRun:
 _END = object()
 
 
-def callisto_turn(model: Any, text: str, *, max_tokens: int, tool_format: str = "hermes",
-                  messages: list[Any] | None = None, session: Any = None) -> CallistoRun:
+def callisto_turn(
+    model: Any,
+    text: str,
+    *,
+    max_tokens: int,
+    tool_format: str = "hermes",
+    messages: list[Any] | None = None,
+    session: Any = None,
+) -> CallistoRun:
     """One chat turn through ``ChatSession.send`` on this (the engine) thread, its events consumed
     on another thread, as in the app."""
     from app.engine.chat import ChatSession
     from app.engine.events import DoneEvent, ReasoningEvent, TextEvent
 
     if session is None:
-        session = ChatSession(model, tool_format=tool_format, sampling=GREEDY, max_tokens=max_tokens,
-                              messages=list(messages or []))
+        session = ChatSession(
+            model,
+            tool_format=tool_format,
+            sampling=GREEDY,
+            max_tokens=max_tokens,
+            messages=list(messages or []),
+        )
     q: queue.SimpleQueue[Any] = queue.SimpleQueue()
     failure: list[BaseException] = []
 
@@ -137,8 +149,12 @@ def callisto_turn(model: Any, text: str, *, max_tokens: int, tool_format: str = 
     # Generation time as the consumer saw it: everything from send() to the delivered DoneEvent,
     # less that time to the first token (parser and delivery stay charged).
     inner_ttft = done.ttft_s if done.ttft_s is not None else first - start
-    return CallistoRun(tokens=done.generated_tokens, ttft_s=inner_ttft,
-                       gen_s=max(1e-9, (end - start) - inner_ttft), events=n_events)
+    return CallistoRun(
+        tokens=done.generated_tokens,
+        ttft_s=inner_ttft,
+        gen_s=max(1e-9, (end - start) - inner_ttft),
+        events=n_events,
+    )
 
 
 def prompt_tokens(model: Any, text: str) -> list[int]:
@@ -149,8 +165,9 @@ def prompt_tokens(model: Any, text: str) -> list[int]:
     return model.tokenize(render_prompt(model, [Message(role="user", content=text)]).text)
 
 
-def compare(label: str, model: Any, *, pairs: int = PAIRS, max_tokens: int = MAX_TOKENS,
-            log: Any = print) -> dict[str, Any]:
+def compare(
+    label: str, model: Any, *, pairs: int = PAIRS, max_tokens: int = MAX_TOKENS, log: Any = print
+) -> dict[str, Any]:
     """Interleaved Callisto / bare runs on ``model``; medians of tokens/s and TTFT."""
     # The bare loop runs on the very same llama.cpp context as Callisto (Callisto's eval counter
     # taken off for its runs): a second Llama in one process slows the first one's decoding by a
@@ -187,14 +204,17 @@ def compare(label: str, model: Any, *, pairs: int = PAIRS, max_tokens: int = MAX
         "callisto_tokens": [r.tokens for r in cal_runs],
         "bare_tokens": [r.tokens for r in bare_runs],
     }
-    log(f"  {label}: prompt {len(toks)} tokens; Callisto {res['callisto_tps']:.1f} tok/s "
+    log(
+        f"  {label}: prompt {len(toks)} tokens; Callisto {res['callisto_tps']:.1f} tok/s "
         f"(tokens {res['callisto_tokens']}), bare {res['bare_tps']:.1f} tok/s (tokens {res['bare_tokens']}); "
-        f"TTFT Callisto {res['callisto_ttft_s'] * 1000:.1f} ms, bare {res['bare_ttft_s'] * 1000:.1f} ms")
+        f"TTFT Callisto {res['callisto_ttft_s'] * 1000:.1f} ms, bare {res['bare_ttft_s'] * 1000:.1f} ms"
+    )
     return res
 
 
-def run(loaded: list[tuple[str, Any]], *, pairs: int = PAIRS, max_tokens: int = MAX_TOKENS,
-        log: Any = print) -> tuple[list[Row], dict[str, dict[str, Any]]]:
+def run(
+    loaded: list[tuple[str, Any]], *, pairs: int = PAIRS, max_tokens: int = MAX_TOKENS, log: Any = print
+) -> tuple[list[Row], dict[str, dict[str, Any]]]:
     """Rows for figures 1 and 2, one per model; also the raw medians by label (figure 4 and the
     server comparison reuse the measured tokens/s)."""
     rows: list[Row] = []
@@ -202,12 +222,24 @@ def run(loaded: list[tuple[str, Any]], *, pairs: int = PAIRS, max_tokens: int = 
     for label, model in loaded:
         r = compare(label, model, pairs=pairs, max_tokens=max_tokens, log=log)
         raw[label] = r
-        rows.append(row(f"1. generation tokens/s, Callisto / bare llama-cpp-python loop ({label}, "
-                        f"{r['callisto_tps']:.1f} vs {r['bare_tps']:.1f} tok/s)",
-                        r["callisto_tps"] / r["bare_tps"], "ratio", ">= 0.97"))
+        rows.append(
+            row(
+                f"1. generation tokens/s, Callisto / bare llama-cpp-python loop ({label}, "
+                f"{r['callisto_tps']:.1f} vs {r['bare_tps']:.1f} tok/s)",
+                r["callisto_tps"] / r["bare_tps"],
+                "ratio",
+                ">= 0.97",
+            )
+        )
     for label, r in raw.items():
-        rows.append(row(f"2. time to first token, Callisto chat turn / bare prompt evaluation ({label}, "
-                        f"{r['prompt_tokens']}-token prompt, {r['callisto_ttft_s'] * 1000:.0f} vs "
-                        f"{r['bare_ttft_s'] * 1000:.0f} ms)",
-                        r["callisto_ttft_s"] / r["bare_ttft_s"], "ratio", "<= 1.10"))
+        rows.append(
+            row(
+                f"2. time to first token, Callisto chat turn / bare prompt evaluation ({label}, "
+                f"{r['prompt_tokens']}-token prompt, {r['callisto_ttft_s'] * 1000:.0f} vs "
+                f"{r['bare_ttft_s'] * 1000:.0f} ms)",
+                r["callisto_ttft_s"] / r["bare_ttft_s"],
+                "ratio",
+                "<= 1.10",
+            )
+        )
     return rows, raw

@@ -96,15 +96,28 @@ def machine_info() -> str:
     return _MACHINE
 
 
-def row(name: str, value: float | None, unit: str, goal: str, *, machine: str | None = None,
-        date: str | None = None) -> Row:
+def row(
+    name: str,
+    value: float | None,
+    unit: str,
+    goal: str,
+    *,
+    machine: str | None = None,
+    date: str | None = None,
+) -> Row:
     """A row whose ``meets`` is computed from ``value`` and ``goal``."""
     if not name:
         raise ValueError("a row needs a name")
     v = None if value is None else float(value)
-    return Row(name=name, value=v, unit=unit, goal=goal, meets=meets_goal(v, goal),
-               machine=machine or machine_info(),
-               date=date or _dt.datetime.now(_dt.UTC).replace(microsecond=0).isoformat())
+    return Row(
+        name=name,
+        value=v,
+        unit=unit,
+        goal=goal,
+        meets=meets_goal(v, goal),
+        machine=machine or machine_info(),
+        date=date or _dt.datetime.now(_dt.UTC).replace(microsecond=0).isoformat(),
+    )
 
 
 def median(values: Iterable[float]) -> float:

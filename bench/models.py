@@ -69,10 +69,17 @@ def bare_llama(model: Any) -> Any:
     llm = model.llm
     cp = llm.context_params
     fa = int(getattr(cp, "flash_attn_type", 0)) == 1  # LLAMA_FLASH_ATTN_TYPE_ENABLED
-    return Llama(model_path=str(model.path), n_ctx=llm.n_ctx(), n_batch=llm.n_batch,
-                 n_ubatch=int(cp.n_ubatch), n_threads=int(cp.n_threads),
-                 n_threads_batch=int(cp.n_threads_batch), flash_attn=fa,
-                 n_gpu_layers=0, verbose=False)
+    return Llama(
+        model_path=str(model.path),
+        n_ctx=llm.n_ctx(),
+        n_batch=llm.n_batch,
+        n_ubatch=int(cp.n_ubatch),
+        n_threads=int(cp.n_threads),
+        n_threads_batch=int(cp.n_threads_batch),
+        flash_attn=fa,
+        n_gpu_layers=0,
+        verbose=False,
+    )
 
 
 @dataclass
@@ -98,8 +105,9 @@ def _eog_set(llm: Any) -> frozenset[int]:
     return cached
 
 
-def bare_generate(llm: Any, prompt_tokens: Sequence[int], max_tokens: int, *, fresh: bool = True,
-                  unwrap: bool = False) -> BareRun:
+def bare_generate(
+    llm: Any, prompt_tokens: Sequence[int], max_tokens: int, *, fresh: bool = True, unwrap: bool = False
+) -> BareRun:
     """The bare llama-cpp-python token loop: ``Llama.generate`` greedy, detokenize each token,
     stop at an end-of-generation token or ``max_tokens``. ``fresh``: forget the KV cache first.
     ``unwrap``: run with ``Llama.eval`` itself when Callisto's loader wrapped it (its eval counter)."""

@@ -28,8 +28,8 @@ _PARAGRAPH = (
     "Keep {{the}} paths narrow and the soil loose - it matters more than you think.\n\n"
     "- Tomatoes go at the north end (they grow tall) and get a stake each.\n"
     "- Beans climb a frame of canes; carrots and lettuce share the middle rows.\n\n"
-    "```python\nfor row in range(4):\n    plant(row, spacing={{\"cm\": 30}})\n```\n\n"
-    "A config line looks like {{\"water\": \"daily\", \"feed\": [\"tomato\", 2]}} and that is fine.\n\n"
+    '```python\nfor row in range(4):\n    plant(row, spacing={{"cm": 30}})\n```\n\n'
+    'A config line looks like {{"water": "daily", "feed": ["tomato", 2]}} and that is fine.\n\n'
 )
 
 
@@ -56,7 +56,7 @@ def feed_rate(fmt: Any, text: str, chunk: int, *, min_chars: int = 100_000) -> f
         feed = s.feed
         start = time.perf_counter()
         for i in range(0, len(text), chunk):
-            feed(text[i:i + chunk])
+            feed(text[i : i + chunk])
         s.finish()
         elapsed += time.perf_counter() - start
     return reps * len(text) / elapsed if elapsed > 0 else float("inf")
@@ -66,8 +66,13 @@ def _size(n: int) -> str:
     return f"{n // 1_000_000} MB" if n >= 1_000_000 else f"{n // 1000} KB"
 
 
-def run(tokens_per_s: float, *, sizes: tuple[int, ...] = SIZES, families: list[str] | None = None,
-        log: Any = print) -> list[Row]:
+def run(
+    tokens_per_s: float,
+    *,
+    sizes: tuple[int, ...] = SIZES,
+    families: list[str] | None = None,
+    log: Any = print,
+) -> list[Row]:
     from app.engine.formats import FORMATS
 
     texts = {n: reply_text(n) for n in sizes}
@@ -89,10 +94,25 @@ def run(tokens_per_s: float, *, sizes: tuple[int, ...] = SIZES, families: list[s
         lin = max(med[(c, small)] / med[(c, large)] for c in (1, CHUNK))  # cost ratio = rate ratio inverted
         per_token_s = CHUNK / med[(CHUNK, large)]
         share = 100.0 * per_token_s * tokens_per_s
-        log(f"  {name}: " + ", ".join(f"{'char' if c == 1 else 'chunk'}@{_size(n)} {med[(c, n)] / 1e6:.2f} Mchar/s"
-                                      for (c, n) in sorted(med)))
-        rows_lin.append(row(f"4. parser cost per char at {_size(large)} / at {_size(small)} ({name}; {med[(1, large)] / 1e3:,.0f}K char/s one at a time, "
-                            f"{med[(CHUNK, large)] / 1e3:,.0f}K in token chunks)", lin, "ratio", "<= 1.2"))
-        rows_share.append(row(f"4. parsing share of generation time at {tokens_per_s:.0f} tok/s ({name})",
-                              share, "%", "< 1"))
+        log(
+            f"  {name}: "
+            + ", ".join(
+                f"{'char' if c == 1 else 'chunk'}@{_size(n)} {med[(c, n)] / 1e6:.2f} Mchar/s"
+                for (c, n) in sorted(med)
+            )
+        )
+        rows_lin.append(
+            row(
+                f"4. parser cost per char at {_size(large)} / at {_size(small)} ({name}; {med[(1, large)] / 1e3:,.0f}K char/s one at a time, "
+                f"{med[(CHUNK, large)] / 1e3:,.0f}K in token chunks)",
+                lin,
+                "ratio",
+                "<= 1.2",
+            )
+        )
+        rows_share.append(
+            row(
+                f"4. parsing share of generation time at {tokens_per_s:.0f} tok/s ({name})", share, "%", "< 1"
+            )
+        )
     return rows_lin + rows_share

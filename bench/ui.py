@@ -35,8 +35,14 @@ def startup_once(timeout: float = 120.0) -> tuple[float, int]:
     """(seconds from process start to PAINTED, idle RSS bytes) of one child."""
     with tempfile.TemporaryDirectory(prefix="bench-ui-home-") as home:
         start = time.perf_counter()
-        proc = subprocess.Popen([sys.executable, "-m", "bench.ui_child", "startup"], cwd=ROOT,
-                                env=_env(home), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "bench.ui_child", "startup"],
+            cwd=ROOT,
+            env=_env(home),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         painted = None
         rss = None
         try:
@@ -59,15 +65,23 @@ def startup_once(timeout: float = 120.0) -> tuple[float, int]:
 
 def run_child(*args: str, timeout: float = 300.0) -> dict[str, str]:
     with tempfile.TemporaryDirectory(prefix="bench-ui-home-") as home:
-        proc = subprocess.run([sys.executable, "-m", "bench.ui_child", *args], cwd=ROOT, env=_env(home),
-                              capture_output=True, text=True, timeout=timeout)
+        proc = subprocess.run(
+            [sys.executable, "-m", "bench.ui_child", *args],
+            cwd=ROOT,
+            env=_env(home),
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
     out = {}
     for line in proc.stdout.splitlines():
         key, _, val = line.partition(" ")
         out[key] = val
     if proc.returncode != 0 or "ERROR" in out:
-        raise RuntimeError(f"bench.ui_child {' '.join(args)} failed (exit {proc.returncode}): "
-                           f"{out.get('ERROR', '')} {proc.stderr[-2000:]}")
+        raise RuntimeError(
+            f"bench.ui_child {' '.join(args)} failed (exit {proc.returncode}): "
+            f"{out.get('ERROR', '')} {proc.stderr[-2000:]}"
+        )
     return out
 
 
@@ -83,11 +97,19 @@ def run(*, stall_runs: int = 3, startup_runs: int = 5, tokens: int = 2000, log: 
         p, r = startup_once()
         paints.append(p)
         rss.append(r)
-    log(f"  stall max gaps {gaps} ms over {toks} tokens; first paint {[round(p, 3) for p in paints]} s; "
-        f"idle RSS {[round(r / 2**20) for r in rss]} MiB")
+    log(
+        f"  stall max gaps {gaps} ms over {toks} tokens; first paint {[round(p, 3) for p in paints]} s; "
+        f"idle RSS {[round(r / 2**20) for r in rss]} MiB"
+    )
     return [
-        row(f"6. UI: longest main-thread stall while {tokens} tokens stream into the chat view",
-            median(gaps), "ms", "< 50"),
-        row("6. UI: process start to first painted window (offscreen, no model)", median(paints), "s", "< 1.5"),
+        row(
+            f"6. UI: longest main-thread stall while {tokens} tokens stream into the chat view",
+            median(gaps),
+            "ms",
+            "< 50",
+        ),
+        row(
+            "6. UI: process start to first painted window (offscreen, no model)", median(paints), "s", "< 1.5"
+        ),
         row("6. UI: resident memory when idle, no model", median(rss) / 2**20, "MiB", "< 200"),
     ]

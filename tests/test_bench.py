@@ -63,8 +63,11 @@ def test_interleave_alternates_order_and_collects_each_side():
 
 
 def test_results_json_round_trip_and_table(tmp_path):
-    rows = [row("1. gen | ratio", 0.99, "ratio", ">= 0.97"), row("5. detect", 80.0, "ms", "< 50"),
-            row("1b. server", None, "ratio", ">= 0.95")]
+    rows = [
+        row("1. gen | ratio", 0.99, "ratio", ">= 0.97"),
+        row("5. detect", 80.0, "ms", "< 50"),
+        row("1b. server", None, "ratio", ">= 0.95"),
+    ]
     path = write_results(rows, tmp_path / "sub" / "results.json")
     data = json.loads(path.read_text())
     assert isinstance(data, list) and len(data) == 3
@@ -96,7 +99,9 @@ class _Odd(Row):
 
 def test_update_readme_replaces_only_the_marked_section(tmp_path):
     readme = tmp_path / "README.md"
-    readme.write_text(f"# T\n\n## Benchmarks\n\n{bench_main.README_BEGIN}\nold\n{bench_main.README_END}\n\n## After\nkeep\n")
+    readme.write_text(
+        f"# T\n\n## Benchmarks\n\n{bench_main.README_BEGIN}\nold\n{bench_main.README_END}\n\n## After\nkeep\n"
+    )
     table = format_table([row("a", 1.0, "ms", "< 2")])
     assert bench_main.update_readme(table, "machine M", "2026-01-01", readme)
     text = readme.read_text()
@@ -136,8 +141,12 @@ def test_main_rejects_an_unknown_figure(capsys):
 
 
 def test_merge_replaces_only_the_rerun_figures_and_keeps_figure_order():
-    old = [row("1. a", 1.0, "ratio", ">= 0.97"), row("1b. s", 0.5, "ratio", ">= 0.95"),
-           row("5. d", 60.0, "ms", "< 50"), row("6. u", 3.0, "ms", "< 50")]
+    old = [
+        row("1. a", 1.0, "ratio", ">= 0.97"),
+        row("1b. s", 0.5, "ratio", ">= 0.95"),
+        row("5. d", 60.0, "ms", "< 50"),
+        row("6. u", 3.0, "ms", "< 50"),
+    ]
     new = [row("5. d again", 40.0, "ms", "< 50"), row("1b. s again", 1.0, "ratio", ">= 0.95")]
     merged = bench_main.merge_rows(old, new, {"1b", "5"})
     assert [r.name for r in merged] == ["1. a", "1b. s again", "5. d again", "6. u"]

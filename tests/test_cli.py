@@ -17,14 +17,25 @@ QWEN_USER = ["<tool_call>", "</tool_call>", "<think>", "</think>", "<tool_respon
 
 def run_app(*args: str, timeout: float = 180) -> subprocess.CompletedProcess:
     env = dict(os.environ, PYTHONPATH=str(REPO))
-    return subprocess.run([sys.executable, "-m", "app", *args], cwd=REPO, env=env, capture_output=True,
-                          text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "app", *args],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 @pytest.fixture
 def qwen3_tiny(tiny_gguf) -> Path:
-    return tiny_gguf(chat_template=QWEN3, control_tokens=["<|im_start|>", "<|im_end|>", "<|endoftext|>"],
-                     user_tokens=QWEN_USER, bos=None, eos="<|im_end|>")
+    return tiny_gguf(
+        chat_template=QWEN3,
+        control_tokens=["<|im_start|>", "<|im_end|>", "<|endoftext|>"],
+        user_tokens=QWEN_USER,
+        bos=None,
+        eos="<|im_end|>",
+    )
 
 
 def test_inspect_prints_metadata_and_detected_format(qwen3_tiny):
@@ -53,14 +64,37 @@ def test_inspect_rejects_a_corrupt_file_clearly(tmp_path, qwen3_tiny):
 def test_chat_streams_a_reply_and_json_events(tmp_path, qwen3_tiny):
     grammar = tmp_path / "reply.gbnf"
     grammar.write_text('root ::= "Hello from the engine."\n')
-    proc = run_app("chat", "--model", str(qwen3_tiny), "--grammar-file", str(grammar), "--threads", "1",
-                   "--n-ctx", "4096", "hi")
+    proc = run_app(
+        "chat",
+        "--model",
+        str(qwen3_tiny),
+        "--grammar-file",
+        str(grammar),
+        "--threads",
+        "1",
+        "--n-ctx",
+        "4096",
+        "hi",
+    )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "Hello from the engine."
     assert "[done] stop" in proc.stderr
 
-    proc = run_app("chat", "--model", str(qwen3_tiny), "--grammar-file", str(grammar), "--threads", "1",
-                   "--n-ctx", "4096", "--json", "--tools", "none", "hi")
+    proc = run_app(
+        "chat",
+        "--model",
+        str(qwen3_tiny),
+        "--grammar-file",
+        str(grammar),
+        "--threads",
+        "1",
+        "--n-ctx",
+        "4096",
+        "--json",
+        "--tools",
+        "none",
+        "hi",
+    )
     assert proc.returncode == 0, proc.stderr
     events = [json.loads(line) for line in proc.stdout.splitlines()]
     assert "".join(e["text"] for e in events if e["type"] == "text") == "Hello from the engine."
@@ -71,8 +105,23 @@ def test_chat_streams_a_reply_and_json_events(tmp_path, qwen3_tiny):
 def test_chat_max_tokens_and_tool_format_none(tmp_path, qwen3_tiny):
     grammar = tmp_path / "g.gbnf"
     grammar.write_text('root ::= "abcdefghijklmnopqrstuvwxyz"\n')
-    proc = run_app("chat", "--model", str(qwen3_tiny), "--grammar-file", str(grammar), "--max-tokens", "5",
-                   "--tool-format", "none", "--json", "--threads", "1", "--n-ctx", "4096", "hi")
+    proc = run_app(
+        "chat",
+        "--model",
+        str(qwen3_tiny),
+        "--grammar-file",
+        str(grammar),
+        "--max-tokens",
+        "5",
+        "--tool-format",
+        "none",
+        "--json",
+        "--threads",
+        "1",
+        "--n-ctx",
+        "4096",
+        "hi",
+    )
     events = [json.loads(line) for line in proc.stdout.splitlines()]
     assert not [e for e in events if e["type"] == "notice"]
     assert events[-1]["finish_reason"] == "length" and events[-1]["generated_tokens"] == 5
@@ -83,8 +132,18 @@ def test_chat_errors_are_clear(tmp_path, qwen3_tiny):
     assert proc.returncode == 1 and "missing.gguf" in proc.stderr and "file not found" in proc.stderr
     bad = tmp_path / "bad.gbnf"
     bad.write_text('root ::= "unterminated\n')
-    proc = run_app("chat", "--model", str(qwen3_tiny), "--grammar-file", str(bad), "--threads", "1",
-                   "--n-ctx", "4096", "hi")
+    proc = run_app(
+        "chat",
+        "--model",
+        str(qwen3_tiny),
+        "--grammar-file",
+        str(bad),
+        "--threads",
+        "1",
+        "--n-ctx",
+        "4096",
+        "hi",
+    )
     assert proc.returncode == 1 and "grammar" in proc.stderr and "Traceback" not in proc.stderr
     proc = run_app("chat", "--model", str(qwen3_tiny), "--tool-format", "klingon", "hi")
     assert proc.returncode == 2 and "klingon" in proc.stderr
@@ -92,9 +151,21 @@ def test_chat_errors_are_clear(tmp_path, qwen3_tiny):
 
 @pytest.mark.live
 def test_live_chat_with_smollm2(smollm2_path):
-    proc = run_app("chat", "--model", str(smollm2_path), "--max-tokens", "32", "--temperature", "0",
-                   "--system", "Answer in one short sentence.", "--n-ctx", "1024", "--json",
-                   "What is the capital of France?")
+    proc = run_app(
+        "chat",
+        "--model",
+        str(smollm2_path),
+        "--max-tokens",
+        "32",
+        "--temperature",
+        "0",
+        "--system",
+        "Answer in one short sentence.",
+        "--n-ctx",
+        "1024",
+        "--json",
+        "What is the capital of France?",
+    )
     assert proc.returncode == 0, proc.stderr
     events = [json.loads(line) for line in proc.stdout.splitlines()]
     notices = [e for e in events if e["type"] == "notice"]

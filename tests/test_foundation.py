@@ -14,8 +14,12 @@ REPO = Path(__file__).resolve().parent.parent
 CORE = ["app", "app.engine", "app.tools", "app.storage"]
 
 
-def _run(*args: str, env: dict | None = None, cwd: Path = REPO, timeout: float = 120) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, *args], capture_output=True, text=True, cwd=cwd, env=env, timeout=timeout)
+def _run(
+    *args: str, env: dict | None = None, cwd: Path = REPO, timeout: float = 120
+) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, *args], capture_output=True, text=True, cwd=cwd, env=env, timeout=timeout
+    )
 
 
 def test_version_flag_prints_version():
@@ -52,7 +56,9 @@ def test_import_contracts_catch_qt_in_core(tmp_path):
     shutil.copy(REPO / "pyproject.toml", copy / "pyproject.toml")
     (copy / "app" / "engine" / "_sneaky.py").write_text("from PySide6.QtCore import QObject\n")
     env = {**os.environ, "PYTHONPATH": str(copy)}
-    bad = subprocess.run([str(lint), "--no-cache"], cwd=copy, env=env, capture_output=True, text=True, timeout=300)
+    bad = subprocess.run(
+        [str(lint), "--no-cache"], cwd=copy, env=env, capture_output=True, text=True, timeout=300
+    )
     assert bad.returncode != 0
     assert "app.engine._sneaky" in bad.stdout and "PySide6" in bad.stdout
 
@@ -69,8 +75,9 @@ def test_layers_contract_catches_an_upward_import(tmp_path):
         shutil.copy(REPO / "pyproject.toml", copy / "pyproject.toml")
         (copy / module).write_text(line)
         env = {**os.environ, "PYTHONPATH": str(copy)}
-        bad = subprocess.run([str(lint), "--no-cache"], cwd=copy, env=env, capture_output=True, text=True,
-                             timeout=300)
+        bad = subprocess.run(
+            [str(lint), "--no-cache"], cwd=copy, env=env, capture_output=True, text=True, timeout=300
+        )
         assert bad.returncode != 0, bad.stdout
         assert expect in bad.stdout
 
@@ -91,7 +98,9 @@ def test_workflow_runs_the_tests_on_every_push_on_each_shipping_platform():
     triggers = wf.get("on", wf.get(True))  # YAML 1.1 reads a bare `on` key as True
     assert "push" in triggers and "pull_request" in triggers
     linux = wf["jobs"]["linux"]
-    assert linux["runs-on"].startswith("ubuntu") and any("make test" in s.get("run", "") for s in linux["steps"])
+    assert linux["runs-on"].startswith("ubuntu") and any(
+        "make test" in s.get("run", "") for s in linux["steps"]
+    )
     core = wf["jobs"]["core"]
     assert set(core["strategy"]["matrix"]["os"]) == {"windows-latest", "macos-latest"}
     run = " ".join(s.get("run", "") for s in core["steps"])

@@ -13,12 +13,20 @@ import pytest
 from tests.ui.scripted_gguf import write_scripted_gguf
 
 ROOT = Path(__file__).resolve().parent.parent
-QWEN25 = (ROOT / "tests" / "fixtures" / "chat_templates" / "Qwen-Qwen2.5-7B-Instruct.jinja").read_text("utf-8")
+QWEN25 = (ROOT / "tests" / "fixtures" / "chat_templates" / "Qwen-Qwen2.5-7B-Instruct.jinja").read_text(
+    "utf-8"
+)
 
 
 def run_cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "app", *args], capture_output=True, text=True, timeout=timeout,
-                          cwd=ROOT, errors="replace")
+    return subprocess.run(
+        [sys.executable, "-m", "app", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=ROOT,
+        errors="replace",
+    )
 
 
 def hermes_call(arguments: str) -> str:
@@ -29,29 +37,51 @@ def tool_call_model(tmp_path: Path, call: str) -> Path:
     """Qwen 2.5's template; the first reply is the one token ``call``, the next "Done."."""
     template = QWEN25.replace(
         "{{- '<|im_start|>assistant\\n' }}",
-        "{{- '<|im_start|>assistant\\n' }}{%- if messages[-1].role == 'tool' %}{{- '<|tool_done|>' }}{%- endif %}")
+        "{{- '<|im_start|>assistant\\n' }}{%- if messages[-1].role == 'tool' %}{{- '<|tool_done|>' }}{%- endif %}",
+    )
     assert template != QWEN25
     return write_scripted_gguf(
-        tmp_path / "call.gguf", chat_template=template,
+        tmp_path / "call.gguf",
+        chat_template=template,
         control_tokens=["<|im_start|>", "<|im_end|>", "<|endoftext|>"],
-        user_tokens=[call, "<|tool_done|>", "Done."], eos="<|im_end|>",
+        user_tokens=[call, "<|tool_done|>", "Done."],
+        eos="<|im_end|>",
         script={"\n": call, call: "<|im_end|>", "<|tool_done|>": "Done.", "Done.": "<|im_end|>"},
-        default_next="\n")
+        default_next="\n",
+    )
 
 
-@pytest.mark.parametrize("call, tool_format, words", [
-    (hermes_call('{"expression": "\\ud800"}'), "auto", "lone surrogate"),
-    ("[calculator(expression=0x" + "f" * 3600 + ")]", "pythonic", "4300 digits"),
-])
-def test_h6_h7_unencodable_arguments_end_in_a_tool_error_and_the_turn_goes_on(tmp_path, call, tool_format, words):
+@pytest.mark.parametrize(
+    "call, tool_format, words",
+    [
+        (hermes_call('{"expression": "\\ud800"}'), "auto", "lone surrogate"),
+        ("[calculator(expression=0x" + "f" * 3600 + ")]", "pythonic", "4300 digits"),
+    ],
+)
+def test_h6_h7_unencodable_arguments_end_in_a_tool_error_and_the_turn_goes_on(
+    tmp_path, call, tool_format, words
+):
     model = tool_call_model(tmp_path, call)
     # A grammar of our own (any printable text) keeps the scripted reply free of the engine's
     # call constraint, as a model writing outside the constraint would.
     grammar = tmp_path / "any.gbnf"
-    grammar.write_text('root ::= [ -~\\n]*\n')
+    grammar.write_text("root ::= [ -~\\n]*\n")
     for mode in (["--json"], []):
-        proc = run_cli("chat", *mode, "--model", str(model), "--tool-format", tool_format, "--n-ctx", "16384",
-                       "--max-tokens", "50", "--grammar-file", str(grammar), "hi")
+        proc = run_cli(
+            "chat",
+            *mode,
+            "--model",
+            str(model),
+            "--tool-format",
+            tool_format,
+            "--n-ctx",
+            "16384",
+            "--max-tokens",
+            "50",
+            "--grammar-file",
+            str(grammar),
+            "hi",
+        )
         assert proc.returncode == 0, proc.stderr[-800:]
         assert "Traceback" not in proc.stderr
         out = proc.stdout + proc.stderr
@@ -66,14 +96,18 @@ def test_h17_grammar_file_that_is_a_device_or_a_fifo_is_refused(tmp_path):
     fifo = tmp_path / "g.fifo"
     os.mkfifo(fifo)
     for path in ("/dev/zero", str(fifo), str(tmp_path)):
-        proc = run_cli("chat", "--model", str(tmp_path / "unused.gguf"), "--grammar-file", path, "hi", timeout=60)
+        proc = run_cli(
+            "chat", "--model", str(tmp_path / "unused.gguf"), "--grammar-file", path, "hi", timeout=60
+        )
         assert proc.returncode == 2, proc.stderr
         assert proc.stderr.strip().count("\n") == 0 and "not a regular file" in proc.stderr, proc.stderr
 
 
 @pytest.mark.parametrize("value", ["nan", "inf", "-1"])
 def test_h17_invalid_temperature_is_a_one_line_error(tmp_path, value):
-    proc = run_cli("chat", "--model", str(tmp_path / "unused.gguf"), f"--temperature={value}", "hi", timeout=60)
+    proc = run_cli(
+        "chat", "--model", str(tmp_path / "unused.gguf"), f"--temperature={value}", "hi", timeout=60
+    )
     assert proc.returncode == 2
     assert proc.stderr.strip().count("\n") == 0 and "--temperature" in proc.stderr, proc.stderr
 
@@ -82,8 +116,12 @@ def test_h17_inspect_into_a_closed_pipe_exits_quietly(tmp_path):
     from app.engine.models.tiny import write_tiny_gguf
 
     model = write_tiny_gguf(tmp_path / "m.gguf", chat_template="{{ messages[0].content }}")
-    proc = subprocess.Popen([sys.executable, "-m", "app", "inspect", str(model)], cwd=ROOT,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "app", "inspect", str(model)],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     proc.stdout.close()  # the reader is gone before the first line (``| head -0``)
     err = proc.stderr.read().decode("utf-8", "replace")
     proc.wait(60)

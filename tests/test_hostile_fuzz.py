@@ -21,8 +21,13 @@ from app.engine.templates import TemplateRenderError, render_template
 from app.tools import Dispatcher, ToolCall, ToolRegistry, Workspace, register_builtin_tools
 from app.tools.validation import scrub_value
 
-FUZZ = settings(max_examples=60, derandomize=True, deadline=None, database=None,
-                suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+FUZZ = settings(
+    max_examples=60,
+    derandomize=True,
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 
 
 def _rss_mb() -> float:
@@ -32,9 +37,20 @@ def _rss_mb() -> float:
 
 # -- GGUF metadata: valid structure, hostile values -------------------------------------------
 
-KEYS = ["general.architecture", "general.name", "general.alignment", "llama.block_count", "llama.context_length",
-        "llama.attention.layer_norm_rms_epsilon", "tokenizer.ggml.model", "tokenizer.ggml.tokens",
-        "tokenizer.ggml.scores", "tokenizer.ggml.bos_token_id", "tokenizer.chat_template", "x.junk"]
+KEYS = [
+    "general.architecture",
+    "general.name",
+    "general.alignment",
+    "llama.block_count",
+    "llama.context_length",
+    "llama.attention.layer_norm_rms_epsilon",
+    "tokenizer.ggml.model",
+    "tokenizer.ggml.tokens",
+    "tokenizer.ggml.scores",
+    "tokenizer.ggml.bos_token_id",
+    "tokenizer.chat_template",
+    "x.junk",
+]
 HUGE = st.sampled_from([0, 1, 2**31 - 1, 2**32 - 1, 2**40, 2**60, 2**63, 2**64 - 1])
 
 
@@ -73,11 +89,23 @@ def gguf_files(draw) -> bytes:
     kvs += draw(st.lists(kv_entries(), max_size=6))
     n_kv = draw(st.one_of(st.just(len(kvs)), HUGE))
     n_dims = draw(st.sampled_from([1, 2, 4, 5, 2**31]))
-    dims = b"".join(struct.pack("<Q", draw(st.one_of(st.integers(1, 16), HUGE))) for _ in range(min(n_dims, 5)))
-    tensor = _s(b"w") + struct.pack("<I", n_dims) + dims + struct.pack("<IQ", draw(st.sampled_from([0, 1, 2, 99])),
-                                                                       draw(st.one_of(st.just(0), HUGE)))
-    head = b"GGUF" + struct.pack("<IQQ", draw(st.sampled_from([2, 3, 3, 3, 7])), draw(st.sampled_from([1, 1, 2**62])),
-                                  n_kv) + b"".join(kvs) + tensor
+    dims = b"".join(
+        struct.pack("<Q", draw(st.one_of(st.integers(1, 16), HUGE))) for _ in range(min(n_dims, 5))
+    )
+    tensor = (
+        _s(b"w")
+        + struct.pack("<I", n_dims)
+        + dims
+        + struct.pack("<IQ", draw(st.sampled_from([0, 1, 2, 99])), draw(st.one_of(st.just(0), HUGE)))
+    )
+    head = (
+        b"GGUF"
+        + struct.pack(
+            "<IQQ", draw(st.sampled_from([2, 3, 3, 3, 7])), draw(st.sampled_from([1, 1, 2**62])), n_kv
+        )
+        + b"".join(kvs)
+        + tensor
+    )
     head += b"\0" * (-len(head) % 32) + b"\0" * 256
     cut = draw(st.one_of(st.none(), st.integers(24, len(head))))
     return head if cut is None else head[:cut]
@@ -99,10 +127,29 @@ def test_fuzz_gguf_metadata_reads_or_fails_clearly(tmp_path_factory, data):
 
 # -- templates: a grammar of constructs that grow values ---------------------------------------
 
-ATOMS = ["'x'", "'ab' * 1000", "7", "3 ** 20", "[1, 2, 3]", "range(1000) | list", "ns.v", "messages[0].content"]
-GROW = ["{a} ~ {b}", "{a} * {b}", "{a} + {b}", "{a} ** 64", "({a}) | string | replace('x', 'x' * 1000)",
-        "({a}) | string | center(100000000)", "'%0100000000d' % {b}", "({a}) | string | indent(1000000)",
-        "[{a}] * 1000000", "({a}) | join('y' * 1000)", "'{{:>{b}}}'.format({a})"]
+ATOMS = [
+    "'x'",
+    "'ab' * 1000",
+    "7",
+    "3 ** 20",
+    "[1, 2, 3]",
+    "range(1000) | list",
+    "ns.v",
+    "messages[0].content",
+]
+GROW = [
+    "{a} ~ {b}",
+    "{a} * {b}",
+    "{a} + {b}",
+    "{a} ** 64",
+    "({a}) | string | replace('x', 'x' * 1000)",
+    "({a}) | string | center(100000000)",
+    "'%0100000000d' % {b}",
+    "({a}) | string | indent(1000000)",
+    "[{a}] * 1000000",
+    "({a}) | join('y' * 1000)",
+    "'{{:>{b}}}'.format({a})",
+]
 
 
 @st.composite
@@ -113,9 +160,11 @@ def growing_templates(draw) -> str:
         return draw(st.sampled_from(GROW)).format(a=expr(depth - 1), b=expr(depth - 1))
 
     loops = draw(st.integers(1, 40))
-    return ("{% set ns = namespace(v='x') %}"
-            f"{{% for i in range({loops}) %}}{{% set ns.v = {expr(3)} %}}{{% endfor %}}"
-            f"{{{{ ns.v }}}}{{{{ {expr(2)} }}}}")
+    return (
+        "{% set ns = namespace(v='x') %}"
+        f"{{% for i in range({loops}) %}}{{% set ns.v = {expr(3)} %}}{{% endfor %}}"
+        f"{{{{ ns.v }}}}{{{{ {expr(2)} }}}}"
+    )
 
 
 @FUZZ
@@ -135,10 +184,18 @@ def test_fuzz_growing_templates_render_or_fail_within_bounds(source):
 # -- tool arguments --------------------------------------------------------------------------
 
 TEXT = st.text(alphabet=st.characters(categories=["L", "N", "P", "Zs", "Cs", "Cc"]), max_size=20)
-VALUES = st.recursive(st.one_of(st.none(), st.booleans(), st.integers(), st.sampled_from([4000, 5000]).map(lambda n: -(16 ** n)),
-                                st.floats(), TEXT),
-                      lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(TEXT, inner, max_size=4)),
-                      max_leaves=12)
+VALUES = st.recursive(
+    st.one_of(
+        st.none(),
+        st.booleans(),
+        st.integers(),
+        st.sampled_from([4000, 5000]).map(lambda n: -(16**n)),
+        st.floats(),
+        TEXT,
+    ),
+    lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(TEXT, inner, max_size=4)),
+    max_leaves=12,
+)
 
 
 @pytest.fixture(scope="module")
@@ -151,10 +208,18 @@ def dispatcher(tmp_path_factory):
 
 
 @FUZZ
-@given(tool=st.sampled_from(["calculator", "read_file", "list_files", "search_files", "write_file"]),
-       arguments=st.one_of(st.dictionaries(st.sampled_from(["expression", "path", "query", "content", "regex",
-                                                            "start_line"]) | TEXT, VALUES, max_size=3),
-                           TEXT, VALUES))
+@given(
+    tool=st.sampled_from(["calculator", "read_file", "list_files", "search_files", "write_file"]),
+    arguments=st.one_of(
+        st.dictionaries(
+            st.sampled_from(["expression", "path", "query", "content", "regex", "start_line"]) | TEXT,
+            VALUES,
+            max_size=3,
+        ),
+        TEXT,
+        VALUES,
+    ),
+)
 def test_fuzz_tool_arguments_give_a_result_or_one_clear_sentence(dispatcher, tool, arguments):
     start = time.monotonic()
     result = dispatcher.dispatch(ToolCall("c", tool, arguments))
@@ -169,16 +234,21 @@ def test_fuzz_tool_arguments_give_a_result_or_one_clear_sentence(dispatcher, too
 # -- whole-text parses stay linear (H15) -----------------------------------------------------
 
 
-@pytest.mark.parametrize("family, text", [
-    ("harmony", "<|start|>" * 40_000),
-    ("pythonic", "<|python_start|>" + "x" * 1_000_000),
-])
+@pytest.mark.parametrize(
+    "family, text",
+    [
+        ("harmony", "<|start|>" * 40_000),
+        ("pythonic", "<|python_start|>" + "x" * 1_000_000),
+    ],
+)
 def test_h15_whole_text_parse_is_linear(family, text):
     from app.engine.formats import FORMATS
 
     if family not in FORMATS:
         pytest.skip(f"{family} is not registered")
-    tools = [{"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": {}}}}]
+    tools = [
+        {"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": {}}}}
+    ]
     start = time.process_time()
     FORMATS[family].parse(text, tools)
     # Quadratic before: 12.6 s (harmony, 360 KB) and 24 s (pythonic, 1 MB) here; about 1 s now.

@@ -45,9 +45,16 @@ def kv_array(key: str, item_type: int, count: int, items: bytes) -> bytes:
     return kv(key, ARRAY, struct.pack("<IQ", item_type, count) + items)
 
 
-def gguf_bytes(kvs: list[bytes], *, n_kv: int | None = None, tensor_elems: int = 4, data: int | None = None) -> bytes:
+def gguf_bytes(
+    kvs: list[bytes], *, n_kv: int | None = None, tensor_elems: int = 4, data: int | None = None
+) -> bytes:
     """A GGUF v3 with ``kvs`` and one F32 tensor of ``tensor_elems`` items (``data`` bytes of it)."""
-    tensor = _s("token_embd.weight") + struct.pack("<I", 1) + struct.pack("<Q", tensor_elems) + struct.pack("<IQ", 0, 0)
+    tensor = (
+        _s("token_embd.weight")
+        + struct.pack("<I", 1)
+        + struct.pack("<Q", tensor_elems)
+        + struct.pack("<IQ", 0, 0)
+    )
     head = b"GGUF" + struct.pack("<IQQ", 3, 1, len(kvs) if n_kv is None else n_kv) + b"".join(kvs) + tensor
     head += b"\0" * (-len(head) % 32)
     return head + b"\0" * (4 * tensor_elems if data is None else data)
@@ -65,7 +72,12 @@ def write(tmp_path: Path, name: str, data: bytes) -> Path:
 def test_reader_reads_a_sound_handwritten_file(tmp_path):
     p = write(tmp_path, "ok.gguf", gguf_bytes(BASE + [kv_u32("llama.context_length", 2048)]))
     meta = read_metadata(p)
-    assert (meta.architecture, meta.name, meta.context_length, meta.parameter_count) == ("llama", "hostile", 2048, 4)
+    assert (meta.architecture, meta.name, meta.context_length, meta.parameter_count) == (
+        "llama",
+        "hostile",
+        2048,
+        4,
+    )
 
 
 def test_h3_array_header_is_bounded(tmp_path):
@@ -109,9 +121,18 @@ def test_h3_two_million_item_string_array_reads_in_linear_time(tmp_path):
 
 def test_h3_token_text_comes_from_the_token_array(tmp_path):
     toks = [_s(t) for t in ("<s>", "</s>", "a")]
-    p = write(tmp_path, "tok.gguf", gguf_bytes(BASE + [
-        kv_array("tokenizer.ggml.tokens", STRING, 3, b"".join(toks)),
-        kv_u32("tokenizer.ggml.bos_token_id", 0), kv_u32("tokenizer.ggml.eos_token_id", 7)]))
+    p = write(
+        tmp_path,
+        "tok.gguf",
+        gguf_bytes(
+            BASE
+            + [
+                kv_array("tokenizer.ggml.tokens", STRING, 3, b"".join(toks)),
+                kv_u32("tokenizer.ggml.bos_token_id", 0),
+                kv_u32("tokenizer.ggml.eos_token_id", 7),
+            ]
+        ),
+    )
     meta = read_metadata(p)
     assert (meta.vocab_size, meta.bos_token, meta.eos_token) == (3, "<s>", None)
 
@@ -121,8 +142,10 @@ def test_h3_bad_types_duplicates_and_alignment_are_clear_errors(tmp_path):
         "type.gguf": (gguf_bytes(BASE + [kv("k", 99, b"\0" * 8)]), "unknown value type 99"),
         "dup.gguf": (gguf_bytes(BASE + [kv_str("general.name", "again")]), "duplicate key"),
         "align.gguf": (gguf_bytes(BASE + [kv_u32("general.alignment", 3)]), "power of two"),
-        "key.gguf": (gguf_bytes(BASE + [kv_str("general.name\xff", "x").replace("\xff".encode(), b"\xff")]),
-                     "not valid UTF-8"),
+        "key.gguf": (
+            gguf_bytes(BASE + [kv_str("general.name\xff", "x").replace("\xff".encode(), b"\xff")]),
+            "not valid UTF-8",
+        ),
         "version.gguf": (b"GGUF" + struct.pack("<I", 7) + b"\0" * 40, "version 7"),
     }
     for name, (data, words) in cases.items():
@@ -135,7 +158,9 @@ def test_h1_layer_count_llama_cpp_aborts_on_is_refused(tmp_path, layers):
     p = write(tmp_path, "layers.gguf", gguf_bytes(BASE + [kv_u32("llama.block_count", layers)]))
     with pytest.raises(GGUFMetadataError, match=f"layer count: llama.block_count is {layers}"):
         read_metadata(p)
-    read_metadata(write(tmp_path, "ok.gguf", gguf_bytes(BASE + [kv_u32("llama.block_count", LLAMA_MAX_LAYERS)])))
+    read_metadata(
+        write(tmp_path, "ok.gguf", gguf_bytes(BASE + [kv_u32("llama.block_count", LLAMA_MAX_LAYERS)]))
+    )
 
 
 def test_h1_nan_norm_epsilon_is_refused(tmp_path):
@@ -152,8 +177,13 @@ def test_h1_llama_tokenizer_without_scores_is_refused(tmp_path):
     with pytest.raises(GGUFMetadataError, match="no score for every token"):
         read_metadata(p)
     scores = kv_array("tokenizer.ggml.scores", F32, 2, struct.pack("<ff", 0.0, -1.0))
-    read_metadata(write(tmp_path, "spm_ok.gguf", gguf_bytes(BASE + [kv_str("tokenizer.ggml.model", "llama"),
-                                                                    toks, scores])))
+    read_metadata(
+        write(
+            tmp_path,
+            "spm_ok.gguf",
+            gguf_bytes(BASE + [kv_str("tokenizer.ggml.model", "llama"), toks, scores]),
+        )
+    )
 
 
 @pytest.mark.parametrize("ctx", [2**31 - 1, 300_000_000, 2**32 - 1])
@@ -166,9 +196,15 @@ def test_h13_absurd_context_length_is_refused(tmp_path, ctx):
 def test_h1_cli_chat_gives_a_message_not_an_abort(tmp_path):
     # A real llama.cpp model whose only fault is the layer count: before the check, llama.cpp's
     # GGML_ASSERT killed the process (rc 134) with no message.
-    p = write_tiny_gguf(tmp_path / "block_count_0.gguf", block_count=0, chat_template="{{ messages[0].content }}")
-    proc = subprocess.run([sys.executable, "-m", "app", "chat", "--model", str(p), "hi"],
-                          capture_output=True, text=True, timeout=120)
+    p = write_tiny_gguf(
+        tmp_path / "block_count_0.gguf", block_count=0, chat_template="{{ messages[0].content }}"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-m", "app", "chat", "--model", str(p), "hi"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 1, (proc.returncode, proc.stderr[-500:])
     assert "layer count" in proc.stderr
     assert "Traceback" not in proc.stderr
@@ -196,8 +232,11 @@ def test_hostile_vocabulary_is_a_constraint_error_not_a_panic(tmp_path):
     from app.engine.constraints.compiler import tokenizer_for
     from app.engine.llm import load_model
 
-    p = write_tiny_gguf(tmp_path / "long_token.gguf", chat_template="{{ messages[0].content }}",
-                        user_tokens=["[calculator(expression=0x" + "f" * 3600 + ")]"])
+    p = write_tiny_gguf(
+        tmp_path / "long_token.gguf",
+        chat_template="{{ messages[0].content }}",
+        user_tokens=["[calculator(expression=0x" + "f" * 3600 + ")]"],
+    )
     model = load_model(p, n_ctx=256)
     try:
         with pytest.raises(ConstraintError, match="cannot read this model's vocabulary"):

@@ -156,8 +156,12 @@ def test_h9_a_failed_final_save_keeps_the_partial_reply(tmp_path):
 def test_h6_lone_surrogates_are_stored_as_valid_text(tmp_path):
     h = History(tmp_path / "h.sqlite3")
     cid = h.create_conversation("c").id
-    m = h.append_message(cid, "assistant", "bad \ud800", tool_calls=[
-        {"call_id": "c1", "name": "calc", "arguments": {"x": "\udfff"}, "result": "r\ud801"}])
+    m = h.append_message(
+        cid,
+        "assistant",
+        "bad \ud800",
+        tool_calls=[{"call_id": "c1", "name": "calc", "arguments": {"x": "\udfff"}, "result": "r\ud801"}],
+    )
     stored = h.get_message(m.id)
     assert stored.content == "bad \ufffd"
     call = h.load_conversation(cid).messages[0].tool_calls[0]
@@ -177,8 +181,14 @@ def test_h8_a_home_that_cannot_be_written_still_opens_the_window(tmp_path):
     blocker.write_text("x")
     env = dict(os.environ, CALLISTO_HOME=str(blocker / "home"), QT_QPA_PLATFORM="offscreen")
     shot = tmp_path / "shot.png"
-    proc = subprocess.run([sys.executable, "-m", "app", "--screenshot", str(shot)], env=env, capture_output=True,
-                          text=True, timeout=120, cwd=Path(__file__).resolve().parent.parent)
+    proc = subprocess.run(
+        [sys.executable, "-m", "app", "--screenshot", str(shot)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=Path(__file__).resolve().parent.parent,
+    )
     assert proc.returncode == 0, proc.stderr[-800:]
     assert "Traceback" not in proc.stderr
     assert shot.stat().st_size > 0

@@ -22,10 +22,10 @@ USER = [{"role": "user", "content": "hi"}]
 # Each builds (or loops towards) a value far beyond the output cap, in one operation or a few.
 GROWERS = {
     "int_squaring": "{% set ns = namespace(n=3) %}{% for i in range(31) %}{% set ns.n = ns.n * ns.n %}{% endfor %}"
-                    "{{ ns.n }}",
+    "{{ ns.n }}",
     "int_power": "{{ (2 ** 64) ** 64 }}",
     "tilde_doubling": "{% set ns = namespace(s='x') %}{% for i in range(40) %}{% set ns.s = ns.s ~ ns.s %}"
-                      "{% endfor %}",
+    "{% endfor %}",
     "replace_filter": "{{ ('x' * 1000000) | replace('x', 'y' * 1000) }}",
     "replace_method": "{{ ('x' * 1000000).replace('x', 'y' * 1000) }}",
     "center_filter": "{{ 'x' | center(1000000000) }}",
@@ -44,7 +44,7 @@ GROWERS = {
     "lipsum": "{{ lipsum(200000) }}",
     "nested_loops": "{% set l = range(100000) | list %}{% for a in l %}{% for b in l %}{% endfor %}{% endfor %}",
     "sort_loop": "{% set ns = namespace(l=range(200000) | list) %}{% for i in range(400) %}"
-                 "{% set ns.l = ns.l | sort | unique | list %}{% endfor %}",
+    "{% set ns.l = ns.l | sort | unique | list %}{% endfor %}",
 }
 
 
@@ -91,21 +91,29 @@ def test_h2_a_hostile_render_does_not_freeze_other_threads():
 
 
 def test_h2_ordinary_growth_still_renders():
-    src = ("{% set ns = namespace(s='', n=1) %}{% for i in range(20) %}{% set ns.s = ns.s ~ i %}"
-           "{% set ns.n = ns.n * 3 %}{% endfor %}{{ ns.s }} {{ ns.n }} {{ 'ab' | center(6) }}|{{ '%5d' % 42 }}|"
-           "{{ '{:>4}'.format('x') }}|{{ [1, 2] | join(', ') }}|{{ 'a-b' | replace('-', '--') }}")
+    src = (
+        "{% set ns = namespace(s='', n=1) %}{% for i in range(20) %}{% set ns.s = ns.s ~ i %}"
+        "{% set ns.n = ns.n * 3 %}{% endfor %}{{ ns.s }} {{ ns.n }} {{ 'ab' | center(6) }}|{{ '%5d' % 42 }}|"
+        "{{ '{:>4}'.format('x') }}|{{ [1, 2] | join(', ') }}|{{ 'a-b' | replace('-', '--') }}"
+    )
     out = render_template(src, USER)
     assert out == "012345678910111213141516171819 3486784401   ab  |   42|   x|1, 2|a--b"
 
 
 def test_h12_renders_work_on_deep_copies():
-    tools = [{"type": "function", "function": {"name": "calc", "parameters": {"type": "object",
-                                                                              "properties": {"x": {}}}}}]
+    tools = [
+        {
+            "type": "function",
+            "function": {"name": "calc", "parameters": {"type": "object", "properties": {"x": {}}}},
+        }
+    ]
     messages = [{"role": "user", "content": "hi", "extra": {"k": [1]}}]
     kept_tools, kept_messages = copy.deepcopy(tools), copy.deepcopy(messages)
-    hostile = ("{% set _ = tools[0].function.parameters.clear() %}{% set _ = tools.append(1) %}"
-               "{% set _ = messages[0].update({'content': 'owned'}) %}{% set _ = messages[0].extra.k.append(2) %}"
-               "{% set _ = flags.update({'x': 1}) %}{{ messages[0].content }}")
+    hostile = (
+        "{% set _ = tools[0].function.parameters.clear() %}{% set _ = tools.append(1) %}"
+        "{% set _ = messages[0].update({'content': 'owned'}) %}{% set _ = messages[0].extra.k.append(2) %}"
+        "{% set _ = flags.update({'x': 1}) %}{{ messages[0].content }}"
+    )
     flags: dict = {}
     assert render_template(hostile, messages, tools=tools, flags=flags) == "owned"
     assert tools == kept_tools and messages == kept_messages and flags == {}
@@ -131,17 +139,26 @@ def test_h14_compiling_is_bounded():
 
 
 def test_h6_lone_surrogates_never_reach_the_rendered_prompt():
-    messages = [{"role": "user", "content": "bad \ud800 text"},
-                {"role": "assistant", "content": "", "tool_calls": [
-                    {"function": {"name": "calc", "arguments": {"x": "\udfff"}}}]}]
-    out = render_template("{% for m in messages %}{{ m.content }}{{ m.tool_calls | default([]) | tojson }}"
-                          "{% endfor %}", messages)
+    messages = [
+        {"role": "user", "content": "bad \ud800 text"},
+        {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [{"function": {"name": "calc", "arguments": {"x": "\udfff"}}}],
+        },
+    ]
+    out = render_template(
+        "{% for m in messages %}{{ m.content }}{{ m.tool_calls | default([]) | tojson }}{% endfor %}",
+        messages,
+    )
     out.encode("utf-8")  # what the tokenizer does; raised UnicodeEncodeError before
     assert "bad \ufffd text" in out
 
 
-SLOW = ("{% set ns = namespace(l=range(1000000) | list) %}{% for i in range(200) %}"
-        "{% set ns.l = ns.l | sort | unique | list %}{% endfor %}{{ messages[0].content }}")
+SLOW = (
+    "{% set ns = namespace(l=range(1000000) | list) %}{% for i in range(200) %}"
+    "{% set ns.l = ns.l | sort | unique | list %}{% endfor %}{{ messages[0].content }}"
+)
 
 
 def test_h2_library_scan_with_hostile_templates_finishes_and_marks_them(tmp_path):
@@ -149,8 +166,10 @@ def test_h2_library_scan_with_hostile_templates_finishes_and_marks_them(tmp_path
     from app.engine.models.tiny import write_tiny_gguf
 
     models = tmp_path / "models"
-    chatml = ("{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"
-              "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
+    chatml = (
+        "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"
+        "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+    )
     write_tiny_gguf(models / "bomb.gguf", chat_template=GROWERS["int_squaring"])
     write_tiny_gguf(models / "slow.gguf", chat_template=SLOW)
     write_tiny_gguf(models / "good.gguf", chat_template=chatml, control_tokens=["<|im_start|>", "<|im_end|>"])
@@ -214,8 +233,14 @@ def test_h17_macro_recursion_stops_before_a_small_thread_stack_overflows():
         "threading.stack_size(256 * 1024)\n"
         "t = threading.Thread(target=run)\n"
         "t.start()\n"
-        "t.join()\n")
-    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60,
-                          cwd=str(__import__("pathlib").Path(__file__).resolve().parent.parent))
+        "t.join()\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=str(__import__("pathlib").Path(__file__).resolve().parent.parent),
+    )
     assert proc.returncode == 0, (proc.returncode, proc.stderr[-400:])
     assert "refused: template raised an exception: macro calls nested more than" in proc.stdout

@@ -36,13 +36,16 @@ def test_h5_round_still_rounds():
         evaluate("round(2.5, 0.5)")
 
 
-@pytest.mark.parametrize("expression, words", [
-    ("1 << 100000000", "not supported"),
-    ("2 ** 100000000", "too large"),
-    ("factorial(100000)", "limited to"),
-    ("(10**1000) * (10**1000)", "too large"),
-    ("0.5 ** 100000000", "exponent is too large"),
-])
+@pytest.mark.parametrize(
+    "expression, words",
+    [
+        ("1 << 100000000", "not supported"),
+        ("2 ** 100000000", "too large"),
+        ("factorial(100000)", "limited to"),
+        ("(10**1000) * (10**1000)", "too large"),
+        ("0.5 ** 100000000", "exponent is too large"),
+    ],
+)
 def test_h5_every_exploding_operation_is_refused_at_once(expression, words):
     start = time.process_time()
     with pytest.raises(ToolError, match=words):
@@ -124,8 +127,11 @@ def test_h17_overlong_names_give_a_sentence_without_the_workspace_path(tmp_path)
     register_builtin_tools(reg, Workspace(tmp_path))
     d = Dispatcher(reg)
     name = "a" * 300
-    for tool, args in (("list_files", {"path": name}), ("search_files", {"query": "x", "path": name}),
-                       ("read_file", {"path": name})):
+    for tool, args in (
+        ("list_files", {"path": name}),
+        ("search_files", {"query": "x", "path": name}),
+        ("read_file", {"path": name}),
+    ):
         result = d.dispatch(ToolCall("c", tool, args))
         assert result.error is not None
         assert str(tmp_path) not in result.error, result.error
@@ -135,14 +141,17 @@ def test_h17_overlong_names_give_a_sentence_without_the_workspace_path(tmp_path)
 # -- arguments no encoder can take ------------------------------------------------------------
 
 
-@pytest.mark.parametrize("arguments, words", [
-    ({"expression": "1 + \ud800"}, "lone surrogate escape"),
-    ({"expression": "1", "\udc00": 1}, "lone surrogate escape"),
-    ('{"expression": "\\ud800"}', "lone surrogate escape"),
-    ({"expression": 16 ** 3600}, "more than 4300 digits"),
-    ('{"expression": ' + "9" * 5000 + "}", "more than 4300 digits"),
-    ({"expression": [[["x\udfff"]]]}, "parameter 'expression[0][0][0]'"),
-])
+@pytest.mark.parametrize(
+    "arguments, words",
+    [
+        ({"expression": "1 + \ud800"}, "lone surrogate escape"),
+        ({"expression": "1", "\udc00": 1}, "lone surrogate escape"),
+        ('{"expression": "\\ud800"}', "lone surrogate escape"),
+        ({"expression": 16**3600}, "more than 4300 digits"),
+        ('{"expression": ' + "9" * 5000 + "}", "more than 4300 digits"),
+        ({"expression": [[["x\udfff"]]]}, "parameter 'expression[0][0][0]'"),
+    ],
+)
 def test_h6_h7_unencodable_arguments_are_a_clear_tool_error(calc, arguments, words):
     result = calc.dispatch(ToolCall("c", "calculator", arguments))
     assert result.error is not None and words in result.error, result.error
@@ -153,12 +162,17 @@ def test_h6_h7_unencodable_arguments_are_a_clear_tool_error(calc, arguments, wor
 def test_h6_h7_scrubbed_copies_are_encodable_and_share_nothing():
     from app.tools.validation import scrub_value
 
-    value = {"a": ["x\ud800y", 16 ** 3600, {"b": ("\udfff",)}], "n": 5, "f": 1.5, "t": True, "z": None}
+    value = {"a": ["x\ud800y", 16**3600, {"b": ("\udfff",)}], "n": 5, "f": 1.5, "t": True, "z": None}
     clean = scrub_value(value)
     import json
 
     json.dumps(clean, ensure_ascii=False).encode("utf-8")
-    assert clean == {"a": ["x\ufffdy", "<integer of more than 4300 digits>", {"b": ["\ufffd"]}],
-                     "n": 5, "f": 1.5, "t": True, "z": None}
+    assert clean == {
+        "a": ["x\ufffdy", "<integer of more than 4300 digits>", {"b": ["\ufffd"]}],
+        "n": 5,
+        "f": 1.5,
+        "t": True,
+        "z": None,
+    }
     clean["a"].append(1)
     assert len(value["a"]) == 3

@@ -26,6 +26,7 @@ PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 # --- the self-test, from source -----------------------------------------------------------------
 
+
 def test_engine_self_test_runs_a_tool_call_through_real_llama_cpp(tmp_path):
     from app.selftest import EXPECTED_RESULT, check_engine
 
@@ -39,8 +40,13 @@ def test_engine_self_test_runs_a_tool_call_through_real_llama_cpp(tmp_path):
 
 def test_self_test_command_exits_zero_and_writes_its_report(tmp_path):
     report = tmp_path / "report.txt"
-    proc = subprocess.run([sys.executable, "-m", "app", "--self-test", "--skip-window", "--report", str(report)],
-                          cwd=REPO, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-m", "app", "--self-test", "--skip-window", "--report", str(report)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     text = report.read_text(encoding="utf-8")
     assert text == proc.stdout
@@ -50,6 +56,7 @@ def test_self_test_command_exits_zero_and_writes_its_report(tmp_path):
 
 # --- static checks of the recipes ---------------------------------------------------------------
 
+
 def test_spec_is_one_folder_windowed_with_icon_llama_libs_and_trimmed_qt():
     spec = (INSTALLER / "callisto.spec").read_text(encoding="utf-8")
     compile(spec, "callisto.spec", "exec")
@@ -57,12 +64,17 @@ def test_spec_is_one_folder_windowed_with_icon_llama_libs_and_trimmed_qt():
     assert "console=False" in spec
     assert 'collect_dynamic_libs("llama_cpp")' in spec
     assert "icon=ICON" in spec and "callisto.ico" in spec and "callisto.icns" in spec
-    assert 'bundle_identifier=BUNDLE_ID' in spec and '"LSMinimumSystemVersion": MIN_MACOS' in spec
+    assert "bundle_identifier=BUNDLE_ID" in spec and '"LSMinimumSystemVersion": MIN_MACOS' in spec
     assert '"CFBundleShortVersionString": VERSION' in spec
     for plugin in ("qoffscreen", "qxcb", "qwindows", "qcocoa"):
         assert plugin in spec
-    for dropped in ("PySide6.QtQml", "PySide6.QtQuick", "PySide6.QtWebEngineCore", "PySide6.Qt3DCore",
-                    "PySide6.QtMultimedia"):
+    for dropped in (
+        "PySide6.QtQml",
+        "PySide6.QtQuick",
+        "PySide6.QtWebEngineCore",
+        "PySide6.Qt3DCore",
+        "PySide6.QtMultimedia",
+    ):
         assert dropped in spec
     entry = (INSTALLER / "callisto_main.py").read_text(encoding="utf-8")
     assert "from app.__main__ import main" in entry
@@ -116,14 +128,18 @@ def test_release_workflow_builds_windows_and_macos_with_selftest_and_upload():
         assert "--no-binary llama-cpp-python" in runs  # built from source with CMAKE_ARGS
         order = [m.group(1) for m in re.finditer(r"installer/build\.py (\w+)", runs)]
         assert set(order) <= build_steps
-        assert order.index("bundle") < order.index("selftest") < order.index(
-            "windows" if name == "windows" else "macos")
+        assert (
+            order.index("bundle")
+            < order.index("selftest")
+            < order.index("windows" if name == "windows" else "macos")
+        )
         upload = [s for s in steps if str(s.get("uses", "")).startswith("actions/upload-artifact@")]
         assert len(upload) == 1 and upload[0]["with"]["if-no-files-found"] == "error", name
         assert "dist/selftest.txt" in upload[0]["with"]["path"]
     # each step the workflow runs exists as a command of installer/build.py
-    proc = subprocess.run([sys.executable, str(INSTALLER / "build.py"), "nonsense"], capture_output=True,
-                          text=True, cwd=REPO)
+    proc = subprocess.run(
+        [sys.executable, str(INSTALLER / "build.py"), "nonsense"], capture_output=True, text=True, cwd=REPO
+    )
     assert proc.returncode == 2
     for step in build_steps:
         assert f"installer/build.py {step}" in proc.stdout
@@ -131,13 +147,14 @@ def test_release_workflow_builds_windows_and_macos_with_selftest_and_upload():
 
 # --- icons --------------------------------------------------------------------------------------
 
+
 def _ico_entries(data: bytes) -> list[tuple[int, bytes]]:
     reserved, kind, count = struct.unpack_from("<HHH", data, 0)
     assert (reserved, kind) == (0, 1)
     out = []
     for i in range(count):
         w, _h, _c, _r, _planes, _bpp, size, offset = struct.unpack_from("<BBBBHHII", data, 6 + 16 * i)
-        out.append((w or 256, data[offset:offset + size]))
+        out.append((w or 256, data[offset : offset + size]))
     return out
 
 
@@ -145,8 +162,8 @@ def _icns_entries(data: bytes) -> dict[bytes, bytes]:
     assert data[:4] == b"icns" and struct.unpack(">I", data[4:8])[0] == len(data)
     out, i = {}, 8
     while i < len(data):
-        kind, length = data[i:i + 4], struct.unpack(">I", data[i + 4:i + 8])[0]
-        out[kind] = data[i + 8:i + length]
+        kind, length = data[i : i + 4], struct.unpack(">I", data[i + 4 : i + 8])[0]
+        out[kind] = data[i + 8 : i + length]
         i += length
     assert i == len(data)
     return out
@@ -172,6 +189,7 @@ def test_icon_containers_round_trip():
 
 # --- the real bundle ----------------------------------------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def bundle(tmp_path_factory):
     """Build the one-folder app with PyInstaller from this checkout (as `make bundle` does)."""
@@ -179,9 +197,21 @@ def bundle(tmp_path_factory):
         pytest.fail("PyInstaller is missing: `make test` installs it with the dev extras")
     work = tmp_path_factory.mktemp("bundle")
     proc = subprocess.run(
-        [sys.executable, "-m", "PyInstaller", "--noconfirm", "--distpath", str(work / "dist"),
-         "--workpath", str(work / "build"), str(INSTALLER / "callisto.spec")],
-        cwd=REPO, capture_output=True, text=True, timeout=1200,
+        [
+            sys.executable,
+            "-m",
+            "PyInstaller",
+            "--noconfirm",
+            "--distpath",
+            str(work / "dist"),
+            "--workpath",
+            str(work / "build"),
+            str(INSTALLER / "callisto.spec"),
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=1200,
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-6000:]
     yield work / "dist" / "Callisto"

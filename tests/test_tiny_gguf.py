@@ -7,7 +7,7 @@ import hashlib
 import llama_cpp
 import pytest
 
-from tests.support.tiny_gguf import write_tiny_gguf
+from app.engine.models.tiny import write_tiny_gguf
 
 CHATML = (
     "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"
@@ -66,7 +66,9 @@ def test_llama_cpp_loads_and_generates(model_path):
     assert llm.detokenize([258], special=False) == b""  # a control token vanishes without special=True
     assert llama_cpp.llama_vocab_is_eog(vocab, 257)  # <|im_end|> is the eos
     # and it generates tokens, the same ones for the same seed
-    prompt = llm.tokenize(b"<|im_start|>user\nhello<|im_end|>\n<|im_start|>assistant\n", add_bos=False, special=True)
+    prompt = llm.tokenize(
+        b"<|im_start|>user\nhello<|im_end|>\n<|im_start|>assistant\n", add_bos=False, special=True
+    )
     out = []
     for tok in llm.generate(prompt, temp=0.0):
         out.append(tok)

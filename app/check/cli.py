@@ -17,8 +17,15 @@ import threading
 from pathlib import Path
 from typing import Any
 
-__all__ = ["EXIT_ERROR", "EXIT_FAILED", "EXIT_OK", "EXIT_USAGE", "add_check_parser", "inspect_lint",
-           "run_check_command"]
+__all__ = [
+    "EXIT_ERROR",
+    "EXIT_FAILED",
+    "EXIT_OK",
+    "EXIT_USAGE",
+    "add_check_parser",
+    "inspect_lint",
+    "run_check_command",
+]
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_ERROR = 0, 1, 2, 4
 
@@ -27,29 +34,61 @@ def add_check_parser(sub: Any, tool_format_choices: list[str]) -> argparse.Argum
     from app.check.corpus import CATEGORIES
 
     p = sub.add_parser("check", help="the 'Will it call?' tool-calling check, in process or on an endpoint")
-    p.add_argument("--model", required=True, help="a .gguf file (in process), or the model name with --endpoint")
-    p.add_argument("--endpoint", default=None, help="an OpenAI-compatible base URL, e.g. http://127.0.0.1:8080/v1")
+    p.add_argument(
+        "--model", required=True, help="a .gguf file (in process), or the model name with --endpoint"
+    )
+    p.add_argument(
+        "--endpoint", default=None, help="an OpenAI-compatible base URL, e.g. http://127.0.0.1:8080/v1"
+    )
     p.add_argument("--api-key", default=None, help="the endpoint's API key (or set CALLISTO_CHECK_API_KEY)")
-    p.add_argument("--model-file", default=None, help="with --endpoint: the GGUF it serves, for the model identity")
-    p.add_argument("--stack", default=None, help="with --endpoint: a label for the server (llama-server, ollama...)")
-    p.add_argument("--parser", default=None, choices=["api", "callisto", "both"],
-                   help="with --endpoint: run through Callisto's remote client, the calls read by the engine's "
-                        "API tools, by Callisto's parser (raw text), or both (two rows side by side)")
-    p.add_argument("--kind", default="openai", choices=["openai", "anthropic", "ollama"],
-                   help="with --parser: the API the endpoint speaks")
-    p.add_argument("--tool-format", default="auto", choices=tool_format_choices,
-                   help="in process: chat.tool_format (auto, a family, or none)")
-    p.add_argument("--scenarios", default=None, help="a folder of scenario files (default: the built-in corpus)")
-    p.add_argument("--category", action="append", default=[], choices=list(CATEGORIES),
-                   help="run only this category (repeatable)")
-    p.add_argument("--scenario", action="append", default=[], metavar="ID", help="run only this scenario (repeatable)")
+    p.add_argument(
+        "--model-file", default=None, help="with --endpoint: the GGUF it serves, for the model identity"
+    )
+    p.add_argument(
+        "--stack", default=None, help="with --endpoint: a label for the server (llama-server, ollama...)"
+    )
+    p.add_argument(
+        "--parser",
+        default=None,
+        choices=["api", "callisto", "both"],
+        help="with --endpoint: run through Callisto's remote client, the calls read by the engine's "
+        "API tools, by Callisto's parser (raw text), or both (two rows side by side)",
+    )
+    p.add_argument(
+        "--kind",
+        default="openai",
+        choices=["openai", "anthropic", "ollama"],
+        help="with --parser: the API the endpoint speaks",
+    )
+    p.add_argument(
+        "--tool-format",
+        default="auto",
+        choices=tool_format_choices,
+        help="in process: chat.tool_format (auto, a family, or none)",
+    )
+    p.add_argument(
+        "--scenarios", default=None, help="a folder of scenario files (default: the built-in corpus)"
+    )
+    p.add_argument(
+        "--category",
+        action="append",
+        default=[],
+        choices=list(CATEGORIES),
+        help="run only this category (repeatable)",
+    )
+    p.add_argument(
+        "--scenario", action="append", default=[], metavar="ID", help="run only this scenario (repeatable)"
+    )
     p.add_argument("--out", default=None, help="write the result file here (transcripts beside it)")
     p.add_argument("--json", action="store_true", help="one JSON line per scenario")
     p.add_argument("--max-tokens", type=int, default=256)
     p.add_argument("--temperature", type=float, default=0.0)
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--grammar-file", default=None,
-                   help="in process: a GBNF grammar for every reply instead of the chat loop's call constraints")
+    p.add_argument(
+        "--grammar-file",
+        default=None,
+        help="in process: a GBNF grammar for every reply instead of the chat loop's call constraints",
+    )
     p.add_argument("--timeout", type=float, default=120.0, help="seconds per request to an endpoint")
     p.add_argument("--n-ctx", type=int, default=4096)
     p.add_argument("--gpu-layers", type=int, default=0)
@@ -97,11 +136,17 @@ def run_check_command(args: argparse.Namespace) -> int:
         from app.check.targets import EndpointTarget
 
         try:
-            target: Any = EndpointTarget(args.endpoint, args.model,
-                                         api_key=args.api_key or os.environ.get("CALLISTO_CHECK_API_KEY"),
-                                         timeout_s=args.timeout, max_tokens=args.max_tokens,
-                                         temperature=args.temperature, seed=args.seed, model_file=args.model_file,
-                                         stack_name=args.stack)
+            target: Any = EndpointTarget(
+                args.endpoint,
+                args.model,
+                api_key=args.api_key or os.environ.get("CALLISTO_CHECK_API_KEY"),
+                timeout_s=args.timeout,
+                max_tokens=args.max_tokens,
+                temperature=args.temperature,
+                seed=args.seed,
+                model_file=args.model_file,
+                stack_name=args.stack,
+            )
         except ValueError as exc:
             _err(f"error: {exc}")
             return EXIT_USAGE
@@ -121,12 +166,20 @@ def run_check_command(args: argparse.Namespace) -> int:
             _err(f"error: no model file {args.model} (use --endpoint URL for a served model)")
             return EXIT_USAGE
         try:
-            model = load_model(args.model, n_ctx=args.n_ctx, n_gpu_layers=args.gpu_layers, n_threads=args.threads)
+            model = load_model(
+                args.model, n_ctx=args.n_ctx, n_gpu_layers=args.gpu_layers, n_threads=args.threads
+            )
         except ModelLoadError as exc:
             _err(f"error: {exc}")
             return EXIT_ERROR
-        target = InProcessTarget(model, tool_format=args.tool_format, max_tokens=args.max_tokens,
-                                 temperature=args.temperature, seed=args.seed, grammar=grammar)
+        target = InProcessTarget(
+            model,
+            tool_format=args.tool_format,
+            max_tokens=args.max_tokens,
+            temperature=args.temperature,
+            seed=args.seed,
+            grammar=grammar,
+        )
         lint_path = args.model
     if lint_path:
         try:
@@ -142,21 +195,39 @@ def run_check_command(args: argparse.Namespace) -> int:
         row = res.to_dict("", "")
         if args.json:
             row = {k: v for k, v in row.items() if k not in ("transcript_sha256", "transcript_file")}
-            print(json.dumps({"type": "scenario", "index": i + 1, "of": n, **row}, ensure_ascii=False), flush=True)
+            print(
+                json.dumps({"type": "scenario", "index": i + 1, "of": n, **row}, ensure_ascii=False),
+                flush=True,
+            )
         else:
             mark = {"pass": "PASS", "fail": "FAIL", "error": "ERROR"}[row["outcome"]]
             why = f"  {row['failure_class']}: {row['message']}" if row["failure_class"] else ""
-            print(f"[{i + 1:>3}/{n}] {mark:5} {scenario.category:11} {scenario.id}  ({row['duration_s']:.2f}s){why}",
-                  flush=True)
+            print(
+                f"[{i + 1:>3}/{n}] {mark:5} {scenario.category:11} {scenario.id}  ({row['duration_s']:.2f}s){why}",
+                flush=True,
+            )
 
     stop = threading.Event()
-    settings = {"max_tokens": args.max_tokens, "temperature": args.temperature, "seed": args.seed,
-                "grammar_file": args.grammar_file,
-                "tool_format": args.tool_format if args.endpoint is None else None,
-                "categories": args.category, "scenario_ids": args.scenario}
+    settings = {
+        "max_tokens": args.max_tokens,
+        "temperature": args.temperature,
+        "seed": args.seed,
+        "grammar_file": args.grammar_file,
+        "tool_format": args.tool_format if args.endpoint is None else None,
+        "categories": args.category,
+        "scenario_ids": args.scenario,
+    }
     try:
-        result = run_check(target, scenarios, corpus_sha256=corpus.sha256, corpus_dir=str(corpus.directory),
-                           progress=progress, stop=stop, forensics=forensics, settings=settings)
+        result = run_check(
+            target,
+            scenarios,
+            corpus_sha256=corpus.sha256,
+            corpus_dir=str(corpus.directory),
+            progress=progress,
+            stop=stop,
+            forensics=forensics,
+            settings=settings,
+        )
     except KeyboardInterrupt:
         _err("\n[cancelled]")
         return 130
@@ -204,20 +275,34 @@ def inspect_lint(args: argparse.Namespace) -> int:
         else:
             source = path.read_text(encoding="utf-8")
             t = lint_template(source, name=path.name)
-            report = {"path": str(path), "file_name": path.name, "vocab_read": False, "templates": [t.to_dict()],
-                      "findings": [f.to_dict() for f in t.findings]}
+            report = {
+                "path": str(path),
+                "file_name": path.name,
+                "vocab_read": False,
+                "templates": [t.to_dict()],
+                "findings": [f.to_dict() for f in t.findings],
+            }
     except (GGUFMetadataError, OSError, UnicodeDecodeError) as exc:
         _err(f"error: {exc}")
         return 1
     if getattr(args, "json", False):
         print(json.dumps(report, ensure_ascii=False))
         return 0
-    print(f"{report['file_name']}: {len(report['findings'])} finding(s)"
-          + ("" if report["vocab_read"] else " (template only: no vocabulary read)"))
+    print(
+        f"{report['file_name']}: {len(report['findings'])} finding(s)"
+        + ("" if report["vocab_read"] else " (template only: no vocabulary read)")
+    )
     for t in report["templates"]:
-        official = (f"identical to the official {t['official_match']}" if t["official_match"]
-                    else f"closest official: {t['closest_official']}" if t["closest_official"] else "no official match")
-        print(f"\n{t['template']}: format {t['detected_format'] or 'none'}, tools {t['tools_mode']}, {official}")
+        official = (
+            f"identical to the official {t['official_match']}"
+            if t["official_match"]
+            else f"closest official: {t['closest_official']}"
+            if t["closest_official"]
+            else "no official match"
+        )
+        print(
+            f"\n{t['template']}: format {t['detected_format'] or 'none'}, tools {t['tools_mode']}, {official}"
+        )
         for f in t["findings"]:
             where = f" (line {f['line']})" if f["line"] else ""
             print(f"  [{f['severity']}] {f['id']}{where}: {f['title']}")
@@ -225,7 +310,9 @@ def inspect_lint(args: argparse.Namespace) -> int:
             if f["line_text"]:
                 print(f"      > {f['line_text']}")
             print(f"      Callisto: {f['callisto']}")
-    extra = [f for f in report["findings"] if f["template"] not in {t["template"] for t in report["templates"]}]
+    extra = [
+        f for f in report["findings"] if f["template"] not in {t["template"] for t in report["templates"]}
+    ]
     for f in extra:
         print(f"  [{f['severity']}] {f['id']}: {f['title']} - {f['callisto']}")
     return 0

@@ -53,8 +53,12 @@ class ExpectedCall:
     unordered: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "arguments": self.arguments, "match": self.match,
-                "unordered": list(self.unordered)}
+        return {
+            "name": self.name,
+            "arguments": self.arguments,
+            "match": self.match,
+            "unordered": list(self.unordered),
+        }
 
 
 @dataclass(frozen=True)
@@ -157,16 +161,22 @@ def _expected(raw: Any, where: str, tools: dict[str, dict[str, Any]]) -> Expecte
     unknown = set(raw) - {"name", "arguments", "match", "unordered"}
     _need(not unknown, where, f"unknown key(s) {', '.join(sorted(unknown))} in an expected call")
     name = raw.get("name")
-    _need(isinstance(name, str) and name in tools, where, f"expected call to {name!r}, which the scenario does "
-          "not offer")
+    _need(
+        isinstance(name, str) and name in tools,
+        where,
+        f"expected call to {name!r}, which the scenario does not offer",
+    )
     args = raw.get("arguments", {})
     _need(isinstance(args, dict), where, "arguments must be a table")
     match = raw.get("match", "exact")
     _need(match in MATCH_MODES, where, f"match must be one of {', '.join(MATCH_MODES)}, got {match!r}")
     unordered = raw.get("unordered", [])
-    _need(isinstance(unordered, list) and all(isinstance(k, str) and isinstance(args.get(k), list)
-                                              for k in unordered),
-          where, "unordered must list argument keys whose expected values are arrays")
+    _need(
+        isinstance(unordered, list)
+        and all(isinstance(k, str) and isinstance(args.get(k), list) for k in unordered),
+        where,
+        "unordered must list argument keys whose expected values are arrays",
+    )
     # the expectation itself must fit the tool's schema (a scenario no model can pass is a bug)
     from app.check.scorer import schema_problem
 
@@ -179,8 +189,11 @@ def _history(raw: Any, where: str) -> tuple[dict[str, Any], ...]:
     _need(isinstance(raw, list), where, "history must be an array of messages")
     out = []
     for m in raw:
-        _need(isinstance(m, dict) and m.get("role") in ("system", "user", "assistant", "tool"), where,
-              f"not a message: {m!r:.80}")
+        _need(
+            isinstance(m, dict) and m.get("role") in ("system", "user", "assistant", "tool"),
+            where,
+            f"not a message: {m!r:.80}",
+        )
         _need(isinstance(m.get("content", ""), str), where, "message content must be a string")
         out.append(m)
     return tuple(out)
@@ -190,18 +203,35 @@ def _scenario(raw: dict[str, Any], category: str, tools: dict[str, dict[str, Any
     sid = raw.get("id")
     _need(isinstance(sid, str) and sid.strip(), where, "every scenario needs an id")
     where = f"{where} [{sid}]"
-    allowed = {"id", "rationale", "prompt", "tools", "expect", "turn", "history", "system", "tool_choice",
-               "stream", "ordered"}
+    allowed = {
+        "id",
+        "rationale",
+        "prompt",
+        "tools",
+        "expect",
+        "turn",
+        "history",
+        "system",
+        "tool_choice",
+        "stream",
+        "ordered",
+    }
     rationale = raw.get("rationale")
-    _need(isinstance(rationale, str) and len(rationale.strip()) >= 20, where,
-          "a rationale is required: say what the scenario asserts and why no correct model can fail it")
+    _need(
+        isinstance(rationale, str) and len(rationale.strip()) >= 20,
+        where,
+        "a rationale is required: say what the scenario asserts and why no correct model can fail it",
+    )
     unknown = set(raw) - allowed
     _need(not unknown, where, f"unknown key(s) {', '.join(sorted(unknown))}")
     prompt = raw.get("prompt")
     _need(isinstance(prompt, str) and prompt.strip(), where, "a prompt is required")
     names = raw.get("tools")
-    _need(isinstance(names, list) and names and all(isinstance(n, str) for n in names), where,
-          "tools must be a non-empty array of tool names")
+    _need(
+        isinstance(names, list) and names and all(isinstance(n, str) for n in names),
+        where,
+        "tools must be a non-empty array of tool names",
+    )
     missing = [n for n in names if n not in tools]
     _need(not missing, where, f"unknown tool(s) {', '.join(missing)} (not in tools.json)")
     offered = {n: tools[n] for n in names}
@@ -215,29 +245,47 @@ def _scenario(raw: dict[str, Any], category: str, tools: dict[str, dict[str, Any
         expect = tuple(_expected(e, tw, offered) for e in rt["expect"])
         results = []
         for r in rt.get("results", []):
-            _need(isinstance(r, dict) and isinstance(r.get("name"), str) and isinstance(r.get("content"), str),
-                  tw, "a result needs a name and a string content")
+            _need(
+                isinstance(r, dict) and isinstance(r.get("name"), str) and isinstance(r.get("content"), str),
+                tw,
+                "a result needs a name and a string content",
+            )
             results.append(ToolResultSpec(r["name"], r["content"]))
         last = i == len(raw_turns) - 1
         if not last:
             _need(bool(expect), tw, "a turn before the last must expect calls (their results lead on)")
-            _need({r.name for r in results} == {e.name for e in expect}, tw,
-                  "a turn before the last needs one result per expected tool")
+            _need(
+                {r.name for r in results} == {e.name for e in expect},
+                tw,
+                "a turn before the last needs one result per expected tool",
+            )
         turns.append(Turn(expect=expect, results=tuple(results)))
     choice = raw.get("tool_choice", "auto")
     if isinstance(choice, dict):
-        _need(set(choice) == {"name"} and choice["name"] in offered, where,
-              "a named tool_choice is {name = \"<offered tool>\"}")
+        _need(
+            set(choice) == {"name"} and choice["name"] in offered,
+            where,
+            'a named tool_choice is {name = "<offered tool>"}',
+        )
         choice = {"name": choice["name"]}
     else:
-        _need(choice in _CHOICES, where, f"tool_choice must be one of {', '.join(_CHOICES)} or {{name = ...}}")
+        _need(
+            choice in _CHOICES, where, f"tool_choice must be one of {', '.join(_CHOICES)} or {{name = ...}}"
+        )
     system = raw.get("system")
     _need(system is None or isinstance(system, str), where, "system must be a string")
     return Scenario(
-        id=sid, category=category, rationale=rationale.strip(), prompt=prompt,
+        id=sid,
+        category=category,
+        rationale=rationale.strip(),
+        prompt=prompt,
         tools=tuple({"type": "function", "function": {"name": n, **offered[n]}} for n in names),
-        turns=tuple(turns), history=_history(raw.get("history", []), where), system=system,
-        tool_choice=choice, stream=bool(raw.get("stream", False)), ordered=bool(raw.get("ordered", False)),
+        turns=tuple(turns),
+        history=_history(raw.get("history", []), where),
+        system=system,
+        tool_choice=choice,
+        stream=bool(raw.get("stream", False)),
+        ordered=bool(raw.get("ordered", False)),
         source=where.split(" ")[0],
     )
 
@@ -256,8 +304,11 @@ def load_corpus(directory: str | Path | None = None) -> Corpus:
         tools = json.loads(tools_bytes)
     except (OSError, ValueError) as exc:
         raise CorpusError(f"{tools_path}: cannot read the tool schemas ({exc})") from exc
-    _need(isinstance(tools, dict) and all(isinstance(v, dict) and "parameters" in v for v in tools.values()),
-          str(tools_path), "tools.json maps each tool name to {description, parameters}")
+    _need(
+        isinstance(tools, dict) and all(isinstance(v, dict) and "parameters" in v for v in tools.values()),
+        str(tools_path),
+        "tools.json maps each tool name to {description, parameters}",
+    )
     digest.update(tools_bytes)
     files = sorted(d.glob("*.toml"))
     _need(bool(files), str(d), "no *.toml scenario files")
@@ -271,7 +322,11 @@ def load_corpus(directory: str | Path | None = None) -> Corpus:
         except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
             raise CorpusError(f"{f.name}: not valid TOML ({exc})") from exc
         category = data.get("category")
-        _need(category in CATEGORIES, f.name, f"category must be one of {', '.join(CATEGORIES)}, got {category!r}")
+        _need(
+            category in CATEGORIES,
+            f.name,
+            f"category must be one of {', '.join(CATEGORIES)}, got {category!r}",
+        )
         raw_list = data.get("scenario", [])
         _need(isinstance(raw_list, list), f.name, "scenarios are [[scenario]] tables")
         for raw in raw_list:

@@ -45,24 +45,55 @@ __all__ = [
     "read_vocab",
 ]
 
-FINDING_IDS = ("no_tools_variable", "tool_results_dropped", "call_ids_dropped", "call_id_length_9",
-               "strict_alternation", "system_dropped_after_tool", "content_null_on_call", "doubled_braces",
-               "marker_not_single_token", "marker_is_control_token", "eot_not_in_vocab", "eot_not_eog",
-               "reasoning_not_stripped", "differs_from_official")
+FINDING_IDS = (
+    "no_tools_variable",
+    "tool_results_dropped",
+    "call_ids_dropped",
+    "call_id_length_9",
+    "strict_alternation",
+    "system_dropped_after_tool",
+    "content_null_on_call",
+    "doubled_braces",
+    "marker_not_single_token",
+    "marker_is_control_token",
+    "eot_not_in_vocab",
+    "eot_not_eog",
+    "reasoning_not_stripped",
+    "differs_from_official",
+)
 
 CALL_CATEGORIES = ["single", "parallel", "streaming", "multi_turn", "tool_choice", "negative", "reasoning"]
 # token texts llama.cpp adds to the end-of-generation set by itself (llama-vocab.cpp)
-_AUTO_EOG = {"<|eot_id|>", "<|im_end|>", "<|end|>", "<|return|>", "<|call|>", "<end_of_turn>", "<|endoftext|>",
-             "<|eom_id|>", "<EOT>", "_<EOT>", "<｜end▁of▁sentence｜>", "<|end_of_text|>"}
+_AUTO_EOG = {
+    "<|eot_id|>",
+    "<|im_end|>",
+    "<|end|>",
+    "<|return|>",
+    "<|call|>",
+    "<end_of_turn>",
+    "<|endoftext|>",
+    "<|eom_id|>",
+    "<EOT>",
+    "_<EOT>",
+    "<｜end▁of▁sentence｜>",
+    "<|end_of_text|>",
+}
 TOKEN_CONTROL = 3
 
 _SYS, _USER, _USER2, _ANSWER = "SYSMARK4471", "USERMARK1093", "USERMARK2288", "ANSWERMARK6620"
 _RESULT, _ARG, _REASON = "RESULTMARK5512", "ARGMARK3307", "REASONMARK9034"
 _CALL_NAME = "probe_lookup_fn"
 _GOOD_ID, _LONG_ID = "pRb7c2X9q", "call_probe_0123456789abcdef"
-_TOOLS = [{"type": "function", "function": {
-    "name": _CALL_NAME, "description": "Look something up.",
-    "parameters": {"type": "object", "properties": {"key": {"type": "string"}}, "required": ["key"]}}}]
+_TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": _CALL_NAME,
+            "description": "Look something up.",
+            "parameters": {"type": "object", "properties": {"key": {"type": "string"}}, "required": ["key"]},
+        },
+    }
+]
 
 
 @dataclass
@@ -110,14 +141,23 @@ class VocabInfo:
 
 # -- helpers ------------------------------------------------------------------------------------------
 
-def _render(source: str, messages: list[dict[str, Any]], *, tools: Any = None, gen: bool = True,
-            bos: str = "", eos: str = "") -> tuple[str | None, str | None]:
+
+def _render(
+    source: str,
+    messages: list[dict[str, Any]],
+    *,
+    tools: Any = None,
+    gen: bool = True,
+    bos: str = "",
+    eos: str = "",
+) -> tuple[str | None, str | None]:
     """(output, error)."""
     from app.engine.templates import TemplateRenderError, render_template
 
     try:
-        return render_template(source, messages, tools=tools, add_generation_prompt=gen,
-                               bos_token=bos, eos_token=eos), None
+        return render_template(
+            source, messages, tools=tools, add_generation_prompt=gen, bos_token=bos, eos_token=eos
+        ), None
     except TemplateRenderError as exc:
         return None, str(exc)
 
@@ -141,8 +181,13 @@ def _clip(text: str, n: int = 200) -> str:
 
 
 def _call_msg(call_id: str, content: Any = "") -> dict[str, Any]:
-    return {"role": "assistant", "content": content, "tool_calls": [
-        {"id": call_id, "type": "function", "function": {"name": _CALL_NAME, "arguments": {"key": _ARG}}}]}
+    return {
+        "role": "assistant",
+        "content": content,
+        "tool_calls": [
+            {"id": call_id, "type": "function", "function": {"name": _CALL_NAME, "arguments": {"key": _ARG}}}
+        ],
+    }
 
 
 def _tool_msg(call_id: str) -> dict[str, Any]:
@@ -151,8 +196,16 @@ def _tool_msg(call_id: str) -> dict[str, Any]:
 
 # -- the checks ------------------------------------------------------------------------------------------
 
-def lint_template(source: str, *, name: str = "chat_template", bos: str = "", eos: str = "",
-                  vocab: VocabInfo | None = None, official_dir: str | Path | None = None) -> TemplateReport:
+
+def lint_template(
+    source: str,
+    *,
+    name: str = "chat_template",
+    bos: str = "",
+    eos: str = "",
+    vocab: VocabInfo | None = None,
+    official_dir: str | Path | None = None,
+) -> TemplateReport:
     """Every finding for one template (and, given ``vocab``, its tokenizer). Never raises on a bad
     template: a template that fails every probe is itself reported."""
     from app.engine.detection import detect_tool_format
@@ -160,10 +213,28 @@ def lint_template(source: str, *, name: str = "chat_template", bos: str = "", eo
 
     findings: list[Finding] = []
 
-    def add(fid: str, severity: str, title: str, explanation: str, callisto: str,
-            line: tuple[int | None, str | None] = (None, None), categories: list[str] | None = None) -> None:
-        findings.append(Finding(fid, severity, title, explanation, callisto, line[0], line[1],
-                                categories if categories is not None else list(CALL_CATEGORIES), name))
+    def add(
+        fid: str,
+        severity: str,
+        title: str,
+        explanation: str,
+        callisto: str,
+        line: tuple[int | None, str | None] = (None, None),
+        categories: list[str] | None = None,
+    ) -> None:
+        findings.append(
+            Finding(
+                fid,
+                severity,
+                title,
+                explanation,
+                callisto,
+                line[0],
+                line[1],
+                categories if categories is not None else list(CALL_CATEGORIES),
+                name,
+            )
+        )
 
     try:
         mode = template_tools_mode(source)
@@ -179,101 +250,172 @@ def lint_template(source: str, *, name: str = "chat_template", bos: str = "", eo
 
     # 1. tools variable
     if mode == "none":
-        add("no_tools_variable", "error", "No tools variable: tools are ignored",
+        add(
+            "no_tools_variable",
+            "error",
+            "No tools variable: tools are ignored",
             "The template never renders the tools it is given, so the model is never shown a tool.",
             "With chat.tool_format=auto tools are off (a notice says so); choose a format and Callisto writes the "
             "schemas and an example call into the system message.",
-            _line(source, r"\btools?\b", r"system"))
+            _line(source, r"\btools?\b", r"system"),
+        )
     elif mode == "system_message":
-        add("no_tools_variable", "warning", "No tools variable: tools are read from the system message",
+        add(
+            "no_tools_variable",
+            "warning",
+            "No tools variable: tools are read from the system message",
             "The template ignores the standard `tools` variable and reads a JSON string from the system "
             "message's `tools` key; OpenAI-style clients that pass `tools` are silently ignored.",
             "Callisto detects this and passes the tools as a JSON string in the system message's tools key.",
-            _line(source, r"'tools' in message", r"message\[.tools.\]", r"\btools\b"))
+            _line(source, r"'tools' in message", r"message\[.tools.\]", r"\btools\b"),
+        )
 
     # 2-3. results and ids in a rendered round trip (a valid 9-character id)
     convo = [base_sys, {"role": "user", "content": _USER}, _call_msg(_GOOD_ID), _tool_msg(_GOOD_ID)]
     out, err = _render(source, convo, tools=tools, bos=bos, eos=eos)
     calls_rendered = out is not None and _ARG in out
     if out is not None and calls_rendered and _RESULT not in out:
-        add("tool_results_dropped", "error", "Tool results are dropped",
+        add(
+            "tool_results_dropped",
+            "error",
+            "Tool results are dropped",
             "The template renders the assistant's calls but never the tool results, so a model cannot use a "
             "result in its next step.",
             "Multi-turn tool use cannot work through this template; Callisto reports it (red multi_turn cells).",
-            _line(source, r"role\W+==\W+.tool", r"'tool'|\"tool\"", r"tool_calls"), ["multi_turn", "reasoning"])
+            _line(source, r"role\W+==\W+.tool", r"'tool'|\"tool\"", r"tool_calls"),
+            ["multi_turn", "reasoning"],
+        )
     elif out is None and mode != "none":
-        head, _ = _render(source, [base_sys, {"role": "user", "content": _USER}, _call_msg(_GOOD_ID)],
-                          tools=tools, bos=bos, eos=eos)
+        head, _ = _render(
+            source,
+            [base_sys, {"role": "user", "content": _USER}, _call_msg(_GOOD_ID)],
+            tools=tools,
+            bos=bos,
+            eos=eos,
+        )
         if head is not None:
-            add("tool_results_dropped", "error", "A tool result makes the template fail",
+            add(
+                "tool_results_dropped",
+                "error",
+                "A tool result makes the template fail",
                 f"Rendering a tool message raises ({_clip(err or '', 120)}), so no result can reach the model.",
                 "Callisto's render fails on such a conversation and says so; multi-turn tool use is not possible.",
-                _line(source, r"raise_exception", r"'tool'|\"tool\""), ["multi_turn", "reasoning"])
+                _line(source, r"raise_exception", r"'tool'|\"tool\""),
+                ["multi_turn", "reasoning"],
+            )
     if out is not None and calls_rendered and _RESULT in out and _GOOD_ID not in out:
-        add("call_ids_dropped", "info", "Call ids are dropped",
+        add(
+            "call_ids_dropped",
+            "info",
+            "Call ids are dropped",
             "Calls and results are rendered without their ids, so results pair with calls by order only.",
             "Callisto feeds results back in call order, which keeps the pairs right; parallel calls with results "
             "out of order would be ambiguous to the model.",
             _line(source, r"tool_call(\.function)?\.name", r"tool_call\[.function.\]", r"tool_calls"),
-            ["parallel", "multi_turn"])
+            ["parallel", "multi_turn"],
+        )
     if out is not None:
-        long_out, long_err = _render(source, [base_sys, {"role": "user", "content": _USER}, _call_msg(_LONG_ID),
-                                              _tool_msg(_LONG_ID)], tools=tools, bos=bos, eos=eos)
+        long_out, long_err = _render(
+            source,
+            [base_sys, {"role": "user", "content": _USER}, _call_msg(_LONG_ID), _tool_msg(_LONG_ID)],
+            tools=tools,
+            bos=bos,
+            eos=eos,
+        )
         if long_out is None:
-            add("call_id_length_9", "warning", "Call ids must be 9 characters",
+            add(
+                "call_id_length_9",
+                "warning",
+                "Call ids must be 9 characters",
                 f"The template raises on a call id that is not exactly 9 characters ({_clip(long_err or '', 100)}); "
                 "clients that pass OpenAI-style ids (call_...) fail on the second turn.",
                 "Callisto maps call ids to 9 letters and digits (call00000, hist00001...) before rendering.",
-                _line(source, r"length\s*!=\s*9", r"length\s*==\s*9", r"\b9\b.*id|id.*\b9\b"), ["multi_turn",
-                                                                                              "parallel"])
+                _line(source, r"length\s*!=\s*9", r"length\s*==\s*9", r"\b9\b.*id|id.*\b9\b"),
+                ["multi_turn", "parallel"],
+            )
 
     # 4. strict alternation
     one, _ = _render(source, [{"role": "user", "content": _USER}], tools=tools, bos=bos, eos=eos)
-    two, two_err = _render(source, [{"role": "user", "content": _USER}, {"role": "user", "content": _USER2}],
-                           tools=tools, bos=bos, eos=eos)
+    two, two_err = _render(
+        source,
+        [{"role": "user", "content": _USER}, {"role": "user", "content": _USER2}],
+        tools=tools,
+        bos=bos,
+        eos=eos,
+    )
     if one is not None and two is None:
-        add("strict_alternation", "warning", "Strict role alternation",
+        add(
+            "strict_alternation",
+            "warning",
+            "Strict role alternation",
             f"The template raises when two user turns follow each other ({_clip(two_err or '', 100)}).",
             "Callisto merges consecutive user turns and retries, so its own conversations render.",
-            _line(source, r"raise_exception.*(altern|order|must)", r"raise_exception"), ["multi_turn"])
+            _line(source, r"raise_exception.*(altern|order|must)", r"raise_exception"),
+            ["multi_turn"],
+        )
 
     # 5. system prompt after a tool result
     plain, _ = _render(source, [base_sys, {"role": "user", "content": _USER}], tools=tools, bos=bos, eos=eos)
     if plain is not None and _SYS in plain and out is not None and _SYS not in out:
-        add("system_dropped_after_tool", "warning", "System prompt dropped after a tool result",
+        add(
+            "system_dropped_after_tool",
+            "warning",
+            "System prompt dropped after a tool result",
             "The system prompt is rendered for a plain turn but disappears once the last message is a tool result.",
             "Callisto keeps the system prompt in the conversation, but through this template the model loses it "
             "while it works with tool results; keep lasting instructions in the first user message.",
             _line(source, r"system_message", r"messages\[0\].*system", r"'system'|\"system\""),
-            ["multi_turn", "reasoning"])
+            ["multi_turn", "reasoning"],
+        )
 
     # 6. content null on a tool-call turn
     if calls_rendered:
-        null_out, null_err = _render(source, [base_sys, {"role": "user", "content": _USER}, _call_msg(_GOOD_ID, None),
-                                              _tool_msg(_GOOD_ID)], tools=tools, bos=bos, eos=eos)
+        null_out, null_err = _render(
+            source,
+            [base_sys, {"role": "user", "content": _USER}, _call_msg(_GOOD_ID, None), _tool_msg(_GOOD_ID)],
+            tools=tools,
+            bos=bos,
+            eos=eos,
+        )
         if null_out is None or ("None" in null_out and "None" not in (out or "")):
             why = f"raises ({_clip(null_err or '', 100)})" if null_out is None else "writes the text None"
-            add("content_null_on_call", "warning", "Assumes content is not null on a tool-call turn",
+            add(
+                "content_null_on_call",
+                "warning",
+                "Assumes content is not null on a tool-call turn",
                 f"An assistant turn with calls and content null (what OpenAI clients send) {why}.",
                 "Callisto always renders an empty string for such a turn; clients sending null to a server with "
                 "this template fail on their second request.",
-                _line(source, r"\+\s*message(\.content|\[.content.\])", r"message(\.content|\[.content.\])\s*\+",
-                      r"content"), ["multi_turn", "reasoning"])
+                _line(
+                    source,
+                    r"\+\s*message(\.content|\[.content.\])",
+                    r"message(\.content|\[.content.\])\s*\+",
+                    r"content",
+                ),
+                ["multi_turn", "reasoning"],
+            )
 
     # 7. doubled braces in instructions
     if mode != "none":
-        rendered_tools, _ = _render(source, [{"role": "user", "content": _USER}], tools=tools, bos=bos, eos=eos)
+        rendered_tools, _ = _render(
+            source, [{"role": "user", "content": _USER}], tools=tools, bos=bos, eos=eos
+        )
         if mode == "system_message":
-            rendered_tools, _ = _render(source, [base_sys, {"role": "user", "content": _USER}], bos=bos, eos=eos)
+            rendered_tools, _ = _render(
+                source, [base_sys, {"role": "user", "content": _USER}], bos=bos, eos=eos
+            )
         if rendered_tools and re.search(r'\{\{\s*\\?"(name|function|arguments)"', rendered_tools):
-            add("doubled_braces", "warning", "Doubled braces in the call instructions",
+            add(
+                "doubled_braces",
+                "warning",
+                "Doubled braces in the call instructions",
                 'The instructions show the call format as {{"name": ...}}: small models copy the doubled braces '
                 "and their calls are not JSON.",
                 "Callisto's parser does not guess (a reply with doubled braces is shown as text, scored "
                 "unparsed_tool_call); hermes guidance from another template avoids it.",
-                _line(source, r'\{\{\\?"name', r"\{\{\s*\\\"", r"\{\{\""), ["single", "parallel", "streaming",
-                                                                          "multi_turn", "tool_choice", "negative",
-                                                                          "reasoning"])
+                _line(source, r'\{\{\\?"name', r"\{\{\s*\\\"", r"\{\{\""),
+                ["single", "parallel", "streaming", "multi_turn", "tool_choice", "negative", "reasoning"],
+            )
 
     # 8-9. vocabulary: call marker and end of turn
     if vocab is not None:
@@ -281,35 +423,58 @@ def lint_template(source: str, *, name: str = "chat_template", bos: str = "", eo
 
     # 10. reasoning kept in history
     if re.search(r"</think>|\[/THINK\]|<channel\|>|reasoning_content", source):
-        hist = [{"role": "user", "content": _USER},
-                {"role": "assistant", "content": f"<think>{_REASON}</think>{_ANSWER}"},
-                {"role": "user", "content": _USER2}]
+        hist = [
+            {"role": "user", "content": _USER},
+            {"role": "assistant", "content": f"<think>{_REASON}</think>{_ANSWER}"},
+            {"role": "user", "content": _USER2},
+        ]
         r_out, _ = _render(source, hist, tools=None, bos=bos, eos=eos)
         if r_out is not None and _REASON in r_out:
-            add("reasoning_not_stripped", "info", "Old reasoning is not stripped from history",
+            add(
+                "reasoning_not_stripped",
+                "info",
+                "Old reasoning is not stripped from history",
                 "A past turn's <think> block is rendered back into the prompt, costing context and confusing the "
                 "model about what it said.",
                 "Callisto keeps reasoning out of the content (its own field, passed as reasoning_content); clients "
                 "that send <think> inside content get it replayed.",
-                _line(source, r"</think>|\[/THINK\]|<channel\|>", r"reasoning_content"), ["reasoning", "multi_turn"])
+                _line(source, r"</think>|\[/THINK\]|<channel\|>", r"reasoning_content"),
+                ["reasoning", "multi_turn"],
+            )
 
     # 11. official comparison
     match, closest, diff = _compare_official(source, official_dir, name)
     if match is None and closest is not None:
-        add("differs_from_official", "info", f"Differs from the official template {closest}",
+        add(
+            "differs_from_official",
+            "info",
+            f"Differs from the official template {closest}",
             f"The template is close to {closest} but not the same: {diff['summary']}",
             "Callisto renders the template as it is; a changed line here is the first suspect for a red cell that "
             "the official template's models pass.",
-            (diff["line"], diff["line_text"]), [])
-    return TemplateReport(template=name, sha256=hashlib.sha256(source.encode("utf-8")).hexdigest(),
-                          detected_format=family, tools_mode=mode, official_match=match,
-                          closest_official=closest, findings=findings)
+            (diff["line"], diff["line_text"]),
+            [],
+        )
+    return TemplateReport(
+        template=name,
+        sha256=hashlib.sha256(source.encode("utf-8")).hexdigest(),
+        detected_format=family,
+        tools_mode=mode,
+        official_match=match,
+        closest_official=closest,
+        findings=findings,
+    )
 
 
 def _eot_marker(source: str, bos: str, eos: str) -> str | None:
     """The special-token-looking text the template writes right after an assistant turn's content."""
-    out, _ = _render(source, [{"role": "user", "content": _USER}, {"role": "assistant", "content": _ANSWER}],
-                     gen=False, bos=bos, eos=eos)
+    out, _ = _render(
+        source,
+        [{"role": "user", "content": _USER}, {"role": "assistant", "content": _ANSWER}],
+        gen=False,
+        bos=bos,
+        eos=eos,
+    )
     if not out or _ANSWER not in out:
         return None
     after = out.split(_ANSWER, 1)[1]
@@ -317,8 +482,9 @@ def _eot_marker(source: str, bos: str, eos: str) -> str | None:
     return m.group(1) if m else None
 
 
-def _vocab_findings(source: str, family: str | None, vocab: VocabInfo, name: str, bos: str,
-                    eos: str) -> list[Finding]:
+def _vocab_findings(
+    source: str, family: str | None, vocab: VocabInfo, name: str, bos: str, eos: str
+) -> list[Finding]:
     from app.engine.formats import FORMATS
 
     out: list[Finding] = []
@@ -328,42 +494,78 @@ def _vocab_findings(source: str, family: str | None, vocab: VocabInfo, name: str
                 continue  # "{" and "[": ordinary text, not a marker token
             line = _line(source, re.escape(marker))
             if marker not in vocab.tokens:
-                out.append(Finding(
-                    "marker_not_single_token", "info", f"Call marker {marker} is not one token",
-                    f"The {family} call marker {marker} is not in the vocabulary, so the model writes it in pieces "
-                    "and a stack that watches for the marker's token id never sees it.",
-                    "Callisto parses the decoded text, so calls are still found; llama-server-style token triggers "
-                    "may miss them.", line[0], line[1], list(CALL_CATEGORIES), name))
+                out.append(
+                    Finding(
+                        "marker_not_single_token",
+                        "info",
+                        f"Call marker {marker} is not one token",
+                        f"The {family} call marker {marker} is not in the vocabulary, so the model writes it in pieces "
+                        "and a stack that watches for the marker's token id never sees it.",
+                        "Callisto parses the decoded text, so calls are still found; llama-server-style token triggers "
+                        "may miss them.",
+                        line[0],
+                        line[1],
+                        list(CALL_CATEGORIES),
+                        name,
+                    )
+                )
             elif vocab.token_type(marker) == TOKEN_CONTROL:
-                out.append(Finding(
-                    "marker_is_control_token", "warning", f"Call marker {marker} is a control token",
-                    f"{marker} is a control token: detokenizers that skip special tokens drop it, so the call is "
-                    "invisible unless special tokens are decoded.",
-                    "Callisto decodes special tokens (token_bytes(special=True)), so it sees the marker; servers "
-                    "that hide specials show a call as plain JSON or nothing.",
-                    line[0], line[1], list(CALL_CATEGORIES), name))
+                out.append(
+                    Finding(
+                        "marker_is_control_token",
+                        "warning",
+                        f"Call marker {marker} is a control token",
+                        f"{marker} is a control token: detokenizers that skip special tokens drop it, so the call is "
+                        "invisible unless special tokens are decoded.",
+                        "Callisto decodes special tokens (token_bytes(special=True)), so it sees the marker; servers "
+                        "that hide specials show a call as plain JSON or nothing.",
+                        line[0],
+                        line[1],
+                        list(CALL_CATEGORIES),
+                        name,
+                    )
+                )
     eot = _eot_marker(source, bos, eos)
     if eot is not None:
         line = _line(source, re.escape(eot))
         tid = vocab.tokens.get(eot)
         if tid is None:
-            out.append(Finding(
-                "eot_not_in_vocab", "error", f"End-of-turn {eot} is not in the vocabulary",
-                f"The template ends an assistant turn with {eot}, which is no token of this model: the model can "
-                "never write it, so its replies do not end where the template expects.",
-                "Callisto stops on the model's end-of-generation tokens and the token limit only; expect replies "
-                "that run on (finish_reason length).", line[0], line[1], list(CALL_CATEGORIES), name))
+            out.append(
+                Finding(
+                    "eot_not_in_vocab",
+                    "error",
+                    f"End-of-turn {eot} is not in the vocabulary",
+                    f"The template ends an assistant turn with {eot}, which is no token of this model: the model can "
+                    "never write it, so its replies do not end where the template expects.",
+                    "Callisto stops on the model's end-of-generation tokens and the token limit only; expect replies "
+                    "that run on (finish_reason length).",
+                    line[0],
+                    line[1],
+                    list(CALL_CATEGORIES),
+                    name,
+                )
+            )
         elif tid not in vocab.eog_ids and eot not in _AUTO_EOG:
-            out.append(Finding(
-                "eot_not_eog", "warning", f"End-of-turn {eot} does not stop generation",
-                f"{eot} is a token but not in the end-of-generation set (eos/eot/eom ids): after the reply the model "
-                "keeps going, often writing a new turn.",
-                "Callisto stops on the end-of-generation set llama.cpp reports; fix the GGUF's eos/eot id "
-                "(gguf-set-metadata) or expect long replies.", line[0], line[1], list(CALL_CATEGORIES), name))
+            out.append(
+                Finding(
+                    "eot_not_eog",
+                    "warning",
+                    f"End-of-turn {eot} does not stop generation",
+                    f"{eot} is a token but not in the end-of-generation set (eos/eot/eom ids): after the reply the model "
+                    "keeps going, often writing a new turn.",
+                    "Callisto stops on the end-of-generation set llama.cpp reports; fix the GGUF's eos/eot id "
+                    "(gguf-set-metadata) or expect long replies.",
+                    line[0],
+                    line[1],
+                    list(CALL_CATEGORIES),
+                    name,
+                )
+            )
     return out
 
 
 # -- official templates ----------------------------------------------------------------------------------
+
 
 def _official_dirs(extra: str | Path | None) -> list[Path]:
     dirs = []
@@ -397,8 +599,9 @@ def _norm(source: str) -> str:
     return source.replace("\r\n", "\n").strip()
 
 
-def _compare_official(source: str, official_dir: str | Path | None,
-                      name_hint: str = "") -> tuple[str | None, str | None, dict[str, Any]]:
+def _compare_official(
+    source: str, official_dir: str | Path | None, name_hint: str = ""
+) -> tuple[str | None, str | None, dict[str, Any]]:
     """(identical official name, closest official name, what changed)."""
     officials = official_templates(official_dir)
     mine = _norm(source)
@@ -443,7 +646,9 @@ def _compare_official(source: str, official_dir: str | Path | None,
             changes.append(f"official lines {a0 + 1}-{a1} removed ({_clip(theirs[a0], 60)!r}...)")
         else:
             changes.append(f"lines {b0 + 1}-{b1} added ({_clip(mine_lines[b0], 60)!r}...)")
-    summary = "; ".join(changes[:3]) + (f"; and {len(changes) - 3} more change(s)" if len(changes) > 3 else "")
+    summary = "; ".join(changes[:3]) + (
+        f"; and {len(changes) - 3} more change(s)" if len(changes) > 3 else ""
+    )
     return None, name, {"summary": summary or "whitespace only", "line": first_line, "line_text": first_text}
 
 
@@ -456,11 +661,12 @@ def _char_change(old: str, new: str, ctx: int = 12) -> str:
     while j < min(len(old), len(new)) - i and old[len(old) - 1 - j] == new[len(new) - 1 - j]:
         j += 1
     start = max(0, i - ctx)
-    a, b = old[start:len(old) - j + ctx], new[start:len(new) - j + ctx]
+    a, b = old[start : len(old) - j + ctx], new[start : len(new) - j + ctx]
     return f"{a[:80]!r} -> {b[:80]!r} at column {i + 1}"
 
 
 # -- GGUF files ------------------------------------------------------------------------------------------
+
 
 def read_vocab(path: str | Path, meta: Any = None) -> VocabInfo | None:
     """The GGUF's token texts, token types and end-of-generation ids (read with gguf-py, no llama.cpp)."""
@@ -488,8 +694,15 @@ def read_vocab(path: str | Path, meta: Any = None) -> VocabInfo | None:
     tokens: dict[str, int] = {}
     for i, t in enumerate(texts):
         tokens.setdefault(t, i)
-    eog = {i for i in (scalar("tokenizer.ggml.eos_token_id"), scalar("tokenizer.ggml.eot_token_id"),
-                       scalar("tokenizer.ggml.eom_token_id")) if i is not None}
+    eog = {
+        i
+        for i in (
+            scalar("tokenizer.ggml.eos_token_id"),
+            scalar("tokenizer.ggml.eot_token_id"),
+            scalar("tokenizer.ggml.eom_token_id"),
+        )
+        if i is not None
+    }
     return VocabInfo(tokens=tokens, types=types, eog_ids=eog)
 
 
@@ -506,13 +719,37 @@ def lint_gguf(path: str | Path, *, official_dir: str | Path | None = None) -> di
     for name, src in sorted(meta.named_templates.items()):
         if isinstance(src, str) and src.strip():
             templates.append((f"chat_template.{name}", src))
-    reports = [lint_template(src, name=name, bos=meta.bos_token or "", eos=meta.eos_token or "", vocab=vocab,
-                             official_dir=official_dir) for name, src in templates]
+    reports = [
+        lint_template(
+            src,
+            name=name,
+            bos=meta.bos_token or "",
+            eos=meta.eos_token or "",
+            vocab=vocab,
+            official_dir=official_dir,
+        )
+        for name, src in templates
+    ]
     findings = [f.to_dict() for r in reports for f in r.findings]
     if not templates:
-        findings.append(Finding(
-            "no_tools_variable", "error", "No chat template", "The GGUF has no chat template at all, so it "
-            "renders no tools.", "Callisto formats the conversation with its fallback ChatML template and tools "
-            "are off unless you choose a format.", None, None, list(CALL_CATEGORIES), "(none)").to_dict())
-    return {"path": str(path), "file_name": Path(path).name, "vocab_read": vocab is not None,
-            "templates": [r.to_dict() for r in reports], "findings": findings}
+        findings.append(
+            Finding(
+                "no_tools_variable",
+                "error",
+                "No chat template",
+                "The GGUF has no chat template at all, so it renders no tools.",
+                "Callisto formats the conversation with its fallback ChatML template and tools "
+                "are off unless you choose a format.",
+                None,
+                None,
+                list(CALL_CATEGORIES),
+                "(none)",
+            ).to_dict()
+        )
+    return {
+        "path": str(path),
+        "file_name": Path(path).name,
+        "vocab_read": vocab is not None,
+        "templates": [r.to_dict() for r in reports],
+        "findings": findings,
+    }

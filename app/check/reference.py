@@ -32,7 +32,7 @@ def find_turn(corpus: Corpus, body: dict[str, Any]) -> tuple[Scenario, int] | No
     if last_user is None:
         return None
     prompt = messages[last_user].get("content")
-    turn = sum(1 for m in messages[last_user + 1:] if m.get("role") == "assistant")
+    turn = sum(1 for m in messages[last_user + 1 :] if m.get("role") == "assistant")
     for s in corpus.scenarios:
         if s.prompt == prompt and turn < len(s.turns):
             return s, turn
@@ -49,8 +49,13 @@ def expected_reply(scenario: Scenario, turn: int) -> Reply:
 class ReferenceServer:
     """``with ReferenceServer(corpus) as srv: srv.url`` -> ``http://127.0.0.1:PORT/v1``."""
 
-    def __init__(self, corpus: Corpus, reply_for: Callable[[Scenario, int, dict[str, Any]], Reply] | None = None,
-                 *, model: str = "reference"):
+    def __init__(
+        self,
+        corpus: Corpus,
+        reply_for: Callable[[Scenario, int, dict[str, Any]], Reply] | None = None,
+        *,
+        model: str = "reference",
+    ):
         self.corpus = corpus
         self.reply_for = reply_for or (lambda s, t, body: expected_reply(s, t))
         self.model = model
@@ -90,8 +95,15 @@ class ReferenceServer:
 
             def do_GET(self) -> None:  # noqa: N802
                 if self.path.rstrip("/").endswith("/models"):
-                    self._send(200, {"object": "list", "data": [{"id": server.model, "object": "model",
-                                                                 "owned_by": "callisto-reference"}]})
+                    self._send(
+                        200,
+                        {
+                            "object": "list",
+                            "data": [
+                                {"id": server.model, "object": "model", "owned_by": "callisto-reference"}
+                            ],
+                        },
+                    )
                 else:
                     self._send(404, {"error": {"message": "not found"}})
 
@@ -137,24 +149,39 @@ def _args_text(arguments: Any) -> str:
 
 
 def _completion(reply: Reply, model: str) -> dict[str, Any]:
-    calls = [{"id": c.get("id", f"call_{i:05d}"), "type": "function",
-              "function": {"name": c["name"], "arguments": _args_text(c.get("arguments", {}))}}
-             for i, c in enumerate(reply.get("tool_calls") or [])]
+    calls = [
+        {
+            "id": c.get("id", f"call_{i:05d}"),
+            "type": "function",
+            "function": {"name": c["name"], "arguments": _args_text(c.get("arguments", {}))},
+        }
+        for i, c in enumerate(reply.get("tool_calls") or [])
+    ]
     message: dict[str, Any] = {"role": "assistant", "content": reply.get("content") or None}
     if reply.get("reasoning"):
         message["reasoning_content"] = reply["reasoning"]
     if calls:
         message["tool_calls"] = calls
-    return {"id": "chatcmpl-reference", "object": "chat.completion", "model": model,
-            "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if calls else "stop"}]}
+    return {
+        "id": "chatcmpl-reference",
+        "object": "chat.completion",
+        "model": model,
+        "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if calls else "stop"}],
+    }
 
 
 def _sse(reply: Reply, model: str) -> bytes:
     chunks: list[dict[str, Any]] = []
 
     def delta(d: dict[str, Any], finish: str | None = None) -> None:
-        chunks.append({"id": "chatcmpl-reference", "object": "chat.completion.chunk", "model": model,
-                       "choices": [{"index": 0, "delta": d, "finish_reason": finish}]})
+        chunks.append(
+            {
+                "id": "chatcmpl-reference",
+                "object": "chat.completion.chunk",
+                "model": model,
+                "choices": [{"index": 0, "delta": d, "finish_reason": finish}],
+            }
+        )
 
     delta({"role": "assistant"})
     for piece in _pieces(reply.get("reasoning") or "", 5):
@@ -163,8 +190,18 @@ def _sse(reply: Reply, model: str) -> bytes:
         delta({"content": piece})
     calls = reply.get("stream_tool_calls") or reply.get("tool_calls") or []
     for i, c in enumerate(calls):
-        delta({"tool_calls": [{"index": i, "id": c.get("id", f"call_{i:05d}"), "type": "function",
-                               "function": {"name": c["name"], "arguments": ""}}]})
+        delta(
+            {
+                "tool_calls": [
+                    {
+                        "index": i,
+                        "id": c.get("id", f"call_{i:05d}"),
+                        "type": "function",
+                        "function": {"name": c["name"], "arguments": ""},
+                    }
+                ]
+            }
+        )
         for piece in _pieces(_args_text(c.get("arguments", {})), 4):
             delta({"tool_calls": [{"index": i, "function": {"arguments": piece}}]})
     delta({}, "tool_calls" if calls else "stop")
@@ -173,4 +210,4 @@ def _sse(reply: Reply, model: str) -> bytes:
 
 
 def _pieces(text: str, n: int) -> list[str]:
-    return [text[i:i + n] for i in range(0, len(text), n)]
+    return [text[i : i + n] for i in range(0, len(text), n)]

@@ -26,17 +26,32 @@ class RemoteTarget(InProcessTarget):
 
     kind = "remote"
 
-    def __init__(self, provider: Any, model: str, *, parser: str = "api", template: Any = None,
-                 model_file: str | None = None, stack_name: str | None = None, tool_format: str = "auto",
-                 max_tokens: int = DEFAULT_MAX_TOKENS, temperature: float = 0.0, seed: int = DEFAULT_SEED):
+    def __init__(
+        self,
+        provider: Any,
+        model: str,
+        *,
+        parser: str = "api",
+        template: Any = None,
+        model_file: str | None = None,
+        stack_name: str | None = None,
+        tool_format: str = "auto",
+        max_tokens: int = DEFAULT_MAX_TOKENS,
+        temperature: float = 0.0,
+        seed: int = DEFAULT_SEED,
+    ):
         if parser not in PARSER_WORDS:
             raise ValueError(f"unknown parser {parser!r} for a remote check (choices: api, callisto)")
         if parser == "callisto" and provider.kind == "anthropic":
-            raise ValueError("Callisto parsing needs an endpoint that completes raw text; the Anthropic API does not "
-                             "(use --kind openai or ollama, or --parser api)")
+            raise ValueError(
+                "Callisto parsing needs an endpoint that completes raw text; the Anthropic API does not "
+                "(use --kind openai or ollama, or --parser api)"
+            )
         # Callisto parsing: the family to read (auto: from the template; a model whose template shows
         # no tool format is then sent no tools, as in process)
-        super().__init__(None, tool_format=tool_format, max_tokens=max_tokens, temperature=temperature, seed=seed)
+        super().__init__(
+            None, tool_format=tool_format, max_tokens=max_tokens, temperature=temperature, seed=seed
+        )
         self.provider = provider
         self.model_name = model
         self.parser = parser
@@ -60,25 +75,42 @@ class RemoteTarget(InProcessTarget):
             except (OSError, ValueError) as exc:
                 model["file_error"] = str(exc)
         base = self.stack_name or {"openai": "openai-compatible"}.get(self.provider.kind, self.provider.kind)
-        stack = {"name": f"{base} · {PARSER_WORDS[self.parser]}", "endpoint": redact_url(self.provider.base),
-                 "api": self.provider.kind, "parser": self.parser,
-                 "decode": ("raw text from the engine, parsed by Callisto's family parser" if self.parser == "callisto"
-                            else "the engine's own tool-call parsing")}
+        stack = {
+            "name": f"{base} · {PARSER_WORDS[self.parser]}",
+            "endpoint": redact_url(self.provider.base),
+            "api": self.provider.kind,
+            "parser": self.parser,
+            "decode": (
+                "raw text from the engine, parsed by Callisto's family parser"
+                if self.parser == "callisto"
+                else "the engine's own tool-call parsing"
+            ),
+        }
         return {"model": model, "stack": stack}
 
     def close(self) -> None:
         pass
 
-    def _new_session(self, scenario: Scenario, registry: Any, dispatcher: Any, history: list[Any],
-                     kwargs: dict[str, Any]) -> Any:
+    def _new_session(
+        self, scenario: Scenario, registry: Any, dispatcher: Any, history: list[Any], kwargs: dict[str, Any]
+    ) -> Any:
         from app.engine.remote import RemoteChatSession
 
-        return RemoteChatSession(self.provider, self.model_name, parser=self.parser, template=self.template,
-                                 tool_format=self.tool_format,
-                                 registry=registry, dispatcher=dispatcher, system_prompt=scenario.system,
-                                 sampling={"temperature": self.temperature, "seed": self.seed},
-                                 max_rounds=len(scenario.turns) + 1, max_tokens=self.max_tokens, messages=history,
-                                 **kwargs)
+        return RemoteChatSession(
+            self.provider,
+            self.model_name,
+            parser=self.parser,
+            template=self.template,
+            tool_format=self.tool_format,
+            registry=registry,
+            dispatcher=dispatcher,
+            system_prompt=scenario.system,
+            sampling={"temperature": self.temperature, "seed": self.seed},
+            max_rounds=len(scenario.turns) + 1,
+            max_tokens=self.max_tokens,
+            messages=history,
+            **kwargs,
+        )
 
 
 def side_by_side(results: list[dict[str, Any]]) -> str:
@@ -94,7 +126,9 @@ def side_by_side(results: list[dict[str, Any]]) -> str:
 
     lines = [" " * 14 + "".join(h.ljust(width) for h in heads)]
     for cat in cats:
-        lines.append(f"  {cat:12}" + "".join(cell(r["summary"]["by_category"].get(cat)).ljust(width) for r in results))
+        lines.append(
+            f"  {cat:12}" + "".join(cell(r["summary"]["by_category"].get(cat)).ljust(width) for r in results)
+        )
     lines.append(f"  {'all':12}" + "".join(cell(r["summary"]).ljust(width) for r in results))
     return "\n".join(line.rstrip() for line in lines)
 
@@ -122,36 +156,71 @@ def run_remote_check(args: Any, corpus: Any, scenarios: list[Scenario]) -> int:
 
     parsers = ["api", "callisto"] if args.parser == "both" else [args.parser]
     try:
-        provider = Provider(args.endpoint, kind=args.kind, api_key=args.api_key or os.environ.get(
-            "CALLISTO_CHECK_API_KEY"), timeout_s=args.timeout)
-        targets = [RemoteTarget(provider, args.model, parser=p, model_file=args.model_file, stack_name=args.stack,
-                                tool_format=args.tool_format,
-                                max_tokens=args.max_tokens, temperature=args.temperature, seed=args.seed)
-                   for p in parsers]
+        provider = Provider(
+            args.endpoint,
+            kind=args.kind,
+            api_key=args.api_key or os.environ.get("CALLISTO_CHECK_API_KEY"),
+            timeout_s=args.timeout,
+        )
+        targets = [
+            RemoteTarget(
+                provider,
+                args.model,
+                parser=p,
+                model_file=args.model_file,
+                stack_name=args.stack,
+                tool_format=args.tool_format,
+                max_tokens=args.max_tokens,
+                temperature=args.temperature,
+                seed=args.seed,
+            )
+            for p in parsers
+        ]
     except ValueError as exc:
         err(f"error: {exc}")
         return 2
     results = []
     for target in targets:
+
         def progress(i: int, n: int, scenario: Any, res: Any, parser: str = target.parser) -> None:
             if res is None:
                 return
             row = res.to_dict("", "")
             if args.json:
                 row = {k: v for k, v in row.items() if k not in ("transcript_sha256", "transcript_file")}
-                print(json.dumps({"type": "scenario", "parser": parser, "index": i + 1, "of": n, **row},
-                                 ensure_ascii=False), flush=True)
+                print(
+                    json.dumps(
+                        {"type": "scenario", "parser": parser, "index": i + 1, "of": n, **row},
+                        ensure_ascii=False,
+                    ),
+                    flush=True,
+                )
             else:
                 mark = {"pass": "PASS", "fail": "FAIL", "error": "ERROR"}[row["outcome"]]
                 why = f"  {row['failure_class']}: {row['message']}" if row["failure_class"] else ""
-                print(f"[{parser:8}] [{i + 1:>3}/{n}] {mark:5} {scenario.category:11} {scenario.id}{why}", flush=True)
+                print(
+                    f"[{parser:8}] [{i + 1:>3}/{n}] {mark:5} {scenario.category:11} {scenario.id}{why}",
+                    flush=True,
+                )
 
-        settings = {"max_tokens": args.max_tokens, "temperature": args.temperature, "seed": args.seed,
-                    "parser": target.parser, "kind": args.kind, "categories": args.category,
-                    "scenario_ids": args.scenario}
+        settings = {
+            "max_tokens": args.max_tokens,
+            "temperature": args.temperature,
+            "seed": args.seed,
+            "parser": target.parser,
+            "kind": args.kind,
+            "categories": args.category,
+            "scenario_ids": args.scenario,
+        }
         try:
-            result = run_check(target, scenarios, corpus_sha256=corpus.sha256, corpus_dir=str(corpus.directory),
-                               progress=progress, settings=settings)
+            result = run_check(
+                target,
+                scenarios,
+                corpus_sha256=corpus.sha256,
+                corpus_dir=str(corpus.directory),
+                progress=progress,
+                settings=settings,
+            )
         except KeyboardInterrupt:
             err("\n[cancelled]")
             return 130
@@ -162,8 +231,12 @@ def run_remote_check(args: Any, corpus: Any, scenarios: list[Scenario]) -> int:
         results.append(result)
     if args.json:
         for r in results:
-            print(json.dumps({"type": "summary", "parser": r["stack"]["parser"], **r["summary"]},
-                             ensure_ascii=False), flush=True)
+            print(
+                json.dumps(
+                    {"type": "summary", "parser": r["stack"]["parser"], **r["summary"]}, ensure_ascii=False
+                ),
+                flush=True,
+            )
     else:
         print()
         print(side_by_side(results))

@@ -85,9 +85,14 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
         c["score"] = round(c["passed"] / c["total"], 4) if c["total"] else 0.0
     ordered = {k: by_cat[k] for k in CATEGORIES if k in by_cat}
     passed = sum(r["outcome"] == "pass" for r in rows)
-    return {"passed": passed, "total": len(rows), "score": round(passed / len(rows), 4) if rows else 0.0,
-            "errors": sum(r["outcome"] == "error" for r in rows), "by_category": ordered,
-            "failure_classes": dict(sorted(classes.items()))}
+    return {
+        "passed": passed,
+        "total": len(rows),
+        "score": round(passed / len(rows), 4) if rows else 0.0,
+        "errors": sum(r["outcome"] == "error" for r in rows),
+        "by_category": ordered,
+        "failure_classes": dict(sorted(classes.items())),
+    }
 
 
 def run_check(
@@ -118,8 +123,17 @@ def run_check(
             ident = t.identity()
         run = t.run(sc, cancel=stop)
         outcome = score_scenario(sc, run.observations)
-        res = ScenarioResult(sc, outcome, run.duration_s, dict(run.transcript, observations=[
-            o.to_dict() for o in run.observations], outcome=outcome.to_dict()), run.notes)
+        res = ScenarioResult(
+            sc,
+            outcome,
+            run.duration_s,
+            dict(
+                run.transcript,
+                observations=[o.to_dict() for o in run.observations],
+                outcome=outcome.to_dict(),
+            ),
+            run.notes,
+        )
         results.append(res)
         if progress is not None:
             progress(i, n, sc, res)
@@ -177,8 +191,10 @@ def validate_result(result: dict[str, Any]) -> list[str]:
 
     validator = jsonschema.Draft202012Validator(result_schema())
     doc = {k: v for k, v in result.items() if k != "_transcripts"}
-    return [f"{'/'.join(str(x) for x in e.absolute_path) or '(root)'}: {e.message}"
-            for e in sorted(validator.iter_errors(doc), key=lambda e: list(e.absolute_path))]
+    return [
+        f"{'/'.join(str(x) for x in e.absolute_path) or '(root)'}: {e.message}"
+        for e in sorted(validator.iter_errors(doc), key=lambda e: list(e.absolute_path))
+    ]
 
 
 def load_result(path: str | Path) -> dict[str, Any]:

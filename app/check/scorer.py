@@ -41,23 +41,76 @@ __all__ = [
     "score_turn",
 ]
 
-FAILURE_CLASSES = ("no_call", "wrong_tool", "bad_arguments", "extra_call", "unparsed_tool_call",
-                   "call_in_reasoning", "marker_leak", "stream_mismatch", "empty_response", "error")
+FAILURE_CLASSES = (
+    "no_call",
+    "wrong_tool",
+    "bad_arguments",
+    "extra_call",
+    "unparsed_tool_call",
+    "call_in_reasoning",
+    "marker_leak",
+    "stream_mismatch",
+    "empty_response",
+    "error",
+)
 
 # Markup that never belongs in visible content: call openers/closers of every family and the chat
 # templates' role and end-of-turn tokens.
 MARKERS = (
-    "<tool_call>", "</tool_call>", "<|tool_call>", "<tool_call|>", "<|python_tag|>", "[TOOL_CALLS]", "[ARGS]",
-    "<|python_start|>", "<|python_end|>", "<｜tool▁calls▁begin｜>", "<｜tool▁call▁begin｜>", "<｜DSML｜",
-    "<|tool_calls_section_begin|>", "<|tool_call_begin|>", "<|open|>call", "<function=", "</function>",
-    "<|im_start|>", "<|im_end|>", "<|eot_id|>", "<|eom_id|>", "<|start_header_id|>", "<|end_header_id|>",
-    "<start_of_turn>", "<end_of_turn>", "<|channel|>", "<|message|>", "<|call|>", "<|return|>",
-    "<|start|>", "<|end|>", "<|endoftext|>", "<think>", "</think>", "[THINK]", "[/THINK]",
-    "<|channel>thought", "<channel|>", "<tool_response>", "</tool_response>", "[INST]", "[/INST]",
+    "<tool_call>",
+    "</tool_call>",
+    "<|tool_call>",
+    "<tool_call|>",
+    "<|python_tag|>",
+    "[TOOL_CALLS]",
+    "[ARGS]",
+    "<|python_start|>",
+    "<|python_end|>",
+    "<｜tool▁calls▁begin｜>",
+    "<｜tool▁call▁begin｜>",
+    "<｜DSML｜",
+    "<|tool_calls_section_begin|>",
+    "<|tool_call_begin|>",
+    "<|open|>call",
+    "<function=",
+    "</function>",
+    "<|im_start|>",
+    "<|im_end|>",
+    "<|eot_id|>",
+    "<|eom_id|>",
+    "<|start_header_id|>",
+    "<|end_header_id|>",
+    "<start_of_turn>",
+    "<end_of_turn>",
+    "<|channel|>",
+    "<|message|>",
+    "<|call|>",
+    "<|return|>",
+    "<|start|>",
+    "<|end|>",
+    "<|endoftext|>",
+    "<think>",
+    "</think>",
+    "[THINK]",
+    "[/THINK]",
+    "<|channel>thought",
+    "<channel|>",
+    "<tool_response>",
+    "</tool_response>",
+    "[INST]",
+    "[/INST]",
 )
 _CALL_OPENERS = (
-    "<tool_call>", "<|tool_call>", "<|python_tag|>", "[TOOL_CALLS]", "<|python_start|>",
-    "<｜tool▁calls▁begin｜>", "<｜DSML｜", "<|tool_calls_section_begin|>", "<|open|>call", "<function=",
+    "<tool_call>",
+    "<|tool_call>",
+    "<|python_tag|>",
+    "[TOOL_CALLS]",
+    "<|python_start|>",
+    "<｜tool▁calls▁begin｜>",
+    "<｜DSML｜",
+    "<|tool_calls_section_begin|>",
+    "<|open|>call",
+    "<function=",
     "<|channel|>commentary to=",
 )
 
@@ -86,8 +139,14 @@ class Observation:
     stream_problem: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"content": self.content, "reasoning": self.reasoning, "calls": [c.to_dict() for c in self.calls],
-                "error": self.error, "finish_reason": self.finish_reason, "stream_problem": self.stream_problem}
+        return {
+            "content": self.content,
+            "reasoning": self.reasoning,
+            "calls": [c.to_dict() for c in self.calls],
+            "error": self.error,
+            "finish_reason": self.finish_reason,
+            "stream_problem": self.stream_problem,
+        }
 
 
 @dataclass
@@ -99,8 +158,13 @@ class Outcome:
     detail: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"passed": self.passed, "failure_class": self.failure_class, "message": self.message,
-                "turn": self.turn, "detail": self.detail}
+        return {
+            "passed": self.passed,
+            "failure_class": self.failure_class,
+            "message": self.message,
+            "turn": self.turn,
+            "detail": self.detail,
+        }
 
 
 def _fail(cls: str, message: str, **detail: Any) -> Outcome:
@@ -109,12 +173,14 @@ def _fail(cls: str, message: str, **detail: Any) -> Outcome:
 
 # -- schema and values ----------------------------------------------------------------------------
 
+
 def _type_ok(value: Any, typ: str) -> bool:
     if typ == "string":
         return isinstance(value, str)
     if typ == "integer":
         return (isinstance(value, int) and not isinstance(value, bool)) or (
-            isinstance(value, float) and value.is_integer())
+            isinstance(value, float) and value.is_integer()
+        )
     if typ == "number":
         return isinstance(value, int | float) and not isinstance(value, bool)
     if typ == "boolean":
@@ -128,7 +194,9 @@ def _type_ok(value: Any, typ: str) -> bool:
     return True
 
 
-def schema_problem(value: Any, schema: dict[str, Any], *, partial: bool = False, path: str = "") -> str | None:
+def schema_problem(
+    value: Any, schema: dict[str, Any], *, partial: bool = False, path: str = ""
+) -> str | None:
     """The first way ``value`` does not fit ``schema`` (types, enums, required and unknown keys of
     objects, array items), as ``"key: problem"``; None when it fits. ``partial``: required keys may
     be missing at the top level (a subset expectation)."""
@@ -211,16 +279,23 @@ def _same(expected: Any, got: Any, *, unordered: bool = False) -> bool:
             left.pop(hit)
         return True
     if isinstance(expected, dict):
-        return (isinstance(got, dict) and set(got) == set(expected)
-                and all(_same(v, got[k]) for k, v in expected.items()))
+        return (
+            isinstance(got, dict)
+            and set(got) == set(expected)
+            and all(_same(v, got[k]) for k, v in expected.items())
+        )
     return expected == got
 
 
 def _arguments_problem(exp: ExpectedCall, got: ObservedCall, scenario: Scenario) -> dict[str, Any] | None:
     """None when the call's arguments satisfy the expectation, else {key, expected, got, problem}."""
     if isinstance(got.arguments, str):
-        return {"key": None, "expected": exp.arguments, "got": got.arguments,
-                "problem": "the arguments are not a JSON object"}
+        return {
+            "key": None,
+            "expected": exp.arguments,
+            "got": got.arguments,
+            "problem": "the arguments are not a JSON object",
+        }
     args = got.arguments
     schema = scenario.tool_schema(exp.name) or {}
     problem = schema_problem(args, schema)
@@ -244,6 +319,7 @@ def _arguments_problem(exp: ExpectedCall, got: ObservedCall, scenario: Scenario)
 
 # -- text checks ----------------------------------------------------------------------------------
 
+
 def call_shaped(text: str, tool_names: list[str], *, markers_only: bool = False) -> str | None:
     """The call-looking part of ``text`` (a family's call opener, or JSON / a Python-style call naming an
     offered tool), up to 300 characters from where it starts; None when the text has none.
@@ -251,9 +327,12 @@ def call_shaped(text: str, tool_names: list[str], *, markers_only: bool = False)
     if not text:
         return None
     starts = [i for i in (text.find(m) for m in _CALL_OPENERS) if i >= 0]
-    for name in ([] if markers_only else tool_names):
-        for pat in (rf'"name"\s*:\s*"{re.escape(name)}"', rf'\b{re.escape(name)}\s*\(\s*[A-Za-z_"\')]',
-                    rf'"function"\s*:\s*"{re.escape(name)}"'):
+    for name in [] if markers_only else tool_names:
+        for pat in (
+            rf'"name"\s*:\s*"{re.escape(name)}"',
+            rf'\b{re.escape(name)}\s*\(\s*[A-Za-z_"\')]',
+            rf'"function"\s*:\s*"{re.escape(name)}"',
+        ):
             m = re.search(pat, text)
             if m:
                 brace = text.rfind("{", 0, m.start() + 1)
@@ -261,7 +340,7 @@ def call_shaped(text: str, tool_names: list[str], *, markers_only: bool = False)
     if not starts:
         return None
     i = min(starts)
-    return text[i:i + 300]
+    return text[i : i + 300]
 
 
 def leaked_marker(text: str) -> str | None:
@@ -272,6 +351,7 @@ def leaked_marker(text: str) -> str | None:
 
 
 # -- scoring --------------------------------------------------------------------------------------
+
 
 def score_turn(scenario: Scenario, expected: tuple[ExpectedCall, ...], obs: Observation) -> Outcome:
     """Score one reply against the calls it must make (``()``: a text reply is correct)."""
@@ -285,25 +365,35 @@ def score_turn(scenario: Scenario, expected: tuple[ExpectedCall, ...], obs: Obse
     if not expected:
         if obs.calls:
             c = obs.calls[0]
-            return _fail("extra_call", f"no call was correct, but the reply called {c.name}",
-                         calls=[c.to_dict() for c in obs.calls])
+            return _fail(
+                "extra_call",
+                f"no call was correct, but the reply called {c.name}",
+                calls=[c.to_dict() for c in obs.calls],
+            )
         # where no call is right, an answer may mention or quote a call: only a call marker counts
         shaped = call_shaped(obs.content, names, markers_only=True)
         if shaped is not None:
-            return _fail("unparsed_tool_call", "no call was correct, but the text holds a call block",
-                         bytes=shaped)
+            return _fail(
+                "unparsed_tool_call", "no call was correct, but the text holds a call block", bytes=shaped
+            )
         if not obs.content.strip():
             return _fail("empty_response", "no call was correct, but the reply has no visible text")
     else:
         if not obs.calls:
             in_reasoning = call_shaped(obs.reasoning, names)
             if in_reasoning is not None:
-                return _fail("call_in_reasoning", "the call was written inside the reasoning block, where it "
-                             "is not a call", bytes=in_reasoning)
+                return _fail(
+                    "call_in_reasoning",
+                    "the call was written inside the reasoning block, where it is not a call",
+                    bytes=in_reasoning,
+                )
             shaped = call_shaped(obs.content, names)
             if shaped is not None:
-                return _fail("unparsed_tool_call", "the reply holds a call that was not parsed as one "
-                             "(the bytes are shown)", bytes=shaped)
+                return _fail(
+                    "unparsed_tool_call",
+                    "the reply holds a call that was not parsed as one (the bytes are shown)",
+                    bytes=shaped,
+                )
             return _fail("no_call", f"expected a call to {expected[0].name}; the reply made none")
         outcome = _match_calls(scenario, expected, obs.calls)
         if outcome is not None:
@@ -311,17 +401,27 @@ def score_turn(scenario: Scenario, expected: tuple[ExpectedCall, ...], obs: Obse
     marker = leaked_marker(obs.content)
     if marker is not None:
         i = obs.content.find(marker)
-        return _fail("marker_leak", f"markup {marker!r} in the visible content", marker=marker,
-                     bytes=obs.content[max(0, i - 40):i + 80])
+        return _fail(
+            "marker_leak",
+            f"markup {marker!r} in the visible content",
+            marker=marker,
+            bytes=obs.content[max(0, i - 40) : i + 80],
+        )
     return Outcome(True)
 
 
-def _match_calls(scenario: Scenario, expected: tuple[ExpectedCall, ...], got: list[ObservedCall]) -> Outcome | None:
+def _match_calls(
+    scenario: Scenario, expected: tuple[ExpectedCall, ...], got: list[ObservedCall]
+) -> Outcome | None:
     if scenario.ordered:
         for i, (e, g) in enumerate(zip(expected, got, strict=False)):
             if g.name != e.name:
-                return _fail("wrong_tool", f"call {i + 1} went to {g.name}, expected {e.name}",
-                             expected=e.name, got=g.name)
+                return _fail(
+                    "wrong_tool",
+                    f"call {i + 1} went to {g.name}, expected {e.name}",
+                    expected=e.name,
+                    got=g.name,
+                )
             p = _arguments_problem(e, g, scenario)
             if p is not None:
                 return _fail("bad_arguments", f"{e.name}: {p['problem']}", **p)
@@ -329,14 +429,22 @@ def _match_calls(scenario: Scenario, expected: tuple[ExpectedCall, ...], got: li
             extra = got[len(expected)]
             return _fail("extra_call", f"an extra call to {extra.name}", calls=[c.to_dict() for c in got])
         if len(got) < len(expected):
-            return _fail("no_call", f"expected {len(expected)} calls, got {len(got)}: "
-                         f"{expected[len(got)].name} is missing")
+            return _fail(
+                "no_call",
+                f"expected {len(expected)} calls, got {len(got)}: {expected[len(got)].name} is missing",
+            )
         return None
     left = list(got)
     unmatched: list[ExpectedCall] = []
     for e in expected:  # exact matches first, so a set of calls compares without order
-        hit = next((i for i, g in enumerate(left) if g.name == e.name and _arguments_problem(e, g, scenario) is None),
-                   None)
+        hit = next(
+            (
+                i
+                for i, g in enumerate(left)
+                if g.name == e.name and _arguments_problem(e, g, scenario) is None
+            ),
+            None,
+        )
         if hit is None:
             unmatched.append(e)
         else:
@@ -352,14 +460,24 @@ def _match_calls(scenario: Scenario, expected: tuple[ExpectedCall, ...], got: li
     expected_names = {e.name for e in expected}
     for g in left:
         if g.name not in expected_names and unmatched:
-            return _fail("wrong_tool", f"called {g.name}, expected {unmatched[0].name}",
-                         expected=unmatched[0].name, got=g.name)
+            return _fail(
+                "wrong_tool",
+                f"called {g.name}, expected {unmatched[0].name}",
+                expected=unmatched[0].name,
+                got=g.name,
+            )
     if left:
         g = left[0]
-        return _fail("extra_call", f"an extra call to {g.name} beyond the {len(expected)} expected",
-                     calls=[c.to_dict() for c in got])
-    return _fail("no_call", f"expected {len(expected)} call(s), got {len(got)}: {unmatched[0].name} is missing",
-                 missing=[e.name for e in unmatched])
+        return _fail(
+            "extra_call",
+            f"an extra call to {g.name} beyond the {len(expected)} expected",
+            calls=[c.to_dict() for c in got],
+        )
+    return _fail(
+        "no_call",
+        f"expected {len(expected)} call(s), got {len(got)}: {unmatched[0].name} is missing",
+        missing=[e.name for e in unmatched],
+    )
 
 
 def score_scenario(scenario: Scenario, observations: list[Observation]) -> Outcome:
@@ -376,4 +494,6 @@ def score_scenario(scenario: Scenario, observations: list[Observation]) -> Outco
 
 
 def arguments_json(arguments: Any) -> str:
-    return arguments if isinstance(arguments, str) else json.dumps(arguments, ensure_ascii=False, sort_keys=True)
+    return (
+        arguments if isinstance(arguments, str) else json.dumps(arguments, ensure_ascii=False, sort_keys=True)
+    )

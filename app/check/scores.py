@@ -41,8 +41,14 @@ def record_score(result: dict[str, Any], result_path: str | Path) -> None:
     if not m.get("file_name"):
         return
     s = result["summary"]
-    entry = {"passed": s["passed"], "total": s["total"], "score": s["score"], "at": result.get("finished_at"),
-             "stack": (result.get("stack") or {}).get("name"), "result": str(result_path)}
+    entry = {
+        "passed": s["passed"],
+        "total": s["total"],
+        "score": s["score"],
+        "at": result.get("finished_at"),
+        "stack": (result.get("stack") or {}).get("name"),
+        "result": str(result_path),
+    }
     data = _load()
     data[model_key(m["file_name"], m.get("file_size"))] = entry
     if m.get("sha256"):

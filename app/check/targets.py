@@ -70,7 +70,9 @@ class Target:
         """``{"model": {...}, "stack": {...}}`` for the result file."""
         raise NotImplementedError
 
-    def run(self, scenario: Scenario, *, cancel: threading.Event | None = None) -> ScenarioRun:  # pragma: no cover
+    def run(
+        self, scenario: Scenario, *, cancel: threading.Event | None = None
+    ) -> ScenarioRun:  # pragma: no cover
         raise NotImplementedError
 
     def close(self) -> None:
@@ -123,12 +125,14 @@ def file_identity(path: str | Path) -> dict[str, Any]:
         "architecture": meta.architecture,
         "quantization": meta.quantization,
         "template_sha256": hashlib.sha256(source.encode("utf-8")).hexdigest() if source else None,
-        "detected_format": detect_tool_format(meta.chat_template, meta.tool_use_template,
-                                              bos_token=meta.bos_token, eos_token=meta.eos_token),
+        "detected_format": detect_tool_format(
+            meta.chat_template, meta.tool_use_template, bos_token=meta.bos_token, eos_token=meta.eos_token
+        ),
     }
 
 
 # -- in process ------------------------------------------------------------------------------------
+
 
 class _ScenarioDispatcher:
     """Runs no tool: answers each call with the result the scenario supplies for the current round and
@@ -142,14 +146,16 @@ class _ScenarioDispatcher:
         self.prompts: list[str] = []
 
     def _round(self) -> int:
-        msgs = self.session_ref[0].messages[self.base:]
+        msgs = self.session_ref[0].messages[self.base :]
         return sum(1 for m in msgs if m.role == "assistant") - 1
 
     def dispatch(self, call: Any) -> Any:
         from app.calls import ToolResult
 
         session = self.session_ref[0]
-        if session.last_prompt is not None and (not self.prompts or self.prompts[-1] != session.last_prompt.text):
+        if session.last_prompt is not None and (
+            not self.prompts or self.prompts[-1] != session.last_prompt.text
+        ):
             self.prompts.append(session.last_prompt.text)
         k = self._round()
         turns = self.scenario.turns
@@ -159,8 +165,9 @@ class _ScenarioDispatcher:
         spec = next((r for r in turns[k].results if r.name == call.name), None)
         if spec is None:
             self.stop.set()
-            return ToolResult(call_id=call.id, name=call.name,
-                              error=f"this scenario supplies no result for {call.name}")
+            return ToolResult(
+                call_id=call.id, name=call.name, error=f"this scenario supplies no result for {call.name}"
+            )
         return ToolResult(call_id=call.id, name=call.name, content=spec.content)
 
 
@@ -169,9 +176,17 @@ class InProcessTarget(Target):
 
     kind = "in_process"
 
-    def __init__(self, model: Any, *, tool_format: str = "auto", max_tokens: int = DEFAULT_MAX_TOKENS,
-                 temperature: float = 0.0, seed: int = DEFAULT_SEED, identity: dict[str, Any] | None = None,
-                 grammar: str | None = None):
+    def __init__(
+        self,
+        model: Any,
+        *,
+        tool_format: str = "auto",
+        max_tokens: int = DEFAULT_MAX_TOKENS,
+        temperature: float = 0.0,
+        seed: int = DEFAULT_SEED,
+        identity: dict[str, Any] | None = None,
+        grammar: str | None = None,
+    ):
         """``grammar``: a GBNF grammar for every reply instead of the chat loop's own constraints
         (the loop holds calls to their schemas by default; a grammar given here replaces that)."""
         self.model = model
@@ -196,19 +211,27 @@ class InProcessTarget(Target):
         detected = detect_model_format(self.model)
         effective, _ = resolve_tool_format(self.tool_format, detected)
         source = choose_template(self.model, tools_on=True)[0]
-        model = dict(self._identity, detected_format=detected, tool_format=effective,
-                     tool_format_setting=self.tool_format,
-                     template_sha256=hashlib.sha256(source.encode("utf-8")).hexdigest(),
-                     template_is_fallback=bool(self.model.template_is_fallback))
+        model = dict(
+            self._identity,
+            detected_format=detected,
+            tool_format=effective,
+            tool_format_setting=self.tool_format,
+            template_sha256=hashlib.sha256(source.encode("utf-8")).hexdigest(),
+            template_is_fallback=bool(self.model.template_is_fallback),
+        )
         try:
             from importlib.metadata import version
 
             llama_version = version("llama-cpp-python")
         except Exception:  # noqa: BLE001
             llama_version = None
-        stack = {"name": "callisto-in-process", "version": getattr(app, "__version__", None),
-                 "engine": "llama-cpp-python", "engine_version": llama_version,
-                 "decode": "unconstrained, parsed by Callisto's family parser"}
+        stack = {
+            "name": "callisto-in-process",
+            "version": getattr(app, "__version__", None),
+            "engine": "llama-cpp-python",
+            "engine_version": llama_version,
+            "decode": "unconstrained, parsed by Callisto's family parser",
+        }
         return {"model": model, "stack": stack}
 
     def _session_kwargs(self, scenario: Scenario) -> tuple[dict[str, Any], list[str]]:
@@ -227,16 +250,25 @@ class InProcessTarget(Target):
         if self._current is not None:
             self._current.set()
 
-    def _new_session(self, scenario: Scenario, registry: Any, dispatcher: Any, history: list[Any],
-                     kwargs: dict[str, Any]) -> Any:
+    def _new_session(
+        self, scenario: Scenario, registry: Any, dispatcher: Any, history: list[Any], kwargs: dict[str, Any]
+    ) -> Any:
         """The chat session one scenario runs in (a remote target gives a remote one)."""
         from app.engine.chat import ChatSession
 
-        return ChatSession(self.model, tool_format=self.tool_format, registry=registry,
-                           dispatcher=dispatcher, system_prompt=scenario.system,
-                           sampling={"temperature": self.temperature, "seed": self.seed},
-                           max_rounds=len(scenario.turns) + 1, max_tokens=self.max_tokens,
-                           messages=history, grammar=self.grammar, **kwargs)
+        return ChatSession(
+            self.model,
+            tool_format=self.tool_format,
+            registry=registry,
+            dispatcher=dispatcher,
+            system_prompt=scenario.system,
+            sampling={"temperature": self.temperature, "seed": self.seed},
+            max_rounds=len(scenario.turns) + 1,
+            max_tokens=self.max_tokens,
+            messages=history,
+            grammar=self.grammar,
+            **kwargs,
+        )
 
     def run(self, scenario: Scenario, *, cancel: threading.Event | None = None) -> ScenarioRun:
         from app.engine.events import DoneEvent, event_to_dict
@@ -248,8 +280,13 @@ class InProcessTarget(Target):
         registry = ToolRegistry()
         for t in scenario.tools:
             fn = t["function"]
-            registry.register(Tool(name=fn["name"], description=fn.get("description", ""),
-                                   parameters=fn.get("parameters") or {"type": "object", "properties": {}}))
+            registry.register(
+                Tool(
+                    name=fn["name"],
+                    description=fn.get("description", ""),
+                    parameters=fn.get("parameters") or {"type": "object", "properties": {}},
+                )
+            )
         history = [Message.from_dict(m) for m in scenario.history]
         stop = threading.Event()
         self._current = stop
@@ -266,9 +303,12 @@ class InProcessTarget(Target):
             return ScenarioRun([Observation(error=str(exc))], transcript, time.monotonic() - start, notes)
         ref[0] = session
         transcript["request"] = {
-            "tool_format": self.tool_format, "effective_format": session.effective_format,
-            "sampling": {"temperature": self.temperature, "seed": self.seed}, "max_tokens": self.max_tokens,
-            "tool_choice": scenario.tool_choice, "system": scenario.system,
+            "tool_format": self.tool_format,
+            "effective_format": session.effective_format,
+            "sampling": {"temperature": self.temperature, "seed": self.seed},
+            "max_tokens": self.max_tokens,
+            "tool_choice": scenario.tool_choice,
+            "system": scenario.system,
             "messages": [m.to_dict() for m in history] + [{"role": "user", "content": scenario.prompt}],
             "tools": list(scenario.tools),
         }
@@ -294,25 +334,37 @@ class InProcessTarget(Target):
         except Exception as exc:  # noqa: BLE001 - a failure of the chat loop is this scenario's error
             transcript["events"] = events
             transcript["error"] = f"{type(exc).__name__}: {exc}"
-            return ScenarioRun([Observation(error=transcript["error"])], transcript, time.monotonic() - start, notes)
+            return ScenarioRun(
+                [Observation(error=transcript["error"])], transcript, time.monotonic() - start, notes
+            )
         finally:
             self._current = None
-        if session.last_prompt is not None and (not dispatcher.prompts
-                                                or dispatcher.prompts[-1] != session.last_prompt.text):
+        if session.last_prompt is not None and (
+            not dispatcher.prompts or dispatcher.prompts[-1] != session.last_prompt.text
+        ):
             dispatcher.prompts.append(session.last_prompt.text)
-        replies = [m for m in session.messages[len(history) + 1:] if m.role == "assistant"]
+        replies = [m for m in session.messages[len(history) + 1 :] if m.role == "assistant"]
         observations: list[Observation] = []
         for i, m in enumerate(replies):
-            calls = [ObservedCall(name=c.name, arguments=c.arguments if isinstance(c.arguments, dict | str) else {},
-                                  id=c.id, raw=c.raw) for c in m.tool_calls]
+            calls = [
+                ObservedCall(
+                    name=c.name,
+                    arguments=c.arguments if isinstance(c.arguments, dict | str) else {},
+                    id=c.id,
+                    raw=c.raw,
+                )
+                for c in m.tool_calls
+            ]
             obs = Observation(content=m.content, reasoning=m.reasoning, calls=calls, finish_reason="stop")
             if scenario.stream:
                 seg = segments.get(i, {"text": "", "reasoning": "", "calls": []})
                 streamed_calls = [(n, a) for n, a in seg["calls"]]
                 final_calls = [(c.name, c.arguments) for c in calls]
                 if seg["text"] != m.content:
-                    obs.stream_problem = (f"the streamed text ({seg['text'][:80]!r}) differs from the reply's text "
-                                          f"({m.content[:80]!r})")
+                    obs.stream_problem = (
+                        f"the streamed text ({seg['text'][:80]!r}) differs from the reply's text "
+                        f"({m.content[:80]!r})"
+                    )
                 elif seg["reasoning"] != m.reasoning:
                     obs.stream_problem = "the streamed reasoning differs from the reply's reasoning"
                 elif streamed_calls and streamed_calls != final_calls:
@@ -335,6 +387,7 @@ class InProcessTarget(Target):
 
 # -- OpenAI-compatible endpoint ------------------------------------------------------------------------
 
+
 def _normalise_base(url: str) -> str:
     url = url.rstrip("/")
     if url.endswith("/chat/completions"):
@@ -354,10 +407,17 @@ def _openai_messages(scenario: Scenario) -> list[dict[str, Any]]:
     for m in scenario.history:
         d: dict[str, Any] = {"role": m["role"], "content": m.get("content", "")}
         if m.get("tool_calls"):
-            d["tool_calls"] = [{"id": c.get("id") or f"call_{i}", "type": "function",
-                                "function": {"name": c["name"],
-                                             "arguments": json.dumps(c.get("arguments", {}), ensure_ascii=False)}}
-                               for i, c in enumerate(m["tool_calls"])]
+            d["tool_calls"] = [
+                {
+                    "id": c.get("id") or f"call_{i}",
+                    "type": "function",
+                    "function": {
+                        "name": c["name"],
+                        "arguments": json.dumps(c.get("arguments", {}), ensure_ascii=False),
+                    },
+                }
+                for i, c in enumerate(m["tool_calls"])
+            ]
             if not d["content"]:
                 d["content"] = None
         if m.get("reasoning"):
@@ -387,11 +447,20 @@ def _observation_from_message(msg: dict[str, Any], finish: str | None) -> Observ
     calls = []
     for i, c in enumerate(msg.get("tool_calls") or []):
         fn = c.get("function") or {}
-        calls.append(ObservedCall(name=str(fn.get("name") or ""), arguments=_parse_arguments(fn.get("arguments")),
-                                  id=str(c.get("id") or f"call_{i}")))
+        calls.append(
+            ObservedCall(
+                name=str(fn.get("name") or ""),
+                arguments=_parse_arguments(fn.get("arguments")),
+                id=str(c.get("id") or f"call_{i}"),
+            )
+        )
     reasoning = msg.get("reasoning_content") or msg.get("reasoning") or ""
-    return Observation(content=msg.get("content") or "", reasoning=reasoning if isinstance(reasoning, str) else "",
-                       calls=calls, finish_reason=finish)
+    return Observation(
+        content=msg.get("content") or "",
+        reasoning=reasoning if isinstance(reasoning, str) else "",
+        calls=calls,
+        finish_reason=finish,
+    )
 
 
 class EndpointTarget(Target):
@@ -399,9 +468,19 @@ class EndpointTarget(Target):
 
     kind = "endpoint"
 
-    def __init__(self, endpoint: str, model: str, *, api_key: str | None = None, timeout_s: float = 120.0,
-                 max_tokens: int = DEFAULT_MAX_TOKENS, temperature: float = 0.0, seed: int = DEFAULT_SEED,
-                 model_file: str | Path | None = None, stack_name: str | None = None):
+    def __init__(
+        self,
+        endpoint: str,
+        model: str,
+        *,
+        api_key: str | None = None,
+        timeout_s: float = 120.0,
+        max_tokens: int = DEFAULT_MAX_TOKENS,
+        temperature: float = 0.0,
+        seed: int = DEFAULT_SEED,
+        model_file: str | Path | None = None,
+        stack_name: str | None = None,
+    ):
         import httpx
 
         self.base = _normalise_base(endpoint)
@@ -432,9 +511,13 @@ class EndpointTarget(Target):
                 model.update(file_identity(self.model_file))
             except (OSError, ValueError) as exc:
                 model["file_error"] = str(exc)
-        stack: dict[str, Any] = {"name": self.stack_name or "openai-compatible", "endpoint": redact_url(self.base),
-                                 "version": None, "server_header": None,
-                                 "decode": "unknown (the endpoint's own decoding)"}
+        stack: dict[str, Any] = {
+            "name": self.stack_name or "openai-compatible",
+            "endpoint": redact_url(self.base),
+            "version": None,
+            "server_header": None,
+            "decode": "unknown (the endpoint's own decoding)",
+        }
         try:
             r = self._client.get(f"{self.base}/models")
             stack["server_header"] = r.headers.get("server")
@@ -442,8 +525,10 @@ class EndpointTarget(Target):
                 data = r.json()
                 ids = [m.get("id") for m in data.get("data", []) if isinstance(m, dict)]
                 stack["models_listed"] = ids[:20]
-                entry = next((m for m in data.get("data", []) if isinstance(m, dict) and m.get("id") == self.model),
-                             None)
+                entry = next(
+                    (m for m in data.get("data", []) if isinstance(m, dict) and m.get("id") == self.model),
+                    None,
+                )
                 if entry:
                     stack["owned_by"] = entry.get("owned_by")
                     for key in ("version", "callisto_version", "server_version"):
@@ -471,21 +556,34 @@ class EndpointTarget(Target):
         return None
 
     def _body(self, scenario: Scenario, messages: list[dict[str, Any]], stream: bool) -> dict[str, Any]:
-        body: dict[str, Any] = {"model": self.model, "messages": messages, "tools": list(scenario.tools),
-                                "temperature": self.temperature, "seed": self.seed, "max_tokens": self.max_tokens,
-                                "stream": stream}
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": messages,
+            "tools": list(scenario.tools),
+            "temperature": self.temperature,
+            "seed": self.seed,
+            "max_tokens": self.max_tokens,
+            "stream": stream,
+        }
         if scenario.tool_choice != "auto":
             body["tool_choice"] = scenario.openai_tool_choice()
         return body
 
-    def _exchange(self, body: dict[str, Any], log: list[dict[str, Any]]) -> tuple[Observation, dict[str, Any]]:
+    def _exchange(
+        self, body: dict[str, Any], log: list[dict[str, Any]]
+    ) -> tuple[Observation, dict[str, Any]]:
         """One request; returns the observation and the assistant message to continue with."""
         import httpx
 
         url = f"{self.base}/chat/completions"
-        entry: dict[str, Any] = {"request": {"method": "POST", "url": redact_url(url),
-                                             "headers": redact_headers(self._headers, self._secrets()),
-                                             "body": body}}
+        entry: dict[str, Any] = {
+            "request": {
+                "method": "POST",
+                "url": redact_url(url),
+                "headers": redact_headers(self._headers, self._secrets()),
+                "body": body,
+            }
+        }
         log.append(entry)
         t0 = time.monotonic()
         try:
@@ -493,8 +591,11 @@ class EndpointTarget(Target):
                 obs, msg, resp = self._streamed(url, body)
             else:
                 r = self._client.post(url, json=body)
-                resp = {"status": r.status_code, "headers": redact_headers(dict(r.headers), self._secrets()),
-                        "body": _scrub(r.text, self._secrets())}
+                resp = {
+                    "status": r.status_code,
+                    "headers": redact_headers(dict(r.headers), self._secrets()),
+                    "body": _scrub(r.text, self._secrets()),
+                }
                 if r.status_code != 200:
                     raise _HTTPFailure(f"HTTP {r.status_code}: {r.text[:300]}", resp)
                 data = r.json()
@@ -523,8 +624,10 @@ class EndpointTarget(Target):
         with self._client.stream("POST", url, json=body) as r:
             if r.status_code != 200:
                 text = r.read().decode("utf-8", "replace")
-                raise _HTTPFailure(f"HTTP {r.status_code}: {text[:300]}",
-                                   {"status": r.status_code, "body": _scrub(text, self._secrets())})
+                raise _HTTPFailure(
+                    f"HTTP {r.status_code}: {text[:300]}",
+                    {"status": r.status_code, "body": _scrub(text, self._secrets())},
+                )
             headers = redact_headers(dict(r.headers), self._secrets())
             for line in r.iter_lines():
                 if self._cancel is not None and self._cancel.is_set():
@@ -559,10 +662,18 @@ class EndpointTarget(Target):
                             slot["arguments"] += args if isinstance(args, str) else json.dumps(args)
                     if choice.get("finish_reason"):
                         finish = choice["finish_reason"]
-        msg = {"role": "assistant", "content": "".join(content) or None,
-               "tool_calls": [{"id": c["id"] or f"call_{i}", "type": "function",
-                               "function": {"name": c["name"], "arguments": c["arguments"]}}
-                              for i, c in sorted(calls.items())]}
+        msg = {
+            "role": "assistant",
+            "content": "".join(content) or None,
+            "tool_calls": [
+                {
+                    "id": c["id"] or f"call_{i}",
+                    "type": "function",
+                    "function": {"name": c["name"], "arguments": c["arguments"]},
+                }
+                for i, c in sorted(calls.items())
+            ],
+        }
         if reasoning:
             msg["reasoning_content"] = "".join(reasoning)
         obs = _observation_from_message(msg, finish)
@@ -587,20 +698,39 @@ class EndpointTarget(Target):
             observations.append(obs)
             if obs.error is not None or k == len(scenario.turns) - 1 or not obs.calls:
                 break
-            assistant = {"role": "assistant", "content": msg.get("content") or None,
-                         "tool_calls": [{"id": c.id or f"call_{k}_{i}", "type": "function",
-                                         "function": {"name": c.name, "arguments": c.arguments if isinstance(
-                                             c.arguments, str) else json.dumps(c.arguments, ensure_ascii=False)}}
-                                        for i, c in enumerate(obs.calls)]}
+            assistant = {
+                "role": "assistant",
+                "content": msg.get("content") or None,
+                "tool_calls": [
+                    {
+                        "id": c.id or f"call_{k}_{i}",
+                        "type": "function",
+                        "function": {
+                            "name": c.name,
+                            "arguments": c.arguments
+                            if isinstance(c.arguments, str)
+                            else json.dumps(c.arguments, ensure_ascii=False),
+                        },
+                    }
+                    for i, c in enumerate(obs.calls)
+                ],
+            }
             messages = messages + [assistant]
             for i, c in enumerate(obs.calls):
                 spec = next((r for r in turn.results if r.name == c.name), None)
                 content = spec.content if spec is not None else f"Error: no result for {c.name}"
-                messages.append({"role": "tool", "tool_call_id": assistant["tool_calls"][i]["id"],
-                                 "name": c.name, "content": content})
+                messages.append(
+                    {
+                        "role": "tool",
+                        "tool_call_id": assistant["tool_calls"][i]["id"],
+                        "name": c.name,
+                        "content": content,
+                    }
+                )
         transcript = {"target": "endpoint", "scenario": scenario.id, "exchanges": log}
-        return ScenarioRun(observations or [Observation(error="not run (stopped)")], transcript,
-                           time.monotonic() - start)
+        return ScenarioRun(
+            observations or [Observation(error="not run (stopped)")], transcript, time.monotonic() - start
+        )
 
 
 class _HTTPFailure(Exception):
@@ -611,14 +741,23 @@ class _HTTPFailure(Exception):
 
 def _stream_difference(streamed: Observation, reference: Observation) -> str | None:
     def calls(o: Observation) -> list[tuple[str, str]]:
-        return [(c.name, json.dumps(c.arguments, sort_keys=True, ensure_ascii=False)
-                 if isinstance(c.arguments, dict) else c.arguments) for c in o.calls]
+        return [
+            (
+                c.name,
+                json.dumps(c.arguments, sort_keys=True, ensure_ascii=False)
+                if isinstance(c.arguments, dict)
+                else c.arguments,
+            )
+            for c in o.calls
+        ]
 
     # Only the calls count: free text may drift between two greedy requests on a stack that reuses its
     # KV cache (different batch shapes, different rounding), and a text difference is no streaming bug.
     if calls(streamed) != calls(reference):
-        return (f"the streamed calls {calls(streamed)!r:.200} differ from the same request without streaming "
-                f"{calls(reference)!r:.200}")
+        return (
+            f"the streamed calls {calls(streamed)!r:.200} differ from the same request without streaming "
+            f"{calls(reference)!r:.200}"
+        )
     return None
 
 
@@ -631,8 +770,12 @@ def machine_info() -> dict[str, Any]:
             cpu = next((line.split(":", 1)[1].strip() for line in fh if line.startswith("model name")), cpu)
     except OSError:
         pass
-    info: dict[str, Any] = {"os": platform.platform(), "python": platform.python_version(),
-                            "cpu": cpu, "cores": os.cpu_count()}
+    info: dict[str, Any] = {
+        "os": platform.platform(),
+        "python": platform.python_version(),
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+    }
     try:
         import psutil
 

@@ -57,8 +57,9 @@ _SESSION: Any = object()  # send(): use the session's choice
 def detect_model_format(model: LoadedModel) -> str | None:
     """The family the model's own templates render calls in (:func:`detect_tool_format`)."""
     chat = None if model.template_is_fallback else model.chat_template
-    return detect_tool_format(chat, model.tool_use_template, bos_token=model.bos_token,
-                              eos_token=model.eos_token)
+    return detect_tool_format(
+        chat, model.tool_use_template, bos_token=model.bos_token, eos_token=model.eos_token
+    )
 
 
 def resolve_tool_format(setting: str, detected: str | None) -> tuple[str | None, list[NoticeEvent]]:
@@ -71,24 +72,32 @@ def resolve_tool_format(setting: str, detected: str | None) -> tuple[str | None,
     if value == "auto":
         if detected is not None:
             return detected, []
-        return None, [NoticeEvent(
-            code="no_tool_format",
-            message=("Tools are off for this model: its chat template matches no known tool-call "
-                     f"format. Choose a format in the {TOOL_FORMAT_SETTING} setting to turn them on."),
-            setting=TOOL_FORMAT_SETTING,
-        )]
+        return None, [
+            NoticeEvent(
+                code="no_tool_format",
+                message=(
+                    "Tools are off for this model: its chat template matches no known tool-call "
+                    f"format. Choose a format in the {TOOL_FORMAT_SETTING} setting to turn them on."
+                ),
+                setting=TOOL_FORMAT_SETTING,
+            )
+        ]
     if value not in FORMATS:
         choices = ", ".join(["auto", *FORMATS, "none"])
         raise ValueError(f"unknown {TOOL_FORMAT_SETTING} value {value!r} (choices: {choices})")
     notices = []
     if detected != value:
         seen = f"the {detected} format" if detected else "no known tool-call format"
-        notices.append(NoticeEvent(
-            code="tool_format_override",
-            message=(f"Using the {value} tool-call format as set in {TOOL_FORMAT_SETTING}; "
-                     f"the model's template looks like {seen}."),
-            setting=TOOL_FORMAT_SETTING,
-        ))
+        notices.append(
+            NoticeEvent(
+                code="tool_format_override",
+                message=(
+                    f"Using the {value} tool-call format as set in {TOOL_FORMAT_SETTING}; "
+                    f"the model's template looks like {seen}."
+                ),
+                setting=TOOL_FORMAT_SETTING,
+            )
+        )
     return value, notices
 
 
@@ -110,7 +119,7 @@ class _PlainStream:
             if self.state == "start":
                 stripped = self.buf.lstrip()
                 if stripped.startswith(self.OPEN):
-                    self.buf = stripped[len(self.OPEN):]
+                    self.buf = stripped[len(self.OPEN) :]
                     self.state = "reasoning"
                     continue
                 if self.OPEN.startswith(stripped):
@@ -124,7 +133,7 @@ class _PlainStream:
             if i >= 0:
                 if i:
                     out.append(self._reasoning(self.buf[:i]))
-                self.buf = self.buf[i + len(self.CLOSE):].lstrip("\n")
+                self.buf = self.buf[i + len(self.CLOSE) :].lstrip("\n")
                 self.state = "text"
                 continue
             cut = partial_start(self.buf, (self.CLOSE,))
@@ -213,8 +222,15 @@ class ChatSession:
         tools = self.registry.openai_tools()
         return tools or None
 
-    def send(self, text: str, *, cancel: threading.Event | None = None, tool_choice: Any = _SESSION,
-             parallel_tool_calls: Any = _SESSION, response_format: Any = _SESSION) -> Iterator[ChatEvent]:
+    def send(
+        self,
+        text: str,
+        *,
+        cancel: threading.Event | None = None,
+        tool_choice: Any = _SESSION,
+        parallel_tool_calls: Any = _SESSION,
+        response_format: Any = _SESSION,
+    ) -> Iterator[ChatEvent]:
         """Add a user message and reply; the choices default to the session's."""
         if not isinstance(text, str):
             raise TypeError("the message must be a string")
@@ -223,17 +239,25 @@ class ChatSession:
         return self._reply(cancel, first, self._choices(tool_choice, parallel_tool_calls, response_format))
 
     def _choices(self, tool_choice: Any, parallel: Any, response_format: Any) -> tuple[Any, bool, Any]:
-        return (self.tool_choice if tool_choice is _SESSION else tool_choice,
-                bool(self.parallel_tool_calls if parallel is _SESSION else parallel),
-                self.response_format if response_format is _SESSION else response_format)
+        return (
+            self.tool_choice if tool_choice is _SESSION else tool_choice,
+            bool(self.parallel_tool_calls if parallel is _SESSION else parallel),
+            self.response_format if response_format is _SESSION else response_format,
+        )
 
-    def regenerate(self, *, cancel: threading.Event | None = None, tool_choice: Any = _SESSION,
-                   parallel_tool_calls: Any = _SESSION, response_format: Any = _SESSION) -> Iterator[ChatEvent]:
+    def regenerate(
+        self,
+        *,
+        cancel: threading.Event | None = None,
+        tool_choice: Any = _SESSION,
+        parallel_tool_calls: Any = _SESSION,
+        response_format: Any = _SESSION,
+    ) -> Iterator[ChatEvent]:
         """Drop everything after the last user message and reply again."""
         idx = max((i for i, m in enumerate(self.messages) if m.role == "user"), default=None)
         if idx is None:
             raise ValueError("there is no user message to reply to")
-        del self.messages[idx + 1:]
+        del self.messages[idx + 1 :]
         first = not any(m.role == "assistant" for m in self.messages)
         return self._reply(cancel, first, self._choices(tool_choice, parallel_tool_calls, response_format))
 
@@ -246,21 +270,30 @@ class ChatSession:
             return notice
         if template_tools_mode(choose_template(self.model, tools_on=True)[0]) != "none":
             return notice
-        return NoticeEvent(code=notice.code, setting=notice.setting, message=(
-            notice.message + " Its template does not show tools to the model, so Callisto lists them "
-            f"with an example call in the {self.effective_format} format in the system prompt."))
+        return NoticeEvent(
+            code=notice.code,
+            setting=notice.setting,
+            message=(
+                notice.message + " Its template does not show tools to the model, so Callisto lists them "
+                f"with an example call in the {self.effective_format} format in the system prompt."
+            ),
+        )
 
     def _notices(self, first: bool) -> list[NoticeEvent]:
         if not first:
             return []
         notices = []
         if self.model.template_is_fallback:
-            notices.append(NoticeEvent(
-                code="no_chat_template",
-                message=("This model file has no chat template; Callisto formats the conversation with "
-                         "its fallback ChatML template (<|im_start|>role ... <|im_end|>), so replies may "
-                         "be poor. A base model is not trained to chat."),
-            ))
+            notices.append(
+                NoticeEvent(
+                    code="no_chat_template",
+                    message=(
+                        "This model file has no chat template; Callisto formats the conversation with "
+                        "its fallback ChatML template (<|im_start|>role ... <|im_end|>), so replies may "
+                        "be poor. A base model is not trained to chat."
+                    ),
+                )
+            )
         return notices + list(self._format_notices)
 
     def _new_id(self, proposed: str | None) -> str:
@@ -276,8 +309,12 @@ class ChatSession:
                 self._used_ids.add(cid)
                 return cid
 
-    def _reply(self, cancel: threading.Event | None, first: bool,
-               choices: tuple[Any, bool, Any] = ("auto", True, None)) -> Iterator[ChatEvent]:
+    def _reply(
+        self,
+        cancel: threading.Event | None,
+        first: bool,
+        choices: tuple[Any, bool, Any] = ("auto", True, None),
+    ) -> Iterator[ChatEvent]:
         from app.engine.constraints import parse_tool_choice
 
         yield from self._notices(first)
@@ -300,14 +337,18 @@ class ChatSession:
         deadline = None if self.deadline_s is None else start + self.deadline_s
         while True:
             rounds += 1
-            msgs = ([Message(role="system", content=self.system_prompt)] if self.system_prompt else [])
+            msgs = [Message(role="system", content=self.system_prompt)] if self.system_prompt else []
             msgs += self.messages
             try:
-                rendered = render_prompt(self.model, msgs, tools=tools,
-                                         tool_format=None if no_tools else self.effective_format)
+                rendered = render_prompt(
+                    self.model, msgs, tools=tools, tool_format=None if no_tools else self.effective_format
+                )
                 self.last_prompt = rendered
-                in_reasoning = (fmt.opens_in_reasoning(rendered.text) if fmt is not None
-                                else rendered.text.rstrip().endswith("<think>"))
+                in_reasoning = (
+                    fmt.opens_in_reasoning(rendered.text)
+                    if fmt is not None
+                    else rendered.text.rstrip().endswith("<think>")
+                )
                 # Stream plain replies at once unless this template's model may close a reasoning
                 # block it never opened (then the text before the close is reasoning).
                 source = choose_template(self.model, bool(tools))[0]
@@ -320,12 +361,30 @@ class ChatSession:
                     stream = _PlainStream(in_reasoning)
                 remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
                 grammar = self.grammar(rounds) if callable(self.grammar) else self.grammar
-                constraint = None if grammar is not None else self._constraint(
-                    fmt, tools, choice if rounds == 1 else "auto", parallel, response_format, source,
-                    in_reasoning)
+                constraint = (
+                    None
+                    if grammar is not None
+                    else self._constraint(
+                        fmt,
+                        tools,
+                        choice if rounds == 1 else "auto",
+                        parallel,
+                        response_format,
+                        source,
+                        in_reasoning,
+                    )
+                )
                 self.last_constraint = constraint
-                gen = generate(self.model, rendered.text, max_tokens=self.max_tokens, sampling=self.sampling,
-                               cancel=cancel, deadline_s=remaining, grammar=grammar, constraint=constraint)
+                gen = generate(
+                    self.model,
+                    rendered.text,
+                    max_tokens=self.max_tokens,
+                    sampling=self.sampling,
+                    cancel=cancel,
+                    deadline_s=remaining,
+                    grammar=grammar,
+                    constraint=constraint,
+                )
                 content: list[str] = []
                 reasoning: list[str] = []
                 calls: list[ToolCall] = []
@@ -339,11 +398,19 @@ class ChatSession:
                 for ev in stream.finish(truncated=res.finish_reason != "stop"):
                     yield from self._stream_event(ev, content, reasoning, calls, incomplete)
             except (PromptRenderError, GenerationError, ValueError) as exc:
-                yield DoneEvent(finish_reason="error", error=str(exc), rounds=rounds, ttft_s=ttft,
-                                generated_tokens=gen_tokens, prompt_tokens=prompt_tokens)
+                yield DoneEvent(
+                    finish_reason="error",
+                    error=str(exc),
+                    rounds=rounds,
+                    ttft_s=ttft,
+                    generated_tokens=gen_tokens,
+                    prompt_tokens=prompt_tokens,
+                )
                 return
             if ttft is None:  # the turn's time to first token: rendering and prompt evaluation included
-                ttft = (time.monotonic() - start) if res.ttft_s is None else (gen_started - start) + res.ttft_s
+                ttft = (
+                    (time.monotonic() - start) if res.ttft_s is None else (gen_started - start) + res.ttft_s
+                )
             gen_tokens += res.generated_tokens
             if res.ttft_s is not None:
                 gen_time += max(0.0, res.elapsed_s - res.ttft_s)
@@ -358,19 +425,34 @@ class ChatSession:
                 names = ", ".join(c.name for c in calls)
                 if finish == "stop":
                     finish = "rounds"
-                    msg = (f"Stopped after {self.max_rounds} rounds of tool calls (the round limit); "
-                           f"the last call(s) ({names}) were not run.")
+                    msg = (
+                        f"Stopped after {self.max_rounds} rounds of tool calls (the round limit); "
+                        f"the last call(s) ({names}) were not run."
+                    )
                 else:
                     msg = f"The reply ended ({finish}) before the model's turn was over; its call(s) ({names}) were not run."
                 raw = "".join(c.raw for c in calls)
                 if raw:
                     yield TextDelta(raw)
                 yield NoticeEvent(code="round_limit" if finish == "rounds" else "calls_not_run", message=msg)
-                self.messages.append(Message(role="assistant", content=text + raw, reasoning="".join(reasoning),
-                                             incomplete_calls=incomplete))
+                self.messages.append(
+                    Message(
+                        role="assistant",
+                        content=text + raw,
+                        reasoning="".join(reasoning),
+                        incomplete_calls=incomplete,
+                    )
+                )
                 break
-            self.messages.append(Message(role="assistant", content=text, reasoning="".join(reasoning),
-                                         tool_calls=list(calls), incomplete_calls=incomplete))
+            self.messages.append(
+                Message(
+                    role="assistant",
+                    content=text,
+                    reasoning="".join(reasoning),
+                    tool_calls=list(calls),
+                    incomplete_calls=incomplete,
+                )
+            )
             if not calls:
                 break
             for call in calls:
@@ -385,12 +467,21 @@ class ChatSession:
             prompt_tokens=prompt_tokens,
             generated_tokens=gen_tokens,
             rounds=rounds,
-            extra={"prompt_tokens_evaluated": evaluated, "tool_format": self.effective_format,
-                   "constraint": self.last_constraint.describe if self.last_constraint else None},
+            extra={
+                "prompt_tokens_evaluated": evaluated,
+                "tool_format": self.effective_format,
+                "constraint": self.last_constraint.describe if self.last_constraint else None,
+            },
         )
 
-    def _stream_event(self, ev: Any, content: list[str], reasoning: list[str], calls: list[ToolCall],
-                      incomplete: list[IncompleteCall] | None = None):
+    def _stream_event(
+        self,
+        ev: Any,
+        content: list[str],
+        reasoning: list[str],
+        calls: list[ToolCall],
+        incomplete: list[IncompleteCall] | None = None,
+    ):
         """Pass the parser's text events on as they are; collect complete calls for dispatch; pass
         on (and keep with the reply) the calls that are not calls to run."""
         if isinstance(ev, TextDelta):
@@ -408,27 +499,47 @@ class ChatSession:
                 incomplete.append(ev.call)
             yield ev
 
-    def _constraint(self, fmt: Any, tools: list[dict[str, Any]] | None, choice: Any, parallel: bool,
-                    response_format: Any, source: str, in_reasoning: bool) -> Any:
+    def _constraint(
+        self,
+        fmt: Any,
+        tools: list[dict[str, Any]] | None,
+        choice: Any,
+        parallel: bool,
+        response_format: Any,
+        source: str,
+        in_reasoning: bool,
+    ) -> Any:
         """The constraint of one generation, or None (free). Raises ConstraintError (a ValueError)."""
         from app.engine.constraints import compile_constraint, parse_tool_choice, resolve_tool_choice
 
         resolve_tool_choice(choice, self.registry.openai_tools() if self.registry is not None else [])
-        if (fmt is not None and tools and response_format is None and parse_tool_choice(choice).mode == "auto"
-                and not _special_opener(self.model, fmt)):
+        if (
+            fmt is not None
+            and tools
+            and response_format is None
+            and parse_tool_choice(choice).mode == "auto"
+            and not _special_opener(self.model, fmt)
+        ):
             return None  # auto, and the call opener is text: decoding stays free, the parser reads the call
         reasoning = bool(fmt is not None and fmt.reasoning and fmt.reasoning[0] in (source or ""))
-        return compile_constraint(self.model, family=fmt.name if fmt is not None else None, tools=tools,
-                                  tool_choice=choice, parallel_tool_calls=parallel,
-                                  response_format=response_format, reasoning=reasoning,
-                                  in_reasoning=in_reasoning)
+        return compile_constraint(
+            self.model,
+            family=fmt.name if fmt is not None else None,
+            tools=tools,
+            tool_choice=choice,
+            parallel_tool_calls=parallel,
+            response_format=response_format,
+            reasoning=reasoning,
+            in_reasoning=in_reasoning,
+        )
 
     def _dispatch(self, call: ToolCall, constrained: str | None = None) -> Iterator[ChatEvent]:
         yield ToolCallStartedEvent(call, constrained=constrained)
         result = self.dispatcher.dispatch(call)
         yield ToolCallFinishedEvent(call, result)
-        self.messages.append(Message(role="tool", content=result.to_model_text(), tool_call_id=call.id,
-                                     name=call.name))
+        self.messages.append(
+            Message(role="tool", content=result.to_model_text(), tool_call_id=call.id, name=call.name)
+        )
 
 
 def _special_opener(model: LoadedModel, fmt: Any) -> bool:
@@ -442,6 +553,12 @@ def _special_opener(model: LoadedModel, fmt: Any) -> bool:
         return False
     attr = llama_cpp.llama_vocab_get_attr(model.vocab, toks[0])
     piece = model.token_bytes(toks[0]).decode("utf-8", "replace")
-    return bool(attr & llama_cpp.LLAMA_TOKEN_ATTR_CONTROL or (
-        attr & llama_cpp.LLAMA_TOKEN_ATTR_USER_DEFINED and piece.startswith("<") and piece.endswith(">")
-        and opener.startswith(piece)))
+    return bool(
+        attr & llama_cpp.LLAMA_TOKEN_ATTR_CONTROL
+        or (
+            attr & llama_cpp.LLAMA_TOKEN_ATTR_USER_DEFINED
+            and piece.startswith("<")
+            and piece.endswith(">")
+            and opener.startswith(piece)
+        )
+    )

@@ -19,8 +19,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["POLICIES", "ContextUsage", "FitResult", "fit_turn", "full_context_done", "measure", "reserve_tokens",
-           "trimmed_notice"]
+__all__ = [
+    "POLICIES",
+    "ContextUsage",
+    "FitResult",
+    "fit_turn",
+    "full_context_done",
+    "measure",
+    "reserve_tokens",
+    "trimmed_notice",
+]
 
 POLICIES = ("stop", "drop_oldest", "truncate_middle")
 
@@ -64,7 +72,7 @@ def _count(session: Any, messages: list[Any], tools: list[dict[str, Any]] | None
     from app.engine.messages import Message
     from app.engine.render import render_prompt
 
-    msgs = ([Message(role="system", content=session.system_prompt)] if session.system_prompt else [])
+    msgs = [Message(role="system", content=session.system_prompt)] if session.system_prompt else []
     msgs += messages
     rendered = render_prompt(session.model, msgs, tools=tools, tool_format=session.effective_format)
     return len(session.model.tokenize(rendered.text))
@@ -80,8 +88,12 @@ def measure(session: Any, messages: list[Any] | None = None) -> ContextUsage:
     tools = session.tools
     total = _count(session, msgs, tools)
     tool_tokens = max(0, total - _count(session, msgs, None)) if tools else 0
-    return ContextUsage(prompt_tokens=total, tool_tokens=tool_tokens, n_ctx=int(session.model.n_ctx),
-                        reserve=reserve_tokens(session))
+    return ContextUsage(
+        prompt_tokens=total,
+        tool_tokens=tool_tokens,
+        n_ctx=int(session.model.n_ctx),
+        reserve=reserve_tokens(session),
+    )
 
 
 def _turn_starts(messages: list[Any]) -> list[int]:
@@ -121,9 +133,13 @@ def trimmed_notice(fit: FitResult) -> Any:
 
     if not fit.dropped_turns:
         return None
-    return NoticeEvent(code="context_trimmed", message=(
-        "The conversation no longer fits the context: the model no longer sees the "
-        f"{fit.dropped_turns} oldest exchange(s)."))
+    return NoticeEvent(
+        code="context_trimmed",
+        message=(
+            "The conversation no longer fits the context: the model no longer sees the "
+            f"{fit.dropped_turns} oldest exchange(s)."
+        ),
+    )
 
 
 def full_context_done(usage: ContextUsage) -> Any:
@@ -132,7 +148,11 @@ def full_context_done(usage: ContextUsage) -> Any:
 
     tools = f" ({usage.tool_tokens:,} of them tool descriptions)" if usage.tool_tokens else ""
     return DoneEvent(
-        finish_reason="error", prompt_tokens=usage.prompt_tokens,
-        error=(f"This conversation is full: the next prompt takes {usage.prompt_tokens:,} tokens{tools} "
-               f"and the model's context holds {usage.n_ctx:,}, with {usage.reserve:,} kept for the reply."),
-        extra={"context_full": True, "n_ctx": usage.n_ctx, "tool_tokens": usage.tool_tokens})
+        finish_reason="error",
+        prompt_tokens=usage.prompt_tokens,
+        error=(
+            f"This conversation is full: the next prompt takes {usage.prompt_tokens:,} tokens{tools} "
+            f"and the model's context holds {usage.n_ctx:,}, with {usage.reserve:,} kept for the reply."
+        ),
+        extra={"context_full": True, "n_ctx": usage.n_ctx, "tool_tokens": usage.tool_tokens},
+    )

@@ -16,8 +16,13 @@ __all__ = ["DETECT_SECONDS", "detect_tool_format"]
 DETECT_SECONDS = 5.0  # all the renders of one detection together
 
 
-def detect_tool_format(chat_template: str | None, tool_use_template: str | None = None, *,
-                       bos_token: str | None = "", eos_token: str | None = "") -> str | None:
+def detect_tool_format(
+    chat_template: str | None,
+    tool_use_template: str | None = None,
+    *,
+    bos_token: str | None = "",
+    eos_token: str | None = "",
+) -> str | None:
     """The family name, or None when the templates render no call a family reads. Never raises."""
     return _detect(chat_template or "", tool_use_template or "", bos_token or "", eos_token or "")
 
@@ -33,6 +38,8 @@ def _detect(chat_template: str, tool_use_template: str, bos: str, eos: str) -> s
         # All of detection's renders share one deadline: a hostile template costs that, not the
         # per-render limit times the dozen renders detection makes.
         with render_deadline(DETECT_SECONDS):
-            return detect_template(chat_template, bos_token=bos, eos_token=eos, tool_use=tool_use_template or None)
+            return detect_template(
+                chat_template, bos_token=bos, eos_token=eos, tool_use=tool_use_template or None
+            )
     except Exception:  # noqa: BLE001 - detection must never break loading or listing a model
         return None

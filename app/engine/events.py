@@ -124,8 +124,15 @@ class DoneEvent:
 
 # A call the model did not finish (or addressed to an undeclared tool) is the parser's own event:
 # its raw text is kept, it is never run and never content.
-ChatEvent = (TextEvent | ReasoningEvent | ToolCallStartedEvent | ToolCallFinishedEvent | ToolCallIncomplete
-             | NoticeEvent | DoneEvent)
+ChatEvent = (
+    TextEvent
+    | ReasoningEvent
+    | ToolCallStartedEvent
+    | ToolCallFinishedEvent
+    | ToolCallIncomplete
+    | NoticeEvent
+    | DoneEvent
+)
 
 
 def event_to_dict(event: ChatEvent) -> dict[str, Any]:
@@ -140,10 +147,13 @@ def event_to_dict(event: ChatEvent) -> dict[str, Any]:
         if isinstance(event, ToolCallStartedEvent):
             d["constrained"] = event.constrained
         if isinstance(event, ToolCallFinishedEvent):
-            d.update(result=event.result, error=event.error, duration_s=event.duration_s,
-                     approval=event.approval)
-        return {"type": "tool_call_started" if isinstance(event, ToolCallStartedEvent) else "tool_call_finished",
-                **d}
+            d.update(
+                result=event.result, error=event.error, duration_s=event.duration_s, approval=event.approval
+            )
+        return {
+            "type": "tool_call_started" if isinstance(event, ToolCallStartedEvent) else "tool_call_finished",
+            **d,
+        }
     if isinstance(event, ToolCallIncomplete):
         return {"type": "tool_call_incomplete", **event.call.to_dict()}
     names = {

@@ -93,7 +93,7 @@ def _grammar_token_refs(grammar: str) -> list[str]:
         if c == "#":
             j = grammar.find("\n", i)
             i = n if j < 0 else j + 1
-        elif c in "\"[":
+        elif c in '"[':
             close = '"' if c == '"' else "]"
             i += 1
             while i < n and grammar[i] != close:
@@ -126,7 +126,9 @@ def validate_grammar(model: LoadedModel, grammar: str) -> None:
         if ref.startswith("["):
             tid = int(ref[1:-1])
             if tid >= n_vocab:
-                raise GrammarError(f"the grammar names token id {tid}, but the vocabulary has {n_vocab} tokens")
+                raise GrammarError(
+                    f"the grammar names token id {tid}, but the vocabulary has {n_vocab} tokens"
+                )
             label = f"<[{tid}]>"
         else:
             toks = model.llm.tokenize(f"<{ref}>".encode(), add_bos=False, special=True)
@@ -150,10 +152,20 @@ def validate_grammar(model: LoadedModel, grammar: str) -> None:
 class Generation:
     """Iterate for text pieces; ``result`` is set once iteration ends."""
 
-    def __init__(self, model: LoadedModel, prompt_tokens: list[int], *, max_tokens: int,
-                 sampling: SamplingParams, grammar: str | None, deadline_s: float | None,
-                 cancel: threading.Event | None, stop: Sequence[str], constraint: Any = None,
-                 progress: Callable[[int, int], None] | None = None):
+    def __init__(
+        self,
+        model: LoadedModel,
+        prompt_tokens: list[int],
+        *,
+        max_tokens: int,
+        sampling: SamplingParams,
+        grammar: str | None,
+        deadline_s: float | None,
+        cancel: threading.Event | None,
+        stop: Sequence[str],
+        constraint: Any = None,
+        progress: Callable[[int, int], None] | None = None,
+    ):
         self.model = model
         self.progress = progress
         self.prompt_tokens = prompt_tokens
@@ -217,9 +229,13 @@ class Generation:
                 budget = 0
                 finish = "cancelled" if self.cancel is not None and self.cancel.is_set() else "deadline"
             if budget > 0:
-                gen = model.llm.generate(self.prompt_tokens, reset=True, grammar=grammar_obj,
-                                         logits_processor=[run] if run is not None else None,
-                                         **self.sampling.llama_kwargs())
+                gen = model.llm.generate(
+                    self.prompt_tokens,
+                    reset=True,
+                    grammar=grammar_obj,
+                    logits_processor=[run] if run is not None else None,
+                    **self.sampling.llama_kwargs(),
+                )
             while True:
                 if self.cancel is not None and self.cancel.is_set():
                     finish = "cancelled"
@@ -328,7 +344,7 @@ class Generation:
                 return False
             if deadline is not None and time.monotonic() >= deadline:
                 return False
-            llm.eval(tokens[i:min(i + n_batch, total - last)])
+            llm.eval(tokens[i : min(i + n_batch, total - last)])
             done = min(i + n_batch, total - last)
             self.model.prompt_progress = (done, total)
             if self.progress is not None:
@@ -342,9 +358,12 @@ def _check_thread(model: LoadedModel) -> None:
     if me == model.owner_thread or (id(model), me) in _warned_threads:
         return
     _warned_threads.add((id(model), me))
-    log.warning("%s was loaded on another thread: generating here makes two llama.cpp (OpenMP) "
-                "thread teams compete for the cores and slows decoding; load and generate on one "
-                "thread", model.name)
+    log.warning(
+        "%s was loaded on another thread: generating here makes two llama.cpp (OpenMP) "
+        "thread teams compete for the cores and slows decoding; load and generate on one "
+        "thread",
+        model.name,
+    )
 
 
 def generate(
@@ -389,8 +408,18 @@ def generate(
         validate_grammar(model, grammar)
     params = resolve_sampling(model.metadata.sampling, sampling)
     stops = tuple(stop) if stop is not None else model.stop_strings
-    return Generation(model, tokens, max_tokens=max_tokens, sampling=params, grammar=grammar,
-                      deadline_s=deadline_s, cancel=cancel, stop=stops, constraint=constraint, progress=progress)
+    return Generation(
+        model,
+        tokens,
+        max_tokens=max_tokens,
+        sampling=params,
+        grammar=grammar,
+        deadline_s=deadline_s,
+        cancel=cancel,
+        stop=stops,
+        constraint=constraint,
+        progress=progress,
+    )
 
 
 def complete(
@@ -417,6 +446,12 @@ def complete(
             Message(role="user", content=prompt)
         ]
         text = render_prompt(model, msgs).text
-    return generate(model, text, max_tokens=max_tokens, sampling=sampling, grammar=grammar,
-                    deadline_s=deadline_s, cancel=cancel).run()
-
+    return generate(
+        model,
+        text,
+        max_tokens=max_tokens,
+        sampling=sampling,
+        grammar=grammar,
+        deadline_s=deadline_s,
+        cancel=cancel,
+    ).run()

@@ -200,8 +200,11 @@ def load_model(
     try:
         str(p).encode("utf-8")  # llama-cpp-python encodes the path strictly
     except UnicodeEncodeError:
-        raise ModelLoadError(p, "its file name is not valid UTF-8, which llama.cpp cannot open; "
-                                "rename the file (or its folder) and load it again") from None
+        raise ModelLoadError(
+            p,
+            "its file name is not valid UTF-8, which llama.cpp cannot open; "
+            "rename the file (or its folder) and load it again",
+        ) from None
     try:
         ctx = _round_ctx(int(n_ctx), meta.context_length)
     except (TypeError, ValueError) as exc:

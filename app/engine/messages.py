@@ -46,8 +46,11 @@ def _call_from_dict(data: Any) -> ToolCall:
             except ValueError:
                 parsed = None
             args = parsed if isinstance(parsed, dict) else args
-        return ToolCall(id=str(data.get("id", "")), name=str(fn.get("name", "")),
-                        arguments=args if isinstance(args, dict | str) else {})
+        return ToolCall(
+            id=str(data.get("id", "")),
+            name=str(fn.get("name", "")),
+            arguments=args if isinstance(args, dict | str) else {},
+        )
     return ToolCall.from_dict(data)
 
 
@@ -97,6 +100,7 @@ class Message:
             tool_calls=[_call_from_dict(c) for c in data.get("tool_calls") or []],
             tool_call_id=data.get("tool_call_id"),
             name=data.get("name"),
-            incomplete_calls=[IncompleteCall.from_dict(c) for c in data.get("incomplete_calls") or []
-                              if isinstance(c, dict)],
+            incomplete_calls=[
+                IncompleteCall.from_dict(c) for c in data.get("incomplete_calls") or [] if isinstance(c, dict)
+            ],
         )

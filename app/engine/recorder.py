@@ -77,14 +77,17 @@ class TurnRecorder:
 
     def begin(self) -> None:
         """Store the empty streaming reply (call before the first event)."""
-        partial = self._save("the conversation",
-                             lambda: self.history.begin_assistant_message(self.conversation_id))
+        partial = self._save(
+            "the conversation", lambda: self.history.begin_assistant_message(self.conversation_id)
+        )
         self.partial = None if partial is _FAILED else partial
         self._last_save = time.monotonic()
 
     def user_message(self, text: str) -> None:
         """Store the user's message of this turn (call before :meth:`begin`)."""
-        self._save("the conversation", lambda: self.history.append_message(self.conversation_id, "user", text))
+        self._save(
+            "the conversation", lambda: self.history.append_message(self.conversation_id, "user", text)
+        )
 
     def observe(self, ev: Any) -> None:
         """Take one chat event of the turn."""
@@ -112,20 +115,34 @@ class TurnRecorder:
         if done.finish_reason in ("cancelled", "error"):
             status: MessageStatus = "interrupted" if done.finish_reason == "cancelled" else "error"
             pid = self.partial.id
-            return self._save("the reply", lambda: self.history.finish_message(
-                pid, status, content=text, reasoning=reasoning, error=done.error)) is not _FAILED
+            return (
+                self._save(
+                    "the reply",
+                    lambda: self.history.finish_message(
+                        pid, status, content=text, reasoning=reasoning, error=done.error
+                    ),
+                )
+                is not _FAILED
+            )
         turn, pid = self._turn_messages(done, messages), self.partial.id
-        return self._save("the reply", lambda: self.history.record_turn(
-            self.conversation_id, pid, turn)) is not _FAILED
+        return (
+            self._save("the reply", lambda: self.history.record_turn(self.conversation_id, pid, turn))
+            is not _FAILED
+        )
 
     def _turn_messages(self, done: DoneEvent, messages: Sequence[Message]) -> list[Any]:
         from app.storage.history import TurnMessage
 
         msgs = list(messages)
         last_user = max((i for i, m in enumerate(msgs) if m.role == "user"), default=-1)
-        stats = {"finish_reason": done.finish_reason, "prompt_tokens": done.prompt_tokens,
-                 "generated_tokens": done.generated_tokens, "tokens_per_s": done.tokens_per_s,
-                 "ttft_s": done.ttft_s, "rounds": done.rounds}
+        stats = {
+            "finish_reason": done.finish_reason,
+            "prompt_tokens": done.prompt_tokens,
+            "generated_tokens": done.generated_tokens,
+            "tokens_per_s": done.tokens_per_s,
+            "ttft_s": done.ttft_s,
+            "rounds": done.rounds,
+        }
         extra_base: dict[str, Any] = {}
         if self.model:
             extra_base["model"] = self.model
@@ -141,11 +158,19 @@ class TurnRecorder:
                 extra["stats"] = stats
             if m.incomplete_calls:  # cut off or undeclared calls: shown with the reply, never run
                 extra["incomplete_calls"] = [c.to_dict() for c in m.incomplete_calls]
-            out.append(TurnMessage(
-                role=m.role, content=m.content, reasoning=m.reasoning or None, tool_call_id=m.tool_call_id,
-                name=m.name, tool_calls=tuple(m.tool_calls), results=dict(self.results),
-                notices=notices if m.role == "assistant" else (), extra=extra,
-            ))
+            out.append(
+                TurnMessage(
+                    role=m.role,
+                    content=m.content,
+                    reasoning=m.reasoning or None,
+                    tool_call_id=m.tool_call_id,
+                    name=m.name,
+                    tool_calls=tuple(m.tool_calls),
+                    results=dict(self.results),
+                    notices=notices if m.role == "assistant" else (),
+                    extra=extra,
+                )
+            )
             if m.role == "assistant":
                 notices = []  # the banners belong above the turn's first reply
         return out

@@ -92,8 +92,13 @@ def _as_object(arguments: dict[str, Any] | str) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def shape_messages(messages: Sequence[Message], *, merge_turns: bool = False, calls_as: str | None = None,
-                   results_as_user: bool = False) -> list[dict[str, Any]]:
+def shape_messages(
+    messages: Sequence[Message],
+    *,
+    merge_turns: bool = False,
+    calls_as: str | None = None,
+    results_as_user: bool = False,
+) -> list[dict[str, Any]]:
     """Template-ready dicts (see the module docstring for the shapes).
 
     ``calls_as``: a tool-call format family; assistant calls are then written into the turn's
@@ -126,15 +131,21 @@ def shape_messages(messages: Sequence[Message], *, merge_turns: bool = False, ca
                 for c in m.tool_calls:
                     cid = replay_id(c.id)
                     names[cid] = c.name
-                    calls.append({"id": cid, "type": "function",
-                                  "function": {"name": c.name, "arguments": _arguments(c.arguments)}})
+                    calls.append(
+                        {
+                            "id": cid,
+                            "type": "function",
+                            "function": {"name": c.name, "arguments": _arguments(c.arguments)},
+                        }
+                    )
                 if calls_as is None:
                     d["tool_calls"] = calls
                 else:
                     from app.engine.formats.guidance import call_example
 
-                    written = "\n".join(call_example(calls_as, c.name, _as_object(c.arguments))
-                                        for c in m.tool_calls)
+                    written = "\n".join(
+                        call_example(calls_as, c.name, _as_object(c.arguments)) for c in m.tool_calls
+                    )
                     d["content"] = "\n".join(x for x in (d["content"], written) if x)
         elif m.role == "tool":
             cid = replay_id(m.tool_call_id or "")
@@ -145,21 +156,36 @@ def shape_messages(messages: Sequence[Message], *, merge_turns: bool = False, ca
                 d = {"role": "tool", "content": m.content or "", "tool_call_id": cid, "name": name}
         else:
             d = {"role": m.role, "content": m.content or ""}
-        if (merge_turns and out and d["role"] in ("user", "assistant", "system")
-                and out[-1]["role"] == d["role"] and "tool_calls" not in d and "tool_calls" not in out[-1]):
+        if (
+            merge_turns
+            and out
+            and d["role"] in ("user", "assistant", "system")
+            and out[-1]["role"] == d["role"]
+            and "tool_calls" not in d
+            and "tool_calls" not in out[-1]
+        ):
             prev = out[-1]
             prev["content"] = "\n\n".join(x for x in (prev["content"], d["content"]) if x)
             if d.get("reasoning_content"):
                 prev["reasoning_content"] = "\n\n".join(
-                    x for x in (prev.get("reasoning_content", ""), d["reasoning_content"]) if x)
+                    x for x in (prev.get("reasoning_content", ""), d["reasoning_content"]) if x
+                )
             continue
         out.append(d)
     return out
 
 
 _PROBE_NAME = "callisto_probe_tool_7f3a"
-_PROBE_TOOLS = [{"type": "function", "function": {
-    "name": _PROBE_NAME, "description": "probe", "parameters": {"type": "object", "properties": {}}}}]
+_PROBE_TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": _PROBE_NAME,
+            "description": "probe",
+            "parameters": {"type": "object", "properties": {}},
+        },
+    }
+]
 
 
 def functions_variables(tools: list[dict[str, Any]], date: str | None = None) -> dict[str, Any]:
@@ -185,8 +211,10 @@ def template_tools_mode(source: str) -> str:
             return "variable"
     except TemplateRenderError:
         pass
-    sys_msgs = [{"role": "system", "content": "s", "tools": json.dumps(_PROBE_TOOLS)},
-                {"role": "user", "content": "u"}]
+    sys_msgs = [
+        {"role": "system", "content": "s", "tools": json.dumps(_PROBE_TOOLS)},
+        {"role": "user", "content": "u"},
+    ]
     try:
         if _PROBE_NAME in render_template(source, sys_msgs):
             return "system_message"
@@ -227,8 +255,12 @@ def render_messages(
         guidance = tool_guidance(tool_format, tools)
 
     def attempt(merge: bool, fold_system: bool = False, args_text: bool = False) -> str:
-        shaped = shape_messages(messages, merge_turns=merge, calls_as=tool_format if guidance else None,
-                                results_as_user=fold_system)
+        shaped = shape_messages(
+            messages,
+            merge_turns=merge,
+            calls_as=tool_format if guidance else None,
+            results_as_user=fold_system,
+        )
         if args_text:  # templates that concatenate the arguments (Functionary v3.2) need JSON text
             for m in shaped:
                 for call in m.get("tool_calls") or ():
@@ -258,10 +290,18 @@ def render_messages(
             kwargs.update(functions_variables(tools))
         elif tools:
             kwargs["tools"] = tools
-        return render_template(source, shaped, add_generation_prompt=add_generation_prompt,
-                               bos_token=bos_token, eos_token=eos_token, **kwargs)
+        return render_template(
+            source,
+            shaped,
+            add_generation_prompt=add_generation_prompt,
+            bos_token=bos_token,
+            eos_token=eos_token,
+            **kwargs,
+        )
 
-    tries = [(False, False, False), (True, False, False)] + ([(True, True, False)] if guidance is not None else [])
+    tries = [(False, False, False), (True, False, False)] + (
+        [(True, True, False)] if guidance is not None else []
+    )
     if any(m.tool_calls for m in messages):
         tries += [(merge, fold, True) for merge, fold, _ in tries]  # then the arguments as JSON text
     first_error: TemplateRenderError | None = None
@@ -273,8 +313,13 @@ def render_messages(
             first_error = first_error or exc
     else:
         raise PromptRenderError(f"the model's chat template failed: {first_error}") from first_error
-    return RenderedPrompt(text=text, template=template_name, tools_sent=bool(tools) and mode != "none",
-                          merged_turns=merged, tools_mode=mode if tools else "variable")
+    return RenderedPrompt(
+        text=text,
+        template=template_name,
+        tools_sent=bool(tools) and mode != "none",
+        merged_turns=merged,
+        tools_mode=mode if tools else "variable",
+    )
 
 
 def render_prompt(
@@ -287,6 +332,13 @@ def render_prompt(
 ) -> RenderedPrompt:
     """Render ``messages`` through the model's template (see :func:`render_messages`)."""
     source, name = choose_template(model, bool(tools))
-    return render_messages(source, messages, tools=tools or None, bos_token=model.bos_token,
-                           eos_token=model.eos_token, add_generation_prompt=add_generation_prompt,
-                           template_name=name, tool_format=tool_format)
+    return render_messages(
+        source,
+        messages,
+        tools=tools or None,
+        bos_token=model.bos_token,
+        eos_token=model.eos_token,
+        add_generation_prompt=add_generation_prompt,
+        template_name=name,
+        tool_format=tool_format,
+    )

@@ -75,15 +75,18 @@ def build_tools(
             if strict:
                 raise ToolSetupError(str(exc)) from exc
             register_builtin_tools(registry, None)
-            problems.append(ToolProblem("workspace_unusable", f"The file tools are off: {exc}", "tools.workspace"))
+            problems.append(
+                ToolProblem("workspace_unusable", f"The file tools are off: {exc}", "tools.workspace")
+            )
     if mcp is not None:
         try:
             mcp.register_tools(registry)
         except Exception as exc:  # noqa: BLE001 - a broken MCP server must not take the other tools down
             if strict:
                 raise ToolSetupError(f"The MCP tools are off: {exc}") from exc
-            problems.append(ToolProblem("mcp_server_failed", f"The MCP tools are off: {exc}",
-                                        "tools.mcp_servers_path"))
+            problems.append(
+                ToolProblem("mcp_server_failed", f"The MCP tools are off: {exc}", "tools.mcp_servers_path")
+            )
     policy = policy if policy is not None else ApprovalPolicy()
     for name, value in (approvals or {}).items():
         if value in ("ask", "allow"):
@@ -124,5 +127,11 @@ def build_session(
         kwargs["messages"] = messages
     if grammar is not None:
         kwargs["grammar"] = grammar
-    return ChatSession(model, tool_format=tool_format, system_prompt=system_prompt or None,
-                       sampling=dict(sampling) if sampling else None, max_tokens=max_tokens, **kwargs)
+    return ChatSession(
+        model,
+        tool_format=tool_format,
+        system_prompt=system_prompt or None,
+        sampling=dict(sampling) if sampling else None,
+        max_tokens=max_tokens,
+        **kwargs,
+    )

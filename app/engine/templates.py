@@ -83,7 +83,9 @@ class _Budget:
     def tick(self, n: int = 1) -> None:
         self.ops += n
         if self.ops > self.max_ops:
-            raise TemplateRenderError(f"template rendering exceeded {self.max_ops} operations (runaway loop?)")
+            raise TemplateRenderError(
+                f"template rendering exceeded {self.max_ops} operations (runaway loop?)"
+            )
         if self.ops >= self.next_check:  # every 16 operations: none of them can take long
             self.next_check = self.ops + 16
             if time.monotonic() > self.deadline:
@@ -240,13 +242,24 @@ def _json_default(value: Any) -> Any:
     return str(value)
 
 
-def _tojson(value: Any, indent: int | None = None, ensure_ascii: bool = False,
-            separators: Any = None, sort_keys: bool = False) -> str:
+def _tojson(
+    value: Any,
+    indent: int | None = None,
+    ensure_ascii: bool = False,
+    separators: Any = None,
+    sort_keys: bool = False,
+) -> str:
     if separators is not None:
         separators = tuple(separators)
     try:
-        return json.dumps(value, indent=indent, ensure_ascii=ensure_ascii, separators=separators,
-                          sort_keys=sort_keys, default=_json_default)
+        return json.dumps(
+            value,
+            indent=indent,
+            ensure_ascii=ensure_ascii,
+            separators=separators,
+            sort_keys=sort_keys,
+            default=_json_default,
+        )
     except (TypeError, ValueError) as exc:
         raise _TemplateException(f"tojson: {exc}") from exc
 
@@ -297,7 +310,11 @@ class _Sandbox(SandboxedEnvironment):
     def call(__self, __context, __obj, *args, **kwargs):  # noqa: N805 (jinja's signature)
         _tick()
         _check_method(__obj, args, kwargs)
-        if getattr(__obj, "__name__", "") == "join" and isinstance(getattr(__obj, "__self__", None), str) and args:
+        if (
+            getattr(__obj, "__name__", "") == "join"
+            and isinstance(getattr(__obj, "__self__", None), str)
+            and args
+        ):
             args = (_materialize(args[0], "str.join"), *args[1:])
         # Calls nest only through template code (macros, ``caller()``, recursive loops): bound
         # that depth so a recursion bomb stops long before a small thread stack (256 KB) overflows.
@@ -379,8 +396,9 @@ class _CodeGenerator(CodeGenerator):
         self.write("))")
 
     def visit_For(self, node, frame):
-        node.iter = nodes.Call(nodes.EnvironmentAttribute("_bounded_iter"), [node.iter], [], None, None,
-                               lineno=node.iter.lineno)
+        node.iter = nodes.Call(
+            nodes.EnvironmentAttribute("_bounded_iter"), [node.iter], [], None, None, lineno=node.iter.lineno
+        )
         super().visit_For(node, frame)
 
 
@@ -416,15 +434,36 @@ def _filter_checks() -> dict[str, Any]:
     def whole(value: Any, *a: Any, **k: Any) -> None:
         _check_str_size(_size(value), "filter")
 
-    return {"center": center, "indent": indent, "wordwrap": wordwrap, "truncate": truncate,
-            "replace": replace, "format": format_, "string": whole, "tojson": whole, "pprint": whole,
-            "sum": whole, "urlize": whole, "xmlattr": whole}
+    return {
+        "center": center,
+        "indent": indent,
+        "wordwrap": wordwrap,
+        "truncate": truncate,
+        "replace": replace,
+        "format": format_,
+        "string": whole,
+        "tojson": whole,
+        "pprint": whole,
+        "sum": whole,
+        "urlize": whole,
+        "xmlattr": whole,
+    }
 
 
 def _guard_filter(name: str, fn: Any, check: Any) -> Any:
     offset = 1 if getattr(fn, "jinja_pass_arg", None) is not None else 0
-    materialize = name in ("join", "list", "sort", "unique", "sum", "reverse", "batch", "slice", "groupby",
-                           "dictsort")
+    materialize = name in (
+        "join",
+        "list",
+        "sort",
+        "unique",
+        "sum",
+        "reverse",
+        "batch",
+        "slice",
+        "groupby",
+        "dictsort",
+    )
 
     @functools.wraps(fn)
     def guarded(*args: Any, **kwargs: Any) -> Any:
@@ -435,11 +474,13 @@ def _guard_filter(name: str, fn: Any, check: Any) -> Any:
             except TypeError:
                 items = None
             if items is not None:
-                args = (*args[:offset], items, *args[offset + 1:])
+                args = (*args[:offset], items, *args[offset + 1 :])
                 _tick(len(items) // 64)
                 if name == "join":
                     sep = args[offset + 1] if len(args) > offset + 1 else kwargs.get("d", "")
-                    _check_str_size(_size(items) + (len(sep) if isinstance(sep, str) else 0) * len(items), "|join")
+                    _check_str_size(
+                        _size(items) + (len(sep) if isinstance(sep, str) else 0) * len(items), "|join"
+                    )
         if check is not None and len(args) > offset:
             check(*args[offset:], **kwargs)
         return _check_result(fn(*args, **kwargs), f"|{name}")
@@ -500,8 +541,9 @@ def _compile(source: str) -> jinja2.Template:
     with _compile_lock:
         tree = _ENV.parse(source)
         if _count_nodes(tree) > MAX_TEMPLATE_NODES:
-            raise TemplateRenderError(f"chat template is too complex to compile (more than {MAX_TEMPLATE_NODES} "
-                                      "syntax nodes)")
+            raise TemplateRenderError(
+                f"chat template is too complex to compile (more than {MAX_TEMPLATE_NODES} syntax nodes)"
+            )
         code = _ENV.compile(tree, raw=False)
         return _ENV.template_class.from_code(_ENV, code, _ENV.make_globals(None), None)
 
@@ -528,8 +570,10 @@ def compile_template(source: str) -> jinja2.Template:
     if not isinstance(source, str):
         raise TemplateRenderError(f"chat template must be a string, not {type(source).__name__}")
     if len(source) > MAX_TEMPLATE_CHARS:
-        raise TemplateRenderError(f"chat template is too long to compile ({len(source)} characters, the limit "
-                                  f"is {MAX_TEMPLATE_CHARS})")
+        raise TemplateRenderError(
+            f"chat template is too long to compile ({len(source)} characters, the limit "
+            f"is {MAX_TEMPLATE_CHARS})"
+        )
     try:
         return _compile(source)
     except TemplateRenderError:
@@ -564,15 +608,21 @@ def render_template(
     if shared is not None:
         max_seconds = min(max_seconds, shared - time.monotonic())
         if max_seconds <= 0:
-            raise TemplateRenderError("template rendering took too long (the time for this template is used up)")
+            raise TemplateRenderError(
+                "template rendering took too long (the time for this template is used up)"
+            )
     template = compile_template(source)
     from app.tools.validation import scrub_value
 
     # Deep copies: whatever the template mutates (``.append``, ``.update``...) stays in this render.
     context = {k: scrub_value(v) for k, v in extra.items()}
-    context.update(messages=scrub_value(messages), tools=scrub_value(tools),
-                   add_generation_prompt=add_generation_prompt, bos_token=scrub_value(bos_token),
-                   eos_token=scrub_value(eos_token))
+    context.update(
+        messages=scrub_value(messages),
+        tools=scrub_value(tools),
+        add_generation_prompt=add_generation_prompt,
+        bos_token=scrub_value(bos_token),
+        eos_token=scrub_value(eos_token),
+    )
     previous = getattr(_local, "budget", None)
     _local.budget = budget = _Budget(max_operations, max_seconds)
     parts: list[str] = []

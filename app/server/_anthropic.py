@@ -36,15 +36,22 @@ if TYPE_CHECKING:
 
 __all__ = ["count_tokens", "messages", "parse_messages_request"]
 
-_STOP = {"stop": "end_turn", "tool_calls": "tool_use", "length": "max_tokens", "deadline": "max_tokens",
-         "cancelled": "end_turn"}
+_STOP = {
+    "stop": "end_turn",
+    "tool_calls": "tool_use",
+    "length": "max_tokens",
+    "deadline": "max_tokens",
+    "cancelled": "end_turn",
+}
 
 
 def _blocks(content: Any, where: str) -> list[dict[str, Any]]:
     if isinstance(content, str):
         return [{"type": "text", "text": content}]
     if not isinstance(content, list):
-        raise ApiError(400, f"{where} must be a string or an array of content blocks, got {type_name(content)}")
+        raise ApiError(
+            400, f"{where} must be a string or an array of content blocks, got {type_name(content)}"
+        )
     for i, b in enumerate(content):
         if not isinstance(b, dict) or not isinstance(b.get("type"), str):
             raise ApiError(400, f"{where}[{i}] must be a content block object with a type")
@@ -93,8 +100,11 @@ def convert_messages(messages: Any, system: Any) -> list[dict[str, Any]]:
             raise ApiError(400, f"{w} must be an object, got {type_name(m)}")
         role = m.get("role")
         if role not in ("user", "assistant"):
-            raise ApiError(400, f"{w}.role {role!r} must be 'user' or 'assistant' (the system prompt goes in "
-                                "the top-level system field)")
+            raise ApiError(
+                400,
+                f"{w}.role {role!r} must be 'user' or 'assistant' (the system prompt goes in "
+                "the top-level system field)",
+            )
         blocks = _blocks(m.get("content"), f"{w}.content")
         if role == "assistant":
             text, thinking, calls = [], [], []
@@ -111,14 +121,23 @@ def convert_messages(messages: Any, system: Any) -> list[dict[str, Any]]:
                     name = check_tool_name(b.get("name"), f"{w}.content[{j}].name")
                     args = b.get("input", {})
                     if not isinstance(args, dict):
-                        raise ApiError(400, f"{w}.content[{j}].input must be an object, got {type_name(args)}")
+                        raise ApiError(
+                            400, f"{w}.content[{j}].input must be an object, got {type_name(args)}"
+                        )
                     inner = inner_call_id(cid)
                     names[inner] = name
                     calls.append({"id": inner, "name": name, "arguments": args})
                 else:
-                    raise ApiError(400, f"{w}.content[{j}] has type {kind!r}, which an assistant message cannot "
-                                        "hold here (text, thinking, tool_use)")
-            d: dict[str, Any] = {"role": "assistant", "content": "".join(text), "reasoning": "".join(thinking)}
+                    raise ApiError(
+                        400,
+                        f"{w}.content[{j}] has type {kind!r}, which an assistant message cannot "
+                        "hold here (text, thinking, tool_use)",
+                    )
+            d: dict[str, Any] = {
+                "role": "assistant",
+                "content": "".join(text),
+                "reasoning": "".join(thinking),
+            }
             if calls:
                 d["tool_calls"] = calls
             out.append(d)
@@ -132,8 +151,11 @@ def convert_messages(messages: Any, system: Any) -> list[dict[str, Any]]:
                 cid = check_str(b.get("tool_use_id"), f"{w}.content[{j}].tool_use_id") or ""
                 inner = inner_call_id(cid)
                 if inner not in names:
-                    raise ApiError(400, f"{w}.content[{j}] is a tool_result for {cid!r}, but no earlier "
-                                        "assistant message has a tool_use with that id")
+                    raise ApiError(
+                        400,
+                        f"{w}.content[{j}] is a tool_result for {cid!r}, but no earlier "
+                        "assistant message has a tool_use with that id",
+                    )
                 result = _result_text(b.get("content"), f"{w}.content[{j}].content")
                 if b.get("is_error") is True:
                     result = f"Error: {result}"
@@ -158,14 +180,19 @@ def convert_tools(tools: Any) -> list[dict[str, Any]] | None:
         if not isinstance(t, dict):
             raise ApiError(400, f"{w} must be an object")
         if t.get("type") not in (None, "custom"):
-            raise ApiError(400, f"{w}.type {t.get('type')!r} is a server tool, which this server does not run; "
-                                "declare client tools with name, description and input_schema")
+            raise ApiError(
+                400,
+                f"{w}.type {t.get('type')!r} is a server tool, which this server does not run; "
+                "declare client tools with name, description and input_schema",
+            )
         name = check_tool_name(t.get("name"), f"{w}.name")
         schema = t.get("input_schema")
         if not isinstance(schema, dict):
             raise ApiError(400, f"{w}.input_schema must be a JSON Schema object")
         desc = check_str(t.get("description", ""), f"{w}.description") or ""
-        out.append({"type": "function", "function": {"name": name, "description": desc, "parameters": schema}})
+        out.append(
+            {"type": "function", "function": {"name": name, "description": desc, "parameters": schema}}
+        )
     return out or None
 
 
@@ -175,8 +202,9 @@ def convert_tool_choice(value: Any, tools: list[dict[str, Any]] | None) -> tuple
         return "auto", True
     if not isinstance(value, dict):
         raise ApiError(400, f"tool_choice must be an object, got {type_name(value)}")
-    parallel = not check_bool(value.get("disable_parallel_tool_use"), "tool_choice.disable_parallel_tool_use",
-                              False)
+    parallel = not check_bool(
+        value.get("disable_parallel_tool_use"), "tool_choice.disable_parallel_tool_use", False
+    )
     kind = value.get("type")
     names = [t["function"]["name"] for t in tools or []]
     if kind in ("auto", "none"):
@@ -188,13 +216,18 @@ def convert_tool_choice(value: Any, tools: list[dict[str, Any]] | None) -> tuple
     if kind == "tool":
         name = value.get("name")
         if name not in names:
-            raise ApiError(400, f"tool_choice names the tool {name!r}, which is not among the declared tools "
-                                f"({', '.join(names) or 'none'})")
+            raise ApiError(
+                400,
+                f"tool_choice names the tool {name!r}, which is not among the declared tools "
+                f"({', '.join(names) or 'none'})",
+            )
         return f"function:{name}", parallel
     raise ApiError(400, f"tool_choice.type {kind!r} is not one of auto, any, tool, none")
 
 
-def parse_messages_request(body: dict[str, Any], state: ServerState, *, counting: bool = False) -> TurnRequest:
+def parse_messages_request(
+    body: dict[str, Any], state: ServerState, *, counting: bool = False
+) -> TurnRequest:
     tools = convert_tools(body.get("tools"))
     choice, parallel = convert_tool_choice(body.get("tool_choice"), tools)
     max_tokens = check_int(body.get("max_tokens"), "max_tokens", lo=1, hi=state.config.max_tokens_limit)
@@ -213,17 +246,27 @@ def parse_messages_request(body: dict[str, Any], state: ServerState, *, counting
     thinking = body.get("thinking")
     if thinking is not None and not isinstance(thinking, dict):
         raise ApiError(400, "thinking must be an object")
-    return TurnRequest(model=check_str(body.get("model"), "model", allow_none=True),
-                       messages=convert_messages(body.get("messages"), body.get("system")), tools=tools,
-                       tool_choice=choice, parallel_tool_calls=parallel, max_tokens=max_tokens,
-                       sampling=sampling, stop=check_stop(body.get("stop_sequences"), "stop_sequences"))
+    return TurnRequest(
+        model=check_str(body.get("model"), "model", allow_none=True),
+        messages=convert_messages(body.get("messages"), body.get("system")),
+        tools=tools,
+        tool_choice=choice,
+        parallel_tool_calls=parallel,
+        max_tokens=max_tokens,
+        sampling=sampling,
+        stop=check_stop(body.get("stop_sequences"), "stop_sequences"),
+    )
 
 
 def _usage(end: TurnEnd | None) -> dict[str, Any]:
     if end is None:
         return {"input_tokens": 0, "output_tokens": 0}
-    return {"input_tokens": end.prompt_tokens - end.cached_tokens, "output_tokens": end.completion_tokens,
-            "cache_read_input_tokens": end.cached_tokens, "cache_creation_input_tokens": 0}
+    return {
+        "input_tokens": end.prompt_tokens - end.cached_tokens,
+        "output_tokens": end.completion_tokens,
+        "cache_read_input_tokens": end.cached_tokens,
+        "cache_creation_input_tokens": 0,
+    }
 
 
 def _event(name: str, data: dict[str, Any]) -> bytes:
@@ -249,11 +292,26 @@ async def messages(request: Request):
         if text:
             content.append({"type": "text", "text": text})
         for c in calls:
-            content.append({"type": "tool_use", "id": f"toolu_{c.id}", "name": c.name,
-                            "input": c.arguments if isinstance(c.arguments, dict) else {}})
-        return JSONResponse({"id": mid, "type": "message", "role": "assistant", "model": turn.model_id,
-                             "content": content, "stop_reason": _STOP.get(end.finish_reason, "end_turn"),
-                             "stop_sequence": None, "usage": _usage(end)})
+            content.append(
+                {
+                    "type": "tool_use",
+                    "id": f"toolu_{c.id}",
+                    "name": c.name,
+                    "input": c.arguments if isinstance(c.arguments, dict) else {},
+                }
+            )
+        return JSONResponse(
+            {
+                "id": mid,
+                "type": "message",
+                "role": "assistant",
+                "model": turn.model_id,
+                "content": content,
+                "stop_reason": _STOP.get(end.finish_reason, "end_turn"),
+                "stop_sequence": None,
+                "usage": _usage(end),
+            }
+        )
 
     async def gen():
         end = None
@@ -261,9 +319,22 @@ async def messages(request: Request):
         index = -1
         open_kind: str | None = None
         try:
-            yield _event("message_start", {"type": "message_start", "message": {
-                "id": mid, "type": "message", "role": "assistant", "model": turn.model_id, "content": [],
-                "stop_reason": None, "stop_sequence": None, "usage": _usage(None)}})
+            yield _event(
+                "message_start",
+                {
+                    "type": "message_start",
+                    "message": {
+                        "id": mid,
+                        "type": "message",
+                        "role": "assistant",
+                        "model": turn.model_id,
+                        "content": [],
+                        "stop_reason": None,
+                        "stop_sequence": None,
+                        "usage": _usage(None),
+                    },
+                },
+            )
 
             def close() -> list[bytes]:
                 nonlocal open_kind
@@ -271,8 +342,16 @@ async def messages(request: Request):
                     return []
                 out = []
                 if open_kind == "thinking":
-                    out.append(_event("content_block_delta", {"type": "content_block_delta", "index": index,
-                                                              "delta": {"type": "signature_delta", "signature": ""}}))
+                    out.append(
+                        _event(
+                            "content_block_delta",
+                            {
+                                "type": "content_block_delta",
+                                "index": index,
+                                "delta": {"type": "signature_delta", "signature": ""},
+                            },
+                        )
+                    )
                 out.append(_event("content_block_stop", {"type": "content_block_stop", "index": index}))
                 open_kind = None
                 return out
@@ -282,8 +361,12 @@ async def messages(request: Request):
                 out = close()
                 index += 1
                 open_kind = kind
-                out.append(_event("content_block_start", {"type": "content_block_start", "index": index,
-                                                          "content_block": block}))
+                out.append(
+                    _event(
+                        "content_block_start",
+                        {"type": "content_block_start", "index": index, "content_block": block},
+                    )
+                )
                 return out
 
             async for kind, value in turn.events():
@@ -291,23 +374,44 @@ async def messages(request: Request):
                     if open_kind != "text":
                         for b in open_block("text", {"type": "text", "text": ""}):
                             yield b
-                    yield _event("content_block_delta", {"type": "content_block_delta", "index": index,
-                                                         "delta": {"type": "text_delta", "text": value}})
+                    yield _event(
+                        "content_block_delta",
+                        {
+                            "type": "content_block_delta",
+                            "index": index,
+                            "delta": {"type": "text_delta", "text": value},
+                        },
+                    )
                 elif kind == "reasoning":
                     if open_kind != "thinking":
-                        for b in open_block("thinking", {"type": "thinking", "thinking": "", "signature": ""}):
+                        for b in open_block(
+                            "thinking", {"type": "thinking", "thinking": "", "signature": ""}
+                        ):
                             yield b
-                    yield _event("content_block_delta", {"type": "content_block_delta", "index": index,
-                                                         "delta": {"type": "thinking_delta", "thinking": value}})
+                    yield _event(
+                        "content_block_delta",
+                        {
+                            "type": "content_block_delta",
+                            "index": index,
+                            "delta": {"type": "thinking_delta", "thinking": value},
+                        },
+                    )
                 elif kind == "call":
                     ncalls += 1
-                    for b in open_block("tool_use", {"type": "tool_use", "id": f"toolu_{value.id}",
-                                                     "name": value.name, "input": {}}):
+                    for b in open_block(
+                        "tool_use",
+                        {"type": "tool_use", "id": f"toolu_{value.id}", "name": value.name, "input": {}},
+                    ):
                         yield b
                     for frag in split_fragments(call_arguments_json(value)):
-                        yield _event("content_block_delta", {"type": "content_block_delta", "index": index,
-                                                             "delta": {"type": "input_json_delta",
-                                                                       "partial_json": frag}})
+                        yield _event(
+                            "content_block_delta",
+                            {
+                                "type": "content_block_delta",
+                                "index": index,
+                                "delta": {"type": "input_json_delta", "partial_json": frag},
+                            },
+                        )
                     for b in close():
                         yield b
                 elif kind == "end":
@@ -315,10 +419,14 @@ async def messages(request: Request):
             for b in close():
                 yield b
             assert end is not None
-            yield _event("message_delta", {"type": "message_delta",
-                                           "delta": {"stop_reason": _STOP.get(end.finish_reason, "end_turn"),
-                                                     "stop_sequence": None},
-                                           "usage": {"output_tokens": end.completion_tokens}})
+            yield _event(
+                "message_delta",
+                {
+                    "type": "message_delta",
+                    "delta": {"stop_reason": _STOP.get(end.finish_reason, "end_turn"), "stop_sequence": None},
+                    "usage": {"output_tokens": end.completion_tokens},
+                },
+            )
             yield _event("message_stop", {"type": "message_stop"})
         except ApiError as err:
             from app.server._errors import error_body

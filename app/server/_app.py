@@ -104,20 +104,29 @@ def create_app(state: ServerState, *, on_response: Callable[[dict[str, Any]], No
         return error_response(api_of_path(request.url.path), exc)
 
     async def http_error(request, exc: HTTPException):
-        msg = {404: f"there is no endpoint {request.url.path}", 405: f"{request.method} is not allowed on "
-               f"{request.url.path}"}.get(exc.status_code, str(exc.detail))
+        msg = {
+            404: f"there is no endpoint {request.url.path}",
+            405: f"{request.method} is not allowed on {request.url.path}",
+        }.get(exc.status_code, str(exc.detail))
         return error_response(api_of_path(request.url.path), ApiError(exc.status_code, msg))
 
     async def crash(request, exc: Exception):
         log.exception("request failed")
         return error_response(api_of_path(request.url.path), ApiError(500, f"internal error: {exc}"))
 
-    app = Starlette(routes=_routes(), exception_handlers={ApiError: api_error, HTTPException: http_error,
-                                                          Exception: crash})
+    app = Starlette(
+        routes=_routes(),
+        exception_handlers={ApiError: api_error, HTTPException: http_error, Exception: crash},
+    )
     app.state.callisto = state
-    return Gate(app, bound_host=state.config.host, api_key=state.config.api_key,
-                cors_origins=state.config.cors_origins, allowed_hosts=state.config.allowed_hosts,
-                on_response=on_response)
+    return Gate(
+        app,
+        bound_host=state.config.host,
+        api_key=state.config.api_key,
+        cors_origins=state.config.cors_origins,
+        allowed_hosts=state.config.allowed_hosts,
+        on_response=on_response,
+    )
 
 
 class ApiServer:
@@ -125,13 +134,22 @@ class ApiServer:
     clear message when the port is taken), ``stop()`` shuts it down. ``log`` keeps the latest
     requests; ``on_request`` is called (on the server's thread) for each one."""
 
-    def __init__(self, config: ServerConfig | None = None, *,
-                 on_request: Callable[[RequestLogEntry], None] | None = None):
+    def __init__(
+        self,
+        config: ServerConfig | None = None,
+        *,
+        on_request: Callable[[RequestLogEntry], None] | None = None,
+    ):
         self.config = config or ServerConfig()
         self.catalog = ModelCatalog(self.config.models, use_library=self.config.use_library)
-        self.host = EngineHost(self.catalog, queue_size=self.config.queue_size, n_ctx=self.config.n_ctx,
-                               n_threads=self.config.n_threads, n_gpu_layers=self.config.n_gpu_layers,
-                               tool_format=self.config.tool_format)
+        self.host = EngineHost(
+            self.catalog,
+            queue_size=self.config.queue_size,
+            n_ctx=self.config.n_ctx,
+            n_threads=self.config.n_threads,
+            n_gpu_layers=self.config.n_gpu_layers,
+            tool_format=self.config.tool_format,
+        )
         self.state = ServerState(self.config, self.host, self.catalog)
         self.on_request = on_request
         self.log: deque[RequestLogEntry] = deque(maxlen=500)
@@ -153,11 +171,17 @@ class ApiServer:
         return self._thread is not None and self._thread.is_alive()
 
     def _record(self, data: dict[str, Any]) -> None:
-        entry = RequestLogEntry(time=time.time(), method=data.get("method", ""), path=data.get("path", ""),
-                                model=data.get("model", "") or "", prompt_tokens=int(data.get("prompt_tokens") or 0),
-                                completion_tokens=int(data.get("completion_tokens") or 0),
-                                duration_s=float(data.get("duration_s") or 0.0),
-                                tool_calls=int(data.get("tool_calls") or 0), status=int(data.get("status") or 0))
+        entry = RequestLogEntry(
+            time=time.time(),
+            method=data.get("method", ""),
+            path=data.get("path", ""),
+            model=data.get("model", "") or "",
+            prompt_tokens=int(data.get("prompt_tokens") or 0),
+            completion_tokens=int(data.get("completion_tokens") or 0),
+            duration_s=float(data.get("duration_s") or 0.0),
+            tool_calls=int(data.get("tool_calls") or 0),
+            status=int(data.get("status") or 0),
+        )
         self.log.append(entry)
         if self.on_request is not None:
             try:
@@ -176,8 +200,11 @@ class ApiServer:
             sock.bind((self.config.host, self.config.port))
         except OSError as exc:
             sock.close()
-            raise OSError(exc.errno, f"cannot listen on {self.config.host}:{self.config.port}: "
-                                     f"{exc.strerror or exc} (is another server using the port?)") from exc
+            raise OSError(
+                exc.errno,
+                f"cannot listen on {self.config.host}:{self.config.port}: "
+                f"{exc.strerror or exc} (is another server using the port?)",
+            ) from exc
         sock.listen(128)
         sock.setblocking(False)
         self.port = sock.getsockname()[1]
@@ -189,14 +216,22 @@ class ApiServer:
             return
         import uvicorn
 
-        entry = self.catalog.resolve(self.config.preload) if self.config.preload else None  # 404: nothing bound
+        entry = (
+            self.catalog.resolve(self.config.preload) if self.config.preload else None
+        )  # 404: nothing bound
         self._sock = self.bind()
         self.host.start()
         if entry is not None:
             self.host.preload(entry)
         app = create_app(self.state, on_response=self._record)
-        cfg = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off", timeout_keep_alive=30,
-                             timeout_graceful_shutdown=3)
+        cfg = uvicorn.Config(
+            app,
+            log_level="warning",
+            access_log=False,
+            lifespan="off",
+            timeout_keep_alive=30,
+            timeout_graceful_shutdown=3,
+        )
         self._server = uvicorn.Server(cfg)
         self._server.install_signal_handlers = lambda: None  # uvicorn <0.29
         ready = threading.Event()

@@ -27,7 +27,7 @@ _LOOPBACK_NAMES = {"localhost", "localhost.localdomain", "ip6-localhost"}
 def _host_name(host_header: str) -> str:
     h = host_header.strip().lower()
     if h.startswith("["):  # [::1]:8453
-        return h[1:h.find("]")] if "]" in h else h
+        return h[1 : h.find("]")] if "]" in h else h
     if h.count(":") == 1:
         h = h.split(":", 1)[0]
     return h.rstrip(".")
@@ -49,9 +49,16 @@ def host_allowed(host_header: str | None, bound: str, extra: Iterable[str] = ())
 
 
 class Gate:
-    def __init__(self, app: Callable[..., Awaitable[None]], *, bound_host: str, api_key: str | None,
-                 cors_origins: Iterable[str], allowed_hosts: Iterable[str] = (),
-                 on_response: Callable[[dict[str, Any]], None] | None = None):
+    def __init__(
+        self,
+        app: Callable[..., Awaitable[None]],
+        *,
+        bound_host: str,
+        api_key: str | None,
+        cors_origins: Iterable[str],
+        allowed_hosts: Iterable[str] = (),
+        on_response: Callable[[dict[str, Any]], None] | None = None,
+    ):
         self.app = app
         self.bound_host = bound_host
         self.api_key = api_key or None
@@ -60,10 +67,16 @@ class Gate:
         self.on_response = on_response
 
     def _cors_headers(self, origin: str) -> list[tuple[bytes, bytes]]:
-        return [(b"access-control-allow-origin", origin.encode()), (b"vary", b"Origin"),
-                (b"access-control-allow-headers", b"authorization, content-type, x-api-key, anthropic-version, "
-                                                  b"anthropic-beta, openai-organization, openai-project"),
-                (b"access-control-allow-methods", b"GET, POST, OPTIONS")]
+        return [
+            (b"access-control-allow-origin", origin.encode()),
+            (b"vary", b"Origin"),
+            (
+                b"access-control-allow-headers",
+                b"authorization, content-type, x-api-key, anthropic-version, "
+                b"anthropic-beta, openai-organization, openai-project",
+            ),
+            (b"access-control-allow-methods", b"GET, POST, OPTIONS"),
+        ]
 
     async def _refuse(self, send, path: str, err: ApiError, extra: list[tuple[bytes, bytes]] = ()) -> None:
         body = json.dumps(error_body(api_of_path(path), err)).encode()
@@ -78,8 +91,15 @@ class Gate:
             return
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
         path = scope.get("path", "")
-        log: dict[str, Any] = {"method": scope.get("method", ""), "path": path, "status": 0, "model": "",
-                               "prompt_tokens": 0, "completion_tokens": 0, "tool_calls": 0}
+        log: dict[str, Any] = {
+            "method": scope.get("method", ""),
+            "path": path,
+            "status": 0,
+            "model": "",
+            "prompt_tokens": 0,
+            "completion_tokens": 0,
+            "tool_calls": 0,
+        }
         scope["callisto.log"] = log
         import time
 
@@ -89,8 +109,9 @@ class Gate:
             if message["type"] == "http.response.start":
                 log["status"] = log.get("status") or message["status"]
                 if cors_origin:
-                    message = dict(message, headers=list(message.get("headers", [])) +
-                                   self._cors_headers(cors_origin))
+                    message = dict(
+                        message, headers=list(message.get("headers", [])) + self._cors_headers(cors_origin)
+                    )
             await send(message)
             if message["type"] == "http.response.body" and not message.get("more_body", False):
                 log["duration_s"] = time.monotonic() - started
@@ -100,13 +121,19 @@ class Gate:
         cors_origin = None
         try:
             if not host_allowed(headers.get("host"), self.bound_host, self.allowed_hosts):
-                raise ApiError(403, f"the Host header {headers.get('host')!r} does not name this machine; "
-                                    "requests must address the server by a loopback name or its bound address")
+                raise ApiError(
+                    403,
+                    f"the Host header {headers.get('host')!r} does not name this machine; "
+                    "requests must address the server by a loopback name or its bound address",
+                )
             origin = headers.get("origin")
             if origin is not None:
                 if origin.rstrip("/") not in self.origins:
-                    raise ApiError(403, f"requests from the web origin {origin!r} are refused (CORS is "
-                                        f"{'off' if not self.origins else 'limited to the configured origins'})")
+                    raise ApiError(
+                        403,
+                        f"requests from the web origin {origin!r} are refused (CORS is "
+                        f"{'off' if not self.origins else 'limited to the configured origins'})",
+                    )
                 cors_origin = origin
                 if scope.get("method") == "OPTIONS":
                     log["status"] = 204
@@ -115,10 +142,15 @@ class Gate:
                     return
             if self.api_key is not None:
                 auth = headers.get("authorization", "")
-                token = auth[7:].strip() if auth.lower().startswith("bearer ") else headers.get("x-api-key", "")
+                token = (
+                    auth[7:].strip() if auth.lower().startswith("bearer ") else headers.get("x-api-key", "")
+                )
                 if not token:
-                    raise ApiError(401, "an API key is required: send it as 'Authorization: Bearer KEY' or "
-                                        "'x-api-key: KEY'", code="missing_api_key")
+                    raise ApiError(
+                        401,
+                        "an API key is required: send it as 'Authorization: Bearer KEY' or 'x-api-key: KEY'",
+                        code="missing_api_key",
+                    )
                 if not hmac.compare_digest(token.encode(), self.api_key.encode()):
                     raise ApiError(401, "the API key is not valid", code="invalid_api_key")
         except ApiError as err:

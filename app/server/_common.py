@@ -72,8 +72,9 @@ async def read_json(request: Request, limit: int) -> dict[str, Any]:
     except UnicodeDecodeError:
         raise ApiError(400, "the request body is not UTF-8 text") from None
     except json.JSONDecodeError as exc:
-        raise ApiError(400, f"the request body is not valid JSON: {exc.msg} at line {exc.lineno} "
-                            f"column {exc.colno}") from None
+        raise ApiError(
+            400, f"the request body is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
+        ) from None
     except RecursionError:
         raise ApiError(400, "the request body is nested too deeply") from None
     if not isinstance(body, dict):
@@ -100,8 +101,11 @@ def check_bool(value: Any, where: str, default: bool) -> bool:
 def check_int(value: Any, where: str, *, lo: int | None = None, hi: int | None = None) -> int | None:
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or (isinstance(value, float)
-                                                                         and not value.is_integer()):
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or (isinstance(value, float) and not value.is_integer())
+    ):
         raise ApiError(400, f"{where} must be an integer, got {type_name(value)}", param=where)
     value = int(value)
     if lo is not None and value < lo:
@@ -125,9 +129,12 @@ def check_tool_name(value: Any, where: str) -> str:
     name = check_str(value, where)
     assert name is not None
     if not is_tool_name(name):
-        raise ApiError(400, f"{where} {name!r} is not a valid tool name (letters, digits, _ . -, starting "
-                       "with a letter or _, at most 64 characters)",
-                       param=where)
+        raise ApiError(
+            400,
+            f"{where} {name!r} is not a valid tool name (letters, digits, _ . -, starting "
+            "with a letter or _, at most 64 characters)",
+            param=where,
+        )
     return name
 
 
@@ -217,8 +224,9 @@ class Turn:
             h.finished.append(end)
             self._put("end", end)
 
-        host.submit(Job(run=run, model=entry, cancel=self.cancel,
-                        on_error=lambda err: self._put("error", err)))
+        host.submit(
+            Job(run=run, model=entry, cancel=self.cancel, on_error=lambda err: self._put("error", err))
+        )
 
     async def first(self, request: Request) -> None:
         """Wait for the turn's first event, so that what the engine refuses (the template, the
@@ -299,4 +307,4 @@ def split_fragments(text: str, n: int = 3) -> list[str]:
     if len(text) <= 8:
         return [text]
     step = -(-len(text) // n)
-    return [text[i:i + step] for i in range(0, len(text), step)]
+    return [text[i : i + step] for i in range(0, len(text), step)]

@@ -32,8 +32,17 @@ from app.server._models import ModelCatalog, ModelEntry
 if TYPE_CHECKING:
     from app.engine.llm import LoadedModel
 
-__all__ = ["EngineHost", "Job", "RenderedTurn", "TurnEnd", "TurnRequest", "count_tokens", "new_call_id",
-           "render_turn", "run_turn"]
+__all__ = [
+    "EngineHost",
+    "Job",
+    "RenderedTurn",
+    "TurnEnd",
+    "TurnRequest",
+    "count_tokens",
+    "new_call_id",
+    "render_turn",
+    "run_turn",
+]
 
 log = logging.getLogger(__name__)
 _ALNUM = string.ascii_letters + string.digits
@@ -86,8 +95,16 @@ class Job:
 class EngineHost:
     """Owns the model (one loaded at a time) and the thread every generation runs on."""
 
-    def __init__(self, catalog: ModelCatalog, *, queue_size: int = 16, n_ctx: int = 4096,
-                 n_threads: int | None = None, n_gpu_layers: int = 0, tool_format: str = "auto"):
+    def __init__(
+        self,
+        catalog: ModelCatalog,
+        *,
+        queue_size: int = 16,
+        n_ctx: int = 4096,
+        n_threads: int | None = None,
+        n_gpu_layers: int = 0,
+        tool_format: str = "auto",
+    ):
         if queue_size < 1:
             raise ValueError("queue_size must be at least 1")
         self.catalog = catalog
@@ -136,9 +153,13 @@ class EngineHost:
             self._queue.put_nowait(job)
         except queue.Full:
             retry = max(1, int(self.avg_job_s * (self.pending + 1) + 0.999))
-            raise ApiError(429, f"the server is busy: {self.queue_size} requests are already waiting; "
-                                f"retry in about {retry} s", code="rate_limit_exceeded",
-                           headers={"Retry-After": str(retry)}) from None
+            raise ApiError(
+                429,
+                f"the server is busy: {self.queue_size} requests are already waiting; "
+                f"retry in about {retry} s",
+                code="rate_limit_exceeded",
+                headers={"Retry-After": str(retry)},
+            ) from None
 
     def preload(self, entry: ModelEntry) -> None:
         """Load ``entry`` on the engine thread now (``serve --model``); returns at once."""
@@ -179,8 +200,9 @@ class EngineHost:
             self.model.close()
             self.model, self.entry = None, None
         try:
-            self.model = load_model(entry.path, n_ctx=self.n_ctx, n_gpu_layers=self.n_gpu_layers,
-                                    n_threads=self.n_threads)
+            self.model = load_model(
+                entry.path, n_ctx=self.n_ctx, n_gpu_layers=self.n_gpu_layers, n_threads=self.n_threads
+            )
         except ModelLoadError as exc:
             raise ApiError(500, str(exc), code="model_load_failed") from exc
         self.entry = entry
@@ -197,8 +219,13 @@ def _family(model: LoadedModel, setting: str) -> str | None:
     return family
 
 
-def _constraint(model: LoadedModel, family: str | None, tools: list[dict[str, Any]] | None, req: TurnRequest,
-                in_reasoning: bool) -> Any:
+def _constraint(
+    model: LoadedModel,
+    family: str | None,
+    tools: list[dict[str, Any]] | None,
+    req: TurnRequest,
+    in_reasoning: bool,
+) -> Any:
     """The engine's constraint (``app.engine.constraints``) for the request's tool choice and
     response format: a forced choice is always held by a grammar; one that cannot be built is a
     400, never served unconstrained. ``tool_choice`` wins over ``response_format``; ``auto`` is free."""
@@ -211,13 +238,22 @@ def _constraint(model: LoadedModel, family: str | None, tools: list[dict[str, An
     if not forced and not req.response_format:
         return None  # auto and none decode freely: the family parser reads whatever the model writes
     try:
-        return compile_constraint(model, family=family, tools=tools, tool_choice=choice,
-                                  parallel_tool_calls=req.parallel_tool_calls,
-                                  response_format=None if forced else req.response_format,
-                                  in_reasoning=in_reasoning)
+        return compile_constraint(
+            model,
+            family=family,
+            tools=tools,
+            tool_choice=choice,
+            parallel_tool_calls=req.parallel_tool_calls,
+            response_format=None if forced else req.response_format,
+            in_reasoning=in_reasoning,
+        )
     except ConstraintError as exc:
-        raise ApiError(400, f"the requested constraint cannot be applied: {exc}", param="tool_choice",
-                       code="invalid_constraint") from exc
+        raise ApiError(
+            400,
+            f"the requested constraint cannot be applied: {exc}",
+            param="tool_choice",
+            code="invalid_constraint",
+        ) from exc
 
 
 @dataclass
@@ -244,8 +280,9 @@ def render_turn(model: LoadedModel, req: TurnRequest, tool_format: str) -> Rende
     try:
         rendered = render_prompt(model, msgs, tools=tools, tool_format=family)
     except PromptRenderError as exc:
-        raise ApiError(400, f"the model's chat template cannot render this conversation: {exc}",
-                       param="messages") from exc
+        raise ApiError(
+            400, f"the model's chat template cannot render this conversation: {exc}", param="messages"
+        ) from exc
     fmt = None
     if family is not None:
         from app.engine.formats import FORMATS
@@ -254,8 +291,15 @@ def render_turn(model: LoadedModel, req: TurnRequest, tool_format: str) -> Rende
     return RenderedTurn(rendered.text, family, fmt, tools)
 
 
-def run_turn(model: LoadedModel, req: TurnRequest, emit: Callable[[str, Any], None],
-             cancel: threading.Event, *, tool_format: str = "auto", used_ids: set[str] | None = None) -> TurnEnd:
+def run_turn(
+    model: LoadedModel,
+    req: TurnRequest,
+    emit: Callable[[str, Any], None],
+    cancel: threading.Event,
+    *,
+    tool_format: str = "auto",
+    used_ids: set[str] | None = None,
+) -> TurnEnd:
     """Generate one reply on the calling (engine) thread. ``emit(kind, value)`` gets ``text``,
     ``reasoning`` and ``call`` (an ``app.calls.ToolCall`` whose id is new to the conversation)
     as they come; returns how the turn ended. Raises :class:`ApiError` for what the request got
@@ -287,8 +331,9 @@ def run_turn(model: LoadedModel, req: TurnRequest, emit: Callable[[str, Any], No
     elif fmt is not None:
         in_reasoning = fmt.opens_in_reasoning(text)
         source = choose_template(model, bool(tools))[0]
-        stream = fmt.stream(tools or [], in_reasoning=in_reasoning,
-                            orphan_close=fmt.expects_orphan_close(source, text))
+        stream = fmt.stream(
+            tools or [], in_reasoning=in_reasoning, orphan_close=fmt.expects_orphan_close(source, text)
+        )
         stream.call_ids = issue  # the parser issues each call's id (the model's own when valid)
     else:
         stream = _PlainStream(text.rstrip().endswith("<think>"))
@@ -296,12 +341,21 @@ def run_turn(model: LoadedModel, req: TurnRequest, emit: Callable[[str, Any], No
         constraint = _constraint(model, family, tools, req, in_reasoning) if req.raw_prompt is None else None
         stops = tuple(model.stop_strings) + tuple(s for s in req.stop if s)
         halt = stop_event(cancel)
-        gen = generate(model, text, max_tokens=req.max_tokens, sampling=req.sampling or None,
-                       cancel=halt, stop=stops, constraint=constraint)
+        gen = generate(
+            model,
+            text,
+            max_tokens=req.max_tokens,
+            sampling=req.sampling or None,
+            cancel=halt,
+            stop=stops,
+            constraint=constraint,
+        )
     except ContextOverflowError as exc:
         raise ApiError(400, str(exc), param="messages", code="context_length_exceeded") from exc
     except GrammarError as exc:
-        raise ApiError(400, f"the requested constraint cannot be applied: {exc}", code="invalid_grammar") from exc
+        raise ApiError(
+            400, f"the requested constraint cannot be applied: {exc}", code="invalid_grammar"
+        ) from exc
     except GenerationError as exc:
         raise ApiError(500, str(exc)) from exc
     except ValueError as exc:  # a bad sampling value
@@ -383,9 +437,15 @@ def run_turn(model: LoadedModel, req: TurnRequest, emit: Callable[[str, Any], No
         raise ApiError(500, str(exc)) from exc
     if ncalls and finish == "stop":
         finish = "tool_calls"
-    return TurnEnd(finish_reason=finish, prompt_tokens=res.prompt_tokens, completion_tokens=res.generated_tokens,
-                   cached_tokens=max(0, res.prompt_tokens - res.prompt_tokens_evaluated), ttft_s=res.ttft_s,
-                   elapsed_s=time.monotonic() - started, tool_format=family)
+    return TurnEnd(
+        finish_reason=finish,
+        prompt_tokens=res.prompt_tokens,
+        completion_tokens=res.generated_tokens,
+        cached_tokens=max(0, res.prompt_tokens - res.prompt_tokens_evaluated),
+        ttft_s=res.ttft_s,
+        elapsed_s=time.monotonic() - started,
+        tool_format=family,
+    )
 
 
 class stop_event(threading.Event):  # noqa: N801 - used like a function

@@ -26,8 +26,15 @@ _TYPES: dict[int, tuple[str, str]] = {
 class ApiError(Exception):
     """A request that cannot be served: ``status`` and a message that says what was wrong."""
 
-    def __init__(self, status: int, message: str, *, param: str | None = None, code: str | None = None,
-                 headers: dict[str, str] | None = None):
+    def __init__(
+        self,
+        status: int,
+        message: str,
+        *,
+        param: str | None = None,
+        code: str | None = None,
+        headers: dict[str, str] | None = None,
+    ):
         super().__init__(message)
         self.status = status
         self.message = message
@@ -57,5 +64,9 @@ def error_body(api: str, err: ApiError) -> dict[str, Any]:
 def error_response(api: str, err: ApiError):
     from starlette.responses import Response
 
-    return Response(json.dumps(error_body(api, err)), status_code=err.status, media_type="application/json",
-                    headers=err.headers)
+    return Response(
+        json.dumps(error_body(api, err)),
+        status_code=err.status,
+        media_type="application/json",
+        headers=err.headers,
+    )

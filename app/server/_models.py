@@ -63,10 +63,16 @@ class ModelCatalog:
                     if m.usable:
                         p = Path(m.path).resolve()
                         s = m.summary
-                        found.setdefault(p, ModelEntry(
-                            id=m.name, path=p, size=m.size,
-                            quantization=getattr(s, "quantization", None) if s else None,
-                            architecture=getattr(s, "architecture", None) if s else None))
+                        found.setdefault(
+                            p,
+                            ModelEntry(
+                                id=m.name,
+                                path=p,
+                                size=m.size,
+                                quantization=getattr(s, "quantization", None) if s else None,
+                                architecture=getattr(s, "architecture", None) if s else None,
+                            ),
+                        )
             except Exception:  # noqa: BLE001 - a broken library must not take the server down
                 pass
         entries = list(found.values())
@@ -83,8 +89,12 @@ class ModelCatalog:
         if not name:
             entry = loaded or self.default()
             if entry is None:
-                raise ApiError(404, "no model is available: start the server with --model PATH or "
-                                    "add GGUF files to the model library", code="model_not_found")
+                raise ApiError(
+                    404,
+                    "no model is available: start the server with --model PATH or "
+                    "add GGUF files to the model library",
+                    code="model_not_found",
+                )
             return entry
         for refresh in (False, True):
             entries = self.entries(refresh=refresh)
@@ -96,5 +106,6 @@ class ModelCatalog:
                 if lowered in (e.id.lower(), e.path.name.lower()):
                     return e
         names = ", ".join(e.id for e in self.entries()) or "none"
-        raise ApiError(404, f"model {name!r} not found; available models: {names}", param="model",
-                       code="model_not_found")
+        raise ApiError(
+            404, f"model {name!r} not found; available models: {names}", param="model", code="model_not_found"
+        )

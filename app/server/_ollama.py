@@ -43,8 +43,12 @@ def _options(body: dict[str, Any], state: ServerState) -> tuple[dict[str, Any], 
     if not isinstance(opts, dict):
         raise ApiError(400, f"options must be an object, got {type_name(opts)}")
     sampling: dict[str, Any] = {}
-    for key, name, lo, hi in (("temperature", "temperature", 0.0, 2.0), ("top_p", "top_p", 0.0, 1.0),
-                              ("min_p", "min_p", 0.0, 1.0), ("repeat_penalty", "repeat_penalty", 0.0, 10.0)):
+    for key, name, lo, hi in (
+        ("temperature", "temperature", 0.0, 2.0),
+        ("top_p", "top_p", 0.0, 1.0),
+        ("min_p", "min_p", 0.0, 1.0),
+        ("repeat_penalty", "repeat_penalty", 0.0, 10.0),
+    ):
         v = check_number(opts.get(key), f"options.{key}", lo=lo, hi=hi)
         if v is not None:
             sampling[name] = v
@@ -102,12 +106,17 @@ def convert_messages(messages: Any) -> list[dict[str, Any]]:
                         args = None
                 if not isinstance(args, dict):
                     raise ApiError(400, f"{w}.tool_calls[{j}].function.arguments must be an object")
-                cid = tc.get("id") if isinstance(tc.get("id"), str) and tc.get("id") else f"ollama{counter:03d}"
+                cid = (
+                    tc.get("id") if isinstance(tc.get("id"), str) and tc.get("id") else f"ollama{counter:03d}"
+                )
                 counter += 1
                 calls.append({"id": cid, "name": name, "arguments": args})
             pending = [(c["id"], c["name"]) for c in calls]
-            d: dict[str, Any] = {"role": "assistant", "content": content,
-                                 "reasoning": check_str(m.get("thinking"), f"{w}.thinking", allow_none=True) or ""}
+            d: dict[str, Any] = {
+                "role": "assistant",
+                "content": content,
+                "reasoning": check_str(m.get("thinking"), f"{w}.thinking", allow_none=True) or "",
+            }
             if calls:
                 d["tool_calls"] = calls
             out.append(d)
@@ -115,8 +124,11 @@ def convert_messages(messages: Any) -> list[dict[str, Any]]:
             name = m.get("tool_name") or m.get("name")
             match = next((p for p in pending if name is None or p[1] == name), None)
             if match is None:
-                raise ApiError(400, f"{w} is a tool result, but no earlier assistant message made a call "
-                                    f"{'to ' + repr(name) + ' ' if name else ''}that is still unanswered")
+                raise ApiError(
+                    400,
+                    f"{w} is a tool result, but no earlier assistant message made a call "
+                    f"{'to ' + repr(name) + ' ' if name else ''}that is still unanswered",
+                )
             pending.remove(match)
             out.append({"role": "tool", "content": content, "tool_call_id": match[0], "name": match[1]})
         else:
@@ -137,9 +149,15 @@ def _stats(end: TurnEnd | None) -> dict[str, Any]:
         return {}
     total = int(end.elapsed_s * 1e9)
     ttft = int((end.ttft_s or 0.0) * 1e9)
-    return {"done_reason": _DONE.get(end.finish_reason, "stop"), "total_duration": total, "load_duration": 0,
-            "prompt_eval_count": end.prompt_tokens, "prompt_eval_duration": ttft,
-            "eval_count": end.completion_tokens, "eval_duration": max(0, total - ttft)}
+    return {
+        "done_reason": _DONE.get(end.finish_reason, "stop"),
+        "total_duration": total,
+        "load_duration": 0,
+        "prompt_eval_count": end.prompt_tokens,
+        "prompt_eval_duration": ttft,
+        "eval_count": end.completion_tokens,
+        "eval_duration": max(0, total - ttft),
+    }
 
 
 def _ndjson(data: dict[str, Any]) -> bytes:
@@ -160,10 +178,16 @@ async def chat(request: Request):
     think = body.get("think")
     if think is not None and not isinstance(think, bool | str):
         raise ApiError(400, "think must be true, false or a level string")
-    req = TurnRequest(model=check_str(body.get("model"), "model", allow_none=True),
-                      messages=convert_messages(body.get("messages")), tools=tools, max_tokens=max_tokens,
-                      sampling=sampling, stop=stop, response_format=_format(body.get("format")),
-                      think=bool(think) if think is not None else None)
+    req = TurnRequest(
+        model=check_str(body.get("model"), "model", allow_none=True),
+        messages=convert_messages(body.get("messages")),
+        tools=tools,
+        max_tokens=max_tokens,
+        sampling=sampling,
+        stop=stop,
+        response_format=_format(body.get("format")),
+        think=bool(think) if think is not None else None,
+    )
     stream = check_bool(body.get("stream"), "stream", True)
     turn = Turn(state, req)
     await turn.submit()
@@ -175,8 +199,9 @@ async def chat(request: Request):
             message["thinking"] = reasoning
         if calls:
             message["tool_calls"] = [_call(c) for c in calls]
-        return JSONResponse({"model": turn.model_id, "created_at": _now(), "message": message, "done": True,
-                             **_stats(end)})
+        return JSONResponse(
+            {"model": turn.model_id, "created_at": _now(), "message": message, "done": True, **_stats(end)}
+        )
 
     async def gen():
         end = None
@@ -194,9 +219,18 @@ async def chat(request: Request):
                 elif kind == "end":
                     end = value
                 if msg is not None:
-                    yield _ndjson({"model": turn.model_id, "created_at": _now(), "message": msg, "done": False})
-            yield _ndjson({"model": turn.model_id, "created_at": _now(),
-                           "message": {"role": "assistant", "content": ""}, "done": True, **_stats(end)})
+                    yield _ndjson(
+                        {"model": turn.model_id, "created_at": _now(), "message": msg, "done": False}
+                    )
+            yield _ndjson(
+                {
+                    "model": turn.model_id,
+                    "created_at": _now(),
+                    "message": {"role": "assistant", "content": ""},
+                    "done": True,
+                    **_stats(end),
+                }
+            )
         except ApiError as err:
             yield _ndjson({"error": err.message})
         finally:
@@ -221,9 +255,17 @@ async def generate(request: Request):
         if not prompt:
             raise ApiError(400, "prompt is empty")
         system = check_str(body.get("system"), "system", allow_none=True)
-        msgs = ([{"role": "system", "content": system}] if system else []) + [{"role": "user", "content": prompt}]
-        req = TurnRequest(model=model, messages=msgs, max_tokens=max_tokens, sampling=sampling, stop=stop,
-                          response_format=_format(body.get("format")))
+        msgs = ([{"role": "system", "content": system}] if system else []) + [
+            {"role": "user", "content": prompt}
+        ]
+        req = TurnRequest(
+            model=model,
+            messages=msgs,
+            max_tokens=max_tokens,
+            sampling=sampling,
+            stop=stop,
+            response_format=_format(body.get("format")),
+        )
     stream = check_bool(body.get("stream"), "stream", True)
     turn = Turn(state, req)
     await turn.submit()
@@ -240,14 +282,24 @@ async def generate(request: Request):
         try:
             async for kind, value in turn.events():
                 if kind == "text":
-                    yield _ndjson({"model": turn.model_id, "created_at": _now(), "response": value, "done": False})
+                    yield _ndjson(
+                        {"model": turn.model_id, "created_at": _now(), "response": value, "done": False}
+                    )
                 elif kind == "reasoning":
-                    yield _ndjson({"model": turn.model_id, "created_at": _now(), "response": "",
-                                   "thinking": value, "done": False})
+                    yield _ndjson(
+                        {
+                            "model": turn.model_id,
+                            "created_at": _now(),
+                            "response": "",
+                            "thinking": value,
+                            "done": False,
+                        }
+                    )
                 elif kind == "end":
                     end = value
-            yield _ndjson({"model": turn.model_id, "created_at": _now(), "response": "", "done": True,
-                           **_stats(end)})
+            yield _ndjson(
+                {"model": turn.model_id, "created_at": _now(), "response": "", "done": True, **_stats(end)}
+            )
         except ApiError as err:
             yield _ndjson({"error": err.message})
         finally:
@@ -259,8 +311,14 @@ async def generate(request: Request):
 
 
 def _details(e: Any) -> dict[str, Any]:
-    return {"parent_model": "", "format": "gguf", "family": e.architecture or "", "families": None,
-            "parameter_size": "", "quantization_level": e.quantization or ""}
+    return {
+        "parent_model": "",
+        "format": "gguf",
+        "family": e.architecture or "",
+        "families": None,
+        "parameter_size": "",
+        "quantization_level": e.quantization or "",
+    }
 
 
 async def tags(request: Request):
@@ -275,8 +333,16 @@ async def tags(request: Request):
             modified = datetime.fromtimestamp(e.path.stat().st_mtime, UTC).isoformat().replace("+00:00", "Z")
         except OSError:
             modified = _now()
-        models.append({"name": e.id, "model": e.id, "modified_at": modified, "size": e.size,
-                       "digest": "", "details": _details(e)})
+        models.append(
+            {
+                "name": e.id,
+                "model": e.id,
+                "modified_at": modified,
+                "size": e.size,
+                "digest": "",
+                "details": _details(e),
+            }
+        )
     return JSONResponse({"models": models})
 
 
@@ -294,15 +360,25 @@ async def show(request: Request):
         from app.engine.models.metadata import read_metadata
 
         meta = read_metadata(entry.path)
-        family = detect_tool_format(meta.chat_template, meta.tool_use_template, bos_token=meta.bos_token,
-                                    eos_token=meta.eos_token)
-        caps = ["completion"] + (["tools"] if family or state.config.tool_format not in ("auto", "none") else [])
-        return {"modelfile": f"FROM {entry.path}\n", "parameters": "", "template": meta.chat_template or "",
-                "details": _details(entry), "capabilities": caps,
-                "model_info": {"general.architecture": meta.architecture,
-                               "general.parameter_count": meta.parameter_count,
-                               f"{meta.architecture}.context_length": meta.context_length},
-                "modified_at": _now()}
+        family = detect_tool_format(
+            meta.chat_template, meta.tool_use_template, bos_token=meta.bos_token, eos_token=meta.eos_token
+        )
+        caps = ["completion"] + (
+            ["tools"] if family or state.config.tool_format not in ("auto", "none") else []
+        )
+        return {
+            "modelfile": f"FROM {entry.path}\n",
+            "parameters": "",
+            "template": meta.chat_template or "",
+            "details": _details(entry),
+            "capabilities": caps,
+            "model_info": {
+                "general.architecture": meta.architecture,
+                "general.parameter_count": meta.parameter_count,
+                f"{meta.architecture}.context_length": meta.context_length,
+            },
+            "modified_at": _now(),
+        }
 
     try:
         data = await run_in_threadpool(info)
@@ -316,4 +392,3 @@ async def version(request: Request):
     from starlette.responses import JSONResponse
 
     return JSONResponse({"version": OLLAMA_VERSION})
-

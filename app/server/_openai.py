@@ -37,8 +37,13 @@ if TYPE_CHECKING:
 
 __all__ = ["chat_completions", "completions", "list_models", "parse_chat_request"]
 
-_FINISH = {"stop": "stop", "length": "length", "tool_calls": "tool_calls", "cancelled": "stop",
-           "deadline": "length"}
+_FINISH = {
+    "stop": "stop",
+    "length": "length",
+    "tool_calls": "tool_calls",
+    "cancelled": "stop",
+    "deadline": "length",
+}
 
 
 def _text_of(content: Any, where: str) -> str:
@@ -48,8 +53,11 @@ def _text_of(content: Any, where: str) -> str:
     if isinstance(content, str):
         return content
     if not isinstance(content, list):
-        raise ApiError(400, f"{where} must be a string or an array of content parts, got {type_name(content)}",
-                       param=where)
+        raise ApiError(
+            400,
+            f"{where} must be a string or an array of content parts, got {type_name(content)}",
+            param=where,
+        )
     out = []
     for i, part in enumerate(content):
         if not isinstance(part, dict):
@@ -114,8 +122,11 @@ def convert_messages(messages: Any) -> list[dict[str, Any]]:
         elif role == "assistant":
             calls = _tool_calls(m.get("tool_calls"), f"{w}.tool_calls")
             reasoning = m.get("reasoning_content", m.get("reasoning"))
-            d: dict[str, Any] = {"role": "assistant", "content": _text_of(m.get("content"), f"{w}.content"),
-                                 "reasoning": check_str(reasoning, f"{w}.reasoning_content", allow_none=True) or ""}
+            d: dict[str, Any] = {
+                "role": "assistant",
+                "content": _text_of(m.get("content"), f"{w}.content"),
+                "reasoning": check_str(reasoning, f"{w}.reasoning_content", allow_none=True) or "",
+            }
             if calls:
                 d["tool_calls"] = calls
                 open_calls.update(c["id"] for c in calls)
@@ -125,13 +136,24 @@ def convert_messages(messages: Any) -> list[dict[str, Any]]:
             assert cid is not None
             inner = inner_call_id(cid)
             if inner not in open_calls:
-                raise ApiError(400, f"{w} is a tool result for call {cid!r}, but no assistant message "
-                                    "before it made that call", param=w)
-            out.append({"role": "tool", "content": _text_of(m.get("content"), f"{w}.content"),
-                        "tool_call_id": inner, "name": m.get("name") if isinstance(m.get("name"), str) else None})
+                raise ApiError(
+                    400,
+                    f"{w} is a tool result for call {cid!r}, but no assistant message "
+                    "before it made that call",
+                    param=w,
+                )
+            out.append(
+                {
+                    "role": "tool",
+                    "content": _text_of(m.get("content"), f"{w}.content"),
+                    "tool_call_id": inner,
+                    "name": m.get("name") if isinstance(m.get("name"), str) else None,
+                }
+            )
         else:
-            raise ApiError(400, f"{w}.role {role!r} is not one of system, developer, user, assistant, tool",
-                           param=w)
+            raise ApiError(
+                400, f"{w}.role {role!r} is not one of system, developer, user, assistant, tool", param=w
+            )
     if system:
         out.insert(0, {"role": "system", "content": "\n\n".join(s for s in system if s)})
     if not any(d["role"] != "system" for d in out):
@@ -163,7 +185,9 @@ def convert_tools(tools: Any) -> list[dict[str, Any]] | None:
         if not isinstance(params, dict):
             raise ApiError(400, f"{w}.function.parameters must be a JSON Schema object", param=w)
         desc = check_str(fn.get("description", ""), f"{w}.function.description") or ""
-        out.append({"type": "function", "function": {"name": name, "description": desc, "parameters": params}})
+        out.append(
+            {"type": "function", "function": {"name": name, "description": desc, "parameters": params}}
+        )
     return out or None
 
 
@@ -173,37 +197,58 @@ def convert_tool_choice(value: Any, tools: list[dict[str, Any]] | None) -> str:
     names = [t["function"]["name"] for t in tools or []]
     if isinstance(value, str):
         if value not in ("auto", "none", "required"):
-            raise ApiError(400, f"tool_choice {value!r} is not one of auto, none, required, or a named function",
-                           param="tool_choice")
+            raise ApiError(
+                400,
+                f"tool_choice {value!r} is not one of auto, none, required, or a named function",
+                param="tool_choice",
+            )
         if value == "required" and not names:
             raise ApiError(400, "tool_choice 'required' needs tools", param="tool_choice")
         return value
-    if isinstance(value, dict) and value.get("type") == "function" and isinstance(value.get("function"), dict):
+    if (
+        isinstance(value, dict)
+        and value.get("type") == "function"
+        and isinstance(value.get("function"), dict)
+    ):
         name = value["function"].get("name")
         if not isinstance(name, str):
             raise ApiError(400, "tool_choice.function.name must be a string", param="tool_choice")
         if name not in names:
-            raise ApiError(400, f"tool_choice names the function {name!r}, which is not among the declared "
-                                f"tools ({', '.join(names) or 'none'})", param="tool_choice")
+            raise ApiError(
+                400,
+                f"tool_choice names the function {name!r}, which is not among the declared "
+                f"tools ({', '.join(names) or 'none'})",
+                param="tool_choice",
+            )
         return f"function:{name}"
-    raise ApiError(400, "tool_choice must be 'auto', 'none', 'required' or "
-                        '{"type": "function", "function": {"name": ...}}', param="tool_choice")
+    raise ApiError(
+        400,
+        "tool_choice must be 'auto', 'none', 'required' or "
+        '{"type": "function", "function": {"name": ...}}',
+        param="tool_choice",
+    )
 
 
 def _response_format(value: Any) -> dict[str, Any] | None:
     if value is None:
         return None
     if not isinstance(value, dict) or value.get("type") not in ("text", "json_object", "json_schema"):
-        raise ApiError(400, "response_format.type must be 'text', 'json_object' or 'json_schema'",
-                       param="response_format")
+        raise ApiError(
+            400,
+            "response_format.type must be 'text', 'json_object' or 'json_schema'",
+            param="response_format",
+        )
     return None if value["type"] == "text" else value
 
 
 def _sampling(body: dict[str, Any]) -> dict[str, Any]:
     s: dict[str, Any] = {}
-    for key, name, lo, hi in (("temperature", "temperature", 0.0, 2.0), ("top_p", "top_p", 0.0, 1.0),
-                              ("frequency_penalty", "frequency_penalty", -2.0, 2.0),
-                              ("presence_penalty", "presence_penalty", -2.0, 2.0)):
+    for key, name, lo, hi in (
+        ("temperature", "temperature", 0.0, 2.0),
+        ("top_p", "top_p", 0.0, 1.0),
+        ("frequency_penalty", "frequency_penalty", -2.0, 2.0),
+        ("presence_penalty", "presence_penalty", -2.0, 2.0),
+    ):
         v = check_number(body.get(key), key, lo=lo, hi=hi)
         if v is not None:
             s[name] = v
@@ -235,23 +280,34 @@ def parse_chat_request(body: dict[str, Any], state: ServerState) -> tuple[TurnRe
         raise ApiError(400, "stream_options must be an object", param="stream_options")
     usage = bool((opts or {}).get("include_usage"))
     req = TurnRequest(
-        model=model, messages=convert_messages(body.get("messages")), tools=tools, tool_choice=choice,
+        model=model,
+        messages=convert_messages(body.get("messages")),
+        tools=tools,
+        tool_choice=choice,
         parallel_tool_calls=check_bool(body.get("parallel_tool_calls"), "parallel_tool_calls", True),
         response_format=_response_format(body.get("response_format")),
-        max_tokens=_max_tokens(body, state, state.config.default_max_tokens), sampling=_sampling(body),
-        stop=check_stop(body.get("stop"), "stop"))
+        max_tokens=_max_tokens(body, state, state.config.default_max_tokens),
+        sampling=_sampling(body),
+        stop=check_stop(body.get("stop"), "stop"),
+    )
     return req, stream, usage
 
 
 def _usage(end: TurnEnd) -> dict[str, Any]:
-    return {"prompt_tokens": end.prompt_tokens, "completion_tokens": end.completion_tokens,
-            "total_tokens": end.prompt_tokens + end.completion_tokens,
-            "prompt_tokens_details": {"cached_tokens": end.cached_tokens}}
+    return {
+        "prompt_tokens": end.prompt_tokens,
+        "completion_tokens": end.completion_tokens,
+        "total_tokens": end.prompt_tokens + end.completion_tokens,
+        "prompt_tokens_details": {"cached_tokens": end.cached_tokens},
+    }
 
 
 def _call_dict(call: Any) -> dict[str, Any]:
-    return {"id": f"call_{call.id}", "type": "function",
-            "function": {"name": call.name, "arguments": call_arguments_json(call)}}
+    return {
+        "id": f"call_{call.id}",
+        "type": "function",
+        "function": {"name": call.name, "arguments": call_arguments_json(call)},
+    }
 
 
 def _sse(data: Any) -> bytes:
@@ -276,17 +332,36 @@ async def chat_completions(request: Request):
             message["reasoning_content"] = reasoning
         if calls:
             message["tool_calls"] = [_call_dict(c) for c in calls]
-        return JSONResponse({
-            "id": cid, "object": "chat.completion", "created": created, "model": turn.model_id,
-            "system_fingerprint": None,
-            "choices": [{"index": 0, "message": message, "finish_reason": _FINISH.get(end.finish_reason, "stop"),
-                         "logprobs": None}],
-            "usage": _usage(end)})
+        return JSONResponse(
+            {
+                "id": cid,
+                "object": "chat.completion",
+                "created": created,
+                "model": turn.model_id,
+                "system_fingerprint": None,
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": message,
+                        "finish_reason": _FINISH.get(end.finish_reason, "stop"),
+                        "logprobs": None,
+                    }
+                ],
+                "usage": _usage(end),
+            }
+        )
 
     def chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
-        return _sse({"id": cid, "object": "chat.completion.chunk", "created": created, "model": turn.model_id,
-                     "system_fingerprint": None,
-                     "choices": [{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}]})
+        return _sse(
+            {
+                "id": cid,
+                "object": "chat.completion.chunk",
+                "created": created,
+                "model": turn.model_id,
+                "system_fingerprint": None,
+                "choices": [{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}],
+            }
+        )
 
     async def gen():
         ncalls = 0
@@ -301,8 +376,18 @@ async def chat_completions(request: Request):
                 elif kind == "call":
                     index = ncalls
                     ncalls += 1
-                    yield chunk({"tool_calls": [{"index": index, "id": f"call_{value.id}", "type": "function",
-                                                 "function": {"name": value.name, "arguments": ""}}]})
+                    yield chunk(
+                        {
+                            "tool_calls": [
+                                {
+                                    "index": index,
+                                    "id": f"call_{value.id}",
+                                    "type": "function",
+                                    "function": {"name": value.name, "arguments": ""},
+                                }
+                            ]
+                        }
+                    )
                     for frag in split_fragments(call_arguments_json(value)):
                         yield chunk({"tool_calls": [{"index": index, "function": {"arguments": frag}}]})
                 elif kind == "end":
@@ -310,8 +395,16 @@ async def chat_completions(request: Request):
             assert end is not None
             yield chunk({}, _FINISH.get(end.finish_reason, "stop"))
             if include_usage:
-                yield _sse({"id": cid, "object": "chat.completion.chunk", "created": created,
-                            "model": turn.model_id, "choices": [], "usage": _usage(end)})
+                yield _sse(
+                    {
+                        "id": cid,
+                        "object": "chat.completion.chunk",
+                        "created": created,
+                        "model": turn.model_id,
+                        "choices": [],
+                        "usage": _usage(end),
+                    }
+                )
             yield b"data: [DONE]\n\n"
         except ApiError as err:
             from app.server._errors import error_body
@@ -323,8 +416,11 @@ async def chat_completions(request: Request):
             turn.log(request, end, ncalls)
 
     await turn.first(request)  # an engine refusal is a status, not a broken stream
-    return StreamingResponse(gen(), media_type="text/event-stream",
-                             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+    return StreamingResponse(
+        gen(),
+        media_type="text/event-stream",
+        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+    )
 
 
 async def completions(request: Request):
@@ -340,9 +436,13 @@ async def completions(request: Request):
     if not prompt:
         raise ApiError(400, "prompt is empty", param="prompt")
     echo = check_bool(body.get("echo"), "echo", False)
-    req = TurnRequest(model=check_str(body.get("model"), "model", allow_none=True), raw_prompt=prompt,
-                      max_tokens=_max_tokens(body, state, 16), sampling=_sampling(body),
-                      stop=check_stop(body.get("stop"), "stop"))
+    req = TurnRequest(
+        model=check_str(body.get("model"), "model", allow_none=True),
+        raw_prompt=prompt,
+        max_tokens=_max_tokens(body, state, 16),
+        sampling=_sampling(body),
+        stop=check_stop(body.get("stop"), "stop"),
+    )
     stream = check_bool(body.get("stream"), "stream", False)
     turn = Turn(state, req)
     await turn.submit()
@@ -351,15 +451,34 @@ async def completions(request: Request):
     if not stream:
         text, _r, _c, end = await turn.collect(request)
         turn.log(request, end, 0)
-        return JSONResponse({
-            "id": cid, "object": "text_completion", "created": created, "model": turn.model_id,
-            "choices": [{"text": (prompt + text) if echo else text, "index": 0, "logprobs": None,
-                         "finish_reason": _FINISH.get(end.finish_reason, "stop")}],
-            "usage": _usage(end)})
+        return JSONResponse(
+            {
+                "id": cid,
+                "object": "text_completion",
+                "created": created,
+                "model": turn.model_id,
+                "choices": [
+                    {
+                        "text": (prompt + text) if echo else text,
+                        "index": 0,
+                        "logprobs": None,
+                        "finish_reason": _FINISH.get(end.finish_reason, "stop"),
+                    }
+                ],
+                "usage": _usage(end),
+            }
+        )
 
     def chunk(text: str, finish: str | None = None) -> bytes:
-        return _sse({"id": cid, "object": "text_completion", "created": created, "model": turn.model_id,
-                     "choices": [{"text": text, "index": 0, "logprobs": None, "finish_reason": finish}]})
+        return _sse(
+            {
+                "id": cid,
+                "object": "text_completion",
+                "created": created,
+                "model": turn.model_id,
+                "choices": [{"text": text, "index": 0, "logprobs": None, "finish_reason": finish}],
+            }
+        )
 
     async def gen():
         end = None
@@ -393,5 +512,11 @@ async def list_models(request: Request):
     state: ServerState = request.app.state.callisto
     entries = await run_in_threadpool(state.catalog.entries, refresh=True)
     now = int(time.time())
-    return JSONResponse({"object": "list", "data": [
-        {"id": e.id, "object": "model", "created": now, "owned_by": "callisto"} for e in entries]})
+    return JSONResponse(
+        {
+            "object": "list",
+            "data": [
+                {"id": e.id, "object": "model", "created": now, "owned_by": "callisto"} for e in entries
+            ],
+        }
+    )

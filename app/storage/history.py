@@ -105,8 +105,14 @@ class StoredToolCall:
         if self.result is None and self.error is None:
             return None
         approval: Any = self.approval if self.approval in APPROVAL_OUTCOMES else "auto"
-        return ToolResult(call_id=self.call_id, name=self.name, content=self.result, error=self.error,
-                          duration_s=self.duration_s or 0.0, approval=approval)
+        return ToolResult(
+            call_id=self.call_id,
+            name=self.name,
+            content=self.result,
+            error=self.error,
+            duration_s=self.duration_s or 0.0,
+            approval=approval,
+        )
 
 
 @dataclass(frozen=True)
@@ -479,8 +485,11 @@ def _notice_dict(notice: Mapping[str, Any]) -> dict[str, Any]:
     if not isinstance(notice, Mapping) or not isinstance(notice.get("code"), str) or not notice["code"]:
         raise HistoryError(f"a notice needs a non-empty string 'code', got {notice!r:.80}")
     setting = notice.get("setting")
-    return {"code": notice["code"], "message": str(notice.get("message") or ""),
-            "setting": str(setting) if setting else None}
+    return {
+        "code": notice["code"],
+        "message": str(notice.get("message") or ""),
+        "setting": str(setting) if setting else None,
+    }
 
 
 def _tc(row: sqlite3.Row | tuple) -> StoredToolCall:
@@ -722,10 +731,21 @@ class History:
         """
         self._check(role, status)
         with self._tx() as db:
-            mid = self._insert_message(db, conversation_id, role, content, reasoning=reasoning, status=status,
-                                       tool_call_id=tool_call_id, name=name, prompt_tokens=prompt_tokens,
-                                       completion_tokens=completion_tokens, error=error,
-                                       tool_calls=tool_calls, notices=notices)
+            mid = self._insert_message(
+                db,
+                conversation_id,
+                role,
+                content,
+                reasoning=reasoning,
+                status=status,
+                tool_call_id=tool_call_id,
+                name=name,
+                prompt_tokens=prompt_tokens,
+                completion_tokens=completion_tokens,
+                error=error,
+                tool_calls=tool_calls,
+                notices=notices,
+            )
         return self.get_message(mid)
 
     def _insert_message(
@@ -760,9 +780,23 @@ class History:
             "INSERT INTO messages (conversation_id, position, role, content, reasoning, status, created, "
             "prompt_tokens, completion_tokens, tool_call_id, name, error, writer, notices_json, extra_json) "
             "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-            (conversation_id, pos, role, content, reasoning, status, now, prompt_tokens, completion_tokens,
-             tool_call_id, name, error, self._writer if status == "streaming" else None, notices_json,
-             extra_json),
+            (
+                conversation_id,
+                pos,
+                role,
+                content,
+                reasoning,
+                status,
+                now,
+                prompt_tokens,
+                completion_tokens,
+                tool_call_id,
+                name,
+                error,
+                self._writer if status == "streaming" else None,
+                notices_json,
+                extra_json,
+            ),
         )
         mid = _rowid(cur)
         for i, tc in enumerate(tool_calls):
@@ -771,7 +805,9 @@ class History:
         self._touch(db, conversation_id, now)
         return mid
 
-    def record_turn(self, conversation_id: int, partial_id: int | None, messages: Sequence[TurnMessage]) -> None:
+    def record_turn(
+        self, conversation_id: int, partial_id: int | None, messages: Sequence[TurnMessage]
+    ) -> None:
         """Store a finished turn in one transaction: the streaming reply ``partial_id`` (and anything
         after it) is replaced by ``messages``. A failed save changes nothing, so the partial reply
         already saved is kept."""
@@ -779,18 +815,31 @@ class History:
             self._check(m.role)
         with self._tx() as db:
             if partial_id is not None:
-                row = db.execute("SELECT conversation_id, position FROM messages WHERE id = ?",
-                                 (partial_id,)).fetchone()
+                row = db.execute(
+                    "SELECT conversation_id, position FROM messages WHERE id = ?", (partial_id,)
+                ).fetchone()
                 if row is None:
                     raise MessageNotFound(f"no message with id {partial_id}")
                 if row[0] != conversation_id:
                     raise HistoryError(f"message {partial_id} is not in conversation {conversation_id}")
-                db.execute("DELETE FROM messages WHERE conversation_id = ? AND position >= ?",
-                           (conversation_id, row[1]))
+                db.execute(
+                    "DELETE FROM messages WHERE conversation_id = ? AND position >= ?",
+                    (conversation_id, row[1]),
+                )
             for m in messages:
-                self._insert_message(db, conversation_id, m.role, m.content, reasoning=m.reasoning or None,
-                                     tool_call_id=m.tool_call_id, name=m.name, tool_calls=m.tool_calls,
-                                     results=m.results, notices=m.notices, extra=m.extra)
+                self._insert_message(
+                    db,
+                    conversation_id,
+                    m.role,
+                    m.content,
+                    reasoning=m.reasoning or None,
+                    tool_call_id=m.tool_call_id,
+                    name=m.name,
+                    tool_calls=m.tool_calls,
+                    results=m.results,
+                    notices=m.notices,
+                    extra=m.extra,
+                )
 
     def append_chat_message(
         self,
@@ -915,8 +964,10 @@ class History:
             current = current if isinstance(current, list) else []
             if any(isinstance(n, dict) and n.get("code") == code for n in current):
                 return
-            db.execute("UPDATE messages SET notices_json = ? WHERE id = ?",
-                       (_dumps([*current, notice], "notices"), message_id))
+            db.execute(
+                "UPDATE messages SET notices_json = ? WHERE id = ?",
+                (_dumps([*current, notice], "notices"), message_id),
+            )
 
     def get_message(self, message_id: int) -> MessageRecord:
         with self._lock:
@@ -961,12 +1012,30 @@ class History:
     # -- tool calls -------------------------------------------------------------------------
 
     @staticmethod
-    def _insert_tool_call(db: sqlite3.Connection, message_id: int, position: int,
-                          tc: ToolCall | Mapping[str, Any], outcome: ToolResult | None = None) -> int:
+    def _insert_tool_call(
+        db: sqlite3.Connection,
+        message_id: int,
+        position: int,
+        tc: ToolCall | Mapping[str, Any],
+        outcome: ToolResult | None = None,
+    ) -> int:
         if isinstance(tc, ToolCall):
-            tc = {"call_id": tc.id, "name": tc.name, "arguments": tc.arguments, "raw": tc.raw,
-                  **({"result": outcome.content, "error": outcome.error, "duration_s": outcome.duration_s,
-                      "approval": outcome.approval} if outcome is not None else {})}
+            tc = {
+                "call_id": tc.id,
+                "name": tc.name,
+                "arguments": tc.arguments,
+                "raw": tc.raw,
+                **(
+                    {
+                        "result": outcome.content,
+                        "error": outcome.error,
+                        "duration_s": outcome.duration_s,
+                        "approval": outcome.approval,
+                    }
+                    if outcome is not None
+                    else {}
+                ),
+            }
         call_id = tc.get("call_id", tc.get("id"))
         name = tc.get("name")
         if not call_id or not name:
@@ -1093,8 +1162,9 @@ def _move_aside(path: Path) -> Path:
     return backup
 
 
-def open_history(path: str | os.PathLike[str] | None = None, *,
-                 timeout: float = 10.0) -> tuple[History, HistoryNotice | None]:
+def open_history(
+    path: str | os.PathLike[str] | None = None, *, timeout: float = 10.0
+) -> tuple[History, HistoryNotice | None]:
     """Open the history for the app's start-up: never raises for a bad file or folder.
 
     A file that is not a readable history (garbage, a folder, a pipe or device) is moved aside as
@@ -1119,8 +1189,12 @@ def open_history(path: str | os.PathLike[str] | None = None, *,
             return History(p, timeout=timeout), None
         except (sqlite3.DatabaseError, HistoryError) as exc:
             text = str(exc)
-            if "locked" in text or "busy" in text or isinstance(exc, sqlite3.OperationalError) and (
-                    "unable to open" in text or "readonly" in text or "disk" in text):
+            if (
+                "locked" in text
+                or "busy" in text
+                or isinstance(exc, sqlite3.OperationalError)
+                and ("unable to open" in text or "readonly" in text or "disk" in text)
+            ):
                 return _memory_history(p, f"{text}")
             unreadable = text
         except OSError as exc:

@@ -33,7 +33,15 @@ _BINARY: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
     ast.Mod: operator.mod,
     ast.Pow: operator.pow,
 }
-_SYMBOL = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//", ast.Mod: "%", ast.Pow: "**"}
+_SYMBOL = {
+    ast.Add: "+",
+    ast.Sub: "-",
+    ast.Mult: "*",
+    ast.Div: "/",
+    ast.FloorDiv: "//",
+    ast.Mod: "%",
+    ast.Pow: "**",
+}
 _UNARY: dict[type[ast.unaryop], Callable[[Any], Any]] = {ast.UAdd: operator.pos, ast.USub: operator.neg}
 
 _CONSTANTS = {"pi": math.pi, "e": math.e, "tau": math.tau}
@@ -159,14 +167,18 @@ class _Evaluator:
             if node.id in _CONSTANTS:
                 return _CONSTANTS[node.id]
             if node.id.lower() in _NON_FINITE_NAMES:
-                raise ToolError(f"'{node.id}' is not a finite number; the calculator works with finite numbers only.")
+                raise ToolError(
+                    f"'{node.id}' is not a finite number; the calculator works with finite numbers only."
+                )
             if node.id in _FUNCTIONS:
                 raise ToolError(f"'{node.id}' is a function: call it like {node.id}(x).")
             raise ToolError(f"Unknown name '{node.id}'. Known constants: {', '.join(_CONSTANTS)}.")
         if isinstance(node, ast.Call):
             if not isinstance(node.func, ast.Name) or node.func.id not in _FUNCTIONS:
                 shown = node.func.id if isinstance(node.func, ast.Name) else ast.unparse(node.func)[:40]
-                raise ToolError(f"Unknown function '{shown}'. Known functions: {', '.join(sorted(_FUNCTIONS))}.")
+                raise ToolError(
+                    f"Unknown function '{shown}'. Known functions: {', '.join(sorted(_FUNCTIONS))}."
+                )
             if node.keywords:
                 raise ToolError("Functions take positional arguments only.")
             args = [self.eval(a) for a in node.args]
@@ -189,7 +201,9 @@ def evaluate(expression: str) -> int | float:
     try:
         tree = ast.parse(text, mode="eval")
     except SyntaxError as exc:
-        raise ToolError(f"The expression is not valid arithmetic (syntax error at column {exc.offset}).") from None
+        raise ToolError(
+            f"The expression is not valid arithmetic (syntax error at column {exc.offset})."
+        ) from None
     try:
         value = _Evaluator().eval(tree)
     except ToolError:

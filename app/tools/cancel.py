@@ -99,7 +99,9 @@ class CallControl:
             return True
 
 
-_current: contextvars.ContextVar[CallControl | None] = contextvars.ContextVar("callisto_tool_call", default=None)
+_current: contextvars.ContextVar[CallControl | None] = contextvars.ContextVar(
+    "callisto_tool_call", default=None
+)
 
 
 def current_control() -> CallControl | None:

@@ -233,7 +233,9 @@ class Dispatcher:
         tool = self.registry.get(call.name) if isinstance(call.name, str) else None
         if tool is None or not self.registry.is_enabled(call.name):
             available = ", ".join(self.registry.enabled_names()) or "none"
-            return self._result(call, start, error=f"Unknown tool '{call.name}'. Available tools: {available}.")
+            return self._result(
+                call, start, error=f"Unknown tool '{call.name}'. Available tools: {available}."
+            )
 
         parsed, problem = parse_arguments(call.arguments)
         if problem is None and parsed is not None:
@@ -304,7 +306,9 @@ class Dispatcher:
         self, call: ToolCall, tool: Tool, arguments: dict[str, Any], outcome: ApprovalOutcome, start: float
     ) -> ToolResult:
         if tool.handler is None:
-            return self._result(call, start, approval=outcome, error=f"Tool '{tool.name}' has no implementation.")
+            return self._result(
+                call, start, approval=outcome, error=f"Tool '{tool.name}' has no implementation."
+            )
         timeout = tool.timeout_s if tool.timeout_s is not None else self.timeout_s
         handler = tool.handler
         control = CallControl(deadline=time.monotonic() + timeout if timeout is not None else None)
@@ -316,14 +320,21 @@ class Dispatcher:
         exc = box.get("error")
         if exc is not None:
             if isinstance(exc, ToolError):
-                return self._result(call, start, approval=outcome, error=str(exc) or f"Tool '{tool.name}' failed.")
+                return self._result(
+                    call, start, approval=outcome, error=str(exc) or f"Tool '{tool.name}' failed."
+                )
             message = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
             detail = f"{type(exc).__name__}: {message}" if message else type(exc).__name__
             return self._result(call, start, approval=outcome, error=f"Tool '{tool.name}' failed ({detail}).")
         return self._result(call, start, approval=outcome, content=_to_text(box.get("value")))
 
     def _timed_out(
-        self, tool: Tool, timeout: float | None, control: CallControl, thread: threading.Thread, box: dict[str, Any]
+        self,
+        tool: Tool,
+        timeout: float | None,
+        control: CallControl,
+        thread: threading.Thread,
+        box: dict[str, Any],
     ) -> str | None:
         """The error the model reads for a call past its time, or None when it finished after all.
 

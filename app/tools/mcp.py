@@ -102,46 +102,48 @@ def _str_map(value: Any, where: str) -> dict[str, str]:
 def parse_mcp_config(data: Any, *, source: str = "mcp.json") -> list[McpServerConfig]:
     """The servers of an ``{"mcpServers": {...}}`` document; McpConfigError when malformed."""
     if not isinstance(data, dict):
-        raise McpConfigError(f"{source}: the top level must be an object with an \"mcpServers\" key")
+        raise McpConfigError(f'{source}: the top level must be an object with an "mcpServers" key')
     servers = data.get("mcpServers", data.get("servers"))
     if servers is None:
-        raise McpConfigError(f"{source}: missing the \"mcpServers\" object")
+        raise McpConfigError(f'{source}: missing the "mcpServers" object')
     if not isinstance(servers, dict):
-        raise McpConfigError(f"{source}: \"mcpServers\" must be an object of server name -> settings")
+        raise McpConfigError(f'{source}: "mcpServers" must be an object of server name -> settings')
     out: list[McpServerConfig] = []
     for name, entry in servers.items():
         where = f"{source}: server {name!r}"
         if not isinstance(name, str) or not name.strip():
             raise McpConfigError(f"{source}: a server has an empty name")
         if not isinstance(entry, dict):
-            raise McpConfigError(f"{where} must be an object with \"command\" or \"url\"")
+            raise McpConfigError(f'{where} must be an object with "command" or "url"')
         command, url = entry.get("command"), entry.get("url") or entry.get("serverUrl")
         if command is None and url is None:
-            raise McpConfigError(f"{where} needs a \"command\" (stdio) or a \"url\" (streamable HTTP)")
+            raise McpConfigError(f'{where} needs a "command" (stdio) or a "url" (streamable HTTP)')
         if command is not None and url is not None:
-            raise McpConfigError(f"{where} has both \"command\" and \"url\"; give one")
+            raise McpConfigError(f'{where} has both "command" and "url"; give one')
         if command is not None and (not isinstance(command, str) or not command.strip()):
-            raise McpConfigError(f"{where}: \"command\" must be a non-empty string")
+            raise McpConfigError(f'{where}: "command" must be a non-empty string')
         if url is not None:
             if not isinstance(url, str) or not url.startswith(("http://", "https://")):
-                raise McpConfigError(f"{where}: \"url\" must be an http:// or https:// address")
+                raise McpConfigError(f'{where}: "url" must be an http:// or https:// address')
             if entry.get("type") == "sse" or url.rstrip("/").endswith("/sse"):
-                raise McpConfigError(f"{where}: the legacy SSE transport is not supported; use streamable HTTP")
+                raise McpConfigError(
+                    f"{where}: the legacy SSE transport is not supported; use streamable HTTP"
+                )
         args = entry.get("args", [])
         if not isinstance(args, list) or not all(isinstance(a, str | int | float) for a in args):
-            raise McpConfigError(f"{where}: \"args\" must be a list of strings")
+            raise McpConfigError(f'{where}: "args" must be a list of strings')
         cwd = entry.get("cwd")
         if cwd is not None and not isinstance(cwd, str):
-            raise McpConfigError(f"{where}: \"cwd\" must be a string")
+            raise McpConfigError(f'{where}: "cwd" must be a string')
         out.append(
             McpServerConfig(
                 name=name.strip(),
                 command=command,
                 args=tuple(str(a) for a in args),
-                env=_str_map(entry.get("env"), f"{where}: \"env\""),
+                env=_str_map(entry.get("env"), f'{where}: "env"'),
                 cwd=cwd,
                 url=url,
-                headers=_str_map(entry.get("headers"), f"{where}: \"headers\""),
+                headers=_str_map(entry.get("headers"), f'{where}: "headers"'),
                 disabled=bool(entry.get("disabled", False)),
             )
         )
@@ -162,7 +164,9 @@ def load_mcp_config(path: str | os.PathLike[str]) -> list[McpServerConfig]:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise McpConfigError(f"{p}: not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})") from None
+        raise McpConfigError(
+            f"{p}: not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})"
+        ) from None
     return parse_mcp_config(data, source=str(p))
 
 
@@ -267,6 +271,7 @@ class McpManager:
         self._closed = False
         self._registered: dict[str, tuple[str, str]] = {}  # tool name -> (server, mcp tool name)
         ref = weakref.ref(self)
+
         def _atexit() -> None:
             m = ref()
             if m is not None:
@@ -303,7 +308,9 @@ class McpManager:
 
     def start(self) -> list[McpServerStatus]:
         """Start every enabled server (concurrently) and wait until each is running or failed."""
-        to_start = [s for s in self._servers.values() if not s.config.disabled and s.state in ("stopped", "failed")]
+        to_start = [
+            s for s in self._servers.values() if not s.config.disabled and s.state in ("stopped", "failed")
+        ]
         if to_start:
             try:
                 self._submit(self._start_all(to_start), self.start_timeout_s + _STOP_TIMEOUT_S + 5)
@@ -335,7 +342,9 @@ class McpManager:
             return cfg.url
         from mcp.client.stdio import StdioServerParameters, stdio_client
 
-        params = StdioServerParameters(command=cfg.command or "", args=list(cfg.args), env=cfg.env or None, cwd=cfg.cwd)
+        params = StdioServerParameters(
+            command=cfg.command or "", args=list(cfg.args), env=cfg.env or None, cwd=cfg.cwd
+        )
         server.errlog = tempfile.TemporaryFile(mode="w+", encoding="utf-8", errors="replace")
         return stdio_client(params, errlog=server.errlog)
 
@@ -488,7 +497,11 @@ class McpManager:
             prefix = _INVALID_NAME_CHARS.sub("_", server.config.name)
             for t in server.tools:
                 plain = t.name
-                clash = counts[plain] > 1 or plain in taken_set or not re.fullmatch(r"[A-Za-z_][\w\-]{0,63}", plain)
+                clash = (
+                    counts[plain] > 1
+                    or plain in taken_set
+                    or not re.fullmatch(r"[A-Za-z_][\w\-]{0,63}", plain)
+                )
                 name = f"{prefix}.{_INVALID_NAME_CHARS.sub('_', plain)}"[:64] if clash else plain
                 out.append(self._make_tool(server.config.name, t, name))
         return out
@@ -527,7 +540,9 @@ class McpManager:
 
     # -- calls --------------------------------------------------------------------------
 
-    def call(self, server_name: str, tool_name: str, arguments: dict[str, Any], timeout_s: float | None = None) -> str:
+    def call(
+        self, server_name: str, tool_name: str, arguments: dict[str, Any], timeout_s: float | None = None
+    ) -> str:
         """Call a tool and return its text; ToolError (one clear sentence) on any failure."""
         server = self._servers.get(server_name)
         if server is None:

@@ -63,11 +63,7 @@ def parse_docstring(doc: str | None) -> tuple[str, dict[str, str]]:
 def _strip_titles(node: Any) -> Any:
     """pydantic adds a ``title`` to every property; templates and models do not need them."""
     if isinstance(node, dict):
-        return {
-            k: _strip_titles(v)
-            for k, v in node.items()
-            if not (k == "title" and isinstance(v, str))
-        }
+        return {k: _strip_titles(v) for k, v in node.items() if not (k == "title" and isinstance(v, str))}
     if isinstance(node, list):
         return [_strip_titles(v) for v in node]
     return node

@@ -28,7 +28,6 @@ __all__ = [
 ApprovalDecision = Literal["allow_once", "always", "deny"]
 
 
-
 class ToolError(Exception):
     """Raised by a tool for a failure the model should read as-is (one clear sentence)."""
 

@@ -10,8 +10,14 @@ import json
 import re
 from typing import Any
 
-__all__ = ["MAX_INT_DIGITS", "argument_problem", "describe_value", "parse_arguments", "scrub_value",
-           "validate_arguments"]
+__all__ = [
+    "MAX_INT_DIGITS",
+    "argument_problem",
+    "describe_value",
+    "parse_arguments",
+    "scrub_value",
+    "validate_arguments",
+]
 
 MAX_INT_DIGITS = 4300  # Python's own limit for int <-> decimal text (json.dumps, str, the tokenizer)
 _MAX_INT_BITS = 14284  # 4300 decimal digits
@@ -181,8 +187,10 @@ def argument_problem(value: Any, _path: tuple[Any, ...] = (), _depth: int = 0) -
         return f"The arguments are nested too deeply (more than {_SCRUB_DEPTH} levels)."
     if isinstance(value, str):
         if _has_lone_surrogate(value):
-            return (f"The arguments hold a lone surrogate escape (such as \\ud800){where}, which is not valid "
-                    "text; write the character itself or leave it out.")
+            return (
+                f"The arguments hold a lone surrogate escape (such as \\ud800){where}, which is not valid "
+                "text; write the character itself or leave it out."
+            )
         return None
     if isinstance(value, int) and not isinstance(value, bool):
         if value.bit_length() > _MAX_INT_BITS:
@@ -225,8 +233,10 @@ def scrub_value(value: Any, _depth: int = 0) -> Any:
     if _depth > _SCRUB_DEPTH:
         return None
     if isinstance(value, dict):
-        return {scrub_value(k, _depth + 1) if isinstance(k, str) else k: scrub_value(v, _depth + 1)
-                for k, v in value.items()}
+        return {
+            scrub_value(k, _depth + 1) if isinstance(k, str) else k: scrub_value(v, _depth + 1)
+            for k, v in value.items()
+        }
     if isinstance(value, list | tuple):
         return [scrub_value(v, _depth + 1) for v in value]
     return value
@@ -249,7 +259,10 @@ def parse_arguments(arguments: Any) -> tuple[dict[str, Any] | None, str | None]:
             return None, f"The arguments are not valid JSON ({exc.msg} at position {exc.pos})."
         except (ValueError, RecursionError) as exc:  # an integer over Python's digit limit, or too deep
             if "digits" in str(exc):
-                return None, f"The arguments hold an integer of more than {MAX_INT_DIGITS} digits, which is too large."
+                return (
+                    None,
+                    f"The arguments hold an integer of more than {MAX_INT_DIGITS} digits, which is too large.",
+                )
             return None, "The arguments are not valid JSON (nested too deeply)."
     if not isinstance(arguments, dict):
         return None, f"The arguments must be a JSON object, got {describe_value(arguments)}."
@@ -282,7 +295,7 @@ def validate_arguments(schema: dict[str, Any], arguments: dict[str, Any]) -> str
         errors = list(validator.iter_errors(arguments))
     except jsonschema.exceptions.SchemaError as exc:
         return f"The tool's parameter schema is invalid ({exc.message}); it cannot be called."
-    except Exception as exc:  # a pathological schema must not crash dispatch
+    except Exception as exc:  # noqa: BLE001 - a pathological schema must not crash dispatch
         return f"The arguments could not be checked against the tool's schema ({type(exc).__name__})."
     if not errors:
         return None

@@ -52,8 +52,11 @@ _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _NOFOLLOW | _CLOEXEC
 # openat-style opening (every component relative to its folder's descriptor) where supported.
-_AT = os.open in os.supports_dir_fd and os.stat in os.supports_dir_fd and os.scandir in os.supports_fd and bool(
-    _NOFOLLOW
+_AT = (
+    os.open in os.supports_dir_fd
+    and os.stat in os.supports_dir_fd
+    and os.scandir in os.supports_fd
+    and bool(_NOFOLLOW)
 )
 _LINK_ERRNOS = {errno.ELOOP, errno.EMLINK, errno.ENOTDIR}
 
@@ -122,7 +125,9 @@ class Workspace:
             raise ToolError(f"The path is too long (more than {MAX_PATH_CHARS} characters).")
         text = path.strip()
         if not text:
-            raise ToolError('The path is empty; give a path relative to the workspace ("." is the workspace folder).')
+            raise ToolError(
+                'The path is empty; give a path relative to the workspace ("." is the workspace folder).'
+            )
         if text == ".":
             return "."
         if text.startswith("~"):
@@ -149,7 +154,9 @@ class Workspace:
             if os.path.islink(real):
                 raise ToolError(f"'{path[:80]}' is a symbolic link loop.")
         except (OSError, RuntimeError, ValueError):
-            raise ToolError(f"'{path[:80]}' cannot be resolved (symbolic link loop or invalid name).") from None
+            raise ToolError(
+                f"'{path[:80]}' cannot be resolved (symbolic link loop or invalid name)."
+            ) from None
         if real != self.root and self.root not in real.parents:
             raise ToolError(f"'{path[:80]}' leads outside the workspace, which is not allowed.")
         return real
@@ -162,7 +169,9 @@ class Workspace:
         if stat.S_ISDIR(st.st_mode):
             raise ToolError(f"'{path[:80]}' is a folder, not a file.")
         if not stat.S_ISREG(st.st_mode):
-            raise ToolError(f"'{path[:80]}' is not a regular file (device, pipe or socket), so it is refused.")
+            raise ToolError(
+                f"'{path[:80]}' is not a regular file (device, pipe or socket), so it is refused."
+            )
         if st.st_nlink > 1:
             raise ToolError(
                 f"'{path[:80]}' has more than one hard link (it may be a file outside the workspace), so it is refused."
@@ -172,8 +181,10 @@ class Workspace:
         return real.relative_to(self.root).parts
 
     def _changed(self, path: str) -> ToolError:
-        return ToolError(f"'{path[:80]}' changed while it was opened (a folder or file became a symbolic link), "
-                         "so it is refused.")
+        return ToolError(
+            f"'{path[:80]}' changed while it was opened (a folder or file became a symbolic link), "
+            "so it is refused."
+        )
 
     def _open_dir(self, parts: tuple[str, ...], path: str, *, create: bool = False) -> int:
         """Descriptor of the folder ``root/parts``, opened component by component, no link followed."""
@@ -193,8 +204,9 @@ class Workspace:
                     except FileExistsError:
                         pass
                     except OSError as exc:
-                        raise ToolError(f"The folder for '{path[:80]}' cannot be created "
-                                        f"({exc.strerror or exc}).") from None
+                        raise ToolError(
+                            f"The folder for '{path[:80]}' cannot be created ({exc.strerror or exc})."
+                        ) from None
                     try:
                         nfd = os.open(name, _DIR_FLAGS, dir_fd=fd)
                     except OSError:
@@ -206,7 +218,9 @@ class Workspace:
                         except OSError:
                             raise self._changed(path) from None
                         if not stat.S_ISLNK(st.st_mode) and not stat.S_ISDIR(st.st_mode):
-                            raise ToolError(f"'{path[:80]}': '{name[:80]}' is a file, not a folder.") from None
+                            raise ToolError(
+                                f"'{path[:80]}': '{name[:80]}' is a file, not a folder."
+                            ) from None
                         raise self._changed(path) from None
                     raise ToolError(f"'{path[:80]}' cannot be opened ({exc.strerror or exc}).") from None
                 os.close(fd)
@@ -273,7 +287,9 @@ class Workspace:
         except OSError as exc:
             raise ToolError(f"'{path[:80]}' cannot be read ({exc.strerror or exc}).") from None
         if len(data) > self.max_read_bytes:
-            raise ToolError(f"'{path[:80]}' is over the {_human_size(self.max_read_bytes)} limit for reading files.")
+            raise ToolError(
+                f"'{path[:80]}' is over the {_human_size(self.max_read_bytes)} limit for reading files."
+            )
         return data
 
     def read_text(self, path: str) -> str:
@@ -576,9 +592,13 @@ class Workspace:
             try:
                 parent.mkdir(parents=True, exist_ok=True)
             except OSError as exc:
-                raise ToolError(f"The folder for '{path[:80]}' cannot be created ({exc.strerror or exc}).") from None
+                raise ToolError(
+                    f"The folder for '{path[:80]}' cannot be created ({exc.strerror or exc})."
+                ) from None
             # The parent may have been swapped for a symlink meanwhile: check its real path again.
-            if Path(os.path.realpath(parent)) != parent or (parent != self.root and self.root not in parent.parents):
+            if Path(os.path.realpath(parent)) != parent or (
+                parent != self.root and self.root not in parent.parents
+            ):
                 raise ToolError(f"'{path[:80]}' leads outside the workspace, which is not allowed.")
             try:
                 os.replace(tmp, real)  # replaces a name, never follows a symlink at the target

@@ -25,23 +25,48 @@ from pathlib import Path
 
 __all__ = ["SCREENSHOT_LIMIT_S", "STATES", "build_parser", "main"]
 
-STATES = ("empty", "streaming", "tool-call-with-panel", "banner", "settings", "models", "check", "cut-off",
-          "context-full", "failed-load", "recommended", "server", "remote")
+STATES = (
+    "empty",
+    "streaming",
+    "tool-call-with-panel",
+    "banner",
+    "settings",
+    "models",
+    "check",
+    "cut-off",
+    "context-full",
+    "failed-load",
+    "recommended",
+    "server",
+    "remote",
+)
 SCREENSHOT_LIMIT_S = 60.0
 
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="callisto", description="Callisto: chat with local models.")
     p.add_argument("--screenshot", metavar="PATH", help="render the window, save a PNG to PATH and exit")
-    p.add_argument("--quit-after", metavar="SECONDS", type=float, default=None,
-                   help="quit after this many seconds (with --screenshot: the longest to wait for the state, "
-                        f"default {SCREENSHOT_LIMIT_S:g})")
+    p.add_argument(
+        "--quit-after",
+        metavar="SECONDS",
+        type=float,
+        default=None,
+        help="quit after this many seconds (with --screenshot: the longest to wait for the state, "
+        f"default {SCREENSHOT_LIMIT_S:g})",
+    )
     p.add_argument("--state", choices=STATES, default="empty", help="which main state --screenshot renders")
     p.add_argument("--model", metavar="GGUF", default=None, help="load this model instead of the last one")
-    p.add_argument("--theme", choices=("auto", "system", "light", "dark"), default="auto",
-                   help="colour scheme (default: the Settings → Appearance choice, which follows the OS)")
-    p.add_argument("--prompt", default=None,
-                   help="a message to send as soon as the model is loaded (with --screenshot: in message states)")
+    p.add_argument(
+        "--theme",
+        choices=("auto", "system", "light", "dark"),
+        default="auto",
+        help="colour scheme (default: the Settings → Appearance choice, which follows the OS)",
+    )
+    p.add_argument(
+        "--prompt",
+        default=None,
+        help="a message to send as soon as the model is loaded (with --screenshot: in message states)",
+    )
     return p
 
 
@@ -80,7 +105,9 @@ def main(argv: list[str] | None = None) -> int:
     settings, settings_notice = load_settings()
     apply_theme(app, settings.window.theme if args.theme == "auto" else args.theme)  # Settings → Appearance
     install_theme_follower(app)
-    window = MainWindow(settings=settings, settings_notice=settings_notice, autoload=True, model_path=args.model)
+    window = MainWindow(
+        settings=settings, settings_notice=settings_notice, autoload=True, model_path=args.model
+    )
     if not settings.window.geometry or args.screenshot:  # else the size and place it had last time
         window.resize(1200, 760)
     window.show()
@@ -92,8 +119,9 @@ def main(argv: list[str] | None = None) -> int:
         from app.ui.screenshot_states import ScreenshotDirector
 
         limit = args.quit_after if args.quit_after is not None else SCREENSHOT_LIMIT_S
-        director = ScreenshotDirector(app, window, args.state, Path(args.screenshot), limit_s=limit,
-                                      prompt=args.prompt)
+        director = ScreenshotDirector(
+            app, window, args.state, Path(args.screenshot), limit_s=limit, prompt=args.prompt
+        )
         director.start()
         code = app.exec()
         window.shutdown()

@@ -99,7 +99,9 @@ class ApprovalDialog(QDialog):
             lay.addWidget(head)
             desc = str(getattr(request, "description", "") or "")
             if desc:
-                where = "" if builtin else f" (from {str(getattr(request, 'source', '')).removeprefix('mcp:')})"
+                where = (
+                    "" if builtin else f" (from {str(getattr(request, 'source', '')).removeprefix('mcp:')})"
+                )
                 d = QLabel(f"The tool describes itself{where} as: {desc}")
                 d.setWordWrap(True)
                 lay.addWidget(d)

@@ -64,8 +64,11 @@ class ComposeEdit(QPlainTextEdit):
     WINDOW_KEYS = (Qt.Key.Key_K, Qt.Key.Key_N, Qt.Key.Key_Q, Qt.Key.Key_T, Qt.Key.Key_B)
 
     def event(self, e) -> bool:
-        if e.type() == e.Type.ShortcutOverride and e.modifiers() == Qt.KeyboardModifier.ControlModifier \
-                and e.key() in self.WINDOW_KEYS:
+        if (
+            e.type() == e.Type.ShortcutOverride
+            and e.modifiers() == Qt.KeyboardModifier.ControlModifier
+            and e.key() in self.WINDOW_KEYS
+        ):
             e.ignore()  # the window's shortcut runs
             return True
         return super().event(e)
@@ -297,8 +300,15 @@ class NoticeBanner(QFrame):
     sig_open_setting = Signal(str)
     sig_dismiss_forever = Signal(str)  # the notice's code
 
-    def __init__(self, code: str, message: str, setting: str | None, parent: QWidget | None = None,
-                 *, kind: str | None = None) -> None:
+    def __init__(
+        self,
+        code: str,
+        message: str,
+        setting: str | None,
+        parent: QWidget | None = None,
+        *,
+        kind: str | None = None,
+    ) -> None:
         super().__init__(parent)
         import html as _html
 
@@ -340,7 +350,7 @@ class NoticeBanner(QFrame):
 
     def _on_label_link(self, href: str) -> None:
         if href.startswith("setting:"):
-            self.sig_open_setting.emit(href[len("setting:"):])
+            self.sig_open_setting.emit(href[len("setting:") :])
         elif href.startswith("dismiss:"):
             self.sig_dismiss_forever.emit(self.code)
             self.hide()
@@ -355,8 +365,14 @@ class ErrorBox(QFrame):
     """A failure (``kind="error"``) or a mark such as "max tokens reached" (``kind="info"``) inside a
     reply, with the actions that fix it (e.g. "New chat", "Increase context", "Continue")."""
 
-    def __init__(self, message: str, actions: list[tuple[str, Callable[[], None]]], *, kind: str = "error",
-                 parent: QWidget | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        actions: list[tuple[str, Callable[[], None]]],
+        *,
+        kind: str = "error",
+        parent: QWidget | None = None,
+    ) -> None:
         super().__init__(parent)
         self.setObjectName("errorBox")
         self.setProperty("kind", kind)
@@ -389,8 +405,10 @@ def _short(value: Any, limit: int) -> str:
 def call_summary(name: str, arguments: Any, limit: int = 60) -> str:
     """``calculator(expression="6*7")``: the call in one line, long values cut."""
     if isinstance(arguments, dict):
-        args = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False) if isinstance(v, str) else _short(v, 30)}"
-                         for k, v in arguments.items())
+        args = ", ".join(
+            f"{k}={json.dumps(v, ensure_ascii=False) if isinstance(v, str) else _short(v, 30)}"
+            for k, v in arguments.items()
+        )
     else:
         args = str(arguments or "")
     return f"{name}({_short(args, limit)})"
@@ -437,8 +455,9 @@ class ToolCard(QFrame):
     """A tool call inline in the reply: the one-line chip, and behind its arrow the arguments, the
     result or error, the time, and the raw text the model wrote behind "Show raw"."""
 
-    def __init__(self, call_id: str, name: str, arguments: Any = None, raw: str = "",
-                 parent: QWidget | None = None) -> None:
+    def __init__(
+        self, call_id: str, name: str, arguments: Any = None, raw: str = "", parent: QWidget | None = None
+    ) -> None:
         super().__init__(parent)
         self.setObjectName("toolCard")
         lay = QVBoxLayout(self)
@@ -495,7 +514,9 @@ class ToolCard(QFrame):
         if error is not None:
             self.chip.outcome = _short(error, 60)
         elif result is not None:
-            self.chip.outcome = _short(result, 40) + (f" · {format_duration(duration_s)}" if duration_s else "")
+            self.chip.outcome = _short(result, 40) + (
+                f" · {format_duration(duration_s)}" if duration_s else ""
+            )
         self._refresh()
 
     def set_fix(self, text: str, action: Callable[[], None]) -> QPushButton:
@@ -528,8 +549,9 @@ class ToolCard(QFrame):
         return "\n\n".join(parts)
 
     def _refresh(self) -> None:
-        self.chip.summary = call_summary(self.chip.name, self.arguments) if self.arguments is not None \
-            else self.chip.name
+        self.chip.summary = (
+            call_summary(self.chip.name, self.arguments) if self.arguments is not None else self.chip.name
+        )
         self.chip._update()
         self.body.setText(self.details_text())
         self.raw_view.setText(self.raw or "(not available)")
@@ -662,8 +684,11 @@ class UserMessage(QFrame):
         self.view.setVisible(False)
         self.editor.setVisible(True)
         self.edit_row.setVisible(True)
-        self.discard_note.setText(f"Sending replaces the reply and discards the {later_messages} later "
-                                  "message(s) of this chat." if later_messages else "")
+        self.discard_note.setText(
+            f"Sending replaces the reply and discards the {later_messages} later message(s) of this chat."
+            if later_messages
+            else ""
+        )
         self.discard_note.setVisible(bool(later_messages))
         self.editor.setFocus()
 
@@ -780,8 +805,9 @@ class AssistantMessage(QFrame):
         """Content goes above the stats line and the error box."""
         self._lay.insertWidget(self._lay.indexOf(self.stats), w)
 
-    def set_error(self, message: str, actions: list[tuple[str, Callable[[], None]]] = (), *,
-                  kind: str = "error") -> ErrorBox:
+    def set_error(
+        self, message: str, actions: list[tuple[str, Callable[[], None]]] = (), *, kind: str = "error"
+    ) -> ErrorBox:
         """Show ``message`` inside the reply in the error style (or ``kind="info"``), with actions."""
         if self.error_box is not None:
             self._lay.removeWidget(self.error_box)
@@ -795,6 +821,7 @@ class AssistantMessage(QFrame):
     def set_stats(self, text: str) -> None:
         self.stats.setText(text)
         self.stats.setVisible(bool(text))
+
     def add_banner(self, code: str, message: str, setting: str | None) -> NoticeBanner:
         b = NoticeBanner(code, message, setting)
         b.sig_open_setting.connect(self.sig_open_setting.emit)
@@ -848,8 +875,11 @@ class AssistantMessage(QFrame):
         self._chip_row = None
         self._started()
         what = name or "a tool"
-        chip = QLabel(f"cut off while writing a call to {what}" if reason == "truncated"
-                      else f"not run: {what} was not offered to the model")
+        chip = QLabel(
+            f"cut off while writing a call to {what}"
+            if reason == "truncated"
+            else f"not run: {what} was not offered to the model"
+        )
         chip.setObjectName("incompleteChip")
         chip.setToolTip(raw[:2000])
         self.incomplete.append(chip)
@@ -873,9 +903,16 @@ class AssistantMessage(QFrame):
         self.status = status
         if status != "streaming":
             self.progress.setVisible(False)
-        self.status_label.setText({"streaming": "…" if self.started else "Processing prompt…", "done": "",
-                                   "interrupted": "(interrupted)", "cancelled": "(stopped)", "error": "(error)",
-                                   "length": "(max tokens reached)"}.get(status, f"({status})"))
+        self.status_label.setText(
+            {
+                "streaming": "…" if self.started else "Processing prompt…",
+                "done": "",
+                "interrupted": "(interrupted)",
+                "cancelled": "(stopped)",
+                "error": "(error)",
+                "length": "(max tokens reached)",
+            }.get(status, f"({status})")
+        )
 
     def set_actions_enabled(self, on: bool) -> None:
         self.btn_regen.setEnabled(on)
@@ -1019,7 +1056,7 @@ class ChatView(QScrollArea):
         """The index (among user messages) of the user message ``reply`` answers; -1 if none."""
         if reply not in self.messages:
             return -1
-        before = self.messages[:self.messages.index(reply)]
+        before = self.messages[: self.messages.index(reply)]
         return sum(1 for m in before if isinstance(m, UserMessage)) - 1
 
     def user_messages(self) -> list[UserMessage]:
@@ -1043,8 +1080,16 @@ class ChatView(QScrollArea):
     def add_incomplete_call(self, name: str | None, raw: str, reason: str = "truncated") -> QLabel:
         return self._ensure_assistant().add_incomplete(name, raw, reason)
 
-    def finish_tool_call(self, call_id: str, ok: bool, approval: str | None, *, result: str | None = None,
-                         error: str | None = None, duration_s: float | None = None) -> None:
+    def finish_tool_call(
+        self,
+        call_id: str,
+        ok: bool,
+        approval: str | None,
+        *,
+        result: str | None = None,
+        error: str | None = None,
+        duration_s: float | None = None,
+    ) -> None:
         for m in reversed(self.assistant_messages()):
             if call_id in m.chips:
                 m.chips[call_id].set_finished(ok, approval)

@@ -97,17 +97,25 @@ class CheckRunner(QThread):
             if spec["kind"] == "endpoint":
                 from app.check.targets import EndpointTarget
 
-                self._target = EndpointTarget(spec["endpoint"], spec["model"], api_key=spec.get("api_key") or None,
-                                              max_tokens=spec.get("max_tokens", 256),
-                                              model_file=spec.get("model_file"))
+                self._target = EndpointTarget(
+                    spec["endpoint"],
+                    spec["model"],
+                    api_key=spec.get("api_key") or None,
+                    max_tokens=spec.get("max_tokens", 256),
+                    model_file=spec.get("model_file"),
+                )
                 lint = spec.get("model_file")
             else:
                 from app.check.targets import InProcessTarget
                 from app.engine.llm import load_model
 
                 model = load_model(spec["path"], n_ctx=spec.get("n_ctx", 4096))
-                self._target = InProcessTarget(model, tool_format=spec.get("tool_format", "auto"),
-                                               max_tokens=spec.get("max_tokens", 256), grammar=spec.get("grammar"))
+                self._target = InProcessTarget(
+                    model,
+                    tool_format=spec.get("tool_format", "auto"),
+                    max_tokens=spec.get("max_tokens", 256),
+                    grammar=spec.get("grammar"),
+                )
                 lint = spec["path"]
             if lint:
                 try:
@@ -123,10 +131,21 @@ class CheckRunner(QThread):
                 else:
                     self.sig_scenario.emit(res.to_dict("", ""))
 
-            result = run_check(self._target, scenarios, corpus_sha256=corpus.sha256, corpus_dir=str(corpus.directory),
-                               progress=progress, stop=self._stop, forensics=forensics,
-                               settings={"max_tokens": spec.get("max_tokens", 256), "temperature": 0.0, "seed": 0,
-                                         "selection": spec.get("selection") or "all"})
+            result = run_check(
+                self._target,
+                scenarios,
+                corpus_sha256=corpus.sha256,
+                corpus_dir=str(corpus.directory),
+                progress=progress,
+                stop=self._stop,
+                forensics=forensics,
+                settings={
+                    "max_tokens": spec.get("max_tokens", 256),
+                    "temperature": 0.0,
+                    "seed": 0,
+                    "selection": spec.get("selection") or "all",
+                },
+            )
             out = Path(spec.get("out_dir") or results_dir()) / f"{result['run_id']}.json"
             write_result(result, out)
             record_score(result, out)
@@ -144,8 +163,13 @@ class CheckRunner(QThread):
 class CheckPage(QWidget):
     sig_run_finished = Signal(object)
 
-    def __init__(self, *, model_path: Callable[[], str | None] | None = None, load_saved: bool = True,
-                 parent: QWidget | None = None):
+    def __init__(
+        self,
+        *,
+        model_path: Callable[[], str | None] | None = None,
+        load_saved: bool = True,
+        parent: QWidget | None = None,
+    ):
         from app.check.corpus import CATEGORIES
 
         super().__init__(parent)
@@ -165,8 +189,10 @@ class CheckPage(QWidget):
         from app.engine.formats import tool_format_choices
 
         root = QVBoxLayout(self)
-        title = QLabel("<b>Will it call?</b> A tool-calling check: single, parallel and streamed calls, multi-turn "
-                       "loops, tool_choice, no-call cases and reasoning, scored without a model judge.")
+        title = QLabel(
+            "<b>Will it call?</b> A tool-calling check: single, parallel and streamed calls, multi-turn "
+            "loops, tool_choice, no-call cases and reasoning, scored without a model judge."
+        )
         title.setWordWrap(True)
         root.addWidget(title)
 
@@ -282,11 +308,19 @@ class CheckPage(QWidget):
     def spec(self) -> dict[str, Any]:
         selection = self.selection_combo.currentData()
         if self.radio_endpoint.isChecked():
-            return {"kind": "endpoint", "endpoint": self.endpoint_edit.text().strip(),
-                    "model": self.endpoint_model_edit.text().strip(), "api_key": self.api_key_edit.text(),
-                    "selection": selection}
-        return {"kind": "in_process", "path": self.model_edit.text().strip(),
-                "tool_format": self.format_combo.currentData(), "selection": selection}
+            return {
+                "kind": "endpoint",
+                "endpoint": self.endpoint_edit.text().strip(),
+                "model": self.endpoint_model_edit.text().strip(),
+                "api_key": self.api_key_edit.text(),
+                "selection": selection,
+            }
+        return {
+            "kind": "in_process",
+            "path": self.model_edit.text().strip(),
+            "tool_format": self.format_combo.currentData(),
+            "selection": selection,
+        }
 
     def start(self, spec: dict[str, Any] | None = None) -> bool:
         """Start a run (``spec`` as :meth:`spec` gives, plus optional max_tokens/out_dir); False when the
@@ -404,8 +438,11 @@ class CheckPage(QWidget):
             item = QTableWidgetItem(f"{passed}/{total}" if total else "–")
             item.setBackground(QBrush(cell_colour(ratio)))
             item.setForeground(QBrush(QColor("#111111")))
-            item.setToolTip(f"{cat}: {passed} of {total} passed — click to see the scenarios" if total
-                            else f"{cat}: not run")
+            item.setToolTip(
+                f"{cat}: {passed} of {total} passed — click to see the scenarios"
+                if total
+                else f"{cat}: not run"
+            )
             self.matrix.setItem(r, c, item)
         self.matrix.resizeRowsToContents()
         return r
@@ -438,9 +475,11 @@ class CheckPage(QWidget):
                 t.setItem(i, j, item)
         t.resizeColumnsToContents()
         findings = self.findings_for(result, cat)
-        lines = [f"<h3>{self.row_label(result)} — {cat}</h3>",
-                 f"<p>{sum(x['outcome'] == 'pass' for x in rows)} of {len(rows)} passed. "
-                 "Click a scenario for its transcript.</p>"]
+        lines = [
+            f"<h3>{self.row_label(result)} — {cat}</h3>",
+            f"<p>{sum(x['outcome'] == 'pass' for x in rows)} of {len(rows)} passed. "
+            "Click a scenario for its transcript.</p>",
+        ]
         lines += self._findings_html(findings)
         self.detail.setHtml("\n".join(lines))
         if rows:
@@ -450,8 +489,11 @@ class CheckPage(QWidget):
 
     @staticmethod
     def findings_for(result: dict[str, Any], category: str) -> list[dict[str, Any]]:
-        return [f for f in result.get("forensics") or []
-                if category == "all" or category in (f.get("categories") or [])]
+        return [
+            f
+            for f in result.get("forensics") or []
+            if category == "all" or category in (f.get("categories") or [])
+        ]
 
     @staticmethod
     def _findings_html(findings: list[dict[str, Any]]) -> list[str]:
@@ -462,8 +504,10 @@ class CheckPage(QWidget):
         out = ["<p><b>Template forensics behind this cell</b></p><ul>"]
         for f in findings:
             where = f" (line {f['line']})" if f.get("line") else ""
-            out.append(f"<li><b>[{f['severity']}] {html.escape(f['id'])}</b>{where}: {html.escape(f['title'])}. "
-                       f"{html.escape(f['explanation'])}<br><i>Callisto:</i> {html.escape(f['callisto'])}</li>")
+            out.append(
+                f"<li><b>[{f['severity']}] {html.escape(f['id'])}</b>{where}: {html.escape(f['title'])}. "
+                f"{html.escape(f['explanation'])}<br><i>Callisto:</i> {html.escape(f['callisto'])}</li>"
+            )
         out.append("</ul>")
         return out
 
@@ -479,20 +523,32 @@ class CheckPage(QWidget):
         result = self.results[row]
         x = self._rows_shown[i]
         transcript, intact = read_transcript(result, x) if result.get("_path") else (None, False)
-        parts = [f"<h3>{html.escape(x['id'])}: {x['outcome']}"
-                 + (f" — {x['failure_class']}" if x["failure_class"] else "") + "</h3>"]
+        parts = [
+            f"<h3>{html.escape(x['id'])}: {x['outcome']}"
+            + (f" — {x['failure_class']}" if x["failure_class"] else "")
+            + "</h3>"
+        ]
         if x.get("message"):
             parts.append(f"<p>{html.escape(x['message'])}</p>")
         if x.get("detail"):
-            parts.append("<pre>" + html.escape(json.dumps(x["detail"], ensure_ascii=False, indent=1)[:4000]) + "</pre>")
+            parts.append(
+                "<pre>" + html.escape(json.dumps(x["detail"], ensure_ascii=False, indent=1)[:4000]) + "</pre>"
+            )
         parts += self._findings_html(self.findings_for(result, x["category"]))
         if transcript is None:
             parts.append("<p><i>The transcript file is missing.</i></p>")
         else:
             if not intact:
-                parts.append("<p><b>The transcript was edited: its sha256 no longer matches the result.</b></p>")
-            parts.append("<p><b>Transcript</b> (sha256 " + x["transcript_sha256"][:16] + "…)</p><pre>"
-                         + html.escape(json.dumps(transcript, ensure_ascii=False, indent=1)[:20000]) + "</pre>")
+                parts.append(
+                    "<p><b>The transcript was edited: its sha256 no longer matches the result.</b></p>"
+                )
+            parts.append(
+                "<p><b>Transcript</b> (sha256 "
+                + x["transcript_sha256"][:16]
+                + "…)</p><pre>"
+                + html.escape(json.dumps(transcript, ensure_ascii=False, indent=1)[:20000])
+                + "</pre>"
+            )
         self.detail.setHtml("\n".join(parts))
 
     # -- files and comparison -------------------------------------------------------------------------
@@ -538,12 +594,14 @@ class CheckPage(QWidget):
 
     def _export_dialog(self) -> None:
         rows = sorted({i.row() for i in self.matrix.selectedIndexes()}) or (
-            [self.matrix.rowCount() - 1] if self.matrix.rowCount() else [])
+            [self.matrix.rowCount() - 1] if self.matrix.rowCount() else []
+        )
         if not rows:
             self.status.setText("There is no result to export yet.")
             return
-        path, _ = QFileDialog.getSaveFileName(self, "Export the check result", "check-result.json",
-                                              "Check results (*.json)")
+        path, _ = QFileDialog.getSaveFileName(
+            self, "Export the check result", "check-result.json", "Check results (*.json)"
+        )
         if path:
             self.export_result(rows[0], path)
             self.status.setText(f"Exported to {path}")
@@ -572,7 +630,11 @@ class CheckPage(QWidget):
             outs = []
             for j, m in ((1, ma), (2, mb)):
                 x = m.get(sid)
-                text = "—" if x is None else (x["outcome"] + (f" ({x['failure_class']})" if x["failure_class"] else ""))
+                text = (
+                    "—"
+                    if x is None
+                    else (x["outcome"] + (f" ({x['failure_class']})" if x["failure_class"] else ""))
+                )
                 item = QTableWidgetItem(text)
                 if x is not None:
                     item.setBackground(QBrush(cell_colour(1.0 if x["outcome"] == "pass" else 0.0)))
@@ -584,7 +646,9 @@ class CheckPage(QWidget):
                 t.item(i, 0).setText(f"≠ {sid}")
         t.resizeColumnsToContents()
         self._cell = None
-        self.detail.setHtml(f"<h3>Comparison</h3><p>{differ} of {len(ids)} scenarios differ between "
-                            f"<b>{self.row_label(ra)}</b> ({ra['summary']['passed']}/{ra['summary']['total']}) and "
-                            f"<b>{self.row_label(rb)}</b> ({rb['summary']['passed']}/{rb['summary']['total']}).</p>")
+        self.detail.setHtml(
+            f"<h3>Comparison</h3><p>{differ} of {len(ids)} scenarios differ between "
+            f"<b>{self.row_label(ra)}</b> ({ra['summary']['passed']}/{ra['summary']['total']}) and "
+            f"<b>{self.row_label(rb)}</b> ({rb['summary']['passed']}/{rb['summary']['total']}).</p>"
+        )
         return differ

@@ -26,7 +26,7 @@ __all__ = ["ConversationList"]
 
 
 def day_group(timestamp: float, today: date | None = None) -> str:
-    """"Today", "Yesterday", "Previous 7 days" or "Earlier" for a conversation's last change."""
+    """ "Today", "Yesterday", "Previous 7 days" or "Earlier" for a conversation's last change."""
     today = today or date.today()
     d = datetime.fromtimestamp(timestamp).date()
     if d >= today:
@@ -195,9 +195,13 @@ class ConversationList(QWidget):
         cid = self._selected_id()
         if cid is None:
             return
-        box = QMessageBox(QMessageBox.Icon.Question, "Delete conversation",
-                          f"Delete “{self.list.currentItem().text()}” and all its messages? This cannot be undone.",
-                          QMessageBox.StandardButton.Cancel, self)
+        box = QMessageBox(
+            QMessageBox.Icon.Question,
+            "Delete conversation",
+            f"Delete “{self.list.currentItem().text()}” and all its messages? This cannot be undone.",
+            QMessageBox.StandardButton.Cancel,
+            self,
+        )
         box.setObjectName("confirmDelete")
         delete = box.addButton("Delete", QMessageBox.ButtonRole.DestructiveRole)
         box.setDefaultButton(QMessageBox.StandardButton.Cancel)

@@ -20,8 +20,19 @@ def icon_dir():
     return resources_dir() / "icons" / "ui"
 
 
-ICON_NAMES = ("chat", "models", "settings", "tools", "conversations", "server", "check", "help", "download",
-              "error", "copy")
+ICON_NAMES = (
+    "chat",
+    "models",
+    "settings",
+    "tools",
+    "conversations",
+    "server",
+    "check",
+    "help",
+    "download",
+    "error",
+    "copy",
+)
 
 
 @lru_cache(maxsize=64)

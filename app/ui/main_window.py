@@ -109,8 +109,15 @@ class MainWindow(ConversationsMixin, ChatMixin, RemoteModelsMixin, ModelBarMixin
     sig_library_refreshed = Signal()  # the model picker lists the library's models again
     sig_page_changed = Signal(str)  # the key of the page now shown
 
-    def __init__(self, *, history: Any = None, settings: Any = None, settings_notice: Any = None,
-                 autoload: bool = True, model_path: str | Path | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        history: Any = None,
+        settings: Any = None,
+        settings_notice: Any = None,
+        autoload: bool = True,
+        model_path: str | Path | None = None,
+    ) -> None:
         super().__init__()
         self.setWindowTitle("Callisto")
         self.setObjectName("mainWindow")
@@ -201,7 +208,9 @@ class MainWindow(ConversationsMixin, ChatMixin, RemoteModelsMixin, ModelBarMixin
         self.model_picker = QComboBox()
         self.model_picker.setObjectName("modelPicker")
         self.model_picker.setMinimumWidth(160)
-        self.model_picker.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        self.model_picker.setSizeAdjustPolicy(
+            QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon
+        )
         self.model_picker.setMinimumContentsLength(18)
         self.model_picker.setToolTip("The model you chat with")
         self.model_picker.activated.connect(self._on_model_picker_activated)
@@ -290,13 +299,22 @@ class MainWindow(ConversationsMixin, ChatMixin, RemoteModelsMixin, ModelBarMixin
         self.setCentralWidget(self.split)
         self.conversations.setVisible(self.act_conversations.isChecked())
 
-        self.add_page("chat", "Chat", lambda: self.chat_page, tooltip="Chat with the loaded model",
-                      tool_panel=True)
+        self.add_page(
+            "chat", "Chat", lambda: self.chat_page, tooltip="Chat with the loaded model", tool_panel=True
+        )
         self.add_page("models", "Models", self._build_models_page, tooltip="Find, download and load models")
-        self.add_page("server", "Server", self._build_server_page,
-                      tooltip="Serve the OpenAI, Anthropic and Ollama APIs to other programs")
-        self.add_page("check", "Check", self._build_check_page,
-                      tooltip="Will it call? Check how well a model or an endpoint calls tools")
+        self.add_page(
+            "server",
+            "Server",
+            self._build_server_page,
+            tooltip="Serve the OpenAI, Anthropic and Ollama APIs to other programs",
+        )
+        self.add_page(
+            "check",
+            "Check",
+            self._build_check_page,
+            tooltip="Will it call? Check how well a model or an endpoint calls tools",
+        )
         if self.settings.server.enabled:  # it was on when the window last closed: it starts again
             self.page_widget("server")
         self.sidebar.addSeparator()
@@ -379,10 +397,15 @@ class MainWindow(ConversationsMixin, ChatMixin, RemoteModelsMixin, ModelBarMixin
         return "\n".join(f"{key}\t{what}" for key, what in SHORTCUTS)
 
     def show_shortcuts(self) -> QMessageBox:
-        box = QMessageBox(QMessageBox.Icon.NoIcon, "Keyboard shortcuts",
-                          "<table>" + "".join(f"<tr><td><b>{k}</b>&nbsp;&nbsp;</td><td>{w}</td></tr>"
-                                              for k, w in SHORTCUTS) + "</table>",
-                          QMessageBox.StandardButton.Close, self)
+        box = QMessageBox(
+            QMessageBox.Icon.NoIcon,
+            "Keyboard shortcuts",
+            "<table>"
+            + "".join(f"<tr><td><b>{k}</b>&nbsp;&nbsp;</td><td>{w}</td></tr>" for k, w in SHORTCUTS)
+            + "</table>",
+            QMessageBox.StandardButton.Close,
+            self,
+        )
         box.setObjectName("shortcutsBox")
         box.open()
         return box
@@ -391,8 +414,16 @@ class MainWindow(ConversationsMixin, ChatMixin, RemoteModelsMixin, ModelBarMixin
         self.conversations.setVisible(on)
 
     # -- pages -------------------------------------------------------------------------------------
-    def add_page(self, key: str, title: str, factory: Callable[[], QWidget], *, tooltip: str = "",
-                 icon_name: str | None = None, tool_panel: bool = False) -> Page:
+    def add_page(
+        self,
+        key: str,
+        title: str,
+        factory: Callable[[], QWidget],
+        *,
+        tooltip: str = "",
+        icon_name: str | None = None,
+        tool_panel: bool = False,
+    ) -> Page:
         """Register a page: a checkable sidebar entry (before Settings) and, when first shown, the widget
         ``factory()`` builds. Other modules (Server, Check...) register theirs the same way."""
         if key in self.pages:
@@ -518,8 +549,9 @@ class MainWindow(ConversationsMixin, ChatMixin, RemoteModelsMixin, ModelBarMixin
     def _on_worker_window_notice(self, code: str, message: str, setting: str | None) -> None:
         self.show_window_notice(code, message, setting, kind="warning")
 
-    def show_window_notice(self, code: str, message: str, setting: str | None, *,
-                           kind: str = "warning") -> NoticeBanner:
+    def show_window_notice(
+        self, code: str, message: str, setting: str | None, *, kind: str = "warning"
+    ) -> NoticeBanner:
         """A banner above the chat (``kind``: info, warning or error); one per code, the newest wins."""
         for i in reversed(range(self.window_notices.count())):
             old = self.window_notices.itemAt(i).widget()
@@ -550,10 +582,13 @@ class MainWindow(ConversationsMixin, ChatMixin, RemoteModelsMixin, ModelBarMixin
             dlg = self.settings_dialog
         else:
             info = self.model_info
-            dlg = SettingsDialog(self.settings, detected_label=info.detected_label if info else None,
-                                 model_path=info.path if info else None,
-                                 model_name=Path(info.path).stem if info else None,  # the picker's name
-                                 parent=self)
+            dlg = SettingsDialog(
+                self.settings,
+                detected_label=info.detected_label if info else None,
+                model_path=info.path if info else None,
+                model_name=Path(info.path).stem if info else None,  # the picker's name
+                parent=self,
+            )
             dlg.accepted.connect(lambda: self.apply_settings(dlg.settings))
             self.settings_dialog = dlg
         dlg.open_at(key or "chat.tool_format")
@@ -608,8 +643,11 @@ class MainWindow(ConversationsMixin, ChatMixin, RemoteModelsMixin, ModelBarMixin
     def _save_window_state(self) -> None:
         w = self.settings.window
         w.geometry = bytes(self.saveGeometry().toBase64()).decode("ascii")
-        w.panels = {**w.panels, "tools": self.tool_dock.isVisible(),
-                    "conversations": self.act_conversations.isChecked()}
+        w.panels = {
+            **w.panels,
+            "tools": self.tool_dock.isVisible(),
+            "conversations": self.act_conversations.isChecked(),
+        }
         w.last_conversation_id = self.conversation_id
 
     # -- quitting -----------------------------------------------------------------------------------

@@ -22,8 +22,17 @@ import re
 import threading
 from dataclasses import dataclass, field
 
-__all__ = ["WARM_LANGUAGES", "IncrementalMarkdown", "MarkdownBlock", "MarkdownUpdate", "RenderedMarkdown", "render_markdown",
-           "is_warm", "split_fences", "warm_up"]
+__all__ = [
+    "WARM_LANGUAGES",
+    "IncrementalMarkdown",
+    "MarkdownBlock",
+    "MarkdownUpdate",
+    "RenderedMarkdown",
+    "render_markdown",
+    "is_warm",
+    "split_fences",
+    "warm_up",
+]
 
 _FENCE = re.compile(r"^(?P<indent>[ \t]{0,3})(?P<fence>`{3,}|~{3,})[ \t]*(?P<lang>[^\s`]*)[^\n]*$", re.M)
 
@@ -70,7 +79,7 @@ def _lexer(lang: str):
 
         try:
             lx = get_lexer_by_name(lang) if lang else TextLexer()
-        except Exception:
+        except Exception:  # noqa: BLE001 - an unknown or broken lexer: plain text
             lx = TextLexer()
         _LEXERS[lang] = lx
     return lx
@@ -81,7 +90,9 @@ def _formatter(dark: bool):
     if fmt is None:
         from pygments.formatters import HtmlFormatter
 
-        fmt = _FORMATTERS[dark] = HtmlFormatter(noclasses=True, nowrap=True, style="monokai" if dark else "default")
+        fmt = _FORMATTERS[dark] = HtmlFormatter(
+            noclasses=True, nowrap=True, style="monokai" if dark else "default"
+        )
     return fmt
 
 
@@ -90,12 +101,28 @@ def _highlight(code: str, lang: str, dark: bool) -> str:
         from pygments import highlight
 
         return highlight(code, _lexer(lang), _formatter(dark))
-    except Exception:
+    except Exception:  # noqa: BLE001 - a highlighter bug must not lose the code: shown escaped
         return html.escape(code)
 
 
-WARM_LANGUAGES = ("python", "bash", "javascript", "typescript", "json", "c", "cpp", "rust", "go", "java",
-                  "html", "css", "sql", "yaml", "toml", "diff")
+WARM_LANGUAGES = (
+    "python",
+    "bash",
+    "javascript",
+    "typescript",
+    "json",
+    "c",
+    "cpp",
+    "rust",
+    "go",
+    "java",
+    "html",
+    "css",
+    "sql",
+    "yaml",
+    "toml",
+    "diff",
+)
 
 
 def warm_up(langs: tuple[str, ...] = WARM_LANGUAGES, *, dark: bool = False) -> None:
@@ -142,7 +169,7 @@ def _prose(text: str) -> str:
         md = _markdown()
         md.reset()
         return md.convert(text)
-    except Exception:
+    except Exception:  # noqa: BLE001 - a Markdown bug must not lose the reply: shown as plain text
         return "<p>" + html.escape(text).replace("\n", "<br>") + "</p>"
 
 
@@ -227,7 +254,7 @@ class IncrementalMarkdown:
         self._parts.append(delta)
 
     def _finish_block(self, end: int, text: str) -> MarkdownBlock:
-        src = text[self._tail_start:end]
+        src = text[self._tail_start : end]
         r = render_markdown(src, dark=self.dark, first_code_index=self._n_codes)
         self._n_codes += len(r.code_blocks)
         self._tail_start = end
@@ -257,17 +284,17 @@ class IncrementalMarkdown:
                 continue
             m = _FENCE.match(line)
             if m is not None:
-                if text[self._tail_start:start].strip():
+                if text[self._tail_start : start].strip():
                     new.append(self._finish_block(start, text))
                 self._fence = m.group("fence")
                 self._blank = False
             elif not line.strip():
                 self._blank = True
             else:
-                if self._blank and line[0] not in " \t" and text[self._tail_start:start].strip():
+                if self._blank and line[0] not in " \t" and text[self._tail_start : start].strip():
                     new.append(self._finish_block(start, text))
                 self._blank = False
-        tail_text = text[self._tail_start:]
+        tail_text = text[self._tail_start :]
         rendered = sum(len(b.text) for b in new)
         if final:
             self.final = True
@@ -286,11 +313,11 @@ class IncrementalMarkdown:
 
     @property
     def tail_text(self) -> str:
-        return self.text[self._tail_start:]
+        return self.text[self._tail_start :]
 
     def render_tail(self) -> RenderedMarkdown:
         """Render the open tail block as it is now."""
-        tail = render_markdown(self.text[self._tail_start:], dark=self.dark, first_code_index=self._n_codes)
+        tail = render_markdown(self.text[self._tail_start :], dark=self.dark, first_code_index=self._n_codes)
         self._tail_codes = tail.code_blocks
         return tail
 

@@ -35,8 +35,9 @@ def _fingerprint(path: str | None) -> bytes | None:
 class McpHost:
     """The running :class:`app.tools.mcp.McpManager` (``manager``) of one ``mcp.json``."""
 
-    def __init__(self, notify: Callable[[str, str, str | None], None],
-                 progress: Callable[[float, str], None]) -> None:
+    def __init__(
+        self, notify: Callable[[str, str, str | None], None], progress: Callable[[float, str], None]
+    ) -> None:
         self.notify, self.progress = notify, progress
         self.manager: McpManager | None = None
         self._path: str | None = None
@@ -76,5 +77,8 @@ class McpHost:
         self.progress(-1.0, "Starting MCP servers…")
         for st in manager.start():
             if st.state == "failed":
-                self.notify("mcp_server_failed", f"MCP server '{st.name}' failed and its tools are off: {st.error}",
-                            MCP_SETTING)
+                self.notify(
+                    "mcp_server_failed",
+                    f"MCP server '{st.name}' failed and its tools are off: {st.error}",
+                    MCP_SETTING,
+                )

@@ -32,7 +32,7 @@ def path_key(path: str | Path) -> str:
 
 
 def _short_label(label: str) -> str:
-    """"Hermes JSON (Qwen2.5, Qwen3, ...)" -> "Hermes JSON": the badge stays short."""
+    """ "Hermes JSON (Qwen2.5, Qwen3, ...)" -> "Hermes JSON": the badge stays short."""
     return label.split(" (", 1)[0].strip() or label
 
 
@@ -54,10 +54,13 @@ class ModelBarMixin:
     _shut: bool
 
     if TYPE_CHECKING:  # provided by the window (other parts, QMainWindow)
+
         def statusBar(self) -> Any: ...  # noqa: N802
         def _save_settings_quietly(self) -> None: ...
         def _update_send_button(self) -> None: ...
-        def show_window_notice(self, code: str, message: str, setting: str | None, *, kind: str = "info") -> Any: ...
+        def show_window_notice(
+            self, code: str, message: str, setting: str | None, *, kind: str = "info"
+        ) -> Any: ...
         def config_for(self, model_path: str | None) -> EngineConfig: ...
 
     def _startup_model(self) -> str | None:
@@ -165,8 +168,9 @@ class ModelBarMixin:
             if key == current:
                 i = picker.count()
             picker.addItem(label, key)
-            picker.setItemData(picker.count() - 1, "A model served by a remote engine",
-                               Qt.ItemDataRole.ToolTipRole)
+            picker.setItemData(
+                picker.count() - 1, "A model served by a remote engine", Qt.ItemDataRole.ToolTipRole
+            )
         if picker.count() == 0:
             picker.addItem("No model loaded", None)
         picker.addItem("Add a remote engine…", ADD_REMOTE)
@@ -218,9 +222,14 @@ class ModelBarMixin:
         if info.remote is not None:
             self._clear_context_meter()  # type: ignore[attr-defined]
         else:
-            recent = [info.path, *(p for p in self.settings.model.recent_models
-                                   if path_key(p) != path_key(info.path))][:RECENT_MODELS]
-            if self.settings.model.last_model_path != info.path or self.settings.model.recent_models != recent:
+            recent = [
+                info.path,
+                *(p for p in self.settings.model.recent_models if path_key(p) != path_key(info.path)),
+            ][:RECENT_MODELS]
+            if (
+                self.settings.model.last_model_path != info.path
+                or self.settings.model.recent_models != recent
+            ):
                 self.settings.model.last_model_path = info.path
                 self.settings.model.recent_models = recent
                 self._save_settings_quietly()
@@ -248,17 +257,29 @@ class ModelBarMixin:
         if info is None:
             return "", ""
         if info.remote is not None:
-            how = {"api": "API tools", "callisto": "Callisto parsing", "auto": "tools by the engine's template"}
-            return (f"Remote: {info.remote}",
-                    f"{info.name} on the remote engine {info.remote}; tool calls: {how.get(info.remote_mode or '', '—')}.")
+            how = {
+                "api": "API tools",
+                "callisto": "Callisto parsing",
+                "auto": "tools by the engine's template",
+            }
+            return (
+                f"Remote: {info.remote}",
+                f"{info.name} on the remote engine {info.remote}; tool calls: {how.get(info.remote_mode or '', '—')}.",
+            )
         eff = self.config_for(info.path).tool_format
         if eff == "none":
             return "Tools off", "You turned tool calling off for this model (Settings → Tools)."
         if eff == "auto":
             if info.detected_format:
                 label = info.detected_label or info.detected_format
-                return f"Tools: {_short_label(label)} (auto)", f"Callisto recognised this model's tool-call format: {label}."
-            return "No tools", "This model's chat template shows no tool-call format Callisto knows; it can still chat."
+                return (
+                    f"Tools: {_short_label(label)} (auto)",
+                    f"Callisto recognised this model's tool-call format: {label}.",
+                )
+            return (
+                "No tools",
+                "This model's chat template shows no tool-call format Callisto knows; it can still chat.",
+            )
         from app.engine.formats import FORMATS
 
         fmt = FORMATS.get(eff)

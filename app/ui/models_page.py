@@ -139,7 +139,9 @@ class ModelsPage(QWidget):
             self._manager.queue.on_finished = self._sig_finished.emit
         return self._manager
 
-    def _background(self, fn: Callable[[], Any], ok: Callable[[Any], None], failed: Callable[[str], None]) -> None:
+    def _background(
+        self, fn: Callable[[], Any], ok: Callable[[Any], None], failed: Callable[[str], None]
+    ) -> None:
         self.tasks.run(fn, ok, failed)
 
     @property
@@ -154,8 +156,13 @@ class ModelsPage(QWidget):
 
     def _confirm_dialog(self, title: str, text: str) -> bool:
         """Yes / Cancel, with Cancel the default (Enter never deletes or downloads by accident)."""
-        box = QMessageBox(QMessageBox.Icon.Question, title, text,
-                          QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.Cancel, self)
+        box = QMessageBox(
+            QMessageBox.Icon.Question,
+            title,
+            text,
+            QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.Cancel,
+            self,
+        )
         box.setDefaultButton(QMessageBox.StandardButton.Cancel)
         return box.exec() == QMessageBox.StandardButton.Yes
 
@@ -172,7 +179,9 @@ class ModelsPage(QWidget):
         self.recommended_table.setHorizontalHeaderLabels(["Model", "Size", "Tools", "Fit", "Why", ""])
         self._setup_table(self.recommended_table)
         self.recommended_table.horizontalHeader().setSectionResizeMode(4, QHeaderView.ResizeMode.Stretch)
-        self.recommended_table.horizontalHeader().setSectionResizeMode(0, QHeaderView.ResizeMode.ResizeToContents)
+        self.recommended_table.horizontalHeader().setSectionResizeMode(
+            0, QHeaderView.ResizeMode.ResizeToContents
+        )
         self.recommended_table.setWordWrap(True)
         rl.addWidget(self.recommended_table)
         self.sources.addTab(rec, "Recommended for tool calling")
@@ -266,7 +275,20 @@ class ModelsPage(QWidget):
         self.library_table = QTableWidget(0, 12)
         self.library_table.setObjectName("libraryTable")
         self.library_table.setHorizontalHeaderLabels(
-            ["Model", "Architecture", "Params", "Quant", "Context", "Size", "Template", "Tools", "Source", "", "", ""]
+            [
+                "Model",
+                "Architecture",
+                "Params",
+                "Quant",
+                "Context",
+                "Size",
+                "Template",
+                "Tools",
+                "Source",
+                "",
+                "",
+                "",
+            ]
         )
         self._setup_table(self.library_table)
         ll.addWidget(self.library_table)
@@ -340,8 +362,10 @@ class ModelsPage(QWidget):
         self.sources.setCurrentIndex(1)
         self.results_list.clear()
         if not results:
-            self._placeholder(f"No GGUF models match “{self.search_edit.text().strip()}”: try a family "
-                              "name such as “qwen3” or “llama 3.2”.")
+            self._placeholder(
+                f"No GGUF models match “{self.search_edit.text().strip()}”: try a family "
+                "name such as “qwen3” or “llama 3.2”."
+            )
         for r in results:
             item = QListWidgetItem(f"{r.repo_id}\n⬇ {r.downloads:,}   ♥ {r.likes:,}")
             item.setData(Qt.ItemDataRole.UserRole, r.repo_id)
@@ -360,8 +384,11 @@ class ModelsPage(QWidget):
         self.files_table.setRowCount(0)
         self.card_view.setVisible(False)
         self.card_repo = None
-        self._background(lambda: self.manager.hub.model_card(repo_id),
-                         lambda text, r=repo_id: self._on_card(r, text), lambda _m: None)
+        self._background(
+            lambda: self.manager.hub.model_card(repo_id),
+            lambda text, r=repo_id: self._on_card(r, text),
+            lambda _m: None,
+        )
         self._status(f"Listing the GGUF files of {repo_id}…")
         n_ctx = self.ctx_spin.value()
         self._background(
@@ -377,8 +404,9 @@ class ModelsPage(QWidget):
         from app.ui.theme import is_dark
 
         self.card_repo = repo_id
-        self.card_view.setHtml(f"<p><b>Model card of {html.escape(repo_id)}</b></p>"
-                               + render_markdown(text, dark=is_dark()).html)
+        self.card_view.setHtml(
+            f"<p><b>Model card of {html.escape(repo_id)}</b></p>" + render_markdown(text, dark=is_dark()).html
+        )
         self.card_view.setVisible(True)
         self.sig_card_shown.emit(repo_id)
 
@@ -406,14 +434,19 @@ class ModelsPage(QWidget):
         self.files_hint.setVisible(bool(self._remote))
         estimates = [estimate_remote(f.size, f.quantization, n_ctx) for f in self._remote]
         self.recommended_row = recommended_file(
-            [(f.quantization, f.size, e.fit) for f, e in zip(self._remote, estimates, strict=True)])
+            [(f.quantization, f.size, e.fit) for f, e in zip(self._remote, estimates, strict=True)]
+        )
         if self.recommended_row is not None:
             best = self._remote[self.recommended_row]
-            self.files_hint.setText(f"★ Recommended for this machine: {best.name} ({best.quantization or '?'}, "
-                                    f"{format_bytes(best.size)}), the best balance of quality and size that fits.")
+            self.files_hint.setText(
+                f"★ Recommended for this machine: {best.name} ({best.quantization or '?'}, "
+                f"{format_bytes(best.size)}), the best balance of quality and size that fits."
+            )
         else:
-            self.files_hint.setText("None of these files fits this machine's memory comfortably; a smaller "
-                                    "model or quantisation will run faster.")
+            self.files_hint.setText(
+                "None of these files fits this machine's memory comfortably; a smaller "
+                "model or quantisation will run faster."
+            )
         for i, f in enumerate(self._remote):
             est = estimates[i]
             label = f.name + (f"  ({len(f.parts)} parts)" if f.is_split else "")
@@ -424,8 +457,10 @@ class ModelsPage(QWidget):
                 font = quant.font()
                 font.setBold(True)
                 quant.setFont(font)
-                quant.setToolTip("Recommended: the best balance of quality and size among these files "
-                                 "that fits this machine's memory.")
+                quant.setToolTip(
+                    "Recommended: the best balance of quality and size among these files "
+                    "that fits this machine's memory."
+                )
             self.files_table.setItem(i, 2, quant)
             mem = QTableWidgetItem(format_bytes(est.total_bytes))
             mem.setToolTip(est.describe())
@@ -469,9 +504,10 @@ class ModelsPage(QWidget):
 
         est = estimate_remote(remote.size, remote.quantization, self.ctx_spin.value())
         if est.fit == "too large" and not self.confirm(
-                "Download a model that is too large?",
-                f"{remote.name} ({format_bytes(remote.size)}) needs about {format_bytes(est.total_bytes)} of "
-                "memory, more than this computer has. It would download but not load. Download anyway?"):
+            "Download a model that is too large?",
+            f"{remote.name} ({format_bytes(remote.size)}) needs about {format_bytes(est.total_bytes)} of "
+            "memory, more than this computer has. It would download but not load. Download anyway?",
+        ):
             return
         try:
             queued = self.manager.download(remote)
@@ -479,7 +515,9 @@ class ModelsPage(QWidget):
             self._status(str(exc), error=True)
             return
         if queued.reused is not None:
-            self._status(f"{remote.name} is already in the Hugging Face cache: added to the library without downloading.")
+            self._status(
+                f"{remote.name} is already in the Hugging Face cache: added to the library without downloading."
+            )
             self.refresh_library()
             return
         self._status(f"Queued {remote.name}.")
@@ -629,13 +667,16 @@ class ModelsPage(QWidget):
         def found(files: list[Any]) -> None:
             match = next((f for f in files if Path(f.filename).name == model.file), None)
             if match is None:
-                self._status(f"{model.repo_id} no longer has {model.file}; search for {model.name} instead.",
-                             error=True)
+                self._status(
+                    f"{model.repo_id} no longer has {model.file}; search for {model.name} instead.",
+                    error=True,
+                )
                 return
             self.download(match)
 
-        self._background(lambda: self.manager.hub.list_ggufs(model.repo_id, n_ctx=n_ctx), found,
-                         self._on_files_failed)
+        self._background(
+            lambda: self.manager.hub.list_ggufs(model.repo_id, n_ctx=n_ctx), found, self._on_files_failed
+        )
 
     # -- library --------------------------------------------------------------------------------
     def refresh_library(self) -> None:
@@ -645,8 +686,13 @@ class ModelsPage(QWidget):
         self._status(message, error=True)
         self.sig_library_done.emit()
 
-    SOURCE_WORDS = {"downloaded": "downloaded", "imported": "imported", "copied": "copied in",
-                    "folder": "in your folder", "hf-cache": "Hugging Face cache"}
+    SOURCE_WORDS = {
+        "downloaded": "downloaded",
+        "imported": "imported",
+        "copied": "copied in",
+        "folder": "in your folder",
+        "hf-cache": "Hugging Face cache",
+    }
 
     def _on_library(self, models: list[Any], *, quiet: bool = False) -> None:
         from app.engine.models.metadata import format_parameter_count
@@ -678,7 +724,9 @@ class ModelsPage(QWidget):
             loaded = self._is_loaded(m)
             load = QPushButton("Loaded" if loaded else "Load now")
             load.setEnabled(m.usable and not loaded)
-            load.setToolTip(m.error or ("The chat uses this model now." if loaded else "Chat with this model"))
+            load.setToolTip(
+                m.error or ("The chat uses this model now." if loaded else "Chat with this model")
+            )
             load.clicked.connect(lambda _c=False, p=str(m.path): self.sig_load_requested.emit(p))
             delete = QPushButton("Delete file")
             delete.setEnabled(m.source != "hf-cache")
@@ -687,7 +735,9 @@ class ModelsPage(QWidget):
             t.setCellWidget(i, 10, delete)
             if m.source in ("imported", "folder"):
                 remove = QPushButton("Remove")
-                remove.setToolTip("Remove from library: Callisto stops listing it; the file stays where it is.")
+                remove.setToolTip(
+                    "Remove from library: Callisto stops listing it; the file stays where it is."
+                )
                 remove.clicked.connect(lambda _c=False, m=m: self.remove_model(m))
                 t.setCellWidget(i, 11, remove)
             else:
@@ -721,9 +771,11 @@ class ModelsPage(QWidget):
             folder = next((f for f in lib.folders() if Path(f) in Path(model.path).parents), None)
             if folder is None:
                 return
-            if not self.confirm("Remove folder from library",
-                                f"{model.name} is in the folder {folder}, which you added. Stop listing every "
-                                "model in that folder? No file is deleted."):
+            if not self.confirm(
+                "Remove folder from library",
+                f"{model.name} is in the folder {folder}, which you added. Stop listing every "
+                "model in that folder? No file is deleted.",
+            ):
                 return
             lib.remove_folder(folder)
         else:
@@ -737,7 +789,7 @@ class ModelsPage(QWidget):
             f"Delete {model.name} ({format_bytes(model.size)}) from disk?"
             if owned
             else f"Callisto did not download {model.name}. Delete your file {model.path} from disk? "
-                 "(Remove from library keeps the file.)"
+            "(Remove from library keeps the file.)"
         )
         if self._is_loaded(model):
             text = f"{model.name} is the model the chat uses now. " + text
@@ -766,9 +818,13 @@ class ModelsPage(QWidget):
     def _import_dialog(self) -> None:
         path, _ = QFileDialog.getOpenFileName(self, "Import a GGUF model", "", "GGUF models (*.gguf)")
         if path:
-            box = QMessageBox(QMessageBox.Icon.Question, "Import a model",
-                              f"Use {Path(path).name} where it is, or copy it into Callisto's models folder?",
-                              QMessageBox.StandardButton.Cancel, self)
+            box = QMessageBox(
+                QMessageBox.Icon.Question,
+                "Import a model",
+                f"Use {Path(path).name} where it is, or copy it into Callisto's models folder?",
+                QMessageBox.StandardButton.Cancel,
+                self,
+            )
             in_place = box.addButton("Use it where it is", QMessageBox.ButtonRole.AcceptRole)
             copy = box.addButton("Copy it", QMessageBox.ButtonRole.AcceptRole)
             box.setDefaultButton(in_place)
@@ -792,9 +848,11 @@ class ModelsPage(QWidget):
         if not running:
             return True
         names = ", ".join(p.job.dest.name for p in running)
-        return self.confirm("Quit during a download?",
-                            f"{names} is still downloading. Quit anyway? The download is paused and can be "
-                            "resumed next time.")
+        return self.confirm(
+            "Quit during a download?",
+            f"{names} is still downloading. Quit anyway? The download is paused and can be "
+            "resumed next time.",
+        )
 
     def shutdown(self) -> None:
         """Pause running downloads (kept for next time) and wait for background work."""

@@ -44,8 +44,10 @@ class ProviderDialog(QDialog):
         self.setObjectName("providerDialog")
         self._taken = {n.strip().casefold() for n in taken_names}
         lay = QVBoxLayout(self)
-        intro = QLabel("Chat with models served by another program or machine. Callisto's tools, approvals "
-                       "and history work as with local models.")
+        intro = QLabel(
+            "Chat with models served by another program or machine. Callisto's tools, approvals "
+            "and history work as with local models."
+        )
         intro.setWordWrap(True)
         lay.addWidget(intro)
         form = QFormLayout()
@@ -82,15 +84,25 @@ class ProviderDialog(QDialog):
         self.error_label.setWordWrap(True)
         self.error_label.setVisible(False)
         lay.addWidget(self.error_label)
-        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
+        buttons = QDialogButtonBox(
+            QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel
+        )
         buttons.button(QDialogButtonBox.StandardButton.Ok).setText("Add")
         buttons.accepted.connect(self.accept)
         buttons.rejected.connect(self.reject)
         lay.addWidget(buttons)
         self._entry: Any = None
 
-    def set_values(self, *, name: str = "", url: str = "", kind: str = "openai", mode: str = "api",
-                   key: str = "", template: str = "") -> None:
+    def set_values(
+        self,
+        *,
+        name: str = "",
+        url: str = "",
+        kind: str = "openai",
+        mode: str = "api",
+        key: str = "",
+        template: str = "",
+    ) -> None:
         self.name_edit.setText(name)
         self.url_edit.setText(url)
         self.kind_box.setCurrentIndex(max(0, self.kind_box.findData(kind)))
@@ -114,11 +126,14 @@ class ProviderDialog(QDialog):
             return "The URL starts with http:// or https:// (for example http://127.0.0.1:8080)."
         kind, mode = self.kind_box.currentData(), self.mode_box.currentData()
         if kind == "anthropic" and mode == "callisto":
-            return ("Callisto parsing needs an engine that completes raw text; the Anthropic API does not. "
-                    "Choose the engine's function calling.")
+            return (
+                "Callisto parsing needs an engine that completes raw text; the Anthropic API does not. "
+                "Choose the engine's function calling."
+            )
         try:
-            self._entry = RemoteProviderSettings(name=name, url=url, kind=kind, mode=mode,
-                                                 template=self.template_edit.text().strip() or None)
+            self._entry = RemoteProviderSettings(
+                name=name, url=url, kind=kind, mode=mode, template=self.template_edit.text().strip() or None
+            )
         except ValidationError as exc:
             return "; ".join(str(e.get("msg", e)) for e in exc.errors())
         return None

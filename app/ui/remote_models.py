@@ -16,7 +16,14 @@ if TYPE_CHECKING:
     from app.ui.tasks import BackgroundTasks
     from app.ui.worker import EngineConfig, EngineWorker
 
-__all__ = ["ADD_REMOTE", "REMOTE_PREFIX", "RemoteModelsMixin", "parse_remote_key", "parser_words", "remote_key"]
+__all__ = [
+    "ADD_REMOTE",
+    "REMOTE_PREFIX",
+    "RemoteModelsMixin",
+    "parse_remote_key",
+    "parser_words",
+    "remote_key",
+]
 
 REMOTE_PREFIX = "remote://"
 ADD_REMOTE = "__add_remote__"
@@ -32,7 +39,7 @@ def parse_remote_key(key: Any) -> tuple[str, str] | None:
     """(provider, model) of a :func:`remote_key`; None for a local path or anything else."""
     if not isinstance(key, str) or not key.startswith(REMOTE_PREFIX):
         return None
-    provider, sep, model = key[len(REMOTE_PREFIX):].partition("/")
+    provider, sep, model = key[len(REMOTE_PREFIX) :].partition("/")
     return (unquote(provider), model) if sep and provider and model else None
 
 
@@ -68,12 +75,16 @@ class RemoteModelsMixin:
     provider_dialog: ProviderDialog | None = None
 
     if TYPE_CHECKING:  # provided by the window (other parts, QMainWindow)
+
         def statusBar(self) -> Any: ...  # noqa: N802
         def _save_settings_quietly(self) -> None: ...
         def _fill_model_picker(self) -> None: ...
         def _update_send_button(self) -> None: ...
-        def show_window_notice(self, code: str, message: str, setting: str | None, *, kind: str = "info") -> Any: ...
+        def show_window_notice(
+            self, code: str, message: str, setting: str | None, *, kind: str = "info"
+        ) -> Any: ...
         def config_for(self, model_path: str | None) -> EngineConfig: ...
+
         load_progress: Any
         load_label: Any
         _progress_action: Any
@@ -120,7 +131,9 @@ class RemoteModelsMixin:
             try:
                 store_api_key(entry.name, api_key)
             except (KeyStoreError, ValueError) as exc:
-                self.show_window_notice("remote_key", f"{entry.name} was not added: {exc}", None, kind="error")
+                self.show_window_notice(
+                    "remote_key", f"{entry.name} was not added: {exc}", None, kind="error"
+                )
                 return False
         self.settings.remote = [*[e for e in self.settings.remote if e.name != entry.name], entry]
         self._save_settings_quietly()
@@ -133,8 +146,11 @@ class RemoteModelsMixin:
             return
         for entry in self.settings.remote:
             if names is None or entry.name in names:
-                self.tasks.run(lambda e=entry: _list(e), lambda models, n=entry.name: self._on_remote_listed(n, models),
-                               lambda message, n=entry.name: self._on_remote_list_failed(n, message))
+                self.tasks.run(
+                    lambda e=entry: _list(e),
+                    lambda models, n=entry.name: self._on_remote_listed(n, models),
+                    lambda message, n=entry.name: self._on_remote_list_failed(n, message),
+                )
 
     def _on_remote_listed(self, name: str, models: list[str]) -> None:
         self.remote_models = {**self.remote_models, name: list(models)}
@@ -145,8 +161,12 @@ class RemoteModelsMixin:
     def _on_remote_list_failed(self, name: str, message: str) -> None:
         self.remote_models = {k: v for k, v in self.remote_models.items() if k != name}
         self._fill_model_picker()
-        self.show_window_notice(f"remote_list:{name}", f"The models of {name} could not be listed: {message}",
-                                None, kind="warning")
+        self.show_window_notice(
+            f"remote_list:{name}",
+            f"The models of {name} could not be listed: {message}",
+            None,
+            kind="warning",
+        )
 
     def load_remote(self, key: str) -> bool:
         """Chat with the remote model of the picker key ``key``; False when its provider is gone."""

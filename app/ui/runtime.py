@@ -75,22 +75,29 @@ class RuntimeInfo:
 
 # --- folders ------------------------------------------------------------------------------------
 
+
 def setup_folders() -> dict[str, Path]:
     """Create (if missing) and return the config, data, models and log folders."""
     from app.storage import paths
 
-    return {"config": paths.config_dir(), "data": paths.data_dir(), "models": paths.models_dir(),
-            "logs": paths.log_dir()}
+    return {
+        "config": paths.config_dir(),
+        "data": paths.data_dir(),
+        "models": paths.models_dir(),
+        "logs": paths.log_dir(),
+    }
 
 
 # --- logging ------------------------------------------------------------------------------------
+
 
 class _CallistoFileHandler(logging.handlers.RotatingFileHandler):
     """Marks Callisto's handler so that ``setup_logging`` twice replaces it instead of doubling."""
 
 
-def setup_logging(log_dir: Path, *, level: int = logging.INFO, max_bytes: int = LOG_MAX_BYTES,
-                  backups: int = LOG_BACKUPS) -> Path:
+def setup_logging(
+    log_dir: Path, *, level: int = logging.INFO, max_bytes: int = LOG_MAX_BYTES, backups: int = LOG_BACKUPS
+) -> Path:
     """Send the root logger (and Qt's messages) to a rotating ``callisto.log`` in ``log_dir``."""
     log_dir = Path(log_dir)
     log_dir.mkdir(parents=True, exist_ok=True)
@@ -131,6 +138,7 @@ def current_log_path() -> Path | None:
 
 # --- unhandled exceptions -----------------------------------------------------------------------
 
+
 class _DialogBridge(QObject):
     """Carries an exception report from any thread to a dialog on the GUI thread."""
 
@@ -151,8 +159,10 @@ def _show_dialog(summary: str, log_path: str) -> None:
         box = QMessageBox()
         box.setIcon(QMessageBox.Icon.Critical)
         box.setWindowTitle("Callisto: unexpected error")
-        box.setText("Callisto hit an unexpected error. Your conversations are saved; you can keep "
-                    "working, or restart Callisto if something looks wrong.")
+        box.setText(
+            "Callisto hit an unexpected error. Your conversations are saved; you can keep "
+            "working, or restart Callisto if something looks wrong."
+        )
         box.setInformativeText(f"{summary}\n\nThe details are in the log file:\n{log_path}")
         box.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         box.setStandardButtons(QMessageBox.StandardButton.Ok)
@@ -164,8 +174,9 @@ def _show_dialog(summary: str, log_path: str) -> None:
         _showing.release()
 
 
-def handle_exception(exc_type: type[BaseException], exc: BaseException, tb: Any,
-                     thread_name: str | None = None) -> None:
+def handle_exception(
+    exc_type: type[BaseException], exc: BaseException, tb: Any, thread_name: str | None = None
+) -> None:
     """Log an unhandled exception with its traceback and show the dialog naming the log file."""
     if issubclass(exc_type, KeyboardInterrupt):
         sys.__excepthook__(exc_type, exc, tb)
@@ -203,6 +214,7 @@ def install_exception_hooks() -> None:
 
 
 # --- single instance ----------------------------------------------------------------------------
+
 
 def server_name(data_dir: Path | None = None) -> str:
     """The local-socket name of the Callisto that owns ``data_dir`` (per user, per data folder)."""
@@ -300,6 +312,7 @@ class SingleInstance(QObject):
 
 # --- all together -------------------------------------------------------------------------------
 
+
 def setup(*, level: int = logging.INFO) -> RuntimeInfo:
     """Folders, logging and the exception hooks. Call first thing in ``main`` (with or without a
     QApplication; call :func:`install_exception_hooks` again once one exists for the dialog)."""
@@ -314,14 +327,33 @@ def setup(*, level: int = logging.INFO) -> RuntimeInfo:
         import tempfile
 
         log_path = setup_logging(Path(tempfile.gettempdir()) / "Callisto-logs", level=level)
-        log.warning("The log folder %s cannot be written (%s); logging to %s", folders["logs"],
-                    exc.strerror or exc, log_path)
+        log.warning(
+            "The log folder %s cannot be written (%s); logging to %s",
+            folders["logs"],
+            exc.strerror or exc,
+            log_path,
+        )
     install_exception_hooks()
-    log.info("Callisto %s starting (%s, Python %s, %s)%s", __version__,
-             "bundle" if getattr(sys, "frozen", False) else "source", sys.version.split()[0], sys.platform,
-             " - first run" if first_run else "")
-    log.info("Folders: config %s, data %s, models %s, logs %s", folders["config"], folders["data"],
-             folders["models"], folders["logs"])
-    return RuntimeInfo(config_dir=folders["config"], data_dir=folders["data"], log_dir=folders["logs"],
-                       models_dir=folders["models"], log_path=log_path, first_run=first_run)
-
+    log.info(
+        "Callisto %s starting (%s, Python %s, %s)%s",
+        __version__,
+        "bundle" if getattr(sys, "frozen", False) else "source",
+        sys.version.split()[0],
+        sys.platform,
+        " - first run" if first_run else "",
+    )
+    log.info(
+        "Folders: config %s, data %s, models %s, logs %s",
+        folders["config"],
+        folders["data"],
+        folders["models"],
+        folders["logs"],
+    )
+    return RuntimeInfo(
+        config_dir=folders["config"],
+        data_dir=folders["data"],
+        log_dir=folders["logs"],
+        models_dir=folders["models"],
+        log_path=log_path,
+        first_run=first_run,
+    )

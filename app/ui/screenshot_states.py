@@ -59,10 +59,12 @@ def _server_requests(url: str, model: str | None) -> None:
     try:
         urllib.request.urlopen(url + "/v1/models", timeout=30).read()  # noqa: S310 - our loopback server
         if model:
-            body = json.dumps({"model": model, "max_tokens": 16,
-                               "messages": [{"role": "user", "content": "Hello!"}]}).encode()
-            req = urllib.request.Request(url + "/v1/chat/completions", data=body,
-                                         headers={"Content-Type": "application/json"})
+            body = json.dumps(
+                {"model": model, "max_tokens": 16, "messages": [{"role": "user", "content": "Hello!"}]}
+            ).encode()
+            req = urllib.request.Request(
+                url + "/v1/chat/completions", data=body, headers={"Content-Type": "application/json"}
+            )
             urllib.request.urlopen(req, timeout=120).read()  # noqa: S310
     except OSError:
         pass  # the state then waits for rows that never come and says so
@@ -75,8 +77,9 @@ class StateNotReached(Exception):
 class ScreenshotDirector(QObject):
     SETTLE_MS = 300  # lets the last layout and paint happen before the grab
 
-    def __init__(self, app: Any, window: Any, state: str, path: Path, *, limit_s: float,
-                 prompt: str | None = None) -> None:
+    def __init__(
+        self, app: Any, window: Any, state: str, path: Path, *, limit_s: float, prompt: str | None = None
+    ) -> None:
         super().__init__(window)
         self.app, self.window, self.state, self.path = app, window, state, path
         self.limit_s = max(0.2, float(limit_s))
@@ -123,7 +126,8 @@ class ScreenshotDirector(QObject):
             return False
         raise StateNotReached(
             f"the {self.state!r} state needs a model, and none is loaded (the load failed or there is no "
-            "model: pass --model GGUF, or install the demo model with `make run`)")
+            "model: pass --model GGUF, or install the demo model with `make run`)"
+        )
 
     # -- the states -----------------------------------------------------------------------
     def _on_poll_timeout(self) -> None:
@@ -151,7 +155,9 @@ class ScreenshotDirector(QObject):
                 page = w.models_page()
                 signal = getattr(page, "sig_library_done", None)
                 if signal is None:
-                    raise StateNotReached("the Models page could not be opened: " + getattr(page, "text", str)())
+                    raise StateNotReached(
+                        "the Models page could not be opened: " + getattr(page, "text", str)()
+                    )
                 signal.connect(self._on_library_done)
             if self._library_scanned:
                 self._settle_then_shoot(w)
@@ -187,19 +193,25 @@ class ScreenshotDirector(QObject):
                 if w.busy and last is not None and len(last.text()) >= 60:
                     self._settle_then_shoot(w)
                 elif self._turn_done:
-                    raise StateNotReached("the reply ended before 60 characters had streamed: use a --prompt "
-                                          "that asks for a longer reply")
+                    raise StateNotReached(
+                        "the reply ended before 60 characters had streamed: use a --prompt "
+                        "that asks for a longer reply"
+                    )
             elif self._turn_done and not w.busy:
                 if st == "banner":
                     if not w.chat.banners():
-                        raise StateNotReached("the reply carries no notice banner: the 'banner' state needs a "
-                                              "model whose chat template has no tool format (pass --model)")
+                        raise StateNotReached(
+                            "the reply carries no notice banner: the 'banner' state needs a "
+                            "model whose chat template has no tool format (pass --model)"
+                        )
                     self._settle_then_shoot(w)
                 else:
                     ids = list(w.tool_panel.entries)
                     if not ids:
-                        raise StateNotReached("this state needs a model that calls a tool (pass --model); the "
-                                              "model replied without calling one")
+                        raise StateNotReached(
+                            "this state needs a model that calls a tool (pass --model); the "
+                            "model replied without calling one"
+                        )
                     w.select_tool_call(ids[0])
                     self._settle_then_shoot(w)
 
@@ -251,8 +263,16 @@ class ScreenshotDirector(QObject):
 
             path = str(w.model_info.path)
             meta = read_metadata(path)
-            fmt = "auto" if detect_tool_format(meta.chat_template, meta.tool_use_template, bos_token=meta.bos_token,
-                                               eos_token=meta.eos_token) else "hermes"
+            fmt = (
+                "auto"
+                if detect_tool_format(
+                    meta.chat_template,
+                    meta.tool_use_template,
+                    bos_token=meta.bos_token,
+                    eos_token=meta.eos_token,
+                )
+                else "hermes"
+            )
             w.show_page("check")
             page = w.page_widget("check")
             signal = getattr(page, "sig_run_finished", None)
@@ -260,8 +280,15 @@ class ScreenshotDirector(QObject):
                 raise StateNotReached("the Check page could not be opened: " + getattr(page, "text", str)())
             signal.connect(self._on_check_done)
             page.model_edit.setText(path)
-            if not page.start({"kind": "in_process", "path": path, "tool_format": fmt, "selection": "quick",
-                               "max_tokens": CHECK_MAX_TOKENS}):
+            if not page.start(
+                {
+                    "kind": "in_process",
+                    "path": path,
+                    "tool_format": fmt,
+                    "selection": "quick",
+                    "max_tokens": CHECK_MAX_TOKENS,
+                }
+            ):
                 raise StateNotReached(f"the check could not start: {page.status.text()}")
             return
         page = w.page_widget("check")
@@ -310,10 +337,19 @@ class ScreenshotDirector(QObject):
             from app.storage.settings import RemoteProviderSettings
 
             path = str(w.model_info.path)
-            self._remote_server = ApiServer(ServerConfig(port=0, models=[path], use_library=False, n_ctx=2048))
+            self._remote_server = ApiServer(
+                ServerConfig(port=0, models=[path], use_library=False, n_ctx=2048)
+            )
             self._remote_server.start()
-            w.add_remote_provider(RemoteProviderSettings(name=REMOTE_NAME, url=self._remote_server.url,
-                                                         kind="openai", mode="callisto", template=path))
+            w.add_remote_provider(
+                RemoteProviderSettings(
+                    name=REMOTE_NAME,
+                    url=self._remote_server.url,
+                    kind="openai",
+                    mode="callisto",
+                    template=path,
+                )
+            )
             return
         models = w.remote_models.get(REMOTE_NAME)
         info = w.model_info
@@ -332,7 +368,9 @@ class ScreenshotDirector(QObject):
         if self._turn_done and not w.busy:
             ids = list(w.tool_panel.entries)
             if not ids:
-                raise StateNotReached("the remote model replied without calling a tool (pass a tool-calling --model)")
+                raise StateNotReached(
+                    "the remote model replied without calling a tool (pass a tool-calling --model)"
+                )
             w.select_tool_call(ids[0])
             self._settle_then_shoot(w)
 
@@ -364,8 +402,10 @@ class ScreenshotDirector(QObject):
 
     def _on_limit(self) -> None:
         if not self._done:
-            self._fail(f"the {self.state!r} state was not reached within {self.limit_s:g} s "
-                       f"({self._missing()}); pass a longer --quit-after")
+            self._fail(
+                f"the {self.state!r} state was not reached within {self.limit_s:g} s "
+                f"({self._missing()}); pass a longer --quit-after"
+            )
 
     def _fail(self, message: str) -> None:
         if self._done:
@@ -416,8 +456,10 @@ class ScreenshotDirector(QObject):
         if st in ("tool-call-with-panel", "remote"):
             e = w.tool_panel.entries[next(iter(w.tool_panel.entries))]
             read = f"; read by: {e.parser}" if e.parser else ""
-            return (f"model: {model}; tool calls: {len(w.tool_panel.entries)}; selected: {e.name} ({e.status})"
-                    + read)
+            return (
+                f"model: {model}; tool calls: {len(w.tool_panel.entries)}; selected: {e.name} ({e.status})"
+                + read
+            )
         return f"model: {model}"
 
     def _finish(self) -> None:

@@ -36,15 +36,21 @@ def render_main_window(screenshot: Path | None = None) -> dict[str, Any]:
         image = window.grab().toImage()
         if image.isNull() or image.width() < 100 or image.height() < 100:
             raise WindowCheckError(f"window: the rendered image is empty ({image.width()}x{image.height()})")
-        colours = {image.pixel(x, y) for x in range(0, image.width(), 37) for y in range(0, image.height(), 23)}
+        colours = {
+            image.pixel(x, y) for x in range(0, image.width(), 37) for y in range(0, image.height(), 23)
+        }
         if len(colours) < 3:
             raise WindowCheckError("window: the rendered window is blank (fewer than 3 colours)")
         if screenshot is not None:
             screenshot.parent.mkdir(parents=True, exist_ok=True)
             if not image.save(str(screenshot), "PNG"):
                 raise WindowCheckError(f"window: could not save the screenshot to {screenshot}")
-        return {"width": image.width(), "height": image.height(), "colours_sampled": len(colours),
-                "platform": app.platformName()}
+        return {
+            "width": image.width(),
+            "height": image.height(),
+            "colours_sampled": len(colours),
+            "platform": app.platformName(),
+        }
     finally:
         window.shutdown()
         window.close()

@@ -48,17 +48,20 @@ def snippets(url: str, api_key: str | None, model: str) -> dict[str, str]:
             "reply = client.chat.completions.create(\n"
             f'    model="{model}",\n'
             '    messages=[{"role": "user", "content": "Hello!"}],\n'
-            ")\nprint(reply.choices[0].message.content)\n"),
+            ")\nprint(reply.choices[0].message.content)\n"
+        ),
         "Anthropic (Python)": (
             "from anthropic import Anthropic\n\n"
             f'client = Anthropic(base_url="{url}", api_key="{key}")\n'
             "reply = client.messages.create(\n"
             f'    model="{model}", max_tokens=512,\n'
             '    messages=[{"role": "user", "content": "Hello!"}],\n'
-            ")\nprint(reply.content[0].text)\n"),
+            ")\nprint(reply.content[0].text)\n"
+        ),
         "curl": (
-            f"curl {url}/v1/chat/completions{auth} -H \"Content-Type: application/json\" \\\n"
-            f"  -d '{{\"model\": \"{model}\", \"messages\": [{{\"role\": \"user\", \"content\": \"Hello!\"}}]}}'\n"),
+            f'curl {url}/v1/chat/completions{auth} -H "Content-Type: application/json" \\\n'
+            f'  -d \'{{"model": "{model}", "messages": [{{"role": "user", "content": "Hello!"}}]}}\'\n'
+        ),
     }
 
 
@@ -66,9 +69,17 @@ class ServerPage(QWidget):
     sig_request = Signal(object)  # RequestLogEntry, from the server's thread (queued to this one)
     sig_state_changed = Signal(bool)  # running
 
-    def __init__(self, settings: Any, *, model_path: Callable[[], str | None] = lambda: None,
-                 save: Callable[[], None] = lambda: None, n_ctx: int | None = None,
-                 n_threads: int | None = None, use_library: bool = True, parent: QWidget | None = None):
+    def __init__(
+        self,
+        settings: Any,
+        *,
+        model_path: Callable[[], str | None] = lambda: None,
+        save: Callable[[], None] = lambda: None,
+        n_ctx: int | None = None,
+        n_threads: int | None = None,
+        use_library: bool = True,
+        parent: QWidget | None = None,
+    ):
         super().__init__(parent)
         self.setObjectName("serverPage")
         self.settings = settings
@@ -81,9 +92,11 @@ class ServerPage(QWidget):
         cfg = settings.server
 
         layout = QVBoxLayout(self)
-        title = QLabel("<h2>Local API server</h2>OpenAI, Anthropic and Ollama APIs for your agents, editors "
-                       "and scripts, on this computer's models. Tool calls are returned to the client, "
-                       "which runs its tools.")
+        title = QLabel(
+            "<h2>Local API server</h2>OpenAI, Anthropic and Ollama APIs for your agents, editors "
+            "and scripts, on this computer's models. Tool calls are returned to the client, "
+            "which runs its tools."
+        )
         title.setWordWrap(True)
         layout.addWidget(title)
 
@@ -128,8 +141,10 @@ class ServerPage(QWidget):
         self.model_label = QLabel("-")
         self.model_label.setObjectName("serverModel")
         form.addRow("Loaded model", self.model_label)
-        security = QLabel("Listens on 127.0.0.1 only; requests must name this computer in their Host header; "
-                          "web pages are refused unless their origin is allowed (server.cors_origins).")
+        security = QLabel(
+            "Listens on 127.0.0.1 only; requests must name this computer in their Host header; "
+            "web pages are refused unless their origin is allowed (server.cors_origins)."
+        )
         security.setWordWrap(True)
         security.setObjectName("serverSecurity")
         form.addRow("", security)
@@ -172,11 +187,17 @@ class ServerPage(QWidget):
 
         cfg = self.settings.server
         path = self._model_path()
-        config = ServerConfig(host=cfg.host, port=int(self.port.value()), api_key=self._key() or None,
-                              cors_origins=list(cfg.cors_origins), models=[path] if path else [],
-                              use_library=self._use_library, tool_format=self.settings.chat.tool_format,
-                              n_ctx=self._n_ctx or self.settings.model.context_length,
-                              n_threads=self._n_threads or self.settings.model.threads)
+        config = ServerConfig(
+            host=cfg.host,
+            port=int(self.port.value()),
+            api_key=self._key() or None,
+            cors_origins=list(cfg.cors_origins),
+            models=[path] if path else [],
+            use_library=self._use_library,
+            tool_format=self.settings.chat.tool_format,
+            n_ctx=self._n_ctx or self.settings.model.context_length,
+            n_threads=self._n_threads or self.settings.model.threads,
+        )
         server = ApiServer(config, on_request=self.sig_request.emit)
         try:
             server.start()
@@ -184,7 +205,9 @@ class ServerPage(QWidget):
             busy = "in use" in str(exc).lower() or "another server" in str(exc)
             self.status.setText(
                 f"Port {config.port} is already in use by another program: choose another port and start again."
-                if busy else f"The server could not start: {exc}")
+                if busy
+                else f"The server could not start: {exc}"
+            )
             self.status.setProperty("error", True)
             self.toggle.setChecked(False)
             self.toggle.setText("Start server")
@@ -223,8 +246,11 @@ class ServerPage(QWidget):
         self.settings.server.enabled = was
 
     def pending_text(self) -> str:
-        return "answers on 127.0.0.1 only" if self.settings.server.host in ("127.0.0.1", "localhost") else \
-            f"listening on {self.settings.server.host}"
+        return (
+            "answers on 127.0.0.1 only"
+            if self.settings.server.host in ("127.0.0.1", "localhost")
+            else f"listening on {self.settings.server.host}"
+        )
 
     # -- internals ---------------------------------------------------------------------------------
 
@@ -278,8 +304,11 @@ class ServerPage(QWidget):
         if entry is not None:
             self.model_label.setText(entry.id)
         else:
-            self.model_label.setText(f"{self._model_id()} (loads on the first request)"
-                                     if self._model_id() != "MODEL" else "none yet (loads on the first request)")
+            self.model_label.setText(
+                f"{self._model_id()} (loads on the first request)"
+                if self._model_id() != "MODEL"
+                else "none yet (loads on the first request)"
+            )
 
     def _refresh_snippets(self) -> None:
         url = self.server.url if self.server is not None else f"http://127.0.0.1:{self.port.value()}"
@@ -292,11 +321,21 @@ class ServerPage(QWidget):
             table.removeRow(0)
         r = table.rowCount()
         table.insertRow(r)
-        tokens = f"{entry.prompt_tokens} + {entry.completion_tokens}" if entry.prompt_tokens or \
-            entry.completion_tokens else ""
-        values = (time.strftime("%H:%M:%S", time.localtime(entry.time)), entry.method, entry.path, entry.model,
-                  tokens, f"{entry.duration_s:.2f} s", str(entry.tool_calls) if entry.tool_calls else "",
-                  str(entry.status))
+        tokens = (
+            f"{entry.prompt_tokens} + {entry.completion_tokens}"
+            if entry.prompt_tokens or entry.completion_tokens
+            else ""
+        )
+        values = (
+            time.strftime("%H:%M:%S", time.localtime(entry.time)),
+            entry.method,
+            entry.path,
+            entry.model,
+            tokens,
+            f"{entry.duration_s:.2f} s",
+            str(entry.tool_calls) if entry.tool_calls else "",
+            str(entry.status),
+        )
         for c, v in enumerate(values):
             table.setItem(r, c, QTableWidgetItem(v))
         table.scrollToBottom()

@@ -147,18 +147,24 @@ class _SamplingForm(QWidget):
     FIELDS = ("temperature", "top_p", "top_k", "min_p", "repeat_penalty", "seed", "max_tokens")
     #: What an unset value shows (greyed): the values the engine uses when neither the settings nor
     #: the model file set one (app.engine.sampling.CHAT_DEFAULTS), so the figure shown is the one used.
-    FALLBACK = {"temperature": CHAT_DEFAULTS.temperature, "top_p": CHAT_DEFAULTS.top_p,
-                "top_k": CHAT_DEFAULTS.top_k, "min_p": CHAT_DEFAULTS.min_p,
-                "repeat_penalty": CHAT_DEFAULTS.repeat_penalty, "seed": 0, "max_tokens": 1024}
+    FALLBACK = {
+        "temperature": CHAT_DEFAULTS.temperature,
+        "top_p": CHAT_DEFAULTS.top_p,
+        "top_k": CHAT_DEFAULTS.top_k,
+        "min_p": CHAT_DEFAULTS.min_p,
+        "repeat_penalty": CHAT_DEFAULTS.repeat_penalty,
+        "seed": 0,
+        "max_tokens": 1024,
+    }
     TIPS = {
         "temperature": "How random the reply is: 0 always picks the likeliest word; higher values vary more "
-                       "(and drift more). Tool calls work best low (0.1-0.7).",
+        "(and drift more). Tool calls work best low (0.1-0.7).",
         "top_p": "Nucleus sampling: pick only among the likeliest words that together reach this "
-                 "probability (1 = no limit).",
+        "probability (1 = no limit).",
         "top_k": "Pick only among this many likeliest words (0 = no limit).",
         "min_p": "Drop words less likely than this fraction of the likeliest word's probability (0 = off).",
         "repeat_penalty": "Above 1 makes the model less likely to repeat recent words (1 = off). Too high "
-                          "harms code and JSON.",
+        "harms code and JSON.",
         "seed": "The random seed: the same seed, prompt and settings give the same reply.",
         "max_tokens": "The longest reply, in tokens; a reply cut here is marked and offers Continue.",
     }
@@ -177,8 +183,15 @@ class _SamplingForm(QWidget):
         }
         self.checks: dict[str, QCheckBox] = {}
         self.notes: dict[str, QLabel] = {}
-        labels = {"temperature": "Temperature", "top_p": "Top-p", "top_k": "Top-k", "min_p": "Min-p",
-                  "repeat_penalty": "Repeat penalty", "seed": "Seed", "max_tokens": "Max tokens per reply"}
+        labels = {
+            "temperature": "Temperature",
+            "top_p": "Top-p",
+            "top_k": "Top-k",
+            "min_p": "Min-p",
+            "repeat_penalty": "Repeat penalty",
+            "seed": "Seed",
+            "max_tokens": "Max tokens per reply",
+        }
         for name in self.FIELDS:
             spin = self.spins[name]
             spin.setObjectName(f"sampling.{name}")
@@ -242,9 +255,15 @@ class _SamplingForm(QWidget):
 class SettingsDialog(QDialog):
     """Edits a copy of the settings; :meth:`result_settings` gives the edited copy."""
 
-    def __init__(self, settings: Settings, *, detected_label: str | None = None,
-                 model_path: str | None = None, model_name: str | None = None,
-                 parent: QWidget | None = None) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        detected_label: str | None = None,
+        model_path: str | None = None,
+        model_name: str | None = None,
+        parent: QWidget | None = None,
+    ) -> None:
         super().__init__(parent)
         self.setObjectName("settingsDialog")
         self.setWindowTitle("Settings")
@@ -275,8 +294,10 @@ class SettingsDialog(QDialog):
         h.setContentsMargins(0, 0, 0, 0)
         h.addWidget(self.tool_format, 1)
         f.addRow("Tool-call format", tf_row)
-        hint = QLabel("Automatic reads the format from the model's chat template. Pick a family to force it, "
-                      "or No tools to chat without tool calls.")
+        hint = QLabel(
+            "Automatic reads the format from the model's chat template. Pick a family to force it, "
+            "or No tools to chat without tool calls."
+        )
         hint.setWordWrap(True)
         hint.setObjectName("hint")
         f.addRow("", hint)
@@ -287,8 +308,10 @@ class SettingsDialog(QDialog):
         for value, label in BASE_CHOICES:
             self.tool_choice.addItem(label.removeprefix("Tools: "), value)
         self._select(self.tool_choice, self.settings.chat.tool_choice)
-        self.tool_choice.setToolTip("Where a conversation's tool choice starts: Auto (the model decides), "
-                                    "Required (every reply is a tool call) or None (no tools).")
+        self.tool_choice.setToolTip(
+            "Where a conversation's tool choice starts: Auto (the model decides), "
+            "Required (every reply is a tool call) or None (no tools)."
+        )
         f.addRow("Tool choice", self.tool_choice)
         self.system_prompt = QPlainTextEdit(self.settings.chat.system_prompt)
         self.system_prompt.setObjectName("chat.system_prompt")
@@ -301,16 +324,24 @@ class SettingsDialog(QDialog):
         self._select(self.context_policy, self.settings.chat.context_policy)
         self.context_policy.setToolTip("What happens when a conversation no longer fits the model's context.")
         f.addRow("When the chat is full", self.context_policy)
-        self._add_tab(chat, "Chat", {"chat.tool_format": self.tool_format, "chat.tool_choice": self.tool_choice,
-                                     "chat.system_prompt": self.system_prompt,
-                                     "chat.context_policy": self.context_policy})
+        self._add_tab(
+            chat,
+            "Chat",
+            {
+                "chat.tool_format": self.tool_format,
+                "chat.tool_choice": self.tool_choice,
+                "chat.system_prompt": self.system_prompt,
+                "chat.context_policy": self.context_policy,
+            },
+        )
 
         # -- Sampling ------------------------------------------------------------------------
         self.sampling = _SamplingForm("the model's recommended value", max_tokens_optional=False)
         self.sampling.set_values(self.settings.sampling.model_dump())
         self.sampling.show_model_defaults(model_sampling_defaults(model_path))
-        self._add_tab(self.sampling, "Sampling",
-                      {f"sampling.{n}": self.sampling.spins[n] for n in _SamplingForm.FIELDS})
+        self._add_tab(
+            self.sampling, "Sampling", {f"sampling.{n}": self.sampling.spins[n] for n in _SamplingForm.FIELDS}
+        )
 
         # -- Model ---------------------------------------------------------------------------
         model = QWidget()
@@ -325,17 +356,28 @@ class SettingsDialog(QDialog):
         self.threads = _ispin(0, 256)
         self.threads.setSpecialValueText("automatic")
         self.threads.setValue(self.settings.model.threads or 0)
-        self.context_length.setToolTip("How many tokens of conversation (with tool descriptions) the model "
-                                       "can see; more needs more memory. The model reloads when it changes.")
-        self.gpu_layers.setToolTip("Layers computed on the GPU. \"automatic\" (the default) puts every layer "
-                                   "on the GPU when this llama.cpp build has a GPU backend (Metal, CUDA, "
-                                   "Vulkan) and none otherwise; \"all\" = every layer, 0 = CPU only. Lower "
-                                   "it if a large model does not fit in the GPU's memory.")
+        self.context_length.setToolTip(
+            "How many tokens of conversation (with tool descriptions) the model "
+            "can see; more needs more memory. The model reloads when it changes."
+        )
+        self.gpu_layers.setToolTip(
+            'Layers computed on the GPU. "automatic" (the default) puts every layer '
+            "on the GPU when this llama.cpp build has a GPU backend (Metal, CUDA, "
+            'Vulkan) and none otherwise; "all" = every layer, 0 = CPU only. Lower '
+            "it if a large model does not fit in the GPU's memory."
+        )
         f.addRow("Context length (tokens)", self.context_length)
         f.addRow("GPU layers", self.gpu_layers)
         f.addRow("Threads", self.threads)
-        self._add_tab(model, "Model", {"model.context_length": self.context_length,
-                                       "model.gpu_layers": self.gpu_layers, "model.threads": self.threads})
+        self._add_tab(
+            model,
+            "Model",
+            {
+                "model.context_length": self.context_length,
+                "model.gpu_layers": self.gpu_layers,
+                "model.threads": self.threads,
+            },
+        )
 
         # -- Tools ---------------------------------------------------------------------------
         tools = QWidget()
@@ -346,8 +388,10 @@ class SettingsDialog(QDialog):
         self.workspace = QLineEdit(self.settings.tools.workspace or "")
         self.workspace.setPlaceholderText("folder the file tools may read and write")
         f.addRow("Workspace folder", self._with_browse(self.workspace, folder=True))
-        ws_hint = QLabel("Setting a workspace folder turns on the file tools (list, read and write files in "
-                         "it); writing asks you first. Without one, the model has the calculator and the clock.")
+        ws_hint = QLabel(
+            "Setting a workspace folder turns on the file tools (list, read and write files in "
+            "it); writing asks you first. Without one, the model has the calculator and the clock."
+        )
         ws_hint.setWordWrap(True)
         ws_hint.setObjectName("hint")
         f.addRow("", ws_hint)
@@ -356,16 +400,23 @@ class SettingsDialog(QDialog):
         self.default_approval.addItem("Allow without asking", "allow")
         self._select(self.default_approval, self.settings.tools.default_approval)
         f.addRow("Tool approval default", self.default_approval)
-        self.always_allowed = QLineEdit(", ".join(sorted(
-            n for n, v in self.settings.tools.approvals.items() if v == "allow")))
+        self.always_allowed = QLineEdit(
+            ", ".join(sorted(n for n, v in self.settings.tools.approvals.items() if v == "allow"))
+        )
         self.always_allowed.setPlaceholderText("tool names allowed without asking, comma separated")
         f.addRow("Always allowed tools", self.always_allowed)
         self.mcp_path = QLineEdit(self.settings.tools.mcp_servers_path or "")
         self.mcp_path.setPlaceholderText("mcp.json (Claude Desktop format)")
         f.addRow("MCP servers file", self._with_browse(self.mcp_path, folder=False))
-        self._add_tab(tools, "Tools", {"tools.workspace": self.workspace,
-                                       "tools.default_approval": self.default_approval,
-                                       "tools.mcp_servers_path": self.mcp_path})
+        self._add_tab(
+            tools,
+            "Tools",
+            {
+                "tools.workspace": self.workspace,
+                "tools.default_approval": self.default_approval,
+                "tools.mcp_servers_path": self.mcp_path,
+            },
+        )
 
         # -- Appearance ----------------------------------------------------------------------
         look = QWidget()
@@ -411,8 +462,9 @@ class SettingsDialog(QDialog):
             f2.addRow("When the chat is full", self.model_context_policy)
             v.addLayout(f2)
             self.model_sampling = _SamplingForm("the global value", max_tokens_optional=True)
-            self.model_sampling.set_values(ov.sampling.model_dump() if ov else {},
-                                           defaults=self.settings.sampling.model_dump())
+            self.model_sampling.set_values(
+                ov.sampling.model_dump() if ov else {}, defaults=self.settings.sampling.model_dump()
+            )
             v.addWidget(self.model_sampling)
         v.addStretch(1)
         self._add_tab(per, "This model", {"model_override.tool_format": self.model_tool_format or per})
@@ -421,7 +473,9 @@ class SettingsDialog(QDialog):
         self.error_label.setObjectName("settingsError")
         self.error_label.setWordWrap(True)
         lay.addWidget(self.error_label)
-        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Save | QDialogButtonBox.StandardButton.Cancel)
+        buttons = QDialogButtonBox(
+            QDialogButtonBox.StandardButton.Save | QDialogButtonBox.StandardButton.Cancel
+        )
         buttons.accepted.connect(self._on_buttons_accepted)
         buttons.rejected.connect(self.reject)
         lay.addWidget(buttons)
@@ -493,7 +547,11 @@ class SettingsDialog(QDialog):
         s.tools.mcp_servers_path = self.mcp_path.text().strip() or None
         s.chat.context_policy = self.context_policy.currentData()
         s.window.theme = self.theme.currentData()
-        if self.model_path is not None and self.model_tool_format is not None and self.model_sampling is not None:
+        if (
+            self.model_path is not None
+            and self.model_tool_format is not None
+            and self.model_sampling is not None
+        ):
             samp = SamplingOverride(**self.model_sampling.values())
             tf = self.model_tool_format.currentData()
             cp = self.model_context_policy.currentData() if self.model_context_policy is not None else None

@@ -49,8 +49,9 @@ class BackgroundTasks(QObject):
         """Tasks started whose result has not been delivered yet."""
         return len(self._pending)
 
-    def run(self, fn: Callable[[], Any], ok: Callable[[Any], None],
-            failed: Callable[[str], None] | None = None) -> bool:
+    def run(
+        self, fn: Callable[[], Any], ok: Callable[[Any], None], failed: Callable[[str], None] | None = None
+    ) -> bool:
         """Start ``fn`` on the pool; False (and nothing runs) once :meth:`close` was called."""
         if self._closed:
             return False

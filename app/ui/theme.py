@@ -13,8 +13,16 @@ from pathlib import Path
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor, QGuiApplication, QPalette
 
-__all__ = ["THEMES", "apply_theme", "install_theme_follower", "is_dark", "palette", "resources_dir",
-           "stylesheet", "theme_choice"]
+__all__ = [
+    "THEMES",
+    "apply_theme",
+    "install_theme_follower",
+    "is_dark",
+    "palette",
+    "resources_dir",
+    "stylesheet",
+    "theme_choice",
+]
 
 THEMES = (("system", "System (follow the OS)"), ("light", "Light"), ("dark", "Dark"))
 

@@ -15,8 +15,11 @@ from PySide6.QtWidgets import QComboBox
 
 __all__ = ["BASE_CHOICES", "ToolChoiceBox"]
 
-BASE_CHOICES: list[tuple[str, str]] = [("auto", "Tools: Auto"), ("required", "Tools: Required"),
-                                       ("none", "Tools: None")]
+BASE_CHOICES: list[tuple[str, str]] = [
+    ("auto", "Tools: Auto"),
+    ("required", "Tools: Required"),
+    ("none", "Tools: None"),
+]
 
 
 class ToolChoiceBox(QComboBox):
@@ -25,8 +28,10 @@ class ToolChoiceBox(QComboBox):
     def __init__(self, default: str = "auto", parent: Any = None):
         super().__init__(parent)
         self.setObjectName("toolChoice")
-        self.setToolTip("Auto: the model decides; Required: the reply is a tool call; None: no tools; "
-                        "a tool's name: the reply calls that tool. Calls are held to their schemas.")
+        self.setToolTip(
+            "Auto: the model decides; Required: the reply is a tool call; None: no tools; "
+            "a tool's name: the reply calls that tool. Calls are held to their schemas."
+        )
         self.default = default if default in ("auto", "required", "none") else "auto"
         self._memory: dict[int, Any] = {}
         self._cid: int | None = None
@@ -37,7 +42,11 @@ class ToolChoiceBox(QComboBox):
     # -- values -----------------------------------------------------------------------------
     def value(self) -> Any:
         data = self.currentData()
-        return {"type": "function", "function": {"name": data[1]}} if isinstance(data, tuple) else (data or "auto")
+        return (
+            {"type": "function", "function": {"name": data[1]}}
+            if isinstance(data, tuple)
+            else (data or "auto")
+        )
 
     def set_value(self, value: Any) -> None:
         """Select ``value``; a tool that is not available (or anything unknown) selects Auto."""

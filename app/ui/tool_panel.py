@@ -44,8 +44,14 @@ class ToolCallEntry:
 
 
 #: The approval outcomes in plain words (the dispatcher's values are internal).
-APPROVAL_WORDS = {"auto": "not needed", "always": "always allowed", "allowed_once": "allowed once",
-                  "denied": "denied by you", "deny": "denied by you", "timeout": "no answer in time"}
+APPROVAL_WORDS = {
+    "auto": "not needed",
+    "always": "always allowed",
+    "allowed_once": "allowed once",
+    "denied": "denied by you",
+    "deny": "denied by you",
+    "timeout": "no answer in time",
+}
 
 
 def _pretty(value: Any) -> str:
@@ -87,9 +93,11 @@ class ToolCallPanel(QWidget):
         self._show_empty()
 
     def _show_empty(self) -> None:
-        self.detail.setHtml("<p><i>No tool calls in this conversation yet.</i></p>"
-                            "<p>The model can use the calculator and the clock; set a workspace folder in "
-                            "Settings → Tools to let it read and write files there.</p>")
+        self.detail.setHtml(
+            "<p><i>No tool calls in this conversation yet.</i></p>"
+            "<p>The model can use the calculator and the clock; set a workspace folder in "
+            "Settings → Tools to let it read and write files there.</p>"
+        )
 
     def clear(self) -> None:
         # the list first: clearing it reports a current-item change for items that must still have entries
@@ -97,8 +105,9 @@ class ToolCallPanel(QWidget):
         self.entries = {}
         self._show_empty()
 
-    def add_call(self, call_id: str, name: str, arguments: Any, raw: str = "", *,
-                 constrained: str | None = None) -> ToolCallEntry:
+    def add_call(
+        self, call_id: str, name: str, arguments: Any, raw: str = "", *, constrained: str | None = None
+    ) -> ToolCallEntry:
         e = self.entries.get(call_id)
         if e is None:
             e = ToolCallEntry(call_id, name, arguments, raw, constrained=constrained)
@@ -119,8 +128,17 @@ class ToolCallPanel(QWidget):
         if not self.entries:
             self._show_empty()
 
-    def finish_call(self, call_id: str, name: str, arguments: Any, raw: str, result: str | None,
-                    error: str | None, duration_s: float | None, approval: str | None) -> ToolCallEntry:
+    def finish_call(
+        self,
+        call_id: str,
+        name: str,
+        arguments: Any,
+        raw: str,
+        result: str | None,
+        error: str | None,
+        duration_s: float | None,
+        approval: str | None,
+    ) -> ToolCallEntry:
         e = self.add_call(call_id, name, arguments, raw)
         e.raw = raw or e.raw
         e.result, e.error, e.duration_s, e.approval, e.finished = result, error, duration_s, approval, True
@@ -186,14 +204,22 @@ class ToolCallPanel(QWidget):
         def pre(s: str) -> str:
             return f'<pre style="white-space:pre-wrap;margin:2px 0 8px 0;">{html.escape(s)}</pre>'
 
-        rows = [f"<h3 style='margin:2px 0;'>{html.escape(e.name)}</h3>",
-                f"<p><b>Status:</b> {e.status}"
-                + (f" &nbsp; <b>Time:</b> {e.duration_s * 1000:.1f} ms" if e.duration_s is not None else "")
-                + f" &nbsp; <b>Approval:</b> {html.escape(APPROVAL_WORDS.get(e.approval or '', e.approval or '—'))}"
-                + "</p>",
-                "<p><b>Decoding:</b> " + (f"held to its schema ({html.escape(e.constrained)})" if e.constrained
-                                          else "free (parsed after the fact)") + "</p>",
-                "<p><b>Arguments</b></p>", pre(_pretty(e.arguments))]
+        rows = [
+            f"<h3 style='margin:2px 0;'>{html.escape(e.name)}</h3>",
+            f"<p><b>Status:</b> {e.status}"
+            + (f" &nbsp; <b>Time:</b> {e.duration_s * 1000:.1f} ms" if e.duration_s is not None else "")
+            + f" &nbsp; <b>Approval:</b> {html.escape(APPROVAL_WORDS.get(e.approval or '', e.approval or '—'))}"
+            + "</p>",
+            "<p><b>Decoding:</b> "
+            + (
+                f"held to its schema ({html.escape(e.constrained)})"
+                if e.constrained
+                else "free (parsed after the fact)"
+            )
+            + "</p>",
+            "<p><b>Arguments</b></p>",
+            pre(_pretty(e.arguments)),
+        ]
         if e.parser:
             from app.ui.remote_models import parser_words
 

@@ -43,8 +43,15 @@ class TurnSinks:
     incomplete: Callable[[ToolCallIncomplete], None] | None = None  # a cut-off or undeclared call
 
 
-def stream_turn(events: Callable[[], Iterable[Any]], sinks: TurnSinks, recorder: TurnRecorder | None, *,
-                flush_s: float, tools_off: bool, cancelled: Callable[[], bool]) -> tuple[DoneEvent, int]:
+def stream_turn(
+    events: Callable[[], Iterable[Any]],
+    sinks: TurnSinks,
+    recorder: TurnRecorder | None,
+    *,
+    flush_s: float,
+    tools_off: bool,
+    cancelled: Callable[[], bool],
+) -> tuple[DoneEvent, int]:
     """Run the turn; returns its done event and how many text/reasoning deltas it streamed.
 
     ``tools_off``: the user chose no tools, so notices pointing at the tool-format setting are dropped."""

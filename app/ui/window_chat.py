@@ -27,7 +27,7 @@ MAX_CONTEXT = 131_072
 
 
 def reply_stats(ev: DoneEvent) -> str:
-    """"123 tokens · 45.6 tok/s · 2.7 s" for the line under a reply."""
+    """ "123 tokens · 45.6 tok/s · 2.7 s" for the line under a reply."""
     parts = []
     if ev.generated_tokens:
         parts.append(f"{ev.generated_tokens:,} tokens")
@@ -63,13 +63,16 @@ class ChatMixin:
     context_meter: QProgressBar
 
     if TYPE_CHECKING:  # provided by the window (other parts, QMainWindow)
+
         def statusBar(self) -> Any: ...  # noqa: N802
         def _ensure_conversation(self, first_text: str) -> int: ...
         def new_chat(self) -> None: ...
         def config_for(self, model_path: str | None) -> EngineConfig: ...
         def apply_settings(self, settings: Any) -> None: ...
         def _save_settings_quietly(self) -> None: ...
-        def show_window_notice(self, code: str, message: str, setting: str | None, *, kind: str = "info") -> Any: ...
+        def show_window_notice(
+            self, code: str, message: str, setting: str | None, *, kind: str = "info"
+        ) -> Any: ...
 
     # -- sending -----------------------------------------------------------------------------------
     def send_or_stop_from_keyboard(self) -> None:
@@ -187,15 +190,24 @@ class ChatMixin:
     def _on_worker_tool_call_finished(self, ev: ToolCallFinishedEvent) -> None:
         if self.chat.find_chip(ev.call_id) is None:
             self.chat.add_tool_call(ev.call_id, ev.name, ev.arguments, ev.raw)
-        self.chat.finish_tool_call(ev.call_id, ev.error is None, ev.approval, result=ev.result, error=ev.error,
-                                   duration_s=ev.duration_s)
-        self.tool_panel.finish_call(ev.call_id, ev.name, ev.arguments, ev.raw, ev.result, ev.error,
-                                    ev.duration_s, ev.approval)
+        self.chat.finish_tool_call(
+            ev.call_id,
+            ev.error is None,
+            ev.approval,
+            result=ev.result,
+            error=ev.error,
+            duration_s=ev.duration_s,
+        )
+        self.tool_panel.finish_call(
+            ev.call_id, ev.name, ev.arguments, ev.raw, ev.result, ev.error, ev.duration_s, ev.approval
+        )
         if ev.error is not None and ev.name in FILE_TOOL_NAMES and not self.settings.tools.workspace:
             card = self.chat.find_card(ev.call_id)
             if card is not None:  # the file tools exist only with a workspace folder: say where to set it
-                card.set_fix("Set a workspace folder to enable the file tools…",
-                             lambda: self.open_settings("tools.workspace"))  # type: ignore[attr-defined]
+                card.set_fix(
+                    "Set a workspace folder to enable the file tools…",
+                    lambda: self.open_settings("tools.workspace"),
+                )  # type: ignore[attr-defined]
 
     def _on_worker_tool_call_incomplete(self, ev: Any) -> None:
         self.chat.add_incomplete_call(ev.call.name, ev.call.raw, ev.call.reason)
@@ -218,24 +230,33 @@ class ChatMixin:
         self.last_done = ev
         for call_id, parser in ((ev.extra or {}).get("call_parsers") or {}).items():
             self.tool_panel.set_parser(call_id, parser)  # which parser read each call (remote engines)
-        status = {"cancelled": "cancelled", "error": "error", "length": "length"}.get(ev.finish_reason, "done")
+        status = {"cancelled": "cancelled", "error": "error", "length": "length"}.get(
+            ev.finish_reason, "done"
+        )
         reply = self.chat.current_assistant()
         self.chat.end_assistant(status)
         if reply is not None:
             if ev.finish_reason == "error" and ev.extra.get("context_full"):
                 self.compose.setPlainText(self._pending_text or "")  # nothing typed is lost
-                reply.set_error(ev.error or "This conversation is full.",
-                                [("New chat", self.new_chat), ("Increase context", self.increase_context)])
+                reply.set_error(
+                    ev.error or "This conversation is full.",
+                    [("New chat", self.new_chat), ("Increase context", self.increase_context)],
+                )
                 reply.btn_regen.setVisible(False)
             elif ev.finish_reason == "error":
                 reply.set_error(f"The reply failed: {ev.error or 'unknown error'}")
             elif ev.finish_reason == "length":
-                reply.set_error("The reply reached the max-tokens limit and was cut off.",
-                                [("Continue", self.continue_reply)], kind="info")
+                reply.set_error(
+                    "The reply reached the max-tokens limit and was cut off.",
+                    [("Continue", self.continue_reply)],
+                    kind="info",
+                )
             elif ev.finish_reason != "cancelled" and any(c.failed() for c in reply.cards.values()):
                 # the model's words may claim what the failed call did not do
-                reply.set_error("A tool call in this reply did not run (marked ✗ above): the text may say "
-                                "otherwise.", kind="info")
+                reply.set_error(
+                    "A tool call in this reply did not run (marked ✗ above): the text may say otherwise.",
+                    kind="info",
+                )
             reply.set_stats(reply_stats(ev) if ev.finish_reason != "error" else "")
         if ev.ttft_s is not None:
             self.stat_ttft.setText(f"TTFT {ev.ttft_s * 1000:.0f} ms")
@@ -259,7 +280,8 @@ class ChatMixin:
         tools = f", {usage.tool_tokens:,} of them tool descriptions" if usage.tool_tokens else ""
         self.context_meter.setToolTip(
             f"The next prompt takes {usage.prompt_tokens:,} of {usage.n_ctx:,} tokens{tools}; "
-            f"{usage.reserve:,} are kept for the reply.")
+            f"{usage.reserve:,} are kept for the reply."
+        )
         self.stat_ctx.setText(f"context {usage.prompt_tokens:,} / {usage.n_ctx:,}")
 
     def _reset_stats(self) -> None:

@@ -32,6 +32,7 @@ class ConversationsMixin:
     busy: bool
 
     if TYPE_CHECKING:  # provided by the window (other parts, QMainWindow)
+
         def statusBar(self) -> Any: ...  # noqa: N802
         def stop(self) -> None: ...
         def show_chat_page(self) -> None: ...
@@ -123,13 +124,23 @@ class ConversationsMixin:
                     if m.content:
                         current.append_text(m.content)
                     for inc in m.extra.get("incomplete_calls") or []:  # cut off or undeclared, not run
-                        current.add_incomplete(inc.get("name"), inc.get("raw") or "", inc.get("reason") or "truncated")
+                        current.add_incomplete(
+                            inc.get("name"), inc.get("raw") or "", inc.get("reason") or "truncated"
+                        )
                     for tc in m.tool_calls:
                         chip = current.add_chip(tc.call_id, tc.name, tc.arguments, tc.raw)
                         self.tool_panel.add_call(tc.call_id, tc.name, tc.arguments, tc.raw)
                         if tc.result is not None or tc.error is not None:
-                            self.tool_panel.finish_call(tc.call_id, tc.name, tc.arguments, tc.raw, tc.result,
-                                                        tc.error, tc.duration_s, tc.approval)
+                            self.tool_panel.finish_call(
+                                tc.call_id,
+                                tc.name,
+                                tc.arguments,
+                                tc.raw,
+                                tc.result,
+                                tc.error,
+                                tc.duration_s,
+                                tc.approval,
+                            )
                             chip.set_finished(tc.error is None, tc.approval)
                             current.cards[tc.call_id].set_outcome(tc.result, tc.error, tc.duration_s)
                     current.flush()
@@ -144,8 +155,9 @@ class ConversationsMixin:
         if self.conversation_id is None:
             title = " ".join(first_text.split())[:48] or "New chat"
             path = self.model_info.path if self.model_info else None
-            conv = self.history.create_conversation(title, model_path=path,
-                                                    settings=self.config_for(path).__dict__)
+            conv = self.history.create_conversation(
+                title, model_path=path, settings=self.config_for(path).__dict__
+            )
             self.conversation_id = conv.id
             self._remember_conversation(conv.id)
             self.refresh_conversations()

@@ -45,7 +45,6 @@ log = logging.getLogger(__name__)
 __all__ = ["EngineConfig", "EngineWorker", "ModelInfo"]
 
 
-
 class EngineWorker(QObject):
     """Owns the model and the ChatSession on its own QThread; talks to the UI with signals."""
 
@@ -203,7 +202,10 @@ class EngineWorker(QObject):
 
             self.sig_load_progress.emit(-1.0, f"Loading {Path(path).name}…")
             model = load_model(
-                path, n_ctx=self.config.n_ctx, n_gpu_layers=self.config.n_gpu_layers, n_threads=self.config.n_threads
+                path,
+                n_ctx=self.config.n_ctx,
+                n_gpu_layers=self.config.n_gpu_layers,
+                n_threads=self.config.n_threads,
             )
         except Exception as exc:  # noqa: BLE001 - ModelLoadError and anything llama.cpp raises
             self.sig_load_progress.emit(0.0, "")
@@ -273,9 +275,17 @@ class EngineWorker(QObject):
 
             entry, name, _provider = self.remote
             session = self.session
-            return ModelInfo(path=remote_key(entry.name, name), name=name, n_ctx=0, detected_format=None,
-                             detected_label=None, effective_format=None, remote=entry.name, remote_mode=entry.mode,
-                             tools=tuple(t["function"]["name"] for t in (session.tools or [])) if session else ())
+            return ModelInfo(
+                path=remote_key(entry.name, name),
+                name=name,
+                n_ctx=0,
+                detected_format=None,
+                detected_label=None,
+                effective_format=None,
+                remote=entry.name,
+                remote_mode=entry.mode,
+                tools=tuple(t["function"]["name"] for t in (session.tools or [])) if session else (),
+            )
         m = self.model
         assert m is not None
         from app.engine.chat import detect_model_format
@@ -300,9 +310,14 @@ class EngineWorker(QObject):
 
         cfg = self.config
         self.mcp_host.ensure(cfg.mcp_servers_path, closing=self._closing)
-        tools = build_tools(workspace=cfg.workspace, mcp=self.mcp, approval=self._approve,
-                            approvals=cfg.approvals, default_approval=cfg.default_approval,
-                            approval_timeout_s=cfg.approval_timeout_s)
+        tools = build_tools(
+            workspace=cfg.workspace,
+            mcp=self.mcp,
+            approval=self._approve,
+            approvals=cfg.approvals,
+            default_approval=cfg.default_approval,
+            approval_timeout_s=cfg.approval_timeout_s,
+        )
         for problem in tools.problems:
             if problem.code == "workspace_unusable":
                 self.sig_error.emit(problem.message)
@@ -313,16 +328,27 @@ class EngineWorker(QObject):
 
             entry, name, provider = self.remote
             self.session = RemoteChatSession(  # type: ignore[assignment]
-                provider, name, template=entry.template or None,
+                provider,
+                name,
+                template=entry.template or None,
                 tool_format="auto" if cfg.tool_format == "none" else cfg.tool_format,
                 registry=None if cfg.tool_format == "none" else tools.registry,
                 dispatcher=None if cfg.tool_format == "none" else tools.dispatcher,
-                system_prompt=cfg.system_prompt or None, sampling=self._sampling(cfg), max_tokens=cfg.max_tokens,
-                messages=messages)
+                system_prompt=cfg.system_prompt or None,
+                sampling=self._sampling(cfg),
+                max_tokens=cfg.max_tokens,
+                messages=messages,
+            )
             return
-        self.session = build_session(self.model, tools=tools, tool_format=cfg.tool_format,
-                                     system_prompt=cfg.system_prompt, sampling=self._sampling(cfg),
-                                     max_tokens=cfg.max_tokens, messages=messages)
+        self.session = build_session(
+            self.model,
+            tools=tools,
+            tool_format=cfg.tool_format,
+            system_prompt=cfg.system_prompt,
+            sampling=self._sampling(cfg),
+            max_tokens=cfg.max_tokens,
+            messages=messages,
+        )
 
     @staticmethod
     def _sampling(cfg: EngineConfig) -> Any:
@@ -336,10 +362,10 @@ class EngineWorker(QObject):
 
     @Slot(object)
     def _do_configure(self, config: EngineConfig) -> None:
-        reload = (
-            self.model is not None
-            and (config.n_ctx, config.n_gpu_layers, config.n_threads)
-            != (self.config.n_ctx, self.config.n_gpu_layers, self.config.n_threads)
+        reload = self.model is not None and (config.n_ctx, config.n_gpu_layers, config.n_threads) != (
+            self.config.n_ctx,
+            self.config.n_gpu_layers,
+            self.config.n_threads,
         )
         self.config = config
         if self.model is None and self.remote is None:
@@ -405,7 +431,9 @@ class EngineWorker(QObject):
         if self.remote is None and not self._make_room(text):  # a remote engine keeps its own context
             return
         choice = self.tool_choice  # set by the window's tool-choice control
-        self._run_turn(lambda: self.session.send(text, cancel=self._cancel, tool_choice=choice), user_text=text)
+        self._run_turn(
+            lambda: self.session.send(text, cancel=self._cancel, tool_choice=choice), user_text=text
+        )
 
     @Slot(object)
     def _do_regenerate(self, _unused: object) -> None:
@@ -461,10 +489,18 @@ class EngineWorker(QObject):
         model = str(self.model.path) if self.model is not None else None
         if self.remote is not None:
             model = f"{self.remote[0].name}: {self.remote[1]}"  # the provider and its model
-        return TurnRecorder(self.history, self.conversation_id, model=model,
-                            settings={"tool_format": self.config.tool_format, "max_tokens": self.config.max_tokens,
-                                      "sampling": dict(self.config.sampling)},
-                            on_error=self.sig_error.emit, partial_save_s=self.PARTIAL_SAVE_S)
+        return TurnRecorder(
+            self.history,
+            self.conversation_id,
+            model=model,
+            settings={
+                "tool_format": self.config.tool_format,
+                "max_tokens": self.config.max_tokens,
+                "sampling": dict(self.config.sampling),
+            },
+            on_error=self.sig_error.emit,
+            partial_save_s=self.PARTIAL_SAVE_S,
+        )
 
     def _run_turn(self, start, user_text: str | None = None) -> None:
         assert self.session is not None
@@ -475,13 +511,22 @@ class EngineWorker(QObject):
             if user_text is not None:
                 recorder.user_message(user_text)
             recorder.begin()
-        sinks = TurnSinks(text=self.sig_text.emit, reasoning=self.sig_reasoning.emit,
-                          tool_started=self.sig_tool_call_started.emit,
-                          tool_finished=self.sig_tool_call_finished.emit, notice=self.sig_notice.emit,
-                          incomplete=self.sig_tool_call_incomplete.emit)
-        done, self.tokens_emitted = stream_turn(start, sinks, recorder, flush_s=self.FLUSH_S,
-                                                tools_off=self.config.tool_format == "none",
-                                                cancelled=self._cancel.is_set)
+        sinks = TurnSinks(
+            text=self.sig_text.emit,
+            reasoning=self.sig_reasoning.emit,
+            tool_started=self.sig_tool_call_started.emit,
+            tool_finished=self.sig_tool_call_finished.emit,
+            notice=self.sig_notice.emit,
+            incomplete=self.sig_tool_call_incomplete.emit,
+        )
+        done, self.tokens_emitted = stream_turn(
+            start,
+            sinks,
+            recorder,
+            flush_s=self.FLUSH_S,
+            tools_off=self.config.tool_format == "none",
+            cancelled=self._cancel.is_set,
+        )
         if recorder is not None and recorder.finish(done, self.session.messages):
             self.sig_conversation_saved.emit(recorder.conversation_id)
         self._busy.clear()

@@ -40,8 +40,10 @@ ROUND_TEMPLATE = (
 
 def hermes_reply(calls: list[tuple[str, dict]], text: str = "") -> str:
     parts = [text] if text else []
-    parts += [f'<tool_call>\n{json.dumps({"name": n, "arguments": a}, ensure_ascii=False)}\n</tool_call>'
-              for n, a in calls]
+    parts += [
+        f"<tool_call>\n{json.dumps({'name': n, 'arguments': a}, ensure_ascii=False)}\n</tool_call>"
+        for n, a in calls
+    ]
     return "\n".join(parts)
 
 
@@ -64,9 +66,9 @@ def _chunks(texts: list[str]) -> list[list[str]]:
         pos = 0
         while pos < len(text):
             n = 4
-            while pos + n < len(text) and text[pos:pos + n] in seen:
+            while pos + n < len(text) and text[pos : pos + n] in seen:
                 n += 1
-            piece = text[pos:pos + n]
+            piece = text[pos : pos + n]
             if (piece in seen or len(piece) < 2) and pieces:
                 seen.discard(pieces[-1])
                 piece = pieces.pop() + piece
@@ -96,6 +98,13 @@ def write_reply_model(path: str | Path, replies: list[str]) -> Path:
     d = 64
     while d <= len(script) + 1:
         d += 64
-    return write_scripted_gguf(path, chat_template=ROUND_TEMPLATE, script=script, default_next="<|im_end|>",
-                               control_tokens=["<|im_start|>", "<|im_end|>", *rounds], user_tokens=user_tokens,
-                               embedding_length=d, name="check-reference-model")
+    return write_scripted_gguf(
+        path,
+        chat_template=ROUND_TEMPLATE,
+        script=script,
+        default_next="<|im_end|>",
+        control_tokens=["<|im_start|>", "<|im_end|>", *rounds],
+        user_tokens=user_tokens,
+        embedding_length=d,
+        name="check-reference-model",
+    )

@@ -16,8 +16,22 @@ CORPUS = load_corpus()
 def test_endpoint_check_writes_a_valid_result_and_one_json_line_per_scenario(tmp_path, capsys):
     out = tmp_path / "r.json"
     with ReferenceServer(CORPUS) as srv:
-        rc = main(["check", "--endpoint", srv.url, "--model", "reference", "--category", "parallel",
-                   "--category", "tool_choice", "--out", str(out), "--json"])
+        rc = main(
+            [
+                "check",
+                "--endpoint",
+                srv.url,
+                "--model",
+                "reference",
+                "--category",
+                "parallel",
+                "--category",
+                "tool_choice",
+                "--out",
+                str(out),
+                "--json",
+            ]
+        )
     lines = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
     n = len(CORPUS.select(["parallel", "tool_choice"]))
     assert rc == 0
@@ -42,11 +56,28 @@ def test_usage_errors_exit_2(tmp_path, capsys):
     assert main(["check"]) == 2
     assert main(["check", "--model", str(tmp_path / "missing.gguf")]) == 2
     assert main(["check", "--model", "m", "--category", "bogus"]) == 2
-    assert main(["check", "--endpoint", "http://127.0.0.1:9/v1", "--model", "m", "--scenario", "no-such-id"]) == 2
+    assert (
+        main(["check", "--endpoint", "http://127.0.0.1:9/v1", "--model", "m", "--scenario", "no-such-id"])
+        == 2
+    )
     (tmp_path / "bad").mkdir()
-    (tmp_path / "bad" / "x.toml").write_text('category = "single"\n[[scenario]]\nid = "a"\n', encoding="utf-8")
-    assert main(["check", "--endpoint", "http://127.0.0.1:9/v1", "--model", "m", "--scenarios",
-                 str(tmp_path / "bad")]) == 2
+    (tmp_path / "bad" / "x.toml").write_text(
+        'category = "single"\n[[scenario]]\nid = "a"\n', encoding="utf-8"
+    )
+    assert (
+        main(
+            [
+                "check",
+                "--endpoint",
+                "http://127.0.0.1:9/v1",
+                "--model",
+                "m",
+                "--scenarios",
+                str(tmp_path / "bad"),
+            ]
+        )
+        == 2
+    )
     assert main(["check", "--model", "x.gguf", "--api-key", "k"]) == 2
     assert "rationale is required" in capsys.readouterr().err
 
@@ -57,22 +88,41 @@ def test_in_process_check_of_a_scripted_model_records_its_identity(tmp_path, cap
     out = tmp_path / "in.json"
     grammar = tmp_path / "free.gbnf"
     grammar.write_text(FREE_GRAMMAR, encoding="utf-8")
-    rc = main(["check", "--model", str(model), "--tool-format", "hermes", "--scenario", scenario.id,
-               "--grammar-file", str(grammar), "--out", str(out)])
+    rc = main(
+        [
+            "check",
+            "--model",
+            str(model),
+            "--tool-format",
+            "hermes",
+            "--scenario",
+            scenario.id,
+            "--grammar-file",
+            str(grammar),
+            "--out",
+            str(out),
+        ]
+    )
     assert rc == 0, capsys.readouterr()
     data = json.loads(out.read_text(encoding="utf-8"))
     assert validate_result(data) == []
     m = data["model"]
     assert m["file_name"] == "ref.gguf" and len(m["sha256"]) == 64 and m["tool_format"] == "hermes"
     assert m["template_sha256"] and "quantization" in m and data["stack"]["name"] == "callisto-in-process"
-    assert any(f["id"] == "no_tools_variable" for f in data["forensics"])  # the script's template lists no tools
+    assert any(
+        f["id"] == "no_tools_variable" for f in data["forensics"]
+    )  # the script's template lists no tools
 
 
 def test_inspect_lint_reports_a_gguf_and_a_template_file(tiny_gguf, tmp_path, capsys):
     from pathlib import Path
 
-    src = (Path(__file__).parent / "fixtures" / "qwen2.5-gguf-doubled-braces.jinja").read_text(encoding="utf-8")
-    path = tiny_gguf(chat_template=src, control_tokens=["<|im_start|>", "<|im_end|>"], bos=None, eos="<|im_end|>")
+    src = (Path(__file__).parent / "fixtures" / "qwen2.5-gguf-doubled-braces.jinja").read_text(
+        encoding="utf-8"
+    )
+    path = tiny_gguf(
+        chat_template=src, control_tokens=["<|im_start|>", "<|im_end|>"], bos=None, eos="<|im_end|>"
+    )
     assert main(["inspect", str(path), "--lint"]) == 0
     text = capsys.readouterr().out
     assert "doubled_braces (line 13)" in text and "closest official: Qwen-Qwen2.5-7B-Instruct.jinja" in text

@@ -28,7 +28,8 @@ def test_every_expected_value_fits_its_tool_and_exact_strings_are_in_the_prompt(
     corpus = load_corpus()
     for s in corpus.scenarios:
         fed = " ".join(r.content for t in s.turns for r in t.results) + " ".join(
-            m.get("content", "") for m in s.history)
+            m.get("content", "") for m in s.history
+        )
         source = unicodedata.normalize("NFC", s.prompt + " " + fed)
         for turn in s.turns:
             for e in turn.expect:
@@ -71,17 +72,29 @@ def _copy(tmp_path):
     return d
 
 
-@pytest.mark.parametrize("edit, problem", [
-    (lambda t: t.replace('rationale = "A string argument copied', 'note = "A string argument copied'),
-     "rationale is required"),
-    (lambda t: t.replace('tools = ["fetch_record", "search_docs"]', 'tools = ["fetch_record", "no_such_tool"]', 1),
-     "unknown tool"),
-    (lambda t: t.replace('match = "subset" }', 'match = "loose" }', 1), "match must be one of"),
-    (lambda t: t.replace("arguments = { minutes = 25 }", 'arguments = { minutes = "25" }'), "do not fit its schema"),
-    (lambda t: t + "\n[[scenario]]" + t.split("[[scenario]]")[1], "duplicate scenario id"),
-    (lambda t: t.replace('category = "single"', 'category = "misc"'), "category must be one of"),
-    (lambda t: t + "\n[[scenario\n", "not valid TOML"),
-])
+@pytest.mark.parametrize(
+    "edit, problem",
+    [
+        (
+            lambda t: t.replace('rationale = "A string argument copied', 'note = "A string argument copied'),
+            "rationale is required",
+        ),
+        (
+            lambda t: t.replace(
+                'tools = ["fetch_record", "search_docs"]', 'tools = ["fetch_record", "no_such_tool"]', 1
+            ),
+            "unknown tool",
+        ),
+        (lambda t: t.replace('match = "subset" }', 'match = "loose" }', 1), "match must be one of"),
+        (
+            lambda t: t.replace("arguments = { minutes = 25 }", 'arguments = { minutes = "25" }'),
+            "do not fit its schema",
+        ),
+        (lambda t: t + "\n[[scenario]]" + t.split("[[scenario]]")[1], "duplicate scenario id"),
+        (lambda t: t.replace('category = "single"', 'category = "misc"'), "category must be one of"),
+        (lambda t: t + "\n[[scenario\n", "not valid TOML"),
+    ],
+)
 def test_a_bad_scenario_file_is_refused_with_a_clear_error(tmp_path, edit, problem):
     d = _copy(tmp_path)
     f = d / "single.toml"

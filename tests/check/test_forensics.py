@@ -37,25 +37,33 @@ Answer with <tool_call>NAME ARGS</tool_call>.<|im_end|>
 
 TRIGGERS = {
     "no_tools_variable": lambda t: t.replace("{%- if tools %}", "{%- if false %}").replace(
-        "{% for t in tools %}{{ t | tojson }}{% endfor %}", ""),
+        "{% for t in tools %}{{ t | tojson }}{% endfor %}", ""
+    ),
     "tool_results_dropped": lambda t: t.replace("[{{ m.tool_call_id }}] {{ m.content }}", "(hidden)"),
     "call_ids_dropped": lambda t: t.replace("{{ c.id }} ", "").replace("[{{ m.tool_call_id }}] ", ""),
     "call_id_length_9": lambda t: t.replace(
         "{% for c in m.tool_calls %}",
-        "{% for c in m.tool_calls %}{% if c.id|length != 9 %}{{ raise_exception('call ids must be 9 long') }}{% endif %}"),
+        "{% for c in m.tool_calls %}{% if c.id|length != 9 %}{{ raise_exception('call ids must be 9 long') }}{% endif %}",
+    ),
     "strict_alternation": lambda t: (
         "{%- for m in messages %}{% if loop.index0 > 0 and m.role == messages[loop.index0 - 1].role %}"
-        "{{ raise_exception('Conversation roles must alternate') }}{% endif %}{% endfor %}\n" + t),
+        "{{ raise_exception('Conversation roles must alternate') }}{% endif %}{% endfor %}\n" + t
+    ),
     "system_dropped_after_tool": lambda t: t.replace(
         "{% elif m.role == 'system' -%}\n<|im_start|>system\n{{ m.content }}<|im_end|>",
         "{% elif m.role == 'system' -%}\n{% if messages[-1].role == 'user' %}<|im_start|>system\n{{ m.content }}"
-        "<|im_end|>{% endif %}"),
-    "content_null_on_call": lambda t: t.replace("{{ m.content or '' }}{% for c", "{{ m.content + '' }}{% for c"),
+        "<|im_end|>{% endif %}",
+    ),
+    "content_null_on_call": lambda t: t.replace(
+        "{{ m.content or '' }}{% for c", "{{ m.content + '' }}{% for c"
+    ),
     "doubled_braces": lambda t: t.replace(
         "Answer with <tool_call>NAME ARGS</tool_call>.",
-        "{{ 'Answer with <tool_call>{{\"name\": NAME, \"arguments\": ARGS}}</tool_call>.' }}"),
+        '{{ \'Answer with <tool_call>{{"name": NAME, "arguments": ARGS}}</tool_call>.\' }}',
+    ),
     "reasoning_not_stripped": lambda t: t.replace(
-        "<|im_start|>{{ m.role }}\n{{ m.content }}", "<|im_start|>{{ m.role }}\n{{ m.content }}{# </think> #}"),
+        "<|im_start|>{{ m.role }}\n{{ m.content }}", "<|im_start|>{{ m.role }}\n{{ m.content }}{# </think> #}"
+    ),
 }
 
 
@@ -95,13 +103,27 @@ def test_every_fixture_template_gets_a_report_without_an_exception():
             assert x.line is None or x.line >= 1
 
 
-@pytest.mark.parametrize("name", ["Qwen-Qwen2.5-7B-Instruct.jinja", "Qwen-Qwen3-0.6B.jinja",
-                                  "NousResearch-Hermes-2-Pro-Llama-3-8B-tool_use.jinja",
-                                  "meta-llama-Llama-3.1-8B-Instruct.jinja", "ibm-granite-granite-4.0.jinja"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "Qwen-Qwen2.5-7B-Instruct.jinja",
+        "Qwen-Qwen3-0.6B.jinja",
+        "NousResearch-Hermes-2-Pro-Llama-3-8B-tool_use.jinja",
+        "meta-llama-Llama-3.1-8B-Instruct.jinja",
+        "ibm-granite-granite-4.0.jinja",
+    ],
+)
 def test_findings_that_do_not_apply_are_not_reported_on_official_templates(name):
     report = lint_template((TEMPLATES / name).read_text(encoding="utf-8"), name=name)
-    assert not _ids(report) & {"no_tools_variable", "tool_results_dropped", "call_id_length_9", "strict_alternation",
-                               "system_dropped_after_tool", "doubled_braces", "differs_from_official"}
+    assert not _ids(report) & {
+        "no_tools_variable",
+        "tool_results_dropped",
+        "call_id_length_9",
+        "strict_alternation",
+        "system_dropped_after_tool",
+        "doubled_braces",
+        "differs_from_official",
+    }
 
 
 def test_qwen25_gguf_doubled_braces_quirk_and_what_changed():
@@ -110,7 +132,7 @@ def test_qwen25_gguf_doubled_braces_quirk_and_what_changed():
     assert by_id["doubled_braces"].line == 13 and '{{\\"name\\"' in by_id["doubled_braces"].line_text
     diff = by_id["differs_from_official"]
     assert report.closest_official == "Qwen-Qwen2.5-7B-Instruct.jinja" and diff.line == 13
-    assert "{{\\\\\"name" in diff.explanation or '{{\\"name' in diff.explanation.replace("\\\\", "\\")
+    assert '{{\\\\"name' in diff.explanation or '{{\\"name' in diff.explanation.replace("\\\\", "\\")
     official = lint_template((TEMPLATES / "Qwen-Qwen2.5-7B-Instruct.jinja").read_text(encoding="utf-8"))
     assert "doubled_braces" not in _ids(official)
 
@@ -134,15 +156,28 @@ def test_phi4_mini_missing_tools_variable_on_the_real_template():
 QWEN25 = TEMPLATES / "Qwen-Qwen2.5-7B-Instruct.jinja"
 
 
-@pytest.mark.parametrize("controls, users, eos, template, expected", [
-    (["<|im_start|>", "<|im_end|>", "<tool_call>", "</tool_call>"], [], "<|im_end|>", None,
-     {"marker_is_control_token"}),
-    (["<|im_start|>", "<|im_end|>"], [], "<|im_end|>", None, {"marker_not_single_token"}),
-    (["<|im_start|>", "</s>"], ["<tool_call>", "</tool_call>"], "</s>", None, {"eot_not_in_vocab"}),
-    (["<|im_start|>", "<|turn_end|>", "</s>"], ["<tool_call>", "</tool_call>"], "</s>", "turn_end",
-     {"eot_not_eog"}),
-    (["<|im_start|>", "<|im_end|>"], ["<tool_call>", "</tool_call>"], "<|im_end|>", None, set()),
-])
+@pytest.mark.parametrize(
+    "controls, users, eos, template, expected",
+    [
+        (
+            ["<|im_start|>", "<|im_end|>", "<tool_call>", "</tool_call>"],
+            [],
+            "<|im_end|>",
+            None,
+            {"marker_is_control_token"},
+        ),
+        (["<|im_start|>", "<|im_end|>"], [], "<|im_end|>", None, {"marker_not_single_token"}),
+        (["<|im_start|>", "</s>"], ["<tool_call>", "</tool_call>"], "</s>", None, {"eot_not_in_vocab"}),
+        (
+            ["<|im_start|>", "<|turn_end|>", "</s>"],
+            ["<tool_call>", "</tool_call>"],
+            "</s>",
+            "turn_end",
+            {"eot_not_eog"},
+        ),
+        (["<|im_start|>", "<|im_end|>"], ["<tool_call>", "</tool_call>"], "<|im_end|>", None, set()),
+    ],
+)
 def test_vocabulary_findings_from_the_gguf(tiny_gguf, controls, users, eos, template, expected):
     source = QWEN25.read_text(encoding="utf-8")
     if template == "turn_end":
@@ -158,7 +193,16 @@ def test_a_gguf_without_a_template_and_named_variants(tiny_gguf):
     report = lint_gguf(tiny_gguf(chat_template=None))
     assert [f["id"] for f in report["findings"]] == ["no_tools_variable"]
     src = QWEN25_GGUF.read_text(encoding="utf-8")
-    both = lint_gguf(tiny_gguf(chat_template=CLEAN, named_templates={"tool_use": src},
-                               control_tokens=["<|im_start|>", "<|im_end|>"], eos="<|im_end|>", bos=None))
+    both = lint_gguf(
+        tiny_gguf(
+            chat_template=CLEAN,
+            named_templates={"tool_use": src},
+            control_tokens=["<|im_start|>", "<|im_end|>"],
+            eos="<|im_end|>",
+            bos=None,
+        )
+    )
     assert [t["template"] for t in both["templates"]] == ["chat_template", "chat_template.tool_use"]
-    assert any(f["id"] == "doubled_braces" and f["template"] == "chat_template.tool_use" for f in both["findings"])
+    assert any(
+        f["id"] == "doubled_braces" and f["template"] == "chat_template.tool_use" for f in both["findings"]
+    )

@@ -29,7 +29,9 @@ def reply_models(tmp_path):
         path = write_reply_model(tmp_path / f"{name}-{len(models)}.gguf", replies)
         model = load_model(path, n_ctx=n_ctx, n_threads=1)
         models.append(model)
-        return InProcessTarget(model, tool_format="hermes", identity={"file_name": path.name}, grammar=FREE_GRAMMAR)
+        return InProcessTarget(
+            model, tool_format="hermes", identity={"file_name": path.name}, grammar=FREE_GRAMMAR
+        )
 
     yield make
     for m in models:
@@ -37,9 +39,12 @@ def reply_models(tmp_path):
 
 
 def test_reference_in_process_scores_every_scenario(reply_models, tmp_path):
-    result = run_check(lambda s: reply_models(expected_replies(s), s.id), list(CORPUS.scenarios),
-                       corpus_sha256=CORPUS.sha256)
-    failed = [(r["id"], r["failure_class"], r["message"]) for r in result["results"] if r["outcome"] != "pass"]
+    result = run_check(
+        lambda s: reply_models(expected_replies(s), s.id), list(CORPUS.scenarios), corpus_sha256=CORPUS.sha256
+    )
+    failed = [
+        (r["id"], r["failure_class"], r["message"]) for r in result["results"] if r["outcome"] != "pass"
+    ]
     assert failed == []
     assert result["summary"]["score"] == 1.0 and result["summary"]["total"] == len(CORPUS.scenarios)
     assert validate_result(result) == []
@@ -50,7 +55,9 @@ def test_reference_in_process_scores_every_scenario(reply_models, tmp_path):
     row = next(r for r in data["results"] if r["id"] == "multi-three-steps")
     transcript, intact = read_transcript(data, row)
     assert intact and len(transcript["replies"]) == 3
-    assert "TRK" not in transcript["prompts"][0] and "7310" in transcript["prompts"][1]  # results were fed back
+    assert (
+        "TRK" not in transcript["prompts"][0] and "7310" in transcript["prompts"][1]
+    )  # results were fed back
 
 
 def test_reference_endpoint_scores_every_scenario_and_redacts_the_key(tmp_path):
@@ -79,19 +86,46 @@ GOOD = {"name": "fetch_record", "arguments": {"record_id": "REC-4417"}}
 ENDPOINT_FAULTS = [
     (REC, {"content": "I would rather not."}, "no_call"),
     (REC, {"tool_calls": [{"name": "search_docs", "arguments": {"query": "REC-4417"}}]}, "wrong_tool"),
-    (REC, {"tool_calls": [{"name": "fetch_record", "arguments": {"record_id": "REC-4418"}}]}, "bad_arguments"),
-    (REC, {"tool_calls": [{"name": "fetch_record", "arguments": '{"record_id": "REC-4417"'}]}, "bad_arguments"),
+    (
+        REC,
+        {"tool_calls": [{"name": "fetch_record", "arguments": {"record_id": "REC-4418"}}]},
+        "bad_arguments",
+    ),
+    (
+        REC,
+        {"tool_calls": [{"name": "fetch_record", "arguments": '{"record_id": "REC-4417"'}]},
+        "bad_arguments",
+    ),
     (REC, {"tool_calls": [GOOD, GOOD]}, "extra_call"),
-    ("neg-general-knowledge", {"tool_calls": [{"name": "get_weather", "arguments": {"city": "Paris"}}]},
-     "extra_call"),
-    (REC, {"content": '<tool_call>\n{"name": "fetch_record", "arguments": {"record_id": "REC-4417"}}\n</tool_call>'},
-     "unparsed_tool_call"),
-    (REC, {"reasoning": 'I will call {"name": "fetch_record", "arguments": {"record_id": "REC-4417"}}',
-           "content": "Done."}, "call_in_reasoning"),
+    (
+        "neg-general-knowledge",
+        {"tool_calls": [{"name": "get_weather", "arguments": {"city": "Paris"}}]},
+        "extra_call",
+    ),
+    (
+        REC,
+        {
+            "content": '<tool_call>\n{"name": "fetch_record", "arguments": {"record_id": "REC-4417"}}\n</tool_call>'
+        },
+        "unparsed_tool_call",
+    ),
+    (
+        REC,
+        {
+            "reasoning": 'I will call {"name": "fetch_record", "arguments": {"record_id": "REC-4417"}}',
+            "content": "Done.",
+        },
+        "call_in_reasoning",
+    ),
     (REC, {"content": "<|im_end|>", "tool_calls": [GOOD]}, "marker_leak"),
-    ("stream-single-string", {"tool_calls": [{"name": "fetch_record", "arguments": {"record_id": "REC-5150"}}],
-                              "stream_tool_calls": [{"name": "fetch_record", "arguments": {"record_id": "REC-51"}}]},
-     "stream_mismatch"),
+    (
+        "stream-single-string",
+        {
+            "tool_calls": [{"name": "fetch_record", "arguments": {"record_id": "REC-5150"}}],
+            "stream_tool_calls": [{"name": "fetch_record", "arguments": {"record_id": "REC-51"}}],
+        },
+        "stream_mismatch",
+    ),
     (REC, {"content": ""}, "empty_response"),
     (REC, {"status": 500, "error": "the model crashed"}, "error"),
 ]
@@ -101,8 +135,11 @@ def test_endpoint_faults_cover_every_failure_class():
     assert {f[2] for f in ENDPOINT_FAULTS} == set(FAILURE_CLASSES)
 
 
-@pytest.mark.parametrize("scenario_id, reply, expected", ENDPOINT_FAULTS,
-                         ids=[f"{f[2]}-{i}" for i, f in enumerate(ENDPOINT_FAULTS)])
+@pytest.mark.parametrize(
+    "scenario_id, reply, expected",
+    ENDPOINT_FAULTS,
+    ids=[f"{f[2]}-{i}" for i, f in enumerate(ENDPOINT_FAULTS)],
+)
 def test_endpoint_failure_gets_its_class(scenario_id, reply, expected):
     scenario = CORPUS.by_id(scenario_id)
     with ReferenceServer(CORPUS, reply_for=lambda s, t, body: reply) as srv:
@@ -113,8 +150,12 @@ def test_endpoint_failure_gets_its_class(scenario_id, reply, expected):
     assert (row["outcome"], row["failure_class"]) == ("error" if expected == "error" else "fail", expected)
     assert validate_result(result) == []
     if expected == "bad_arguments" and isinstance(reply["tool_calls"][0]["arguments"], dict):
-        assert row["detail"] == {"key": "record_id", "expected": "REC-4417", "got": "REC-4418",
-                                 "problem": "record_id: wrong value"}
+        assert row["detail"] == {
+            "key": "record_id",
+            "expected": "REC-4417",
+            "got": "REC-4418",
+            "problem": "record_id: wrong value",
+        }
     if expected in ("unparsed_tool_call", "call_in_reasoning"):
         assert '"name": "fetch_record"' in row["detail"]["bytes"]  # the bytes are shown
 
@@ -154,17 +195,27 @@ IN_PROCESS_FAULTS = [
     (REC, [hermes_reply([("search_docs", {"query": "REC-4417"})])], "wrong_tool"),
     (REC, [hermes_reply([("fetch_record", {"record_id": 4417})])], "bad_arguments"),
     (REC, [hermes_reply([("fetch_record", {"record_id": "REC-4417"})] * 2)], "extra_call"),
-    (REC, ['<tool_call>\n{"name": "fetch_record", "arguments": {"record_id": "REC-4417"}\n</tool_call>'],
-     "unparsed_tool_call"),
-    (REC, ['<think>I will write <tool_call>\n{"name": "fetch_record", "arguments": {"record_id": "REC-4417"}}'
-           '\n</tool_call> here.</think>Done.'], "call_in_reasoning"),
+    (
+        REC,
+        ['<tool_call>\n{"name": "fetch_record", "arguments": {"record_id": "REC-4417"}\n</tool_call>'],
+        "unparsed_tool_call",
+    ),
+    (
+        REC,
+        [
+            '<think>I will write <tool_call>\n{"name": "fetch_record", "arguments": {"record_id": "REC-4417"}}'
+            "\n</tool_call> here.</think>Done."
+        ],
+        "call_in_reasoning",
+    ),
     (REC, ["<|python_tag|> " + hermes_reply([("fetch_record", {"record_id": "REC-4417"})])], "marker_leak"),
     (REC, [""], "empty_response"),
 ]
 
 
-@pytest.mark.parametrize("scenario_id, replies, expected", IN_PROCESS_FAULTS,
-                         ids=[f[2] for f in IN_PROCESS_FAULTS])
+@pytest.mark.parametrize(
+    "scenario_id, replies, expected", IN_PROCESS_FAULTS, ids=[f[2] for f in IN_PROCESS_FAULTS]
+)
 def test_in_process_failure_gets_its_class(reply_models, scenario_id, replies, expected):
     result = run_check(reply_models(replies, expected), [CORPUS.by_id(scenario_id)])
     row = result["results"][0]
@@ -184,14 +235,18 @@ def test_credentials_in_urls_and_headers_are_redacted():
 
     url = redact_url("https://user:pw@api.example/v1/chat/completions?api_key=sk-1&mode=x&token=t")
     assert "pw" not in url and "sk-1" not in url and "token=%5Bredacted%5D" in url and "mode=x" in url
-    headers = redact_headers({"Authorization": "Bearer sk-2", "X-Api-Key": "k", "Accept": "echo sk-2"}, ("sk-2",))
+    headers = redact_headers(
+        {"Authorization": "Bearer sk-2", "X-Api-Key": "k", "Accept": "echo sk-2"}, ("sk-2",)
+    )
     assert headers == {"Authorization": "[redacted]", "X-Api-Key": "[redacted]", "Accept": "echo [redacted]"}
 
 
 def test_an_answer_that_quotes_a_call_where_no_call_is_right_still_passes():
     """Explaining a tool may show how it is called; only a real call (or a call marker) fails the cell."""
     scenario = CORPUS.by_id("neg-explain-tool")
-    quoting = {"content": 'It returns the weather: get_weather(city="Oslo") or {"name": "get_weather"} would ask.'}
+    quoting = {
+        "content": 'It returns the weather: get_weather(city="Oslo") or {"name": "get_weather"} would ask.'
+    }
     marker = {"content": '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Oslo"}}\n</tool_call>'}
     for reply, expected in ((quoting, None), (marker, "unparsed_tool_call")):
         with ReferenceServer(CORPUS, reply_for=lambda s, t, b, r=reply: r) as srv:

@@ -63,9 +63,25 @@ def _free_port() -> int:
 def test_smollm2_through_callistos_own_server(smollm2_path, tmp_path):
     port = _free_port()
     env = {**os.environ, "CALLISTO_HOME": str(tmp_path / "home")}
-    proc = subprocess.Popen([sys.executable, "-m", "app", "serve", "--model", str(smollm2_path), "--tool-format",
-                             "hermes", "--port", str(port)], cwd=REPO, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "app",
+            "serve",
+            "--model",
+            str(smollm2_path),
+            "--tool-format",
+            "hermes",
+            "--port",
+            str(port),
+        ],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     try:
         base = f"http://127.0.0.1:{port}/v1"
         deadline = time.monotonic() + 60
@@ -77,8 +93,9 @@ def test_smollm2_through_callistos_own_server(smollm2_path, tmp_path):
                 pass
             assert proc.poll() is None and time.monotonic() < deadline, "the server did not start"
             time.sleep(0.3)
-        target = EndpointTarget(base, smollm2_path.stem, max_tokens=32, model_file=smollm2_path,
-                                stack_name="callisto-serve")
+        target = EndpointTarget(
+            base, smollm2_path.stem, max_tokens=32, model_file=smollm2_path, stack_name="callisto-serve"
+        )
         result = run_check(target, CORPUS.quick(), corpus_sha256=CORPUS.sha256)
         target.close()
     finally:
@@ -88,4 +105,6 @@ def test_smollm2_through_callistos_own_server(smollm2_path, tmp_path):
     data = _validate(tmp_path / "server.json")
     assert data["target"]["kind"] == "endpoint" and data["stack"]["name"] == "callisto-serve"
     assert data["model"]["sha256"] and smollm2_path.stem in data["stack"]["models_listed"]
-    assert all(r["outcome"] in ("pass", "fail") for r in data["results"]), [r["message"] for r in data["results"]]
+    assert all(r["outcome"] in ("pass", "fail") for r in data["results"]), [
+        r["message"] for r in data["results"]
+    ]

@@ -23,12 +23,14 @@ from app.engine.events import (
 )
 from app.engine.llm import load_model
 from app.engine.messages import Message, is_valid_call_id
+from app.engine.models.tiny import TinySpec
 from app.tools.registry import ToolRegistry
-from tests.support.tiny_gguf import TinySpec
 
 TEMPLATES = Path(__file__).resolve().parents[1] / "fixtures" / "chat_templates"
-CHATML = ("{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"
-          "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
+CHATML = (
+    "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
 
 
 def lit(text: str) -> str:
@@ -69,35 +71,66 @@ class Family:
 QWEN_USER = ["<tool_call>", "</tool_call>", "<think>", "</think>", "<tool_response>", "</tool_response>"]
 FAMILIES = [
     Family(
-        "hermes", "Qwen-Qwen3-0.6B.jinja", ["<|im_start|>", "<|im_end|>", "<|endoftext|>"], QWEN_USER,
-        None, "<|im_end|>",
+        "hermes",
+        "Qwen-Qwen3-0.6B.jinja",
+        ["<|im_start|>", "<|im_end|>", "<|endoftext|>"],
+        QWEN_USER,
+        None,
+        "<|im_end|>",
         call=['<tool_call>\n{"name": "add", "arguments": {"a": 2, "b": "3"}}\n</tool_call>'],
         answer=["The sum is 5."],
         result_in_prompt="<tool_response>\n5\n</tool_response>",
     ),
     Family(
-        "qwen-xml", "Qwen3.5-4B.jinja", ["<|im_start|>", "<|im_end|>", "<|endoftext|>"], QWEN_USER,
-        None, "<|im_end|>",
-        call=["I should add them.\n</think>\n\n<tool_call>\n<function=add>\n<parameter=a>\n2\n</parameter>\n"
-              "<parameter=b>\n3\n</parameter>\n</function>\n</tool_call>"],
+        "qwen-xml",
+        "Qwen3.5-4B.jinja",
+        ["<|im_start|>", "<|im_end|>", "<|endoftext|>"],
+        QWEN_USER,
+        None,
+        "<|im_end|>",
+        call=[
+            "I should add them.\n</think>\n\n<tool_call>\n<function=add>\n<parameter=a>\n2\n</parameter>\n"
+            "<parameter=b>\n3\n</parameter>\n</function>\n</tool_call>"
+        ],
         answer=["</think>\n\nThe sum is 5."],
         result_in_prompt="<tool_response>\n5\n</tool_response>",
         reasoning="I should add them.",
     ),
     Family(
-        "llama3", "meta-llama-Llama-3.1-8B-Instruct.jinja",
-        ["<|begin_of_text|>", "<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>", "<|eom_id|>",
-         "<|python_tag|>"], [],
-        "<|begin_of_text|>", "<|eot_id|>",
+        "llama3",
+        "meta-llama-Llama-3.1-8B-Instruct.jinja",
+        [
+            "<|begin_of_text|>",
+            "<|start_header_id|>",
+            "<|end_header_id|>",
+            "<|eot_id|>",
+            "<|eom_id|>",
+            "<|python_tag|>",
+        ],
+        [],
+        "<|begin_of_text|>",
+        "<|eot_id|>",
         call=[("tok", "<|python_tag|>"), '{"name": "add", "parameters": {"a": 2, "b": "3"}}'],
         answer=["The sum is 5."],
         result_in_prompt='<|start_header_id|>ipython<|end_header_id|>\n\n"5"<|eot_id|>',  # the template writes content with tojson
     ),
     Family(
-        "mistral", "mistralai-Mistral-Nemo-Instruct-2407.jinja",
-        ["<s>", "</s>", "[INST]", "[/INST]", "[TOOL_CALLS]", "[AVAILABLE_TOOLS]", "[/AVAILABLE_TOOLS]",
-         "[TOOL_RESULTS]", "[/TOOL_RESULTS]"], [],
-        "<s>", "</s>",
+        "mistral",
+        "mistralai-Mistral-Nemo-Instruct-2407.jinja",
+        [
+            "<s>",
+            "</s>",
+            "[INST]",
+            "[/INST]",
+            "[TOOL_CALLS]",
+            "[AVAILABLE_TOOLS]",
+            "[/AVAILABLE_TOOLS]",
+            "[TOOL_RESULTS]",
+            "[/TOOL_RESULTS]",
+        ],
+        [],
+        "<s>",
+        "</s>",
         call=[("tok", "[TOOL_CALLS]"), '[{"name": "add", "arguments": {"a": 2, "b": 3}, "id": "abcXYZ123"}]'],
         answer=["The sum is 5."],
         result_in_prompt='[TOOL_RESULTS]{"content": 5, "call_id": "abcXYZ123"}[/TOOL_RESULTS]',
@@ -127,8 +160,15 @@ def family_model(tiny_gguf):
     loaded = []
 
     def make(fam: Family, **kw):
-        path = tiny_gguf(chat_template=(TEMPLATES / fam.template).read_text(), control_tokens=fam.control,
-                         user_tokens=fam.user, bos=fam.bos, eos=fam.eos, eot=fam.eot, **kw)
+        path = tiny_gguf(
+            chat_template=(TEMPLATES / fam.template).read_text(),
+            control_tokens=fam.control,
+            user_tokens=fam.user,
+            bos=fam.bos,
+            eos=fam.eos,
+            eot=fam.eot,
+            **kw,
+        )
         m = load_model(path, n_ctx=2048, n_threads=1)
         loaded.append(m)
         return m
@@ -143,8 +183,13 @@ def test_tool_call_round_trip_for_each_family(family_model, fam):
     model = family_model(fam)
     ran: list = []
     grammars = {1: fam.grammar(fam.call), 2: fam.grammar(fam.answer)}
-    session = ChatSession(model, tool_format="auto", registry=make_registry(ran),
-                          grammar=lambda r: grammars.get(r), max_tokens=400)
+    session = ChatSession(
+        model,
+        tool_format="auto",
+        registry=make_registry(ran),
+        grammar=lambda r: grammars.get(r),
+        max_tokens=400,
+    )
     assert session.detected_format == fam.name
     assert session.effective_format == fam.name
     events = list(session.send("What is 2 + 3?"))
@@ -247,10 +292,17 @@ def tools_in(text: str) -> bool:
 
 
 def test_auto_without_a_match_runs_without_tools_and_notices_once(tiny_gguf):
-    model = load_model(tiny_gguf(chat_template=CHATML, control_tokens=["<|im_start|>", "<|im_end|>"],
-                                 bos=None, eos="<|im_end|>"), n_ctx=512, n_threads=1)
+    model = load_model(
+        tiny_gguf(
+            chat_template=CHATML, control_tokens=["<|im_start|>", "<|im_end|>"], bos=None, eos="<|im_end|>"
+        ),
+        n_ctx=512,
+        n_threads=1,
+    )
     try:
-        session = ChatSession(model, tool_format="auto", registry=make_registry([]), grammar='root ::= "hello"')
+        session = ChatSession(
+            model, tool_format="auto", registry=make_registry([]), grammar='root ::= "hello"'
+        )
         assert session.detected_format is None and session.effective_format is None
         assert session.tools is None
         first = list(session.send("hi"))
@@ -291,9 +343,17 @@ def test_model_without_template_gets_fallback_and_notice(tiny_gguf):
 
 
 def test_template_that_raises_is_an_error_event_and_loses_nothing(tiny_gguf):
-    tpl = "{% if messages | length > 1 %}{{ raise_exception('Only one message is supported') }}{% endif %}" + CHATML
-    model = load_model(tiny_gguf(chat_template=tpl, control_tokens=["<|im_start|>", "<|im_end|>"], bos=None,
-                                 eos="<|im_end|>"), n_ctx=512, n_threads=1)
+    tpl = (
+        "{% if messages | length > 1 %}{{ raise_exception('Only one message is supported') }}{% endif %}"
+        + CHATML
+    )
+    model = load_model(
+        tiny_gguf(
+            chat_template=tpl, control_tokens=["<|im_start|>", "<|im_end|>"], bos=None, eos="<|im_end|>"
+        ),
+        n_ctx=512,
+        n_threads=1,
+    )
     try:
         session = ChatSession(model, tool_format="none", grammar='root ::= "ok"')
         assert [type(e) for e in session.send("one")][-1] is DoneEvent
@@ -306,16 +366,22 @@ def test_template_that_raises_is_an_error_event_and_loses_nothing(tiny_gguf):
 
 
 def test_regenerate_replaces_the_last_reply(tiny_gguf):
-    model = load_model(tiny_gguf(chat_template=CHATML, control_tokens=["<|im_start|>", "<|im_end|>"],
-                                 bos=None, eos="<|im_end|>"), n_ctx=512, n_threads=1)
+    model = load_model(
+        tiny_gguf(
+            chat_template=CHATML, control_tokens=["<|im_start|>", "<|im_end|>"], bos=None, eos="<|im_end|>"
+        ),
+        n_ctx=512,
+        n_threads=1,
+    )
     try:
         replies = iter(['root ::= "first"', 'root ::= "second"'])
         session = ChatSession(model, tool_format="none", grammar=lambda r: next(replies))
         list(session.send("hi"))
         list(session.regenerate())
         assert [(m.role, m.content) for m in session.messages] == [("user", "hi"), ("assistant", "second")]
-        restored = ChatSession(model, tool_format="none",
-                               messages=[Message.from_dict(m.to_dict()) for m in session.messages])
+        restored = ChatSession(
+            model, tool_format="none", messages=[Message.from_dict(m.to_dict()) for m in session.messages]
+        )
         assert restored.messages == session.messages
     finally:
         model.close()
@@ -340,9 +406,14 @@ def test_wrong_argument_type_is_an_error_the_model_reads(family_model):
 
 def test_tool_use_named_template_is_detected_and_used(tiny_gguf):
     hermes3 = (TEMPLATES / "NousResearch-Hermes-3-Llama-3.1-8B-tool_use.jinja").read_text()
-    path = tiny_gguf(chat_template=CHATML, named_templates={"tool_use": hermes3},
-                     control_tokens=["<|im_start|>", "<|im_end|>"], user_tokens=QWEN_USER, bos=None,
-                     eos="<|im_end|>")
+    path = tiny_gguf(
+        chat_template=CHATML,
+        named_templates={"tool_use": hermes3},
+        control_tokens=["<|im_start|>", "<|im_end|>"],
+        user_tokens=QWEN_USER,
+        bos=None,
+        eos="<|im_end|>",
+    )
     model = load_model(path, n_ctx=4096, n_threads=1)
     try:
         session = ChatSession(model, registry=make_registry([]), grammar='root ::= "hi"')
@@ -365,8 +436,14 @@ def test_chat_deadline(family_model):
 
 
 QWEN25 = Family(
-    "hermes", "Qwen-Qwen2.5-7B-Instruct.jinja", ["<|im_start|>", "<|im_end|>", "<|endoftext|>"], QWEN_USER,
-    None, "<|im_end|>", call=[], answer=["Plain text that should stream as it is generated."],
+    "hermes",
+    "Qwen-Qwen2.5-7B-Instruct.jinja",
+    ["<|im_start|>", "<|im_end|>", "<|endoftext|>"],
+    QWEN_USER,
+    None,
+    "<|im_end|>",
+    call=[],
+    answer=["Plain text that should stream as it is generated."],
     result_in_prompt="",
 )
 
@@ -390,15 +467,30 @@ def test_plain_reply_streams_token_by_token(family_model, fam):
 def test_explicit_format_on_a_template_without_tools_guides_and_runs_the_call(tiny_gguf):
     """A plain ChatML template ignores ``tools``: an explicit hermes format puts the schemas and
     a hermes example call into the system prompt, and the loop parses and dispatches the call."""
-    model = load_model(tiny_gguf(chat_template=CHATML, control_tokens=["<|im_start|>", "<|im_end|>"],
-                                 user_tokens=QWEN_USER, bos=None, eos="<|im_end|>"), n_ctx=2048, n_threads=1)
+    model = load_model(
+        tiny_gguf(
+            chat_template=CHATML,
+            control_tokens=["<|im_start|>", "<|im_end|>"],
+            user_tokens=QWEN_USER,
+            bos=None,
+            eos="<|im_end|>",
+        ),
+        n_ctx=2048,
+        n_threads=1,
+    )
     try:
         ran: list = []
         registry = make_registry(ran)
         call = '<tool_call>\n{"name": "add", "arguments": {"a": 2, "b": 3}}\n</tool_call>'
         grammars = {1: "root ::= " + lit(call), 2: 'root ::= "The sum is 5."'}
-        session = ChatSession(model, tool_format="hermes", registry=registry, system_prompt="Be brief.",
-                              grammar=lambda r: grammars.get(r), max_tokens=200)
+        session = ChatSession(
+            model,
+            tool_format="hermes",
+            registry=registry,
+            system_prompt="Be brief.",
+            grammar=lambda r: grammars.get(r),
+            max_tokens=200,
+        )
         assert (session.detected_format, session.effective_format) == (None, "hermes")
         events = list(session.send("What is 2 + 3?"))
         notices = [e for e in events if isinstance(e, NoticeEvent)]
@@ -438,8 +530,14 @@ def test_live_smollm2_with_explicit_hermes_gets_the_guidance(smollm2_path):
     try:
         registry = ToolRegistry()
         register_builtin_tools(registry)
-        session = ChatSession(model, tool_format="hermes", registry=registry, sampling={"temperature": 0.0},
-                              max_tokens=16, max_rounds=2)
+        session = ChatSession(
+            model,
+            tool_format="hermes",
+            registry=registry,
+            sampling={"temperature": 0.0},
+            max_tokens=16,
+            max_rounds=2,
+        )
         assert (session.detected_format, session.effective_format) == (None, "hermes")
         events = list(session.send("What is 17 times 3? Use the calculator."))
         assert isinstance(events[-1], DoneEvent) and events[-1].finish_reason != "error"
@@ -481,7 +579,8 @@ def test_app_engine_exports_lazily_without_importing_llama_cpp():
         "print(all(getattr(e, n) is not None for n in e.__all__))\n"
         "from app.engine import templates  # submodules still import through the package\n"
         "print(templates.__name__)\n"
-        "try:\n    e.nope\nexcept AttributeError as x:\n    print(x)\n")
+        "try:\n    e.nope\nexcept AttributeError as x:\n    print(x)\n"
+    )
     assert out.splitlines() == [
         "[] True True",
         "True True True True True",
@@ -492,6 +591,8 @@ def test_app_engine_exports_lazily_without_importing_llama_cpp():
 
 
 def test_app_engine_generate_is_the_function_even_after_the_chat_loop_imported_the_submodule():
-    out = _python("import app.engine.chat\nfrom app.engine import generate\nimport inspect\n"
-                  "print(inspect.isfunction(generate), generate.__module__)\n")
+    out = _python(
+        "import app.engine.chat\nfrom app.engine import generate\nimport inspect\n"
+        "print(inspect.isfunction(generate), generate.__module__)\n"
+    )
     assert out.strip() == "True app.engine.generate"

@@ -28,19 +28,33 @@ HERMES_TEMPLATE = (
 
 
 def tool(name: str, props: dict, required: list[str]) -> dict:
-    return {"type": "function", "function": {"name": name, "description": name,
-                                             "parameters": {"type": "object", "properties": props,
-                                                            "required": required}}}
+    return {
+        "type": "function",
+        "function": {
+            "name": name,
+            "description": name,
+            "parameters": {"type": "object", "properties": props, "required": required},
+        },
+    }
 
 
-WEATHER = tool("get_weather", {"city": {"type": "string", "maxLength": 5},
-                               "unit": {"enum": ["c", "f"]}}, ["city", "unit"])
+WEATHER = tool(
+    "get_weather",
+    {"city": {"type": "string", "maxLength": 5}, "unit": {"enum": ["c", "f"]}},
+    ["city", "unit"],
+)
 
 
 @pytest.fixture
 def model(tiny_gguf):
-    path = tiny_gguf(chat_template=HERMES_TEMPLATE, control_tokens=["<s>", "</s>", "<|im_start|>", "<|im_end|>"],
-                     user_tokens=["<tool_call>", "</tool_call>"], bos="<s>", eos="<|im_end|>", seed=3)
+    path = tiny_gguf(
+        chat_template=HERMES_TEMPLATE,
+        control_tokens=["<s>", "</s>", "<|im_start|>", "<|im_end|>"],
+        user_tokens=["<tool_call>", "</tool_call>"],
+        bos="<s>",
+        eos="<|im_end|>",
+        seed=3,
+    )
     m = load_model(path, n_ctx=2048)
     yield m
     m.close()
@@ -48,8 +62,20 @@ def model(tiny_gguf):
 
 # -- parsing ------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("value", ["sometimes", "", 42, None, {"type": "function"}, {"type": "tool", "name": "f"},
-                                   {"type": "function", "function": {"name": ""}}, ["required"]])
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "sometimes",
+        "",
+        42,
+        None,
+        {"type": "function"},
+        {"type": "tool", "name": "f"},
+        {"type": "function", "function": {"name": ""}},
+        ["required"],
+    ],
+)
 def test_unknown_or_malformed_tool_choice_falls_back_to_auto(value):
     assert parse_tool_choice(value) == ToolChoice("auto")
 
@@ -66,16 +92,29 @@ def test_response_format_values():
     assert parse_response_format({"type": "json_object"}) == {"type": "object"}
     schema = {"type": "object", "properties": {"a": {"type": "integer"}}}
     assert parse_response_format({"type": "json_schema", "json_schema": {"schema": schema}}) == schema
-    for bad in ({"type": "text"}, {"type": "json_schema"}, "json", None, {"type": "json_schema", "json_schema": 3}):
+    for bad in (
+        {"type": "text"},
+        {"type": "json_schema"},
+        "json",
+        None,
+        {"type": "json_schema", "json_schema": 3},
+    ):
         assert parse_response_format(bad) is None
 
 
 # -- errors -----------------------------------------------------------------------------------
 
+
 def test_an_undeclared_named_tool_is_an_error_naming_it(model):
-    with pytest.raises(ConstraintError, match=r"'book_flight', which is not a declared tool \(declared: get_weather\)"):
-        compile_constraint(model, family="hermes", tools=[WEATHER],
-                           tool_choice={"type": "function", "function": {"name": "book_flight"}})
+    with pytest.raises(
+        ConstraintError, match=r"'book_flight', which is not a declared tool \(declared: get_weather\)"
+    ):
+        compile_constraint(
+            model,
+            family="hermes",
+            tools=[WEATHER],
+            tool_choice={"type": "function", "function": {"name": "book_flight"}},
+        )
 
 
 def test_required_without_tools_is_an_error(model):
@@ -89,14 +128,18 @@ def test_a_forced_choice_without_a_tool_format_is_an_error(model):
 
 
 def test_an_uncompilable_schema_names_the_tool_and_parameter(model):
-    bad = tool("lookup", {"id": {"type": "string"}, "code": {"type": "string", "pattern": "(?<=x)y"}}, ["code"])
+    bad = tool(
+        "lookup", {"id": {"type": "string"}, "code": {"type": "string", "pattern": "(?<=x)y"}}, ["code"]
+    )
     with pytest.raises(ConstraintError, match=r"tool 'lookup' parameter 'code': its schema cannot be held"):
         compile_constraint(model, family="hermes", tools=[WEATHER, bad], tool_choice="required")
 
 
 def test_an_unsupported_feature_on_a_raw_value_wire_is_named(model):
     bad = tool("lookup", {"code": {"type": "string", "not": {"const": "x"}}}, ["code"])
-    with pytest.raises(ConstraintError, match=r"tool 'lookup' parameter 'code': the schema feature not is not supported"):
+    with pytest.raises(
+        ConstraintError, match=r"tool 'lookup' parameter 'code': the schema feature not is not supported"
+    ):
         compile_constraint(model, family="qwen-xml", tools=[bad], tool_choice="required")
 
 
@@ -109,8 +152,12 @@ def test_a_parameter_the_wire_cannot_write_is_an_error(model):
 
 
 def test_a_session_never_runs_unconstrained_when_the_constraint_fails(model):
-    session = ChatSession(model, tool_format="hermes", registry=_registry(),
-                          tool_choice={"type": "function", "function": {"name": "nope"}})
+    session = ChatSession(
+        model,
+        tool_format="hermes",
+        registry=_registry(),
+        tool_choice={"type": "function", "function": {"name": "nope"}},
+    )
     before = model.total_eval
     events = list(session.send("hi"))
     done = events[-1]
@@ -122,6 +169,7 @@ def test_a_session_never_runs_unconstrained_when_the_constraint_fails(model):
 
 # -- behaviour ---------------------------------------------------------------------------------
 
+
 def _registry(ran: list | None = None) -> ToolRegistry:
     ran = ran if ran is not None else []
 
@@ -130,16 +178,29 @@ def _registry(ran: list | None = None) -> ToolRegistry:
         return "sunny"
 
     reg = ToolRegistry()
-    reg.register(Tool(name="get_weather", description="weather", parameters=WEATHER["function"]["parameters"],
-                      handler=get_weather))
+    reg.register(
+        Tool(
+            name="get_weather",
+            description="weather",
+            parameters=WEATHER["function"]["parameters"],
+            handler=get_weather,
+        )
+    )
     return reg
 
 
 def test_required_in_a_session_runs_a_held_call_then_answers_under_auto(model):
     ran: list = []
-    session = ChatSession(model, tool_format="hermes", registry=_registry(ran), tool_choice="required",
-                          parallel_tool_calls=False, max_rounds=2, max_tokens=300,
-                          sampling={"temperature": 1.0, "seed": 5})
+    session = ChatSession(
+        model,
+        tool_format="hermes",
+        registry=_registry(ran),
+        tool_choice="required",
+        parallel_tool_calls=False,
+        max_rounds=2,
+        max_tokens=300,
+        sampling={"temperature": 1.0, "seed": 5},
+    )
     events = list(session.send("weather?"))
     started = [e for e in events if isinstance(e, ToolCallStartedEvent)]
     assert len(started) == 1 and started[0].name == "get_weather"
@@ -150,39 +211,64 @@ def test_required_in_a_session_runs_a_held_call_then_answers_under_auto(model):
 
 
 def test_per_call_choice_overrides_the_session_default(model):
-    session = ChatSession(model, tool_format="hermes", registry=_registry(), max_tokens=300, max_rounds=2,
-                          sampling={"temperature": 1.0, "seed": 1})
+    session = ChatSession(
+        model,
+        tool_format="hermes",
+        registry=_registry(),
+        max_tokens=300,
+        max_rounds=2,
+        sampling={"temperature": 1.0, "seed": 1},
+    )
     events = list(session.send("x", tool_choice="none"))
     assert session.last_constraint is None
     assert "get_weather" not in session.last_prompt.text  # none: the prompt holds no schema
     assert not [e for e in events if isinstance(e, ToolCallStartedEvent)]
-    list(session.send("y", tool_choice={"type": "function", "function": {"name": "get_weather"}},
-                      parallel_tool_calls=False))
+    list(
+        session.send(
+            "y",
+            tool_choice={"type": "function", "function": {"name": "get_weather"}},
+            parallel_tool_calls=False,
+        )
+    )
     assert [c.name for m in session.messages[2:] for c in m.tool_calls][:1] == ["get_weather"]
     assert session.tool_choice == "auto"  # the session's default is unchanged
 
 
 def test_json_response_format_holds_a_plain_reply(model):
-    schema = {"type": "object", "properties": {"ok": {"type": "boolean"}, "n": {"enum": [1, 2, 3]}},
-              "required": ["ok", "n"], "additionalProperties": False}
+    schema = {
+        "type": "object",
+        "properties": {"ok": {"type": "boolean"}, "n": {"enum": [1, 2, 3]}},
+        "required": ["ok", "n"],
+        "additionalProperties": False,
+    }
     rf = {"type": "json_schema", "json_schema": {"name": "r", "schema": schema}}
     c = compile_constraint(model, family=None, tools=None, tool_choice="auto", response_format=rf)
     prompt = model.tokenize("<s>hi")
     for seed in range(10):
-        res = generate(model, prompt, max_tokens=60, constraint=c, stop=(),
-                       sampling={"temperature": 1.0, "top_k": 0, "top_p": 1.0, "min_p": 0.0, "seed": seed}).run()
+        res = generate(
+            model,
+            prompt,
+            max_tokens=60,
+            constraint=c,
+            stop=(),
+            sampling={"temperature": 1.0, "top_k": 0, "top_p": 1.0, "min_p": 0.0, "seed": seed},
+        ).run()
         assert res.finish_reason == "stop"
         jsonschema.validate(json.loads(res.text), schema)
 
 
 def test_tool_choice_wins_over_response_format(model):
     rf = {"type": "json_object"}
-    forced = compile_constraint(model, family="hermes", tools=[WEATHER], tool_choice="required", response_format=rf)
+    forced = compile_constraint(
+        model, family="hermes", tools=[WEATHER], tool_choice="required", response_format=rf
+    )
     assert forced.after("<tool_call>")
     with pytest.raises(ConstraintError):
         forced.after("{")
     # none: tools are off, the reply is the JSON
-    plain = compile_constraint(model, family="hermes", tools=[WEATHER], tool_choice="none", response_format=rf)
+    plain = compile_constraint(
+        model, family="hermes", tools=[WEATHER], tool_choice="none", response_format=rf
+    )
     plain.after('{"a": 1')
     with pytest.raises(ConstraintError):
         plain.after("<tool_call>")
@@ -203,14 +289,19 @@ def test_reasoning_comes_before_a_forced_call_and_is_not_held(model, tiny_gguf):
     c = compile_constraint(model, family="hermes", tools=[WEATHER], tool_choice="required", reasoning=True)
     c.after("<think>I could call {anything} here: tool_call is only words.</think>\n<tool_call>")
     # closed by a special token, the block holds any token, even a call opener's
-    path = tiny_gguf(control_tokens=["<s>", "</s>"], user_tokens=["<tool_call>", "</tool_call>", "<think>",
-                                                                  "</think>"], bos="<s>", eos="</s>")
+    path = tiny_gguf(
+        control_tokens=["<s>", "</s>"],
+        user_tokens=["<tool_call>", "</tool_call>", "<think>", "</think>"],
+        bos="<s>",
+        eos="</s>",
+    )
     special = load_model(path, n_ctx=512)
     c2 = compile_constraint(special, family="hermes", tools=[WEATHER], tool_choice="required", reasoning=True)
     c2.after("<think>maybe <tool_call> or not</think>\n<tool_call>")
     special.close()
-    prefilled = compile_constraint(model, family="hermes", tools=[WEATHER], tool_choice="required",
-                                   in_reasoning=True)
+    prefilled = compile_constraint(
+        model, family="hermes", tools=[WEATHER], tool_choice="required", in_reasoning=True
+    )
     prefilled.after("thinking freely</think><tool_call>")
     with pytest.raises(ConstraintError):  # without a reasoning block the call comes first
         compile_constraint(model, family="hermes", tools=[WEATHER], tool_choice="required").after("<think>")

@@ -17,22 +17,48 @@ SAMPLES = 20
 
 
 def tool(name: str, props: dict, required: list[str]) -> dict:
-    return {"type": "function", "function": {"name": name, "description": f"{name} tool",
-                                             "parameters": {"type": "object", "properties": props,
-                                                            "required": required}}}
+    return {
+        "type": "function",
+        "function": {
+            "name": name,
+            "description": f"{name} tool",
+            "parameters": {"type": "object", "properties": props, "required": required},
+        },
+    }
 
 
 # Short strings and small arrays: a random model would otherwise write until max_tokens.
 TOOLS = [
-    tool("get_weather", {"city": {"type": "string", "maxLength": 6},
-                         "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]},
-                         "days": {"type": "integer"}}, ["city"]),
-    tool("set_alarm", {"hour": {"type": "integer"}, "loud": {"type": "boolean"},
-                       "label": {"type": "string", "maxLength": 4}}, ["hour", "loud"]),
-    tool("plan", {"stops": {"type": "array", "items": {"type": "integer"}, "maxItems": 2},
-                  "where": {"type": "object", "properties": {"lat": {"type": "number"},
-                                                             "tag": {"enum": ["a", "b"]}},
-                            "required": ["lat"]}}, ["where"]),
+    tool(
+        "get_weather",
+        {
+            "city": {"type": "string", "maxLength": 6},
+            "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]},
+            "days": {"type": "integer"},
+        },
+        ["city"],
+    ),
+    tool(
+        "set_alarm",
+        {
+            "hour": {"type": "integer"},
+            "loud": {"type": "boolean"},
+            "label": {"type": "string", "maxLength": 4},
+        },
+        ["hour", "loud"],
+    ),
+    tool(
+        "plan",
+        {
+            "stops": {"type": "array", "items": {"type": "integer"}, "maxItems": 2},
+            "where": {
+                "type": "object",
+                "properties": {"lat": {"type": "number"}, "tag": {"enum": ["a", "b"]}},
+                "required": ["lat"],
+            },
+        },
+        ["where"],
+    ),
     tool("get_time", {}, []),
 ]
 BY_NAME = {t["function"]["name"]: t["function"]["parameters"] for t in TOOLS}
@@ -65,15 +91,22 @@ def model_for(tiny_gguf):
         eog = {model.token_bytes(t).decode() for t in model.eog_ids} - {"</s>"}
         if eog & set(user):
             model.close()
-            path = tiny_gguf(control_tokens=["<s>", "</s>"], user_tokens=[m for m in user if m not in eog],
-                             bos="<s>", eos="</s>", seed=7)
+            path = tiny_gguf(
+                control_tokens=["<s>", "</s>"],
+                user_tokens=[m for m in user if m not in eog],
+                bos="<s>",
+                eos="</s>",
+                seed=7,
+            )
             model = load_model(path, n_ctx=1024)
         return model
+
     return make
 
 
-def check_calls(family: str, text: str, *, forced: str | None = None, parallel: bool = True,
-                content: str | None = "") -> list:
+def check_calls(
+    family: str, text: str, *, forced: str | None = None, parallel: bool = True, content: str | None = ""
+) -> list:
     reply = FORMATS[family].parse(text, TOOLS)
     assert reply.tool_calls, (family, text, reply)
     if content is not None:
@@ -88,10 +121,17 @@ def check_calls(family: str, text: str, *, forced: str | None = None, parallel: 
     return reply.tool_calls
 
 
-def sample(model, constraint, prompt: list[int], seed: int, max_tokens: int = 200, *,
-           may_cut: bool = False) -> str:
-    g = generate(model, prompt, max_tokens=max_tokens, constraint=constraint,
-                 sampling={"temperature": 1.0, "top_k": 0, "top_p": 1.0, "min_p": 0.0, "seed": seed}, stop=())
+def sample(
+    model, constraint, prompt: list[int], seed: int, max_tokens: int = 200, *, may_cut: bool = False
+) -> str:
+    g = generate(
+        model,
+        prompt,
+        max_tokens=max_tokens,
+        constraint=constraint,
+        sampling={"temperature": 1.0, "top_k": 0, "top_p": 1.0, "min_p": 0.0, "seed": seed},
+        stop=(),
+    )
     res = g.run()
     assert res.finish_reason == "stop" or may_cut, (res.finish_reason, res.text)
     return res.text
@@ -101,8 +141,9 @@ def sample(model, constraint, prompt: list[int], seed: int, max_tokens: int = 20
 def test_required_named_and_auto_hold_every_sample(family, model_for):
     model = model_for(family)
     prompt = [model.metadata.bos_token_id or 0] + list(model.llm.tokenize(b"Hi!", add_bos=False))
-    req = compile_constraint(model, family=family, tools=TOOLS, tool_choice="required",
-                             parallel_tool_calls=False)
+    req = compile_constraint(
+        model, family=family, tools=TOOLS, tool_choice="required", parallel_tool_calls=False
+    )
     for seed in range(SAMPLES):
         check_calls(family, sample(model, req, prompt, seed, max_tokens=400), parallel=False)
     # parallel calls: a second call may follow the first; with parallel_tool_calls=False it may not
@@ -110,11 +151,23 @@ def test_required_named_and_auto_hold_every_sample(family, model_for):
     many = compile_constraint(model, family=family, tools=TOOLS, tool_choice="required")
     if many.grammar != req.grammar:  # else the wire holds one call per reply
         _second_call_fits(many, req, family, first)
-    named = compile_constraint(model, family=family, tools=TOOLS, parallel_tool_calls=False,
-                               tool_choice={"type": "function", "function": {"name": "set_alarm"}})
+    named = compile_constraint(
+        model,
+        family=family,
+        tools=TOOLS,
+        parallel_tool_calls=False,
+        tool_choice={"type": "function", "function": {"name": "set_alarm"}},
+    )
     for seed in range(SAMPLES):
-        check_calls(family, sample(model, named, prompt, 100 + seed, max_tokens=400), forced="set_alarm", parallel=False)
-    auto = compile_constraint(model, family=family, tools=TOOLS, tool_choice="auto", parallel_tool_calls=False)
+        check_calls(
+            family,
+            sample(model, named, prompt, 100 + seed, max_tokens=400),
+            forced="set_alarm",
+            parallel=False,
+        )
+    auto = compile_constraint(
+        model, family=family, tools=TOOLS, tool_choice="auto", parallel_tool_calls=False
+    )
     fmt = FORMATS[family]
     free = "" if fmt.start_only or family == "harmony" else "Let me check that. "
     opener = _auto_opener(family)
@@ -150,14 +203,16 @@ def _second_call_fits(many, one, family: str, first: str) -> None:
 
 def _auto_opener(family: str) -> str:
     return {"harmony": "<|channel|>commentary to=functions.", "pythonic": "[", "llama3": "{"}.get(
-        family, FORMATS[family].openers[0])
+        family, FORMATS[family].openers[0]
+    )
 
 
 def test_markers_that_are_not_tokens_are_matched_as_text(model_for):
     model = model_for("hermes", as_text=True)
     assert len(model.llm.tokenize(b"<tool_call>", add_bos=False, special=True)) > 1
-    c = compile_constraint(model, family="hermes", tools=TOOLS, tool_choice="required",
-                           parallel_tool_calls=False)
+    c = compile_constraint(
+        model, family="hermes", tools=TOOLS, tool_choice="required", parallel_tool_calls=False
+    )
     assert '"<tool_call>' in c.grammar
     prompt = [model.metadata.bos_token_id or 0] + list(model.llm.tokenize(b"Hi!", add_bos=False))
     for seed in range(5):

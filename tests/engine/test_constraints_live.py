@@ -73,8 +73,13 @@ def _held_call(model, tools, prompt: str, choice) -> tuple[str, dict]:
     rendered = render_prompt(model, [Message(role="user", content=prompt)], tools=tools, tool_format="hermes")
     c = compile_constraint(model, family="hermes", tools=tools, tool_choice=choice, parallel_tool_calls=False)
     # a light repetition penalty: these small models otherwise repeat a value until the token limit
-    res = generate(model, rendered.text, max_tokens=320, constraint=c,
-                   sampling={"temperature": 0.2, "seed": 1, "repeat_penalty": 1.2}).run()
+    res = generate(
+        model,
+        rendered.text,
+        max_tokens=320,
+        constraint=c,
+        sampling={"temperature": 0.2, "seed": 1, "repeat_penalty": 1.2},
+    ).run()
     reply = FORMATS["hermes"].parse(res.text, tools)
     assert res.finish_reason == "stop", (prompt, res.text)
     assert len(reply.tool_calls) == 1 and reply.content.strip() == "", (prompt, res.text)
@@ -103,8 +108,14 @@ def test_a_named_tool_gives_a_valid_call_to_it_for_every_prompt(model, tools):
 def test_none_never_calls_and_the_prompt_holds_no_schema(model, tools):
     registry = ToolRegistry()
     register_builtin_tools(registry)
-    session = ChatSession(model, tool_format="hermes", registry=registry, tool_choice="none", max_tokens=48,
-                          sampling={"temperature": 0.2, "seed": 1})
+    session = ChatSession(
+        model,
+        tool_format="hermes",
+        registry=registry,
+        tool_choice="none",
+        max_tokens=48,
+        sampling={"temperature": 0.2, "seed": 1},
+    )
     for prompt in PROMPTS[:4]:
         events = list(session.send(prompt))
         assert not [e for e in events if isinstance(e, ToolCallStartedEvent)]

@@ -26,8 +26,14 @@ def test_library_inspect_and_session_agree(tmp_path, name):
 
     source = (TEMPLATES / name).read_text(encoding="utf-8")
     named = {"tool_use": source} if name.endswith("tool_use.jinja") else None
-    path = write_tiny_gguf(tmp_path / "m.gguf", chat_template=source, named_templates=named,
-                           control_tokens=SPECIALS, bos=None, eos="<|im_end|>")
+    path = write_tiny_gguf(
+        tmp_path / "m.gguf",
+        chat_template=source,
+        named_templates=named,
+        control_tokens=SPECIALS,
+        bos=None,
+        eos="<|im_end|>",
+    )
     library = read_summary(path).tool_format
     out = io.StringIO()
     with contextlib.redirect_stdout(out):

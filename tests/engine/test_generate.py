@@ -10,8 +10,8 @@ import pytest
 
 from app.engine.generate import ContextOverflowError, GrammarError, complete, generate
 from app.engine.llm import load_model
+from app.engine.models.tiny import TinySpec
 from app.engine.sampling import CHAT_DEFAULTS, SamplingParams, resolve_sampling
-from tests.support.tiny_gguf import TinySpec
 
 CONTROL = ["<s>", "</s>", "[TOOL_CALLS]", "<|python_tag|>"]
 
@@ -29,8 +29,12 @@ def tid(token: str) -> int:
 
 
 def test_special_tokens_are_decoded_as_text(model):
-    g = generate(model, "hi", grammar=f'root ::= <[{tid("[TOOL_CALLS]")}]> "[1]" <[{tid("<|python_tag|>")}]>',
-                 max_tokens=20)
+    g = generate(
+        model,
+        "hi",
+        grammar=f'root ::= <[{tid("[TOOL_CALLS]")}]> "[1]" <[{tid("<|python_tag|>")}]>',
+        max_tokens=20,
+    )
     pieces = list(g)
     assert "".join(pieces) == "[TOOL_CALLS][1]<|python_tag|>"
     assert pieces[0] == "[TOOL_CALLS]"

@@ -12,16 +12,29 @@ from app.engine.formats.guidance import call_example, example_arguments, tool_gu
 
 
 def tool(name: str, props: dict, required: list[str]) -> dict:
-    return {"type": "function", "function": {"name": name, "description": f"{name} tool",
-                                             "parameters": {"type": "object", "properties": props,
-                                                            "required": required}}}
+    return {
+        "type": "function",
+        "function": {
+            "name": name,
+            "description": f"{name} tool",
+            "parameters": {"type": "object", "properties": props, "required": required},
+        },
+    }
 
 
 WEATHER = tool("get_weather", {"city": {"type": "string"}, "days": {"type": "integer"}}, ["city"])
-SEARCH = tool("search", {"query": {"type": "string"}, "limit": {"type": "integer"},
-                         "exact": {"type": "boolean"}, "score": {"type": "number"},
-                         "tags": {"type": "array", "items": {"type": "string"}},
-                         "filters": {"type": "object"}}, ["query"])
+SEARCH = tool(
+    "search",
+    {
+        "query": {"type": "string"},
+        "limit": {"type": "integer"},
+        "exact": {"type": "boolean"},
+        "score": {"type": "number"},
+        "tags": {"type": "array", "items": {"type": "string"}},
+        "filters": {"type": "object"},
+    },
+    ["query"],
+)
 NOARGS = tool("get_time", {}, [])
 TOOLS = [WEATHER, SEARCH, NOARGS]
 
@@ -46,8 +59,14 @@ def test_example_round_trips(family):
 
 @pytest.mark.parametrize("family", sorted(FORMATS))
 def test_example_round_trips_every_json_type(family):
-    args = {"query": 'a "quoted" text, with commas: x=1', "limit": 5, "exact": True, "score": -2.5,
-            "tags": ["x", "y z"], "filters": {"year": 2020, "open": False}}
+    args = {
+        "query": 'a "quoted" text, with commas: x=1',
+        "limit": 5,
+        "exact": True,
+        "score": -2.5,
+        "tags": ["x", "y z"],
+        "filters": {"year": 2020, "open": False},
+    }
     assert parsed(family, call_example(family, "search", args)) == [("search", args)]
     assert parsed(family, call_example(family, "get_time", {})) == [("get_time", {})]
 

@@ -35,8 +35,14 @@ def _registry(ran: list) -> ToolRegistry:
 
 
 def test_a_cut_call_is_an_event_kept_with_the_reply_and_stored(tmp_path):
-    path = write_scripted_gguf(tmp_path / "cut.gguf", chat_template=CHATML, user_tokens=[CUT],
-                               script={"\n": CUT, CUT: CUT}, default_next="\n", name="cut-call")
+    path = write_scripted_gguf(
+        tmp_path / "cut.gguf",
+        chat_template=CHATML,
+        user_tokens=[CUT],
+        script={"\n": CUT, CUT: CUT},
+        default_next="\n",
+        name="cut-call",
+    )
     model = load_model(path, n_ctx=1024, n_threads=1)
     try:
         ran: list = []
@@ -60,14 +66,20 @@ def test_a_cut_call_is_an_event_kept_with_the_reply_and_stored(tmp_path):
     assert [(e.call.name, e.call.raw, e.call.reason) for e in cut] == [("get_weather", CUT, "truncated")]
     assert not [e for e in events if isinstance(e, ToolCallStartedEvent)] and ran == []
     assert "".join(e.text for e in events if isinstance(e, TextEvent)) == ""  # no markup in the text
-    assert event_to_dict(cut[0]) == {"type": "tool_call_incomplete", "raw": CUT, "name": "get_weather",
-                                     "reason": "truncated"}
+    assert event_to_dict(cut[0]) == {
+        "type": "tool_call_incomplete",
+        "raw": CUT,
+        "name": "get_weather",
+        "reason": "truncated",
+    }
     reply = session.messages[-1]
     assert reply.role == "assistant" and reply.content == ""
     assert reply.incomplete_calls == [IncompleteCall(CUT, "get_weather", "truncated")]
 
     stored = [m for m in history.load_conversation(cid).messages if m.role == "assistant"]
-    assert stored[-1].extra["incomplete_calls"] == [{"raw": CUT, "name": "get_weather", "reason": "truncated"}]
+    assert stored[-1].extra["incomplete_calls"] == [
+        {"raw": CUT, "name": "get_weather", "reason": "truncated"}
+    ]
     again = Message.from_dict(stored[-1].to_chat_dict())
     assert again.incomplete_calls == reply.incomplete_calls
     assert Message.from_dict(reply.to_dict()) == reply

@@ -27,8 +27,13 @@ def test_smollm2_answers_a_simple_question(smollm2):
     assert meta.chat_template and "<|im_start|>" in meta.chat_template
     registry = ToolRegistry()
     register_builtin_tools(registry)
-    session = ChatSession(smollm2, registry=registry, system_prompt="Answer in one short sentence.",
-                          sampling={"temperature": 0.0}, max_tokens=32)
+    session = ChatSession(
+        smollm2,
+        registry=registry,
+        system_prompt="Answer in one short sentence.",
+        sampling={"temperature": 0.0},
+        max_tokens=32,
+    )
     assert session.detected_format is None  # ChatML without tool support
     assert session.tools is None
     events = list(session.send("What is the capital of France?"))

@@ -52,8 +52,14 @@ def test_parameter_labels():
 
 
 def test_load_model_settings_and_eog_set(tiny_gguf):
-    path = tiny_gguf(chat_template=TEMPLATE, control_tokens=["<|im_start|>", "<|im_end|>", "<|eot|>"],
-                     bos="<|im_start|>", eos="<|im_end|>", eot="<|eot|>", context_length=1024)
+    path = tiny_gguf(
+        chat_template=TEMPLATE,
+        control_tokens=["<|im_start|>", "<|im_end|>", "<|eot|>"],
+        bos="<|im_start|>",
+        eos="<|im_end|>",
+        eot="<|eot|>",
+        context_length=1024,
+    )
     m = load_model(path, n_ctx=300, n_gpu_layers=0, n_threads=1)
     try:
         assert m.n_ctx == 512  # rounded up to a multiple of 256

@@ -47,8 +47,14 @@ def test_long_prompt_reports_progress_per_batch_and_replies_as_before(model, tin
     prompt = _prompt(model, 1300)
     seen: list[tuple[int, int]] = []
     sizes = _record_decodes(model)
-    g = generate(model, prompt, max_tokens=8, sampling=GREEDY, stop=(),
-                 progress=lambda done, total: seen.append((done, total)))
+    g = generate(
+        model,
+        prompt,
+        max_tokens=8,
+        sampling=GREEDY,
+        stop=(),
+        progress=lambda done, total: seen.append((done, total)),
+    )
     text = "".join(g)
     # 1300 = 512 + 512 + 276: two batches read here, the last one by llama-cpp-python's generate()
     assert seen == [(512, 1300), (1024, 1300)]
@@ -80,16 +86,23 @@ def test_kv_prefix_is_reused_and_only_the_new_batches_are_read(model):
     generate(model, prompt, max_tokens=2, sampling=GREEDY, stop=()).run()
     longer = prompt + _prompt(model, 700)
     seen: list[tuple[int, int]] = []
-    r = generate(model, longer, max_tokens=2, sampling=GREEDY, stop=(),
-                 progress=lambda d, t: seen.append((d, t))).run()
+    r = generate(
+        model, longer, max_tokens=2, sampling=GREEDY, stop=(), progress=lambda d, t: seen.append((d, t))
+    ).run()
     assert r.prompt_tokens_evaluated == 700  # the first 1300 tokens come from the KV cache
     assert seen == [(1812, 2000)]  # 1300 + 512, then the last 188 by generate()
 
 
 def test_short_prompt_is_left_to_llama_cpp_in_one_batch(model):
     seen: list[tuple[int, int]] = []
-    r = generate(model, _prompt(model, 300), max_tokens=2, sampling=GREEDY, stop=(),
-                 progress=lambda d, t: seen.append((d, t))).run()
+    r = generate(
+        model,
+        _prompt(model, 300),
+        max_tokens=2,
+        sampling=GREEDY,
+        stop=(),
+        progress=lambda d, t: seen.append((d, t)),
+    ).run()
     assert seen == [] and r.prompt_tokens_evaluated == 300 and r.generated_tokens == 2
 
 
@@ -101,8 +114,9 @@ def test_cancel_while_the_prompt_is_read_stops_before_the_next_batch(model):
         seen.append(done)
         cancel.set()  # Esc pressed while "Processing prompt…"
 
-    r = generate(model, _prompt(model, 1800), max_tokens=8, sampling=GREEDY, stop=(), cancel=cancel,
-                 progress=progress).run()
+    r = generate(
+        model, _prompt(model, 1800), max_tokens=8, sampling=GREEDY, stop=(), cancel=cancel, progress=progress
+    ).run()
     assert seen == [512]
     assert r.finish_reason == "cancelled" and r.generated_tokens == 0 and r.text == ""
     assert model.prompt_progress is None

@@ -20,20 +20,36 @@ from app.engine.render import (
 
 TEMPLATES = Path(__file__).resolve().parents[1] / "fixtures" / "chat_templates"
 FAMILIES = json.loads((TEMPLATES / "families.json").read_text())["templates"]
-SUPPORTED = sorted(n for n, info in FAMILIES.items() if info["family"] in ("hermes", "qwen-xml", "llama3", "mistral"))
+SUPPORTED = sorted(
+    n for n, info in FAMILIES.items() if info["family"] in ("hermes", "qwen-xml", "llama3", "mistral")
+)
 
-TOOLS = [{"type": "function", "function": {
-    "name": "get_weather", "description": "Weather for a city",
-    "parameters": {"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}},
-                   "required": ["city"]}}}]
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "get_weather",
+            "description": "Weather for a city",
+            "parameters": {
+                "type": "object",
+                "properties": {"city": {"type": "string"}, "days": {"type": "integer"}},
+                "required": ["city"],
+            },
+        },
+    }
+]
 
 
 def conversation() -> list[Message]:
     return [
         Message("system", "Be brief."),
         Message("user", "Weather in Paris?"),
-        Message("assistant", "", reasoning="I should call the tool.",
-                tool_calls=[ToolCall("call_9f2b7c1e-long", "get_weather", {"city": "Paris", "days": 2})]),
+        Message(
+            "assistant",
+            "",
+            reasoning="I should call the tool.",
+            tool_calls=[ToolCall("call_9f2b7c1e-long", "get_weather", {"city": "Paris", "days": 2})],
+        ),
         Message("tool", "sunny, 21 C", tool_call_id="call_9f2b7c1e-long", name="get_weather"),
         Message("assistant", "It is sunny."),
         Message("user", "Thanks."),
@@ -46,14 +62,23 @@ def test_shapes():
     call_turn = shaped[2]
     assert call_turn["content"] == "" and isinstance(call_turn["content"], str)
     call = call_turn["tool_calls"][0]
-    assert call == {"id": "hist00000", "type": "function",
-                    "function": {"name": "get_weather", "arguments": {"city": "Paris", "days": 2}}}
+    assert call == {
+        "id": "hist00000",
+        "type": "function",
+        "function": {"name": "get_weather", "arguments": {"city": "Paris", "days": 2}},
+    }
     assert call_turn["reasoning_content"] == "I should call the tool."
-    assert shaped[3] == {"role": "tool", "content": "sunny, 21 C", "tool_call_id": "hist00000",
-                         "name": "get_weather"}
+    assert shaped[3] == {
+        "role": "tool",
+        "content": "sunny, 21 C",
+        "tool_call_id": "hist00000",
+        "name": "get_weather",
+    }
     # a valid local id is kept; a tool result without a name gets its call's name
-    msgs = [Message("assistant", tool_calls=[ToolCall("call00007", "f", {})]),
-            Message("tool", "ok", tool_call_id="call00007")]
+    msgs = [
+        Message("assistant", tool_calls=[ToolCall("call00007", "f", {})]),
+        Message("tool", "ok", tool_call_id="call00007"),
+    ]
     shaped = shape_messages(msgs)
     assert shaped[0]["tool_calls"][0]["id"] == "call00007"
     assert shaped[1]["name"] == "f"
@@ -120,8 +145,12 @@ def test_template_that_raises_is_a_clear_error():
 
 
 def test_tool_use_template_is_used_when_tools_are_on(tiny_gguf):
-    path = tiny_gguf(chat_template="DEFAULT{% for m in messages %}{{ m.content }}{% endfor %}",
-                     named_templates={"tool_use": "TOOLS{{ tools | length }}{% for m in messages %}{{ m.content }}{% endfor %}"})
+    path = tiny_gguf(
+        chat_template="DEFAULT{% for m in messages %}{{ m.content }}{% endfor %}",
+        named_templates={
+            "tool_use": "TOOLS{{ tools | length }}{% for m in messages %}{{ m.content }}{% endfor %}"
+        },
+    )
     model = load_model(path, n_ctx=256, n_threads=1)
     try:
         with_tools = render_prompt(model, [Message("user", "hi")], tools=TOOLS)
@@ -137,21 +166,27 @@ def test_fallback_template_for_a_gguf_without_one(tiny_gguf):
     try:
         r = render_prompt(model, [Message("system", "S"), Message("user", "hi")])
         assert r.template == "fallback"
-        assert r.text == "<|im_start|>system\nS<|im_end|>\n<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n"
+        assert (
+            r.text
+            == "<|im_start|>system\nS<|im_end|>\n<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n"
+        )
     finally:
         model.close()
 
 
-CHATML = ("{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"
-          "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
+CHATML = (
+    "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
 HERMES_EXAMPLE = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "text"}}\n</tool_call>'
 
 
 def test_explicit_format_on_a_template_without_tools_gets_schemas_and_guidance():
     assert template_tools_mode(CHATML) == "none"
     # merged with the conversation's system prompt
-    r = render_messages(CHATML, [Message("system", "Be brief."), Message("user", "hi")], tools=TOOLS,
-                        tool_format="hermes")
+    r = render_messages(
+        CHATML, [Message("system", "Be brief."), Message("user", "hi")], tools=TOOLS, tool_format="hermes"
+    )
     assert (r.tools_mode, r.tools_sent) == ("guidance", True)
     system = r.text.split("<|im_end|>")[0]
     assert system.startswith("<|im_start|>system\nBe brief.\n\nYou can call these tools:\n")
@@ -173,8 +208,9 @@ def test_without_a_format_a_template_that_ignores_tools_gets_nothing():
 def test_a_template_that_renders_tools_gets_no_guidance(name):
     source = (TEMPLATES / name).read_text()
     family = FAMILIES[name]["family"]
-    r = render_messages(source, [Message("user", "hi")], tools=TOOLS, tool_format=family,
-                        bos_token="<s>", eos_token="</s>")
+    r = render_messages(
+        source, [Message("user", "hi")], tools=TOOLS, tool_format=family, bos_token="<s>", eos_token="</s>"
+    )
     assert r.tools_mode in ("variable", "system_message") and "You can call these tools" not in r.text
     assert "get_weather" in r.text
 
@@ -182,17 +218,21 @@ def test_a_template_that_renders_tools_gets_no_guidance(name):
 def test_guidance_replays_past_calls_in_the_chosen_syntax():
     msgs = conversation()[1:5]  # user, call turn, tool result, answer
     r = render_messages(CHATML, msgs, tools=TOOLS, tool_format="hermes")
-    assert ('<|im_start|>assistant\n<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris", '
-            '"days": 2}}\n</tool_call><|im_end|>') in r.text
+    assert (
+        '<|im_start|>assistant\n<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris", '
+        '"days": 2}}\n</tool_call><|im_end|>'
+    ) in r.text
     assert "<|im_start|>tool\nsunny, 21 C<|im_end|>" in r.text
     # without guidance the call turn keeps tool_calls for the template (content stays empty)
     assert shape_messages(msgs)[1]["content"] == ""
 
 
 def test_guidance_on_a_template_without_system_or_tool_roles():
-    strict = ("{% for m in messages %}{% if m.role not in ['user', 'assistant'] %}"
-              "{{ raise_exception('Only user and assistant roles are supported') }}{% endif %}"
-              "[{{ m.role }}]{{ m.content }}{% endfor %}")
+    strict = (
+        "{% for m in messages %}{% if m.role not in ['user', 'assistant'] %}"
+        "{{ raise_exception('Only user and assistant roles are supported') }}{% endif %}"
+        "[{{ m.role }}]{{ m.content }}{% endfor %}"
+    )
     r = render_messages(strict, conversation()[1:5], tools=TOOLS, tool_format="hermes")
     assert r.tools_mode == "guidance" and r.merged_turns
     assert r.text.startswith("[user]You can call these tools:\n")

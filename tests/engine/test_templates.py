@@ -100,7 +100,9 @@ def test_nested_silent_loops_are_stopped():
 
 def test_huge_output_is_stopped():
     with pytest.raises(TemplateRenderError, match="characters|too large"):
-        render_template("{% for i in range(100000) %}{{ 'x' * 1000 }}{% endfor %}", MSGS, max_output_chars=1_000_000)
+        render_template(
+            "{% for i in range(100000) %}{{ 'x' * 1000 }}{% endfor %}", MSGS, max_output_chars=1_000_000
+        )
     with pytest.raises(TemplateRenderError, match="too large"):
         render_template("{{ 'x' * 100000000 }}", MSGS)
 

@@ -18,12 +18,22 @@ from tests.ui.scripted_gguf import write_scripted_gguf
 
 TEMPLATES = Path(__file__).resolve().parents[1] / "fixtures" / "chat_templates"
 
-WEATHER = {"type": "function", "function": {
-    "name": "get_weather", "description": "Current weather in a city",
-    "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}
-TIME = {"type": "function", "function": {
-    "name": "get_time", "description": "Current time in a time zone",
-    "parameters": {"type": "object", "properties": {"zone": {"type": "string"}}, "required": ["zone"]}}}
+WEATHER = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "description": "Current weather in a city",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+    },
+}
+TIME = {
+    "type": "function",
+    "function": {
+        "name": "get_time",
+        "description": "Current time in a time zone",
+        "parameters": {"type": "object", "properties": {"zone": {"type": "string"}}, "required": ["zone"]},
+    },
+}
 TOOLS = [WEATHER, TIME]
 ANSWER = "It is sunny in Oslo."
 
@@ -38,17 +48,45 @@ class Family:
 
 
 FAMILIES = {
-    "hermes": Family("hermes", "Qwen-Qwen2.5-7B-Instruct.jinja", None, "<|im_end|>",
-                     ("<|im_start|>", "<|im_end|>", "<|endoftext|>")),
-    "qwen-xml": Family("qwen-xml", "Qwen3-Coder.jinja", None, "<|im_end|>",
-                       ("<|im_start|>", "<|im_end|>", "<|endoftext|>")),
-    "mistral": Family("mistral", "mistralai-Mistral-Nemo-Instruct-2407.jinja", "<s>", "</s>",
-                      ("[INST]", "[/INST]", "[TOOL_CALLS]", "[AVAILABLE_TOOLS]", "[/AVAILABLE_TOOLS]",
-                       "[TOOL_RESULTS]", "[/TOOL_RESULTS]")),
-    "llama3": Family("llama3", "meta-llama-Llama-3.1-8B-Instruct.jinja", "<|begin_of_text|>", "<|eot_id|>",
-                     ("<|start_header_id|>", "<|end_header_id|>", "<|eom_id|>", "<|python_tag|>")),
-    "harmony": Family("harmony", "openai-gpt-oss-120b.jinja", None, "<|return|>",
-                      ("<|start|>", "<|end|>", "<|message|>", "<|channel|>", "<|constrain|>", "<|call|>")),
+    "hermes": Family(
+        "hermes",
+        "Qwen-Qwen2.5-7B-Instruct.jinja",
+        None,
+        "<|im_end|>",
+        ("<|im_start|>", "<|im_end|>", "<|endoftext|>"),
+    ),
+    "qwen-xml": Family(
+        "qwen-xml", "Qwen3-Coder.jinja", None, "<|im_end|>", ("<|im_start|>", "<|im_end|>", "<|endoftext|>")
+    ),
+    "mistral": Family(
+        "mistral",
+        "mistralai-Mistral-Nemo-Instruct-2407.jinja",
+        "<s>",
+        "</s>",
+        (
+            "[INST]",
+            "[/INST]",
+            "[TOOL_CALLS]",
+            "[AVAILABLE_TOOLS]",
+            "[/AVAILABLE_TOOLS]",
+            "[TOOL_RESULTS]",
+            "[/TOOL_RESULTS]",
+        ),
+    ),
+    "llama3": Family(
+        "llama3",
+        "meta-llama-Llama-3.1-8B-Instruct.jinja",
+        "<|begin_of_text|>",
+        "<|eot_id|>",
+        ("<|start_header_id|>", "<|end_header_id|>", "<|eom_id|>", "<|python_tag|>"),
+    ),
+    "harmony": Family(
+        "harmony",
+        "openai-gpt-oss-120b.jinja",
+        None,
+        "<|return|>",
+        ("<|start|>", "<|end|>", "<|message|>", "<|channel|>", "<|constrain|>", "<|call|>"),
+    ),
 }
 
 PARALLEL = ("hermes", "qwen-xml", "mistral", "harmony")  # Llama 3's call is the whole reply: one call
@@ -74,9 +112,16 @@ def write_family_model(folder: Path, family: str, calls: list[tuple[str, dict]],
     spec = FAMILIES[family]
     text = call_text(family, calls)
     return write_scripted_gguf(
-        folder / f"{name}.gguf", chat_template=(TEMPLATES / spec.template).read_text(encoding="utf-8"),
-        control_tokens=spec.control, user_tokens=[text], bos=spec.bos, eos=spec.eos,
-        script={text: spec.eos}, default_next=text, name=name)
+        folder / f"{name}.gguf",
+        chat_template=(TEMPLATES / spec.template).read_text(encoding="utf-8"),
+        control_tokens=spec.control,
+        user_tokens=[text],
+        bos=spec.bos,
+        eos=spec.eos,
+        script={text: spec.eos},
+        default_next=text,
+        name=name,
+    )
 
 
 def write_loop_model(folder: Path) -> Path:
@@ -85,14 +130,20 @@ def write_loop_model(folder: Path) -> Path:
     src = (TEMPLATES / FAMILIES["hermes"].template).read_text(encoding="utf-8")
     template = src.replace(
         "{{- '<|im_start|>assistant\\n' }}",
-        "{{- '<|im_start|>assistant\\n' }}{%- if messages[-1].role == 'tool' %}{{- '<|tool_done|>' }}{%- endif %}")
+        "{{- '<|im_start|>assistant\\n' }}{%- if messages[-1].role == 'tool' %}{{- '<|tool_done|>' }}{%- endif %}",
+    )
     assert template != src
     call = call_text("hermes", ONE_CALL)
     return write_scripted_gguf(
-        folder / "loop-hermes.gguf", chat_template=template, control_tokens=FAMILIES["hermes"].control,
-        user_tokens=[call, "<|tool_done|>", ANSWER], eos="<|im_end|>",
+        folder / "loop-hermes.gguf",
+        chat_template=template,
+        control_tokens=FAMILIES["hermes"].control,
+        user_tokens=[call, "<|tool_done|>", ANSWER],
+        eos="<|im_end|>",
         script={"\n": call, call: "<|im_end|>", "<|tool_done|>": ANSWER, ANSWER: "<|im_end|>"},
-        default_next="\n", name="loop-hermes")
+        default_next="\n",
+        name="loop-hermes",
+    )
 
 
 THOUGHT = "The user wants the weather, so I call the tool."
@@ -102,9 +153,15 @@ def write_thinking_model(folder: Path) -> Path:
     """Qwen3's template (Hermes with reasoning): the reply is a reasoning block, then a call."""
     text = f"<think>\n{THOUGHT}\n</think>\n\n" + call_text("hermes", ONE_CALL)
     return write_scripted_gguf(
-        folder / "think-hermes.gguf", chat_template=(TEMPLATES / "Qwen-Qwen3-0.6B.jinja").read_text(encoding="utf-8"),
-        control_tokens=FAMILIES["hermes"].control, user_tokens=[text], eos="<|im_end|>",
-        script={text: "<|im_end|>"}, default_next=text, name="think-hermes")
+        folder / "think-hermes.gguf",
+        chat_template=(TEMPLATES / "Qwen-Qwen3-0.6B.jinja").read_text(encoding="utf-8"),
+        control_tokens=FAMILIES["hermes"].control,
+        user_tokens=[text],
+        eos="<|im_end|>",
+        script={text: "<|im_end|>"},
+        default_next=text,
+        name="think-hermes",
+    )
 
 
 @pytest.fixture(scope="session")
@@ -135,13 +192,30 @@ def _start(config) -> Iterator[object]:
 def family_server(family_models) -> Iterator[object]:
     from app.server import ServerConfig
 
-    yield from _start(ServerConfig(port=0, models=[str(p) for p in family_models.values()], use_library=False,
-                                   n_ctx=4096, n_threads=1, queue_size=8))
+    yield from _start(
+        ServerConfig(
+            port=0,
+            models=[str(p) for p in family_models.values()],
+            use_library=False,
+            n_ctx=4096,
+            n_threads=1,
+            queue_size=8,
+        )
+    )
 
 
 @pytest.fixture(scope="session")
 def smol_server(smollm2_path) -> Iterator[object]:
     from app.server import ServerConfig
 
-    yield from _start(ServerConfig(port=0, models=[str(smollm2_path)], use_library=False, tool_format="hermes",
-                                   n_ctx=2048, n_threads=2, preload=str(smollm2_path)))
+    yield from _start(
+        ServerConfig(
+            port=0,
+            models=[str(smollm2_path)],
+            use_library=False,
+            tool_format="hermes",
+            n_ctx=2048,
+            n_threads=2,
+            preload=str(smollm2_path),
+        )
+    )

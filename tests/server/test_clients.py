@@ -15,8 +15,14 @@ import pytest
 from tests.server.conftest import ANSWER, FAMILIES, ONE_CALL, PARALLEL, THOUGHT, TOOLS, TWO_CALLS
 
 CASES = [(fam, ONE_CALL) for fam in FAMILIES] + [(f"{fam}-parallel", TWO_CALLS) for fam in PARALLEL]
-ANTHROPIC_TOOLS = [{"name": t["function"]["name"], "description": t["function"]["description"],
-                    "input_schema": t["function"]["parameters"]} for t in TOOLS]
+ANTHROPIC_TOOLS = [
+    {
+        "name": t["function"]["name"],
+        "description": t["function"]["description"],
+        "input_schema": t["function"]["parameters"],
+    }
+    for t in TOOLS
+]
 OLLAMA_TOOLS = TOOLS
 USER = [{"role": "user", "content": "What is the weather in Oslo?"}]
 
@@ -61,8 +67,9 @@ def test_openai_calls_stream_and_accumulate_alike(openai_client, key, expected):
     # the raw stream: each call's first delta has index, id, type and name once; then only arguments
     seen: dict[int, dict] = {}
     finish = None
-    for chunk in openai_client.chat.completions.create(model=model_id(key), messages=USER, tools=TOOLS,
-                                                       stream=True):
+    for chunk in openai_client.chat.completions.create(
+        model=model_id(key), messages=USER, tools=TOOLS, stream=True
+    ):
         if not chunk.choices:
             continue
         delta = chunk.choices[0].delta
@@ -86,8 +93,9 @@ def test_openai_calls_stream_and_accumulate_alike(openai_client, key, expected):
 
 
 def test_openai_tool_choice_none_sends_no_calls(openai_client):
-    reply = openai_client.chat.completions.create(model="call-hermes", messages=USER, tools=TOOLS,
-                                                  tool_choice="none", max_tokens=8)
+    reply = openai_client.chat.completions.create(
+        model="call-hermes", messages=USER, tools=TOOLS, tool_choice="none", max_tokens=8
+    )
     assert not reply.choices[0].message.tool_calls
     assert reply.choices[0].finish_reason in ("stop", "length")
 
@@ -97,14 +105,16 @@ def test_a_call_to_an_undeclared_tool_comes_back_as_text(openai_client, anthropi
     c = reply.choices[0]
     assert not c.message.tool_calls and c.finish_reason == "stop"
     assert '"name": "get_weather"' in c.message.content  # what the model wrote is not lost
-    msg = anthropic_client.messages.create(model="call-hermes", max_tokens=64, messages=USER,
-                                           tools=ANTHROPIC_TOOLS[1:])
+    msg = anthropic_client.messages.create(
+        model="call-hermes", max_tokens=64, messages=USER, tools=ANTHROPIC_TOOLS[1:]
+    )
     assert msg.stop_reason == "end_turn" and [b.type for b in msg.content] == ["text"]
 
 
 def test_openai_parallel_off_returns_one_call(openai_client):
-    reply = openai_client.chat.completions.create(model="call-hermes-parallel", messages=USER, tools=TOOLS,
-                                                  parallel_tool_calls=False)
+    reply = openai_client.chat.completions.create(
+        model="call-hermes-parallel", messages=USER, tools=TOOLS, parallel_tool_calls=False
+    )
     assert [c.function.name for c in reply.choices[0].message.tool_calls] == ["get_weather"]
     assert reply.choices[0].finish_reason == "tool_calls"
 
@@ -113,10 +123,19 @@ def test_openai_loop_call_result_answer_with_usage(openai_client):
     msgs = [{"role": "system", "content": "Be brief."}, *USER]
     first = openai_client.chat.completions.create(model="loop-hermes", messages=msgs, tools=TOOLS)
     call = first.choices[0].message.tool_calls[0]
-    msgs += [first.choices[0].message.model_dump(exclude_none=True),
-             {"role": "tool", "tool_call_id": call.id, "content": "sunny, 21 C"}]
-    chunks = list(openai_client.chat.completions.create(model="loop-hermes", messages=msgs, tools=TOOLS,
-                                                        stream=True, stream_options={"include_usage": True}))
+    msgs += [
+        first.choices[0].message.model_dump(exclude_none=True),
+        {"role": "tool", "tool_call_id": call.id, "content": "sunny, 21 C"},
+    ]
+    chunks = list(
+        openai_client.chat.completions.create(
+            model="loop-hermes",
+            messages=msgs,
+            tools=TOOLS,
+            stream=True,
+            stream_options={"include_usage": True},
+        )
+    )
     text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
     assert text == ANSWER
     usage = chunks[-1].usage
@@ -128,11 +147,22 @@ def test_openai_loop_call_result_answer_with_usage(openai_client):
 def test_openai_client_ids_reach_a_mistral_template(openai_client):
     """Mistral's template accepts only 9-alphanumeric call ids and strictly alternating turns: the
     client's own ids and two user turns in a row still render."""
-    msgs = [{"role": "user", "content": "Hi."}, {"role": "user", "content": "Weather in Oslo?"},
-            {"role": "assistant", "content": None, "tool_calls": [
-                {"id": "call_client-chosen-id-1", "type": "function",
-                 "function": {"name": "get_weather", "arguments": '{"city": "Oslo"}'}}]},
-            {"role": "tool", "tool_call_id": "call_client-chosen-id-1", "content": "sunny"}]
+    msgs = [
+        {"role": "user", "content": "Hi."},
+        {"role": "user", "content": "Weather in Oslo?"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "call_client-chosen-id-1",
+                    "type": "function",
+                    "function": {"name": "get_weather", "arguments": '{"city": "Oslo"}'},
+                }
+            ],
+        },
+        {"role": "tool", "tool_call_id": "call_client-chosen-id-1", "content": "sunny"},
+    ]
     reply = openai_client.chat.completions.create(model="call-mistral", messages=msgs, tools=TOOLS)
     assert reply.choices[0].message.tool_calls[0].function.name == "get_weather"
 
@@ -140,10 +170,16 @@ def test_openai_client_ids_reach_a_mistral_template(openai_client):
 def test_openai_completions_and_models(openai_client):
     ids = [m.id for m in openai_client.models.list()]
     assert "call-hermes" in ids and "loop-hermes" in ids
-    done = openai_client.completions.create(model="loop-hermes", prompt="<|im_start|>assistant\n", max_tokens=4)
+    done = openai_client.completions.create(
+        model="loop-hermes", prompt="<|im_start|>assistant\n", max_tokens=4
+    )
     assert done.choices[0].text.startswith("<tool_call>")
-    streamed = "".join(c.choices[0].text for c in openai_client.completions.create(
-        model="loop-hermes", prompt="<|im_start|>assistant\n", max_tokens=4, stream=True))
+    streamed = "".join(
+        c.choices[0].text
+        for c in openai_client.completions.create(
+            model="loop-hermes", prompt="<|im_start|>assistant\n", max_tokens=4, stream=True
+        )
+    )
     assert streamed == done.choices[0].text
 
 
@@ -152,14 +188,18 @@ def test_openai_completions_and_models(openai_client):
 
 @pytest.mark.parametrize(("key", "expected"), CASES)
 def test_anthropic_calls_stream_in_order_and_accumulate(anthropic_client, key, expected):
-    plain = anthropic_client.messages.create(model=model_id(key), max_tokens=256, messages=USER,
-                                             tools=ANTHROPIC_TOOLS)
+    plain = anthropic_client.messages.create(
+        model=model_id(key), max_tokens=256, messages=USER, tools=ANTHROPIC_TOOLS
+    )
     assert plain.stop_reason == "tool_use"
     got = [(b.name, b.input) for b in plain.content if b.type == "tool_use"]
     assert got == expected
 
-    events = list(anthropic_client.messages.create(model=model_id(key), max_tokens=256, messages=USER,
-                                                   tools=ANTHROPIC_TOOLS, stream=True))
+    events = list(
+        anthropic_client.messages.create(
+            model=model_id(key), max_tokens=256, messages=USER, tools=ANTHROPIC_TOOLS, stream=True
+        )
+    )
     kinds = [e.type for e in events]
     assert kinds[0] == "message_start" and kinds[-2:] == ["message_delta", "message_stop"]
     opened = [e.index for e in events if e.type == "content_block_start"]
@@ -176,31 +216,47 @@ def test_anthropic_calls_stream_in_order_and_accumulate(anthropic_client, key, e
             stack = None
     assert events[-2].delta.stop_reason == "tool_use"
 
-    with anthropic_client.messages.stream(model=model_id(key), max_tokens=256, messages=USER,
-                                          tools=ANTHROPIC_TOOLS) as stream:
+    with anthropic_client.messages.stream(
+        model=model_id(key), max_tokens=256, messages=USER, tools=ANTHROPIC_TOOLS
+    ) as stream:
         final = stream.get_final_message()
     assert [(b.name, b.input) for b in final.content if b.type == "tool_use"] == expected
 
 
 def test_anthropic_loop_with_block_system_and_beta_query(family_server, anthropic_client):
-    first = anthropic_client.messages.create(model="loop-hermes", max_tokens=64, messages=USER,
-                                             tools=ANTHROPIC_TOOLS, system=[{"type": "text", "text": "Be brief."}])
+    first = anthropic_client.messages.create(
+        model="loop-hermes",
+        max_tokens=64,
+        messages=USER,
+        tools=ANTHROPIC_TOOLS,
+        system=[{"type": "text", "text": "Be brief."}],
+    )
     use = next(b for b in first.content if b.type == "tool_use")
     assert use.id.startswith("toolu_")
-    msgs = [*USER, {"role": "assistant", "content": [b.model_dump() for b in first.content]},
-            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": use.id, "content": "sunny"}]}]
-    second = anthropic_client.beta.messages.create(model="loop-hermes", max_tokens=64, messages=msgs,
-                                                   tools=ANTHROPIC_TOOLS, system="Be brief.")
+    msgs = [
+        *USER,
+        {"role": "assistant", "content": [b.model_dump() for b in first.content]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": use.id, "content": "sunny"}]},
+    ]
+    second = anthropic_client.beta.messages.create(
+        model="loop-hermes", max_tokens=64, messages=msgs, tools=ANTHROPIC_TOOLS, system="Be brief."
+    )
     assert second.stop_reason == "end_turn"
     assert [b.text for b in second.content if b.type == "text"] == [ANSWER]
-    counted = anthropic_client.messages.count_tokens(model="loop-hermes", messages=msgs, tools=ANTHROPIC_TOOLS)
+    counted = anthropic_client.messages.count_tokens(
+        model="loop-hermes", messages=msgs, tools=ANTHROPIC_TOOLS
+    )
     assert counted.input_tokens > 10
 
 
 def test_anthropic_single_tool_choice(anthropic_client):
     reply = anthropic_client.messages.create(
-        model="call-harmony-parallel", max_tokens=256, messages=USER, tools=ANTHROPIC_TOOLS,
-        tool_choice={"type": "auto", "disable_parallel_tool_use": True})
+        model="call-harmony-parallel",
+        max_tokens=256,
+        messages=USER,
+        tools=ANTHROPIC_TOOLS,
+        tool_choice={"type": "auto", "disable_parallel_tool_use": True},
+    )
     assert [b.name for b in reply.content if b.type == "tool_use"] == ["get_weather"]
 
 
@@ -229,45 +285,68 @@ def test_ollama_loop_and_model_listing(ollama_client):
     assert "loop-hermes" in names
     shown = ollama_client.show("call-hermes")
     assert "tools" in (shown.capabilities or [])
-    gen = ollama_client.generate(model="loop-hermes", prompt="<|im_start|>assistant\n", raw=True,
-                                 options={"num_predict": 3}, stream=False)
+    gen = ollama_client.generate(
+        model="loop-hermes",
+        prompt="<|im_start|>assistant\n",
+        raw=True,
+        options={"num_predict": 3},
+        stream=False,
+    )
     assert gen.response.startswith("<tool_call>") and gen.done
 
 
 # -- reasoning and stop sequences ------------------------------------------------------------------
 
 
-def test_reasoning_comes_back_in_each_api_and_is_accepted_back(openai_client, anthropic_client, ollama_client):
+def test_reasoning_comes_back_in_each_api_and_is_accepted_back(
+    openai_client, anthropic_client, ollama_client
+):
     reply = openai_client.chat.completions.create(model="think-hermes", messages=USER, tools=TOOLS)
     message = reply.choices[0].message
     assert message.model_extra["reasoning_content"].strip() == THOUGHT
     assert message.tool_calls[0].function.name == "get_weather" and not (message.content or "").strip()
-    chunks = list(openai_client.chat.completions.create(model="think-hermes", messages=USER, tools=TOOLS,
-                                                        stream=True))
-    streamed = "".join((c.choices[0].delta.model_extra or {}).get("reasoning_content") or ""
-                       for c in chunks if c.choices)
+    chunks = list(
+        openai_client.chat.completions.create(model="think-hermes", messages=USER, tools=TOOLS, stream=True)
+    )
+    streamed = "".join(
+        (c.choices[0].delta.model_extra or {}).get("reasoning_content") or "" for c in chunks if c.choices
+    )
     assert streamed == message.model_extra["reasoning_content"]
     # the assistant turn goes back with its reasoning (Qwen3's template reads reasoning_content)
-    again = openai_client.chat.completions.create(model="think-hermes", tools=TOOLS, messages=[
-        *USER, message.model_dump(exclude_none=True),
-        {"role": "tool", "tool_call_id": message.tool_calls[0].id, "content": "sunny"}])
+    again = openai_client.chat.completions.create(
+        model="think-hermes",
+        tools=TOOLS,
+        messages=[
+            *USER,
+            message.model_dump(exclude_none=True),
+            {"role": "tool", "tool_call_id": message.tool_calls[0].id, "content": "sunny"},
+        ],
+    )
     assert again.choices[0].finish_reason == "tool_calls"
 
-    with anthropic_client.messages.stream(model="think-hermes", max_tokens=256, messages=USER,
-                                          tools=ANTHROPIC_TOOLS) as stream:
+    with anthropic_client.messages.stream(
+        model="think-hermes", max_tokens=256, messages=USER, tools=ANTHROPIC_TOOLS
+    ) as stream:
         final = stream.get_final_message()
     assert [b.type for b in final.content] == ["thinking", "tool_use"]
     assert final.content[0].thinking.strip() == THOUGHT
 
-    chat = ollama_client.chat(model="think-hermes", messages=USER, tools=OLLAMA_TOOLS, stream=False, think=True)
+    chat = ollama_client.chat(
+        model="think-hermes", messages=USER, tools=OLLAMA_TOOLS, stream=False, think=True
+    )
     assert chat.message.thinking.strip() == THOUGHT and chat.message.tool_calls
 
 
 def test_stop_sequences_cut_the_reply(openai_client, anthropic_client):
     first = openai_client.chat.completions.create(model="loop-hermes", messages=USER, tools=TOOLS)
     call = first.choices[0].message.tool_calls[0]
-    msgs = [*USER, first.choices[0].message.model_dump(exclude_none=True),
-            {"role": "tool", "tool_call_id": call.id, "content": "sunny"}]
-    cut = openai_client.chat.completions.create(model="loop-hermes", messages=msgs, tools=TOOLS, stop=["sunny"])
-    assert cut.choices[0].message.content == ANSWER[:ANSWER.index("sunny")]
+    msgs = [
+        *USER,
+        first.choices[0].message.model_dump(exclude_none=True),
+        {"role": "tool", "tool_call_id": call.id, "content": "sunny"},
+    ]
+    cut = openai_client.chat.completions.create(
+        model="loop-hermes", messages=msgs, tools=TOOLS, stop=["sunny"]
+    )
+    assert cut.choices[0].message.content == ANSWER[: ANSWER.index("sunny")]
     assert cut.choices[0].finish_reason == "stop"

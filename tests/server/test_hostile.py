@@ -34,11 +34,27 @@ def guarded(tmp_path_factory) -> Iterator[Any]:
 
     folder = tmp_path_factory.mktemp("guarded")
     loop = write_loop_model(folder)
-    talker = write_scripted_gguf(folder / "talker.gguf", chat_template=CHATML, script=streaming_script(),
-                                 default_next="a", name="talker")
-    server = ApiServer(ServerConfig(port=0, models=[str(loop), str(talker)], use_library=False, api_key=KEY,
-                                    max_body_bytes=LIMIT, n_ctx=2048, queue_size=2, n_threads=1,
-                                    cors_origins=[ORIGIN], max_tokens_limit=4096))
+    talker = write_scripted_gguf(
+        folder / "talker.gguf",
+        chat_template=CHATML,
+        script=streaming_script(),
+        default_next="a",
+        name="talker",
+    )
+    server = ApiServer(
+        ServerConfig(
+            port=0,
+            models=[str(loop), str(talker)],
+            use_library=False,
+            api_key=KEY,
+            max_body_bytes=LIMIT,
+            n_ctx=2048,
+            queue_size=2,
+            n_threads=1,
+            cors_origins=[ORIGIN],
+            max_tokens_limit=4096,
+        )
+    )
     server.start()
     yield server
     server.stop()
@@ -75,81 +91,238 @@ class Case:
 
 
 CASES = [
-    Case("broken JSON (OpenAI)", "/v1/chat/completions", b'{"model": "x", "messages": [', 400, "not valid JSON"),
+    Case(
+        "broken JSON (OpenAI)", "/v1/chat/completions", b'{"model": "x", "messages": [', 400, "not valid JSON"
+    ),
     Case("broken JSON (Anthropic)", "/v1/messages", b"{'single': 'quotes'}", 400, "not valid JSON"),
     Case("broken JSON (Ollama)", "/api/chat", b"{,}", 400, "not valid JSON"),
     Case("body is an array", "/v1/chat/completions", b"[1, 2]", 400, "must be a JSON object"),
     Case("empty body", "/v1/messages", b"", 400, "empty"),
     Case("not UTF-8", "/v1/chat/completions", b'{"model": "\xff\xfe"}', 400, "UTF-8"),
     Case("nested too deeply", "/v1/chat/completions", deep(30000), 400, "nested"),
-    Case("messages not an array", "/v1/chat/completions", chat(messages="hi"), 400, "messages must be an array"),
+    Case(
+        "messages not an array", "/v1/chat/completions", chat(messages="hi"), 400, "messages must be an array"
+    ),
     Case("no messages", "/v1/chat/completions", chat(messages=[]), 400, "at least one message"),
-    Case("unknown role", "/v1/chat/completions", chat(messages=[{"role": "wizard", "content": "x"}]), 400,
-         "'wizard'"),
-    Case("content is a number", "/v1/chat/completions", chat(messages=[{"role": "user", "content": 5}]), 400,
-         "content must be a string"),
-    Case("unknown content part", "/v1/chat/completions",
-         chat(messages=[{"role": "user", "content": [{"type": "hologram"}]}]), 400, "unknown type"),
-    Case("image part", "/v1/chat/completions", chat(messages=[{"role": "user", "content": [
-        {"type": "image_url", "image_url": {"url": "data:,"}}]}]), 400, "text only"),
-    Case("tool result without a call (OpenAI)", "/v1/chat/completions", chat(messages=[
-        {"role": "user", "content": "hi"}, {"role": "tool", "tool_call_id": "call_1", "content": "x"}]), 400,
-         "no assistant message"),
-    Case("tool_result without tool_use (Anthropic)", "/v1/messages", msg(messages=[{"role": "user", "content": [
-        {"type": "tool_result", "tool_use_id": "toolu_1", "content": "x"}]}]), 400, "no earlier"),
-    Case("tool result without a call (Ollama)", "/api/chat", {**OK_OLLAMA, "messages": [
-        {"role": "user", "content": "hi"}, {"role": "tool", "content": "x"}]}, 400, "tool result"),
-    Case("call arguments not JSON", "/v1/chat/completions", chat(messages=[
-        {"role": "user", "content": "hi"}, {"role": "assistant", "tool_calls": [
-            {"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": "{oops"}}]}]),
-         400, "not valid JSON"),
+    Case(
+        "unknown role",
+        "/v1/chat/completions",
+        chat(messages=[{"role": "wizard", "content": "x"}]),
+        400,
+        "'wizard'",
+    ),
+    Case(
+        "content is a number",
+        "/v1/chat/completions",
+        chat(messages=[{"role": "user", "content": 5}]),
+        400,
+        "content must be a string",
+    ),
+    Case(
+        "unknown content part",
+        "/v1/chat/completions",
+        chat(messages=[{"role": "user", "content": [{"type": "hologram"}]}]),
+        400,
+        "unknown type",
+    ),
+    Case(
+        "image part",
+        "/v1/chat/completions",
+        chat(messages=[{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "data:,"}}]}]),
+        400,
+        "text only",
+    ),
+    Case(
+        "tool result without a call (OpenAI)",
+        "/v1/chat/completions",
+        chat(
+            messages=[
+                {"role": "user", "content": "hi"},
+                {"role": "tool", "tool_call_id": "call_1", "content": "x"},
+            ]
+        ),
+        400,
+        "no assistant message",
+    ),
+    Case(
+        "tool_result without tool_use (Anthropic)",
+        "/v1/messages",
+        msg(
+            messages=[
+                {
+                    "role": "user",
+                    "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "x"}],
+                }
+            ]
+        ),
+        400,
+        "no earlier",
+    ),
+    Case(
+        "tool result without a call (Ollama)",
+        "/api/chat",
+        {**OK_OLLAMA, "messages": [{"role": "user", "content": "hi"}, {"role": "tool", "content": "x"}]},
+        400,
+        "tool result",
+    ),
+    Case(
+        "call arguments not JSON",
+        "/v1/chat/completions",
+        chat(
+            messages=[
+                {"role": "user", "content": "hi"},
+                {
+                    "role": "assistant",
+                    "tool_calls": [
+                        {
+                            "id": "c1",
+                            "type": "function",
+                            "function": {"name": "get_weather", "arguments": "{oops"},
+                        }
+                    ],
+                },
+            ]
+        ),
+        400,
+        "not valid JSON",
+    ),
     Case("tools is a string", "/v1/chat/completions", chat(tools="all"), 400, "tools must be an array"),
-    Case("unknown tool type", "/v1/chat/completions", chat(tools=[{"type": "retrieval"}]), 400,
-         "only 'function'"),
-    Case("bad tool name", "/v1/chat/completions", chat(tools=[{"type": "function", "function": {
-        "name": "rm -rf /"}}]), 400, "not a valid tool name"),
-    Case("named tool not declared", "/v1/chat/completions",
-         chat(tool_choice={"type": "function", "function": {"name": "launch"}}), 400, "'launch'"),
+    Case(
+        "unknown tool type",
+        "/v1/chat/completions",
+        chat(tools=[{"type": "retrieval"}]),
+        400,
+        "only 'function'",
+    ),
+    Case(
+        "bad tool name",
+        "/v1/chat/completions",
+        chat(tools=[{"type": "function", "function": {"name": "rm -rf /"}}]),
+        400,
+        "not a valid tool name",
+    ),
+    Case(
+        "named tool not declared",
+        "/v1/chat/completions",
+        chat(tool_choice={"type": "function", "function": {"name": "launch"}}),
+        400,
+        "'launch'",
+    ),
     Case("tool_choice a number", "/v1/chat/completions", chat(tool_choice=3), 400, "tool_choice must be"),
-    Case("required without tools", "/v1/chat/completions", chat(tools=None, tool_choice="required"), 400,
-         "needs tools"),
-    Case("Anthropic undeclared tool", "/v1/messages", msg(tool_choice={"type": "tool", "name": "launch"}), 400,
-         "'launch'"),
-    Case("Anthropic server tool", "/v1/messages", msg(tools=[{"type": "web_search_20250305", "name": "w"}]),
-         400, "server tool"),
+    Case(
+        "required without tools",
+        "/v1/chat/completions",
+        chat(tools=None, tool_choice="required"),
+        400,
+        "needs tools",
+    ),
+    Case(
+        "Anthropic undeclared tool",
+        "/v1/messages",
+        msg(tool_choice={"type": "tool", "name": "launch"}),
+        400,
+        "'launch'",
+    ),
+    Case(
+        "Anthropic server tool",
+        "/v1/messages",
+        msg(tools=[{"type": "web_search_20250305", "name": "w"}]),
+        400,
+        "server tool",
+    ),
     Case("max_tokens zero", "/v1/chat/completions", chat(max_tokens=0), 400, "at least 1"),
     Case("max_tokens past the bound", "/v1/chat/completions", chat(max_tokens=10**9), 400, "at most 4096"),
     Case("max_tokens a string", "/v1/chat/completions", chat(max_tokens="many"), 400, "must be an integer"),
     Case("temperature out of range", "/v1/chat/completions", chat(temperature=7), 400, "between"),
     Case("stream not a boolean", "/v1/chat/completions", chat(stream="yes"), 400, "true or false"),
     Case("n = 2", "/v1/chat/completions", chat(n=2), 400, "n must be 1"),
-    Case("bad response_format", "/v1/chat/completions", chat(response_format={"type": "xml"}), 400,
-         "response_format"),
-    Case("unschemable response schema", "/v1/chat/completions", chat(
-        tools=None, response_format={"type": "json_schema", "json_schema": {"schema": {"$ref": "#/nowhere"}}}),
-         400, "constraint"),
-    Case("Anthropic without max_tokens", "/v1/messages", {"model": "loop-hermes", "messages": [
-        {"role": "user", "content": "hi"}]}, 400, "max_tokens is required"),
-    Case("Anthropic system role in messages", "/v1/messages", msg(messages=[{"role": "system", "content": "x"}]),
-         400, "top-level system"),
-    Case("context overflow", "/v1/chat/completions", chat(messages=[{"role": "user", "content": "x" * 9000}]),
-         400, "context holds"),
-    Case("context overflow, streamed", "/v1/chat/completions", chat(
-        stream=True, messages=[{"role": "user", "content": "x" * 9000}]), 400, "context holds"),
-    Case("context overflow (Anthropic stream)", "/v1/messages", msg(
-        stream=True, messages=[{"role": "user", "content": "x" * 9000}]), 400, "context holds"),
+    Case(
+        "bad response_format",
+        "/v1/chat/completions",
+        chat(response_format={"type": "xml"}),
+        400,
+        "response_format",
+    ),
+    Case(
+        "unschemable response schema",
+        "/v1/chat/completions",
+        chat(
+            tools=None,
+            response_format={"type": "json_schema", "json_schema": {"schema": {"$ref": "#/nowhere"}}},
+        ),
+        400,
+        "constraint",
+    ),
+    Case(
+        "Anthropic without max_tokens",
+        "/v1/messages",
+        {"model": "loop-hermes", "messages": [{"role": "user", "content": "hi"}]},
+        400,
+        "max_tokens is required",
+    ),
+    Case(
+        "Anthropic system role in messages",
+        "/v1/messages",
+        msg(messages=[{"role": "system", "content": "x"}]),
+        400,
+        "top-level system",
+    ),
+    Case(
+        "context overflow",
+        "/v1/chat/completions",
+        chat(messages=[{"role": "user", "content": "x" * 9000}]),
+        400,
+        "context holds",
+    ),
+    Case(
+        "context overflow, streamed",
+        "/v1/chat/completions",
+        chat(stream=True, messages=[{"role": "user", "content": "x" * 9000}]),
+        400,
+        "context holds",
+    ),
+    Case(
+        "context overflow (Anthropic stream)",
+        "/v1/messages",
+        msg(stream=True, messages=[{"role": "user", "content": "x" * 9000}]),
+        400,
+        "context holds",
+    ),
     Case("unknown model", "/v1/chat/completions", chat(model="gpt-17"), 404, "loop-hermes"),
     Case("unknown model (Ollama)", "/api/chat", {**OK_OLLAMA, "model": "llama9"}, 404, "available models"),
     Case("huge body", "/v1/chat/completions", b'{"x": "' + b"a" * (LIMIT * 2) + b'"}', 413, "limit"),
     Case("foreign Host", "/v1/chat/completions", chat(), 403, "Host", headers={"Host": "evil.example:8453"}),
-    Case("rebinding Host without port", "/v1/models", None, 403, "Host", method="GET",
-         headers={"Host": "attacker.test"}),
-    Case("web origin not allowed", "/v1/chat/completions", chat(), 403, "origin",
-         headers={"Origin": "http://evil.example"}),
+    Case(
+        "rebinding Host without port",
+        "/v1/models",
+        None,
+        403,
+        "Host",
+        method="GET",
+        headers={"Host": "attacker.test"},
+    ),
+    Case(
+        "web origin not allowed",
+        "/v1/chat/completions",
+        chat(),
+        403,
+        "origin",
+        headers={"Origin": "http://evil.example"},
+    ),
     Case("missing API key", "/v1/chat/completions", chat(), 401, "API key is required", auth=False),
-    Case("wrong API key", "/v1/messages", msg(), 401, "not valid", auth=False, headers={"x-api-key": "guess"}),
-    Case("wrong bearer (Ollama)", "/api/tags", None, 401, "not valid", method="GET", auth=False,
-         headers={"Authorization": "Bearer nope"}),
+    Case(
+        "wrong API key", "/v1/messages", msg(), 401, "not valid", auth=False, headers={"x-api-key": "guess"}
+    ),
+    Case(
+        "wrong bearer (Ollama)",
+        "/api/tags",
+        None,
+        401,
+        "not valid",
+        method="GET",
+        auth=False,
+        headers={"Authorization": "Bearer nope"},
+    ),
     Case("GET on a POST endpoint", "/v1/chat/completions", None, 405, "not allowed", method="GET"),
     Case("no such endpoint", "/v1/engines/davinci", None, 404, "no endpoint", method="GET"),
 ]
@@ -195,15 +368,21 @@ def test_chunked_body_past_the_limit(http):
 
 
 def test_allowed_origin_gets_cors_and_preflight(http):
-    pre = http.options("/v1/chat/completions", headers={"Origin": ORIGIN, "Access-Control-Request-Method": "POST"})
+    pre = http.options(
+        "/v1/chat/completions", headers={"Origin": ORIGIN, "Access-Control-Request-Method": "POST"}
+    )
     assert pre.status_code == 204 and pre.headers["access-control-allow-origin"] == ORIGIN
     r = http.post("/v1/chat/completions", json=chat(max_tokens=4), headers={**AUTH, "Origin": ORIGIN})
     assert r.status_code == 200 and r.headers["access-control-allow-origin"] == ORIGIN
 
 
 def test_disconnect_mid_stream_cancels_the_generation(guarded, http):
-    body = {"model": "talker", "max_tokens": 4000, "stream": True,
-            "messages": [{"role": "user", "content": "talk"}]}
+    body = {
+        "model": "talker",
+        "max_tokens": 4000,
+        "stream": True,
+        "messages": [{"role": "user", "content": "talk"}],
+    }
     with http.stream("POST", "/v1/chat/completions", json=body, headers=AUTH) as r:
         assert r.status_code == 200
         lines = r.iter_lines()
@@ -247,7 +426,10 @@ def test_twenty_concurrent_clients(guarded, http):
 
 
 def test_still_answers_after_all_that(http):
-    for path, body in (("/v1/chat/completions", chat(max_tokens=8)), ("/v1/messages", msg()),
-                       ("/api/chat", OK_OLLAMA)):
+    for path, body in (
+        ("/v1/chat/completions", chat(max_tokens=8)),
+        ("/v1/messages", msg()),
+        ("/api/chat", OK_OLLAMA),
+    ):
         r = http.post(path, json=body, headers={"x-api-key": KEY})
         assert r.status_code == 200, r.text

@@ -16,16 +16,24 @@ import httpx
 from tests.server.conftest import TOOLS
 
 REPO = Path(__file__).resolve().parents[2]
-PROBE = ("import sys, runpy; sys.argv = ['app'] + sys.argv[1:]\n"
-         "import app.server._app, app.server._openai, app.server._anthropic, app.server._ollama, app.cli\n"
-         "assert 'PySide6' not in sys.modules, 'Qt was imported'\n"
-         "runpy.run_module('app', run_name='__main__')\n")
+PROBE = (
+    "import sys, runpy; sys.argv = ['app'] + sys.argv[1:]\n"
+    "import app.server._app, app.server._openai, app.server._anthropic, app.server._ollama, app.cli\n"
+    "assert 'PySide6' not in sys.modules, 'Qt was imported'\n"
+    "runpy.run_module('app', run_name='__main__')\n"
+)
 
 
 def _serve(*args: str) -> subprocess.Popen:
     env = dict(os.environ, PYTHONUNBUFFERED="1")
-    return subprocess.Popen([sys.executable, "-c", PROBE, "serve", *args], cwd=REPO, env=env,
-                            stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
+    return subprocess.Popen(
+        [sys.executable, "-c", PROBE, "serve", *args],
+        cwd=REPO,
+        env=env,
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        text=True,
+    )
 
 
 def test_serve_answers_and_stops(family_models):
@@ -38,8 +46,11 @@ def test_serve_answers_and_stops(family_models):
                 url = m.group(1)
                 break
         assert url, "the server did not say where it listens"
-        r = httpx.post(url + "/v1/chat/completions", timeout=60, json={
-            "model": "loop-hermes", "messages": [{"role": "user", "content": "hi"}], "tools": TOOLS})
+        r = httpx.post(
+            url + "/v1/chat/completions",
+            timeout=60,
+            json={"model": "loop-hermes", "messages": [{"role": "user", "content": "hi"}], "tools": TOOLS},
+        )
         assert r.status_code == 200 and r.json()["choices"][0]["finish_reason"] == "tool_calls"
         line = proc.stderr.readline()
         assert line.startswith("POST /v1/chat/completions 200 loop-hermes") and "1 call(s)" in line

@@ -423,7 +423,7 @@ def test_shared_between_threads(h):
                 m = h.begin_assistant_message(c.id)
                 h.update_partial(m.id, f"w{n}-{i}")
                 h.finish_message(m.id)
-        except BaseException as exc:  # pragma: no cover - reported below
+        except BaseException as exc:  # noqa: BLE001 - any failure of a writer thread is reported below
             errors.append(exc)
 
     threads = [threading.Thread(target=worker, args=(n,)) for n in range(4)]
@@ -487,9 +487,7 @@ def test_engine_messages_round_trip():
             "assistant",
             "",
             reasoning="need the tool",
-            tool_calls=[
-                ToolCall("call00001", "weather", {"city": "Oslo"}, raw="<tool_call>{}</tool_call>")
-            ],
+            tool_calls=[ToolCall("call00001", "weather", {"city": "Oslo"}, raw="<tool_call>{}</tool_call>")],
         ),
         Message("tool", "-3 C, snow", tool_call_id="call00001", name="weather"),
         Message("assistant", "It is -3 C and snowing."),

@@ -18,8 +18,12 @@ def test_notices_are_saved_with_the_message_and_survive_reopening(tmp_path):
         h.add_notice(partial.id, "no_tool_format", "No tool format found.", "chat.tool_format")
         h.add_notice(partial.id, "no_tool_format", "again")  # one per code
         h.add_notice(partial.id, "no_chat_template", "No chat template.")
-        done = h.append_message(c.id, "assistant", "final",
-                                notices=[{"code": "tool_format_override", "message": "m", "setting": "chat.tool_format"}])
+        done = h.append_message(
+            c.id,
+            "assistant",
+            "final",
+            notices=[{"code": "tool_format_override", "message": "m", "setting": "chat.tool_format"}],
+        )
         plain = h.append_message(c.id, "assistant", "no notices")
     with History(p) as h:  # a restart
         msgs = {m.id: m for m in h.load_conversation(c.id).messages}
@@ -29,7 +33,8 @@ def test_notices_are_saved_with_the_message_and_survive_reopening(tmp_path):
         ]
         assert msgs[partial.id].status == "interrupted"  # the writer is gone: recovered, notices kept
         assert h.get_message(done.id).notices == [
-            {"code": "tool_format_override", "message": "m", "setting": "chat.tool_format"}]
+            {"code": "tool_format_override", "message": "m", "setting": "chat.tool_format"}
+        ]
         assert msgs[plain.id].notices == []
         assert msgs[done.id].to_dict()["notices"][0]["code"] == "tool_format_override"
 
@@ -58,8 +63,10 @@ def test_database_from_before_the_notices_migration_is_upgraded(tmp_path):
         fn(db)
         db.execute("INSERT INTO migrations VALUES (?, 1.0)", (name,))
     db.execute("INSERT INTO conversations (id, title, created, updated) VALUES (1, 'old', 1, 1)")
-    db.execute("INSERT INTO messages (conversation_id, position, role, content, created) "
-               "VALUES (1, 0, 'assistant', 'kept', 2)")
+    db.execute(
+        "INSERT INTO messages (conversation_id, position, role, content, created) "
+        "VALUES (1, 0, 'assistant', 'kept', 2)"
+    )
     db.close()
     with History(p) as h:
         assert h.applied_migrations == names[k:]  # the notices migration and those after it

@@ -193,10 +193,10 @@ class _Handler(BaseHTTPRequestHandler):
                 if path == "/api/models":
                     return self._list_models(query)
                 if path.startswith("/api/models/") and "/tree/" in path:
-                    return self._tree(path[len("/api/models/"):])
+                    return self._tree(path[len("/api/models/") :])
                 return self._error(404, "Not found")
             if path.startswith("/_cdn/"):
-                return self._serve_file(path[len("/_cdn/"):])
+                return self._serve_file(path[len("/_cdn/") :])
             if "/resolve/" in path:
                 return self._resolve(path.lstrip("/"))
             return self._error(404, "Not found")
@@ -210,7 +210,8 @@ class _Handler(BaseHTTPRequestHandler):
         limit = int((query.get("limit") or ["1000"])[0])
         sort = (query.get("sort") or [""])[0]
         repos = [
-            r for r in self.hub.repos.values()
+            r
+            for r in self.hub.repos.values()
             if search in r.repo_id.lower() and all(f in r.tags for f in filters)
         ]
         if sort in ("downloads", "likes"):
@@ -236,7 +237,7 @@ class _Handler(BaseHTTPRequestHandler):
     def _split_repo(self, rest: str) -> tuple[HubRepo | None, str]:
         for repo_id, repo in self.hub.repos.items():
             if rest.startswith(repo_id + "/"):
-                return repo, rest[len(repo_id) + 1:]
+                return repo, rest[len(repo_id) + 1 :]
         return None, rest
 
     def _tree(self, rest: str) -> None:
@@ -279,7 +280,9 @@ class _Handler(BaseHTTPRequestHandler):
             return self._error(status, f"fake hub fault {status}")
         if filename.endswith(".gguf"):
             self.send_response(302)
-            self.send_header("Location", f"{self.hub.cdn_origin or ''}/_cdn/{quote(repo.repo_id)}/{quote(filename)}")
+            self.send_header(
+                "Location", f"{self.hub.cdn_origin or ''}/_cdn/{quote(repo.repo_id)}/{quote(filename)}"
+            )
             self.send_header("X-Repo-Commit", COMMIT)
             self.send_header("X-Linked-Etag", f'"{_sha256(data)}"')
             self.send_header("X-Linked-Size", str(repo.declared_sizes.get(filename, len(data))))
@@ -321,13 +324,15 @@ class _Handler(BaseHTTPRequestHandler):
     def _send_bytes(self, repo: HubRepo, filename: str, data: bytes) -> None:
         hub = self.hub
         if filename in hub.corrupt and data:
-            data = bytes([data[0] ^ 0xFF]) + data[1:-1] + bytes([data[-1] ^ 0xFF]) if len(data) > 1 else b"\x00"
+            data = (
+                bytes([data[0] ^ 0xFF]) + data[1:-1] + bytes([data[-1] ^ 0xFF]) if len(data) > 1 else b"\x00"
+            )
         if filename in hub.endless or filename in hub.short_bodies:
             return self._send_misbehaving(filename, data)
         start = 0
         rng = self.headers.get("Range")
         if rng and rng.startswith("bytes="):
-            first = rng[len("bytes="):].split("-", 1)[0]
+            first = rng[len("bytes=") :].split("-", 1)[0]
             start = int(first) if first else 0
             if start >= len(data):
                 self.send_response(416)
@@ -365,7 +370,7 @@ class _Handler(BaseHTTPRequestHandler):
                 end = min(end, drop)
             if hold is not None and start + sent < hold:
                 end = min(end, hold - start)
-            piece = body[sent:min(sent + chunk, end)]
+            piece = body[sent : min(sent + chunk, end)]
             self.wfile.write(piece)
             sent += len(piece)
             if hub.throttle_bps:

@@ -22,8 +22,21 @@ from pathlib import Path
 __all__ = ["STATES", "main", "render_all"]
 
 REPO = Path(__file__).resolve().parents[2]
-STATES = ("empty", "streaming", "tool-call-with-panel", "banner", "settings", "models", "check", "cut-off",
-          "context-full", "failed-load", "recommended", "server", "remote")
+STATES = (
+    "empty",
+    "streaming",
+    "tool-call-with-panel",
+    "banner",
+    "settings",
+    "models",
+    "check",
+    "cut-off",
+    "context-full",
+    "failed-load",
+    "recommended",
+    "server",
+    "remote",
+)
 THEMES = ("light", "dark")
 
 
@@ -38,16 +51,20 @@ def _tool_model(folder: Path) -> Path:
     call = '<tool_call>\n{"name": "calculator", "arguments": {"expression": "17 * 23"}}\n</tool_call>'
     answer = "The calculator says **17 × 23 = 391**."
     return write_scripted_gguf(
-        folder / "Scripted-Tool-Caller.gguf", chat_template=template,
+        folder / "Scripted-Tool-Caller.gguf",
+        chat_template=template,
         control_tokens=["<|im_start|>", "<|im_end|>", "<|endoftext|>"],
-        user_tokens=[call, "<|tool_done|>", answer], eos="<|im_end|>",
+        user_tokens=[call, "<|tool_done|>", answer],
+        eos="<|im_end|>",
         script={"\n": call, call: "<|im_end|>", "<|tool_done|>": answer, answer: "<|im_end|>"},
-        default_next="\n", name="Scripted tool caller (test model)",
+        default_next="\n",
+        name="Scripted tool caller (test model)",
     )
 
 
-def render_all(outdir: Path, *, theme: str = "auto", timeout_s: float = 90.0,
-               states: tuple[str, ...] | None = None) -> dict[str, int]:
+def render_all(
+    outdir: Path, *, theme: str = "auto", timeout_s: float = 90.0, states: tuple[str, ...] | None = None
+) -> dict[str, int]:
     """Render each state; returns {state: exit code}."""
     outdir.mkdir(parents=True, exist_ok=True)
     codes: dict[str, int] = {}
@@ -56,22 +73,45 @@ def render_all(outdir: Path, *, theme: str = "auto", timeout_s: float = 90.0,
         for state in states or STATES:
             home = Path(tmp) / f"home-{state}"
             env = {**os.environ, "CALLISTO_HOME": str(home)}
-            cmd = [sys.executable, "-m", "app", "--screenshot", str(outdir / f"{state}.png"), "--state", state,
-                   "--quit-after", "150" if state == "check" else "60", "--theme", theme]
+            cmd = [
+                sys.executable,
+                "-m",
+                "app",
+                "--screenshot",
+                str(outdir / f"{state}.png"),
+                "--state",
+                state,
+                "--quit-after",
+                "150" if state == "check" else "60",
+                "--theme",
+                theme,
+            ]
             if state in ("tool-call-with-panel", "remote"):
                 cmd += ["--model", str(tool_model)]
             try:
-                proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True,
-                                      timeout=timeout_s + (90 if state == "check" else 0))  # a real check runs
+                proc = subprocess.run(
+                    cmd,
+                    cwd=REPO,
+                    env=env,
+                    capture_output=True,
+                    text=True,
+                    timeout=timeout_s + (90 if state == "check" else 0),
+                )  # a real check runs
                 codes[state] = proc.returncode
                 if proc.returncode != 0:
                     sys.stderr.write(f"{state}: exit {proc.returncode}\n{proc.stderr[-2000:]}\n")
-                said = proc.stdout.strip().splitlines()[-1] if proc.returncode == 0 and proc.stdout.strip() else ""
+                said = (
+                    proc.stdout.strip().splitlines()[-1]
+                    if proc.returncode == 0 and proc.stdout.strip()
+                    else ""
+                )
             except subprocess.TimeoutExpired:
                 codes[state] = -1
                 said = ""
                 sys.stderr.write(f"{state}: timed out after {timeout_s} s\n")
-            print(f"{state:>22}: {'ok' if codes[state] == 0 else 'FAILED'}  {said or outdir / (state + '.png')}")
+            print(
+                f"{state:>22}: {'ok' if codes[state] == 0 else 'FAILED'}  {said or outdir / (state + '.png')}"
+            )
     return codes
 
 
@@ -81,25 +121,41 @@ def main(argv: list[str] | None = None) -> int:
     if "--theme" in args:
         i = args.index("--theme")
         theme = args[i + 1]
-        del args[i:i + 2]
+        del args[i : i + 2]
     only = None
     if "--only" in args:
         i = args.index("--only")
         only = tuple(args[i + 1].split(","))
-        del args[i:i + 2]
+        del args[i : i + 2]
     outdir = Path(args[0] if args else ".screenshots")
-    if sys.platform.startswith("linux") and not os.environ.get("DISPLAY") and not os.environ.get("CALLISTO_IN_XVFB"):
+    if (
+        sys.platform.startswith("linux")
+        and not os.environ.get("DISPLAY")
+        and not os.environ.get("CALLISTO_IN_XVFB")
+    ):
         xvfb = shutil.which("xvfb-run")
         if xvfb:
             env = {**os.environ, "CALLISTO_IN_XVFB": "1"}
             env.pop("QT_QPA_PLATFORM", None)
-            cmd = [xvfb, "-a", "-s", "-screen 0 1400x900x24", sys.executable, "-m", "tests.support.screenshots",
-                   str(outdir), "--theme", theme] + (["--only", ",".join(only)] if only else [])
+            cmd = [
+                xvfb,
+                "-a",
+                "-s",
+                "-screen 0 1400x900x24",
+                sys.executable,
+                "-m",
+                "tests.support.screenshots",
+                str(outdir),
+                "--theme",
+                theme,
+            ] + (["--only", ",".join(only)] if only else [])
             return subprocess.call(cmd, cwd=REPO, env=env)
         os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     codes: dict[str, int] = {}
-    for t in (THEMES if theme == "both" else (theme,)):
-        for state, code in render_all(outdir / t if theme == "both" else outdir, theme=t, states=only).items():
+    for t in THEMES if theme == "both" else (theme,):
+        for state, code in render_all(
+            outdir / t if theme == "both" else outdir, theme=t, states=only
+        ).items():
             codes[f"{t}/{state}"] = code
     return 0 if all(c == 0 for c in codes.values()) else 1
 

@@ -13,9 +13,24 @@ import sys
 import time
 
 TOOLS = [
-    {"name": "echo", "description": "Echo the text.", "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}, "annotations": {"readOnlyHint": True}},
-    {"name": "garbage", "description": "Answers with garbage.", "inputSchema": {"type": "object", "properties": {}}, "annotations": {"readOnlyHint": True}},
-    {"name": "bad_result", "description": "Answers with an invalid result.", "inputSchema": {"type": "object", "properties": {}}, "annotations": {"readOnlyHint": True}},
+    {
+        "name": "echo",
+        "description": "Echo the text.",
+        "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]},
+        "annotations": {"readOnlyHint": True},
+    },
+    {
+        "name": "garbage",
+        "description": "Answers with garbage.",
+        "inputSchema": {"type": "object", "properties": {}},
+        "annotations": {"readOnlyHint": True},
+    },
+    {
+        "name": "bad_result",
+        "description": "Answers with an invalid result.",
+        "inputSchema": {"type": "object", "properties": {}},
+        "annotations": {"readOnlyHint": True},
+    },
 ]
 
 
@@ -35,9 +50,17 @@ def main() -> None:
             continue  # a notification
         if method == "initialize":
             version = msg["params"].get("protocolVersion", "2025-06-18")
-            send({"jsonrpc": "2.0", "id": mid, "result": {
-                "protocolVersion": version, "capabilities": {"tools": {}},
-                "serverInfo": {"name": "raw", "version": "0"}}})
+            send(
+                {
+                    "jsonrpc": "2.0",
+                    "id": mid,
+                    "result": {
+                        "protocolVersion": version,
+                        "capabilities": {"tools": {}},
+                        "serverInfo": {"name": "raw", "version": "0"},
+                    },
+                }
+            )
         elif method == "tools/list":
             send({"jsonrpc": "2.0", "id": mid, "result": {"tools": TOOLS}})
         elif method == "tools/call":
@@ -52,7 +75,13 @@ def main() -> None:
             elif name == "bad_result":
                 send({"jsonrpc": "2.0", "id": mid, "result": {"content": "not a list", "isError": "maybe"}})
             else:
-                send({"jsonrpc": "2.0", "id": mid, "error": {"code": -32602, "message": f"Unknown tool: {name}"}})
+                send(
+                    {
+                        "jsonrpc": "2.0",
+                        "id": mid,
+                        "error": {"code": -32602, "message": f"Unknown tool: {name}"},
+                    }
+                )
         elif method == "ping":
             send({"jsonrpc": "2.0", "id": mid, "result": {}})
         else:

@@ -93,8 +93,13 @@ elif MODE == "schemas":  # tools whose schemas nest objects and arrays, with enu
         age: int
 
     @server.tool(annotations=ToolAnnotations(read_only_hint=True))
-    def book_trip(destination: Place, travellers: list[Traveller], cabin: Literal["economy", "business"],
-                  nights: int = 1, note: str | None = None) -> str:
+    def book_trip(
+        destination: Place,
+        travellers: list[Traveller],
+        cabin: Literal["economy", "business"],
+        nights: int = 1,
+        note: str | None = None,
+    ) -> str:
         """Book a trip for some travellers."""
         return f"booked {destination.city} for {len(travellers)}"
 

@@ -346,7 +346,10 @@ def test_empty_paths_are_refused_not_taken_for_the_root(world):
             ("search_files", {"query": "alpha", "path": blank}),
         ):
             result = d.dispatch(ToolCall("c", tool, arguments))
-            assert result.error == 'The path is empty; give a path relative to the workspace ("." is the workspace folder).'
+            assert (
+                result.error
+                == 'The path is empty; give a path relative to the workspace ("." is the workspace folder).'
+            )
     assert sorted(p.name for p in ws.iterdir()) == ["docs", "main.py"]
     # the defaults (and an explicit ".") still mean the workspace folder
     assert run(d, "list_files").content.startswith(".: 2 entries")
@@ -380,7 +383,9 @@ def test_hostile_regex_stops_with_a_clear_error_and_never_freezes_other_threads(
         stop.set()
         beat.join()
     assert result.content is None
-    assert result.error.startswith("The regular expression took too long (over 1 s of matching, stopped at a.txt:1)")
+    assert result.error.startswith(
+        "The regular expression took too long (over 1 s of matching, stopped at a.txt:1)"
+    )
     assert "backtracks catastrophically" in result.error
     # The match ran for the whole call, with the GIL released: the heartbeat kept ticking, never
     # held up for more than a small part of it (the `re` engine held every thread for all of it).
@@ -394,7 +399,9 @@ def test_regex_search_bounds_the_pattern_and_the_line(world):
     d = make_dispatcher(ws)
     too_long = run(d, "search_files", query="a" * 1001, regex=True)
     assert too_long.error == "The query is too long (more than 1000 characters)."
-    assert run(d, "search_files", query="(unclosed", regex=True).error.startswith("The regular expression is invalid")
+    assert run(d, "search_files", query="(unclosed", regex=True).error.startswith(
+        "The regular expression is invalid"
+    )
     found = run(d, "search_files", query=r"needle$", regex=True).content
     assert found.startswith("No matches")  # the end of the line is past the 4096 characters searched
     assert "1 lines longer than 4096 characters were searched only in their first 4096" in found

@@ -155,9 +155,12 @@ def test_nested_schema_errors_name_the_path():
         "Parameter 'steps[1]' must be an integer, got string \"a\"."
     )
     assert d.dispatch(ToolCall("c", "plan", {"unit": "k"})).error == (
-        "Parameter 'unit' must be one of \"c\", \"f\", got string \"k\"."
+        'Parameter \'unit\' must be one of "c", "f", got string "k".'
     )
-    assert d.dispatch(ToolCall("c", "plan", {"n": 0})).error == "Parameter 'n' must be at least 1, got integer 0."
+    assert (
+        d.dispatch(ToolCall("c", "plan", {"n": 0})).error
+        == "Parameter 'n' must be at least 1, got integer 0."
+    )
     assert d.dispatch(ToolCall("c", "plan", {"n": 3})).content == "ok"
 
 
@@ -192,7 +195,13 @@ def test_per_tool_timeout():
     release = threading.Event()
     reg = ToolRegistry()
     reg.register(
-        Tool(name="slow", description="", parameters={"type": "object"}, handler=lambda: release.wait(30), timeout_s=0.2)
+        Tool(
+            name="slow",
+            description="",
+            parameters={"type": "object"},
+            handler=lambda: release.wait(30),
+            timeout_s=0.2,
+        )
     )
     try:
         result = Dispatcher(reg, timeout_s=60).dispatch(ToolCall("c", "slow", {}))
@@ -204,7 +213,9 @@ def test_per_tool_timeout():
 def test_long_results_are_cut_with_a_note():
     reg = ToolRegistry()
     reg.register(Tool(name="big", description="", parameters={"type": "object"}, handler=lambda: "y" * 5000))
-    reg.register(Tool(name="small", description="", parameters={"type": "object"}, handler=lambda: {"a": [1, 2]}))
+    reg.register(
+        Tool(name="small", description="", parameters={"type": "object"}, handler=lambda: {"a": [1, 2]})
+    )
     d = Dispatcher(reg, result_budget=1000)
     result = d.dispatch(ToolCall("c", "big", {}))
     assert result.truncated
@@ -264,14 +275,19 @@ def test_always_allow_is_remembered_for_the_session(registry):
 def test_policy_defaults_from_settings(registry):
     hook = Answers()
     policy = ApprovalPolicy({"save_note": "allow"})
-    result = Dispatcher(registry, approval=hook, policy=policy).dispatch(ToolCall("c", "save_note", {"text": "a"}))
+    result = Dispatcher(registry, approval=hook, policy=policy).dispatch(
+        ToolCall("c", "save_note", {"text": "a"})
+    )
     assert result.approval == "always" and result.content == "saved"
     assert hook.requests == []
     policy.set_default("save_note", "ask")
     hook.answers.append("deny")
-    assert Dispatcher(registry, approval=hook, policy=policy).dispatch(
-        ToolCall("c", "save_note", {"text": "b"})
-    ).approval == "denied"
+    assert (
+        Dispatcher(registry, approval=hook, policy=policy)
+        .dispatch(ToolCall("c", "save_note", {"text": "b"}))
+        .approval
+        == "denied"
+    )
     with pytest.raises(ValueError, match="'ask' or 'allow'"):
         policy.set_default("save_note", "sometimes")  # type: ignore[arg-type]
 
@@ -298,15 +314,24 @@ def test_awaitable_hook_and_bad_answers(registry):
         await asyncio.sleep(0)
         return "allow_once"
 
-    assert Dispatcher(registry, approval=hook).dispatch(ToolCall("c", "save_note", {"text": "a"})).content == "saved"
+    assert (
+        Dispatcher(registry, approval=hook).dispatch(ToolCall("c", "save_note", {"text": "a"})).content
+        == "saved"
+    )
 
     def raises(request):
         raise RuntimeError("dialog crashed")
 
-    assert Dispatcher(registry, approval=raises).dispatch(ToolCall("c", "save_note", {"text": "b"})).approval == "denied"
-    assert Dispatcher(registry, approval=lambda r: "yes please").dispatch(
-        ToolCall("c", "save_note", {"text": "c"})
-    ).approval == "denied"
+    assert (
+        Dispatcher(registry, approval=raises).dispatch(ToolCall("c", "save_note", {"text": "b"})).approval
+        == "denied"
+    )
+    assert (
+        Dispatcher(registry, approval=lambda r: "yes please")
+        .dispatch(ToolCall("c", "save_note", {"text": "c"}))
+        .approval
+        == "denied"
+    )
     no_hook = Dispatcher(registry).dispatch(ToolCall("c", "save_note", {"text": "d"}))
     assert no_hook.approval == "denied" and "needs the user's approval" in no_hook.error
     assert NOTES == ["a"]
@@ -343,7 +368,7 @@ def test_missing_parameter_names_the_expected_type_and_says_got_nothing():
     )
     d = Dispatcher(reg)
     assert d.dispatch(ToolCall("c", "plan", {"anything": 1})).error == (
-        "Missing required parameter 'unit': expected one of \"c\", \"f\", got nothing."
+        'Missing required parameter \'unit\': expected one of "c", "f", got nothing.'
     )
     assert d.dispatch(ToolCall("c", "plan", {"unit": "c"})).error == (
         "Missing required parameter 'anything': expected a value, got nothing."
@@ -390,10 +415,15 @@ def test_a_cancellable_tool_stopped_before_its_commit_point_never_makes_its_chan
 
     reg = ToolRegistry([_tool("slow_write", slow_write, cancellable=True)])
     try:
-        result = Dispatcher(reg, approval=_allow, cancel_grace_s=0.05).dispatch(ToolCall("c", "slow_write", {}))
+        result = Dispatcher(reg, approval=_allow, cancel_grace_s=0.05).dispatch(
+            ToolCall("c", "slow_write", {})
+        )
     finally:
         gate.set()
-    assert result.error == "Tool 'slow_write' did not finish within 0.2 s and was stopped before it changed anything."
+    assert (
+        result.error
+        == "Tool 'slow_write' did not finish within 0.2 s and was stopped before it changed anything."
+    )
     assert done.wait(30)
     assert isinstance(outcome["error"], ToolCancelled)
     assert NOTES == []  # the late thread could not commit

@@ -37,7 +37,11 @@ def test_mcp_json_in_the_common_shape(tmp_path):
         json.dumps(
             {
                 "mcpServers": {
-                    "files": {"command": "npx", "args": ["-y", "server-filesystem", "/tmp"], "env": {"DEBUG": "1"}},
+                    "files": {
+                        "command": "npx",
+                        "args": ["-y", "server-filesystem", "/tmp"],
+                        "env": {"DEBUG": "1"},
+                    },
                     "remote": {"url": "http://127.0.0.1:9/mcp", "headers": {"Authorization": "Bearer t"}},
                     "off": {"command": "x", "disabled": True},
                 }
@@ -63,13 +67,13 @@ def test_mcp_json_in_the_common_shape(tmp_path):
     [
         ("{not json", "not valid JSON"),
         ("[]", "top level must be an object"),
-        ('{"servers": 1}', "\"mcpServers\" must be an object"),
-        ('{"other": {}}', "missing the \"mcpServers\""),
+        ('{"servers": 1}', '"mcpServers" must be an object'),
+        ('{"other": {}}', 'missing the "mcpServers"'),
         ('{"mcpServers": {"a": {}}}', "server 'a' needs a \"command\""),
         ('{"mcpServers": {"a": {"command": "x", "url": "http://h"}}}', "both"),
-        ('{"mcpServers": {"a": {"command": "x", "args": "--flag"}}}', "\"args\" must be a list"),
+        ('{"mcpServers": {"a": {"command": "x", "args": "--flag"}}}', '"args" must be a list'),
         ('{"mcpServers": {"a": {"url": "ftp://h"}}}', "http:// or https://"),
-        ('{"mcpServers": {"a": {"command": "x", "env": ["A=1"]}}}', "\"env\" must be an object"),
+        ('{"mcpServers": {"a": {"command": "x", "env": ["A=1"]}}}', '"env" must be an object'),
     ],
 )
 def test_bad_mcp_json_is_a_clear_error(tmp_path, document, message):
@@ -199,7 +203,9 @@ def _dispatcher(manager: McpManager) -> tuple[Dispatcher, ToolRegistry]:
 
 def test_server_crashing_mid_call(tmp_path):
     pidfile = tmp_path / "pid"
-    with McpManager([server("c", MCP_TEST_PIDFILE=str(pidfile)), server("o", "other")], call_timeout_s=10) as m:
+    with McpManager(
+        [server("c", MCP_TEST_PIDFILE=str(pidfile)), server("o", "other")], call_timeout_s=10
+    ) as m:
         d, _ = _dispatcher(m)
         result = d.dispatch(ToolCall("1", "crash", {}))
         assert result.error.startswith("MCP server 'c' crashed or closed the connection")
@@ -243,7 +249,9 @@ def test_servers_hanging_or_writing_garbage_fail_alone(tmp_path):
         assert m.status("b").state == "running"
 
         hang = d.dispatch(ToolCall("3", "hang", {}))
-        assert hang.error == "MCP server 'h' did not answer a call to 'hang' within 1 s; it was marked failed."
+        assert (
+            hang.error == "MCP server 'h' did not answer a call to 'hang' within 1 s; it was marked failed."
+        )
         garbage = d.dispatch(ToolCall("4", "g.garbage", {}))
         assert garbage.error == (
             "MCP server 'g' wrote output that is not MCP JSON-RPC: '<html>502 Bad Gateway</html>'; "
@@ -253,9 +261,16 @@ def test_servers_hanging_or_writing_garbage_fail_alone(tmp_path):
         assert invalid.error == (
             "MCP server 'b' returned a result that is not a valid MCP tool result; it was marked failed."
         )
-        assert {s.name: s.state for s in m.statuses()} == {"h": "failed", "g": "failed", "b": "failed", "o": "running"}
+        assert {s.name: s.state for s in m.statuses()} == {
+            "h": "failed",
+            "g": "failed",
+            "b": "failed",
+            "o": "running",
+        }
         assert d.dispatch(ToolCall("6", "o.add", {"a": 1, "b": 1})).content == "1002"
-        assert d.dispatch(ToolCall("7", "g.echo", {"text": "hi"})).error.startswith("MCP server 'g' is not running")
+        assert d.dispatch(ToolCall("7", "g.echo", {"text": "hi"})).error.startswith(
+            "MCP server 'g' is not running"
+        )
     assert wait_gone(int(pidfile.read_text()))
 
 

@@ -32,8 +32,9 @@ def call_token(name: str, arguments: str) -> str:
 @pytest.fixture
 def streaming_model(tmp_path) -> Path:
     """ChatML without tools: streams "abc...z abc...z" forever (never EOS)."""
-    return write_scripted_gguf(tmp_path / "stream.gguf", chat_template=CHATML, script=streaming_script(),
-                               default_next="a")
+    return write_scripted_gguf(
+        tmp_path / "stream.gguf", chat_template=CHATML, script=streaming_script(), default_next="a"
+    )
 
 
 @pytest.fixture
@@ -42,8 +43,14 @@ def markdown_model(tmp_path) -> Path:
     python blocks) of ~4.3 characters a token, round and round (never EOS)."""
     tokens = unique_chunks(code_heavy_section())
     script = markdown_script(tokens)
-    return write_scripted_gguf(tmp_path / "markdown.gguf", chat_template=CHATML, script=script,
-                               default_next=tokens[0], user_tokens=tokens, embedding_length=512)
+    return write_scripted_gguf(
+        tmp_path / "markdown.gguf",
+        chat_template=CHATML,
+        script=script,
+        default_next=tokens[0],
+        user_tokens=tokens,
+        embedding_length=512,
+    )
 
 
 @pytest.fixture
@@ -83,12 +90,18 @@ def make_window(qtbot) -> Callable[..., object]:
 
     windows = []
 
-    def make(model_path: Path | None, *, settings: Settings | None = None, wait_loaded: bool = True,
-             history: History | None = None) -> MainWindow:
+    def make(
+        model_path: Path | None,
+        *,
+        settings: Settings | None = None,
+        wait_loaded: bool = True,
+        history: History | None = None,
+    ) -> MainWindow:
         s = settings or Settings()
         save_settings(s)
-        w = MainWindow(settings=s, history=history or History(), autoload=model_path is not None,
-                       model_path=model_path)
+        w = MainWindow(
+            settings=s, history=history or History(), autoload=model_path is not None, model_path=model_path
+        )
         windows.append(w)
         qtbot.addWidget(w)
         if not s.window.geometry:  # else the window has the size it had last time

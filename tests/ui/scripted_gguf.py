@@ -2,7 +2,7 @@
 
 UI tests need a real model that says something *known*: a long stream that never hits
 EOS, or a tool call the Hermes parser recognises. This writer builds the same byte-level
-vocabulary as ``tests.support.tiny_gguf`` (ids 0-255 bytes, then control tokens, then
+vocabulary as ``app.engine.models.tiny`` (ids 0-255 bytes, then control tokens, then
 user tokens) with weights that make llama.cpp compute a bigram table:
 
 * every attention and feed-forward output matrix is zero, so each block adds nothing and
@@ -22,11 +22,17 @@ from pathlib import Path
 
 import numpy as np
 
-from app.engine.models.tiny import write_llama_gguf
-from tests.support.tiny_gguf import TinySpec, byte_to_unicode
+from app.engine.models.tiny import TinySpec, byte_to_unicode, write_llama_gguf
 
-__all__ = ["CHATML", "CYCLE", "code_heavy_section", "markdown_script", "streaming_script", "unique_chunks",
-           "write_scripted_gguf"]
+__all__ = [
+    "CHATML",
+    "CYCLE",
+    "code_heavy_section",
+    "markdown_script",
+    "streaming_script",
+    "unique_chunks",
+    "write_scripted_gguf",
+]
 
 _B2U = byte_to_unicode()
 CYCLE = "abcdefghijklmnopqrstuvwxyz "
@@ -92,9 +98,21 @@ def write_scripted_gguf(
         ]
 
     return write_llama_gguf(
-        path, tensors, chat_template=chat_template, control_tokens=control_tokens, user_tokens=user_tokens,
-        bos=bos, eos=eos, context_length=context_length, embedding_length=d, block_count=1, head_count=4,
-        feed_forward_length=2 * d, name=name)
+        path,
+        tensors,
+        chat_template=chat_template,
+        control_tokens=control_tokens,
+        user_tokens=user_tokens,
+        bos=bos,
+        eos=eos,
+        context_length=context_length,
+        embedding_length=d,
+        block_count=1,
+        head_count=4,
+        feed_forward_length=2 * d,
+        name=name,
+    )
+
 
 CHATML = (
     "{%- for m in messages -%}"
@@ -114,18 +132,24 @@ def code_heavy_section() -> str:
     parts = ["Here is how the **loader** works, step by step, with `load_model()` at its heart.\n\n"]
     for k in range(3):
         parts.append(f"### Step {k + 1}: stage_{k}\n\n")
-        parts.append(f"Stage {k} reads the *header* of file_{k}.gguf, checks the `magic_{k}` value and "
-                     f"keeps the [offsets](https://example.org/doc{k}) for later.\n\n")
-        parts.append(f"- open the file number {k} in binary mode\n- read {k + 4} fields of the header\n"
-                     f"- return offset_{k} and size_{k}\n\n")
-        lines = [f"def stage_{k}(path_{k}: str) -> dict[str, int]:",
-                 f'    """Read the header of stage {k}."""',
-                 f"    with open(path_{k}, 'rb') as fh_{k}:",
-                 f"        magic_{k} = fh_{k}.read(4)",
-                 f"        if magic_{k} != b'GGUF':",
-                 f"            raise ValueError(f'bad magic: {{magic_{k}!r}}')",
-                 f"        fields_{k} = [int.from_bytes(fh_{k}.read(8), 'little') for _ in range({k + 4})]",
-                 f"    return {{'offset': fields_{k}[0], 'size': sum(fields_{k}[1:])}}  # stage {k}"]
+        parts.append(
+            f"Stage {k} reads the *header* of file_{k}.gguf, checks the `magic_{k}` value and "
+            f"keeps the [offsets](https://example.org/doc{k}) for later.\n\n"
+        )
+        parts.append(
+            f"- open the file number {k} in binary mode\n- read {k + 4} fields of the header\n"
+            f"- return offset_{k} and size_{k}\n\n"
+        )
+        lines = [
+            f"def stage_{k}(path_{k}: str) -> dict[str, int]:",
+            f'    """Read the header of stage {k}."""',
+            f"    with open(path_{k}, 'rb') as fh_{k}:",
+            f"        magic_{k} = fh_{k}.read(4)",
+            f"        if magic_{k} != b'GGUF':",
+            f"            raise ValueError(f'bad magic: {{magic_{k}!r}}')",
+            f"        fields_{k} = [int.from_bytes(fh_{k}.read(8), 'little') for _ in range({k + 4})]",
+            f"    return {{'offset': fields_{k}[0], 'size': sum(fields_{k}[1:])}}  # stage {k}",
+        ]
         parts.append("```python\n" + "\n".join(lines) + "\n```\n\n")
     parts.append("1. call `stage_0` first\n2. then `stage_1` and `stage_2`\n3. cache the results\n\n")
     return "".join(parts)
@@ -139,9 +163,9 @@ def unique_chunks(text: str, size: int = 4) -> list[str]:
     pos = 0
     while pos < len(text):
         n = size
-        while pos + n < len(text) and text[pos:pos + n] in seen:
+        while pos + n < len(text) and text[pos : pos + n] in seen:
             n += 1
-        piece = text[pos:pos + n]
+        piece = text[pos : pos + n]
         if piece in seen or len(piece) < 2:  # the end of the text: join it to the previous piece
             seen.discard(out[-1])
             piece = out.pop() + piece

@@ -14,10 +14,19 @@ REPO = Path(__file__).resolve().parents[2]
 
 def test_screenshot_writes_png_of_the_callisto_window(tmp_path):
     target = tmp_path / "shot.png"
-    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "CALLISTO_HOME": str(tmp_path / "home"),
-}
-    out = subprocess.run([sys.executable, "-m", "app", "--screenshot", str(target), "--quit-after", "60"],
-                         capture_output=True, text=True, cwd=REPO, env=env, timeout=120)
+    env = {
+        **os.environ,
+        "QT_QPA_PLATFORM": "offscreen",
+        "CALLISTO_HOME": str(tmp_path / "home"),
+    }
+    out = subprocess.run(
+        [sys.executable, "-m", "app", "--screenshot", str(target), "--quit-after", "60"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env=env,
+        timeout=120,
+    )
     assert out.returncode == 0, out.stderr
     assert target.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     img = QImage(str(target))

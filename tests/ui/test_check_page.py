@@ -45,8 +45,17 @@ def _run(qtbot, page, spec, timeout=60_000):
 
 def test_endpoint_run_fills_a_coloured_matrix_and_a_cell_opens_its_scenarios(qtbot, page, tmp_path):
     with ReferenceServer(CORPUS, reply_for=_half_right) as srv:
-        result = _run(qtbot, page, {"kind": "endpoint", "endpoint": srv.url, "model": "half-right",
-                                    "selection": "all", "out_dir": str(tmp_path)})
+        result = _run(
+            qtbot,
+            page,
+            {
+                "kind": "endpoint",
+                "endpoint": srv.url,
+                "model": "half-right",
+                "selection": "all",
+                "out_dir": str(tmp_path),
+            },
+        )
     assert validate_result({k: v for k, v in result.items() if not k.startswith("_")}) == []
     m = page.matrix
     assert m.rowCount() == 1 and m.columnCount() == len(page.categories) + 1
@@ -71,8 +80,15 @@ def test_progress_stop_and_an_unfinished_result(qtbot, page, tmp_path):
 
     with ReferenceServer(CORPUS, reply_for=slow) as srv:
         progress = []
-        page.start({"kind": "endpoint", "endpoint": srv.url, "model": "slow", "selection": "all",
-                    "out_dir": str(tmp_path)})
+        page.start(
+            {
+                "kind": "endpoint",
+                "endpoint": srv.url,
+                "model": "slow",
+                "selection": "all",
+                "out_dir": str(tmp_path),
+            }
+        )
         page.runner.sig_progress.connect(lambda i, n, c, sid: progress.append((i, n, c)))
         qtbot.waitUntil(lambda: len(progress) >= 3, timeout=20_000)
         assert "Scenario" in page.status.text() and " of 63 · " in page.status.text()
@@ -90,8 +106,18 @@ def test_in_process_run_records_the_model_score(qtbot, page, tmp_path):
 
     scenario = CORPUS.by_id("single-string-opaque-id")
     model = write_reply_model(tmp_path / "ref.gguf", expected_replies(scenario))
-    result = _run(qtbot, page, {"kind": "in_process", "path": str(model), "tool_format": "hermes",
-                                "selection": "single", "grammar": FREE_GRAMMAR, "out_dir": str(tmp_path)})
+    result = _run(
+        qtbot,
+        page,
+        {
+            "kind": "in_process",
+            "path": str(model),
+            "tool_format": "hermes",
+            "selection": "single",
+            "grammar": FREE_GRAMMAR,
+            "out_dir": str(tmp_path),
+        },
+    )
     s = result["summary"]
     assert s["total"] == 15 and s["passed"] >= 1  # the scripted model answers every prompt with one call
     assert score_label("ref.gguf", model.stat().st_size) == f"check {s['passed']}/15"
@@ -119,7 +145,9 @@ def test_compare_export_and_open(qtbot, page, tmp_path):
     assert not page.compare_selected()  # one row selected
     out = page.export_result(1, tmp_path / "export" / "copy.json")
     data = json.loads(out.read_text(encoding="utf-8"))
-    assert validate_result(data) == [] and len(list((tmp_path / "export" / "copy.transcripts").iterdir())) == 18
+    assert (
+        validate_result(data) == [] and len(list((tmp_path / "export" / "copy.transcripts").iterdir())) == 18
+    )
     assert page.open_result(out) == 2
     page.open_cell(2, page.categories.index("parallel"))
     page.open_scenario(0)
@@ -149,11 +177,30 @@ def test_screenshot_state_check_shows_a_finished_result(tmp_path, streaming_mode
 
     out = tmp_path / "check.png"
     env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "CALLISTO_HOME": str(tmp_path / "home")}
-    proc = subprocess.run([sys.executable, "-m", "app", "--screenshot", str(out), "--state", "check", "--model",
-                           str(streaming_model), "--quit-after", "120"], cwd=Path(__file__).resolve().parents[2],
-                          env=env, capture_output=True, text=True, timeout=180)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "app",
+            "--screenshot",
+            str(out),
+            "--state",
+            "check",
+            "--model",
+            str(streaming_model),
+            "--quit-after",
+            "120",
+        ],
+        cwd=Path(__file__).resolve().parents[2],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert "check: 1/7 passed" in proc.stdout and "negative 1/1" in proc.stdout and "single 0/1" in proc.stdout
+    assert (
+        "check: 1/7 passed" in proc.stdout and "negative 1/1" in proc.stdout and "single 0/1" in proc.stdout
+    )
     img = QImage(str(out))
     assert not img.isNull() and img.width() > 300
     saved = list((tmp_path / "home").rglob("check/results/*.json"))
@@ -173,8 +220,10 @@ def test_models_page_shows_the_last_check_score(qtbot, tmp_path):
     path = write_reply_model(tmp_path / "scored.gguf", expected_replies(scenario))
     model = load_model(path, n_ctx=4096, n_threads=1)
     try:
-        result = run_check(InProcessTarget(model, tool_format="hermes", grammar=FREE_GRAMMAR),
-                           [scenario, CORPUS.by_id("single-integer")])
+        result = run_check(
+            InProcessTarget(model, tool_format="hermes", grammar=FREE_GRAMMAR),
+            [scenario, CORPUS.by_id("single-integer")],
+        )
     finally:
         model.close()
     write_result(result, tmp_path / "scored-result.json")

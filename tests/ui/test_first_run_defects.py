@@ -104,8 +104,9 @@ def _ctx_settings(context_length: int, policy: str = "stop", max_tokens: int = 4
 LONG = "m" * 90  # one byte token per character: ~100 prompt tokens a turn with the template's markers
 
 
-def test_d8_full_context_is_an_inline_error_with_new_chat_and_increase_context(qtbot, make_window,
-                                                                                streaming_model):
+def test_d8_full_context_is_an_inline_error_with_new_chat_and_increase_context(
+    qtbot, make_window, streaming_model
+):
     w = make_window(streaming_model, settings=_ctx_settings(256))
     _send(qtbot, w, LONG)
     _send(qtbot, w, LONG)
@@ -232,7 +233,9 @@ def test_d15_call_duration_excludes_the_approval_wait(qtbot, make_window, tool_m
     w = make_window(path, settings=s)
     w.compose.setPlainText("Write a note")
     assert w.send()
-    qtbot.waitUntil(lambda: w.approval_dialog is not None and w.approval_dialog.isVisible(), timeout=DONE_TIMEOUT)
+    qtbot.waitUntil(
+        lambda: w.approval_dialog is not None and w.approval_dialog.isVisible(), timeout=DONE_TIMEOUT
+    )
     shown = time.monotonic()
     qtbot.wait(600)  # the user reads the dialog
     with qtbot.waitSignal(w.sig_turn_done, timeout=DONE_TIMEOUT):

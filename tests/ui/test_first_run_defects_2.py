@@ -21,12 +21,15 @@ def _settings(max_tokens: int = 64) -> Settings:
 def _approval(qtbot, w):
     w.compose.setPlainText("Write a note")
     assert w.send()
-    qtbot.waitUntil(lambda: w.approval_dialog is not None and w.approval_dialog.isVisible(), timeout=DONE_TIMEOUT)
+    qtbot.waitUntil(
+        lambda: w.approval_dialog is not None and w.approval_dialog.isVisible(), timeout=DONE_TIMEOUT
+    )
     return w.approval_dialog
 
 
-def test_d18_approval_shows_full_path_that_the_file_is_overwritten_and_a_countdown(qtbot, make_window,
-                                                                                   tool_model, tmp_path):
+def test_d18_approval_shows_full_path_that_the_file_is_overwritten_and_a_countdown(
+    qtbot, make_window, tool_model, tmp_path
+):
     ws = tmp_path / "ws"
     ws.mkdir()
     (ws / "note.txt").write_text("old words")
@@ -43,8 +46,9 @@ def test_d18_approval_shows_full_path_that_the_file_is_overwritten_and_a_countdo
     assert "asks the user first" not in texts and "workspace (" not in texts
     first = dlg.remaining_s()
     assert first is not None and "Denied automatically in 5:00" in dlg.countdown.text()
-    qtbot.waitUntil(lambda: dlg.countdown.text() != "Denied automatically in 5:00 if you don't answer.",
-                    timeout=5_000)
+    qtbot.waitUntil(
+        lambda: dlg.countdown.text() != "Denied automatically in 5:00 if you don't answer.", timeout=5_000
+    )
     assert "Denied automatically in 4:5" in dlg.countdown.text()
     with qtbot.waitSignal(w.sig_turn_done, timeout=DONE_TIMEOUT):
         qtbot.mouseClick(dlg.btn_deny, Qt.MouseButton.LeftButton)
@@ -59,7 +63,9 @@ def test_d18_approval_of_a_new_file_and_of_a_path_the_tool_refuses(qtbot):
     from app.ui.approval_dialog import ApprovalDialog
 
     with tempfile.TemporaryDirectory() as tmp:
-        new = ApprovalRequest("c1", "write_file", "model text", {"path": "sub/new.md", "content": "x"}, timeout_s=30)
+        new = ApprovalRequest(
+            "c1", "write_file", "model text", {"path": "sub/new.md", "content": "x"}, timeout_s=30
+        )
         dlg = ApprovalDialog(new, workspace=tmp)
         qtbot.addWidget(dlg)
         assert dlg.path_label.text() == str(Path(tmp).resolve() / "sub" / "new.md")
@@ -79,8 +85,9 @@ def _send(qtbot, w, text: str):
     return blocker.args[0]
 
 
-def test_d17_d22_failed_file_tool_links_to_the_workspace_setting_and_the_reply_is_flagged(qtbot, make_window,
-                                                                                          tool_model):
+def test_d17_d22_failed_file_tool_links_to_the_workspace_setting_and_the_reply_is_flagged(
+    qtbot, make_window, tool_model
+):
     path = tool_model("write_file", '{"path": "note.txt", "content": "hi"}', answer="Done: I wrote note.txt.")
     w = make_window(path, settings=_settings())  # no workspace folder: the file tools do not exist
     _send(qtbot, w, "Write a note")
@@ -111,7 +118,9 @@ def test_d22_a_reply_whose_calls_worked_is_not_flagged(qtbot, make_window, tool_
     assert reply.error_box is None
 
 
-def test_d28_gpu_layers_default_is_automatic_and_follows_the_llama_cpp_build(qtbot, make_window, streaming_model):
+def test_d28_gpu_layers_default_is_automatic_and_follows_the_llama_cpp_build(
+    qtbot, make_window, streaming_model
+):
     from llama_cpp import llama_cpp as lib
 
     from app.engine.llm import resolve_gpu_layers
@@ -218,12 +227,13 @@ def test_d10_the_window_watches_the_engine_while_a_long_prompt_is_read(qtbot, ma
 
 def test_d26_unset_sampling_values_show_what_is_used_and_where_it_comes_from(qtbot, tmp_path):
     from app.engine.models.metadata import read_metadata
+    from app.engine.models.tiny import write_tiny_gguf
     from app.engine.sampling import resolve_sampling
     from app.ui.settings_dialog import SettingsDialog
-    from tests.support.tiny_gguf import write_tiny_gguf
 
-    path = write_tiny_gguf(tmp_path / "rec.gguf", extra_metadata={"general.sampling.temp": 0.3,
-                                                                  "general.sampling.top_k": 20})
+    path = write_tiny_gguf(
+        tmp_path / "rec.gguf", extra_metadata={"general.sampling.temp": 0.3, "general.sampling.top_k": 20}
+    )
     dlg = SettingsDialog(Settings(), model_path=str(path))
     qtbot.addWidget(dlg)
     form = dlg.sampling
@@ -239,11 +249,15 @@ def test_d26_unset_sampling_values_show_what_is_used_and_where_it_comes_from(qtb
     assert form.spins["repeat_penalty"].value() == 1.0  # not a made-up 1.10
     plain = SettingsDialog(Settings())  # no model loaded: nothing is claimed for a model
     qtbot.addWidget(plain)
-    assert all(plain.sampling.notes[n].text() == "not set: Callisto's default"
-               for n in ("temperature", "top_p", "top_k", "min_p", "repeat_penalty"))
+    assert all(
+        plain.sampling.notes[n].text() == "not set: Callisto's default"
+        for n in ("temperature", "top_p", "top_k", "min_p", "repeat_penalty")
+    )
 
 
-def test_d37_opened_files_stay_in_the_picker_as_recent_models(qtbot, make_window, streaming_model, tool_model):
+def test_d37_opened_files_stay_in_the_picker_as_recent_models(
+    qtbot, make_window, streaming_model, tool_model
+):
     from app.storage.settings import load_settings
 
     other = tool_model("calculator", '{"expression": "1+1"}')  # neither file is in the library
@@ -271,9 +285,9 @@ def test_d36_search_results_recommend_a_quantisation_and_say_when_nothing_matche
     from app.engine.models.hub import HubClient
     from app.engine.models.library import Library
     from app.engine.models.manager import ModelManager
+    from app.engine.models.tiny import write_tiny_gguf
     from app.ui.models_page import ModelsPage, recommended_file
     from tests.support.fake_hub import FakeHub
-    from tests.support.tiny_gguf import write_tiny_gguf
 
     # the rule: the preferred quantisation that fits, else the largest that fits, else none
     assert recommended_file([("Q8_0", 8, "fits"), ("Q4_K_M", 4, "fits"), ("F16", 16, "tight")]) == 1
@@ -285,10 +299,19 @@ def test_d36_search_results_recommend_a_quantisation_and_say_when_nothing_matche
         return write_tiny_gguf(tmp_path / f"s{seed}.gguf", seed=seed).read_bytes()
 
     hub = FakeHub()
-    card = ("---\nlicense: apache-2.0\ntags: [gguf]\n---\n# Tiny\n\nA **small** chat model that calls tools.\n\n"
-            "<script>alert(1)</script>\n")
-    hub.add_repo("acme/Tiny-GGUF", {"Tiny-Q8_0.gguf": gguf(0), "Tiny-Q4_K_M.gguf": gguf(1), "Tiny-F16.gguf": gguf(2),
-                                    "README.md": card.encode()})
+    card = (
+        "---\nlicense: apache-2.0\ntags: [gguf]\n---\n# Tiny\n\nA **small** chat model that calls tools.\n\n"
+        "<script>alert(1)</script>\n"
+    )
+    hub.add_repo(
+        "acme/Tiny-GGUF",
+        {
+            "Tiny-Q8_0.gguf": gguf(0),
+            "Tiny-Q4_K_M.gguf": gguf(1),
+            "Tiny-F16.gguf": gguf(2),
+            "README.md": card.encode(),
+        },
+    )
     hub.add_repo("acme/NoCard-GGUF", {"NoCard-Q4_K_M.gguf": gguf(3)})
     hub.start()
     lib = Library(models_dir=tmp_path / "models", manifest_path=tmp_path / "lib.json", hf_cache_dir=False)
@@ -300,8 +323,10 @@ def test_d36_search_results_recommend_a_quantisation_and_say_when_nothing_matche
         page.search_edit.setText("acme")
         with qtbot.waitSignal(page.sig_search_done, timeout=20000):
             page.search_button.click()
-        row_of = {page.results_list.item(i).data(Qt.ItemDataRole.UserRole): i
-                  for i in range(page.results_list.count())}
+        row_of = {
+            page.results_list.item(i).data(Qt.ItemDataRole.UserRole): i
+            for i in range(page.results_list.count())
+        }
         with qtbot.waitSignal(page.sig_card_shown, timeout=20000):
             page.results_list.setCurrentRow(row_of["acme/Tiny-GGUF"])
         qtbot.waitUntil(lambda: not page._calls, timeout=20000)
@@ -327,7 +352,10 @@ def test_d36_search_results_recommend_a_quantisation_and_say_when_nothing_matche
             page.search_button.click()
         assert page.results_list.count() == 1
         item = page.results_list.item(0)
-        assert "No GGUF models match “zzzz-nothing”" in item.text() and not item.flags() & Qt.ItemFlag.ItemIsSelectable
+        assert (
+            "No GGUF models match “zzzz-nothing”" in item.text()
+            and not item.flags() & Qt.ItemFlag.ItemIsSelectable
+        )
         page.results_list.setCurrentRow(0)  # the line is not a repository: nothing is listed
         assert not page._calls
     finally:

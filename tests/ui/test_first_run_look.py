@@ -31,7 +31,9 @@ def test_d21_tool_call_is_an_inline_card_with_details_and_raw_behind_show_raw(qt
     view = ChatView()
     qtbot.addWidget(view)
     view.show()
-    chip = view.add_tool_call("c1", "calculator", {"expression": "17 * 23"}, '<tool_call>{"name": ...}</tool_call>')
+    chip = view.add_tool_call(
+        "c1", "calculator", {"expression": "17 * 23"}, '<tool_call>{"name": ...}</tool_call>'
+    )
     view.finish_tool_call("c1", True, "auto", result="391", duration_s=0.0003)
     card = view.find_card("c1")
     assert chip.text() == '⚙ calculator(expression="17 * 23") ✓ → 391 · 0.3 ms'
@@ -45,7 +47,10 @@ def test_d21_tool_call_is_an_inline_card_with_details_and_raw_behind_show_raw(qt
     # a denied call reads as such without an emoji font
     view.add_tool_call("c2", "write_file", {"path": "note.txt"})
     view.finish_tool_call("c2", False, "denied", error="The user denied permission to run 'write_file'.")
-    assert "✗ denied → The user denied" in view.find_chip("c2").text() and "⛔" not in view.find_chip("c2").text()
+    assert (
+        "✗ denied → The user denied" in view.find_chip("c2").text()
+        and "⛔" not in view.find_chip("c2").text()
+    )
 
 
 def test_d19_d20_panel_uses_plain_words_and_tells_calls_apart(qtbot):
@@ -63,8 +68,9 @@ def test_d19_d20_panel_uses_plain_words_and_tells_calls_apart(qtbot):
     assert "allowed once" in panel.detail_text() and "allowed_once" not in panel.detail_text()
 
 
-def test_d38_edit_box_sends_with_enter_cancels_with_esc_and_warns_what_it_discards(qtbot, make_window,
-                                                                                   streaming_model):
+def test_d38_edit_box_sends_with_enter_cancels_with_esc_and_warns_what_it_discards(
+    qtbot, make_window, streaming_model
+):
     w = make_window(streaming_model, settings=_settings())
     _send(qtbot, w, "one")
     _send(qtbot, w, "two")
@@ -80,8 +86,9 @@ def test_d38_edit_box_sends_with_enter_cancels_with_esc_and_warns_what_it_discar
     assert [m.text for m in w.chat.user_messages()] == ["one, edited"]
 
 
-def test_d40_window_size_position_and_last_conversation_are_remembered(qtbot, make_window, streaming_model,
-                                                                       tmp_path):
+def test_d40_window_size_position_and_last_conversation_are_remembered(
+    qtbot, make_window, streaming_model, tmp_path
+):
     hist = tmp_path / "h.sqlite3"
     w = make_window(streaming_model, settings=_settings(), history=History(hist))
     _send(qtbot, w, "remember me")
@@ -157,8 +164,9 @@ def test_d44_messages_sit_in_a_reading_column_of_bounded_width(qtbot, make_windo
     assert abs(left - right) <= 20  # centred
 
 
-def test_d39_conversation_list_groups_by_day_has_no_matches_state_and_safe_delete(qtbot, make_window,
-                                                                                  streaming_model):
+def test_d39_conversation_list_groups_by_day_has_no_matches_state_and_safe_delete(
+    qtbot, make_window, streaming_model
+):
     from app.ui.conversation_list import day_group
 
     w = make_window(streaming_model, settings=_settings())

@@ -14,11 +14,23 @@ RAW = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Par'
 def test_the_turn_streamer_passes_a_cut_call_to_its_sink():
     got: list = []
     texts: list[str] = []
-    sinks = TurnSinks(text=texts.append, reasoning=texts.append, tool_started=got.append, tool_finished=got.append,
-                      notice=got.append, incomplete=got.append)
+    sinks = TurnSinks(
+        text=texts.append,
+        reasoning=texts.append,
+        tool_started=got.append,
+        tool_finished=got.append,
+        notice=got.append,
+        incomplete=got.append,
+    )
     ev = ToolCallIncomplete(IncompleteCall(RAW, "get_weather", "truncated"))
-    done, _n = stream_turn(lambda: [TextEvent("Let me check."), ev, DoneEvent("length")], sinks, None,
-                           flush_s=0.0, tools_off=False, cancelled=lambda: False)
+    done, _n = stream_turn(
+        lambda: [TextEvent("Let me check."), ev, DoneEvent("length")],
+        sinks,
+        None,
+        flush_s=0.0,
+        tools_off=False,
+        cancelled=lambda: False,
+    )
     assert got == [ev] and texts == ["Let me check."] and done.finish_reason == "length"
 
 

@@ -34,7 +34,9 @@ def _partial(cid_holder: list[int]) -> str | None:
     return None
 
 
-def test_sigkill_mid_reply_keeps_the_partial_reply_as_interrupted(qtbot, make_window, streaming_model, tmp_path):
+def test_sigkill_mid_reply_keeps_the_partial_reply_as_interrupted(
+    qtbot, make_window, streaming_model, tmp_path
+):
     s = Settings()
     s.sampling.max_tokens = 30_000  # the scripted model never ends a reply: only the kill does
     s.model.context_length = 32_768
@@ -42,8 +44,13 @@ def test_sigkill_mid_reply_keeps_the_partial_reply_as_interrupted(qtbot, make_wi
     save_settings(s)  # into this test's CALLISTO_HOME, which the app uses too
     env = dict(os.environ, QT_QPA_PLATFORM="offscreen", PYTHONPATH=str(REPO))
     log = (tmp_path / "app.log").open("wb")
-    proc = subprocess.Popen([sys.executable, "-m", "app", "--model", str(streaming_model), "--prompt", PROMPT],
-                            cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "app", "--model", str(streaming_model), "--prompt", PROMPT],
+        cwd=REPO,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
     cid: list[int] = []
     try:
         qtbot.waitUntil(lambda: proc.poll() is not None or _partial(cid) is not None, timeout=60_000)
@@ -64,7 +71,7 @@ def test_sigkill_mid_reply_keeps_the_partial_reply_as_interrupted(qtbot, make_wi
         assert (user.role, user.content, user.status) == ("user", PROMPT, "complete")
         assert (reply.role, reply.status) == ("assistant", "interrupted")
         assert reply.content.startswith(seen)  # nothing saved before the kill is lost
-        assert reply.content == (CYCLE * (len(reply.content) // len(CYCLE) + 1))[:len(reply.content)]
+        assert reply.content == (CYCLE * (len(reply.content) // len(CYCLE) + 1))[: len(reply.content)]
         assert conv.model_path == str(streaming_model)
         saved = reply.content
 

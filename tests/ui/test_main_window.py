@@ -156,8 +156,9 @@ def test_streaming_2000_tokens_never_blocks_ui_thread_over_50ms(qtbot, make_wind
     assert max(gaps) < 50, f"the UI thread stalled for {max(gaps)} ms while streaming (budget 50 ms)"
 
 
-def test_banner_on_first_reply_when_auto_finds_no_format_and_link_opens_setting(qtbot, make_window,
-                                                                                  streaming_model):
+def test_banner_on_first_reply_when_auto_finds_no_format_and_link_opens_setting(
+    qtbot, make_window, streaming_model
+):
     w = make_window(streaming_model, settings=_settings(max_tokens=8))
     _send(qtbot, w, "first")
     banners = w.chat.banners()
@@ -223,7 +224,7 @@ def test_tool_call_chip_selects_call_in_side_panel(qtbot, make_window, tool_mode
     detail = w.tool_panel.detail_text()
     assert '"expression": "6*7"' in detail  # typed arguments, pretty JSON
     assert "42" in detail and "Raw text the model wrote" in detail
-    assert '<tool_call>' in detail and "Approval: not needed" in detail  # plain words, not "auto"
+    assert "<tool_call>" in detail and "Approval: not needed" in detail  # plain words, not "auto"
     entry = w.tool_panel.entries[call_id]
     assert entry.result == "42" and entry.duration_s is not None
     # the panel can be hidden again
@@ -237,8 +238,9 @@ def test_tool_call_chip_selects_call_in_side_panel(qtbot, make_window, tool_mode
 
 
 @pytest.mark.parametrize("button, expect_file", [("btn_once", True), ("btn_deny", False)])
-def test_approval_dialog_allows_or_denies_side_effecting_tool(qtbot, make_window, tool_model, tmp_path,
-                                                              button, expect_file):
+def test_approval_dialog_allows_or_denies_side_effecting_tool(
+    qtbot, make_window, tool_model, tmp_path, button, expect_file
+):
     ws = tmp_path / "workspace"
     ws.mkdir()
     path = tool_model("write_file", '{"path": "note.txt", "content": "hi from the model"}', answer="Done.")
@@ -247,12 +249,18 @@ def test_approval_dialog_allows_or_denies_side_effecting_tool(qtbot, make_window
     w = make_window(path, settings=s)
     w.compose.setPlainText("Write a note")
     assert w.send()
-    qtbot.waitUntil(lambda: w.approval_dialog is not None and w.approval_dialog.isVisible(), timeout=DONE_TIMEOUT)
+    qtbot.waitUntil(
+        lambda: w.approval_dialog is not None and w.approval_dialog.isVisible(), timeout=DONE_TIMEOUT
+    )
     dlg = w.approval_dialog
     assert dlg.tool_name == "write_file"
     shown = json.loads(dlg.args_view.toPlainText())
     assert shown == {"path": "note.txt", "content": "hi from the model"}
-    assert [b.text() for b in (dlg.btn_once, dlg.btn_always, dlg.btn_deny)] == ["Allow once", "Always allow", "Deny"]
+    assert [b.text() for b in (dlg.btn_once, dlg.btn_always, dlg.btn_deny)] == [
+        "Allow once",
+        "Always allow",
+        "Deny",
+    ]
     with qtbot.waitSignal(w.sig_turn_done, timeout=DONE_TIMEOUT):
         qtbot.mouseClick(getattr(dlg, button), Qt.MouseButton.LeftButton)
     assert (ws / "note.txt").exists() == expect_file
@@ -447,8 +455,9 @@ def test_first_run_loads_demo_model_into_library_and_replies_with_banner(qtbot, 
         w.shutdown()
 
 
-def test_banner_is_shown_again_above_its_reply_when_the_conversation_is_reopened(qtbot, make_window,
-                                                                                  streaming_model, tmp_path):
+def test_banner_is_shown_again_above_its_reply_when_the_conversation_is_reopened(
+    qtbot, make_window, streaming_model, tmp_path
+):
     hist_path = tmp_path / "h.sqlite3"
     w = make_window(streaming_model, settings=_settings(max_tokens=6), history=History(hist_path))
     _send(qtbot, w, "first")

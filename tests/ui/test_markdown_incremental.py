@@ -70,5 +70,8 @@ def test_indented_continuation_stays_in_its_list_item():
     md = IncrementalMarkdown()
     md.append("- item one\n\n  more of item one\n- item two\n\nNext paragraph\n")
     up = md.update(final=True)
-    assert [b.text for b in up.new_blocks] == ["- item one\n\n  more of item one\n- item two\n\n", "Next paragraph\n"]
+    assert [b.text for b in up.new_blocks] == [
+        "- item one\n\n  more of item one\n- item two\n\n",
+        "Next paragraph\n",
+    ]
     assert md.final and up.tail_text == ""

@@ -22,18 +22,26 @@ def _settings(mcp_json: Path) -> Settings:
 
 
 def test_mcp_tool_is_called_with_approval_shown_in_panel_and_failed_server_is_a_banner(
-        qtbot, make_window, tool_model, tmp_path):
+    qtbot, make_window, tool_model, tmp_path
+):
     pidfile = tmp_path / "good.pid"
     mcp_json = tmp_path / "mcp.json"
-    mcp_json.write_text(json.dumps({"mcpServers": {
-        "good": mcp_entry("good", MCP_TEST_PIDFILE=str(pidfile)),
-        "broken": mcp_entry("exit_on_start"),
-    }}))
+    mcp_json.write_text(
+        json.dumps(
+            {
+                "mcpServers": {
+                    "good": mcp_entry("good", MCP_TEST_PIDFILE=str(pidfile)),
+                    "broken": mcp_entry("exit_on_start"),
+                }
+            }
+        )
+    )
     path = tool_model("remember", '{"note": "buy milk"}', answer="I stored it.")
     w = make_window(None, settings=_settings(mcp_json))
     notice_threads = []
-    w.worker.sig_window_notice.connect(lambda *_a: notice_threads.append(QThread.currentThread()),
-                                       Qt.ConnectionType.DirectConnection)
+    w.worker.sig_window_notice.connect(
+        lambda *_a: notice_threads.append(QThread.currentThread()), Qt.ConnectionType.DirectConnection
+    )
     with qtbot.waitSignal(w.sig_model_ready, timeout=TIMEOUT):
         w.load_model(str(path))
     # the servers were started on the worker thread (off the UI thread) when the session was built
@@ -65,7 +73,11 @@ def test_mcp_tool_is_called_with_approval_shown_in_panel_and_failed_server_is_a_
     assert w.tool_dock.isVisible() and w.tool_panel.selected_call_id() == call_id
     entry = w.tool_panel.entries[call_id]
     assert (entry.name, entry.result, entry.error, entry.approval) == (
-        "remember", "stored: buy milk", None, "allowed_once")
+        "remember",
+        "stored: buy milk",
+        None,
+        "allowed_once",
+    )
     assert "stored: buy milk" in w.tool_panel.detail_text()
 
     # quitting stops the server
@@ -88,12 +100,19 @@ def test_broken_mcp_file_is_a_banner_and_the_chat_goes_on(qtbot, make_window, to
 
 
 def test_editing_the_same_mcp_file_restarts_its_servers_when_settings_are_applied(
-        qtbot, make_window, tool_model, tmp_path):
+    qtbot, make_window, tool_model, tmp_path
+):
     first_pid, second_pid = tmp_path / "first.pid", tmp_path / "second.pid"
     mcp_json = tmp_path / "mcp.json"
-    mcp_json.write_text(json.dumps({"mcpServers": {
-        "tools": mcp_entry("good", MCP_TEST_PIDFILE=str(first_pid)),
-    }}))
+    mcp_json.write_text(
+        json.dumps(
+            {
+                "mcpServers": {
+                    "tools": mcp_entry("good", MCP_TEST_PIDFILE=str(first_pid)),
+                }
+            }
+        )
+    )
     path = tool_model("remember", '{"note": "x"}')
     w = make_window(path, settings=_settings(mcp_json))
     assert "remember" in w.worker.session.registry.names()
@@ -106,9 +125,15 @@ def test_editing_the_same_mcp_file_restarts_its_servers_when_settings_are_applie
     assert alive(pid) and not second_pid.exists()
 
     # the same path, other contents: the old server stops, the new one starts, its tools replace the old ones
-    mcp_json.write_text(json.dumps({"mcpServers": {
-        "tools": mcp_entry("other", MCP_TEST_PIDFILE=str(second_pid)),
-    }}))
+    mcp_json.write_text(
+        json.dumps(
+            {
+                "mcpServers": {
+                    "tools": mcp_entry("other", MCP_TEST_PIDFILE=str(second_pid)),
+                }
+            }
+        )
+    )
     with qtbot.waitSignal(w.sig_model_ready, timeout=TIMEOUT):
         w.apply_settings(w.settings)
     qtbot.waitUntil(lambda: not alive(pid), timeout=TIMEOUT)

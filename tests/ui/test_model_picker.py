@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 from PySide6.QtCore import Qt
 
+from app.engine.models.tiny import write_tiny_gguf
 from app.storage import paths
 from app.storage.settings import Settings
 from tests.support.fake_hub import FakeHub
-from tests.support.tiny_gguf import write_tiny_gguf
 from tests.ui.scripted_gguf import CHATML, streaming_script, write_scripted_gguf
 
 TIMEOUT = 30_000

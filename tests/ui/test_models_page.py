@@ -13,9 +13,9 @@ import pytest  # noqa: E402
 from app.engine.models.hub import HubClient  # noqa: E402
 from app.engine.models.library import Library  # noqa: E402
 from app.engine.models.manager import ModelManager  # noqa: E402
+from app.engine.models.tiny import write_tiny_gguf  # noqa: E402
 from app.ui.models_page import ModelsPage  # noqa: E402
 from tests.support.fake_hub import FakeHub  # noqa: E402
-from tests.support.tiny_gguf import write_tiny_gguf  # noqa: E402
 
 REPO = "acme/Tiny-Chat-GGUF"
 SCREENSHOT = Path(__file__).resolve().parents[2] / ".screenshots" / "models_page.png"
@@ -25,15 +25,22 @@ TEMPLATE = "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im
 @pytest.fixture
 def hub(tmp_path):
     def model(seed: int, **kw) -> bytes:
-        return write_tiny_gguf(tmp_path / f"src{seed}.gguf", seed=seed, chat_template=TEMPLATE, **kw).read_bytes()
+        return write_tiny_gguf(
+            tmp_path / f"src{seed}.gguf", seed=seed, chat_template=TEMPLATE, **kw
+        ).read_bytes()
 
     h = FakeHub()
-    h.add_repo(REPO, {
-        "Tiny-Chat-Q4_K_M.gguf": model(0),
-        "Tiny-Chat-Q8_0.gguf": model(1, embedding_length=256, feed_forward_length=512),
-        "Tiny-Chat-F16-00001-of-00002.gguf": model(2),
-        "Tiny-Chat-F16-00002-of-00002.gguf": model(3),
-    }, downloads=1234, likes=56)
+    h.add_repo(
+        REPO,
+        {
+            "Tiny-Chat-Q4_K_M.gguf": model(0),
+            "Tiny-Chat-Q8_0.gguf": model(1, embedding_length=256, feed_forward_length=512),
+            "Tiny-Chat-F16-00001-of-00002.gguf": model(2),
+            "Tiny-Chat-F16-00002-of-00002.gguf": model(3),
+        },
+        downloads=1234,
+        likes=56,
+    )
     h.add_repo("acme/Other-Tiny-GGUF", {"other-Q4_0.gguf": model(4)}, downloads=99)
     h.start()
     yield h
@@ -148,7 +155,9 @@ def test_screenshot_with_results_and_library(qtbot, page, hub, tmp_path):
     hub.hold_after["Tiny-Chat-Q8_0.gguf"] = 2_000_000
     row = next(r for r in range(3) if page.files_table.item(r, 0).text() == "Tiny-Chat-Q8_0")
     page.files_table.cellWidget(row, 5).click()
-    qtbot.waitUntil(lambda: len(page._rows) == 2 and 0 < page.download_bar(max(page._rows)).value(), timeout=20000)
+    qtbot.waitUntil(
+        lambda: len(page._rows) == 2 and 0 < page.download_bar(max(page._rows)).value(), timeout=20000
+    )
     SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
     assert page.grab().save(str(SCREENSHOT))
     hub.release.set()

@@ -17,9 +17,9 @@ from app.engine.models.hub import HubClient  # noqa: E402
 from app.engine.models.library import Library  # noqa: E402
 from app.engine.models.manager import ModelManager  # noqa: E402
 from app.engine.models.recommended import recommended_models  # noqa: E402
+from app.engine.models.tiny import write_tiny_gguf  # noqa: E402
 from app.ui.models_page import ModelsPage  # noqa: E402
 from tests.support.fake_hub import FakeHub  # noqa: E402
-from tests.support.tiny_gguf import write_tiny_gguf  # noqa: E402
 
 TEMPLATE = "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "chat_templates"
@@ -34,8 +34,12 @@ def hub(tmp_path):
 
     h = FakeHub()
     h.add_repo(QWEN, {"Qwen3-0.6B-Q8_0.gguf": model(0), "Qwen3-0.6B-Q4_K_M.gguf": model(1)}, downloads=10)
-    h.add_repo(BIG, {"Huge-70B-Q4_K_M.gguf": model(2)}, downloads=5,
-               declared_sizes={"Huge-70B-Q4_K_M.gguf": 40 * 1024**4})
+    h.add_repo(
+        BIG,
+        {"Huge-70B-Q4_K_M.gguf": model(2)},
+        downloads=5,
+        declared_sizes={"Huge-70B-Q4_K_M.gguf": 40 * 1024**4},
+    )
     h.start()
     yield h
     h.stop()
@@ -65,8 +69,17 @@ def _search_and_open(qtbot, page, text, row=0):
 def test_recommended_list_is_data_with_a_detected_tool_format_for_each_model():
     models = recommended_models()
     names = " ".join(m.name for m in models)
-    for wanted in ("Qwen3 0.6B", "Qwen3 1.7B", "Qwen3 4B", "Qwen3.5 4B", "Llama 3.2 3B", "Granite 4", "Gemma 4",
-                   "gpt-oss 20B", "Mistral Small"):
+    for wanted in (
+        "Qwen3 0.6B",
+        "Qwen3 1.7B",
+        "Qwen3 4B",
+        "Qwen3.5 4B",
+        "Llama 3.2 3B",
+        "Granite 4",
+        "Gemma 4",
+        "gpt-oss 20B",
+        "Mistral Small",
+    ):
         assert wanted in names
     for m in models:
         assert m.why and m.quantization and m.size_gb > 0 and m.file.endswith(".gguf")
@@ -127,12 +140,18 @@ def test_d30_too_large_model_asks_before_downloading(qtbot, page, hub):
 
 def test_d31_files_already_in_the_library_are_marked_in_search_results(qtbot, page, hub):
     _search_and_open(qtbot, page, "qwen")
-    row = next(r for r in range(page.files_table.rowCount())
-               if page.files_table.item(r, 0).text() == "Qwen3-0.6B-Q8_0")
+    row = next(
+        r
+        for r in range(page.files_table.rowCount())
+        if page.files_table.item(r, 0).text() == "Qwen3-0.6B-Q8_0"
+    )
     with qtbot.waitSignal(page.sig_library_done, timeout=30000, check_params_cb=lambda: bool(page._local)):
         page.files_table.cellWidget(row, 5).click()
-    row = next(r for r in range(page.files_table.rowCount())
-               if page.files_table.item(r, 0).text() == "Qwen3-0.6B-Q8_0")
+    row = next(
+        r
+        for r in range(page.files_table.rowCount())
+        if page.files_table.item(r, 0).text() == "Qwen3-0.6B-Q8_0"
+    )
     assert page.files_table.cellWidget(row, 5).text() == "Load now"
     before = hub.count("GET", "Qwen3-0.6B-Q8_0.gguf")
     with qtbot.waitSignal(page.sig_load_requested, timeout=5000):
@@ -195,8 +214,11 @@ def test_d32_download_indicator_and_quit_warning(qtbot, page, hub):
     seen = []
     page.sig_downloads.connect(lambda n, f: seen.append(n))
     _search_and_open(qtbot, page, "qwen")
-    row = next(r for r in range(page.files_table.rowCount())
-               if page.files_table.item(r, 0).text() == "Qwen3-0.6B-Q8_0")
+    row = next(
+        r
+        for r in range(page.files_table.rowCount())
+        if page.files_table.item(r, 0).text() == "Qwen3-0.6B-Q8_0"
+    )
     page.files_table.cellWidget(row, 5).click()
     qtbot.waitUntil(lambda: hub.held.is_set() and bool(page.running_downloads()), timeout=20000)
     assert seen and seen[-1] == 1

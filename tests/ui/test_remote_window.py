@@ -66,11 +66,15 @@ def write_calculator_model(folder: Path) -> Path:
     )
     assert template != QWEN25
     return write_scripted_gguf(
-        folder / "remote-calc.gguf", chat_template=template,
+        folder / "remote-calc.gguf",
+        chat_template=template,
         control_tokens=["<|im_start|>", "<|im_end|>", "<|endoftext|>"],
-        user_tokens=[call, "<|tool_done|>", ANSWER], eos="<|im_end|>",
+        user_tokens=[call, "<|tool_done|>", ANSWER],
+        eos="<|im_end|>",
         script={"\n": call, call: "<|im_end|>", "<|tool_done|>": ANSWER, ANSWER: "<|im_end|>"},
-        default_next="\n", name="remote-calc")
+        default_next="\n",
+        name="remote-calc",
+    )
 
 
 @pytest.fixture(scope="module")
@@ -83,8 +87,17 @@ def keyed_server(calc_model):
     """Callisto's API server on a free loopback port that wants ``KEY``."""
     from app.server import ApiServer, ServerConfig
 
-    server = ApiServer(ServerConfig(port=0, models=[str(calc_model)], use_library=False, n_ctx=2048, n_threads=1,
-                                    queue_size=8, api_key=KEY))
+    server = ApiServer(
+        ServerConfig(
+            port=0,
+            models=[str(calc_model)],
+            use_library=False,
+            n_ctx=2048,
+            n_threads=1,
+            queue_size=8,
+            api_key=KEY,
+        )
+    )
     server.start()
     try:
         yield server
@@ -127,19 +140,25 @@ def _files_hold(folder: Path, secret: str) -> list[str]:
     return hits
 
 
-@pytest.mark.parametrize(("kind", "mode", "read_by"), [
-    ("openai", "api", "the engine's function calling (OpenAI API)"),
-    ("anthropic", "api", "the engine's function calling (Anthropic API)"),
-    ("openai", "callisto", "Callisto's parser (Hermes JSON)"),
-])
+@pytest.mark.parametrize(
+    ("kind", "mode", "read_by"),
+    [
+        ("openai", "api", "the engine's function calling (OpenAI API)"),
+        ("anthropic", "api", "the engine's function calling (Anthropic API)"),
+        ("openai", "callisto", "Callisto's parser (Hermes JSON)"),
+    ],
+)
 def test_a_remote_model_chosen_in_the_picker_calls_a_tool_shown_with_its_parser(
-        qtbot, make_window, memory_keyring, keyed_server, calc_model, kind, mode, read_by):
+    qtbot, make_window, memory_keyring, keyed_server, calc_model, kind, mode, read_by
+):
     from app.storage.paths import settings_path
     from app.ui.remote_models import remote_key
 
     w = make_window(None)
     template = str(calc_model) if mode == "callisto" else ""
-    _add_provider(qtbot, w, name="Lab box", url=keyed_server.url, kind=kind, mode=mode, key=KEY, template=template)
+    _add_provider(
+        qtbot, w, name="Lab box", url=keyed_server.url, kind=kind, mode=mode, key=KEY, template=template
+    )
     assert memory_keyring.store == {("callisto", "remote:Lab box"): KEY}
     assert [(e.name, e.kind, e.mode) for e in w.settings.remote] == [("Lab box", kind, mode)]
     key = remote_key("Lab box", "remote-calc")
@@ -175,8 +194,9 @@ def test_a_remote_model_chosen_in_the_picker_calls_a_tool_shown_with_its_parser(
     assert _files_hold(Path(os.environ["CALLISTO_HOME"]), KEY) == []
 
 
-def test_the_same_conversation_gives_the_same_call_through_the_local_model(qtbot, make_window, calc_model,
-                                                                           keyed_server, memory_keyring):
+def test_the_same_conversation_gives_the_same_call_through_the_local_model(
+    qtbot, make_window, calc_model, keyed_server, memory_keyring
+):
     w = make_window(calc_model)
     done = _turn(qtbot, w)
     assert done.finish_reason == "stop"
@@ -189,7 +209,9 @@ def test_the_same_conversation_gives_the_same_call_through_the_local_model(qtbot
     _choose(qtbot, w, remote_key("Box", "remote-calc"))
     assert w.worker.model is None  # the local model was closed once the remote one was chosen
     assert w._local_model_path() is None  # the Server and Check pages are not handed a remote key as a file
-    assert w.context_meter.format() == "Context —" and w.stat_ctx.text() == "context —"  # no local figure stays
+    assert (
+        w.context_meter.format() == "Context —" and w.stat_ctx.text() == "context —"
+    )  # no local figure stays
     done = _turn(qtbot, w)
     assert done.finish_reason == "stop" and done.extra["remote"] == "ollama"
     assert [(e.name, e.arguments, e.result) for e in w.tool_panel.entries.values()] == local
@@ -249,7 +271,9 @@ def _failing_endpoint(status: int, message: str):
     return handler
 
 
-def test_a_failing_endpoint_is_shown_in_the_reply_and_the_question_is_kept(qtbot, make_window, memory_keyring):
+def test_a_failing_endpoint_is_shown_in_the_reply_and_the_question_is_kept(
+    qtbot, make_window, memory_keyring
+):
     from app.ui.remote_models import remote_key
 
     with MisbehavingServer(_failing_endpoint(401, "invalid api key")) as server:
@@ -259,10 +283,16 @@ def test_a_failing_endpoint_is_shown_in_the_reply_and_the_question_is_kept(qtbot
         done = _turn(qtbot, w, "Hello there")
         assert done.finish_reason == "error" and done.extra["error_code"] == "unauthorized"
         box = w.chat.current_assistant().error_box
-        assert box is not None and box.message.startswith("The reply failed: ") and "invalid api key" in box.message
+        assert (
+            box is not None
+            and box.message.startswith("The reply failed: ")
+            and "invalid api key" in box.message
+        )
         assert sum(1 for r in server.requests if r.body is not None) == 1  # a bad key is not retried
         conv = w.history.load_conversation(w.conversation_id)
-        assert [m.role for m in conv.messages] == ["user", "assistant"] and conv.messages[0].content == "Hello there"
+        assert [m.role for m in conv.messages] == ["user", "assistant"] and conv.messages[
+            0
+        ].content == "Hello there"
         assert conv.messages[1].status == "error" and "invalid api key" in conv.messages[1].error
 
 
@@ -281,8 +311,9 @@ def test_5xx_retries_are_told_in_the_reply_then_the_failure(qtbot, make_window, 
         assert "overloaded" in reply.error_box.message
 
 
-def test_an_endpoint_that_cannot_be_reached_is_a_banner_and_the_picker_keeps_working(qtbot, make_window,
-                                                                                        memory_keyring):
+def test_an_endpoint_that_cannot_be_reached_is_a_banner_and_the_picker_keeps_working(
+    qtbot, make_window, memory_keyring
+):
     import socket
 
     with socket.socket() as s:  # a free port nobody listens on
@@ -297,15 +328,23 @@ def test_an_endpoint_that_cannot_be_reached_is_a_banner_and_the_picker_keeps_wor
     assert text.startswith("The models of Gone could not be listed:") and f"127.0.0.1:{port}" in text
     assert "Gone" not in w.remote_models
     assert [w.model_picker.itemText(i) for i in range(w.model_picker.count())][-2:] == [
-        "Add a remote engine…", "Open a GGUF file…"]
+        "Add a remote engine…",
+        "Open a GGUF file…",
+    ]
 
 
-@pytest.mark.parametrize(("values", "problem"), [
-    ({"name": "", "url": "http://127.0.0.1:1"}, "Give the engine a name"),
-    ({"name": "A", "url": "127.0.0.1:8080"}, "starts with http:// or https://"),
-    ({"name": "taken", "url": "http://127.0.0.1:1"}, "already a remote engine named 'taken'"),
-    ({"name": "A", "url": "http://127.0.0.1:1", "kind": "anthropic", "mode": "callisto"}, "Anthropic API does not"),
-])
+@pytest.mark.parametrize(
+    ("values", "problem"),
+    [
+        ({"name": "", "url": "http://127.0.0.1:1"}, "Give the engine a name"),
+        ({"name": "A", "url": "127.0.0.1:8080"}, "starts with http:// or https://"),
+        ({"name": "taken", "url": "http://127.0.0.1:1"}, "already a remote engine named 'taken'"),
+        (
+            {"name": "A", "url": "http://127.0.0.1:1", "kind": "anthropic", "mode": "callisto"},
+            "Anthropic API does not",
+        ),
+    ],
+)
 def test_the_dialog_refuses_bad_values_and_adds_nothing(qtbot, make_window, memory_keyring, values, problem):
     from app.storage.settings import RemoteProviderSettings
 
@@ -333,8 +372,9 @@ def no_keychain():
         keyring.set_keyring(previous)
 
 
-def test_without_a_keychain_a_keyless_provider_works_and_a_key_is_refused_plainly(qtbot, make_window, no_keychain,
-                                                                                  keyed_server):
+def test_without_a_keychain_a_keyless_provider_works_and_a_key_is_refused_plainly(
+    qtbot, make_window, no_keychain, keyed_server
+):
     with MisbehavingServer(_failing_endpoint(500, "unused")) as server:
         w = make_window(None)
         _add_provider(qtbot, w, name="Open box", url=server.url, kind="openai", mode="api")
@@ -355,20 +395,48 @@ def test_the_remote_screenshot_state_shows_a_call_read_by_callistos_parser(tmp_p
 
     out = tmp_path / "remote.png"
     env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "CALLISTO_HOME": str(tmp_path / "home")}
-    proc = subprocess.run([sys.executable, "-m", "app", "--screenshot", str(out), "--state", "remote", "--model",
-                           str(calc_model), "--quit-after", "60", "--theme", "dark"],
-                          cwd=Path(__file__).resolve().parents[2], env=env, capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "app",
+            "--screenshot",
+            str(out),
+            "--state",
+            "remote",
+            "--model",
+            str(calc_model),
+            "--quit-after",
+            "60",
+            "--theme",
+            "dark",
+        ],
+        cwd=Path(__file__).resolve().parents[2],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert "remote (model: remote-calc; tool calls: 1; selected: calculator (ok); read by: callisto:hermes)" \
-        in proc.stdout, proc.stdout
+    assert (
+        "remote (model: remote-calc; tool calls: 1; selected: calculator (ok); read by: callisto:hermes)"
+        in proc.stdout
+    ), proc.stdout
     img = QImage(str(out))
     assert not img.isNull() and img.width() > 300
 
 
-CALC_TOOLS = {"calculator": {"description": "Evaluate an arithmetic expression.", "parameters": {
-    "type": "object", "properties": {"expression": {"type": "string", "description": "The expression."}},
-    "required": ["expression"]}}}
-CALC_SCENARIO = '''category = "single"
+CALC_TOOLS = {
+    "calculator": {
+        "description": "Evaluate an arithmetic expression.",
+        "parameters": {
+            "type": "object",
+            "properties": {"expression": {"type": "string", "description": "The expression."}},
+            "required": ["expression"],
+        },
+    }
+}
+CALC_SCENARIO = """category = "single"
 
 [[scenario]]
 id = "product-of-two-numbers"
@@ -376,11 +444,12 @@ tools = ["calculator"]
 prompt = "What is 17 * 23?"
 expect = [{ name = "calculator", arguments = { expression = "17 * 23" } }]
 rationale = "The expression is a literal of the prompt."
-'''
+"""
 
 
-def test_the_check_page_shows_both_parsers_of_one_remote_model_as_two_rows(qtbot, tmp_path, keyed_server,
-                                                                            calc_model):
+def test_the_check_page_shows_both_parsers_of_one_remote_model_as_two_rows(
+    qtbot, tmp_path, keyed_server, calc_model
+):
     """``check --endpoint ... --parser both`` writes two results; opened in the Check page they are
     two rows of its matrix, side by side, named by who read the calls."""
     from app.check.corpus import load_corpus
@@ -398,7 +467,9 @@ def test_the_check_page_shows_both_parsers_of_one_remote_model_as_two_rows(qtbot
     page = CheckPage(load_saved=False)
     qtbot.addWidget(page)
     for parser in ("api", "callisto"):
-        target = RemoteTarget(provider, "remote-calc", parser=parser, model_file=str(calc_model), max_tokens=64)
+        target = RemoteTarget(
+            provider, "remote-calc", parser=parser, model_file=str(calc_model), max_tokens=64
+        )
         result = run_check(target, corpus.select(None, None), corpus_sha256=corpus.sha256)
         assert result["summary"]["passed"] == 1, result["results"]
         path = write_result(result, tmp_path / f"result-{parser}.json")
@@ -406,6 +477,8 @@ def test_the_check_page_shows_both_parsers_of_one_remote_model_as_two_rows(qtbot
         assert all(KEY not in p.read_text() for p in Path(path).glob("*.json"))  # transcripts: key redacted
         assert page.open_result(tmp_path / f"result-{parser}.json") is not None
     labels = [page.matrix.verticalHeaderItem(r).text() for r in range(page.matrix.rowCount())]
-    assert labels == ["remote-calc.gguf · openai-compatible · engine's parsing (API tools)",
-                      "remote-calc.gguf · openai-compatible · Callisto parsing"]
+    assert labels == [
+        "remote-calc.gguf · openai-compatible · engine's parsing (API tools)",
+        "remote-calc.gguf · openai-compatible · Callisto parsing",
+    ]
     assert page.cell_ratio(0, "single") == page.cell_ratio(1, "single") == 1.0

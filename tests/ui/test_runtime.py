@@ -144,8 +144,14 @@ def test_server_name_is_per_data_folder(tmp_path):
 
 def _launch(home: Path, *args: str) -> subprocess.Popen:
     env = {**os.environ, "CALLISTO_HOME": str(home), "QT_QPA_PLATFORM": "offscreen"}
-    return subprocess.Popen([sys.executable, "-m", "app", *args], cwd=REPO, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    return subprocess.Popen(
+        [sys.executable, "-m", "app", *args],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
 
 
 @pytest.mark.slow

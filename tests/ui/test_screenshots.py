@@ -14,13 +14,23 @@ from PySide6.QtGui import QImage
 REPO = Path(__file__).resolve().parents[2]
 
 
-def _run(tmp_path: Path, state: str, *extra: str, home: Path | None = None) -> tuple[subprocess.CompletedProcess,
-                                                                                   Path]:
+def _run(
+    tmp_path: Path, state: str, *extra: str, home: Path | None = None
+) -> tuple[subprocess.CompletedProcess, Path]:
     out = tmp_path / f"{state}.png"
-    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen",
-           "CALLISTO_HOME": str(home or tmp_path / f"home-{state}")}
-    proc = subprocess.run([sys.executable, "-m", "app", "--screenshot", str(out), "--state", state, *extra],
-                          cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+    env = {
+        **os.environ,
+        "QT_QPA_PLATFORM": "offscreen",
+        "CALLISTO_HOME": str(home or tmp_path / f"home-{state}"),
+    }
+    proc = subprocess.run(
+        [sys.executable, "-m", "app", "--screenshot", str(out), "--state", state, *extra],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     return proc, out
 
 
@@ -57,8 +67,9 @@ def test_tool_call_state_with_a_model_that_calls_no_tool_fails_and_saves_nothing
         save_settings(s)
     finally:
         del os.environ["CALLISTO_HOME"]
-    proc, out = _run(tmp_path, "tool-call-with-panel", "--quit-after", "60", "--model", str(streaming_model),
-                     home=home)
+    proc, out = _run(
+        tmp_path, "tool-call-with-panel", "--quit-after", "60", "--model", str(streaming_model), home=home
+    )
     assert proc.returncode == 2
     assert "needs a model that calls a tool (pass --model)" in proc.stderr
     assert not out.exists()
@@ -67,8 +78,13 @@ def test_tool_call_state_with_a_model_that_calls_no_tool_fails_and_saves_nothing
 def test_state_not_reached_within_the_limit_fails_and_saves_nothing(tmp_path):
     from tests.ui.scripted_gguf import CHATML, streaming_script, write_scripted_gguf
 
-    model = write_scripted_gguf(tmp_path / "long.gguf", chat_template=CHATML, script=streaming_script(),
-                                default_next="a", context_length=65_536)
+    model = write_scripted_gguf(
+        tmp_path / "long.gguf",
+        chat_template=CHATML,
+        script=streaming_script(),
+        default_next="a",
+        context_length=65_536,
+    )
     home = tmp_path / "home"
     os.environ["CALLISTO_HOME"] = str(home)
     try:

@@ -26,8 +26,14 @@ def page(qtbot, tmp_path):
     model = write_loop_model(tmp_path)
     settings = Settings()
     settings.server.port = free_port()
-    p = ServerPage(settings, model_path=lambda: str(model), save=lambda: save_settings(settings), n_ctx=4096,
-                   n_threads=1, use_library=False)
+    p = ServerPage(
+        settings,
+        model_path=lambda: str(model),
+        save=lambda: save_settings(settings),
+        n_ctx=4096,
+        n_threads=1,
+        use_library=False,
+    )
     qtbot.addWidget(p)
     p.show()
     yield p
@@ -46,8 +52,11 @@ def test_start_log_rows_and_stop(qtbot, page):
     assert f'base_url="{url}/v1"' in page.snippet_views["OpenAI (Python)"].toPlainText()
     assert load_settings()[0].server.enabled is True
 
-    r = httpx.post(url + "/v1/chat/completions", timeout=60, json={
-        "model": "loop-hermes", "messages": [{"role": "user", "content": "hi"}], "tools": TOOLS})
+    r = httpx.post(
+        url + "/v1/chat/completions",
+        timeout=60,
+        json={"model": "loop-hermes", "messages": [{"role": "user", "content": "hi"}], "tools": TOOLS},
+    )
     assert r.status_code == 200
     httpx.get(url + "/v1/nothing-here", timeout=10)
     qtbot.waitUntil(lambda: page.log_table.rowCount() == 2, timeout=10_000)

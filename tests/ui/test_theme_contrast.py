@@ -51,8 +51,11 @@ def label_contrast(img: QImage, x: int, y: int, w: int, h: int) -> float | None:
 
 
 def _labels(root: QWidget) -> list[QLabel]:
-    return [lab for lab in root.findChildren(QLabel)
-            if lab.isVisible() and lab.text().strip() and lab.width() > 4 and lab.height() > 4]
+    return [
+        lab
+        for lab in root.findChildren(QLabel)
+        if lab.isVisible() and lab.text().strip() and lab.width() > 4 and lab.height() > 4
+    ]
 
 
 def assert_labels_readable(root: QWidget, where: str) -> int:
@@ -65,8 +68,13 @@ def assert_labels_readable(root: QWidget, where: str) -> int:
         if seen.isEmpty():
             continue
         top_left = lab.mapTo(root, seen.topLeft())
-        r = label_contrast(img, int(top_left.x() * scale), int(top_left.y() * scale),
-                           int(seen.width() * scale), int(seen.height() * scale))
+        r = label_contrast(
+            img,
+            int(top_left.x() * scale),
+            int(top_left.y() * scale),
+            int(seen.width() * scale),
+            int(seen.height() * scale),
+        )
         if r is None:
             continue
         checked += 1
@@ -98,7 +106,9 @@ def _settings() -> Settings:
 
 
 @pytest.mark.parametrize("theme", ["light", "dark"])
-def test_d42_every_page_and_dialog_is_readable_in_both_themes(qtbot, make_window, streaming_model, themed, theme):
+def test_d42_every_page_and_dialog_is_readable_in_both_themes(
+    qtbot, make_window, streaming_model, themed, theme
+):
     themed(theme)
     w = make_window(streaming_model, settings=_settings())
     w.compose.setPlainText("Hello")

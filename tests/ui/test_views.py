@@ -111,8 +111,9 @@ def test_settings_dialog_tool_format_choices_and_per_model_override(qtbot, tmp_p
     assert [dlg.tool_format.itemData(i) for i in range(dlg.tool_format.count())] == [v for v, _ in choices]
     assert dlg.tool_format.itemText(0) == "Automatic — detected: Hermes JSON"
     labels = dict(choices)
-    assert [dlg.tool_format.itemText(i) for i in range(1, dlg.tool_format.count())] == \
-        [labels[v] for v, _ in choices[1:]]
+    assert [dlg.tool_format.itemText(i) for i in range(1, dlg.tool_format.count())] == [
+        labels[v] for v, _ in choices[1:]
+    ]
     assert dlg.open_at("chat.tool_format") is dlg.tool_format
     # per-model: tool format none and temperature 0.1 for this model only
     dlg.model_tool_format.setCurrentIndex(dlg.model_tool_format.findData("none"))
@@ -132,8 +133,16 @@ def test_tool_panel_shows_typed_arguments_result_error(qtbot):
     panel = ToolCallPanel()
     qtbot.addWidget(panel)
     panel.add_call("a", "read_file", {"path": "x.txt", "limit": 3}, raw='<tool_call>{"name": "read_file"}')
-    panel.finish_call("a", "read_file", {"path": "x.txt", "limit": 3}, '<tool_call>{"name": "read_file"}',
-                      None, "No such file: x.txt", 0.002, "auto")
+    panel.finish_call(
+        "a",
+        "read_file",
+        {"path": "x.txt", "limit": 3},
+        '<tool_call>{"name": "read_file"}',
+        None,
+        "No such file: x.txt",
+        0.002,
+        "auto",
+    )
     panel.add_call("b", "calculator", {"expression": "1+1"})
     assert panel.select_call("a")
     text = panel.detail_text()

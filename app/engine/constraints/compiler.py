@@ -72,7 +72,9 @@ def resolve_tool_choice(value: Any, tools: Sequence[Mapping[str, Any]] | None) -
     names = [tool_name(t) for t in tools or []]
     if choice.mode == "function" and choice.name not in names:
         known = ", ".join(names) or "none"
-        raise ConstraintError(f"tool_choice names {choice.name!r}, which is not a declared tool (declared: {known})")
+        raise ConstraintError(
+            f"tool_choice names {choice.name!r}, which is not a declared tool (declared: {known})"
+        )
     if choice.mode == "required" and not names:
         raise ConstraintError("tool_choice is 'required' but no tools are declared")
     return choice
@@ -95,6 +97,7 @@ def parse_response_format(value: Any) -> dict[str, Any] | None:
 
 # -- tokenizers (one per loaded model) ---------------------------------------------------------
 
+
 class _Vocab:
     def __init__(self, model: LoadedModel):
         import llguidance
@@ -107,12 +110,15 @@ class _Vocab:
             # it is deprecated, once per token (262k warnings for Gemma 3): silence that here only.
             with warnings.catch_warnings():
                 warnings.filterwarnings("ignore", category=DeprecationWarning, message="llama_token_get_attr")
-                self.tok = llguidance.llamacpp.lltokenizer_from_vocab(model.vocab, n_vocab=self.n_vocab,
-                                                                      eos_token=sorted(self.eog) or None)
+                self.tok = llguidance.llamacpp.lltokenizer_from_vocab(
+                    model.vocab, n_vocab=self.n_vocab, eos_token=sorted(self.eog) or None
+                )
         except (KeyboardInterrupt, SystemExit):
             raise
         except BaseException as exc:  # noqa: BLE001 - a hostile vocabulary panics llguidance (pyo3 PanicException)
-            raise ConstraintError(f"llguidance cannot read this model's vocabulary ({str(exc)[:200]})") from None
+            raise ConstraintError(
+                f"llguidance cannot read this model's vocabulary ({str(exc)[:200]})"
+            ) from None
         self.cache: OrderedDict[str, Any] = OrderedDict()
         self.lock = threading.Lock()
 
@@ -159,7 +165,9 @@ _CACHE_SIZE = 64
 class Constraint:
     """A compiled constraint: ``grammar`` (Lark), ``describe`` (for the side panel)."""
 
-    def __init__(self, vocab: _Vocab, grammar: str, matcher: Any, describe: str, prefix: tuple[int, ...] = ()):
+    def __init__(
+        self, vocab: _Vocab, grammar: str, matcher: Any, describe: str, prefix: tuple[int, ...] = ()
+    ):
         self.vocab = vocab
         self.grammar = grammar
         self.describe = describe
@@ -218,10 +226,17 @@ class ConstraintRun:
         return bool(self.matcher.is_accepting())
 
 
-def compile_constraint(model: LoadedModel, *, family: str | None, tools: Sequence[Mapping[str, Any]] | None,
-                       tool_choice: Any = "auto", parallel_tool_calls: bool = True,
-                       response_format: Any = None, reasoning: bool = False,
-                       in_reasoning: bool = False) -> Constraint | None:
+def compile_constraint(
+    model: LoadedModel,
+    *,
+    family: str | None,
+    tools: Sequence[Mapping[str, Any]] | None,
+    tool_choice: Any = "auto",
+    parallel_tool_calls: bool = True,
+    response_format: Any = None,
+    reasoning: bool = False,
+    in_reasoning: bool = False,
+) -> Constraint | None:
     """The constraint for one reply, or None when decoding is free (``auto`` without tools or
     without a format, ``none`` without ``response_format``). Raises :class:`ConstraintError`."""
     tools = list(tools or [])
@@ -230,15 +245,21 @@ def compile_constraint(model: LoadedModel, *, family: str | None, tools: Sequenc
     if choice.mode == "none" or not tools:
         tools = []
     if choice.mode in ("required", "function") and family is None:
-        raise ConstraintError(f"tool_choice {choice.mode!r} needs a tool-call format, and this model has none "
-                              "(choose one in chat.tool_format)")
+        raise ConstraintError(
+            f"tool_choice {choice.mode!r} needs a tool-call format, and this model has none "
+            "(choose one in chat.tool_format)"
+        )
     if not tools or family is None:
         if schema is None:
             return None
         try:
-            return _compile(model, "json", lambda ctx: _plain_json(ctx, schema, reasoning, in_reasoning, family),
-                            f"response_format (JSON{' schema' if schema != {'type': 'object'} else ''})",
-                            (family, schema, reasoning, in_reasoning))
+            return _compile(
+                model,
+                "json",
+                lambda ctx: _plain_json(ctx, schema, reasoning, in_reasoning, family),
+                f"response_format (JSON{' schema' if schema != {'type': 'object'} else ''})",
+                (family, schema, reasoning, in_reasoning),
+            )
         except _CompileError as exc:
             raise ConstraintError(_locate(tokenizer_for(model), [], schema) or str(exc)) from None
     from app.engine.formats import FORMATS
@@ -255,18 +276,36 @@ def compile_constraint(model: LoadedModel, *, family: str | None, tools: Sequenc
     def build(ctx: GrammarContext) -> str:
         ctx.auto = auto
         ctx.response_schema = schema if auto else None
-        return fmt.constraint_grammar([dict(t) for t in tools], forced=forced, parallel=bool(parallel_tool_calls), ctx=ctx)
+        return fmt.constraint_grammar(
+            [dict(t) for t in tools], forced=forced, parallel=bool(parallel_tool_calls), ctx=ctx
+        )
 
     try:
-        return _compile(model, family, build, f"{what}, {family}",
-                        (family, tools, choice.mode, forced, bool(parallel_tool_calls), schema if auto else None,
-                         reasoning, in_reasoning))
+        return _compile(
+            model,
+            family,
+            build,
+            f"{what}, {family}",
+            (
+                family,
+                tools,
+                choice.mode,
+                forced,
+                bool(parallel_tool_calls),
+                schema if auto else None,
+                reasoning,
+                in_reasoning,
+            ),
+        )
     except _CompileError as exc:
-        raise ConstraintError(_locate(tokenizer_for(model), tools, schema if auto else None) or str(exc)) from None
+        raise ConstraintError(
+            _locate(tokenizer_for(model), tools, schema if auto else None) or str(exc)
+        ) from None
 
 
-def _plain_json(ctx: GrammarContext, schema: dict[str, Any], reasoning: bool, in_reasoning: bool,
-                family: str | None) -> str:
+def _plain_json(
+    ctx: GrammarContext, schema: dict[str, Any], reasoning: bool, in_reasoning: bool, family: str | None
+) -> str:
     from app.engine.constraints.lark import _reasoning
     from app.engine.formats import FORMATS
 
@@ -286,9 +325,14 @@ def _compile(model: LoadedModel, family: str, build: Any, describe: str, key_par
             grammar, matcher = hit
             return Constraint(vocab, grammar, matcher, describe)
     reasoning, in_reasoning = key_parts[-2], key_parts[-1]
-    ctx = GrammarContext(split=vocab.split, eog=lambda t: t in vocab.eog, eos_ids=tuple(sorted(vocab.eog)),
-                         reasoning=bool(reasoning),
-                         in_reasoning=bool(in_reasoning), family=family)
+    ctx = GrammarContext(
+        split=vocab.split,
+        eog=lambda t: t in vocab.eog,
+        eos_ids=tuple(sorted(vocab.eog)),
+        reasoning=bool(reasoning),
+        in_reasoning=bool(in_reasoning),
+        family=family,
+    )
     grammar = build(ctx)
     matcher = llguidance.LLMatcher(vocab.tok, grammar, log_level=0)
     if matcher.is_error():

@@ -41,10 +41,33 @@ __all__ = [
 JSON_STYLE = {"whitespace_flexible": False, "item_separator": ", ", "key_separator": ": "}
 _INT = r"-?(0|[1-9][0-9]*)"
 _NUM = r"-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?"
-_SUPPORTED_RAW = {"type", "enum", "const", "anyOf", "oneOf", "description", "title", "default", "examples",
-                  "maxLength", "minLength", "format", "properties", "required", "additionalProperties", "items",
-                  "minItems", "maxItems", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
-                  "uniqueItems", "$schema", "nullable"}
+_SUPPORTED_RAW = {
+    "type",
+    "enum",
+    "const",
+    "anyOf",
+    "oneOf",
+    "description",
+    "title",
+    "default",
+    "examples",
+    "maxLength",
+    "minLength",
+    "format",
+    "properties",
+    "required",
+    "additionalProperties",
+    "items",
+    "minItems",
+    "maxItems",
+    "minimum",
+    "maximum",
+    "exclusiveMinimum",
+    "exclusiveMaximum",
+    "uniqueItems",
+    "$schema",
+    "nullable",
+}
 
 
 class ConstraintError(ValueError):
@@ -112,10 +135,15 @@ class GrammarContext:
         doc["x-guidance"] = {**JSON_STYLE, **(doc.get("x-guidance") or {})}
         return self.rule("%json " + json.dumps(doc, ensure_ascii=False), prefix="j")
 
-    def text_until(self, close: str, *, min_len: int = 0, max_len: int | None = None,
-                   final: bool = False) -> str:
+    def text_until(
+        self, close: str, *, min_len: int = 0, max_len: int | None = None, final: bool = False
+    ) -> str:
         """Any text not containing ``close``, then ``close``."""
-        rep = "*" if (min_len == 0 and max_len is None) else f"{{{min_len},{'' if max_len is None else max_len}}}"
+        rep = (
+            "*"
+            if (min_len == 0 and max_len is None)
+            else f"{{{min_len},{'' if max_len is None else max_len}}}"
+        )
         if self.split(close)[0][1] is not None:  # it starts with a special token text cannot write
             return f"/(?s:.{rep})/ " + self.lit(close, final=final)
         return self.rule(f"/(?s:.{rep})/ {_q(close)}", prefix="t", attrs="[lazy]")
@@ -146,6 +174,7 @@ def _rx(s: str) -> str:
 
 
 # -- tools ---------------------------------------------------------------------------------
+
 
 def tool_name(tool: Mapping[str, Any]) -> str:
     fn = tool.get("function", tool)
@@ -181,8 +210,9 @@ def _inline_refs(node: Any, root: Mapping[str, Any], where: str, seen: tuple[str
             target = target[part]
         merged = {**target, **{k: v for k, v in node.items() if k != "$ref"}}
         return _inline_refs(merged, root, where, seen + (ref,))
-    return {k: _inline_refs(v, root, where, seen) for k, v in node.items()
-            if k not in ("$defs", "definitions")}
+    return {
+        k: _inline_refs(v, root, where, seen) for k, v in node.items() if k not in ("$defs", "definitions")
+    }
 
 
 def _closed(schema: Any) -> Any:
@@ -192,8 +222,10 @@ def _closed(schema: Any) -> Any:
         return [_closed(s) for s in schema]
     if not isinstance(schema, Mapping):
         return schema
-    out = {k: (_closed(v) if k not in ("properties", "enum", "const", "default", "examples", "required")
-               else v) for k, v in schema.items()}
+    out = {
+        k: (_closed(v) if k not in ("properties", "enum", "const", "default", "examples", "required") else v)
+        for k, v in schema.items()
+    }
     if "properties" in out:
         out["properties"] = {k: _closed(v) for k, v in out["properties"].items()}
         out.setdefault("additionalProperties", False)
@@ -214,11 +246,14 @@ def _guard_strings(schema: Any) -> Any:
         return [_guard_strings(s) for s in schema]
     if not isinstance(schema, Mapping):
         return schema
-    out = {k: (v if k in ("enum", "const", "default", "examples", "required") else _guard_strings(v))
-           for k, v in schema.items()}
+    out = {
+        k: (v if k in ("enum", "const", "default", "examples", "required") else _guard_strings(v))
+        for k, v in schema.items()
+    }
     if k_props := out.get("properties"):
-        out["properties"] = {k: _guard_strings(v) for k, v in k_props.items()} if isinstance(k_props, Mapping) \
-            else k_props
+        out["properties"] = (
+            {k: _guard_strings(v) for k, v in k_props.items()} if isinstance(k_props, Mapping) else k_props
+        )
     types = _types(out)
     if "string" in types and not ({"pattern", "enum", "const", "format"} & set(out)):
         out["pattern"] = NO_DOUBLE_BRACE
@@ -233,16 +268,26 @@ def json_args_schema(tool: Mapping[str, Any]) -> dict[str, Any]:
     return params
 
 
-def json_call(tool: Mapping[str, Any], *, args_key: str = "arguments", name_key: str = "name",
-              extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
+def json_call(
+    tool: Mapping[str, Any],
+    *,
+    args_key: str = "arguments",
+    name_key: str = "name",
+    extra: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
     """The JSON Schema of ``{"name": NAME, "arguments": {...}}`` for ``tool``."""
     props: dict[str, Any] = {name_key: {"const": tool_name(tool)}, args_key: json_args_schema(tool)}
     props.update(extra or {})
-    return {"type": "object", "properties": props, "required": [name_key, args_key],
-            "additionalProperties": False}
+    return {
+        "type": "object",
+        "properties": props,
+        "required": [name_key, args_key],
+        "additionalProperties": False,
+    }
 
 
 # -- raw values (text typed by the schema) --------------------------------------------------
+
 
 def _check_raw(schema: Mapping[str, Any], where: str) -> None:
     bad = sorted(set(schema) - _SUPPORTED_RAW)
@@ -257,8 +302,17 @@ def _types(schema: Mapping[str, Any]) -> list[str]:
     return list(t) if isinstance(t, list) else [t]
 
 
-def raw_value(ctx: GrammarContext, schema: Mapping[str, Any], close: str, where: str, *,
-              json_sub: bool = True, lead: str = "", trail: str = "", text_rx: str | None = None) -> str:
+def raw_value(
+    ctx: GrammarContext,
+    schema: Mapping[str, Any],
+    close: str,
+    where: str,
+    *,
+    json_sub: bool = True,
+    lead: str = "",
+    trail: str = "",
+    text_rx: str | None = None,
+) -> str:
     """A value written as text, typed by ``schema``, then ``close``; ``lead``/``trail`` are the
     wire's own text around a non-string value (e.g. one newline each side); ``text_rx``: the
     characters a string may hold (default: anything but ``close``)."""
@@ -268,8 +322,9 @@ def raw_value(ctx: GrammarContext, schema: Mapping[str, Any], close: str, where:
     end = ctx.lit(close)
 
     def wrap(expr: str) -> str:
-        return " ".join(x for x in (ctx.lit(lead) if lead else "", expr, ctx.lit(trail) if trail else "",
-                                    end) if x)
+        return " ".join(
+            x for x in (ctx.lit(lead) if lead else "", expr, ctx.lit(trail) if trail else "", end) if x
+        )
 
     if "const" in schema or "enum" in schema:
         values = [schema["const"]] if "const" in schema else list(schema["enum"])
@@ -279,9 +334,19 @@ def raw_value(ctx: GrammarContext, schema: Mapping[str, Any], close: str, where:
         return wrap("(" + " | ".join(alts) + ")")
     for key in ("anyOf", "oneOf"):
         if key in schema:
-            alts = [raw_value(ctx, s, close, f"{where}.{key}[{i}]", json_sub=json_sub, lead=lead, trail=trail,
-                              text_rx=text_rx)
-                    for i, s in enumerate(schema[key])]
+            alts = [
+                raw_value(
+                    ctx,
+                    s,
+                    close,
+                    f"{where}.{key}[{i}]",
+                    json_sub=json_sub,
+                    lead=lead,
+                    trail=trail,
+                    text_rx=text_rx,
+                )
+                for i, s in enumerate(schema[key])
+            ]
             return "(" + " | ".join(alts) + ")"
     types = _types(schema) or ["string"]
     alts = []
@@ -290,9 +355,12 @@ def raw_value(ctx: GrammarContext, schema: Mapping[str, Any], close: str, where:
             lo, hi = int(schema.get("minLength", 0)), schema.get("maxLength")
             alts.append(wrap(f"/{text_rx}{{{lo},{'' if hi is None else hi}}}/"))
         elif t == "string":
-            alts.append((ctx.lit(lead) + " " if lead else "")
-                        + ctx.text_until(close, min_len=int(schema.get("minLength", 0)),
-                                         max_len=schema.get("maxLength")))
+            alts.append(
+                (ctx.lit(lead) + " " if lead else "")
+                + ctx.text_until(
+                    close, min_len=int(schema.get("minLength", 0)), max_len=schema.get("maxLength")
+                )
+            )
         elif t == "integer":
             alts.append(wrap(f"/{_INT}/"))
         elif t == "number":
@@ -312,6 +380,7 @@ def raw_value(ctx: GrammarContext, schema: Mapping[str, Any], close: str, where:
 
 # -- parameters in order ---------------------------------------------------------------------
 
+
 @dataclass
 class ParamSyntax:
     """How one family writes a list of parameters: ``sep`` between them (None: none), ``open``/
@@ -322,9 +391,15 @@ class ParamSyntax:
     close: str = ""
 
 
-def ordered_params(ctx: GrammarContext, tool: Mapping[str, Any], param: Callable[[str, Any, str], str],
-                   syntax: ParamSyntax, *, check_name: Callable[[str], bool] | None = None,
-                   wire: str = "") -> str:
+def ordered_params(
+    ctx: GrammarContext,
+    tool: Mapping[str, Any],
+    param: Callable[[str, Any, str], str],
+    syntax: ParamSyntax,
+    *,
+    check_name: Callable[[str], bool] | None = None,
+    wire: str = "",
+) -> str:
     """The declared parameters in order: required ones always, optional ones maybe; ``param(name,
     schema, where)`` writes one."""
     name = tool_name(tool)
@@ -337,7 +412,9 @@ def ordered_params(ctx: GrammarContext, tool: Mapping[str, Any], param: Callable
     for key, spec in props.items():
         where = f"tool {name!r} parameter {key!r}"
         if check_name is not None and not check_name(key):
-            raise ConstraintError(f"{where}: the {wire or ctx.family} wire cannot express this parameter name")
+            raise ConstraintError(
+                f"{where}: the {wire or ctx.family} wire cannot express this parameter name"
+            )
         items.append((ctx.rule(param(key, spec, where), prefix="p"), key in required))
     open_ = ctx.lit(syntax.open) if syntax.open else ""
     close = ctx.lit(syntax.close) if syntax.close else ""
@@ -356,6 +433,7 @@ def ordered_params(ctx: GrammarContext, tool: Mapping[str, Any], param: Callable
 
 
 # -- values in a notation (Gemma 4, Python literals) -------------------------------------------
+
 
 @dataclass
 class Notation:
@@ -387,8 +465,14 @@ def notation_value(ctx: GrammarContext, schema: Any, nt: Notation, where: str, d
         return "(" + " | ".join(_literal(ctx, v, nt) for v in values) + ")"
     for key in ("anyOf", "oneOf"):
         if key in schema:
-            return "(" + " | ".join(notation_value(ctx, s, nt, f"{where}.{key}[{i}]", depth + 1)
-                                    for i, s in enumerate(schema[key])) + ")"
+            return (
+                "("
+                + " | ".join(
+                    notation_value(ctx, s, nt, f"{where}.{key}[{i}]", depth + 1)
+                    for i, s in enumerate(schema[key])
+                )
+                + ")"
+            )
     types = _types(schema) or ["string"]
     alts = []
     for t in types:
@@ -422,8 +506,11 @@ def notation_value(ctx: GrammarContext, schema: Any, nt: Notation, where: str, d
             def one(k: str, s: Any, w: str) -> str:
                 return f"{ctx.lit(nt.key(k))} {ctx.lit(nt.kv)} " + notation_value(ctx, s, nt, w, depth + 1)
 
-            alts.append(ordered_params(ctx, {"name": where, "parameters": obj}, one,
-                                       ParamSyntax(sep=nt.sep, open="{", close="}")))
+            alts.append(
+                ordered_params(
+                    ctx, {"name": where, "parameters": obj}, one, ParamSyntax(sep=nt.sep, open="{", close="}")
+                )
+            )
         else:
             raise ConstraintError(f"{where}: unknown JSON type {t!r}")
     return alts[0] if len(alts) == 1 else "(" + " | ".join(alts) + ")"
@@ -448,8 +535,10 @@ def _any_value(ctx: GrammarContext, nt: Notation) -> str:
     if not any(r.startswith(key + ":") for r in ctx.rules):
         s = nt.string(ctx, {})
         sep, kv = ctx.lit(nt.sep), ctx.lit(nt.kv)
-        ctx.rules.append(f"{key}: {s} | /{_NUM}/ | {ctx.lit(nt.true)} | {ctx.lit(nt.false)} | {ctx.lit(nt.null)}"
-                         f' | "[" ({key} ({sep} {key})*)? "]" | "{{" ({s} {kv} {key} ({sep} {s} {kv} {key})*)? "}}"')
+        ctx.rules.append(
+            f"{key}: {s} | /{_NUM}/ | {ctx.lit(nt.true)} | {ctx.lit(nt.false)} | {ctx.lit(nt.null)}"
+            f' | "[" ({key} ({sep} {key})*)? "]" | "{{" ({s} {kv} {key} ({sep} {s} {kv} {key})*)? "}}"'
+        )
     return key
 
 
@@ -462,6 +551,7 @@ def _any_object(ctx: GrammarContext, nt: Notation) -> str:
 
 # -- the reply ---------------------------------------------------------------------------
 
+
 def pick_tools(tools: Sequence[Mapping[str, Any]], forced: str | None) -> list[Mapping[str, Any]]:
     if forced is None:
         return list(tools)
@@ -471,9 +561,17 @@ def pick_tools(tools: Sequence[Mapping[str, Any]], forced: str | None) -> list[M
     return chosen[:1]
 
 
-def calls_block(ctx: GrammarContext, tools: Sequence[Mapping[str, Any]], forced: str | None, parallel: bool,
-                call: Callable[[Mapping[str, Any]], str], *, section: tuple[str, str] | None = None,
-                sep: str = "", single: bool = False) -> str:
+def calls_block(
+    ctx: GrammarContext,
+    tools: Sequence[Mapping[str, Any]],
+    forced: str | None,
+    parallel: bool,
+    call: Callable[[Mapping[str, Any]], str],
+    *,
+    section: tuple[str, str] | None = None,
+    sep: str = "",
+    single: bool = False,
+) -> str:
     """The calls of one reply: ``call(tool)`` writes one call (inside the section when ``section``
     gives its open/close markers); ``sep`` goes between calls; ``single``: one call per reply."""
     tools = pick_tools(tools, forced)
@@ -486,6 +584,7 @@ def calls_block(ctx: GrammarContext, tools: Sequence[Mapping[str, Any]], forced:
     repeat = not (single or not parallel)
     many = ctx.rule(f"{one} ({sep_x} {one})*", prefix="many") if repeat else one
     if section is None:
+
         def rest(opener: str) -> str:
             first = " | ".join(ctx.rule(_strip(e, opener), prefix="rest") for e in exprs)
             return f"({first}) ({sep_x} {one})*" if repeat else f"({first})"
@@ -494,7 +593,7 @@ def calls_block(ctx: GrammarContext, tools: Sequence[Mapping[str, Any]], forced:
         return many
     close = ctx.lit(section[1], final=True)
     block = ctx.rule(f"{ctx.lit(section[0])} {many} {close}", prefix="section")
-    ctx.rests[block] = lambda opener: f"{ctx.lit(section[0][len(opener):])} {many} {close}"
+    ctx.rests[block] = lambda opener: f"{ctx.lit(section[0][len(opener) :])} {many} {close}"
     return block
 
 
@@ -503,12 +602,20 @@ def _strip(expr: str, opener: str) -> str:
     q = _q(opener)[:-1]
     if not expr.startswith(q):
         raise ConstraintError(f"a call does not start with its opener {opener!r}")
-    rest = '"' + expr[len(q):]
+    rest = '"' + expr[len(q) :]
     return rest[3:] if rest.startswith('"" ') else rest
 
 
-def compose(ctx: GrammarContext, fmt: Any, block: str, *, opener: str, parallel: bool = True,
-            start_only: bool | None = None, lead: str | None = None) -> str:
+def compose(
+    ctx: GrammarContext,
+    fmt: Any,
+    block: str,
+    *,
+    opener: str,
+    parallel: bool = True,
+    start_only: bool | None = None,
+    lead: str | None = None,
+) -> str:
     """The whole grammar around ``block`` (the calls, starting with ``opener``)."""
     if start_only is None:
         start_only = bool(getattr(fmt, "start_only", False))
@@ -518,8 +625,9 @@ def compose(ctx: GrammarContext, fmt: Any, block: str, *, opener: str, parallel:
     plain = ctx.json(ctx.response_schema) if ctx.response_schema is not None else None
     if start_only:
         first = opener[:1] if ctx.special(opener) is None else None
-        text = plain or (ctx.rule(f"/(?s:[ \\t\\n]*([^ \\t\\n{_rx(first)}].*)?)/", prefix="LEAD")
-                         if first else "/(?s:.*)/")
+        text = plain or (
+            ctx.rule(f"/(?s:[ \\t\\n]*([^ \\t\\n{_rx(first)}].*)?)/", prefix="LEAD") if first else "/(?s:.*)/"
+        )
         return ctx.grammar(f"{lead} ({block} | {text})".strip())
     if plain is not None:
         return ctx.grammar(f"{lead} ({block} | {plain})".strip())
@@ -543,7 +651,7 @@ def _reasoning(ctx: GrammarContext, fmt: Any) -> str:
     if not tags:
         return ""
     open_, close = tags
-    ws = '/[ \\t\\n]*/'
+    ws = "/[ \\t\\n]*/"
     tid = ctx.special(close)
     if tid is not None:
         # a block closed by a special token holds any tokens (special ones too) but that one

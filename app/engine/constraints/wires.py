@@ -30,9 +30,21 @@ from app.engine.constraints.lark import (
     tool_name,
 )
 
-__all__ = ["GEMMA", "NO_MARKUP", "PYTHON", "dsml_param", "harmony", "json_array", "json_section", "json_tagged", "k3_param",
-           "python_name",
-           "notation_call", "raw_params", "typed"]
+__all__ = [
+    "GEMMA",
+    "NO_MARKUP",
+    "PYTHON",
+    "dsml_param",
+    "harmony",
+    "json_array",
+    "json_section",
+    "json_tagged",
+    "k3_param",
+    "python_name",
+    "notation_call",
+    "raw_params",
+    "typed",
+]
 
 Tools = Sequence[Mapping[str, Any]]
 NO_MARKUP = r"[^<&\n]"  # raw text without markup or newlines (a string value of XML-ish wires)
@@ -44,11 +56,25 @@ def _check_names(tools: Tools, ok: Callable[[str], bool], wire: str) -> None:
             raise ConstraintError(f"the {wire} wire cannot express the tool name {tool_name(t)!r}")
 
 
-def json_tagged(ctx: GrammarContext, fmt: Any, tools: Tools, forced: str | None, parallel: bool, *,
-                open: str, close: str, lead: str = "", trail: str = "", sep: str = "",
-                args_key: str = "arguments", optional_open: bool = False, single: bool = False,
-                opener: str | None = None) -> str:
+def json_tagged(
+    ctx: GrammarContext,
+    fmt: Any,
+    tools: Tools,
+    forced: str | None,
+    parallel: bool,
+    *,
+    open: str,
+    close: str,
+    lead: str = "",
+    trail: str = "",
+    sep: str = "",
+    args_key: str = "arguments",
+    optional_open: bool = False,
+    single: bool = False,
+    opener: str | None = None,
+) -> str:
     """Each call ``open lead JSON trail close`` (``optional_open``: the open marker may be left out)."""
+
     def call(tool: Mapping[str, Any]) -> str:
         head = ctx.lit(open + lead) if open or lead else ""
         if optional_open and open:
@@ -60,12 +86,24 @@ def json_tagged(ctx: GrammarContext, fmt: Any, tools: Tools, forced: str | None,
     return compose(ctx, fmt, block, opener=opener or open or "{", parallel=parallel and not single)
 
 
-def json_section(ctx: GrammarContext, fmt: Any, tools: Tools, forced: str | None, parallel: bool, *,
-                 section: tuple[str, str] | None, head: Callable[[str], str], tail: str, sep: str = "",
-                 index: tuple[str, str] | None = None, opener: str | None = None,
-                 head_expr: Callable[[GrammarContext, str], str] | None = None) -> str:
+def json_section(
+    ctx: GrammarContext,
+    fmt: Any,
+    tools: Tools,
+    forced: str | None,
+    parallel: bool,
+    *,
+    section: tuple[str, str] | None,
+    head: Callable[[str], str],
+    tail: str,
+    sep: str = "",
+    index: tuple[str, str] | None = None,
+    opener: str | None = None,
+    head_expr: Callable[[GrammarContext, str], str] | None = None,
+) -> str:
     """A section of calls ``head(NAME) [index] {json args} tail``; ``index`` = (before, after) a
     call counter written after the name (Kimi K2's ``:0``)."""
+
     def call(tool: Mapping[str, Any]) -> str:
         parts = [head_expr(ctx, tool_name(tool)) if head_expr else ctx.lit(head(tool_name(tool)))]
         if index is not None:
@@ -76,11 +114,24 @@ def json_section(ctx: GrammarContext, fmt: Any, tools: Tools, forced: str | None
     return compose(ctx, fmt, block, opener=opener or (section[0] if section else ""), parallel=parallel)
 
 
-def raw_params(ctx: GrammarContext, fmt: Any, tools: Tools, forced: str | None, parallel: bool, *,
-               head: Callable[[str], str], param: Callable[[GrammarContext, str, Any, str], str], tail: str,
-               section: tuple[str, str] | None = None, sep: str = "", opener: str,
-               name_ok: Callable[[str], bool] | None = None, key_ok: Callable[[str], bool] | None = None,
-               wire: str = "", head_expr: Callable[[GrammarContext, str], str] | None = None) -> str:
+def raw_params(
+    ctx: GrammarContext,
+    fmt: Any,
+    tools: Tools,
+    forced: str | None,
+    parallel: bool,
+    *,
+    head: Callable[[str], str],
+    param: Callable[[GrammarContext, str, Any, str], str],
+    tail: str,
+    section: tuple[str, str] | None = None,
+    sep: str = "",
+    opener: str,
+    name_ok: Callable[[str], bool] | None = None,
+    key_ok: Callable[[str], bool] | None = None,
+    wire: str = "",
+    head_expr: Callable[[GrammarContext, str], str] | None = None,
+) -> str:
     """Calls ``head(NAME) param* tail`` where ``param(ctx, key, schema, where)`` writes one
     parameter (declared order; optional ones may be left out); ``head_expr`` writes the head as a
     grammar expression instead (a head with a counter in it)."""
@@ -89,8 +140,14 @@ def raw_params(ctx: GrammarContext, fmt: Any, tools: Tools, forced: str | None, 
         _check_names(tools if forced is None else [t for t in tools if tool_name(t) == forced], name_ok, wire)
 
     def call(tool: Mapping[str, Any]) -> str:
-        body = ordered_params(ctx, tool, lambda k, s, w: param(ctx, k, s, w), ParamSyntax(sep=None),
-                              check_name=key_ok, wire=wire)
+        body = ordered_params(
+            ctx,
+            tool,
+            lambda k, s, w: param(ctx, k, s, w),
+            ParamSyntax(sep=None),
+            check_name=key_ok,
+            wire=wire,
+        )
         first = head_expr(ctx, tool_name(tool)) if head_expr else ctx.lit(head(tool_name(tool)))
         return f"{first} {body} {ctx.lit(tail, final=section is None)}"
 
@@ -98,8 +155,16 @@ def raw_params(ctx: GrammarContext, fmt: Any, tools: Tools, forced: str | None, 
     return compose(ctx, fmt, block, opener=opener, parallel=parallel)
 
 
-def typed(ctx: GrammarContext, schema: Any, close: str, where: str, *, lead: str = "",
-          trail: str = "", text_rx: str | None = None) -> str:
+def typed(
+    ctx: GrammarContext,
+    schema: Any,
+    close: str,
+    where: str,
+    *,
+    lead: str = "",
+    trail: str = "",
+    text_rx: str | None = None,
+) -> str:
     return raw_value(ctx, schema, close, where, lead=lead, trail=trail, text_rx=text_rx)
 
 
@@ -109,8 +174,9 @@ _GQ = '<|"|>'
 
 
 def _gemma_string(ctx: GrammarContext, schema: Mapping[str, Any]) -> str:
-    return f"{ctx.lit(_GQ)} " + ctx.text_until(_GQ, min_len=int(schema.get("minLength", 0)),
-                                              max_len=schema.get("maxLength"))
+    return f"{ctx.lit(_GQ)} " + ctx.text_until(
+        _GQ, min_len=int(schema.get("minLength", 0)), max_len=schema.get("maxLength")
+    )
 
 
 def _py_string(ctx: GrammarContext, schema: Mapping[str, Any]) -> str:
@@ -124,22 +190,53 @@ def _bare_key(k: str) -> str:
     return k if k and all(c.isalnum() or c in "_ " for c in k) and k == k.strip() else _GQ + k + _GQ
 
 
-GEMMA = Notation(string=_gemma_string, true="true", false="false", null="null",
-                 str_lit=lambda s: _GQ + s + _GQ, key=_bare_key, kv=":", sep=",")
-PYTHON = Notation(string=_py_string, true="True", false="False", null="None",
-                  str_lit=lambda s: repr(s), key=lambda k: repr(k), kv=": ", sep=", ")
+GEMMA = Notation(
+    string=_gemma_string,
+    true="true",
+    false="false",
+    null="null",
+    str_lit=lambda s: _GQ + s + _GQ,
+    key=_bare_key,
+    kv=":",
+    sep=",",
+)
+PYTHON = Notation(
+    string=_py_string,
+    true="True",
+    false="False",
+    null="None",
+    str_lit=lambda s: repr(s),
+    key=lambda k: repr(k),
+    kv=": ",
+    sep=", ",
+)
 
 
-def notation_call(ctx: GrammarContext, fmt: Any, tools: Tools, forced: str | None, parallel: bool, *,
-                  nt: Notation, head: Callable[[str], str], tail: str, kwargs: str | None = None,
-                  section: tuple[str, str] | None = None, sep: str = "", opener: str,
-                  name_ok: Callable[[str], bool] | None = None, key_ok: Callable[[str], bool] | None = None,
-                  args_open: str = "{", args_close: str = "}") -> str:
+def notation_call(
+    ctx: GrammarContext,
+    fmt: Any,
+    tools: Tools,
+    forced: str | None,
+    parallel: bool,
+    *,
+    nt: Notation,
+    head: Callable[[str], str],
+    tail: str,
+    kwargs: str | None = None,
+    section: tuple[str, str] | None = None,
+    sep: str = "",
+    opener: str,
+    name_ok: Callable[[str], bool] | None = None,
+    key_ok: Callable[[str], bool] | None = None,
+    args_open: str = "{",
+    args_close: str = "}",
+) -> str:
     """Calls ``head(NAME) ARGS tail`` where ARGS is the arguments object in ``nt`` (``kwargs``:
     written as ``k<kwargs>v`` pairs instead, between ``args_open``/``args_close``)."""
     if name_ok is not None:
-        _check_names(tools if forced is None else [t for t in tools if tool_name(t) == forced], name_ok,
-                     ctx.family)
+        _check_names(
+            tools if forced is None else [t for t in tools if tool_name(t) == forced], name_ok, ctx.family
+        )
 
     def call(tool: Mapping[str, Any]) -> str:
         name = tool_name(tool)
@@ -149,8 +246,14 @@ def notation_call(ctx: GrammarContext, fmt: Any, tools: Tools, forced: str | Non
             key = nt.key(k) if kwargs is None else k
             return f"{ctx.lit(key)} {ctx.lit(kv)} " + notation_value(ctx, s, nt, w)
 
-        body = ordered_params(ctx, tool, one, ParamSyntax(sep=nt.sep, open=args_open, close=args_close),
-                              check_name=key_ok, wire=ctx.family)
+        body = ordered_params(
+            ctx,
+            tool,
+            one,
+            ParamSyntax(sep=nt.sep, open=args_open, close=args_close),
+            check_name=key_ok,
+            wire=ctx.family,
+        )
         return f"{ctx.lit(head(name))} {body} {ctx.lit(tail, final=section is None)}".strip()
 
     block = calls_block(ctx, tools, forced, parallel, call, section=section, sep=sep)
@@ -165,9 +268,21 @@ def json_type_name(schema: Any) -> list[str]:
         values = [schema["const"]] if "const" in schema else list(schema["enum"])
         out: list[str] = []
         for v in values:
-            t = ("boolean" if isinstance(v, bool) else "integer" if isinstance(v, int) else "number"
-                 if isinstance(v, float) else "string" if isinstance(v, str) else "null" if v is None
-                 else "object" if isinstance(v, dict) else "array")
+            t = (
+                "boolean"
+                if isinstance(v, bool)
+                else "integer"
+                if isinstance(v, int)
+                else "number"
+                if isinstance(v, float)
+                else "string"
+                if isinstance(v, str)
+                else "null"
+                if v is None
+                else "object"
+                if isinstance(v, dict)
+                else "array"
+            )
             if t not in out:
                 out.append(t)
         return out
@@ -202,28 +317,54 @@ def dumps(v: Any) -> str:
     return json.dumps(v, ensure_ascii=False)
 
 
-def json_array(ctx: GrammarContext, fmt: Any, tools: Tools, forced: str | None, parallel: bool, *,
-               open: str, close: str = "", item: Callable[[Mapping[str, Any]], dict[str, Any]] | None = None,
-               args_key: str = "arguments", opener: str | None = None) -> str:
+def json_array(
+    ctx: GrammarContext,
+    fmt: Any,
+    tools: Tools,
+    forced: str | None,
+    parallel: bool,
+    *,
+    open: str,
+    close: str = "",
+    item: Callable[[Mapping[str, Any]], dict[str, Any]] | None = None,
+    args_key: str = "arguments",
+    opener: str | None = None,
+) -> str:
     """``open [{"name": .., "arguments": {..}}, ...] close`` (one JSON array of calls; ``item``
     writes the schema of one call)."""
     chosen = pick_tools(tools, forced)
     items = [(item or (lambda t: json_call(t, args_key=args_key)))(t) for t in chosen]
-    schema: dict[str, Any] = {"type": "array", "items": items[0] if len(items) == 1 else {"anyOf": items},
-                              "minItems": 1}
+    schema: dict[str, Any] = {
+        "type": "array",
+        "items": items[0] if len(items) == 1 else {"anyOf": items},
+        "minItems": 1,
+    }
     if not parallel:
         schema["maxItems"] = 1
     arr = ctx.json(schema)
     end = f" {ctx.lit(close, final=True)}" if close else ""
     block = ctx.rule(f"{ctx.lit(open)} {arr}{end}", prefix="calls")
-    ctx.rests[block] = lambda opener: f"{ctx.lit(open[len(opener):])} {arr}{end}"
+    ctx.rests[block] = lambda opener: f"{ctx.lit(open[len(opener) :])} {arr}{end}"
     return compose(ctx, fmt, block, opener=opener or open, parallel=False)
 
 
-def harmony(ctx: GrammarContext, fmt: Any, tools: Tools, forced: str | None, parallel: bool, *,
-            channel: str, message: str, constrain: str, call_end: str, end: str, start: str) -> str:
+def harmony(
+    ctx: GrammarContext,
+    fmt: Any,
+    tools: Tools,
+    forced: str | None,
+    parallel: bool,
+    *,
+    channel: str,
+    message: str,
+    constrain: str,
+    call_end: str,
+    end: str,
+    start: str,
+) -> str:
     """gpt-oss: one call message ``CHANNEL commentary to=functions.NAME CONSTRAIN json MESSAGE {..}
     CALL_END`` (the call ends generation), after an optional analysis message."""
+
     def call(tool: Mapping[str, Any]) -> str:
         head = f"{channel}commentary to=functions.{tool_name(tool)} {constrain}json{message}"
         return f"{ctx.lit(head)} {ctx.json(json_args_schema(tool))} {ctx.lit(call_end, final=True)}"
@@ -231,10 +372,12 @@ def harmony(ctx: GrammarContext, fmt: Any, tools: Tools, forced: str | None, par
     block = calls_block(ctx, tools, forced, parallel, call, single=True)
     lead = ""
     if ctx.reasoning or ctx.in_reasoning:
-        analysis = f"{ctx.lit(channel + 'analysis' + message)} {ctx.text_until(end)} {ctx.lit(start + 'assistant')}"
+        analysis = (
+            f"{ctx.lit(channel + 'analysis' + message)} {ctx.text_until(end)} {ctx.lit(start + 'assistant')}"
+        )
         lead = f"({analysis})?"
     if ctx.auto:
-        plain = (ctx.json(ctx.response_schema) if ctx.response_schema is not None else "/(?s:.*)/")
+        plain = ctx.json(ctx.response_schema) if ctx.response_schema is not None else "/(?s:.*)/"
         final = f"{ctx.lit(channel + 'final' + message)} {plain}"
         return ctx.grammar(f"{lead} ({block} | {final})".strip())
     return ctx.grammar(f"{lead} {block}".strip())
@@ -247,22 +390,37 @@ def dsml_param(ctx: GrammarContext, key: str, schema: Any, where: str, *, open: 
     types = json_type_name(schema)
     if "string" in types:
         sub = subschema(schema, "string")
-        alts.append(f'{ctx.lit(f"{open} name=" + dumps(key) + " string=" + dumps("true") + ">")} '
-                    + raw_value(ctx, sub, close, where))
+        alts.append(
+            f"{ctx.lit(f'{open} name=' + dumps(key) + ' string=' + dumps('true') + '>')} "
+            + raw_value(ctx, sub, close, where)
+        )
     rest = [t for t in types if t != "string"]
     if rest:
         sub = schema if "string" not in types else {"anyOf": [subschema(schema, t) for t in rest]}
-        alts.append(f'{ctx.lit(f"{open} name=" + dumps(key) + " string=" + dumps("false") + ">")} '
-                    f"{ctx.json(_closed(sub))} {ctx.lit(close)}")
+        alts.append(
+            f"{ctx.lit(f'{open} name=' + dumps(key) + ' string=' + dumps('false') + '>')} "
+            f"{ctx.json(_closed(sub))} {ctx.lit(close)}"
+        )
     return "(" + " | ".join(alts) + f") {ctx.lit(chr(10))}"
 
 
-def k3_param(ctx: GrammarContext, key: str, schema: Any, where: str, *, open: str, sep: str,
-             close: str, trail: str = "\n") -> str:
+def k3_param(
+    ctx: GrammarContext,
+    key: str,
+    schema: Any,
+    where: str,
+    *,
+    open: str,
+    sep: str,
+    close: str,
+    trail: str = "\n",
+) -> str:
     """One typed argument frame per JSON type the schema allows."""
-    alts = [f'{ctx.lit(f"{open} key=" + dumps(key) + " type=" + dumps(t) + sep)} '
-            + raw_value(ctx, subschema(schema, t), close, f"{where} ({t})")
-            for t in json_type_name(schema)]
+    alts = [
+        f"{ctx.lit(f'{open} key=' + dumps(key) + ' type=' + dumps(t) + sep)} "
+        + raw_value(ctx, subschema(schema, t), close, f"{where} ({t})")
+        for t in json_type_name(schema)
+    ]
     return "(" + " | ".join(alts) + ")" + (f" {ctx.lit(trail)}" if trail else "")
 
 

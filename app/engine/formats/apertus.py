@@ -54,9 +54,21 @@ class ApertusFormat(Format):
     def constraint_grammar(self, tools, *, forced, parallel, ctx):
         from app.engine.constraints.wires import json_args_schema, json_array, tool_name
 
-        return json_array(ctx, self, tools, forced, parallel, open=OPEN, close=CLOSE,
-                          item=lambda t: {"type": "object", "properties": {tool_name(t): json_args_schema(t)},
-                                          "required": [tool_name(t)], "additionalProperties": False})
+        return json_array(
+            ctx,
+            self,
+            tools,
+            forced,
+            parallel,
+            open=OPEN,
+            close=CLOSE,
+            item=lambda t: {
+                "type": "object",
+                "properties": {tool_name(t): json_args_schema(t)},
+                "required": [tool_name(t)],
+                "additionalProperties": False,
+            },
+        )
 
     def call_name(self, raw: str) -> str | None:
         m = _CUT_NAME.search(raw)

@@ -159,14 +159,17 @@ def find_marker(buf: str, markers: Iterable[str], final: bool, start: int = 0) -
 
 
 # Where a tool's name stands in the calls of the common wires (for an incomplete call's name).
-_NAME_HINTS = tuple(re.compile(p) for p in (
-    r'"name"\s*:\s*"([^"\\<>]+)"',  # JSON {"name": "NAME", ...}
-    r'\b(?:name|tool)="([^"<>\s]+)"',  # name="NAME" / tool="NAME" attributes
-    r"<function=([^>\s<]+)>",  # <function=NAME>
-    r"\bto=(?:functions\.)?([^\s<>]+)",  # Harmony recipients
-    r"functions\.([A-Za-z_][\w.\-/]*?)(?::\d+)?(?=[<\s{]|$)",  # functions.NAME:0
-    r"\bcall:([A-Za-z_][\w.\-:/]*)",  # Gemma call:NAME
-))
+_NAME_HINTS = tuple(
+    re.compile(p)
+    for p in (
+        r'"name"\s*:\s*"([^"\\<>]+)"',  # JSON {"name": "NAME", ...}
+        r'\b(?:name|tool)="([^"<>\s]+)"',  # name="NAME" / tool="NAME" attributes
+        r"<function=([^>\s<]+)>",  # <function=NAME>
+        r"\bto=(?:functions\.)?([^\s<>]+)",  # Harmony recipients
+        r"functions\.([A-Za-z_][\w.\-/]*?)(?::\d+)?(?=[<\s{]|$)",  # functions.NAME:0
+        r"\bcall:([A-Za-z_][\w.\-:/]*)",  # Gemma call:NAME
+    )
+)
 
 
 def name_hint(raw: str) -> str | None:
@@ -191,9 +194,11 @@ def register(fmt: Format) -> Format:
 
 def tool_format_choices() -> list[tuple[str, str]]:
     """(value, label) choices of the ``chat.tool_format`` setting."""
-    return [("auto", "Automatic (from the model's template)")] + [
-        (f.name, f.label) for f in FORMATS.values()
-    ] + [("none", "No tools")]
+    return (
+        [("auto", "Automatic (from the model's template)")]
+        + [(f.name, f.label) for f in FORMATS.values()]
+        + [("none", "No tools")]
+    )
 
 
 class Format:
@@ -217,8 +222,9 @@ class Format:
     def region_scanner(self, opener: str) -> RegionScanner:  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def parse_region(self, opener: str, body: str, *, at_end: bool, truncated: bool,
-                     tools: list[dict[str, Any]] | None) -> tuple[list[ParsedCall], str] | None:
+    def parse_region(
+        self, opener: str, body: str, *, at_end: bool, truncated: bool, tools: list[dict[str, Any]] | None
+    ) -> tuple[list[ParsedCall], str] | None:
         """Parse one region (``opener`` + ``body``). ``at_end``: the reply ended inside or right
         after it without the scanner closing it. Returns (calls, leftover text) or None."""
         raise NotImplementedError  # pragma: no cover - abstract
@@ -229,8 +235,9 @@ class Format:
         call replayed through a template that does not render calls."""
         raise NotImplementedError(f"the tool-call format {self.name!r} has no example call writer")
 
-    def constraint_grammar(self, tools: list[dict[str, Any]], *, forced: str | None, parallel: bool,
-                           ctx: Any) -> str:
+    def constraint_grammar(
+        self, tools: list[dict[str, Any]], *, forced: str | None, parallel: bool, ctx: Any
+    ) -> str:
         """A Lark grammar holding calls to ``tools`` in this family's syntax (``forced``: only that
         tool; ``ctx``: an ``app.engine.constraints.GrammarContext``); written with the builders
         of ``app.engine.constraints.wires``. Raises ``ConstraintError``."""
@@ -271,8 +278,9 @@ class Format:
         close = self.reasoning[1]
         return close in template_source and not prompt.rstrip().endswith(close)
 
-    def stream(self, tools: list[dict[str, Any]] | None, *, in_reasoning: bool = False,
-               orphan_close: bool = True) -> Stream:
+    def stream(
+        self, tools: list[dict[str, Any]] | None, *, in_reasoning: bool = False, orphan_close: bool = True
+    ) -> Stream:
         """An incremental parser of one reply. ``orphan_close`` (default True): a reply that
         does not open with the reasoning tag may still close reasoning later (``...</think>``
         makes the text before it reasoning), so such a reply is held until the closing tag or the
@@ -282,15 +290,22 @@ class Format:
         already seen, so streaming equals :meth:`parse` for every split either way."""
         return Stream(self, tools, in_reasoning=in_reasoning, orphan_close=orphan_close)
 
-    def parse(self, text: str, tools: list[dict[str, Any]] | None, *, in_reasoning: bool = False,
-              truncated: bool = False, orphan_close: bool = True) -> Reply:
+    def parse(
+        self,
+        text: str,
+        tools: list[dict[str, Any]] | None,
+        *,
+        in_reasoning: bool = False,
+        truncated: bool = False,
+        orphan_close: bool = True,
+    ) -> Reply:
         s = self.stream(tools, in_reasoning=in_reasoning, orphan_close=orphan_close)
         text = text if isinstance(text, str) else str(text)
         # Fed in pieces, as a stream is: the stream's buffer stays small, so parsing a whole text
         # is linear in its length (one feed of 400 KB of openers was quadratic: 23 s).
         events: list[FormatEvent] = []
         for i in range(0, len(text), _PARSE_PIECE):
-            events += s.feed(text[i:i + _PARSE_PIECE])
+            events += s.feed(text[i : i + _PARSE_PIECE])
         events += s.finish(truncated=truncated)
         return fold_events(events)
 
@@ -332,8 +347,16 @@ _DONE = "done"
 class Stream:
     """Incremental parser of one reply: ``feed(delta)`` then ``finish(truncated=...)``."""
 
-    def __init__(self, fmt: Format, tools: list[dict[str, Any]] | None, *, in_reasoning: bool = False,
-                 orphan_close: bool = True, _lead: bool = True, _first_index: int = 0):
+    def __init__(
+        self,
+        fmt: Format,
+        tools: list[dict[str, Any]] | None,
+        *,
+        in_reasoning: bool = False,
+        orphan_close: bool = True,
+        _lead: bool = True,
+        _first_index: int = 0,
+    ):
         self.fmt = fmt
         self.orphan_close = bool(orphan_close)
         self.tools = tools
@@ -438,8 +461,11 @@ class Stream:
             self._ws = 0
             self._mode = self._after_reasoning()
             return True
-        if not final and (rest == "" or any(o.startswith(rest) for o in self._opens)
-                          or (not self.orphan_close and any(c.startswith(rest) for c in self._closes))):
+        if not final and (
+            rest == ""
+            or any(o.startswith(rest) for o in self._opens)
+            or (not self.orphan_close and any(c.startswith(rest) for c in self._closes))
+        ):
             return False
         self._ws = 0
         self._mode = _WINDOW if self.orphan_close else self._after_reasoning()
@@ -508,8 +534,9 @@ class Stream:
         opener, body = self._hopener, "".join(self._hparts)
         self._hregion, self._hopener, self._hparts = None, "", []
         try:
-            result = self.fmt.parse_region(opener, body, at_end=at_end, truncated=truncated and at_end,
-                                           tools=self.tools)
+            result = self.fmt.parse_region(
+                opener, body, at_end=at_end, truncated=truncated and at_end, tools=self.tools
+            )
         except Exception:  # noqa: BLE001 - parsers never raise on model output
             result = None
         region = opener + body
@@ -524,7 +551,7 @@ class Stream:
         # Not a call: the region is plain text and its closing tag ends the reasoning; what
         # follows the tag is read again as after reasoning (once: the held state is over).
         self._held.append(region[:pos])
-        self._buf = region[pos + len(close):] + self._buf
+        self._buf = region[pos + len(close) :] + self._buf
         self._end_held_reasoning()
         return True
 
@@ -627,8 +654,9 @@ class Stream:
         self._region = None
         self._mode = _TEXT
         try:
-            result = self.fmt.parse_region(opener, body, at_end=at_end, truncated=truncated and at_end,
-                                           tools=self.tools)
+            result = self.fmt.parse_region(
+                opener, body, at_end=at_end, truncated=truncated and at_end, tools=self.tools
+            )
         except Exception:  # noqa: BLE001 - parsers never raise on model output
             result = None
         cut = at_end and truncated

@@ -90,8 +90,16 @@ class CommandRFormat(Format):
     def constraint_grammar(self, tools, *, forced, parallel, ctx):
         from app.engine.constraints.wires import json_array, json_call
 
-        return json_array(ctx, self, tools, forced, parallel, open=OPEN, close=CLOSE,
-                          item=lambda t: json_call(t, name_key="tool_name", args_key="parameters"))
+        return json_array(
+            ctx,
+            self,
+            tools,
+            forced,
+            parallel,
+            open=OPEN,
+            close=CLOSE,
+            item=lambda t: json_call(t, name_key="tool_name", args_key="parameters"),
+        )
 
     def example_call(self, name: str, arguments: dict[str, Any]) -> str:
         item = {"tool_call_id": "0", "tool_name": name, "parameters": dict(arguments)}

@@ -65,7 +65,7 @@ class _FencedListScanner(RegionScanner):
             if c.isspace():
                 i += 1
                 continue
-            rest = buf[i:i + len(FENCE)]
+            rest = buf[i : i + len(FENCE)]
             if rest == FENCE and (st == "post" or not self.fenced):
                 i += len(FENCE)
                 if st == "post":
@@ -96,7 +96,7 @@ def _unfence(body: str, *, at_end: bool, truncated: bool) -> tuple[str, bool] | 
     text = body.strip()
     if not text.startswith(FENCE):
         return text, at_end and truncated
-    text = text[len(FENCE):]
+    text = text[len(FENCE) :]
     i = 0
     while i < len(text) and text[i].isalpha():
         i += 1
@@ -139,9 +139,17 @@ class CommandRPlusFormat(Format):
     def constraint_grammar(self, tools, *, forced, parallel, ctx):
         from app.engine.constraints.wires import json_array, json_call
 
-        return json_array(ctx, self, tools, forced, parallel, open=f"{OPEN}\n{FENCE}json\n",
-                          close=f"\n{FENCE}", opener=OPEN,
-                          item=lambda t: json_call(t, name_key="tool_name", args_key="parameters"))
+        return json_array(
+            ctx,
+            self,
+            tools,
+            forced,
+            parallel,
+            open=f"{OPEN}\n{FENCE}json\n",
+            close=f"\n{FENCE}",
+            opener=OPEN,
+            item=lambda t: json_call(t, name_key="tool_name", args_key="parameters"),
+        )
 
     def example_call(self, name: str, arguments: dict[str, Any]) -> str:
         item = json_text({"tool_name": name, "parameters": dict(arguments)})

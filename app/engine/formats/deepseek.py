@@ -75,10 +75,13 @@ SEP = "<｜tool▁sep｜>"
 THINK = ("<think>", "</think>")
 
 
-
-_V3_HEADER = re.compile(r"\s*function\s*" + re.escape(SEP) + r"\s*(" + NAME + r")[ \t]*\n?\s*"
-                        r"(?P<fence>```(?:json|JSON)?[ \t]*\n?)?\s*")
-_V31_HEADER = re.compile(r"\s*(" + NAME + r")\s*" + re.escape(SEP) + r"\s*(?P<fence>```(?:json|JSON)?[ \t]*\n?)?\s*")
+_V3_HEADER = re.compile(
+    r"\s*function\s*" + re.escape(SEP) + r"\s*(" + NAME + r")[ \t]*\n?\s*"
+    r"(?P<fence>```(?:json|JSON)?[ \t]*\n?)?\s*"
+)
+_V31_HEADER = re.compile(
+    r"\s*(" + NAME + r")\s*" + re.escape(SEP) + r"\s*(?P<fence>```(?:json|JSON)?[ \t]*\n?)?\s*"
+)
 
 
 class _DeepSeekJson(Format):
@@ -98,12 +101,21 @@ class _DeepSeekJson(Format):
         return None
 
     def parse_region(self, opener, body, *, at_end, truncated, tools):
-        return read_json_section(body, call_begin=CALL_BEGIN, call_end=CALL_END, section_end=SECTION_END,
-                                 at_end=at_end, truncated=truncated, header=self._header)
+        return read_json_section(
+            body,
+            call_begin=CALL_BEGIN,
+            call_end=CALL_END,
+            section_end=SECTION_END,
+            at_end=at_end,
+            truncated=truncated,
+            header=self._header,
+        )
 
 
-_CUT_NAMES = (re.compile(r"function\s*" + re.escape(SEP) + r"\s*(" + NAME + r")\s*\n"),
-              re.compile(re.escape(CALL_BEGIN) + r"\s*(" + NAME + r")\s*" + re.escape(SEP)))
+_CUT_NAMES = (
+    re.compile(r"function\s*" + re.escape(SEP) + r"\s*(" + NAME + r")\s*\n"),
+    re.compile(re.escape(CALL_BEGIN) + r"\s*(" + NAME + r")\s*" + re.escape(SEP)),
+)
 
 
 class DeepSeekV3Format(_DeepSeekJson):
@@ -115,12 +127,22 @@ class DeepSeekV3Format(_DeepSeekJson):
     def constraint_grammar(self, tools, *, forced, parallel, ctx):
         from app.engine.constraints.wires import json_section
 
-        return json_section(ctx, self, tools, forced, parallel, section=(SECTION_BEGIN, SECTION_END),
-                            head=lambda n: f"{CALL_BEGIN}function{SEP}{n}\n```json\n", tail=f"\n```{CALL_END}")
+        return json_section(
+            ctx,
+            self,
+            tools,
+            forced,
+            parallel,
+            section=(SECTION_BEGIN, SECTION_END),
+            head=lambda n: f"{CALL_BEGIN}function{SEP}{n}\n```json\n",
+            tail=f"\n```{CALL_END}",
+        )
 
     def example_call(self, name: str, arguments: dict[str, Any]) -> str:
-        return (f"{SECTION_BEGIN}{CALL_BEGIN}function{SEP}{name}\n```json\n{json_text(dict(arguments))}\n```"
-                f"{CALL_END}{SECTION_END}")
+        return (
+            f"{SECTION_BEGIN}{CALL_BEGIN}function{SEP}{name}\n```json\n{json_text(dict(arguments))}\n```"
+            f"{CALL_END}{SECTION_END}"
+        )
 
 
 class DeepSeekV31Format(_DeepSeekJson):
@@ -132,8 +154,16 @@ class DeepSeekV31Format(_DeepSeekJson):
     def constraint_grammar(self, tools, *, forced, parallel, ctx):
         from app.engine.constraints.wires import json_section
 
-        return json_section(ctx, self, tools, forced, parallel, section=(SECTION_BEGIN, SECTION_END),
-                            head=lambda n: f"{CALL_BEGIN}{n}{SEP}", tail=CALL_END)
+        return json_section(
+            ctx,
+            self,
+            tools,
+            forced,
+            parallel,
+            section=(SECTION_BEGIN, SECTION_END),
+            head=lambda n: f"{CALL_BEGIN}{n}{SEP}",
+            tail=CALL_END,
+        )
 
     def example_call(self, name: str, arguments: dict[str, Any]) -> str:
         return f"{SECTION_BEGIN}{CALL_BEGIN}{name}{SEP}{json_text(dict(arguments))}{CALL_END}{SECTION_END}"
@@ -287,7 +317,7 @@ class DeepSeekDsmlFormat(Format):
                 return None
             leftover = ""
         elif cut:
-            leftover = body[sc.calls[-1][3]:]  # complete calls before the cut count; the rest is text
+            leftover = body[sc.calls[-1][3] :]  # complete calls before the cut count; the rest is text
         else:
             return None
         schemas = tool_schemas(tools)
@@ -306,17 +336,29 @@ class DeepSeekDsmlFormat(Format):
     def constraint_grammar(self, tools, *, forced, parallel, ctx):
         from app.engine.constraints.wires import dsml_param, raw_params
 
-        return raw_params(ctx, self, tools, forced, parallel, opener=f"<{DSML}function_calls>",
-                          section=(f"<{DSML}function_calls>\n", f"</{DSML}function_calls>"),
-                          head=lambda n: f'{INVOKE} name="{n}">\n', tail=f"{INVOKE_END}\n",
-                          param=lambda c, k, s, w: dsml_param(c, k, s, w, open=PARAM, close=PARAM_END),
-                          name_ok=lambda n: bool(re.fullmatch(NAME, n)), key_ok=lambda k: not set(k) & set('"<>'))
+        return raw_params(
+            ctx,
+            self,
+            tools,
+            forced,
+            parallel,
+            opener=f"<{DSML}function_calls>",
+            section=(f"<{DSML}function_calls>\n", f"</{DSML}function_calls>"),
+            head=lambda n: f'{INVOKE} name="{n}">\n',
+            tail=f"{INVOKE_END}\n",
+            param=lambda c, k, s, w: dsml_param(c, k, s, w, open=PARAM, close=PARAM_END),
+            name_ok=lambda n: bool(re.fullmatch(NAME, n)),
+            key_ok=lambda k: not set(k) & set('"<>'),
+        )
 
     def example_call(self, name: str, arguments: dict[str, Any]) -> str:
         params = "".join(
             f'{PARAM} name="{k}" string="{"true" if isinstance(v, str) else "false"}">{raw_text(v)}{PARAM_END}\n'
-            for k, v in arguments.items())
-        return f'<{DSML}function_calls>\n{INVOKE} name="{name}">\n{params}{INVOKE_END}\n</{DSML}function_calls>'
+            for k, v in arguments.items()
+        )
+        return (
+            f'<{DSML}function_calls>\n{INVOKE} name="{name}">\n{params}{INVOKE_END}\n</{DSML}function_calls>'
+        )
 
 
 def _dsml_close(opener: str) -> str:

@@ -16,7 +16,15 @@ from typing import Any
 
 from app.engine.formats.base import FORMATS, Format
 
-__all__ = ["PROBE_ARGS", "PROBE_CALL", "PROBE_TOOLS", "call_texts", "detect", "detect_template", "probe_texts"]
+__all__ = [
+    "PROBE_ARGS",
+    "PROBE_CALL",
+    "PROBE_TOOLS",
+    "call_texts",
+    "detect",
+    "detect_template",
+    "probe_texts",
+]
 
 PROBE_TOOLS: list[dict[str, Any]] = [
     {
@@ -45,13 +53,16 @@ _BOUNDARY = "\n >]|"
 Render = Callable[[list[dict[str, Any]], list[dict[str, Any]] | None], str]
 
 
-def _assistant_call(name: str, arguments: dict[str, Any], content: str | None,
-                    args_as_string: bool) -> dict[str, Any]:
+def _assistant_call(
+    name: str, arguments: dict[str, Any], content: str | None, args_as_string: bool
+) -> dict[str, Any]:
     args: Any = json.dumps(arguments) if args_as_string else dict(arguments)
     return {
         "role": "assistant",
         "content": content,
-        "tool_calls": [{"id": "call00000", "type": "function", "function": {"name": name, "arguments": args}}],
+        "tool_calls": [
+            {"id": "call00000", "type": "function", "function": {"name": name, "arguments": args}}
+        ],
     }
 
 
@@ -68,7 +79,7 @@ def _end_of_turn(render: Render, tools: list[dict[str, Any]] | None) -> str:
     out = _safe(render, [*_USER, {"role": "assistant", "content": _REPLY_MARK}], tools)
     if not out or _REPLY_MARK not in out:
         return ""
-    return out[out.rindex(_REPLY_MARK) + len(_REPLY_MARK):].strip()
+    return out[out.rindex(_REPLY_MARK) + len(_REPLY_MARK) :].strip()
 
 
 def _tail_cut(text: str, end: str) -> int:
@@ -103,8 +114,9 @@ def probe_texts(render: Render, eos_token: str = "") -> list[tuple[str, str]]:
     return call_texts(render, PROBE_TOOLS, PROBE_CALL[0], PROBE_ARGS, eos_token)
 
 
-def call_texts(render: Render, tools: list[dict[str, Any]], name: str, arguments: dict[str, Any],
-               eos_token: str = "") -> list[tuple[str, str]]:
+def call_texts(
+    render: Render, tools: list[dict[str, Any]], name: str, arguments: dict[str, Any], eos_token: str = ""
+) -> list[tuple[str, str]]:
     """(prompt, reply) pairs: the generation prompt after one user message, and the text the
     template writes for an assistant turn calling ``name(**arguments)``, cut at the end of the
     turn; one pair per assistant-turn variant that renders (content "" / None, arguments as an
@@ -112,8 +124,9 @@ def call_texts(render: Render, tools: list[dict[str, Any]], name: str, arguments
     return list(_iter_call_texts(render, tools, name, arguments, eos_token))
 
 
-def _iter_call_texts(render: Render, tools: list[dict[str, Any]], name: str, arguments: dict[str, Any],
-                     eos_token: str = "") -> Iterator[tuple[str, str]]:
+def _iter_call_texts(
+    render: Render, tools: list[dict[str, Any]], name: str, arguments: dict[str, Any], eos_token: str = ""
+) -> Iterator[tuple[str, str]]:
     """:func:`call_texts` rendered lazily, so detection stops at the first variant a family reads."""
     prompt = _safe(render, list(_USER), tools)
     if prompt is None:
@@ -165,8 +178,10 @@ def _reads_probe(fmt, prompt: str, text: str) -> bool:
     if len(reply.tool_calls) != 1 or reply.content.strip() or reply.reasoning.strip():
         return False
     call = reply.tool_calls[0]
-    return call.name == PROBE_CALL[0] and call.arguments == PROBE_ARGS and all(
-        type(call.arguments[k]) is type(v) for k, v in PROBE_ARGS.items()
+    return (
+        call.name == PROBE_CALL[0]
+        and call.arguments == PROBE_ARGS
+        and all(type(call.arguments[k]) is type(v) for k, v in PROBE_ARGS.items())
     )
 
 
@@ -192,14 +207,21 @@ def _template_renderer(source: str, bos_token: str, eos_token: str) -> Render:
     def render(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> str:
         last = messages[-1].get("role") if messages else None
         extra = functions_variables(tools or [], "2026-01-01") if functions else {"tools": tools}
-        return render_template(source, messages, add_generation_prompt=last != "assistant",
-                               bos_token=bos_token, eos_token=eos_token, **extra)
+        return render_template(
+            source,
+            messages,
+            add_generation_prompt=last != "assistant",
+            bos_token=bos_token,
+            eos_token=eos_token,
+            **extra,
+        )
 
     return render
 
 
-def detect_template(source: str, *, bos_token: str = "", eos_token: str = "",
-                    tool_use: str | None = None) -> str | None:
+def detect_template(
+    source: str, *, bos_token: str = "", eos_token: str = "", tool_use: str | None = None
+) -> str | None:
     """Detect the family of a chat template's source (rendered in the sandbox). ``tool_use``: the
     GGUF's ``tokenizer.chat_template.tool_use``, tried first when given. Never raises."""
     for src in (tool_use, source):

@@ -73,4 +73,6 @@ class ToolCallIncomplete:
     call: IncompleteCall
 
 
-FormatEvent = TextDelta | ReasoningDelta | ToolCallStarted | ToolCallArgsDelta | ToolCallDone | ToolCallIncomplete
+FormatEvent = (
+    TextDelta | ReasoningDelta | ToolCallStarted | ToolCallArgsDelta | ToolCallDone | ToolCallIncomplete
+)

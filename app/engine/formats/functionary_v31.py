@@ -40,7 +40,7 @@ class _FunctionScanner(RegionScanner):
 
     def _marker(self, buf: str, i: int, marker: str, final: bool) -> int | None:
         """``len(marker)`` if ``marker`` stands at ``i``, 0 if not, None while undecided."""
-        rest = buf[i:i + len(marker)]
+        rest = buf[i : i + len(marker)]
         self.ops += 1
         if rest == marker:
             return len(marker)
@@ -135,7 +135,7 @@ class FunctionaryV31Format(Format):
             return None
         if body.endswith(EOM):
             body = body[: -len(EOM)]  # structure: not part of the call's text
-        rest = body[m.end() + 1:]
+        rest = body[m.end() + 1 :]
         if rest.endswith(CLOSE):
             rest = rest[: -len(CLOSE)]
         elif not (at_end and not truncated):
@@ -154,8 +154,17 @@ class FunctionaryV31Format(Format):
     def constraint_grammar(self, tools, *, forced, parallel, ctx):
         from app.engine.constraints.wires import json_section
 
-        return json_section(ctx, self, tools, forced, parallel, section=None, opener=OPEN,
-                            head=lambda n: f"{OPEN}{n}>", tail=CLOSE)
+        return json_section(
+            ctx,
+            self,
+            tools,
+            forced,
+            parallel,
+            section=None,
+            opener=OPEN,
+            head=lambda n: f"{OPEN}{n}>",
+            tail=CLOSE,
+        )
 
     def example_call(self, name: str, arguments: dict[str, Any]) -> str:
         return f"{OPEN}{name}>{json_text(dict(arguments))}{CLOSE}"

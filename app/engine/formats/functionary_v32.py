@@ -96,8 +96,9 @@ class FunctionaryV32Format(Format):
     start_only = False
     reasoning = None
 
-    def stream(self, tools: list[dict[str, Any]] | None, *, in_reasoning: bool = False,
-               orphan_close: bool = True) -> Stream:
+    def stream(
+        self, tools: list[dict[str, Any]] | None, *, in_reasoning: bool = False, orphan_close: bool = True
+    ) -> Stream:
         return _SegmentStream(self, tools, in_reasoning=in_reasoning, orphan_close=orphan_close)
 
     def region_scanner(self, opener: str) -> RegionScanner:
@@ -109,7 +110,7 @@ class FunctionaryV32Format(Format):
         m = _NAME.match(body)
         if m is None or not body.startswith("\n", m.end()) or m.group() == TEXT_RECIPIENT:
             return None
-        raw_args = body[m.end() + 1:]
+        raw_args = body[m.end() + 1 :]
         if not raw_args.rstrip().endswith("}") or (at_end and truncated):
             return None
         ok, args = loads_repaired(raw_args.strip())
@@ -128,8 +129,17 @@ class FunctionaryV32Format(Format):
     def constraint_grammar(self, tools, *, forced, parallel, ctx):
         from app.engine.constraints.wires import json_section
 
-        return json_section(ctx, self, tools, forced, parallel, section=None, opener=SEP,
-                            head=lambda n: f"{SEP}{n}\n", tail="")
+        return json_section(
+            ctx,
+            self,
+            tools,
+            forced,
+            parallel,
+            section=None,
+            opener=SEP,
+            head=lambda n: f"{SEP}{n}\n",
+            tail="",
+        )
 
     def example_call(self, name: str, arguments: dict[str, Any]) -> str:
         return f"{SEP}{name}\n{json_text(dict(arguments))}"

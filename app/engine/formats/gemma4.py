@@ -45,7 +45,11 @@ class _Scanner(RegionScanner):
                 self.ops += 1
                 if buf.startswith(RESPONSE, i):
                     return i + len(RESPONSE), True
-                if not final and RESPONSE.startswith(buf[i:i + len(RESPONSE)]) and len(buf) - i < len(RESPONSE):
+                if (
+                    not final
+                    and RESPONSE.startswith(buf[i : i + len(RESPONSE)])
+                    and len(buf) - i < len(RESPONSE)
+                ):
                     return i, False
                 return i, True
             markers = (QUOTE,) if self.in_str else (QUOTE, CLOSE)
@@ -92,7 +96,7 @@ class _Reader:
             j = self.i
             while j < len(self.s) and self.s[j] not in ":{}[],<>\"'\n":
                 j += 1
-            k = self.s[self.i:j].strip()
+            k = self.s[self.i : j].strip()
             if not k:
                 raise _Bad("empty key")
             self.i = j
@@ -236,8 +240,18 @@ class Gemma4Format(Format):
     def constraint_grammar(self, tools, *, forced, parallel, ctx):
         from app.engine.constraints.wires import GEMMA, notation_call
 
-        return notation_call(ctx, self, tools, forced, parallel, nt=GEMMA, head=lambda n: OPEN + "call:" + n,
-                             tail=CLOSE, opener=OPEN, name_ok=lambda n: bool(_NAME.fullmatch(n)))
+        return notation_call(
+            ctx,
+            self,
+            tools,
+            forced,
+            parallel,
+            nt=GEMMA,
+            head=lambda n: OPEN + "call:" + n,
+            tail=CLOSE,
+            opener=OPEN,
+            name_ok=lambda n: bool(_NAME.fullmatch(n)),
+        )
 
     def example_call(self, name: str, arguments: dict[str, Any]) -> str:
         return f"{OPEN}call:{name}{write_gemma_value(dict(arguments))}{CLOSE}"

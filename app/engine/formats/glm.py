@@ -111,18 +111,31 @@ class GlmFormat(Format):
     def constraint_grammar(self, tools, *, forced, parallel, ctx):
         from app.engine.constraints.wires import raw_params, typed
 
-        return raw_params(ctx, self, tools, forced, parallel, opener=OPEN, head=lambda n: f"{OPEN}{n}\n",
-                          tail=CLOSE, param=lambda c, k, s, w: f"{c.lit(f'{K_OPEN}{k}{K_CLOSE}{chr(10)}{V_OPEN}')} "
-                          f"{typed(c, s, V_CLOSE, w)} {c.lit(chr(10))}",
-                          name_ok=lambda n: bool(_NAME.fullmatch(n)),
-                          key_ok=lambda k: k == k.strip() and bool(k) and not set(k) & set("<>"))
+        return raw_params(
+            ctx,
+            self,
+            tools,
+            forced,
+            parallel,
+            opener=OPEN,
+            head=lambda n: f"{OPEN}{n}\n",
+            tail=CLOSE,
+            param=lambda c, k, s, w: (
+                f"{c.lit(f'{K_OPEN}{k}{K_CLOSE}{chr(10)}{V_OPEN}')} "
+                f"{typed(c, s, V_CLOSE, w)} {c.lit(chr(10))}"
+            ),
+            name_ok=lambda n: bool(_NAME.fullmatch(n)),
+            key_ok=lambda k: k == k.strip() and bool(k) and not set(k) & set("<>"),
+        )
 
     def call_name(self, raw: str) -> str | None:
         m = _NAME.match(raw, len(OPEN)) if raw.startswith(OPEN) else None
-        return m.group(0) if m and raw[m.end():m.end() + 1] in ("\n", "<", " ") else None
+        return m.group(0) if m and raw[m.end() : m.end() + 1] in ("\n", "<", " ") else None
 
     def example_call(self, name: str, arguments: dict[str, Any]) -> str:
-        body = "".join(f"{K_OPEN}{k}{K_CLOSE}\n{V_OPEN}{raw_text(v)}{V_CLOSE}\n" for k, v in arguments.items())
+        body = "".join(
+            f"{K_OPEN}{k}{K_CLOSE}\n{V_OPEN}{raw_text(v)}{V_CLOSE}\n" for k, v in arguments.items()
+        )
         return f"{OPEN}{name}\n{body}{CLOSE}"
 
 

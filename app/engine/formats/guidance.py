@@ -29,8 +29,9 @@ def call_example(family: str, name: str, arguments: Mapping[str, Any]) -> str:
     try:
         fmt = FORMATS[family]
     except KeyError:
-        raise ValueError(f"no call example for the tool-call format {family!r} "
-                         f"(known: {', '.join(FORMATS)})") from None
+        raise ValueError(
+            f"no call example for the tool-call format {family!r} (known: {', '.join(FORMATS)})"
+        ) from None
     return fmt.example_call(name, dict(arguments))
 
 

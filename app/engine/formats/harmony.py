@@ -71,7 +71,7 @@ def parse_header(header: str) -> tuple[str | None, str | None] | None:
 
 
 def _call_name(recipient: str) -> str | None:
-    name = recipient[len("functions."):] if recipient.startswith("functions.") else recipient
+    name = recipient[len("functions.") :] if recipient.startswith("functions.") else recipient
     if not re.fullmatch(r"[A-Za-z_][\w.\-:/]*", name):
         return None
     return name
@@ -87,16 +87,24 @@ _DONE = "done"
 _C_LEAD, _C_JSON, _C_POST, _C_PLAIN = "lead", "json", "post", "plain"
 _MAX_LEAD = 64
 _LEAD_JSON = re.compile(r"[ \t\r\n]*(?:```(?:json|JSON)?[ \t]*\n[ \t\r\n]*)?\{")
-_LEAD_PARTIAL = re.compile(r"[ \t\r\n]*(?:`{0,3}|```(?:j|js|jso|json|J|JS|JSO|JSON)[ \t]*|```[ \t]+"
-                           r"|```(?:json|JSON)?[ \t]*\n[ \t\r\n]*)")
+_LEAD_PARTIAL = re.compile(
+    r"[ \t\r\n]*(?:`{0,3}|```(?:j|js|jso|json|J|JS|JSO|JSON)[ \t]*|```[ \t]+"
+    r"|```(?:json|JSON)?[ \t]*\n[ \t\r\n]*)"
+)
 _WS = re.compile(r"\s*")
 
 
 class HarmonyStream(Stream):
     """Harmony's own machine (channels do not fit the tag-based one); same events and guarantees."""
 
-    def __init__(self, fmt: Format, tools: list[dict[str, Any]] | None, *, in_reasoning: bool = False,
-                 orphan_close: bool = True):
+    def __init__(
+        self,
+        fmt: Format,
+        tools: list[dict[str, Any]] | None,
+        *,
+        in_reasoning: bool = False,
+        orphan_close: bool = True,
+    ):
         # Harmony has no reasoning tags, so ``orphan_close`` changes nothing; it is accepted as
         # every family's stream accepts it.
         super().__init__(fmt, tools, in_reasoning=False, orphan_close=orphan_close)
@@ -130,7 +138,7 @@ class HarmonyStream(Stream):
         buf = self._buf
         ws = _WS.match(buf)
         lead = ws.end() if ws else 0
-        window = buf[lead:lead + _MAX_HEADER + len(MESSAGE)]
+        window = buf[lead : lead + _MAX_HEADER + len(MESSAGE)]
         self.ops += lead + len(window) + 1
         if not window:
             if final:
@@ -170,15 +178,22 @@ class HarmonyStream(Stream):
             else:
                 self._mode = _CONTENT
             return True
-        if final and truncated and bad == -1 and len(window) <= _MAX_HEADER and lead + len(window) == len(buf):
+        if (
+            final
+            and truncated
+            and bad == -1
+            and len(window) <= _MAX_HEADER
+            and lead + len(window) == len(buf)
+        ):
             # The token limit cut the reply inside a header: the message before it ended at its
             # end marker (structure), and the header being written is an incomplete item.
             self._pending = ""
             self._sink(self._consume(lead))
             head = self._consume(len(self._buf))
             to = re.search(r"to=([^\s<>]+)", head)
-            self._events.append(ToolCallIncomplete(IncompleteCall(
-                head, _call_name(to.group(1)) if to else None, "truncated")))
+            self._events.append(
+                ToolCallIncomplete(IncompleteCall(head, _call_name(to.group(1)) if to else None, "truncated"))
+            )
             self._mode = _DONE
             return False
         if bad != -1 or len(window) > _MAX_HEADER or final:
@@ -282,7 +297,7 @@ class HarmonyStream(Stream):
             self._parts = [full]
             return self._end_call(None, truncated)
         self._parts = [full[:pos]]
-        self._buf = full[pos + (len(m) if m in (END, CALL, RETURN) else 0):] + self._buf
+        self._buf = full[pos + (len(m) if m in (END, CALL, RETURN) else 0) :] + self._buf
         return self._end_call(m, truncated)
 
     def _end_call(self, m: str | None, truncated: bool) -> bool:
@@ -334,8 +349,9 @@ class HarmonyFormat(Format):
             return False
         return prompt.rstrip().endswith(CHANNEL + "analysis" + MESSAGE)
 
-    def stream(self, tools: list[dict[str, Any]] | None, *, in_reasoning: bool = False,
-               orphan_close: bool = True) -> Stream:
+    def stream(
+        self, tools: list[dict[str, Any]] | None, *, in_reasoning: bool = False, orphan_close: bool = True
+    ) -> Stream:
         return HarmonyStream(self, tools, in_reasoning=in_reasoning, orphan_close=orphan_close)
 
     def region_scanner(self, opener: str):  # pragma: no cover - HarmonyStream has its own machine
@@ -347,8 +363,19 @@ class HarmonyFormat(Format):
     def constraint_grammar(self, tools, *, forced, parallel, ctx):
         from app.engine.constraints.wires import harmony
 
-        return harmony(ctx, self, tools, forced, parallel, channel=CHANNEL, message=MESSAGE,
-                       constrain=CONSTRAIN, call_end=CALL, end=END, start=START)
+        return harmony(
+            ctx,
+            self,
+            tools,
+            forced,
+            parallel,
+            channel=CHANNEL,
+            message=MESSAGE,
+            constrain=CONSTRAIN,
+            call_end=CALL,
+            end=END,
+            start=START,
+        )
 
     def example_call(self, name: str, arguments: dict[str, Any]) -> str:
         return f"{CHANNEL}commentary to=functions.{name} {CONSTRAIN}json{MESSAGE}{json_text(dict(arguments))}{CALL}"

@@ -47,8 +47,9 @@ class HermesFormat(Format):
     def constraint_grammar(self, tools, *, forced, parallel, ctx):
         from app.engine.constraints.wires import json_tagged
 
-        return json_tagged(ctx, self, tools, forced, parallel, open=OPEN, close=CLOSE, lead="\n", trail="\n",
-                           sep="\n")
+        return json_tagged(
+            ctx, self, tools, forced, parallel, open=OPEN, close=CLOSE, lead="\n", trail="\n", sep="\n"
+        )
 
     def example_call(self, name: str, arguments: dict[str, Any]) -> str:
         return "<tool_call>\n" + json_text({"name": name, "arguments": dict(arguments)}) + "\n</tool_call>"

@@ -35,7 +35,9 @@ K_OPEN, K_CLOSE = f"<arg_key{_T}>", f"</arg_key{_T}>"
 V_OPEN, V_CLOSE = f"<arg_value{_T}>", f"</arg_value{_T}>"
 EOS = f"<｜hy_eos{_T}｜>"
 _NAME = re.compile(WIRE_NAME)
-_CUT_NAME = re.compile(re.escape(CALL) + r"\s*([A-Za-z_][\w.\-:/]*?)" + re.escape(SEP))  # the name of a cut call
+_CUT_NAME = re.compile(
+    re.escape(CALL) + r"\s*([A-Za-z_][\w.\-:/]*?)" + re.escape(SEP)
+)  # the name of a cut call
 
 
 class _Scanner(RegionScanner):
@@ -152,12 +154,23 @@ class HunyuanFormat(Format):
     def constraint_grammar(self, tools, *, forced, parallel, ctx):
         from app.engine.constraints.wires import raw_params, typed
 
-        return raw_params(ctx, self, tools, forced, parallel, opener=OPEN, section=(OPEN + "\n", CLOSE),
-                          head=lambda n: f"{CALL}{n}{SEP}\n", tail=f"{CALL_END}\n",
-                          param=lambda c, k, s, w: f"{c.lit(f'{K_OPEN}{k}{K_CLOSE}{chr(10)}{V_OPEN}')} "
-                          f"{typed(c, s, V_CLOSE, w)} {c.lit(chr(10))}",
-                          name_ok=lambda n: bool(_NAME.fullmatch(n)),
-                          key_ok=lambda k: k == k.strip() and bool(k) and not set(k) & set("<>"))
+        return raw_params(
+            ctx,
+            self,
+            tools,
+            forced,
+            parallel,
+            opener=OPEN,
+            section=(OPEN + "\n", CLOSE),
+            head=lambda n: f"{CALL}{n}{SEP}\n",
+            tail=f"{CALL_END}\n",
+            param=lambda c, k, s, w: (
+                f"{c.lit(f'{K_OPEN}{k}{K_CLOSE}{chr(10)}{V_OPEN}')} "
+                f"{typed(c, s, V_CLOSE, w)} {c.lit(chr(10))}"
+            ),
+            name_ok=lambda n: bool(_NAME.fullmatch(n)),
+            key_ok=lambda k: k == k.strip() and bool(k) and not set(k) & set("<>"),
+        )
 
     def call_name(self, raw: str) -> str | None:
         m = _CUT_NAME.search(raw)

@@ -108,8 +108,9 @@ def _read(text: str, read_element: ElementReader) -> tuple[str, dict[str, Any], 
         return None
 
 
-def parse_json_list(body: str, close: str, *, at_end: bool, truncated: bool,
-                    read_element: ElementReader) -> tuple[list[ParsedCall], str] | None:
+def parse_json_list(
+    body: str, close: str, *, at_end: bool, truncated: bool, read_element: ElementReader
+) -> tuple[list[ParsedCall], str] | None:
     """Strictly read ``[ws] [ {..}, ... ] [ws] CLOSE`` (``body`` is the region after the opener).
 
     Each element must be a JSON object the reader accepts, or the whole region is text. Each
@@ -140,5 +141,5 @@ def parse_json_list(body: str, close: str, *, at_end: bool, truncated: bool,
             return None
         name, args, cid = got
         calls.append(ParsedCall(name, args, body[s:e], id=cid))
-    leftover = body[spans[-1][1]:] if cut else ""
+    leftover = body[spans[-1][1] :] if cut else ""
     return calls, leftover

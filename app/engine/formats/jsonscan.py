@@ -127,8 +127,9 @@ def strip_fence(text: str) -> str:
     return m.group(1) if m else text
 
 
-def read_name_arguments(text: str, *, args_key: str = "arguments", extra_keys: tuple[str, ...] = ()) -> \
-        tuple[str, dict[str, Any]] | None:
+def read_name_arguments(
+    text: str, *, args_key: str = "arguments", extra_keys: tuple[str, ...] = ()
+) -> tuple[str, dict[str, Any]] | None:
     """Strictly read ``{"name": str, args_key: object}`` (plus optional ``extra_keys``)."""
     ok, obj = loads_repaired(strip_fence(text.strip()).strip())
     if not ok:
@@ -136,8 +137,9 @@ def read_name_arguments(text: str, *, args_key: str = "arguments", extra_keys: t
     return name_arguments(obj, args_key=args_key, extra_keys=extra_keys)
 
 
-def name_arguments(obj: Any, *, args_key: str = "arguments", extra_keys: tuple[str, ...] = ()) -> \
-        tuple[str, dict[str, Any]] | None:
+def name_arguments(
+    obj: Any, *, args_key: str = "arguments", extra_keys: tuple[str, ...] = ()
+) -> tuple[str, dict[str, Any]] | None:
     if not isinstance(obj, dict) or set(obj) - {"name", args_key, *extra_keys}:
         return None
     name = obj.get("name")

@@ -79,19 +79,39 @@ class KimiK2Format(Format):
         return JsonCallSection(CALL_BEGIN, CALL_END, SECTION_END, noise=True)
 
     def parse_region(self, opener, body, *, at_end, truncated, tools):
-        return read_json_section(body, call_begin=CALL_BEGIN, call_end=CALL_END, section_end=SECTION_END,
-                                 at_end=at_end, truncated=truncated, header=_K2_HEADER, fence_in_header=False,
-                                 implied_end=True, noise=True)
+        return read_json_section(
+            body,
+            call_begin=CALL_BEGIN,
+            call_end=CALL_END,
+            section_end=SECTION_END,
+            at_end=at_end,
+            truncated=truncated,
+            header=_K2_HEADER,
+            fence_in_header=False,
+            implied_end=True,
+            noise=True,
+        )
 
     def constraint_grammar(self, tools, *, forced, parallel, ctx):
         from app.engine.constraints.wires import json_section
 
-        return json_section(ctx, self, tools, forced, parallel, section=(SECTION_BEGIN, SECTION_END),
-                            head=lambda n: f"{CALL_BEGIN}functions.{n}", index=(":", ARG_BEGIN), tail=CALL_END)
+        return json_section(
+            ctx,
+            self,
+            tools,
+            forced,
+            parallel,
+            section=(SECTION_BEGIN, SECTION_END),
+            head=lambda n: f"{CALL_BEGIN}functions.{n}",
+            index=(":", ARG_BEGIN),
+            tail=CALL_END,
+        )
 
     def example_call(self, name: str, arguments: dict[str, Any]) -> str:
-        return (f"{SECTION_BEGIN}{CALL_BEGIN}functions.{name}:0{ARG_BEGIN}{json_text(dict(arguments))}"
-                f"{CALL_END}{SECTION_END}")
+        return (
+            f"{SECTION_BEGIN}{CALL_BEGIN}functions.{name}:0{ARG_BEGIN}{json_text(dict(arguments))}"
+            f"{CALL_END}{SECTION_END}"
+        )
 
 
 # -- Kimi K3 -------------------------------------------------------------------------------------
@@ -114,7 +134,15 @@ ARG_OPEN = OPEN + "argument"
 ARG_CLOSE = CLOSE + "argument" + SEP
 K3_TYPES = ("string", "number", "integer", "boolean", "object", "array", "null")
 # Control tokens that frame the message but hold no call: structure, never content.
-K3_STRUCTURE = (RESPONSE_OPEN, RESPONSE_CLOSE, TOOLS_CLOSE, MESSAGE_OPEN, MESSAGE_CLOSE, END_OF_MSG, THINK_CLOSE)
+K3_STRUCTURE = (
+    RESPONSE_OPEN,
+    RESPONSE_CLOSE,
+    TOOLS_CLOSE,
+    MESSAGE_OPEN,
+    MESSAGE_CLOSE,
+    END_OF_MSG,
+    THINK_CLOSE,
+)
 
 _ATTR = re.compile(r'\s+([A-Za-z_][\w\-]*)="([^"<>]*)"')
 _ENTITIES = {"&amp;": "&", "&lt;": "<", "&gt;": ">", "&quot;": '"', "&apos;": "'"}
@@ -228,7 +256,7 @@ class K3Scanner(SectionScanner):
                 while k < n and buf[k].isspace():
                     k += 1
                 self.ops += k - j + 1
-                rest = buf[k:k + len(CALL_CLOSE)]
+                rest = buf[k : k + len(CALL_CLOSE)]
                 if rest.startswith((ARG_OPEN, CALL_CLOSE)) or (final and k == n):
                     self.parts.append(buf[i:pos])
                     self.args.append((self.arg, "".join(self.parts)))
@@ -236,8 +264,11 @@ class K3Scanner(SectionScanner):
                     self.state = "args"
                     i = j
                     continue
-                if not final and k + len(CALL_CLOSE) > n and (
-                        ARG_OPEN.startswith(rest) or CALL_CLOSE.startswith(rest)):
+                if (
+                    not final
+                    and k + len(CALL_CLOSE) > n
+                    and (ARG_OPEN.startswith(rest) or CALL_CLOSE.startswith(rest))
+                ):
                     self.parts.append(buf[i:pos])
                     return self._ret(pos, False)  # what follows decides: wait at the close
                 self.parts.append(buf[i:j])  # a close written inside the value: its text
@@ -266,8 +297,10 @@ class KimiK3Format(Format):
 
     name = "kimi-k3"
     label = "Kimi K3 (XTML)"
-    detail = '<|open|>tools<|sep|><|open|>call tool="NAME"<|sep|><|open|>argument key="K" type="T"<|sep|>V' \
-             '<|close|>argument<|sep|><|close|>call<|sep|><|close|>tools<|sep|>'
+    detail = (
+        '<|open|>tools<|sep|><|open|>call tool="NAME"<|sep|><|open|>argument key="K" type="T"<|sep|>V'
+        "<|close|>argument<|sep|><|close|>call<|sep|><|close|>tools<|sep|>"
+    )
     openers = (TOOLS_OPEN, K3_OPENER, *K3_STRUCTURE)
     start_only = False
     reasoning = (THINK_OPEN, THINK_CLOSE)
@@ -292,9 +325,9 @@ class KimiK3Format(Format):
                 return None
             leftover = ""
         elif cut and sc.calls:
-            leftover = body[sc.calls[-1][3]:]  # the complete calls count; the stream reports the cut one
+            leftover = body[sc.calls[-1][3] :]  # the complete calls count; the stream reports the cut one
         elif at_end and not truncated and opener == TOOLS_OPEN and sc.state == "between":
-            leftover = body[sc.calls[-1][3]:] if sc.calls else body  # the closing frame is implied
+            leftover = body[sc.calls[-1][3] :] if sc.calls else body  # the closing frame is implied
         else:
             return None
         out: list[ParsedCall] = []
@@ -305,7 +338,12 @@ class KimiK3Format(Format):
             values: dict[str, Any] = {}
             for attrs, value in args:
                 key, typ = attrs.get("key"), attrs.get("type")
-                if key is None or key in values or set(attrs) - {"key", "type"} or (typ and typ not in K3_TYPES):
+                if (
+                    key is None
+                    or key in values
+                    or set(attrs) - {"key", "type"}
+                    or (typ and typ not in K3_TYPES)
+                ):
                     return None
                 values[key] = _k3_value(value, typ)
             raw = opener + body[:end] if opener == K3_OPENER else body[start:end]
@@ -315,17 +353,30 @@ class KimiK3Format(Format):
     def constraint_grammar(self, tools, *, forced, parallel, ctx):
         from app.engine.constraints.wires import k3_param, raw_params
 
-        return raw_params(ctx, self, tools, forced, parallel, opener=TOOLS_OPEN, section=(TOOLS_OPEN, TOOLS_CLOSE),
-                          head=str, tail=CALL_CLOSE,
-                          head_expr=lambda c, n: f"{c.lit(f'{K3_OPENER} tool={chr(34)}{n}{chr(34)} index={chr(34)}')} "
-                          f"/[0-9]{{1,2}}/ {c.lit(chr(34) + SEP)}",
-                          param=lambda c, k, s, w: k3_param(c, k, s, w, open=ARG_OPEN, sep=SEP, close=ARG_CLOSE,
-                                                            trail=""),
-                          name_ok=lambda n: bool(re.fullmatch(NAME, n)), key_ok=lambda k: not set(k) & set('"<>|&'))
+        return raw_params(
+            ctx,
+            self,
+            tools,
+            forced,
+            parallel,
+            opener=TOOLS_OPEN,
+            section=(TOOLS_OPEN, TOOLS_CLOSE),
+            head=str,
+            tail=CALL_CLOSE,
+            head_expr=lambda c, n: (
+                f"{c.lit(f'{K3_OPENER} tool={chr(34)}{n}{chr(34)} index={chr(34)}')} "
+                f"/[0-9]{{1,2}}/ {c.lit(chr(34) + SEP)}"
+            ),
+            param=lambda c, k, s, w: k3_param(c, k, s, w, open=ARG_OPEN, sep=SEP, close=ARG_CLOSE, trail=""),
+            name_ok=lambda n: bool(re.fullmatch(NAME, n)),
+            key_ok=lambda k: not set(k) & set('"<>|&'),
+        )
 
     def example_call(self, name: str, arguments: dict[str, Any]) -> str:
-        args = "".join(f'{ARG_OPEN} key="{_escape(k)}" type="{json_type(v) or "object"}"{SEP}{raw_text(v)}{ARG_CLOSE}'
-                       for k, v in arguments.items())
+        args = "".join(
+            f'{ARG_OPEN} key="{_escape(k)}" type="{json_type(v) or "object"}"{SEP}{raw_text(v)}{ARG_CLOSE}'
+            for k, v in arguments.items()
+        )
         return f'{TOOLS_OPEN}{K3_OPENER} tool="{_escape(name)}" index="1"{SEP}{args}{CALL_CLOSE}{TOOLS_CLOSE}'
 
 

@@ -71,9 +71,24 @@ class Lfm2Format(Format):
     def constraint_grammar(self, tools, *, forced, parallel, ctx):
         from app.engine.constraints.wires import PYTHON, notation_call, python_name
 
-        return notation_call(ctx, self, tools, forced, parallel, nt=PYTHON, head=lambda n: n, tail="",
-                             kwargs="=", section=(OPEN + "[", "]" + CLOSE), sep=", ", opener=OPEN,
-                             args_open="(", args_close=")", name_ok=python_name, key_ok=python_name)
+        return notation_call(
+            ctx,
+            self,
+            tools,
+            forced,
+            parallel,
+            nt=PYTHON,
+            head=lambda n: n,
+            tail="",
+            kwargs="=",
+            section=(OPEN + "[", "]" + CLOSE),
+            sep=", ",
+            opener=OPEN,
+            args_open="(",
+            args_close=")",
+            name_ok=python_name,
+            key_ok=python_name,
+        )
 
     def example_call(self, name: str, arguments: dict[str, Any]) -> str:
         args = ", ".join(f"{k}={py_literal(v)}" for k, v in arguments.items())

@@ -93,13 +93,24 @@ class Llama3Format(Format):
         name, args = got
         if opener == "{" and name not in tool_schemas(tools):
             return None
-        return [ParsedCall(name, args, opener + body.rstrip())], body[len(body.rstrip()):]
+        return [ParsedCall(name, args, opener + body.rstrip())], body[len(body.rstrip()) :]
 
     def constraint_grammar(self, tools, *, forced, parallel, ctx):
         from app.engine.constraints.wires import json_tagged
 
-        return json_tagged(ctx, self, tools, forced, parallel, open=PYTHON_TAG, close="", args_key="parameters",
-                           optional_open=True, single=True, opener="{")
+        return json_tagged(
+            ctx,
+            self,
+            tools,
+            forced,
+            parallel,
+            open=PYTHON_TAG,
+            close="",
+            args_key="parameters",
+            optional_open=True,
+            single=True,
+            opener="{",
+        )
 
     def cut_call(self, opener, body, tools):
         inc = super().cut_call(opener, body, tools)

@@ -33,6 +33,8 @@ def _whole_name(name: str) -> bool:
     """Whether ``name`` is a tool name this wire can write (all of it reads as the name)."""
     m = _NAME.match(name + '">')
     return m is not None and m.end() == len(name)
+
+
 _KEY = re.compile(r'[^"<>\s]+(?=">)')
 
 
@@ -79,7 +81,7 @@ def _parse(body: str) -> tuple[str, dict[str, str]] | None:
             end = body.find(CDATA_CLOSE, i + len(CDATA_OPEN))
             if end == -1 or not body.startswith(P_CLOSE, end + len(CDATA_CLOSE)):
                 return None
-            value = body[i + len(CDATA_OPEN):end]
+            value = body[i + len(CDATA_OPEN) : end]
             i = end + len(CDATA_CLOSE) + len(P_CLOSE)
         else:
             end = body.find(P_CLOSE, i)
@@ -125,15 +127,25 @@ class MiniCpm5Format(Format):
     def constraint_grammar(self, tools, *, forced, parallel, ctx):
         from app.engine.constraints.wires import NO_MARKUP, raw_params, typed
 
-        return raw_params(ctx, self, tools, forced, parallel, opener=OPEN, head=lambda n: f'{OPEN}{n}">',
-                          tail=CLOSE, param=lambda c, k, s, w: f'{c.lit(P_OPEN + k + chr(34) + ">")} '
-                          f"{typed(c, s, P_CLOSE, w, text_rx=NO_MARKUP)}",
-                          name_ok=lambda n: _whole_name(n),
-                          key_ok=lambda k: bool(k) and not set(k) & set('"<>& \t\n'))
+        return raw_params(
+            ctx,
+            self,
+            tools,
+            forced,
+            parallel,
+            opener=OPEN,
+            head=lambda n: f'{OPEN}{n}">',
+            tail=CLOSE,
+            param=lambda c, k, s, w: (
+                f"{c.lit(P_OPEN + k + chr(34) + '>')} {typed(c, s, P_CLOSE, w, text_rx=NO_MARKUP)}"
+            ),
+            name_ok=lambda n: _whole_name(n),
+            key_ok=lambda k: bool(k) and not set(k) & set('"<>& \t\n'),
+        )
 
     def example_call(self, name: str, arguments: dict) -> str:
         params = "".join(f'{P_OPEN}{k}">{_value(v)}{P_CLOSE}' for k, v in arguments.items())
-        return f"{OPEN}{name}\">{params}{CLOSE}"
+        return f'{OPEN}{name}">{params}{CLOSE}'
 
 
 register(MiniCpm5Format())

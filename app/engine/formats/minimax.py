@@ -74,7 +74,9 @@ def parse_invokes(text: str) -> list[tuple[str, dict[str, str], str]] | None:
 class MiniMaxFormat(Format):
     name = "minimax"
     label = "MiniMax XML (MiniMax-M2, M2.1)"
-    detail = '<minimax:tool_call><invoke name="N"><parameter name="K">V</parameter></invoke></minimax:tool_call>'
+    detail = (
+        '<minimax:tool_call><invoke name="N"><parameter name="K">V</parameter></invoke></minimax:tool_call>'
+    )
     openers = (OPEN,)
     start_only = False
     reasoning = ("<think>", "</think>")
@@ -100,11 +102,22 @@ class MiniMaxFormat(Format):
     def constraint_grammar(self, tools, *, forced, parallel, ctx):
         from app.engine.constraints.wires import raw_params, typed
 
-        return raw_params(ctx, self, tools, forced, parallel, opener=OPEN, section=(OPEN + "\n", CLOSE),
-                          head=lambda n: f'{I_OPEN}{n}">\n', tail=f"{I_CLOSE}\n",
-                          param=lambda c, k, s, w: f'{c.lit(P_OPEN + k + chr(34) + ">")} '
-                          f"{typed(c, s, P_CLOSE, w)} {c.lit(chr(10))}",
-                          name_ok=lambda n: bool(_NAME.fullmatch(n)), key_ok=lambda k: bool(_NAME.fullmatch(k)))
+        return raw_params(
+            ctx,
+            self,
+            tools,
+            forced,
+            parallel,
+            opener=OPEN,
+            section=(OPEN + "\n", CLOSE),
+            head=lambda n: f'{I_OPEN}{n}">\n',
+            tail=f"{I_CLOSE}\n",
+            param=lambda c, k, s, w: (
+                f"{c.lit(P_OPEN + k + chr(34) + '>')} {typed(c, s, P_CLOSE, w)} {c.lit(chr(10))}"
+            ),
+            name_ok=lambda n: bool(_NAME.fullmatch(n)),
+            key_ok=lambda k: bool(_NAME.fullmatch(k)),
+        )
 
     def example_call(self, name: str, arguments: dict[str, Any]) -> str:
         params = "".join(f'{P_OPEN}{k}">{raw_text(v)}{P_CLOSE}\n' for k, v in arguments.items())

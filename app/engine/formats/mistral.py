@@ -156,7 +156,7 @@ class MistralFormat(Format):
             if not truncated or not elements:
                 return None
             parts = [body[s:e] for s, e in elements]
-            leftover = body[elements[-1][1]:]
+            leftover = body[elements[-1][1] :]
             arr = []
             for p in parts:
                 ok, obj = loads_repaired(p)
@@ -177,9 +177,21 @@ class MistralFormat(Format):
     def constraint_grammar(self, tools, *, forced, parallel, ctx):
         from app.engine.constraints.wires import json_array, json_section
 
-        return (json_section(ctx, self, tools, forced, parallel, section=None, opener=OPEN,
-                             head=lambda n: OPEN + n + ARGS, tail="") if ctx.special(ARGS) is not None
-                else json_array(ctx, self, tools, forced, parallel, open=OPEN))
+        return (
+            json_section(
+                ctx,
+                self,
+                tools,
+                forced,
+                parallel,
+                section=None,
+                opener=OPEN,
+                head=lambda n: OPEN + n + ARGS,
+                tail="",
+            )
+            if ctx.special(ARGS) is not None
+            else json_array(ctx, self, tools, forced, parallel, open=OPEN)
+        )
 
     def call_name(self, raw: str) -> str | None:
         m = _CUT_NAME.search(raw)

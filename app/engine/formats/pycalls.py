@@ -102,8 +102,12 @@ def _literal(node: ast.AST, depth: int = 0) -> Any:
         if isinstance(node.value, (str, int, float, bool)) or node.value is None:
             return node.value
         raise _Bad("unsupported constant")
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)) \
-            and isinstance(node.operand, ast.Constant) and type(node.operand.value) in (int, float):
+    if (
+        isinstance(node, ast.UnaryOp)
+        and isinstance(node.op, (ast.USub, ast.UAdd))
+        and isinstance(node.operand, ast.Constant)
+        and type(node.operand.value) in (int, float)
+    ):
         number: float = node.operand.value  # type: ignore[assignment]  # int or float, checked above
         return -number if isinstance(node.op, ast.USub) else number
     if isinstance(node, (ast.List, ast.Tuple)):

@@ -79,13 +79,28 @@ class PythonicFormat(Format):
     def constraint_grammar(self, tools, *, forced, parallel, ctx):
         from app.engine.constraints.wires import PYTHON, notation_call, python_name
 
-        return notation_call(ctx, self, tools, forced, parallel, nt=PYTHON, head=lambda n: n, tail="",
-                             kwargs="=", section=("[", "]"), sep=", ", opener="[", args_open="(",
-                             args_close=")", name_ok=python_name, key_ok=python_name)
+        return notation_call(
+            ctx,
+            self,
+            tools,
+            forced,
+            parallel,
+            nt=PYTHON,
+            head=lambda n: n,
+            tail="",
+            kwargs="=",
+            section=("[", "]"),
+            sep=", ",
+            opener="[",
+            args_open="(",
+            args_close=")",
+            name_ok=python_name,
+            key_ok=python_name,
+        )
 
     def call_name(self, raw: str) -> str | None:
         # The call being written when the list was cut: the list's last item.
-        source = raw[len(PY_START):] if raw.startswith(PY_START) else raw
+        source = raw[len(PY_START) :] if raw.startswith(PY_START) else raw
         items = top_level_items(source)
         if not items or not items[0]:
             return None

@@ -102,7 +102,7 @@ def _read_block(text: str, i: int, schemas: dict[str, Any] | None) -> tuple[str,
             end = _value_end(text, i, params)
             if end is None or pname in args:
                 return None
-            value = text[i:end[0]]
+            value = text[i : end[0]]
             if value.startswith("\n"):
                 value = value[1:]
             if value.endswith("\n"):
@@ -115,7 +115,9 @@ def _read_block(text: str, i: int, schemas: dict[str, Any] | None) -> tuple[str,
             return None
 
 
-def parse_function_block(text: str, schemas: dict[str, Any] | None = None) -> tuple[str, dict[str, str]] | None:
+def parse_function_block(
+    text: str, schemas: dict[str, Any] | None = None
+) -> tuple[str, dict[str, str]] | None:
     """Strictly read ``<function=NAME> (<parameter=P>value</parameter>)* </function>`` + whitespace.
 
     ``schemas`` (``schema.tool_schemas(tools)``) gives the declared parameter names, which decide
@@ -202,8 +204,9 @@ class QwenXmlFormat(Format):
     def region_scanner(self, opener: str) -> RegionScanner:
         if opener == F_OPEN:
             return _BareRun()
-        return SkipValuesScanner(CLOSE, P_OPEN, P_CLOSE, followers=(P_OPEN, F_CLOSE), reopen=(OPEN, F_OPEN),
-                                 exit=(F_CLOSE, CLOSE))
+        return SkipValuesScanner(
+            CLOSE, P_OPEN, P_CLOSE, followers=(P_OPEN, F_CLOSE), reopen=(OPEN, F_OPEN), exit=(F_CLOSE, CLOSE)
+        )
 
     def parse_region(self, opener, body, *, at_end, truncated, tools):
         if at_end and truncated:
@@ -226,12 +229,23 @@ class QwenXmlFormat(Format):
     def constraint_grammar(self, tools, *, forced, parallel, ctx):
         from app.engine.constraints.wires import raw_params, typed
 
-        return raw_params(ctx, self, tools, forced, parallel, opener=OPEN, sep="\n",
-                          head=lambda n: f"{OPEN}\n{F_OPEN}{n}>\n", tail=f"{F_CLOSE}\n{CLOSE}",
-                          param=lambda c, k, s, w: f"{c.lit(P_OPEN + k + '>')} "
-                          f"{typed(c, s, P_CLOSE, w, lead=chr(10), trail=chr(10))} {c.lit(chr(10))}",
-                          name_ok=lambda n: _name(n + ">", 0) is not None,
-                          key_ok=lambda k: _name(k + ">", 0) is not None)
+        return raw_params(
+            ctx,
+            self,
+            tools,
+            forced,
+            parallel,
+            opener=OPEN,
+            sep="\n",
+            head=lambda n: f"{OPEN}\n{F_OPEN}{n}>\n",
+            tail=f"{F_CLOSE}\n{CLOSE}",
+            param=lambda c, k, s, w: (
+                f"{c.lit(P_OPEN + k + '>')} "
+                f"{typed(c, s, P_CLOSE, w, lead=chr(10), trail=chr(10))} {c.lit(chr(10))}"
+            ),
+            name_ok=lambda n: _name(n + ">", 0) is not None,
+            key_ok=lambda k: _name(k + ">", 0) is not None,
+        )
 
     def example_call(self, name: str, arguments: dict[str, Any]) -> str:
         params = "".join(f"<parameter={k}>\n{raw_text(v)}\n</parameter>\n" for k, v in arguments.items())

@@ -160,7 +160,9 @@ def _recurse(value: Any, schema: Any, t: str) -> Any:
     return value
 
 
-def type_arguments(arguments: dict[str, Any], schema: dict[str, Any] | None, *, raw: bool = False) -> dict[str, Any]:
+def type_arguments(
+    arguments: dict[str, Any], schema: dict[str, Any] | None, *, raw: bool = False
+) -> dict[str, Any]:
     """Type every argument by the tool's parameters schema; unknown names are kept as written."""
     props = (schema or {}).get("properties") if isinstance(schema, dict) else None
     if not isinstance(props, dict):

@@ -42,8 +42,9 @@ __all__ = [
 _FENCE = "```"
 
 
-def first_marker(buf: str, markers: tuple[str, ...], start: int, final: bool,
-                 end: int | None = None) -> tuple[int, str, int]:
+def first_marker(
+    buf: str, markers: tuple[str, ...], start: int, final: bool, end: int | None = None
+) -> tuple[int, str, int]:
     """Earliest of ``markers`` in ``buf[start:end]``, looking no further than the nearest one.
 
     Returns ``(pos, marker, pos)`` or ``(-1, "", safe)`` where ``buf[:safe]`` holds no part of a
@@ -218,9 +219,16 @@ class SkipValuesScanner(RegionScanner):
     bounded by the whitespace and the longest follower, so the work stays linear.
     """
 
-    def __init__(self, close: str, value_open: str, value_close: str, *,
-                 followers: tuple[str, ...] | None = None, reopen: tuple[str, ...] = (),
-                 exit: tuple[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        close: str,
+        value_open: str,
+        value_close: str,
+        *,
+        followers: tuple[str, ...] | None = None,
+        reopen: tuple[str, ...] = (),
+        exit: tuple[str, str] | None = None,
+    ) -> None:
         self.close, self.value_open, self.value_close = close, value_open, value_close
         self.followers = followers
         self.reopen = reopen
@@ -248,8 +256,9 @@ class SkipValuesScanner(RegionScanner):
         i = 0
         while True:
             if self.inside:
-                markers: tuple[str, ...] = ((self.value_close,) if self.followers is None
-                                            else (self.value_close, self.close))
+                markers: tuple[str, ...] = (
+                    (self.value_close,) if self.followers is None else (self.value_close, self.close)
+                )
                 if self.exit is not None:
                     markers += (self.exit[0],)
             else:
@@ -274,7 +283,7 @@ class SkipValuesScanner(RegionScanner):
                 while k < len(buf) and buf[k].isspace():
                     k += 1
                 self.ops += k - j + 1
-                rest = buf[k:k + len(self.exit[1])]
+                rest = buf[k : k + len(self.exit[1])]
                 if rest == self.exit[1]:
                     return k + len(rest), True  # the value's close was missing: the region ends here
                 if not final and len(rest) < len(self.exit[1]) and self.exit[1].startswith(rest):
@@ -341,9 +350,11 @@ class JsonTagScanner(RegionScanner):
                     continue
                 if st == "post" and buf.startswith(close, i):
                     return i + len(close), True
-                rest = buf[i:i + len(close)]
-                if not final and len(rest) < len(close) and (
-                    _FENCE.startswith(rest) or (st == "post" and close.startswith(rest))
+                rest = buf[i : i + len(close)]
+                if (
+                    not final
+                    and len(rest) < len(close)
+                    and (_FENCE.startswith(rest) or (st == "post" and close.startswith(rest)))
                 ):
                     return i, False
                 if st == "pre" and c == "{":
@@ -460,10 +471,20 @@ class JsonCallSection(SectionScanner):
         return self._ret(n, False)
 
 
-def read_json_section(body: str, *, call_begin: str, call_end: str, section_end: str, at_end: bool,
-                      truncated: bool, header: re.Pattern[str], fence_in_header: bool = True,
-                      name_group: int = 1, implied_end: bool = False,
-                      noise: bool = False) -> tuple[list[ParsedCall], str] | None:
+def read_json_section(
+    body: str,
+    *,
+    call_begin: str,
+    call_end: str,
+    section_end: str,
+    at_end: bool,
+    truncated: bool,
+    header: re.Pattern[str],
+    fence_in_header: bool = True,
+    name_group: int = 1,
+    implied_end: bool = False,
+    noise: bool = False,
+) -> tuple[list[ParsedCall], str] | None:
     """Strictly read a section of JSON calls scanned by :class:`JsonCallSection`.
 
     ``header`` must fully match the text between ``call_begin`` and the JSON; its group
@@ -489,7 +510,7 @@ def read_json_section(body: str, *, call_begin: str, call_end: str, section_end:
     if ended:
         if consumed != len(body):
             return None
-        tail = body[last_end: len(body) - len(section_end)]
+        tail = body[last_end : len(body) - len(section_end)]
         leftover = tail if noise and tail.strip() else ""  # noise after the last call is text
     elif cut:
         leftover = body[last_end:]  # the complete calls before the cut count; the rest is text
@@ -503,7 +524,7 @@ def read_json_section(body: str, *, call_begin: str, call_end: str, section_end:
         if m is None:
             return None
         fenced = bool(m.groupdict().get("fence")) if fence_in_header else False
-        post = body[je:end - len(call_end)].strip()
+        post = body[je : end - len(call_end)].strip()
         if post not in (("```",) if fenced else ("",)):
             return None
         ok, args = loads_repaired(body[js:je])

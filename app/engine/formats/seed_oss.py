@@ -92,12 +92,20 @@ class SeedOssFormat(Format):
     def constraint_grammar(self, tools, *, forced, parallel, ctx):
         from app.engine.constraints.wires import raw_params, typed
 
-        return raw_params(ctx, self, tools, forced, parallel, opener=OPEN, section=(OPEN + "\n", CLOSE),
-                          head=lambda n: f"<function={n}>\n", tail=f"{F_CLOSE}\n",
-                          param=lambda c, k, s, w: f"{c.lit(P_OPEN + k + '>')} {typed(c, s, P_CLOSE, w)} "
-                          f"{c.lit(chr(10))}",
-                          name_ok=lambda n: bool(n) and not set(n) & set(" \t\n<>=\"'"),
-                          key_ok=lambda k: bool(k) and not set(k) & set(" \t\n<>=\"'"))
+        return raw_params(
+            ctx,
+            self,
+            tools,
+            forced,
+            parallel,
+            opener=OPEN,
+            section=(OPEN + "\n", CLOSE),
+            head=lambda n: f"<function={n}>\n",
+            tail=f"{F_CLOSE}\n",
+            param=lambda c, k, s, w: f"{c.lit(P_OPEN + k + '>')} {typed(c, s, P_CLOSE, w)} {c.lit(chr(10))}",
+            name_ok=lambda n: bool(n) and not set(n) & set(" \t\n<>=\"'"),
+            key_ok=lambda k: bool(k) and not set(k) & set(" \t\n<>=\"'"),
+        )
 
     def example_call(self, name: str, arguments: dict[str, Any]) -> str:
         params = "".join(f"{P_OPEN}{k}>{raw_text(v)}{P_CLOSE}\n" for k, v in arguments.items())

@@ -165,9 +165,17 @@ class SolarFormat(Format):
     def constraint_grammar(self, tools, *, forced, parallel, ctx):
         from app.engine.constraints.wires import json_section
 
-        return json_section(ctx, self, tools, forced, parallel, section=(OPEN, CLOSE), head=str,
-                            head_expr=lambda c, n: f"{c.lit(CALL)} /[a-z0-9]{{10}}/ {c.lit(NAME + n + ARGS)}",
-                            tail=CALL_END)
+        return json_section(
+            ctx,
+            self,
+            tools,
+            forced,
+            parallel,
+            section=(OPEN, CLOSE),
+            head=str,
+            head_expr=lambda c, n: f"{c.lit(CALL)} /[a-z0-9]{{10}}/ {c.lit(NAME + n + ARGS)}",
+            tail=CALL_END,
+        )
 
     def call_name(self, raw: str) -> str | None:
         m = _CUT_NAME.search(raw)

@@ -13,8 +13,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from app.engine.models.metadata import GGUFMetadata
 
-__all__ = ["GgufSummary", "read_summary", "split_parts", "SPLIT_RE", "detect_tool_format",
-           "template_problem"]
+__all__ = ["GgufSummary", "read_summary", "split_parts", "SPLIT_RE", "detect_tool_format", "template_problem"]
 
 SPLIT_RE = re.compile(r"^(?P<base>.*)-(?P<idx>\d{5})-of-(?P<count>\d{5})\.gguf$", re.IGNORECASE)
 
@@ -53,8 +52,10 @@ def detect_tool_format(meta: GGUFMetadata) -> str:
     """
     from app.engine.detection import detect_tool_format as detect
 
-    return detect(meta.chat_template, meta.tool_use_template, bos_token=meta.bos_token,
-                  eos_token=meta.eos_token) or "none"
+    return (
+        detect(meta.chat_template, meta.tool_use_template, bos_token=meta.bos_token, eos_token=meta.eos_token)
+        or "none"
+    )
 
 
 def template_problem(meta: GGUFMetadata) -> str | None:

@@ -621,7 +621,10 @@ class DownloadQueue:
                 raise ModelsError("The download queue is shut down.")
             for t in self._tasks.values():
                 if t.job.dest == job.dest and t.progress.state in (
-                    DownloadState.QUEUED, DownloadState.RUNNING, DownloadState.PAUSED, DownloadState.VERIFYING
+                    DownloadState.QUEUED,
+                    DownloadState.RUNNING,
+                    DownloadState.PAUSED,
+                    DownloadState.VERIFYING,
                 ):
                     return t.task_id  # already queued
             tid = self._next_id
@@ -765,7 +768,14 @@ class DownloadQueue:
             part = part_path(task.job.dest)
             have = part.stat().st_size if part.exists() else 0
             with self._lock:
-                self._set(task, state=DownloadState.PAUSED, downloaded=have, speed_bps=0.0, eta_s=None, resumable=True)
+                self._set(
+                    task,
+                    state=DownloadState.PAUSED,
+                    downloaded=have,
+                    speed_bps=0.0,
+                    eta_s=None,
+                    resumable=True,
+                )
         except DownloadCancelled:
             _remove_partial(task.job)
             with self._lock:
@@ -774,20 +784,33 @@ class DownloadQueue:
             part = part_path(task.job.dest)
             keep = part.exists()
             with self._lock:
-                self._set(task, state=DownloadState.FAILED, error=str(exc), speed_bps=0.0, eta_s=None,
-                          resumable=keep, downloaded=part.stat().st_size if keep else 0)
+                self._set(
+                    task,
+                    state=DownloadState.FAILED,
+                    error=str(exc),
+                    speed_bps=0.0,
+                    eta_s=None,
+                    resumable=keep,
+                    downloaded=part.stat().st_size if keep else 0,
+                )
         except Exception as exc:  # noqa: BLE001 - never lose the worker thread
             with self._lock:
-                self._set(task, state=DownloadState.FAILED, error=f"{type(exc).__name__}: {exc}", speed_bps=0.0)
+                self._set(
+                    task, state=DownloadState.FAILED, error=f"{type(exc).__name__}: {exc}", speed_bps=0.0
+                )
         else:
             if self.on_complete:
                 try:
                     self.on_complete(task.job, path)
                 except Exception as exc:  # noqa: BLE001
                     with self._lock:
-                        self._set(task, state=DownloadState.FAILED, error=f"Registering the model failed: {exc}")
+                        self._set(
+                            task, state=DownloadState.FAILED, error=f"Registering the model failed: {exc}"
+                        )
                     self._emit(task.progress)
                     return
             with self._lock:
-                self._set(task, state=DownloadState.DONE, downloaded=path.stat().st_size, speed_bps=0.0, eta_s=0.0)
+                self._set(
+                    task, state=DownloadState.DONE, downloaded=path.stat().st_size, speed_bps=0.0, eta_s=0.0
+                )
         self._emit(task.progress)

@@ -102,7 +102,12 @@ class RemoteGguf:
 
 
 def group_gguf_files(
-    repo_id: str, revision: str, files: list[RemotePart], *, n_ctx: int = 4096, ram: tuple[int, int] | None = None
+    repo_id: str,
+    revision: str,
+    files: list[RemotePart],
+    *,
+    n_ctx: int = 4096,
+    ram: tuple[int, int] | None = None,
 ) -> list[RemoteGguf]:
     """Group shards of split files, attach quantization and a memory estimate; sorted by size."""
     singles: list[RemoteGguf] = []
@@ -140,7 +145,9 @@ def _make(repo_id, revision, name, parts, n_ctx, ram) -> RemoteGguf:
 class HubClient:
     """Search the hub for GGUF repos and list their files. Thread-safe; blocking (call off the UI thread)."""
 
-    def __init__(self, endpoint: str | None = None, *, token: str | bool | None = None, probe_timeout: float = 3.0):
+    def __init__(
+        self, endpoint: str | None = None, *, token: str | bool | None = None, probe_timeout: float = 3.0
+    ):
         self.endpoint = (endpoint or default_endpoint()).rstrip("/")
         self.token = token
         self.probe_timeout = probe_timeout
@@ -223,7 +230,9 @@ class HubClient:
         self, repo_id: str, *, revision: str = "main", n_ctx: int = 4096, ram: tuple[int, int] | None = None
     ) -> list[RemoteGguf]:
         """The repo's GGUF models (split files grouped), each with a memory estimate at ``n_ctx``."""
-        return group_gguf_files(repo_id, revision, self.list_files(repo_id, revision=revision), n_ctx=n_ctx, ram=ram)
+        return group_gguf_files(
+            repo_id, revision, self.list_files(repo_id, revision=revision), n_ctx=n_ctx, ram=ram
+        )
 
     def model_card(self, repo_id: str, *, revision: str = "main", max_bytes: int = 64_000) -> str:
         """The repo's README (its model card) as Markdown without the YAML metadata block; "" when it
@@ -275,7 +284,7 @@ def strip_front_matter(text: str) -> str:
     if t.startswith("---"):
         end = t.find("\n---", 3)
         if end >= 0:
-            return t[end + 4:].lstrip("-").lstrip()
+            return t[end + 4 :].lstrip("-").lstrip()
     return t.strip()
 
 

@@ -57,8 +57,12 @@ class LocalModel:
         s = self.summary
         if s and s.n_layers and s.n_kv_heads and s.head_dim:
             return estimate_memory(
-                weights_bytes=self.size, n_layers=s.n_layers, n_kv_heads=s.n_kv_heads,
-                head_dim=s.head_dim, n_ctx=n_ctx, ram=ram,
+                weights_bytes=self.size,
+                n_layers=s.n_layers,
+                n_kv_heads=s.n_kv_heads,
+                head_dim=s.head_dim,
+                n_ctx=n_ctx,
+                ram=ram,
             )
         return estimate_remote(self.size, s.quantization if s else None, n_ctx, ram=ram)
 
@@ -80,7 +84,9 @@ class Library:
         from app.storage import paths
 
         self.models_dir = Path(models_dir) if models_dir is not None else paths.models_dir()
-        self.manifest_path = Path(manifest_path) if manifest_path is not None else paths.data_dir() / "model_library.json"
+        self.manifest_path = (
+            Path(manifest_path) if manifest_path is not None else paths.data_dir() / "model_library.json"
+        )
         self._hf_cache_dir = hf_cache_dir  # None: huggingface_hub's default; False: do not look
         self._lock = threading.RLock()
         self._cache: dict[tuple[str, int, int], GgufSummary | str] = {}
@@ -143,7 +149,9 @@ class Library:
                 self._save(data)
 
     # -- registration ---------------------------------------------------------------------------
-    def register_download(self, path: Path, *, repo_id: str = "", filename: str = "", sha256: str | None = None) -> None:
+    def register_download(
+        self, path: Path, *, repo_id: str = "", filename: str = "", sha256: str | None = None
+    ) -> None:
         """Called when a verified download lands: Callisto owns this file."""
         self._record(Path(path), "downloaded", repo_id=repo_id, filename=filename, sha256=sha256)
 
@@ -153,7 +161,9 @@ class Library:
         self._record(p, "imported")
         return self._describe(p, "imported")
 
-    def import_copy(self, path: str | Path, *, progress: Callable[[int, int], None] | None = None) -> LocalModel:
+    def import_copy(
+        self, path: str | Path, *, progress: Callable[[int, int], None] | None = None
+    ) -> LocalModel:
         """Copy a GGUF (all shards of a split one) into the models folder."""
         src = self._check_importable(path)
         dest_dir = self.models_dir / "imported"
@@ -162,7 +172,9 @@ class Library:
         total = sum(p.stat().st_size for p in parts)
         free = shutil.disk_usage(dest_dir).free
         if free < total:
-            raise LibraryError(f"Not enough disk space to copy {src.name}: it needs {total} bytes, {free} free.")
+            raise LibraryError(
+                f"Not enough disk space to copy {src.name}: it needs {total} bytes, {free} free."
+            )
         done = 0
         copied: list[Path] = []
         try:
@@ -184,7 +196,9 @@ class Library:
                 p.unlink(missing_ok=True)
             for part in parts:
                 (dest_dir / (part.name + ".part")).unlink(missing_ok=True)
-            raise LibraryError(f"Copying {src.name} failed: {exc.strerror or exc}. The original is untouched.") from exc
+            raise LibraryError(
+                f"Copying {src.name} failed: {exc.strerror or exc}. The original is untouched."
+            ) from exc
         first = dest_dir / src.name
         self._record(first, "copied", original=str(src))
         return self._describe(first, "copied")
@@ -200,7 +214,9 @@ class Library:
             p = split_parts(p)[0]
         missing = [x.name for x in split_parts(p) if not x.is_file()]
         if missing:
-            raise LibraryError(f"{p.name} is a split model and these shards are missing: {', '.join(missing)}.")
+            raise LibraryError(
+                f"{p.name} is a split model and these shards are missing: {', '.join(missing)}."
+            )
         try:
             read_summary(p)
         except ValueError as exc:
@@ -227,8 +243,11 @@ class Library:
                 return
             entry = entries.get(key, {})
             source = entry.get("source", default_source)
-            found[key] = self._describe(Path(key) if default_source != "hf-cache" else path, source,
-                                        repo_id=entry.get("repo_id") or repo_id)
+            found[key] = self._describe(
+                Path(key) if default_source != "hf-cache" else path,
+                source,
+                repo_id=entry.get("repo_id") or repo_id,
+            )
 
         folders = [self.models_dir] + [Path(f) for f in data["folders"]]
         for folder in folders:
@@ -243,8 +262,9 @@ class Library:
                 if p.exists():
                     consider(p, entry["source"])
                 else:
-                    found[key] = LocalModel(p, p.name, 0, entry["source"], None,
-                                            f"The file is missing: {p}", entry.get("repo_id"))
+                    found[key] = LocalModel(
+                        p, p.name, 0, entry["source"], None, f"The file is missing: {p}", entry.get("repo_id")
+                    )
         for path, repo_id in self._hf_cache_ggufs():
             key = _key(path)
             if key not in found and not any(_key(m.path) == key for m in found.values()):
@@ -261,7 +281,9 @@ class Library:
             size = sum(p.stat().st_size for p in parts if p.exists())
             st = path.stat()
         except OSError as exc:
-            return LocalModel(path, name, 0, source, None, f"Cannot read {path}: {exc.strerror or exc}", repo_id)
+            return LocalModel(
+                path, name, 0, source, None, f"Cannot read {path}: {exc.strerror or exc}", repo_id
+            )
         cache_key = (_key(path), st.st_mtime_ns, size)
         cached = self._cache.get(cache_key)
         if cached is None:

@@ -59,7 +59,9 @@ class ModelManager:
         return self.queue.restore_interrupted(self.library.models_dir)
 
     def download(self, model: RemoteGguf) -> QueuedDownload:
-        cached = [self.library.find_in_hf_cache(model.repo_id, p.filename, model.revision) for p in model.parts]
+        cached = [
+            self.library.find_in_hf_cache(model.repo_id, p.filename, model.revision) for p in model.parts
+        ]
         if all(cached) and cached[0] is not None:
             return QueuedDownload(reused=self.library.import_in_place(cached[0]))
         jobs = self.hub.download_jobs(model, self.library.models_dir)

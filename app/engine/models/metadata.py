@@ -97,8 +97,17 @@ def format_parameter_count(n: int) -> str:
 # only the token list keeps an index of item offsets (for the bos/eos text).
 
 _SCALARS: dict[int, tuple[str, int]] = {
-    0: ("B", 1), 1: ("b", 1), 2: ("H", 2), 3: ("h", 2), 4: ("I", 4), 5: ("i", 4),
-    6: ("f", 4), 7: ("?", 1), 10: ("Q", 8), 11: ("q", 8), 12: ("d", 8),
+    0: ("B", 1),
+    1: ("b", 1),
+    2: ("H", 2),
+    3: ("h", 2),
+    4: ("I", 4),
+    5: ("i", 4),
+    6: ("f", 4),
+    7: ("?", 1),
+    10: ("Q", 8),
+    11: ("q", 8),
+    12: ("d", 8),
 }
 _T_STRING, _T_ARRAY = 8, 9
 _MAX_ARRAY_DEPTH = 4
@@ -142,8 +151,10 @@ class _Reader:
 
     def need(self, n: int, what: str) -> None:
         if n < 0 or self.pos + n > self.size:
-            raise _Corrupt(f"the file is truncated or corrupt ({what} needs {n} bytes at offset {self.pos}, "
-                           f"the file has {self.size})")
+            raise _Corrupt(
+                f"the file is truncated or corrupt ({what} needs {n} bytes at offset {self.pos}, "
+                f"the file has {self.size})"
+            )
 
     def scalar(self, t: int, what: str) -> Any:
         fmt, n = _SCALARS[t]
@@ -161,7 +172,7 @@ class _Reader:
     def raw_string(self, what: str) -> bytes:
         n = self.u64(f"the length of {what}")
         self.need(n, what)
-        data = bytes(self.buf[self.pos:self.pos + n])
+        data = bytes(self.buf[self.pos : self.pos + n])
         self.pos += n
         return data
 
@@ -220,10 +231,13 @@ class _Reader:
         if arr.offsets is None or not 0 <= i < len(arr.offsets):
             return None
         start = arr.offsets[i]
-        n = self._u64.unpack_from(self.buf, start)[0] if self.e == "<" else \
-            self._struct.unpack_from(">Q", self.buf, start)[0]
+        n = (
+            self._u64.unpack_from(self.buf, start)[0]
+            if self.e == "<"
+            else self._struct.unpack_from(">Q", self.buf, start)[0]
+        )
         try:
-            return bytes(self.buf[start + 8:start + 8 + n]).decode("utf-8")
+            return bytes(self.buf[start + 8 : start + 8 + n]).decode("utf-8")
         except UnicodeDecodeError:
             return None
 
@@ -374,33 +388,49 @@ def _check_llama_cpp_limits(p: Path, arch: str, fields: dict[str, Any]) -> None:
     """
     layers = _int_value(fields.get(f"{arch}.block_count"))
     if layers is not None and not 1 <= layers <= LLAMA_MAX_LAYERS:
-        raise GGUFMetadataError(p, f"llama.cpp would reject its layer count: {arch}.block_count is {layers}, "
-                                   f"llama.cpp accepts 1 to {LLAMA_MAX_LAYERS} layers")
+        raise GGUFMetadataError(
+            p,
+            f"llama.cpp would reject its layer count: {arch}.block_count is {layers}, "
+            f"llama.cpp accepts 1 to {LLAMA_MAX_LAYERS} layers",
+        )
     for suffix in ("attention.layer_norm_rms_epsilon", "attention.layer_norm_epsilon"):
         eps = fields.get(f"{arch}.{suffix}")
         if isinstance(eps, float) and not (eps >= 0.0 and eps != float("inf")):
-            raise GGUFMetadataError(p, f"its norm epsilon {arch}.{suffix} is {eps}: llama.cpp needs a finite "
-                                       f"number >= 0 and would abort at the first message")
+            raise GGUFMetadataError(
+                p,
+                f"its norm epsilon {arch}.{suffix} is {eps}: llama.cpp needs a finite "
+                f"number >= 0 and would abort at the first message",
+            )
     if fields.get("tokenizer.ggml.model") == "llama":
         scores = fields.get("tokenizer.ggml.scores")
         tokens = fields.get("tokenizer.ggml.tokens")
         if not isinstance(scores, _Array) or (isinstance(tokens, _Array) and scores.count < tokens.count):
-            raise GGUFMetadataError(p, "its 'llama' (SentencePiece) tokenizer has no score for every token "
-                                       "(tokenizer.ggml.scores), which makes llama.cpp abort")
+            raise GGUFMetadataError(
+                p,
+                "its 'llama' (SentencePiece) tokenizer has no score for every token "
+                "(tokenizer.ggml.scores), which makes llama.cpp abort",
+            )
     ctx = _int_value(fields.get(f"{arch}.context_length"))
     if ctx is not None and not 0 <= ctx <= MAX_CONTEXT_LENGTH:
-        raise GGUFMetadataError(p, f"its context length {arch}.context_length is {ctx:,}: Callisto accepts "
-                                   f"0 to {MAX_CONTEXT_LENGTH:,} tokens (llama-cpp-python allocates that many "
-                                   f"on every tokenize call)")
+        raise GGUFMetadataError(
+            p,
+            f"its context length {arch}.context_length is {ctx:,}: Callisto accepts "
+            f"0 to {MAX_CONTEXT_LENGTH:,} tokens (llama-cpp-python allocates that many "
+            f"on every tokenize call)",
+        )
 
 
-def _build(p: Path, size: int, fields: dict[str, Any], tensors: list[_Tensor], reader: _Reader) -> GGUFMetadata:
+def _build(
+    p: Path, size: int, fields: dict[str, Any], tensors: list[_Tensor], reader: _Reader
+) -> GGUFMetadata:
     raw: dict[str, Any] = {}
     for key, value in fields.items():
         if isinstance(value, _Array):
             continue  # arrays (token lists, merges) are never copied whole
-        if isinstance(value, str) and len(value) > _MAX_SCALAR_STRING and not key.startswith(
-            "tokenizer.chat_template"
+        if (
+            isinstance(value, str)
+            and len(value) > _MAX_SCALAR_STRING
+            and not key.startswith("tokenizer.chat_template")
         ):
             value = value[:_MAX_SCALAR_STRING] + "…"
         if value is not None:
@@ -456,8 +486,11 @@ def _build(p: Path, size: int, fields: dict[str, Any], tensors: list[_Tensor], r
                     value = float(f"{value:.6g}")  # stored as f32
                 sampling[key.removeprefix("general.sampling.")] = value
 
-    bos_id, eos_id, eot_id = (get("tokenizer.ggml.bos_token_id"), get("tokenizer.ggml.eos_token_id"),
-                              get("tokenizer.ggml.eot_token_id"))
+    bos_id, eos_id, eot_id = (
+        get("tokenizer.ggml.bos_token_id"),
+        get("tokenizer.ggml.eos_token_id"),
+        get("tokenizer.ggml.eot_token_id"),
+    )
     add_bos = get("tokenizer.ggml.add_bos_token")
     template = get("tokenizer.chat_template")
     name = get("general.name")

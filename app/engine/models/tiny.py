@@ -1,8 +1,8 @@
 """Write a real, tiny, random-weight llama-architecture GGUF (tests and the bundle self-test).
 
 It lives in the app (not only in ``tests/``) because ``callisto --self-test`` writes one at run
-time from inside the installed bundle, where ``tests/`` does not exist; ``tests.support.tiny_gguf``
-re-exports this module unchanged.
+time from inside the installed bundle, where ``tests/`` does not exist; the tests import it
+from here too.
 
 
 The model is a working llama.cpp model (< 1 MB, written in well under a second):
@@ -40,7 +40,11 @@ TOKEN_USER_DEFINED = 4
 
 def byte_to_unicode() -> dict[int, str]:
     """GPT-2's reversible byte -> printable-unicode mapping (what llama.cpp's BPE expects)."""
-    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
+    bs = (
+        list(range(ord("!"), ord("~") + 1))
+        + list(range(ord("¡"), ord("¬") + 1))
+        + list(range(ord("®"), ord("ÿ") + 1))
+    )
     cs = bs[:]
     n = 0
     for b in range(256):
@@ -214,8 +218,20 @@ def write_tiny_gguf(
             yield f"blk.{i}.ffn_down.weight", rand(d, ff)
 
     return write_llama_gguf(
-        path, tensors, chat_template=chat_template, named_templates=named_templates,
-        control_tokens=control_tokens, user_tokens=user_tokens, bos=bos, eos=eos, eot=eot,
-        context_length=context_length, embedding_length=embedding_length, block_count=block_count,
-        head_count=head_count, feed_forward_length=feed_forward_length, name=name,
-        extra_metadata=extra_metadata)
+        path,
+        tensors,
+        chat_template=chat_template,
+        named_templates=named_templates,
+        control_tokens=control_tokens,
+        user_tokens=user_tokens,
+        bos=bos,
+        eos=eos,
+        eot=eot,
+        context_length=context_length,
+        embedding_length=embedding_length,
+        block_count=block_count,
+        head_count=head_count,
+        feed_forward_length=feed_forward_length,
+        name=name,
+        extra_metadata=extra_metadata,
+    )

@@ -30,8 +30,18 @@ _EXPORTS = {
     "load_template": "app.engine.remote._session",
 }
 
-__all__ = ["KINDS", "MODES", "PARSERS", "Provider", "RemoteChatSession", "RemoteError", "RemoteTemplate",
-           "fetch_props", "list_models", "load_template"]
+__all__ = [
+    "KINDS",
+    "MODES",
+    "PARSERS",
+    "Provider",
+    "RemoteChatSession",
+    "RemoteError",
+    "RemoteTemplate",
+    "fetch_props",
+    "list_models",
+    "load_template",
+]
 
 if TYPE_CHECKING:
     from app.engine.remote._client import KINDS, MODES, Provider, RemoteError, fetch_props, list_models

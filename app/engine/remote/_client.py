@@ -13,8 +13,16 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import httpx
 
-__all__ = ["KINDS", "MODES", "Provider", "RemoteError", "RemoteStream", "fetch_props", "list_models",
-           "open_stream"]
+__all__ = [
+    "KINDS",
+    "MODES",
+    "Provider",
+    "RemoteError",
+    "RemoteStream",
+    "fetch_props",
+    "list_models",
+    "open_stream",
+]
 
 KINDS = ("openai", "anthropic", "ollama")
 MODES = ("auto", "api", "callisto")  # auto: Callisto parsing where /props gives a known template
@@ -26,8 +34,9 @@ class RemoteError(Exception):
     """A request that failed, in one plain sentence. ``code``: refused, timeout, tls, unauthorized,
     rate_limited, server_error, http_error, cut, bad_response. ``retry_after_s``: from a 429."""
 
-    def __init__(self, code: str, message: str, *, status: int | None = None,
-                 retry_after_s: float | None = None):
+    def __init__(
+        self, code: str, message: str, *, status: int | None = None, retry_after_s: float | None = None
+    ):
         super().__init__(message)
         self.code = code
         self.message = message
@@ -88,7 +97,9 @@ class Provider:
         host = httpx.URL(self.base).host
         loopback = host in ("localhost", "127.0.0.1", "::1") or host.startswith("127.")
         # The environment's proxies apply to a hosted endpoint, never to one on this machine.
-        return httpx.Client(timeout=timeout, verify=self.verify, headers=self.headers(), trust_env=not loopback)
+        return httpx.Client(
+            timeout=timeout, verify=self.verify, headers=self.headers(), trust_env=not loopback
+        )
 
 
 def _where(provider: Provider) -> str:
@@ -132,18 +143,30 @@ def status_error(provider: Provider, resp: httpx.Response) -> RemoteError:
     said = f" The server said: {detail}" if detail else ""
     code = resp.status_code
     if code in (401, 403):
-        return RemoteError("unauthorized", f"{where} refused the API key (HTTP {code}). Check the key set for "
-                           f"this provider.{said}", status=code)
+        return RemoteError(
+            "unauthorized",
+            f"{where} refused the API key (HTTP {code}). Check the key set for this provider.{said}",
+            status=code,
+        )
     if code == 429:
         after = _retry_after(resp.headers.get("Retry-After"))
         wait = f" It asks to wait {after:.0f} s before trying again." if after is not None else ""
-        return RemoteError("rate_limited", f"{where} is rate limiting requests (HTTP 429).{wait}{said}",
-                           status=code, retry_after_s=after)
+        return RemoteError(
+            "rate_limited",
+            f"{where} is rate limiting requests (HTTP 429).{wait}{said}",
+            status=code,
+            retry_after_s=after,
+        )
     if code >= 500:
-        return RemoteError("server_error", f"{where} failed with a server error (HTTP {code}).{said}", status=code)
+        return RemoteError(
+            "server_error", f"{where} failed with a server error (HTTP {code}).{said}", status=code
+        )
     if code == 404:
-        return RemoteError("http_error", f"{where} has no such endpoint or model (HTTP 404): {resp.request.url.path}."
-                           f"{said}", status=code)
+        return RemoteError(
+            "http_error",
+            f"{where} has no such endpoint or model (HTTP 404): {resp.request.url.path}.{said}",
+            status=code,
+        )
     return RemoteError("http_error", f"{where} rejected the request (HTTP {code}).{said}", status=code)
 
 
@@ -157,10 +180,16 @@ def transport_error(provider: Provider, exc: Exception) -> RemoteError:
     if isinstance(exc, httpx.ConnectError):
         cause = exc.__cause__ or exc.__context__
         if isinstance(cause, ssl.SSLError) or "SSL" in text or "CERTIFICATE" in text.upper():
-            return RemoteError("tls", f"The secure connection to {where} failed (TLS): {text}. Check the "
-                               "address (http or https) and the server's certificate.")
-        return RemoteError("refused", f"Could not connect to {where}: the connection was refused or the host "
-                           "cannot be reached. Is the server running?")
+            return RemoteError(
+                "tls",
+                f"The secure connection to {where} failed (TLS): {text}. Check the "
+                "address (http or https) and the server's certificate.",
+            )
+        return RemoteError(
+            "refused",
+            f"Could not connect to {where}: the connection was refused or the host "
+            "cannot be reached. Is the server running?",
+        )
     if isinstance(exc, httpx.TimeoutException):
         return RemoteError("timeout", f"{where} did not answer in time ({type(exc).__name__}).")
     if isinstance(exc, httpx.RemoteProtocolError | httpx.ReadError):
@@ -172,8 +201,9 @@ class RemoteStream:
     """An open streaming response: ``lines()`` yields its text lines; ``close()`` (also from
     another thread, e.g. on cancel) shuts the socket so a blocked read ends at once."""
 
-    def __init__(self, provider: Provider, client: httpx.Client, resp: httpx.Response,
-                 cancel: threading.Event | None):
+    def __init__(
+        self, provider: Provider, client: httpx.Client, resp: httpx.Response, cancel: threading.Event | None
+    ):
         self.provider, self.client, self.resp, self.cancel = provider, client, resp, cancel
         self._closed = threading.Event()
         self._watch: threading.Thread | None = None
@@ -224,8 +254,14 @@ def _sleep(seconds: float, cancel: threading.Event | None) -> bool:
     return not cancel.wait(seconds)
 
 
-def open_stream(provider: Provider, path: str, body: dict[str, Any], *, cancel: threading.Event | None = None,
-                on_retry: Callable[[RemoteError, int, float], None] | None = None) -> RemoteStream:
+def open_stream(
+    provider: Provider,
+    path: str,
+    body: dict[str, Any],
+    *,
+    cancel: threading.Event | None = None,
+    on_retry: Callable[[RemoteError, int, float], None] | None = None,
+) -> RemoteStream:
     """POST ``body`` to ``path`` and return the open stream. Refusals, timeouts, 429 and 5xx are
     retried up to ``provider.max_retries`` times (429 after its ``Retry-After``, when at most
     ``RETRY_AFTER_CAP_S``); ``on_retry(error, attempt, wait_s)`` is told before each wait."""
@@ -246,7 +282,7 @@ def open_stream(provider: Provider, path: str, body: dict[str, Any], *, cancel: 
             err = status_error(provider, resp)
             resp.close()
             client.close()
-        wait = provider.retry_backoff_s * (2 ** attempt)
+        wait = provider.retry_backoff_s * (2**attempt)
         if err.code == "rate_limited" and err.retry_after_s is not None:
             if err.retry_after_s > RETRY_AFTER_CAP_S:
                 raise err

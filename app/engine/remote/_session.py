@@ -65,8 +65,14 @@ def load_template(path: str | Path) -> RemoteTemplate:
         meta = read_metadata(p)
         if not meta.chat_template:
             raise ValueError(f"{p.name} has no chat template")
-        return RemoteTemplate(meta.chat_template, meta.tool_use_template, meta.bos_token or "",
-                              meta.eos_token or "", source=str(p), add_bos=meta.add_bos_token)
+        return RemoteTemplate(
+            meta.chat_template,
+            meta.tool_use_template,
+            meta.bos_token or "",
+            meta.eos_token or "",
+            source=str(p),
+            add_bos=meta.add_bos_token,
+        )
     try:
         data = json.loads(p.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError) as exc:
@@ -79,9 +85,14 @@ def load_template(path: str | Path) -> RemoteTemplate:
     if not isinstance(raw, str) or not raw.strip():
         raise ValueError(f"{p} has no chat_template")
     add_bos = data.get("add_bos_token")
-    return RemoteTemplate(raw, tool_use if isinstance(tool_use, str) else None, _token_text(data.get("bos_token")),
-                          _token_text(data.get("eos_token")), source=str(p),
-                          add_bos=add_bos if isinstance(add_bos, bool) else None)
+    return RemoteTemplate(
+        raw,
+        tool_use if isinstance(tool_use, str) else None,
+        _token_text(data.get("bos_token")),
+        _token_text(data.get("eos_token")),
+        source=str(p),
+        add_bos=add_bos if isinstance(add_bos, bool) else None,
+    )
 
 
 def _template_from_props(provider: Provider, props: dict[str, Any]) -> RemoteTemplate | None:
@@ -89,9 +100,15 @@ def _template_from_props(provider: Provider, props: dict[str, Any]) -> RemoteTem
     if not isinstance(chat, str) or not chat.strip():
         return None
     tool_use = props.get("chat_template_tool_use")
-    return RemoteTemplate(chat, tool_use if isinstance(tool_use, str) and tool_use.strip() else None,
-                          _token_text(props.get("bos_token")), _token_text(props.get("eos_token")),
-                          source=f"{provider.base}/props", add_bos=_adds_bos(provider), extra={"llama_server": True})
+    return RemoteTemplate(
+        chat,
+        tool_use if isinstance(tool_use, str) and tool_use.strip() else None,
+        _token_text(props.get("bos_token")),
+        _token_text(props.get("eos_token")),
+        source=f"{provider.base}/props",
+        add_bos=_adds_bos(provider),
+        extra={"llama_server": True},
+    )
 
 
 def _adds_bos(provider: Provider) -> bool | None:
@@ -155,8 +172,10 @@ class RemoteChatSession:
         if max_rounds < 1:
             raise ValueError(f"max_rounds must be at least 1, got {max_rounds}")
         if (provider.mode if parser == "auto" else parser) == "callisto" and provider.kind == "anthropic":
-            raise ValueError("Callisto parsing needs an endpoint that completes raw text; the Anthropic API "
-                             "does not (use the openai or ollama kind, or the api parser)")
+            raise ValueError(
+                "Callisto parsing needs an endpoint that completes raw text; the Anthropic API "
+                "does not (use the openai or ollama kind, or the api parser)"
+            )
         self.provider = provider
         self.model = model
         self.parser_choice = provider.mode if parser == "auto" else parser  # auto: as the provider says
@@ -191,21 +210,33 @@ class RemoteChatSession:
             return None
         return self.registry.openai_tools() or None
 
-    def send(self, text: str, *, cancel: threading.Event | None = None, tool_choice: Any = None,
-             parallel_tool_calls: bool | None = None, response_format: Any = None) -> Iterator[ChatEvent]:
+    def send(
+        self,
+        text: str,
+        *,
+        cancel: threading.Event | None = None,
+        tool_choice: Any = None,
+        parallel_tool_calls: bool | None = None,
+        response_format: Any = None,
+    ) -> Iterator[ChatEvent]:
         """Add a user message and reply. ``parallel_tool_calls`` and ``response_format`` are passed
         to an endpoint that takes them (API tools; OpenAI's and Ollama's APIs)."""
         if not isinstance(text, str):
             raise TypeError("the message must be a string")
         self.messages.append(Message(role="user", content=text))
-        return self._reply(cancel, self.tool_choice if tool_choice is None else tool_choice,
-                           {"parallel_tool_calls": parallel_tool_calls, "response_format": response_format})
+        return self._reply(
+            cancel,
+            self.tool_choice if tool_choice is None else tool_choice,
+            {"parallel_tool_calls": parallel_tool_calls, "response_format": response_format},
+        )
 
-    def regenerate(self, *, cancel: threading.Event | None = None, tool_choice: Any = None) -> Iterator[ChatEvent]:
+    def regenerate(
+        self, *, cancel: threading.Event | None = None, tool_choice: Any = None
+    ) -> Iterator[ChatEvent]:
         idx = max((i for i, m in enumerate(self.messages) if m.role == "user"), default=None)
         if idx is None:
             raise ValueError("there is no user message to reply to")
-        del self.messages[idx + 1:]
+        del self.messages[idx + 1 :]
         return self._reply(cancel, self.tool_choice if tool_choice is None else tool_choice, {})
 
     # -- resolving the mode ----------------------------------------------------------------
@@ -218,15 +249,21 @@ class RemoteChatSession:
             props = fetch_props(self.provider)
             self.template = _template_from_props(self.provider, props) if props else None
         if choice == "callisto" and self.template is None:
-            raise ValueError(f"Callisto parsing needs the model's chat template: {self.provider.base} has no /props "
-                             "with one; give a GGUF or tokenizer_config.json file")
+            raise ValueError(
+                f"Callisto parsing needs the model's chat template: {self.provider.base} has no /props "
+                "with one; give a GGUF or tokenizer_config.json file"
+            )
         family = None
         if self.template is not None and choice != "api":
             from app.engine.chat import resolve_tool_format
             from app.engine.detection import detect_tool_format
 
-            detected = detect_tool_format(self.template.chat_template, self.template.tool_use_template,
-                                          bos_token=self.template.bos_token, eos_token=self.template.eos_token)
+            detected = detect_tool_format(
+                self.template.chat_template,
+                self.template.tool_use_template,
+                bos_token=self.template.bos_token,
+                eos_token=self.template.eos_token,
+            )
             family, notices = resolve_tool_format(self.tool_format, detected)
             if choice == "callisto":
                 self._notices_pending += notices
@@ -259,14 +296,16 @@ class RemoteChatSession:
         sys = [Message(role="system", content=self.system_prompt)] if self.system_prompt else []
         return sys + self.messages
 
-    def _reply(self, cancel: threading.Event | None, tool_choice: Any,
-               options: dict[str, Any]) -> Iterator[ChatEvent]:
+    def _reply(
+        self, cancel: threading.Event | None, tool_choice: Any, options: dict[str, Any]
+    ) -> Iterator[ChatEvent]:
         start = time.monotonic()
         self._options = {k: v for k, v in options.items() if v is not None}
         try:
             self._resolve()
             if self._options.get("response_format") is not None and (
-                    self.parser != "api" or self.provider.kind == "anthropic"):
+                self.parser != "api" or self.provider.kind == "anthropic"
+            ):
                 raise ValueError("a response format needs API tools on an OpenAI or Ollama endpoint")
         except (RemoteError, ValueError) as exc:
             yield DoneEvent(finish_reason="error", error=str(exc), rounds=0, extra=self._extra({}))
@@ -274,9 +313,14 @@ class RemoteChatSession:
         yield from self._notices_pending
         self._notices_pending = []
         if self.parser == "callisto" and tool_choice not in ("auto", "none") and self.tools:
-            yield NoticeEvent(code="tool_choice_not_held", setting="chat.tool_choice", message=(
-                "With Callisto parsing on a remote engine, tool_choice is not held by a grammar: the model "
-                "is asked for a call, but it may answer in text."))
+            yield NoticeEvent(
+                code="tool_choice_not_held",
+                setting="chat.tool_choice",
+                message=(
+                    "With Callisto parsing on a remote engine, tool_choice is not held by a grammar: the model "
+                    "is asked for a call, but it may answer in text."
+                ),
+            )
         parsers: dict[str, str] = {}
         ttft = None
         gen_tokens = 0
@@ -294,11 +338,19 @@ class RemoteChatSession:
                 self._keep(rnd)
                 code = exc.code if isinstance(exc, RemoteError) else "bad_request"
                 if cancel is not None and cancel.is_set():
-                    yield DoneEvent(finish_reason="cancelled", rounds=rounds, ttft_s=ttft, extra=self._extra(parsers))
+                    yield DoneEvent(
+                        finish_reason="cancelled", rounds=rounds, ttft_s=ttft, extra=self._extra(parsers)
+                    )
                     return
-                yield DoneEvent(finish_reason="error", error=str(exc), rounds=rounds, ttft_s=ttft,
-                                generated_tokens=gen_tokens + rnd.pieces, prompt_tokens=prompt_tokens,
-                                extra=self._extra(parsers, error_code=code, kept_text="".join(rnd.content)))
+                yield DoneEvent(
+                    finish_reason="error",
+                    error=str(exc),
+                    rounds=rounds,
+                    ttft_s=ttft,
+                    generated_tokens=gen_tokens + rnd.pieces,
+                    prompt_tokens=prompt_tokens,
+                    extra=self._extra(parsers, error_code=code, kept_text="".join(rnd.content)),
+                )
                 return
             if ttft is None and rnd.first_token_at is not None:
                 ttft = rnd.first_token_at - start
@@ -312,7 +364,11 @@ class RemoteChatSession:
                 self._keep(rnd)
                 finish = "cancelled"
                 break
-            label = f"callisto:{self.effective_format}" if self.parser == "callisto" else f"api:{self.provider.kind}"
+            label = (
+                f"callisto:{self.effective_format}"
+                if self.parser == "callisto"
+                else f"api:{self.provider.kind}"
+            )
             for c in rnd.calls:
                 parsers[c.id] = label
             text = "".join(rnd.content)
@@ -320,56 +376,92 @@ class RemoteChatSession:
                 names = ", ".join(c.name for c in rnd.calls)
                 if finish in ("stop", "tool_calls"):
                     finish = "rounds"
-                    msg = (f"Stopped after {self.max_rounds} rounds of tool calls (the round limit); "
-                           f"the last call(s) ({names}) were not run.")
+                    msg = (
+                        f"Stopped after {self.max_rounds} rounds of tool calls (the round limit); "
+                        f"the last call(s) ({names}) were not run."
+                    )
                 else:
                     msg = f"The reply ended ({finish}) before the model's turn was over; its call(s) ({names}) were not run."
                 raw = "".join(c.raw for c in rnd.calls)
                 if raw:
                     yield TextDelta(raw)
                 yield NoticeEvent(code="round_limit" if finish == "rounds" else "calls_not_run", message=msg)
-                self.messages.append(Message(role="assistant", content=text + raw, reasoning="".join(rnd.reasoning),
-                                             incomplete_calls=rnd.incomplete))
+                self.messages.append(
+                    Message(
+                        role="assistant",
+                        content=text + raw,
+                        reasoning="".join(rnd.reasoning),
+                        incomplete_calls=rnd.incomplete,
+                    )
+                )
                 break
             finish = "stop" if finish == "tool_calls" else finish
-            self.messages.append(Message(role="assistant", content=text, reasoning="".join(rnd.reasoning),
-                                         tool_calls=list(rnd.calls), incomplete_calls=rnd.incomplete))
+            self.messages.append(
+                Message(
+                    role="assistant",
+                    content=text,
+                    reasoning="".join(rnd.reasoning),
+                    tool_calls=list(rnd.calls),
+                    incomplete_calls=rnd.incomplete,
+                )
+            )
             if not rnd.calls:
                 break
             for call in rnd.calls:
                 yield ToolCallStartedEvent(call)
                 result = self.dispatcher.dispatch(call)
                 yield ToolCallFinishedEvent(call, result)
-                self.messages.append(Message(role="tool", content=result.to_model_text(), tool_call_id=call.id,
-                                             name=call.name))
+                self.messages.append(
+                    Message(role="tool", content=result.to_model_text(), tool_call_id=call.id, name=call.name)
+                )
             if cancel is not None and cancel.is_set():
                 finish = "cancelled"
                 break
-        yield DoneEvent(finish_reason=finish, ttft_s=ttft,
-                        tokens_per_s=(gen_tokens / gen_time) if gen_time > 0 and gen_tokens > 1 else None,
-                        prompt_tokens=prompt_tokens, generated_tokens=gen_tokens, rounds=rounds,
-                        extra=self._extra(parsers))
+        yield DoneEvent(
+            finish_reason=finish,
+            ttft_s=ttft,
+            tokens_per_s=(gen_tokens / gen_time) if gen_time > 0 and gen_tokens > 1 else None,
+            prompt_tokens=prompt_tokens,
+            generated_tokens=gen_tokens,
+            rounds=rounds,
+            extra=self._extra(parsers),
+        )
 
     def _extra(self, parsers: dict[str, str], **more: Any) -> dict[str, Any]:
-        return {"remote": self.provider.kind, "endpoint": self.provider.base, "model": self.model,
-                "parser": self.parser, "tool_format": self.effective_format,
-                "template_source": self.template.source if self.template is not None and self.parser == "callisto"
-                else None, "call_parsers": dict(parsers), **more}
+        return {
+            "remote": self.provider.kind,
+            "endpoint": self.provider.base,
+            "model": self.model,
+            "parser": self.parser,
+            "tool_format": self.effective_format,
+            "template_source": self.template.source
+            if self.template is not None and self.parser == "callisto"
+            else None,
+            "call_parsers": dict(parsers),
+            **more,
+        }
 
     def _keep(self, rnd: _Round) -> None:
         """A reply that stopped early (cancelled, failed): what was shown stays in the conversation."""
         text, reasoning = "".join(rnd.content), "".join(rnd.reasoning)
         if text or reasoning or rnd.incomplete:
-            self.messages.append(Message(role="assistant", content=text, reasoning=reasoning,
-                                         incomplete_calls=rnd.incomplete))
+            self.messages.append(
+                Message(role="assistant", content=text, reasoning=reasoning, incomplete_calls=rnd.incomplete)
+            )
 
     def _generate(self, rnd: _Round, tool_choice: Any, cancel: threading.Event | None) -> Iterator[ChatEvent]:
         """One generation, retried (bounded) while nothing has been shown yet."""
         retries: list[NoticeEvent] = []
 
         def on_retry(err: RemoteError, attempt: int, wait: float) -> None:
-            retries.append(NoticeEvent(code="remote_retry", message=(
-                f"{err.message} Trying again in {wait:.0f} s ({attempt} of {self.provider.max_retries}).")))
+            retries.append(
+                NoticeEvent(
+                    code="remote_retry",
+                    message=(
+                        f"{err.message} Trying again in {wait:.0f} s ({attempt} of {self.provider.max_retries})."
+                    ),
+                )
+            )
 
         attempt = 0
         while True:
@@ -384,14 +476,20 @@ class RemoteChatSession:
                 yield from reader(rnd, stream.lines(), cancel)
                 return
             except RemoteError as err:
-                if rnd.shown or attempt >= self.provider.max_retries or not (err.retryable or err.code == "cut"):
+                if (
+                    rnd.shown
+                    or attempt >= self.provider.max_retries
+                    or not (err.retryable or err.code == "cut")
+                ):
                     if err.code == "cut" and rnd.shown:
-                        err.message = (f"{err.message} The reply shown so far is kept.")
+                        err.message = f"{err.message} The reply shown so far is kept."
                         err.args = (err.message,)
                     raise
                 attempt += 1
-                yield NoticeEvent(code="remote_retry", message=(
-                    f"{err.message} Trying again ({attempt} of {self.provider.max_retries})."))
+                yield NoticeEvent(
+                    code="remote_retry",
+                    message=(f"{err.message} Trying again ({attempt} of {self.provider.max_retries})."),
+                )
             finally:
                 stream.close()
 
@@ -400,26 +498,43 @@ class RemoteChatSession:
 
         if self.parser == "api":
             tools = None if tool_choice == "none" else self.tools
-            path, body = _wire.chat_request(self.provider.kind, self.model, self._history(), tools=tools,
-                                            tool_choice=tool_choice, max_tokens=self.max_tokens,
-                                            sampling=self.sampling)
+            path, body = _wire.chat_request(
+                self.provider.kind,
+                self.model,
+                self._history(),
+                tools=tools,
+                tool_choice=tool_choice,
+                max_tokens=self.max_tokens,
+                sampling=self.sampling,
+            )
             _wire.add_options(self.provider.kind, body, self._options)
             return open_stream(self.provider, path, body, cancel=cancel, on_retry=on_retry), self._read_api
         prompt, fmt, tools = self._render(tool_choice)
         llama_server = bool(self.template is not None and self.template.extra.get("llama_server"))
-        path, body = _wire.raw_request(self.provider.kind, self.model, prompt, max_tokens=self.max_tokens,
-                                       sampling=self.sampling, llama_server=llama_server)
+        path, body = _wire.raw_request(
+            self.provider.kind,
+            self.model,
+            prompt,
+            max_tokens=self.max_tokens,
+            sampling=self.sampling,
+            llama_server=llama_server,
+        )
         stream = open_stream(self.provider, path, body, cancel=cancel, on_retry=on_retry)
         self._raw_state = (prompt, fmt, tools)
         return stream, self._read_callisto
 
     # -- API tools ------------------------------------------------------------------------
 
-    def _read_api(self, rnd: _Round, lines: Iterator[str], cancel: threading.Event | None) -> Iterator[ChatEvent]:
+    def _read_api(
+        self, rnd: _Round, lines: Iterator[str], cancel: threading.Event | None
+    ) -> Iterator[ChatEvent]:
         from app.engine.remote import _wire
 
-        reader = {"openai": _wire.read_openai, "anthropic": _wire.read_anthropic,
-                  "ollama": _wire.read_ollama}[self.provider.kind]
+        reader = {
+            "openai": _wire.read_openai,
+            "anthropic": _wire.read_anthropic,
+            "ollama": _wire.read_ollama,
+        }[self.provider.kind]
         pending: dict[Any, list[Any]] = {}  # key -> [id, name, args parts or dict]
         ended = False
         for piece in reader(lines):
@@ -454,12 +569,16 @@ class RemoteChatSession:
                 rnd.finish = str(piece[1])
                 ended = True
             elif kind == "error":
-                raise RemoteError("server_error", f"{self.provider.base} reported an error in the middle of the "
-                                  f"reply: {piece[1]}")
+                raise RemoteError(
+                    "server_error",
+                    f"{self.provider.base} reported an error in the middle of the reply: {piece[1]}",
+                )
         if cancel is not None and cancel.is_set():
             return
         if not ended:
-            raise RemoteError("cut", f"The connection to {self.provider.base} was cut in the middle of the reply.")
+            raise RemoteError(
+                "cut", f"The connection to {self.provider.base} was cut in the middle of the reply."
+            )
         declared = set(self.registry.names()) if self.registry is not None else set()
         for cid, name, args in pending.values():
             text = json.dumps(args, ensure_ascii=False) if isinstance(args, dict) else "".join(args)
@@ -493,30 +612,44 @@ class RemoteChatSession:
         else:
             tools = None
         t = self.template
-        source, name = (t.tool_use_template, "tool_use") if tools and t.tool_use_template else (t.chat_template,
-                                                                                              "chat_template")
-        rendered = render_messages(source, self._history(), tools=tools, bos_token=t.bos_token,
-                                   eos_token=t.eos_token, template_name=name, tool_format=self.effective_format)
+        source, name = (
+            (t.tool_use_template, "tool_use")
+            if tools and t.tool_use_template
+            else (t.chat_template, "chat_template")
+        )
+        rendered = render_messages(
+            source,
+            self._history(),
+            tools=tools,
+            bos_token=t.bos_token,
+            eos_token=t.eos_token,
+            template_name=name,
+            tool_format=self.effective_format,
+        )
         self.last_prompt = rendered
         text = rendered.text
         adds_bos = t.add_bos if t.add_bos is not None else "bos_token" in source
         if t.bos_token and adds_bos and text.startswith(t.bos_token):
             # The engine adds the BOS token itself when it tokenizes the prompt (llama-server, vLLM,
             # SGLang): the template's own BOS text would make it two.
-            text = text[len(t.bos_token):]
+            text = text[len(t.bos_token) :]
         self.last_raw_prompt = text
         self._source = source
         return text, fmt, tools
 
-    def _read_callisto(self, rnd: _Round, lines: Iterator[str],
-                       cancel: threading.Event | None) -> Iterator[ChatEvent]:
+    def _read_callisto(
+        self, rnd: _Round, lines: Iterator[str], cancel: threading.Event | None
+    ) -> Iterator[ChatEvent]:
         from app.engine.chat import _PlainStream
         from app.engine.remote import _wire
 
         prompt, fmt, tools = self._raw_state
         if fmt is not None:
-            stream = fmt.stream(tools or [], in_reasoning=fmt.opens_in_reasoning(prompt),
-                                orphan_close=fmt.expects_orphan_close(self._source, prompt))
+            stream = fmt.stream(
+                tools or [],
+                in_reasoning=fmt.opens_in_reasoning(prompt),
+                orphan_close=fmt.expects_orphan_close(self._source, prompt),
+            )
             stream.call_ids = self._new_id
         else:
             stream = _PlainStream(prompt.rstrip().endswith("<think>"))
@@ -537,14 +670,18 @@ class RemoteChatSession:
                 rnd.finish = str(piece[1])
                 ended = True
             elif kind == "error":
-                raise RemoteError("server_error", f"{self.provider.base} reported an error in the middle of the "
-                                  f"reply: {piece[1]}")
+                raise RemoteError(
+                    "server_error",
+                    f"{self.provider.base} reported an error in the middle of the reply: {piece[1]}",
+                )
         if cancel is not None and cancel.is_set():
             return
         if not ended:
             for ev in stream.finish(truncated=True):
                 yield from self._parsed(ev, rnd)
-            raise RemoteError("cut", f"The connection to {self.provider.base} was cut in the middle of the reply.")
+            raise RemoteError(
+                "cut", f"The connection to {self.provider.base} was cut in the middle of the reply."
+            )
         for ev in stream.finish(truncated=rnd.finish != "stop"):
             yield from self._parsed(ev, rnd)
 

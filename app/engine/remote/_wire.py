@@ -13,7 +13,15 @@ from typing import Any
 
 from app.engine.messages import Message
 
-__all__ = ["add_options", "chat_request", "read_anthropic", "read_ollama", "read_openai", "read_raw", "raw_request"]
+__all__ = [
+    "add_options",
+    "chat_request",
+    "read_anthropic",
+    "read_ollama",
+    "read_openai",
+    "read_raw",
+    "raw_request",
+]
 
 Piece = tuple[Any, ...]
 
@@ -38,9 +46,14 @@ def _openai_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
         if m.role == "assistant":
             d: dict[str, Any] = {"role": "assistant", "content": m.content or ""}
             if m.tool_calls:
-                d["tool_calls"] = [{"id": c.id, "type": "function",
-                                    "function": {"name": c.name, "arguments": _args_text(c.arguments)}}
-                                   for c in m.tool_calls]
+                d["tool_calls"] = [
+                    {
+                        "id": c.id,
+                        "type": "function",
+                        "function": {"name": c.name, "arguments": _args_text(c.arguments)},
+                    }
+                    for c in m.tool_calls
+                ]
             out.append(d)
         elif m.role == "tool":
             out.append({"role": "tool", "content": m.content, "tool_call_id": m.tool_call_id or ""})
@@ -66,8 +79,10 @@ def _anthropic_messages(messages: Sequence[Message]) -> tuple[str, list[dict[str
             add("user", [{"type": "tool_result", "tool_use_id": m.tool_call_id or "", "content": m.content}])
         elif m.role == "assistant":
             blocks: list[dict[str, Any]] = [{"type": "text", "text": m.content}] if m.content.strip() else []
-            blocks += [{"type": "tool_use", "id": c.id, "name": c.name, "input": _args_dict(c.arguments)}
-                       for c in m.tool_calls]
+            blocks += [
+                {"type": "tool_use", "id": c.id, "name": c.name, "input": _args_dict(c.arguments)}
+                for c in m.tool_calls
+            ]
             if blocks:
                 add("assistant", blocks)
         else:
@@ -80,8 +95,9 @@ def _ollama_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
     for m in messages:
         d: dict[str, Any] = {"role": m.role, "content": m.content}
         if m.role == "assistant" and m.tool_calls:
-            d["tool_calls"] = [{"function": {"name": c.name, "arguments": _args_dict(c.arguments)}}
-                               for c in m.tool_calls]
+            d["tool_calls"] = [
+                {"function": {"name": c.name, "arguments": _args_dict(c.arguments)}} for c in m.tool_calls
+            ]
         if m.role == "tool" and m.name:
             d["tool_name"] = m.name
         out.append(d)
@@ -97,27 +113,50 @@ def _sampling(kind: str, sampling: dict[str, Any]) -> dict[str, Any]:
     return keep
 
 
-def chat_request(kind: str, model: str, messages: Sequence[Message], *, tools: list[dict[str, Any]] | None,
-                 tool_choice: Any, max_tokens: int, sampling: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+def chat_request(
+    kind: str,
+    model: str,
+    messages: Sequence[Message],
+    *,
+    tools: list[dict[str, Any]] | None,
+    tool_choice: Any,
+    max_tokens: int,
+    sampling: dict[str, Any],
+) -> tuple[str, dict[str, Any]]:
     """(path, body) of one streamed chat request in ``kind``'s API, tools as JSON."""
     if kind == "openai":
-        body: dict[str, Any] = {"model": model, "messages": _openai_messages(messages), "stream": True,
-                                "max_tokens": max_tokens, "stream_options": {"include_usage": True},
-                                **_sampling(kind, sampling)}
+        body: dict[str, Any] = {
+            "model": model,
+            "messages": _openai_messages(messages),
+            "stream": True,
+            "max_tokens": max_tokens,
+            "stream_options": {"include_usage": True},
+            **_sampling(kind, sampling),
+        }
         if tools:
             body["tools"] = tools
             body["tool_choice"] = tool_choice
         return "/v1/chat/completions", body
     if kind == "anthropic":
         system, msgs = _anthropic_messages(messages)
-        body = {"model": model, "messages": msgs, "stream": True, "max_tokens": max_tokens,
-                **_sampling(kind, sampling)}
+        body = {
+            "model": model,
+            "messages": msgs,
+            "stream": True,
+            "max_tokens": max_tokens,
+            **_sampling(kind, sampling),
+        }
         if system:
             body["system"] = system
         if tools:
-            body["tools"] = [{"name": t["function"]["name"], "description": t["function"].get("description", ""),
-                              "input_schema": t["function"].get("parameters") or {"type": "object"}}
-                             for t in tools]
+            body["tools"] = [
+                {
+                    "name": t["function"]["name"],
+                    "description": t["function"].get("description", ""),
+                    "input_schema": t["function"].get("parameters") or {"type": "object"},
+                }
+                for t in tools
+            ]
             if isinstance(tool_choice, dict):
                 body["tool_choice"] = {"type": "tool", "name": tool_choice["function"]["name"]}
             elif tool_choice == "required":
@@ -146,19 +185,37 @@ def add_options(kind: str, body: dict[str, Any], options: dict[str, Any]) -> Non
         body["format"] = schema if isinstance(schema, dict) else "json"
 
 
-def raw_request(kind: str, model: str, prompt: str, *, max_tokens: int, sampling: dict[str, Any],
-                llama_server: bool) -> tuple[str, dict[str, Any]]:
+def raw_request(
+    kind: str, model: str, prompt: str, *, max_tokens: int, sampling: dict[str, Any], llama_server: bool
+) -> tuple[str, dict[str, Any]]:
     """(path, body) of a raw-text completion of ``prompt`` (the prompt rendered by Callisto)."""
     if kind == "ollama":
         options = dict(_sampling(kind, sampling), num_predict=max_tokens)
-        return "/api/generate", {"model": model, "prompt": prompt, "raw": True, "stream": True, "options": options}
+        return "/api/generate", {
+            "model": model,
+            "prompt": prompt,
+            "raw": True,
+            "stream": True,
+            "options": options,
+        }
     if llama_server:  # llama-server's own endpoint: special tokens are kept in the text
-        return "/completion", {"prompt": prompt, "n_predict": max_tokens, "stream": True, "cache_prompt": True,
-                               **_sampling(kind, sampling)}
+        return "/completion", {
+            "prompt": prompt,
+            "n_predict": max_tokens,
+            "stream": True,
+            "cache_prompt": True,
+            **_sampling(kind, sampling),
+        }
     # vLLM / SGLang keep special tokens with skip_special_tokens=false; others ignore the key.
-    return "/v1/completions", {"model": model, "prompt": prompt, "max_tokens": max_tokens, "stream": True,
-                               "skip_special_tokens": False, "stream_options": {"include_usage": True},
-                               **_sampling(kind, sampling)}
+    return "/v1/completions", {
+        "model": model,
+        "prompt": prompt,
+        "max_tokens": max_tokens,
+        "stream": True,
+        "skip_special_tokens": False,
+        "stream_options": {"include_usage": True},
+        **_sampling(kind, sampling),
+    }
 
 
 def _sse_data(lines: Iterator[str]) -> Iterator[tuple[str, Any]]:
@@ -246,8 +303,15 @@ def read_anthropic(lines: Iterator[str]) -> Iterator[Piece]:
                 yield ("usage", prompt, usage["output_tokens"])
             reason = (obj.get("delta") or {}).get("stop_reason")
             if reason:
-                yield ("finish", {"end_turn": "stop", "stop_sequence": "stop", "tool_use": "tool_calls",
-                                  "max_tokens": "length"}.get(reason, reason))
+                yield (
+                    "finish",
+                    {
+                        "end_turn": "stop",
+                        "stop_sequence": "stop",
+                        "tool_use": "tool_calls",
+                        "max_tokens": "length",
+                    }.get(reason, reason),
+                )
         elif kind == "message_stop":
             return
 
@@ -298,8 +362,11 @@ def read_raw(lines: Iterator[str], *, kind: str) -> Iterator[Piece]:
                 yield ("text", obj["content"])
             if obj.get("stop"):
                 timings = obj.get("timings") or {}
-                yield ("usage", obj.get("tokens_evaluated") or timings.get("prompt_n"),
-                       timings.get("predicted_n") or obj.get("tokens_predicted"))
+                yield (
+                    "usage",
+                    obj.get("tokens_evaluated") or timings.get("prompt_n"),
+                    timings.get("predicted_n") or obj.get("tokens_predicted"),
+                )
                 yield ("finish", "length" if obj.get("stop_type") == "limit" else "stop")
                 return
             continue

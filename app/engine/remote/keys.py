@@ -8,8 +8,14 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["KEYRING_SERVICE", "KeyStoreError", "delete_api_key", "load_api_key", "provider_from_settings",
-           "store_api_key"]
+__all__ = [
+    "KEYRING_SERVICE",
+    "KeyStoreError",
+    "delete_api_key",
+    "load_api_key",
+    "provider_from_settings",
+    "store_api_key",
+]
 
 KEYRING_SERVICE = "callisto"
 
@@ -69,5 +75,11 @@ def provider_from_settings(entry: Any, **options: Any) -> Any:
     from the keychain (``options`` go to the Provider: timeouts, retries)."""
     from app.engine.remote._client import Provider
 
-    return Provider(entry.url, kind=entry.kind, mode=entry.mode, name=entry.name,
-                    api_key=load_api_key(entry.name), **options)
+    return Provider(
+        entry.url,
+        kind=entry.kind,
+        mode=entry.mode,
+        name=entry.name,
+        api_key=load_api_key(entry.name),
+        **options,
+    )

@@ -69,18 +69,32 @@ def _fn(name: str, props: dict[str, Any], required: list[str] | None = None) -> 
 
 
 TOOLS: list[dict[str, Any]] = [
-    _fn("get_weather", {"city": {"type": "string"}, "days": {"type": "integer"}, "metric": {"type": "boolean"}},
-        ["city"]),
-    _fn("search", {
-        "query": {"type": "string"},
-        "limit": {"type": "integer"},
-        "filters": {"type": "object", "properties": {"year": {"type": "integer"}}},
-        "tags": {"type": "array", "items": {"type": "string"}},
-        "score": {"type": ["number", "null"]},
-        "mode": {"anyOf": [{"type": "integer"}, {"type": "string"}]},
-    }, ["query"]),
-    _fn("set_port", {"port": {"type": "string"}, "zip": {"type": "string"}, "flag": {"type": "string"},
-                     "blob": {"type": "string"}}),
+    _fn(
+        "get_weather",
+        {"city": {"type": "string"}, "days": {"type": "integer"}, "metric": {"type": "boolean"}},
+        ["city"],
+    ),
+    _fn(
+        "search",
+        {
+            "query": {"type": "string"},
+            "limit": {"type": "integer"},
+            "filters": {"type": "object", "properties": {"year": {"type": "integer"}}},
+            "tags": {"type": "array", "items": {"type": "string"}},
+            "score": {"type": ["number", "null"]},
+            "mode": {"anyOf": [{"type": "integer"}, {"type": "string"}]},
+        },
+        ["query"],
+    ),
+    _fn(
+        "set_port",
+        {
+            "port": {"type": "string"},
+            "zip": {"type": "string"},
+            "flag": {"type": "string"},
+            "blob": {"type": "string"},
+        },
+    ),
     _fn("get_time", {}),
 ]
 
@@ -125,7 +139,9 @@ def check_events(events: list) -> None:
             frags[ev.index].append(ev.fragment)
         elif isinstance(ev, ToolCallDone):
             assert ev.index == done and started.get(ev.index) == (ev.call.id, ev.call.name)
-            assert json.loads("".join(frags[ev.index])) == json.loads(json.dumps(ev.call.arguments, default=str))
+            assert json.loads("".join(frags[ev.index])) == json.loads(
+                json.dumps(ev.call.arguments, default=str)
+            )
             done += 1
 
 
@@ -139,14 +155,15 @@ def splits(text: str, *, seeds: int = 6) -> list[list[str]]:
         parts, i = [], 0
         while i < len(text):
             k = rnd.choice((1, 2, 3, 5, 8, 13))
-            parts.append(text[i:i + k])
+            parts.append(text[i : i + k])
             i += k
         out.append(parts)
     return out
 
 
-def fold_split(fmt: Format, parts: list[str], tools, *, in_reasoning=False, truncated=False,
-               orphan_close=True) -> tuple[Reply, list]:
+def fold_split(
+    fmt: Format, parts: list[str], tools, *, in_reasoning=False, truncated=False, orphan_close=True
+) -> tuple[Reply, list]:
     s = fmt.stream(tools, in_reasoning=in_reasoning, orphan_close=orphan_close)
     events: list = []
     for p in parts:
@@ -156,14 +173,25 @@ def fold_split(fmt: Format, parts: list[str], tools, *, in_reasoning=False, trun
 
 
 def _summary(reply: Reply) -> tuple:
-    return (reply.content, reply.reasoning, [(c.name, c.arguments) for c in reply.tool_calls],
-            [c.name for c in reply.incomplete_calls])
+    return (
+        reply.content,
+        reply.reasoning,
+        [(c.name, c.arguments) for c in reply.tool_calls],
+        [c.name for c in reply.incomplete_calls],
+    )
 
 
 def check_parse(fmt: Format, case: Case) -> Reply:
-    reply = fmt.parse(case.text, case.tool_list(), in_reasoning=case.in_reasoning, truncated=case.truncated,
-                      orphan_close=case.orphan_close)
-    assert _summary(reply) == (case.content, case.reasoning, case.calls, case.incomplete), f"{case.id}: {reply!r}"
+    reply = fmt.parse(
+        case.text,
+        case.tool_list(),
+        in_reasoning=case.in_reasoning,
+        truncated=case.truncated,
+        orphan_close=case.orphan_close,
+    )
+    assert _summary(reply) == (case.content, case.reasoning, case.calls, case.incomplete), (
+        f"{case.id}: {reply!r}"
+    )
     for call in reply.tool_calls:
         assert call.raw and call.raw in case.text, f"{case.id}: raw {call.raw!r} not in the text"
         assert isinstance(call.id, str) and call.id
@@ -171,18 +199,35 @@ def check_parse(fmt: Format, case: Case) -> Reply:
         assert inc.raw and inc.raw in case.text, f"{case.id}: incomplete raw {inc.raw!r} not in the text"
     if case.ids is not None:
         assert [c.id for c in reply.tool_calls] == case.ids
-    _, events = fold_split(fmt, [case.text], case.tool_list(), in_reasoning=case.in_reasoning,
-                           truncated=case.truncated, orphan_close=case.orphan_close)
+    _, events = fold_split(
+        fmt,
+        [case.text],
+        case.tool_list(),
+        in_reasoning=case.in_reasoning,
+        truncated=case.truncated,
+        orphan_close=case.orphan_close,
+    )
     check_events(events)
     return reply
 
 
 def check_splits(fmt: Format, case: Case) -> None:
-    want = fmt.parse(case.text, case.tool_list(), in_reasoning=case.in_reasoning, truncated=case.truncated,
-                     orphan_close=case.orphan_close)
+    want = fmt.parse(
+        case.text,
+        case.tool_list(),
+        in_reasoning=case.in_reasoning,
+        truncated=case.truncated,
+        orphan_close=case.orphan_close,
+    )
     for parts in splits(case.text):
-        got, events = fold_split(fmt, parts, case.tool_list(), in_reasoning=case.in_reasoning,
-                                 truncated=case.truncated, orphan_close=case.orphan_close)
+        got, events = fold_split(
+            fmt,
+            parts,
+            case.tool_list(),
+            in_reasoning=case.in_reasoning,
+            truncated=case.truncated,
+            orphan_close=case.orphan_close,
+        )
         assert got == want, f"{case.id}: split {parts[:6]!r}... gave {got!r}, parse gave {want!r}"
         check_events(events)
 
@@ -190,7 +235,9 @@ def check_splits(fmt: Format, case: Case) -> None:
 def check_truncation(fmt: Format, case: Case) -> None:
     tools = case.tool_list()
     oc = case.orphan_close
-    full = fmt.parse(case.text, tools, in_reasoning=case.in_reasoning, truncated=case.truncated, orphan_close=oc)
+    full = fmt.parse(
+        case.text, tools, in_reasoning=case.in_reasoning, truncated=case.truncated, orphan_close=oc
+    )
     full_calls = [(c.name, c.arguments, c.raw) for c in full.tool_calls]
     n = len(case.text)
     points = range(n + 1) if n <= 500 else sorted({round(i * n / 500) for i in range(501)})
@@ -204,12 +251,17 @@ def check_truncation(fmt: Format, case: Case) -> None:
             assert c.raw in prefix
         for c in got.incomplete_calls:
             assert c.raw and c.raw in prefix and c.reason == "truncated" or c.reason == "undeclared"
-        used = (len(got.content) + len(got.reasoning) + sum(len(c.raw) for c in got.tool_calls)
-                + sum(len(c.raw) for c in got.incomplete_calls))
+        used = (
+            len(got.content)
+            + len(got.reasoning)
+            + sum(len(c.raw) for c in got.tool_calls)
+            + sum(len(c.raw) for c in got.incomplete_calls)
+        )
         assert used <= len(prefix), f"{case.id}: prefix {prefix!r} invented text: {got!r}"
         if p % 7 == 0:
-            streamed, _ = fold_split(fmt, list(prefix), tools, in_reasoning=case.in_reasoning, truncated=True,
-                                     orphan_close=oc)
+            streamed, _ = fold_split(
+                fmt, list(prefix), tools, in_reasoning=case.in_reasoning, truncated=True, orphan_close=oc
+            )
             assert streamed == got, f"{case.id}: truncated prefix {prefix!r} streams differently"
 
 
@@ -222,8 +274,9 @@ def check_cross_family(owner: str, case: Case) -> None:
             assert not got.tool_calls, f"{name} read a call out of {owner} case {case.id}: {got.tool_calls!r}"
 
 
-def close_tag_in_argument_cases(tags: tuple[str, str], call_text: str, call: tuple[str, dict[str, Any]],
-                                opener: str) -> list[Case]:
+def close_tag_in_argument_cases(
+    tags: tuple[str, str], call_text: str, call: tuple[str, dict[str, Any]], opener: str
+) -> list[Case]:
     """Cases of a call whose argument holds the family's closing reasoning tag, in every state
     of the reasoning split (see the decision table in ``app/engine/formats/base.py``).
 
@@ -240,38 +293,95 @@ def close_tag_in_argument_cases(tags: tuple[str, str], call_text: str, call: tup
         Case("close-tag-in-arg", k, calls=[p]),
         Case("close-tag-in-arg-no-orphan", k, calls=[p], orphan_close=False),
         Case("close-tag-in-arg-text-around", "Sure. " + k + " Done.", content="Sure.  Done.", calls=[p]),
-        Case("close-tag-in-arg-text-around-no-orphan", "Sure. " + k + " Done.", content="Sure.  Done.",
-             calls=[p], orphan_close=False),
+        Case(
+            "close-tag-in-arg-text-around-no-orphan",
+            "Sure. " + k + " Done.",
+            content="Sure.  Done.",
+            calls=[p],
+            orphan_close=False,
+        ),
         # Qwen3.5: a call opener ends an unclosed (prefilled or opened) reasoning block.
-        Case("close-tag-in-arg-prefilled-unclosed", "plan\n" + k, in_reasoning=True, reasoning="plan\n",
-             calls=[p]),
-        Case("close-tag-in-arg-prefilled-unclosed-no-orphan", "plan\n" + k, in_reasoning=True,
-             reasoning="plan\n", calls=[p], orphan_close=False),
+        Case(
+            "close-tag-in-arg-prefilled-unclosed",
+            "plan\n" + k,
+            in_reasoning=True,
+            reasoning="plan\n",
+            calls=[p],
+        ),
+        Case(
+            "close-tag-in-arg-prefilled-unclosed-no-orphan",
+            "plan\n" + k,
+            in_reasoning=True,
+            reasoning="plan\n",
+            calls=[p],
+            orphan_close=False,
+        ),
         Case("close-tag-in-arg-opened-unclosed", open_tag + "plan\n" + k, reasoning="plan\n", calls=[p]),
-        Case("close-tag-in-arg-prefilled-unclosed-parallel", "plan\n" + k + "\n" + k, in_reasoning=True,
-             reasoning="plan\n", content="\n", calls=[p, p]),
+        Case(
+            "close-tag-in-arg-prefilled-unclosed-parallel",
+            "plan\n" + k + "\n" + k,
+            in_reasoning=True,
+            reasoning="plan\n",
+            content="\n",
+            calls=[p, p],
+        ),
         # A block the model closes after the call: the call was reasoning.
-        Case("close-tag-in-arg-prefilled-closed-after", "plan " + k + " no." + close_tag + "Answer",
-             in_reasoning=True, reasoning="plan " + k + " no.", content="Answer", stable_prefix=False),
-        Case("close-tag-in-arg-orphan-closed-after", "plan " + k + " no." + close_tag + "Answer",
-             reasoning="plan " + k + " no.", content="Answer", stable_prefix=False),
+        Case(
+            "close-tag-in-arg-prefilled-closed-after",
+            "plan " + k + " no." + close_tag + "Answer",
+            in_reasoning=True,
+            reasoning="plan " + k + " no.",
+            content="Answer",
+            stable_prefix=False,
+        ),
+        Case(
+            "close-tag-in-arg-orphan-closed-after",
+            "plan " + k + " no." + close_tag + "Answer",
+            reasoning="plan " + k + " no.",
+            content="Answer",
+            stable_prefix=False,
+        ),
         # Without orphan closes a later closing tag is text, the call counts.
-        Case("close-tag-in-arg-no-orphan-tag-after", "plan " + k + " no." + close_tag + "Answer",
-             content="plan  no." + close_tag + "Answer", calls=[p], orphan_close=False),
+        Case(
+            "close-tag-in-arg-no-orphan-tag-after",
+            "plan " + k + " no." + close_tag + "Answer",
+            content="plan  no." + close_tag + "Answer",
+            calls=[p],
+            orphan_close=False,
+        ),
         # Reasoning closed before the call: the usual split.
         Case("close-tag-in-arg-after-reasoning", open_tag + "r" + close_tag + k, reasoning="r", calls=[p]),
-        Case("close-tag-in-arg-prefilled-closed-before", "r" + close_tag + k, in_reasoning=True,
-             reasoning="r", calls=[p]),
+        Case(
+            "close-tag-in-arg-prefilled-closed-before",
+            "r" + close_tag + k,
+            in_reasoning=True,
+            reasoning="r",
+            calls=[p],
+        ),
         Case("close-tag-in-arg-orphan-closed-before", "r" + close_tag + k, reasoning="r", calls=[p]),
         # A cut call is no call: its region is plain text and the tag in it closes reasoning.
         Case("close-tag-in-arg-cut", cut, truncated=True, reasoning=cut[: -len(close_tag)]),
-        Case("close-tag-in-arg-prefilled-cut", "plan\n" + cut, in_reasoning=True, truncated=True,
-             reasoning="plan\n" + cut[: -len(close_tag)]),
+        Case(
+            "close-tag-in-arg-prefilled-cut",
+            "plan\n" + cut,
+            in_reasoning=True,
+            truncated=True,
+            reasoning="plan\n" + cut[: -len(close_tag)],
+        ),
         # An opener that starts no call: the closing tag after it still closes reasoning.
-        Case("close-tag-after-bare-opener", "I'd use " + bare + close_tag + "Answer",
-             reasoning="I'd use " + bare, content="Answer"),
-        Case("close-tag-after-bare-opener-prefilled", "I'd use " + bare + close_tag + "Answer",
-             in_reasoning=True, reasoning="I'd use " + bare, content="Answer"),
+        Case(
+            "close-tag-after-bare-opener",
+            "I'd use " + bare + close_tag + "Answer",
+            reasoning="I'd use " + bare,
+            content="Answer",
+        ),
+        Case(
+            "close-tag-after-bare-opener-prefilled",
+            "I'd use " + bare + close_tag + "Answer",
+            in_reasoning=True,
+            reasoning="I'd use " + bare,
+            content="Answer",
+        ),
     ]
     return cases
 
@@ -318,8 +428,9 @@ class Fuzz:
         return [re.compile(r"\s"), *(re.compile(g) for g in (*tags, *self.structure))]
 
 
-def check_accounted(fmt: Format, spec: Fuzz, text: str, *, in_reasoning: bool = False,
-                    truncated: bool = False) -> None:
+def check_accounted(
+    fmt: Format, spec: Fuzz, text: str, *, in_reasoning: bool = False, truncated: bool = False
+) -> None:
     """Never lose, never invent, for any input: the pieces ``parse`` emits (content and reasoning
     deltas, each call's raw, each incomplete call's raw), in the order emitted, spell ``text``
     exactly once structure the family consumes by design (its markers, message headers,
@@ -355,8 +466,10 @@ def check_accounted(fmt: Format, spec: Fuzz, text: str, *, in_reasoning: bool = 
     for ev in events:
         if isinstance(ev, ToolCallDone):
             alone = fmt.parse(before + ev.call.raw + after, TOOLS)
-            assert [(c.name, c.arguments) for c in alone.tool_calls] == [(ev.call.name, ev.call.arguments)], \
-                (text, ev.call)
+            assert [(c.name, c.arguments) for c in alone.tool_calls] == [(ev.call.name, ev.call.arguments)], (
+                text,
+                ev.call,
+            )
 
 
 def case_modules() -> dict[str, Any]:

@@ -21,8 +21,16 @@ USER = [{"role": "user", "content": "Weather in Zürich and the time, please."}]
 # Values that must survive a template round trip exactly (the DSML wire writes strings raw).
 CALLS = [
     ("set_port", {"port": "8080", "zip": "02139", "blob": 'Zürich 東京 "quoted" \\ back\nline {not json}'}),
-    ("search", {"query": "a <｜tool▁calls▁end｜> b </｜DSML｜function_calls> c", "limit": 10,
-                "filters": {"year": 2020}, "tags": ["x", "y z"], "score": None}),
+    (
+        "search",
+        {
+            "query": "a <｜tool▁calls▁end｜> b </｜DSML｜function_calls> c",
+            "limit": 10,
+            "filters": {"year": 2020},
+            "tags": ["x", "y z"],
+            "score": None,
+        },
+    ),
     ("get_time", {}),
 ]
 
@@ -37,30 +45,46 @@ TEMPLATE_FAMILIES = [
 
 
 def _assistant(calls, content, as_string):
-    return {"role": "assistant", "content": content, "tool_calls": [
-        {"id": f"call{i:05d}", "type": "function",
-         "function": {"name": n, "arguments": json.dumps(a, ensure_ascii=False) if as_string else a}}
-        for i, (n, a) in enumerate(calls)]}
+    return {
+        "role": "assistant",
+        "content": content,
+        "tool_calls": [
+            {
+                "id": f"call{i:05d}",
+                "type": "function",
+                "function": {"name": n, "arguments": json.dumps(a, ensure_ascii=False) if as_string else a},
+            }
+            for i, (n, a) in enumerate(calls)
+        ],
+    }
 
 
-def rendered_reply(source: str, calls, *, content: str | None = None, openers=(), eot: str = EOT,
-                   **extra) -> str:
+def rendered_reply(
+    source: str, calls, *, content: str | None = None, openers=(), eot: str = EOT, **extra
+) -> str:
     """The assistant turn the template writes for ``calls`` (arguments as an object, else as a JSON
     string), from its first call opener (or its content) to the end of the turn."""
     last_error: Exception | None = None
     for as_string in (False, True):
         try:
-            full = render_template(source, [*USER, _assistant(calls, content, as_string)], tools=TOOLS,
-                                   add_generation_prompt=False, **extra)
+            full = render_template(
+                source,
+                [*USER, _assistant(calls, content, as_string)],
+                tools=TOOLS,
+                add_generation_prompt=False,
+                **extra,
+            )
         except Exception as e:  # noqa: BLE001 - the other argument shape may render
             last_error = e
             continue
         after_user = full.index(USER[0]["content"]) + len(USER[0]["content"])
-        starts = [i for i in (full.find(m, after_user) for m in ((content,) if content else openers)) if i != -1]
+        starts = [
+            i for i in (full.find(m, after_user) for m in ((content,) if content else openers)) if i != -1
+        ]
         if not starts:
             continue
         start = min(starts)
-        return full[start:full.index(eot, start)]
+        return full[start : full.index(eot, start)]
     raise AssertionError(f"no call rendered: {last_error}")
 
 
@@ -85,17 +109,24 @@ def test_parallel_tricky_calls_rendered_by_the_template_parse_back_typed(name, f
             assert not ofmt.parse(text, TOOLS).tool_calls, other
 
 
-@pytest.mark.parametrize(("name", "family"), [p for p in TEMPLATE_FAMILIES if p[0] != "older/deepseek-ai-DeepSeek-V3.1.jinja"])
+@pytest.mark.parametrize(
+    ("name", "family"), [p for p in TEMPLATE_FAMILIES if p[0] != "older/deepseek-ai-DeepSeek-V3.1.jinja"]
+)
 def test_template_is_detected(name, family):
-    assert detect_template((TEMPLATES / name).read_text(), bos_token="<｜begin▁of▁sentence｜>",
-                           eos_token=EOT) == family
+    assert (
+        detect_template((TEMPLATES / name).read_text(), bos_token="<｜begin▁of▁sentence｜>", eos_token=EOT)
+        == family
+    )
 
 
-@pytest.mark.parametrize(("name", "family"), [
-    ("deepseek-ai-DeepSeek-V3.1.jinja", "deepseek-v3.1"),
-    ("deepseek-ai-DeepSeek-V3.2.jinja", "deepseek-dsml"),
-    ("deepseek-ai-DeepSeek-V4.jinja", "deepseek-dsml"),
-])
+@pytest.mark.parametrize(
+    ("name", "family"),
+    [
+        ("deepseek-ai-DeepSeek-V3.1.jinja", "deepseek-v3.1"),
+        ("deepseek-ai-DeepSeek-V3.2.jinja", "deepseek-dsml"),
+        ("deepseek-ai-DeepSeek-V4.jinja", "deepseek-dsml"),
+    ],
+)
 def test_text_before_the_calls_stays_content(name, family):
     source = (TEMPLATES / name).read_text()
     text = rendered_reply(source, CALLS[:1], content="Let me look that up.")
@@ -104,30 +135,39 @@ def test_text_before_the_calls_stays_content(name, family):
     assert [(c.name, c.arguments) for c in reply.tool_calls] == CALLS[:1]
 
 
-@pytest.mark.parametrize(("name", "family", "extra", "opens"), [
-    ("llama-cpp-deepseek-r1.jinja", "deepseek-v3", {}, True),
-    ("deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja", "deepseek-v3", {}, False),
-    ("deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja", "deepseek-v3", {"enable_thinking": True}, True),
-    ("deepseek-ai-DeepSeek-V3.1.jinja", "deepseek-v3.1", {}, False),
-    ("deepseek-ai-DeepSeek-V3.1.jinja", "deepseek-v3.1", {"thinking": True}, True),
-    ("deepseek-ai-DeepSeek-V3.2.jinja", "deepseek-dsml", {"thinking": True}, True),
-    ("deepseek-ai-DeepSeek-V4.jinja", "deepseek-dsml", {"thinking": True}, True),
-    ("deepseek-ai-DeepSeek-V4.jinja", "deepseek-dsml", {}, False),
-])
+@pytest.mark.parametrize(
+    ("name", "family", "extra", "opens"),
+    [
+        ("llama-cpp-deepseek-r1.jinja", "deepseek-v3", {}, True),
+        ("deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja", "deepseek-v3", {}, False),
+        ("deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja", "deepseek-v3", {"enable_thinking": True}, True),
+        ("deepseek-ai-DeepSeek-V3.1.jinja", "deepseek-v3.1", {}, False),
+        ("deepseek-ai-DeepSeek-V3.1.jinja", "deepseek-v3.1", {"thinking": True}, True),
+        ("deepseek-ai-DeepSeek-V3.2.jinja", "deepseek-dsml", {"thinking": True}, True),
+        ("deepseek-ai-DeepSeek-V4.jinja", "deepseek-dsml", {"thinking": True}, True),
+        ("deepseek-ai-DeepSeek-V4.jinja", "deepseek-dsml", {}, False),
+    ],
+)
 def test_thinking_prompt_opens_in_reasoning(name, family, extra, opens):
     fmt = FORMATS[family]
-    prompt = render_template((TEMPLATES / name).read_text(), USER, tools=TOOLS, add_generation_prompt=True, **extra)
+    prompt = render_template(
+        (TEMPLATES / name).read_text(), USER, tools=TOOLS, add_generation_prompt=True, **extra
+    )
     assert fmt.opens_in_reasoning(prompt) is opens
     section = rendered_reply((TEMPLATES / name).read_text(), CALLS[2:], openers=_openers(family))
-    reply = fmt.parse("The user wants the time.\n</think>\n\n" + section if opens else section, TOOLS,
-                      in_reasoning=opens)
+    reply = fmt.parse(
+        "The user wants the time.\n</think>\n\n" + section if opens else section, TOOLS, in_reasoning=opens
+    )
     assert [(c.name, c.arguments) for c in reply.tool_calls] == CALLS[2:]
     assert reply.reasoning == ("The user wants the time.\n" if opens else "")
 
 
 def test_r1_distill_templates_that_never_close_a_section_have_no_format():
     # These templates write no <｜tool▁calls▁end｜> after a single call: no usable call shape.
-    for name in ("deepseek-ai-DeepSeek-R1-Distill-Llama-8B.jinja", "older/deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja"):
+    for name in (
+        "deepseek-ai-DeepSeek-R1-Distill-Llama-8B.jinja",
+        "older/deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja",
+    ):
         assert detect_template((TEMPLATES / name).read_text(), eos_token=EOT) is None
 
 
@@ -168,7 +208,7 @@ def test_region_scanner_is_linear_on_one_big_section(family):
     for k in (10, 40):
         section = rendered_reply(source, CALLS * k, openers=_openers(family))
         opener = next(o for o in _openers(family) if section.startswith(o))
-        body = section[len(opener):]
+        body = section[len(opener) :]
         sc = fmt.region_scanner(opener)
         consumed, ended = sc.scan(body, True)
         assert ended and consumed == len(body)

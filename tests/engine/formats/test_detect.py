@@ -70,19 +70,37 @@ def test_detects_with_the_gguf_eos_token(name):
 
 def _render(source: str):
     def render(messages, tools):
-        return render_template(source, messages, tools=tools, bos_token="<s>",
-                               add_generation_prompt=messages[-1]["role"] != "assistant")
+        return render_template(
+            source,
+            messages,
+            tools=tools,
+            bos_token="<s>",
+            add_generation_prompt=messages[-1]["role"] != "assistant",
+        )
+
     return render
 
 
 # Every property described: Command R+'s template reads each one's description.
-LOOKUP = [{"type": "function", "function": {"name": "lookup", "description": "Look a place up.", "parameters": {
-    "type": "object", "properties": {
-        "zip": {"type": "string", "description": "Postal code"},
-        "limit": {"type": "integer", "description": "Most results"},
-        "exact": {"type": "boolean", "description": "Exact match only"},
-        "tags": {"type": "array", "items": {"type": "string"}, "description": "Labels"}},
-    "required": ["zip"]}}}]
+LOOKUP = [
+    {
+        "type": "function",
+        "function": {
+            "name": "lookup",
+            "description": "Look a place up.",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "zip": {"type": "string", "description": "Postal code"},
+                    "limit": {"type": "integer", "description": "Most results"},
+                    "exact": {"type": "boolean", "description": "Exact match only"},
+                    "tags": {"type": "array", "items": {"type": "string"}, "description": "Labels"},
+                },
+                "required": ["zip"],
+            },
+        },
+    }
+]
 
 
 @pytest.mark.parametrize("name", sorted(n for n in FAMILIES if _expected(n)))
@@ -97,8 +115,10 @@ def test_a_real_call_rendered_by_the_template_parses_back_typed(name):
     ok = []
     for prompt, text in texts:
         reply = fmt.parse(text, tools, in_reasoning=fmt.opens_in_reasoning(prompt))
-        ok.append([(c.name, c.arguments) for c in reply.tool_calls] == [("lookup", args)]
-                  and not reply.content.strip())
+        ok.append(
+            [(c.name, c.arguments) for c in reply.tool_calls] == [("lookup", args)]
+            and not reply.content.strip()
+        )
     assert any(ok), (name, texts)
 
 
@@ -110,13 +130,16 @@ def test_tool_use_template_is_preferred():
     assert detect_template("{% bad", tool_use=hermes) == "hermes"
 
 
-@pytest.mark.parametrize("source", [
-    "{{ raise_exception('no tools') }}",
-    "{% for %}",
-    "{% set xs = [1] %}{% for x in xs %}{% set _ = xs.append(x) %}{% endfor %}",
-    "{{ ''.__class__.__mro__ }}",
-    "",
-])
+@pytest.mark.parametrize(
+    "source",
+    [
+        "{{ raise_exception('no tools') }}",
+        "{% for %}",
+        "{% set xs = [1] %}{% for x in xs %}{% set _ = xs.append(x) %}{% endfor %}",
+        "{{ ''.__class__.__mro__ }}",
+        "",
+    ],
+)
 def test_bad_templates_detect_as_none(source):
     assert detect_template(source) is None
 
@@ -124,6 +147,7 @@ def test_bad_templates_detect_as_none(source):
 def test_detect_with_a_render_callable_that_raises():
     def render(messages, tools):
         raise RuntimeError("boom")
+
     assert detect(render, "") is None
 
 
@@ -144,8 +168,13 @@ def _conversation(content, args_as_string=False):
     return [
         {"role": "system", "content": "Sys-4Kp: answer briefly."},
         {"role": "user", "content": "Is there anything at 02139?"},
-        {"role": "assistant", "content": content, "tool_calls": [
-            {"id": "call00000", "type": "function", "function": {"name": "lookup", "arguments": args}}]},
+        {
+            "role": "assistant",
+            "content": content,
+            "tool_calls": [
+                {"id": "call00000", "type": "function", "function": {"name": "lookup", "arguments": args}}
+            ],
+        },
         {"role": "tool", "tool_call_id": "call00000", "name": "lookup", "content": "Result-4Kp: a library"},
         {"role": "assistant", "content": "Reply-4Kp: there is a library."},
     ]
@@ -179,8 +208,12 @@ def test_a_whole_tool_conversation_renders_through_the_template(name):
 
 
 # Labelled null: their templates render no calls, through ``tools`` or any other variable.
-NULL_CHECKED = ["ibm-granite-granite-3.3-2B-Instruct.jinja", "microsoft-Phi-4-mini-instruct.jinja",
-                "HuggingFaceTB-SmolLM3-3B.jinja", "LFM2-8B-A1B.jinja"]
+NULL_CHECKED = [
+    "ibm-granite-granite-3.3-2B-Instruct.jinja",
+    "microsoft-Phi-4-mini-instruct.jinja",
+    "HuggingFaceTB-SmolLM3-3B.jinja",
+    "LFM2-8B-A1B.jinja",
+]
 _TOOL_VARIABLES = ("tools", "available_tools", "functions", "custom_tools", "xml_tools", "python_tools")
 
 
@@ -193,7 +226,8 @@ def test_null_templates_render_no_call_through_any_variable(name):
     for variable in _TOOL_VARIABLES:
         for args in ({"zip": "Arg-9Wq"}, '{"zip": "Arg-9Wq"}'):
             messages[1]["tool_calls"][0]["function"]["arguments"] = args
-            out = render_template(source, messages, add_generation_prompt=False, bos_token="<s>",
-                                  **{variable: LOOKUP})
+            out = render_template(
+                source, messages, add_generation_prompt=False, bos_token="<s>", **{variable: LOOKUP}
+            )
             assert "Arg-9Wq" not in out, (name, variable)
     assert detect_template(source, bos_token="<s>") is None

@@ -31,21 +31,51 @@ from tests.engine.formats.harness import TOOLS
 REPO = Path(__file__).resolve().parents[3]
 TEMPLATES = REPO / "tests" / "fixtures" / "chat_templates"
 FAMILIES = json.loads((TEMPLATES / "families.json").read_text())["templates"]
-OURS = ("minimax", "seed-oss", "command-r", "command-r-plus", "functionary-v3.1", "functionary-v3.2",
-        "firefunction", "lfm2")
+OURS = (
+    "minimax",
+    "seed-oss",
+    "command-r",
+    "command-r-plus",
+    "functionary-v3.1",
+    "functionary-v3.2",
+    "firefunction",
+    "lfm2",
+)
 NAMES = sorted(n for n, info in FAMILIES.items() if info["family"] in OURS)
 MODELS = {  # words the dropdown's label must hold
-    "minimax": "MiniMax", "seed-oss": "Seed-OSS", "command-r": "Command R7B", "command-r-plus": "Command R+",
-    "functionary-v3.1": "Functionary v3.1", "functionary-v3.2": "Functionary v3.2",
-    "firefunction": "FireFunction", "lfm2": "LFM2",
+    "minimax": "MiniMax",
+    "seed-oss": "Seed-OSS",
+    "command-r": "Command R7B",
+    "command-r-plus": "Command R+",
+    "functionary-v3.1": "Functionary v3.1",
+    "functionary-v3.2": "Functionary v3.2",
+    "firefunction": "FireFunction",
+    "lfm2": "LFM2",
 }
 
-LOOKUP = [{"type": "function", "function": {"name": "lookup", "description": "d", "parameters": {
-    "type": "object", "properties": {  # described: Command R+'s template writes each description
-        "zip": {"type": "string", "description": "a"}, "limit": {"type": "integer", "description": "b"},
-        "exact": {"type": "boolean", "description": "c"},
-        "tags": {"type": "array", "items": {"type": "string"}, "description": "d"},
-        "where": {"type": "object", "additionalProperties": {"type": "integer"}, "description": "e"}}}}}]
+LOOKUP = [
+    {
+        "type": "function",
+        "function": {
+            "name": "lookup",
+            "description": "d",
+            "parameters": {
+                "type": "object",
+                "properties": {  # described: Command R+'s template writes each description
+                    "zip": {"type": "string", "description": "a"},
+                    "limit": {"type": "integer", "description": "b"},
+                    "exact": {"type": "boolean", "description": "c"},
+                    "tags": {"type": "array", "items": {"type": "string"}, "description": "d"},
+                    "where": {
+                        "type": "object",
+                        "additionalProperties": {"type": "integer"},
+                        "description": "e",
+                    },
+                },
+            },
+        },
+    }
+]
 LOOKUP_ARGS = {"zip": "02139", "limit": 10, "exact": False, "tags": ["a b", "c"], "where": {"year": 2020}}
 
 
@@ -75,18 +105,32 @@ def test_a_real_call_rendered_by_the_template_parses_back_typed(name):
 
 
 # Every property described: Command R+'s template writes each parameter's description.
-CONV_TOOLS = [{"type": "function", "function": {
-    "name": "get_weather", "description": "Weather for a city",
-    "parameters": {"type": "object", "properties": {
-        "city": {"type": "string", "description": "City name"},
-        "days": {"type": "integer", "description": "Number of days"}}, "required": ["city"]}}}]
+CONV_TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "get_weather",
+            "description": "Weather for a city",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "city": {"type": "string", "description": "City name"},
+                    "days": {"type": "integer", "description": "Number of days"},
+                },
+                "required": ["city"],
+            },
+        },
+    }
+]
 
 
 def conversation() -> list[Message]:
     return [
         Message("system", "Be brief."),
         Message("user", "Weather in Paris?"),
-        Message("assistant", "", tool_calls=[ToolCall("call00000", "get_weather", {"city": "Paris", "days": 2})]),
+        Message(
+            "assistant", "", tool_calls=[ToolCall("call00000", "get_weather", {"city": "Paris", "days": 2})]
+        ),
         Message("tool", "sunny, 21 C", tool_call_id="call00000", name="get_weather"),
         Message("assistant", "It is sunny."),
         Message("user", "And tomorrow?"),
@@ -98,13 +142,22 @@ def test_the_template_renders_a_whole_tool_conversation(name):
     source = (TEMPLATES / name).read_text()
     rendered = render_messages(source, conversation(), tools=CONV_TOOLS, bos_token="<s>", eos_token="</s>")
     text = rendered.text
-    for piece in ("Be brief.", "Weather in Paris?", "sunny, 21 C", "It is sunny.", "And tomorrow?", "City name"):
+    for piece in (
+        "Be brief.",
+        "Weather in Paris?",
+        "sunny, 21 C",
+        "It is sunny.",
+        "And tomorrow?",
+        "City name",
+    ):
         assert piece in text, (name, piece)
     assert rendered.tools_sent
     # The past call is in the prompt as the template writes calls, and the family reads it there.
     fmt = FORMATS[FAMILIES[name]["family"]]
     reply = fmt.parse(text, CONV_TOOLS, orphan_close=False)
-    assert ("get_weather", {"city": "Paris", "days": 2}) in [(c.name, c.arguments) for c in reply.tool_calls], name
+    assert ("get_weather", {"city": "Paris", "days": 2}) in [
+        (c.name, c.arguments) for c in reply.tool_calls
+    ], name
 
 
 def test_firefunction_takes_the_tools_as_its_functions_variable():
@@ -118,19 +171,26 @@ def test_firefunction_takes_the_tools_as_its_functions_variable():
 
 
 _CHUNKS = {
-    "minimax": '<minimax:tool_call>\n<invoke name="set_port">\n<parameter name="blob">' + "x </minimax:tool_call> " * 40
-               + "</parameter>\n</invoke>\n</minimax:tool_call> text <mini ",
-    "seed-oss": "<seed:tool_call>\n<function=set_port>\n<parameter=blob>" + "y </seed:tool_call> " * 40
-                + "</parameter>\n</function>\n</seed:tool_call> text <seed: ",
-    "command-r": '<|START_ACTION|>[{"tool_name": "set_port", "parameters": {"blob": "' + "z <|END_ACTION|> " * 40
-                 + '"}}]<|END_ACTION|><|START_RESPONSE|>ok<|END_RESPONSE|> <|START_',
-    "command-r-plus": 'Action: ```json\n[{"tool_name": "set_port", "parameters": {"blob": "' + "``` ] " * 60
-                      + '"}}]\n```\nAction word Act ',
+    "minimax": '<minimax:tool_call>\n<invoke name="set_port">\n<parameter name="blob">'
+    + "x </minimax:tool_call> " * 40
+    + "</parameter>\n</invoke>\n</minimax:tool_call> text <mini ",
+    "seed-oss": "<seed:tool_call>\n<function=set_port>\n<parameter=blob>"
+    + "y </seed:tool_call> " * 40
+    + "</parameter>\n</function>\n</seed:tool_call> text <seed: ",
+    "command-r": '<|START_ACTION|>[{"tool_name": "set_port", "parameters": {"blob": "'
+    + "z <|END_ACTION|> " * 40
+    + '"}}]<|END_ACTION|><|START_RESPONSE|>ok<|END_RESPONSE|> <|START_',
+    "command-r-plus": 'Action: ```json\n[{"tool_name": "set_port", "parameters": {"blob": "'
+    + "``` ] " * 60
+    + '"}}]\n```\nAction word Act ',
     "functionary-v3.1": '<function=set_port>{"blob": "' + "a </function> " * 50 + '"}</function> text <func ',
     "functionary-v3.2": '>>>set_port\n{"blob": "' + "b >>>all\\n " * 50 + '"}>>>all\nsome text >> ',
-    "firefunction": ' functools[{"name": "set_port", "arguments": {"blob": "' + "] functools[ " * 40
-                    + '"}}] text functo ',
-    "lfm2": "<|tool_call_start|>[set_port(blob='" + "c <|tool_call_end|> ] " * 40 + "')]<|tool_call_end|> x <|tool ",
+    "firefunction": ' functools[{"name": "set_port", "arguments": {"blob": "'
+    + "] functools[ " * 40
+    + '"}}] text functo ',
+    "lfm2": "<|tool_call_start|>[set_port(blob='"
+    + "c <|tool_call_end|> ] " * 40
+    + "')]<|tool_call_end|> x <|tool ",
 }
 
 
@@ -146,7 +206,7 @@ def test_cost_is_linear_at_one_megabyte(family):
     events, i = [], 0
     while i < len(text):
         k = rnd.randint(1, 16)
-        events += s.feed(text[i:i + k])
+        events += s.feed(text[i : i + k])
         i += k
     events += s.finish(truncated=True)
     assert s.ops <= 40 * len(text), f"{family}: {s.ops} characters examined for {len(text)}"
@@ -167,35 +227,108 @@ def test_each_family_is_a_tool_format_choice_naming_its_models():
 
 # Each family's official template in a tiny real GGUF, its markers as special tokens where the
 # model's vocabulary has them: (template, control tokens, user-defined tokens, bos, eos).
-_LLAMA3 = ["<|begin_of_text|>", "<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>", "<|eom_id|>",
-           "<|python_tag|>"]
-_COHERE = ["<BOS_TOKEN>", "<|START_OF_TURN_TOKEN|>", "<|END_OF_TURN_TOKEN|>", "<|USER_TOKEN|>", "<|CHATBOT_TOKEN|>",
-           "<|SYSTEM_TOKEN|>"]
+_LLAMA3 = [
+    "<|begin_of_text|>",
+    "<|start_header_id|>",
+    "<|end_header_id|>",
+    "<|eot_id|>",
+    "<|eom_id|>",
+    "<|python_tag|>",
+]
+_COHERE = [
+    "<BOS_TOKEN>",
+    "<|START_OF_TURN_TOKEN|>",
+    "<|END_OF_TURN_TOKEN|>",
+    "<|USER_TOKEN|>",
+    "<|CHATBOT_TOKEN|>",
+    "<|SYSTEM_TOKEN|>",
+]
 GGUFS = {
-    "minimax": ("MiniMax-M2.jinja", ["]~!b[", "]~b]", "[e~["],
-                ["<minimax:tool_call>", "</minimax:tool_call>", "<think>", "</think>"], "]~!b[", "[e~["),
-    "seed-oss": ("ByteDance-Seed-OSS.jinja", ["<seed:bos>", "<seed:eos>"],
-                 ["<seed:think>", "</seed:think>", "<seed:tool_call>", "</seed:tool_call>"], "<seed:bos>", "<seed:eos>"),
-    "command-r": ("CohereForAI-c4ai-command-r7b-12-2024-tool_use.jinja",
-                  [*_COHERE, "<|START_ACTION|>", "<|END_ACTION|>", "<|START_THINKING|>", "<|END_THINKING|>",
-                   "<|START_RESPONSE|>", "<|END_RESPONSE|>"], [], "<BOS_TOKEN>", "<|END_OF_TURN_TOKEN|>"),
-    "command-r-plus": ("CohereForAI-c4ai-command-r-plus-tool_use.jinja", _COHERE, [], "<BOS_TOKEN>",
-                       "<|END_OF_TURN_TOKEN|>"),
-    "functionary-v3.1": ("meetkai-functionary-medium-v3.1.jinja", _LLAMA3, [], "<|begin_of_text|>", "<|eot_id|>"),
-    "functionary-v3.2": ("meetkai-functionary-medium-v3.2.jinja", _LLAMA3, [], "<|begin_of_text|>", "<|eot_id|>"),
-    "firefunction": ("fireworks-ai-llama-3-firefunction-v2.jinja", _LLAMA3, [], "<|begin_of_text|>", "<|eot_id|>"),
-    "lfm2": ("LFM2.5-8B-A1B.jinja", ["<|startoftext|>", "<|im_start|>", "<|im_end|>"],
-             ["<|tool_call_start|>", "<|tool_call_end|>", "<think>", "</think>"], "<|startoftext|>", "<|im_end|>"),
+    "minimax": (
+        "MiniMax-M2.jinja",
+        ["]~!b[", "]~b]", "[e~["],
+        ["<minimax:tool_call>", "</minimax:tool_call>", "<think>", "</think>"],
+        "]~!b[",
+        "[e~[",
+    ),
+    "seed-oss": (
+        "ByteDance-Seed-OSS.jinja",
+        ["<seed:bos>", "<seed:eos>"],
+        ["<seed:think>", "</seed:think>", "<seed:tool_call>", "</seed:tool_call>"],
+        "<seed:bos>",
+        "<seed:eos>",
+    ),
+    "command-r": (
+        "CohereForAI-c4ai-command-r7b-12-2024-tool_use.jinja",
+        [
+            *_COHERE,
+            "<|START_ACTION|>",
+            "<|END_ACTION|>",
+            "<|START_THINKING|>",
+            "<|END_THINKING|>",
+            "<|START_RESPONSE|>",
+            "<|END_RESPONSE|>",
+        ],
+        [],
+        "<BOS_TOKEN>",
+        "<|END_OF_TURN_TOKEN|>",
+    ),
+    "command-r-plus": (
+        "CohereForAI-c4ai-command-r-plus-tool_use.jinja",
+        _COHERE,
+        [],
+        "<BOS_TOKEN>",
+        "<|END_OF_TURN_TOKEN|>",
+    ),
+    "functionary-v3.1": (
+        "meetkai-functionary-medium-v3.1.jinja",
+        _LLAMA3,
+        [],
+        "<|begin_of_text|>",
+        "<|eot_id|>",
+    ),
+    "functionary-v3.2": (
+        "meetkai-functionary-medium-v3.2.jinja",
+        _LLAMA3,
+        [],
+        "<|begin_of_text|>",
+        "<|eot_id|>",
+    ),
+    "firefunction": (
+        "fireworks-ai-llama-3-firefunction-v2.jinja",
+        _LLAMA3,
+        [],
+        "<|begin_of_text|>",
+        "<|eot_id|>",
+    ),
+    "lfm2": (
+        "LFM2.5-8B-A1B.jinja",
+        ["<|startoftext|>", "<|im_start|>", "<|im_end|>"],
+        ["<|tool_call_start|>", "<|tool_call_end|>", "<think>", "</think>"],
+        "<|startoftext|>",
+        "<|im_end|>",
+    ),
 }
 
 
 @pytest.mark.parametrize("family", OURS)
 def test_inspect_shows_the_family_of_a_gguf_built_with_its_template(family, tiny_gguf):
     name, control, user, bos, eos = GGUFS[family]
-    path = tiny_gguf(chat_template=(TEMPLATES / name).read_text(), control_tokens=control, user_tokens=user,
-                     bos=bos, eos=eos)
-    proc = subprocess.run([sys.executable, "-m", "app", "inspect", "--json", str(path)], cwd=REPO,
-                          env=dict(os.environ, PYTHONPATH=str(REPO)), capture_output=True, text=True, timeout=120)
+    path = tiny_gguf(
+        chat_template=(TEMPLATES / name).read_text(),
+        control_tokens=control,
+        user_tokens=user,
+        bos=bos,
+        eos=eos,
+    )
+    proc = subprocess.run(
+        [sys.executable, "-m", "app", "inspect", "--json", str(path)],
+        cwd=REPO,
+        env=dict(os.environ, PYTHONPATH=str(REPO)),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr
     info = json.loads(proc.stdout)
     assert info["tool_format"] == family and info["eos_token"] == eos

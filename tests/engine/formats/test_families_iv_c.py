@@ -41,7 +41,7 @@ def test_cost_is_linear_at_one_megabyte(family):
     events, i = [], 0
     while i < len(text):
         k = rnd.randint(1, 16)
-        events += s.feed(text[i:i + k])
+        events += s.feed(text[i : i + k])
         i += k
     events += s.finish()
     assert s.ops <= 40 * len(text), f"{family}: {s.ops} characters examined for {len(text)}"
@@ -58,7 +58,7 @@ def test_one_huge_call_is_linear(family):
     s = fmt.stream(TOOLS)
     events = []
     for i in range(0, len(text), 3):
-        events += s.feed(text[i:i + 3])
+        events += s.feed(text[i : i + 3])
     events += s.finish()
     assert s.ops <= 40 * len(text), f"{family}: {s.ops} characters examined for {len(text)}"
     assert [c.name for c in fold_events(events).tool_calls] == ["set_port"]
@@ -94,16 +94,33 @@ def test_readme_lists_every_family_with_its_models_and_what_it_writes():
 # -- a whole tool conversation through the engine's renderer --------------------------------------
 
 _TEMPLATES = {
-    "Apertus-8B-Instruct.jinja": "apertus", "Apriel-1.6-15b-Thinker-fixed.jinja": "apriel",
-    "unsloth-Apriel-1.5.jinja": "apriel", "NVIDIA-Nemotron-Nano-v2.jinja": "nemotron-v2",
-    "GigaChat3-10B-A1.8B.jinja": "gigachat", "GigaChat3.1-10B-A1.8B.jinja": "gigachat",
-    "openbmb-MiniCPM5-1B.jinja": "minicpm5", "tencent-Hy3.jinja": "hunyuan", "upstage-Solar-Open-100B.jinja": "solar",
+    "Apertus-8B-Instruct.jinja": "apertus",
+    "Apriel-1.6-15b-Thinker-fixed.jinja": "apriel",
+    "unsloth-Apriel-1.5.jinja": "apriel",
+    "NVIDIA-Nemotron-Nano-v2.jinja": "nemotron-v2",
+    "GigaChat3-10B-A1.8B.jinja": "gigachat",
+    "GigaChat3.1-10B-A1.8B.jinja": "gigachat",
+    "openbmb-MiniCPM5-1B.jinja": "minicpm5",
+    "tencent-Hy3.jinja": "hunyuan",
+    "upstage-Solar-Open-100B.jinja": "solar",
 }
-_WEATHER = [{"type": "function", "function": {
-    "name": "get_weather", "description": "Weather for a city",
-    "parameters": {"type": "object", "properties": {
-        "city": {"type": "string", "description": "City name"},
-        "days": {"type": "integer", "description": "Number of days"}}, "required": ["city"]}}}]
+_WEATHER = [
+    {
+        "type": "function",
+        "function": {
+            "name": "get_weather",
+            "description": "Weather for a city",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "city": {"type": "string", "description": "City name"},
+                    "days": {"type": "integer", "description": "Number of days"},
+                },
+                "required": ["city"],
+            },
+        },
+    }
+]
 
 
 @pytest.mark.parametrize("name", sorted(_TEMPLATES))
@@ -119,19 +136,30 @@ def test_a_whole_tool_conversation_renders_and_its_past_call_reads_back(name):
     messages = [
         Message("system", "Be brief."),
         Message("user", "Weather in Paris?"),
-        Message("assistant", "", tool_calls=[ToolCall("call00000", "get_weather", {"city": "Paris", "days": 2})]),
+        Message(
+            "assistant", "", tool_calls=[ToolCall("call00000", "get_weather", {"city": "Paris", "days": 2})]
+        ),
         Message("tool", "sunny, 21 C", tool_call_id="call00000", name="get_weather"),
         Message("assistant", "It is sunny."),
         Message("user", "And tomorrow?"),
     ]
     rendered = render_messages(source, messages, tools=_WEATHER, bos_token="<s>", eos_token="</s>")
     text = rendered.text
-    for piece in ("Be brief.", "Weather in Paris?", "sunny, 21 C", "It is sunny.", "And tomorrow?", "City name"):
+    for piece in (
+        "Be brief.",
+        "Weather in Paris?",
+        "sunny, 21 C",
+        "It is sunny.",
+        "And tomorrow?",
+        "City name",
+    ):
         assert piece in text, (name, piece)
     assert rendered.tools_sent
     assert text.index("sunny, 21 C") < text.index("It is sunny.") < text.index("And tomorrow?")
     reply = FORMATS[_TEMPLATES[name]].parse(text, _WEATHER, orphan_close=False)
-    assert ("get_weather", {"city": "Paris", "days": 2}) in [(c.name, c.arguments) for c in reply.tool_calls], name
+    assert ("get_weather", {"city": "Paris", "days": 2}) in [
+        (c.name, c.arguments) for c in reply.tool_calls
+    ], name
 
 
 def test_solar_replies_are_read_without_orphan_closes():
@@ -139,8 +167,9 @@ def test_solar_replies_are_read_without_orphan_closes():
     so the engine streams a plain Solar reply at once (and ``<|content|>`` text is never reasoning)."""
     from pathlib import Path
 
-    source = (Path(__file__).resolve().parents[2] / "fixtures" / "chat_templates"
-              / "upstage-Solar-Open-100B.jinja").read_text()
+    source = (
+        Path(__file__).resolve().parents[2] / "fixtures" / "chat_templates" / "upstage-Solar-Open-100B.jinja"
+    ).read_text()
     fmt = FORMATS["solar"]
     assert fmt.expects_orphan_close(source, "<|begin|>assistant") is False
     reply = fmt.parse("<|content|>Hi there.<|end|>", TOOLS, orphan_close=False)

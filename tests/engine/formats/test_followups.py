@@ -98,12 +98,16 @@ def test_orphan_close_false_rules(family):
 def test_cases_without_orphan_closes_parse_the_same_and_stream_like_parse(family, case):
     fmt = FORMATS[family]
     tools = case.tool_list()
-    want = fmt.parse(case.text, tools, in_reasoning=case.in_reasoning, truncated=case.truncated,
-                     orphan_close=False)
+    want = fmt.parse(
+        case.text, tools, in_reasoning=case.in_reasoning, truncated=case.truncated, orphan_close=False
+    )
     if not _orphan(fmt, case):
         assert want == fmt.parse(case.text, tools, in_reasoning=case.in_reasoning, truncated=case.truncated)
         assert (want.content, want.reasoning, [(c.name, c.arguments) for c in want.tool_calls]) == (
-            case.content, case.reasoning, case.calls)
+            case.content,
+            case.reasoning,
+            case.calls,
+        )
     for parts in splits(case.text, seeds=3):
         s = fmt.stream(tools, in_reasoning=case.in_reasoning, orphan_close=False)
         events = []
@@ -134,16 +138,24 @@ def test_harness_fold_split_default_is_unchanged():
 QWEN3 = "{% if '</think>' in content %}{{ content.split('</think>')[-1] }}{% endif %}<|im_start|>assistant\n"
 
 
-@pytest.mark.parametrize(("family", "source", "prompt", "expected"), [
-    ("hermes", QWEN3, "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n", True),
-    ("hermes", QWEN3, "<|im_start|>assistant\n<think>\n\n</think>\n\n", False),  # enable_thinking=False
-    ("hermes", QWEN3, "<|im_start|>assistant\n<think>\n", True),  # in reasoning: no matter
-    ("hermes", "{{ messages[0].content }}<|im_start|>assistant\n", "<|im_start|>assistant\n", False),  # Qwen2.5
-    ("mistral", "{{ '[THINK]' }}{{ x }}{{ '[/THINK]' }}", "[INST]hi[/INST]", True),
-    ("mistral", "[INST]{{ x }}[/INST]", "[INST]hi[/INST]", False),
-    ("llama3", "</think>", "x", False),  # no reasoning tags: nothing to close
-    ("hermes", None, "x", True),  # unknown: the cautious default
-])
+@pytest.mark.parametrize(
+    ("family", "source", "prompt", "expected"),
+    [
+        ("hermes", QWEN3, "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n", True),
+        ("hermes", QWEN3, "<|im_start|>assistant\n<think>\n\n</think>\n\n", False),  # enable_thinking=False
+        ("hermes", QWEN3, "<|im_start|>assistant\n<think>\n", True),  # in reasoning: no matter
+        (
+            "hermes",
+            "{{ messages[0].content }}<|im_start|>assistant\n",
+            "<|im_start|>assistant\n",
+            False,
+        ),  # Qwen2.5
+        ("mistral", "{{ '[THINK]' }}{{ x }}{{ '[/THINK]' }}", "[INST]hi[/INST]", True),
+        ("mistral", "[INST]{{ x }}[/INST]", "[INST]hi[/INST]", False),
+        ("llama3", "</think>", "x", False),  # no reasoning tags: nothing to close
+        ("hermes", None, "x", True),  # unknown: the cautious default
+    ],
+)
 def test_expects_orphan_close(family, source, prompt, expected):
     assert FORMATS[family].expects_orphan_close(source, prompt) is expected
 
@@ -160,6 +172,7 @@ def test_every_family_accepts_the_option(family):
 
 # -- detection cost ------------------------------------------------------------------------------
 
+
 def _counting_renderer(source: str):
     from app.engine.templates import render_template
 
@@ -168,8 +181,9 @@ def _counting_renderer(source: str):
     def render(messages, tools):
         calls.append(len(messages))
         last = messages[-1].get("role") if messages else None
-        return render_template(source, messages, tools=tools, add_generation_prompt=last != "assistant",
-                               bos_token="<s>")
+        return render_template(
+            source, messages, tools=tools, add_generation_prompt=last != "assistant", bos_token="<s>"
+        )
 
     return render, calls
 
@@ -180,8 +194,9 @@ def test_detection_stops_at_the_first_variant_a_family_reads():
     from app.engine.formats import detect
     from app.engine.formats.detect import probe_texts
 
-    source = (Path(__file__).resolve().parents[2] / "fixtures" / "chat_templates"
-              / "Qwen-Qwen2.5-7B-Instruct.jinja").read_text()
+    source = (
+        Path(__file__).resolve().parents[2] / "fixtures" / "chat_templates" / "Qwen-Qwen2.5-7B-Instruct.jinja"
+    ).read_text()
     render, calls = _counting_renderer(source)
     assert detect(render) == "hermes"
     assert len(calls) == 3  # the prompt, the end of turn, the first assistant-call variant

@@ -55,15 +55,24 @@ def marked_strings(forbidden: tuple[str, ...]):
 
 
 def _values(strings):
-    leaf = st.one_of(strings, st.integers(-10**6, 10**6), st.booleans(), st.none(),
-                     st.floats(allow_nan=False, allow_infinity=False, width=32))
-    return st.recursive(leaf, lambda kids: st.one_of(st.lists(kids, max_size=3),
-                                                     st.dictionaries(KEY, kids, max_size=3)), max_leaves=6)
+    leaf = st.one_of(
+        strings,
+        st.integers(-(10**6), 10**6),
+        st.booleans(),
+        st.none(),
+        st.floats(allow_nan=False, allow_infinity=False, width=32),
+    )
+    return st.recursive(
+        leaf,
+        lambda kids: st.one_of(st.lists(kids, max_size=3), st.dictionaries(KEY, kids, max_size=3)),
+        max_leaves=6,
+    )
 
 
 def default_reply(fmt: Format, spec: Fuzz, calls, texts, reasoning, rnd) -> tuple[str, str, str]:
     """The reasoning block, then the texts with the calls between them (a start-only family:
     its one call opens the reply, a text may follow)."""
+
     def write(name: str, args: dict[str, Any]) -> str:
         return spec.write(fmt, name, args, rnd) if spec.write else fmt.example_call(name, args)
 
@@ -89,7 +98,10 @@ def valid_replies(draw, family: str):
     raw = fmt.raw_values if spec.raw_values is None else spec.raw_values
     values = strings if raw else _values(strings)
     most = 1 if fmt.start_only and spec.reply is None else spec.max_calls
-    calls = [(draw(NAME), draw(st.dictionaries(KEY, values, max_size=3))) for _ in range(draw(st.integers(0, most)))]
+    calls = [
+        (draw(NAME), draw(st.dictionaries(KEY, values, max_size=3)))
+        for _ in range(draw(st.integers(0, most)))
+    ]
     texts = [draw(SAFE_TEXT) for _ in range(len(calls) + 1)]
     reasoning = draw(SAFE_TEXT) if fmt.reasoning and draw(st.booleans()) else None
     if spec.reply is not None:
@@ -99,17 +111,23 @@ def valid_replies(draw, family: str):
     return text, content, reasoning_out, calls
 
 
-def _stream(fmt: Format, text: str, rnd: random.Random, *, truncated: bool = False, in_reasoning: bool = False):
+def _stream(
+    fmt: Format, text: str, rnd: random.Random, *, truncated: bool = False, in_reasoning: bool = False
+):
     parts, i = [], 0
     while i < len(text):
         k = rnd.choice((1, 1, 2, 3, 7, 20))
-        parts.append(text[i:i + k])
+        parts.append(text[i : i + k])
         i += k
     return fold_split(fmt, parts, TOOLS, truncated=truncated, in_reasoning=in_reasoning)[0]
 
 
-MUTATION = st.tuples(st.sampled_from(("cut", "insert", "delete", "marker", "dup")), st.integers(0, 10**6),
-                     st.integers(1, 12), st.sampled_from(ALL_MARKERS + ("<", "|", ">", "{", "[", "'", '"', "\\")))
+MUTATION = st.tuples(
+    st.sampled_from(("cut", "insert", "delete", "marker", "dup")),
+    st.integers(0, 10**6),
+    st.integers(1, 12),
+    st.sampled_from(ALL_MARKERS + ("<", "|", ">", "{", "[", "'", '"', "\\")),
+)
 
 
 def mutate(text: str, mutations) -> str:
@@ -120,7 +138,7 @@ def mutate(text: str, mutations) -> str:
         elif op == "insert":
             text = text[:p] + piece[:1] + text[p:]
         elif op == "delete":
-            text = text[:p] + text[p + size:]
+            text = text[:p] + text[p + size :]
         elif op == "marker":
             text = text[:p] + piece + text[p:]
         else:  # duplicate a marker the text has
@@ -146,8 +164,9 @@ def check_any_text(family: str, text: str, truncated: bool) -> None:
         assert _stream(fmt, text, rnd, truncated=truncated, in_reasoning=in_reasoning) == reply, text
 
 
-FUZZ = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow,
-                                                                        HealthCheck.filter_too_much])
+FUZZ = settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much]
+)
 
 
 @pytest.mark.parametrize("family", FAMILIES)
@@ -181,8 +200,9 @@ def test_mutated_replies_are_safe(family, data):
 @given(data=st.data())
 def test_marker_soup_is_safe(family, data):
     fmt, spec = FORMATS[family], spec_of(family)
-    pieces = st.one_of(st.text(alphabet=RICH_CHARS + "ab", max_size=8),
-                       st.sampled_from(spec.all_markers(fmt) + ALL_MARKERS))
+    pieces = st.one_of(
+        st.text(alphabet=RICH_CHARS + "ab", max_size=8), st.sampled_from(spec.all_markers(fmt) + ALL_MARKERS)
+    )
     text = "".join(data.draw(st.lists(pieces, max_size=12)))
     check_any_text(family, text, data.draw(st.booleans()))
 

@@ -29,19 +29,28 @@ def test_template_detects_as_gemma4(name):
 def test_parallel_calls_rendered_by_the_template_parse_back_typed(name, thinking):
     source = (TEMPLATES / name).read_text()
     user = [{"role": "user", "content": "Weather and search?"}]
-    assistant = {"role": "assistant", "content": "", "reasoning_content": "Two lookups.", "tool_calls": [
-        {"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": ARGS_W}},
-        {"id": "c2", "type": "function", "function": {"name": "search", "arguments": ARGS_S}},
-        {"id": "c3", "type": "function", "function": {"name": "get_time", "arguments": {}}},
-    ]}
+    assistant = {
+        "role": "assistant",
+        "content": "",
+        "reasoning_content": "Two lookups.",
+        "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": ARGS_W}},
+            {"id": "c2", "type": "function", "function": {"name": "search", "arguments": ARGS_S}},
+            {"id": "c3", "type": "function", "function": {"name": "get_time", "arguments": {}}},
+        ],
+    }
     prompt = render_template(source, user, tools=TOOLS, add_generation_prompt=True, enable_thinking=thinking)
-    full = render_template(source, [*user, assistant], tools=TOOLS, add_generation_prompt=False,
-                           enable_thinking=thinking)
+    full = render_template(
+        source, [*user, assistant], tools=TOOLS, add_generation_prompt=False, enable_thinking=thinking
+    )
     turn = "<|turn>model\n"
-    reply_text = full[full.rindex(turn) + len(turn):].split("<turn|>")[0]
+    reply_text = full[full.rindex(turn) + len(turn) :].split("<turn|>")[0]
     reply = G.parse(reply_text, TOOLS, in_reasoning=G.opens_in_reasoning(prompt))
     assert [(c.name, c.arguments) for c in reply.tool_calls] == [
-        ("get_weather", ARGS_W), ("search", ARGS_S), ("get_time", {})], reply_text
+        ("get_weather", ARGS_W),
+        ("search", ARGS_S),
+        ("get_time", {}),
+    ], reply_text
     assert reply.content == "" and "<" not in reply.reasoning
     s = G.stream(TOOLS, in_reasoning=G.opens_in_reasoning(prompt))
     events = [e for ch in reply_text for e in s.feed(ch)] + s.finish()
@@ -53,22 +62,28 @@ def test_thinking_prompt_and_disabled_thinking_prompt():
     user = [{"role": "user", "content": "hi"}]
     off = render_template(source, user, add_generation_prompt=True)
     assert off.endswith("<|channel>thought\n<channel|>") and not G.opens_in_reasoning(off)
-    assert not G.opens_in_reasoning(render_template(source, user, add_generation_prompt=True, enable_thinking=True))
+    assert not G.opens_in_reasoning(
+        render_template(source, user, add_generation_prompt=True, enable_thinking=True)
+    )
     assert G.opens_in_reasoning(off[: -len("\n<channel|>")])
 
 
-@pytest.mark.parametrize(("text", "want"), [
-    ('<|"|>a,b}]<|"|>', "a,b}]"),
-    ("{a b:1,c:[true,false,null,None],d:{}}", {"a b": 1, "c": [True, False, None, None], "d": {}}),
-    ("[ 1 , -2.5e3 , 0 ]", [1, -2500.0, 0]),
-    ('{<|"|>k:ey<|"|>:<|"|><|"|>}', {"k:ey": ""}),
-])
+@pytest.mark.parametrize(
+    ("text", "want"),
+    [
+        ('<|"|>a,b}]<|"|>', "a,b}]"),
+        ("{a b:1,c:[true,false,null,None],d:{}}", {"a b": 1, "c": [True, False, None, None], "d": {}}),
+        ("[ 1 , -2.5e3 , 0 ]", [1, -2500.0, 0]),
+        ('{<|"|>k:ey<|"|>:<|"|><|"|>}', {"k:ey": ""}),
+    ],
+)
 def test_values(text, want):
     assert parse_gemma_value(text) == (True, want)
 
 
-@pytest.mark.parametrize("text", ["{a:1", "[1,]", "{a:1,a:2}", "{:1}", "01", "abc", '<|"|>open', "{a:1}}",
-                                  "[" * 200 + "]" * 200])
+@pytest.mark.parametrize(
+    "text", ["{a:1", "[1,]", "{a:1,a:2}", "{:1}", "01", "abc", '<|"|>open', "{a:1}}", "[" * 200 + "]" * 200]
+)
 def test_bad_values(text):
     assert parse_gemma_value(text) == (False, None)
 

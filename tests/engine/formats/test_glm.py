@@ -21,17 +21,21 @@ HEADERS = {
     "poolside-Laguna-XS-2.1.jinja": "<assistant>",
     "poolside-Laguna-XS.2.jinja": "<assistant>",
 }
-ARGS_W = {"city": "São Paulo \"centro\"\n  <tool_call> x", "days": 3, "metric": False}
+ARGS_W = {"city": 'São Paulo "centro"\n  <tool_call> x', "days": 3, "metric": False}
 ARGS_S = {"query": "08080", "limit": 5, "filters": {"year": 2020}, "tags": ["a b", "c"], "score": None}
 
 
 def _assistant(args_as_objects: bool = True) -> dict:
-    return {"role": "assistant", "content": "Let me check.", "reasoning_content": "Two lookups needed.",
-            "tool_calls": [
-                {"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": ARGS_W}},
-                {"id": "c2", "type": "function", "function": {"name": "search", "arguments": ARGS_S}},
-                {"id": "c3", "type": "function", "function": {"name": "get_time", "arguments": {}}},
-            ]}
+    return {
+        "role": "assistant",
+        "content": "Let me check.",
+        "reasoning_content": "Two lookups needed.",
+        "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": ARGS_W}},
+            {"id": "c2", "type": "function", "function": {"name": "search", "arguments": ARGS_S}},
+            {"id": "c3", "type": "function", "function": {"name": "get_time", "arguments": {}}},
+        ],
+    }
 
 
 @pytest.mark.parametrize("name", sorted(HEADERS))
@@ -46,13 +50,18 @@ def test_parallel_calls_rendered_by_the_template_parse_back_typed(name):
     prompt = render_template(source, user, tools=TOOLS, add_generation_prompt=True)
     full = render_template(source, [*user, _assistant()], tools=TOOLS, add_generation_prompt=False)
     header = HEADERS[name]
-    reply_text = full[full.rindex(header) + len(header):]
+    reply_text = full[full.rindex(header) + len(header) :]
     for end in ("</assistant>", "<|user|>", "<|observation|>"):
         reply_text = reply_text.split(end)[0]
-    in_reasoning = GLM.opens_in_reasoning(prompt) and not reply_text.lstrip().startswith(("<think>", "</think>"))
+    in_reasoning = GLM.opens_in_reasoning(prompt) and not reply_text.lstrip().startswith(
+        ("<think>", "</think>")
+    )
     reply = GLM.parse(reply_text, TOOLS, in_reasoning=in_reasoning)
     assert [(c.name, c.arguments) for c in reply.tool_calls] == [
-        ("get_weather", ARGS_W), ("search", ARGS_S), ("get_time", {})], reply_text
+        ("get_weather", ARGS_W),
+        ("search", ARGS_S),
+        ("get_time", {}),
+    ], reply_text
     assert reply.content.strip() == "Let me check."
     assert "<" not in reply.content and "<" not in reply.reasoning
     # the same text, streamed one character at a time
@@ -63,7 +72,9 @@ def test_parallel_calls_rendered_by_the_template_parse_back_typed(name):
 
 def test_glm47_prompt_opens_in_reasoning_and_reasoning_streams():
     source = (TEMPLATES / "GLM-4.7-Flash.jinja").read_text()
-    prompt = render_template(source, [{"role": "user", "content": "hi"}], tools=TOOLS, add_generation_prompt=True)
+    prompt = render_template(
+        source, [{"role": "user", "content": "hi"}], tools=TOOLS, add_generation_prompt=True
+    )
     assert GLM.opens_in_reasoning(prompt)
     s = GLM.stream(TOOLS, in_reasoning=True)
     ev = s.feed("I need the weather first")
@@ -86,14 +97,19 @@ def test_no_other_family_reads_a_rendered_glm_call_and_glm_reads_no_hermes_or_qw
     for name, fmt in FORMATS.items():
         if name != "glm":
             assert not fmt.parse(glm_text, TOOLS).tool_calls, name
-    for text in ('<tool_call>\n{"name": "get_time", "arguments": {}}\n</tool_call>',
-                 "<tool_call>\n<function=get_time>\n</function>\n</tool_call>"):
+    for text in (
+        '<tool_call>\n{"name": "get_time", "arguments": {}}\n</tool_call>',
+        "<tool_call>\n<function=get_time>\n</function>\n</tool_call>",
+    ):
         assert not GLM.parse(text, TOOLS).tool_calls
 
 
 def test_cost_is_linear_for_a_long_value_one_character_at_a_time():
-    text = "<think>r</think><tool_call>set_port<arg_key>blob</arg_key><arg_value>" + "x<" * 20000 + \
-        "</arg_value></tool_call>"
+    text = (
+        "<think>r</think><tool_call>set_port<arg_key>blob</arg_key><arg_value>"
+        + "x<" * 20000
+        + "</arg_value></tool_call>"
+    )
     s = GLM.stream(TOOLS)
     for ch in text:
         s.feed(ch)

@@ -12,10 +12,12 @@ from app.engine.formats.harmony import parse_header
 from app.engine.templates import render_template
 from tests.engine.formats.harness import TOOLS
 
-SOURCE = (Path(__file__).resolve().parents[2] / "fixtures" / "chat_templates" / "openai-gpt-oss-120b.jinja").read_text()
+SOURCE = (
+    Path(__file__).resolve().parents[2] / "fixtures" / "chat_templates" / "openai-gpt-oss-120b.jinja"
+).read_text()
 H = FORMATS["harmony"]
 USER = [{"role": "user", "content": "Weather?"}]
-ARGS = {"city": "Zürich \"alt\" <|end|>-free, 東京", "days": 3, "metric": True}
+ARGS = {"city": 'Zürich "alt" <|end|>-free, 東京', "days": 3, "metric": True}
 
 
 def _text(events) -> str:
@@ -31,27 +33,45 @@ def test_template_detects_as_harmony():
     assert detect_template(SOURCE) == "harmony"
 
 
-@pytest.mark.parametrize("extra", [{}, {"reasoning_effort": "high", "builtin_tools": ["browser", "python"],
-                                        "model_identity": "You are Callisto."}])
+@pytest.mark.parametrize(
+    "extra",
+    [
+        {},
+        {
+            "reasoning_effort": "high",
+            "builtin_tools": ["browser", "python"],
+            "model_identity": "You are Callisto.",
+        },
+    ],
+)
 def test_call_rendered_by_the_template_parses_back_with_its_reasoning(extra):
-    args = {k: v for k, v in ARGS.items() if k != "city"} | {"city": "Zürich \"alt\" 東京"}
-    assistant = {"role": "assistant", "content": "", "thinking": "Need the weather.",
-                 "tool_calls": [{"id": "c1", "type": "function",
-                                 "function": {"name": "get_weather", "arguments": args}}]}
+    args = {k: v for k, v in ARGS.items() if k != "city"} | {"city": 'Zürich "alt" 東京'}
+    assistant = {
+        "role": "assistant",
+        "content": "",
+        "thinking": "Need the weather.",
+        "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": args}}
+        ],
+    }
     prompt = render_template(SOURCE, USER, tools=TOOLS, add_generation_prompt=True, **extra)
     full = render_template(SOURCE, [*USER, assistant], tools=TOOLS, add_generation_prompt=False, **extra)
     assert prompt.endswith("<|start|>assistant") and full.startswith(prompt)
-    reply_text = full[len(prompt):]
+    reply_text = full[len(prompt) :]
     reply = H.parse(reply_text, TOOLS, in_reasoning=H.opens_in_reasoning(prompt))
     assert [(c.name, c.arguments) for c in reply.tool_calls] == [("get_weather", args)], reply_text
     assert reply.reasoning == "Need the weather." and reply.content == ""
 
 
 def test_final_answer_rendered_by_the_template_is_content():
-    full = render_template(SOURCE, [*USER, {"role": "assistant", "content": "It is sunny."}], tools=TOOLS,
-                           add_generation_prompt=False)
+    full = render_template(
+        SOURCE,
+        [*USER, {"role": "assistant", "content": "It is sunny."}],
+        tools=TOOLS,
+        add_generation_prompt=False,
+    )
     prompt = render_template(SOURCE, USER, tools=TOOLS, add_generation_prompt=True)
-    reply = H.parse(full[len(prompt):], TOOLS)
+    reply = H.parse(full[len(prompt) :], TOOLS)
     assert (reply.content, reply.reasoning, reply.tool_calls) == ("It is sunny.", "", [])
 
 
@@ -63,8 +83,10 @@ def test_streaming_is_channel_aware():
     assert _text(ev) == ""  # a stray channel token in analysis starts a (malformed) header, never content
     s = H.stream(TOOLS)
     ev = []
-    for ch in ("<|channel|>analysis<|message|>secret plan<|end|><|start|>assistant<|channel|>final<|message|>Hi"
-               " there<|return|>"):
+    for ch in (
+        "<|channel|>analysis<|message|>secret plan<|end|><|start|>assistant<|channel|>final<|message|>Hi"
+        " there<|return|>"
+    ):
         ev += s.feed(ch)
         assert "secret" not in _text(ev)
     assert _reasoning(ev) == "secret plan" and _text(ev) == "Hi there"
@@ -76,7 +98,8 @@ def test_call_is_held_until_its_message_ends_then_streams_as_one_call():
     assert ev == []
     ev = s.feed('ris"}<|call|>')
     assert [(e.call.name, e.call.arguments) for e in ev if isinstance(e, ToolCallDone)] == [
-        ("get_weather", {"city": "Paris"})]
+        ("get_weather", {"city": "Paris"})
+    ]
 
 
 def test_prompt_ending_in_analysis_opens_in_reasoning():
@@ -85,14 +108,20 @@ def test_prompt_ending_in_analysis_opens_in_reasoning():
     assert not H.opens_in_reasoning(None)
 
 
-@pytest.mark.parametrize(("header", "want"), [
-    ("<|channel|>final", ("final", None)),
-    (" to=functions.f<|channel|>commentary json", ("commentary", "functions.f")),
-    ("<|start|>assistant<|channel|>commentary to=functions.f <|constrain|>json", ("commentary", "functions.f")),
-    ("<|channel|>final extra words", None),
-    ("to=a<|channel|>commentary to=b", None),
-    ("json", None),
-])
+@pytest.mark.parametrize(
+    ("header", "want"),
+    [
+        ("<|channel|>final", ("final", None)),
+        (" to=functions.f<|channel|>commentary json", ("commentary", "functions.f")),
+        (
+            "<|start|>assistant<|channel|>commentary to=functions.f <|constrain|>json",
+            ("commentary", "functions.f"),
+        ),
+        ("<|channel|>final extra words", None),
+        ("to=a<|channel|>commentary to=b", None),
+        ("json", None),
+    ],
+)
 def test_header_grammar(header, want):
     assert parse_header(header) == want
 

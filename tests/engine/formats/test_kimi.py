@@ -16,15 +16,21 @@ from tests.engine.formats.harness import TOOLS, fold_split
 from tests.engine.formats.test_deepseek import CALLS, rendered_reply
 
 TEMPLATES = Path(__file__).resolve().parents[2] / "fixtures" / "chat_templates"
-K2_TEMPLATES = ["Kimi-K2-Instruct.jinja", "Kimi-K2-Thinking.jinja", "moonshotai-Kimi-K2.jinja",
-                "older/moonshotai-Kimi-K2.jinja"]
+K2_TEMPLATES = [
+    "Kimi-K2-Instruct.jinja",
+    "Kimi-K2-Thinking.jinja",
+    "moonshotai-Kimi-K2.jinja",
+    "older/moonshotai-Kimi-K2.jinja",
+]
 K2_CALLS = [*CALLS, ("set_port", {"blob": "<|tool_calls_section_end|><|tool_call_end|> <|tool_call_begin|>"})]
 
 
 @pytest.mark.parametrize("name", K2_TEMPLATES)
 def test_parallel_tricky_calls_rendered_by_the_template_parse_back_typed(name):
     fmt = FORMATS["kimi-k2"]
-    text = rendered_reply((TEMPLATES / name).read_text(), K2_CALLS, openers=(SECTION_BEGIN,), eot="<|im_end|>")
+    text = rendered_reply(
+        (TEMPLATES / name).read_text(), K2_CALLS, openers=(SECTION_BEGIN,), eot="<|im_end|>"
+    )
     reply = fmt.parse(text, TOOLS)
     assert [(c.name, c.arguments) for c in reply.tool_calls] == K2_CALLS, text
     assert reply.content == "" and reply.reasoning == ""
@@ -44,8 +50,12 @@ def test_k2_text_before_calls_and_thinking_reply():
     text = rendered_reply(source, CALLS[:1], content="One moment.", eot="<|im_end|>")
     reply = FORMATS["kimi-k2"].parse(text, TOOLS)
     assert reply.content == "One moment." and [(c.name, c.arguments) for c in reply.tool_calls] == CALLS[:1]
-    section = rendered_reply((TEMPLATES / "Kimi-K2-Thinking.jinja").read_text(), CALLS[2:],
-                             openers=(SECTION_BEGIN,), eot="<|im_end|>")
+    section = rendered_reply(
+        (TEMPLATES / "Kimi-K2-Thinking.jinja").read_text(),
+        CALLS[2:],
+        openers=(SECTION_BEGIN,),
+        eot="<|im_end|>",
+    )
     reply = FORMATS["kimi-k2"].parse("<think>The user asks the time.</think>" + section, TOOLS)
     assert reply.reasoning == "The user asks the time." and reply.content == ""
     assert [(c.name, c.arguments) for c in reply.tool_calls] == CALLS[2:]
@@ -69,15 +79,20 @@ def test_settings_choices_list_the_kimi_families():
 
 
 def _k3_call(i: int) -> str:
-    return (f'{TOOLS_OPEN}<|open|>call tool="search" index="{i}"<|sep|>\n<|open|>argument key="query" type="string"'
-            f'<|sep|>q{i} <|close|>argument<|sep|> x<|close|>argument<|sep|>\n'
-            f'<|open|>argument key="tags" type="array"<|sep|>["<|close|>", "{i}"]<|close|>argument<|sep|>\n'
-            "<|close|>call<|sep|><|close|>tools<|sep|>")
+    return (
+        f'{TOOLS_OPEN}<|open|>call tool="search" index="{i}"<|sep|>\n<|open|>argument key="query" type="string"'
+        f"<|sep|>q{i} <|close|>argument<|sep|> x<|close|>argument<|sep|>\n"
+        f'<|open|>argument key="tags" type="array"<|sep|>["<|close|>", "{i}"]<|close|>argument<|sep|>\n'
+        "<|close|>call<|sep|><|close|>tools<|sep|>"
+    )
 
 
 def _k2_section(k: int) -> str:
-    calls = "".join(f'<|tool_call_begin|>functions.search:{i}<|tool_call_argument_begin|>{{"query": "q{i}"}}'
-                    "<|tool_call_end|>" for i in range(k))
+    calls = "".join(
+        f'<|tool_call_begin|>functions.search:{i}<|tool_call_argument_begin|>{{"query": "q{i}"}}'
+        "<|tool_call_end|>"
+        for i in range(k)
+    )
     return SECTION_BEGIN + calls + "<|tool_calls_section_end|>"
 
 
@@ -110,7 +125,7 @@ def test_region_scanner_is_linear_on_one_big_region(family):
         else:
             text, opener = _k3_call(k), TOOLS_OPEN
             text = text.replace("q", "q" * 50 * k, 1)
-        body = text[len(opener):]
+        body = text[len(opener) :]
         sc = fmt.region_scanner(opener)
         consumed, ended = sc.scan(body, True)
         assert ended and consumed == len(body) and sc.ops <= 3 * len(body)
@@ -123,10 +138,14 @@ def test_k3_one_megabyte_reply_one_character_at_a_time_is_linear():
     close) fed one character at a time: the characters examined stay within a constant factor."""
     fmt = FORMATS["kimi-k3"]
     value = "a <|close|>argument<|sep|> b <|close|>call<|sep|> " * 20_000
-    text = ("plan " * 10_000 + "<|close|>think<|sep|><|open|>response<|sep|>" + "words " * 10_000
-            + "<|close|>response<|sep|><|open|>tools<|sep|><|open|>call tool=\"set_port\" index=\"1\"<|sep|>"
-            "<|open|>argument key=\"blob\" type=\"string\"<|sep|>" + value + "<|close|>argument<|sep|>"
-            "<|close|>call<|sep|><|close|>tools<|sep|><|close|>message<|sep|>")
+    text = (
+        "plan " * 10_000
+        + "<|close|>think<|sep|><|open|>response<|sep|>"
+        + "words " * 10_000
+        + '<|close|>response<|sep|><|open|>tools<|sep|><|open|>call tool="set_port" index="1"<|sep|>'
+        '<|open|>argument key="blob" type="string"<|sep|>' + value + "<|close|>argument<|sep|>"
+        "<|close|>call<|sep|><|close|>tools<|sep|><|close|>message<|sep|>"
+    )
     assert len(text) >= 1_000_000
     s = fmt.stream(TOOLS, in_reasoning=True)
     done = []

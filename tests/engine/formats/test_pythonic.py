@@ -48,20 +48,41 @@ def test_never_evaluates(tmp_path):
     assert not marker.exists()
 
 
-@pytest.mark.parametrize(("src", "want"), [
-    ("[a()]", [("a", {})]),
-    ("b(x=1)", [("b", {"x": 1})]),
-    ("[m.n(x=-1, y=+2.5, z=(1, [None]), w={'k': {'j': True}})]",
-     [("m.n", {"x": -1, "y": 2.5, "z": [1, [None]], "w": {"k": {"j": True}}})]),
-    ("[s(t='''multi\nline''', u=\"\\u00e9\\\\\", v=r'\\d')]", [("s", {"t": "multi\nline", "u": "é\\", "v": "\\d"})]),
-])
+@pytest.mark.parametrize(
+    ("src", "want"),
+    [
+        ("[a()]", [("a", {})]),
+        ("b(x=1)", [("b", {"x": 1})]),
+        (
+            "[m.n(x=-1, y=+2.5, z=(1, [None]), w={'k': {'j': True}})]",
+            [("m.n", {"x": -1, "y": 2.5, "z": [1, [None]], "w": {"k": {"j": True}}})],
+        ),
+        (
+            "[s(t='''multi\nline''', u=\"\\u00e9\\\\\", v=r'\\d')]",
+            [("s", {"t": "multi\nline", "u": "é\\", "v": "\\d"})],
+        ),
+    ],
+)
 def test_parse_call_list(src, want):
     got = parse_call_list(src)
     assert got is not None and [(n, a) for n, a, _raw in got] == want
 
 
-@pytest.mark.parametrize("src", ["[]", "[1]", "[a]", "[a(1)]", "[a()", "[a(x=y)]", "[a(x=1)][b()]", "",
-                                 "[a(x=" + "[" * 500 + "]" * 500 + ")]", "x" * 300_000])
+@pytest.mark.parametrize(
+    "src",
+    [
+        "[]",
+        "[1]",
+        "[a]",
+        "[a(1)]",
+        "[a()",
+        "[a(x=y)]",
+        "[a(x=1)][b()]",
+        "",
+        "[a(x=" + "[" * 500 + "]" * 500 + ")]",
+        "x" * 300_000,
+    ],
+)
 def test_parse_call_list_rejects(src):
     assert parse_call_list(src) is None
 

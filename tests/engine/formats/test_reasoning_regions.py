@@ -18,17 +18,29 @@ from tests.engine.formats.harness import TOOLS, splits
 Q = '<|"|>'
 # One call per family whose argument holds many closing tags (and opening ones).
 HUGE = {
-    "hermes": lambda n: '<tool_call>{"name": "set_port", "arguments": {"blob": "'
-    + "a </think> <think> \\\" " * n + '"}}</tool_call>',
-    "qwen-xml": lambda n: "<tool_call>\n<function=set_port>\n<parameter=blob>\n" + "a </think> <think> " * n
-    + "\n</parameter>\n</function>\n</tool_call>",
-    "glm": lambda n: "<tool_call>set_port<arg_key>blob</arg_key><arg_value>" + "a </think> <think> " * n
-    + "</arg_value></tool_call>",
-    "mistral": lambda n: '[TOOL_CALLS]set_port[ARGS]{"blob": "' + "a [/THINK] [THINK] \\\" " * n + '"}',
-    "gemma4": lambda n: f"<|tool_call>call:set_port{{blob:{Q}" + "a <channel|> <|channel>thought " * n
-    + f"{Q}}}<tool_call|>",
-    "deepseek-v3.1": lambda n: "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>set_port<｜tool▁sep｜>"
-    '{"blob": "' + "a </think> <think> \\\" " * n + '"}<｜tool▁call▁end｜><｜tool▁calls▁end｜>',
+    "hermes": lambda n: (
+        '<tool_call>{"name": "set_port", "arguments": {"blob": "'
+        + 'a </think> <think> \\" ' * n
+        + '"}}</tool_call>'
+    ),
+    "qwen-xml": lambda n: (
+        "<tool_call>\n<function=set_port>\n<parameter=blob>\n"
+        + "a </think> <think> " * n
+        + "\n</parameter>\n</function>\n</tool_call>"
+    ),
+    "glm": lambda n: (
+        "<tool_call>set_port<arg_key>blob</arg_key><arg_value>"
+        + "a </think> <think> " * n
+        + "</arg_value></tool_call>"
+    ),
+    "mistral": lambda n: '[TOOL_CALLS]set_port[ARGS]{"blob": "' + 'a [/THINK] [THINK] \\" ' * n + '"}',
+    "gemma4": lambda n: (
+        f"<|tool_call>call:set_port{{blob:{Q}" + "a <channel|> <|channel>thought " * n + f"{Q}}}<tool_call|>"
+    ),
+    "deepseek-v3.1": lambda n: (
+        "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>set_port<｜tool▁sep｜>"
+        '{"blob": "' + 'a </think> <think> \\" ' * n + '"}<｜tool▁call▁end｜><｜tool▁calls▁end｜>'
+    ),
 }
 
 

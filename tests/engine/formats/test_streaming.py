@@ -29,7 +29,7 @@ def test_mistral_marker_held_and_call_streams_when_complete():
     s = FORMATS["mistral"].stream(TOOLS)
     ev = s.feed("[THINK]x[/THINK]Sure [TOOL_CA")
     assert _text(ev) == "Sure "
-    ev = s.feed('LLS]get_time[ARGS]{}')
+    ev = s.feed("LLS]get_time[ARGS]{}")
     assert [e.call.name for e in ev if isinstance(e, ToolCallDone)] == ["get_time"]
     assert "[TOOL" not in _text(ev)
 
@@ -45,16 +45,21 @@ def test_llama_reply_streams_as_text_unless_it_opens_as_a_call():
 def test_reasoning_streams_before_the_reply_ends():
     s = FORMATS["hermes"].stream(TOOLS, in_reasoning=True)
     ev = s.feed("step one, step two")
-    assert "".join(e.text for e in ev if not isinstance(e, TextDelta) and hasattr(e, "text")).startswith("step one")
+    assert "".join(e.text for e in ev if not isinstance(e, TextDelta) and hasattr(e, "text")).startswith(
+        "step one"
+    )
 
 
 @pytest.mark.parametrize("family", ["hermes", "qwen-xml", "mistral", "llama3"])
 def test_cost_is_linear_one_character_at_a_time(family):
     """200 KB fed one character at a time: characters examined stay within a constant factor."""
     chunk = {
-        "hermes": '<tool_call>{"name": "set_port", "arguments": {"blob": "' + "x" * 1000 + '"}}</tool_call> text < ',
-        "qwen-xml": "<tool_call>\n<function=set_port>\n<parameter=blob>\n" + "y" * 1000
-                    + "\n</parameter>\n</function>\n</tool_call> text [",
+        "hermes": '<tool_call>{"name": "set_port", "arguments": {"blob": "'
+        + "x" * 1000
+        + '"}}</tool_call> text < ',
+        "qwen-xml": "<tool_call>\n<function=set_port>\n<parameter=blob>\n"
+        + "y" * 1000
+        + "\n</parameter>\n</function>\n</tool_call> text [",
         "mistral": '[TOOL_CALLS]set_port[ARGS]{"blob": "' + "z" * 1000 + '"} and [T',
         "llama3": "plain words " * 100,
     }[family]
@@ -70,7 +75,7 @@ def test_cost_is_linear_one_character_at_a_time(family):
 
 
 def test_one_huge_call_one_character_at_a_time_is_linear():
-    text = '<tool_call>{"name": "set_port", "arguments": {"blob": "' + "a\\\"b" * 50_000 + '"}}</tool_call>'
+    text = '<tool_call>{"name": "set_port", "arguments": {"blob": "' + 'a\\"b' * 50_000 + '"}}</tool_call>'
     s = FORMATS["hermes"].stream(TOOLS)
     events = []
     for c in text:
@@ -80,10 +85,40 @@ def test_one_huge_call_one_character_at_a_time_is_linear():
     assert len(fold_events(events).tool_calls) == 1
 
 
-ALPHABET = ['<tool_call>', '</tool_call>', '<think>', '</think>', '[TOOL_CALLS]', '[ARGS]', '[CALL_ID]',
-            '[THINK]', '[/THINK]', '<|python_tag|>', '<function=', '<parameter=', '</parameter>', '</function>',
-            '{', '}', '[', ']', '"', '\\', ',', ':', 'name', 'arguments', 'parameters', 'get_time', ' ', '\n',
-            'x', '1', 'true', '```']
+ALPHABET = [
+    "<tool_call>",
+    "</tool_call>",
+    "<think>",
+    "</think>",
+    "[TOOL_CALLS]",
+    "[ARGS]",
+    "[CALL_ID]",
+    "[THINK]",
+    "[/THINK]",
+    "<|python_tag|>",
+    "<function=",
+    "<parameter=",
+    "</parameter>",
+    "</function>",
+    "{",
+    "}",
+    "[",
+    "]",
+    '"',
+    "\\",
+    ",",
+    ":",
+    "name",
+    "arguments",
+    "parameters",
+    "get_time",
+    " ",
+    "\n",
+    "x",
+    "1",
+    "true",
+    "```",
+]
 
 
 @pytest.mark.parametrize("family", ["hermes", "qwen-xml", "mistral", "llama3"])
@@ -100,7 +135,7 @@ def test_random_garbage_never_raises_and_streams_like_parse(family):
                 i = 0
                 while i < len(text):
                     k = rnd.randint(1, 6)
-                    events += s.feed(text[i:i + k])
+                    events += s.feed(text[i : i + k])
                     i += k
                 events += s.finish(truncated=truncated)
                 assert fold_events(events) == want, text
@@ -139,23 +174,65 @@ def test_feed_after_finish_is_an_error_and_finish_twice_is_empty():
 
 
 def test_raw_wire_typing():
-    schema = {"type": "object", "properties": {
-        "port": {"type": "string"}, "n": {"type": "integer"}, "x": {"type": "number"}, "b": {"type": "boolean"},
-        "o": {"type": "object"}, "a": {"type": "array"}, "u": {"anyOf": [{"type": "null"}, {"type": "integer"}]},
-        "t": {"type": ["boolean", "string"]}, "z": {"type": "null"}}}
-    got = type_arguments({"port": "8080", "n": "10", "x": "2.5", "b": "True", "o": '{"a": 1}', "a": "[1, 2]",
-                          "u": "None", "t": "false", "z": "null", "extra": "7"}, schema, raw=True)
-    assert got == {"port": "8080", "n": 10, "x": 2.5, "b": True, "o": {"a": 1}, "a": [1, 2], "u": None,
-                   "t": False, "z": None, "extra": "7"}
+    schema = {
+        "type": "object",
+        "properties": {
+            "port": {"type": "string"},
+            "n": {"type": "integer"},
+            "x": {"type": "number"},
+            "b": {"type": "boolean"},
+            "o": {"type": "object"},
+            "a": {"type": "array"},
+            "u": {"anyOf": [{"type": "null"}, {"type": "integer"}]},
+            "t": {"type": ["boolean", "string"]},
+            "z": {"type": "null"},
+        },
+    }
+    got = type_arguments(
+        {
+            "port": "8080",
+            "n": "10",
+            "x": "2.5",
+            "b": "True",
+            "o": '{"a": 1}',
+            "a": "[1, 2]",
+            "u": "None",
+            "t": "false",
+            "z": "null",
+            "extra": "7",
+        },
+        schema,
+        raw=True,
+    )
+    assert got == {
+        "port": "8080",
+        "n": 10,
+        "x": 2.5,
+        "b": True,
+        "o": {"a": 1},
+        "a": [1, 2],
+        "u": None,
+        "t": False,
+        "z": None,
+        "extra": "7",
+    }
 
 
 def test_json_wire_typing_keeps_strings_for_string_properties():
-    schema = {"type": "object", "properties": {
-        "zip": {"type": "string"}, "flag": {"type": "string"}, "blob": {"type": "string"},
-        "n": {"type": "integer"}, "m": {"type": ["integer", "string"]}, "deep": {
-            "type": "object", "properties": {"k": {"type": "integer"}}}}}
-    got = type_arguments({"zip": "02139", "flag": "true", "blob": '{"a": 1}', "n": "10", "m": "5",
-                          "deep": {"k": "3"}}, schema)
+    schema = {
+        "type": "object",
+        "properties": {
+            "zip": {"type": "string"},
+            "flag": {"type": "string"},
+            "blob": {"type": "string"},
+            "n": {"type": "integer"},
+            "m": {"type": ["integer", "string"]},
+            "deep": {"type": "object", "properties": {"k": {"type": "integer"}}},
+        },
+    }
+    got = type_arguments(
+        {"zip": "02139", "flag": "true", "blob": '{"a": 1}', "n": "10", "m": "5", "deep": {"k": "3"}}, schema
+    )
     assert got == {"zip": "02139", "flag": "true", "blob": '{"a": 1}', "n": 10, "m": "5", "deep": {"k": 3}}
 
 
@@ -172,15 +249,28 @@ def test_untypable_values_are_kept_as_written():
 _LINEAR_CHUNKS = {
     # Analysis, a call whose JSON string holds Harmony's own markers, a final message, and a
     # stray end token inside analysis (text of the same channel).
-    "harmony": ("<|start|>assistant<|channel|>analysis<|message|>" + "think <|call|> more " * 20 + "<|end|>"
-                "<|start|>assistant<|channel|>commentary to=functions.set_port <|constrain|>json<|message|>"
-                '{"blob": "' + "a <|call|> <|end|> b " * 50 + '"}<|call|>'
-                "<|start|>assistant<|channel|>final<|message|>" + "words " * 100 + "<|end|>"),
-    "gemma4": ("<|channel>thought" + "hmm " * 50 + "<channel|>" + "text < " * 30
-               + '<|tool_call>call:set_port{blob:<|"|>' + "q <tool_call|> " * 60 + '<|"|>}<tool_call|>'),
+    "harmony": (
+        "<|start|>assistant<|channel|>analysis<|message|>" + "think <|call|> more " * 20 + "<|end|>"
+        "<|start|>assistant<|channel|>commentary to=functions.set_port <|constrain|>json<|message|>"
+        '{"blob": "' + "a <|call|> <|end|> b " * 50 + '"}<|call|>'
+        "<|start|>assistant<|channel|>final<|message|>" + "words " * 100 + "<|end|>"
+    ),
+    "gemma4": (
+        "<|channel>thought"
+        + "hmm " * 50
+        + "<channel|>"
+        + "text < " * 30
+        + '<|tool_call>call:set_port{blob:<|"|>'
+        + "q <tool_call|> " * 60
+        + '<|"|>}<tool_call|>'
+    ),
     # Text with calls inside <|python_start|> anywhere (strings holding brackets and quotes).
-    "pythonic": ("some text [not a call] "
-                 + "<|python_start|>[set_port(blob='" + "x ] ) \\' \" " * 80 + "'), get_time()]<|python_end|> "),
+    "pythonic": (
+        "some text [not a call] "
+        + "<|python_start|>[set_port(blob='"
+        + "x ] ) \\' \" " * 80
+        + "'), get_time()]<|python_end|> "
+    ),
 }
 
 
@@ -206,19 +296,34 @@ def test_cost_is_linear_one_character_at_a_time_channel_and_list_families(family
     assert len(fmt.parse(text, TOOLS).tool_calls) >= len(text) // len(chunk)
 
 
-@pytest.mark.parametrize("family,text,truncated", [
-    ("harmony", "<|channel|>commentary to=functions.set_port<|message|>"
-                '{"blob": "' + "x <|call|> y " * 16_000 + '"}<|call|>', False),
-    # Never closes: at the end the body falls back to ending at its first end marker, and what
-    # follows is read again once (later bodies are then not JSON-aware).
-    ("harmony", '<|channel|>commentary to=functions.set_port<|message|>{"blob": "x"<|call|>'
-                + "<|start|>assistant<|channel|>commentary to=functions.get_time<|message|>{<|call|>" * 2_500, True),
-    ("harmony", "<|channel|>analysis<|message|>" + "a <|end|> b " * 12_000, False),
-    ("gemma4", '<|tool_call>call:set_port{blob:<|"|>' + "z <tool_call|> { " * 12_000 + '<|"|>}<tool_call|>', False),
-    ("pythonic", "[set_port(blob='" + "a ] ) \\' " * 20_000 + "')]", False),
-    # One long list of calls, cut at max_tokens in its last call.
-    ("pythonic", "[" + "get_time(), " * 16_000 + "set_port(blob='cut", True),
-])
+@pytest.mark.parametrize(
+    "family,text,truncated",
+    [
+        (
+            "harmony",
+            "<|channel|>commentary to=functions.set_port<|message|>"
+            '{"blob": "' + "x <|call|> y " * 16_000 + '"}<|call|>',
+            False,
+        ),
+        # Never closes: at the end the body falls back to ending at its first end marker, and what
+        # follows is read again once (later bodies are then not JSON-aware).
+        (
+            "harmony",
+            '<|channel|>commentary to=functions.set_port<|message|>{"blob": "x"<|call|>'
+            + "<|start|>assistant<|channel|>commentary to=functions.get_time<|message|>{<|call|>" * 2_500,
+            True,
+        ),
+        ("harmony", "<|channel|>analysis<|message|>" + "a <|end|> b " * 12_000, False),
+        (
+            "gemma4",
+            '<|tool_call>call:set_port{blob:<|"|>' + "z <tool_call|> { " * 12_000 + '<|"|>}<tool_call|>',
+            False,
+        ),
+        ("pythonic", "[set_port(blob='" + "a ] ) \\' " * 20_000 + "')]", False),
+        # One long list of calls, cut at max_tokens in its last call.
+        ("pythonic", "[" + "get_time(), " * 16_000 + "set_port(blob='cut", True),
+    ],
+)
 def test_one_huge_message_one_character_at_a_time_is_linear(family, text, truncated):
     fmt = FORMATS[family]
     s, got = _feed_chars(fmt, text, truncated=truncated)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from app.engine.models.tiny import write_tiny_gguf
 from tests.support.fake_hub import FakeHub
-from tests.support.tiny_gguf import write_tiny_gguf
 
 TEMPLATE = "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"
 
@@ -16,8 +16,15 @@ def gguf_bytes(tmp_path_factory):
     folder = tmp_path_factory.mktemp("src")
 
     def make(seed: int = 0, **kwargs) -> bytes:
-        path = write_tiny_gguf(folder / f"m{seed}.gguf", seed=seed, chat_template=TEMPLATE,
-                               control_tokens=["<|im_start|>", "<|im_end|>"], bos=None, eos="<|im_end|>", **kwargs)
+        path = write_tiny_gguf(
+            folder / f"m{seed}.gguf",
+            seed=seed,
+            chat_template=TEMPLATE,
+            control_tokens=["<|im_start|>", "<|im_end|>"],
+            bos=None,
+            eos="<|im_end|>",
+            **kwargs,
+        )
         return path.read_bytes()
 
     return make

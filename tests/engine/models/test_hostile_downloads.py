@@ -58,16 +58,19 @@ def test_h11_real_progress_still_earns_the_retries_back(hub, tmp_path):
     assert path.read_bytes() == data
 
 
-@pytest.mark.parametrize("repo_id, filename", [
-    ("..", "evil.gguf"),
-    ("acme/..", "evil.gguf"),
-    ("acme\\..\\..\\..", "evil.gguf"),
-    ("acme/x", "..\\..\\..\\evil.gguf"),
-    ("acme/x", "../../../evil.gguf"),
-    ("acme/x", "C:\\Windows\\evil.gguf"),
-    ("C:", "x.gguf"),
-    ("acme/x", "sub/dir/ok.gguf"),
-])
+@pytest.mark.parametrize(
+    "repo_id, filename",
+    [
+        ("..", "evil.gguf"),
+        ("acme/..", "evil.gguf"),
+        ("acme\\..\\..\\..", "evil.gguf"),
+        ("acme/x", "..\\..\\..\\evil.gguf"),
+        ("acme/x", "../../../evil.gguf"),
+        ("acme/x", "C:\\Windows\\evil.gguf"),
+        ("C:", "x.gguf"),
+        ("acme/x", "sub/dir/ok.gguf"),
+    ],
+)
 def test_h16_destination_stays_inside_the_models_folder(tmp_path, repo_id, filename):
     models = tmp_path / "models"
     models.mkdir()
@@ -83,7 +86,8 @@ def test_h16_destination_stays_inside_the_models_folder(tmp_path, repo_id, filen
 
 def test_h16_usual_names_are_unchanged(tmp_path):
     assert safe_destination(tmp_path, "acme/Tiny-Chat-GGUF", "split/Tiny-Q4_K_M-00001-of-00002.gguf") == (
-        tmp_path / "acme__Tiny-Chat-GGUF" / "Tiny-Q4_K_M-00001-of-00002.gguf")
+        tmp_path / "acme__Tiny-Chat-GGUF" / "Tiny-Q4_K_M-00001-of-00002.gguf"
+    )
 
 
 @pytest.mark.parametrize("action", ["cancel", "pause"])

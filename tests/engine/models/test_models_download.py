@@ -109,8 +109,15 @@ def test_not_enough_disk_space_stops_before_any_byte(hub, tmp_path):
 
 def _child(script: str, *args: str, **popen) -> subprocess.Popen:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.Popen([sys.executable, "-c", textwrap.dedent(script), *args], env=env, cwd=ROOT,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **popen)
+    return subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(script), *args],
+        env=env,
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        **popen,
+    )
 
 
 def test_disk_full_while_writing_is_a_clear_error(hub, tmp_path):
@@ -332,7 +339,10 @@ def test_a_redirect_on_the_hubs_own_origin_keeps_the_token(hub, tmp_path):
 
 @pytest.mark.parametrize(
     ("token", "status", "why"),
-    [(False, 401, "no Hugging Face token was sent"), ("hf_wrong", 403, "your Hugging Face token was refused")],
+    [
+        (False, 401, "no Hugging Face token was sent"),
+        ("hf_wrong", 403, "your Hugging Face token was refused"),
+    ],
 )
 def test_gated_repo_without_access_is_a_clear_message_not_a_retry(hub, tmp_path, token, status, why):
     hub.gated[REPO] = TOKEN

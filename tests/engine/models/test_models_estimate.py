@@ -56,7 +56,9 @@ def test_context_raises_the_estimate():
 
 
 def test_local_estimate_uses_the_shape():
-    est = estimate_memory(weights_bytes=GIB, n_layers=16, n_kv_heads=8, head_dim=64, n_ctx=4096, ram=(8 * GIB, GIB))
+    est = estimate_memory(
+        weights_bytes=GIB, n_layers=16, n_kv_heads=8, head_dim=64, n_ctx=4096, ram=(8 * GIB, GIB)
+    )
     assert est.kv_bytes == 2 * 16 * 4096 * 8 * 64 * 2
     assert est.total_bytes == est.weights_bytes + est.kv_bytes + est.overhead_bytes
     assert "GiB" in est.describe()

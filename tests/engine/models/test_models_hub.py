@@ -33,9 +33,12 @@ def test_file_listing_groups_split_files_with_sizes_quant_and_fit(hub):
     files = hub.repos["acme/Tiny-Chat-GGUF"].files
     assert split.is_split and split.complete
     assert [p.filename for p in split.parts] == [
-        "split/Tiny-Chat-F16-00001-of-00002.gguf", "split/Tiny-Chat-F16-00002-of-00002.gguf"]
+        "split/Tiny-Chat-F16-00001-of-00002.gguf",
+        "split/Tiny-Chat-F16-00002-of-00002.gguf",
+    ]
     assert split.size == len(files["split/Tiny-Chat-F16-00001-of-00002.gguf"]) + len(
-        files["split/Tiny-Chat-F16-00002-of-00002.gguf"])
+        files["split/Tiny-Chat-F16-00002-of-00002.gguf"]
+    )
     assert split.quantization == "F16"
     q4 = by_name["Tiny-Chat-Q4_K_M"]
     assert q4.quantization == "Q4_K_M"
@@ -46,9 +49,15 @@ def test_file_listing_groups_split_files_with_sizes_quant_and_fit(hub):
 
 def test_fit_badges_against_given_ram():
     gib = 1024**3
-    parts = [RemotePart("a-Q4_K_M.gguf", 1 * gib, None), RemotePart("b-Q4_K_M.gguf", 6 * gib, None),
-             RemotePart("c-Q4_K_M.gguf", 20 * gib, None)]
-    fits = {g.name: g.estimate.fit for g in group_gguf_files("r/x", "main", parts, n_ctx=4096, ram=(10 * gib, 8 * gib))}
+    parts = [
+        RemotePart("a-Q4_K_M.gguf", 1 * gib, None),
+        RemotePart("b-Q4_K_M.gguf", 6 * gib, None),
+        RemotePart("c-Q4_K_M.gguf", 20 * gib, None),
+    ]
+    fits = {
+        g.name: g.estimate.fit
+        for g in group_gguf_files("r/x", "main", parts, n_ctx=4096, ram=(10 * gib, 8 * gib))
+    }
     assert fits == {"a-Q4_K_M": FITS, "b-Q4_K_M": TIGHT, "c-Q4_K_M": TOO_LARGE}
 
 

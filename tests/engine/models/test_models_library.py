@@ -42,10 +42,17 @@ def test_scan_shows_metadata_of_each_model(lib, tiny_gguf, tmp_path):
 
 
 def test_library_shows_the_detected_tool_format(lib, tiny_gguf):
-    qwen = (Path(__file__).resolve().parents[2] / "fixtures" / "chat_templates" / "Qwen-Qwen3-0.6B.jinja").read_text()
+    qwen = (
+        Path(__file__).resolve().parents[2] / "fixtures" / "chat_templates" / "Qwen-Qwen3-0.6B.jinja"
+    ).read_text()
     lib.models_dir.mkdir(parents=True, exist_ok=True)
-    path = tiny_gguf(chat_template="{{ messages }}", named_templates={"tool_use": qwen},
-                     control_tokens=["<|im_start|>", "<|im_end|>"], bos=None, eos="<|im_end|>")
+    path = tiny_gguf(
+        chat_template="{{ messages }}",
+        named_templates={"tool_use": qwen},
+        control_tokens=["<|im_start|>", "<|im_end|>"],
+        bos=None,
+        eos="<|im_end|>",
+    )
     (lib.models_dir / "qwen.gguf").write_bytes(path.read_bytes())
     (model,) = lib.scan()
     assert model.summary.tool_format == "hermes"  # from tokenizer.chat_template.tool_use

@@ -54,8 +54,16 @@ def remote_models(tmp_path_factory) -> dict[str, Path]:
 def callisto_server(remote_models) -> Iterator[object]:
     from app.server import ApiServer, ServerConfig
 
-    server = ApiServer(ServerConfig(port=0, models=[str(p) for p in remote_models.values()], use_library=False,
-                                    n_ctx=2048, n_threads=1, queue_size=8))
+    server = ApiServer(
+        ServerConfig(
+            port=0,
+            models=[str(p) for p in remote_models.values()],
+            use_library=False,
+            n_ctx=2048,
+            n_threads=1,
+            queue_size=8,
+        )
+    )
     server.start()
     try:
         yield server

@@ -34,8 +34,9 @@ def _calls(events):
 def _session(server, kind, model, parser, **kw):
     registry, dispatcher, ran = make_tools()
     provider = Provider(server.url, kind=kind)
-    return RemoteChatSession(provider, model, parser=parser, registry=registry, dispatcher=dispatcher,
-                             max_tokens=64, **kw), ran
+    return RemoteChatSession(
+        provider, model, parser=parser, registry=registry, dispatcher=dispatcher, max_tokens=64, **kw
+    ), ran
 
 
 def test_models_are_listed_in_each_api(callisto_server):
@@ -64,7 +65,9 @@ def test_api_tools_call_runs_locally_and_the_answer_follows(callisto_server, kin
 
 
 @pytest.mark.parametrize("kind", ["openai", "ollama"])
-def test_callisto_parsing_reads_the_same_calls_as_the_api_and_the_local_loop(callisto_server, remote_models, kind):
+def test_callisto_parsing_reads_the_same_calls_as_the_api_and_the_local_loop(
+    callisto_server, remote_models, kind
+):
     from app.engine.llm import load_model
     from app.engine.session import build_session
 
@@ -111,24 +114,31 @@ def test_callisto_parsing_without_a_template_says_how_to_give_one(callisto_serve
 
 
 @pytest.mark.parametrize("shape", ["string", "named list"])
-def test_callisto_parsing_takes_the_template_from_a_tokenizer_config(callisto_server, remote_models, tmp_path, shape):
+def test_callisto_parsing_takes_the_template_from_a_tokenizer_config(
+    callisto_server, remote_models, tmp_path, shape
+):
     import json
 
     from app.engine.models.metadata import read_metadata
 
     meta = read_metadata(remote_models["loop"])
-    template = meta.chat_template if shape == "string" else [{"name": "default", "template": meta.chat_template}]
+    template = (
+        meta.chat_template if shape == "string" else [{"name": "default", "template": meta.chat_template}]
+    )
     config = tmp_path / "tokenizer_config.json"
     config.write_text(json.dumps({"chat_template": template, "eos_token": {"content": "<|im_end|>"}}))
     session, ran = _session(callisto_server, "openai", "loop-hermes", "callisto", template=config)
     events, done = _run(session)
     assert done.finish_reason == "stop" and done.extra["template_source"] == str(config)
-    assert _calls(events) == [("get_weather", {"city": "Oslo"})] and ran == [("get_weather", {"city": "Oslo"})]
+    assert _calls(events) == [("get_weather", {"city": "Oslo"})] and ran == [
+        ("get_weather", {"city": "Oslo"})
+    ]
 
 
 def test_reasoning_and_a_call_read_by_callistos_parser(callisto_server, remote_models):
-    session, ran = _session(callisto_server, "openai", "think-hermes", "callisto", template=remote_models["think"],
-                            max_rounds=1)
+    session, ran = _session(
+        callisto_server, "openai", "think-hermes", "callisto", template=remote_models["think"], max_rounds=1
+    )
     events, done = _run(session)
     assert THOUGHT in "".join(e.text for e in events if isinstance(e, ReasoningEvent))
     assert "<think>" not in "".join(e.text for e in events if isinstance(e, TextEvent))
@@ -155,7 +165,9 @@ def test_bad_choices_are_clear_errors(tmp_path):
 def test_a_forced_tool_choice_under_callisto_parsing_says_it_is_not_held(callisto_server, remote_models):
     from app.engine.events import NoticeEvent
 
-    session, _ = _session(callisto_server, "openai", "loop-hermes", "callisto", template=remote_models["loop"])
+    session, _ = _session(
+        callisto_server, "openai", "loop-hermes", "callisto", template=remote_models["loop"]
+    )
     events = list(session.send("Weather?", tool_choice="required"))
     assert [e.code for e in events if isinstance(e, NoticeEvent)] == ["tool_choice_not_held"]
     assert _calls(events) == [("get_weather", {"city": "Oslo"})]

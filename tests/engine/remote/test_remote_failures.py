@@ -70,8 +70,10 @@ def test_bad_key_is_not_retried(kind):
         assert len(srv.requests) == 1
         sent = srv.requests[0].headers
     assert "refused the API key (HTTP 401)" in done.error and "invalid api key" in done.error
-    assert (sent.get("x-api-key") if kind == "anthropic" else sent.get("Authorization")) in ("sk-wrong",
-                                                                                             "Bearer sk-wrong")
+    assert (sent.get("x-api-key") if kind == "anthropic" else sent.get("Authorization")) in (
+        "sk-wrong",
+        "Bearer sk-wrong",
+    )
     assert [m.role for m in session.messages] == ["user"]
 
 
@@ -111,12 +113,20 @@ def test_5xx_is_retried_a_bounded_number_of_times():
 
 CUT = {
     "openai": openai_chunk("The answer ") + openai_chunk("is"),
-    "anthropic": (sse({"type": "message_start", "message": {"usage": {"input_tokens": 3}}})
-                  + sse({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}})
-                  + sse({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "The answer "}})
-                  + sse({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "is"}})),
+    "anthropic": (
+        sse({"type": "message_start", "message": {"usage": {"input_tokens": 3}}})
+        + sse({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}})
+        + sse(
+            {
+                "type": "content_block_delta",
+                "index": 0,
+                "delta": {"type": "text_delta", "text": "The answer "},
+            }
+        )
+        + sse({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "is"}})
+    ),
     "ollama": b'{"message": {"role": "assistant", "content": "The answer "}, "done": false}\n'
-              b'{"message": {"role": "assistant", "content": "is"}, "done": false}\n',
+    b'{"message": {"role": "assistant", "content": "is"}, "done": false}\n',
 }
 
 
@@ -133,7 +143,10 @@ def test_stream_cut_mid_reply_keeps_what_was_shown_and_is_not_retried(kind):
     assert _text(events) == "The answer is"
     assert done.finish_reason == "error" and done.extra["error_code"] == "cut"
     assert "cut in the middle of the reply" in done.error and "shown so far is kept" in done.error
-    assert [(m.role, m.content) for m in session.messages] == [("user", "hello"), ("assistant", "The answer is")]
+    assert [(m.role, m.content) for m in session.messages] == [
+        ("user", "hello"),
+        ("assistant", "The answer is"),
+    ]
 
 
 def test_stream_cut_before_any_token_is_retried():

@@ -69,16 +69,26 @@ def calculator_endpoint(seen: list[dict]):
         req.start_stream()
         tool = [m for m in req.body["messages"] if m["role"] == "tool"]
         if tool:
-            req.send(openai_chunk(f"The answer is {tool[-1]['content']}.") + openai_chunk(finish="stop")
-                     + sse("[DONE]"))
+            req.send(
+                openai_chunk(f"The answer is {tool[-1]['content']}.")
+                + openai_chunk(finish="stop")
+                + sse("[DONE]")
+            )
             return
-        start = {"index": 0, "id": "call_remote_1", "type": "function",
-                 "function": {"name": "calculator", "arguments": '{"expression": '}}
+        start = {
+            "index": 0,
+            "id": "call_remote_1",
+            "type": "function",
+            "function": {"name": "calculator", "arguments": '{"expression": '},
+        }
         rest = {"index": 0, "function": {"arguments": '"6*7"}'}}
-        req.send(sse({"choices": [{"index": 0, "delta": {"tool_calls": [start]}, "finish_reason": None}]})
-                 + sse({"choices": [{"index": 0, "delta": {"tool_calls": [rest]}, "finish_reason": None}]})
-                 + openai_chunk(finish="tool_calls")
-                 + sse({"choices": [], "usage": {"prompt_tokens": 20, "completion_tokens": 9}}) + sse("[DONE]"))
+        req.send(
+            sse({"choices": [{"index": 0, "delta": {"tool_calls": [start]}, "finish_reason": None}]})
+            + sse({"choices": [{"index": 0, "delta": {"tool_calls": [rest]}, "finish_reason": None}]})
+            + openai_chunk(finish="tool_calls")
+            + sse({"choices": [], "usage": {"prompt_tokens": 20, "completion_tokens": 9}})
+            + sse("[DONE]")
+        )
 
     return handler
 
@@ -117,13 +127,17 @@ def test_saved_provider_chats_with_its_keychain_key_and_no_file_holds_the_key(me
         assert KEY not in repr(provider)
         assert list_models(provider) == ["calc-model"]
         tools = build_tools(workspace=None)
-        session = RemoteChatSession(provider, "calc-model", registry=tools.registry, dispatcher=tools.dispatcher)
+        session = RemoteChatSession(
+            provider, "calc-model", registry=tools.registry, dispatcher=tools.dispatcher
+        )
         events = list(session.send("What is 6 times 7?"))
 
     done = events[-1]
     assert isinstance(done, DoneEvent) and done.finish_reason == "stop", done
     finished = [e for e in events if isinstance(e, ToolCallFinishedEvent)]
-    assert [(e.name, e.arguments, e.result) for e in finished] == [("calculator", {"expression": "6*7"}, "42")]
+    assert [(e.name, e.arguments, e.result) for e in finished] == [
+        ("calculator", {"expression": "6*7"}, "42")
+    ]
     assert finished[0].call_id == "call_remote_1"  # the endpoint's id goes back with the result
     assert seen[1]["messages"][-1] == {"role": "tool", "content": "42", "tool_call_id": "call_remote_1"}
     assert "".join(e.text for e in events if isinstance(e, TextEvent)) == "The answer is 42."
@@ -142,16 +156,36 @@ def test_saved_provider_chats_with_its_keychain_key_and_no_file_holds_the_key(me
 
 def _cli(*args, env_extra=None, home):
     env = dict(os.environ, CALLISTO_HOME=str(home), QT_QPA_PLATFORM="offscreen", **(env_extra or {}))
-    return subprocess.run([sys.executable, "-m", "app", "chat", *args], cwd=REPO, env=env, capture_output=True,
-                          text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "app", "chat", *args],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def test_cli_chats_with_an_endpoint_and_saves_without_the_key(tmp_path):
     seen: list[dict] = []
     with MisbehavingServer(calculator_endpoint(seen)) as srv:
-        res = _cli("--endpoint", srv.url, "--model", "calc-model", "--api-key-env", "REMOTE_TEST_KEY",
-                   "--kind", "openai", "--parser", "api", "--json", "--save", "What is 6 times 7?",
-                   env_extra={"REMOTE_TEST_KEY": KEY}, home=tmp_path)
+        res = _cli(
+            "--endpoint",
+            srv.url,
+            "--model",
+            "calc-model",
+            "--api-key-env",
+            "REMOTE_TEST_KEY",
+            "--kind",
+            "openai",
+            "--parser",
+            "api",
+            "--json",
+            "--save",
+            "What is 6 times 7?",
+            env_extra={"REMOTE_TEST_KEY": KEY},
+            home=tmp_path,
+        )
     assert res.returncode == 0, res.stderr
     lines = [json.loads(x) for x in res.stdout.splitlines() if x.strip()]
     types = [x["type"] for x in lines]
@@ -173,6 +207,14 @@ def test_cli_failed_request_exits_1_with_the_sentence(tmp_path):
 
 
 def test_cli_missing_key_variable_is_a_usage_error(tmp_path):
-    res = _cli("--endpoint", "http://127.0.0.1:9", "--model", "m", "--api-key-env", "REMOTE_UNSET_VAR_X", "Hi",
-               home=tmp_path)
+    res = _cli(
+        "--endpoint",
+        "http://127.0.0.1:9",
+        "--model",
+        "m",
+        "--api-key-env",
+        "REMOTE_UNSET_VAR_X",
+        "Hi",
+        home=tmp_path,
+    )
     assert res.returncode == 2 and "REMOTE_UNSET_VAR_X" in res.stderr

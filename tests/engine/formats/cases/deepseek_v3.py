@@ -21,48 +21,117 @@ PW = ("get_weather", {"city": "Paris", "days": 3})
 
 CASES = [
     Case("single", B + W + E, calls=[PW], ids=["call00000"]),
-    Case("text-around", "Let me check.\n" + B + W + E + "\nDone.", content="Let me check.\n\nDone.", calls=[PW]),
-    Case("parallel", B + W + "\n" + S + E, calls=[PW, ("search", {"query": "x", "limit": 10})],
-         ids=["call00000", "call00001"]),
-    Case("r1-think-then-call", "<think>\nThe user wants the weather.\n</think>\n\n" + B + W + E,
-         reasoning="\nThe user wants the weather.\n", content="\n\n", calls=[PW]),
-    Case("prefilled-think", "Okay, call the tool.\n</think>\n\n" + B + W + E, in_reasoning=True,
-         reasoning="Okay, call the tool.\n", content="\n\n", calls=[PW]),
-    Case("call-in-closed-reasoning", "<think>maybe " + B + W + E + " no</think>Hi",
-         reasoning="maybe " + B + W + E + " no", content="Hi"),
+    Case(
+        "text-around", "Let me check.\n" + B + W + E + "\nDone.", content="Let me check.\n\nDone.", calls=[PW]
+    ),
+    Case(
+        "parallel",
+        B + W + "\n" + S + E,
+        calls=[PW, ("search", {"query": "x", "limit": 10})],
+        ids=["call00000", "call00001"],
+    ),
+    Case(
+        "r1-think-then-call",
+        "<think>\nThe user wants the weather.\n</think>\n\n" + B + W + E,
+        reasoning="\nThe user wants the weather.\n",
+        content="\n\n",
+        calls=[PW],
+    ),
+    Case(
+        "prefilled-think",
+        "Okay, call the tool.\n</think>\n\n" + B + W + E,
+        in_reasoning=True,
+        reasoning="Okay, call the tool.\n",
+        content="\n\n",
+        calls=[PW],
+    ),
+    Case(
+        "call-in-closed-reasoning",
+        "<think>maybe " + B + W + E + " no</think>Hi",
+        reasoning="maybe " + B + W + E + " no",
+        content="Hi",
+    ),
     Case("unfenced", B + call("get_time", "{}", fence=False) + E, calls=[("get_time", {})]),
     Case("empty-arguments", B + call("get_time", "{}") + E, calls=[("get_time", {})]),
-    Case("unicode-and-escapes",
-         B + call("set_port", '{"blob": "Zürich 東京 \\"q\\" \\\\ \\n tab\\t", "port": "8080", "zip": "02139"}') + E,
-         calls=[("set_port", {"blob": 'Zürich 東京 "q" \\ \n tab\t', "port": "8080", "zip": "02139"})]),
-    Case("nested-json",
-         B + call("search", '{"query": "q", "filters": {"year": "2020"}, "tags": ["a", "b"], "score": null}') + E,
-         calls=[("search", {"query": "q", "filters": {"year": 2020}, "tags": ["a", "b"], "score": None})]),
-    Case("marker-inside-argument",
-         B + call("set_port", '{"blob": "a ' + E + " " + CE + " " + CB + ' ```"}') + E,
-         calls=[("set_port", {"blob": "a " + E + " " + CE + " " + CB + " ```"})]),
+    Case(
+        "unicode-and-escapes",
+        B
+        + call("set_port", '{"blob": "Zürich 東京 \\"q\\" \\\\ \\n tab\\t", "port": "8080", "zip": "02139"}')
+        + E,
+        calls=[("set_port", {"blob": 'Zürich 東京 "q" \\ \n tab\t', "port": "8080", "zip": "02139"})],
+    ),
+    Case(
+        "nested-json",
+        B
+        + call("search", '{"query": "q", "filters": {"year": "2020"}, "tags": ["a", "b"], "score": null}')
+        + E,
+        calls=[("search", {"query": "q", "filters": {"year": 2020}, "tags": ["a", "b"], "score": None})],
+    ),
+    Case(
+        "marker-inside-argument",
+        B + call("set_port", '{"blob": "a ' + E + " " + CE + " " + CB + ' ```"}') + E,
+        calls=[("set_port", {"blob": "a " + E + " " + CE + " " + CB + " ```"})],
+    ),
     # Cut at max_tokens in the second call of a pair: the complete first call counts, the cut
     # remainder is text byte for byte (the section opener is structure).
-    Case("cut-mid-call", B + W + "\n" + CB + "function" + SEP + "search\n```json\n{\"que", truncated=True,
-         content="\n", calls=[PW], incomplete=["search"]),
+    Case(
+        "cut-mid-call",
+        B + W + "\n" + CB + "function" + SEP + 'search\n```json\n{"que',
+        truncated=True,
+        content="\n",
+        calls=[PW],
+        incomplete=["search"],
+    ),
     Case("cut-after-first-call", B + W, truncated=True, calls=[PW], stable_prefix=False),
     Case("cut-mid-first-call", B + W[:-12], truncated=True, incomplete=["get_weather"]),
     Case("cut-inside-marker", B + W + CB[:4], truncated=True, calls=[PW], incomplete=[None]),
     # An unclosed section in a reply that ended normally is text (its truncated prefixes, cut
     # right after the complete call, keep it: hence no stable prefix).
     Case("missing-section-end", B + W, content=B + W, stable_prefix=False),
-    Case("wrong-type", B + W.replace("function", "tool", 1) + E, content=B + W.replace("function", "tool", 1) + E),
-    Case("v31-shape-is-text", B + CB + "get_weather" + SEP + '{"city": "Paris"}' + CE + E,
-         content=B + CB + "get_weather" + SEP + '{"city": "Paris"}' + CE + E),
-    Case("not-json", B + call("get_weather", "city=Paris") + E, content=B + call("get_weather", "city=Paris") + E),
-    Case("text-inside-section", B + W + " and then " + S + E, content=B + W + " and then " + S + E,
-         stable_prefix=False),
-    Case("cut-after-malformed", B + W + " and th", truncated=True, incomplete=["get_weather"], stable_prefix=False),
-    Case("fence-not-closed", B + f"{CB}function{SEP}get_time\n```json\n{{}}{CE}" + E,
-         content=B + f"{CB}function{SEP}get_time\n```json\n{{}}{CE}" + E),
+    Case(
+        "wrong-type",
+        B + W.replace("function", "tool", 1) + E,
+        content=B + W.replace("function", "tool", 1) + E,
+    ),
+    Case(
+        "v31-shape-is-text",
+        B + CB + "get_weather" + SEP + '{"city": "Paris"}' + CE + E,
+        content=B + CB + "get_weather" + SEP + '{"city": "Paris"}' + CE + E,
+    ),
+    Case(
+        "not-json",
+        B + call("get_weather", "city=Paris") + E,
+        content=B + call("get_weather", "city=Paris") + E,
+    ),
+    Case(
+        "text-inside-section",
+        B + W + " and then " + S + E,
+        content=B + W + " and then " + S + E,
+        stable_prefix=False,
+    ),
+    Case(
+        "cut-after-malformed",
+        B + W + " and th",
+        truncated=True,
+        incomplete=["get_weather"],
+        stable_prefix=False,
+    ),
+    Case(
+        "fence-not-closed",
+        B + f"{CB}function{SEP}get_time\n```json\n{{}}{CE}" + E,
+        content=B + f"{CB}function{SEP}get_time\n```json\n{{}}{CE}" + E,
+    ),
     Case("partial-marker-text", "a <｜tool is not a marker", content="a <｜tool is not a marker"),
-    Case("trailing-comma", B + call("get_weather", '{"city": "Oslo",}') + E, calls=[("get_weather", {"city": "Oslo"})]),
+    Case(
+        "trailing-comma",
+        B + call("get_weather", '{"city": "Oslo",}') + E,
+        calls=[("get_weather", {"city": "Oslo"})],
+    ),
 ]
 
 # The section's markers are structure; one call's raw needs them back to stand alone.
-FUZZ = Fuzz(markers=(B, E, "<｜tool▁call▁begin｜>", "<｜tool▁call▁end｜>", "<｜tool▁sep｜>"), structure=(re.escape(B), re.escape(E)), wrap=(B, E))
+FUZZ = Fuzz(
+    markers=(B, E, "<｜tool▁call▁begin｜>", "<｜tool▁call▁end｜>", "<｜tool▁sep｜>"),
+    structure=(re.escape(B), re.escape(E)),
+    wrap=(B, E),
+)

@@ -14,53 +14,112 @@ CASES = [
     Case("single", W_TEXT, calls=[W], ids=["call00000"]),
     Case("text-around", "Let me check. " + W_TEXT + " Done.", content="Let me check.  Done.", calls=[W]),
     Case("parallel", W_TEXT + S_TEXT, calls=[W, S], ids=["call00000", "call00001"]),
-    Case("thought-then-call", "<|channel>thought\nThe user wants weather.<channel|>" + W_TEXT,
-         reasoning="\nThe user wants weather.", calls=[W]),
+    Case(
+        "thought-then-call",
+        "<|channel>thought\nThe user wants weather.<channel|>" + W_TEXT,
+        reasoning="\nThe user wants weather.",
+        calls=[W],
+    ),
     Case("empty-thought-then-text", "<|channel>thought\n<channel|>Hello!", reasoning="\n", content="Hello!"),
-    Case("prefilled-thought", "still thinking<channel|>" + W_TEXT, in_reasoning=True,
-         reasoning="still thinking", calls=[W]),
+    Case(
+        "prefilled-thought",
+        "still thinking<channel|>" + W_TEXT,
+        in_reasoning=True,
+        reasoning="still thinking",
+        calls=[W],
+    ),
     Case("stop-marker-after-calls", W_TEXT + S_TEXT + "<|tool_response>", calls=[W, S]),
     Case("stop-marker-alone-is-text", "Hi <|tool_response> x", content="Hi <|tool_response> x"),
     Case("empty-arguments", "<|tool_call>call:get_time{}<tool_call|>", calls=[("get_time", {})]),
-    Case("numbers-stay-strings",
-         f"<|tool_call>call:set_port{{flag:{Q}true{Q},port:{Q}8080{Q},zip:{Q}02139{Q}}}<tool_call|>",
-         calls=[("set_port", {"flag": "true", "port": "8080", "zip": "02139"})]),
-    Case("nested-and-literals",
-         f"<|tool_call>call:search{{filters:{{year:2020}},mode:{Q}fast{Q},query:{Q}q{Q},score:None,"
-         f"tags:[{Q}a{Q},{Q}b{Q}]}}<tool_call|>",
-         calls=[("search", {"filters": {"year": 2020}, "mode": "fast", "query": "q", "score": None,
-                            "tags": ["a", "b"]})]),
-    Case("bools-floats-negative",
-         f"<|tool_call>call:get_weather{{city:{Q}X{Q},metric:true,days:-2}}<tool_call|>",
-         calls=[("get_weather", {"city": "X", "metric": True, "days": -2})]),
-    Case("keys-with-spaces-unknown-tool",
-         f"<|tool_call>call:lookup{{first name:{Q}Ada{Q}, {Q}last name{Q}: {Q}Lovelace{Q}, n: 1.5,"
-         f" deep: {{a: [1, {{b: false}}, []]}}}}<tool_call|>",
-         calls=[("lookup", {"first name": "Ada", "last name": "Lovelace", "n": 1.5,
-                            "deep": {"a": [1, {"b": False}, []]}})]),
-    Case("unicode-quotes-backslashes",
-         f"<|tool_call>call:get_weather{{city:{Q}Zürich \"q\" 'x' \\n 東京 🌧{Q}}}<tool_call|>",
-         calls=[("get_weather", {"city": "Zürich \"q\" 'x' \\n 東京 🌧"})]),
-    Case("marker-inside-string",
-         f"<|tool_call>call:set_port{{blob:{Q}a <tool_call|> b <|tool_call> c {Q}}}<tool_call|>",
-         calls=[("set_port", {"blob": "a <tool_call|> b <|tool_call> c "})]),
-    Case("thought-marker-inside-string-after-thought",
-         "<|channel>thought\nok<channel|>"
-         f"<|tool_call>call:set_port{{blob:{Q}<|channel>thought x <channel|>{Q}}}<tool_call|>",
-         reasoning="\nok", calls=[("set_port", {"blob": "<|channel>thought x <channel|>"})]),
-    Case("cut-second-of-pair", W_TEXT + f"<|tool_call>call:search{{query:{Q}x", truncated=True,
-         calls=[W], incomplete=["search"]),
+    Case(
+        "numbers-stay-strings",
+        f"<|tool_call>call:set_port{{flag:{Q}true{Q},port:{Q}8080{Q},zip:{Q}02139{Q}}}<tool_call|>",
+        calls=[("set_port", {"flag": "true", "port": "8080", "zip": "02139"})],
+    ),
+    Case(
+        "nested-and-literals",
+        f"<|tool_call>call:search{{filters:{{year:2020}},mode:{Q}fast{Q},query:{Q}q{Q},score:None,"
+        f"tags:[{Q}a{Q},{Q}b{Q}]}}<tool_call|>",
+        calls=[
+            (
+                "search",
+                {"filters": {"year": 2020}, "mode": "fast", "query": "q", "score": None, "tags": ["a", "b"]},
+            )
+        ],
+    ),
+    Case(
+        "bools-floats-negative",
+        f"<|tool_call>call:get_weather{{city:{Q}X{Q},metric:true,days:-2}}<tool_call|>",
+        calls=[("get_weather", {"city": "X", "metric": True, "days": -2})],
+    ),
+    Case(
+        "keys-with-spaces-unknown-tool",
+        f"<|tool_call>call:lookup{{first name:{Q}Ada{Q}, {Q}last name{Q}: {Q}Lovelace{Q}, n: 1.5,"
+        f" deep: {{a: [1, {{b: false}}, []]}}}}<tool_call|>",
+        calls=[
+            (
+                "lookup",
+                {
+                    "first name": "Ada",
+                    "last name": "Lovelace",
+                    "n": 1.5,
+                    "deep": {"a": [1, {"b": False}, []]},
+                },
+            )
+        ],
+    ),
+    Case(
+        "unicode-quotes-backslashes",
+        f"<|tool_call>call:get_weather{{city:{Q}Zürich \"q\" 'x' \\n 東京 🌧{Q}}}<tool_call|>",
+        calls=[("get_weather", {"city": "Zürich \"q\" 'x' \\n 東京 🌧"})],
+    ),
+    Case(
+        "marker-inside-string",
+        f"<|tool_call>call:set_port{{blob:{Q}a <tool_call|> b <|tool_call> c {Q}}}<tool_call|>",
+        calls=[("set_port", {"blob": "a <tool_call|> b <|tool_call> c "})],
+    ),
+    Case(
+        "thought-marker-inside-string-after-thought",
+        "<|channel>thought\nok<channel|>"
+        f"<|tool_call>call:set_port{{blob:{Q}<|channel>thought x <channel|>{Q}}}<tool_call|>",
+        reasoning="\nok",
+        calls=[("set_port", {"blob": "<|channel>thought x <channel|>"})],
+    ),
+    Case(
+        "cut-second-of-pair",
+        W_TEXT + f"<|tool_call>call:search{{query:{Q}x",
+        truncated=True,
+        calls=[W],
+        incomplete=["search"],
+    ),
     Case("missing-close", "<|tool_call>call:get_time{}", content="<|tool_call>call:get_time{}"),
-    Case("json-inside-is-text", '<|tool_call>{"name": "get_time", "arguments": {}}<tool_call|> ok',
-         content='<|tool_call>{"name": "get_time", "arguments": {}}<tool_call|> ok'),
-    Case("bare-word-value-is-text", "<|tool_call>call:get_weather{city:Paris}<tool_call|>",
-         content="<|tool_call>call:get_weather{city:Paris}<tool_call|>"),
-    Case("trailing-junk-is-text", "<|tool_call>call:get_time{} extra<tool_call|>",
-         content="<|tool_call>call:get_time{} extra<tool_call|>"),
-    Case("malformed-then-valid", "<|tool_call>call:get_time{<tool_call|>" + W_TEXT,
-         content="<|tool_call>call:get_time{<tool_call|>", calls=[W]),
-    Case("call-in-closed-thought", "<|channel>thought maybe " + W_TEXT + " no<channel|>Hi",
-         reasoning=" maybe " + W_TEXT + " no", content="Hi"),
+    Case(
+        "json-inside-is-text",
+        '<|tool_call>{"name": "get_time", "arguments": {}}<tool_call|> ok',
+        content='<|tool_call>{"name": "get_time", "arguments": {}}<tool_call|> ok',
+    ),
+    Case(
+        "bare-word-value-is-text",
+        "<|tool_call>call:get_weather{city:Paris}<tool_call|>",
+        content="<|tool_call>call:get_weather{city:Paris}<tool_call|>",
+    ),
+    Case(
+        "trailing-junk-is-text",
+        "<|tool_call>call:get_time{} extra<tool_call|>",
+        content="<|tool_call>call:get_time{} extra<tool_call|>",
+    ),
+    Case(
+        "malformed-then-valid",
+        "<|tool_call>call:get_time{<tool_call|>" + W_TEXT,
+        content="<|tool_call>call:get_time{<tool_call|>",
+        calls=[W],
+    ),
+    Case(
+        "call-in-closed-thought",
+        "<|channel>thought maybe " + W_TEXT + " no<channel|>Hi",
+        reasoning=" maybe " + W_TEXT + " no",
+        content="Hi",
+    ),
     Case("plain-text", "A plain answer {with: braces}.", content="A plain answer {with: braces}."),
 ]
 
@@ -73,5 +132,8 @@ CASES += close_tag_in_argument_cases(
 )
 
 # A <|tool_response> straight after a call is consumed with it (the 31B template renders it there).
-FUZZ = Fuzz(markers=("<tool_call|>", '<|"|>', "<|tool_response>"),
-            structure=(r"<\|tool_response>",), forbidden=('<|"|>',))
+FUZZ = Fuzz(
+    markers=("<tool_call|>", '<|"|>', "<|tool_response>"),
+    structure=(r"<\|tool_response>",),
+    forbidden=('<|"|>',),
+)

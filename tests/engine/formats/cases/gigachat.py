@@ -22,32 +22,64 @@ CASES = [
     Case("v3-text-then-call", "Checking." + SEP + "\n\n" + ROLE + "\n" + W, content="Checking.", calls=[PW]),
     Case("v3-separator-dropped", "\n\n" + ROLE + "\n" + W, content="\n\n", calls=[PW]),
     # -- values
-    Case("arguments-as-json-string", FC + '{"name": "get_weather", "arguments": "{\\"city\\": \\"Rome\\"}"}',
-         calls=[("get_weather", {"city": "Rome"})]),
-    Case("typed-by-schema", FC + '{"name": "search", "arguments": {"query": "q", "limit": "5", "tags": "[\\"t\\"]"}}',
-         calls=[("search", {"query": "q", "limit": 5, "tags": ["t"]})]),
-    Case("string-props-keep-text", FC + '{"name": "set_port", "arguments": {"port": "8080", "zip": "02139"}}',
-         calls=[("set_port", {"port": "8080", "zip": "02139"})]),
-    Case("markers-inside-json-string",
-         FC + '{"name": "set_port", "arguments": {"blob": "<|message_sep|> <|function_call|>{}"}}' + SEP,
-         calls=[("set_port", {"blob": "<|message_sep|> <|function_call|>{}"})]),
-    Case("unicode", FC + '{"name": "get_weather", "arguments": {"city": "Москва"}}',
-         calls=[("get_weather", {"city": "Москва"})]),
-    Case("two-messages", FC + W + SEP + "\n\n" + ROLE + "\n" + '{"name": "get_time", "arguments": {}}',
-         content="\n\n", calls=[PW, ("get_time", {})]),
+    Case(
+        "arguments-as-json-string",
+        FC + '{"name": "get_weather", "arguments": "{\\"city\\": \\"Rome\\"}"}',
+        calls=[("get_weather", {"city": "Rome"})],
+    ),
+    Case(
+        "typed-by-schema",
+        FC + '{"name": "search", "arguments": {"query": "q", "limit": "5", "tags": "[\\"t\\"]"}}',
+        calls=[("search", {"query": "q", "limit": 5, "tags": ["t"]})],
+    ),
+    Case(
+        "string-props-keep-text",
+        FC + '{"name": "set_port", "arguments": {"port": "8080", "zip": "02139"}}',
+        calls=[("set_port", {"port": "8080", "zip": "02139"})],
+    ),
+    Case(
+        "markers-inside-json-string",
+        FC + '{"name": "set_port", "arguments": {"blob": "<|message_sep|> <|function_call|>{}"}}' + SEP,
+        calls=[("set_port", {"blob": "<|message_sep|> <|function_call|>{}"})],
+    ),
+    Case(
+        "unicode",
+        FC + '{"name": "get_weather", "arguments": {"city": "Москва"}}',
+        calls=[("get_weather", {"city": "Москва"})],
+    ),
+    Case(
+        "two-messages",
+        FC + W + SEP + "\n\n" + ROLE + "\n" + '{"name": "get_time", "arguments": {}}',
+        content="\n\n",
+        calls=[PW, ("get_time", {})],
+    ),
     # -- cut
     Case("cut-in-json", FC + '{"name": "get_weather", "argu', truncated=True, incomplete=["get_weather"]),
     Case("cut-after-json", FC + W + "<|message_", truncated=True, calls=[PW], content="<|message_"),
     # -- not this family's shapes
     Case("text-after-json", FC + W + " and more", content=" and more", calls=[PW]),
     Case("not-json", FC + "get_weather(city='Paris')", content=FC + "get_weather(city='Paris')"),
-    Case("extra-key", FC + '{"name": "get_time", "arguments": {}, "id": "1"}',
-         content=FC + '{"name": "get_time", "arguments": {}, "id": "1"}'),
+    Case(
+        "extra-key",
+        FC + '{"name": "get_time", "arguments": {}, "id": "1"}',
+        content=FC + '{"name": "get_time", "arguments": {}, "id": "1"}',
+    ),
     Case("missing-arguments", FC + '{"name": "get_time"}', content=FC + '{"name": "get_time"}'),
-    Case("list-not-object", FC + '[{"name": "get_time", "arguments": {}}]',
-         content=FC + '[{"name": "get_time", "arguments": {}}]'),
-    Case("role-word-in-text", "The function call role is documented.", content="The function call role is documented."),
-    Case("unclosed-at-eos", FC + '{"name": "get_time", "arguments": {', content=FC + '{"name": "get_time", "arguments": {'),
+    Case(
+        "list-not-object",
+        FC + '[{"name": "get_time", "arguments": {}}]',
+        content=FC + '[{"name": "get_time", "arguments": {}}]',
+    ),
+    Case(
+        "role-word-in-text",
+        "The function call role is documented.",
+        content="The function call role is documented.",
+    ),
+    Case(
+        "unclosed-at-eos",
+        FC + '{"name": "get_time", "arguments": {',
+        content=FC + '{"name": "get_time", "arguments": {',
+    ),
 ]
 
 # The separator that ends the call's message is consumed with the call.

@@ -5,84 +5,154 @@ from tests.engine.formats.harness import Case, Fuzz, close_tag_in_argument_cases
 FAMILY = "glm"
 
 # GLM-4.5/4.6 newline layout and GLM-4.7/5 compact layout of the same call.
-NL = ("<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Paris</arg_value>\n"
-      "<arg_key>days</arg_key>\n<arg_value>3</arg_value>\n</tool_call>")
-COMPACT = ("<tool_call>get_weather<arg_key>city</arg_key><arg_value>Paris</arg_value>"
-           "<arg_key>days</arg_key><arg_value>3</arg_value></tool_call>")
+NL = (
+    "<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Paris</arg_value>\n"
+    "<arg_key>days</arg_key>\n<arg_value>3</arg_value>\n</tool_call>"
+)
+COMPACT = (
+    "<tool_call>get_weather<arg_key>city</arg_key><arg_value>Paris</arg_value>"
+    "<arg_key>days</arg_key><arg_value>3</arg_value></tool_call>"
+)
 W = ("get_weather", {"city": "Paris", "days": 3})
-SEARCH = ("<tool_call>search<arg_key>query</arg_key><arg_value>x</arg_value>"
-          "<arg_key>limit</arg_key><arg_value>10</arg_value></tool_call>")
+SEARCH = (
+    "<tool_call>search<arg_key>query</arg_key><arg_value>x</arg_value>"
+    "<arg_key>limit</arg_key><arg_value>10</arg_value></tool_call>"
+)
 
 CASES = [
     Case("newline-layout", NL, calls=[W], ids=["call00000"]),
     Case("compact-layout", COMPACT, calls=[W]),
     Case("text-around", "Let me check.\n" + NL + "\nDone.", content="Let me check.\n\nDone.", calls=[W]),
-    Case("parallel-newline", NL + "\n" + NL.replace("Paris", "Oslo"), content="\n",
-         calls=[W, ("get_weather", {"city": "Oslo", "days": 3})], ids=["call00000", "call00001"]),
-    Case("parallel-compact", COMPACT + SEARCH,
-         calls=[W, ("search", {"query": "x", "limit": 10})]),
-    Case("glm45-think", "<think>The user wants weather.</think>\n" + NL,
-         reasoning="The user wants weather.", content="\n", calls=[W]),
-    Case("glm47-starts-in-reasoning", "The user wants weather.</think>" + COMPACT,
-         reasoning="The user wants weather.", calls=[W]),
-    Case("prefilled-think", "I should call it.</think>" + COMPACT, in_reasoning=True,
-         reasoning="I should call it.", calls=[W]),
+    Case(
+        "parallel-newline",
+        NL + "\n" + NL.replace("Paris", "Oslo"),
+        content="\n",
+        calls=[W, ("get_weather", {"city": "Oslo", "days": 3})],
+        ids=["call00000", "call00001"],
+    ),
+    Case("parallel-compact", COMPACT + SEARCH, calls=[W, ("search", {"query": "x", "limit": 10})]),
+    Case(
+        "glm45-think",
+        "<think>The user wants weather.</think>\n" + NL,
+        reasoning="The user wants weather.",
+        content="\n",
+        calls=[W],
+    ),
+    Case(
+        "glm47-starts-in-reasoning",
+        "The user wants weather.</think>" + COMPACT,
+        reasoning="The user wants weather.",
+        calls=[W],
+    ),
+    Case(
+        "prefilled-think",
+        "I should call it.</think>" + COMPACT,
+        in_reasoning=True,
+        reasoning="I should call it.",
+        calls=[W],
+    ),
     Case("empty-think-then-text", "<think></think>\nHello there.", content="\nHello there."),
     Case("empty-arguments", "<tool_call>get_time</tool_call>", calls=[("get_time", {})]),
     Case("empty-arguments-newline", "<tool_call>get_time\n</tool_call>", calls=[("get_time", {})]),
-    Case("numbers-stay-strings",
-         "<tool_call>set_port<arg_key>port</arg_key><arg_value>8080</arg_value>"
-         "<arg_key>zip</arg_key><arg_value>02139</arg_value>"
-         "<arg_key>flag</arg_key><arg_value>true</arg_value></tool_call>",
-         calls=[("set_port", {"port": "8080", "zip": "02139", "flag": "true"})]),
-    Case("typed-by-schema",
-         "<tool_call>search<arg_key>query</arg_key><arg_value>q</arg_value>"
-         "<arg_key>limit</arg_key><arg_value>10</arg_value>"
-         '<arg_key>filters</arg_key><arg_value>{"year": 2020}</arg_value>'
-         '<arg_key>tags</arg_key><arg_value>["a", "b"]</arg_value>'
-         "<arg_key>score</arg_key><arg_value>null</arg_value>"
-         "<arg_key>mode</arg_key><arg_value>7</arg_value></tool_call>",
-         calls=[("search", {"query": "q", "limit": 10, "filters": {"year": 2020}, "tags": ["a", "b"],
-                            "score": None, "mode": 7})]),
-    Case("whitespace-in-value-kept",
-         "<tool_call>set_port<arg_key>blob</arg_key><arg_value>  two\n lines \n</arg_value></tool_call>",
-         calls=[("set_port", {"blob": "  two\n lines \n"})]),
-    Case("unicode-and-escapes",
-         "<tool_call>get_weather<arg_key>city</arg_key><arg_value>Zürich \"quoted\" \\n 東京 🌧"
-         "</arg_value></tool_call>",
-         calls=[("get_weather", {"city": "Zürich \"quoted\" \\n 東京 🌧"})]),
-    Case("marker-inside-value",
-         "<tool_call>set_port<arg_key>blob</arg_key><arg_value>a </tool_call> b <tool_call> <think>"
-         "</arg_value></tool_call>",
-         calls=[("set_port", {"blob": "a </tool_call> b <tool_call> <think>"})]),
-    Case("nested-json-value",
-         "<tool_call>search<arg_key>query</arg_key><arg_value>q</arg_value><arg_key>filters</arg_key>"
-         '<arg_value>{"year": "2021", "x": {"y": [1, 2]}}</arg_value></tool_call>',
-         calls=[("search", {"query": "q", "filters": {"year": 2021, "x": {"y": [1, 2]}}})]),
-    Case("untyped-unknown-tool",
-         "<tool_call>other_tool<arg_key>n</arg_key><arg_value>5</arg_value></tool_call>",
-         calls=[("other_tool", {"n": "5"})]),
-    Case("cut-second-of-pair", COMPACT + "<tool_call>search<arg_key>query</arg_key><arg_value>x",
-         truncated=True, calls=[W], incomplete=["search"]),
+    Case(
+        "numbers-stay-strings",
+        "<tool_call>set_port<arg_key>port</arg_key><arg_value>8080</arg_value>"
+        "<arg_key>zip</arg_key><arg_value>02139</arg_value>"
+        "<arg_key>flag</arg_key><arg_value>true</arg_value></tool_call>",
+        calls=[("set_port", {"port": "8080", "zip": "02139", "flag": "true"})],
+    ),
+    Case(
+        "typed-by-schema",
+        "<tool_call>search<arg_key>query</arg_key><arg_value>q</arg_value>"
+        "<arg_key>limit</arg_key><arg_value>10</arg_value>"
+        '<arg_key>filters</arg_key><arg_value>{"year": 2020}</arg_value>'
+        '<arg_key>tags</arg_key><arg_value>["a", "b"]</arg_value>'
+        "<arg_key>score</arg_key><arg_value>null</arg_value>"
+        "<arg_key>mode</arg_key><arg_value>7</arg_value></tool_call>",
+        calls=[
+            (
+                "search",
+                {
+                    "query": "q",
+                    "limit": 10,
+                    "filters": {"year": 2020},
+                    "tags": ["a", "b"],
+                    "score": None,
+                    "mode": 7,
+                },
+            )
+        ],
+    ),
+    Case(
+        "whitespace-in-value-kept",
+        "<tool_call>set_port<arg_key>blob</arg_key><arg_value>  two\n lines \n</arg_value></tool_call>",
+        calls=[("set_port", {"blob": "  two\n lines \n"})],
+    ),
+    Case(
+        "unicode-and-escapes",
+        '<tool_call>get_weather<arg_key>city</arg_key><arg_value>Zürich "quoted" \\n 東京 🌧'
+        "</arg_value></tool_call>",
+        calls=[("get_weather", {"city": 'Zürich "quoted" \\n 東京 🌧'})],
+    ),
+    Case(
+        "marker-inside-value",
+        "<tool_call>set_port<arg_key>blob</arg_key><arg_value>a </tool_call> b <tool_call> <think>"
+        "</arg_value></tool_call>",
+        calls=[("set_port", {"blob": "a </tool_call> b <tool_call> <think>"})],
+    ),
+    Case(
+        "nested-json-value",
+        "<tool_call>search<arg_key>query</arg_key><arg_value>q</arg_value><arg_key>filters</arg_key>"
+        '<arg_value>{"year": "2021", "x": {"y": [1, 2]}}</arg_value></tool_call>',
+        calls=[("search", {"query": "q", "filters": {"year": 2021, "x": {"y": [1, 2]}}})],
+    ),
+    Case(
+        "untyped-unknown-tool",
+        "<tool_call>other_tool<arg_key>n</arg_key><arg_value>5</arg_value></tool_call>",
+        calls=[("other_tool", {"n": "5"})],
+    ),
+    Case(
+        "cut-second-of-pair",
+        COMPACT + "<tool_call>search<arg_key>query</arg_key><arg_value>x",
+        truncated=True,
+        calls=[W],
+        incomplete=["search"],
+    ),
     Case("missing-close", "<tool_call>get_time", content="<tool_call>get_time"),
-    Case("hermes-json-is-text",
-         '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>',
-         content='<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>'),
-    Case("key-without-value",
-         "<tool_call>get_weather<arg_key>city</arg_key></tool_call> ok",
-         content="<tool_call>get_weather<arg_key>city</arg_key></tool_call> ok"),
-    Case("stray-text-in-call",
-         "<tool_call>get_weather please<arg_key>city</arg_key><arg_value>P</arg_value></tool_call>",
-         content="<tool_call>get_weather please<arg_key>city</arg_key><arg_value>P</arg_value></tool_call>"),
-    Case("duplicate-key",
-         "<tool_call>get_weather<arg_key>city</arg_key><arg_value>A</arg_value><arg_key>city</arg_key>"
-         "<arg_value>B</arg_value></tool_call>",
-         content="<tool_call>get_weather<arg_key>city</arg_key><arg_value>A</arg_value><arg_key>city</arg_key>"
-                 "<arg_value>B</arg_value></tool_call>"),
-    Case("malformed-then-valid", "<tool_call>{bad}</tool_call>" + COMPACT,
-         content="<tool_call>{bad}</tool_call>", calls=[W]),
-    Case("call-in-closed-reasoning", "<think>maybe " + COMPACT + " no</think>Hi",
-         reasoning="maybe " + COMPACT + " no", content="Hi"),
+    Case(
+        "hermes-json-is-text",
+        '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>',
+        content='<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>',
+    ),
+    Case(
+        "key-without-value",
+        "<tool_call>get_weather<arg_key>city</arg_key></tool_call> ok",
+        content="<tool_call>get_weather<arg_key>city</arg_key></tool_call> ok",
+    ),
+    Case(
+        "stray-text-in-call",
+        "<tool_call>get_weather please<arg_key>city</arg_key><arg_value>P</arg_value></tool_call>",
+        content="<tool_call>get_weather please<arg_key>city</arg_key><arg_value>P</arg_value></tool_call>",
+    ),
+    Case(
+        "duplicate-key",
+        "<tool_call>get_weather<arg_key>city</arg_key><arg_value>A</arg_value><arg_key>city</arg_key>"
+        "<arg_value>B</arg_value></tool_call>",
+        content="<tool_call>get_weather<arg_key>city</arg_key><arg_value>A</arg_value><arg_key>city</arg_key>"
+        "<arg_value>B</arg_value></tool_call>",
+    ),
+    Case(
+        "malformed-then-valid",
+        "<tool_call>{bad}</tool_call>" + COMPACT,
+        content="<tool_call>{bad}</tool_call>",
+        calls=[W],
+    ),
+    Case(
+        "call-in-closed-reasoning",
+        "<think>maybe " + COMPACT + " no</think>Hi",
+        reasoning="maybe " + COMPACT + " no",
+        content="Hi",
+    ),
     Case("plain-text", "Just an answer with <b>markup</b>.", content="Just an answer with <b>markup</b>."),
 ]
 
@@ -96,14 +166,25 @@ CASES += close_tag_in_argument_cases(
 
 # The last <arg_value>'s </arg_value> is missing before </tool_call>.
 MISSING_VALUE_CLOSE = [
-    Case("missing-last-value-close", "<tool_call>get_weather<arg_key>city</arg_key><arg_value>Paris"
-         "<arg_key>days</arg_key><arg_value>3</tool_call>".replace("Paris<arg_key>", "Paris</arg_value><arg_key>"),
-         calls=[W]),
+    Case(
+        "missing-last-value-close",
+        "<tool_call>get_weather<arg_key>city</arg_key><arg_value>Paris"
+        "<arg_key>days</arg_key><arg_value>3</tool_call>".replace(
+            "Paris<arg_key>", "Paris</arg_value><arg_key>"
+        ),
+        calls=[W],
+    ),
     Case("missing-last-value-close-newline-layout", NL.replace("3</arg_value>\n", "3\n"), calls=[W]),
-    Case("missing-last-value-close-then-call", "<tool_call>get_time<arg_key>x</arg_key><arg_value>1</tool_call>"
-         + COMPACT, calls=[("get_time", {"x": "1"}), W]),
-    Case("literal-value-close-inside-value", "<tool_call>set_port<arg_key>blob</arg_key><arg_value>a</arg_value> b"
-         "</arg_value></tool_call>", calls=[("set_port", {"blob": "a</arg_value> b"})]),
+    Case(
+        "missing-last-value-close-then-call",
+        "<tool_call>get_time<arg_key>x</arg_key><arg_value>1</tool_call>" + COMPACT,
+        calls=[("get_time", {"x": "1"}), W],
+    ),
+    Case(
+        "literal-value-close-inside-value",
+        "<tool_call>set_port<arg_key>blob</arg_key><arg_value>a</arg_value> b</arg_value></tool_call>",
+        calls=[("set_port", {"blob": "a</arg_value> b"})],
+    ),
 ]
 CASES += MISSING_VALUE_CLOSE
 
@@ -114,5 +195,8 @@ def _fuzz_write(fmt, name, args, rnd):
     return f"<tool_call>{name}{inner}{nl}</tool_call>"
 
 
-FUZZ = Fuzz(markers=("</tool_call>", "<arg_key>", "</arg_key>", "<arg_value>", "</arg_value>"),
-            forbidden=("</arg_value>",), write=_fuzz_write)
+FUZZ = Fuzz(
+    markers=("</tool_call>", "<arg_key>", "</arg_key>", "<arg_value>", "</arg_value>"),
+    forbidden=("</arg_value>",),
+    write=_fuzz_write,
+)

@@ -14,7 +14,9 @@ THINK, UNTHINK = f"<think{T}>", f"</think{T}>"
 
 
 def call(name, **args):
-    body = "".join(f"<arg_key{T}>{k}</arg_key{T}>\n<arg_value{T}>{v}</arg_value{T}>\n" for k, v in args.items())
+    body = "".join(
+        f"<arg_key{T}>{k}</arg_key{T}>\n<arg_value{T}>{v}</arg_value{T}>\n" for k, v in args.items()
+    )
     return f"<tool_call{T}>{name}<tool_sep{T}>\n{body}</tool_call{T}>\n"
 
 
@@ -30,36 +32,77 @@ CASES = [
     Case("parallel", OP + "\n" + W + S + CL, calls=[PW, PS]),
     Case("text-then-call", "Checking.\n" + ONE, content="Checking.\n", calls=[PW]),
     Case("compact", f"{OP}<tool_call{T}>get_time<tool_sep{T}></tool_call{T}>{CL}", calls=[("get_time", {})]),
-    Case("raw-values-typed", OP + call("search", query="08080", limit="7", tags='["a", "b"]',
-                                       filters='{"year": "2020"}', score="null") + CL,
-         calls=[("search", {"query": "08080", "limit": 7, "tags": ["a", "b"], "filters": {"year": 2020},
-                            "score": None})]),
-    Case("string-props-keep-text", OP + call("set_port", port="8080", flag="true") + CL,
-         calls=[("set_port", {"port": "8080", "flag": "true"})]),
-    Case("value-whitespace-kept", OP + call("set_port", blob="  two\nlines ") + CL,
-         calls=[("set_port", {"blob": "  two\nlines "})]),
-    Case("markers-inside-value", OP + call("set_port", blob=f"{CL} <tool_call{T}>x") + CL,
-         calls=[("set_port", {"blob": f"{CL} <tool_call{T}>x"})]),
+    Case(
+        "raw-values-typed",
+        OP
+        + call(
+            "search", query="08080", limit="7", tags='["a", "b"]', filters='{"year": "2020"}', score="null"
+        )
+        + CL,
+        calls=[
+            (
+                "search",
+                {"query": "08080", "limit": 7, "tags": ["a", "b"], "filters": {"year": 2020}, "score": None},
+            )
+        ],
+    ),
+    Case(
+        "string-props-keep-text",
+        OP + call("set_port", port="8080", flag="true") + CL,
+        calls=[("set_port", {"port": "8080", "flag": "true"})],
+    ),
+    Case(
+        "value-whitespace-kept",
+        OP + call("set_port", blob="  two\nlines ") + CL,
+        calls=[("set_port", {"blob": "  two\nlines "})],
+    ),
+    Case(
+        "markers-inside-value",
+        OP + call("set_port", blob=f"{CL} <tool_call{T}>x") + CL,
+        calls=[("set_port", {"blob": f"{CL} <tool_call{T}>x"})],
+    ),
     # -- reasoning
     Case("think-block", THINK + "plan" + UNTHINK + ONE, reasoning="plan", calls=[PW]),
     Case("prefilled-think", "plan" + UNTHINK + ONE, in_reasoning=True, reasoning="plan", calls=[PW]),
     Case("empty-think-then-answer", THINK + UNTHINK + "Hello", content="Hello"),
-    Case("call-in-closed-reasoning", THINK + "maybe " + ONE + " no" + UNTHINK + "Hi",
-         reasoning="maybe " + ONE + " no", content="Hi"),
+    Case(
+        "call-in-closed-reasoning",
+        THINK + "maybe " + ONE + " no" + UNTHINK + "Hi",
+        reasoning="maybe " + ONE + " no",
+        content="Hi",
+    ),
     # -- cut
-    Case("cut-in-second-call", OP + "\n" + W + f"<tool_call{T}>search<tool_sep{T}>\n<arg_key{T}>qu", truncated=True,
-         content="\n", calls=[PW], incomplete=["search"]),
+    Case(
+        "cut-in-second-call",
+        OP + "\n" + W + f"<tool_call{T}>search<tool_sep{T}>\n<arg_key{T}>qu",
+        truncated=True,
+        content="\n",
+        calls=[PW],
+        incomplete=["search"],
+    ),
     Case("cut-in-section-close", OP + "\n" + W + "</tool_ca", truncated=True, calls=[PW]),
     Case("cut-in-first-call", OP + f"\n<tool_call{T}>get_wea", truncated=True, incomplete=[None]),
     # -- not this family's shapes
     Case("call-without-section", W, content=W),
     Case("glm-tags", "<tool_call>get_time</tool_call>", content="<tool_call>get_time</tool_call>"),
-    Case("missing-sep", f"{OP}<tool_call{T}>get_time</tool_call{T}>{CL}",
-         content=f"{OP}<tool_call{T}>get_time</tool_call{T}>{CL}"),
-    Case("duplicate-key", OP + call("get_weather", city="a").replace("</tool_call", f"<arg_key{T}>city</arg_key{T}>"
-                                                                    f"<arg_value{T}>b</arg_value{T}></tool_call") + CL,
-         content=OP + call("get_weather", city="a").replace("</tool_call", f"<arg_key{T}>city</arg_key{T}>"
-                                                             f"<arg_value{T}>b</arg_value{T}></tool_call") + CL),
+    Case(
+        "missing-sep",
+        f"{OP}<tool_call{T}>get_time</tool_call{T}>{CL}",
+        content=f"{OP}<tool_call{T}>get_time</tool_call{T}>{CL}",
+    ),
+    Case(
+        "duplicate-key",
+        OP
+        + call("get_weather", city="a").replace(
+            "</tool_call", f"<arg_key{T}>city</arg_key{T}><arg_value{T}>b</arg_value{T}></tool_call"
+        )
+        + CL,
+        content=OP
+        + call("get_weather", city="a").replace(
+            "</tool_call", f"<arg_key{T}>city</arg_key{T}><arg_value{T}>b</arg_value{T}></tool_call"
+        )
+        + CL,
+    ),
     Case("text-inside-section", OP + "hello" + W + CL, content=OP + "hello" + W + CL),
     Case("section-not-closed-at-eos", OP + "\n" + W, content=OP + "\n" + W, stable_prefix=False),
 ]
@@ -74,10 +117,23 @@ CASES += close_tag_in_argument_cases(
 # The section's tags and the end token after it are structure (each call's raw is its own
 # <tool_call:opensource> element); a value cannot hold its own closing tag.
 FUZZ = Fuzz(
-    markers=(CL, f"<tool_call{T}>", f"</tool_call{T}>", f"<tool_sep{T}>", f"<arg_key{T}>", f"</arg_key{T}>",
-             f"<arg_value{T}>", f"</arg_value{T}>", EOS),
-    structure=(re.escape(OP), re.escape(CL), re.escape(EOS),
-               "(?:" + "|".join(re.escape(CL[:k]) for k in range(1, len(CL))) + r")\Z"),
+    markers=(
+        CL,
+        f"<tool_call{T}>",
+        f"</tool_call{T}>",
+        f"<tool_sep{T}>",
+        f"<arg_key{T}>",
+        f"</arg_key{T}>",
+        f"<arg_value{T}>",
+        f"</arg_value{T}>",
+        EOS,
+    ),
+    structure=(
+        re.escape(OP),
+        re.escape(CL),
+        re.escape(EOS),
+        "(?:" + "|".join(re.escape(CL[:k]) for k in range(1, len(CL))) + r")\Z",
+    ),
     wrap=(OP, CL),
     forbidden=(f"</arg_value{T}>",),
 )

@@ -20,33 +20,61 @@ PW = ("get_weather", {"city": "Paris", "days": 3})
 CASES = [
     Case("single", B + W + E, calls=[PW], ids=["call00000"]),
     Case("text-around", "Sure.\n" + B + W + E + "\nok", content="Sure.\n\nok", calls=[PW]),
-    Case("parallel", B + W + call("search", 1, '{"query": "q", "limit": "3"}') + call("get_time", 2, "{}") + E,
-         calls=[PW, ("search", {"query": "q", "limit": 3}), ("get_time", {})],
-         ids=["call00000", "call00001", "call00002"]),
+    Case(
+        "parallel",
+        B + W + call("search", 1, '{"query": "q", "limit": "3"}') + call("get_time", 2, "{}") + E,
+        calls=[PW, ("search", {"query": "q", "limit": 3}), ("get_time", {})],
+        ids=["call00000", "call00001", "call00002"],
+    ),
     Case("thinking-then-call", "<think>weather!</think>" + B + W + E, reasoning="weather!", calls=[PW]),
     Case("k2-thinking-empty-think", "<think></think>" + B + W + E, calls=[PW]),
     Case("spaced-layout", B + "\n" + W + "\n" + E, calls=[PW]),
     Case("no-functions-prefix", B + f"{CB}get_time:0{AB}{{}}{CE}" + E, calls=[("get_time", {})]),
-    Case("numbers-stay-strings", B + call("set_port", 0, '{"port": "8080", "zip": "02139"}') + E,
-         calls=[("set_port", {"port": "8080", "zip": "02139"})]),
-    Case("unicode-escapes", B + call("set_port", 0, '{"blob": "\\u00fc \\"x\\" 東京\\n"}') + E,
-         calls=[("set_port", {"blob": 'ü "x" 東京\n'})]),
-    Case("marker-inside-argument", B + call("set_port", 0, '{"blob": "' + CE + E + B + '"}') + E,
-         calls=[("set_port", {"blob": CE + E + B})]),
-    Case("nested", B + call("search", 0, '{"query": "q", "filters": {"year": "1999"}, "tags": []}') + E,
-         calls=[("search", {"query": "q", "filters": {"year": 1999}, "tags": []})]),
+    Case(
+        "numbers-stay-strings",
+        B + call("set_port", 0, '{"port": "8080", "zip": "02139"}') + E,
+        calls=[("set_port", {"port": "8080", "zip": "02139"})],
+    ),
+    Case(
+        "unicode-escapes",
+        B + call("set_port", 0, '{"blob": "\\u00fc \\"x\\" 東京\\n"}') + E,
+        calls=[("set_port", {"blob": 'ü "x" 東京\n'})],
+    ),
+    Case(
+        "marker-inside-argument",
+        B + call("set_port", 0, '{"blob": "' + CE + E + B + '"}') + E,
+        calls=[("set_port", {"blob": CE + E + B})],
+    ),
+    Case(
+        "nested",
+        B + call("search", 0, '{"query": "q", "filters": {"year": "1999"}, "tags": []}') + E,
+        calls=[("search", {"query": "q", "filters": {"year": 1999}, "tags": []})],
+    ),
     Case("section-end-implied-at-eos", B + W, calls=[PW]),
     # Cut at max_tokens right after a complete call, or inside the next one: the complete call
     # counts, the cut remainder is text byte for byte (the section opener is structure).
     Case("section-end-missing-when-cut", B + W, truncated=True, calls=[PW]),
-    Case("cut-mid-arguments", B + W + call("search", 1, '{"query": "q"}')[:-20], truncated=True,
-         calls=[PW], incomplete=["search"]),
+    Case(
+        "cut-mid-arguments",
+        B + W + call("search", 1, '{"query": "q"}')[:-20],
+        truncated=True,
+        calls=[PW],
+        incomplete=["search"],
+    ),
     Case("cut-mid-first-call", B + W[:-20], truncated=True, incomplete=["get_weather"]),
-    Case("bad-id", B + f"{CB}functions.get time:0{AB}{{}}{CE}" + E,
-         content=B + f"{CB}functions.get time:0{AB}{{}}{CE}" + E),
-    Case("missing-argument-begin", B + f"{CB}functions.get_time:0{{}}{CE}" + E,
-         content=B + f"{CB}functions.get_time:0{{}}{CE}" + E),
-    Case("string-arguments", B + call("get_time", 0, '"{}"') + E, content=B + call("get_time", 0, '"{}"') + E),
+    Case(
+        "bad-id",
+        B + f"{CB}functions.get time:0{AB}{{}}{CE}" + E,
+        content=B + f"{CB}functions.get time:0{AB}{{}}{CE}" + E,
+    ),
+    Case(
+        "missing-argument-begin",
+        B + f"{CB}functions.get_time:0{{}}{CE}" + E,
+        content=B + f"{CB}functions.get_time:0{{}}{CE}" + E,
+    ),
+    Case(
+        "string-arguments", B + call("get_time", 0, '"{}"') + E, content=B + call("get_time", 0, '"{}"') + E
+    ),
     Case("plain", "No tools needed: <|tool is text.", content="No tools needed: <|tool is text."),
 ]
 
@@ -65,4 +93,8 @@ NOISE_AND_EMPTY = [
 CASES += NOISE_AND_EMPTY
 
 # The section's markers are structure; one call's raw needs them back to stand alone.
-FUZZ = Fuzz(markers=(B, E, "<|tool_call_begin|>", "<|tool_call_end|>", "<|tool_call_argument_begin|>"), structure=(re.escape(B), re.escape(E)), wrap=(B, E))
+FUZZ = Fuzz(
+    markers=(B, E, "<|tool_call_begin|>", "<|tool_call_end|>", "<|tool_call_argument_begin|>"),
+    structure=(re.escape(B), re.escape(E)),
+    wrap=(B, E),
+)

@@ -12,48 +12,100 @@ WC = ("get_weather", {"city": "Paris", "days": 3, "metric": True})
 
 CASES = [
     Case("single", W, calls=[WC], ids=["call00000"]),
-    Case("think-then-call", "<think>The user wants weather.</think>" + W, reasoning="The user wants weather.",
-         calls=[WC]),
-    Case("prefilled-think-closed", "plan</think>\n" + W, in_reasoning=True, reasoning="plan", content="\n",
-         calls=[WC]),
-    Case("call-in-closed-reasoning", "<think>maybe " + W + " no</think>Hi", reasoning="maybe " + W + " no",
-         content="Hi"),
-    Case("parallel-in-one-list", S + "[get_weather(city='Paris'), get_time()]" + E,
-         calls=[("get_weather", {"city": "Paris"}), ("get_time", {})], ids=["call00000", "call00001"]),
-    Case("two-lists-text-around", "Checking. " + W + " and " + S + "[get_time()]" + E + " done.",
-         content="Checking.  and  done.", calls=[WC, ("get_time", {})]),
-    Case("template-literals", S + "[search(query='q', filters={\"year\": 2020}, tags=['a b', 'c'], score=None, "
-         "mode=7)]" + E,
-         calls=[("search", {"query": "q", "filters": {"year": 2020}, "tags": ["a b", "c"], "score": None,
-                            "mode": 7})]),
-    Case("numbers-stay-strings", S + "[set_port(port='8080', zip='02139', flag='true')]" + E,
-         calls=[("set_port", {"port": "8080", "zip": "02139", "flag": "true"})]),
-    Case("marker-in-string", S + "[set_port(blob='x <|tool_call_end|> ] y')]" + E,
-         calls=[("set_port", {"blob": "x <|tool_call_end|> ] y"})]),
-    Case("unicode-escapes", S + "[get_weather(city='Zürich \\'q\\' 東京')]" + E,
-         calls=[("get_weather", {"city": "Zürich 'q' 東京"})]),
+    Case(
+        "think-then-call",
+        "<think>The user wants weather.</think>" + W,
+        reasoning="The user wants weather.",
+        calls=[WC],
+    ),
+    Case(
+        "prefilled-think-closed",
+        "plan</think>\n" + W,
+        in_reasoning=True,
+        reasoning="plan",
+        content="\n",
+        calls=[WC],
+    ),
+    Case(
+        "call-in-closed-reasoning",
+        "<think>maybe " + W + " no</think>Hi",
+        reasoning="maybe " + W + " no",
+        content="Hi",
+    ),
+    Case(
+        "parallel-in-one-list",
+        S + "[get_weather(city='Paris'), get_time()]" + E,
+        calls=[("get_weather", {"city": "Paris"}), ("get_time", {})],
+        ids=["call00000", "call00001"],
+    ),
+    Case(
+        "two-lists-text-around",
+        "Checking. " + W + " and " + S + "[get_time()]" + E + " done.",
+        content="Checking.  and  done.",
+        calls=[WC, ("get_time", {})],
+    ),
+    Case(
+        "template-literals",
+        S + "[search(query='q', filters={\"year\": 2020}, tags=['a b', 'c'], score=None, mode=7)]" + E,
+        calls=[
+            (
+                "search",
+                {"query": "q", "filters": {"year": 2020}, "tags": ["a b", "c"], "score": None, "mode": 7},
+            )
+        ],
+    ),
+    Case(
+        "numbers-stay-strings",
+        S + "[set_port(port='8080', zip='02139', flag='true')]" + E,
+        calls=[("set_port", {"port": "8080", "zip": "02139", "flag": "true"})],
+    ),
+    Case(
+        "marker-in-string",
+        S + "[set_port(blob='x <|tool_call_end|> ] y')]" + E,
+        calls=[("set_port", {"blob": "x <|tool_call_end|> ] y"})],
+    ),
+    Case(
+        "unicode-escapes",
+        S + "[get_weather(city='Zürich \\'q\\' 東京')]" + E,
+        calls=[("get_weather", {"city": "Zürich 'q' 東京"})],
+    ),
     Case("missing-end-at-eos", S + "[get_time()]", calls=[("get_time", {})]),
     Case("cut-in-end-marker", S + "[get_time()]<|tool_call_e", truncated=True, calls=[("get_time", {})]),
-    Case("cut-second-call", S + "[get_time(), search(query='x", truncated=True, calls=[("get_time", {})],
-         incomplete=["search"]),
+    Case(
+        "cut-second-call",
+        S + "[get_time(), search(query='x",
+        truncated=True,
+        calls=[("get_time", {})],
+        incomplete=["search"],
+    ),
     Case("cut-first-call", S + "[get_weather(city='Par", truncated=True, incomplete=["get_weather"]),
     # Rejected shapes: text.
     Case("bare-list-is-text", "[get_time()]", content="[get_time()]"),
     Case("positional-is-text", S + "[get_weather('Paris')]" + E, content=S + "[get_weather('Paris')]" + E),
-    Case("expression-is-text", S + "[get_weather(city=__import__('os').getcwd())]" + E,
-         content=S + "[get_weather(city=__import__('os').getcwd())]" + E),
-    Case("json-inside-is-text", S + '[{"name": "get_time", "arguments": {}}]' + E,
-         content=S + '[{"name": "get_time", "arguments": {}}]' + E),
+    Case(
+        "expression-is-text",
+        S + "[get_weather(city=__import__('os').getcwd())]" + E,
+        content=S + "[get_weather(city=__import__('os').getcwd())]" + E,
+    ),
+    Case(
+        "json-inside-is-text",
+        S + '[{"name": "get_time", "arguments": {}}]' + E,
+        content=S + '[{"name": "get_time", "arguments": {}}]' + E,
+    ),
     Case("bare-call-is-text", S + "get_time()" + E, content=S + "get_time()" + E),
     Case("orphan-close", "hmm</think>Hi", reasoning="hmm", content="Hi"),
     Case("plain-text", "Hello! How can I help?", content="Hello! How can I help?"),
 ]
 
 CASES += close_tag_in_argument_cases(
-    ("<think>", "</think>"), S + "[set_port(blob='why <think> and </think> here')]" + E,
-    ("set_port", {"blob": "why <think> and </think> here"}), S,
+    ("<think>", "</think>"),
+    S + "[set_port(blob='why <think> and </think> here')]" + E,
+    ("set_port", {"blob": "why <think> and </think> here"}),
+    S,
 )
 
 # A closing marker cut by the token limit is structure too.
 CUT_E = "(?:" + "|".join(re.escape(E[:k]) for k in range(1, len(E))) + r")\Z"
-FUZZ = Fuzz(markers=(E,), structure=(re.escape(S), re.escape(E), CUT_E, r"\[", r"\]", ","), wrap=(S + "[", "]" + E))
+FUZZ = Fuzz(
+    markers=(E,), structure=(re.escape(S), re.escape(E), CUT_E, r"\[", r"\]", ","), wrap=(S + "[", "]" + E)
+)

@@ -9,28 +9,52 @@ W = '{"name": "get_weather", "parameters": {"city": "Paris", "days": 3}}'
 CASES = [
     Case("bare", W, calls=[("get_weather", {"city": "Paris", "days": 3})], ids=["call00000"]),
     Case("python-tag", "<|python_tag|>" + W, calls=[("get_weather", {"city": "Paris", "days": 3})]),
-    Case("leading-and-trailing-ws", "\n " + W + "\n", content="\n \n",
-         calls=[("get_weather", {"city": "Paris", "days": 3})]),
-    Case("type-function", '{"type": "function", "name": "search", "parameters": {"query": "q", "limit": "10"}}',
-         calls=[("search", {"query": "q", "limit": 10})]),
-    Case("string-number-typed", '<|python_tag|>{"name": "search", "parameters": {"query": "q", "limit": "2"}}',
-         calls=[("search", {"query": "q", "limit": 2})]),
-    Case("marker-in-string", '{"name": "set_port", "parameters": {"blob": "} <|python_tag|> {"}}',
-         calls=[("set_port", {"blob": "} <|python_tag|> {"})]),
+    Case(
+        "leading-and-trailing-ws",
+        "\n " + W + "\n",
+        content="\n \n",
+        calls=[("get_weather", {"city": "Paris", "days": 3})],
+    ),
+    Case(
+        "type-function",
+        '{"type": "function", "name": "search", "parameters": {"query": "q", "limit": "10"}}',
+        calls=[("search", {"query": "q", "limit": 10})],
+    ),
+    Case(
+        "string-number-typed",
+        '<|python_tag|>{"name": "search", "parameters": {"query": "q", "limit": "2"}}',
+        calls=[("search", {"query": "q", "limit": 2})],
+    ),
+    Case(
+        "marker-in-string",
+        '{"name": "set_port", "parameters": {"blob": "} <|python_tag|> {"}}',
+        calls=[("set_port", {"blob": "} <|python_tag|> {"})],
+    ),
     Case("json-for-user", '{"a": 1, "b": [1, 2]}', content='{"a": 1, "b": [1, 2]}'),
-    Case("unknown-name-bare", '{"name": "Alice", "parameters": {"age": 3}}',
-         content='{"name": "Alice", "parameters": {"age": 3}}'),
+    Case(
+        "unknown-name-bare",
+        '{"name": "Alice", "parameters": {"age": 3}}',
+        content='{"name": "Alice", "parameters": {"age": 3}}',
+    ),
     Case("json-then-text", W + " is what I would call", content=W + " is what I would call"),
     Case("text-then-json", "Sure: " + W, content="Sure: " + W),
-    Case("nested-tool-list-shape",
-         '{"type": "function", "function": {"name": "get_weather", "parameters": {"city": "Paris"}}}',
-         content='{"type": "function", "function": {"name": "get_weather", "parameters": {"city": "Paris"}}}'),
-    Case("other-type", '{"type": "tool", "name": "get_time", "parameters": {}}',
-         content='{"type": "tool", "name": "get_time", "parameters": {}}'),
+    Case(
+        "nested-tool-list-shape",
+        '{"type": "function", "function": {"name": "get_weather", "parameters": {"city": "Paris"}}}',
+        content='{"type": "function", "function": {"name": "get_weather", "parameters": {"city": "Paris"}}}',
+    ),
+    Case(
+        "other-type",
+        '{"type": "tool", "name": "get_time", "parameters": {}}',
+        content='{"type": "tool", "name": "get_time", "parameters": {}}',
+    ),
     # Llama 3.x models write "arguments" too (it used to be text here): a call of an offered tool.
     Case("arguments-key-no-args", '{"name": "get_time", "arguments": {}}', calls=[("get_time", {})]),
-    Case("builtin-python", '<|python_tag|>brave_search.call(query="x")',
-         content='<|python_tag|>brave_search.call(query="x")'),
+    Case(
+        "builtin-python",
+        '<|python_tag|>brave_search.call(query="x")',
+        content='<|python_tag|>brave_search.call(query="x")',
+    ),
     Case("truncated-call", W, truncated=True, incomplete=["get_weather"]),
     Case("plain", "The answer is 51.", content="The answer is 51."),
     Case("brace-later", "a {b}", content="a {b}"),
@@ -44,19 +68,44 @@ WA = '{"name": "get_weather", "arguments": {"city": "Paris", "days": 3}}'
 VARIANTS = [
     Case("arguments-key", WA, calls=[PW]),
     Case("arguments-key-python-tag", "<|python_tag|>" + WA, calls=[PW]),
-    Case("both-keys-is-text", '{"name": "get_time", "parameters": {}, "arguments": {}}',
-         content='{"name": "get_time", "parameters": {}, "arguments": {}}'),
-    Case("text-before-python-tag", "Let me check the weather.<|python_tag|>" + W, content="Let me check the weather.",
-         calls=[PW]),
-    Case("text-before-python-tag-arguments", "Sure!\n<|python_tag|>" + WA + "\n", content="Sure!\n\n", calls=[PW]),
-    Case("text-before-python-tag-then-more-text", "Hm <|python_tag|>" + W + " and more",
-         content="Hm <|python_tag|>" + W + " and more"),
+    Case(
+        "both-keys-is-text",
+        '{"name": "get_time", "parameters": {}, "arguments": {}}',
+        content='{"name": "get_time", "parameters": {}, "arguments": {}}',
+    ),
+    Case(
+        "text-before-python-tag",
+        "Let me check the weather.<|python_tag|>" + W,
+        content="Let me check the weather.",
+        calls=[PW],
+    ),
+    Case(
+        "text-before-python-tag-arguments",
+        "Sure!\n<|python_tag|>" + WA + "\n",
+        content="Sure!\n\n",
+        calls=[PW],
+    ),
+    Case(
+        "text-before-python-tag-then-more-text",
+        "Hm <|python_tag|>" + W + " and more",
+        content="Hm <|python_tag|>" + W + " and more",
+    ),
     Case("text-before-bare-json-is-text", "Result: " + W, content="Result: " + W),
-    Case("python-tag-cut", "Ok<|python_tag|>" + W[:25], truncated=True, content="Ok", incomplete=["get_weather"]),
+    Case(
+        "python-tag-cut",
+        "Ok<|python_tag|>" + W[:25],
+        truncated=True,
+        content="Ok",
+        incomplete=["get_weather"],
+    ),
 ]
 CASES += VARIANTS
 
 # A call is the whole reply; an unknown tool's bare JSON is text, so the fuzz writes the python tag.
-FUZZ = Fuzz(markers=("<|python_tag|>",), max_calls=1,
-            reply=lambda fmt, calls, texts, reasoning, rnd: (
-                ("<|python_tag|>" + fmt.example_call(*calls[0]), "", "") if calls else (texts[0], texts[0], "")))
+FUZZ = Fuzz(
+    markers=("<|python_tag|>",),
+    max_calls=1,
+    reply=lambda fmt, calls, texts, reasoning, rnd: (
+        ("<|python_tag|>" + fmt.example_call(*calls[0]), "", "") if calls else (texts[0], texts[0], "")
+    ),
+)

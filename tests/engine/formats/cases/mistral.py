@@ -9,31 +9,68 @@ N = '[TOOL_CALLS]get_weather[ARGS]{"city": "Paris", "days": 3}'
 
 CASES = [
     Case("array-with-id", A, calls=[("get_weather", {"city": "Paris", "days": 3})], ids=["abc123XYZ"]),
-    Case("array-v03-space", '[TOOL_CALLS] [{"name": "get_time", "arguments": {}}]', calls=[("get_time", {})],
-         ids=["call00000"]),
-    Case("array-parallel",
-         '[TOOL_CALLS][{"name": "get_time", "arguments": {}}, {"name": "search", "arguments": {"query": "x", "limit": "3"}}]',
-         calls=[("get_time", {}), ("search", {"query": "x", "limit": 3})]),
-    Case("array-cut-keeps-first",
-         '[TOOL_CALLS][{"name": "get_time", "arguments": {}}, {"name": "search", "argu', truncated=True,
-         calls=[("get_time", {})], incomplete=["search"]),
+    Case(
+        "array-v03-space",
+        '[TOOL_CALLS] [{"name": "get_time", "arguments": {}}]',
+        calls=[("get_time", {})],
+        ids=["call00000"],
+    ),
+    Case(
+        "array-parallel",
+        '[TOOL_CALLS][{"name": "get_time", "arguments": {}}, {"name": "search", "arguments": {"query": "x", "limit": "3"}}]',
+        calls=[("get_time", {}), ("search", {"query": "x", "limit": 3})],
+    ),
+    Case(
+        "array-cut-keeps-first",
+        '[TOOL_CALLS][{"name": "get_time", "arguments": {}}, {"name": "search", "argu',
+        truncated=True,
+        calls=[("get_time", {})],
+        incomplete=["search"],
+    ),
     Case("named", N, calls=[("get_weather", {"city": "Paris", "days": 3})], ids=["call00000"]),
-    Case("named-call-id", '[TOOL_CALLS]get_time[CALL_ID]a1B2c3D4e[ARGS]{}', calls=[("get_time", {})],
-         ids=["a1B2c3D4e"]),
-    Case("named-parallel", N + '[TOOL_CALLS]search[ARGS]{"query": "[TOOL_CALLS]x[ARGS]{}"}',
-         calls=[("get_weather", {"city": "Paris", "days": 3}), ("search", {"query": "[TOOL_CALLS]x[ARGS]{}"})]),
-    Case("think", "[THINK]The user wants weather.[/THINK]" + N, reasoning="The user wants weather.",
-         calls=[("get_weather", {"city": "Paris", "days": 3})]),
-    Case("think-with-call-example", "[THINK]I could write " + N + " but no.[/THINK]Hello",
-         reasoning="I could write " + N + " but no.", content="Hello"),
-    Case("text-then-call", "Sure.\n" + N, content="Sure.\n", calls=[("get_weather", {"city": "Paris", "days": 3})]),
+    Case(
+        "named-call-id",
+        "[TOOL_CALLS]get_time[CALL_ID]a1B2c3D4e[ARGS]{}",
+        calls=[("get_time", {})],
+        ids=["a1B2c3D4e"],
+    ),
+    Case(
+        "named-parallel",
+        N + '[TOOL_CALLS]search[ARGS]{"query": "[TOOL_CALLS]x[ARGS]{}"}',
+        calls=[("get_weather", {"city": "Paris", "days": 3}), ("search", {"query": "[TOOL_CALLS]x[ARGS]{}"})],
+    ),
+    Case(
+        "think",
+        "[THINK]The user wants weather.[/THINK]" + N,
+        reasoning="The user wants weather.",
+        calls=[("get_weather", {"city": "Paris", "days": 3})],
+    ),
+    Case(
+        "think-with-call-example",
+        "[THINK]I could write " + N + " but no.[/THINK]Hello",
+        reasoning="I could write " + N + " but no.",
+        content="Hello",
+    ),
+    Case(
+        "text-then-call",
+        "Sure.\n" + N,
+        content="Sure.\n",
+        calls=[("get_weather", {"city": "Paris", "days": 3})],
+    ),
     Case("named-truncated", N[:-3], truncated=True, incomplete=["get_weather"]),
-    Case("array-not-closed-eos", '[TOOL_CALLS][{"name": "get_time", "arguments": {}}', stable_prefix=False,
-         content='[TOOL_CALLS][{"name": "get_time", "arguments": {}}'),
+    Case(
+        "array-not-closed-eos",
+        '[TOOL_CALLS][{"name": "get_time", "arguments": {}}',
+        stable_prefix=False,
+        content='[TOOL_CALLS][{"name": "get_time", "arguments": {}}',
+    ),
     Case("bad-shape", '[TOOL_CALLS]{"name": "get_time"} ok', content='[TOOL_CALLS]{"name": "get_time"} ok'),
     Case("missing-args-marker", "[TOOL_CALLS]get_time{} ok", content="[TOOL_CALLS]get_time{} ok"),
-    Case("array-extra-key", '[TOOL_CALLS][{"name": "get_time", "arguments": {}, "x": 1}]',
-         content='[TOOL_CALLS][{"name": "get_time", "arguments": {}, "x": 1}]'),
+    Case(
+        "array-extra-key",
+        '[TOOL_CALLS][{"name": "get_time", "arguments": {}, "x": 1}]',
+        content='[TOOL_CALLS][{"name": "get_time", "arguments": {}, "x": 1}]',
+    ),
     Case("plain-brackets", "Use [INST] and [ARGS] in text", content="Use [INST] and [ARGS] in text"),
     Case("orphan-close", "thinking[/THINK]Hi", reasoning="thinking", content="Hi"),
 ]
@@ -49,14 +86,27 @@ CASES += close_tag_in_argument_cases(
 
 # Mistral-derived models that reason in <think> rather than [THINK].
 THINK_TAGS = [
-    Case("think-tags-then-call", "<think>The user wants weather.</think>" + N, reasoning="The user wants weather.",
-         calls=[("get_weather", {"city": "Paris", "days": 3})]),
+    Case(
+        "think-tags-then-call",
+        "<think>The user wants weather.</think>" + N,
+        reasoning="The user wants weather.",
+        calls=[("get_weather", {"city": "Paris", "days": 3})],
+    ),
     Case("think-tags-then-answer", "<think>easy</think>It is 4.", reasoning="easy", content="It is 4."),
-    Case("think-tags-prefilled", "plan</think>" + N, in_reasoning=True, reasoning="plan",
-         calls=[("get_weather", {"city": "Paris", "days": 3})]),
+    Case(
+        "think-tags-prefilled",
+        "plan</think>" + N,
+        in_reasoning=True,
+        reasoning="plan",
+        calls=[("get_weather", {"city": "Paris", "days": 3})],
+    ),
     Case("think-tags-cut", "<think>still thinking", truncated=True, reasoning="still thinking"),
-    Case("bracket-tags-still-read", "[THINK]r[/THINK]" + N, reasoning="r",
-         calls=[("get_weather", {"city": "Paris", "days": 3})]),
+    Case(
+        "bracket-tags-still-read",
+        "[THINK]r[/THINK]" + N,
+        reasoning="r",
+        calls=[("get_weather", {"city": "Paris", "days": 3})],
+    ),
 ]
 
 # A reply that stops right after [TOOL_CALLS]: no call, no marker in content.
@@ -68,5 +118,8 @@ BARE_MARKER = [
 CASES += THINK_TAGS + BARE_MARKER
 
 # The array's brackets and commas (and the opener) are structure; an element alone needs them back.
-FUZZ = Fuzz(markers=("[TOOL_CALLS]", "[ARGS]", "[CALL_ID]", "[THINK]", "[/THINK]"),
-            structure=(r"\[TOOL_CALLS\]", r"\[", r"\]", ","), wrap=("[TOOL_CALLS][", "]"))
+FUZZ = Fuzz(
+    markers=("[TOOL_CALLS]", "[ARGS]", "[CALL_ID]", "[THINK]", "[/THINK]"),
+    structure=(r"\[TOOL_CALLS\]", r"\[", r"\]", ","),
+    wrap=("[TOOL_CALLS][", "]"),
+)

@@ -13,45 +13,123 @@ def call(name: str, **params: str) -> str:
 W = call("get_weather", city="Paris", days="3", metric="True")
 
 CASES = [
-    Case("single", W, calls=[("get_weather", {"city": "Paris", "days": 3, "metric": True})], ids=["call00000"]),
-    Case("prefilled-think-closed", "\nLet me look.\n</think>\n\n" + W, in_reasoning=True,
-         reasoning="\nLet me look.\n", content="\n\n",
-         calls=[("get_weather", {"city": "Paris", "days": 3, "metric": True})]),
-    Case("prefilled-think-never-closed", "I will call the tool.\n\n" + W, in_reasoning=True,
-         reasoning="I will call the tool.\n\n",
-         calls=[("get_weather", {"city": "Paris", "days": 3, "metric": True})]),
-    Case("never-closed-truncated", "I will call the tool.\n\n" + W, in_reasoning=True, truncated=True,
-         reasoning="I will call the tool.\n\n" + W),
-    Case("call-in-closed-reasoning", "maybe " + W + " no.</think>Answer", in_reasoning=True,
-         reasoning="maybe " + W + " no.", content="Answer"),
-    Case("string-props", call("set_port", port="8080", zip="02139", flag="true", blob='{"a": 1}'),
-         calls=[("set_port", {"port": "8080", "zip": "02139", "flag": "true", "blob": '{"a": 1}'})]),
-    Case("typed", call("search", query="x", limit="10", filters='{"year": 2020}', tags='["a", "b"]',
-                       score="None", mode="5"),
-         calls=[("search", {"query": "x", "limit": 10, "filters": {"year": 2020}, "tags": ["a", "b"],
-                            "score": None, "mode": 5})]),
-    Case("python-literals", call("search", query="x", filters="{'year': 2021}", score="null"),
-         calls=[("search", {"query": "x", "filters": {"year": 2021}, "score": None})]),
-    Case("untypable-kept", call("search", query="x", limit="many"),
-         calls=[("search", {"query": "x", "limit": "many"})]),
-    Case("multiline-value", call("set_port", blob="line1\n\nline3"),
-         calls=[("set_port", {"blob": "line1\n\nline3"})]),
-    Case("marker-in-value", call("set_port", blob="see </tool_call> and <tool_call>"),
-         calls=[("set_port", {"blob": "see </tool_call> and <tool_call>"})]),
-    Case("parallel", W + "\n" + call("get_time"), content="\n",
-         calls=[("get_weather", {"city": "Paris", "days": 3, "metric": True}), ("get_time", {})],
-         ids=["call00000", "call00001"]),
-    Case("text-before", "Checking.\n" + W, content="Checking.\n",
-         calls=[("get_weather", {"city": "Paris", "days": 3, "metric": True})]),
-    Case("missing-close-at-eos", "<tool_call>\n<function=get_time>\n</function>\n",
-         calls=[("get_time", {})]),
-    Case("cut-pair", W + "\n<tool_call>\n<function=search>\n<parameter=query>\nab", truncated=True,
-         content="\n", calls=[("get_weather", {"city": "Paris", "days": 3, "metric": True})], incomplete=["search"]),
-    Case("json-inside-tags", '<tool_call>\n{"name": "get_time", "arguments": {}}\n</tool_call>',
-         content='<tool_call>\n{"name": "get_time", "arguments": {}}\n</tool_call>'),
-    Case("flat-json-for-user", '{"name": "search", "query": "x"}', content='{"name": "search", "query": "x"}'),
-    Case("no-function-close", "<tool_call>\n<function=get_time>\n</tool_call>x",
-         content="<tool_call>\n<function=get_time>\n</tool_call>x"),
+    Case(
+        "single", W, calls=[("get_weather", {"city": "Paris", "days": 3, "metric": True})], ids=["call00000"]
+    ),
+    Case(
+        "prefilled-think-closed",
+        "\nLet me look.\n</think>\n\n" + W,
+        in_reasoning=True,
+        reasoning="\nLet me look.\n",
+        content="\n\n",
+        calls=[("get_weather", {"city": "Paris", "days": 3, "metric": True})],
+    ),
+    Case(
+        "prefilled-think-never-closed",
+        "I will call the tool.\n\n" + W,
+        in_reasoning=True,
+        reasoning="I will call the tool.\n\n",
+        calls=[("get_weather", {"city": "Paris", "days": 3, "metric": True})],
+    ),
+    Case(
+        "never-closed-truncated",
+        "I will call the tool.\n\n" + W,
+        in_reasoning=True,
+        truncated=True,
+        reasoning="I will call the tool.\n\n" + W,
+    ),
+    Case(
+        "call-in-closed-reasoning",
+        "maybe " + W + " no.</think>Answer",
+        in_reasoning=True,
+        reasoning="maybe " + W + " no.",
+        content="Answer",
+    ),
+    Case(
+        "string-props",
+        call("set_port", port="8080", zip="02139", flag="true", blob='{"a": 1}'),
+        calls=[("set_port", {"port": "8080", "zip": "02139", "flag": "true", "blob": '{"a": 1}'})],
+    ),
+    Case(
+        "typed",
+        call(
+            "search",
+            query="x",
+            limit="10",
+            filters='{"year": 2020}',
+            tags='["a", "b"]',
+            score="None",
+            mode="5",
+        ),
+        calls=[
+            (
+                "search",
+                {
+                    "query": "x",
+                    "limit": 10,
+                    "filters": {"year": 2020},
+                    "tags": ["a", "b"],
+                    "score": None,
+                    "mode": 5,
+                },
+            )
+        ],
+    ),
+    Case(
+        "python-literals",
+        call("search", query="x", filters="{'year': 2021}", score="null"),
+        calls=[("search", {"query": "x", "filters": {"year": 2021}, "score": None})],
+    ),
+    Case(
+        "untypable-kept",
+        call("search", query="x", limit="many"),
+        calls=[("search", {"query": "x", "limit": "many"})],
+    ),
+    Case(
+        "multiline-value",
+        call("set_port", blob="line1\n\nline3"),
+        calls=[("set_port", {"blob": "line1\n\nline3"})],
+    ),
+    Case(
+        "marker-in-value",
+        call("set_port", blob="see </tool_call> and <tool_call>"),
+        calls=[("set_port", {"blob": "see </tool_call> and <tool_call>"})],
+    ),
+    Case(
+        "parallel",
+        W + "\n" + call("get_time"),
+        content="\n",
+        calls=[("get_weather", {"city": "Paris", "days": 3, "metric": True}), ("get_time", {})],
+        ids=["call00000", "call00001"],
+    ),
+    Case(
+        "text-before",
+        "Checking.\n" + W,
+        content="Checking.\n",
+        calls=[("get_weather", {"city": "Paris", "days": 3, "metric": True})],
+    ),
+    Case("missing-close-at-eos", "<tool_call>\n<function=get_time>\n</function>\n", calls=[("get_time", {})]),
+    Case(
+        "cut-pair",
+        W + "\n<tool_call>\n<function=search>\n<parameter=query>\nab",
+        truncated=True,
+        content="\n",
+        calls=[("get_weather", {"city": "Paris", "days": 3, "metric": True})],
+        incomplete=["search"],
+    ),
+    Case(
+        "json-inside-tags",
+        '<tool_call>\n{"name": "get_time", "arguments": {}}\n</tool_call>',
+        content='<tool_call>\n{"name": "get_time", "arguments": {}}\n</tool_call>',
+    ),
+    Case(
+        "flat-json-for-user", '{"name": "search", "query": "x"}', content='{"name": "search", "query": "x"}'
+    ),
+    Case(
+        "no-function-close",
+        "<tool_call>\n<function=get_time>\n</tool_call>x",
+        content="<tool_call>\n<function=get_time>\n</tool_call>x",
+    ),
     Case("orphan-close", "hmm</think>Hi", reasoning="hmm", content="Hi"),
 ]
 
@@ -78,48 +156,93 @@ FW = fn("get_weather", par("city", "Paris"), par("days", "3"))
 # Qwen3-Coder writes function blocks without <tool_call>, closed by a stray </tool_call>.
 BARE = [
     Case("bare-block", FW + "\n</tool_call>", calls=[PW]),
-    Case("bare-block-text-before", "Let me check.\n" + FW + "</tool_call>", content="Let me check.\n", calls=[PW]),
+    Case(
+        "bare-block-text-before",
+        "Let me check.\n" + FW + "</tool_call>",
+        content="Let me check.\n",
+        calls=[PW],
+    ),
     Case("bare-parallel-run", FW + "\n" + fn("get_time") + "\n</tool_call>", calls=[PW, ("get_time", {})]),
-    Case("bare-after-thinking", "plan</think>\n\n" + FW + "\n</tool_call>", in_reasoning=True, reasoning="plan",
-         content="\n\n", calls=[PW]),
+    Case(
+        "bare-after-thinking",
+        "plan</think>\n\n" + FW + "\n</tool_call>",
+        in_reasoning=True,
+        reasoning="plan",
+        content="\n\n",
+        calls=[PW],
+    ),
     Case("bare-without-stray-close-is-text", "See " + FW + " here.", content="See " + FW + " here."),
     Case("bare-cut", FW[:30], truncated=True, incomplete=["get_weather"]),
 ]
 
 # A parameter whose </parameter> is missing ends before the next declared parameter or </function>.
 MISSING_PARAM_CLOSE = [
-    Case("missing-close-before-next-parameter",
-         "<tool_call>\n" + fn("get_weather", par("city", "Paris", close=False), par("days", "3")) + "\n</tool_call>",
-         calls=[PW]),
-    Case("missing-close-before-function-close",
-         "<tool_call>\n" + fn("get_weather", par("city", "Paris"), par("days", "3", close=False)) + "\n</tool_call>",
-         calls=[PW]),
-    Case("missing-close-then-text", "<tool_call>\n" + fn("get_time", par("x", "1", close=False)) + "\n</tool_call> ok",
-         content=" ok", calls=[("get_time", {"x": "1"})]),
-    Case("missing-close-in-bare-block", fn("get_weather", par("city", "Paris", close=False), par("days", "3"))
-         + "</tool_call>", calls=[PW]),
+    Case(
+        "missing-close-before-next-parameter",
+        "<tool_call>\n"
+        + fn("get_weather", par("city", "Paris", close=False), par("days", "3"))
+        + "\n</tool_call>",
+        calls=[PW],
+    ),
+    Case(
+        "missing-close-before-function-close",
+        "<tool_call>\n"
+        + fn("get_weather", par("city", "Paris"), par("days", "3", close=False))
+        + "\n</tool_call>",
+        calls=[PW],
+    ),
+    Case(
+        "missing-close-then-text",
+        "<tool_call>\n" + fn("get_time", par("x", "1", close=False)) + "\n</tool_call> ok",
+        content=" ok",
+        calls=[("get_time", {"x": "1"})],
+    ),
+    Case(
+        "missing-close-in-bare-block",
+        fn("get_weather", par("city", "Paris", close=False), par("days", "3")) + "</tool_call>",
+        calls=[PW],
+    ),
 ]
 
 # A value holding </parameter> or </function> literally: what follows decides the real close.
 LITERAL_CLOSE_IN_VALUE = [
-    Case("literal-parameter-close", call("set_port", blob="a </parameter> b", flag="x"),
-         calls=[("set_port", {"blob": "a </parameter> b", "flag": "x"})]),
-    Case("literal-parameter-close-then-undeclared-name", call("set_port", blob="x</parameter>\n<parameter=nope>y"),
-         calls=[("set_port", {"blob": "x</parameter>\n<parameter=nope>y"})]),
-    Case("literal-function-close", call("set_port", blob="def f(): </function> pass"),
-         calls=[("set_port", {"blob": "def f(): </function> pass"})]),
-    Case("literal-tool-call-close", call("set_port", blob="x </tool_call> y"),
-         calls=[("set_port", {"blob": "x </tool_call> y"})]),
+    Case(
+        "literal-parameter-close",
+        call("set_port", blob="a </parameter> b", flag="x"),
+        calls=[("set_port", {"blob": "a </parameter> b", "flag": "x"})],
+    ),
+    Case(
+        "literal-parameter-close-then-undeclared-name",
+        call("set_port", blob="x</parameter>\n<parameter=nope>y"),
+        calls=[("set_port", {"blob": "x</parameter>\n<parameter=nope>y"})],
+    ),
+    Case(
+        "literal-function-close",
+        call("set_port", blob="def f(): </function> pass"),
+        calls=[("set_port", {"blob": "def f(): </function> pass"})],
+    ),
+    Case(
+        "literal-tool-call-close",
+        call("set_port", blob="x </tool_call> y"),
+        calls=[("set_port", {"blob": "x </tool_call> y"})],
+    ),
 ]
 
 CUT_OPENER = [
-    Case("cut-right-after-opener", "Let me check.\n<tool_call>", truncated=True, content="Let me check.\n",
-         incomplete=[None]),
+    Case(
+        "cut-right-after-opener",
+        "Let me check.\n<tool_call>",
+        truncated=True,
+        content="Let me check.\n",
+        incomplete=[None],
+    ),
     Case("cut-right-after-opener-newline", "<tool_call>\n", truncated=True, incomplete=[None]),
     Case("cut-in-function-name", "<tool_call>\n<function=get_wea", truncated=True, incomplete=[None]),
 ]
 
 CASES += BARE + MISSING_PARAM_CLOSE + LITERAL_CLOSE_IN_VALUE + CUT_OPENER
 
-FUZZ = Fuzz(markers=("<tool_call>", "</tool_call>", "<function=", "</function>", "<parameter=", "</parameter>"),
-            forbidden=("</parameter>",))
+FUZZ = Fuzz(
+    markers=("<tool_call>", "</tool_call>", "<function=", "</function>", "<parameter=", "</parameter>"),
+    forbidden=("</parameter>",),
+)

@@ -26,26 +26,52 @@ CASES = [
     Case("parallel", OP + W + S + CL, calls=[PW, PS], ids=["a1b2c3d4e5", "k9k9k9k9k9"]),
     Case("no-id", OP + call("", "get_time", "{}") + CL, calls=[("get_time", {})], ids=["call00000"]),
     Case("close-implied-at-eos", OP + W, calls=[PW]),
-    Case("typed-by-schema", OP + call("x1", "search", '{"query": "q", "limit": "4", "tags": "[\\"a\\"]"}') + CL,
-         calls=[("search", {"query": "q", "limit": 4, "tags": ["a"]})]),
-    Case("markers-inside-json-string", OP + call("x1", "set_port", '{"blob": "<|calls|> <|tool_call:end|>"}') + CL,
-         calls=[("set_port", {"blob": "<|calls|> <|tool_call:end|>"})]),
+    Case(
+        "typed-by-schema",
+        OP + call("x1", "search", '{"query": "q", "limit": "4", "tags": "[\\"a\\"]"}') + CL,
+        calls=[("search", {"query": "q", "limit": 4, "tags": ["a"]})],
+    ),
+    Case(
+        "markers-inside-json-string",
+        OP + call("x1", "set_port", '{"blob": "<|calls|> <|tool_call:end|>"}') + CL,
+        calls=[("set_port", {"blob": "<|calls|> <|tool_call:end|>"})],
+    ),
     # -- message structure (the engine parses Solar without orphan closes: expects_orphan_close)
     Case("content-message", "<|content|>Hello there.<|end|>", content="Hello there.", orphan_close=False),
-    Case("think-then-content", "<|think|>The user greets.<|end|>" + H + "<|content|>Hi!<|end|>",
-         reasoning="The user greets.", content="Hi!"),
+    Case(
+        "think-then-content",
+        "<|think|>The user greets.<|end|>" + H + "<|content|>Hi!<|end|>",
+        reasoning="The user greets.",
+        content="Hi!",
+    ),
     Case("think-then-call", "<|think|>Need weather.<|end|>" + H + ONE, reasoning="Need weather.", calls=[PW]),
     Case("end-without-think-is-not-reasoning", "Answer.<|end|>", content="Answer.", orphan_close=False),
-    Case("call-in-reasoning", "<|think|>maybe " + ONE + "<|end|>" + H + "<|content|>No.",
-         reasoning="maybe " + ONE, content="No."),
+    Case(
+        "call-in-reasoning",
+        "<|think|>maybe " + ONE + "<|end|>" + H + "<|content|>No.",
+        reasoning="maybe " + ONE,
+        content="No.",
+    ),
     # -- cut
-    Case("cut-in-second", OP + W + '<|tool_call:begin|>k9<|tool_call:name|>search<|tool_call:args|>{"qu',
-         truncated=True, calls=[PW], incomplete=["search"]),
+    Case(
+        "cut-in-second",
+        OP + W + '<|tool_call:begin|>k9<|tool_call:name|>search<|tool_call:args|>{"qu',
+        truncated=True,
+        calls=[PW],
+        incomplete=["search"],
+    ),
     Case("cut-in-first", OP + "<|tool_call:begin|>a1<|tool_call:na", truncated=True, incomplete=[None]),
     # -- not this family's shapes
-    Case("args-not-object", OP + call("x1", "get_time", "[]") + CL, content=OP + call("x1", "get_time", "[]") + CL),
-    Case("missing-name-marker", OP + "<|tool_call:begin|>x1get_time<|tool_call:args|>{}<|tool_call:end|>" + CL,
-         content=OP + "<|tool_call:begin|>x1get_time<|tool_call:args|>{}<|tool_call:end|>" + CL),
+    Case(
+        "args-not-object",
+        OP + call("x1", "get_time", "[]") + CL,
+        content=OP + call("x1", "get_time", "[]") + CL,
+    ),
+    Case(
+        "missing-name-marker",
+        OP + "<|tool_call:begin|>x1get_time<|tool_call:args|>{}<|tool_call:end|>" + CL,
+        content=OP + "<|tool_call:begin|>x1get_time<|tool_call:args|>{}<|tool_call:end|>" + CL,
+    ),
     Case("text-inside-section", OP + "hi" + W + CL, content=OP + "hi" + W + CL),
     Case("call-without-section", W, content=W),
     Case("bad-id", OP + call("a b", "get_time", "{}") + CL, content=OP + call("a b", "get_time", "{}") + CL),
@@ -56,7 +82,14 @@ _MESSAGE = ("<|content|>", H, "<|end|>")
 # The section's tags and the message markers are structure (each call's raw is its own
 # <|tool_call:begin|> element).
 FUZZ = Fuzz(
-    markers=(CL, "<|tool_call:begin|>", "<|tool_call:name|>", "<|tool_call:args|>", "<|tool_call:end|>", *_MESSAGE),
+    markers=(
+        CL,
+        "<|tool_call:begin|>",
+        "<|tool_call:name|>",
+        "<|tool_call:args|>",
+        "<|tool_call:end|>",
+        *_MESSAGE,
+    ),
     structure=(re.escape(OP), re.escape(CL), *(re.escape(m) for m in _MESSAGE)),
     wrap=(OP, CL),
 )
