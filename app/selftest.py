@@ -335,17 +335,24 @@ def run_self_test(
         workdir = Path(tmp)
         os.environ["CALLISTO_HOME"] = str(workdir / "home")
         try:
-            checks: list[Callable[[], CheckResult]] = [
-                lambda: check_engine(workdir),
-                lambda: check_server(workdir),
+            # (name, check, needs the engine): the server answers with the engine, so it is not
+            # tried when the engine failed (one cause, one failure).
+            checks: list[tuple[str, Callable[[], CheckResult], bool]] = [
+                ("engine", lambda: check_engine(workdir), False),
+                ("server", lambda: check_server(workdir), True),
             ]
             if window:
-                checks.append(lambda: check_window(workdir, screenshot))
-            for check in checks:
+                checks.append(("window", lambda: check_window(workdir, screenshot), False))
+            engine_ok = True
+            for name, check, needs_engine in checks:
+                if needs_engine and not engine_ok:
+                    report(f"skip {name}: it needs the engine, which failed")
+                    continue
                 try:
                     res = check()
                 except Exception as exc:  # noqa: BLE001 - every failure becomes a clear report line
                     failed += 1
+                    engine_ok = engine_ok and name != "engine"
                     msg = str(exc) if isinstance(exc, SelfTestError) else f"{type(exc).__name__}: {exc}"
                     report(f"FAIL {msg}")
                     report(traceback.format_exc().rstrip())

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Annotated
+
+from pydantic import Field
 
 from app.tools.types import ToolError
 
 __all__ = ["current_datetime"]
 
 
-def current_datetime(timezone: str | None = None) -> str:
+def current_datetime(timezone: Annotated[str | None, Field(max_length=64)] = None) -> str:
     """Get the current date and time.
 
     Args:

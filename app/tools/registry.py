@@ -87,7 +87,7 @@ def tool_from_function(
     import pydantic
 
     sig = inspect.signature(func)
-    hints = typing.get_type_hints(func)
+    hints = typing.get_type_hints(func, include_extras=True)  # Annotated constraints reach the schema
     doc_description, doc_params = parse_docstring(func.__doc__)
     fields: dict[str, Any] = {}
     for pname, param in sig.parameters.items():
