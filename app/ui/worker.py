@@ -529,10 +529,10 @@ class EngineWorker(QObject):
         )
         if recorder is not None and recorder.finish(done, self.session.messages):
             self.sig_conversation_saved.emit(recorder.conversation_id)
+        self._emit_context()  # before Done: a window told the turn is over already has its meter
         self._busy.clear()
         self.sig_busy.emit(False)
         self.sig_done.emit(done)
-        self._emit_context()
 
     # -- approval (called by the dispatcher on this thread) ------------------------------------
     def _approve(self, request: ApprovalRequest) -> str:
