@@ -19,6 +19,38 @@ REPO = Path(__file__).resolve().parents[3]
 KEY = "sk-remote-test-7a1c9e"
 
 
+@pytest.fixture
+def memory_keyring():
+    import keyring
+    from keyring.backend import KeyringBackend
+    from keyring.errors import PasswordDeleteError
+
+    class MemoryKeyring(KeyringBackend):
+        priority = 1  # type: ignore[assignment]
+
+        def __init__(self):
+            super().__init__()
+            self.store: dict[tuple[str, str], str] = {}
+
+        def get_password(self, service, username):
+            return self.store.get((service, username))
+
+        def set_password(self, service, username, password):
+            self.store[(service, username)] = password
+
+        def delete_password(self, service, username):
+            if self.store.pop((service, username), None) is None:
+                raise PasswordDeleteError("no such password")
+
+    previous = keyring.get_keyring()
+    backend = MemoryKeyring()
+    keyring.set_keyring(backend)
+    try:
+        yield backend
+    finally:
+        keyring.set_keyring(previous)
+
+
 def calculator_endpoint(seen: list[dict]):
     """An OpenAI endpoint that wants the key: the first reply calls the calculator (its arguments in
     fragments), the reply after the tool result says the result back."""
