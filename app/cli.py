@@ -156,6 +156,13 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--gpu-layers", type=int, default=0)
     serve.add_argument("--threads", type=int, default=None)
     serve.add_argument("--queue", type=int, default=16, help="requests that may wait (past it: 429)")
+    serve.add_argument(
+        "--max-loaded-models",
+        type=int,
+        default=1,
+        metavar="N",
+        help="models kept loaded at a time; a request for another closes the least recently used",
+    )
     return parser
 
 
@@ -559,6 +566,7 @@ def _serve(args: argparse.Namespace) -> int:
         n_gpu_layers=args.gpu_layers,
         n_threads=args.threads,
         queue_size=max(1, args.queue),
+        max_loaded=max(1, args.max_loaded_models),
     )
     server = ApiServer(
         config,

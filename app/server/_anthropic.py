@@ -444,22 +444,14 @@ async def messages(request: Request):
 async def count_tokens(request: Request):
     from starlette.responses import JSONResponse
 
-    from app.server._engine import Job
     from app.server._engine import count_tokens as count
 
     state: ServerState = request.app.state.callisto
     body = await read_json(request, state.config.max_body_bytes)
     req = parse_messages_request(body, state, counting=True)
     turn = Turn(state, req)
-    from starlette.concurrency import run_in_threadpool
-
-    entry = await run_in_threadpool(state.catalog.resolve, req.model, state.host.entry)
-    turn.model_id = entry.id
-
-    def run(host, model) -> None:
-        turn._put("count", count(model, req, host.tool_format))
-
-    state.host.submit(Job(run=run, model=entry, cancel=turn.cancel, on_error=lambda e: turn._put("error", e)))
+    tool_format = state.config.tool_format
+    await turn.submit_fn(lambda model: turn._put("count", count(model, req, tool_format)))
     kind, value = await turn.queue.get()
     if kind == "error":
         raise value

@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from app.server._engine import EngineHost
+from app.engine.host import EngineHost
 from app.server._errors import ApiError, api_of_path, error_response
-from app.server._models import ModelCatalog
+from app.server._models import ModelCatalog, ModelEntry
 
 __all__ = ["ApiServer", "RequestLogEntry", "ServerConfig", "ServerState", "create_app"]
 
@@ -39,6 +39,7 @@ class ServerConfig:
     max_tokens_limit: int = 32768
     default_max_tokens: int = 2048
     queue_size: int = 16
+    max_loaded: int = 1  # models loaded at a time (the least recently used is closed past it)
     n_ctx: int = 4096
     n_threads: int | None = None
     n_gpu_layers: int = 0
@@ -61,9 +62,22 @@ class RequestLogEntry:
 
 class ServerState:
     def __init__(self, config: ServerConfig, host: EngineHost, catalog: ModelCatalog):
+        from app.engine.llm import LoadSettings
+        from app.server._engine import TurnEnd
+
         self.config = config
         self.host = host
         self.catalog = catalog
+        #: what a model this server loads is loaded with (a model already loaded is used as it is)
+        self.load_settings = LoadSettings(
+            n_ctx=config.n_ctx, n_gpu_layers=config.n_gpu_layers, n_threads=config.n_threads
+        )
+        self.finished: deque[TurnEnd] = deque(maxlen=64)  # how the latest turns ended (log, tests)
+
+    def loaded_entry(self) -> ModelEntry | None:
+        """The catalog's entry for the engine's most recently used model (None: none loaded)."""
+        path = self.host.current
+        return self.catalog.entry_for(path) if path is not None else None
 
 
 def _routes():
@@ -132,24 +146,35 @@ def create_app(state: ServerState, *, on_response: Callable[[dict[str, Any]], No
 class ApiServer:
     """The server: ``start()`` binds and serves in a background thread (raises ``OSError`` with a
     clear message when the port is taken), ``stop()`` shuts it down. ``log`` keeps the latest
-    requests; ``on_request`` is called (on the server's thread) for each one."""
+    requests; ``on_request`` is called (on the server's thread) for each one.
+
+    ``host``: the engine to run requests on (the window's, shared with its chat; it is neither
+    started nor stopped here). Without one the server has an engine of its own (``serve``)."""
 
     def __init__(
         self,
         config: ServerConfig | None = None,
         *,
         on_request: Callable[[RequestLogEntry], None] | None = None,
+        host: EngineHost | None = None,
     ):
         self.config = config or ServerConfig()
         self.catalog = ModelCatalog(self.config.models, use_library=self.config.use_library)
-        self.host = EngineHost(
-            self.catalog,
-            queue_size=self.config.queue_size,
-            n_ctx=self.config.n_ctx,
-            n_threads=self.config.n_threads,
-            n_gpu_layers=self.config.n_gpu_layers,
-            tool_format=self.config.tool_format,
-        )
+        self.owns_host = host is None
+        if host is None:
+            from app.engine.llm import LoadSettings
+
+            host = EngineHost(
+                max_loaded=self.config.max_loaded,
+                queue_size=self.config.queue_size,
+                settings=LoadSettings(
+                    n_ctx=self.config.n_ctx,
+                    n_gpu_layers=self.config.n_gpu_layers,
+                    n_threads=self.config.n_threads,
+                ),
+                name="callisto-server-engine",
+            )
+        self.host = host
         self.state = ServerState(self.config, self.host, self.catalog)
         self.on_request = on_request
         self.log: deque[RequestLogEntry] = deque(maxlen=500)
@@ -220,9 +245,12 @@ class ApiServer:
             self.catalog.resolve(self.config.preload) if self.config.preload else None
         )  # 404: nothing bound
         self._sock = self.bind()
-        self.host.start()
+        if self.owns_host:
+            self.host.start()
         if entry is not None:
-            self.host.preload(entry)
+            from app.server._engine import submit_job
+
+            submit_job(self.host, self._preload_job(entry))
         app = create_app(self.state, on_response=self._record)
         cfg = uvicorn.Config(
             app,
@@ -275,7 +303,19 @@ class ApiServer:
             except OSError:
                 pass
             self._sock = None
-        self.host.stop(timeout)
+        if self.owns_host:
+            self.host.stop(timeout)
+
+    @property
+    def finished(self) -> Any:
+        """How the latest turns ended (``TurnEnd``s, newest last)."""
+        return self.state.finished
+
+    def _preload_job(self, entry: ModelEntry) -> Any:
+        """Load ``entry`` on the engine now (``serve --model``); runs nothing else."""
+        from app.engine.host import Job
+
+        return Job(run=lambda host, model: None, model=entry, settings=self.state.load_settings)
 
     def serve_forever(self) -> None:
         """Run in the foreground until Ctrl-C (``python -m app serve``)."""

@@ -8,11 +8,12 @@ import json
 import re
 import threading
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, Any
 
 from app.calls import is_tool_name
-from app.server._engine import Job, TurnEnd, TurnRequest, run_turn
+from app.engine.host import Job
+from app.server._engine import TurnEnd, TurnRequest, as_api_error, run_turn, submit_job
 from app.server._errors import ApiError
 
 if TYPE_CHECKING:
@@ -207,25 +208,38 @@ class Turn:
             self._put(kind, "".join(parts))
 
     async def submit(self) -> None:
-        """Resolve the model (404 with the names if unknown) and queue the job (429 when full)."""
-        from starlette.concurrency import run_in_threadpool
-
-        host = self.state.host
-        entry = await run_in_threadpool(self.state.catalog.resolve, self.req.model, host.entry)
-        self.model_id = entry.id
+        """Resolve the model (404 with the names if unknown) and queue the turn (429 when full)."""
         req = self.req
         used = used_ids(req.messages)
+        tool_format = self.state.config.tool_format
 
-        def run(h, model) -> None:
+        def run(model: Any) -> None:
             try:
-                end = run_turn(model, req, self._emit, self.cancel, tool_format=h.tool_format, used_ids=used)
+                end = run_turn(model, req, self._emit, self.cancel, tool_format=tool_format, used_ids=used)
             finally:
                 self._flush()
-            h.finished.append(end)
+            self.state.finished.append(end)
             self._put("end", end)
 
-        host.submit(
-            Job(run=run, model=entry, cancel=self.cancel, on_error=lambda err: self._put("error", err))
+        await self.submit_fn(run)
+
+    async def submit_fn(self, fn: Callable[[Any], None]) -> None:
+        """Queue ``fn(model)`` on the engine for the request's model; its errors come as ``error``."""
+        from starlette.concurrency import run_in_threadpool
+
+        state = self.state
+        entry = await run_in_threadpool(state.catalog.resolve, self.req.model, state.loaded_entry())
+        self.model_id = entry.id
+        submit_job(
+            state.host,
+            Job(
+                run=lambda _host, model: fn(model),
+                model=entry,
+                cancel=self.cancel,
+                on_error=lambda err: self._put("error", as_api_error(err)),
+                owner="server",
+                settings=state.load_settings,
+            ),
         )
 
     async def first(self, request: Request) -> None:

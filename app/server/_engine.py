@@ -1,10 +1,10 @@
-"""The server's engine: one thread that loads the model and runs every generation on it.
+"""The server's side of the engine: a request's job on the shared :class:`app.engine.host.EngineHost`.
 
-llama.cpp runs on the thread that loaded the model (``app.engine.llm``), so every job a request
-makes runs on :class:`EngineHost`'s thread, one at a time, in the order they came. The queue is
-bounded: past the bound :meth:`EngineHost.submit` raises a 429 :class:`ApiError` with
-``Retry-After``. A job's ``cancel`` event (set when its client disconnects) is checked before
-every token, and a job cancelled while it waited never runs.
+Every job a request makes runs on the host's one thread, one at a time, in the order they came,
+behind the window's turns when the window shares the host. The queue is bounded: past the bound
+:func:`submit_job` raises a 429 :class:`ApiError` with ``Retry-After``. A job's ``cancel`` event
+(set when its client disconnects) is checked before every token, and a job cancelled while it
+waited never runs.
 
 A turn (:func:`run_turn`) renders the whole conversation the request carries through the model's
 template (``app.engine.render``), generates on the one primitive (``app.engine.generate``; the
@@ -16,18 +16,16 @@ run: the client runs its tools.
 from __future__ import annotations
 
 import logging
-import queue
 import secrets
 import string
 import threading
 import time
-from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from app.engine.host import EngineHost, Job
 from app.server._errors import ApiError
-from app.server._models import ModelCatalog, ModelEntry
 
 if TYPE_CHECKING:
     from app.engine.llm import LoadedModel
@@ -38,10 +36,12 @@ __all__ = [
     "RenderedTurn",
     "TurnEnd",
     "TurnRequest",
+    "as_api_error",
     "count_tokens",
     "new_call_id",
     "render_turn",
     "run_turn",
+    "submit_job",
 ]
 
 log = logging.getLogger(__name__)
@@ -81,132 +81,34 @@ class TurnEnd:
     tool_format: str | None = None
 
 
-@dataclass
-class Job:
-    """``run(host, model)`` is called on the engine thread; ``model`` is the entry to load first
-    (None: no model needed). ``cancel`` is checked before it starts."""
+def as_api_error(exc: BaseException) -> ApiError:
+    """What the engine raised for a request's job, in the server's terms."""
+    from app.engine.host import JobCancelled
+    from app.engine.llm import ModelLoadError
 
-    run: Callable[[EngineHost, LoadedModel | None], None]
-    model: ModelEntry | None
-    cancel: threading.Event = field(default_factory=threading.Event)
-    on_error: Callable[[ApiError], None] = lambda err: None
+    if isinstance(exc, ApiError):
+        return exc
+    if isinstance(exc, ModelLoadError):
+        return ApiError(500, str(exc), code="model_load_failed")
+    if isinstance(exc, JobCancelled):
+        return ApiError(503, str(exc))
+    return ApiError(500, f"the engine failed: {exc}")
 
 
-class EngineHost:
-    """Owns the model (one loaded at a time) and the thread every generation runs on."""
+def submit_job(host: EngineHost, job: Job) -> None:
+    """Queue a request's job on the shared engine; a full queue is a 429 with ``Retry-After``."""
+    from app.engine.host import EngineBusy
 
-    def __init__(
-        self,
-        catalog: ModelCatalog,
-        *,
-        queue_size: int = 16,
-        n_ctx: int = 4096,
-        n_threads: int | None = None,
-        n_gpu_layers: int = 0,
-        tool_format: str = "auto",
-    ):
-        if queue_size < 1:
-            raise ValueError("queue_size must be at least 1")
-        self.catalog = catalog
-        self.queue_size = queue_size
-        self.n_ctx = n_ctx
-        self.n_threads = n_threads
-        self.n_gpu_layers = n_gpu_layers
-        self.tool_format = tool_format
-        self._queue: queue.Queue[Job | None] = queue.Queue(maxsize=queue_size)
-        self._thread: threading.Thread | None = None
-        self.model: LoadedModel | None = None
-        self.entry: ModelEntry | None = None
-        self.busy = False
-        self.avg_job_s = 2.0  # for Retry-After
-        self.finished: deque[TurnEnd] = deque(maxlen=64)  # how the latest turns ended (log, tests)
-
-    # -- lifecycle --------------------------------------------------------------------------
-
-    def start(self) -> None:
-        if self._thread is not None:
-            return
-        self._thread = threading.Thread(target=self._loop, name="callisto-server-engine", daemon=True)
-        self._thread.start()
-
-    def stop(self, timeout: float = 10.0) -> None:
-        thread, self._thread = self._thread, None
-        if thread is None:
-            return
-        while True:  # pending jobs are dropped: their clients get the error
-            try:
-                job = self._queue.get_nowait()
-            except queue.Empty:
-                break
-            if job is not None:
-                job.cancel.set()
-                job.on_error(ApiError(503, "the server is shutting down"))
-        self._queue.put(None)
-        thread.join(timeout)
-
-    @property
-    def pending(self) -> int:
-        return self._queue.qsize()
-
-    def submit(self, job: Job) -> None:
-        try:
-            self._queue.put_nowait(job)
-        except queue.Full:
-            retry = max(1, int(self.avg_job_s * (self.pending + 1) + 0.999))
-            raise ApiError(
-                429,
-                f"the server is busy: {self.queue_size} requests are already waiting; "
-                f"retry in about {retry} s",
-                code="rate_limit_exceeded",
-                headers={"Retry-After": str(retry)},
-            ) from None
-
-    def preload(self, entry: ModelEntry) -> None:
-        """Load ``entry`` on the engine thread now (``serve --model``); returns at once."""
-        self.submit(Job(run=lambda host, model: None, model=entry))
-
-    # -- the thread ---------------------------------------------------------------------------
-
-    def _loop(self) -> None:
-        while True:
-            job = self._queue.get()
-            if job is None:
-                break
-            if job.cancel.is_set():
-                continue
-            started = time.monotonic()
-            self.busy = True
-            try:
-                model = self._ensure(job.model) if job.model is not None else None
-                job.run(self, model)
-            except ApiError as err:
-                job.on_error(err)
-            except Exception as exc:  # noqa: BLE001 - nothing a request does may stop the engine
-                log.exception("server job failed")
-                job.on_error(ApiError(500, f"the engine failed: {exc}"))
-            finally:
-                self.busy = False
-                self.avg_job_s = 0.8 * self.avg_job_s + 0.2 * (time.monotonic() - started)
-        if self.model is not None:
-            self.model.close()
-            self.model = None
-
-    def _ensure(self, entry: ModelEntry) -> LoadedModel:
-        if self.model is not None and self.entry is not None and self.entry.path == entry.path:
-            return self.model
-        from app.engine.llm import ModelLoadError, load_model
-
-        if self.model is not None:
-            self.model.close()
-            self.model, self.entry = None, None
-        try:
-            self.model = load_model(
-                entry.path, n_ctx=self.n_ctx, n_gpu_layers=self.n_gpu_layers, n_threads=self.n_threads
-            )
-        except ModelLoadError as exc:
-            raise ApiError(500, str(exc), code="model_load_failed") from exc
-        self.entry = entry
-        return self.model
+    try:
+        host.submit(job)
+    except EngineBusy as exc:
+        raise ApiError(
+            429,
+            f"the server is busy: {exc.waiting} requests are already waiting; "
+            f"retry in about {exc.retry_after_s} s",
+            code="rate_limit_exceeded",
+            headers={"Retry-After": str(exc.retry_after_s)},
+        ) from None
 
 
 # -- one turn ------------------------------------------------------------------------------------

@@ -80,6 +80,14 @@ class ModelCatalog:
             self._entries = entries
         return list(entries)
 
+    def entry_for(self, path: str | Path) -> ModelEntry:
+        """The entry of the file at ``path`` (one the catalog does not list gets a plain one)."""
+        p = Path(path).expanduser().resolve()
+        for e in self.entries():
+            if e.path == p:
+                return e
+        return _entry(p)
+
     def default(self) -> ModelEntry | None:
         entries = self.entries()
         return entries[0] if entries else None

@@ -163,6 +163,7 @@ class ServerSettings(_Model):
     port: int = Field(8453, ge=1, le=65535)
     api_key: str | None = None  # None or "": no key required
     cors_origins: list[str] = Field(default_factory=list)
+    max_loaded_models: int = Field(1, ge=1, le=8)  # the engine keeps this many models loaded at a time
 
 
 class RemoteProviderSettings(_Model):

@@ -289,9 +289,13 @@ class ServerPage(QWidget):
         self.api_key.setText("cal-" + secrets.token_urlsafe(24))
         self._on_key()
 
+    def _loaded_entry(self) -> Any:
+        return self.server.state.loaded_entry() if self.server is not None else None
+
     def _model_id(self) -> str:
-        if self.server is not None and self.server.host.entry is not None:
-            return self.server.host.entry.id
+        entry = self._loaded_entry()
+        if entry is not None:
+            return entry.id
         path = self._model_path()
         if path:
             from pathlib import Path
@@ -300,7 +304,7 @@ class ServerPage(QWidget):
         return "MODEL"
 
     def _update_model(self) -> None:
-        entry = self.server.host.entry if self.server is not None else None
+        entry = self._loaded_entry()
         if entry is not None:
             self.model_label.setText(entry.id)
         else:

@@ -391,7 +391,7 @@ def test_disconnect_mid_stream_cancels_the_generation(guarded, http):
     # the queue is serial: this answer comes only after the cut stream's generation has ended
     after = http.post("/v1/chat/completions", json=chat(max_tokens=4), headers=AUTH)
     assert after.status_code == 200
-    cut = next(e for e in reversed(guarded.host.finished) if e.finish_reason == "cancelled")
+    cut = next(e for e in reversed(guarded.finished) if e.finish_reason == "cancelled")
     assert cut.completion_tokens < 4000
 
 

@@ -1,0 +1,343 @@
+"""One engine for the whole process: the loaded models and the one queue every generation waits in.
+
+The window's chat, the local API server and the in-window check all submit :class:`Job` s to the
+same :class:`EngineHost`. The host runs them one at a time, in the order they came, on one thread
+(its own, or a thread the caller runs :meth:`EngineHost.run` on: the window's engine QThread), so
+a server request and a window turn never generate at the same time and the KV cache of a model
+is reused by whoever asks next.
+
+Models are kept by path, least recently used first: at most ``max_loaded`` (default 1) stay
+loaded; loading one more closes the least recently used. A load is done before anything is
+closed, so a load that fails changes nothing. Every change is told to the listeners
+(:meth:`EngineHost.add_listener`) as a :class:`ModelChange`, with the ``owner`` of the job that
+caused it: the window follows a model the server loaded in place of its own.
+
+The queue is bounded: past ``queue_size`` waiting jobs :meth:`EngineHost.submit` raises
+:class:`EngineBusy` (the server answers 429 with its ``retry_after_s``); the window's own jobs
+(``bounded=False``) are always accepted and count towards the bound. A job whose ``cancel`` is
+set before it starts never runs. Qt-free: the window, the server and the check use it alike.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import OrderedDict, deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    from app.engine.llm import LoadedModel, LoadSettings
+
+__all__ = ["EngineBusy", "EngineHost", "Job", "JobCancelled", "ModelChange"]
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+
+class JobCancelled(RuntimeError):
+    """A job that never ran: cancelled while it waited, or dropped when the engine stopped."""
+
+
+class EngineBusy(RuntimeError):
+    """The queue is full: ``retry_after_s`` estimates when a place frees up."""
+
+    def __init__(self, waiting: int, retry_after_s: int):
+        self.waiting = waiting
+        self.retry_after_s = retry_after_s
+        super().__init__(
+            f"the engine is busy: {waiting} requests are already waiting; retry in about {retry_after_s} s"
+        )
+
+
+@dataclass
+class Job:
+    """``run(host, model)`` is called on the host's thread once ``model`` (a path, or an object with
+    a ``path``, e.g. the server's ``ModelEntry``; None: no model needed) is loaded. ``settings``
+    are used when the model has to be loaded; ``exact`` reloads a model loaded with others.
+    ``owner`` names who asked ("window", "server", "check"): it is in the :class:`ModelChange`
+    a load causes and in :attr:`EngineHost.running_owner`. Any exception ``run`` or the load raises
+    goes to ``on_error``; the host goes on with the next job."""
+
+    run: Callable[[EngineHost, LoadedModel | None], None]
+    model: Any = None
+    cancel: threading.Event = field(default_factory=threading.Event)
+    on_error: Callable[[BaseException], None] = lambda err: None
+    owner: str = "server"
+    settings: LoadSettings | None = None
+    exact: bool = False
+
+
+@dataclass(frozen=True)
+class ModelChange:
+    """The set of loaded models changed: ``loaded`` was loaded for a job of ``owner``; ``closed``
+    are the paths closed to make room (or replaced by a reload of the same path)."""
+
+    loaded: Path
+    model: LoadedModel
+    closed: tuple[Path, ...]
+    owner: str
+
+
+def _path_of(model: Any) -> Path:
+    path = getattr(model, "path", model)
+    return Path(path).expanduser().resolve()
+
+
+class EngineHost:
+    """The loaded models (LRU, at most ``max_loaded``) and the one job queue and thread."""
+
+    def __init__(
+        self,
+        *,
+        max_loaded: int = 1,
+        queue_size: int = 16,
+        settings: LoadSettings | None = None,
+        name: str = "callisto-engine",
+    ):
+        if queue_size < 1:
+            raise ValueError("queue_size must be at least 1")
+        if max_loaded < 1:
+            raise ValueError("max_loaded must be at least 1")
+        from app.engine.llm import LoadSettings
+
+        self.max_loaded = max_loaded
+        self.queue_size = queue_size
+        self.settings: LoadSettings = settings or LoadSettings()  # for models a job loads without its own
+        self.name = name
+        self._jobs: deque[Job | None] = deque()
+        self._cond = threading.Condition()
+        self._models: OrderedDict[Path, tuple[LoadedModel, LoadSettings]] = OrderedDict()
+        self._listeners: list[Callable[[ModelChange], None]] = []
+        self._thread: threading.Thread | None = None
+        self._running_loop = False
+        self.thread_ident: int | None = None  # the thread the jobs run on
+        self.running_owner: str | None = None  # whose job runs now (None: idle)
+        self.avg_job_s = 2.0  # for Retry-After
+        self.jobs_run = 0
+
+    # -- lifecycle ------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Run the jobs on a thread of the host's own (idempotent)."""
+        with self._cond:
+            if self._thread is not None or self._running_loop:
+                return
+            self._thread = threading.Thread(target=self.run, name=self.name, daemon=True)
+        self._thread.start()
+
+    def run(self) -> None:
+        """The loop, on the calling thread, until :meth:`stop`; closes every model at the end."""
+        with self._cond:
+            self._running_loop = True
+        self.thread_ident = threading.get_ident()
+        try:
+            while True:
+                with self._cond:
+                    while not self._jobs:
+                        self._cond.wait()
+                    job = self._jobs.popleft()
+                if job is None:
+                    break
+                if job.cancel.is_set():
+                    self._tell(job, JobCancelled("the job was cancelled before it ran"))
+                    continue
+                self._run_job(job)
+        finally:
+            self.close_all()
+            with self._cond:
+                self._running_loop = False
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Drop the waiting jobs (each is told by ``on_error``), end the loop after the running
+        job, and join the host's own thread."""
+        with self._cond:
+            dropped = [j for j in self._jobs if j is not None]
+            self._jobs.clear()
+            self._jobs.append(None)
+            self._cond.notify_all()
+            thread, self._thread = self._thread, None
+        for job in dropped:
+            job.cancel.set()
+            self._tell(job, JobCancelled("the engine is shutting down"))
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout)
+
+    @property
+    def alive(self) -> bool:
+        return self._running_loop
+
+    # -- the queue --------------------------------------------------------------------------------
+
+    @property
+    def pending(self) -> int:
+        """Jobs waiting (not counting the running one)."""
+        with self._cond:
+            return sum(1 for j in self._jobs if j is not None)
+
+    @property
+    def busy(self) -> bool:
+        return self.running_owner is not None
+
+    def pending_owners(self) -> list[str]:
+        with self._cond:
+            return [j.owner for j in self._jobs if j is not None]
+
+    def submit(self, job: Job, *, bounded: bool = True) -> None:
+        """Queue ``job``; :class:`EngineBusy` when ``bounded`` and ``queue_size`` jobs already wait."""
+        with self._cond:
+            waiting = sum(1 for j in self._jobs if j is not None)
+            if bounded and waiting >= self.queue_size:
+                retry = max(1, int(self.avg_job_s * (waiting + 1) + 0.999))
+                raise EngineBusy(waiting, retry)
+            self._jobs.append(job)
+            self._cond.notify()
+
+    def call(
+        self,
+        fn: Callable[[LoadedModel | None], T],
+        *,
+        model: Any = None,
+        owner: str = "check",
+        settings: LoadSettings | None = None,
+        cancel: threading.Event | None = None,
+    ) -> T:
+        """Run ``fn(model)`` as a job and wait for its result (or raise its exception). Not on the
+        host's own thread: call ``fn`` directly there."""
+        if threading.get_ident() == self.thread_ident:
+            raise RuntimeError("EngineHost.call from the host's own thread would wait for itself")
+        done = threading.Event()
+        out: list[Any] = []
+        errors: list[BaseException] = []
+
+        def run(_host: EngineHost, loaded: LoadedModel | None) -> None:
+            try:
+                out.append(fn(loaded))
+            finally:
+                done.set()
+
+        def failed(err: BaseException) -> None:
+            errors.append(err)
+            done.set()
+
+        job = Job(run=run, model=model, owner=owner, settings=settings, on_error=failed)
+        if cancel is not None:
+            job.cancel = cancel
+        self.submit(job, bounded=False)
+        done.wait()
+        if errors:
+            raise errors[0]
+        return out[0]
+
+    def _run_job(self, job: Job) -> None:
+        started = time.monotonic()
+        self.running_owner = job.owner
+        try:
+            model = None
+            if job.model is not None:
+                model = self.ensure(job.model, settings=job.settings, exact=job.exact, owner=job.owner)
+            job.run(self, model)
+        except Exception as exc:  # noqa: BLE001 - nothing a job does may stop the engine
+            if not _expected(exc):
+                log.exception("engine job failed")
+            self._tell(job, exc)
+        finally:
+            self.running_owner = None
+            self.jobs_run += 1
+            self.avg_job_s = 0.8 * self.avg_job_s + 0.2 * (time.monotonic() - started)
+
+    @staticmethod
+    def _tell(job: Job, exc: BaseException) -> None:
+        try:
+            job.on_error(exc)
+        except Exception:  # noqa: BLE001 - the error handler's own failure is logged only
+            log.exception("a job's error handler failed")
+
+    # -- the models (on the host's thread) ----------------------------------------------------------
+
+    def add_listener(self, fn: Callable[[ModelChange], None]) -> None:
+        """``fn(change)`` is called on the host's thread after each load."""
+        self._listeners.append(fn)
+
+    def remove_listener(self, fn: Callable[[ModelChange], None]) -> None:
+        if fn in self._listeners:
+            self._listeners.remove(fn)
+
+    @property
+    def loaded_paths(self) -> list[Path]:
+        """Loaded models, least recently used first."""
+        return list(self._models)
+
+    @property
+    def current(self) -> Path | None:
+        """The most recently used model's path."""
+        return next(reversed(self._models), None) if self._models else None
+
+    def model(self, path: Any) -> LoadedModel | None:
+        item = self._models.get(_path_of(path))
+        return item[0] if item is not None else None
+
+    def ensure(
+        self,
+        model: Any,
+        *,
+        settings: LoadSettings | None = None,
+        exact: bool = False,
+        owner: str = "server",
+    ) -> LoadedModel:
+        """The loaded model at ``model``'s path, loaded now if it is not (closing the least recently
+        used ones past ``max_loaded``); raises ``ModelLoadError``. On the host's thread only."""
+        path = _path_of(model)
+        item = self._models.get(path)
+        if item is not None and (not exact or settings is None or item[1] == settings):
+            self._models.move_to_end(path)
+            return item[0]
+        from app.engine.llm import load_model
+
+        use = settings or self.settings
+        loaded = load_model(path, settings=use)  # the others stay until this one has loaded
+        closed: list[Path] = []
+        if item is not None:
+            self._models.pop(path)
+            self._close(item[0])
+            closed.append(path)
+        self._models[path] = (loaded, use)
+        while len(self._models) > self.max_loaded:
+            old, (old_model, _s) = self._models.popitem(last=False)
+            self._close(old_model)
+            closed.append(old)
+        change = ModelChange(path, loaded, tuple(closed), owner)
+        for fn in list(self._listeners):
+            try:
+                fn(change)
+            except Exception:  # noqa: BLE001 - a listener's failure must not fail the job that loaded
+                log.exception("a model-change listener failed")
+        return loaded
+
+    def unload(self, path: Any) -> None:
+        """Close the model at ``path`` if it is loaded (on the host's thread)."""
+        item = self._models.pop(_path_of(path), None)
+        if item is not None:
+            self._close(item[0])
+
+    def close_all(self) -> None:
+        while self._models:
+            _p, (m, _s) = self._models.popitem(last=False)
+            self._close(m)
+
+    @staticmethod
+    def _close(model: LoadedModel) -> None:
+        try:
+            model.close()
+        except Exception:  # noqa: BLE001 - closing is best effort; the model is dropped either way
+            log.exception("closing a model failed")
+
+
+def _expected(exc: BaseException) -> bool:
+    """Errors that are a request's, not the engine's: not logged with a traceback."""
+    from app.engine.llm import ModelLoadError
+
+    return isinstance(exc, ModelLoadError | JobCancelled) or type(exc).__name__ == "ApiError"
