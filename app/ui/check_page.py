@@ -40,7 +40,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-__all__ = ["CheckPage", "CheckRunner", "cell_colour"]
+__all__ = ["CheckPage", "CheckRunner", "HostedTarget", "cell_colour"]
 
 QUICK = "quick"
 
@@ -54,17 +54,50 @@ def cell_colour(ratio: float | None) -> QColor:
     return QColor(*(round(x + (y - x) * t) for x, y in zip(a, b, strict=True)))
 
 
+class HostedTarget:
+    """An in-process target whose every scenario runs as a job on the window's engine (``host``):
+    the model is the engine's (loaded there if it is not), never a copy of the check's own, and
+    the check's scenarios wait in the same queue as the window's turns and the server's requests."""
+
+    kind = "in_process"
+
+    def __init__(self, host: Any, path: str, settings: Any, **target: Any):
+        from app.check.targets import InProcessTarget
+
+        self.host, self.path, self.settings = host, path, settings
+        model = host.call(lambda m: m, model=path, owner="check", settings=settings)
+        self.inner = InProcessTarget(model, **target)
+
+    def identity(self) -> dict[str, Any]:
+        return self.inner.identity()
+
+    def run(self, scenario: Any, *, cancel: threading.Event | None = None) -> Any:
+        def job(model: Any) -> Any:
+            self.inner.model = model  # the engine's current object for the file (it may have reloaded it)
+            return self.inner.run(scenario, cancel=cancel)
+
+        return self.host.call(job, model=self.path, owner="check", settings=self.settings)
+
+    def stop(self) -> None:
+        self.inner.stop()
+
+    def close(self) -> None:
+        """The model is the engine's: it stays loaded for whoever uses it next."""
+
+
 class CheckRunner(QThread):
-    """Runs one check on its own thread (the model is loaded there too) and reports by signals."""
+    """Runs one check on its own thread and reports by signals. With the window's engine
+    (``host``) the model's scenarios run there; without one the model is loaded on this thread."""
 
     sig_progress = Signal(int, int, str, str)  # index (0-based), total, category, scenario id
     sig_scenario = Signal(object)  # a finished scenario's row
     sig_finished = Signal(object)  # the written result (with "_path")
     sig_failed = Signal(str)
 
-    def __init__(self, spec: dict[str, Any], parent: Any = None):
+    def __init__(self, spec: dict[str, Any], parent: Any = None, *, host: Any = None):
         super().__init__(parent)
         self.spec = spec
+        self.host = host
         self._stop = threading.Event()
         self._target: Any = None
 
@@ -105,6 +138,18 @@ class CheckRunner(QThread):
                     model_file=spec.get("model_file"),
                 )
                 lint = spec.get("model_file")
+            elif self.host is not None:
+                from app.engine.llm import LoadSettings
+
+                self._target = HostedTarget(
+                    self.host,
+                    spec["path"],
+                    LoadSettings(n_ctx=spec.get("n_ctx", 4096)) if spec.get("n_ctx") else None,
+                    tool_format=spec.get("tool_format", "auto"),
+                    max_tokens=spec.get("max_tokens", 256),
+                    grammar=spec.get("grammar"),
+                )
+                lint = spec["path"]
             else:
                 from app.check.targets import InProcessTarget
                 from app.engine.llm import load_model
@@ -168,6 +213,7 @@ class CheckPage(QWidget):
         *,
         model_path: Callable[[], str | None] | None = None,
         load_saved: bool = True,
+        host: Any = None,
         parent: QWidget | None = None,
     ):
         from app.check.corpus import CATEGORIES
@@ -176,6 +222,7 @@ class CheckPage(QWidget):
         self.setObjectName("checkPage")
         self.categories = list(CATEGORIES)
         self._model_path = model_path or (lambda: None)
+        self.host = host  # the window's engine: in-process checks run their scenarios on it
         self.results: list[dict[str, Any]] = []
         self.runner: CheckRunner | None = None
         self._started = 0.0
@@ -338,7 +385,7 @@ class CheckPage(QWidget):
         if spec["kind"] == "in_process" and not Path(spec.get("path") or "").is_file():
             self.status.setText("Choose a .gguf model file to check.")
             return False
-        self.runner = CheckRunner(spec, self)
+        self.runner = CheckRunner(spec, self, host=self.host)
         self.runner.sig_progress.connect(self._on_progress)
         self.runner.sig_finished.connect(self._on_finished)
         self.runner.sig_failed.connect(self._on_failed)

@@ -1,9 +1,11 @@
 """The Server page: the local API server (``app.server``) on/off, its address, port and API key,
 the loaded model, a live log of requests and ready-to-copy snippets for the SDKs and curl.
 
-The server runs beside the window on its own engine thread (one llama.cpp thread per model, as
-the window's worker): it offers the window's current model and the library's, loading the one a
-request names on its first request. Settings (``server`` section) are saved when they change.
+The server runs on the window's engine (``host``, the worker's :class:`app.engine.host.EngineHost`):
+its requests and the window's turns wait in one queue and use the same loaded models. It offers
+the window's current model and the library's; a request for another one loads it (the window
+follows when its own model is closed for it). Settings (``server`` section) are saved when they
+change.
 """
 
 from __future__ import annotations
@@ -78,6 +80,7 @@ class ServerPage(QWidget):
         n_ctx: int | None = None,
         n_threads: int | None = None,
         use_library: bool = True,
+        host: Any = None,
         parent: QWidget | None = None,
     ):
         super().__init__(parent)
@@ -88,6 +91,7 @@ class ServerPage(QWidget):
         self._n_ctx = n_ctx
         self._n_threads = n_threads
         self._use_library = use_library
+        self.host = host  # the window's engine (None: the server gets one of its own)
         self.server: Any = None
         cfg = settings.server
 
@@ -137,6 +141,18 @@ class ServerPage(QWidget):
         self.new_key.clicked.connect(self._on_new_key)
         keyrow.addWidget(self.new_key)
         form.addRow("API key", keyrow)
+
+        self.max_loaded = QSpinBox()
+        self.max_loaded.setObjectName("serverMaxLoaded")
+        self.max_loaded.setRange(1, 8)
+        self.max_loaded.setValue(int(cfg.max_loaded_models))
+        self.max_loaded.setToolTip(
+            "How many models stay loaded at a time; a request for another closes the least recently used"
+        )
+        self.max_loaded.valueChanged.connect(self._on_max_loaded)
+        form.addRow("Models loaded at a time", self.max_loaded)
+        if host is not None:
+            host.max_loaded = int(cfg.max_loaded_models)
 
         self.model_label = QLabel("-")
         self.model_label.setObjectName("serverModel")
@@ -197,8 +213,9 @@ class ServerPage(QWidget):
             tool_format=self.settings.chat.tool_format,
             n_ctx=self._n_ctx or self.settings.model.context_length,
             n_threads=self._n_threads or self.settings.model.threads,
+            max_loaded=int(self.max_loaded.value()),
         )
-        server = ApiServer(config, on_request=self.sig_request.emit)
+        server = ApiServer(config, on_request=self.sig_request.emit, host=self.host)
         try:
             server.start()
         except OSError as exc:
@@ -273,6 +290,13 @@ class ServerPage(QWidget):
             self.start()
         else:
             self.stop()
+
+    def _on_max_loaded(self, value: int) -> None:
+        self._persist(max_loaded_models=int(value))
+        if self.host is not None:
+            self.host.max_loaded = int(value)  # from the next load on
+        elif self.server is not None:
+            self.server.host.max_loaded = int(value)
 
     def _on_port(self, _value: int) -> None:
         self._persist()
