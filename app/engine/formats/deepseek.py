@@ -51,14 +51,7 @@ from typing import Any
 from app.engine.formats.base import Format, ParsedCall, RegionScanner, register
 from app.engine.formats.jsonscan import loads_repaired
 from app.engine.formats.schema import schema_types, tool_schemas
-from app.engine.formats.sections import (
-    NAME,
-    JsonCallSection,
-    SectionScanner,
-    json_text,
-    raw_text,
-    read_json_section,
-)
+from app.engine.formats.sections import NAME, JsonSectionFormat, SectionScanner, raw_text, scan_section
 
 __all__ = [
     "DeepSeekDsmlFormat",
@@ -84,14 +77,11 @@ _V31_HEADER = re.compile(
 )
 
 
-class _DeepSeekJson(Format):
+class _DeepSeekJson(JsonSectionFormat):
     openers = (SECTION_BEGIN,)
-    start_only = False
     reasoning = THINK
-    _header: re.Pattern[str]
-
-    def region_scanner(self, opener: str) -> RegionScanner:
-        return JsonCallSection(CALL_BEGIN, CALL_END, SECTION_END)
+    section_begin, section_end = SECTION_BEGIN, SECTION_END
+    call_begin, call_end = CALL_BEGIN, CALL_END
 
     def call_name(self, raw: str) -> str | None:
         for pattern in _CUT_NAMES:
@@ -99,17 +89,6 @@ class _DeepSeekJson(Format):
             if m:
                 return m.group(1)
         return None
-
-    def parse_region(self, opener, body, *, at_end, truncated, tools):
-        return read_json_section(
-            body,
-            call_begin=CALL_BEGIN,
-            call_end=CALL_END,
-            section_end=SECTION_END,
-            at_end=at_end,
-            truncated=truncated,
-            header=self._header,
-        )
 
 
 _CUT_NAMES = (
@@ -122,51 +101,22 @@ class DeepSeekV3Format(_DeepSeekJson):
     name = "deepseek-v3"
     label = "DeepSeek V3 / R1 (fenced JSON calls)"
     detail = "<｜tool▁call▁begin｜>function<｜tool▁sep｜>NAME ```json {...}```<｜tool▁call▁end｜>"
-    _header = _V3_HEADER
+    header = _V3_HEADER
+    call_tail = f"\n```{CALL_END}"
 
-    def constraint_grammar(self, tools, *, forced, parallel, ctx):
-        from app.engine.constraints.wires import json_section
-
-        return json_section(
-            ctx,
-            self,
-            tools,
-            forced,
-            parallel,
-            section=(SECTION_BEGIN, SECTION_END),
-            head=lambda n: f"{CALL_BEGIN}function{SEP}{n}\n```json\n",
-            tail=f"\n```{CALL_END}",
-        )
-
-    def example_call(self, name: str, arguments: dict[str, Any]) -> str:
-        return (
-            f"{SECTION_BEGIN}{CALL_BEGIN}function{SEP}{name}\n```json\n{json_text(dict(arguments))}\n```"
-            f"{CALL_END}{SECTION_END}"
-        )
+    def call_head(self, name: str) -> str:
+        return f"{CALL_BEGIN}function{SEP}{name}\n```json\n"
 
 
 class DeepSeekV31Format(_DeepSeekJson):
     name = "deepseek-v3.1"
     label = "DeepSeek V3.1 (JSON calls)"
     detail = "<｜tool▁call▁begin｜>NAME<｜tool▁sep｜>{...}<｜tool▁call▁end｜>"
-    _header = _V31_HEADER
+    header = _V31_HEADER
+    call_tail = CALL_END
 
-    def constraint_grammar(self, tools, *, forced, parallel, ctx):
-        from app.engine.constraints.wires import json_section
-
-        return json_section(
-            ctx,
-            self,
-            tools,
-            forced,
-            parallel,
-            section=(SECTION_BEGIN, SECTION_END),
-            head=lambda n: f"{CALL_BEGIN}{n}{SEP}",
-            tail=CALL_END,
-        )
-
-    def example_call(self, name: str, arguments: dict[str, Any]) -> str:
-        return f"{SECTION_BEGIN}{CALL_BEGIN}{name}{SEP}{json_text(dict(arguments))}{CALL_END}{SECTION_END}"
+    def call_head(self, name: str) -> str:
+        return f"{CALL_BEGIN}{name}{SEP}"
 
 
 # -- DSML ----------------------------------------------------------------------------------------
@@ -187,7 +137,6 @@ PARAM = f"<{DSML}parameter"
 PARAM_END = f"</{DSML}parameter>"
 
 _INVOKE_ATTRS = re.compile(r'\s+name="(' + NAME + r')"\s*(/?)')
-_HEAD_END = re.compile(r"[<>]")
 _PARAM_ATTRS = re.compile(r'\s+name="([^"<>]+)"(?:\s+string="(true|false)")?\s*')
 
 
@@ -242,21 +191,11 @@ class DsmlScanner(SectionScanner):
                 i += len(hit)
                 continue
             if st in ("invoke_head", "param_head"):
-                head_end = _HEAD_END.search(buf, i)
-                j = -1 if head_end is None else head_end.start()
-                self.ops += (n if j == -1 else j) - i + 1
-                if j != -1 and buf[j] == "<":
-                    self._fail()  # markup inside the tag: not a DSML tag
-                    i = j
+                i, head, wait = self._head(buf, i, ">", ("<",), final)  # markup inside: not a DSML tag
+                if wait:
+                    return self._ret(i, False)
+                if head is None:
                     continue
-                if j == -1:
-                    if final:
-                        return self._ret(n, False)
-                    self.parts.append(buf[i:])
-                    return self._ret(n, False)
-                head = "".join(self.parts) + buf[i:j]
-                self.parts = []
-                i = j + 1
                 if st == "invoke_head":
                     m = _INVOKE_ATTRS.fullmatch(head)
                     if m is None:
@@ -308,17 +247,8 @@ class DeepSeekDsmlFormat(Format):
 
     def parse_region(self, opener, body, *, at_end, truncated, tools):
         sc = DsmlScanner(_dsml_close(opener), DSML_DIALECTS[opener])
-        cut = at_end and truncated  # scanned as if more could follow: a half tag is no fault
-        consumed, ended = sc.scan(body, not cut)
-        if sc.bad or not sc.calls:
-            return None
-        if ended:
-            if consumed != len(body):
-                return None
-            leftover = ""
-        elif cut:
-            leftover = body[sc.calls[-1][3] :]  # complete calls before the cut count; the rest is text
-        else:
+        leftover = scan_section(sc, body, at_end=at_end, truncated=truncated)
+        if leftover is None or not sc.calls:
             return None
         schemas = tool_schemas(tools)
         out: list[ParsedCall] = []

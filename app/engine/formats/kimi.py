@@ -47,12 +47,11 @@ from app.engine.formats.jsonscan import loads_repaired
 from app.engine.formats.schema import json_type
 from app.engine.formats.sections import (
     NAME,
-    JsonCallSection,
+    JsonSectionFormat,
     SectionScanner,
     first_marker,
-    json_text,
     raw_text,
-    read_json_section,
+    scan_section,
 )
 
 __all__ = ["K3Scanner", "KimiK2Format", "KimiK3Format"]
@@ -67,51 +66,23 @@ ARG_BEGIN = "<|tool_call_argument_begin|>"
 _K2_HEADER = re.compile(r"\s*(?:functions\.)?(" + NAME + r"?)(?::\d+)?\s*" + re.escape(ARG_BEGIN) + r"\s*")
 
 
-class KimiK2Format(Format):
+class KimiK2Format(JsonSectionFormat):
     name = "kimi-k2"
     label = "Kimi K2 (sectioned JSON calls)"
     detail = "<|tool_call_begin|>functions.NAME:0<|tool_call_argument_begin|>{...}<|tool_call_end|>"
     openers = (SECTION_BEGIN,)
-    start_only = False
     reasoning = THINK
+    section_begin, section_end = SECTION_BEGIN, SECTION_END
+    call_begin, call_end = CALL_BEGIN, CALL_END
+    header = _K2_HEADER
+    fence_in_header = False
+    implied_end = True
+    noise = True
+    call_index = (":", ARG_BEGIN)
+    call_tail = CALL_END
 
-    def region_scanner(self, opener: str) -> RegionScanner:
-        return JsonCallSection(CALL_BEGIN, CALL_END, SECTION_END, noise=True)
-
-    def parse_region(self, opener, body, *, at_end, truncated, tools):
-        return read_json_section(
-            body,
-            call_begin=CALL_BEGIN,
-            call_end=CALL_END,
-            section_end=SECTION_END,
-            at_end=at_end,
-            truncated=truncated,
-            header=_K2_HEADER,
-            fence_in_header=False,
-            implied_end=True,
-            noise=True,
-        )
-
-    def constraint_grammar(self, tools, *, forced, parallel, ctx):
-        from app.engine.constraints.wires import json_section
-
-        return json_section(
-            ctx,
-            self,
-            tools,
-            forced,
-            parallel,
-            section=(SECTION_BEGIN, SECTION_END),
-            head=lambda n: f"{CALL_BEGIN}functions.{n}",
-            index=(":", ARG_BEGIN),
-            tail=CALL_END,
-        )
-
-    def example_call(self, name: str, arguments: dict[str, Any]) -> str:
-        return (
-            f"{SECTION_BEGIN}{CALL_BEGIN}functions.{name}:0{ARG_BEGIN}{json_text(dict(arguments))}"
-            f"{CALL_END}{SECTION_END}"
-        )
+    def call_head(self, name: str) -> str:
+        return f"{CALL_BEGIN}functions.{name}"
 
 
 # -- Kimi K3 -------------------------------------------------------------------------------------
@@ -207,20 +178,14 @@ class K3Scanner(SectionScanner):
                 self.state = "head"
                 continue
             if st in ("head", "arg_head"):
-                pos, m, safe = first_marker(buf, (SEP, OPEN, CLOSE), i, final)
-                self.ops += (safe if pos == -1 else pos) - i + 1
-                if pos == -1:
-                    end = n if final else safe
-                    self.parts.append(buf[i:end])
-                    return self._ret(end, False)
-                head = "".join(self.parts) + buf[i:pos]
-                self.parts = []
-                attrs = _attrs(head) if m == SEP else None
+                i, head, wait = self._head(buf, i, SEP, (OPEN, CLOSE), final)
+                if wait:
+                    return self._ret(i, False)
+                attrs = None if head is None else _attrs(head)
                 if attrs is None:
-                    self._fail()
-                    i = pos
+                    if head is not None:
+                        self._fail()
                     continue
-                i = pos + len(SEP)
                 if st == "head":
                     self.head, self.args = attrs, []
                 else:
@@ -316,19 +281,11 @@ class KimiK3Format(Format):
         if opener in K3_STRUCTURE:
             return [], ""
         sc = K3Scanner(section=opener == TOOLS_OPEN)
-        cut = at_end and truncated  # scanned as if more could follow: a half token is no fault
-        consumed, ended = sc.scan(body, not cut)
-        if sc.bad:
-            return None
-        if ended:
-            if consumed != len(body):
-                return None
-            leftover = ""
-        elif cut and sc.calls:
-            leftover = body[sc.calls[-1][3] :]  # the complete calls count; the stream reports the cut one
-        elif at_end and not truncated and opener == TOOLS_OPEN and sc.state == "between":
-            leftover = body[sc.calls[-1][3] :] if sc.calls else body  # the closing frame is implied
-        else:
+        # a tools frame missing only its closing frame is read when the reply ended between calls
+        leftover = scan_section(
+            sc, body, at_end=at_end, truncated=truncated, implied_end=opener == TOOLS_OPEN
+        )
+        if leftover is None:
             return None
         out: list[ParsedCall] = []
         for head, args, start, end in sc.calls:

@@ -15,8 +15,9 @@ from __future__ import annotations
 import json
 import re
 
-from app.engine.formats.base import Format, ParsedCall, RegionScanner, find_marker, register
-from app.engine.formats.sections import skip_ws
+from app.engine.formats.base import Format, ParsedCall, RegionScanner, register
+from app.engine.formats.sections import SkipValuesScanner
+from app.engine.formats.xml_params import params_text, read_params, tag_name
 
 __all__ = ["MiniCpm5Format"]
 
@@ -26,6 +27,8 @@ P_OPEN = '<param name="'
 P_CLOSE = "</param>"
 CDATA_OPEN = "<![CDATA["
 CDATA_CLOSE = "]]>"
+CDATA = (CDATA_OPEN, CDATA_CLOSE)
+KEY_END = '">'  # what ends a name in a tag
 _NAME = re.compile(r'[A-Za-z_][\w.\-:/]*(?=">)')
 
 
@@ -38,60 +41,19 @@ def _whole_name(name: str) -> bool:
 _KEY = re.compile(r'[^"<>\s]+(?=">)')
 
 
-class _Scanner(RegionScanner):
-    """Up to ``</function>``, skipping over the contents of CDATA sections."""
-
-    def __init__(self) -> None:
-        self.in_cdata = False
-        self.ops = 0
-
-    def scan(self, buf: str, final: bool) -> tuple[int, bool]:
-        i = 0
-        while True:
-            markers = (CDATA_CLOSE,) if self.in_cdata else (CDATA_OPEN, CLOSE)
-            pos, m, safe = find_marker(buf, markers, final, start=i)
-            self.ops += (pos + len(m) - i) if pos != -1 else len(buf) - i
-            if pos == -1:
-                return safe, False
-            i = pos + len(m)
-            if m == CLOSE:
-                return i, True
-            self.in_cdata = m == CDATA_OPEN
-
-
 def _parse(body: str) -> tuple[str, dict[str, str]] | None:
     """Strictly read ``NAME"> (<param name="K">V</param>)* </function>`` (``body`` after the opener)."""
-    m = _NAME.match(body)
-    if m is None:
+    got = tag_name(body, 0, _NAME, KEY_END)
+    if got is None:
         return None
-    name = m.group(0)
-    i = m.end() + 2
-    args: dict[str, str] = {}
-    while True:
-        i = skip_ws(body, i)
-        if body.startswith(CLOSE, i):
-            return (name, args) if i + len(CLOSE) == len(body) else None
-        if not body.startswith(P_OPEN, i):
-            return None
-        k = _KEY.match(body, i + len(P_OPEN))
-        if k is None or k.group(0) in args:
-            return None
-        i = k.end() + 2
-        if body.startswith(CDATA_OPEN, i):
-            end = body.find(CDATA_CLOSE, i + len(CDATA_OPEN))
-            if end == -1 or not body.startswith(P_CLOSE, end + len(CDATA_CLOSE)):
-                return None
-            value = body[i + len(CDATA_OPEN) : end]
-            i = end + len(CDATA_CLOSE) + len(P_CLOSE)
-        else:
-            end = body.find(P_CLOSE, i)
-            if end == -1:
-                return None
-            value = body[i:end]
-            if "<" in value:
-                return None  # markup in a value is written as CDATA
-            i = end + len(P_CLOSE)
-        args[k.group(0)] = value
+    name, i = got
+    params = read_params(
+        body, i, param=P_OPEN, param_end=P_CLOSE, close=CLOSE, key=_KEY, key_end=KEY_END, cdata=CDATA
+    )
+    if params is None:
+        return None
+    args, i = params
+    return (name, args) if i == len(body) else None
 
 
 def _value(v: object) -> str:
@@ -113,7 +75,7 @@ class MiniCpm5Format(Format):
     raw_values = True
 
     def region_scanner(self, opener: str) -> RegionScanner:
-        return _Scanner()
+        return SkipValuesScanner(CLOSE, CDATA_OPEN, CDATA_CLOSE)  # a CDATA section may hold the close
 
     def parse_region(self, opener, body, *, at_end, truncated, tools):
         if not body.endswith(CLOSE):
@@ -144,7 +106,9 @@ class MiniCpm5Format(Format):
         )
 
     def example_call(self, name: str, arguments: dict) -> str:
-        params = "".join(f'{P_OPEN}{k}">{_value(v)}{P_CLOSE}' for k, v in arguments.items())
+        params = params_text(
+            arguments, param=P_OPEN, key_end=KEY_END, param_end=P_CLOSE, sep="", value=_value
+        )
         return f'{OPEN}{name}">{params}{CLOSE}'
 
 

@@ -14,7 +14,8 @@ import re
 from typing import Any
 
 from app.engine.formats.base import Format, ParsedCall, RegionScanner, register
-from app.engine.formats.sections import SkipValuesScanner, raw_text, skip_ws
+from app.engine.formats.sections import SkipValuesScanner, closed_body, skip_ws
+from app.engine.formats.xml_params import params_text, read_params, tag_name
 
 __all__ = ["MiniMaxFormat", "parse_invokes"]
 
@@ -25,48 +26,30 @@ I_CLOSE = "</invoke>"
 P_OPEN = '<parameter name="'
 P_CLOSE = "</parameter>"
 _NAME = re.compile(r'[^"<>\s]+')
-
-
-def _quoted_name(s: str, i: int) -> tuple[str, int] | None:
-    """``NAME">`` at ``i`` (the text after ``name="``): the name and the index after ``>``."""
-    m = _NAME.match(s, i)
-    if m is None or not s.startswith('">', m.end()):
-        return None
-    return m.group(), m.end() + 2
+KEY_END = '">'  # what ends a name in a tag
 
 
 def parse_invokes(text: str) -> list[tuple[str, dict[str, str], str]] | None:
     """Strictly read ``(<invoke name="N"> (<parameter name="K">V</parameter>)* </invoke>)+`` with
-    whitespace between: (name, raw arguments, the invoke's text) per call, or None."""
+    whitespace between: (name, raw arguments, the invoke's text) per call, or None. A value is
+    exactly as written (the template adds no newline)."""
     calls: list[tuple[str, dict[str, str], str]] = []
     i = skip_ws(text, 0)
     while i < len(text):
         if not text.startswith(I_OPEN, i):
             return None
         start = i
-        got = _quoted_name(text, i + len(I_OPEN))
+        got = tag_name(text, i + len(I_OPEN), _NAME, KEY_END)
         if got is None:
             return None
         name, i = got
-        args: dict[str, str] = {}
-        while True:
-            i = skip_ws(text, i)
-            if text.startswith(P_OPEN, i):
-                got = _quoted_name(text, i + len(P_OPEN))
-                if got is None:
-                    return None
-                key, i = got
-                end = text.find(P_CLOSE, i)
-                if end == -1 or key in args:
-                    return None
-                args[key] = text[i:end]  # exactly as written (the template adds no newline)
-                i = end + len(P_CLOSE)
-            elif text.startswith(I_CLOSE, i):
-                i += len(I_CLOSE)
-                calls.append((name, args, text[start:i]))
-                break
-            else:
-                return None
+        params = read_params(
+            text, i, param=P_OPEN, param_end=P_CLOSE, close=I_CLOSE, key=_NAME, key_end=KEY_END
+        )
+        if params is None:
+            return None
+        args, i = params
+        calls.append((name, args, text[start:i]))
         i = skip_ws(text, i)
     return calls or None
 
@@ -86,11 +69,8 @@ class MiniMaxFormat(Format):
         return SkipValuesScanner(CLOSE, P_OPEN, P_CLOSE)
 
     def parse_region(self, opener, body, *, at_end, truncated, tools):
-        if body.endswith(CLOSE):
-            inner = body[: -len(CLOSE)]
-        elif at_end and not truncated and body.rstrip().endswith(I_CLOSE):
-            inner = body  # the reply ended right after </invoke>: the closing tag is implied
-        else:
+        inner = closed_body(body, CLOSE, last=I_CLOSE, at_end=at_end, truncated=truncated)
+        if inner is None:
             return None
         calls = parse_invokes(inner)
         if calls is None:
@@ -120,7 +100,7 @@ class MiniMaxFormat(Format):
         )
 
     def example_call(self, name: str, arguments: dict[str, Any]) -> str:
-        params = "".join(f'{P_OPEN}{k}">{raw_text(v)}{P_CLOSE}\n' for k, v in arguments.items())
+        params = params_text(arguments, param=P_OPEN, key_end=KEY_END, param_end=P_CLOSE)
         return f'{OPEN}\n{I_OPEN}{name}">\n{params}{I_CLOSE}\n{CLOSE}'
 
 

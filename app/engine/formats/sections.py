@@ -3,15 +3,19 @@
 * :func:`first_marker` finds the earliest marker without looking past it.
 * :class:`SectionScanner` holds the steps the marker-delimited section scanners share (DeepSeek,
   Kimi: skip whitespace, expect one of some markers, read a value that may be a JSON
-  object/array, fall back to searching for the section's end), each counting the characters it
-  examines in ``ops``.
+  object/array, read a tag's head, fall back to searching for the section's end), each counting
+  the characters it examines in ``ops``; :func:`scan_section` scans a whole region with one and
+  says what is left after its calls (DeepSeek DSML, Kimi K3).
 * :class:`SkipValuesScanner` is the "skip values until the close" scanner of the XML-like
-  families whose values are raw text (Qwen XML, GLM, Seed-OSS): the region ends at its closing
-  tag outside every value, so the closing tag written inside a value does not end the call.
+  families whose values are raw text (Qwen XML, GLM, Seed-OSS, MiniMax; MiniCPM5's CDATA
+  sections): the region ends at its closing tag outside every value, so the closing tag written
+  inside a value does not end the call.
 * :class:`JsonTagScanner` (a JSON call between tags, Hermes and its kin), :class:`JsonCallSection`
-  and :func:`read_json_section` (sections of JSON calls: DeepSeek, Kimi K2) and :data:`NAME`
-  (what a tool name may be on those wires) are shared by the JSON families.
-* :func:`skip_ws` and :func:`after_ws_startswith` are the small text helpers their parsers share;
+  and :func:`read_json_section` (sections of JSON calls), :class:`JsonSectionFormat` (a family
+  made of such sections: DeepSeek V3 / V3.1, Kimi K2) and :data:`NAME` (what a tool name may be
+  on those wires) are shared by the JSON families.
+* :func:`skip_ws`, :func:`after_ws_startswith` and :func:`closed_body` (a region's body without
+  its closing tag, or with it implied) are the small text helpers their parsers share;
   :func:`json_text` and :func:`raw_text` write values for the families' example-call writers.
 """
 
@@ -19,23 +23,27 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from typing import Any
 
-from app.engine.formats.base import ParsedCall, RegionScanner, find_marker
+from app.engine.formats.base import Format, ParsedCall, RegionScanner, find_marker
 from app.engine.formats.jsonscan import JsonScanner, loads_repaired
 from app.engine.holdback import partial_start
 
 __all__ = [
     "NAME",
     "JsonCallSection",
+    "JsonSectionFormat",
     "JsonTagScanner",
     "SectionScanner",
     "SkipValuesScanner",
     "after_ws_startswith",
+    "closed_body",
     "first_marker",
     "json_text",
     "raw_text",
     "read_json_section",
+    "scan_section",
     "skip_ws",
 ]
 
@@ -69,8 +77,11 @@ class SectionScanner(RegionScanner):
     ``buf[0]``), ``parts`` (a value or tag read across chunks), ``json``, ``bad`` and ``ops``.
 
     A subclass's ``scan`` is a state machine; the states ``"seek"`` (after a fault) and
-    ``"done"`` are common to all.
+    ``"done"`` are common to all. It records the complete calls it read in ``calls``, each a
+    tuple whose last item is where the call ends in the region (:func:`scan_section` reads it).
     """
+
+    calls: Sequence[tuple[Any, ...]]
 
     def __init__(self, state: str) -> None:
         self.state = state
@@ -115,6 +126,28 @@ class SectionScanner(RegionScanner):
         if not final and any(len(rest) < len(m) and m.startswith(rest) for m in wanted):
             return i, None
         return i, ""
+
+    def _head(
+        self, buf: str, i: int, end: str, bad: tuple[str, ...], final: bool
+    ) -> tuple[int, str | None, bool]:
+        """A tag's head: the text up to ``end``, gathered across chunks.
+
+        Returns ``(cursor, head, wait)``: ``head`` once ``end`` is read (the cursor is after it);
+        ``wait`` when ``buf`` is used up and ``scan`` must return ``cursor`` consumed. When one of
+        ``bad`` comes first the scanner fails (``head`` None, the cursor at that marker).
+        """
+        pos, m, safe = first_marker(buf, (end, *bad), i, final)
+        self.ops += (safe if pos == -1 else pos) - i + 1
+        if pos == -1:
+            stop = len(buf) if final else safe
+            self.parts.append(buf[i:stop])
+            return stop, None, True
+        if m != end:
+            self._fail()
+            return pos, None, False
+        head = "".join(self.parts) + buf[i:pos]
+        self.parts = []
+        return pos + len(end), head, False
 
     def _feed_json(self, buf: str, i: int) -> int:
         """Feed ``self.json`` from ``i``: the index after the value's end, or -1 while it is open."""
@@ -195,11 +228,47 @@ class SectionScanner(RegionScanner):
         return self._ret(len(buf) if final else safe, False)
 
 
+def scan_section(
+    sc: SectionScanner, body: str, *, at_end: bool, truncated: bool, implied_end: bool = False
+) -> str | None:
+    """Scan a whole region with ``sc``: the text left after its calls (``sc.calls``), or None when
+    the region is not a section that can be trusted.
+
+    A section that ended must end the region (nothing left). A reply cut inside it (``at_end`` and
+    ``truncated``: scanned as if more could follow, so a half marker is no fault) keeps the
+    complete calls before the cut, the cut remainder is left over. ``implied_end``: a section
+    missing only its end marker is read when the reply ended normally between two calls.
+    """
+    cut = at_end and truncated
+    consumed, ended = sc.scan(body, not cut)
+    if sc.bad:
+        return None
+    last = sc.calls[-1][-1] if sc.calls else 0
+    if ended:
+        return "" if consumed == len(body) else None
+    if cut:
+        return body[last:] if sc.calls else None
+    if implied_end and at_end and sc.state == "between":
+        return body[last:]
+    return None
+
+
 def skip_ws(s: str, i: int) -> int:
     """The index of the first non-whitespace character of ``s`` from ``i`` (``len(s)`` if none)."""
     while i < len(s) and s[i].isspace():
         i += 1
     return i
+
+
+def closed_body(body: str, close: str, *, last: str, at_end: bool, truncated: bool) -> str | None:
+    """A region's body without its closing tag ``close``; the whole body when the tag is missing
+    but the reply ended normally right after ``last`` (the closing tag of the region's last
+    element: the region's is implied); None otherwise."""
+    if body.endswith(close):
+        return body[: -len(close)]
+    if at_end and not truncated and body.rstrip().endswith(last):
+        return body
+    return None
 
 
 def after_ws_startswith(s: str, i: int, prefixes: tuple[str, ...]) -> bool:
@@ -532,3 +601,71 @@ def read_json_section(
             return None
         out.append(ParsedCall(m.group(name_group), args, body[raw_start:raw_end]))
     return out, leftover
+
+
+class JsonSectionFormat(Format):
+    """A family whose calls are a section of JSON calls (DeepSeek V3 / V3.1, Kimi K2)::
+
+        SECTION_BEGIN (CALL_BEGIN header {json} CALL_END)* SECTION_END
+
+    scanned by :class:`JsonCallSection` and read by :func:`read_json_section`. A family sets its
+    markers, ``header`` (see :func:`read_json_section`, with the reading options
+    ``fence_in_header``, ``implied_end`` and ``noise``) and how a call is written:
+    :meth:`call_head` (up to the arguments), ``call_index`` (a call counter after the head, as
+    (before, after)) and ``call_tail``; the grammar and the example call follow from them.
+    """
+
+    start_only = False
+    section_begin: str
+    section_end: str
+    call_begin: str
+    call_end: str
+    header: re.Pattern[str]
+    fence_in_header = True
+    implied_end = False
+    noise = False
+    call_index: tuple[str, str] | None = None
+    call_tail = ""
+
+    def call_head(self, name: str) -> str:
+        """What a call is written with before its arguments (and index)."""
+        raise NotImplementedError  # pragma: no cover - abstract
+
+    def region_scanner(self, opener: str) -> RegionScanner:
+        return JsonCallSection(self.call_begin, self.call_end, self.section_end, noise=self.noise)
+
+    def parse_region(self, opener, body, *, at_end, truncated, tools):
+        return read_json_section(
+            body,
+            call_begin=self.call_begin,
+            call_end=self.call_end,
+            section_end=self.section_end,
+            at_end=at_end,
+            truncated=truncated,
+            header=self.header,
+            fence_in_header=self.fence_in_header,
+            implied_end=self.implied_end,
+            noise=self.noise,
+        )
+
+    def constraint_grammar(self, tools, *, forced, parallel, ctx):
+        from app.engine.constraints.wires import json_section
+
+        return json_section(
+            ctx,
+            self,
+            tools,
+            forced,
+            parallel,
+            section=(self.section_begin, self.section_end),
+            head=self.call_head,
+            index=self.call_index,
+            tail=self.call_tail,
+        )
+
+    def example_call(self, name: str, arguments: dict[str, Any]) -> str:
+        index = "" if self.call_index is None else f"{self.call_index[0]}0{self.call_index[1]}"
+        return (
+            f"{self.section_begin}{self.call_head(name)}{index}{json_text(dict(arguments))}"
+            f"{self.call_tail}{self.section_end}"
+        )

@@ -15,7 +15,8 @@ import re
 from typing import Any
 
 from app.engine.formats.base import Format, ParsedCall, RegionScanner, register
-from app.engine.formats.sections import SkipValuesScanner, raw_text, skip_ws
+from app.engine.formats.sections import SkipValuesScanner, closed_body, skip_ws
+from app.engine.formats.xml_params import params_text, read_params, tag_name
 
 __all__ = ["SeedOssFormat", "parse_seed_function"]
 
@@ -28,40 +29,21 @@ F_CLOSE = "</function>"
 _NAME = re.compile(r"[^\s<>=\"']+")
 
 
-def _tag_name(s: str, i: int) -> tuple[str, int] | None:
-    m = _NAME.match(s, i)
-    if m is None or not s.startswith(">", m.end()):
-        return None
-    return m.group(), m.end() + 1
-
-
 def parse_seed_function(text: str) -> tuple[str, dict[str, str]] | None:
     """Strictly read ``<function=NAME> (<parameter=K>V</parameter>)* </function>`` with whitespace
     between the tags; each value exactly as written."""
     i = skip_ws(text, 0)
     if not text.startswith(F_OPEN, i):
         return None
-    got = _tag_name(text, i + len(F_OPEN))
+    got = tag_name(text, i + len(F_OPEN), _NAME, ">")
     if got is None:
         return None
     name, i = got
-    args: dict[str, str] = {}
-    while True:
-        i = skip_ws(text, i)
-        if text.startswith(P_OPEN, i):
-            got = _tag_name(text, i + len(P_OPEN))
-            if got is None:
-                return None
-            key, i = got
-            end = text.find(P_CLOSE, i)
-            if end == -1 or key in args:
-                return None
-            args[key] = text[i:end]
-            i = end + len(P_CLOSE)
-        elif text.startswith(F_CLOSE, i):
-            return (name, args) if skip_ws(text, i + len(F_CLOSE)) == len(text) else None
-        else:
-            return None
+    params = read_params(text, i, param=P_OPEN, param_end=P_CLOSE, close=F_CLOSE, key=_NAME, key_end=">")
+    if params is None:
+        return None
+    args, i = params
+    return (name, args) if skip_ws(text, i) == len(text) else None
 
 
 class SeedOssFormat(Format):
@@ -77,11 +59,8 @@ class SeedOssFormat(Format):
         return SkipValuesScanner(CLOSE, P_OPEN, P_CLOSE)
 
     def parse_region(self, opener, body, *, at_end, truncated, tools):
-        if body.endswith(CLOSE):
-            inner = body[: -len(CLOSE)]
-        elif at_end and not truncated and body.rstrip().endswith(F_CLOSE):
-            inner = body  # the reply ended right after </function>: the closing tag is implied
-        else:
+        inner = closed_body(body, CLOSE, last=F_CLOSE, at_end=at_end, truncated=truncated)
+        if inner is None:
             return None
         got = parse_seed_function(inner)
         if got is None:
@@ -108,7 +87,7 @@ class SeedOssFormat(Format):
         )
 
     def example_call(self, name: str, arguments: dict[str, Any]) -> str:
-        params = "".join(f"{P_OPEN}{k}>{raw_text(v)}{P_CLOSE}\n" for k, v in arguments.items())
+        params = params_text(arguments, param=P_OPEN, key_end=">", param_end=P_CLOSE)
         return f"{OPEN}\n<function={name}>\n{params}{F_CLOSE}\n{CLOSE}"
 
 
