@@ -16,20 +16,13 @@ from typing import Any
 
 from app.engine.formats.base import Format, ParsedCall, RegionScanner, register
 from app.engine.formats.pycalls import PyListScanner, parse_call_list, parse_cut_list, py_literal
+from app.engine.holdback import partial_start
 
 __all__ = ["Lfm2Format"]
 
 OPEN = "<|tool_call_start|>"
 CLOSE = "<|tool_call_end|>"
 _CALL_NAME = re.compile(r"([A-Za-z_][\w.]*)\s*\(")
-
-
-def _partial_close(body: str) -> int:
-    """The length of the beginning of ``CLOSE`` that ends ``body`` (0 if none)."""
-    for k in range(len(CLOSE) - 1, 0, -1):
-        if body.endswith(CLOSE[:k]):
-            return k
-    return 0
 
 
 class Lfm2Format(Format):
@@ -48,7 +41,7 @@ class Lfm2Format(Format):
             source = body[: -len(CLOSE)]
         elif at_end:
             if truncated:  # cut at max_tokens: the complete calls count, the cut rest is text
-                cut = len(body) - _partial_close(body)  # a cut closing marker is structure
+                cut = partial_start(body, (CLOSE,))  # a cut closing marker is structure
                 got = parse_cut_list(body[:cut])
                 if got is None:
                     return None
