@@ -8,7 +8,6 @@ Stream: ``message_start``; per content block ``content_block_start``, its deltas
 
 from __future__ import annotations
 
-import json
 import uuid
 from typing import TYPE_CHECKING, Any
 
@@ -28,6 +27,7 @@ from app.server._common import (
 )
 from app.server._engine import TurnEnd, TurnRequest
 from app.server._errors import ApiError
+from app.server._json import json_bytes, json_response
 
 if TYPE_CHECKING:
     from starlette.requests import Request
@@ -270,11 +270,11 @@ def _usage(end: TurnEnd | None) -> dict[str, Any]:
 
 
 def _event(name: str, data: dict[str, Any]) -> bytes:
-    return f"event: {name}\ndata: ".encode() + json.dumps(data, ensure_ascii=False).encode() + b"\n\n"
+    return f"event: {name}\ndata: ".encode() + json_bytes(data) + b"\n\n"
 
 
 async def messages(request: Request):
-    from starlette.responses import JSONResponse, StreamingResponse
+    from starlette.responses import StreamingResponse
 
     state: ServerState = request.app.state.callisto
     body = await read_json(request, state.config.max_body_bytes)
@@ -300,7 +300,7 @@ async def messages(request: Request):
                     "input": c.arguments if isinstance(c.arguments, dict) else {},
                 }
             )
-        return JSONResponse(
+        return json_response(
             {
                 "id": mid,
                 "type": "message",
@@ -442,7 +442,6 @@ async def messages(request: Request):
 
 
 async def count_tokens(request: Request):
-    from starlette.responses import JSONResponse
 
     from app.server._engine import count_tokens as count
 
@@ -456,4 +455,4 @@ async def count_tokens(request: Request):
     if kind == "error":
         raise value
     turn.log(request, None, 0)
-    return JSONResponse({"input_tokens": value})
+    return json_response({"input_tokens": value})

@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import hmac
 import ipaddress
-import json
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 from app.server._errors import ApiError, api_of_path, error_body
+from app.server._json import json_bytes
 
 __all__ = ["Gate", "host_allowed"]
 
@@ -79,7 +79,7 @@ class Gate:
         ]
 
     async def _refuse(self, send, path: str, err: ApiError, extra: list[tuple[bytes, bytes]] = ()) -> None:
-        body = json.dumps(error_body(api_of_path(path), err)).encode()
+        body = json_bytes(error_body(api_of_path(path), err))
         headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
         headers += [(k.lower().encode(), v.encode()) for k, v in err.headers.items()] + list(extra)
         await send({"type": "http.response.start", "status": err.status, "headers": headers})

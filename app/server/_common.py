@@ -15,6 +15,7 @@ from app.calls import is_tool_name
 from app.engine.host import Job
 from app.server._engine import TurnEnd, TurnRequest, as_api_error, run_turn, submit_job
 from app.server._errors import ApiError
+from app.server._json import clean_text, json_text
 
 if TYPE_CHECKING:
     from starlette.requests import Request
@@ -310,10 +311,11 @@ async def _watch_disconnect(request: Request, cancel: threading.Event) -> None:
 
 
 def call_arguments_json(call: Any) -> str:
+    """A call's arguments as the JSON text every API sends (the same streamed and not)."""
     args = call.arguments
     if isinstance(args, str):
-        return args
-    return json.dumps(args, ensure_ascii=False)
+        return clean_text(args)
+    return json_text(args)
 
 
 def split_fragments(text: str, n: int = 3) -> list[str]:

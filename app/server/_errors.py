@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
+
+from app.server._json import json_bytes
 
 __all__ = ["ApiError", "api_of_path", "error_body", "error_response"]
 
@@ -65,7 +66,7 @@ def error_response(api: str, err: ApiError):
     from starlette.responses import Response
 
     return Response(
-        json.dumps(error_body(api, err)),
+        json_bytes(error_body(api, err)),
         status_code=err.status,
         media_type="application/json",
         headers=err.headers,

@@ -22,6 +22,7 @@ from app.server._common import (
 )
 from app.server._engine import TurnEnd, TurnRequest
 from app.server._errors import ApiError
+from app.server._json import json_bytes, json_response
 
 if TYPE_CHECKING:
     from starlette.requests import Request
@@ -161,7 +162,7 @@ def _stats(end: TurnEnd | None) -> dict[str, Any]:
 
 
 def _ndjson(data: dict[str, Any]) -> bytes:
-    return json.dumps(data, ensure_ascii=False).encode() + b"\n"
+    return json_bytes(data) + b"\n"
 
 
 def _call(c: Any) -> dict[str, Any]:
@@ -169,7 +170,7 @@ def _call(c: Any) -> dict[str, Any]:
 
 
 async def chat(request: Request):
-    from starlette.responses import JSONResponse, StreamingResponse
+    from starlette.responses import StreamingResponse
 
     state: ServerState = request.app.state.callisto
     body = await read_json(request, state.config.max_body_bytes)
@@ -199,7 +200,7 @@ async def chat(request: Request):
             message["thinking"] = reasoning
         if calls:
             message["tool_calls"] = [_call(c) for c in calls]
-        return JSONResponse(
+        return json_response(
             {"model": turn.model_id, "created_at": _now(), "message": message, "done": True, **_stats(end)}
         )
 
@@ -242,7 +243,7 @@ async def chat(request: Request):
 
 
 async def generate(request: Request):
-    from starlette.responses import JSONResponse, StreamingResponse
+    from starlette.responses import StreamingResponse
 
     state: ServerState = request.app.state.callisto
     body = await read_json(request, state.config.max_body_bytes)
@@ -275,7 +276,7 @@ async def generate(request: Request):
         out = {"model": turn.model_id, "created_at": _now(), "response": text, "done": True, **_stats(end)}
         if reasoning:
             out["thinking"] = reasoning
-        return JSONResponse(out)
+        return json_response(out)
 
     async def gen():
         end = None
@@ -323,7 +324,6 @@ def _details(e: Any) -> dict[str, Any]:
 
 async def tags(request: Request):
     from starlette.concurrency import run_in_threadpool
-    from starlette.responses import JSONResponse
 
     state: ServerState = request.app.state.callisto
     entries = await run_in_threadpool(state.catalog.entries, refresh=True)
@@ -343,12 +343,11 @@ async def tags(request: Request):
                 "details": _details(e),
             }
         )
-    return JSONResponse({"models": models})
+    return json_response({"models": models})
 
 
 async def show(request: Request):
     from starlette.concurrency import run_in_threadpool
-    from starlette.responses import JSONResponse
 
     state: ServerState = request.app.state.callisto
     body = await read_json(request, state.config.max_body_bytes)
@@ -385,10 +384,9 @@ async def show(request: Request):
     except Exception as exc:  # noqa: BLE001 - an unreadable file is the client's 404, not a crash
         raise ApiError(404, f"cannot read the model {entry.id}: {exc}") from exc
     request.scope.setdefault("callisto.log", {})["model"] = entry.id
-    return JSONResponse(data)
+    return json_response(data)
 
 
 async def version(request: Request):
-    from starlette.responses import JSONResponse
 
-    return JSONResponse({"version": OLLAMA_VERSION})
+    return json_response({"version": OLLAMA_VERSION})

@@ -29,6 +29,7 @@ from app.server._common import (
 )
 from app.server._engine import TurnEnd, TurnRequest
 from app.server._errors import ApiError
+from app.server._json import json_bytes, json_response
 
 if TYPE_CHECKING:
     from starlette.requests import Request
@@ -311,11 +312,11 @@ def _call_dict(call: Any) -> dict[str, Any]:
 
 
 def _sse(data: Any) -> bytes:
-    return b"data: " + json.dumps(data, ensure_ascii=False).encode() + b"\n\n"
+    return b"data: " + json_bytes(data) + b"\n\n"
 
 
 async def chat_completions(request: Request):
-    from starlette.responses import JSONResponse, StreamingResponse
+    from starlette.responses import StreamingResponse
 
     state: ServerState = request.app.state.callisto
     body = await read_json(request, state.config.max_body_bytes)
@@ -332,7 +333,7 @@ async def chat_completions(request: Request):
             message["reasoning_content"] = reasoning
         if calls:
             message["tool_calls"] = [_call_dict(c) for c in calls]
-        return JSONResponse(
+        return json_response(
             {
                 "id": cid,
                 "object": "chat.completion",
@@ -424,7 +425,7 @@ async def chat_completions(request: Request):
 
 
 async def completions(request: Request):
-    from starlette.responses import JSONResponse, StreamingResponse
+    from starlette.responses import StreamingResponse
 
     state: ServerState = request.app.state.callisto
     body = await read_json(request, state.config.max_body_bytes)
@@ -451,7 +452,7 @@ async def completions(request: Request):
     if not stream:
         text, _r, _c, end = await turn.collect(request)
         turn.log(request, end, 0)
-        return JSONResponse(
+        return json_response(
             {
                 "id": cid,
                 "object": "text_completion",
@@ -507,12 +508,11 @@ async def completions(request: Request):
 
 async def list_models(request: Request):
     from starlette.concurrency import run_in_threadpool
-    from starlette.responses import JSONResponse
 
     state: ServerState = request.app.state.callisto
     entries = await run_in_threadpool(state.catalog.entries, refresh=True)
     now = int(time.time())
-    return JSONResponse(
+    return json_response(
         {
             "object": "list",
             "data": [
