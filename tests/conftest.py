@@ -11,6 +11,9 @@ from hypothesis import settings
 
 from app.engine.models.tiny import write_tiny_gguf
 
+# Fixtures shared by several test packages; its import also keeps every test off the real keychain.
+pytest_plugins = ["tests.support.keyring_memory"]
+
 # CI replays the same examples every run (a fuzz failure there must be reproducible, never a coin
 # toss); a developer's run explores new random examples each time.
 settings.register_profile("ci", derandomize=True, print_blob=True)

@@ -24,38 +24,6 @@ ANSWER = "The product is 391."
 PROMPT = "What is 17 * 23?"
 
 
-@pytest.fixture
-def memory_keyring():
-    import keyring
-    from keyring.backend import KeyringBackend
-    from keyring.errors import PasswordDeleteError
-
-    class MemoryKeyring(KeyringBackend):
-        priority = 1  # type: ignore[assignment]
-
-        def __init__(self):
-            super().__init__()
-            self.store: dict[tuple[str, str], str] = {}
-
-        def get_password(self, service, username):
-            return self.store.get((service, username))
-
-        def set_password(self, service, username, password):
-            self.store[(service, username)] = password
-
-        def delete_password(self, service, username):
-            if self.store.pop((service, username), None) is None:
-                raise PasswordDeleteError("no such password")
-
-    previous = keyring.get_keyring()
-    backend = MemoryKeyring()
-    keyring.set_keyring(backend)
-    try:
-        yield backend
-    finally:
-        keyring.set_keyring(previous)
-
-
 def write_calculator_model(folder: Path) -> Path:
     """Qwen 2.5's template (Hermes): the first reply calls the calculator, the reply after the tool
     result is ``ANSWER`` (the generation prompt after a tool message ends in a marker token)."""

@@ -19,38 +19,6 @@ REPO = Path(__file__).resolve().parents[3]
 KEY = "sk-remote-test-7a1c9e"
 
 
-@pytest.fixture
-def memory_keyring():
-    import keyring
-    from keyring.backend import KeyringBackend
-    from keyring.errors import PasswordDeleteError
-
-    class MemoryKeyring(KeyringBackend):
-        priority = 1  # type: ignore[assignment]
-
-        def __init__(self):
-            super().__init__()
-            self.store: dict[tuple[str, str], str] = {}
-
-        def get_password(self, service, username):
-            return self.store.get((service, username))
-
-        def set_password(self, service, username, password):
-            self.store[(service, username)] = password
-
-        def delete_password(self, service, username):
-            if self.store.pop((service, username), None) is None:
-                raise PasswordDeleteError("no such password")
-
-    previous = keyring.get_keyring()
-    backend = MemoryKeyring()
-    keyring.set_keyring(backend)
-    try:
-        yield backend
-    finally:
-        keyring.set_keyring(previous)
-
-
 def calculator_endpoint(seen: list[dict]):
     """An OpenAI endpoint that wants the key: the first reply calls the calculator (its arguments in
     fragments), the reply after the tool result says the result back."""
@@ -91,6 +59,22 @@ def calculator_endpoint(seen: list[dict]):
         )
 
     return handler
+
+
+def test_tests_and_the_processes_they_start_never_reach_a_real_keychain():
+    """Without ``memory_keyring`` a test gets keyring's "fail" backend, and so does a process it
+    starts, even where the machine's keyring configuration names another backend."""
+    import keyring
+    from keyring.backends.fail import Keyring
+
+    assert isinstance(keyring.get_keyring(), Keyring)
+    config = Path(os.environ["XDG_CONFIG_HOME"]) / "python_keyring" / "keyringrc.cfg"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text("[backend]\ndefault-keyring=keyring.backends.null.Keyring\n", encoding="utf-8")
+    probe = "import keyring; b = keyring.get_keyring(); print(type(b).__module__, type(b).__name__)"
+    res = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.split() == ["keyring.backends.fail", "Keyring"]
 
 
 def test_keys_are_stored_read_and_deleted_through_keyring(memory_keyring):
