@@ -16,12 +16,15 @@ from app.server._common import (
     call_arguments_json,
     check_bool,
     check_int,
-    check_number,
     check_stop,
     check_str,
     check_tool_name,
+    declared_tool,
     inner_call_id,
-    read_json,
+    queue_turn,
+    read_sampling,
+    request_body,
+    result_call_id,
     split_fragments,
     type_name,
 )
@@ -149,13 +152,7 @@ def convert_messages(messages: Any, system: Any) -> list[dict[str, Any]]:
                 texts.append(check_str(b.get("text"), f"{w}.content[{j}].text") or "")
             elif kind == "tool_result":
                 cid = check_str(b.get("tool_use_id"), f"{w}.content[{j}].tool_use_id") or ""
-                inner = inner_call_id(cid)
-                if inner not in names:
-                    raise ApiError(
-                        400,
-                        f"{w}.content[{j}] is a tool_result for {cid!r}, but no earlier "
-                        "assistant message has a tool_use with that id",
-                    )
+                inner = result_call_id(cid, names, f"{w}.content[{j}]", "a tool_result")
                 result = _result_text(b.get("content"), f"{w}.content[{j}].content")
                 if b.get("is_error") is True:
                     result = f"Error: {result}"
@@ -175,6 +172,7 @@ def convert_tools(tools: Any) -> list[dict[str, Any]] | None:
     if not isinstance(tools, list):
         raise ApiError(400, f"tools must be an array, got {type_name(tools)}")
     out = []
+    seen: set[str] = set()
     for i, t in enumerate(tools):
         w = f"tools[{i}]"
         if not isinstance(t, dict):
@@ -185,13 +183,15 @@ def convert_tools(tools: Any) -> list[dict[str, Any]] | None:
                 f"{w}.type {t.get('type')!r} is a server tool, which this server does not run; "
                 "declare client tools with name, description and input_schema",
             )
-        name = check_tool_name(t.get("name"), f"{w}.name")
-        schema = t.get("input_schema")
-        if not isinstance(schema, dict):
-            raise ApiError(400, f"{w}.input_schema must be a JSON Schema object")
-        desc = check_str(t.get("description", ""), f"{w}.description") or ""
         out.append(
-            {"type": "function", "function": {"name": name, "description": desc, "parameters": schema}}
+            declared_tool(
+                t.get("name"),
+                t.get("description", ""),
+                t.get("input_schema"),
+                where=w,
+                schema_field="input_schema",
+                seen=seen,
+            )
         )
     return out or None
 
@@ -235,14 +235,7 @@ def parse_messages_request(
         if not counting:
             raise ApiError(400, "max_tokens is required")
         max_tokens = 1
-    sampling: dict[str, Any] = {}
-    for key, lo, hi in (("temperature", 0.0, 1.0), ("top_p", 0.0, 1.0)):
-        v = check_number(body.get(key), key, lo=lo, hi=hi)
-        if v is not None:
-            sampling[key] = v
-    top_k = check_int(body.get("top_k"), "top_k", lo=0)
-    if top_k is not None:
-        sampling["top_k"] = top_k
+    sampling = read_sampling(body, (("temperature", 0.0, 1.0), ("top_p", 0.0, 1.0)), top_k=True)
     thinking = body.get("thinking")
     if thinking is not None and not isinstance(thinking, dict):
         raise ApiError(400, "thinking must be an object")
@@ -276,12 +269,10 @@ def _event(name: str, data: dict[str, Any]) -> bytes:
 async def messages(request: Request):
     from starlette.responses import StreamingResponse
 
-    state: ServerState = request.app.state.callisto
-    body = await read_json(request, state.config.max_body_bytes)
+    state, body = await request_body(request)
     req = parse_messages_request(body, state)
     stream = check_bool(body.get("stream"), "stream", False)
-    turn = Turn(state, req)
-    await turn.submit()
+    turn = await queue_turn(state, req)
     mid = f"msg_{uuid.uuid4().hex[:24]}"
     if not stream:
         text, reasoning, calls, end = await turn.collect(request)
@@ -445,8 +436,7 @@ async def count_tokens(request: Request):
 
     from app.server._engine import count_tokens as count
 
-    state: ServerState = request.app.state.callisto
-    body = await read_json(request, state.config.max_body_bytes)
+    state, body = await request_body(request)
     req = parse_messages_request(body, state, counting=True)
     turn = Turn(state, req)
     tool_format = state.config.tool_format

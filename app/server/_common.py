@@ -8,7 +8,7 @@ import json
 import re
 import threading
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Container
 from typing import TYPE_CHECKING, Any
 
 from app.calls import is_tool_name
@@ -24,6 +24,11 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Turn",
+    "declared_tool",
+    "queue_turn",
+    "read_sampling",
+    "request_body",
+    "result_call_id",
     "check_bool",
     "check_int",
     "check_number",
@@ -150,6 +155,67 @@ def check_stop(value: Any, where: str) -> list[str]:
     if len(value) > 16:
         raise ApiError(400, f"{where} has {len(value)} entries; at most 16 are allowed", param=where)
     return [s for s in value if s]
+
+
+async def request_body(request: Request) -> tuple[ServerState, dict[str, Any]]:
+    """The server's state and the request's JSON object (413 / 400 as :func:`read_json` says)."""
+    state: ServerState = request.app.state.callisto
+    return state, await read_json(request, state.config.max_body_bytes)
+
+
+async def queue_turn(state: ServerState, req: TurnRequest) -> Turn:
+    """The request's turn, its model resolved (404 with the names) and queued (429 when full)."""
+    turn = Turn(state, req)
+    await turn.submit()
+    return turn
+
+
+def declared_tool(
+    name: Any, description: Any, parameters: Any, *, where: str, schema_field: str, seen: set[str]
+) -> dict[str, Any]:
+    """One tool a request declares (OpenAI's ``function`` or Anthropic's tool), in the engine's
+    (OpenAI) shape: a valid name, declared once, with a JSON Schema object."""
+    tool_name = check_tool_name(name, f"{where}.name")
+    if tool_name in seen:
+        raise ApiError(400, f"{where}: the tool {tool_name!r} is declared twice", param=where)
+    seen.add(tool_name)
+    if not isinstance(parameters, dict):
+        raise ApiError(400, f"{where}.{schema_field} must be a JSON Schema object", param=where)
+    desc = check_str(description, f"{where}.description") or ""
+    return {
+        "type": "function",
+        "function": {"name": tool_name, "description": desc, "parameters": parameters},
+    }
+
+
+def read_sampling(
+    body: dict[str, Any], ranges: tuple[tuple[str, float, float], ...], *, top_k: bool = False
+) -> dict[str, Any]:
+    """The sampler values a request sets, each checked against its range (``seed`` always read)."""
+    s: dict[str, Any] = {}
+    for key, lo, hi in ranges:
+        v = check_number(body.get(key), key, lo=lo, hi=hi)
+        if v is not None:
+            s[key] = v
+    if top_k and (k := check_int(body.get("top_k"), "top_k", lo=0)) is not None:
+        s["top_k"] = k
+    seed = check_int(body.get("seed"), "seed")
+    if seed is not None:
+        s["seed"] = seed & 0xFFFFFFFF
+    return s
+
+
+def result_call_id(client_id: str, open_calls: Container[str], where: str, what: str) -> str:
+    """The inner id of the call a tool result answers; 400 when no earlier assistant message made it."""
+    inner = inner_call_id(client_id)
+    if inner not in open_calls:
+        raise ApiError(
+            400,
+            f"{where} is {what} for call {client_id!r}, but no earlier message made that call "
+            "(no assistant message before it has a call with that id)",
+            param=where,
+        )
+    return inner
 
 
 def inner_call_id(client_id: str) -> str:

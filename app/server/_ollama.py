@@ -10,14 +10,14 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from app.server._common import (
-    Turn,
     check_bool,
     check_int,
     check_number,
     check_stop,
     check_str,
     check_tool_name,
-    read_json,
+    queue_turn,
+    request_body,
     type_name,
 )
 from app.server._engine import TurnEnd, TurnRequest
@@ -172,8 +172,7 @@ def _call(c: Any) -> dict[str, Any]:
 async def chat(request: Request):
     from starlette.responses import StreamingResponse
 
-    state: ServerState = request.app.state.callisto
-    body = await read_json(request, state.config.max_body_bytes)
+    state, body = await request_body(request)
     sampling, max_tokens, stop = _options(body, state)
     tools = _tools(body.get("tools"))
     think = body.get("think")
@@ -190,8 +189,7 @@ async def chat(request: Request):
         think=bool(think) if think is not None else None,
     )
     stream = check_bool(body.get("stream"), "stream", True)
-    turn = Turn(state, req)
-    await turn.submit()
+    turn = await queue_turn(state, req)
     if not stream:
         text, reasoning, calls, end = await turn.collect(request)
         turn.log(request, end, len(calls))
@@ -245,8 +243,7 @@ async def chat(request: Request):
 async def generate(request: Request):
     from starlette.responses import StreamingResponse
 
-    state: ServerState = request.app.state.callisto
-    body = await read_json(request, state.config.max_body_bytes)
+    state, body = await request_body(request)
     prompt = check_str(body.get("prompt", ""), "prompt") or ""
     sampling, max_tokens, stop = _options(body, state)
     model = check_str(body.get("model"), "model", allow_none=True)
@@ -268,8 +265,7 @@ async def generate(request: Request):
             response_format=_format(body.get("format")),
         )
     stream = check_bool(body.get("stream"), "stream", True)
-    turn = Turn(state, req)
-    await turn.submit()
+    turn = await queue_turn(state, req)
     if not stream:
         text, reasoning, _calls, end = await turn.collect(request)
         turn.log(request, end, 0)
@@ -349,8 +345,7 @@ async def tags(request: Request):
 async def show(request: Request):
     from starlette.concurrency import run_in_threadpool
 
-    state: ServerState = request.app.state.callisto
-    body = await read_json(request, state.config.max_body_bytes)
+    state, body = await request_body(request)
     name = check_str(body.get("model", body.get("name")), "model")
     entry = await run_in_threadpool(state.catalog.resolve, name, None)
 

@@ -14,16 +14,18 @@ import uuid
 from typing import TYPE_CHECKING, Any
 
 from app.server._common import (
-    Turn,
     call_arguments_json,
     check_bool,
     check_int,
-    check_number,
     check_stop,
     check_str,
     check_tool_name,
+    declared_tool,
     inner_call_id,
-    read_json,
+    queue_turn,
+    read_sampling,
+    request_body,
+    result_call_id,
     split_fragments,
     type_name,
 )
@@ -135,14 +137,7 @@ def convert_messages(messages: Any) -> list[dict[str, Any]]:
         elif role == "tool":
             cid = check_str(m.get("tool_call_id"), f"{w}.tool_call_id")
             assert cid is not None
-            inner = inner_call_id(cid)
-            if inner not in open_calls:
-                raise ApiError(
-                    400,
-                    f"{w} is a tool result for call {cid!r}, but no assistant message "
-                    "before it made that call",
-                    param=w,
-                )
+            inner = result_call_id(cid, open_calls, w, "a tool result")
             out.append(
                 {
                     "role": "tool",
@@ -168,7 +163,7 @@ def convert_tools(tools: Any) -> list[dict[str, Any]] | None:
     if not isinstance(tools, list):
         raise ApiError(400, f"tools must be an array, got {type_name(tools)}", param="tools")
     out = []
-    seen = set()
+    seen: set[str] = set()
     for i, t in enumerate(tools):
         w = f"tools[{i}]"
         if not isinstance(t, dict):
@@ -178,16 +173,15 @@ def convert_tools(tools: Any) -> list[dict[str, Any]] | None:
         fn = t.get("function")
         if not isinstance(fn, dict):
             raise ApiError(400, f"{w}.function must be an object", param=w)
-        name = check_tool_name(fn.get("name"), f"{w}.function.name")
-        if name in seen:
-            raise ApiError(400, f"{w}: the tool {name!r} is declared twice", param=w)
-        seen.add(name)
-        params = fn.get("parameters", {"type": "object", "properties": {}})
-        if not isinstance(params, dict):
-            raise ApiError(400, f"{w}.function.parameters must be a JSON Schema object", param=w)
-        desc = check_str(fn.get("description", ""), f"{w}.function.description") or ""
         out.append(
-            {"type": "function", "function": {"name": name, "description": desc, "parameters": params}}
+            declared_tool(
+                fn.get("name"),
+                fn.get("description", ""),
+                fn.get("parameters", {"type": "object", "properties": {}}),
+                where=f"{w}.function",
+                schema_field="parameters",
+                seen=seen,
+            )
         )
     return out or None
 
@@ -242,21 +236,16 @@ def _response_format(value: Any) -> dict[str, Any] | None:
     return None if value["type"] == "text" else value
 
 
+_SAMPLING = (
+    ("temperature", 0.0, 2.0),
+    ("top_p", 0.0, 1.0),
+    ("frequency_penalty", -2.0, 2.0),
+    ("presence_penalty", -2.0, 2.0),
+)
+
+
 def _sampling(body: dict[str, Any]) -> dict[str, Any]:
-    s: dict[str, Any] = {}
-    for key, name, lo, hi in (
-        ("temperature", "temperature", 0.0, 2.0),
-        ("top_p", "top_p", 0.0, 1.0),
-        ("frequency_penalty", "frequency_penalty", -2.0, 2.0),
-        ("presence_penalty", "presence_penalty", -2.0, 2.0),
-    ):
-        v = check_number(body.get(key), key, lo=lo, hi=hi)
-        if v is not None:
-            s[name] = v
-    seed = check_int(body.get("seed"), "seed")
-    if seed is not None:
-        s["seed"] = seed & 0xFFFFFFFF
-    return s
+    return read_sampling(body, _SAMPLING)
 
 
 def _max_tokens(body: dict[str, Any], state: ServerState, default: int) -> int:
@@ -318,11 +307,9 @@ def _sse(data: Any) -> bytes:
 async def chat_completions(request: Request):
     from starlette.responses import StreamingResponse
 
-    state: ServerState = request.app.state.callisto
-    body = await read_json(request, state.config.max_body_bytes)
+    state, body = await request_body(request)
     req, stream, include_usage = parse_chat_request(body, state)
-    turn = Turn(state, req)
-    await turn.submit()
+    turn = await queue_turn(state, req)
     cid = f"chatcmpl-{uuid.uuid4().hex[:24]}"
     created = int(time.time())
     if not stream:
@@ -427,8 +414,7 @@ async def chat_completions(request: Request):
 async def completions(request: Request):
     from starlette.responses import StreamingResponse
 
-    state: ServerState = request.app.state.callisto
-    body = await read_json(request, state.config.max_body_bytes)
+    state, body = await request_body(request)
     prompt = body.get("prompt")
     if isinstance(prompt, list) and len(prompt) == 1 and isinstance(prompt[0], str):
         prompt = prompt[0]
@@ -445,8 +431,7 @@ async def completions(request: Request):
         stop=check_stop(body.get("stop"), "stop"),
     )
     stream = check_bool(body.get("stream"), "stream", False)
-    turn = Turn(state, req)
-    await turn.submit()
+    turn = await queue_turn(state, req)
     cid = f"cmpl-{uuid.uuid4().hex[:24]}"
     created = int(time.time())
     if not stream:

@@ -16,8 +16,10 @@ from PySide6.QtWidgets import QFileDialog
 
 if TYPE_CHECKING:
     from PySide6.QtGui import QAction
-    from PySide6.QtWidgets import QComboBox, QLabel, QProgressBar
+    from PySide6.QtWidgets import QComboBox, QLabel, QProgressBar, QToolBar
 
+    from app.engine.models.library import Library
+    from app.engine.models.manager import ModelManager
     from app.ui.tasks import BackgroundTasks
     from app.ui.worker import EngineConfig, EngineWorker, ModelInfo
 
@@ -50,7 +52,11 @@ class ModelBarMixin:
     load_progress: QProgressBar
     load_label: QLabel
     _progress_action: QAction
-    _library: Any
+    _badge_action: QAction
+    #: The one :class:`~app.engine.models.library.Library` over the manifest: the picker scans it, the
+    #: Models page's :attr:`model_manager` holds it (None: the models folder cannot be used).
+    library: Library | None
+    _model_manager: ModelManager | None
     _shut: bool
 
     if TYPE_CHECKING:  # provided by the window (other parts, QMainWindow)
@@ -62,6 +68,64 @@ class ModelBarMixin:
             self, code: str, message: str, setting: str | None, *, kind: str = "info"
         ) -> Any: ...
         def config_for(self, model_path: str | None) -> EngineConfig: ...
+        def built_page(self, key: str) -> Any: ...
+        def open_provider_dialog(self) -> Any: ...
+        def open_providers_dialog(self) -> Any: ...
+        def load_remote(self, key: str) -> bool: ...
+        def _remote_picker_items(self) -> list[tuple[str, str]]: ...
+        def _clear_context_meter(self) -> None: ...
+
+        sig_library_refreshed: Any
+        sig_model_ready: Any
+
+    def _build_model_toolbar(self, tb: QToolBar) -> None:
+        """The model picker, the tool-format badge and the load progress, in the top toolbar."""
+        from PySide6.QtWidgets import QComboBox, QLabel, QProgressBar
+
+        self.model_picker = QComboBox()
+        self.model_picker.setObjectName("modelPicker")
+        self.model_picker.setMinimumWidth(160)
+        self.model_picker.setSizeAdjustPolicy(
+            QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon
+        )
+        self.model_picker.setMinimumContentsLength(18)
+        self.model_picker.setToolTip("The model you chat with")
+        self.model_picker.activated.connect(self._on_model_picker_activated)
+        tb.addWidget(self.model_picker)
+        self.format_badge = QLabel("")
+        self.format_badge.setObjectName("formatBadge")
+        self._badge_action = tb.addWidget(self.format_badge)  # a toolbar shows/hides the action
+        self._badge_action.setVisible(False)
+        self.load_progress = QProgressBar()
+        self.load_progress.setObjectName("loadProgress")
+        self.load_progress.setMaximumWidth(140)
+        self.load_progress.setRange(0, 100)
+        self._progress_action = tb.addWidget(self.load_progress)  # a toolbar shows/hides the action
+        self._progress_action.setVisible(False)
+        self.load_label = QLabel("")
+        tb.addWidget(self.load_label)
+
+    # -- the library ---------------------------------------------------------------------------------
+    def _open_library(self) -> None:
+        """The window's one library (cheap: reads nothing until a scan); never fatal."""
+        self._model_manager = None
+        try:
+            from app.engine.models.library import Library
+
+            self.library = Library()
+        except Exception as exc:  # noqa: BLE001 - the picker still offers last/demo/open file
+            self.library = None
+            self.statusBar().showMessage(f"The models library cannot be read: {exc}", 8000)
+
+    @property
+    def model_manager(self) -> ModelManager:
+        """Hub, downloads and :attr:`library` for the Models page; made the first time it is asked for
+        (its download thread starts then), shut down with the window."""
+        if self._model_manager is None:
+            from app.engine.models.manager import ModelManager
+
+            self._model_manager = ModelManager(library=self.library)
+        return self._model_manager
 
     def _startup_model(self) -> str | None:
         last = self.settings.model.last_model_path
@@ -69,7 +133,7 @@ class ModelBarMixin:
             return last
         demo = self._demo_model()
         if demo is not None:
-            self._add_to_library(demo)
+            self.add_to_library(demo, refresh=False)  # the window scans the library next
             return str(demo)
         return None
 
@@ -82,38 +146,44 @@ class ModelBarMixin:
         except OSError:  # an unreadable .venv: the picker offers the library and "Open a GGUF file…"
             return None
 
-    def _add_to_library(self, path: Path) -> None:
-        """Record the demo model in the models library (in place, no copy); never fatal."""
+    def add_to_library(self, path: str | Path, *, refresh: bool = True) -> bool:
+        """Record a model file in the library where it is (no copy), e.g. the demo model; the
+        picker and, when it is open, the Models page list it (``refresh``: scan now; the window's
+        start scans once after). Never fatal: False, with the reason in the status bar."""
+        if self.library is None:
+            return False
         try:
-            from app.engine.models.library import Library
-
-            Library().import_in_place(path)
+            self.library.import_in_place(path)
         except Exception as exc:  # noqa: BLE001 - the chat works without a library entry
-            self.statusBar().showMessage(f"The demo model could not be added to the library: {exc}", 8000)
+            self.statusBar().showMessage(f"{Path(path).name} could not be added to the library: {exc}", 8000)
+            return False
+        if not refresh:
+            return True
+        page = self.built_page("models")
+        if page is not None:
+            from app.ui.models_page import ModelsPage
+
+            if isinstance(page, ModelsPage):
+                page.refresh_library()  # its sig_library_done refreshes the picker too
+                return True
+        self.refresh_model_library()
+        return True
 
     def refresh_model_library(self) -> None:
         """Rescan the models library (models folder, added folders, imports) off the UI thread;
         the picker lists what it finds (``sig_library_refreshed``)."""
-        if self._shut:
+        if self._shut or self.library is None:
             return
-        if self._library is None:
-            try:
-                from app.engine.models.library import Library
-
-                self._library = Library()
-            except Exception as exc:  # noqa: BLE001 - the picker still offers last/demo/open file
-                self.statusBar().showMessage(f"The models library cannot be read: {exc}", 8000)
-                return
-        self.tasks.run(self._library.scan, self._on_library_scanned, self._on_library_scan_failed)
+        self.tasks.run(self.library.scan, self._on_library_scanned, self._on_library_scan_failed)
 
     def _on_library_scan_failed(self, message: str) -> None:
         self.statusBar().showMessage(f"The models library could not be scanned: {message}", 8000)
-        self.sig_library_refreshed.emit()  # type: ignore[attr-defined]
+        self.sig_library_refreshed.emit()
 
     def _on_library_scanned(self, models: list[Any]) -> None:
         self.library_models = [m for m in models if m.usable]
         self._fill_model_picker()
-        self.sig_library_refreshed.emit()  # type: ignore[attr-defined]
+        self.sig_library_refreshed.emit()
 
     def _known_models(self) -> list[tuple[str, str]]:
         """(label, path) of every model the picker offers: the library's, then the last used,
@@ -162,9 +232,9 @@ class ModelBarMixin:
                 p = current  # the path as loaded
             picker.addItem(label, p)
             picker.setItemData(picker.count() - 1, p, Qt.ItemDataRole.ToolTipRole)
-        from app.ui.remote_models import ADD_REMOTE
+        from app.ui.remote_models import ADD_REMOTE, MANAGE_REMOTE
 
-        for label, key in self._remote_picker_items():  # type: ignore[attr-defined]
+        for label, key in self._remote_picker_items():
             if key == current:
                 i = picker.count()
             picker.addItem(label, key)
@@ -173,21 +243,26 @@ class ModelBarMixin:
             )
         if picker.count() == 0:
             picker.addItem("No model loaded", None)
+        if self.settings.remote:
+            picker.addItem("Edit remote engines…", MANAGE_REMOTE)
         picker.addItem("Add a remote engine…", ADD_REMOTE)
         picker.addItem("Open a GGUF file…", OPEN_FILE)
         picker.setCurrentIndex(i)
         picker.blockSignals(False)
 
     def _on_model_picker_activated(self, index: int) -> None:
-        from app.ui.remote_models import ADD_REMOTE, parse_remote_key
+        from app.ui.remote_models import ADD_REMOTE, MANAGE_REMOTE, parse_remote_key
 
         data = self.model_picker.itemData(index)
         if data == ADD_REMOTE:
             self._fill_model_picker()
-            self.open_provider_dialog()  # type: ignore[attr-defined]
+            self.open_provider_dialog()
+        elif data == MANAGE_REMOTE:
+            self._fill_model_picker()
+            self.open_providers_dialog()
         elif parse_remote_key(data) is not None:
             if self.model_info is None or data != self.model_info.path:
-                self.load_remote(data)  # type: ignore[attr-defined]
+                self.load_remote(data)
         elif data == OPEN_FILE:
             self._fill_model_picker()  # the picker keeps showing the current model meanwhile
             path, _ = QFileDialog.getOpenFileName(self, "Open a GGUF model", "", "GGUF models (*.gguf)")  # type: ignore[arg-type]
@@ -220,7 +295,7 @@ class ModelBarMixin:
         self._progress_action.setVisible(False)
         self.load_label.setText("")
         if info.remote is not None:
-            self._clear_context_meter()  # type: ignore[attr-defined]
+            self._clear_context_meter()
         else:
             recent = [
                 info.path,
@@ -236,7 +311,7 @@ class ModelBarMixin:
         self._fill_model_picker()
         self._update_format_badge()
         self._update_send_button()
-        self.sig_model_ready.emit(info)  # type: ignore[attr-defined]
+        self.sig_model_ready.emit(info)
 
     def _on_worker_load_failed(self, path: str, message: str) -> None:
         """The worker kept the model it had: the picker, badge and Send show that one again."""
@@ -291,11 +366,7 @@ class ModelBarMixin:
         b = self.format_badge
         b.setText(text)
         b.setToolTip(tip)
-        action = getattr(self, "_badge_action", None)  # in a toolbar the action, not the widget, shows it
-        if action is not None:
-            action.setVisible(bool(text))
-        else:
-            b.setVisible(bool(text))
+        self._badge_action.setVisible(bool(text))  # in a toolbar the action, not the widget, shows it
         b.setProperty("warn", "false")
         b.style().unpolish(b)
         b.style().polish(b)

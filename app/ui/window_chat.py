@@ -13,10 +13,11 @@ from app.tools.builtins import FILE_TOOL_NAMES
 from app.ui.approval_dialog import ApprovalDialog
 
 if TYPE_CHECKING:
-    from PySide6.QtWidgets import QLabel, QProgressBar, QPushButton
+    from PySide6.QtWidgets import QHBoxLayout, QLabel, QProgressBar, QPushButton, QVBoxLayout, QWidget
 
     from app.engine.context import ContextUsage
     from app.ui.chat_view import AssistantMessage, ChatView, ComposeEdit
+    from app.ui.tool_choice import ToolChoiceBox
     from app.ui.tool_panel import ToolCallPanel
     from app.ui.worker import EngineConfig, EngineWorker, ModelInfo
 
@@ -50,7 +51,12 @@ class ChatMixin:
     worker: EngineWorker
     chat: ChatView
     compose: ComposeEdit
+    compose_row: QHBoxLayout
     send_button: QPushButton
+    tool_choice_box: ToolChoiceBox
+    window_notices: QVBoxLayout
+    chat_page: QWidget
+    _pending_text: str | None
     tool_panel: ToolCallPanel
     model_info: ModelInfo | None
     busy: bool
@@ -70,9 +76,61 @@ class ChatMixin:
         def config_for(self, model_path: str | None) -> EngineConfig: ...
         def apply_settings(self, settings: Any) -> None: ...
         def _save_settings_quietly(self) -> None: ...
+        def open_settings(self, key: str | None = None) -> Any: ...
+        def remote_removed(self) -> bool: ...
         def show_window_notice(
             self, code: str, message: str, setting: str | None, *, kind: str = "info"
         ) -> Any: ...
+
+    # -- the chat page ---------------------------------------------------------------------------------
+    def _build_chat_page(self) -> QWidget:
+        """Window banners, the chat view and the compose row (text, tool choice, Send)."""
+        from PySide6.QtCore import Qt
+        from PySide6.QtWidgets import QHBoxLayout, QPushButton, QVBoxLayout, QWidget
+
+        from app.ui.chat_view import ChatView, ComposeEdit
+        from app.ui.tool_choice import ToolChoiceBox
+
+        page = QWidget()
+        page.setObjectName("centralArea")
+        v = QVBoxLayout(page)
+        v.setContentsMargins(0, 0, 0, 0)
+        self.window_notices = QVBoxLayout()
+        self.window_notices.setContentsMargins(8, 4, 8, 0)
+        v.addLayout(self.window_notices)
+        self.chat = ChatView()
+        self.chat.sig_chip_clicked.connect(self.select_tool_call)
+        self.chat.sig_open_setting.connect(self.open_settings)
+        self.chat.sig_dismiss_notice.connect(self._on_notice_dismissed)
+        self.chat.suppress_notice_codes.update(self.settings.window.dismissed)
+        self.chat.sig_regenerate.connect(self.regenerate)
+        self.chat.sig_edit_resend.connect(self.edit_and_resend)
+        v.addWidget(self.chat, 1)
+        self.compose_row = QHBoxLayout()
+        self.compose_row.setContentsMargins(12, 6, 12, 10)
+        self.compose = ComposeEdit()
+        self.compose.sig_submit.connect(self.send_or_stop_from_keyboard)
+        self.compose_row.addWidget(self.compose, 1)
+        self.tool_choice_box = ToolChoiceBox(self.settings.chat.tool_choice)
+        self.tool_choice_box.sig_choice.connect(self._on_tool_choice)
+        self.worker.tool_choice = self.tool_choice_box.value()
+        self.worker.sig_loaded.connect(lambda info: self.tool_choice_box.set_tools(info.tools))
+        self.compose_row.addWidget(self.tool_choice_box, 0, Qt.AlignmentFlag.AlignBottom)
+        self.send_button = QPushButton("Send")
+        self.send_button.setObjectName("sendButton")
+        self.send_button.clicked.connect(self._on_send_button_clicked)
+        self.compose_row.addWidget(self.send_button, 0, Qt.AlignmentFlag.AlignBottom)
+        v.addLayout(self.compose_row)
+        self.chat_page = page
+        return page
+
+    def _on_tool_choice(self, choice: Any) -> None:
+        self.worker.tool_choice = choice  # the next send's tool_choice
+
+    def _prompt_progress(self) -> tuple[int, int] | None:
+        """How much of the prompt llama.cpp has read (None: not reading one, or a remote engine)."""
+        model = self.worker.model
+        return model.prompt_progress if model is not None else None
 
     # -- sending -----------------------------------------------------------------------------------
     def send_or_stop_from_keyboard(self) -> None:
@@ -95,11 +153,16 @@ class ChatMixin:
         if self.model_info is None:
             self.statusBar().showMessage("No model is loaded yet: pick one in the model picker.", 8000)
             return False
+        if self.remote_removed():
+            self.statusBar().showMessage(
+                f"The remote engine {self.model_info.remote} was deleted: pick another model.", 8000
+            )
+            return False
         cid = self._ensure_conversation(text)
         self.compose.clear()
         self.chat.add_user(text)
         reply = self.chat.begin_assistant()
-        reply.watch_prompt(lambda: getattr(self.worker.model, "prompt_progress", None))
+        reply.watch_prompt(self._prompt_progress)
         self._set_busy(True)
         self._pending_text = text
         self.worker.send(text, cid)
@@ -126,7 +189,7 @@ class ChatMixin:
         self._drop_panel_calls(last)
         self.chat.truncate_from(last)
         reply = self.chat.begin_assistant()
-        reply.watch_prompt(lambda: getattr(self.worker.model, "prompt_progress", None))
+        reply.watch_prompt(self._prompt_progress)
         self._set_busy(True)
         self.worker.regenerate()
 
@@ -164,15 +227,22 @@ class ChatMixin:
 
     def _update_send_button(self) -> None:
         b = self.send_button
+        usable = self.model_info is not None and not self.remote_removed()
         if self.busy:
             b.setText("Stop")
             b.setToolTip("Stop the reply (Esc)")
             b.setProperty("mode", "stop")
         else:
             b.setText("Send")
-            b.setToolTip("Send (Enter)" if self.model_info is not None else "Load a model first")
+            b.setToolTip(
+                "Send (Enter)"
+                if usable
+                else "Its remote engine was deleted: pick another model"
+                if self.model_info is not None
+                else "Load a model first"
+            )
             b.setProperty("mode", "send")
-        b.setEnabled(self.busy or self.model_info is not None)
+        b.setEnabled(self.busy or usable)
         b.style().unpolish(b)
         b.style().polish(b)
 
@@ -213,10 +283,6 @@ class ChatMixin:
         self.chat.add_incomplete_call(ev.call.name, ev.call.raw, ev.call.reason)
 
     def _on_worker_notice(self, ev: NoticeEvent) -> None:
-        info = self.model_info
-        eff = self.config_for(info.path if info else None).tool_format
-        if eff == "none" and ev.setting == "chat.tool_format":
-            return  # the user chose no tools: nothing to tell
         if ev.code in self.settings.window.dismissed:
             return  # "Don't show again"
         self.chat.add_notice(ev.code, ev.message, ev.setting)
