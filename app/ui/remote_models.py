@@ -221,10 +221,8 @@ class RemoteModelsMixin:
         self._providers_changed()
         self.refresh_remote_models([entry.name])
         info = self.model_info
-        if info is not None and info.remote == entry.name:
-            parsed = parse_remote_key(info.path)
-            if parsed is not None:
-                self.load_remote(info.path)  # the conversation goes on with the new URL, key, mode
+        if info is not None and info.remote == entry.name and parse_remote_key(info.path) is not None:
+            self.load_remote(info.path)  # the conversation goes on with the new URL, key, mode
         return True
 
     def confirm_delete_remote_provider(self, name: str) -> QMessageBox:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.engine.remote.misbehaving import MisbehavingServer
+from tests.engine.remote.misbehaving import MisbehavingServer, openai_chunk, sse
 
 FIRST_KEY = "sk-edit-first-0c1d2e3f"
 SECOND_KEY = "sk-edit-second-9a8b7c6d"
@@ -103,6 +103,56 @@ def test_editing_changes_the_endpoint_and_keeps_the_key_until_a_new_one_is_typed
         {"name": "Lab", "url": second.url, "kind": "openai", "mode": "auto", "template": None}
     ]
     assert _files_hold(Path(os.environ["CALLISTO_HOME"]), FIRST_KEY, SECOND_KEY) == []
+
+
+def _chatty_endpoint(words: str):
+    """An OpenAI endpoint that lists the model ``same`` and answers every chat with ``words``."""
+
+    def handler(req):
+        if req.path == "/v1/models":
+            req.status(200, {"object": "list", "data": [{"id": "same", "object": "model"}]})
+            return
+        req.start_stream()
+        req.send(openai_chunk(words) + openai_chunk(finish="stop") + sse("[DONE]"))
+
+    return handler
+
+
+def test_the_model_in_use_goes_on_with_the_edited_endpoint(qtbot, make_window, memory_keyring):
+    from app.ui.remote_models import remote_key
+
+    with (
+        MisbehavingServer(_chatty_endpoint("Hello from the first box.")) as first,
+        MisbehavingServer(_chatty_endpoint("Hello from the second box.")) as second,
+    ):
+        w = make_window(None)
+        _add(qtbot, w, "Box", first.url)
+        key = remote_key("Box", "same")
+        assert w.load_remote(key)
+        qtbot.waitUntil(lambda: w.model_info is not None and w.model_info.path == key, timeout=15_000)
+        w.last_done = None
+        assert w.send("Who are you?")
+        qtbot.waitUntil(lambda: w.last_done is not None, timeout=15_000)
+        assert "first box" in w.chat.current_assistant().text()
+
+        dlg = w.open_provider_dialog("Box")
+        dlg.url_edit.setText(second.url)
+        dlg.accept()
+        qtbot.waitUntil(
+            lambda: w.loading_path is None and any(r.path == "/v1/models" for r in second.requests)
+        )
+        w.last_done = None
+        assert w.send("And now?")
+        qtbot.waitUntil(lambda: w.last_done is not None, timeout=15_000)
+        assert "second box" in w.chat.current_assistant().text()
+        assert [r.path for r in first.requests if r.body is not None] == ["/v1/chat/completions"]
+        conv = w.history.load_conversation(w.conversation_id)
+        assert [m.role for m in conv.messages] == [
+            "user",
+            "assistant",
+            "user",
+            "assistant",
+        ]  # one conversation
 
 
 @pytest.mark.parametrize(
