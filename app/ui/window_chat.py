@@ -13,7 +13,15 @@ from app.tools.builtins import FILE_TOOL_NAMES
 from app.ui.approval_dialog import ApprovalDialog
 
 if TYPE_CHECKING:
-    from PySide6.QtWidgets import QHBoxLayout, QLabel, QProgressBar, QPushButton, QVBoxLayout, QWidget
+    from PySide6.QtWidgets import (
+        QDockWidget,
+        QHBoxLayout,
+        QLabel,
+        QProgressBar,
+        QPushButton,
+        QVBoxLayout,
+        QWidget,
+    )
 
     from app.engine.context import ContextUsage
     from app.ui.chat_view import AssistantMessage, ChatView, ComposeEdit
@@ -58,6 +66,7 @@ class ChatMixin:
     chat_page: QWidget
     _pending_text: str | None
     tool_panel: ToolCallPanel
+    tool_dock: QDockWidget
     model_info: ModelInfo | None
     busy: bool
     approval_dialog: ApprovalDialog | None
@@ -78,6 +87,10 @@ class ChatMixin:
         def _save_settings_quietly(self) -> None: ...
         def open_settings(self, key: str | None = None) -> Any: ...
         def remote_removed(self) -> bool: ...
+        def refresh_conversations(self) -> None: ...
+
+        sig_turn_done: Any
+
         def show_window_notice(
             self, code: str, message: str, setting: str | None, *, kind: str = "info"
         ) -> Any: ...
@@ -277,7 +290,7 @@ class ChatMixin:
                 card.set_fix(
                     "Set a workspace folder to enable the file tools…",
                     lambda: self.open_settings("tools.workspace"),
-                )  # type: ignore[attr-defined]
+                )
 
     def _on_worker_tool_call_incomplete(self, ev: Any) -> None:
         self.chat.add_incomplete_call(ev.call.name, ev.call.raw, ev.call.reason)
@@ -331,7 +344,7 @@ class ChatMixin:
         if self.approval_dialog is not None:
             self.approval_dialog.reject()
         self._set_busy(False)
-        self.sig_turn_done.emit(ev)  # type: ignore[attr-defined]
+        self.sig_turn_done.emit(ev)
 
     def _on_worker_context(self, usage: ContextUsage) -> None:
         """The context meter: how much of the model's context the next prompt takes."""
@@ -356,7 +369,7 @@ class ChatMixin:
         self.stat_tps.setText("— tok/s")
 
     def _on_worker_conversation_saved(self, _cid: int) -> None:
-        self.refresh_conversations()  # type: ignore[attr-defined]
+        self.refresh_conversations()
 
     def _on_worker_approval_requested(self, request: Any) -> None:
         dlg = ApprovalDialog(request, self, workspace=self.settings.tools.workspace)  # type: ignore[arg-type]
@@ -375,5 +388,5 @@ class ChatMixin:
 
     # -- tool panel ---------------------------------------------------------------------------------
     def select_tool_call(self, call_id: str) -> None:
-        self.tool_dock.setVisible(True)  # type: ignore[attr-defined]
+        self.tool_dock.setVisible(True)
         self.tool_panel.select_call(call_id)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from app.ui.chat_view import ChatView
+    from app.ui.chat_view import ChatView, ComposeEdit
     from app.ui.conversation_list import ConversationList
     from app.ui.tool_panel import ToolCallPanel
     from app.ui.worker import EngineConfig, EngineWorker, ModelInfo
@@ -26,6 +26,7 @@ class ConversationsMixin:
     worker: EngineWorker
     conversations: ConversationList
     chat: ChatView
+    compose: ComposeEdit
     tool_panel: ToolCallPanel
     conversation_id: int | None
     model_info: ModelInfo | None
@@ -76,7 +77,7 @@ class ConversationsMixin:
         self.worker.open_conversation(None, [])
         self.conversations.select(None)
         self.show_chat_page()
-        self.compose.setFocus()  # type: ignore[attr-defined]
+        self.compose.setFocus()
 
     def rename_conversation(self, cid: int, title: str) -> None:
         try:
