@@ -11,6 +11,10 @@ _HEADLESS_COMMANDS = {"chat", "inspect", "serve", "check"}
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    if len(argv) == 2 and argv[0] == "--engine-child":  # a model's engine process (app.engine.engine_process)
+        from app.engine.engine_child import main as engine_main
+
+        return engine_main(argv[1])
     if argv and argv[0] in ("--version", "-V"):
         from app import __version__
 

@@ -360,6 +360,10 @@ def _remote_chat(args: argparse.Namespace, tool_choice: Any, response_format: An
     return _print_events(args, session, recorder, tool_choice, response_format)
 
 
+#: ``chat``'s exit status when the model's engine process died (a native crash, out of memory, killed)
+EXIT_ENGINE_CRASHED = 3
+
+
 def _print_events(
     args: argparse.Namespace, session: Any, recorder: Any, tool_choice: Any, response_format: Any
 ) -> int:
@@ -394,7 +398,7 @@ def _print_events(
             if args.json:
                 print(json.dumps(_printable(event_to_dict(ev)), ensure_ascii=False, default=str), flush=True)
                 if isinstance(ev, DoneEvent) and ev.finish_reason == "error":
-                    status = 1
+                    status = EXIT_ENGINE_CRASHED if ev.engine_crashed else 1
                 continue
             if isinstance(ev, ReasoningEvent):
                 if not in_reasoning:
@@ -424,7 +428,7 @@ def _print_events(
                 sys.stdout.flush()
                 if ev.finish_reason == "error":
                     _err(f"error: {ev.error}")
-                    status = 1
+                    status = EXIT_ENGINE_CRASHED if ev.engine_crashed else 1
                 else:
                     tps = f", {ev.tokens_per_s:.1f} tok/s" if ev.tokens_per_s else ""
                     _err(

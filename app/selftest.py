@@ -144,30 +144,22 @@ def _forced_grammars(spec: Any) -> list[str]:
     ]
 
 
-def _force_grammar_per_round(model: Any, grammars: list[str]) -> list[int]:
-    """Make llama.cpp sample round ``i`` of the chat loop under ``grammars[i]``.
-
-    ``ChatSession`` takes no grammar (a real model picks its own calls), so the self-test wraps
-    the loaded ``Llama``'s ``generate`` the same way ``app.engine.llm`` wraps ``eval``: the
-    grammar object is llama.cpp's own sampler. Returns the list that counts the rounds."""
-    from llama_cpp import LlamaGrammar
-
-    llm = model.llm
-    original = llm.generate
+def _grammar_per_round(grammars: list[str]) -> tuple[Any, list[int]]:
+    """A ``ChatSession.grammar`` that makes llama.cpp sample round ``i`` of the chat loop under
+    ``grammars[i]`` (llama.cpp's own grammar sampler, in the model's engine process). Returns the
+    callable and the list that counts the rounds."""
     rounds: list[int] = []
 
-    def generate(tokens, **kwargs):
-        i = len(rounds)
+    def grammar(round_no: int) -> str:
+        i = round_no - 1
         rounds.append(i)
         if i >= len(grammars):
             raise SelfTestError(
                 f"the chat loop asked for round {i + 1}; the self-test expects {len(grammars)}"
             )
-        kwargs["grammar"] = LlamaGrammar.from_string(grammars[i], verbose=False)
-        return original(tokens, **kwargs)
+        return grammars[i]
 
-    llm.generate = generate
-    return rounds
+    return grammar, rounds
 
 
 def check_engine(workdir: Path) -> CheckResult:
@@ -200,7 +192,7 @@ def check_engine(workdir: Path) -> CheckResult:
 
     model = load_model(path, n_ctx=2048, n_threads=2)
     try:
-        rounds = _force_grammar_per_round(model, _forced_grammars(spec))
+        grammar, rounds = _grammar_per_round(_forced_grammars(spec))
         session = build_session(
             model,
             tools=build_tools(),
@@ -208,6 +200,7 @@ def check_engine(workdir: Path) -> CheckResult:
             max_tokens=128,
             max_rounds=4,
             sampling={"seed": 1},
+            grammar=grammar,
         )
         events = list(session.send(f"What is {SELFTEST_EXPRESSION}? Use the calculator."))
     finally:

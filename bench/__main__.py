@@ -118,7 +118,8 @@ def main(argv: list[str] | None = None) -> int:
     raw: dict[str, Any] = {}
     # One engine thread loads the models and runs every llama.cpp loop, bare and Callisto alike, as
     # the app's EngineWorker does: llama.cpp keeps an OpenMP team per calling thread, and a second
-    # calling thread cost ~40% of SmolLM2's decode rate here (see app.engine.llm).
+    # calling thread cost ~40% of SmolLM2's decode rate here (see app.engine.llm). Callisto's models run
+    # in their engine processes (the app's default); the bare loops run in this process.
     engine = ThreadPoolExecutor(max_workers=1, thread_name_prefix="bench-engine")
 
     def on_engine(fn: Callable[[], Any]) -> Any:

@@ -169,10 +169,12 @@ def compare(
     label: str, model: Any, *, pairs: int = PAIRS, max_tokens: int = MAX_TOKENS, log: Any = print
 ) -> dict[str, Any]:
     """Interleaved Callisto / bare runs on ``model``; medians of tokens/s and TTFT."""
-    # The bare loop runs on the very same llama.cpp context as Callisto (Callisto's eval counter
-    # taken off for its runs): a second Llama in one process slows the first one's decoding by a
-    # third on this machine (measured: 101 -> 70 tok/s), which would bias any comparison.
-    bare = model.llm
+    # Callisto's llama.cpp context is in its engine process; the bare loop's is in this process
+    # (one context per process: a second Llama in one process slows the first one's decoding by a
+    # third on this machine, measured 101 -> 70 tok/s, which would bias the comparison).
+    from bench.models import bare_llama
+
+    bare = bare_llama(model)
     toks = prompt_tokens(model, PROMPT)
     cal_runs: list[CallistoRun] = []
     bare_runs: list[Any] = []
@@ -184,8 +186,7 @@ def compare(
         return r.tokens_per_s
 
     def one_bare() -> float:
-        with model.lock:
-            r = bare_generate(bare, toks, max_tokens, fresh=True, unwrap=True)
+        r = bare_generate(bare, toks, max_tokens, fresh=True)
         bare_runs.append(r)
         return r.tokens_per_s
 

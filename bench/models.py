@@ -1,10 +1,12 @@
 """The two package models every live figure runs on, loaded Callisto's way and bare.
 
-``callisto_model(path)`` is :func:`app.engine.llm.load_model` (what the app runs);
-``bare_generate(model.llm, ..., unwrap=True)`` is the bare llama-cpp-python loop on the same
-context, so a comparison measures Callisto's Python on top of llama.cpp and nothing else.
-(``bare_llama(model)``, a second ``Llama`` with the same parameters, is kept for experiments: a
-second context in one process slows the first one's decoding, so figures do not use it.)
+``callisto_model(path)`` is :func:`app.engine.llm.load_model` (what the app runs: llama.cpp in
+an engine process of its own); ``bare_llama(model)`` is a plain ``llama_cpp.Llama`` with the
+same parameters in the bench's own process, and ``bare_generate(llm, ...)`` the bare
+llama-cpp-python loop on it, so a comparison measures everything Callisto adds on top of
+llama.cpp: its Python, and the engine process's pipe. The two contexts live in two processes
+(one llama.cpp context per process: a second context in one process slows the first one's
+decoding by a third here).
 """
 
 from __future__ import annotations
@@ -63,23 +65,26 @@ def callisto_model(path: Path, n_ctx: int = 4096) -> Any:
 
 
 def bare_llama(model: Any) -> Any:
-    """A plain ``llama_cpp.Llama`` with the context parameters of Callisto's loaded ``model``."""
+    """A plain ``llama_cpp.Llama`` with the parameters Callisto's loader gives ``model``
+    (``app.engine.llm.load_model_inline``: context, batch, threads, flash attention), kept with the
+    model so every figure reuses it."""
+    cached = getattr(model, "_bench_bare", None)
+    if cached is not None:
+        return cached
     from llama_cpp import Llama
 
-    llm = model.llm
-    cp = llm.context_params
-    fa = int(getattr(cp, "flash_attn_type", 0)) == 1  # LLAMA_FLASH_ATTN_TYPE_ENABLED
-    return Llama(
+    llm = Llama(
         model_path=str(model.path),
-        n_ctx=llm.n_ctx(),
-        n_batch=llm.n_batch,
-        n_ubatch=int(cp.n_ubatch),
-        n_threads=int(cp.n_threads),
-        n_threads_batch=int(cp.n_threads_batch),
-        flash_attn=fa,
+        n_ctx=model.n_ctx,
+        n_batch=min(512, model.n_ctx),
+        n_threads=THREADS,
+        n_threads_batch=THREADS,
+        flash_attn=True,
         n_gpu_layers=0,
         verbose=False,
     )
+    model._bench_bare = llm
+    return llm
 
 
 @dataclass

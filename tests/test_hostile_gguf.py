@@ -228,8 +228,7 @@ def test_h17_non_utf8_file_name_gets_a_clear_load_error(tmp_path):
 
 def test_hostile_vocabulary_is_a_constraint_error_not_a_panic(tmp_path):
     # A 3600-character token made llguidance panic (a BaseException past every `except Exception`).
-    from app.engine.constraints import ConstraintError
-    from app.engine.constraints.compiler import tokenizer_for
+    from app.engine.constraints import ConstraintError, compile_constraint
     from app.engine.llm import load_model
 
     p = write_tiny_gguf(
@@ -239,7 +238,10 @@ def test_hostile_vocabulary_is_a_constraint_error_not_a_panic(tmp_path):
     )
     model = load_model(p, n_ctx=256)
     try:
+        # the tokenizer is built in the model's engine process; the error comes back here
+        tool = {"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}
         with pytest.raises(ConstraintError, match="cannot read this model's vocabulary"):
-            tokenizer_for(model)
+            compile_constraint(model, family="hermes", tools=[tool], tool_choice="required")
+        assert model.engine.alive
     finally:
         model.close()

@@ -47,6 +47,7 @@ __all__ = [
     "ToolCall",
     "detect_model_format",
     "resolve_tool_format",
+    "special_opener_inline",
 ]
 
 DEFAULT_MAX_ROUNDS = 8
@@ -405,6 +406,7 @@ class ChatSession:
                     ttft_s=ttft,
                     generated_tokens=gen_tokens,
                     prompt_tokens=prompt_tokens,
+                    engine_crashed=self.model.crash is not None,
                 )
                 return
             if ttft is None:  # the turn's time to first token: rendering and prompt evaluation included
@@ -545,9 +547,18 @@ class ChatSession:
 def _special_opener(model: LoadedModel, fmt: Any) -> bool:
     """Whether the family's first call opener begins with one special token of ``model`` (then
     ``auto`` holds every call from that token on; a text opener leaves ``auto`` free)."""
+    opener = fmt.openers[0] if fmt.openers else ""
+    if not opener:
+        return False
+    if model.engine is not None:
+        return bool(model.engine.call("special_opener", opener))
+    return special_opener_inline(model, opener)
+
+
+def special_opener_inline(model: LoadedModel, opener: str) -> bool:
+    """:func:`_special_opener` on a model loaded in this process (the engine process runs it)."""
     import llama_cpp
 
-    opener = fmt.openers[0] if fmt.openers else ""
     toks = model.llm.tokenize(opener.encode("utf-8"), add_bos=False, special=True) if opener else []
     if not toks:
         return False

@@ -110,7 +110,10 @@ class NoticeEvent:
 
 @dataclass(frozen=True, slots=True)
 class DoneEvent:
-    """The turn ended. ``finish_reason`` is stop, length, cancelled, deadline, rounds or error."""
+    """The turn ended. ``finish_reason`` is stop, length, cancelled, deadline, rounds or error.
+
+    ``engine_crashed``: the error is the model's engine process dying (``error`` says how, in
+    plain words); the model must be loaded again before the next turn."""
 
     finish_reason: str
     ttft_s: float | None = None
@@ -120,6 +123,7 @@ class DoneEvent:
     rounds: int = 1
     error: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    engine_crashed: bool = False
 
 
 # A call the model did not finish (or addressed to an undeclared tool) is the parser's own event:

@@ -20,6 +20,10 @@ as they are decoded, then read ``.result`` (a :class:`GenerationResult`).
   with the same batch sizes (the last batch is left to ``generate``, which needs it for the first
   token's logits), so it costs no speed; between batches ``progress(done, total)`` is called,
   :attr:`LoadedModel.prompt_progress` is updated and ``cancel`` / the deadline are checked.
+* A model in an engine process (``LoadedModel.engine``, the default) generates there: the prompt
+  is checked and prepared by the child (the same errors, raised here before anything runs) and
+  the pieces stream back (``app.engine.engine_process.ProcessGeneration``); the code above is
+  what the child runs.
 """
 
 from __future__ import annotations
@@ -113,6 +117,9 @@ def _grammar_token_refs(grammar: str) -> list[str]:
 
 def validate_grammar(model: LoadedModel, grammar: str) -> None:
     """Raise :class:`GrammarError` unless llama.cpp can use ``grammar`` safely."""
+    if model.engine is not None:
+        model.engine.call("validate_grammar", grammar)
+        return
     import llama_cpp
 
     if not isinstance(grammar, str) or not grammar.strip():
@@ -355,7 +362,7 @@ class Generation:
 def _check_thread(model: LoadedModel) -> None:
     """Warn once per (model, thread) when llama.cpp runs on a thread other than the loading one."""
     me = threading.get_ident()
-    if me == model.owner_thread or (id(model), me) in _warned_threads:
+    if model.engine is not None or me == model.owner_thread or (id(model), me) in _warned_threads:
         return
     _warned_threads.add((id(model), me))
     log.warning(
@@ -390,10 +397,23 @@ def generate(
     Raises :class:`GrammarError` for a bad grammar and :class:`ContextOverflowError` when the
     prompt does not fit, before anything runs. ``deadline_s`` is a time budget in seconds.
     """
-    if model.llm is None:
+    if model.closed:
         raise GenerationError("the model is closed")
     if max_tokens < 0:
         raise ValueError(f"max_tokens must be >= 0, got {max_tokens}")
+    if model.engine is not None:
+        return _generate_in_engine(
+            model,
+            prompt,
+            max_tokens=max_tokens,
+            sampling=sampling,
+            grammar=grammar,
+            deadline_s=deadline_s,
+            cancel=cancel,
+            stop=stop,
+            constraint=constraint,
+            progress=progress,
+        )
     tokens = model.tokenize(prompt) if isinstance(prompt, str) else [int(t) for t in prompt]
     if not tokens:
         raise GenerationError("the prompt is empty")
@@ -420,6 +440,51 @@ def generate(
         constraint=constraint,
         progress=progress,
     )
+
+
+def _generate_in_engine(
+    model: LoadedModel,
+    prompt: str | Sequence[int],
+    *,
+    max_tokens: int,
+    sampling: SamplingParams | Mapping[str, Any] | None,
+    grammar: str | None,
+    deadline_s: float | None,
+    cancel: threading.Event | None,
+    stop: Sequence[str] | None,
+    constraint: Any,
+    progress: Callable[[int, int], None] | None,
+) -> Any:
+    """:func:`generate` for a model in an engine process: the child prepares (and checks) the
+    generation now; iterating the returned ``ProcessGeneration`` runs it there."""
+    handle = None
+    if constraint is not None:
+        if grammar is not None:
+            raise GrammarError("pass either a grammar or a constraint, not both")
+        if getattr(constraint, "engine", None) is not model.engine:
+            raise GenerationError("the constraint was compiled for another model")
+        handle = constraint.handle
+    params = resolve_sampling(model.metadata.sampling, sampling)
+    stops = tuple(stop) if stop is not None else model.stop_strings
+    kwargs = {
+        "max_tokens": max_tokens,
+        "sampling": params,
+        "grammar": grammar,
+        "deadline_s": deadline_s,
+        "stop": stops,
+        "constraint": handle,
+    }
+    body = prompt if isinstance(prompt, str) else [int(t) for t in prompt]
+    gid, n_prompt = model.engine.call("prepare", body, kwargs)
+    gen = model.engine.generation(model, gid, cancel=cancel, progress=progress)
+    gen.sampling, gen.stop, gen.max_tokens, gen.grammar = (
+        params,
+        tuple(s for s in stops if s),
+        max_tokens,
+        grammar,
+    )
+    gen.constraint, gen.deadline_s, gen.n_prompt = constraint, deadline_s, n_prompt
+    return gen
 
 
 def complete(

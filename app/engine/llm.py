@@ -13,12 +13,20 @@ a template has no ``<|im_end|>`` token of its own.
 
 ``llama_cpp`` is imported lazily: importing this module costs nothing at UI start-up.
 
+**llama.cpp runs in an engine process of its own** (``isolate=True``, the default): the file
+is checked here, then :class:`~app.engine.engine_process.EngineProcess` starts a child that
+loads it and runs every llama.cpp call; the returned :class:`LoadedModel` has the same API
+either way (``engine`` is set, ``llm`` is None). A native crash (abort, segfault, out of memory)
+ends the child, never the caller: calls raise ``EngineCrashedError`` and a load that crashes
+raises :class:`ModelLoadError` saying so. ``isolate=False`` loads llama.cpp in this process
+(:func:`load_model_inline`, which is what the child runs; tests of llama.cpp internals use it).
+
 One thread per model: llama.cpp's CPU backend (OpenMP) keeps a team of worker threads per
 calling thread. Loading a model on one thread and generating on another leaves two teams
 competing for the cores: measured here on 2 cores, SmolLM2 dropped from ~110 to ~65 tok/s,
-and stayed there. Load and generate on the same thread (the UI's EngineWorker does, so does
-the CLI); :attr:`LoadedModel.owner_thread` records the loading thread and ``generate()``
-logs a warning the first time another thread runs the model.
+and stayed there. The engine process loads and generates on its one thread, whichever thread
+of the app asks; for an in-process model :attr:`LoadedModel.owner_thread` records the loading
+thread and ``generate()`` logs a warning the first time another thread runs the model.
 """
 
 from __future__ import annotations
@@ -39,6 +47,7 @@ __all__ = [
     "ModelLoadError",
     "gpu_offload_available",
     "load_model",
+    "load_model_inline",
     "resolve_gpu_layers",
 ]
 
@@ -61,6 +70,9 @@ class ModelLoadError(RuntimeError):
         self.problem = problem
         super().__init__(f"Cannot load {self.path}: {problem}")
 
+    def __reduce__(self):  # the engine process sends it to the app
+        return (ModelLoadError, (self.path, self.problem))
+
 
 @dataclass(frozen=True)
 class LoadSettings:
@@ -73,11 +85,14 @@ class LoadSettings:
 
 @dataclass
 class LoadedModel:
-    """A loaded model. Generation on it is serialised by ``lock`` (one llama context)."""
+    """A loaded model. Generation on it is serialised by ``lock`` (one llama context).
+
+    ``engine`` is the engine process that holds llama.cpp (``llm`` is then None); for a model
+    loaded in this process ``llm`` is the ``llama_cpp.Llama`` and ``engine`` is None."""
 
     path: Path
     metadata: GGUFMetadata
-    llm: Any  # llama_cpp.Llama
+    llm: Any  # llama_cpp.Llama, or None in the app when the model lives in an engine process
     n_ctx: int
     eog_ids: frozenset[int]
     chat_template: str
@@ -95,6 +110,26 @@ class LoadedModel:
     prompt_progress: tuple[int, int] | None = None
     #: ident of the thread that loaded the model: run llama.cpp on it (see the module docstring)
     owner_thread: int = field(default_factory=threading.get_ident)
+    #: the engine process running llama.cpp for this model (None: llama.cpp is in this process)
+    engine: Any = None
+    #: the vocabulary's size
+    n_vocab: int = 0
+    #: the layer count llama.cpp was given for the GPU (its model_params; -1 "all" reads 2**31-1)
+    n_gpu_layers: int = 0
+
+    @property
+    def isolated(self) -> bool:
+        """Whether llama.cpp runs in an engine process of its own for this model."""
+        return self.engine is not None
+
+    @property
+    def closed(self) -> bool:
+        return self.llm is None and self.engine is None
+
+    @property
+    def crash(self) -> Any:
+        """The ``EngineCrashedError`` of an engine process that died, else None."""
+        return None if self.engine is None else self.engine.crash
 
     @property
     def name(self) -> str:
@@ -106,15 +141,22 @@ class LoadedModel:
 
     @property
     def vocab(self) -> Any:
+        """llama.cpp's vocabulary pointer (in-process models only)."""
+        if self.llm is None:
+            raise RuntimeError(f"{self.name} runs in an engine process: its vocabulary is there")
         return self.llm._model.vocab
 
     def is_eog(self, token: int) -> bool:
+        if self.llm is None:
+            return int(token) in self.eog_ids
         import llama_cpp
 
         return bool(llama_cpp.llama_vocab_is_eog(self.vocab, token))
 
     def token_bytes(self, token: int) -> bytes:
         """The token's bytes, special tokens written as their text."""
+        if self.engine is not None:
+            return self.engine.call("token_bytes", int(token))
         import ctypes
 
         import llama_cpp
@@ -130,6 +172,8 @@ class LoadedModel:
     def tokenize(self, text: str) -> list[int]:
         """Tokenize a rendered prompt: special-token text becomes special tokens; a BOS is
         prepended when the model wants one and the template did not write it."""
+        if self.engine is not None:
+            return self.engine.call("tokenize", text)
         tokens = list(self.llm.tokenize(text.encode("utf-8"), add_bos=False, special=True))
         bos = self.metadata.bos_token_id
         wants_bos = self.metadata.add_bos_token
@@ -141,12 +185,26 @@ class LoadedModel:
             tokens.insert(0, bos)
         return tokens
 
+    def tokenize_text(self, text: str, *, special: bool = True) -> list[int]:
+        """Tokenize ``text`` as is (no BOS): with ``special``, special-token text becomes tokens."""
+        if self.engine is not None:
+            return self.engine.call("tokenize_raw", text, special)
+        return [int(t) for t in self.llm.tokenize(text.encode("utf-8"), add_bos=False, special=special)]
+
     def reset_cache(self) -> None:
         """Forget the KV cache (the next prompt is evaluated in full)."""
         with self.lock:
-            self.llm.reset()
+            if self.engine is not None:
+                self.engine.call("reset")
+            else:
+                self.llm.reset()
 
     def close(self) -> None:
+        """Free the model (an engine process is stopped). Safe to call twice, or after a crash."""
+        engine, self.engine = self.engine, None
+        if engine is not None:
+            engine.close()
+            return
         with self.lock:
             llm, self.llm = self.llm, None
             if llm is not None:
@@ -186,15 +244,20 @@ def load_model(
     n_gpu_layers: int | None = 0,
     n_threads: int | None = None,
     settings: LoadSettings | None = None,
+    isolate: bool = True,
+    check_limits: bool = True,
 ) -> LoadedModel:
-    """Check ``path`` with the gguf reader, then load it with llama.cpp.
+    """Check ``path`` with the gguf reader, then load it with llama.cpp, in an engine process of
+    its own unless ``isolate`` is False.
 
-    ``n_gpu_layers=None`` chooses automatically (:func:`resolve_gpu_layers`)."""
+    ``n_gpu_layers=None`` chooses automatically (:func:`resolve_gpu_layers`). ``check_limits=False``
+    skips the refusal of the values llama.cpp is known to abort on (the tests of the engine
+    process use it to make llama.cpp abort for real); never pass it for a user's file."""
     if settings is not None:
         n_ctx, n_gpu_layers, n_threads = settings.n_ctx, settings.n_gpu_layers, settings.n_threads
     p = Path(path)
     try:
-        meta = read_metadata(p)
+        meta = read_metadata(p, check_limits=check_limits)
     except GGUFMetadataError as exc:
         raise ModelLoadError(p, exc.problem) from exc
     try:
@@ -211,7 +274,50 @@ def load_model(
         raise ModelLoadError(p, str(exc)) from exc
     if n_threads is None:
         n_threads = max(1, min(8, (os.cpu_count() or 2) - 1))
+    args: dict[str, Any] = {
+        "path": str(p),
+        "meta": meta,
+        "n_ctx": ctx,
+        "n_gpu_layers": n_gpu_layers,
+        "n_threads": int(n_threads),
+    }
+    if not isolate:
+        return load_model_inline(**args)
 
+    from app.engine.engine_process import EngineProcess
+
+    engine, info = EngineProcess.start(meta.name or p.stem, args)
+    template = meta.chat_template
+    return LoadedModel(
+        path=p,
+        metadata=meta,
+        llm=None,
+        n_ctx=int(info["n_ctx"]),
+        eog_ids=frozenset(info["eog_ids"]),
+        chat_template=template if template is not None else FALLBACK_TEMPLATE,
+        template_is_fallback=template is None,
+        tool_use_template=meta.tool_use_template,
+        bos_token=meta.bos_token or "",
+        eos_token=meta.eos_token or "",
+        engine=engine,
+        n_vocab=int(info["n_vocab"]),
+        n_gpu_layers=int(info["n_gpu_layers"]),
+    )
+
+
+def load_model_inline(
+    *,
+    path: str,
+    meta: GGUFMetadata,
+    n_ctx: int,
+    n_gpu_layers: int | None,
+    n_threads: int,
+    verbose: bool = False,
+) -> LoadedModel:
+    """Load a checked file with llama.cpp in this process (what the engine process runs, with
+    ``verbose``: llama.cpp's log goes to the engine's log file, which explains a crash)."""
+    p = Path(path)
+    ctx = n_ctx
     try:
         from llama_cpp import Llama
     except ImportError as exc:  # pragma: no cover - the dependency is pinned
@@ -226,7 +332,7 @@ def load_model(
             n_batch=min(512, ctx),
             # llama-server's default (-fa auto turns it on for CPU): ~6% faster decoding (bench figure 1b)
             flash_attn=True,
-            verbose=False,
+            verbose=verbose,
         )
     except Exception as exc:  # noqa: BLE001 - llama.cpp reports load failures as ValueError/RuntimeError
         raise ModelLoadError(p, f"llama.cpp could not load the model ({exc})") from exc
@@ -250,6 +356,8 @@ def load_model(
         tool_use_template=meta.tool_use_template,
         bos_token=meta.bos_token or "",
         eos_token=meta.eos_token or "",
+        n_vocab=int(n_vocab),
+        n_gpu_layers=int(llm.model_params.n_gpu_layers),
     )
     _count_evals(model)
     return model

@@ -312,5 +312,13 @@ def test_compiled_constraints_are_cached(model):
     t0 = time.perf_counter()
     first = compile_constraint(model, family="hermes", tools=tools, tool_choice="required")
     again = compile_constraint(model, family="hermes", tools=tools, tool_choice="required")
-    assert again.grammar == first.grammar and again._matcher is first._matcher
+    assert again.grammar == first.grammar and again.describe == first.describe
+    # the cache itself lives beside the vocabulary: the same model loaded in this process
+    inline = load_model(model.path, n_ctx=2048, isolate=False)
+    try:
+        one = compile_constraint(inline, family="hermes", tools=tools, tool_choice="required")
+        two = compile_constraint(inline, family="hermes", tools=tools, tool_choice="required")
+        assert two._matcher is one._matcher and one.grammar == first.grammar
+    finally:
+        inline.close()
     assert time.perf_counter() - t0 < 30  # sanity only; the speed is bench figure 7's

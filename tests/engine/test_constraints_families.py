@@ -140,7 +140,7 @@ def sample(
 @pytest.mark.parametrize("family", sorted(FORMATS))
 def test_required_named_and_auto_hold_every_sample(family, model_for):
     model = model_for(family)
-    prompt = [model.metadata.bos_token_id or 0] + list(model.llm.tokenize(b"Hi!", add_bos=False))
+    prompt = [model.metadata.bos_token_id or 0] + model.tokenize_text("Hi!", special=False)
     req = compile_constraint(
         model, family=family, tools=TOOLS, tool_choice="required", parallel_tool_calls=False
     )
@@ -172,7 +172,7 @@ def test_required_named_and_auto_hold_every_sample(family, model_for):
     free = "" if fmt.start_only or family == "harmony" else "Let me check that. "
     opener = _auto_opener(family)
     held = auto.after(free + opener)
-    full = model.llm.tokenize((free + opener).encode(), add_bos=False, special=True)
+    full = model.tokenize_text(free + opener)
     for seed in range(SAMPLES):
         # after the call the text is free again: a random model may write until max_tokens
         text = free + opener + sample(model, held, prompt + list(full), 200 + seed, 400, may_cut=True)
@@ -209,11 +209,11 @@ def _auto_opener(family: str) -> str:
 
 def test_markers_that_are_not_tokens_are_matched_as_text(model_for):
     model = model_for("hermes", as_text=True)
-    assert len(model.llm.tokenize(b"<tool_call>", add_bos=False, special=True)) > 1
+    assert len(model.tokenize_text("<tool_call>")) > 1
     c = compile_constraint(
         model, family="hermes", tools=TOOLS, tool_choice="required", parallel_tool_calls=False
     )
     assert '"<tool_call>' in c.grammar
-    prompt = [model.metadata.bos_token_id or 0] + list(model.llm.tokenize(b"Hi!", add_bos=False))
+    prompt = [model.metadata.bos_token_id or 0] + model.tokenize_text("Hi!", special=False)
     for seed in range(5):
         check_calls("hermes", sample(model, c, prompt, seed, max_tokens=1000))

@@ -189,12 +189,16 @@ def test_complete_renders_through_the_template_and_keeps_grammar(tiny_gguf):
         m.close()
 
 
-def test_generating_on_another_thread_than_the_loading_one_warns_once(model, caplog):
-    """llama.cpp keeps one OpenMP team per calling thread: a second thread slows decoding."""
+def test_generating_on_another_thread_than_the_loading_one_warns_once(tiny_gguf, caplog):
+    """llama.cpp keeps one OpenMP team per calling thread: a second thread slows decoding (a
+    model in this process; an engine process runs llama.cpp on its one thread whoever asks)."""
     import logging
     import threading
 
     from app.engine.generate import generate
+
+    path = tiny_gguf(control_tokens=CONTROL, user_tokens=["<tool_call>"], bos="<s>", eos="</s>")
+    model = load_model(path, n_ctx=512, n_threads=1, isolate=False)
 
     assert model.owner_thread == threading.get_ident()
     with caplog.at_level(logging.WARNING, logger="app.engine.generate"):
@@ -208,5 +212,6 @@ def test_generating_on_another_thread_than_the_loading_one_warns_once(model, cap
         t = threading.Thread(target=other)
         t.start()
         t.join()
+    model.close()
     warnings = [r for r in caplog.records if "loaded on another thread" in r.getMessage()]
     assert len(warnings) == 1

@@ -60,7 +60,7 @@ def test_load_model_settings_and_eog_set(tiny_gguf):
         eot="<|eot|>",
         context_length=1024,
     )
-    m = load_model(path, n_ctx=300, n_gpu_layers=0, n_threads=1)
+    m = load_model(path, n_ctx=300, n_gpu_layers=0, n_threads=1, isolate=False)
     try:
         assert m.n_ctx == 512  # rounded up to a multiple of 256
         assert m.llm.n_ctx() == 512

@@ -1,7 +1,11 @@
 """A long prompt is read batch by batch with progress, on the real llama.cpp path (a tiny GGUF).
 
 The batches are the ones llama-cpp-python's own generate() would decode, so the reply is the same
-token for token; between batches the progress is reported and a cancel is honoured."""
+token for token; between batches the progress is reported and a cancel is honoured.
+
+These tests watch llama.cpp's own decode calls, so the model is loaded in this process
+(``isolate=False``: the code the engine process runs); the last test reads a long prompt through
+an engine process and checks the same progress reaches the caller."""
 
 from __future__ import annotations
 
@@ -17,7 +21,7 @@ GREEDY = {"temperature": 0.0, "seed": 1}
 
 @pytest.fixture
 def model(tiny_gguf):
-    m = load_model(tiny_gguf(), n_ctx=2048, n_threads=1)
+    m = load_model(tiny_gguf(), n_ctx=2048, n_threads=1, isolate=False)
     assert m.n_ctx == 2048 and m.llm.n_batch == 512
     yield m
     m.close()
@@ -61,7 +65,7 @@ def test_long_prompt_reports_progress_per_batch_and_replies_as_before(model, tin
     assert g.result.prompt_tokens_evaluated == 1300 and g.result.generated_tokens == 8
     assert model.prompt_progress is None  # only set while the prompt is read
     # the same prompt on a second copy of the model, read in one go by llama-cpp-python: same reply
-    other = load_model(tiny_gguf(), n_ctx=2048, n_threads=1)
+    other = load_model(tiny_gguf(), n_ctx=2048, n_threads=1, isolate=False)
     try:
         other.llm.reset()
         ref_sizes = _record_decodes(other)
@@ -123,3 +127,26 @@ def test_cancel_while_the_prompt_is_read_stops_before_the_next_batch(model):
     # the model still works afterwards, from what it had read
     again = generate(model, _prompt(model, 1800), max_tokens=2, sampling=GREEDY, stop=()).run()
     assert again.generated_tokens == 2 and again.prompt_tokens_evaluated == 1800 - 512
+
+
+def test_progress_and_the_reply_come_back_from_the_engine_process(model, tiny_gguf):
+    isolated = load_model(tiny_gguf(), n_ctx=2048, n_threads=1)
+    try:
+        assert isolated.isolated and isolated.llm is None
+        prompt = _prompt(model, 1300)
+        seen: list[tuple[int, int]] = []
+        watched: list[object] = []
+
+        def progress(done: int, total: int) -> None:
+            seen.append((done, total))
+            watched.append(isolated.prompt_progress)
+
+        g = generate(isolated, prompt, max_tokens=8, sampling=GREEDY, stop=(), progress=progress)
+        text = "".join(g)
+        assert seen == [(512, 1300), (1024, 1300)] and watched == seen
+        assert isolated.prompt_progress is None
+        ref = generate(model, prompt, max_tokens=8, sampling=GREEDY, stop=())
+        assert "".join(ref) == text and ref.result.tokens == g.result.tokens
+        assert g.result.prompt_tokens_evaluated == 1300 == isolated.last_prompt_eval
+    finally:
+        isolated.close()

@@ -238,7 +238,24 @@ def compile_constraint(
     in_reasoning: bool = False,
 ) -> Constraint | None:
     """The constraint for one reply, or None when decoding is free (``auto`` without tools or
-    without a format, ``none`` without ``response_format``). Raises :class:`ConstraintError`."""
+    without a format, ``none`` without ``response_format``). Raises :class:`ConstraintError`.
+
+    For a model in an engine process the constraint is compiled there (the token mask is applied
+    next to the logits) and a ``ProcessConstraint`` handle is returned."""
+    if model.engine is not None:
+        from app.engine.engine_process import ProcessConstraint
+
+        kwargs = {
+            "family": family,
+            "tools": [dict(t) for t in tools or []],
+            "tool_choice": tool_choice,
+            "parallel_tool_calls": parallel_tool_calls,
+            "response_format": response_format,
+            "reasoning": reasoning,
+            "in_reasoning": in_reasoning,
+        }
+        res = model.engine.call("compile", kwargs)
+        return None if res is None else ProcessConstraint(model.engine, *res)  # type: ignore[return-value]
     tools = list(tools or [])
     choice = resolve_tool_choice(tool_choice, tools)
     schema = parse_response_format(response_format)

@@ -1,0 +1,296 @@
+"""The engine process's side of ``app.engine.engine_process``: load one model, then answer.
+
+:func:`main` runs in the child (``python -m app --engine-child CHANNEL``). Its stderr (llama.cpp's own messages,
+an ``abort()``'s last words) goes to a file the parent reads to explain a crash. Everything runs
+on the child's main thread, one request at a time; while a generation streams, the requests that
+arrive (a tokenize call, a cancel) are answered between two tokens.
+
+Requests and replies are tuples (see ``engine_process``):
+
+* ``("call", rid, op, args)`` -> ``("reply", rid, ok, value)``: ``op`` is a name in :data:`OPS`;
+* ``("run", rid, gid)`` -> ``("piece", rid, text)``\\*, ``("progress", rid, done, total)``\\*,
+  then ``("end", rid, ok, (GenerationResult, total_eval) | error)``; after each piece the child
+  waits for ``("next", rid, gid)`` (or a cancel): it never decodes ahead of its reader;
+* ``("cancel", rid, gid)`` stops the running generation ``gid``; ``("close",)`` exits.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import os
+import pickle
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import Any
+
+__all__ = ["OPS", "main"]
+
+_MAX_CONSTRAINTS = 256  # compiled constraints kept by handle (oldest forgotten first)
+_MAX_PENDING = 64  # prepared generations not yet run
+
+
+class _Child:
+    def __init__(self, conn: Any):
+        self.conn = conn
+        self.model: Any = None
+        self.ids = itertools.count(1)
+        self.pending: OrderedDict[int, Any] = OrderedDict()  # gid -> inline Generation
+        self.constraints: OrderedDict[int, Any] = OrderedDict()  # handle -> Constraint
+        self.cancelled: set[int] = set()
+        self.running: int | None = None
+        self.stop = False
+
+    # -- plumbing ------------------------------------------------------------------------------
+
+    def send(self, msg: tuple[Any, ...]) -> None:
+        try:
+            self.conn.send(msg)
+        except (pickle.PicklingError, TypeError, AttributeError) as exc:
+            # an unpicklable result or error: send its words instead
+            if msg[0] in ("reply", "end") and len(msg) == 4:
+                self.conn.send((msg[0], msg[1], False, _portable(RuntimeError(str(exc)))))
+            else:
+                raise
+        except (BrokenPipeError, EOFError, OSError):
+            os._exit(0)  # the parent is gone
+
+    def serve(self) -> None:
+        while not self.stop:
+            try:
+                msg = self.conn.recv()
+            except (EOFError, OSError):
+                return
+            self.handle(msg)
+
+    def handle(self, msg: tuple[Any, ...]) -> None:
+        kind = msg[0]
+        if kind == "call":
+            _, rid, op, args = msg
+            try:
+                value = OPS[op](self, *args)
+            except BaseException as exc:  # noqa: BLE001 - every error goes back to the caller
+                if isinstance(exc, (KeyboardInterrupt, SystemExit)):
+                    raise
+                self.send(("reply", rid, False, _portable(exc)))
+            else:
+                self.send(("reply", rid, True, value))
+        elif kind == "run":
+            _, rid, gid = msg
+            if self.running is not None:
+                from app.engine.generate import GenerationError
+
+                self.send(("end", rid, False, GenerationError("another generation is running")))
+            else:
+                self.run(rid, gid)
+        elif kind == "cancel":
+            self.cancelled.add(msg[2])
+        elif kind == "next":
+            pass  # a late "next" for a generation that already ended
+        elif kind == "close":
+            self.stop = True
+            if self.running is not None:
+                self.cancelled.add(self.running)
+
+    def wait_next(self, gid: int) -> None:
+        """Wait until the app asks for the next piece (or cancels): generation runs in step with
+        its reader, as in-process, so a cancel stops it before the very next token."""
+        while gid not in self.cancelled and not self.stop:
+            try:
+                msg = self.conn.recv()
+            except (EOFError, OSError):
+                os._exit(0)
+            if msg[0] == "next" and msg[2] == gid:
+                return
+            self.handle(msg)
+
+    def poll(self, gid: int) -> bool:
+        """Answer what came in meanwhile; True when generation ``gid`` is to stop."""
+        try:
+            while self.conn.poll():
+                self.handle(self.conn.recv())
+        except (EOFError, OSError):
+            os._exit(0)  # the parent is gone: nobody reads what we would generate
+        return gid in self.cancelled or self.stop
+
+    # -- generation ------------------------------------------------------------------------------
+
+    def run(self, rid: int, gid: int) -> None:
+        gen = self.pending.pop(gid, None)
+        if gen is None:
+            from app.engine.generate import GenerationError
+
+            self.send(("end", rid, False, GenerationError("this generation was already run or forgotten")))
+            return
+        gen.progress = lambda done, total: self.send(("progress", rid, done, total))
+        self.running = gid
+        try:
+            for piece in gen:
+                self.send(("piece", rid, piece))
+                self.wait_next(gid)
+        except BaseException as exc:  # noqa: BLE001 - the parent raises it
+            if isinstance(exc, (KeyboardInterrupt, SystemExit)):
+                raise
+            self.send(("end", rid, False, _portable(exc)))
+        else:
+            self.send(("end", rid, True, (gen.result, self.model.total_eval)))
+        finally:
+            self.running = None
+            self.cancelled.discard(gid)
+
+
+class _Cancel:
+    """The ``cancel`` a child-side Generation checks before every token: it reads the pipe."""
+
+    def __init__(self, child: _Child, gid: int):
+        self.child = child
+        self.gid = gid
+
+    def is_set(self) -> bool:
+        return self.child.poll(self.gid)
+
+
+# -- operations ---------------------------------------------------------------------------------
+
+
+def _op_tokenize(child: _Child, text: str) -> list[int]:
+    return child.model.tokenize(text)
+
+
+def _op_tokenize_raw(child: _Child, text: str, special: bool) -> list[int]:
+    return [int(t) for t in child.model.llm.tokenize(text.encode("utf-8"), add_bos=False, special=special)]
+
+
+def _op_token_bytes(child: _Child, token: int) -> bytes:
+    return child.model.token_bytes(int(token))
+
+
+def _op_special_opener(child: _Child, opener: str) -> bool:
+    from app.engine.chat import special_opener_inline
+
+    return special_opener_inline(child.model, opener)
+
+
+def _op_validate_grammar(child: _Child, grammar: str) -> None:
+    from app.engine.generate import validate_grammar
+
+    validate_grammar(child.model, grammar)
+
+
+def _op_reset(child: _Child) -> None:
+    child.model.reset_cache()
+
+
+def _op_prepare(child: _Child, prompt: Any, kwargs: dict[str, Any]) -> tuple[int, int]:
+    from app.engine.generate import generate
+
+    handle = kwargs.pop("constraint", None)
+    constraint = None
+    if handle is not None:
+        constraint = child.constraints.get(handle)
+        if constraint is None:
+            from app.engine.constraints import ConstraintError
+
+            raise ConstraintError("the constraint was forgotten by the engine; compile it again")
+    gid = next(child.ids)
+    gen = generate(child.model, prompt, constraint=constraint, cancel=_Cancel(child, gid), **kwargs)  # type: ignore[arg-type]
+    child.pending[gid] = gen
+    while len(child.pending) > _MAX_PENDING:
+        child.pending.popitem(last=False)
+    return gid, len(gen.prompt_tokens)
+
+
+def _keep(child: _Child, constraint: Any) -> tuple[int, str, str]:
+    handle = next(child.ids)
+    child.constraints[handle] = constraint
+    while len(child.constraints) > _MAX_CONSTRAINTS:
+        child.constraints.popitem(last=False)
+    return handle, constraint.grammar, constraint.describe
+
+
+def _op_compile(child: _Child, kwargs: dict[str, Any]) -> tuple[int, str, str] | None:
+    from app.engine.constraints import compile_constraint
+
+    c = compile_constraint(child.model, **kwargs)
+    return None if c is None else _keep(child, c)
+
+
+def _op_constraint_after(child: _Child, handle: int, text: str) -> tuple[int, str, str]:
+    c = child.constraints.get(handle)
+    if c is None:
+        from app.engine.constraints import ConstraintError
+
+        raise ConstraintError("the constraint was forgotten by the engine; compile it again")
+    return _keep(child, c.after(text))
+
+
+def _op_constraint_allowed(child: _Child, handle: int) -> Any:
+    c = child.constraints.get(handle)
+    if c is None:
+        from app.engine.constraints import ConstraintError
+
+        raise ConstraintError("the constraint was forgotten by the engine; compile it again")
+    return c.start().allowed()
+
+
+def _op_ping(child: _Child) -> int:
+    return os.getpid()
+
+
+OPS: dict[str, Callable[..., Any]] = {
+    "tokenize": _op_tokenize,
+    "tokenize_raw": _op_tokenize_raw,
+    "token_bytes": _op_token_bytes,
+    "special_opener": _op_special_opener,
+    "reset": _op_reset,
+    "validate_grammar": _op_validate_grammar,
+    "prepare": _op_prepare,
+    "compile": _op_compile,
+    "constraint_after": _op_constraint_after,
+    "constraint_allowed": _op_constraint_allowed,
+    "ping": _op_ping,
+}
+
+
+def _portable(exc: BaseException) -> BaseException:
+    """``exc`` if it survives pickling, else a plain error of the nearest engine type."""
+    try:
+        pickle.loads(pickle.dumps(exc))
+        return exc
+    except Exception:  # noqa: BLE001 - any failure means: send the words
+        from app.engine.generate import GenerationError
+
+        return GenerationError(f"{type(exc).__name__}: {exc}")
+
+
+def main(channel: str) -> int:
+    """The child's entry point: connect, read ``("load", args)``, load the model, reply
+    ``("reply", 0, ok, info)``, then serve until ``close`` or the parent goes away."""
+    from app.engine.engine_process import connect_child
+
+    conn = connect_child(channel)
+    child = _Child(conn)
+    try:
+        msg = conn.recv()
+    except (EOFError, OSError):
+        return 0
+    if msg[0] != "load":
+        return 2
+    from app.engine.llm import load_model_inline
+
+    try:
+        child.model = load_model_inline(**msg[1], verbose=True)
+    except BaseException as exc:  # noqa: BLE001 - the parent raises it
+        if isinstance(exc, (KeyboardInterrupt, SystemExit)):
+            raise
+        child.send(("reply", 0, False, _portable(exc)))
+        return 0
+    m = child.model
+    info = {"n_ctx": m.n_ctx, "eog_ids": m.eog_ids, "n_vocab": m.n_vocab, "n_gpu_layers": m.n_gpu_layers}
+    child.send(("reply", 0, True, info))
+    try:
+        child.serve()
+    finally:
+        with contextlib.suppress(Exception):
+            m.close()
+    return 0

@@ -1,0 +1,616 @@
+"""llama.cpp in an engine process of its own: one supervised child process per loaded model.
+
+A model file comes from a stranger; llama.cpp answers some bad files and some bugs with
+``abort()`` or a segfault, and the operating system answers memory exhaustion by killing the
+process. Running llama.cpp inside the window's process would take the window, its unsaved
+state and every other model down with it. So :func:`app.engine.llm.load_model` starts an
+:class:`EngineProcess`: a fresh interpreter (``python -m app --engine-child``, or the bundle's
+own executable with ``--engine-child``: the caller's main module is never re-imported) that
+loads the model with llama-cpp-python and runs everything that touches llama.cpp, on one thread
+(llama.cpp's CPU thread team stays on the thread that loaded the model):
+
+* tokenizing, detokenizing, grammar validation;
+* constraint compilation and the llguidance token mask (``app.engine.constraints``): the mask
+  must sit next to the logits, so the compiled constraint stays in the child and the parent
+  holds a handle (:class:`ProcessConstraint`);
+* generation, streamed back piece by piece (:class:`ProcessGeneration`), with prompt progress.
+
+The protocol is ``multiprocessing.connection`` messages (small pickled tuples) over a socket
+pair (a named pipe on Windows); the parent's reader thread routes each reply to
+the request that waits for it, so a tokenize call from one thread may run while another thread
+streams a generation (the child answers such calls between two tokens). Cancelling is a message
+the child reads before every token. The parent's side keeps the :class:`LoadedModel` API
+unchanged: callers do not know where llama.cpp runs.
+
+When the child dies (abort, segfault, out of memory, killed), every waiting call raises
+:class:`EngineCrashedError` (a :class:`~app.engine.generate.GenerationError`) whose message says
+in plain words what happened and to which model, e.g. "The model crashed while generating:
+llama.cpp aborted (SIGABRT)". The parent is untouched and can load the model again. When the
+parent dies, the child sees its pipe close and exits.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import logging
+import os
+import queue
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from app.engine.generate import GenerationError, GenerationResult
+
+if TYPE_CHECKING:
+    from app.engine.llm import LoadedModel
+
+__all__ = [
+    "EngineCrashedError",
+    "connect_child",
+    "EngineProcess",
+    "ProcessConstraint",
+    "ProcessGeneration",
+    "describe_exit",
+    "plain_reason",
+]
+
+log = logging.getLogger(__name__)
+
+_STDERR_TAIL = 8192  # bytes of the child's stderr kept to explain a crash
+
+
+class EngineCrashedError(GenerationError):
+    """The engine process of a model died. ``str()`` says what happened, in plain words;
+    ``stage`` is ``loading`` or ``generating`` (any call after load counts as generating),
+    ``exit`` describes how it ended (a signal or an exit code), ``model`` names the model."""
+
+    def __init__(self, message: str, *, stage: str = "generating", exit: str = "", model: str = ""):
+        super().__init__(message)
+        self.stage = stage
+        self.exit = exit
+        self.model = model
+
+    def __reduce__(self):  # pragma: no cover - raised in the parent only
+        return (_crashed, (str(self), self.stage, self.exit, self.model))
+
+
+def _crashed(message: str, stage: str, exit: str, model: str) -> EngineCrashedError:
+    return EngineCrashedError(message, stage=stage, exit=exit, model=model)
+
+
+_WINDOWS_CODES = {
+    3: "llama.cpp aborted",
+    0xC0000005: "llama.cpp crashed (access violation)",
+    0xC00000FD: "llama.cpp crashed (stack overflow)",
+    0xC0000409: "llama.cpp aborted (stack buffer check)",
+    0xC0000017: "the system ran out of memory",
+}
+
+
+def describe_exit(exitcode: int | None) -> str:
+    """How a child process ended, in words: ``llama.cpp aborted (SIGABRT)``, ``it was killed
+    (SIGKILL: out of memory, or stopped by another program)``, ``it exited with code 3``."""
+    if exitcode is None:
+        return "it stopped answering"
+    if exitcode < 0:
+        try:
+            name = signal.Signals(-exitcode).name
+        except ValueError:
+            name = f"signal {-exitcode}"
+        if name == "SIGABRT":
+            return "llama.cpp aborted (SIGABRT)"
+        if name in ("SIGSEGV", "SIGBUS", "SIGILL", "SIGFPE"):
+            return f"llama.cpp crashed ({name})"
+        if name == "SIGKILL":
+            return "it was killed (SIGKILL: out of memory, or stopped by another program)"
+        return f"it was stopped by {name}"
+    if sys.platform == "win32" and exitcode in _WINDOWS_CODES:
+        return _WINDOWS_CODES[exitcode]
+    if exitcode > 0xFFFF:
+        return f"it crashed (exit code 0x{exitcode:08X})"
+    return f"it exited with code {exitcode}"
+
+
+def _reason_from_stderr(text: str) -> str | None:
+    """The line of llama.cpp's output that says why it stopped, if it wrote one (from the
+    ``GGML_ASSERT`` on, without the source path in front)."""
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    for marker in ("GGML_ASSERT", "GGML_ABORT", "terminate called", "what():", "error loading model"):
+        for ln in reversed(lines):
+            at = ln.find(marker)
+            if at >= 0:
+                return ln[at:][:300]
+    return None
+
+
+# what a llama.cpp check is about, in a user's words (first match wins)
+_PLAIN = (
+    (("n_layer", "LLAMA_MAX_LAYERS", "block_count"), "llama.cpp rejected its layer count"),
+    (("norm_eps", "norm_rms_eps", "epsilon"), "llama.cpp rejected its norm epsilon"),
+    (("n_head", "n_embd_head", "head_count"), "llama.cpp rejected its attention head sizes"),
+    (("n_ctx", "context"), "llama.cpp rejected its context size"),
+    (("vocab", "token", "scores"), "llama.cpp rejected its vocabulary"),
+    (("tensor", "ggml_nbytes", "ne["), "llama.cpp rejected one of its weight tensors"),
+    (("alloc", "out of memory", "bad_alloc"), "the engine ran out of memory"),
+)
+
+
+def plain_reason(reason: str | None, how: str) -> str:
+    """A one-phrase account of a crash: what llama.cpp's last words were about, else ``how``."""
+    if reason:
+        for words, phrase in _PLAIN:
+            if any(w in reason for w in words):
+                return phrase
+    return how
+
+
+@dataclass(frozen=True)
+class ProcessConstraint:
+    """A constraint compiled inside the engine process: ``grammar`` and ``describe`` as for
+    :class:`app.engine.constraints.Constraint`; ``handle`` names it in the child."""
+
+    engine: EngineProcess
+    handle: int
+    grammar: str
+    describe: str
+
+    def after(self, text: str) -> ProcessConstraint:
+        """This constraint with ``text`` already written (see ``Constraint.after``)."""
+        handle, grammar, describe = self.engine.call("constraint_after", self.handle, text)
+        return ProcessConstraint(self.engine, handle, grammar, describe)
+
+    def start(self) -> _ProcessRun:
+        """A view of a fresh run: ``allowed()`` is the first token mask (computed in the child)."""
+        return _ProcessRun(self)
+
+    def __repr__(self) -> str:
+        return f"Constraint({self.describe})"
+
+
+@dataclass(frozen=True)
+class _ProcessRun:
+    constraint: ProcessConstraint
+
+    def allowed(self) -> Any:
+        """The next token mask, a boolean array of the vocabulary's size."""
+        return self.constraint.engine.call("constraint_allowed", self.constraint.handle)
+
+
+class EngineProcess:
+    """One child process holding one llama.cpp model (see the module docstring)."""
+
+    def __init__(self, model_name: str):
+        self.model_name = model_name
+        self._conn: Any = None
+        self._proc: Any = None
+        self._ids = itertools.count(1)
+        self._lock = threading.Lock()  # guards _waiters and _dead
+        self._send_lock = threading.Lock()
+        self._waiters: dict[int, queue.SimpleQueue[tuple[Any, ...]]] = {}
+        self._dead: EngineCrashedError | None = None
+        self._closing = False
+        self._loaded = False
+        self._stderr_path: str | None = None
+        self._reader: threading.Thread | None = None
+
+    # -- lifecycle -----------------------------------------------------------------------------
+
+    @classmethod
+    def start(cls, model_name: str, load_args: dict[str, Any]) -> tuple[EngineProcess, dict[str, Any]]:
+        """Start a child, load the model in it and return ``(engine, info)``; raises
+        ``ModelLoadError`` as an in-process load would, with a crash described in its problem."""
+        from app.engine.llm import ModelLoadError
+
+        self = cls(model_name)
+        fd, self._stderr_path = tempfile.mkstemp(prefix="callisto-engine-", suffix=".log")
+        try:
+            with os.fdopen(fd, "wb") as log_file:
+                self._proc, self._conn = _spawn(log_file)
+        except OSError as exc:
+            self._cleanup_files()
+            raise ModelLoadError(load_args["path"], f"the engine process could not start ({exc})") from exc
+        rid, q = self._register(0)
+        self._reader = threading.Thread(target=self._read, name=f"engine-reader {model_name}", daemon=True)
+        self._reader.start()
+        try:
+            self._send(("load", load_args))
+        except (OSError, ValueError):
+            pass  # it died already: the reader says how
+        msg = q.get()
+        self._unregister(rid)
+        if msg[0] == "dead":
+            crash = self._crash_error("loading")
+            self.close()
+            raise ModelLoadError(load_args["path"], str(crash)) from crash
+        _, _, ok, value = msg
+        if not ok:
+            self.close()
+            raise value
+        self._loaded = True
+        return self, value
+
+    @property
+    def pid(self) -> int | None:
+        return None if self._proc is None else self._proc.pid
+
+    @property
+    def alive(self) -> bool:
+        return self._dead is None and self._proc is not None and self._proc.poll() is None
+
+    @property
+    def crash(self) -> EngineCrashedError | None:
+        """The error of a child that died, None while it lives (or after a clean close)."""
+        return None if self._closing else self._dead
+
+    def close(self, timeout: float = 5.0) -> None:
+        """Stop the child (it frees the model) and wait for it; kill it if it does not stop."""
+        self._closing = True
+        proc, self._proc = self._proc, None
+        if proc is None:
+            return
+        with contextlib.suppress(OSError, ValueError):
+            self._send(("close",))
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout)
+        with contextlib.suppress(OSError):
+            self._conn.close()
+        if self._reader is not None and self._reader is not threading.current_thread():
+            self._reader.join(timeout)
+        self._cleanup_files()
+
+    def _cleanup_files(self) -> None:
+        if self._stderr_path:
+            with contextlib.suppress(OSError):
+                os.unlink(self._stderr_path)
+
+    # -- requests ------------------------------------------------------------------------------
+
+    def _register(self, rid: int | None = None) -> tuple[int, queue.SimpleQueue[tuple[Any, ...]]]:
+        q: queue.SimpleQueue[tuple[Any, ...]] = queue.SimpleQueue()
+        with self._lock:
+            if self._dead is not None:
+                raise self._dead
+            if rid is None:
+                rid = next(self._ids)
+            self._waiters[rid] = q
+        return rid, q
+
+    def _unregister(self, rid: int) -> None:
+        with self._lock:
+            self._waiters.pop(rid, None)
+
+    def _send(self, msg: tuple[Any, ...]) -> None:
+        with self._send_lock:
+            self._conn.send(msg)
+
+    def _send_checked(self, msg: tuple[Any, ...]) -> None:
+        try:
+            self._send(msg)
+        except (OSError, ValueError, EOFError):
+            self._wait_dead()
+            raise self._crash_error("generating") from None
+
+    def call(self, op: str, *args: Any) -> Any:
+        """Run ``op`` in the child (see ``engine_child.OPS``) and return its result or raise its
+        error; :class:`EngineCrashedError` if the child dies meanwhile."""
+        rid, q = self._register()
+        try:
+            self._send_checked(("call", rid, op, args))
+            msg = q.get()
+        finally:
+            self._unregister(rid)
+        if msg[0] == "dead":
+            raise self._crash_error("generating")
+        _, _, ok, value = msg
+        if ok:
+            return value
+        raise value
+
+    def generation(
+        self,
+        model: LoadedModel,
+        gid: int,
+        *,
+        cancel: threading.Event | None,
+        progress: Callable[[int, int], None] | None,
+    ) -> ProcessGeneration:
+        return ProcessGeneration(self, model, gid, cancel=cancel, progress=progress)
+
+    # -- the reader thread ----------------------------------------------------------------------
+
+    def _read(self) -> None:
+        conn = self._conn
+        while True:
+            try:
+                msg = conn.recv()
+            except (EOFError, OSError, ValueError):
+                break
+            except Exception:  # noqa: BLE001 - an unpicklable reply must not kill the reader
+                log.exception("engine %s sent an unreadable message", self.model_name)
+                continue
+            with self._lock:
+                q = self._waiters.get(msg[1])
+            if q is not None:
+                q.put(msg)
+        self._on_exit()
+
+    def _on_exit(self) -> None:
+        proc = self._proc
+        exitcode = None
+        if proc is not None:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(5.0)
+            exitcode = proc.returncode
+        how = describe_exit(exitcode)
+        stage = "generating" if self._loaded else "loading"
+        reason = _reason_from_stderr(self._stderr_tail())
+        plain = plain_reason(reason, how)
+        details = how if plain != how else ""
+        if reason:
+            details = f"{details}; llama.cpp said: {reason}" if details else f"llama.cpp said: {reason}"
+        message = f"The model {self.model_name} crashed while {stage}: {plain}"
+        if details:
+            message += f" ({details})"
+        err = EngineCrashedError(message, stage=stage, exit=how, model=self.model_name)
+        with self._lock:
+            self._dead = err
+            waiters = list(self._waiters.values())
+        for q in waiters:
+            q.put(("dead",))
+        if not self._closing:
+            log.info("%s", message)
+
+    def _wait_dead(self) -> None:
+        if self._reader is not None and self._reader is not threading.current_thread():
+            self._reader.join(10.0)
+
+    def _crash_error(self, stage: str) -> EngineCrashedError:
+        err = self._dead
+        if err is None:
+            err = EngineCrashedError(
+                f"The model crashed while {stage}: its engine process stopped ({self.model_name})",
+                stage=stage,
+                model=self.model_name,
+            )
+        if self._closing:
+            return EngineCrashedError(
+                f"the model {self.model_name} is closed", stage=stage, model=self.model_name
+            )
+        return err
+
+    def _stderr_tail(self) -> str:
+        if not self._stderr_path:
+            return ""
+        try:
+            with open(self._stderr_path, "rb") as fh:
+                fh.seek(0, os.SEEK_END)
+                size = fh.tell()
+                fh.seek(max(0, size - _STDERR_TAIL))
+                return fh.read().decode("utf-8", "replace")
+        except OSError:
+            return ""
+
+    @property
+    def stderr_path(self) -> Path | None:
+        return Path(self._stderr_path) if self._stderr_path else None
+
+
+def _child_command(channel: str) -> list[str]:
+    """The command that starts an engine process: the bundle's own executable when frozen
+    (PyInstaller), else this Python running ``python -m app --engine-child``."""
+    if getattr(sys, "frozen", False):
+        return [sys.executable, "--engine-child", channel]
+    return [sys.executable, "-m", "app", "--engine-child", channel]
+
+
+def _child_env() -> dict[str, str]:
+    env = dict(os.environ)
+    root = str(Path(__file__).resolve().parents[2])  # the folder holding the ``app`` package
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
+    return env
+
+
+def _spawn(log_file: Any) -> tuple[subprocess.Popen[bytes], Any]:
+    """Start the child with stderr to ``log_file``; return it and the parent's connection.
+
+    POSIX: a socket pair, the child's end passed as an inherited descriptor. Windows: a named
+    pipe listener (``multiprocessing.connection``) with a random key given in the environment."""
+    from multiprocessing.connection import Connection
+
+    common: dict[str, Any] = {
+        "stdin": subprocess.DEVNULL,
+        "stdout": subprocess.DEVNULL,
+        "stderr": log_file,
+        "env": _child_env(),
+    }
+    if sys.platform != "win32":
+        import socket
+
+        ours, theirs = socket.socketpair()
+        try:
+            proc = subprocess.Popen(
+                _child_command(f"fd:{theirs.fileno()}"),
+                pass_fds=[theirs.fileno()],
+                start_new_session=False,
+                **common,
+            )
+        finally:
+            theirs.close()
+        return proc, Connection(ours.detach())
+
+    import secrets
+    from multiprocessing.connection import Listener
+
+    key = secrets.token_bytes(32)
+    listener = Listener(family="AF_PIPE", authkey=key)
+    common["env"]["CALLISTO_ENGINE_KEY"] = key.hex()
+    proc = subprocess.Popen(
+        _child_command(f"pipe:{listener.address}"),
+        creationflags=getattr(subprocess, "CREATE_NO_WINDOW", 0),
+        **common,
+    )
+    accepted: list[Any] = []
+
+    def accept() -> None:
+        with contextlib.suppress(OSError, EOFError):
+            accepted.append(listener.accept())
+
+    t = threading.Thread(target=accept, daemon=True)
+    t.start()
+    while t.is_alive() and proc.poll() is None:
+        t.join(0.05)
+    if not accepted:
+        listener.close()
+        raise OSError(f"the engine process ended before it connected (exit code {proc.poll()})")
+    listener.close()
+    return proc, accepted[0]
+
+
+def connect_child(channel: str) -> Any:
+    """The child's end of the connection named by ``channel`` (see :func:`_spawn`)."""
+    from multiprocessing.connection import Client, Connection
+
+    kind, _, value = channel.partition(":")
+    if kind == "fd":
+        return Connection(int(value))
+    if kind == "pipe":
+        return Client(
+            value, family="AF_PIPE", authkey=bytes.fromhex(os.environ.pop("CALLISTO_ENGINE_KEY", ""))
+        )
+    raise ValueError(f"unknown engine channel {channel!r}")
+
+
+class ProcessGeneration:
+    """A generation running in the engine process: iterate for text pieces, then read
+    ``result``, as for :class:`app.engine.generate.Generation`."""
+
+    def __init__(
+        self,
+        engine: EngineProcess,
+        model: LoadedModel,
+        gid: int,
+        *,
+        cancel: threading.Event | None,
+        progress: Callable[[int, int], None] | None,
+    ):
+        self.engine = engine
+        self.model = model
+        self.gid = gid
+        self.cancel = cancel
+        self.progress = progress
+        self.result: GenerationResult | None = None
+        self._started = False
+        # what it was prepared with (set by ``generate``), as on an in-process Generation
+        self.sampling: Any = None
+        self.stop: tuple[str, ...] = ()
+        self.max_tokens = 0
+        self.grammar: str | None = None
+        self.constraint: Any = None
+        self.deadline_s: float | None = None
+        self.n_prompt = 0
+
+    def __iter__(self) -> Iterator[str]:
+        if self._started:
+            raise RuntimeError("a Generation can be iterated only once")
+        self._started = True
+        return self._run()
+
+    def run(self) -> GenerationResult:
+        for _ in self:
+            pass
+        assert self.result is not None
+        return self.result
+
+    def _run(self) -> Iterator[str]:
+        engine, model = self.engine, self.model
+        model.lock.acquire()
+        rid: int | None = None
+        ended = False
+        cancel_sent = False
+        shown: list[str] = []
+        try:
+            rid, q = engine._register()
+            engine._send_checked(("run", rid, self.gid))
+            while True:
+                if not cancel_sent and self.cancel is not None and self.cancel.is_set():
+                    engine._send_checked(("cancel", rid, self.gid))
+                    cancel_sent = True
+                try:
+                    msg = q.get(timeout=0.02 if (self.cancel is not None and not cancel_sent) else None)
+                except queue.Empty:
+                    continue
+                kind = msg[0]
+                if kind == "piece":
+                    if not cancel_sent:  # pieces decoded after the cancel are dropped, as in-process
+                        shown.append(msg[2])
+                        yield msg[2]
+                    if not cancel_sent and self.cancel is not None and self.cancel.is_set():
+                        engine._send_checked(("cancel", rid, self.gid))
+                        cancel_sent = True
+                    elif not cancel_sent:
+                        engine._send_checked(("next", rid, self.gid))
+                elif kind == "progress":
+                    model.prompt_progress = (msg[2], msg[3])
+                    if self.progress is not None:
+                        self.progress(msg[2], msg[3])
+                elif kind == "end":
+                    ended = True
+                    self._end(msg)
+                    if cancel_sent and self.result is not None:
+                        self.result.text = "".join(shown)
+                        self.result.finish_reason = "cancelled"
+                    return
+                elif kind == "dead":
+                    ended = True
+                    raise engine._crash_error("generating")
+        finally:
+            if not ended and rid is not None:
+                # the consumer stopped early: stop the child's generation and wait for its end
+                self._drain(rid, cancel_sent)
+            if rid is not None:
+                engine._unregister(rid)
+            model.prompt_progress = None
+            model.lock.release()
+
+    def _end(self, msg: tuple[Any, ...]) -> None:
+        _, _, ok, value = msg
+        if not ok:
+            raise value
+        result, total_eval = value
+        self.result = result
+        self.model.total_eval = total_eval
+        self.model.last_prompt_eval = result.prompt_tokens_evaluated
+
+    def _drain(self, rid: int, cancel_sent: bool) -> None:
+        engine = self.engine
+        with self.engine._lock:
+            q = engine._waiters.get(rid)
+        if q is None:
+            return
+        try:
+            if not cancel_sent:
+                engine._send(("cancel", rid, self.gid))
+        except (OSError, ValueError):
+            return
+        while True:
+            try:
+                msg = q.get(timeout=30.0)
+            except queue.Empty:
+                return
+            if msg[0] == "end":
+                with contextlib.suppress(Exception):
+                    self._end(msg)
+                return
+            if msg[0] == "dead":
+                return

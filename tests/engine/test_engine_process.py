@@ -1,0 +1,202 @@
+"""llama.cpp runs in an engine process of its own: real crashes, kills and errors, on tiny GGUFs.
+
+The crashes are real: llama.cpp's own ``GGML_ASSERT`` on a layer count of 0 (the file check that
+normally refuses it is skipped with ``check_limits=False``), and the operating system's SIGKILL
+(what the out-of-memory killer sends) in the middle of a reply. The test process survives each,
+gets a plain-words error naming the model and the stage, and can load a model again."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from app.engine.chat import ChatSession
+from app.engine.engine_process import EngineCrashedError, describe_exit, plain_reason
+from app.engine.events import DoneEvent, TextEvent
+from app.engine.generate import ContextOverflowError, GrammarError, generate
+from app.engine.llm import ModelLoadError, load_model
+
+posix_only = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+
+
+def _alive(pid: int) -> bool:
+    import psutil
+
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+def _wait_gone(pid: int, timeout: float = 10.0) -> bool:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if not _alive(pid):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+@pytest.fixture
+def model(tiny_gguf):
+    m = load_model(tiny_gguf(), n_ctx=512, n_threads=1)
+    yield m
+    m.close()
+
+
+def test_a_model_loads_in_a_child_process_and_answers_like_one_in_process(model, tiny_gguf):
+    assert model.isolated and model.llm is None and model.engine.pid != os.getpid()
+    assert _alive(model.engine.pid)
+    inline = load_model(tiny_gguf(), n_ctx=512, n_threads=1, isolate=False)
+    try:
+        assert model.tokenize("hello world") == inline.tokenize("hello world")
+        assert model.token_bytes(104) == inline.token_bytes(104)
+        assert model.eog_ids == inline.eog_ids and model.n_vocab == inline.n_vocab
+        greedy = {"temperature": 0.0, "seed": 3}
+        a = generate(model, "hello", max_tokens=24, sampling=greedy)
+        b = generate(inline, "hello", max_tokens=24, sampling=greedy)
+        assert "".join(a) == "".join(b) and a.result.tokens == b.result.tokens
+        assert a.result.finish_reason == b.result.finish_reason
+    finally:
+        inline.close()
+
+
+def test_errors_come_back_with_their_types_before_anything_runs(model):
+    with pytest.raises(GrammarError, match="no 'root' rule"):
+        generate(model, "hi", grammar="x ::= [a]")
+    with pytest.raises(ContextOverflowError, match="context holds 512"):
+        generate(model, "word " * 600)
+    assert model.engine.alive  # errors are answers, not crashes
+
+
+def test_a_tokenize_call_from_another_thread_is_answered_while_a_reply_streams(model):
+    g = generate(model, "hello", max_tokens=200, sampling={"seed": 1}, stop=())
+    got: list[list[int]] = []
+    it = iter(g)
+    next(it)
+    t = threading.Thread(target=lambda: got.append(model.tokenize("abc")))
+    t.start()
+    for _ in it:
+        pass
+    t.join(30)
+    assert got == [[97, 98, 99]] and g.result.generated_tokens > 1
+
+
+def test_cancel_stops_the_child_before_the_next_token(model):
+    cancel = threading.Event()
+    g = generate(model, "hello", max_tokens=400, sampling={"seed": 1}, cancel=cancel, stop=())
+    pieces = 0
+    for _ in g:
+        pieces += 1
+        if pieces == 5:
+            cancel.set()
+    assert g.result.finish_reason == "cancelled" and pieces == 5
+    # the engine is idle and usable at once
+    assert generate(model, "again", max_tokens=3).run().generated_tokens == 3
+
+
+def test_h1_llama_cpp_abort_while_loading_is_an_error_not_a_dead_app(tiny_gguf):
+    bad = tiny_gguf(block_count=0)
+    with pytest.raises(ModelLoadError) as info:
+        load_model(bad, n_ctx=256, n_threads=1, check_limits=False)
+    msg = str(info.value)
+    assert "crashed while loading" in msg and "layer count" in msg and "tiny-test-model" in msg
+    if sys.platform != "win32":
+        assert "SIGABRT" in msg and "GGML_ASSERT" in msg
+    # the app's process is fine, and a sound model loads at once
+    ok = load_model(tiny_gguf(), n_ctx=256, n_threads=1)
+    try:
+        assert generate(ok, "hi", max_tokens=2).run().generated_tokens == 2
+    finally:
+        ok.close()
+
+
+@posix_only
+def test_a_killed_engine_mid_reply_is_a_clear_error_and_a_fresh_engine_works(model, tiny_gguf):
+    g = generate(model, "hello", max_tokens=100_000 // 256, sampling={"seed": 1}, stop=())
+    seen = []
+    with pytest.raises(EngineCrashedError) as info:
+        for piece in g:
+            seen.append(piece)
+            if len(seen) == 3:
+                os.kill(model.engine.pid, signal.SIGKILL)
+    err = info.value
+    assert err.stage == "generating" and "SIGKILL" in err.exit
+    assert str(err).startswith("The model tiny-test-model crashed while generating: it was killed")
+    assert len(seen) == 3 and model.crash is err
+    # every later call says the same, at once; close is safe
+    with pytest.raises(EngineCrashedError, match="crashed while generating"):
+        model.tokenize("hi")
+    model.close()
+    again = load_model(tiny_gguf(), n_ctx=256, n_threads=1)
+    try:
+        assert generate(again, "hi", max_tokens=2).run().generated_tokens == 2
+    finally:
+        again.close()
+
+
+@posix_only
+def test_a_chat_turn_keeps_what_was_shown_when_the_engine_dies(model):
+    session = ChatSession(model, tool_format="none", grammar='root ::= "' + "a" * 60 + '"')
+    events = []
+    pid = model.engine.pid
+    for ev in session.send("hi"):
+        events.append(ev)
+        if isinstance(ev, TextEvent) and sum(isinstance(e, TextEvent) for e in events) == 4:
+            os.kill(pid, signal.SIGKILL)
+    done = events[-1]
+    assert isinstance(done, DoneEvent) and done.finish_reason == "error" and done.engine_crashed
+    assert "crashed while generating" in (done.error or "")
+    assert "".join(e.text for e in events if isinstance(e, TextEvent)) == "a" * 4
+
+
+@posix_only
+def test_the_engine_exits_when_the_app_dies(tiny_gguf):
+    path = tiny_gguf()
+    code = (
+        "import sys, time\n"
+        "from app.engine.llm import load_model\n"
+        f"m = load_model({str(path)!r}, n_ctx=256, n_threads=1)\n"
+        "print(m.engine.pid, flush=True)\n"
+        "time.sleep(120)\n"
+    )
+    app = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        child = int(app.stdout.readline())
+        assert _alive(child)
+        app.kill()
+        app.wait(10)
+        assert _wait_gone(child), "the engine process outlived the app"
+    finally:
+        if app.poll() is None:
+            app.kill()
+
+
+def test_closing_stops_the_child(tiny_gguf):
+    m = load_model(tiny_gguf(), n_ctx=256, n_threads=1)
+    pid = m.engine.pid
+    m.close()
+    assert _wait_gone(pid) and m.closed
+    m.close()  # twice is fine
+    with pytest.raises(Exception, match="closed"):
+        generate(m, "hi")
+
+
+def test_exit_descriptions_are_plain_words():
+    if sys.platform != "win32":
+        assert describe_exit(-signal.SIGABRT) == "llama.cpp aborted (SIGABRT)"
+        assert describe_exit(-signal.SIGSEGV) == "llama.cpp crashed (SIGSEGV)"
+        assert describe_exit(-signal.SIGKILL).startswith("it was killed (SIGKILL: out of memory")
+    assert describe_exit(7) == "it exited with code 7"
+    assert describe_exit(None) == "it stopped answering"
+    assert (
+        plain_reason("GGML_ASSERT(hparams.n_layer_all > 0) failed", "x")
+        == "llama.cpp rejected its layer count"
+    )
+    assert plain_reason(None, "llama.cpp aborted (SIGABRT)") == "llama.cpp aborted (SIGABRT)"
