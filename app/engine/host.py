@@ -292,6 +292,11 @@ class EngineHost:
         used ones past ``max_loaded``); raises ``ModelLoadError``. On the host's thread only."""
         path = _path_of(model)
         item = self._models.get(path)
+        if item is not None and item[0].crash is not None:
+            # its engine process died (the request running then got the error): a fresh engine
+            self._models.pop(path)
+            self._close(item[0])
+            item = None
         if item is not None and (not exact or settings is None or item[1] == settings):
             self._models.move_to_end(path)
             return item[0]

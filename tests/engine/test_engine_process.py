@@ -200,3 +200,23 @@ def test_exit_descriptions_are_plain_words():
         == "llama.cpp rejected its layer count"
     )
     assert plain_reason(None, "llama.cpp aborted (SIGABRT)") == "llama.cpp aborted (SIGABRT)"
+
+
+@posix_only
+def test_the_shared_host_starts_a_fresh_engine_after_a_crash(tiny_gguf):
+    from app.engine.host import EngineHost
+
+    path = tiny_gguf()
+    host = EngineHost(max_loaded=1, queue_size=4)
+    host.start()
+    try:
+        first = host.call(lambda m: m, model=path)
+        os.kill(first.engine.pid, signal.SIGKILL)
+        with pytest.raises(EngineCrashedError):
+            host.call(lambda m: generate(m, "hi", max_tokens=4).run(), model=path)
+        # the next request names the same model: the host drops the dead one and loads it again
+        again = host.call(lambda m: m, model=path)
+        assert again is not first and first.closed and again.crash is None
+        assert host.call(lambda m: generate(m, "hi", max_tokens=2).run().generated_tokens, model=path) == 2
+    finally:
+        host.stop()
