@@ -10,6 +10,7 @@ splitter, tool-call dock, status bar), connects the worker and shuts everything 
 * :mod:`app.ui.window_conversations` the conversation list's actions (new, open, rename, delete)
 * :mod:`app.ui.window_settings`      the settings dialog, saving, window state, banners above the chat
 * :mod:`app.ui.window_menus`         menus and keyboard shortcuts
+* :mod:`app.ui.window_status`        the status bar: TTFT, tokens/s, the context meter, downloads
 * :mod:`app.ui.tasks`                the one helper that runs blocking work off the UI thread
 
 Views only render the worker's signals and call core APIs (storage, the worker).
@@ -24,10 +25,7 @@ from PySide6.QtCore import QSize, Qt, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
 from PySide6.QtWidgets import (
     QDockWidget,
-    QLabel,
     QMainWindow,
-    QProgressBar,
-    QPushButton,
     QSizePolicy,
     QSplitter,
     QToolBar,
@@ -48,6 +46,7 @@ from app.ui.window_conversations import ConversationsMixin
 from app.ui.window_menus import SHORTCUTS, MenusMixin
 from app.ui.window_pages import Page, PagesMixin
 from app.ui.window_settings import SettingsMixin, engine_config_for
+from app.ui.window_status import StatusBarMixin
 from app.ui.worker import EngineWorker, ModelInfo
 
 __all__ = ["SHORTCUTS", "MainWindow", "Page", "engine_config_for"]
@@ -61,6 +60,7 @@ class MainWindow(
     PagesMixin,
     MenusMixin,
     SettingsMixin,
+    StatusBarMixin,
     QMainWindow,
 ):
     sig_settings_saved = Signal()
@@ -206,30 +206,6 @@ class MainWindow(
         self._update_send_button()
         self.show_page("chat")
         self.act_panel.toggled.connect(self._on_panel_toggled)
-
-    def _build_status_bar(self) -> None:
-        """TTFT, tokens/s, the context meter, and the downloads running on the Models page."""
-        sb = self.statusBar()
-        self.stat_ttft = QLabel("TTFT —")
-        self.stat_tps = QLabel("— tok/s")
-        self.stat_ctx = QLabel("context —")
-        self.context_meter = QProgressBar()
-        self.context_meter.setObjectName("contextMeter")
-        self.context_meter.setRange(0, 100)
-        self.context_meter.setValue(0)
-        self.context_meter.setFormat("Context —")
-        self.context_meter.setTextVisible(True)
-        self.context_meter.setMaximumWidth(150)
-        for w in (self.stat_ttft, self.stat_tps, self.stat_ctx):
-            w.setObjectName("statLabel")
-            sb.addPermanentWidget(w)
-        sb.addPermanentWidget(self.context_meter)
-        self.download_indicator = QPushButton("")
-        self.download_indicator.setObjectName("downloadIndicator")
-        self.download_indicator.setFlat(True)
-        self.download_indicator.setVisible(False)
-        self.download_indicator.clicked.connect(self.show_models_page)
-        sb.insertPermanentWidget(0, self.download_indicator)
 
     def _on_conversations_toggled(self, on: bool) -> None:
         self.conversations.setVisible(on)

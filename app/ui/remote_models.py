@@ -87,8 +87,6 @@ class RemoteModelsMixin:
     load_progress: QProgressBar
     load_label: QLabel
     _progress_action: QAction
-    context_meter: QProgressBar
-    stat_ctx: QLabel
     remote_models: dict[str, list[str]] = {}  # noqa: RUF012 - replaced, never mutated: provider -> models
     provider_dialog: ProviderDialog | None = None
     providers_dialog: ProvidersDialog | None = None
@@ -104,15 +102,6 @@ class RemoteModelsMixin:
             self, code: str, message: str, setting: str | None, *, kind: str = "info"
         ) -> Any: ...
         def config_for(self, model_path: str | None) -> EngineConfig: ...
-
-    def _clear_context_meter(self) -> None:
-        """A remote engine keeps its context: the meter shows no figure of the local model's."""
-        meter = self.context_meter
-        meter.setValue(0)
-        meter.setFormat("Context —")
-        meter.setToolTip("A remote engine's context is not measured here.")
-        self.stat_ctx.setText("context —")
-        self.context_usage = None
 
     def remote_entry(self, name: str) -> Any:
         for entry in self.settings.remote:

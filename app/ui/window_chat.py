@@ -16,14 +16,11 @@ if TYPE_CHECKING:
     from PySide6.QtWidgets import (
         QDockWidget,
         QHBoxLayout,
-        QLabel,
-        QProgressBar,
         QPushButton,
         QVBoxLayout,
         QWidget,
     )
 
-    from app.engine.context import ContextUsage
     from app.ui.chat_view import AssistantMessage, ChatView, ComposeEdit
     from app.ui.tool_choice import ToolChoiceBox
     from app.ui.tool_panel import ToolCallPanel
@@ -71,11 +68,6 @@ class ChatMixin:
     busy: bool
     approval_dialog: ApprovalDialog | None
     last_done: DoneEvent | None
-    context_usage: ContextUsage | None
-    stat_ttft: QLabel
-    stat_tps: QLabel
-    stat_ctx: QLabel
-    context_meter: QProgressBar
 
     if TYPE_CHECKING:  # provided by the window (other parts, QMainWindow)
 
@@ -87,6 +79,7 @@ class ChatMixin:
         def _save_settings_quietly(self) -> None: ...
         def open_settings(self, key: str | None = None) -> Any: ...
         def remote_removed(self) -> bool: ...
+        def _show_turn_stats(self, ev: DoneEvent) -> None: ...
         def refresh_conversations(self) -> None: ...
 
         sig_turn_done: Any
@@ -337,36 +330,11 @@ class ChatMixin:
                     kind="info",
                 )
             reply.set_stats(reply_stats(ev) if ev.finish_reason != "error" else "")
-        if ev.ttft_s is not None:
-            self.stat_ttft.setText(f"TTFT {ev.ttft_s * 1000:.0f} ms")
-        if ev.tokens_per_s is not None:
-            self.stat_tps.setText(f"{ev.tokens_per_s:.1f} tok/s")
+        self._show_turn_stats(ev)
         if self.approval_dialog is not None:
             self.approval_dialog.reject()
         self._set_busy(False)
         self.sig_turn_done.emit(ev)
-
-    def _on_worker_context(self, usage: ContextUsage) -> None:
-        """The context meter: how much of the model's context the next prompt takes."""
-        self.context_usage = usage
-        pct = min(100, round(100 * usage.fraction))
-        self.context_meter.setRange(0, 100)
-        self.context_meter.setValue(pct)
-        self.context_meter.setFormat(f"Context {pct}%")
-        self.context_meter.setProperty("level", "full" if not usage.fits else "high" if pct >= 75 else "ok")
-        self.context_meter.style().unpolish(self.context_meter)
-        self.context_meter.style().polish(self.context_meter)
-        tools = f", {usage.tool_tokens:,} of them tool descriptions" if usage.tool_tokens else ""
-        self.context_meter.setToolTip(
-            f"The next prompt takes {usage.prompt_tokens:,} of {usage.n_ctx:,} tokens{tools}; "
-            f"{usage.reserve:,} are kept for the reply."
-        )
-        self.stat_ctx.setText(f"context {usage.prompt_tokens:,} / {usage.n_ctx:,}")
-
-    def _reset_stats(self) -> None:
-        """A new or another conversation: no figures of the previous one stay."""
-        self.stat_ttft.setText("TTFT —")
-        self.stat_tps.setText("— tok/s")
 
     def _on_worker_conversation_saved(self, _cid: int) -> None:
         self.refresh_conversations()

@@ -19,7 +19,7 @@ from PySide6.QtWidgets import QLabel, QStackedWidget, QToolBar, QWidget
 from app.ui.icons import icon
 
 if TYPE_CHECKING:
-    from PySide6.QtWidgets import QDockWidget, QMenu, QPushButton
+    from PySide6.QtWidgets import QDockWidget, QMenu
 
     from app.engine.models.manager import ModelManager
     from app.ui.worker import EngineWorker, ModelInfo
@@ -51,7 +51,6 @@ class PagesMixin:
     tool_dock: QDockWidget
     act_settings: QAction
     view_menu: QMenu | None
-    download_indicator: QPushButton
     _page_group: QActionGroup
     _panel_hidden_for_page: bool
 
@@ -65,6 +64,7 @@ class PagesMixin:
         def open_settings(self, key: str | None = None) -> Any: ...
         def load_model(self, path: str) -> None: ...
         def refresh_model_library(self) -> None: ...
+        def _on_downloads(self, running: int, fraction: float) -> None: ...
         def _save_settings_quietly(self) -> None: ...
 
     def _build_sidebar(self, chat_page: QWidget) -> None:
@@ -209,14 +209,6 @@ class PagesMixin:
         page.set_loaded_path(self.model_info.path if self.model_info else None)
         self.sig_model_ready.connect(lambda info: page.set_loaded_path(info.path))
         return page
-
-    def _on_downloads(self, running: int, fraction: float) -> None:
-        """The download indicator in the status bar, seen from every page."""
-        b = self.download_indicator
-        b.setVisible(running > 0)
-        pct = f" {fraction * 100:.0f}%" if fraction >= 0 else ""
-        b.setText(f"⬇ {running} download{'s' if running != 1 else ''}{pct}")
-        b.setToolTip("Downloading on the Models page (click to open it)")
 
     def _build_server_page(self) -> QWidget:
         from app.ui.server_page import ServerPage

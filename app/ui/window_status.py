@@ -1,0 +1,98 @@
+"""The window's status bar: time to first token, tokens/s, the context meter and the downloads
+running on the Models page (a part of MainWindow)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from PySide6.QtWidgets import QLabel, QProgressBar, QPushButton
+
+if TYPE_CHECKING:
+    from app.engine.context import ContextUsage
+    from app.engine.events import DoneEvent
+
+__all__ = ["StatusBarMixin"]
+
+
+class StatusBarMixin:
+    """Mixed into :class:`app.ui.main_window.MainWindow`."""
+
+    context_usage: ContextUsage | None
+    stat_ttft: QLabel
+    stat_tps: QLabel
+    stat_ctx: QLabel
+    context_meter: QProgressBar
+    download_indicator: QPushButton
+
+    if TYPE_CHECKING:  # provided by the window (other parts, QMainWindow)
+
+        def statusBar(self) -> Any: ...  # noqa: N802
+        def show_models_page(self) -> None: ...
+
+    def _build_status_bar(self) -> None:
+        sb = self.statusBar()
+        self.stat_ttft = QLabel("TTFT —")
+        self.stat_tps = QLabel("— tok/s")
+        self.stat_ctx = QLabel("context —")
+        self.context_meter = QProgressBar()
+        self.context_meter.setObjectName("contextMeter")
+        self.context_meter.setRange(0, 100)
+        self.context_meter.setValue(0)
+        self.context_meter.setFormat("Context —")
+        self.context_meter.setTextVisible(True)
+        self.context_meter.setMaximumWidth(150)
+        for w in (self.stat_ttft, self.stat_tps, self.stat_ctx):
+            w.setObjectName("statLabel")
+            sb.addPermanentWidget(w)
+        sb.addPermanentWidget(self.context_meter)
+        self.download_indicator = QPushButton("")
+        self.download_indicator.setObjectName("downloadIndicator")
+        self.download_indicator.setFlat(True)
+        self.download_indicator.setVisible(False)
+        self.download_indicator.clicked.connect(self.show_models_page)
+        sb.insertPermanentWidget(0, self.download_indicator)
+
+    def _show_turn_stats(self, ev: DoneEvent) -> None:
+        if ev.ttft_s is not None:
+            self.stat_ttft.setText(f"TTFT {ev.ttft_s * 1000:.0f} ms")
+        if ev.tokens_per_s is not None:
+            self.stat_tps.setText(f"{ev.tokens_per_s:.1f} tok/s")
+
+    def _reset_stats(self) -> None:
+        """A new or another conversation: no figures of the previous one stay."""
+        self.stat_ttft.setText("TTFT —")
+        self.stat_tps.setText("— tok/s")
+
+    def _on_worker_context(self, usage: ContextUsage) -> None:
+        """The context meter: how much of the model's context the next prompt takes."""
+        self.context_usage = usage
+        pct = min(100, round(100 * usage.fraction))
+        self.context_meter.setRange(0, 100)
+        self.context_meter.setValue(pct)
+        self.context_meter.setFormat(f"Context {pct}%")
+        self.context_meter.setProperty("level", "full" if not usage.fits else "high" if pct >= 75 else "ok")
+        self.context_meter.style().unpolish(self.context_meter)
+        self.context_meter.style().polish(self.context_meter)
+        tools = f", {usage.tool_tokens:,} of them tool descriptions" if usage.tool_tokens else ""
+        self.context_meter.setToolTip(
+            f"The next prompt takes {usage.prompt_tokens:,} of {usage.n_ctx:,} tokens{tools}; "
+            f"{usage.reserve:,} are kept for the reply."
+        )
+        self.stat_ctx.setText(f"context {usage.prompt_tokens:,} / {usage.n_ctx:,}")
+
+    def _clear_context_meter(self) -> None:
+        """A remote engine keeps its context: the meter shows no figure of the local model's."""
+        meter = self.context_meter
+        meter.setValue(0)
+        meter.setFormat("Context —")
+        meter.setToolTip("A remote engine's context is not measured here.")
+        self.stat_ctx.setText("context —")
+        self.context_usage = None
+
+    def _on_downloads(self, running: int, fraction: float) -> None:
+        """The download indicator, seen from every page."""
+        b = self.download_indicator
+        b.setVisible(running > 0)
+        pct = f" {fraction * 100:.0f}%" if fraction >= 0 else ""
+        b.setText(f"⬇ {running} download{'s' if running != 1 else ''}{pct}")
+        b.setToolTip("Downloading on the Models page (click to open it)")
