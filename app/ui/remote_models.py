@@ -131,7 +131,9 @@ class RemoteModelsMixin:
         editing = self.remote_entry(name) if name is not None else None
         if name is not None and editing is None:
             raise KeyError(f"no remote engine is named {name!r}")
-        dlg = ProviderDialog([e.name for e in self.settings.remote], parent=self, editing=editing)  # type: ignore[arg-type]
+        dlg = ProviderDialog(
+            [e.name for e in self.settings.remote], parent=self._dialog_parent(), editing=editing
+        )
         if editing is None:
             dlg.accepted.connect(lambda: self.add_remote_provider(dlg.entry(), dlg.api_key()))
         else:
@@ -141,6 +143,11 @@ class RemoteModelsMixin:
         self.provider_dialog = dlg
         dlg.open()
         return dlg
+
+    def _dialog_parent(self) -> Any:
+        """The Remote engines list when it is open (a dialog from it opens on top of it), else the window."""
+        manager = self.providers_dialog
+        return manager if manager is not None and manager.isVisible() else self
 
     def open_providers_dialog(self) -> ProvidersDialog:
         """ "Remote engines": the saved providers with Add, Edit and Delete."""
@@ -229,7 +236,7 @@ class RemoteModelsMixin:
             "Delete remote engine",
             f"Delete the remote engine {name} and its API key? Your conversations stay.{in_use}",
             QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.Cancel,
-            self.providers_dialog or self,  # type: ignore[arg-type]
+            self._dialog_parent(),
         )
         box.setObjectName("deleteRemoteBox")
         box.setDefaultButton(QMessageBox.StandardButton.Cancel)

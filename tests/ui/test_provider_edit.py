@@ -203,9 +203,12 @@ def test_deleting_removes_the_key_and_the_models_and_the_chosen_model_can_no_lon
         manager = w.open_providers_dialog()
         assert manager.names() == ["Gone box", "Kept box"]
         assert manager.select("Gone box")
+        manager.edit_button.click()  # the edit dialog opens on top of the list, filled in
+        assert w.provider_dialog.parent() is manager and w.provider_dialog.editing.name == "Gone box"
+        w.provider_dialog.reject()
         manager.delete_button.click()
         box = w.delete_box
-        assert box is not None and "the one you chat with now" in box.text()
+        assert box is not None and box.parent() is manager and "the one you chat with now" in box.text()
         box.button(QMessageBox.StandardButton.Cancel).click()  # no: nothing changes
         assert [e.name for e in w.settings.remote] == ["Gone box", "Kept box"]
         assert ("callisto", "remote:Gone box") in memory_keyring.store
