@@ -74,3 +74,41 @@ def test_unknown_model_name_lists_the_names(family_models):
     proc = _serve("--model", "no-such-model", "--port", "0")
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 1 and "model 'no-such-model' not found; available models:" in err
+
+
+def _url_of(proc: subprocess.Popen) -> str:
+    for line in proc.stderr:
+        m = re.search(r"on (http://127\.0\.0\.1:\d+)", line)
+        if m:
+            return m.group(1)
+    raise AssertionError("the server did not say where it listens")
+
+
+def _cached(url: str, model: str) -> int:
+    r = httpx.post(
+        url + "/v1/chat/completions",
+        timeout=60,
+        json={"model": model, "messages": [{"role": "user", "content": "hi"}], "max_tokens": 2},
+    )
+    assert r.status_code == 200, r.text
+    return r.json()["usage"]["prompt_tokens_details"]["cached_tokens"]
+
+
+def test_max_loaded_models_keeps_a_second_model_and_its_cache(family_models):
+    """``--max-loaded-models 2``: after a request for another library model, the first one is still
+    loaded with its KV cache (its prompt is reused); with the default of 1 it was closed and loads
+    again from nothing."""
+    from app.engine.models.library import Library
+
+    Library().import_in_place(family_models["mistral"])  # a second model the library offers
+    for n, kept in (("2", True), ("1", False)):
+        proc = _serve("--model", str(family_models["loop"]), "--port", "0", "--max-loaded-models", n)
+        try:
+            url = _url_of(proc)
+            _cached(url, "loop-hermes")
+            assert _cached(url, "loop-hermes") > 5  # the same prompt again: its prefix is cached
+            _cached(url, "call-mistral")
+            assert (_cached(url, "loop-hermes") > 5) is kept, f"--max-loaded-models {n}"
+        finally:
+            proc.send_signal(signal.SIGINT)
+            assert proc.wait(30) == 0
