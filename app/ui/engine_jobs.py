@@ -54,6 +54,9 @@ class HostGlue:
     session: Any
     _closing: bool
     _cancel: threading.Event
+    _busy: threading.Event
+    sig_busy: Any
+    sig_done: Any
     sig_loaded: Any
     sig_window_notice: Any
     sig_load_progress: Any
@@ -77,6 +80,7 @@ class HostGlue:
                 uses_model
                 and model is not None
                 and self.remote is None
+                and model.crash is None  # a dead engine is started again by the turn (TurnPart._revive)
                 and self.host.model(model.path) is model
             ):
                 self.host.ensure(model.path, owner=OWNER)  # loaded: only marks it as used now
@@ -96,6 +100,12 @@ class HostGlue:
             return
         log.error("a window job failed: %s", exc)
         self.sig_error.emit(f"The engine failed: {exc}")
+        if self._busy.is_set():  # a turn that failed before it began: the window is not left waiting
+            from app.engine.events import DoneEvent
+
+            self._busy.clear()
+            self.sig_busy.emit(False)
+            self.sig_done.emit(DoneEvent(finish_reason="error", error=str(exc)))
 
     def _on_model_change(self, change: ModelChange) -> None:
         """On the engine thread, inside the job that loaded: follow a model someone else loaded
