@@ -126,6 +126,12 @@ class LoadedModel:
     def closed(self) -> bool:
         return self.llm is None and self.engine is None
 
+    def _check_open(self) -> None:
+        if self.llm is None:
+            from app.engine.generate import GenerationError
+
+            raise GenerationError(f"the model {self.name} is closed")
+
     @property
     def crash(self) -> Any:
         """The ``EngineCrashedError`` of an engine process that died, else None."""
@@ -157,6 +163,7 @@ class LoadedModel:
         """The token's bytes, special tokens written as their text."""
         if self.engine is not None:
             return self.engine.call("token_bytes", int(token))
+        self._check_open()
         import ctypes
 
         import llama_cpp
@@ -174,6 +181,7 @@ class LoadedModel:
         prepended when the model wants one and the template did not write it."""
         if self.engine is not None:
             return self.engine.call("tokenize", text)
+        self._check_open()
         tokens = list(self.llm.tokenize(text.encode("utf-8"), add_bos=False, special=True))
         bos = self.metadata.bos_token_id
         wants_bos = self.metadata.add_bos_token
@@ -189,6 +197,7 @@ class LoadedModel:
         """Tokenize ``text`` as is (no BOS): with ``special``, special-token text becomes tokens."""
         if self.engine is not None:
             return self.engine.call("tokenize_raw", text, special)
+        self._check_open()
         return [int(t) for t in self.llm.tokenize(text.encode("utf-8"), add_bos=False, special=special)]
 
     def reset_cache(self) -> None:

@@ -298,6 +298,12 @@ class ChatMixin:
             self.settings.window.dismissed = [*self.settings.window.dismissed, code]
             self._save_settings_quietly()
 
+    def reload_crashed_model(self) -> None:
+        """Start a fresh engine process for the model whose engine died."""
+        info = self.model_info
+        if info is not None and not info.remote:
+            self.load_model(info.path)
+
     def _on_worker_done(self, ev: DoneEvent) -> None:
         self.last_done = ev
         for call_id, parser in ((ev.extra or {}).get("call_parsers") or {}).items():
@@ -315,6 +321,11 @@ class ChatMixin:
                     [("New chat", self.new_chat), ("Increase context", self.increase_context)],
                 )
                 reply.btn_regen.setVisible(False)
+            elif ev.finish_reason == "error" and ev.engine_crashed:
+                # the engine process died: what was shown stays; a fresh engine is one click away
+                reply.set_error(
+                    ev.error or "The model crashed.", [("Reload the model", self.reload_crashed_model)]
+                )
             elif ev.finish_reason == "error":
                 reply.set_error(f"The reply failed: {ev.error or 'unknown error'}")
             elif ev.finish_reason == "length":

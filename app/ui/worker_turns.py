@@ -45,6 +45,7 @@ class TurnPart:
     _busy: threading.Event
     _closing: bool
     _emit_context: Callable[[], None]  # SessionPart's
+    _do_load: Callable[[str, EngineConfig | None], None]  # the worker's
     sig_text: Any
     sig_reasoning: Any
     sig_tool_call_started: Any
@@ -77,9 +78,17 @@ class TurnPart:
             except Exception as exc:  # noqa: BLE001 - HistoryError or sqlite: the chat goes on, the window says so
                 self.sig_error.emit(f"Could not update the saved conversation: {exc}")
 
+    def _revive(self) -> None:
+        """A model whose engine process died gets a fresh one before the next turn (the
+        conversation goes on: the session is rebuilt with its messages)."""
+        model = self.model
+        if self.remote is None and model is not None and model.crash is not None:
+            self._do_load(str(model.path), None)
+
     def _do_send(self, text: str, conversation_id: int | None) -> None:
         if conversation_id is not None:
             self.conversation_id = conversation_id
+        self._revive()
         session = self.session
         if session is None:
             self._busy.clear()
@@ -92,6 +101,7 @@ class TurnPart:
         self._run_turn(lambda: session.send(text, cancel=self._cancel, tool_choice=choice), user_text=text)
 
     def _do_regenerate(self) -> None:
+        self._revive()
         session = self.session
         if session is None:
             self._busy.clear()
