@@ -314,13 +314,33 @@ class EngineHost:
             old, (old_model, _s) = self._models.popitem(last=False)
             self._close(old_model)
             closed.append(old)
-        change = ModelChange(path, loaded, tuple(closed), owner)
+        self._tell_listeners(ModelChange(path, loaded, tuple(closed), owner))
+        return loaded
+
+    def set_max_loaded(self, n: int, *, owner: str = "settings") -> None:
+        """Keep at most ``n`` models from now on: the least recently used past it are closed by a
+        job queued now (after the waiting ones), and the listeners are told."""
+        if n < 1:
+            raise ValueError("max_loaded must be at least 1")
+        self.max_loaded = n
+        self.submit(Job(run=lambda host, _m: host._trim(owner), owner=owner), bounded=False)
+
+    def _trim(self, owner: str) -> None:
+        closed: list[Path] = []
+        while len(self._models) > self.max_loaded:
+            old, (old_model, _s) = self._models.popitem(last=False)
+            self._close(old_model)
+            closed.append(old)
+        current = self.current
+        if closed and current is not None:
+            self._tell_listeners(ModelChange(current, self._models[current][0], tuple(closed), owner))
+
+    def _tell_listeners(self, change: ModelChange) -> None:
         for fn in list(self._listeners):
             try:
                 fn(change)
             except Exception:  # noqa: BLE001 - a listener's failure must not fail the job that loaded
                 log.exception("a model-change listener failed")
-        return loaded
 
     def unload(self, path: Any) -> None:
         """Close the model at ``path`` if it is loaded (on the host's thread)."""

@@ -293,10 +293,9 @@ class ServerPage(QWidget):
 
     def _on_max_loaded(self, value: int) -> None:
         self._persist(max_loaded_models=int(value))
-        if self.host is not None:
-            self.host.max_loaded = int(value)  # from the next load on
-        elif self.server is not None:
-            self.server.host.max_loaded = int(value)
+        host = self.host if self.host is not None else (self.server.host if self.server is not None else None)
+        if host is not None:
+            host.set_max_loaded(int(value))  # models past it are closed now, the least recently used first
 
     def _on_port(self, _value: int) -> None:
         self._persist()

@@ -145,3 +145,22 @@ def test_stop_drops_the_waiting_jobs_and_closes_the_models(models):
 def test_call_from_the_hosts_own_thread_is_refused(host):
     with pytest.raises(RuntimeError, match="own thread"):
         host.call(lambda m: host.call(lambda m2: None))
+
+
+def test_lowering_max_loaded_closes_the_least_recently_used_now(models):
+    host = EngineHost(max_loaded=2)
+    host.start()
+    try:
+        a, b = (host.call(lambda m: m, model=p) for p in models[:2])
+        changes: list[ModelChange] = []
+        host.add_listener(changes.append)
+        host.set_max_loaded(1)
+        host.call(lambda m: None)
+        assert host.loaded_paths == [models[1].resolve()] and _closed(a) and not _closed(b)
+        assert [(c.loaded.name, [p.name for p in c.closed], c.owner) for c in changes] == [
+            ("m1.gguf", ["m0.gguf"], "settings")
+        ]
+        with pytest.raises(ValueError):
+            host.set_max_loaded(0)
+    finally:
+        host.stop()

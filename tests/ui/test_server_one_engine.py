@@ -16,7 +16,7 @@ import httpx
 import pytest
 from PySide6.QtCore import Qt
 
-from app.storage.settings import Settings
+from app.storage.settings import Settings, load_settings
 from tests.ui.scripted_gguf import CHATML, streaming_script, write_scripted_gguf
 
 DONE_TIMEOUT = 30_000
@@ -196,6 +196,15 @@ def test_two_loaded_models_keep_the_windows(qtbot, make_window, alpha, beta):
     assert not any("loaded beta" in t for t in w.window_notice_texts())
     assert _send(qtbot, w, "Still alpha?").finish_reason == "length"
     assert host.loaded_paths == [beta.resolve(), alpha.resolve()]  # alpha is the most recently used
+
+    page.max_loaded.setValue(1)  # the setting on the Server page: saved, and the engine keeps one model
+    assert host.max_loaded == 1 and load_settings()[0].server.max_loaded_models == 1
+    host.call(lambda m: None)  # after the engine's queue
+    assert host.loaded_paths == [alpha.resolve()]  # beta, the least recently used, was closed
+    assert w.worker.model is host.model(alpha)
+    assert _ask(_client(page), "beta").model == "beta"
+    assert host.loaded_paths == [beta.resolve()]
+    qtbot.waitUntil(lambda: Path(w.model_info.path).resolve() == beta.resolve(), timeout=10_000)
 
 
 def test_the_check_page_runs_on_the_windows_engine(qtbot, make_window, alpha, tmp_path):
