@@ -92,6 +92,14 @@ def as_api_error(exc: BaseException) -> ApiError:
         return ApiError(500, str(exc), code="model_load_failed")
     if isinstance(exc, JobCancelled):
         return ApiError(503, str(exc))
+    from app.engine.engine_process import EngineCrashedError
+
+    if isinstance(exc, EngineCrashedError):  # the next request gets a fresh engine
+        return ApiError(500, str(exc), code="engine_crashed")
+    from app.engine.generate import GenerationError
+
+    if isinstance(exc, GenerationError):
+        return ApiError(500, str(exc))
     return ApiError(500, f"the engine failed: {exc}")
 
 
@@ -259,7 +267,7 @@ def run_turn(
             400, f"the requested constraint cannot be applied: {exc}", code="invalid_grammar"
         ) from exc
     except GenerationError as exc:
-        raise ApiError(500, str(exc)) from exc
+        raise as_api_error(exc) from exc
     except ValueError as exc:  # a bad sampling value
         raise ApiError(400, str(exc)) from exc
 
@@ -336,7 +344,7 @@ def run_turn(
             for ev in stream.finish(truncated=finish not in ("stop",)):
                 handle(ev)
     except GenerationError as exc:
-        raise ApiError(500, str(exc)) from exc
+        raise as_api_error(exc) from exc
     if ncalls and finish == "stop":
         finish = "tool_calls"
     return TurnEnd(

@@ -220,3 +220,46 @@ def test_the_shared_host_starts_a_fresh_engine_after_a_crash(tiny_gguf):
         assert host.call(lambda m: generate(m, "hi", max_tokens=2).run().generated_tokens, model=path) == 2
     finally:
         host.stop()
+
+
+@posix_only
+def test_the_cli_says_the_engine_crashed_and_exits_3(tmp_path):
+    import psutil
+
+    from tests.ui.scripted_gguf import CHATML, streaming_script, write_scripted_gguf
+
+    path = write_scripted_gguf(
+        tmp_path / "stream.gguf", chat_template=CHATML, script=streaming_script(), default_next="a"
+    )
+    cli = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "app",
+            "chat",
+            "--model",
+            str(path),
+            "--max-tokens",
+            "100000",
+            "--tools",
+            "none",
+            "go",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert cli.stdout.read(40)  # the reply is streaming
+        (engine,) = [
+            c
+            for c in psutil.Process(cli.pid).children(recursive=True)
+            if "--engine-child" in " ".join(c.cmdline())
+        ]
+        engine.kill()
+        out, err = cli.communicate(timeout=60)
+    finally:
+        if cli.poll() is None:
+            cli.kill()
+    assert cli.returncode == 3, err[-500:]
+    assert "crashed while generating: it was killed" in err and "Traceback" not in err

@@ -1,0 +1,75 @@
+"""The engine process dies while the server answers (SIGKILL, what the out-of-memory killer sends):
+the request gets a clear 500 naming the crash, the server stays up, and the next request runs on
+a fresh engine. Real server on a free loopback port, the official openai client, real llama.cpp."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+import time
+
+import pytest
+
+from tests.ui.scripted_gguf import CHATML, streaming_script, write_scripted_gguf
+
+pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+
+
+def _engine_pids() -> list[int]:
+    import psutil
+
+    me = psutil.Process()
+    return [c.pid for c in me.children(recursive=True) if "--engine-child" in " ".join(c.cmdline())]
+
+
+def test_a_crash_mid_request_is_a_clear_500_and_the_next_request_gets_a_fresh_engine(tmp_path):
+    import openai
+
+    from app.server import ApiServer, ServerConfig
+
+    model = write_scripted_gguf(
+        tmp_path / "stream.gguf", chat_template=CHATML, script=streaming_script(), default_next="a"
+    )
+    before = set(_engine_pids())
+    server = ApiServer(
+        ServerConfig(
+            port=0, models=[str(model)], use_library=False, n_ctx=4096, n_threads=1, max_tokens_limit=100_000
+        )
+    )
+    server.start()
+    try:
+        client = openai.OpenAI(base_url=server.url + "/v1", api_key="unused", max_retries=0, timeout=60)
+        errors: list[BaseException] = []
+
+        def long_request() -> None:
+            try:
+                client.chat.completions.create(
+                    model="stream", messages=[{"role": "user", "content": "go on"}], max_tokens=100_000
+                )
+            except openai.APIError as exc:
+                errors.append(exc)
+
+        t = threading.Thread(target=long_request)
+        t.start()
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not (set(_engine_pids()) - before and server.host.busy):
+            time.sleep(0.05)
+        (pid,) = set(_engine_pids()) - before
+        time.sleep(0.3)  # mid-reply
+        os.kill(pid, signal.SIGKILL)
+        t.join(30)
+        assert len(errors) == 1
+        err = errors[0]
+        assert isinstance(err, openai.InternalServerError) and err.status_code == 500
+        assert "crashed while generating" in str(err) and "killed" in str(err)
+        assert err.code == "engine_crashed", err.body
+        # the server is up, and the same model answers from a fresh engine
+        reply = client.chat.completions.create(
+            model="stream", messages=[{"role": "user", "content": "hi"}], max_tokens=5
+        )
+        assert reply.choices[0].finish_reason == "length" and reply.choices[0].message.content
+        assert set(_engine_pids()) - before - {pid}
+    finally:
+        server.stop()
