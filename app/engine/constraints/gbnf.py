@@ -298,9 +298,7 @@ def _converter() -> Any:
             return str(self._add_rule(name, '"\\"" (' + body + ') "\\"" space'))
 
     conv = _Converter(prop_order={}, allow_fetch=False, dotall=False, raw_pattern=False)
-    # No whitespace between JSON tokens (as the local grammar's fixed separators): a family's parser
-    # reads the call's JSON up to its closing marker, and stray space there is no call.
-    conv._rules["space"] = '""'
+    conv._rules["space"] = '""'  # see lark_to_gbnf: the separators carry their one space
     return conv
 
 
@@ -372,7 +370,9 @@ def lark_to_gbnf(lark: str, *, tokens: Mapping[int, str] | None = None) -> str:
     lines += [f"{_rule_name(n)} ::= {body}" for n, body in defined.items()]
     lines += [f"{n} ::= {body}" for n, body in tr.rules.items()]
     if tr._conv is not None:
-        lines.append(tr._conv.format_grammar())
+        # JSON as the local grammar writes it (``, `` and ``: ``, no other whitespace): a family's
+        # parser reads the call's JSON up to its closing marker, where stray space is no call.
+        lines.append(re.sub(r'"([,:])" space\b', r'"\1 "', tr._conv.format_grammar()))
     return "\n".join(lines) + "\n"
 
 

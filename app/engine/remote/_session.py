@@ -195,9 +195,12 @@ class RemoteChatSession:
         self.messages: list[Message] = list(messages or [])
         self.last_prompt: Any = None  # Callisto parsing: the RenderedPrompt of the latest generation
         self.last_raw_prompt: str | None = None  # ...and the text sent (the BOS the engine adds left out)
+        self.last_grammar: str | None = None  # ...and the GBNF sent with it (None: the reply was free)
         self.parser: str | None = None  # "api" or "callisto" once resolved
         self.effective_format: str | None = None  # the family Callisto parsing reads
         self._notices_pending: list[NoticeEvent] = []
+        self._open_notices: list[NoticeEvent] = []
+        self._source = ""
         self._options: dict[str, Any] = {}
         self._used_ids: set[str] = {c.id for m in self.messages for c in m.tool_calls}
         self._next_id = 0
@@ -303,24 +306,13 @@ class RemoteChatSession:
         self._options = {k: v for k, v in options.items() if v is not None}
         try:
             self._resolve()
-            if self._options.get("response_format") is not None and (
-                self.parser != "api" or self.provider.kind == "anthropic"
-            ):
-                raise ValueError("a response format needs API tools on an OpenAI or Ollama endpoint")
+            if self._options.get("response_format") is not None and self.provider.kind == "anthropic":
+                raise ValueError("a response format needs an OpenAI or Ollama endpoint")
         except (RemoteError, ValueError) as exc:
             yield DoneEvent(finish_reason="error", error=str(exc), rounds=0, extra=self._extra({}))
             return
         yield from self._notices_pending
         self._notices_pending = []
-        if self.parser == "callisto" and tool_choice not in ("auto", "none") and self.tools:
-            yield NoticeEvent(
-                code="tool_choice_not_held",
-                setting="chat.tool_choice",
-                message=(
-                    "With Callisto parsing on a remote engine, tool_choice is not held by a grammar: the model "
-                    "is asked for a call, but it may answer in text."
-                ),
-            )
         parsers: dict[str, str] = {}
         ttft = None
         gen_tokens = 0
@@ -371,6 +363,10 @@ class RemoteChatSession:
             )
             for c in rnd.calls:
                 parsers[c.id] = label
+            if rounds == 1 and not (cancel is not None and cancel.is_set()):
+                broken = self._choice_broken(tool_choice, rnd)
+                if broken:
+                    yield broken
             text = "".join(rnd.content)
             if rnd.calls and (finish not in ("stop", "tool_calls") or rounds >= self.max_rounds):
                 names = ", ".join(c.name for c in rnd.calls)
@@ -465,11 +461,14 @@ class RemoteChatSession:
 
         attempt = 0
         while True:
+            self._open_notices = []
             try:
                 stream, reader = self._open(tool_choice, cancel, on_retry)
             except RemoteError:
+                yield from self._open_notices
                 yield from retries
                 raise
+            yield from self._open_notices if attempt == 0 else ()
             yield from retries
             retries.clear()
             try:
@@ -519,9 +518,92 @@ class RemoteChatSession:
             sampling=self.sampling,
             llama_server=llama_server,
         )
+        grammar = self._grammar(tool_choice, prompt, fmt, tools)
+        if grammar is not None:
+            _wire.add_grammar(body, grammar, llama_server=llama_server)
+        self.last_grammar = grammar
         stream = open_stream(self.provider, path, body, cancel=cancel, on_retry=on_retry)
         self._raw_state = (prompt, fmt, tools)
         return stream, self._read_callisto
+
+    def _engine(self) -> str:
+        """The engine in words, for notices."""
+        if self.template is not None and self.template.extra.get("llama_server"):
+            return f"llama-server at {self.provider.base}"
+        if self.parser == "callisto" and self.provider.kind == "ollama":
+            return f"Ollama at {self.provider.base}"
+        return f"the {self.provider.kind} endpoint at {self.provider.base}"
+
+    def _grammar(self, tool_choice: Any, prompt: str, fmt: Any, tools: Any) -> str | None:
+        """Callisto parsing: the GBNF that holds ``tool_choice`` (required, a named tool) or the
+        response format, sent with the raw completion; None when nothing is held, or (with a notice)
+        when this engine or this family's grammar cannot hold it."""
+        from app.engine.constraints import ConstraintError, parse_tool_choice
+
+        mode = parse_tool_choice(tool_choice).mode
+        rf = self._options.get("response_format")
+        forced = mode in ("required", "function") and bool(self.tools)
+        if not forced and rf is None:
+            return None
+        what = "tool_choice" if forced else "response_format"
+        if self.provider.kind == "ollama":
+            self._open_notices.append(
+                NoticeEvent(
+                    code="tool_choice_not_held",
+                    setting="chat.tool_choice",
+                    message=(
+                        f"{what} is not enforced by {self._engine()}: its raw completion takes no grammar, "
+                        "so the model is asked for it but may answer otherwise."
+                    ),
+                )
+            )
+            return None
+        from app.engine.constraints.gbnf import remote_grammar
+
+        t = self.template
+        assert t is not None
+        try:
+            return remote_grammar(
+                family=fmt.name if fmt is not None else None,
+                tools=tools,
+                tool_choice=tool_choice if forced else "none",
+                parallel_tool_calls=bool(self._options.get("parallel_tool_calls", True)),
+                response_format=None if forced else rf,
+                special_tokens=[x for x in (t.bos_token, t.eos_token) if x],
+                reasoning=bool(fmt is not None and fmt.reasoning and fmt.reasoning[0] in self._source),
+                in_reasoning=bool(fmt is not None and fmt.opens_in_reasoning(prompt)),
+            )
+        except ConstraintError as exc:
+            self._open_notices.append(
+                NoticeEvent(
+                    code="tool_choice_not_held",
+                    setting="chat.tool_choice",
+                    message=(
+                        f"{what} is not enforced by {self._engine()}: its grammar cannot be built ({exc}). "
+                        "The reply is not held; the model is asked for it but may answer otherwise."
+                    ),
+                )
+            )
+            return None
+
+    def _choice_broken(self, tool_choice: Any, rnd: _Round) -> NoticeEvent | None:
+        """A notice when a reply breaks a forced tool choice (no call, or another tool's)."""
+        from app.engine.constraints import parse_tool_choice
+
+        choice = parse_tool_choice(tool_choice)
+        if choice.mode not in ("required", "function") or not self.tools:
+            return None
+        if choice.mode == "required" and rnd.calls:
+            return None
+        if choice.mode == "function" and rnd.calls and all(c.name == choice.name for c in rnd.calls):
+            return None
+        wanted = "a call" if choice.mode == "required" else f"a call to {choice.name}"
+        got = ", ".join(c.name for c in rnd.calls) if rnd.calls else "no call"
+        return NoticeEvent(
+            code="tool_choice_broken",
+            setting="chat.tool_choice",
+            message=f"{self._engine()} did not hold tool_choice: it was asked for {wanted}, and the reply has {got}.",
+        )
 
     # -- API tools ------------------------------------------------------------------------
 

@@ -14,6 +14,7 @@ from typing import Any
 from app.engine.messages import Message
 
 __all__ = [
+    "add_grammar",
     "add_options",
     "chat_request",
     "read_anthropic",
@@ -216,6 +217,18 @@ def raw_request(
         "stream_options": {"include_usage": True},
         **_sampling(kind, sampling),
     }
+
+
+def add_grammar(body: dict[str, Any], grammar: str, *, llama_server: bool) -> None:
+    """A GBNF grammar the engine holds the raw completion to: llama-server's ``/completion`` takes
+    ``grammar``; on ``/v1/completions`` vLLM takes ``structured_outputs.grammar`` (``guided_grammar``
+    before 0.12) and SGLang ``ebnf``; each ignores the others' fields."""
+    if llama_server:
+        body["grammar"] = grammar
+        return
+    body["structured_outputs"] = {"grammar": grammar}
+    body["guided_grammar"] = grammar
+    body["ebnf"] = grammar
 
 
 def _sse_data(lines: Iterator[str]) -> Iterator[tuple[str, Any]]:

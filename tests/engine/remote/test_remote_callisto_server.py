@@ -162,12 +162,13 @@ def test_bad_choices_are_clear_errors(tmp_path):
         RemoteChatSession(Provider("http://127.0.0.1:1"), "m", parser="callisto", template=broken)
 
 
-def test_a_forced_tool_choice_under_callisto_parsing_says_it_is_not_held(callisto_server, remote_models):
+def test_a_forced_tool_choice_under_callisto_parsing_goes_with_a_grammar(callisto_server, remote_models):
     from app.engine.events import NoticeEvent
 
     session, _ = _session(
         callisto_server, "openai", "loop-hermes", "callisto", template=remote_models["loop"]
     )
     events = list(session.send("Weather?", tool_choice="required"))
-    assert [e.code for e in events if isinstance(e, NoticeEvent)] == ["tool_choice_not_held"]
+    assert [e.code for e in events if isinstance(e, NoticeEvent)] == []  # the call came: nothing broke
+    assert session.last_grammar is None  # the second round (after the tool result) is free
     assert _calls(events) == [("get_weather", {"city": "Oslo"})]
