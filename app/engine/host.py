@@ -214,10 +214,8 @@ class EngineHost:
         errors: list[BaseException] = []
 
         def run(_host: EngineHost, loaded: LoadedModel | None) -> None:
-            try:
-                out.append(fn(loaded))
-            finally:
-                done.set()
+            out.append(fn(loaded))  # what it raises goes to ``failed``, which sets ``done`` after
+            done.set()
 
         def failed(err: BaseException) -> None:
             errors.append(err)

@@ -4,13 +4,13 @@ window's own jobs may pass, and a cancelled job that never runs. Real tiny GGUFs
 
 from __future__ import annotations
 
-import threading
 from pathlib import Path
 
 import pytest
 
 from app.engine.host import EngineBusy, EngineHost, Job, JobCancelled, ModelChange
 from app.engine.models.tiny import write_tiny_gguf
+from tests.support.host_hold import hold
 
 
 @pytest.fixture(scope="module")
@@ -30,19 +30,6 @@ def host():
 def _closed(model) -> bool:
     """Whether the model was closed (``LoadedModel.closed`` where it exists, else its llama is gone)."""
     return model.closed if hasattr(type(model), "closed") else model.llm is None
-
-
-def _hold(host: EngineHost, owner: str = "server") -> threading.Event:
-    """Occupy the host's thread with a job that waits for the returned event."""
-    release, started = threading.Event(), threading.Event()
-
-    def run(_h, _m) -> None:
-        started.set()
-        release.wait(30)
-
-    host.submit(Job(run=run, owner=owner), bounded=False)
-    assert started.wait(30)
-    return release
 
 
 def test_one_model_at_a_time_by_default_and_listeners_hear_the_swap(host, models):
@@ -89,7 +76,7 @@ def test_a_failed_load_changes_nothing(host, models, tmp_path):
 
 def test_the_bound_refuses_server_jobs_but_counts_and_passes_the_windows(host):
     ran: list[str] = []
-    release = _hold(host)
+    release = hold(host)
     assert host.busy and host.running_owner == "server"
     host.submit(Job(run=lambda h, m: ran.append("window"), owner="window"), bounded=False)
     host.submit(Job(run=lambda h, m: ran.append("server 1")))
@@ -106,7 +93,7 @@ def test_the_bound_refuses_server_jobs_but_counts_and_passes_the_windows(host):
 def test_a_job_cancelled_while_it_waits_never_runs_and_is_told(host):
     errors: list[BaseException] = []
     ran: list[str] = []
-    release = _hold(host)
+    release = hold(host)
     job = Job(run=lambda h, m: ran.append("ran"), on_error=errors.append)
     host.submit(job)
     job.cancel.set()
@@ -131,7 +118,7 @@ def test_stop_drops_the_waiting_jobs_and_closes_the_models(models):
     host.start()
     model = host.call(lambda m: m, model=models[0])
     errors: list[BaseException] = []
-    release = _hold(host)
+    release = hold(host)
     ran: list[str] = []
     host.submit(Job(run=lambda h, m: ran.append("ran"), on_error=errors.append))
     thread = host._thread

@@ -17,6 +17,7 @@ import pytest
 from PySide6.QtCore import Qt
 
 from app.storage.settings import Settings, load_settings
+from tests.support.host_hold import hold
 from tests.ui.scripted_gguf import CHATML, streaming_script, write_scripted_gguf
 
 DONE_TIMEOUT = 30_000
@@ -66,21 +67,6 @@ def _ask(client, model: str, text: str = "Say the alphabet"):
     return client.chat.completions.create(
         model=model, messages=[{"role": "user", "content": text}], max_tokens=4
     )
-
-
-def _hold(host, owner: str = "server") -> threading.Event:
-    """Occupy the engine's thread with a job of ``owner`` until the returned event is set."""
-    from app.engine.host import Job
-
-    release, started = threading.Event(), threading.Event()
-
-    def run(_h, _m) -> None:
-        started.set()
-        release.wait(30)
-
-    host.submit(Job(run=run, owner=owner), bounded=False)
-    assert started.wait(30)
-    return release
 
 
 @pytest.fixture
@@ -133,7 +119,7 @@ def test_a_window_turn_waits_behind_a_request_and_the_bound_counts_it(qtbot, mak
     url = page.address.text()
     body = {"model": "alpha", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 4}
 
-    release = _hold(host)  # the engine is busy with a request of the server's
+    release = hold(host)  # the engine is busy with a request of the server's
     w.compose.setPlainText("Are you there?")
     qtbot.keyClick(w.compose, Qt.Key.Key_Return)
     qtbot.waitUntil(lambda: w.load_label.text() == "Waiting for the server's request…", timeout=10_000)
