@@ -4,6 +4,9 @@ The dispatcher calls :meth:`ApprovalBridge.ask` on the engine thread; it hands t
 the window (``show``, a queued Qt signal) and blocks until :meth:`answer` (UI thread), the
 request's timeout (-> deny), or :meth:`release` (cancel or shutdown -> deny). Remembered
 approvals are the dispatcher's policy: it asks only for calls that policy does not allow.
+
+The engine thread is shared (``app.engine.host``): while a question waits, the in-window server's
+requests and the Check page's scenarios wait behind it, which the timeout bounds.
 """
 
 from __future__ import annotations
