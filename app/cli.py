@@ -6,7 +6,7 @@
                        [--grammar-file FILE] [--save] [--tool-choice auto|none|required|NAME]
                        [--no-parallel-tool-calls] [--response-format json|SCHEMA.json] "prompt"
     python -m app chat --endpoint URL --model NAME [--api-key-env VAR] [--kind openai|anthropic|ollama]
-                       [--parser auto|api|callisto] [--template GGUF_OR_TOKENIZER_CONFIG] "prompt"
+                       [--parser auto|api|callisto] [--template GGUF|TOKENIZER_CONFIG|ORG/NAME] "prompt"
     python -m app inspect PATH [--json] [--lint]
     python -m app check --model PATH [--tool-format F] [--scenarios DIR] [--category C] [--out FILE] [--json]
     python -m app check --endpoint URL --model NAME [--api-key KEY] [--out FILE] [--json]
@@ -76,8 +76,11 @@ def build_parser() -> argparse.ArgumentParser:
     chat.add_argument(
         "--template",
         default=None,
-        metavar="FILE",
-        help="Callisto parsing: the model's GGUF or tokenizer_config.json (default: the server's /props)",
+        metavar="FILE_OR_REPO",
+        help=(
+            "Callisto parsing: the model's GGUF, its tokenizer_config.json or a Hugging Face repository id "
+            "(org/name; HF_ENDPOINT and HF_TOKEN are honoured) (default: the server's /props)"
+        ),
     )
     chat.add_argument(
         "--tool-format",

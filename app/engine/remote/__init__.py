@@ -27,7 +27,9 @@ _EXPORTS = {
     "PARSERS": "app.engine.remote._session",
     "RemoteChatSession": "app.engine.remote._session",
     "RemoteTemplate": "app.engine.remote._session",
+    "is_repo_id": "app.engine.remote._session",
     "load_template": "app.engine.remote._session",
+    "template_from_hub": "app.engine.remote._session",
 }
 
 __all__ = [
@@ -39,13 +41,22 @@ __all__ = [
     "RemoteError",
     "RemoteTemplate",
     "fetch_props",
+    "is_repo_id",
     "list_models",
     "load_template",
+    "template_from_hub",
 ]
 
 if TYPE_CHECKING:
     from app.engine.remote._client import KINDS, MODES, Provider, RemoteError, fetch_props, list_models
-    from app.engine.remote._session import PARSERS, RemoteChatSession, RemoteTemplate, load_template
+    from app.engine.remote._session import (
+        PARSERS,
+        RemoteChatSession,
+        RemoteTemplate,
+        is_repo_id,
+        load_template,
+        template_from_hub,
+    )
 
 
 def __getattr__(name: str) -> Any:

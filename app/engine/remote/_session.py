@@ -18,6 +18,7 @@ recorded in ``DoneEvent.extra["call_parsers"]`` (call id -> ``api:openai``, ``ca
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 from collections.abc import Iterator, Mapping
@@ -31,7 +32,14 @@ from app.engine.formats.events import ReasoningDelta, TextDelta, ToolCallDone, T
 from app.engine.messages import Message, is_valid_call_id, local_call_id
 from app.engine.remote._client import Provider, RemoteError, fetch_props, open_stream
 
-__all__ = ["PARSERS", "RemoteChatSession", "RemoteTemplate", "load_template"]
+__all__ = [
+    "PARSERS",
+    "RemoteChatSession",
+    "RemoteTemplate",
+    "is_repo_id",
+    "load_template",
+    "template_from_hub",
+]
 
 PARSERS = ("auto", "api", "callisto")
 DEFAULT_MAX_ROUNDS = 8
@@ -56,8 +64,118 @@ def _token_text(value: Any) -> str:
     return value if isinstance(value, str) else ""
 
 
+_REPO_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-]{0,95}")
+
+
+def is_repo_id(value: str | Path) -> bool:
+    """Whether ``value`` names a Hugging Face repository (``org/name``) rather than a file here."""
+    text = str(value)
+    return (
+        bool(_REPO_ID.fullmatch(text)) and not Path(text).exists() and not text.endswith((".gguf", ".json"))
+    )
+
+
+def template_from_hub(
+    repo_id: str,
+    *,
+    revision: str | None = None,
+    token: str | None = None,
+    cache_dir: str | Path | None = None,
+) -> RemoteTemplate:
+    """The chat template of a Hugging Face repository: its ``tokenizer_config.json`` (``chat_template``
+    as a string or a named list, and the special tokens) and, when present, ``chat_template.jinja``
+    or ``chat_template.json``, which take precedence as they do in transformers. Downloads through
+    huggingface_hub (``HF_ENDPOINT`` and ``HF_TOKEN`` are honoured). ValueError names what is wrong:
+    no such repository, a gated one, no template."""
+    try:
+        from huggingface_hub import hf_hub_download
+        from huggingface_hub.errors import (
+            EntryNotFoundError,
+            GatedRepoError,
+            HfHubHTTPError,
+            LocalEntryNotFoundError,
+            RepositoryNotFoundError,
+            RevisionNotFoundError,
+        )
+    except ImportError as exc:  # pragma: no cover - a pinned dependency
+        raise ValueError(f"huggingface_hub is not installed ({exc})") from exc
+
+    import os
+
+    endpoint = os.environ.get("HF_ENDPOINT") or None  # read now (huggingface_hub reads it at import)
+    if cache_dir is None and (os.environ.get("HF_HUB_CACHE") or os.environ.get("HF_HOME")):
+        cache_dir = os.environ.get("HF_HUB_CACHE") or os.path.join(os.environ["HF_HOME"], "hub")
+
+    def fetch(name: str) -> Path | None:
+        try:
+            return Path(
+                hf_hub_download(
+                    repo_id, name, revision=revision, token=token, endpoint=endpoint, cache_dir=cache_dir
+                )
+            )
+        except GatedRepoError:
+            raise ValueError(
+                f"the Hugging Face repository {repo_id} is gated: accept its licence on the hub and set "
+                "HF_TOKEN (or log in with `hf auth login`) to read its template"
+            ) from None
+        except RepositoryNotFoundError:
+            raise ValueError(
+                f"there is no Hugging Face repository {repo_id} (or it is private: set HF_TOKEN to read it)"
+            ) from None
+        except RevisionNotFoundError:
+            raise ValueError(f"the Hugging Face repository {repo_id} has no revision {revision!r}") from None
+        except EntryNotFoundError:
+            return None
+        except LocalEntryNotFoundError as exc:
+            raise ValueError(
+                f"cannot reach the Hugging Face hub to read {repo_id}'s template: {exc}"
+            ) from None
+        except HfHubHTTPError as exc:
+            status = getattr(exc.response, "status_code", None)
+            if status in (401, 403):
+                raise ValueError(
+                    f"the Hugging Face hub refused access to {repo_id} (HTTP {status}): set HF_TOKEN "
+                    "to a token that may read it"
+                ) from None
+            raise ValueError(f"cannot read {repo_id}'s template from the Hugging Face hub: {exc}") from None
+
+    config_path = fetch("tokenizer_config.json")
+    config: dict[str, Any] = {}
+    if config_path is not None:
+        try:
+            data = json.loads(config_path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, ValueError) as exc:
+            raise ValueError(f"{repo_id}'s tokenizer_config.json is not JSON: {exc}") from None
+        config = data if isinstance(data, dict) else {}
+    raw: Any = config.get("chat_template")
+    jinja = fetch("chat_template.jinja")
+    if jinja is not None:
+        raw = jinja.read_text(encoding="utf-8")
+    else:
+        extra = fetch("chat_template.json")
+        if extra is not None:
+            try:
+                raw = json.loads(extra.read_text(encoding="utf-8")).get("chat_template", raw)
+            except (OSError, UnicodeDecodeError, ValueError, AttributeError) as exc:
+                raise ValueError(f"{repo_id}'s chat_template.json is not readable: {exc}") from None
+    if config_path is None and raw is None:
+        raise ValueError(
+            f"the Hugging Face repository {repo_id} has no tokenizer_config.json or chat template"
+        )
+    try:
+        return _template_from_config({**config, "chat_template": raw}, f"hf:{repo_id}")
+    except ValueError:
+        raise ValueError(
+            f"the Hugging Face repository {repo_id} has no chat template (no chat_template in its "
+            "tokenizer_config.json, no chat_template.jinja or chat_template.json)"
+        ) from None
+
+
 def load_template(path: str | Path) -> RemoteTemplate:
-    """The templates of a ``.gguf`` file or a ``tokenizer_config.json`` (ValueError when it has none)."""
+    """The templates of a ``.gguf`` file, a ``tokenizer_config.json`` or a Hugging Face repository id
+    (``org/name``: :func:`template_from_hub`). ValueError when it has none."""
+    if is_repo_id(path):
+        return template_from_hub(str(path))
     p = Path(path)
     if p.suffix.lower() == ".gguf":
         from app.engine.models.metadata import read_metadata
@@ -77,7 +195,14 @@ def load_template(path: str | Path) -> RemoteTemplate:
         data = json.loads(p.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         raise ValueError(f"cannot read the template file {p}: {exc}") from exc
-    raw = data.get("chat_template") if isinstance(data, dict) else None
+    if not isinstance(data, dict):
+        raise ValueError(f"{p} has no chat_template")
+    return _template_from_config(data, str(p))
+
+
+def _template_from_config(data: dict[str, Any], source: str) -> RemoteTemplate:
+    p = source
+    raw = data.get("chat_template")
     tool_use = None
     if isinstance(raw, list):  # [{"name": "default", "template": ...}, {"name": "tool_use", ...}]
         named = {t.get("name"): t.get("template") for t in raw if isinstance(t, dict)}
@@ -90,7 +215,7 @@ def load_template(path: str | Path) -> RemoteTemplate:
         tool_use if isinstance(tool_use, str) else None,
         _token_text(data.get("bos_token")),
         _token_text(data.get("eos_token")),
-        source=str(p),
+        source=source,
         add_bos=add_bos if isinstance(add_bos, bool) else None,
     )
 
@@ -254,7 +379,7 @@ class RemoteChatSession:
         if choice == "callisto" and self.template is None:
             raise ValueError(
                 f"Callisto parsing needs the model's chat template: {self.provider.base} has no /props "
-                "with one; give a GGUF or tokenizer_config.json file"
+                "with one; give a GGUF, a tokenizer_config.json or a Hugging Face repository id (org/name)"
             )
         family = None
         if self.template is not None and choice != "api":
