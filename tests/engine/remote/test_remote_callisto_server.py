@@ -109,7 +109,7 @@ def test_callisto_parsing_without_a_template_says_how_to_give_one(callisto_serve
     session, _ = _session(callisto_server, "openai", "loop-hermes", "callisto")
     events, done = _run(session)
     assert done.finish_reason == "error"
-    assert "chat template" in done.error and "GGUF or tokenizer_config.json" in done.error
+    assert "chat template" in done.error and "a Hugging Face repository id (org/name)" in done.error
     assert [m.role for m in session.messages] == ["user"]
 
 
