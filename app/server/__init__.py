@@ -8,9 +8,13 @@ Public API::
     server.url              # http://127.0.0.1:8453
     server.stop()
 
+``ApiServer(config, host=engine_host)`` serves on an :class:`app.engine.host.EngineHost` it is
+given (the window's: one queue and one set of loaded models for the chat and the server) and
+neither starts nor stops it; without one it runs an engine of its own (``python -m app serve``).
+
 Endpoints: ``/v1/chat/completions``, ``/v1/completions``, ``/v1/models`` (OpenAI),
 ``/v1/messages``, ``/v1/messages/count_tokens`` (Anthropic), ``/api/chat``, ``/api/generate``,
-``/api/tags``, ``/api/show``, ``/api/version`` (Ollama). Every generation runs on one engine thread
+``/api/tags``, ``/api/show``, ``/api/version`` (Ollama). Every generation runs on the engine host's one thread
 behind a bounded queue; calls are parsed and returned, never run (the client runs its tools).
 Names load lazily: ``import app.server`` imports neither Starlette nor llama.cpp.
 """
