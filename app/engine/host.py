@@ -290,11 +290,13 @@ class EngineHost:
         used ones past ``max_loaded``); raises ``ModelLoadError``. On the host's thread only."""
         path = _path_of(model)
         item = self._models.get(path)
+        crashed: list[Path] = []
         if item is not None and item[0].crash is not None:
             # its engine process died (the request running then got the error): a fresh engine
             self._models.pop(path)
             self._close(item[0])
             item = None
+            crashed.append(path)
         if item is not None and (not exact or settings is None or item[1] == settings):
             self._models.move_to_end(path)
             return item[0]
@@ -302,7 +304,7 @@ class EngineHost:
 
         use = settings or self.settings
         loaded = load_model(path, settings=use)  # the others stay until this one has loaded
-        closed: list[Path] = []
+        closed: list[Path] = crashed
         if item is not None:
             self._models.pop(path)
             self._close(item[0])
