@@ -2,6 +2,10 @@
 
     python -m app check --model PATH [--tool-format F] [--scenarios DIR] [--category C] --out result.json
     python -m app check --endpoint URL --model NAME [--api-key KEY] [--model-file PATH] --out result.json
+                        [--parser api|callisto|both] [--kind openai|anthropic|ollama]
+
+``--endpoint`` runs through Callisto's remote client (:mod:`app.engine.remote`, what ``chat
+--endpoint`` and the window use); without ``--parser`` the engine's own tool calling (API tools).
 
 ``--json`` prints one line per scenario (then a summary line). Exit status: 0 every scenario passed,
 1 a scenario failed, 2 a usage or scenario-file error, 4 a request failed (or the model did not load).
@@ -11,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import threading
 from pathlib import Path
@@ -122,65 +125,47 @@ def run_check_command(args: argparse.Namespace) -> int:
     if not scenarios:
         _err("error: no scenario selected")
         return EXIT_USAGE
-    if getattr(args, "parser", None) is not None:
-        if args.endpoint is None:
-            _err("error: --parser goes with --endpoint")
-            return EXIT_USAGE
+    if getattr(args, "parser", None) is not None and args.endpoint is None:
+        _err("error: --parser goes with --endpoint")
+        return EXIT_USAGE
+    if args.endpoint is not None:
+        # the remote client the window and ``chat --endpoint`` use; without --parser, the engine's
+        # own tool calling (API tools)
         from app.check.remote_target import run_remote_check
 
+        if getattr(args, "parser", None) is None:
+            args.parser = "api"
         return run_remote_check(args, corpus, scenarios)
 
     forensics: list[dict[str, Any]] = []
     model = None
-    if args.endpoint is not None:
-        from app.check.targets import EndpointTarget
+    from app.check.targets import InProcessTarget
+    from app.engine.llm import ModelLoadError, load_model
 
+    grammar = None
+    if args.grammar_file:
         try:
-            target: Any = EndpointTarget(
-                args.endpoint,
-                args.model,
-                api_key=args.api_key or os.environ.get("CALLISTO_CHECK_API_KEY"),
-                timeout_s=args.timeout,
-                max_tokens=args.max_tokens,
-                temperature=args.temperature,
-                seed=args.seed,
-                model_file=args.model_file,
-                stack_name=args.stack,
-            )
-        except ValueError as exc:
-            _err(f"error: {exc}")
+            grammar = Path(args.grammar_file).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            _err(f"error: cannot read the grammar file {args.grammar_file}: {exc}")
             return EXIT_USAGE
-        lint_path = args.model_file
-    else:
-        from app.check.targets import InProcessTarget
-        from app.engine.llm import ModelLoadError, load_model
-
-        grammar = None
-        if args.grammar_file:
-            try:
-                grammar = Path(args.grammar_file).read_text(encoding="utf-8")
-            except (OSError, UnicodeDecodeError) as exc:
-                _err(f"error: cannot read the grammar file {args.grammar_file}: {exc}")
-                return EXIT_USAGE
-        if not Path(args.model).is_file():
-            _err(f"error: no model file {args.model} (use --endpoint URL for a served model)")
-            return EXIT_USAGE
-        try:
-            model = load_model(
-                args.model, n_ctx=args.n_ctx, n_gpu_layers=args.gpu_layers, n_threads=args.threads
-            )
-        except ModelLoadError as exc:
-            _err(f"error: {exc}")
-            return EXIT_ERROR
-        target = InProcessTarget(
-            model,
-            tool_format=args.tool_format,
-            max_tokens=args.max_tokens,
-            temperature=args.temperature,
-            seed=args.seed,
-            grammar=grammar,
-        )
-        lint_path = args.model
+    if not Path(args.model).is_file():
+        _err(f"error: no model file {args.model} (use --endpoint URL for a served model)")
+        return EXIT_USAGE
+    try:
+        model = load_model(args.model, n_ctx=args.n_ctx, n_gpu_layers=args.gpu_layers, n_threads=args.threads)
+    except ModelLoadError as exc:
+        _err(f"error: {exc}")
+        return EXIT_ERROR
+    target = InProcessTarget(
+        model,
+        tool_format=args.tool_format,
+        max_tokens=args.max_tokens,
+        temperature=args.temperature,
+        seed=args.seed,
+        grammar=grammar,
+    )
+    lint_path = args.model
     if lint_path:
         try:
             from app.check.forensics import lint_gguf

@@ -141,8 +141,8 @@ def _out_path(out: str, parser: str, several: bool) -> str:
 
 
 def run_remote_check(args: Any, corpus: Any, scenarios: list[Scenario]) -> int:
-    """``check --endpoint URL --model NAME --parser api|callisto|both [--kind K]``: the check through the
-    remote client, once per parser; with ``both`` two result files (``OUT-api.json``, ``OUT-callisto.json``)
+    """``check --endpoint URL --model NAME [--parser api|callisto|both] [--kind K]``: the check through
+    the remote client (without ``--parser``: API tools), once per parser; with ``both`` two result files (``OUT-api.json``, ``OUT-callisto.json``)
     and their summaries side by side. Exit status as ``check``'s."""
     import json
     import os
@@ -179,6 +179,14 @@ def run_remote_check(args: Any, corpus: Any, scenarios: list[Scenario]) -> int:
     except ValueError as exc:
         err(f"error: {exc}")
         return 2
+    forensics: list[dict[str, Any]] = []
+    if args.model_file:  # the GGUF the engine serves: its template's known tool-calling breakages
+        try:
+            from app.check.forensics import lint_gguf
+
+            forensics = lint_gguf(args.model_file)["findings"]
+        except Exception as exc:  # noqa: BLE001 - forensics never stops a check
+            err(f"[forensics] not available: {exc}")
     results = []
     for target in targets:
 
@@ -219,6 +227,7 @@ def run_remote_check(args: Any, corpus: Any, scenarios: list[Scenario]) -> int:
                 corpus_sha256=corpus.sha256,
                 corpus_dir=str(corpus.directory),
                 progress=progress,
+                forensics=forensics,
                 settings=settings,
             )
         except KeyboardInterrupt:

@@ -38,7 +38,9 @@ def test_endpoint_check_writes_a_valid_result_and_one_json_line_per_scenario(tmp
     assert [x["type"] for x in lines] == ["scenario"] * n + ["summary"]
     assert lines[-1]["passed"] == n and lines[0]["outcome"] == "pass"
     data = json.loads(out.read_text(encoding="utf-8"))
-    assert validate_result(data) == [] and data["target"]["kind"] == "endpoint"
+    # the remote client chat --endpoint uses, with the engine's own tool calling
+    assert validate_result(data) == [] and data["target"]["kind"] == "remote"
+    assert data["stack"]["parser"] == "api" and data["settings"]["parser"] == "api"
     assert set(data["summary"]["by_category"]) == {"parallel", "tool_choice"}
     assert len(list((tmp_path / "r.transcripts").iterdir())) == n
 
