@@ -11,8 +11,8 @@ import json
 import re
 from typing import Any
 
-from app.engine.formats.base import Format, RegionScanner, register
-from app.engine.formats.json_list import JsonListScanner, parse_json_list
+from app.engine.formats.base import register
+from app.engine.formats.json_list import JsonListFormat
 
 __all__ = ["ApertusFormat"]
 
@@ -37,45 +37,33 @@ def _element(obj: Any) -> tuple[str, dict[str, Any], None] | None:
     return name, args, None
 
 
-class ApertusFormat(Format):
+class ApertusFormat(JsonListFormat):
     name = "apertus"
     label = "Apertus JSON list (Swiss AI Apertus 8B, 70B)"
     detail = '<|tools_prefix|>[{"NAME": {...}}]<|tools_suffix|>'
     openers = (OPEN,)
-    start_only = False
     reasoning = ("<|inner_prefix|>", "<|inner_suffix|>")
+    list_open, list_close = OPEN, CLOSE
 
-    def region_scanner(self, opener: str) -> RegionScanner:
-        return JsonListScanner(CLOSE)
+    def list_item(self, name, arguments):
+        return {name: dict(arguments)}
 
-    def parse_region(self, opener, body, *, at_end, truncated, tools):
-        return parse_json_list(body, CLOSE, at_end=at_end, truncated=truncated, read_element=_element)
+    def call_schema(self, tool):
+        from app.engine.constraints.wires import json_args_schema, tool_name
 
-    def constraint_grammar(self, tools, *, forced, parallel, ctx):
-        from app.engine.constraints.wires import json_args_schema, json_array, tool_name
-
-        return json_array(
-            ctx,
-            self,
-            tools,
-            forced,
-            parallel,
-            open=OPEN,
-            close=CLOSE,
-            item=lambda t: {
-                "type": "object",
-                "properties": {tool_name(t): json_args_schema(t)},
-                "required": [tool_name(t)],
-                "additionalProperties": False,
-            },
-        )
+        return {
+            "type": "object",
+            "properties": {tool_name(tool): json_args_schema(tool)},
+            "required": [tool_name(tool)],
+            "additionalProperties": False,
+        }
 
     def call_name(self, raw: str) -> str | None:
         m = _CUT_NAME.search(raw)
         return m.group(1) if m else None
 
-    def example_call(self, name: str, arguments: dict) -> str:
-        return OPEN + json.dumps([{name: dict(arguments)}], ensure_ascii=False) + CLOSE
+    def read_element(self, obj):
+        return _element(obj)
 
 
 register(ApertusFormat())

@@ -11,12 +11,8 @@ string holding an object is read as that object.
 
 from __future__ import annotations
 
-import json
-from typing import Any
-
-from app.engine.formats.base import Format, RegionScanner, register
-from app.engine.formats.json_list import JsonListScanner, parse_json_list
-from app.engine.formats.jsonscan import name_arguments
+from app.engine.formats.base import register
+from app.engine.formats.json_list import JsonListFormat, element_reader
 
 __all__ = ["AprielFormat"]
 
@@ -27,47 +23,19 @@ FINAL = "[BEGIN FINAL RESPONSE]"
 END_FINAL = "[END FINAL RESPONSE]"  # Apriel 1.5 closes its final response with it: structure
 
 
-class _Marker(RegionScanner):
-    """A structure marker: the region is the marker alone."""
-
-    def scan(self, buf: str, final: bool) -> tuple[int, bool]:
-        return 0, True
+_READ = element_reader(args_required=True, id_key="id")
 
 
-def _element(obj: Any) -> tuple[str, dict[str, Any], str | None] | None:
-    got = name_arguments(obj, extra_keys=("id",))
-    if got is None or "arguments" not in obj:
-        return None
-    cid = obj.get("id")
-    if cid is not None and not (isinstance(cid, str) and cid and cid == cid.strip()):
-        return None
-    return got[0], got[1], cid
-
-
-class AprielFormat(Format):
+class AprielFormat(JsonListFormat):
     name = "apriel"
     label = "Apriel JSON list (ServiceNow Apriel 1.5, 1.6)"
     detail = '<tool_calls>[{"name": ..., "arguments": {...}}]</tool_calls>, reasoning before [BEGIN FINAL RESPONSE]'
-    openers = (OPEN, END_FINAL)
-    start_only = False
+    openers = (OPEN, END_FINAL)  # END_FINAL: the end of the final response, consumed
     reasoning = (REASONING_START, FINAL)
+    list_open, list_close = OPEN, CLOSE
 
-    def region_scanner(self, opener: str) -> RegionScanner:
-        return JsonListScanner(CLOSE) if opener == OPEN else _Marker()
-
-    def parse_region(self, opener, body, *, at_end, truncated, tools):
-        if opener == END_FINAL:
-            return [], ""  # the end of the final response: consumed, never content
-        return parse_json_list(body, CLOSE, at_end=at_end, truncated=truncated, read_element=_element)
-
-    def constraint_grammar(self, tools, *, forced, parallel, ctx):
-        from app.engine.constraints.wires import json_array
-
-        return json_array(ctx, self, tools, forced, parallel, open=OPEN, close=CLOSE)
-
-    def example_call(self, name: str, arguments: dict) -> str:
-        call = {"name": name, "arguments": dict(arguments)}
-        return OPEN + json.dumps([call], ensure_ascii=False) + CLOSE
+    def read_element(self, obj):
+        return _READ(obj)
 
 
 register(AprielFormat())

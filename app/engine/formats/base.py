@@ -78,6 +78,7 @@ from app.engine.formats.events import (
     ToolCallIncomplete,
     ToolCallStarted,
 )
+from app.engine.formats.jsonscan import JsonScanner
 from app.engine.formats.schema import tool_schemas, type_arguments
 from app.engine.holdback import partial_start
 
@@ -85,6 +86,7 @@ __all__ = [
     "FORMATS",
     "Format",
     "IncompleteCall",
+    "MarkerRegion",
     "ParsedCall",
     "RegionScanner",
     "Reply",
@@ -92,6 +94,7 @@ __all__ = [
     "ToolCall",
     "find_marker",
     "fold_events",
+    "name_hint",
     "register",
     "tool_format_choices",
 ]
@@ -134,6 +137,22 @@ class RegionScanner:
 
     def scan(self, buf: str, final: bool) -> tuple[int, bool]:  # pragma: no cover - abstract
         raise NotImplementedError
+
+    def feed_json(self, js: JsonScanner, buf: str, i: int = 0) -> int:
+        """Feed the JSON value ``js`` is reading from ``buf[i]``, counting its work in ``ops``: the
+        index after the value's end, or -1 while it is still open at the end of ``buf``."""
+        before = js.ops
+        j = js.feed(buf, i)
+        self.ops += js.ops - before
+        return j
+
+
+class MarkerRegion(RegionScanner):
+    """The region of a marker that stands alone (structure the family consumes): it ends where it
+    starts."""
+
+    def scan(self, buf: str, final: bool) -> tuple[int, bool]:
+        return 0, True
 
 
 def find_marker(buf: str, markers: Iterable[str], final: bool, start: int = 0) -> tuple[int, str, int]:

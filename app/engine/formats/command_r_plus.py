@@ -11,13 +11,9 @@ like any other (the dispatcher answers that no such tool exists).
 
 from __future__ import annotations
 
-from typing import Any
-
-from app.engine.formats.base import Format, RegionScanner, register
-from app.engine.formats.command_r import MarkerRegion, action_reader, tool_name_hint
-from app.engine.formats.json_list import parse_json_list
+from app.engine.formats.base import RegionScanner, register
+from app.engine.formats.json_list import JsonListFormat, element_reader, parse_json_list
 from app.engine.formats.jsonscan import JsonScanner
-from app.engine.formats.sections import json_text
 
 __all__ = ["CommandRPlusFormat"]
 
@@ -26,7 +22,7 @@ CHATBOT = "<|CHATBOT_TOKEN|>"
 FENCE = "```"
 
 
-_READ = action_reader("tool_name", "parameters")
+_READ = element_reader("tool_name", "parameters")
 
 
 class _FencedListScanner(RegionScanner):
@@ -45,9 +41,7 @@ class _FencedListScanner(RegionScanner):
             st = self.state
             self.ops += 1
             if st == "json":
-                before = self.json.ops
-                j = self.json.feed(buf, i)
-                self.ops += self.json.ops - before
+                j = self.feed_json(self.json, buf, i)
                 if j == -1:
                     return n, False
                 i = j
@@ -110,50 +104,30 @@ def _unfence(body: str, *, at_end: bool, truncated: bool) -> tuple[str, bool] | 
     return text, False
 
 
-class CommandRPlusFormat(Format):
+class CommandRPlusFormat(JsonListFormat):
     name = "command-r-plus"
     label = "Command R+ actions (Cohere Command R+, Command R)"
     detail = 'Action: ```json [{"tool_name": ..., "parameters": {...}}] ```'
-    openers = (OPEN, CHATBOT)
-    start_only = False
+    openers = (OPEN, CHATBOT)  # CHATBOT: the turn's marker, structure
     reasoning = None
+    list_open, list_close = OPEN, ""
+    frame = (f"{OPEN}\n{FENCE}json\n", f"\n{FENCE}")
+    layout = ("[\n    ", "\n]")
+    name_key, args_key = "tool_name", "parameters"
+    cut_rest = False  # the cut rest of a list stays text
 
-    def region_scanner(self, opener: str) -> RegionScanner:
-        return _FencedListScanner() if opener == OPEN else MarkerRegion()
+    def list_scanner(self) -> RegionScanner:
+        return _FencedListScanner()
 
-    def parse_region(self, opener, body, *, at_end, truncated, tools):
-        if opener == CHATBOT:
-            return [], ""  # the turn's marker: structure
+    def read_list(self, body, *, at_end, truncated):
         got = _unfence(body, at_end=at_end, truncated=truncated)
         if got is None:
             return None
         inner, cut = got
-        return parse_json_list(inner, "", at_end=at_end, truncated=cut, read_element=_READ)
+        return parse_json_list(inner, "", at_end=at_end, truncated=cut, read_element=self.read_element)
 
-    def call_name(self, raw: str) -> str | None:
-        return tool_name_hint(raw)
-
-    def cut_call(self, opener, body, tools):
-        return None if opener != OPEN else super().cut_call(opener, body, tools)
-
-    def constraint_grammar(self, tools, *, forced, parallel, ctx):
-        from app.engine.constraints.wires import json_array, json_call
-
-        return json_array(
-            ctx,
-            self,
-            tools,
-            forced,
-            parallel,
-            open=f"{OPEN}\n{FENCE}json\n",
-            close=f"\n{FENCE}",
-            opener=OPEN,
-            item=lambda t: json_call(t, name_key="tool_name", args_key="parameters"),
-        )
-
-    def example_call(self, name: str, arguments: dict[str, Any]) -> str:
-        item = json_text({"tool_name": name, "parameters": dict(arguments)})
-        return f"{OPEN}\n{FENCE}json\n[\n    {item}\n]\n{FENCE}"
+    def read_element(self, obj):
+        return _READ(obj)
 
 
 register(CommandRPlusFormat())

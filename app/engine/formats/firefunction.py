@@ -12,14 +12,13 @@ from __future__ import annotations
 from typing import Any
 
 from app.engine.formats.base import Format, RegionScanner, register
-from app.engine.formats.command_r import action_reader
-from app.engine.formats.json_list import parse_json_list
+from app.engine.formats.json_list import element_reader, parse_json_list
 from app.engine.formats.jsonscan import JsonScanner
 from app.engine.formats.sections import json_text
 
 __all__ = ["FirefunctionFormat"]
 
-_READ = action_reader("name", "arguments")
+_READ = element_reader("name", "arguments")
 OPEN = "functools["
 SPACED = " " + OPEN  # the template writes a space before the marker: structure too
 
@@ -33,9 +32,7 @@ class _ListRest(RegionScanner):
         self.ops = 0
 
     def scan(self, buf: str, final: bool) -> tuple[int, bool]:
-        before = self.json.ops
-        j = self.json.feed(buf)
-        self.ops += self.json.ops - before
+        j = self.feed_json(self.json, buf)
         return (len(buf), False) if j == -1 else (j, True)
 
 

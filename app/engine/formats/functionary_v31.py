@@ -74,9 +74,7 @@ class _FunctionScanner(RegionScanner):
                 self.state = "json"
                 continue
             if st == "json":
-                before = self.json.ops
-                j = self.json.feed(buf, i)
-                self.ops += self.json.ops - before
+                j = self.feed_json(self.json, buf, i)
                 if j == -1:
                     return n, False
                 i = j

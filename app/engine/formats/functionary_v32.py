@@ -64,9 +64,7 @@ class _SegmentScanner(RegionScanner):
                 if buf[i] != "{":
                     return i, True
                 self.state = "json"
-            before = self.json.ops
-            j = self.json.feed(buf, i)
-            self.ops += self.json.ops - before
+            j = self.feed_json(self.json, buf, i)
             if j == -1:
                 return n, False
             return j, True

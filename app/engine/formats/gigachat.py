@@ -51,9 +51,7 @@ class _Scanner(RegionScanner):
                     return i, True
                 self.state = "json"
                 continue
-            before = self.json.ops
-            j = self.json.feed(buf, i)
-            self.ops += self.json.ops - before
+            j = self.feed_json(self.json, buf, i)
             if j == -1:
                 return n, False
             self.state = "post"

@@ -6,68 +6,43 @@ strictly, one element at a time through the family's element reader. A reply cut
 list keeps its complete elements (the rest is text); a list that is complete but not followed by
 ``CLOSE`` is a call only when the reply ended normally right after it (the closing tag is
 implied, as a runtime that stops on it would leave it out).
+
+:class:`JsonListFormat` is a family made of such a list (Nemotron Nano v2, Apriel, Apertus,
+Command R7B and, with its own scanner and fence, Command R+): it sets its tags, its element
+reader (:func:`element_reader` reads ``{NAME_KEY: name, ARGS_KEY: {...}}`` elements), how an
+element is written and the markers that stand alone as structure.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import json
+import re
+from collections.abc import Callable, Mapping
 from typing import Any
 
-from app.engine.formats.base import ParsedCall, RegionScanner, find_marker
+from app.engine.formats.base import Format, MarkerRegion, ParsedCall, RegionScanner, name_hint
 from app.engine.formats.jsonscan import JsonScanner, loads_repaired
-from app.engine.formats.sections import skip_ws
+from app.engine.formats.sections import JsonTagScanner, json_text, skip_ws
 
-__all__ = ["ElementReader", "JsonListScanner", "list_elements", "parse_json_list"]
+__all__ = [
+    "ElementReader",
+    "JsonListFormat",
+    "JsonListScanner",
+    "element_reader",
+    "key_hint",
+    "list_elements",
+    "parse_json_list",
+]
 
 #: Reads one list element (a decoded JSON value): ``(name, arguments, id)`` or None (not a call).
 ElementReader = Callable[[Any], "tuple[str, dict[str, Any], str | None] | None"]
 
 
-class JsonListScanner(RegionScanner):
+class JsonListScanner(JsonTagScanner):
     """Region ``[ws] [json list] [ws] CLOSE``; on anything else, up to the next ``CLOSE``."""
 
     def __init__(self, close: str):
-        self.close = close
-        self.state = "pre"
-        self.json = JsonScanner()
-        self.ops = 0
-
-    def scan(self, buf: str, final: bool) -> tuple[int, bool]:
-        i, n = 0, len(buf)
-        close = self.close
-        while i < n:
-            st = self.state
-            if st in ("pre", "post"):
-                c = buf[i]
-                self.ops += 1
-                if c.isspace():
-                    i += 1
-                    continue
-                if st == "pre" and c == "[":
-                    self.state = "json"
-                    continue
-                if st == "post":
-                    if buf.startswith(close, i):
-                        return i + len(close), True
-                    if not final and close.startswith(buf[i:]):
-                        return i, False
-                self.state = "seek"
-                continue
-            if st == "json":
-                before = self.json.ops
-                j = self.json.feed(buf, i)
-                self.ops += self.json.ops - before
-                if j == -1:
-                    return n, False
-                i = j
-                self.state = "post"
-                continue
-            pos, _m, safe = find_marker(buf, (close,), final, start=i)
-            self.ops += (pos + len(close) - i) if pos != -1 else n - i
-            if pos != -1:
-                return pos + len(close), True
-            return safe, False
-        return n, False
+        super().__init__(close, opening="[", fences=False)
 
 
 def list_elements(text: str, start: int) -> tuple[list[tuple[int, int]], int]:
@@ -143,3 +118,136 @@ def parse_json_list(
         calls.append(ParsedCall(name, args, body[s:e], id=cid))
     leftover = body[spans[-1][1] :] if cut else ""
     return calls, leftover
+
+
+def _arguments(value: Any) -> dict[str, Any] | None:
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return None
+    return value if isinstance(value, dict) else None
+
+
+def element_reader(
+    name_key: str = "name",
+    args_key: str = "arguments",
+    extra_keys: tuple[str, ...] = (),
+    *,
+    args_required: bool = False,
+    id_key: str | None = None,
+) -> ElementReader:
+    """A reader of one list element ``{name_key: str, args_key: object}`` for
+    :func:`parse_json_list`: no other keys than those, ``extra_keys`` and ``id_key``; ``args_key``
+    may hold a JSON string of an object and may be left out unless ``args_required``; the call id,
+    where ``id_key`` is given and the element has one, must be a non-empty string without
+    surrounding whitespace."""
+    allowed = {name_key, args_key, *extra_keys, *((id_key,) if id_key else ())}
+
+    def read(obj: Any) -> tuple[str, dict[str, Any], str | None] | None:
+        if not isinstance(obj, dict) or set(obj) - allowed:
+            return None
+        name = obj.get(name_key)
+        if not isinstance(name, str) or not name.strip() or name != name.strip():
+            return None
+        if args_required and args_key not in obj:
+            return None
+        args = _arguments(obj.get(args_key, {}))
+        if args is None:
+            return None
+        cid = obj.get(id_key) if id_key else None
+        if cid is not None and not (isinstance(cid, str) and cid and cid == cid.strip()):
+            return None
+        return name, args, cid
+
+    return read
+
+
+def key_hint(raw: str, key: str) -> str | None:
+    """The string value of the first ``"key": "..."`` in a (possibly cut) list's text."""
+    m = re.search(rf'"{re.escape(key)}"\s*:\s*"([^"\\<>]+)"', raw)
+    return m.group(1) if m else None
+
+
+class JsonListFormat(Format):
+    """A family whose calls are one JSON list: ``LIST_OPEN [ {call}, ... ] LIST_CLOSE``.
+
+    A family sets ``list_open`` / ``list_close`` (its tags), :meth:`read_element` (an
+    :data:`ElementReader`, see :func:`element_reader`), ``openers`` (``list_open`` and any markers
+    that stand alone as structure: consumed, never content), and, where they differ from the
+    defaults, ``name_key`` / ``args_key`` (the element's keys), :meth:`list_item` (one element as
+    the model writes it), :meth:`call_schema` (its schema in the grammar), ``frame`` (the text around the list in example calls and grammars,
+    default the tags), ``layout`` (the text inside the brackets around an example's element) and
+    ``list_scanner`` / :meth:`read_list` (a list that is not simply between the tags). A list cut
+    by the token limit keeps its complete calls; the cut element is an incomplete call, or text
+    where ``cut_rest`` is False.
+    """
+
+    start_only = False
+    list_open: str
+    list_close: str
+    frame: tuple[str, str] | None = None
+    layout: tuple[str, str] = ("[", "]")
+    name_key = "name"
+    args_key = "arguments"
+    cut_rest = True
+
+    def read_element(self, obj: Any) -> tuple[str, dict[str, Any], str | None] | None:
+        """One decoded list element as a call (see :data:`ElementReader`)."""
+        raise NotImplementedError  # pragma: no cover - abstract
+
+    def list_scanner(self) -> RegionScanner:
+        return JsonListScanner(self.list_close)
+
+    def read_list(self, body: str, *, at_end: bool, truncated: bool) -> tuple[list[ParsedCall], str] | None:
+        return parse_json_list(
+            body, self.list_close, at_end=at_end, truncated=truncated, read_element=self.read_element
+        )
+
+    def list_item(self, name: str, arguments: Mapping[str, Any]) -> Any:
+        return {self.name_key: name, self.args_key: dict(arguments)}
+
+    def call_schema(self, tool: Mapping[str, Any]) -> dict[str, Any]:
+        from app.engine.constraints.wires import json_call
+
+        return json_call(tool, name_key=self.name_key, args_key=self.args_key)
+
+    def _frame(self) -> tuple[str, str]:
+        return self.frame or (self.list_open, self.list_close)
+
+    def region_scanner(self, opener: str) -> RegionScanner:
+        return self.list_scanner() if opener == self.list_open else MarkerRegion()
+
+    def parse_region(self, opener, body, *, at_end, truncated, tools):
+        if opener != self.list_open:
+            return [], ""  # a structure marker: consumed, never content
+        return self.read_list(body, at_end=at_end, truncated=truncated)
+
+    def cut_call(self, opener, body, tools):
+        if opener == self.list_open or (not opener and self.cut_rest):
+            return super().cut_call(opener, body, tools)
+        return None  # a structure marker, or the cut rest of a list where it stays text
+
+    def call_name(self, raw: str) -> str | None:
+        return name_hint(raw) if self.name_key == "name" else key_hint(raw, self.name_key)
+
+    def constraint_grammar(self, tools, *, forced, parallel, ctx):
+        from app.engine.constraints.wires import json_array
+
+        open_, close = self._frame()
+        return json_array(
+            ctx,
+            self,
+            tools,
+            forced,
+            parallel,
+            open=open_,
+            close=close,
+            opener=self.list_open,
+            item=self.call_schema,
+        )
+
+    def example_call(self, name: str, arguments: dict[str, Any]) -> str:
+        open_, close = self._frame()
+        item = json_text(self.list_item(name, arguments))
+        return f"{open_}{self.layout[0]}{item}{self.layout[1]}{close}"

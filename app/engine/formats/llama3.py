@@ -43,9 +43,7 @@ class _Scanner(RegionScanner):
                 self.state = "json" if buf[i] == "{" else "rest"
                 continue
             if self.state == "json":
-                before = self.json.ops
-                j = self.json.feed(buf, i)
-                self.ops += self.json.ops - before
+                j = self.feed_json(self.json, buf, i)
                 if j == -1:
                     return n, False
                 i = j

@@ -45,9 +45,7 @@ class _Scanner(RegionScanner):
             c = buf[i]
             self.ops += 1
             if st == "json":
-                before = self.json.ops
-                j = self.json.feed(buf, i)
-                self.ops += self.json.ops - before
+                j = self.feed_json(self.json, buf, i)
                 if j == -1:
                     return n, False
                 return j, True

@@ -8,12 +8,8 @@ keys ``name`` and ``arguments``; anything else makes the region text.
 
 from __future__ import annotations
 
-import json
-from typing import Any
-
-from app.engine.formats.base import Format, RegionScanner, register
-from app.engine.formats.json_list import JsonListScanner, parse_json_list
-from app.engine.formats.jsonscan import name_arguments
+from app.engine.formats.base import register
+from app.engine.formats.json_list import JsonListFormat, element_reader
 
 __all__ = ["NemotronV2Format"]
 
@@ -21,35 +17,19 @@ OPEN = "<TOOLCALL>"
 CLOSE = "</TOOLCALL>"
 
 
-def _element(obj: Any) -> tuple[str, dict[str, Any], None] | None:
-    got = name_arguments(obj)
-    if got is None or "arguments" not in obj:
-        return None
-    return got[0], got[1], None
+_READ = element_reader(args_required=True)
 
 
-class NemotronV2Format(Format):
+class NemotronV2Format(JsonListFormat):
     name = "nemotron-v2"
     label = "Nemotron v2 JSON list (NVIDIA Nemotron Nano v2)"
     detail = '<TOOLCALL>[{"name": ..., "arguments": {...}}]</TOOLCALL>'
     openers = (OPEN,)
-    start_only = False
     reasoning = ("<think>", "</think>")
+    list_open, list_close = OPEN, CLOSE
 
-    def region_scanner(self, opener: str) -> RegionScanner:
-        return JsonListScanner(CLOSE)
-
-    def parse_region(self, opener, body, *, at_end, truncated, tools):
-        return parse_json_list(body, CLOSE, at_end=at_end, truncated=truncated, read_element=_element)
-
-    def constraint_grammar(self, tools, *, forced, parallel, ctx):
-        from app.engine.constraints.wires import json_array
-
-        return json_array(ctx, self, tools, forced, parallel, open=OPEN, close=CLOSE)
-
-    def example_call(self, name: str, arguments: dict) -> str:
-        call = {"name": name, "arguments": dict(arguments)}
-        return OPEN + json.dumps([call], ensure_ascii=False) + CLOSE
+    def read_element(self, obj):
+        return _READ(obj)
 
 
 register(NemotronV2Format())

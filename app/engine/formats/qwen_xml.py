@@ -23,7 +23,7 @@ from typing import Any
 
 from app.engine.formats.base import Format, ParsedCall, RegionScanner, register
 from app.engine.formats.schema import tool_schemas
-from app.engine.formats.sections import SkipValuesScanner, raw_text, skip_ws
+from app.engine.formats.sections import SkipValuesScanner, closed_body, raw_text, skip_ws
 
 __all__ = ["QwenXmlFormat", "parse_function_block"]
 
@@ -214,11 +214,8 @@ class QwenXmlFormat(Format):
         schemas = tool_schemas(tools)
         if opener == F_OPEN:
             return _bare_run(F_OPEN + body, schemas)
-        if body.endswith(CLOSE):
-            inner = body[: -len(CLOSE)]
-        elif at_end and not truncated and body.rstrip().endswith(F_CLOSE):
-            inner = body  # the reply ended right after </function>: the closing tag is implied
-        else:
+        inner = closed_body(body, CLOSE, last=F_CLOSE, at_end=at_end, truncated=truncated)
+        if inner is None:
             return None
         got = parse_function_block(inner, schemas)
         if got is None:

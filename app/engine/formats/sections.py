@@ -152,10 +152,7 @@ class SectionScanner(RegionScanner):
     def _feed_json(self, buf: str, i: int) -> int:
         """Feed ``self.json`` from ``i``: the index after the value's end, or -1 while it is open."""
         assert self.json is not None  # a value is being read
-        before = self.json.ops
-        j = self.json.feed(buf, i)
-        self.ops += self.json.ops - before
-        return j
+        return self.feed_json(self.json, buf, i)
 
     def _value_start(self, buf: str, i: int) -> int:
         """State ``"value_json"``: leading whitespace, then a JSON object/array (state ``"json"``,
@@ -388,10 +385,16 @@ NAME = r"[^\s<>{}\[\]\"'`｜|,:]+(?::[^\s<>{}\[\]\"'`｜|,:]+)*"
 
 
 class JsonTagScanner(RegionScanner):
-    """Region ``[ws][fence] {json} [ws][fence][ws] CLOSE``; on anything else, up to the next CLOSE."""
+    """Region ``[ws][fence] {json} [ws][fence][ws] CLOSE``; on anything else, up to the next CLOSE.
 
-    def __init__(self, close: str):
+    ``opening``: the bracket the JSON value opens with (``"["``: a list of calls); ``fences``:
+    whether a markdown fence may stand around the value (without, a fence is "anything else").
+    """
+
+    def __init__(self, close: str, *, opening: str = "{", fences: bool = True):
         self.close = close
+        self.opening = opening
+        self.fences = fences
         self.state = "pre"
         self.json = JsonScanner()
         self.ops = 0
@@ -413,7 +416,7 @@ class JsonTagScanner(RegionScanner):
                 if c.isspace():
                     i += 1
                     continue
-                if buf.startswith(_FENCE, i):
+                if self.fences and buf.startswith(_FENCE, i):
                     i += len(_FENCE)
                     self.state = "lang" if st == "pre" else "post"
                     continue
@@ -423,18 +426,18 @@ class JsonTagScanner(RegionScanner):
                 if (
                     not final
                     and len(rest) < len(close)
-                    and (_FENCE.startswith(rest) or (st == "post" and close.startswith(rest)))
+                    and (
+                        (self.fences and _FENCE.startswith(rest)) or (st == "post" and close.startswith(rest))
+                    )
                 ):
                     return i, False
-                if st == "pre" and c == "{":
+                if st == "pre" and c == self.opening:
                     self.state = "json"
                     continue
                 self.state = "seek"
                 continue
             if st == "json":
-                before = self.json.ops
-                j = self.json.feed(buf, i)
-                self.ops += self.json.ops - before
+                j = self.feed_json(self.json, buf, i)
                 if j == -1:
                     return n, False
                 i = j

@@ -17,7 +17,7 @@ import json
 import re
 
 from app.calls import WIRE_NAME
-from app.engine.formats.base import Format, ParsedCall, RegionScanner, find_marker, register
+from app.engine.formats.base import Format, MarkerRegion, ParsedCall, RegionScanner, find_marker, register
 from app.engine.formats.jsonscan import JsonScanner, loads_repaired
 from app.engine.formats.sections import skip_ws
 
@@ -65,9 +65,7 @@ class _Scanner(RegionScanner):
                 continue
             if self.state == "json":
                 assert self.json is not None  # a JSON body is being read
-                before = self.json.ops
-                j = self.json.feed(buf, i)
-                self.ops += self.json.ops - before
+                j = self.feed_json(self.json, buf, i)
                 if j == -1:
                     return n, False
                 i = j
@@ -81,13 +79,6 @@ class _Scanner(RegionScanner):
             if m == CLOSE:
                 return i, True
             self.state = "pre"
-
-
-class _Structure(RegionScanner):
-    """A message marker: the region is the marker alone."""
-
-    def scan(self, buf: str, final: bool) -> tuple[int, bool]:
-        return 0, True
 
 
 def _call(text: str, i: int) -> tuple[ParsedCall, int] | None:
@@ -137,7 +128,7 @@ class SolarFormat(Format):
         return False
 
     def region_scanner(self, opener: str) -> RegionScanner:
-        return _Scanner() if opener == OPEN else _Structure()
+        return _Scanner() if opener == OPEN else MarkerRegion()  # a message marker: the marker alone
 
     def parse_region(self, opener, body, *, at_end, truncated, tools):
         if opener != OPEN:
