@@ -7,12 +7,12 @@ string). Reasoning is an ``<|inner_prefix|>...<|inner_suffix|>`` block.
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
 from app.engine.formats.base import register
 from app.engine.formats.json_list import JsonListFormat
+from app.engine.formats.jsonscan import arguments_object
 
 __all__ = ["ApertusFormat"]
 
@@ -24,17 +24,11 @@ CLOSE = "<|tools_suffix|>"
 def _element(obj: Any) -> tuple[str, dict[str, Any], None] | None:
     if not isinstance(obj, dict) or len(obj) != 1:
         return None
-    ((name, args),) = obj.items()
+    ((name, value),) = obj.items()
     if not name.strip() or name != name.strip() or any(c.isspace() or c in "\"'<>{}[]" for c in name):
         return None
-    if isinstance(args, str):
-        try:
-            args = json.loads(args)
-        except ValueError:
-            return None
-    if not isinstance(args, dict):
-        return None
-    return name, args, None
+    args = arguments_object(value)
+    return None if args is None else (name, args, None)
 
 
 class ApertusFormat(JsonListFormat):

@@ -131,6 +131,7 @@ class RegionScanner:
     """
 
     ops: int = 0
+    state: str = ""  # where a state-machine scanner stands
     # Set with the last text when the token limit cut the reply: the end of the text is then no
     # evidence that a value or call ended there.
     cut: bool = False
@@ -144,6 +145,15 @@ class RegionScanner:
         before = js.ops
         j = js.feed(buf, i)
         self.ops += js.ops - before
+        return j
+
+    def json_state(self, js: JsonScanner, buf: str, i: int, then: str) -> int:
+        """The step of a state that reads a JSON value with ``js``: once the value ends, the state
+        becomes ``then`` and the index after the value is returned; -1 while it is still open at
+        the end of ``buf``."""
+        j = self.feed_json(js, buf, i)
+        if j != -1:
+            self.state = then
         return j
 
 

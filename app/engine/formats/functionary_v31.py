@@ -74,11 +74,9 @@ class _FunctionScanner(RegionScanner):
                 self.state = "json"
                 continue
             if st == "json":
-                j = self.feed_json(self.json, buf, i)
-                if j == -1:
+                i = self.json_state(self.json, buf, i, "close")
+                if i == -1:
                     return n, False
-                i = j
-                self.state = "close"
                 continue
             marker = CLOSE if st == "close" else EOM
             got = self._marker(buf, i, marker, final)

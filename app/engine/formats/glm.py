@@ -19,7 +19,8 @@ from typing import Any
 
 from app.calls import WIRE_NAME
 from app.engine.formats.base import Format, ParsedCall, RegionScanner, register
-from app.engine.formats.sections import SkipValuesScanner, raw_text, skip_ws
+from app.engine.formats.sections import SkipValuesScanner, skip_ws
+from app.engine.formats.xml_params import arg_pair_param, arg_pairs_text, pair_key_ok, read_arg_pairs
 
 __all__ = ["GlmFormat", "parse_glm_call"]
 
@@ -29,23 +30,10 @@ K_OPEN = "<arg_key>"
 K_CLOSE = "</arg_key>"
 V_OPEN = "<arg_value>"
 V_CLOSE = "</arg_value>"
+KEY, VALUE = (K_OPEN, K_CLOSE), (V_OPEN, V_CLOSE)
 
 # A function name as tools and MCP servers spell them: no spaces, brackets, quotes or markup.
 _NAME = re.compile(WIRE_NAME)
-
-
-def _value_end(inner: str, i: int) -> int:
-    """The ``</arg_value>`` that closes the value at ``i``: the first one followed (after
-    whitespace) by the next ``<arg_key>`` or by the end of the call; -1 if none."""
-    j = i
-    while True:
-        end = inner.find(V_CLOSE, j)
-        if end == -1:
-            return -1
-        k = skip_ws(inner, end + len(V_CLOSE))
-        if k == len(inner) or inner.startswith(K_OPEN, k):
-            return end
-        j = end + len(V_CLOSE)
 
 
 def parse_glm_call(inner: str) -> tuple[str, dict[str, str]] | None:
@@ -54,35 +42,8 @@ def parse_glm_call(inner: str) -> tuple[str, dict[str, str]] | None:
     m = _NAME.match(inner, i)
     if m is None:
         return None
-    name = m.group(0)
-    i = m.end()
-    args: dict[str, str] = {}
-    while True:
-        i = skip_ws(inner, i)
-        if i == len(inner):
-            return name, args
-        if not inner.startswith(K_OPEN, i):
-            return None
-        i += len(K_OPEN)
-        end = inner.find(K_CLOSE, i)
-        if end == -1:
-            return None
-        key = inner[i:end].strip()
-        if not key or "<" in key or ">" in key or key in args:
-            return None
-        i = skip_ws(inner, end + len(K_CLOSE))
-        if not inner.startswith(V_OPEN, i):
-            return None
-        i += len(V_OPEN)
-        end = _value_end(inner, i)
-        if end == -1:
-            # The last value's </arg_value> is missing before </tool_call>: it runs to the end
-            # (a newline before the closing tag is layout).
-            value = inner[i:]
-            args[key] = value[:-1] if value.endswith("\n") else value
-            return name, args
-        args[key] = inner[i:end]
-        i = end + len(V_CLOSE)
+    got = read_arg_pairs(inner, m.end(), key=KEY, value=VALUE, lenient=True)
+    return None if got is None else (m.group(0), got[0])
 
 
 class GlmFormat(Format):
@@ -109,7 +70,7 @@ class GlmFormat(Format):
         return [ParsedCall(name, dict(args), opener + body)], ""
 
     def constraint_grammar(self, tools, *, forced, parallel, ctx):
-        from app.engine.constraints.wires import raw_params, typed
+        from app.engine.constraints.wires import raw_params
 
         return raw_params(
             ctx,
@@ -120,12 +81,9 @@ class GlmFormat(Format):
             opener=OPEN,
             head=lambda n: f"{OPEN}{n}\n",
             tail=CLOSE,
-            param=lambda c, k, s, w: (
-                f"{c.lit(f'{K_OPEN}{k}{K_CLOSE}{chr(10)}{V_OPEN}')} "
-                f"{typed(c, s, V_CLOSE, w)} {c.lit(chr(10))}"
-            ),
+            param=arg_pair_param(KEY, VALUE),
             name_ok=lambda n: bool(_NAME.fullmatch(n)),
-            key_ok=lambda k: k == k.strip() and bool(k) and not set(k) & set("<>"),
+            key_ok=pair_key_ok,
         )
 
     def call_name(self, raw: str) -> str | None:
@@ -133,10 +91,7 @@ class GlmFormat(Format):
         return m.group(0) if m and raw[m.end() : m.end() + 1] in ("\n", "<", " ") else None
 
     def example_call(self, name: str, arguments: dict[str, Any]) -> str:
-        body = "".join(
-            f"{K_OPEN}{k}{K_CLOSE}\n{V_OPEN}{raw_text(v)}{V_CLOSE}\n" for k, v in arguments.items()
-        )
-        return f"{OPEN}{name}\n{body}{CLOSE}"
+        return f"{OPEN}{name}\n{arg_pairs_text(arguments, key=KEY, value=VALUE)}{CLOSE}"
 
 
 register(GlmFormat())

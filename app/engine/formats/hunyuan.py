@@ -16,12 +16,12 @@ section keeps its complete calls; the rest is text.
 
 from __future__ import annotations
 
-import json
 import re
 
 from app.calls import WIRE_NAME
-from app.engine.formats.base import Format, ParsedCall, RegionScanner, find_marker, register
-from app.engine.formats.sections import skip_ws
+from app.engine.formats.base import Format, ParsedCall, RegionScanner, register
+from app.engine.formats.sections import SkipValuesScanner, read_run, skip_ws
+from app.engine.formats.xml_params import arg_pair_param, arg_pairs_text, pair_key_ok, read_arg_pairs
 
 __all__ = ["HunyuanFormat"]
 
@@ -33,6 +33,7 @@ CALL_END = f"</tool_call{_T}>"
 SEP = f"<tool_sep{_T}>"
 K_OPEN, K_CLOSE = f"<arg_key{_T}>", f"</arg_key{_T}>"
 V_OPEN, V_CLOSE = f"<arg_value{_T}>", f"</arg_value{_T}>"
+KEY, VALUE = (K_OPEN, K_CLOSE), (V_OPEN, V_CLOSE)
 EOS = f"<｜hy_eos{_T}｜>"
 _NAME = re.compile(WIRE_NAME)
 _CUT_NAME = re.compile(
@@ -40,32 +41,22 @@ _CUT_NAME = re.compile(
 )  # the name of a cut call
 
 
-class _Scanner(RegionScanner):
-    """Up to ``</tool_calls:opensource>`` (and the end-of-sentence token right after it),
-    skipping over the contents of values."""
+class _Scanner(SkipValuesScanner):
+    """Up to ``</tool_calls:opensource>``, skipping over the contents of values, and the
+    end-of-sentence token right after it."""
 
     def __init__(self) -> None:
-        self.state = "body"
-        self.ops = 0
+        super().__init__(CLOSE, V_OPEN, V_CLOSE)
+        self.post = False
 
     def scan(self, buf: str, final: bool) -> tuple[int, bool]:
-        if self.state == "post":
-            return self._post(buf, 0, final)
         i = 0
-        while True:
-            markers = (V_CLOSE,) if self.state == "value" else (V_OPEN, CLOSE)
-            pos, m, safe = find_marker(buf, markers, final, start=i)
-            self.ops += (pos + len(m) - i) if pos != -1 else len(buf) - i
-            if pos == -1:
-                return safe, False
-            i = pos + len(m)
-            if m == CLOSE:
-                self.state = "post"
-                return self._post(buf, i, final)
-            self.state = "value" if m == V_OPEN else "body"
-
-    def _post(self, buf: str, i: int, final: bool) -> tuple[int, bool]:
-        """After the section: the end token right after it belongs to it; wait while it may."""
+        if not self.post:
+            i, ended = super().scan(buf, final)
+            if not ended:
+                return i, False
+            self.post = True
+        # After the section: the end token right after it belongs to it; wait while it may.
         self.ops += 1
         if buf.startswith(EOS, i):
             return i + len(EOS), True
@@ -74,42 +65,23 @@ class _Scanner(RegionScanner):
         return i, True
 
 
-def _call(text: str, i: int) -> tuple[str, dict[str, str], int] | None:
-    """One ``<tool_call:opensource>...</tool_call:opensource>`` at ``text[i]``: (name, args, end)."""
-    if not text.startswith(CALL, i):
+def _call(text: str, start: int) -> tuple[ParsedCall, int] | None:
+    """One ``<tool_call:opensource>...</tool_call:opensource>`` at ``text[start]``: the call and
+    the index after it."""
+    if not text.startswith(CALL, start):
         return None
-    i = skip_ws(text, i + len(CALL))
+    i = skip_ws(text, start + len(CALL))
     m = _NAME.match(text, i)
     if m is None:
         return None
-    name = m.group(0)
     i = skip_ws(text, m.end())
     if not text.startswith(SEP, i):
         return None
-    i += len(SEP)
-    args: dict[str, str] = {}
-    while True:
-        i = skip_ws(text, i)
-        if text.startswith(CALL_END, i):
-            return name, args, i + len(CALL_END)
-        if not text.startswith(K_OPEN, i):
-            return None
-        i += len(K_OPEN)
-        end = text.find(K_CLOSE, i)
-        if end == -1:
-            return None
-        key = text[i:end].strip()
-        if not key or "<" in key or ">" in key or key in args:
-            return None
-        i = skip_ws(text, end + len(K_CLOSE))
-        if not text.startswith(V_OPEN, i):
-            return None
-        i += len(V_OPEN)
-        end = text.find(V_CLOSE, i)
-        if end == -1:
-            return None
-        args[key] = text[i:end]
-        i = end + len(V_CLOSE)
+    got = read_arg_pairs(text, i + len(SEP), key=KEY, value=VALUE, close=CALL_END)
+    if got is None:
+        return None
+    args, end = got
+    return ParsedCall(m.group(0), dict(args), text[start:end]), end
 
 
 class HunyuanFormat(Format):
@@ -131,28 +103,16 @@ class HunyuanFormat(Format):
             text = text[: -len(CLOSE)]
         elif not (at_end and truncated):
             return None
-        calls: list[ParsedCall] = []
-        i = skip_ws(text, 0)
-        last = 0
-        while i < len(text):
-            got = _call(text, i)
-            if got is None:
-                if closed:
-                    return None
-                break  # cut: the complete calls count, the rest is text
-            name, args, end = got
-            calls.append(ParsedCall(name, dict(args), text[i:end]))
-            last = end
-            i = skip_ws(text, end)
-        if not calls:
-            return None
+        calls, i, last = read_run(text, _call)
+        if not calls or (closed and i < len(text)):
+            return None  # a closed section holds calls only (a cut one keeps its complete calls)
         rest = "" if closed else text[last:]
         if CLOSE.startswith(rest.strip()):
             rest = ""  # cut in the section's closing tag: every call is complete
         return calls, rest
 
     def constraint_grammar(self, tools, *, forced, parallel, ctx):
-        from app.engine.constraints.wires import raw_params, typed
+        from app.engine.constraints.wires import raw_params
 
         return raw_params(
             ctx,
@@ -164,12 +124,9 @@ class HunyuanFormat(Format):
             section=(OPEN + "\n", CLOSE),
             head=lambda n: f"{CALL}{n}{SEP}\n",
             tail=f"{CALL_END}\n",
-            param=lambda c, k, s, w: (
-                f"{c.lit(f'{K_OPEN}{k}{K_CLOSE}{chr(10)}{V_OPEN}')} "
-                f"{typed(c, s, V_CLOSE, w)} {c.lit(chr(10))}"
-            ),
+            param=arg_pair_param(KEY, VALUE),
             name_ok=lambda n: bool(_NAME.fullmatch(n)),
-            key_ok=lambda k: k == k.strip() and bool(k) and not set(k) & set("<>"),
+            key_ok=pair_key_ok,
         )
 
     def call_name(self, raw: str) -> str | None:
@@ -177,12 +134,8 @@ class HunyuanFormat(Format):
         return m.group(1) if m else None
 
     def example_call(self, name: str, arguments: dict) -> str:
-        parts = [f"{OPEN}\n{CALL}{name}{SEP}\n"]
-        for k, v in arguments.items():
-            value = v if isinstance(v, str) else json.dumps(v, ensure_ascii=False)
-            parts.append(f"{K_OPEN}{k}{K_CLOSE}\n{V_OPEN}{value}{V_CLOSE}\n")
-        parts.append(f"{CALL_END}\n{CLOSE}")
-        return "".join(parts)
+        pairs = arg_pairs_text(arguments, key=KEY, value=VALUE)
+        return f"{OPEN}\n{CALL}{name}{SEP}\n{pairs}{CALL_END}\n{CLOSE}"
 
 
 register(HunyuanFormat())

@@ -15,13 +15,12 @@ element is written and the markers that stand alone as structure.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from app.engine.formats.base import Format, MarkerRegion, ParsedCall, RegionScanner, name_hint
-from app.engine.formats.jsonscan import JsonScanner, loads_repaired
+from app.engine.formats.jsonscan import JsonScanner, loads_repaired, name_arguments
 from app.engine.formats.sections import JsonTagScanner, json_text, skip_ws
 
 __all__ = [
@@ -120,15 +119,6 @@ def parse_json_list(
     return calls, leftover
 
 
-def _arguments(value: Any) -> dict[str, Any] | None:
-    if isinstance(value, str):
-        try:
-            value = json.loads(value)
-        except ValueError:
-            return None
-    return value if isinstance(value, dict) else None
-
-
 def element_reader(
     name_key: str = "name",
     args_key: str = "arguments",
@@ -142,19 +132,13 @@ def element_reader(
     may hold a JSON string of an object and may be left out unless ``args_required``; the call id,
     where ``id_key`` is given and the element has one, must be a non-empty string without
     surrounding whitespace."""
-    allowed = {name_key, args_key, *extra_keys, *((id_key,) if id_key else ())}
+    extra = (*extra_keys, *((id_key,) if id_key else ()))
 
     def read(obj: Any) -> tuple[str, dict[str, Any], str | None] | None:
-        if not isinstance(obj, dict) or set(obj) - allowed:
+        got = name_arguments(obj, name_key=name_key, args_key=args_key, extra_keys=extra)
+        if got is None or (args_required and args_key not in obj):
             return None
-        name = obj.get(name_key)
-        if not isinstance(name, str) or not name.strip() or name != name.strip():
-            return None
-        if args_required and args_key not in obj:
-            return None
-        args = _arguments(obj.get(args_key, {}))
-        if args is None:
-            return None
+        name, args = got
         cid = obj.get(id_key) if id_key else None
         if cid is not None and not (isinstance(cid, str) and cid and cid == cid.strip()):
             return None

@@ -7,7 +7,14 @@ import json
 import re
 from typing import Any
 
-__all__ = ["JsonScanner", "loads_repaired", "name_arguments", "read_name_arguments", "strip_fence"]
+__all__ = [
+    "JsonScanner",
+    "arguments_object",
+    "loads_repaired",
+    "name_arguments",
+    "read_name_arguments",
+    "strip_fence",
+]
 
 _OPEN = "{["
 _CLOSE = "}]"
@@ -138,19 +145,26 @@ def read_name_arguments(
 
 
 def name_arguments(
-    obj: Any, *, args_key: str = "arguments", extra_keys: tuple[str, ...] = ()
+    obj: Any, *, args_key: str = "arguments", extra_keys: tuple[str, ...] = (), name_key: str = "name"
 ) -> tuple[str, dict[str, Any]] | None:
-    if not isinstance(obj, dict) or set(obj) - {"name", args_key, *extra_keys}:
+    """``(name, arguments)`` of a call object ``{name_key: NAME, args_key: {...}}`` that holds no
+    other keys than those and ``extra_keys`` (the arguments may be left out: none); None when it
+    is not one."""
+    if not isinstance(obj, dict) or set(obj) - {name_key, args_key, *extra_keys}:
         return None
-    name = obj.get("name")
+    name = obj.get(name_key)
     if not isinstance(name, str) or not name.strip() or name != name.strip():
         return None
-    args = obj.get(args_key, {})
-    if isinstance(args, str):
+    args = arguments_object(obj.get(args_key, {}))
+    return None if args is None else (name, args)
+
+
+def arguments_object(value: Any) -> dict[str, Any] | None:
+    """A call's arguments as written in a JSON call: an object, or a JSON string holding one
+    (as templates write arguments given as a string); None for anything else."""
+    if isinstance(value, str):
         try:
-            args = json.loads(args)
+            value = json.loads(value)
         except ValueError:
             return None
-    if not isinstance(args, dict):
-        return None
-    return name, args
+    return value if isinstance(value, dict) else None

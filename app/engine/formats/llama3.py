@@ -43,11 +43,9 @@ class _Scanner(RegionScanner):
                 self.state = "json" if buf[i] == "{" else "rest"
                 continue
             if self.state == "json":
-                j = self.feed_json(self.json, buf, i)
-                if j == -1:
+                i = self.json_state(self.json, buf, i, "post")
+                if i == -1:
                     return n, False
-                i = j
-                self.state = "post"
                 continue
             if self.state == "post":
                 if buf[i].isspace():

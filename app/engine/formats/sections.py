@@ -14,8 +14,9 @@
   and :func:`read_json_section` (sections of JSON calls), :class:`JsonSectionFormat` (a family
   made of such sections: DeepSeek V3 / V3.1, Kimi K2) and :data:`NAME` (what a tool name may be
   on those wires) are shared by the JSON families.
-* :func:`skip_ws`, :func:`after_ws_startswith` and :func:`closed_body` (a region's body without
-  its closing tag, or with it implied) are the small text helpers their parsers share;
+* :func:`skip_ws`, :func:`after_ws_startswith`, :func:`closed_body` (a region's body without
+  its closing tag, or with it implied) and :func:`read_run` (calls one after another) are the
+  small text helpers their parsers share;
   :func:`json_text` and :func:`raw_text` write values for the families' example-call writers.
 """
 
@@ -23,7 +24,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from app.engine.formats.base import Format, ParsedCall, RegionScanner, find_marker
@@ -43,6 +44,7 @@ __all__ = [
     "json_text",
     "raw_text",
     "read_json_section",
+    "read_run",
     "scan_section",
     "skip_ws",
 ]
@@ -250,6 +252,26 @@ def scan_section(
     return None
 
 
+def read_run(
+    text: str, read: Callable[[str, int], tuple[ParsedCall, int] | None]
+) -> tuple[list[ParsedCall], int, int]:
+    """Calls read one after another by ``read`` (a call at ``text[i]`` and the index after it, or
+    None) from the start of ``text``, whitespace between: the calls, where reading stopped
+    (``len(text)``, or the first thing that is not a call) and where the last call ended (0 if
+    none)."""
+    calls: list[ParsedCall] = []
+    i = skip_ws(text, 0)
+    last = 0
+    while i < len(text):
+        got = read(text, i)
+        if got is None:
+            break
+        call, last = got
+        calls.append(call)
+        i = skip_ws(text, last)
+    return calls, i, last
+
+
 def skip_ws(s: str, i: int) -> int:
     """The index of the first non-whitespace character of ``s`` from ``i`` (``len(s)`` if none)."""
     while i < len(s) and s[i].isspace():
@@ -437,11 +459,9 @@ class JsonTagScanner(RegionScanner):
                 self.state = "seek"
                 continue
             if st == "json":
-                j = self.feed_json(self.json, buf, i)
-                if j == -1:
+                i = self.json_state(self.json, buf, i, "post")
+                if i == -1:
                     return n, False
-                i = j
-                self.state = "post"
                 continue
             # seek: plain search for the closing marker
             pos, _m, safe = find_marker(buf, (close,), final, start=i)

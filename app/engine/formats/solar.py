@@ -19,7 +19,7 @@ import re
 from app.calls import WIRE_NAME
 from app.engine.formats.base import Format, MarkerRegion, ParsedCall, RegionScanner, find_marker, register
 from app.engine.formats.jsonscan import JsonScanner, loads_repaired
-from app.engine.formats.sections import skip_ws
+from app.engine.formats.sections import read_run, skip_ws
 
 __all__ = ["SolarFormat"]
 
@@ -65,11 +65,9 @@ class _Scanner(RegionScanner):
                 continue
             if self.state == "json":
                 assert self.json is not None  # a JSON body is being read
-                j = self.feed_json(self.json, buf, i)
-                if j == -1:
+                i = self.json_state(self.json, buf, i, "markers")
+                if i == -1:
                     return n, False
-                i = j
-                self.state = "markers"
                 continue
             pos, m, safe = find_marker(buf, (ARGS, CLOSE), final, start=i)
             self.ops += (pos + len(m) - i) if pos != -1 else n - i
@@ -135,16 +133,7 @@ class SolarFormat(Format):
             return [], ""  # a message marker: structure, not text
         closed = body.endswith(CLOSE)
         text = body[: -len(CLOSE)] if closed else body
-        calls: list[ParsedCall] = []
-        i = skip_ws(text, 0)
-        last = 0
-        while i < len(text):
-            got = _call(text, i)
-            if got is None:
-                break
-            call, last = got
-            calls.append(call)
-            i = skip_ws(text, last)
+        calls, i, last = read_run(text, _call)
         if not calls:
             return None
         if closed or (at_end and not truncated):
