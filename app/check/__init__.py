@@ -1,7 +1,8 @@
-"""The "Will it call?" check (Qt-free): a scenario corpus, two targets, a deterministic scorer,
-result files with transcripts, and template forensics.
+"""The "Will it call?" check (Qt-free): a scenario corpus, two targets (the model in process; a remote
+engine through Callisto's remote client), a deterministic scorer, result files with transcripts, and
+template forensics.
 
-    from app.check import load_corpus, InProcessTarget, EndpointTarget, run_check, write_result
+    from app.check import load_corpus, InProcessTarget, RemoteTarget, run_check, write_result
     from app.check import lint_template, lint_gguf
 
 Names load lazily, so ``import app.check`` imports neither llama.cpp nor httpx.
@@ -23,8 +24,8 @@ _EXPORTS = {
     "ObservedCall": "app.check.scorer",
     "Outcome": "app.check.scorer",
     "score_scenario": "app.check.scorer",
-    "EndpointTarget": "app.check.targets",
     "InProcessTarget": "app.check.targets",
+    "RemoteTarget": "app.check.remote_target",
     "Target": "app.check.targets",
     "run_check": "app.check.runner",
     "write_result": "app.check.runner",

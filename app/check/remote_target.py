@@ -6,15 +6,32 @@ function calling) or ``callisto`` (the engine completes raw text; Callisto rende
 parses). Run with both, one model on one server gives two rows to compare: the engine's parsing
 against Callisto's. The scenario loop is the in-process target's (the same dispatcher that runs no
 tool), so the rows differ only in who read the calls.
+
+The remote client always streams. For a streaming scenario read by the engine's parsing, each reply
+is asked for once more without streaming, on the provider's client with the same request, and the
+streamed calls must equal that reference (else ``stream_mismatch``): the check of an engine's
+streamed tool-call deltas. A reference that fails is written in the transcript and scores nothing.
 """
 
 from __future__ import annotations
 
+import json
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
 from app.check.corpus import Scenario
-from app.check.targets import DEFAULT_MAX_TOKENS, DEFAULT_SEED, InProcessTarget, file_identity, redact_url
+from app.check.scorer import Observation
+from app.check.targets import (
+    DEFAULT_MAX_TOKENS,
+    DEFAULT_SEED,
+    InProcessTarget,
+    ScenarioRun,
+    file_identity,
+    redact_headers,
+    redact_url,
+)
 
 __all__ = ["PARSER_WORDS", "RemoteTarget", "run_remote_check", "side_by_side"]
 
@@ -64,6 +81,7 @@ class RemoteTarget(InProcessTarget):
         self.model_file = model_file
         self.stack_name = stack_name
         self._resolved: dict[str, Any] = {}
+        self._session: Any = None  # the scenario's session while it runs
 
     def identity(self) -> dict[str, Any]:
         model: dict[str, Any] = {"name": self.model_name}
@@ -91,12 +109,94 @@ class RemoteTarget(InProcessTarget):
     def close(self) -> None:
         pass
 
+    def _secrets(self) -> tuple[str, ...]:
+        key = self.provider.api_key
+        return (key,) if key else ()
+
+    def run(self, scenario: Scenario, *, cancel: threading.Event | None = None) -> ScenarioRun:
+        self._session = None
+        result = super().run(scenario, cancel=cancel)
+        session, self._session = self._session, None
+        request = result.transcript.get("request")
+        if session is not None and isinstance(request, dict):
+            # where the replies were asked for, and with which headers (credentials redacted)
+            request["url"] = redact_url(self.provider.base + _request_path(session))
+            request["headers"] = redact_headers(self.provider.headers(), self._secrets())
+            request["parser"] = session.parser
+        if scenario.stream and session is not None and session.parser == "api":
+            self._check_stream(scenario, session, result, cancel)
+        return result
+
+    def _check_stream(
+        self, scenario: Scenario, session: Any, result: ScenarioRun, cancel: threading.Event | None
+    ) -> None:
+        """Each streamed reply against the same request without streaming (see the module's doc)."""
+        from app.engine.messages import Message
+
+        system = [Message(role="system", content=scenario.system)] if scenario.system else []
+        at = [
+            j for j, m in enumerate(session.messages) if j > len(scenario.history) and m.role == "assistant"
+        ]
+        log: list[dict[str, Any]] = []
+        for i, (obs, j) in enumerate(zip(result.observations, at, strict=False)):
+            if cancel is not None and cancel.is_set():
+                break
+            if obs.error is not None or obs.stream_problem is not None:
+                continue
+            choice = scenario.openai_tool_choice() if i == 0 else "auto"
+            calls, entry = self._reference(session, system + session.messages[:j], choice)
+            log.append(entry)
+            if calls is not None:
+                obs.stream_problem = _stream_difference(obs, calls)
+        result.transcript["reference"] = log
+
+    def _reference(
+        self, session: Any, history: list[Any], tool_choice: Any
+    ) -> tuple[list[tuple[str, str]] | None, dict[str, Any]]:
+        """One request without streaming on the provider's client: its calls (None when it failed)
+        and its transcript entry."""
+        import httpx
+
+        from app.engine.remote import RemoteError, _wire
+        from app.engine.remote._client import status_error, transport_error
+
+        kind = self.provider.kind
+        path, body = _wire.chat_request(
+            kind,
+            self.model_name,
+            history,
+            tools=None if tool_choice == "none" else session.tools,
+            tool_choice=tool_choice,
+            max_tokens=self.max_tokens,
+            sampling=session.sampling,
+        )
+        body["stream"] = False
+        body.pop("stream_options", None)
+        url = self.provider.base + path
+        entry: dict[str, Any] = {"request": {"method": "POST", "url": redact_url(url), "body": body}}
+        t0 = time.monotonic()
+        try:
+            with self.provider.client() as client:
+                try:
+                    resp = client.post(url, json=body)
+                except httpx.HTTPError as exc:
+                    raise transport_error(self.provider, exc) from exc
+                entry["response"] = {"status": resp.status_code, "body": _scrub(resp.text, self._secrets())}
+                if resp.status_code >= 400:
+                    raise status_error(self.provider, resp)
+                calls = _reference_calls(kind, resp.json())
+        except (RemoteError, ValueError, TypeError, AttributeError, KeyError, IndexError) as exc:
+            entry["error"] = _scrub(str(exc), self._secrets())
+            calls = None
+        entry["elapsed_s"] = round(time.monotonic() - t0, 4)
+        return calls, entry
+
     def _new_session(
         self, scenario: Scenario, registry: Any, dispatcher: Any, history: list[Any], kwargs: dict[str, Any]
     ) -> Any:
         from app.engine.remote import RemoteChatSession
 
-        return RemoteChatSession(
+        session = RemoteChatSession(
             self.provider,
             self.model_name,
             parser=self.parser,
@@ -111,6 +211,67 @@ class RemoteTarget(InProcessTarget):
             messages=history,
             **kwargs,
         )
+        self._session = session
+        return session
+
+
+def _request_path(session: Any) -> str:
+    """The path the session's replies were asked from (its parser resolved, or as chosen)."""
+    from app.engine.remote import _wire
+
+    kind = session.provider.kind
+    if (session.parser or session.parser_choice) != "callisto":
+        return _wire.chat_request(
+            kind, session.model, [], tools=None, tool_choice="auto", max_tokens=1, sampling={}
+        )[0]
+    t = session.template
+    llama_server = bool(t is not None and t.extra.get("llama_server"))
+    return _wire.raw_request(kind, session.model, "", max_tokens=1, sampling={}, llama_server=llama_server)[0]
+
+
+def _scrub(text: str, secrets: tuple[str, ...]) -> str:
+    for s in secrets:
+        text = text.replace(s, "[redacted]")
+    return text
+
+
+def _canonical(arguments: Any) -> str:
+    if isinstance(arguments, str):
+        try:
+            value = json.loads(arguments) if arguments.strip() else {}
+        except ValueError:
+            return arguments
+        if not isinstance(value, dict):
+            return arguments
+        arguments = value
+    return json.dumps(arguments, sort_keys=True, ensure_ascii=False)
+
+
+def _reference_calls(kind: str, data: Any) -> list[tuple[str, str]]:
+    """(name, canonical arguments) of each call in a reply without streaming, in ``kind``'s API."""
+    if kind == "anthropic":
+        return [
+            (str(b.get("name") or ""), _canonical(b.get("input") or {}))
+            for b in data.get("content") or []
+            if isinstance(b, dict) and b.get("type") == "tool_use"
+        ]
+    msg = data.get("message") if kind == "ollama" else (data.get("choices") or [{}])[0].get("message")
+    out = []
+    for c in (msg or {}).get("tool_calls") or []:
+        fn = c.get("function") or {}
+        out.append((str(fn.get("name") or ""), _canonical(fn.get("arguments") or {})))
+    return out
+
+
+def _stream_difference(streamed: Observation, reference: list[tuple[str, str]]) -> str | None:
+    # Only the calls count: free text may drift between two greedy requests on a stack that reuses its
+    # KV cache (different batch shapes, different rounding), and a text difference is no streaming bug.
+    calls = [(c.name, _canonical(c.arguments)) for c in streamed.calls]
+    if calls == reference:
+        return None
+    return (
+        f"the streamed calls {calls!r:.200} differ from the same request without streaming {reference!r:.200}"
+    )
 
 
 def side_by_side(results: list[dict[str, Any]]) -> str:

@@ -1,11 +1,12 @@
 """The Check page: "Will it call?" in the window.
 
-Pick a model file (in process, through Callisto's chat loop) or an OpenAI-compatible endpoint, run the
-check off the UI thread (scenario n of N, category, elapsed, Stop), and read the matrix: one row per
-result (model and stack), one column per category, each cell coloured by its pass ratio. A cell opens its
-scenarios (outcome, failure class, message), a scenario its transcript and the forensics findings that
-explain its category. Results are saved under the data folder (the Models page shows each model's last
-score); Export copies one with its transcripts, Compare puts two side by side.
+Pick a model file (in process, through Callisto's chat loop) or an OpenAI-compatible endpoint (through
+Callisto's remote client, as ``check --endpoint``), run the check off the UI thread (scenario n of N,
+category, elapsed, Stop), and read the matrix: one row per result (model and stack), one column per
+category, each cell coloured by its pass ratio. A cell opens its scenarios (outcome, failure class,
+message), a scenario its transcript and the forensics findings that explain its category. Results are
+saved under the data folder (the Models page shows each model's last score); Export copies one with its
+transcripts, Compare puts two side by side.
 """
 
 from __future__ import annotations
@@ -128,14 +129,21 @@ class CheckRunner(QThread):
             spec = self.spec
             forensics: list[dict[str, Any]] = []
             if spec["kind"] == "endpoint":
-                from app.check.targets import EndpointTarget
+                from app.check.remote_target import RemoteTarget
+                from app.engine.remote import Provider
 
-                self._target = EndpointTarget(
-                    spec["endpoint"],
+                # the remote client chat --endpoint and check --endpoint use; API tools by default
+                url = spec["endpoint"].rstrip("/").removesuffix("/chat/completions")
+                provider = Provider(
+                    url, kind=spec.get("api") or "openai", api_key=spec.get("api_key") or None
+                )
+                self._target = RemoteTarget(
+                    provider,
                     spec["model"],
-                    api_key=spec.get("api_key") or None,
+                    parser=spec.get("parser") or "api",
                     max_tokens=spec.get("max_tokens", 256),
                     model_file=spec.get("model_file"),
+                    stack_name=spec.get("stack"),
                 )
                 lint = spec.get("model_file")
             elif self.host is not None:

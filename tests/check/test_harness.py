@@ -1,7 +1,8 @@
 """The harness and the scorer, checked without a model's judgement: a reference target that answers every
 turn with the scenario's expected calls scores 100% in process (real llama.cpp, a scripted GGUF, through
-ChatSession) and through the endpoint client (a real HTTP server on loopback); a target that returns each
-kind of failure gets the right failure class."""
+ChatSession) and through Callisto's remote client (``RemoteTarget`` on a real HTTP server on loopback); a
+target that returns each kind of failure gets the right failure class, and an endpoint that refuses or
+stalls gives an error row in the remote client's words."""
 
 from __future__ import annotations
 
@@ -11,13 +12,20 @@ import pytest
 
 from app.check.corpus import load_corpus
 from app.check.reference import ReferenceServer, expected_reply
+from app.check.remote_target import RemoteTarget
 from app.check.runner import read_transcript, run_check, validate_result, write_result
 from app.check.scorer import FAILURE_CLASSES
-from app.check.targets import EndpointTarget, InProcessTarget
+from app.check.targets import InProcessTarget
 from app.engine.llm import load_model
+from app.engine.remote import Provider
 from tests.check.reference_model import FREE_GRAMMAR, expected_replies, hermes_reply, write_reply_model
 
 CORPUS = load_corpus()
+
+
+def remote(url: str, model: str, **provider: object) -> RemoteTarget:
+    """The check's endpoint target: Callisto's remote client, API tools; quick retries."""
+    return RemoteTarget(Provider(url, **{"retry_backoff_s": 0.01, **provider}), model)
 
 
 @pytest.fixture
@@ -62,16 +70,22 @@ def test_reference_in_process_scores_every_scenario(reply_models, tmp_path):
 
 def test_reference_endpoint_scores_every_scenario_and_redacts_the_key(tmp_path):
     with ReferenceServer(CORPUS) as srv:
-        target = EndpointTarget(srv.url, "reference", api_key="sk-secret-123")
+        target = remote(srv.url, "reference", api_key="sk-secret-123")
         result = run_check(target, list(CORPUS.scenarios), corpus_sha256=CORPUS.sha256)
         target.close()
-        assert srv.requests[0]["headers"].get("Authorization") == "Bearer sk-secret-123"
+        assert {r["headers"].get("Authorization") for r in srv.requests} == {"Bearer sk-secret-123"}
         bodies = [r["body"] for r in srv.requests]
     assert [r["id"] for r in result["results"] if r["outcome"] != "pass"] == []
-    assert validate_result(result) == []
+    assert validate_result(result) == [] and result["target"]["kind"] == "remote"
     assert all(b["temperature"] == 0 and b["seed"] == 0 for b in bodies)  # greedy by default
-    assert any(b.get("tool_choice") == "none" for b in bodies)
+    # tool_choice none: the remote client sends the conversation without its tools
+    prompts_none = {s.prompt for s in CORPUS.scenarios if s.tool_choice == "none"}
+    none_bodies = [b for b in bodies if b["messages"][-1].get("content") in prompts_none]
+    assert none_bodies and all("tools" not in b and "tool_choice" not in b for b in none_bodies)
     assert any(b.get("tool_choice") == {"type": "function", "function": {"name": "get_time"}} for b in bodies)
+    assert any(b.get("tool_choice") == "required" for b in bodies)
+    # streaming scenarios: each streamed reply is asked for once more without streaming
+    assert any(b["stream"] is False for b in bodies) and any(b["stream"] is True for b in bodies)
     write_result(result, tmp_path / "ep.json")
     everything = b"".join(p.read_bytes() for p in (tmp_path / "ep.transcripts").iterdir())
     assert b"sk-secret-123" not in everything and b"[redacted]" in everything
@@ -143,11 +157,15 @@ def test_endpoint_faults_cover_every_failure_class():
 def test_endpoint_failure_gets_its_class(scenario_id, reply, expected):
     scenario = CORPUS.by_id(scenario_id)
     with ReferenceServer(CORPUS, reply_for=lambda s, t, body: reply) as srv:
-        target = EndpointTarget(srv.url, "faulty")
+        target = remote(srv.url, "faulty")
         result = run_check(target, [scenario])
         target.close()
     row = result["results"][0]
     assert (row["outcome"], row["failure_class"]) == ("error" if expected == "error" else "fail", expected)
+    if expected == "error":  # the remote client's sentence, with what the server said
+        assert "server error (HTTP 500)" in row["message"] and "the model crashed" in row["message"]
+    if expected == "stream_mismatch":
+        assert "REC-51" in row["message"] and "without streaming" in row["message"]
     assert validate_result(result) == []
     if expected == "bad_arguments" and isinstance(reply["tool_calls"][0]["arguments"], dict):
         assert row["detail"] == {
@@ -167,7 +185,7 @@ def test_multi_turn_failure_names_the_turn():
         return {"tool_calls": [{"name": "track_package", "arguments": {"tracking_id": "ORD-5521"}}]}
 
     with ReferenceServer(CORPUS, reply_for=reply) as srv:
-        target = EndpointTarget(srv.url, "faulty")
+        target = remote(srv.url, "faulty")
         result = run_check(target, [CORPUS.by_id("multi-order-then-track")])
         target.close()
         tool_msg = srv.requests[-1]["body"]["messages"][-1]
@@ -178,15 +196,42 @@ def test_multi_turn_failure_names_the_turn():
 
 def test_unreachable_endpoint_is_an_error_not_a_crash():
     import socket
+    import time
 
     s = socket.socket()
     s.bind(("127.0.0.1", 0))
     port = s.getsockname()[1]
     s.close()
-    target = EndpointTarget(f"http://127.0.0.1:{port}/v1", "nobody", timeout_s=2)
-    result = run_check(target, [CORPUS.by_id(REC)])
+    target = remote(f"http://127.0.0.1:{port}/v1", "nobody", timeout_s=2)
+    t0 = time.monotonic()
+    result = run_check(target, [CORPUS.by_id(REC), CORPUS.by_id("neg-general-knowledge")])
+    elapsed = time.monotonic() - t0
     target.close()
-    assert result["results"][0]["failure_class"] == "error"
+    rows = result["results"]
+    assert [r["failure_class"] for r in rows] == ["error", "error"]  # every scenario, none crashed
+    assert all(f"Could not connect to http://127.0.0.1:{port}" in r["message"] for r in rows)
+    assert all("tried 3 times" in r["message"] for r in rows)  # bounded retries, then the error
+    assert elapsed < 30  # a refused port fails at once: no wait for a timeout (a loose bound)
+    assert validate_result(result) == []
+
+
+def test_an_endpoint_that_stalls_times_out_into_an_error_row():
+    import threading
+
+    release = threading.Event()
+
+    def stall(s, turn, body):
+        release.wait(10)
+        return expected_reply(s, turn)
+
+    with ReferenceServer(CORPUS, reply_for=stall) as srv:
+        target = remote(srv.url, "stalled", timeout_s=0.5, max_retries=0)
+        result = run_check(target, [CORPUS.by_id(REC), CORPUS.by_id("neg-general-knowledge")])
+        release.set()
+        target.close()
+    rows = result["results"]
+    assert [(r["outcome"], r["failure_class"]) for r in rows] == [("error", "error")] * 2
+    assert all("did not answer in time" in r["message"] for r in rows)
     assert validate_result(result) == []
 
 
@@ -250,7 +295,7 @@ def test_an_answer_that_quotes_a_call_where_no_call_is_right_still_passes():
     marker = {"content": '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Oslo"}}\n</tool_call>'}
     for reply, expected in ((quoting, None), (marker, "unparsed_tool_call")):
         with ReferenceServer(CORPUS, reply_for=lambda s, t, b, r=reply: r) as srv:
-            target = EndpointTarget(srv.url, "m")
+            target = remote(srv.url, "m")
             result = run_check(target, [scenario])
             target.close()
         assert result["results"][0]["failure_class"] == expected

@@ -1,5 +1,5 @@
 """Live: SmolLM2-135M-Instruct checked in process (hermes forced, through ChatSession) and through
-Callisto's own server (``python -m app serve``): both runs write result files that validate against the
+Callisto's own server (``python -m app serve``, read by Callisto's remote client): both runs write result files that validate against the
 published schema. A short run (one scenario per category, short replies); the full scores are in the
 README's check section."""
 
@@ -17,9 +17,11 @@ import httpx
 import pytest
 
 from app.check.corpus import CATEGORIES, load_corpus
+from app.check.remote_target import RemoteTarget
 from app.check.runner import result_schema, run_check, write_result
-from app.check.targets import EndpointTarget, InProcessTarget
+from app.check.targets import InProcessTarget
 from app.engine.llm import load_model
+from app.engine.remote import Provider, list_models
 
 pytestmark = pytest.mark.live
 
@@ -93,8 +95,14 @@ def test_smollm2_through_callistos_own_server(smollm2_path, tmp_path):
                 pass
             assert proc.poll() is None and time.monotonic() < deadline, "the server did not start"
             time.sleep(0.3)
-        target = EndpointTarget(
-            base, smollm2_path.stem, max_tokens=32, model_file=smollm2_path, stack_name="callisto-serve"
+        provider = Provider(base, timeout_s=120)
+        listed = list_models(provider)
+        target = RemoteTarget(
+            provider,
+            smollm2_path.stem,
+            max_tokens=32,
+            model_file=str(smollm2_path),
+            stack_name="callisto-serve",
         )
         result = run_check(target, CORPUS.quick(), corpus_sha256=CORPUS.sha256)
         target.close()
@@ -103,8 +111,8 @@ def test_smollm2_through_callistos_own_server(smollm2_path, tmp_path):
         proc.wait(timeout=20)
     write_result(result, tmp_path / "server.json")
     data = _validate(tmp_path / "server.json")
-    assert data["target"]["kind"] == "endpoint" and data["stack"]["name"] == "callisto-serve"
-    assert data["model"]["sha256"] and smollm2_path.stem in data["stack"]["models_listed"]
+    assert data["target"]["kind"] == "remote" and data["stack"]["name"].startswith("callisto-serve · ")
+    assert data["model"]["sha256"] and smollm2_path.stem in listed
     assert all(r["outcome"] in ("pass", "fail") for r in data["results"]), [
         r["message"] for r in data["results"]
     ]

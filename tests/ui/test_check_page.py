@@ -10,8 +10,9 @@ import pytest
 
 from app.check.corpus import load_corpus
 from app.check.reference import ReferenceServer, expected_reply
+from app.check.remote_target import RemoteTarget
 from app.check.runner import run_check, validate_result, write_result
-from app.check.targets import EndpointTarget
+from app.engine.remote import Provider
 from app.ui.check_page import CheckPage, cell_colour
 from tests.check.reference_model import FREE_GRAMMAR, expected_replies, write_reply_model
 
@@ -44,19 +45,33 @@ def _run(qtbot, page, spec, timeout=60_000):
 
 
 def test_endpoint_run_fills_a_coloured_matrix_and_a_cell_opens_its_scenarios(qtbot, page, tmp_path):
+    served = write_reply_model(tmp_path / "served.gguf", ["Hello."])  # the GGUF the endpoint serves
     with ReferenceServer(CORPUS, reply_for=_half_right) as srv:
         result = _run(
             qtbot,
             page,
             {
                 "kind": "endpoint",
-                "endpoint": srv.url,
+                "endpoint": srv.url + "/chat/completions",  # a pasted completions URL works too
                 "model": "half-right",
+                "api_key": "sk-page-secret",
+                "model_file": str(served),
+                "stack": "reference-server",
                 "selection": "all",
                 "out_dir": str(tmp_path),
             },
         )
+        keys = {r["headers"].get("Authorization") for r in srv.requests}
     assert validate_result({k: v for k, v in result.items() if not k.startswith("_")}) == []
+    # the remote client ran it (API tools), with the key sent and never written
+    assert result["target"]["kind"] == "remote" and result["stack"]["parser"] == "api"
+    assert result["stack"]["name"] == "reference-server · engine's parsing (API tools)"
+    assert keys == {"Bearer sk-page-secret"}
+    written = b"".join(p.read_bytes() for p in tmp_path.rglob("*") if p.is_file() and p.suffix != ".gguf")
+    assert b"sk-page-secret" not in written
+    # the model file: its identity and its template's forensics
+    assert result["model"]["file_name"] == "served.gguf" and result["model"]["sha256"]
+    assert any(f["id"] == "no_tools_variable" for f in page.findings_for(result, "single"))
     m = page.matrix
     assert m.rowCount() == 1 and m.columnCount() == len(page.categories) + 1
     col = {c: i for i, c in enumerate([*page.categories, "all"])}
@@ -126,7 +141,7 @@ def test_in_process_run_records_the_model_score(qtbot, page, tmp_path):
 
 def _result(tmp_path, name, reply_for):
     with ReferenceServer(CORPUS, reply_for=reply_for) as srv:
-        target = EndpointTarget(srv.url, name)
+        target = RemoteTarget(Provider(srv.url), name)
         result = run_check(target, CORPUS.select(["parallel", "negative"]), corpus_sha256=CORPUS.sha256)
         target.close()
     path = tmp_path / f"{name}.json"
