@@ -12,7 +12,7 @@ string holding an object is read as that object.
 from __future__ import annotations
 
 from app.engine.formats.base import register
-from app.engine.formats.json_list import JsonListFormat, element_reader
+from app.engine.formats.json_list import JsonListFormat
 
 __all__ = ["AprielFormat"]
 
@@ -23,19 +23,14 @@ FINAL = "[BEGIN FINAL RESPONSE]"
 END_FINAL = "[END FINAL RESPONSE]"  # Apriel 1.5 closes its final response with it: structure
 
 
-_READ = element_reader(args_required=True, id_key="id")
-
-
 class AprielFormat(JsonListFormat):
     name = "apriel"
     label = "Apriel JSON list (ServiceNow Apriel 1.5, 1.6)"
     detail = '<tool_calls>[{"name": ..., "arguments": {...}}]</tool_calls>, reasoning before [BEGIN FINAL RESPONSE]'
     openers = (OPEN, END_FINAL)  # END_FINAL: the end of the final response, consumed
     reasoning = (REASONING_START, FINAL)
+    args_required, id_key = True, "id"
     list_open, list_close = OPEN, CLOSE
-
-    def read_element(self, obj):
-        return _READ(obj)
 
 
 register(AprielFormat())

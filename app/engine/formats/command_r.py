@@ -13,7 +13,7 @@ and a list cut by the token limit keeps its complete elements.
 from __future__ import annotations
 
 from app.engine.formats.base import register
-from app.engine.formats.json_list import JsonListFormat, element_reader
+from app.engine.formats.json_list import JsonListFormat
 
 __all__ = ["CommandRFormat"]
 
@@ -24,15 +24,13 @@ RESPONSE_CLOSE = "<|END_RESPONSE|>"
 THINK = ("<|START_THINKING|>", "<|END_THINKING|>")
 
 
-_READ = element_reader("tool_name", "parameters", ("tool_call_id",))
-
-
 class CommandRFormat(JsonListFormat):
     name = "command-r"
     label = "Command R7B actions (Cohere Command R7B, Command A)"
     detail = '<|START_ACTION|>[{"tool_call_id": "0", "tool_name": ..., "parameters": {...}}]<|END_ACTION|>'
     openers = (OPEN, RESPONSE_OPEN, RESPONSE_CLOSE)
     reasoning = THINK
+    extra_keys = ("tool_call_id",)
     list_open, list_close = OPEN, CLOSE
     layout = ("[\n    ", "\n]")
     name_key, args_key = "tool_name", "parameters"
@@ -40,9 +38,6 @@ class CommandRFormat(JsonListFormat):
 
     def list_item(self, name, arguments):
         return {"tool_call_id": "0", "tool_name": name, "parameters": dict(arguments)}
-
-    def read_element(self, obj):
-        return _READ(obj)
 
 
 register(CommandRFormat())

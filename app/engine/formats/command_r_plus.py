@@ -12,7 +12,7 @@ like any other (the dispatcher answers that no such tool exists).
 from __future__ import annotations
 
 from app.engine.formats.base import RegionScanner, register
-from app.engine.formats.json_list import JsonListFormat, element_reader, parse_json_list
+from app.engine.formats.json_list import JsonListFormat, parse_json_list
 from app.engine.formats.jsonscan import JsonScanner
 
 __all__ = ["CommandRPlusFormat"]
@@ -20,9 +20,6 @@ __all__ = ["CommandRPlusFormat"]
 OPEN = "Action:"
 CHATBOT = "<|CHATBOT_TOKEN|>"
 FENCE = "```"
-
-
-_READ = element_reader("tool_name", "parameters")
 
 
 class _FencedListScanner(RegionScanner):
@@ -125,9 +122,6 @@ class CommandRPlusFormat(JsonListFormat):
             return None
         inner, cut = got
         return parse_json_list(inner, "", at_end=at_end, truncated=cut, read_element=self.read_element)
-
-    def read_element(self, obj):
-        return _READ(obj)
 
 
 register(CommandRPlusFormat())

@@ -15,6 +15,7 @@ element is written and the markers that stand alone as structure.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -156,10 +157,10 @@ def key_hint(raw: str, key: str) -> str | None:
 class JsonListFormat(Format):
     """A family whose calls are one JSON list: ``LIST_OPEN [ {call}, ... ] LIST_CLOSE``.
 
-    A family sets ``list_open`` / ``list_close`` (its tags), :meth:`read_element` (an
-    :data:`ElementReader`, see :func:`element_reader`), ``openers`` (``list_open`` and any markers
+    A family sets ``list_open`` / ``list_close`` (its tags), ``openers`` (``list_open`` and any markers
     that stand alone as structure: consumed, never content), and, where they differ from the
-    defaults, ``name_key`` / ``args_key`` (the element's keys), :meth:`list_item` (one element as
+    defaults, ``name_key`` / ``args_key`` / ``extra_keys`` / ``args_required`` / ``id_key`` (the
+    element's keys, read by :func:`element_reader`, or :meth:`read_element` itself), :meth:`list_item` (one element as
     the model writes it), :meth:`call_schema` (its schema in the grammar), ``frame`` (the text around the list in example calls and grammars,
     default the tags), ``layout`` (the text inside the brackets around an example's element) and
     ``list_scanner`` / :meth:`read_list` (a list that is not simply between the tags). A list cut
@@ -174,11 +175,25 @@ class JsonListFormat(Format):
     layout: tuple[str, str] = ("[", "]")
     name_key = "name"
     args_key = "arguments"
+    extra_keys: tuple[str, ...] = ()
+    args_required = False
+    id_key: str | None = None
     cut_rest = True
 
     def read_element(self, obj: Any) -> tuple[str, dict[str, Any], str | None] | None:
-        """One decoded list element as a call (see :data:`ElementReader`)."""
-        raise NotImplementedError  # pragma: no cover - abstract
+        """One decoded list element as a call (see :data:`ElementReader`): by default the
+        :func:`element_reader` of the family's keys."""
+        return self._reader(obj)
+
+    @functools.cached_property
+    def _reader(self) -> ElementReader:
+        return element_reader(
+            self.name_key,
+            self.args_key,
+            self.extra_keys,
+            args_required=self.args_required,
+            id_key=self.id_key,
+        )
 
     def list_scanner(self) -> RegionScanner:
         return JsonListScanner(self.list_close)

@@ -9,15 +9,12 @@ keys ``name`` and ``arguments``; anything else makes the region text.
 from __future__ import annotations
 
 from app.engine.formats.base import register
-from app.engine.formats.json_list import JsonListFormat, element_reader
+from app.engine.formats.json_list import JsonListFormat
 
 __all__ = ["NemotronV2Format"]
 
 OPEN = "<TOOLCALL>"
 CLOSE = "</TOOLCALL>"
-
-
-_READ = element_reader(args_required=True)
 
 
 class NemotronV2Format(JsonListFormat):
@@ -26,10 +23,8 @@ class NemotronV2Format(JsonListFormat):
     detail = '<TOOLCALL>[{"name": ..., "arguments": {...}}]</TOOLCALL>'
     openers = (OPEN,)
     reasoning = ("<think>", "</think>")
+    args_required = True
     list_open, list_close = OPEN, CLOSE
-
-    def read_element(self, obj):
-        return _READ(obj)
 
 
 register(NemotronV2Format())
