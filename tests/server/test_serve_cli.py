@@ -24,8 +24,24 @@ PROBE = (
 )
 
 
+def _interrupt(proc: subprocess.Popen) -> int | None:
+    """Ctrl-C, then the exit status; a server that does not stop in 60 s is made to print every
+    thread's stack (faulthandler, on SIGABRT) and the test fails with it."""
+    proc.send_signal(signal.SIGINT)
+    try:
+        return proc.wait(60)
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGABRT)
+        try:
+            _out, err = proc.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            err = ""
+        raise AssertionError(f"serve did not stop on Ctrl-C; its threads:\n{(err or '')[-6000:]}") from None
+
+
 def _serve(*args: str) -> subprocess.Popen:
-    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    env = dict(os.environ, PYTHONUNBUFFERED="1", PYTHONFAULTHANDLER="1")
     return subprocess.Popen(
         [sys.executable, "-c", PROBE, "serve", *args],
         cwd=REPO,
@@ -55,8 +71,7 @@ def test_serve_answers_and_stops(family_models):
         line = proc.stderr.readline()
         assert line.startswith("POST /v1/chat/completions 200 loop-hermes") and "1 call(s)" in line
     finally:
-        proc.send_signal(signal.SIGINT)
-        assert proc.wait(30) == 0
+        assert _interrupt(proc) == 0
 
 
 def test_busy_port_is_a_clear_error(family_models):
@@ -110,5 +125,4 @@ def test_max_loaded_models_keeps_a_second_model_and_its_cache(family_models):
             _cached(url, "call-mistral")
             assert (_cached(url, "loop-hermes") > 5) is kept, f"--max-loaded-models {n}"
         finally:
-            proc.send_signal(signal.SIGINT)
-            assert proc.wait(30) == 0
+            assert _interrupt(proc) == 0
