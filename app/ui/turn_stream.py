@@ -49,12 +49,9 @@ def stream_turn(
     recorder: TurnRecorder | None,
     *,
     flush_s: float,
-    tools_off: bool,
     cancelled: Callable[[], bool],
 ) -> tuple[DoneEvent, int]:
-    """Run the turn; returns its done event and how many text/reasoning deltas it streamed.
-
-    ``tools_off``: the user chose no tools, so notices pointing at the tool-format setting are dropped."""
+    """Run the turn; returns its done event and how many text/reasoning deltas it streamed."""
     pending_kind: str | None = None
     pending: list[str] = []
     last_flush = time.monotonic()
@@ -83,8 +80,6 @@ def stream_turn(
                     recorder.observe(ev)
                 continue
             flush()
-            if isinstance(ev, NoticeEvent) and tools_off and ev.setting == "chat.tool_format":
-                continue  # the user chose no tools: nothing to tell
             if recorder is not None:
                 recorder.observe(ev)
             if isinstance(ev, ToolCallStartedEvent):

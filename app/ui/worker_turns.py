@@ -179,7 +179,6 @@ class TurnPart:
             sinks,
             recorder,
             flush_s=self.FLUSH_S,
-            tools_off=self.config.tool_format == "none",
             cancelled=self._cancel.is_set,
         )
         if recorder is not None and recorder.finish(done, self.session.messages):

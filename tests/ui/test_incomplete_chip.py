@@ -28,7 +28,6 @@ def test_the_turn_streamer_passes_a_cut_call_to_its_sink():
         sinks,
         None,
         flush_s=0.0,
-        tools_off=False,
         cancelled=lambda: False,
     )
     assert got == [ev] and texts == ["Let me check."] and done.finish_reason == "length"
