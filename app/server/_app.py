@@ -318,7 +318,8 @@ class ApiServer:
         return Job(run=lambda host, model: None, model=entry, settings=self.state.load_settings)
 
     def serve_forever(self) -> None:
-        """Run in the foreground until Ctrl-C (``python -m app serve``)."""
+        """Run in the foreground until Ctrl-C or SIGTERM (``python -m app serve``)."""
+        _stop_on_signals()
         self.start()
         try:
             while self.running:
@@ -327,6 +328,25 @@ class ApiServer:
             pass
         finally:
             self.stop()
+
+
+def _stop_on_signals() -> None:
+    """Ctrl-C and SIGTERM stop ``serve`` whatever the parent left behind: a SIGINT it ignored
+    (which Python then keeps ignored) or blocked is taken back, SIGTERM (service managers,
+    containers) stops as cleanly as Ctrl-C. Only on the main thread, where handlers can be set."""
+    import signal
+
+    if threading.current_thread() is not threading.main_thread():
+        return
+
+    def interrupt(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    if hasattr(signal, "SIGTERM"):
+        signal.signal(signal.SIGTERM, interrupt)
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
 
 
 def resolve_model_arg(value: str) -> tuple[list[str], str]:

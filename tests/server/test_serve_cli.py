@@ -126,3 +126,29 @@ def test_max_loaded_models_keeps_a_second_model_and_its_cache(family_models):
             assert (_cached(url, "loop-hermes") > 5) is kept, f"--max-loaded-models {n}"
         finally:
             assert _interrupt(proc) == 0
+
+
+def test_ctrl_c_and_sigterm_stop_serve_even_when_the_parent_ignored_sigint(family_models):
+    """A parent that starts ``serve`` with SIGINT ignored (a background job of a shell script, a
+    supervisor) leaves it ignored in Python; ``serve`` takes it back. SIGTERM stops it as cleanly."""
+
+    def ignore_sigint() -> None:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+    for stop in (signal.SIGINT, signal.SIGTERM):
+        proc = subprocess.Popen(
+            [sys.executable, "-c", PROBE, "serve", "--model", str(family_models["loop"]), "--port", "0"],
+            cwd=REPO,
+            env=dict(os.environ, PYTHONUNBUFFERED="1"),
+            stderr=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            text=True,
+            preexec_fn=ignore_sigint,  # noqa: PLW1509 - the point of the test: an inherited SIG_IGN
+        )
+        try:
+            _url_of(proc)
+            proc.send_signal(stop)
+            assert proc.wait(60) == 0, stop
+        finally:
+            if proc.poll() is None:
+                proc.kill()
