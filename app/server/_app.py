@@ -149,7 +149,8 @@ class ApiServer:
     requests; ``on_request`` is called (on the server's thread) for each one.
 
     ``host``: the engine to run requests on (the window's, shared with its chat; it is neither
-    started nor stopped here). Without one the server has an engine of its own (``serve``)."""
+    started nor stopped here). Without one the server has an engine of its own (``serve``).
+    ``library``: the window's ``Library`` (the server lists the models the window's library holds)."""
 
     def __init__(
         self,
@@ -157,9 +158,10 @@ class ApiServer:
         *,
         on_request: Callable[[RequestLogEntry], None] | None = None,
         host: EngineHost | None = None,
+        library: Any = None,
     ):
         self.config = config or ServerConfig()
-        self.catalog = ModelCatalog(self.config.models, use_library=self.config.use_library)
+        self.catalog = ModelCatalog(self.config.models, use_library=self.config.use_library, library=library)
         self.owns_host = host is None
         if host is None:
             from app.engine.llm import LoadSettings

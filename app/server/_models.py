@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from app.server._errors import ApiError
 
@@ -31,11 +32,16 @@ def _entry(path: Path) -> ModelEntry:
 
 class ModelCatalog:
     """``resolve(name)``: by id, file name or path; a name that matches nothing is a 404 that lists
-    the names. ``use_library=False`` offers only the given files (tests, ``serve --model`` alone)."""
+    the names. ``use_library=False`` offers only the given files (tests, ``serve --model`` alone).
+    ``library``: the window's own ``Library`` object (one object over the manifest); headless, one
+    is made on first use."""
 
-    def __init__(self, paths: list[str | Path] | None = None, *, use_library: bool = True):
+    def __init__(
+        self, paths: list[str | Path] | None = None, *, use_library: bool = True, library: Any = None
+    ):
         self._paths = [Path(p).expanduser().resolve() for p in paths or []]
         self._use_library = use_library
+        self._library = library
         self._lock = threading.Lock()
         self._entries: list[ModelEntry] | None = None
 
@@ -57,9 +63,11 @@ class ModelCatalog:
                 found.setdefault(p, _entry(p))
         if self._use_library:
             try:
-                from app.engine.models.library import Library
+                if self._library is None:
+                    from app.engine.models.library import Library
 
-                for m in Library().scan():
+                    self._library = Library()
+                for m in self._library.scan():
                     if m.usable:
                         p = Path(m.path).resolve()
                         s = m.summary

@@ -81,6 +81,7 @@ class ServerPage(QWidget):
         n_threads: int | None = None,
         use_library: bool = True,
         host: Any = None,
+        library: Any = None,
         parent: QWidget | None = None,
     ):
         super().__init__(parent)
@@ -92,6 +93,7 @@ class ServerPage(QWidget):
         self._n_threads = n_threads
         self._use_library = use_library
         self.host = host  # the window's engine (None: the server gets one of its own)
+        self.library = library  # the window's Library (None: the server reads the manifest itself)
         self.server: Any = None
         cfg = settings.server
 
@@ -215,7 +217,7 @@ class ServerPage(QWidget):
             n_threads=self._n_threads or self.settings.model.threads,
             max_loaded=int(self.max_loaded.value()),
         )
-        server = ApiServer(config, on_request=self.sig_request.emit, host=self.host)
+        server = ApiServer(config, on_request=self.sig_request.emit, host=self.host, library=self.library)
         try:
             server.start()
         except OSError as exc:

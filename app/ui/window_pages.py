@@ -218,6 +218,7 @@ class PagesMixin:
             model_path=self._local_model_path,
             save=self._save_settings_quietly,
             host=self.worker.host,  # one engine: the server's requests and the chat share its queue
+            library=self.library,  # one Library object over the manifest
         )
 
     def _build_check_page(self) -> QWidget:

@@ -84,3 +84,30 @@ def test_the_tool_format_notice_comes_from_the_core_alone(
     w.stop()
     qtbot.waitUntil(lambda: w.last_done is not None, timeout=15_000)
     assert [b.code for b in w.chat.current_assistant().banners] == notices
+
+
+def test_the_in_window_server_lists_models_through_the_windows_one_library(qtbot, make_window, tmp_path):
+    import socket
+
+    import httpx
+
+    from app.storage.settings import Settings
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    s = Settings()
+    s.server.port = port
+    w = make_window(None, settings=s)
+    model = write_tiny_gguf(tmp_path / "elsewhere" / "Served-Here.gguf", chat_template="{{ messages }}")
+    with qtbot.waitSignal(w.sig_library_refreshed, timeout=15_000):
+        assert w.add_to_library(model)
+    page = w.show_page("server")
+    assert page.start(), page.status.text()
+    try:
+        assert page.server.catalog._library is w.library
+        ids = [m["id"] for m in httpx.get(page.server.url + "/v1/models", timeout=30).json()["data"]]
+        assert "Served-Here" in ids
+        assert len(_libraries_over(w.library.manifest_path)) == 1
+    finally:
+        page.stop()
