@@ -83,7 +83,7 @@ def run(
     on_engine: Callable[[Callable[[], Any]], Any] | None = None,
 ) -> list[Row]:
     from app.engine import generate
-    from app.engine.constraints import compile_constraint, tokenizer_for
+    from app.engine.constraints import compile_constraint
     from app.engine.messages import Message
     from app.engine.render import render_prompt
 
@@ -91,7 +91,9 @@ def run(
     rows: list[Row] = []
     for label, model in loaded:
         t0 = time.perf_counter()
-        call(lambda m=model: tokenizer_for(m))
+        # the first compile builds the model's llguidance tokenizer (in its engine process)
+        warm = thirty_two("warmup")[:1]
+        call(lambda m=model, w=warm: compile_constraint(m, family="hermes", tools=w, tool_choice="required"))
         log(
             f"  {label}: llguidance tokenizer built in {(time.perf_counter() - t0) * 1000:.0f} ms (once per model)"
         )

@@ -9,8 +9,9 @@ Requests and replies are tuples (see ``engine_process``):
 
 * ``("call", rid, op, args)`` -> ``("reply", rid, ok, value)``: ``op`` is a name in :data:`OPS`;
 * ``("run", rid, gid)`` -> ``("piece", rid, text)``\\*, ``("progress", rid, done, total)``\\*,
-  then ``("end", rid, ok, (GenerationResult, total_eval) | error)``; after each piece the child
-  waits for ``("next", rid, gid)`` (or a cancel): it never decodes ahead of its reader;
+  then ``("end", rid, ok, (GenerationResult, total_eval) | error)``; after each piece the app
+  sends ``("next", rid, gid)``: the child decodes the next token meanwhile but keeps it only
+  once that arrives (a cancel instead drops it);
 * ``("cancel", rid, gid)`` stops the running generation ``gid``; ``("close",)`` exits.
 """
 
@@ -39,6 +40,7 @@ class _Child:
         self.constraints: OrderedDict[int, Any] = OrderedDict()  # handle -> Constraint
         self.cancelled: set[int] = set()
         self.running: int | None = None
+        self.unacked = False  # a piece was sent and the app has not asked for the next one yet
         self.stop = False
 
     # -- plumbing ------------------------------------------------------------------------------
@@ -86,23 +88,26 @@ class _Child:
         elif kind == "cancel":
             self.cancelled.add(msg[2])
         elif kind == "next":
-            pass  # a late "next" for a generation that already ended
+            if msg[2] == self.running:
+                self.unacked = False  # (a late one, for a generation that ended, is dropped)
         elif kind == "close":
             self.stop = True
             if self.running is not None:
                 self.cancelled.add(self.running)
 
-    def wait_next(self, gid: int) -> None:
-        """Wait until the app asks for the next piece (or cancels): generation runs in step with
-        its reader, as in-process, so a cancel stops it before the very next token."""
-        while gid not in self.cancelled and not self.stop:
+    def wait_ack(self, gid: int) -> bool:
+        """The generation's gate (``Generation.gate``), after each decoded token: wait until the app
+        has taken the previous piece (it asks for the next one) or cancels; True: cancelled.
+
+        The token is decoded while the app handles the previous piece (the two overlap), but it
+        is kept only once the app asks for it, so a cancel drops it, exactly as in-process."""
+        while self.unacked and gid not in self.cancelled and not self.stop:
             try:
                 msg = self.conn.recv()
             except (EOFError, OSError):
                 os._exit(0)
-            if msg[0] == "next" and msg[2] == gid:
-                return
             self.handle(msg)
+        return gid in self.cancelled or self.stop
 
     def poll(self, gid: int) -> bool:
         """Answer what came in meanwhile; True when generation ``gid`` is to stop."""
@@ -123,11 +128,13 @@ class _Child:
             self.send(("end", rid, False, GenerationError("this generation was already run or forgotten")))
             return
         gen.progress = lambda done, total: self.send(("progress", rid, done, total))
+        gen.gate = lambda: self.wait_ack(gid)
         self.running = gid
+        self.unacked = False
         try:
             for piece in gen:
+                self.unacked = True
                 self.send(("piece", rid, piece))
-                self.wait_next(gid)
         except BaseException as exc:  # noqa: BLE001 - the parent raises it
             if isinstance(exc, (KeyboardInterrupt, SystemExit)):
                 raise

@@ -185,6 +185,9 @@ class Generation:
         self.stop = tuple(s for s in stop if s)
         self.result: GenerationResult | None = None
         self._started = False
+        #: called after each token is decoded, before it is kept; True stops generation there (the
+        #: engine process waits in it for its reader to take the previous piece: see engine_child)
+        self.gate: Callable[[], bool] | None = None
 
     def __iter__(self) -> Iterator[str]:
         if self._started:
@@ -262,6 +265,9 @@ class Generation:
                     break
                 except Exception as exc:  # noqa: BLE001 - llama.cpp decode failures
                     raise GenerationError(f"llama.cpp failed while generating: {exc}") from exc
+                if self.gate is not None and self.gate():
+                    finish = "cancelled"  # stopped while this token was decoded: it is not kept
+                    break
                 if first_at is None:
                     first_at = time.monotonic()
                     evaluated = model.total_eval - eval_before
