@@ -538,7 +538,6 @@ class ProcessGeneration:
         rid: int | None = None
         ended = False
         cancel_sent = False
-        shown: list[str] = []
         try:
             rid, q = engine._register()
             engine._send_checked(("run", rid, self.gid))
@@ -552,13 +551,9 @@ class ProcessGeneration:
                     continue
                 kind = msg[0]
                 if kind == "piece":
-                    if not cancel_sent:  # pieces decoded after the cancel are dropped, as in-process
-                        shown.append(msg[2])
-                        yield msg[2]
-                    if not cancel_sent and self.cancel is not None and self.cancel.is_set():
-                        engine._send_checked(("cancel", rid, self.gid))
-                        cancel_sent = True
-                    elif not cancel_sent:
+                    # the child holds the next token until asked for it: no piece follows a cancel
+                    yield msg[2]
+                    if self.cancel is None or not self.cancel.is_set():
                         engine._send_checked(("next", rid, self.gid))
                 elif kind == "progress":
                     model.prompt_progress = (msg[2], msg[3])
@@ -568,7 +563,7 @@ class ProcessGeneration:
                     ended = True
                     self._end(msg)
                     if cancel_sent and self.result is not None:
-                        self.result.text = "".join(shown)
+                        # cancelled while the child ended by itself: as in-process, the cancel wins
                         self.result.finish_reason = "cancelled"
                     return
                 elif kind == "dead":
