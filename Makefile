@@ -84,11 +84,13 @@ pytest: $(DEVSTAMP) $(LIVESTAMP) $(SYSSTAMP)
 # models, the bundle build and its self-test.
 test: lint format-check contracts typecheck pytest
 
-# The inner loop: the same checks without the live models, the bundle build and slow tests.
+# The inner loop: the same checks without the live models, the bundle build and slow tests, on
+# every core and with fewer fuzz examples.
 test-fast: lint format-check contracts typecheck pytest-fast
 
 pytest-fast: $(DEVSTAMP)
-	QT_QPA_PLATFORM=offscreen $(PY) -m pytest -q -m "not live and not slow" --ignore=tests/test_installer.py
+	QT_QPA_PLATFORM=offscreen $(PY) -m pytest -q -m "not live and not slow" --ignore=tests/test_installer.py \
+		-n auto --hypothesis-profile=fast
 
 # Regenerate the lock file from a fresh install of every extra (review the diff before committing).
 lock: $(DEVSTAMP)

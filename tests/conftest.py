@@ -19,6 +19,10 @@ pytest_plugins = ["tests.support.keyring_memory"]
 settings.register_profile("ci", derandomize=True, print_blob=True)
 if os.environ.get("CI"):
     settings.load_profile("ci")
+# `make test-fast` runs with --hypothesis-profile=fast: fuzz suites cap their examples at this.
+settings.register_profile(
+    "fast", parent=settings.get_profile("ci") if os.environ.get("CI") else None, max_examples=10
+)
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "fixtures"

@@ -53,6 +53,7 @@ def _max_rss_mb() -> float:
     return rss / (1024 * 1024) if sys.platform == "darwin" else rss / 1024
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(GROWERS))
 def test_h2_value_growing_templates_stop_with_a_clear_error(name):
     before = _max_rss_mb()
@@ -161,6 +162,7 @@ SLOW = (
 )
 
 
+@pytest.mark.slow
 def test_h2_library_scan_with_hostile_templates_finishes_and_marks_them(tmp_path):
     from app.engine.models.library import Library
     from app.engine.models.tiny import write_tiny_gguf

@@ -134,7 +134,10 @@ class ReferenceServer:
 
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._httpd.daemon_threads = True
-        self._thread = threading.Thread(target=self._httpd.serve_forever, name="check-reference", daemon=True)
+        # a short poll interval: shutdown() in stop() waits up to one (0.5 s by default)
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, args=(0.02,), name="check-reference", daemon=True
+        )
         self._thread.start()
 
     def stop(self) -> None:

@@ -35,7 +35,9 @@ def reply_models(tmp_path):
 
     def make(replies: list[str], name: str, n_ctx: int = 4096) -> InProcessTarget:
         path = write_reply_model(tmp_path / f"{name}-{len(models)}.gguf", replies)
-        model = load_model(path, n_ctx=n_ctx, n_threads=1)
+        # in-process llama.cpp: one scripted model per scenario, and the harness is under test here
+        # (tests/engine/test_engine_process.py tests the engine process)
+        model = load_model(path, n_ctx=n_ctx, n_threads=1, isolate=False)
         models.append(model)
         return InProcessTarget(
             model, tool_format="hermes", identity={"file_name": path.name}, grammar=FREE_GRAMMAR

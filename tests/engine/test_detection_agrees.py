@@ -39,7 +39,8 @@ def test_library_inspect_and_session_agree(tmp_path, name):
     with contextlib.redirect_stdout(out):
         assert main(["inspect", "--json", str(path)]) == 0
     inspected = json.loads(out.getvalue())["tool_format"]
-    model = load_model(path, n_ctx=512, n_threads=1)
+    # in-process llama.cpp: detection is under test, not the engine process (77 models)
+    model = load_model(path, n_ctx=512, n_threads=1, isolate=False)
     try:
         session = ChatSession(model).detected_format or "none"
     finally:

@@ -112,7 +112,10 @@ class FakeHub:
         Handler.hub = hub
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, name="fake-hub", daemon=True)
+        # a short poll interval: shutdown() waits up to one interval (0.5 s by default)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, args=(0.02,), name="fake-hub", daemon=True
+        )
         self._thread.start()
         return self
 

@@ -218,6 +218,7 @@ def test_server_crashing_mid_call(tmp_path):
         assert d.dispatch(ToolCall("3", "o.add", {"a": 1, "b": 2})).content == "1003"
 
 
+@pytest.mark.slow
 def test_server_hanging_on_start():
     # The limit leaves a real server time to start on a loaded machine (1.5 s was not enough).
     with McpManager([server("slow", "hang_on_start"), server("fine")], start_timeout_s=6) as m:
@@ -226,6 +227,7 @@ def test_server_hanging_on_start():
         assert m.status("fine").state == "running"
 
 
+@pytest.mark.slow
 def test_servers_hanging_or_writing_garbage_fail_alone(tmp_path):
     """Hang, garbage on the wire, an invalid result: each is a clear error result, that server
     is marked failed and stopped, and the others go on. (One manager, so they stop in parallel.)"""

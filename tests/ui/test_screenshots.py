@@ -75,6 +75,7 @@ def test_tool_call_state_with_a_model_that_calls_no_tool_fails_and_saves_nothing
     assert not out.exists()
 
 
+@pytest.mark.slow
 def test_state_not_reached_within_the_limit_fails_and_saves_nothing(tmp_path):
     from tests.ui.scripted_gguf import CHATML, streaming_script, write_scripted_gguf
 

@@ -135,7 +135,11 @@ def test_tool_use_template_is_preferred():
     [
         "{{ raise_exception('no tools') }}",
         "{% for %}",
-        "{% set xs = [1] %}{% for x in xs %}{% set _ = xs.append(x) %}{% endfor %}",
+        # a loop that never ends: it runs until the render's time limit (marked slow)
+        pytest.param(
+            "{% set xs = [1] %}{% for x in xs %}{% set _ = xs.append(x) %}{% endfor %}",
+            marks=pytest.mark.slow,
+        ),
         "{{ ''.__class__.__mro__ }}",
         "",
     ],

@@ -194,6 +194,7 @@ _CHUNKS = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("family", OURS)
 def test_cost_is_linear_at_one_megabyte(family):
     """1 MB of calls (values holding the family's own markers) and text, fed in chunks of 1 to 16

@@ -31,6 +31,7 @@ def _chunk(family: str) -> str:
     return call + " and some text < [ { in between\n"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("family", FAMILIES)
 def test_cost_is_linear_at_one_megabyte(family):
     chunk = _chunk(family)

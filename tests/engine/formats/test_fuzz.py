@@ -164,8 +164,11 @@ def check_any_text(family: str, text: str, truncated: bool) -> None:
         assert _stream(fmt, text, rnd, truncated=truncated, in_reasoning=in_reasoning) == reply, text
 
 
+# 40 examples per family; fewer under a profile that asks for fewer (`make test-fast`)
 FUZZ = settings(
-    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much]
+    max_examples=min(40, settings.default.max_examples),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
 )
 
 

@@ -133,6 +133,7 @@ def test_region_scanner_is_linear_on_one_big_region(family):
         assert len(calls) == (k if family == "kimi-k2" else 1) and leftover == ""
 
 
+@pytest.mark.slow
 def test_k3_one_megabyte_reply_one_character_at_a_time_is_linear():
     """A 1 MB Kimi K3 reply (reasoning, text, a string value full of closing text that is not a
     close) fed one character at a time: the characters examined stay within a constant factor."""

@@ -50,6 +50,7 @@ def test_reasoning_streams_before_the_reply_ends():
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("family", ["hermes", "qwen-xml", "mistral", "llama3"])
 def test_cost_is_linear_one_character_at_a_time(family):
     """200 KB fed one character at a time: characters examined stay within a constant factor."""
@@ -283,6 +284,7 @@ def _feed_chars(fmt, text, *, truncated=False, in_reasoning=False):
     return s, fold_events(events)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("family", ["harmony", "gemma4", "pythonic"])
 def test_cost_is_linear_one_character_at_a_time_channel_and_list_families(family):
     """200 KB fed one character at a time: characters examined stay within a constant factor."""
@@ -296,6 +298,7 @@ def test_cost_is_linear_one_character_at_a_time_channel_and_list_families(family
     assert len(fmt.parse(text, TOOLS).tool_calls) >= len(text) // len(chunk)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "family,text,truncated",
     [
