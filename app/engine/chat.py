@@ -24,13 +24,12 @@ from app.engine.events import (
     ChatEvent,
     DoneEvent,
     NoticeEvent,
-    ToolCallFinishedEvent,
-    ToolCallStartedEvent,
 )
 from app.engine.formats.events import ReasoningDelta, TextDelta, ToolCallDone, ToolCallIncomplete
 from app.engine.generate import GenerationError, generate
 from app.engine.holdback import partial_start
-from app.engine.messages import Message, is_valid_call_id, local_call_id
+from app.engine.loop import CallIds, cut_after_last_user, dispatch_call, tokens_per_s
+from app.engine.messages import Message
 from app.engine.render import PromptRenderError, choose_template, render_prompt
 from app.engine.sampling import SamplingParams
 
@@ -208,10 +207,7 @@ class ChatSession:
         self.effective_format, self._format_notices = resolve_tool_format(tool_format, self.detected_format)
         if self.effective_format is not None and self.detected_format is None:
             self._format_notices = [self._with_guidance_note(n) for n in self._format_notices]
-        self._used_ids: set[str] = set()
-        self._next_id = 0
-        for m in self.messages:
-            self._used_ids.update(c.id for c in m.tool_calls)
+        self._ids = CallIds.of(self.messages)
 
     # -- public -------------------------------------------------------------------------
 
@@ -255,10 +251,7 @@ class ChatSession:
         response_format: Any = _SESSION,
     ) -> Iterator[ChatEvent]:
         """Drop everything after the last user message and reply again."""
-        idx = max((i for i, m in enumerate(self.messages) if m.role == "user"), default=None)
-        if idx is None:
-            raise ValueError("there is no user message to reply to")
-        del self.messages[idx + 1 :]
+        cut_after_last_user(self.messages)
         first = not any(m.role == "assistant" for m in self.messages)
         return self._reply(cancel, first, self._choices(tool_choice, parallel_tool_calls, response_format))
 
@@ -296,19 +289,6 @@ class ChatSession:
                 )
             )
         return notices + list(self._format_notices)
-
-    def _new_id(self, proposed: str | None) -> str:
-        """The id of a call the parser read: the model's own when every template accepts it and
-        it is new in this conversation, else the next free local one."""
-        if proposed is not None and is_valid_call_id(proposed) and proposed not in self._used_ids:
-            self._used_ids.add(proposed)
-            return proposed
-        while True:
-            cid = local_call_id(self._next_id)
-            self._next_id += 1
-            if cid not in self._used_ids:
-                self._used_ids.add(cid)
-                return cid
 
     def _reply(
         self,
@@ -357,7 +337,7 @@ class ChatSession:
                 stream: Stream | _PlainStream
                 if fmt is not None:
                     stream = fmt.stream(tools or [], in_reasoning=in_reasoning, orphan_close=orphan_close)
-                    stream.call_ids = self._new_id
+                    stream.call_ids = self._ids.issue
                 else:
                     stream = _PlainStream(in_reasoning)
                 remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
@@ -458,14 +438,19 @@ class ChatSession:
             if not calls:
                 break
             for call in calls:
-                yield from self._dispatch(call, constrained=constraint.describe if constraint else None)
+                yield from dispatch_call(
+                    self.dispatcher,
+                    call,
+                    self.messages,
+                    constrained=constraint.describe if constraint else None,
+                )
             if cancel is not None and cancel.is_set():
                 finish = "cancelled"
                 break
         yield DoneEvent(
             finish_reason=finish,
             ttft_s=ttft,
-            tokens_per_s=(gen_tokens / gen_time) if gen_time > 0 and gen_tokens > 1 else None,
+            tokens_per_s=tokens_per_s(gen_tokens, gen_time),
             prompt_tokens=prompt_tokens,
             generated_tokens=gen_tokens,
             rounds=rounds,
@@ -533,14 +518,6 @@ class ChatSession:
             response_format=response_format,
             reasoning=reasoning,
             in_reasoning=in_reasoning,
-        )
-
-    def _dispatch(self, call: ToolCall, constrained: str | None = None) -> Iterator[ChatEvent]:
-        yield ToolCallStartedEvent(call, constrained=constrained)
-        result = self.dispatcher.dispatch(call)
-        yield ToolCallFinishedEvent(call, result)
-        self.messages.append(
-            Message(role="tool", content=result.to_model_text(), tool_call_id=call.id, name=call.name)
         )
 
 

@@ -217,23 +217,14 @@ def run_turn(
     from app.engine.chat import _PlainStream
     from app.engine.formats.events import ReasoningDelta, TextDelta, ToolCallDone, ToolCallIncomplete
     from app.engine.generate import ContextOverflowError, GenerationError, GrammarError, generate
-    from app.engine.messages import is_valid_call_id
+    from app.engine.loop import CallIds
     from app.engine.render import choose_template
 
     started = time.monotonic()
     turn = render_turn(model, req, tool_format)
     text, family, fmt, tools = turn.text, turn.family, turn.fmt, turn.tools
-    used = set(used_ids or ())
-
-    def issue(written: str | None) -> str:
-        if is_valid_call_id(written) and written not in used:
-            used.add(written)
-            return written
-        while True:
-            cid = new_call_id()
-            if cid not in used:
-                used.add(cid)
-                return cid
+    ids = CallIds(used_ids or (), fresh=lambda _n: new_call_id())
+    issue = ids.issue
 
     in_reasoning = False
     if req.raw_prompt is not None:
@@ -316,7 +307,7 @@ def run_turn(
                     text(call.raw)
                 return
             boundary()
-            if call.id in seen_ids or call.id not in used:  # a parser that issued its own id
+            if call.id in seen_ids or call.id not in ids.used:  # a parser that issued its own id
                 from dataclasses import replace
 
                 call = replace(call, id=issue(None))

@@ -27,9 +27,10 @@ from pathlib import Path
 from typing import Any
 
 from app.calls import IncompleteCall, ToolCall
-from app.engine.events import ChatEvent, DoneEvent, NoticeEvent, ToolCallFinishedEvent, ToolCallStartedEvent
+from app.engine.events import ChatEvent, DoneEvent, NoticeEvent
 from app.engine.formats.events import ReasoningDelta, TextDelta, ToolCallDone, ToolCallIncomplete
-from app.engine.messages import Message, is_valid_call_id, local_call_id
+from app.engine.loop import CallIds, cut_after_last_user, dispatch_call, tokens_per_s
+from app.engine.messages import Message
 from app.engine.remote._client import Provider, RemoteError, fetch_props, open_stream
 
 __all__ = [
@@ -327,8 +328,7 @@ class RemoteChatSession:
         self._open_notices: list[NoticeEvent] = []
         self._source = ""
         self._options: dict[str, Any] = {}
-        self._used_ids: set[str] = {c.id for m in self.messages for c in m.tool_calls}
-        self._next_id = 0
+        self._ids = CallIds.of(self.messages)
 
     # -- public -------------------------------------------------------------------------
 
@@ -361,10 +361,7 @@ class RemoteChatSession:
     def regenerate(
         self, *, cancel: threading.Event | None = None, tool_choice: Any = None
     ) -> Iterator[ChatEvent]:
-        idx = max((i for i, m in enumerate(self.messages) if m.role == "user"), default=None)
-        if idx is None:
-            raise ValueError("there is no user message to reply to")
-        del self.messages[idx + 1 :]
+        cut_after_last_user(self.messages)
         return self._reply(cancel, self.tool_choice if tool_choice is None else tool_choice, {})
 
     # -- resolving the mode ----------------------------------------------------------------
@@ -399,24 +396,6 @@ class RemoteChatSession:
             choice = "callisto" if family is not None else "api"
         self.parser = choice
         self.effective_format = family if choice == "callisto" else None
-
-    def _new_id(self, proposed: str | None) -> str:
-        if isinstance(proposed, str) and is_valid_call_id(proposed) and proposed not in self._used_ids:
-            self._used_ids.add(proposed)
-            return proposed
-        while True:
-            cid = local_call_id(self._next_id)
-            self._next_id += 1
-            if cid not in self._used_ids:
-                self._used_ids.add(cid)
-                return cid
-
-    def _api_id(self, proposed: str | None) -> str:
-        """An API call keeps the endpoint's id (it must come back with the result), when it has one."""
-        if isinstance(proposed, str) and proposed and proposed not in self._used_ids and len(proposed) <= 128:
-            self._used_ids.add(proposed)
-            return proposed
-        return self._new_id(None)
 
     # -- the loop -------------------------------------------------------------------------
 
@@ -529,19 +508,14 @@ class RemoteChatSession:
             if not rnd.calls:
                 break
             for call in rnd.calls:
-                yield ToolCallStartedEvent(call)
-                result = self.dispatcher.dispatch(call)
-                yield ToolCallFinishedEvent(call, result)
-                self.messages.append(
-                    Message(role="tool", content=result.to_model_text(), tool_call_id=call.id, name=call.name)
-                )
+                yield from dispatch_call(self.dispatcher, call, self.messages)
             if cancel is not None and cancel.is_set():
                 finish = "cancelled"
                 break
         yield DoneEvent(
             finish_reason=finish,
             ttft_s=ttft,
-            tokens_per_s=(gen_tokens / gen_time) if gen_time > 0 and gen_tokens > 1 else None,
+            tokens_per_s=tokens_per_s(gen_tokens, gen_time),
             prompt_tokens=prompt_tokens,
             generated_tokens=gen_tokens,
             rounds=rounds,
@@ -802,7 +776,7 @@ class RemoteChatSession:
                 rnd.incomplete.append(inc)
                 yield ToolCallIncomplete(inc)
                 continue
-            rnd.calls.append(ToolCall(id=self._api_id(cid), name=name, arguments=arguments, raw=text))
+            rnd.calls.append(ToolCall(id=self._ids.keep(cid), name=name, arguments=arguments, raw=text))
 
     # -- Callisto parsing -----------------------------------------------------------------
 
@@ -857,7 +831,7 @@ class RemoteChatSession:
                 in_reasoning=fmt.opens_in_reasoning(prompt),
                 orphan_close=fmt.expects_orphan_close(self._source, prompt),
             )
-            stream.call_ids = self._new_id
+            stream.call_ids = self._ids.issue
         else:
             stream = _PlainStream(prompt.rstrip().endswith("<think>"))
         ended = False

@@ -1,0 +1,84 @@
+"""The pieces every chat loop shares (app.engine.loop): one id rule, one regenerate cut, one
+dispatch of a call."""
+
+from __future__ import annotations
+
+import pytest
+
+from app.calls import ToolCall
+from app.engine.events import ToolCallFinishedEvent, ToolCallStartedEvent
+from app.engine.loop import CallIds, cut_after_last_user, dispatch_call, tokens_per_s
+from app.engine.messages import Message
+from app.tools import Dispatcher, ToolRegistry
+
+
+def test_a_models_id_is_kept_once_and_anything_else_gets_a_fresh_one():
+    ids = CallIds(["call00000"])
+    assert ids.issue("abcDEF123") == "abcDEF123"
+    assert ids.issue("abcDEF123") == "call00001"  # used already; call00000 too
+    assert ids.issue("too-long-for-mistral") == "call00002"
+    assert ids.issue(None) == "call00003"
+    assert ids.used >= {"call00000", "abcDEF123", "call00001", "call00002", "call00003"}
+
+
+def test_ids_restored_from_history_are_never_issued_again():
+    past = [
+        Message(role="user", content="hi"),
+        Message(
+            role="assistant", tool_calls=[ToolCall("call00000", "f", {}), ToolCall("call00001", "f", {})]
+        ),
+    ]
+    ids = CallIds.of(past)
+    assert ids.issue("call00001") == "call00002"
+
+
+def test_fresh_ids_may_come_from_elsewhere():
+    made = iter(["aaaaaaaaa", "aaaaaaaaa", "bbbbbbbbb"])
+    ids = CallIds(["aaaaaaaaa"], fresh=lambda _n: next(made))
+    assert ids.issue(None) == "bbbbbbbbb"
+
+
+def test_an_endpoints_own_id_is_kept_when_new_and_not_absurd():
+    ids = CallIds()
+    assert ids.keep("toolu_01A09q90qw90lq917835lq9") == "toolu_01A09q90qw90lq917835lq9"
+    assert ids.keep("toolu_01A09q90qw90lq917835lq9") == "call00000"
+    assert ids.keep("") == "call00001"
+    assert ids.keep("x" * 129) == "call00002"
+    assert ids.keep(None) == "call00003"
+
+
+def test_regenerate_drops_what_follows_the_last_user_message():
+    msgs = [
+        Message(role="user", content="a"),
+        Message(role="assistant", content="b"),
+        Message(role="user", content="c"),
+        Message(role="assistant", content="d"),
+    ]
+    cut_after_last_user(msgs)
+    assert [m.content for m in msgs] == ["a", "b", "c"]
+    with pytest.raises(ValueError, match="no user message"):
+        cut_after_last_user([Message(role="system", content="s")])
+
+
+def test_dispatch_yields_both_events_and_appends_the_result():
+    registry = ToolRegistry()
+
+    def add(a: int, b: int) -> int:
+        """Add two numbers."""
+        return a + b
+
+    registry.register_function(add)
+    messages: list[Message] = []
+    call = ToolCall("call00000", "add", {"a": 2, "b": 3})
+    events = list(dispatch_call(Dispatcher(registry), call, messages, constrained="required"))
+    assert isinstance(events[0], ToolCallStartedEvent) and events[0].constrained == "required"
+    assert isinstance(events[1], ToolCallFinishedEvent) and events[1].call is call
+    assert [(m.role, m.content, m.tool_call_id, m.name) for m in messages] == [
+        ("tool", "5", "call00000", "add")
+    ]
+
+
+def test_tokens_per_s_needs_two_tokens_and_some_time():
+    assert tokens_per_s(10, 2.0) == 5.0
+    assert tokens_per_s(1, 2.0) is None
+    assert tokens_per_s(10, 0.0) is None
