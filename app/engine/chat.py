@@ -18,17 +18,17 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
-from app.calls import IncompleteCall, ToolCall
+from app.calls import ToolCall
 from app.engine.detection import detect_tool_format
 from app.engine.events import (
     ChatEvent,
     DoneEvent,
     NoticeEvent,
 )
-from app.engine.formats.events import ReasoningDelta, TextDelta, ToolCallDone, ToolCallIncomplete
+from app.engine.formats.events import ReasoningDelta, TextDelta
 from app.engine.generate import GenerationError, generate
 from app.engine.holdback import partial_start
-from app.engine.loop import CallIds, cut_after_last_user, dispatch_call, tokens_per_s
+from app.engine.loop import CallIds, Reply, cut_after_last_user, dispatch_call, end_round, tokens_per_s
 from app.engine.messages import Message
 from app.engine.render import PromptRenderError, choose_template, render_prompt
 from app.engine.sampling import SamplingParams
@@ -366,18 +366,15 @@ class ChatSession:
                     grammar=grammar,
                     constraint=constraint,
                 )
-                content: list[str] = []
-                reasoning: list[str] = []
-                calls: list[ToolCall] = []
-                incomplete: list[IncompleteCall] = []
+                reply = Reply()
                 gen_started = time.monotonic()
                 for piece in gen:
                     for ev in stream.feed(piece):
-                        yield from self._stream_event(ev, content, reasoning, calls, incomplete)
+                        yield from reply.take(ev)
                 res = gen.result
                 assert res is not None
                 for ev in stream.finish(truncated=res.finish_reason != "stop"):
-                    yield from self._stream_event(ev, content, reasoning, calls, incomplete)
+                    yield from reply.take(ev)
             except (PromptRenderError, GenerationError, ValueError) as exc:
                 yield DoneEvent(
                     finish_reason="error",
@@ -398,46 +395,13 @@ class ChatSession:
                 gen_time += max(0.0, res.elapsed_s - res.ttft_s)
             prompt_tokens = res.prompt_tokens
             evaluated += res.prompt_tokens_evaluated
-            finish = res.finish_reason
-            text = "".join(content)
-
-            if calls and (finish != "stop" or rounds >= self.max_rounds):
-                # Never run a call from a cut-off reply, nor past the round limit; keep the
-                # model's text of the calls so nothing is lost or hidden.
-                names = ", ".join(c.name for c in calls)
-                if finish == "stop":
-                    finish = "rounds"
-                    msg = (
-                        f"Stopped after {self.max_rounds} rounds of tool calls (the round limit); "
-                        f"the last call(s) ({names}) were not run."
-                    )
-                else:
-                    msg = f"The reply ended ({finish}) before the model's turn was over; its call(s) ({names}) were not run."
-                raw = "".join(c.raw for c in calls)
-                if raw:
-                    yield TextDelta(raw)
-                yield NoticeEvent(code="round_limit" if finish == "rounds" else "calls_not_run", message=msg)
-                self.messages.append(
-                    Message(
-                        role="assistant",
-                        content=text + raw,
-                        reasoning="".join(reasoning),
-                        incomplete_calls=incomplete,
-                    )
-                )
-                break
-            self.messages.append(
-                Message(
-                    role="assistant",
-                    content=text,
-                    reasoning="".join(reasoning),
-                    tool_calls=list(calls),
-                    incomplete_calls=incomplete,
-                )
+            finish, events, run = end_round(
+                self.messages, reply, res.finish_reason, rounds=rounds, max_rounds=self.max_rounds
             )
-            if not calls:
+            yield from events
+            if not run:
                 break
-            for call in calls:
+            for call in reply.calls:
                 yield from dispatch_call(
                     self.dispatcher,
                     call,
@@ -460,31 +424,6 @@ class ChatSession:
                 "constraint": self.last_constraint.describe if self.last_constraint else None,
             },
         )
-
-    def _stream_event(
-        self,
-        ev: Any,
-        content: list[str],
-        reasoning: list[str],
-        calls: list[ToolCall],
-        incomplete: list[IncompleteCall] | None = None,
-    ):
-        """Pass the parser's text events on as they are; collect complete calls for dispatch; pass
-        on (and keep with the reply) the calls that are not calls to run."""
-        if isinstance(ev, TextDelta):
-            if ev.text:
-                content.append(ev.text)
-                yield ev
-        elif isinstance(ev, ReasoningDelta):
-            if ev.text:
-                reasoning.append(ev.text)
-                yield ev
-        elif isinstance(ev, ToolCallDone):
-            calls.append(ev.call)
-        elif isinstance(ev, ToolCallIncomplete):
-            if incomplete is not None:
-                incomplete.append(ev.call)
-            yield ev
 
     def _constraint(
         self,

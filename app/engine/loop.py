@@ -2,8 +2,10 @@
 session (``app.engine.remote``) and the API server's turns (``app.server``).
 
 - :class:`CallIds`: the one rule for a call's id in a conversation.
-- :func:`cut_after_last_user`: what ``regenerate()`` drops.
+- :class:`Reply`: what one generation wrote, collected from the parser's events.
+- :func:`end_round`: the reply into the conversation, and whether its calls run.
 - :func:`dispatch_call`: one call run through the dispatcher, with its events and the tool message.
+- :func:`cut_after_last_user`: what ``regenerate()`` drops.
 - :func:`tokens_per_s`: the rate a :class:`~app.engine.events.DoneEvent` reports.
 """
 
@@ -12,11 +14,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from app.calls import ToolCall
-from app.engine.events import ChatEvent, ToolCallFinishedEvent, ToolCallStartedEvent
+from app.calls import IncompleteCall, ToolCall
+from app.engine.events import ChatEvent, NoticeEvent, ToolCallFinishedEvent, ToolCallStartedEvent
+from app.engine.formats.events import ReasoningDelta, TextDelta, ToolCallDone, ToolCallIncomplete
 from app.engine.messages import Message, is_valid_call_id, local_call_id
 
-__all__ = ["CallIds", "cut_after_last_user", "dispatch_call", "tokens_per_s"]
+__all__ = ["CallIds", "Reply", "cut_after_last_user", "dispatch_call", "end_round", "tokens_per_s"]
 
 _API_ID_MAX = 128  # longer ids from an endpoint are replaced (no API documents longer ones)
 
@@ -63,6 +66,76 @@ class CallIds:
             self.used.add(proposed)
             return proposed
         return self.issue(None)
+
+
+class Reply:
+    """What one generation wrote: its text, reasoning, the calls to run and the calls not to."""
+
+    def __init__(self) -> None:
+        self.content: list[str] = []
+        self.reasoning: list[str] = []
+        self.calls: list[ToolCall] = []
+        self.incomplete: list[IncompleteCall] = []
+
+    def take(self, ev: Any) -> Iterator[ChatEvent]:
+        """Keep one parser event. Text and reasoning pass on as they are; a complete call is kept
+        for dispatch (the loop announces it when it runs); a call that is not one to run passes on
+        and stays with the reply."""
+        if isinstance(ev, TextDelta):
+            if ev.text:
+                self.content.append(ev.text)
+                yield ev
+        elif isinstance(ev, ReasoningDelta):
+            if ev.text:
+                self.reasoning.append(ev.text)
+                yield ev
+        elif isinstance(ev, ToolCallDone):
+            self.calls.append(ev.call)
+        elif isinstance(ev, ToolCallIncomplete):
+            self.incomplete.append(ev.call)
+            yield ev
+
+
+def end_round(
+    messages: list[Message], reply: Reply, finish: str, *, rounds: int, max_rounds: int
+) -> tuple[str, list[ChatEvent], bool]:
+    """Append ``reply`` to ``messages`` as the assistant's message; return the turn's finish
+    reason so far, the events to yield, and whether to run the reply's calls.
+
+    Calls run only from a reply that ended normally (``finish == "stop"``) within the round limit.
+    Otherwise nothing runs: the calls' text is kept in the reply (and shown) so nothing is lost or
+    hidden, a notice says why, and at the round limit the finish becomes ``rounds``."""
+    text, reasoning = "".join(reply.content), "".join(reply.reasoning)
+    calls = reply.calls
+    if calls and (finish != "stop" or rounds >= max_rounds):
+        names = ", ".join(c.name for c in calls)
+        if finish == "stop":
+            finish = "rounds"
+            msg = (
+                f"Stopped after {max_rounds} rounds of tool calls (the round limit); "
+                f"the last call(s) ({names}) were not run."
+            )
+        else:
+            msg = f"The reply ended ({finish}) before the model's turn was over; its call(s) ({names}) were not run."
+        raw = "".join(c.raw for c in calls)
+        events: list[ChatEvent] = [TextDelta(raw)] if raw else []
+        events.append(NoticeEvent(code="round_limit" if finish == "rounds" else "calls_not_run", message=msg))
+        messages.append(
+            Message(
+                role="assistant", content=text + raw, reasoning=reasoning, incomplete_calls=reply.incomplete
+            )
+        )
+        return finish, events, False
+    messages.append(
+        Message(
+            role="assistant",
+            content=text,
+            reasoning=reasoning,
+            tool_calls=list(calls),
+            incomplete_calls=reply.incomplete,
+        )
+    )
+    return finish, [], bool(calls)
 
 
 def cut_after_last_user(messages: list[Message]) -> None:

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from app.calls import ToolCall
+from app.calls import IncompleteCall, ToolCall
 from app.engine.events import ToolCallFinishedEvent, ToolCallStartedEvent
-from app.engine.loop import CallIds, cut_after_last_user, dispatch_call, tokens_per_s
+from app.engine.formats.events import ToolCallIncomplete
+from app.engine.loop import CallIds, Reply, cut_after_last_user, dispatch_call, end_round, tokens_per_s
 from app.engine.messages import Message
 from app.tools import Dispatcher, ToolRegistry
 
@@ -82,3 +83,59 @@ def test_tokens_per_s_needs_two_tokens_and_some_time():
     assert tokens_per_s(10, 2.0) == 5.0
     assert tokens_per_s(1, 2.0) is None
     assert tokens_per_s(10, 0.0) is None
+
+
+def _reply(*events):
+    from app.engine.formats.events import ReasoningDelta, TextDelta
+
+    reply = Reply()
+    shown = [ev for e in events for ev in reply.take(e)]
+    assert all(isinstance(e, TextDelta | ReasoningDelta | ToolCallIncomplete) for e in shown)
+    return reply, shown
+
+
+def test_a_reply_keeps_text_reasoning_and_both_kinds_of_call():
+    from app.engine.formats.events import ReasoningDelta, TextDelta, ToolCallDone
+
+    call = ToolCall("call00000", "add", {"a": 1}, raw="<call>")
+    cut = IncompleteCall(raw="<call>{", name="add", reason="truncated")
+    reply, shown = _reply(
+        ReasoningDelta("hm"),
+        TextDelta(""),
+        TextDelta("Sure."),
+        ToolCallDone(0, call),
+        ToolCallIncomplete(cut),
+    )
+    assert reply.reasoning == ["hm"] and reply.content == ["Sure."]
+    assert reply.calls == [call] and reply.incomplete == [cut]
+    assert len(shown) == 3  # the empty text is dropped; the complete call waits for its dispatch
+
+
+def test_a_normal_reply_with_calls_runs_them():
+    from app.engine.formats.events import TextDelta, ToolCallDone
+
+    call = ToolCall("call00000", "add", {"a": 1}, raw="<call>")
+    reply, _ = _reply(TextDelta("Sure."), ToolCallDone(0, call))
+    messages: list[Message] = []
+    assert end_round(messages, reply, "stop", rounds=1, max_rounds=4) == ("stop", [], True)
+    assert messages[0].content == "Sure." and messages[0].tool_calls == [call]
+    reply, _ = _reply(TextDelta("Hi."))
+    assert end_round(messages, reply, "stop", rounds=1, max_rounds=4) == ("stop", [], False)
+
+
+@pytest.mark.parametrize(
+    "finish,rounds,want,code",
+    [("length", 1, "length", "calls_not_run"), ("stop", 4, "rounds", "round_limit")],
+)
+def test_calls_of_a_cut_reply_or_past_the_round_limit_never_run_and_stay_as_text(finish, rounds, want, code):
+    from app.engine.events import NoticeEvent
+    from app.engine.formats.events import TextDelta, ToolCallDone
+
+    call = ToolCall("call00000", "add", {"a": 1}, raw="<call>")
+    reply, _ = _reply(TextDelta("Sure. "), ToolCallDone(0, call))
+    messages: list[Message] = []
+    got, events, run = end_round(messages, reply, finish, rounds=rounds, max_rounds=4)
+    assert (got, run) == (want, False)
+    assert events[0] == TextDelta("<call>") and isinstance(events[1], NoticeEvent) and events[1].code == code
+    assert "add" in events[1].message
+    assert messages[0].content == "Sure. <call>" and messages[0].tool_calls == []

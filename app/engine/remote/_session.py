@@ -28,8 +28,8 @@ from typing import Any
 
 from app.calls import IncompleteCall, ToolCall
 from app.engine.events import ChatEvent, DoneEvent, NoticeEvent
-from app.engine.formats.events import ReasoningDelta, TextDelta, ToolCallDone, ToolCallIncomplete
-from app.engine.loop import CallIds, cut_after_last_user, dispatch_call, tokens_per_s
+from app.engine.formats.events import ReasoningDelta, TextDelta, ToolCallIncomplete
+from app.engine.loop import CallIds, Reply, cut_after_last_user, dispatch_call, end_round, tokens_per_s
 from app.engine.messages import Message
 from app.engine.remote._client import Provider, RemoteError, fetch_props, open_stream
 
@@ -250,14 +250,11 @@ def _adds_bos(provider: Provider) -> bool | None:
     return bool(tokens) if isinstance(tokens, list) else None
 
 
-class _Round:
-    """What one generation produced."""
+class _Round(Reply):
+    """What one generation produced, and how the endpoint said it went."""
 
     def __init__(self) -> None:
-        self.content: list[str] = []
-        self.reasoning: list[str] = []
-        self.calls: list[ToolCall] = []
-        self.incomplete: list[IncompleteCall] = []
+        super().__init__()
         self.finish = "stop"
         self.shown = False
         self.first_token_at: float | None = None
@@ -471,41 +468,15 @@ class RemoteChatSession:
                 broken = self._choice_broken(tool_choice, rnd)
                 if broken:
                     yield broken
-            text = "".join(rnd.content)
-            if rnd.calls and (finish not in ("stop", "tool_calls") or rounds >= self.max_rounds):
-                names = ", ".join(c.name for c in rnd.calls)
-                if finish in ("stop", "tool_calls"):
-                    finish = "rounds"
-                    msg = (
-                        f"Stopped after {self.max_rounds} rounds of tool calls (the round limit); "
-                        f"the last call(s) ({names}) were not run."
-                    )
-                else:
-                    msg = f"The reply ended ({finish}) before the model's turn was over; its call(s) ({names}) were not run."
-                raw = "".join(c.raw for c in rnd.calls)
-                if raw:
-                    yield TextDelta(raw)
-                yield NoticeEvent(code="round_limit" if finish == "rounds" else "calls_not_run", message=msg)
-                self.messages.append(
-                    Message(
-                        role="assistant",
-                        content=text + raw,
-                        reasoning="".join(rnd.reasoning),
-                        incomplete_calls=rnd.incomplete,
-                    )
-                )
-                break
-            finish = "stop" if finish == "tool_calls" else finish
-            self.messages.append(
-                Message(
-                    role="assistant",
-                    content=text,
-                    reasoning="".join(rnd.reasoning),
-                    tool_calls=list(rnd.calls),
-                    incomplete_calls=rnd.incomplete,
-                )
+            finish, events, run = end_round(
+                self.messages,
+                rnd,
+                "stop" if finish == "tool_calls" else finish,
+                rounds=rounds,
+                max_rounds=self.max_rounds,
             )
-            if not rnd.calls:
+            yield from events
+            if not run:
                 break
             for call in rnd.calls:
                 yield from dispatch_call(self.dispatcher, call, self.messages)
@@ -843,7 +814,7 @@ class RemoteChatSession:
                 rnd.mark()
                 rnd.pieces += 1
                 for ev in stream.feed(piece[1]):
-                    yield from self._parsed(ev, rnd)
+                    yield from rnd.take(ev)
             elif kind == "usage":
                 rnd.prompt_tokens = piece[1] if isinstance(piece[1], int) else rnd.prompt_tokens
                 rnd.completion_tokens = piece[2] if isinstance(piece[2], int) else rnd.completion_tokens
@@ -859,24 +830,9 @@ class RemoteChatSession:
             return
         if not ended:
             for ev in stream.finish(truncated=True):
-                yield from self._parsed(ev, rnd)
+                yield from rnd.take(ev)
             raise RemoteError(
                 "cut", f"The connection to {self.provider.base} was cut in the middle of the reply."
             )
         for ev in stream.finish(truncated=rnd.finish != "stop"):
-            yield from self._parsed(ev, rnd)
-
-    def _parsed(self, ev: Any, rnd: _Round) -> Iterator[ChatEvent]:
-        if isinstance(ev, TextDelta):
-            if ev.text:
-                rnd.content.append(ev.text)
-                yield ev
-        elif isinstance(ev, ReasoningDelta):
-            if ev.text:
-                rnd.reasoning.append(ev.text)
-                yield ev
-        elif isinstance(ev, ToolCallDone):
-            rnd.calls.append(ev.call)
-        elif isinstance(ev, ToolCallIncomplete):
-            rnd.incomplete.append(ev.call)
-            yield ev
+            yield from rnd.take(ev)
