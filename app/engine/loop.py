@@ -44,7 +44,6 @@ class CallIds:
     def issue(self, proposed: str | None) -> str:
         """``proposed`` when a template accepts it and it is new here, else a fresh id."""
         if is_valid_call_id(proposed) and proposed not in self.used:
-            assert proposed is not None
             self.used.add(proposed)
             return proposed
         while True:

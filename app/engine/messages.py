@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeGuard
 
 from app.calls import IncompleteCall, ToolCall
 
@@ -20,7 +20,7 @@ ROLES = ("system", "user", "assistant", "tool")
 _CALL_ID = re.compile(r"^[A-Za-z0-9]{9}$")
 
 
-def is_valid_call_id(value: Any) -> bool:
+def is_valid_call_id(value: Any) -> TypeGuard[str]:
     """Call ids every supported template accepts: exactly 9 ASCII letters or digits."""
     return isinstance(value, str) and bool(_CALL_ID.match(value))
 

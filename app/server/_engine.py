@@ -224,7 +224,6 @@ def run_turn(
     turn = render_turn(model, req, tool_format)
     text, family, fmt, tools = turn.text, turn.family, turn.fmt, turn.tools
     ids = CallIds(used_ids or (), fresh=lambda _n: new_call_id())
-    issue = ids.issue
 
     in_reasoning = False
     if req.raw_prompt is not None:
@@ -235,7 +234,7 @@ def run_turn(
         stream = fmt.stream(
             tools or [], in_reasoning=in_reasoning, orphan_close=fmt.expects_orphan_close(source, text)
         )
-        stream.call_ids = issue  # the parser issues each call's id (the model's own when valid)
+        stream.call_ids = ids.issue  # the parser issues each call's id (the model's own when valid)
     else:
         stream = _PlainStream(text.rstrip().endswith("<think>"))
     try:
@@ -310,7 +309,7 @@ def run_turn(
             if call.id in seen_ids or call.id not in ids.used:  # a parser that issued its own id
                 from dataclasses import replace
 
-                call = replace(call, id=issue(None))
+                call = replace(call, id=ids.issue(None))
             seen_ids.add(call.id)
             if ncalls and not req.parallel_tool_calls:
                 return
