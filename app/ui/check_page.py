@@ -133,9 +133,8 @@ class CheckRunner(QThread):
                 from app.engine.remote import Provider
 
                 # the remote client chat --endpoint and check --endpoint use; API tools by default
-                url = spec["endpoint"].rstrip("/").removesuffix("/chat/completions")
                 provider = Provider(
-                    url, kind=spec.get("api") or "openai", api_key=spec.get("api_key") or None
+                    spec["endpoint"], kind=spec.get("api") or "openai", api_key=spec.get("api_key") or None
                 )
                 self._target = RemoteTarget(
                     provider,

@@ -50,9 +50,10 @@ class RemoteError(Exception):
 
 @dataclass(frozen=True)
 class Provider:
-    """A remote engine: its base URL (``http://host:port``; a trailing ``/v1`` is accepted), its
-    ``kind`` (the API it speaks), an optional API key (never stored with the provider's settings:
-    see :mod:`app.engine.remote.keys`) and the tool ``mode`` its settings choose."""
+    """A remote engine: its base URL (``http://host:port``; a trailing ``/v1``, or a pasted
+    ``/v1/chat/completions``, is accepted), its ``kind`` (the API it speaks), an optional API key
+    (never stored with the provider's settings: see :mod:`app.engine.remote.keys`) and the tool
+    ``mode`` its settings choose."""
 
     url: str
     kind: str = "openai"
@@ -77,7 +78,8 @@ class Provider:
 
     @property
     def base(self) -> str:
-        url = self.url.rstrip("/")
+        """The URL without a trailing ``/v1`` (nor a pasted ``/chat/completions`` after it)."""
+        url = self.url.rstrip("/").removesuffix("/chat/completions")
         return url[:-3] if url.endswith("/v1") else url
 
     def headers(self) -> dict[str, str]:

@@ -197,3 +197,16 @@ def test_stop_closes_the_remote_request():
     assert isinstance(done, DoneEvent) and done.finish_reason == "cancelled"
     assert _text(events).startswith("tick ")
     assert session.messages[-1].role == "assistant" and session.messages[-1].content.startswith("tick ")
+
+
+@pytest.mark.parametrize("suffix", ["", "/", "/v1", "/v1/", "/v1/chat/completions", "/v1/chat/completions/"])
+def test_a_base_url_with_v1_or_a_pasted_completions_url_reaches_the_same_endpoint(suffix):
+    def handler(req):
+        req.start_stream()
+        req.send(openai_chunk("Hi there") + openai_chunk(finish="stop") + sse("[DONE]"))
+
+    with MisbehavingServer(handler) as srv:
+        events, done = _run(_session(srv.url + suffix))
+        paths = [r.path for r in srv.requests]
+    assert done.finish_reason == "stop" and _text(events) == "Hi there"
+    assert paths == ["/v1/chat/completions"]
