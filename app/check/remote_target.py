@@ -30,6 +30,7 @@ from app.check.targets import (
     ScenarioRun,
     file_identity,
     redact_headers,
+    redact_text,
     redact_url,
 )
 
@@ -181,12 +182,15 @@ class RemoteTarget(InProcessTarget):
                     resp = client.post(url, json=body)
                 except httpx.HTTPError as exc:
                     raise transport_error(self.provider, exc) from exc
-                entry["response"] = {"status": resp.status_code, "body": _scrub(resp.text, self._secrets())}
+                entry["response"] = {
+                    "status": resp.status_code,
+                    "body": redact_text(resp.text, self._secrets()),
+                }
                 if resp.status_code >= 400:
                     raise status_error(self.provider, resp)
                 calls = _reference_calls(kind, resp.json())
         except (RemoteError, ValueError, TypeError, AttributeError, KeyError, IndexError) as exc:
-            entry["error"] = _scrub(str(exc), self._secrets())
+            entry["error"] = redact_text(str(exc), self._secrets())
             calls = None
         entry["elapsed_s"] = round(time.monotonic() - t0, 4)
         return calls, entry
@@ -227,12 +231,6 @@ def _request_path(session: Any) -> str:
     t = session.template
     llama_server = bool(t is not None and t.extra.get("llama_server"))
     return _wire.raw_request(kind, session.model, "", max_tokens=1, sampling={}, llama_server=llama_server)[0]
-
-
-def _scrub(text: str, secrets: tuple[str, ...]) -> str:
-    for s in secrets:
-        text = text.replace(s, "[redacted]")
-    return text
 
 
 def _canonical(arguments: Any) -> str:

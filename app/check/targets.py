@@ -36,6 +36,7 @@ __all__ = [
     "TargetError",
     "file_identity",
     "redact_headers",
+    "redact_text",
     "redact_url",
 ]
 
@@ -81,7 +82,7 @@ def redact_headers(headers: dict[str, str], secrets: tuple[str, ...] = ()) -> di
         if k.lower() in _SECRET_HEADERS:
             out[k] = "[redacted]"
         else:
-            out[k] = _scrub(v, secrets)
+            out[k] = redact_text(v, secrets)
     return out
 
 
@@ -94,7 +95,8 @@ def redact_url(url: str) -> str:
     return urlunsplit((parts.scheme, netloc, parts.path, urlencode(query), parts.fragment))
 
 
-def _scrub(text: str, secrets: tuple[str, ...]) -> str:
+def redact_text(text: str, secrets: tuple[str, ...]) -> str:
+    """``text`` with each secret (an API key) replaced by ``[redacted]``."""
     for s in secrets:
         if s:
             text = text.replace(s, "[redacted]")
