@@ -401,10 +401,6 @@ class EngineProcess:
         except OSError:
             return ""
 
-    @property
-    def stderr_path(self) -> Path | None:
-        return Path(self._stderr_path) if self._stderr_path else None
-
 
 def _child_command(channel: str) -> list[str]:
     """The command that starts an engine process: the bundle's own executable when frozen

@@ -260,10 +260,6 @@ class EngineHost:
         """``fn(change)`` is called on the host's thread after each load."""
         self._listeners.append(fn)
 
-    def remove_listener(self, fn: Callable[[ModelChange], None]) -> None:
-        if fn in self._listeners:
-            self._listeners.remove(fn)
-
     @property
     def loaded_paths(self) -> list[Path]:
         """Loaded models, least recently used first."""
