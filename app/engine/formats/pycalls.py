@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import re
+import warnings
 from typing import Any
 
 from app.engine.formats.base import RegionScanner
@@ -22,6 +23,15 @@ _MAX_SOURCE = 200_000
 _HEAD = re.compile(r"\s*[A-Za-z_][\w.]*\s*")  # what may stand between '[' and the first '('
 _JSON_NAMES = {"true": True, "false": False, "null": None}
 CALL_NAME = re.compile(r"\s*([A-Za-z_][\w.]*)\s*\(")  # a list item's call name
+
+# What a model writes is compiled under this file name, and the compiler's warnings about it
+# ("invalid escape sequence '\k'" in a Windows path, "invalid decimal literal") are dropped by a
+# filter on that name alone: a warning about a model's text is not the user's to read, and the
+# reply is judged by what it parses to. A filter, not ``catch_warnings``: that swaps the
+# process's filters and is not safe while another thread warns.
+_SOURCE_NAME = "<model reply>"
+for _category in (SyntaxWarning, DeprecationWarning):
+    warnings.filterwarnings("ignore", category=_category, module=re.escape(_SOURCE_NAME))
 
 
 class PyListScanner(RegionScanner):
@@ -154,7 +164,7 @@ def parse_call_list(source: str) -> list[tuple[str, dict[str, Any], str]] | None
     if not src or len(src) > _MAX_SOURCE:
         return None
     try:
-        tree = ast.parse(src, mode="eval")
+        tree = ast.parse(src, filename=_SOURCE_NAME, mode="eval")
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
     body = tree.body

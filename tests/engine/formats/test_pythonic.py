@@ -104,3 +104,29 @@ def test_typed_by_schema():
 
 def test_setting_choice_has_the_label():
     assert ("pythonic", P.label) in tool_format_choices()
+
+
+def test_a_reply_the_compiler_warns_about_prints_nothing():
+    """A Windows path (``\\k`` is an invalid escape) or a literal the compiler frowns at is read
+    or refused quietly, with every warning turned on: nothing about the model's text reaches the
+    user's console or a server log. In a fresh interpreter, where no test runner filters warnings."""
+    import subprocess
+    import sys
+
+    probe = (
+        "from app.engine.formats.pycalls import parse_call_list\n"
+        "print(parse_call_list(r'[f(a=\"C:\\kit\\dir\", b=1)]'))\n"
+        "print(parse_call_list('[f(a=1if 1 else 2)]'))\n"
+        "print(parse_call_list('[f(a=(1, 2)(3))]'))\n"
+        "import ast\n"
+        "ast.parse(r'\"\\k\"', filename='<elsewhere>')\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-W", "default", "-c", probe], capture_output=True, text=True, timeout=60
+    )
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[0] == "[('f', {'a': 'C:\\\\kit\\\\dir', 'b': 1}, 'f(a=\"C:\\\\kit\\\\dir\", b=1)')]"
+    assert lines[1:] == ["None", "None"]
+    # Only the model's text is quiet: the same warning about any other source still shows.
+    assert out.stderr.count("Warning") == 1 and "<elsewhere>:1" in out.stderr, out.stderr
