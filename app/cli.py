@@ -583,13 +583,13 @@ def _serve(args: argparse.Namespace) -> int:
         ),
     )
     try:
-        server.start()
+        server.serve_forever(
+            on_started=lambda: _err(
+                f"Callisto API server on {server.url} (OpenAI: {server.url}/v1, Anthropic: {server.url}, "
+                f"Ollama: {server.url}); Ctrl-C stops it"
+            )
+        )
     except (OSError, ApiError) as exc:
         _err(f"error: {exc}")
         return 1
-    _err(
-        f"Callisto API server on {server.url} (OpenAI: {server.url}/v1, Anthropic: {server.url}, "
-        f"Ollama: {server.url}); Ctrl-C stops it"
-    )
-    server.serve_forever()
     return 0

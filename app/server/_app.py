@@ -319,11 +319,16 @@ class ApiServer:
 
         return Job(run=lambda host, model: None, model=entry, settings=self.state.load_settings)
 
-    def serve_forever(self) -> None:
-        """Run in the foreground until Ctrl-C or SIGTERM (``python -m app serve``)."""
+    def serve_forever(self, on_started: Callable[[], None] | None = None) -> None:
+        """Start, call ``on_started``, and run in the foreground until Ctrl-C or SIGTERM
+        (``python -m app serve``). The handlers are in place before the start, so a signal sent
+        as soon as the server says where it listens, or while the model loads, stops it cleanly.
+        A failed start raises (``OSError``, ``ApiError``) after everything started is stopped."""
         _stop_on_signals()
-        self.start()
         try:
+            self.start()
+            if on_started is not None:
+                on_started()
             while self.running:
                 time.sleep(0.5)
         except KeyboardInterrupt:

@@ -128,6 +128,52 @@ def test_max_loaded_models_keeps_a_second_model_and_its_cache(family_models):
             assert _interrupt(proc) == 0
 
 
+SIGNAL_ON_ANNOUNCE = (
+    "import os, signal, sys\n"
+    "import app.cli as cli\n"
+    "say = cli._err\n"
+    "def err(text):\n"
+    "    say(text)\n"
+    "    if ' on http://' in text:\n"
+    "        os.kill(os.getpid(), getattr(signal, sys.argv[1]))\n"
+    "cli._err = err\n"
+    "sys.exit(cli.main(sys.argv[2:]))\n"
+)
+
+
+def test_a_signal_sent_the_moment_serve_says_where_it_listens_stops_it_cleanly(family_models):
+    """The announcement is the first thing a supervisor can wait for, so a signal that follows it
+    at once must find ``serve``'s handlers in place (a SIGTERM there once killed it outright, and
+    an inherited SIG_IGN left Ctrl-C ignored). The signal is raised by the announcing call itself,
+    so the test hits that moment every time."""
+
+    def ignore_sigint() -> None:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+    for stop in ("SIGTERM", "SIGINT"):
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                SIGNAL_ON_ANNOUNCE,
+                stop,
+                "serve",
+                "--model",
+                str(family_models["loop"]),
+                "--port",
+                "0",
+            ],
+            cwd=REPO,
+            env=dict(os.environ, PYTHONUNBUFFERED="1"),
+            capture_output=True,
+            text=True,
+            timeout=120,
+            preexec_fn=ignore_sigint,  # noqa: PLW1509 - an inherited SIG_IGN, as a shell's background job has
+        )
+        assert proc.returncode == 0, (stop, proc.stderr[-3000:])
+        assert "Callisto API server on http://127.0.0.1:" in proc.stderr
+
+
 def test_ctrl_c_and_sigterm_stop_serve_even_when_the_parent_ignored_sigint(family_models):
     """A parent that starts ``serve`` with SIGINT ignored (a background job of a shell script, a
     supervisor) leaves it ignored in Python; ``serve`` takes it back. SIGTERM stops it as cleanly."""
