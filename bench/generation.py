@@ -204,11 +204,14 @@ def compare(
         "bare_ttft_s": median(r.ttft_s for r in bare_runs),
         "callisto_tokens": [r.tokens for r in cal_runs],
         "bare_tokens": [r.tokens for r in bare_runs],
+        "callisto_runs_tps": [round(r.tokens_per_s, 1) for r in cal_runs],
+        "bare_runs_tps": [round(r.tokens_per_s, 1) for r in bare_runs],
     }
     log(
         f"  {label}: prompt {len(toks)} tokens; Callisto {res['callisto_tps']:.1f} tok/s "
         f"(tokens {res['callisto_tokens']}), bare {res['bare_tps']:.1f} tok/s (tokens {res['bare_tokens']}); "
-        f"TTFT Callisto {res['callisto_ttft_s'] * 1000:.1f} ms, bare {res['bare_ttft_s'] * 1000:.1f} ms"
+        f"TTFT Callisto {res['callisto_ttft_s'] * 1000:.1f} ms, bare {res['bare_ttft_s'] * 1000:.1f} ms; "
+        f"each run's tok/s, in order: Callisto {res['callisto_runs_tps']}, bare {res['bare_runs_tps']}"
     )
     return res
 
