@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from app.json_schema import schema_problem
+
 __all__ = [
     "CATEGORIES",
     "MATCH_MODES",
@@ -178,8 +180,6 @@ def _expected(raw: Any, where: str, tools: dict[str, dict[str, Any]]) -> Expecte
         "unordered must list argument keys whose expected values are arrays",
     )
     # the expectation itself must fit the tool's schema (a scenario no model can pass is a bug)
-    from app.check.scorer import schema_problem
-
     problem = schema_problem(args, tools[name].get("parameters") or {}, partial=match != "exact")
     _need(problem is None, where, f"the expected arguments of {name} do not fit its schema: {problem}")
     return ExpectedCall(name=name, arguments=args, match=match, unordered=tuple(unordered))

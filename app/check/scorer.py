@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from app.check.corpus import ExpectedCall, Scenario
+from app.json_schema import schema_problem
 
 __all__ = [
     "FAILURE_CLASSES",
@@ -36,7 +37,6 @@ __all__ = [
     "Outcome",
     "call_shaped",
     "leaked_marker",
-    "schema_problem",
     "score_scenario",
     "score_turn",
 ]
@@ -171,86 +171,7 @@ def _fail(cls: str, message: str, **detail: Any) -> Outcome:
     return Outcome(False, cls, message, detail=detail)
 
 
-# -- schema and values ----------------------------------------------------------------------------
-
-
-def _type_ok(value: Any, typ: str) -> bool:
-    if typ == "string":
-        return isinstance(value, str)
-    if typ == "integer":
-        return (isinstance(value, int) and not isinstance(value, bool)) or (
-            isinstance(value, float) and value.is_integer()
-        )
-    if typ == "number":
-        return isinstance(value, int | float) and not isinstance(value, bool)
-    if typ == "boolean":
-        return isinstance(value, bool)
-    if typ == "array":
-        return isinstance(value, list)
-    if typ == "object":
-        return isinstance(value, dict)
-    if typ == "null":
-        return value is None
-    return True
-
-
-def schema_problem(
-    value: Any, schema: dict[str, Any], *, partial: bool = False, path: str = ""
-) -> str | None:
-    """The first way ``value`` does not fit ``schema`` (types, enums, required and unknown keys of
-    objects, array items), as ``"key: problem"``; None when it fits. ``partial``: required keys may
-    be missing at the top level (a subset expectation)."""
-    where = path or "arguments"
-    typ = schema.get("type")
-    if isinstance(typ, list):
-        if not any(_type_ok(value, t) for t in typ):
-            return f"{where}: expected one of {typ}, got {_json_type(value)}"
-    elif isinstance(typ, str) and not _type_ok(value, typ):
-        return f"{where}: expected {typ}, got {_json_type(value)}"
-    if "enum" in schema and value not in schema["enum"]:
-        return f"{where}: {value!r} is not one of {schema['enum']}"
-    if isinstance(value, dict) and (typ == "object" or "properties" in schema):
-        props = schema.get("properties", {}) or {}
-        if not partial:
-            for key in schema.get("required", []) or []:
-                if key not in value:
-                    return f"{path + '.' if path else ''}{key}: required but missing"
-        extra = schema.get("additionalProperties", True)
-        for key, v in value.items():
-            sub = f"{path}.{key}" if path else key
-            if key in props:
-                p = schema_problem(v, props[key], path=sub)
-                if p:
-                    return p
-            elif isinstance(extra, dict):
-                p = schema_problem(v, extra, path=sub)
-                if p:
-                    return p
-            elif "additionalProperties" not in schema or extra is False:
-                # a tool's parameters are its properties: a key outside them is a wrong argument
-                return f"{sub}: not a parameter of this tool"
-    if isinstance(value, list) and isinstance(schema.get("items"), dict):
-        for i, item in enumerate(value):
-            p = schema_problem(item, schema["items"], path=f"{where}[{i}]")
-            if p:
-                return p
-    return None
-
-
-def _json_type(v: Any) -> str:
-    if v is None:
-        return "null"
-    if isinstance(v, bool):
-        return "boolean"
-    if isinstance(v, int):
-        return "integer"
-    if isinstance(v, float):
-        return "number"
-    if isinstance(v, str):
-        return "string"
-    if isinstance(v, list):
-        return "array"
-    return "object" if isinstance(v, dict) else type(v).__name__
+# -- values ----------------------------------------------------------------------------------------
 
 
 def _nfc(s: str) -> str:

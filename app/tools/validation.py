@@ -10,6 +10,8 @@ import json
 import re
 from typing import Any
 
+from app.json_schema import json_type
+
 __all__ = [
     "MAX_INT_DIGITS",
     "argument_problem",
@@ -37,27 +39,9 @@ _TYPE_WORDS = {
 _MAX_SHOWN = 60
 
 
-def _json_type(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list | tuple):
-        return "array"
-    if isinstance(value, dict):
-        return "object"
-    return type(value).__name__
-
-
 def describe_value(value: Any) -> str:
     """``string "ten"``, ``integer 3``, ``array [1, 2]``... shortened for long values."""
-    kind = _json_type(value)
+    kind = json_type(value)
     if kind == "null":
         return "null"
     try:

@@ -8,7 +8,7 @@ import unicodedata
 import pytest
 
 from app.check.corpus import CATEGORIES, CorpusError, default_scenarios_dir, load_corpus
-from app.check.scorer import schema_problem
+from app.json_schema import schema_problem
 
 
 def test_corpus_loads_with_every_category_and_a_rationale_each():

@@ -50,8 +50,9 @@ from typing import Any
 
 from app.engine.formats.base import Format, ParsedCall, RegionScanner, register
 from app.engine.formats.jsonscan import loads_repaired
-from app.engine.formats.schema import schema_types, tool_schemas
+from app.json_schema import schema_types, tool_schemas
 from app.engine.formats.sections import NAME, JsonSectionFormat, SectionScanner, raw_text, scan_section
+from app.engine.formats.xml_params import XmlParamsFormat
 
 __all__ = [
     "DeepSeekDsmlFormat",
@@ -234,13 +235,15 @@ def _dsml_value(value: str, flag: str | None, schema: Any) -> Any:
     return v if ok else value
 
 
-class DeepSeekDsmlFormat(Format):
+class DeepSeekDsmlFormat(XmlParamsFormat):
     name = "deepseek-dsml"
     label = "DeepSeek V3.2 / V4 (DSML)"
     detail = '<｜DSML｜invoke name="NAME"><｜DSML｜parameter name="K" string="true">V</｜DSML｜parameter>'
     openers = DSML_OPENERS
-    start_only = False
     reasoning = THINK
+    raw_values = False  # a value's ``string`` flag says how to read it
+    section = (f"<{DSML}function_calls>\n", f"</{DSML}function_calls>")
+    tail = f"{INVOKE_END}\n"
 
     def region_scanner(self, opener: str) -> RegionScanner:
         return DsmlScanner(_dsml_close(opener), DSML_DIALECTS[opener])
@@ -263,23 +266,19 @@ class DeepSeekDsmlFormat(Format):
             out.append(ParsedCall(name, args, body[start:end]))
         return out, leftover
 
-    def constraint_grammar(self, tools, *, forced, parallel, ctx):
-        from app.engine.constraints.wires import dsml_param, raw_params
+    def head(self, name: str) -> str:
+        return f'{INVOKE} name="{name}">\n'
 
-        return raw_params(
-            ctx,
-            self,
-            tools,
-            forced,
-            parallel,
-            opener=f"<{DSML}function_calls>",
-            section=(f"<{DSML}function_calls>\n", f"</{DSML}function_calls>"),
-            head=lambda n: f'{INVOKE} name="{n}">\n',
-            tail=f"{INVOKE_END}\n",
-            param=lambda c, k, s, w: dsml_param(c, k, s, w, open=PARAM, close=PARAM_END),
-            name_ok=lambda n: bool(re.fullmatch(NAME, n)),
-            key_ok=lambda k: not set(k) & set('"<>'),
-        )
+    def param(self, ctx, key, schema, where):
+        from app.engine.grammar.wires import dsml_param
+
+        return dsml_param(ctx, key, schema, where, open=PARAM, close=PARAM_END)
+
+    def name_ok(self, name: str) -> bool:
+        return bool(re.fullmatch(NAME, name))
+
+    def key_ok(self, key: str) -> bool:
+        return not set(key) & set('"<>')
 
     def example_call(self, name: str, arguments: dict[str, Any]) -> str:
         params = "".join(

@@ -18,9 +18,9 @@ import re
 from typing import Any
 
 from app.calls import WIRE_NAME
-from app.engine.formats.base import Format, ParsedCall, RegionScanner, register
+from app.engine.formats.base import RegionScanner, register
 from app.engine.formats.sections import SkipValuesScanner, skip_ws
-from app.engine.formats.xml_params import arg_pair_param, arg_pairs_text, pair_key_ok, read_arg_pairs
+from app.engine.formats.xml_params import ArgPairsFormat, one_call, read_arg_pairs
 
 __all__ = ["GlmFormat", "parse_glm_call"]
 
@@ -46,14 +46,14 @@ def parse_glm_call(inner: str) -> tuple[str, dict[str, str]] | None:
     return None if got is None else (m.group(0), got[0])
 
 
-class GlmFormat(Format):
+class GlmFormat(ArgPairsFormat):
     name = "glm"
     label = "GLM XML (GLM-4.5, GLM-4.6, GLM-4.7, GLM-5, Laguna)"
     detail = "<tool_call>NAME<arg_key>K</arg_key><arg_value>V</arg_value></tool_call>"
     openers = (OPEN,)
-    start_only = False
-    reasoning = ("<think>", "</think>")
-    raw_values = True
+    tail = CLOSE
+    key_tags, value_tags = KEY, VALUE
+    param_close = V_CLOSE
 
     def region_scanner(self, opener: str) -> RegionScanner:
         return SkipValuesScanner(CLOSE, V_OPEN, V_CLOSE, followers=(K_OPEN, CLOSE), reopen=(OPEN,))
@@ -63,35 +63,17 @@ class GlmFormat(Format):
             return None  # the scanner did not close the region before the cut: an incomplete call
         if not body.endswith(CLOSE):
             return None  # ``</tool_call>`` is plain text for GLM: a call without it was cut off
-        got = parse_glm_call(body[: -len(CLOSE)])
-        if got is None:
-            return None
-        name, args = got
-        return [ParsedCall(name, dict(args), opener + body)], ""
+        return one_call(opener, body, parse_glm_call(body[: -len(CLOSE)]))
 
-    def constraint_grammar(self, tools, *, forced, parallel, ctx):
-        from app.engine.constraints.wires import raw_params
-
-        return raw_params(
-            ctx,
-            self,
-            tools,
-            forced,
-            parallel,
-            opener=OPEN,
-            head=lambda n: f"{OPEN}{n}\n",
-            tail=CLOSE,
-            param=arg_pair_param(KEY, VALUE),
-            name_ok=lambda n: bool(_NAME.fullmatch(n)),
-            key_ok=pair_key_ok,
-        )
+    def head(self, name: str) -> str:
+        return f"{OPEN}{name}\n"
 
     def call_name(self, raw: str) -> str | None:
         m = _NAME.match(raw, len(OPEN)) if raw.startswith(OPEN) else None
         return m.group(0) if m and raw[m.end() : m.end() + 1] in ("\n", "<", " ") else None
 
     def example_call(self, name: str, arguments: dict[str, Any]) -> str:
-        return f"{OPEN}{name}\n{arg_pairs_text(arguments, key=KEY, value=VALUE)}{CLOSE}"
+        return f"{OPEN}{name}\n{self.pairs_text(arguments)}{CLOSE}"
 
 
 register(GlmFormat())

@@ -26,6 +26,7 @@ inside a header ends the message before at its end marker (the header is an inco
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 from app.calls import IncompleteCall
@@ -121,9 +122,14 @@ class HarmonyStream(Stream):
         self._json: JsonScanner | None = None
         self._json_aware = True  # False after one unclosed JSON body fell back (keeps it linear)
 
-    def _run(self, final: bool, truncated: bool) -> None:
-        while getattr(self, "_h_" + self._mode)(final, truncated):
-            pass
+    def _step_table(self) -> dict[str, Callable[[bool, bool], bool]]:
+        return {
+            _HEAD: self._h_head,
+            _REASON: self._h_reason,
+            _CONTENT: self._h_content,
+            _CALL: self._h_call,
+            _DONE: self._h_done,
+        }
 
     def _h_done(self, final: bool, truncated: bool) -> bool:
         return False
@@ -361,7 +367,7 @@ class HarmonyFormat(Format):
         return None
 
     def constraint_grammar(self, tools, *, forced, parallel, ctx):
-        from app.engine.constraints.wires import harmony
+        from app.engine.grammar.wires import harmony
 
         return harmony(
             ctx,

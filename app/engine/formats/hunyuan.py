@@ -19,9 +19,9 @@ from __future__ import annotations
 import re
 
 from app.calls import WIRE_NAME
-from app.engine.formats.base import Format, ParsedCall, RegionScanner, register
+from app.engine.formats.base import ParsedCall, RegionScanner, register
 from app.engine.formats.sections import SkipValuesScanner, read_run, skip_ws
-from app.engine.formats.xml_params import arg_pair_param, arg_pairs_text, pair_key_ok, read_arg_pairs
+from app.engine.formats.xml_params import ArgPairsFormat, read_arg_pairs
 
 __all__ = ["HunyuanFormat"]
 
@@ -84,14 +84,16 @@ def _call(text: str, start: int) -> tuple[ParsedCall, int] | None:
     return ParsedCall(m.group(0), dict(args), text[start:end]), end
 
 
-class HunyuanFormat(Format):
+class HunyuanFormat(ArgPairsFormat):
     name = "hunyuan"
     label = "Hunyuan XML (Tencent Hy3)"
     detail = "<tool_calls:opensource><tool_call:opensource>NAME<tool_sep:opensource><arg_key:...>K...</tool_calls:opensource>"
     openers = (OPEN,)
-    start_only = False
     reasoning = (f"<think{_T}>", f"</think{_T}>")
-    raw_values = True
+    section = (OPEN + "\n", CLOSE)
+    tail = f"{CALL_END}\n"
+    key_tags, value_tags = KEY, VALUE
+    param_close = V_CLOSE
 
     def region_scanner(self, opener: str) -> RegionScanner:
         return _Scanner()
@@ -111,30 +113,15 @@ class HunyuanFormat(Format):
             rest = ""  # cut in the section's closing tag: every call is complete
         return calls, rest
 
-    def constraint_grammar(self, tools, *, forced, parallel, ctx):
-        from app.engine.constraints.wires import raw_params
-
-        return raw_params(
-            ctx,
-            self,
-            tools,
-            forced,
-            parallel,
-            opener=OPEN,
-            section=(OPEN + "\n", CLOSE),
-            head=lambda n: f"{CALL}{n}{SEP}\n",
-            tail=f"{CALL_END}\n",
-            param=arg_pair_param(KEY, VALUE),
-            name_ok=lambda n: bool(_NAME.fullmatch(n)),
-            key_ok=pair_key_ok,
-        )
+    def head(self, name: str) -> str:
+        return f"{CALL}{name}{SEP}\n"
 
     def call_name(self, raw: str) -> str | None:
         m = _CUT_NAME.search(raw)
         return m.group(1) if m else None
 
     def example_call(self, name: str, arguments: dict) -> str:
-        pairs = arg_pairs_text(arguments, key=KEY, value=VALUE)
+        pairs = self.pairs_text(arguments)
         return f"{OPEN}\n{CALL}{name}{SEP}\n{pairs}{CALL_END}\n{CLOSE}"
 
 

@@ -44,7 +44,7 @@ from typing import Any
 
 from app.engine.formats.base import Format, ParsedCall, RegionScanner, register
 from app.engine.formats.jsonscan import loads_repaired
-from app.engine.formats.schema import json_type
+from app.json_schema import JSON_TYPES, json_type
 from app.engine.formats.sections import (
     NAME,
     JsonSectionFormat,
@@ -53,6 +53,7 @@ from app.engine.formats.sections import (
     raw_text,
     scan_section,
 )
+from app.engine.formats.xml_params import XmlParamsFormat
 
 __all__ = ["K3Scanner", "KimiK2Format", "KimiK3Format"]
 
@@ -64,6 +65,13 @@ CALL_END = "<|tool_call_end|>"
 ARG_BEGIN = "<|tool_call_argument_begin|>"
 
 _K2_HEADER = re.compile(r"\s*(?:functions\.)?(" + NAME + r"?)(?::\d+)?\s*" + re.escape(ARG_BEGIN) + r"\s*")
+
+
+def _type_attr(value: Any) -> str:
+    """The ``type`` attribute of a written value: its JSON type (a value JSON has none for is
+    written as an object)."""
+    t = json_type(value)
+    return t if t in JSON_TYPES else "object"
 
 
 class KimiK2Format(JsonSectionFormat):
@@ -257,7 +265,7 @@ class _Frame(RegionScanner):
         return 0, True
 
 
-class KimiK3Format(Format):
+class KimiK3Format(XmlParamsFormat):
     """Kimi K3 writes its whole message in XTML control tokens (see the module docstring)."""
 
     name = "kimi-k3"
@@ -267,8 +275,10 @@ class KimiK3Format(Format):
         "<|close|>argument<|sep|><|close|>call<|sep|><|close|>tools<|sep|>"
     )
     openers = (TOOLS_OPEN, K3_OPENER, *K3_STRUCTURE)
-    start_only = False
     reasoning = (THINK_OPEN, THINK_CLOSE)
+    raw_values = False  # a value's ``type`` attribute says how to read it
+    section = (TOOLS_OPEN, TOOLS_CLOSE)
+    tail = CALL_CLOSE
     # A reply that opens with its response frame has no reasoning: the frame ends the block.
     reasoning_alt = ((THINK_OPEN, RESPONSE_OPEN),)
 
@@ -307,31 +317,26 @@ class KimiK3Format(Format):
             out.append(ParsedCall(name, values, raw))
         return out, leftover
 
-    def constraint_grammar(self, tools, *, forced, parallel, ctx):
-        from app.engine.constraints.wires import k3_param, raw_params
-
-        return raw_params(
-            ctx,
-            self,
-            tools,
-            forced,
-            parallel,
-            opener=TOOLS_OPEN,
-            section=(TOOLS_OPEN, TOOLS_CLOSE),
-            head=str,
-            tail=CALL_CLOSE,
-            head_expr=lambda c, n: (
-                f"{c.lit(f'{K3_OPENER} tool={chr(34)}{n}{chr(34)} index={chr(34)}')} "
-                f"/[0-9]{{1,2}}/ {c.lit(chr(34) + SEP)}"
-            ),
-            param=lambda c, k, s, w: k3_param(c, k, s, w, open=ARG_OPEN, sep=SEP, close=ARG_CLOSE, trail=""),
-            name_ok=lambda n: bool(re.fullmatch(NAME, n)),
-            key_ok=lambda k: not set(k) & set('"<>|&'),
+    def head_expr(self, ctx, name):
+        return (
+            f"{ctx.lit(f'{K3_OPENER} tool={chr(34)}{name}{chr(34)} index={chr(34)}')} "
+            f"/[0-9]{{1,2}}/ {ctx.lit(chr(34) + SEP)}"
         )
+
+    def param(self, ctx, key, schema, where):
+        from app.engine.grammar.wires import k3_param
+
+        return k3_param(ctx, key, schema, where, open=ARG_OPEN, sep=SEP, close=ARG_CLOSE, trail="")
+
+    def name_ok(self, name: str) -> bool:
+        return bool(re.fullmatch(NAME, name))
+
+    def key_ok(self, key: str) -> bool:
+        return not set(key) & set('"<>|&')
 
     def example_call(self, name: str, arguments: dict[str, Any]) -> str:
         args = "".join(
-            f'{ARG_OPEN} key="{_escape(k)}" type="{json_type(v) or "object"}"{SEP}{raw_text(v)}{ARG_CLOSE}'
+            f'{ARG_OPEN} key="{_escape(k)}" type="{_type_attr(v)}"{SEP}{raw_text(v)}{ARG_CLOSE}'
             for k, v in arguments.items()
         )
         return f'{TOOLS_OPEN}{K3_OPENER} tool="{_escape(name)}" index="1"{SEP}{args}{CALL_CLOSE}{TOOLS_CLOSE}'

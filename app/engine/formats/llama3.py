@@ -14,7 +14,7 @@ from typing import Any
 
 from app.engine.formats.base import Format, ParsedCall, RegionScanner, register
 from app.engine.formats.jsonscan import JsonScanner, loads_repaired, name_arguments
-from app.engine.formats.schema import tool_schemas
+from app.json_schema import tool_schemas
 from app.engine.formats.sections import json_text
 
 __all__ = ["Llama3Format"]
@@ -92,7 +92,7 @@ class Llama3Format(Format):
         return [ParsedCall(name, args, opener + body.rstrip())], body[len(body.rstrip()) :]
 
     def constraint_grammar(self, tools, *, forced, parallel, ctx):
-        from app.engine.constraints.wires import json_tagged
+        from app.engine.grammar.wires import json_tagged
 
         return json_tagged(
             ctx,

@@ -15,9 +15,9 @@ from __future__ import annotations
 import json
 import re
 
-from app.engine.formats.base import Format, ParsedCall, RegionScanner, register
+from app.engine.formats.base import RegionScanner, register
 from app.engine.formats.sections import SkipValuesScanner
-from app.engine.formats.xml_params import params_text, read_params, tag_name
+from app.engine.formats.xml_params import XmlParamsFormat, one_call, params_text, read_params, tag_name
 
 __all__ = ["MiniCpm5Format"]
 
@@ -65,14 +65,15 @@ def _value(v: object) -> str:
     return text
 
 
-class MiniCpm5Format(Format):
+class MiniCpm5Format(XmlParamsFormat):
     name = "minicpm5"
     label = "MiniCPM5 XML (OpenBMB MiniCPM5)"
     detail = '<function name="NAME"><param name="K">V</param></function>'
     openers = (OPEN,)
-    start_only = False
-    reasoning = ("<think>", "</think>")
-    raw_values = True
+    tail = CLOSE
+    param_close = P_CLOSE
+    param_after = ""
+    markup_free = True
 
     def region_scanner(self, opener: str) -> RegionScanner:
         return SkipValuesScanner(CLOSE, CDATA_OPEN, CDATA_CLOSE)  # a CDATA section may hold the close
@@ -80,36 +81,25 @@ class MiniCpm5Format(Format):
     def parse_region(self, opener, body, *, at_end, truncated, tools):
         if not body.endswith(CLOSE):
             return None
-        got = _parse(body)
-        if got is None:
-            return None
-        name, args = got
-        return [ParsedCall(name, dict(args), opener + body)], ""
+        return one_call(opener, body, _parse(body))
 
-    def constraint_grammar(self, tools, *, forced, parallel, ctx):
-        from app.engine.constraints.wires import NO_MARKUP, raw_params, typed
+    def head(self, name: str) -> str:
+        return f"{OPEN}{name}{KEY_END}"
 
-        return raw_params(
-            ctx,
-            self,
-            tools,
-            forced,
-            parallel,
-            opener=OPEN,
-            head=lambda n: f'{OPEN}{n}">',
-            tail=CLOSE,
-            param=lambda c, k, s, w: (
-                f"{c.lit(P_OPEN + k + chr(34) + '>')} {typed(c, s, P_CLOSE, w, text_rx=NO_MARKUP)}"
-            ),
-            name_ok=lambda n: _whole_name(n),
-            key_ok=lambda k: bool(k) and not set(k) & set('"<>& \t\n'),
-        )
+    def param_head(self, key: str) -> str:
+        return P_OPEN + key + KEY_END
+
+    def name_ok(self, name: str) -> bool:
+        return _whole_name(name)
+
+    def key_ok(self, key: str) -> bool:
+        return bool(key) and not set(key) & set('"<>& \t\n')
 
     def example_call(self, name: str, arguments: dict) -> str:
         params = params_text(
             arguments, param=P_OPEN, key_end=KEY_END, param_end=P_CLOSE, sep="", value=_value
         )
-        return f'{OPEN}{name}">{params}{CLOSE}'
+        return f"{self.head(name)}{params}{CLOSE}"
 
 
 register(MiniCpm5Format())

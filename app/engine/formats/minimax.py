@@ -13,9 +13,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from app.engine.formats.base import Format, ParsedCall, RegionScanner, register
+from app.engine.formats.base import ParsedCall, RegionScanner, register
 from app.engine.formats.sections import SkipValuesScanner, closed_body, skip_ws
-from app.engine.formats.xml_params import params_text, read_params, tag_name
+from app.engine.formats.xml_params import XmlParamsFormat, one_call, params_text, read_params, tag_name
 
 __all__ = ["MiniMaxFormat", "parse_invokes"]
 
@@ -54,16 +54,16 @@ def parse_invokes(text: str) -> list[tuple[str, dict[str, str], str]] | None:
     return calls or None
 
 
-class MiniMaxFormat(Format):
+class MiniMaxFormat(XmlParamsFormat):
     name = "minimax"
     label = "MiniMax XML (MiniMax-M2, M2.1)"
     detail = (
         '<minimax:tool_call><invoke name="N"><parameter name="K">V</parameter></invoke></minimax:tool_call>'
     )
     openers = (OPEN,)
-    start_only = False
-    reasoning = ("<think>", "</think>")
-    raw_values = True
+    section = (OPEN + "\n", CLOSE)
+    tail = f"{I_CLOSE}\n"
+    param_close = P_CLOSE
 
     def region_scanner(self, opener: str) -> RegionScanner:
         return SkipValuesScanner(CLOSE, P_OPEN, P_CLOSE)
@@ -76,32 +76,23 @@ class MiniMaxFormat(Format):
         if calls is None:
             return None
         if len(calls) == 1:
-            return [ParsedCall(calls[0][0], dict(calls[0][1]), opener + body)], ""
+            return one_call(opener, body, calls[0][:2])
         return [ParsedCall(name, dict(args), raw) for name, args, raw in calls], ""
 
-    def constraint_grammar(self, tools, *, forced, parallel, ctx):
-        from app.engine.constraints.wires import raw_params, typed
+    def head(self, name: str) -> str:
+        return f'{I_OPEN}{name}{KEY_END}\n'
 
-        return raw_params(
-            ctx,
-            self,
-            tools,
-            forced,
-            parallel,
-            opener=OPEN,
-            section=(OPEN + "\n", CLOSE),
-            head=lambda n: f'{I_OPEN}{n}">\n',
-            tail=f"{I_CLOSE}\n",
-            param=lambda c, k, s, w: (
-                f"{c.lit(P_OPEN + k + chr(34) + '>')} {typed(c, s, P_CLOSE, w)} {c.lit(chr(10))}"
-            ),
-            name_ok=lambda n: bool(_NAME.fullmatch(n)),
-            key_ok=lambda k: bool(_NAME.fullmatch(k)),
-        )
+    def param_head(self, key: str) -> str:
+        return P_OPEN + key + KEY_END
+
+    def name_ok(self, name: str) -> bool:
+        return bool(_NAME.fullmatch(name))
+
+    key_ok = name_ok
 
     def example_call(self, name: str, arguments: dict[str, Any]) -> str:
         params = params_text(arguments, param=P_OPEN, key_end=KEY_END, param_end=P_CLOSE)
-        return f'{OPEN}\n{I_OPEN}{name}">\n{params}{I_CLOSE}\n{CLOSE}'
+        return f"{OPEN}\n{self.head(name)}{params}{I_CLOSE}\n{CLOSE}"
 
 
 register(MiniMaxFormat())

@@ -21,9 +21,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.engine.formats.base import Format, ParsedCall, RegionScanner, register
-from app.engine.formats.schema import tool_schemas
+from app.engine.formats.base import ParsedCall, RegionScanner, register
+from app.json_schema import tool_schemas
 from app.engine.formats.sections import SkipValuesScanner, closed_body, raw_text, skip_ws
+from app.engine.formats.xml_params import XmlParamsFormat, one_call
 
 __all__ = ["QwenXmlFormat", "parse_function_block"]
 
@@ -120,7 +121,7 @@ def parse_function_block(
 ) -> tuple[str, dict[str, str]] | None:
     """Strictly read ``<function=NAME> (<parameter=P>value</parameter>)* </function>`` + whitespace.
 
-    ``schemas`` (``schema.tool_schemas(tools)``) gives the declared parameter names, which decide
+    ``schemas`` (``app.json_schema.tool_schemas(tools)``) gives the declared parameter names, which decide
     where a value ends when its ``</parameter>`` is missing or written inside it (see
     :func:`_value_end`)."""
     got = _read_block(text, 0, schemas)
@@ -192,14 +193,15 @@ def _block_scanner() -> SkipValuesScanner:
     return SkipValuesScanner(F_CLOSE, P_OPEN, P_CLOSE, followers=(P_OPEN, F_CLOSE), reopen=(F_OPEN, CLOSE))
 
 
-class QwenXmlFormat(Format):
+class QwenXmlFormat(XmlParamsFormat):
     name = "qwen-xml"
     label = "Qwen XML (Qwen3.5, Qwen3.6, Qwen3-Coder, Nemotron 3 Nano)"
     detail = "<tool_call><function=NAME><parameter=P>value</parameter></function></tool_call>"
     openers = (OPEN, F_OPEN)
-    start_only = False
-    reasoning = ("<think>", "</think>")
-    raw_values = True
+    sep = "\n"
+    tail = f"{F_CLOSE}\n{CLOSE}"
+    param_close = P_CLOSE
+    value_newlines = True
 
     def region_scanner(self, opener: str) -> RegionScanner:
         if opener == F_OPEN:
@@ -215,38 +217,22 @@ class QwenXmlFormat(Format):
         if opener == F_OPEN:
             return _bare_run(F_OPEN + body, schemas)
         inner = closed_body(body, CLOSE, last=F_CLOSE, at_end=at_end, truncated=truncated)
-        if inner is None:
-            return None
-        got = parse_function_block(inner, schemas)
-        if got is None:
-            return None
-        name, args = got
-        return [ParsedCall(name, dict(args), opener + body)], ""
+        return one_call(opener, body, None if inner is None else parse_function_block(inner, schemas))
 
-    def constraint_grammar(self, tools, *, forced, parallel, ctx):
-        from app.engine.constraints.wires import raw_params, typed
+    def head(self, name: str) -> str:
+        return f"{OPEN}\n{F_OPEN}{name}>\n"
 
-        return raw_params(
-            ctx,
-            self,
-            tools,
-            forced,
-            parallel,
-            opener=OPEN,
-            sep="\n",
-            head=lambda n: f"{OPEN}\n{F_OPEN}{n}>\n",
-            tail=f"{F_CLOSE}\n{CLOSE}",
-            param=lambda c, k, s, w: (
-                f"{c.lit(P_OPEN + k + '>')} "
-                f"{typed(c, s, P_CLOSE, w, lead=chr(10), trail=chr(10))} {c.lit(chr(10))}"
-            ),
-            name_ok=lambda n: _name(n + ">", 0) is not None,
-            key_ok=lambda k: _name(k + ">", 0) is not None,
-        )
+    def param_head(self, key: str) -> str:
+        return f"{P_OPEN}{key}>"
+
+    def name_ok(self, name: str) -> bool:
+        return _name(name + ">", 0) is not None
+
+    key_ok = name_ok
 
     def example_call(self, name: str, arguments: dict[str, Any]) -> str:
         params = "".join(f"<parameter={k}>\n{raw_text(v)}\n</parameter>\n" for k, v in arguments.items())
-        return f"<tool_call>\n<function={name}>\n{params}</function>\n</tool_call>"
+        return f"{self.head(name)}{params}{F_CLOSE}\n{CLOSE}"
 
 
 register(QwenXmlFormat())

@@ -14,9 +14,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from app.engine.formats.base import Format, ParsedCall, RegionScanner, register
+from app.engine.formats.base import RegionScanner, register
 from app.engine.formats.sections import SkipValuesScanner, closed_body, skip_ws
-from app.engine.formats.xml_params import params_text, read_params, tag_name
+from app.engine.formats.xml_params import XmlParamsFormat, one_call, params_text, read_params, tag_name
 
 __all__ = ["SeedOssFormat", "parse_seed_function"]
 
@@ -46,49 +46,37 @@ def parse_seed_function(text: str) -> tuple[str, dict[str, str]] | None:
     return (name, args) if skip_ws(text, i) == len(text) else None
 
 
-class SeedOssFormat(Format):
+class SeedOssFormat(XmlParamsFormat):
     name = "seed-oss"
     label = "Seed-OSS XML (ByteDance Seed-OSS)"
     detail = "<seed:tool_call><function=NAME><parameter=K>V</parameter></function></seed:tool_call>"
     openers = (OPEN,)
-    start_only = False
     reasoning = ("<seed:think>", "</seed:think>")
-    raw_values = True
+    section = (OPEN + "\n", CLOSE)
+    tail = f"{F_CLOSE}\n"
+    param_close = P_CLOSE
 
     def region_scanner(self, opener: str) -> RegionScanner:
         return SkipValuesScanner(CLOSE, P_OPEN, P_CLOSE)
 
     def parse_region(self, opener, body, *, at_end, truncated, tools):
         inner = closed_body(body, CLOSE, last=F_CLOSE, at_end=at_end, truncated=truncated)
-        if inner is None:
-            return None
-        got = parse_seed_function(inner)
-        if got is None:
-            return None
-        name, args = got
-        return [ParsedCall(name, dict(args), opener + body)], ""
+        return one_call(opener, body, None if inner is None else parse_seed_function(inner))
 
-    def constraint_grammar(self, tools, *, forced, parallel, ctx):
-        from app.engine.constraints.wires import raw_params, typed
+    def head(self, name: str) -> str:
+        return f"{F_OPEN}{name}>\n"
 
-        return raw_params(
-            ctx,
-            self,
-            tools,
-            forced,
-            parallel,
-            opener=OPEN,
-            section=(OPEN + "\n", CLOSE),
-            head=lambda n: f"<function={n}>\n",
-            tail=f"{F_CLOSE}\n",
-            param=lambda c, k, s, w: f"{c.lit(P_OPEN + k + '>')} {typed(c, s, P_CLOSE, w)} {c.lit(chr(10))}",
-            name_ok=lambda n: bool(n) and not set(n) & set(" \t\n<>=\"'"),
-            key_ok=lambda k: bool(k) and not set(k) & set(" \t\n<>=\"'"),
-        )
+    def param_head(self, key: str) -> str:
+        return f"{P_OPEN}{key}>"
+
+    def name_ok(self, name: str) -> bool:
+        return bool(_NAME.fullmatch(name))
+
+    key_ok = name_ok
 
     def example_call(self, name: str, arguments: dict[str, Any]) -> str:
         params = params_text(arguments, param=P_OPEN, key_end=">", param_end=P_CLOSE)
-        return f"{OPEN}\n<function={name}>\n{params}{F_CLOSE}\n{CLOSE}"
+        return f"{OPEN}\n{self.head(name)}{params}{F_CLOSE}\n{CLOSE}"
 
 
 register(SeedOssFormat())

@@ -9,6 +9,10 @@ Hunyuan): ``<arg_key>K</arg_key><arg_value>V</arg_value>``.
   such a key may be, :func:`arg_pair_param` the grammar of one pair, :func:`arg_pairs_text`
   writes them.
 * :func:`params_text` writes them (the families' example calls).
+* :class:`XmlParamsFormat` is the base of these families (and of the other families whose
+  parameters are tags: DeepSeek DSML, Kimi K3): the shared class attributes and the one
+  constrained-decoding grammar, ``head(NAME) param* tail`` (see ``raw_params``), for which a
+  family declares its tags; :func:`one_call` is the result of a region that holds one call.
 
 A family passes its own tags and name patterns; what a value means is the schema's business.
 """
@@ -19,11 +23,15 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from app.calls import WIRE_NAME
+from app.engine.formats.base import Format, ParsedCall
 from app.engine.formats.sections import raw_text, skip_ws
 
 __all__ = [
-    "arg_pair_param",
+    "ArgPairsFormat",
+    "XmlParamsFormat",
     "arg_pairs_text",
+    "one_call",
     "pair_key_ok",
     "params_text",
     "read_arg_pairs",
@@ -173,19 +181,116 @@ def read_arg_pairs(
         i = end + len(v_close)
 
 
-def arg_pair_param(key: tuple[str, str], value: tuple[str, str]) -> Callable[[Any, str, Any, Any], str]:
-    """The grammar of one key/value tag pair (``raw_params``' ``param``), as the template writes
-    it: ``KEY_OPEN k KEY_CLOSE \\n VALUE_OPEN v VALUE_CLOSE \\n``."""
-    from app.engine.constraints.wires import typed
-
-    (k_open, k_close), (v_open, v_close) = key, value
-    return lambda c, k, s, w: (
-        f"{c.lit(f'{k_open}{k}{k_close}{chr(10)}{v_open}')} {typed(c, s, v_close, w)} {c.lit(chr(10))}"
-    )
-
-
 def arg_pairs_text(arguments: Mapping[str, Any], *, key: tuple[str, str], value: tuple[str, str]) -> str:
     """``arguments`` written as ``KEY_OPEN k KEY_CLOSE \\n VALUE_OPEN v VALUE_CLOSE \\n`` each (values
     as raw text)."""
     (k_open, k_close), (v_open, v_close) = key, value
     return "".join(f"{k_open}{k}{k_close}\n{v_open}{raw_text(v)}{v_close}\n" for k, v in arguments.items())
+
+
+def one_call(opener: str, body: str, got: tuple[str, Mapping[str, Any]] | None) -> tuple[list[ParsedCall], str] | None:
+    """What a region that holds one call parses to: the call ``got`` read from it (its name and
+    its arguments as written), the whole region being its text; None when nothing was read."""
+    if got is None:
+        return None
+    name, args = got
+    return [ParsedCall(name, dict(args), opener + body)], ""
+
+
+class XmlParamsFormat(Format):
+    """A family whose parameters are tags holding the value as text, typed by the schema.
+
+    The constrained-decoding grammar is ``head(NAME) param* tail`` for each call (in ``section``
+    when the calls stand in one; ``sep`` between calls) with the first opener as the grammar's
+    opener. A family sets the tags: ``head``, ``tail``, and per parameter ``param_head(KEY)``
+    (what stands before the value), ``param_close`` (what closes it) and ``param_after`` (what
+    the template writes after it); ``value_newlines`` when one newline on each side of a value is
+    the wire's, ``markup_free`` when a text value may hold no markup. A family with another
+    parameter syntax overrides :meth:`param`. ``name_ok`` / ``key_ok`` say which tool and
+    parameter names the wire can write.
+    """
+
+    start_only = False
+    reasoning: tuple[str, str] | None = ("<think>", "</think>")
+    raw_values = True
+    section: tuple[str, str] | None = None
+    sep = ""
+    tail = ""
+    param_close = ""
+    param_after = "\n"
+    value_newlines = False
+    markup_free = False
+
+    def head(self, name: str) -> str:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def head_expr(self, ctx: Any, name: str) -> str:
+        """The head as a grammar expression: ``head``'s text (a family whose head holds a
+        counter writes it otherwise)."""
+        return str(ctx.lit(self.head(name)))
+
+    def param_head(self, key: str) -> str:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def name_ok(self, name: str) -> bool:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def key_ok(self, key: str) -> bool:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def param(self, ctx: Any, key: str, schema: Any, where: str) -> str:
+        """The grammar of one parameter: ``param_head(KEY)``, the typed value up to
+        ``param_close``, then ``param_after``."""
+        from app.engine.grammar.wires import NO_MARKUP, typed
+
+        lead = "\n" if self.value_newlines else ""
+        value = typed(
+            ctx, schema, self.param_close, where, lead=lead, trail=lead, text_rx=NO_MARKUP if self.markup_free else None
+        )
+        after = f" {ctx.lit(self.param_after)}" if self.param_after else ""
+        return f"{ctx.lit(self.param_head(key))} {value}{after}"
+
+    def constraint_grammar(self, tools, *, forced, parallel, ctx):
+        from app.engine.grammar.wires import raw_params
+
+        return raw_params(
+            ctx,
+            self,
+            tools,
+            forced,
+            parallel,
+            opener=self.openers[0],
+            section=self.section,
+            sep=self.sep,
+            head=self.head,
+            head_expr=self.head_expr,
+            tail=self.tail,
+            param=self.param,
+            name_ok=self.name_ok,
+            key_ok=self.key_ok,
+        )
+
+
+_WIRE_NAME = re.compile(WIRE_NAME)
+
+
+class ArgPairsFormat(XmlParamsFormat):
+    """A family whose parameters are key/value tag pairs (GLM, Hunyuan): ``key_tags`` and
+    ``value_tags`` are the (open, close) tags; tool names are spelt as tools spell them."""
+
+    key_tags: tuple[str, str] = ("", "")
+    value_tags: tuple[str, str] = ("", "")
+
+    def param_head(self, key: str) -> str:
+        (k_open, k_close), v_open = self.key_tags, self.value_tags[0]
+        return f"{k_open}{key}{k_close}\n{v_open}"
+
+    def name_ok(self, name: str) -> bool:
+        return bool(_WIRE_NAME.fullmatch(name))
+
+    def key_ok(self, key: str) -> bool:
+        return pair_key_ok(key)
+
+    def pairs_text(self, arguments: Mapping[str, Any]) -> str:
+        """``arguments`` as the template writes them (see :func:`arg_pairs_text`)."""
+        return arg_pairs_text(arguments, key=self.key_tags, value=self.value_tags)

@@ -8,7 +8,7 @@ import pytest
 
 from app.engine.formats import FORMATS, fold_events, tool_format_choices
 from app.engine.formats.events import TextDelta, ToolCallDone
-from app.engine.formats.schema import type_arguments, type_value
+from app.json_schema import type_arguments, type_value
 from tests.engine.formats.harness import TOOLS
 
 

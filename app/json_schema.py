@@ -1,12 +1,23 @@
-"""Type a call's arguments once, by the tool's JSON Schema.
+"""JSON typing and schema checks, in one place for the formats, the dispatcher and the check.
 
-Two wires exist. JSON wires (hermes, llama3, mistral) give JSON values: a string given for a
-non-string property is read as a literal (``"10"`` -> 10 for an integer). Raw wires (qwen-xml)
-give every value as text: the text is decoded by the schema (``8080`` stays ``"8080"`` for a
-string property and becomes 8080 for an integer one). Literals may use JSON's ``true``/``null``
-or the Python spellings ``True``/``None`` that some official templates write; objects and arrays
-may be JSON (or Python literals). ``anyOf``/``oneOf`` and type arrays are honoured. A value that
-cannot be typed is kept as written, for the dispatcher to reject.
+* :func:`json_type` names the JSON type of a Python value, one rule for everyone: ``None`` is
+  null, a bool a boolean, an int an integer, a float a number, a str a string, a list or a tuple
+  (JSON encoders write tuples as arrays) an array, a dict an object; any other value answers its
+  Python type name (no JSON type is named so, so it fits no schema type).
+* :func:`type_arguments` / :func:`type_value` type a call's arguments once, by the tool's schema
+  (the formats, below).
+* :func:`schema_problem` says the first way a value does not fit a schema (the check's scorer
+  and corpus).
+
+Typing arguments: two wires exist. JSON wires (hermes, llama3, mistral) give JSON values: a
+string given for a non-string property is read as a literal (``"10"`` -> 10 for an integer). Raw
+wires (qwen-xml) give every value as text: the text is decoded by the schema (``8080`` stays
+``"8080"`` for a string property and becomes 8080 for an integer one). Literals may use JSON's
+``true``/``null`` or the Python spellings ``True``/``None`` that some official templates write;
+objects and arrays may be JSON (or Python literals). ``anyOf``/``oneOf`` and type arrays are
+honoured. A value that cannot be typed is kept as written, for the dispatcher to reject.
+
+Imports nothing from the app: it sits at the bottom layer, beside ``app.calls``.
 """
 
 from __future__ import annotations
@@ -16,11 +27,20 @@ import json
 import re
 from typing import Any
 
-__all__ = ["json_type", "schema_types", "tool_schemas", "type_arguments", "type_value"]
+__all__ = [
+    "JSON_TYPES",
+    "json_type",
+    "schema_problem",
+    "schema_types",
+    "tool_schemas",
+    "type_arguments",
+    "type_value",
+]
 
 _INT = re.compile(r"-?(?:0|[1-9]\d*)")
 _NUM = re.compile(r"-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?")
-_ORDER = ("null", "boolean", "integer", "number", "object", "array", "string")
+# The JSON type names, most specific first.
+JSON_TYPES = ("null", "boolean", "integer", "number", "object", "array", "string")
 
 
 def tool_schemas(tools: list[dict[str, Any]] | None) -> dict[str, dict[str, Any]]:
@@ -55,14 +75,14 @@ def schema_types(schema: Any) -> list[str]:
         elif "items" in schema:
             found.append("array")
         elif "enum" in schema:
-            found.extend(json_type(v) for v in schema["enum"] if json_type(v))
-    uniq = [t for t in _ORDER if t in found]
+            found.extend(json_type(v) for v in schema["enum"])
+    uniq = [t for t in JSON_TYPES if t in found]
     return uniq
 
 
 def json_type(v: Any) -> str:
-    """The JSON type name of a Python value (a dict is an object, a list an array); "" for a
-    value JSON has no type for."""
+    """The JSON type name of a Python value (see the module's rule); a value JSON has no type
+    for answers its Python type name."""
     if v is None:
         return "null"
     if isinstance(v, bool):
@@ -73,11 +93,11 @@ def json_type(v: Any) -> str:
         return "number"
     if isinstance(v, str):
         return "string"
-    if isinstance(v, list):
+    if isinstance(v, list | tuple):
         return "array"
     if isinstance(v, dict):
         return "object"
-    return ""
+    return type(v).__name__
 
 
 def _fits(v: Any, t: str) -> bool:
@@ -174,3 +194,61 @@ def type_arguments(
         else:
             out[name] = value
     return out
+
+
+# -- schema checks ------------------------------------------------------------------------------
+
+
+def _type_ok(value: Any, typ: str) -> bool:
+    """Whether ``value`` is of the JSON type ``typ`` (an integral float is an integer); an unknown
+    type name admits anything."""
+    if typ == "integer":
+        return json_type(value) == "integer" or (isinstance(value, float) and value.is_integer())
+    if typ == "number":
+        return json_type(value) in ("integer", "number")
+    if typ in JSON_TYPES:
+        return json_type(value) == typ
+    return True
+
+
+def schema_problem(
+    value: Any, schema: dict[str, Any], *, partial: bool = False, path: str = ""
+) -> str | None:
+    """The first way ``value`` does not fit ``schema`` (types, enums, required and unknown keys of
+    objects, array items), as ``"key: problem"``; None when it fits. ``partial``: required keys may
+    be missing at the top level (a subset expectation)."""
+    where = path or "arguments"
+    typ = schema.get("type")
+    if isinstance(typ, list):
+        if not any(_type_ok(value, t) for t in typ):
+            return f"{where}: expected one of {typ}, got {json_type(value)}"
+    elif isinstance(typ, str) and not _type_ok(value, typ):
+        return f"{where}: expected {typ}, got {json_type(value)}"
+    if "enum" in schema and value not in schema["enum"]:
+        return f"{where}: {value!r} is not one of {schema['enum']}"
+    if isinstance(value, dict) and (typ == "object" or "properties" in schema):
+        props = schema.get("properties", {}) or {}
+        if not partial:
+            for key in schema.get("required", []) or []:
+                if key not in value:
+                    return f"{path + '.' if path else ''}{key}: required but missing"
+        extra = schema.get("additionalProperties", True)
+        for key, v in value.items():
+            sub = f"{path}.{key}" if path else key
+            if key in props:
+                p = schema_problem(v, props[key], path=sub)
+                if p:
+                    return p
+            elif isinstance(extra, dict):
+                p = schema_problem(v, extra, path=sub)
+                if p:
+                    return p
+            elif "additionalProperties" not in schema or extra is False:
+                # a tool's parameters are its properties: a key outside them is a wrong argument
+                return f"{sub}: not a parameter of this tool"
+    if isinstance(value, list) and isinstance(schema.get("items"), dict):
+        for i, item in enumerate(value):
+            p = schema_problem(item, schema["items"], path=f"{where}[{i}]")
+            if p:
+                return p
+    return None
