@@ -198,10 +198,6 @@ class ToolRegistry:
         with self._lock:
             return list(self._tools)
 
-    def all_tools(self) -> list[Tool]:
-        with self._lock:
-            return list(self._tools.values())
-
     def set_enabled(self, name: str, enabled: bool) -> None:
         with self._lock:
             if name not in self._tools:
