@@ -80,24 +80,22 @@ def schema_types(schema: Any) -> list[str]:
     return uniq
 
 
+# Python types and the JSON type each is, checked in order (a bool is an int in Python).
+_PY_JSON = (
+    (type(None), "null"),
+    (bool, "boolean"),
+    (int, "integer"),
+    (float, "number"),
+    (str, "string"),
+    ((list, tuple), "array"),
+    (dict, "object"),
+)
+
+
 def json_type(v: Any) -> str:
     """The JSON type name of a Python value (see the module's rule); a value JSON has no type
     for answers its Python type name."""
-    if v is None:
-        return "null"
-    if isinstance(v, bool):
-        return "boolean"
-    if isinstance(v, int):
-        return "integer"
-    if isinstance(v, float):
-        return "number"
-    if isinstance(v, str):
-        return "string"
-    if isinstance(v, list | tuple):
-        return "array"
-    if isinstance(v, dict):
-        return "object"
-    return type(v).__name__
+    return next((name for py, name in _PY_JSON if isinstance(v, py)), type(v).__name__)
 
 
 def _fits(v: Any, t: str) -> bool:

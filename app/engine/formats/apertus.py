@@ -43,7 +43,7 @@ class ApertusFormat(JsonListFormat):
         return {name: dict(arguments)}
 
     def call_schema(self, tool):
-        from app.engine.constraints.wires import json_args_schema, tool_name
+        from app.engine.grammar.wires import json_args_schema, tool_name
 
         return {
             "type": "object",

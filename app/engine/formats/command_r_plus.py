@@ -11,9 +11,8 @@ like any other (the dispatcher answers that no such tool exists).
 
 from __future__ import annotations
 
-from app.engine.formats.base import RegionScanner, register
+from app.engine.formats.base import JsonStateScanner, RegionScanner, register
 from app.engine.formats.json_list import JsonListFormat, parse_json_list
-from app.engine.formats.jsonscan import JsonScanner
 
 __all__ = ["CommandRPlusFormat"]
 
@@ -22,15 +21,13 @@ CHATBOT = "<|CHATBOT_TOKEN|>"
 FENCE = "```"
 
 
-class _FencedListScanner(RegionScanner):
+class _FencedListScanner(JsonStateScanner):
     """After ``Action:``: ``[ws] [```lang] [json list] [```]``; the region ends after the list (and
     its fence), or at the first character that cannot continue that shape."""
 
     def __init__(self) -> None:
-        self.state = "pre"
+        super().__init__()
         self.fenced = False
-        self.json = JsonScanner()
-        self.ops = 0
 
     def scan(self, buf: str, final: bool) -> tuple[int, bool]:
         i, n = 0, len(buf)
@@ -106,7 +103,6 @@ class CommandRPlusFormat(JsonListFormat):
     label = "Command R+ actions (Cohere Command R+, Command R)"
     detail = 'Action: ```json [{"tool_name": ..., "parameters": {...}}] ```'
     openers = (OPEN, CHATBOT)  # CHATBOT: the turn's marker, structure
-    reasoning = None
     list_open, list_close = OPEN, ""
     frame = (f"{OPEN}\n{FENCE}json\n", f"\n{FENCE}")
     layout = ("[\n    ", "\n]")

@@ -10,6 +10,7 @@ its own ``functions`` variable (a JSON string), not ``tools``.
 from __future__ import annotations
 
 from typing import Any
+from functools import partial
 
 from app.engine.formats.base import Format, RegionScanner, register
 from app.engine.formats.json_list import element_reader, parse_json_list
@@ -41,8 +42,6 @@ class FirefunctionFormat(Format):
     label = "FireFunction v2 (Fireworks firefunction-v2)"
     detail = ' functools[{"name": ..., "arguments": {...}}]'
     openers = (SPACED, OPEN)
-    start_only = False
-    reasoning = None
 
     def region_scanner(self, opener: str) -> RegionScanner:
         return _ListRest()
@@ -52,10 +51,10 @@ class FirefunctionFormat(Format):
         # complete calls; a list the reply left open is text).
         return parse_json_list("[" + body, "", at_end=at_end, truncated=truncated, read_element=_READ)
 
-    def constraint_grammar(self, tools, *, forced, parallel, ctx):
-        from app.engine.constraints.wires import json_array
+    def grammar_wire(self, ctx):
+        from app.engine.grammar.wires import json_array
 
-        return json_array(ctx, self, tools, forced, parallel, open=SPACED[:-1])
+        return partial(json_array, open=SPACED[:-1])
 
     def example_call(self, name: str, arguments: dict[str, Any]) -> str:
         return SPACED[:-1] + json_text([{"name": name, "arguments": dict(arguments)}])

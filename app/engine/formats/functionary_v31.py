@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import re
 from typing import Any
+from functools import partial
 
-from app.engine.formats.base import Format, ParsedCall, RegionScanner, find_marker, register
-from app.engine.formats.jsonscan import JsonScanner, loads_repaired
+from app.engine.formats.base import Format, JsonStateScanner, ParsedCall, RegionScanner, find_marker, register
+from app.engine.formats.jsonscan import loads_repaired
 from app.engine.formats.sections import json_text
 
 __all__ = ["FunctionaryV31Format"]
@@ -29,14 +30,12 @@ _NAME_CHARS = re.compile(r"[\w.\-]")
 _MAX_NAME = 256
 
 
-class _FunctionScanner(RegionScanner):
+class _FunctionScanner(JsonStateScanner):
     """``NAME>`` ``{json}`` ``</function>`` [``<|eom_id|>``]; stops early at a fault."""
 
     def __init__(self) -> None:
-        self.state = "name"
+        super().__init__("name")
         self.name_len = 0
-        self.json = JsonScanner()
-        self.ops = 0
 
     def _marker(self, buf: str, i: int, marker: str, final: bool) -> int | None:
         """``len(marker)`` if ``marker`` stands at ``i``, 0 if not, None while undecided."""
@@ -111,8 +110,6 @@ class FunctionaryV31Format(Format):
     label = "Functionary v3.1 (MeetKai functionary v3.1)"
     detail = '<function=NAME>{"k": v}</function>, <|python_tag|>code'
     openers = (OPEN, PY_TAG)
-    start_only = False
-    reasoning = None
 
     def region_scanner(self, opener: str) -> RegionScanner:
         return _PythonScanner() if opener == PY_TAG else _FunctionScanner()
@@ -147,20 +144,10 @@ class FunctionaryV31Format(Format):
         m = _NAME.match(raw, len(OPEN)) if raw.startswith(OPEN) else None
         return m.group() if m and raw.startswith(">", m.end()) else None
 
-    def constraint_grammar(self, tools, *, forced, parallel, ctx):
-        from app.engine.constraints.wires import json_section
+    def grammar_wire(self, ctx):
+        from app.engine.grammar.wires import json_section
 
-        return json_section(
-            ctx,
-            self,
-            tools,
-            forced,
-            parallel,
-            section=None,
-            opener=OPEN,
-            head=lambda n: f"{OPEN}{n}>",
-            tail=CLOSE,
-        )
+        return partial(json_section, section=None, opener=OPEN, head=lambda n: f"{OPEN}{n}>", tail=CLOSE)
 
     def example_call(self, name: str, arguments: dict[str, Any]) -> str:
         return f"{OPEN}{name}>{json_text(dict(arguments))}{CLOSE}"

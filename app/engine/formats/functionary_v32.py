@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 from typing import Any
+from functools import partial
 
 from app.engine.formats.base import Format, IncompleteCall, ParsedCall, RegionScanner, Stream, register
 from app.engine.formats.jsonscan import JsonScanner, loads_repaired
@@ -91,8 +92,6 @@ class FunctionaryV32Format(Format):
     label = "Functionary v3.2 (MeetKai functionary v3.2)"
     detail = '>>>all\\ntext>>>NAME\\n{"k": v}'
     openers = (SEP,)
-    start_only = False
-    reasoning = None
 
     def stream(
         self, tools: list[dict[str, Any]] | None, *, in_reasoning: bool = False, orphan_close: bool = True
@@ -124,20 +123,10 @@ class FunctionaryV32Format(Format):
             return None
         return IncompleteCall(opener + body, m.group(), "truncated")
 
-    def constraint_grammar(self, tools, *, forced, parallel, ctx):
-        from app.engine.constraints.wires import json_section
+    def grammar_wire(self, ctx):
+        from app.engine.grammar.wires import json_section
 
-        return json_section(
-            ctx,
-            self,
-            tools,
-            forced,
-            parallel,
-            section=None,
-            opener=SEP,
-            head=lambda n: f"{SEP}{n}\n",
-            tail="",
-        )
+        return partial(json_section, section=None, opener=SEP, head=lambda n: f"{SEP}{n}\n", tail="")
 
     def example_call(self, name: str, arguments: dict[str, Any]) -> str:
         return f"{SEP}{name}\n{json_text(dict(arguments))}"

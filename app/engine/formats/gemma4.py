@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from typing import Any
+from functools import partial
 
 from app.calls import WIRE_NAME
 from app.engine.formats.base import Format, ParsedCall, RegionScanner, register
@@ -221,7 +222,6 @@ class Gemma4Format(Format):
     label = "Gemma 4"
     detail = '<|tool_call>call:NAME{key:<|"|>text<|"|>,n:1}<tool_call|>'
     openers = (OPEN,)
-    start_only = False
     reasoning = ("<|channel>thought", "<channel|>")
 
     def region_scanner(self, opener: str) -> RegionScanner:
@@ -237,21 +237,10 @@ class Gemma4Format(Format):
         name, args = got
         return [ParsedCall(name, args, opener + inner)], ""  # the stop marker is not the call's
 
-    def constraint_grammar(self, tools, *, forced, parallel, ctx):
-        from app.engine.constraints.wires import GEMMA, notation_call
+    def grammar_wire(self, ctx):
+        from app.engine.grammar.wires import GEMMA, notation_call
 
-        return notation_call(
-            ctx,
-            self,
-            tools,
-            forced,
-            parallel,
-            nt=GEMMA,
-            head=lambda n: OPEN + "call:" + n,
-            tail=CLOSE,
-            opener=OPEN,
-            name_ok=lambda n: bool(_NAME.fullmatch(n)),
-        )
+        return partial(notation_call, nt=GEMMA, head=lambda n: OPEN + "call:" + n, tail=CLOSE, opener=OPEN, name_ok=lambda n: bool(_NAME.fullmatch(n)))
 
     def example_call(self, name: str, arguments: dict[str, Any]) -> str:
         return f"{OPEN}call:{name}{write_gemma_value(dict(arguments))}{CLOSE}"

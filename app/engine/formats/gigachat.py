@@ -16,9 +16,10 @@ end of the reply; the call is the object alone. No reasoning block.
 from __future__ import annotations
 
 import json
+from functools import partial
 
-from app.engine.formats.base import Format, ParsedCall, RegionScanner, register
-from app.engine.formats.jsonscan import JsonScanner, loads_repaired, name_arguments
+from app.engine.formats.base import Format, JsonStateScanner, ParsedCall, RegionScanner, register
+from app.engine.formats.jsonscan import loads_repaired, name_arguments
 
 __all__ = ["GigaChatFormat"]
 
@@ -28,14 +29,9 @@ ROLE = "function call<|role_sep|>"
 SEP_ROLE = MESSAGE_SEP + "\n\n" + ROLE
 
 
-class _Scanner(RegionScanner):
+class _Scanner(JsonStateScanner):
     """``[ws] {json}``, then ``[ws] <|message_sep|>`` when the separator follows (the end of the
     message, consumed with the call); anything else ends the region right after the object."""
-
-    def __init__(self) -> None:
-        self.state = "pre"
-        self.json = JsonScanner()
-        self.ops = 0
 
     def scan(self, buf: str, final: bool) -> tuple[int, bool]:
         i, n = 0, len(buf)
@@ -77,8 +73,6 @@ class GigaChatFormat(Format):
     label = "GigaChat function call (GigaChat 3, 3.1)"
     detail = '<|function_call|>{"name": ..., "arguments": {...}} or function call<|role_sep|>{...}'
     openers = (FUNCTION_CALL, SEP_ROLE, ROLE)
-    start_only = False
-    reasoning = None
 
     def region_scanner(self, opener: str) -> RegionScanner:
         return _Scanner()
@@ -97,10 +91,10 @@ class GigaChatFormat(Format):
             return None
         return [ParsedCall(got[0], got[1], opener + text[: start + len(obj_text)])], ""
 
-    def constraint_grammar(self, tools, *, forced, parallel, ctx):
-        from app.engine.constraints.wires import json_tagged
+    def grammar_wire(self, ctx):
+        from app.engine.grammar.wires import json_tagged
 
-        return json_tagged(ctx, self, tools, forced, parallel, open=FUNCTION_CALL, close="", single=True)
+        return partial(json_tagged, open=FUNCTION_CALL, close="", single=True)
 
     def example_call(self, name: str, arguments: dict) -> str:
         return FUNCTION_CALL + json.dumps({"name": name, "arguments": dict(arguments)}, ensure_ascii=False)

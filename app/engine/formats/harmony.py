@@ -28,6 +28,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from typing import Any
+from functools import partial
 
 from app.calls import IncompleteCall
 from app.engine.formats.base import Format, ParsedCall, Stream, register
@@ -347,8 +348,6 @@ class HarmonyFormat(Format):
     label = "Harmony (gpt-oss)"
     detail = "<|channel|>commentary to=functions.NAME <|constrain|>json<|message|>{...}<|call|>"
     openers = (START, CHANNEL)
-    start_only = False
-    reasoning = None
 
     def opens_in_reasoning(self, prompt: str) -> bool:
         if not isinstance(prompt, str):
@@ -366,22 +365,10 @@ class HarmonyFormat(Format):
     def parse_region(self, opener, body, *, at_end, truncated, tools):  # pragma: no cover
         return None
 
-    def constraint_grammar(self, tools, *, forced, parallel, ctx):
+    def grammar_wire(self, ctx):
         from app.engine.grammar.wires import harmony
 
-        return harmony(
-            ctx,
-            self,
-            tools,
-            forced,
-            parallel,
-            channel=CHANNEL,
-            message=MESSAGE,
-            constrain=CONSTRAIN,
-            call_end=CALL,
-            end=END,
-            start=START,
-        )
+        return partial(harmony, channel=CHANNEL, message=MESSAGE, constrain=CONSTRAIN, call_end=CALL, end=END, start=START)
 
     def example_call(self, name: str, arguments: dict[str, Any]) -> str:
         return f"{CHANNEL}commentary to=functions.{name} {CONSTRAIN}json{MESSAGE}{json_text(dict(arguments))}{CALL}"

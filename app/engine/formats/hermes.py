@@ -9,6 +9,7 @@ A missing ``</tool_call>`` is accepted only when the reply ended normally right 
 from __future__ import annotations
 
 from typing import Any
+from functools import partial
 
 from app.engine.formats.base import Format, ParsedCall, RegionScanner, register
 from app.engine.formats.jsonscan import read_name_arguments
@@ -25,7 +26,6 @@ class HermesFormat(Format):
     label = "Hermes JSON (Qwen2.5, Qwen3, QwQ, Hermes, Granite 4)"
     detail = '<tool_call>{"name": ..., "arguments": {...}}</tool_call>'
     openers = (OPEN,)
-    start_only = False
     reasoning = ("<think>", "</think>")
 
     def region_scanner(self, opener: str) -> RegionScanner:
@@ -44,12 +44,10 @@ class HermesFormat(Format):
         name, args = got
         return [ParsedCall(name, args, opener + body)], ""
 
-    def constraint_grammar(self, tools, *, forced, parallel, ctx):
-        from app.engine.constraints.wires import json_tagged
+    def grammar_wire(self, ctx):
+        from app.engine.grammar.wires import json_tagged
 
-        return json_tagged(
-            ctx, self, tools, forced, parallel, open=OPEN, close=CLOSE, lead="\n", trail="\n", sep="\n"
-        )
+        return partial(json_tagged, open=OPEN, close=CLOSE, lead="\n", trail="\n", sep="\n")
 
     def example_call(self, name: str, arguments: dict[str, Any]) -> str:
         return "<tool_call>\n" + json_text({"name": name, "arguments": dict(arguments)}) + "\n</tool_call>"

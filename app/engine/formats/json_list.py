@@ -19,6 +19,7 @@ import functools
 import re
 from collections.abc import Callable, Mapping
 from typing import Any
+from functools import partial
 
 from app.engine.formats.base import Format, MarkerRegion, ParsedCall, RegionScanner, name_hint
 from app.engine.formats.jsonscan import JsonScanner, loads_repaired, name_arguments
@@ -168,7 +169,6 @@ class JsonListFormat(Format):
     where ``cut_rest`` is False.
     """
 
-    start_only = False
     list_open: str
     list_close: str
     frame: tuple[str, str] | None = None
@@ -207,7 +207,7 @@ class JsonListFormat(Format):
         return {self.name_key: name, self.args_key: dict(arguments)}
 
     def call_schema(self, tool: Mapping[str, Any]) -> dict[str, Any]:
-        from app.engine.constraints.wires import json_call
+        from app.engine.grammar.wires import json_call
 
         return json_call(tool, name_key=self.name_key, args_key=self.args_key)
 
@@ -230,21 +230,11 @@ class JsonListFormat(Format):
     def call_name(self, raw: str) -> str | None:
         return name_hint(raw) if self.name_key == "name" else key_hint(raw, self.name_key)
 
-    def constraint_grammar(self, tools, *, forced, parallel, ctx):
-        from app.engine.constraints.wires import json_array
+    def grammar_wire(self, ctx):
+        from app.engine.grammar.wires import json_array
 
         open_, close = self._frame()
-        return json_array(
-            ctx,
-            self,
-            tools,
-            forced,
-            parallel,
-            open=open_,
-            close=close,
-            opener=self.list_open,
-            item=self.call_schema,
-        )
+        return partial(json_array, open=open_, close=close, opener=self.list_open, item=self.call_schema)
 
     def example_call(self, name: str, arguments: dict[str, Any]) -> str:
         open_, close = self._frame()

@@ -15,7 +15,13 @@ import re
 from typing import Any
 
 from app.engine.formats.base import Format, ParsedCall, RegionScanner, register
-from app.engine.formats.pycalls import PyListScanner, parse_call_list, parse_cut_list, py_literal
+from app.engine.formats.pycalls import (
+    PyListScanner,
+    call_list_grammar,
+    call_list_text,
+    parse_call_list,
+    parse_cut_list,
+)
 from app.engine.holdback import partial_start
 
 __all__ = ["Lfm2Format"]
@@ -30,7 +36,6 @@ class Lfm2Format(Format):
     label = "LFM2 pythonic (Liquid LFM2.5)"
     detail = "<|tool_call_start|>[get_weather(city='Paris')]<|tool_call_end|>"
     openers = (OPEN,)
-    start_only = False
     reasoning = ("<think>", "</think>")
 
     def region_scanner(self, opener: str) -> RegionScanner:
@@ -61,31 +66,11 @@ class Lfm2Format(Format):
         m = _CALL_NAME.search(raw)
         return m.group(1) if m else None
 
-    def constraint_grammar(self, tools, *, forced, parallel, ctx):
-        from app.engine.constraints.wires import PYTHON, notation_call, python_name
-
-        return notation_call(
-            ctx,
-            self,
-            tools,
-            forced,
-            parallel,
-            nt=PYTHON,
-            head=lambda n: n,
-            tail="",
-            kwargs="=",
-            section=(OPEN + "[", "]" + CLOSE),
-            sep=", ",
-            opener=OPEN,
-            args_open="(",
-            args_close=")",
-            name_ok=python_name,
-            key_ok=python_name,
-        )
+    def grammar_wire(self, ctx):
+        return call_list_grammar(opener=OPEN, section=(OPEN + "[", "]" + CLOSE))
 
     def example_call(self, name: str, arguments: dict[str, Any]) -> str:
-        args = ", ".join(f"{k}={py_literal(v)}" for k, v in arguments.items())
-        return f"{OPEN}[{name}({args})]{CLOSE}"
+        return OPEN + call_list_text(name, arguments) + CLOSE
 
 
 register(Lfm2Format())

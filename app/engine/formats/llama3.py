@@ -11,9 +11,10 @@ names one of the offered tools, so JSON meant for the user stays text.
 from __future__ import annotations
 
 from typing import Any
+from functools import partial
 
-from app.engine.formats.base import Format, ParsedCall, RegionScanner, register
-from app.engine.formats.jsonscan import JsonScanner, loads_repaired, name_arguments
+from app.engine.formats.base import Format, JsonStateScanner, ParsedCall, RegionScanner, register
+from app.engine.formats.jsonscan import loads_repaired, name_arguments
 from app.json_schema import tool_schemas
 from app.engine.formats.sections import json_text
 
@@ -22,15 +23,11 @@ __all__ = ["Llama3Format"]
 PYTHON_TAG = "<|python_tag|>"
 
 
-class _Scanner(RegionScanner):
+class _Scanner(JsonStateScanner):
     def __init__(self, opener: str) -> None:
-        self.json = JsonScanner()
-        self.ops = 0
+        super().__init__("json" if opener == "{" else "pre")
         if opener == "{":
             self.json.feed("{")
-            self.state = "json"
-        else:
-            self.state = "pre"
 
     def scan(self, buf: str, final: bool) -> tuple[int, bool]:
         i, n = 0, len(buf)
@@ -63,7 +60,6 @@ class Llama3Format(Format):
     openers = (PYTHON_TAG, "{")
     start_only = True
     anywhere = (PYTHON_TAG,)  # the python tag may follow text: "Let me check.<|python_tag|>{...}"
-    reasoning = None
 
     def region_scanner(self, opener: str) -> RegionScanner:
         return _Scanner(opener)
@@ -91,22 +87,10 @@ class Llama3Format(Format):
             return None
         return [ParsedCall(name, args, opener + body.rstrip())], body[len(body.rstrip()) :]
 
-    def constraint_grammar(self, tools, *, forced, parallel, ctx):
+    def grammar_wire(self, ctx):
         from app.engine.grammar.wires import json_tagged
 
-        return json_tagged(
-            ctx,
-            self,
-            tools,
-            forced,
-            parallel,
-            open=PYTHON_TAG,
-            close="",
-            args_key="parameters",
-            optional_open=True,
-            single=True,
-            opener="{",
-        )
+        return partial(json_tagged, open=PYTHON_TAG, close="", args_key="parameters", optional_open=True, single=True, opener="{")
 
     def cut_call(self, opener, body, tools):
         inc = super().cut_call(opener, body, tools)

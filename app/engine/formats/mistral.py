@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import re
 from typing import Any
+from functools import partial
 
-from app.engine.formats.base import Format, ParsedCall, RegionScanner, register
+from app.engine.formats.base import Format, JsonStateScanner, ParsedCall, RegionScanner, register
 from app.engine.formats.jsonscan import JsonScanner, loads_repaired, name_arguments
 from app.engine.formats.sections import json_text
 
@@ -32,12 +33,7 @@ _CUT_NAME = re.compile(r"\[TOOL_CALLS\]\s*([A-Za-z0-9_.\-]+)\[")
 _NAMED = re.compile(r"\A([A-Za-z0-9_.\-]+)(?:\[CALL_ID\]([A-Za-z0-9_\-]+))?\[ARGS\]\s*(\{.*\})\Z", re.S)
 
 
-class _Scanner(RegionScanner):
-    def __init__(self) -> None:
-        self.state = "pre"
-        self.json = JsonScanner()
-        self.ops = 0
-
+class _Scanner(JsonStateScanner):
     def scan(self, buf: str, final: bool) -> tuple[int, bool]:
         i, n = 0, len(buf)
         while i < n:
@@ -119,7 +115,6 @@ class MistralFormat(Format):
     label = "Mistral (7B v0.3, Nemo, Small 3, Devstral, Ministral, Magistral)"
     detail = '[TOOL_CALLS][{"name": ..., "arguments": {...}}] or [TOOL_CALLS]NAME[ARGS]{...}'
     openers = (OPEN,)
-    start_only = False
     reasoning = ("[THINK]", "[/THINK]")
     reasoning_alt = (("<think>", "</think>"),)
 
@@ -172,24 +167,12 @@ class MistralFormat(Format):
             calls.append(ParsedCall(got[0], got[1], part, id=cid))
         return calls, leftover
 
-    def constraint_grammar(self, tools, *, forced, parallel, ctx):
-        from app.engine.constraints.wires import json_array, json_section
+    def grammar_wire(self, ctx):
+        from app.engine.grammar.wires import json_array, json_section
 
-        return (
-            json_section(
-                ctx,
-                self,
-                tools,
-                forced,
-                parallel,
-                section=None,
-                opener=OPEN,
-                head=lambda n: OPEN + n + ARGS,
-                tail="",
-            )
-            if ctx.special(ARGS) is not None
-            else json_array(ctx, self, tools, forced, parallel, open=OPEN)
-        )
+        if ctx.special(ARGS) is None:
+            return partial(json_array, open=OPEN)
+        return partial(json_section, section=None, opener=OPEN, head=lambda n: OPEN + n + ARGS, tail="")
 
     def call_name(self, raw: str) -> str | None:
         m = _CUT_NAME.search(raw)

@@ -5,7 +5,9 @@
 * :func:`parse_call_list` reads a list (or one bare call) with :func:`ast.parse` and a whitelist of
   literal nodes, never evaluating anything; :func:`parse_cut_list` reads the complete calls of a
   list cut short; :func:`top_level_items` splits a list at its top-level commas.
-* :func:`py_literal` writes a value as a Python literal (the families' example calls).
+* :func:`py_literal` writes a value as a Python literal, :func:`call_list_text` a one-call list
+  (the families' example calls); :func:`call_list_grammar` is the constrained-decoding grammar
+  of a call list.
 """
 
 from __future__ import annotations
@@ -13,11 +15,22 @@ from __future__ import annotations
 import ast
 import re
 import warnings
+from collections.abc import Callable
 from typing import Any
+from functools import partial
 
 from app.engine.formats.base import RegionScanner
 
-__all__ = ["CALL_NAME", "PyListScanner", "parse_call_list", "parse_cut_list", "py_literal", "top_level_items"]
+__all__ = [
+    "CALL_NAME",
+    "PyListScanner",
+    "call_list_grammar",
+    "call_list_text",
+    "parse_call_list",
+    "parse_cut_list",
+    "py_literal",
+    "top_level_items",
+]
 
 _MAX_SOURCE = 200_000
 _HEAD = re.compile(r"\s*[A-Za-z_][\w.]*\s*")  # what may stand between '[' and the first '('
@@ -146,6 +159,32 @@ def py_literal(value: Any) -> str:
     if isinstance(value, (list, tuple)):
         return "[" + ", ".join(py_literal(v) for v in value) + "]"
     raise TypeError(f"cannot write {type(value).__name__} as a Python literal")
+
+
+def call_list_text(name: str, arguments: dict[str, Any]) -> str:
+    """A list of one call, ``[name(k=v, ...)]``, as the model writes it."""
+    return f"[{name}(" + ", ".join(f"{k}={py_literal(v)}" for k, v in arguments.items()) + ")]"
+
+
+def call_list_grammar(*, opener: str, section: tuple[str, str]) -> Callable[..., str]:
+    """The grammar of a call list ``[f(k=v), g()]`` standing in ``section`` (a family's
+    ``grammar_wire``; ``opener`` as for every grammar)."""
+    from app.engine.grammar.wires import PYTHON, notation_call, python_name
+
+    return partial(
+        notation_call,
+        nt=PYTHON,
+        head=lambda n: n,
+        tail="",
+        kwargs="=",
+        section=section,
+        sep=", ",
+        opener=opener,
+        args_open="(",
+        args_close=")",
+        name_ok=python_name,
+        key_ok=python_name,
+    )
 
 
 def _dotted(node: ast.AST) -> str | None:

@@ -24,7 +24,8 @@ from app.engine.formats.pycalls import (
     PyListScanner,
     parse_call_list,
     parse_cut_list,
-    py_literal,
+    call_list_grammar,
+    call_list_text,
     top_level_items,
 )
 
@@ -42,7 +43,6 @@ class PythonicFormat(Format):
     openers = (PY_START, LIST_OPEN)
     start_only = True
     anywhere = (PY_START,)
-    reasoning = None
 
     def region_scanner(self, opener: str) -> RegionScanner:
         return PyListScanner(PY_END if opener == PY_START else None, bracket=LIST_OPEN)
@@ -76,27 +76,8 @@ class PythonicFormat(Format):
             return None
         return [ParsedCall(name, args, raw) for name, args, raw in listed], ""
 
-    def constraint_grammar(self, tools, *, forced, parallel, ctx):
-        from app.engine.constraints.wires import PYTHON, notation_call, python_name
-
-        return notation_call(
-            ctx,
-            self,
-            tools,
-            forced,
-            parallel,
-            nt=PYTHON,
-            head=lambda n: n,
-            tail="",
-            kwargs="=",
-            section=("[", "]"),
-            sep=", ",
-            opener="[",
-            args_open="(",
-            args_close=")",
-            name_ok=python_name,
-            key_ok=python_name,
-        )
+    def grammar_wire(self, ctx):
+        return call_list_grammar(opener="[", section=("[", "]"))
 
     def call_name(self, raw: str) -> str | None:
         # The call being written when the list was cut: the list's last item.
@@ -109,7 +90,7 @@ class PythonicFormat(Format):
         return m.group(1) if m else None
 
     def example_call(self, name: str, arguments: dict[str, Any]) -> str:
-        return f"[{name}(" + ", ".join(f"{k}={py_literal(v)}" for k, v in arguments.items()) + ")]"
+        return call_list_text(name, arguments)
 
 
 register(PythonicFormat())

@@ -26,6 +26,7 @@ import json
 import re
 from collections.abc import Callable, Sequence
 from typing import Any
+from functools import partial
 
 from app.engine.formats.base import Format, ParsedCall, RegionScanner, find_marker
 from app.engine.formats.jsonscan import JsonScanner, loads_repaired
@@ -638,7 +639,6 @@ class JsonSectionFormat(Format):
     (before, after)) and ``call_tail``; the grammar and the example call follow from them.
     """
 
-    start_only = False
     section_begin: str
     section_end: str
     call_begin: str
@@ -671,20 +671,10 @@ class JsonSectionFormat(Format):
             noise=self.noise,
         )
 
-    def constraint_grammar(self, tools, *, forced, parallel, ctx):
-        from app.engine.constraints.wires import json_section
+    def grammar_wire(self, ctx):
+        from app.engine.grammar.wires import json_section
 
-        return json_section(
-            ctx,
-            self,
-            tools,
-            forced,
-            parallel,
-            section=(self.section_begin, self.section_end),
-            head=self.call_head,
-            index=self.call_index,
-            tail=self.call_tail,
-        )
+        return partial(json_section, section=(self.section_begin, self.section_end), head=self.call_head, index=self.call_index, tail=self.call_tail)
 
     def example_call(self, name: str, arguments: dict[str, Any]) -> str:
         index = "" if self.call_index is None else f"{self.call_index[0]}0{self.call_index[1]}"

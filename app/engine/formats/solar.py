@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import re
+from functools import partial
 
 from app.calls import WIRE_NAME
 from app.engine.formats.base import Format, MarkerRegion, ParsedCall, RegionScanner, find_marker, register
@@ -118,7 +119,6 @@ class SolarFormat(Format):
     label = "Solar Open (Upstage Solar Open 100B)"
     detail = "<|tool_calls|><|tool_call:begin|>ID<|tool_call:name|>NAME<|tool_call:args|>{...}<|tool_call:end|><|calls|>"
     openers = (OPEN, *_STRUCTURE)
-    start_only = False
     reasoning = (THINK, END)
 
     def expects_orphan_close(self, template_source: str, prompt: str) -> bool:
@@ -142,20 +142,10 @@ class SolarFormat(Format):
             return calls, text[last:]
         return None
 
-    def constraint_grammar(self, tools, *, forced, parallel, ctx):
-        from app.engine.constraints.wires import json_section
+    def grammar_wire(self, ctx):
+        from app.engine.grammar.wires import json_section
 
-        return json_section(
-            ctx,
-            self,
-            tools,
-            forced,
-            parallel,
-            section=(OPEN, CLOSE),
-            head=str,
-            head_expr=lambda c, n: f"{c.lit(CALL)} /[a-z0-9]{{10}}/ {c.lit(NAME + n + ARGS)}",
-            tail=CALL_END,
-        )
+        return partial(json_section, section=(OPEN, CLOSE), head=str, head_expr=lambda c, n: f"{c.lit(CALL)} /[a-z0-9]{{10}}/ {c.lit(NAME + n + ARGS)}", tail=CALL_END)
 
     def call_name(self, raw: str) -> str | None:
         m = _CUT_NAME.search(raw)

@@ -22,6 +22,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 from typing import Any
+from functools import partial
 
 from app.calls import WIRE_NAME
 from app.engine.formats.base import Format, ParsedCall
@@ -210,7 +211,6 @@ class XmlParamsFormat(Format):
     parameter names the wire can write.
     """
 
-    start_only = False
     reasoning: tuple[str, str] | None = ("<think>", "</think>")
     raw_values = True
     section: tuple[str, str] | None = None
@@ -250,15 +250,11 @@ class XmlParamsFormat(Format):
         after = f" {ctx.lit(self.param_after)}" if self.param_after else ""
         return f"{ctx.lit(self.param_head(key))} {value}{after}"
 
-    def constraint_grammar(self, tools, *, forced, parallel, ctx):
+    def grammar_wire(self, ctx):
         from app.engine.grammar.wires import raw_params
 
-        return raw_params(
-            ctx,
-            self,
-            tools,
-            forced,
-            parallel,
+        return partial(
+            raw_params,
             opener=self.openers[0],
             section=self.section,
             sep=self.sep,
@@ -269,7 +265,6 @@ class XmlParamsFormat(Format):
             name_ok=self.name_ok,
             key_ok=self.key_ok,
         )
-
 
 _WIRE_NAME = re.compile(WIRE_NAME)
 
