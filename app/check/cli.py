@@ -105,7 +105,7 @@ def _err(text: str) -> None:
 
 def run_check_command(args: argparse.Namespace) -> int:
     from app.check.corpus import CorpusError, load_corpus
-    from app.check.runner import run_check, write_result
+    from app.check.runner import write_result
 
     if args.max_tokens < 1:
         _err("error: --max-tokens must be at least 1")
@@ -137,10 +137,11 @@ def run_check_command(args: argparse.Namespace) -> int:
             args.parser = "api"
         return run_remote_check(args, corpus, scenarios)
 
-    forensics: list[dict[str, Any]] = []
     model = None
+    from app.check.console import gguf_findings, progress_printer, run_interruptible, sampling_options
     from app.check.targets import InProcessTarget
-    from app.engine.llm import ModelLoadError, load_model
+    from app.engine.errors import ModelLoadError
+    from app.engine.llm import load_model
 
     grammar = None
     if args.grammar_file:
@@ -157,69 +158,32 @@ def run_check_command(args: argparse.Namespace) -> int:
     except ModelLoadError as exc:
         _err(f"error: {exc}")
         return EXIT_ERROR
-    target = InProcessTarget(
-        model,
-        tool_format=args.tool_format,
-        max_tokens=args.max_tokens,
-        temperature=args.temperature,
-        seed=args.seed,
-        grammar=grammar,
-    )
-    lint_path = args.model
-    if lint_path:
-        try:
-            from app.check.forensics import lint_gguf
-
-            forensics = lint_gguf(lint_path)["findings"]
-        except Exception as exc:  # noqa: BLE001 - forensics never stops a check
-            _err(f"[forensics] not available: {exc}")
-
-    def progress(i: int, n: int, scenario: Any, res: Any) -> None:
-        if res is None:
-            return
-        row = res.to_dict("", "")
-        if args.json:
-            row = {k: v for k, v in row.items() if k not in ("transcript_sha256", "transcript_file")}
-            print(
-                json.dumps({"type": "scenario", "index": i + 1, "of": n, **row}, ensure_ascii=False),
-                flush=True,
-            )
-        else:
-            mark = {"pass": "PASS", "fail": "FAIL", "error": "ERROR"}[row["outcome"]]
-            why = f"  {row['failure_class']}: {row['message']}" if row["failure_class"] else ""
-            print(
-                f"[{i + 1:>3}/{n}] {mark:5} {scenario.category:11} {scenario.id}  ({row['duration_s']:.2f}s){why}",
-                flush=True,
-            )
-
+    target = InProcessTarget(model, tool_format=args.tool_format, grammar=grammar, **sampling_options(args))
+    forensics = gguf_findings(args.model)
     stop = threading.Event()
     settings = {
-        "max_tokens": args.max_tokens,
-        "temperature": args.temperature,
-        "seed": args.seed,
+        **sampling_options(args),
         "grammar_file": args.grammar_file,
         "tool_format": args.tool_format if args.endpoint is None else None,
         "categories": args.category,
         "scenario_ids": args.scenario,
     }
     try:
-        result = run_check(
+        result = run_interruptible(
             target,
             scenarios,
-            corpus_sha256=corpus.sha256,
-            corpus_dir=str(corpus.directory),
-            progress=progress,
-            stop=stop,
+            corpus,
+            progress=progress_printer(args.json),
             forensics=forensics,
             settings=settings,
+            stop=stop,
         )
-    except KeyboardInterrupt:
-        _err("\n[cancelled]")
-        return 130
     finally:
         target.close()
         if model is not None:
             model.close()
+    if result is None:
+        return 130
     summary = result["summary"]
     if args.out:
         folder = write_result(result, args.out)

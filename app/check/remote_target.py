@@ -200,20 +200,9 @@ class RemoteTarget(InProcessTarget):
     ) -> Any:
         from app.engine.remote import RemoteChatSession
 
+        options = self._session_options(scenario, registry, dispatcher, history)
         session = RemoteChatSession(
-            self.provider,
-            self.model_name,
-            parser=self.parser,
-            template=self.template,
-            tool_format=self.tool_format,
-            registry=registry,
-            dispatcher=dispatcher,
-            system_prompt=scenario.system,
-            sampling={"temperature": self.temperature, "seed": self.seed},
-            max_rounds=len(scenario.turns) + 1,
-            max_tokens=self.max_tokens,
-            messages=history,
-            **kwargs,
+            self.provider, self.model_name, parser=self.parser, template=self.template, **options, **kwargs
         )
         self._session = session
         return session
@@ -305,13 +294,10 @@ def run_remote_check(args: Any, corpus: Any, scenarios: list[Scenario]) -> int:
     and their summaries side by side. Exit status as ``check``'s."""
     import json
     import os
-    import sys
 
-    from app.check.runner import run_check, write_result
+    from app.check.console import err, gguf_findings, progress_printer, run_interruptible, sampling_options
+    from app.check.runner import write_result
     from app.engine.remote import Provider
-
-    def err(text: str) -> None:
-        print(text, file=sys.stderr, flush=True)
 
     parsers = ["api", "callisto"] if args.parser == "both" else [args.parser]
     try:
@@ -329,68 +315,33 @@ def run_remote_check(args: Any, corpus: Any, scenarios: list[Scenario]) -> int:
                 model_file=args.model_file,
                 stack_name=args.stack,
                 tool_format=args.tool_format,
-                max_tokens=args.max_tokens,
-                temperature=args.temperature,
-                seed=args.seed,
+                **sampling_options(args),
             )
             for p in parsers
         ]
     except ValueError as exc:
         err(f"error: {exc}")
         return 2
-    forensics: list[dict[str, Any]] = []
-    if args.model_file:  # the GGUF the engine serves: its template's known tool-calling breakages
-        try:
-            from app.check.forensics import lint_gguf
-
-            forensics = lint_gguf(args.model_file)["findings"]
-        except Exception as exc:  # noqa: BLE001 - forensics never stops a check
-            err(f"[forensics] not available: {exc}")
+    # the GGUF the engine serves: its template's known tool-calling breakages
+    forensics = gguf_findings(args.model_file) if args.model_file else []
     results = []
     for target in targets:
-
-        def progress(i: int, n: int, scenario: Any, res: Any, parser: str = target.parser) -> None:
-            if res is None:
-                return
-            row = res.to_dict("", "")
-            if args.json:
-                row = {k: v for k, v in row.items() if k not in ("transcript_sha256", "transcript_file")}
-                print(
-                    json.dumps(
-                        {"type": "scenario", "parser": parser, "index": i + 1, "of": n, **row},
-                        ensure_ascii=False,
-                    ),
-                    flush=True,
-                )
-            else:
-                mark = {"pass": "PASS", "fail": "FAIL", "error": "ERROR"}[row["outcome"]]
-                why = f"  {row['failure_class']}: {row['message']}" if row["failure_class"] else ""
-                print(
-                    f"[{parser:8}] [{i + 1:>3}/{n}] {mark:5} {scenario.category:11} {scenario.id}{why}",
-                    flush=True,
-                )
-
         settings = {
-            "max_tokens": args.max_tokens,
-            "temperature": args.temperature,
-            "seed": args.seed,
+            **sampling_options(args),
             "parser": target.parser,
             "kind": args.kind,
             "categories": args.category,
             "scenario_ids": args.scenario,
         }
-        try:
-            result = run_check(
-                target,
-                scenarios,
-                corpus_sha256=corpus.sha256,
-                corpus_dir=str(corpus.directory),
-                progress=progress,
-                forensics=forensics,
-                settings=settings,
-            )
-        except KeyboardInterrupt:
-            err("\n[cancelled]")
+        result = run_interruptible(
+            target,
+            scenarios,
+            corpus,
+            progress=progress_printer(args.json, target.parser),
+            forensics=forensics,
+            settings=settings,
+        )
+        if result is None:
             return 130
         if args.out:
             write_result(result, _out_path(args.out, target.parser, len(targets) > 1))

@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 import re
 import unicodedata
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from app.check.corpus import ExpectedCall, Scenario
@@ -158,13 +158,7 @@ class Outcome:
     detail: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "passed": self.passed,
-            "failure_class": self.failure_class,
-            "message": self.message,
-            "turn": self.turn,
-            "detail": self.detail,
-        }
+        return asdict(self)
 
 
 def _fail(cls: str, message: str, **detail: Any) -> Outcome:
@@ -301,20 +295,13 @@ def score_turn(scenario: Scenario, expected: tuple[ExpectedCall, ...], obs: Obse
             return _fail("empty_response", "no call was correct, but the reply has no visible text")
     else:
         if not obs.calls:
-            in_reasoning = call_shaped(obs.reasoning, names)
-            if in_reasoning is not None:
-                return _fail(
-                    "call_in_reasoning",
-                    "the call was written inside the reasoning block, where it is not a call",
-                    bytes=in_reasoning,
-                )
-            shaped = call_shaped(obs.content, names)
-            if shaped is not None:
-                return _fail(
-                    "unparsed_tool_call",
-                    "the reply holds a call that was not parsed as one (the bytes are shown)",
-                    bytes=shaped,
-                )
+            for text, failure, message in (
+                (obs.reasoning, "call_in_reasoning", "the call was written inside the reasoning block, where it is not a call"),
+                (obs.content, "unparsed_tool_call", "the reply holds a call that was not parsed as one (the bytes are shown)"),
+            ):
+                shaped = call_shaped(text, names)
+                if shaped is not None:
+                    return _fail(failure, message, bytes=shaped)
             return _fail("no_call", f"expected a call to {expected[0].name}; the reply made none")
         outcome = _match_calls(scenario, expected, obs.calls)
         if outcome is not None:

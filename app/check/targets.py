@@ -254,19 +254,24 @@ class InProcessTarget(Target):
         """The chat session one scenario runs in (a remote target gives a remote one)."""
         from app.engine.chat import ChatSession
 
-        return ChatSession(
-            self.model,
-            tool_format=self.tool_format,
-            registry=registry,
-            dispatcher=dispatcher,
-            system_prompt=scenario.system,
-            sampling={"temperature": self.temperature, "seed": self.seed},
-            max_rounds=len(scenario.turns) + 1,
-            max_tokens=self.max_tokens,
-            messages=history,
-            grammar=self.grammar,
-            **kwargs,
-        )
+        options = self._session_options(scenario, registry, dispatcher, history)
+        return ChatSession(self.model, grammar=self.grammar, **options, **kwargs)
+
+    def _session_options(
+        self, scenario: Scenario, registry: Any, dispatcher: Any, history: list[Any]
+    ) -> dict[str, Any]:
+        """What every target's chat session is given for one scenario: its tools (never run), its
+        system prompt and history, the target's sampling and limits."""
+        return {
+            "tool_format": self.tool_format,
+            "registry": registry,
+            "dispatcher": dispatcher,
+            "system_prompt": scenario.system,
+            "sampling": {"temperature": self.temperature, "seed": self.seed},
+            "max_rounds": len(scenario.turns) + 1,
+            "max_tokens": self.max_tokens,
+            "messages": history,
+        }
 
     def run(self, scenario: Scenario, *, cancel: threading.Event | None = None) -> ScenarioRun:
         from app.engine.events import DoneEvent, event_to_dict
@@ -326,7 +331,7 @@ class InProcessTarget(Target):
                     seg["text" if kind.startswith("Text") else "reasoning"] += ev.text
                 elif kind == "ToolCallStartedEvent":
                     seg = segments.setdefault(stored - 1, {"text": "", "reasoning": "", "calls": []})
-                    seg["calls"].append((ev.name, ev.arguments))
+                    seg["calls"].append((ev.call.name, ev.call.arguments))
                 elif isinstance(ev, DoneEvent):
                     done = ev
         except Exception as exc:  # noqa: BLE001 - a failure of the chat loop is this scenario's error

@@ -65,7 +65,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from app.calls import IncompleteCall, ToolCall
@@ -79,18 +79,20 @@ from app.engine.formats.events import (
     ToolCallStarted,
 )
 from app.engine.formats.jsonscan import JsonScanner
-from app.engine.formats.schema import tool_schemas, type_arguments
+from app.json_schema import tool_schemas, type_arguments
 from app.engine.holdback import partial_start
 
 __all__ = [
     "FORMATS",
     "Format",
     "IncompleteCall",
+    "JsonStateScanner",
     "MarkerRegion",
     "ParsedCall",
     "RegionScanner",
     "Reply",
     "Stream",
+    "THINK",
     "ToolCall",
     "find_marker",
     "fold_events",
@@ -100,15 +102,74 @@ __all__ = [
 ]
 
 
-@dataclass(slots=True)
 class Reply:
-    """A parsed completion: visible ``content``, ``reasoning`` text, the calls, and the calls that
-    are not calls to run (cut off by the token limit, or to an undeclared tool; raw text kept)."""
+    """One reply as the parser read it: visible ``content``, ``reasoning`` text, the calls to run
+    (``tool_calls``) and the calls that are not calls to run (``incomplete_calls``: cut off by the
+    token limit, or to an undeclared tool; raw text kept). ``Format.parse`` returns one; a chat
+    loop fills one from the parser's events with :meth:`take`."""
 
-    content: str = ""
-    reasoning: str = ""
-    tool_calls: list[ToolCall] = field(default_factory=list)
-    incomplete_calls: list[IncompleteCall] = field(default_factory=list)
+    __slots__ = ("_content", "_reasoning", "incomplete_calls", "tool_calls")
+
+    def __init__(
+        self,
+        content: str = "",
+        reasoning: str = "",
+        tool_calls: list[ToolCall] | None = None,
+        incomplete_calls: list[IncompleteCall] | None = None,
+    ) -> None:
+        self._content: list[str] = [content] if content else []
+        self._reasoning: list[str] = [reasoning] if reasoning else []
+        self.tool_calls: list[ToolCall] = list(tool_calls or [])
+        self.incomplete_calls: list[IncompleteCall] = list(incomplete_calls or [])
+
+    @property
+    def content(self) -> str:
+        return _joined(self._content)
+
+    @property
+    def reasoning(self) -> str:
+        return _joined(self._reasoning)
+
+    def take(self, ev: Any) -> bool:
+        """Keep one parser event; True when it passes on to whoever shows the reply. Text and
+        reasoning pass on (empty pieces are dropped); a complete call is kept for dispatch (it is
+        announced when it runs); a call that is not one to run passes on and stays with the reply.
+        A call's progress events stay here; anything else (a notice) passes on untouched."""
+        if isinstance(ev, TextDelta | ReasoningDelta):
+            if ev.text:
+                (self._content if isinstance(ev, TextDelta) else self._reasoning).append(ev.text)
+            return bool(ev.text)
+        if isinstance(ev, ToolCallDone):
+            self.tool_calls.append(ev.call)
+            return False
+        if isinstance(ev, ToolCallIncomplete):
+            self.incomplete_calls.append(ev.call)
+        return not isinstance(ev, ToolCallStarted | ToolCallArgsDelta)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Reply):
+            return NotImplemented
+        return (self.content, self.reasoning, self.tool_calls, self.incomplete_calls) == (
+            other.content,
+            other.reasoning,
+            other.tool_calls,
+            other.incomplete_calls,
+        )
+
+    __hash__ = None  # type: ignore[assignment]  # mutable
+
+    def __repr__(self) -> str:
+        return (
+            f"Reply(content={self.content!r}, reasoning={self.reasoning!r}, "
+            f"tool_calls={self.tool_calls!r}, incomplete_calls={self.incomplete_calls!r})"
+        )
+
+
+def _joined(parts: list[str]) -> str:
+    """The pieces as one string (joined once, then kept joined)."""
+    if len(parts) > 1:
+        parts[:] = ["".join(parts)]
+    return parts[0] if parts else ""
 
 
 @dataclass(slots=True)
@@ -139,6 +200,15 @@ class RegionScanner:
     def scan(self, buf: str, final: bool) -> tuple[int, bool]:  # pragma: no cover - abstract
         raise NotImplementedError
 
+    def skip_space(self, buf: str, i: int) -> int:
+        """The index of the first character of ``buf`` from ``i`` that is not whitespace
+        (``len(buf)`` if none), the characters examined counted in ``ops``."""
+        k = i
+        while k < len(buf) and buf[k].isspace():
+            k += 1
+        self.ops += k - i + 1
+        return k
+
     def feed_json(self, js: JsonScanner, buf: str, i: int = 0) -> int:
         """Feed the JSON value ``js`` is reading from ``buf[i]``, counting its work in ``ops``: the
         index after the value's end, or -1 while it is still open at the end of ``buf``."""
@@ -155,6 +225,28 @@ class RegionScanner:
         if j != -1:
             self.state = then
         return j
+
+
+class JsonStateScanner(RegionScanner):
+    """A state-machine scanner that reads a JSON value on its way: it starts in ``state`` with a
+    fresh :class:`JsonScanner` in ``json`` (see :meth:`json_state`)."""
+
+    def __init__(self, state: str = "pre") -> None:
+        self.state = state
+        self.json = JsonScanner()
+        self.ops = 0
+
+    def value_start(self, buf: str, i: int, opening: str = "{") -> int | None:
+        """One step of a state that waits for the value: whitespace at ``buf[i]`` is skipped (the
+        next index); at ``opening`` the value starts (the state becomes ``json``, the index stays);
+        None when anything else stands there (the region ends at ``i``)."""
+        c = buf[i]
+        if c.isspace():
+            return i + 1
+        if c != opening:
+            return None
+        self.state = "json"
+        return i
 
 
 class MarkerRegion(RegionScanner):
@@ -212,6 +304,8 @@ def name_hint(raw: str) -> str | None:
 
 FORMATS: dict[str, Format] = {}
 
+THINK = ("<think>", "</think>")  # the reasoning block most families write
+
 
 def register(fmt: Format) -> Format:
     """Add a family to :data:`FORMATS` (keyed by ``fmt.name``); a family module calls this once."""
@@ -268,11 +362,20 @@ class Format:
         self, tools: list[dict[str, Any]], *, forced: str | None, parallel: bool, ctx: Any
     ) -> str:
         """A Lark grammar holding calls to ``tools`` in this family's syntax (``forced``: only that
-        tool; ``ctx``: an ``app.engine.constraints.GrammarContext``); written with the builders
-        of ``app.engine.constraints.wires``. Raises ``ConstraintError``."""
-        from app.engine.constraints.lark import ConstraintError
+        tool; ``ctx``: an ``app.engine.grammar.lark.GrammarContext``); written with the builders
+        of ``app.engine.grammar.wires``. Raises ``ConstraintError``."""
+        from app.engine.errors import ConstraintError
 
-        raise ConstraintError(f"the tool-call format {self.name!r} cannot hold calls to a schema yet")
+        wire = self.grammar_wire(ctx)
+        if wire is None:
+            raise ConstraintError(f"the tool-call format {self.name!r} cannot hold calls to a schema yet")
+        return wire(ctx, self, tools, forced, parallel)
+
+    def grammar_wire(self, ctx: Any) -> Callable[..., str] | None:
+        """The builder of ``app.engine.grammar.wires`` that writes this family's grammar, with the
+        family's markers bound (``functools.partial``): :meth:`constraint_grammar` calls it with
+        ``(ctx, format, tools, forced, parallel)``. None: the family has no grammar."""
+        return None
 
     def cut_call(self, opener: str, body: str, tools: list[dict[str, Any]] | None) -> IncompleteCall | None:
         """What a region cut off by the token limit is: an incomplete call (its raw text kept, the
@@ -344,20 +447,10 @@ class Format:
 
 def fold_events(events: Iterable[FormatEvent]) -> Reply:
     """The :class:`Reply` a sequence of events describes."""
-    text: list[str] = []
-    reasoning: list[str] = []
-    calls: list[ToolCall] = []
-    incomplete: list[IncompleteCall] = []
+    reply = Reply()
     for ev in events:
-        if isinstance(ev, TextDelta):
-            text.append(ev.text)
-        elif isinstance(ev, ReasoningDelta):
-            reasoning.append(ev.text)
-        elif isinstance(ev, ToolCallDone):
-            calls.append(ev.call)
-        elif isinstance(ev, ToolCallIncomplete):
-            incomplete.append(ev.call)
-    return Reply("".join(text), "".join(reasoning), calls, incomplete)
+        reply.take(ev)
+    return reply
 
 
 # States of the stream's machine.
@@ -415,6 +508,7 @@ class Stream:
             self._mode = _LEAD
         else:
             self._mode = self._after_reasoning()
+        self._steps = self._step_table()
 
     # -- public -----------------------------------------------------------------------------
 
@@ -454,10 +548,25 @@ class Stream:
         s, self._buf = self._buf[:n], self._buf[n:]
         return s
 
+    def _step_table(self) -> dict[str, Callable[[bool, bool], bool]]:
+        """The step of each state of the machine, built once per stream (a stream with states of
+        its own returns its table)."""
+        return {
+            _LEAD: self._step_lead,
+            _WINDOW: self._step_window,
+            _REASON: self._step_reason,
+            _TENTATIVE: self._step_tentative,
+            _CALLSTART: self._step_callstart,
+            _TEXT: self._step_text,
+            _REGION: self._step_region,
+            _DONE: self._step_done,
+        }
+
     def _run(self, final: bool, truncated: bool) -> None:
         # Each step returns True when it changed state and the machine should step again; with
         # ``final`` every state either consumes the whole buffer or hands over to another.
-        while getattr(self, "_step_" + self._mode)(final, truncated):
+        steps = self._steps
+        while steps[self._mode](final, truncated):
             pass
 
     def _step_done(self, final: bool, truncated: bool) -> bool:

@@ -48,7 +48,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from app.engine.formats.base import Format, ParsedCall, RegionScanner, register
+from app.engine.formats.base import THINK, Format, ParsedCall, RegionScanner, register
 from app.engine.formats.jsonscan import loads_repaired
 from app.json_schema import schema_types, tool_schemas
 from app.engine.formats.sections import NAME, JsonSectionFormat, SectionScanner, raw_text, scan_section
@@ -66,7 +66,6 @@ SECTION_END = "<｜tool▁calls▁end｜>"
 CALL_BEGIN = "<｜tool▁call▁begin｜>"
 CALL_END = "<｜tool▁call▁end｜>"
 SEP = "<｜tool▁sep｜>"
-THINK = ("<think>", "</think>")
 
 
 _V3_HEADER = re.compile(
@@ -273,9 +272,6 @@ class DeepSeekDsmlFormat(XmlParamsFormat):
         from app.engine.grammar.wires import dsml_param
 
         return dsml_param(ctx, key, schema, where, open=PARAM, close=PARAM_END)
-
-    def name_ok(self, name: str) -> bool:
-        return bool(re.fullmatch(NAME, name))
 
     def key_ok(self, key: str) -> bool:
         return not set(key) & set('"<>')

@@ -65,12 +65,10 @@ class _FunctionScanner(JsonStateScanner):
                 continue
             if st == "pre":
                 self.ops += 1
-                if buf[i].isspace():
-                    i += 1
-                    continue
-                if buf[i] != "{":
+                j = self.value_start(buf, i)
+                if j is None:
                     return i, True
-                self.state = "json"
+                i = j
                 continue
             if st == "json":
                 i = self.json_state(self.json, buf, i, "close")

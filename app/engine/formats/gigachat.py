@@ -40,12 +40,10 @@ class _Scanner(JsonStateScanner):
         while i < n:
             self.ops += 1
             if self.state == "pre":
-                if buf[i].isspace():
-                    i += 1
-                    continue
-                if buf[i] != "{":
+                j = self.value_start(buf, i)
+                if j is None:
                     return i, True
-                self.state = "json"
+                i = j
                 continue
             j = self.feed_json(self.json, buf, i)
             if j == -1:
@@ -57,10 +55,7 @@ class _Scanner(JsonStateScanner):
     def _after_object(self, buf: str, j: int, final: bool) -> tuple[int, bool]:
         """``buf[j:]`` follows the object: consume ``[ws] <|message_sep|>`` if it is there, else
         end the region at ``j`` (nothing after the object is consumed until that is known)."""
-        i = j
-        while i < len(buf) and buf[i].isspace():
-            i += 1
-        self.ops += i - j + 1
+        i = self.skip_space(buf, j)
         if buf.startswith(MESSAGE_SEP, i):
             return i + len(MESSAGE_SEP), True
         if not final and MESSAGE_SEP.startswith(buf[i:]):

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 from functools import partial
 
-from app.engine.formats.base import Format, ParsedCall, RegionScanner, register
+from app.engine.formats.base import THINK, Format, ParsedCall, RegionScanner, register
 from app.engine.formats.jsonscan import read_name_arguments
 from app.engine.formats.sections import JsonTagScanner, json_text
 
@@ -26,7 +26,7 @@ class HermesFormat(Format):
     label = "Hermes JSON (Qwen2.5, Qwen3, QwQ, Hermes, Granite 4)"
     detail = '<tool_call>{"name": ..., "arguments": {...}}</tool_call>'
     openers = (OPEN,)
-    reasoning = ("<think>", "</think>")
+    reasoning = THINK
 
     def region_scanner(self, opener: str) -> RegionScanner:
         return JsonTagScanner(CLOSE)

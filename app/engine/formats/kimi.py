@@ -42,7 +42,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from app.engine.formats.base import Format, ParsedCall, RegionScanner, register
+from app.engine.formats.base import THINK, Format, ParsedCall, RegionScanner, register
 from app.engine.formats.jsonscan import loads_repaired
 from app.json_schema import JSON_TYPES, json_type
 from app.engine.formats.sections import (
@@ -57,7 +57,6 @@ from app.engine.formats.xml_params import XmlParamsFormat
 
 __all__ = ["K3Scanner", "KimiK2Format", "KimiK3Format"]
 
-THINK = ("<think>", "</think>")
 SECTION_BEGIN = "<|tool_calls_section_begin|>"
 SECTION_END = "<|tool_calls_section_end|>"
 CALL_BEGIN = "<|tool_call_begin|>"
@@ -225,10 +224,7 @@ class K3Scanner(SectionScanner):
                     self.parts.append(buf[i:stop])
                     return self._ret(stop, False)
                 j = pos + len(ARG_CLOSE)
-                k = j
-                while k < n and buf[k].isspace():
-                    k += 1
-                self.ops += k - j + 1
+                k = self.skip_space(buf, j)
                 rest = buf[k : k + len(CALL_CLOSE)]
                 if rest.startswith((ARG_OPEN, CALL_CLOSE)) or (final and k == n):
                     self.parts.append(buf[i:pos])
@@ -327,9 +323,6 @@ class KimiK3Format(XmlParamsFormat):
         from app.engine.grammar.wires import k3_param
 
         return k3_param(ctx, key, schema, where, open=ARG_OPEN, sep=SEP, close=ARG_CLOSE, trail="")
-
-    def name_ok(self, name: str) -> bool:
-        return bool(re.fullmatch(NAME, name))
 
     def key_ok(self, key: str) -> bool:
         return not set(key) & set('"<>|&')

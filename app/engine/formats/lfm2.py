@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from app.engine.formats.base import Format, ParsedCall, RegionScanner, register
+from app.engine.formats.base import THINK, Format, ParsedCall, RegionScanner, register
 from app.engine.formats.pycalls import (
     PyListScanner,
     call_list_grammar,
@@ -36,7 +36,7 @@ class Lfm2Format(Format):
     label = "LFM2 pythonic (Liquid LFM2.5)"
     detail = "<|tool_call_start|>[get_weather(city='Paris')]<|tool_call_end|>"
     openers = (OPEN,)
-    reasoning = ("<think>", "</think>")
+    reasoning = THINK
 
     def region_scanner(self, opener: str) -> RegionScanner:
         return PyListScanner(CLOSE)

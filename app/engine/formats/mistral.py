@@ -18,7 +18,7 @@ import re
 from typing import Any
 from functools import partial
 
-from app.engine.formats.base import Format, JsonStateScanner, ParsedCall, RegionScanner, register
+from app.engine.formats.base import THINK, Format, JsonStateScanner, ParsedCall, RegionScanner, register
 from app.engine.formats.jsonscan import JsonScanner, loads_repaired, name_arguments
 from app.engine.formats.sections import json_text
 
@@ -116,7 +116,7 @@ class MistralFormat(Format):
     detail = '[TOOL_CALLS][{"name": ..., "arguments": {...}}] or [TOOL_CALLS]NAME[ARGS]{...}'
     openers = (OPEN,)
     reasoning = ("[THINK]", "[/THINK]")
-    reasoning_alt = (("<think>", "</think>"),)
+    reasoning_alt = (THINK,)
 
     def region_scanner(self, opener: str) -> RegionScanner:
         return _Scanner()

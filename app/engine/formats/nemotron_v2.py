@@ -8,7 +8,7 @@ keys ``name`` and ``arguments``; anything else makes the region text.
 
 from __future__ import annotations
 
-from app.engine.formats.base import register
+from app.engine.formats.base import THINK, register
 from app.engine.formats.json_list import JsonListFormat
 
 __all__ = ["NemotronV2Format"]
@@ -22,7 +22,7 @@ class NemotronV2Format(JsonListFormat):
     label = "Nemotron v2 JSON list (NVIDIA Nemotron Nano v2)"
     detail = '<TOOLCALL>[{"name": ..., "arguments": {...}}]</TOOLCALL>'
     openers = (OPEN,)
-    reasoning = ("<think>", "</think>")
+    reasoning = THINK
     args_required = True
     list_open, list_close = OPEN, CLOSE
 

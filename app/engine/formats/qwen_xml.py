@@ -172,10 +172,7 @@ class _BareRun(RegionScanner):
                 if not ended:
                     return i, False
                 self.after = True
-            k = i
-            while k < len(buf) and buf[k].isspace():
-                k += 1
-            self.ops += k - i + 1
+            k = self.skip_space(buf, i)
             if buf.startswith(CLOSE, k):
                 return k + len(CLOSE), True
             if buf.startswith(F_OPEN, k):

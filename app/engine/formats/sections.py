@@ -161,10 +161,7 @@ class SectionScanner(RegionScanner):
         """State ``"value_json"``: leading whitespace, then a JSON object/array (state ``"json"``,
         scanned JSON-aware) or any other text (state ``"value"``). Returns the new cursor."""
         n = len(buf)
-        j = i
-        while j < n and buf[j].isspace():
-            j += 1
-        self.ops += j - i + 1
+        j = self.skip_space(buf, i)
         self.parts.append(buf[i:j])
         if j < n:
             if buf[j] in "{[":
@@ -328,10 +325,7 @@ class SkipValuesScanner(RegionScanner):
     def _follows(self, buf: str, j: int, wanted: tuple[str, ...], final: bool) -> bool | None:
         """Whether ``buf[j:]`` (after whitespace) is the end or starts with one of ``wanted``;
         None when more text is needed to tell."""
-        k = j
-        while k < len(buf) and buf[k].isspace():
-            k += 1
-        self.ops += k - j + 1
+        k = self.skip_space(buf, j)
         rest = buf[k:]
         if not rest:
             return None if not final else not self.cut
@@ -368,10 +362,7 @@ class SkipValuesScanner(RegionScanner):
                 i = j
                 continue
             if self.exit is not None and m == self.exit[0]:
-                k = j
-                while k < len(buf) and buf[k].isspace():
-                    k += 1
-                self.ops += k - j + 1
+                k = self.skip_space(buf, j)
                 rest = buf[k : k + len(self.exit[1])]
                 if rest == self.exit[1]:
                     return k + len(rest), True  # the value's close was missing: the region ends here

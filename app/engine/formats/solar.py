@@ -80,22 +80,22 @@ class _Scanner(RegionScanner):
             self.state = "pre"
 
 
+def _after(text: str, i: int, marker: str, pattern: re.Pattern[str]) -> tuple[str, int] | None:
+    """``marker`` then what ``pattern`` matches, at ``i``: the match and the index after it."""
+    m = pattern.match(text, i + len(marker)) if text.startswith(marker, i) else None
+    return None if m is None else (m.group(0), m.end())
+
+
 def _call(text: str, i: int) -> tuple[ParsedCall, int] | None:
     start = i
-    if not text.startswith(CALL, i):
+    got = _after(text, i, CALL, _ID)
+    if got is None:
         return None
-    m = _ID.match(text, i + len(CALL))
-    if m is None:
+    cid, i = got
+    got = _after(text, i, NAME, _NAME)
+    if got is None:
         return None
-    cid = m.group(0)
-    i = m.end()
-    if not text.startswith(NAME, i):
-        return None
-    m = _NAME.match(text, i + len(NAME))
-    if m is None:
-        return None
-    name = m.group(0)
-    i = m.end()
+    name, i = got
     if not text.startswith(ARGS, i):
         return None
     i = skip_ws(text, i + len(ARGS))

@@ -25,8 +25,8 @@ from typing import Any
 from functools import partial
 
 from app.calls import WIRE_NAME
-from app.engine.formats.base import Format, ParsedCall
-from app.engine.formats.sections import raw_text, skip_ws
+from app.engine.formats.base import THINK, Format, ParsedCall
+from app.engine.formats.sections import NAME, raw_text, skip_ws
 
 __all__ = [
     "ArgPairsFormat",
@@ -39,6 +39,10 @@ __all__ = [
     "read_params",
     "tag_name",
 ]
+
+
+_WIRE_NAME = re.compile(WIRE_NAME)  # a tool name as tools spell them
+_SECTION_NAME = re.compile(NAME)  # a tool name as the sectioned wires read it
 
 
 def tag_name(s: str, i: int, pattern: re.Pattern[str], end: str) -> tuple[str, int] | None:
@@ -211,7 +215,7 @@ class XmlParamsFormat(Format):
     parameter names the wire can write.
     """
 
-    reasoning: tuple[str, str] | None = ("<think>", "</think>")
+    reasoning: tuple[str, str] | None = THINK
     raw_values = True
     section: tuple[str, str] | None = None
     sep = ""
@@ -232,8 +236,10 @@ class XmlParamsFormat(Format):
     def param_head(self, key: str) -> str:  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def name_ok(self, name: str) -> bool:  # pragma: no cover - abstract
-        raise NotImplementedError
+    def name_ok(self, name: str) -> bool:
+        """Whether the wire can write the tool name ``name`` (by default: a name as the sectioned
+        wires read it)."""
+        return bool(_SECTION_NAME.fullmatch(name))
 
     def key_ok(self, key: str) -> bool:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -265,9 +271,6 @@ class XmlParamsFormat(Format):
             name_ok=self.name_ok,
             key_ok=self.key_ok,
         )
-
-_WIRE_NAME = re.compile(WIRE_NAME)
-
 
 class ArgPairsFormat(XmlParamsFormat):
     """A family whose parameters are key/value tag pairs (GLM, Hunyuan): ``key_tags`` and
