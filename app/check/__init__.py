@@ -10,8 +10,9 @@ Names load lazily, so ``import app.check`` imports neither llama.cpp nor httpx.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+
+
+from app.lazy import lazy_exports
 
 _EXPORTS = {
     "CATEGORIES": "app.check.corpus",
@@ -40,15 +41,4 @@ _EXPORTS = {
 
 __all__ = sorted(_EXPORTS)
 
-
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'app.check' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_EXPORTS))
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

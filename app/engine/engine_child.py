@@ -25,6 +25,12 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
+from app.engine.constraints.compiler import compile_inline
+from app.engine.engine_process import connect_child
+from app.engine.errors import ConstraintError, GenerationError
+from app.engine.generation import generate
+from app.engine.llm import load_model_inline
+
 __all__ = ["OPS", "main"]
 
 _MAX_CONSTRAINTS = 256  # compiled constraints kept by handle (oldest forgotten first)
@@ -80,8 +86,6 @@ class _Child:
         elif kind == "run":
             _, rid, gid = msg
             if self.running is not None:
-                from app.engine.generate import GenerationError
-
                 self.send(("end", rid, False, GenerationError("another generation is running")))
             else:
                 self.run(rid, gid)
@@ -123,8 +127,6 @@ class _Child:
     def run(self, rid: int, gid: int) -> None:
         gen = self.pending.pop(gid, None)
         if gen is None:
-            from app.engine.generate import GenerationError
-
             self.send(("end", rid, False, GenerationError("this generation was already run or forgotten")))
             return
         gen.progress = lambda done, total: self.send(("progress", rid, done, total))
@@ -165,7 +167,7 @@ def _op_tokenize(child: _Child, text: str) -> list[int]:
 
 
 def _op_tokenize_raw(child: _Child, text: str, special: bool) -> list[int]:
-    return [int(t) for t in child.model.llm.tokenize(text.encode("utf-8"), add_bos=False, special=special)]
+    return child.model.tokenize_text(text, special=special)
 
 
 def _op_token_bytes(child: _Child, token: int) -> bytes:
@@ -173,15 +175,11 @@ def _op_token_bytes(child: _Child, token: int) -> bytes:
 
 
 def _op_special_opener(child: _Child, opener: str) -> bool:
-    from app.engine.chat import special_opener_inline
-
-    return special_opener_inline(child.model, opener)
+    return child.model.special_opener(opener)
 
 
 def _op_validate_grammar(child: _Child, grammar: str) -> None:
-    from app.engine.generate import validate_grammar
-
-    validate_grammar(child.model, grammar)
+    child.model.backend.validate_grammar(grammar)
 
 
 def _op_reset(child: _Child) -> None:
@@ -189,22 +187,18 @@ def _op_reset(child: _Child) -> None:
 
 
 def _op_prepare(child: _Child, prompt: Any, kwargs: dict[str, Any]) -> tuple[int, int]:
-    from app.engine.generate import generate
-
     handle = kwargs.pop("constraint", None)
     constraint = None
     if handle is not None:
         constraint = child.constraints.get(handle)
         if constraint is None:
-            from app.engine.constraints import ConstraintError
-
             raise ConstraintError("the constraint was forgotten by the engine; compile it again")
     gid = next(child.ids)
     gen = generate(child.model, prompt, constraint=constraint, cancel=_Cancel(child, gid), **kwargs)  # type: ignore[arg-type]
     child.pending[gid] = gen
     while len(child.pending) > _MAX_PENDING:
         child.pending.popitem(last=False)
-    return gid, len(gen.prompt_tokens)
+    return gid, gen.n_prompt
 
 
 def _keep(child: _Child, constraint: Any) -> tuple[int, str, str]:
@@ -216,17 +210,13 @@ def _keep(child: _Child, constraint: Any) -> tuple[int, str, str]:
 
 
 def _op_compile(child: _Child, kwargs: dict[str, Any]) -> tuple[int, str, str] | None:
-    from app.engine.constraints import compile_constraint
-
-    c = compile_constraint(child.model, **kwargs)
+    c = compile_inline(child.model, **kwargs)
     return None if c is None else _keep(child, c)
 
 
 def _op_constraint_after(child: _Child, handle: int, text: str) -> tuple[int, str, str]:
     c = child.constraints.get(handle)
     if c is None:
-        from app.engine.constraints import ConstraintError
-
         raise ConstraintError("the constraint was forgotten by the engine; compile it again")
     return _keep(child, c.after(text))
 
@@ -234,8 +224,6 @@ def _op_constraint_after(child: _Child, handle: int, text: str) -> tuple[int, st
 def _op_constraint_allowed(child: _Child, handle: int) -> Any:
     c = child.constraints.get(handle)
     if c is None:
-        from app.engine.constraints import ConstraintError
-
         raise ConstraintError("the constraint was forgotten by the engine; compile it again")
     return c.start().allowed()
 
@@ -265,16 +253,12 @@ def _portable(exc: BaseException) -> BaseException:
         pickle.loads(pickle.dumps(exc))
         return exc
     except Exception:  # noqa: BLE001 - any failure means: send the words
-        from app.engine.generate import GenerationError
-
         return GenerationError(f"{type(exc).__name__}: {exc}")
 
 
 def main(channel: str) -> int:
     """The child's entry point: connect, read ``("load", args)``, load the model, reply
     ``("reply", 0, ok, info)``, then serve until ``close`` or the parent goes away."""
-    from app.engine.engine_process import connect_child
-
     conn = connect_child(channel)
     child = _Child(conn)
     try:
@@ -283,8 +267,6 @@ def main(channel: str) -> int:
         return 0
     if msg[0] != "load":
         return 2
-    from app.engine.llm import load_model_inline
-
     try:
         child.model = load_model_inline(**msg[1], verbose=True)
     except BaseException as exc:  # noqa: BLE001 - the parent raises it

@@ -13,17 +13,17 @@ loads the model with llama-cpp-python and runs everything that touches llama.cpp
 * constraint compilation and the llguidance token mask (``app.engine.constraints``): the mask
   must sit next to the logits, so the compiled constraint stays in the child and the parent
   holds a handle (:class:`ProcessConstraint`);
-* generation, streamed back piece by piece (:class:`ProcessGeneration`), with prompt progress.
+* generation, streamed back piece by piece (:meth:`ProcessBackend.stream`), with prompt progress.
 
 The protocol is ``multiprocessing.connection`` messages (small pickled tuples) over a socket
 pair (a named pipe on Windows); the parent's reader thread routes each reply to
 the request that waits for it, so a tokenize call from one thread may run while another thread
 streams a generation (the child answers such calls between two tokens). Cancelling is a message
-the child reads before every token. The parent's side keeps the :class:`LoadedModel` API
-unchanged: callers do not know where llama.cpp runs.
+the child reads before every token. :class:`ProcessBackend` is the parent's side, one of the two
+backends of a ``LoadedModel`` (``app.engine.backend``): callers do not know where llama.cpp runs.
 
 When the child dies (abort, segfault, out of memory, killed), every waiting call raises
-:class:`EngineCrashedError` (a :class:`~app.engine.generate.GenerationError`) whose message says
+:class:`~app.engine.errors.EngineCrashedError` (a ``GenerationError``) whose message says
 in plain words what happened and to which model, e.g. "The model crashed while generating:
 llama.cpp aborted (SIGABRT)". The parent is untouched and can load the model again. When the
 parent dies, the child sees its pipe close and exits.
@@ -41,22 +41,22 @@ import subprocess
 import sys
 import tempfile
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from app.engine.generate import GenerationError, GenerationResult
+from app.engine.errors import EngineCrashedError, GenerationError, GrammarError, ModelLoadError
 
 if TYPE_CHECKING:
+    from app.engine.generation import Generation
     from app.engine.llm import LoadedModel
 
 __all__ = [
-    "EngineCrashedError",
     "connect_child",
     "EngineProcess",
+    "ProcessBackend",
     "ProcessConstraint",
-    "ProcessGeneration",
     "describe_exit",
     "plain_reason",
 ]
@@ -64,25 +64,6 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 _STDERR_TAIL = 8192  # bytes of the child's stderr kept to explain a crash
-
-
-class EngineCrashedError(GenerationError):
-    """The engine process of a model died. ``str()`` says what happened, in plain words;
-    ``stage`` is ``loading`` or ``generating`` (any call after load counts as generating),
-    ``exit`` describes how it ended (a signal or an exit code), ``model`` names the model."""
-
-    def __init__(self, message: str, *, stage: str = "generating", exit: str = "", model: str = ""):
-        super().__init__(message)
-        self.stage = stage
-        self.exit = exit
-        self.model = model
-
-    def __reduce__(self):  # pragma: no cover - raised in the parent only
-        return (_crashed, (str(self), self.stage, self.exit, self.model))
-
-
-def _crashed(message: str, stage: str, exit: str, model: str) -> EngineCrashedError:
-    return EngineCrashedError(message, stage=stage, exit=exit, model=model)
 
 
 _WINDOWS_CODES = {
@@ -206,8 +187,6 @@ class EngineProcess:
     def start(cls, model_name: str, load_args: dict[str, Any]) -> tuple[EngineProcess, dict[str, Any]]:
         """Start a child, load the model in it and return ``(engine, info)``; raises
         ``ModelLoadError`` as an in-process load would, with a crash described in its problem."""
-        from app.engine.llm import ModelLoadError
-
         self = cls(model_name)
         fd, self._stderr_path = tempfile.mkstemp(prefix="callisto-engine-", suffix=".log")
         try:
@@ -316,16 +295,6 @@ class EngineProcess:
         if ok:
             return value
         raise value
-
-    def generation(
-        self,
-        model: LoadedModel,
-        gid: int,
-        *,
-        cancel: threading.Event | None,
-        progress: Callable[[int, int], None] | None,
-    ) -> ProcessGeneration:
-        return ProcessGeneration(self, model, gid, cancel=cancel, progress=progress)
 
     # -- the reader thread ----------------------------------------------------------------------
 
@@ -487,80 +456,137 @@ def connect_child(channel: str) -> Any:
     raise ValueError(f"unknown engine channel {channel!r}")
 
 
-class ProcessGeneration:
-    """A generation running in the engine process: iterate for text pieces, then read
-    ``result``, as for :class:`app.engine.generate.Generation`."""
+class ProcessBackend:
+    """The backend of a model whose llama.cpp runs in an :class:`EngineProcess` (see
+    ``app.engine.backend``): every call is a request to the child."""
 
-    def __init__(
-        self,
-        engine: EngineProcess,
-        model: LoadedModel,
-        gid: int,
-        *,
-        cancel: threading.Event | None,
-        progress: Callable[[int, int], None] | None,
-    ):
-        self.engine = engine
-        self.model = model
-        self.gid = gid
-        self.cancel = cancel
-        self.progress = progress
-        self.result: GenerationResult | None = None
-        self._started = False
-        # what it was prepared with (set by ``generate``), as on an in-process Generation
-        self.sampling: Any = None
-        self.stop: tuple[str, ...] = ()
-        self.max_tokens = 0
-        self.grammar: str | None = None
-        self.constraint: Any = None
-        self.deadline_s: float | None = None
-        self.n_prompt = 0
+    llm = None
+    isolated = True
 
-    def __iter__(self) -> Iterator[str]:
-        if self._started:
-            raise RuntimeError("a Generation can be iterated only once")
-        self._started = True
-        return self._run()
+    def __init__(self, engine: EngineProcess, info: dict[str, Any]):
+        self.engine: EngineProcess | None = engine
+        self.lock = threading.RLock()
+        self.total_eval = 0
+        self.eog_ids = frozenset(info["eog_ids"])
 
-    def run(self) -> GenerationResult:
-        for _ in self:
-            pass
-        assert self.result is not None
-        return self.result
+    @classmethod
+    def start(cls, model_name: str, load_args: dict[str, Any]) -> tuple[ProcessBackend, dict[str, Any]]:
+        """Start an engine process that loads the model (``EngineProcess.start``)."""
+        engine, info = EngineProcess.start(model_name, load_args)
+        return cls(engine, info), info
 
-    def _run(self) -> Iterator[str]:
-        engine, model = self.engine, self.model
-        model.lock.acquire()
+    def _engine(self) -> EngineProcess:
+        engine = self.engine
+        if engine is None:
+            raise GenerationError("the model is closed")
+        return engine
+
+    def call(self, op: str, *args: Any) -> Any:
+        return self._engine().call(op, *args)
+
+    # -- the model's state -------------------------------------------------------------------------
+
+    @property
+    def closed(self) -> bool:
+        return self.engine is None
+
+    @property
+    def crash(self) -> EngineCrashedError | None:
+        return None if self.engine is None else self.engine.crash
+
+    def close(self) -> None:
+        engine, self.engine = self.engine, None
+        if engine is not None:
+            engine.close()
+
+    def reset_cache(self) -> None:
+        with self.lock:
+            self.call("reset")
+
+    # -- the vocabulary ----------------------------------------------------------------------------
+
+    def is_eog(self, token: int) -> bool:
+        return int(token) in self.eog_ids
+
+    def token_bytes(self, token: int) -> bytes:
+        return self.call("token_bytes", int(token))
+
+    def tokenize(self, text: str) -> list[int]:
+        return self.call("tokenize", text)
+
+    def tokenize_text(self, text: str, special: bool) -> list[int]:
+        return self.call("tokenize_raw", text, special)
+
+    def special_opener(self, opener: str) -> bool:
+        return bool(self.call("special_opener", opener))
+
+    # -- grammars and constraints ------------------------------------------------------------------
+
+    def validate_grammar(self, grammar: str) -> None:
+        self.call("validate_grammar", grammar)
+
+    def compile_constraint(self, model: LoadedModel, kwargs: dict[str, Any]) -> ProcessConstraint | None:
+        engine = self._engine()
+        res = engine.call("compile", kwargs)
+        return None if res is None else ProcessConstraint(engine, *res)
+
+    # -- generation ---------------------------------------------------------------------------------
+
+    def prepare(self, gen: Generation, prompt: str | Sequence[int]) -> None:
+        """The child prepares (and checks) the generation now; :meth:`stream` runs it there."""
+        engine = self._engine()
+        handle = None
+        if gen.constraint is not None:
+            if gen.grammar is not None:
+                raise GrammarError("pass either a grammar or a constraint, not both")
+            if getattr(gen.constraint, "engine", None) is not engine:
+                raise GenerationError("the constraint was compiled for another model")
+            handle = gen.constraint.handle
+        kwargs = {
+            "max_tokens": gen.max_tokens,
+            "sampling": gen.sampling,
+            "grammar": gen.grammar,
+            "deadline_s": gen.deadline_s,
+            "stop": gen.stop,
+            "constraint": handle,
+        }
+        body = prompt if isinstance(prompt, str) else [int(t) for t in prompt]
+        gen.handle, gen.n_prompt = engine.call("prepare", body, kwargs)
+
+    def stream(self, gen: Generation) -> Iterator[str]:
+        engine, model = self._engine(), gen.model
+        self.lock.acquire()
         rid: int | None = None
         ended = False
         cancel_sent = False
+        cancel = gen.cancel
         try:
             rid, q = engine._register()
-            engine._send_checked(("run", rid, self.gid))
+            engine._send_checked(("run", rid, gen.handle))
             while True:
-                if not cancel_sent and self.cancel is not None and self.cancel.is_set():
-                    engine._send_checked(("cancel", rid, self.gid))
+                if not cancel_sent and cancel is not None and cancel.is_set():
+                    engine._send_checked(("cancel", rid, gen.handle))
                     cancel_sent = True
                 try:
-                    msg = q.get(timeout=0.02 if (self.cancel is not None and not cancel_sent) else None)
+                    msg = q.get(timeout=0.02 if (cancel is not None and not cancel_sent) else None)
                 except queue.Empty:
                     continue
                 kind = msg[0]
                 if kind == "piece":
                     # the child holds the next token until asked for it: no piece follows a cancel
                     yield msg[2]
-                    if self.cancel is None or not self.cancel.is_set():
-                        engine._send_checked(("next", rid, self.gid))
+                    if cancel is None or not cancel.is_set():
+                        engine._send_checked(("next", rid, gen.handle))
                 elif kind == "progress":
                     model.prompt_progress = (msg[2], msg[3])
-                    if self.progress is not None:
-                        self.progress(msg[2], msg[3])
+                    if gen.progress is not None:
+                        gen.progress(msg[2], msg[3])
                 elif kind == "end":
                     ended = True
-                    self._end(msg)
-                    if cancel_sent and self.result is not None:
+                    self._end(gen, msg)
+                    if cancel_sent and gen.result is not None:
                         # cancelled while the child ended by itself: as in-process, the cancel wins
-                        self.result.finish_reason = "cancelled"
+                        gen.result.finish_reason = "cancelled"
                     return
                 elif kind == "dead":
                     ended = True
@@ -568,30 +594,29 @@ class ProcessGeneration:
         finally:
             if not ended and rid is not None:
                 # the consumer stopped early: stop the child's generation and wait for its end
-                self._drain(rid, cancel_sent)
+                self._drain(engine, gen, rid, cancel_sent)
             if rid is not None:
                 engine._unregister(rid)
             model.prompt_progress = None
-            model.lock.release()
+            self.lock.release()
 
-    def _end(self, msg: tuple[Any, ...]) -> None:
+    def _end(self, gen: Generation, msg: tuple[Any, ...]) -> None:
         _, _, ok, value = msg
         if not ok:
             raise value
         result, total_eval = value
-        self.result = result
-        self.model.total_eval = total_eval
-        self.model.last_prompt_eval = result.prompt_tokens_evaluated
+        gen.result = result
+        self.total_eval = total_eval
+        gen.model.last_prompt_eval = result.prompt_tokens_evaluated
 
-    def _drain(self, rid: int, cancel_sent: bool) -> None:
-        engine = self.engine
-        with self.engine._lock:
+    def _drain(self, engine: EngineProcess, gen: Generation, rid: int, cancel_sent: bool) -> None:
+        with engine._lock:
             q = engine._waiters.get(rid)
         if q is None:
             return
         try:
             if not cancel_sent:
-                engine._send(("cancel", rid, self.gid))
+                engine._send(("cancel", rid, gen.handle))
         except (OSError, ValueError):
             return
         while True:
@@ -601,7 +626,7 @@ class ProcessGeneration:
                 return
             if msg[0] == "end":
                 with contextlib.suppress(Exception):
-                    self._end(msg)
+                    self._end(gen, msg)
                 return
             if msg[0] == "dead":
                 return

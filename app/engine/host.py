@@ -29,28 +29,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from app.engine.errors import EngineBusy, JobCancelled, ModelLoadError
+
 if TYPE_CHECKING:
     from app.engine.llm import LoadedModel, LoadSettings
 
-__all__ = ["EngineBusy", "EngineHost", "Job", "JobCancelled", "ModelChange"]
+__all__ = ["EngineHost", "Job", "ModelChange"]
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
-
-
-class JobCancelled(RuntimeError):
-    """A job that never ran: cancelled while it waited, or dropped when the engine stopped."""
-
-
-class EngineBusy(RuntimeError):
-    """The queue is full: ``retry_after_s`` estimates when a place frees up."""
-
-    def __init__(self, waiting: int, retry_after_s: int):
-        self.waiting = waiting
-        self.retry_after_s = retry_after_s
-        super().__init__(
-            f"the engine is busy: {waiting} requests are already waiting; retry in about {retry_after_s} s"
-        )
 
 
 @dataclass
@@ -359,6 +346,4 @@ class EngineHost:
 
 def _expected(exc: BaseException) -> bool:
     """Errors that are a request's, not the engine's: not logged with a traceback."""
-    from app.engine.llm import ModelLoadError
-
     return isinstance(exc, ModelLoadError | JobCancelled) or type(exc).__name__ == "ApiError"

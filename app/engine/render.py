@@ -30,28 +30,23 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
+from app.engine.errors import PromptRenderError, TemplateRenderError
+from app.engine.formats.guidance import call_example, tool_guidance
 from app.engine.messages import Message, is_valid_call_id, local_call_id
+from app.engine.templates import functions_variables, render_template, template_tools_mode
 
 if TYPE_CHECKING:
     from app.engine.llm import LoadedModel
 
 __all__ = [
-    "PromptRenderError",
     "RenderedPrompt",
     "choose_template",
-    "functions_variables",
     "render_messages",
     "render_prompt",
     "shape_messages",
-    "template_tools_mode",
 ]
-
-
-class PromptRenderError(RuntimeError):
-    """The model's chat template failed on this conversation (the message says how)."""
 
 
 @dataclass(frozen=True)
@@ -141,8 +136,6 @@ def shape_messages(
                 if calls_as is None:
                     d["tool_calls"] = calls
                 else:
-                    from app.engine.formats.guidance import call_example
-
                     written = "\n".join(
                         call_example(calls_as, c.name, _as_object(c.arguments)) for c in m.tool_calls
                     )
@@ -175,59 +168,6 @@ def shape_messages(
     return out
 
 
-_PROBE_NAME = "callisto_probe_tool_7f3a"
-_PROBE_TOOLS = [
-    {
-        "type": "function",
-        "function": {
-            "name": _PROBE_NAME,
-            "description": "probe",
-            "parameters": {"type": "object", "properties": {}},
-        },
-    }
-]
-
-
-def functions_variables(tools: list[dict[str, Any]], date: str | None = None) -> dict[str, Any]:
-    """The variables of a template that takes tools as ``functions`` (FireFunction v2): the
-    function specs as a JSON string and ``datetime`` (``date``, default now, ``YYYY-MM-DD HH:MM``)."""
-    import datetime as _dt
-
-    specs = [t.get("function", t) if isinstance(t, dict) else t for t in tools]
-    when = date if date is not None else _dt.datetime.now().strftime("%Y-%m-%d %H:%M")
-    return {"functions": json.dumps(specs, ensure_ascii=False, indent=4), "datetime": when}
-
-
-@lru_cache(maxsize=64)
-def template_tools_mode(source: str) -> str:
-    """How a template takes tools: ``variable`` (the standard ``tools``), ``system_message``
-    (Phi-4-mini: a JSON string in the system message's ``tools`` key), ``functions``
-    (FireFunction v2: its own ``functions`` variable) or ``none``."""
-    from app.engine.templates import TemplateRenderError, render_template
-
-    base = [{"role": "system", "content": "s"}, {"role": "user", "content": "u"}]
-    try:
-        if _PROBE_NAME in render_template(source, base, tools=_PROBE_TOOLS):
-            return "variable"
-    except TemplateRenderError:
-        pass
-    sys_msgs = [
-        {"role": "system", "content": "s", "tools": json.dumps(_PROBE_TOOLS)},
-        {"role": "user", "content": "u"},
-    ]
-    try:
-        if _PROBE_NAME in render_template(source, sys_msgs):
-            return "system_message"
-    except TemplateRenderError:
-        pass
-    try:
-        if _PROBE_NAME in render_template(source, base, **functions_variables(_PROBE_TOOLS, "2026-01-01")):
-            return "functions"
-    except TemplateRenderError:
-        pass
-    return "none"
-
-
 def render_messages(
     source: str,
     messages: Sequence[Message],
@@ -244,13 +184,9 @@ def render_messages(
 
     ``tool_format``: the family the reply will be parsed in; when the template does not render
     ``tools``, the schemas and that family's call syntax go into the system message."""
-    from app.engine.templates import TemplateRenderError, render_template
-
     mode = template_tools_mode(source) if tools else "variable"
     guidance = None
     if tools and mode == "none" and tool_format is not None:
-        from app.engine.formats.guidance import tool_guidance
-
         mode = "guidance"
         guidance = tool_guidance(tool_format, tools)
 

@@ -14,6 +14,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from app.engine.errors import ToolSetupError
+
 if TYPE_CHECKING:
     from app.engine.chat import ChatSession
     from app.engine.llm import LoadedModel
@@ -22,11 +24,7 @@ if TYPE_CHECKING:
     from app.tools.mcp import McpManager
     from app.tools.registry import ToolRegistry
 
-__all__ = ["ToolProblem", "ToolSet", "ToolSetupError", "build_session", "build_tools"]
-
-
-class ToolSetupError(ValueError):
-    """A tool choice that cannot be honoured (with ``strict=True``): one clear sentence."""
+__all__ = ["ToolProblem", "ToolSet", "build_session", "build_tools"]
 
 
 @dataclass(frozen=True)
@@ -63,6 +61,7 @@ def build_tools(
     ``approvals`` (tool name -> "ask" | "allow") and ``default_approval`` ("ask" | "allow") are
     the settings' approval memory; a given ``policy`` (kept across sessions) is updated with them.
     """
+    from app.calls import POLICY_DEFAULTS
     from app.tools import ApprovalPolicy, Dispatcher, ToolRegistry, register_builtin_tools
     from app.tools.workspace import WorkspaceError
 
@@ -89,7 +88,7 @@ def build_tools(
             )
     policy = policy if policy is not None else ApprovalPolicy()
     for name, value in (approvals or {}).items():
-        if value in ("ask", "allow"):
+        if value in POLICY_DEFAULTS:
             policy.set_default(name, value)  # type: ignore[arg-type]
     if default_approval == "allow":
         for name in registry.names():

@@ -32,6 +32,7 @@ import json
 import re
 import threading
 import time
+from collections.abc import Callable
 from datetime import datetime
 from functools import lru_cache
 from typing import Any
@@ -42,6 +43,8 @@ from jinja2.compiler import CodeGenerator
 from jinja2.ext import Extension
 from jinja2.sandbox import SandboxedEnvironment
 
+from app.engine.errors import TemplateRenderError
+
 __all__ = [
     "MAX_CALL_DEPTH",
     "MAX_INT_BITS",
@@ -50,10 +53,11 @@ __all__ = [
     "MAX_RENDER_SECONDS",
     "MAX_TEMPLATE_CHARS",
     "MAX_TEMPLATE_NODES",
-    "TemplateRenderError",
     "compile_template",
+    "functions_variables",
     "render_deadline",
     "render_template",
+    "template_tools_mode",
 ]
 
 MAX_OUTPUT_CHARS = 4_000_000
@@ -67,18 +71,15 @@ MAX_CALL_DEPTH = 64  # nested macro / caller / recursive-loop calls (real templa
 _MAX_WIDTH = 100_000  # widths in %-formats, str.format specs, center/ljust/indent
 
 
-class TemplateRenderError(Exception):
-    """The chat template could not be rendered; the message says why."""
-
-
 class _Budget:
-    __slots__ = ("deadline", "ops", "max_ops", "next_check")
+    __slots__ = ("clock", "deadline", "ops", "max_ops", "next_check")
 
-    def __init__(self, max_ops: int, seconds: float):
+    def __init__(self, max_ops: int, seconds: float, clock: Callable[[], float] = time.monotonic):
         self.ops = 0
         self.next_check = 0
         self.max_ops = max_ops
-        self.deadline = time.monotonic() + seconds
+        self.clock = clock
+        self.deadline = clock() + seconds
 
     def tick(self, n: int = 1) -> None:
         self.ops += n
@@ -88,7 +89,7 @@ class _Budget:
             )
         if self.ops >= self.next_check:  # every 16 operations: none of them can take long
             self.next_check = self.ops + 16
-            if time.monotonic() > self.deadline:
+            if self.clock() > self.deadline:
                 raise TemplateRenderError("template rendering took too long")
 
 
@@ -549,20 +550,26 @@ def _compile(source: str) -> jinja2.Template:
 
 
 @contextlib.contextmanager
-def render_deadline(seconds: float):
+def render_deadline(seconds: float, *, clock: Callable[[], float] = time.monotonic):
     """Every render in this thread inside the block shares one deadline ``seconds`` from now.
 
     Detection renders a template many times; under a shared deadline a hostile template costs
     ``seconds`` in all, not the per-render limit times the number of renders. Nested blocks keep
-    the earlier deadline.
+    the earlier deadline (and the outer block's clock). ``clock`` is the time the renders inside
+    read (seconds, never going back): a test passes one it controls.
     """
     previous = getattr(_local, "deadline", None)
-    mine = time.monotonic() + seconds
+    previous_clock = getattr(_local, "clock", None)
+    if previous_clock is not None:
+        clock = previous_clock
+    mine = clock() + seconds
     _local.deadline = mine if previous is None else min(previous, mine)
+    _local.clock = clock
     try:
         yield
     finally:
         _local.deadline = previous
+        _local.clock = previous_clock
 
 
 def compile_template(source: str) -> jinja2.Template:
@@ -605,8 +612,9 @@ def render_template(
     attribute, too much output, too many operations, or too much time.
     """
     shared = getattr(_local, "deadline", None)
+    clock = getattr(_local, "clock", None) or time.monotonic
     if shared is not None:
-        max_seconds = min(max_seconds, shared - time.monotonic())
+        max_seconds = min(max_seconds, shared - clock())
         if max_seconds <= 0:
             raise TemplateRenderError(
                 "template rendering took too long (the time for this template is used up)"
@@ -624,7 +632,7 @@ def render_template(
         eos_token=scrub_value(eos_token),
     )
     previous = getattr(_local, "budget", None)
-    _local.budget = budget = _Budget(max_operations, max_seconds)
+    _local.budget = budget = _Budget(max_operations, max_seconds, clock)
     parts: list[str] = []
     size = 0
     try:
@@ -651,3 +659,54 @@ def render_template(
     finally:
         _local.budget = previous
     return "".join(parts)
+
+
+# -- template facts (what a template does with tools), read by the formats and the renderer -----
+
+_PROBE_NAME = "callisto_probe_tool_7f3a"
+_PROBE_TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": _PROBE_NAME,
+            "description": "probe",
+            "parameters": {"type": "object", "properties": {}},
+        },
+    }
+]
+
+
+def functions_variables(tools: list[dict[str, Any]], date: str | None = None) -> dict[str, Any]:
+    """The variables of a template that takes tools as ``functions`` (FireFunction v2): the
+    function specs as a JSON string and ``datetime`` (``date``, default now, ``YYYY-MM-DD HH:MM``)."""
+    specs = [t.get("function", t) if isinstance(t, dict) else t for t in tools]
+    when = date if date is not None else datetime.now().strftime("%Y-%m-%d %H:%M")
+    return {"functions": json.dumps(specs, ensure_ascii=False, indent=4), "datetime": when}
+
+
+@lru_cache(maxsize=64)
+def template_tools_mode(source: str) -> str:
+    """How a template takes tools: ``variable`` (the standard ``tools``), ``system_message``
+    (Phi-4-mini: a JSON string in the system message's ``tools`` key), ``functions``
+    (FireFunction v2: its own ``functions`` variable) or ``none``."""
+    base = [{"role": "system", "content": "s"}, {"role": "user", "content": "u"}]
+    try:
+        if _PROBE_NAME in render_template(source, base, tools=_PROBE_TOOLS):
+            return "variable"
+    except TemplateRenderError:
+        pass
+    sys_msgs = [
+        {"role": "system", "content": "s", "tools": json.dumps(_PROBE_TOOLS)},
+        {"role": "user", "content": "u"},
+    ]
+    try:
+        if _PROBE_NAME in render_template(source, sys_msgs):
+            return "system_message"
+    except TemplateRenderError:
+        pass
+    try:
+        if _PROBE_NAME in render_template(source, base, **functions_variables(_PROBE_TOOLS, "2026-01-01")):
+            return "functions"
+    except TemplateRenderError:
+        pass
+    return "none"

@@ -21,14 +21,15 @@ Names load lazily: ``import app.server`` imports neither Starlette nor llama.cpp
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from app.lazy import lazy_exports
 
 _EXPORTS = {
     "ApiServer": "app.server._app",
-    "DEFAULT_PORT": "app.server._app",
+    "DEFAULT_PORT": "app.server._state",
     "RequestLogEntry": "app.server._app",
-    "ServerConfig": "app.server._app",
+    "ServerConfig": "app.server._state",
     "create_app": "app.server._app",
     "ApiError": "app.server._errors",
 }
@@ -36,18 +37,8 @@ _EXPORTS = {
 __all__ = ["DEFAULT_PORT", "ApiError", "ApiServer", "RequestLogEntry", "ServerConfig", "create_app"]
 
 if TYPE_CHECKING:
-    from app.server._app import DEFAULT_PORT, ApiServer, RequestLogEntry, ServerConfig, create_app
+    from app.server._app import ApiServer, RequestLogEntry, create_app
+    from app.server._state import DEFAULT_PORT, ServerConfig
     from app.server._errors import ApiError
 
-
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'app.server' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_EXPORTS))
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -14,36 +14,14 @@ from pathlib import Path
 from typing import Any
 
 from app.engine.host import EngineHost
+from app.server import _anthropic, _ollama, _openai
 from app.server._errors import ApiError, api_of_path, error_response
 from app.server._models import ModelCatalog, ModelEntry
+from app.server._state import DEFAULT_PORT, ServerConfig, ServerState
 
-__all__ = ["ApiServer", "RequestLogEntry", "ServerConfig", "ServerState", "create_app"]
+__all__ = ["ApiServer", "RequestLogEntry", "create_app"]
 
 log = logging.getLogger(__name__)
-
-DEFAULT_PORT = 8453
-
-
-@dataclass
-class ServerConfig:
-    host: str = "127.0.0.1"
-    port: int = DEFAULT_PORT
-    api_key: str | None = None
-    cors_origins: list[str] = field(default_factory=list)
-    allowed_hosts: list[str] = field(default_factory=list)
-    tool_format: str = "auto"  # chat.tool_format for every model served
-    models: list[str] = field(default_factory=list)  # files offered besides the library
-    use_library: bool = True
-    preload: str | None = None  # a model to load at start (name or path)
-    max_body_bytes: int = 8 * 1024 * 1024
-    max_tokens_limit: int = 32768
-    default_max_tokens: int = 2048
-    queue_size: int = 16
-    max_loaded: int = 1  # models loaded at a time (the least recently used is closed past it)
-    n_ctx: int = 4096
-    n_threads: int | None = None
-    n_gpu_layers: int = 0
-
 
 @dataclass(frozen=True)
 class RequestLogEntry:
@@ -60,30 +38,8 @@ class RequestLogEntry:
     status: int
 
 
-class ServerState:
-    def __init__(self, config: ServerConfig, host: EngineHost, catalog: ModelCatalog):
-        from app.engine.llm import LoadSettings
-        from app.server._engine import TurnEnd
-
-        self.config = config
-        self.host = host
-        self.catalog = catalog
-        #: what a model this server loads is loaded with (a model already loaded is used as it is)
-        self.load_settings = LoadSettings(
-            n_ctx=config.n_ctx, n_gpu_layers=config.n_gpu_layers, n_threads=config.n_threads
-        )
-        self.finished: deque[TurnEnd] = deque(maxlen=64)  # how the latest turns ended (log, tests)
-
-    def loaded_entry(self) -> ModelEntry | None:
-        """The catalog's entry for the engine's most recently used model (None: none loaded)."""
-        path = self.host.current
-        return self.catalog.entry_for(path) if path is not None else None
-
-
 def _routes():
     from starlette.routing import Route
-
-    from app.server import _anthropic, _ollama, _openai
 
     return [
         Route("/v1/chat/completions", _openai.chat_completions, methods=["POST"]),

@@ -20,10 +20,11 @@ from app.server._json import clean_text, json_text
 if TYPE_CHECKING:
     from starlette.requests import Request
 
-    from app.server._app import ServerState
+    from app.server._state import ServerState
 
 __all__ = [
     "Turn",
+    "convert_tools",
     "declared_tool",
     "queue_turn",
     "read_sampling",
@@ -390,3 +391,32 @@ def split_fragments(text: str, n: int = 3) -> list[str]:
         return [text]
     step = -(-len(text) // n)
     return [text[i : i + step] for i in range(0, len(text), step)]
+
+
+def convert_tools(tools: Any) -> list[dict[str, Any]] | None:
+    if tools is None:
+        return None
+    if not isinstance(tools, list):
+        raise ApiError(400, f"tools must be an array, got {type_name(tools)}", param="tools")
+    out = []
+    seen: set[str] = set()
+    for i, t in enumerate(tools):
+        w = f"tools[{i}]"
+        if not isinstance(t, dict):
+            raise ApiError(400, f"{w} must be an object, got {type_name(t)}", param=w)
+        if t.get("type") != "function":
+            raise ApiError(400, f"{w}.type {t.get('type')!r} is not supported (only 'function')", param=w)
+        fn = t.get("function")
+        if not isinstance(fn, dict):
+            raise ApiError(400, f"{w}.function must be an object", param=w)
+        out.append(
+            declared_tool(
+                fn.get("name"),
+                fn.get("description", ""),
+                fn.get("parameters", {"type": "object", "properties": {}}),
+                where=f"{w}.function",
+                schema_field="parameters",
+                seen=seen,
+            )
+        )
+    return out or None

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from app.engine.errors import EngineCrashedError, EngineError, GenerationError, JobCancelled, ModelLoadError
 from app.server._json import json_bytes
 
-__all__ = ["ApiError", "api_of_path", "error_body", "error_response"]
+__all__ = ["ENGINE_ERRORS", "ApiError", "api_of_path", "engine_api_error", "error_body", "error_response"]
 
 # status -> (OpenAI error type, Anthropic error type)
 _TYPES: dict[int, tuple[str, str]] = {
@@ -42,6 +43,25 @@ class ApiError(Exception):
         self.param = param
         self.code = code
         self.headers = dict(headers or {})
+
+
+#: the engine's errors in HTTP terms, first match wins: (error class, status, error code)
+ENGINE_ERRORS: tuple[tuple[type[EngineError], int, str | None], ...] = (
+    (ModelLoadError, 500, "model_load_failed"),
+    (JobCancelled, 503, None),
+    (EngineCrashedError, 500, "engine_crashed"),  # the next request gets a fresh engine
+    (GenerationError, 500, None),
+)
+
+
+def engine_api_error(exc: BaseException) -> ApiError:
+    """What the engine raised for a request's job, in the server's terms (:data:`ENGINE_ERRORS`)."""
+    if isinstance(exc, ApiError):
+        return exc
+    for kind, status, code in ENGINE_ERRORS:
+        if isinstance(exc, kind):
+            return ApiError(status, str(exc), code=code)
+    return ApiError(500, f"the engine failed: {exc}")
 
 
 def api_of_path(path: str) -> str:

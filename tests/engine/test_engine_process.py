@@ -17,10 +17,11 @@ import time
 import pytest
 
 from app.engine.chat import ChatSession
-from app.engine.engine_process import EngineCrashedError, describe_exit, plain_reason
+from app.engine.engine_process import describe_exit, plain_reason
+from app.engine.errors import ContextOverflowError, EngineCrashedError, GrammarError, ModelLoadError
 from app.engine.events import DoneEvent, TextEvent
-from app.engine.generate import ContextOverflowError, GrammarError, generate
-from app.engine.llm import ModelLoadError, load_model
+from app.engine.generation import generate
+from app.engine.llm import load_model
 
 posix_only = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
 
@@ -34,7 +35,7 @@ def _alive(pid: int) -> bool:
         return False
 
 
-def _wait_gone(pid: int, timeout: float = 10.0) -> bool:
+def _wait_gone(pid: int, timeout: float = 30.0) -> bool:  # returns as soon as it is gone
     end = time.monotonic() + timeout
     while time.monotonic() < end:
         if not _alive(pid):

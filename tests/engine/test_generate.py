@@ -8,7 +8,8 @@ import threading
 
 import pytest
 
-from app.engine.generate import ContextOverflowError, GrammarError, complete, generate
+from app.engine.errors import ContextOverflowError, GrammarError
+from app.engine.generation import complete, generate
 from app.engine.llm import load_model
 from app.engine.models.tiny import TinySpec
 from app.engine.sampling import CHAT_DEFAULTS, SamplingParams, resolve_sampling
@@ -195,13 +196,13 @@ def test_generating_on_another_thread_than_the_loading_one_warns_once(tiny_gguf,
     import logging
     import threading
 
-    from app.engine.generate import generate
+    from app.engine.generation import generate
 
     path = tiny_gguf(control_tokens=CONTROL, user_tokens=["<tool_call>"], bos="<s>", eos="</s>")
     model = load_model(path, n_ctx=512, n_threads=1, isolate=False)
 
     assert model.owner_thread == threading.get_ident()
-    with caplog.at_level(logging.WARNING, logger="app.engine.generate"):
+    with caplog.at_level(logging.WARNING, logger="app.engine.inprocess"):
         generate(model, "hi", max_tokens=2).run()  # the loading thread: no warning
         assert not caplog.records
 

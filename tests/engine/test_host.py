@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from app.engine.host import EngineBusy, EngineHost, Job, JobCancelled, ModelChange
+from app.engine.errors import EngineBusy, JobCancelled
+from app.engine.host import EngineHost, Job, ModelChange
 from app.engine.models.tiny import write_tiny_gguf
 from tests.support.host_hold import hold
 
@@ -63,7 +64,7 @@ def test_max_loaded_two_keeps_both_and_closes_the_least_recently_used(models):
 
 
 def test_a_failed_load_changes_nothing(host, models, tmp_path):
-    from app.engine.llm import ModelLoadError
+    from app.engine.errors import ModelLoadError
 
     loaded = host.call(lambda m: m, model=models[0])
     broken = tmp_path / "broken.gguf"

@@ -8,8 +8,9 @@ import random
 
 import pytest
 
-from app.engine.generate import generate
-from app.engine.llm import FALLBACK_TEMPLATE, ModelLoadError, load_model
+from app.engine.generation import generate
+from app.engine.errors import ModelLoadError
+from app.engine.llm import FALLBACK_TEMPLATE, load_model
 from app.engine.models.metadata import GGUFMetadataError, format_parameter_count, read_metadata
 
 TEMPLATE = "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"

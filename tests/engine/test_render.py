@@ -10,13 +10,9 @@ import pytest
 
 from app.engine.llm import load_model
 from app.engine.messages import Message, ToolCall, is_valid_call_id, local_call_id
-from app.engine.render import (
-    PromptRenderError,
-    render_messages,
-    render_prompt,
-    shape_messages,
-    template_tools_mode,
-)
+from app.engine.errors import PromptRenderError
+from app.engine.render import render_messages, render_prompt, shape_messages
+from app.engine.templates import template_tools_mode
 
 TEMPLATES = Path(__file__).resolve().parents[1] / "fixtures" / "chat_templates"
 FAMILIES = json.loads((TEMPLATES / "families.json").read_text())["templates"]

@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from app.engine.templates import TemplateRenderError, render_template
+from app.engine.errors import TemplateRenderError
+from app.engine.templates import render_template
 
 MSGS = [{"role": "user", "content": "hi"}]
 

@@ -2,14 +2,17 @@
 
 Public API::
 
-    from app.engine.constraints import compile_constraint, ConstraintError
+    from app.engine.constraints import compile_constraint
+    from app.engine.errors import ConstraintError
     c = compile_constraint(model, family="hermes", tools=tools, tool_choice="required",
                            parallel_tool_calls=True, response_format=None)
     generate(model, prompt, constraint=c)      # every sampled token is held to c
 
 Each family writes its own grammar (``Format.constraint_grammar`` in
-``app/engine/formats/<family>.py``) with the builders of :mod:`app.engine.constraints.lark`;
-llguidance (imported lazily) compiles it against the model's vocabulary.
+``app/engine/formats/<family>.py``) with the builders of :mod:`app.engine.grammar` (a leaf
+package below the formats); llguidance (imported lazily) compiles it against the model's
+vocabulary, where llama.cpp runs (the model's backend). :mod:`app.engine.constraints.remote`
+writes the same grammars in GBNF for remote engines.
 """
 
 from __future__ import annotations
@@ -19,20 +22,19 @@ from app.engine.constraints.compiler import (
     ConstraintRun,
     ToolChoice,
     compile_constraint,
+    compile_inline,
     parse_response_format,
     parse_tool_choice,
     resolve_tool_choice,
     tokenizer_for,
 )
-from app.engine.constraints.lark import ConstraintError, GrammarContext
 
 __all__ = [
     "Constraint",
-    "ConstraintError",
     "ConstraintRun",
-    "GrammarContext",
     "ToolChoice",
     "compile_constraint",
+    "compile_inline",
     "parse_response_format",
     "parse_tool_choice",
     "resolve_tool_choice",

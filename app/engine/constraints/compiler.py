@@ -21,7 +21,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from app.engine.constraints.lark import ConstraintError, GrammarContext, tool_name
+from app.engine.errors import ConstraintError
+from app.engine.formats import FORMATS
+from app.engine.grammar.lark import JSON_STYLE, GrammarContext, _reasoning, tool_name, tool_params
 
 if TYPE_CHECKING:
     from app.engine.llm import LoadedModel
@@ -31,6 +33,7 @@ __all__ = [
     "ConstraintRun",
     "ToolChoice",
     "compile_constraint",
+    "compile_inline",
     "parse_response_format",
     "parse_tool_choice",
     "resolve_tool_choice",
@@ -236,16 +239,16 @@ def compile_constraint(
     response_format: Any = None,
     reasoning: bool = False,
     in_reasoning: bool = False,
-) -> Constraint | None:
+) -> Any:
     """The constraint for one reply, or None when decoding is free (``auto`` without tools or
     without a format, ``none`` without ``response_format``). Raises :class:`ConstraintError`.
 
-    For a model in an engine process the constraint is compiled there (the token mask is applied
-    next to the logits) and a ``ProcessConstraint`` handle is returned."""
-    if model.engine is not None:
-        from app.engine.engine_process import ProcessConstraint
-
-        kwargs = {
+    The model's backend compiles it where llama.cpp runs (the token mask is applied next to the
+    logits): in this process a :class:`Constraint`, for a model in an engine process a handle
+    to the one compiled there (``ProcessConstraint``, same ``grammar``/``describe``/``after``)."""
+    return model.backend.compile_constraint(
+        model,
+        {
             "family": family,
             "tools": [dict(t) for t in tools or []],
             "tool_choice": tool_choice,
@@ -254,8 +257,22 @@ def compile_constraint(
             "reasoning": reasoning,
             "in_reasoning": in_reasoning,
         }
-        res = model.engine.call("compile", kwargs)
-        return None if res is None else ProcessConstraint(model.engine, *res)  # type: ignore[return-value]
+    )
+
+
+def compile_inline(
+    model: LoadedModel,
+    *,
+    family: str | None,
+    tools: Sequence[Mapping[str, Any]] | None,
+    tool_choice: Any = "auto",
+    parallel_tool_calls: bool = True,
+    response_format: Any = None,
+    reasoning: bool = False,
+    in_reasoning: bool = False,
+) -> Constraint | None:
+    """:func:`compile_constraint` for a model whose llama.cpp runs in this process (what the
+    in-process backend, and so the engine process, runs)."""
     tools = list(tools or [])
     choice = resolve_tool_choice(tool_choice, tools)
     schema = parse_response_format(response_format)
@@ -279,8 +296,6 @@ def compile_constraint(
             )
         except _CompileError as exc:
             raise ConstraintError(_locate(tokenizer_for(model), [], schema) or str(exc)) from None
-    from app.engine.formats import FORMATS
-
     fmt = FORMATS.get(family)
     if fmt is None:
         raise ConstraintError(f"unknown tool-call format {family!r}")
@@ -323,9 +338,6 @@ def compile_constraint(
 def _plain_json(
     ctx: GrammarContext, schema: dict[str, Any], reasoning: bool, in_reasoning: bool, family: str | None
 ) -> str:
-    from app.engine.constraints.lark import _reasoning
-    from app.engine.formats import FORMATS
-
     lead = _reasoning(ctx, FORMATS.get(family or "")) if family else ""
     return ctx.grammar(f"{lead} {ctx.json(schema)}".strip())
 
@@ -368,8 +380,6 @@ class _CompileError(ConstraintError):
 def _locate(vocab: _Vocab, tools: Sequence[Mapping[str, Any]], schema: Any) -> str | None:
     """Which tool parameter (or the response schema) llguidance cannot compile, and why."""
     import llguidance
-
-    from app.engine.constraints.lark import JSON_STYLE, tool_params
 
     def bad(sub: Any) -> str | None:
         doc = dict(sub) if isinstance(sub, Mapping) else sub

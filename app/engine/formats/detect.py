@@ -199,8 +199,7 @@ def detect(render: Render, eos_token: str = "") -> str | None:
 
 
 def _template_renderer(source: str, bos_token: str, eos_token: str) -> Render:
-    from app.engine.render import functions_variables, template_tools_mode
-    from app.engine.templates import render_template
+    from app.engine.templates import functions_variables, render_template, template_tools_mode
 
     functions = template_tools_mode(source) == "functions"  # FireFunction v2 takes ``functions``
 

@@ -1,6 +1,11 @@
-"""Errors raised by model management. Every one carries a message fit to show a user."""
+"""Errors raised by model management. Every one carries a message fit to show a user.
+
+They are engine errors (:class:`app.engine.errors.EngineError` is their root), kept beside the
+model library they belong to."""
 
 from __future__ import annotations
+
+from app.engine.errors import EngineError
 
 __all__ = [
     "ModelsError",
@@ -16,7 +21,7 @@ __all__ = [
 ]
 
 
-class ModelsError(Exception):
+class ModelsError(EngineError):
     """Base class: ``str(err)`` is a complete sentence for the user."""
 
 

@@ -14,8 +14,9 @@ Names load lazily: importing this package imports neither httpx nor keyring.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from app.lazy import lazy_exports
 
 _EXPORTS = {
     "KINDS": "app.engine.remote._client",
@@ -58,15 +59,4 @@ if TYPE_CHECKING:
         template_from_hub,
     )
 
-
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'app.engine.remote' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_EXPORTS))
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -1,4 +1,5 @@
-"""API keys of remote providers, kept in the operating system's keychain (``keyring``).
+"""API keys of remote providers, kept in the operating system's keychain (``keyring``), and the
+keys that name a remote model in the window's model picker (:func:`remote_key`).
 
 A key is stored under the service ``callisto`` and the provider's name; it is never written to
 settings.json or the history. ``keyring`` is imported only when a key is read or written.
@@ -7,17 +8,23 @@ settings.json or the history. ``keyring`` is imported only when a key is read or
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import quote, unquote
 
 __all__ = [
     "KEYRING_SERVICE",
+    "REMOTE_PREFIX",
     "KeyStoreError",
     "delete_api_key",
     "load_api_key",
+    "parse_remote_key",
+    "parser_words",
     "provider_from_settings",
+    "remote_key",
     "store_api_key",
 ]
 
 KEYRING_SERVICE = "callisto"
+REMOTE_PREFIX = "remote://"
 
 
 class KeyStoreError(RuntimeError):
@@ -83,3 +90,40 @@ def provider_from_settings(entry: Any, **options: Any) -> Any:
         api_key=load_api_key(entry.name),
         **options,
     )
+
+
+# -- the picker's keys of remote models ------------------------------------------------------
+
+
+def remote_key(provider: str, model: str) -> str:
+    """The picker's key of ``model`` on ``provider`` (and the ModelInfo path of a remote model)."""
+    return f"{REMOTE_PREFIX}{quote(provider, safe='')}/{model}"
+
+
+def parse_remote_key(key: Any) -> tuple[str, str] | None:
+    """(provider, model) of a :func:`remote_key`; None for a local path or anything else."""
+    if not isinstance(key, str) or not key.startswith(REMOTE_PREFIX):
+        return None
+    provider, sep, model = key[len(REMOTE_PREFIX) :].partition("/")
+    return (unquote(provider), model) if sep and provider and model else None
+
+
+_KIND_WORDS = {"openai": "OpenAI API", "anthropic": "Anthropic API", "ollama": "Ollama API"}
+
+
+def parser_words(label: str | None) -> str | None:
+    """``DoneEvent.call_parsers`` values in plain words: ``api:openai`` -> "the engine's
+    function calling (OpenAI API)", ``callisto:hermes`` -> "Callisto's parser (Hermes JSON)"."""
+    if not label:
+        return None
+    how, _, what = label.partition(":")
+    if how == "api":
+        return f"the engine's function calling ({_KIND_WORDS.get(what, what or 'API')})"
+    if how == "callisto":
+        from app.engine.formats import FORMATS
+
+        fmt = FORMATS.get(what)
+        label = (fmt.label if fmt is not None else "") or what
+        family = label.split(" (", 1)[0]
+        return f"Callisto's parser ({family})" if family else "Callisto's parser"
+    return label

@@ -13,8 +13,8 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from app.engine.constraints.lark import (
-    ConstraintError,
+from app.engine.errors import ConstraintError
+from app.engine.grammar.lark import (
     GrammarContext,
     Notation,
     ParamSyntax,

@@ -23,8 +23,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from app.engine.errors import ConstraintError
+
 __all__ = [
-    "ConstraintError",
     "GrammarContext",
     "ParamSyntax",
     "calls_block",
@@ -68,10 +69,6 @@ _SUPPORTED_RAW = {
     "$schema",
     "nullable",
 }
-
-
-class ConstraintError(ValueError):
-    """A constraint cannot be built; the message names the problem (tool, schema part, family)."""
 
 
 def _q(s: str) -> str:

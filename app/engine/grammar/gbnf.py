@@ -3,9 +3,11 @@ grammars: llama-server's ``/completion`` ``grammar`` field, vLLM's and SGLang's 
 
 Public API::
 
-    from app.engine.constraints.gbnf import lark_to_gbnf, remote_grammar, GbnfError
+    from app.engine.grammar.gbnf import lark_to_gbnf, remote_context
     gbnf = lark_to_gbnf(lark_text, tokens={1000000000: "<|call|>"})
-    gbnf = remote_grammar(family="hermes", tools=tools, tool_choice="required")   # or None
+
+``app.engine.constraints.remote.remote_grammar`` builds a family's grammar for a remote engine
+with these (it needs the formats, which sit above this package).
 
 The subset translated is what the families emit: rules (``name[lazy]: body``), alternation,
 grouping, string literals, regular expressions (literals, ``.``, classes, groups, ``(?s:...)``,
@@ -28,14 +30,13 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from app.engine.constraints.lark import ConstraintError, GrammarContext
+from app.engine.errors import GbnfError
+from app.engine.grammar.lark import NO_DOUBLE_BRACE, GrammarContext
 
 __all__ = [
     "EOG_MARKERS",
-    "GbnfError",
     "lark_to_gbnf",
     "remote_context",
-    "remote_grammar",
 ]
 
 #: Marker texts llama.cpp takes for end-of-generation tokens (beside the template's EOS token).
@@ -54,10 +55,6 @@ EOG_MARKERS = (
     "</s>",
 )
 _FAKE_ID = 1_000_000_000  # stand-in token ids start here (no vocabulary is that large)
-
-
-class GbnfError(ConstraintError):
-    """A Lark construct with no GBNF translation here; the message names it."""
 
 
 # -- the Lark side -------------------------------------------------------------------------------
@@ -303,9 +300,8 @@ def _converter() -> Any:
 
 
 def _unguard(schema: Any) -> Any:
-    """The runaway guard on free strings (:data:`~app.engine.constraints.lark.NO_DOUBLE_BRACE`) is
+    """The runaway guard on free strings (:data:`~app.engine.grammar.lark.NO_DOUBLE_BRACE`) is
     left out where a length bound already ends the string."""
-    from app.engine.constraints.lark import NO_DOUBLE_BRACE
 
     if isinstance(schema, list):
         return [_unguard(s) for s in schema]
@@ -618,47 +614,3 @@ def remote_context(
         family=family,
     )
     return ctx, {v: k for k, v in ids.items()}
-
-
-def remote_grammar(
-    *,
-    family: str | None,
-    tools: Sequence[Mapping[str, Any]] | None,
-    tool_choice: Any = "auto",
-    parallel_tool_calls: bool = True,
-    response_format: Any = None,
-    special_tokens: Sequence[str] = (),
-    reasoning: bool = False,
-    in_reasoning: bool = False,
-) -> str | None:
-    """The GBNF that holds a remote engine's raw reply to ``tool_choice`` (``required`` or a named
-    tool: one call, or several when ``parallel_tool_calls``) or, with no tools to call, to
-    ``response_format``'s JSON schema; None when nothing is to be held (``auto``, ``none``).
-    Raises :class:`ConstraintError` (:class:`GbnfError` where the family's grammar has no GBNF)."""
-    from app.engine.constraints.compiler import parse_response_format, resolve_tool_choice
-    from app.engine.constraints.lark import _reasoning
-    from app.engine.formats import FORMATS
-
-    calls: list[dict[str, Any]] = [dict(t) for t in tools or []]
-    choice = resolve_tool_choice(tool_choice, calls)
-    schema = parse_response_format(response_format)
-    fmt = FORMATS.get(family or "")
-    if family is not None and fmt is None:
-        raise ConstraintError(f"unknown tool-call format {family!r}")
-    ctx, tokens = remote_context(
-        family=family or "json", special_tokens=special_tokens, reasoning=reasoning, in_reasoning=in_reasoning
-    )
-    if choice.mode in ("required", "function") and calls:
-        if fmt is None:
-            raise ConstraintError(
-                f"tool_choice {choice.mode!r} needs a tool-call format, and this model has none "
-                "(choose one in chat.tool_format)"
-            )
-        forced = choice.name if choice.mode == "function" else None
-        lark = fmt.constraint_grammar(calls, forced=forced, parallel=bool(parallel_tool_calls), ctx=ctx)
-    elif schema is not None and (choice.mode == "none" or not calls):
-        lead = _reasoning(ctx, fmt) if fmt is not None else ""
-        lark = ctx.grammar(f"{lead} {ctx.json(schema)}".strip())
-    else:
-        return None
-    return lark_to_gbnf(lark, tokens=tokens)

@@ -1,0 +1,132 @@
+"""Every error the engine raises on purpose, under one root: :class:`EngineError`.
+
+This module imports nothing of the app: every layer of the engine (and the server, the check,
+the CLI and the window, which map these errors to their own terms in one table each) imports it.
+
+Each class also keeps the built-in base it always had (``RuntimeError``, ``ValueError``), so code
+that catches those still catches these. The tables that turn them into an answer:
+
+* HTTP: ``app.server._errors.engine_api_error`` (status and error code);
+* CLI: ``app.cli.exit_code_for`` (exit status);
+* window: ``app.ui`` maps them to the words and the setting it shows.
+"""
+
+from __future__ import annotations
+
+import os
+
+__all__ = [
+    "ConstraintError",
+    "ContextOverflowError",
+    "EngineBusy",
+    "EngineCrashedError",
+    "EngineError",
+    "GbnfError",
+    "GenerationError",
+    "GrammarError",
+    "JobCancelled",
+    "ModelLoadError",
+    "PromptRenderError",
+    "TemplateRenderError",
+    "ToolSetupError",
+]
+
+
+class EngineError(Exception):
+    """The root of the engine's errors: ``str()`` says what went wrong, in plain words."""
+
+
+# -- loading -------------------------------------------------------------------------------------
+
+
+class ModelLoadError(EngineError, RuntimeError):
+    """The model could not be loaded. ``str()`` names the file and the problem."""
+
+    def __init__(self, path: str | os.PathLike[str], problem: str):
+        self.path = str(path)
+        self.problem = problem
+        super().__init__(f"Cannot load {self.path}: {problem}")
+
+    def __reduce__(self):  # the engine process sends it to the app
+        return (ModelLoadError, (self.path, self.problem))
+
+
+# -- templates and prompts ----------------------------------------------------------------------
+
+
+class TemplateRenderError(EngineError):
+    """The chat template could not be rendered; the message says why."""
+
+
+class PromptRenderError(EngineError, RuntimeError):
+    """The model's chat template failed on this conversation (the message says how)."""
+
+
+# -- constraints ---------------------------------------------------------------------------------
+
+
+class ConstraintError(EngineError, ValueError):
+    """A constraint cannot be built; the message names the problem (tool, schema part, family)."""
+
+
+class GbnfError(ConstraintError):
+    """A Lark construct with no GBNF translation here; the message names it."""
+
+
+# -- generation ----------------------------------------------------------------------------------
+
+
+class GenerationError(EngineError, RuntimeError):
+    """Generation could not run (the message says why)."""
+
+
+class GrammarError(GenerationError, ValueError):
+    """The GBNF grammar was rejected before llama.cpp saw it."""
+
+
+class ContextOverflowError(GenerationError):
+    """The prompt does not fit in the model's context."""
+
+
+class EngineCrashedError(GenerationError):
+    """The engine process of a model died. ``str()`` says what happened, in plain words;
+    ``stage`` is ``loading`` or ``generating`` (any call after load counts as generating),
+    ``exit`` describes how it ended (a signal or an exit code), ``model`` names the model."""
+
+    def __init__(self, message: str, *, stage: str = "generating", exit: str = "", model: str = ""):
+        super().__init__(message)
+        self.stage = stage
+        self.exit = exit
+        self.model = model
+
+    def __reduce__(self):  # pragma: no cover - raised in the parent only
+        return (_crashed, (str(self), self.stage, self.exit, self.model))
+
+
+def _crashed(message: str, stage: str, exit: str, model: str) -> EngineCrashedError:
+    return EngineCrashedError(message, stage=stage, exit=exit, model=model)
+
+
+# -- sessions and the shared engine ----------------------------------------------------------------
+
+
+class ToolSetupError(EngineError, ValueError):
+    """A tool choice that cannot be honoured (with ``strict=True``): one clear sentence."""
+
+
+class JobCancelled(EngineError, RuntimeError):
+    """A job that never ran: cancelled while it waited, or dropped when the engine stopped."""
+
+
+class EngineBusy(EngineError, RuntimeError):
+    """The queue is full: ``retry_after_s`` estimates when a place frees up."""
+
+    def __init__(self, waiting: int, retry_after_s: int):
+        self.waiting = waiting
+        self.retry_after_s = retry_after_s
+        super().__init__(
+            f"the engine is busy: {waiting} requests are already waiting; retry in about {retry_after_s} s"
+        )
+
+    def __reduce__(self):
+        return (EngineBusy, (self.waiting, self.retry_after_s))

@@ -1,0 +1,159 @@
+"""The one local generation primitive, used by the chat loop and by one-shot :func:`complete`.
+
+``generate(model, prompt, ...)`` returns a :class:`Generation`: iterate it for text pieces
+as they are decoded, then read ``.result`` (a :class:`~app.engine.backend.GenerationResult`).
+
+The prompt is checked before anything runs (``GrammarError`` for a bad grammar,
+``ContextOverflowError`` when it does not fit); the model's backend (``app.engine.backend``)
+then runs it where its llama.cpp lives: in this process (``app.engine.inprocess``, which
+documents the stopping rules, KV reuse and batched prompt reading) or in its engine process
+(``app.engine.engine_process``, where the child runs the same code and streams the pieces back).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from app.engine.backend import GenerationResult
+from app.engine.errors import GenerationError
+from app.engine.messages import Message
+from app.engine.render import render_prompt
+from app.engine.sampling import SamplingParams, resolve_sampling
+
+if TYPE_CHECKING:
+    from app.engine.llm import LoadedModel
+
+__all__ = ["Generation", "complete", "generate", "validate_grammar"]
+
+
+class Generation:
+    """One prepared generation: iterate for text pieces; ``result`` is set once iteration ends."""
+
+    def __init__(
+        self,
+        model: LoadedModel,
+        *,
+        max_tokens: int,
+        sampling: SamplingParams,
+        grammar: str | None,
+        deadline_s: float | None,
+        cancel: threading.Event | None,
+        stop: Sequence[str],
+        constraint: Any = None,
+        progress: Callable[[int, int], None] | None = None,
+    ):
+        self.model = model
+        self.progress = progress
+        self.max_tokens = max_tokens
+        self.sampling = sampling
+        self.grammar = grammar
+        self.constraint = constraint  # app.engine.constraints: every token held to it
+        self.deadline_s = deadline_s
+        self.cancel = cancel
+        self.stop = tuple(s for s in stop if s)
+        self.result: GenerationResult | None = None
+        #: the prompt's length in tokens (set by the backend's ``prepare``)
+        self.n_prompt = 0
+        #: the prompt's tokens, for a backend that runs here (the engine process keeps its own)
+        self.prompt_tokens: list[int] = []
+        #: the backend's name for this generation (the engine process's id of it)
+        self.handle: Any = None
+        #: called after each token is decoded, before it is kept; True stops generation there (the
+        #: engine process waits in it for its reader to take the previous piece: see engine_child)
+        self.gate: Callable[[], bool] | None = None
+        self._started = False
+
+    def __iter__(self) -> Iterator[str]:
+        if self._started:
+            raise RuntimeError("a Generation can be iterated only once")
+        self._started = True
+        return self.model.backend.stream(self)
+
+    def run(self) -> GenerationResult:
+        """Consume the whole generation and return its result."""
+        for _ in self:
+            pass
+        assert self.result is not None
+        return self.result
+
+
+def validate_grammar(model: LoadedModel, grammar: str) -> None:
+    """Raise ``GrammarError`` unless llama.cpp can use ``grammar`` safely."""
+    model.backend.validate_grammar(grammar)
+
+
+def generate(
+    model: LoadedModel,
+    prompt: str | Sequence[int],
+    *,
+    max_tokens: int = 1024,
+    sampling: SamplingParams | Mapping[str, Any] | None = None,
+    grammar: str | None = None,
+    deadline_s: float | None = None,
+    cancel: threading.Event | None = None,
+    stop: Sequence[str] | None = None,
+    constraint: Any = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> Generation:
+    """Prepare a generation of ``prompt`` (rendered text or token ids).
+
+    ``progress(done, total)`` is called (on the generating thread) after each batch of a prompt
+    longer than one batch, until the last batch.
+
+    ``constraint`` (from ``app.engine.constraints.compile_constraint``) holds every sampled
+    token to its grammar; it cannot be combined with ``grammar``.
+
+    Raises ``GrammarError`` for a bad grammar and ``ContextOverflowError`` when the prompt does
+    not fit, before anything runs. ``deadline_s`` is a time budget in seconds.
+    """
+    if model.closed:
+        raise GenerationError("the model is closed")
+    if max_tokens < 0:
+        raise ValueError(f"max_tokens must be >= 0, got {max_tokens}")
+    gen = Generation(
+        model,
+        max_tokens=max_tokens,
+        sampling=resolve_sampling(model.metadata.sampling, sampling),
+        grammar=grammar,
+        deadline_s=deadline_s,
+        cancel=cancel,
+        stop=tuple(stop) if stop is not None else model.stop_strings,
+        constraint=constraint,
+        progress=progress,
+    )
+    model.backend.prepare(gen, prompt)
+    return gen
+
+
+def complete(
+    model: LoadedModel,
+    prompt: str,
+    *,
+    grammar: str | None = None,
+    max_tokens: int = 256,
+    deadline_s: float | None = 30.0,
+    sampling: SamplingParams | Mapping[str, Any] | None = None,
+    system: str | None = None,
+    cancel: threading.Event | None = None,
+    raw: bool = False,
+) -> GenerationResult:
+    """One-shot: ``prompt`` as a user message through the model's template (``raw=True``:
+    the prompt text as is), generated on the same primitive as the chat."""
+    if raw:
+        text = prompt
+    else:
+        msgs = ([Message(role="system", content=system)] if system else []) + [
+            Message(role="user", content=prompt)
+        ]
+        text = render_prompt(model, msgs).text
+    return generate(
+        model,
+        text,
+        max_tokens=max_tokens,
+        sampling=sampling,
+        grammar=grammar,
+        deadline_s=deadline_s,
+        cancel=cancel,
+    ).run()

@@ -1,0 +1,491 @@
+"""The in-process backend: llama-cpp-python in this process (see ``app.engine.backend``).
+
+This is what the engine process runs for its one model (``app.engine.engine_child``), and what
+``load_model(..., isolate=False)`` gives the tests of llama.cpp internals. Generation here:
+
+* Tokens are decoded with special tokens written as text (``[TOOL_CALLS]``,
+  ``<|python_tag|>`` survive), through an incremental UTF-8 decoder, so a character split
+  over several tokens is emitted only once it is whole.
+* Generation stops at any end-of-generation token llama.cpp reports (``stop``), at
+  ``max_tokens`` or the end of the context (``length``), at a stop string (``stop``), at
+  the deadline (``deadline``) or when ``cancel`` is set (``cancelled``); the cancel event and
+  the deadline are checked before every token.
+* A GBNF grammar is validated before llama.cpp sees it (an invalid one would crash the
+  process): ``GrammarError`` says what is wrong. A grammar may not name an
+  end-of-generation token; it ends generation by being complete.
+* The KV cache is reused: llama.cpp evaluates only the prompt tokens after the longest
+  common prefix with what it evaluated before (``result.prompt_tokens_evaluated``).
+* A prompt longer than one batch (``n_batch`` tokens after the reused prefix) is evaluated here,
+  batch by batch, before llama-cpp-python's ``generate`` sees it: the same ``llama_decode`` calls
+  with the same batch sizes (the last batch is left to ``generate``, which needs it for the first
+  token's logits), so it costs no speed; between batches ``progress(done, total)`` is called,
+  ``LoadedModel.prompt_progress`` is updated and ``cancel`` / the deadline are checked.
+
+One thread per model: llama.cpp's CPU backend (OpenMP) keeps a team of worker threads per
+calling thread, so :meth:`InProcessBackend.stream` logs a warning the first time a thread other
+than the loading one (``owner_thread``) runs the model. ``llama_cpp`` is imported lazily.
+"""
+
+from __future__ import annotations
+
+import codecs
+import logging
+import re
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from app.engine.backend import GenerationResult
+from app.engine.errors import ContextOverflowError, GenerationError, GrammarError, ModelLoadError
+from app.engine.holdback import partial_start
+
+if TYPE_CHECKING:
+    from app.engine.generation import Generation
+    from app.engine.llm import LoadedModel
+    from app.engine.models.metadata import GGUFMetadata
+
+__all__ = ["InProcessBackend", "resolve_gpu_layers", "gpu_offload_available"]
+
+log = logging.getLogger(__name__)
+_warned_threads: set[tuple[int, int]] = set()
+
+
+def gpu_offload_available() -> bool:
+    """Whether this llama.cpp build has a GPU backend (Metal, CUDA, Vulkan…) it can offload layers to."""
+    try:
+        from llama_cpp import llama_cpp as _lib
+    except ImportError:  # pragma: no cover - the dependency is pinned
+        return False
+    return bool(_lib.llama_supports_gpu_offload())
+
+
+def resolve_gpu_layers(n_gpu_layers: int | None) -> int:
+    """The layer count llama.cpp gets: ``None`` (automatic) is every layer (-1) where the build can
+    offload to a GPU and 0 (CPU only) where it cannot; any number is used as given."""
+    if n_gpu_layers is None:
+        return -1 if gpu_offload_available() else 0
+    return int(n_gpu_layers)
+
+
+class InProcessBackend:
+    """llama-cpp-python's ``Llama`` in this process, for one :class:`~app.engine.llm.LoadedModel`."""
+
+    engine = None
+    isolated = False
+
+    def __init__(self, llm: Any, meta: GGUFMetadata, model_name: str):
+        self.llm = llm
+        self.name = model_name
+        self.bos_id = meta.bos_token_id
+        self.add_bos = meta.add_bos_token
+        self.lock = threading.RLock()
+        self.total_eval = 0
+        #: ident of the thread that loaded the model: run llama.cpp on it (see the module docstring)
+        self.owner_thread = threading.get_ident()
+        self.n_vocab = int(llm.n_vocab())
+        self.eog_ids = frozenset(t for t in range(self.n_vocab) if self._vocab_is_eog(t))
+        self.n_gpu_layers = int(llm.model_params.n_gpu_layers)
+        self._count_evals()
+
+    @classmethod
+    def load(
+        cls,
+        *,
+        path: str,
+        meta: GGUFMetadata,
+        n_ctx: int,
+        n_gpu_layers: int | None,
+        n_threads: int,
+        verbose: bool = False,
+    ) -> InProcessBackend:
+        """Load a checked file with llama.cpp in this process (``verbose``: llama.cpp's log goes
+        to stderr, which the engine process writes to the log file that explains a crash)."""
+        p = Path(path)
+        try:
+            from llama_cpp import Llama
+        except ImportError as exc:  # pragma: no cover - the dependency is pinned
+            raise ModelLoadError(p, f"llama-cpp-python is not installed ({exc})") from exc
+        try:
+            llm = Llama(
+                model_path=str(p),
+                n_ctx=n_ctx,
+                n_gpu_layers=resolve_gpu_layers(n_gpu_layers),
+                n_threads=int(n_threads),
+                n_threads_batch=int(n_threads),
+                n_batch=min(512, n_ctx),
+                # llama-server's default (-fa auto turns it on for CPU): ~6% faster decoding (bench figure 1b)
+                flash_attn=True,
+                verbose=verbose,
+            )
+        except Exception as exc:  # noqa: BLE001 - llama.cpp reports load failures as ValueError/RuntimeError
+            raise ModelLoadError(p, f"llama.cpp could not load the model ({exc})") from exc
+        return cls(llm, meta, meta.name or p.stem)
+
+    def _count_evals(self) -> None:
+        """Count the tokens llama.cpp decodes, so callers (and tests) can see KV reuse."""
+        original = self.llm.eval
+
+        def counting_eval(tokens: Any) -> Any:
+            self.total_eval += len(tokens)
+            return original(tokens)
+
+        self.llm.eval = counting_eval
+
+    # -- the model's state -------------------------------------------------------------------------
+
+    @property
+    def closed(self) -> bool:
+        return self.llm is None
+
+    @property
+    def crash(self) -> None:
+        return None
+
+    @property
+    def vocab(self) -> Any:
+        return self._open().llm._model.vocab
+
+    def _open(self) -> InProcessBackend:
+        if self.llm is None:
+            raise GenerationError(f"the model {self.name} is closed")
+        return self
+
+    def close(self) -> None:
+        with self.lock:
+            llm, self.llm = self.llm, None
+            if llm is not None:
+                llm.close()
+
+    def reset_cache(self) -> None:
+        with self.lock:
+            self._open().llm.reset()
+
+    # -- the vocabulary ----------------------------------------------------------------------------
+
+    def _vocab_is_eog(self, token: int) -> bool:
+        import llama_cpp
+
+        return bool(llama_cpp.llama_vocab_is_eog(self.llm._model.vocab, token))
+
+    def is_eog(self, token: int) -> bool:
+        if self.llm is None:
+            return int(token) in self.eog_ids
+        return self._vocab_is_eog(token)
+
+    def token_bytes(self, token: int) -> bytes:
+        """The token's bytes, special tokens written as their text."""
+        import ctypes
+
+        import llama_cpp
+
+        vocab = self.vocab
+        size = 64
+        while True:
+            buf = ctypes.create_string_buffer(size)
+            n = llama_cpp.llama_token_to_piece(vocab, int(token), buf, size, 0, True)
+            if n >= 0:
+                return buf.raw[:n]
+            size = -n + 1
+
+    def tokenize(self, text: str) -> list[int]:
+        tokens = list(self._open().llm.tokenize(text.encode("utf-8"), add_bos=False, special=True))
+        wants_bos = self.add_bos
+        if wants_bos is None:
+            import llama_cpp
+
+            wants_bos = bool(llama_cpp.llama_vocab_get_add_bos(self.vocab))
+        if wants_bos and self.bos_id is not None and (not tokens or tokens[0] != self.bos_id):
+            tokens.insert(0, self.bos_id)
+        return tokens
+
+    def tokenize_text(self, text: str, special: bool) -> list[int]:
+        return [int(t) for t in self._open().llm.tokenize(text.encode("utf-8"), add_bos=False, special=special)]
+
+    def special_opener(self, opener: str) -> bool:
+        import llama_cpp
+
+        toks = self._open().llm.tokenize(opener.encode("utf-8"), add_bos=False, special=True) if opener else []
+        if not toks:
+            return False
+        attr = llama_cpp.llama_vocab_get_attr(self.vocab, toks[0])
+        piece = self.token_bytes(toks[0]).decode("utf-8", "replace")
+        return bool(
+            attr & llama_cpp.LLAMA_TOKEN_ATTR_CONTROL
+            or (
+                attr & llama_cpp.LLAMA_TOKEN_ATTR_USER_DEFINED
+                and piece.startswith("<")
+                and piece.endswith(">")
+                and opener.startswith(piece)
+            )
+        )
+
+    # -- grammars and constraints ------------------------------------------------------------------
+
+    def validate_grammar(self, grammar: str) -> None:
+        import llama_cpp
+
+        if not isinstance(grammar, str) or not grammar.strip():
+            raise GrammarError("the grammar is empty")
+        if "\x00" in grammar:
+            raise GrammarError("the grammar contains a NUL character")
+        if not re.search(r"(?m)^\s*root\s*::=", grammar):
+            raise GrammarError("the grammar has no 'root' rule")
+        llm = self._open().llm
+        n_vocab = llm.n_vocab()
+        for ref in _grammar_token_refs(grammar):
+            if ref.startswith("["):
+                tid = int(ref[1:-1])
+                if tid >= n_vocab:
+                    raise GrammarError(
+                        f"the grammar names token id {tid}, but the vocabulary has {n_vocab} tokens"
+                    )
+                label = f"<[{tid}]>"
+            else:
+                toks = llm.tokenize(f"<{ref}>".encode(), add_bos=False, special=True)
+                if len(toks) != 1:
+                    raise GrammarError(f"the grammar names <{ref}>, which is not a single token of this model")
+                tid, label = toks[0], f"<{ref}>"
+            if self.is_eog(tid):
+                raise GrammarError(
+                    f"the grammar names the end-of-generation token {label}; a grammar ends generation "
+                    "by being complete, it may not contain an end-of-generation token"
+                )
+        sampler = llama_cpp.llama_sampler_init_grammar(self.vocab, grammar.encode("utf-8"), b"root")
+        if not sampler:
+            raise GrammarError("the grammar is not valid GBNF (llama.cpp's parser rejected it)")
+        llama_cpp.llama_sampler_free(sampler)
+
+    def compile_constraint(self, model: LoadedModel, kwargs: dict[str, Any]) -> Any:
+        from app.engine.constraints.compiler import compile_inline
+
+        return compile_inline(model, **kwargs)
+
+    # -- generation ---------------------------------------------------------------------------------
+
+    def prepare(self, gen: Generation, prompt: str | Sequence[int]) -> None:
+        model = gen.model
+        tokens = self.tokenize(prompt) if isinstance(prompt, str) else [int(t) for t in prompt]
+        if not tokens:
+            raise GenerationError("the prompt is empty")
+        if len(tokens) >= model.n_ctx:
+            raise ContextOverflowError(
+                f"the prompt is {len(tokens)} tokens but the context holds {model.n_ctx}: "
+                "shorten the conversation or load the model with a larger context length"
+            )
+        if gen.grammar is not None:
+            if gen.constraint is not None:
+                raise GrammarError("pass either a grammar or a constraint, not both")
+            self.validate_grammar(gen.grammar)
+        gen.prompt_tokens = tokens
+        gen.n_prompt = len(tokens)
+
+    def stream(self, gen: Generation) -> Iterator[str]:
+        model = gen.model
+        start = time.monotonic()
+        deadline = None if gen.deadline_s is None else start + max(0.0, gen.deadline_s)
+        n_prompt = len(gen.prompt_tokens)
+        budget = min(gen.max_tokens, model.n_ctx - n_prompt)
+        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        text_parts: list[str] = []
+        tokens: list[int] = []
+        pending = ""  # decoded text held back because it may begin a stop string
+        finish = "length"
+        first_at: float | None = None
+        evaluated = 0
+        stop_hit = False
+        tail = ""
+        eval_before = self.total_eval
+        cancel = gen.cancel
+
+        def emit(piece: str) -> str:
+            text_parts.append(piece)
+            return piece
+
+        self._check_thread()
+        self.lock.acquire()
+        llm = self._open().llm
+        it = None
+        try:
+            grammar_obj = None
+            if gen.grammar is not None:
+                from llama_cpp import LlamaGrammar
+
+                grammar_obj = LlamaGrammar.from_string(gen.grammar, verbose=False)
+            if gen.sampling.seed is not None:
+                llm.set_seed(int(gen.sampling.seed))
+            run = gen.constraint.start() if gen.constraint is not None else None
+            if budget > 0 and not self._read_prompt(gen, deadline):
+                budget = 0
+                finish = "cancelled" if cancel is not None and cancel.is_set() else "deadline"
+            if budget > 0:
+                it = llm.generate(
+                    gen.prompt_tokens,
+                    reset=True,
+                    grammar=grammar_obj,
+                    logits_processor=[run] if run is not None else None,
+                    **gen.sampling.llama_kwargs(),
+                )
+            while True:
+                if cancel is not None and cancel.is_set():
+                    finish = "cancelled"
+                    break
+                if deadline is not None and time.monotonic() >= deadline:
+                    finish = "deadline"
+                    break
+                if it is None:
+                    break  # finish says why: no room (length), or stopped while reading the prompt
+                if len(tokens) >= budget:
+                    finish = "length"
+                    break
+                try:
+                    tok = next(it)
+                except StopIteration:
+                    finish = "stop"
+                    break
+                except Exception as exc:  # noqa: BLE001 - llama.cpp decode failures
+                    raise GenerationError(f"llama.cpp failed while generating: {exc}") from exc
+                if gen.gate is not None and gen.gate():
+                    finish = "cancelled"  # stopped while this token was decoded: it is not kept
+                    break
+                if first_at is None:
+                    first_at = time.monotonic()
+                    evaluated = self.total_eval - eval_before
+                if tok in model.eog_ids or self.is_eog(tok):
+                    finish = "stop"
+                    break
+                if run is not None:
+                    run.consume(tok)
+                tokens.append(tok)
+                piece = decoder.decode(self.token_bytes(tok))
+                if not piece:
+                    continue
+                if not gen.stop:
+                    yield emit(piece)
+                    continue
+                pending += piece
+                hit = min((i for i in (pending.find(s) for s in gen.stop) if i >= 0), default=-1)
+                if hit >= 0:
+                    stop_hit = True
+                    if hit:
+                        yield emit(pending[:hit])
+                    pending = ""
+                    finish = "stop"
+                    break
+                cut = partial_start(pending, gen.stop)
+                out, pending = pending[:cut], pending[cut:]
+                if out:
+                    yield emit(out)
+            if not stop_hit:
+                tail = pending + decoder.decode(b"", final=True)
+            if tail:
+                yield emit(tail)
+        finally:
+            if it is not None:
+                it.close()
+            model.prompt_progress = None
+            try:
+                self.lock.release()
+            except RuntimeError:
+                pass
+            end = time.monotonic()
+            gen_time = (end - first_at) if first_at is not None else None
+            if first_at is None:
+                evaluated = self.total_eval - eval_before
+            gen.result = GenerationResult(
+                text="".join(text_parts),
+                finish_reason=finish,
+                prompt_tokens=n_prompt,
+                prompt_tokens_evaluated=evaluated,
+                generated_tokens=len(tokens),
+                ttft_s=(first_at - start) if first_at is not None else None,
+                tokens_per_s=(len(tokens) / gen_time) if gen_time and len(tokens) > 1 else None,
+                elapsed_s=end - start,
+                tokens=tokens,
+            )
+            model.last_prompt_eval = evaluated
+
+    def _read_prompt(self, gen: Generation, deadline: float | None) -> bool:
+        """Evaluate all but the last batch of a long prompt, reporting progress; False: cancelled
+        or out of time between batches (nothing is generated)."""
+        llm = self.llm
+        n_batch = int(getattr(llm, "n_batch", 0) or 0)
+        ids, n_cached = getattr(llm, "_input_ids", None), int(getattr(llm, "n_tokens", 0) or 0)
+        ctx = getattr(llm, "_ctx", None)
+        if n_batch <= 0 or ids is None or ctx is None:
+            return True  # not the llama-cpp-python this was written for: generate() reads it all
+        tokens = gen.prompt_tokens
+        prefix = 0
+        for a, b in zip(ids[:n_cached], tokens, strict=False):
+            if a != b:
+                break
+            prefix += 1
+        todo = len(tokens) - prefix
+        if todo <= n_batch:
+            return True  # one batch: generate() reads it as before
+        last = todo % n_batch or n_batch  # left to generate(): the batch that yields the logits
+        if prefix > 0:
+            if not ctx.kv_cache_seq_rm(-1, prefix, -1):
+                return True  # no partial KV removal: generate() resets and reads it all
+            llm.n_tokens = prefix
+        else:
+            llm.reset()
+        total = len(tokens)
+        gen.model.prompt_progress = (prefix, total)
+        for i in range(prefix, total - last, n_batch):
+            if gen.cancel is not None and gen.cancel.is_set():
+                return False
+            if deadline is not None and time.monotonic() >= deadline:
+                return False
+            llm.eval(tokens[i : min(i + n_batch, total - last)])
+            done = min(i + n_batch, total - last)
+            gen.model.prompt_progress = (done, total)
+            if gen.progress is not None:
+                gen.progress(done, total)
+        return True
+
+    def _check_thread(self) -> None:
+        """Warn once per (model, thread) when llama.cpp runs on a thread other than the loading one."""
+        me = threading.get_ident()
+        if me == self.owner_thread or (id(self), me) in _warned_threads:
+            return
+        _warned_threads.add((id(self), me))
+        log.warning(
+            "%s was loaded on another thread: generating here makes two llama.cpp (OpenMP) "
+            "thread teams compete for the cores and slows decoding; load and generate on one "
+            "thread",
+            self.name,
+        )
+
+
+# --- grammar validation -------------------------------------------------------------
+
+_TOKEN_REF = re.compile(r"!?<(\[\d+\]|[^>\s]*)>")
+
+
+def _grammar_token_refs(grammar: str) -> list[str]:
+    """Token references (``<[12]>``, ``<|im_end|>``) outside strings, classes and comments."""
+    refs: list[str] = []
+    i, n = 0, len(grammar)
+    while i < n:
+        c = grammar[i]
+        if c == "#":
+            j = grammar.find("\n", i)
+            i = n if j < 0 else j + 1
+        elif c in '"[':
+            close = '"' if c == '"' else "]"
+            i += 1
+            while i < n and grammar[i] != close:
+                i += 2 if grammar[i] == "\\" else 1
+            i += 1
+        elif c in "<!":
+            m = _TOKEN_REF.match(grammar, i)
+            if m:
+                refs.append(m.group(1))
+                i = m.end()
+            else:
+                i += 1
+        else:
+            i += 1
+    return refs

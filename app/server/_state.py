@@ -1,0 +1,57 @@
+"""The server's configuration and the state its handlers share (a leaf of ``app.server``: the
+three API modules and the app import it, it imports none of them)."""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from app.engine.llm import LoadSettings
+
+if TYPE_CHECKING:
+    from app.engine.host import EngineHost
+    from app.server._engine import TurnEnd
+    from app.server._models import ModelCatalog, ModelEntry
+
+__all__ = ["DEFAULT_PORT", "ServerConfig", "ServerState"]
+
+DEFAULT_PORT = 8453
+
+
+@dataclass
+class ServerConfig:
+    host: str = "127.0.0.1"
+    port: int = DEFAULT_PORT
+    api_key: str | None = None
+    cors_origins: list[str] = field(default_factory=list)
+    allowed_hosts: list[str] = field(default_factory=list)
+    tool_format: str = "auto"  # chat.tool_format for every model served
+    models: list[str] = field(default_factory=list)  # files offered besides the library
+    use_library: bool = True
+    preload: str | None = None  # a model to load at start (name or path)
+    max_body_bytes: int = 8 * 1024 * 1024
+    max_tokens_limit: int = 32768
+    default_max_tokens: int = 2048
+    queue_size: int = 16
+    max_loaded: int = 1  # models loaded at a time (the least recently used is closed past it)
+    n_ctx: int = 4096
+    n_threads: int | None = None
+    n_gpu_layers: int = 0
+
+
+class ServerState:
+    def __init__(self, config: ServerConfig, host: EngineHost, catalog: ModelCatalog):
+        self.config = config
+        self.host = host
+        self.catalog = catalog
+        #: what a model this server loads is loaded with (a model already loaded is used as it is)
+        self.load_settings = LoadSettings(
+            n_ctx=config.n_ctx, n_gpu_layers=config.n_gpu_layers, n_threads=config.n_threads
+        )
+        self.finished: deque[TurnEnd] = deque(maxlen=64)  # how the latest turns ended (log, tests)
+
+    def loaded_entry(self) -> ModelEntry | None:
+        """The catalog's entry for the engine's most recently used model (None: none loaded)."""
+        path = self.host.current
+        return self.catalog.entry_for(path) if path is not None else None
