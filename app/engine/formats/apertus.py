@@ -34,7 +34,6 @@ def _element(obj: Any) -> tuple[str, dict[str, Any], None] | None:
 class ApertusFormat(JsonListFormat):
     name = "apertus"
     label = "Apertus JSON list (Swiss AI Apertus 8B, 70B)"
-    detail = '<|tools_prefix|>[{"NAME": {...}}]<|tools_suffix|>'
     openers = (OPEN,)
     reasoning = ("<|inner_prefix|>", "<|inner_suffix|>")
     list_open, list_close = OPEN, CLOSE

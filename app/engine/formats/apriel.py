@@ -26,7 +26,6 @@ END_FINAL = "[END FINAL RESPONSE]"  # Apriel 1.5 closes its final response with 
 class AprielFormat(JsonListFormat):
     name = "apriel"
     label = "Apriel JSON list (ServiceNow Apriel 1.5, 1.6)"
-    detail = '<tool_calls>[{"name": ..., "arguments": {...}}]</tool_calls>, reasoning before [BEGIN FINAL RESPONSE]'
     openers = (OPEN, END_FINAL)  # END_FINAL: the end of the final response, consumed
     reasoning = (REASONING_START, FINAL)
     args_required, id_key = True, "id"

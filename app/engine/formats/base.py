@@ -329,7 +329,6 @@ class Format:
 
     name: str = ""
     label: str = ""
-    detail: str = ""
     openers: tuple[str, ...] = ()
     start_only: bool = False  # a call may open only at the start of the reply (after reasoning)
     reasoning: tuple[str, str] | None = None  # (open, close) tags of a reasoning block
@@ -341,6 +340,12 @@ class Format:
     # Openers of a start-only family that open a call anywhere in the reply (special tokens such
     # as Llama 4's <|python_start|>); the other openers stay start-only.
     anywhere: tuple[str, ...] = ()
+
+    @property
+    def detail(self) -> str:
+        """The family's wire in one example: a call of ``NAME`` with one argument, as
+        :meth:`example_call` writes it (so the sketch never drifts from the writer)."""
+        return self.example_call("NAME", {"K": "V"})
 
     def region_scanner(self, opener: str) -> RegionScanner:  # pragma: no cover - abstract
         raise NotImplementedError

@@ -27,7 +27,6 @@ THINK = ("<|START_THINKING|>", "<|END_THINKING|>")
 class CommandRFormat(JsonListFormat):
     name = "command-r"
     label = "Command R7B actions (Cohere Command R7B, Command A)"
-    detail = '<|START_ACTION|>[{"tool_call_id": "0", "tool_name": ..., "parameters": {...}}]<|END_ACTION|>'
     openers = (OPEN, RESPONSE_OPEN, RESPONSE_CLOSE)
     reasoning = THINK
     extra_keys = ("tool_call_id",)

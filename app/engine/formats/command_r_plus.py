@@ -101,7 +101,6 @@ def _unfence(body: str, *, at_end: bool, truncated: bool) -> tuple[str, bool] | 
 class CommandRPlusFormat(JsonListFormat):
     name = "command-r-plus"
     label = "Command R+ actions (Cohere Command R+, Command R)"
-    detail = 'Action: ```json [{"tool_name": ..., "parameters": {...}}] ```'
     openers = (OPEN, CHATBOT)  # CHATBOT: the turn's marker, structure
     list_open, list_close = OPEN, ""
     frame = (f"{OPEN}\n{FENCE}json\n", f"\n{FENCE}")

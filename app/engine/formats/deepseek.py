@@ -100,7 +100,6 @@ _CUT_NAMES = (
 class DeepSeekV3Format(_DeepSeekJson):
     name = "deepseek-v3"
     label = "DeepSeek V3 / R1 (fenced JSON calls)"
-    detail = "<｜tool▁call▁begin｜>function<｜tool▁sep｜>NAME ```json {...}```<｜tool▁call▁end｜>"
     header = _V3_HEADER
     call_tail = f"\n```{CALL_END}"
 
@@ -111,7 +110,6 @@ class DeepSeekV3Format(_DeepSeekJson):
 class DeepSeekV31Format(_DeepSeekJson):
     name = "deepseek-v3.1"
     label = "DeepSeek V3.1 (JSON calls)"
-    detail = "<｜tool▁call▁begin｜>NAME<｜tool▁sep｜>{...}<｜tool▁call▁end｜>"
     header = _V31_HEADER
     call_tail = CALL_END
 
@@ -237,7 +235,6 @@ def _dsml_value(value: str, flag: str | None, schema: Any) -> Any:
 class DeepSeekDsmlFormat(XmlParamsFormat):
     name = "deepseek-dsml"
     label = "DeepSeek V3.2 / V4 (DSML)"
-    detail = '<｜DSML｜invoke name="NAME"><｜DSML｜parameter name="K" string="true">V</｜DSML｜parameter>'
     openers = DSML_OPENERS
     reasoning = THINK
     raw_values = False  # a value's ``string`` flag says how to read it

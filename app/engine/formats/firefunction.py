@@ -40,7 +40,6 @@ class _ListRest(RegionScanner):
 class FirefunctionFormat(Format):
     name = "firefunction"
     label = "FireFunction v2 (Fireworks firefunction-v2)"
-    detail = ' functools[{"name": ..., "arguments": {...}}]'
     openers = (SPACED, OPEN)
 
     def region_scanner(self, opener: str) -> RegionScanner:

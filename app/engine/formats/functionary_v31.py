@@ -106,7 +106,6 @@ class _PythonScanner(RegionScanner):
 class FunctionaryV31Format(Format):
     name = "functionary-v3.1"
     label = "Functionary v3.1 (MeetKai functionary v3.1)"
-    detail = '<function=NAME>{"k": v}</function>, <|python_tag|>code'
     openers = (OPEN, PY_TAG)
 
     def region_scanner(self, opener: str) -> RegionScanner:

@@ -90,7 +90,6 @@ class _SegmentStream(Stream):
 class FunctionaryV32Format(Format):
     name = "functionary-v3.2"
     label = "Functionary v3.2 (MeetKai functionary v3.2)"
-    detail = '>>>all\\ntext>>>NAME\\n{"k": v}'
     openers = (SEP,)
 
     def stream(

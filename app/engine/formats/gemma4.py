@@ -220,7 +220,6 @@ def parse_gemma_call(inner: str) -> tuple[str, dict[str, Any]] | None:
 class Gemma4Format(Format):
     name = "gemma4"
     label = "Gemma 4"
-    detail = '<|tool_call>call:NAME{key:<|"|>text<|"|>,n:1}<tool_call|>'
     openers = (OPEN,)
     reasoning = ("<|channel>thought", "<channel|>")
 

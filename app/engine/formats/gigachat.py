@@ -66,7 +66,6 @@ class _Scanner(JsonStateScanner):
 class GigaChatFormat(Format):
     name = "gigachat"
     label = "GigaChat function call (GigaChat 3, 3.1)"
-    detail = '<|function_call|>{"name": ..., "arguments": {...}} or function call<|role_sep|>{...}'
     openers = (FUNCTION_CALL, SEP_ROLE, ROLE)
 
     def region_scanner(self, opener: str) -> RegionScanner:

@@ -49,7 +49,6 @@ def parse_glm_call(inner: str) -> tuple[str, dict[str, str]] | None:
 class GlmFormat(ArgPairsFormat):
     name = "glm"
     label = "GLM XML (GLM-4.5, GLM-4.6, GLM-4.7, GLM-5, Laguna)"
-    detail = "<tool_call>NAME<arg_key>K</arg_key><arg_value>V</arg_value></tool_call>"
     openers = (OPEN,)
     tail = CLOSE
     key_tags, value_tags = KEY, VALUE

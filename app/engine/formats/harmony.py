@@ -346,7 +346,6 @@ class HarmonyStream(Stream):
 class HarmonyFormat(Format):
     name = "harmony"
     label = "Harmony (gpt-oss)"
-    detail = "<|channel|>commentary to=functions.NAME <|constrain|>json<|message|>{...}<|call|>"
     openers = (START, CHANNEL)
 
     def opens_in_reasoning(self, prompt: str) -> bool:

@@ -24,7 +24,6 @@ CLOSE = "</tool_call>"
 class HermesFormat(Format):
     name = "hermes"
     label = "Hermes JSON (Qwen2.5, Qwen3, QwQ, Hermes, Granite 4)"
-    detail = '<tool_call>{"name": ..., "arguments": {...}}</tool_call>'
     openers = (OPEN,)
     reasoning = THINK
 

@@ -87,7 +87,6 @@ def _call(text: str, start: int) -> tuple[ParsedCall, int] | None:
 class HunyuanFormat(ArgPairsFormat):
     name = "hunyuan"
     label = "Hunyuan XML (Tencent Hy3)"
-    detail = "<tool_calls:opensource><tool_call:opensource>NAME<tool_sep:opensource><arg_key:...>K...</tool_calls:opensource>"
     openers = (OPEN,)
     reasoning = (f"<think{_T}>", f"</think{_T}>")
     section = (OPEN + "\n", CLOSE)

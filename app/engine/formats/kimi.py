@@ -76,7 +76,6 @@ def _type_attr(value: Any) -> str:
 class KimiK2Format(JsonSectionFormat):
     name = "kimi-k2"
     label = "Kimi K2 (sectioned JSON calls)"
-    detail = "<|tool_call_begin|>functions.NAME:0<|tool_call_argument_begin|>{...}<|tool_call_end|>"
     openers = (SECTION_BEGIN,)
     reasoning = THINK
     section_begin, section_end = SECTION_BEGIN, SECTION_END
@@ -266,10 +265,6 @@ class KimiK3Format(XmlParamsFormat):
 
     name = "kimi-k3"
     label = "Kimi K3 (XTML)"
-    detail = (
-        '<|open|>tools<|sep|><|open|>call tool="NAME"<|sep|><|open|>argument key="K" type="T"<|sep|>V'
-        "<|close|>argument<|sep|><|close|>call<|sep|><|close|>tools<|sep|>"
-    )
     openers = (TOOLS_OPEN, K3_OPENER, *K3_STRUCTURE)
     reasoning = (THINK_OPEN, THINK_CLOSE)
     raw_values = False  # a value's ``type`` attribute says how to read it

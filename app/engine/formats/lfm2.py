@@ -34,7 +34,6 @@ _CALL_NAME = re.compile(r"([A-Za-z_][\w.]*)\s*\(")
 class Lfm2Format(Format):
     name = "lfm2"
     label = "LFM2 pythonic (Liquid LFM2.5)"
-    detail = "<|tool_call_start|>[get_weather(city='Paris')]<|tool_call_end|>"
     openers = (OPEN,)
     reasoning = THINK
 

@@ -56,7 +56,6 @@ class _Scanner(JsonStateScanner):
 class Llama3Format(Format):
     name = "llama3"
     label = "Llama 3 JSON (Llama 3.1 to 3.3)"
-    detail = '{"name": ..., "parameters": {...}} as the whole reply, optionally after <|python_tag|>'
     openers = (PYTHON_TAG, "{")
     start_only = True
     anywhere = (PYTHON_TAG,)  # the python tag may follow text: "Let me check.<|python_tag|>{...}"

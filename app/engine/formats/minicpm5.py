@@ -68,7 +68,6 @@ def _value(v: object) -> str:
 class MiniCpm5Format(XmlParamsFormat):
     name = "minicpm5"
     label = "MiniCPM5 XML (OpenBMB MiniCPM5)"
-    detail = '<function name="NAME"><param name="K">V</param></function>'
     openers = (OPEN,)
     tail = CLOSE
     param_close = P_CLOSE

@@ -57,9 +57,6 @@ def parse_invokes(text: str) -> list[tuple[str, dict[str, str], str]] | None:
 class MiniMaxFormat(XmlParamsFormat):
     name = "minimax"
     label = "MiniMax XML (MiniMax-M2, M2.1)"
-    detail = (
-        '<minimax:tool_call><invoke name="N"><parameter name="K">V</parameter></invoke></minimax:tool_call>'
-    )
     openers = (OPEN,)
     section = (OPEN + "\n", CLOSE)
     tail = f"{I_CLOSE}\n"

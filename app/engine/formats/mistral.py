@@ -113,7 +113,6 @@ def _elements(text: str) -> tuple[list[tuple[int, int]], bool]:
 class MistralFormat(Format):
     name = "mistral"
     label = "Mistral (7B v0.3, Nemo, Small 3, Devstral, Ministral, Magistral)"
-    detail = '[TOOL_CALLS][{"name": ..., "arguments": {...}}] or [TOOL_CALLS]NAME[ARGS]{...}'
     openers = (OPEN,)
     reasoning = ("[THINK]", "[/THINK]")
     reasoning_alt = (THINK,)

@@ -20,7 +20,6 @@ CLOSE = "</TOOLCALL>"
 class NemotronV2Format(JsonListFormat):
     name = "nemotron-v2"
     label = "Nemotron v2 JSON list (NVIDIA Nemotron Nano v2)"
-    detail = '<TOOLCALL>[{"name": ..., "arguments": {...}}]</TOOLCALL>'
     openers = (OPEN,)
     reasoning = THINK
     args_required = True

@@ -39,7 +39,6 @@ LIST_OPEN = "["  # a call list's bracket: it opens a call at the start of the re
 class PythonicFormat(Format):
     name = "pythonic"
     label = "Pythonic (Llama 4)"
-    detail = "[get_weather(city='Paris'), get_time()]"
     openers = (PY_START, LIST_OPEN)
     start_only = True
     anywhere = (PY_START,)

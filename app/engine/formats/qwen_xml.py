@@ -193,7 +193,6 @@ def _block_scanner() -> SkipValuesScanner:
 class QwenXmlFormat(XmlParamsFormat):
     name = "qwen-xml"
     label = "Qwen XML (Qwen3.5, Qwen3.6, Qwen3-Coder, Nemotron 3 Nano)"
-    detail = "<tool_call><function=NAME><parameter=P>value</parameter></function></tool_call>"
     openers = (OPEN, F_OPEN)
     sep = "\n"
     tail = f"{F_CLOSE}\n{CLOSE}"

@@ -49,7 +49,6 @@ def parse_seed_function(text: str) -> tuple[str, dict[str, str]] | None:
 class SeedOssFormat(XmlParamsFormat):
     name = "seed-oss"
     label = "Seed-OSS XML (ByteDance Seed-OSS)"
-    detail = "<seed:tool_call><function=NAME><parameter=K>V</parameter></function></seed:tool_call>"
     openers = (OPEN,)
     reasoning = ("<seed:think>", "</seed:think>")
     section = (OPEN + "\n", CLOSE)

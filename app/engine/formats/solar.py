@@ -117,7 +117,6 @@ def _call(text: str, i: int) -> tuple[ParsedCall, int] | None:
 class SolarFormat(Format):
     name = "solar"
     label = "Solar Open (Upstage Solar Open 100B)"
-    detail = "<|tool_calls|><|tool_call:begin|>ID<|tool_call:name|>NAME<|tool_call:args|>{...}<|tool_call:end|><|calls|>"
     openers = (OPEN, *_STRUCTURE)
     reasoning = (THINK, END)
 
