@@ -420,12 +420,12 @@ def _print_events(
                 setting = f" (setting: {ev.setting})" if ev.setting else ""
                 _err(f"[notice] {ev.message}{setting}")
             elif isinstance(ev, ToolCallStartedEvent):
-                _err(
-                    f"[tool] {ev.name} {json.dumps(_printable(ev.arguments), ensure_ascii=False, default=str)}"
-                )
+                args_text = json.dumps(_printable(ev.call.arguments), ensure_ascii=False, default=str)
+                _err(f"[tool] {ev.call.name} {args_text}")
             elif isinstance(ev, ToolCallFinishedEvent):
-                outcome = f"error: {ev.error}" if ev.error is not None else (ev.result or "")
-                _err(f"[tool] {ev.name} -> {outcome[:500]} ({ev.duration_s:.2f}s)")
+                out = ev.outcome
+                outcome = f"error: {out.error}" if out.error is not None else (out.content or "")
+                _err(f"[tool] {ev.call.name} -> {outcome[:500]} ({out.duration_s:.2f}s)")
             elif isinstance(ev, DoneEvent):
                 sys.stdout.write("\n")
                 sys.stdout.flush()

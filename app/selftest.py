@@ -217,15 +217,16 @@ def check_engine(workdir: Path) -> CheckResult:
         raise SelfTestError(f"engine: the chat turn ended with {done[-1].finish_reason!r}: {done[-1].error}")
     if (
         len(started) != 1
-        or started[0].name != "calculator"
-        or started[0].arguments != {"expression": SELFTEST_EXPRESSION}
+        or started[0].call.name != "calculator"
+        or started[0].call.arguments != {"expression": SELFTEST_EXPRESSION}
     ):
-        seen = [(e.name, e.arguments) for e in started]
+        seen = [(e.call.name, e.call.arguments) for e in started]
         raise SelfTestError(
             f"engine: expected one calculator call with {SELFTEST_EXPRESSION!r}, saw {seen}; text {text!r}"
         )
-    if len(finished) != 1 or finished[0].error is not None or finished[0].result != EXPECTED_RESULT:
-        seen = [(e.result, e.error) for e in finished]
+    outcomes = [e.outcome for e in finished]
+    if len(outcomes) != 1 or outcomes[0].error is not None or outcomes[0].content != EXPECTED_RESULT:
+        seen = [(o.content, o.error) for o in outcomes]
         raise SelfTestError(f"engine: the calculator should return {EXPECTED_RESULT!r}, got {seen}")
     if text.strip() != SELFTEST_ANSWER:
         raise SelfTestError(f"engine: the final answer should be {SELFTEST_ANSWER!r}, got {text!r}")

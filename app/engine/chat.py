@@ -15,22 +15,20 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Generator, Iterator, Mapping
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from app.calls import ToolCall
 from app.engine.detection import detect_tool_format
-from app.engine.events import (
-    ChatEvent,
-    DoneEvent,
-    NoticeEvent,
-)
-from app.engine.formats.events import ReasoningDelta, TextDelta
-from app.engine.generate import GenerationError, generate
-from app.engine.holdback import partial_start
-from app.engine.loop import CallIds, Reply, cut_after_last_user, dispatch_call, end_round, tokens_per_s
+from app.engine.events import ChatEvent, DoneEvent, NoticeEvent
+from app.engine.formats.events import TextDelta
+from app.engine.formats.plain import PlainStream
+from app.engine.errors import GenerationError, PromptRenderError
+from app.engine.generation import generate
+from app.engine.loop import CallIds, RoundEnd, cut_after_last_user, run_rounds
 from app.engine.messages import Message
-from app.engine.render import PromptRenderError, choose_template, render_prompt
+from app.engine.render import choose_template, render_prompt
 from app.engine.sampling import SamplingParams
 
 if TYPE_CHECKING:
@@ -42,11 +40,11 @@ __all__ = [
     "DEFAULT_MAX_ROUNDS",
     "TOOL_FORMAT_SETTING",
     "ChatSession",
+    "LocalReplies",
     "Message",
     "ToolCall",
     "detect_model_format",
     "resolve_tool_format",
-    "special_opener_inline",
 ]
 
 DEFAULT_MAX_ROUNDS = 8
@@ -101,56 +99,6 @@ def resolve_tool_format(setting: str, detected: str | None) -> tuple[str | None,
     return value, notices
 
 
-class _PlainStream:
-    """Without a tool format: split a leading ``<think>...</think>`` reasoning block from the
-    text, holding back a partial tag. Calls are never parsed (tools are off)."""
-
-    OPEN, CLOSE = "<think>", "</think>"
-
-    def __init__(self, in_reasoning: bool):
-        self._text, self._reasoning = TextDelta, ReasoningDelta
-        self.state = "reasoning" if in_reasoning else "start"
-        self.buf = ""
-
-    def feed(self, delta: str) -> list[Any]:
-        self.buf += delta
-        out: list[Any] = []
-        while self.buf:
-            if self.state == "start":
-                stripped = self.buf.lstrip()
-                if stripped.startswith(self.OPEN):
-                    self.buf = stripped[len(self.OPEN) :]
-                    self.state = "reasoning"
-                    continue
-                if self.OPEN.startswith(stripped):
-                    break  # maybe the start of <think>: wait
-                self.state = "text"
-            if self.state == "text":
-                out.append(self._text(self.buf))
-                self.buf = ""
-                break
-            i = self.buf.find(self.CLOSE)
-            if i >= 0:
-                if i:
-                    out.append(self._reasoning(self.buf[:i]))
-                self.buf = self.buf[i + len(self.CLOSE) :].lstrip("\n")
-                self.state = "text"
-                continue
-            cut = partial_start(self.buf, (self.CLOSE,))
-            if cut:
-                out.append(self._reasoning(self.buf[:cut]))
-                self.buf = self.buf[cut:]
-            break
-        return out
-
-    def finish(self, truncated: bool = False) -> list[Any]:
-        out = []
-        if self.buf:
-            out.append((self._reasoning if self.state == "reasoning" else self._text)(self.buf))
-            self.buf = ""
-        return out
-
-
 class ChatSession:
     """One conversation with a loaded model. ``send()`` / ``regenerate()`` yield ChatEvents."""
 
@@ -200,8 +148,7 @@ class ChatSession:
         self.tool_choice = tool_choice
         self.parallel_tool_calls = parallel_tool_calls
         self.response_format = response_format
-        self.last_constraint: Any = None  # the Constraint of the latest generation (None: free)
-        self.last_prompt: RenderedPrompt | None = None  # the prompt of the latest generation
+        self._replies: LocalReplies | None = None  # the latest turn's
         self.messages: list[Message] = list(messages or [])
         self.detected_format: str | None = detect_model_format(model)
         self.effective_format, self._format_notices = resolve_tool_format(tool_format, self.detected_format)
@@ -210,6 +157,16 @@ class ChatSession:
         self._ids = CallIds.of(self.messages)
 
     # -- public -------------------------------------------------------------------------
+
+    @property
+    def last_prompt(self) -> RenderedPrompt | None:
+        """The prompt of the latest generation."""
+        return self._replies.last_prompt if self._replies is not None else None
+
+    @property
+    def last_constraint(self) -> Any:
+        """The Constraint of the latest generation (None: free)."""
+        return self._replies.last_constraint if self._replies is not None else None
 
     @property
     def tools(self) -> list[dict[str, Any]] | None:
@@ -258,7 +215,7 @@ class ChatSession:
     # -- the loop -----------------------------------------------------------------------
 
     def _with_guidance_note(self, notice: NoticeEvent) -> NoticeEvent:
-        from app.engine.render import template_tools_mode
+        from app.engine.templates import template_tools_mode
 
         if notice.code != "tool_format_override":
             return notice
@@ -290,6 +247,11 @@ class ChatSession:
             )
         return notices + list(self._format_notices)
 
+    def _conversation(self) -> list[Message]:
+        """What the model reads: the system prompt, then the conversation."""
+        system = [Message(role="system", content=self.system_prompt)] if self.system_prompt else []
+        return system + self.messages
+
     def _reply(
         self,
         cancel: threading.Event | None,
@@ -300,149 +262,166 @@ class ChatSession:
 
         yield from self._notices(first)
         choice, parallel, response_format = choices
-        no_tools = parse_tool_choice(choice).mode == "none"
-        fmt = None
-        if self.effective_format is not None and not no_tools:
-            from app.engine.formats import FORMATS
-
-            fmt = FORMATS[self.effective_format]
-        tools = None if no_tools else self.tools  # none: the model is never told the tools exist
-        ttft: float | None = None
-        gen_tokens = 0
-        gen_time = 0.0
-        prompt_tokens = 0
-        evaluated = 0
-        finish = "stop"
-        rounds = 0
-        start = time.monotonic()
-        deadline = None if self.deadline_s is None else start + self.deadline_s
-        while True:
-            rounds += 1
-            msgs = [Message(role="system", content=self.system_prompt)] if self.system_prompt else []
-            msgs += self.messages
-            try:
-                rendered = render_prompt(
-                    self.model, msgs, tools=tools, tool_format=None if no_tools else self.effective_format
-                )
-                self.last_prompt = rendered
-                in_reasoning = (
-                    fmt.opens_in_reasoning(rendered.text)
-                    if fmt is not None
-                    else rendered.text.rstrip().endswith("<think>")
-                )
-                # Stream plain replies at once unless this template's model may close a reasoning
-                # block it never opened (then the text before the close is reasoning).
-                source = choose_template(self.model, bool(tools))[0]
-                orphan_close = fmt is not None and fmt.expects_orphan_close(source, rendered.text)
-                stream: Stream | _PlainStream
-                if fmt is not None:
-                    stream = fmt.stream(tools or [], in_reasoning=in_reasoning, orphan_close=orphan_close)
-                    stream.call_ids = self._ids.issue
-                else:
-                    stream = _PlainStream(in_reasoning)
-                remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
-                grammar = self.grammar(rounds) if callable(self.grammar) else self.grammar
-                constraint = (
-                    None
-                    if grammar is not None
-                    else self._constraint(
-                        fmt,
-                        tools,
-                        choice if rounds == 1 else "auto",
-                        parallel,
-                        response_format,
-                        source,
-                        in_reasoning,
-                    )
-                )
-                self.last_constraint = constraint
-                gen = generate(
-                    self.model,
-                    rendered.text,
-                    max_tokens=self.max_tokens,
-                    sampling=self.sampling,
-                    cancel=cancel,
-                    deadline_s=remaining,
-                    grammar=grammar,
-                    constraint=constraint,
-                )
-                reply = Reply()
-                gen_started = time.monotonic()
-                for piece in gen:
-                    for ev in stream.feed(piece):
-                        yield from reply.take(ev)
-                res = gen.result
-                assert res is not None
-                for ev in stream.finish(truncated=res.finish_reason != "stop"):
-                    yield from reply.take(ev)
-            except (PromptRenderError, GenerationError, ValueError) as exc:
-                yield DoneEvent(
-                    finish_reason="error",
-                    error=str(exc),
-                    rounds=rounds,
-                    ttft_s=ttft,
-                    generated_tokens=gen_tokens,
-                    prompt_tokens=prompt_tokens,
-                    engine_crashed=self.model.crash is not None,
-                )
-                return
-            if ttft is None:  # the turn's time to first token: rendering and prompt evaluation included
-                ttft = (
-                    (time.monotonic() - start) if res.ttft_s is None else (gen_started - start) + res.ttft_s
-                )
-            gen_tokens += res.generated_tokens
-            if res.ttft_s is not None:
-                gen_time += max(0.0, res.elapsed_s - res.ttft_s)
-            prompt_tokens = res.prompt_tokens
-            evaluated += res.prompt_tokens_evaluated
-            finish, events, run = end_round(
-                self.messages, reply, res.finish_reason, rounds=rounds, max_rounds=self.max_rounds
-            )
-            yield from events
-            if not run:
-                break
-            for call in reply.calls:
-                yield from dispatch_call(
-                    self.dispatcher,
-                    call,
-                    self.messages,
-                    constrained=constraint.describe if constraint else None,
-                )
-            if cancel is not None and cancel.is_set():
-                finish = "cancelled"
-                break
-        yield DoneEvent(
-            finish_reason=finish,
-            ttft_s=ttft,
-            tokens_per_s=tokens_per_s(gen_tokens, gen_time),
-            prompt_tokens=prompt_tokens,
-            generated_tokens=gen_tokens,
-            rounds=rounds,
-            extra={
-                "prompt_tokens_evaluated": evaluated,
-                "tool_format": self.effective_format,
-                "constraint": self.last_constraint.describe if self.last_constraint else None,
-            },
+        no_tools = parse_tool_choice(choice).mode == "none"  # the model is never told the tools exist
+        self._replies = LocalReplies(
+            self.model,
+            self._conversation,
+            family=None if no_tools else self.effective_format,
+            tools=None if no_tools else self.tools,
+            ids=self._ids,
+            max_tokens=self.max_tokens,
+            sampling=self.sampling,
+            tool_choice=choice,
+            parallel_tool_calls=parallel,
+            response_format=response_format,
+            declared=self.registry.openai_tools() if self.registry is not None else [],
+            grammar=self.grammar,
+            deadline_s=self.deadline_s,
+        )
+        yield from run_rounds(
+            self._replies, self.messages, dispatcher=self.dispatcher, max_rounds=self.max_rounds, cancel=cancel
         )
 
-    def _constraint(
+
+class LocalReplies:
+    """How a model loaded here writes one reply (an ``app.engine.loop.ReplySource``): render the
+    conversation through its template, generate (under the turn's constraint), read the text with
+    the family's stream parser (:class:`~app.engine.formats.PlainStream` without one).
+
+    ``conversation()`` gives the messages to render, system prompt included; ``family`` is the
+    tool-call format (None: tools off); ``tools`` the OpenAI-format tools the prompt shows. The
+    request's ``tool_choice`` (held in round 1; later rounds are ``auto``), ``parallel_tool_calls``
+    and ``response_format`` decide the constraint (:meth:`constraint`); ``grammar`` (a GBNF, or
+    ``round -> GBNF | None``) replaces it. The API server subclasses it for its own rules
+    (``app.server._engine``)."""
+
+    errors: tuple[type[Exception], ...] = (PromptRenderError, GenerationError, ValueError)  # -> failed()
+    parse = True  # False: the text is read as it comes (no parser, no constraint: raw completions)
+
+    def __init__(
         self,
-        fmt: Any,
+        model: LoadedModel,
+        conversation: Callable[[], list[Message]],
+        *,
+        family: str | None,
         tools: list[dict[str, Any]] | None,
-        choice: Any,
-        parallel: bool,
-        response_format: Any,
-        source: str,
-        in_reasoning: bool,
-    ) -> Any:
+        ids: CallIds,
+        max_tokens: int = 1024,
+        sampling: SamplingParams | Mapping[str, Any] | None = None,
+        tool_choice: Any = "auto",
+        parallel_tool_calls: bool = True,
+        response_format: Any = None,
+        declared: list[dict[str, Any]] | None = None,
+        grammar: str | Callable[[int], str | None] | None = None,
+        stop: tuple[str, ...] | None = None,
+        deadline_s: float | None = None,
+    ):
+        from app.engine.formats import FORMATS
+
+        self.model = model
+        self.conversation = conversation
+        self.family = family
+        self.fmt = FORMATS[family] if family is not None else None
+        self.tools = tools
+        self.ids = ids
+        self.max_tokens = max_tokens
+        self.sampling = sampling
+        self.tool_choice = tool_choice
+        self.parallel_tool_calls = parallel_tool_calls
+        self.response_format = response_format
+        self.declared = declared if declared is not None else (tools or [])
+        self.grammar = grammar
+        self.stop = stop
+        self.deadline = None if deadline_s is None else time.monotonic() + deadline_s
+        self.last_prompt: RenderedPrompt | None = None
+        self.last_constraint: Any = None
+
+    def render(self) -> str:
+        """The prompt of the next generation."""
+        self.last_prompt = render_prompt(
+            self.model, self.conversation(), tools=self.tools, tool_format=self.family
+        )
+        return self.last_prompt.text
+
+    def generate_reply(
+        self, round: int, cancel: threading.Event | None
+    ) -> Generator[Any, None, RoundEnd]:
+        try:
+            prompt = self.render()
+            stream, grammar, constraint = self._reader(prompt, round) if self.parse else (None, None, None)
+            remaining = None if self.deadline is None else max(0.0, self.deadline - time.monotonic())
+            gen = generate(
+                self.model,
+                prompt,
+                max_tokens=self.max_tokens,
+                sampling=self.sampling,
+                cancel=cancel,
+                deadline_s=remaining,
+                grammar=grammar,
+                constraint=constraint,
+                stop=self.stop,
+            )
+            started = time.monotonic()
+            for piece in gen:
+                yield from [TextDelta(piece)] if stream is None else stream.feed(piece)
+            res = gen.result
+            assert res is not None
+            if stream is not None:
+                yield from stream.finish(truncated=self.truncated(res.finish_reason))
+        except self.errors as exc:
+            return self.failed(exc)
+        return RoundEnd(
+            finish=res.finish_reason,
+            prompt_tokens=res.prompt_tokens,
+            prompt_tokens_evaluated=res.prompt_tokens_evaluated,
+            generated_tokens=res.generated_tokens,
+            # the turn's time to its first token includes rendering and prompt evaluation
+            first_token_at=time.monotonic() if res.ttft_s is None else started + res.ttft_s,
+            decode_s=0.0 if res.ttft_s is None else max(0.0, res.elapsed_s - res.ttft_s),
+            constraint=constraint.describe if constraint else None,
+        )
+
+    def _reader(self, prompt: str, round: int) -> tuple[Stream | PlainStream, str | None, Any]:
+        """The parser of the reply to ``prompt``, and the grammar or constraint that holds it."""
+        fmt = self.fmt
+        in_reasoning = fmt.opens_in_reasoning(prompt) if fmt is not None else prompt.rstrip().endswith("<think>")
+        source = choose_template(self.model, bool(self.tools))[0]
+        stream: Stream | PlainStream
+        if fmt is not None:
+            # Plain replies stream at once unless this template's model may close a reasoning block
+            # it never opened (then the text before the close is reasoning).
+            stream = fmt.stream(
+                self.tools or [], in_reasoning=in_reasoning, orphan_close=fmt.expects_orphan_close(source, prompt)
+            )
+            stream.call_ids = self.ids.issue  # the model's own id when valid and new here
+        else:
+            stream = PlainStream(in_reasoning)
+        grammar = self.grammar(round) if callable(self.grammar) else self.grammar
+        self.last_constraint = None if grammar is not None else self.constraint(round, source, in_reasoning)
+        return stream, grammar, self.last_constraint
+
+    def truncated(self, finish: str) -> bool:
+        """Whether a generation that ended with ``finish`` was cut (its last text may be partial)."""
+        return finish != "stop"
+
+    def failed(self, exc: Exception) -> RoundEnd:
+        """The end of a round that raised one of :attr:`errors`."""
+        return RoundEnd(finish="error", error=str(exc), engine_crashed=self.model.crash is not None)
+
+    def finish_turn(self, done: DoneEvent) -> DoneEvent:
+        return replace(done, tool_format=self.family)
+
+    def constraint(self, round: int, source: str, in_reasoning: bool) -> Any:
         """The constraint of one generation, or None (free). Raises ConstraintError (a ValueError)."""
         from app.engine.constraints import compile_constraint, parse_tool_choice, resolve_tool_choice
 
-        resolve_tool_choice(choice, self.registry.openai_tools() if self.registry is not None else [])
+        choice = self.tool_choice if round == 1 else "auto"
+        fmt, tools = self.fmt, self.tools
+        resolve_tool_choice(choice, self.declared)
         if (
             fmt is not None
             and tools
-            and response_format is None
+            and self.response_format is None
             and parse_tool_choice(choice).mode == "auto"
             and not _special_opener(self.model, fmt)
         ):
@@ -453,8 +432,8 @@ class ChatSession:
             family=fmt.name if fmt is not None else None,
             tools=tools,
             tool_choice=choice,
-            parallel_tool_calls=parallel,
-            response_format=response_format,
+            parallel_tool_calls=self.parallel_tool_calls,
+            response_format=self.response_format,
             reasoning=reasoning,
             in_reasoning=in_reasoning,
         )
@@ -466,26 +445,4 @@ def _special_opener(model: LoadedModel, fmt: Any) -> bool:
     opener = fmt.openers[0] if fmt.openers else ""
     if not opener:
         return False
-    if model.engine is not None:
-        return bool(model.engine.call("special_opener", opener))
-    return special_opener_inline(model, opener)
-
-
-def special_opener_inline(model: LoadedModel, opener: str) -> bool:
-    """:func:`_special_opener` on a model loaded in this process (the engine process runs it)."""
-    import llama_cpp
-
-    toks = model.llm.tokenize(opener.encode("utf-8"), add_bos=False, special=True) if opener else []
-    if not toks:
-        return False
-    attr = llama_cpp.llama_vocab_get_attr(model.vocab, toks[0])
-    piece = model.token_bytes(toks[0]).decode("utf-8", "replace")
-    return bool(
-        attr & llama_cpp.LLAMA_TOKEN_ATTR_CONTROL
-        or (
-            attr & llama_cpp.LLAMA_TOKEN_ATTR_USER_DEFINED
-            and piece.startswith("<")
-            and piece.endswith(">")
-            and opener.startswith(piece)
-        )
-    )
+    return model.special_opener(opener)

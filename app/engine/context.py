@@ -144,7 +144,7 @@ def trimmed_notice(fit: FitResult) -> Any:
 
 def full_context_done(usage: ContextUsage) -> Any:
     """The done event of a turn refused because the conversation no longer fits."""
-    from app.engine.events import DoneEvent
+    from app.engine.events import ContextFull, DoneEvent
 
     tools = f" ({usage.tool_tokens:,} of them tool descriptions)" if usage.tool_tokens else ""
     return DoneEvent(
@@ -154,5 +154,5 @@ def full_context_done(usage: ContextUsage) -> Any:
             f"This conversation is full: the next prompt takes {usage.prompt_tokens:,} tokens{tools} "
             f"and the model's context holds {usage.n_ctx:,}, with {usage.reserve:,} kept for the reply."
         ),
-        extra={"context_full": True, "n_ctx": usage.n_ctx, "tool_tokens": usage.tool_tokens},
+        context_full=ContextFull(n_ctx=usage.n_ctx, tool_tokens=usage.tool_tokens),
     )

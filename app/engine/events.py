@@ -7,6 +7,7 @@ one per line). They are plain frozen dataclasses so any thread may pass them.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from collections.abc import Mapping
 from typing import Any
 
 from app.calls import ToolCall, ToolResult
@@ -14,6 +15,7 @@ from app.engine.formats.events import ReasoningDelta, TextDelta, ToolCallIncompl
 
 __all__ = [
     "ChatEvent",
+    "ContextFull",
     "DoneEvent",
     "NoticeEvent",
     "ReasoningEvent",
@@ -38,22 +40,6 @@ class ToolCallStartedEvent:
     call: ToolCall
     constrained: str | None = None
 
-    @property
-    def call_id(self) -> str:
-        return self.call.id
-
-    @property
-    def name(self) -> str:
-        return self.call.name
-
-    @property
-    def arguments(self) -> dict[str, Any] | str:
-        return self.call.arguments
-
-    @property
-    def raw(self) -> str:
-        return self.call.raw
-
 
 @dataclass(frozen=True, slots=True)
 class ToolCallFinishedEvent:
@@ -61,39 +47,6 @@ class ToolCallFinishedEvent:
 
     call: ToolCall
     outcome: ToolResult
-
-    @property
-    def call_id(self) -> str:
-        return self.call.id
-
-    @property
-    def name(self) -> str:
-        return self.call.name
-
-    @property
-    def arguments(self) -> dict[str, Any] | str:
-        return self.call.arguments
-
-    @property
-    def raw(self) -> str:
-        return self.call.raw
-
-    @property
-    def result(self) -> str | None:
-        """The tool's output, or None when it failed."""
-        return self.outcome.content if self.outcome.error is None else None
-
-    @property
-    def error(self) -> str | None:
-        return self.outcome.error
-
-    @property
-    def duration_s(self) -> float:
-        return self.outcome.duration_s
-
-    @property
-    def approval(self) -> str | None:  # "auto", "allowed_once", "always", "denied", "timeout"
-        return self.outcome.approval
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,11 +62,25 @@ class NoticeEvent:
 
 
 @dataclass(frozen=True, slots=True)
+class ContextFull:
+    """Why a turn was refused: the conversation no longer fits the model's context."""
+
+    n_ctx: int
+    tool_tokens: int = 0
+
+
+@dataclass(frozen=True, slots=True)
 class DoneEvent:
     """The turn ended. ``finish_reason`` is stop, length, cancelled, deadline, rounds or error.
 
     ``engine_crashed``: the error is the model's engine process dying (``error`` says how, in
-    plain words); the model must be loaded again before the next turn."""
+    plain words); the model must be loaded again before the next turn. ``context_full``: the turn
+    was refused because the conversation no longer fits. ``prompt_tokens_evaluated``: the prompt
+    tokens actually read (the rest came from the KV cache). ``constraint``: the last generation's
+    constraint, described (None: decoding was free). A remote session also says which ``parser``
+    read the reply, which parser read each call (``call_parsers``: call id -> ``api:openai``,
+    ``callisto:hermes``...), the ``remote`` API kind, its ``endpoint`` and ``template_source``,
+    and when it failed, its ``error_code`` and the text shown so far (``kept_text``)."""
 
     finish_reason: str
     ttft_s: float | None = None
@@ -122,8 +89,19 @@ class DoneEvent:
     generated_tokens: int = 0
     rounds: int = 1
     error: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
     engine_crashed: bool = False
+    prompt_tokens_evaluated: int | None = None
+    tool_format: str | None = None
+    constraint: str | None = None
+    call_parsers: Mapping[str, str] = field(default_factory=dict)
+    parser: str | None = None
+    context_full: ContextFull | None = None
+    error_code: str | None = None
+    kept_text: str | None = None
+    elapsed_s: float | None = None
+    remote: str | None = None
+    endpoint: str | None = None
+    template_source: str | None = None
 
 
 # A call the model did not finish (or addressed to an undeclared tool) is the parser's own event:
@@ -143,7 +121,8 @@ def event_to_dict(event: ChatEvent) -> dict[str, Any]:
     """A JSON-ready dict with a ``type`` key (``text``, ``tool_call_started``...).
 
     Tool-call events are flat (``call_id``, ``name``, ``arguments``, ``raw`` and, once finished,
-    ``result``, ``error``, ``duration_s``, ``approval``): the CLI's ``--json`` lines.
+    ``result``, ``error``, ``duration_s``, ``approval``), and so is ``done`` (its fields, with
+    ``context_full`` as ``{"n_ctx", "tool_tokens"}`` or None): the CLI's ``--json`` lines.
     """
     if isinstance(event, ToolCallStartedEvent | ToolCallFinishedEvent):
         c = event.call
@@ -151,8 +130,12 @@ def event_to_dict(event: ChatEvent) -> dict[str, Any]:
         if isinstance(event, ToolCallStartedEvent):
             d["constrained"] = event.constrained
         if isinstance(event, ToolCallFinishedEvent):
+            o = event.outcome
             d.update(
-                result=event.result, error=event.error, duration_s=event.duration_s, approval=event.approval
+                result=o.content if o.error is None else None,
+                error=o.error,
+                duration_s=o.duration_s,
+                approval=o.approval,
             )
         return {
             "type": "tool_call_started" if isinstance(event, ToolCallStartedEvent) else "tool_call_finished",
@@ -166,4 +149,7 @@ def event_to_dict(event: ChatEvent) -> dict[str, Any]:
         NoticeEvent: "notice",
         DoneEvent: "done",
     }
-    return {"type": names[type(event)], **asdict(event)}
+    d = asdict(event)
+    if isinstance(event, DoneEvent):
+        d["call_parsers"] = dict(event.call_parsers)
+    return {"type": names[type(event)], **d}

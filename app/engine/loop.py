@@ -1,27 +1,195 @@
-"""What every chat loop shares: the local :class:`~app.engine.chat.ChatSession`, the remote
-session (``app.engine.remote``) and the API server's turns (``app.server``).
+"""The one chat loop: a turn of rounds (render -> generate -> parse -> dispatch -> end of the
+round), shared by the local :class:`~app.engine.chat.ChatSession`, the remote session
+(``app.engine.remote``) and the API server's turns (``app.server``).
 
+- :class:`Session`: what the window and the CLI hold: a conversation that ``send()`` and
+  ``regenerate()`` answer with :mod:`~app.engine.events`.
+- :class:`ReplySource`: what each of them supplies: how one reply is generated and parsed
+  (``generate_reply``, a generator of parser events that returns a :class:`RoundEnd`) and what
+  it adds to the turn's :class:`~app.engine.events.DoneEvent` (``finish_turn``).
+- :func:`run_rounds`: the loop itself. Each round's events pass through one
+  :class:`~app.engine.formats.Reply`; at the end of a round the reply joins the conversation
+  (:func:`end_round`) and its calls run (:func:`dispatch_call`) until a reply has none, the turn
+  is cancelled or the round limit is reached. Without a dispatcher the calls are the caller's:
+  they pass on as they are parsed and the turn ends with the reply (the API server).
 - :class:`CallIds`: the one rule for a call's id in a conversation.
-- :class:`Reply`: what one generation wrote, collected from the parser's events.
-- :func:`end_round`: the reply into the conversation, and whether its calls run.
-- :func:`dispatch_call`: one call run through the dispatcher, with its events and the tool message.
 - :func:`cut_after_last_user`: what ``regenerate()`` drops.
 - :func:`tokens_per_s`: the rate a :class:`~app.engine.events.DoneEvent` reports.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
-from typing import Any
+import threading
+import time
+from collections.abc import Callable, Generator, Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any, Protocol
 
-from app.calls import IncompleteCall, ToolCall
-from app.engine.events import ChatEvent, NoticeEvent, ToolCallFinishedEvent, ToolCallStartedEvent
-from app.engine.formats.events import ReasoningDelta, TextDelta, ToolCallDone, ToolCallIncomplete
+from app.engine.events import ChatEvent, DoneEvent, NoticeEvent, ToolCallFinishedEvent, ToolCallStartedEvent
+from app.engine.formats.base import Reply
+from app.engine.formats.events import TextDelta, ToolCallDone
 from app.engine.messages import Message, is_valid_call_id, local_call_id
 
-__all__ = ["CallIds", "Reply", "cut_after_last_user", "dispatch_call", "end_round", "tokens_per_s"]
+__all__ = [
+    "CallIds",
+    "Reply",
+    "ReplySource",
+    "RoundEnd",
+    "Session",
+    "cut_after_last_user",
+    "dispatch_call",
+    "end_round",
+    "run_rounds",
+    "tokens_per_s",
+]
 
 _API_ID_MAX = 128  # longer ids from an endpoint are replaced (no API documents longer ones)
+
+
+class Session(Protocol):
+    """A conversation with a model, local or remote: what the window swaps when the model changes."""
+
+    messages: list[Message]
+    effective_format: str | None  # the tool-call family replies are read in (None: tools off or API)
+
+    @property
+    def tools(self) -> list[dict[str, Any]] | None: ...
+
+    def send(
+        self, text: str, *, cancel: threading.Event | None = None, tool_choice: Any = ...
+    ) -> Iterator[ChatEvent]: ...
+
+    def regenerate(
+        self, *, cancel: threading.Event | None = None, tool_choice: Any = ...
+    ) -> Iterator[ChatEvent]: ...
+
+
+@dataclass
+class RoundEnd:
+    """How one generation ended, as its :class:`ReplySource` tells the loop."""
+
+    finish: str = "stop"  # stop, length, cancelled, deadline or error
+    prompt_tokens: int = 0
+    prompt_tokens_evaluated: int | None = None  # None: the source cannot tell
+    generated_tokens: int = 0
+    first_token_at: float | None = None  # time.monotonic() when the first token came
+    decode_s: float = 0.0  # time spent generating after the first token
+    constraint: str | None = None  # describe() of the constraint that held the reply (None: free)
+    error: str | None = None
+    error_code: str | None = None
+    engine_crashed: bool = False
+    keep: bool = False  # after an error: what was shown stays in the conversation
+
+
+class ReplySource(Protocol):
+    """How one session generates one reply; everything else is :func:`run_rounds`'."""
+
+    def generate_reply(
+        self, round: int, cancel: threading.Event | None
+    ) -> Generator[Any, None, RoundEnd]:
+        """Generate and parse reply number ``round`` of the turn (1 is the first): yield the
+        parser's events (``app.engine.formats.events``) and any notices, return how it ended.
+        A failure the turn should report is a :class:`RoundEnd` with ``finish="error"``."""
+        ...
+
+    def finish_turn(self, done: DoneEvent) -> DoneEvent:
+        """The turn's done event with what only this session knows (``dataclasses.replace``)."""
+        ...
+
+
+def run_rounds(
+    source: ReplySource,
+    messages: list[Message],
+    *,
+    dispatcher: Any,
+    max_rounds: int,
+    cancel: threading.Event | None = None,
+) -> Iterator[ChatEvent]:
+    """One turn: rounds of ``source``'s replies appended to ``messages``, their calls run through
+    ``dispatcher``; ends with a :class:`~app.engine.events.DoneEvent`. With ``dispatcher=None`` the
+    calls are not run: each passes on (``ToolCallDone``) as it is parsed and the turn is one reply."""
+    tally = _Tally(time.monotonic())
+    rounds = 0
+    while True:
+        rounds += 1
+        reply = Reply()
+        end = yield from _collect(source.generate_reply(rounds, cancel), reply, calls=dispatcher is None)
+        tally.add(end)
+        if end.finish == "error":
+            if end.keep:
+                _keep(messages, reply)
+            done = tally.done("error", rounds, error=end, kept_text=reply.content if end.keep else None)
+            break
+        if dispatcher is None:  # the caller runs the calls
+            messages.append(_message(reply, calls=True))
+            done = tally.done(end.finish, rounds)
+            break
+        finish, events, run = end_round(messages, reply, end.finish, rounds=rounds, max_rounds=max_rounds)
+        yield from events
+        if not run:
+            done = tally.done(finish, rounds)
+            break
+        for call in reply.tool_calls:
+            yield from dispatch_call(dispatcher, call, messages, constrained=end.constraint)
+        if cancel is not None and cancel.is_set():
+            done = tally.done("cancelled", rounds)
+            break
+    yield source.finish_turn(done)
+
+
+@dataclass
+class _Tally:
+    """What the rounds of a turn add up to, for its :class:`~app.engine.events.DoneEvent`."""
+
+    start: float
+    ttft: float | None = None  # the turn's time to its first token
+    generated: int = 0
+    decode_s: float = 0.0
+    prompt_tokens: int = 0  # the latest round's prompt
+    evaluated: int | None = None
+    constraint: str | None = None  # the latest round's
+
+    def add(self, end: RoundEnd) -> None:
+        if self.ttft is None and end.first_token_at is not None:
+            self.ttft = max(0.0, end.first_token_at - self.start)
+        self.generated += end.generated_tokens
+        self.decode_s += end.decode_s
+        self.prompt_tokens = end.prompt_tokens or self.prompt_tokens
+        if end.prompt_tokens_evaluated is not None:
+            self.evaluated = (self.evaluated or 0) + end.prompt_tokens_evaluated
+        self.constraint = end.constraint
+
+    def done(self, finish: str, rounds: int, *, error: RoundEnd | None = None, kept_text: str | None = None) -> DoneEvent:
+        return DoneEvent(
+            finish_reason=finish,
+            ttft_s=self.ttft,
+            tokens_per_s=None if error is not None else tokens_per_s(self.generated, self.decode_s),
+            prompt_tokens=self.prompt_tokens,
+            generated_tokens=self.generated,
+            rounds=rounds,
+            error=error.error if error is not None else None,
+            error_code=error.error_code if error is not None else None,
+            engine_crashed=error is not None and error.engine_crashed,
+            kept_text=kept_text,
+            prompt_tokens_evaluated=self.evaluated,
+            constraint=self.constraint,
+            elapsed_s=time.monotonic() - self.start,
+        )
+
+
+def _collect(gen: Generator[Any, None, RoundEnd], reply: Reply, *, calls: bool) -> Generator[Any, None, RoundEnd]:
+    """Pass ``gen``'s events through ``reply`` (what ``reply.take`` passes on, and with ``calls``
+    each complete call too); return its :class:`RoundEnd`."""
+    try:
+        while True:
+            try:
+                ev = next(gen)
+            except StopIteration as stop:
+                return stop.value
+            if reply.take(ev) or (calls and isinstance(ev, ToolCallDone)):
+                yield ev
+    finally:
+        gen.close()
 
 
 class CallIds:
@@ -67,34 +235,6 @@ class CallIds:
         return self.issue(None)
 
 
-class Reply:
-    """What one generation wrote: its text, reasoning, the calls to run and the calls not to."""
-
-    def __init__(self) -> None:
-        self.content: list[str] = []
-        self.reasoning: list[str] = []
-        self.calls: list[ToolCall] = []
-        self.incomplete: list[IncompleteCall] = []
-
-    def take(self, ev: Any) -> Iterator[ChatEvent]:
-        """Keep one parser event. Text and reasoning pass on as they are; a complete call is kept
-        for dispatch (the loop announces it when it runs); a call that is not one to run passes on
-        and stays with the reply."""
-        if isinstance(ev, TextDelta):
-            if ev.text:
-                self.content.append(ev.text)
-                yield ev
-        elif isinstance(ev, ReasoningDelta):
-            if ev.text:
-                self.reasoning.append(ev.text)
-                yield ev
-        elif isinstance(ev, ToolCallDone):
-            self.calls.append(ev.call)
-        elif isinstance(ev, ToolCallIncomplete):
-            self.incomplete.append(ev.call)
-            yield ev
-
-
 def end_round(
     messages: list[Message], reply: Reply, finish: str, *, rounds: int, max_rounds: int
 ) -> tuple[str, list[ChatEvent], bool]:
@@ -104,37 +244,41 @@ def end_round(
     Calls run only from a reply that ended normally (``finish == "stop"``) within the round limit.
     Otherwise nothing runs: the calls' text is kept in the reply (and shown) so nothing is lost or
     hidden, a notice says why, and at the round limit the finish becomes ``rounds``."""
-    text, reasoning = "".join(reply.content), "".join(reply.reasoning)
-    calls = reply.calls
-    if calls and (finish != "stop" or rounds >= max_rounds):
-        names = ", ".join(c.name for c in calls)
-        if finish == "stop":
-            finish = "rounds"
-            msg = (
-                f"Stopped after {max_rounds} rounds of tool calls (the round limit); "
-                f"the last call(s) ({names}) were not run."
-            )
-        else:
-            msg = f"The reply ended ({finish}) before the model's turn was over; its call(s) ({names}) were not run."
-        raw = "".join(c.raw for c in calls)
-        events: list[ChatEvent] = [TextDelta(raw)] if raw else []
-        events.append(NoticeEvent(code="round_limit" if finish == "rounds" else "calls_not_run", message=msg))
-        messages.append(
-            Message(
-                role="assistant", content=text + raw, reasoning=reasoning, incomplete_calls=reply.incomplete
-            )
+    calls = reply.tool_calls
+    if not calls or (finish == "stop" and rounds < max_rounds):
+        messages.append(_message(reply, calls=True))
+        return finish, [], bool(calls)
+    names = ", ".join(c.name for c in calls)
+    if finish == "stop":
+        finish = "rounds"
+        msg = (
+            f"Stopped after {max_rounds} rounds of tool calls (the round limit); "
+            f"the last call(s) ({names}) were not run."
         )
-        return finish, events, False
-    messages.append(
-        Message(
-            role="assistant",
-            content=text,
-            reasoning=reasoning,
-            tool_calls=list(calls),
-            incomplete_calls=reply.incomplete,
-        )
+    else:
+        msg = f"The reply ended ({finish}) before the model's turn was over; its call(s) ({names}) were not run."
+    raw = "".join(c.raw for c in calls)
+    events: list[ChatEvent] = [TextDelta(raw)] if raw else []
+    events.append(NoticeEvent(code="round_limit" if finish == "rounds" else "calls_not_run", message=msg))
+    messages.append(_message(reply, calls=False, more=raw))
+    return finish, events, False
+
+
+def _message(reply: Reply, *, calls: bool, more: str = "") -> Message:
+    """``reply`` as the assistant's message: with its calls to run, or (``calls=False``) without."""
+    return Message(
+        role="assistant",
+        content=reply.content + more,
+        reasoning=reply.reasoning,
+        tool_calls=list(reply.tool_calls) if calls else [],
+        incomplete_calls=list(reply.incomplete_calls),
     )
-    return finish, [], bool(calls)
+
+
+def _keep(messages: list[Message], reply: Reply) -> None:
+    """A reply that failed part way: what was shown stays in the conversation (never its calls)."""
+    if reply.content or reply.reasoning or reply.incomplete_calls:
+        messages.append(_message(reply, calls=False))
 
 
 def cut_after_last_user(messages: list[Message]) -> None:

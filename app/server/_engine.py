@@ -6,11 +6,11 @@ behind the window's turns when the window shares the host. The queue is bounded:
 (set when its client disconnects) is checked before every token, and a job cancelled while it
 waited never runs.
 
-A turn (:func:`run_turn`) renders the whole conversation the request carries through the model's
-template (``app.engine.render``), generates on the one primitive (``app.engine.generate``; the
-KV cache keeps the longest common prefix, so a client's next turn evaluates only what is new) and
-reads calls with the model's family parser (``app.engine.formats``). Calls are returned, never
-run: the client runs its tools.
+A turn (:func:`run_turn`) is one round of the chat loop (``app.engine.loop.run_rounds``) with
+the local session's reply (``app.engine.chat.LocalReplies``): the whole conversation the request
+carries rendered through the model's template, generated on the one primitive (the KV cache keeps
+the longest common prefix, so a client's next turn evaluates only what is new) and read with the
+model's family parser. Calls are returned, never run: the client runs its tools.
 """
 
 from __future__ import annotations
@@ -24,8 +24,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from app.engine.chat import LocalReplies
 from app.engine.host import EngineHost, Job
-from app.server._errors import ApiError
+from app.server._errors import ApiError, engine_api_error
 
 if TYPE_CHECKING:
     from app.engine.llm import LoadedModel
@@ -82,30 +83,14 @@ class TurnEnd:
 
 
 def as_api_error(exc: BaseException) -> ApiError:
-    """What the engine raised for a request's job, in the server's terms."""
-    from app.engine.host import JobCancelled
-    from app.engine.llm import ModelLoadError
-
-    if isinstance(exc, ApiError):
-        return exc
-    if isinstance(exc, ModelLoadError):
-        return ApiError(500, str(exc), code="model_load_failed")
-    if isinstance(exc, JobCancelled):
-        return ApiError(503, str(exc))
-    from app.engine.engine_process import EngineCrashedError
-
-    if isinstance(exc, EngineCrashedError):  # the next request gets a fresh engine
-        return ApiError(500, str(exc), code="engine_crashed")
-    from app.engine.generate import GenerationError
-
-    if isinstance(exc, GenerationError):
-        return ApiError(500, str(exc))
-    return ApiError(500, f"the engine failed: {exc}")
+    """What the engine raised for a request's job, in the server's terms (one table:
+    ``app.server._errors.ENGINE_ERRORS``)."""
+    return engine_api_error(exc)
 
 
 def submit_job(host: EngineHost, job: Job) -> None:
     """Queue a request's job on the shared engine; a full queue is a 429 with ``Retry-After``."""
-    from app.engine.host import EngineBusy
+    from app.engine.errors import EngineBusy
 
     try:
         host.submit(job)
@@ -139,7 +124,8 @@ def _constraint(
     """The engine's constraint (``app.engine.constraints``) for the request's tool choice and
     response format: a forced choice is always held by a grammar; one that cannot be built is a
     400, never served unconstrained. ``tool_choice`` wins over ``response_format``; ``auto`` is free."""
-    from app.engine.constraints import ConstraintError, compile_constraint
+    from app.engine.constraints import compile_constraint
+    from app.engine.errors import ConstraintError
 
     choice: Any = req.tool_choice
     if choice.startswith("function:"):
@@ -177,7 +163,8 @@ class RenderedTurn:
 def render_turn(model: LoadedModel, req: TurnRequest, tool_format: str) -> RenderedTurn:
     """The prompt for ``req`` and how its reply is read; a template failure is a 400."""
     from app.engine.messages import Message
-    from app.engine.render import PromptRenderError, render_prompt
+    from app.engine.errors import PromptRenderError
+    from app.engine.render import render_prompt
 
     if req.raw_prompt is not None:
         return RenderedTurn(req.raw_prompt, None, None, None)
@@ -213,147 +200,176 @@ def run_turn(
     """Generate one reply on the calling (engine) thread. ``emit(kind, value)`` gets ``text``,
     ``reasoning`` and ``call`` (an ``app.calls.ToolCall`` whose id is new to the conversation)
     as they come; returns how the turn ended. Raises :class:`ApiError` for what the request got
-    wrong (template, context, grammar)."""
-    from app.engine.chat import _PlainStream
-    from app.engine.formats.events import ReasoningDelta, TextDelta, ToolCallDone, ToolCallIncomplete
-    from app.engine.generate import ContextOverflowError, GenerationError, GrammarError, generate
-    from app.engine.loop import CallIds
-    from app.engine.render import choose_template
+    wrong (template, context, grammar).
+
+    The reply is the chat loop's (``app.engine.loop.run_rounds``, one round whose calls are the
+    client's), generated as a local session generates one (:class:`_RequestReplies`); what is
+    the server's own is how the events become its output (:class:`_Output`)."""
+    from app.engine.events import DoneEvent
+    from app.engine.loop import run_rounds
 
     started = time.monotonic()
-    turn = render_turn(model, req, tool_format)
-    text, family, fmt, tools = turn.text, turn.family, turn.fmt, turn.tools
-    ids = CallIds(used_ids or (), fresh=lambda _n: new_call_id())
-
-    in_reasoning = False
-    if req.raw_prompt is not None:
-        stream: Any = None
-    elif fmt is not None:
-        in_reasoning = fmt.opens_in_reasoning(text)
-        source = choose_template(model, bool(tools))[0]
-        stream = fmt.stream(
-            tools or [], in_reasoning=in_reasoning, orphan_close=fmt.expects_orphan_close(source, text)
-        )
-        stream.call_ids = ids.issue  # the parser issues each call's id (the model's own when valid)
-    else:
-        stream = _PlainStream(text.rstrip().endswith("<think>"))
-    try:
-        constraint = _constraint(model, family, tools, req, in_reasoning) if req.raw_prompt is None else None
-        stops = tuple(model.stop_strings) + tuple(s for s in req.stop if s)
-        halt = stop_event(cancel)
-        gen = generate(
-            model,
-            text,
-            max_tokens=req.max_tokens,
-            sampling=req.sampling or None,
-            cancel=halt,
-            stop=stops,
-            constraint=constraint,
-        )
-    except ContextOverflowError as exc:
-        raise ApiError(400, str(exc), param="messages", code="context_length_exceeded") from exc
-    except GrammarError as exc:
-        raise ApiError(
-            400, f"the requested constraint cannot be applied: {exc}", code="invalid_grammar"
-        ) from exc
-    except GenerationError as exc:
-        raise as_api_error(exc) from exc
-    except ValueError as exc:  # a bad sampling value
-        raise ApiError(400, str(exc)) from exc
-
-    ncalls = 0
-    seen_ids: set[str] = set()
-    declared = {t["function"]["name"] for t in tools or []}
-    # Text that is only whitespace between a reasoning block and a call (or the end) is held and
-    # dropped, so no API gets an empty text block; any visible text releases it first.
-    held: list[str] = []
-    in_text = False
-
-    def text(piece: str) -> None:
-        nonlocal in_text
-        if not in_text and not piece.strip():
-            held.append(piece)
-            return
-        if held:
-            piece = "".join(held) + piece
-            held.clear()
-        in_text = True
-        emit("text", piece)
-
-    def boundary() -> None:
-        nonlocal in_text
-        held.clear()
-        in_text = False
-
-    def handle(ev: Any) -> None:
-        nonlocal ncalls
-        if isinstance(ev, TextDelta):
-            if ev.text:
-                text(ev.text)
-        elif isinstance(ev, ReasoningDelta):
-            if ev.text:
-                boundary()
-                emit("reasoning", ev.text)
-        elif isinstance(ev, ToolCallIncomplete):
-            # cut off, or to a tool the request did not declare: never a call; its text is kept
-            if ev.call.raw:
-                text(ev.call.raw)
-        elif isinstance(ev, ToolCallDone):
-            call = ev.call
-            if not tools or call.name not in declared:
-                # no tools were offered (tool_choice none), or not this one: what it wrote is text
-                if call.raw:
-                    text(call.raw)
-                return
-            boundary()
-            if call.id in seen_ids or call.id not in ids.used:  # a parser that issued its own id
-                from dataclasses import replace
-
-                call = replace(call, id=ids.issue(None))
-            seen_ids.add(call.id)
-            if ncalls and not req.parallel_tool_calls:
-                return
-            ncalls += 1
-            emit("call", call)
-            if not req.parallel_tool_calls:
-                halt.set()  # one call at most: stop generating here
-
-    try:
-        for piece in gen:
-            if stream is None:  # a raw completion: every character as generated
-                emit("text", piece)
-                continue
-            for ev in stream.feed(piece):
-                handle(ev)
-        res = gen.result
-        assert res is not None
-        finish = res.finish_reason
-        if finish == "cancelled" and not cancel.is_set():
-            finish = "stop"  # we stopped it ourselves (a single call was asked for)
-        if stream is not None:
-            for ev in stream.finish(truncated=finish not in ("stop",)):
-                handle(ev)
-    except GenerationError as exc:
-        raise as_api_error(exc) from exc
-    if ncalls and finish == "stop":
+    replies = _RequestReplies(model, req, tool_format, used_ids or set(), cancel)
+    out = _Output(emit, replies)
+    done: Any = None
+    for ev in run_rounds(replies, [], dispatcher=None, max_rounds=1, cancel=replies.halt):
+        if isinstance(ev, DoneEvent):
+            done = ev
+        else:
+            out.take(ev)
+    assert done is not None
+    finish = done.finish_reason
+    if finish == "cancelled" and not cancel.is_set():
+        finish = "stop"  # we stopped it ourselves (a single call was asked for)
+    if out.calls and finish == "stop":
         finish = "tool_calls"
     return TurnEnd(
         finish_reason=finish,
-        prompt_tokens=res.prompt_tokens,
-        completion_tokens=res.generated_tokens,
-        cached_tokens=max(0, res.prompt_tokens - res.prompt_tokens_evaluated),
-        ttft_s=res.ttft_s,
+        prompt_tokens=done.prompt_tokens,
+        completion_tokens=done.generated_tokens,
+        cached_tokens=max(0, done.prompt_tokens - (done.prompt_tokens_evaluated or 0)),
+        ttft_s=done.ttft_s,
         elapsed_s=time.monotonic() - started,
-        tool_format=family,
+        tool_format=replies.family,
     )
 
 
+class _RequestReplies(LocalReplies):
+    """A request's reply as the local session writes one, with the server's rules: the prompt is
+    the request's conversation (or its raw prompt, read as it comes), stops are the model's and the
+    request's, only a forced tool choice or a response format is held (:func:`_constraint`), the
+    client's cancel or the turn itself (one call asked for) stops it, and failures are
+    :class:`ApiError`\ s."""
+
+    def __init__(
+        self, model: LoadedModel, req: TurnRequest, tool_format: str, used_ids: set[str], cancel: threading.Event
+    ):
+        from app.engine.loop import CallIds
+
+        turn = render_turn(model, req, tool_format)
+        super().__init__(
+            model,
+            list,
+            family=turn.family,
+            tools=turn.tools,
+            ids=CallIds(used_ids, fresh=lambda _n: new_call_id()),
+            max_tokens=req.max_tokens,
+            sampling=req.sampling or None,
+            parallel_tool_calls=req.parallel_tool_calls,
+            stop=tuple(model.stop_strings) + tuple(s for s in req.stop if s),
+        )
+        self.req = req
+        self.prompt = turn.text
+        self.parse = req.raw_prompt is None
+        self.halt = stop_event(cancel)
+
+    def render(self) -> str:
+        return self.prompt
+
+    def constraint(self, round: int, source: str, in_reasoning: bool) -> Any:
+        return _constraint(self.model, self.family, self.tools, self.req, in_reasoning)
+
+    def truncated(self, finish: str) -> bool:
+        return finish != "stop" and not (finish == "cancelled" and self.halt.by_turn)
+
+    def failed(self, exc: Exception) -> Any:
+        from app.engine.errors import ContextOverflowError, GenerationError, GrammarError
+
+        if isinstance(exc, ContextOverflowError):
+            raise ApiError(400, str(exc), param="messages", code="context_length_exceeded") from exc
+        if isinstance(exc, GrammarError):
+            raise ApiError(
+                400, f"the requested constraint cannot be applied: {exc}", code="invalid_grammar"
+            ) from exc
+        if isinstance(exc, GenerationError):
+            raise as_api_error(exc) from exc
+        raise ApiError(400, str(exc)) from exc  # a bad sampling value
+
+
+class _Output:
+    """The server's shape of a reply: ``emit("text" | "reasoning" | "call", value)``.
+
+    Text that is only whitespace between a reasoning block and a call (or the end) is held and
+    dropped, so no API gets an empty text block; any visible text releases it first. A call the
+    request did not declare (or any call when no tools were offered) is text; a call whose id is
+    not new gets a fresh one; without ``parallel_tool_calls`` the first call ends the reply. A raw
+    completion's text passes as it comes."""
+
+    def __init__(self, emit: Callable[[str, Any], None], replies: _RequestReplies):
+        self.emit = emit
+        self.replies = replies
+        self.declared = {t["function"]["name"] for t in replies.tools or []}
+        self.calls = 0
+        self.seen: set[str] = set()
+        self.held: list[str] = []
+        self.in_text = False
+
+    def take(self, ev: Any) -> None:
+        from app.engine.formats.events import ReasoningDelta, TextDelta, ToolCallDone, ToolCallIncomplete
+
+        if isinstance(ev, TextDelta):
+            if not self.replies.parse:
+                self.emit("text", ev.text)
+            elif ev.text:
+                self.text(ev.text)
+        elif isinstance(ev, ReasoningDelta):
+            if ev.text:
+                self.boundary()
+                self.emit("reasoning", ev.text)
+        elif isinstance(ev, ToolCallIncomplete):
+            # cut off, or to a tool the request did not declare: never a call; its text is kept
+            if ev.call.raw:
+                self.text(ev.call.raw)
+        elif isinstance(ev, ToolCallDone):
+            self.call(ev.call)
+
+    def text(self, piece: str) -> None:
+        if not self.in_text and not piece.strip():
+            self.held.append(piece)
+            return
+        if self.held:
+            piece = "".join(self.held) + piece
+            self.held.clear()
+        self.in_text = True
+        self.emit("text", piece)
+
+    def boundary(self) -> None:
+        self.held.clear()
+        self.in_text = False
+
+    def call(self, call: Any) -> None:
+        if call.name not in self.declared:
+            # no tools were offered (tool_choice none), or not this one: what it wrote is text
+            if call.raw:
+                self.text(call.raw)
+            return
+        self.boundary()
+        ids = self.replies.ids
+        if call.id in self.seen or call.id not in ids.used:  # a parser that issued its own id
+            from dataclasses import replace
+
+            call = replace(call, id=ids.issue(None))
+        self.seen.add(call.id)
+        parallel = self.replies.req.parallel_tool_calls
+        if self.calls and not parallel:
+            return
+        self.calls += 1
+        self.emit("call", call)
+        if not parallel:
+            self.replies.halt.set()  # one call at most: stop generating here
+
+
 class stop_event(threading.Event):  # noqa: N801 - used like a function
-    """A cancel event for one generation: set by the client's ``cancel`` or by the turn itself."""
+    """A cancel event for one generation: set by the client's ``cancel`` or by the turn itself
+    (``by_turn``)."""
 
     def __init__(self, client: threading.Event):
         super().__init__()
         self._client = client
+
+    @property
+    def by_turn(self) -> bool:
+        return super().is_set()
 
     def is_set(self) -> bool:
         return super().is_set() or self._client.is_set()

@@ -199,10 +199,10 @@ def test_tool_call_round_trip_for_each_family(family_model, fam):
     started = [e for e in events if isinstance(e, ToolCallStartedEvent)]
     finished = [e for e in events if isinstance(e, ToolCallFinishedEvent)]
     assert len(started) == len(finished) == 1
-    assert started[0].name == "add" and started[0].arguments == {"a": 2, "b": 3}  # typed by the schema
-    assert finished[0].result == "5" and finished[0].error is None and finished[0].duration_s >= 0
+    assert started[0].call.name == "add" and started[0].call.arguments == {"a": 2, "b": 3}  # typed by the schema
+    assert finished[0].outcome.content == "5" and finished[0].outcome.error is None and finished[0].outcome.duration_s >= 0
     assert ran == [(2, 3)]
-    assert is_valid_call_id(started[0].call_id)
+    assert is_valid_call_id(started[0].call.id)
     text = "".join(e.text for e in events if isinstance(e, TextEvent))
     assert text.strip() == "The sum is 5."
     reasoning = "".join(e.text for e in events if isinstance(e, ReasoningEvent))
@@ -215,7 +215,7 @@ def test_tool_call_round_trip_for_each_family(family_model, fam):
     written = "".join(p if isinstance(p, str) else p[1] for p in fam.call + fam.answer)
     assert len(model.tokenize(written)) <= done.generated_tokens <= len(written.encode())
     # the second round re-used the first round's KV cache: far fewer tokens evaluated than rendered
-    assert done.extra["prompt_tokens_evaluated"] < 2 * done.prompt_tokens - 100
+    assert done.prompt_tokens_evaluated < 2 * done.prompt_tokens - 100
 
     roles = [m.role for m in session.messages]
     assert roles == ["user", "assistant", "tool", "assistant"]
@@ -236,7 +236,7 @@ def test_mistral_keeps_the_models_own_call_id(family_model):
     grammars = {1: fam.grammar(fam.call), 2: fam.grammar(fam.answer)}
     session = ChatSession(model, registry=make_registry([]), grammar=lambda r: grammars.get(r))
     events = list(session.send("2+3?"))
-    assert [e.call_id for e in events if isinstance(e, ToolCallStartedEvent)] == ["abcXYZ123"]
+    assert [e.call.id for e in events if isinstance(e, ToolCallStartedEvent)] == ["abcXYZ123"]
 
 
 def test_max_tokens_cut_gives_length_and_runs_no_call(family_model):
@@ -397,7 +397,7 @@ def test_wrong_argument_type_is_an_error_the_model_reads(family_model):
     events = list(session.send("2 + three?"))
     finished = [e for e in events if isinstance(e, ToolCallFinishedEvent)]
     assert ran == []  # never run with bad input
-    assert finished[0].result is None and "'b'" in finished[0].error
+    assert finished[0].outcome.content is None and "'b'" in finished[0].outcome.error
     tool_msg = session.messages[2]
     assert tool_msg.role == "tool" and tool_msg.content.startswith("Error: ")
     assert tool_msg.content in session.last_prompt.text  # the model reads it in round two
@@ -506,8 +506,8 @@ def test_explicit_format_on_a_template_without_tools_guides_and_runs_the_call(ti
 
         started = [e for e in events if isinstance(e, ToolCallStartedEvent)]
         finished = [e for e in events if isinstance(e, ToolCallFinishedEvent)]
-        assert [(e.name, e.arguments) for e in started] == [("add", {"a": 2, "b": 3})]
-        assert [(e.result, e.error) for e in finished] == [("5", None)]
+        assert [(e.call.name, e.call.arguments) for e in started] == [("add", {"a": 2, "b": 3})]
+        assert [(e.outcome.content, e.outcome.error) for e in finished] == [("5", None)]
         assert ran == [(2, 3)]
         assert "".join(e.text for e in events if isinstance(e, TextEvent)) == "The sum is 5."
         done = events[-1]
@@ -565,14 +565,14 @@ def _python(code: str) -> str:
 def test_app_engine_exports_lazily_without_importing_llama_cpp():
     out = _python(
         "import sys, app.engine as e\n"
-        "heavy = [m for m in ('llama_cpp', 'gguf', 'app.engine.llm', 'app.engine.chat', 'app.engine.generate')"
+        "heavy = [m for m in ('llama_cpp', 'gguf', 'app.engine.llm', 'app.engine.chat', 'app.engine.generation')"
         " if m in sys.modules]\n"
         "print(heavy, sorted(e.__all__) == sorted(e._EXPORTS), 'ChatSession' in dir(e))\n"
         "from app.engine import load_model, generate, complete, ChatSession\n"
         "from app.engine.llm import load_model as L\n"
         "from app.engine.chat import ChatSession as C\n"
-        "import app.engine.generate  # the submodule must not hide the function\n"
-        "g = sys.modules['app.engine.generate']\n"
+        "import app.engine.generation  # importing the submodule leaves the function in place\n"
+        "g = sys.modules['app.engine.generation']\n"
         "from app.engine import generate as again\n"
         "print(load_model is L, ChatSession is C, generate is g.generate is again is e.generate,"
         " complete is g.complete, callable(generate))\n"
@@ -595,4 +595,4 @@ def test_app_engine_generate_is_the_function_even_after_the_chat_loop_imported_t
         "import app.engine.chat\nfrom app.engine import generate\nimport inspect\n"
         "print(inspect.isfunction(generate), generate.__module__)\n"
     )
-    assert out.strip() == "True app.engine.generate"
+    assert out.strip() == "True app.engine.generation"

@@ -203,9 +203,9 @@ def test_required_in_a_session_runs_a_held_call_then_answers_under_auto(model):
     )
     events = list(session.send("weather?"))
     started = [e for e in events if isinstance(e, ToolCallStartedEvent)]
-    assert len(started) == 1 and started[0].name == "get_weather"
+    assert len(started) == 1 and started[0].call.name == "get_weather"
     assert started[0].constrained == "required, hermes"
-    jsonschema.validate(started[0].arguments, WEATHER["function"]["parameters"])
+    jsonschema.validate(started[0].call.arguments, WEATHER["function"]["parameters"])
     assert len(ran) == 1
     assert session.messages[1].tool_calls and session.messages[2].role == "tool"
 

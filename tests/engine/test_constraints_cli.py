@@ -100,7 +100,7 @@ def test_none_offers_no_tools_and_calls_nothing(tiny):
     )
     assert proc.returncode == 0, proc.stderr
     assert not [e for e in events(proc) if e["type"].startswith("tool_call")]
-    assert events(proc)[-1]["extra"]["constraint"] is None
+    assert events(proc)[-1]["constraint"] is None
 
 
 def test_response_format_schema_file_holds_the_reply(tiny, tmp_path):

@@ -50,7 +50,7 @@ def test_smollm2_answers_a_simple_question(smollm2):
     assert session.messages[-1].role == "assistant"
     assert not [e for e in events if isinstance(e, NoticeEvent)]
     done = events[-1]
-    assert done.extra["prompt_tokens_evaluated"] < done.prompt_tokens
+    assert done.prompt_tokens_evaluated < done.prompt_tokens
 
 
 def test_gemma3_base_has_no_template_so_fallback_and_notice(gemma3_path):

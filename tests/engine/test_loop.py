@@ -1,5 +1,5 @@
-"""The pieces every chat loop shares (app.engine.loop): one id rule, one regenerate cut, one
-dispatch of a call."""
+"""The one chat loop (app.engine.loop): one id rule, one regenerate cut, one dispatch of a call,
+one end of a round, and the rounds themselves over any reply source."""
 
 from __future__ import annotations
 
@@ -89,7 +89,7 @@ def _reply(*events):
     from app.engine.formats.events import ReasoningDelta, TextDelta
 
     reply = Reply()
-    shown = [ev for e in events for ev in reply.take(e)]
+    shown = [e for e in events if reply.take(e)]
     assert all(isinstance(e, TextDelta | ReasoningDelta | ToolCallIncomplete) for e in shown)
     return reply, shown
 
@@ -106,8 +106,8 @@ def test_a_reply_keeps_text_reasoning_and_both_kinds_of_call():
         ToolCallDone(0, call),
         ToolCallIncomplete(cut),
     )
-    assert reply.reasoning == ["hm"] and reply.content == ["Sure."]
-    assert reply.calls == [call] and reply.incomplete == [cut]
+    assert reply.reasoning == "hm" and reply.content == "Sure."
+    assert reply.tool_calls == [call] and reply.incomplete_calls == [cut]
     assert len(shown) == 3  # the empty text is dropped; the complete call waits for its dispatch
 
 
@@ -139,3 +139,81 @@ def test_calls_of_a_cut_reply_or_past_the_round_limit_never_run_and_stay_as_text
     assert events[0] == TextDelta("<call>") and isinstance(events[1], NoticeEvent) and events[1].code == code
     assert "add" in events[1].message
     assert messages[0].content == "Sure. <call>" and messages[0].tool_calls == []
+
+
+class _Script:
+    """A reply source that replays scripted replies (lists of parser events and a RoundEnd)."""
+
+    def __init__(self, *replies):
+        self.replies = list(replies)
+        self.rounds: list[int] = []
+
+    def generate_reply(self, round, cancel):
+        self.rounds.append(round)
+        events, end = self.replies.pop(0)
+        yield from events
+        return end
+
+    def finish_turn(self, done):
+        from dataclasses import replace
+
+        return replace(done, tool_format="scripted")
+
+
+def _add_dispatcher():
+    registry = ToolRegistry()
+
+    def add(a: int, b: int) -> int:
+        """Add two numbers."""
+        return a + b
+
+    registry.register_function(add)
+    return Dispatcher(registry)
+
+
+def test_the_rounds_run_calls_until_a_reply_has_none():
+    from app.engine.events import DoneEvent
+    from app.engine.formats.events import TextDelta, ToolCallDone
+    from app.engine.loop import RoundEnd, run_rounds
+
+    call = ToolCall("call00000", "add", {"a": 2, "b": 3}, raw="<call>")
+    source = _Script(
+        ([TextDelta("Let me add."), ToolCallDone(0, call)], RoundEnd(generated_tokens=5, first_token_at=0.0)),
+        ([TextDelta("It is 5.")], RoundEnd(generated_tokens=4, prompt_tokens=40, prompt_tokens_evaluated=7)),
+    )
+    messages = [Message(role="user", content="2+3?")]
+    events = list(run_rounds(source, messages, dispatcher=_add_dispatcher(), max_rounds=4))
+    kinds = [type(e).__name__ for e in events]
+    assert kinds == ["TextDelta", "ToolCallStartedEvent", "ToolCallFinishedEvent", "TextDelta", "DoneEvent"]
+    done = events[-1]
+    assert isinstance(done, DoneEvent) and done.finish_reason == "stop" and done.rounds == 2
+    assert (done.generated_tokens, done.prompt_tokens, done.prompt_tokens_evaluated) == (9, 40, 7)
+    assert done.tool_format == "scripted" and done.elapsed_s is not None
+    assert [m.role for m in messages] == ["user", "assistant", "tool", "assistant"]
+    assert source.rounds == [1, 2]
+
+
+def test_without_a_dispatcher_the_calls_pass_on_and_the_reply_ends_the_turn():
+    from app.engine.formats.events import TextDelta, ToolCallDone
+    from app.engine.loop import RoundEnd, run_rounds
+
+    call = ToolCall("call00000", "add", {"a": 2, "b": 3}, raw="<call>")
+    source = _Script(([TextDelta("Sure."), ToolCallDone(0, call)], RoundEnd()))
+    messages: list[Message] = []
+    events = list(run_rounds(source, messages, dispatcher=None, max_rounds=1))
+    assert events[1] == ToolCallDone(0, call) and events[-1].finish_reason == "stop"
+    assert messages[0].tool_calls == [call]  # no round limit, no notice: the caller runs it
+
+
+def test_a_failed_round_ends_the_turn_and_keeps_what_was_shown_when_asked():
+    from app.engine.formats.events import TextDelta
+    from app.engine.loop import RoundEnd, run_rounds
+
+    for keep in (True, False):
+        end = RoundEnd(finish="error", error="cut", error_code="cut", keep=keep, generated_tokens=3)
+        messages: list[Message] = []
+        events = list(run_rounds(_Script(([TextDelta("Half a")], end)), messages, dispatcher=None, max_rounds=2))
+        done = events[-1]
+        assert (done.finish_reason, done.error, done.error_code, done.generated_tokens) == ("error", "cut", "cut", 3)
+        assert done.kept_text == ("Half a" if keep else None)
+        assert [m.content for m in messages] == (["Half a"] if keep else [])

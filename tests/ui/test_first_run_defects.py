@@ -115,7 +115,7 @@ def test_d8_full_context_is_an_inline_error_with_new_chat_and_increase_context(
     assert meter_before >= 40  # the meter shows the conversation filling the context (replies vary)
     done = _send(qtbot, w, LONG)
     # refused before it was sent: an inline error in the reply, with the two ways out
-    assert done.finish_reason == "error" and done.extra.get("context_full")
+    assert done.finish_reason == "error" and done.context_full
     reply = w.chat.current_assistant()
     assert reply.error_box is not None and reply.error_box.property("kind") == "error"
     assert "full" in reply.error_box.message

@@ -135,19 +135,19 @@ def test_a_remote_model_chosen_in_the_picker_calls_a_tool_shown_with_its_parser(
 
     _choose(qtbot, w, key)
     assert w.model_info.remote == "Lab box" and w.format_badge.text() == "Remote: Lab box"
-    assert w._badge_action.isVisible()  # the picker's model is marked as remote in the toolbar
+    assert w.model_bar.badge_action.isVisible()  # the picker's model is marked as remote in the toolbar
     assert w.model_picker.currentData() == key and w.send_button.isEnabled()
 
     done = _turn(qtbot, w)
     assert done.finish_reason == "stop", done
-    assert done.extra["parser"] == mode
+    assert done.parser == mode
     assert w.worker.generation_thread_ident != threading.get_ident()  # the turn ran on the worker thread
     reply = w.chat.current_assistant()
     assert ANSWER in reply.text()
     entries = list(w.tool_panel.entries.values())
-    assert [(e.name, e.status, e.result) for e in entries] == [("calculator", "ok", "391")]
+    assert [(e.call.name, e.status, e.outcome.content) for e in entries] == [("calculator", "ok", "391")]
     w.tool_dock.setVisible(True)
-    assert w.tool_panel.select_call(entries[0].call_id)
+    assert w.tool_panel.select_call(entries[0].call.id)
     detail = w.tool_panel.detail_text()
     assert f"Read by: {read_by}" in detail, detail
 
@@ -168,21 +168,21 @@ def test_the_same_conversation_gives_the_same_call_through_the_local_model(
     w = make_window(calc_model)
     done = _turn(qtbot, w)
     assert done.finish_reason == "stop"
-    local = [(e.name, e.arguments, e.result) for e in w.tool_panel.entries.values()]
+    local = [(e.call.name, e.call.arguments, e.outcome.content) for e in w.tool_panel.entries.values()]
     assert all(e.parser is None for e in w.tool_panel.entries.values())  # local calls: no remote parser label
-    from app.ui.remote_models import remote_key
+    from app.engine.remote.keys import remote_key
 
     _add_provider(qtbot, w, name="Box", url=keyed_server.url, kind="ollama", mode="api", key=KEY)
     w.new_chat()
     _choose(qtbot, w, remote_key("Box", "remote-calc"))
     assert w.worker.model is None  # the local model was closed once the remote one was chosen
-    assert w._local_model_path() is None  # the Server and Check pages are not handed a remote key as a file
+    assert w.work_pages.local_model_path() is None  # the Server and Check pages are not handed a remote key as a file
     assert (
         w.context_meter.format() == "Context —" and w.stat_ctx.text() == "context —"
     )  # no local figure stays
     done = _turn(qtbot, w)
-    assert done.finish_reason == "stop" and done.extra["remote"] == "ollama"
-    assert [(e.name, e.arguments, e.result) for e in w.tool_panel.entries.values()] == local
+    assert done.finish_reason == "stop" and done.remote == "ollama"
+    assert [(e.call.name, e.call.arguments, e.outcome.content) for e in w.tool_panel.entries.values()] == local
 
 
 def _slow_endpoint(gone: threading.Event, shown: threading.Event):
@@ -242,14 +242,14 @@ def _failing_endpoint(status: int, message: str):
 def test_a_failing_endpoint_is_shown_in_the_reply_and_the_question_is_kept(
     qtbot, make_window, memory_keyring
 ):
-    from app.ui.remote_models import remote_key
+    from app.engine.remote.keys import remote_key
 
     with MisbehavingServer(_failing_endpoint(401, "invalid api key")) as server:
         w = make_window(None)
         _add_provider(qtbot, w, name="Locked", url=server.url, kind="openai", mode="api", key="sk-wrong")
         _choose(qtbot, w, remote_key("Locked", "flaky"))
         done = _turn(qtbot, w, "Hello there")
-        assert done.finish_reason == "error" and done.extra["error_code"] == "unauthorized"
+        assert done.finish_reason == "error" and done.error_code == "unauthorized"
         box = w.chat.current_assistant().error_box
         assert (
             box is not None

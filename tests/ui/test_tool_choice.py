@@ -47,7 +47,7 @@ def test_none_offers_no_tools_and_runs_no_call(qtbot, make_window, tool_model):
     box = w.tool_choice_box
     box.setCurrentIndex(_labels(box).index("Tools: None"))
     done = _send(qtbot, w, "What is 6*7?")
-    assert done.rounds == 1 and done.extra.get("constraint") is None
+    assert done.rounds == 1 and done.constraint is None
     assert w.tool_panel.entries == {}
     assert "calculator" not in w.worker.session.last_prompt.text
 

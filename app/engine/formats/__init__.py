@@ -9,15 +9,17 @@ Public API::
     reply = fmt.parse(text, tools, in_reasoning=False, truncated=False, orphan_close=oc)
     s = fmt.stream(tools, in_reasoning=False, orphan_close=oc)
     events = s.feed(delta) + s.finish(truncated=False)
+    s = PlainStream.for_prompt(prompt)          # no tool format: reasoning split, calls never read
+    reply = Reply(); shown = reply.take(event)   # a reply filled from events (True: show the event)
 
 How to add a family
 -------------------
 Adding a family touches three places: its module, its cases file and the list below.
 
 1. Write ``app/engine/formats/<family>.py``: a :class:`~app.engine.formats.base.Format` subclass
-   with everything the family knows: ``name``, ``label``, ``detail``, its markers as module
-   constants, ``openers`` (the markers that open a call), ``start_only`` (a call may open only at
-   the start of the reply; ``anywhere`` lists openers that still open one anywhere),
+   with everything the family knows: ``name``, ``label`` (``detail`` comes from ``example_call``),
+   its markers as module constants, ``openers`` (the markers that open a call), ``start_only``
+   (a call may open only at the start of the reply; ``anywhere`` lists openers that still open one anywhere),
    ``reasoning`` (open/close tags or None), ``raw_values`` (arguments written as text),
    ``region_scanner(opener)`` (an incremental :class:`RegionScanner` that says where the call
    region ends; reuse the shared ones: ``sections.JsonTagScanner``, ``jsonscan.JsonScanner``,
@@ -56,6 +58,7 @@ from app.engine.formats.base import (
     register,
     tool_format_choices,
 )
+from app.engine.formats.plain import PlainStream
 
 #: The family modules, in order: importing one registers its families, so this order is the
 #: detection order and the settings order.
@@ -100,6 +103,7 @@ __all__ = [
     "PROBE_TOOLS",
     "Format",
     "ParsedCall",
+    "PlainStream",
     "Reply",
     "Stream",
     "ToolCall",

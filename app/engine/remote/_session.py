@@ -12,7 +12,8 @@ Two tool modes (``parser``):
   template was given or the endpoint's ``/props`` has one in a known family, else ``api``.
 
 Calls always run here, through the local dispatcher (approvals included). Every call's parser is
-recorded in ``DoneEvent.extra["call_parsers"]`` (call id -> ``api:openai``, ``callisto:hermes``...).
+recorded in ``DoneEvent.call_parsers`` (call id -> ``api:openai``, ``callisto:hermes``...). The
+rounds are the one chat loop's (``app.engine.loop.run_rounds``); this session supplies one reply.
 """
 
 from __future__ import annotations
@@ -21,15 +22,15 @@ import json
 import re
 import threading
 import time
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Generator, Iterator, Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from app.calls import IncompleteCall, ToolCall
 from app.engine.events import ChatEvent, DoneEvent, NoticeEvent
-from app.engine.formats.events import ReasoningDelta, TextDelta, ToolCallIncomplete
-from app.engine.loop import CallIds, Reply, cut_after_last_user, dispatch_call, end_round, tokens_per_s
+from app.engine.formats.events import ReasoningDelta, TextDelta, ToolCallDone, ToolCallIncomplete
+from app.engine.loop import CallIds, RoundEnd, cut_after_last_user, run_rounds
 from app.engine.messages import Message
 from app.engine.remote._client import Provider, RemoteError, fetch_props, open_stream
 
@@ -250,24 +251,41 @@ def _adds_bos(provider: Provider) -> bool | None:
     return bool(tokens) if isinstance(tokens, list) else None
 
 
-class _Round(Reply):
-    """What one generation produced, and how the endpoint said it went."""
+@dataclass
+class _Meter:
+    """How one remote generation went: when its pieces came, how the endpoint said it ended."""
 
-    def __init__(self) -> None:
-        super().__init__()
-        self.finish = "stop"
-        self.shown = False
-        self.first_token_at: float | None = None
-        self.last_token_at: float | None = None
-        self.pieces = 0
-        self.prompt_tokens: int | None = None
-        self.completion_tokens: int | None = None
+    finish: str = "stop"
+    first_token_at: float | None = None
+    last_token_at: float | None = None
+    pieces: int = 0
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
 
-    def mark(self) -> None:
+    @property
+    def shown(self) -> bool:
+        return self.pieces > 0
+
+    def piece(self) -> None:
         now = time.monotonic()
         self.first_token_at = self.first_token_at or now
         self.last_token_at = now
-        self.shown = True
+        self.pieces += 1
+
+    def usage(self, prompt: Any, completion: Any) -> None:
+        self.prompt_tokens = prompt if isinstance(prompt, int) else self.prompt_tokens
+        self.completion_tokens = completion if isinstance(completion, int) else self.completion_tokens
+
+    def end(self, finish: str) -> RoundEnd:
+        """The round's end for the loop (``tool_calls`` is a normal stop here: the calls run)."""
+        first, last = self.first_token_at, self.last_token_at
+        return RoundEnd(
+            finish="stop" if finish == "tool_calls" else finish,
+            prompt_tokens=self.prompt_tokens or 0,
+            generated_tokens=self.completion_tokens if self.completion_tokens is not None else self.pieces,
+            first_token_at=first,
+            decode_s=last - first if first is not None and last is not None else 0.0,
+        )
 
 
 class RemoteChatSession:
@@ -325,6 +343,8 @@ class RemoteChatSession:
         self._open_notices: list[NoticeEvent] = []
         self._source = ""
         self._options: dict[str, Any] = {}
+        self._turn_choice: Any = tool_choice  # the turn's tool choice (held in its first round)
+        self._parsers: dict[str, str] = {}  # the turn's call id -> parser
         self._ids = CallIds.of(self.messages)
 
     # -- public -------------------------------------------------------------------------
@@ -403,119 +423,65 @@ class RemoteChatSession:
     def _reply(
         self, cancel: threading.Event | None, tool_choice: Any, options: dict[str, Any]
     ) -> Iterator[ChatEvent]:
-        start = time.monotonic()
         self._options = {k: v for k, v in options.items() if v is not None}
+        self._turn_choice = tool_choice
+        self._parsers = {}
         try:
             self._resolve()
             if self._options.get("response_format") is not None and self.provider.kind == "anthropic":
                 raise ValueError("a response format needs an OpenAI or Ollama endpoint")
         except (RemoteError, ValueError) as exc:
-            yield DoneEvent(finish_reason="error", error=str(exc), rounds=0, extra=self._extra({}))
+            yield self.finish_turn(DoneEvent(finish_reason="error", error=str(exc), rounds=0))
             return
         yield from self._notices_pending
         self._notices_pending = []
-        parsers: dict[str, str] = {}
-        ttft = None
-        gen_tokens = 0
-        gen_time = 0.0
-        prompt_tokens = 0
-        rounds = 0
-        finish = "stop"
-        while True:
-            rounds += 1
-            rnd = _Round()
-            choice = tool_choice if rounds == 1 else "auto"
-            try:
-                yield from self._generate(rnd, choice, cancel)
-            except (RemoteError, ValueError) as exc:
-                self._keep(rnd)
-                code = exc.code if isinstance(exc, RemoteError) else "bad_request"
-                if cancel is not None and cancel.is_set():
-                    yield DoneEvent(
-                        finish_reason="cancelled", rounds=rounds, ttft_s=ttft, extra=self._extra(parsers)
-                    )
-                    return
-                yield DoneEvent(
-                    finish_reason="error",
-                    error=str(exc),
-                    rounds=rounds,
-                    ttft_s=ttft,
-                    generated_tokens=gen_tokens + rnd.pieces,
-                    prompt_tokens=prompt_tokens,
-                    extra=self._extra(parsers, error_code=code, kept_text="".join(rnd.content)),
-                )
-                return
-            if ttft is None and rnd.first_token_at is not None:
-                ttft = rnd.first_token_at - start
-            tokens = rnd.completion_tokens if rnd.completion_tokens is not None else rnd.pieces
-            gen_tokens += tokens
-            if rnd.first_token_at is not None and rnd.last_token_at is not None:
-                gen_time += rnd.last_token_at - rnd.first_token_at
-            prompt_tokens = rnd.prompt_tokens or prompt_tokens
-            finish = rnd.finish
-            if cancel is not None and cancel.is_set():
-                self._keep(rnd)
-                finish = "cancelled"
-                break
-            label = (
-                f"callisto:{self.effective_format}"
-                if self.parser == "callisto"
-                else f"api:{self.provider.kind}"
-            )
-            for c in rnd.calls:
-                parsers[c.id] = label
-            if rounds == 1 and not (cancel is not None and cancel.is_set()):
-                broken = self._choice_broken(tool_choice, rnd)
-                if broken:
-                    yield broken
-            finish, events, run = end_round(
-                self.messages,
-                rnd,
-                "stop" if finish == "tool_calls" else finish,
-                rounds=rounds,
-                max_rounds=self.max_rounds,
-            )
-            yield from events
-            if not run:
-                break
-            for call in rnd.calls:
-                yield from dispatch_call(self.dispatcher, call, self.messages)
-            if cancel is not None and cancel.is_set():
-                finish = "cancelled"
-                break
-        yield DoneEvent(
-            finish_reason=finish,
-            ttft_s=ttft,
-            tokens_per_s=tokens_per_s(gen_tokens, gen_time),
-            prompt_tokens=prompt_tokens,
-            generated_tokens=gen_tokens,
-            rounds=rounds,
-            extra=self._extra(parsers),
+        yield from run_rounds(
+            self, self.messages, dispatcher=self.dispatcher, max_rounds=self.max_rounds, cancel=cancel
         )
 
-    def _extra(self, parsers: dict[str, str], **more: Any) -> dict[str, Any]:
-        return {
-            "remote": self.provider.kind,
-            "endpoint": self.provider.base,
-            "model": self.model,
-            "parser": self.parser,
-            "tool_format": self.effective_format,
-            "template_source": self.template.source
+    def generate_reply(self, round: int, cancel: threading.Event | None) -> Generator[Any, None, RoundEnd]:
+        """One reply (``app.engine.loop.ReplySource``): the request, its stream read by the API's
+        reader or by the family's parser; a failure keeps what was shown."""
+        meter = _Meter()
+        calls: list[ToolCall] = []
+        choice = self._turn_choice if round == 1 else "auto"
+        try:
+            for ev in self._generate(meter, choice, cancel):
+                if isinstance(ev, ToolCallDone):
+                    calls.append(ev.call)
+                yield ev
+        except (RemoteError, ValueError) as exc:
+            if cancel is not None and cancel.is_set():
+                return meter.end("cancelled")
+            end = meter.end("error")
+            end.error, end.keep = str(exc), True
+            end.error_code = exc.code if isinstance(exc, RemoteError) else "bad_request"
+            end.generated_tokens = meter.pieces
+            return end
+        if cancel is not None and cancel.is_set():
+            return meter.end("cancelled")
+        label = f"callisto:{self.effective_format}" if self.parser == "callisto" else f"api:{self.provider.kind}"
+        self._parsers.update((c.id, label) for c in calls)
+        if round == 1:
+            broken = self._choice_broken(choice, calls)
+            if broken:
+                yield broken
+        return meter.end(meter.finish)
+
+    def finish_turn(self, done: DoneEvent) -> DoneEvent:
+        return replace(
+            done,
+            remote=self.provider.kind,
+            endpoint=self.provider.base,
+            parser=self.parser,
+            tool_format=self.effective_format,
+            template_source=self.template.source
             if self.template is not None and self.parser == "callisto"
             else None,
-            "call_parsers": dict(parsers),
-            **more,
-        }
+            call_parsers=dict(self._parsers),
+        )
 
-    def _keep(self, rnd: _Round) -> None:
-        """A reply that stopped early (cancelled, failed): what was shown stays in the conversation."""
-        text, reasoning = "".join(rnd.content), "".join(rnd.reasoning)
-        if text or reasoning or rnd.incomplete:
-            self.messages.append(
-                Message(role="assistant", content=text, reasoning=reasoning, incomplete_calls=rnd.incomplete)
-            )
-
-    def _generate(self, rnd: _Round, tool_choice: Any, cancel: threading.Event | None) -> Iterator[ChatEvent]:
+    def _generate(self, meter: _Meter, tool_choice: Any, cancel: threading.Event | None) -> Iterator[Any]:
         """One generation, retried (bounded) while nothing has been shown yet."""
         retries: list[NoticeEvent] = []
 
@@ -542,15 +508,15 @@ class RemoteChatSession:
             yield from retries
             retries.clear()
             try:
-                yield from reader(rnd, stream.lines(), cancel)
+                yield from reader(meter, stream.lines(), cancel)
                 return
             except RemoteError as err:
                 if (
-                    rnd.shown
+                    meter.shown
                     or attempt >= self.provider.max_retries
                     or not (err.retryable or err.code == "cut")
                 ):
-                    if err.code == "cut" and rnd.shown:
+                    if err.code == "cut" and meter.shown:
                         err.message = f"{err.message} The reply shown so far is kept."
                         err.args = (err.message,)
                     raise
@@ -608,7 +574,8 @@ class RemoteChatSession:
         """Callisto parsing: the GBNF that holds ``tool_choice`` (required, a named tool) or the
         response format, sent with the raw completion; None when nothing is held, or (with a notice)
         when this engine or this family's grammar cannot hold it."""
-        from app.engine.constraints import ConstraintError, parse_tool_choice
+        from app.engine.constraints import parse_tool_choice
+        from app.engine.errors import ConstraintError
 
         mode = parse_tool_choice(tool_choice).mode
         rf = self._options.get("response_format")
@@ -628,7 +595,7 @@ class RemoteChatSession:
                 )
             )
             return None
-        from app.engine.constraints.gbnf import remote_grammar
+        from app.engine.constraints.remote import remote_grammar
 
         t = self.template
         assert t is not None
@@ -656,19 +623,19 @@ class RemoteChatSession:
             )
             return None
 
-    def _choice_broken(self, tool_choice: Any, rnd: _Round) -> NoticeEvent | None:
+    def _choice_broken(self, tool_choice: Any, calls: list[ToolCall]) -> NoticeEvent | None:
         """A notice when a reply breaks a forced tool choice (no call, or another tool's)."""
         from app.engine.constraints import parse_tool_choice
 
         choice = parse_tool_choice(tool_choice)
         if choice.mode not in ("required", "function") or not self.tools:
             return None
-        if choice.mode == "required" and rnd.calls:
+        if choice.mode == "required" and calls:
             return None
-        if choice.mode == "function" and rnd.calls and all(c.name == choice.name for c in rnd.calls):
+        if choice.mode == "function" and calls and all(c.name == choice.name for c in calls):
             return None
         wanted = "a call" if choice.mode == "required" else f"a call to {choice.name}"
-        got = ", ".join(c.name for c in rnd.calls) if rnd.calls else "no call"
+        got = ", ".join(c.name for c in calls) if calls else "no call"
         return NoticeEvent(
             code="tool_choice_broken",
             setting="chat.tool_choice",
@@ -677,9 +644,7 @@ class RemoteChatSession:
 
     # -- API tools ------------------------------------------------------------------------
 
-    def _read_api(
-        self, rnd: _Round, lines: Iterator[str], cancel: threading.Event | None
-    ) -> Iterator[ChatEvent]:
+    def _read_api(self, meter: _Meter, lines: Iterator[str], cancel: threading.Event | None) -> Iterator[Any]:
         from app.engine.remote import _wire
 
         reader = {
@@ -694,18 +659,13 @@ class RemoteChatSession:
                 return
             kind = piece[0]
             if kind == "text" and piece[1]:
-                rnd.mark()
-                rnd.pieces += 1
-                rnd.content.append(piece[1])
+                meter.piece()
                 yield TextDelta(piece[1])
             elif kind == "reasoning" and piece[1]:
-                rnd.mark()
-                rnd.pieces += 1
-                rnd.reasoning.append(piece[1])
+                meter.piece()
                 yield ReasoningDelta(piece[1])
             elif kind == "call":
-                rnd.mark()
-                rnd.pieces += 1
+                meter.piece()
                 _, key, cid, name, args = piece
                 slot = pending.setdefault(key, [None, None, []])
                 slot[0] = slot[0] or cid
@@ -715,10 +675,9 @@ class RemoteChatSession:
                 elif isinstance(slot[2], list):
                     slot[2].append(args)
             elif kind == "usage":
-                rnd.prompt_tokens = piece[1] if isinstance(piece[1], int) else rnd.prompt_tokens
-                rnd.completion_tokens = piece[2] if isinstance(piece[2], int) else rnd.completion_tokens
+                meter.usage(piece[1], piece[2])
             elif kind == "finish":
-                rnd.finish = str(piece[1])
+                meter.finish = str(piece[1])
                 ended = True
             elif kind == "error":
                 raise RemoteError(
@@ -732,7 +691,7 @@ class RemoteChatSession:
                 "cut", f"The connection to {self.provider.base} was cut in the middle of the reply."
             )
         declared = set(self.registry.names()) if self.registry is not None else set()
-        for cid, name, args in pending.values():
+        for index, (cid, name, args) in enumerate(pending.values()):
             text = json.dumps(args, ensure_ascii=False) if isinstance(args, dict) else "".join(args)
             arguments: dict[str, Any] | str = args if isinstance(args, dict) else text
             if isinstance(arguments, str):
@@ -744,10 +703,10 @@ class RemoteChatSession:
             name = str(name or "")
             if name not in declared:
                 inc = IncompleteCall(raw=f"{name}({text})", name=name or None, reason="undeclared")
-                rnd.incomplete.append(inc)
                 yield ToolCallIncomplete(inc)
                 continue
-            rnd.calls.append(ToolCall(id=self._ids.keep(cid), name=name, arguments=arguments, raw=text))
+            call = ToolCall(id=self._ids.keep(cid), name=name, arguments=arguments, raw=text)
+            yield ToolCallDone(index, call)
 
     # -- Callisto parsing -----------------------------------------------------------------
 
@@ -789,10 +748,8 @@ class RemoteChatSession:
         self._source = source
         return text, fmt, tools
 
-    def _read_callisto(
-        self, rnd: _Round, lines: Iterator[str], cancel: threading.Event | None
-    ) -> Iterator[ChatEvent]:
-        from app.engine.chat import _PlainStream
+    def _read_callisto(self, meter: _Meter, lines: Iterator[str], cancel: threading.Event | None) -> Iterator[Any]:
+        from app.engine.formats import PlainStream
         from app.engine.remote import _wire
 
         prompt, fmt, tools = self._raw_state
@@ -804,22 +761,19 @@ class RemoteChatSession:
             )
             stream.call_ids = self._ids.issue
         else:
-            stream = _PlainStream(prompt.rstrip().endswith("<think>"))
+            stream = PlainStream.for_prompt(prompt)
         ended = False
         for piece in _wire.read_raw(lines, kind=self.provider.kind):
             if cancel is not None and cancel.is_set():
                 return
             kind = piece[0]
             if kind == "text":
-                rnd.mark()
-                rnd.pieces += 1
-                for ev in stream.feed(piece[1]):
-                    yield from rnd.take(ev)
+                meter.piece()
+                yield from stream.feed(piece[1])
             elif kind == "usage":
-                rnd.prompt_tokens = piece[1] if isinstance(piece[1], int) else rnd.prompt_tokens
-                rnd.completion_tokens = piece[2] if isinstance(piece[2], int) else rnd.completion_tokens
+                meter.usage(piece[1], piece[2])
             elif kind == "finish":
-                rnd.finish = str(piece[1])
+                meter.finish = str(piece[1])
                 ended = True
             elif kind == "error":
                 raise RemoteError(
@@ -829,10 +783,8 @@ class RemoteChatSession:
         if cancel is not None and cancel.is_set():
             return
         if not ended:
-            for ev in stream.finish(truncated=True):
-                yield from rnd.take(ev)
+            yield from stream.finish(truncated=True)
             raise RemoteError(
                 "cut", f"The connection to {self.provider.base} was cut in the middle of the reply."
             )
-        for ev in stream.finish(truncated=rnd.finish != "stop"):
-            yield from rnd.take(ev)
+        yield from stream.finish(truncated=meter.finish != "stop")

@@ -28,7 +28,7 @@ def _run(session, text="What is the weather in Oslo?"):
 
 
 def _calls(events):
-    return [(e.name, e.arguments) for e in events if isinstance(e, ToolCallStartedEvent)]
+    return [(e.call.name, e.call.arguments) for e in events if isinstance(e, ToolCallStartedEvent)]
 
 
 def _session(server, kind, model, parser, **kw):
@@ -53,10 +53,10 @@ def test_api_tools_call_runs_locally_and_the_answer_follows(callisto_server, kin
     assert _calls(events) == [("get_weather", {"city": "Oslo"})]
     assert ran == [("get_weather", {"city": "Oslo"})]
     finished = [e for e in events if isinstance(e, ToolCallFinishedEvent)]
-    assert finished[0].result == "Sunny, 21 C in Oslo"
+    assert finished[0].outcome.content == "Sunny, 21 C in Oslo"
     assert "".join(e.text for e in events if isinstance(e, TextEvent)) == ANSWER
     assert done.rounds == 2 and done.ttft_s is not None and done.generated_tokens > 0
-    assert done.extra["parser"] == "api" and set(done.extra["call_parsers"].values()) == {f"api:{kind}"}
+    assert done.parser == "api" and set(done.call_parsers.values()) == {f"api:{kind}"}
     roles = [m.role for m in session.messages]
     assert roles == ["user", "assistant", "tool", "assistant"]
     assert session.messages[2].content == "Sunny, 21 C in Oslo"
@@ -74,9 +74,9 @@ def test_callisto_parsing_reads_the_same_calls_as_the_api_and_the_local_loop(
     session, ran = _session(callisto_server, kind, "loop-hermes", "callisto", template=remote_models["loop"])
     events, done = _run(session)
     assert done.finish_reason == "stop", done
-    assert done.extra["parser"] == "callisto" and done.extra["tool_format"] == "hermes"
-    assert set(done.extra["call_parsers"].values()) == {"callisto:hermes"}
-    assert done.extra["template_source"] == str(remote_models["loop"])
+    assert done.parser == "callisto" and done.tool_format == "hermes"
+    assert set(done.call_parsers.values()) == {"callisto:hermes"}
+    assert done.template_source == str(remote_models["loop"])
     remote_calls = _calls(events)
     assert "".join(e.text for e in events if isinstance(e, TextEvent)) == ANSWER
 
@@ -129,7 +129,7 @@ def test_callisto_parsing_takes_the_template_from_a_tokenizer_config(
     config.write_text(json.dumps({"chat_template": template, "eos_token": {"content": "<|im_end|>"}}))
     session, ran = _session(callisto_server, "openai", "loop-hermes", "callisto", template=config)
     events, done = _run(session)
-    assert done.finish_reason == "stop" and done.extra["template_source"] == str(config)
+    assert done.finish_reason == "stop" and done.template_source == str(config)
     assert _calls(events) == [("get_weather", {"city": "Oslo"})] and ran == [
         ("get_weather", {"city": "Oslo"})
     ]
@@ -143,7 +143,7 @@ def test_reasoning_and_a_call_read_by_callistos_parser(callisto_server, remote_m
     assert THOUGHT in "".join(e.text for e in events if isinstance(e, ReasoningEvent))
     assert "<think>" not in "".join(e.text for e in events if isinstance(e, TextEvent))
     assert done.finish_reason == "rounds" and ran == []  # read as a call, not run past the round limit
-    assert list(done.extra["call_parsers"].values()) == ["callisto:hermes"]
+    assert list(done.call_parsers.values()) == ["callisto:hermes"]
     assert session.messages[-1].reasoning.strip() == THOUGHT
 
 

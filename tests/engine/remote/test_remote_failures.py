@@ -42,7 +42,7 @@ def test_refused_connection_is_retried_then_explained():
     assert done.error.startswith(f"Could not connect to http://127.0.0.1:{port}")
     assert "Is the server running?" in done.error and "(tried 2 times)" in done.error
     assert [e.code for e in events if isinstance(e, NoticeEvent)] == ["remote_retry"]
-    assert done.extra["error_code"] == "refused"
+    assert done.error_code == "refused"
 
 
 def test_server_that_never_answers_times_out():
@@ -58,7 +58,7 @@ def test_server_that_never_answers_times_out():
 def test_tls_to_a_plain_http_server_is_named_as_tls():
     with MisbehavingServer(lambda req: req.status(200, {})) as srv:
         _, done = _run(_session(srv.url.replace("http://", "https://"), max_retries=0))
-    assert done.extra["error_code"] == "tls"
+    assert done.error_code == "tls"
     assert "secure connection" in done.error and "(http or https)" in done.error
 
 
@@ -99,7 +99,7 @@ def test_429_with_a_long_retry_after_fails_at_once_saying_how_long():
     with MisbehavingServer(lambda req: req.status(429, None, {"Retry-After": "3600"})) as srv:
         _, done = _run(_session(srv.url))
         assert len(srv.requests) == 1
-    assert done.extra["error_code"] == "rate_limited" and "It asks to wait 3600 s" in done.error
+    assert done.error_code == "rate_limited" and "It asks to wait 3600 s" in done.error
 
 
 def test_5xx_is_retried_a_bounded_number_of_times():
@@ -141,7 +141,7 @@ def test_stream_cut_mid_reply_keeps_what_was_shown_and_is_not_retried(kind):
         events, done = _run(session)
         assert len(srv.requests) == 1
     assert _text(events) == "The answer is"
-    assert done.finish_reason == "error" and done.extra["error_code"] == "cut"
+    assert done.finish_reason == "error" and done.error_code == "cut"
     assert "cut in the middle of the reply" in done.error and "shown so far is kept" in done.error
     assert [(m.role, m.content) for m in session.messages] == [
         ("user", "hello"),

@@ -107,7 +107,7 @@ def test_a_session_renders_with_the_repos_template(hf, callisto_server, remote_m
         max_tokens=4,
     )
     events = list(session.send("Hi"))
-    assert isinstance(events[-1], DoneEvent) and events[-1].extra["template_source"] == "hf:acme/plain"
+    assert isinstance(events[-1], DoneEvent) and events[-1].template_source == "hf:acme/plain"
     assert session.last_raw_prompt == "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n"
 
 

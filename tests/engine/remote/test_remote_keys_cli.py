@@ -119,10 +119,10 @@ def test_saved_provider_chats_with_its_keychain_key_and_no_file_holds_the_key(me
     done = events[-1]
     assert isinstance(done, DoneEvent) and done.finish_reason == "stop", done
     finished = [e for e in events if isinstance(e, ToolCallFinishedEvent)]
-    assert [(e.name, e.arguments, e.result) for e in finished] == [
+    assert [(e.call.name, e.call.arguments, e.outcome.content) for e in finished] == [
         ("calculator", {"expression": "6*7"}, "42")
     ]
-    assert finished[0].call_id == "call_remote_1"  # the endpoint's id goes back with the result
+    assert finished[0].call.id == "call_remote_1"  # the endpoint's id goes back with the result
     assert seen[1]["messages"][-1] == {"role": "tool", "content": "42", "tool_call_id": "call_remote_1"}
     assert "".join(e.text for e in events if isinstance(e, TextEvent)) == "The answer is 42."
     assert done.generated_tokens >= 9 and done.prompt_tokens == 20
@@ -175,7 +175,7 @@ def test_cli_chats_with_an_endpoint_and_saves_without_the_key(tmp_path):
     types = [x["type"] for x in lines]
     assert types[:2] == ["tool_call_started", "tool_call_finished"] and types[-1] == "done"
     assert lines[1]["name"] == "calculator" and lines[1]["result"] == "42"
-    assert lines[-1]["finish_reason"] == "stop" and lines[-1]["extra"]["parser"] == "api"
+    assert lines[-1]["finish_reason"] == "stop" and lines[-1]["parser"] == "api"
     assert "".join(x["text"] for x in lines if x["type"] == "text") == "The answer is 42."
     written = [p for p in tmp_path.rglob("*") if p.is_file()]
     assert any(p.suffix.startswith(".sqlite") or "history" in p.name for p in written), written

@@ -48,7 +48,7 @@ def _send(srv, parser, **kw):
 
 
 def _calls(events):
-    return [(e.name, e.arguments) for e in events if isinstance(e, ToolCallStartedEvent)]
+    return [(e.call.name, e.call.arguments) for e in events if isinstance(e, ToolCallStartedEvent)]
 
 
 @pytest.mark.parametrize("parser", ["api", "callisto", "auto"])
@@ -61,10 +61,10 @@ def test_llama_server_call_runs_locally_in_each_mode(llama_server, parser):
     ]
     assert "".join(e.text for e in events if isinstance(e, TextEvent)) == ANSWER
     expected = "api" if parser == "api" else "callisto"
-    assert done.extra["parser"] == expected
+    assert done.parser == expected
     if expected == "callisto":  # the template came from /props, the family from it
-        assert done.extra["template_source"] == f"{llama_server.url}/props"
-        assert set(done.extra["call_parsers"].values()) == {"callisto:hermes"}
+        assert done.template_source == f"{llama_server.url}/props"
+        assert set(done.call_parsers.values()) == {"callisto:hermes"}
     assert [m.role for m in session.messages] == ["user", "assistant", "tool", "assistant"]
 
 
@@ -109,7 +109,7 @@ def test_smollm2_on_llama_server_says_the_same_through_callisto_parsing(smollm2_
         api_events = list(api.send("Say hello."))
     done = events[-1]
     assert isinstance(done, DoneEvent) and done.finish_reason in ("stop", "length"), done
-    assert done.extra["parser"] == "callisto" and done.extra["template_source"].endswith("/props")
+    assert done.parser == "callisto" and done.template_source.endswith("/props")
     assert session.last_raw_prompt == server_prompt  # SmolLM2's template, rendered here as the server does
     text = "".join(e.text for e in events if isinstance(e, TextEvent))
     assert text.strip() and "<|im_" not in text  # the template's own markers never reach the reply

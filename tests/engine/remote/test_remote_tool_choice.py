@@ -226,4 +226,4 @@ def test_smollm2_on_llama_server_gives_a_held_call_to_the_named_tool(smollm2_pat
     assert started and started[0].name == "get_time" and ran[0][0] == "get_time"
     schema = next(t for t in registry.openai_tools() if t["function"]["name"] == "get_time")
     jsonschema.validate(dict(started[0].arguments), schema["function"]["parameters"])
-    assert set(events[-1].extra["call_parsers"].values()) == {"callisto:hermes"}
+    assert set(events[-1].call_parsers.values()) == {"callisto:hermes"}
