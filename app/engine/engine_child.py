@@ -25,7 +25,6 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
-from app.engine.constraints.compiler import compile_inline
 from app.engine.engine_process import connect_child
 from app.engine.errors import ConstraintError, GenerationError
 from app.engine.generation import generate
@@ -210,6 +209,8 @@ def _keep(child: _Child, constraint: Any) -> tuple[int, str, str]:
 
 
 def _op_compile(child: _Child, kwargs: dict[str, Any]) -> tuple[int, str, str] | None:
+    from app.engine.constraints.compiler import compile_inline  # the formats load on first use
+
     c = compile_inline(child.model, **kwargs)
     return None if c is None else _keep(child, c)
 

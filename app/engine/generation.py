@@ -18,8 +18,6 @@ from typing import TYPE_CHECKING, Any
 
 from app.engine.backend import GenerationResult
 from app.engine.errors import GenerationError
-from app.engine.messages import Message
-from app.engine.render import render_prompt
 from app.engine.sampling import SamplingParams, resolve_sampling
 
 if TYPE_CHECKING:
@@ -144,6 +142,10 @@ def complete(
     if raw:
         text = prompt
     else:
+        # imported here: the engine process runs generate() and never needs the templates' stack
+        from app.engine.messages import Message
+        from app.engine.render import render_prompt
+
         msgs = ([Message(role="system", content=system)] if system else []) + [
             Message(role="user", content=prompt)
         ]

@@ -387,7 +387,7 @@ def download_file(
     Raises :class:`DownloadError` subclasses (:class:`GatedModelError` for 401/403),
     :class:`DownloadCancelled` or :class:`PauseRequested`.
     """
-    from app.engine.models.hub import default_endpoint
+    from app.engine.models._endpoint import default_endpoint
 
     extra = {k: v for k, v in (headers or {}).items() if k.lower() != "authorization"}
     hub_origin = _origin(endpoint or default_endpoint())

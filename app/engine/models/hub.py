@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import quote, urlsplit
 
+from app.engine.models._endpoint import DEFAULT_ENDPOINT, default_endpoint
 from app.engine.models._gguf import SPLIT_RE
 from app.engine.models.errors import HubOfflineError, HubUnavailableError
 from app.engine.models.estimate import MemoryEstimate, estimate_remote, quant_from_filename
@@ -33,12 +34,7 @@ __all__ = [
     "strip_front_matter",
 ]
 
-DEFAULT_ENDPOINT = "https://huggingface.co"
 T = TypeVar("T")
-
-
-def default_endpoint() -> str:
-    return (os.environ.get("HF_ENDPOINT") or DEFAULT_ENDPOINT).rstrip("/")
 
 
 def is_offline() -> bool:
