@@ -35,7 +35,7 @@ from app.server._json import json_bytes, json_response
 if TYPE_CHECKING:
     from starlette.requests import Request
 
-    from app.server._app import ServerState
+    from app.server._state import ServerState
 
 __all__ = ["count_tokens", "messages", "parse_messages_request"]
 

@@ -16,6 +16,7 @@ from app.server._common import (
     check_stop,
     check_str,
     check_tool_name,
+    convert_tools,
     queue_turn,
     request_body,
     type_name,
@@ -27,7 +28,7 @@ from app.server._json import json_bytes, json_response
 if TYPE_CHECKING:
     from starlette.requests import Request
 
-    from app.server._app import ServerState
+    from app.server._state import ServerState
 
 __all__ = ["chat", "generate", "show", "tags", "version"]
 
@@ -140,8 +141,6 @@ def convert_messages(messages: Any) -> list[dict[str, Any]]:
 
 
 def _tools(value: Any) -> list[dict[str, Any]] | None:
-    from app.server._openai import convert_tools
-
     return convert_tools(value)
 
 

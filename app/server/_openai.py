@@ -20,7 +20,7 @@ from app.server._common import (
     check_stop,
     check_str,
     check_tool_name,
-    declared_tool,
+    convert_tools,
     inner_call_id,
     queue_turn,
     read_sampling,
@@ -36,7 +36,7 @@ from app.server._json import json_bytes, json_response
 if TYPE_CHECKING:
     from starlette.requests import Request
 
-    from app.server._app import ServerState
+    from app.server._state import ServerState
 
 __all__ = ["chat_completions", "completions", "list_models", "parse_chat_request"]
 
@@ -155,35 +155,6 @@ def convert_messages(messages: Any) -> list[dict[str, Any]]:
     if not any(d["role"] != "system" for d in out):
         raise ApiError(400, "messages has no user message", param="messages")
     return out
-
-
-def convert_tools(tools: Any) -> list[dict[str, Any]] | None:
-    if tools is None:
-        return None
-    if not isinstance(tools, list):
-        raise ApiError(400, f"tools must be an array, got {type_name(tools)}", param="tools")
-    out = []
-    seen: set[str] = set()
-    for i, t in enumerate(tools):
-        w = f"tools[{i}]"
-        if not isinstance(t, dict):
-            raise ApiError(400, f"{w} must be an object, got {type_name(t)}", param=w)
-        if t.get("type") != "function":
-            raise ApiError(400, f"{w}.type {t.get('type')!r} is not supported (only 'function')", param=w)
-        fn = t.get("function")
-        if not isinstance(fn, dict):
-            raise ApiError(400, f"{w}.function must be an object", param=w)
-        out.append(
-            declared_tool(
-                fn.get("name"),
-                fn.get("description", ""),
-                fn.get("parameters", {"type": "object", "properties": {}}),
-                where=f"{w}.function",
-                schema_field="parameters",
-                seen=seen,
-            )
-        )
-    return out or None
 
 
 def convert_tool_choice(value: Any, tools: list[dict[str, Any]] | None) -> str:
