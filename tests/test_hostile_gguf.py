@@ -213,7 +213,8 @@ def test_h1_cli_chat_gives_a_message_not_an_abort(tmp_path):
 def test_h17_non_utf8_file_name_gets_a_clear_load_error(tmp_path):
     import os
 
-    from app.engine.llm import ModelLoadError, load_model
+    from app.engine.errors import ModelLoadError
+    from app.engine.llm import load_model
 
     good = write_tiny_gguf(tmp_path / "m.gguf", chat_template="{{ messages[0].content }}")
     odd = Path(os.fsdecode(bytes(tmp_path) + b"/caf\xe9.gguf"))  # Latin-1 bytes: not UTF-8
@@ -228,7 +229,8 @@ def test_h17_non_utf8_file_name_gets_a_clear_load_error(tmp_path):
 
 def test_hostile_vocabulary_is_a_constraint_error_not_a_panic(tmp_path):
     # A 3600-character token made llguidance panic (a BaseException past every `except Exception`).
-    from app.engine.constraints import ConstraintError, compile_constraint
+    from app.engine.constraints import compile_constraint
+    from app.engine.errors import ConstraintError
     from app.engine.llm import load_model
 
     p = write_tiny_gguf(

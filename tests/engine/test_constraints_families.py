@@ -194,7 +194,7 @@ def _second_call_fits(many, one, family: str, first: str) -> None:
     """Somewhere in one complete call, ``many`` allows tokens ``one`` does not: the grammars differ
     only in that a further call may follow."""
     assert len(FORMATS[family].parse(first, TOOLS).tool_calls) == 1, first
-    from app.engine.constraints import ConstraintError
+    from app.engine.errors import ConstraintError
 
     for cut in range(len(first), 0, -1):
         try:

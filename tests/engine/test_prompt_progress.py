@@ -13,7 +13,7 @@ import threading
 
 import pytest
 
-from app.engine.generate import generate
+from app.engine.generation import generate
 from app.engine.llm import load_model
 
 GREEDY = {"temperature": 0.0, "seed": 1}

@@ -220,7 +220,8 @@ def test_common_prefix_length_matches_commonprefix():
 
 
 def test_unoptimized_sandbox_still_blocks_what_constant_folding_would_have_touched():
-    from app.engine.templates import TemplateRenderError, render_template
+    from app.engine.errors import TemplateRenderError
+    from app.engine.templates import render_template
 
     assert render_template("{{ 'a' ~ 'b' }}{{ 2 * 3 }}{{ [1, 2]|length }}", []) == "ab62"
     with pytest.raises(TemplateRenderError):

@@ -11,9 +11,11 @@ import jsonschema
 import pytest
 
 from app.engine import generate, load_model
-from app.engine.constraints.gbnf import GbnfError, lark_to_gbnf, remote_grammar
+from app.engine.constraints.remote import remote_grammar
+from app.engine.errors import GbnfError
 from app.engine.formats import FORMATS
-from app.engine.generate import validate_grammar
+from app.engine.generation import validate_grammar
+from app.engine.grammar.gbnf import lark_to_gbnf
 from tests.engine.test_constraints_families import markers
 
 SAMPLES = 3
