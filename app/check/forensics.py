@@ -30,7 +30,7 @@ import hashlib
 import os
 import re
 from dataclasses import asdict, dataclass, field
-from functools import lru_cache
+from functools import lru_cache, partial
 from pathlib import Path
 from typing import Any
 
@@ -152,7 +152,8 @@ def _render(
     eos: str = "",
 ) -> tuple[str | None, str | None]:
     """(output, error)."""
-    from app.engine.templates import TemplateRenderError, render_template
+    from app.engine.errors import TemplateRenderError
+    from app.engine.templates import render_template
 
     try:
         return render_template(
@@ -209,9 +210,10 @@ def lint_template(
     """Every finding for one template (and, given ``vocab``, its tokenizer). Never raises on a bad
     template: a template that fails every probe is itself reported."""
     from app.engine.detection import detect_tool_format
-    from app.engine.render import template_tools_mode
+    from app.engine.templates import template_tools_mode
 
     findings: list[Finding] = []
+    render = partial(_render, source, bos=bos, eos=eos)
 
     def add(
         fid: str,
@@ -272,7 +274,7 @@ def lint_template(
 
     # 2-3. results and ids in a rendered round trip (a valid 9-character id)
     convo = [base_sys, {"role": "user", "content": _USER}, _call_msg(_GOOD_ID), _tool_msg(_GOOD_ID)]
-    out, err = _render(source, convo, tools=tools, bos=bos, eos=eos)
+    out, err = render(convo, tools=tools)
     calls_rendered = out is not None and _ARG in out
     if out is not None and calls_rendered and _RESULT not in out:
         add(
@@ -286,12 +288,9 @@ def lint_template(
             ["multi_turn", "reasoning"],
         )
     elif out is None and mode != "none":
-        head, _ = _render(
-            source,
+        head, _ = render(
             [base_sys, {"role": "user", "content": _USER}, _call_msg(_GOOD_ID)],
             tools=tools,
-            bos=bos,
-            eos=eos,
         )
         if head is not None:
             add(
@@ -315,12 +314,9 @@ def lint_template(
             ["parallel", "multi_turn"],
         )
     if out is not None:
-        long_out, long_err = _render(
-            source,
+        long_out, long_err = render(
             [base_sys, {"role": "user", "content": _USER}, _call_msg(_LONG_ID), _tool_msg(_LONG_ID)],
             tools=tools,
-            bos=bos,
-            eos=eos,
         )
         if long_out is None:
             add(
@@ -335,13 +331,10 @@ def lint_template(
             )
 
     # 4. strict alternation
-    one, _ = _render(source, [{"role": "user", "content": _USER}], tools=tools, bos=bos, eos=eos)
-    two, two_err = _render(
-        source,
+    one, _ = render([{"role": "user", "content": _USER}], tools=tools)
+    two, two_err = render(
         [{"role": "user", "content": _USER}, {"role": "user", "content": _USER2}],
         tools=tools,
-        bos=bos,
-        eos=eos,
     )
     if one is not None and two is None:
         add(
@@ -355,7 +348,7 @@ def lint_template(
         )
 
     # 5. system prompt after a tool result
-    plain, _ = _render(source, [base_sys, {"role": "user", "content": _USER}], tools=tools, bos=bos, eos=eos)
+    plain, _ = render([base_sys, {"role": "user", "content": _USER}], tools=tools)
     if plain is not None and _SYS in plain and out is not None and _SYS not in out:
         add(
             "system_dropped_after_tool",
@@ -370,12 +363,9 @@ def lint_template(
 
     # 6. content null on a tool-call turn
     if calls_rendered:
-        null_out, null_err = _render(
-            source,
+        null_out, null_err = render(
             [base_sys, {"role": "user", "content": _USER}, _call_msg(_GOOD_ID, None), _tool_msg(_GOOD_ID)],
             tools=tools,
-            bos=bos,
-            eos=eos,
         )
         if null_out is None or ("None" in null_out and "None" not in (out or "")):
             why = f"raises ({_clip(null_err or '', 100)})" if null_out is None else "writes the text None"
@@ -397,12 +387,12 @@ def lint_template(
 
     # 7. doubled braces in instructions
     if mode != "none":
-        rendered_tools, _ = _render(
-            source, [{"role": "user", "content": _USER}], tools=tools, bos=bos, eos=eos
+        rendered_tools, _ = render(
+            [{"role": "user", "content": _USER}], tools=tools
         )
         if mode == "system_message":
-            rendered_tools, _ = _render(
-                source, [base_sys, {"role": "user", "content": _USER}], bos=bos, eos=eos
+            rendered_tools, _ = render(
+                [base_sys, {"role": "user", "content": _USER}]
             )
         if rendered_tools and re.search(r'\{\{\s*\\?"(name|function|arguments)"', rendered_tools):
             add(
@@ -428,7 +418,7 @@ def lint_template(
             {"role": "assistant", "content": f"<think>{_REASON}</think>{_ANSWER}"},
             {"role": "user", "content": _USER2},
         ]
-        r_out, _ = _render(source, hist, tools=None, bos=bos, eos=eos)
+        r_out, _ = render(hist, tools=None)
         if r_out is not None and _REASON in r_out:
             add(
                 "reasoning_not_stripped",

@@ -248,6 +248,18 @@ class JsonStateScanner(RegionScanner):
         self.state = "json"
         return i
 
+    def fence_skip(self, buf: str, i: int) -> int | None:
+        """What the states around a fenced value skip at ``buf[i]``: in state ``lang`` (after an
+        opening markdown fence) a letter of the fence's language (at anything else the state
+        becomes ``pre`` and the index stays), elsewhere whitespace. The index to go on from; None
+        when ``buf[i]`` is something else."""
+        if self.state == "lang":
+            if buf[i].isalpha():
+                return i + 1
+            self.state = "pre"
+            return i
+        return i + 1 if buf[i].isspace() else None
+
 
 class MarkerRegion(RegionScanner):
     """The region of a marker that stands alone (structure the family consumes): it ends where it
@@ -507,12 +519,7 @@ class Stream:
         pairs = ((fmt.reasoning,) if fmt.reasoning else ()) + tuple(fmt.reasoning_alt)
         self._opens = tuple(dict.fromkeys(o for o, _c in pairs))
         self._closes = tuple(dict.fromkeys(c for _o, c in pairs))
-        if fmt.reasoning and in_reasoning:
-            self._mode = _REASON
-        elif fmt.reasoning and _lead:
-            self._mode = _LEAD
-        else:
-            self._mode = self._after_reasoning()
+        self._mode = self._first_mode(in_reasoning, _lead)
         self._steps = self._step_table()
 
     # -- public -----------------------------------------------------------------------------
@@ -545,6 +552,15 @@ class Stream:
     def _reason(self, s: str) -> None:
         if s:
             self._events.append(ReasoningDelta(s))
+
+    def _first_mode(self, in_reasoning: bool, lead: bool) -> str:
+        """The state the reply starts in: inside a reasoning block the prompt opened, at its lead
+        (an opening reasoning tag may follow), or straight after reasoning."""
+        if self.fmt.reasoning and in_reasoning:
+            return _REASON
+        if self.fmt.reasoning and lead:
+            return _LEAD
+        return self._after_reasoning()
 
     def _after_reasoning(self) -> str:
         return _CALLSTART if self.fmt.start_only else _TEXT

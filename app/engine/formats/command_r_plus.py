@@ -44,14 +44,9 @@ class _FencedListScanner(JsonStateScanner):
                 self.state = "post"
                 continue
             c = buf[i]
-            if st == "lang":
-                if c.isalpha():
-                    i += 1
-                    continue
-                self.state = "pre"
-                continue
-            if c.isspace():
-                i += 1
+            j = self.fence_skip(buf, i)
+            if j is not None:
+                i = j
                 continue
             rest = buf[i : i + len(FENCE)]
             if rest == FENCE and (st == "post" or not self.fenced):

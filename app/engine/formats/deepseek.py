@@ -270,9 +270,6 @@ class DeepSeekDsmlFormat(XmlParamsFormat):
 
         return dsml_param(ctx, key, schema, where, open=PARAM, close=PARAM_END)
 
-    def key_ok(self, key: str) -> bool:
-        return not set(key) & set('"<>')
-
     def example_call(self, name: str, arguments: dict[str, Any]) -> str:
         params = "".join(
             f'{PARAM} name="{k}" string="{"true" if isinstance(v, str) else "false"}">{raw_text(v)}{PARAM_END}\n'

@@ -99,18 +99,10 @@ _WS = re.compile(r"\s*")
 class HarmonyStream(Stream):
     """Harmony's own machine (channels do not fit the tag-based one); same events and guarantees."""
 
-    def __init__(
-        self,
-        fmt: Format,
-        tools: list[dict[str, Any]] | None,
-        *,
-        in_reasoning: bool = False,
-        orphan_close: bool = True,
-    ):
+    def __init__(self, fmt: Format, tools: list[dict[str, Any]] | None, **options: Any) -> None:
         # Harmony has no reasoning tags, so ``orphan_close`` changes nothing; it is accepted as
-        # every family's stream accepts it.
-        super().__init__(fmt, tools, in_reasoning=False, orphan_close=orphan_close)
-        self._mode = _REASON if in_reasoning else _HEAD
+        # every family's stream accepts it (``in_reasoning``: see _first_mode).
+        super().__init__(fmt, tools, **options)
         self._head = ""  # header text of the current message (raw, including <|start|>)
         self._recipient: str | None = None
         # Where text that turns out not to be a header goes: the sink of the message before it
@@ -122,6 +114,9 @@ class HarmonyStream(Stream):
         self._cstate = _C_LEAD  # where a call body is: see _h_call
         self._json: JsonScanner | None = None
         self._json_aware = True  # False after one unclosed JSON body fell back (keeps it linear)
+
+    def _first_mode(self, in_reasoning: bool, lead: bool) -> str:
+        return _REASON if in_reasoning else _HEAD
 
     def _step_table(self) -> dict[str, Callable[[bool, bool], bool]]:
         return {

@@ -270,6 +270,7 @@ class KimiK3Format(XmlParamsFormat):
     raw_values = False  # a value's ``type`` attribute says how to read it
     section = (TOOLS_OPEN, TOOLS_CLOSE)
     tail = CALL_CLOSE
+    key_forbidden = '"<>|&'
     # A reply that opens with its response frame has no reasoning: the frame ends the block.
     reasoning_alt = ((THINK_OPEN, RESPONSE_OPEN),)
 
@@ -318,9 +319,6 @@ class KimiK3Format(XmlParamsFormat):
         from app.engine.grammar.wires import k3_param
 
         return k3_param(ctx, key, schema, where, open=ARG_OPEN, sep=SEP, close=ARG_CLOSE, trail="")
-
-    def key_ok(self, key: str) -> bool:
-        return not set(key) & set('"<>|&')
 
     def example_call(self, name: str, arguments: dict[str, Any]) -> str:
         args = "".join(

@@ -13,8 +13,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from app.engine.formats.base import ParsedCall, RegionScanner, register
-from app.engine.formats.sections import SkipValuesScanner, closed_body, skip_ws
+from app.engine.formats.base import ParsedCall, register
+from app.engine.formats.sections import closed_body, skip_ws
 from app.engine.formats.xml_params import XmlParamsFormat, one_call, params_text, read_params, tag_name
 
 __all__ = ["MiniMaxFormat", "parse_invokes"]
@@ -60,10 +60,7 @@ class MiniMaxFormat(XmlParamsFormat):
     openers = (OPEN,)
     section = (OPEN + "\n", CLOSE)
     tail = f"{I_CLOSE}\n"
-    param_close = P_CLOSE
-
-    def region_scanner(self, opener: str) -> RegionScanner:
-        return SkipValuesScanner(CLOSE, P_OPEN, P_CLOSE)
+    param_open, param_close = P_OPEN, P_CLOSE
 
     def parse_region(self, opener, body, *, at_end, truncated, tools):
         inner = closed_body(body, CLOSE, last=I_CLOSE, at_end=at_end, truncated=truncated)

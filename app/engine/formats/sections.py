@@ -11,7 +11,7 @@
   sections): the region ends at its closing tag outside every value, so the closing tag written
   inside a value does not end the call.
 * :class:`JsonTagScanner` (a JSON call between tags, Hermes and its kin), :class:`JsonCallSection`
-  and :func:`read_json_section` (sections of JSON calls), :class:`JsonSectionFormat` (a family
+  and :meth:`JsonSectionFormat.parse_region` (sections of JSON calls), :class:`JsonSectionFormat` (a family
   made of such sections: DeepSeek V3 / V3.1, Kimi K2) and :data:`NAME` (what a tool name may be
   on those wires) are shared by the JSON families.
 * :func:`skip_ws`, :func:`after_ws_startswith`, :func:`closed_body` (a region's body without
@@ -28,7 +28,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 from functools import partial
 
-from app.engine.formats.base import Format, ParsedCall, RegionScanner, find_marker
+from app.engine.formats.base import Format, JsonStateScanner, ParsedCall, RegionScanner, find_marker
 from app.engine.formats.jsonscan import JsonScanner, loads_repaired
 from app.engine.holdback import partial_start
 
@@ -44,7 +44,6 @@ __all__ = [
     "first_marker",
     "json_text",
     "raw_text",
-    "read_json_section",
     "read_run",
     "scan_section",
     "skip_ws",
@@ -398,7 +397,7 @@ def raw_text(value: Any) -> str:
 NAME = r"[^\s<>{}\[\]\"'`｜|,:]+(?::[^\s<>{}\[\]\"'`｜|,:]+)*"
 
 
-class JsonTagScanner(RegionScanner):
+class JsonTagScanner(JsonStateScanner):
     """Region ``[ws][fence] {json} [ws][fence][ws] CLOSE``; on anything else, up to the next CLOSE.
 
     ``opening``: the bracket the JSON value opens with (``"["``: a list of calls); ``fences``:
@@ -406,12 +405,10 @@ class JsonTagScanner(RegionScanner):
     """
 
     def __init__(self, close: str, *, opening: str = "{", fences: bool = True):
+        super().__init__()
         self.close = close
         self.opening = opening
         self.fences = fences
-        self.state = "pre"
-        self.json = JsonScanner()
-        self.ops = 0
 
     def scan(self, buf: str, final: bool) -> tuple[int, bool]:
         i, n = 0, len(buf)
@@ -421,14 +418,9 @@ class JsonTagScanner(RegionScanner):
             if st in ("pre", "post", "lang"):
                 c = buf[i]
                 self.ops += 1
-                if st == "lang":
-                    if c.isalpha():
-                        i += 1
-                        continue
-                    self.state = "pre"
-                    continue
-                if c.isspace():
-                    i += 1
+                j = self.fence_skip(buf, i)
+                if j is not None:
+                    i = j
                     continue
                 if self.fences and buf.startswith(_FENCE, i):
                     i += len(_FENCE)
@@ -555,76 +547,13 @@ class JsonCallSection(SectionScanner):
         return self._ret(n, False)
 
 
-def read_json_section(
-    body: str,
-    *,
-    call_begin: str,
-    call_end: str,
-    section_end: str,
-    at_end: bool,
-    truncated: bool,
-    header: re.Pattern[str],
-    fence_in_header: bool = True,
-    name_group: int = 1,
-    implied_end: bool = False,
-    noise: bool = False,
-) -> tuple[list[ParsedCall], str] | None:
-    """Strictly read a section of JSON calls scanned by :class:`JsonCallSection`.
-
-    ``header`` must fully match the text between ``call_begin`` and the JSON; its group
-    ``name_group`` is the tool name and a group named ``fence`` (optional) says a fence opened.
-    ``implied_end``: a section missing only its end marker is read when the reply ended normally
-    right after a complete call. A reply cut inside the section (``at_end`` and ``truncated``)
-    keeps the complete calls before the cut; the cut remainder is returned for the stream to report
-    as an incomplete call. ``noise``: text between the markers is skipped (part of a call's raw),
-    and a closed section without calls is no call and no markup (its noise, if any, is text).
-    """
-    sc = JsonCallSection(call_begin, call_end, section_end, noise=noise)
-    # A cut reply is scanned as if more could follow, so a marker cut in half is not a fault.
-    cut = at_end and truncated
-    consumed, ended = sc.scan(body, not cut)
-    if sc.bad:
-        return None
-    if not sc.calls:
-        if noise and ended and consumed == len(body):
-            inner = body[: -len(section_end)]
-            return [], inner if inner.strip() else ""
-        return None
-    last_end = sc.raw_spans[-1][1]
-    if ended:
-        if consumed != len(body):
-            return None
-        tail = body[last_end : len(body) - len(section_end)]
-        leftover = tail if noise and tail.strip() else ""  # noise after the last call is text
-    elif cut:
-        leftover = body[last_end:]  # the complete calls before the cut count; the rest is text
-    elif implied_end and at_end and sc.state == "between" and not body[last_end:].strip():
-        leftover = body[last_end:]  # the reply ended right after a call: the section end is implied
-    else:
-        return None
-    out: list[ParsedCall] = []
-    for (start, js, je, end), (raw_start, raw_end) in zip(sc.calls, sc.raw_spans, strict=True):
-        m = header.fullmatch(body, start + len(call_begin), js)
-        if m is None:
-            return None
-        fenced = bool(m.groupdict().get("fence")) if fence_in_header else False
-        post = body[je : end - len(call_end)].strip()
-        if post not in (("```",) if fenced else ("",)):
-            return None
-        ok, args = loads_repaired(body[js:je])
-        if not ok or not isinstance(args, dict):
-            return None
-        out.append(ParsedCall(m.group(name_group), args, body[raw_start:raw_end]))
-    return out, leftover
-
-
 class JsonSectionFormat(Format):
     """A family whose calls are a section of JSON calls (DeepSeek V3 / V3.1, Kimi K2)::
 
         SECTION_BEGIN (CALL_BEGIN header {json} CALL_END)* SECTION_END
 
-    scanned by :class:`JsonCallSection` and read by :func:`read_json_section`. A family sets its
-    markers, ``header`` (see :func:`read_json_section`, with the reading options
+    scanned by :class:`JsonCallSection` and read by :meth:`parse_region`. A family sets its
+    markers, ``header`` (see :meth:`parse_region`, with the reading options
     ``fence_in_header``, ``implied_end`` and ``noise``) and how a call is written:
     :meth:`call_head` (up to the arguments), ``call_index`` (a call counter after the head, as
     (before, after)) and ``call_tail``; the grammar and the example call follow from them.
@@ -645,22 +574,57 @@ class JsonSectionFormat(Format):
         """What a call is written with before its arguments (and index)."""
         raise NotImplementedError  # pragma: no cover - abstract
 
-    def region_scanner(self, opener: str) -> RegionScanner:
+    def region_scanner(self, opener: str) -> JsonCallSection:
         return JsonCallSection(self.call_begin, self.call_end, self.section_end, noise=self.noise)
 
     def parse_region(self, opener, body, *, at_end, truncated, tools):
-        return read_json_section(
-            body,
-            call_begin=self.call_begin,
-            call_end=self.call_end,
-            section_end=self.section_end,
-            at_end=at_end,
-            truncated=truncated,
-            header=self.header,
-            fence_in_header=self.fence_in_header,
-            implied_end=self.implied_end,
-            noise=self.noise,
-        )
+        """Strictly read a section of JSON calls scanned by :class:`JsonCallSection`.
+
+        ``header`` must fully match the text between ``call_begin`` and the JSON; its first group is
+        the tool name and a group named ``fence`` (optional) says a fence opened.
+        ``implied_end``: a section missing only its end marker is read when the reply ended normally
+        right after a complete call. A reply cut inside the section (``at_end`` and ``truncated``)
+        keeps the complete calls before the cut; the cut remainder is returned for the stream to report
+        as an incomplete call. ``noise``: text between the markers is skipped (part of a call's raw),
+        and a closed section without calls is no call and no markup (its noise, if any, is text).
+        """
+        sc = self.region_scanner(opener)
+        # A cut reply is scanned as if more could follow, so a marker cut in half is not a fault.
+        cut = at_end and truncated
+        consumed, ended = sc.scan(body, not cut)
+        if sc.bad:
+            return None
+        if not sc.calls:
+            if self.noise and ended and consumed == len(body):
+                inner = body[: -len(self.section_end)]
+                return [], inner if inner.strip() else ""
+            return None
+        last_end = sc.raw_spans[-1][1]
+        if ended:
+            if consumed != len(body):
+                return None
+            tail = body[last_end : len(body) - len(self.section_end)]
+            leftover = tail if self.noise and tail.strip() else ""  # noise after the last call is text
+        elif cut:
+            leftover = body[last_end:]  # the complete calls before the cut count; the rest is text
+        elif self.implied_end and at_end and sc.state == "between" and not body[last_end:].strip():
+            leftover = body[last_end:]  # the reply ended right after a call: the section end is implied
+        else:
+            return None
+        out: list[ParsedCall] = []
+        for (start, js, je, end), (raw_start, raw_end) in zip(sc.calls, sc.raw_spans, strict=True):
+            m = self.header.fullmatch(body, start + len(self.call_begin), js)
+            if m is None:
+                return None
+            fenced = bool(m.groupdict().get("fence")) if self.fence_in_header else False
+            post = body[je : end - len(self.call_end)].strip()
+            if post not in (("```",) if fenced else ("",)):
+                return None
+            ok, args = loads_repaired(body[js:je])
+            if not ok or not isinstance(args, dict):
+                return None
+            out.append(ParsedCall(m.group(1), args, body[raw_start:raw_end]))
+        return out, leftover
 
     def grammar_wire(self, ctx):
         from app.engine.grammar.wires import json_section

@@ -25,8 +25,8 @@ from typing import Any
 from functools import partial
 
 from app.calls import WIRE_NAME
-from app.engine.formats.base import THINK, Format, ParsedCall
-from app.engine.formats.sections import NAME, raw_text, skip_ws
+from app.engine.formats.base import THINK, Format, ParsedCall, RegionScanner
+from app.engine.formats.sections import NAME, SkipValuesScanner, raw_text, skip_ws
 
 __all__ = [
     "ArgPairsFormat",
@@ -212,7 +212,9 @@ class XmlParamsFormat(Format):
     the template writes after it); ``value_newlines`` when one newline on each side of a value is
     the wire's, ``markup_free`` when a text value may hold no markup. A family with another
     parameter syntax overrides :meth:`param`. ``name_ok`` / ``key_ok`` say which tool and
-    parameter names the wire can write.
+    parameter names the wire can write (by default a parameter name holds none of
+    ``key_forbidden``). By default the region is the calls' ``section``, up to its closing tag
+    outside every value (values open with ``param_open``).
     """
 
     reasoning: tuple[str, str] | None = THINK
@@ -220,8 +222,10 @@ class XmlParamsFormat(Format):
     section: tuple[str, str] | None = None
     sep = ""
     tail = ""
+    param_open = ""
     param_close = ""
     param_after = "\n"
+    key_forbidden = '"<>'
     value_newlines = False
     markup_free = False
 
@@ -241,8 +245,13 @@ class XmlParamsFormat(Format):
         wires read it)."""
         return bool(_SECTION_NAME.fullmatch(name))
 
-    def key_ok(self, key: str) -> bool:  # pragma: no cover - abstract
-        raise NotImplementedError
+    def key_ok(self, key: str) -> bool:
+        return not set(key) & set(self.key_forbidden)
+
+    def region_scanner(self, opener: str) -> RegionScanner:
+        if self.section is None:  # pragma: no cover - a family without a section scans its own
+            raise NotImplementedError
+        return SkipValuesScanner(self.section[1], self.param_open, self.param_close)
 
     def param(self, ctx: Any, key: str, schema: Any, where: str) -> str:
         """The grammar of one parameter: ``param_head(KEY)``, the typed value up to
