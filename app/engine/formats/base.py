@@ -64,7 +64,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -97,6 +97,7 @@ __all__ = [
     "find_marker",
     "fold_events",
     "name_hint",
+    "one_call",
     "register",
     "tool_format_choices",
 ]
@@ -180,6 +181,15 @@ class ParsedCall:
     arguments: dict[str, Any]
     raw: str
     id: str | None = None
+
+
+def one_call(opener: str, body: str, got: tuple[str, Mapping[str, Any]] | None) -> tuple[list[ParsedCall], str] | None:
+    """What a region that holds one call parses to: the call ``got`` read from it (its name and
+    its arguments as written), the whole region being its text; None when nothing was read."""
+    if got is None:
+        return None
+    name, args = got
+    return [ParsedCall(name, dict(args), opener + body)], ""
 
 
 class RegionScanner:

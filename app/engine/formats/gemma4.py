@@ -15,7 +15,7 @@ from typing import Any
 from functools import partial
 
 from app.calls import WIRE_NAME
-from app.engine.formats.base import Format, ParsedCall, RegionScanner, register
+from app.engine.formats.base import Format, RegionScanner, one_call, register
 from app.engine.formats.sections import first_marker
 
 __all__ = ["Gemma4Format", "parse_gemma_call", "parse_gemma_value", "write_gemma_value"]
@@ -230,11 +230,8 @@ class Gemma4Format(Format):
         inner = body[: -len(RESPONSE)] if body.endswith(CLOSE + RESPONSE) else body
         if not inner.endswith(CLOSE):
             return None
-        got = parse_gemma_call(inner[: -len(CLOSE)])
-        if got is None:
-            return None
-        name, args = got
-        return [ParsedCall(name, args, opener + inner)], ""  # the stop marker is not the call's
+        # the stop marker is not the call's
+        return one_call(opener, inner, parse_gemma_call(inner[: -len(CLOSE)]))
 
     def grammar_wire(self, ctx):
         from app.engine.grammar.wires import GEMMA, notation_call

@@ -18,9 +18,9 @@ import re
 from typing import Any
 
 from app.calls import WIRE_NAME
-from app.engine.formats.base import RegionScanner, register
+from app.engine.formats.base import RegionScanner, one_call, register
 from app.engine.formats.sections import SkipValuesScanner, skip_ws
-from app.engine.formats.xml_params import ArgPairsFormat, one_call, read_arg_pairs
+from app.engine.formats.xml_params import ArgPairsFormat, read_arg_pairs
 
 __all__ = ["GlmFormat", "parse_glm_call"]
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 from typing import Any
 from functools import partial
 
-from app.engine.formats.base import THINK, Format, ParsedCall, RegionScanner, register
+from app.engine.formats.base import THINK, Format, RegionScanner, one_call, register
 from app.engine.formats.jsonscan import read_name_arguments
-from app.engine.formats.sections import JsonTagScanner, json_text
+from app.engine.formats.sections import JsonTagScanner, closed_body, json_text
 
 __all__ = ["HermesFormat"]
 
@@ -31,17 +31,9 @@ class HermesFormat(Format):
         return JsonTagScanner(CLOSE)
 
     def parse_region(self, opener, body, *, at_end, truncated, tools):
-        if body.endswith(CLOSE):
-            inner = body[: -len(CLOSE)]
-        elif at_end and not truncated:
-            inner = body  # the reply ended right after the JSON: the closing tag is implied
-        else:
-            return None
-        got = read_name_arguments(inner)
-        if got is None:
-            return None
-        name, args = got
-        return [ParsedCall(name, args, opener + body)], ""
+        # A reply that ended normally right after the JSON implies the closing tag.
+        inner = closed_body(body, CLOSE, last="", at_end=at_end, truncated=truncated)
+        return one_call(opener, body, None if inner is None else read_name_arguments(inner))
 
     def grammar_wire(self, ctx):
         from app.engine.grammar.wires import json_tagged

@@ -15,9 +15,9 @@ from __future__ import annotations
 import json
 import re
 
-from app.engine.formats.base import RegionScanner, register
+from app.engine.formats.base import RegionScanner, one_call, register
 from app.engine.formats.sections import SkipValuesScanner
-from app.engine.formats.xml_params import XmlParamsFormat, one_call, params_text, read_params, tag_name
+from app.engine.formats.xml_params import XmlParamsFormat, params_text, read_params, tag_name
 
 __all__ = ["MiniCpm5Format"]
 

@@ -21,10 +21,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.engine.formats.base import ParsedCall, RegionScanner, register
+from app.engine.formats.base import ParsedCall, RegionScanner, one_call, register
 from app.json_schema import tool_schemas
 from app.engine.formats.sections import SkipValuesScanner, closed_body, raw_text, skip_ws
-from app.engine.formats.xml_params import XmlParamsFormat, one_call
+from app.engine.formats.xml_params import XmlParamsFormat
 
 __all__ = ["QwenXmlFormat", "parse_function_block"]
 

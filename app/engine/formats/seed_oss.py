@@ -14,9 +14,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from app.engine.formats.base import register
+from app.engine.formats.base import one_call, register
 from app.engine.formats.sections import closed_body, skip_ws
-from app.engine.formats.xml_params import XmlParamsFormat, one_call, params_text, read_params, tag_name
+from app.engine.formats.xml_params import XmlParamsFormat, params_text, read_params, tag_name
 
 __all__ = ["SeedOssFormat", "parse_seed_function"]
 

@@ -6,13 +6,13 @@ Hunyuan): ``<arg_key>K</arg_key><arg_value>V</arg_value>``.
 * :func:`read_params` strictly reads a run of parameters up to the element's closing tag, each
   value exactly as written (optionally as a CDATA section).
 * :func:`read_arg_pairs` strictly reads a run of key/value tag pairs; :func:`pair_key_ok` is what
-  such a key may be, :func:`arg_pair_param` the grammar of one pair, :func:`arg_pairs_text`
-  writes them.
+  such a key may be, :func:`arg_pairs_text` writes them and :class:`ArgPairsFormat` is the base of
+  the families that write them.
 * :func:`params_text` writes them (the families' example calls).
 * :class:`XmlParamsFormat` is the base of these families (and of the other families whose
   parameters are tags: DeepSeek DSML, Kimi K3): the shared class attributes and the one
   constrained-decoding grammar, ``head(NAME) param* tail`` (see ``raw_params``), for which a
-  family declares its tags; :func:`one_call` is the result of a region that holds one call.
+  family declares its tags.
 
 A family passes its own tags and name patterns; what a value means is the schema's business.
 """
@@ -25,14 +25,13 @@ from typing import Any
 from functools import partial
 
 from app.calls import WIRE_NAME
-from app.engine.formats.base import THINK, Format, ParsedCall, RegionScanner
+from app.engine.formats.base import THINK, Format, RegionScanner
 from app.engine.formats.sections import NAME, SkipValuesScanner, raw_text, skip_ws
 
 __all__ = [
     "ArgPairsFormat",
     "XmlParamsFormat",
     "arg_pairs_text",
-    "one_call",
     "pair_key_ok",
     "params_text",
     "read_arg_pairs",
@@ -191,15 +190,6 @@ def arg_pairs_text(arguments: Mapping[str, Any], *, key: tuple[str, str], value:
     as raw text)."""
     (k_open, k_close), (v_open, v_close) = key, value
     return "".join(f"{k_open}{k}{k_close}\n{v_open}{raw_text(v)}{v_close}\n" for k, v in arguments.items())
-
-
-def one_call(opener: str, body: str, got: tuple[str, Mapping[str, Any]] | None) -> tuple[list[ParsedCall], str] | None:
-    """What a region that holds one call parses to: the call ``got`` read from it (its name and
-    its arguments as written), the whole region being its text; None when nothing was read."""
-    if got is None:
-        return None
-    name, args = got
-    return [ParsedCall(name, dict(args), opener + body)], ""
 
 
 class XmlParamsFormat(Format):
