@@ -121,8 +121,8 @@ class HarmonyStream(Stream):
     def _step_table(self) -> dict[str, Callable[[bool, bool], bool]]:
         return {
             _HEAD: self._h_head,
-            _REASON: self._h_reason,
-            _CONTENT: self._h_content,
+            _REASON: partial(self._h_body, _REASON),
+            _CONTENT: partial(self._h_body, _CONTENT),
             _CALL: self._h_call,
             _DONE: self._h_done,
         }
@@ -224,17 +224,12 @@ class HarmonyStream(Stream):
             self._consume(len(m))
         return text, m
 
-    def _h_reason(self, final: bool, truncated: bool) -> bool:
+    def _h_body(self, sink: str, final: bool, truncated: bool) -> bool:
+        """The body of an analysis message (``sink`` is reasoning) or of a final / preamble message
+        or text outside messages (content)."""
         text, m = self._body(final)
-        self._reason(text)
-        self._resume = _REASON
-        self._pending = m if m in (END, CALL, RETURN) else ""
-        return self._after_body(m, final)
-
-    def _h_content(self, final: bool, truncated: bool) -> bool:
-        text, m = self._body(final)
-        self._text(text)
-        self._resume = _CONTENT
+        self._resume = sink
+        self._sink(text)
         self._pending = m if m in (END, CALL, RETURN) else ""
         return self._after_body(m, final)
 
