@@ -1,12 +1,27 @@
 """What the window and its engine thread exchange besides events: the config a session is built
-with, and what the window shows about the loaded model. Plain dataclasses (no Qt)."""
+with, what the window shows about the loaded model, the remote model chatted with, and the state
+the worker's collaborators share. Plain dataclasses (no Qt)."""
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["DEFAULT_APPROVAL_TIMEOUT_S", "EngineConfig", "ModelInfo", "format_label"]
+if TYPE_CHECKING:
+    from app.engine.llm import LoadedModel
+    from app.engine.loop import Session
+    from app.engine.remote import Provider
+    from app.storage.settings import RemoteProviderSettings
+
+__all__ = [
+    "DEFAULT_APPROVAL_TIMEOUT_S",
+    "EngineConfig",
+    "EngineState",
+    "ModelInfo",
+    "RemoteModel",
+    "format_label",
+]
 
 DEFAULT_APPROVAL_TIMEOUT_S = 300.0
 
@@ -54,3 +69,36 @@ def format_label(name: str | None) -> str | None:
 
     fmt = FORMATS.get(name)
     return (fmt.label if fmt is not None else "") or name
+
+
+@dataclass(frozen=True)
+class RemoteModel:
+    """The remote engine's model the window chats with (instead of a local model)."""
+
+    entry: RemoteProviderSettings  # the ``settings.remote`` entry: name, URL, API, tool mode
+    model: str  # the model's name on that engine
+    provider: Provider  # the client, with the key read from the keychain
+
+    @property
+    def key(self) -> str:
+        """The picker's key of this model (the path of its :class:`ModelInfo`)."""
+        from app.engine.remote.keys import remote_key
+
+        return remote_key(self.entry.name, self.model)
+
+
+@dataclass
+class EngineState:
+    """What the worker's collaborators (jobs, sessions, turns) share: the model and session of the
+    window, used on the engine thread; ``cancel``/``busy`` are set from any thread."""
+
+    config: EngineConfig = field(default_factory=EngineConfig)
+    model: LoadedModel | None = None  # the window's local model (None with a remote one)
+    remote: RemoteModel | None = None  # the remote model chatted with instead
+    session: Session | None = None  # a ChatSession or a RemoteChatSession
+    info: ModelInfo | None = None  # what the picker was last told
+    conversation_id: int | None = None
+    tool_choice: Any = "auto"  # the next send's tool_choice (the window's control sets it)
+    cancel: threading.Event = field(default_factory=threading.Event)
+    busy: threading.Event = field(default_factory=threading.Event)
+    closing: bool = False

@@ -1,17 +1,21 @@
 """The main window: a sidebar of pages | conversations | chat (or another page) | tool-call panel.
 
-The window is assembled from parts, each in its own module; this one builds the frame (toolbar,
-splitter, tool-call dock, status bar), connects the worker and shuts everything down:
+The window is a frame (toolbar, splitter, tool-call dock, status bar) that composes controllers,
+each in its own module, each given what it needs in its constructor; the window builds them and
+wires their signals. What several of them read (settings, history, the model in use, the open
+conversation, busy) is one :class:`~app.ui.window_state.WindowState`.
 
-* :mod:`app.ui.window_pages`         the sidebar, the page stack, the Models / Server / Check pages
-* :mod:`app.ui.model_bar`            the model picker, load progress, tool-format badge, the library
-* :mod:`app.ui.remote_models`        remote engines: their models in the picker, adding, editing, deleting
-* :mod:`app.ui.window_chat`          the chat page: sending, stopping, regenerating, the worker's events
-* :mod:`app.ui.window_conversations` the conversation list's actions (new, open, rename, delete)
-* :mod:`app.ui.window_settings`      the settings dialog, saving, window state, banners above the chat
-* :mod:`app.ui.window_menus`         menus and keyboard shortcuts
-* :mod:`app.ui.window_status`        the status bar: TTFT, tokens/s, the context meter, downloads
-* :mod:`app.ui.tasks`                the one helper that runs blocking work off the UI thread
+* :class:`~app.ui.window_pages.PageStack`            the sidebar, the page stack, page registration
+* :class:`~app.ui.window_pages.WorkPages`            the Models, Server and Check pages
+* :class:`~app.ui.model_bar.ModelBar`                the model picker, load progress, tool-format badge, the library
+* :class:`~app.ui.remote_models.RemoteEngines`       remote engines: their models, adding, editing, deleting
+* :mod:`app.ui.window_chat`                          the chat page: sending, stopping, regenerating, the worker's events
+* :mod:`app.ui.window_conversations`                 the conversation list's actions (new, open, rename, delete)
+* :class:`~app.ui.window_settings.SettingsController` the settings dialog, saving, the remembered window state
+* :class:`~app.ui.window_settings.Notices`           the banners above the chat
+* :class:`~app.ui.window_menus.MenusController`      menus and keyboard shortcuts
+* :class:`~app.ui.window_status.StatusController`    the status bar: TTFT, tokens/s, the context meter, downloads
+* :mod:`app.ui.tasks`                                the one helper that runs blocking work off the UI thread
 
 Views only render the worker's signals and call core APIs (storage, the worker).
 """
@@ -19,7 +23,7 @@ Views only render the worker's signals and call core APIs (storage, the worker).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QSize, Qt, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
@@ -32,37 +36,31 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.engine.events import DoneEvent
-from app.ui.approval_dialog import ApprovalDialog
 from app.ui.conversation_list import ConversationList
 from app.ui.icons import icon
-from app.ui.model_bar import ModelBarMixin
-from app.ui.remote_models import RemoteModelsMixin
-from app.ui.settings_dialog import SettingsDialog
+from app.ui.model_bar import ModelBar
+from app.ui.remote_models import RemoteEngines
 from app.ui.tasks import BackgroundTasks
 from app.ui.tool_panel import ToolCallPanel
 from app.ui.window_chat import ChatMixin
 from app.ui.window_conversations import ConversationsMixin
-from app.ui.window_menus import SHORTCUTS, MenusMixin
-from app.ui.window_pages import Page, PagesMixin
-from app.ui.window_settings import SettingsMixin, engine_config_for
-from app.ui.window_status import StatusBarMixin
-from app.ui.worker import EngineWorker, ModelInfo
+from app.ui.window_menus import SHORTCUTS, MenusController
+from app.ui.window_pages import Page, PageStack, WorkPages
+from app.ui.window_settings import Notices, SettingsController
+from app.ui.window_state import WindowState, engine_config_for
+from app.ui.window_status import StatusController
+from app.ui.worker import EngineWorker
+
+if TYPE_CHECKING:
+    from app.engine.events import DoneEvent
+    from app.ui.approval_dialog import ApprovalDialog
+    from app.ui.engine_types import ModelInfo
+    from app.ui.settings_dialog import SettingsDialog
 
 __all__ = ["SHORTCUTS", "MainWindow", "Page", "engine_config_for"]
 
 
-class MainWindow(
-    ConversationsMixin,
-    ChatMixin,
-    RemoteModelsMixin,
-    ModelBarMixin,
-    PagesMixin,
-    MenusMixin,
-    SettingsMixin,
-    StatusBarMixin,
-    QMainWindow,
-):
+class MainWindow(ConversationsMixin, ChatMixin, QMainWindow):
     sig_settings_saved = Signal()
     sig_turn_done = Signal(object)  # DoneEvent, after the window has rendered the end of a turn
     sig_model_ready = Signal(object)  # ModelInfo, after the picker shows the loaded model
@@ -86,51 +84,163 @@ class MainWindow(
         if settings is None:
             settings, notice = load_settings()
             settings_notice = settings_notice or notice
-        self.settings = settings
         history_notice = None
         if history is None:
             from app.storage.history import open_history
 
             history, history_notice = open_history()  # a bad or locked file never stops the start
+        self.state = WindowState(settings=settings, history=history)
         self.history = history
-        self.conversation_id: int | None = None
-        self.model_info: ModelInfo | None = None
-        self.loading_path: str | None = None
-        self.busy = False
-        self.settings_dialog: SettingsDialog | None = None
         self.approval_dialog: ApprovalDialog | None = None
         self.last_done: DoneEvent | None = None
-        self.context_usage: Any = None
-        self.library_models: list[Any] = []  # usable LocalModels of the last library scan
-        self.pages: dict[str, Page] = {}
-        self.view_menu = None
-        self._shut = False
         self._pending_text: str | None = None
-        self._panel_hidden_for_page = False
         self.tasks = BackgroundTasks(self)
-        self._open_library()
-
-        self.worker = EngineWorker(history=self.history, max_loaded=self.settings.server.max_loaded_models)
+        self.worker = EngineWorker(history=history, max_loaded=settings.server.max_loaded_models)
+        self._build_parts()
         self._connect_worker()
-        self._build_ui()
-        self._build_menus()
-        self._build_shortcuts()
-        self._restore_geometry()
+        self.settings_ctl.restore_geometry()
         if settings_notice is not None:
-            self.show_window_notice("settings", str(settings_notice.message), None, kind="warning")
+            self.notices.show("settings", str(settings_notice.message), None, kind="warning")
         if history_notice is not None:
-            self.show_window_notice("history", history_notice.message, None, kind="warning")
+            self.notices.show("history", history_notice.message, None, kind="warning")
         self.refresh_conversations()
-        self._fill_model_picker()
+        self.model_bar.fill_model_picker()
         if autoload:
-            path = model_path or self._startup_model()
+            path = model_path or self.model_bar.startup_model()
             if path is not None:
                 self.load_model(str(path))
-        self.refresh_model_library()
-        self.refresh_remote_models()  # the remote engines' models join the picker as they are listed
+        self.model_bar.refresh_model_library()
+        self.remote_engines.refresh_remote_models()  # the remote engines' models join the picker as they are listed
         self._reopen_last_conversation()
 
     # -- construction ----------------------------------------------------------------------------
+    def _build_parts(self) -> None:
+        """The frame and its controllers, each given what it needs."""
+        st, worker = self.state, self.worker
+        self.notices = Notices(self)
+        self.settings_ctl = SettingsController(self, st, worker=worker, notices=self.notices)
+        save = self.settings_ctl.save_quietly
+        self.tool_panel = ToolCallPanel()
+        self.tool_dock = QDockWidget("Tool calls", self)
+        self.tool_dock.setObjectName("toolDock")
+        self.tool_dock.setWidget(self.tool_panel)
+        self.tool_dock.setMinimumWidth(220)
+        self.page_stack = PageStack(self, tool_dock=self.tool_dock, open_settings=self.open_settings)
+        self.status = StatusController(self.statusBar(), show_models_page=self.page_stack.show_models_page)
+        self.remote_engines = RemoteEngines(
+            self, st, worker=worker, tasks=self.tasks, notices=self.notices, save_settings=save
+        )
+        toolbar = self._build_toolbar()
+        self.model_bar = ModelBar(
+            self,
+            st,
+            toolbar=toolbar,
+            worker=worker,
+            tasks=self.tasks,
+            remote=self.remote_engines,
+            pages=self.page_stack,
+            notices=self.notices,
+            status=self.status,
+            save_settings=save,
+        )
+        self._finish_toolbar(toolbar)
+        self.conversations = ConversationList()
+        self.conversations.setMinimumWidth(150)
+        self.conversations.sig_new.connect(self.new_chat)
+        self.conversations.sig_open.connect(self.open_conversation)
+        self.conversations.sig_rename.connect(self.rename_conversation)
+        self.conversations.sig_delete.connect(self.delete_conversation)
+        self.conversations.sig_search.connect(self.search_conversations)
+        chat_page = self._build_chat_page()
+        self.window_notices.addLayout(self.notices.layout)
+        self.page_stack.add_page(
+            "chat", "Chat", lambda: chat_page, tooltip="Chat with the loaded model", tool_panel=True
+        )
+        self.work_pages = WorkPages(
+            self.page_stack,
+            st,
+            worker=worker,
+            model_bar=self.model_bar,
+            status=self.status,
+            save_settings=save,
+            model_ready=self.sig_model_ready,
+        )
+        self.split = QSplitter()
+        self.split.setObjectName("mainSplit")
+        self.split.addWidget(self.conversations)
+        self.split.addWidget(self.page_stack.stack)
+        self.split.setStretchFactor(1, 1)
+        self.split.setCollapsible(1, False)
+        self.split.setSizes([230, 800])
+        self.setCentralWidget(self.split)
+        self.conversations.setVisible(self.act_conversations.isChecked())
+        self.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, self.tool_dock)
+        self.tool_dock.setVisible(bool(st.settings.window.panels.get("tools", False)))
+        self.menus = MenusController(
+            self,
+            pages=self.page_stack,
+            panel_actions=(self.act_conversations, self.act_panel),
+            new_chat=self.new_chat,
+            stop=self.stop,
+            focus_search=self.focus_search,
+            open_settings=self.open_settings,
+        )
+        self._wire_parts()
+        self._update_send_button()
+        self.page_stack.show_page("chat")
+        # the widgets and pages tests and tools reach for, by their old names
+        self.pages = self.page_stack.pages
+        self.stack, self.sidebar = self.page_stack.stack, self.page_stack.sidebar
+        self.act_settings = self.page_stack.act_settings
+        self.act_chat, self.act_models = self.pages["chat"].action, self.pages["models"].action
+        self.act_quit, self.view_menu = self.menus.act_quit, self.menus.view_menu
+        self.model_picker, self.format_badge = self.model_bar.model_picker, self.model_bar.format_badge
+        self.load_label, self.library = self.model_bar.load_label, self.model_bar.library
+        self.stat_ttft, self.stat_tps = self.status.stat_ttft, self.status.stat_tps
+        self.stat_ctx, self.context_meter = self.status.stat_ctx, self.status.context_meter
+
+    def _build_toolbar(self) -> QToolBar:
+        """The top toolbar: the conversations toggle, then the model bar's widgets."""
+        tb = QToolBar("Model")
+        tb.setObjectName("mainToolbar")
+        tb.setMovable(False)
+        tb.setIconSize(QSize(18, 18))
+        self.addToolBar(tb)
+        self.act_conversations = QAction(icon("conversations"), "Conversations", self)
+        self.act_conversations.setCheckable(True)
+        self.act_conversations.setChecked(bool(self.state.settings.window.panels.get("conversations", True)))
+        self.act_conversations.setToolTip("Show or hide the conversation list (Ctrl+B)")
+        self.act_conversations.setShortcut(QKeySequence("Ctrl+B"))
+        self.act_conversations.toggled.connect(lambda on: self.conversations.setVisible(on))
+        tb.addAction(self.act_conversations)
+        return tb
+
+    def _finish_toolbar(self, tb: QToolBar) -> None:
+        """After the model bar: room, then the tool panel's toggle."""
+        spacer = QWidget()
+        spacer.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
+        tb.addWidget(spacer)
+        self.act_panel = self.tool_dock.toggleViewAction()
+        self.act_panel.setText("Tool panel")
+        self.act_panel.setIcon(icon("tools"))
+        self.act_panel.setToolTip("Show or hide the tool-call panel (Ctrl+T)")
+        self.act_panel.setShortcut(QKeySequence("Ctrl+T"))
+        tb.addAction(self.act_panel)
+
+    def _wire_parts(self) -> None:
+        """What one part tells another, and the window's own signals."""
+        bar, remote, settings = self.model_bar, self.remote_engines, self.settings_ctl
+        remote.sig_changed.connect(bar.fill_model_picker)
+        remote.sig_changed.connect(self._update_send_button)
+        remote.sig_loading.connect(bar.begin_loading)
+        bar.sig_state_changed.connect(self._update_send_button)
+        bar.sig_model_ready.connect(self.sig_model_ready)
+        bar.sig_library_refreshed.connect(self.sig_library_refreshed)
+        settings.sig_settings_saved.connect(bar.update_format_badge)
+        settings.sig_settings_saved.connect(self._on_settings_saved)
+        settings.sig_settings_saved.connect(self.sig_settings_saved)
+        self.page_stack.sig_page_changed.connect(self.sig_page_changed)
+
     def _connect_worker(self) -> None:
         w = self.worker
         w.sig_text.connect(self._on_worker_text)
@@ -140,99 +250,121 @@ class MainWindow(
         w.sig_notice.connect(self._on_worker_notice)
         w.sig_tool_call_incomplete.connect(self._on_worker_tool_call_incomplete)
         w.sig_done.connect(self._on_worker_done)
-        w.sig_load_progress.connect(self._on_worker_load_progress)
-        w.sig_loaded.connect(self._on_worker_loaded)
-        w.sig_error.connect(self._on_worker_error)
-        w.sig_load_failed.connect(self._on_worker_load_failed)
-        w.sig_context.connect(self._on_worker_context)
+        w.sig_error.connect(self.notices.show_error)
+        w.sig_context.connect(self.status.show_context)
         w.sig_approval_requested.connect(self._on_worker_approval_requested)
         w.sig_conversation_saved.connect(self._on_worker_conversation_saved)
-        w.sig_window_notice.connect(self._on_worker_window_notice)
+        w.sig_window_notice.connect(self.notices.show_warning)
 
-    def _build_ui(self) -> None:
-        # top toolbar: conversations toggle, model picker, format badge, load progress, tool panel toggle
-        tb = QToolBar("Model")
-        tb.setObjectName("mainToolbar")
-        tb.setMovable(False)
-        tb.setIconSize(QSize(18, 18))
-        self.addToolBar(tb)
-        self.act_conversations = QAction(icon("conversations"), "Conversations", self)
-        self.act_conversations.setCheckable(True)
-        self.act_conversations.setChecked(bool(self.settings.window.panels.get("conversations", True)))
-        self.act_conversations.setToolTip("Show or hide the conversation list (Ctrl+B)")
-        self.act_conversations.setShortcut(QKeySequence("Ctrl+B"))
-        self.act_conversations.toggled.connect(self._on_conversations_toggled)
-        tb.addAction(self.act_conversations)
-        self._build_model_toolbar(tb)
-        spacer = QWidget()
-        spacer.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
-        tb.addWidget(spacer)
+    # -- the state the parts share -----------------------------------------------------------------
+    @property
+    def settings(self) -> Any:
+        return self.state.settings
 
-        # centre: conversations | stacked pages (the chat page first); the sidebar lists the pages
-        self.conversations = ConversationList()
-        self.conversations.setMinimumWidth(150)
-        self.conversations.sig_new.connect(self.new_chat)
-        self.conversations.sig_open.connect(self.open_conversation)
-        self.conversations.sig_rename.connect(self.rename_conversation)
-        self.conversations.sig_delete.connect(self.delete_conversation)
-        self.conversations.sig_search.connect(self.search_conversations)
-        self._build_sidebar(self._build_chat_page())
-        self.split = QSplitter()
-        self.split.setObjectName("mainSplit")
-        self.split.addWidget(self.conversations)
-        self.split.addWidget(self.stack)
-        self.split.setStretchFactor(1, 1)
-        self.split.setCollapsible(1, False)
-        self.split.setSizes([230, 800])
-        self.setCentralWidget(self.split)
-        self.conversations.setVisible(self.act_conversations.isChecked())
+    @property
+    def model_info(self) -> ModelInfo | None:
+        return self.state.model_info
 
-        # right: tool-call panel (hideable dock)
-        self.tool_panel = ToolCallPanel()
-        self.tool_dock = QDockWidget("Tool calls", self)
-        self.tool_dock.setObjectName("toolDock")
-        self.tool_dock.setWidget(self.tool_panel)
-        self.tool_dock.setMinimumWidth(220)
-        self.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, self.tool_dock)
-        self.act_panel = self.tool_dock.toggleViewAction()
-        self.act_panel.setText("Tool panel")
-        self.act_panel.setIcon(icon("tools"))
-        self.act_panel.setToolTip("Show or hide the tool-call panel (Ctrl+T)")
-        self.act_panel.setShortcut(QKeySequence("Ctrl+T"))
-        tb.addAction(self.act_panel)
-        self.tool_dock.setVisible(bool(self.settings.window.panels.get("tools", False)))
+    @property
+    def loading_path(self) -> str | None:
+        return self.state.loading_path
 
-        self._build_status_bar()
-        self._update_send_button()
-        self.show_page("chat")
-        self.act_panel.toggled.connect(self._on_panel_toggled)
+    @property
+    def conversation_id(self) -> int | None:
+        return self.state.conversation_id
 
-    def _on_conversations_toggled(self, on: bool) -> None:
-        self.conversations.setVisible(on)
+    @conversation_id.setter
+    def conversation_id(self, cid: int | None) -> None:
+        self.state.conversation_id = cid
+
+    @property
+    def busy(self) -> bool:
+        return self.state.busy
+
+    @busy.setter
+    def busy(self, busy: bool) -> None:
+        self.state.busy = busy
+
+    @property
+    def context_usage(self) -> Any:
+        return self.status.context_usage
+
+    @property
+    def settings_dialog(self) -> SettingsDialog | None:
+        return self.settings_ctl.settings_dialog
+
+    # -- what other parts and tools ask of the window ------------------------------------------------
+    def open_settings(self, key: str | None = None) -> SettingsDialog:
+        return self.settings_ctl.open_settings(key)
+
+    def load_model(self, path: str) -> None:
+        self.model_bar.load_model(path)
+
+    def show_page(self, key: str) -> QWidget:
+        return self.page_stack.show_page(key)
+
+    def models_page(self) -> QWidget:
+        return self.page_stack.models_page()
+
+    def window_notice_texts(self) -> list[str]:
+        return self.notices.texts()
+
+    # -- interim glue for the chat and conversation parts --------------------------------------------
+    def config_for(self, model_path: str | None) -> Any:
+        return self.state.config_for(model_path)
+
+    def apply_settings(self, settings: Any) -> None:
+        self.settings_ctl.apply_settings(settings)
+
+    def _on_settings_saved(self) -> None:
+        self.tool_choice_box.default = self.state.settings.chat.tool_choice
+
+    def _save_settings_quietly(self) -> None:
+        self.settings_ctl.save_quietly()
+
+    def remote_removed(self) -> bool:
+        return self.remote_engines.remote_removed()
+
+    def _show_turn_stats(self, ev: DoneEvent) -> None:
+        self.status.show_turn_stats(ev)
+
+    def _reset_stats(self) -> None:
+        self.status.reset_stats()
+
+    def show_chat_page(self) -> None:
+        self.page_stack.show_chat_page()
+
+    def _reopen_last_conversation(self) -> None:
+        cid = self.state.settings.window.last_conversation_id
+        if cid is None:
+            return
+        from app.storage.history import ConversationNotFound
+
+        try:
+            self.history.load_conversation(cid)
+        except ConversationNotFound:
+            self.state.settings.window.last_conversation_id = None
+            return
+        self.open_conversation(cid)
 
     # -- quitting -----------------------------------------------------------------------------------
     def closeEvent(self, e: QCloseEvent) -> None:  # noqa: N802
-        page = self.built_page("models")
-        if page is not None:
-            from app.ui.models_page import ModelsPage
-
-            if isinstance(page, ModelsPage) and not page.confirm_quit():  # asks when a download runs
-                e.ignore()
-                return
+        if not self.work_pages.confirm_quit():  # asks when a download runs
+            e.ignore()
+            return
         self.shutdown()
         super().closeEvent(e)
 
     def shutdown(self, timeout_ms: int = 10_000) -> bool:
         """Stop generation, join the worker thread, save the window state. Safe to call twice."""
-        if self._shut:
+        if self.state.shut:
             return True
-        self._shut = True
-        self._save_window_state()
-        self._save_settings_quietly()
+        self.state.shut = True
+        self.settings_ctl.save_window_state(tool_dock=self.tool_dock, act_conversations=self.act_conversations)
+        self.settings_ctl.save_quietly()
         if self.approval_dialog is not None:
             self.approval_dialog.reject()
-        self._shutdown_pages()  # downloads paused (kept for next time), the API server stopped
-        if self._model_manager is not None:
-            self._model_manager.shutdown()
+        self.work_pages.shutdown()  # downloads paused (kept for next time), the API server stopped
+        self.model_bar.shutdown()
         self.tasks.close(timeout_ms)
         return self.worker.shutdown(timeout_ms)

@@ -1,4 +1,4 @@
-"""The window's model picker, load progress and tool-format badge (a part of :class:`MainWindow`).
+"""The window's model picker, load progress and tool-format badge (a part of the main window).
 
 The picker lists the library's models (scanned off the UI thread), the last used and the demo
 model. Loading goes through the worker: the current model stays loaded until the new one has
@@ -8,22 +8,30 @@ loaded, so a failed load puts the picker, badge and Send back on the model that 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QFileDialog
+from PySide6.QtCore import QObject, Qt, Signal
+from PySide6.QtWidgets import QComboBox, QFileDialog, QLabel, QProgressBar
+
+from app.engine.remote.keys import parse_remote_key
+from app.ui.remote_models import ADD_REMOTE, MANAGE_REMOTE
 
 if TYPE_CHECKING:
-    from PySide6.QtGui import QAction
-    from PySide6.QtWidgets import QComboBox, QLabel, QProgressBar, QToolBar
+    from PySide6.QtWidgets import QMainWindow, QToolBar
 
     from app.engine.models.library import Library
     from app.engine.models.manager import ModelManager
+    from app.ui.remote_models import RemoteEngines
     from app.ui.tasks import BackgroundTasks
-    from app.ui.worker import EngineConfig, EngineWorker, ModelInfo
+    from app.ui.window_pages import PageStack
+    from app.ui.window_settings import Notices
+    from app.ui.window_state import WindowState
+    from app.ui.window_status import StatusController
+    from app.ui.worker import EngineWorker, ModelInfo
 
-__all__ = ["OPEN_FILE", "RECENT_MODELS", "ModelBarMixin", "path_key"]
+__all__ = ["OPEN_FILE", "RECENT_MODELS", "ModelBar", "path_key"]
 
 OPEN_FILE = "__open__"
 RECENT_MODELS = 8  # how many recently loaded files the picker keeps
@@ -38,50 +46,52 @@ def _short_label(label: str) -> str:
     return label.split(" (", 1)[0].strip() or label
 
 
-class ModelBarMixin:
-    """Model picker, loading and badge; mixed into :class:`app.ui.main_window.MainWindow`."""
+class ModelBar(QObject):
+    """Owns the model picker, the tool-format badge, the load progress, the one models
+    :attr:`library` (and the Models page's :attr:`model_manager` over it) and the library's usable
+    models; loads models through the worker and follows its load events."""
 
-    settings: Any
-    worker: EngineWorker
-    tasks: BackgroundTasks
-    model_info: ModelInfo | None
-    loading_path: str | None
-    library_models: list[Any]
-    model_picker: QComboBox
-    format_badge: QLabel
-    load_progress: QProgressBar
-    load_label: QLabel
-    _progress_action: QAction
-    _badge_action: QAction
-    #: The one :class:`~app.engine.models.library.Library` over the manifest: the picker scans it, the
-    #: Models page's :attr:`model_manager` holds it (None: the models folder cannot be used).
-    library: Library | None
-    _model_manager: ModelManager | None
-    _shut: bool
+    sig_model_ready = Signal(object)  # ModelInfo, after the picker shows the loaded model
+    sig_library_refreshed = Signal()  # the picker lists the library's models again
+    sig_state_changed = Signal()  # a load began, ended or failed: Send follows
 
-    if TYPE_CHECKING:  # provided by the window (other parts, QMainWindow)
+    def __init__(
+        self,
+        window: QMainWindow,
+        state: WindowState,
+        *,
+        toolbar: QToolBar,
+        worker: EngineWorker,
+        tasks: BackgroundTasks,
+        remote: RemoteEngines,
+        pages: PageStack,
+        notices: Notices,
+        status: StatusController,
+        save_settings: Callable[[], None],
+    ) -> None:
+        super().__init__(window)
+        self.window = window
+        self.state = state
+        self.worker = worker
+        self.tasks = tasks
+        self.remote = remote
+        self.pages = pages
+        self.notices = notices
+        self.status = status
+        self.save_settings = save_settings
+        self.library_models: list[Any] = []  # usable LocalModels of the last library scan
+        #: The one :class:`~app.engine.models.library.Library` over the manifest: the picker scans it, the
+        #: Models page's :attr:`model_manager` holds it (None: the models folder cannot be used).
+        self.library: Library | None = None
+        self._model_manager: ModelManager | None = None
+        self._open_library()
+        self._build(toolbar)
+        worker.sig_load_progress.connect(self._on_load_progress)
+        worker.sig_loaded.connect(self._on_loaded)
+        worker.sig_load_failed.connect(self._on_load_failed)
 
-        def statusBar(self) -> Any: ...  # noqa: N802
-        def _save_settings_quietly(self) -> None: ...
-        def _update_send_button(self) -> None: ...
-        def show_window_notice(
-            self, code: str, message: str, setting: str | None, *, kind: str = "info"
-        ) -> Any: ...
-        def config_for(self, model_path: str | None) -> EngineConfig: ...
-        def built_page(self, key: str) -> Any: ...
-        def open_provider_dialog(self) -> Any: ...
-        def open_providers_dialog(self) -> Any: ...
-        def load_remote(self, key: str) -> bool: ...
-        def _remote_picker_items(self) -> list[tuple[str, str]]: ...
-        def _clear_context_meter(self) -> None: ...
-
-        sig_library_refreshed: Any
-        sig_model_ready: Any
-
-    def _build_model_toolbar(self, tb: QToolBar) -> None:
+    def _build(self, tb: QToolBar) -> None:
         """The model picker, the tool-format badge and the load progress, in the top toolbar."""
-        from PySide6.QtWidgets import QComboBox, QLabel, QProgressBar
-
         self.model_picker = QComboBox()
         self.model_picker.setObjectName("modelPicker")
         self.model_picker.setMinimumWidth(160)
@@ -94,28 +104,27 @@ class ModelBarMixin:
         tb.addWidget(self.model_picker)
         self.format_badge = QLabel("")
         self.format_badge.setObjectName("formatBadge")
-        self._badge_action = tb.addWidget(self.format_badge)  # a toolbar shows/hides the action
-        self._badge_action.setVisible(False)
+        self.badge_action = tb.addWidget(self.format_badge)  # a toolbar shows/hides the action
+        self.badge_action.setVisible(False)
         self.load_progress = QProgressBar()
         self.load_progress.setObjectName("loadProgress")
         self.load_progress.setMaximumWidth(140)
         self.load_progress.setRange(0, 100)
-        self._progress_action = tb.addWidget(self.load_progress)  # a toolbar shows/hides the action
-        self._progress_action.setVisible(False)
+        self.progress_action = tb.addWidget(self.load_progress)  # a toolbar shows/hides the action
+        self.progress_action.setVisible(False)
         self.load_label = QLabel("")
         tb.addWidget(self.load_label)
 
     # -- the library ---------------------------------------------------------------------------------
     def _open_library(self) -> None:
         """The window's one library (cheap: reads nothing until a scan); never fatal."""
-        self._model_manager = None
         try:
             from app.engine.models.library import Library
 
             self.library = Library()
         except Exception as exc:  # noqa: BLE001 - the picker still offers last/demo/open file
             self.library = None
-            self.statusBar().showMessage(f"The models library cannot be read: {exc}", 8000)
+            self.window.statusBar().showMessage(f"The models library cannot be read: {exc}", 8000)
 
     @property
     def model_manager(self) -> ModelManager:
@@ -127,8 +136,14 @@ class ModelBarMixin:
             self._model_manager = ModelManager(library=self.library)
         return self._model_manager
 
-    def _startup_model(self) -> str | None:
-        last = self.settings.model.last_model_path
+    def shutdown(self) -> None:
+        """The Models page's downloads stop (their parts are kept for next time)."""
+        if self._model_manager is not None:
+            self._model_manager.shutdown()
+
+    def startup_model(self) -> str | None:
+        """The model the window loads when it opens: the last used, else the demo model."""
+        last = self.state.settings.model.last_model_path
         if last and Path(last).is_file():
             return last
         demo = self._demo_model()
@@ -155,11 +170,11 @@ class ModelBarMixin:
         try:
             self.library.import_in_place(path)
         except Exception as exc:  # noqa: BLE001 - the chat works without a library entry
-            self.statusBar().showMessage(f"{Path(path).name} could not be added to the library: {exc}", 8000)
+            self.window.statusBar().showMessage(f"{Path(path).name} could not be added to the library: {exc}", 8000)
             return False
         if not refresh:
             return True
-        page = self.built_page("models")
+        page = self.pages.built_page("models")
         if page is not None:
             from app.ui.models_page import ModelsPage
 
@@ -172,17 +187,17 @@ class ModelBarMixin:
     def refresh_model_library(self) -> None:
         """Rescan the models library (models folder, added folders, imports) off the UI thread;
         the picker lists what it finds (``sig_library_refreshed``)."""
-        if self._shut or self.library is None:
+        if self.state.shut or self.library is None:
             return
         self.tasks.run(self.library.scan, self._on_library_scanned, self._on_library_scan_failed)
 
     def _on_library_scan_failed(self, message: str) -> None:
-        self.statusBar().showMessage(f"The models library could not be scanned: {message}", 8000)
+        self.window.statusBar().showMessage(f"The models library could not be scanned: {message}", 8000)
         self.sig_library_refreshed.emit()
 
     def _on_library_scanned(self, models: list[Any]) -> None:
         self.library_models = [m for m in models if m.usable]
-        self._fill_model_picker()
+        self.fill_model_picker()
         self.sig_library_refreshed.emit()
 
     def _known_models(self) -> list[tuple[str, str]]:
@@ -204,27 +219,26 @@ class ModelBarMixin:
         return out
 
     def _extra_models(self) -> list[str]:
+        st = self.state
         paths: list[str] = []
-        if self.settings.model.last_model_path:
-            paths.append(self.settings.model.last_model_path)
-        paths.extend(self.settings.model.recent_models)  # files opened lately, in the library or not
+        if st.settings.model.last_model_path:
+            paths.append(st.settings.model.last_model_path)
+        paths.extend(st.settings.model.recent_models)  # files opened lately, in the library or not
         demo = self._demo_model()
         if demo is not None:
             paths.append(str(demo))
-        from app.ui.remote_models import parse_remote_key
-
-        for p in (self.model_info.path if self.model_info else None, self.loading_path):
+        loaded = st.model_info.path if st.model_info else None
+        for p in (loaded, st.loading_path):
             if p and parse_remote_key(p) is None:  # a remote model is listed with its provider's
                 paths.append(p)
-        loaded = self.model_info.path if self.model_info else None
         # a deleted file leaves the picker (the loaded model stays listed: it still works)
-        return [p for p in paths if p == loaded or p == self.loading_path or Path(p).is_file()]
+        return [p for p in paths if p == loaded or p == st.loading_path or Path(p).is_file()]
 
-    def _fill_model_picker(self) -> None:
+    def fill_model_picker(self) -> None:
         picker = self.model_picker
         picker.blockSignals(True)
         picker.clear()
-        current = self.loading_path or (self.model_info.path if self.model_info else None)
+        current = self.state.current_model()
         i = 0
         for label, p in self._known_models():
             if current and path_key(p) == path_key(current):
@@ -232,9 +246,7 @@ class ModelBarMixin:
                 p = current  # the path as loaded
             picker.addItem(label, p)
             picker.setItemData(picker.count() - 1, p, Qt.ItemDataRole.ToolTipRole)
-        from app.ui.remote_models import ADD_REMOTE, MANAGE_REMOTE
-
-        for label, key in self._remote_picker_items():
+        for label, key in self.remote.picker_items():
             if key == current:
                 i = picker.count()
             picker.addItem(label, key)
@@ -243,7 +255,7 @@ class ModelBarMixin:
             )
         if picker.count() == 0:
             picker.addItem("No model loaded", None)
-        if self.settings.remote:
+        if self.state.settings.remote:
             picker.addItem("Edit remote engines…", MANAGE_REMOTE)
         picker.addItem("Add a remote engine…", ADD_REMOTE)
         picker.addItem("Open a GGUF file…", OPEN_FILE)
@@ -251,37 +263,40 @@ class ModelBarMixin:
         picker.blockSignals(False)
 
     def _on_model_picker_activated(self, index: int) -> None:
-        from app.ui.remote_models import ADD_REMOTE, MANAGE_REMOTE, parse_remote_key
-
         data = self.model_picker.itemData(index)
+        info = self.state.model_info
         if data == ADD_REMOTE:
-            self._fill_model_picker()
-            self.open_provider_dialog()
+            self.fill_model_picker()
+            self.remote.open_provider_dialog()
         elif data == MANAGE_REMOTE:
-            self._fill_model_picker()
-            self.open_providers_dialog()
+            self.fill_model_picker()
+            self.remote.open_providers_dialog()
         elif parse_remote_key(data) is not None:
-            if self.model_info is None or data != self.model_info.path:
-                self.load_remote(data)
+            if info is None or data != info.path:
+                self.remote.load_remote(data)
         elif data == OPEN_FILE:
-            self._fill_model_picker()  # the picker keeps showing the current model meanwhile
-            path, _ = QFileDialog.getOpenFileName(self, "Open a GGUF model", "", "GGUF models (*.gguf)")  # type: ignore[arg-type]
+            self.fill_model_picker()  # the picker keeps showing the current model meanwhile
+            path, _ = QFileDialog.getOpenFileName(self.window, "Open a GGUF model", "", "GGUF models (*.gguf)")
             if path:
                 self.load_model(path)
-        elif data and (self.model_info is None or path_key(data) != path_key(self.model_info.path)):
+        elif data and (info is None or path_key(data) != path_key(info.path)):
             self.load_model(data)
+
+    def begin_loading(self, key: str, what: str) -> None:
+        """``key`` (a path or a remote key) is being loaded: the picker shows it, with progress."""
+        self.state.loading_path = key
+        self.fill_model_picker()
+        self.progress_action.setVisible(True)
+        self.load_progress.setRange(0, 0)
+        self.load_label.setText(what)
+        self.sig_state_changed.emit()
 
     def load_model(self, path: str) -> None:
         """Load in the background; the picker shows progress, the window stays usable."""
-        self.loading_path = str(path)
-        self._fill_model_picker()
-        self._progress_action.setVisible(True)
-        self.load_progress.setRange(0, 0)
-        self.load_label.setText(f"Loading {Path(path).name}…")
-        self._update_send_button()
-        self.worker.load(path, self.config_for(str(path)))
+        self.begin_loading(str(path), f"Loading {Path(path).name}…")
+        self.worker.load(path, self.state.config_for(str(path)))
 
-    def _on_worker_load_progress(self, fraction: float, what: str) -> None:
+    def _on_load_progress(self, fraction: float, what: str) -> None:
         if fraction < 0:
             self.load_progress.setRange(0, 0)
         else:
@@ -289,46 +304,46 @@ class ModelBarMixin:
             self.load_progress.setValue(int(fraction * 100))
         self.load_label.setText(what)
 
-    def _on_worker_loaded(self, info: ModelInfo) -> None:
-        self.model_info = info
-        self.loading_path = None
-        self._progress_action.setVisible(False)
+    def _on_loaded(self, info: ModelInfo) -> None:
+        st = self.state
+        st.model_info = info
+        st.loading_path = None
+        self.progress_action.setVisible(False)
         self.load_label.setText("")
         if info.remote is not None:
-            self._clear_context_meter()
+            self.status.clear_context_meter()
         else:
+            model = st.settings.model
             recent = [
                 info.path,
-                *(p for p in self.settings.model.recent_models if path_key(p) != path_key(info.path)),
+                *(p for p in model.recent_models if path_key(p) != path_key(info.path)),
             ][:RECENT_MODELS]
-            if (
-                self.settings.model.last_model_path != info.path
-                or self.settings.model.recent_models != recent
-            ):
-                self.settings.model.last_model_path = info.path
-                self.settings.model.recent_models = recent
-                self._save_settings_quietly()
-        self._fill_model_picker()
-        self._update_format_badge()
-        self._update_send_button()
+            if model.last_model_path != info.path or model.recent_models != recent:
+                model.last_model_path = info.path
+                model.recent_models = recent
+                self.save_settings()
+        self.fill_model_picker()
+        self.update_format_badge()
+        self.sig_state_changed.emit()
         self.sig_model_ready.emit(info)
 
-    def _on_worker_load_failed(self, path: str, message: str) -> None:
+    def _on_load_failed(self, path: str, message: str) -> None:
         """The worker kept the model it had: the picker, badge and Send show that one again."""
-        if self.loading_path is not None and path_key(self.loading_path) == path_key(path):
-            self.loading_path = None
-            self._progress_action.setVisible(False)
+        st = self.state
+        if st.loading_path is not None and path_key(st.loading_path) == path_key(path):
+            st.loading_path = None
+            self.progress_action.setVisible(False)
             self.load_label.setText("")
-            self._fill_model_picker()
-            self._update_format_badge()
-            self._update_send_button()
-        still = f" {Path(self.model_info.path).stem} is still loaded." if self.model_info is not None else ""
+            self.fill_model_picker()
+            self.update_format_badge()
+            self.sig_state_changed.emit()
+        still = f" {Path(st.model_info.path).stem} is still loaded." if st.model_info is not None else ""
         end = "" if message.rstrip().endswith(".") else "."
-        self.show_window_notice("load_error", message.rstrip() + end + still, None, kind="error")
+        self.notices.show("load_error", message.rstrip() + end + still, None, kind="error")
 
     def format_badge_text(self) -> tuple[str, str]:
         """The badge's words and tooltip for the loaded model (plain words, no setting keys)."""
-        info = self.model_info
+        info = self.state.model_info
         if info is None:
             return "", ""
         if info.remote is not None:
@@ -341,7 +356,7 @@ class ModelBarMixin:
                 f"Remote: {info.remote}",
                 f"{info.name} on the remote engine {info.remote}; tool calls: {how.get(info.remote_mode or '', '—')}.",
             )
-        eff = self.config_for(info.path).tool_format
+        eff = self.state.config_for(info.path).tool_format
         if eff == "none":
             return "Tools off", "You turned tool calling off for this model (Settings → Tools)."
         if eff == "auto":
@@ -361,12 +376,12 @@ class ModelBarMixin:
         label = (fmt.label if fmt is not None else "") or eff
         return f"Tools: {_short_label(label)} (set)", f"You chose this tool-call format: {label}."
 
-    def _update_format_badge(self) -> None:
+    def update_format_badge(self) -> None:
         text, tip = self.format_badge_text()
         b = self.format_badge
         b.setText(text)
         b.setToolTip(tip)
-        self._badge_action.setVisible(bool(text))  # in a toolbar the action, not the widget, shows it
+        self.badge_action.setVisible(bool(text))  # in a toolbar the action, not the widget, shows it
         b.setProperty("warn", "false")
         b.style().unpolish(b)
         b.style().polish(b)

@@ -1,4 +1,4 @@
-"""Remote engines in the window (a part of :class:`~app.ui.main_window.MainWindow`).
+"""Remote engines in the window (a part of the main window).
 
 Providers come from ``settings.remote`` (their keys from the system keychain). Their models are
 listed off the UI thread and appear in the model picker beside the local ones, marked as remote;
@@ -14,109 +14,76 @@ values; one of a deleted provider can no longer send (the picker says it was rem
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
-from urllib.parse import quote, unquote
+
+from PySide6.QtCore import QObject, Signal
+
+from app.engine.remote.keys import parse_remote_key, remote_key
 
 if TYPE_CHECKING:
-    from PySide6.QtGui import QAction
-    from PySide6.QtWidgets import QLabel, QMessageBox, QProgressBar
+    from PySide6.QtWidgets import QMainWindow, QMessageBox, QWidget
 
     from app.ui.provider_dialog import ProviderDialog, ProvidersDialog
     from app.ui.tasks import BackgroundTasks
-    from app.ui.worker import EngineConfig, EngineWorker, ModelInfo
+    from app.ui.window_settings import Notices
+    from app.ui.window_state import WindowState
+    from app.ui.worker import EngineWorker
 
 __all__ = [
     "ADD_REMOTE",
     "MANAGE_REMOTE",
-    "REMOTE_PREFIX",
-    "RemoteModelsMixin",
-    "parse_remote_key",
-    "parser_words",
-    "remote_key",
+    "RemoteEngines",
 ]
 
-REMOTE_PREFIX = "remote://"
 ADD_REMOTE = "__add_remote__"
 MANAGE_REMOTE = "__manage_remote__"
 LIST_TIMEOUT_S = 10.0  # listing models: a slow endpoint must not keep the picker waiting long
 
 
-def remote_key(provider: str, model: str) -> str:
-    """The picker's key of ``model`` on ``provider`` (and the ModelInfo path of a remote model)."""
-    return f"{REMOTE_PREFIX}{quote(provider, safe='')}/{model}"
+class RemoteEngines(QObject):
+    """Owns the saved providers' listed models (:attr:`models`), the provider dialogs and the
+    delete question; chooses a remote model through the worker."""
 
+    sig_changed = Signal()  # the providers or their models changed: the picker and Send follow
+    sig_loading = Signal(str, str)  # picker key, what is happening: a remote model is being connected
 
-def parse_remote_key(key: Any) -> tuple[str, str] | None:
-    """(provider, model) of a :func:`remote_key`; None for a local path or anything else."""
-    if not isinstance(key, str) or not key.startswith(REMOTE_PREFIX):
-        return None
-    provider, sep, model = key[len(REMOTE_PREFIX) :].partition("/")
-    return (unquote(provider), model) if sep and provider and model else None
-
-
-_KIND_WORDS = {"openai": "OpenAI API", "anthropic": "Anthropic API", "ollama": "Ollama API"}
-
-
-def parser_words(label: str | None) -> str | None:
-    """``DoneEvent.extra["call_parsers"]`` values in plain words: ``api:openai`` -> "the engine's
-    function calling (OpenAI API)", ``callisto:hermes`` -> "Callisto's parser (Hermes JSON)"."""
-    if not label:
-        return None
-    how, _, what = label.partition(":")
-    if how == "api":
-        return f"the engine's function calling ({_KIND_WORDS.get(what, what or 'API')})"
-    if how == "callisto":
-        from app.ui.engine_types import format_label
-
-        family = (format_label(what) or what or "").split(" (", 1)[0]
-        return f"Callisto's parser ({family})" if family else "Callisto's parser"
-    return label
-
-
-class RemoteModelsMixin:
-    """Providers, their listed models and choosing one; mixed into the main window."""
-
-    settings: Any
-    worker: EngineWorker
-    tasks: BackgroundTasks
-    loading_path: str | None
-    model_info: ModelInfo | None
-    busy: bool
-    _shut: bool
-    context_usage: Any
-    load_progress: QProgressBar
-    load_label: QLabel
-    _progress_action: QAction
-    remote_models: dict[str, list[str]] = {}  # noqa: RUF012 - replaced, never mutated: provider -> models
-    provider_dialog: ProviderDialog | None = None
-    providers_dialog: ProvidersDialog | None = None
-    delete_box: QMessageBox | None = None  # the open "Delete remote engine" question
-
-    if TYPE_CHECKING:  # provided by the window (other parts, QMainWindow)
-
-        def statusBar(self) -> Any: ...  # noqa: N802
-        def _save_settings_quietly(self) -> None: ...
-        def _fill_model_picker(self) -> None: ...
-        def _update_send_button(self) -> None: ...
-        def show_window_notice(
-            self, code: str, message: str, setting: str | None, *, kind: str = "info"
-        ) -> Any: ...
-        def config_for(self, model_path: str | None) -> EngineConfig: ...
+    def __init__(
+        self,
+        window: QMainWindow,
+        state: WindowState,
+        *,
+        worker: EngineWorker,
+        tasks: BackgroundTasks,
+        notices: Notices,
+        save_settings: Callable[[], None],
+    ) -> None:
+        super().__init__(window)
+        self.window = window
+        self.state = state
+        self.worker = worker
+        self.tasks = tasks
+        self.notices = notices
+        self.save_settings = save_settings
+        self.models: dict[str, list[str]] = {}  # provider -> its models (replaced, never mutated)
+        self.provider_dialog: ProviderDialog | None = None
+        self.providers_dialog: ProvidersDialog | None = None
+        self.delete_box: QMessageBox | None = None  # the open "Delete remote engine" question
 
     def remote_entry(self, name: str) -> Any:
-        for entry in self.settings.remote:
+        for entry in self.state.settings.remote:
             if entry.name == name:
                 return entry
         return None
 
-    def _remote_picker_items(self) -> list[tuple[str, str]]:
+    def picker_items(self) -> list[tuple[str, str]]:
         """(label, key) of every listed remote model, provider by provider, in settings order; the
         model in use whose provider was deleted stays, marked as removed, until another is chosen."""
         out = []
-        for entry in self.settings.remote:
-            for model in self.remote_models.get(entry.name, []):
+        for entry in self.state.settings.remote:
+            for model in self.models.get(entry.name, []):
                 out.append((f"{model} · {entry.name} (remote)", remote_key(entry.name, model)))
-        info = self.model_info
+        info = self.state.model_info
         if info is not None and self.remote_removed():
             parsed = parse_remote_key(info.path)
             if parsed is not None:
@@ -132,7 +99,7 @@ class RemoteModelsMixin:
         if name is not None and editing is None:
             raise KeyError(f"no remote engine is named {name!r}")
         dlg = ProviderDialog(
-            [e.name for e in self.settings.remote], parent=self._dialog_parent(), editing=editing
+            [e.name for e in self.state.settings.remote], parent=self._dialog_parent(), editing=editing
         )
         if editing is None:
             dlg.accepted.connect(lambda: self.add_remote_provider(dlg.entry(), dlg.api_key()))
@@ -144,16 +111,16 @@ class RemoteModelsMixin:
         dlg.open()
         return dlg
 
-    def _dialog_parent(self) -> Any:
+    def _dialog_parent(self) -> QWidget:
         """The Remote engines list when it is open (a dialog from it opens on top of it), else the window."""
         manager = self.providers_dialog
-        return manager if manager is not None and manager.isVisible() else self
+        return manager if manager is not None and manager.isVisible() else self.window
 
     def open_providers_dialog(self) -> ProvidersDialog:
         """ "Remote engines": the saved providers with Add, Edit and Delete."""
         from app.ui.provider_dialog import ProvidersDialog
 
-        dlg = ProvidersDialog([e.name for e in self.settings.remote], parent=self)  # type: ignore[arg-type]
+        dlg = ProvidersDialog([e.name for e in self.state.settings.remote], parent=self.window)
         dlg.sig_add.connect(lambda: self.open_provider_dialog())
         dlg.sig_edit.connect(self.open_provider_dialog)
         dlg.sig_delete.connect(self.confirm_delete_remote_provider)
@@ -163,15 +130,14 @@ class RemoteModelsMixin:
 
     def _providers_changed(self) -> None:
         """settings.remote changed: save it, and the picker and the Remote engines list follow."""
-        self._save_settings_quietly()
-        self._fill_model_picker()
-        self._update_send_button()
+        self.save_settings()
+        self.sig_changed.emit()
         if self.providers_dialog is not None:
-            self.providers_dialog.set_names([e.name for e in self.settings.remote])
+            self.providers_dialog.set_names([e.name for e in self.state.settings.remote])
 
     def remote_removed(self) -> bool:
         """The model in use is a remote engine's whose provider was deleted since it was chosen."""
-        info = self.model_info
+        info = self.state.model_info
         return info is not None and info.remote is not None and self.remote_entry(info.remote) is None
 
     def add_remote_provider(self, entry: Any, api_key: str = "") -> bool:
@@ -183,11 +149,12 @@ class RemoteModelsMixin:
             try:
                 store_api_key(entry.name, api_key)
             except (KeyStoreError, ValueError) as exc:
-                self.show_window_notice(
+                self.notices.show(
                     "remote_key", f"{entry.name} was not added: {exc}", None, kind="error"
                 )
                 return False
-        self.settings.remote = [*[e for e in self.settings.remote if e.name != entry.name], entry]
+        settings = self.state.settings
+        settings.remote = [*[e for e in settings.remote if e.name != entry.name], entry]
         self._providers_changed()
         self.refresh_remote_models([entry.name])
         return True
@@ -201,7 +168,7 @@ class RemoteModelsMixin:
         from app.engine.remote.keys import KeyStoreError, delete_api_key, load_api_key, store_api_key
 
         if self.remote_entry(entry.name) is None:
-            self.show_window_notice(
+            self.notices.show(
                 "remote_key", f"There is no remote engine named {entry.name} to edit.", None, kind="error"
             )
             return False
@@ -211,12 +178,13 @@ class RemoteModelsMixin:
             elif forget_key and load_api_key(entry.name) is not None:
                 delete_api_key(entry.name)
         except (KeyStoreError, ValueError) as exc:
-            self.show_window_notice("remote_key", f"{entry.name} was not changed: {exc}", None, kind="error")
+            self.notices.show("remote_key", f"{entry.name} was not changed: {exc}", None, kind="error")
             return False
-        self.settings.remote = [entry if e.name == entry.name else e for e in self.settings.remote]
+        settings = self.state.settings
+        settings.remote = [entry if e.name == entry.name else e for e in settings.remote]
         self._providers_changed()
         self.refresh_remote_models([entry.name])
-        info = self.model_info
+        info = self.state.model_info
         if info is not None and info.remote == entry.name and parse_remote_key(info.path) is not None:
             self.load_remote(info.path)  # the conversation goes on with the new URL, key, mode
         return True
@@ -225,7 +193,7 @@ class RemoteModelsMixin:
         """Ask (a window-modal box, opened); Yes calls :meth:`delete_remote_provider`."""
         from PySide6.QtWidgets import QMessageBox
 
-        info = self.model_info
+        info = self.state.model_info
         in_use = (
             f" Its model {info.name} is the one you chat with now; pick another model after."
             if info is not None and info.remote == name
@@ -259,18 +227,19 @@ class RemoteModelsMixin:
             if load_api_key(name) is not None:  # none stored (or no keychain at all): nothing to delete
                 delete_api_key(name)
         except (KeyStoreError, ValueError) as exc:
-            self.show_window_notice("remote_key", f"{name} was not deleted: {exc}", None, kind="error")
+            self.notices.show("remote_key", f"{name} was not deleted: {exc}", None, kind="error")
             return False
-        self.settings.remote = [e for e in self.settings.remote if e.name != name]
-        self.remote_models = {k: v for k, v in self.remote_models.items() if k != name}
+        settings = self.state.settings
+        settings.remote = [e for e in settings.remote if e.name != name]
+        self.models = {k: v for k, v in self.models.items() if k != name}
         self._providers_changed()
         return True
 
     def refresh_remote_models(self, names: list[str] | None = None) -> None:
         """List the models of each provider (or of ``names``) off the UI thread; the picker follows."""
-        if self._shut:
+        if self.state.shut:
             return
-        for entry in self.settings.remote:
+        for entry in self.state.settings.remote:
             if names is None or entry.name in names:
                 self.tasks.run(
                     lambda e=entry: _list(e),
@@ -282,18 +251,18 @@ class RemoteModelsMixin:
         name = entry.name
         if self.remote_entry(name) != entry:
             return  # deleted or edited while it was being listed: that listing is stale
-        self.remote_models = {**self.remote_models, name: list(models)}
-        self._fill_model_picker()
+        self.models = {**self.models, name: list(models)}
+        self.sig_changed.emit()
         if not models:
-            self.show_window_notice(f"remote_list:{name}", f"{name} lists no models.", None, kind="warning")
+            self.notices.show(f"remote_list:{name}", f"{name} lists no models.", None, kind="warning")
 
     def _on_remote_list_failed(self, entry: Any, message: str) -> None:
         name = entry.name
         if self.remote_entry(name) != entry:
             return  # deleted or edited while it was being listed: that listing is stale
-        self.remote_models = {k: v for k, v in self.remote_models.items() if k != name}
-        self._fill_model_picker()
-        self.show_window_notice(
+        self.models = {k: v for k, v in self.models.items() if k != name}
+        self.sig_changed.emit()
+        self.notices.show(
             f"remote_list:{name}",
             f"The models of {name} could not be listed: {message}",
             None,
@@ -306,13 +275,8 @@ class RemoteModelsMixin:
         entry = self.remote_entry(parsed[0]) if parsed else None
         if parsed is None or entry is None:
             return False
-        self.loading_path = key
-        self._fill_model_picker()
-        self._progress_action.setVisible(True)
-        self.load_progress.setRange(0, 0)
-        self.load_label.setText(f"Connecting to {entry.name}…")
-        self._update_send_button()
-        self.worker.load_remote(entry, parsed[1], self.config_for(key))
+        self.sig_loading.emit(key, f"Connecting to {entry.name}…")  # the picker shows it, with progress
+        self.worker.load_remote(entry, parsed[1], self.state.config_for(key))
         return True
 
 

@@ -1,8 +1,9 @@
-"""The window's menus and keyboard shortcuts, and the Help list of them (a part of MainWindow)."""
+"""The window's menus and keyboard shortcuts, and the Help list of them (a part of the main window)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QKeySequence, QShortcut
@@ -10,11 +11,11 @@ from PySide6.QtWidgets import QMessageBox
 
 if TYPE_CHECKING:
     from PySide6.QtGui import QAction
-    from PySide6.QtWidgets import QMenu
+    from PySide6.QtWidgets import QMainWindow
 
-    from app.ui.window_pages import Page
+    from app.ui.window_pages import Page, PageStack
 
-__all__ = ["SHORTCUTS", "MenusMixin"]
+__all__ = ["SHORTCUTS", "MenusController"]
 
 #: The keyboard shortcuts the Help menu lists (key, what it does).
 SHORTCUTS = (
@@ -30,52 +31,50 @@ SHORTCUTS = (
 )
 
 
-class MenusMixin:
-    """File, View and Help; the shortcuts that are no menu entry. Mixed into the main window."""
+class MenusController:
+    """Owns File, View and Help (``act_quit``, ``view_menu``) and the shortcuts that are no menu
+    entry. The View menu lists every page, those registered later too."""
 
-    pages: dict[str, Page]
-    act_settings: QAction
-    act_conversations: QAction
-    act_panel: QAction
-    act_quit: QAction
-    view_menu: QMenu | None
-
-    if TYPE_CHECKING:  # provided by the window (other parts, QMainWindow)
-
-        def menuBar(self) -> Any: ...  # noqa: N802
-        def close(self) -> bool: ...
-        def new_chat(self) -> None: ...
-        def stop(self) -> None: ...
-        def focus_search(self) -> None: ...
-        def open_settings(self, key: str | None = None) -> Any: ...
-
-    def _build_menus(self) -> None:
-        bar = self.menuBar()
+    def __init__(
+        self,
+        window: QMainWindow,
+        *,
+        pages: PageStack,
+        panel_actions: tuple[QAction, QAction],
+        new_chat: Callable[[], None],
+        stop: Callable[[], None],
+        focus_search: Callable[[], None],
+        open_settings: Callable[[], object],
+    ) -> None:
+        self.window = window
+        bar = window.menuBar()
         file_menu = bar.addMenu("&File")
         act_new = file_menu.addAction("New chat")
-        act_new.triggered.connect(self.new_chat)
-        file_menu.addAction(self.act_settings)
+        act_new.triggered.connect(new_chat)
+        file_menu.addAction(pages.act_settings)
         file_menu.addSeparator()
         self.act_quit = file_menu.addAction("Quit")
         self.act_quit.setShortcut(QKeySequence("Ctrl+Q"))
         self.act_quit.setShortcutContext(Qt.ShortcutContext.ApplicationShortcut)
-        self.act_quit.triggered.connect(self.close)
-        view_menu = bar.addMenu("&View")
-        for page in self.pages.values():
-            view_menu.addAction(page.action)
-        view_menu.addSeparator()
-        view_menu.addAction(self.act_conversations)
-        view_menu.addAction(self.act_panel)
-        self.view_menu = view_menu
+        self.act_quit.triggered.connect(window.close)
+        self.view_menu = bar.addMenu("&View")
+        for page in pages.pages.values():
+            self.view_menu.addAction(page.action)
+        self._pages_end = self.view_menu.addSeparator()
+        for action in panel_actions:  # the conversation list and the tool-call panel
+            self.view_menu.addAction(action)
+        pages.sig_page_added.connect(self._on_page_added)
         help_menu = bar.addMenu("&Help")
         act_keys = help_menu.addAction("Keyboard shortcuts")
         act_keys.triggered.connect(self.show_shortcuts)
 
-    def _build_shortcuts(self) -> None:
-        QShortcut(QKeySequence("Esc"), self, activated=self.stop)
-        QShortcut(QKeySequence("Ctrl+N"), self, activated=self.new_chat)
-        QShortcut(QKeySequence("Ctrl+K"), self, activated=self.focus_search)
-        QShortcut(QKeySequence("Ctrl+,"), self, activated=lambda: self.open_settings())
+        QShortcut(QKeySequence("Esc"), window, activated=stop)
+        QShortcut(QKeySequence("Ctrl+N"), window, activated=new_chat)
+        QShortcut(QKeySequence("Ctrl+K"), window, activated=focus_search)
+        QShortcut(QKeySequence("Ctrl+,"), window, activated=lambda: open_settings())
+
+    def _on_page_added(self, page: Page) -> None:
+        self.view_menu.insertAction(self._pages_end, page.action)
 
     def shortcuts_text(self) -> str:
         return "\n".join(f"{key}\t{what}" for key, what in SHORTCUTS)
@@ -88,7 +87,7 @@ class MenusMixin:
             + "".join(f"<tr><td><b>{k}</b>&nbsp;&nbsp;</td><td>{w}</td></tr>" for k, w in SHORTCUTS)
             + "</table>",
             QMessageBox.StandardButton.Close,
-            self,  # type: ignore[arg-type]
+            self.window,
         )
         box.setObjectName("shortcutsBox")
         box.open()

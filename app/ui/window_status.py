@@ -1,36 +1,29 @@
 """The window's status bar: time to first token, tokens/s, the context meter and the downloads
-running on the Models page (a part of MainWindow)."""
+running on the Models page (a part of the main window)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from PySide6.QtWidgets import QLabel, QProgressBar, QPushButton
 
 if TYPE_CHECKING:
+    from PySide6.QtWidgets import QStatusBar
+
     from app.engine.context import ContextUsage
     from app.engine.events import DoneEvent
 
-__all__ = ["StatusBarMixin"]
+__all__ = ["StatusController"]
 
 
-class StatusBarMixin:
-    """Mixed into :class:`app.ui.main_window.MainWindow`."""
+class StatusController:
+    """Owns the status bar's figures (TTFT, tokens/s, context), the context meter, the last
+    :class:`ContextUsage` and the download indicator (a click shows the Models page)."""
 
-    context_usage: ContextUsage | None
-    stat_ttft: QLabel
-    stat_tps: QLabel
-    stat_ctx: QLabel
-    context_meter: QProgressBar
-    download_indicator: QPushButton
-
-    if TYPE_CHECKING:  # provided by the window (other parts, QMainWindow)
-
-        def statusBar(self) -> Any: ...  # noqa: N802
-        def show_models_page(self) -> None: ...
-
-    def _build_status_bar(self) -> None:
-        sb = self.statusBar()
+    def __init__(self, status_bar: QStatusBar, *, show_models_page: Callable[[], None]) -> None:
+        self.context_usage: ContextUsage | None = None
+        sb = status_bar
         self.stat_ttft = QLabel("TTFT —")
         self.stat_tps = QLabel("— tok/s")
         self.stat_ctx = QLabel("context —")
@@ -49,21 +42,21 @@ class StatusBarMixin:
         self.download_indicator.setObjectName("downloadIndicator")
         self.download_indicator.setFlat(True)
         self.download_indicator.setVisible(False)
-        self.download_indicator.clicked.connect(self.show_models_page)
+        self.download_indicator.clicked.connect(show_models_page)
         sb.insertPermanentWidget(0, self.download_indicator)
 
-    def _show_turn_stats(self, ev: DoneEvent) -> None:
+    def show_turn_stats(self, ev: DoneEvent) -> None:
         if ev.ttft_s is not None:
             self.stat_ttft.setText(f"TTFT {ev.ttft_s * 1000:.0f} ms")
         if ev.tokens_per_s is not None:
             self.stat_tps.setText(f"{ev.tokens_per_s:.1f} tok/s")
 
-    def _reset_stats(self) -> None:
+    def reset_stats(self) -> None:
         """A new or another conversation: no figures of the previous one stay."""
         self.stat_ttft.setText("TTFT —")
         self.stat_tps.setText("— tok/s")
 
-    def _on_worker_context(self, usage: ContextUsage) -> None:
+    def show_context(self, usage: ContextUsage) -> None:
         """The context meter: how much of the model's context the next prompt takes."""
         self.context_usage = usage
         pct = min(100, round(100 * usage.fraction))
@@ -80,7 +73,7 @@ class StatusBarMixin:
         )
         self.stat_ctx.setText(f"context {usage.prompt_tokens:,} / {usage.n_ctx:,}")
 
-    def _clear_context_meter(self) -> None:
+    def clear_context_meter(self) -> None:
         """A remote engine keeps its context: the meter shows no figure of the local model's."""
         meter = self.context_meter
         meter.setValue(0)
@@ -89,7 +82,7 @@ class StatusBarMixin:
         self.stat_ctx.setText("context —")
         self.context_usage = None
 
-    def _on_downloads(self, running: int, fraction: float) -> None:
+    def show_downloads(self, running: int, fraction: float) -> None:
         """The download indicator, seen from every page."""
         b = self.download_indicator
         b.setVisible(running > 0)

@@ -1,138 +1,289 @@
-"""The worker's session building: the core's session builder with the window's approval dialog,
-what the model picker shows about the loaded model, and the context meter."""
+"""The worker's models and sessions (on the engine thread): loading a local model or connecting to
+a remote one, settings and conversations applied, the session built with the window's approval
+dialog (the dispatcher asks through :class:`~app.ui.approval_bridge.ApprovalBridge`), what the model picker shows about the loaded model, and the context meter.
+
+Loading keeps the current model until the new one has loaded: a failed load leaves the old
+model and its session as they were.
+"""
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from app.ui.engine_types import EngineConfig, ModelInfo, format_label
+from app.ui.engine_types import EngineConfig, EngineState, ModelInfo, RemoteModel, format_label
 
 if TYPE_CHECKING:
-    from app.engine.chat import ChatSession
-    from app.engine.llm import LoadedModel
-    from app.tools.types import ApprovalRequest
-    from app.ui.mcp_host import McpHost
+    from collections.abc import Sequence
 
-__all__ = ["SessionPart"]
+    from app.engine.host import EngineHost
+    from app.engine.messages import Message
+    from app.engine.llm import LoadSettings, LoadedModel
+    from app.storage.history import MessageRecord
+    from app.storage.settings import RemoteProviderSettings
+    from app.tools.types import ApprovalRequest
+    from app.ui.approval_bridge import ApprovalBridge
+    from app.ui.mcp_host import McpHost
+    from app.ui.worker_signals import WorkerSignals
+
+__all__ = ["OWNER", "Sessions"]
 
 log = logging.getLogger(__name__)
 
+OWNER = "window"  # the owner of the window's jobs on the shared engine host
 
-class SessionPart:
-    """Part of :class:`app.ui.worker.EngineWorker`: builds its ``session`` (on the engine thread)."""
 
-    model: LoadedModel | None
-    remote: tuple[Any, str, Any] | None  # (RemoteProviderSettings, model, Provider)
-    session: ChatSession | None
-    config: EngineConfig
-    mcp_host: McpHost
-    _closing: bool
-    sig_error: Any
-    sig_window_notice: Any
-    sig_context: Any
-    _approve: Callable[[ApprovalRequest], str]  # TurnPart's
+class Sessions:
+    """The window's model (local or remote) and its session in :class:`EngineState`."""
 
-    def _model_info(self) -> ModelInfo:
-        session = self.session
+    def __init__(
+        self,
+        state: EngineState,
+        *,
+        host: EngineHost,
+        signals: WorkerSignals,
+        mcp_host: McpHost,
+        approvals: ApprovalBridge,
+    ) -> None:
+        self.state = state
+        self.host = host
+        self.signals = signals
+        self.mcp_host = mcp_host
+        self.approvals = approvals
+        self.pending_messages: list[MessageRecord] = []  # a conversation opened before any model was loaded
+
+    # -- loading ------------------------------------------------------------------------------------
+    def load_settings(self) -> LoadSettings:
+        from app.engine.llm import LoadSettings
+
+        cfg = self.state.config
+        return LoadSettings(n_ctx=cfg.n_ctx, n_gpu_layers=cfg.n_gpu_layers, n_threads=cfg.n_threads)
+
+    def _messages_to_keep(self) -> list[Any]:
+        """The open conversation's messages: the session's, or those opened before any model."""
+        if self.state.session is not None:
+            return list(self.state.session.messages)
+        pending, self.pending_messages = self.pending_messages, []
+        return messages_from_records(pending)
+
+    def load(self, path: str, config: EngineConfig | None) -> None:
+        st, sig = self.state, self.signals
+        if st.closing:
+            return
+        if config is not None:
+            st.config = config
+        sig.sig_load_progress.emit(0.05, f"Reading {Path(path).name}…")
+        try:
+            sig.sig_load_progress.emit(-1.0, f"Loading {Path(path).name}…")
+            settings = self.load_settings()
+            self.host.settings = settings  # what the server and the check load models with
+            model = self.host.ensure(path, settings=settings, exact=True, owner=OWNER)
+        except Exception as exc:  # noqa: BLE001 - ModelLoadError and anything llama.cpp raises
+            sig.sig_load_progress.emit(0.0, "")
+            sig.sig_load_failed.emit(path, f"Could not load {Path(path).name}: {exc}")
+            return
+        messages = self._messages_to_keep()  # the open conversation goes on with the new model
+        if not self.adopt(model, messages):
+            return
+        sig.sig_load_progress.emit(1.0, "Loaded")
+        self.announce()
+
+    def adopt(self, model: LoadedModel, messages: list[Any]) -> bool:
+        """``model`` becomes the window's, its session built with ``messages``; False (said in the
+        window) when the session cannot start: the model stays."""
+        st = self.state
+        st.model, st.session, st.remote = model, None, None
+        try:
+            self.build(messages)
+        except Exception as exc:  # noqa: BLE001 - a template or tool problem: said in the window, the model stays
+            self.signals.sig_error.emit(f"The model loaded but a chat session could not start: {exc}")
+            return False
+        return True
+
+    def load_remote(self, entry: RemoteProviderSettings, model: str, config: EngineConfig | None) -> None:
+        from app.engine.remote.keys import remote_key
+
+        st, sig = self.state, self.signals
+        if st.closing:
+            return
+        if config is not None:
+            st.config = config
+        sig.sig_load_progress.emit(-1.0, f"Connecting to {entry.name}…")
+        messages = self._messages_to_keep()
+        previous, previous_session = st.remote, st.session
+        try:
+            from app.engine.remote.keys import provider_from_settings
+
+            st.remote = RemoteModel(entry, model, provider_from_settings(entry))
+            self.build(messages)
+        except Exception as exc:  # noqa: BLE001 - a keychain, URL or template problem: the old model stays
+            st.remote, st.session = previous, previous_session
+            sig.sig_load_progress.emit(0.0, "")
+            sig.sig_load_failed.emit(
+                remote_key(entry.name, model), f"Could not use {model} on {entry.name}: {exc}"
+            )
+            return
+        old, st.model = st.model, None
+        if old is not None:  # the window's local model is closed (the server loads it again if asked)
+            self.host.unload(old.path)
+        sig.sig_load_progress.emit(1.0, "Connected")
+        self.state.info = self.model_info()
+        sig.sig_loaded.emit(self.state.info)
+
+    def configure(self, config: EngineConfig) -> None:
+        st = self.state
+        reload = st.model is not None and (config.n_ctx, config.n_gpu_layers, config.n_threads) != (
+            st.config.n_ctx,
+            st.config.n_gpu_layers,
+            st.config.n_threads,
+        )
+        st.config = config
+        if st.model is None and st.remote is None:
+            return
+        if reload and st.model is not None:
+            messages = list(st.session.messages) if st.session is not None else []
+            self.load(str(st.model.path), config)
+            if st.session is not None and messages:
+                self.build(messages)
+            return
+        try:
+            self.build(list(st.session.messages) if st.session is not None else [])
+            self.announce()
+        except Exception as exc:  # noqa: BLE001 - a template or tool problem: said in the window
+            self.signals.sig_error.emit(f"Could not apply the settings: {exc}")
+
+    def open(self, conversation_id: int | None, records: list[MessageRecord]) -> None:
+        st = self.state
+        st.conversation_id = conversation_id
+        if st.model is None and st.remote is None:
+            self.pending_messages = records
+            return
+        try:
+            self.build(messages_from_records(records))
+        except Exception as exc:  # noqa: BLE001 - a stored message the session refuses: said in the window
+            self.signals.sig_error.emit(f"Could not open the conversation: {exc}")
+            return
+        self.emit_context()
+
+    # -- the session --------------------------------------------------------------------------------
+    def approve(self, request: ApprovalRequest) -> str:
+        """The dispatcher asks (on the engine thread); the window's dialog answers."""
+        return self.approvals.ask(request, refuse=self.state.cancel.is_set() or self.state.closing)
+
+    def announce(self) -> None:
+        """Tell the window what is loaded now, and how much of its context the conversation takes."""
+        self.state.info = self.model_info()
+        self.signals.sig_loaded.emit(self.state.info)
+        self.emit_context()
+
+    def model_info(self) -> ModelInfo:
+        st = self.state
+        session = st.session
         tools = tuple(t["function"]["name"] for t in (session.tools or [])) if session is not None else ()
-        if self.remote is not None:
-            from app.ui.remote_models import remote_key
-
-            entry, name, _provider = self.remote
+        if st.remote is not None:
             return ModelInfo(
-                path=remote_key(entry.name, name),
-                name=name,
+                path=st.remote.key,
+                name=st.remote.model,
                 n_ctx=0,
                 detected_format=None,
                 detected_label=None,
                 effective_format=None,
-                remote=entry.name,
-                remote_mode=entry.mode,
+                remote=st.remote.entry.name,
+                remote_mode=st.remote.entry.mode,
                 tools=tools,
             )
-        m = self.model
+        m = st.model
         assert m is not None
-        from app.engine.chat import detect_model_format
+        from app.engine.chat import ChatSession, detect_model_format
 
-        detected = session.detected_format if session is not None else detect_model_format(m)
+        local = session if isinstance(session, ChatSession) else None
+        detected = local.detected_format if local is not None else detect_model_format(m)
         return ModelInfo(
             path=str(m.path),
             name=str(m.name),
             n_ctx=int(m.n_ctx),
             detected_format=detected,
             detected_label=format_label(detected),
-            effective_format=session.effective_format if session is not None else None,
+            effective_format=local.effective_format if local is not None else None,
             template_is_fallback=bool(m.template_is_fallback),
             tools=tools,
         )
 
-    def _build_session(self, messages: list[Any]) -> None:
-        """A session from the config: the core's builder, with this worker's approval dialog.
+    def build(self, messages: list[Any]) -> None:
+        """A session from the config: the core's builder, with the window's approval dialog.
         Problems that turned some tools off are told to the window."""
         from app.engine.session import build_session, build_tools
 
-        cfg = self.config
-        self.mcp_host.ensure(cfg.mcp_servers_path, closing=self._closing)
+        st, cfg = self.state, self.state.config
+        self.mcp_host.ensure(cfg.mcp_servers_path, closing=st.closing)
         tools = build_tools(
             workspace=cfg.workspace,
             mcp=self.mcp_host.manager,
-            approval=self._approve,
+            approval=self.approve,
             approvals=cfg.approvals,
             default_approval=cfg.default_approval,
             approval_timeout_s=cfg.approval_timeout_s,
         )
         for problem in tools.problems:
             if problem.code == "workspace_unusable":
-                self.sig_error.emit(problem.message)
+                self.signals.sig_error.emit(problem.message)
             else:
-                self.sig_window_notice.emit(problem.code, problem.message, problem.setting)
-        if self.remote is not None:
+                self.signals.sig_window_notice.emit(problem.code, problem.message, problem.setting)
+        sampling = dict(cfg.sampling) or None  # the engine fills the rest from the GGUF's recommendations
+        if st.remote is not None:
             from app.engine.remote import RemoteChatSession
 
-            entry, name, provider = self.remote
-            self.session = RemoteChatSession(  # type: ignore[assignment]
-                provider,
-                name,
-                template=entry.template or None,
-                tool_format="auto" if cfg.tool_format == "none" else cfg.tool_format,
-                registry=None if cfg.tool_format == "none" else tools.registry,
-                dispatcher=None if cfg.tool_format == "none" else tools.dispatcher,
+            off = cfg.tool_format == "none"
+            st.session = RemoteChatSession(
+                st.remote.provider,
+                st.remote.model,
+                template=st.remote.entry.template or None,
+                tool_format="auto" if off else cfg.tool_format,
+                registry=None if off else tools.registry,
+                dispatcher=None if off else tools.dispatcher,
                 system_prompt=cfg.system_prompt or None,
-                sampling=self._sampling(cfg),
+                sampling=sampling,
                 max_tokens=cfg.max_tokens,
                 messages=messages,
             )
             return
-        self.session = build_session(
-            self.model,
+        st.session = build_session(
+            st.model,
             tools=tools,
             tool_format=cfg.tool_format,
             system_prompt=cfg.system_prompt,
-            sampling=self._sampling(cfg),
+            sampling=sampling,
             max_tokens=cfg.max_tokens,
             messages=messages,
         )
 
-    @staticmethod
-    def _sampling(cfg: EngineConfig) -> Any:
-        """The user's sampler values; the engine fills the rest from the model's GGUF recommendations."""
-        return dict(cfg.sampling) or None
-
-    @staticmethod
-    def _messages_from_dicts(dicts: list[dict]) -> list[Any]:
-        from app.engine.chat import Message
-
-        return [Message.from_dict(d) for d in dicts]
-
-    def _emit_context(self) -> None:
+    def emit_context(self) -> None:
         """Tell the window how much of the context the open conversation takes."""
-        if self.session is None or self.remote is not None:  # a remote engine's tokenizer is not here
+        st = self.state
+        if st.session is None or st.remote is not None:  # a remote engine's tokenizer is not here
             return
         from app.engine.context import measure
 
         try:
-            self.sig_context.emit(measure(self.session))
+            self.signals.sig_context.emit(measure(st.session))
         except Exception:  # noqa: BLE001 - the meter is informative; a turn reports real errors itself
             log.exception("measuring the context failed")
+
+
+def messages_from_records(records: Sequence[MessageRecord]) -> list[Message]:
+    """The chat loop's messages from the stored ones (typed all the way: no dict round trip)."""
+    from app.engine.messages import Message
+
+    return [
+        Message(
+            role=r.role,
+            content=r.content,
+            reasoning=r.reasoning or "",
+            tool_calls=[tc.call for tc in r.tool_calls],
+            tool_call_id=r.tool_call_id,
+            name=r.name,
+            incomplete_calls=r.incomplete_calls,
+        )
+        for r in records
+    ]

@@ -14,180 +14,173 @@ from app.engine.recorder import TurnRecorder
 from app.ui.turn_stream import TurnSinks, stream_turn
 
 if TYPE_CHECKING:
-    from app.engine.chat import ChatSession
-    from app.engine.llm import LoadedModel
-    from app.tools.types import ApprovalRequest
-    from app.ui.approval_bridge import ApprovalBridge
-    from app.ui.engine_types import EngineConfig
+    from app.ui.engine_types import EngineState
+    from app.ui.worker_session import Sessions
+    from app.ui.worker_signals import WorkerSignals
 
-__all__ = ["TurnPart"]
+__all__ = ["Turns"]
 
 log = logging.getLogger(__name__)
 
 
-class TurnPart:
-    """Part of :class:`app.ui.worker.EngineWorker`: sends, regenerates and records turns."""
+class Turns:
+    """Sends, regenerates and records the window's turns (on the engine thread)."""
 
     FLUSH_S = 0.03
     PARTIAL_SAVE_S = 1.0
 
-    history: Any
-    model: LoadedModel | None
-    remote: tuple[Any, str, Any] | None
-    session: ChatSession | None
-    config: EngineConfig
-    conversation_id: int | None
-    tool_choice: Any
-    tokens_emitted: int
-    generation_thread_ident: int | None
-    approvals: ApprovalBridge
-    _cancel: threading.Event
-    _busy: threading.Event
-    _closing: bool
-    _emit_context: Callable[[], None]  # SessionPart's
-    _do_load: Callable[[str, EngineConfig | None], None]  # the worker's
-    sig_text: Any
-    sig_reasoning: Any
-    sig_tool_call_started: Any
-    sig_tool_call_finished: Any
-    sig_tool_call_incomplete: Any
-    sig_notice: Any
-    sig_done: Any
-    sig_error: Any
-    sig_busy: Any
-    sig_context: Any
-    sig_conversation_saved: Any
+    def __init__(
+        self,
+        state: EngineState,
+        *,
+        history: Any,
+        sessions: Sessions,
+        signals: WorkerSignals,
+    ) -> None:
+        self.state = state
+        self.history = history
+        self.sessions = sessions
+        self.signals = signals
+        self.flush_s = self.FLUSH_S
+        self.partial_save_s = self.PARTIAL_SAVE_S  # how often a reply being written is saved
+        self.tokens_emitted = 0  # the text/reasoning deltas of the last turn
+        self.generation_thread_ident: int | None = None  # the thread the last turn ran on
 
-    def _do_truncate_users(self, user_index: int) -> None:
-        if self.session is None:
+    def _save_failed(self, exc: Exception) -> None:
+        self.signals.sig_error.emit(f"Could not update the saved conversation: {exc}")
+
+    def truncate_users(self, user_index: int) -> None:
+        session, cid = self.state.session, self.state.conversation_id
+        if session is None:
             return
-        msgs = list(self.session.messages)
+        msgs = list(session.messages)
         seen = -1
         for i, m in enumerate(msgs):
             if m.role == "user":
                 seen += 1
                 if seen == user_index:
-                    self.session.messages[:] = msgs[:i]
+                    session.messages[:] = msgs[:i]
                     break
-        if self.history is not None and self.conversation_id is not None:
+        if self.history is not None and cid is not None:
             try:
-                conv = self.history.load_conversation(self.conversation_id)
+                conv = self.history.load_conversation(cid)
                 users = [m for m in conv.messages if m.role == "user"]
                 if user_index < len(users):
-                    self.history.truncate_after(self.conversation_id, users[user_index].position - 1)
+                    self.history.truncate_after(cid, users[user_index].position - 1)
             except Exception as exc:  # noqa: BLE001 - HistoryError or sqlite: the chat goes on, the window says so
-                self.sig_error.emit(f"Could not update the saved conversation: {exc}")
+                self._save_failed(exc)
 
-    def _revive(self) -> None:
+    def revive(self) -> None:
         """A model whose engine process died gets a fresh one before the next turn (the
         conversation goes on: the session is rebuilt with its messages)."""
-        model = self.model
-        if self.remote is None and model is not None and model.crash is not None:
-            self._do_load(str(model.path), None)
+        model = self.state.model
+        if self.state.remote is None and model is not None and model.crash is not None:
+            self.sessions.load(str(model.path), None)
 
-    def _do_send(self, text: str, conversation_id: int | None) -> None:
+    def send(self, text: str, conversation_id: int | None) -> None:
+        st, sig = self.state, self.signals
         if conversation_id is not None:
-            self.conversation_id = conversation_id
-        self._revive()
-        session = self.session
+            st.conversation_id = conversation_id
+        self.revive()
+        session = st.session
         if session is None:
-            self._busy.clear()
-            self.sig_error.emit("No model is loaded: pick one in the model picker or on the Models page.")
-            self.sig_done.emit(DoneEvent(finish_reason="error", error="no model loaded"))
+            st.busy.clear()
+            sig.sig_error.emit("No model is loaded: pick one in the model picker or on the Models page.")
+            sig.sig_done.emit(DoneEvent(finish_reason="error", error="no model loaded"))
             return
-        if self.remote is None and not self._make_room(text):  # a remote engine keeps its own context
+        if st.remote is None and not self._make_room(text):  # a remote engine keeps its own context
             return
-        choice = self.tool_choice  # set by the window's tool-choice control
-        self._run_turn(lambda: session.send(text, cancel=self._cancel, tool_choice=choice), user_text=text)
+        choice = st.tool_choice  # set by the window's tool-choice control
+        self._run(lambda: session.send(text, cancel=st.cancel, tool_choice=choice), user_text=text)
 
-    def _do_regenerate(self) -> None:
-        self._revive()
-        session = self.session
+    def regenerate(self) -> None:
+        st = self.state
+        self.revive()
+        session, cid = st.session, st.conversation_id
         if session is None:
-            self._busy.clear()
-            self.sig_done.emit(DoneEvent(finish_reason="error", error="no model loaded"))
+            st.busy.clear()
+            self.signals.sig_done.emit(DoneEvent(finish_reason="error", error="no model loaded"))
             return
         # the reply being replaced goes from the saved conversation too
-        if self.history is not None and self.conversation_id is not None:
+        if self.history is not None and cid is not None:
             try:
-                conv = self.history.load_conversation(self.conversation_id)
+                conv = self.history.load_conversation(cid)
                 users = [m for m in conv.messages if m.role == "user"]
                 if users:
-                    self.history.truncate_after(self.conversation_id, users[-1].position)
+                    self.history.truncate_after(cid, users[-1].position)
             except Exception as exc:  # noqa: BLE001 - HistoryError or sqlite: the chat goes on, the window says so
-                self.sig_error.emit(f"Could not update the saved conversation: {exc}")
-        self._run_turn(lambda: session.regenerate(cancel=self._cancel))
+                self._save_failed(exc)
+        self._run(lambda: session.regenerate(cancel=st.cancel))
 
     def _make_room(self, text: str) -> bool:
         """Apply the context policy before ``text`` is sent; False (and a done event saying why) when
         the conversation cannot fit: nothing is sent or saved then."""
         from app.engine.context import fit_turn, full_context_done, trimmed_notice
 
+        st, sig = self.state, self.signals
         try:
-            fit = fit_turn(self.session, text, self.config.context_policy)
+            fit = fit_turn(st.session, text, st.config.context_policy)
         except Exception:  # noqa: BLE001 - a template that fails here fails in the turn too, with its error
             log.exception("measuring the context failed")
             return True
         if (notice := trimmed_notice(fit)) is not None:
-            self.sig_notice.emit(notice)
+            sig.sig_notice.emit(notice)
         if fit.fits:
             return True
-        self._busy.clear()
-        self.sig_context.emit(fit.usage)
-        self.sig_done.emit(full_context_done(fit.usage))
+        st.busy.clear()
+        sig.sig_context.emit(fit.usage)
+        sig.sig_done.emit(full_context_done(fit.usage))
         return False
 
     def _recorder(self) -> TurnRecorder | None:
         """The core's turn recorder for the open conversation (None without history)."""
-        if self.history is None or self.conversation_id is None:
+        st = self.state
+        if self.history is None or st.conversation_id is None:
             return None
-        model = str(self.model.path) if self.model is not None else None
-        if self.remote is not None:
-            model = f"{self.remote[0].name}: {self.remote[1]}"  # the provider and its model
+        model = str(st.model.path) if st.model is not None else None
+        if st.remote is not None:
+            model = f"{st.remote.entry.name}: {st.remote.model}"  # the provider and its model
         return TurnRecorder(
             self.history,
-            self.conversation_id,
+            st.conversation_id,
             model=model,
             settings={
-                "tool_format": self.config.tool_format,
-                "max_tokens": self.config.max_tokens,
-                "sampling": dict(self.config.sampling),
+                "tool_format": st.config.tool_format,
+                "max_tokens": st.config.max_tokens,
+                "sampling": dict(st.config.sampling),
             },
-            on_error=self.sig_error.emit,
-            partial_save_s=self.PARTIAL_SAVE_S,
+            on_error=self.signals.sig_error.emit,
+            partial_save_s=self.partial_save_s,
         )
 
-    def _run_turn(self, start: Callable[[], Any], user_text: str | None = None) -> None:
-        assert self.session is not None
+    def _run(self, start: Callable[[], Any], user_text: str | None = None) -> None:
+        st, sig = self.state, self.signals
+        assert st.session is not None
         self.generation_thread_ident = threading.get_ident()
-        self.sig_busy.emit(True)
+        sig.sig_busy.emit(True)
         recorder = self._recorder()
         if recorder is not None:
             if user_text is not None:
                 recorder.user_message(user_text)
             recorder.begin()
         sinks = TurnSinks(
-            text=self.sig_text.emit,
-            reasoning=self.sig_reasoning.emit,
-            tool_started=self.sig_tool_call_started.emit,
-            tool_finished=self.sig_tool_call_finished.emit,
-            notice=self.sig_notice.emit,
-            incomplete=self.sig_tool_call_incomplete.emit,
+            text=sig.sig_text.emit,
+            reasoning=sig.sig_reasoning.emit,
+            tool_started=sig.sig_tool_call_started.emit,
+            tool_finished=sig.sig_tool_call_finished.emit,
+            notice=sig.sig_notice.emit,
+            incomplete=sig.sig_tool_call_incomplete.emit,
         )
         done, self.tokens_emitted = stream_turn(
             start,
             sinks,
             recorder,
-            flush_s=self.FLUSH_S,
-            cancelled=self._cancel.is_set,
+            flush_s=self.flush_s,
+            cancelled=st.cancel.is_set,
         )
-        if recorder is not None and recorder.finish(done, self.session.messages):
-            self.sig_conversation_saved.emit(recorder.conversation_id)
-        self._emit_context()  # before Done: a window told the turn is over already has its meter
-        self._busy.clear()
-        self.sig_busy.emit(False)
-        self.sig_done.emit(done)
-
-    # -- approval (called by the dispatcher on the engine thread) -------------------------------------
-    def _approve(self, request: ApprovalRequest) -> str:
-        return self.approvals.ask(request, refuse=self._cancel.is_set() or self._closing)
+        if recorder is not None and recorder.finish(done, st.session.messages):
+            sig.sig_conversation_saved.emit(recorder.conversation_id)
+        self.sessions.emit_context()  # before Done: a window told the turn is over already has its meter
+        st.busy.clear()
+        sig.sig_busy.emit(False)
+        sig.sig_done.emit(done)

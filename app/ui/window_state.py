@@ -1,0 +1,62 @@
+"""What the window's controllers share: the settings, the history, the model in use or loading,
+the open conversation and whether a reply is being written (no Qt).
+
+The window makes one :class:`WindowState` and hands it to the controllers that read or change
+these facts; everything else a controller needs comes in its constructor.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from app.ui.engine_types import EngineConfig
+
+if TYPE_CHECKING:
+    from app.storage.history import History
+    from app.storage.settings import Settings
+    from app.ui.engine_types import ModelInfo
+
+__all__ = ["WindowState", "engine_config_for"]
+
+
+def engine_config_for(settings: Any, model_path: str | None) -> EngineConfig:
+    """The worker's config: global settings with the model's override on top."""
+    from app.storage.settings import effective_settings
+
+    eff = effective_settings(settings, model_path)
+    return EngineConfig(
+        tool_format=eff.tool_format,
+        system_prompt=eff.system_prompt,
+        sampling=eff.sampler_overrides(),
+        max_tokens=int(eff.max_tokens),
+        n_ctx=eff.context_length,
+        n_gpu_layers=eff.gpu_layers,
+        n_threads=eff.threads,
+        workspace=settings.tools.workspace,
+        approvals=dict(settings.tools.approvals),
+        default_approval=settings.tools.default_approval,
+        mcp_servers_path=settings.tools.mcp_servers_path,
+        context_policy=eff.context_policy,
+    )
+
+
+@dataclass
+class WindowState:
+    """The facts more than one part of the window reads."""
+
+    settings: Settings  # replaced as a whole when the settings dialog is accepted
+    history: History
+    model_info: ModelInfo | None = None  # the model the chat uses (local or remote)
+    loading_path: str | None = None  # the model (path or remote key) being loaded
+    conversation_id: int | None = None  # the open conversation (None: a new, unsaved one)
+    busy: bool = False  # a reply is being written
+    shut: bool = False  # the window was shut down: no more background work starts
+
+    def config_for(self, model_path: str | None) -> EngineConfig:
+        """The worker's config for ``model_path`` under the current settings."""
+        return engine_config_for(self.settings, model_path)
+
+    def current_model(self) -> str | None:
+        """The model the picker shows: the one loading, else the one loaded."""
+        return self.loading_path or (self.model_info.path if self.model_info else None)
