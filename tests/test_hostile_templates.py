@@ -10,9 +10,9 @@ import time
 
 import pytest
 
+from app.engine.errors import TemplateRenderError
 from app.engine.templates import (
     MAX_TEMPLATE_CHARS,
-    TemplateRenderError,
     compile_template,
     render_template,
 )
@@ -57,10 +57,10 @@ def _max_rss_mb() -> float:
 @pytest.mark.parametrize("name", sorted(GROWERS))
 def test_h2_value_growing_templates_stop_with_a_clear_error(name):
     before = _max_rss_mb()
-    start = time.monotonic()
+    start = time.thread_time()  # this thread's CPU time: other work on the machine does not count
     with pytest.raises(TemplateRenderError) as info:
         render_template(GROWERS[name], USER, max_seconds=2.0)
-    elapsed = time.monotonic() - start
+    elapsed = time.thread_time() - start
     assert str(info.value)  # says what failed
     assert elapsed < 6.0, elapsed  # the 2 s deadline holds, plus one bounded step (before: 8 s to never)
     assert _max_rss_mb() - before < 400  # no ~1 GB intermediate value was built
@@ -87,8 +87,9 @@ def test_h2_a_hostile_render_does_not_freeze_other_threads():
     finally:
         stop.set()
         t.join()
-    # Before, one big-integer multiplication held the GIL for 35 s.
-    assert max(gaps) < 3.0, max(gaps)
+    # Before, one big-integer multiplication held the GIL for 35 s (a loaded machine's scheduler
+    # adds well under a second).
+    assert max(gaps) < 10.0, max(gaps)
 
 
 def test_h2_ordinary_growth_still_renders():
@@ -121,22 +122,22 @@ def test_h12_renders_work_on_deep_copies():
 
 
 def test_h12_a_hostile_render_cannot_change_later_tool_mode_detection():
-    from app.engine import render
+    from app.engine import templates
 
     qwen_like = "{% for t in tools %}{{ t.function.name }}{% endfor %}{{ messages[-1].content }}"
     hostile = "{% set _ = tools[0].function.update({'name': 'x'}) %}{{ messages[-1].content }}"
-    render.template_tools_mode.cache_clear()
-    assert render.template_tools_mode(hostile) == "none"
-    assert render.template_tools_mode(qwen_like) == "variable"
+    templates.template_tools_mode.cache_clear()
+    assert templates.template_tools_mode(hostile) == "none"
+    assert templates.template_tools_mode(qwen_like) == "variable"
 
 
 def test_h14_compiling_is_bounded():
-    start = time.monotonic()
+    start = time.thread_time()  # CPU time: a busy machine does not count
     with pytest.raises(TemplateRenderError, match="too long to compile"):
         compile_template("{{ a }}" * 200_000)  # 1.4 MB: 9 s and 660 MB to compile before
     with pytest.raises(TemplateRenderError, match="too complex"):
         compile_template("{{a}}" * (MAX_TEMPLATE_CHARS // 5 - 10))
-    assert time.monotonic() - start < 10
+    assert time.thread_time() - start < 10
 
 
 def test_h6_lone_surrogates_never_reach_the_rendered_prompt():
@@ -178,8 +179,9 @@ def test_h2_library_scan_with_hostile_templates_finishes_and_marks_them(tmp_path
     start = time.monotonic()
     found = {m.path.name: m for m in Library(models_dir=models, hf_cache_dir=False).scan()}
     elapsed = time.monotonic() - start
-    # Before: the scan never finished. Now: the slow one costs one render's time limit at most.
-    assert elapsed < 30, elapsed
+    # Before: the scan never finished. Now: the slow one costs one render's time limit at most
+    # (a wall-clock limit, so a busy machine only slows the rest: a generous bound).
+    assert elapsed < 60, elapsed
     assert set(found) == {"bomb.gguf", "slow.gguf", "good.gguf"}
     for name in ("bomb.gguf", "slow.gguf"):
         summary = found[name].summary
@@ -187,15 +189,32 @@ def test_h2_library_scan_with_hostile_templates_finishes_and_marks_them(tmp_path
     assert found["good.gguf"].summary.template_problem is None
 
 
+class TickClock:
+    """A clock that moves 10 ms each time it is read: the renders' own checks make the time pass,
+    so the deadline falls after the same work on any machine at any load."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.reads = 0
+
+    def __call__(self) -> float:
+        self.reads += 1
+        self.now += 0.01
+        return self.now
+
+
 def test_h2_detection_renders_share_one_deadline():
     from app.engine.templates import render_deadline
 
-    start = time.monotonic()
-    with render_deadline(1.0):
-        for _ in range(6):  # detection's renders of one template
-            with pytest.raises(TemplateRenderError, match="too long"):
+    clock = TickClock()
+    with render_deadline(1.0, clock=clock):
+        for i in range(6):  # detection's renders of one template
+            with pytest.raises(TemplateRenderError, match="too long") as info:
                 render_template(SLOW, USER)
-    assert time.monotonic() - start < 4.0  # 6 renders x 5 s before
+            if i:  # the first render used the time up: the others do not start
+                assert "used up" in str(info.value)
+    # 1 s of this clock is 100 reads; 6 renders x 5 s each (before) were 3,000
+    assert clock.now < 4.0 and clock.reads < 400, (clock.now, clock.reads)
 
 
 def test_h2_window_opens_and_lists_models_with_a_hostile_template_in_the_models_folder(qtbot):
@@ -211,9 +230,9 @@ def test_h2_window_opens_and_lists_models_with_a_hostile_template_in_the_models_
     try:
         w.show()
         # the scan runs off the UI thread and ends (before: never, and the UI thread froze)
-        qtbot.waitUntil(lambda: len(w.library_models) == 2, timeout=30_000)
+        qtbot.waitUntil(lambda: len(w.model_bar.library_models) == 2, timeout=30_000)
         ticks = []
-        qtbot.waitUntil(lambda: ticks.append(1) or len(ticks) > 3, timeout=5_000)  # the event loop runs
+        qtbot.waitUntil(lambda: ticks.append(1) or len(ticks) > 3, timeout=30_000)  # the event loop runs
     finally:
         w.shutdown()
 
@@ -225,7 +244,8 @@ def test_h17_macro_recursion_stops_before_a_small_thread_stack_overflows():
 
     script = (
         "import threading\n"
-        "from app.engine.templates import render_template, TemplateRenderError\n"
+        "from app.engine.templates import render_template\n"
+        "from app.engine.errors import TemplateRenderError\n"
         "src = \"{% macro f(n) %}{% for x in [1] %}{{ f(n + 1) | string ~ 'a' }}{% endfor %}{% endmacro %}{{ f(0) }}\"\n"
         "def run():\n"
         "    try:\n"
