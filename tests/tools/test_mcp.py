@@ -19,7 +19,7 @@ def server(name: str, mode: str = "good", **env: str) -> McpServerConfig:
     return McpServerConfig(name=name, command=command, args=tuple(args), env=dict(env))
 
 
-def wait_gone(pid: int, seconds: float = 10.0) -> bool:
+def wait_gone(pid: int, seconds: float = 30.0) -> bool:  # returns as soon as it is gone
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         if not alive(pid):

@@ -40,7 +40,7 @@ def page(qtbot):
 def _run(qtbot, page, spec, timeout=60_000):
     with qtbot.waitSignal(page.sig_run_finished, timeout=timeout) as blocker:
         assert page.start(spec)
-    qtbot.waitUntil(lambda: not page.running, timeout=10_000)
+    qtbot.waitUntil(lambda: not page.running, timeout=30_000)
     return blocker.args[0]
 
 
@@ -105,12 +105,12 @@ def test_progress_stop_and_an_unfinished_result(qtbot, page, tmp_path):
             }
         )
         page.runner.sig_progress.connect(lambda i, n, c, sid: progress.append((i, n, c)))
-        qtbot.waitUntil(lambda: len(progress) >= 3, timeout=20_000)
+        qtbot.waitUntil(lambda: len(progress) >= 3, timeout=30_000)
         assert "Scenario" in page.status.text() and " of 63 · " in page.status.text()
         assert page.stop_button.isEnabled() and not page.run_button.isEnabled()
-        with qtbot.waitSignal(page.sig_run_finished, timeout=20_000) as blocker:
+        with qtbot.waitSignal(page.sig_run_finished, timeout=30_000) as blocker:
             page.stop()
-        qtbot.waitUntil(lambda: not page.running, timeout=10_000)
+        qtbot.waitUntil(lambda: not page.running, timeout=30_000)
     result = blocker.args[0]
     assert result["complete"] is False and 3 <= result["summary"]["total"] < 63
     assert "stopped early" in page.status.text() and page.run_button.isEnabled()
@@ -247,7 +247,7 @@ def test_models_page_shows_the_last_check_score(qtbot, tmp_path):
     page = ModelsPage(ModelManager(hub=HubClient("http://127.0.0.1:9"), library=lib))
     qtbot.addWidget(page)
     qtbot.waitUntil(lambda: not page._calls)
-    with qtbot.waitSignal(page.sig_library_done, timeout=20000):
+    with qtbot.waitSignal(page.sig_library_done, timeout=30_000):
         page.import_file(path)
     row = page.library_row("scored")
     assert page.library_table.item(row, 7).text().endswith("check 1/2")

@@ -62,12 +62,12 @@ def page(qtbot, hub, tmp_path):
 
 def search(qtbot, page, text="tiny"):
     page.search_edit.setText(text)
-    with qtbot.waitSignal(page.sig_search_done, timeout=20000):
+    with qtbot.waitSignal(page.sig_search_done, timeout=30_000):
         page.search_button.click()
 
 
 def open_repo(qtbot, page, row=0):
-    with qtbot.waitSignal(page.sig_files_done, timeout=20000):
+    with qtbot.waitSignal(page.sig_files_done, timeout=30_000):
         page.results_list.setCurrentRow(row)
 
 
@@ -97,7 +97,7 @@ def test_download_progress_then_load_from_library(qtbot, page, hub):
     assert page.library_table.item(lrow, 1).text() == "llama"
     assert page.library_table.item(lrow, 6).text() == "yes"
     assert page.library_table.item(lrow, 8).text() == "downloaded"
-    with qtbot.waitSignal(page.sig_load_requested, timeout=5000) as blocker:
+    with qtbot.waitSignal(page.sig_load_requested, timeout=30_000) as blocker:
         page.load_button(lrow).click()
     assert blocker.args[0].endswith("Tiny-Chat-Q8_0.gguf") and Path(blocker.args[0]).is_file()
 
@@ -108,17 +108,17 @@ def test_pause_resume_and_cancel_buttons(qtbot, page, hub):
     open_repo(qtbot, page)
     row = next(r for r in range(3) if page.files_table.item(r, 0).text() == "Tiny-Chat-Q8_0")
     page.files_table.cellWidget(row, 5).click()
-    qtbot.waitUntil(lambda: hub.held.is_set() and bool(page._rows), timeout=20000)
+    qtbot.waitUntil(lambda: hub.held.is_set() and bool(page._rows), timeout=30_000)
     (tid,) = page._rows
     page.download_button(tid, "pause").click()
     hub.release.set()
-    qtbot.waitUntil(lambda: page.download_status(tid) == "paused", timeout=20000)
+    qtbot.waitUntil(lambda: page.download_status(tid) == "paused", timeout=30_000)
     assert page.download_button(tid, "pause").text() == "Resume"
     assert 0 < page.download_bar(tid).value() < 1000
     hub.hold_after["Tiny-Chat-Q8_0.gguf"] = 10**9  # nothing held any more
     with qtbot.waitSignal(page.sig_library_done, timeout=30000):
         page.download_button(tid, "pause").click()
-    qtbot.waitUntil(lambda: page.download_status(tid) == "done", timeout=20000)
+    qtbot.waitUntil(lambda: page.download_status(tid) == "done", timeout=30_000)
     assert not page.download_button(tid, "cancel").isEnabled()
 
 
@@ -128,7 +128,7 @@ def test_offline_message_and_library_keeps_working(qtbot, page, monkeypatch, tmp
     assert "offline mode" in page.status_label.text()
     assert page.results_list.count() == 0
     src = write_tiny_gguf(tmp_path / "mine.gguf", chat_template=TEMPLATE)
-    with qtbot.waitSignal(page.sig_library_done, timeout=20000):
+    with qtbot.waitSignal(page.sig_library_done, timeout=30_000):
         page.import_file(src)
     row = page.library_row("mine")
     assert page.library_table.item(row, 8).text() == "imported"
@@ -156,7 +156,7 @@ def test_screenshot_with_results_and_library(qtbot, page, hub, tmp_path):
     row = next(r for r in range(3) if page.files_table.item(r, 0).text() == "Tiny-Chat-Q8_0")
     page.files_table.cellWidget(row, 5).click()
     qtbot.waitUntil(
-        lambda: len(page._rows) == 2 and 0 < page.download_bar(max(page._rows)).value(), timeout=20000
+        lambda: len(page._rows) == 2 and 0 < page.download_bar(max(page._rows)).value(), timeout=30_000
     )
     SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
     assert page.grab().save(str(SCREENSHOT))

@@ -60,9 +60,9 @@ def page(qtbot, hub, tmp_path):
 
 def _search_and_open(qtbot, page, text, row=0):
     page.search_edit.setText(text)
-    with qtbot.waitSignal(page.sig_search_done, timeout=20000):
+    with qtbot.waitSignal(page.sig_search_done, timeout=30_000):
         page.search_button.click()
-    with qtbot.waitSignal(page.sig_files_done, timeout=20000):
+    with qtbot.waitSignal(page.sig_files_done, timeout=30_000):
         page.results_list.setCurrentRow(row)
 
 
@@ -98,7 +98,7 @@ def test_recommended_model_downloads_in_one_click_with_its_fit_badge(qtbot, page
     assert (tid := next(iter(page._rows))) is not None and page.download_status(tid) == "done"
     assert hub.count("GET", "Qwen3-0.6B-Q8_0.gguf") >= 1 and hub.count("GET", "Q4_K_M") == 0
     # now it is in the library: the row offers to load it instead of downloading again
-    qtbot.waitUntil(lambda: page.recommended_button("Qwen3 0.6B").text() == "Load now", timeout=5000)
+    qtbot.waitUntil(lambda: page.recommended_button("Qwen3 0.6B").text() == "Load now", timeout=30_000)
 
 
 def test_d29_library_name_column_is_never_squeezed_and_errors_are_an_icon(qtbot, page, tmp_path):
@@ -109,7 +109,7 @@ def test_d29_library_name_column_is_never_squeezed_and_errors_are_an_icon(qtbot,
     write_tiny_gguf(folder / "SmolLM2-135M-Instruct.Q4_1.gguf", chat_template=TEMPLATE)
     (folder / "truncated.gguf").write_bytes(b"GGUF\x03\x00")
     page.manager.library.add_folder(folder)
-    with qtbot.waitSignal(page.sig_library_done, timeout=20000):
+    with qtbot.waitSignal(page.sig_library_done, timeout=30_000):
         page.refresh_library()
     t = page.library_table
     for width in (1400, 520):  # 520: the page's share of an 800 x 600 window
@@ -154,20 +154,20 @@ def test_d31_files_already_in_the_library_are_marked_in_search_results(qtbot, pa
     )
     assert page.files_table.cellWidget(row, 5).text() == "Load now"
     before = hub.count("GET", "Qwen3-0.6B-Q8_0.gguf")
-    with qtbot.waitSignal(page.sig_load_requested, timeout=5000):
+    with qtbot.waitSignal(page.sig_load_requested, timeout=30_000):
         page.files_table.cellWidget(row, 5).click()  # loads; no second download
     assert hub.count("GET", "Qwen3-0.6B-Q8_0.gguf") == before
 
 
 def test_d33_remove_from_library_keeps_the_file_and_delete_defaults_to_cancel(qtbot, page, tmp_path):
     src = write_tiny_gguf(tmp_path / "mine.gguf", chat_template=TEMPLATE)
-    with qtbot.waitSignal(page.sig_library_done, timeout=20000):
+    with qtbot.waitSignal(page.sig_library_done, timeout=30_000):
         page.import_file(src)
     row = page.library_row("mine")
     assert page.delete_button(row).text() == "Delete file"
     assert page.remove_button(row).text() == "Remove"
     assert page.remove_button(row).toolTip().startswith("Remove from library")
-    with qtbot.waitSignal(page.sig_library_done, timeout=20000):
+    with qtbot.waitSignal(page.sig_library_done, timeout=30_000):
         page.remove_button(row).click()
     assert src.exists() and all(m.path != src for m in page._local)
     # the confirmation's default button is Cancel
@@ -220,12 +220,12 @@ def test_d32_download_indicator_and_quit_warning(qtbot, page, hub):
         if page.files_table.item(r, 0).text() == "Qwen3-0.6B-Q8_0"
     )
     page.files_table.cellWidget(row, 5).click()
-    qtbot.waitUntil(lambda: hub.held.is_set() and bool(page.running_downloads()), timeout=20000)
+    qtbot.waitUntil(lambda: hub.held.is_set() and bool(page.running_downloads()), timeout=30_000)
     assert seen and seen[-1] == 1
     asked = []
     page.confirm = lambda title, text: asked.append(text) or False
     assert page.confirm_quit() is False and "still downloading" in asked[0]
     hub.release.set()
-    qtbot.waitUntil(lambda: not page.running_downloads(), timeout=20000)
+    qtbot.waitUntil(lambda: not page.running_downloads(), timeout=30_000)
     assert page.confirm_quit() is True
     assert json.dumps(seen[-1]) == "0"

@@ -91,7 +91,7 @@ def test_exception_in_a_slot_is_logged_and_shown_with_the_log_path(qtbot, tmp_pa
     seen: list[str] = []
     _close_dialog_soon(seen)
     raiser.sig.emit()  # PySide6 reports the slot's exception through sys.excepthook
-    qtbot.waitUntil(lambda: bool(seen), timeout=10_000)
+    qtbot.waitUntil(lambda: bool(seen), timeout=30_000)
     assert str(log_path) in seen[0]
     assert "RuntimeError: boom in a slot" in seen[0]
     text = log_path.read_text(encoding="utf-8")
@@ -112,7 +112,7 @@ def test_exception_in_a_worker_thread_reaches_the_dialog_on_the_gui_thread(qtbot
     t = threading.Thread(target=work, name="engine-worker")
     t.start()
     t.join()
-    qtbot.waitUntil(lambda: bool(seen), timeout=10_000)
+    qtbot.waitUntil(lambda: bool(seen), timeout=30_000)
     assert "ValueError: bad thing in a worker" in seen[0] and str(log_path) in seen[0]
     assert "in thread engine-worker" in log_path.read_text(encoding="utf-8")
 
@@ -129,7 +129,7 @@ def test_single_instance_in_one_process_activates_the_window(qtbot, tmp_path):
         # the first one answers from its event loop, which this blocking call holds: only the
         # activation is checked here (the two-process test below checks the answer)
         QTimer.singleShot(0, lambda: second.activate_running(timeout_ms=100))
-        qtbot.waitUntil(lambda: first.activations == 1, timeout=10_000)
+        qtbot.waitUntil(lambda: first.activations == 1, timeout=30_000)
         assert not window.isMinimized()
     finally:
         first.close()
@@ -208,7 +208,7 @@ def test_dialog_is_not_stacked_when_errors_repeat(qtbot, tmp_path, restore_hooks
         raise OSError("first error")
     except OSError:
         runtime.handle_exception(*sys.exc_info())
-    qtbot.waitUntil(lambda: len(boxes) == 2, timeout=10_000)
+    qtbot.waitUntil(lambda: len(boxes) == 2, timeout=30_000)
     assert boxes[0] is boxes[1]  # still the first dialog; none stacked on top
     text = log_path.read_text("utf-8")
     assert "first error" in text and "second error while the dialog is open" in text

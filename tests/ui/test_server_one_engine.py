@@ -122,7 +122,7 @@ def test_a_window_turn_waits_behind_a_request_and_the_bound_counts_it(qtbot, mak
     release = hold(host)  # the engine is busy with a request of the server's
     w.compose.setPlainText("Are you there?")
     qtbot.keyClick(w.compose, Qt.Key.Key_Return)
-    qtbot.waitUntil(lambda: w.load_label.text() == "Waiting for the server's request…", timeout=10_000)
+    qtbot.waitUntil(lambda: w.load_label.text() == "Waiting for the server's request…", timeout=30_000)
     assert host.pending_owners() == ["window"]
 
     answers: list[httpx.Response] = []
@@ -130,7 +130,7 @@ def test_a_window_turn_waits_behind_a_request_and_the_bound_counts_it(qtbot, mak
         target=lambda: answers.append(httpx.post(url + "/v1/chat/completions", json=body, timeout=60))
     )
     queued.start()
-    qtbot.waitUntil(lambda: host.pending == 2, timeout=10_000)  # the window's turn plus one request
+    qtbot.waitUntil(lambda: host.pending == 2, timeout=30_000)  # the window's turn plus one request
     refused = httpx.post(url + "/v1/chat/completions", json=body, timeout=30)
     assert refused.status_code == 429 and int(refused.headers["Retry-After"]) >= 1
     assert "busy" in refused.json()["error"]["message"]
@@ -154,7 +154,7 @@ def test_a_request_for_another_model_swaps_it_and_the_window_follows(qtbot, make
     reply = _ask(_client(page), "beta")
     assert reply.model == "beta" and reply.choices[0].message.content
     assert host.loaded_paths == [beta.resolve()]  # one model at a time: alpha was closed for it
-    qtbot.waitUntil(lambda: Path(w.model_info.path).resolve() == beta.resolve(), timeout=10_000)
+    qtbot.waitUntil(lambda: Path(w.model_info.path).resolve() == beta.resolve(), timeout=30_000)
     assert any("loaded beta.gguf" in t for t in w.window_notice_texts())
     assert w.worker.model is host.model(beta)
     # the conversation goes on: its messages are kept in the session and in history
@@ -190,7 +190,7 @@ def test_two_loaded_models_keep_the_windows(qtbot, make_window, alpha, beta):
     assert w.worker.model is host.model(alpha)
     assert _ask(_client(page), "beta").model == "beta"
     assert host.loaded_paths == [beta.resolve()]
-    qtbot.waitUntil(lambda: Path(w.model_info.path).resolve() == beta.resolve(), timeout=10_000)
+    qtbot.waitUntil(lambda: Path(w.model_info.path).resolve() == beta.resolve(), timeout=30_000)
 
 
 def test_the_check_page_runs_on_the_windows_engine(qtbot, make_window, alpha, tmp_path):
@@ -210,7 +210,7 @@ def test_the_check_page_runs_on_the_windows_engine(qtbot, make_window, alpha, tm
     }
     with qtbot.waitSignal(page.sig_run_finished, timeout=60_000) as blocker:
         assert page.start(spec)
-    qtbot.waitUntil(lambda: not page.running, timeout=10_000)
+    qtbot.waitUntil(lambda: not page.running, timeout=30_000)
     total = blocker.args[0]["summary"]["total"]
     assert total >= 5
     assert host.jobs_run - before >= total + 1  # the load and every scenario were jobs of the host

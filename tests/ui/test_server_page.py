@@ -59,7 +59,7 @@ def test_start_log_rows_and_stop(qtbot, page):
     )
     assert r.status_code == 200
     httpx.get(url + "/v1/nothing-here", timeout=10)
-    qtbot.waitUntil(lambda: page.log_table.rowCount() == 2, timeout=10_000)
+    qtbot.waitUntil(lambda: page.log_table.rowCount() == 2, timeout=30_000)
     row = {LOG_COLUMNS[c]: page.log_table.item(0, c).text() for c in range(len(LOG_COLUMNS))}
     assert row["Method"] == "POST" and row["Path"] == "/v1/chat/completions" and row["Model"] == "loop-hermes"
     assert row["Tool calls"] == "1" and row["Status"] == "200" and "+" in row["Tokens"]

@@ -108,7 +108,7 @@ def test_h17_cancel_or_pause_of_a_stalled_download_is_immediate(hub, tmp_path, a
         p = q.wait(tid, 30)
         elapsed = time.monotonic() - start
         assert p.state == (DownloadState.CANCELLED if action == "cancel" else DownloadState.PAUSED)
-        assert elapsed < 5.0, elapsed  # before: the 30 s socket timeout
+        assert elapsed < 15.0, elapsed  # before: the 30 s socket timeout (generous: a busy machine)
     finally:
         hub.release.set()
         q.shutdown()
