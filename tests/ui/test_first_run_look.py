@@ -142,11 +142,11 @@ def test_d43_layout_works_at_800_by_600_and_side_panes_collapse(qtbot, make_wind
     w = make_window(None, settings=_settings())
     w.tool_dock.setVisible(True)
     w.resize(800, 600)
-    qtbot.waitUntil(lambda: w.width() <= 820, timeout=2000)
+    qtbot.waitUntil(lambda: w.width() <= 820, timeout=30_000)
     assert w.chat.width() >= 340  # the chat keeps a usable column with both panes open
     w.act_conversations.trigger()  # Ctrl+B: the conversation list collapses
     assert not w.conversations.isVisible()
-    qtbot.waitUntil(lambda: w.chat.width() >= 420, timeout=2000)  # the list's room goes to the chat
+    qtbot.waitUntil(lambda: w.chat.width() >= 420, timeout=30_000)  # the list's room goes to the chat
     w.show_models_page()  # the tool panel gives its room to the Models page, and comes back
     assert not w.tool_dock.isVisible()
     w.show_chat_page()
@@ -157,7 +157,7 @@ def test_d44_messages_sit_in_a_reading_column_of_bounded_width(qtbot, make_windo
     w = make_window(streaming_model, settings=_settings())
     w.resize(1600, 900)
     _send(qtbot, w, "a long line " * 30)
-    qtbot.waitUntil(lambda: w.chat.width() > 1000, timeout=2000)
+    qtbot.waitUntil(lambda: w.chat.width() > 1000, timeout=30_000)
     assert w.chat.column.width() <= ChatView.READING_WIDTH
     left = w.chat.column.mapTo(w.chat, w.chat.column.rect().topLeft()).x()
     right = w.chat.viewport().width() - (left + w.chat.column.width())

@@ -47,7 +47,7 @@ def _add(qtbot, w, name, url, key=""):
     dlg.set_values(name=name, url=url, kind="openai", mode="api", key=key)
     dlg.accept()
     assert dlg.result() == 1, dlg.error_label.text()
-    qtbot.waitUntil(lambda: name in w.remote_models, timeout=15_000)
+    qtbot.waitUntil(lambda: name in w.remote_models, timeout=30_000)
 
 
 def _auth_of_listings(server) -> list[str | None]:
@@ -75,7 +75,7 @@ def test_editing_changes_the_endpoint_and_keeps_the_key_until_a_new_one_is_typed
         dlg.mode_box.setCurrentIndex(dlg.mode_box.findData("auto"))
         dlg.accept()
         assert dlg.result() == 1, dlg.error_label.text()
-        qtbot.waitUntil(lambda: w.remote_models.get("Lab") == ["beta", "gamma"], timeout=15_000)
+        qtbot.waitUntil(lambda: w.remote_models.get("Lab") == ["beta", "gamma"], timeout=30_000)
         assert [(e.name, e.url, e.mode) for e in w.settings.remote] == [("Lab", second.url, "auto")]
         assert memory_keyring.store == {("callisto", "remote:Lab"): FIRST_KEY}  # kept: none was typed
         assert _auth_of_listings(second) == [f"Bearer {FIRST_KEY}"]  # and sent to the new endpoint
@@ -87,7 +87,7 @@ def test_editing_changes_the_endpoint_and_keeps_the_key_until_a_new_one_is_typed
         dlg.key_edit.setText(SECOND_KEY)
         dlg.accept()
         assert dlg.result() == 1
-        qtbot.waitUntil(lambda: len(_auth_of_listings(second)) == 2, timeout=15_000)
+        qtbot.waitUntil(lambda: len(_auth_of_listings(second)) == 2, timeout=30_000)
         assert memory_keyring.store == {("callisto", "remote:Lab"): SECOND_KEY}
         assert _auth_of_listings(second)[-1] == f"Bearer {SECOND_KEY}"
 
@@ -95,7 +95,7 @@ def test_editing_changes_the_endpoint_and_keeps_the_key_until_a_new_one_is_typed
         dlg.forget_key_box.setChecked(True)
         assert not dlg.key_edit.isEnabled()
         dlg.accept()
-        qtbot.waitUntil(lambda: len(_auth_of_listings(second)) == 3, timeout=15_000)
+        qtbot.waitUntil(lambda: len(_auth_of_listings(second)) == 3, timeout=30_000)
         assert memory_keyring.store == {} and _auth_of_listings(second)[-1] is None
 
         w.shutdown()
@@ -129,10 +129,10 @@ def test_the_model_in_use_goes_on_with_the_edited_endpoint(qtbot, make_window, m
         _add(qtbot, w, "Box", first.url)
         key = remote_key("Box", "same")
         assert w.load_remote(key)
-        qtbot.waitUntil(lambda: w.model_info is not None and w.model_info.path == key, timeout=15_000)
+        qtbot.waitUntil(lambda: w.model_info is not None and w.model_info.path == key, timeout=30_000)
         w.last_done = None
         assert w.send("Who are you?")
-        qtbot.waitUntil(lambda: w.last_done is not None, timeout=15_000)
+        qtbot.waitUntil(lambda: w.last_done is not None, timeout=30_000)
         assert "first box" in w.chat.current_assistant().text()
 
         dlg = w.open_provider_dialog("Box")
@@ -143,7 +143,7 @@ def test_the_model_in_use_goes_on_with_the_edited_endpoint(qtbot, make_window, m
         )
         w.last_done = None
         assert w.send("And now?")
-        qtbot.waitUntil(lambda: w.last_done is not None, timeout=15_000)
+        qtbot.waitUntil(lambda: w.last_done is not None, timeout=30_000)
         assert "second box" in w.chat.current_assistant().text()
         assert [r.path for r in first.requests if r.body is not None] == ["/v1/chat/completions"]
         conv = w.history.load_conversation(w.conversation_id)
@@ -197,7 +197,7 @@ def test_deleting_removes_the_key_and_the_models_and_the_chosen_model_can_no_lon
         _add(qtbot, w, "Kept box", kept.url, key=SECOND_KEY)
         key = remote_key("Gone box", "alpha")
         assert w.load_remote(key)
-        qtbot.waitUntil(lambda: w.model_info is not None and w.model_info.path == key, timeout=15_000)
+        qtbot.waitUntil(lambda: w.model_info is not None and w.model_info.path == key, timeout=30_000)
         assert w.send_button.isEnabled()
 
         manager = w.open_providers_dialog()
@@ -215,7 +215,7 @@ def test_deleting_removes_the_key_and_the_models_and_the_chosen_model_can_no_lon
 
         manager.delete_button.click()
         w.delete_box.button(QMessageBox.StandardButton.Yes).click()
-        qtbot.waitUntil(lambda: manager.names() == ["Kept box"], timeout=5_000)
+        qtbot.waitUntil(lambda: manager.names() == ["Kept box"], timeout=30_000)
         assert memory_keyring.store == {("callisto", "remote:Kept box"): SECOND_KEY}
         assert [e.name for e in w.settings.remote] == ["Kept box"] and "Gone box" not in w.remote_models
         texts = _picker_texts(w)
@@ -226,7 +226,7 @@ def test_deleting_removes_the_key_and_the_models_and_the_chosen_model_can_no_lon
         assert not w.send("Hello?") and w.conversation_id is None
 
         assert w.load_remote(remote_key("Kept box", "omega"))
-        qtbot.waitUntil(lambda: w.model_info.remote == "Kept box", timeout=15_000)
+        qtbot.waitUntil(lambda: w.model_info.remote == "Kept box", timeout=30_000)
         assert w.send_button.isEnabled()
         assert not any("Gone box" in t for t in _picker_texts(w))
         w.shutdown()

@@ -78,7 +78,7 @@ def _add_provider(qtbot, w, **values):
     dlg.set_values(**values)
     dlg.accept()
     assert dlg.result() == 1, dlg.error_label.text()
-    qtbot.waitUntil(lambda: values["name"] in w.remote_models, timeout=15_000)
+    qtbot.waitUntil(lambda: values["name"] in w.remote_models, timeout=30_000)
     return dlg
 
 
@@ -88,7 +88,7 @@ def _choose(qtbot, w, key):
     assert index >= 0, [picker.itemText(i) for i in range(picker.count())]
     picker.setCurrentIndex(index)
     picker.activated.emit(index)
-    qtbot.waitUntil(lambda: w.model_info is not None and w.model_info.path == key, timeout=15_000)
+    qtbot.waitUntil(lambda: w.model_info is not None and w.model_info.path == key, timeout=30_000)
 
 
 def _turn(qtbot, w, text=PROMPT, timeout=30_000):
@@ -218,9 +218,9 @@ def test_stop_cancels_the_remote_request_and_keeps_what_was_shown(qtbot, make_wi
         _choose(qtbot, w, remote_key("Slow", "slow"))
         w.last_done = None
         assert w.send("Talk for a long time.")
-        qtbot.waitUntil(lambda: "word" in (w.chat.current_assistant().text() or ""), timeout=15_000)
+        qtbot.waitUntil(lambda: "word" in (w.chat.current_assistant().text() or ""), timeout=30_000)
         w.stop()
-        qtbot.waitUntil(lambda: w.last_done is not None, timeout=15_000)
+        qtbot.waitUntil(lambda: w.last_done is not None, timeout=30_000)
         assert w.last_done.finish_reason == "cancelled"
         assert gone.wait(10), "the server still streams: the request was not closed"
         assert not w.busy and w.send_button.text() == "Send"
@@ -291,7 +291,7 @@ def test_an_endpoint_that_cannot_be_reached_is_a_banner_and_the_picker_keeps_wor
     dlg = w.open_provider_dialog()
     dlg.set_values(name="Gone", url=f"http://127.0.0.1:{port}", kind="openai", mode="api")
     dlg.accept()
-    qtbot.waitUntil(lambda: any("could not be listed" in t for t in w.window_notice_texts()), timeout=15_000)
+    qtbot.waitUntil(lambda: any("could not be listed" in t for t in w.window_notice_texts()), timeout=30_000)
     text = next(t for t in w.window_notice_texts() if "could not be listed" in t)
     assert text.startswith("The models of Gone could not be listed:") and f"127.0.0.1:{port}" in text
     assert "Gone" not in w.remote_models

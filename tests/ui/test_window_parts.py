@@ -32,11 +32,11 @@ def test_the_picker_and_the_models_page_share_one_library(qtbot, make_window, tm
     page = w.models_page()
     assert page.manager is w.model_manager and page.manager.library is w.library
     assert len(_libraries_over(w.library.manifest_path)) == 1
-    qtbot.waitUntil(lambda: w.tasks.pending == 0 and page.tasks.pending == 0, timeout=10_000)
+    qtbot.waitUntil(lambda: w.tasks.pending == 0 and page.tasks.pending == 0, timeout=30_000)
     assert page.library_table.rowCount() == 0
 
     model = write_tiny_gguf(tmp_path / "elsewhere" / "Picked-Here.gguf", chat_template="{{ messages }}")
-    with qtbot.waitSignal(w.sig_library_refreshed, timeout=15_000):
+    with qtbot.waitSignal(w.sig_library_refreshed, timeout=30_000):
         assert w.add_to_library(model)  # the model bar's import, in place
     assert page.library_row("Picked-Here") == 0  # the open Models page lists it, no Refresh pressed
     assert str(model) in [w.model_picker.itemData(i) for i in range(w.model_picker.count())]
@@ -80,9 +80,9 @@ def test_the_tool_format_notice_comes_from_the_core_alone(
     w = make_window(streaming_model, settings=s)  # ChatML without tools: "auto" finds no format
     w.last_done = None
     assert w.send("Hello")
-    qtbot.waitUntil(lambda: "abc" in (w.chat.current_assistant().text() or ""), timeout=15_000)
+    qtbot.waitUntil(lambda: "abc" in (w.chat.current_assistant().text() or ""), timeout=30_000)
     w.stop()
-    qtbot.waitUntil(lambda: w.last_done is not None, timeout=15_000)
+    qtbot.waitUntil(lambda: w.last_done is not None, timeout=30_000)
     assert [b.code for b in w.chat.current_assistant().banners] == notices
 
 
@@ -100,7 +100,7 @@ def test_the_in_window_server_lists_models_through_the_windows_one_library(qtbot
     s.server.port = port
     w = make_window(None, settings=s)
     model = write_tiny_gguf(tmp_path / "elsewhere" / "Served-Here.gguf", chat_template="{{ messages }}")
-    with qtbot.waitSignal(w.sig_library_refreshed, timeout=15_000):
+    with qtbot.waitSignal(w.sig_library_refreshed, timeout=30_000):
         assert w.add_to_library(model)
     page = w.show_page("server")
     assert page.start(), page.status.text()
