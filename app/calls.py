@@ -4,8 +4,9 @@ A call is parsed by a family's parser (``app.engine.formats``), dispatched by ``
 stored by ``app.storage`` and shown by ``app.ui`` as the same :class:`ToolCall`; what came of it
 is one :class:`ToolResult`. A call the parser saw but must not run (cut off by the token limit,
 or addressed to a tool that was not declared) is an :class:`IncompleteCall`: its raw text is kept
-so nothing the model wrote is lost. This module imports nothing from the application, so every
-package may depend on it.
+so nothing the model wrote is lost. The words of approvals (what the person answers, how a call
+came to run, what settings remember) are defined here too, once. This module imports nothing from
+the application, so every package may depend on it.
 """
 
 from __future__ import annotations
@@ -15,8 +16,16 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 __all__ = [
+    "APPROVAL_DECISIONS",
     "APPROVAL_OUTCOMES",
+    "APPROVAL_WORDS",
+    "DENIED_OUTCOMES",
+    "POLICY_DEFAULTS",
+    "ApprovalDecision",
     "ApprovalOutcome",
+    "PolicyDefault",
+    "outcome_of",
+    "read_decision",
     "IncompleteCall",
     "IncompleteReason",
     "TOOL_NAME",
@@ -40,9 +49,54 @@ def is_tool_name(name: object) -> bool:
     return isinstance(name, str) and bool(_TOOL_NAME_RE.match(name))
 
 
+# -- Approvals: the one vocabulary --------------------------------------------------------------
+# A side-effecting tool runs only when the policy allows it or the person allows it when asked.
+# Three families of words, each defined here only: what the person answers (a decision), how a call
+# came to run or not (an outcome, stored on every ToolResult), and what settings remember per
+# tool (a policy default).
+
+# What the person answers when asked (the approval dialog, the CLI prompt, any ApprovalHook).
+ApprovalDecision = Literal["allow_once", "always", "deny"]
+APPROVAL_DECISIONS: tuple[ApprovalDecision, ...] = ("allow_once", "always", "deny")
+
 # How a call came to run (or not): stored on every ToolResult and shown in the side panel.
 ApprovalOutcome = Literal["auto", "allowed_once", "always", "denied", "timeout"]
-APPROVAL_OUTCOMES: tuple[str, ...] = ("auto", "allowed_once", "always", "denied", "timeout")
+APPROVAL_OUTCOMES: tuple[ApprovalOutcome, ...] = ("auto", "allowed_once", "always", "denied", "timeout")
+# The outcomes of a call that did not run because no one allowed it.
+DENIED_OUTCOMES: tuple[ApprovalOutcome, ...] = ("denied", "timeout")
+
+# What settings remember per tool (``tools.approvals``): ask each time, or allow without asking.
+PolicyDefault = Literal["ask", "allow"]
+POLICY_DEFAULTS: tuple[PolicyDefault, ...] = ("ask", "allow")
+
+#: The outcomes in plain words (what the side panel says; the values above are internal).
+APPROVAL_WORDS: dict[ApprovalOutcome, str] = {
+    "auto": "not needed",
+    "always": "always allowed",
+    "allowed_once": "allowed once",
+    "denied": "denied by you",
+    "timeout": "no answer in time",
+}
+
+
+def read_decision(answer: object) -> ApprovalDecision | None:
+    """``answer`` as a decision, or None when it is not one (the caller treats that as a denial)."""
+    for decision in APPROVAL_DECISIONS:
+        if answer == decision:
+            return decision
+    return None
+
+
+def outcome_of(decision: ApprovalDecision) -> ApprovalOutcome:
+    """The outcome a call gets from the person's decision."""
+    return _OUTCOME_OF[decision]
+
+
+_OUTCOME_OF: dict[ApprovalDecision, ApprovalOutcome] = {
+    "allow_once": "allowed_once",
+    "always": "always",
+    "deny": "denied",
+}
 
 # Why a call the parser saw is not a call to run.
 IncompleteReason = Literal["truncated", "undeclared"]

@@ -234,7 +234,16 @@ def _inspect(args: argparse.Namespace) -> int:
 
 
 def _approval_hook(allow_all: bool):
-    def hook(request) -> str:
+    from app.calls import ApprovalDecision  # the one vocabulary of approvals
+
+    typed: dict[str, ApprovalDecision] = {
+        "y": "allow_once",
+        "yes": "allow_once",
+        "a": "always",
+        "always": "always",
+    }
+
+    def hook(request) -> ApprovalDecision:
         if allow_all:
             return "allow_once"
         if not sys.stdin.isatty():
@@ -242,7 +251,7 @@ def _approval_hook(allow_all: bool):
             return "deny"
         _err(f"[approval] {request.tool_name} wants to run with {request.arguments_text}")
         answer = input("Allow? [y/N/a(lways)] ").strip().lower()
-        return {"y": "allow_once", "yes": "allow_once", "a": "always", "always": "always"}.get(answer, "deny")
+        return typed.get(answer, "deny")
 
     return hook
 

@@ -33,7 +33,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from app.calls import APPROVAL_OUTCOMES, ToolCall, ToolResult
+from app.calls import APPROVAL_OUTCOMES, IncompleteCall, ToolCall, ToolResult
 from app.storage.paths import history_path
 
 __all__ = [
@@ -47,6 +47,7 @@ __all__ = [
     "HistoryNotice",
     "MessageNotFound",
     "MessageRecord",
+    "StoredNotice",
     "StoredToolCall",
     "TurnMessage",
     "apply_migrations",
@@ -115,6 +116,15 @@ class StoredToolCall:
         )
 
 
+@dataclass(frozen=True, slots=True)
+class StoredNotice:
+    """A notice shown above a reply (a banner): its code, its words, the setting its link opens."""
+
+    code: str
+    message: str = ""
+    setting: str | None = None
+
+
 @dataclass(frozen=True)
 class TurnMessage:
     """One message of a finished turn, as :meth:`History.record_turn` stores it."""
@@ -155,6 +165,21 @@ class MessageRecord:
         d = asdict(self)
         d["tool_calls"] = [tc.to_dict() for tc in self.tool_calls]
         return d
+
+    @property
+    def shown_notices(self) -> list[StoredNotice]:
+        """The notices shown above this reply (``notices``, typed)."""
+        return [
+            StoredNotice(str(n.get("code") or ""), str(n.get("message") or ""), n.get("setting") or None)
+            for n in self.notices
+            if isinstance(n, dict)
+        ]
+
+    @property
+    def incomplete_calls(self) -> list[IncompleteCall]:
+        """The calls the model wrote in this reply that were not run (cut off, or undeclared)."""
+        stored = self.extra.get("incomplete_calls") or []
+        return [IncompleteCall.from_dict(c) for c in stored if isinstance(c, dict)]
 
     def to_chat_dict(self) -> dict[str, Any]:
         """The message as the chat loop's ``Message.from_dict`` expects (role, content, ...)."""

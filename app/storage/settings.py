@@ -27,6 +27,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from app.calls import PolicyDefault
 from app.storage.atomic import AtomicWriteError, atomic_write_text
 from app.storage.paths import settings_path
 
@@ -57,7 +58,7 @@ __all__ = [
 
 SCHEMA_VERSION = 2
 
-ApprovalDefault = Literal["ask", "allow"]
+ApprovalDefault = PolicyDefault  # a tool's remembered approval: the one vocabulary is app.calls's
 #: What happens when a conversation no longer fits the context (``app.engine.context.POLICIES``).
 ContextPolicy = Literal["stop", "drop_oldest", "truncate_middle"]
 Theme = Literal["system", "light", "dark"]

@@ -13,12 +13,12 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Any
 
+from app.calls import POLICY_DEFAULTS, PolicyDefault, outcome_of, read_decision
 from app.tools.cancel import CallControl, ToolCancelled, run_under
 from app.tools.registry import ToolRegistry
 from app.tools.types import (
-    ApprovalDecision,
     ApprovalOutcome,
     ApprovalRequest,
     Tool,
@@ -35,7 +35,6 @@ __all__ = [
     "DEFAULT_RESULT_BUDGET",
     "DEFAULT_TOOL_TIMEOUT_S",
     "Dispatcher",
-    "PolicyDefault",
 ]
 
 log = logging.getLogger(__name__)
@@ -44,11 +43,9 @@ DEFAULT_TOOL_TIMEOUT_S = 30.0
 DEFAULT_APPROVAL_TIMEOUT_S = 300.0
 DEFAULT_RESULT_BUDGET = 8000  # characters the model reads back from one call
 
-# A callable taking the request and returning a decision, or an awaitable of one.
+# A callable taking the request and returning a decision (app.calls.ApprovalDecision), or an
+# awaitable of one.
 ApprovalHook = Callable[[ApprovalRequest], Any]
-# The one vocabulary of a remembered approval, as settings store it (tools.approvals).
-PolicyDefault = Literal["ask", "allow"]
-_DECISIONS = ("allow_once", "always", "deny")
 
 
 class ApprovalPolicy:
@@ -68,14 +65,10 @@ class ApprovalPolicy:
             self.set_default(name, value)
 
     def set_default(self, tool_name: str, value: PolicyDefault) -> None:
-        if value not in ("ask", "allow"):
+        if value not in POLICY_DEFAULTS:
             raise ValueError(f"Approval default for {tool_name!r} must be 'ask' or 'allow', got {value!r}")
         with self._lock:
             self._defaults[tool_name] = value
-
-    def default_for(self, tool_name: str) -> PolicyDefault:
-        with self._lock:
-            return self._defaults.get(tool_name, "ask")
 
     def defaults(self) -> dict[str, PolicyDefault]:
         with self._lock:
@@ -246,15 +239,16 @@ class Dispatcher:
 
         outcome: ApprovalOutcome = "auto"
         if tool.side_effects:
-            outcome = self._approve(call, tool, arguments)
+            asked = self._approve(call, tool, arguments)
             start = time.monotonic()  # the call's duration is its run, not the wait for the user's answer
-            if outcome == "unavailable":
+            if asked is None:
                 return self._result(
                     call,
                     start,
                     approval="denied",
                     error=f"'{tool.name}' needs the user's approval and no one can be asked here, so it did not run.",
                 )
+            outcome = asked
             if outcome == "denied":
                 return self._result(
                     call, start, approval=outcome, error=f"The user denied permission to run '{tool.name}'."
@@ -269,11 +263,12 @@ class Dispatcher:
 
         return self._run(call, tool, arguments, outcome, start)
 
-    def _approve(self, call: ToolCall, tool: Tool, arguments: dict[str, Any]) -> ApprovalOutcome:
+    def _approve(self, call: ToolCall, tool: Tool, arguments: dict[str, Any]) -> ApprovalOutcome | None:
+        """How the call may run; None when it needs an answer and no one can be asked."""
         if self.policy.is_preapproved(tool.name):
             return "always"
         if self.approval is None:
-            return "unavailable"  # type: ignore[return-value]
+            return None
         request = ApprovalRequest(
             call_id=call.id,
             tool_name=tool.name,
@@ -292,15 +287,13 @@ class Dispatcher:
         if error is not None:
             log.warning("approval hook raised %r for %s: treated as deny", error, tool.name)
             return "denied"
-        decision: ApprovalDecision | None = answer if answer in _DECISIONS else None
-        if decision == "always":
-            self.policy.allow_for_session(tool.name)
-            return "always"
-        if decision == "allow_once":
-            return "allowed_once"
+        decision = read_decision(answer)
         if decision is None:
             log.warning("approval hook returned %r for %s: treated as deny", answer, tool.name)
-        return "denied"
+            return "denied"
+        if decision == "always":
+            self.policy.allow_for_session(tool.name)
+        return outcome_of(decision)
 
     def _run(
         self, call: ToolCall, tool: Tool, arguments: dict[str, Any], outcome: ApprovalOutcome, start: float

@@ -9,9 +9,10 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
-from app.calls import APPROVAL_OUTCOMES, ApprovalOutcome, ToolCall, ToolResult
+# The approvals' words are app.calls's (one vocabulary); the tools' API names them here too.
+from app.calls import APPROVAL_OUTCOMES, ApprovalDecision, ApprovalOutcome, ToolCall, ToolResult
 
 __all__ = [
     "APPROVAL_OUTCOMES",
@@ -22,10 +23,23 @@ __all__ = [
     "ToolCall",
     "ToolError",
     "ToolResult",
+    "pretty_json",
 ]
 
-# What the user answered in the approval dialog.
-ApprovalDecision = Literal["allow_once", "always", "deny"]
+
+def pretty_json(value: Any) -> str:
+    """``value`` as indented JSON for a person to read (the one pretty-printer of arguments and
+    results): a string holding JSON is shown parsed, other text as it is, and what JSON cannot
+    hold through ``str``."""
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return value
+    try:
+        return json.dumps(value, indent=2, ensure_ascii=False, default=str)
+    except (TypeError, ValueError):
+        return repr(value)
 
 
 class ToolError(Exception):
@@ -83,4 +97,4 @@ class ApprovalRequest:
     @property
     def arguments_text(self) -> str:
         """The arguments as indented JSON, for display."""
-        return json.dumps(self.arguments, indent=2, ensure_ascii=False, default=str)
+        return pretty_json(self.arguments)

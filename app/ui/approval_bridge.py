@@ -14,11 +14,10 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
+from app.calls import ApprovalDecision, read_decision
 from app.tools.types import ApprovalRequest
 
-__all__ = ["DECISIONS", "ApprovalBridge"]
-
-DECISIONS = ("allow_once", "always", "deny")
+__all__ = ["ApprovalBridge"]
 
 
 class ApprovalBridge:
@@ -28,8 +27,8 @@ class ApprovalBridge:
         self._lock = threading.Lock()
         self._waits: dict[str, tuple[threading.Event, list[str]]] = {}
 
-    def ask(self, request: ApprovalRequest, *, refuse: bool = False) -> str:
-        """The person's decision (one of ``DECISIONS``); ``refuse``: deny without asking."""
+    def ask(self, request: ApprovalRequest, *, refuse: bool = False) -> ApprovalDecision:
+        """The person's decision; ``refuse``: deny without asking."""
         if refuse:
             return "deny"
         ev = threading.Event()
@@ -40,19 +39,20 @@ class ApprovalBridge:
             self.show(request)
             if not ev.wait(request.timeout_s or self.default_timeout_s) or not answer:
                 return "deny"
-            return answer[0] if answer[0] in DECISIONS else "deny"
+            return read_decision(answer[0]) or "deny"
         finally:
             with self._lock:
                 self._waits.pop(request.call_id, None)
 
     def answer(self, call_id: str, decision: str) -> None:
+        """The person's answer (anything but a decision counts as a denial)."""
         with self._lock:
             waiter = self._waits.get(call_id)
         if waiter is not None:
             waiter[1].append(decision)
             waiter[0].set()
 
-    def release(self, decision: str = "deny") -> None:
+    def release(self, decision: ApprovalDecision = "deny") -> None:
         """Answer every pending request with ``decision`` (a cancel or shutdown)."""
         with self._lock:
             waits = list(self._waits.values())

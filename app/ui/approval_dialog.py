@@ -7,13 +7,15 @@ exact arguments below it, and a countdown to the automatic Deny.
 
 from __future__ import annotations
 
-import json
 import time
 from typing import Any
 
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtGui import QFont
 from PySide6.QtWidgets import QDialog, QHBoxLayout, QLabel, QPlainTextEdit, QPushButton, QVBoxLayout, QWidget
+
+from app.calls import ApprovalDecision
+from app.tools.types import pretty_json
 
 __all__ = ["ApprovalDialog", "write_target"]
 
@@ -67,7 +69,7 @@ class ApprovalDialog(QDialog):
         self.request = request
         self.call_id = str(getattr(request, "call_id", ""))
         self.tool_name = str(getattr(request, "tool_name", getattr(request, "name", "tool")))
-        self.decision = "deny"
+        self.decision: ApprovalDecision = "deny"
         self.target_path = ""
         self.setWindowTitle(f"Allow {self.tool_name}?")
         self.setModal(True)
@@ -111,7 +113,7 @@ class ApprovalDialog(QDialog):
         self.args_view.setFont(QFont("monospace"))
         args_text = getattr(request, "arguments_text", None)
         if not isinstance(args_text, str):
-            args_text = json.dumps(arguments, indent=2, ensure_ascii=False, default=str)
+            args_text = pretty_json(arguments)
         self.args_view.setPlainText(args_text)
         lay.addWidget(self.args_view, 1)
         timeout = getattr(request, "timeout_s", None)
@@ -132,7 +134,12 @@ class ApprovalDialog(QDialog):
         self.btn_always = QPushButton("Always allow")
         self.btn_once = QPushButton("Allow once")
         self.btn_once.setDefault(True)
-        for b, dec in ((self.btn_deny, "deny"), (self.btn_always, "always"), (self.btn_once, "allow_once")):
+        answers: tuple[tuple[QPushButton, ApprovalDecision], ...] = (
+            (self.btn_deny, "deny"),
+            (self.btn_always, "always"),
+            (self.btn_once, "allow_once"),
+        )
+        for b, dec in answers:
             b.clicked.connect(lambda _=False, d=dec: self._answer(d))
             row.addWidget(b)
         lay.addLayout(row)
@@ -151,7 +158,7 @@ class ApprovalDialog(QDialog):
             self._tick_timer.stop()
             self.reject()
 
-    def _answer(self, decision: str) -> None:
+    def _answer(self, decision: ApprovalDecision) -> None:
         self.decision = decision
         if decision == "deny":
             self.reject()

@@ -1,11 +1,12 @@
-"""The tool-call side panel: every call of the conversation, in order, with its details."""
+"""The tool-call side panel: every call of the conversation, in order, with its details.
+
+Each row shows a :class:`~app.ui.call_view.CallView`, the shape the card inline in the reply shows
+too (one ``status`` rule for both).
+"""
 
 from __future__ import annotations
 
 import html
-import json
-from dataclasses import dataclass
-from typing import Any
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
@@ -17,53 +18,11 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-__all__ = ["APPROVAL_WORDS", "ToolCallEntry", "ToolCallPanel"]
+from app.calls import APPROVAL_WORDS
+from app.tools.types import pretty_json
+from app.ui.call_view import CallView, call_summary, format_duration
 
-
-@dataclass
-class ToolCallEntry:
-    call_id: str
-    name: str
-    arguments: Any
-    raw: str = ""
-    result: str | None = None
-    error: str | None = None
-    duration_s: float | None = None
-    approval: str | None = None
-    finished: bool = False
-    constrained: str | None = None  # the constraint that held the call while it was decoded, or None (free)
-    parser: str | None = None  # which parser read the call (``DoneEvent.extra["call_parsers"]``), or None
-
-    @property
-    def status(self) -> str:
-        if not self.finished:
-            return "running"
-        if self.error is not None:
-            return "denied" if self.approval in ("denied", "timeout", "deny") else "error"
-        return "ok"
-
-
-#: The approval outcomes in plain words (the dispatcher's values are internal).
-APPROVAL_WORDS = {
-    "auto": "not needed",
-    "always": "always allowed",
-    "allowed_once": "allowed once",
-    "denied": "denied by you",
-    "deny": "denied by you",
-    "timeout": "no answer in time",
-}
-
-
-def _pretty(value: Any) -> str:
-    if isinstance(value, str):
-        try:
-            value = json.loads(value)
-        except ValueError:
-            return value
-    try:
-        return json.dumps(value, indent=2, ensure_ascii=False, default=str)
-    except (TypeError, ValueError):
-        return repr(value)
+__all__ = ["ToolCallPanel"]
 
 
 class ToolCallPanel(QWidget):
@@ -89,7 +48,7 @@ class ToolCallPanel(QWidget):
         split.addWidget(self.detail)
         split.setSizes([160, 400])
         lay.addWidget(split, 1)
-        self.entries: dict[str, ToolCallEntry] = {}
+        self.entries: dict[str, CallView] = {}  # call id -> what the panel shows of it
         self._show_empty()
 
     def _show_empty(self) -> None:
@@ -105,19 +64,20 @@ class ToolCallPanel(QWidget):
         self.entries = {}
         self._show_empty()
 
-    def add_call(
-        self, call_id: str, name: str, arguments: Any, raw: str = "", *, constrained: str | None = None
-    ) -> ToolCallEntry:
-        e = self.entries.get(call_id)
-        if e is None:
-            e = ToolCallEntry(call_id, name, arguments, raw, constrained=constrained)
-            self.entries[call_id] = e
+    def show_call(self, view: CallView) -> None:
+        """Show ``view``: a new call is added and selected (the newest call is the one shown); a call
+        already listed is shown as ``view`` now tells it (finished, or read by a named parser)."""
+        call_id = view.call.id
+        known = call_id in self.entries
+        self.entries[call_id] = view
+        if not known:
             item = QListWidgetItem()
             item.setData(Qt.ItemDataRole.UserRole, call_id)
             self.list.addItem(item)
-            self.list.setCurrentItem(item)  # the newest call is the one shown
+            self.list.setCurrentItem(item)
         self._refresh_item(call_id)
-        return e
+        if known and self.selected_call_id() == call_id:
+            self._render(view)
 
     def remove_call(self, call_id: str) -> None:
         """Forget a call of a reply that was thrown away (regenerated, or edited away)."""
@@ -128,35 +88,6 @@ class ToolCallPanel(QWidget):
         if not self.entries:
             self._show_empty()
 
-    def finish_call(
-        self,
-        call_id: str,
-        name: str,
-        arguments: Any,
-        raw: str,
-        result: str | None,
-        error: str | None,
-        duration_s: float | None,
-        approval: str | None,
-    ) -> ToolCallEntry:
-        e = self.add_call(call_id, name, arguments, raw)
-        e.raw = raw or e.raw
-        e.result, e.error, e.duration_s, e.approval, e.finished = result, error, duration_s, approval, True
-        self._refresh_item(call_id)
-        if self.selected_call_id() == call_id:
-            self._render(e)
-        return e
-
-    def set_parser(self, call_id: str, parser: str) -> bool:
-        """Say which parser read the call (``api:openai``, ``callisto:hermes``...); False if unknown."""
-        e = self.entries.get(call_id)
-        if e is None:
-            return False
-        e.parser = parser
-        if self.selected_call_id() == call_id:
-            self._render(e)
-        return True
-
     def _item(self, call_id: str) -> QListWidgetItem | None:
         for i in range(self.list.count()):
             it = self.list.item(i)
@@ -165,15 +96,15 @@ class ToolCallPanel(QWidget):
         return None
 
     def _refresh_item(self, call_id: str) -> None:
-        e, it = self.entries[call_id], self._item(call_id)
+        view, it = self.entries[call_id], self._item(call_id)
         if it is None:
             return
-        from app.ui.chat_view import call_summary, format_duration
-
-        mark = {"running": "…", "ok": "✓", "error": "✗", "denied": "✗"}[e.status]
-        dur = f" · {format_duration(e.duration_s)}" if e.duration_s is not None else ""
-        it.setText(f"{mark} {call_summary(e.name, e.arguments, 36)}{dur}")
-        it.setToolTip(f"{e.name} — {e.status}{dur}")
+        mark = {"running": "…", "ok": "✓", "error": "✗", "denied": "✗"}[view.status]
+        outcome = view.outcome
+        took = outcome.duration_s if outcome is not None else None
+        dur = f" · {format_duration(took)}" if took else ""
+        it.setText(f"{mark} {call_summary(view.call, 36)}{dur}")
+        it.setToolTip(f"{view.call.name} — {view.status}{dur}")
 
     def select_call(self, call_id: str) -> bool:
         it = self._item(call_id)
@@ -191,42 +122,48 @@ class ToolCallPanel(QWidget):
         if cur is None:
             return
         cid = cur.data(Qt.ItemDataRole.UserRole)
-        entry = self.entries.get(cid)
-        if entry is None:
+        view = self.entries.get(cid)
+        if view is None:
             return
-        self._render(entry)
+        self._render(view)
         self.sig_selected.emit(cid)
 
     def detail_text(self) -> str:
         return self.detail.toPlainText()
 
-    def _render(self, e: ToolCallEntry) -> None:
+    def _render(self, view: CallView) -> None:
         def pre(s: str) -> str:
             return f'<pre style="white-space:pre-wrap;margin:2px 0 8px 0;">{html.escape(s)}</pre>'
 
+        call, outcome = view.call, view.outcome
+        approval = APPROVAL_WORDS.get(outcome.approval, outcome.approval) if outcome is not None else "—"
         rows = [
-            f"<h3 style='margin:2px 0;'>{html.escape(e.name)}</h3>",
-            f"<p><b>Status:</b> {e.status}"
-            + (f" &nbsp; <b>Time:</b> {e.duration_s * 1000:.1f} ms" if e.duration_s is not None else "")
-            + f" &nbsp; <b>Approval:</b> {html.escape(APPROVAL_WORDS.get(e.approval or '', e.approval or '—'))}"
+            f"<h3 style='margin:2px 0;'>{html.escape(call.name)}</h3>",
+            f"<p><b>Status:</b> {view.status}"
+            + (
+                f" &nbsp; <b>Time:</b> {outcome.duration_s * 1000:.1f} ms"
+                if outcome is not None and outcome.duration_s
+                else ""
+            )
+            + f" &nbsp; <b>Approval:</b> {html.escape(approval)}"
             + "</p>",
             "<p><b>Decoding:</b> "
             + (
-                f"held to its schema ({html.escape(e.constrained)})"
-                if e.constrained
+                f"held to its schema ({html.escape(view.constrained)})"
+                if view.constrained
                 else "free (parsed after the fact)"
             )
             + "</p>",
             "<p><b>Arguments</b></p>",
-            pre(_pretty(e.arguments)),
+            pre(pretty_json(call.arguments)),
         ]
-        if e.parser:
-            from app.ui.remote_models import parser_words
+        if view.parser:
+            from app.engine.remote.keys import parser_words
 
-            rows.insert(3, f"<p><b>Read by:</b> {html.escape(parser_words(e.parser) or e.parser)}</p>")
-        if e.error is not None:
-            rows += ["<p><b>Error</b></p>", pre(e.error)]
-        elif e.result is not None:
-            rows += ["<p><b>Result</b></p>", pre(_pretty(e.result))]
-        rows += ["<p><b>Raw text the model wrote</b></p>", pre(e.raw or "(not available)")]
+            rows.insert(3, f"<p><b>Read by:</b> {html.escape(parser_words(view.parser) or view.parser)}</p>")
+        if outcome is not None and outcome.error is not None:
+            rows += ["<p><b>Error</b></p>", pre(outcome.error)]
+        elif outcome is not None and outcome.content is not None:
+            rows += ["<p><b>Result</b></p>", pre(pretty_json(outcome.content))]
+        rows += ["<p><b>Raw text the model wrote</b></p>", pre(call.raw or "(not available)")]
         self.detail.setHtml("".join(rows))

@@ -8,9 +8,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from app.engine.events import DoneEvent, NoticeEvent, ToolCallFinishedEvent, ToolCallStartedEvent
+from app.engine.events import (
+    DoneEvent,
+    NoticeEvent,
+    ToolCallFinishedEvent,
+    ToolCallIncomplete,
+    ToolCallStartedEvent,
+)
 from app.tools.builtins import FILE_TOOL_NAMES
 from app.ui.approval_dialog import ApprovalDialog
+from app.ui.call_view import CallView
 
 if TYPE_CHECKING:
     from PySide6.QtWidgets import (
@@ -21,7 +28,7 @@ if TYPE_CHECKING:
         QWidget,
     )
 
-    from app.ui.chat_view import AssistantMessage, ChatView, ComposeEdit
+    from app.ui.chat import AssistantMessage, ChatView, ComposeEdit
     from app.ui.tool_choice import ToolChoiceBox
     from app.ui.tool_panel import ToolCallPanel
     from app.ui.worker import EngineConfig, EngineWorker, ModelInfo
@@ -39,7 +46,7 @@ def reply_stats(ev: DoneEvent) -> str:
         parts.append(f"{ev.generated_tokens:,} tokens")
     if ev.tokens_per_s is not None:
         parts.append(f"{ev.tokens_per_s:.1f} tok/s")
-    elapsed = ev.extra.get("elapsed_s") if ev.extra else None
+    elapsed = ev.elapsed_s
     if elapsed is None and ev.tokens_per_s and ev.generated_tokens:
         elapsed = (ev.ttft_s or 0.0) + ev.generated_tokens / ev.tokens_per_s
     if elapsed is not None:
@@ -94,7 +101,7 @@ class ChatMixin:
         from PySide6.QtCore import Qt
         from PySide6.QtWidgets import QHBoxLayout, QPushButton, QVBoxLayout, QWidget
 
-        from app.ui.chat_view import ChatView, ComposeEdit
+        from app.ui.chat import ChatView, ComposeEdit
         from app.ui.tool_choice import ToolChoiceBox
 
         page = QWidget()
@@ -223,7 +230,7 @@ class ChatMixin:
         self.apply_settings(s)
 
     def _drop_panel_calls(self, reply: AssistantMessage) -> None:
-        for call_id in list(reply.chips):
+        for call_id in list(reply.cards):
             self.tool_panel.remove_call(call_id)
 
     def _set_busy(self, busy: bool) -> None:
@@ -259,34 +266,28 @@ class ChatMixin:
     def _on_worker_reasoning(self, text: str) -> None:
         self.chat.append_reasoning(text)
 
+    def _show_call(self, view: CallView) -> None:
+        """The one place a call is shown: its card in the reply and its row in the side panel."""
+        self.chat.show_call(view)
+        self.tool_panel.show_call(view)
+
     def _on_worker_tool_call_started(self, ev: ToolCallStartedEvent) -> None:
-        self.chat.add_tool_call(ev.call_id, ev.name, ev.arguments, ev.raw)
-        self.tool_panel.add_call(ev.call_id, ev.name, ev.arguments, ev.raw, constrained=ev.constrained)
+        self._show_call(CallView.from_event(ev))
 
     def _on_worker_tool_call_finished(self, ev: ToolCallFinishedEvent) -> None:
-        if self.chat.find_chip(ev.call_id) is None:
-            self.chat.add_tool_call(ev.call_id, ev.name, ev.arguments, ev.raw)
-        self.chat.finish_tool_call(
-            ev.call_id,
-            ev.error is None,
-            ev.approval,
-            result=ev.result,
-            error=ev.error,
-            duration_s=ev.duration_s,
-        )
-        self.tool_panel.finish_call(
-            ev.call_id, ev.name, ev.arguments, ev.raw, ev.result, ev.error, ev.duration_s, ev.approval
-        )
-        if ev.error is not None and ev.name in FILE_TOOL_NAMES and not self.settings.tools.workspace:
-            card = self.chat.find_card(ev.call_id)
+        known = self.tool_panel.entries.get(ev.call.id)
+        view = known.finished(ev.outcome) if known is not None else CallView.from_event(ev)
+        self._show_call(view)
+        if not ev.outcome.ok and ev.call.name in FILE_TOOL_NAMES and not self.settings.tools.workspace:
+            card = self.chat.find_card(ev.call.id)
             if card is not None:  # the file tools exist only with a workspace folder: say where to set it
                 card.set_fix(
                     "Set a workspace folder to enable the file tools…",
                     lambda: self.open_settings("tools.workspace"),
                 )
 
-    def _on_worker_tool_call_incomplete(self, ev: Any) -> None:
-        self.chat.add_incomplete_call(ev.call.name, ev.call.raw, ev.call.reason)
+    def _on_worker_tool_call_incomplete(self, ev: ToolCallIncomplete) -> None:
+        self.chat.add_incomplete_call(ev.call)
 
     def _on_worker_notice(self, ev: NoticeEvent) -> None:
         if ev.code in self.settings.window.dismissed:
@@ -306,15 +307,17 @@ class ChatMixin:
 
     def _on_worker_done(self, ev: DoneEvent) -> None:
         self.last_done = ev
-        for call_id, parser in ((ev.extra or {}).get("call_parsers") or {}).items():
-            self.tool_panel.set_parser(call_id, parser)  # which parser read each call (remote engines)
+        for call_id, parser in ev.call_parsers.items():  # which parser read each call (remote engines)
+            known = self.tool_panel.entries.get(call_id)
+            if known is not None:
+                self._show_call(known.read_by(parser))
         status = {"cancelled": "cancelled", "error": "error", "length": "length"}.get(
             ev.finish_reason, "done"
         )
         reply = self.chat.current_assistant()
         self.chat.end_assistant(status)
         if reply is not None:
-            if ev.finish_reason == "error" and ev.extra.get("context_full"):
+            if ev.finish_reason == "error" and ev.context_full is not None:
                 self.compose.setPlainText(self._pending_text or "")  # nothing typed is lost
                 reply.set_error(
                     ev.error or "This conversation is full.",

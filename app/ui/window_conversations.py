@@ -9,8 +9,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from app.ui.call_view import CallView
+
 if TYPE_CHECKING:
-    from app.ui.chat_view import ChatView, ComposeEdit
+    from app.ui.chat import ChatView, ComposeEdit
     from app.ui.conversation_list import ConversationList
     from app.ui.tool_panel import ToolCallPanel
     from app.ui.worker import EngineConfig, EngineWorker, ModelInfo
@@ -118,38 +120,23 @@ class ConversationsMixin:
                 if current is None:
                     current = self.chat.begin_assistant()
                 if m.role == "assistant":
-                    for n in m.notices or []:  # the banners shown above it
-                        self.chat.add_notice(n.get("code", ""), n.get("message", ""), n.get("setting"))
+                    for n in m.shown_notices:  # the banners shown above it
+                        self.chat.add_notice(n.code, n.message, n.setting)
                     if m.reasoning:
                         current.append_reasoning(m.reasoning)
                     if m.content:
                         current.append_text(m.content)
-                    for inc in m.extra.get("incomplete_calls") or []:  # cut off or undeclared, not run
-                        current.add_incomplete(
-                            inc.get("name"), inc.get("raw") or "", inc.get("reason") or "truncated"
-                        )
+                    for inc in m.incomplete_calls:  # cut off or undeclared, not run
+                        current.add_incomplete(inc)
                     for tc in m.tool_calls:
-                        chip = current.add_chip(tc.call_id, tc.name, tc.arguments, tc.raw)
-                        self.tool_panel.add_call(tc.call_id, tc.name, tc.arguments, tc.raw)
-                        if tc.result is not None or tc.error is not None:
-                            self.tool_panel.finish_call(
-                                tc.call_id,
-                                tc.name,
-                                tc.arguments,
-                                tc.raw,
-                                tc.result,
-                                tc.error,
-                                tc.duration_s,
-                                tc.approval,
-                            )
-                            chip.set_finished(tc.error is None, tc.approval)
-                            current.cards[tc.call_id].set_outcome(tc.result, tc.error, tc.duration_s)
+                        view = CallView.from_stored(tc)
+                        current.add_card(view)
+                        self.tool_panel.show_call(view)
                     current.flush()
                     current.set_status("done" if m.status == "complete" else m.status)
                     if m.status == "error" and m.error:
                         current.set_error(f"The reply failed: {m.error}")
-        dicts = [m.to_chat_dict() for m in conv.messages if m.role in ("user", "assistant", "tool", "system")]
-        self.worker.open_conversation(cid, dicts)
+        self.worker.open_conversation(cid, conv.messages)
         self.show_chat_page()
 
     def _ensure_conversation(self, first_text: str) -> int:

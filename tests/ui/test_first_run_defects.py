@@ -71,9 +71,9 @@ def test_d2_leaving_a_conversation_with_an_older_call_selected_raises_nothing(qt
     _send(qtbot, w, "And again?")
     assert w.tool_panel.list.count() == 2
     # click the first reply's chip: the panel opens with that (older) call selected
-    first_chip = next(iter(w.chat.assistant_messages()[0].chips.values()))
+    first_chip = next(iter(w.chat.assistant_messages()[0].cards.values())).chip
     qtbot.mouseClick(first_chip, Qt.MouseButton.LeftButton)
-    assert w.tool_panel.selected_call_id() == first_chip.call_id
+    assert w.tool_panel.selected_call_id() == first_chip.view.call.id
     # Ctrl+N: pytest-qt fails the test if a slot raises (the KeyError of the review)
     qtbot.keySequence(w, QKeySequence("Ctrl+N"))
     assert w.tool_panel.list.count() == 0 and w.tool_panel.entries == {}
@@ -206,7 +206,7 @@ def test_d5_regenerated_reply_drops_its_calls_from_the_panel(qtbot, make_window,
     old = set(w.tool_panel.entries)
     with qtbot.waitSignal(w.sig_turn_done, timeout=DONE_TIMEOUT):
         qtbot.mouseClick(w.chat.current_assistant().btn_regen, Qt.MouseButton.LeftButton)
-    visible = {cid for m in w.chat.assistant_messages() for cid in m.chips}
+    visible = {cid for m in w.chat.assistant_messages() for cid in m.cards}
     assert set(w.tool_panel.entries) == visible and len(visible) == 1
     assert w.tool_panel.list.count() == 1
     assert not (old & visible) or w.tool_panel.entries.keys() == visible
@@ -217,7 +217,7 @@ def test_d16_panel_selects_the_newest_call(qtbot, make_window, tool_model):
     w = make_window(path, settings=_settings(max_tokens=64))
     _send(qtbot, w, "What is 6*7?")
     _send(qtbot, w, "Again")
-    newest = list(w.chat.assistant_messages()[-1].chips)[-1]
+    newest = list(w.chat.assistant_messages()[-1].cards)[-1]
     assert w.tool_panel.selected_call_id() == newest
     assert "No tool calls" not in w.tool_panel.detail_text() and "calculator" in w.tool_panel.detail_text()
 
@@ -244,7 +244,7 @@ def test_d15_call_duration_excludes_the_approval_wait(qtbot, make_window, tool_m
     entry = next(iter(w.tool_panel.entries.values()))
     assert (ws / "note.txt").read_text() == "hi"
     # the write itself takes milliseconds; a busy machine's slower rest of the turn does not count
-    assert entry.duration_s is not None and entry.duration_s < read
+    assert entry.outcome.duration_s is not None and entry.outcome.duration_s < read
 
 
 def test_d10_processing_prompt_shows_before_the_first_token(qtbot, make_window, streaming_model):

@@ -190,7 +190,7 @@ def test_theme_change_while_the_app_runs_renders_shown_markdown_again(qtbot, mak
 
 
 def test_d10_processing_prompt_shows_how_much_of_the_prompt_is_read(qtbot):
-    from app.ui.chat_view import AssistantMessage
+    from app.ui.chat import AssistantMessage
 
     reply = AssistantMessage()
     qtbot.addWidget(reply)

@@ -8,7 +8,9 @@ from PySide6.QtWidgets import QLabel
 
 from app.storage.history import History
 from app.storage.settings import Settings, load_settings
-from app.ui.chat_view import ChatView
+from app.calls import ToolCall, ToolResult
+from app.ui.call_view import CallView
+from app.ui.chat import ChatView
 from app.ui.tool_panel import ToolCallPanel
 
 DONE_TIMEOUT = 30_000
@@ -31,10 +33,10 @@ def test_d21_tool_call_is_an_inline_card_with_details_and_raw_behind_show_raw(qt
     view = ChatView()
     qtbot.addWidget(view)
     view.show()
-    chip = view.add_tool_call(
-        "c1", "calculator", {"expression": "17 * 23"}, '<tool_call>{"name": ...}</tool_call>'
-    )
-    view.finish_tool_call("c1", True, "auto", result="391", duration_s=0.0003)
+    raw = '<tool_call>{"name": ...}</tool_call>'
+    calc = CallView(ToolCall("c1", "calculator", {"expression": "17 * 23"}, raw))
+    chip = view.show_call(calc).chip
+    view.show_call(calc.finished(ToolResult("c1", "calculator", content="391", duration_s=0.0003)))
     card = view.find_card("c1")
     assert chip.text() == '⚙ calculator(expression="17 * 23") ✓ → 391 · 0.3 ms'
     assert card.body.isHidden() and card.raw_view.isHidden()
@@ -45,11 +47,15 @@ def test_d21_tool_call_is_an_inline_card_with_details_and_raw_behind_show_raw(qt
     card.btn_raw.click()
     assert not card.raw_view.isHidden() and "<tool_call>" in card.raw_view.text()
     # a denied call reads as such without an emoji font
-    view.add_tool_call("c2", "write_file", {"path": "note.txt"})
-    view.finish_tool_call("c2", False, "denied", error="The user denied permission to run 'write_file'.")
+    write = CallView(ToolCall("c2", "write_file", {"path": "note.txt"}))
+    view.show_call(write)
+    denied = ToolResult(
+        "c2", "write_file", error="The user denied permission to run 'write_file'.", approval="denied"
+    )
+    view.show_call(write.finished(denied))
     assert (
-        "✗ denied → The user denied" in view.find_chip("c2").text()
-        and "⛔" not in view.find_chip("c2").text()
+        "✗ denied → The user denied" in view.find_card("c2").chip.text()
+        and "⛔" not in view.find_card("c2").chip.text()
     )
 
 
@@ -57,13 +63,16 @@ def test_d19_d20_panel_uses_plain_words_and_tells_calls_apart(qtbot):
     panel = ToolCallPanel()
     qtbot.addWidget(panel)
     for i, expr in enumerate(("1+1", "2*3")):
-        panel.add_call(f"call{i}", "calculator", {"expression": expr}, "")
-        panel.finish_call(f"call{i}", "calculator", {"expression": expr}, "", "2", None, 0.0003, "auto")
+        call = CallView(ToolCall(f"call{i}", "calculator", {"expression": expr}))
+        panel.show_call(call)
+        two = ToolResult(f"call{i}", "calculator", content="2", duration_s=0.0003)
+        panel.show_call(call.finished(two))
     rows = [panel.list.item(i).text() for i in range(panel.list.count())]
     assert rows == ['✓ calculator(expression="1+1") · 0.3 ms', '✓ calculator(expression="2*3") · 0.3 ms']
     detail = panel.detail_text()
     assert "Approval: not needed" in detail and "call id" not in detail and "auto" not in detail
-    panel.finish_call("call1", "calculator", {}, "", None, "no", 0.001, "allowed_once")
+    failed = ToolResult("call1", "calculator", error="no", duration_s=0.001, approval="allowed_once")
+    panel.show_call(CallView(ToolCall("call1", "calculator", {}), failed))
     panel.select_call("call1")
     assert "allowed once" in panel.detail_text() and "allowed_once" not in panel.detail_text()
 

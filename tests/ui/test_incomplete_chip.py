@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from app.calls import IncompleteCall
 from app.engine.events import DoneEvent, TextEvent, ToolCallIncomplete
-from app.ui.chat_view import ChatView
+from app.ui.chat import ChatView
 from app.ui.turn_stream import TurnSinks, stream_turn
 
 RAW = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Par'
@@ -38,11 +38,11 @@ def test_the_chat_view_shows_a_cut_call_as_a_chip(qtbot):
     qtbot.addWidget(view)
     view.add_user("Weather in Paris?")
     view.append_text("Let me check.")
-    chip = view.add_incomplete_call("get_weather", RAW)
+    chip = view.add_incomplete_call(IncompleteCall(RAW, "get_weather"))
     reply = view.current_assistant()
     assert chip.text() == "cut off while writing a call to get_weather" and chip.toolTip() == RAW
     assert reply.incomplete == [chip] and reply.text() == "Let me check."  # the markup is not text
-    unnamed = view.add_incomplete_call(None, "<tool_call>")
+    unnamed = view.add_incomplete_call(IncompleteCall("<tool_call>"))
     assert unnamed.text() == "cut off while writing a call to a tool"
-    rejected = reply.add_incomplete("python", "to=python", "undeclared")
+    rejected = reply.add_incomplete(IncompleteCall("to=python", "python", "undeclared"))
     assert rejected.text() == "not run: python was not offered to the model"

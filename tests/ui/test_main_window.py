@@ -15,7 +15,7 @@ from PySide6.QtWidgets import QApplication
 
 from app.storage.history import History
 from app.storage.settings import Settings, load_settings
-from app.ui.chat_view import AssistantMessage, UserMessage
+from app.ui.chat import AssistantMessage, UserMessage
 from app.ui.settings_dialog import SettingsDialog
 
 DONE_TIMEOUT = 30_000
@@ -281,10 +281,10 @@ def test_tool_call_chip_selects_call_in_side_panel(qtbot, make_window, tool_mode
     done = _send(qtbot, w, "What is 6*7?")
     assert done.finish_reason == "stop" and done.rounds == 2
     reply = w.chat.current_assistant()
-    assert list(reply.chips) and reply.text().endswith("The answer is 42.")
-    call_id = next(iter(reply.chips))
-    chip = reply.chips[call_id]
-    assert chip.state == "ok" and "calculator" in chip.text()
+    assert list(reply.cards) and reply.text().endswith("The answer is 42.")
+    call_id = next(iter(reply.cards))
+    chip = reply.cards[call_id].chip
+    assert chip.view.status == "ok" and "calculator" in chip.text()
     assert not w.tool_dock.isVisible()
     qtbot.mouseClick(chip, Qt.MouseButton.LeftButton)
     assert w.tool_dock.isVisible()
@@ -294,7 +294,7 @@ def test_tool_call_chip_selects_call_in_side_panel(qtbot, make_window, tool_mode
     assert "42" in detail and "Raw text the model wrote" in detail
     assert "<tool_call>" in detail and "Approval: not needed" in detail  # plain words, not "auto"
     entry = w.tool_panel.entries[call_id]
-    assert entry.result == "42" and entry.duration_s is not None
+    assert entry.outcome.content == "42" and entry.outcome.duration_s is not None
     # the panel can be hidden again
     w.act_panel.trigger()
     assert not w.tool_dock.isVisible()
@@ -335,11 +335,11 @@ def test_approval_dialog_allows_or_denies_side_effecting_tool(
     entry = next(iter(w.tool_panel.entries.values()))
     if expect_file:
         assert (ws / "note.txt").read_text() == "hi from the model"
-        assert entry.approval == "allowed_once" and entry.error is None
+        assert entry.outcome.approval == "allowed_once" and entry.outcome.error is None
     else:
-        assert entry.approval == "denied" and "denied" in entry.error
-        chip = w.chat.find_chip(entry.call_id)
-        assert chip.state == "denied"
+        assert entry.outcome.approval == "denied" and "denied" in entry.outcome.error
+        chip = w.chat.find_card(entry.call.id).chip
+        assert chip.view.status == "denied"
 
 
 def test_always_allow_is_remembered_in_settings(qtbot, make_window, tool_model, tmp_path):
@@ -375,8 +375,8 @@ def test_reopen_conversation_restores_messages_and_tool_calls(qtbot, make_window
     kinds = [type(m) for m in w.chat.messages]
     assert kinds == [UserMessage, AssistantMessage]
     reply = w.chat.messages[1]
-    assert reply.text() == "It is 5." and len(reply.chips) == 1
-    assert [e.result for e in w.tool_panel.entries.values()] == ["5"]
+    assert reply.text() == "It is 5." and len(reply.cards) == 1
+    assert [e.outcome.content for e in w.tool_panel.entries.values()] == ["5"]
     # the engine continues from the saved messages: a second turn sees the whole history
     _send(qtbot, w, "And again")
     assert len(w.history.load_conversation(cid).messages) == 8

@@ -68,11 +68,11 @@ def test_mcp_tool_is_called_with_approval_shown_in_panel_and_failed_server_is_a_
     assert blocker.args[0].finish_reason == "stop"
     reply = w.chat.current_assistant()
     assert reply.text().endswith("I stored it.")
-    call_id = next(iter(reply.chips))
-    qtbot.mouseClick(reply.chips[call_id], Qt.MouseButton.LeftButton)
+    call_id = next(iter(reply.cards))
+    qtbot.mouseClick(reply.cards[call_id].chip, Qt.MouseButton.LeftButton)
     assert w.tool_dock.isVisible() and w.tool_panel.selected_call_id() == call_id
     entry = w.tool_panel.entries[call_id]
-    assert (entry.name, entry.result, entry.error, entry.approval) == (
+    assert (entry.call.name, entry.outcome.content, entry.outcome.error, entry.outcome.approval) == (
         "remember",
         "stored: buy milk",
         None,
@@ -96,7 +96,7 @@ def test_broken_mcp_file_is_a_banner_and_the_chat_goes_on(qtbot, make_window, to
     with qtbot.waitSignal(w.sig_turn_done, timeout=TIMEOUT):
         assert w.send()
     assert w.chat.current_assistant().text().endswith("42 it is.")
-    assert [e.result for e in w.tool_panel.entries.values()] == ["42"]
+    assert [e.outcome.content for e in w.tool_panel.entries.values()] == ["42"]
 
 
 def test_editing_the_same_mcp_file_restarts_its_servers_when_settings_are_applied(

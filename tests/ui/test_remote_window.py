@@ -168,7 +168,9 @@ def test_the_same_conversation_gives_the_same_call_through_the_local_model(
     w = make_window(calc_model)
     done = _turn(qtbot, w)
     assert done.finish_reason == "stop"
-    local = [(e.call.name, e.call.arguments, e.outcome.content) for e in w.tool_panel.entries.values()]
+    local = [
+        (e.call.name, e.call.arguments, e.outcome.content) for e in w.tool_panel.entries.values()
+    ]
     assert all(e.parser is None for e in w.tool_panel.entries.values())  # local calls: no remote parser label
     from app.engine.remote.keys import remote_key
 
@@ -182,7 +184,9 @@ def test_the_same_conversation_gives_the_same_call_through_the_local_model(
     )  # no local figure stays
     done = _turn(qtbot, w)
     assert done.finish_reason == "stop" and done.remote == "ollama"
-    assert [(e.call.name, e.call.arguments, e.outcome.content) for e in w.tool_panel.entries.values()] == local
+    assert [
+        (e.call.name, e.call.arguments, e.outcome.content) for e in w.tool_panel.entries.values()
+    ] == local
 
 
 def _slow_endpoint(gone: threading.Event, shown: threading.Event):

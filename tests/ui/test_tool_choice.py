@@ -64,7 +64,7 @@ def test_a_named_tool_is_called_under_the_constraint_and_the_panel_says_so(qtbot
     w.worker.session.parallel_tool_calls = False  # one call: a random model might go on calling
     _send(qtbot, w, "What time is it?")
     entries = list(w.tool_panel.entries.values())
-    assert entries and entries[0].name == "current_datetime", w.worker.session.messages
+    assert entries and entries[0].call.name == "current_datetime", w.worker.session.messages
     assert entries[0].constrained == "tool current_datetime, hermes"
     w.tool_panel.list.setCurrentRow(0)
     assert "held to its schema (tool current_datetime, hermes)" in w.tool_panel.detail_text()

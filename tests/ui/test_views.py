@@ -8,7 +8,9 @@ from PySide6.QtCore import Qt, QUrl
 from PySide6.QtGui import QGuiApplication
 
 from app.storage.settings import Settings, effective_settings, model_key
-from app.ui.chat_view import ChatView
+from app.calls import ToolCall, ToolResult
+from app.ui.call_view import CallView
+from app.ui.chat import ChatView
 from app.ui.markdown_render import render_markdown, split_fences
 from app.ui.settings_dialog import SettingsDialog
 from app.ui.tool_panel import ToolCallPanel
@@ -62,7 +64,7 @@ def test_text_and_chips_keep_their_order_and_chip_click_is_reported(qtbot):
     qtbot.addWidget(view)
     view.show()
     view.append_text("Before the call.")
-    chip = view.add_tool_call("c1", "calculator")
+    chip = view.show_call(CallView(ToolCall("c1", "calculator"))).chip
     view.append_text("After the call.")
     view.end_assistant("done")
     m = view.current_assistant()
@@ -132,18 +134,12 @@ def test_settings_dialog_tool_format_choices_and_per_model_override(qtbot, tmp_p
 def test_tool_panel_shows_typed_arguments_result_error(qtbot):
     panel = ToolCallPanel()
     qtbot.addWidget(panel)
-    panel.add_call("a", "read_file", {"path": "x.txt", "limit": 3}, raw='<tool_call>{"name": "read_file"}')
-    panel.finish_call(
-        "a",
-        "read_file",
-        {"path": "x.txt", "limit": 3},
-        '<tool_call>{"name": "read_file"}',
-        None,
-        "No such file: x.txt",
-        0.002,
-        "auto",
-    )
-    panel.add_call("b", "calculator", {"expression": "1+1"})
+    raw = '<tool_call>{"name": "read_file"}'
+    read = CallView(ToolCall("a", "read_file", {"path": "x.txt", "limit": 3}, raw=raw))
+    panel.show_call(read)
+    missing = ToolResult("a", "read_file", error="No such file: x.txt", duration_s=0.002)
+    panel.show_call(read.finished(missing))
+    panel.show_call(CallView(ToolCall("b", "calculator", {"expression": "1+1"})))
     assert panel.select_call("a")
     text = panel.detail_text()
     assert json.dumps({"path": "x.txt", "limit": 3}, indent=2) in text

@@ -1,0 +1,96 @@
+"""One tool call as the window shows it: the call, what came of it, how it was decoded, who read it.
+
+The side panel (:class:`app.ui.tool_panel.ToolCallPanel`) and the card inline in the reply
+(:class:`app.ui.chat.ToolCard`) show the same :class:`CallView`, and its :attr:`CallView.status` is
+the one rule for "running", "ok", "error" and "denied". A view is built from the turn's events
+(live) or from a stored call (a reopened conversation), and replaced, never changed, when more is
+known. Qt-free.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any, Literal
+
+from app.calls import DENIED_OUTCOMES, ToolCall, ToolResult
+from app.engine.events import ToolCallFinishedEvent, ToolCallStartedEvent
+
+if TYPE_CHECKING:
+    from app.storage.history import StoredToolCall
+
+__all__ = ["CallStatus", "CallView", "call_summary", "format_duration", "short"]
+
+CallStatus = Literal["running", "ok", "error", "denied"]
+
+
+@dataclass(frozen=True, slots=True)
+class CallView:
+    """A call (``call``) and what came of it (``outcome``, None while it runs or when it never ran).
+
+    ``constrained`` describes the constraint that held the call while it was decoded (None: decoded
+    freely, parsed after the fact); ``parser`` says which parser read it (a remote engine's
+    ``DoneEvent.call_parsers`` value such as ``api:openai``; None for the local engine).
+    """
+
+    call: ToolCall
+    outcome: ToolResult | None = None
+    constrained: str | None = None
+    parser: str | None = None
+
+    @property
+    def status(self) -> CallStatus:
+        if self.outcome is None:
+            return "running"
+        if self.outcome.ok:
+            return "ok"
+        return "denied" if self.outcome.approval in DENIED_OUTCOMES else "error"
+
+    @property
+    def failed(self) -> bool:
+        """The call did not do its work (an error, a denial or a timeout)."""
+        return self.status in ("error", "denied")
+
+    def finished(self, outcome: ToolResult) -> CallView:
+        """This call with what came of it."""
+        return replace(self, outcome=outcome)
+
+    def read_by(self, parser: str) -> CallView:
+        """This call, read by ``parser``."""
+        return replace(self, parser=parser)
+
+    @classmethod
+    def from_event(cls, ev: ToolCallStartedEvent | ToolCallFinishedEvent) -> CallView:
+        if isinstance(ev, ToolCallStartedEvent):
+            return cls(ev.call, constrained=ev.constrained)
+        return cls(ev.call, ev.outcome)
+
+    @classmethod
+    def from_stored(cls, stored: StoredToolCall) -> CallView:
+        return cls(stored.call, stored.outcome)
+
+
+def short(value: Any, limit: int) -> str:
+    """``value`` on one line, cut to ``limit`` characters."""
+    text = " ".join(str(value).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def call_summary(call: ToolCall, limit: int = 60) -> str:
+    """``calculator(expression="6*7")``: the call in one line, long values cut."""
+    arguments = call.arguments
+    if isinstance(arguments, dict):
+        args = ", ".join(
+            f"{k}={json.dumps(v, ensure_ascii=False) if isinstance(v, str) else short(v, 30)}"
+            for k, v in arguments.items()
+        )
+    else:
+        args = str(arguments or "")
+    return f"{call.name}({short(args, limit)})"
+
+
+def format_duration(seconds: float | None) -> str:
+    if seconds is None:
+        return ""
+    ms = seconds * 1000
+    return f"{ms:.1f} ms" if ms < 10 else f"{ms:.0f} ms" if ms < 10_000 else f"{seconds:.1f} s"

@@ -1,0 +1,34 @@
+"""The chat column of the window, one part per file.
+
+- :mod:`~app.ui.chat.view`: :class:`ChatView`, every message of the open conversation in a scroll
+  area, with the throttled rendering of a streaming reply;
+- :mod:`~app.ui.chat.messages`: a user message (copy, edit and resend) and a reply (banners, Thinking,
+  text runs and tool-call cards in order);
+- :mod:`~app.ui.chat.markdown`: rendered Markdown (a view that fits its text, a run rendered by blocks);
+- :mod:`~app.ui.chat.tool_card`: a tool call inline in a reply, showing a
+  :class:`~app.ui.call_view.CallView` (the shape the side panel shows too);
+- :mod:`~app.ui.chat.notices`: banners above a reply and the error box inside it;
+- :mod:`~app.ui.chat.compose`: the message box and the box that edits a sent message.
+"""
+
+from app.ui.chat.compose import ComposeEdit, EditBox
+from app.ui.chat.markdown import MarkdownView, TextRun
+from app.ui.chat.messages import AssistantMessage, ThinkingBlock, UserMessage
+from app.ui.chat.notices import ErrorBox, NoticeBanner
+from app.ui.chat.tool_card import ToolCard, ToolChip
+from app.ui.chat.view import ChatView
+
+__all__ = [
+    "AssistantMessage",
+    "ChatView",
+    "ComposeEdit",
+    "EditBox",
+    "ErrorBox",
+    "MarkdownView",
+    "NoticeBanner",
+    "TextRun",
+    "ThinkingBlock",
+    "ToolCard",
+    "ToolChip",
+    "UserMessage",
+]

@@ -1,0 +1,70 @@
+"""The message box (Enter sends, Shift+Enter inserts a new line) and the box that edits a sent message."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QKeyEvent
+from PySide6.QtWidgets import QPlainTextEdit, QWidget
+
+__all__ = ["ComposeEdit", "EditBox"]
+
+
+class ComposeEdit(QPlainTextEdit):
+    """The message box: Enter sends, Shift+Enter inserts a new line."""
+
+    sig_submit = Signal()
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("compose")
+        self.setPlaceholderText("Message the model…  (Enter sends, Shift+Enter new line)")
+        self.setTabChangesFocus(True)
+        self.setFixedHeight(76)
+
+    #: the window's shortcuts a text box would otherwise take (Ctrl+K deletes to the end of the line)
+    WINDOW_KEYS = (Qt.Key.Key_K, Qt.Key.Key_N, Qt.Key.Key_Q, Qt.Key.Key_T, Qt.Key.Key_B)
+
+    def event(self, e) -> bool:
+        if (
+            e.type() == e.Type.ShortcutOverride
+            and e.modifiers() == Qt.KeyboardModifier.ControlModifier
+            and e.key() in self.WINDOW_KEYS
+        ):
+            e.ignore()  # the window's shortcut runs
+            return True
+        return super().event(e)
+
+    def keyPressEvent(self, e: QKeyEvent) -> None:  # noqa: N802 (Qt API)
+        if e.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter):
+            if e.modifiers() & Qt.KeyboardModifier.ShiftModifier:
+                self.insertPlainText("\n")
+                return
+            if not (e.modifiers() & Qt.KeyboardModifier.AltModifier):  # Enter or Ctrl+Enter
+                self.sig_submit.emit()
+                return
+        super().keyPressEvent(e)
+
+
+class EditBox(ComposeEdit):
+    """Editing a sent message: as the compose box (Enter sends, Shift+Enter new line), and Esc cancels."""
+
+    sig_cancel = Signal()
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("editBox")
+        self.setPlaceholderText("")
+        self.setFixedHeight(90)
+
+    def event(self, e) -> bool:
+        # Esc belongs to this box while it has the focus (the window's Esc stops a reply)
+        if e.type() == e.Type.ShortcutOverride and e.key() == Qt.Key.Key_Escape:
+            e.accept()
+            return True
+        return super().event(e)
+
+    def keyPressEvent(self, e: QKeyEvent) -> None:  # noqa: N802 (Qt API)
+        if e.key() == Qt.Key.Key_Escape:
+            self.sig_cancel.emit()
+            return
+        super().keyPressEvent(e)

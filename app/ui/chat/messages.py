@@ -1,0 +1,377 @@
+"""The messages of a conversation: the person's (copy, edit and resend) and the model's replies
+(notice banners, a Thinking block, then text runs and tool-call cards in order)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtGui import QGuiApplication
+from PySide6.QtWidgets import (
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QProgressBar,
+    QPushButton,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app.calls import IncompleteCall
+from app.ui.call_view import CallView
+from app.ui.chat.compose import EditBox
+from app.ui.chat.markdown import MarkdownView, TextRun
+from app.ui.chat.notices import ErrorBox, NoticeBanner
+from app.ui.chat.tool_card import ToolCard
+
+__all__ = ["AssistantMessage", "ThinkingBlock", "UserMessage"]
+
+
+class ThinkingBlock(QFrame):
+    """The model's reasoning, collapsed by default behind a "Thinking" toggle."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("thinking")
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(6, 2, 6, 2)
+        self.toggle = QToolButton()
+        self.toggle.setObjectName("thinkingToggle")
+        self.toggle.setText("Thinking")
+        self.toggle.setCheckable(True)
+        self.toggle.setChecked(False)
+        self.toggle.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
+        self.toggle.setArrowType(Qt.ArrowType.RightArrow)
+        self.toggle.toggled.connect(self._on_toggle_toggled)
+        lay.addWidget(self.toggle)
+        self.body = QLabel()
+        self.body.setObjectName("thinkingBody")
+        self.body.setWordWrap(True)
+        self.body.setTextFormat(Qt.TextFormat.PlainText)
+        self.body.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.body.setVisible(False)
+        lay.addWidget(self.body)
+        self.text = ""
+
+    def set_text(self, text: str) -> None:
+        self.text = text
+        if self.body.isVisible():
+            self.body.setText(text)
+
+    def _on_toggle_toggled(self, on: bool) -> None:
+        self.toggle.setArrowType(Qt.ArrowType.DownArrow if on else Qt.ArrowType.RightArrow)
+        if on:
+            self.body.setText(self.text)
+        self.body.setVisible(on)
+
+
+def _small_button(text: str, tip: str) -> QToolButton:
+    b = QToolButton()
+    b.setObjectName("msgAction")
+    b.setText(text)
+    b.setToolTip(tip)
+    b.setAutoRaise(True)
+    b.setFocusPolicy(Qt.FocusPolicy.ClickFocus)  # Tab goes compose -> send -> lists, not every message button
+    return b
+
+
+COPIED_MS = 1500
+
+
+def copy_with_feedback(button: QToolButton, text: str) -> None:
+    """Put ``text`` on the clipboard and say "Copied ✓" on the button for a moment."""
+    QGuiApplication.clipboard().setText(text)
+    label = button.property("idleText") or button.text()
+    button.setProperty("idleText", label)
+    button.setText("Copied ✓")
+    QTimer.singleShot(COPIED_MS, button, lambda: button.setText(label))
+
+
+class UserMessage(QFrame):
+    """A user message: copy, and edit-and-resend."""
+
+    sig_edit_resend = Signal(object, str)  # (self, new text)
+    sig_edit_requested = Signal(object)  # self: the view starts the edit, saying what it discards
+
+    def __init__(self, text: str, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("userMessage")
+        self.role = "user"
+        self.text = text
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(12, 8, 12, 8)
+        head = QHBoxLayout()
+        who = QLabel("You")
+        who.setObjectName("roleLabel")
+        head.addWidget(who)
+        head.addStretch(1)
+        self.btn_copy = _small_button("Copy", "Copy this message")
+        self.btn_copy.clicked.connect(lambda: copy_with_feedback(self.btn_copy, self.text))
+        self.btn_edit = _small_button("Edit", "Edit this message and send it again")
+        self.btn_edit.clicked.connect(lambda: self.sig_edit_requested.emit(self))
+        head.addWidget(self.btn_copy)
+        head.addWidget(self.btn_edit)
+        lay.addLayout(head)
+        self.view = MarkdownView()
+        self.view.set_markdown_text(text)
+        lay.addWidget(self.view)
+        self.editor = EditBox()
+        self.editor.setVisible(False)
+        self.editor.sig_submit.connect(self._on_resend_clicked)
+        self.editor.sig_cancel.connect(self.cancel_edit)
+        lay.addWidget(self.editor)
+        self.discard_note = QLabel("")
+        self.discard_note.setObjectName("msgStats")
+        self.discard_note.setWordWrap(True)
+        self.discard_note.setVisible(False)
+        lay.addWidget(self.discard_note)
+        row = QHBoxLayout()
+        self.btn_resend = QPushButton("Send")
+        self.btn_cancel_edit = QPushButton("Cancel")
+        self.btn_resend.clicked.connect(self._on_resend_clicked)
+        self.btn_cancel_edit.clicked.connect(self.cancel_edit)
+        row.addStretch(1)
+        row.addWidget(self.btn_cancel_edit)
+        row.addWidget(self.btn_resend)
+        self.edit_row = QWidget()
+        self.edit_row.setLayout(row)
+        self.edit_row.setVisible(False)
+        lay.addWidget(self.edit_row)
+
+    def start_edit(self, later_messages: int = 0) -> None:
+        """Edit in place; ``later_messages``: how many messages after this one sending it discards."""
+        self.editor.setPlainText(self.text)
+        self.view.setVisible(False)
+        self.editor.setVisible(True)
+        self.edit_row.setVisible(True)
+        self.discard_note.setText(
+            f"Sending replaces the reply and discards the {later_messages} later message(s) of this chat."
+            if later_messages
+            else ""
+        )
+        self.discard_note.setVisible(bool(later_messages))
+        self.editor.setFocus()
+
+    def cancel_edit(self) -> None:
+        self.view.setVisible(True)
+        self.editor.setVisible(False)
+        self.edit_row.setVisible(False)
+        self.discard_note.setVisible(False)
+
+    def _on_resend_clicked(self) -> None:
+        new = self.editor.toPlainText().strip()
+        if not new:
+            return
+        self.cancel_edit()
+        self.sig_edit_resend.emit(self, new)
+
+    def set_actions_enabled(self, on: bool) -> None:
+        self.btn_edit.setEnabled(on)
+
+
+class AssistantMessage(QFrame):
+    """A reply: notice banners, a Thinking block, then text blocks and tool-call cards in order."""
+
+    sig_chip_clicked = Signal(str)
+    sig_open_setting = Signal(str)
+    sig_dismiss_notice = Signal(str)  # a notice code the user does not want to see again
+    sig_regenerate = Signal()
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("assistantMessage")
+        self.role = "assistant"
+        self.status = "streaming"
+        self._lay = QVBoxLayout(self)
+        self._lay.setContentsMargins(12, 8, 12, 8)
+        self._lay.setSpacing(4)
+        head = QHBoxLayout()
+        self.who = QLabel("Assistant")
+        self.who.setObjectName("roleLabel")
+        head.addWidget(self.who)
+        self.status_label = QLabel("Processing prompt…")
+        self.status_label.setObjectName("msgStatus")
+        head.addWidget(self.status_label)
+        self.progress = QProgressBar()  # until the first token: the prompt is being read
+        self.progress.setObjectName("promptProgress")
+        self.progress.setRange(0, 0)
+        self.progress.setMaximumSize(90, 8)
+        self.progress.setTextVisible(False)
+        head.addWidget(self.progress)
+        head.addStretch(1)
+        self.btn_copy = _small_button("Copy", "Copy this reply")
+        self.btn_copy.clicked.connect(lambda: copy_with_feedback(self.btn_copy, self.text()))
+        self.btn_regen = _small_button("Regenerate", "Generate this reply again")
+        self.btn_regen.clicked.connect(self.sig_regenerate.emit)
+        head.addWidget(self.btn_copy)
+        head.addWidget(self.btn_regen)
+        self._lay.addLayout(head)
+        self.banners: list[NoticeBanner] = []
+        self._banner_box = QVBoxLayout()
+        self._lay.addLayout(self._banner_box)
+        self.thinking = ThinkingBlock()
+        self.thinking.setVisible(False)
+        self._lay.addWidget(self.thinking)
+        self.blocks: list[QWidget] = []
+        self.incomplete: list[QLabel] = []  # calls the model did not finish (or not offered): never run
+        self.cards: dict[str, ToolCard] = {}  # call id -> its card
+        self._cur: TextRun | None = None
+        self._chip_row: QVBoxLayout | None = None
+        self.dirty = False
+        self.reasoning = ""
+        self.error_box: ErrorBox | None = None
+        self.stats = QLabel("")
+        self.stats.setObjectName("msgStats")
+        self.stats.setVisible(False)
+        self._lay.addWidget(self.stats)
+        self.started = False  # the first token (or call) arrived
+        self.prompt_source: Callable[[], tuple[int, int] | None] | None = None
+        self._prompt_timer: QTimer | None = None
+
+    def watch_prompt(self, source: Callable[[], tuple[int, int] | None], interval_ms: int = 150) -> None:
+        """Until the first token, show how much of the prompt is read: ``source()`` gives (done, total)
+        or None (the engine's ``LoadedModel.prompt_progress``, written by the generating thread)."""
+        self.prompt_source = source
+        if self._prompt_timer is None:
+            self._prompt_timer = QTimer(self)
+            self._prompt_timer.timeout.connect(self._poll_prompt)
+        self._prompt_timer.start(interval_ms)
+
+    def _poll_prompt(self) -> None:
+        if self.started or self.status != "streaming" or self.prompt_source is None:
+            if self._prompt_timer is not None:
+                self._prompt_timer.stop()
+            return
+        p = self.prompt_source()
+        if p and p[1] > 0:
+            pct = max(0, min(99, int(100 * p[0] / p[1])))
+            if self.progress.maximum() != 100:
+                self.progress.setRange(0, 100)
+            self.progress.setValue(pct)
+            self.status_label.setText(f"Processing prompt… {pct}%")
+
+    # -- content -------------------------------------------------------------------------
+    def _started(self) -> None:
+        if not self.started:
+            self.started = True
+            self.progress.setVisible(False)
+            if self._prompt_timer is not None:
+                self._prompt_timer.stop()
+            if self.status == "streaming":
+                self.status_label.setText("…")
+
+    def _add_block(self, w: QWidget) -> None:
+        """Content goes above the stats line and the error box."""
+        self._lay.insertWidget(self._lay.indexOf(self.stats), w)
+
+    def set_error(
+        self, message: str, actions: list[tuple[str, Callable[[], None]]] = (), *, kind: str = "error"
+    ) -> ErrorBox:
+        """Show ``message`` inside the reply in the error style (or ``kind="info"``), with actions."""
+        if self.error_box is not None:
+            self._lay.removeWidget(self.error_box)
+            self.error_box.hide()  # not drawn until it is deleted
+            self.error_box.deleteLater()
+        self._started()
+        self.error_box = ErrorBox(message, list(actions), kind=kind)
+        self._lay.addWidget(self.error_box)
+        return self.error_box
+
+    def set_stats(self, text: str) -> None:
+        self.stats.setText(text)
+        self.stats.setVisible(bool(text))
+
+    def add_banner(self, code: str, message: str, setting: str | None) -> NoticeBanner:
+        b = NoticeBanner(code, message, setting)
+        b.sig_open_setting.connect(self.sig_open_setting.emit)
+        b.sig_dismiss_forever.connect(self.sig_dismiss_notice.emit)
+        self.banners.append(b)
+        self._banner_box.addWidget(b)
+        return b
+
+    def append_text(self, text: str) -> None:
+        if self._cur is None or self._cur.md.final:
+            self._cur = TextRun()
+            self.blocks.append(self._cur)
+            self._add_block(self._cur)
+            self._chip_row = None
+        self._started()
+        self._cur.append(text)
+        self.dirty = True
+
+    def append_reasoning(self, text: str) -> None:
+        self._started()
+        self.reasoning += text
+        self.thinking.setVisible(True)
+        self.thinking.set_text(self.reasoning)
+
+    def add_card(self, view: CallView) -> ToolCard:
+        """A tool-call card; consecutive calls share one block."""
+        self.flush(final=True)
+        self._cur = None
+        if self._chip_row is None:
+            row = QWidget()
+            row.setObjectName("chipRow")
+            self._chip_row = QVBoxLayout(row)
+            self._chip_row.setContentsMargins(0, 0, 0, 0)
+            self._chip_row.setSpacing(2)
+            self.blocks.append(row)
+            self._add_block(row)
+        self._started()
+        card = ToolCard(view)
+        card.chip.clicked.connect(lambda: self.sig_chip_clicked.emit(card.view.call.id))
+        self._chip_row.addWidget(card)
+        self.cards[view.call.id] = card
+        return card
+
+    def add_incomplete(self, call: IncompleteCall) -> QLabel:
+        """A chip for a call that was not run: cut off by the token limit (\"cut off while writing a
+        call to NAME\") or addressed to a tool that was not offered; its raw text is the tooltip."""
+        self.flush(final=True)
+        self._cur = None
+        self._chip_row = None
+        self._started()
+        what = call.name or "a tool"
+        chip = QLabel(
+            f"cut off while writing a call to {what}"
+            if call.reason == "truncated"
+            else f"not run: {what} was not offered to the model"
+        )
+        chip.setObjectName("incompleteChip")
+        chip.setToolTip(call.raw[:2000])
+        self.incomplete.append(chip)
+        self._add_block(chip)
+        return chip
+
+    def flush(self, *, final: bool = False) -> float:
+        """Render what changed in the current text run (``final``: the run is complete); returns seconds spent."""
+        if self._cur is None or not (self.dirty or final):
+            self.dirty = False
+            return 0.0
+        t0 = time.perf_counter()
+        self._cur.flush(final=final)
+        self.dirty = False
+        return time.perf_counter() - t0
+
+    def text(self) -> str:
+        return "".join(b.raw for b in self.blocks if isinstance(b, TextRun))
+
+    def set_status(self, status: str) -> None:
+        self.status = status
+        if status != "streaming":
+            self.progress.setVisible(False)
+        self.status_label.setText(
+            {
+                "streaming": "…" if self.started else "Processing prompt…",
+                "done": "",
+                "interrupted": "(interrupted)",
+                "cancelled": "(stopped)",
+                "error": "(error)",
+                "length": "(max tokens reached)",
+            }.get(status, f"({status})")
+        )
+
+    def set_actions_enabled(self, on: bool) -> None:
+        self.btn_regen.setEnabled(on)

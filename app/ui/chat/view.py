@@ -1,0 +1,251 @@
+"""The conversation view: one widget per message in a scroll area, newest at the bottom.
+
+Streaming stays cheap: text deltas only append to a Python string; a throttled timer (whose
+interval grows with the cost of the previous render) renders what changed (see
+:mod:`app.ui.chat.markdown`).
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QEvent, Qt, QTimer, Signal
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QScrollArea, QVBoxLayout, QWidget
+
+from app.calls import IncompleteCall
+from app.ui.call_view import CallView
+from app.ui.chat.markdown import MarkdownView, TextRun
+from app.ui.chat.messages import AssistantMessage, UserMessage
+from app.ui.chat.notices import NoticeBanner
+from app.ui.chat.tool_card import ToolCard
+from app.ui.markdown_render import WARM_LANGUAGES, is_warm, warm_up
+from app.ui.theme import is_dark
+
+__all__ = ["ChatView"]
+
+
+class ChatView(QScrollArea):
+    """All messages of the open conversation, newest at the bottom."""
+
+    sig_chip_clicked = Signal(str)
+    sig_open_setting = Signal(str)
+    sig_dismiss_notice = Signal(str)
+    sig_regenerate = Signal(int)  # index of the user message (among user messages) whose reply it is, or -1
+    sig_edit_resend = Signal(int, str)  # (index of the user message among user messages, new text)
+
+    READING_WIDTH = 860  # px: long lines stay readable on a wide window
+    MIN_INTERVAL_MS = 40
+    MAX_INTERVAL_MS = 400
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("chatView")
+        self.setWidgetResizable(True)
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self._inner = QWidget()
+        self._inner.setObjectName("chatInner")
+        outer = QHBoxLayout(self._inner)
+        outer.setContentsMargins(0, 0, 0, 0)
+        self.column = QWidget()  # the reading column: bounded width, centred
+        self.column.setObjectName("chatColumn")
+        self.column.setMaximumWidth(self.READING_WIDTH)
+        outer.addStretch(1)
+        outer.addWidget(self.column, 100)
+        outer.addStretch(1)
+        self._col = QVBoxLayout(self.column)
+        self._col.setContentsMargins(16, 12, 16, 12)
+        self._col.setSpacing(10)
+        self._empty = QLabel("Start a conversation: type a message below and press Enter.")
+        self._empty.setObjectName("emptyHint")
+        self._empty.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self._col.addWidget(self._empty)
+        self._col.addStretch(1)
+        self.setWidget(self._inner)
+        self.messages: list[QWidget] = []
+        self._timer = QTimer(self)
+        self._timer.setSingleShot(True)
+        self._timer.timeout.connect(self._on_timer_timeout)
+        self._interval = self.MIN_INTERVAL_MS
+        self._stick_to_bottom = True
+        self.verticalScrollBar().rangeChanged.connect(self._on_scroll_range_changed)
+        self.verticalScrollBar().valueChanged.connect(self._on_scroll_value_changed)
+        self.seen_notice_codes: set[str] = set()
+        self.suppress_notice_codes: set[str] = set()
+        self.rendered_dark = is_dark()  # the theme the messages' colours were rendered for
+        # Markdown and the python lexer now (start-up); the other common lexers one at a time
+        # while nothing streams, so no reply pays ~0.1 s for its first code block of a language.
+        warm_up(WARM_LANGUAGES[:1], dark=is_dark())
+        self._warm_timer = QTimer(self)
+        self._warm_timer.setInterval(250)
+        self._warm_timer.timeout.connect(self._on_warm_timer_timeout)
+        self._warm_timer.start()
+
+    def changeEvent(self, e) -> None:  # noqa: N802 (Qt API)
+        super().changeEvent(e)
+        # apply_theme sets the application palette (Settings → Appearance, or the OS switching for
+        # "System"): rendered Markdown carries its colours inline, so it is rendered again.
+        if e.type() == QEvent.Type.PaletteChange and is_dark() != self.rendered_dark:
+            self.retheme()
+
+    def retheme(self) -> None:
+        """Render every message's Markdown again in the current theme's colours."""
+        self.rendered_dark = dark = is_dark()
+        for run in self._inner.findChildren(TextRun):
+            run.rebuild(dark)
+        for view in self._inner.findChildren(MarkdownView):
+            if view.from_markdown:
+                view.set_markdown_text(view.raw)
+
+    def _on_warm_timer_timeout(self) -> None:
+        m = self.current_assistant()
+        if m is not None and m.status == "streaming":
+            return
+        todo = [lang for lang in WARM_LANGUAGES if not is_warm(lang)]
+        if not todo:
+            self._warm_timer.stop()
+            return
+        warm_up((todo[0],), dark=is_dark())
+
+    # -- building ------------------------------------------------------------------------
+    def clear(self) -> None:
+        self._timer.stop()
+        for w in self.messages:
+            self._col.removeWidget(w)
+            w.deleteLater()
+        self.messages = []
+        self.seen_notice_codes = set()
+        self._empty.setVisible(True)
+
+    def _insert(self, w: QWidget) -> None:
+        self._empty.setVisible(False)
+        self._col.insertWidget(self._col.count() - 1, w)
+        self.messages.append(w)
+        self._stick_to_bottom = True
+
+    def add_user(self, text: str) -> UserMessage:
+        m = UserMessage(text)
+        m.sig_edit_resend.connect(self._on_user_edit_resend)
+        m.sig_edit_requested.connect(self._on_user_edit_requested)
+        self._insert(m)
+        return m
+
+    def begin_assistant(self) -> AssistantMessage:
+        m = AssistantMessage()
+        m.sig_chip_clicked.connect(self.sig_chip_clicked.emit)
+        m.sig_open_setting.connect(self.sig_open_setting.emit)
+        m.sig_dismiss_notice.connect(self._on_dismiss_notice)
+        m.sig_regenerate.connect(lambda: self.sig_regenerate.emit(self.user_index_of(m)))
+        self._insert(m)
+        return m
+
+    def current_assistant(self) -> AssistantMessage | None:
+        if self.messages and isinstance(self.messages[-1], AssistantMessage):
+            return self.messages[-1]
+        return None
+
+    def _ensure_assistant(self) -> AssistantMessage:
+        return self.current_assistant() or self.begin_assistant()
+
+    def truncate_from(self, widget: QWidget) -> None:
+        """Remove ``widget`` and every message after it."""
+        if widget not in self.messages:
+            return
+        i = self.messages.index(widget)
+        for w in self.messages[i:]:
+            self._col.removeWidget(w)
+            w.hide()
+            w.deleteLater()
+        self.messages = self.messages[:i]
+        self._empty.setVisible(not self.messages)
+
+    def user_index_of(self, reply: QWidget) -> int:
+        """The index (among user messages) of the user message ``reply`` answers; -1 if none."""
+        if reply not in self.messages:
+            return -1
+        before = self.messages[: self.messages.index(reply)]
+        return sum(1 for m in before if isinstance(m, UserMessage)) - 1
+
+    def user_messages(self) -> list[UserMessage]:
+        return [m for m in self.messages if isinstance(m, UserMessage)]
+
+    def assistant_messages(self) -> list[AssistantMessage]:
+        return [m for m in self.messages if isinstance(m, AssistantMessage)]
+
+    # -- streaming -----------------------------------------------------------------------
+    def append_text(self, text: str) -> None:
+        self._ensure_assistant().append_text(text)
+        self._schedule()
+
+    def append_reasoning(self, text: str) -> None:
+        self._ensure_assistant().append_reasoning(text)
+
+    def show_call(self, view: CallView) -> ToolCard:
+        """Show ``view`` in its card (a call not shown yet gets a card in the current reply)."""
+        card = self.find_card(view.call.id)
+        if card is None:
+            return self._ensure_assistant().add_card(view)
+        card.set_view(view)
+        return card
+
+    def add_incomplete_call(self, call: IncompleteCall) -> QLabel:
+        return self._ensure_assistant().add_incomplete(call)
+
+    def find_card(self, call_id: str) -> ToolCard | None:
+        """The card of ``call_id``, looking from the newest reply back."""
+        for m in reversed(self.assistant_messages()):
+            if call_id in m.cards:
+                return m.cards[call_id]
+        return None
+
+    def add_notice(self, code: str, message: str, setting: str | None) -> NoticeBanner | None:
+        """A banner above the current reply, once per conversation for each notice code."""
+        if code in self.seen_notice_codes or code in self.suppress_notice_codes:
+            return None
+        self.seen_notice_codes.add(code)
+        return self._ensure_assistant().add_banner(code, message, setting)
+
+    def end_assistant(self, status: str) -> None:
+        m = self.current_assistant()
+        if m is None:
+            return
+        self._timer.stop()
+        m.flush(final=True)
+        m.set_status(status)
+
+    def banners(self) -> list[NoticeBanner]:
+        return [b for m in self.assistant_messages() for b in m.banners]
+
+    def set_busy(self, busy: bool) -> None:
+        for m in self.messages:
+            m.set_actions_enabled(not busy)
+
+    # -- throttled rendering -------------------------------------------------------------
+    def _schedule(self) -> None:
+        if not self._timer.isActive():
+            self._timer.start(self._interval)
+
+    def _on_timer_timeout(self) -> None:
+        m = self.current_assistant()
+        if m is None:
+            return
+        spent = m.flush()
+        # Keep rendering to a small share of the UI thread: wait ~4x what the last render cost.
+        self._interval = int(min(self.MAX_INTERVAL_MS, max(self.MIN_INTERVAL_MS, 4000 * spent)))
+
+    def _on_scroll_range_changed(self, _lo: int, hi: int) -> None:
+        if self._stick_to_bottom:
+            self.verticalScrollBar().setValue(hi)
+
+    def _on_scroll_value_changed(self, v: int) -> None:
+        self._stick_to_bottom = v >= self.verticalScrollBar().maximum() - 8
+
+    def _on_user_edit_requested(self, msg: UserMessage) -> None:
+        later = len(self.messages) - self.messages.index(msg) - 2 if msg in self.messages else 0
+        msg.start_edit(max(0, later))
+
+    def _on_dismiss_notice(self, code: str) -> None:
+        self.suppress_notice_codes.add(code)
+        self.sig_dismiss_notice.emit(code)
+
+    def _on_user_edit_resend(self, msg: UserMessage, text: str) -> None:
+        users = self.user_messages()
+        if msg in users:
+            self.sig_edit_resend.emit(users.index(msg), text)
