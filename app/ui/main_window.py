@@ -9,8 +9,9 @@ conversation, busy) is one :class:`~app.ui.window_state.WindowState`.
 * :class:`~app.ui.window_pages.WorkPages`            the Models, Server and Check pages
 * :class:`~app.ui.model_bar.ModelBar`                the model picker, load progress, tool-format badge, the library
 * :class:`~app.ui.remote_models.RemoteEngines`       remote engines: their models, adding, editing, deleting
-* :mod:`app.ui.window_chat`                          the chat page: sending, stopping, regenerating, the worker's events
-* :mod:`app.ui.window_conversations`                 the conversation list's actions (new, open, rename, delete)
+* :class:`~app.ui.window_chat_page.ChatPage`          the chat page's widgets: banners, chat view, compose row
+* :class:`~app.ui.window_chat.ChatController`        sending, stopping, regenerating, the worker's turn events
+* :class:`~app.ui.window_conversations.ConversationsController` the conversation list: new, open, rename, delete
 * :class:`~app.ui.window_settings.SettingsController` the settings dialog, saving, the remembered window state
 * :class:`~app.ui.window_settings.Notices`           the banners above the chat
 * :class:`~app.ui.window_menus.MenusController`      menus and keyboard shortcuts
@@ -36,14 +37,14 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.ui.conversation_list import ConversationList
 from app.ui.icons import icon
 from app.ui.model_bar import ModelBar
 from app.ui.remote_models import RemoteEngines
 from app.ui.tasks import BackgroundTasks
 from app.ui.tool_panel import ToolCallPanel
-from app.ui.window_chat import ChatMixin
-from app.ui.window_conversations import ConversationsMixin
+from app.ui.window_chat import ChatController
+from app.ui.window_chat_page import ChatPage
+from app.ui.window_conversations import ConversationsController
 from app.ui.window_menus import SHORTCUTS, MenusController
 from app.ui.window_pages import Page, PageStack, WorkPages
 from app.ui.window_settings import Notices, SettingsController
@@ -60,7 +61,7 @@ if TYPE_CHECKING:
 __all__ = ["SHORTCUTS", "MainWindow", "Page", "engine_config_for"]
 
 
-class MainWindow(ConversationsMixin, ChatMixin, QMainWindow):
+class MainWindow(QMainWindow):
     sig_settings_saved = Signal()
     sig_turn_done = Signal(object)  # DoneEvent, after the window has rendered the end of a turn
     sig_model_ready = Signal(object)  # ModelInfo, after the picker shows the loaded model
@@ -91,19 +92,15 @@ class MainWindow(ConversationsMixin, ChatMixin, QMainWindow):
             history, history_notice = open_history()  # a bad or locked file never stops the start
         self.state = WindowState(settings=settings, history=history)
         self.history = history
-        self.approval_dialog: ApprovalDialog | None = None
-        self.last_done: DoneEvent | None = None
-        self._pending_text: str | None = None
         self.tasks = BackgroundTasks(self)
         self.worker = EngineWorker(history=history, max_loaded=settings.server.max_loaded_models)
         self._build_parts()
-        self._connect_worker()
         self.settings_ctl.restore_geometry()
         if settings_notice is not None:
             self.notices.show("settings", str(settings_notice.message), None, kind="warning")
         if history_notice is not None:
             self.notices.show("history", history_notice.message, None, kind="warning")
-        self.refresh_conversations()
+        self.conversations_ctl.refresh_conversations()
         self.model_bar.fill_model_picker()
         if autoload:
             path = model_path or self.model_bar.startup_model()
@@ -111,7 +108,7 @@ class MainWindow(ConversationsMixin, ChatMixin, QMainWindow):
                 self.load_model(str(path))
         self.model_bar.refresh_model_library()
         self.remote_engines.refresh_remote_models()  # the remote engines' models join the picker as they are listed
-        self._reopen_last_conversation()
+        self.conversations_ctl.reopen_last()
 
     # -- construction ----------------------------------------------------------------------------
     def _build_parts(self) -> None:
@@ -144,17 +141,32 @@ class MainWindow(ConversationsMixin, ChatMixin, QMainWindow):
             save_settings=save,
         )
         self._finish_toolbar(toolbar)
-        self.conversations = ConversationList()
-        self.conversations.setMinimumWidth(150)
-        self.conversations.sig_new.connect(self.new_chat)
-        self.conversations.sig_open.connect(self.open_conversation)
-        self.conversations.sig_rename.connect(self.rename_conversation)
-        self.conversations.sig_delete.connect(self.delete_conversation)
-        self.conversations.sig_search.connect(self.search_conversations)
-        chat_page = self._build_chat_page()
-        self.window_notices.addLayout(self.notices.layout)
+        page = ChatPage.build(banners=self.notices.layout, tool_choice=st.settings.chat.tool_choice)
+        self.conversations_ctl = ConversationsController(
+            self,
+            st,
+            worker=worker,
+            page=page,
+            tool_panel=self.tool_panel,
+            status=self.status,
+            show_chat_page=self.page_stack.show_chat_page,
+        )
+        self.chat_ctl = ChatController(
+            self,
+            st,
+            page=page,
+            worker=worker,
+            tool_panel=self.tool_panel,
+            tool_dock=self.tool_dock,
+            conversations=self.conversations_ctl,
+            settings=self.settings_ctl,
+            remote=self.remote_engines,
+            model_bar=self.model_bar,
+            status=self.status,
+        )
+        self.conversations = self.conversations_ctl.list
         self.page_stack.add_page(
-            "chat", "Chat", lambda: chat_page, tooltip="Chat with the loaded model", tool_panel=True
+            "chat", "Chat", lambda: page.widget, tooltip="Chat with the loaded model", tool_panel=True
         )
         self.work_pages = WorkPages(
             self.page_stack,
@@ -180,15 +192,17 @@ class MainWindow(ConversationsMixin, ChatMixin, QMainWindow):
             self,
             pages=self.page_stack,
             panel_actions=(self.act_conversations, self.act_panel),
-            new_chat=self.new_chat,
-            stop=self.stop,
-            focus_search=self.focus_search,
+            new_chat=self.conversations_ctl.new_chat,
+            stop=self.chat_ctl.stop,
+            focus_search=self.conversations_ctl.focus_search,
             open_settings=self.open_settings,
         )
         self._wire_parts()
-        self._update_send_button()
+        self.chat_ctl.update_send_button()
         self.page_stack.show_page("chat")
         # the widgets and pages tests and tools reach for, by their old names
+        self.chat, self.compose, self.send_button = page.chat, page.compose, page.send_button
+        self.tool_choice_box, self.chat_page, self.window_notices = page.tool_choice_box, page.widget, self.notices.layout
         self.pages = self.page_stack.pages
         self.stack, self.sidebar = self.page_stack.stack, self.page_stack.sidebar
         self.act_settings = self.page_stack.act_settings
@@ -229,32 +243,23 @@ class MainWindow(ConversationsMixin, ChatMixin, QMainWindow):
 
     def _wire_parts(self) -> None:
         """What one part tells another, and the window's own signals."""
-        bar, remote, settings = self.model_bar, self.remote_engines, self.settings_ctl
+        bar, remote, settings, chat = self.model_bar, self.remote_engines, self.settings_ctl, self.chat_ctl
         remote.sig_changed.connect(bar.fill_model_picker)
-        remote.sig_changed.connect(self._update_send_button)
+        remote.sig_changed.connect(chat.update_send_button)
         remote.sig_loading.connect(bar.begin_loading)
-        bar.sig_state_changed.connect(self._update_send_button)
+        bar.sig_state_changed.connect(chat.update_send_button)
         bar.sig_model_ready.connect(self.sig_model_ready)
         bar.sig_library_refreshed.connect(self.sig_library_refreshed)
         settings.sig_settings_saved.connect(bar.update_format_badge)
-        settings.sig_settings_saved.connect(self._on_settings_saved)
         settings.sig_settings_saved.connect(self.sig_settings_saved)
+        self.conversations_ctl.sig_stop_requested.connect(chat.stop)
+        chat.sig_turn_done.connect(self.sig_turn_done)
         self.page_stack.sig_page_changed.connect(self.sig_page_changed)
-
-    def _connect_worker(self) -> None:
         w = self.worker
-        w.sig_text.connect(self._on_worker_text)
-        w.sig_reasoning.connect(self._on_worker_reasoning)
-        w.sig_tool_call_started.connect(self._on_worker_tool_call_started)
-        w.sig_tool_call_finished.connect(self._on_worker_tool_call_finished)
-        w.sig_notice.connect(self._on_worker_notice)
-        w.sig_tool_call_incomplete.connect(self._on_worker_tool_call_incomplete)
-        w.sig_done.connect(self._on_worker_done)
         w.sig_error.connect(self.notices.show_error)
-        w.sig_context.connect(self.status.show_context)
-        w.sig_approval_requested.connect(self._on_worker_approval_requested)
-        w.sig_conversation_saved.connect(self._on_worker_conversation_saved)
         w.sig_window_notice.connect(self.notices.show_warning)
+        w.sig_context.connect(self.status.show_context)
+        w.sig_conversation_saved.connect(lambda _cid: self.conversations_ctl.refresh_conversations())
 
     # -- the state the parts share -----------------------------------------------------------------
     @property
@@ -273,17 +278,9 @@ class MainWindow(ConversationsMixin, ChatMixin, QMainWindow):
     def conversation_id(self) -> int | None:
         return self.state.conversation_id
 
-    @conversation_id.setter
-    def conversation_id(self, cid: int | None) -> None:
-        self.state.conversation_id = cid
-
     @property
     def busy(self) -> bool:
         return self.state.busy
-
-    @busy.setter
-    def busy(self, busy: bool) -> None:
-        self.state.busy = busy
 
     @property
     def context_usage(self) -> Any:
@@ -292,6 +289,15 @@ class MainWindow(ConversationsMixin, ChatMixin, QMainWindow):
     @property
     def settings_dialog(self) -> SettingsDialog | None:
         return self.settings_ctl.settings_dialog
+
+    @property
+    def approval_dialog(self) -> ApprovalDialog | None:
+        return self.chat_ctl.approval_dialog
+
+    @property
+    def last_done(self) -> DoneEvent | None:
+        """The last turn's done event."""
+        return self.chat_ctl.last_done
 
     # -- what other parts and tools ask of the window ------------------------------------------------
     def open_settings(self, key: str | None = None) -> SettingsDialog:
@@ -309,43 +315,22 @@ class MainWindow(ConversationsMixin, ChatMixin, QMainWindow):
     def window_notice_texts(self) -> list[str]:
         return self.notices.texts()
 
-    # -- interim glue for the chat and conversation parts --------------------------------------------
-    def config_for(self, model_path: str | None) -> Any:
-        return self.state.config_for(model_path)
-
     def apply_settings(self, settings: Any) -> None:
         self.settings_ctl.apply_settings(settings)
 
-    def _on_settings_saved(self) -> None:
-        self.tool_choice_box.default = self.state.settings.chat.tool_choice
+    # -- the chat's actions ----------------------------------------------------------------------------
+    def send(self, text: str | None = None) -> bool:
+        """Send the compose box's text (or ``text``); False if nothing was sent."""
+        return self.chat_ctl.send(text)
 
-    def _save_settings_quietly(self) -> None:
-        self.settings_ctl.save_quietly()
+    def stop(self) -> None:
+        self.chat_ctl.stop()
 
-    def remote_removed(self) -> bool:
-        return self.remote_engines.remote_removed()
+    def new_chat(self) -> None:
+        self.conversations_ctl.new_chat()
 
-    def _show_turn_stats(self, ev: DoneEvent) -> None:
-        self.status.show_turn_stats(ev)
-
-    def _reset_stats(self) -> None:
-        self.status.reset_stats()
-
-    def show_chat_page(self) -> None:
-        self.page_stack.show_chat_page()
-
-    def _reopen_last_conversation(self) -> None:
-        cid = self.state.settings.window.last_conversation_id
-        if cid is None:
-            return
-        from app.storage.history import ConversationNotFound
-
-        try:
-            self.history.load_conversation(cid)
-        except ConversationNotFound:
-            self.state.settings.window.last_conversation_id = None
-            return
-        self.open_conversation(cid)
+    def open_conversation(self, cid: int) -> None:
+        self.conversations_ctl.open_conversation(cid)
 
     # -- quitting -----------------------------------------------------------------------------------
     def closeEvent(self, e: QCloseEvent) -> None:  # noqa: N802
@@ -362,8 +347,8 @@ class MainWindow(ConversationsMixin, ChatMixin, QMainWindow):
         self.state.shut = True
         self.settings_ctl.save_window_state(tool_dock=self.tool_dock, act_conversations=self.act_conversations)
         self.settings_ctl.save_quietly()
-        if self.approval_dialog is not None:
-            self.approval_dialog.reject()
+        if self.chat_ctl.approval_dialog is not None:
+            self.chat_ctl.approval_dialog.reject()
         self.work_pages.shutdown()  # downloads paused (kept for next time), the API server stopped
         self.model_bar.shutdown()
         self.tasks.close(timeout_ms)

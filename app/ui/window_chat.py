@@ -1,4 +1,4 @@
-"""The window's chat actions and what it does with the worker's events (a part of MainWindow).
+"""The window's chat actions and what it does with the worker's events (a part of the main window).
 
 UI action -> worker call (queued to the engine thread) -> typed events -> these slots. Failures
 are shown inside the reply they belong to, in the error style, with the action that fixes them.
@@ -7,6 +7,8 @@ are shown inside the reply they belong to, in the error style, with the action t
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
+
+from PySide6.QtCore import QObject, Signal
 
 from app.engine.events import (
     DoneEvent,
@@ -20,20 +22,20 @@ from app.ui.approval_dialog import ApprovalDialog
 from app.ui.call_view import CallView
 
 if TYPE_CHECKING:
-    from PySide6.QtWidgets import (
-        QDockWidget,
-        QHBoxLayout,
-        QPushButton,
-        QVBoxLayout,
-        QWidget,
-    )
+    from PySide6.QtWidgets import QDockWidget, QMainWindow
 
-    from app.ui.chat import AssistantMessage, ChatView, ComposeEdit
-    from app.ui.tool_choice import ToolChoiceBox
+    from app.ui.chat import AssistantMessage
+    from app.ui.model_bar import ModelBar
+    from app.ui.remote_models import RemoteEngines
     from app.ui.tool_panel import ToolCallPanel
-    from app.ui.worker import EngineConfig, EngineWorker, ModelInfo
+    from app.ui.window_chat_page import ChatPage
+    from app.ui.window_conversations import ConversationsController
+    from app.ui.window_settings import SettingsController
+    from app.ui.window_state import WindowState
+    from app.ui.window_status import StatusController
+    from app.ui.worker import EngineWorker
 
-__all__ = ["CONTINUE_PROMPT", "ChatMixin", "reply_stats"]
+__all__ = ["CONTINUE_PROMPT", "ChatController", "reply_stats"]
 
 CONTINUE_PROMPT = "Continue from where you stopped."
 MAX_CONTEXT = 131_072
@@ -56,86 +58,69 @@ def reply_stats(ev: DoneEvent) -> str:
     return " · ".join(parts)
 
 
-class ChatMixin:
-    """Mixed into :class:`app.ui.main_window.MainWindow`."""
+class ChatController(QObject):
+    """Owns the chat page's actions (send, stop, regenerate, edit and resend, continue), the
+    approval dialog (``approval_dialog``), the last turn's done event (``last_done``) and the text
+    of the message being answered; renders the worker's turn events in the chat view and the
+    tool-call panel."""
 
-    settings: Any
-    worker: EngineWorker
-    chat: ChatView
-    compose: ComposeEdit
-    compose_row: QHBoxLayout
-    send_button: QPushButton
-    tool_choice_box: ToolChoiceBox
-    window_notices: QVBoxLayout
-    chat_page: QWidget
-    _pending_text: str | None
-    tool_panel: ToolCallPanel
-    tool_dock: QDockWidget
-    model_info: ModelInfo | None
-    busy: bool
-    approval_dialog: ApprovalDialog | None
-    last_done: DoneEvent | None
+    sig_turn_done = Signal(object)  # DoneEvent, after the end of a turn is rendered
 
-    if TYPE_CHECKING:  # provided by the window (other parts, QMainWindow)
-
-        def statusBar(self) -> Any: ...  # noqa: N802
-        def _ensure_conversation(self, first_text: str) -> int: ...
-        def new_chat(self) -> None: ...
-        def config_for(self, model_path: str | None) -> EngineConfig: ...
-        def apply_settings(self, settings: Any) -> None: ...
-        def _save_settings_quietly(self) -> None: ...
-        def open_settings(self, key: str | None = None) -> Any: ...
-        def remote_removed(self) -> bool: ...
-        def _show_turn_stats(self, ev: DoneEvent) -> None: ...
-        def refresh_conversations(self) -> None: ...
-
-        sig_turn_done: Any
-
-        def show_window_notice(
-            self, code: str, message: str, setting: str | None, *, kind: str = "info"
-        ) -> Any: ...
-
-    # -- the chat page ---------------------------------------------------------------------------------
-    def _build_chat_page(self) -> QWidget:
-        """Window banners, the chat view and the compose row (text, tool choice, Send)."""
-        from PySide6.QtCore import Qt
-        from PySide6.QtWidgets import QHBoxLayout, QPushButton, QVBoxLayout, QWidget
-
-        from app.ui.chat import ChatView, ComposeEdit
-        from app.ui.tool_choice import ToolChoiceBox
-
-        page = QWidget()
-        page.setObjectName("centralArea")
-        v = QVBoxLayout(page)
-        v.setContentsMargins(0, 0, 0, 0)
-        self.window_notices = QVBoxLayout()
-        self.window_notices.setContentsMargins(8, 4, 8, 0)
-        v.addLayout(self.window_notices)
-        self.chat = ChatView()
+    def __init__(
+        self,
+        window: QMainWindow,
+        state: WindowState,
+        *,
+        page: ChatPage,
+        worker: EngineWorker,
+        tool_panel: ToolCallPanel,
+        tool_dock: QDockWidget,
+        conversations: ConversationsController,
+        settings: SettingsController,
+        remote: RemoteEngines,
+        model_bar: ModelBar,
+        status: StatusController,
+    ) -> None:
+        super().__init__(window)
+        self.window = window
+        self.state = state
+        self.page = page
+        self.chat, self.compose, self.send_button = page.chat, page.compose, page.send_button
+        self.tool_choice_box = page.tool_choice_box
+        self.worker = worker
+        self.tool_panel = tool_panel
+        self.tool_dock = tool_dock
+        self.conversations = conversations
+        self.settings_ctl = settings
+        self.remote = remote
+        self.model_bar = model_bar
+        self.status = status
+        self.approval_dialog: ApprovalDialog | None = None
+        self.last_done: DoneEvent | None = None
+        self._pending_text: str | None = None
         self.chat.sig_chip_clicked.connect(self.select_tool_call)
-        self.chat.sig_open_setting.connect(self.open_settings)
+        self.chat.sig_open_setting.connect(settings.open_settings)
         self.chat.sig_dismiss_notice.connect(self._on_notice_dismissed)
-        self.chat.suppress_notice_codes.update(self.settings.window.dismissed)
+        self.chat.suppress_notice_codes.update(state.settings.window.dismissed)
         self.chat.sig_regenerate.connect(self.regenerate)
         self.chat.sig_edit_resend.connect(self.edit_and_resend)
-        v.addWidget(self.chat, 1)
-        self.compose_row = QHBoxLayout()
-        self.compose_row.setContentsMargins(12, 6, 12, 10)
-        self.compose = ComposeEdit()
         self.compose.sig_submit.connect(self.send_or_stop_from_keyboard)
-        self.compose_row.addWidget(self.compose, 1)
-        self.tool_choice_box = ToolChoiceBox(self.settings.chat.tool_choice)
         self.tool_choice_box.sig_choice.connect(self._on_tool_choice)
-        self.worker.tool_choice = self.tool_choice_box.value()
-        self.worker.sig_loaded.connect(lambda info: self.tool_choice_box.set_tools(info.tools))
-        self.compose_row.addWidget(self.tool_choice_box, 0, Qt.AlignmentFlag.AlignBottom)
-        self.send_button = QPushButton("Send")
-        self.send_button.setObjectName("sendButton")
+        worker.tool_choice = self.tool_choice_box.value()
+        worker.sig_loaded.connect(lambda info: self.tool_choice_box.set_tools(info.tools))
         self.send_button.clicked.connect(self._on_send_button_clicked)
-        self.compose_row.addWidget(self.send_button, 0, Qt.AlignmentFlag.AlignBottom)
-        v.addLayout(self.compose_row)
-        self.chat_page = page
-        return page
+        settings.sig_settings_saved.connect(self._on_settings_saved)
+        worker.sig_text.connect(self._on_worker_text)
+        worker.sig_reasoning.connect(self._on_worker_reasoning)
+        worker.sig_tool_call_started.connect(self._on_worker_tool_call_started)
+        worker.sig_tool_call_finished.connect(self._on_worker_tool_call_finished)
+        worker.sig_notice.connect(self._on_worker_notice)
+        worker.sig_tool_call_incomplete.connect(self._on_worker_tool_call_incomplete)
+        worker.sig_done.connect(self._on_worker_done)
+        worker.sig_approval_requested.connect(self._on_worker_approval_requested)
+
+    def _on_settings_saved(self) -> None:
+        self.tool_choice_box.default = self.state.settings.chat.tool_choice
 
     def _on_tool_choice(self, choice: Any) -> None:
         self.worker.tool_choice = choice  # the next send's tool_choice
@@ -147,42 +132,42 @@ class ChatMixin:
 
     # -- sending -----------------------------------------------------------------------------------
     def send_or_stop_from_keyboard(self) -> None:
-        if not self.busy:
+        if not self.state.busy:
             self.send()
 
     def _on_send_button_clicked(self) -> None:
-        if self.busy:
+        if self.state.busy:
             self.stop()
         else:
             self.send()
 
     def send(self, text: str | None = None) -> bool:
         """Send the compose box's text (or ``text``); False if nothing was sent."""
-        if self.busy:
+        if self.state.busy:
             return False
         text = (text if text is not None else self.compose.toPlainText()).strip()
         if not text:
             return False
-        if self.model_info is None:
-            self.statusBar().showMessage("No model is loaded yet: pick one in the model picker.", 8000)
+        if self.state.model_info is None:
+            self.window.statusBar().showMessage("No model is loaded yet: pick one in the model picker.", 8000)
             return False
-        if self.remote_removed():
-            self.statusBar().showMessage(
-                f"The remote engine {self.model_info.remote} was deleted: pick another model.", 8000
+        if self.remote.remote_removed():
+            self.window.statusBar().showMessage(
+                f"The remote engine {self.state.model_info.remote} was deleted: pick another model.", 8000
             )
             return False
-        cid = self._ensure_conversation(text)
+        cid = self.conversations.ensure_conversation(text)
         self.compose.clear()
         self.chat.add_user(text)
         reply = self.chat.begin_assistant()
         reply.watch_prompt(self._prompt_progress)
-        self._set_busy(True)
+        self.set_busy(True)
         self._pending_text = text
         self.worker.send(text, cid)
         return True
 
     def stop(self) -> None:
-        if self.busy:
+        if self.state.busy:
             self.worker.cancel()
             if self.approval_dialog is not None:
                 self.approval_dialog.reject()
@@ -190,7 +175,7 @@ class ChatMixin:
     def regenerate(self, user_index: int = -1) -> None:
         """Generate again the reply to the ``user_index``-th user message (-1 or the last: the last
         reply). An older reply is regenerated by resending its question: the later turns go."""
-        if self.busy or self.model_info is None:
+        if self.state.busy or self.state.model_info is None:
             return
         users = self.chat.user_messages()
         if 0 <= user_index < len(users) - 1:
@@ -203,11 +188,11 @@ class ChatMixin:
         self.chat.truncate_from(last)
         reply = self.chat.begin_assistant()
         reply.watch_prompt(self._prompt_progress)
-        self._set_busy(True)
+        self.set_busy(True)
         self.worker.regenerate()
 
     def edit_and_resend(self, user_index: int, text: str) -> None:
-        if self.busy or self.model_info is None:
+        if self.state.busy or self.state.model_info is None:
             return
         users = self.chat.user_messages()
         if user_index >= len(users):
@@ -225,23 +210,23 @@ class ChatMixin:
 
     def increase_context(self) -> None:
         """The "Increase context" action: twice the context length, the model reloaded with it."""
-        s = self.settings.model_copy(deep=True)
+        s = self.state.settings.model_copy(deep=True)
         s.model.context_length = min(MAX_CONTEXT, max(s.model.context_length * 2, 512))
-        self.apply_settings(s)
+        self.settings_ctl.apply_settings(s)
 
     def _drop_panel_calls(self, reply: AssistantMessage) -> None:
         for call_id in list(reply.cards):
             self.tool_panel.remove_call(call_id)
 
-    def _set_busy(self, busy: bool) -> None:
-        self.busy = busy
+    def set_busy(self, busy: bool) -> None:
+        self.state.busy = busy
         self.chat.set_busy(busy)
-        self._update_send_button()
+        self.update_send_button()
 
-    def _update_send_button(self) -> None:
+    def update_send_button(self) -> None:
         b = self.send_button
-        usable = self.model_info is not None and not self.remote_removed()
-        if self.busy:
+        usable = self.state.model_info is not None and not self.remote.remote_removed()
+        if self.state.busy:
             b.setText("Stop")
             b.setToolTip("Stop the reply (Esc)")
             b.setProperty("mode", "stop")
@@ -251,11 +236,11 @@ class ChatMixin:
                 "Send (Enter)"
                 if usable
                 else "Its remote engine was deleted: pick another model"
-                if self.model_info is not None
+                if self.state.model_info is not None
                 else "Load a model first"
             )
             b.setProperty("mode", "send")
-        b.setEnabled(self.busy or usable)
+        b.setEnabled(self.state.busy or usable)
         b.style().unpolish(b)
         b.style().polish(b)
 
@@ -278,32 +263,32 @@ class ChatMixin:
         known = self.tool_panel.entries.get(ev.call.id)
         view = known.finished(ev.outcome) if known is not None else CallView.from_event(ev)
         self._show_call(view)
-        if not ev.outcome.ok and ev.call.name in FILE_TOOL_NAMES and not self.settings.tools.workspace:
+        if not ev.outcome.ok and ev.call.name in FILE_TOOL_NAMES and not self.state.settings.tools.workspace:
             card = self.chat.find_card(ev.call.id)
             if card is not None:  # the file tools exist only with a workspace folder: say where to set it
                 card.set_fix(
                     "Set a workspace folder to enable the file tools…",
-                    lambda: self.open_settings("tools.workspace"),
+                    lambda: self.settings_ctl.open_settings("tools.workspace"),
                 )
 
     def _on_worker_tool_call_incomplete(self, ev: ToolCallIncomplete) -> None:
         self.chat.add_incomplete_call(ev.call)
 
     def _on_worker_notice(self, ev: NoticeEvent) -> None:
-        if ev.code in self.settings.window.dismissed:
+        if ev.code in self.state.settings.window.dismissed:
             return  # "Don't show again"
         self.chat.add_notice(ev.code, ev.message, ev.setting)
 
     def _on_notice_dismissed(self, code: str) -> None:
-        if code not in self.settings.window.dismissed:
-            self.settings.window.dismissed = [*self.settings.window.dismissed, code]
-            self._save_settings_quietly()
+        if code not in self.state.settings.window.dismissed:
+            self.state.settings.window.dismissed = [*self.state.settings.window.dismissed, code]
+            self.settings_ctl.save_quietly()
 
     def reload_crashed_model(self) -> None:
         """Start a fresh engine process for the model whose engine died."""
-        info = self.model_info
+        info = self.state.model_info
         if info is not None and not info.remote:
-            self.load_model(info.path)
+            self.model_bar.load_model(info.path)
 
     def _on_worker_done(self, ev: DoneEvent) -> None:
         self.last_done = ev
@@ -321,7 +306,7 @@ class ChatMixin:
                 self.compose.setPlainText(self._pending_text or "")  # nothing typed is lost
                 reply.set_error(
                     ev.error or "This conversation is full.",
-                    [("New chat", self.new_chat), ("Increase context", self.increase_context)],
+                    [("New chat", self.conversations.new_chat), ("Increase context", self.increase_context)],
                 )
                 reply.btn_regen.setVisible(False)
             elif ev.finish_reason == "error" and ev.engine_crashed:
@@ -344,24 +329,24 @@ class ChatMixin:
                     kind="info",
                 )
             reply.set_stats(reply_stats(ev) if ev.finish_reason != "error" else "")
-        self._show_turn_stats(ev)
+        self.status.show_turn_stats(ev)
         if self.approval_dialog is not None:
             self.approval_dialog.reject()
-        self._set_busy(False)
+        self.set_busy(False)
         self.sig_turn_done.emit(ev)
 
     def _on_worker_conversation_saved(self, _cid: int) -> None:
-        self.refresh_conversations()
+        self.conversations.refresh_conversations()
 
     def _on_worker_approval_requested(self, request: Any) -> None:
-        dlg = ApprovalDialog(request, self, workspace=self.settings.tools.workspace)  # type: ignore[arg-type]
+        dlg = ApprovalDialog(request, self.window, workspace=self.state.settings.tools.workspace)
         self.approval_dialog = dlg
 
         def answered(_result: int) -> None:
             self.worker.answer_approval(dlg.call_id, dlg.decision)
             if dlg.decision == "always":
-                self.settings.tools.approvals = {**self.settings.tools.approvals, dlg.tool_name: "allow"}
-                self._save_settings_quietly()
+                self.state.settings.tools.approvals = {**self.state.settings.tools.approvals, dlg.tool_name: "allow"}
+                self.settings_ctl.save_quietly()
             if self.approval_dialog is dlg:
                 self.approval_dialog = None
 

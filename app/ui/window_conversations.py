@@ -1,4 +1,4 @@
-"""The window's conversation actions: list, search, new, open, rename, delete (a part of MainWindow).
+"""The window's conversation actions: list, search, new, open, rename, delete (a part of the main window).
 
 History is read and written only through ``app.storage.history.History``'s methods; opening a
 conversation rebuilds the chat view and the tool panel from the stored messages, and hands the
@@ -7,110 +7,142 @@ messages to the worker so the next turn continues them.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from PySide6.QtCore import QObject, Signal
 
 from app.ui.call_view import CallView
+from app.ui.conversation_list import ConversationList
 
 if TYPE_CHECKING:
-    from app.ui.chat import ChatView, ComposeEdit
-    from app.ui.conversation_list import ConversationList
+    from PySide6.QtWidgets import QMainWindow
+
     from app.ui.tool_panel import ToolCallPanel
-    from app.ui.worker import EngineConfig, EngineWorker, ModelInfo
+    from app.ui.window_chat_page import ChatPage
+    from app.ui.window_state import WindowState
+    from app.ui.window_status import StatusController
+    from app.ui.worker import EngineWorker
 
-__all__ = ["ConversationsMixin"]
+__all__ = ["ConversationsController"]
 
 
-class ConversationsMixin:
-    """Mixed into :class:`app.ui.main_window.MainWindow`."""
+class ConversationsController(QObject):
+    """Owns the conversation list (``list``): listing and searching the history, new, open,
+    rename, delete; opening one shows its stored messages in the chat and the tool panel and hands
+    them to the worker, so the next turn continues them."""
 
-    history: Any
-    settings: Any
-    worker: EngineWorker
-    conversations: ConversationList
-    chat: ChatView
-    compose: ComposeEdit
-    tool_panel: ToolCallPanel
-    conversation_id: int | None
-    model_info: ModelInfo | None
-    busy: bool
+    sig_stop_requested = Signal()  # another conversation opens while a reply is being written
 
-    if TYPE_CHECKING:  # provided by the window (other parts, QMainWindow)
+    def __init__(
+        self,
+        window: QMainWindow,
+        state: WindowState,
+        *,
+        worker: EngineWorker,
+        page: ChatPage,
+        tool_panel: ToolCallPanel,
+        status: StatusController,
+        show_chat_page: Callable[[], None],
+    ) -> None:
+        super().__init__(window)
+        self.window = window
+        self.state = state
+        self.worker = worker
+        self.chat, self.compose, self.tool_choice_box = page.chat, page.compose, page.tool_choice_box
+        self.tool_panel = tool_panel
+        self.status = status
+        self.show_chat_page = show_chat_page
+        self.list = ConversationList()
+        self.list.setMinimumWidth(150)
+        self.list.sig_new.connect(self.new_chat)
+        self.list.sig_open.connect(self.open_conversation)
+        self.list.sig_rename.connect(self.rename_conversation)
+        self.list.sig_delete.connect(self.delete_conversation)
+        self.list.sig_search.connect(self.search_conversations)
 
-        def statusBar(self) -> Any: ...  # noqa: N802
-        def stop(self) -> None: ...
-        def show_chat_page(self) -> None: ...
-        def config_for(self, model_path: str | None) -> EngineConfig: ...
-        def _reset_stats(self) -> None: ...
-        def _save_settings_quietly(self) -> None: ...
+    def reopen_last(self) -> None:
+        """The conversation open when the window last closed, if it is still in the history."""
+        cid = self.state.settings.window.last_conversation_id
+        if cid is None:
+            return
+        from app.storage.history import ConversationNotFound
+
+        try:
+            self.state.history.load_conversation(cid)
+        except ConversationNotFound:
+            self.state.settings.window.last_conversation_id = None
+            return
+        self.open_conversation(cid)
 
     def refresh_conversations(self, query: str | None = None) -> None:
         """Show the conversations matching ``query`` (default: the search box's text), or all."""
-        q = (self.conversations.search.text() if query is None else query).strip()
+        q = (self.list.search.text() if query is None else query).strip()
         try:
-            convs = self.history.search(q) if q else self.history.list_conversations()
+            convs = self.state.history.search(q) if q else self.state.history.list_conversations()
         except Exception as exc:  # noqa: BLE001 - HistoryError and sqlite errors: said in the status bar
-            self.statusBar().showMessage(f"Could not read the history: {exc}", 8000)
+            self.window.statusBar().showMessage(f"Could not read the history: {exc}", 8000)
             return
-        self.conversations.current_id = self.conversation_id
-        self.conversations.set_conversations(convs)
+        self.list.current_id = self.state.conversation_id
+        self.list.set_conversations(convs)
 
     def search_conversations(self, query: str) -> None:
         self.refresh_conversations(query)
 
     def focus_search(self) -> None:
         """Ctrl+K: the conversation list is shown and its search box has the focus."""
-        self.conversations.setVisible(True)
-        self.conversations.search.setFocus()
-        self.conversations.search.selectAll()
+        self.list.setVisible(True)
+        self.list.search.setFocus()
+        self.list.search.selectAll()
 
     def _remember_conversation(self, cid: int | None) -> None:
         self.tool_choice_box.recall(cid)  # each conversation keeps its own tool choice
-        if self.settings.window.last_conversation_id != cid:
-            self.settings.window.last_conversation_id = cid
+        if self.state.settings.window.last_conversation_id != cid:
+            self.state.settings.window.last_conversation_id = cid
 
     def new_chat(self) -> None:
-        if self.busy:
-            self.stop()
-        self.conversation_id = None
+        if self.state.busy:
+            self.sig_stop_requested.emit()
+        self.state.conversation_id = None
         self._remember_conversation(None)
         self.chat.clear()
         self.tool_panel.clear()
-        self._reset_stats()
+        self.status.reset_stats()
         self.worker.open_conversation(None, [])
-        self.conversations.select(None)
+        self.list.select(None)
         self.show_chat_page()
         self.compose.setFocus()
 
     def rename_conversation(self, cid: int, title: str) -> None:
         try:
-            self.history.rename_conversation(cid, title)
+            self.state.history.rename_conversation(cid, title)
         except Exception as exc:  # noqa: BLE001 - HistoryError and sqlite errors: said in the status bar
-            self.statusBar().showMessage(f"Could not rename: {exc}", 8000)
+            self.window.statusBar().showMessage(f"Could not rename: {exc}", 8000)
         self.refresh_conversations()
 
     def delete_conversation(self, cid: int) -> None:
-        if cid == self.conversation_id:
+        if cid == self.state.conversation_id:
             self.new_chat()
         try:
-            self.history.delete_conversation(cid)
+            self.state.history.delete_conversation(cid)
         except Exception as exc:  # noqa: BLE001 - HistoryError and sqlite errors: said in the status bar
-            self.statusBar().showMessage(f"Could not delete: {exc}", 8000)
+            self.window.statusBar().showMessage(f"Could not delete: {exc}", 8000)
         self.refresh_conversations()
 
     def open_conversation(self, cid: int) -> None:
-        if self.busy:
-            self.stop()
+        if self.state.busy:
+            self.sig_stop_requested.emit()
         try:
-            conv = self.history.load_conversation(cid)
+            conv = self.state.history.load_conversation(cid)
         except Exception as exc:  # noqa: BLE001 - HistoryError and sqlite errors: said in the status bar
-            self.statusBar().showMessage(f"Could not open the conversation: {exc}", 8000)
+            self.window.statusBar().showMessage(f"Could not open the conversation: {exc}", 8000)
             return
-        self.conversation_id = cid
+        self.state.conversation_id = cid
         self._remember_conversation(cid)
-        self.conversations.select(cid)
+        self.list.select(cid)
         self.chat.clear()
         self.tool_panel.clear()
-        self._reset_stats()
+        self.status.reset_stats()
         current = None
         for m in conv.messages:
             if m.role == "user":
@@ -139,15 +171,15 @@ class ConversationsMixin:
         self.worker.open_conversation(cid, conv.messages)
         self.show_chat_page()
 
-    def _ensure_conversation(self, first_text: str) -> int:
-        if self.conversation_id is None:
+    def ensure_conversation(self, first_text: str) -> int:
+        if self.state.conversation_id is None:
             title = " ".join(first_text.split())[:48] or "New chat"
-            path = self.model_info.path if self.model_info else None
-            conv = self.history.create_conversation(
-                title, model_path=path, settings=self.config_for(path).__dict__
+            path = self.state.model_info.path if self.state.model_info else None
+            conv = self.state.history.create_conversation(
+                title, model_path=path, settings=self.state.config_for(path).__dict__
             )
-            self.conversation_id = conv.id
+            self.state.conversation_id = conv.id
             self._remember_conversation(conv.id)
             self.refresh_conversations()
-            self.conversations.select(conv.id)
-        return self.conversation_id
+            self.list.select(conv.id)
+        return self.state.conversation_id

@@ -128,7 +128,7 @@ def test_d41_help_menu_lists_shortcuts_and_ctrl_k_searches(qtbot, make_window):
     w.compose.setFocus()
     search.activated.emit()
     assert w.focusWidget() is w.conversations.search
-    box = w.show_shortcuts()
+    box = w.menus.show_shortcuts()
     text = " ".join(lab.text() for lab in box.findChildren(QLabel))
     for key in ("Ctrl+Q", "Ctrl+K", "Ctrl+N", "Esc", "Ctrl+T"):
         assert key in text
@@ -139,12 +139,12 @@ def test_d41_sidebar_marks_the_active_page_and_pages_register_in_it(qtbot, make_
     w = make_window(None, settings=_settings())
     assert w.pages["chat"].action.isChecked()
     w.act_models.trigger()
-    assert w.current_page() == "models" and w.act_models.isChecked() and not w.act_chat.isChecked()
-    page = w.add_page("extra", "Extra", lambda: QLabel("an extra page"))
+    assert w.page_stack.current_page() == "models" and w.act_models.isChecked() and not w.act_chat.isChecked()
+    page = w.page_stack.add_page("extra", "Extra", lambda: QLabel("an extra page"))
     assert page.action in w.sidebar.actions()
     assert w.sidebar.actions().index(page.action) < w.sidebar.actions().index(w.act_settings)
     w.show_page("extra")
-    assert w.current_page() == "extra" and page.action.isChecked()
+    assert w.page_stack.current_page() == "extra" and page.action.isChecked()
 
 
 def test_d43_layout_works_at_800_by_600_and_side_panes_collapse(qtbot, make_window):
@@ -156,9 +156,9 @@ def test_d43_layout_works_at_800_by_600_and_side_panes_collapse(qtbot, make_wind
     w.act_conversations.trigger()  # Ctrl+B: the conversation list collapses
     assert not w.conversations.isVisible()
     qtbot.waitUntil(lambda: w.chat.width() >= 420, timeout=30_000)  # the list's room goes to the chat
-    w.show_models_page()  # the tool panel gives its room to the Models page, and comes back
+    w.page_stack.show_models_page()  # the tool panel gives its room to the Models page, and comes back
     assert not w.tool_dock.isVisible()
-    w.show_chat_page()
+    w.page_stack.show_chat_page()
     assert w.tool_dock.isVisible()
 
 
@@ -186,10 +186,10 @@ def test_d39_conversation_list_groups_by_day_has_no_matches_state_and_safe_delet
     assert conv.list.item(0).text() == "Today" and conv.titles() == ["alpha"]
     assert conv.btn_delete.isEnabled()
     conv.search.setText("zzz-nothing")
-    w.search_conversations("zzz-nothing")
+    w.conversations_ctl.search_conversations("zzz-nothing")
     assert conv.placeholder() == "No matches"
     conv.search.setText("")
-    w.search_conversations("")
+    w.conversations_ctl.search_conversations("")
     # the Delete key asks, with Cancel the default; cancelling keeps the chat
     conv.list.setCurrentItem(conv.item_for(w.conversation_id))
     qtbot.keyClick(conv.list, Qt.Key.Key_Delete)

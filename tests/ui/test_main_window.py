@@ -400,11 +400,11 @@ def test_rename_search_delete_conversations(qtbot, make_window, streaming_model)
     item.setText("Renamed chat")  # what in-place editing does
     assert w.history.get_conversation(first).title == "Renamed chat"
     w.conversations.search.setText("beta")
-    w.search_conversations("beta")
+    w.conversations_ctl.search_conversations("beta")
     assert w.conversations.ids() == [second]
     w.conversations.search.setText("")
-    w.search_conversations("")
-    w.delete_conversation(second)
+    w.conversations_ctl.search_conversations("")
+    w.conversations_ctl.delete_conversation(second)
     assert w.conversations.ids() == [first] and w.conversation_id is None
 
 
@@ -468,7 +468,7 @@ def test_partial_reply_is_saved_while_streaming(qtbot, make_window, streaming_mo
     """A reply in progress is in the database (status streaming) before it ends, so a killed app
     keeps what was shown; History marks it interrupted on the next start."""
     w = make_window(streaming_model, settings=_settings(max_tokens=3900))
-    w.worker.PARTIAL_SAVE_S = 0.0  # save at every delta
+    w.worker.turns.partial_save_s = 0.0  # save at every delta
     w.compose.setPlainText("long")
     assert w.send()
     cid = w.conversation_id
@@ -512,7 +512,7 @@ def test_first_run_loads_demo_model_into_library_and_replies_with_banner(qtbot, 
     qtbot.addWidget(w)
     w.show()
     try:
-        assert w.loading_path == str(smollm2_path) and w._progress_action.isVisible()
+        assert w.loading_path == str(smollm2_path) and w.model_bar.progress_action.isVisible()
         qtbot.waitUntil(lambda: w.model_info is not None, timeout=60_000)
         assert str(smollm2_path) in [str(m.path) for m in Library().scan()]
         done = _send(qtbot, w, "Hello! Who are you?")

@@ -43,11 +43,11 @@ def _picker_texts(w) -> list[str]:
 
 
 def _add(qtbot, w, name, url, key=""):
-    dlg = w.open_provider_dialog()
+    dlg = w.remote_engines.open_provider_dialog()
     dlg.set_values(name=name, url=url, kind="openai", mode="api", key=key)
     dlg.accept()
     assert dlg.result() == 1, dlg.error_label.text()
-    qtbot.waitUntil(lambda: name in w.remote_models, timeout=30_000)
+    qtbot.waitUntil(lambda: name in w.remote_engines.models, timeout=30_000)
 
 
 def _auth_of_listings(server) -> list[str | None]:
@@ -68,14 +68,14 @@ def test_editing_changes_the_endpoint_and_keeps_the_key_until_a_new_one_is_typed
         assert "alpha · Lab (remote)" in _picker_texts(w)
         assert "Edit remote engines…" in _picker_texts(w)
 
-        dlg = w.open_provider_dialog("Lab")  # editing: the saved values, the key never read back
+        dlg = w.remote_engines.open_provider_dialog("Lab")  # editing: the saved values, the key never read back
         assert dlg.windowTitle() == "Edit Lab" and dlg.name_edit.isReadOnly()
         assert dlg.url_edit.text() == first.url and dlg.key_edit.text() == ""
         dlg.url_edit.setText(second.url)
         dlg.mode_box.setCurrentIndex(dlg.mode_box.findData("auto"))
         dlg.accept()
         assert dlg.result() == 1, dlg.error_label.text()
-        qtbot.waitUntil(lambda: w.remote_models.get("Lab") == ["beta", "gamma"], timeout=30_000)
+        qtbot.waitUntil(lambda: w.remote_engines.models.get("Lab") == ["beta", "gamma"], timeout=30_000)
         assert [(e.name, e.url, e.mode) for e in w.settings.remote] == [("Lab", second.url, "auto")]
         assert memory_keyring.store == {("callisto", "remote:Lab"): FIRST_KEY}  # kept: none was typed
         assert _auth_of_listings(second) == [f"Bearer {FIRST_KEY}"]  # and sent to the new endpoint
@@ -83,7 +83,7 @@ def test_editing_changes_the_endpoint_and_keeps_the_key_until_a_new_one_is_typed
         assert "beta · Lab (remote)" in texts and "gamma · Lab (remote)" in texts
         assert not any(t.startswith("alpha") for t in texts)  # the old endpoint's model left
 
-        dlg = w.open_provider_dialog("Lab")
+        dlg = w.remote_engines.open_provider_dialog("Lab")
         dlg.key_edit.setText(SECOND_KEY)
         dlg.accept()
         assert dlg.result() == 1
@@ -91,7 +91,7 @@ def test_editing_changes_the_endpoint_and_keeps_the_key_until_a_new_one_is_typed
         assert memory_keyring.store == {("callisto", "remote:Lab"): SECOND_KEY}
         assert _auth_of_listings(second)[-1] == f"Bearer {SECOND_KEY}"
 
-        dlg = w.open_provider_dialog("Lab")
+        dlg = w.remote_engines.open_provider_dialog("Lab")
         dlg.forget_key_box.setChecked(True)
         assert not dlg.key_edit.isEnabled()
         dlg.accept()
@@ -119,7 +119,7 @@ def _chatty_endpoint(words: str):
 
 
 def test_the_model_in_use_goes_on_with_the_edited_endpoint(qtbot, make_window, memory_keyring):
-    from app.ui.remote_models import remote_key
+    from app.engine.remote.keys import remote_key
 
     with (
         MisbehavingServer(_chatty_endpoint("Hello from the first box.")) as first,
@@ -128,20 +128,20 @@ def test_the_model_in_use_goes_on_with_the_edited_endpoint(qtbot, make_window, m
         w = make_window(None)
         _add(qtbot, w, "Box", first.url)
         key = remote_key("Box", "same")
-        assert w.load_remote(key)
+        assert w.remote_engines.load_remote(key)
         qtbot.waitUntil(lambda: w.model_info is not None and w.model_info.path == key, timeout=30_000)
-        w.last_done = None
+        w.chat_ctl.last_done = None
         assert w.send("Who are you?")
         qtbot.waitUntil(lambda: w.last_done is not None, timeout=30_000)
         assert "first box" in w.chat.current_assistant().text()
 
-        dlg = w.open_provider_dialog("Box")
+        dlg = w.remote_engines.open_provider_dialog("Box")
         dlg.url_edit.setText(second.url)
         dlg.accept()
         qtbot.waitUntil(
             lambda: w.loading_path is None and any(r.path == "/v1/models" for r in second.requests)
         )
-        w.last_done = None
+        w.chat_ctl.last_done = None
         assert w.send("And now?")
         qtbot.waitUntil(lambda: w.last_done is not None, timeout=30_000)
         assert "second box" in w.chat.current_assistant().text()
@@ -170,14 +170,14 @@ def test_an_edit_with_bad_values_is_refused_and_changes_nothing(
     w = make_window(None)
     saved = RemoteProviderSettings(name="Box", url="http://127.0.0.1:9", kind="ollama", mode="api")
     w.settings.remote = [saved, RemoteProviderSettings(name="Other", url="http://127.0.0.1:9")]
-    dlg = w.open_provider_dialog("Box")
+    dlg = w.remote_engines.open_provider_dialog("Box")
     dlg.set_values(name="Other", url=url, kind=kind, mode=mode, key="sk-never-stored")
     dlg.accept()
     assert dlg.isVisible() and dlg.result() != 1 and problem in dlg.error_label.text()
     assert w.settings.remote[0] == saved and memory_keyring.store == {}
     dlg.reject()
     with pytest.raises(KeyError):
-        w.open_provider_dialog("Nobody")
+        w.remote_engines.open_provider_dialog("Nobody")
 
 
 def test_deleting_removes_the_key_and_the_models_and_the_chosen_model_can_no_longer_send(
@@ -186,7 +186,7 @@ def test_deleting_removes_the_key_and_the_models_and_the_chosen_model_can_no_lon
     from PySide6.QtWidgets import QMessageBox
 
     from app.storage.paths import settings_path
-    from app.ui.remote_models import remote_key
+    from app.engine.remote.keys import remote_key
 
     with (
         MisbehavingServer(_models_endpoint("alpha")) as gone,
@@ -196,28 +196,28 @@ def test_deleting_removes_the_key_and_the_models_and_the_chosen_model_can_no_lon
         _add(qtbot, w, "Gone box", gone.url, key=FIRST_KEY)
         _add(qtbot, w, "Kept box", kept.url, key=SECOND_KEY)
         key = remote_key("Gone box", "alpha")
-        assert w.load_remote(key)
+        assert w.remote_engines.load_remote(key)
         qtbot.waitUntil(lambda: w.model_info is not None and w.model_info.path == key, timeout=30_000)
         assert w.send_button.isEnabled()
 
-        manager = w.open_providers_dialog()
+        manager = w.remote_engines.open_providers_dialog()
         assert manager.names() == ["Gone box", "Kept box"]
         assert manager.select("Gone box")
         manager.edit_button.click()  # the edit dialog opens on top of the list, filled in
-        assert w.provider_dialog.parent() is manager and w.provider_dialog.editing.name == "Gone box"
-        w.provider_dialog.reject()
+        assert w.remote_engines.provider_dialog.parent() is manager and w.remote_engines.provider_dialog.editing.name == "Gone box"
+        w.remote_engines.provider_dialog.reject()
         manager.delete_button.click()
-        box = w.delete_box
+        box = w.remote_engines.delete_box
         assert box is not None and box.parent() is manager and "the one you chat with now" in box.text()
         box.button(QMessageBox.StandardButton.Cancel).click()  # no: nothing changes
         assert [e.name for e in w.settings.remote] == ["Gone box", "Kept box"]
         assert ("callisto", "remote:Gone box") in memory_keyring.store
 
         manager.delete_button.click()
-        w.delete_box.button(QMessageBox.StandardButton.Yes).click()
+        w.remote_engines.delete_box.button(QMessageBox.StandardButton.Yes).click()
         qtbot.waitUntil(lambda: manager.names() == ["Kept box"], timeout=30_000)
         assert memory_keyring.store == {("callisto", "remote:Kept box"): SECOND_KEY}
-        assert [e.name for e in w.settings.remote] == ["Kept box"] and "Gone box" not in w.remote_models
+        assert [e.name for e in w.settings.remote] == ["Kept box"] and "Gone box" not in w.remote_engines.models
         texts = _picker_texts(w)
         assert "omega · Kept box (remote)" in texts and "alpha · Gone box (remote)" not in texts
         # the model in use stays shown, marked as removed, and cannot send until another is picked
@@ -225,7 +225,7 @@ def test_deleting_removes_the_key_and_the_models_and_the_chosen_model_can_no_lon
         assert not w.send_button.isEnabled() and "deleted" in w.send_button.toolTip()
         assert not w.send("Hello?") and w.conversation_id is None
 
-        assert w.load_remote(remote_key("Kept box", "omega"))
+        assert w.remote_engines.load_remote(remote_key("Kept box", "omega"))
         qtbot.waitUntil(lambda: w.model_info.remote == "Kept box", timeout=30_000)
         assert w.send_button.isEnabled()
         assert not any("Gone box" in t for t in _picker_texts(w))
@@ -272,13 +272,13 @@ def test_a_keychain_that_refuses_leaves_the_engine_as_it_was(qtbot, make_window,
     w = make_window(None)
     entry = RemoteProviderSettings(name="Locked", url="http://127.0.0.1:9")
     w.settings.remote = [entry]
-    assert not w.delete_remote_provider("Locked")
+    assert not w.remote_engines.delete_remote_provider("Locked")
     banner = next(t for t in w.window_notice_texts() if t.startswith("Locked was not deleted"))
     assert "keychain did not delete the API key" in banner and FIRST_KEY not in banner
     assert w.settings.remote == [entry] and locked_keyring.store == {("callisto", "remote:Locked"): FIRST_KEY}
 
     changed = entry.model_copy(update={"url": "http://127.0.0.1:10"})
-    assert not w.edit_remote_provider(changed, SECOND_KEY)
+    assert not w.remote_engines.edit_remote_provider(changed, SECOND_KEY)
     assert any(t.startswith("Locked was not changed") for t in w.window_notice_texts())
     assert w.settings.remote == [entry]
 
@@ -294,7 +294,7 @@ def test_without_a_keychain_a_keyless_engine_is_deleted(qtbot, make_window):
     try:
         w = make_window(None)
         w.settings.remote = [RemoteProviderSettings(name="Open", url="http://127.0.0.1:9")]
-        assert w.delete_remote_provider("Open")
+        assert w.remote_engines.delete_remote_provider("Open")
         assert w.settings.remote == [] and "Edit remote engines…" not in _picker_texts(w)
     finally:
         keyring.set_keyring(previous)

@@ -74,11 +74,11 @@ def keyed_server(calc_model):
 
 
 def _add_provider(qtbot, w, **values):
-    dlg = w.open_provider_dialog()
+    dlg = w.remote_engines.open_provider_dialog()
     dlg.set_values(**values)
     dlg.accept()
     assert dlg.result() == 1, dlg.error_label.text()
-    qtbot.waitUntil(lambda: values["name"] in w.remote_models, timeout=30_000)
+    qtbot.waitUntil(lambda: values["name"] in w.remote_engines.models, timeout=30_000)
     return dlg
 
 
@@ -92,7 +92,7 @@ def _choose(qtbot, w, key):
 
 
 def _turn(qtbot, w, text=PROMPT, timeout=30_000):
-    w.last_done = None
+    w.chat_ctl.last_done = None
     assert w.send(text)
     qtbot.waitUntil(lambda: w.last_done is not None, timeout=timeout)
     return w.last_done
@@ -120,7 +120,7 @@ def test_a_remote_model_chosen_in_the_picker_calls_a_tool_shown_with_its_parser(
     qtbot, make_window, memory_keyring, keyed_server, calc_model, kind, mode, read_by
 ):
     from app.storage.paths import settings_path
-    from app.ui.remote_models import remote_key
+    from app.engine.remote.keys import remote_key
 
     w = make_window(None)
     template = str(calc_model) if mode == "callisto" else ""
@@ -212,7 +212,7 @@ def _slow_endpoint(gone: threading.Event, shown: threading.Event):
 
 
 def test_stop_cancels_the_remote_request_and_keeps_what_was_shown(qtbot, make_window, memory_keyring):
-    from app.ui.remote_models import remote_key
+    from app.engine.remote.keys import remote_key
 
     gone, shown = threading.Event(), threading.Event()
     with MisbehavingServer(_slow_endpoint(gone, shown)) as server:
@@ -220,7 +220,7 @@ def test_stop_cancels_the_remote_request_and_keeps_what_was_shown(qtbot, make_wi
         _add_provider(qtbot, w, name="Slow", url=server.url, kind="openai", mode="api")
         assert memory_keyring.store == {}  # no key given: nothing in the keychain
         _choose(qtbot, w, remote_key("Slow", "slow"))
-        w.last_done = None
+        w.chat_ctl.last_done = None
         assert w.send("Talk for a long time.")
         qtbot.waitUntil(lambda: "word" in (w.chat.current_assistant().text() or ""), timeout=30_000)
         w.stop()
@@ -269,7 +269,7 @@ def test_a_failing_endpoint_is_shown_in_the_reply_and_the_question_is_kept(
 
 
 def test_5xx_retries_are_told_in_the_reply_then_the_failure(qtbot, make_window, memory_keyring):
-    from app.ui.remote_models import remote_key
+    from app.engine.remote.keys import remote_key
 
     with MisbehavingServer(_failing_endpoint(503, "overloaded")) as server:
         w = make_window(None)
@@ -292,13 +292,13 @@ def test_an_endpoint_that_cannot_be_reached_is_a_banner_and_the_picker_keeps_wor
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     w = make_window(None)
-    dlg = w.open_provider_dialog()
+    dlg = w.remote_engines.open_provider_dialog()
     dlg.set_values(name="Gone", url=f"http://127.0.0.1:{port}", kind="openai", mode="api")
     dlg.accept()
     qtbot.waitUntil(lambda: any("could not be listed" in t for t in w.window_notice_texts()), timeout=30_000)
     text = next(t for t in w.window_notice_texts() if "could not be listed" in t)
     assert text.startswith("The models of Gone could not be listed:") and f"127.0.0.1:{port}" in text
-    assert "Gone" not in w.remote_models
+    assert "Gone" not in w.remote_engines.models
     assert [w.model_picker.itemText(i) for i in range(w.model_picker.count())][-2:] == [
         "Add a remote engine…",
         "Open a GGUF file…",
@@ -322,7 +322,7 @@ def test_the_dialog_refuses_bad_values_and_adds_nothing(qtbot, make_window, memo
 
     w = make_window(None)
     w.settings.remote = [RemoteProviderSettings(name="taken", url="http://127.0.0.1:9")]
-    dlg = w.open_provider_dialog()
+    dlg = w.remote_engines.open_provider_dialog()
     dlg.set_values(key="sk-never-stored", **values)
     dlg.accept()
     assert dlg.isVisible() and dlg.result() != 1
@@ -350,10 +350,10 @@ def test_without_a_keychain_a_keyless_provider_works_and_a_key_is_refused_plainl
     with MisbehavingServer(_failing_endpoint(500, "unused")) as server:
         w = make_window(None)
         _add_provider(qtbot, w, name="Open box", url=server.url, kind="openai", mode="api")
-        assert w.remote_models["Open box"] == ["flaky"]
+        assert w.remote_engines.models["Open box"] == ["flaky"]
     from app.storage.settings import RemoteProviderSettings
 
-    assert not w.add_remote_provider(RemoteProviderSettings(name="Keyed", url=keyed_server.url), KEY)
+    assert not w.remote_engines.add_remote_provider(RemoteProviderSettings(name="Keyed", url=keyed_server.url), KEY)
     banner = next(t for t in w.window_notice_texts() if t.startswith("Keyed was not added"))
     assert "keychain did not store the API key" in banner and KEY not in banner
     assert [e.name for e in w.settings.remote] == ["Open box"]

@@ -30,19 +30,19 @@ def _libraries_over(manifest: Path) -> list[Library]:
 def test_the_picker_and_the_models_page_share_one_library(qtbot, make_window, tmp_path):
     w = make_window(None)
     page = w.models_page()
-    assert page.manager is w.model_manager and page.manager.library is w.library
+    assert page.manager is w.model_bar.model_manager and page.manager.library is w.library
     assert len(_libraries_over(w.library.manifest_path)) == 1
     qtbot.waitUntil(lambda: w.tasks.pending == 0 and page.tasks.pending == 0, timeout=30_000)
     assert page.library_table.rowCount() == 0
 
     model = write_tiny_gguf(tmp_path / "elsewhere" / "Picked-Here.gguf", chat_template="{{ messages }}")
     with qtbot.waitSignal(w.sig_library_refreshed, timeout=30_000):
-        assert w.add_to_library(model)  # the model bar's import, in place
+        assert w.model_bar.add_to_library(model)  # the model bar's import, in place
     assert page.library_row("Picked-Here") == 0  # the open Models page lists it, no Refresh pressed
     assert str(model) in [w.model_picker.itemData(i) for i in range(w.model_picker.count())]
     assert len(_libraries_over(w.library.manifest_path)) == 1
 
-    assert not w.add_to_library(tmp_path / "missing.gguf")  # never fatal: said in the status bar
+    assert not w.model_bar.add_to_library(tmp_path / "missing.gguf")  # never fatal: said in the status bar
     assert "missing.gguf could not be added" in w.statusBar().currentMessage()
 
 
@@ -50,15 +50,15 @@ def test_a_page_registers_once_and_its_entry_sits_before_settings(qtbot, make_wi
     from PySide6.QtWidgets import QLabel
 
     w = make_window(None)
-    page = w.add_page("extra", "Extra", lambda: QLabel("extra page"), tooltip="An extra page")
+    page = w.page_stack.add_page("extra", "Extra", lambda: QLabel("extra page"), tooltip="An extra page")
     actions = w.sidebar.actions()
     assert actions.index(page.action) < actions.index(w.act_settings)
     assert page.action in w.view_menu.actions()
     with pytest.raises(ValueError, match="already registered"):
-        w.add_page("extra", "Again", QLabel)
-    assert w.built_page("extra") is None  # built the first time it is shown
+        w.page_stack.add_page("extra", "Again", QLabel)
+    assert w.page_stack.built_page("extra") is None  # built the first time it is shown
     shown = w.show_page("extra")
-    assert w.current_page() == "extra" and w.built_page("extra") is shown and page.action.isChecked()
+    assert w.page_stack.current_page() == "extra" and w.page_stack.built_page("extra") is shown and page.action.isChecked()
 
 
 def test_each_window_part_stays_small_and_probes_no_attributes():
@@ -78,7 +78,7 @@ def test_the_tool_format_notice_comes_from_the_core_alone(
     s = Settings()
     s.chat.tool_format = tool_format
     w = make_window(streaming_model, settings=s)  # ChatML without tools: "auto" finds no format
-    w.last_done = None
+    w.chat_ctl.last_done = None
     assert w.send("Hello")
     qtbot.waitUntil(lambda: "abc" in (w.chat.current_assistant().text() or ""), timeout=30_000)
     w.stop()
@@ -101,7 +101,7 @@ def test_the_in_window_server_lists_models_through_the_windows_one_library(qtbot
     w = make_window(None, settings=s)
     model = write_tiny_gguf(tmp_path / "elsewhere" / "Served-Here.gguf", chat_template="{{ messages }}")
     with qtbot.waitSignal(w.sig_library_refreshed, timeout=30_000):
-        assert w.add_to_library(model)
+        assert w.model_bar.add_to_library(model)
     page = w.show_page("server")
     assert page.start(), page.status.text()
     try:
