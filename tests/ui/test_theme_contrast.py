@@ -114,17 +114,17 @@ def test_d42_every_page_and_dialog_is_readable_in_both_themes(
     w.compose.setPlainText("Hello")
     with qtbot.waitSignal(w.sig_turn_done, timeout=DONE_TIMEOUT):
         w.send()
-    w.show_window_notice("load_error", "Could not load broken.gguf: not a GGUF model.", None, kind="error")
+    w.notices.show("load_error", "Could not load broken.gguf: not a GGUF model.", None, kind="error")
     w.chat.current_assistant().set_error("The reply failed: an example error.")
     w.tool_dock.setVisible(True)
     checked = assert_labels_readable(w, f"{theme} chat page")
 
-    qtbot.waitUntil(lambda: w.library_models is not None, timeout=DONE_TIMEOUT)
-    w.show_models_page()
+    qtbot.waitUntil(lambda: w.model_bar.library_models is not None, timeout=DONE_TIMEOUT)
+    w.page_stack.show_models_page()
     with qtbot.waitSignal(w.models_page().sig_library_done, timeout=DONE_TIMEOUT):
         w.models_page().refresh_library()
     checked += assert_labels_readable(w, f"{theme} models page")
-    w.show_chat_page()
+    w.page_stack.show_chat_page()
 
     dlg = w.open_settings()
     qtbot.waitExposed(dlg)
@@ -133,7 +133,7 @@ def test_d42_every_page_and_dialog_is_readable_in_both_themes(
         checked += assert_labels_readable(dlg, f"{theme} settings tab {dlg.tabs.tabText(i)!r}")
     dlg.reject()
 
-    box = w.show_shortcuts()
+    box = w.menus.show_shortcuts()
     qtbot.waitExposed(box)
     checked += assert_labels_readable(box, f"{theme} shortcuts")
     box.close()
