@@ -69,6 +69,29 @@ def test_each_window_part_stays_small_and_probes_no_attributes():
         assert probes == [], f"{name} probes attributes: {probes}"
 
 
+def test_the_window_and_its_worker_are_composed_of_parts_not_mixed():
+    """No mixins: the window and the worker inherit only from Qt (the worker from its signals) and
+    hold their parts as attributes; every UI file stays under 500 lines, every class under 30
+    methods."""
+    import ast
+
+    from PySide6.QtWidgets import QMainWindow
+
+    from app.ui.main_window import MainWindow
+    from app.ui.worker import EngineWorker
+    from app.ui.worker_signals import WorkerSignals
+
+    assert MainWindow.__bases__ == (QMainWindow,)
+    assert EngineWorker.__bases__ == (WorkerSignals,)
+    for path in sorted(UI.rglob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        assert len(text.splitlines()) <= 500, f"{path.name} has {len(text.splitlines())} lines"
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, ast.ClassDef):
+                methods = [n for n in node.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)]
+                assert len(methods) <= 30, f"{path.name}: {node.name} has {len(methods)} methods"
+
+
 @pytest.mark.parametrize(("tool_format", "notices"), [("auto", ["no_tool_format"]), ("none", [])])
 def test_the_tool_format_notice_comes_from_the_core_alone(
     qtbot, make_window, streaming_model, tool_format, notices
