@@ -80,6 +80,24 @@ def test_spec_is_one_folder_windowed_with_icon_llama_libs_and_trimmed_qt():
     assert "from app.__main__ import main" in entry
 
 
+def test_spec_leaves_the_development_tools_out():
+    """The --screenshot states (``app.ui.dev``) are a development tool: neither collected nor
+    followed by PyInstaller's import analysis."""
+    import ast
+    import importlib.util
+
+    spec = (INSTALLER / "callisto.spec").read_text(encoding="utf-8")
+    dev_only = next(
+        ast.literal_eval(node.value)
+        for node in ast.walk(ast.parse(spec))
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "DEV_ONLY" for t in node.targets)
+    )
+    assert "app.ui.dev" in dev_only
+    assert all(importlib.util.find_spec(name) is not None for name in dev_only)  # real packages
+    assert importlib.util.find_spec("app.ui.dev.screenshots") is not None
+    assert 'collect_submodules("app", filter=_shipped)' in spec and "*DEV_ONLY," in spec
+
+
 def test_inno_setup_script_installs_per_user_with_start_menu_and_uninstaller():
     text = (INSTALLER / "windows" / "callisto.iss").read_text(encoding="utf-8")
     body = "\n".join(line for line in text.splitlines() if not line.lstrip().startswith((";", "#")))

@@ -20,6 +20,7 @@ code is 2.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import sys
 from pathlib import Path
 
@@ -83,6 +84,9 @@ def _send_when_loaded(window, prompt: str) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.screenshot and importlib.util.find_spec("app.ui.dev") is None:  # the bundle leaves it out
+        print("--screenshot is a development tool: run it from a source checkout (python -m app).", file=sys.stderr)
+        return 2
     from PySide6.QtCore import QTimer
     from PySide6.QtWidgets import QApplication
 
@@ -116,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
         guard.listen(window)
 
     if args.screenshot:
-        from app.ui.screenshot_states import ScreenshotDirector
+        from app.ui.dev.screenshots import ScreenshotDirector
 
         limit = args.quit_after if args.quit_after is not None else SCREENSHOT_LIMIT_S
         director = ScreenshotDirector(

@@ -16,16 +16,9 @@ from PySide6.QtWidgets import QDialog, QHBoxLayout, QLabel, QPlainTextEdit, QPus
 
 from app.calls import ApprovalDecision
 from app.tools.types import pretty_json
+from app.units import format_bytes
 
 __all__ = ["ApprovalDialog", "write_target"]
-
-
-def _human_size(n: int) -> str:
-    for unit in ("bytes", "KB", "MB", "GB"):
-        if n < 1024 or unit == "GB":
-            return f"{n} {unit}" if unit == "bytes" else f"{n:.1f} {unit}"
-        n /= 1024  # type: ignore[assignment]
-    return f"{n} bytes"
 
 
 def write_target(workspace: str | None, path: Any) -> tuple[str, str]:
@@ -45,7 +38,7 @@ def write_target(workspace: str | None, path: Any) -> tuple[str, str]:
         return str(real), "This is a folder; the write will be refused."
     if real.exists():
         try:
-            size = _human_size(real.stat().st_size)
+            size = format_bytes(real.stat().st_size)
         except OSError:
             size = "unknown size"
         return str(real), f"This file already exists ({size}) and will be OVERWRITTEN."

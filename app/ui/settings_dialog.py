@@ -4,6 +4,8 @@
 (auto, each family by label, none); the family detected for the loaded model is shown
 beside "auto". :meth:`SettingsDialog.open_at` focuses one setting (the notice banner's
 link uses it). The "This model" tab holds per-model overrides of tool format and sampling.
+Each tab has its own builder (``_build_<tab>_tab``); the fields the tabs share (the sampling
+form, the GPU layers spin box) live in ``app.ui.settings_fields``.
 """
 
 from __future__ import annotations
@@ -11,13 +13,10 @@ from __future__ import annotations
 from typing import Any
 
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QValidator
 from PySide6.QtWidgets import (
-    QCheckBox,
     QComboBox,
     QDialog,
     QDialogButtonBox,
-    QDoubleSpinBox,
     QFileDialog,
     QFormLayout,
     QHBoxLayout,
@@ -25,17 +24,16 @@ from PySide6.QtWidgets import (
     QLineEdit,
     QPlainTextEdit,
     QPushButton,
-    QSpinBox,
     QTabWidget,
     QVBoxLayout,
     QWidget,
 )
 
-from app.engine.sampling import CHAT_DEFAULTS
 from app.storage.settings import ModelOverride, SamplingOverride, Settings, model_key
+from app.ui.settings_fields import GpuLayersSpin, SamplingForm, ispin, model_sampling_defaults
 from app.ui.theme import THEMES
 
-__all__ = ["CONTEXT_POLICIES", "GpuLayersSpin", "SettingsDialog", "format_choices"]
+__all__ = ["CONTEXT_POLICIES", "SettingsDialog", "format_choices"]
 
 #: The choices of ``chat.context_policy`` (values of ``app.engine.context.POLICIES``), in plain words.
 CONTEXT_POLICIES = (
@@ -68,190 +66,6 @@ def _auto_label(detected_label: str | None, have_model: bool) -> str:
     return "Automatic — detected: none (no tool calls)"
 
 
-def _dspin(lo: float, hi: float, step: float, decimals: int = 2) -> QDoubleSpinBox:
-    s = QDoubleSpinBox()
-    s.setRange(lo, hi)
-    s.setSingleStep(step)
-    s.setDecimals(decimals)
-    return s
-
-
-def _ispin(lo: int, hi: int) -> QSpinBox:
-    s = QSpinBox()
-    s.setRange(lo, hi)
-    return s
-
-
-class GpuLayersSpin(QSpinBox):
-    """GPU layers: "automatic" (the setting's None), "all" (-1) or a layer count (0 = CPU only)."""
-
-    AUTO, ALL = -2, -1
-    WORDS = {AUTO: "automatic", ALL: "all"}
-
-    def __init__(self, value: int | None) -> None:
-        super().__init__()
-        self.setRange(self.AUTO, 1000)
-        self.setValue(self.AUTO if value is None else value)
-
-    def textFromValue(self, value: int) -> str:  # noqa: N802 - Qt override
-        return self.WORDS.get(value, str(value))
-
-    def valueFromText(self, text: str) -> int:  # noqa: N802 - Qt override
-        t = text.strip().lower()
-        for v, word in self.WORDS.items():
-            if t == word:
-                return v
-        return int(t) if t.lstrip("-").isdigit() else self.AUTO
-
-    def validate(self, text: str, pos: int) -> object:
-        t = text.strip().lower()
-        if t.lstrip("-").isdigit() and self.AUTO <= int(t) <= self.maximum():
-            return QValidator.State.Acceptable, text, pos
-        if t in self.WORDS.values():
-            return QValidator.State.Acceptable, text, pos
-        if not t or t == "-" or any(w.startswith(t) for w in self.WORDS.values()):
-            return QValidator.State.Intermediate, text, pos
-        return QValidator.State.Invalid, text, pos
-
-    def layers(self) -> int | None:
-        """The setting's value: None for automatic."""
-        return None if self.value() == self.AUTO else self.value()
-
-
-def model_sampling_defaults(model_path: str | None) -> dict[str, Any]:
-    """The sampler values the model file recommends (``general.sampling.*``), by settings name."""
-    if not model_path:
-        return {}
-    from app.engine.models.metadata import GGUFMetadataError, read_metadata
-    from app.engine.sampling import GGUF_SAMPLING_KEYS
-
-    try:
-        meta = read_metadata(model_path)
-    except (GGUFMetadataError, OSError, ValueError):
-        return {}
-    out: dict[str, Any] = {}
-    for key, value in meta.sampling.items():
-        name = GGUF_SAMPLING_KEYS.get(key)
-        if name in _SamplingForm.FIELDS and isinstance(value, (int, float)):
-            out[name] = value
-    return out
-
-
-class _SamplingForm(QWidget):
-    """Temperature, top-p, top-k, min-p, repeat penalty, seed, max tokens.
-
-    Each sampler value has a "set" box: unchecked means "not set" (``None``), which globally
-    means the model's recommended value and in a per-model override the global value.
-    """
-
-    FIELDS = ("temperature", "top_p", "top_k", "min_p", "repeat_penalty", "seed", "max_tokens")
-    #: What an unset value shows (greyed): the values the engine uses when neither the settings nor
-    #: the model file set one (app.engine.sampling.CHAT_DEFAULTS), so the figure shown is the one used.
-    FALLBACK = {
-        "temperature": CHAT_DEFAULTS.temperature,
-        "top_p": CHAT_DEFAULTS.top_p,
-        "top_k": CHAT_DEFAULTS.top_k,
-        "min_p": CHAT_DEFAULTS.min_p,
-        "repeat_penalty": CHAT_DEFAULTS.repeat_penalty,
-        "seed": 0,
-        "max_tokens": 1024,
-    }
-    TIPS = {
-        "temperature": "How random the reply is: 0 always picks the likeliest word; higher values vary more "
-        "(and drift more). Tool calls work best low (0.1-0.7).",
-        "top_p": "Nucleus sampling: pick only among the likeliest words that together reach this "
-        "probability (1 = no limit).",
-        "top_k": "Pick only among this many likeliest words (0 = no limit).",
-        "min_p": "Drop words less likely than this fraction of the likeliest word's probability (0 = off).",
-        "repeat_penalty": "Above 1 makes the model less likely to repeat recent words (1 = off). Too high "
-        "harms code and JSON.",
-        "seed": "The random seed: the same seed, prompt and settings give the same reply.",
-        "max_tokens": "The longest reply, in tokens; a reply cut here is marked and offers Continue.",
-    }
-
-    def __init__(self, unset_label: str, *, max_tokens_optional: bool) -> None:
-        super().__init__()
-        form = QFormLayout(self)
-        self.spins: dict[str, Any] = {
-            "temperature": _dspin(0.0, 5.0, 0.05),
-            "top_p": _dspin(0.01, 1.0, 0.01),
-            "top_k": _ispin(0, 1000),
-            "min_p": _dspin(0.0, 1.0, 0.01),
-            "repeat_penalty": _dspin(0.01, 5.0, 0.05),
-            "seed": _ispin(0, 2_000_000_000),
-            "max_tokens": _ispin(1, 1_000_000),
-        }
-        self.checks: dict[str, QCheckBox] = {}
-        self.notes: dict[str, QLabel] = {}
-        labels = {
-            "temperature": "Temperature",
-            "top_p": "Top-p",
-            "top_k": "Top-k",
-            "min_p": "Min-p",
-            "repeat_penalty": "Repeat penalty",
-            "seed": "Seed",
-            "max_tokens": "Max tokens per reply",
-        }
-        for name in self.FIELDS:
-            spin = self.spins[name]
-            spin.setObjectName(f"sampling.{name}")
-            if name == "max_tokens" and not max_tokens_optional:
-                form.addRow(labels[name], spin)
-                continue
-            row = QWidget()
-            h = QHBoxLayout(row)
-            h.setContentsMargins(0, 0, 0, 0)
-            cb = QCheckBox("set")
-            cb.setObjectName(f"set.sampling.{name}")
-            cb.setToolTip(f"Unchecked: {unset_label}")
-            cb.toggled.connect(spin.setEnabled)
-            spin.setEnabled(False)
-            self.checks[name] = cb
-            h.addWidget(cb)
-            h.addWidget(spin, 1)
-            note = QLabel(unset_label if name != "seed" else "random when not set")
-            note.setObjectName("hint")
-            self.notes[name] = note
-            h.addWidget(note)
-            form.addRow(labels[name], row)
-        for name in self.FIELDS:
-            self.spins[name].setToolTip(self.TIPS[name])
-
-    def show_model_defaults(self, model_values: dict[str, Any]) -> None:
-        """Say where each unset value comes from: the model file (``model_values``, its recommended
-        sampling) or Callisto's default; an unset box shows the value that will be used."""
-        for name, note in self.notes.items():
-            if name == "seed":
-                continue
-            if name in model_values:
-                note.setText("not set: the model file's recommended value")
-            else:
-                note.setText("not set: Callisto's default")
-            if not self.checks[name].isChecked():
-                self.spins[name].setValue(model_values.get(name, self.FALLBACK[name]))
-
-    def set_values(self, values: dict[str, Any], defaults: dict[str, Any] | None = None) -> None:
-        for name in self.FIELDS:
-            v = values.get(name)
-            if name in self.checks:
-                self.checks[name].setChecked(v is not None)
-            if v is None:
-                v = (defaults or {}).get(name)
-            if v is None:
-                v = self.FALLBACK[name]
-            self.spins[name].setValue(v)
-
-    def values(self) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        for name in self.FIELDS:
-            if name in self.checks and not self.checks[name].isChecked():
-                out[name] = None
-                continue
-            v = self.spins[name].value()
-            out[name] = int(v) if name in ("top_k", "seed", "max_tokens") else float(v)
-        return out
-
-
 class SettingsDialog(QDialog):
     """Edits a copy of the settings; :meth:`result_settings` gives the edited copy."""
 
@@ -275,18 +89,47 @@ class SettingsDialog(QDialog):
         self.tabs = QTabWidget()
         lay.addWidget(self.tabs, 1)
         self.controls: dict[str, tuple[int, QWidget]] = {}
+        self._build_chat_tab()
+        self._build_sampling_tab()
+        self._build_model_tab()
+        self._build_tools_tab()
+        self._build_appearance_tab()
+        self._build_override_tab(model_name)
+        self.error_label = QLabel("")
+        self.error_label.setObjectName("settingsError")
+        self.error_label.setWordWrap(True)
+        lay.addWidget(self.error_label)
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Save | QDialogButtonBox.StandardButton.Cancel)
+        buttons.accepted.connect(self._on_buttons_accepted)
+        buttons.rejected.connect(self.reject)
+        lay.addWidget(buttons)
+        self.resize(620, 520)
 
-        # -- Chat ----------------------------------------------------------------------------
-        chat = QWidget()
-        outer = QVBoxLayout(chat)
+    # -- the tabs, one builder each ------------------------------------------------------------
+    @staticmethod
+    def _form_page() -> tuple[QWidget, QFormLayout]:
+        """A tab's page: a form at the top, the room left below it."""
+        page = QWidget()
+        outer = QVBoxLayout(page)
         f = QFormLayout()
         outer.addLayout(f)
         outer.addStretch(1)
+        return page, f
+
+    @staticmethod
+    def _hint(text: str) -> QLabel:
+        hint = QLabel(text)
+        hint.setWordWrap(True)
+        hint.setObjectName("hint")
+        return hint
+
+    def _build_chat_tab(self) -> None:
+        chat, f = self._form_page()
         self.tool_format = QComboBox()
         self.tool_format.setObjectName("chat.tool_format")
         for value, label in format_choices():
             if value == "auto":
-                label = _auto_label(detected_label, model_path is not None)
+                label = _auto_label(self.detected_label, self.model_path is not None)
             self.tool_format.addItem(label, value)
         self._select(self.tool_format, self.settings.chat.tool_format)
         tf_row = QWidget()
@@ -294,13 +137,13 @@ class SettingsDialog(QDialog):
         h.setContentsMargins(0, 0, 0, 0)
         h.addWidget(self.tool_format, 1)
         f.addRow("Tool-call format", tf_row)
-        hint = QLabel(
-            "Automatic reads the format from the model's chat template. Pick a family to force it, "
-            "or No tools to chat without tool calls."
+        f.addRow(
+            "",
+            self._hint(
+                "Automatic reads the format from the model's chat template. Pick a family to force it, "
+                "or No tools to chat without tool calls."
+            ),
         )
-        hint.setWordWrap(True)
-        hint.setObjectName("hint")
-        f.addRow("", hint)
         self.tool_choice = QComboBox()
         self.tool_choice.setObjectName("chat.tool_choice")
         from app.ui.tool_choice import BASE_CHOICES
@@ -335,25 +178,21 @@ class SettingsDialog(QDialog):
             },
         )
 
-        # -- Sampling ------------------------------------------------------------------------
-        self.sampling = _SamplingForm("the model's recommended value", max_tokens_optional=False)
+    def _build_sampling_tab(self) -> None:
+        self.sampling = SamplingForm("the model's recommended value", max_tokens_optional=False)
         self.sampling.set_values(self.settings.sampling.model_dump())
-        self.sampling.show_model_defaults(model_sampling_defaults(model_path))
+        self.sampling.show_model_defaults(model_sampling_defaults(self.model_path))
         self._add_tab(
-            self.sampling, "Sampling", {f"sampling.{n}": self.sampling.spins[n] for n in _SamplingForm.FIELDS}
+            self.sampling, "Sampling", {f"sampling.{n}": self.sampling.spins[n] for n in SamplingForm.FIELDS}
         )
 
-        # -- Model ---------------------------------------------------------------------------
-        model = QWidget()
-        outer = QVBoxLayout(model)
-        f = QFormLayout()
-        outer.addLayout(f)
-        outer.addStretch(1)
-        self.context_length = _ispin(256, 1_048_576)
+    def _build_model_tab(self) -> None:
+        model, f = self._form_page()
+        self.context_length = ispin(256, 1_048_576)
         self.context_length.setSingleStep(1024)
         self.context_length.setValue(self.settings.model.context_length)
         self.gpu_layers = GpuLayersSpin(self.settings.model.gpu_layers)
-        self.threads = _ispin(0, 256)
+        self.threads = ispin(0, 256)
         self.threads.setSpecialValueText("automatic")
         self.threads.setValue(self.settings.model.threads or 0)
         self.context_length.setToolTip(
@@ -379,22 +218,18 @@ class SettingsDialog(QDialog):
             },
         )
 
-        # -- Tools ---------------------------------------------------------------------------
-        tools = QWidget()
-        outer = QVBoxLayout(tools)
-        f = QFormLayout()
-        outer.addLayout(f)
-        outer.addStretch(1)
+    def _build_tools_tab(self) -> None:
+        tools, f = self._form_page()
         self.workspace = QLineEdit(self.settings.tools.workspace or "")
         self.workspace.setPlaceholderText("folder the file tools may read and write")
         f.addRow("Workspace folder", self._with_browse(self.workspace, folder=True))
-        ws_hint = QLabel(
-            "Setting a workspace folder turns on the file tools (list, read and write files in "
-            "it); writing asks you first. Without one, the model has the calculator and the clock."
+        f.addRow(
+            "",
+            self._hint(
+                "Setting a workspace folder turns on the file tools (list, read and write files in "
+                "it); writing asks you first. Without one, the model has the calculator and the clock."
+            ),
         )
-        ws_hint.setWordWrap(True)
-        ws_hint.setObjectName("hint")
-        f.addRow("", ws_hint)
         self.default_approval = QComboBox()
         self.default_approval.addItem("Ask before each side-effecting call", "ask")
         self.default_approval.addItem("Allow without asking", "allow")
@@ -418,12 +253,8 @@ class SettingsDialog(QDialog):
             },
         )
 
-        # -- Appearance ----------------------------------------------------------------------
-        look = QWidget()
-        outer = QVBoxLayout(look)
-        f = QFormLayout()
-        outer.addLayout(f)
-        outer.addStretch(1)
+    def _build_appearance_tab(self) -> None:
+        look, f = self._form_page()
         self.theme = QComboBox()
         self.theme.setObjectName("window.theme")
         for value, label in THEMES:
@@ -432,14 +263,16 @@ class SettingsDialog(QDialog):
         f.addRow("Theme", self.theme)
         self._add_tab(look, "Appearance", {"window.theme": self.theme})
 
-        # -- This model ----------------------------------------------------------------------
+    def _build_override_tab(self, model_name: str | None) -> None:
+        """This model: its own tool format, context policy and sampling (when a model is loaded)."""
         per = QWidget()
         v = QVBoxLayout(per)
+        self.model_tool_format: QComboBox | None = None
+        self.model_sampling: SamplingForm | None = None
+        self.model_context_policy: QComboBox | None = None
+        model_path = self.model_path
         if model_path is None:
             v.addWidget(QLabel("Load a model to give it its own tool format and sampling."))
-            self.model_tool_format = None
-            self.model_sampling = None
-            self.model_context_policy = None
         else:
             v.addWidget(QLabel(f"Overrides for <b>{model_name or model_path}</b> (unchecked: global value)."))
             f2 = QFormLayout()
@@ -448,7 +281,7 @@ class SettingsDialog(QDialog):
             self.model_tool_format.addItem("Use the global setting", None)
             for value, label in format_choices():
                 if value == "auto":
-                    label = _auto_label(detected_label, True)
+                    label = _auto_label(self.detected_label, True)
                 self.model_tool_format.addItem(label, value)
             ov = self.settings.override_for(model_path)
             self._select(self.model_tool_format, ov.tool_format if ov else None)
@@ -461,25 +294,13 @@ class SettingsDialog(QDialog):
             self._select(self.model_context_policy, ov.context_policy if ov else None)
             f2.addRow("When the chat is full", self.model_context_policy)
             v.addLayout(f2)
-            self.model_sampling = _SamplingForm("the global value", max_tokens_optional=True)
+            self.model_sampling = SamplingForm("the global value", max_tokens_optional=True)
             self.model_sampling.set_values(
                 ov.sampling.model_dump() if ov else {}, defaults=self.settings.sampling.model_dump()
             )
             v.addWidget(self.model_sampling)
         v.addStretch(1)
         self._add_tab(per, "This model", {"model_override.tool_format": self.model_tool_format or per})
-
-        self.error_label = QLabel("")
-        self.error_label.setObjectName("settingsError")
-        self.error_label.setWordWrap(True)
-        lay.addWidget(self.error_label)
-        buttons = QDialogButtonBox(
-            QDialogButtonBox.StandardButton.Save | QDialogButtonBox.StandardButton.Cancel
-        )
-        buttons.accepted.connect(self._on_buttons_accepted)
-        buttons.rejected.connect(self.reject)
-        lay.addWidget(buttons)
-        self.resize(620, 520)
 
     # -- helpers -------------------------------------------------------------------------------
     @staticmethod

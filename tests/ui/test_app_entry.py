@@ -45,3 +45,19 @@ def test_main_window_is_titled_callisto(qtbot, tmp_path, monkeypatch):
     window.show()
     assert window.windowTitle() == "Callisto"
     assert window.shutdown()
+
+
+def test_screenshot_in_a_build_without_the_development_tools_says_so(tmp_path, monkeypatch, capsys):
+    """The bundle leaves ``app.ui.dev`` out: ``--screenshot`` then exits 2 with a plain reason
+    instead of a traceback, and saves nothing."""
+    import importlib.util
+
+    from app.ui import application
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        application.importlib.util, "find_spec", lambda name, *a: None if name == "app.ui.dev" else real(name, *a)
+    )
+    target = tmp_path / "shot.png"
+    assert application.main(["--screenshot", str(target)]) == 2
+    assert "development tool" in capsys.readouterr().err and not target.exists()

@@ -1,5 +1,7 @@
 """Drives the real window into one main state and saves a PNG (``python -m app --screenshot``).
 
+A development tool: the bundle leaves it out (see :mod:`app.ui.dev`).
+
 Every state uses the real worker and the loaded model, and the picture is taken only once
 the state is really reached:
 
@@ -29,7 +31,6 @@ goes to stderr and the exit code is 2.
 from __future__ import annotations
 
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -95,7 +96,6 @@ class ScreenshotDirector(QObject):
         self._check_started = False
         self._check_result: dict[str, Any] | None = None
         self._remote_server: Any = None
-        self._t0 = time.monotonic()
         self._poll = QTimer(self)
         self._poll.setInterval(50)
         self._poll.timeout.connect(self._on_poll_timeout)
@@ -151,7 +151,7 @@ class ScreenshotDirector(QObject):
         elif st == "models":
             if not self._models_shown:
                 self._models_shown = True
-                w.show_models_page()
+                w.page_stack.show_models_page()
                 page = w.models_page()
                 signal = getattr(page, "sig_library_done", None)
                 if signal is None:
@@ -170,7 +170,7 @@ class ScreenshotDirector(QObject):
         elif st == "recommended":
             if not self._models_shown:
                 self._models_shown = True
-                w.show_models_page()
+                w.page_stack.show_models_page()
                 page = w.models_page()
                 page.sources.setCurrentIndex(0)
                 page.sig_library_done.connect(self._on_library_done)
@@ -212,7 +212,7 @@ class ScreenshotDirector(QObject):
                             "this state needs a model that calls a tool (pass --model); the "
                             "model replied without calling one"
                         )
-                    w.select_tool_call(ids[0])
+                    w.chat_ctl.select_tool_call(ids[0])
                     self._settle_then_shoot(w)
 
     def _step_extra(self) -> None:
@@ -274,7 +274,7 @@ class ScreenshotDirector(QObject):
                 else "hermes"
             )
             w.show_page("check")
-            page = w.page_widget("check")
+            page = w.page_stack.page_widget("check")
             signal = getattr(page, "sig_run_finished", None)
             if signal is None:
                 raise StateNotReached("the Check page could not be opened: " + getattr(page, "text", str)())
@@ -291,7 +291,7 @@ class ScreenshotDirector(QObject):
             ):
                 raise StateNotReached(f"the check could not start: {page.status.text()}")
             return
-        page = w.page_widget("check")
+        page = w.page_stack.page_widget("check")
         if self._check_result is not None and not page.running:
             row = page.matrix.rowCount() - 1
             cats = [*page.categories, "all"]
@@ -305,7 +305,7 @@ class ScreenshotDirector(QObject):
         w = self.window
         if self._loading():
             return
-        page = w.page_widget("server")
+        page = w.page_stack.page_widget("server")
         if not self._check_started:
             self._check_started = True
             w.show_page("server")
@@ -327,7 +327,7 @@ class ScreenshotDirector(QObject):
     def _step_remote(self) -> None:
         """Serve the loaded model with Callisto's own server, add it as a remote engine (Callisto
         parsing, the model's file as the template), choose it in the picker and send the prompt."""
-        from app.ui.remote_models import remote_key
+        from app.engine.remote.keys import remote_key
 
         w = self.window
         if self._remote_server is None:
@@ -341,7 +341,7 @@ class ScreenshotDirector(QObject):
                 ServerConfig(port=0, models=[path], use_library=False, n_ctx=2048)
             )
             self._remote_server.start()
-            w.add_remote_provider(
+            w.remote_engines.add_remote_provider(
                 RemoteProviderSettings(
                     name=REMOTE_NAME,
                     url=self._remote_server.url,
@@ -351,13 +351,13 @@ class ScreenshotDirector(QObject):
                 )
             )
             return
-        models = w.remote_models.get(REMOTE_NAME)
+        models = w.remote_engines.models.get(REMOTE_NAME)
         info = w.model_info
         if not self._sent:
             if not models or self._loading():
                 return
             if info is None or info.remote != REMOTE_NAME:
-                w.load_remote(remote_key(REMOTE_NAME, models[0]))
+                w.remote_engines.load_remote(remote_key(REMOTE_NAME, models[0]))
                 return
             self._sent = True
             w.new_chat()
@@ -371,7 +371,7 @@ class ScreenshotDirector(QObject):
                 raise StateNotReached(
                     "the remote model replied without calling a tool (pass a tool-calling --model)"
                 )
-            w.select_tool_call(ids[0])
+            w.chat_ctl.select_tool_call(ids[0])
             self._settle_then_shoot(w)
 
     def _on_check_done(self, result: dict[str, Any]) -> None:
@@ -442,7 +442,7 @@ class ScreenshotDirector(QObject):
             names = [table.item(i, 0).text() for i in range(rows) if table.item(i, 0) is not None]
             return f"library rows: {rows}: {', '.join(names)}"
         if st == "server":
-            page = w.page_widget("server")
+            page = w.page_stack.page_widget("server")
             return f"model: {model}; server: {page.address.text()}; log rows: {page.log_table.rowCount()}"
         if st == "check" and self._check_result is not None:
             s = self._check_result["summary"]
@@ -457,7 +457,7 @@ class ScreenshotDirector(QObject):
             e = w.tool_panel.entries[next(iter(w.tool_panel.entries))]
             read = f"; read by: {e.parser}" if e.parser else ""
             return (
-                f"model: {model}; tool calls: {len(w.tool_panel.entries)}; selected: {e.name} ({e.status})"
+                f"model: {model}; tool calls: {len(w.tool_panel.entries)}; selected: {e.call.name} ({e.status})"
                 + read
             )
         return f"model: {model}"

@@ -1,0 +1,253 @@
+"""The Models page's Library pane: the local models (metadata, tool format, last check score,
+where each comes from), Load now, Delete file, Remove from library, Import GGUF and Add folder."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from PySide6.QtWidgets import (
+    QFileDialog,
+    QHBoxLayout,
+    QLabel,
+    QMessageBox,
+    QPushButton,
+    QTableWidget,
+    QTableWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app.ui.models_page._common import setup_table
+from app.units import format_bytes
+
+if TYPE_CHECKING:
+    from app.ui.models_page.page import ModelsPage
+
+__all__ = ["LibraryPane"]
+
+COLUMNS = ["Model", "Architecture", "Params", "Quant", "Context", "Size", "Template", "Tools", "Source", "", "", ""]
+LOAD, DELETE, REMOVE = 9, 10, 11  # the button columns
+
+SOURCE_WORDS = {
+    "downloaded": "downloaded",
+    "imported": "imported",
+    "copied": "copied in",
+    "folder": "in your folder",
+    "hf-cache": "Hugging Face cache",
+}
+
+
+def _check_score(model: Any) -> str:
+    """The model's last "Will it call?" score (``check 9/63``), or "" when it was never checked."""
+    from app.check.scores import score_label
+
+    try:
+        return score_label(model.path.name, model.size)
+    except Exception:  # noqa: BLE001 - a damaged scores file must not hide the library
+        return ""
+
+
+def _cells(m: Any) -> list[str]:
+    from app.engine.models.metadata import format_parameter_count
+
+    s = m.summary
+    return [
+        m.name,
+        s.architecture if s else "",
+        format_parameter_count(s.parameter_count) if s and s.parameter_count else "",
+        (s.quantization or "") if s else "",
+        str(s.context_length or "") if s else "",
+        format_bytes(m.size),
+        ("yes" if s.has_chat_template else "no") if s else "",
+        " · ".join(x for x in (s.tool_format if s else "", _check_score(m)) if x),
+        SOURCE_WORDS.get(m.source, m.source),
+    ]
+
+
+class LibraryPane(QWidget):
+    """The local library as a table with its buttons; narrow windows hide secondary columns."""
+
+    # the columns a narrow window leaves out first (the name and the buttons always stay)
+    SECONDARY_COLUMNS = (6, 4, 1, 8, 2, 7, 3, 5)
+    NAME_MIN_WIDTH = 200
+
+    def __init__(self, page: ModelsPage) -> None:
+        super().__init__()
+        self.page = page
+        self.models: list[Any] = []  # the library as last scanned
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        head = QHBoxLayout()
+        head.addWidget(QLabel("<b>Library</b>"))
+        head.addStretch(1)
+        self.import_button = QPushButton("Import GGUF…")
+        self.import_button.clicked.connect(self._import_dialog)
+        self.folder_button = QPushButton("Add folder…")
+        self.folder_button.clicked.connect(self._folder_dialog)
+        self.refresh_button = QPushButton("Refresh")
+        self.refresh_button.clicked.connect(page.refresh_library)
+        for b in (self.import_button, self.folder_button, self.refresh_button):
+            head.addWidget(b)
+        layout.addLayout(head)
+        self.table = QTableWidget(0, len(COLUMNS))
+        self.table.setObjectName("libraryTable")
+        self.table.setHorizontalHeaderLabels(COLUMNS)
+        setup_table(self.table)
+        layout.addWidget(self.table)
+
+    def resizeEvent(self, e: Any) -> None:  # noqa: N802 (Qt API)
+        super().resizeEvent(e)
+        self.fit_columns()
+
+    def fit_columns(self) -> None:
+        """Hide secondary columns until the name column has room: it is never squeezed to "Sm…"."""
+        t = self.table
+        header = t.horizontalHeader()
+
+        def width(i: int) -> int:
+            return max(t.sizeHintForColumn(i), header.sectionSizeHint(i))
+
+        shown = set(range(1, t.columnCount()))
+        for c in (None, *self.SECONDARY_COLUMNS):
+            if c is not None:
+                shown.discard(c)
+            if t.viewport().width() - sum(width(i) for i in shown) >= self.NAME_MIN_WIDTH:
+                break
+        for i in range(1, t.columnCount()):
+            t.setColumnHidden(i, i not in shown)
+
+    def on_failed(self, message: str) -> None:
+        self.page.show_status(message, error=True)
+        self.page.sig_library_done.emit()
+
+    def show_models(self, models: list[Any], *, quiet: bool = False) -> None:
+        """Fill the table; unless ``quiet``, the other panes follow (Download becomes Load now)."""
+        from app.ui.icons import icon
+
+        self.models = models
+        t = self.table
+        t.setRowCount(len(models))
+        for i, m in enumerate(models):
+            for col, text in enumerate(_cells(m)):
+                item = QTableWidgetItem(text)
+                item.setToolTip(m.error or str(m.path))
+                t.setItem(i, col, item)
+            if m.error:  # an icon and a tooltip on the name, never text that widens a column
+                t.item(i, 0).setIcon(icon("error"))
+                t.item(i, 0).setToolTip(f"{m.path}\n{m.error}")
+            self._buttons(i, m)
+        self.fit_columns()
+        if not quiet:
+            self.page.models_changed()
+        self.page.sig_library_done.emit()
+
+    def _buttons(self, i: int, m: Any) -> None:
+        t = self.table
+        loaded = self.page.is_loaded(m)
+        load = QPushButton("Loaded" if loaded else "Load now")
+        load.setEnabled(m.usable and not loaded)
+        load.setToolTip(m.error or ("The chat uses this model now." if loaded else "Chat with this model"))
+        load.clicked.connect(lambda _c=False, p=str(m.path): self.page.sig_load_requested.emit(p))
+        delete = QPushButton("Delete file")
+        delete.setEnabled(m.source != "hf-cache")
+        delete.clicked.connect(lambda _c=False, m=m: self.delete_model(m))
+        t.setCellWidget(i, LOAD, load)
+        t.setCellWidget(i, DELETE, delete)
+        if m.source in ("imported", "folder"):
+            remove = QPushButton("Remove")
+            remove.setToolTip("Remove from library: Callisto stops listing it; the file stays where it is.")
+            remove.clicked.connect(lambda _c=False, m=m: self.remove_model(m))
+            t.setCellWidget(i, REMOVE, remove)
+        else:
+            t.removeCellWidget(i, REMOVE)
+
+    def row(self, name: str) -> int:
+        for i, m in enumerate(self.models):
+            if m.name == name or m.path.name == name:
+                return i
+        raise KeyError(name)
+
+    def button(self, row: int, column: int) -> QPushButton | None:
+        return self.table.cellWidget(row, column)
+
+    def remove_model(self, model: Any) -> None:
+        """Stop listing a model (an import, or the added folder it is in); no file is touched."""
+        page = self.page
+        lib = page.manager.library
+        if model.source == "folder":
+            folder = next((f for f in lib.folders() if Path(f) in Path(model.path).parents), None)
+            if folder is None:
+                return
+            if not page.confirm(
+                "Remove folder from library",
+                f"{model.name} is in the folder {folder}, which you added. Stop listing every "
+                "model in that folder? No file is deleted.",
+            ):
+                return
+            lib.remove_folder(folder)
+        else:
+            lib.forget(model.path)
+        page.show_status(f"Removed {model.name} from the library; the file is still at {model.path}.")
+        page.refresh_library()
+
+    def delete_model(self, model: Any) -> None:
+        page = self.page
+        owned = model.deletable_without_confirmation
+        text = (
+            f"Delete {model.name} ({format_bytes(model.size)}) from disk?"
+            if owned
+            else f"Callisto did not download {model.name}. Delete your file {model.path} from disk? "
+            "(Remove from library keeps the file.)"
+        )
+        if page.is_loaded(model):
+            text = f"{model.name} is the model the chat uses now. " + text
+        if not page.confirm("Delete model", text):
+            return
+        try:
+            page.manager.library.delete(model, confirm_foreign=not owned)
+        except Exception as exc:  # noqa: BLE001
+            page.show_status(str(exc), error=True)
+            return
+        page.show_status(f"Deleted {model.name}.")
+        page.refresh_library()
+
+    def import_file(self, path: str | Path, *, copy: bool = False) -> None:
+        page = self.page
+        lib = page.manager.library
+
+        def run() -> Any:
+            return lib.import_copy(path) if copy else lib.import_in_place(path)
+
+        def ok(model: Any) -> None:
+            page.show_status(f"Imported {model.name}.")
+            page.refresh_library()
+
+        page.background(run, ok, self.on_failed)
+
+    def _import_dialog(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Import a GGUF model", "", "GGUF models (*.gguf)")
+        if path:
+            box = QMessageBox(
+                QMessageBox.Icon.Question,
+                "Import a model",
+                f"Use {Path(path).name} where it is, or copy it into Callisto's models folder?",
+                QMessageBox.StandardButton.Cancel,
+                self,
+            )
+            in_place = box.addButton("Use it where it is", QMessageBox.ButtonRole.AcceptRole)
+            copy = box.addButton("Copy it", QMessageBox.ButtonRole.AcceptRole)
+            box.setDefaultButton(in_place)
+            box.exec()
+            if box.clickedButton() in (in_place, copy):
+                self.import_file(path, copy=box.clickedButton() is copy)
+
+    def _folder_dialog(self) -> None:
+        folder = QFileDialog.getExistingDirectory(self, "Add a folder of models")
+        if folder:
+            try:
+                self.page.manager.library.add_folder(folder)
+            except Exception as exc:  # noqa: BLE001
+                self.page.show_status(str(exc), error=True)
+                return
+            self.page.refresh_library()
