@@ -259,7 +259,6 @@ class MainWindow(QMainWindow):
         w.sig_error.connect(self.notices.show_error)
         w.sig_window_notice.connect(self.notices.show_warning)
         w.sig_context.connect(self.status.show_context)
-        w.sig_conversation_saved.connect(lambda _cid: self.conversations_ctl.refresh_conversations())
 
     # -- the state the parts share -----------------------------------------------------------------
     @property

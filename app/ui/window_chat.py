@@ -335,9 +335,6 @@ class ChatController(QObject):
         self.set_busy(False)
         self.sig_turn_done.emit(ev)
 
-    def _on_worker_conversation_saved(self, _cid: int) -> None:
-        self.conversations.refresh_conversations()
-
     def _on_worker_approval_requested(self, request: Any) -> None:
         dlg = ApprovalDialog(request, self.window, workspace=self.state.settings.tools.workspace)
         self.approval_dialog = dlg

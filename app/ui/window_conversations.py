@@ -60,6 +60,11 @@ class ConversationsController(QObject):
         self.list.sig_rename.connect(self.rename_conversation)
         self.list.sig_delete.connect(self.delete_conversation)
         self.list.sig_search.connect(self.search_conversations)
+        worker.sig_conversation_saved.connect(self._on_conversation_saved)
+
+    def _on_conversation_saved(self, _cid: int) -> None:
+        """A turn was saved: the list shows its conversation first, with its title."""
+        self.refresh_conversations()
 
     def reopen_last(self) -> None:
         """The conversation open when the window last closed, if it is still in the history."""
