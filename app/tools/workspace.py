@@ -33,6 +33,7 @@ from pathlib import Path
 from app.tools.cancel import check_cancelled, commit_side_effect, remaining_time
 from app.tools.registry import tool_from_function
 from app.tools.types import Tool, ToolError
+from app.units import format_bytes
 
 __all__ = ["Workspace", "WorkspaceError", "workspace_tools"]
 
@@ -84,14 +85,6 @@ def _final_path(fd: int) -> str | None:
 
 class WorkspaceError(ValueError):
     """The workspace folder itself is unusable (missing, not a folder)."""
-
-
-def _human_size(n: int) -> str:
-    for unit in ("B", "KB", "MB", "GB"):
-        if n < 1024 or unit == "GB":
-            return f"{n} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024  # type: ignore[assignment]
-    return f"{n} B"
 
 
 class Workspace:
@@ -271,7 +264,7 @@ class Workspace:
             self._check_regular(st, path)
             if st.st_size > self.max_read_bytes:
                 raise ToolError(
-                    f"'{path[:80]}' is {_human_size(st.st_size)}, over the {_human_size(self.max_read_bytes)} limit "
+                    f"'{path[:80]}' is {format_bytes(st.st_size)}, over the {format_bytes(self.max_read_bytes)} limit "
                     "for reading files."
                 )
         except BaseException:
@@ -288,7 +281,7 @@ class Workspace:
             raise ToolError(f"'{path[:80]}' cannot be read ({exc.strerror or exc}).") from None
         if len(data) > self.max_read_bytes:
             raise ToolError(
-                f"'{path[:80]}' is over the {_human_size(self.max_read_bytes)} limit for reading files."
+                f"'{path[:80]}' is over the {format_bytes(self.max_read_bytes)} limit for reading files."
             )
         return data
 
@@ -333,7 +326,7 @@ class Workspace:
                 elif entry.is_dir(follow_symlinks=False):
                     lines.append(f"{entry.name}/")
                 elif entry.is_file(follow_symlinks=False):
-                    lines.append(f"{entry.name} ({_human_size(entry.stat(follow_symlinks=False).st_size)})")
+                    lines.append(f"{entry.name} ({format_bytes(entry.stat(follow_symlinks=False).st_size)})")
                 else:
                     lines.append(f"{entry.name} (special file)")
             except OSError:
