@@ -237,7 +237,7 @@ def check_engine(workdir: Path) -> CheckResult:
         "engine",
         True,
         f"llama.cpp {getattr(llama_cpp, '__version__', '?')} loaded a tiny GGUF; {SELFTEST_FAMILY} call "
-        f"calculator({SELFTEST_EXPRESSION!r}) -> {finished[0].result}; answer {text.strip()!r}",
+        f"calculator({SELFTEST_EXPRESSION!r}) -> {outcomes[0].content}; answer {text.strip()!r}",
         time.monotonic() - start,
         {
             "rounds": len(rounds),
