@@ -21,10 +21,10 @@ from typing import TYPE_CHECKING, Any
 
 from app.calls import ToolCall
 from app.engine.detection import detect_tool_format
+from app.engine.errors import GenerationError, PromptRenderError
 from app.engine.events import ChatEvent, DoneEvent, NoticeEvent
 from app.engine.formats.events import TextDelta
 from app.engine.formats.plain import PlainStream
-from app.engine.errors import GenerationError, PromptRenderError
 from app.engine.generation import generate
 from app.engine.loop import CallIds, RoundEnd, cut_after_last_user, run_rounds
 from app.engine.messages import Message

@@ -6,8 +6,8 @@ one per line). They are plain frozen dataclasses so any thread may pass them.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
 from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from app.calls import ToolCall, ToolResult
@@ -149,7 +149,4 @@ def event_to_dict(event: ChatEvent) -> dict[str, Any]:
         NoticeEvent: "notice",
         DoneEvent: "done",
     }
-    d = asdict(event)
-    if isinstance(event, DoneEvent):
-        d["call_parsers"] = dict(event.call_parsers)
-    return {"type": names[type(event)], **d}
+    return {"type": names[type(event)], **asdict(event)}

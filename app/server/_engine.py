@@ -22,7 +22,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from app.engine.chat import LocalReplies
 from app.engine.host import EngineHost, Job
@@ -238,8 +238,8 @@ class _RequestReplies(LocalReplies):
     """A request's reply as the local session writes one, with the server's rules: the prompt is
     the request's conversation (or its raw prompt, read as it comes), stops are the model's and the
     request's, only a forced tool choice or a response format is held (:func:`_constraint`), the
-    client's cancel or the turn itself (one call asked for) stops it, and failures are
-    :class:`ApiError`\ s."""
+    client's cancel or the turn itself (one call asked for) stops it, and a failure is an
+    :class:`ApiError`."""
 
     def __init__(
         self, model: LoadedModel, req: TurnRequest, tool_format: str, used_ids: set[str], cancel: threading.Event
@@ -249,7 +249,7 @@ class _RequestReplies(LocalReplies):
         turn = render_turn(model, req, tool_format)
         super().__init__(
             model,
-            list,
+            list,  # no conversation to render: render() gives the request's prompt
             family=turn.family,
             tools=turn.tools,
             ids=CallIds(used_ids, fresh=lambda _n: new_call_id()),
@@ -272,7 +272,7 @@ class _RequestReplies(LocalReplies):
     def truncated(self, finish: str) -> bool:
         return finish != "stop" and not (finish == "cancelled" and self.halt.by_turn)
 
-    def failed(self, exc: Exception) -> Any:
+    def failed(self, exc: Exception) -> NoReturn:
         from app.engine.errors import ContextOverflowError, GenerationError, GrammarError
 
         if isinstance(exc, ContextOverflowError):

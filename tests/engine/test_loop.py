@@ -217,3 +217,32 @@ def test_a_failed_round_ends_the_turn_and_keeps_what_was_shown_when_asked():
         assert (done.finish_reason, done.error, done.error_code, done.generated_tokens) == ("error", "cut", "cut", 3)
         assert done.kept_text == ("Half a" if keep else None)
         assert [m.content for m in messages] == (["Half a"] if keep else [])
+
+
+def test_the_json_lines_of_the_events_are_flat():
+    import json
+
+    from app.calls import ToolResult
+    from app.engine.events import ContextFull, DoneEvent, event_to_dict
+
+    call = ToolCall("call00000", "add", {"a": 1}, raw="<call>")
+    started = event_to_dict(ToolCallStartedEvent(call, constrained="required, hermes"))
+    assert started == {
+        "type": "tool_call_started",
+        "call_id": "call00000",
+        "name": "add",
+        "arguments": {"a": 1},
+        "raw": "<call>",
+        "constrained": "required, hermes",
+    }
+    failed = ToolResult("call00000", "add", error="no", duration_s=0.5, approval="denied")
+    finished = event_to_dict(ToolCallFinishedEvent(call, failed))
+    assert list(finished) == ["type", "call_id", "name", "arguments", "raw", "result", "error", "duration_s", "approval"]
+    assert (finished["result"], finished["error"], finished["approval"]) == (None, "no", "denied")
+    done = event_to_dict(
+        DoneEvent("error", context_full=ContextFull(n_ctx=4096, tool_tokens=300), call_parsers={"c1": "api:openai"})
+    )
+    assert done["type"] == "done" and "extra" not in done
+    assert done["context_full"] == {"n_ctx": 4096, "tool_tokens": 300}
+    assert done["call_parsers"] == {"c1": "api:openai"} and done["constraint"] is None
+    json.dumps(done)  # one JSON line
