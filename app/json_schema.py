@@ -81,7 +81,7 @@ def schema_types(schema: Any) -> list[str]:
 
 
 # Python types and the JSON type each is, checked in order (a bool is an int in Python).
-_PY_JSON = (
+_PY_JSON: tuple[tuple[type | tuple[type, ...], str], ...] = (
     (type(None), "null"),
     (bool, "boolean"),
     (int, "integer"),

@@ -165,6 +165,13 @@ def _fail(cls: str, message: str, **detail: Any) -> Outcome:
     return Outcome(False, cls, message, detail=detail)
 
 
+# Call-shaped text where no call was read: in the reasoning, then in the content.
+_UNREAD_CALLS = (
+    ("call_in_reasoning", "the call was written inside the reasoning block, where it is not a call"),
+    ("unparsed_tool_call", "the reply holds a call that was not parsed as one (the bytes are shown)"),
+)
+
+
 # -- values ----------------------------------------------------------------------------------------
 
 
@@ -295,10 +302,7 @@ def score_turn(scenario: Scenario, expected: tuple[ExpectedCall, ...], obs: Obse
             return _fail("empty_response", "no call was correct, but the reply has no visible text")
     else:
         if not obs.calls:
-            for text, failure, message in (
-                (obs.reasoning, "call_in_reasoning", "the call was written inside the reasoning block, where it is not a call"),
-                (obs.content, "unparsed_tool_call", "the reply holds a call that was not parsed as one (the bytes are shown)"),
-            ):
+            for text, (failure, message) in zip((obs.reasoning, obs.content), _UNREAD_CALLS, strict=True):
                 shaped = call_shaped(text, names)
                 if shaped is not None:
                     return _fail(failure, message, bytes=shaped)

@@ -55,4 +55,5 @@ def test_no_module_keeps_its_own_copy():
 
 def test_validation_sentence_names_the_type():
     schema = {"type": "object", "properties": {"days": {"type": "integer"}}}
-    assert validate_arguments(schema, {"days": "ten"}) == 'Parameter \'days\' must be an integer, got string "ten".'
+    expected = "Parameter 'days' must be an integer, got string \"ten\"."
+    assert validate_arguments(schema, {"days": "ten"}) == expected

@@ -79,8 +79,8 @@ from app.engine.formats.events import (
     ToolCallStarted,
 )
 from app.engine.formats.jsonscan import JsonScanner
-from app.json_schema import tool_schemas, type_arguments
 from app.engine.holdback import partial_start
+from app.json_schema import tool_schemas, type_arguments
 
 __all__ = [
     "FORMATS",
@@ -183,7 +183,9 @@ class ParsedCall:
     id: str | None = None
 
 
-def one_call(opener: str, body: str, got: tuple[str, Mapping[str, Any]] | None) -> tuple[list[ParsedCall], str] | None:
+def one_call(
+    opener: str, body: str, got: tuple[str, Mapping[str, Any]] | None
+) -> tuple[list[ParsedCall], str] | None:
     """What a region that holds one call parses to: the call ``got`` read from it (its name and
     its arguments as written), the whole region being its text; None when nothing was read."""
     if got is None:

@@ -50,9 +50,9 @@ from typing import Any
 
 from app.engine.formats.base import THINK, Format, ParsedCall, RegionScanner, register
 from app.engine.formats.jsonscan import loads_repaired
-from app.json_schema import schema_types, tool_schemas
 from app.engine.formats.sections import NAME, JsonSectionFormat, SectionScanner, raw_text, scan_section
 from app.engine.formats.xml_params import XmlParamsFormat
+from app.json_schema import schema_types, tool_schemas
 
 __all__ = [
     "DeepSeekDsmlFormat",

@@ -9,8 +9,8 @@ its own ``functions`` variable (a JSON string), not ``tools``.
 
 from __future__ import annotations
 
-from typing import Any
 from functools import partial
+from typing import Any
 
 from app.engine.formats.base import Format, RegionScanner, register
 from app.engine.formats.json_list import element_reader, parse_json_list

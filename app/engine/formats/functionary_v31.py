@@ -11,8 +11,8 @@ it). A ``<|python_tag|>`` followed by JSON is Llama 3.1's JSON call, not code: t
 from __future__ import annotations
 
 import re
-from typing import Any
 from functools import partial
+from typing import Any
 
 from app.engine.formats.base import Format, JsonStateScanner, ParsedCall, RegionScanner, find_marker, register
 from app.engine.formats.jsonscan import loads_repaired

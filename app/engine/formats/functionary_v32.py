@@ -14,8 +14,8 @@ name, a name not followed by a JSON object, or ``>>>`` in prose (``>>> print(1)`
 from __future__ import annotations
 
 import re
-from typing import Any
 from functools import partial
+from typing import Any
 
 from app.engine.formats.base import Format, IncompleteCall, ParsedCall, RegionScanner, Stream, register
 from app.engine.formats.jsonscan import JsonScanner, loads_repaired

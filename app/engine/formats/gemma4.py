@@ -11,8 +11,8 @@ block. A ``<tool_call|>`` inside a string does not end the call.
 from __future__ import annotations
 
 import re
-from typing import Any
 from functools import partial
+from typing import Any
 
 from app.calls import WIRE_NAME
 from app.engine.formats.base import Format, RegionScanner, one_call, register
@@ -236,7 +236,14 @@ class Gemma4Format(Format):
     def grammar_wire(self, ctx):
         from app.engine.grammar.wires import GEMMA, notation_call
 
-        return partial(notation_call, nt=GEMMA, head=lambda n: OPEN + "call:" + n, tail=CLOSE, opener=OPEN, name_ok=lambda n: bool(_NAME.fullmatch(n)))
+        return partial(
+            notation_call,
+            nt=GEMMA,
+            head=lambda n: OPEN + "call:" + n,
+            tail=CLOSE,
+            opener=OPEN,
+            name_ok=lambda n: bool(_NAME.fullmatch(n)),
+        )
 
     def example_call(self, name: str, arguments: dict[str, Any]) -> str:
         return f"{OPEN}call:{name}{write_gemma_value(dict(arguments))}{CLOSE}"

@@ -27,8 +27,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import Any
 from functools import partial
+from typing import Any
 
 from app.calls import IncompleteCall
 from app.engine.formats.base import Format, ParsedCall, Stream, register
@@ -357,7 +357,15 @@ class HarmonyFormat(Format):
     def grammar_wire(self, ctx):
         from app.engine.grammar.wires import harmony
 
-        return partial(harmony, channel=CHANNEL, message=MESSAGE, constrain=CONSTRAIN, call_end=CALL, end=END, start=START)
+        return partial(
+            harmony,
+            channel=CHANNEL,
+            message=MESSAGE,
+            constrain=CONSTRAIN,
+            call_end=CALL,
+            end=END,
+            start=START,
+        )
 
     def example_call(self, name: str, arguments: dict[str, Any]) -> str:
         return f"{CHANNEL}commentary to=functions.{name} {CONSTRAIN}json{MESSAGE}{json_text(dict(arguments))}{CALL}"

@@ -8,8 +8,8 @@ A missing ``</tool_call>`` is accepted only when the reply ended normally right 
 
 from __future__ import annotations
 
-from typing import Any
 from functools import partial
+from typing import Any
 
 from app.engine.formats.base import THINK, Format, RegionScanner, one_call, register
 from app.engine.formats.jsonscan import read_name_arguments

@@ -18,8 +18,8 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Callable, Mapping
-from typing import Any
 from functools import partial
+from typing import Any
 
 from app.engine.formats.base import Format, MarkerRegion, ParsedCall, RegionScanner, name_hint
 from app.engine.formats.jsonscan import JsonScanner, loads_repaired, name_arguments

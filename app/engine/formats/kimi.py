@@ -44,7 +44,6 @@ from typing import Any
 
 from app.engine.formats.base import THINK, Format, ParsedCall, RegionScanner, register
 from app.engine.formats.jsonscan import loads_repaired
-from app.json_schema import JSON_TYPES, json_type
 from app.engine.formats.sections import (
     NAME,
     JsonSectionFormat,
@@ -54,6 +53,7 @@ from app.engine.formats.sections import (
     scan_section,
 )
 from app.engine.formats.xml_params import XmlParamsFormat
+from app.json_schema import JSON_TYPES, json_type
 
 __all__ = ["K3Scanner", "KimiK2Format", "KimiK3Format"]
 

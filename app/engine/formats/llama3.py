@@ -10,13 +10,13 @@ names one of the offered tools, so JSON meant for the user stays text.
 
 from __future__ import annotations
 
-from typing import Any
 from functools import partial
+from typing import Any
 
 from app.engine.formats.base import Format, JsonStateScanner, ParsedCall, RegionScanner, register
 from app.engine.formats.jsonscan import loads_repaired, name_arguments
-from app.json_schema import tool_schemas
 from app.engine.formats.sections import json_text
+from app.json_schema import tool_schemas
 
 __all__ = ["Llama3Format"]
 
@@ -89,7 +89,15 @@ class Llama3Format(Format):
     def grammar_wire(self, ctx):
         from app.engine.grammar.wires import json_tagged
 
-        return partial(json_tagged, open=PYTHON_TAG, close="", args_key="parameters", optional_open=True, single=True, opener="{")
+        return partial(
+            json_tagged,
+            open=PYTHON_TAG,
+            close="",
+            args_key="parameters",
+            optional_open=True,
+            single=True,
+            opener="{",
+        )
 
     def cut_call(self, opener, body, tools):
         inc = super().cut_call(opener, body, tools)

@@ -15,8 +15,8 @@ kept and the rest is text.
 from __future__ import annotations
 
 import re
-from typing import Any
 from functools import partial
+from typing import Any
 
 from app.engine.formats.base import THINK, Format, JsonStateScanner, ParsedCall, RegionScanner, register
 from app.engine.formats.jsonscan import JsonScanner, loads_repaired, name_arguments

@@ -16,8 +16,8 @@ import ast
 import re
 import warnings
 from collections.abc import Callable
-from typing import Any
 from functools import partial
+from typing import Any
 
 from app.engine.formats.base import RegionScanner
 

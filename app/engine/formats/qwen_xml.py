@@ -22,9 +22,9 @@ from __future__ import annotations
 from typing import Any
 
 from app.engine.formats.base import ParsedCall, RegionScanner, one_call, register
-from app.json_schema import tool_schemas
 from app.engine.formats.sections import SkipValuesScanner, closed_body, raw_text, skip_ws
 from app.engine.formats.xml_params import XmlParamsFormat
+from app.json_schema import tool_schemas
 
 __all__ = ["QwenXmlFormat", "parse_function_block"]
 

@@ -25,8 +25,8 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Sequence
-from typing import Any
 from functools import partial
+from typing import Any
 
 from app.engine.formats.base import Format, JsonStateScanner, ParsedCall, RegionScanner, find_marker
 from app.engine.formats.jsonscan import JsonScanner, loads_repaired
@@ -629,7 +629,13 @@ class JsonSectionFormat(Format):
     def grammar_wire(self, ctx):
         from app.engine.grammar.wires import json_section
 
-        return partial(json_section, section=(self.section_begin, self.section_end), head=self.call_head, index=self.call_index, tail=self.call_tail)
+        return partial(
+            json_section,
+            section=(self.section_begin, self.section_end),
+            head=self.call_head,
+            index=self.call_index,
+            tail=self.call_tail,
+        )
 
     def example_call(self, name: str, arguments: dict[str, Any]) -> str:
         index = "" if self.call_index is None else f"{self.call_index[0]}0{self.call_index[1]}"

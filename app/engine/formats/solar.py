@@ -144,7 +144,13 @@ class SolarFormat(Format):
     def grammar_wire(self, ctx):
         from app.engine.grammar.wires import json_section
 
-        return partial(json_section, section=(OPEN, CLOSE), head=str, head_expr=lambda c, n: f"{c.lit(CALL)} /[a-z0-9]{{10}}/ {c.lit(NAME + n + ARGS)}", tail=CALL_END)
+        return partial(
+            json_section,
+            section=(OPEN, CLOSE),
+            head=str,
+            head_expr=lambda c, n: f"{c.lit(CALL)} /[a-z0-9]{{10}}/ {c.lit(NAME + n + ARGS)}",
+            tail=CALL_END,
+        )
 
     def call_name(self, raw: str) -> str | None:
         m = _CUT_NAME.search(raw)

@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from typing import Any
 from functools import partial
+from typing import Any
 
 from app.calls import WIRE_NAME
 from app.engine.formats.base import THINK, Format, RegionScanner
@@ -249,9 +249,8 @@ class XmlParamsFormat(Format):
         from app.engine.grammar.wires import NO_MARKUP, typed
 
         lead = "\n" if self.value_newlines else ""
-        value = typed(
-            ctx, schema, self.param_close, where, lead=lead, trail=lead, text_rx=NO_MARKUP if self.markup_free else None
-        )
+        text_rx = NO_MARKUP if self.markup_free else None
+        value = typed(ctx, schema, self.param_close, where, lead=lead, trail=lead, text_rx=text_rx)
         after = f" {ctx.lit(self.param_after)}" if self.param_after else ""
         return f"{ctx.lit(self.param_head(key))} {value}{after}"
 
@@ -270,6 +269,7 @@ class XmlParamsFormat(Format):
             name_ok=self.name_ok,
             key_ok=self.key_ok,
         )
+
 
 class ArgPairsFormat(XmlParamsFormat):
     """A family whose parameters are key/value tag pairs (GLM, Hunyuan): ``key_tags`` and
