@@ -176,12 +176,12 @@ def test_h2_library_scan_with_hostile_templates_finishes_and_marks_them(tmp_path
     write_tiny_gguf(models / "bomb.gguf", chat_template=GROWERS["int_squaring"])
     write_tiny_gguf(models / "slow.gguf", chat_template=SLOW)
     write_tiny_gguf(models / "good.gguf", chat_template=chatml, control_tokens=["<|im_start|>", "<|im_end|>"])
-    start = time.monotonic()
+    start = time.thread_time()  # the scan runs in this thread; its CPU time, whatever the load
     found = {m.path.name: m for m in Library(models_dir=models, hf_cache_dir=False).scan()}
-    elapsed = time.monotonic() - start
+    elapsed = time.thread_time() - start
     # Before: the scan never finished. Now: the slow one costs one render's time limit at most
-    # (a wall-clock limit, so a busy machine only slows the rest: a generous bound).
-    assert elapsed < 60, elapsed
+    # (about 11 s of CPU time for the three, 16 s of wall time on an idle machine, 43 s on a busy one).
+    assert elapsed < 30, elapsed
     assert set(found) == {"bomb.gguf", "slow.gguf", "good.gguf"}
     for name in ("bomb.gguf", "slow.gguf"):
         summary = found[name].summary
