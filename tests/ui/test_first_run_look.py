@@ -6,9 +6,9 @@ from PySide6.QtCore import QSize, Qt
 from PySide6.QtGui import QKeySequence
 from PySide6.QtWidgets import QLabel
 
+from app.calls import ToolCall, ToolResult
 from app.storage.history import History
 from app.storage.settings import Settings, load_settings
-from app.calls import ToolCall, ToolResult
 from app.ui.call_view import CallView
 from app.ui.chat import ChatView
 from app.ui.tool_panel import ToolCallPanel

@@ -7,8 +7,8 @@ import json
 from PySide6.QtCore import Qt, QUrl
 from PySide6.QtGui import QGuiApplication
 
-from app.storage.settings import Settings, effective_settings, model_key
 from app.calls import ToolCall, ToolResult
+from app.storage.settings import Settings, effective_settings, model_key
 from app.ui.call_view import CallView
 from app.ui.chat import ChatView
 from app.ui.markdown_render import render_markdown, split_fences
