@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import os
 import threading
@@ -128,19 +129,37 @@ def _describe(p) -> str:
 
 
 class _EngineSampler(threading.Thread):
-    """Counts the live engine processes (and their memory) every second; keeps the peaks."""
+    """Counts the live engine processes (and their memory) every second; keeps the peaks. An
+    engine once seen among the descendants (one a CLI or app subprocess started) still counts
+    when its parent is gone and it lives on as an orphan: :meth:`orphans`."""
 
     def __init__(self) -> None:
         super().__init__(name="engine-sampler", daemon=True)
         self.peak = 0
         self.peak_rss = 0
+        self._seen: dict[int, object] = {}  # pid -> psutil.Process of every engine seen
         self._stop_event = threading.Event()
+
+    def orphans(self, descendants: list) -> list:
+        """Engines seen before that are alive now but no longer our descendants."""
+        mine = {p.pid for p in descendants}
+        out = []
+        for pid, p in list(self._seen.items()):
+            try:
+                if pid not in mine and p.is_running() and p.status() != "zombie":  # type: ignore[attr-defined]
+                    out.append(p)
+            except Exception:  # noqa: BLE001 - gone meanwhile
+                pass
+        return out
 
     def run(self) -> None:
         import psutil
 
         while not self._stop_event.wait(_SAMPLE_EVERY_S):
             engines = _engines()
+            for p in engines:
+                self._seen.setdefault(p.pid, p)
+            engines += self.orphans(engines)
             rss = 0
             for p in engines:
                 try:
@@ -221,6 +240,11 @@ def pytest_sessionfinish(session, exitstatus):
         config._callisto_sampler.stop()
     if not config.pluginmanager.hasplugin("dsession"):  # no xdist workers: this process ran the tests
         config._callisto_leftovers.extend(_leftover_children())
+    if config._callisto_sampler is not None:  # engines whose parent (a CLI or app run) is gone
+        for p in config._callisto_sampler.orphans(_children()):
+            config._callisto_leftovers.append(_describe(p) + " (orphaned)")
+            with contextlib.suppress(Exception):
+                p.kill()
     if config._callisto_leftovers and session.exitstatus == pytest.ExitCode.OK:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
