@@ -13,9 +13,7 @@ Usage (the UI, from its main thread)::
 A message still "streaming" when the database is opened again (the app was killed mid-reply)
 is marked "interrupted": every partial update is already committed, so nothing shown is lost.
 
-Schema changes are named functions in ``MIGRATIONS`` applied once, in order, and recorded
-in the ``migrations`` table (the approach of simonw/llm). Never edit an applied migration:
-add a new one.
+The schema is built by the named migrations of ``app.storage.migrations``, each applied once.
 """
 
 from __future__ import annotations
@@ -28,17 +26,17 @@ import sqlite3
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from app.calls import APPROVAL_OUTCOMES, IncompleteCall, ToolCall, ToolResult
+from app.storage.migrations import apply_migrations
 from app.storage.paths import history_path
 
 __all__ = [
     "MESSAGE_STATUSES",
-    "MIGRATIONS",
     "ROLES",
     "Conversation",
     "ConversationNotFound",
@@ -50,7 +48,6 @@ __all__ = [
     "StoredNotice",
     "StoredToolCall",
     "TurnMessage",
-    "apply_migrations",
     "open_history",
 ]
 
@@ -212,170 +209,6 @@ class Conversation:
         d = asdict(self)
         d["messages"] = [m.to_dict() for m in self.messages]
         return d
-
-
-# ---------------------------------------------------------------------------------------------
-# Migrations
-
-
-def _m001_initial(db: sqlite3.Connection) -> None:
-    db.execute(
-        """CREATE TABLE conversations (
-            id INTEGER PRIMARY KEY AUTOINCREMENT,
-            title TEXT NOT NULL DEFAULT '',
-            created REAL NOT NULL,
-            updated REAL NOT NULL,
-            model_path TEXT
-        )"""
-    )
-    db.execute(
-        """CREATE TABLE messages (
-            id INTEGER PRIMARY KEY AUTOINCREMENT,
-            conversation_id INTEGER NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
-            position INTEGER NOT NULL,
-            role TEXT NOT NULL,
-            content TEXT NOT NULL DEFAULT '',
-            created REAL NOT NULL,
-            UNIQUE (conversation_id, position)
-        )"""
-    )
-
-
-def _m002_message_details(db: sqlite3.Connection) -> None:
-    db.execute("ALTER TABLE conversations ADD COLUMN settings_json TEXT")
-    for col in (
-        "reasoning TEXT",
-        "status TEXT NOT NULL DEFAULT 'complete'",
-        "prompt_tokens INTEGER",
-        "completion_tokens INTEGER",
-        "tool_call_id TEXT",
-        "name TEXT",
-        "error TEXT",
-    ):
-        db.execute(f"ALTER TABLE messages ADD COLUMN {col}")
-    db.execute("CREATE INDEX messages_status ON messages(status)")
-
-
-def _m003_tool_calls(db: sqlite3.Connection) -> None:
-    db.execute(
-        """CREATE TABLE tool_calls (
-            id INTEGER PRIMARY KEY AUTOINCREMENT,
-            message_id INTEGER NOT NULL REFERENCES messages(id) ON DELETE CASCADE,
-            position INTEGER NOT NULL DEFAULT 0,
-            call_id TEXT NOT NULL,
-            name TEXT NOT NULL,
-            arguments_json TEXT,
-            raw TEXT NOT NULL DEFAULT '',
-            result TEXT,
-            error TEXT,
-            duration_s REAL,
-            approval TEXT
-        )"""
-    )
-    db.execute("CREATE INDEX tool_calls_message ON tool_calls(message_id)")
-
-
-def _m004_indexes(db: sqlite3.Connection) -> None:
-    db.execute("CREATE INDEX conversations_updated ON conversations(updated DESC, id DESC)")
-
-
-def _fts5_available(db: sqlite3.Connection) -> bool:
-    try:
-        db.execute("CREATE VIRTUAL TABLE temp._fts5_probe USING fts5(x)")
-        db.execute("DROP TABLE temp._fts5_probe")
-        return True
-    except sqlite3.OperationalError:
-        return False
-
-
-def _m005_message_fts(db: sqlite3.Connection) -> None:
-    """Full-text index of message text (FTS5, kept in sync by triggers); skipped without FTS5."""
-    if not _fts5_available(db):
-        return
-    db.execute(
-        "CREATE VIRTUAL TABLE messages_fts USING fts5("
-        "content, reasoning, content='messages', content_rowid='id', tokenize='unicode61')"
-    )
-    db.execute(
-        "INSERT INTO messages_fts(rowid, content, reasoning) SELECT id, content, coalesce(reasoning, '') FROM messages"
-    )
-    db.execute(
-        """CREATE TRIGGER messages_fts_ai AFTER INSERT ON messages BEGIN
-            INSERT INTO messages_fts(rowid, content, reasoning)
-            VALUES (new.id, new.content, coalesce(new.reasoning, ''));
-        END"""
-    )
-    db.execute(
-        """CREATE TRIGGER messages_fts_ad AFTER DELETE ON messages BEGIN
-            INSERT INTO messages_fts(messages_fts, rowid, content, reasoning)
-            VALUES ('delete', old.id, old.content, coalesce(old.reasoning, ''));
-        END"""
-    )
-    db.execute(
-        """CREATE TRIGGER messages_fts_au AFTER UPDATE OF content, reasoning ON messages BEGIN
-            INSERT INTO messages_fts(messages_fts, rowid, content, reasoning)
-            VALUES ('delete', old.id, old.content, coalesce(old.reasoning, ''));
-            INSERT INTO messages_fts(rowid, content, reasoning)
-            VALUES (new.id, new.content, coalesce(new.reasoning, ''));
-        END"""
-    )
-
-
-def _m006_message_writer(db: sqlite3.Connection) -> None:
-    """Who is streaming a message ("<pid>:<token>"), so opening the file elsewhere does not
-    mark another live window's reply as interrupted."""
-    db.execute("ALTER TABLE messages ADD COLUMN writer TEXT")
-
-
-def _m007_message_notices(db: sqlite3.Connection) -> None:
-    """The notices (banners) shown above a reply, as a JSON list, so a reopened conversation
-    shows them again."""
-    db.execute("ALTER TABLE messages ADD COLUMN notices_json TEXT")
-
-
-def _m008_message_extra(db: sqlite3.Connection) -> None:
-    """What else a reply carries, as a JSON object: calls it did not finish (cut off or to an
-    undeclared tool), its statistics (tokens, tokens/s, time to first token) and the model and
-    settings it was made with."""
-    db.execute("ALTER TABLE messages ADD COLUMN extra_json TEXT")
-
-
-Migration = tuple[str, Callable[[sqlite3.Connection], None]]
-
-MIGRATIONS: list[Migration] = [
-    ("m001_initial", _m001_initial),
-    ("m002_message_details", _m002_message_details),
-    ("m003_tool_calls", _m003_tool_calls),
-    ("m004_indexes", _m004_indexes),
-    ("m005_message_fts", _m005_message_fts),
-    ("m006_message_writer", _m006_message_writer),
-    ("m007_message_notices", _m007_message_notices),
-    ("m008_message_extra", _m008_message_extra),
-]
-
-
-def apply_migrations(db: sqlite3.Connection, migrations: Sequence[Migration] = MIGRATIONS) -> list[str]:
-    """Apply each not-yet-applied migration in order, each in its own transaction.
-
-    ``db`` must be in autocommit mode (``isolation_level=None``). Returns the names applied.
-    """
-    db.execute("CREATE TABLE IF NOT EXISTS migrations (name TEXT PRIMARY KEY, applied_at REAL NOT NULL)")
-    applied: list[str] = []
-    for name, fn in migrations:
-        db.execute("BEGIN IMMEDIATE")
-        try:
-            # checked inside the write lock: two processes opening at once apply each migration once
-            if db.execute("SELECT 1 FROM migrations WHERE name = ?", (name,)).fetchone():
-                db.execute("COMMIT")
-                continue
-            fn(db)
-            db.execute("INSERT INTO migrations (name, applied_at) VALUES (?, ?)", (name, time.time()))
-            db.execute("COMMIT")
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise
-        applied.append(name)
-    return applied
 
 
 # ---------------------------------------------------------------------------------------------
@@ -866,62 +699,6 @@ class History:
                     extra=m.extra,
                 )
 
-    def append_chat_message(
-        self,
-        conversation_id: int,
-        message: Mapping[str, Any],
-        *,
-        status: MessageStatus = "complete",
-        prompt_tokens: int | None = None,
-        completion_tokens: int | None = None,
-    ) -> MessageRecord:
-        """Append a message given as a dict in the chat loop's shape (``Message.to_dict()``).
-
-        Tool calls may be ``{"id", "name", "arguments", "raw"}`` or OpenAI's
-        ``{"id", "function": {"name", "arguments"}}``.
-        """
-        if not isinstance(message, Mapping) or "role" not in message:
-            raise HistoryError(f"not a chat message: {message!r:.80}")
-        calls = []
-        for tc in message.get("tool_calls") or []:
-            if not isinstance(tc, Mapping):
-                raise HistoryError(f"not a tool call: {tc!r:.80}")
-            fn = tc.get("function")
-            if isinstance(fn, Mapping):
-                args = fn.get("arguments")
-                if isinstance(args, str):
-                    with contextlib.suppress(ValueError):
-                        args = json.loads(args)
-                calls.append(
-                    {"id": tc.get("id"), "name": fn.get("name"), "arguments": args, "raw": tc.get("raw", "")}
-                )
-            else:
-                calls.append(dict(tc))
-        content = message.get("content") or ""
-        if not isinstance(content, str):
-            raise HistoryError(f"message content must be a string, got {type(content).__name__}")
-        return self.append_message(
-            conversation_id,
-            str(message["role"]),
-            content,
-            reasoning=message.get("reasoning") or message.get("reasoning_content") or None,
-            status=status,
-            tool_call_id=message.get("tool_call_id"),
-            name=message.get("name"),
-            prompt_tokens=prompt_tokens,
-            completion_tokens=completion_tokens,
-            tool_calls=calls,
-        )
-
-    def chat_messages(self, conversation_id: int, *, include_errors: bool = False) -> list[dict[str, Any]]:
-        """The conversation as chat-loop dicts (for ``Message.from_dict``), to resume it.
-
-        Messages with status "error" are left out unless ``include_errors``; interrupted replies
-        are kept (their text was shown to the user).
-        """
-        conv = self.load_conversation(conversation_id)
-        return [m.to_chat_dict() for m in conv.messages if include_errors or m.status != "error"]
-
     def begin_assistant_message(self, conversation_id: int, *, reasoning: str | None = None) -> MessageRecord:
         """Start a streaming assistant reply (status "streaming"); fill it with ``update_partial``."""
         return self.append_message(conversation_id, "assistant", "", reasoning=reasoning, status="streaming")
@@ -1025,15 +802,6 @@ class History:
             self._touch(db, conversation_id, time.time())
             return cur.rowcount
 
-    def edit_message(self, message_id: int, content: str) -> None:
-        """Replace a message's text (edit before resending)."""
-        with self._tx() as db:
-            row = db.execute("SELECT conversation_id FROM messages WHERE id = ?", (message_id,)).fetchone()
-            if row is None:
-                raise MessageNotFound(f"no message with id {message_id}")
-            db.execute("UPDATE messages SET content = ? WHERE id = ?", (content, message_id))
-            self._touch(db, row[0], time.time())
-
     # -- tool calls -------------------------------------------------------------------------
 
     @staticmethod
@@ -1082,77 +850,6 @@ class History:
             ),
         )
         return _rowid(cur)
-
-    def add_tool_call(
-        self,
-        message_id: int,
-        call_id: str,
-        name: str,
-        arguments: Any = None,
-        *,
-        raw: str = "",
-        result: str | None = None,
-        error: str | None = None,
-        duration_s: float | None = None,
-        approval: str | None = None,
-    ) -> StoredToolCall:
-        """Record a tool call made by an assistant message (result may come later: update_tool_call)."""
-        with self._tx() as db:
-            if not db.execute("SELECT 1 FROM messages WHERE id = ?", (message_id,)).fetchone():
-                raise MessageNotFound(f"no message with id {message_id}")
-            (pos,) = db.execute(
-                "SELECT coalesce(max(position) + 1, 0) FROM tool_calls WHERE message_id = ?", (message_id,)
-            ).fetchone()
-            tid = self._insert_tool_call(
-                db,
-                message_id,
-                pos,
-                {
-                    "call_id": call_id,
-                    "name": name,
-                    "arguments": arguments,
-                    "raw": raw,
-                    "result": result,
-                    "error": error,
-                    "duration_s": duration_s,
-                    "approval": approval,
-                },
-            )
-        rows = self._read(f"SELECT {_TC_COLS} FROM tool_calls WHERE id = ?", (tid,))
-        return _tc(rows[0])
-
-    def update_tool_call(
-        self,
-        tool_call_id: int,
-        *,
-        result: str | None = None,
-        error: str | None = None,
-        duration_s: float | None = None,
-        approval: str | None = None,
-    ) -> StoredToolCall:
-        """Store a tool call's outcome (``None`` leaves a field as is)."""
-        sets: list[str] = []
-        params: list[Any] = []
-        for col, value in (
-            ("result", result),
-            ("error", error),
-            ("duration_s", duration_s),
-            ("approval", approval),
-        ):
-            if value is not None:
-                sets.append(f"{col} = ?")
-                params.append(value)
-        with self._tx() as db:
-            if sets:
-                cur = db.execute(
-                    f"UPDATE tool_calls SET {', '.join(sets)} WHERE id = ?", (*params, tool_call_id)
-                )
-                if cur.rowcount == 0:
-                    raise HistoryError(f"no tool call with id {tool_call_id}")
-            row = db.execute(f"SELECT {_TC_COLS} FROM tool_calls WHERE id = ?", (tool_call_id,)).fetchone()
-            if row is None:
-                raise HistoryError(f"no tool call with id {tool_call_id}")
-        return _tc(row)
 
 
 # -- start-up -------------------------------------------------------------------------------

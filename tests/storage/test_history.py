@@ -13,16 +13,22 @@ from pathlib import Path
 
 import pytest
 
-from app.storage import history as history_mod
+from app.storage import migrations as migrations_mod
 from app.storage.history import (
-    MIGRATIONS,
     ConversationNotFound,
     History,
     HistoryError,
     MessageNotFound,
-    apply_migrations,
 )
+from app.storage.migrations import MIGRATIONS, apply_migrations
 from app.storage.paths import history_path
+from tests.support.history import (
+    add_tool_call,
+    append_chat_message,
+    chat_messages,
+    edit_message,
+    update_tool_call,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -47,6 +53,21 @@ def test_default_path_wal_and_migrations_recorded():
     assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     db.close()
     assert _names(history_path()) == [name for name, _ in MIGRATIONS]
+
+
+def test_migrations_keep_the_names_users_databases_recorded():
+    """A database knows each migration by its function's name: a renamed one would run twice."""
+    assert [name for name, _ in MIGRATIONS] == [
+        "m001_initial",
+        "m002_message_details",
+        "m003_tool_calls",
+        "m004_indexes",
+        "m005_message_fts",
+        "m006_message_writer",
+        "m007_message_notices",
+        "m008_message_extra",
+    ]
+    assert all(fn.__name__ == name for name, fn in MIGRATIONS)
 
 
 def test_open_twice_is_idempotent(tmp_path):
@@ -164,11 +185,11 @@ def test_messages_tool_calls_and_load(h):
     )
     tc = call_msg.tool_calls[0]
     assert tc.arguments == {"path": "."} and tc.raw == "<tool_call>..."
-    later = h.add_tool_call(call_msg.id, "call_2", "read_file", '{"path": broken json')
+    later = add_tool_call(h, call_msg.id, "call_2", "read_file", '{"path": broken json')
     assert later.position == 1 and later.arguments == '{"path": broken json'
-    done = h.update_tool_call(tc.id, result="a.txt\nb.txt", duration_s=0.01, approval="allow_once")
+    done = update_tool_call(h, tc.id, result="a.txt\nb.txt", duration_s=0.01, approval="allow_once")
     assert done.result == "a.txt\nb.txt" and done.approval == "allow_once" and done.error is None
-    h.update_tool_call(later.id, error="denied by user", approval="deny")
+    update_tool_call(h, later.id, error="denied by user", approval="deny")
     h.append_message(c.id, "tool", "a.txt\nb.txt", tool_call_id="call_1", name="list_dir")
 
     conv = h.load_conversation(c.id)
@@ -354,7 +375,7 @@ def test_search_without_fts5_uses_like(h):
 
 
 def test_migrations_skip_fts_when_unavailable(tmp_path, monkeypatch):
-    monkeypatch.setattr(history_mod, "_fts5_available", lambda db: False)
+    monkeypatch.setattr(migrations_mod, "_fts5_available", lambda db: False)
     with History(tmp_path / "nofts.sqlite3") as store:
         assert not store.has_fts
         c = store.create_conversation("t")
@@ -367,7 +388,7 @@ def test_delete_cascades_to_messages_and_tool_calls(h):
     h.append_message(keep.id, "user", "stay")
     gone = h.create_conversation("gone")
     m = h.append_message(gone.id, "assistant", "", tool_calls=[{"id": "c", "name": "t", "arguments": {}}])
-    h.add_tool_call(m.id, "c2", "t2")
+    add_tool_call(h, m.id, "c2", "t2")
     h.delete_conversation(gone.id)
     with pytest.raises(ConversationNotFound):
         h.load_conversation(gone.id)
@@ -393,7 +414,7 @@ def test_truncate_for_edit_and_resend(h):
     h.append_message(c.id, "assistant", "second answer")
     # edit the second question and resend: drop everything after it, fix its text
     assert h.truncate_after(c.id, u2.position) == 1
-    h.edit_message(u2.id, "second question")
+    edit_message(h, u2.id, "second question")
     new = h.append_message(c.id, "assistant", "better answer")
     assert new.position == 3
     assert [m.content for m in h.load_conversation(c.id).messages] == [
@@ -495,13 +516,14 @@ def test_engine_messages_round_trip():
     with History() as h:
         c = h.create_conversation("Oslo")
         for msg in original:
-            h.append_chat_message(c.id, msg.to_dict())
-        h.append_chat_message(c.id, {"role": "assistant", "content": "boom"}, status="error")
-        restored = [Message.from_dict(d) for d in h.chat_messages(c.id)]
+            append_chat_message(h, c.id, msg.to_dict())
+        append_chat_message(h, c.id, {"role": "assistant", "content": "boom"}, status="error")
+        restored = [Message.from_dict(d) for d in chat_messages(h, c.id)]
         assert restored == original
-        assert len(h.chat_messages(c.id, include_errors=True)) == 6
+        assert len(chat_messages(h, c.id, include_errors=True)) == 6
         # OpenAI-shaped tool calls (arguments as a JSON string) are accepted too
-        m = h.append_chat_message(
+        m = append_chat_message(
+            h,
             c.id,
             {
                 "role": "assistant",
@@ -510,6 +532,6 @@ def test_engine_messages_round_trip():
         )
         assert m.tool_calls[0].arguments == {"a": 1} and m.tool_calls[0].name == "f"
         with pytest.raises(HistoryError, match="not a chat message"):
-            h.append_chat_message(c.id, {"content": "no role"})
+            append_chat_message(h, c.id, {"content": "no role"})
         with pytest.raises(HistoryError, match="must be a string"):
-            h.append_chat_message(c.id, {"role": "user", "content": ["parts"]})
+            append_chat_message(h, c.id, {"role": "user", "content": ["parts"]})

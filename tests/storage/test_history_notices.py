@@ -6,7 +6,8 @@ import sqlite3
 
 import pytest
 
-from app.storage.history import MIGRATIONS, History, HistoryError, MessageNotFound
+from app.storage.history import History, HistoryError, MessageNotFound
+from app.storage.migrations import MIGRATIONS
 
 
 def test_notices_are_saved_with_the_message_and_survive_reopening(tmp_path):

@@ -1,0 +1,163 @@
+"""Test-only writes to a ``History`` that the app itself never makes.
+
+The window stores turns with ``History.record_turn`` and streams replies with
+``begin_assistant_message`` / ``update_partial`` / ``finish_message``; the tests below also build
+conversations message by message in the chat loop's dict shape, add and complete tool calls one at
+a time, and edit a message in place. Each helper takes the ``History`` as its first argument and
+writes in one transaction of that store, as the store's own methods do.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from app.storage import history as _history
+from app.storage.history import History, HistoryError, MessageNotFound, MessageRecord, StoredToolCall
+
+__all__ = ["add_tool_call", "append_chat_message", "chat_messages", "edit_message", "update_tool_call"]
+
+
+def append_chat_message(
+    h: History,
+    conversation_id: int,
+    message: Mapping[str, Any],
+    *,
+    status: _history.MessageStatus = "complete",
+    prompt_tokens: int | None = None,
+    completion_tokens: int | None = None,
+) -> MessageRecord:
+    """Append a message given as a dict in the chat loop's shape (``Message.to_dict()``).
+
+    Tool calls may be ``{"id", "name", "arguments", "raw"}`` or OpenAI's
+    ``{"id", "function": {"name", "arguments"}}``.
+    """
+    if not isinstance(message, Mapping) or "role" not in message:
+        raise HistoryError(f"not a chat message: {message!r:.80}")
+    calls = []
+    for tc in message.get("tool_calls") or []:
+        if not isinstance(tc, Mapping):
+            raise HistoryError(f"not a tool call: {tc!r:.80}")
+        fn = tc.get("function")
+        if isinstance(fn, Mapping):
+            args = fn.get("arguments")
+            if isinstance(args, str):
+                with contextlib.suppress(ValueError):
+                    args = json.loads(args)
+            calls.append(
+                {"id": tc.get("id"), "name": fn.get("name"), "arguments": args, "raw": tc.get("raw", "")}
+            )
+        else:
+            calls.append(dict(tc))
+    content = message.get("content") or ""
+    if not isinstance(content, str):
+        raise HistoryError(f"message content must be a string, got {type(content).__name__}")
+    return h.append_message(
+        conversation_id,
+        str(message["role"]),
+        content,
+        reasoning=message.get("reasoning") or message.get("reasoning_content") or None,
+        status=status,
+        tool_call_id=message.get("tool_call_id"),
+        name=message.get("name"),
+        prompt_tokens=prompt_tokens,
+        completion_tokens=completion_tokens,
+        tool_calls=calls,
+    )
+
+
+def chat_messages(h: History, conversation_id: int, *, include_errors: bool = False) -> list[dict[str, Any]]:
+    """The conversation as chat-loop dicts (for ``Message.from_dict``).
+
+    Messages with status "error" are left out unless ``include_errors``; interrupted replies
+    are kept (their text was shown to the user).
+    """
+    conv = h.load_conversation(conversation_id)
+    return [m.to_chat_dict() for m in conv.messages if include_errors or m.status != "error"]
+
+
+def edit_message(h: History, message_id: int, content: str) -> None:
+    """Replace a message's text."""
+    with h._tx() as db:
+        row = db.execute("SELECT conversation_id FROM messages WHERE id = ?", (message_id,)).fetchone()
+        if row is None:
+            raise MessageNotFound(f"no message with id {message_id}")
+        db.execute("UPDATE messages SET content = ? WHERE id = ?", (content, message_id))
+        h._touch(db, row[0], time.time())
+
+
+def add_tool_call(
+    h: History,
+    message_id: int,
+    call_id: str,
+    name: str,
+    arguments: Any = None,
+    *,
+    raw: str = "",
+    result: str | None = None,
+    error: str | None = None,
+    duration_s: float | None = None,
+    approval: str | None = None,
+) -> StoredToolCall:
+    """Record one more tool call of an assistant message (its outcome may come later)."""
+    with h._tx() as db:
+        if not db.execute("SELECT 1 FROM messages WHERE id = ?", (message_id,)).fetchone():
+            raise MessageNotFound(f"no message with id {message_id}")
+        (pos,) = db.execute(
+            "SELECT coalesce(max(position) + 1, 0) FROM tool_calls WHERE message_id = ?", (message_id,)
+        ).fetchone()
+        tid = History._insert_tool_call(
+            db,
+            message_id,
+            pos,
+            {
+                "call_id": call_id,
+                "name": name,
+                "arguments": arguments,
+                "raw": raw,
+                "result": result,
+                "error": error,
+                "duration_s": duration_s,
+                "approval": approval,
+            },
+        )
+    return _read_tool_call(h, tid)
+
+
+def update_tool_call(
+    h: History,
+    tool_call_id: int,
+    *,
+    result: str | None = None,
+    error: str | None = None,
+    duration_s: float | None = None,
+    approval: str | None = None,
+) -> StoredToolCall:
+    """Store a tool call's outcome (``None`` leaves a field as is)."""
+    sets: list[str] = []
+    params: list[Any] = []
+    for col, value in (
+        ("result", result),
+        ("error", error),
+        ("duration_s", duration_s),
+        ("approval", approval),
+    ):
+        if value is not None:
+            sets.append(f"{col} = ?")
+            params.append(value)
+    with h._tx() as db:
+        if sets:
+            cur = db.execute(f"UPDATE tool_calls SET {', '.join(sets)} WHERE id = ?", (*params, tool_call_id))
+            if cur.rowcount == 0:
+                raise HistoryError(f"no tool call with id {tool_call_id}")
+    return _read_tool_call(h, tool_call_id)
+
+
+def _read_tool_call(h: History, tool_call_id: int) -> StoredToolCall:
+    rows = h._read("SELECT message_id FROM tool_calls WHERE id = ?", (tool_call_id,))
+    if not rows:
+        raise HistoryError(f"no tool call with id {tool_call_id}")
+    return next(tc for tc in h.get_message(rows[0][0]).tool_calls if tc.id == tool_call_id)
