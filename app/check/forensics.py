@@ -387,13 +387,9 @@ def lint_template(
 
     # 7. doubled braces in instructions
     if mode != "none":
-        rendered_tools, _ = render(
-            [{"role": "user", "content": _USER}], tools=tools
-        )
+        rendered_tools, _ = render([{"role": "user", "content": _USER}], tools=tools)
         if mode == "system_message":
-            rendered_tools, _ = render(
-                [base_sys, {"role": "user", "content": _USER}]
-            )
+            rendered_tools, _ = render([base_sys, {"role": "user", "content": _USER}])
         if rendered_tools and re.search(r'\{\{\s*\\?"(name|function|arguments)"', rendered_tools):
             add(
                 "doubled_braces",

@@ -48,7 +48,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from app.engine.formats.base import THINK, Format, ParsedCall, RegionScanner, register
+from app.engine.formats.base import THINK, ParsedCall, RegionScanner, register
 from app.engine.formats.jsonscan import loads_repaired
 from app.engine.formats.sections import NAME, JsonSectionFormat, SectionScanner, raw_text, scan_section
 from app.engine.formats.xml_params import XmlParamsFormat

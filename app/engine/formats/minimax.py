@@ -74,7 +74,7 @@ class MiniMaxFormat(XmlParamsFormat):
         return [ParsedCall(name, dict(args), raw) for name, args, raw in calls], ""
 
     def head(self, name: str) -> str:
-        return f'{I_OPEN}{name}{KEY_END}\n'
+        return f"{I_OPEN}{name}{KEY_END}\n"
 
     def param_head(self, key: str) -> str:
         return P_OPEN + key + KEY_END

@@ -22,10 +22,10 @@ from app.engine.formats.base import Format, ParsedCall, RegionScanner, register
 from app.engine.formats.pycalls import (
     CALL_NAME,
     PyListScanner,
-    parse_call_list,
-    parse_cut_list,
     call_list_grammar,
     call_list_text,
+    parse_call_list,
+    parse_cut_list,
     top_level_items,
 )
 
