@@ -364,9 +364,9 @@ def _match_calls(
     if not unmatched and not left:
         return None
     for e in unmatched:  # a call of the right tool with the wrong arguments
-        g = next((g for g in left if g.name == e.name), None)
-        if g is not None:
-            p = _arguments_problem(e, g, scenario)
+        same_tool = next((g for g in left if g.name == e.name), None)
+        if same_tool is not None:
+            p = _arguments_problem(e, same_tool, scenario)
             assert p is not None
             return _fail("bad_arguments", f"{e.name}: {p['problem']}", **p)
     expected_names = {e.name for e in expected}

@@ -44,9 +44,9 @@ class _FencedListScanner(JsonStateScanner):
                 self.state = "post"
                 continue
             c = buf[i]
-            j = self.fence_skip(buf, i)
-            if j is not None:
-                i = j
+            skip = self.fence_skip(buf, i)
+            if skip is not None:
+                i = skip
                 continue
             rest = buf[i : i + len(FENCE)]
             if rest == FENCE and (st == "post" or not self.fenced):

@@ -82,7 +82,8 @@ class MiniMaxFormat(XmlParamsFormat):
     def name_ok(self, name: str) -> bool:
         return bool(_NAME.fullmatch(name))
 
-    key_ok = name_ok
+    def key_ok(self, key: str) -> bool:
+        return self.name_ok(key)
 
     def example_call(self, name: str, arguments: dict[str, Any]) -> str:
         params = params_text(arguments, param=P_OPEN, key_end=KEY_END, param_end=P_CLOSE)

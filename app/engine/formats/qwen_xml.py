@@ -224,7 +224,8 @@ class QwenXmlFormat(XmlParamsFormat):
     def name_ok(self, name: str) -> bool:
         return _name(name + ">", 0) is not None
 
-    key_ok = name_ok
+    def key_ok(self, key: str) -> bool:
+        return self.name_ok(key)
 
     def example_call(self, name: str, arguments: dict[str, Any]) -> str:
         params = "".join(f"<parameter={k}>\n{raw_text(v)}\n</parameter>\n" for k, v in arguments.items())

@@ -68,7 +68,8 @@ class SeedOssFormat(XmlParamsFormat):
     def name_ok(self, name: str) -> bool:
         return bool(_NAME.fullmatch(name))
 
-    key_ok = name_ok
+    def key_ok(self, key: str) -> bool:
+        return self.name_ok(key)
 
     def example_call(self, name: str, arguments: dict[str, Any]) -> str:
         params = params_text(arguments, param=P_OPEN, key_end=">", param_end=P_CLOSE)
