@@ -70,9 +70,21 @@ def test_layers_contract_catches_an_upward_import(tmp_path):
     for module, line, expect in (
         ("app/tools/_upward.py", "import app.engine.chat\n", "app.tools._upward"),
         ("app/engine/formats/_stored.py", "import app.storage.history\n", "app.engine.formats._stored"),
-        ("app/engine/grammar/_upward.py", "def f():\n    import app.engine.formats\n", "app.engine.grammar._upward"),
-        ("app/engine/formats/_render.py", "from app.engine.render import render_prompt\n", "app.engine.formats._render"),
-        ("app/engine/templates.py", "+def _up():\n    from app.engine.llm import load_model\n", "app.engine.templates"),
+        (
+            "app/engine/grammar/_upward.py",
+            "def f():\n    import app.engine.formats\n",
+            "app.engine.grammar._upward",
+        ),
+        (
+            "app/engine/formats/_render.py",
+            "from app.engine.render import render_prompt\n",
+            "app.engine.formats._render",
+        ),
+        (
+            "app/engine/templates.py",
+            "+def _up():\n    from app.engine.llm import load_model\n",
+            "app.engine.templates",
+        ),
         ("app/server/_ollama.py", "+from app.server import _openai\n", "app.server._ollama"),
     ):
         copy = tmp_path / module.replace("/", "_")

@@ -57,8 +57,16 @@ def _statements(body: list[ast.stmt]) -> Iterator[ast.AST]:
 def _lazy_exports(tree: ast.Module) -> dict[str, str]:
     """A package's lazy-export table (name -> module), read from its ``_EXPORTS`` literal."""
     for node in tree.body:
-        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
-        if any(isinstance(t, ast.Name) and t.id == "_EXPORTS" for t in targets) and isinstance(node.value, ast.Dict):
+        targets = (
+            node.targets
+            if isinstance(node, ast.Assign)
+            else [node.target]
+            if isinstance(node, ast.AnnAssign)
+            else []
+        )
+        if any(isinstance(t, ast.Name) and t.id == "_EXPORTS" for t in targets) and isinstance(
+            node.value, ast.Dict
+        ):
             return {
                 k.value: v.value
                 for k, v in zip(node.value.keys, node.value.values, strict=True)
@@ -183,4 +191,7 @@ def test_the_walk_sees_lazy_imports_and_skips_type_checking_ones():
     # render names LoadedModel for type checkers only: the walk leaves it out
     assert "app.engine.llm" not in graph["app.engine.render"]
     # a name exported lazily counts as an import of the module that defines it
-    assert _lazy_exports(ast.parse((ROOT / "app/engine/__init__.py").read_text()))["load_model"] == "app.engine.llm"
+    assert (
+        _lazy_exports(ast.parse((ROOT / "app/engine/__init__.py").read_text()))["load_model"]
+        == "app.engine.llm"
+    )

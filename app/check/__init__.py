@@ -10,8 +10,6 @@ Names load lazily, so ``import app.check`` imports neither llama.cpp nor httpx.
 
 from __future__ import annotations
 
-
-
 from app.lazy import lazy_exports
 
 _EXPORTS = {

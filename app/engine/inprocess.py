@@ -201,12 +201,16 @@ class InProcessBackend:
         return tokens
 
     def tokenize_text(self, text: str, special: bool) -> list[int]:
-        return [int(t) for t in self._open().llm.tokenize(text.encode("utf-8"), add_bos=False, special=special)]
+        return [
+            int(t) for t in self._open().llm.tokenize(text.encode("utf-8"), add_bos=False, special=special)
+        ]
 
     def special_opener(self, opener: str) -> bool:
         import llama_cpp
 
-        toks = self._open().llm.tokenize(opener.encode("utf-8"), add_bos=False, special=True) if opener else []
+        toks = (
+            self._open().llm.tokenize(opener.encode("utf-8"), add_bos=False, special=True) if opener else []
+        )
         if not toks:
             return False
         attr = llama_cpp.llama_vocab_get_attr(self.vocab, toks[0])
@@ -245,7 +249,9 @@ class InProcessBackend:
             else:
                 toks = llm.tokenize(f"<{ref}>".encode(), add_bos=False, special=True)
                 if len(toks) != 1:
-                    raise GrammarError(f"the grammar names <{ref}>, which is not a single token of this model")
+                    raise GrammarError(
+                        f"the grammar names <{ref}>, which is not a single token of this model"
+                    )
                 tid, label = toks[0], f"<{ref}>"
             if self.is_eog(tid):
                 raise GrammarError(

@@ -246,8 +246,15 @@ def load_model(
     from app.engine.engine_process import ProcessBackend
 
     backend, info = ProcessBackend.start(meta.name or p.stem, args)
-    return _loaded(p, meta, backend, n_ctx=int(info["n_ctx"]), n_vocab=int(info["n_vocab"]),
-                   n_gpu_layers=int(info["n_gpu_layers"]), eog_ids=frozenset(info["eog_ids"]))
+    return _loaded(
+        p,
+        meta,
+        backend,
+        n_ctx=int(info["n_ctx"]),
+        n_vocab=int(info["n_vocab"]),
+        n_gpu_layers=int(info["n_gpu_layers"]),
+        eog_ids=frozenset(info["eog_ids"]),
+    )
 
 
 def load_model_inline(
@@ -267,8 +274,15 @@ def load_model_inline(
     backend = InProcessBackend.load(
         path=str(p), meta=meta, n_ctx=n_ctx, n_gpu_layers=n_gpu_layers, n_threads=n_threads, verbose=verbose
     )
-    return _loaded(p, meta, backend, n_ctx=n_ctx, n_vocab=backend.n_vocab,
-                   n_gpu_layers=backend.n_gpu_layers, eog_ids=backend.eog_ids)
+    return _loaded(
+        p,
+        meta,
+        backend,
+        n_ctx=n_ctx,
+        n_vocab=backend.n_vocab,
+        n_gpu_layers=backend.n_gpu_layers,
+        eog_ids=backend.eog_ids,
+    )
 
 
 def _loaded(

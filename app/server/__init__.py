@@ -38,7 +38,7 @@ __all__ = ["DEFAULT_PORT", "ApiError", "ApiServer", "RequestLogEntry", "ServerCo
 
 if TYPE_CHECKING:
     from app.server._app import ApiServer, RequestLogEntry, create_app
-    from app.server._state import DEFAULT_PORT, ServerConfig
     from app.server._errors import ApiError
+    from app.server._state import DEFAULT_PORT, ServerConfig
 
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -9,7 +9,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -17,11 +17,12 @@ from app.engine.host import EngineHost
 from app.server import _anthropic, _ollama, _openai
 from app.server._errors import ApiError, api_of_path, error_response
 from app.server._models import ModelCatalog, ModelEntry
-from app.server._state import DEFAULT_PORT, ServerConfig, ServerState
+from app.server._state import ServerConfig, ServerState
 
 __all__ = ["ApiServer", "RequestLogEntry", "create_app"]
 
 log = logging.getLogger(__name__)
+
 
 @dataclass(frozen=True)
 class RequestLogEntry:

@@ -50,7 +50,11 @@ def test_every_engine_error_has_the_one_root_and_keeps_its_builtin_base():
 
 def test_the_errors_an_engine_process_sends_survive_pickling():
     load = pickle.loads(pickle.dumps(ModelLoadError("/m.gguf", "it is truncated")))
-    assert (load.path, load.problem, str(load)) == ("/m.gguf", "it is truncated", "Cannot load /m.gguf: it is truncated")
+    assert (load.path, load.problem, str(load)) == (
+        "/m.gguf",
+        "it is truncated",
+        "Cannot load /m.gguf: it is truncated",
+    )
     crash = pickle.loads(pickle.dumps(EngineCrashedError("gone", stage="loading", exit="SIGKILL", model="m")))
     assert (str(crash), crash.stage, crash.exit, crash.model) == ("gone", "loading", "SIGKILL", "m")
     busy = pickle.loads(pickle.dumps(EngineBusy(3, 7)))

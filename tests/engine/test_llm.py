@@ -8,8 +8,8 @@ import random
 
 import pytest
 
-from app.engine.generation import generate
 from app.engine.errors import ModelLoadError
+from app.engine.generation import generate
 from app.engine.llm import FALLBACK_TEMPLATE, load_model
 from app.engine.models.metadata import GGUFMetadataError, format_parameter_count, read_metadata
 

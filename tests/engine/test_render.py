@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from app.engine.errors import PromptRenderError
 from app.engine.llm import load_model
 from app.engine.messages import Message, ToolCall, is_valid_call_id, local_call_id
-from app.engine.errors import PromptRenderError
 from app.engine.render import render_messages, render_prompt, shape_messages
 from app.engine.templates import template_tools_mode
 

@@ -256,7 +256,7 @@ def compile_constraint(
             "response_format": response_format,
             "reasoning": reasoning,
             "in_reasoning": in_reasoning,
-        }
+        },
     )
 
 
