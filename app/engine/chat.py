@@ -279,7 +279,11 @@ class ChatSession:
             deadline_s=self.deadline_s,
         )
         yield from run_rounds(
-            self._replies, self.messages, dispatcher=self.dispatcher, max_rounds=self.max_rounds, cancel=cancel
+            self._replies,
+            self.messages,
+            dispatcher=self.dispatcher,
+            max_rounds=self.max_rounds,
+            cancel=cancel,
         )
 
 
@@ -343,9 +347,7 @@ class LocalReplies:
         )
         return self.last_prompt.text
 
-    def generate_reply(
-        self, round: int, cancel: threading.Event | None
-    ) -> Generator[Any, None, RoundEnd]:
+    def generate_reply(self, round: int, cancel: threading.Event | None) -> Generator[Any, None, RoundEnd]:
         try:
             prompt = self.render()
             stream, grammar, constraint = self._reader(prompt, round) if self.parse else (None, None, None)
@@ -384,14 +386,18 @@ class LocalReplies:
     def _reader(self, prompt: str, round: int) -> tuple[Stream | PlainStream, str | None, Any]:
         """The parser of the reply to ``prompt``, and the grammar or constraint that holds it."""
         fmt = self.fmt
-        in_reasoning = fmt.opens_in_reasoning(prompt) if fmt is not None else prompt.rstrip().endswith("<think>")
+        in_reasoning = (
+            fmt.opens_in_reasoning(prompt) if fmt is not None else prompt.rstrip().endswith("<think>")
+        )
         source = choose_template(self.model, bool(self.tools))[0]
         stream: Stream | PlainStream
         if fmt is not None:
             # Plain replies stream at once unless this template's model may close a reasoning block
             # it never opened (then the text before the close is reasoning).
             stream = fmt.stream(
-                self.tools or [], in_reasoning=in_reasoning, orphan_close=fmt.expects_orphan_close(source, prompt)
+                self.tools or [],
+                in_reasoning=in_reasoning,
+                orphan_close=fmt.expects_orphan_close(source, prompt),
             )
             stream.call_ids = self.ids.issue  # the model's own id when valid and new here
         else:

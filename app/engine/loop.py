@@ -25,6 +25,7 @@ from collections.abc import Callable, Generator, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from app.calls import ToolCall
 from app.engine.events import ChatEvent, DoneEvent, NoticeEvent, ToolCallFinishedEvent, ToolCallStartedEvent
 from app.engine.formats.base import Reply
 from app.engine.formats.events import TextDelta, ToolCallDone
@@ -84,9 +85,7 @@ class RoundEnd:
 class ReplySource(Protocol):
     """How one session generates one reply; everything else is :func:`run_rounds`'."""
 
-    def generate_reply(
-        self, round: int, cancel: threading.Event | None
-    ) -> Generator[Any, None, RoundEnd]:
+    def generate_reply(self, round: int, cancel: threading.Event | None) -> Generator[Any, None, RoundEnd]:
         """Generate and parse reply number ``round`` of the turn (1 is the first): yield the
         parser's events (``app.engine.formats.events``) and any notices, return how it ended.
         A failure the turn should report is a :class:`RoundEnd` with ``finish="error"``."""
@@ -159,7 +158,9 @@ class _Tally:
             self.evaluated = (self.evaluated or 0) + end.prompt_tokens_evaluated
         self.constraint = end.constraint
 
-    def done(self, finish: str, rounds: int, *, error: RoundEnd | None = None, kept_text: str | None = None) -> DoneEvent:
+    def done(
+        self, finish: str, rounds: int, *, error: RoundEnd | None = None, kept_text: str | None = None
+    ) -> DoneEvent:
         return DoneEvent(
             finish_reason=finish,
             ttft_s=self.ttft,
@@ -177,7 +178,9 @@ class _Tally:
         )
 
 
-def _collect(gen: Generator[Any, None, RoundEnd], reply: Reply, *, calls: bool) -> Generator[Any, None, RoundEnd]:
+def _collect(
+    gen: Generator[Any, None, RoundEnd], reply: Reply, *, calls: bool
+) -> Generator[Any, None, RoundEnd]:
     """Pass ``gen``'s events through ``reply`` (what ``reply.take`` passes on, and with ``calls``
     each complete call too); return its :class:`RoundEnd`."""
     try:

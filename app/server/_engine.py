@@ -162,8 +162,8 @@ class RenderedTurn:
 
 def render_turn(model: LoadedModel, req: TurnRequest, tool_format: str) -> RenderedTurn:
     """The prompt for ``req`` and how its reply is read; a template failure is a 400."""
-    from app.engine.messages import Message
     from app.engine.errors import PromptRenderError
+    from app.engine.messages import Message
     from app.engine.render import render_prompt
 
     if req.raw_prompt is not None:
@@ -242,7 +242,12 @@ class _RequestReplies(LocalReplies):
     :class:`ApiError`."""
 
     def __init__(
-        self, model: LoadedModel, req: TurnRequest, tool_format: str, used_ids: set[str], cancel: threading.Event
+        self,
+        model: LoadedModel,
+        req: TurnRequest,
+        tool_format: str,
+        used_ids: set[str],
+        cancel: threading.Event,
     ):
         from app.engine.loop import CallIds
 

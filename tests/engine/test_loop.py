@@ -212,9 +212,16 @@ def test_a_failed_round_ends_the_turn_and_keeps_what_was_shown_when_asked():
     for keep in (True, False):
         end = RoundEnd(finish="error", error="cut", error_code="cut", keep=keep, generated_tokens=3)
         messages: list[Message] = []
-        events = list(run_rounds(_Script(([TextDelta("Half a")], end)), messages, dispatcher=None, max_rounds=2))
+        events = list(
+            run_rounds(_Script(([TextDelta("Half a")], end)), messages, dispatcher=None, max_rounds=2)
+        )
         done = events[-1]
-        assert (done.finish_reason, done.error, done.error_code, done.generated_tokens) == ("error", "cut", "cut", 3)
+        assert (done.finish_reason, done.error, done.error_code, done.generated_tokens) == (
+            "error",
+            "cut",
+            "cut",
+            3,
+        )
         assert done.kept_text == ("Half a" if keep else None)
         assert [m.content for m in messages] == (["Half a"] if keep else [])
 
@@ -237,10 +244,22 @@ def test_the_json_lines_of_the_events_are_flat():
     }
     failed = ToolResult("call00000", "add", error="no", duration_s=0.5, approval="denied")
     finished = event_to_dict(ToolCallFinishedEvent(call, failed))
-    assert list(finished) == ["type", "call_id", "name", "arguments", "raw", "result", "error", "duration_s", "approval"]
+    assert list(finished) == [
+        "type",
+        "call_id",
+        "name",
+        "arguments",
+        "raw",
+        "result",
+        "error",
+        "duration_s",
+        "approval",
+    ]
     assert (finished["result"], finished["error"], finished["approval"]) == (None, "no", "denied")
     done = event_to_dict(
-        DoneEvent("error", context_full=ContextFull(n_ctx=4096, tool_tokens=300), call_parsers={"c1": "api:openai"})
+        DoneEvent(
+            "error", context_full=ContextFull(n_ctx=4096, tool_tokens=300), call_parsers={"c1": "api:openai"}
+        )
     )
     assert done["type"] == "done" and "extra" not in done
     assert done["context_full"] == {"n_ctx": 4096, "tool_tokens": 300}

@@ -460,7 +460,9 @@ class RemoteChatSession:
             return end
         if cancel is not None and cancel.is_set():
             return meter.end("cancelled")
-        label = f"callisto:{self.effective_format}" if self.parser == "callisto" else f"api:{self.provider.kind}"
+        label = (
+            f"callisto:{self.effective_format}" if self.parser == "callisto" else f"api:{self.provider.kind}"
+        )
         self._parsers.update((c.id, label) for c in calls)
         if round == 1:
             broken = self._choice_broken(choice, calls)
@@ -748,7 +750,9 @@ class RemoteChatSession:
         self._source = source
         return text, fmt, tools
 
-    def _read_callisto(self, meter: _Meter, lines: Iterator[str], cancel: threading.Event | None) -> Iterator[Any]:
+    def _read_callisto(
+        self, meter: _Meter, lines: Iterator[str], cancel: threading.Event | None
+    ) -> Iterator[Any]:
         from app.engine.formats import PlainStream
         from app.engine.remote import _wire
 
