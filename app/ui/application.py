@@ -85,7 +85,10 @@ def _send_when_loaded(window, prompt: str) -> None:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.screenshot and importlib.util.find_spec("app.ui.dev") is None:  # the bundle leaves it out
-        print("--screenshot is a development tool: run it from a source checkout (python -m app).", file=sys.stderr)
+        print(
+            "--screenshot is a development tool: run it from a source checkout (python -m app).",
+            file=sys.stderr,
+        )
         return 2
     from PySide6.QtCore import QTimer
     from PySide6.QtWidgets import QApplication

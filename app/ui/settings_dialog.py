@@ -99,7 +99,9 @@ class SettingsDialog(QDialog):
         self.error_label.setObjectName("settingsError")
         self.error_label.setWordWrap(True)
         lay.addWidget(self.error_label)
-        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Save | QDialogButtonBox.StandardButton.Cancel)
+        buttons = QDialogButtonBox(
+            QDialogButtonBox.StandardButton.Save | QDialogButtonBox.StandardButton.Cancel
+        )
         buttons.accepted.connect(self._on_buttons_accepted)
         buttons.rejected.connect(self.reject)
         lay.addWidget(buttons)

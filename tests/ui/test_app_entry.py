@@ -56,7 +56,9 @@ def test_screenshot_in_a_build_without_the_development_tools_says_so(tmp_path, m
 
     real = importlib.util.find_spec
     monkeypatch.setattr(
-        application.importlib.util, "find_spec", lambda name, *a: None if name == "app.ui.dev" else real(name, *a)
+        application.importlib.util,
+        "find_spec",
+        lambda name, *a: None if name == "app.ui.dev" else real(name, *a),
     )
     target = tmp_path / "shot.png"
     assert application.main(["--screenshot", str(target)]) == 2

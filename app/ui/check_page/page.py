@@ -149,7 +149,11 @@ class CheckPage(QWidget):
 
         self.view = ResultsView(self.categories)
         root.addWidget(self.view, 1)
-        self.matrix, self.scenario_table, self.detail = self.view.matrix, self.view.scenario_table, self.view.detail
+        self.matrix, self.scenario_table, self.detail = (
+            self.view.matrix,
+            self.view.scenario_table,
+            self.view.detail,
+        )
         self.results = self.view.results  # the same list
         self._timer = QTimer(self)
         self._timer.setInterval(1000)

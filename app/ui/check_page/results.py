@@ -49,7 +49,9 @@ def row_label(result: dict[str, Any]) -> str:
 def findings_for(result: dict[str, Any], category: str) -> list[dict[str, Any]]:
     """The result's template findings that explain ``category`` (all of them for "all")."""
     return [
-        f for f in result.get("forensics") or [] if category == "all" or category in (f.get("categories") or [])
+        f
+        for f in result.get("forensics") or []
+        if category == "all" or category in (f.get("categories") or [])
     ]
 
 
@@ -149,7 +151,9 @@ class ResultsView(QWidget):
             item.setBackground(QBrush(cell_colour(ratio)))
             item.setForeground(QBrush(QColor(INK)))
             item.setToolTip(
-                f"{cat}: {passed} of {total} passed — click to see the scenarios" if total else f"{cat}: not run"
+                f"{cat}: {passed} of {total} passed — click to see the scenarios"
+                if total
+                else f"{cat}: not run"
             )
             self.matrix.setItem(r, c, item)
         self.matrix.resizeRowsToContents()
@@ -179,7 +183,9 @@ class ResultsView(QWidget):
         for i, x in enumerate(rows):
             cells = [x["id"], x["outcome"], x["failure_class"] or "", x.get("message", "")]
             for j, text in enumerate(cells):
-                t.setItem(i, j, _outcome_item(text, x["outcome"] == "pass") if j == 1 else QTableWidgetItem(text))
+                t.setItem(
+                    i, j, _outcome_item(text, x["outcome"] == "pass") if j == 1 else QTableWidgetItem(text)
+                )
         t.resizeColumnsToContents()
         lines = [
             f"<h3>{row_label(result)} — {cat}</h3>",

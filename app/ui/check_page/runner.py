@@ -56,7 +56,9 @@ def _open_target(spec: dict[str, Any], host: Any) -> tuple[Any, Any, str | None]
         from app.engine.remote import Provider
 
         # the remote client chat --endpoint and check --endpoint use; API tools by default
-        provider = Provider(spec["endpoint"], kind=spec.get("api") or "openai", api_key=spec.get("api_key") or None)
+        provider = Provider(
+            spec["endpoint"], kind=spec.get("api") or "openai", api_key=spec.get("api_key") or None
+        )
         target = RemoteTarget(
             provider,
             spec["model"],

@@ -26,7 +26,20 @@ if TYPE_CHECKING:
 
 __all__ = ["LibraryPane"]
 
-COLUMNS = ["Model", "Architecture", "Params", "Quant", "Context", "Size", "Template", "Tools", "Source", "", "", ""]
+COLUMNS = [
+    "Model",
+    "Architecture",
+    "Params",
+    "Quant",
+    "Context",
+    "Size",
+    "Template",
+    "Tools",
+    "Source",
+    "",
+    "",
+    "",
+]
 LOAD, DELETE, REMOVE = 9, 10, 11  # the button columns
 
 SOURCE_WORDS = {

@@ -17,7 +17,16 @@ from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import QLabel, QMessageBox, QProgressBar, QPushButton, QSplitter, QTabWidget, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (
+    QLabel,
+    QMessageBox,
+    QProgressBar,
+    QPushButton,
+    QSplitter,
+    QTabWidget,
+    QVBoxLayout,
+    QWidget,
+)
 
 from app.ui.models_page.downloads import DownloadsPane
 from app.ui.models_page.library import DELETE, LOAD, REMOVE, LibraryPane
@@ -102,7 +111,9 @@ class ModelsPage(QWidget):
             self._manager.queue.on_finished = self._sig_finished.emit
         return self._manager
 
-    def background(self, fn: Callable[[], Any], ok: Callable[[Any], None], failed: Callable[[str], None]) -> None:
+    def background(
+        self, fn: Callable[[], Any], ok: Callable[[Any], None], failed: Callable[[str], None]
+    ) -> None:
         self.tasks.run(fn, ok, failed)
 
     @property

@@ -84,5 +84,7 @@ class RecommendedPane(QWidget):
             page.downloads.enqueue(match)
 
         page.background(
-            lambda: page.manager.hub.list_ggufs(model.repo_id, n_ctx=n_ctx), found, page.search_pane.on_files_failed
+            lambda: page.manager.hub.list_ggufs(model.repo_id, n_ctx=n_ctx),
+            found,
+            page.search_pane.on_files_failed,
         )

@@ -108,7 +108,9 @@ class SearchPane(QWidget):
         query = self.search_edit.text()
         self.search_button.setEnabled(False)
         self.page.show_status(f"Searching Hugging Face for “{query}”…")
-        self.page.background(lambda: self.page.manager.hub.search(query), self._on_results, self._on_search_failed)
+        self.page.background(
+            lambda: self.page.manager.hub.search(query), self._on_results, self._on_search_failed
+        )
 
     def _on_search_failed(self, message: str) -> None:
         self.search_button.setEnabled(True)
@@ -158,7 +160,9 @@ class SearchPane(QWidget):
         )
         self.page.show_status(f"Listing the GGUF files of {repo_id}…")
         n_ctx = self.ctx_spin.value()
-        self.page.background(lambda: hub.list_ggufs(repo_id, n_ctx=n_ctx), self._on_files, self.on_files_failed)
+        self.page.background(
+            lambda: hub.list_ggufs(repo_id, n_ctx=n_ctx), self._on_files, self.on_files_failed
+        )
 
     def _on_card(self, repo_id: str, text: str) -> None:
         """Show the model card of ``repo_id`` if it is still the selected repository."""
@@ -235,5 +239,7 @@ class SearchPane(QWidget):
         mem.setToolTip(est.describe())
         self.files_table.setItem(i, 3, mem)
         self.files_table.setItem(i, 4, fit_badge(est))
-        button = model_button(self.page, f.repo_id, f.filename, lambda f=f: self.page.downloads.enqueue(f), tooltip=True)
+        button = model_button(
+            self.page, f.repo_id, f.filename, lambda f=f: self.page.downloads.enqueue(f), tooltip=True
+        )
         self.files_table.setCellWidget(i, 5, button)
