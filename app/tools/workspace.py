@@ -87,6 +87,22 @@ class WorkspaceError(ValueError):
     """The workspace folder itself is unusable (missing, not a folder)."""
 
 
+def _cannot_write(path: str, exc: OSError) -> ToolError:
+    return ToolError(f"'{path[:80]}' cannot be written ({exc.strerror or exc}).")
+
+
+def _write_all(fd: int, data: bytes, path: str) -> None:
+    """Write ``data`` to the new file open at ``fd`` and flush it to the disk; the file is closed
+    after. Raises ToolError (the model's words) when that fails."""
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+    except OSError as exc:
+        raise _cannot_write(path, exc) from None
+
+
 class Workspace:
     """A folder the file tools may touch, and nothing outside it."""
 
@@ -512,14 +528,8 @@ class Workspace:
                 fd = os.open(tmp, flags, 0o666, dir_fd=stage_fd)
             except OSError as exc:
                 tmp = None
-                raise ToolError(f"'{path[:80]}' cannot be written ({exc.strerror or exc}).") from None
-            try:
-                with os.fdopen(fd, "wb") as fh:
-                    fh.write(data)
-                    fh.flush()
-                    os.fsync(fh.fileno())
-            except OSError as exc:
-                raise ToolError(f"'{path[:80]}' cannot be written ({exc.strerror or exc}).") from None
+                raise _cannot_write(path, exc) from None
+            _write_all(fd, data, path)
             check_cancelled()
             commit_side_effect()  # from here on the write happens even if the time runs out
             if parent_fd is None:
@@ -528,7 +538,7 @@ class Workspace:
                 # Renames a name inside the folder descriptor; never follows a symlink at the target.
                 os.replace(tmp, name, src_dir_fd=stage_fd, dst_dir_fd=parent_fd)
             except OSError as exc:
-                raise ToolError(f"'{path[:80]}' cannot be written ({exc.strerror or exc}).") from None
+                raise _cannot_write(path, exc) from None
             tmp = None
         finally:
             if tmp is not None:
@@ -571,15 +581,9 @@ class Workspace:
         try:
             fd, tmp = tempfile.mkstemp(prefix=".callisto-", suffix=".tmp", dir=staging)
         except OSError as exc:
-            raise ToolError(f"'{path[:80]}' cannot be written ({exc.strerror or exc}).") from None
+            raise _cannot_write(path, exc) from None
         try:
-            try:
-                with os.fdopen(fd, "wb") as fh:
-                    fh.write(data)
-                    fh.flush()
-                    os.fsync(fh.fileno())
-            except OSError as exc:
-                raise ToolError(f"'{path[:80]}' cannot be written ({exc.strerror or exc}).") from None
+            _write_all(fd, data, path)
             check_cancelled()
             commit_side_effect()  # from here on the write happens even if the time runs out
             try:
@@ -596,7 +600,7 @@ class Workspace:
             try:
                 os.replace(tmp, real)  # replaces a name, never follows a symlink at the target
             except OSError as exc:
-                raise ToolError(f"'{path[:80]}' cannot be written ({exc.strerror or exc}).") from None
+                raise _cannot_write(path, exc) from None
         except BaseException:
             try:
                 os.unlink(tmp)

@@ -62,8 +62,9 @@ def template_problem(meta: GGUFMetadata) -> str | None:
     """Why the model's chat template cannot render one user message (None when it can, or has none)."""
     if not meta.chat_template:
         return None
+    from app.engine.errors import TemplateRenderError
     from app.engine.formats.detect import PROBE_TOOLS
-    from app.engine.templates import TemplateRenderError, render_template
+    from app.engine.templates import render_template
 
     msgs = [{"role": "user", "content": "Hello"}]
     bos, eos = meta.bos_token or "", meta.eos_token or ""
