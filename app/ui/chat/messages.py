@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QGuiApplication
@@ -267,7 +267,7 @@ class AssistantMessage(QFrame):
         self._lay.insertWidget(self._lay.indexOf(self.stats), w)
 
     def set_error(
-        self, message: str, actions: list[tuple[str, Callable[[], None]]] = (), *, kind: str = "error"
+        self, message: str, actions: Sequence[tuple[str, Callable[[], None]]] = (), *, kind: str = "error"
     ) -> ErrorBox:
         """Show ``message`` inside the reply in the error style (or ``kind="info"``), with actions."""
         if self.error_box is not None:

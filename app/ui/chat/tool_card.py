@@ -54,7 +54,7 @@ class ToolCard(QFrame):
     def __init__(self, view: CallView, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("toolCard")
-        lay = QVBoxLayout(self)
+        self._lay = lay = QVBoxLayout(self)
         lay.setContentsMargins(0, 0, 0, 0)
         lay.setSpacing(2)
         head = QHBoxLayout()
@@ -112,7 +112,7 @@ class ToolCard(QFrame):
             self.fix_button.setObjectName("errorAction")
             self.fix_button.setFlat(True)
             self.fix_button.setCursor(Qt.CursorShape.PointingHandCursor)
-            self.layout().insertWidget(1, self.fix_button, 0, Qt.AlignmentFlag.AlignLeft)
+            self._lay.insertWidget(1, self.fix_button, 0, Qt.AlignmentFlag.AlignLeft)
         else:
             self.fix_button.clicked.disconnect()
         self.fix_button.setText(text)

@@ -59,7 +59,7 @@ class ChatView(QScrollArea):
         self._col.addWidget(self._empty)
         self._col.addStretch(1)
         self.setWidget(self._inner)
-        self.messages: list[QWidget] = []
+        self.messages: list[UserMessage | AssistantMessage] = []
         self._timer = QTimer(self)
         self._timer.setSingleShot(True)
         self._timer.timeout.connect(self._on_timer_timeout)
@@ -114,7 +114,7 @@ class ChatView(QScrollArea):
         self.seen_notice_codes = set()
         self._empty.setVisible(True)
 
-    def _insert(self, w: QWidget) -> None:
+    def _insert(self, w: UserMessage | AssistantMessage) -> None:
         self._empty.setVisible(False)
         self._col.insertWidget(self._col.count() - 1, w)
         self.messages.append(w)
