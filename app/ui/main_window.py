@@ -202,7 +202,11 @@ class MainWindow(QMainWindow):
         self.page_stack.show_page("chat")
         # the widgets and pages tests and tools reach for, by their old names
         self.chat, self.compose, self.send_button = page.chat, page.compose, page.send_button
-        self.tool_choice_box, self.chat_page, self.window_notices = page.tool_choice_box, page.widget, self.notices.layout
+        self.tool_choice_box, self.chat_page, self.window_notices = (
+            page.tool_choice_box,
+            page.widget,
+            self.notices.layout,
+        )
         self.pages = self.page_stack.pages
         self.stack, self.sidebar = self.page_stack.stack, self.page_stack.sidebar
         self.act_settings = self.page_stack.act_settings
@@ -344,7 +348,9 @@ class MainWindow(QMainWindow):
         if self.state.shut:
             return True
         self.state.shut = True
-        self.settings_ctl.save_window_state(tool_dock=self.tool_dock, act_conversations=self.act_conversations)
+        self.settings_ctl.save_window_state(
+            tool_dock=self.tool_dock, act_conversations=self.act_conversations
+        )
         self.settings_ctl.save_quietly()
         if self.chat_ctl.approval_dialog is not None:
             self.chat_ctl.approval_dialog.reject()

@@ -170,7 +170,9 @@ class ModelBar(QObject):
         try:
             self.library.import_in_place(path)
         except Exception as exc:  # noqa: BLE001 - the chat works without a library entry
-            self.window.statusBar().showMessage(f"{Path(path).name} could not be added to the library: {exc}", 8000)
+            self.window.statusBar().showMessage(
+                f"{Path(path).name} could not be added to the library: {exc}", 8000
+            )
             return False
         if not refresh:
             return True
@@ -276,7 +278,9 @@ class ModelBar(QObject):
                 self.remote.load_remote(data)
         elif data == OPEN_FILE:
             self.fill_model_picker()  # the picker keeps showing the current model meanwhile
-            path, _ = QFileDialog.getOpenFileName(self.window, "Open a GGUF model", "", "GGUF models (*.gguf)")
+            path, _ = QFileDialog.getOpenFileName(
+                self.window, "Open a GGUF model", "", "GGUF models (*.gguf)"
+            )
             if path:
                 self.load_model(path)
         elif data and (info is None or path_key(data) != path_key(info.path)):

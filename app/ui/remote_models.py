@@ -149,9 +149,7 @@ class RemoteEngines(QObject):
             try:
                 store_api_key(entry.name, api_key)
             except (KeyStoreError, ValueError) as exc:
-                self.notices.show(
-                    "remote_key", f"{entry.name} was not added: {exc}", None, kind="error"
-                )
+                self.notices.show("remote_key", f"{entry.name} was not added: {exc}", None, kind="error")
                 return False
         settings = self.state.settings
         settings.remote = [*[e for e in settings.remote if e.name != entry.name], entry]

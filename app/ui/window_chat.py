@@ -342,7 +342,10 @@ class ChatController(QObject):
         def answered(_result: int) -> None:
             self.worker.answer_approval(dlg.call_id, dlg.decision)
             if dlg.decision == "always":
-                self.state.settings.tools.approvals = {**self.state.settings.tools.approvals, dlg.tool_name: "allow"}
+                self.state.settings.tools.approvals = {
+                    **self.state.settings.tools.approvals,
+                    dlg.tool_name: "allow",
+                }
                 self.settings_ctl.save_quietly()
             if self.approval_dialog is dlg:
                 self.approval_dialog = None

@@ -18,8 +18,8 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from app.engine.host import EngineHost
+    from app.engine.llm import LoadedModel, LoadSettings
     from app.engine.messages import Message
-    from app.engine.llm import LoadSettings, LoadedModel
     from app.storage.history import MessageRecord
     from app.storage.settings import RemoteProviderSettings
     from app.tools.types import ApprovalRequest

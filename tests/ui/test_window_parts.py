@@ -58,7 +58,11 @@ def test_a_page_registers_once_and_its_entry_sits_before_settings(qtbot, make_wi
         w.page_stack.add_page("extra", "Again", QLabel)
     assert w.page_stack.built_page("extra") is None  # built the first time it is shown
     shown = w.show_page("extra")
-    assert w.page_stack.current_page() == "extra" and w.page_stack.built_page("extra") is shown and page.action.isChecked()
+    assert (
+        w.page_stack.current_page() == "extra"
+        and w.page_stack.built_page("extra") is shown
+        and page.action.isChecked()
+    )
 
 
 def test_each_window_part_stays_small_and_probes_no_attributes():
