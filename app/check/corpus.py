@@ -153,7 +153,7 @@ def default_scenarios_dir() -> Path:
     return Path(__file__).resolve().parent / "scenarios"
 
 
-def _need(cond: bool, where: str, problem: str) -> None:
+def _need(cond: object, where: str, problem: str) -> None:
     if not cond:
         raise CorpusError(f"{where}: {problem}")
 
@@ -200,7 +200,7 @@ def _history(raw: Any, where: str) -> tuple[dict[str, Any], ...]:
 
 
 def _scenario(raw: dict[str, Any], category: str, tools: dict[str, dict[str, Any]], where: str) -> Scenario:
-    sid = raw.get("id")
+    sid: Any = raw.get("id")  # TOML data: checked below
     _need(isinstance(sid, str) and sid.strip(), where, "every scenario needs an id")
     where = f"{where} [{sid}]"
     allowed = {
@@ -216,7 +216,7 @@ def _scenario(raw: dict[str, Any], category: str, tools: dict[str, dict[str, Any
         "stream",
         "ordered",
     }
-    rationale = raw.get("rationale")
+    rationale: Any = raw.get("rationale")
     _need(
         isinstance(rationale, str) and len(rationale.strip()) >= 20,
         where,
@@ -224,9 +224,9 @@ def _scenario(raw: dict[str, Any], category: str, tools: dict[str, dict[str, Any
     )
     unknown = set(raw) - allowed
     _need(not unknown, where, f"unknown key(s) {', '.join(sorted(unknown))}")
-    prompt = raw.get("prompt")
+    prompt: Any = raw.get("prompt")
     _need(isinstance(prompt, str) and prompt.strip(), where, "a prompt is required")
-    names = raw.get("tools")
+    names: Any = raw.get("tools")
     _need(
         isinstance(names, list) and names and all(isinstance(n, str) for n in names),
         where,
@@ -321,7 +321,7 @@ def load_corpus(directory: str | Path | None = None) -> Corpus:
             data = tomllib.loads(data_bytes.decode("utf-8"))
         except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
             raise CorpusError(f"{f.name}: not valid TOML ({exc})") from exc
-        category = data.get("category")
+        category: Any = data.get("category")  # checked below
         _need(
             category in CATEGORIES,
             f.name,
