@@ -91,7 +91,7 @@ def convert_messages(messages: Any) -> list[dict[str, Any]]:
         if role in ("system", "user"):
             out.append({"role": role, "content": content})
         elif role == "assistant":
-            calls = []
+            calls: list[dict[str, Any]] = []
             raw_calls = m.get("tool_calls") or []
             if not isinstance(raw_calls, list):
                 raise ApiError(400, f"{w}.tool_calls must be an array")
@@ -123,13 +123,13 @@ def convert_messages(messages: Any) -> list[dict[str, Any]]:
                 d["tool_calls"] = calls
             out.append(d)
         elif role == "tool":
-            name = m.get("tool_name") or m.get("name")
-            match = next((p for p in pending if name is None or p[1] == name), None)
+            tool = m.get("tool_name") or m.get("name")
+            match = next((p for p in pending if tool is None or p[1] == tool), None)
             if match is None:
                 raise ApiError(
                     400,
                     f"{w} is a tool result, but no earlier assistant message made a call "
-                    f"{'to ' + repr(name) + ' ' if name else ''}that is still unanswered",
+                    f"{'to ' + repr(tool) + ' ' if tool else ''}that is still unanswered",
                 )
             pending.remove(match)
             out.append({"role": "tool", "content": content, "tool_call_id": match[0], "name": match[1]})
