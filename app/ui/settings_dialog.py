@@ -29,7 +29,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.storage.settings import ModelOverride, SamplingOverride, Settings, model_key
+from app.storage.settings import ApprovalDefault, ModelOverride, SamplingOverride, Settings, model_key
 from app.ui.settings_fields import GpuLayersSpin, SamplingForm, ispin, model_sampling_defaults
 from app.ui.theme import THEMES
 
@@ -364,7 +364,7 @@ class SettingsDialog(QDialog):
         s.tools.workspace = self.workspace.text().strip() or None
         s.tools.default_approval = self.default_approval.currentData()
         allowed = {n.strip() for n in self.always_allowed.text().split(",") if n.strip()}
-        approvals = {n: v for n, v in s.tools.approvals.items() if v != "allow"}
+        approvals: dict[str, ApprovalDefault] = {n: v for n, v in s.tools.approvals.items() if v != "allow"}
         approvals.update({n: "allow" for n in allowed})
         s.tools.approvals = approvals
         s.tools.mcp_servers_path = self.mcp_path.text().strip() or None

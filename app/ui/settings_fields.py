@@ -48,7 +48,7 @@ class GpuLayersSpin(QSpinBox):
                 return v
         return int(t) if t.lstrip("-").isdigit() else self.AUTO
 
-    def validate(self, text: str, pos: int) -> object:
+    def validate(self, text: str, pos: int) -> tuple[QValidator.State, str, int]:
         t = text.strip().lower()
         if t.lstrip("-").isdigit() and self.AUTO <= int(t) <= self.maximum():
             return QValidator.State.Acceptable, text, pos

@@ -249,7 +249,8 @@ class ResultsView(QWidget):
         t.setRowCount(len(ids))
         differ = 0
         for i, sid in enumerate(ids):
-            t.setItem(i, 0, QTableWidgetItem(sid))
+            first = QTableWidgetItem(sid)
+            t.setItem(i, 0, first)
             outs = []
             for j, m in ((1, ma), (2, mb)):
                 x = m.get(sid)
@@ -261,7 +262,7 @@ class ResultsView(QWidget):
                 outs.append(None if x is None else x["outcome"])
             if outs[0] != outs[1]:
                 differ += 1
-                t.item(i, 0).setText(f"≠ {sid}")
+                first.setText(f"≠ {sid}")
         t.resizeColumnsToContents()
         self._cell = None
         self.detail.setHtml(

@@ -439,7 +439,8 @@ class ScreenshotDirector(QObject):
         if st == "models":
             table = getattr(w.models_page(), "library_table", None)
             rows = table.rowCount() if table is not None else 0
-            names = [table.item(i, 0).text() for i in range(rows) if table.item(i, 0) is not None]
+            items = [table.item(i, 0) for i in range(rows)] if table is not None else []
+            names = [item.text() for item in items if item is not None]
             return f"library rows: {rows}: {', '.join(names)}"
         if st == "server":
             page = w.page_stack.page_widget("server")

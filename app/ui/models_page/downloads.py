@@ -3,7 +3,7 @@ its state, Pause/Resume, Cancel), fed by the download queue's progress reports."
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from PySide6.QtWidgets import (
     QHBoxLayout,
@@ -127,6 +127,10 @@ class DownloadsPane(QWidget):
         self.table.setCellWidget(row, 4, cancel)
         return row
 
+    def _item(self, row: int) -> QTableWidgetItem:
+        """The Status cell of ``row`` (set when the row was made)."""
+        return cast(QTableWidgetItem, self.table.item(row, 2))
+
     def _toggle_pause(self, task_id: int) -> None:
         q = self.page.manager.queue
         state = q.get(task_id).state
@@ -136,32 +140,32 @@ class DownloadsPane(QWidget):
             q.pause(task_id)
 
     def bar(self, task_id: int) -> QProgressBar:
-        return self.table.cellWidget(self.rows[task_id], 1)
+        return cast(QProgressBar, self.table.cellWidget(self.rows[task_id], 1))
 
     def button(self, task_id: int, which: str) -> QPushButton:
-        return self.table.cellWidget(self.rows[task_id], 3 if which == "pause" else 4)
+        return cast(QPushButton, self.table.cellWidget(self.rows[task_id], 3 if which == "pause" else 4))
 
     def status(self, task_id: int) -> str:
-        return self.table.item(self.rows[task_id], 2).text()
+        return self._item(self.rows[task_id]).text()
 
     def on_progress(self, p: Any) -> None:
         self.progress[p.task_id] = p
         self._emit_downloads()
         row = self._row(p)
-        bar: QProgressBar = self.table.cellWidget(row, 1)
+        bar = cast(QProgressBar, self.table.cellWidget(row, 1))
         frac = p.fraction
         if frac is not None:
             bar.setValue(int(frac * 1000))
         bar.setFormat(f"{format_bytes(p.downloaded)} / {format_bytes(p.total)}")
         text = _progress_text(p)
-        item = self.table.item(row, 2)
+        item = self._item(row)
         item.setText(text)
         item.setToolTip(text)
-        pause: QPushButton = self.table.cellWidget(row, 3)
+        pause = cast(QPushButton, self.table.cellWidget(row, 3))
         pause.setText("Resume" if p.state in ("paused", "failed") else "Pause")
         active = p.state not in ("done", "cancelled")
         pause.setEnabled(active and (p.state != "failed" or p.resumable))
-        self.table.cellWidget(row, 4).setEnabled(active)
+        cast(QPushButton, self.table.cellWidget(row, 4)).setEnabled(active)
 
     def on_finished(self, p: Any) -> None:
         self.on_progress(p)

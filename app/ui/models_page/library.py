@@ -4,7 +4,7 @@ where each comes from), Load now, Delete file, Remove from library, Import GGUF 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from PySide6.QtWidgets import (
     QFileDialog,
@@ -142,13 +142,13 @@ class LibraryPane(QWidget):
         t = self.table
         t.setRowCount(len(models))
         for i, m in enumerate(models):
-            for col, text in enumerate(_cells(m)):
-                item = QTableWidgetItem(text)
+            items = [QTableWidgetItem(text) for text in _cells(m)]
+            for col, item in enumerate(items):
                 item.setToolTip(m.error or str(m.path))
                 t.setItem(i, col, item)
             if m.error:  # an icon and a tooltip on the name, never text that widens a column
-                t.item(i, 0).setIcon(icon("error"))
-                t.item(i, 0).setToolTip(f"{m.path}\n{m.error}")
+                items[0].setIcon(icon("error"))
+                items[0].setToolTip(f"{m.path}\n{m.error}")
             self._buttons(i, m)
         self.fit_columns()
         if not quiet:
@@ -182,7 +182,8 @@ class LibraryPane(QWidget):
         raise KeyError(name)
 
     def button(self, row: int, column: int) -> QPushButton | None:
-        return self.table.cellWidget(row, column)
+        """The Load / Delete / Remove button of ``row`` (None where the row has none)."""
+        return cast(QPushButton | None, self.table.cellWidget(row, column))
 
     def remove_model(self, model: Any) -> None:
         """Stop listing a model (an import, or the added folder it is in); no file is touched."""

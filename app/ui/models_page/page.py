@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
@@ -204,10 +204,10 @@ class ModelsPage(QWidget):
         return self.library.row(name)
 
     def load_button(self, row: int) -> QPushButton:
-        return self.library.button(row, LOAD)
+        return cast(QPushButton, self.library.button(row, LOAD))
 
     def delete_button(self, row: int) -> QPushButton:
-        return self.library.button(row, DELETE)
+        return cast(QPushButton, self.library.button(row, DELETE))
 
     def remove_button(self, row: int) -> QPushButton | None:
         return self.library.button(row, REMOVE)

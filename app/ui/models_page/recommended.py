@@ -3,8 +3,9 @@ memory fit, each one click from a download (or Load now when the library has it)
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from PySide6.QtWidgets import QHeaderView, QPushButton, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget
 
@@ -58,14 +59,14 @@ class RecommendedPane(QWidget):
             why = QTableWidgetItem(r.why)
             why.setToolTip(r.why)
             t.setItem(i, 4, why)
-            t.setCellWidget(i, 5, model_button(self.page, r.repo_id, r.file, lambda r=r: self.download(r)))
+            t.setCellWidget(i, 5, model_button(self.page, r.repo_id, r.file, partial(self.download, r)))
 
     def button(self, name: str) -> QPushButton:
         """The Download / Load now button of the recommended model called ``name``."""
         from app.engine.models.recommended import recommended_models
 
         row = next(i for i, r in enumerate(recommended_models()) if r.name == name)
-        return self.table.cellWidget(row, 5)
+        return cast(QPushButton, self.table.cellWidget(row, 5))
 
     def download(self, model: Any) -> None:
         """One click: find the recommended file in its repo, then download it as any other."""

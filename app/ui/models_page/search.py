@@ -5,6 +5,7 @@ and its model card, shown as a preview."""
 from __future__ import annotations
 
 import html
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import Qt
@@ -156,7 +157,7 @@ class SearchPane(QWidget):
         self.card_repo = None
         hub = self.page.manager.hub
         self.page.background(
-            lambda: hub.model_card(repo_id), lambda text, r=repo_id: self._on_card(r, text), lambda _m: None
+            lambda: hub.model_card(repo_id), partial(self._on_card, repo_id), lambda _m: None
         )
         self.page.show_status(f"Listing the GGUF files of {repo_id}…")
         n_ctx = self.ctx_spin.value()
@@ -240,6 +241,6 @@ class SearchPane(QWidget):
         self.files_table.setItem(i, 3, mem)
         self.files_table.setItem(i, 4, fit_badge(est))
         button = model_button(
-            self.page, f.repo_id, f.filename, lambda f=f: self.page.downloads.enqueue(f), tooltip=True
+            self.page, f.repo_id, f.filename, partial(self.page.downloads.enqueue, f), tooltip=True
         )
         self.files_table.setCellWidget(i, 5, button)
