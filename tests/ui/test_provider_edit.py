@@ -68,7 +68,8 @@ def test_editing_changes_the_endpoint_and_keeps_the_key_until_a_new_one_is_typed
         assert "alpha · Lab (remote)" in _picker_texts(w)
         assert "Edit remote engines…" in _picker_texts(w)
 
-        dlg = w.remote_engines.open_provider_dialog("Lab")  # editing: the saved values, the key never read back
+        # editing: the saved values, the key never read back
+        dlg = w.remote_engines.open_provider_dialog("Lab")
         assert dlg.windowTitle() == "Edit Lab" and dlg.name_edit.isReadOnly()
         assert dlg.url_edit.text() == first.url and dlg.key_edit.text() == ""
         dlg.url_edit.setText(second.url)
@@ -185,8 +186,8 @@ def test_deleting_removes_the_key_and_the_models_and_the_chosen_model_can_no_lon
 ):
     from PySide6.QtWidgets import QMessageBox
 
-    from app.storage.paths import settings_path
     from app.engine.remote.keys import remote_key
+    from app.storage.paths import settings_path
 
     with (
         MisbehavingServer(_models_endpoint("alpha")) as gone,
@@ -204,7 +205,10 @@ def test_deleting_removes_the_key_and_the_models_and_the_chosen_model_can_no_lon
         assert manager.names() == ["Gone box", "Kept box"]
         assert manager.select("Gone box")
         manager.edit_button.click()  # the edit dialog opens on top of the list, filled in
-        assert w.remote_engines.provider_dialog.parent() is manager and w.remote_engines.provider_dialog.editing.name == "Gone box"
+        assert (
+            w.remote_engines.provider_dialog.parent() is manager
+            and w.remote_engines.provider_dialog.editing.name == "Gone box"
+        )
         w.remote_engines.provider_dialog.reject()
         manager.delete_button.click()
         box = w.remote_engines.delete_box
@@ -217,7 +221,9 @@ def test_deleting_removes_the_key_and_the_models_and_the_chosen_model_can_no_lon
         w.remote_engines.delete_box.button(QMessageBox.StandardButton.Yes).click()
         qtbot.waitUntil(lambda: manager.names() == ["Kept box"], timeout=30_000)
         assert memory_keyring.store == {("callisto", "remote:Kept box"): SECOND_KEY}
-        assert [e.name for e in w.settings.remote] == ["Kept box"] and "Gone box" not in w.remote_engines.models
+        assert [e.name for e in w.settings.remote] == [
+            "Kept box"
+        ] and "Gone box" not in w.remote_engines.models
         texts = _picker_texts(w)
         assert "omega · Kept box (remote)" in texts and "alpha · Gone box (remote)" not in texts
         # the model in use stays shown, marked as removed, and cannot send until another is picked

@@ -119,8 +119,8 @@ def _files_hold(folder: Path, secret: str) -> list[str]:
 def test_a_remote_model_chosen_in_the_picker_calls_a_tool_shown_with_its_parser(
     qtbot, make_window, memory_keyring, keyed_server, calc_model, kind, mode, read_by
 ):
-    from app.storage.paths import settings_path
     from app.engine.remote.keys import remote_key
+    from app.storage.paths import settings_path
 
     w = make_window(None)
     template = str(calc_model) if mode == "callisto" else ""
@@ -168,9 +168,7 @@ def test_the_same_conversation_gives_the_same_call_through_the_local_model(
     w = make_window(calc_model)
     done = _turn(qtbot, w)
     assert done.finish_reason == "stop"
-    local = [
-        (e.call.name, e.call.arguments, e.outcome.content) for e in w.tool_panel.entries.values()
-    ]
+    local = [(e.call.name, e.call.arguments, e.outcome.content) for e in w.tool_panel.entries.values()]
     assert all(e.parser is None for e in w.tool_panel.entries.values())  # local calls: no remote parser label
     from app.engine.remote.keys import remote_key
 
@@ -178,7 +176,8 @@ def test_the_same_conversation_gives_the_same_call_through_the_local_model(
     w.new_chat()
     _choose(qtbot, w, remote_key("Box", "remote-calc"))
     assert w.worker.model is None  # the local model was closed once the remote one was chosen
-    assert w.work_pages.local_model_path() is None  # the Server and Check pages are not handed a remote key as a file
+    # the Server and Check pages are not handed a remote key as a file
+    assert w.work_pages.local_model_path() is None
     assert (
         w.context_meter.format() == "Context —" and w.stat_ctx.text() == "context —"
     )  # no local figure stays
@@ -353,7 +352,9 @@ def test_without_a_keychain_a_keyless_provider_works_and_a_key_is_refused_plainl
         assert w.remote_engines.models["Open box"] == ["flaky"]
     from app.storage.settings import RemoteProviderSettings
 
-    assert not w.remote_engines.add_remote_provider(RemoteProviderSettings(name="Keyed", url=keyed_server.url), KEY)
+    assert not w.remote_engines.add_remote_provider(
+        RemoteProviderSettings(name="Keyed", url=keyed_server.url), KEY
+    )
     banner = next(t for t in w.window_notice_texts() if t.startswith("Keyed was not added"))
     assert "keychain did not store the API key" in banner and KEY not in banner
     assert [e.name for e in w.settings.remote] == ["Open box"]
