@@ -199,8 +199,9 @@ def test_tool_call_round_trip_for_each_family(family_model, fam):
     started = [e for e in events if isinstance(e, ToolCallStartedEvent)]
     finished = [e for e in events if isinstance(e, ToolCallFinishedEvent)]
     assert len(started) == len(finished) == 1
-    assert started[0].call.name == "add" and started[0].call.arguments == {"a": 2, "b": 3}  # typed by the schema
-    assert finished[0].outcome.content == "5" and finished[0].outcome.error is None and finished[0].outcome.duration_s >= 0
+    call, outcome = started[0].call, finished[0].outcome
+    assert call.name == "add" and call.arguments == {"a": 2, "b": 3}  # typed by the schema
+    assert outcome.content == "5" and outcome.error is None and outcome.duration_s >= 0
     assert ran == [(2, 3)]
     assert is_valid_call_id(started[0].call.id)
     text = "".join(e.text for e in events if isinstance(e, TextEvent))

@@ -208,7 +208,8 @@ def test_tool_call_round_trip(family_model, fam):
 
     started = [e for e in events if isinstance(e, ToolCallStartedEvent)]
     finished = [e for e in events if isinstance(e, ToolCallFinishedEvent)]
-    assert [(e.call.name, e.call.arguments) for e in started] == [("add", {"a": 2, "b": 3})]  # typed by the schema
+    # typed by the schema
+    assert [(e.call.name, e.call.arguments) for e in started] == [("add", {"a": 2, "b": 3})]
     assert [(e.outcome.content, e.outcome.error) for e in finished] == [("5", None)]
     assert ran == [(2, 3)]
     assert "".join(e.text for e in events if isinstance(e, TextEvent)).strip() == "The sum is 5."
