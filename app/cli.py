@@ -28,6 +28,8 @@ import json
 import sys
 from typing import Any
 
+from app.engine.errors import ConstraintError, EngineCrashedError, EngineError, ModelLoadError, ToolSetupError
+
 __all__ = ["build_parser", "main"]
 
 
@@ -257,7 +259,7 @@ def _approval_hook(allow_all: bool):
 
 
 def _chat(args: argparse.Namespace) -> int:
-    from app.engine.llm import ModelLoadError, load_model
+    from app.engine.llm import load_model
 
     if args.max_tokens < 1:
         _err("error: --max-tokens must be at least 1")
@@ -286,9 +288,9 @@ def _chat(args: argparse.Namespace) -> int:
         if args.json:
             print(json.dumps({"type": "done", "finish_reason": "error", "error": str(exc)}))
         _err(f"error: {exc}")
-        return 1
+        return exit_code_for(exc)
 
-    from app.engine.session import ToolSetupError, build_session, build_tools
+    from app.engine.session import build_session, build_tools
 
     sampling = {k: v for k, v in (("temperature", args.temperature), ("seed", args.seed)) if v is not None}
     try:
@@ -314,7 +316,7 @@ def _chat(args: argparse.Namespace) -> int:
     except (ToolSetupError, ValueError) as exc:
         _err(f"error: {exc}")
         model.close()
-        return 2
+        return exit_code_for(exc, default=2)
     recorder = _recorder(args, session) if args.save else None
     if args.save and recorder is None:
         model.close()
@@ -331,7 +333,7 @@ def _remote_chat(args: argparse.Namespace, tool_choice: Any, response_format: An
     import os
 
     from app.engine.remote import Provider, RemoteChatSession
-    from app.engine.session import ToolSetupError, build_tools
+    from app.engine.session import build_tools
 
     key = None
     if args.api_key_env:
@@ -365,7 +367,7 @@ def _remote_chat(args: argparse.Namespace, tool_choice: Any, response_format: An
         )
     except (ToolSetupError, ValueError, OSError) as exc:
         _err(f"error: {exc}")
-        return 2
+        return exit_code_for(exc, default=2)
     recorder = _recorder(args, session) if args.save else None
     if args.save and recorder is None:
         return 1
@@ -374,6 +376,24 @@ def _remote_chat(args: argparse.Namespace, tool_choice: Any, response_format: An
 
 #: ``chat``'s exit status when the model's engine process died (a native crash, out of memory, killed)
 EXIT_ENGINE_CRASHED = 3
+
+#: the engine's errors as exit statuses, first match wins (1: it failed, 2: the request cannot be
+#: honoured as given, EXIT_ENGINE_CRASHED: the engine process died)
+ENGINE_EXIT_CODES: tuple[tuple[type[EngineError], int], ...] = (
+    (EngineCrashedError, EXIT_ENGINE_CRASHED),
+    (ModelLoadError, 1),
+    (ToolSetupError, 2),
+    (ConstraintError, 2),
+    (EngineError, 1),
+)
+
+
+def exit_code_for(exc: BaseException, default: int = 1) -> int:
+    """The exit status for ``exc`` (:data:`ENGINE_EXIT_CODES`; ``default`` for any other error)."""
+    for kind, code in ENGINE_EXIT_CODES:
+        if isinstance(exc, kind):
+            return code
+    return default
 
 
 def _print_events(
