@@ -35,7 +35,7 @@ class EngineConfig:
     sampling: dict[str, Any] = field(default_factory=dict)
     max_tokens: int = 1024
     n_ctx: int = 4096
-    n_gpu_layers: int = 0
+    n_gpu_layers: int | None = 0  # None: automatic (app.engine.inprocess.resolve_gpu_layers)
     n_threads: int | None = None
     workspace: str | None = None
     approvals: dict[str, str] = field(default_factory=dict)  # tool name -> "ask" | "allow"

@@ -15,6 +15,7 @@ values; one of a deleted provider can no longer send (the picker says it was rem
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QObject, Signal
@@ -240,9 +241,9 @@ class RemoteEngines(QObject):
         for entry in self.state.settings.remote:
             if names is None or entry.name in names:
                 self.tasks.run(
-                    lambda e=entry: _list(e),
-                    lambda models, e=entry: self._on_remote_listed(e, models),
-                    lambda message, e=entry: self._on_remote_list_failed(e, message),
+                    partial(_list, entry),
+                    partial(self._on_remote_listed, entry),
+                    partial(self._on_remote_list_failed, entry),
                 )
 
     def _on_remote_listed(self, entry: Any, models: list[str]) -> None:

@@ -21,6 +21,7 @@ def render_main_window(screenshot: Path | None = None) -> dict[str, Any]:
     """
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     from PySide6.QtCore import QCoreApplication
+    from PySide6.QtGui import QGuiApplication
     from PySide6.QtWidgets import QApplication
 
     from app.ui.main_window import MainWindow
@@ -43,13 +44,13 @@ def render_main_window(screenshot: Path | None = None) -> dict[str, Any]:
             raise WindowCheckError("window: the rendered window is blank (fewer than 3 colours)")
         if screenshot is not None:
             screenshot.parent.mkdir(parents=True, exist_ok=True)
-            if not image.save(str(screenshot), "PNG"):
+            if not image.save(str(screenshot), b"PNG"):
                 raise WindowCheckError(f"window: could not save the screenshot to {screenshot}")
         return {
             "width": image.width(),
             "height": image.height(),
             "colours_sampled": len(colours),
-            "platform": app.platformName(),
+            "platform": QGuiApplication.platformName(),
         }
     finally:
         window.shutdown()

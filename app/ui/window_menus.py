@@ -68,10 +68,10 @@ class MenusController:
         act_keys = help_menu.addAction("Keyboard shortcuts")
         act_keys.triggered.connect(self.show_shortcuts)
 
-        QShortcut(QKeySequence("Esc"), window, activated=stop)
-        QShortcut(QKeySequence("Ctrl+N"), window, activated=new_chat)
-        QShortcut(QKeySequence("Ctrl+K"), window, activated=focus_search)
-        QShortcut(QKeySequence("Ctrl+,"), window, activated=lambda: open_settings())
+        QShortcut(QKeySequence("Esc"), window, stop)
+        QShortcut(QKeySequence("Ctrl+N"), window, new_chat)
+        QShortcut(QKeySequence("Ctrl+K"), window, focus_search)
+        QShortcut(QKeySequence("Ctrl+,"), window, lambda: open_settings())
 
     def _on_page_added(self, page: Page) -> None:
         self.view_menu.insertAction(self._pages_end, page.action)

@@ -41,9 +41,8 @@ class Notices(QObject):
 
     def show(self, code: str, message: str, setting: str | None, *, kind: str = "warning") -> NoticeBanner:
         """A banner above the chat (``kind``: info, warning or error)."""
-        for i in reversed(range(self.layout.count())):
-            old = self.layout.itemAt(i).widget()
-            if isinstance(old, NoticeBanner) and old.code == code:
+        for old in self._banners():
+            if old.code == code:
                 self.layout.removeWidget(old)
                 old.hide()
                 old.deleteLater()
@@ -52,7 +51,9 @@ class Notices(QObject):
         close = QPushButton("Dismiss")
         close.setFlat(True)
         close.clicked.connect(b.deleteLater)
-        b.layout().addWidget(close)
+        row = b.layout()
+        assert row is not None  # a NoticeBanner lays out its words and links in a row
+        row.addWidget(close)
         self.layout.addWidget(b)
         return b
 
@@ -63,12 +64,11 @@ class Notices(QObject):
         self.show(code, message, setting, kind="warning")
 
     def texts(self) -> list[str]:
-        out = []
-        for i in range(self.layout.count()):
-            w = self.layout.itemAt(i).widget()
-            if isinstance(w, NoticeBanner):
-                out.append(w.message)
-        return out
+        return [b.message for b in self._banners()]
+
+    def _banners(self) -> list[NoticeBanner]:
+        items = (self.layout.itemAt(i) for i in range(self.layout.count()))
+        return [w for item in items if item is not None and isinstance(w := item.widget(), NoticeBanner)]
 
 
 class SettingsController(QObject):
@@ -146,7 +146,7 @@ class SettingsController(QObject):
 
     def save_window_state(self, *, tool_dock: QDockWidget, act_conversations: QAction) -> None:
         w = self.state.settings.window
-        w.geometry = bytes(self.window.saveGeometry().toBase64()).decode("ascii")
+        w.geometry = bytes(self.window.saveGeometry().toBase64().data()).decode("ascii")
         w.panels = {
             **w.panels,
             "tools": tool_dock.isVisible(),

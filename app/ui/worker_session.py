@@ -248,6 +248,7 @@ class Sessions:
                 messages=messages,
             )
             return
+        assert st.model is not None  # a local model, or the remote one above
         st.session = build_session(
             st.model,
             tools=tools,
