@@ -123,13 +123,13 @@ def test_d28_gpu_layers_default_is_automatic_and_follows_the_llama_cpp_build(
 ):
     from llama_cpp import llama_cpp as lib
 
-    from app.engine.llm import resolve_gpu_layers
+    from app.engine.inprocess import resolve_gpu_layers
     from app.storage.settings import load_settings, save_settings
 
     s = _settings(max_tokens=4)
     assert s.model.gpu_layers is None  # a newcomer gets the GPU where there is one, not CPU speed
     w = make_window(streaming_model, settings=s)
-    assert w.config_for(w.model_info.path).n_gpu_layers is None
+    assert w.state.config_for(w.model_info.path).n_gpu_layers is None
     expected = -1 if lib.llama_supports_gpu_offload() else 0
     assert resolve_gpu_layers(None) == expected and resolve_gpu_layers(3) == 3
     assert w.worker.model.n_gpu_layers == (0x7FFFFFFF if expected == -1 else 0)
@@ -277,7 +277,7 @@ def test_d37_opened_files_stay_in_the_picker_as_recent_models(
     assert str(streaming_model) in listed(w2) and str(other) in listed(w2)
     # a recent file that was deleted leaves the picker
     streaming_model.unlink()
-    w2._fill_model_picker()
+    w2.model_bar.fill_model_picker()
     assert str(streaming_model) not in listed(w2)
 
 
