@@ -16,8 +16,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from app.engine.errors import TemplateRenderError
 from app.engine.models.metadata import GGUFMetadataError, read_metadata
-from app.engine.templates import TemplateRenderError, render_template
+from app.engine.templates import render_template
 from app.tools import Dispatcher, ToolCall, ToolRegistry, Workspace, register_builtin_tools
 from app.tools.validation import scrub_value
 

@@ -11,12 +11,12 @@ import pytest
 
 from app.engine import ChatSession, generate, load_model
 from app.engine.constraints import (
-    ConstraintError,
     ToolChoice,
     compile_constraint,
     parse_response_format,
     parse_tool_choice,
 )
+from app.engine.errors import ConstraintError
 from app.engine.events import DoneEvent, ToolCallStartedEvent
 from app.tools import Tool, ToolRegistry
 
