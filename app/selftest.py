@@ -226,8 +226,8 @@ def check_engine(workdir: Path) -> CheckResult:
         )
     outcomes = [e.outcome for e in finished]
     if len(outcomes) != 1 or outcomes[0].error is not None or outcomes[0].content != EXPECTED_RESULT:
-        seen = [(o.content, o.error) for o in outcomes]
-        raise SelfTestError(f"engine: the calculator should return {EXPECTED_RESULT!r}, got {seen}")
+        got = [(o.content, o.error) for o in outcomes]
+        raise SelfTestError(f"engine: the calculator should return {EXPECTED_RESULT!r}, got {got}")
     if text.strip() != SELFTEST_ANSWER:
         raise SelfTestError(f"engine: the final answer should be {SELFTEST_ANSWER!r}, got {text!r}")
     tool_msgs = [m for m in session.messages if m.role == "tool"]

@@ -85,10 +85,9 @@ def create_app(state: ServerState, *, on_response: Callable[[dict[str, Any]], No
         log.exception("request failed")
         return error_response(api_of_path(request.url.path), ApiError(500, f"internal error: {exc}"))
 
-    app = Starlette(
-        routes=_routes(),
-        exception_handlers={ApiError: api_error, HTTPException: http_error, Exception: crash},
-    )
+    # Starlette types a handler as taking any Exception; each of these takes the class it is keyed by.
+    handlers: dict[Any, Any] = {ApiError: api_error, HTTPException: http_error, Exception: crash}
+    app = Starlette(routes=_routes(), exception_handlers=handlers)
     app.state.callisto = state
     return Gate(
         app,

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import hmac
 import ipaddress
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any
 
 from app.server._errors import ApiError, api_of_path, error_body
@@ -78,7 +78,9 @@ class Gate:
             (b"access-control-allow-methods", b"GET, POST, OPTIONS"),
         ]
 
-    async def _refuse(self, send, path: str, err: ApiError, extra: list[tuple[bytes, bytes]] = ()) -> None:
+    async def _refuse(
+        self, send, path: str, err: ApiError, extra: Sequence[tuple[bytes, bytes]] = ()
+    ) -> None:
         body = json_bytes(error_body(api_of_path(path), err))
         headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
         headers += [(k.lower().encode(), v.encode()) for k, v in err.headers.items()] + list(extra)

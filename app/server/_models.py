@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -37,7 +38,7 @@ class ModelCatalog:
     is made on first use."""
 
     def __init__(
-        self, paths: list[str | Path] | None = None, *, use_library: bool = True, library: Any = None
+        self, paths: Sequence[str | Path] | None = None, *, use_library: bool = True, library: Any = None
     ):
         self._paths = [Path(p).expanduser().resolve() for p in paths or []]
         self._use_library = use_library

@@ -167,7 +167,7 @@ class ConversationList(QWidget):
         self.current_id = cid
         item = self.item_for(cid) if cid is not None else None
         self._filling = True
-        self.list.setCurrentItem(item)
+        self.list.setCurrentItem(item)  # type: ignore[arg-type]  # None clears the selection
         self._filling = False
 
     def _selected_id(self) -> int | None:
@@ -205,7 +205,12 @@ class ConversationList(QWidget):
         box.setObjectName("confirmDelete")
         delete = box.addButton("Delete", QMessageBox.ButtonRole.DestructiveRole)
         box.setDefaultButton(QMessageBox.StandardButton.Cancel)
-        box.finished.connect(lambda _r: box.clickedButton() is delete and self.sig_delete.emit(cid))
+
+        def finished(_result: int) -> None:
+            if box.clickedButton() is delete:
+                self.sig_delete.emit(cid)
+
+        box.finished.connect(finished)
         box.open()
         self.confirm_box = box
 
