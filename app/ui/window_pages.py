@@ -236,9 +236,11 @@ class WorkPages:
 
     def confirm_quit(self) -> bool:
         """False when the person keeps the window open (asked while a download runs)."""
+        page = self.pages.built_page("models")
+        if page is None:  # never opened: no download can run
+            return True
         from app.ui.models_page import ModelsPage
 
-        page = self.pages.built_page("models")
         return not isinstance(page, ModelsPage) or page.confirm_quit()
 
     def shutdown(self) -> None:
