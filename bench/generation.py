@@ -38,7 +38,7 @@ PROMPT = (
 )
 MAX_TOKENS = 256
 PAIRS = 5
-FLUSH_S = 0.03  # app.ui.worker.EngineWorker.FLUSH_S (bench stays Qt-free)
+FLUSH_S = 0.03  # app.ui.worker_turns.Turns.FLUSH_S (bench stays Qt-free)
 
 
 @dataclass
@@ -83,7 +83,7 @@ def callisto_turn(
 
     def produce() -> None:
         # Delivery as the window's EngineWorker does it: text and reasoning deltas coalesced and
-        # handed over at most every FLUSH_S (app.ui.worker.EngineWorker.FLUSH_S, 30 ms), other
+        # handed over at most every FLUSH_S (app.ui.worker_turns.Turns.FLUSH_S, 30 ms), other
         # events at once. (A hand-over per token wakes a third thread per token; on 2 cores with
         # 2 llama.cpp threads that costs up to a third of the decode rate.)
         pending: list[Any] = []

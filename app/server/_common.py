@@ -40,7 +40,7 @@ __all__ = [
     "type_name",
 ]
 
-FLUSH_S = 0.03  # as app.ui.worker.EngineWorker.FLUSH_S
+FLUSH_S = 0.03  # as app.ui.worker_turns.Turns.FLUSH_S
 _PREFIXED_ID = re.compile(r"^(?:call|toolu|fc)_([A-Za-z0-9]{9})$")
 
 

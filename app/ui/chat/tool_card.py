@@ -105,7 +105,7 @@ class ToolCard(QFrame):
         self.body.setText(self.details_text())
         self.raw_view.setText(view.call.raw or "(not available)")
 
-    def set_fix(self, text: str, action: Callable[[], None]) -> QPushButton:
+    def set_fix(self, text: str, action: Callable[[], object]) -> QPushButton:
         """A button under the chip that fixes why the call failed (e.g. opens the setting it needs)."""
         if self.fix_button is None:
             self.fix_button = QPushButton()
