@@ -26,7 +26,7 @@ from app.engine.events import ChatEvent, DoneEvent, NoticeEvent
 from app.engine.formats.events import TextDelta
 from app.engine.formats.plain import PlainStream
 from app.engine.generation import generate
-from app.engine.loop import CallIds, RoundEnd, cut_after_last_user, run_rounds
+from app.engine.loop import CallIds, RoundEnd, cut_after_last_user, dispatcher_for, run_rounds
 from app.engine.messages import Message
 from app.engine.render import choose_template, render_prompt
 from app.engine.sampling import SamplingParams
@@ -134,11 +134,7 @@ class ChatSession:
         self.model = model
         self.tool_format = tool_format
         self.registry = registry
-        if dispatcher is None and registry is not None:
-            from app.tools.dispatcher import Dispatcher
-
-            dispatcher = Dispatcher(registry)
-        self.dispatcher = dispatcher
+        self.dispatcher = dispatcher_for(registry, dispatcher)
         self.system_prompt = system_prompt
         self.sampling = sampling
         self.max_rounds = max_rounds

@@ -14,6 +14,7 @@ round), shared by the local :class:`~app.engine.chat.ChatSession`, the remote se
   they pass on as they are parsed and the turn ends with the reply (the API server).
 - :class:`CallIds`: the one rule for a call's id in a conversation.
 - :func:`cut_after_last_user`: what ``regenerate()`` drops.
+- :func:`dispatcher_for`: a session's dispatcher, made from its tools when none is given.
 - :func:`tokens_per_s`: the rate a :class:`~app.engine.events.DoneEvent` reports.
 """
 
@@ -39,6 +40,7 @@ __all__ = [
     "Session",
     "cut_after_last_user",
     "dispatch_call",
+    "dispatcher_for",
     "end_round",
     "run_rounds",
     "tokens_per_s",
@@ -290,6 +292,15 @@ def cut_after_last_user(messages: list[Message]) -> None:
     if idx is None:
         raise ValueError("there is no user message to reply to")
     del messages[idx + 1 :]
+
+
+def dispatcher_for(registry: Any, dispatcher: Any = None) -> Any:
+    """``dispatcher``, or one over ``registry`` when none is given (None: no tools, no dispatcher)."""
+    if dispatcher is None and registry is not None:
+        from app.tools.dispatcher import Dispatcher
+
+        dispatcher = Dispatcher(registry)
+    return dispatcher
 
 
 def dispatch_call(

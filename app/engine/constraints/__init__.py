@@ -17,26 +17,7 @@ writes the same grammars in GBNF for remote engines.
 
 from __future__ import annotations
 
-from app.engine.constraints.compiler import (
-    Constraint,
-    ConstraintRun,
-    ToolChoice,
-    compile_constraint,
-    compile_inline,
-    parse_response_format,
-    parse_tool_choice,
-    resolve_tool_choice,
-    tokenizer_for,
-)
+from app.engine.constraints import compiler
+from app.engine.constraints.compiler import *  # noqa: F403  (the package's API is the compiler's)
 
-__all__ = [
-    "Constraint",
-    "ConstraintRun",
-    "ToolChoice",
-    "compile_constraint",
-    "compile_inline",
-    "parse_response_format",
-    "parse_tool_choice",
-    "resolve_tool_choice",
-    "tokenizer_for",
-]
+__all__ = compiler.__all__

@@ -30,7 +30,7 @@ from typing import Any
 from app.calls import IncompleteCall, ToolCall
 from app.engine.events import ChatEvent, DoneEvent, NoticeEvent
 from app.engine.formats.events import ReasoningDelta, TextDelta, ToolCallDone, ToolCallIncomplete
-from app.engine.loop import CallIds, RoundEnd, cut_after_last_user, run_rounds
+from app.engine.loop import CallIds, RoundEnd, cut_after_last_user, dispatcher_for, run_rounds
 from app.engine.messages import Message
 from app.engine.remote._client import Provider, RemoteError, fetch_props, open_stream
 
@@ -323,11 +323,7 @@ class RemoteChatSession:
         self.template = load_template(template) if isinstance(template, str | Path) else template
         self.tool_format = tool_format
         self.registry = registry
-        if dispatcher is None and registry is not None:
-            from app.tools.dispatcher import Dispatcher
-
-            dispatcher = Dispatcher(registry)
-        self.dispatcher = dispatcher
+        self.dispatcher = dispatcher_for(registry, dispatcher)
         self.system_prompt = system_prompt
         self.sampling = dict(sampling or {})
         self.max_rounds = max_rounds
@@ -644,6 +640,28 @@ class RemoteChatSession:
             message=f"{self._engine()} did not hold tool_choice: it was asked for {wanted}, and the reply has {got}.",
         )
 
+    # -- what both readers share ------------------------------------------------------------
+
+    def _end_piece(self, meter: _Meter, piece: tuple[Any, ...]) -> bool:
+        """A usage, finish or error piece (the others are the reader's); True when the reply finished."""
+        kind = piece[0]
+        if kind == "usage":
+            meter.usage(piece[1], piece[2])
+        elif kind == "finish":
+            meter.finish = str(piece[1])
+            return True
+        elif kind == "error":
+            raise RemoteError(
+                "server_error",
+                f"{self.provider.base} reported an error in the middle of the reply: {piece[1]}",
+            )
+        return False
+
+    def _cut(self) -> RemoteError:
+        return RemoteError(
+            "cut", f"The connection to {self.provider.base} was cut in the middle of the reply."
+        )
+
     # -- API tools ------------------------------------------------------------------------
 
     def _read_api(self, meter: _Meter, lines: Iterator[str], cancel: threading.Event | None) -> Iterator[Any]:
@@ -676,22 +694,12 @@ class RemoteChatSession:
                     slot[2] = args
                 elif isinstance(slot[2], list):
                     slot[2].append(args)
-            elif kind == "usage":
-                meter.usage(piece[1], piece[2])
-            elif kind == "finish":
-                meter.finish = str(piece[1])
-                ended = True
-            elif kind == "error":
-                raise RemoteError(
-                    "server_error",
-                    f"{self.provider.base} reported an error in the middle of the reply: {piece[1]}",
-                )
+            else:
+                ended = self._end_piece(meter, piece) or ended
         if cancel is not None and cancel.is_set():
             return
         if not ended:
-            raise RemoteError(
-                "cut", f"The connection to {self.provider.base} was cut in the middle of the reply."
-            )
+            raise self._cut()
         declared = set(self.registry.names()) if self.registry is not None else set()
         for index, (cid, name, args) in enumerate(pending.values()):
             text = json.dumps(args, ensure_ascii=False) if isinstance(args, dict) else "".join(args)
@@ -774,21 +782,11 @@ class RemoteChatSession:
             if kind == "text":
                 meter.piece()
                 yield from stream.feed(piece[1])
-            elif kind == "usage":
-                meter.usage(piece[1], piece[2])
-            elif kind == "finish":
-                meter.finish = str(piece[1])
-                ended = True
-            elif kind == "error":
-                raise RemoteError(
-                    "server_error",
-                    f"{self.provider.base} reported an error in the middle of the reply: {piece[1]}",
-                )
+            else:
+                ended = self._end_piece(meter, piece) or ended
         if cancel is not None and cancel.is_set():
             return
         if not ended:
             yield from stream.finish(truncated=True)
-            raise RemoteError(
-                "cut", f"The connection to {self.provider.base} was cut in the middle of the reply."
-            )
+            raise self._cut()
         yield from stream.finish(truncated=meter.finish != "stop")
