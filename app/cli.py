@@ -28,6 +28,7 @@ import json
 import sys
 from typing import Any
 
+from app.cli_options import add_kind_option, add_load_options, add_tool_format_option
 from app.engine.errors import ConstraintError, EngineCrashedError, EngineError, ModelLoadError, ToolSetupError
 
 __all__ = ["build_parser", "main"]
@@ -57,12 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="URL",
         help="chat with a model served there (llama-server, vLLM, SGLang, Ollama, LM Studio...)",
     )
-    chat.add_argument(
-        "--kind",
-        default="openai",
-        choices=["openai", "anthropic", "ollama"],
-        help="the API the endpoint speaks (with --endpoint)",
-    )
+    add_kind_option(chat, help="the API the endpoint speaks (with --endpoint)")
     chat.add_argument(
         "--api-key-env",
         default=None,
@@ -84,11 +80,8 @@ def build_parser() -> argparse.ArgumentParser:
             "(org/name; HF_ENDPOINT and HF_TOKEN are honoured) (default: the server's /props)"
         ),
     )
-    chat.add_argument(
-        "--tool-format",
-        default="auto",
-        choices=_tool_format_choices(),
-        help="chat.tool_format: auto (from the template), a family, or none",
+    add_tool_format_option(
+        chat, _tool_format_choices(), help="chat.tool_format: auto (from the template), a family, or none"
     )
     chat.add_argument(
         "--tools",
@@ -100,9 +93,7 @@ def build_parser() -> argparse.ArgumentParser:
     chat.add_argument("--yes", action="store_true", help="allow side-effecting tools without asking")
     chat.add_argument("--max-tokens", type=int, default=1024)
     chat.add_argument("--max-rounds", type=int, default=8)
-    chat.add_argument("--n-ctx", type=int, default=4096, help="context length (rounded to 256)")
-    chat.add_argument("--gpu-layers", type=int, default=0)
-    chat.add_argument("--threads", type=int, default=None)
+    add_load_options(chat)
     chat.add_argument("--system", default=None, help="system prompt")
     chat.add_argument("--temperature", type=float, default=None)
     chat.add_argument("--seed", type=int, default=None)
@@ -141,10 +132,9 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--model", default=None, help="a .gguf file or a library model's name (loaded at start)"
     )
-    serve.add_argument(
-        "--tool-format",
-        default="auto",
-        choices=_tool_format_choices(),
+    add_tool_format_option(
+        serve,
+        _tool_format_choices(),
         help="chat.tool_format for every model: auto (from the template), a family, or none",
     )
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default: loopback only)")
@@ -157,9 +147,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="ORIGIN",
         help="allow this web origin (repeatable); CORS is off without it",
     )
-    serve.add_argument("--n-ctx", type=int, default=4096, help="context length (rounded to 256)")
-    serve.add_argument("--gpu-layers", type=int, default=0)
-    serve.add_argument("--threads", type=int, default=None)
+    add_load_options(serve)
     serve.add_argument("--queue", type=int, default=16, help="requests that may wait (past it: 429)")
     serve.add_argument(
         "--max-loaded-models",
@@ -290,15 +278,11 @@ def _chat(args: argparse.Namespace) -> int:
         _err(f"error: {exc}")
         return exit_code_for(exc)
 
-    from app.engine.session import build_session, build_tools
+    from app.engine.session import build_session
 
-    sampling = {k: v for k, v in (("temperature", args.temperature), ("seed", args.seed)) if v is not None}
+    sampling = _sampling(args)
     try:
-        tools = (
-            build_tools(workspace=args.workspace, approval=_approval_hook(args.yes), strict=True)
-            if args.tools == "builtin"
-            else None
-        )
+        tools = _chat_tools(args)
         session = build_session(
             model,
             tools=tools,
@@ -328,12 +312,25 @@ def _chat(args: argparse.Namespace) -> int:
         model.close()
 
 
+def _sampling(args: argparse.Namespace) -> dict[str, Any]:
+    """The sampler settings given on the command line (the model's defaults for the others)."""
+    return {k: v for k, v in (("temperature", args.temperature), ("seed", args.seed)) if v is not None}
+
+
+def _chat_tools(args: argparse.Namespace) -> Any:
+    """The built-in tools (``--tools builtin``) or None; raises ToolSetupError for a bad workspace."""
+    from app.engine.session import build_tools
+
+    if args.tools != "builtin":
+        return None
+    return build_tools(workspace=args.workspace, approval=_approval_hook(args.yes), strict=True)
+
+
 def _remote_chat(args: argparse.Namespace, tool_choice: Any, response_format: Any) -> int:
     """``chat --endpoint``: the same events, printed the same way, from a remote engine."""
     import os
 
     from app.engine.remote import Provider, RemoteChatSession
-    from app.engine.session import build_tools
 
     key = None
     if args.api_key_env:
@@ -344,13 +341,9 @@ def _remote_chat(args: argparse.Namespace, tool_choice: Any, response_format: An
     if args.grammar_file:
         _err("error: --grammar-file is for local models; a remote endpoint takes --response-format")
         return 2
-    sampling = {k: v for k, v in (("temperature", args.temperature), ("seed", args.seed)) if v is not None}
+    sampling = _sampling(args)
     try:
-        tools = (
-            build_tools(workspace=args.workspace, approval=_approval_hook(args.yes), strict=True)
-            if args.tools == "builtin"
-            else None
-        )
+        tools = _chat_tools(args)
         provider = Provider(args.endpoint, kind=args.kind, api_key=key, mode=args.parser)
         session = RemoteChatSession(
             provider,

@@ -20,6 +20,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from app.cli_options import add_kind_option, add_load_options, add_tool_format_option
+
 __all__ = [
     "EXIT_ERROR",
     "EXIT_FAILED",
@@ -57,17 +59,9 @@ def add_check_parser(sub: Any, tool_format_choices: list[str]) -> argparse.Argum
         help="with --endpoint: run through Callisto's remote client, the calls read by the engine's "
         "API tools, by Callisto's parser (raw text), or both (two rows side by side)",
     )
-    p.add_argument(
-        "--kind",
-        default="openai",
-        choices=["openai", "anthropic", "ollama"],
-        help="with --parser: the API the endpoint speaks",
-    )
-    p.add_argument(
-        "--tool-format",
-        default="auto",
-        choices=tool_format_choices,
-        help="in process: chat.tool_format (auto, a family, or none)",
+    add_kind_option(p, help="with --parser: the API the endpoint speaks")
+    add_tool_format_option(
+        p, tool_format_choices, help="in process: chat.tool_format (auto, a family, or none)"
     )
     p.add_argument(
         "--scenarios", default=None, help="a folder of scenario files (default: the built-in corpus)"
@@ -93,9 +87,7 @@ def add_check_parser(sub: Any, tool_format_choices: list[str]) -> argparse.Argum
         help="in process: a GBNF grammar for every reply instead of the chat loop's call constraints",
     )
     p.add_argument("--timeout", type=float, default=120.0, help="seconds per request to an endpoint")
-    p.add_argument("--n-ctx", type=int, default=4096)
-    p.add_argument("--gpu-layers", type=int, default=0)
-    p.add_argument("--threads", type=int, default=None)
+    add_load_options(p)
     return p
 
 

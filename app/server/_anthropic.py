@@ -327,22 +327,19 @@ async def messages(request: Request):
                 },
             )
 
+            def delta(body: dict[str, Any]) -> bytes:
+                """A ``content_block_delta`` event for the open block."""
+                return _event(
+                    "content_block_delta", {"type": "content_block_delta", "index": index, "delta": body}
+                )
+
             def close() -> list[bytes]:
                 nonlocal open_kind
                 if open_kind is None:
                     return []
                 out = []
                 if open_kind == "thinking":
-                    out.append(
-                        _event(
-                            "content_block_delta",
-                            {
-                                "type": "content_block_delta",
-                                "index": index,
-                                "delta": {"type": "signature_delta", "signature": ""},
-                            },
-                        )
-                    )
+                    out.append(delta({"type": "signature_delta", "signature": ""}))
                 out.append(_event("content_block_stop", {"type": "content_block_stop", "index": index}))
                 open_kind = None
                 return out
@@ -365,28 +362,14 @@ async def messages(request: Request):
                     if open_kind != "text":
                         for b in open_block("text", {"type": "text", "text": ""}):
                             yield b
-                    yield _event(
-                        "content_block_delta",
-                        {
-                            "type": "content_block_delta",
-                            "index": index,
-                            "delta": {"type": "text_delta", "text": value},
-                        },
-                    )
+                    yield delta({"type": "text_delta", "text": value})
                 elif kind == "reasoning":
                     if open_kind != "thinking":
                         for b in open_block(
                             "thinking", {"type": "thinking", "thinking": "", "signature": ""}
                         ):
                             yield b
-                    yield _event(
-                        "content_block_delta",
-                        {
-                            "type": "content_block_delta",
-                            "index": index,
-                            "delta": {"type": "thinking_delta", "thinking": value},
-                        },
-                    )
+                    yield delta({"type": "thinking_delta", "thinking": value})
                 elif kind == "call":
                     ncalls += 1
                     for b in open_block(
@@ -395,14 +378,7 @@ async def messages(request: Request):
                     ):
                         yield b
                     for frag in split_fragments(call_arguments_json(value)):
-                        yield _event(
-                            "content_block_delta",
-                            {
-                                "type": "content_block_delta",
-                                "index": index,
-                                "delta": {"type": "input_json_delta", "partial_json": frag},
-                            },
-                        )
+                        yield delta({"type": "input_json_delta", "partial_json": frag})
                     for b in close():
                         yield b
                 elif kind == "end":
