@@ -23,6 +23,7 @@ Views only render the worker's signals and call core APIs (storage, the worker).
 
 from __future__ import annotations
 
+from operator import attrgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -53,9 +54,6 @@ from app.ui.window_status import StatusController
 from app.ui.worker import EngineWorker
 
 if TYPE_CHECKING:
-    from app.engine.events import DoneEvent
-    from app.ui.approval_dialog import ApprovalDialog
-    from app.ui.engine_types import ModelInfo
     from app.ui.settings_dialog import SettingsDialog
 
 __all__ = ["SHORTCUTS", "MainWindow", "Page", "engine_config_for"]
@@ -252,55 +250,31 @@ class MainWindow(QMainWindow):
         remote.sig_changed.connect(chat.update_send_button)
         remote.sig_loading.connect(bar.begin_loading)
         bar.sig_state_changed.connect(chat.update_send_button)
-        bar.sig_model_ready.connect(self.sig_model_ready)
-        bar.sig_library_refreshed.connect(self.sig_library_refreshed)
         settings.sig_settings_saved.connect(bar.update_format_badge)
-        settings.sig_settings_saved.connect(self.sig_settings_saved)
         self.conversations_ctl.sig_stop_requested.connect(chat.stop)
-        chat.sig_turn_done.connect(self.sig_turn_done)
-        self.page_stack.sig_page_changed.connect(self.sig_page_changed)
+        for part, name in (  # what the window itself tells its callers, as the part says it
+            (bar, "sig_model_ready"),
+            (bar, "sig_library_refreshed"),
+            (settings, "sig_settings_saved"),
+            (chat, "sig_turn_done"),
+            (self.page_stack, "sig_page_changed"),
+        ):
+            getattr(part, name).connect(getattr(self, name))
         w = self.worker
         w.sig_error.connect(self.notices.show_error)
         w.sig_window_notice.connect(self.notices.show_warning)
         w.sig_context.connect(self.status.show_context)
 
-    # -- the state the parts share -----------------------------------------------------------------
-    @property
-    def settings(self) -> Any:
-        return self.state.settings
-
-    @property
-    def model_info(self) -> ModelInfo | None:
-        return self.state.model_info
-
-    @property
-    def loading_path(self) -> str | None:
-        return self.state.loading_path
-
-    @property
-    def conversation_id(self) -> int | None:
-        return self.state.conversation_id
-
-    @property
-    def busy(self) -> bool:
-        return self.state.busy
-
-    @property
-    def context_usage(self) -> Any:
-        return self.status.context_usage
-
-    @property
-    def settings_dialog(self) -> SettingsDialog | None:
-        return self.settings_ctl.settings_dialog
-
-    @property
-    def approval_dialog(self) -> ApprovalDialog | None:
-        return self.chat_ctl.approval_dialog
-
-    @property
-    def last_done(self) -> DoneEvent | None:
-        """The last turn's done event."""
-        return self.chat_ctl.last_done
+    # -- the state the parts share, read where each part keeps it -------------------------------
+    settings = property(attrgetter("state.settings"))
+    model_info = property(attrgetter("state.model_info"))
+    loading_path = property(attrgetter("state.loading_path"))
+    conversation_id = property(attrgetter("state.conversation_id"))
+    busy = property(attrgetter("state.busy"))
+    context_usage = property(attrgetter("status.context_usage"))
+    settings_dialog = property(attrgetter("settings_ctl.settings_dialog"))
+    approval_dialog = property(attrgetter("chat_ctl.approval_dialog"))
+    last_done = property(attrgetter("chat_ctl.last_done"), doc="The last turn's done event.")
 
     # -- what other parts and tools ask of the window ------------------------------------------------
     def open_settings(self, key: str | None = None) -> SettingsDialog:

@@ -12,11 +12,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from PySide6.QtCore import QObject, Qt, Signal
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QComboBox, QFileDialog, QLabel, QProgressBar
 
 from app.engine.remote.keys import parse_remote_key
 from app.ui.remote_models import ADD_REMOTE, MANAGE_REMOTE
+from app.ui.window_part import WindowPart
 
 if TYPE_CHECKING:
     from PySide6.QtWidgets import QMainWindow, QToolBar
@@ -46,7 +47,7 @@ def _short_label(label: str) -> str:
     return label.split(" (", 1)[0].strip() or label
 
 
-class ModelBar(QObject):
+class ModelBar(WindowPart):
     """Owns the model picker, the tool-format badge, the load progress, the one models
     :attr:`library` (and the Models page's :attr:`model_manager` over it) and the library's usable
     models; loads models through the worker and follows its load events."""
@@ -69,10 +70,7 @@ class ModelBar(QObject):
         status: StatusController,
         save_settings: Callable[[], None],
     ) -> None:
-        super().__init__(window)
-        self.window = window
-        self.state = state
-        self.worker = worker
+        super().__init__(window, state, worker)
         self.tasks = tasks
         self.remote = remote
         self.pages = pages

@@ -28,6 +28,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.ui.labels import wrapped_label
+
 __all__ = ["KIND_CHOICES", "MODE_CHOICES", "ProviderDialog", "ProvidersDialog"]
 
 #: The APIs a provider speaks (values of ``app.engine.remote.KINDS``), in plain words.
@@ -63,12 +65,12 @@ class ProviderDialog(QDialog):
         own = editing.name.strip().casefold() if editing is not None else None
         self._taken = {n.strip().casefold() for n in taken_names} - {own}
         lay = QVBoxLayout(self)
-        intro = QLabel(
-            "Chat with models served by another program or machine. Callisto's tools, approvals "
-            "and history work as with local models."
+        lay.addWidget(
+            wrapped_label(
+                "Chat with models served by another program or machine. Callisto's tools, approvals "
+                "and history work as with local models."
+            )
         )
-        intro.setWordWrap(True)
-        lay.addWidget(intro)
         form = QFormLayout()
         self.name_edit = QLineEdit()
         self.name_edit.setObjectName("providerName")

@@ -18,9 +18,10 @@ from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from PySide6.QtCore import QObject, Signal
+from PySide6.QtCore import Signal
 
 from app.engine.remote.keys import parse_remote_key, remote_key
+from app.ui.window_part import WindowPart
 
 if TYPE_CHECKING:
     from PySide6.QtWidgets import QMainWindow, QMessageBox, QWidget
@@ -42,7 +43,7 @@ MANAGE_REMOTE = "__manage_remote__"
 LIST_TIMEOUT_S = 10.0  # listing models: a slow endpoint must not keep the picker waiting long
 
 
-class RemoteEngines(QObject):
+class RemoteEngines(WindowPart):
     """Owns the saved providers' listed models (:attr:`models`), the provider dialogs and the
     delete question; chooses a remote model through the worker."""
 
@@ -59,10 +60,7 @@ class RemoteEngines(QObject):
         notices: Notices,
         save_settings: Callable[[], None],
     ) -> None:
-        super().__init__(window)
-        self.window = window
-        self.state = state
-        self.worker = worker
+        super().__init__(window, state, worker)
         self.tasks = tasks
         self.notices = notices
         self.save_settings = save_settings

@@ -33,6 +33,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.ui.labels import wrapped_label
+
 __all__ = ["LOG_COLUMNS", "ServerPage", "snippets"]
 
 LOG_COLUMNS = ("Time", "Method", "Path", "Model", "Tokens", "Duration", "Tool calls", "Status")
@@ -98,13 +100,13 @@ class ServerPage(QWidget):
         cfg = settings.server
 
         layout = QVBoxLayout(self)
-        title = QLabel(
-            "<h2>Local API server</h2>OpenAI, Anthropic and Ollama APIs for your agents, editors "
-            "and scripts, on this computer's models. Tool calls are returned to the client, "
-            "which runs its tools."
+        layout.addWidget(
+            wrapped_label(
+                "<h2>Local API server</h2>OpenAI, Anthropic and Ollama APIs for your agents, editors "
+                "and scripts, on this computer's models. Tool calls are returned to the client, "
+                "which runs its tools."
+            )
         )
-        title.setWordWrap(True)
-        layout.addWidget(title)
 
         form = QFormLayout()
         row = QHBoxLayout()

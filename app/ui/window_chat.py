@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from PySide6.QtCore import QObject, Signal
+from PySide6.QtCore import Signal
 
 from app.engine.events import (
     DoneEvent,
@@ -20,6 +20,7 @@ from app.engine.events import (
 from app.tools.builtins import FILE_TOOL_NAMES
 from app.ui.approval_dialog import ApprovalDialog
 from app.ui.call_view import CallView
+from app.ui.window_part import WindowPart
 
 if TYPE_CHECKING:
     from PySide6.QtWidgets import QDockWidget, QMainWindow
@@ -58,7 +59,7 @@ def reply_stats(ev: DoneEvent) -> str:
     return " · ".join(parts)
 
 
-class ChatController(QObject):
+class ChatController(WindowPart):
     """Owns the chat page's actions (send, stop, regenerate, edit and resend, continue), the
     approval dialog (``approval_dialog``), the last turn's done event (``last_done``) and the text
     of the message being answered; renders the worker's turn events in the chat view and the
@@ -81,13 +82,10 @@ class ChatController(QObject):
         model_bar: ModelBar,
         status: StatusController,
     ) -> None:
-        super().__init__(window)
-        self.window = window
-        self.state = state
+        super().__init__(window, state, worker)
         self.page = page
         self.chat, self.compose, self.send_button = page.chat, page.compose, page.send_button
         self.tool_choice_box = page.tool_choice_box
-        self.worker = worker
         self.tool_panel = tool_panel
         self.tool_dock = tool_dock
         self.conversations = conversations

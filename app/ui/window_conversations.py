@@ -10,10 +10,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import QObject, Signal
+from PySide6.QtCore import Signal
 
 from app.ui.call_view import CallView
 from app.ui.conversation_list import ConversationList
+from app.ui.window_part import WindowPart
 
 if TYPE_CHECKING:
     from PySide6.QtWidgets import QMainWindow
@@ -27,7 +28,7 @@ if TYPE_CHECKING:
 __all__ = ["ConversationsController"]
 
 
-class ConversationsController(QObject):
+class ConversationsController(WindowPart):
     """Owns the conversation list (``list``): listing and searching the history, new, open,
     rename, delete; opening one shows its stored messages in the chat and the tool panel and hands
     them to the worker, so the next turn continues them."""
@@ -45,10 +46,7 @@ class ConversationsController(QObject):
         status: StatusController,
         show_chat_page: Callable[[], None],
     ) -> None:
-        super().__init__(window)
-        self.window = window
-        self.state = state
-        self.worker = worker
+        super().__init__(window, state, worker)
         self.chat, self.compose, self.tool_choice_box = page.chat, page.compose, page.tool_choice_box
         self.tool_panel = tool_panel
         self.status = status

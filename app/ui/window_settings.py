@@ -17,6 +17,7 @@ from PySide6.QtWidgets import QPushButton, QVBoxLayout
 
 from app.ui.chat import NoticeBanner
 from app.ui.settings_dialog import SettingsDialog
+from app.ui.window_part import WindowPart
 from app.ui.window_state import engine_config_for
 
 if TYPE_CHECKING:
@@ -71,7 +72,7 @@ class Notices(QObject):
         return [w for item in items if item is not None and isinstance(w := item.widget(), NoticeBanner)]
 
 
-class SettingsController(QObject):
+class SettingsController(WindowPart):
     """Owns the settings dialog (``settings_dialog``), applying and saving the settings, and the
     window state remembered in them (geometry, panels, the open conversation)."""
 
@@ -85,10 +86,7 @@ class SettingsController(QObject):
         worker: EngineWorker,
         notices: Notices,
     ) -> None:
-        super().__init__(window)
-        self.window = window
-        self.state = state
-        self.worker = worker
+        super().__init__(window, state, worker)
         self.notices = notices
         self.settings_dialog: SettingsDialog | None = None
         notices.sig_open_setting.connect(self.open_settings)

@@ -28,6 +28,7 @@ cancels, stops the thread's loop and joins it with a timeout.
 from __future__ import annotations
 
 import logging
+from operator import attrgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -45,11 +46,8 @@ from app.ui.worker_turns import Turns
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from app.engine.llm import LoadedModel
-    from app.engine.loop import Session
     from app.storage.history import MessageRecord
     from app.storage.settings import RemoteProviderSettings
-    from app.tools.mcp import McpManager
 
 log = logging.getLogger(__name__)
 
@@ -76,28 +74,18 @@ class EngineWorker(WorkerSignals):
         self._thread.start()
 
     # -- what the window reads ----------------------------------------------------------------
-    @property
-    def mcp(self) -> McpManager | None:
-        """The running MCP servers of ``config.mcp_servers_path`` (None when there are none)."""
-        return self.mcp_host.manager
-
-    @property
-    def model(self) -> LoadedModel | None:
-        """The window's local model (None: none, or a remote engine's)."""
-        return self.state.model
-
-    @property
-    def session(self) -> Session | None:
-        return self.state.session
-
-    @property
-    def conversation_id(self) -> int | None:
-        return self.state.conversation_id
-
-    @property
-    def generation_thread_ident(self) -> int | None:
-        """The thread the last turn ran on."""
-        return self.turns.generation_thread_ident
+    mcp = property(
+        attrgetter("mcp_host.manager"),
+        doc="The running MCP servers of ``config.mcp_servers_path`` (None when there are none).",
+    )
+    model = property(
+        attrgetter("state.model"), doc="The window's local model (None: none, or a remote engine's)."
+    )
+    session = property(attrgetter("state.session"))
+    conversation_id = property(attrgetter("state.conversation_id"))
+    generation_thread_ident = property(
+        attrgetter("turns.generation_thread_ident"), doc="The thread the last turn ran on."
+    )
 
     @property
     def tool_choice(self) -> Any:

@@ -9,6 +9,7 @@ model and its session as they were.
 from __future__ import annotations
 
 import logging
+from dataclasses import KW_ONLY, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -34,24 +35,18 @@ log = logging.getLogger(__name__)
 OWNER = "window"  # the owner of the window's jobs on the shared engine host
 
 
+@dataclass(eq=False)
 class Sessions:
     """The window's model (local or remote) and its session in :class:`EngineState`."""
 
-    def __init__(
-        self,
-        state: EngineState,
-        *,
-        host: EngineHost,
-        signals: WorkerSignals,
-        mcp_host: McpHost,
-        approvals: ApprovalBridge,
-    ) -> None:
-        self.state = state
-        self.host = host
-        self.signals = signals
-        self.mcp_host = mcp_host
-        self.approvals = approvals
-        self.pending_messages: list[MessageRecord] = []  # a conversation opened before any model was loaded
+    state: EngineState
+    _: KW_ONLY
+    host: EngineHost
+    signals: WorkerSignals
+    mcp_host: McpHost
+    approvals: ApprovalBridge
+    #: a conversation opened before any model was loaded
+    pending_messages: list[MessageRecord] = field(default_factory=list)
 
     # -- loading ------------------------------------------------------------------------------------
     def load_settings(self) -> LoadSettings:

@@ -14,12 +14,19 @@ class ComposeEdit(QPlainTextEdit):
 
     sig_submit = Signal()
 
-    def __init__(self, parent: QWidget | None = None) -> None:
+    def __init__(
+        self,
+        parent: QWidget | None = None,
+        *,
+        name: str = "compose",
+        placeholder: str = "Message the model…  (Enter sends, Shift+Enter new line)",
+        height: int = 76,
+    ) -> None:
         super().__init__(parent)
-        self.setObjectName("compose")
-        self.setPlaceholderText("Message the model…  (Enter sends, Shift+Enter new line)")
+        self.setObjectName(name)
+        self.setPlaceholderText(placeholder)
         self.setTabChangesFocus(True)
-        self.setFixedHeight(76)
+        self.setFixedHeight(height)
 
     #: the window's shortcuts a text box would otherwise take (Ctrl+K deletes to the end of the line)
     WINDOW_KEYS = (Qt.Key.Key_K, Qt.Key.Key_N, Qt.Key.Key_Q, Qt.Key.Key_T, Qt.Key.Key_B)
@@ -51,10 +58,7 @@ class EditBox(ComposeEdit):
     sig_cancel = Signal()
 
     def __init__(self, parent: QWidget | None = None) -> None:
-        super().__init__(parent)
-        self.setObjectName("editBox")
-        self.setPlaceholderText("")
-        self.setFixedHeight(90)
+        super().__init__(parent, name="editBox", placeholder="", height=90)
 
     def event(self, e) -> bool:
         # Esc belongs to this box while it has the focus (the window's Esc stops a reply)

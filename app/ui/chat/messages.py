@@ -25,6 +25,7 @@ from app.ui.chat.compose import EditBox
 from app.ui.chat.markdown import MarkdownView, TextRun
 from app.ui.chat.notices import ErrorBox, NoticeBanner
 from app.ui.chat.tool_card import ToolCard
+from app.ui.labels import plain_text_label
 
 __all__ = ["AssistantMessage", "ThinkingBlock", "UserMessage"]
 
@@ -46,12 +47,7 @@ class ThinkingBlock(QFrame):
         self.toggle.setArrowType(Qt.ArrowType.RightArrow)
         self.toggle.toggled.connect(self._on_toggle_toggled)
         lay.addWidget(self.toggle)
-        self.body = QLabel()
-        self.body.setObjectName("thinkingBody")
-        self.body.setWordWrap(True)
-        self.body.setTextFormat(Qt.TextFormat.PlainText)
-        self.body.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.body.setVisible(False)
+        self.body = plain_text_label("thinkingBody")
         lay.addWidget(self.body)
         self.text = ""
 

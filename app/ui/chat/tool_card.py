@@ -9,10 +9,11 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QToolButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QFrame, QHBoxLayout, QPushButton, QToolButton, QVBoxLayout, QWidget
 
 from app.tools.types import pretty_json
 from app.ui.call_view import CallView, call_summary, format_duration, short
+from app.ui.labels import plain_text_label
 
 __all__ = ["ToolCard", "ToolChip"]
 
@@ -70,12 +71,7 @@ class ToolCard(QFrame):
         head.addWidget(self.chip)
         head.addStretch(1)
         lay.addLayout(head)
-        self.body = QLabel()
-        self.body.setObjectName("toolCardBody")
-        self.body.setWordWrap(True)
-        self.body.setTextFormat(Qt.TextFormat.PlainText)
-        self.body.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.body.setVisible(False)
+        self.body = plain_text_label("toolCardBody")
         lay.addWidget(self.body)
         self.btn_raw = QToolButton()
         self.btn_raw.setObjectName("msgAction")
@@ -85,12 +81,7 @@ class ToolCard(QFrame):
         self.btn_raw.setVisible(False)
         self.btn_raw.toggled.connect(self._on_raw_toggled)
         lay.addWidget(self.btn_raw, 0, Qt.AlignmentFlag.AlignLeft)
-        self.raw_view = QLabel()
-        self.raw_view.setObjectName("toolCardRaw")
-        self.raw_view.setWordWrap(True)
-        self.raw_view.setTextFormat(Qt.TextFormat.PlainText)
-        self.raw_view.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.raw_view.setVisible(False)
+        self.raw_view = plain_text_label("toolCardRaw")
         lay.addWidget(self.raw_view)
         self.fix_button: QPushButton | None = None
         self.set_view(view)

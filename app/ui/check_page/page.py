@@ -36,6 +36,7 @@ from PySide6.QtWidgets import (
 
 from app.ui.check_page.results import ResultsView, findings_for, row_label
 from app.ui.check_page.runner import QUICK, CheckRunner
+from app.ui.labels import wrapped_label
 
 __all__ = ["CheckPage"]
 
@@ -70,12 +71,12 @@ class CheckPage(QWidget):
         from app.engine.formats import tool_format_choices
 
         root = QVBoxLayout(self)
-        title = QLabel(
-            "<b>Will it call?</b> A tool-calling check: single, parallel and streamed calls, multi-turn "
-            "loops, tool_choice, no-call cases and reasoning, scored without a model judge."
+        root.addWidget(
+            wrapped_label(
+                "<b>Will it call?</b> A tool-calling check: single, parallel and streamed calls, multi-turn "
+                "loops, tool_choice, no-call cases and reasoning, scored without a model judge."
+            )
         )
-        title.setWordWrap(True)
-        root.addWidget(title)
 
         form = QFormLayout()
         src = QHBoxLayout()

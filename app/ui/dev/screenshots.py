@@ -118,6 +118,14 @@ class ScreenshotDirector(QObject):
     def _on_library_done(self) -> None:
         self._library_scanned = True
 
+    def _send_prompt(self, failure: str) -> None:
+        """A new chat with the state's prompt sent; raises ``failure`` when it cannot be sent."""
+        self._sent = True
+        self.window.new_chat()
+        self.window.compose.setPlainText(self.prompt)
+        if not self.window.send():
+            raise StateNotReached(failure)
+
     def _require_model(self) -> bool:
         """True once a model is loaded; raises when none is or will be."""
         if self._loaded():
@@ -182,11 +190,7 @@ class ScreenshotDirector(QObject):
             if not self._require_model():
                 return
             if not self._sent:
-                self._sent = True
-                w.new_chat()
-                w.compose.setPlainText(self.prompt)
-                if not w.send():
-                    raise StateNotReached("the prompt could not be sent")
+                self._send_prompt("the prompt could not be sent")
                 return
             last = w.chat.current_assistant()
             if st == "streaming":
@@ -359,11 +363,7 @@ class ScreenshotDirector(QObject):
             if info is None or info.remote != REMOTE_NAME:
                 w.remote_engines.load_remote(remote_key(REMOTE_NAME, models[0]))
                 return
-            self._sent = True
-            w.new_chat()
-            w.compose.setPlainText(self.prompt)
-            if not w.send():
-                raise StateNotReached("the prompt could not be sent to the remote engine")
+            self._send_prompt("the prompt could not be sent to the remote engine")
             return
         if self._turn_done and not w.busy:
             ids = list(w.tool_panel.entries)
