@@ -252,14 +252,14 @@ class MainWindow(QMainWindow):
         bar.sig_state_changed.connect(chat.update_send_button)
         settings.sig_settings_saved.connect(bar.update_format_badge)
         self.conversations_ctl.sig_stop_requested.connect(chat.stop)
-        for part, name in (  # what the window itself tells its callers, as the part says it
-            (bar, "sig_model_ready"),
-            (bar, "sig_library_refreshed"),
-            (settings, "sig_settings_saved"),
-            (chat, "sig_turn_done"),
-            (self.page_stack, "sig_page_changed"),
+        for said, retold in (  # what the window itself tells its callers, as its parts say it
+            (bar.sig_model_ready, self.sig_model_ready),
+            (bar.sig_library_refreshed, self.sig_library_refreshed),
+            (settings.sig_settings_saved, self.sig_settings_saved),
+            (chat.sig_turn_done, self.sig_turn_done),
+            (self.page_stack.sig_page_changed, self.sig_page_changed),
         ):
-            getattr(part, name).connect(getattr(self, name))
+            said.connect(retold)
         w = self.worker
         w.sig_error.connect(self.notices.show_error)
         w.sig_window_notice.connect(self.notices.show_warning)
