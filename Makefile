@@ -36,8 +36,21 @@ $(PY):
 LLAMA_PY_CMAKE_ARGS := -DLLAVA_BUILD=OFF
 LLAMA_SERVER_CMAKE_ARGS := -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_APP=OFF \
 	-DLLAMA_USE_PREBUILT_UI=OFF '-DCMAKE_PROJECT_llama.cpp_INCLUDE=$(CURDIR)/cmake/llama_server_only.cmake'
-BUILD_LLAMA_PY := CMAKE_ARGS="$(CMAKE_ARGS) $(LLAMA_PY_CMAKE_ARGS)"
-BUILD_LLAMA_SERVER := CMAKE_ARGS="$(CMAKE_ARGS) $(LLAMA_SERVER_CMAKE_ARGS)" LLAMA_CPP_BUILD_JOBS=2
+# On x86-64 Linux both are built for x86-64-v3 (AVX2, FMA, F16C), not -march=native: a native build uses
+# every instruction set the CPU advertises, AMX included, and a virtual machine can advertise AMX without
+# letting programs use it (llama.cpp then dies of SIGILL on its first long prompt). A portable build also
+# runs on every machine that shares the pip cache.
+ifeq ($(shell uname -sm),Linux x86_64)
+LLAMA_CPU_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON
+endif
+# pip keys a wheel it built from a source archive by the archive alone, so a wheel built with other options
+# would be reused: these two builds keep their wheels in a cache of their own, named after the options.
+LLAMA_BUILD_KEY := $(shell printf '%s\n' '$(CMAKE_ARGS) $(LLAMA_CPU_CMAKE_ARGS) $(LLAMA_PY_CMAKE_ARGS)' \
+	'$(subst ',,$(subst $(CURDIR),,$(LLAMA_SERVER_CMAKE_ARGS)))' | cat - cmake/llama_server_only.cmake | cksum | cut -d' ' -f1)
+LLAMA_PIP_CACHE := PIP_CACHE_DIR="$(HOME)/.cache/callisto-llama-build/$(LLAMA_BUILD_KEY)"
+BUILD_LLAMA_PY := $(LLAMA_PIP_CACHE) CMAKE_ARGS="$(CMAKE_ARGS) $(LLAMA_CPU_CMAKE_ARGS) $(LLAMA_PY_CMAKE_ARGS)"
+BUILD_LLAMA_SERVER := $(LLAMA_PIP_CACHE) LLAMA_CPP_BUILD_JOBS=2 \
+	CMAKE_ARGS="$(CMAKE_ARGS) $(LLAMA_CPU_CMAKE_ARGS) $(LLAMA_SERVER_CMAKE_ARGS)"
 
 $(STAMP): pyproject.toml $(CONSTRAINTS) | $(PY)
 	$(BUILD_LLAMA_PY) $(PIPI) -e .
