@@ -39,6 +39,7 @@ import os
 import threading
 import weakref
 from dataclasses import dataclass, field
+from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
@@ -108,38 +109,28 @@ class LoadedModel:
         # backend only, never the model
         self._finalizer = weakref.finalize(self, self.backend.close)
 
-    @property
-    def lock(self) -> Any:
-        return self.backend.lock
-
-    @property
-    def llm(self) -> Any:
-        """The ``llama_cpp.Llama`` of an in-process model, else None (tests of llama.cpp internals)."""
-        return self.backend.llm
-
-    @property
-    def engine(self) -> Any:
-        """The engine process running llama.cpp for this model, else None."""
-        return self.backend.engine
-
-    @property
-    def isolated(self) -> bool:
-        """Whether llama.cpp runs in an engine process of its own for this model."""
-        return self.backend.isolated
-
-    @property
-    def closed(self) -> bool:
-        return self.backend.closed
-
-    @property
-    def crash(self) -> Any:
-        """The ``EngineCrashedError`` of an engine process that died, else None."""
-        return self.backend.crash
-
-    @property
-    def total_eval(self) -> int:
-        """Every token passed to llama.cpp's decode since load (prompt and generated)."""
-        return self.backend.total_eval
+    # what the backend knows, read through the model
+    lock = property(attrgetter("backend.lock"))
+    llm = property(
+        attrgetter("backend.llm"),
+        doc="The ``llama_cpp.Llama`` of an in-process model, else None (tests of llama.cpp internals).",
+    )
+    engine = property(
+        attrgetter("backend.engine"), doc="The engine process running llama.cpp for this model, else None."
+    )
+    isolated = property(
+        attrgetter("backend.isolated"),
+        doc="Whether llama.cpp runs in an engine process of its own for this model.",
+    )
+    closed = property(attrgetter("backend.closed"))
+    crash = property(
+        attrgetter("backend.crash"),
+        doc="The ``EngineCrashedError`` of an engine process that died, else None.",
+    )
+    total_eval = property(
+        attrgetter("backend.total_eval"),
+        doc="Every token passed to llama.cpp's decode since load (prompt and generated).",
+    )
 
     @property
     def name(self) -> str:
