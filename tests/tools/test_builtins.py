@@ -308,7 +308,7 @@ def test_escape_messages_say_why(world):
         sock.close()
 
 
-# -- review fixes: non-finite numbers, empty paths, hostile regexes, writes stopped in time ----
+# -- edge cases: non-finite numbers, empty paths, hostile regexes, writes stopped in time ----
 
 
 @pytest.mark.parametrize(

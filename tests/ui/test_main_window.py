@@ -187,7 +187,7 @@ def _stream_with_heartbeat(qtbot, w, *, ui_job=None) -> tuple[_UiHeartbeat, obje
 
 
 def test_streaming_2000_tokens_never_blocks_ui_thread_over_50ms(qtbot, make_window, markdown_model):
-    """The issue's explicit budget: the UI thread never works more than 50 ms without a break while
+    """The UI thread's budget: it never works more than 50 ms without a break while
     2,000 real tokens of a code-heavy Markdown reply (fenced python blocks, lists, headings,
     paragraphs: ~8,500 characters) stream. A 10 ms heartbeat on the UI thread measures the UI
     thread's own CPU time between beats (what it did, not when the OS let it run: a loaded machine

@@ -1,4 +1,4 @@
-"""The Models page for a newcomer: the first-run review's defects on the real page, a real local hub
+"""The Models page for a newcomer: what a newcomer meets, on the real page, a real local hub
 (HTTP on 127.0.0.1, ``tests/support/fake_hub.py``) and real files; and the recommended list."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Follow-ups in the shared machinery: plain replies stream at once (``orphan_close=False``) and
+"""The shared machinery: plain replies stream at once (``orphan_close=False``) and
 ``Format.expects_orphan_close`` chooses it from the template and the rendered prompt."""
 
 from __future__ import annotations

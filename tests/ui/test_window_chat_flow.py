@@ -1,4 +1,4 @@
-"""The first-run review's defects, each reproduced with its steps on the real window, worker and models.
+"""The chat flow a newcomer goes through, each case reproduced on the real window, worker and models.
 
 Each test is named after the defect it reproduces (``test_dN_...``).
 """
@@ -74,7 +74,7 @@ def test_d2_leaving_a_conversation_with_an_older_call_selected_raises_nothing(qt
     first_chip = next(iter(w.chat.assistant_messages()[0].cards.values())).chip
     qtbot.mouseClick(first_chip, Qt.MouseButton.LeftButton)
     assert w.tool_panel.selected_call_id() == first_chip.view.call.id
-    # Ctrl+N: pytest-qt fails the test if a slot raises (the KeyError of the review)
+    # Ctrl+N: pytest-qt fails the test if a slot raises (a KeyError once)
     qtbot.keySequence(w, QKeySequence("Ctrl+N"))
     assert w.tool_panel.list.count() == 0 and w.tool_panel.entries == {}
 

@@ -1,4 +1,4 @@
-"""More of the first-run review's defects, each reproduced with its steps on the real window.
+"""The window's feedback to a newcomer, each case reproduced with its steps on the real window.
 
 Each test is named after the defect it reproduces (``test_dN_...``).
 """

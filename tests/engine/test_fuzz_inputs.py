@@ -7,9 +7,7 @@ case must end with a result or the component's own clear error, within bounded t
 from __future__ import annotations
 
 import json
-import resource
 import struct
-import sys
 import time
 
 import pytest
@@ -18,9 +16,11 @@ from hypothesis import strategies as st
 
 from app.engine.errors import TemplateRenderError
 from app.engine.models.metadata import GGUFMetadataError, read_metadata
-from app.engine.templates import render_template
+from app.engine.templates import render_deadline, render_template
 from app.tools import Dispatcher, ToolCall, ToolRegistry, Workspace, register_builtin_tools
 from app.tools.validation import scrub_value
+from tests.support.clock import TickClock
+from tests.support.memory import peak_rss_mb
 
 FUZZ = settings(
     max_examples=60,
@@ -29,11 +29,6 @@ FUZZ = settings(
     database=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
-
-
-def _rss_mb() -> float:
-    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return rss / (1024 * 1024) if sys.platform == "darwin" else rss / 1024
 
 
 # -- GGUF metadata: valid structure, hostile values -------------------------------------------
@@ -171,15 +166,17 @@ def growing_templates(draw) -> str:
 @FUZZ
 @given(source=growing_templates())
 def test_fuzz_growing_templates_render_or_fail_within_bounds(source):
-    before = _rss_mb()
+    before = peak_rss_mb()
     start = time.thread_time()  # this thread's CPU time: a busy machine does not count
     try:
-        out = render_template(source, [{"role": "user", "content": "hi"}], max_seconds=1.0)
+        # the deadline on a clock the renders' own checks move: the same work at any load
+        with render_deadline(1.0, clock=TickClock()):
+            out = render_template(source, [{"role": "user", "content": "hi"}], max_seconds=1.0)
         assert isinstance(out, str) and len(out) <= 4_000_000
     except TemplateRenderError as exc:
         assert str(exc)
     assert time.thread_time() - start < 3.0
-    assert _rss_mb() - before < 400
+    assert peak_rss_mb() - before < 400
 
 
 # -- tool arguments --------------------------------------------------------------------------
@@ -232,7 +229,7 @@ def test_fuzz_tool_arguments_give_a_result_or_one_clear_sentence(dispatcher, too
     json.dumps(scrub_value(arguments), ensure_ascii=False).encode("utf-8")
 
 
-# -- whole-text parses stay linear (H15) -----------------------------------------------------
+# -- whole-text parses stay linear -----------------------------------------------------------
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""The first-run review's look and navigation defects, on the real views and window."""
+"""Look and navigation, on the real views and window."""
 
 from __future__ import annotations
 
