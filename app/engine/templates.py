@@ -469,6 +469,7 @@ def _guard_filter(name: str, fn: Any, check: Any) -> Any:
     @functools.wraps(fn)
     def guarded(*args: Any, **kwargs: Any) -> Any:
         _tick()
+        items: Any = None
         if materialize and len(args) > offset and not isinstance(args[offset], str | dict):
             try:
                 items = _materialize(args[offset], f"|{name}")
@@ -477,11 +478,14 @@ def _guard_filter(name: str, fn: Any, check: Any) -> Any:
             if items is not None:
                 args = (*args[:offset], items, *args[offset + 1 :])
                 _tick(len(items) // 64)
-                if name == "join":
-                    sep = args[offset + 1] if len(args) > offset + 1 else kwargs.get("d", "")
-                    _check_str_size(
-                        _size(items) + (len(sep) if isinstance(sep, str) else 0) * len(items), "|join"
-                    )
+        if name == "join" and len(args) > offset:
+            if isinstance(args[offset], str):
+                items = args[offset]  # a string joins its characters: one separator between each two
+            if items is not None:
+                sep = args[offset + 1] if len(args) > offset + 1 else kwargs.get("d", "")
+                _check_str_size(
+                    _size(items) + (len(sep) if isinstance(sep, str) else 0) * len(items), "|join"
+                )
         if check is not None and len(args) > offset:
             check(*args[offset:], **kwargs)
         return _check_result(fn(*args, **kwargs), f"|{name}")

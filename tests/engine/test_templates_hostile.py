@@ -228,3 +228,18 @@ def test_h17_macro_recursion_stops_before_a_small_thread_stack_overflows():
     )
     assert proc.returncode == 0, (proc.returncode, proc.stderr[-400:])
     assert "refused: template raised an exception: macro calls nested more than" in proc.stdout
+
+
+def test_a_string_joined_with_a_long_separator_is_refused_before_it_is_built():
+    # ``s | join(sep)`` puts sep between each two characters of s: three rounds of this grow 1 -> 2,002
+    # -> 2 million -> 2 billion characters. The size check ran only for lists, so the last round built
+    # a 2 GB string before its result was looked at (found by the growing-template fuzz).
+    source = (
+        "{% set ns = namespace(v='x') %}{% for i in range(20) %}"
+        "{% set ns.v = ('x' + ns.v) | join('y' * 1000) %}{% endfor %}{{ ns.v }}"
+    )
+    before = peak_rss_mb()
+    with pytest.raises(TemplateRenderError, match=r"\|join would build a string"):
+        render_template(source, USER)
+    assert peak_rss_mb() - before < 400
+    assert render_template("{{ 'abc' | join('-') }}", USER) == "a-b-c"
