@@ -204,7 +204,6 @@ class ConstraintRun:
         self.n_vocab = vocab.n_vocab
         self._np = np
         self._words = (self.n_vocab + 31) // 32
-        self.mask_s = 0.0
         self.steps = 0
 
     def allowed(self) -> Any:

@@ -18,7 +18,6 @@ and pythonic calls write values in their own notation (:func:`notation_value`).
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -660,7 +659,3 @@ def _reasoning(ctx: GrammarContext, fmt: Any) -> str:
     if ctx.reasoning:
         return f"({ctx.lit(open_)} {body} {ws})?"
     return ""
-
-
-def identifier(name: str) -> bool:
-    return bool(re.fullmatch(r"[A-Za-z_]\w*", name))
