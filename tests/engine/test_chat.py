@@ -527,7 +527,7 @@ def test_live_smollm2_with_explicit_hermes_gets_the_guidance(smollm2_path):
     from app.engine.formats.guidance import call_example, example_arguments
     from app.tools.builtins import register_builtin_tools
 
-    model = load_model(smollm2_path, n_ctx=2048, n_threads=2)
+    model = load_model(smollm2_path, n_ctx=2048, n_threads=1)
     try:
         registry = ToolRegistry()
         register_builtin_tools(registry)

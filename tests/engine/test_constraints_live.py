@@ -64,7 +64,9 @@ def tools():
 
 @pytest.fixture(scope="module", params=["smollm2", "gemma3"])
 def model(request, smollm2_path, gemma3_path):
-    m = load_model(smollm2_path if request.param == "smollm2" else gemma3_path, n_ctx=4096, n_threads=2)
+    # One thread: on a busy 2-core machine two llama.cpp threads wait on each other at every step of
+    # the graph while the other is descheduled, and a token takes seconds instead of milliseconds.
+    m = load_model(smollm2_path if request.param == "smollm2" else gemma3_path, n_ctx=4096, n_threads=1)
     yield m
     m.close()
 

@@ -16,7 +16,7 @@ pytestmark = pytest.mark.live
 
 @pytest.fixture(scope="module")
 def smollm2(smollm2_path):
-    model = load_model(smollm2_path, n_ctx=1024, n_threads=2)
+    model = load_model(smollm2_path, n_ctx=1024, n_threads=1)
     yield model
     model.close()
 
@@ -56,7 +56,7 @@ def test_smollm2_answers_a_simple_question(smollm2):
 def test_gemma3_base_has_no_template_so_fallback_and_notice(gemma3_path):
     meta = read_metadata(gemma3_path)
     assert meta.architecture == "gemma3" and meta.chat_template is None
-    model = load_model(gemma3_path, n_ctx=512, n_threads=2)
+    model = load_model(gemma3_path, n_ctx=512, n_threads=1)
     try:
         assert model.template_is_fallback
         session = ChatSession(model, sampling={"temperature": 0.0, "seed": 1}, max_tokens=16)

@@ -215,7 +215,7 @@ def smol_server(smollm2_path) -> Iterator[object]:
             use_library=False,
             tool_format="hermes",
             n_ctx=2048,
-            n_threads=2,
+            n_threads=1,
             preload=str(smollm2_path),
         )
     )

@@ -89,7 +89,7 @@ def test_callisto_renders_the_prompt_llama_server_renders(llama_server):
 
 @pytest.mark.live
 def test_smollm2_on_llama_server_says_the_same_through_callisto_parsing(smollm2_path):
-    with bench_server.LlamaServer(BINARY, str(smollm2_path), n_ctx=512, threads=2, extra=["--jinja"]) as srv:
+    with bench_server.LlamaServer(BINARY, str(smollm2_path), n_ctx=512, threads=1, extra=["--jinja"]) as srv:
         session = RemoteChatSession(
             Provider(srv.url, kind="openai"),
             "smollm2",

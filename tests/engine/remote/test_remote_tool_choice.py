@@ -207,7 +207,7 @@ def test_smollm2_on_llama_server_gives_a_held_call_to_the_named_tool(smollm2_pat
     import jsonschema
 
     registry, dispatcher, ran = make_tools()
-    with bench_server.LlamaServer(BINARY, str(smollm2_path), n_ctx=1024, threads=2, extra=["--jinja"]) as srv:
+    with bench_server.LlamaServer(BINARY, str(smollm2_path), n_ctx=1024, threads=1, extra=["--jinja"]) as srv:
         session = RemoteChatSession(
             Provider(srv.url, kind="openai"),
             "smollm2",
