@@ -44,7 +44,8 @@ def render_main_window(screenshot: Path | None = None) -> dict[str, Any]:
             raise WindowCheckError("window: the rendered window is blank (fewer than 3 colours)")
         if screenshot is not None:
             screenshot.parent.mkdir(parents=True, exist_ok=True)
-            if not image.save(str(screenshot), b"PNG"):
+            # PySide6 takes the format as str only (bytes raise ValueError), whatever its stub says
+            if not image.save(str(screenshot), "PNG"):  # type: ignore[call-overload]
                 raise WindowCheckError(f"window: could not save the screenshot to {screenshot}")
         return {
             "width": image.width(),
