@@ -28,6 +28,7 @@ import secrets
 import stat
 import tempfile
 import time
+import unicodedata
 from pathlib import Path
 
 from app.tools.cancel import check_cancelled, commit_side_effect, remaining_time
@@ -35,11 +36,12 @@ from app.tools.registry import tool_from_function
 from app.tools.types import Tool, ToolError
 from app.units import format_bytes
 
-__all__ = ["Workspace", "WorkspaceError", "workspace_tools"]
+__all__ = ["MAX_NAME_BYTES", "MAX_WRITE_BYTES", "Workspace", "WorkspaceError", "workspace_tools"]
 
 MAX_PATH_CHARS = 1024
 MAX_READ_BYTES = 2 * 1024 * 1024
-MAX_WRITE_CHARS = 1024 * 1024
+MAX_WRITE_BYTES = 1024 * 1024  # of UTF-8: what lands on the disk, whatever the characters
+MAX_NAME_BYTES = 255  # one file or folder name (ext4, APFS, NTFS: 255 UTF-16 units on Windows)
 MAX_LIST_ENTRIES = 500
 MAX_SEARCH_FILES = 2000
 MAX_SEARCH_MATCHES = 200
@@ -83,12 +85,57 @@ def _final_path(fd: int) -> str | None:
         return None
 
 
+# Control characters (C0, C1, DEL), format characters (bidirectional overrides, zero-width
+# characters, Unicode tags), line and paragraph separators, and surrogates (a name that is not
+# UTF-8): a name holding one can rewrite a terminal or hide what it says.
+_ODD_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs"})
+
+
+def _odd(ch: str) -> bool:
+    return unicodedata.category(ch) in _ODD_CATEGORIES
+
+
+def _shown(text: str) -> str:
+    """``text`` with every control or invisible character written as an escape (``\\x1b``,
+    ``\\u202e``, ``\\n``): file names in results and refusals can neither act on a terminal nor
+    split a line."""
+    if not any(_odd(ch) for ch in text):
+        return text
+    return "".join(
+        ch.encode("unicode_escape", "backslashreplace").decode("ascii") if _odd(ch) else ch for ch in text
+    )
+
+
+def _q(path: str) -> str:
+    """A path for a sentence: quoted, clipped to 80 characters, escaped."""
+    return f"'{_shown(path[:80])}'"
+
+
+def _name_too_long(name: str) -> bool:
+    if os.name == "nt":  # pragma: no cover - Windows counts UTF-16 units
+        return len(name.encode("utf-16-le", "surrogatepass")) // 2 > MAX_NAME_BYTES
+    return len(name.encode("utf-8", "surrogateescape")) > MAX_NAME_BYTES
+
+
+def _skip_reason(message: str) -> str:
+    """Why a search passed over a file, from the read's refusal."""
+    if "limit" in message:
+        return "over the read limit"
+    if "binary" in message:
+        return "binary"
+    if "not a regular file" in message:
+        return "not a regular file"
+    if "hard link" in message:
+        return "more than one hard link"
+    return "could not be read"
+
+
 class WorkspaceError(ValueError):
     """The workspace folder itself is unusable (missing, not a folder)."""
 
 
 def _cannot_write(path: str, exc: OSError) -> ToolError:
-    return ToolError(f"'{path[:80]}' cannot be written ({exc.strerror or exc}).")
+    return ToolError(f"{_q(path)} cannot be written ({exc.strerror or exc}).")
 
 
 def _write_all(fd: int, data: bytes, path: str) -> None:
@@ -127,7 +174,7 @@ class Workspace:
     def _lexical_check(self, path: str) -> str:
         if not isinstance(path, str):
             raise ToolError(f"The path must be a string, got {type(path).__name__}.")
-        shown = path[:80]
+        shown = _shown(path[:80])
         if "\x00" in path:
             raise ToolError("The path contains a NUL character, which is not allowed.")
         if len(path) > MAX_PATH_CHARS:
@@ -149,8 +196,14 @@ class Workspace:
             raise ToolError(f"'{shown}' contains a backslash; use '/' between folder names.")
         if text.startswith("/") or os.path.isabs(text):
             raise ToolError(f"'{shown}' is an absolute path; use a path relative to the workspace.")
-        if ".." in text.split("/"):
+        names = text.split("/")
+        if ".." in names:
             raise ToolError(f"'{shown}' goes up out of the folder with '..', which is not allowed.")
+        for name in names:
+            if _name_too_long(name):
+                raise ToolError(
+                    f"A name in '{shown}' is longer than {MAX_NAME_BYTES} bytes, which file systems do not allow."
+                )
         return text
 
     def resolve(self, path: str) -> Path:
@@ -161,13 +214,11 @@ class Workspace:
             real = Path(os.path.realpath(candidate, strict=False))
             # realpath leaves a symlink loop unresolved instead of failing: detect it.
             if os.path.islink(real):
-                raise ToolError(f"'{path[:80]}' is a symbolic link loop.")
+                raise ToolError(f"{_q(path)} is a symbolic link loop.")
         except (OSError, RuntimeError, ValueError):
-            raise ToolError(
-                f"'{path[:80]}' cannot be resolved (symbolic link loop or invalid name)."
-            ) from None
+            raise ToolError(f"{_q(path)} cannot be resolved (symbolic link loop or invalid name).") from None
         if real != self.root and self.root not in real.parents:
-            raise ToolError(f"'{path[:80]}' leads outside the workspace, which is not allowed.")
+            raise ToolError(f"{_q(path)} leads outside the workspace, which is not allowed.")
         return real
 
     def relative(self, real: Path) -> str:
@@ -176,14 +227,12 @@ class Workspace:
 
     def _check_regular(self, st: os.stat_result, path: str) -> None:
         if stat.S_ISDIR(st.st_mode):
-            raise ToolError(f"'{path[:80]}' is a folder, not a file.")
+            raise ToolError(f"{_q(path)} is a folder, not a file.")
         if not stat.S_ISREG(st.st_mode):
-            raise ToolError(
-                f"'{path[:80]}' is not a regular file (device, pipe or socket), so it is refused."
-            )
+            raise ToolError(f"{_q(path)} is not a regular file (device, pipe or socket), so it is refused.")
         if st.st_nlink > 1:
             raise ToolError(
-                f"'{path[:80]}' has more than one hard link (it may be a file outside the workspace), so it is refused."
+                f"{_q(path)} has more than one hard link (it may be a file outside the workspace), so it is refused."
             )
 
     def _parts(self, real: Path) -> tuple[str, ...]:
@@ -191,7 +240,7 @@ class Workspace:
 
     def _changed(self, path: str) -> ToolError:
         return ToolError(
-            f"'{path[:80]}' changed while it was opened (a folder or file became a symbolic link), "
+            f"{_q(path)} changed while it was opened (a folder or file became a symbolic link), "
             "so it is refused."
         )
 
@@ -207,14 +256,14 @@ class Workspace:
                     nfd = os.open(name, _DIR_FLAGS, dir_fd=fd)
                 except FileNotFoundError:
                     if not create:
-                        raise ToolError(f"'{path[:80]}' does not exist.") from None
+                        raise ToolError(f"{_q(path)} does not exist.") from None
                     try:
                         os.mkdir(name, 0o777, dir_fd=fd)
                     except FileExistsError:
                         pass
                     except OSError as exc:
                         raise ToolError(
-                            f"The folder for '{path[:80]}' cannot be created ({exc.strerror or exc})."
+                            f"The folder for {_q(path)} cannot be created ({exc.strerror or exc})."
                         ) from None
                     try:
                         nfd = os.open(name, _DIR_FLAGS, dir_fd=fd)
@@ -227,11 +276,9 @@ class Workspace:
                         except OSError:
                             raise self._changed(path) from None
                         if not stat.S_ISLNK(st.st_mode) and not stat.S_ISDIR(st.st_mode):
-                            raise ToolError(
-                                f"'{path[:80]}': '{name[:80]}' is a file, not a folder."
-                            ) from None
+                            raise ToolError(f"{_q(path)}: {_q(name)} is a file, not a folder.") from None
                         raise self._changed(path) from None
-                    raise ToolError(f"'{path[:80]}' cannot be opened ({exc.strerror or exc}).") from None
+                    raise ToolError(f"{_q(path)} cannot be opened ({exc.strerror or exc}).") from None
                 os.close(fd)
                 fd = nfd
         except BaseException:
@@ -247,7 +294,7 @@ class Workspace:
             root = Path(os.path.normcase(str(self.root)))
             if real != root and root not in real.parents:
                 os.close(fd)
-                raise ToolError(f"'{path[:80]}' leads outside the workspace, which is not allowed.")
+                raise ToolError(f"{_q(path)} leads outside the workspace, which is not allowed.")
 
     def _open_read(self, path: str) -> tuple[int, os.stat_result, Path]:
         real = self.resolve(path)
@@ -256,7 +303,7 @@ class Workspace:
             if _AT:
                 parts = self._parts(real)
                 if not parts:
-                    raise ToolError(f"'{path[:80]}' is a folder, not a file.")
+                    raise ToolError(f"{_q(path)} is a folder, not a file.")
                 dfd = self._open_dir(parts[:-1], path)
                 try:
                     fd = os.open(parts[-1], flags, dir_fd=dfd)
@@ -270,17 +317,17 @@ class Workspace:
                 fd = os.open(real, flags)
                 self._inside(fd, path)
         except FileNotFoundError:
-            raise ToolError(f"'{path[:80]}' does not exist.") from None
+            raise ToolError(f"{_q(path)} does not exist.") from None
         except IsADirectoryError:
-            raise ToolError(f"'{path[:80]}' is a folder, not a file.") from None
+            raise ToolError(f"{_q(path)} is a folder, not a file.") from None
         except OSError as exc:
-            raise ToolError(f"'{path[:80]}' cannot be opened ({exc.strerror or exc}).") from None
+            raise ToolError(f"{_q(path)} cannot be opened ({exc.strerror or exc}).") from None
         try:
             st = os.fstat(fd)
             self._check_regular(st, path)
             if st.st_size > self.max_read_bytes:
                 raise ToolError(
-                    f"'{path[:80]}' is {format_bytes(st.st_size)}, over the {format_bytes(self.max_read_bytes)} limit "
+                    f"{_q(path)} is {format_bytes(st.st_size)}, over the {format_bytes(self.max_read_bytes)} limit "
                     "for reading files."
                 )
         except BaseException:
@@ -294,17 +341,17 @@ class Workspace:
             with os.fdopen(fd, "rb") as fh:
                 data = fh.read(self.max_read_bytes + 1)
         except OSError as exc:
-            raise ToolError(f"'{path[:80]}' cannot be read ({exc.strerror or exc}).") from None
+            raise ToolError(f"{_q(path)} cannot be read ({exc.strerror or exc}).") from None
         if len(data) > self.max_read_bytes:
             raise ToolError(
-                f"'{path[:80]}' is over the {format_bytes(self.max_read_bytes)} limit for reading files."
+                f"{_q(path)} is over the {format_bytes(self.max_read_bytes)} limit for reading files."
             )
         return data
 
     def read_text(self, path: str) -> str:
         data = self.read_bytes(path)
         if b"\x00" in data[:8192]:
-            raise ToolError(f"'{path[:80]}' is a binary file, not text.")
+            raise ToolError(f"{_q(path)} is a binary file, not text.")
         return data.decode("utf-8", errors="replace")
 
     # -- tools --------------------------------------------------------------------------
@@ -318,42 +365,47 @@ class Workspace:
         real = self.resolve(path)
         try:
             if not real.exists():
-                raise ToolError(f"'{path[:80]}' does not exist.")
+                raise ToolError(f"{_q(path)} does not exist.")
             if not real.is_dir():
-                raise ToolError(f"'{path[:80]}' is a file, not a folder; use read_file to read it.")
+                raise ToolError(f"{_q(path)} is a file, not a folder; use read_file to read it.")
         except OSError as exc:
-            raise ToolError(f"'{path[:80]}' cannot be listed ({exc.strerror or exc}).") from None
+            raise ToolError(f"{_q(path)} cannot be listed ({exc.strerror or exc}).") from None
         try:
+            # The entries of a listed descriptor read their types and sizes through it (``dir_fd``),
+            # so they are described before it is closed.
             if _AT:
                 dfd = self._open_dir(self._parts(real), path)
                 try:
                     entries = sorted(os.scandir(dfd), key=lambda e: e.name.lower())
+                    lines = [self._describe(e) for e in entries[:MAX_LIST_ENTRIES]]
                 finally:
                     os.close(dfd)
             else:
                 entries = sorted(os.scandir(real), key=lambda e: e.name.lower())
+                lines = [self._describe(e) for e in entries[:MAX_LIST_ENTRIES]]
         except OSError as exc:
-            raise ToolError(f"'{path[:80]}' cannot be listed ({exc.strerror or exc}).") from None
-        lines: list[str] = []
-        for entry in entries[:MAX_LIST_ENTRIES]:
-            try:
-                if entry.is_symlink():
-                    lines.append(f"{entry.name} (symbolic link)")
-                elif entry.is_dir(follow_symlinks=False):
-                    lines.append(f"{entry.name}/")
-                elif entry.is_file(follow_symlinks=False):
-                    lines.append(f"{entry.name} ({format_bytes(entry.stat(follow_symlinks=False).st_size)})")
-                else:
-                    lines.append(f"{entry.name} (special file)")
-            except OSError:
-                lines.append(f"{entry.name} (unreadable)")
-        where = self.relative(real)
+            raise ToolError(f"{_q(path)} cannot be listed ({exc.strerror or exc}).") from None
+        where = _shown(self.relative(real))
         if not lines:
             return f"{where}: empty folder."
         header = f"{where}: {len(entries)} entries"
         if len(entries) > MAX_LIST_ENTRIES:
             header += f" (showing the first {MAX_LIST_ENTRIES})"
         return header + "\n" + "\n".join(lines)
+
+    @staticmethod
+    def _describe(entry: os.DirEntry[str]) -> str:
+        name = _shown(entry.name)
+        try:
+            if entry.is_symlink():
+                return f"{name} (symbolic link)"
+            if entry.is_dir(follow_symlinks=False):
+                return f"{name}/"
+            if entry.is_file(follow_symlinks=False):
+                return f"{name} ({format_bytes(entry.stat(follow_symlinks=False).st_size)})"
+            return f"{name} (special file)"
+        except OSError:
+            return f"{name} (unreadable)"
 
     def read_file(self, path: str, start_line: int | None = None, end_line: int | None = None) -> str:
         """Read a text file of the workspace, optionally only some lines.
@@ -372,15 +424,16 @@ class Workspace:
             raise ToolError(f"start_line must be 1 or more, got {first}.")
         if end_line is not None and last < first:
             raise ToolError(f"end_line ({last}) is before start_line ({first}).")
+        shown = _shown(path)
         if total == 0:
-            return f"{path}: empty file."
+            return f"{shown}: empty file."
         if first > total:
-            raise ToolError(f"start_line {first} is past the end of '{path[:80]}', which has {total} lines.")
+            raise ToolError(f"start_line {first} is past the end of {_q(path)}, which has {total} lines.")
         last = min(last, total)
         body = "\n".join(lines[first - 1 : last])
         if first == 1 and last == total:
-            return f"{path} ({total} lines):\n{body}"
-        return f"{path} (lines {first}-{last} of {total}):\n{body}"
+            return f"{shown} ({total} lines):\n{body}"
+        return f"{shown} (lines {first}-{last} of {total}):\n{body}"
 
     def search_files(self, query: str, regex: bool = False, path: str = ".") -> str:
         """Search the text files of the workspace for a string or regular expression.
@@ -424,10 +477,10 @@ class Workspace:
         real = self.resolve(path)
         try:
             if not real.exists():
-                raise ToolError(f"'{path[:80]}' does not exist.")
+                raise ToolError(f"{_q(path)} does not exist.")
             is_file = real.is_file()
         except OSError as exc:
-            raise ToolError(f"'{path[:80]}' cannot be searched ({exc.strerror or exc}).") from None
+            raise ToolError(f"{_q(path)} cannot be searched ({exc.strerror or exc}).") from None
         files: list[Path] = []
         if is_file:
             files.append(real)
@@ -448,18 +501,22 @@ class Workspace:
                 if len(files) >= MAX_SEARCH_FILES:
                     break
         matches: list[str] = []
-        skipped = 0
+        skipped: dict[str, list[str]] = {}  # reason -> the files passed over for it
         long_lines = 0
         for file in files:
             rel = self.relative(file)
             try:
                 if file.is_symlink():
-                    skipped += 1
+                    skipped.setdefault("symbolic link", []).append(rel)
                     continue
                 text = self.read_text(rel)
-            except ToolError:
-                skipped += 1
+            except ToolError as exc:
+                skipped.setdefault(_skip_reason(str(exc)), []).append(rel)
                 continue
+            except OSError:
+                skipped.setdefault("could not be read", []).append(rel)
+                continue
+            rel = _shown(rel)
             check_cancelled()
             for number, line in enumerate(text.splitlines(), start=1):
                 if regex and len(line) > MAX_REGEX_LINE:
@@ -484,13 +541,27 @@ class Workspace:
                         break
             if len(matches) >= MAX_SEARCH_MATCHES:
                 break
+        n_skipped = sum(len(v) for v in skipped.values())
         if not matches:
-            result = f"No matches for {query!r} in {len(files) - skipped} files."
+            result = f"No matches for {query!r} in {len(files) - n_skipped} files."
         else:
             result = f"{len(matches)} matches for {query!r}"
             if len(matches) >= MAX_SEARCH_MATCHES:
                 result += f" (stopped at {MAX_SEARCH_MATCHES})"
             result += ":\n" + "\n".join(matches)
+        if skipped:
+            # A file passed over may hold what was searched for: say which, and why.
+            parts = []
+            for reason, names in sorted(skipped.items(), key=lambda kv: -len(kv[1])):
+                if reason == "over the read limit":
+                    reason = f"over the {format_bytes(self.max_read_bytes)} read limit"
+                shown = ", ".join(_shown(n) for n in names[:3]) + (
+                    f" and {len(names) - 3} more" if len(names) > 3 else ""
+                )
+                parts.append(f"{len(names)} {reason} ({shown})")
+            result += (
+                f"\n(Skipped {n_skipped} file{'s' if n_skipped != 1 else ''}: " + "; ".join(parts) + ".)"
+            )
         if len(files) >= MAX_SEARCH_FILES:
             result += f"\n(Searched only the first {MAX_SEARCH_FILES} files.)"
         if long_lines:
@@ -521,6 +592,8 @@ class Workspace:
                     self._check_regular(os.stat(name, dir_fd=parent_fd, follow_symlinks=False), path)
                 except FileNotFoundError:
                     pass
+                except OSError as exc:
+                    raise _cannot_write(path, exc) from None
             # As on every platform: stage in a hidden file, commit with one rename (see write_file).
             tmp = f".callisto-{secrets.token_hex(8)}.tmp"
             flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC
@@ -549,7 +622,7 @@ class Workspace:
             if parent_fd is not None:
                 os.close(parent_fd)
             os.close(root_fd)
-        return f"Wrote {len(data)} bytes to {self.relative(real)}."
+        return f"Wrote {len(data)} bytes to {_shown(self.relative(real))}."
 
     def write_file(self, path: str, content: str) -> str:
         """Create or overwrite a text file in the workspace (asks the user first).
@@ -558,14 +631,24 @@ class Workspace:
             path: File relative to the workspace root; missing folders are created.
             content: The complete new content of the file.
         """
-        if len(content) > MAX_WRITE_CHARS:
-            raise ToolError(f"The content is too long (more than {MAX_WRITE_CHARS} characters).")
+        too_long = ToolError(f"The content is too long (more than {MAX_WRITE_BYTES} bytes of UTF-8).")
+        if len(content) > MAX_WRITE_BYTES:  # every character is one byte or more
+            raise too_long
         rel = self._lexical_check(path)
         if rel == "." or path.strip().endswith("/"):
-            raise ToolError(f"'{path[:80]}' names a folder; give a file name.")
+            raise ToolError(f"{_q(path)} names a folder; give a file name.")
+        odd = next((ch for ch in path if _odd(ch)), None)
+        if odd is not None:
+            raise ToolError(
+                f"{_q(path)} contains a control or invisible character (U+{ord(odd):04X}), which file names "
+                "may not hold."
+            )
+        data = content.encode("utf-8")
+        if len(data) > MAX_WRITE_BYTES:
+            raise too_long
         real = self.resolve(path)
         if _AT:
-            return self._write_at(path, real, content.encode("utf-8"))
+            return self._write_at(path, real, data)
         if os.path.lexists(real):
             st = os.lstat(real)
             self._check_regular(st, path)
@@ -576,8 +659,7 @@ class Workspace:
         # its time limit before the commit leaves the workspace exactly as it was.
         staging = parent if parent.is_dir() else self.root
         if Path(os.path.realpath(staging)) != staging:
-            raise ToolError(f"'{path[:80]}' leads outside the workspace, which is not allowed.")
-        data = content.encode("utf-8")
+            raise ToolError(f"{_q(path)} leads outside the workspace, which is not allowed.")
         try:
             fd, tmp = tempfile.mkstemp(prefix=".callisto-", suffix=".tmp", dir=staging)
         except OSError as exc:
@@ -590,13 +672,13 @@ class Workspace:
                 parent.mkdir(parents=True, exist_ok=True)
             except OSError as exc:
                 raise ToolError(
-                    f"The folder for '{path[:80]}' cannot be created ({exc.strerror or exc})."
+                    f"The folder for {_q(path)} cannot be created ({exc.strerror or exc})."
                 ) from None
             # The parent may have been swapped for a symlink meanwhile: check its real path again.
             if Path(os.path.realpath(parent)) != parent or (
                 parent != self.root and self.root not in parent.parents
             ):
-                raise ToolError(f"'{path[:80]}' leads outside the workspace, which is not allowed.")
+                raise ToolError(f"{_q(path)} leads outside the workspace, which is not allowed.")
             try:
                 os.replace(tmp, real)  # replaces a name, never follows a symlink at the target
             except OSError as exc:
@@ -607,7 +689,7 @@ class Workspace:
             except OSError:
                 pass
             raise
-        return f"Wrote {len(data)} bytes to {self.relative(real)}."
+        return f"Wrote {len(data)} bytes to {_shown(self.relative(real))}."
 
 
 def workspace_tools(workspace: Workspace) -> list[Tool]:
