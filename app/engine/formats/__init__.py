@@ -88,6 +88,7 @@ FAMILY_MODULES: tuple[str, ...] = (
     "minicpm5",
     "hunyuan",
     "solar",
+    "granite",
 )
 
 for _module in FAMILY_MODULES:

@@ -17,9 +17,11 @@ from typing import Any
 from app.engine.formats.base import FORMATS, Format
 
 __all__ = [
+    "MARKED_TEMPLATES",
     "PROBE_ARGS",
     "PROBE_CALL",
     "PROBE_TOOLS",
+    "TEMPLATE_MARKERS",
     "call_texts",
     "detect",
     "detect_template",
@@ -185,15 +187,46 @@ def _reads_probe(fmt, prompt: str, text: str) -> bool:
     )
 
 
-def detect(render: Render, eos_token: str = "") -> str | None:
+# Families whose wire a family tried after them also reads (Jamba and Hunyuan-A13B write
+# Apriel's list, Phi-4-mini FireFunction's): each is detected only from a template that holds
+# every one of these strings, so the other family's templates stay that family's.
+TEMPLATE_MARKERS: dict[str, tuple[str, ...]] = {
+    "phi4-mini": ("<|tool|>", "<|/tool|>"),
+    "jamba": ("<|bom|>", "<|eom|>"),
+    "hunyuan-a13b": ("<|extra_4|>", "<|extra_0|>"),
+}
+
+# Published templates that take the tools but never render a call turn (a past call is written
+# as the turn's plain content, so no call can be probed): known by what they hold, tried when no
+# rendered call was read. Granite 3.x's system prompt names its ``<|tool_call|>`` marker;
+# Phi-4-mini's takes the tools as a string on the system message, between ``<|tool|>`` tags.
+MARKED_TEMPLATES: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("granite", ("<|tool_call|>", "<|start_of_role|>available_tools")),
+    ("phi4-mini", ("<|tool|>", "<|/tool|>", "['tools']")),
+)
+
+
+def _marked(name: str, source: str | None) -> bool:
+    """Whether detection may name ``name`` for a template whose source is ``source``."""
+    marks = TEMPLATE_MARKERS.get(name)
+    return not marks or (source is not None and all(m in source for m in marks))
+
+
+def detect(render: Render, eos_token: str = "", *, source: str | None = None) -> str | None:
     """The family whose parser reads the template's probe call back, or None.
 
     ``render(messages, tools) -> str`` renders through the template, with the generation prompt
-    when the last message is not the assistant's (as the engine renders prompts).
+    when the last message is not the assistant's (as the engine renders prompts). ``source``:
+    the template's text, where known (the families of :data:`TEMPLATE_MARKERS` need it, and a
+    template of :data:`MARKED_TEMPLATES` is known by it when no probe call was read).
     """
     for prompt, text in _iter_call_texts(render, PROBE_TOOLS, PROBE_CALL[0], PROBE_ARGS, eos_token or ""):
         for name, fmt in FORMATS.items():
-            if _may_read_a_call(fmt, text) and _reads_probe(fmt, prompt, text):
+            if _marked(name, source) and _may_read_a_call(fmt, text) and _reads_probe(fmt, prompt, text):
+                return name
+    if source is not None:
+        for name, marks in MARKED_TEMPLATES:
+            if name in FORMATS and all(m in source for m in marks):
                 return name
     return None
 
@@ -226,7 +259,7 @@ def detect_template(
     for src in (tool_use, source):
         if not isinstance(src, str) or not src.strip():
             continue
-        found = detect(_template_renderer(src, bos_token or "", eos_token or ""), eos_token or "")
+        found = detect(_template_renderer(src, bos_token or "", eos_token or ""), eos_token or "", source=src)
         if found:
             return found
     return None

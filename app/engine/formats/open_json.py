@@ -1,0 +1,131 @@
+"""A JSON value right after an opener, with no closing marker: the wire of Granite 3.x
+(``<|tool_call|>[...]``), Granite 20B function calling (``<function_call> {...}``) and xLAM (a
+bare list).
+
+:class:`OpenValueScanner` reads ``[ws] VALUE`` JSON-aware and ends the region right after the
+value (or at the first character that cannot start it: the opener is then text).
+:class:`OpenListFormat` is a family whose calls are one such JSON list after one of its
+``openers``; :class:`OpenObjectFormat` one whose calls are one JSON object after each opener.
+A value the reply left open is text (the closing bracket is the only end there is), a value the
+token limit cut is an incomplete call (a list keeps its complete calls).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping
+from functools import partial
+from typing import Any
+
+from app.engine.formats.base import Format, JsonStateScanner, MarkerRegion, RegionScanner, one_call
+from app.engine.formats.json_list import ElementReader, element_reader, parse_json_list
+from app.engine.formats.jsonscan import loads_repaired
+from app.engine.formats.sections import json_text, skip_ws
+
+__all__ = ["OpenListFormat", "OpenObjectFormat", "OpenValueScanner"]
+
+
+class OpenValueScanner(JsonStateScanner):
+    """``[ws] VALUE`` where VALUE opens with ``opening``: the region ends right after the value,
+    or before the first character that cannot start it."""
+
+    def __init__(self, opening: str) -> None:
+        super().__init__()
+        self.opening = opening
+
+    def scan(self, buf: str, final: bool) -> tuple[int, bool]:
+        i, n = 0, len(buf)
+        while i < n:
+            if self.state == "pre":
+                self.ops += 1
+                j = self.value_start(buf, i, self.opening)
+                if j is None:
+                    return i, True
+                i = j
+                continue
+            j = self.feed_json(self.json, buf, i)
+            return (n, False) if j == -1 else (j, True)
+        return n, False
+
+
+class _OpenJsonFormat(Format):
+    """What the two shapes share: the element's keys, the markers that stand alone as structure."""
+
+    #: markers consumed as structure wherever they stand (never content): e.g. ``<response>``
+    structure: tuple[str, ...] = ()
+    name_key = "name"
+    args_key = "arguments"
+    extra_keys: tuple[str, ...] = ()
+    #: the text written between the opener and the value in example calls and grammars
+    gap = ""
+
+    @functools.cached_property
+    def _reader(self) -> ElementReader:
+        return element_reader(self.name_key, self.args_key, self.extra_keys)
+
+    def read_element(self, obj: Any) -> tuple[str, dict[str, Any], str | None] | None:
+        return self._reader(obj)
+
+    def call_openers(self) -> tuple[str, ...]:
+        return tuple(o for o in self.openers if o not in self.structure)
+
+    def item(self, name: str, arguments: Mapping[str, Any]) -> dict[str, Any]:
+        return {self.name_key: name, self.args_key: dict(arguments)}
+
+    def call_schema(self, tool: Mapping[str, Any]) -> dict[str, Any]:
+        from app.engine.grammar.wires import json_call
+
+        return json_call(tool, name_key=self.name_key, args_key=self.args_key)
+
+
+class OpenListFormat(_OpenJsonFormat):
+    """``OPENER [ws] [ {call}, ... ]``: one JSON list of calls after an opener, no closing marker."""
+
+    def region_scanner(self, opener: str) -> RegionScanner:
+        return MarkerRegion() if opener in self.structure else OpenValueScanner("[")
+
+    def parse_region(self, opener, body, *, at_end, truncated, tools):
+        if opener in self.structure:
+            return [], ""  # consumed, never content
+        return parse_json_list(body, "", at_end=at_end, truncated=truncated, read_element=self.read_element)
+
+    def cut_call(self, opener, body, tools):
+        return None if opener in self.structure else super().cut_call(opener, body, tools)
+
+    def grammar_wire(self, ctx):
+        from app.engine.grammar.wires import json_array
+
+        opener = self.call_openers()[0]
+        return partial(json_array, open=opener + self.gap, opener=opener, item=self.call_schema)
+
+    def example_call(self, name: str, arguments: dict[str, Any]) -> str:
+        return self.call_openers()[0] + self.gap + json_text([self.item(name, arguments)])
+
+
+class OpenObjectFormat(_OpenJsonFormat):
+    """``OPENER [ws] {call}``: one JSON call object after each opener, no closing marker."""
+
+    def region_scanner(self, opener: str) -> RegionScanner:
+        return MarkerRegion() if opener in self.structure else OpenValueScanner("{")
+
+    def parse_region(self, opener, body, *, at_end, truncated, tools):
+        if opener in self.structure:
+            return [], ""
+        start = skip_ws(body, 0)
+        if start >= len(body) or (at_end and truncated):
+            return None  # no object, or one the token limit may have cut: not a call
+        ok, obj = loads_repaired(body[start:])
+        got = self.read_element(obj) if ok else None
+        return one_call(opener, body, None if got is None else got[:2])
+
+    def cut_call(self, opener, body, tools):
+        return None if opener in self.structure else super().cut_call(opener, body, tools)
+
+    def grammar_wire(self, ctx):
+        from app.engine.grammar.wires import json_tagged
+
+        opener = self.call_openers()[0]
+        return partial(json_tagged, open=opener, close="", lead=self.gap, args_key=self.args_key)
+
+    def example_call(self, name: str, arguments: dict[str, Any]) -> str:
+        return self.call_openers()[0] + self.gap + json_text(self.item(name, arguments))
