@@ -13,6 +13,16 @@ Requests and replies are tuples (see ``engine_process``):
   sends ``("next", rid, gid)``: the child decodes the next token meanwhile but keeps it only
   once that arrives (a cancel instead drops it);
 * ``("cancel", rid, gid)`` stops the running generation ``gid``; ``("close",)`` exits.
+
+Two more things keep the child honest (:func:`_watch`, a thread of its own, which needs no
+answer from the main thread):
+
+* a heartbeat, ``("beat", -1)`` every :data:`HEARTBEAT_S` seconds, from loading on: the parent's
+  watchdog ends a child that stays silent (stopped, or stuck with the interpreter blocked) for
+  ``engine_process.STALL_S`` seconds, while a long generation or load that goes on beats on;
+* the parent's liveness: when the parent is gone (killed, crashed) the child exits within
+  :data:`HEARTBEAT_S` seconds, even in the middle of a load or a long prompt, when it reads no
+  pipe.
 """
 
 from __future__ import annotations
@@ -21,6 +31,9 @@ import contextlib
 import itertools
 import os
 import pickle
+import sys
+import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
@@ -34,6 +47,8 @@ __all__ = ["OPS", "main"]
 
 _MAX_CONSTRAINTS = 256  # compiled constraints kept by handle (oldest forgotten first)
 _MAX_PENDING = 64  # prepared generations not yet run
+#: seconds between two heartbeats (and two checks that the parent still lives)
+HEARTBEAT_S = 1.0
 
 
 class _Child:
@@ -47,16 +62,18 @@ class _Child:
         self.running: int | None = None
         self.unacked = False  # a piece was sent and the app has not asked for the next one yet
         self.stop = False
+        self.send_lock = threading.Lock()  # the main thread and the heartbeat both send
 
     # -- plumbing ------------------------------------------------------------------------------
 
     def send(self, msg: tuple[Any, ...]) -> None:
         try:
-            self.conn.send(msg)
+            with self.send_lock:
+                self.conn.send(msg)
         except (pickle.PicklingError, TypeError, AttributeError) as exc:
             # an unpicklable result or error: send its words instead
             if msg[0] in ("reply", "end") and len(msg) == 4:
-                self.conn.send((msg[0], msg[1], False, _portable(RuntimeError(str(exc)))))
+                self.send((msg[0], msg[1], False, _portable(RuntimeError(str(exc)))))
             else:
                 raise
         except (BrokenPipeError, EOFError, OSError):
@@ -257,11 +274,47 @@ def _portable(exc: BaseException) -> BaseException:
         return GenerationError(f"{type(exc).__name__}: {exc}")
 
 
+def _parent_gone(parent: int) -> Callable[[], bool]:
+    """A check that the process ``parent`` has ended (POSIX: this child was handed to another
+    parent; Windows: the parent's handle is signalled)."""
+    if sys.platform == "win32":
+        import _winapi
+
+        try:
+            handle = _winapi.OpenProcess(0x00100000, False, parent)  # SYNCHRONIZE
+        except OSError:
+            return lambda: True
+        return lambda: _winapi.WaitForSingleObject(handle, 0) == 0  # WAIT_OBJECT_0
+    return lambda: os.getppid() != parent
+
+
+def _watch(child: _Child, parent: int | None) -> None:
+    """The heartbeat and the parent's watch (see the module docstring): exits the process when
+    the parent is gone."""
+    gone = _parent_gone(parent) if parent else lambda: False
+    while True:
+        if gone():
+            os._exit(0)  # nobody reads what we would make: llama.cpp's work is dropped with us
+        child.send(("beat", -1))
+        time.sleep(HEARTBEAT_S)
+
+
+def _parent_pid() -> int | None:
+    """The parent's pid, as the parent gave it (``CALLISTO_ENGINE_PARENT``): if it died before
+    this child started, ``getppid()`` already names another process."""
+    try:
+        return int(os.environ.pop("CALLISTO_ENGINE_PARENT", ""))
+    except ValueError:
+        return None
+
+
 def main(channel: str) -> int:
     """The child's entry point: connect, read ``("load", args)``, load the model, reply
     ``("reply", 0, ok, info)``, then serve until ``close`` or the parent goes away."""
+    parent = _parent_pid()
     conn = connect_child(channel)
     child = _Child(conn)
+    threading.Thread(target=_watch, args=(child, parent), name="engine-heartbeat", daemon=True).start()
     try:
         msg = conn.recv()
     except (EOFError, OSError):

@@ -26,7 +26,18 @@ When the child dies (abort, segfault, out of memory, killed), every waiting call
 :class:`~app.engine.errors.EngineCrashedError` (a ``GenerationError``) whose message says
 in plain words what happened and to which model, e.g. "The model crashed while generating:
 llama.cpp aborted (SIGABRT)". The parent is untouched and can load the model again. When the
-parent dies, the child sees its pipe close and exits.
+parent dies, the child sees its pipe close, or its watch thread sees the parent gone, and exits.
+
+**No call waits forever.** The child sends a heartbeat every second (``engine_child.HEARTBEAT_S``)
+from a thread of its own, whatever its main thread does (loading, reading a long prompt,
+compiling a constraint, generating). The parent's watchdog (a thread per engine, one tick a
+second) ends a child that sent nothing for :data:`STALL_S` seconds while using no CPU time: a
+process stopped (SIGSTOP, a debugger) or stuck (a deadlock). Every waiting call then raises
+``EngineCrashedError`` ("... stopped answering for 30 s ..."), within ``STALL_S`` plus a tick
+or two, and the next load starts a fresh child. A generation or a load that runs long but lives
+is never cut: its heartbeat goes on. ``CALLISTO_ENGINE_STALL_S`` overrides the bound (tests).
+A consumer interrupted by Ctrl-C (``KeyboardInterrupt``, ``SystemExit``) waits at most
+:data:`INTERRUPT_GRACE_S` for the child to stop, then ends it.
 """
 
 from __future__ import annotations
@@ -41,12 +52,13 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from app.engine.errors import EngineCrashedError, GenerationError, GrammarError, ModelLoadError
+from app.engine.errors import EngineCrashedError, EngineError, GenerationError, GrammarError, ModelLoadError
 
 if TYPE_CHECKING:
     from app.engine.generation import Generation
@@ -64,6 +76,23 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 _STDERR_TAIL = 8192  # bytes of the child's stderr kept to explain a crash
+
+#: seconds an engine process may stay silent (no heartbeat, no reply) while using no CPU time
+#: before the watchdog ends it as stopped or hung (``CALLISTO_ENGINE_STALL_S`` overrides it)
+STALL_S = 30.0
+#: seconds between two looks of the watchdog
+WATCH_TICK_S = 1.0
+#: seconds a generation interrupted by Ctrl-C waits for the child to stop before it is ended
+INTERRUPT_GRACE_S = 2.0
+
+
+def stall_seconds() -> float:
+    """:data:`STALL_S`, or ``CALLISTO_ENGINE_STALL_S`` when it holds a positive number."""
+    try:
+        value = float(os.environ.get("CALLISTO_ENGINE_STALL_S", ""))
+    except ValueError:
+        return STALL_S
+    return value if 0 < value < float("inf") else STALL_S
 
 
 _WINDOWS_CODES = {
@@ -180,6 +209,9 @@ class EngineProcess:
         self._loaded = False
         self._stderr_path: str | None = None
         self._reader: threading.Thread | None = None
+        self.stall_s = stall_seconds()
+        self._heard = 0  # messages received (heartbeats included): the watchdog's sign of life
+        self._stalled: float | None = None  # the silence (s) after which the watchdog ended it
 
     # -- lifecycle -----------------------------------------------------------------------------
 
@@ -198,12 +230,18 @@ class EngineProcess:
         rid, q = self._register(0)
         self._reader = threading.Thread(target=self._read, name=f"engine-reader {model_name}", daemon=True)
         self._reader.start()
+        threading.Thread(target=self._watch, name=f"engine-watchdog {model_name}", daemon=True).start()
         try:
-            self._send(("load", load_args))
-        except (OSError, ValueError):
-            pass  # it died already: the reader says how
-        msg = q.get()
-        self._unregister(rid)
+            try:
+                self._send(("load", load_args))
+            except (OSError, ValueError):
+                pass  # it died already: the reader says how
+            msg = q.get()
+        except BaseException:  # Ctrl-C while it loads: nobody will use this child
+            self.kill()
+            raise
+        finally:
+            self._unregister(rid)
         if msg[0] == "dead":
             crash = self._crash_error("loading")
             self.close()
@@ -211,7 +249,11 @@ class EngineProcess:
         _, _, ok, value = msg
         if not ok:
             self.close()
-            raise value
+            if isinstance(value, EngineError):
+                raise value
+            # not an engine error (llama.cpp's library missing or broken, an OSError...): one
+            # sentence naming the file, as every failed load says
+            raise ModelLoadError(load_args["path"], _load_problem(value)) from value
         self._loaded = True
         return self, value
 
@@ -229,7 +271,8 @@ class EngineProcess:
         return None if self._closing else self._dead
 
     def close(self, timeout: float = 5.0) -> None:
-        """Stop the child (it frees the model) and wait for it; kill it if it does not stop."""
+        """Stop the child (it frees the model) and wait for it; kill it if it does not stop within
+        ``timeout`` seconds, at once when it is stopped (SIGSTOP) or when the wait is interrupted."""
         self._closing = True
         proc, self._proc = self._proc, None
         if proc is None:
@@ -237,16 +280,60 @@ class EngineProcess:
         with contextlib.suppress(OSError, ValueError):
             self._send(("close",))
         try:
+            if _is_stopped(proc.pid):
+                raise subprocess.TimeoutExpired(proc.args, 0)
             proc.wait(timeout)
         except subprocess.TimeoutExpired:
-            proc.kill()
+            _kill(proc)
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(timeout)
+        except BaseException:  # Ctrl-C while it closes: end it, never leave it behind
+            _kill(proc)
+            raise
         with contextlib.suppress(OSError):
             self._conn.close()
         if self._reader is not None and self._reader is not threading.current_thread():
             self._reader.join(timeout)
         self._cleanup_files()
+
+    def kill(self) -> None:
+        """End the child now (it is stuck, or nobody waits for it any more); the waiting calls get
+        ``EngineCrashedError`` from the reader, as for any death."""
+        proc = self._proc
+        if proc is not None:
+            _kill(proc)
+
+    def _watch(self) -> None:
+        """The watchdog (see the module docstring): ends a child that stays silent for
+        ``stall_s`` seconds without using CPU time. Counts ticks, not the clock, so a parent that
+        was itself suspended (a laptop asleep) never ends a healthy child on waking."""
+        import psutil
+
+        proc = self._proc
+        if proc is None:
+            return
+        try:
+            ps = psutil.Process(proc.pid)
+        except psutil.Error:
+            return
+        ticks_needed = max(1, round(self.stall_s / WATCH_TICK_S))
+        heard, cpu, silent = -1, -1.0, 0
+        while self._proc is proc and self._dead is None:
+            time.sleep(WATCH_TICK_S)
+            try:
+                times = ps.cpu_times()
+                now_cpu = times.user + times.system
+            except psutil.Error:
+                return  # it is gone: the reader says how
+            if self._heard != heard or now_cpu > cpu + 0.05:
+                heard, cpu, silent = self._heard, now_cpu, 0
+                continue
+            silent += 1
+            if silent >= ticks_needed and self._proc is proc and self._dead is None:
+                self._stalled = self.stall_s
+                log.warning("engine %s sent nothing for %g s: ending it", self.model_name, self.stall_s)
+                _kill(proc)
+                return
 
     def _cleanup_files(self) -> None:
         if self._stderr_path:
@@ -308,6 +395,9 @@ class EngineProcess:
             except Exception:  # noqa: BLE001 - an unpicklable reply must not kill the reader
                 log.exception("engine %s sent an unreadable message", self.model_name)
                 continue
+            self._heard += 1
+            if msg[0] == "beat":
+                continue
             with self._lock:
                 q = self._waiters.get(msg[1])
             if q is not None:
@@ -325,6 +415,9 @@ class EngineProcess:
         stage = "generating" if self._loaded else "loading"
         reason = _reason_from_stderr(self._stderr_tail())
         plain = plain_reason(reason, how)
+        if self._stalled is not None:
+            how = plain = f"it stopped answering for {self._stalled:g} s (stopped or hung), so it was ended"
+            reason = None
         details = how if plain != how else ""
         if reason:
             details = f"{details}; llama.cpp said: {reason}" if details else f"llama.cpp said: {reason}"
@@ -371,6 +464,32 @@ class EngineProcess:
             return ""
 
 
+def _load_problem(exc: BaseException) -> str:
+    """What went wrong in a load that failed with an error that is not the engine's own."""
+    text = " ".join(str(exc).split())[:500] or type(exc).__name__
+    if "shared library" in text.lower() or isinstance(exc, ImportError):
+        where = os.environ.get("LLAMA_CPP_LIB_PATH")
+        hint = f" (LLAMA_CPP_LIB_PATH is {where})" if where else ""
+        return f"the llama.cpp library could not be loaded{hint}: {text}"
+    return f"the engine failed ({type(exc).__name__}: {text})"
+
+
+def _is_stopped(pid: int) -> bool:
+    """Whether process ``pid`` is stopped (SIGSTOP, a debugger): it cannot answer or exit."""
+    import psutil
+
+    try:
+        return psutil.Process(pid).status() in (psutil.STATUS_STOPPED, psutil.STATUS_TRACING_STOP)
+    except psutil.Error:
+        return False
+
+
+def _kill(proc: subprocess.Popen[bytes]) -> None:
+    """SIGKILL (TerminateProcess on Windows); a stopped process dies of it too."""
+    with contextlib.suppress(OSError):
+        proc.kill()
+
+
 def _child_command(channel: str) -> list[str]:
     """The command that starts an engine process: the bundle's own executable when frozen
     (PyInstaller), else this Python running ``python -m app --engine-child``."""
@@ -383,6 +502,7 @@ def _child_env() -> dict[str, str]:
     env = dict(os.environ)
     root = str(Path(__file__).resolve().parents[2])  # the folder holding the ``app`` package
     env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
+    env["CALLISTO_ENGINE_PARENT"] = str(os.getpid())  # the child exits when this process is gone
     return env
 
 
@@ -559,6 +679,7 @@ class ProcessBackend:
         rid: int | None = None
         ended = False
         cancel_sent = False
+        interrupted = False
         cancel = gen.cancel
         try:
             rid, q = engine._register()
@@ -591,10 +712,13 @@ class ProcessBackend:
                 elif kind == "dead":
                     ended = True
                     raise engine._crash_error("generating")
+        except (KeyboardInterrupt, SystemExit):
+            interrupted = True  # Ctrl-C, SIGTERM: the user waits, so the child gets a short grace
+            raise
         finally:
             if not ended and rid is not None:
                 # the consumer stopped early: stop the child's generation and wait for its end
-                self._drain(engine, gen, rid, cancel_sent)
+                self._drain(engine, gen, rid, cancel_sent, grace=INTERRUPT_GRACE_S if interrupted else None)
             if rid is not None:
                 engine._unregister(rid)
             model.prompt_progress = None
@@ -609,7 +733,11 @@ class ProcessBackend:
         self.total_eval = total_eval
         gen.model.last_prompt_eval = result.prompt_tokens_evaluated
 
-    def _drain(self, engine: EngineProcess, gen: Generation, rid: int, cancel_sent: bool) -> None:
+    def _drain(
+        self, engine: EngineProcess, gen: Generation, rid: int, cancel_sent: bool, grace: float | None = None
+    ) -> None:
+        """Cancel the child's generation and wait for its end: until the watchdog ends a silent
+        child, or with ``grace`` (an interrupted consumer) that many seconds, then end the child."""
         with engine._lock:
             q = engine._waiters.get(rid)
         if q is None:
@@ -619,11 +747,22 @@ class ProcessBackend:
                 engine._send(("cancel", rid, gen.handle))
         except (OSError, ValueError):
             return
+        pid = engine.pid
+        if grace is not None and pid is not None and _is_stopped(pid):
+            grace = 0.0
+        until = None if grace is None else time.monotonic() + grace
         while True:
             try:
-                msg = q.get(timeout=30.0)
+                if until is None:
+                    msg = q.get()  # the end, or "dead" (the watchdog bounds a silent child)
+                else:
+                    msg = q.get(timeout=max(0.0, until - time.monotonic()))
             except queue.Empty:
+                engine.kill()  # it did not stop in time, and the user is leaving
                 return
+            except BaseException:  # a second Ctrl-C: leave now, and leave no child behind
+                engine.kill()
+                raise
             if msg[0] == "end":
                 with contextlib.suppress(Exception):
                     self._end(gen, msg)
