@@ -18,7 +18,14 @@
 With ``--json`` every event is one JSON object per line on stdout. ``inspect`` prints the
 GGUF's metadata and the tool-call format detected from its template.
 
-Exit status: 0 done, 1 the model or the reply failed, 2 bad arguments.
+Exit status: 0 done, 1 the model or the reply failed, 2 bad arguments, 3 the engine process
+died or stopped answering, 130 interrupted (Ctrl-C), 143 stopped by SIGTERM.
+
+What reaches the terminal is made safe first (:func:`terminal_text`): a model, a remote engine, a
+tool result or a file name cannot move the cursor, clear the screen, set the window title, hide
+text behind ``\r`` or reorder it with bidirectional controls; each such character is shown as an
+escape (``\x1b``, ``\u202e``). ``--json`` lines are JSON (every control character escaped).
+Errors are one line; ``CALLISTO_DEBUG=1`` adds the traceback of an unexpected one.
 """
 
 from __future__ import annotations
@@ -31,7 +38,7 @@ from typing import Any
 from app.cli_options import add_kind_option, add_load_options, add_tool_format_option
 from app.engine.errors import ConstraintError, EngineCrashedError, EngineError, ModelLoadError, ToolSetupError
 
-__all__ = ["build_parser", "main"]
+__all__ = ["build_parser", "main", "terminal_text"]
 
 
 def _tool_format_choices() -> list[str]:
@@ -138,7 +145,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="chat.tool_format for every model: auto (from the template), a family, or none",
     )
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default: loopback only)")
-    serve.add_argument("--port", type=int, default=8453)
+    serve.add_argument("--port", type=_port, default=8453, help="0-65535 (0: any free port)")
     serve.add_argument("--api-key", default=None, help="require this key (Authorization: Bearer / x-api-key)")
     serve.add_argument(
         "--cors",
@@ -159,8 +166,63 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _port(value: str) -> int:
+    """``--port``: an integer from 0 to 65535 (argparse says so in one line otherwise)."""
+    try:
+        port = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a port number: {value!r}") from None
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"a port is 0 to 65535, got {port}")
+    return port
+
+
+# What must not reach a terminal as is: C0 controls but newline and tab (ESC starts CSI/OSC
+# sequences: cursor moves, screen clears, window titles, hyperlinks; CR and BS overwrite what was
+# shown), DEL, C1 controls (U+0080-U+009F, CSI/OSC in 8-bit form), and the bidirectional
+# overrides, embeddings and isolates that make text read in another order than it is.
+_UNSAFE = frozenset(
+    [*range(0x00, 0x09), *range(0x0B, 0x20), *range(0x7F, 0xA0)]
+    + [0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A)]
+)
+_ESCAPES = {c: (f"\\x{c:02x}" if c < 0x100 else f"\\u{c:04x}") for c in _UNSAFE}
+
+
+def terminal_text(text: str) -> str:
+    """``text`` safe to print on a terminal: newlines and tabs kept (a ``\\r\\n`` is a newline),
+    every other control character and each bidirectional control written as an escape."""
+    if "\r\n" in text:
+        text = text.replace("\r\n", "\n")
+    return text.translate(_ESCAPES)
+
+
+class _TerminalStream:
+    """Streamed text made safe piece by piece (:func:`terminal_text`); a ``\\r`` that ends a
+    piece waits for the next one, which may begin with the ``\\n`` that makes it a newline."""
+
+    def __init__(self, stream: Any):
+        self.stream = stream
+        self.cr = False
+
+    def write(self, text: str) -> None:
+        if self.cr:
+            text = "\r" + text
+        self.cr = text.endswith("\r")
+        if self.cr:
+            text = text[:-1]
+        if text:
+            self.stream.write(terminal_text(text))
+            self.stream.flush()
+
+    def end(self) -> None:
+        if self.cr:
+            self.cr = False
+            self.stream.write(terminal_text("\r"))
+            self.stream.flush()
+
+
 def _err(text: str) -> None:
-    print(text, file=sys.stderr, flush=True)
+    print(terminal_text(text), file=sys.stderr, flush=True)
 
 
 def _inspect(args: argparse.Namespace) -> int:
@@ -219,7 +281,7 @@ def _inspect(args: argparse.Namespace) -> int:
                 else ", ".join(value)
             )
             value = value or "-"
-        print(f"{key:16} {value}")
+        print(terminal_text(f"{key:16} {value}"))
     return 0
 
 
@@ -282,7 +344,7 @@ def _chat(args: argparse.Namespace) -> int:
 
     sampling = _sampling(args)
     try:
-        tools = _chat_tools(args)
+        tools = _chat_tools(args) or _no_tools()
         session = build_session(
             model,
             tools=tools,
@@ -326,6 +388,15 @@ def _chat_tools(args: argparse.Namespace) -> Any:
     return build_tools(workspace=args.workspace, approval=_approval_hook(args.yes), strict=True)
 
 
+def _no_tools() -> Any:
+    """``--tools none`` for a local model: no tool in the prompt, and a dispatcher over no tools, so
+    a call the model writes anyway (its template's format is still read) is refused as an unknown
+    tool, shown, and the turn goes on; never run, never handed back unrun (N1)."""
+    from app.engine.session import build_tools
+
+    return build_tools(builtin=False)
+
+
 def _remote_chat(args: argparse.Namespace, tool_choice: Any, response_format: Any) -> int:
     """``chat --endpoint``: the same events, printed the same way, from a remote engine."""
     import os
@@ -358,7 +429,7 @@ def _remote_chat(args: argparse.Namespace, tool_choice: Any, response_format: An
             max_rounds=args.max_rounds,
             max_tokens=args.max_tokens,
         )
-    except (ToolSetupError, ValueError, OSError) as exc:
+    except (EngineError, ValueError, OSError) as exc:  # a template from /props that cannot render...
         _err(f"error: {exc}")
         return exit_code_for(exc, default=2)
     recorder = _recorder(args, session) if args.save else None
@@ -398,12 +469,15 @@ def _print_events(
         ReasoningEvent,
         TextEvent,
         ToolCallFinishedEvent,
+        ToolCallIncomplete,
         ToolCallStartedEvent,
         event_to_dict,
     )
 
     status = 0
     in_reasoning = False
+    out_text = _TerminalStream(sys.stdout)
+    reasoning_text = _TerminalStream(sys.stderr)
     events = session.send(
         args.prompt,
         tool_choice=tool_choice,
@@ -429,15 +503,18 @@ def _print_events(
                 if not in_reasoning:
                     sys.stderr.write("[thinking] ")
                     in_reasoning = True
-                sys.stderr.write(ev.text)
-                sys.stderr.flush()
+                reasoning_text.write(ev.text)
                 continue
             if in_reasoning:
+                reasoning_text.end()
                 sys.stderr.write("\n")
                 in_reasoning = False
             if isinstance(ev, TextEvent):
-                sys.stdout.write(ev.text)
-                sys.stdout.flush()
+                out_text.write(ev.text)
+            elif isinstance(ev, ToolCallIncomplete):
+                inc = ev.call
+                why = "cut off" if inc.reason == "truncated" else "to an undeclared tool"
+                _err(f"[tool] a call {why}, not run: {inc.raw[:500]}")
             elif isinstance(ev, NoticeEvent):
                 setting = f" (setting: {ev.setting})" if ev.setting else ""
                 _err(f"[notice] {ev.message}{setting}")
@@ -449,6 +526,7 @@ def _print_events(
                 outcome = f"error: {out.error}" if out.error is not None else (out.content or "")
                 _err(f"[tool] {ev.call.name} -> {outcome[:500]} ({out.duration_s:.2f}s)")
             elif isinstance(ev, DoneEvent):
+                out_text.end()
                 sys.stdout.write("\n")
                 sys.stdout.flush()
                 if ev.finish_reason == "error":
@@ -553,12 +631,52 @@ def _printable(value: Any) -> Any:
     return scrub_value(value)
 
 
+#: exit statuses of a command interrupted by Ctrl-C and stopped by SIGTERM (128 + the signal)
+EXIT_INTERRUPTED = 130
+EXIT_TERMINATED = 143
+
+
+def _exit_on_sigterm() -> None:
+    """SIGTERM ends ``chat``, ``inspect`` and ``check`` as Ctrl-C does, through every ``finally``:
+    the engine process is stopped and what was saved stays saved (``serve`` sets its own)."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "SIGTERM"):
+        return
+
+    def terminate(signum: int, frame: Any) -> None:
+        raise SystemExit(EXIT_TERMINATED)
+
+    signal.signal(signal.SIGTERM, terminate)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:
         return int(exc.code or 0)
+    if args.command != "serve":
+        _exit_on_sigterm()
+    try:
+        return _run(args)
+    except KeyboardInterrupt:  # Ctrl-C while a model loads, or anywhere a command does not catch it
+        _err("\n[cancelled]")
+        return EXIT_INTERRUPTED
+    except EngineError as exc:
+        _err(f"error: {exc}")
+        return exit_code_for(exc)
+    except Exception as exc:  # noqa: BLE001 - one line, not a traceback (CALLISTO_DEBUG=1 shows it)
+        import os
+
+        if os.environ.get("CALLISTO_DEBUG"):
+            raise
+        _err(f"error: {type(exc).__name__}: {exc} (CALLISTO_DEBUG=1 shows where)")
+        return 1
+
+
+def _run(args: argparse.Namespace) -> int:
     try:
         if args.command == "inspect":
             return _inspect(args)
