@@ -1,0 +1,157 @@
+"""The CLI against hostile output and hostile settings (review 2: N1, N15, N17): real processes,
+real models; what reaches a terminal is one line per error and never a control sequence."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.test_cli_hostile_input import hermes_call, tool_call_model
+from tests.ui.scripted_gguf import CHATML, write_scripted_gguf
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# what a model, a remote engine or a file name may hold to take over a terminal
+HOSTILE = (
+    "\x1b]0;PWNED-TITLE\x07"  # OSC: set the window title
+    "\x1b[2J"  # CSI: clear the screen
+    "\x1b]8;;http://evil.example/\x1b\\link\x1b]8;;\x1b\\"  # OSC 8 hyperlink
+    "ok\rXX\bY\x9b31m"  # carriage return, backspace, 8-bit CSI
+    "\u202eevil\u2066"  # bidirectional override and isolate
+)
+RAW_CONTROLS = [chr(c) for c in (*range(0x00, 0x09), *range(0x0B, 0x20), *range(0x7F, 0xA0))] + [
+    "\u202e",
+    "\u2066",
+]
+
+
+def run_cli(
+    *args: str, env: dict[str, str] | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "app", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=ROOT,
+        errors="surrogateescape",
+        env=dict(os.environ, **(env or {})),
+    )
+
+
+def assert_terminal_safe(text: str) -> None:
+    bad = sorted({f"U+{ord(c):04X}" for c in text if c in RAW_CONTROLS})
+    assert not bad, f"control characters reached the terminal: {bad}\n{text!r}"
+
+
+def one_line_error(proc: subprocess.CompletedProcess) -> str:
+    assert "Traceback" not in proc.stderr, proc.stderr
+    lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1, proc.stderr
+    return lines[0]
+
+
+# -- N1 ---------------------------------------------------------------------------------------------
+
+
+def test_n1_a_call_in_a_chat_without_tools_is_refused_not_a_traceback(tmp_path):
+    model = tool_call_model(tmp_path, hermes_call('{"expression": "6*7"}'))
+    text = run_cli("chat", "--model", str(model), "--tools", "none", "--threads", "1", "hi")
+    assert text.returncode == 0, text.stderr
+    assert "Traceback" not in text.stderr
+    assert "Unknown tool 'calculator'" in text.stderr and "42" not in text.stderr + text.stdout
+    assert text.stdout.strip() == "Done."  # the turn goes on after the refusal
+
+    js = run_cli("chat", "--model", str(model), "--tools", "none", "--threads", "1", "--json", "hi")
+    assert js.returncode == 0, js.stderr
+    assert "Traceback" not in js.stderr
+    events = [json.loads(line) for line in js.stdout.splitlines()]
+    finished = [e for e in events if e["type"] == "tool_call_finished"]
+    assert [e["name"] for e in finished] == ["calculator"]
+    assert finished[0]["result"] is None and "Unknown tool" in finished[0]["error"]
+    assert events[-1]["type"] == "done" and events[-1]["finish_reason"] == "stop"
+
+
+# -- N15 --------------------------------------------------------------------------------------------
+
+
+def test_n15_control_sequences_from_the_model_are_escaped_on_the_terminal(tmp_path):
+    model = write_scripted_gguf(
+        tmp_path / "ctrl.gguf",
+        chat_template=CHATML,
+        user_tokens=[HOSTILE],
+        script={"\n": HOSTILE, HOSTILE: "<|im_end|>"},
+        default_next="\n",
+    )
+    proc = run_cli("chat", "--model", str(model), "--tools", "none", "--threads", "1", "hi")
+    assert proc.returncode == 0, proc.stderr
+    assert_terminal_safe(proc.stdout + proc.stderr)
+    # every character is still there to read, as an escape
+    out = proc.stdout
+    assert "\\x1b]0;PWNED-TITLE\\x07" in out and "\\x1b[2J" in out and "ok\\x0dXX\\x08Y\\x9b31m" in out
+    assert "\\u202eevil\\u2066" in out
+    # --json keeps the exact text, JSON-escaped
+    js = run_cli("chat", "--model", str(model), "--tools", "none", "--threads", "1", "--json", "hi")
+    events = [json.loads(line) for line in js.stdout.splitlines()]
+    assert "".join(e["text"] for e in events if e["type"] == "text") == HOSTILE
+    assert "\x1b" not in js.stdout
+
+
+def test_n15_file_names_in_tool_results_are_escaped(tmp_path):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "e\x1b]0;T\x07.txt").write_text("x")
+    (ws / "r\rl\u202et.txt").write_text("y")
+    call = '<tool_call>\n{"name": "list_files", "arguments": {"path": "."}}\n</tool_call>'
+    model = tool_call_model(tmp_path, call)
+    proc = run_cli("chat", "--model", str(model), "--workspace", str(ws), "--yes", "--threads", "1", "hi")
+    assert proc.returncode == 0, proc.stderr
+    assert_terminal_safe(proc.stdout + proc.stderr)
+    # both names are listed, each character still readable as an escape
+    assert "e\\x1b]0;T\\x07.txt" in proc.stderr and "l\\u202et.txt" in proc.stderr
+
+
+def test_n15_terminal_text_keeps_lines_and_escapes_every_control():
+    from app.cli import terminal_text
+
+    assert terminal_text("a\tb\nc\r\nd") == "a\tb\nc\nd"
+    for c in RAW_CONTROLS:
+        assert c not in terminal_text(f"x{c}y")
+    assert terminal_text("é ü 中文 🙂") == "é ü 中文 🙂"
+
+
+# -- N17 --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("lib", ["missing", "garbage"])
+def test_n17_a_broken_llama_library_is_one_line(tmp_path, tiny_gguf, lib):
+    folder = tmp_path / "lib"
+    folder.mkdir()
+    if lib == "garbage":
+        for name in ("libllama.so", "libllama.dylib", "llama.dll"):
+            (folder / name).write_bytes(os.urandom(4096))
+    proc = run_cli(
+        "chat",
+        "--model",
+        str(tiny_gguf()),
+        "--tools",
+        "none",
+        "hi",
+        env={"LLAMA_CPP_LIB_PATH": str(folder if lib == "garbage" else tmp_path / "nonexistent")},
+    )
+    assert proc.returncode == 1
+    line = one_line_error(proc)
+    assert line.startswith("error: Cannot load ") and "llama.cpp library could not be loaded" in line
+
+
+@pytest.mark.parametrize("port", ["70000", "-1", "http"])
+def test_n17_a_port_out_of_range_is_one_line(port):
+    proc = run_cli("serve", "--port", port, timeout=60)
+    assert proc.returncode == 2
+    assert "Traceback" not in proc.stderr
+    assert "--port" in proc.stderr.splitlines()[-1]
