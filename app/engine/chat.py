@@ -26,6 +26,7 @@ from app.engine.events import ChatEvent, DoneEvent, NoticeEvent
 from app.engine.formats.events import TextDelta
 from app.engine.formats.plain import PlainStream
 from app.engine.generation import generate
+from app.engine.grammar.lark import DEFAULT_MAX_CALLS
 from app.engine.loop import CallIds, RoundEnd, cut_after_last_user, dispatcher_for, run_rounds
 from app.engine.messages import Message
 from app.engine.render import choose_template, render_prompt
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
     from app.engine.render import RenderedPrompt
 
 __all__ = [
+    "DEFAULT_MAX_CALLS",
     "DEFAULT_MAX_ROUNDS",
     "TOOL_FORMAT_SETTING",
     "ChatSession",
@@ -119,6 +121,7 @@ class ChatSession:
         tool_choice: Any = "auto",
         parallel_tool_calls: bool = True,
         response_format: Any = None,
+        max_calls: int | None = DEFAULT_MAX_CALLS,
     ):
         """``grammar``: a GBNF grammar constraining every reply, or a callable
         ``round -> grammar | None`` (round 1 is the first generation of a turn).
@@ -128,9 +131,14 @@ class ChatSession:
         "json_object"}`` or ``{"type": "json_schema", "json_schema": {"schema": ...}}``) are the
         defaults of every turn; ``send`` may override them for one turn. A forced choice holds the
         first reply of the turn to a call (``app.engine.constraints``); after the tool results the
-        turn goes on under ``auto`` (calls still held to their schemas)."""
+        turn goes on under ``auto`` (calls still held to their schemas).
+
+        ``max_calls``: the most calls one reply holds (one without ``parallel_tool_calls``; None:
+        no count); a reply's calls also end at a repeat of one of them (``app.engine.loop``)."""
         if max_rounds < 1:
             raise ValueError(f"max_rounds must be at least 1, got {max_rounds}")
+        if max_calls is not None and max_calls < 1:
+            raise ValueError(f"max_calls must be at least 1, got {max_calls}")
         self.model = model
         self.tool_format = tool_format
         self.registry = registry
@@ -144,6 +152,7 @@ class ChatSession:
         self.tool_choice = tool_choice
         self.parallel_tool_calls = parallel_tool_calls
         self.response_format = response_format
+        self.max_calls = max_calls
         self._replies: LocalReplies | None = None  # the latest turn's
         self.messages: list[Message] = list(messages or [])
         self.detected_format: str | None = detect_model_format(model)
@@ -259,6 +268,7 @@ class ChatSession:
         yield from self._notices(first)
         choice, parallel, response_format = choices
         no_tools = parse_tool_choice(choice).mode == "none"  # the model is never told the tools exist
+        max_calls = self.max_calls if parallel else 1
         self._replies = LocalReplies(
             self.model,
             self._conversation,
@@ -273,6 +283,7 @@ class ChatSession:
             declared=self.registry.openai_tools() if self.registry is not None else [],
             grammar=self.grammar,
             deadline_s=self.deadline_s,
+            max_calls=max_calls,
         )
         yield from run_rounds(
             self._replies,
@@ -280,6 +291,7 @@ class ChatSession:
             dispatcher=self.dispatcher,
             max_rounds=self.max_rounds,
             cancel=cancel,
+            max_calls=max_calls,
         )
 
 
@@ -290,8 +302,8 @@ class LocalReplies:
 
     ``conversation()`` gives the messages to render, system prompt included; ``family`` is the
     tool-call format (None: tools off); ``tools`` the OpenAI-format tools the prompt shows. The
-    request's ``tool_choice`` (held in round 1; later rounds are ``auto``), ``parallel_tool_calls``
-    and ``response_format`` decide the constraint (:meth:`constraint`); ``grammar`` (a GBNF, or
+    request's ``tool_choice`` (held in round 1; later rounds are ``auto``), ``parallel_tool_calls``,
+    ``max_calls`` and ``response_format`` decide the constraint (:meth:`constraint`); ``grammar`` (a GBNF, or
     ``round -> GBNF | None``) replaces it. The API server subclasses it for its own rules
     (``app.server._engine``)."""
 
@@ -315,6 +327,7 @@ class LocalReplies:
         grammar: str | Callable[[int], str | None] | None = None,
         stop: tuple[str, ...] | None = None,
         deadline_s: float | None = None,
+        max_calls: int | None = DEFAULT_MAX_CALLS,
     ):
         from app.engine.formats import FORMATS
 
@@ -328,6 +341,7 @@ class LocalReplies:
         self.sampling = sampling
         self.tool_choice = tool_choice
         self.parallel_tool_calls = parallel_tool_calls
+        self.max_calls = max_calls
         self.response_format = response_format
         self.declared = declared if declared is not None else (tools or [])
         self.grammar = grammar
@@ -438,6 +452,7 @@ class LocalReplies:
             response_format=self.response_format,
             reasoning=reasoning,
             in_reasoning=in_reasoning,
+            max_calls=self.max_calls,
         )
 
 

@@ -12,32 +12,46 @@ round), shared by the local :class:`~app.engine.chat.ChatSession`, the remote se
   (:func:`end_round`) and its calls run (:func:`dispatch_call`) until a reply has none, the turn
   is cancelled or the round limit is reached. Without a dispatcher the calls are the caller's:
   they pass on as they are parsed and the turn ends with the reply (the API server).
+
+Call lists end. A reply's list of calls ends at its ``max_calls``-th call, or at a call identical
+to an earlier one of the same reply (:func:`call_key`: same name, same arguments as JSON values):
+the loop stops the generation there (the source's ``cancel`` is set for that round only), the
+repeat is never passed on, and the reply is the distinct calls before it. Across the rounds of a
+turn, a call identical to one already answered is not run again: the model reads the earlier
+result with a short note (:data:`REPEAT_NOTE`), and the round limit (``max_rounds``, the
+``chat.max_tool_rounds`` setting in the window) ends a turn that goes on calling, with a notice
+and the last calls kept as text.
 - :class:`CallIds`: the one rule for a call's id in a conversation.
 - :func:`cut_after_last_user`: what ``regenerate()`` drops.
 - :func:`dispatcher_for`: a session's dispatcher, made from its tools when none is given.
 - :func:`tokens_per_s`: the rate a :class:`~app.engine.events.DoneEvent` reports.
+- :func:`call_key`: what makes two calls the same call.
 """
 
 from __future__ import annotations
 
+import json
 import threading
 import time
-from collections.abc import Callable, Generator, Iterable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
-from app.calls import ToolCall
+from app.calls import ToolCall, ToolResult
 from app.engine.events import ChatEvent, DoneEvent, NoticeEvent, ToolCallFinishedEvent, ToolCallStartedEvent
 from app.engine.formats.base import Reply
 from app.engine.formats.events import TextDelta, ToolCallDone
 from app.engine.messages import Message, is_valid_call_id, local_call_id
 
 __all__ = [
+    "MAX_ROUNDS_SETTING",
+    "REPEAT_NOTE",
     "CallIds",
     "Reply",
     "ReplySource",
     "RoundEnd",
     "Session",
+    "call_key",
     "cut_after_last_user",
     "dispatch_call",
     "dispatcher_for",
@@ -47,6 +61,14 @@ __all__ = [
 ]
 
 _API_ID_MAX = 128  # longer ids from an endpoint are replaced (no API documents longer ones)
+
+#: The setting that bounds the rounds of a turn in the window (``max_rounds`` here).
+MAX_ROUNDS_SETTING = "chat.max_tool_rounds"
+#: What the model reads after the earlier result of a call it repeated in the same turn.
+REPEAT_NOTE = (
+    "(Not run again: {name} was already called with these same arguments in this turn, and the "
+    "result above is the one it gave then. Use it to answer, or call something else.)"
+)
 
 
 class Session(Protocol):
@@ -105,16 +127,32 @@ def run_rounds(
     dispatcher: Any,
     max_rounds: int,
     cancel: threading.Event | None = None,
+    max_calls: int | None = None,
 ) -> Iterator[ChatEvent]:
     """One turn: rounds of ``source``'s replies appended to ``messages``, their calls run through
     ``dispatcher``; ends with a :class:`~app.engine.events.DoneEvent`. With ``dispatcher=None`` the
-    calls are not run: each passes on (``ToolCallDone``) as it is parsed and the turn is one reply."""
+    calls are not run: each passes on (``ToolCallDone``) as it is parsed and the turn is one reply.
+
+    A reply's calls end at its ``max_calls``-th (None: no count) or at a repeat of one of its
+    own calls (then generation stops there); a call repeating one answered earlier in the turn is
+    answered with the earlier result and :data:`REPEAT_NOTE` instead of running again."""
     tally = _Tally(time.monotonic())
+    answered: dict[tuple[str, str], ToolResult] = {}
     rounds = 0
     while True:
         rounds += 1
         reply = Reply()
-        end = yield from _collect(source.generate_reply(rounds, cancel), reply, calls=dispatcher is None)
+        stop = _RoundStop(cancel)
+        calls = _CallList(max_calls)
+        end = yield from _collect(
+            source.generate_reply(rounds, stop), reply, calls=dispatcher is None, stop=stop, call_list=calls
+        )
+        if (
+            calls.ended
+            and end.finish in ("cancelled", "length")
+            and not (cancel is not None and cancel.is_set())
+        ):
+            end = replace(end, finish="stop")  # the loop ended the list: the reply is complete
         tally.add(end)
         if end.finish == "error":
             if end.keep:
@@ -131,7 +169,14 @@ def run_rounds(
             done = tally.done(finish, rounds)
             break
         for call in reply.tool_calls:
-            yield from dispatch_call(dispatcher, call, messages, constrained=end.constraint)
+            key = call_key(call)
+            earlier = answered.get(key)
+            if earlier is None:
+                answered[key] = yield from dispatch_call(
+                    dispatcher, call, messages, constrained=end.constraint
+                )
+            else:
+                yield from _answer_again(call, earlier, messages, constrained=end.constraint)
         if cancel is not None and cancel.is_set():
             done = tally.done("cancelled", rounds)
             break
@@ -180,17 +225,80 @@ class _Tally:
         )
 
 
+class _RoundStop(threading.Event):
+    """The ``cancel`` a source gets for one round: set by the turn's own ``cancel`` or by the loop
+    (``by_loop``: the reply's list of calls ended, generation stops there)."""
+
+    def __init__(self, turn: threading.Event | None):
+        super().__init__()
+        self._turn = turn
+
+    @property
+    def by_loop(self) -> bool:
+        return super().is_set()
+
+    def is_set(self) -> bool:
+        return super().is_set() or (self._turn is not None and self._turn.is_set())
+
+
+@dataclass
+class _CallList:
+    """The calls of one reply so far: where the list ends (``max_calls``, or a repeat)."""
+
+    max_calls: int | None
+    keys: set[tuple[str, str]] = field(default_factory=set)
+    ended: bool = False
+    repeated: str | None = None  # the name of the call whose repeat ended the list
+
+    def admit(self, call: ToolCall) -> bool:
+        """Whether ``call`` joins the reply (False: a repeat, or past the count; the list ends)."""
+        if self.ended:
+            return False
+        key = call_key(call)
+        if key in self.keys:
+            self.ended, self.repeated = True, call.name
+            return False
+        self.keys.add(key)
+        if self.max_calls is not None and len(self.keys) >= self.max_calls:
+            self.ended = True  # this one is the last
+        return True
+
+
 def _collect(
-    gen: Generator[Any, None, RoundEnd], reply: Reply, *, calls: bool
+    gen: Generator[Any, None, RoundEnd],
+    reply: Reply,
+    *,
+    calls: bool,
+    stop: _RoundStop | None = None,
+    call_list: _CallList | None = None,
 ) -> Generator[Any, None, RoundEnd]:
     """Pass ``gen``'s events through ``reply`` (what ``reply.take`` passes on, and with ``calls``
-    each complete call too); return its :class:`RoundEnd`."""
+    each complete call too); return its :class:`RoundEnd`. Once ``call_list`` ends, ``stop`` is
+    set (the source stops generating) and the reply's events after its last call are dropped."""
+    call_list = call_list if call_list is not None else _CallList(None)
     try:
         while True:
             try:
                 ev = next(gen)
-            except StopIteration as stop:
-                return stop.value
+            except StopIteration as end:
+                return end.value
+            if call_list.ended and not isinstance(ev, NoticeEvent):
+                continue  # after the last call: the reply ended there
+            if isinstance(ev, ToolCallDone):
+                if not call_list.admit(ev.call):
+                    if stop is not None:
+                        stop.set()
+                    if call_list.repeated is not None:
+                        yield NoticeEvent(
+                            code="repeated_call",
+                            message=(
+                                f"The model wrote the call {call_list.repeated} again with the same "
+                                "arguments; the reply ends before the repeat."
+                            ),
+                        )
+                    continue
+                if call_list.ended and stop is not None:
+                    stop.set()  # the most calls a reply holds: generation stops after this one
             if reply.take(ev) or (calls and isinstance(ev, ToolCallDone)):
                 yield ev
     finally:
@@ -254,17 +362,23 @@ def end_round(
         messages.append(_message(reply, calls=True))
         return finish, [], bool(calls)
     names = ", ".join(c.name for c in calls)
+    setting = None
     if finish == "stop":
         finish = "rounds"
+        setting = MAX_ROUNDS_SETTING
         msg = (
-            f"Stopped after {max_rounds} rounds of tool calls (the round limit); "
-            f"the last call(s) ({names}) were not run."
+            f"Stopped after {max_rounds} rounds of tool calls (the round limit, {MAX_ROUNDS_SETTING}); "
+            f"the last call(s) ({names}) were not run and are kept as text."
         )
     else:
         msg = f"The reply ended ({finish}) before the model's turn was over; its call(s) ({names}) were not run."
     raw = "".join(c.raw for c in calls)
     events: list[ChatEvent] = [TextDelta(raw)] if raw else []
-    events.append(NoticeEvent(code="round_limit" if finish == "rounds" else "calls_not_run", message=msg))
+    events.append(
+        NoticeEvent(
+            code="round_limit" if finish == "rounds" else "calls_not_run", message=msg, setting=setting
+        )
+    )
     messages.append(_message(reply, calls=False, more=raw))
     return finish, events, False
 
@@ -305,14 +419,54 @@ def dispatcher_for(registry: Any, dispatcher: Any = None) -> Any:
 
 def dispatch_call(
     dispatcher: Any, call: ToolCall, messages: list[Message], *, constrained: str | None = None
-) -> Iterator[ChatEvent]:
-    """Run ``call``: its started and finished events, and its result appended as a tool message."""
+) -> Generator[ChatEvent, None, ToolResult]:
+    """Run ``call``: its started and finished events, and its result appended as a tool message;
+    returns the result."""
     yield ToolCallStartedEvent(call, constrained=constrained)
     result = dispatcher.dispatch(call)
     yield ToolCallFinishedEvent(call, result)
     messages.append(
         Message(role="tool", content=result.to_model_text(), tool_call_id=call.id, name=call.name)
     )
+    return result
+
+
+def _answer_again(
+    call: ToolCall, earlier: ToolResult, messages: list[Message], *, constrained: str | None
+) -> Iterator[ChatEvent]:
+    """A call already answered in this turn: not run again; its earlier result, with a note."""
+    note = REPEAT_NOTE.format(name=call.name)
+    if earlier.error is not None:
+        result = replace(earlier, call_id=call.id, error=f"{earlier.error}\n\n{note}", duration_s=0.0)
+    else:
+        result = replace(
+            earlier, call_id=call.id, content=f"{earlier.content or ''}\n\n{note}", duration_s=0.0
+        )
+    yield ToolCallStartedEvent(call, constrained=constrained)
+    yield ToolCallFinishedEvent(call, result)
+    messages.append(
+        Message(role="tool", content=result.to_model_text(), tool_call_id=call.id, name=call.name)
+    )
+
+
+def call_key(call: ToolCall) -> tuple[str, str]:
+    """What makes two calls the same call: the name, and the arguments as JSON values (key order
+    and the spelling of a number do not matter: ``1`` and ``1.0`` are one value)."""
+    return call.name, json.dumps(_json_value(call.arguments), sort_keys=True, ensure_ascii=False)
+
+
+def _json_value(v: Any) -> Any:
+    if isinstance(v, bool) or v is None or isinstance(v, str):
+        return v
+    if isinstance(v, float) and v.is_integer():
+        return int(v)
+    if isinstance(v, int | float):
+        return v
+    if isinstance(v, Mapping):
+        return {str(k): _json_value(x) for k, x in v.items()}
+    if isinstance(v, list | tuple):
+        return [_json_value(x) for x in v]
+    return str(v)
 
 
 def tokens_per_s(tokens: int, seconds: float) -> float | None:

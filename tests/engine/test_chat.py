@@ -264,10 +264,15 @@ def test_round_limit(family_model):
     ran: list = []
     session = ChatSession(model, registry=make_registry(ran), grammar=fam.grammar(fam.call), max_rounds=3)
     events = list(session.send("keep adding"))
-    assert len(ran) == 2  # rounds 1 and 2 ran their call; round 3 hit the limit
+    # round 1 ran its call; round 2 repeated it (answered with the earlier result, not run again);
+    # round 3 hit the limit
+    assert len(ran) == 1
+    tool_msgs = [m for m in session.messages if m.role == "tool"]
+    assert len(tool_msgs) == 2 and "Not run again" in tool_msgs[1].content
+    assert tool_msgs[1].content.startswith(tool_msgs[0].content)
     notices = [e for e in events if isinstance(e, NoticeEvent)]
     assert [n.code for n in notices] == ["round_limit"]
-    assert "3 rounds" in notices[0].message
+    assert "3 rounds" in notices[0].message and notices[0].setting == "chat.max_tool_rounds"
     done = events[-1]
     assert (done.finish_reason, done.rounds) == ("rounds", 3)
     assert session.messages[-1].role == "assistant" and not session.messages[-1].tool_calls

@@ -1,11 +1,12 @@
 """Compile a tool choice into a token-level constraint (llguidance) and hold generation to it.
 
 ``compile_constraint(model, family=..., tools=..., tool_choice=..., parallel_tool_calls=...,
-response_format=...)`` returns a :class:`Constraint` (or ``None`` when nothing is to be held):
+max_calls=..., response_format=...)`` returns a :class:`Constraint` (or ``None`` when nothing is to be held):
 the Lark grammar comes from the family's own ``Format.constraint_grammar``; llguidance compiles
 it against the model's vocabulary (its tokenizer is built once per model, about a second at a
 262k vocabulary). Compiled grammars are cached (a fresh matcher is a deep copy of the cached
-one). ``generate(model, prompt, constraint=c)`` starts a :class:`ConstraintRun` that masks the
+one). A reply holds at most ``max_calls`` calls (``DEFAULT_MAX_CALLS``; one without
+``parallel_tool_calls``) and ends after its last one. ``generate(model, prompt, constraint=c)`` starts a :class:`ConstraintRun` that masks the
 logits before every sampled token and consumes the token after it.
 """
 
@@ -23,12 +24,20 @@ from typing import TYPE_CHECKING, Any
 
 from app.engine.errors import ConstraintError
 from app.engine.formats import FORMATS
-from app.engine.grammar.lark import JSON_STYLE, GrammarContext, _reasoning, tool_name, tool_params
+from app.engine.grammar.lark import (
+    DEFAULT_MAX_CALLS,
+    JSON_STYLE,
+    GrammarContext,
+    _reasoning,
+    tool_name,
+    tool_params,
+)
 
 if TYPE_CHECKING:
     from app.engine.llm import LoadedModel
 
 __all__ = [
+    "DEFAULT_MAX_CALLS",
     "Constraint",
     "ConstraintRun",
     "ToolChoice",
@@ -238,9 +247,12 @@ def compile_constraint(
     response_format: Any = None,
     reasoning: bool = False,
     in_reasoning: bool = False,
+    max_calls: int | None = DEFAULT_MAX_CALLS,
 ) -> Any:
     """The constraint for one reply, or None when decoding is free (``auto`` without tools or
     without a format, ``none`` without ``response_format``). Raises :class:`ConstraintError`.
+    ``max_calls``: the most calls a reply holds with ``parallel_tool_calls`` (None: no bound);
+    without it one.
 
     The model's backend compiles it where llama.cpp runs (the token mask is applied next to the
     logits): in this process a :class:`Constraint`, for a model in an engine process a handle
@@ -255,6 +267,7 @@ def compile_constraint(
             "response_format": response_format,
             "reasoning": reasoning,
             "in_reasoning": in_reasoning,
+            "max_calls": max_calls,
         },
     )
 
@@ -269,6 +282,7 @@ def compile_inline(
     response_format: Any = None,
     reasoning: bool = False,
     in_reasoning: bool = False,
+    max_calls: int | None = DEFAULT_MAX_CALLS,
 ) -> Constraint | None:
     """:func:`compile_constraint` for a model whose llama.cpp runs in this process (what the
     in-process backend, and so the engine process, runs)."""
@@ -300,12 +314,17 @@ def compile_inline(
         raise ConstraintError(f"unknown tool-call format {family!r}")
     forced = choice.name if choice.mode == "function" else None
     auto = choice.mode == "auto"
+    if max_calls is not None and (
+        isinstance(max_calls, bool) or not isinstance(max_calls, int) or max_calls < 1
+    ):
+        raise ConstraintError(f"max_calls must be a whole number of at least 1, got {max_calls!r}")
     what = {"auto": "auto (calls held)", "required": "required", "function": f"tool {forced}"}[choice.mode]
     if auto and schema is not None:
         what += ", JSON reply"
 
     def build(ctx: GrammarContext) -> str:
         ctx.auto = auto
+        ctx.max_calls = max_calls
         ctx.response_schema = schema if auto else None
         return fmt.constraint_grammar(
             [dict(t) for t in tools], forced=forced, parallel=bool(parallel_tool_calls), ctx=ctx
@@ -323,6 +342,7 @@ def compile_inline(
                 choice.mode,
                 forced,
                 bool(parallel_tool_calls),
+                max_calls if parallel_tool_calls else 1,
                 schema if auto else None,
                 reasoning,
                 in_reasoning,

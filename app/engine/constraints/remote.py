@@ -21,7 +21,7 @@ from app.engine.constraints.compiler import parse_response_format, resolve_tool_
 from app.engine.errors import ConstraintError
 from app.engine.formats import FORMATS
 from app.engine.grammar.gbnf import lark_to_gbnf, remote_context
-from app.engine.grammar.lark import _reasoning
+from app.engine.grammar.lark import DEFAULT_MAX_CALLS, _reasoning
 
 __all__ = ["remote_grammar"]
 
@@ -36,9 +36,10 @@ def remote_grammar(
     special_tokens: Sequence[str] = (),
     reasoning: bool = False,
     in_reasoning: bool = False,
+    max_calls: int | None = DEFAULT_MAX_CALLS,
 ) -> str | None:
     """The GBNF that holds a remote engine's raw reply to ``tool_choice`` (``required`` or a named
-    tool: one call, or several when ``parallel_tool_calls``) or, with no tools to call, to
+    tool: one call, or up to ``max_calls`` when ``parallel_tool_calls``) or, with no tools to call, to
     ``response_format``'s JSON schema; None when nothing is to be held (``auto``, ``none``).
     Raises :class:`ConstraintError` (:class:`GbnfError` where the family's grammar has no GBNF)."""
     calls: list[dict[str, Any]] = [dict(t) for t in tools or []]
@@ -57,6 +58,7 @@ def remote_grammar(
                 "(choose one in chat.tool_format)"
             )
         forced = choice.name if choice.mode == "function" else None
+        ctx.max_calls = max_calls
         lark = fmt.constraint_grammar(calls, forced=forced, parallel=bool(parallel_tool_calls), ctx=ctx)
     elif schema is not None and (choice.mode == "none" or not calls):
         lead = _reasoning(ctx, fmt) if fmt is not None else ""

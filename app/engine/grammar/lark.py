@@ -6,8 +6,16 @@ tool choice asks for:
 
 * ``required`` / a named tool: an optional reasoning block (``ctx.reasoning``, or the rest of a
   block the prompt opened, ``ctx.in_reasoning``), then one call, or several when ``parallel``;
+  nothing follows the last call (the reply ends there, in the family's own syntax);
 * ``auto``: free text (and reasoning) until the family's call opener, then the call is held until
   it closes; text may follow, and further calls when ``parallel``.
+
+A call list is bounded: with ``parallel`` a reply holds at most ``ctx.max_calls`` calls
+(:data:`DEFAULT_MAX_CALLS` unless the request says), without it one. Every family's repetition of
+calls goes through :func:`up_to` (in :func:`calls_block`, :func:`compose` and the JSON-array
+wire's ``maxItems``), so no family writes an unbounded list. In ``auto`` the free text between
+held calls is not counted by the grammar: the chat loop (``app.engine.loop``) stops the reply at
+its ``max_calls``-th call.
 
 Markers go through :meth:`GrammarContext.lit`: a marker that is one special token of the model's
 vocabulary becomes that token (``<[id]>``), any other text is matched as text. Values of JSON wires
@@ -25,6 +33,7 @@ from typing import Any
 from app.engine.errors import ConstraintError
 
 __all__ = [
+    "DEFAULT_MAX_CALLS",
     "GrammarContext",
     "ParamSyntax",
     "calls_block",
@@ -36,7 +45,13 @@ __all__ = [
     "raw_value",
     "tool_name",
     "tool_params",
+    "up_to",
 ]
+
+#: The most calls one reply holds when the request does not say (``parallel_tool_calls=false``
+#: means one). Small models that are made to call write call after call; a handful is what a
+#: reply of real parallel calls needs.
+DEFAULT_MAX_CALLS = 4
 
 JSON_STYLE = {"whitespace_flexible": False, "item_separator": ", ", "key_separator": ": "}
 _INT = r"-?(0|[1-9][0-9]*)"
@@ -83,7 +98,8 @@ class GrammarContext:
     special token); ``eog`` tells the end-of-generation tokens (a closing marker that ends
     generation is left out: the generation ends there). ``auto``: free text with held calls;
     ``reasoning``: a reasoning block may come first; ``in_reasoning``: the prompt opened one;
-    ``response_schema``: in ``auto``, a plain reply must be this JSON instead of free text.
+    ``response_schema``: in ``auto``, a plain reply must be this JSON instead of free text;
+    ``max_calls``: the most calls one reply holds when calls may be parallel (None: no bound).
     """
 
     split: Callable[[str], list[tuple[str, int | None]]] = lambda s: [(s, None)]
@@ -92,6 +108,7 @@ class GrammarContext:
     reasoning: bool = False
     in_reasoning: bool = False
     response_schema: dict[str, Any] | None = None
+    max_calls: int | None = DEFAULT_MAX_CALLS
     family: str = ""
     eos_ids: tuple[int, ...] = ()
     marker_ids: set[int] = field(default_factory=set)  # the special tokens the grammar uses as markers
@@ -152,6 +169,27 @@ class GrammarContext:
 
     def grammar(self, start: str) -> str:
         return "\n".join([f"start: {start}", *self.rules]) + "\n"
+
+    def calls_allowed(self, parallel: bool) -> int | None:
+        """How many calls one reply may hold: one without ``parallel``, else ``max_calls``."""
+        if not parallel:
+            return 1
+        return None if self.max_calls is None else max(1, int(self.max_calls))
+
+
+def up_to(ctx: GrammarContext, item: str, n: int | None) -> str:
+    """``item`` written 0 to ``n`` times (None: any number): the one way a grammar repeats calls.
+
+    The bound is written out as nested optional rules (``(item (item)?)?``), which every grammar
+    engine reads (llguidance, and GBNF after :mod:`app.engine.grammar.gbnf`)."""
+    if n is None:
+        return f"({item})*"
+    if n <= 0:
+        return '""'
+    acc = ctx.rule(f"({item})?", prefix="upto")
+    for _ in range(n - 1):
+        acc = ctx.rule(f"({item} {acc})?", prefix="upto")
+    return acc
 
 
 def _rx(s: str) -> str:
@@ -577,13 +615,15 @@ def calls_block(
     calls = [ctx.rule(e, prefix="call") for e in exprs]
     one = calls[0] if len(calls) == 1 else ctx.rule(" | ".join(calls), prefix="any")
     sep_x = ctx.lit(sep) if sep else ""
-    repeat = not (single or not parallel)
-    many = ctx.rule(f"{one} ({sep_x} {one})*", prefix="many") if repeat else one
+    n = ctx.calls_allowed(parallel and not single)
+    repeat = n != 1
+    more = up_to(ctx, f"{sep_x} {one}".strip(), None if n is None else n - 1) if repeat else ""
+    many = ctx.rule(f"{one} {more}", prefix="many") if repeat else one
     if section is None:
 
         def rest(opener: str) -> str:
             first = " | ".join(ctx.rule(_strip(e, opener), prefix="rest") for e in exprs)
-            return f"({first}) ({sep_x} {one})*" if repeat else f"({first})"
+            return f"({first}) {more}" if repeat else f"({first})"
 
         ctx.rests[many] = rest
         return many
@@ -632,13 +672,14 @@ def compose(
         # the opener's special token starts a held call; free text is any token but the family's
         # markers (other special tokens too), up to the end of the reply
         free = f"<[^{','.join(str(t) for t in sorted({first_tok, *ctx.marker_ids, *ctx.eos_ids}))}]>*"
-        more = f"({block} {free})*" if parallel else f"({block} {free})?"
+        more = up_to(ctx, f"{block} {free}", ctx.calls_allowed(parallel))
         return ctx.grammar(f"{lead} {free} {more}".strip())
     # a text opener: free text ends lazily at the opener's first appearance, then the call is held
     head = ctx.rule(f"/(?s:.*)/ {_q(opener)}", prefix="hd", attrs="[lazy]")
     rest = ctx.rests[block](opener)
     if parallel:
-        return ctx.grammar(f"{lead} ({head} {rest})* /(?s:.*)/".strip())
+        calls = up_to(ctx, f"{head} {rest}", ctx.calls_allowed(parallel))
+        return ctx.grammar(f"{lead} {calls} /(?s:.*)/".strip())
     return ctx.grammar(f"{lead} (({head} {rest} {ctx.free_text(avoid=opener)}) | /(?s:.*)/)".strip())
 
 

@@ -339,8 +339,9 @@ def json_array(
         "items": items[0] if len(items) == 1 else {"anyOf": items},
         "minItems": 1,
     }
-    if not parallel:
-        schema["maxItems"] = 1
+    most = ctx.calls_allowed(parallel)
+    if most is not None:
+        schema["maxItems"] = most
     arr = ctx.json(schema)
     end = f" {ctx.lit(close, final=True)}" if close else ""
     block = ctx.rule(f"{ctx.lit(open)} {arr}{end}", prefix="calls")
