@@ -32,7 +32,15 @@ from app.engine.events import ChatEvent, DoneEvent, NoticeEvent
 from app.engine.formats.events import ReasoningDelta, TextDelta, ToolCallDone, ToolCallIncomplete
 from app.engine.loop import CallIds, RoundEnd, cut_after_last_user, dispatcher_for, run_rounds
 from app.engine.messages import Message
-from app.engine.remote._client import Provider, RemoteError, fetch_props, open_stream
+from app.engine.remote._client import (
+    MAX_TOKENS_SLACK,
+    Provider,
+    RemoteError,
+    ReplyGuard,
+    byte_size,
+    fetch_props,
+    open_stream,
+)
 
 __all__ = [
     "PARSERS",
@@ -240,37 +248,53 @@ def _template_from_props(provider: Provider, props: dict[str, Any]) -> RemoteTem
 
 def _adds_bos(provider: Provider) -> bool | None:
     """Whether llama-server adds a BOS token to a prompt: its ``/tokenize`` of nothing says."""
-    import httpx
+    from app.engine.remote._client import _request_json
 
     try:
-        with provider.client() as client:
-            resp = client.post(provider.base + "/tokenize", json={"content": "", "add_special": True})
-            tokens = resp.json().get("tokens") if resp.status_code == 200 else None
-    except (httpx.HTTPError, ValueError, AttributeError):
+        data = _request_json(provider, "POST", "/tokenize", {"content": "", "add_special": True})
+    except RemoteError:
         return None
+    tokens = data.get("tokens") if isinstance(data, dict) else None
     return bool(tokens) if isinstance(tokens, list) else None
 
 
 @dataclass
 class _Meter:
-    """How one remote generation went: when its pieces came, how the endpoint said it ended."""
+    """How one remote generation went: when its pieces came, how the endpoint said it ended.
+    With ``max_tokens``, more pieces than that (and ``MAX_TOKENS_SLACK``) end the reply: a piece
+    is at most one token, so a server that sends more ignored the ``max_tokens`` it was sent."""
 
     finish: str = "stop"
     first_token_at: float | None = None
     last_token_at: float | None = None
     pieces: int = 0
+    tokens: int = 0  # pieces that carry text (a call's opening, with its name only, does not)
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
+    guard: ReplyGuard | None = None
+    max_tokens: int | None = None
+    where: str = ""
 
     @property
     def shown(self) -> bool:
         return self.pieces > 0
 
-    def piece(self) -> None:
+    def piece(self, token: bool = True) -> None:
         now = time.monotonic()
         self.first_token_at = self.first_token_at or now
         self.last_token_at = now
         self.pieces += 1
+        if self.guard is not None:
+            self.guard.progress()
+        if token:
+            self.tokens += 1
+            if self.max_tokens is not None and self.tokens > self.max_tokens + MAX_TOKENS_SLACK:
+                raise RemoteError(
+                    "too_large",
+                    f"{self.where} sent more than the {self.max_tokens} tokens asked for (max_tokens); "
+                    "the reply was cut there.",
+                    retry=False,
+                )
 
     def usage(self, prompt: Any, completion: Any) -> None:
         self.prompt_tokens = prompt if isinstance(prompt, int) else self.prompt_tokens
@@ -438,7 +462,7 @@ class RemoteChatSession:
     def generate_reply(self, round: int, cancel: threading.Event | None) -> Generator[Any, None, RoundEnd]:
         """One reply (``app.engine.loop.ReplySource``): the request, its stream read by the API's
         reader or by the family's parser; a failure keeps what was shown."""
-        meter = _Meter()
+        meter = _Meter(max_tokens=self.max_tokens, where=self.provider.base)
         calls: list[ToolCall] = []
         choice = self._turn_choice if round == 1 else "auto"
         try:
@@ -493,11 +517,13 @@ class RemoteChatSession:
                 )
             )
 
+        guard = ReplyGuard(self.provider)  # the reply's time bounds, across its retries
+        meter.guard = guard
         attempt = 0
         while True:
             self._open_notices = []
             try:
-                stream, reader = self._open(tool_choice, cancel, on_retry)
+                stream, reader = self._open(tool_choice, cancel, on_retry, guard)
             except RemoteError:
                 yield from self._open_notices
                 yield from retries
@@ -512,11 +538,11 @@ class RemoteChatSession:
                 if (
                     meter.shown
                     or attempt >= self.provider.max_retries
-                    or not (err.retryable or err.code == "cut")
+                    or not (err.retryable or (err.code == "cut" and err.retry is None))
+                    or guard.remaining() <= 0
                 ):
-                    if err.code == "cut" and meter.shown:
-                        err.message = f"{err.message} The reply shown so far is kept."
-                        err.args = (err.message,)
+                    if meter.shown:
+                        err.add("The reply shown so far is kept.")
                     raise
                 attempt += 1
                 yield NoticeEvent(
@@ -526,7 +552,9 @@ class RemoteChatSession:
             finally:
                 stream.close()
 
-    def _open(self, tool_choice: Any, cancel: threading.Event | None, on_retry: Any) -> tuple[Any, Any]:
+    def _open(
+        self, tool_choice: Any, cancel: threading.Event | None, on_retry: Any, guard: ReplyGuard
+    ) -> tuple[Any, Any]:
         from app.engine.remote import _wire
 
         if self.parser == "api":
@@ -541,7 +569,8 @@ class RemoteChatSession:
                 sampling=self.sampling,
             )
             _wire.add_options(self.provider.kind, body, self._options)
-            return open_stream(self.provider, path, body, cancel=cancel, on_retry=on_retry), self._read_api
+            stream = open_stream(self.provider, path, body, cancel=cancel, on_retry=on_retry, guard=guard)
+            return stream, self._read_api
         prompt, fmt, tools = self._render(tool_choice)
         llama_server = bool(self.template is not None and self.template.extra.get("llama_server"))
         path, body = _wire.raw_request(
@@ -556,7 +585,7 @@ class RemoteChatSession:
         if grammar is not None:
             _wire.add_grammar(body, grammar, llama_server=llama_server)
         self.last_grammar = grammar
-        stream = open_stream(self.provider, path, body, cancel=cancel, on_retry=on_retry)
+        stream = open_stream(self.provider, path, body, cancel=cancel, on_retry=on_retry, guard=guard)
         self._raw_state = (prompt, fmt, tools)
         return stream, self._read_callisto
 
@@ -657,6 +686,14 @@ class RemoteChatSession:
             )
         return False
 
+    def _too_many_calls(self) -> RemoteError:
+        return RemoteError(
+            "too_large",
+            f"{self.provider.base} sent more than {self.provider.max_calls} tool calls in one reply; "
+            "it was cut there and none was run.",
+            retry=False,
+        )
+
     def _cut(self) -> RemoteError:
         return RemoteError(
             "cut", f"The connection to {self.provider.base} was cut in the middle of the reply."
@@ -685,11 +722,23 @@ class RemoteChatSession:
                 meter.piece()
                 yield ReasoningDelta(piece[1])
             elif kind == "call":
-                meter.piece()
                 _, key, cid, name, args = piece
-                slot = pending.setdefault(key, [None, None, []])
+                meter.piece(token=bool(args))
+                if key not in pending and len(pending) >= self.provider.max_calls:
+                    raise self._too_many_calls()
+                slot = pending.setdefault(key, [None, None, [], 0])
                 slot[0] = slot[0] or cid
                 slot[1] = slot[1] or name
+                text = json.dumps(args, ensure_ascii=False) if isinstance(args, dict) else args
+                size = len(text.encode("utf-8", "surrogatepass"))
+                slot[3] = size if isinstance(args, dict) else slot[3] + size
+                if slot[3] > self.provider.max_call_args_bytes:
+                    raise RemoteError(
+                        "too_large",
+                        f"{self.provider.base} sent a tool call with arguments longer than "
+                        f"{byte_size(self.provider.max_call_args_bytes)}; it was cut there and no call was run.",
+                        retry=False,
+                    )
                 if isinstance(args, dict):
                     slot[2] = args
                 elif isinstance(slot[2], list):
@@ -701,7 +750,7 @@ class RemoteChatSession:
         if not ended:
             raise self._cut()
         declared = set(self.registry.names()) if self.registry is not None else set()
-        for index, (cid, name, args) in enumerate(pending.values()):
+        for index, (cid, name, args, _bytes) in enumerate(pending.values()):
             text = json.dumps(args, ensure_ascii=False) if isinstance(args, dict) else "".join(args)
             arguments: dict[str, Any] | str = args if isinstance(args, dict) else text
             if isinstance(arguments, str):
@@ -775,18 +824,29 @@ class RemoteChatSession:
         else:
             stream = PlainStream.for_prompt(prompt)
         ended = False
+        calls = 0
+
+        def counted(events: Iterator[Any]) -> Iterator[Any]:
+            nonlocal calls
+            for ev in events:
+                if isinstance(ev, ToolCallDone | ToolCallIncomplete):
+                    calls += 1
+                    if calls > self.provider.max_calls:
+                        raise self._too_many_calls()
+                yield ev
+
         for piece in _wire.read_raw(lines, kind=self.provider.kind):
             if cancel is not None and cancel.is_set():
                 return
             kind = piece[0]
             if kind == "text":
                 meter.piece()
-                yield from stream.feed(piece[1])
+                yield from counted(stream.feed(piece[1]))
             else:
                 ended = self._end_piece(meter, piece) or ended
         if cancel is not None and cancel.is_set():
             return
         if not ended:
-            yield from stream.finish(truncated=True)
+            yield from counted(stream.finish(truncated=True))
             raise self._cut()
-        yield from stream.finish(truncated=meter.finish != "stop")
+        yield from counted(stream.finish(truncated=meter.finish != "stop"))

@@ -12,6 +12,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from app.engine.messages import Message
+from app.engine.remote._client import short
 
 __all__ = [
     "add_grammar",
@@ -236,7 +237,7 @@ def _sse_data(lines: Iterator[str]) -> Iterator[tuple[str, Any]]:
     event = ""
     for line in lines:
         if line.startswith("event:"):
-            event = line[6:].strip()
+            event = line[6:].strip()[:100]
             continue
         if not line.startswith("data:"):
             if not line.strip():
@@ -247,8 +248,11 @@ def _sse_data(lines: Iterator[str]) -> Iterator[tuple[str, Any]]:
             return
         try:
             yield event, json.loads(data)
-        except ValueError:
-            yield "error", {"error": {"message": f"the server sent a line that is not JSON: {data[:80]}"}}
+        except (ValueError, RecursionError):
+            yield (
+                "error",
+                {"error": {"message": f"the server sent a line that is not JSON: {short(data, 80)}"}},
+            )
 
 
 def _error_text(obj: Any) -> str | None:
@@ -256,14 +260,78 @@ def _error_text(obj: Any) -> str | None:
         return None
     err = obj.get("error")
     if isinstance(err, dict):
-        return str(err.get("message") or err)
-    if isinstance(err, str):
-        return err
+        return short(str(err.get("message") or err))
+    if isinstance(err, str) and err:
+        return short(err)
     return None
 
 
+class _Shape(Exception):
+    """A part of a reply in a shape no API sends."""
+
+
+def _obj(value: Any) -> dict[str, Any]:
+    """A JSON object of the reply; {} for null; _Shape for anything else."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise _Shape
+    return value
+
+
+def _list(value: Any) -> list[Any]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise _Shape
+    return value
+
+
+def _str(value: Any) -> str:
+    """Text of the reply ("" for null or empty); _Shape for anything else."""
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise _Shape
+    return value
+
+
+def _key(value: Any, default: Any = 0) -> Any:
+    """A call's index: an integer or a string."""
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int | str):
+        raise _Shape
+    return value
+
+
+def _args(value: Any) -> str | dict[str, Any]:
+    if value is None:
+        return ""
+    if not isinstance(value, str | dict):
+        raise _Shape
+    return value
+
+
+def _reason(value: Any) -> str:
+    return short(str(value), 40)
+
+
+def _shaped(reader: Iterator[Piece]) -> Iterator[Piece]:
+    """``reader``'s pieces; a part of the reply in a shape no API sends ends it with an error."""
+    try:
+        yield from reader
+    except _Shape:
+        yield ("error", "the server sent a part of the reply in a shape this API does not have")
+
+
 def read_openai(lines: Iterator[str]) -> Iterator[Piece]:
+    return _shaped(_read_openai(lines))
+
+
+def _read_openai(lines: Iterator[str]) -> Iterator[Piece]:
     for _event, obj in _sse_data(lines):
+        obj = _obj(obj)
         err = _error_text(obj)
         if err:
             yield ("error", err)
@@ -271,50 +339,62 @@ def read_openai(lines: Iterator[str]) -> Iterator[Piece]:
         usage = obj.get("usage")
         if isinstance(usage, dict):
             yield ("usage", usage.get("prompt_tokens"), usage.get("completion_tokens"))
-        for choice in obj.get("choices") or ():
-            delta = choice.get("delta") or {}
-            reasoning = delta.get("reasoning_content") or delta.get("reasoning")
+        for choice in _list(obj.get("choices")):
+            choice = _obj(choice)
+            delta = _obj(choice.get("delta"))
+            reasoning = _str(delta.get("reasoning_content") or delta.get("reasoning"))
             if reasoning:
                 yield ("reasoning", reasoning)
-            if delta.get("content"):
-                yield ("text", delta["content"])
-            for tc in delta.get("tool_calls") or ():
-                fn = tc.get("function") or {}
-                yield ("call", tc.get("index", 0), tc.get("id"), fn.get("name"), fn.get("arguments") or "")
+            content = _str(delta.get("content"))
+            if content:
+                yield ("text", content)
+            for tc in _list(delta.get("tool_calls")):
+                tc = _obj(tc)
+                fn = _obj(tc.get("function"))
+                yield (
+                    "call",
+                    _key(tc.get("index")),
+                    tc.get("id"),
+                    fn.get("name"),
+                    _args(fn.get("arguments")),
+                )
             if choice.get("finish_reason"):
-                yield ("finish", choice["finish_reason"])
+                yield ("finish", _reason(choice["finish_reason"]))
 
 
 def read_anthropic(lines: Iterator[str]) -> Iterator[Piece]:
-    blocks: dict[int, dict[str, Any]] = {}
+    return _shaped(_read_anthropic(lines))
+
+
+def _read_anthropic(lines: Iterator[str]) -> Iterator[Piece]:
     prompt = 0
     for event, obj in _sse_data(lines):
+        obj = _obj(obj)
         kind = obj.get("type") or event
         if kind == "error" or _error_text(obj):
             yield ("error", _error_text(obj) or "the server reported an error")
             return
         if kind == "message_start":
-            prompt = ((obj.get("message") or {}).get("usage") or {}).get("input_tokens") or 0
+            prompt = _obj(_obj(obj.get("message")).get("usage")).get("input_tokens") or 0
         elif kind == "content_block_start":
-            block = obj.get("content_block") or {}
-            blocks[obj.get("index", 0)] = block
+            block = _obj(obj.get("content_block"))
             if block.get("type") == "tool_use":
-                yield ("call", obj.get("index", 0), block.get("id"), block.get("name"), "")
+                yield ("call", _key(obj.get("index")), block.get("id"), block.get("name"), "")
             elif block.get("type") == "text" and block.get("text"):
-                yield ("text", block["text"])
+                yield ("text", _str(block["text"]))
         elif kind == "content_block_delta":
-            delta = obj.get("delta") or {}
+            delta = _obj(obj.get("delta"))
             if delta.get("type") == "text_delta":
-                yield ("text", delta.get("text") or "")
+                yield ("text", _str(delta.get("text")))
             elif delta.get("type") == "thinking_delta":
-                yield ("reasoning", delta.get("thinking") or "")
+                yield ("reasoning", _str(delta.get("thinking")))
             elif delta.get("type") == "input_json_delta":
-                yield ("call", obj.get("index", 0), None, None, delta.get("partial_json") or "")
+                yield ("call", _key(obj.get("index")), None, None, _str(delta.get("partial_json")))
         elif kind == "message_delta":
-            usage = obj.get("usage") or {}
+            usage = _obj(obj.get("usage"))
             if "output_tokens" in usage:
                 yield ("usage", prompt, usage["output_tokens"])
-            reason = (obj.get("delta") or {}).get("stop_reason")
+            reason = _obj(obj.get("delta")).get("stop_reason")
             if reason:
                 yield (
                     "finish",
@@ -323,39 +403,46 @@ def read_anthropic(lines: Iterator[str]) -> Iterator[Piece]:
                         "stop_sequence": "stop",
                         "tool_use": "tool_calls",
                         "max_tokens": "length",
-                    }.get(reason, reason),
+                    }.get(reason, _reason(reason))
+                    if isinstance(reason, str)
+                    else _reason(reason),
                 )
         elif kind == "message_stop":
             return
 
 
 def read_ollama(lines: Iterator[str]) -> Iterator[Piece]:
+    return _shaped(_read_ollama(lines))
+
+
+def _read_ollama(lines: Iterator[str]) -> Iterator[Piece]:
     n = 0
     for line in lines:
         if not line.strip():
             continue
         try:
-            obj = json.loads(line)
-        except ValueError:
-            yield ("error", f"the server sent a line that is not JSON: {line[:80]}")
+            obj = _obj(json.loads(line))
+        except (ValueError, RecursionError):
+            yield ("error", f"the server sent a line that is not JSON: {short(line, 80)}")
             return
         err = _error_text(obj)
         if err:
             yield ("error", err)
             return
-        msg = obj.get("message") or {}
-        if msg.get("thinking") or obj.get("thinking"):
-            yield ("reasoning", msg.get("thinking") or obj.get("thinking"))
-        text = msg.get("content") or obj.get("response")
+        msg = _obj(obj.get("message"))
+        thinking = _str(msg.get("thinking") or obj.get("thinking"))
+        if thinking:
+            yield ("reasoning", thinking)
+        text = _str(msg.get("content") or obj.get("response"))
         if text:
             yield ("text", text)
-        for tc in msg.get("tool_calls") or ():
-            fn = tc.get("function") or {}
-            yield ("call", f"o{n}", tc.get("id"), fn.get("name"), fn.get("arguments") or {})
+        for tc in _list(msg.get("tool_calls")):
+            fn = _obj(_obj(tc).get("function"))
+            yield ("call", f"o{n}", _obj(tc).get("id"), fn.get("name"), _args(fn.get("arguments")) or {})
             n += 1
         if obj.get("done"):
             yield ("usage", obj.get("prompt_eval_count"), obj.get("eval_count"))
-            yield ("finish", obj.get("done_reason") or "stop")
+            yield ("finish", _reason(obj.get("done_reason") or "stop"))
             return
 
 
@@ -363,18 +450,23 @@ def read_raw(lines: Iterator[str], *, kind: str) -> Iterator[Piece]:
     """A raw-text completion: OpenAI's ``/v1/completions``, llama-server's ``/completion`` or
     Ollama's ``/api/generate`` (NDJSON)."""
     if kind == "ollama":
-        yield from read_ollama(lines)
-        return
+        return read_ollama(lines)
+    return _shaped(_read_raw(lines))
+
+
+def _read_raw(lines: Iterator[str]) -> Iterator[Piece]:
     for _event, obj in _sse_data(lines):
+        obj = _obj(obj)
         err = _error_text(obj)
         if err:
             yield ("error", err)
             return
         if "content" in obj and "choices" not in obj:  # llama-server /completion
-            if obj.get("content"):
-                yield ("text", obj["content"])
+            content = _str(obj.get("content"))
+            if content:
+                yield ("text", content)
             if obj.get("stop"):
-                timings = obj.get("timings") or {}
+                timings = _obj(obj.get("timings"))
                 yield (
                     "usage",
                     obj.get("tokens_evaluated") or timings.get("prompt_n"),
@@ -386,8 +478,10 @@ def read_raw(lines: Iterator[str], *, kind: str) -> Iterator[Piece]:
         usage = obj.get("usage")
         if isinstance(usage, dict):
             yield ("usage", usage.get("prompt_tokens"), usage.get("completion_tokens"))
-        for choice in obj.get("choices") or ():
-            if choice.get("text"):
-                yield ("text", choice["text"])
+        for choice in _list(obj.get("choices")):
+            choice = _obj(choice)
+            text = _str(choice.get("text"))
+            if text:
+                yield ("text", text)
             if choice.get("finish_reason"):
-                yield ("finish", choice["finish_reason"])
+                yield ("finish", _reason(choice["finish_reason"]))
