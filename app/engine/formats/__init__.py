@@ -89,6 +89,7 @@ FAMILY_MODULES: tuple[str, ...] = (
     "hunyuan",
     "solar",
     "granite",
+    "xlam",
 )
 
 for _module in FAMILY_MODULES:

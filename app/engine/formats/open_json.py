@@ -22,7 +22,9 @@ from app.engine.formats.json_list import ElementReader, element_reader, parse_js
 from app.engine.formats.jsonscan import loads_repaired
 from app.engine.formats.sections import json_text, skip_ws
 
-__all__ = ["OpenListFormat", "OpenObjectFormat", "OpenValueScanner"]
+__all__ = ["FencedListScanner", "OpenListFormat", "OpenObjectFormat", "OpenValueScanner"]
+
+FENCE = "```"
 
 
 class OpenValueScanner(JsonStateScanner):
@@ -45,6 +47,43 @@ class OpenValueScanner(JsonStateScanner):
                 continue
             j = self.feed_json(self.json, buf, i)
             return (n, False) if j == -1 else (j, True)
+        return n, False
+
+
+class FencedListScanner(JsonStateScanner):
+    """After an opening markdown fence: a language word, whitespace, a JSON list, whitespace and
+    the closing fence; the region ends after the closing fence, or at the first character that
+    cannot continue that shape."""
+
+    def __init__(self) -> None:
+        super().__init__("lang")
+
+    def scan(self, buf: str, final: bool) -> tuple[int, bool]:
+        i, n = 0, len(buf)
+        while i < n:
+            st = self.state
+            self.ops += 1
+            if st == "json":
+                j = self.feed_json(self.json, buf, i)
+                if j == -1:
+                    return n, False
+                i, self.state = j, "post"
+                continue
+            skip = self.fence_skip(buf, i)
+            if skip is not None:
+                i = skip
+                continue
+            if st == "pre":
+                if buf[i] != "[":
+                    return i, True
+                self.state = "json"
+                continue
+            rest = buf[i : i + len(FENCE)]  # post: only the closing fence may follow
+            if rest == FENCE:
+                return i + len(FENCE), True
+            if not final and len(rest) < len(FENCE) and FENCE.startswith(rest):
+                return i, False
+            return i, True
         return n, False
 
 
