@@ -90,6 +90,7 @@ FAMILY_MODULES: tuple[str, ...] = (
     "solar",
     "granite",
     "xlam",
+    "internlm",
 )
 
 for _module in FAMILY_MODULES:
