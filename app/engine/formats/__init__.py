@@ -91,6 +91,7 @@ FAMILY_MODULES: tuple[str, ...] = (
     "granite",
     "xlam",
     "internlm",
+    "longcat",
 )
 
 for _module in FAMILY_MODULES:

@@ -199,10 +199,12 @@ TEMPLATE_MARKERS: dict[str, tuple[str, ...]] = {
 # Published templates that take the tools but never render a call turn (a past call is written
 # as the turn's plain content, so no call can be probed): known by what they hold, tried when no
 # rendered call was read. Granite 3.x's system prompt names its ``<|tool_call|>`` marker;
-# Phi-4-mini's takes the tools as a string on the system message, between ``<|tool|>`` tags.
+# Phi-4-mini's takes the tools as a string on the system message, between ``<|tool|>`` tags;
+# LongCat's model card (no template of its own was found) has the system prompt name its tag.
 MARKED_TEMPLATES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("granite", ("<|tool_call|>", "<|start_of_role|>available_tools")),
     ("phi4-mini", ("<|tool|>", "<|/tool|>", "['tools']")),
+    ("longcat", ("<longcat_tool_call>", "</longcat_tool_call>")),
 )
 
 
