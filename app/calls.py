@@ -11,7 +11,11 @@ the application, so every package may depend on it.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
+import threading
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -26,6 +30,11 @@ __all__ = [
     "PolicyDefault",
     "outcome_of",
     "read_decision",
+    "ApprovalPolicy",
+    "ToolTrust",
+    "definition_sha256",
+    "pin_record",
+    "remember_decision",
     "IncompleteCall",
     "IncompleteReason",
     "TOOL_NAME",
@@ -97,6 +106,188 @@ _OUTCOME_OF: dict[ApprovalDecision, ApprovalOutcome] = {
     "always": "always",
     "deny": "denied",
 }
+
+
+# -- Tools from outside: pinned definitions ------------------------------------------------------
+# A tool an MCP server offers is trusted by its definition, not by its name: what the person allowed
+# is pinned (a hash of the name, description, input schema and annotations, kept in settings as
+# ``tools.pins``), and an "allow" in ``tools.approvals`` holds only while the server offers that very
+# definition. A different one is asked about again, with what changed. The server's annotations
+# (``readOnlyHint`` ...) are hints shown to the person, never a permission.
+
+
+def definition_sha256(definition: Mapping[str, Any]) -> str:
+    """The pin of a tool's definition: sha256 of its canonical JSON (keys sorted, exact text)."""
+    text = json.dumps(definition, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
+    return "sha256:" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+@dataclass(frozen=True)
+class ToolTrust:
+    """What is known about a tool from outside (an MCP server): who offers it and exactly what.
+
+    ``key`` names it in the approvals store (``mcp:<server>/<tool>``: a server's tool never shares
+    an approval with another server's tool of the same name); ``sha256`` pins ``definition`` (name,
+    description, input schema and annotations as the server sent them); ``warnings`` are what the
+    checks found in the plain words the window shows; ``hints`` are the server's own claims
+    (annotations), which never decide whether the tool asks first.
+    """
+
+    key: str
+    sha256: str
+    definition: dict[str, Any] = field(compare=False)
+    warnings: tuple[str, ...] = ()
+    hints: tuple[str, ...] = ()
+    removed_characters: int = 0
+
+    @property
+    def server(self) -> str:
+        return self.key.removeprefix("mcp:").split("/", 1)[0]
+
+
+def pin_record(trust: ToolTrust) -> dict[str, Any]:
+    """What ``tools.pins`` keeps for an allowed tool: its hash and the definition (for the diff)."""
+    return {"sha256": trust.sha256, "definition": trust.definition}
+
+
+def _pinned_sha(pins: Mapping[str, Any], key: str) -> str | None:
+    entry = pins.get(key)
+    if isinstance(entry, Mapping):
+        sha = entry.get("sha256")
+        return sha if isinstance(sha, str) else None
+    return entry if isinstance(entry, str) else None
+
+
+def remember_decision(
+    approvals: Mapping[str, str],
+    pins: Mapping[str, Any],
+    *,
+    tool_name: str,
+    trust: ToolTrust | None,
+    decision: ApprovalDecision,
+) -> tuple[dict[str, str], dict[str, Any]]:
+    """The approvals and pins settings keep after the person's answer (new dicts; inputs untouched).
+
+    A built-in tool: "always" is remembered by name. A tool from outside: any allow pins the
+    definition the person saw; "always" allows that definition; "allow once" for a definition that
+    differs from the pinned one takes back an earlier "always" (it was given for the old one).
+    """
+    new_approvals, new_pins = dict(approvals), dict(pins)
+    if decision == "deny":
+        return new_approvals, new_pins
+    if trust is None:
+        if decision == "always":
+            new_approvals[tool_name] = "allow"
+        return new_approvals, new_pins
+    changed = _pinned_sha(pins, trust.key) not in (None, trust.sha256)
+    new_pins[trust.key] = pin_record(trust)
+    if decision == "always":
+        new_approvals[trust.key] = "allow"
+    elif changed and new_approvals.get(trust.key) == "allow":
+        new_approvals[trust.key] = "ask"
+    return new_approvals, new_pins
+
+
+class ApprovalPolicy:
+    """Which side-effecting tools run without asking: the one memory of approvals.
+
+    ``defaults`` come from settings (``tools.approvals``: tool name, or a tool's :class:`ToolTrust`
+    key, -> "ask" or "allow"); ``pins`` from ``tools.pins`` (key -> pin record, or a bare hash).
+    A built-in tool is allowed by name. A tool with a ``trust`` is allowed only when its key is
+    allowed *and* the pinned hash is the one it has now, or the person said "Always allow" to this
+    very definition in this session. "Always allow" answers are remembered for the session; the
+    window saves them to settings as well (:func:`remember_decision`). Thread-safe.
+    """
+
+    def __init__(
+        self, defaults: Mapping[str, PolicyDefault] | None = None, pins: Mapping[str, Any] | None = None
+    ) -> None:
+        self._lock = threading.Lock()
+        self._defaults: dict[str, PolicyDefault] = {}
+        self._pins: dict[str, dict[str, Any]] = {}
+        self._session_allowed: set[str] = set()
+        for name, value in (defaults or {}).items():
+            self.set_default(name, value)
+        self.set_pins(pins or {})
+
+    def set_default(self, tool_name: str, value: PolicyDefault) -> None:
+        if value not in POLICY_DEFAULTS:
+            raise ValueError(f"Approval default for {tool_name!r} must be 'ask' or 'allow', got {value!r}")
+        with self._lock:
+            self._defaults[tool_name] = value
+
+    def defaults(self) -> dict[str, PolicyDefault]:
+        with self._lock:
+            return dict(self._defaults)
+
+    def set_pins(self, pins: Mapping[str, Any]) -> None:
+        """Add the pins of settings (key -> ``{"sha256", "definition"}``, or a bare hash)."""
+        with self._lock:
+            for key, entry in pins.items():
+                sha = _pinned_sha(pins, key)
+                if sha is None:
+                    continue
+                definition = entry.get("definition") if isinstance(entry, Mapping) else None
+                self._pins[str(key)] = {
+                    "sha256": sha,
+                    "definition": dict(definition) if isinstance(definition, Mapping) else None,
+                }
+
+    def pin(self, key: str) -> dict[str, Any] | None:
+        """The pinned record of ``key`` (``sha256`` and the ``definition`` allowed), or None."""
+        with self._lock:
+            entry = self._pins.get(key)
+            return dict(entry) if entry is not None else None
+
+    def pins(self) -> dict[str, dict[str, Any]]:
+        with self._lock:
+            return {k: dict(v) for k, v in self._pins.items()}
+
+    def changed_since_pinned(self, trust: ToolTrust) -> dict[str, Any] | None:
+        """The definition the person allowed before, when the tool now offers another; else None."""
+        entry = self.pin(trust.key)
+        if entry is None or entry.get("sha256") == trust.sha256:
+            return None
+        return entry.get("definition") or {}
+
+    def allow_for_session(self, tool_name: str, trust: ToolTrust | None = None) -> None:
+        with self._lock:
+            self._session_allowed.add(tool_name if trust is None else f"{trust.key}#{trust.sha256}")
+
+    def reset_session(self) -> None:
+        with self._lock:
+            self._session_allowed.clear()
+
+    def is_preapproved(self, tool_name: str, trust: ToolTrust | None = None) -> bool:
+        with self._lock:
+            if trust is None:
+                return tool_name in self._session_allowed or self._defaults.get(tool_name) == "allow"
+            if f"{trust.key}#{trust.sha256}" in self._session_allowed:
+                return True
+            pinned = self._pins.get(trust.key)
+            return (
+                self._defaults.get(trust.key) == "allow"
+                and pinned is not None
+                and pinned.get("sha256") == trust.sha256
+            )
+
+    def record(self, tool_name: str, trust: ToolTrust | None, decision: ApprovalDecision) -> None:
+        """Remember the person's answer for this session (the same rules as :func:`remember_decision`)."""
+        if decision == "deny":
+            return
+        if trust is None:
+            if decision == "always":
+                self.allow_for_session(tool_name)
+            return
+        with self._lock:
+            before = self._pins.get(trust.key)
+            changed = before is not None and before.get("sha256") != trust.sha256
+            self._pins[trust.key] = pin_record(trust)
+            if decision == "always":
+                self._session_allowed.add(f"{trust.key}#{trust.sha256}")
+            elif changed and self._defaults.get(trust.key) == "allow":
+                self._defaults[trust.key] = "ask"
+
 
 # Why a call the parser saw is not a call to run.
 IncompleteReason = Literal["truncated", "undeclared"]

@@ -51,6 +51,7 @@ def build_tools(
     mcp: McpManager | None = None,
     approval: ApprovalHook | None = None,
     approvals: Mapping[str, str] | None = None,
+    pins: Mapping[str, Any] | None = None,
     default_approval: str = "ask",
     approval_timeout_s: float | None = None,
     policy: ApprovalPolicy | None = None,
@@ -59,7 +60,9 @@ def build_tools(
     """The tools a session may call and the dispatcher that runs them.
 
     ``approvals`` (tool name -> "ask" | "allow") and ``default_approval`` ("ask" | "allow") are
-    the settings' approval memory; a given ``policy`` (kept across sessions) is updated with them.
+    the settings' approval memory, ``pins`` (``tools.pins``) the definitions of MCP tools the person
+    allowed; a given ``policy`` (kept across sessions) is updated with them. ``default_approval``
+    covers the built-in tools only: an MCP tool runs unasked only when allowed as it is now.
     """
     from app.calls import POLICY_DEFAULTS
     from app.tools import ApprovalPolicy, Dispatcher, ToolRegistry, register_builtin_tools
@@ -90,6 +93,7 @@ def build_tools(
     for name, value in (approvals or {}).items():
         if value in POLICY_DEFAULTS:
             policy.set_default(name, value)  # type: ignore[arg-type]
+    policy.set_pins(pins or {})
     if default_approval == "allow":
         for name in registry.names():
             policy.set_default(name, "allow")

@@ -139,7 +139,10 @@ class ModelSettings(_Model):
 
 class ToolSettings(_Model):
     workspace: str | None = None
-    approvals: dict[str, ApprovalDefault] = Field(default_factory=dict)  # per tool name
+    #: per tool name; an MCP tool's key is "mcp:<server>/<tool>" and its "allow" needs a matching pin
+    approvals: dict[str, ApprovalDefault] = Field(default_factory=dict)
+    #: MCP tools' definitions as the person allowed them: key -> {"sha256", "definition"} (app.calls)
+    pins: dict[str, dict[str, Any]] = Field(default_factory=dict)
     default_approval: ApprovalDefault = "ask"
     mcp_servers_path: str | None = None
 

@@ -15,7 +15,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from app.calls import POLICY_DEFAULTS, PolicyDefault, outcome_of, read_decision
+# The one memory of approvals (tool names, and pinned definitions of tools from outside) is app.calls's.
+from app.calls import ApprovalPolicy, outcome_of, read_decision
 from app.tools.cancel import CallControl, ToolCancelled, run_under
 from app.tools.registry import ToolRegistry
 from app.tools.types import (
@@ -46,45 +47,6 @@ DEFAULT_RESULT_BUDGET = 8000  # characters the model reads back from one call
 # A callable taking the request and returning a decision (app.calls.ApprovalDecision), or an
 # awaitable of one.
 ApprovalHook = Callable[[ApprovalRequest], Any]
-
-
-class ApprovalPolicy:
-    """Which side-effecting tools run without asking.
-
-    ``defaults`` come from settings ("tool approval defaults": tool name -> "ask" or
-    "allow"); "Always allow this tool" answers are remembered for the session. It is the one
-    memory of approvals: the window saves an "always" answer to settings as well.
-    Thread-safe.
-    """
-
-    def __init__(self, defaults: dict[str, PolicyDefault] | None = None) -> None:
-        self._lock = threading.Lock()
-        self._defaults: dict[str, PolicyDefault] = {}
-        self._session_allowed: set[str] = set()
-        for name, value in (defaults or {}).items():
-            self.set_default(name, value)
-
-    def set_default(self, tool_name: str, value: PolicyDefault) -> None:
-        if value not in POLICY_DEFAULTS:
-            raise ValueError(f"Approval default for {tool_name!r} must be 'ask' or 'allow', got {value!r}")
-        with self._lock:
-            self._defaults[tool_name] = value
-
-    def defaults(self) -> dict[str, PolicyDefault]:
-        with self._lock:
-            return dict(self._defaults)
-
-    def allow_for_session(self, tool_name: str) -> None:
-        with self._lock:
-            self._session_allowed.add(tool_name)
-
-    def reset_session(self) -> None:
-        with self._lock:
-            self._session_allowed.clear()
-
-    def is_preapproved(self, tool_name: str) -> bool:
-        with self._lock:
-            return tool_name in self._session_allowed or self._defaults.get(tool_name) == "allow"
 
 
 def _run_in_thread(
@@ -265,7 +227,8 @@ class Dispatcher:
 
     def _approve(self, call: ToolCall, tool: Tool, arguments: dict[str, Any]) -> ApprovalOutcome | None:
         """How the call may run; None when it needs an answer and no one can be asked."""
-        if self.policy.is_preapproved(tool.name):
+        trust = tool.trust
+        if self.policy.is_preapproved(tool.name, trust):
             return "always"
         if self.approval is None:
             return None
@@ -276,6 +239,8 @@ class Dispatcher:
             arguments=arguments,
             source=tool.source,
             timeout_s=self.approval_timeout_s,
+            trust=trust,
+            previous=self.policy.changed_since_pinned(trust) if trust is not None else None,
         )
         hook = self.approval
         thread, box = _run_in_thread(
@@ -291,8 +256,7 @@ class Dispatcher:
         if decision is None:
             log.warning("approval hook returned %r for %s: treated as deny", answer, tool.name)
             return "denied"
-        if decision == "always":
-            self.policy.allow_for_session(tool.name)
+        self.policy.record(tool.name, trust, decision)
         return outcome_of(decision)
 
     def _run(

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 # The approvals' words are app.calls's (one vocabulary); the tools' API names them here too.
-from app.calls import APPROVAL_OUTCOMES, ApprovalDecision, ApprovalOutcome, ToolCall, ToolResult
+from app.calls import APPROVAL_OUTCOMES, ApprovalDecision, ApprovalOutcome, ToolCall, ToolResult, ToolTrust
 
 __all__ = [
     "APPROVAL_OUTCOMES",
@@ -23,6 +23,7 @@ __all__ = [
     "ToolCall",
     "ToolError",
     "ToolResult",
+    "ToolTrust",
     "pretty_json",
 ]
 
@@ -70,6 +71,8 @@ class Tool:
     timeout_s: float | None = None
     source: str = "builtin"
     cancellable: bool = False
+    #: a tool from outside (MCP): its pinned definition and what the checks found (app.calls.ToolTrust)
+    trust: ToolTrust | None = field(default=None, compare=False, repr=False)
 
     def openai_schema(self) -> dict[str, Any]:
         """The OpenAI function-tool shape that chat templates render."""
@@ -93,6 +96,10 @@ class ApprovalRequest:
     arguments: dict[str, Any]
     source: str = "builtin"
     timeout_s: float | None = None
+    #: a tool from outside: its definition, pin, warnings and hints (the dialog shows them)
+    trust: ToolTrust | None = None
+    #: the definition the person allowed before, when the tool now offers a different one
+    previous: dict[str, Any] | None = None
 
     @property
     def arguments_text(self) -> str:

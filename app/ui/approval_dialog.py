@@ -3,6 +3,15 @@
 The dialog speaks to the person, not to the model: a built-in tool's action in plain words (for a
 file write: the full destination path, and whether a file there is overwritten or created), the
 exact arguments below it, and a countdown to the automatic Deny.
+
+For a tool from an MCP server it also shows what the server claims (its annotations, as hints:
+they never skip this question), what Callisto's checks found in the tool (hidden characters,
+text aimed at the model), and, when the server now offers a different definition than the one
+allowed before, what changed (a diff).
+
+Deny is the default button: Enter (or Return) never allows anything, whatever has the focus; only
+a click, Space on a focused button or the buttons' shortcuts do (a person typing their next
+message when the dialog appears must not approve an overwrite).
 """
 
 from __future__ import annotations
@@ -11,10 +20,10 @@ import time
 from typing import Any
 
 from PySide6.QtCore import Qt, QTimer
-from PySide6.QtGui import QFont
+from PySide6.QtGui import QFont, QKeyEvent
 from PySide6.QtWidgets import QDialog, QHBoxLayout, QLabel, QPlainTextEdit, QPushButton, QVBoxLayout, QWidget
 
-from app.calls import ApprovalDecision
+from app.calls import ApprovalDecision, ToolTrust
 from app.tools.types import pretty_json
 from app.units import format_bytes
 
@@ -63,6 +72,11 @@ class ApprovalDialog(QDialog):
         self.call_id = str(getattr(request, "call_id", ""))
         self.tool_name = str(getattr(request, "tool_name", getattr(request, "name", "tool")))
         self.decision: ApprovalDecision = "deny"
+        trust = getattr(request, "trust", None)
+        self.trust: ToolTrust | None = trust if isinstance(trust, ToolTrust) else None
+        self.warnings_label: QLabel | None = None
+        self.hints_label: QLabel | None = None
+        self.diff_view: QPlainTextEdit | None = None
         self.target_path = ""
         self.setWindowTitle(f"Allow {self.tool_name}?")
         self.setModal(True)
@@ -98,8 +112,11 @@ class ApprovalDialog(QDialog):
                     "" if builtin else f" (from {str(getattr(request, 'source', '')).removeprefix('mcp:')})"
                 )
                 d = QLabel(f"The tool describes itself{where} as: {desc}")
+                d.setTextFormat(Qt.TextFormat.PlainText)
                 d.setWordWrap(True)
                 lay.addWidget(d)
+            if self.trust is not None:
+                self._add_trust(lay, self.trust, getattr(request, "previous", None))
         lay.addWidget(QLabel("Exactly what it sends:"))
         self.args_view = QPlainTextEdit()
         self.args_view.setReadOnly(True)
@@ -126,7 +143,12 @@ class ApprovalDialog(QDialog):
         self.btn_deny = QPushButton("Deny")
         self.btn_always = QPushButton("Always allow")
         self.btn_once = QPushButton("Allow once")
-        self.btn_once.setDefault(True)
+        # U6: Deny is the default; no allowing button takes Enter even when it has the focus
+        for b in (self.btn_always, self.btn_once):
+            b.setAutoDefault(False)
+            b.setDefault(False)
+        self.btn_deny.setAutoDefault(True)
+        self.btn_deny.setDefault(True)
         answers: tuple[tuple[QPushButton, ApprovalDecision], ...] = (
             (self.btn_deny, "deny"),
             (self.btn_always, "always"),
@@ -136,7 +158,51 @@ class ApprovalDialog(QDialog):
             b.clicked.connect(lambda _=False, d=dec: self._answer(d))
             row.addWidget(b)
         lay.addLayout(row)
-        self.resize(520, 360)
+        self.btn_deny.setFocus(Qt.FocusReason.OtherFocusReason)
+        self.resize(560, 460 if self.diff_view is not None else 360)
+
+    def _add_trust(self, lay: QVBoxLayout, trust: ToolTrust, previous: Any) -> None:
+        """What the server claims, what the checks found, and what changed since it was allowed."""
+        if trust.hints:
+            self.hints_label = QLabel(
+                "The server says this tool " + "; ".join(trust.hints) + ". That is its own claim, not a "
+                "promise: Callisto asks anyway."
+            )
+            self.hints_label.setObjectName("approvalHints")
+            self.hints_label.setWordWrap(True)
+            lay.addWidget(self.hints_label)
+        if trust.warnings:
+            self.warnings_label = QLabel("⚠ Careful: " + "; ".join(trust.warnings) + ".")
+            self.warnings_label.setObjectName("approvalWarnings")
+            self.warnings_label.setProperty("warn", "true")
+            self.warnings_label.setTextFormat(Qt.TextFormat.PlainText)
+            self.warnings_label.setWordWrap(True)
+            lay.addWidget(self.warnings_label)
+        if isinstance(previous, dict):
+            from app.tools.mcp_trust import definition_diff
+
+            changed = QLabel(
+                "⚠ This tool CHANGED since you allowed it: the server now offers a different definition. "
+                "Read what changed before you allow it again."
+            )
+            changed.setObjectName("approvalChanged")
+            changed.setProperty("warn", "true")
+            changed.setWordWrap(True)
+            lay.addWidget(changed)
+            self.diff_view = QPlainTextEdit()
+            self.diff_view.setObjectName("approvalDiff")
+            self.diff_view.setReadOnly(True)
+            self.diff_view.setFont(QFont("monospace"))
+            self.diff_view.setPlainText(definition_diff(previous, trust.definition))
+            lay.addWidget(self.diff_view, 2)
+
+    def keyPressEvent(self, event: QKeyEvent) -> None:  # noqa: N802 - Qt's name
+        """Enter and Return answer Deny, whatever has the focus (U6)."""
+        if event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter):
+            event.accept()
+            self._answer("deny")
+            return
+        super().keyPressEvent(event)
 
     def remaining_s(self) -> float | None:
         """Seconds until the automatic Deny (None: no time limit)."""

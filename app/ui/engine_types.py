@@ -39,6 +39,7 @@ class EngineConfig:
     n_threads: int | None = None
     workspace: str | None = None
     approvals: dict[str, str] = field(default_factory=dict)  # tool name -> "ask" | "allow"
+    pins: dict[str, Any] = field(default_factory=dict)  # MCP tools' allowed definitions (tools.pins)
     default_approval: str = "ask"
     approval_timeout_s: float = DEFAULT_APPROVAL_TIMEOUT_S
     mcp_servers_path: str | None = None  # mcp.json; its servers' tools join the built-in ones

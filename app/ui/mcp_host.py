@@ -82,3 +82,13 @@ class McpHost:
                     f"MCP server '{st.name}' failed and its tools are off: {st.error}",
                     MCP_SETTING,
                 )
+            elif st.warnings:
+                tools = sorted({w.split(":", 1)[0] for w in st.warnings})
+                self.notify(
+                    "mcp_tool_warning",
+                    f"⚠ MCP server '{st.name}': be careful with {', '.join(tools)}: "
+                    + "; ".join(st.warnings[:3])
+                    + (" …" if len(st.warnings) > 3 else "")
+                    + ". Settings → Tools lists its tools in full.",
+                    MCP_SETTING,
+                )

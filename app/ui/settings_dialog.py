@@ -76,6 +76,7 @@ class SettingsDialog(QDialog):
         detected_label: str | None = None,
         model_path: str | None = None,
         model_name: str | None = None,
+        mcp: Any = None,
         parent: QWidget | None = None,
     ) -> None:
         super().__init__(parent)
@@ -85,6 +86,7 @@ class SettingsDialog(QDialog):
         self.settings = settings.model_copy(deep=True)
         self.model_path = model_path
         self.detected_label = detected_label
+        self.mcp = mcp  # the running MCP servers (app.tools.mcp.McpManager): the Tools tab lists their tools
         lay = QVBoxLayout(self)
         self.tabs = QTabWidget()
         lay.addWidget(self.tabs, 1)
@@ -255,6 +257,9 @@ class SettingsDialog(QDialog):
             },
         )
 
+        from app.ui.settings_tools_tab import add_mcp_section
+
+        self.mcp_tools = add_mcp_section(tools, f, self._hint, self.mcp, self.settings.tools)
     def _build_appearance_tab(self) -> None:
         look, f = self._form_page()
         self.theme = QComboBox()

@@ -339,12 +339,20 @@ class ChatController(WindowPart):
 
         def answered(_result: int) -> None:
             self.worker.answer_approval(dlg.call_id, dlg.decision)
-            if dlg.decision == "always":
-                self.state.settings.tools.approvals = {
-                    **self.state.settings.tools.approvals,
-                    dlg.tool_name: "allow",
-                }
-                self.settings_ctl.save_quietly()
+            if dlg.decision != "deny":
+                from app.calls import remember_decision
+
+                tools = self.state.settings.tools
+                approvals, pins = remember_decision(
+                    tools.approvals,
+                    tools.pins,
+                    tool_name=dlg.tool_name,
+                    trust=dlg.trust,
+                    decision=dlg.decision,
+                )
+                if (approvals, pins) != (tools.approvals, tools.pins):
+                    tools.approvals, tools.pins = approvals, pins  # type: ignore[assignment]
+                    self.settings_ctl.save_quietly()
             if self.approval_dialog is dlg:
                 self.approval_dialog = None
 

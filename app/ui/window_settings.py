@@ -102,6 +102,7 @@ class SettingsController(WindowPart):
                 detected_label=info.detected_label if info else None,
                 model_path=info.path if info else None,
                 model_name=Path(info.path).stem if info else None,  # the picker's name
+                mcp=self.worker.mcp,  # the Tools tab lists the running MCP servers' tools in full
                 parent=self.window,
             )
             dlg.accepted.connect(lambda: self.apply_settings(dlg.settings))

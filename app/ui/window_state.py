@@ -35,6 +35,7 @@ def engine_config_for(settings: Any, model_path: str | None) -> EngineConfig:
         n_threads=eff.threads,
         workspace=settings.tools.workspace,
         approvals=dict(settings.tools.approvals),
+        pins=dict(settings.tools.pins),
         default_approval=settings.tools.default_approval,
         mcp_servers_path=settings.tools.mcp_servers_path,
         context_policy=eff.context_policy,

@@ -217,6 +217,7 @@ class Sessions:
             mcp=self.mcp_host.manager,
             approval=self.approve,
             approvals=cfg.approvals,
+            pins=cfg.pins,
             default_approval=cfg.default_approval,
             approval_timeout_s=cfg.approval_timeout_s,
         )

@@ -143,8 +143,10 @@ def test_tools_are_registered_and_namespaced_on_clashes(pair):
     assert add.parameters["required"] == ["a", "b"]
     assert add.parameters["properties"]["a"]["type"] == "integer"
     assert add.description == "Add two integers."
-    assert add.side_effects is False  # readOnlyHint
-    assert registry.get("remember").side_effects is True  # no annotation: ask first
+    # N6: a server's annotations are hints, not permissions: every MCP tool asks until allowed
+    assert add.side_effects is True and add.trust.hints == ("says it only reads",)
+    assert registry.get("remember").side_effects is True and registry.get("remember").trust.hints == ()
+    assert (add.trust.key, registry.get("other.add").trust.key) == ("mcp:good/add", "mcp:other/add")
     rendered = {t["function"]["name"] for t in registry.openai_tools()}
     assert "good.add" in rendered
 
@@ -165,7 +167,9 @@ def test_calls_go_through_the_same_dispatcher_and_approval(pair):
     assert d.dispatch(ToolCall("2", "other.add", {"a": 2, "b": 3})).content == "1005"
     assert d.dispatch(ToolCall("3", "other.calculator", {"expression": "1+1"})).content == "other:1+1"
     assert d.dispatch(ToolCall("4", "calculator", {"expression": "1+1"})).content == "2"
-    assert asked == []  # read-only tools do not ask
+    # the MCP tools asked, even those whose server says they only read; the built-in calculator did not
+    assert [r.tool_name for r in asked] == ["good.add", "other.add", "other.calculator"]
+    asked.clear()
     ok = d.dispatch(ToolCall("5", "remember", {"note": "milk"}))
     assert (ok.content, ok.approval) == ("stored: milk", "allowed_once")
     assert asked[0].source == "mcp:good" and asked[0].arguments == {"note": "milk"}
@@ -175,7 +179,7 @@ def test_calls_go_through_the_same_dispatcher_and_approval(pair):
     assert bad.error == "Parameter 'a' must be an integer, got string \"two\"."
     failing = d.dispatch(ToolCall("8", "fail", {"reason": "nope"}))
     assert failing.error is not None and failing.content is None
-    big = Dispatcher(registry, result_budget=500).dispatch(ToolCall("9", "big", {"n": 3000}))
+    big = Dispatcher(registry, approval=approve, result_budget=500).dispatch(ToolCall("9", "big", {"n": 3000}))
     assert big.truncated and "of 3000 characters" in big.content
     assert manager.status("good").state == "running"
 
