@@ -247,6 +247,9 @@ class SettingsDialog(QDialog):
         self.mcp_path = QLineEdit(self.settings.tools.mcp_servers_path or "")
         self.mcp_path.setPlaceholderText("mcp.json (Claude Desktop format)")
         f.addRow("MCP servers file", self._with_browse(self.mcp_path, folder=False))
+        from app.ui.settings_tools_tab import add_mcp_section
+
+        self.mcp_tools = add_mcp_section(tools, f, self._hint, self.mcp, self.settings.tools)
         self._add_tab(
             tools,
             "Tools",
@@ -257,9 +260,6 @@ class SettingsDialog(QDialog):
             },
         )
 
-        from app.ui.settings_tools_tab import add_mcp_section
-
-        self.mcp_tools = add_mcp_section(tools, f, self._hint, self.mcp, self.settings.tools)
     def _build_appearance_tab(self) -> None:
         look, f = self._form_page()
         self.theme = QComboBox()
