@@ -7,21 +7,29 @@ schema. A ``</tool_call>`` inside a parameter value does not end the call.
 What Qwen3-Coder and Qwen3.5 also write, read with the tool's declared parameter names:
 
 * function blocks without the ``<tool_call>`` opener (one, or a run of them separated by
-  whitespace) closed by a stray ``</tool_call>``: one call per block (a run without that stray
-  close is text, so other families' ``<function=`` blocks stay theirs);
+  whitespace) closed by a stray ``</tool_call>``: one call per block;
+* the same run without the stray close (Qwen3-Coder drops the opener and the close alike): the
+  blocks are read one by one while each is written as the template writes it (at least one
+  parameter, each ``</parameter>`` written, each value between newlines) and names a declared
+  tool; the rest is text. So other families' ``<function=`` blocks stay theirs: Llama's JSON
+  bodies, Seed-OSS's blocks (no newlines around values; a run followed by a closing tag such as
+  ``</seed:tool_call>`` stood inside another element and is text, and a block without
+  parameters has no Qwen-specific shape);
 * a parameter whose ``</parameter>`` is missing: its value ends before the next
   ``<parameter=DECLARED>`` or before the ``</function>`` that ends the call;
 * a value holding ``</parameter>`` or ``</function>`` literally: a ``</parameter>`` closes the
   value only when the next ``<parameter=DECLARED>`` or ``</function>`` follows it, a
   ``</function>`` only when it ends the call (any parameter name counts for a tool that was not
-  declared).
+  declared). A value may hold ``</tool_call><tool_call>`` literally: a ``</tool_call>`` inside a
+  value ends the call only before the end of the reply or before the next call
+  (``<function=``, alone or after ``<tool_call>``).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from app.engine.formats.base import ParsedCall, RegionScanner, one_call, register
+from app.engine.formats.base import THINK, ParsedCall, RegionScanner, one_call, register
 from app.engine.formats.sections import SkipValuesScanner, closed_body, raw_text, skip_ws
 from app.engine.formats.xml_params import XmlParamsFormat
 from app.json_schema import tool_schemas
@@ -34,6 +42,8 @@ P_OPEN = "<parameter="
 P_CLOSE = "</parameter>"
 F_OPEN = "<function="
 F_CLOSE = "</function>"
+THINK_CLOSE = THINK[1]
+ENCLOSED = "</"  # what a closing tag after a bare run starts with
 
 
 def _name(s: str, i: int) -> tuple[str, int] | None:
@@ -80,9 +90,13 @@ def _value_end(text: str, i: int, params: set[str] | None) -> tuple[int, int] | 
         j = after
 
 
-def _read_block(text: str, i: int, schemas: dict[str, Any] | None) -> tuple[str, dict[str, str], int] | None:
+def _read_block(
+    text: str, i: int, schemas: dict[str, Any] | None, *, strict: bool = False
+) -> tuple[str, dict[str, str], int] | None:
     """``<function=NAME> (<parameter=P>value</parameter>)* </function>`` at ``i`` (after
-    whitespace): the name, the values and the index after ``</function>``."""
+    whitespace): the name, the values and the index after ``</function>``. ``strict``: written as
+    the template writes it, or None: at least one parameter, each ``</parameter>`` written and
+    each value between newlines (``<parameter=K>\\nV\\n</parameter>``)."""
     i = skip_ws(text, i)
     if not text.startswith(F_OPEN, i):
         return None
@@ -101,16 +115,18 @@ def _read_block(text: str, i: int, schemas: dict[str, Any] | None) -> tuple[str,
                 return None
             pname, i = got
             end = _value_end(text, i, params)
-            if end is None or pname in args:
+            if end is None or pname in args or (strict and end[0] == end[1]):
                 return None
             value = text[i : end[0]]
+            if strict and not (len(value) >= 2 and value[0] == value[-1] == "\n"):
+                return None
             if value.startswith("\n"):
                 value = value[1:]
             if value.endswith("\n"):
                 value = value[:-1]
             args[pname] = value
             i = end[1]
-        elif text.startswith(F_CLOSE, i):
+        elif text.startswith(F_CLOSE, i) and (args or not strict):
             return name, args, i + len(F_CLOSE)
         else:
             return None
@@ -130,11 +146,40 @@ def parse_function_block(
     return got[0], got[1]
 
 
-def _bare_run(text: str, schemas: dict[str, Any]) -> tuple[list[ParsedCall], str] | None:
-    """Function blocks without ``<tool_call>``, closed by a stray ``</tool_call>`` (the last
-    call's raw holds it): one call per block."""
-    if not text.endswith(CLOSE):
-        return None
+def _bare_run(
+    text: str, schemas: dict[str, Any], *, cut: bool = False
+) -> tuple[list[ParsedCall], str] | None:
+    """Function blocks without ``<tool_call>``: one call per block.
+
+    Closed by a stray ``</tool_call>`` (the last call's raw holds it): every block is a call.
+    Otherwise (or when that reading fails) the blocks are read one by one while each is well
+    formed and names a declared tool; what follows the last one read is left over (none when
+    the run stood inside another element: the region ends in a closing tag's ``</``). ``cut``: the
+    token limit cut the run, so its last complete block may have gone on (a stray close after
+    it would be its raw): only blocks followed by another block count.
+    """
+    if not cut and text.endswith(CLOSE):
+        got = _closed_run(text, schemas)
+        if got is not None:
+            return got
+    elif text.endswith(ENCLOSED):
+        return None  # the run stood inside another element (see _BareRun): text
+    calls: list[ParsedCall] = []
+    i = last = 0
+    while True:
+        block = _read_block(text, i, schemas, strict=True)
+        if block is None or block[0] not in schemas:
+            break
+        name, args, j = block
+        if cut and not text.startswith(F_OPEN, skip_ws(text, j)):
+            break
+        calls.append(ParsedCall(name, dict(args), text[skip_ws(text, i) : j]))
+        i = last = j
+    return (calls, text[last:]) if calls else None
+
+
+def _closed_run(text: str, schemas: dict[str, Any]) -> tuple[list[ParsedCall], str] | None:
+    """A run of function blocks closed by a stray ``</tool_call>``: one call per block."""
     end = len(text) - len(CLOSE)
     calls: list[ParsedCall] = []
     i = 0
@@ -181,9 +226,44 @@ class _BareRun(RegionScanner):
                 self.after = False
                 continue
             rest = buf[k:]
-            if not final and len(rest) < len(CLOSE) and (F_OPEN.startswith(rest) or CLOSE.startswith(rest)):
-                return i, False
+            if (
+                (not final or self.cut)
+                and len(rest) < len(CLOSE)
+                and (F_OPEN.startswith(rest) or CLOSE.startswith(rest) or THINK_CLOSE.startswith(rest))
+            ):
+                return i, False  # more may follow (cut by the token limit: it might have)
+            if rest.startswith(ENCLOSED) and not rest.startswith(THINK_CLOSE):
+                # Another element's closing tag follows: the blocks stood inside it (Seed-OSS's
+                # <seed:tool_call>), they are not bare calls. The region takes the tag's "</"
+                # so that the run reads as text.
+                return k + len(ENCLOSED), True
             return i, True
+
+
+class _CallScanner(SkipValuesScanner):
+    """The region of a ``<tool_call>``: up to its ``</tool_call>`` outside every value. A
+    ``</tool_call>`` inside a value ends the region (the value's close missing) only before the
+    end of the reply or before the next call (``<function=``, alone or after ``<tool_call>``): a
+    value may hold ``</tool_call><tool_call>`` literally."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            CLOSE, P_OPEN, P_CLOSE, followers=(P_OPEN, F_CLOSE), reopen=(OPEN, F_OPEN), exit=(F_CLOSE, CLOSE)
+        )
+
+    def _follows(self, buf: str, j: int, wanted: tuple[str, ...], final: bool) -> bool | None:
+        if wanted is not self.reopen:
+            return super()._follows(buf, j, wanted, final)
+        k = self.skip_space(buf, j)
+        if k == len(buf) or not buf.startswith(OPEN, k):
+            return super()._follows(buf, j, wanted, final)
+        k = self.skip_space(buf, k + len(OPEN))
+        rest = buf[k : k + len(F_OPEN)]
+        if rest == F_OPEN:
+            return True
+        if not final and len(rest) < len(F_OPEN) and F_OPEN.startswith(rest):
+            return None
+        return False
 
 
 def _block_scanner() -> SkipValuesScanner:
@@ -202,16 +282,14 @@ class QwenXmlFormat(XmlParamsFormat):
     def region_scanner(self, opener: str) -> RegionScanner:
         if opener == F_OPEN:
             return _BareRun()
-        return SkipValuesScanner(
-            CLOSE, P_OPEN, P_CLOSE, followers=(P_OPEN, F_CLOSE), reopen=(OPEN, F_OPEN), exit=(F_CLOSE, CLOSE)
-        )
+        return _CallScanner()
 
     def parse_region(self, opener, body, *, at_end, truncated, tools):
-        if at_end and truncated:
-            return None  # the scanner did not close the region before the cut: an incomplete call
         schemas = tool_schemas(tools)
         if opener == F_OPEN:
-            return _bare_run(F_OPEN + body, schemas)
+            return _bare_run(F_OPEN + body, schemas, cut=at_end and truncated)
+        if at_end and truncated:
+            return None  # the scanner did not close the region before the cut: an incomplete call
         inner = closed_body(body, CLOSE, last=F_CLOSE, at_end=at_end, truncated=truncated)
         return one_call(opener, body, None if inner is None else parse_function_block(inner, schemas))
 

@@ -171,8 +171,102 @@ BARE = [
         content="\n\n",
         calls=[PW],
     ),
-    Case("bare-without-stray-close-is-text", "See " + FW + " here.", content="See " + FW + " here."),
     Case("bare-cut", FW[:30], truncated=True, incomplete=["get_weather"]),
+]
+
+# Issue 27, deviation 1: Qwen3-Coder also drops the stray close. Bare blocks are read one by one
+# while each is written as the template writes it and names a declared tool; the rest is text.
+BLOB = ("set_port", {"blob": "a </parameter> b"})
+BARE_UNCLOSED = [
+    Case("i27-bare-unclosed", FW, calls=[PW]),
+    Case("i27-bare-unclosed-text-around", "See " + FW + " here.", content="See  here.", calls=[PW]),
+    Case("i27-bare-unclosed-run", FW + "\n" + FW + "\n", content="\n", calls=[PW, PW]),
+    Case(
+        "i27-bare-unclosed-literal-close-in-value",
+        fn("set_port", par("blob", "a </parameter> b")),
+        calls=[BLOB],
+    ),
+    Case(
+        "i27-bare-unclosed-prefilled-reasoning",
+        "I need the weather.\n\n" + FW,
+        in_reasoning=True,
+        reasoning="I need the weather.\n\n",
+        calls=[PW],
+    ),
+    Case(
+        "i27-bare-unclosed-after-reasoning",
+        "plan</think>\n\n" + FW,
+        in_reasoning=True,
+        reasoning="plan",
+        content="\n\n",
+        calls=[PW],
+    ),
+    Case(
+        "i27-bare-unclosed-cut",
+        "Sure. " + FW[:-3],
+        truncated=True,
+        content="Sure. ",
+        incomplete=["get_weather"],
+    ),
+    Case(
+        "i27-bare-unclosed-then-cut",
+        FW + "\n" + fn("get_time")[:12],
+        truncated=True,
+        content="\n",
+        calls=[PW],
+        incomplete=[None],
+    ),
+    # Anything else stays text, byte for byte.
+    Case(
+        "i27-bare-unclosed-undeclared",
+        "See " + fn("lookup", par("q", "x")),
+        content="See " + fn("lookup", par("q", "x")),
+    ),
+    Case("i27-bare-unclosed-no-tools", FW, content=FW, tools=[]),
+    Case(
+        "i27-bare-unclosed-missing-parameter-close",
+        fn("get_weather", par("city", "Paris", close=False), par("days", "3")),
+        content=fn("get_weather", par("city", "Paris", close=False), par("days", "3")),
+    ),
+    # Blocks are read while each is a call; from the first that is not, the run is text.
+    Case(
+        "i27-bare-unclosed-run-then-undeclared",
+        FW + "\n" + fn("lookup"),
+        content="\n" + fn("lookup"),
+        calls=[PW],
+    ),
+    Case(
+        "i27-bare-unclosed-run-undeclared-first", fn("lookup") + "\n" + FW, content=fn("lookup") + "\n" + FW
+    ),
+    Case(
+        "i27-bare-unclosed-json-body",
+        '<function=get_weather>{"city": "Paris"}</function>',
+        content='<function=get_weather>{"city": "Paris"}</function>',
+    ),
+    Case(
+        "i27-bare-unclosed-text-inside",
+        "<function=get_time>\nnow\n</function>",
+        content="<function=get_time>\nnow\n</function>",
+    ),
+    Case("i27-bare-unclosed-never-closed", FW[:-11] + " ok", content=FW[:-11] + " ok"),
+    # Not as the template writes it: no parameter, or a value without its newlines.
+    Case("i27-bare-unclosed-no-parameter", fn("get_time") + " ok", content=fn("get_time") + " ok"),
+    Case(
+        "i27-bare-unclosed-value-without-newlines",
+        "<function=get_weather><parameter=city>Paris</parameter></function>",
+        content="<function=get_weather><parameter=city>Paris</parameter></function>",
+    ),
+    # Followed by another element's closing tag: the block stood inside that element.
+    Case("i27-bare-unclosed-inside-element", "<call>" + FW + "</call>", content="<call>" + FW + "</call>"),
+    # Inside a reasoning block the model closes: reasoning, like any call there.
+    Case(
+        "i27-bare-unclosed-in-closed-reasoning",
+        "maybe " + FW + "</think>Answer",
+        in_reasoning=True,
+        reasoning="maybe " + FW,
+        content="Answer",
+    ),
+    Case("i27-bare-unclosed-before-orphan-close", FW + "</think>Hi", reasoning=FW, content="Hi"),
 ]
 
 # A parameter whose </parameter> is missing ends before the next declared parameter or </function>.
@@ -226,6 +320,24 @@ LITERAL_CLOSE_IN_VALUE = [
         call("set_port", blob="x </tool_call> y"),
         calls=[("set_port", {"blob": "x </tool_call> y"})],
     ),
+    # A value holding </tool_call><tool_call>: the close ends the call only before the next call.
+    Case(
+        "i27-literal-close-and-open-in-value",
+        call("set_port", blob="a</tool_call><tool_call>b"),
+        calls=[("set_port", {"blob": "a</tool_call><tool_call>b"})],
+    ),
+    Case(
+        "i27-literal-close-and-open-in-value-spaced",
+        call("set_port", blob="a </tool_call>\n<tool_call> b") + "\n" + call("get_time"),
+        content="\n",
+        calls=[("set_port", {"blob": "a </tool_call>\n<tool_call> b"}), ("get_time", {})],
+    ),
+    Case(
+        "i27-value-missing-close-then-next-call",
+        "<tool_call>\n<function=set_port>\n<parameter=blob>\nx</tool_call>\n" + call("get_time"),
+        content="<tool_call>\n<function=set_port>\n<parameter=blob>\nx</tool_call>\n",
+        calls=[("get_time", {})],
+    ),
 ]
 
 CUT_OPENER = [
@@ -240,7 +352,7 @@ CUT_OPENER = [
     Case("cut-in-function-name", "<tool_call>\n<function=get_wea", truncated=True, incomplete=[None]),
 ]
 
-CASES += BARE + MISSING_PARAM_CLOSE + LITERAL_CLOSE_IN_VALUE + CUT_OPENER
+CASES += BARE + BARE_UNCLOSED + MISSING_PARAM_CLOSE + LITERAL_CLOSE_IN_VALUE + CUT_OPENER
 
 FUZZ = Fuzz(
     markers=("<tool_call>", "</tool_call>", "<function=", "</function>", "<parameter=", "</parameter>"),
