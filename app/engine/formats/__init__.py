@@ -92,6 +92,7 @@ FAMILY_MODULES: tuple[str, ...] = (
     "xlam",
     "internlm",
     "longcat",
+    "granite_20b_fc",
 )
 
 for _module in FAMILY_MODULES:

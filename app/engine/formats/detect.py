@@ -50,7 +50,7 @@ PROBE_ARGS: dict[str, Any] = {"city": "Paris", "days": 3, "metric": True}
 PROBE_CALL: tuple[str, dict[str, Any]] = ("get_weather", PROBE_ARGS)
 _USER = [{"role": "user", "content": "What is the weather in Paris?"}]
 _REPLY_MARK = "Zq7PlainReplyXv"
-_BOUNDARY = "\n >]|"
+_BOUNDARY = "\n >]|:"  # ":" ends a role header (Granite 20B FC: "ASSISTANT:")
 
 Render = Callable[[list[dict[str, Any]], list[dict[str, Any]] | None], str]
 

@@ -22,6 +22,7 @@ NAMES = {
     "xlam": ("xLAM-2", "Llama-xLAM"),
     "internlm": ("InternLM2", "InternLM2.5", "Intern-S1"),
     "longcat": ("LongCat-Flash",),
+    "granite-20b-fc": ("granite-20b-functioncalling",),
 }
 
 # template, family, control tokens, user-defined tokens, bos, eos
@@ -42,6 +43,14 @@ MODELS = [
         [],
         "<s>",
         "<|im_end|>",
+    ),
+    (
+        "ibm-granite-20b-functioncalling.jinja",
+        "granite-20b-fc",
+        ["<|endoftext|>"],
+        ["<function_call>"],
+        None,
+        "<|endoftext|>",
     ),
 ]
 IDS = [m[0] for m in MODELS]
