@@ -38,6 +38,12 @@ The scanner follows the structure, so a section's closing tag inside a parameter
 end the section; a JSON value (``string="false"`` starting with ``{`` or ``[``) may even hold
 ``</｜DSML｜parameter>`` inside its strings.
 
+DeepSeek V4 also drops the section at long context and writes the ``invoke`` blocks bare
+(``<｜DSML｜invoke name="NAME">...</｜DSML｜invoke>``, one or a run separated by whitespace): each
+well-formed block is a call, read exactly as inside a section; a run with a malformed block
+anywhere is text (its region ends at the fault). Only the V3.2/V4 spelling is read bare (V4.1's
+spaced ``<｜DSML｜ invoke`` stands only in its `` calls`` block).
+
 A reply cut (``truncated``) inside a section keeps the complete calls before the cut (a JSON
 section here or a DSML one); the cut remainder comes back as text, byte for byte. A section that
 is malformed anywhere, or unclosed in a reply that ended normally, is text.
@@ -225,6 +231,29 @@ class DsmlScanner(SectionScanner):
         return self._ret(n, False)
 
 
+class BareDsmlScanner(DsmlScanner):
+    """A run of ``invoke`` blocks written without their section (DeepSeek V4): blocks separated
+    by whitespace; the run ends where anything else follows a block (the whitespace before it
+    is the run's). On a fault inside a block it sets ``bad`` and the region ends there.
+    ``head``: the scan starts after the ``<｜DSML｜invoke`` that opened the region."""
+
+    def __init__(self, *, head: bool) -> None:
+        super().__init__("", (DSML,))  # no closing tag: "seek" ends the region where it stands
+        if head:
+            self.state = "invoke_head"
+            self.invoke_end = INVOKE_END
+
+    def _expect(self, buf: str, i: int, wanted: tuple[str, ...], final: bool) -> tuple[int, str | None]:
+        return super()._expect(buf, i, tuple(w for w in wanted if w), final)
+
+    def _fail(self) -> None:
+        if self.state == "between":  # something else follows the run: it ends here, no fault
+            self.parts = []
+            self.state = "seek"
+            return
+        super()._fail()
+
+
 def _dsml_value(value: str, flag: str | None, schema: Any) -> Any:
     if flag != "false" or schema_types(schema) == ["string"]:
         return value  # raw text, exactly as written
@@ -235,20 +264,31 @@ def _dsml_value(value: str, flag: str | None, schema: Any) -> Any:
 class DeepSeekDsmlFormat(XmlParamsFormat):
     name = "deepseek-dsml"
     label = "DeepSeek V3.2 / V4 (DSML)"
-    openers = DSML_OPENERS
+    openers = (*DSML_OPENERS, INVOKE)  # INVOKE: V4's bare blocks
     reasoning = THINK
     raw_values = False  # a value's ``string`` flag says how to read it
     section = (f"<{DSML}function_calls>\n", f"</{DSML}function_calls>")
     tail = f"{INVOKE_END}\n"
 
     def region_scanner(self, opener: str) -> RegionScanner:
+        if opener == INVOKE:
+            return BareDsmlScanner(head=True)
         return DsmlScanner(_dsml_close(opener), DSML_DIALECTS[opener])
 
     def parse_region(self, opener, body, *, at_end, truncated, tools):
-        sc = DsmlScanner(_dsml_close(opener), DSML_DIALECTS[opener])
-        leftover = scan_section(sc, body, at_end=at_end, truncated=truncated)
-        if leftover is None or not sc.calls:
-            return None
+        if opener == INVOKE:
+            sc: DsmlScanner = BareDsmlScanner(head=False)
+            body = opener + body
+            sc.scan(body, not (at_end and truncated))
+            if sc.bad or not sc.calls:
+                return None
+            leftover = body[sc.calls[-1][-1] :]
+        else:
+            sc = DsmlScanner(_dsml_close(opener), DSML_DIALECTS[opener])
+            got = scan_section(sc, body, at_end=at_end, truncated=truncated)
+            if got is None or not sc.calls:
+                return None
+            leftover = got
         schemas = tool_schemas(tools)
         out: list[ParsedCall] = []
         for name, params, start, end in sc.calls:

@@ -256,6 +256,76 @@ V41 = [
 ]
 CASES += V41
 
+# Issue 27, deviation 2: DeepSeek V4 drops the section at long context and writes the invoke
+# blocks bare. Each well-formed block is a call; a run with a malformed block is text.
+B = W.rstrip("\n")
+BARE = [
+    Case("i27-bare-invoke", B, calls=[PW]),
+    Case(
+        "i27-bare-invoke-text-around",
+        "Let me look. " + B + " Done.",
+        content="Let me look.  Done.",
+        calls=[PW],
+    ),
+    Case(
+        "i27-bare-invoke-run",
+        B + "\n" + inv("search", p("query", "cats"), p("limit", "5", False)),
+        content="\n",
+        calls=[PW, ("search", {"query": "cats", "limit": 5})],
+    ),
+    Case("i27-bare-self-closing", f'<{D}invoke name="get_time"/>', calls=[("get_time", {})]),
+    Case(
+        "i27-bare-json-and-marker-values",
+        inv("search", p("query", f"a {IE} b"), p("tags", f'["{PE}"]', False)),
+        content="\n",
+        calls=[("search", {"query": f"a {IE} b", "tags": [PE]})],
+    ),
+    Case("i27-bare-after-think", "<think>weather</think>" + B, reasoning="weather", calls=[PW]),
+    Case(
+        "i27-bare-prefilled-never-closed",
+        "weather\n" + B,
+        in_reasoning=True,
+        reasoning="weather\n",
+        calls=[PW],
+    ),
+    Case(
+        "i27-bare-in-closed-reasoning",
+        "<think>maybe " + B + " no</think>Hi",
+        reasoning="maybe " + B + " no",
+        content="Hi",
+    ),
+    Case(
+        "i27-bare-cut-mid-parameter",
+        "Sure. " + B.split("Paris")[0],
+        truncated=True,
+        content="Sure. ",
+        incomplete=["get_weather"],
+    ),
+    Case(
+        "i27-bare-cut-second-invoke",
+        B + "\n" + f'<{D}invoke name="get_ti',
+        truncated=True,
+        content="\n",
+        calls=[PW],
+        incomplete=[None],
+    ),
+    # Anything else stays text, byte for byte.
+    Case(
+        "i27-bare-text-inside-invoke",
+        inv("get_time", "oops ") + "ok",
+        content=inv("get_time", "oops ") + "ok",
+    ),
+    Case(
+        "i27-bare-duplicate-parameter",
+        inv("get_weather", p("city", "A"), p("city", "B")),
+        content=inv("get_weather", p("city", "A"), p("city", "B")),
+    ),
+    Case("i27-bare-unclosed-at-eos", B[: -len(IE)], content=B[: -len(IE)]),
+    Case("i27-bare-bad-invoke-tag", f'<{D}invoke nam="x">{IE} ok', content=f'<{D}invoke nam="x">{IE} ok'),
+    Case("i27-bare-v41-spacing-is-text", W41, content=W41),
+]
+CASES += BARE
+
 # The section tags are structure; string values end at the parameter's closing tag.
 FUZZ = Fuzz(
     markers=(
@@ -265,7 +335,6 @@ FUZZ = Fuzz(
         TCE,
         SC,
         SCE,
-        f"<{D}invoke",
         IE,
         f"<{D}parameter",
         PE,
