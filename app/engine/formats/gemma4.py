@@ -5,7 +5,8 @@ between the delimiters is the string), numbers, ``true``/``false``/``null`` (the
 template writes Python's ``None`` for null, accepted too), nested ``{...}`` objects and
 ``[...]`` arrays. Keys are bare (they may hold spaces) or ``<|"|>``-delimited. Any number of
 calls may appear, with text around them. Reasoning is a ``<|channel>thought ...<channel|>``
-block. A ``<tool_call|>`` inside a string does not end the call.
+block. A ``<tool_call|>`` inside a string does not end the call. Gemma 4 sometimes drops the
+``call`` word (``<|tool_call>:NAME{...}<tool_call|>``): read the same, the rest as strictly.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ _NAME = re.compile(WIRE_NAME)
 _NUMBER = re.compile(r"-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?")
 _LITERALS = {"true": True, "false": False, "null": None, "True": True, "False": False, "None": None}
 _MAX_DEPTH = 64
+_CUT_NAME = re.compile(re.escape(OPEN) + r"\s*(?:call)?:(" + WIRE_NAME + ")")  # a cut call's name
 
 
 class _Scanner(RegionScanner):
@@ -197,12 +199,14 @@ def parse_gemma_value(text: str) -> tuple[bool, Any]:
     return (True, v) if r.i == len(text) else (False, None)
 
 
-def parse_gemma_call(inner: str) -> tuple[str, dict[str, Any]] | None:
-    """Strictly read ``call:NAME{...}`` (whitespace around allowed)."""
+def parse_gemma_call(inner: str, *, bare: bool = False) -> tuple[str, dict[str, Any]] | None:
+    """Strictly read ``call:NAME{...}`` (whitespace around allowed); with ``bare``, also
+    ``:NAME{...}`` (the ``call`` word dropped, as Gemma 4 sometimes writes it)."""
     s = inner.strip()
-    if not s.startswith("call:"):
+    lead = "call:" if s.startswith("call:") else ":" if bare and s.startswith(":") else None
+    if lead is None:
         return None
-    m = _NAME.match(s, len("call:"))
+    m = _NAME.match(s, len(lead))
     if m is None:
         return None
     r = _Reader(s)
@@ -231,7 +235,11 @@ class Gemma4Format(Format):
         if not inner.endswith(CLOSE):
             return None
         # the stop marker is not the call's
-        return one_call(opener, inner, parse_gemma_call(inner[: -len(CLOSE)]))
+        return one_call(opener, inner, parse_gemma_call(inner[: -len(CLOSE)], bare=True))
+
+    def call_name(self, raw: str) -> str | None:
+        m = _CUT_NAME.match(raw)
+        return m.group(1) if m else super().call_name(raw)
 
     def grammar_wire(self, ctx):
         from app.engine.grammar.wires import GEMMA, notation_call

@@ -123,6 +123,66 @@ CASES = [
     Case("plain-text", "A plain answer {with: braces}.", content="A plain answer {with: braces}."),
 ]
 
+# Issue 27, deviation 3: Gemma 4 sometimes drops the ``call`` word: ``<|tool_call>:NAME{...}``,
+# read when the rest is well formed (anything else stays text).
+BW_TEXT = W_TEXT.replace("call:", ":", 1)
+BS_TEXT = S_TEXT.replace("call:", ":", 1)
+CASES += [
+    Case("i27-bare-opener", BW_TEXT, calls=[W]),
+    Case(
+        "i27-bare-opener-text-around",
+        "Let me check. " + BW_TEXT + " Done.",
+        content="Let me check.  Done.",
+        calls=[W],
+    ),
+    Case("i27-bare-opener-mixed-parallel", BW_TEXT + S_TEXT + BS_TEXT, calls=[W, S, S]),
+    Case("i27-bare-opener-empty-arguments", "<|tool_call>:get_time{}<tool_call|>", calls=[("get_time", {})]),
+    Case("i27-bare-opener-space-before", "<|tool_call> :get_time{}<tool_call|>", calls=[("get_time", {})]),
+    Case(
+        "i27-bare-opener-after-thought",
+        "<|channel>thought\nweather<channel|>" + BW_TEXT + "<|tool_response>",
+        reasoning="\nweather",
+        calls=[W],
+    ),
+    Case(
+        "i27-bare-opener-marker-in-string",
+        f"<|tool_call>:set_port{{blob:{Q}a <tool_call|> b{Q}}}<tool_call|>",
+        calls=[("set_port", {"blob": "a <tool_call|> b"})],
+    ),
+    Case(
+        "i27-bare-opener-in-closed-thought",
+        "<|channel>thought maybe " + BW_TEXT + " no<channel|>Hi",
+        reasoning=" maybe " + BW_TEXT + " no",
+        content="Hi",
+    ),
+    Case("i27-bare-opener-cut", BW_TEXT[:-14], truncated=True, incomplete=["get_weather"]),
+    Case(
+        "i27-bare-opener-cut-second", BW_TEXT + BS_TEXT[:25], truncated=True, calls=[W], incomplete=["search"]
+    ),
+    # Anything else stays text.
+    Case("i27-bare-opener-missing-close", "<|tool_call>:get_time{}", content="<|tool_call>:get_time{}"),
+    Case(
+        "i27-bare-opener-no-colon",
+        "<|tool_call>get_time{}<tool_call|>",
+        content="<|tool_call>get_time{}<tool_call|>",
+    ),
+    Case(
+        "i27-bare-opener-other-word",
+        "<|tool_call>func:get_time{}<tool_call|>",
+        content="<|tool_call>func:get_time{}<tool_call|>",
+    ),
+    Case(
+        "i27-bare-opener-double-colon",
+        "<|tool_call>::get_time{}<tool_call|>",
+        content="<|tool_call>::get_time{}<tool_call|>",
+    ),
+    Case(
+        "i27-bare-opener-bare-word-value",
+        "<|tool_call>:get_weather{city:Paris}<tool_call|>",
+        content="<|tool_call>:get_weather{city:Paris}<tool_call|>",
+    ),
+]
+
 # The closing reasoning tag inside an argument: part of the call in every reasoning state.
 CASES += close_tag_in_argument_cases(
     ("<|channel>thought", "<channel|>"),
