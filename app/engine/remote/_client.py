@@ -517,14 +517,18 @@ def read_body(
     """The body of ``resp`` (sent with ``stream=True``), bounded: more than ``limit`` bytes raise
     RemoteError ``too_large`` (with ``cut``: its first ``limit`` bytes), and it must come whole
     within ``within_s`` (default: the provider's ``total_timeout_s``, at most ``BODY_TIMEOUT_S``).
-    The response is closed; its client is not."""
+    The response is closed; its client is not. Read whole, the body is the response's own too
+    (``resp.content``, ``resp.text``, ``resp.json()`` and :func:`status_error` work on it)."""
     total = within_s if within_s is not None else min(provider.total_timeout_s, BODY_TIMEOUT_S)
     guard = ReplyGuard(provider, total_s=total, what="its answer")
     stream = RemoteStream(provider, None, resp, None, guard)
     try:
-        return stream.body(limit, cut=cut)
+        data = stream.body(limit, cut=cut)
     finally:
         stream.close()
+    if not cut:
+        resp._content = data  # as httpx's own read() keeps it
+    return data
 
 
 def _sleep(seconds: float, cancel: threading.Event | None) -> bool:

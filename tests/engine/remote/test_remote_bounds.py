@@ -371,3 +371,24 @@ def test_n5_an_honest_reply_within_every_bound_is_untouched():
     assert ran == [("get_weather", {"city": "Oslo"})]
     assert _text(events) == "Looking Sunny."
     assert not [e for e in events if isinstance(e, NoticeEvent)]
+
+
+def test_n5_read_body_bounds_an_answer_read_without_streaming():
+    """``read_body``: the bounded read for a caller that asks for a whole answer (the check's
+    reference request): past its limit ``too_large``; within it, the response reads as usual."""
+    from app.engine.remote._client import read_body, status_error
+
+    big = {"choices": [{"message": {"content": "a" * (2 * MIB)}}]}
+    with MisbehavingServer(lambda req: req.status(500 if req.path == "/err" else 200, big)) as srv:
+        provider = Provider(srv.url)
+        with provider.client() as client:
+            resp = client.send(client.build_request("POST", srv.url + "/ok", json={}), stream=True)
+            with pytest.raises(RemoteError) as info:
+                read_body(provider, resp, MIB)
+            assert info.value.code == "too_large" and "more than 1 MiB" in info.value.message
+            resp = client.send(client.build_request("POST", srv.url + "/ok", json={}), stream=True)
+            assert len(read_body(provider, resp, 4 * MIB)) > 2 * MIB
+            assert resp.json() == big
+            resp = client.send(client.build_request("POST", srv.url + "/err", json={}), stream=True)
+            read_body(provider, resp, 4 * MIB)
+            assert "HTTP 500" in status_error(provider, resp).message
