@@ -12,11 +12,18 @@ template writes a string as is and anything else as JSON); a marker inside a val
 the call. The end-of-sentence token the template writes right after the section is consumed with
 it. Reasoning is a ``<think:opensource>...</think:opensource>`` block. A reply cut inside the
 section keeps its complete calls; the rest is text.
+
+The ``:opensource`` suffix comes from the tokenizer: a runtime that decodes the markers otherwise
+gives them without it (``<tool_calls><tool_call>NAME<tool_sep>...``, ``<think>``,
+``<｜hy_eos｜>``). Both spellings are read, one per section (a section opened in one spelling
+is read only with that spelling's tags).
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
+from functools import partial
 
 from app.calls import WIRE_NAME
 from app.engine.formats.base import ParsedCall, RegionScanner, register
@@ -26,27 +33,79 @@ from app.engine.formats.xml_params import ArgPairsFormat, read_arg_pairs
 __all__ = ["HunyuanFormat"]
 
 _T = ":opensource"
-OPEN = f"<tool_calls{_T}>"
-CLOSE = f"</tool_calls{_T}>"
-CALL = f"<tool_call{_T}>"
-CALL_END = f"</tool_call{_T}>"
-SEP = f"<tool_sep{_T}>"
-K_OPEN, K_CLOSE = f"<arg_key{_T}>", f"</arg_key{_T}>"
-V_OPEN, V_CLOSE = f"<arg_value{_T}>", f"</arg_value{_T}>"
-KEY, VALUE = (K_OPEN, K_CLOSE), (V_OPEN, V_CLOSE)
-EOS = f"<｜hy_eos{_T}｜>"
+
+
+@dataclass(frozen=True)
+class _Tags:
+    """The markers of one spelling (``suffix``: ``:opensource`` or none)."""
+
+    suffix: str
+
+    def tag(self, name: str) -> str:
+        return f"<{name}{self.suffix}>"
+
+    @property
+    def open(self) -> str:
+        return self.tag("tool_calls")
+
+    @property
+    def close(self) -> str:
+        return self.tag("/tool_calls")
+
+    @property
+    def call(self) -> str:
+        return self.tag("tool_call")
+
+    @property
+    def call_end(self) -> str:
+        return self.tag("/tool_call")
+
+    @property
+    def sep(self) -> str:
+        return self.tag("tool_sep")
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return self.tag("arg_key"), self.tag("/arg_key")
+
+    @property
+    def value(self) -> tuple[str, str]:
+        return self.tag("arg_value"), self.tag("/arg_value")
+
+    @property
+    def eos(self) -> str:
+        return f"<｜hy_eos{self.suffix}｜>"
+
+    @property
+    def think(self) -> tuple[str, str]:
+        return self.tag("think"), self.tag("/think")
+
+
+SUFFIXED, PLAIN = _Tags(_T), _Tags("")
+SPELLINGS = {t.open: t for t in (SUFFIXED, PLAIN)}  # by section opener
+OPEN, CLOSE, CALL, CALL_END, SEP = (
+    SUFFIXED.open,
+    SUFFIXED.close,
+    SUFFIXED.call,
+    SUFFIXED.call_end,
+    SUFFIXED.sep,
+)
+KEY, VALUE = SUFFIXED.key, SUFFIXED.value
+(K_OPEN, K_CLOSE), (V_OPEN, V_CLOSE) = KEY, VALUE
+EOS = SUFFIXED.eos
 _NAME = re.compile(WIRE_NAME)
 _CUT_NAME = re.compile(
-    re.escape(CALL) + r"\s*([A-Za-z_][\w.\-:/]*?)" + re.escape(SEP)
+    r"<tool_call(?::opensource)?>\s*([A-Za-z_][\w.\-:/]*?)<tool_sep(?::opensource)?>"
 )  # the name of a cut call
 
 
 class _Scanner(SkipValuesScanner):
-    """Up to ``</tool_calls:opensource>``, skipping over the contents of values, and the
-    end-of-sentence token right after it."""
+    """Up to the section's closing tag, skipping over the contents of values, and the
+    end-of-sentence token right after it (all in the section's spelling)."""
 
-    def __init__(self) -> None:
-        super().__init__(CLOSE, V_OPEN, V_CLOSE)
+    def __init__(self, tags: _Tags) -> None:
+        super().__init__(tags.close, tags.value[0], tags.value[1])
+        self.eos = tags.eos
         self.post = False
 
     def scan(self, buf: str, final: bool) -> tuple[int, bool]:
@@ -58,26 +117,26 @@ class _Scanner(SkipValuesScanner):
             self.post = True
         # After the section: the end token right after it belongs to it; wait while it may.
         self.ops += 1
-        if buf.startswith(EOS, i):
-            return i + len(EOS), True
-        if not final and EOS.startswith(buf[i:]):
+        if buf.startswith(self.eos, i):
+            return i + len(self.eos), True
+        if not final and self.eos.startswith(buf[i:]):
             return i, False
         return i, True
 
 
-def _call(text: str, start: int) -> tuple[ParsedCall, int] | None:
-    """One ``<tool_call:opensource>...</tool_call:opensource>`` at ``text[start]``: the call and
-    the index after it."""
-    if not text.startswith(CALL, start):
+def _call(tags: _Tags, text: str, start: int) -> tuple[ParsedCall, int] | None:
+    """One ``<tool_call:opensource>...</tool_call:opensource>`` (in the spelling of ``tags``) at
+    ``text[start]``: the call and the index after it."""
+    if not text.startswith(tags.call, start):
         return None
-    i = skip_ws(text, start + len(CALL))
+    i = skip_ws(text, start + len(tags.call))
     m = _NAME.match(text, i)
     if m is None:
         return None
     i = skip_ws(text, m.end())
-    if not text.startswith(SEP, i):
+    if not text.startswith(tags.sep, i):
         return None
-    got = read_arg_pairs(text, i + len(SEP), key=KEY, value=VALUE, close=CALL_END)
+    got = read_arg_pairs(text, i + len(tags.sep), key=tags.key, value=tags.value, close=tags.call_end)
     if got is None:
         return None
     args, end = got
@@ -87,28 +146,30 @@ def _call(text: str, start: int) -> tuple[ParsedCall, int] | None:
 class HunyuanFormat(ArgPairsFormat):
     name = "hunyuan"
     label = "Hunyuan XML (Tencent Hy3)"
-    openers = (OPEN,)
-    reasoning = (f"<think{_T}>", f"</think{_T}>")
+    openers = tuple(SPELLINGS)
+    reasoning = SUFFIXED.think
+    reasoning_alt = (PLAIN.think,)
     section = (OPEN + "\n", CLOSE)
     tail = f"{CALL_END}\n"
     key_tags, value_tags = KEY, VALUE
     param_close = V_CLOSE
 
     def region_scanner(self, opener: str) -> RegionScanner:
-        return _Scanner()
+        return _Scanner(SPELLINGS[opener])
 
     def parse_region(self, opener, body, *, at_end, truncated, tools):
-        text = body[: -len(EOS)] if body.endswith(EOS) else body
-        closed = text.endswith(CLOSE)
+        tags = SPELLINGS[opener]
+        text = body[: -len(tags.eos)] if body.endswith(tags.eos) else body
+        closed = text.endswith(tags.close)
         if closed:
-            text = text[: -len(CLOSE)]
+            text = text[: -len(tags.close)]
         elif not (at_end and truncated):
             return None
-        calls, i, last = read_run(text, _call)
+        calls, i, last = read_run(text, partial(_call, tags))
         if not calls or (closed and i < len(text)):
             return None  # a closed section holds calls only (a cut one keeps its complete calls)
         rest = "" if closed else text[last:]
-        if CLOSE.startswith(rest.strip()):
+        if tags.close.startswith(rest.strip()):
             rest = ""  # cut in the section's closing tag: every call is complete
         return calls, rest
 

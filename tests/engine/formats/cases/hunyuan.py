@@ -114,11 +114,98 @@ CASES += close_tag_in_argument_cases(
     OP,
 )
 
+# Issue 27, deviation 4: without the tokenizer's ``:opensource`` suffix. Both spellings are read,
+# one per section: a section mixing them is text.
+
+
+def pcall(name, **args):
+    body = "".join(f"<arg_key>{k}</arg_key>\n<arg_value>{v}</arg_value>\n" for k, v in args.items())
+    return f"<tool_call>{name}<tool_sep>\n{body}</tool_call>\n"
+
+
+POP, PCL, PEOS = "<tool_calls>", "</tool_calls>", "<｜hy_eos｜>"
+PW_TEXT, PS_TEXT = pcall("get_weather", city="Paris", days="3"), pcall("search", query="x", limit="10")
+PONE = POP + "\n" + PW_TEXT + PCL
+PLAIN = [
+    Case("i27-plain-single", PONE, calls=[PW]),
+    Case("i27-plain-with-eos", PONE + PEOS, calls=[PW]),
+    Case("i27-plain-parallel", POP + "\n" + PW_TEXT + PS_TEXT + PCL, calls=[PW, PS]),
+    Case("i27-plain-text-around", "Checking.\n" + PONE + " ok", content="Checking.\n ok", calls=[PW]),
+    Case(
+        "i27-plain-markers-inside-value",
+        POP + pcall("set_port", blob=f"{PCL} <tool_call>x {CL}") + PCL,
+        calls=[("set_port", {"blob": f"{PCL} <tool_call>x {CL}"})],
+    ),
+    Case("i27-plain-think-block", "<think>plan</think>" + PONE, reasoning="plan", calls=[PW]),
+    Case("i27-plain-prefilled-think", "plan</think>" + PONE, in_reasoning=True, reasoning="plan", calls=[PW]),
+    Case(
+        "i27-plain-call-in-closed-reasoning",
+        "<think>maybe " + PONE + " no</think>Hi",
+        reasoning="maybe " + PONE + " no",
+        content="Hi",
+    ),
+    Case("i27-both-spellings-in-turn", ONE + "\n" + PONE, content="\n", calls=[PW, PW]),
+    Case(
+        "i27-plain-cut-in-second-call",
+        POP + "\n" + PW_TEXT + "<tool_call>search<tool_sep>\n<arg_key>qu",
+        truncated=True,
+        content="\n",
+        calls=[PW],
+        incomplete=["search"],
+    ),
+    Case("i27-plain-cut-in-section-close", POP + "\n" + PW_TEXT + "</tool_ca", truncated=True, calls=[PW]),
+    # Anything else stays text.
+    Case("i27-mixed-spellings", POP + "\n" + W + PCL, content=POP + "\n" + W + PCL),
+    Case("i27-mixed-spellings-other-way", OP + "\n" + PW_TEXT + CL, content=OP + "\n" + PW_TEXT + CL),
+    Case("i27-plain-call-without-section", PW_TEXT, content=PW_TEXT),
+    Case(
+        "i27-plain-json-list-is-text",
+        POP + '[{"name": "get_time"}]' + PCL,
+        content=POP + '[{"name": "get_time"}]' + PCL,
+    ),
+    Case(
+        "i27-plain-not-closed-at-eos", POP + "\n" + PW_TEXT, content=POP + "\n" + PW_TEXT, stable_prefix=False
+    ),
+]
+CASES += PLAIN
+CASES += [
+    Case(
+        f"i27-plain-{c.id}",
+        c.text,
+        **{
+            k: getattr(c, k)
+            for k in (
+                "content",
+                "reasoning",
+                "calls",
+                "in_reasoning",
+                "truncated",
+                "orphan_close",
+                "stable_prefix",
+                "incomplete",
+            )
+        },
+    )
+    for c in close_tag_in_argument_cases(
+        ("<think>", "</think>"),
+        POP + pcall("set_port", blob="why <think> and </think> here") + PCL,
+        ("set_port", {"blob": "why <think> and </think> here"}),
+        POP,
+    )
+]
+
 # The section's tags and the end token after it are structure (each call's raw is its own
 # <tool_call:opensource> element); a value cannot hold its own closing tag.
 FUZZ = Fuzz(
     markers=(
         CL,
+        PCL,
+        "<tool_call>",
+        "</tool_call>",
+        "<tool_sep>",
+        "<arg_value>",
+        "</arg_value>",
+        PEOS,
         f"<tool_call{T}>",
         f"</tool_call{T}>",
         f"<tool_sep{T}>",
@@ -133,6 +220,10 @@ FUZZ = Fuzz(
         re.escape(CL),
         re.escape(EOS),
         "(?:" + "|".join(re.escape(CL[:k]) for k in range(1, len(CL))) + r")\Z",
+        re.escape(POP),
+        re.escape(PCL),
+        re.escape(PEOS),
+        "(?:" + "|".join(re.escape(PCL[:k]) for k in range(1, len(PCL))) + r")\Z",
     ),
     wrap=(OP, CL),
     forbidden=(f"</arg_value{T}>",),
