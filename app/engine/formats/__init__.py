@@ -80,6 +80,7 @@ FAMILY_MODULES: tuple[str, ...] = (
     "functionary_v31",
     "functionary_v32",
     "firefunction",
+    "phi4_mini",
     "lfm2",
     "apertus",
     "apriel",

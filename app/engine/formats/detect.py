@@ -22,10 +22,12 @@ __all__ = [
     "PROBE_CALL",
     "PROBE_TOOLS",
     "TEMPLATE_MARKERS",
+    "WIRE_OF",
     "call_texts",
     "detect",
     "detect_template",
     "probe_texts",
+    "same_wire",
 ]
 
 PROBE_TOOLS: list[dict[str, Any]] = [
@@ -187,11 +189,21 @@ def _reads_probe(fmt, prompt: str, text: str) -> bool:
     )
 
 
-# Families whose wire a family tried after them also reads (Jamba and Hunyuan-A13B write
-# Apriel's list, Phi-4-mini FireFunction's): each is detected only from a template that holds
-# every one of these strings, so the other family's templates stay that family's.
+# Families that write another family's wire (its reader parses their calls): they differ in
+# their templates, reasoning and names, not in their calls.
+WIRE_OF: dict[str, str] = {"phi4-mini": "firefunction", "jamba": "apriel", "hunyuan-a13b": "apriel"}
+
+
+def same_wire(a: str, b: str) -> bool:
+    """Whether families ``a`` and ``b`` write the same calls (one reuses the other's reader)."""
+    return WIRE_OF.get(a, a) == WIRE_OF.get(b, b)
+
+
+# The families of WIRE_OF tried before the family whose wire they write: each is detected only
+# from a template that holds every one of these strings, so that family's templates stay its.
+# (Phi-4-mini comes after FireFunction, whose module it imports: its template renders no call
+# and is known by MARKED_TEMPLATES.)
 TEMPLATE_MARKERS: dict[str, tuple[str, ...]] = {
-    "phi4-mini": ("<|tool|>", "<|/tool|>"),
     "jamba": ("<|bom|>", "<|eom|>"),
     "hunyuan-a13b": ("<|extra_4|>", "<|extra_0|>"),
 }
@@ -236,11 +248,17 @@ def detect(render: Render, eos_token: str = "", *, source: str | None = None) ->
 def _template_renderer(source: str, bos_token: str, eos_token: str) -> Render:
     from app.engine.templates import functions_variables, render_template, template_tools_mode
 
-    functions = template_tools_mode(source) == "functions"  # FireFunction v2 takes ``functions``
+    mode = template_tools_mode(source)
+    functions = mode == "functions"  # FireFunction v2 takes ``functions``
 
     def render(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> str:
         last = messages[-1].get("role") if messages else None
         extra = functions_variables(tools or [], "2026-01-01") if functions else {"tools": tools}
+        if mode == "system_message" and tools:  # Phi-4-mini: a JSON string on the system message
+            first = dict(messages[0]) if messages and messages[0].get("role") == "system" else None
+            system = first or {"role": "system", "content": ""}
+            system["tools"] = json.dumps(tools, ensure_ascii=False)
+            messages = [system, *messages[1 if first else 0 :]]
         return render_template(
             source,
             messages,

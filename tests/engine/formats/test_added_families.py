@@ -23,6 +23,7 @@ NAMES = {
     "internlm": ("InternLM2", "InternLM2.5", "Intern-S1"),
     "longcat": ("LongCat-Flash",),
     "granite-20b-fc": ("granite-20b-functioncalling",),
+    "phi4-mini": ("Phi-4-mini-instruct",),
 }
 
 # template, family, control tokens, user-defined tokens, bos, eos
@@ -51,6 +52,14 @@ MODELS = [
         ["<function_call>"],
         None,
         "<|endoftext|>",
+    ),
+    (
+        "microsoft-Phi-4-mini-instruct.jinja",
+        "phi4-mini",
+        ["<|system|>", "<|user|>", "<|assistant|>", "<|end|>", "<|tool|>", "<|/tool|>"],
+        [],
+        None,
+        "<|end|>",
     ),
 ]
 IDS = [m[0] for m in MODELS]

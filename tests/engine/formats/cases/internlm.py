@@ -1,6 +1,5 @@
 """InternLM: ``<|action_start|><|plugin|>\\n{"name": ..., "parameters": {...}}<|action_end|>``."""
 
-
 from tests.engine.formats.harness import Case, Fuzz, close_tag_in_argument_cases
 
 FAMILY = "internlm"

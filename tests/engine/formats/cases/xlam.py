@@ -1,7 +1,6 @@
 """xLAM: the reply is one bare JSON list ``[{"name": ..., "arguments": {...}}, ...]``, or that list
 in a markdown fence."""
 
-
 from tests.engine.formats.harness import Case, Fuzz
 
 FAMILY = "xlam"
