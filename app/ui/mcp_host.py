@@ -83,12 +83,18 @@ class McpHost:
                     MCP_SETTING,
                 )
             elif st.warnings:
-                tools = sorted({w.split(":", 1)[0] for w in st.warnings})
-                self.notify(
-                    "mcp_tool_warning",
-                    f"⚠ MCP server '{st.name}': be careful with {', '.join(tools)}: "
-                    + "; ".join(st.warnings[:3])
-                    + (" …" if len(st.warnings) > 3 else "")
-                    + ". Settings → Tools lists its tools in full.",
-                    MCP_SETTING,
-                )
+                self.notify("mcp_tool_warning", _warning_text(st.name, st.warnings), MCP_SETTING)
+
+
+def _warning_text(server: str, warnings: tuple[str, ...], limit: int = 600) -> str:
+    """One notice for a server whose tools look unsafe: each tool with what was found in it."""
+    found: dict[str, list[str]] = {}
+    for w in warnings:
+        tool, _, what = w.partition(": ")
+        found.setdefault(tool, []).append(
+            what.replace("its description ", "").replace("its result ", "result ")
+        )
+    parts = "; ".join(f"{tool} ({', '.join(whats)})" for tool, whats in found.items())
+    if len(parts) > limit:
+        parts = parts[:limit].rstrip() + "…"
+    return f"⚠ MCP server '{server}': be careful with {parts}. Settings → Tools lists its tools in full."

@@ -62,9 +62,7 @@ def mcp_tools_text(
             for line in (info.description or "(no description)").splitlines() or [""]:
                 out.append(f"      {line}")
             if trust.hints:
-                out.append(
-                    f"      The server says it {'; '.join(h.removeprefix('says ') for h in trust.hints)} (a hint)."
-                )
+                out.append(f"      The server {'; '.join(trust.hints)} (hints, not permissions).")
             for w in trust.warnings:
                 out.append(f"      ⚠ {w}")
             for w in st.warnings:
