@@ -31,7 +31,9 @@ With thinking off the prompt already opened the response frame, so the reply sta
 reply that opens with ``<|open|>response<|sep|>`` itself has no reasoning (that frame ends the
 think block). The framing tokens are structure: none reaches content. ``type`` says how to read
 the value: ``string`` is the raw text exactly as written, the others are JSON (kept as text for
-the schema when they are not). Attribute values escape ``&``, ``<`` and ``"`` as XML does. A
+the schema when they are not). Attribute values escape ``&``, ``<`` and ``"`` as XML does and are
+unescaped as XML does (the named entities and character references); a raw ``<`` or ``>`` the
+model writes in one (a tool or argument name) is read as written. A
 string value may hold ``<|close|>argument<|sep|>`` literally: the real close is the one followed
 (after whitespace) by the next ``<|open|>argument``, by ``<|close|>call<|sep|>`` or by the end of
 the reply. A call frame outside a tools frame is read too; an empty tools frame is no call.
@@ -121,9 +123,27 @@ K3_STRUCTURE = (
     THINK_CLOSE,
 )
 
-_ATTR = re.compile(r'\s+([A-Za-z_][\w\-]*)="([^"<>]*)"')
-_ENTITIES = {"&amp;": "&", "&lt;": "<", "&gt;": ">", "&quot;": '"', "&apos;": "'"}
-_ENTITY = re.compile("|".join(_ENTITIES))
+# An attribute: its value is everything up to the closing quote (K3 escapes ``<`` as ``&lt;``,
+# but the model writes a raw ``<`` or ``>`` too; control tokens cannot stand in a header).
+_ATTR = re.compile(r'\s+([A-Za-z_][\w\-]*)="([^"]*)"')
+_ENTITIES = {"amp": "&", "lt": "<", "gt": ">", "quot": '"', "apos": "'"}
+_ENTITY = re.compile(r"&(amp|lt|gt|quot|apos|#[0-9]{1,7}|#x[0-9A-Fa-f]{1,6});")
+
+
+def _unescape(m: re.Match[str]) -> str:
+    """One entity as XML reads it: the five named ones and character references (a reference to
+    no character XML allows stays as written)."""
+    ref = m.group(1)
+    if not ref.startswith("#"):
+        return _ENTITIES[ref]
+    code = int(ref[2:], 16) if ref[1] == "x" else int(ref[1:])
+    ok = (
+        code in (0x9, 0xA, 0xD)
+        or 0x20 <= code <= 0xD7FF
+        or 0xE000 <= code <= 0xFFFD
+        or 0x10000 <= code <= 0x10FFFF
+    )
+    return chr(code) if ok else m.group(0)
 
 
 def _attrs(head: str) -> dict[str, str] | None:
@@ -136,8 +156,14 @@ def _attrs(head: str) -> dict[str, str] | None:
             return out if not head[i:].strip() else None
         if m.group(1) in out:
             return None
-        out[m.group(1)] = _ENTITY.sub(lambda e: _ENTITIES[e.group(0)], m.group(2))
+        out[m.group(1)] = _ENTITY.sub(_unescape, m.group(2))
         i = m.end()
+
+
+def _tool_name_ok(name: str) -> bool:
+    """Whether an (unescaped) ``tool`` attribute can be a tool's name: not empty, no whitespace or
+    control characters (whether it is declared is the dispatcher's business)."""
+    return bool(name) and name.isprintable() and not any(c.isspace() for c in name)
 
 
 def _escape(value: str) -> str:
@@ -292,7 +318,7 @@ class KimiK3Format(XmlParamsFormat):
         out: list[ParsedCall] = []
         for head, args, start, end in sc.calls:
             name = head.get("tool")
-            if name is None or not re.fullmatch(NAME, name) or set(head) - {"tool", "index", "id"}:
+            if name is None or not _tool_name_ok(name) or set(head) - {"tool", "index", "id"}:
                 return None
             values: dict[str, Any] = {}
             for attrs, value in args:

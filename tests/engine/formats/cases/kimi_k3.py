@@ -198,6 +198,52 @@ ESCAPES = [
     ),
 ]
 
+# Issue 27, deviation 5: attribute values unescaped as XML does (named entities, character
+# references), and a raw < or > the model writes in a tool or argument name read as written.
+
+
+def named(tool: str, key: str) -> str:
+    return tools(
+        f'{OP}call tool="{tool}" index="1"{S}{OP}argument key="{key}" type="string"{S}v{ARG_END}{CL}call{S}'
+    )
+
+
+ATTRIBUTES = [
+    Case("i27-attr-amp-in-tool", named("q&amp;a", "k"), calls=[("q&a", {"k": "v"})]),
+    Case("i27-attr-lt-entity-in-tool", named("get&lt;time", "k"), calls=[("get<time", {"k": "v"})]),
+    Case("i27-attr-raw-lt-in-tool", named("get<time", "k"), calls=[("get<time", {"k": "v"})]),
+    Case("i27-attr-raw-lt-in-key", named("set_port", "a<b"), calls=[("set_port", {"a<b": "v"})]),
+    Case("i27-attr-raw-gt-in-key", named("set_port", "a>b<c"), calls=[("set_port", {"a>b<c": "v"})]),
+    Case(
+        "i27-attr-all-named-entities",
+        named("set_port", "&amp;&lt;&gt;&quot;&apos;"),
+        calls=[("set_port", {"&<>\"'": "v"})],
+    ),
+    Case(
+        "i27-attr-char-references",
+        named("set_port", "&#60;&#x3E;&#X41;&#x41;"),
+        calls=[("set_port", {"<>&#X41;A": "v"})],
+    ),
+    Case("i27-attr-entity-not-reread", named("set_port", "&amp;lt;"), calls=[("set_port", {"&lt;": "v"})]),
+    Case(
+        "i27-attr-unknown-entity-as-written",
+        named("set_port", "a&b &bogus; &#0; &#xD800;"),
+        calls=[("set_port", {"a&b &bogus; &#0; &#xD800;": "v"})],
+    ),
+    Case(
+        "i27-attr-bare-call-frame",
+        "ok " + named("get_time", "x<y")[len(TOOLS) : -len(TOOLS_END)],
+        content="ok ",
+        calls=[("get_time", {"x<y": "v"})],
+    ),
+    Case("i27-attr-cut-in-name", named("get<time", "k")[:40], truncated=True, incomplete=[None]),
+    # Anything else stays text.
+    Case("i27-attr-raw-quote", named("set_port", 'a"b'), content=named("set_port", 'a"b')),
+    Case("i27-attr-empty-tool", named("", "k"), content=named("", "k")),
+    Case("i27-attr-space-in-tool", named("get time", "k"), content=named("get time", "k")),
+    Case("i27-attr-escaped-space-in-tool", named("get&#32;time", "k"), content=named("get&#32;time", "k")),
+]
+
 CUT = [
     # Generation stopped inside a call: complete calls before it count, the cut one is incomplete.
     Case(
@@ -228,7 +274,7 @@ MALFORMED = [
     Case("call-without-tool", tools(f"{OP}call{S}{CL}call{S}"), content=tools(f"{OP}call{S}{CL}call{S}")),
 ]
 
-CASES = THINKING + NO_THINKING + TOOL_FRAMES + TYPES + ESCAPES + CUT + MALFORMED
+CASES = THINKING + NO_THINKING + TOOL_FRAMES + TYPES + ESCAPES + ATTRIBUTES + CUT + MALFORMED
 
 _STRUCT = (
     RESP,
