@@ -83,6 +83,7 @@ FAMILY_MODULES: tuple[str, ...] = (
     "phi4_mini",
     "lfm2",
     "apertus",
+    "jamba",
     "apriel",
     "nemotron_v2",
     "gigachat",

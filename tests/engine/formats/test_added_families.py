@@ -24,6 +24,7 @@ NAMES = {
     "longcat": ("LongCat-Flash",),
     "granite-20b-fc": ("granite-20b-functioncalling",),
     "phi4-mini": ("Phi-4-mini-instruct",),
+    "jamba": ("Jamba 1.5", "1.7"),
 }
 
 # template, family, control tokens, user-defined tokens, bos, eos
@@ -60,6 +61,14 @@ MODELS = [
         [],
         None,
         "<|end|>",
+    ),
+    (
+        "ai21labs-AI21-Jamba-Mini-1.7.jinja",
+        "jamba",
+        ["<|startoftext|>", "<|bom|>", "<|eom|>", "<|system|>", "<|user|>", "<|assistant|>", "<|tool|>"],
+        ["<tool_calls>", "</tool_calls>"],
+        "<|startoftext|>",
+        "<|eom|>",
     ),
 ]
 IDS = [m[0] for m in MODELS]
