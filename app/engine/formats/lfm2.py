@@ -7,12 +7,22 @@ calls with keyword arguments, read by the pythonic family's literal-only reader
 literals, objects as JSON or Python dicts, ``True``/``False``/``None``. A marker inside a string
 does not end the call. A missing ``<|tool_call_end|>`` is accepted only when the reply ended
 normally right after the list; a reply cut inside the list keeps the calls written completely.
+
+Two things LFM2 writes besides its format, read strictly:
+
+* a NUL character inside a string argument: the call is read, the character kept (``\\u0000`` in
+  the arguments' JSON); a NUL anywhere else makes the list text, as any other stray character;
+* an echo of the call body right after ``<|tool_call_end|>``: the very text between the markers
+  (stripped), after optional whitespace, written again. It is structure, never content; text
+  that only starts like it is content as written (a reply cut inside the echo drops the cut
+  echo with it).
 """
 
 from __future__ import annotations
 
 import re
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from app.engine.formats.base import THINK, Format, ParsedCall, RegionScanner, register
 from app.engine.formats.pycalls import (
@@ -29,6 +39,82 @@ __all__ = ["Lfm2Format"]
 OPEN = "<|tool_call_start|>"
 CLOSE = "<|tool_call_end|>"
 _CALL_NAME = re.compile(r"([A-Za-z_][\w.]*)\s*\(")
+_R = TypeVar("_R")
+
+
+class _Scanner(RegionScanner):
+    """The list up to ``<|tool_call_end|>`` (:class:`PyListScanner`), then the echo of its body
+    when one follows: whitespace, then as much of the body's text (stripped) as matches it. The
+    region ends after a whole echo or at the first character that departs from it (the matched
+    part stays in the region: its parser gives it back as text)."""
+
+    def __init__(self) -> None:
+        self.list = PyListScanner(CLOSE)
+        self.seen: list[str] = []
+        self.echo: str | None = None  # the body to match, once the list closed
+        self.matched = 0
+        self.ops = 0
+
+    def scan(self, buf: str, final: bool) -> tuple[int, bool]:
+        i = 0
+        if self.echo is None:
+            before = self.list.ops
+            i, ended = self.list.scan(buf, final)
+            self.ops += self.list.ops - before
+            self.seen.append(buf[:i])
+            if not ended:
+                return i, False
+            body = "".join(self.seen)
+            self.seen = []
+            echo = body[: -len(CLOSE)].strip() if body.endswith(CLOSE) else ""
+            if not echo:
+                return i, True
+            self.echo = echo
+        echo, n = self.echo, len(buf)
+        if self.matched == 0:
+            i = self.skip_space(buf, i)
+        while i < n and self.matched < len(echo):
+            self.ops += 1
+            if buf[i] != echo[self.matched]:
+                return i, True
+            i += 1
+            self.matched += 1
+        # The reply ended: a whole echo or text; cut by the token limit: the echo may have gone on.
+        return i, self.matched == len(echo) or (final and not self.cut)
+
+
+def _list_end(body: str) -> int:
+    """Where the list's ``<|tool_call_end|>`` ends in ``body`` (0 if it has none)."""
+    sc = PyListScanner(CLOSE)
+    end, ended = sc.scan(body, True)
+    return end if ended and body[:end].endswith(CLOSE) else 0
+
+
+def _nul_safe(read: Callable[[str], _R], source: str) -> _R | None:
+    """``read(source)``, a NUL character inside a string literal kept: Python's parser refuses NUL
+    anywhere, so each one stands in as a private-use character the source does not hold (still
+    a syntax error outside a string) and the calls read get it back."""
+    if "\x00" not in source:
+        return read(source)
+    used = set(source)
+    mark = next((chr(c) for c in range(0xE000, 0xF900) if chr(c) not in used), None)
+    if mark is None:
+        return None
+    got = read(source.replace("\x00", mark))
+    return None if got is None else _restore(got, mark)
+
+
+def _restore(value: Any, mark: str) -> Any:
+    """``value`` with every ``mark`` in its strings (dict keys too) back to NUL."""
+    if isinstance(value, str):
+        return value.replace(mark, "\x00")
+    if isinstance(value, dict):
+        return {_restore(k, mark): _restore(v, mark) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_restore(v, mark) for v in value]
+    if isinstance(value, tuple):
+        return tuple(_restore(v, mark) for v in value)
+    return value
 
 
 class Lfm2Format(Format):
@@ -38,15 +124,20 @@ class Lfm2Format(Format):
     reasoning = THINK
 
     def region_scanner(self, opener: str) -> RegionScanner:
-        return PyListScanner(CLOSE)
+        return _Scanner()
 
     def parse_region(self, opener, body, *, at_end, truncated, tools):
-        if body.endswith(CLOSE):
-            source = body[: -len(CLOSE)]
+        end = _list_end(body)
+        leftover = ""
+        if end:
+            source, tail = body[: end - len(CLOSE)], body[end:]
+            echo = source.strip()
+            if tail.strip() != echo and not (at_end and truncated and echo.startswith(tail.lstrip())):
+                leftover = tail  # not (all of) the echo: text as written
         elif at_end:
             if truncated:  # cut at max_tokens: the complete calls count, the cut rest is text
                 cut = partial_start(body, (CLOSE,))  # a cut closing marker is structure
-                got = parse_cut_list(body[:cut])
+                got = _nul_safe(parse_cut_list, body[:cut])
                 if got is None:
                     return None
                 calls, rest = got
@@ -56,10 +147,10 @@ class Lfm2Format(Format):
             return None
         if not source.strip().startswith("[") or not source.rstrip().endswith("]"):
             return None
-        listed = parse_call_list(source)
+        listed = _nul_safe(parse_call_list, source)
         if not listed:
             return None
-        return [ParsedCall(n, a, raw) for n, a, raw in listed], ""
+        return [ParsedCall(n, a, raw) for n, a, raw in listed], leftover
 
     def call_name(self, raw: str) -> str | None:
         m = _CALL_NAME.search(raw)

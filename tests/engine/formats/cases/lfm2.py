@@ -97,6 +97,95 @@ CASES = [
     Case("plain-text", "Hello! How can I help?", content="Hello! How can I help?"),
 ]
 
+# Issue 27, deviation 6: a NUL character inside a string argument (kept, \u0000 in JSON) ...
+N = "\x00"
+NUL = [
+    Case(
+        "i27-nul-in-string",
+        S + f"[get_weather(city='Par{N}is')]" + E,
+        calls=[("get_weather", {"city": f"Par{N}is"})],
+    ),
+    Case(
+        "i27-nul-in-every-string-kind",
+        S + f'[search(query="{N}", filters={{"y{N}": "a{N}b"}}, tags=[\'\'\'x{N}\'\'\', "{N}{N}"])]' + E,
+        calls=[("search", {"query": N, "filters": {f"y{N}": f"a{N}b"}, "tags": [f"x{N}", N + N]})],
+    ),
+    Case(
+        "i27-nul-escape-written",
+        S + "[set_port(blob='a\\x00b')]" + E,
+        calls=[("set_port", {"blob": f"a{N}b"})],
+    ),
+    Case(
+        "i27-nul-text-around",
+        "Hi " + S + f"[set_port(blob='{N}')]" + E + " bye",
+        content="Hi  bye",
+        calls=[("set_port", {"blob": N})],
+    ),
+    Case(
+        "i27-nul-cut-second-call",
+        S + f"[set_port(blob='{N}'), search(query='{N}",
+        truncated=True,
+        calls=[("set_port", {"blob": N})],
+        incomplete=["search"],
+    ),
+    Case("i27-nul-missing-end-at-eos", S + f"[set_port(blob='{N}')]", calls=[("set_port", {"blob": N})]),
+    # A NUL anywhere else is a stray character: text.
+    Case("i27-nul-in-name", S + f"[get_{N}time()]" + E, content=S + f"[get_{N}time()]" + E),
+    Case(
+        "i27-nul-between-arguments",
+        S + f"[get_weather(city='x',{N} days=1)]" + E,
+        content=S + f"[get_weather(city='x',{N} days=1)]" + E,
+    ),
+    # (a prefix cut inside the list keeps its complete call: no stable prefix)
+    Case(
+        "i27-nul-after-list",
+        S + f"[get_time()]{N}" + E,
+        content=S + f"[get_time()]{N}" + E,
+        stable_prefix=False,
+    ),
+]
+
+# ... and its echo of the call body after <|tool_call_end|>: the very text between the markers,
+# after optional whitespace, written again. Structure; anything else after the call is content.
+B = "[get_weather(city='Paris', days=3, metric=True)]"
+P = "[get_weather(city='Paris'), get_time()]"
+ECHO = [
+    Case("i27-echo", W + B, calls=[WC]),
+    Case("i27-echo-after-newline", W + "\n" + B + "\nDone.", content="\nDone.", calls=[WC]),
+    Case("i27-echo-parallel", S + P + E + P, calls=[("get_weather", {"city": "Paris"}), ("get_time", {})]),
+    Case("i27-echo-of-spaced-body", S + " " + B + "\n" + E + B, calls=[WC]),
+    Case("i27-echo-then-next-call", W + B + S + "[get_time()]" + E, calls=[WC, ("get_time", {})]),
+    Case(
+        "i27-echo-with-nul",
+        S + f"[set_port(blob='{N}')]" + E + f"[set_port(blob='{N}')]",
+        calls=[("set_port", {"blob": N})],
+    ),
+    Case(
+        "i27-echo-after-reasoning",
+        "<think>plan</think>" + W + B,
+        reasoning="plan",
+        calls=[WC],
+    ),
+    Case("i27-echo-cut", W + B[:20], truncated=True, calls=[WC]),
+    # Not the echo: content as written.
+    Case("i27-echo-partial-at-end", W + B[:20], content=B[:20], calls=[WC]),
+    Case("i27-echo-departs", W + B[:20] + "X", content=B[:20] + "X", calls=[WC]),
+    Case(
+        "i27-echo-other-arguments",
+        W + B.replace("Paris", "Rome"),
+        content=B.replace("Paris", "Rome"),
+        calls=[WC],
+    ),
+    Case("i27-echo-without-brackets", W + B[1:-1], content=B[1:-1], calls=[WC]),
+    Case("i27-echo-twice", W + B + B, content=B, calls=[WC]),
+    Case(
+        "i27-echo-of-text-region",
+        S + "[get_weather('Paris')]" + E + "[get_weather('Paris')]",
+        content=S + "[get_weather('Paris')]" + E + "[get_weather('Paris')]",
+    ),
+]
+CASES += NUL + ECHO
+
 CASES += close_tag_in_argument_cases(
     ("<think>", "</think>"),
     S + "[set_port(blob='why <think> and </think> here')]" + E,
