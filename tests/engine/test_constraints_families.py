@@ -223,3 +223,116 @@ def test_markers_that_are_not_tokens_are_matched_as_text(model_for):
     prompt = [model.metadata.bos_token_id or 0] + model.tokenize_text("Hi!", special=False)
     for seed in range(5):
         check_calls("hermes", sample(model, c, prompt, seed, max_tokens=1000))
+
+
+# -- issue 32: a call list ends --------------------------------------------------------------
+
+# a hot sampler: where the grammar allows the end or another call, a random model then takes each
+# about as often (at 1.0 some families' weights all but always end after the first call)
+HOT = {"temperature": 4.0, "top_k": 0, "top_p": 1.0, "min_p": 0.0}
+TRIES = 40  # seeded samples a search may take (a random model writes a second call about half the time)
+
+
+def _single_wire(model, family: str) -> bool:
+    """Whether the family's wire holds one call per reply whatever the request says."""
+    one = compile_constraint(
+        model, family=family, tools=TOOLS, tool_choice="required", parallel_tool_calls=False
+    )
+    many = compile_constraint(model, family=family, tools=TOOLS, tool_choice="required", max_calls=8)
+    return one.grammar == many.grammar
+
+
+@pytest.mark.parametrize("family", sorted(FORMATS))
+def test_i32_a_call_list_ends_at_max_calls_for_every_family(family, model_for):
+    """Under ``required`` with parallel calls a reply holds at most ``max_calls`` calls, and the
+    grammar ends the reply after the last one: after two calls under ``max_calls=2`` only the
+    end of generation may follow (before issue 32 a third call could)."""
+    model = model_for(family)
+    prompt = [model.metadata.bos_token_id or 0] + model.tokenize_text("Hi!", special=False)
+    two = compile_constraint(model, family=family, tools=TOOLS, tool_choice="required", max_calls=2)
+    if _single_wire(model, family):
+        check_calls(family, sample(model, two, prompt, 0, max_tokens=600), parallel=False)
+        return
+    three = compile_constraint(model, family=family, tools=TOOLS, tool_choice="required", max_calls=3)
+    assert three.grammar != two.grammar
+    eog = {int(t) for t in model.eog_ids}
+    for seed in range(TRIES):
+        text = sample(model, two, prompt, 300 + seed, max_tokens=600)
+        calls = check_calls(family, text)
+        assert len(calls) <= 2, (family, text)
+        if len(calls) == 2:
+            import numpy as np
+
+            after = {int(t) for t in np.flatnonzero(two.after(text).start().allowed())}
+            assert after and after <= eog, (family, text, sorted(after - eog)[:10])
+            _third_call_fits(three, two, family, text)
+            return
+    raise AssertionError(f"{family}: no reply of two calls in {TRIES} samples")
+
+
+def _third_call_fits(three, two, family: str, text: str) -> None:
+    """Somewhere in a reply of two calls, ``max_calls=3`` allows tokens ``max_calls=2`` does not
+    (a third call), and never the other way round."""
+    from app.engine.errors import ConstraintError
+
+    for cut in range(len(text), 0, -1):
+        try:
+            a, b = three.after(text[:cut]).start().allowed(), two.after(text[:cut]).start().allowed()
+        except ConstraintError:  # the cut splits a special token's text
+            continue
+        if (a & ~b).any():
+            assert not (b & ~a).any(), (family, text[:cut])
+            return
+    raise AssertionError(f"{family}: two and three calls hold the same text {text!r}")
+
+
+class _HiReplies:
+    """``LocalReplies`` over a two-word prompt (the tiny model's context is small): only the
+    prompt is the test's, the reply is generated, parsed and held as a session's is."""
+
+    @staticmethod
+    def make(model, family: str, seed: int, **kwargs):
+        from app.engine.chat import LocalReplies
+        from app.engine.loop import CallIds
+
+        class Replies(LocalReplies):
+            def render(self) -> str:
+                return "Hi!"
+
+        return Replies(
+            model,
+            list,
+            family=family,
+            tools=TOOLS,
+            ids=CallIds(),
+            max_tokens=600,
+            sampling={**HOT, "seed": seed},
+            **kwargs,
+        )
+
+
+@pytest.mark.parametrize("family", sorted(FORMATS))
+def test_i32_a_repeated_call_ends_the_list_and_is_never_passed_on_for_every_family(family, model_for):
+    """A call identical to an earlier call of the same reply ends the list: ``get_time`` has no
+    parameters, so a second call to it is a repeat; the loop stops the reply there and passes on
+    only the first (before issue 32 both came back)."""
+    from app.engine.events import DoneEvent, NoticeEvent
+    from app.engine.formats.events import ToolCallDone
+    from app.engine.loop import run_rounds
+    from app.engine.messages import Message
+
+    model = model_for(family)
+    single = _single_wire(model, family)
+    named = {"type": "function", "function": {"name": "get_time"}}
+    for seed in range(TRIES):
+        replies = _HiReplies.make(model, family, 500 + seed, tool_choice=named, max_calls=4)
+        messages: list[Message] = []
+        events = list(run_rounds(replies, messages, dispatcher=None, max_rounds=1, max_calls=4))
+        done = events[-1]
+        assert isinstance(done, DoneEvent) and done.finish_reason == "stop", (family, done)
+        passed = [e.call for e in events if isinstance(e, ToolCallDone)]
+        assert [c.name for c in passed] == ["get_time"] and passed[0].arguments == {}, (family, passed)
+        assert messages[0].tool_calls == passed
+        if single or [e for e in events if isinstance(e, NoticeEvent) and e.code == "repeated_call"]:
+            return
+    raise AssertionError(f"{family}: no reply repeated its call in {TRIES} samples")

@@ -265,3 +265,177 @@ def test_the_json_lines_of_the_events_are_flat():
     assert done["context_full"] == {"n_ctx": 4096, "tool_tokens": 300}
     assert done["call_parsers"] == {"c1": "api:openai"} and done["constraint"] is None
     json.dumps(done)  # one JSON line
+
+
+# -- issue 32: call lists end, and a turn does not run the same call twice --------------------
+
+
+def test_i32_a_call_is_the_same_call_by_name_and_json_values():
+    from app.engine.loop import call_key
+
+    a = ToolCall("call00000", "add", {"a": 2, "b": {"x": [1, 2.5]}})
+    assert call_key(a) == call_key(ToolCall("call00001", "add", {"b": {"x": [1.0, 2.5]}, "a": 2.0}))
+    assert call_key(a) != call_key(ToolCall("call00001", "add", {"a": 3, "b": {"x": [1, 2.5]}}))
+    assert call_key(a) != call_key(ToolCall("call00001", "sub", {"a": 2, "b": {"x": [1, 2.5]}}))
+    assert call_key(ToolCall("c", "f", {"v": True})) != call_key(ToolCall("c", "f", {"v": 1}))
+    assert call_key(ToolCall("c", "f", {"v": None})) != call_key(ToolCall("c", "f", {}))
+
+
+class _Stoppable:
+    """A source that writes its events one by one and stops (``cancelled``) once its ``cancel``
+    is set, as a real generation does; it records how many events it wrote."""
+
+    def __init__(self, events):
+        self.events = list(events)
+        self.written = 0
+        self.cancel = None
+
+    def generate_reply(self, round, cancel):
+        from app.engine.loop import RoundEnd
+
+        self.cancel = cancel
+        for ev in self.events:
+            if cancel is not None and cancel.is_set():
+                return RoundEnd(finish="cancelled", generated_tokens=self.written)
+            self.written += 1
+            yield ev
+        return RoundEnd(generated_tokens=self.written)
+
+    def finish_turn(self, done):
+        return done
+
+
+def _turn(source, **kwargs):
+    from app.engine.loop import run_rounds
+
+    messages: list[Message] = []
+    events = list(run_rounds(source, messages, dispatcher=None, max_rounds=1, **kwargs))
+    return events, messages
+
+
+def test_i32_a_repeat_of_a_call_ends_the_reply_there_and_is_never_passed_on():
+    import threading
+
+    from app.engine.events import NoticeEvent
+    from app.engine.formats.events import TextDelta, ToolCallDone
+
+    first = ToolCall("call00000", "add", {"a": 2, "b": 3}, raw="<c1>")
+    other = ToolCall("call00001", "add", {"a": 1, "b": 1}, raw="<c2>")
+    again = ToolCall("call00002", "add", {"b": 3.0, "a": 2}, raw="<c3>")
+    source = _Stoppable(
+        [
+            TextDelta("Sure."),
+            ToolCallDone(0, first),
+            ToolCallDone(1, other),
+            ToolCallDone(2, again),
+            TextDelta("never shown"),
+            ToolCallDone(3, ToolCall("call00003", "add", {"a": 9, "b": 9})),
+        ]
+    )
+    turn_cancel = threading.Event()
+    events, messages = _turn(source, cancel=turn_cancel, max_calls=8)
+    passed = [e.call for e in events if isinstance(e, ToolCallDone)]
+    assert passed == [first, other]  # the distinct calls, never the repeat
+    notices = [e for e in events if isinstance(e, NoticeEvent)]
+    assert [n.code for n in notices] == ["repeated_call"] and "add" in notices[0].message
+    assert "never shown" not in "".join(e.text for e in events if isinstance(e, TextDelta))
+    assert source.written == 4  # generation stopped at the repeat
+    assert source.cancel.is_set() and not turn_cancel.is_set()  # the round's stop, not the turn's
+    done = events[-1]
+    assert done.finish_reason == "stop"  # the loop ended the list: the reply is complete
+    assert messages[0].tool_calls == [first, other] and messages[0].content == "Sure."
+
+
+def test_i32_a_reply_holds_at_most_max_calls_calls():
+    from app.engine.formats.events import ToolCallDone
+
+    calls = [ToolCall(f"call0000{i}", "add", {"a": i, "b": 0}) for i in range(5)]
+    for most, want in ((2, 2), (1, 1), (None, 5)):
+        source = _Stoppable([ToolCallDone(i, c) for i, c in enumerate(calls)])
+        events, messages = _turn(source, max_calls=most)
+        assert [e.call for e in events if isinstance(e, ToolCallDone)] == calls[:want]
+        assert source.written == want  # stopped right after the last call it may hold
+        assert events[-1].finish_reason == "stop" and messages[0].tool_calls == calls[:want]
+
+
+def test_i32_a_cancelled_turn_stays_cancelled_when_the_list_also_ended():
+    import threading
+
+    from app.engine.formats.events import ToolCallDone
+
+    turn_cancel = threading.Event()
+    turn_cancel.set()
+    source = _Stoppable([ToolCallDone(0, ToolCall("call00000", "add", {"a": 1, "b": 1}))])
+    events, _ = _turn(source, cancel=turn_cancel, max_calls=1)
+    assert events[-1].finish_reason == "cancelled"
+
+
+def test_i32_a_call_already_answered_in_the_turn_is_not_run_again():
+    from app.engine.events import NoticeEvent
+    from app.engine.formats.events import TextDelta, ToolCallDone
+    from app.engine.loop import REPEAT_NOTE, RoundEnd, run_rounds
+
+    ran: list = []
+    registry = ToolRegistry()
+
+    def add(a: int, b: int) -> int:
+        """Add two numbers."""
+        ran.append((a, b))
+        return a + b
+
+    registry.register_function(add)
+    first = ToolCall("call00000", "add", {"a": 2, "b": 3}, raw="<c1>")
+    again = ToolCall("call00001", "add", {"b": 3, "a": 2}, raw="<c2>")
+    new = ToolCall("call00002", "add", {"a": 4, "b": 4}, raw="<c3>")
+    source = _Script(
+        ([ToolCallDone(0, first)], RoundEnd()),
+        ([ToolCallDone(0, again), ToolCallDone(1, new)], RoundEnd()),
+        ([TextDelta("It is 5.")], RoundEnd()),
+    )
+    messages = [Message(role="user", content="2+3?")]
+    events = list(run_rounds(source, messages, dispatcher=Dispatcher(registry), max_rounds=8))
+    assert ran == [(2, 3), (4, 4)]  # the repeat did not run
+    finished = [e for e in events if isinstance(e, ToolCallFinishedEvent)]
+    assert [e.call.id for e in finished] == ["call00000", "call00001", "call00002"]
+    repeat = finished[1].outcome
+    assert repeat.call_id == "call00001" and repeat.ok and repeat.content.startswith("5")
+    tools = [m for m in messages if m.role == "tool"]
+    assert [m.tool_call_id for m in tools] == ["call00000", "call00001", "call00002"]
+    assert tools[1].content == "5\n\n" + REPEAT_NOTE.format(name="add")
+    assert not [e for e in events if isinstance(e, NoticeEvent)]
+    assert events[-1].finish_reason == "stop" and events[-1].rounds == 3
+
+
+def test_i32_an_earlier_error_is_given_again_and_a_turn_that_keeps_calling_ends_at_the_limit():
+    from app.engine.events import NoticeEvent
+    from app.engine.formats.events import TextDelta, ToolCallDone
+    from app.engine.loop import RoundEnd, run_rounds
+
+    registry = ToolRegistry()
+    ran: list = []
+
+    def fail(x: int) -> int:
+        """Always fails."""
+        ran.append(x)
+        raise RuntimeError("no such thing")
+
+    registry.register_function(fail)
+    same = [ToolCall(f"call0000{i}", "fail", {"x": 1}, raw=f"<f{i}>") for i in range(4)]
+    source = _Script(
+        *[([TextDelta(f"try {i}. "), ToolCallDone(0, c)], RoundEnd()) for i, c in enumerate(same)]
+    )
+    messages = [Message(role="user", content="go")]
+    events = list(run_rounds(source, messages, dispatcher=Dispatcher(registry), max_rounds=3))
+    assert ran == [1]
+    tools = [m for m in messages if m.role == "tool"]
+    assert (
+        len(tools) == 2
+        and tools[1].content.startswith(tools[0].content)
+        and "Not run again" in tools[1].content
+    )
+    notices = [e for e in events if isinstance(e, NoticeEvent)]
+    assert [n.code for n in notices] == ["round_limit"] and notices[0].setting == "chat.max_tool_rounds"
+    done = events[-1]
+    assert (done.finish_reason, done.rounds) == ("rounds", 3)
+    # nothing lost: the last reply's text and its call's text stay in the conversation
+    assert messages[-1].role == "assistant" and messages[-1].content == "try 2. <f2>"

@@ -75,5 +75,22 @@ class SeedOssFormat(XmlParamsFormat):
         params = params_text(arguments, param=P_OPEN, key_end=">", param_end=P_CLOSE)
         return f"{OPEN}\n{self.head(name)}{params}{F_CLOSE}\n{CLOSE}"
 
+    def grammar_wire(self, ctx):
+        # one function per block, as the parser reads it: each call is a block of its own
+        from functools import partial
+
+        from app.engine.grammar.wires import raw_params
+
+        return partial(
+            raw_params,
+            opener=OPEN,
+            sep="\n",
+            head=lambda name: f"{OPEN}\n{self.head(name)}",
+            tail=f"{self.tail}{CLOSE}",
+            param=self.param,
+            name_ok=self.name_ok,
+            key_ok=self.key_ok,
+        )
+
 
 register(SeedOssFormat())
