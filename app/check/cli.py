@@ -33,6 +33,7 @@ __all__ = [
 ]
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_ERROR = 0, 1, 2, 4
+MAX_GRAMMAR_FILE_BYTES = 1024 * 1024  # as chat's --grammar-file
 
 
 def add_check_parser(sub: Any, tool_format_choices: list[str]) -> argparse.ArgumentParser:
@@ -137,10 +138,13 @@ def run_check_command(args: argparse.Namespace) -> int:
 
     grammar = None
     if args.grammar_file:
+        from app.files import read_text_file
+
         try:
-            grammar = Path(args.grammar_file).read_text(encoding="utf-8")
+            grammar = read_text_file(args.grammar_file, max_bytes=MAX_GRAMMAR_FILE_BYTES)
         except (OSError, UnicodeDecodeError) as exc:
-            _err(f"error: cannot read the grammar file {args.grammar_file}: {exc}")
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+            _err(f"error: cannot read the grammar file {args.grammar_file}: {reason}")
             return EXIT_USAGE
     if not Path(args.model).is_file():
         _err(f"error: no model file {args.model} (use --endpoint URL for a served model)")
@@ -196,8 +200,11 @@ def run_check_command(args: argparse.Namespace) -> int:
 
 
 def _is_gguf(path: Path) -> bool:
+    """Whether ``path`` starts like a GGUF; False for what cannot be read (a FIFO is not waited on)."""
+    from app.files import open_regular_file
+
     try:
-        with path.open("rb") as fh:
+        with open_regular_file(path) as fh:
             return fh.read(4) == b"GGUF"
     except OSError:
         return False
@@ -206,15 +213,16 @@ def _is_gguf(path: Path) -> bool:
 def inspect_lint(args: argparse.Namespace) -> int:
     """``python -m app inspect PATH --lint``: the forensics report of a GGUF's templates (or of one
     template file). Exit 0 with a report (findings or not), 1 when the file cannot be read."""
-    from app.check.forensics import lint_gguf, lint_template
+    from app.check.forensics import MAX_TEMPLATE_FILE_BYTES, lint_gguf, lint_template
     from app.engine.models.metadata import GGUFMetadataError
+    from app.files import read_text_file
 
     path = Path(args.path)
     try:
         if _is_gguf(path):
             report = lint_gguf(path)
         else:
-            source = path.read_text(encoding="utf-8")
+            source = read_text_file(path, max_bytes=MAX_TEMPLATE_FILE_BYTES)
             t = lint_template(source, name=path.name)
             report = {
                 "path": str(path),
@@ -223,7 +231,10 @@ def inspect_lint(args: argparse.Namespace) -> int:
                 "templates": [t.to_dict()],
                 "findings": [f.to_dict() for f in t.findings],
             }
-    except (GGUFMetadataError, OSError, UnicodeDecodeError) as exc:
+    except OSError as exc:
+        _err(f"error: cannot read {path}: {exc.strerror or exc}")
+        return 1
+    except (GGUFMetadataError, UnicodeDecodeError) as exc:
         _err(f"error: {exc}")
         return 1
     if getattr(args, "json", False):

@@ -17,7 +17,7 @@ the arguments must still fit the schema). Arrays compare by position unless thei
 from __future__ import annotations
 
 import hashlib
-import json
+import os
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -290,18 +290,35 @@ def _scenario(raw: dict[str, Any], category: str, tools: dict[str, dict[str, Any
     )
 
 
+MAX_TOOLS_FILE_BYTES = 8 * 1024 * 1024  # tools.json (the built-in one is 5 KB)
+MAX_SCENARIO_FILE_BYTES = 32 * 1024 * 1024  # one *.toml (20,000 scenarios are about 4 MB)
+
+
 def load_corpus(directory: str | Path | None = None) -> Corpus:
-    """Read every ``*.toml`` in ``directory`` (default: the built-in corpus) with its ``tools.json``."""
+    """Read every ``*.toml`` in ``directory`` (default: the built-in corpus) with its ``tools.json``.
+
+    Each file is read through :func:`app.files.read_regular_file`: a FIFO, a device or a file over
+    :data:`MAX_SCENARIO_FILE_BYTES` (:data:`MAX_TOOLS_FILE_BYTES`) is a :class:`CorpusError`, as is
+    a file nested too deeply to parse."""
+    try:
+        return _load_corpus(directory)
+    except RecursionError:  # a value nested deeper than the checks can follow
+        raise CorpusError(f"{directory}: a scenario value is nested too deeply") from None
+
+
+def _load_corpus(directory: str | Path | None) -> Corpus:
+    from app.files import loads_json, read_regular_file
+
     d = Path(directory) if directory is not None else default_scenarios_dir()
     if not d.is_dir():
         raise CorpusError(f"{d}: not a folder of scenario files")
     tools_path = d / "tools.json"
-    if not tools_path.is_file():
+    if not os.path.lexists(tools_path):
         tools_path = default_scenarios_dir() / "tools.json"
     digest = hashlib.sha256()
     try:
-        tools_bytes = tools_path.read_bytes()
-        tools = json.loads(tools_bytes)
+        tools_bytes = read_regular_file(tools_path, max_bytes=MAX_TOOLS_FILE_BYTES)
+        tools = loads_json(tools_bytes)
     except (OSError, ValueError) as exc:
         raise CorpusError(f"{tools_path}: cannot read the tool schemas ({exc})") from exc
     _need(
@@ -315,12 +332,17 @@ def load_corpus(directory: str | Path | None = None) -> Corpus:
     scenarios: list[Scenario] = []
     seen: set[str] = set()
     for f in files:
-        data_bytes = f.read_bytes()
+        try:
+            data_bytes = read_regular_file(f, max_bytes=MAX_SCENARIO_FILE_BYTES)
+        except OSError as exc:
+            raise CorpusError(f"{f.name}: cannot read the scenario file ({exc.strerror or exc})") from exc
         digest.update(f.name.encode() + b"\0" + data_bytes)
         try:
             data = tomllib.loads(data_bytes.decode("utf-8"))
         except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
             raise CorpusError(f"{f.name}: not valid TOML ({exc})") from exc
+        except RecursionError:
+            raise CorpusError(f"{f.name}: not valid TOML (nested too deeply)") from None
         category: Any = data.get("category")  # checked below
         _need(
             category in CATEGORIES,

@@ -5,6 +5,8 @@ Each check renders small probe conversations through the sandboxed renderer
 line responsible. Findings (id, severity, one-line explanation, the line, what Callisto does):
 
 ========================  ============================================================================
+``template_error``        the template does not compile, raises, tries an unsafe operation, builds too
+                          much or takes too long on a plain conversation (no other check can run)
 ``no_tools_variable``     the template never renders ``tools`` (tools ignored), or reads them from the
                           system message's ``tools`` key instead (Phi-4-mini)
 ``tool_results_dropped``  calls are rendered but tool results are not (or a tool message raises)
@@ -30,7 +32,7 @@ import hashlib
 import os
 import re
 from dataclasses import asdict, dataclass, field
-from functools import lru_cache, partial
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +48,7 @@ __all__ = [
 ]
 
 FINDING_IDS = (
+    "template_error",
     "no_tools_variable",
     "tool_results_dropped",
     "call_ids_dropped",
@@ -61,6 +64,10 @@ FINDING_IDS = (
     "reasoning_not_stripped",
     "differs_from_official",
 )
+
+MAX_TEMPLATE_FILE_BYTES = 4 * 131_072  # a template file: MAX_TEMPLATE_CHARS characters of up to 4 UTF-8 bytes
+
+LINT_SECONDS = 10.0  # all the renders of one template's lint together (detection's 5 s among them)
 
 CALL_CATEGORIES = ["single", "parallel", "streaming", "multi_turn", "tool_choice", "negative", "reasoning"]
 # token texts llama.cpp adds to the end-of-generation set by itself (llama-vocab.cpp)
@@ -208,12 +215,111 @@ def lint_template(
     official_dir: str | Path | None = None,
 ) -> TemplateReport:
     """Every finding for one template (and, given ``vocab``, its tokenizer). Never raises on a bad
-    template: a template that fails every probe is itself reported."""
+    template: one that cannot render a plain conversation (it does not compile, raises, tries an
+    unsafe operation, is too slow) gets one ``template_error`` finding saying so, and one that runs
+    out of :data:`LINT_SECONDS` during the checks gets that finding instead of the others."""
+    from app.engine.templates import render_deadline
+
+    # Every render of this lint shares one deadline; a template that runs out of it is reported as
+    # too slow, not with findings read from renders that never ran.
+    with render_deadline(LINT_SECONDS):
+        report = _lint_template(source, name, bos, eos, vocab, official_dir)
+    return report
+
+
+def _template_error(source: str, name: str, bos: str, eos: str) -> Finding | None:
+    """A finding when the template cannot render a plain conversation at all (with tools or
+    without): it does not compile, raises, tries an unsafe operation, or is too slow or too big."""
+    from app.engine.errors import TemplateRenderError
+    from app.engine.templates import compile_template
+
+    try:
+        compile_template(source)
+    except TemplateRenderError as exc:
+        message = str(exc)
+        m = re.search(r"at line (\d+)", message)
+        line = int(m.group(1)) if m else None
+        lines = source.splitlines()
+        text = _clip(lines[line - 1]) if line is not None and 0 < line <= len(lines) else None
+        return Finding(
+            "template_error",
+            "error",
+            "The template does not compile",
+            f"{message}.",
+            "Callisto cannot render a prompt through it: chat and the server refuse the model with this "
+            "error, and tools are off. No other check ran.",
+            line,
+            text,
+            list(CALL_CATEGORIES),
+            name,
+        )
+    plain, err = _render(source, [{"role": "user", "content": _USER}], bos=bos, eos=eos)
+    if plain is not None:
+        return None
+    with_tools, _ = _render(source, [{"role": "user", "content": _USER}], tools=_TOOLS, bos=bos, eos=eos)
+    if with_tools is not None:  # tool_use templates and FireFunction render only with tools
+        return None
+    message = err or "it failed"
+    if "unsafe operation" in message:
+        title = "The template tries an unsafe operation"
+        where = _line(source, r"__\w+__", r"\._\w")
+    elif "took too long" in message:
+        title = "The template takes too long to render"
+        where = _line(source, r"\bfor\b", r"\bmacro\b")
+    elif "raised an exception" in message and "raise_exception" in source:
+        title = "The template raises an error on a plain conversation"
+        where = _line(source, r"raise_exception")
+    else:
+        title = "The template fails to render"
+        where = (None, None)
+    return Finding(
+        "template_error",
+        "error",
+        title,
+        f"Rendering one user message fails: {_clip(message, 300)}.",
+        "Callisto renders templates in a sandbox with bounded time and memory and refuses this one with "
+        "that error: chat and the server cannot use the model through it, and tools are off. No other "
+        "check ran.",
+        where[0],
+        where[1],
+        list(CALL_CATEGORIES),
+        name,
+    )
+
+
+def _lint_template(
+    source: str,
+    name: str,
+    bos: str,
+    eos: str,
+    vocab: VocabInfo | None,
+    official_dir: str | Path | None,
+) -> TemplateReport:
     from app.engine.detection import detect_tool_format
     from app.engine.templates import template_tools_mode
 
+    broken = _template_error(source, name, bos, eos)
+    if broken is not None:
+        match, closest, _ = _compare_official(source, official_dir, name)
+        return TemplateReport(
+            template=name,
+            sha256=hashlib.sha256(source.encode("utf-8", "surrogatepass")).hexdigest(),
+            detected_format=None,
+            tools_mode="none",
+            official_match=match,
+            closest_official=closest,
+            findings=[broken],
+        )
     findings: list[Finding] = []
-    render = partial(_render, source, bos=bos, eos=eos)
+    errors: list[str] = []
+
+    def render(
+        messages: list[dict[str, Any]], *, tools: Any = None, gen: bool = True
+    ) -> tuple[str | None, str | None]:
+        out, err = _render(source, messages, tools=tools, gen=gen, bos=bos, eos=eos)
+        if err is not None:
+            errors.append(err)
+        return out, err
 
     def add(
         fid: str,
@@ -428,6 +534,22 @@ def lint_template(
                 ["reasoning", "multi_turn"],
             )
 
+    if any("took too long" in e for e in errors):  # the checks ran out of time: their findings mean nothing
+        findings = [
+            Finding(
+                "template_error",
+                "error",
+                "The template takes too long to render",
+                f"Its renders took more than the {LINT_SECONDS:g} s the checks of one template get.",
+                "Callisto renders templates with a time limit; through this one every prompt is slow or "
+                "refused. The other checks were not finished.",
+                None,
+                None,
+                list(CALL_CATEGORIES),
+                name,
+            )
+        ]
+
     # 11. official comparison
     match, closest, diff = _compare_official(source, official_dir, name)
     if match is None and closest is not None:
@@ -567,11 +689,15 @@ def _official_dirs(extra: str | Path | None) -> list[Path]:
 @lru_cache(maxsize=4)
 def _load_official(dirs: tuple[Path, ...]) -> tuple[tuple[str, str], ...]:
     out = []
+    from app.files import read_text_file
+
     for d in dirs:
         for f in sorted(d.rglob("*.jinja")):
             try:
-                out.append((f.relative_to(d).as_posix(), f.read_text(encoding="utf-8")))
-            except (OSError, UnicodeDecodeError):
+                out.append(
+                    (f.relative_to(d).as_posix(), read_text_file(f, max_bytes=MAX_TEMPLATE_FILE_BYTES))
+                )
+            except (OSError, UnicodeDecodeError):  # a FIFO, a device, too big, not UTF-8: not an official one
                 continue
     return tuple(out)
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -23,6 +24,8 @@ from app.check.scorer import Outcome, score_scenario
 from app.check.targets import Target, machine_info, new_run_id
 
 __all__ = [
+    "MAX_RESULT_BYTES",
+    "MAX_TRANSCRIPT_BYTES",
     "RESULT_SCHEMA_PATH",
     "SCHEMA_VERSION",
     "ScenarioResult",
@@ -37,6 +40,8 @@ __all__ = [
 
 SCHEMA_VERSION = 1
 RESULT_SCHEMA_PATH = Path(__file__).resolve().parent / "result.schema.json"
+MAX_RESULT_BYTES = 64 * 1024 * 1024  # a result file (the full corpus writes about 100 KB)
+MAX_TRANSCRIPT_BYTES = 64 * 1024 * 1024  # one scenario's transcript
 
 
 @dataclass
@@ -198,32 +203,64 @@ def validate_result(result: dict[str, Any]) -> list[str]:
 
 
 def load_result(path: str | Path) -> dict[str, Any]:
-    """Read a result file; raises ValueError (saying why) when it is not one."""
+    """Read a result file; raises ValueError (saying why) when it is not one: also for a FIFO, a
+    device, a file over :data:`MAX_RESULT_BYTES` or JSON nested too deeply."""
+    from app.files import read_json_file
+
     p = Path(path)
     try:
-        data = json.loads(p.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        data = read_json_file(p, max_bytes=MAX_RESULT_BYTES)
+    except OSError as exc:
+        raise ValueError(f"{p}: cannot read the result file ({exc.strerror or exc})") from exc
+    except ValueError as exc:  # UnicodeDecodeError among them
         raise ValueError(f"{p}: cannot read the result file ({exc})") from exc
     if not isinstance(data, dict):
         raise ValueError(f"{p}: not a check result")
-    problems = validate_result(data)
+    try:
+        problems = validate_result(data)
+    except RecursionError:
+        raise ValueError(f"{p}: not a valid check result: it is nested too deeply") from None
     if problems:
         raise ValueError(f"{p}: not a valid check result: {problems[0]}")
     data["_path"] = str(p)
     return data
 
 
+def _plain_name(name: Any) -> bool:
+    """A single file or folder name: no separator, not ``.`` or ``..``, not absolute."""
+    return (
+        isinstance(name, str)
+        and name not in ("", ".", "..")
+        and "/" not in name
+        and "\\" not in name
+        and "\0" not in name
+        and not Path(name).is_absolute()
+        and not Path(name).drive
+    )
+
+
 def read_transcript(result: dict[str, Any], row: dict[str, Any]) -> tuple[dict[str, Any] | None, bool]:
     """(transcript, intact) for one result row of a loaded result file; intact is False when the file's
-    sha256 no longer matches the one recorded."""
-    base = Path(result.get("_path", ".")).parent / result.get("transcripts_dir", "")
-    f = base / row["transcript_file"]
-    try:
-        data = f.read_bytes()
-    except OSError:
+    sha256 no longer matches the one recorded. (None, False) when it cannot be read: also when the
+    result names a folder or file outside its own transcripts folder (``transcripts_dir`` and
+    ``transcript_file`` are single names, as :func:`write_result` writes them), or a FIFO, a device,
+    or a file over :data:`MAX_TRANSCRIPT_BYTES`."""
+    from app.files import loads_json, read_regular_file
+
+    folder, name = result.get("transcripts_dir", ""), row.get("transcript_file")
+    if not _plain_name(folder) or not _plain_name(name):
         return None, False
-    intact = hashlib.sha256(data).hexdigest() == row["transcript_sha256"]
+    base = Path(result.get("_path", ".")).parent / folder
+    f = base / name
     try:
-        return json.loads(data), intact
+        if Path(os.path.realpath(f)).parent != Path(os.path.realpath(base)):  # a link out of the folder
+            return None, False
+        data = read_regular_file(f, max_bytes=MAX_TRANSCRIPT_BYTES)
+    except (OSError, ValueError):
+        return None, False
+    intact = hashlib.sha256(data).hexdigest() == row.get("transcript_sha256")
+    try:
+        value = loads_json(data)
     except ValueError:
         return None, False
+    return (value, intact) if isinstance(value, dict) else (None, False)

@@ -27,11 +27,16 @@ def model_key(file_name: str, size: int | None) -> str:
     return f"{file_name}|{size or 0}"
 
 
+MAX_SCORES_BYTES = 4 * 1024 * 1024  # one short entry per checked model
+
+
 def _load() -> dict[str, Any]:
+    from app.files import read_json_file
+
     try:
-        data = json.loads((_root() / "scores.json").read_text(encoding="utf-8"))
+        data = read_json_file(_root() / "scores.json", max_bytes=MAX_SCORES_BYTES)
         return data if isinstance(data, dict) else {}
-    except (OSError, ValueError):
+    except (OSError, ValueError):  # missing, not a regular file, too big, not JSON: no scores yet
         return {}
 
 

@@ -107,10 +107,11 @@ def file_identity(path: str | Path) -> dict[str, Any]:
     """File name, size, sha256, quantisation, template hash and detected format of a GGUF."""
     from app.engine.detection import detect_tool_format
     from app.engine.models.metadata import read_metadata
+    from app.files import open_regular_file
 
     p = Path(path)
     h = hashlib.sha256()
-    with p.open("rb") as fh:
+    with open_regular_file(p) as fh:  # a FIFO or a device is refused, never read for ever
         for block in iter(lambda: fh.read(1 << 20), b""):
             h.update(block)
     meta = read_metadata(p)

@@ -51,6 +51,8 @@ __all__ = [
     "MAX_OPERATIONS",
     "MAX_OUTPUT_CHARS",
     "MAX_RENDER_SECONDS",
+    "MAX_WORD_FILTER_CHARS",
+    "SLOW_AFTER_SECONDS",
     "MAX_TEMPLATE_CHARS",
     "MAX_TEMPLATE_NODES",
     "compile_template",
@@ -69,10 +71,19 @@ MAX_TEMPLATE_CHARS = 131_072  # real chat templates are under 20 KB
 MAX_TEMPLATE_NODES = 20_000  # syntax-tree nodes, checked before code generation (real ones: < 1300)
 MAX_CALL_DEPTH = 64  # nested macro / caller / recursive-loop calls (real templates: under 10)
 _MAX_WIDTH = 100_000  # widths in %-formats, str.format specs, center/ljust/indent
+# Filters that work word by word in Python (one call, no deadline check inside): wordwrap, urlize,
+# title and wordcount take seconds on a few MB. Their input is capped (real templates give them a
+# role name or a line, if they use them at all).
+MAX_WORD_FILTER_CHARS = 100_000
+# A render stopped by the clock after running this long marks its template as too slow: later
+# renders of the same text (detection, inspect, the library, chat, the check, lint) fail at once
+# with the same sentence, so a slow template costs one time limit in all, not one per render.
+SLOW_AFTER_SECONDS = 1.0
+_MAX_REMEMBERED_SLOW = 256
 
 
 class _Budget:
-    __slots__ = ("clock", "deadline", "ops", "max_ops", "next_check")
+    __slots__ = ("clock", "deadline", "ops", "max_ops", "next_check", "timed_out")
 
     def __init__(self, max_ops: int, seconds: float, clock: Callable[[], float] = time.monotonic):
         self.ops = 0
@@ -80,6 +91,7 @@ class _Budget:
         self.max_ops = max_ops
         self.clock = clock
         self.deadline = clock() + seconds
+        self.timed_out = False
 
     def tick(self, n: int = 1) -> None:
         self.ops += n
@@ -90,6 +102,7 @@ class _Budget:
         if self.ops >= self.next_check:  # every 16 operations: none of them can take long
             self.next_check = self.ops + 16
             if self.clock() > self.deadline:
+                self.timed_out = True
                 raise TemplateRenderError("template rendering took too long")
 
 
@@ -420,8 +433,19 @@ def _filter_checks() -> dict[str, Any]:
             w = len(width) if isinstance(width, str) else int(width) if isinstance(width, int | float) else 4
             _check_str_size(len(value) + (value.count("\n") + 1) * w, "indent")
 
+    def words(name: str) -> Any:
+        def check(value: Any, *a: Any, **k: Any) -> None:
+            n = len(value) if isinstance(value, str) else _size(value)
+            if n > MAX_WORD_FILTER_CHARS:
+                raise _TemplateException(
+                    f"|{name} of {n} characters is too slow to run (limit {MAX_WORD_FILTER_CHARS})"
+                )
+
+        return check
+
     def wordwrap(value: Any, width: Any = 79, *a: Any, **k: Any) -> None:
         _check_width(width, "wordwrap")
+        words("wordwrap")(value)
 
     def truncate(value: Any, length: Any = 255, *a: Any, **k: Any) -> None:
         _check_width(length, "truncate")
@@ -446,7 +470,9 @@ def _filter_checks() -> dict[str, Any]:
         "tojson": whole,
         "pprint": whole,
         "sum": whole,
-        "urlize": whole,
+        "urlize": words("urlize"),
+        "title": words("title"),
+        "wordcount": words("wordcount"),
         "xmlattr": whole,
     }
 
@@ -470,7 +496,12 @@ def _guard_filter(name: str, fn: Any, check: Any) -> Any:
     def guarded(*args: Any, **kwargs: Any) -> Any:
         _tick()
         items: Any = None
-        if materialize and len(args) > offset and not isinstance(args[offset], str | dict):
+        if (
+            materialize
+            and len(args) > offset
+            and not isinstance(args[offset], dict)
+            and (name == "unique" or not isinstance(args[offset], str))  # unique(str): its characters
+        ):
             try:
                 items = _materialize(args[offset], f"|{name}")
             except TypeError:
@@ -527,6 +558,30 @@ def _make_env() -> _Sandbox:
 
 _ENV = _make_env()
 _compile_lock = threading.Lock()
+
+# Templates whose render ran out of time after :data:`SLOW_AFTER_SECONDS` or more (sha256 of the
+# source -> seconds it ran), newest last, at most _MAX_REMEMBERED_SLOW.
+_slow: dict[str, float] = {}
+_slow_lock = threading.Lock()
+
+
+def _source_key(source: str) -> str:
+    import hashlib
+
+    return hashlib.sha256(source.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _remember_slow(key: str, seconds: float) -> None:
+    with _slow_lock:
+        _slow.pop(key, None)
+        _slow[key] = seconds
+        while len(_slow) > _MAX_REMEMBERED_SLOW:
+            del _slow[next(iter(_slow))]
+
+
+def _known_slow(key: str) -> float | None:
+    with _slow_lock:
+        return _slow.get(key)
 
 
 def _count_nodes(tree: nodes.Node) -> int:
@@ -623,6 +678,12 @@ def render_template(
             raise TemplateRenderError(
                 "template rendering took too long (the time for this template is used up)"
             )
+    key = _source_key(source) if isinstance(source, str) else ""
+    ran = _known_slow(key)
+    if ran is not None:  # one time limit per template in all: it is not run again
+        raise TemplateRenderError(
+            f"template rendering took too long (it was stopped after {ran:.1f} s before, so it is not run again)"
+        )
     template = compile_template(source)
     from app.tools.validation import scrub_value
 
@@ -636,6 +697,7 @@ def render_template(
         eos_token=scrub_value(eos_token),
     )
     previous = getattr(_local, "budget", None)
+    started = clock()
     _local.budget = budget = _Budget(max_operations, max_seconds, clock)
     parts: list[str] = []
     size = 0
@@ -647,6 +709,8 @@ def render_template(
                 raise TemplateRenderError(f"template output exceeded {max_output_chars} characters")
             parts.append(chunk)
     except TemplateRenderError:
+        if budget.timed_out and clock() - started >= SLOW_AFTER_SECONDS:
+            _remember_slow(key, clock() - started)
         raise
     except _TemplateException as exc:
         raise TemplateRenderError(f"template raised an exception: {exc}") from None
