@@ -11,6 +11,10 @@ One call per message (the templates render only the first). The object must have
 keys ``name`` and ``arguments`` (a JSON string holding an object is read as that object) and
 must be followed by the end of the message (``<|message_sep|>``, consumed with the call) or the
 end of the reply; the call is the object alone. No reasoning block.
+
+GigaChat 3 may also write the end-of-sequence token as the literal text ``</s>`` after the call
+(right after the object or after its ``<|message_sep|>``, whitespace between): it is consumed with
+the call, never content. A ``</s>`` anywhere else is text.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ FUNCTION_CALL = "<|function_call|>"
 MESSAGE_SEP = "<|message_sep|>"
 ROLE = "function call<|role_sep|>"
 SEP_ROLE = MESSAGE_SEP + "\n\n" + ROLE
+EOS = "</s>"  # the end-of-sequence token, written as text
 
 
 class _Scanner(JsonStateScanner):
@@ -37,6 +42,8 @@ class _Scanner(JsonStateScanner):
         i, n = 0, len(buf)
         if self.state == "post":
             return self._after_object(buf, 0, final)
+        if self.state == "post_sep":
+            return self._after_sep(buf, 0, final)
         while i < n:
             self.ops += 1
             if self.state == "pre":
@@ -53,12 +60,26 @@ class _Scanner(JsonStateScanner):
         return n, False
 
     def _after_object(self, buf: str, j: int, final: bool) -> tuple[int, bool]:
-        """``buf[j:]`` follows the object: consume ``[ws] <|message_sep|>`` if it is there, else
-        end the region at ``j`` (nothing after the object is consumed until that is known)."""
+        """``buf[j:]`` follows the object: consume ``[ws] <|message_sep|>`` and ``[ws] </s>`` if
+        they are there, else end the region at ``j`` (nothing after the object is consumed until
+        that is known)."""
         i = self.skip_space(buf, j)
         if buf.startswith(MESSAGE_SEP, i):
-            return i + len(MESSAGE_SEP), True
-        if not final and MESSAGE_SEP.startswith(buf[i:]):
+            self.state = "post_sep"
+            return self._after_sep(buf, i + len(MESSAGE_SEP), final)
+        if buf.startswith(EOS, i):
+            return i + len(EOS), True
+        rest = buf[i:]
+        if not final and (MESSAGE_SEP.startswith(rest) or EOS.startswith(rest)):
+            return j, False
+        return j, True
+
+    def _after_sep(self, buf: str, j: int, final: bool) -> tuple[int, bool]:
+        """``buf[j:]`` follows the message's separator: consume ``[ws] </s>`` if it is there."""
+        i = self.skip_space(buf, j)
+        if buf.startswith(EOS, i):
+            return i + len(EOS), True
+        if not final and EOS.startswith(buf[i:]):
             return j, False
         return j, True
 
@@ -72,7 +93,8 @@ class GigaChatFormat(Format):
         return _Scanner()
 
     def parse_region(self, opener, body, *, at_end, truncated, tools):
-        text = body[: -len(MESSAGE_SEP)] if body.endswith(MESSAGE_SEP) else body
+        text = body[: -len(EOS)].rstrip() if body.endswith(EOS) else body
+        text = text[: -len(MESSAGE_SEP)] if text.endswith(MESSAGE_SEP) else text
         start = len(text) - len(text.lstrip())
         obj_text = text.strip()
         if not obj_text.startswith("{") or not obj_text.endswith("}"):

@@ -82,5 +82,35 @@ CASES = [
     ),
 ]
 
-# The separator that ends the call's message is consumed with the call.
-FUZZ = Fuzz(markers=(SEP, ROLE), structure=(r"<\|message_sep\|>",))
+# Issue 27, deviation 7: GigaChat 3 writes the end-of-sequence token as the text </s> after the
+# call: consumed with it. Anywhere else it is text.
+EOS = "</s>"
+CASES += [
+    Case("i27-eos-after-call", FC + W + EOS, calls=[PW]),
+    Case("i27-eos-after-separator", FC + W + SEP + EOS, calls=[PW]),
+    Case("i27-eos-after-whitespace", FC + W + "\n" + SEP + "\n" + EOS, calls=[PW]),
+    Case("i27-eos-v3-role-message", SEP + "\n\n" + ROLE + "\n" + W + SEP + EOS, content="", calls=[PW]),
+    Case("i27-eos-v3-separator-dropped", "\n\n" + ROLE + "\n" + W + " " + EOS, content="\n\n", calls=[PW]),
+    Case(
+        "i27-eos-then-next-message",
+        FC + W + EOS + "\n\n" + ROLE + '{"name": "get_time", "arguments": {}}',
+        content="\n\n",
+        calls=[PW, ("get_time", {})],
+    ),
+    Case("i27-eos-cut", FC + W + "</", truncated=True, content="</", calls=[PW]),
+    # Anywhere else </s> is text.
+    Case("i27-eos-in-plain-text", "Done.</s>", content="Done.</s>"),
+    Case("i27-eos-twice", FC + W + EOS + EOS, content=EOS, calls=[PW]),
+    Case("i27-eos-after-text-after-call", FC + W + " ok" + EOS, content=" ok" + EOS, calls=[PW]),
+    Case(
+        "i27-eos-inside-json-string",
+        FC + '{"name": "set_port", "arguments": {"blob": "a</s>"}}' + EOS,
+        calls=[("set_port", {"blob": "a</s>"})],
+    ),
+    Case(
+        "i27-eos-after-bad-call", FC + '{"name": "get_time"}' + EOS, content=FC + '{"name": "get_time"}' + EOS
+    ),
+]
+
+# The separator that ends the call's message, and a </s> after the call, are consumed with it.
+FUZZ = Fuzz(markers=(SEP, ROLE, EOS), structure=(r"<\|message_sep\|>", "</s>"))
