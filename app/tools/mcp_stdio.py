@@ -303,12 +303,13 @@ async def stdio_transport(
             await read_in.aclose()  # the session sees the connection end instead of waiting
 
     async def stderr_reader() -> None:
-        if process.stderr is None:
+        stderr = getattr(process, "stderr", None)  # the Windows fallback process may have none
+        if stderr is None:
             return
         with contextlib.suppress(
             anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream, OSError
         ):
-            async for chunk in process.stderr:
+            async for chunk in stderr:
                 tail.feed(chunk)
 
     async def watcher() -> None:
@@ -339,7 +340,7 @@ async def stdio_transport(
             await anyio.to_thread.run_sync(tree.stop)
         with anyio.move_on_after(KILL_GRACE_S):
             await exited.wait()
-        for stream in (process.stdout, process.stderr):
+        for stream in (process.stdout, getattr(process, "stderr", None)):
             if stream is not None:
                 with contextlib.suppress(Exception):
                     await stream.aclose()

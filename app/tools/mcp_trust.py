@@ -27,6 +27,7 @@ from typing import Any
 
 __all__ = [
     "MAX_DESCRIPTION_CHARS",
+    "SCAN_CHARS",
     "TextCheck",
     "annotation_hints",
     "check_text",
@@ -39,6 +40,9 @@ __all__ = [
 #: A tool description longer than this reaches the model cut (with a note); the Settings page
 #: and the approval dialog show it whole.
 MAX_DESCRIPTION_CHARS = 4000
+#: How much of a text is read for instructions aimed at the model (hidden characters are removed
+#: from all of it): a model reads only the beginning of a long result.
+SCAN_CHARS = 200_000
 
 _KEEP_CONTROLS = {0x09, 0x0A, 0x0D}  # tab, newline, carriage return
 _INVISIBLE_CATEGORIES = {"Cf", "Co", "Cs", "Zl", "Zp"}  # format, private use, surrogates, separators
@@ -87,6 +91,30 @@ _SECRET_THING = (
     r"\bcookies?\b|session\s+tokens?\b|bearer\s+tokens?\b|\.kube/config|\.docker/config\.json|\.git-credentials)"
 )
 _REQUEST = r"(?:read|cat|open|send|include|pass|provide|upload|post|share|attach|print|return|copy|leak|fetch|get|collect|extract|forward|append|add)"
+_TAGS = re.compile("[\U000e0020-\U000e007e]")
+_ASCII_CONTROLS = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+# words one of which a request for secrets contains: the slow pattern runs only where one is
+_SECRET_WORDS = (
+    "ssh",
+    "id_",
+    "credential",
+    "passw",
+    "secret",
+    "key",
+    "token",
+    ".env",
+    "/etc/",
+    "cookie",
+    "mnemonic",
+    "seed",
+    "netrc",
+    "npmrc",
+    "pgpass",
+    "kube",
+    "docker",
+    "git-credentials",
+)
+_SECRETS_LABEL = "asks for secrets (keys, passwords, ~/.ssh and the like)"
 _FINDINGS: tuple[tuple[str, re.Pattern[str]], ...] = (
     (
         "tells the model to ignore its instructions",
@@ -106,7 +134,7 @@ _FINDINGS: tuple[tuple[str, re.Pattern[str]], ...] = (
         ),
     ),
     (
-        "asks for secrets (keys, passwords, ~/.ssh and the like)",
+        _SECRETS_LABEL,
         re.compile(
             rf"\b{_REQUEST}\b[^.\n]{{0,60}}?{_SECRET_THING}|{_SECRET_THING}[^.\n]{{0,40}}?\b(?:and|then)\s+{_REQUEST}\b"
             r"|~/\.ssh/|\bid_(?:rsa|ed25519)\b",
@@ -133,9 +161,6 @@ _FINDINGS: tuple[tuple[str, re.Pattern[str]], ...] = (
         ),
     ),
 )
-
-
-_TAGS = re.compile("[\U000e0020-\U000e007e]")
 
 
 @dataclass(frozen=True)
@@ -169,21 +194,26 @@ def check_text(text: str) -> TextCheck:
     an order split by zero-width characters is found either way)."""
     if not isinstance(text, str):
         text = str(text)
-    pattern = _invisible_re()
+    # ASCII text can hide only control characters: a small class, quick on a long result
+    pattern = _ASCII_CONTROLS if text.isascii() else _invisible_re()
     cleaned, removed = pattern.subn("", text)
-    if removed and len(text) <= 2_000_000:
-        # Unicode tag characters spell ASCII no one sees: read what they say, too
-        hidden = _TAGS.sub(lambda m: chr(ord(m.group()) - 0xE0000), text)
-        findings = _findings(cleaned) | _findings(pattern.sub(" ", text)) | _findings(pattern.sub("", hidden))
-    else:
-        findings = _findings(cleaned)
+    head = text[:SCAN_CHARS]  # what a model reads of a long result is its beginning
+    findings = _findings(cleaned[:SCAN_CHARS])
+    if removed:
+        # an order split by invisible characters, and Unicode tag characters that spell ASCII no one sees
+        hidden = _TAGS.sub(lambda m: chr(ord(m.group()) - 0xE0000), head)
+        findings |= _findings(pattern.sub(" ", head)) | _findings(pattern.sub("", hidden))
     ordered = tuple(label for label, _ in _FINDINGS if label in findings)
     return TextCheck(cleaned, removed, ordered)
 
 
 def _findings(text: str) -> set[str]:
     normalised = unicodedata.normalize("NFKC", text) if not text.isascii() else text
-    return {label for label, rx in _FINDINGS if rx.search(normalised)}
+    lowered = normalised.lower()
+    secrets = any(w in lowered for w in _SECRET_WORDS)
+    return {
+        label for label, rx in _FINDINGS if (secrets or label != _SECRETS_LABEL) and rx.search(normalised)
+    }
 
 
 def check_value(value: Any) -> tuple[Any, int, set[str]]:
