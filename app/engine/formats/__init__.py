@@ -84,6 +84,7 @@ FAMILY_MODULES: tuple[str, ...] = (
     "lfm2",
     "apertus",
     "jamba",
+    "hunyuan_a13b",
     "apriel",
     "nemotron_v2",
     "gigachat",

@@ -25,6 +25,7 @@ NAMES = {
     "granite-20b-fc": ("granite-20b-functioncalling",),
     "phi4-mini": ("Phi-4-mini-instruct",),
     "jamba": ("Jamba 1.5", "1.7"),
+    "hunyuan-a13b": ("Hunyuan-A13B",),
 }
 
 # template, family, control tokens, user-defined tokens, bos, eos
@@ -69,6 +70,14 @@ MODELS = [
         ["<tool_calls>", "</tool_calls>"],
         "<|startoftext|>",
         "<|eom|>",
+    ),
+    (
+        "tencent-Hunyuan-A13B.jinja",
+        "hunyuan-a13b",
+        ["<|startoftext|>", "<|extra_0|>", "<|extra_4|>", "<|eos|>"],
+        ["<tool_calls>", "</tool_calls>", "<think>", "</think>", "<answer>", "</answer>"],
+        None,
+        "<|eos|>",
     ),
 ]
 IDS = [m[0] for m in MODELS]
