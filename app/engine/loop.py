@@ -51,6 +51,7 @@ __all__ = [
     "ReplySource",
     "RoundEnd",
     "Session",
+    "answered_before",
     "call_key",
     "cut_after_last_user",
     "dispatch_call",
@@ -138,12 +139,13 @@ def run_rounds(
     answered with the earlier result and :data:`REPEAT_NOTE` instead of running again."""
     tally = _Tally(time.monotonic())
     answered: dict[tuple[str, str], ToolResult] = {}
+    noted: set[str] = set()  # the notices said once a turn
     rounds = 0
     while True:
         rounds += 1
         reply = Reply()
         stop = _RoundStop(cancel)
-        calls = _CallList(max_calls)
+        calls = _CallList(max_calls, noted=noted)
         end = yield from _collect(
             source.generate_reply(rounds, stop), reply, calls=dispatcher is None, stop=stop, call_list=calls
         )
@@ -246,6 +248,7 @@ class _CallList:
     """The calls of one reply so far: where the list ends (``max_calls``, or a repeat)."""
 
     max_calls: int | None
+    noted: set[str] = field(default_factory=set)  # the turn's notices already said
     keys: set[tuple[str, str]] = field(default_factory=set)
     ended: bool = False
     repeated: str | None = None  # the name of the call whose repeat ended the list
@@ -288,12 +291,13 @@ def _collect(
                 if not call_list.admit(ev.call):
                     if stop is not None:
                         stop.set()
-                    if call_list.repeated is not None:
+                    if call_list.repeated is not None and "repeated_call" not in call_list.noted:
+                        call_list.noted.add("repeated_call")
                         yield NoticeEvent(
                             code="repeated_call",
                             message=(
                                 f"The model wrote the call {call_list.repeated} again with the same "
-                                "arguments; the reply ends before the repeat."
+                                "arguments in one reply; the reply ends before the repeat (said once a turn)."
                             ),
                         )
                     continue
@@ -447,6 +451,16 @@ def _answer_again(
     messages.append(
         Message(role="tool", content=result.to_model_text(), tool_call_id=call.id, name=call.name)
     )
+
+
+def answered_before(messages: Iterable[Message], calls: Iterable[ToolCall]) -> list[ToolCall]:
+    """The ``calls`` identical (:func:`call_key`) to a call of ``messages`` that has its result
+    there: what a reply repeated of what the conversation already answered (the API server
+    reports it; its clients run their own loops)."""
+    msgs = list(messages)
+    results = {m.tool_call_id for m in msgs if m.role == "tool" and m.tool_call_id}
+    done = {call_key(c) for m in msgs for c in m.tool_calls if c.id in results}
+    return [c for c in calls if call_key(c) in done]
 
 
 def call_key(call: ToolCall) -> tuple[str, str]:

@@ -114,6 +114,9 @@ class ChatSettings(_Model):
     system_prompt: str = ""
     context_policy: ContextPolicy = "stop"
     tool_choice: str = "auto"  # auto | required | none: the tool-choice control's default
+    #: The most rounds of tool calls one turn runs (the engine's ``max_rounds``; its default is
+    #: ``app.engine.chat.DEFAULT_MAX_ROUNDS``): a turn still calling then ends with a notice.
+    max_tool_rounds: int = Field(8, ge=1, le=100)
 
     @field_validator("tool_format")
     @classmethod

@@ -171,6 +171,15 @@ class SettingsDialog(QDialog):
         self._select(self.context_policy, self.settings.chat.context_policy)
         self.context_policy.setToolTip("What happens when a conversation no longer fits the model's context.")
         f.addRow("When the chat is full", self.context_policy)
+        self.max_tool_rounds = ispin(1, 100)
+        self.max_tool_rounds.setObjectName("chat.max_tool_rounds")
+        self.max_tool_rounds.setValue(self.settings.chat.max_tool_rounds)
+        self.max_tool_rounds.setToolTip(
+            "The most rounds of tool calls one reply runs; a model still calling then stops with a "
+            "notice, its last calls kept as text. A call the model repeats in the same reply is "
+            "answered with its earlier result instead of running again."
+        )
+        f.addRow("Tool rounds per reply", self.max_tool_rounds)
         self._add_tab(
             chat,
             "Chat",
@@ -179,6 +188,7 @@ class SettingsDialog(QDialog):
                 "chat.tool_choice": self.tool_choice,
                 "chat.system_prompt": self.system_prompt,
                 "chat.context_policy": self.context_policy,
+                "chat.max_tool_rounds": self.max_tool_rounds,
             },
         )
 
@@ -362,6 +372,7 @@ class SettingsDialog(QDialog):
         s.chat.tool_format = self.tool_format.currentData()
         s.chat.tool_choice = self.tool_choice.currentData()
         s.chat.system_prompt = self.system_prompt.toPlainText()
+        s.chat.max_tool_rounds = self.max_tool_rounds.value()
         s.sampling = type(s.sampling).model_validate({**s.sampling.model_dump(), **self.sampling.values()})
         s.model.context_length = self.context_length.value()
         s.model.gpu_layers = self.gpu_layers.layers()

@@ -439,3 +439,19 @@ def test_i32_an_earlier_error_is_given_again_and_a_turn_that_keeps_calling_ends_
     assert (done.finish_reason, done.rounds) == ("rounds", 3)
     # nothing lost: the last reply's text and its call's text stay in the conversation
     assert messages[-1].role == "assistant" and messages[-1].content == "try 2. <f2>"
+
+
+def test_i32_a_reply_that_repeats_an_answered_call_of_the_conversation_is_told():
+    from app.engine.loop import answered_before
+
+    done = ToolCall("call00000", "add", {"a": 2, "b": 3})
+    pending = ToolCall("call00001", "add", {"a": 7, "b": 7})
+    history = [
+        Message(role="user", content="2+3?"),
+        Message(role="assistant", tool_calls=[done, pending]),
+        Message(role="tool", content="5", tool_call_id="call00000", name="add"),
+    ]
+    again = ToolCall("call00002", "add", {"b": 3, "a": 2.0})
+    other = ToolCall("call00003", "add", {"a": 7, "b": 7})  # called, but never answered
+    assert answered_before(history, [again, other]) == [again]
+    assert answered_before([], [again]) == []

@@ -302,3 +302,27 @@ def test_temp_file_cannot_be_created_keeps_previous_file(tmp_path):
     with pytest.raises(SettingsSaveError, match="Could not save settings"):
         save_settings(Settings(), blocker / "settings.json")
     assert blocker.read_text("utf-8") == "precious"
+
+
+def test_i32_the_tool_round_limit_is_a_setting_with_bounds():
+    s = Settings()
+    assert s.chat.max_tool_rounds == 8  # app.engine.chat.DEFAULT_MAX_ROUNDS
+    from app.engine.chat import DEFAULT_MAX_ROUNDS
+
+    assert s.chat.max_tool_rounds == DEFAULT_MAX_ROUNDS
+    for bad in (0, -3, 101, "many"):
+        with pytest.raises(ValidationError):
+            s.chat.max_tool_rounds = bad
+    s.chat.max_tool_rounds = 3
+    save_settings(s)
+    again, notice = load_settings()
+    assert notice is None and again.chat.max_tool_rounds == 3
+    settings_path().write_text(
+        json.dumps({"schema_version": SCHEMA_VERSION, "chat": {"max_tool_rounds": 0}}), "utf-8"
+    )
+    reset, notice = load_settings()
+    assert (
+        reset.chat.max_tool_rounds == 8
+        and notice is not None
+        and "chat.max_tool_rounds" in notice.reset_fields
+    )
