@@ -392,3 +392,66 @@ def test_n5_read_body_bounds_an_answer_read_without_streaming():
             resp = client.send(client.build_request("POST", srv.url + "/err", json={}), stream=True)
             read_body(provider, resp, 4 * MIB)
             assert "HTTP 500" in status_error(provider, resp).message
+
+
+def _llama_server(template, completion):
+    """A loopback llama-server: /props gives the scripted model's template, /completion runs
+    ``completion(req)``."""
+
+    def handle(req):
+        if req.path == "/props":
+            req.status(200, {"chat_template": template.chat_template, "eos_token": "</s>"})
+        elif req.path == "/tokenize":
+            req.status(200, {"tokens": []})
+        elif req.path == "/completion":
+            completion(req)
+        else:
+            req.status(404)
+
+    return MisbehavingServer(handle)
+
+
+def _callisto_session(url, registry, dispatcher, max_tokens=10**6):
+    return RemoteChatSession(
+        Provider(url, retry_backoff_s=0.01),
+        "m",
+        parser="callisto",
+        registry=registry,
+        dispatcher=dispatcher,
+        max_tokens=max_tokens,
+    )
+
+
+def test_n5_callisto_parsing_bounds_calls_per_reply(remote_models):
+    """Raw text parsed by Callisto: more than MAX_CALLS calls in one completion run none."""
+    from app.engine.remote import load_template
+
+    template = load_template(remote_models["loop"])
+    registry, dispatcher, ran = make_tools()
+
+    def completion(req):
+        req.start_stream()
+        for i in range(MAX_CALLS + 50):
+            call = {"name": "get_weather", "arguments": {"city": f"c{i}"}}
+            text = "<tool_call>\n" + json.dumps(call) + "\n</tool_call>\n"
+            if not req.send(sse({"content": text, "stop": False})):
+                return
+        req.send(sse({"content": "", "stop": True, "stop_type": "eos"}))
+
+    with _llama_server(template, completion) as srv:
+        _, done = _run(_callisto_session(srv.url, registry, dispatcher))
+    assert ran == []
+    assert done.error_code == "too_large" and f"more than {MAX_CALLS} tool calls" in done.error
+
+
+def test_n5_callisto_parsing_cuts_an_endless_completion_at_max_tokens(remote_models):
+    from app.engine.remote import load_template
+
+    template = load_template(remote_models["loop"])
+    registry, dispatcher, ran = make_tools()
+    handler = Endless(lambda i: sse({"content": "a ", "stop": False}))
+    with _llama_server(template, handler) as srv:
+        events, done = _run(_callisto_session(srv.url, registry, dispatcher, max_tokens=30))
+        assert handler.gone.wait(10)
+    assert done.error_code == "too_large" and "max_tokens" in done.error
+    assert 30 <= _text(events).count("a") <= 30 + MAX_TOKENS_SLACK
