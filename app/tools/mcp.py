@@ -402,6 +402,7 @@ class McpManager:
                     if not cursor:
                         break
                 server.tools, server.client = tools, client
+                server.tree.refresh()  # what it started while starting up is known from now on
                 if server.state == "starting":
                     server.state = "running"
                 if server.ready is not None:
@@ -657,6 +658,7 @@ class McpManager:
             raise ToolError(f"MCP server '{name}' is not running ({server.error or 'stopped'}).")
         assert server.garbage is not None and server.task is not None
         server.garbage.clear()
+        server.tree.refresh()  # a crash in this call still stops every process it started before
         call = asyncio.ensure_future(client.call_tool(tool_name, arguments, read_timeout_seconds=timeout))
         garbage = asyncio.ensure_future(server.garbage.wait())
         try:
