@@ -119,6 +119,57 @@ CASES = [
     Case("plain-text", "Hello! How can I help?", content="Hello! How can I help?"),
 ]
 
+# Issue 27, deviation 8: Command A / R7B ground their answers with citations,
+# <co>SPAN</co: ID:[I,J],ID2:[K]>. Shown as the span and its sources, never as markup.
+CITATIONS = [
+    Case(
+        "i27-citation", R + "It is <co>sunny</co: 0:[1]> in Paris." + RE, content="It is sunny[0:1] in Paris."
+    ),
+    Case("i27-citation-many-sources", R + "<co>warm</co: 0:[1,2],1:[0]>" + RE, content="warm[0:1,2][1:0]"),
+    Case(
+        "i27-citations-in-a-row",
+        R + "<co>A</co: 0:[0]> and <co>B b</co: call_1:[3]>." + RE,
+        content="A[0:0] and B b[call_1:3].",
+    ),
+    Case(
+        "i27-citation-multiline-span",
+        R + "<co>line one\nline two</co: 0:[0]>" + RE,
+        content="line one\nline two[0:0]",
+    ),
+    Case(
+        "i27-citation-after-plan",
+        T + "Answer from the results." + TE + R + "<co>22 C</co: 0:[0]>" + RE,
+        reasoning="Answer from the results.",
+        content="22 C[0:0]",
+    ),
+    Case("i27-citation-without-response-frame", "It is <co>sunny</co: 0:[1]>.", content="It is sunny[0:1]."),
+    Case(
+        "i27-citation-then-action",
+        R + "<co>Rain</co: 0:[0]> today." + RE + W,
+        content="Rain[0:0] today.",
+        calls=[WC],
+    ),
+    # A citation in the plan (a grounded reflection) stays as written there.
+    Case(
+        "i27-citation-in-plan",
+        T + "It <co>rains</co: 0:[0]>." + TE + R + "Take an umbrella." + RE,
+        reasoning="It <co>rains</co: 0:[0]>.",
+        content="Take an umbrella.",
+    ),
+    # Cut by the token limit: the span as written.
+    Case("i27-citation-cut-in-tag", R + "It is <co>sunny</co: 0:[", truncated=True, content="It is sunny"),
+    Case("i27-citation-cut-in-span", R + "It is <co>sun", truncated=True, content="It is sun"),
+    # Anything else stays text, byte for byte.
+    Case("i27-citation-unclosed", R + "a <co>b" + RE, content="a <co>b"),
+    Case("i27-citation-bare-close", R + "a <co>b</co> c" + RE, content="a <co>b</co> c"),
+    Case("i27-citation-bad-sources", R + "a <co>b</co: 0:1> c" + RE, content="a <co>b</co: 0:1> c"),
+    Case("i27-citation-spaced-sources", R + "<co>b</co: 0:[1, 2]>" + RE, content="<co>b</co: 0:[1, 2]>"),
+    Case("i27-citation-empty-span", R + "<co></co: 0:[1]>" + RE, content="<co></co: 0:[1]>"),
+    Case("i27-citation-nested-open", R + "<co>a <co>b</co: 0:[1]>" + RE, content="<co>a b[0:1]"),
+    Case("i27-citation-unclosed-at-eos", "a <co>b", content="a <co>b"),
+]
+CASES += CITATIONS
+
 CASES += close_tag_in_argument_cases(
     (T, TE),
     A + '[{"tool_name": "set_port", "parameters": {"blob": "why ' + T + " and " + TE + ' here"}}]' + E,
