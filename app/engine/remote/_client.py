@@ -315,7 +315,9 @@ def transport_error(provider: Provider, exc: Exception) -> RemoteError:
 
 class ReplyGuard:
     """The time bounds of one reply, across its retries: ``total_s`` since it began, and
-    ``provider.timeout_s`` since its latest piece (``progress()``; an open stream counts as one)."""
+    ``provider.timeout_s`` spent waiting for the server since the latest piece (``progress()``;
+    an open stream counts as one). Only time spent waiting for the server counts towards the
+    second: a reader that is slow to take the reply (a paused terminal) is not the server's fault."""
 
     def __init__(self, provider: Provider, *, total_s: float | None = None, what: str = "the reply"):
         self.provider = provider
@@ -323,11 +325,26 @@ class ReplyGuard:
         self.idle_s = provider.timeout_s
         self.what = what
         self.started = time.monotonic()
-        self.last = self.started
+        self.waited = 0.0  # seconds spent waiting for the server since the latest piece
+        self.waiting_since: float | None = None  # while a read waits for the server
         self.tripped: RemoteError | None = None  # set by the watcher that shut the stream
 
     def progress(self) -> None:
-        self.last = time.monotonic()
+        self.waited = 0.0
+        if self.waiting_since is not None:
+            self.waiting_since = time.monotonic()
+
+    def wait_begins(self) -> None:
+        self.waiting_since = time.monotonic()
+
+    def wait_ends(self) -> None:
+        if self.waiting_since is not None:
+            self.waited += time.monotonic() - self.waiting_since
+            self.waiting_since = None
+
+    def idle(self) -> float:
+        since = self.waiting_since
+        return self.waited + (time.monotonic() - since if since is not None else 0.0)
 
     def remaining(self) -> float:
         return self.total_s - (time.monotonic() - self.started)
@@ -342,10 +359,9 @@ class ReplyGuard:
 
     def check(self) -> RemoteError | None:
         """The bound that is past, if any."""
-        now = time.monotonic()
-        if now - self.started > self.total_s:
+        if time.monotonic() - self.started > self.total_s:
             return self.total_error()
-        if now - self.last > self.idle_s:
+        if self.idle() > self.idle_s:
             return RemoteError(
                 "timeout",
                 f"{_where(self.provider)} sent nothing of {self.what} for {_secs(self.idle_s)} s "
@@ -412,7 +428,15 @@ class RemoteStream:
                 "although none was asked for.",
                 retry=False,
             )
-        for chunk in self.resp.iter_raw():
+        raw = self.resp.iter_raw()
+        while True:
+            self.guard.wait_begins()
+            try:
+                chunk = next(raw)
+            except StopIteration:
+                return
+            finally:
+                self.guard.wait_ends()
             self.received += len(chunk)
             if self.received > limit:
                 raise RemoteError(

@@ -455,3 +455,25 @@ def test_n5_callisto_parsing_cuts_an_endless_completion_at_max_tokens(remote_mod
         assert handler.gone.wait(10)
     assert done.error_code == "too_large" and "max_tokens" in done.error
     assert 30 <= _text(events).count("a") <= 30 + MAX_TOKENS_SLACK
+
+
+def test_n5_a_slow_reader_is_not_counted_as_the_servers_idle_time():
+    """Only time spent waiting for the server counts towards ``timeout_s``: a reader that takes
+    its time with each piece (a paused terminal) still gets the whole reply."""
+    import time
+
+    def handler(req):
+        req.start_stream()
+        req.send(openai_chunk("one ") + openai_chunk("two ") + openai_chunk("three"))
+        req.send(openai_chunk(finish="stop") + sse("[DONE]"))
+
+    with MisbehavingServer(handler) as srv:
+        session = _session(srv.url, timeout_s=0.3)
+        events = []
+        for ev in session.send("hello"):
+            events.append(ev)
+            if isinstance(ev, TextEvent):
+                time.sleep(0.6)  # longer than timeout_s, in the reader
+    done = events[-1]
+    assert done.finish_reason == "stop" and done.error is None
+    assert _text(events) == "one two three"
