@@ -15,7 +15,12 @@ expensive. Every operator, filter and method that can grow a value (integer arit
 ``*``, ``+``, ``%`` and ``str.format`` widths, ``|replace``, ``|center``, ``|indent``, ``|join``,
 ``|sum``, ``.extend``...) has its result size checked *before* it is built: no string over
 :data:`MAX_OUTPUT_CHARS`, no list over a million items, no integer over :data:`MAX_INT_BITS`
-bits. The source is limited to :data:`MAX_TEMPLATE_CHARS` and its syntax tree to
+bits; filters that work word by word in Python (``wordwrap``, ``urlize``, ``title``,
+``wordcount``) take at most :data:`MAX_WORD_FILTER_CHARS` characters. A template whose render
+runs out of time after :data:`SLOW_AFTER_SECONDS` or more is remembered (by its text's sha256,
+for the process's life): every later render of it, on any path, fails at once with the same
+sentence, so a slow template costs one time limit in all. The source is limited to
+:data:`MAX_TEMPLATE_CHARS` and its syntax tree to
 :data:`MAX_TEMPLATE_NODES` nodes before it is compiled, so compiling is bounded too. Every render
 works on its own deep copy of the messages, tools and extra values (with lone surrogates made
 valid), so a template cannot change them for the caller or for later renders.
