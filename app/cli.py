@@ -698,8 +698,15 @@ def _run(args: argparse.Namespace) -> int:
 
 def _serve(args: argparse.Namespace) -> int:
     from app.server import ApiError, ApiServer, ServerConfig
-    from app.server._app import resolve_model_arg
+    from app.server._app import resolve_model_arg, serve_option_errors, serve_warnings
 
+    problems = serve_option_errors(api_key=args.api_key, max_loaded=args.max_loaded_models, queue=args.queue)
+    for problem in problems:
+        _err(f"error: {problem}")
+    if problems:
+        return 2
+    for warning in serve_warnings(args.host, args.api_key, args.port):
+        _err(warning)
     files, preload = resolve_model_arg(args.model) if args.model else ([], None)
     config = ServerConfig(
         host=args.host,

@@ -29,7 +29,7 @@ from app.server._common import (
     type_name,
 )
 from app.server._engine import TurnEnd, TurnRequest
-from app.server._errors import ApiError
+from app.server._errors import ApiError, shown
 from app.server._json import json_bytes, json_response
 
 if TYPE_CHECKING:
@@ -82,7 +82,7 @@ def _system(value: Any) -> str:
     parts = []
     for i, b in enumerate(_blocks(value, "system")):
         if b["type"] != "text":
-            raise ApiError(400, f"system[{i}] must be a text block, got {b['type']!r}")
+            raise ApiError(400, f"system[{i}] must be a text block, got {shown(b['type'])}")
         parts.append(check_str(b.get("text"), f"system[{i}].text") or "")
     return "\n\n".join(p for p in parts if p)
 
@@ -105,7 +105,7 @@ def convert_messages(messages: Any, system: Any) -> list[dict[str, Any]]:
         if role not in ("user", "assistant"):
             raise ApiError(
                 400,
-                f"{w}.role {role!r} must be 'user' or 'assistant' (the system prompt goes in "
+                f"{w}.role {shown(role)} must be 'user' or 'assistant' (the system prompt goes in "
                 "the top-level system field)",
             )
         blocks = _blocks(m.get("content"), f"{w}.content")
@@ -133,7 +133,7 @@ def convert_messages(messages: Any, system: Any) -> list[dict[str, Any]]:
                 else:
                     raise ApiError(
                         400,
-                        f"{w}.content[{j}] has type {kind!r}, which an assistant message cannot "
+                        f"{w}.content[{j}] has type {shown(kind)}, which an assistant message cannot "
                         "hold here (text, thinking, tool_use)",
                     )
             d: dict[str, Any] = {
@@ -160,7 +160,7 @@ def convert_messages(messages: Any, system: Any) -> list[dict[str, Any]]:
             elif kind in ("image", "document"):
                 raise ApiError(400, f"{w}.content[{j}] is an {kind} block; this server handles text only")
             else:
-                raise ApiError(400, f"{w}.content[{j}] has unknown type {kind!r}")
+                raise ApiError(400, f"{w}.content[{j}] has unknown type {shown(kind)}")
         if texts or not any(b["type"] == "tool_result" for b in blocks):
             out.append({"role": "user", "content": "".join(texts)})
     return out
@@ -180,7 +180,7 @@ def convert_tools(tools: Any) -> list[dict[str, Any]] | None:
         if t.get("type") not in (None, "custom"):
             raise ApiError(
                 400,
-                f"{w}.type {t.get('type')!r} is a server tool, which this server does not run; "
+                f"{w}.type {shown(t.get('type'))} is a server tool, which this server does not run; "
                 "declare client tools with name, description and input_schema",
             )
         out.append(
@@ -218,11 +218,11 @@ def convert_tool_choice(value: Any, tools: list[dict[str, Any]] | None) -> tuple
         if name not in names:
             raise ApiError(
                 400,
-                f"tool_choice names the tool {name!r}, which is not among the declared tools "
+                f"tool_choice names the tool {shown(name)}, which is not among the declared tools "
                 f"({', '.join(names) or 'none'})",
             )
         return f"function:{name}", parallel
-    raise ApiError(400, f"tool_choice.type {kind!r} is not one of auto, any, tool, none")
+    raise ApiError(400, f"tool_choice.type {shown(kind)} is not one of auto, any, tool, none")
 
 
 def parse_messages_request(

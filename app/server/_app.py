@@ -19,7 +19,14 @@ from app.server._errors import ApiError, api_of_path, error_response
 from app.server._models import ModelCatalog, ModelEntry
 from app.server._state import ServerConfig, ServerState
 
-__all__ = ["ApiServer", "RequestLogEntry", "create_app"]
+__all__ = [
+    "ApiServer",
+    "RequestLogEntry",
+    "create_app",
+    "resolve_model_arg",
+    "serve_option_errors",
+    "serve_warnings",
+]
 
 log = logging.getLogger(__name__)
 
@@ -209,9 +216,17 @@ class ApiServer:
             from app.server._engine import submit_job
 
             submit_job(self.host, self._preload_job(entry))
+        from app.server._http import ConnectionLimits, bounded_protocol, quiet_accept_errors
+
         app = create_app(self.state, on_response=self._record)
+        limits = ConnectionLimits(
+            header_timeout_s=self.config.header_timeout_s,
+            body_timeout_s=self.config.body_timeout_s,
+            max_connections=self.config.max_connections,
+        )
         cfg = uvicorn.Config(
             app,
+            http=bounded_protocol(limits),
             log_level="warning",
             access_log=False,
             lifespan="off",
@@ -225,6 +240,7 @@ class ApiServer:
         def run() -> None:
             loop = asyncio.new_event_loop()
             asyncio.set_event_loop(loop)
+            quiet_accept_errors(loop)
 
             async def main() -> None:
                 task = asyncio.ensure_future(self._server.serve(sockets=[self._sock]))
@@ -310,6 +326,42 @@ def _stop_on_signals() -> None:
         signal.signal(signal.SIGTERM, interrupt)
     if hasattr(signal, "pthread_sigmask"):
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
+
+
+def serve_option_errors(*, api_key: str | None, max_loaded: int, queue: int) -> list[str]:
+    """What is wrong with ``serve``'s options (empty: nothing). An empty key (``--api-key
+    "$UNSET"``) is refused rather than taken as no key: the user meant to require one."""
+    errors = []
+    if api_key is not None:
+        if not api_key.strip():
+            errors.append(
+                "--api-key is empty (an unset variable?): give a key, or leave the option out to serve "
+                "without one"
+            )
+        elif api_key != api_key.strip():
+            errors.append("--api-key starts or ends with spaces, which no client can send")
+    if max_loaded < 1:
+        errors.append(f"--max-loaded-models must be at least 1, got {max_loaded}")
+    if queue < 1:
+        errors.append(f"--queue must be at least 1, got {queue}")
+    return errors
+
+
+def serve_warnings(host: str, api_key: str | None, port: int) -> list[str]:
+    """What ``serve`` says before it starts: listening beyond this machine without a key."""
+    import ipaddress
+
+    try:
+        loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        loopback = False
+    if loopback or api_key:
+        return []
+    where = "every network this machine is on" if host in ("0.0.0.0", "::") else host
+    return [
+        f"warning: the server listens on {host} ({where}) without an API key: anyone who can reach "
+        f"port {port} of this machine can use it; give --api-key KEY"
+    ]
 
 
 def resolve_model_arg(value: str) -> tuple[list[str], str]:

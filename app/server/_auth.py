@@ -16,7 +16,7 @@ import ipaddress
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any
 
-from app.server._errors import ApiError, api_of_path, error_body
+from app.server._errors import ApiError, api_of_path, error_body, shown
 from app.server._json import json_bytes
 
 __all__ = ["Gate", "host_allowed"]
@@ -125,7 +125,7 @@ class Gate:
             if not host_allowed(headers.get("host"), self.bound_host, self.allowed_hosts):
                 raise ApiError(
                     403,
-                    f"the Host header {headers.get('host')!r} does not name this machine; "
+                    f"the Host header {shown(headers.get('host'))} does not name this machine; "
                     "requests must address the server by a loopback name or its bound address",
                 )
             origin = headers.get("origin")
@@ -133,7 +133,7 @@ class Gate:
                 if origin.rstrip("/") not in self.origins:
                     raise ApiError(
                         403,
-                        f"requests from the web origin {origin!r} are refused (CORS is "
+                        f"requests from the web origin {shown(origin)} are refused (CORS is "
                         f"{'off' if not self.origins else 'limited to the configured origins'})",
                     )
                 cors_origin = origin

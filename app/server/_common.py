@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from app.calls import is_tool_name
 from app.engine.host import Job
 from app.server._engine import TurnEnd, TurnRequest, as_api_error, run_turn, submit_job
-from app.server._errors import ApiError
+from app.server._errors import ApiError, shown, shown_number
 from app.server._json import clean_text, json_text
 
 if TYPE_CHECKING:
@@ -34,6 +34,7 @@ __all__ = [
     "check_int",
     "check_number",
     "check_str",
+    "check_request_bounds",
     "check_tool_name",
     "inner_call_id",
     "read_json",
@@ -60,23 +61,45 @@ def type_name(value: Any) -> str:
     return type(value).__name__
 
 
+#: the most digits an integer in a request may have (Python's own default limit on converting
+#: text to int, applied whatever ``sys.set_int_max_str_digits`` says: converting is quadratic)
+MAX_INT_DIGITS = 4300
+
+
+def _parse_int(text: str) -> int:
+    digits = len(text) - (text[:1] == "-")
+    if digits > MAX_INT_DIGITS:
+        raise ApiError(
+            400, f"the request body has an integer of {digits} digits; at most {MAX_INT_DIGITS} are allowed"
+        )
+    return int(text)
+
+
 async def read_json(request: Request, limit: int) -> dict[str, Any]:
-    """The request's body as a JSON object; 413 past ``limit`` bytes, 400 for anything not JSON."""
-    length = request.headers.get("content-length")
-    if length is not None and length.isdigit() and int(length) > limit:
-        raise ApiError(413, f"the request body is {int(length)} bytes; the limit is {limit}")
+    """The request's body as a JSON object; 413 past ``limit`` bytes, 400 for anything not JSON
+    (an integer of more than :data:`MAX_INT_DIGITS` digits too). A client that goes away while
+    sending it ends the request quietly (408; nobody reads it)."""
+    from starlette.requests import ClientDisconnect
+
+    length = (request.headers.get("content-length") or "").lstrip("0")
+    if re.fullmatch(r"[0-9]+", length) and (len(length) > 18 or int(length) > limit):
+        size_text = length if len(length) <= 18 else f"a number of {len(length)} digits of"
+        raise ApiError(413, f"the request body is {size_text} bytes; the limit is {limit}")
     chunks: list[bytes] = []
     size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise ApiError(413, f"the request body is larger than the limit of {limit} bytes")
-        chunks.append(chunk)
+    try:
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > limit:
+                raise ApiError(413, f"the request body is larger than the limit of {limit} bytes")
+            chunks.append(chunk)
+    except ClientDisconnect:
+        raise ApiError(408, "the client went away before its request arrived whole") from None
     raw = b"".join(chunks)
     if not raw.strip():
         raise ApiError(400, "the request body is empty; send a JSON object")
     try:
-        body = json.loads(raw)
+        body = json.loads(raw, parse_int=_parse_int)
     except UnicodeDecodeError:
         raise ApiError(400, "the request body is not UTF-8 text") from None
     except json.JSONDecodeError as exc:
@@ -117,9 +140,9 @@ def check_int(value: Any, where: str, *, lo: int | None = None, hi: int | None =
         raise ApiError(400, f"{where} must be an integer, got {type_name(value)}", param=where)
     value = int(value)
     if lo is not None and value < lo:
-        raise ApiError(400, f"{where} must be at least {lo}, got {value}", param=where)
+        raise ApiError(400, f"{where} must be at least {lo}, got {shown_number(value)}", param=where)
     if hi is not None and value > hi:
-        raise ApiError(400, f"{where} must be at most {hi}, got {value}", param=where)
+        raise ApiError(400, f"{where} must be at most {hi}, got {shown_number(value)}", param=where)
     return value
 
 
@@ -129,7 +152,7 @@ def check_number(value: Any, where: str, *, lo: float, hi: float) -> float | Non
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise ApiError(400, f"{where} must be a number, got {type_name(value)}", param=where)
     if not lo <= value <= hi:
-        raise ApiError(400, f"{where} must be between {lo} and {hi}, got {value}", param=where)
+        raise ApiError(400, f"{where} must be between {lo} and {hi}, got {shown(value)}", param=where)
     return float(value)
 
 
@@ -139,7 +162,7 @@ def check_tool_name(value: Any, where: str) -> str:
     if not is_tool_name(name):
         raise ApiError(
             400,
-            f"{where} {name!r} is not a valid tool name (letters, digits, _ . -, starting "
+            f"{where} {shown(name)} is not a valid tool name (letters, digits, _ . -, starting "
             "with a letter or _, at most 64 characters)",
             param=where,
         )
@@ -159,9 +182,47 @@ def check_stop(value: Any, where: str) -> list[str]:
 
 
 async def request_body(request: Request) -> tuple[ServerState, dict[str, Any]]:
-    """The server's state and the request's JSON object (413 / 400 as :func:`read_json` says)."""
+    """The server's state and the request's JSON object (413 / 400 as :func:`read_json` says,
+    400 past the bounds :func:`check_request_bounds` checks)."""
     state: ServerState = request.app.state.callisto
-    return state, await read_json(request, state.config.max_body_bytes)
+    body = await read_json(request, state.config.max_body_bytes)
+    check_request_bounds(body, state.config.max_tools, state.config.max_schema_bytes)
+    return state, body
+
+
+#: the fields whose JSON Schemas the engine compiles into a constraint or renders into the prompt:
+#: tools (every API), response_format (OpenAI), format (Ollama)
+SCHEMA_FIELDS = ("tools", "response_format", "format")
+
+
+def check_request_bounds(body: dict[str, Any], max_tools: int, max_schema_bytes: int) -> None:
+    """At most ``max_tools`` tools, and at most ``max_schema_bytes`` bytes of JSON in the tool
+    definitions and response schemas together: checked on the request as it came, before it is
+    converted and before any engine work (a constraint over thousands of tools or a megabyte
+    schema would hold the engine for a minute, and the prompt could not hold them anyway)."""
+    tools = body.get("tools")
+    if isinstance(tools, list) and len(tools) > max_tools:
+        raise ApiError(
+            400,
+            f"the request declares {len(tools)} tools; at most {max_tools} tools are allowed per request",
+            param="tools",
+            code="too_many_tools",
+        )
+    parts = [body[k] for k in SCHEMA_FIELDS if body.get(k) is not None]
+    if not parts:
+        return
+    try:
+        size = len(json_text(parts).encode("utf-8"))
+    except RecursionError:
+        raise ApiError(400, "the request body is nested too deeply") from None
+    if size > max_schema_bytes:
+        raise ApiError(
+            400,
+            f"the request's tool definitions and response schema are {size} bytes of JSON; "
+            f"at most {max_schema_bytes} bytes are allowed per request",
+            param="tools" if body.get("tools") is not None else None,
+            code="schema_too_large",
+        )
 
 
 async def queue_turn(state: ServerState, req: TurnRequest) -> Turn:
@@ -178,7 +239,7 @@ def declared_tool(
     (OpenAI) shape: a valid name, declared once, with a JSON Schema object."""
     tool_name = check_tool_name(name, f"{where}.name")
     if tool_name in seen:
-        raise ApiError(400, f"{where}: the tool {tool_name!r} is declared twice", param=where)
+        raise ApiError(400, f"{where}: the tool {shown(tool_name)} is declared twice", param=where)
     seen.add(tool_name)
     if not isinstance(parameters, dict):
         raise ApiError(400, f"{where}.{schema_field} must be a JSON Schema object", param=where)
@@ -212,7 +273,7 @@ def result_call_id(client_id: str, open_calls: Container[str], where: str, what:
     if inner not in open_calls:
         raise ApiError(
             400,
-            f"{where} is {what} for call {client_id!r}, but no earlier message made that call "
+            f"{where} is {what} for call {shown(client_id)}, but no earlier message made that call "
             "(no assistant message before it has a call with that id)",
             param=where,
         )
@@ -405,7 +466,9 @@ def convert_tools(tools: Any) -> list[dict[str, Any]] | None:
         if not isinstance(t, dict):
             raise ApiError(400, f"{w} must be an object, got {type_name(t)}", param=w)
         if t.get("type") != "function":
-            raise ApiError(400, f"{w}.type {t.get('type')!r} is not supported (only 'function')", param=w)
+            raise ApiError(
+                400, f"{w}.type {shown(t.get('type'))} is not supported (only 'function')", param=w
+            )
         fn = t.get("function")
         if not isinstance(fn, dict):
             raise ApiError(400, f"{w}.function must be an object", param=w)

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from app.engine.chat import LocalReplies
 from app.engine.host import EngineHost, Job
-from app.server._errors import ApiError, engine_api_error
+from app.server._errors import ApiError, client_message, engine_api_error
 
 if TYPE_CHECKING:
     from app.engine.llm import LoadedModel
@@ -146,7 +146,7 @@ def _constraint(
     except ConstraintError as exc:
         raise ApiError(
             400,
-            f"the requested constraint cannot be applied: {exc}",
+            f"the requested constraint cannot be applied: {client_message(exc)}",
             param="tool_choice",
             code="invalid_constraint",
         ) from exc
@@ -281,14 +281,18 @@ class _RequestReplies(LocalReplies):
         from app.engine.errors import ContextOverflowError, GenerationError, GrammarError
 
         if isinstance(exc, ContextOverflowError):
-            raise ApiError(400, str(exc), param="messages", code="context_length_exceeded") from exc
+            raise ApiError(
+                400, client_message(exc), param="messages", code="context_length_exceeded"
+            ) from exc
         if isinstance(exc, GrammarError):
             raise ApiError(
-                400, f"the requested constraint cannot be applied: {exc}", code="invalid_grammar"
+                400,
+                f"the requested constraint cannot be applied: {client_message(exc)}",
+                code="invalid_grammar",
             ) from exc
         if isinstance(exc, GenerationError):
             raise as_api_error(exc) from exc
-        raise ApiError(400, str(exc)) from exc  # a bad sampling value
+        raise ApiError(400, client_message(exc)) from exc  # a bad sampling value
 
 
 class _Output:

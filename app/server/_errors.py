@@ -7,7 +7,17 @@ from typing import Any
 from app.engine.errors import EngineCrashedError, EngineError, GenerationError, JobCancelled, ModelLoadError
 from app.server._json import json_bytes
 
-__all__ = ["ENGINE_ERRORS", "ApiError", "api_of_path", "engine_api_error", "error_body", "error_response"]
+__all__ = [
+    "ENGINE_ERRORS",
+    "ApiError",
+    "api_of_path",
+    "client_message",
+    "engine_api_error",
+    "error_body",
+    "error_response",
+    "shown",
+    "shown_number",
+]
 
 # status -> (OpenAI error type, Anthropic error type)
 _TYPES: dict[int, tuple[str, str]] = {
@@ -16,6 +26,7 @@ _TYPES: dict[int, tuple[str, str]] = {
     403: ("permission_error", "permission_error"),
     404: ("not_found_error", "not_found_error"),
     405: ("invalid_request_error", "invalid_request_error"),
+    408: ("invalid_request_error", "invalid_request_error"),
     413: ("invalid_request_error", "request_too_large"),
     415: ("invalid_request_error", "invalid_request_error"),
     422: ("invalid_request_error", "invalid_request_error"),
@@ -23,6 +34,50 @@ _TYPES: dict[int, tuple[str, str]] = {
     500: ("server_error", "api_error"),
     503: ("server_error", "overloaded_error"),
 }
+
+
+#: how much of a client's value an error message quotes
+SHOWN_CHARS = 100
+
+
+def shown_number(n: int) -> str:
+    """An integer for an error message: as is up to 20 digits, else how many digits it has."""
+    if n.bit_length() > 64:
+        return f"a number of about {int(n.bit_length() * 0.30103) + 1} digits"
+    return str(n)
+
+
+def shown(value: Any, limit: int = SHOWN_CHARS) -> str:
+    """A client's value for an error message: ``repr(value)``, cut to about ``limit`` characters
+    (a 1 MB model name is not echoed back whole)."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return shown_number(value)
+    try:
+        text = repr(value)
+    except (RecursionError, ValueError):
+        return f"a {type(value).__name__} nested too deeply to show"
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}… ({len(text)} characters)"
+
+
+#: the longest engine message a client is sent
+CLIENT_MESSAGE_CHARS = 500
+
+
+def client_message(exc: BaseException) -> str:
+    """An engine error's message for a client: its first line, without a native library's
+    backtrace, a panic said in words, at most :data:`CLIENT_MESSAGE_CHARS` characters."""
+    text = str(exc).strip().split("\n", 1)[0]
+    for marker in (" <backtrace>", "<backtrace>", "stack backtrace:"):
+        text = text.split(marker, 1)[0]
+    head, panic, _ = text.partition("panic:")
+    if panic:
+        text = head.rstrip(" :") + ": the constraint engine cannot hold it (too large or too complex)"
+    text = text.strip()
+    if len(text) > CLIENT_MESSAGE_CHARS:
+        text = text[:CLIENT_MESSAGE_CHARS] + "…"
+    return text
 
 
 class ApiError(Exception):
@@ -60,8 +115,8 @@ def engine_api_error(exc: BaseException) -> ApiError:
         return exc
     for kind, status, code in ENGINE_ERRORS:
         if isinstance(exc, kind):
-            return ApiError(status, str(exc), code=code)
-    return ApiError(500, f"the engine failed: {exc}")
+            return ApiError(status, client_message(exc), code=code)
+    return ApiError(500, f"the engine failed: {client_message(exc)}")
 
 
 def api_of_path(path: str) -> str:

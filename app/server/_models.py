@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from app.server._errors import ApiError
+from app.server._errors import ApiError, shown
 
 __all__ = ["ModelCatalog", "ModelEntry"]
 
@@ -29,6 +29,21 @@ def _entry(path: Path) -> ModelEntry:
     except OSError:
         pass
     return ModelEntry(id=path.name.removesuffix(".gguf"), path=path, size=size)
+
+
+def _unique_ids(entries: Iterable[ModelEntry]) -> list[ModelEntry]:
+    """Each entry with an id no earlier one has: two files of the same name (a ``--model`` file and
+    the library's copy) are ``name`` and ``name-2``, so ``/v1/models`` lists each id once and
+    every file can be asked for by its id."""
+    seen: set[str] = set()
+    out = []
+    for e in entries:
+        new_id, k = e.id, 2
+        while new_id in seen:
+            new_id, k = f"{e.id}-{k}", k + 1
+        seen.add(new_id)
+        out.append(e if new_id == e.id else replace(e, id=new_id))
+    return out
 
 
 class ModelCatalog:
@@ -84,7 +99,7 @@ class ModelCatalog:
                         )
             except Exception:  # noqa: BLE001 - a broken library must not take the server down
                 pass
-        entries = list(found.values())
+        entries = _unique_ids(found.values())
         with self._lock:
             self._entries = entries
         return list(entries)
@@ -124,5 +139,8 @@ class ModelCatalog:
                     return e
         names = ", ".join(e.id for e in self.entries()) or "none"
         raise ApiError(
-            404, f"model {name!r} not found; available models: {names}", param="model", code="model_not_found"
+            404,
+            f"model {shown(name)} not found; available models: {names}",
+            param="model",
+            code="model_not_found",
         )

@@ -22,7 +22,7 @@ from app.server._common import (
     type_name,
 )
 from app.server._engine import TurnEnd, TurnRequest
-from app.server._errors import ApiError
+from app.server._errors import ApiError, shown
 from app.server._json import json_bytes, json_response
 
 if TYPE_CHECKING:
@@ -134,7 +134,7 @@ def convert_messages(messages: Any) -> list[dict[str, Any]]:
             pending.remove(match)
             out.append({"role": "tool", "content": content, "tool_call_id": match[0], "name": match[1]})
         else:
-            raise ApiError(400, f"{w}.role {role!r} is not one of system, user, assistant, tool")
+            raise ApiError(400, f"{w}.role {shown(role)} is not one of system, user, assistant, tool")
     if not any(d["role"] == "user" for d in out):
         raise ApiError(400, "messages has no user message")
     return out

@@ -30,7 +30,7 @@ from app.server._common import (
     type_name,
 )
 from app.server._engine import TurnEnd, TurnRequest
-from app.server._errors import ApiError
+from app.server._errors import ApiError, shown
 from app.server._json import json_bytes, json_response
 
 if TYPE_CHECKING:
@@ -71,7 +71,7 @@ def _text_of(content: Any, where: str) -> str:
         elif kind in ("image_url", "input_image", "input_audio", "file"):
             raise ApiError(400, f"{where}[{i}] is a {kind} part; this server handles text only", param=where)
         else:
-            raise ApiError(400, f"{where}[{i}] has unknown type {kind!r} (expected 'text')", param=where)
+            raise ApiError(400, f"{where}[{i}] has unknown type {shown(kind)} (expected 'text')", param=where)
     return "".join(s or "" for s in out)
 
 
@@ -86,7 +86,7 @@ def _tool_calls(value: Any, where: str) -> list[dict[str, Any]]:
         if not isinstance(tc, dict):
             raise ApiError(400, f"{w} must be an object, got {type_name(tc)}", param=w)
         if tc.get("type", "function") != "function":
-            raise ApiError(400, f"{w}.type must be 'function', got {tc.get('type')!r}", param=w)
+            raise ApiError(400, f"{w}.type must be 'function', got {shown(tc.get('type'))}", param=w)
         fn = tc.get("function")
         if not isinstance(fn, dict):
             raise ApiError(400, f"{w}.function must be an object", param=w)
@@ -148,7 +148,7 @@ def convert_messages(messages: Any) -> list[dict[str, Any]]:
             )
         else:
             raise ApiError(
-                400, f"{w}.role {role!r} is not one of system, developer, user, assistant, tool", param=w
+                400, f"{w}.role {shown(role)} is not one of system, developer, user, assistant, tool", param=w
             )
     if system:
         out.insert(0, {"role": "system", "content": "\n\n".join(s for s in system if s)})
@@ -165,7 +165,7 @@ def convert_tool_choice(value: Any, tools: list[dict[str, Any]] | None) -> str:
         if value not in ("auto", "none", "required"):
             raise ApiError(
                 400,
-                f"tool_choice {value!r} is not one of auto, none, required, or a named function",
+                f"tool_choice {shown(value)} is not one of auto, none, required, or a named function",
                 param="tool_choice",
             )
         if value == "required" and not names:
@@ -182,7 +182,7 @@ def convert_tool_choice(value: Any, tools: list[dict[str, Any]] | None) -> str:
         if name not in names:
             raise ApiError(
                 400,
-                f"tool_choice names the function {name!r}, which is not among the declared "
+                f"tool_choice names the function {shown(name)}, which is not among the declared "
                 f"tools ({', '.join(names) or 'none'})",
                 param="tool_choice",
             )
@@ -216,6 +216,11 @@ _SAMPLING = (
 
 
 def _sampling(body: dict[str, Any]) -> dict[str, Any]:
+    bias = body.get("logit_bias")
+    if bias is not None and not isinstance(bias, dict):
+        raise ApiError(400, f"logit_bias must be an object, got {type_name(bias)}", param="logit_bias")
+    if bias:  # refused rather than ignored: the reply would not be what the client asked for
+        raise ApiError(400, "logit_bias is not supported by this server; leave it out", param="logit_bias")
     return read_sampling(body, _SAMPLING)
 
 

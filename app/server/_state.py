@@ -38,6 +38,16 @@ class ServerConfig:
     n_ctx: int = 4096
     n_threads: int | None = None
     n_gpu_layers: int = 0
+    # What one client can hold (app/server/_http.py; README "Security"): a request's headers must
+    # arrive within header_timeout_s, its body within body_timeout_s of the headers; at most
+    # max_connections are open (fewer under a low open-file limit).
+    header_timeout_s: float = 10.0
+    body_timeout_s: float = 60.0
+    max_connections: int = 128
+    # What one request may ask of the engine before any engine work (app/server/_common.py):
+    # tools declared, and the JSON of its tool definitions and response schemas together.
+    max_tools: int = 128
+    max_schema_bytes: int = 256 * 1024
 
 
 class ServerState:
