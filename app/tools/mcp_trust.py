@@ -263,15 +263,15 @@ def tool_definition(mcp_tool: Any) -> dict[str, Any]:
 
 
 _HINT_WORDS = {
-    "readOnlyHint": ("says it only reads", None),
-    "destructiveHint": ("says it may delete or overwrite", "says it does not delete or overwrite"),
-    "idempotentHint": ("says calling it twice does nothing more", None),
-    "openWorldHint": ("says it reaches outside services", "says it stays local"),
+    "readOnlyHint": ("only reads", None),
+    "destructiveHint": ("may delete or overwrite", "does not delete or overwrite"),
+    "idempotentHint": ("does nothing more when called twice", None),
+    "openWorldHint": ("reaches outside services", "stays local"),
 }
 
 
 def annotation_hints(annotations: Mapping[str, Any]) -> tuple[str, ...]:
-    """The server's annotations in plain words: claims to show, never permissions."""
+    """The server's annotations in plain words ("only reads"): claims to show, never permissions."""
     out = []
     for key, (yes, no) in _HINT_WORDS.items():
         value = annotations.get(key)

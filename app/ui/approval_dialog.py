@@ -159,7 +159,7 @@ class ApprovalDialog(QDialog):
             row.addWidget(b)
         lay.addLayout(row)
         self.btn_deny.setFocus(Qt.FocusReason.OtherFocusReason)
-        self.resize(560, 460 if self.diff_view is not None else 360)
+        self.resize(600, 580 if self.diff_view is not None else 360)
 
     def _add_trust(self, lay: QVBoxLayout, trust: ToolTrust, previous: Any) -> None:
         """What the server claims, what the checks found, and what changed since it was allowed."""

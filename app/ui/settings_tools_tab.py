@@ -62,7 +62,7 @@ def mcp_tools_text(
             for line in (info.description or "(no description)").splitlines() or [""]:
                 out.append(f"      {line}")
             if trust.hints:
-                out.append(f"      The server {'; '.join(trust.hints)} (hints, not permissions).")
+                out.append(f"      The server says it {'; '.join(trust.hints)} (hints, not permissions).")
             for w in trust.warnings:
                 out.append(f"      ⚠ {w}")
             for w in st.warnings:

@@ -144,7 +144,7 @@ def test_tools_are_registered_and_namespaced_on_clashes(pair):
     assert add.parameters["properties"]["a"]["type"] == "integer"
     assert add.description == "Add two integers."
     # N6: a server's annotations are hints, not permissions: every MCP tool asks until allowed
-    assert add.side_effects is True and add.trust.hints == ("says it only reads",)
+    assert add.side_effects is True and add.trust.hints == ("only reads",)
     assert registry.get("remember").side_effects is True and registry.get("remember").trust.hints == ()
     assert (add.trust.key, registry.get("other.add").trust.key) == ("mcp:good/add", "mcp:other/add")
     rendered = {t["function"]["name"] for t in registry.openai_tools()}
@@ -179,7 +179,9 @@ def test_calls_go_through_the_same_dispatcher_and_approval(pair):
     assert bad.error == "Parameter 'a' must be an integer, got string \"two\"."
     failing = d.dispatch(ToolCall("8", "fail", {"reason": "nope"}))
     assert failing.error is not None and failing.content is None
-    big = Dispatcher(registry, approval=approve, result_budget=500).dispatch(ToolCall("9", "big", {"n": 3000}))
+    big = Dispatcher(registry, approval=approve, result_budget=500).dispatch(
+        ToolCall("9", "big", {"n": 3000})
+    )
     assert big.truncated and "of 3000 characters" in big.content
     assert manager.status("good").state == "running"
 

@@ -59,7 +59,7 @@ def test_n6_a_tool_that_says_it_only_reads_asks_before_it_runs(tmp_path):
         user = User("deny", "allow_once")
         tools = build_tools(builtin=False, mcp=m, approval=user, default_approval="allow")
         lookup = tools.registry.get("lookup")
-        assert lookup.trust.hints == ("says it only reads", "says it does not delete or overwrite")
+        assert lookup.trust.hints == ("only reads", "does not delete or overwrite")
         denied = tools.dispatcher.dispatch(ToolCall("1", "lookup", {"query": "q"}))
         assert denied.approval == "denied" and not (state / "wrote").exists()
         assert [r.tool_name for r in user.asked] == ["lookup"]
