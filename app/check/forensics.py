@@ -253,11 +253,14 @@ def _template_error(source: str, name: str, bos: str, eos: str) -> Finding | Non
             list(CALL_CATEGORIES),
             name,
         )
+    from app.engine.templates import template_tools_mode
+
     plain, err = _render(source, [{"role": "user", "content": _USER}], bos=bos, eos=eos)
     if plain is not None:
         return None
-    with_tools, _ = _render(source, [{"role": "user", "content": _USER}], tools=_TOOLS, bos=bos, eos=eos)
-    if with_tools is not None:  # tool_use templates and FireFunction render only with tools
+    # tool_use templates (Command R+) and FireFunction v2 render only with tools (or their own
+    # ``functions`` variable): a template that renders them in any of its ways is not broken.
+    if template_tools_mode(source) != "none":
         return None
     message = err or "it failed"
     if "unsafe operation" in message:

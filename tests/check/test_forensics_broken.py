@@ -74,3 +74,15 @@ def test_n13_a_template_that_needs_tools_is_not_reported_broken():
     source = "{% if not tools %}{{ raise_exception('tools required') }}{% endif %}{{ tools | tojson }}"
     report = lint_template(source, name="t.jinja")
     assert "template_error" not in [f.id for f in report.findings]
+
+
+@pytest.mark.parametrize(
+    "name", ["CohereForAI-c4ai-command-r-plus-tool_use.jinja", "fireworks-ai-llama-3-firefunction-v2.jinja"]
+)
+def test_n13_official_templates_that_render_only_their_own_way_are_not_broken(name):
+    from tests.conftest import FIXTURES
+
+    path = next((FIXTURES / "chat_templates").rglob(name))
+    report = lint_template(path.read_text(encoding="utf-8"), name=name)
+    assert "template_error" not in [f.id for f in report.findings]
+    assert report.tools_mode != "none"
