@@ -96,6 +96,7 @@ FAMILY_MODULES: tuple[str, ...] = (
     "internlm",
     "longcat",
     "granite_20b_fc",
+    "minimax_m1",
 )
 
 for _module in FAMILY_MODULES:

@@ -26,6 +26,7 @@ NAMES = {
     "phi4-mini": ("Phi-4-mini-instruct",),
     "jamba": ("Jamba 1.5", "1.7"),
     "hunyuan-a13b": ("Hunyuan-A13B",),
+    "minimax-m1": ("MiniMax-M1",),
 }
 
 # template, family, control tokens, user-defined tokens, bos, eos
@@ -78,6 +79,14 @@ MODELS = [
         ["<tool_calls>", "</tool_calls>", "<think>", "</think>", "<answer>", "</answer>"],
         None,
         "<|eos|>",
+    ),
+    (
+        "MiniMax-M1.jinja",
+        "minimax-m1",
+        ["<begin_of_document>", "<beginning_of_sentence>", "<end_of_sentence>"],
+        ["<tool_calls>", "</tool_calls>", "<think>", "</think>"],
+        "<begin_of_document>",
+        "<end_of_sentence>",
     ),
 ]
 IDS = [m[0] for m in MODELS]
