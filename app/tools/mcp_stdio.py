@@ -303,8 +303,16 @@ async def stdio_transport(
             await read_in.aclose()  # the session sees the connection end instead of waiting
 
     async def stderr_reader() -> None:
-        stderr = getattr(process, "stderr", None)  # the Windows fallback process may have none
-        if stderr is None:
+        stderr = getattr(process, "stderr", None)
+        if (
+            stderr is None
+        ):  # pragma: no cover - the SDK's Windows fallback (Popen) process: read it on a thread
+            pipe = getattr(getattr(process, "popen", None), "stderr", None)
+            while pipe is not None:
+                data = await anyio.to_thread.run_sync(pipe.read1, 65536, abandon_on_cancel=True)
+                if not data:
+                    return
+                tail.feed(data)
             return
         with contextlib.suppress(
             anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream, OSError
