@@ -34,6 +34,7 @@ __all__ = [
     "ToolTrust",
     "definition_sha256",
     "pin_record",
+    "MAX_PINNED_DEFINITION_CHARS",
     "remember_decision",
     "IncompleteCall",
     "IncompleteReason",
@@ -145,9 +146,18 @@ class ToolTrust:
         return self.key.removeprefix("mcp:").split("/", 1)[0]
 
 
+#: The largest definition (as JSON text) a pin keeps for the diff; a larger one keeps its hash only.
+MAX_PINNED_DEFINITION_CHARS = 64 * 1024
+
+
 def pin_record(trust: ToolTrust) -> dict[str, Any]:
-    """What ``tools.pins`` keeps for an allowed tool: its hash and the definition (for the diff)."""
-    return {"sha256": trust.sha256, "definition": trust.definition}
+    """What ``tools.pins`` keeps for an allowed tool: its hash and the definition (for the diff;
+    past :data:`MAX_PINNED_DEFINITION_CHARS` only its name and size, the hash still pins it all)."""
+    size = len(json.dumps(trust.definition, ensure_ascii=False, default=str))
+    if size <= MAX_PINNED_DEFINITION_CHARS:
+        return {"sha256": trust.sha256, "definition": trust.definition}
+    name = str(trust.definition.get("name", ""))[:200]
+    return {"sha256": trust.sha256, "definition": {"name": name, "too_long_to_keep": f"{size:,} characters"}}
 
 
 def _pinned_sha(pins: Mapping[str, Any], key: str) -> str | None:

@@ -293,7 +293,14 @@ def _lines(definition: Mapping[str, Any] | None) -> list[str]:
     text = json.dumps(definition, indent=2, ensure_ascii=False, sort_keys=True, default=str)
     # a description is one JSON string: show its lines as lines, so the diff points at the words
     text = text.replace("\\n", "\n    ")
-    return reveal(text).splitlines()
+    lines = reveal(text[:_DIFF_CHARS]).splitlines()
+    return lines[:_DIFF_LINES] + (
+        [f"... ({len(text):,} characters in all)"] if len(text) > _DIFF_CHARS else []
+    )
+
+
+_DIFF_CHARS = 200_000  # of each definition's text, what the diff compares
+_DIFF_LINES = 4000
 
 
 def definition_diff(old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> str:

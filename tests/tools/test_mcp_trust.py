@@ -337,3 +337,20 @@ def test_n10_a_crash_is_reported_at_once_while_a_child_holds_the_pipes(tmp_path)
         assert {n: wait_gone(p) for n, p in pids.items()} == dict.fromkeys(pids, True)
         # and it starts again
         assert m.start()[0].state == "running"
+
+
+def test_n7_a_huge_definition_is_pinned_by_its_hash_only():
+    from app.calls import MAX_PINNED_DEFINITION_CHARS, ToolTrust, pin_record
+
+    huge = {"name": "notes", "description": "x" * (MAX_PINNED_DEFINITION_CHARS + 1)}
+    trust = ToolTrust("mcp:a/notes", definition_sha256(huge), huge)
+    record = pin_record(trust)
+    assert record["sha256"] == trust.sha256 and len(json.dumps(record)) < 1000  # settings stay small
+    policy = ApprovalPolicy({"mcp:a/notes": "allow"}, {"mcp:a/notes": record})
+    assert policy.is_preapproved("notes", trust)
+    changed = ToolTrust(
+        "mcp:a/notes", definition_sha256({**huge, "description": "y"}), {**huge, "description": "y"}
+    )
+    assert not policy.is_preapproved("notes", changed) and "too_long_to_keep" in policy.changed_since_pinned(
+        changed
+    )
