@@ -97,6 +97,7 @@ FAMILY_MODULES: tuple[str, ...] = (
     "longcat",
     "granite_20b_fc",
     "minimax_m1",
+    "olmo3",
 )
 
 for _module in FAMILY_MODULES:

@@ -27,6 +27,7 @@ NAMES = {
     "jamba": ("Jamba 1.5", "1.7"),
     "hunyuan-a13b": ("Hunyuan-A13B",),
     "minimax-m1": ("MiniMax-M1",),
+    "olmo3": ("OLMo 3",),
 }
 
 # template, family, control tokens, user-defined tokens, bos, eos
@@ -88,6 +89,7 @@ MODELS = [
         "<begin_of_document>",
         "<end_of_sentence>",
     ),
+    ("allenai-OLMo-3.jinja", "olmo3", ["<|im_start|>", "<|im_end|>"], [], None, "<|im_end|>"),
 ]
 IDS = [m[0] for m in MODELS]
 

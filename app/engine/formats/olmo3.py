@@ -1,0 +1,98 @@
+"""AllenAI OLMo 3 calls: ``<function_calls>\\nNAME(k='v', ...)\\nNAME2(...)\\n</function_calls>``.
+
+One block holds Python calls with keyword arguments, one per line, read by the pythonic families'
+literal-only reader (:mod:`app.engine.formats.pycalls`, never evaluated): strings as Python
+literals, ``true`` / ``false`` / ``null`` as the template writes them or ``True`` / ``False`` /
+``None``, objects as JSON or Python dicts. A closing tag inside a string does not end the block.
+Reasoning in ``<think>...</think>`` (OLMo 3 Think). A block the reply left open is calls only when
+the reply ended normally right after a call; a block the token limit cut is an incomplete call.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from typing import Any
+
+from app.engine.formats.base import THINK, Format, ParsedCall, RegionScanner, register
+from app.engine.formats.pycalls import PyListScanner, parse_call_list, py_literal
+from app.engine.formats.sections import closed_body
+
+__all__ = ["Olmo3Format"]
+
+OPEN = "<function_calls>"
+CLOSE = "</function_calls>"
+_MAX_SOURCE = 200_000
+_CALL_NAME = re.compile(r"([A-Za-z_][\w.]*)\s*\(")
+
+
+def _read_lines(source: str) -> list[ParsedCall] | None:
+    """The calls of a block: Python expression statements, each a call on lines of its own."""
+    src = source.strip()
+    if not src or len(src) > _MAX_SOURCE:
+        return None
+    try:
+        tree = ast.parse(src, filename="<model reply>", mode="exec")
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    calls: list[ParsedCall] = []
+    last_line = 0
+    for stmt in tree.body:
+        if not isinstance(stmt, ast.Expr) or not isinstance(stmt.value, ast.Call) or stmt.lineno <= last_line:
+            return None  # not a call, or two on one line (";")
+        last_line = stmt.end_lineno or stmt.lineno
+        text = ast.get_source_segment(src, stmt.value)
+        got = parse_call_list(text) if text else None
+        if not got or len(got) != 1:
+            return None
+        name, args, raw = got[0]
+        calls.append(ParsedCall(name, args, raw))
+    return calls or None
+
+
+class Olmo3Format(Format):
+    name = "olmo3"
+    label = "OLMo 3 function calls (AllenAI OLMo 3 Instruct, Think)"
+    openers = (OPEN,)
+    reasoning = THINK
+
+    def region_scanner(self, opener: str) -> RegionScanner:
+        return PyListScanner(closer=CLOSE, bracket="")  # strings aware; no list opens inside
+
+    def parse_region(self, opener, body, *, at_end, truncated, tools):
+        inner = closed_body(body, CLOSE, last=")", at_end=at_end, truncated=truncated)
+        if inner is None:
+            return None
+        calls = _read_lines(inner)
+        return None if calls is None else (calls, "")
+
+    def call_name(self, raw: str) -> str | None:
+        m = _CALL_NAME.search(raw)
+        return m.group(1) if m else None
+
+    def grammar_wire(self, ctx):
+        from functools import partial
+
+        from app.engine.grammar.wires import PYTHON, notation_call, python_name
+
+        return partial(
+            notation_call,
+            nt=PYTHON,
+            head=lambda n: n,
+            tail="",
+            kwargs="=",
+            section=(OPEN + "\n", "\n" + CLOSE),
+            sep="\n",
+            opener=OPEN,
+            args_open="(",
+            args_close=")",
+            name_ok=python_name,
+            key_ok=python_name,
+        )
+
+    def example_call(self, name: str, arguments: dict[str, Any]) -> str:
+        args = ", ".join(f"{k}={py_literal(v)}" for k, v in arguments.items())
+        return f"{OPEN}\n{name}({args})\n{CLOSE}"
+
+
+register(Olmo3Format())
