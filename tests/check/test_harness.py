@@ -112,7 +112,12 @@ ENDPOINT_FAULTS = [
         {"tool_calls": [{"name": "fetch_record", "arguments": '{"record_id": "REC-4417"'}]},
         "bad_arguments",
     ),
-    (REC, {"tool_calls": [GOOD, GOOD]}, "extra_call"),
+    # one call more than asked (an identical repeat now ends the reply and is not run again)
+    (
+        REC,
+        {"tool_calls": [GOOD, {"name": "fetch_record", "arguments": {"record_id": "REC-9999"}}]},
+        "extra_call",
+    ),
     (
         "neg-general-knowledge",
         {"tool_calls": [{"name": "get_weather", "arguments": {"city": "Paris"}}]},
@@ -241,7 +246,15 @@ IN_PROCESS_FAULTS = [
     (REC, ["I would rather not."], "no_call"),
     (REC, [hermes_reply([("search_docs", {"query": "REC-4417"})])], "wrong_tool"),
     (REC, [hermes_reply([("fetch_record", {"record_id": 4417})])], "bad_arguments"),
-    (REC, [hermes_reply([("fetch_record", {"record_id": "REC-4417"})] * 2)], "extra_call"),
+    (
+        REC,
+        [
+            hermes_reply(
+                [("fetch_record", {"record_id": "REC-4417"}), ("fetch_record", {"record_id": "REC-9999"})]
+            )
+        ],
+        "extra_call",
+    ),
     (
         REC,
         ['<tool_call>\n{"name": "fetch_record", "arguments": {"record_id": "REC-4417"}\n</tool_call>'],
