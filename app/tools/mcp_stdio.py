@@ -146,11 +146,24 @@ class ProcessTree:
 
     def __init__(self) -> None:
         self.pid: int | None = None
+        self.started: str | None = None
         self.known: dict[int, str] = {}  # descendant pid -> start time
 
     def attach(self, pid: int) -> None:
         self.pid = pid
         self.known = {}
+        table = _proc_table() if sys.platform != "win32" else None
+        self.started = table[pid][1] if table and pid in table else None  # the server's start time
+
+    def _group_is_ours(self) -> bool:
+        """Whether the process group named by the server's pid is still the server's: false once that
+        pid belongs to another process (then only the known descendants are signalled, one by one)."""
+        if self.pid is None or self.started is None:
+            return self.pid is not None
+        table = _proc_table()
+        if table is None or self.pid not in table:
+            return True  # the leader is gone: what is left in its group is what it started
+        return table[self.pid][1] == self.started
 
     def refresh(self) -> None:
         if self.pid is None or sys.platform == "win32":
@@ -161,7 +174,10 @@ class ProcessTree:
         children: dict[int, list[int]] = {}
         for pid, (ppid, _) in table.items():
             children.setdefault(ppid, []).append(pid)
-        roots = [self.pid, *[p for p in self.known if p in table and table[p][1] == self.known[p]]]
+        server_is_ours = self.pid in table and (self.started is None or table[self.pid][1] == self.started)
+        roots = [p for p in self.known if p in table and table[p][1] == self.known[p]]
+        if server_is_ours:
+            roots.append(self.pid)
         seen: set[int] = set()
         while roots:
             parent = roots.pop()
@@ -179,14 +195,15 @@ class ProcessTree:
     def _signal(self, sig: int) -> None:
         if self.pid is None:
             return
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.pid, sig)  # the server's group: it leads it (start_new_session)
+        if self._group_is_ours():
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.pid, sig)  # the server's group: it leads it (start_new_session)
         for pid in self.known:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, sig)
 
     def _group_alive(self) -> bool:
-        if self.pid is None:
+        if self.pid is None or not self._group_is_ours():
             return False
         if _alive(self.pid):
             return True
