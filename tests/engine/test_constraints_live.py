@@ -131,3 +131,35 @@ def test_none_never_calls_and_the_prompt_holds_no_schema(model, tools):
         text = session.last_prompt.text
         assert "calculator" not in text and "<tool_call>" not in text and '"parameters"' not in text
         assert session.last_prompt.tools_sent is False or not session.last_prompt.tools_sent
+
+
+@EVERY_PROMPT
+def test_i32_required_with_parallel_calls_ends_by_itself_within_the_limit(model, tools, i):
+    """Issue 32: under ``required`` with parallel calls allowed (the default ``max_calls``), the
+    reply (through the chat loop, as the server and the window run it) ends by itself within the
+    token limit: finish ``stop`` (the server's ``tool_calls``), at most ``max_calls`` distinct calls,
+    each valid. Before, a small model wrote call after call until the limit."""
+    from app.engine.chat import DEFAULT_MAX_CALLS, LocalReplies
+    from app.engine.formats.events import ToolCallDone
+    from app.engine.loop import CallIds, call_key, run_rounds
+
+    replies = LocalReplies(
+        model,
+        lambda: [Message(role="user", content=PROMPTS[i])],
+        family="hermes",
+        tools=tools,
+        ids=CallIds(),
+        max_tokens=320,
+        sampling={"temperature": 0.2, "seed": 1, "repeat_penalty": 1.2},
+        tool_choice="required",
+    )
+    messages: list[Message] = []
+    events = list(run_rounds(replies, messages, dispatcher=None, max_rounds=1, max_calls=DEFAULT_MAX_CALLS))
+    done = events[-1]
+    calls = [e.call for e in events if isinstance(e, ToolCallDone)]
+    assert done.finish_reason == "stop" and done.generated_tokens < 320, (PROMPTS[i], done, messages)
+    assert 1 <= len(calls) <= DEFAULT_MAX_CALLS and len({call_key(c) for c in calls}) == len(calls)
+    schemas = _schemas(tools)
+    for call in calls:
+        jsonschema.validate(dict(call.arguments), schemas[call.name])
+    assert messages[0].tool_calls == calls and messages[0].content.strip() == ""
