@@ -98,6 +98,7 @@ FAMILY_MODULES: tuple[str, ...] = (
     "granite_20b_fc",
     "minimax_m1",
     "olmo3",
+    "functiongemma",
 )
 
 for _module in FAMILY_MODULES:

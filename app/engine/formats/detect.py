@@ -217,6 +217,8 @@ MARKED_TEMPLATES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("granite", ("<|tool_call|>", "<|start_of_role|>available_tools")),
     ("phi4-mini", ("<|tool|>", "<|/tool|>", "['tools']")),
     ("longcat", ("<longcat_tool_call>", "</longcat_tool_call>")),
+    # FunctionGemma's (LiteRT-LM's) takes arguments already written in its notation: no probe renders
+    ("functiongemma", ("<start_function_call>call:", "<end_function_call>")),
 )
 
 

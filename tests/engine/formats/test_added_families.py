@@ -28,6 +28,7 @@ NAMES = {
     "hunyuan-a13b": ("Hunyuan-A13B",),
     "minimax-m1": ("MiniMax-M1",),
     "olmo3": ("OLMo 3",),
+    "functiongemma": ("FunctionGemma",),
 }
 
 # template, family, control tokens, user-defined tokens, bos, eos
@@ -90,6 +91,14 @@ MODELS = [
         "<end_of_sentence>",
     ),
     ("allenai-OLMo-3.jinja", "olmo3", ["<|im_start|>", "<|im_end|>"], [], None, "<|im_end|>"),
+    (
+        "google-functiongemma-litert-lm.jinja",
+        "functiongemma",
+        ["<bos>", "<eos>", "<start_of_turn>", "<end_of_turn>"],
+        ["<start_function_call>", "<end_function_call>", "<escape>", "<start_function_response>"],
+        "<bos>",
+        "<end_of_turn>",
+    ),
 ]
 IDS = [m[0] for m in MODELS]
 
