@@ -312,6 +312,12 @@ def main(channel: str) -> int:
     """The child's entry point: connect, read ``("load", args)``, load the model, reply
     ``("reply", 0, ok, info)``, then serve until ``close`` or the parent goes away."""
     parent = _parent_pid()
+    if threading.current_thread() is threading.main_thread():
+        import signal
+
+        # Ctrl-C in a terminal reaches the whole process group: the app decides what it stops
+        # (it cancels, then closes or ends this process), so a half-done reply is never a crash
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
     conn = connect_child(channel)
     child = _Child(conn)
     threading.Thread(target=_watch, args=(child, parent), name="engine-heartbeat", daemon=True).start()

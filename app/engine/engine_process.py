@@ -42,6 +42,7 @@ A consumer interrupted by Ctrl-C (``KeyboardInterrupt``, ``SystemExit``) waits a
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import itertools
 import logging
@@ -53,6 +54,7 @@ import sys
 import tempfile
 import threading
 import time
+import weakref
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -84,6 +86,22 @@ STALL_S = 30.0
 WATCH_TICK_S = 1.0
 #: seconds a generation interrupted by Ctrl-C waits for the child to stop before it is ended
 INTERRUPT_GRACE_S = 2.0
+
+
+#: every engine process started here and not closed yet (closed at exit, see :func:`_close_at_exit`)
+_LIVE: weakref.WeakSet[EngineProcess] = weakref.WeakSet()
+
+
+def _close_at_exit() -> None:
+    """At interpreter exit, stop every engine process still open: a model's own finalizer closes
+    its engine, but one that is still loading (no model yet) or whose model is held past the end
+    (a thread stuck on a stopped engine) is closed here, so none outlives this process."""
+    for engine in list(_LIVE):
+        with contextlib.suppress(Exception):
+            engine.close(timeout=1.0)
+
+
+atexit.register(_close_at_exit)
 
 
 def stall_seconds() -> float:
@@ -227,6 +245,7 @@ class EngineProcess:
         except OSError as exc:
             self._cleanup_files()
             raise ModelLoadError(load_args["path"], f"the engine process could not start ({exc})") from exc
+        _LIVE.add(self)
         rid, q = self._register(0)
         self._reader = threading.Thread(target=self._read, name=f"engine-reader {model_name}", daemon=True)
         self._reader.start()
@@ -275,6 +294,7 @@ class EngineProcess:
         ``timeout`` seconds, at once when it is stopped (SIGSTOP) or when the wait is interrupted."""
         self._closing = True
         proc, self._proc = self._proc, None
+        _LIVE.discard(self)
         if proc is None:
             return
         with contextlib.suppress(OSError, ValueError):

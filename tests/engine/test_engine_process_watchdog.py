@@ -345,3 +345,77 @@ def test_serve_stopped_by_sigterm_leaves_no_engine(endless):
             serve.wait()
         if engine is not None:
             _kill_left(engine.pid)
+
+
+def test_an_engine_still_loading_when_the_app_exits_is_stopped(endless):
+    """The app exits while a model loads on another thread and its engine process is stopped (the
+    load never ends, no model exists yet to be finalized): the exit stops it all the same."""
+    code = (
+        "import os, signal, sys, threading, time, psutil\n"
+        "from app.engine.llm import load_model\n"
+        f"threading.Thread(target=load_model, args=({str(endless)!r},), daemon=True).start()\n"
+        "while True:\n"
+        "    kids = [c for c in psutil.Process().children() if '--engine-child' in ' '.join(c.cmdline())]\n"
+        "    if kids:\n"
+        "        break\n"
+        "    time.sleep(0.001)\n"
+        "kids[0].suspend()\n"
+        "print(kids[0].pid, flush=True)\n"
+    )
+    app = subprocess.Popen(
+        [sys.executable, "-c", code], cwd=ROOT, stdout=subprocess.PIPE, text=True, env=dict(os.environ)
+    )
+    engine = None
+    try:
+        engine = int(app.stdout.readline())
+        assert app.wait(60) == 0
+        assert _wait_gone(engine, 30), "the engine process outlived the app that exited"
+    finally:
+        if app.poll() is None:
+            app.kill()
+            app.wait()
+        if engine is not None:
+            _kill_left(engine)
+
+
+def test_ctrl_c_to_the_whole_terminal_group_cancels_and_is_not_a_crash(endless):
+    """A terminal sends Ctrl-C to every process of the foreground group, the engine too: the engine
+    leaves it to the CLI, which cancels the reply, stops the engine and exits 130."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    args = [
+        "chat",
+        "--model",
+        str(endless),
+        "--tools",
+        "none",
+        "--max-tokens",
+        "100000",
+        "--threads",
+        "1",
+        "go",
+    ]
+    cli = subprocess.Popen(
+        [sys.executable, "-c", _WITH_SIGINT, *args],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,  # its own group, as a terminal's foreground job
+    )
+    engine = None
+    try:
+        assert cli.stdout.read(30)
+        engine = _engine_of(cli.pid)
+        os.killpg(cli.pid, signal.SIGINT)
+        rc = cli.wait(60)
+        stderr = cli.stderr.read()
+        assert rc == 130, stderr
+        assert "[cancelled]" in stderr and "crashed" not in stderr and "Traceback" not in stderr
+        assert _wait_gone(engine.pid, 30)
+    finally:
+        if cli.poll() is None:
+            cli.kill()
+            cli.wait()
+        if engine is not None:
+            _kill_left(engine.pid)
