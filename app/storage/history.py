@@ -204,6 +204,9 @@ class Conversation:
     settings: dict[str, Any] | None = None  # snapshot of the settings used
     message_count: int = 0
     messages: list[MessageRecord] = field(default_factory=list)  # filled by load_conversation
+    # the reply versions Regenerate kept, by the position of the user message they answer:
+    # (the number of the version in the conversation, how many there are); filled by load_conversation
+    versions: dict[int, tuple[int, int]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -553,7 +556,18 @@ class History:
             ):
                 tc = _tc(r)
                 by_id[tc.message_id].tool_calls.append(tc)
+            counts: dict[int, list[int]] = {}
+            for upos, number, live in self._db.execute(
+                "SELECT user_position, number, messages_json IS NULL FROM reply_versions "
+                "WHERE conversation_id = ? ORDER BY user_position, number",
+                (conversation_id,),
+            ):
+                shown_count = counts.setdefault(upos, [0, 0])
+                shown_count[1] += 1
+                if live:
+                    shown_count[0] = number
         conv.messages = msgs
+        conv.versions = {upos: (shown, count) for upos, (shown, count) in counts.items() if shown}
         return conv
 
     # -- messages ---------------------------------------------------------------------------
@@ -799,8 +813,157 @@ class History:
             cur = db.execute(
                 "DELETE FROM messages WHERE conversation_id = ? AND position > ?", (conversation_id, position)
             )
+            db.execute(  # the versions of replies to the messages that went
+                "DELETE FROM reply_versions WHERE conversation_id = ? AND user_position > ?",
+                (conversation_id, position),
+            )
             self._touch(db, conversation_id, time.time())
             return cur.rowcount
+
+    # -- reply versions (Regenerate) ----------------------------------------------------------
+
+    def archive_reply(self, conversation_id: int, user_position: int) -> tuple[int, int]:
+        """Regenerate: the reply to the user message at ``user_position`` (its assistant and tool
+        messages) is kept as a version and leaves the conversation, with every later message.
+        Returns (the number the coming reply will have, how many versions there will be)."""
+        with self._tx() as db:
+            self._user_at(db, conversation_id, user_position)
+            reply = self._reply_rows(db, conversation_id, user_position)
+            rows = db.execute(
+                "SELECT number, messages_json IS NULL FROM reply_versions "
+                "WHERE conversation_id = ? AND user_position = ? ORDER BY number",
+                (conversation_id, user_position),
+            ).fetchall()
+            top = rows[-1][0] if rows else 0
+            if reply:
+                self._keep_version(db, conversation_id, user_position, reply, top)
+                top += 1 if not any(live for _n, live in rows) else 0
+                db.execute(
+                    "INSERT INTO reply_versions (conversation_id, user_position, number, created, messages_json) "
+                    "VALUES (?, ?, ?, ?, NULL)",
+                    (conversation_id, user_position, top + 1, time.time()),
+                )
+                top += 1
+            db.execute(
+                "DELETE FROM messages WHERE conversation_id = ? AND position > ?", (conversation_id, user_position)
+            )
+            db.execute(
+                "DELETE FROM reply_versions WHERE conversation_id = ? AND user_position > ?",
+                (conversation_id, user_position),
+            )
+            self._touch(db, conversation_id, time.time())
+            return (top, top) if top else (1, 1)
+
+    def reply_version(self, conversation_id: int, user_position: int, number: int) -> list[MessageRecord]:
+        """The messages of version ``number`` of the reply to the user message at ``user_position``
+        (the version in the conversation is read from it)."""
+        with self._lock:
+            row = self._db.execute(
+                "SELECT messages_json FROM reply_versions WHERE conversation_id = ? AND user_position = ? "
+                "AND number = ?",
+                (conversation_id, user_position, number),
+            ).fetchone()
+            if row is None:
+                raise MessageNotFound(f"no version {number} of the reply at {user_position}")
+            if row[0] is None:
+                ids = [r.id for r in self._reply_rows(self._db, conversation_id, user_position)]
+                return [self.get_message(mid) for mid in ids]
+        return _records_from_json(row[0])
+
+    def select_reply_version(self, conversation_id: int, user_position: int, number: int) -> None:
+        """Make version ``number`` the reply in the conversation (the conversation goes on from it);
+        the reply there is kept as its own version. Only the last turn's reply: HistoryError when
+        a later user message follows."""
+        with self._tx() as db:
+            self._user_at(db, conversation_id, user_position)
+            if db.execute(
+                "SELECT 1 FROM messages WHERE conversation_id = ? AND role = 'user' AND position > ?",
+                (conversation_id, user_position),
+            ).fetchone():
+                raise HistoryError("only the last reply's version can be switched")
+            chosen = db.execute(
+                "SELECT id, messages_json FROM reply_versions WHERE conversation_id = ? AND user_position = ? "
+                "AND number = ?",
+                (conversation_id, user_position, number),
+            ).fetchone()
+            if chosen is None:
+                raise MessageNotFound(f"no version {number} of the reply at {user_position}")
+            if chosen[1] is None:
+                return  # it is the one shown
+            reply = self._reply_rows(db, conversation_id, user_position)
+            top = db.execute(
+                "SELECT max(number) FROM reply_versions WHERE conversation_id = ? AND user_position = ?",
+                (conversation_id, user_position),
+            ).fetchone()[0]
+            self._keep_version(db, conversation_id, user_position, reply, top)
+            db.execute(
+                "DELETE FROM messages WHERE conversation_id = ? AND position > ?", (conversation_id, user_position)
+            )
+            for m in _records_from_json(chosen[1]):
+                self._insert_message(
+                    db,
+                    conversation_id,
+                    m.role,
+                    m.content,
+                    reasoning=m.reasoning,
+                    status="interrupted" if m.status == "streaming" else m.status,  # type: ignore[arg-type]
+                    tool_call_id=m.tool_call_id,
+                    name=m.name,
+                    prompt_tokens=m.prompt_tokens,
+                    completion_tokens=m.completion_tokens,
+                    error=m.error,
+                    tool_calls=[tc.to_dict() for tc in m.tool_calls],
+                    notices=m.notices,
+                    extra=m.extra,
+                )
+            db.execute("UPDATE reply_versions SET messages_json = NULL WHERE id = ?", (chosen[0],))
+            self._touch(db, conversation_id, time.time())
+
+    @staticmethod
+    def _user_at(db: sqlite3.Connection, conversation_id: int, user_position: int) -> None:
+        row = db.execute(
+            "SELECT role FROM messages WHERE conversation_id = ? AND position = ?", (conversation_id, user_position)
+        ).fetchone()
+        if row is None or row[0] != "user":
+            raise MessageNotFound(f"no user message at position {user_position} of conversation {conversation_id}")
+
+    def _reply_rows(self, db: Any, conversation_id: int, user_position: int) -> list[MessageRecord]:
+        """The reply to the user message at ``user_position``: the messages up to the next user one."""
+        out: list[MessageRecord] = []
+        for r in db.execute(
+            f"SELECT {_MSG_COLS} FROM messages WHERE conversation_id = ? AND position > ? ORDER BY position",
+            (conversation_id, user_position),
+        ).fetchall():
+            m = _msg(r)
+            if m.role == "user":
+                break
+            m.tool_calls = [
+                _tc(t)
+                for t in db.execute(
+                    f"SELECT {_TC_COLS} FROM tool_calls WHERE message_id = ? ORDER BY position, id", (m.id,)
+                ).fetchall()
+            ]
+            out.append(m)
+        return out
+
+    @staticmethod
+    def _keep_version(
+        db: Any, conversation_id: int, user_position: int, reply: list[MessageRecord], top: int
+    ) -> None:
+        """Store ``reply`` (the one in the conversation) in its version row (a new one, ``top`` + 1,
+        when it has none yet)."""
+        data = _dumps([m.to_dict() for m in reply], "reply version")
+        cur = db.execute(
+            "UPDATE reply_versions SET messages_json = ? WHERE conversation_id = ? AND user_position = ? "
+            "AND messages_json IS NULL",
+            (data, conversation_id, user_position),
+        )
+        if cur.rowcount == 0:
+            db.execute(
+                "INSERT INTO reply_versions (conversation_id, user_position, number, created, messages_json) "
+                "VALUES (?, ?, ?, ?, ?)",
+                (conversation_id, user_position, top + 1, time.time(), data),
+            )
 
     # -- tool calls -------------------------------------------------------------------------
 
@@ -850,6 +1013,23 @@ class History:
             ),
         )
         return _rowid(cur)
+
+
+def _records_from_json(text: str) -> list[MessageRecord]:
+    """The messages of a stored reply version."""
+    data = _loads(text)
+    out = []
+    for d in data if isinstance(data, list) else []:
+        if not isinstance(d, dict):
+            continue
+        calls = [StoredToolCall(**tc) for tc in d.get("tool_calls") or [] if isinstance(tc, dict)]
+        m = MessageRecord(**{k: v for k, v in d.items() if k in _RECORD_FIELDS})
+        m.tool_calls = calls
+        out.append(m)
+    return out
+
+
+_RECORD_FIELDS = frozenset(MessageRecord.__dataclass_fields__) - {"tool_calls"}
 
 
 # -- start-up -------------------------------------------------------------------------------

@@ -162,6 +162,25 @@ def m008_message_extra(db: sqlite3.Connection) -> None:
     db.execute("ALTER TABLE messages ADD COLUMN extra_json TEXT")
 
 
+@migration
+def m009_reply_versions(db: sqlite3.Connection) -> None:
+    """The versions of a reply that Regenerate kept (``number`` 1, 2, ... in the order they were
+    made), per the user message they answer (its ``user_position``). The version in the
+    conversation itself has its row with ``messages_json`` NULL; every other row holds its
+    messages (the replies, their calls with results, the tool results) as a JSON list."""
+    db.execute(
+        """CREATE TABLE reply_versions (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            conversation_id INTEGER NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
+            user_position INTEGER NOT NULL,
+            number INTEGER NOT NULL,
+            created REAL NOT NULL,
+            messages_json TEXT,
+            UNIQUE (conversation_id, user_position, number)
+        )"""
+    )
+
+
 def apply_migrations(db: sqlite3.Connection, migrations: Sequence[Migration] = MIGRATIONS) -> list[str]:
     """Apply each not-yet-applied migration in order, each in its own transaction.
 
