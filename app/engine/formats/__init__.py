@@ -99,6 +99,7 @@ FAMILY_MODULES: tuple[str, ...] = (
     "minimax_m1",
     "olmo3",
     "functiongemma",
+    "step3",
 )
 
 for _module in FAMILY_MODULES:

@@ -213,12 +213,15 @@ TEMPLATE_MARKERS: dict[str, tuple[str, ...]] = {
 # rendered call was read. Granite 3.x's system prompt names its ``<|tool_call|>`` marker;
 # Phi-4-mini's takes the tools as a string on the system message, between ``<|tool|>`` tags;
 # LongCat's model card (no template of its own was found) has the system prompt name its tag.
+# A template that renders the family's calls is detected by its probe call before any of these.
 MARKED_TEMPLATES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("granite", ("<|tool_call|>", "<|start_of_role|>available_tools")),
     ("phi4-mini", ("<|tool|>", "<|/tool|>", "['tools']")),
     ("longcat", ("<longcat_tool_call>", "</longcat_tool_call>")),
     # FunctionGemma's (LiteRT-LM's) takes arguments already written in its notation: no probe renders
     ("functiongemma", ("<start_function_call>call:", "<end_function_call>")),
+    # Step-3 (no published template found): the section marker and StepTML's invoke tag
+    ("step3", ("<｜tool_calls_begin｜>", "<steptml:invoke")),
 )
 
 

@@ -29,6 +29,7 @@ NAMES = {
     "minimax-m1": ("MiniMax-M1",),
     "olmo3": ("OLMo 3",),
     "functiongemma": ("FunctionGemma",),
+    "step3": ("Step-3",),
 }
 
 # template, family, control tokens, user-defined tokens, bos, eos
@@ -182,3 +183,25 @@ def test_longcat_is_detected_from_a_template_that_names_its_tag():
     assert detect_template(renders) == "longcat"
     assert detect_template(names_only) == "longcat"
     assert detect_template(names_only.replace("</longcat_tool_call>", "")) is None
+
+
+def test_step3_is_detected_from_a_template_that_names_its_markers():
+    """No published Step-3 template was found. A template that renders Step-3's section is
+    detected by the call, one that only names its markers (and renders no call) by them."""
+    head = (
+        "{%- if tools %}Tools: {{ tools | tojson }}\nCall them in <｜tool_calls_begin｜> sections of "
+        "<steptml:invoke> elements.\n{% endif %}"
+        "{%- for m in messages %}{% if m.role == 'user' %}<|user|>{{ m.content }}<|assistant|>"
+    )
+    renders = (
+        head + "{% elif m.tool_calls %}<｜tool_calls_begin｜>\n{% for c in m.tool_calls %}"
+        '<｜tool_call_begin｜>function<｜tool_sep｜><steptml:invoke name="{{ c.function.name }}">\n'
+        '{% for k, v in c.function.arguments.items() %}<steptml:parameter name="{{ k }}">'
+        "{{ v if v is string else (v | tojson) }}</steptml:parameter>\n{% endfor %}"
+        "</steptml:invoke><｜tool_call_end｜>\n{% endfor %}<｜tool_calls_end｜><|end|>"
+        "{% else %}{{ m.content }}<|end|>{% endif %}{% endfor %}"
+    )
+    names_only = head + "{% else %}{{ m.content }}<|end|>{% endif %}{% endfor %}"
+    assert detect_template(renders) == "step3"
+    assert detect_template(names_only) == "step3"
+    assert detect_template(names_only.replace("<steptml:invoke>", "")) is None
