@@ -3,10 +3,13 @@ real models; what reaches a terminal is one line per error and never a control s
 
 from __future__ import annotations
 
+import http.server
 import json
 import os
 import subprocess
 import sys
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -125,6 +128,71 @@ def test_n15_terminal_text_keeps_lines_and_escapes_every_control():
     assert terminal_text("é ü 中文 🙂") == "é ü 中文 🙂"
 
 
+class _Endpoint(http.server.BaseHTTPRequestHandler):
+    """An OpenAI-compatible endpoint (HTTP/1.0: one response per connection) whose reply holds
+    ``HOSTILE`` and whose llama-server ``/props`` template never renders (its integers grow past
+    every limit)."""
+
+    def log_message(self, *args):
+        pass
+
+    def _send(self, status: int, ctype: str, body: bytes) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_GET(self):
+        if self.path.endswith("/props"):
+            bomb = "{% set ns = namespace(n=7) %}{% for i in range(40) %}{% set ns.n = ns.n * ns.n %}{% endfor %}{{ ns.n }}"
+            body = {"chat_template": bomb, "bos_token": "<s>", "eos_token": "</s>"}
+            self._send(200, "application/json", json.dumps(body).encode())
+        elif self.path.endswith("/v1/models"):
+            self._send(
+                200, "application/json", b'{"object": "list", "data": [{"id": "m", "object": "model"}]}'
+            )
+        else:
+            self._send(404, "application/json", b'{"error": "no"}')
+
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+
+        def chunk(delta: dict, finish: str | None = None) -> bytes:
+            choice = {"index": 0, "delta": delta, "finish_reason": finish}
+            data = {
+                "id": "c",
+                "object": "chat.completion.chunk",
+                "created": 1,
+                "model": "m",
+                "choices": [choice],
+            }
+            return b"data: " + json.dumps(data).encode() + b"\n\n"
+
+        body = chunk({"content": HOSTILE}) + chunk({}, "stop") + b"data: [DONE]\n\n"
+        self._send(200, "text/event-stream", body)
+
+
+@pytest.fixture
+def endpoint() -> Iterator[str]:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Endpoint)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(10)
+
+
+def test_n15_control_sequences_from_a_remote_engine_are_escaped(endpoint):
+    proc = run_cli("chat", "--endpoint", endpoint, "--model", "m", "--tools", "none", "--parser", "api", "hi")
+    assert proc.returncode == 0, proc.stderr
+    assert_terminal_safe(proc.stdout + proc.stderr)
+    assert "\\x1b]0;PWNED-TITLE\\x07" in proc.stdout and "\\u202eevil" in proc.stdout
+
+
 # -- N17 --------------------------------------------------------------------------------------------
 
 
@@ -147,6 +215,14 @@ def test_n17_a_broken_llama_library_is_one_line(tmp_path, tiny_gguf, lib):
     assert proc.returncode == 1
     line = one_line_error(proc)
     assert line.startswith("error: Cannot load ") and "llama.cpp library could not be loaded" in line
+
+
+def test_n17_a_remote_template_that_never_renders_is_one_line(endpoint):
+    proc = run_cli("chat", "--endpoint", endpoint, "--model", "m", "--parser", "callisto", "hi")
+    assert proc.returncode != 0
+    assert "Traceback" not in proc.stderr
+    errors = [ln for ln in proc.stderr.splitlines() if ln.startswith("error: ")]
+    assert len(errors) == 1 and "template" in errors[0], proc.stderr
 
 
 @pytest.mark.parametrize("port", ["70000", "-1", "http"])
