@@ -44,6 +44,7 @@ class EngineConfig:
     approval_timeout_s: float = DEFAULT_APPROVAL_TIMEOUT_S
     mcp_servers_path: str | None = None  # mcp.json; its servers' tools join the built-in ones
     context_policy: str = "stop"  # app.engine.context.POLICIES: what a full context does
+    max_tool_rounds: int = 8  # chat.max_tool_rounds: rounds of tool calls in one reply
 
 
 @dataclass

@@ -39,6 +39,7 @@ def engine_config_for(settings: Any, model_path: str | None) -> EngineConfig:
         default_approval=settings.tools.default_approval,
         mcp_servers_path=settings.tools.mcp_servers_path,
         context_policy=eff.context_policy,
+        max_tool_rounds=int(settings.chat.max_tool_rounds),
     )
 
 

@@ -241,6 +241,7 @@ class Sessions:
                 system_prompt=cfg.system_prompt or None,
                 sampling=sampling,
                 max_tokens=cfg.max_tokens,
+                max_rounds=cfg.max_tool_rounds,
                 messages=messages,
             )
             return
@@ -252,6 +253,7 @@ class Sessions:
             system_prompt=cfg.system_prompt,
             sampling=sampling,
             max_tokens=cfg.max_tokens,
+            max_rounds=cfg.max_tool_rounds,
             messages=messages,
         )
 

@@ -64,6 +64,7 @@ from app.engine.formats.plain import PlainStream
 #: detection order and the settings order.
 FAMILY_MODULES: tuple[str, ...] = (
     "qwen_xml",
+    "ernie45",
     "hermes",
     "llama3",
     "mistral",

@@ -191,7 +191,12 @@ def _reads_probe(fmt, prompt: str, text: str) -> bool:
 
 # Families that write another family's wire (its reader parses their calls): they differ in
 # their templates, reasoning and names, not in their calls.
-WIRE_OF: dict[str, str] = {"phi4-mini": "firefunction", "jamba": "apriel", "hunyuan-a13b": "apriel"}
+WIRE_OF: dict[str, str] = {
+    "phi4-mini": "firefunction",
+    "jamba": "apriel",
+    "hunyuan-a13b": "apriel",
+    "ernie45": "hermes",
+}
 
 
 def same_wire(a: str, b: str) -> bool:
@@ -206,6 +211,7 @@ def same_wire(a: str, b: str) -> bool:
 TEMPLATE_MARKERS: dict[str, tuple[str, ...]] = {
     "jamba": ("<|bom|>", "<|eom|>"),
     "hunyuan-a13b": ("<|extra_4|>", "<|extra_0|>"),
+    "ernie45": ("<|begin_of_sentence|>", "<|end_of_sentence|>"),  # ERNIE 4.5's sentence tokens
 }
 
 # Published templates that take the tools but never render a call turn (a past call is written

@@ -19,10 +19,10 @@ from typing import Any
 
 from app.engine.formats.base import Format, JsonStateScanner, MarkerRegion, RegionScanner, one_call
 from app.engine.formats.json_list import ElementReader, element_reader, parse_json_list
-from app.engine.formats.jsonscan import loads_repaired
-from app.engine.formats.sections import json_text, skip_ws
+from app.engine.formats.jsonscan import loads_repaired, read_name_arguments
+from app.engine.formats.sections import JsonTagScanner, closed_body, json_text, skip_ws
 
-__all__ = ["FencedListScanner", "OpenListFormat", "OpenObjectFormat", "OpenValueScanner"]
+__all__ = ["FencedListScanner", "JsonTagFormat", "OpenListFormat", "OpenObjectFormat", "OpenValueScanner"]
 
 FENCE = "```"
 
@@ -168,3 +168,35 @@ class OpenObjectFormat(_OpenJsonFormat):
 
     def example_call(self, name: str, arguments: dict[str, Any]) -> str:
         return self.call_openers()[0] + self.gap + json_text(self.item(name, arguments))
+
+
+class JsonTagFormat(Format):
+    """Hermes' wire under a family's own tags: ``TAG_OPEN\\n{"name": .., "arguments": {..}}\\nTAG_CLOSE``,
+    any number per reply (LongCat, ERNIE 4.5). A markdown fence around the JSON and a trailing
+    comma are repaired; a missing closing tag is accepted only when the reply ended normally right
+    after the JSON. ``structure``: markers consumed wherever they stand (an answer frame)."""
+
+    tag_open: str
+    tag_close: str
+    structure: tuple[str, ...] = ()
+
+    def region_scanner(self, opener: str) -> RegionScanner:
+        return MarkerRegion() if opener in self.structure else JsonTagScanner(self.tag_close)
+
+    def parse_region(self, opener, body, *, at_end, truncated, tools):
+        if opener in self.structure:
+            return [], ""  # consumed, never content
+        inner = closed_body(body, self.tag_close, last="", at_end=at_end, truncated=truncated)
+        return one_call(opener, body, None if inner is None else read_name_arguments(inner))
+
+    def cut_call(self, opener, body, tools):
+        return None if opener in self.structure else super().cut_call(opener, body, tools)
+
+    def grammar_wire(self, ctx):
+        from app.engine.grammar.wires import json_tagged
+
+        return partial(json_tagged, open=self.tag_open, close=self.tag_close, lead="\n", trail="\n", sep="\n")
+
+    def example_call(self, name: str, arguments: dict[str, Any]) -> str:
+        call = json_text({"name": name, "arguments": dict(arguments)})
+        return f"{self.tag_open}\n{call}\n{self.tag_close}"

@@ -30,6 +30,7 @@ NAMES = {
     "olmo3": ("OLMo 3",),
     "functiongemma": ("FunctionGemma",),
     "step3": ("Step-3",),
+    "ernie45": ("ERNIE-4.5",),
 }
 
 # template, family, control tokens, user-defined tokens, bos, eos
@@ -205,3 +206,18 @@ def test_step3_is_detected_from_a_template_that_names_its_markers():
     assert detect_template(renders) == "step3"
     assert detect_template(names_only) == "step3"
     assert detect_template(names_only.replace("<steptml:invoke>", "")) is None
+
+
+def test_ernie45_is_detected_only_from_a_template_with_its_sentence_markers():
+    """No published ERNIE 4.5 tool template was found. ERNIE writes Hermes' calls: a template that
+    renders them is ERNIE's when it holds ERNIE's sentence tokens, Hermes' otherwise."""
+    body = (
+        "{%- for m in messages %}{% if m.role == 'user' %}User: {{ m.content }}\nAssistant: "
+        "{% elif m.tool_calls %}{% for c in m.tool_calls %}<tool_call>\n"
+        '{"name": "{{ c.function.name }}", "arguments": {{ c.function.arguments | tojson }}}\n'
+        "</tool_call>\n{% endfor %}<|end_of_sentence|>{% else %}{{ m.content }}<|end_of_sentence|>"
+        "{% endif %}{% endfor %}"
+    )
+    ernie = "<|begin_of_sentence|>" + body
+    assert detect_template(ernie) == "ernie45"
+    assert detect_template(ernie.replace("<|begin_of_sentence|>", "<s>")) == "hermes"

@@ -1,0 +1,32 @@
+"""Baidu ERNIE 4.5 calls: ``<tool_call>\\n{"name": NAME, "arguments": {...}}\\n</tool_call>``.
+
+Hermes' wire (``open_json.JsonTagFormat``) with ERNIE's own reasoning and response markers:
+ERNIE 4.5 Thinking reasons in ``<think>...</think>`` (its generation prompt may open the block) and
+wraps its answer in ``<response>...</response>``; those two tags are structure, never content.
+ERNIE is tried before Hermes, and only for templates that hold ERNIE's sentence markers
+(``app.engine.formats.detect``), so Hermes' templates stay Hermes'. No published ERNIE 4.5 tool
+template was found.
+"""
+
+from __future__ import annotations
+
+from app.engine.formats.base import THINK, register
+from app.engine.formats.open_json import JsonTagFormat
+
+__all__ = ["Ernie45Format"]
+
+OPEN = "<tool_call>"
+CLOSE = "</tool_call>"
+RESPONSE = ("<response>", "</response>")  # ERNIE's answer frame: structure
+
+
+class Ernie45Format(JsonTagFormat):
+    name = "ernie45"
+    label = "ERNIE 4.5 JSON (Baidu ERNIE-4.5, ERNIE-4.5 Thinking)"
+    openers = (OPEN, *RESPONSE)
+    structure = RESPONSE
+    reasoning = THINK
+    tag_open, tag_close = OPEN, CLOSE
+
+
+register(Ernie45Format())
