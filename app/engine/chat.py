@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from app.calls import ToolCall
 from app.engine.detection import detect_tool_format
 from app.engine.errors import GenerationError, PromptRenderError
-from app.engine.events import ChatEvent, DoneEvent, NoticeEvent
+from app.engine.events import ChatEvent, DoneEvent, LiveProgress, NoticeEvent
 from app.engine.formats.events import TextDelta
 from app.engine.formats.plain import PlainStream
 from app.engine.generation import generate
@@ -172,6 +172,11 @@ class ChatSession:
     def last_constraint(self) -> Any:
         """The Constraint of the latest generation (None: free)."""
         return self._replies.last_constraint if self._replies is not None else None
+
+    @property
+    def live(self) -> LiveProgress | None:
+        """The latest turn as it is written: its tokens so far and the call being written."""
+        return self._replies.live if self._replies is not None else None
 
     @property
     def tools(self) -> list[dict[str, Any]] | None:
@@ -349,6 +354,7 @@ class LocalReplies:
         self.deadline = None if deadline_s is None else time.monotonic() + deadline_s
         self.last_prompt: RenderedPrompt | None = None
         self.last_constraint: Any = None
+        self.live = LiveProgress()  # the turn as it is written (polled by the window)
 
     def render(self) -> str:
         """The prompt of the next generation."""
@@ -374,12 +380,19 @@ class LocalReplies:
                 stop=self.stop,
             )
             started = time.monotonic()
+            live = self.live
             for piece in gen:
-                yield from [TextDelta(piece)] if stream is None else stream.feed(piece)
+                live.tokens += 1
+                for ev in [TextDelta(piece)] if stream is None else stream.feed(piece):
+                    live.see(ev)
+                    yield ev
             res = gen.result
             assert res is not None
             if stream is not None:
-                yield from stream.finish(truncated=self.truncated(res.finish_reason))
+                for ev in stream.finish(truncated=self.truncated(res.finish_reason)):
+                    live.see(ev)
+                    yield ev
+            live.call = None
         except self.errors as exc:
             return self.failed(exc)
         return RoundEnd(

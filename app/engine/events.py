@@ -11,12 +11,20 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from app.calls import ToolCall, ToolResult
-from app.engine.formats.events import ReasoningDelta, TextDelta, ToolCallIncomplete
+from app.engine.formats.events import (
+    ReasoningDelta,
+    TextDelta,
+    ToolCallArgsDelta,
+    ToolCallDone,
+    ToolCallIncomplete,
+    ToolCallStarted,
+)
 
 __all__ = [
     "ChatEvent",
     "ContextFull",
     "DoneEvent",
+    "LiveProgress",
     "NoticeEvent",
     "ReasoningEvent",
     "TextEvent",
@@ -102,6 +110,28 @@ class DoneEvent:
     remote: str | None = None
     endpoint: str | None = None
     template_source: str | None = None
+
+
+@dataclass
+class LiveProgress:
+    """A turn being written, as the generating thread sees it; read by polling from another thread
+    (like ``LoadedModel.prompt_progress``), never an event. ``tokens``: the pieces decoded so far
+    in the turn (about one a token; the done event has the exact count). ``call``: the call being
+    written, as (id, name, arguments so far as JSON text) from the moment its name is known, and
+    None outside a call. Each field is replaced whole, so a reader never sees half an update."""
+
+    tokens: int = 0
+    call: tuple[str, str, str] | None = None
+
+    def see(self, ev: Any) -> None:
+        """Follow one parser event of the reply (a call started, its arguments, its end)."""
+        if isinstance(ev, ToolCallStarted):
+            self.call = (ev.id, ev.name, "")
+        elif isinstance(ev, ToolCallArgsDelta) and self.call is not None:
+            cid, name, args = self.call
+            self.call = (cid, name, args + ev.fragment)
+        elif isinstance(ev, ToolCallDone | ToolCallIncomplete):
+            self.call = None
 
 
 # A call the model did not finish (or addressed to an undeclared tool) is the parser's own event:

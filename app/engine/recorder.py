@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from app.calls import ToolResult
-from app.engine.events import DoneEvent, NoticeEvent, ToolCallFinishedEvent
+from app.engine.events import DoneEvent, NoticeEvent, ToolCallFinishedEvent, ToolCallStartedEvent
 from app.engine.formats.events import ReasoningDelta, TextDelta
 
 if TYPE_CHECKING:
@@ -60,6 +60,7 @@ class TurnRecorder:
         self.reasoning: list[str] = []
         self.notices: list[dict[str, Any]] = []
         self.results: dict[str, ToolResult] = {}
+        self.decoding: dict[str, str | None] = {}  # call id -> the constraint that held it (None: free)
         self._last_save = time.monotonic()
 
     # -- saving with a clear error -----------------------------------------------------------
@@ -98,6 +99,8 @@ class TurnRecorder:
                 self._last_save = now
                 pid, text, reasoning = self.partial.id, "".join(self.text), "".join(self.reasoning) or None
                 self._save("the reply so far", lambda: self.history.update_partial(pid, text, reasoning))
+        elif isinstance(ev, ToolCallStartedEvent):
+            self.decoding[ev.call.id] = ev.constrained
         elif isinstance(ev, ToolCallFinishedEvent):
             self.results[ev.call.id] = ev.outcome
         elif isinstance(ev, NoticeEvent):
@@ -115,11 +118,12 @@ class TurnRecorder:
         if done.finish_reason in ("cancelled", "error"):
             status: MessageStatus = "interrupted" if done.finish_reason == "cancelled" else "error"
             pid = self.partial.id
+            extra = {**self._extra_base(), "stats": self._stats(done)}  # "stopped" reads as it did live
             return (
                 self._save(
                     "the reply",
                     lambda: self.history.finish_message(
-                        pid, status, content=text, reasoning=reasoning, error=done.error
+                        pid, status, content=text, reasoning=reasoning, error=done.error, extra=extra
                     ),
                 )
                 is not _FAILED
@@ -135,19 +139,8 @@ class TurnRecorder:
 
         msgs = list(messages)
         last_user = max((i for i, m in enumerate(msgs) if m.role == "user"), default=-1)
-        stats = {
-            "finish_reason": done.finish_reason,
-            "prompt_tokens": done.prompt_tokens,
-            "generated_tokens": done.generated_tokens,
-            "tokens_per_s": done.tokens_per_s,
-            "ttft_s": done.ttft_s,
-            "rounds": done.rounds,
-        }
-        extra_base: dict[str, Any] = {}
-        if self.model:
-            extra_base["model"] = self.model
-        if self.settings:
-            extra_base["settings"] = self.settings
+        stats = self._stats(done)
+        extra_base = self._extra_base()
         out = []
         notices = list(self.notices)
         assistants = [i for i in range(last_user + 1, len(msgs)) if msgs[i].role == "assistant"]
@@ -156,6 +149,11 @@ class TurnRecorder:
             extra = dict(extra_base) if m.role == "assistant" else {}
             if assistants and i == assistants[-1]:
                 extra["stats"] = stats
+            if m.tool_calls:  # how each call was decoded and, from a remote engine, who read it
+                extra["call_decoding"] = {c.id: self.decoding.get(c.id) for c in m.tool_calls}
+                parsers = {c.id: done.call_parsers[c.id] for c in m.tool_calls if c.id in done.call_parsers}
+                if parsers:
+                    extra["call_parsers"] = parsers
             if m.incomplete_calls:  # cut off or undeclared calls: shown with the reply, never run
                 extra["incomplete_calls"] = [c.to_dict() for c in m.incomplete_calls]
             out.append(
@@ -174,3 +172,23 @@ class TurnRecorder:
             if m.role == "assistant":
                 notices = []  # the banners belong above the turn's first reply
         return out
+
+    def _extra_base(self) -> dict[str, Any]:
+        extra: dict[str, Any] = {}
+        if self.model:
+            extra["model"] = self.model
+        if self.settings:
+            extra["settings"] = self.settings
+        return extra
+
+    @staticmethod
+    def _stats(done: DoneEvent) -> dict[str, Any]:
+        return {
+            "finish_reason": done.finish_reason,
+            "prompt_tokens": done.prompt_tokens,
+            "generated_tokens": done.generated_tokens,
+            "tokens_per_s": done.tokens_per_s,
+            "ttft_s": done.ttft_s,
+            "elapsed_s": done.elapsed_s,
+            "rounds": done.rounds,
+        }

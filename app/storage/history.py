@@ -743,8 +743,10 @@ class History:
         prompt_tokens: int | None = None,
         completion_tokens: int | None = None,
         error: str | None = None,
+        extra: Mapping[str, Any] | None = None,
     ) -> MessageRecord:
-        """Mark a message complete / interrupted / error, optionally with its final text and counts."""
+        """Mark a message complete / interrupted / error, optionally with its final text and counts
+        (``extra``: keys added to the message's extra JSON, e.g. its statistics)."""
         self._check(status=status)
         if status == "streaming":
             raise HistoryError("finish_message needs a final status: complete, interrupted or error")
@@ -766,6 +768,16 @@ class History:
             if row is None:
                 raise MessageNotFound(f"no message with id {message_id}")
             db.execute(f"UPDATE messages SET {', '.join(sets)} WHERE id = ?", (*params, message_id))
+            if extra:
+                (current,) = db.execute(
+                    "SELECT extra_json FROM messages WHERE id = ?", (message_id,)
+                ).fetchone()
+                merged = _loads(current)
+                merged = {**(merged if isinstance(merged, dict) else {}), **dict(extra)}
+                db.execute(
+                    "UPDATE messages SET extra_json = ? WHERE id = ?",
+                    (_dumps(merged, "message extra"), message_id),
+                )
             self._touch(db, row[0], now)
         return self.get_message(message_id)
 
@@ -845,7 +857,8 @@ class History:
                 )
                 top += 1
             db.execute(
-                "DELETE FROM messages WHERE conversation_id = ? AND position > ?", (conversation_id, user_position)
+                "DELETE FROM messages WHERE conversation_id = ? AND position > ?",
+                (conversation_id, user_position),
             )
             db.execute(
                 "DELETE FROM reply_versions WHERE conversation_id = ? AND user_position > ?",
@@ -897,7 +910,8 @@ class History:
             ).fetchone()[0]
             self._keep_version(db, conversation_id, user_position, reply, top)
             db.execute(
-                "DELETE FROM messages WHERE conversation_id = ? AND position > ?", (conversation_id, user_position)
+                "DELETE FROM messages WHERE conversation_id = ? AND position > ?",
+                (conversation_id, user_position),
             )
             for m in _records_from_json(chosen[1]):
                 self._insert_message(
@@ -922,10 +936,13 @@ class History:
     @staticmethod
     def _user_at(db: sqlite3.Connection, conversation_id: int, user_position: int) -> None:
         row = db.execute(
-            "SELECT role FROM messages WHERE conversation_id = ? AND position = ?", (conversation_id, user_position)
+            "SELECT role FROM messages WHERE conversation_id = ? AND position = ?",
+            (conversation_id, user_position),
         ).fetchone()
         if row is None or row[0] != "user":
-            raise MessageNotFound(f"no user message at position {user_position} of conversation {conversation_id}")
+            raise MessageNotFound(
+                f"no user message at position {user_position} of conversation {conversation_id}"
+            )
 
     def _reply_rows(self, db: Any, conversation_id: int, user_position: int) -> list[MessageRecord]:
         """The reply to the user message at ``user_position``: the messages up to the next user one."""

@@ -10,6 +10,7 @@ known. Qt-free.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -19,9 +20,12 @@ from app.engine.events import ToolCallFinishedEvent, ToolCallStartedEvent
 if TYPE_CHECKING:
     from app.storage.history import StoredToolCall
 
-__all__ = ["CallStatus", "CallView", "call_summary", "format_duration", "short"]
+__all__ = ["DECODING_NOT_RECORDED", "CallStatus", "CallView", "call_summary", "format_duration", "short"]
 
-CallStatus = Literal["running", "ok", "error", "denied"]
+CallStatus = Literal["writing", "running", "ok", "error", "denied"]
+
+#: How a reopened call saved before Callisto kept its decoding is described.
+DECODING_NOT_RECORDED = "not recorded (saved by an older Callisto)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,15 +35,21 @@ class CallView:
     ``constrained`` describes the constraint that held the call while it was decoded (None: decoded
     freely, parsed after the fact); ``parser`` says which parser read it (a remote engine's
     ``DoneEvent.call_parsers`` value such as ``api:openai``; None for the local engine).
+    ``writing``: the model is still writing the call (its arguments so far are ``call.arguments``,
+    as text). ``decoding_known`` is False for a stored call saved before its decoding was kept.
     """
 
     call: ToolCall
     outcome: ToolResult | None = None
     constrained: str | None = None
     parser: str | None = None
+    writing: bool = False
+    decoding_known: bool = True
 
     @property
     def status(self) -> CallStatus:
+        if self.writing:
+            return "writing"
         if self.outcome is None:
             return "running"
         if self.outcome.ok:
@@ -65,9 +75,37 @@ class CallView:
             return cls(ev.call, constrained=ev.constrained)
         return cls(ev.call, ev.outcome)
 
+    @property
+    def decoding(self) -> str:
+        """How the call was decoded, in words (the side panel's "Decoding" line)."""
+        if not self.decoding_known:
+            return DECODING_NOT_RECORDED
+        return (
+            f"held to its schema ({self.constrained})" if self.constrained else "free (parsed after the fact)"
+        )
+
     @classmethod
-    def from_stored(cls, stored: StoredToolCall) -> CallView:
-        return cls(stored.call, stored.outcome)
+    def being_written(cls, call_id: str, name: str, arguments: str) -> CallView:
+        """A call the model is writing: its name, and its arguments so far (JSON text)."""
+        return cls(ToolCall(id=call_id, name=name, arguments=arguments), writing=True)
+
+    @classmethod
+    def from_stored(cls, stored: StoredToolCall, extra: Mapping[str, Any] | None = None) -> CallView:
+        """A stored call; ``extra`` is its reply's extra JSON (how each call was decoded, which
+        parser read it)."""
+        extra = extra or {}
+        decoding = extra.get("call_decoding")
+        parsers = extra.get("call_parsers")
+        known = isinstance(decoding, dict) and stored.call_id in decoding
+        constrained = decoding.get(stored.call_id) if known and isinstance(decoding, dict) else None
+        parser = parsers.get(stored.call_id) if isinstance(parsers, dict) else None
+        return cls(
+            stored.call,
+            stored.outcome,
+            constrained=constrained if isinstance(constrained, str) else None,
+            parser=parser if isinstance(parser, str) else None,
+            decoding_known=known,
+        )
 
 
 def short(value: Any, limit: int) -> str:

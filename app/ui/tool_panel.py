@@ -99,7 +99,7 @@ class ToolCallPanel(QWidget):
         view, it = self.entries[call_id], self._item(call_id)
         if it is None:
             return
-        mark = {"running": "…", "ok": "✓", "error": "✗", "denied": "✗"}[view.status]
+        mark = {"running": "…", "ok": "✓", "error": "✗", "denied": "✗"}.get(view.status, "…")
         outcome = view.outcome
         took = outcome.duration_s if outcome is not None else None
         dur = f" · {format_duration(took)}" if took else ""
@@ -147,13 +147,7 @@ class ToolCallPanel(QWidget):
             )
             + f" &nbsp; <b>Approval:</b> {html.escape(approval)}"
             + "</p>",
-            "<p><b>Decoding:</b> "
-            + (
-                f"held to its schema ({html.escape(view.constrained)})"
-                if view.constrained
-                else "free (parsed after the fact)"
-            )
-            + "</p>",
+            f"<p><b>Decoding:</b> {html.escape(view.decoding)}</p>",
             "<p><b>Arguments</b></p>",
             pre(pretty_json(call.arguments)),
         ]

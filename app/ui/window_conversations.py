@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING
 
 from PySide6.QtCore import Signal
 
-from app.ui.call_view import CallView
 from app.ui.conversation_list import ConversationList
 from app.ui.window_part import WindowPart
 
@@ -146,31 +145,9 @@ class ConversationsController(WindowPart):
         self.chat.clear()
         self.tool_panel.clear()
         self.status.reset_stats()
-        current = None
-        for m in conv.messages:
-            if m.role == "user":
-                self.chat.add_user(m.content)
-                current = None
-            elif m.role in ("assistant", "tool"):
-                if current is None:
-                    current = self.chat.begin_assistant()
-                if m.role == "assistant":
-                    for n in m.shown_notices:  # the banners shown above it
-                        self.chat.add_notice(n.code, n.message, n.setting)
-                    if m.reasoning:
-                        current.append_reasoning(m.reasoning)
-                    if m.content:
-                        current.append_text(m.content)
-                    for inc in m.incomplete_calls:  # cut off or undeclared, not run
-                        current.add_incomplete(inc)
-                    for tc in m.tool_calls:
-                        view = CallView.from_stored(tc)
-                        current.add_card(view)
-                        self.tool_panel.show_call(view)
-                    current.flush()
-                    current.set_status("done" if m.status == "complete" else m.status)
-                    if m.status == "error" and m.error:
-                        current.set_error(f"The reply failed: {m.error}")
+        # as it looked live: stats, cut-off mark and Continue, how each call was decoded, versions
+        for view in self.chat.show_records(conv.messages, conv.versions):
+            self.tool_panel.show_call(view)
         self.worker.open_conversation(cid, conv.messages)
         self.show_chat_page()
 

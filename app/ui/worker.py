@@ -130,10 +130,13 @@ class EngineWorker(WorkerSignals):
         self.state.busy.set()
         self.jobs.submit(lambda: self.turns.send(text, conversation_id), uses_model=True)
 
-    def regenerate(self) -> None:
+    def regenerate(self, tool_choice: Any = None) -> None:
+        """Reply again to the last user message, with ``tool_choice`` (None: the control's): the
+        reply it replaces is kept in history as a version."""
+        choice = self.tool_choice if tool_choice is None else tool_choice
         self.state.cancel.clear()
         self.state.busy.set()
-        self.jobs.submit(self.turns.regenerate, uses_model=True)
+        self.jobs.submit(lambda: self.turns.regenerate(choice), uses_model=True)
 
     def truncate_before_user(self, user_index: int) -> None:
         """Drop the ``user_index``-th user message and all after it (edit-and-resend)."""

@@ -91,9 +91,15 @@ class Turns:
         if st.remote is None and not self._make_room(text):  # a remote engine keeps its own context
             return
         choice = st.tool_choice  # set by the window's tool-choice control
-        self._run(lambda: session.send(text, cancel=st.cancel, tool_choice=choice), user_text=text)
+        self._run(
+            lambda: session.send(text, cancel=st.cancel, tool_choice=choice),
+            user_text=text,
+            tool_choice=choice,
+        )
 
-    def regenerate(self) -> None:
+    def regenerate(self, tool_choice: Any) -> None:
+        """Reply again to the last user message with the turn's own ``tool_choice``; the reply it
+        replaces is kept in history as a version (``History.archive_reply``)."""
         st = self.state
         self.revive()
         session, cid = st.session, st.conversation_id
@@ -101,16 +107,18 @@ class Turns:
             st.busy.clear()
             self.signals.sig_done.emit(DoneEvent(finish_reason="error", error="no model loaded"))
             return
-        # the reply being replaced goes from the saved conversation too
+        # the reply being replaced leaves the saved conversation, kept as a version of this turn
         if self.history is not None and cid is not None:
             try:
                 conv = self.history.load_conversation(cid)
                 users = [m for m in conv.messages if m.role == "user"]
                 if users:
-                    self.history.truncate_after(cid, users[-1].position)
+                    self.history.archive_reply(cid, users[-1].position)
             except Exception as exc:  # noqa: BLE001 - HistoryError or sqlite: the chat goes on, the window says so
                 self._save_failed(exc)
-        self._run(lambda: session.regenerate(cancel=st.cancel))
+        self._run(
+            lambda: session.regenerate(cancel=st.cancel, tool_choice=tool_choice), tool_choice=tool_choice
+        )
 
     def _make_room(self, text: str) -> bool:
         """Apply the context policy before ``text`` is sent; False (and a done event saying why) when
@@ -132,7 +140,7 @@ class Turns:
         sig.sig_done.emit(full_context_done(fit.usage))
         return False
 
-    def _recorder(self) -> TurnRecorder | None:
+    def _recorder(self, tool_choice: Any) -> TurnRecorder | None:
         """The core's turn recorder for the open conversation (None without history)."""
         st = self.state
         if self.history is None or st.conversation_id is None:
@@ -148,17 +156,20 @@ class Turns:
                 "tool_format": st.config.tool_format,
                 "max_tokens": st.config.max_tokens,
                 "sampling": dict(st.config.sampling),
+                "tool_choice": tool_choice,  # what Regenerate sends again
             },
             on_error=self.signals.sig_error.emit,
             partial_save_s=self.partial_save_s,
         )
 
-    def _run(self, start: Callable[[], Any], user_text: str | None = None) -> None:
+    def _run(
+        self, start: Callable[[], Any], user_text: str | None = None, *, tool_choice: Any = "auto"
+    ) -> None:
         st, sig = self.state, self.signals
         assert st.session is not None
         self.generation_thread_ident = threading.get_ident()
         sig.sig_busy.emit(True)
-        recorder = self._recorder()
+        recorder = self._recorder(tool_choice)
         if recorder is not None:
             if user_text is not None:
                 recorder.user_message(user_text)

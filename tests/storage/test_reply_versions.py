@@ -28,7 +28,9 @@ def _turn(h: History, cid: int, text: str, *, with_call: bool = False) -> None:
             ),
             TurnMessage("tool", "391", tool_call_id=CALL.id, name=CALL.name),
         ]
-    msgs.append(TurnMessage("assistant", text, extra={"stats": {"finish_reason": "stop", "generated_tokens": 3}}))
+    msgs.append(
+        TurnMessage("assistant", text, extra={"stats": {"finish_reason": "stop", "generated_tokens": 3}})
+    )
     h.record_turn(cid, partial.id, msgs)
 
 

@@ -27,7 +27,62 @@ from app.ui.chat.notices import ErrorBox, NoticeBanner
 from app.ui.chat.tool_card import ToolCard
 from app.ui.labels import plain_text_label
 
-__all__ = ["AssistantMessage", "ThinkingBlock", "UserMessage"]
+__all__ = ["AssistantMessage", "LiveCounter", "LiveSnapshot", "ThinkingBlock", "UserMessage", "stats_text"]
+
+
+def stats_text(
+    generated_tokens: int | None,
+    tokens_per_s: float | None,
+    elapsed_s: float | None = None,
+    ttft_s: float | None = None,
+) -> str:
+    """ "123 tokens · 45.6 tok/s · 2.7 s · first token 80 ms": the line under a reply, live or
+    reopened (the same words from a turn's done event and from its stored statistics)."""
+    parts = []
+    if generated_tokens:
+        parts.append(f"{generated_tokens:,} tokens")
+    if tokens_per_s is not None:
+        parts.append(f"{tokens_per_s:.1f} tok/s")
+    if elapsed_s is None and tokens_per_s and generated_tokens:
+        elapsed_s = (ttft_s or 0.0) + generated_tokens / tokens_per_s
+    if elapsed_s is not None:
+        parts.append(f"{elapsed_s:.1f} s")
+    if ttft_s is not None:
+        parts.append(f"first token {ttft_s * 1000:.0f} ms")
+    return " · ".join(parts)
+
+
+#: What the engine says of a reply being written: (tokens so far, the call being written as
+#: (id, name, arguments so far) or None).
+LiveSnapshot = tuple[int, tuple[str, str, str] | None]
+
+
+class LiveCounter:
+    """The tokens of a reply being written and their rate, from the engine's running count
+    (``source()``: tokens generated so far in this turn, or None when the engine cannot tell).
+
+    The rate counts from the first token seen, so the time spent reading the prompt is not in it."""
+
+    def __init__(self) -> None:
+        self.tokens = 0
+        self._base: int | None = None  # the count when the first token was seen
+        self._t0: float | None = None
+
+    def update(self, tokens: int, now: float) -> None:
+        if self._base is None and tokens > 0:
+            self._base, self._t0 = tokens, now
+        self.tokens = max(self.tokens, tokens)
+
+    def rate(self, now: float) -> float | None:
+        if self._base is None or self._t0 is None or now - self._t0 <= 0 or self.tokens - self._base < 2:
+            return None
+        return (self.tokens - self._base) / (now - self._t0)
+
+    def text(self, now: float) -> str:
+        if not self.tokens:
+            return ""
+        rate = self.rate(now)
+        return f"{self.tokens:,} tokens" + (f" · {rate:.1f} tok/s" if rate is not None else "")
 
 
 class ThinkingBlock(QFrame):
@@ -174,12 +229,17 @@ class AssistantMessage(QFrame):
     sig_open_setting = Signal(str)
     sig_dismiss_notice = Signal(str)  # a notice code the user does not want to see again
     sig_regenerate = Signal()
+    sig_continue = Signal()  # the Continue action of a reply cut off by the max-tokens limit
+    sig_version = Signal(int)  # the version (1, 2, ...) the pager asks for
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("assistantMessage")
         self.role = "assistant"
         self.status = "streaming"
+        self.finish_reason: str | None = None  # the turn's, once it ended
+        self.turn_tool_choice: object = None  # the tool choice the turn was sent with (None: unknown)
+        self.version = (1, 1)  # (the version shown, how many there are)
         self._lay = QVBoxLayout(self)
         self._lay.setContentsMargins(12, 8, 12, 8)
         self._lay.setSpacing(4)
@@ -196,14 +256,34 @@ class AssistantMessage(QFrame):
         self.progress.setMaximumSize(90, 8)
         self.progress.setTextVisible(False)
         head.addWidget(self.progress)
+        self.live = QLabel("")  # tokens and tok/s while the reply is written
+        self.live.setObjectName("msgLive")
+        self.live.setVisible(False)
+        head.addWidget(self.live)
         head.addStretch(1)
+        self.btn_prev = _small_button("‹", "The previous version of this reply")
+        self.btn_prev.clicked.connect(lambda: self.sig_version.emit(self.version[0] - 1))
+        self.version_label = QLabel("")
+        self.version_label.setObjectName("msgVersion")
+        self.btn_next = _small_button("›", "The next version of this reply")
+        self.btn_next.clicked.connect(lambda: self.sig_version.emit(self.version[0] + 1))
+        for w in (self.btn_prev, self.version_label, self.btn_next):
+            w.setVisible(False)
+            head.addWidget(w)
         self.btn_copy = _small_button("Copy", "Copy this reply")
         self.btn_copy.clicked.connect(lambda: copy_with_feedback(self.btn_copy, self.text()))
-        self.btn_regen = _small_button("Regenerate", "Generate this reply again")
+        self.btn_regen = _small_button(
+            "Regenerate", "Generate this reply again (the earlier one is kept as a version)"
+        )
         self.btn_regen.clicked.connect(self.sig_regenerate.emit)
         head.addWidget(self.btn_copy)
         head.addWidget(self.btn_regen)
         self._lay.addLayout(head)
+        self.version_note = QLabel("")
+        self.version_note.setObjectName("msgStats")
+        self.version_note.setWordWrap(True)
+        self.version_note.setVisible(False)
+        self._lay.addWidget(self.version_note)
         self.banners: list[NoticeBanner] = []
         self._banner_box = QVBoxLayout()
         self._lay.addLayout(self._banner_box)
@@ -218,6 +298,11 @@ class AssistantMessage(QFrame):
         self.dirty = False
         self.reasoning = ""
         self.error_box: ErrorBox | None = None
+        self.empty_label = QLabel("(empty reply)")  # a reply that ended with nothing in it
+        self.empty_label.setObjectName("emptyReply")
+        self.empty_label.setToolTip("The model ended its reply without writing anything.")
+        self.empty_label.setVisible(False)
+        self._lay.addWidget(self.empty_label)
         self.stats = QLabel("")
         self.stats.setObjectName("msgStats")
         self.stats.setVisible(False)
@@ -225,6 +310,88 @@ class AssistantMessage(QFrame):
         self.started = False  # the first token (or call) arrived
         self.prompt_source: Callable[[], tuple[int, int] | None] | None = None
         self._prompt_timer: QTimer | None = None
+        self.counter = LiveCounter()
+        self.token_source: Callable[[], LiveSnapshot | None] | None = None
+        self._live_timer: QTimer | None = None
+
+    # -- versions and the live counter -----------------------------------------------------
+    def set_versions(self, shown: int, count: int, *, note: str = "") -> None:
+        """The pager ‹ shown/count › (hidden for a reply with one version); ``note`` under it."""
+        self.version = (shown, count)
+        many = count > 1
+        for w in (self.btn_prev, self.version_label, self.btn_next):
+            w.setVisible(many)
+        self.version_label.setText(f"{shown}/{count}")
+        self.btn_prev.setEnabled(many and shown > 1)
+        self.btn_next.setEnabled(many and shown < count)
+        self.version_note.setText(note)
+        self.version_note.setVisible(bool(note))
+
+    def watch_tokens(self, source: Callable[[], LiveSnapshot | None], interval_ms: int = 250) -> None:
+        """While the reply is written, show its tokens and tok/s, and the call being written as a
+        card whose arguments fill in: ``source()`` gives the engine's (tokens so far in the turn,
+        the call being written as (id, name, arguments so far) or None), or None when it cannot
+        tell (a remote engine). Stops when the reply ends."""
+        self.token_source = source
+        if self._live_timer is None:
+            self._live_timer = QTimer(self)
+            self._live_timer.timeout.connect(self.poll_tokens)
+        self._live_timer.start(interval_ms)
+
+    def poll_tokens(self) -> None:
+        if self.status != "streaming" or self.token_source is None:
+            if self._live_timer is not None:
+                self._live_timer.stop()
+            self.live.setVisible(False)
+            return
+        snap = self.token_source()
+        if snap is None:
+            return
+        n, call = snap
+        now = time.monotonic()
+        self.counter.update(n, now)
+        text = self.counter.text(now)
+        self.live.setText(text)
+        self.live.setVisible(bool(text))
+        if call is not None:
+            self.show_writing(CallView.being_written(*call))
+            self.status_label.setText(f"writing a call to {call[1]}…")
+        elif self.started and self.status_label.text().startswith("writing a call"):
+            self.status_label.setText("…")
+
+    def show_writing(self, view: CallView) -> ToolCard:
+        """The card of a call being written (its arguments so far); it becomes the call's card
+        when the call runs."""
+        card = self.cards.get(view.call.id)
+        if card is None:
+            return self.add_card(view)
+        if card.view.writing:
+            card.set_view(view)
+        return card
+
+    def drop_unfinished_cards(self) -> None:
+        """At the end of the reply: the cards of calls that were being written and never ran (the
+        model abandoned them, or they were cut off: the cut-off chip says so)."""
+        for call_id, card in list(self.cards.items()):
+            if card.view.writing:
+                del self.cards[call_id]
+                card.hide()
+                card.deleteLater()
+
+    def offer_continue(self) -> None:
+        """The mark of a reply cut off by the max-tokens limit, with its Continue action."""
+        self.set_error(
+            "The reply reached the max-tokens limit and was cut off.",
+            [("Continue", self.sig_continue.emit)],
+            kind="info",
+        )
+
+    def withdraw_continue(self) -> None:
+        """Continue was used, or the conversation went on: the mark stays, its button goes."""
+        button = self.error_box.buttons.get("Continue") if self.error_box is not None else None
+        if button is not None:
+            button.hide()
+            button.setEnabled(False)
 
     def watch_prompt(self, source: Callable[[], tuple[int, int] | None], interval_ms: int = 150) -> None:
         """Until the first token, show how much of the prompt is read: ``source()`` gives (done, total)
@@ -354,10 +521,17 @@ class AssistantMessage(QFrame):
     def text(self) -> str:
         return "".join(b.raw for b in self.blocks if isinstance(b, TextRun))
 
+    def is_empty(self) -> bool:
+        """Nothing was written: no text, reasoning, call or cut-off call."""
+        return not (self.text().strip() or self.reasoning.strip() or self.cards or self.incomplete)
+
     def set_status(self, status: str) -> None:
         self.status = status
         if status != "streaming":
             self.progress.setVisible(False)
+            self.poll_tokens()  # stops the live counter
+            self.drop_unfinished_cards()
+        self.empty_label.setVisible(status in ("done", "length") and self.is_empty())
         self.status_label.setText(
             {
                 "streaming": "…" if self.started else "Processing prompt…",

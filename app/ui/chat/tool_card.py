@@ -8,8 +8,17 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QFrame, QHBoxLayout, QPushButton, QToolButton, QVBoxLayout, QWidget
+from PySide6.QtCore import QSize, Qt
+from PySide6.QtWidgets import (
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
+    QSizePolicy,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
 
 from app.tools.types import pretty_json
 from app.ui.call_view import CallView, call_summary, format_duration, short
@@ -20,17 +29,43 @@ __all__ = ["ToolCard", "ToolChip"]
 
 class ToolChip(QPushButton):
     """The header of a tool-call card: the call in one line and its outcome; clicking selects it in
-    the side panel (the card's arrow opens the details inline)."""
+    the side panel (the card's arrow opens the details inline).
 
-    MARKS = {"running": "…", "ok": "✓", "error": "✗", "denied": "✗ denied"}
+    A long line is cut to the width the reply gives it ("…" at the end; the whole line is the
+    tooltip), so a card never makes the conversation wider than the window (U5)."""
+
+    MARKS = {"writing": "✎ writing…", "running": "…", "ok": "✓", "error": "✗", "denied": "✗ denied"}
+    MIN_CHARS = 12  # the narrowest a chip gets, in average characters
 
     def __init__(self, view: CallView, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("toolChip")
         self.setCursor(Qt.CursorShape.PointingHandCursor)
         self.setFlat(True)
-        self.setToolTip("Show this call in the tool-call panel")
+        self.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Fixed)
+        self.full_text = ""
         self.set_view(view)
+
+    def sizeHint(self) -> QSize:  # noqa: N802 (Qt API): as wide as the whole line
+        hint = super().sizeHint()
+        fm = self.fontMetrics()
+        return QSize(fm.horizontalAdvance(self.full_text) + 24, hint.height())
+
+    def minimumSizeHint(self) -> QSize:  # noqa: N802 (Qt API): it may be cut to a few characters
+        return QSize(
+            self.fontMetrics().averageCharWidth() * self.MIN_CHARS, super().minimumSizeHint().height()
+        )
+
+    def resizeEvent(self, e) -> None:  # noqa: N802 (Qt API)
+        super().resizeEvent(e)
+        self._fit()
+
+    def _fit(self) -> None:
+        shown = self.fontMetrics().elidedText(
+            self.full_text, Qt.TextElideMode.ElideRight, max(0, self.width() - 20)
+        )
+        if shown != self.text():
+            self.setText(shown)
 
     def set_view(self, view: CallView) -> None:
         self.view = view
@@ -42,10 +77,22 @@ class ToolChip(QPushButton):
         elif outcome is not None and outcome.content is not None:
             took = f" · {format_duration(outcome.duration_s)}" if outcome.duration_s else ""
             tail = f" → {short(outcome.content, 40)}{took}"
-        self.setText(f"⚙ {summary} {self.MARKS[view.status]}{tail}")
-        self.setProperty("state", view.status)
+        self.full_text = f"⚙ {summary} {self.MARKS[view.status]}{tail}"
+        self.setText(self.full_text)
+        self._fit()
+        self.updateGeometry()
+        self.setToolTip(f"{self.full_text}\n\nShow this call in the tool-call panel")
+        self.setProperty("state", "running" if view.status == "writing" else view.status)
         self.style().unpolish(self)
         self.style().polish(self)
+
+
+def _narrowable(label: QLabel) -> QLabel:
+    """A wrapping label that a long unbroken word (a path, a JSON string) does not widen: it gets
+    the width of the reply and wraps anywhere."""
+    label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+    label.setMinimumWidth(1)
+    return label
 
 
 class ToolCard(QFrame):
@@ -68,10 +115,10 @@ class ToolCard(QFrame):
         self.toggle.toggled.connect(self._on_toggle_toggled)
         head.addWidget(self.toggle)
         self.chip = ToolChip(view)
-        head.addWidget(self.chip)
+        head.addWidget(self.chip)  # it may narrow: its line is cut to fit
         head.addStretch(1)
         lay.addLayout(head)
-        self.body = plain_text_label("toolCardBody")
+        self.body = _narrowable(plain_text_label("toolCardBody"))
         lay.addWidget(self.body)
         self.btn_raw = QToolButton()
         self.btn_raw.setObjectName("msgAction")
@@ -81,7 +128,7 @@ class ToolCard(QFrame):
         self.btn_raw.setVisible(False)
         self.btn_raw.toggled.connect(self._on_raw_toggled)
         lay.addWidget(self.btn_raw, 0, Qt.AlignmentFlag.AlignLeft)
-        self.raw_view = plain_text_label("toolCardRaw")
+        self.raw_view = _narrowable(plain_text_label("toolCardRaw"))
         lay.addWidget(self.raw_view)
         self.fix_button: QPushButton | None = None
         self.set_view(view)

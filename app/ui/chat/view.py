@@ -7,6 +7,9 @@ interval grows with the cost of the previous render) renders what changed (see
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+
 from PySide6.QtCore import QEvent, Qt, QTimer, Signal
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QScrollArea, QVBoxLayout, QWidget
 
@@ -15,9 +18,13 @@ from app.ui.call_view import CallView
 from app.ui.chat.markdown import MarkdownView, TextRun
 from app.ui.chat.messages import AssistantMessage, UserMessage
 from app.ui.chat.notices import NoticeBanner
+from app.ui.chat.records import fill_reply
 from app.ui.chat.tool_card import ToolCard
 from app.ui.markdown_render import WARM_LANGUAGES, is_warm, warm_up
 from app.ui.theme import is_dark
+
+if TYPE_CHECKING:
+    from app.storage.history import MessageRecord
 
 __all__ = ["ChatView"]
 
@@ -30,6 +37,8 @@ class ChatView(QScrollArea):
     sig_dismiss_notice = Signal(str)
     sig_regenerate = Signal(int)  # index of the user message (among user messages) whose reply it is, or -1
     sig_edit_resend = Signal(int, str)  # (index of the user message among user messages, new text)
+    sig_continue = Signal(object)  # the reply (AssistantMessage) whose Continue was clicked
+    sig_version = Signal(object, int)  # (the reply, the version number its pager asks for)
 
     READING_WIDTH = 860  # px: long lines stay readable on a wide window
     MIN_INTERVAL_MS = 40
@@ -121,20 +130,79 @@ class ChatView(QScrollArea):
         self._stick_to_bottom = True
 
     def add_user(self, text: str) -> UserMessage:
+        for reply in self.assistant_messages():  # the conversation goes on: no older reply continues
+            reply.withdraw_continue()
         m = UserMessage(text)
         m.sig_edit_resend.connect(self._on_user_edit_resend)
         m.sig_edit_requested.connect(self._on_user_edit_requested)
         self._insert(m)
         return m
 
-    def begin_assistant(self) -> AssistantMessage:
+    def _new_reply(self) -> AssistantMessage:
         m = AssistantMessage()
         m.sig_chip_clicked.connect(self.sig_chip_clicked.emit)
         m.sig_open_setting.connect(self.sig_open_setting.emit)
         m.sig_dismiss_notice.connect(self._on_dismiss_notice)
         m.sig_regenerate.connect(lambda: self.sig_regenerate.emit(self.user_index_of(m)))
+        m.sig_continue.connect(lambda: self.sig_continue.emit(m))
+        m.sig_version.connect(lambda number: self.sig_version.emit(m, number))
+        return m
+
+    def begin_assistant(self) -> AssistantMessage:
+        m = self._new_reply()
         self._insert(m)
         return m
+
+    # -- a stored conversation -----------------------------------------------------------
+    def show_records(
+        self, records: Sequence[MessageRecord], versions: Mapping[int, tuple[int, int]] | None = None
+    ) -> list[CallView]:
+        """Show a stored conversation as it looked live (banners, reasoning, text, calls with how
+        they were decoded, statistics, the cut-off mark and Continue on the last reply, stopped or
+        failed replies, the version pager); returns the calls shown, for the side panel."""
+        versions = versions or {}
+        views: list[CallView] = []
+        turn: list[MessageRecord] = []
+        user_position: int | None = None
+
+        def end_turn() -> None:
+            if turn:
+                reply = self.begin_assistant()
+                views.extend(fill_reply(reply, turn, add_notice=self.add_notice))
+                if user_position is not None and user_position in versions:
+                    reply.set_versions(*versions[user_position])
+            turn.clear()
+
+        for m in records:
+            if m.role == "user":
+                end_turn()
+                self.add_user(m.content)
+                user_position = m.position
+            elif m.role in ("assistant", "tool"):
+                turn.append(m)
+        end_turn()
+        last = self.current_assistant()
+        for reply in self.assistant_messages():
+            if reply is not last:
+                reply.withdraw_continue()
+        return views
+
+    def replace_reply(
+        self, old: AssistantMessage, records: Sequence[MessageRecord]
+    ) -> tuple[AssistantMessage, list[CallView]]:
+        """Show ``records`` (another version of the reply) in place of ``old``; returns the new
+        reply and its calls."""
+        i = self.messages.index(old)
+        m = self._new_reply()
+        self._col.insertWidget(self._col.indexOf(old), m)
+        self._col.removeWidget(old)
+        old.hide()
+        old.deleteLater()
+        self.messages[i] = m
+        views = fill_reply(m, records, add_notice=lambda code, msg, setting: m.add_banner(code, msg, setting))
+        if m is not self.messages[-1]:
+            m.withdraw_continue()
+        return m, views
 
     def current_assistant(self) -> AssistantMessage | None:
         if self.messages and isinstance(self.messages[-1], AssistantMessage):
