@@ -593,11 +593,10 @@ def _choices(args: argparse.Namespace) -> tuple[Any, Any]:
     if rf == "json":
         return tool_choice, {"type": "json_object"}
     try:
-        with open(rf, encoding="utf-8") as f:
-            schema = json.load(f)
+        schema = json.loads(_read_grammar(rf))  # a regular file of at most MAX_GRAMMAR_BYTES
     except OSError as exc:
         raise ValueError(f"cannot read the response format file {rf}: {exc.strerror or exc}") from None
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
         raise ValueError(f"the response format file {rf} is not JSON: {exc}") from None
     if not isinstance(schema, dict):
         raise ValueError(f"the response format file {rf} does not hold a JSON Schema object")

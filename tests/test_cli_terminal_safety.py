@@ -231,3 +231,20 @@ def test_n17_a_port_out_of_range_is_one_line(port):
     assert proc.returncode == 2
     assert "Traceback" not in proc.stderr
     assert "--port" in proc.stderr.splitlines()[-1]
+
+
+@pytest.mark.parametrize("kind", ["device", "fifo", "deep"])
+def test_n17_a_response_format_file_that_never_ends_or_nests_too_deep_is_one_line(tmp_path, tiny_gguf, kind):
+    if kind == "device":
+        path = Path(os.devnull if sys.platform == "win32" else "/dev/zero")
+    elif kind == "fifo":
+        if not hasattr(os, "mkfifo"):
+            pytest.skip("no FIFOs on this platform")
+        path = tmp_path / "schema.json"
+        os.mkfifo(path)  # nobody ever writes: reading it would block forever
+    else:
+        path = tmp_path / "schema.json"
+        path.write_text("[" * 200_000)
+    proc = run_cli("chat", "--model", str(tiny_gguf()), "--response-format", str(path), "hi", timeout=60)
+    assert proc.returncode == 2
+    assert one_line_error(proc).startswith("error: ")
