@@ -168,28 +168,24 @@ PLAIN = [
     ),
 ]
 CASES += PLAIN
+_FIELDS = (
+    "content",
+    "reasoning",
+    "calls",
+    "in_reasoning",
+    "truncated",
+    "orphan_close",
+    "stable_prefix",
+    "incomplete",
+)
+# The plain section in every reasoning state (the suffixed think tags: a test helper tells orphan
+# closes by the family's own tags).
 CASES += [
-    Case(
-        f"i27-plain-{c.id}",
-        c.text,
-        **{
-            k: getattr(c, k)
-            for k in (
-                "content",
-                "reasoning",
-                "calls",
-                "in_reasoning",
-                "truncated",
-                "orphan_close",
-                "stable_prefix",
-                "incomplete",
-            )
-        },
-    )
+    Case(f"i27-plain-{c.id}", c.text, **{k: getattr(c, k) for k in _FIELDS})
     for c in close_tag_in_argument_cases(
-        ("<think>", "</think>"),
-        POP + pcall("set_port", blob="why <think> and </think> here") + PCL,
-        ("set_port", {"blob": "why <think> and </think> here"}),
+        (THINK, UNTHINK),
+        POP + pcall("set_port", blob=f"why {THINK} and {UNTHINK} here") + PCL,
+        ("set_port", {"blob": f"why {THINK} and {UNTHINK} here"}),
         POP,
     )
 ]
