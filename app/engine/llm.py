@@ -23,7 +23,9 @@ A native crash (abort, segfault, out of memory) ends the child, never the caller
 ``EngineCrashedError`` and a load that crashes raises ``ModelLoadError`` saying so.
 
 A model that is closed, dropped or garbage-collected frees its backend: its engine process stops
-(``weakref.finalize``; closing twice is harmless).
+(``weakref.finalize``; closing twice is harmless). At exit every engine process still open is
+closed, and an engine process whose parent dies exits by itself (``app.engine.engine_process``):
+none outlives the process that started it.
 
 One thread per model: llama.cpp's CPU backend (OpenMP) keeps a team of worker threads per
 calling thread. Loading a model on one thread and generating on another leaves two teams
