@@ -221,3 +221,76 @@ def test_ernie45_is_detected_only_from_a_template_with_its_sentence_markers():
     ernie = "<|begin_of_sentence|>" + body
     assert detect_template(ernie) == "ernie45"
     assert detect_template(ernie.replace("<|begin_of_sentence|>", "<s>")) == "hermes"
+
+
+# -- cost: each parser stays linear (issue 27, Must show 3, as far as tests go) -------------------
+
+# One call whose value holds the family's markers (as its wire can carry them).
+_VALUES = {
+    "granite": "a ] <|tool_call|>[ </response> b",
+    "xlam": "a ] ``` [{ b",
+    "internlm": "a <|action_end|> <|action_start|><|plugin|> b",
+    "longcat": "a </longcat_tool_call> </think> b",
+    "granite-20b-fc": "a } <function_call> { b",
+    "phi4-mini": "a ] functools[ b",
+    "jamba": "a </tool_calls> ] b",
+    "hunyuan-a13b": "a </tool_calls> </answer> </think> b",
+    "minimax-m1": "a </tool_calls> } { b",
+    "olmo3": "a </function_calls> ) ( b",
+    "functiongemma": "a <end_function_call> } b",
+    "step3": "a <｜tool_calls_end｜> <｜tool_call_end｜> b",
+    "ernie45": "a </tool_call> </response> b",
+}
+
+
+def test_every_added_family_has_a_cost_case():
+    assert set(_VALUES) == set(NAMES)
+
+
+def _stream_all(fmt, text: str, seed: int = 11):
+    import random
+
+    from app.engine.formats import fold_events
+    from tests.engine.formats.harness import TOOLS
+
+    rnd = random.Random(seed)
+    s = fmt.stream(TOOLS)
+    events, i = [], 0
+    while i < len(text):
+        k = rnd.randint(1, 16)
+        events += s.feed(text[i : i + k])
+        i += k
+    events += s.finish()
+    return s, fold_events(events)
+
+
+@pytest.mark.parametrize("family", sorted(_VALUES))
+def test_one_huge_call_is_linear(family):
+    fmt = FORMATS[family]
+    text = fmt.example_call("set_port", {"blob": (_VALUES[family] + " ") * 5_000})
+    s, got = _stream_all(fmt, text)
+    assert s.ops <= 40 * len(text), f"{family}: {s.ops} characters examined for {len(text)}"
+    assert [c.name for c in got.tool_calls] == ["set_port"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("family", sorted(_VALUES))
+def test_cost_is_linear_at_one_megabyte(family):
+    from tests.engine.formats.harness import TOOLS
+
+    fmt = FORMATS[family]
+    call = fmt.example_call("set_port", {"blob": _VALUES[family] + " x" * 40, "port": "8080"})
+    # xLAM's list opens the reply only: its megabyte is one list of calls
+    chunk = call + " and some text < [ { in between\n" if not fmt.start_only else None
+    if chunk is None:
+        item = call[1:-1]
+        text = "[" + ", ".join([item] * (1_000_000 // len(item) + 1)) + "]"
+        expected = 1_000_000 // len(item) + 1
+    else:
+        text = chunk * (1_000_000 // len(chunk) + 1)
+        expected = len(text) // len(chunk)
+    s, got = _stream_all(fmt, text)
+    assert s.ops <= 40 * len(text), f"{family}: {s.ops} characters examined for {len(text)}"
+    assert got == fmt.parse(text, TOOLS)
+    assert len(got.tool_calls) == expected
+    assert got.tool_calls[0].arguments["blob"].startswith(_VALUES[family])
