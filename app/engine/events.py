@@ -11,14 +11,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from app.calls import ToolCall, ToolResult
-from app.engine.formats.events import (
-    ReasoningDelta,
-    TextDelta,
-    ToolCallArgsDelta,
-    ToolCallDone,
-    ToolCallIncomplete,
-    ToolCallStarted,
-)
+from app.engine.formats.events import ReasoningDelta, TextDelta, ToolCallDone, ToolCallIncomplete
 
 __all__ = [
     "ChatEvent",
@@ -117,21 +110,33 @@ class LiveProgress:
     """A turn being written, as the generating thread sees it; read by polling from another thread
     (like ``LoadedModel.prompt_progress``), never an event. ``tokens``: the pieces decoded so far
     in the turn (about one a token; the done event has the exact count). ``call``: the call being
-    written, as (id, name, arguments so far as JSON text) from the moment its name is known, and
-    None outside a call. Each field is replaced whole, so a reader never sees half an update."""
+    written, as (a provisional id, the tool's name, its arguments so far as written) from the
+    moment its name can be read, None outside a call; the provisional id is ``writing-N`` for the
+    turn's N-th call region (the call's own id comes when it is complete). Each field is replaced
+    whole, so a reader never sees half an update."""
 
     tokens: int = 0
     call: tuple[str, str, str] | None = None
+    calls: int = 0  # the call regions of the turn that ended (a call, or one cut off)
 
     def see(self, ev: Any) -> None:
-        """Follow one parser event of the reply (a call started, its arguments, its end)."""
-        if isinstance(ev, ToolCallStarted):
-            self.call = (ev.id, ev.name, "")
-        elif isinstance(ev, ToolCallArgsDelta) and self.call is not None:
-            cid, name, args = self.call
-            self.call = (cid, name, args + ev.fragment)
-        elif isinstance(ev, ToolCallDone | ToolCallIncomplete):
+        """Follow one parser event of the reply: a call that ended ends the one being written."""
+        if isinstance(ev, ToolCallDone | ToolCallIncomplete):
+            self.calls += 1
             self.call = None
+
+    def writing(self, raw: str | None, name: str | None) -> None:
+        """The call region being read (``raw``: its text so far; None: there is none now) and the
+        tool's name where it can be read."""
+        if raw is None:
+            self.call = None
+        elif name:
+            tail = raw[raw.find(name) + len(name) :] if name in raw else raw
+            for key in ('"arguments"', '"parameters"'):
+                if (i := tail.find(key)) >= 0:
+                    tail = tail[i + len(key) :]
+                    break
+            self.call = (f"writing-{self.calls}", name, tail.lstrip(" \t\r\n\"':,=>"))
 
 
 # A call the model did not finish (or addressed to an undeclared tool) is the parser's own event:

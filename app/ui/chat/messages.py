@@ -260,6 +260,8 @@ class AssistantMessage(QFrame):
         self.live.setObjectName("msgLive")
         self.live.setVisible(False)
         head.addWidget(self.live)
+        for label in (self.status_label, self.live):  # a narrow reply cuts these, never its actions (U5)
+            label.setMinimumWidth(1)
         head.addStretch(1)
         self.btn_prev = _small_button("‹", "The previous version of this reply")
         self.btn_prev.clicked.connect(lambda: self.sig_version.emit(self.version[0] - 1))
@@ -348,6 +350,8 @@ class AssistantMessage(QFrame):
         if snap is None:
             return
         n, call = snap
+        if n > 0:
+            self._started()  # the model writes (perhaps a call, which shows no text)
         now = time.monotonic()
         self.counter.update(n, now)
         text = self.counter.text(now)
@@ -471,7 +475,15 @@ class AssistantMessage(QFrame):
         self.thinking.set_text(self.reasoning)
 
     def add_card(self, view: CallView) -> ToolCard:
-        """A tool-call card; consecutive calls share one block."""
+        """A tool-call card; consecutive calls share one block. A call that runs takes the card
+        that showed it being written (the first such card: calls run in the order written)."""
+        if not view.writing:
+            written = next((c for c in self.cards.values() if c.view.writing), None)
+            if written is not None:
+                del self.cards[written.view.call.id]
+                self.cards[view.call.id] = written
+                written.set_view(view)
+                return written
         self.flush(final=True)
         self._cur = None
         if self._chip_row is None:
