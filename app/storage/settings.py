@@ -168,7 +168,13 @@ class ServerSettings(_Model):
     enabled: bool = False
     host: str = "127.0.0.1"
     port: int = Field(8453, ge=1, le=65535)
-    api_key: str | None = None  # None or "": no key required
+    #: The API key lives in the system keychain (``app.ui.server_key``), never here while one is
+    #: installed; this field holds it only where no keychain is (and a key written by an older version
+    #: is moved to the keychain on the next start). None or "": see ``require_key``.
+    api_key: str | None = None
+    #: The person chose a key: the server never starts without one (a key the keychain cannot give
+    #: keeps the server stopped, with the reason, instead of serving without one).
+    require_key: bool = False
     cors_origins: list[str] = Field(default_factory=list)
     max_loaded_models: int = Field(1, ge=1, le=8)  # the engine keeps this many models loaded at a time
 

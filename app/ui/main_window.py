@@ -88,7 +88,10 @@ class MainWindow(QMainWindow):
             from app.storage.history import open_history
 
             history, history_notice = open_history()  # a bad or locked file never stops the start
-        self.state = WindowState(settings=settings, history=history)
+        from app.storage.settings_store import SettingsStore
+
+        self.store = SettingsStore(settings)  # the one source of every setting (its changes are told)
+        self.state = WindowState(store=self.store, history=history)
         self.history = history
         self.tasks = BackgroundTasks(self)
         self.worker = EngineWorker(history=history, max_loaded=settings.server.max_loaded_models)
@@ -113,6 +116,7 @@ class MainWindow(QMainWindow):
         """The frame and its controllers, each given what it needs."""
         st, worker = self.state, self.worker
         self.notices = Notices(self)
+        self.store.on_save_error = self._on_settings_not_saved
         self.settings_ctl = SettingsController(self, st, worker=worker, notices=self.notices)
         save = self.settings_ctl.save_quietly
         self.tool_panel = ToolCallPanel()
@@ -183,7 +187,8 @@ class MainWindow(QMainWindow):
         self.split.setCollapsible(1, False)
         self.split.setSizes([230, 800])
         self.setCentralWidget(self.split)
-        self.conversations.setVisible(self.act_conversations.isChecked())
+        self.page_stack.sig_page_changed.connect(lambda _key: self._show_conversations())
+        self._show_conversations()
         self.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, self.tool_dock)
         self.tool_dock.setVisible(bool(st.settings.window.panels.get("tools", False)))
         self.menus = MenusController(
@@ -196,6 +201,16 @@ class MainWindow(QMainWindow):
             open_settings=self.open_settings,
         )
         self._wire_parts()
+        self._chat_page = page
+        assert page.recommended_button is not None and page.import_button is not None
+        page.recommended_button.clicked.connect(self.show_recommended_models)
+        page.import_button.clicked.connect(self.import_model)
+        self.model_bar.sig_state_changed.connect(self._update_no_model)
+        self._update_no_model()
+        # the tool panel's hint says the tools on now and the workspace (U13), as they change
+        self.worker.sig_loaded.connect(lambda _info: self._update_tool_hint())
+        self.store.subscribe(lambda _sections: self._update_tool_hint())
+        self._update_tool_hint()
         self.chat_ctl.update_send_button()
         self.page_stack.show_page("chat")
         # the widgets and pages tests and tools reach for, by their old names
@@ -215,6 +230,9 @@ class MainWindow(QMainWindow):
         self.stat_ttft, self.stat_tps = self.status.stat_ttft, self.status.stat_tps
         self.stat_ctx, self.context_meter = self.status.stat_ctx, self.status.context_meter
 
+    def _on_settings_not_saved(self, message: str) -> None:
+        self.notices.show("settings_save", message, None, kind="error")
+
     def _build_toolbar(self) -> QToolBar:
         """The top toolbar: the conversations toggle, then the model bar's widgets."""
         tb = QToolBar("Model")
@@ -227,7 +245,7 @@ class MainWindow(QMainWindow):
         self.act_conversations.setChecked(bool(self.state.settings.window.panels.get("conversations", True)))
         self.act_conversations.setToolTip("Show or hide the conversation list (Ctrl+B)")
         self.act_conversations.setShortcut(QKeySequence("Ctrl+B"))
-        self.act_conversations.toggled.connect(lambda on: self.conversations.setVisible(on))
+        self.act_conversations.toggled.connect(lambda _on: self._show_conversations())
         tb.addAction(self.act_conversations)
         return tb
 
@@ -294,6 +312,38 @@ class MainWindow(QMainWindow):
 
     def apply_settings(self, settings: Any) -> None:
         self.settings_ctl.apply_settings(settings)
+
+    def _show_conversations(self) -> None:
+        """The conversation list belongs beside the chat (U10): other pages get its room."""
+        on_chat = self.page_stack.current_page() == "chat"
+        self.conversations.setVisible(self.act_conversations.isChecked() and on_chat)
+
+    # -- first contact ---------------------------------------------------------------------------------
+    def _update_no_model(self) -> None:
+        st = self.state
+        self._chat_page.show_no_model(st.model_info is None and st.loading_path is None)
+
+    def _update_tool_hint(self) -> None:
+        info = self.state.model_info
+        self.tool_panel.set_setup(
+            info.tools if info is not None else None, self.state.settings.tools.workspace
+        )
+
+    def show_recommended_models(self) -> None:
+        """The Models page at its recommended list."""
+        from app.ui.models_page import ModelsPage
+
+        page = self.page_stack.show_page("models")
+        if isinstance(page, ModelsPage):
+            page.sources.setCurrentIndex(0)
+
+    def import_model(self) -> None:
+        """The Models page, then its Import GGUF… dialog."""
+        from app.ui.models_page import ModelsPage
+
+        page = self.page_stack.show_page("models")
+        if isinstance(page, ModelsPage):
+            page.import_button.click()
 
     # -- the chat's actions ----------------------------------------------------------------------------
     def send(self, text: str | None = None) -> bool:

@@ -32,9 +32,10 @@ if TYPE_CHECKING:
     from app.ui.window_status import StatusController
     from app.ui.worker import EngineWorker, ModelInfo
 
-__all__ = ["OPEN_FILE", "RECENT_MODELS", "ModelBar", "path_key"]
+__all__ = ["DOWNLOAD", "OPEN_FILE", "RECENT_MODELS", "ModelBar", "path_key"]
 
 OPEN_FILE = "__open__"
+DOWNLOAD = "__download__"  # "Download a model…": the Models page (U16)
 RECENT_MODELS = 8  # how many recently loaded files the picker keeps
 
 
@@ -96,7 +97,7 @@ class ModelBar(WindowPart):
         self.model_picker.setSizeAdjustPolicy(
             QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon
         )
-        self.model_picker.setMinimumContentsLength(18)
+        self.model_picker.setMinimumContentsLength(26)  # room for a whole name (U15)
         self.model_picker.setToolTip("The model you chat with")
         self.model_picker.activated.connect(self._on_model_picker_activated)
         tb.addWidget(self.model_picker)
@@ -216,7 +217,8 @@ class ModelBar(WindowPart):
             add(str(m.name), str(m.path))
         for p in self._extra_models():
             add(Path(p).stem, p)
-        return out
+        labels = [label for label, _p in out]  # the same name in two folders: each says its folder (U15)
+        return [(f"{lb} — {Path(p).parent.name or p}" if labels.count(lb) > 1 else lb, p) for lb, p in out]
 
     def _extra_models(self) -> list[str]:
         st = self.state
@@ -253,8 +255,10 @@ class ModelBar(WindowPart):
             picker.setItemData(
                 picker.count() - 1, "A model served by a remote engine", Qt.ItemDataRole.ToolTipRole
             )
-        if picker.count() == 0:
-            picker.addItem("No model loaded", None)
+        if current is None:  # nothing loaded or loading: the picker says so, not a model it lists (U4)
+            picker.insertItem(0, "No model loaded", None)
+            i = 0
+        picker.addItem("Download a model…", DOWNLOAD)
         if self.state.settings.remote:
             picker.addItem("Edit remote engines…", MANAGE_REMOTE)
         picker.addItem("Add a remote engine…", ADD_REMOTE)
@@ -265,7 +269,10 @@ class ModelBar(WindowPart):
     def _on_model_picker_activated(self, index: int) -> None:
         data = self.model_picker.itemData(index)
         info = self.state.model_info
-        if data == ADD_REMOTE:
+        if data == DOWNLOAD:
+            self.fill_model_picker()
+            self.pages.show_models_page()
+        elif data == ADD_REMOTE:
             self.fill_model_picker()
             self.remote.open_provider_dialog()
         elif data == MANAGE_REMOTE:

@@ -4,8 +4,13 @@ the loaded model, a live log of requests and ready-to-copy snippets for the SDKs
 The server runs on the window's engine (``host``, the worker's :class:`app.engine.host.EngineHost`):
 its requests and the window's turns wait in one queue and use the same loaded models. It offers
 the window's current model and the library's; a request for another one loads it (the window
-follows when its own model is closed for it). Settings (``server`` section) are saved when they
-change.
+follows when its own model is closed for it).
+
+The page reads the settings through the window's one
+:class:`~app.storage.settings_store.SettingsStore` and hears its changes (a tool format set in
+Settings reaches a running server at once); it keeps no copy of them. Its fields are saved when
+they change. The API key lives in the system keychain (:mod:`app.ui.server_key`); a key the person
+chose is never dropped, and a server whose key cannot be read does not start without it.
 """
 
 from __future__ import annotations
@@ -33,7 +38,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.storage.settings_store import SettingsStore
 from app.ui.labels import wrapped_label
+from app.ui.server_key import KeychainUnavailable, delete_server_key, load_server_key, store_server_key
 
 __all__ = ["LOG_COLUMNS", "ServerPage", "snippets"]
 
@@ -88,16 +95,20 @@ class ServerPage(QWidget):
     ):
         super().__init__(parent)
         self.setObjectName("serverPage")
-        self.settings = settings
+        if isinstance(settings, SettingsStore):
+            self.store = settings
+        else:  # a page of its own (tests, tools): a store over these settings, saved with ``save``
+            self.store = SettingsStore(settings, save=lambda _s: save())
         self._model_path = model_path
-        self._save = save
+        self._key_problem: str | None = None
+        self._showing_key = self._stored_key()
         self._n_ctx = n_ctx
         self._n_threads = n_threads
         self._use_library = use_library
         self.host = host  # the window's engine (None: the server gets one of its own)
         self.library = library  # the window's Library (None: the server reads the manifest itself)
         self.server: Any = None
-        cfg = settings.server
+        cfg = self.settings.server
 
         layout = QVBoxLayout(self)
         layout.addWidget(
@@ -137,7 +148,7 @@ class ServerPage(QWidget):
         form.addRow("Address", addr)
 
         keyrow = QHBoxLayout()
-        self.api_key = QLineEdit(cfg.api_key or "")
+        self.api_key = QLineEdit(self._showing_key or "")
         self.api_key.setPlaceholderText("none: any program on this computer may use the server")
         self.api_key.editingFinished.connect(self._on_key)
         keyrow.addWidget(self.api_key, 1)
@@ -190,10 +201,19 @@ class ServerPage(QWidget):
 
         self.sig_request.connect(self._add_row, Qt.ConnectionType.QueuedConnection)
         self._refresh_snippets()
+        self._unsubscribe = self.store.subscribe(self._on_settings_changed)
+        self.destroyed.connect(lambda *_: self._unsubscribe())
+        if self._key_problem is not None:
+            self._show_problem(self._key_problem)
         if cfg.enabled:  # it was on when the window last closed
             QTimer.singleShot(0, self.start)
 
     # -- public ------------------------------------------------------------------------------------
+
+    @property
+    def settings(self) -> Any:
+        """The window's settings, as they are now (never a copy)."""
+        return self.store.settings
 
     @property
     def running(self) -> bool:
@@ -206,11 +226,21 @@ class ServerPage(QWidget):
         from app.server import ApiServer, ServerConfig
 
         cfg = self.settings.server
+        key = self._key() or None
+        if key is None and cfg.require_key:  # never less protection than the person chose
+            self._show_problem(
+                "Not started: the server needs the API key you set, and "
+                + (self._key_problem or "it could not be read")
+                + ". Type the key again, or press New key, then start."
+            )
+            self.toggle.setChecked(False)
+            self.toggle.setText("Start server")
+            return False
         path = self._model_path()
         config = ServerConfig(
             host=cfg.host,
             port=int(self.port.value()),
-            api_key=self._key() or None,
+            api_key=key,
             cors_origins=list(cfg.cors_origins),
             models=[path] if path else [],
             use_library=self._use_library,
@@ -235,7 +265,7 @@ class ServerPage(QWidget):
             return False
         self.server = server
         self.status.setProperty("error", False)
-        self.status.setText(f"Running: {self.pending_text()}")
+        self.status.setText(f"Running: {self.pending_text()}" + self._key_note())
         self.address.setText(server.url)
         self.toggle.setChecked(True)
         self.toggle.setText("Stop server")
@@ -264,7 +294,9 @@ class ServerPage(QWidget):
         if self.server is not None:
             self.server.stop()
             self.server = None
-        self.settings.server.enabled = was
+        if self.settings.server.enabled != was:
+            with self.store.edit() as s:
+                s.server.enabled = was
 
     def pending_text(self) -> str:
         return (
@@ -278,16 +310,82 @@ class ServerPage(QWidget):
     def _key(self) -> str:
         return self.api_key.text().strip()
 
-    def _persist(self, **changes: Any) -> None:
+    def _stored_key(self) -> str | None:
+        """The key the person chose: the keychain's; a key an older version wrote into the settings
+        file moves to the keychain; where no keychain is, the settings file's."""
         cfg = self.settings.server
-        for k, v in changes.items():
-            setattr(cfg, k, v)
-        cfg.port = int(self.port.value())
-        cfg.api_key = self._key() or None
         try:
-            self._save()
-        except Exception:  # noqa: BLE001 - a settings file that cannot be written must not stop the server
-            pass
+            stored = load_server_key()
+        except KeychainUnavailable as exc:
+            self._key_problem = str(exc)
+            return cfg.api_key or None
+        if cfg.api_key:  # written by an older version, or where no keychain was: into the keychain now
+            key = cfg.api_key
+            try:
+                store_server_key(key)
+            except KeychainUnavailable as exc:
+                self._key_problem = str(exc)
+                return key
+            with self.store.edit() as s:
+                s.server.api_key = None
+                s.server.require_key = True
+            return key
+        if stored is None and cfg.require_key:
+            self._key_problem = "the system keychain has no key for it"
+        return stored or None
+
+    def _key_note(self) -> str:
+        if self._key() and self.settings.server.api_key:
+            return " (no system keychain: the key is kept in settings.json)"
+        return ""
+
+    def _show_problem(self, text: str) -> None:
+        self.status.setText(text)
+        self.status.setProperty("error", True)
+        self.status.style().unpolish(self.status)
+        self.status.style().polish(self.status)
+
+    def _save_key(self, key: str | None) -> str | None:
+        """Keep ``key`` (None: no key); returns what goes in the settings file (None: the keychain has it)."""
+        try:
+            if key:
+                store_server_key(key)
+            else:
+                delete_server_key()
+        except KeychainUnavailable as exc:
+            self._key_problem = str(exc)
+            return key
+        self._key_problem = None
+        return None
+
+    def _persist(self, **changes: Any) -> None:
+        key = self._key() or None
+        in_file = self._save_key(key) if key != self._showing_key else self.settings.server.api_key
+        self._showing_key = key
+        with self.store.edit() as s:
+            cfg = s.server
+            for k, v in changes.items():
+                setattr(cfg, k, v)
+            cfg.port = int(self.port.value())
+            cfg.api_key = in_file
+            cfg.require_key = key is not None
+
+    def _on_settings_changed(self, sections: frozenset[str]) -> None:
+        """Another part changed the settings: the fields show them, a running server serves them."""
+        cfg = self.settings.server
+        if "server" in sections:
+            if not self.running and self.port.value() != cfg.port:
+                self.port.blockSignals(True)
+                self.port.setValue(int(cfg.port))
+                self.port.blockSignals(False)
+            if self.max_loaded.value() != cfg.max_loaded_models:
+                self.max_loaded.setValue(int(cfg.max_loaded_models))
+        if self.server is not None:
+            config = self.server.state.config
+            config.tool_format = self.settings.chat.tool_format
+            config.n_ctx = self._n_ctx or self.settings.model.context_length
+            config.n_threads = self._n_threads or self.settings.model.threads
+        self._refresh_snippets()
 
     def _on_toggle(self, checked: bool) -> None:
         if checked:

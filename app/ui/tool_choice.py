@@ -4,6 +4,11 @@ Its value is an OpenAI ``tool_choice`` (``"auto"``, ``"required"``, ``"none"`` o
 "function", "function": {"name": ...}}``) that the worker passes to ``ChatSession.send``. The
 choice is remembered per conversation (for as long as the window runs); a conversation without
 one starts at the default, the ``chat.tool_choice`` setting.
+
+What the control shows is what the next message sends (U2): every change of its value, whichever
+way it comes (the person picks, the tools change with a new model or format and a tool that went
+away falls back to Auto, a conversation is switched), is told by ``sig_choice``; nothing else
+keeps the choice. With no tools declared, Required and the tools' entries are not offered (U14).
 """
 
 from __future__ import annotations
@@ -36,7 +41,9 @@ class ToolChoiceBox(QComboBox):
         self._memory: dict[int, Any] = {}
         self._cid: int | None = None
         self._quiet = False
+        self._told: Any = None  # the value last told by sig_choice (what the worker will send)
         self.set_tools([])
+        self._told = self.value()
         self.currentIndexChanged.connect(self._changed)
 
     # -- values -----------------------------------------------------------------------------
@@ -49,12 +56,18 @@ class ToolChoiceBox(QComboBox):
         )
 
     def set_value(self, value: Any) -> None:
-        """Select ``value``; a tool that is not available (or anything unknown) selects Auto."""
+        """Select ``value``; a tool that is not available, Required with no tools (or anything
+        unknown) selects Auto. The value shown is then told if it changed."""
         key: Any = value
         if isinstance(value, dict):
             key = ("tool", (value.get("function") or {}).get("name"))
-        i = self.findData(key)
-        self.setCurrentIndex(i if i >= 0 else self.findData("auto"))
+        i = self._find(key)
+        if i >= 0 and not self._offered(i):
+            i = -1
+        self._quiet = True
+        self.setCurrentIndex(i if i >= 0 else self._find("auto"))
+        self._quiet = False
+        self._tell()
 
     def set_tools(self, names: list[str] | tuple[str, ...]) -> None:
         """Offer ``names`` after the three choices, keeping the current one when it is still there."""
@@ -65,8 +78,32 @@ class ToolChoiceBox(QComboBox):
             self.addItem(label, value)
         for name in names:
             self.addItem(f"Call {name}", ("tool", name))
+        model = self.model()
+        required = self._find("required")
+        item = model.item(required) if hasattr(model, "item") else None
+        if item is not None:  # Required with nothing to call fails every message: not offered (U14)
+            item.setEnabled(bool(names))
+            item.setToolTip(
+                "" if names else "No tools are on: turn tools on in Settings → Chat to require a call"
+            )
         self._quiet = False
         self.set_value(current)
+
+    def tools(self) -> list[str]:
+        """The tools offered (their names)."""
+        return [d[1] for i in range(self.count()) if isinstance(d := self.itemData(i), tuple)]
+
+    def _find(self, key: Any) -> int:
+        """The index of the item whose data is ``key`` (findData does not compare tuples)."""
+        for i in range(self.count()):
+            if self.itemData(i) == key:
+                return i
+        return -1
+
+    def _offered(self, index: int) -> bool:
+        model = self.model()
+        item = model.item(index) if hasattr(model, "item") else None
+        return item is None or item.isEnabled()
 
     # -- per conversation ----------------------------------------------------------------------
     def recall(self, cid: int | None) -> None:
@@ -82,6 +119,13 @@ class ToolChoiceBox(QComboBox):
     def _changed(self, _index: int) -> None:
         if self._quiet:
             return
+        self._tell()
+
+    def _tell(self) -> None:
+        """Remember the value for this conversation and tell it when it differs from what was told."""
+        value = self.value()
         if self._cid is not None:
-            self._memory[self._cid] = self.value()
-        self.sig_choice.emit(self.value())
+            self._memory[self._cid] = value
+        if value != self._told:
+            self._told = value
+            self.sig_choice.emit(value)

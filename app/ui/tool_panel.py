@@ -49,13 +49,38 @@ class ToolCallPanel(QWidget):
         split.setSizes([160, 400])
         lay.addWidget(split, 1)
         self.entries: dict[str, CallView] = {}  # call id -> what the panel shows of it
+        self._tools: tuple[str, ...] | None = None  # the tools the session declares (None: not known yet)
+        self._workspace: str | None = None
         self._show_empty()
+
+    def set_setup(self, tools: tuple[str, ...] | list[str] | None, workspace: str | None) -> None:
+        """The tools on now and the workspace folder: the hint of an empty panel says them (U13)."""
+        self._tools = tuple(tools) if tools is not None else None
+        self._workspace = workspace
+        if not self.entries:
+            self._show_empty()
+
+    def empty_hint(self) -> str:
+        """What the panel says while the conversation has no calls, for the setup it was given."""
+        from html import escape
+
+        tools = self._tools
+        if tools is not None and not tools:
+            return (
+                "Tools are off for this model (its tool format is None, or it has none Callisto can "
+                "read): it will not call any. Choose a format in Settings → Chat."
+            )
+        names = ", ".join(tools) if tools else "the calculator and the clock"
+        text = f"The model can use {escape(names)}."
+        if self._workspace:
+            text += f" File tools work in {escape(self._workspace)}."
+        else:
+            text += " Set a workspace folder in Settings → Tools to let it read and write files there."
+        return text
 
     def _show_empty(self) -> None:
         self.detail.setHtml(
-            "<p><i>No tool calls in this conversation yet.</i></p>"
-            "<p>The model can use the calculator and the clock; set a workspace folder in "
-            "Settings → Tools to let it read and write files there.</p>"
+            f"<p><i>No tool calls in this conversation yet.</i></p><p>{self.empty_hint()}</p>"
         )
 
     def clear(self) -> None:

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QHBoxLayout, QPushButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
 from app.ui.chat import ChatView, ComposeEdit
 from app.ui.tool_choice import ToolChoiceBox
@@ -29,6 +29,10 @@ class ChatPage:
     compose_row: QHBoxLayout
     tool_choice_box: ToolChoiceBox
     send_button: QPushButton
+    #: first contact (U16): shown while no model is loaded, it points to the recommended models and Import
+    no_model: QFrame | None = None
+    recommended_button: QPushButton | None = None
+    import_button: QPushButton | None = None
 
     @classmethod
     def build(cls, *, banners: QLayout, tool_choice: str) -> ChatPage:
@@ -38,6 +42,8 @@ class ChatPage:
         v = QVBoxLayout(page)
         v.setContentsMargins(0, 0, 0, 0)
         v.addLayout(banners)
+        no_model, recommended, import_ = cls._build_no_model()
+        v.addWidget(no_model)
         chat = ChatView()
         v.addWidget(chat, 1)
         row = QHBoxLayout()
@@ -50,4 +56,34 @@ class ChatPage:
         send.setObjectName("sendButton")
         row.addWidget(send, 0, Qt.AlignmentFlag.AlignBottom)
         v.addLayout(row)
-        return cls(page, chat, compose, row, box, send)
+        return cls(page, chat, compose, row, box, send, no_model, recommended, import_)
+
+    @staticmethod
+    def _build_no_model() -> tuple[QFrame, QPushButton, QPushButton]:
+        frame = QFrame()
+        frame.setObjectName("noModelHint")
+        lay = QVBoxLayout(frame)
+        lay.setContentsMargins(16, 16, 16, 8)
+        text = QLabel(
+            "<b>No model yet.</b> Download one of the recommended models (small ones that call tools "
+            "well, each with its size and whether it fits this computer), or import a GGUF file you have."
+        )
+        text.setWordWrap(True)
+        text.setObjectName("hint")
+        lay.addWidget(text)
+        row = QHBoxLayout()
+        recommended = QPushButton("Recommended models")
+        recommended.setObjectName("noModelRecommended")
+        import_ = QPushButton("Import GGUF…")
+        import_.setObjectName("noModelImport")
+        row.addWidget(recommended)
+        row.addWidget(import_)
+        row.addStretch(1)
+        lay.addLayout(row)
+        frame.setVisible(False)
+        return frame, recommended, import_
+
+    def show_no_model(self, shown: bool) -> None:
+        """Show the first-contact hint (no model loaded or loading) or hide it."""
+        if self.no_model is not None:
+            self.no_model.setVisible(shown)

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import Qt
-from PySide6.QtGui import QKeySequence, QShortcut
+from PySide6.QtCore import Qt, QUrl
+from PySide6.QtGui import QDesktopServices, QKeySequence, QShortcut
 from PySide6.QtWidgets import QMessageBox
 
 if TYPE_CHECKING:
@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 
     from app.ui.window_pages import Page, PageStack
 
-__all__ = ["SHORTCUTS", "MenusController"]
+__all__ = ["SHORTCUTS", "MenusController", "about_facts", "documentation_path"]
 
 #: The keyboard shortcuts the Help menu lists (key, what it does).
 SHORTCUTS = (
@@ -29,6 +29,46 @@ SHORTCUTS = (
     ("Ctrl+,", "Settings"),
     ("Ctrl+Q", "Quit"),
 )
+
+
+def _llama_cpp_build() -> str:
+    """The llama.cpp bindings' version (without importing them: read from the installed package)."""
+    import sys
+    from importlib import metadata
+
+    mod = sys.modules.get("llama_cpp")
+    version = getattr(mod, "__version__", None) if mod is not None else None
+    if version is None:
+        try:
+            version = metadata.version("llama_cpp_python")
+        except metadata.PackageNotFoundError:
+            return "not installed"
+    return f"llama-cpp-python {version}"
+
+
+def about_facts() -> dict[str, str]:
+    """What Help → About says: the version, the llama.cpp build, the data and log folders."""
+    from app import __version__
+    from app.storage.paths import config_dir, data_dir, log_dir
+
+    return {
+        "Version": f"Callisto {__version__}",
+        "llama.cpp": _llama_cpp_build(),
+        "Data folder": str(data_dir()),
+        "Settings folder": str(config_dir()),
+        "Log folder": str(log_dir()),
+    }
+
+
+def documentation_path() -> str:
+    """The README that came with this copy (the project's documentation), or the docs folder."""
+    from app.ui.theme import resources_dir
+
+    root = resources_dir().parent
+    for candidate in (root / "README.md", root / "docs"):
+        if candidate.exists():
+            return str(candidate)
+    return str(root)
 
 
 class MenusController:
@@ -65,13 +105,52 @@ class MenusController:
             self.view_menu.addAction(action)
         pages.sig_page_added.connect(self._on_page_added)
         help_menu = bar.addMenu("&Help")
+        self.help_menu = help_menu
         act_keys = help_menu.addAction("Keyboard shortcuts")
         act_keys.triggered.connect(self.show_shortcuts)
+        #: how a folder or file is opened (the desktop's own program)
+        self.open_url: Callable[[QUrl], object] = QDesktopServices.openUrl
+        self.act_docs = help_menu.addAction("Documentation")
+        self.act_docs.triggered.connect(self.open_documentation)
+        self.act_logs = help_menu.addAction("Open log folder")
+        self.act_logs.triggered.connect(self.open_log_folder)
+        help_menu.addSeparator()
+        self.act_about = help_menu.addAction("About Callisto")
+        self.act_about.triggered.connect(self.show_about)
 
         QShortcut(QKeySequence("Esc"), window, stop)
         QShortcut(QKeySequence("Ctrl+N"), window, new_chat)
         QShortcut(QKeySequence("Ctrl+K"), window, focus_search)
         QShortcut(QKeySequence("Ctrl+,"), window, lambda: open_settings())
+
+    def open_log_folder(self) -> None:
+        from app.storage.paths import log_dir
+
+        self.open_url(QUrl.fromLocalFile(str(log_dir())))
+
+    def open_documentation(self) -> None:
+        self.open_url(QUrl.fromLocalFile(documentation_path()))
+
+    def show_about(self) -> QMessageBox:
+        from html import escape
+
+        facts = about_facts()
+        box = QMessageBox(
+            QMessageBox.Icon.NoIcon,
+            "About Callisto",
+            "<p><b>Callisto</b>: chat with local models that call tools.</p><table>"
+            + "".join(
+                f"<tr><td><b>{escape(k)}</b>&nbsp;&nbsp;</td><td>{escape(v)}</td></tr>"
+                for k, v in facts.items()
+            )
+            + "</table>",
+            QMessageBox.StandardButton.Close,
+            self.window,
+        )
+        box.setObjectName("aboutBox")
+        box.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        box.open()
+        return box
 
     def _on_page_added(self, page: Page) -> None:
         self.view_menu.insertAction(self._pages_end, page.action)

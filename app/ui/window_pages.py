@@ -70,7 +70,7 @@ class PageStack(QObject):
         self.act_settings.setToolTip("Settings (Ctrl+,)")
         self.act_settings.triggered.connect(lambda: open_settings())
         self.stack = QStackedWidget()
-        self.stack.setMinimumWidth(360)
+        self.stack.setMinimumWidth(340)  # with the conversations and the tool panel, 800 px still fit (U17)
         self.sidebar.addSeparator()
         self.sidebar.addAction(self.act_settings)
         tool_dock.toggleViewAction().toggled.connect(self._on_panel_toggled)
@@ -213,9 +213,8 @@ class WorkPages:
         from app.ui.server_page import ServerPage
 
         return ServerPage(
-            self.state.settings,
+            self.state.store,  # the one store: the page reads and changes the settings there, and hears
             model_path=self.local_model_path,
-            save=self.save_settings,
             host=self.worker.host,  # one engine: the server's requests and the chat share its queue
             library=self.model_bar.library,  # one Library object over the manifest
         )
@@ -223,7 +222,14 @@ class WorkPages:
     def _build_check_page(self) -> QWidget:
         from app.ui.check_page import CheckPage
 
-        return CheckPage(model_path=self.local_model_path, host=self.worker.host)
+        page = CheckPage(
+            model_path=self.local_model_path,
+            host=self.worker.host,
+            chat_format=lambda: self.state.settings.chat.tool_format,  # U20: the chat's format by default
+        )
+        unsubscribe = self.state.store.subscribe(lambda _sections: page.follow_chat_format())
+        page.destroyed.connect(lambda *_: unsubscribe())
+        return page
 
     def local_model_path(self) -> str | None:
         """The loaded model's file (None for a remote engine's model: it is not a file here)."""

@@ -2,8 +2,11 @@
 (:class:`SettingsController`), and the banners above the chat (:class:`Notices`); parts of the
 main window.
 
-Settings are read and written only through :mod:`app.storage.settings`; the worker receives the
-values it needs as an :class:`~app.ui.worker.EngineConfig` (:func:`engine_config_for`).
+Settings are read and changed only through the window's one
+:class:`~app.storage.settings_store.SettingsStore`; this controller hears every change there (from
+the dialog, the Server page, the model picker...) and passes it on: the worker receives the values
+it needs as an :class:`~app.ui.worker.EngineConfig` (:func:`engine_config_for`), the theme is
+applied, and ``sig_settings_saved`` tells the badge and the tool choice.
 """
 
 from __future__ import annotations
@@ -89,7 +92,12 @@ class SettingsController(WindowPart):
         super().__init__(window, state, worker)
         self.notices = notices
         self.settings_dialog: SettingsDialog | None = None
+        self._theme = state.settings.window.theme
+        self._force_configure = False
+        self._theme_later = False
         notices.sig_open_setting.connect(self.open_settings)
+        unsubscribe = state.store.subscribe(self._on_store_changed)
+        self.destroyed.connect(lambda *_: unsubscribe())
 
     # -- the dialog ----------------------------------------------------------------------------------
     def open_settings(self, key: str | None = None) -> SettingsDialog:
@@ -105,36 +113,76 @@ class SettingsController(WindowPart):
                 mcp=self.worker.mcp,  # the Tools tab lists the running MCP servers' tools in full
                 parent=self.window,
             )
-            dlg.accepted.connect(lambda: self.apply_settings(dlg.settings))
+            # the edits made in the dialog, onto the settings as they are then (not the copy it opened with)
+            dlg.accepted.connect(
+                lambda: self.apply_settings(dlg.settings, base=dlg.original, theme_later=True)
+            )
             self.settings_dialog = dlg
         dlg.open_at(key or "chat.tool_format")
         return dlg
 
-    def apply_settings(self, settings: Any) -> None:
+    def apply_settings(self, settings: Any, *, base: Any = None, theme_later: bool = False) -> None:
+        """Settings edited elsewhere (a dialog): with ``base`` (what the editor started from) only
+        the edits are taken, so that what another part changed meanwhile stays. Saved and told.
+        ``theme_later``: a new theme is applied once the dialog has closed (U18)."""
+        self._theme_later = theme_later
+        self._force_configure = True  # a Save applies again even with nothing changed (an MCP file re-read)
+        try:
+            if not self.state.store.apply(settings, base=base):
+                self._on_store_changed(frozenset())
+        finally:
+            self._theme_later = self._force_configure = False
+
+    def _on_store_changed(self, sections: frozenset[str]) -> None:
         st = self.state
-        theme_changed = settings.window.theme != st.settings.window.theme
-        st.settings = settings
-        self.save_quietly()
         if st.model_info is not None:
-            self.worker.configure(st.config_for(st.model_info.path))
-        if theme_changed:
-            from PySide6.QtWidgets import QApplication
-
-            from app.ui.theme import apply_theme
-
-            app = QApplication.instance()
-            if app is not None:
-                apply_theme(app, settings.window.theme)
+            config = st.config_for(st.model_info.path)
+            # what the engine uses now: a server port or the window's size is no news to it
+            if self._force_configure or config != self.worker.state.config:
+                self._force_configure = False
+                self.worker.configure(config)
+        theme = st.settings.window.theme
+        if theme != self._theme:
+            self._theme = theme
+            if self._theme_later:
+                self._apply_theme_soon(theme)
+            else:
+                self.apply_theme_now(theme)
         self.sig_settings_saved.emit()
 
-    def save_quietly(self) -> None:
-        """Save the settings; a failure is a banner, never an exception."""
-        from app.storage.settings import save_settings
+    def _apply_theme_soon(self, theme: str) -> None:
+        """The dialog is gone from the screen first (U18): the window is drawn without it, then the
+        theme is applied under a busy cursor, and every icon is drawn again in its colours (U7)."""
+        from PySide6.QtCore import QEventLoop
+        from PySide6.QtWidgets import QApplication
 
+        if self.settings_dialog is not None:
+            self.settings_dialog.hide()
+        QApplication.processEvents(QEventLoop.ProcessEventsFlag.ExcludeUserInputEvents)
+        self.apply_theme_now(theme)
+
+    def apply_theme_now(self, theme: str) -> None:
+        from PySide6.QtCore import Qt
+        from PySide6.QtGui import QCursor
+        from PySide6.QtWidgets import QApplication
+
+        from app.ui.theme import apply_theme
+
+        app = QApplication.instance()
+        if not isinstance(app, QApplication) or self.state.shut:
+            return
+        QApplication.setOverrideCursor(QCursor(Qt.CursorShape.WaitCursor))
         try:
-            save_settings(self.state.settings)
-        except OSError as exc:  # SettingsSaveError (an OSError) says what failed
-            self.notices.show("settings_save", str(exc), None, kind="error")
+            apply_theme(app, theme)
+            from app.ui.icons import refresh_icons
+
+            refresh_icons(self.window)
+        finally:
+            QApplication.restoreOverrideCursor()
+
+    def save_quietly(self) -> None:
+        """Save the settings and tell every part what changed; a failure is a banner, never an exception."""
+        self.state.store.commit()
 
     # -- remembered state -----------------------------------------------------------------------------
     def restore_geometry(self) -> None:

@@ -15,6 +15,7 @@ from app.ui.engine_types import EngineConfig
 if TYPE_CHECKING:
     from app.storage.history import History
     from app.storage.settings import Settings
+    from app.storage.settings_store import SettingsStore
     from app.ui.engine_types import ModelInfo
 
 __all__ = ["WindowState", "engine_config_for"]
@@ -47,13 +48,18 @@ def engine_config_for(settings: Any, model_path: str | None) -> EngineConfig:
 class WindowState:
     """The facts more than one part of the window reads."""
 
-    settings: Settings  # replaced as a whole when the settings dialog is accepted
+    store: SettingsStore  # the one source of the settings: read them, change them, hear changes there
     history: History
     model_info: ModelInfo | None = None  # the model the chat uses (local or remote)
     loading_path: str | None = None  # the model (path or remote key) being loaded
     conversation_id: int | None = None  # the open conversation (None: a new, unsaved one)
     busy: bool = False  # a reply is being written
     shut: bool = False  # the window was shut down: no more background work starts
+
+    @property
+    def settings(self) -> Settings:
+        """The settings as they are now (the store's one object; change them through the store)."""
+        return self.store.settings
 
     def config_for(self, model_path: str | None) -> EngineConfig:
         """The worker's config for ``model_path`` under the current settings."""

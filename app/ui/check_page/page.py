@@ -50,8 +50,11 @@ class CheckPage(QWidget):
         model_path: Callable[[], str | None] | None = None,
         load_saved: bool = True,
         host: Any = None,
+        chat_format: Callable[[], str] | None = None,
         parent: QWidget | None = None,
     ):
+        """``chat_format``: the chat's tool format (the setting), which the format box shows until
+        the person picks another on this page (U20)."""
         from app.check.corpus import CATEGORIES
 
         super().__init__(parent)
@@ -62,9 +65,27 @@ class CheckPage(QWidget):
         self.runner: CheckRunner | None = None
         self._started = 0.0
         self._progress_text = ""
+        self._chat_format = chat_format
+        self._format_picked = False  # the person chose a format here: it no longer follows the chat's
         self._build()
+        self.follow_chat_format()
         if load_saved:
             self.load_saved_results()
+
+    def follow_chat_format(self) -> None:
+        """Show the chat's tool format (unless the person picked one on this page)."""
+        if self._chat_format is None or self._format_picked:
+            return
+        i = self.format_combo.findData(self._chat_format())
+        if i >= 0:
+            self.format_combo.setCurrentIndex(i)
+
+    def _on_format_picked(self, _index: int) -> None:
+        self._format_picked = True
+
+    def showEvent(self, event: Any) -> None:  # noqa: N802 - Qt's name
+        self.follow_chat_format()
+        super().showEvent(event)
 
     # -- layout -------------------------------------------------------------------------------------
     def _build(self) -> None:
@@ -97,6 +118,10 @@ class CheckPage(QWidget):
         self.format_combo = QComboBox()
         for value, label in tool_format_choices():
             self.format_combo.addItem(label, value)
+        self.format_combo.activated.connect(self._on_format_picked)
+        self.format_combo.setToolTip(
+            "The tool-call format to check with; the chat's format until you pick another"
+        )
         row.addWidget(self.format_combo)
         form.addRow("Model", row)
         ep = QHBoxLayout()
