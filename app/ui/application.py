@@ -40,6 +40,8 @@ STATES = (
     "recommended",
     "server",
     "remote",
+    "reply-versions",
+    "live-call",
 )
 SCREENSHOT_LIMIT_S = 60.0
 
@@ -127,7 +129,13 @@ def main(argv: list[str] | None = None) -> int:
 
         limit = args.quit_after if args.quit_after is not None else SCREENSHOT_LIMIT_S
         director = ScreenshotDirector(
-            app, window, args.state, Path(args.screenshot), limit_s=limit, prompt=args.prompt
+            app,
+            window,
+            args.state,
+            Path(args.screenshot),
+            limit_s=limit,
+            prompt=args.prompt,
+            force_tool=not args.model,  # the default model: the tool states choose the calculator (U24)
         )
         director.start()
         code = app.exec()

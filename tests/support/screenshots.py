@@ -36,6 +36,8 @@ STATES = (
     "recommended",
     "server",
     "remote",
+    "reply-versions",
+    "live-call",
 )
 THEMES = ("light", "dark")
 
@@ -59,6 +61,25 @@ def _tool_model(folder: Path) -> Path:
         script={"\n": call, call: "<|im_end|>", "<|tool_done|>": answer, answer: "<|im_end|>"},
         default_next="\n",
         name="Scripted tool caller (test model)",
+    )
+
+
+def _writing_model(folder: Path) -> Path:
+    """Qwen 2.5's template: the reply opens a calculator call and writes its expression on and on
+    (``17 * 23 * 17 * 23 ...``) until the max-tokens limit: the ``live-call`` state's model."""
+    from tests.ui.scripted_gguf import write_scripted_gguf
+
+    template = (REPO / "tests" / "fixtures" / "chat_templates" / "Qwen-Qwen2.5-7B-Instruct.jinja").read_text()
+    opening = '<tool_call>\n{"name": "calculator", "arguments": {"expression": "'
+    return write_scripted_gguf(
+        folder / "Scripted-Call-Writer.gguf",
+        chat_template=template,
+        control_tokens=["<|im_start|>", "<|im_end|>", "<|endoftext|>"],
+        user_tokens=[opening, "17 * 23", " * "],
+        eos="<|im_end|>",
+        script={"\n": opening, opening: "17 * 23", "17 * 23": " * ", " * ": "17 * 23"},
+        default_next="\n",
+        name="Scripted call writer (test model)",
     )
 
 
@@ -86,8 +107,10 @@ def render_all(
                 "--theme",
                 theme,
             ]
-            if state in ("tool-call-with-panel", "remote"):
+            if state in ("tool-call-with-panel", "remote", "reply-versions"):
                 cmd += ["--model", str(tool_model)]
+            elif state == "live-call":
+                cmd += ["--model", str(_writing_model(Path(tmp)))]
             try:
                 proc = subprocess.run(
                     cmd,

@@ -126,3 +126,18 @@ def test_new_first_run_states_render(tmp_path, streaming_model, state):
 def test_server_state_shows_the_running_server_and_its_log(tmp_path, streaming_model):
     said = _shoot(tmp_path, "server", "--model", str(streaming_model))
     assert ": server (model: stream.gguf; server: http://127.0.0.1:" in said and "log rows: 2" in said
+
+
+@pytest.mark.parametrize("theme", ["light", "dark"])
+def test_reply_versions_state_shows_the_pager_on_the_first_version(tmp_path, tool_model, theme):
+    model = tool_model("calculator", '{"expression": "17 * 23"}', answer="It is 391.")
+    said = _shoot(tmp_path, "reply-versions", "--model", str(model), "--theme", theme)
+    assert ": reply-versions (model: " in said and "version 1/2; tool calls: 1" in said
+
+
+@pytest.mark.parametrize("theme", ["light", "dark"])
+def test_live_call_state_shows_a_call_being_written_and_the_counter(tmp_path, theme):
+    from tests.support.screenshots import _writing_model
+
+    said = _shoot(tmp_path, "live-call", "--model", str(_writing_model(tmp_path)), "--theme", theme)
+    assert "writing a call to: calculator; live: " in said and " tokens" in said

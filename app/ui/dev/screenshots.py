@@ -11,7 +11,10 @@ the state is really reached:
 * ``streaming``: the reply is streaming and shows some text;
 * ``banner``: the first reply is done and carries the notice banner;
 * ``tool-call-with-panel``: the turn is done and the model called a tool (nothing is faked:
-  a model that calls no tool cannot show this state; pass one with ``--model``);
+  a model that calls no tool cannot show this state; pass one with ``--model``). Without
+  ``--model`` (the last or the demo model, U24) the window is set as a person would to get a
+  call from a small model: the tool control on "Call calculator", and the Hermes format where
+  the model's template shows none; the call is then the model's own, held to its schema;
 * ``check``: the Check page after a real quick check (one scenario per category) of the loaded
   model, with its matrix and the first red cell opened;
 * ``cut-off``: a reply stopped by a small max-tokens limit, marked with its Continue action;
@@ -22,6 +25,12 @@ the state is really reached:
 * ``remote``: the loaded model served by Callisto's own API server on a free loopback port, added
   as a remote engine with Callisto parsing and chosen in the picker; its reply calls a tool, and
   the side panel says which parser read the call (pass a tool-calling ``--model``).
+* ``reply-versions``: a reply regenerated, so it shows its pager (‹ 2/2 ›), then paged back to the
+  first version; the side panel shows that version's calls (any model; a tool-calling one shows
+  calls).
+* ``live-call``: a reply while the model writes a tool call: the call's card with its arguments
+  filling in and the live token counter (pass a ``--model`` that writes a call; the state is not
+  reached when the reply ends first).
 
 ``limit_s`` bounds the wait. When the state is not reached in time, or cannot be reached
 (no model, the load failed, the model called no tool, no banner), nothing is saved, the reason
@@ -44,6 +53,8 @@ DEFAULT_PROMPTS = {
     "tool-call-with-panel": "What is 17 * 23? Use the calculator.",
     "cut-off": "Tell me everything you know about the sea.",
     "remote": "What is 17 * 23? Use the calculator.",
+    "reply-versions": "What is 17 * 23? Use the calculator.",
+    "live-call": "What is 17 * 23 * 41 * 97? Use the calculator.",
 }
 REMOTE_NAME = "GPU box"  # the remote engine the ``remote`` state adds
 
@@ -79,8 +90,17 @@ class ScreenshotDirector(QObject):
     SETTLE_MS = 300  # lets the last layout and paint happen before the grab
 
     def __init__(
-        self, app: Any, window: Any, state: str, path: Path, *, limit_s: float, prompt: str | None = None
+        self,
+        app: Any,
+        window: Any,
+        state: str,
+        path: Path,
+        *,
+        limit_s: float,
+        prompt: str | None = None,
+        force_tool: bool = False,
     ) -> None:
+        """``force_tool``: the tool states choose the calculator (the default model, U24)."""
         super().__init__(window)
         self.app, self.window, self.state, self.path = app, window, state, path
         self.limit_s = max(0.2, float(limit_s))
@@ -96,6 +116,8 @@ class ScreenshotDirector(QObject):
         self._check_started = False
         self._check_result: dict[str, Any] | None = None
         self._remote_server: Any = None
+        self.force_tool = force_tool
+        self._format_set = False
         self._poll = QTimer(self)
         self._poll.setInterval(50)
         self._poll.timeout.connect(self._on_poll_timeout)
@@ -118,10 +140,29 @@ class ScreenshotDirector(QObject):
     def _on_library_done(self) -> None:
         self._library_scanned = True
 
+    def _tool_ready(self) -> bool:
+        """For a forced tool: the Hermes format set where the model shows none, then the calculator
+        chosen; False while the model is set up again."""
+        w = self.window
+        info = w.model_info
+        if info is not None and info.effective_format is None and not self._format_set:
+            self._format_set = True
+            s = w.settings.model_copy(deep=True)
+            s.chat.tool_format = "hermes"
+            w.apply_settings(s)
+            return False
+        return "calculator" in w.tool_choice_box.tools() and (
+            info is None or info.effective_format is not None
+        )
+
     def _send_prompt(self, failure: str) -> None:
         """A new chat with the state's prompt sent; raises ``failure`` when it cannot be sent."""
+        if self.force_tool and self.state == "tool-call-with-panel" and not self._tool_ready():
+            return
         self._sent = True
         self.window.new_chat()
+        if self.force_tool and self.state == "tool-call-with-panel":  # the new chat's choice: the calculator
+            self.window.tool_choice_box.set_value({"type": "function", "function": {"name": "calculator"}})
         self.window.compose.setPlainText(self.prompt)
         if not self.window.send():
             raise StateNotReached(failure)
@@ -175,6 +216,10 @@ class ScreenshotDirector(QObject):
             self._step_server()
         elif st == "remote":
             self._step_remote()
+        elif st == "reply-versions":
+            self._step_versions()
+        elif st == "live-call":
+            self._step_live_call()
         elif st == "recommended":
             if not self._models_shown:
                 self._models_shown = True
@@ -374,6 +419,52 @@ class ScreenshotDirector(QObject):
             w.chat_ctl.select_tool_call(ids[0])
             self._settle_then_shoot(w)
 
+    def _step_versions(self) -> None:
+        """Send, regenerate once the reply is done, then page back to the first version."""
+        w = self.window
+        if not self._require_model():
+            return
+        if not self._sent:
+            self._send_prompt("the prompt could not be sent")
+            return
+        if not self._turn_done or w.busy:
+            return
+        reply = w.chat.current_assistant()
+        if reply is None:
+            raise StateNotReached("the prompt got no reply")
+        if reply.version[1] < 2:
+            self._turn_done = False
+            w.chat_ctl.regenerate()
+            if not w.busy:
+                raise StateNotReached("the reply could not be regenerated")
+            return
+        if reply.version[0] != 1:
+            w.chat_ctl.show_version(reply, 1)
+            reply = w.chat.current_assistant()
+            if reply is None or reply.version[0] != 1:
+                raise StateNotReached("the first version could not be shown")
+        if w.tool_panel.entries:
+            w.chat_ctl.select_tool_call(next(iter(w.tool_panel.entries)))
+        self._settle_then_shoot(w)
+
+    def _step_live_call(self) -> None:
+        """Send, then shoot while a call is being written (its card and the live counter show)."""
+        w = self.window
+        if not self._require_model():
+            return
+        if not self._sent:
+            self._send_prompt("the prompt could not be sent")
+            return
+        reply = w.chat.current_assistant()
+        writing = reply is not None and any(c.view.writing for c in reply.cards.values())
+        if w.busy and writing and reply is not None and not reply.live.isHidden():
+            self._settle_then_shoot(w)  # the reply goes on meanwhile: the card is still being written
+        elif self._turn_done:
+            raise StateNotReached(
+                "the reply ended before a tool call was seen being written: this state needs a "
+                "model that writes a long call (pass --model)"
+            )
+
     def _on_check_done(self, result: dict[str, Any]) -> None:
         self._check_result = result
 
@@ -454,6 +545,11 @@ class ScreenshotDirector(QObject):
             return f"model: {model}; streamed characters: {len(last.text()) if last else 0}"
         if st == "banner":
             return f"model: {model}; banners: {', '.join(b.code for b in w.chat.banners())}"
+        if st == "reply-versions" and last is not None:
+            return f"model: {model}; version {last.version[0]}/{last.version[1]}; tool calls: {len(w.tool_panel.entries)}"
+        if st == "live-call" and last is not None:
+            writing = [c.view.call.name for c in last.cards.values() if c.view.writing]
+            return f"model: {model}; writing a call to: {', '.join(writing)}; live: {last.live.text()}"
         if st in ("tool-call-with-panel", "remote"):
             e = w.tool_panel.entries[next(iter(w.tool_panel.entries))]
             read = f"; read by: {e.parser}" if e.parser else ""
