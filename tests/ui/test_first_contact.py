@@ -242,10 +242,13 @@ class _PaletteWatch(QObject):
         super().__init__()
         self.dialog = dialog
         self.dialog_visible_then: list[bool] = []
+        self.cursor_then: list = []
 
     def eventFilter(self, obj, event):  # noqa: N802
         if event.type() == QEvent.Type.ApplicationPaletteChange and obj is QApplication.instance():
             self.dialog_visible_then.append(self.dialog.isVisible())
+            cursor = QApplication.overrideCursor()
+            self.cursor_then.append(cursor.shape() if cursor is not None else None)
         return False
 
 
@@ -262,6 +265,8 @@ def test_u18_settings_closes_at_once_when_the_theme_changes(qtbot, make_window, 
     finally:
         app.removeEventFilter(watch)
     assert watch.dialog_visible_then and not any(watch.dialog_visible_then)
+    assert set(watch.cursor_then) == {Qt.CursorShape.WaitCursor}  # busy while the theme is applied
+    assert QApplication.overrideCursor() is None  # and no longer after
     assert app.property("callistoDark") is True
 
 
