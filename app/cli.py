@@ -541,6 +541,11 @@ def _print_events(
     except KeyboardInterrupt:
         _err("\n[cancelled]")
         status = 130
+        # Ctrl-C landed outside the engine's wait (printing, parsing): the turn's generator is
+        # closed when this returns, and its engine gets a short grace to stop, not an open wait
+        engine = getattr(getattr(session, "model", None), "engine", None)
+        if engine is not None:
+            engine.interrupt()
     finally:
         if recorder is not None:
             if done_event is None:

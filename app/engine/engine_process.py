@@ -99,6 +99,14 @@ def _close_at_exit() -> None:
     for engine in list(_LIVE):
         with contextlib.suppress(Exception):
             engine.close(timeout=1.0)
+    # one still being started on another thread (forked, not yet known here) is ended too
+    with contextlib.suppress(Exception):
+        import psutil
+
+        for child in psutil.Process().children():
+            with contextlib.suppress(psutil.Error):
+                if _CHILD_FLAG in child.cmdline():
+                    child.kill()
 
 
 atexit.register(_close_at_exit)
@@ -316,6 +324,11 @@ class EngineProcess:
             self._reader.join(timeout)
         self._cleanup_files()
 
+    def interrupt(self) -> None:
+        """The user is leaving (Ctrl-C): close the child with :data:`INTERRUPT_GRACE_S` to stop,
+        so that no wait for it (a generation being drained, a close) outlasts that."""
+        self.close(timeout=INTERRUPT_GRACE_S)
+
     def kill(self) -> None:
         """End the child now (it is stuck, or nobody waits for it any more); the waiting calls get
         ``EngineCrashedError`` from the reader, as for any death."""
@@ -510,12 +523,15 @@ def _kill(proc: subprocess.Popen[bytes]) -> None:
         proc.kill()
 
 
+_CHILD_FLAG = "--engine-child"
+
+
 def _child_command(channel: str) -> list[str]:
     """The command that starts an engine process: the bundle's own executable when frozen
     (PyInstaller), else this Python running ``python -m app --engine-child``."""
     if getattr(sys, "frozen", False):
-        return [sys.executable, "--engine-child", channel]
-    return [sys.executable, "-m", "app", "--engine-child", channel]
+        return [sys.executable, _CHILD_FLAG, channel]
+    return [sys.executable, "-m", "app", _CHILD_FLAG, channel]
 
 
 def _child_env() -> dict[str, str]:
@@ -768,8 +784,8 @@ class ProcessBackend:
         except (OSError, ValueError):
             return
         pid = engine.pid
-        if grace is not None and pid is not None and _is_stopped(pid):
-            grace = 0.0
+        if pid is not None and _is_stopped(pid):
+            grace = 0.0  # it cannot answer: end it now rather than when the watchdog would
         until = None if grace is None else time.monotonic() + grace
         while True:
             try:
