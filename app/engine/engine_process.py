@@ -37,7 +37,9 @@ process stopped (SIGSTOP, a debugger) or stuck (a deadlock). Every waiting call 
 or two, and the next load starts a fresh child. A generation or a load that runs long but lives
 is never cut: its heartbeat goes on. ``CALLISTO_ENGINE_STALL_S`` overrides the bound (tests).
 A consumer interrupted by Ctrl-C (``KeyboardInterrupt``, ``SystemExit``) waits at most
-:data:`INTERRUPT_GRACE_S` for the child to stop, then ends it.
+:data:`INTERRUPT_GRACE_S` for the child to stop, then ends it. At exit every engine process
+still open is closed (:func:`_close_at_exit`); the child ignores SIGINT (a terminal sends Ctrl-C to
+the whole group: the app decides) and exits by itself when its parent is gone.
 """
 
 from __future__ import annotations
