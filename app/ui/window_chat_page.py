@@ -7,8 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
+from PySide6.QtCore import QEvent, QObject, Qt
+from PySide6.QtWidgets import QFrame, QGridLayout, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
 from app.ui.chat import ChatView, ComposeEdit
 from app.ui.tool_choice import ToolChoiceBox
@@ -16,7 +16,43 @@ from app.ui.tool_choice import ToolChoiceBox
 if TYPE_CHECKING:
     from PySide6.QtWidgets import QLayout
 
-__all__ = ["ChatPage"]
+__all__ = ["NARROW_PX", "ChatPage"]
+
+#: Narrower than this, the tool choice and Send go under the message box, which keeps the width (U17).
+NARROW_PX = 560
+
+
+class _ComposeLayout(QObject):
+    """Lays out the compose row: one line when wide, the controls under the text when narrow."""
+
+    def __init__(self, page: QWidget, grid: QGridLayout, compose: QWidget, controls: list[QWidget]) -> None:
+        super().__init__(page)
+        self.grid, self.compose, self.controls = grid, compose, controls
+        self.narrow: bool | None = None
+        page.installEventFilter(self)
+
+    def eventFilter(self, obj: QObject, event: QEvent) -> bool:  # noqa: N802 - Qt's name
+        if event.type() == QEvent.Type.Resize and isinstance(obj, QWidget):
+            self.arrange(obj.width() < NARROW_PX)
+        return False
+
+    def arrange(self, narrow: bool) -> None:
+        if narrow == self.narrow:
+            return
+        self.narrow = narrow
+        for w in (self.compose, *self.controls):
+            self.grid.removeWidget(w)
+        n = len(self.controls)
+        if narrow:
+            self.grid.addWidget(self.compose, 0, 0, 1, n + 1)
+            for i, w in enumerate(self.controls, start=1):
+                self.grid.addWidget(w, 1, i, Qt.AlignmentFlag.AlignRight)
+            self.grid.setColumnStretch(0, 1)
+        else:
+            self.grid.addWidget(self.compose, 0, 0)
+            for i, w in enumerate(self.controls, start=1):
+                self.grid.addWidget(w, 0, i, Qt.AlignmentFlag.AlignBottom)
+            self.grid.setColumnStretch(0, 1)
 
 
 @dataclass
@@ -26,7 +62,7 @@ class ChatPage:
     widget: QWidget
     chat: ChatView
     compose: ComposeEdit
-    compose_row: QHBoxLayout
+    compose_row: QGridLayout
     tool_choice_box: ToolChoiceBox
     send_button: QPushButton
     #: first contact (U16): shown while no model is loaded, it points to the recommended models and Import
@@ -46,15 +82,13 @@ class ChatPage:
         v.addWidget(no_model)
         chat = ChatView()
         v.addWidget(chat, 1)
-        row = QHBoxLayout()
+        row = QGridLayout()
         row.setContentsMargins(12, 6, 12, 10)
         compose = ComposeEdit()
-        row.addWidget(compose, 1)
         box = ToolChoiceBox(tool_choice)
-        row.addWidget(box, 0, Qt.AlignmentFlag.AlignBottom)
         send = QPushButton("Send")
         send.setObjectName("sendButton")
-        row.addWidget(send, 0, Qt.AlignmentFlag.AlignBottom)
+        _ComposeLayout(page, row, compose, [box, send]).arrange(False)
         v.addLayout(row)
         return cls(page, chat, compose, row, box, send, no_model, recommended, import_)
 
