@@ -61,6 +61,7 @@ class TurnRecorder:
         self.notices: list[dict[str, Any]] = []
         self.results: dict[str, ToolResult] = {}
         self.decoding: dict[str, str | None] = {}  # call id -> the constraint that held it (None: free)
+        self.turn_start: int | None = None  # Continue: the stored turn's first message (see resume)
         self._last_save = time.monotonic()
 
     # -- saving with a clear error -----------------------------------------------------------
@@ -83,6 +84,36 @@ class TurnRecorder:
         )
         self.partial = None if partial is _FAILED else partial
         self._last_save = time.monotonic()
+
+    def resume(self) -> bool:
+        """Continue (instead of :meth:`begin`): the turn's last stored reply goes on in place. It is
+        the partial reply (its text so far is the cut text), and the finished turn replaces the
+        stored turn from its first message, keeping its banners and how its calls were decoded.
+        False when the conversation does not end with a reply (then nothing is saved)."""
+
+        def load() -> Any:
+            return self.history.load_conversation(self.conversation_id).messages
+
+        msgs = self._save("the conversation", load)
+        if msgs is _FAILED:
+            return False
+        last_user = max((i for i, m in enumerate(msgs) if m.role == "user"), default=-1)
+        turn = msgs[last_user + 1 :]
+        if not turn or turn[-1].role != "assistant":
+            return False
+        self.partial, self.turn_start = turn[-1], turn[0].id
+        self.text = [turn[-1].content]
+        self.reasoning = [turn[-1].reasoning] if turn[-1].reasoning else []
+        self.notices = [n for m in turn for n in m.notices]
+        for m in turn:
+            decoding = m.extra.get("call_decoding")
+            if isinstance(decoding, dict):
+                self.decoding.update(decoding)
+            for tc in m.tool_calls:
+                if tc.outcome is not None:
+                    self.results[tc.call_id] = tc.outcome
+        self._last_save = time.monotonic()
+        return True
 
     def user_message(self, text: str) -> None:
         """Store the user's message of this turn (call before :meth:`begin`)."""
@@ -128,7 +159,8 @@ class TurnRecorder:
                 )
                 is not _FAILED
             )
-        turn, pid = self._turn_messages(done, messages), self.partial.id
+        turn = self._turn_messages(done, messages)
+        pid = self.turn_start if self.turn_start is not None else self.partial.id
         return (
             self._save("the reply", lambda: self.history.record_turn(self.conversation_id, pid, turn))
             is not _FAILED

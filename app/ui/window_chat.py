@@ -270,8 +270,20 @@ class ChatController(WindowPart):
         if self.state.busy or reply is None or reply is not self.chat.current_assistant():
             return
         reply.withdraw_continue()
-        if not self.send(CONTINUE_PROMPT):
-            reply.offer_continue()  # nothing was sent (no model): it can still be continued
+        if self.state.model_info is None:
+            reply.offer_continue()  # nothing can go on without a model: it can still be continued
+            self.window.statusBar().showMessage("No model is loaded yet: pick one in the model picker.", 8000)
+            return
+        if getattr(self.worker.session, "continue_reply", None) is None:
+            # an engine that cannot go on from a reply (a remote one): a message asks it to
+            if not self.send(CONTINUE_PROMPT):
+                reply.offer_continue()
+            return
+        reply.resume()  # in place: the same reply goes on, no message is added (U9)
+        reply.watch_tokens(self._live_source())
+        self.set_busy(True)
+        # a forced call would be forced in the middle of the text: only "none" (no tools) is kept
+        self.worker.continue_reply("none" if reply.turn_tool_choice == "none" else "auto")
 
     def increase_context(self) -> None:
         """The "Increase context" action: twice the context length, the model reloaded with it."""

@@ -138,6 +138,12 @@ class EngineWorker(WorkerSignals):
         self.state.busy.set()
         self.jobs.submit(lambda: self.turns.regenerate(choice), uses_model=True)
 
+    def continue_reply(self, tool_choice: Any = "auto") -> None:
+        """Continue the last reply in place where it was cut (``ChatSession.continue_reply``)."""
+        self.state.cancel.clear()
+        self.state.busy.set()
+        self.jobs.submit(lambda: self.turns.continue_reply(tool_choice), uses_model=True)
+
     def truncate_before_user(self, user_index: int) -> None:
         """Drop the ``user_index``-th user message and all after it (edit-and-resend)."""
         self.jobs.submit(lambda: self.turns.truncate_users(user_index))

@@ -120,6 +120,26 @@ class Turns:
             lambda: session.regenerate(cancel=st.cancel, tool_choice=tool_choice), tool_choice=tool_choice
         )
 
+    def continue_reply(self, tool_choice: Any) -> None:
+        """Continue the last reply in place where it was cut; history's stored reply goes on too."""
+        st = self.state
+        self.revive()
+        session = st.session
+        go_on = getattr(session, "continue_reply", None)
+        if session is None or go_on is None:
+            st.busy.clear()
+            self.signals.sig_done.emit(
+                DoneEvent(finish_reason="error", error="this engine cannot continue a reply in place")
+            )
+            return
+        try:
+            events = go_on(cancel=st.cancel, tool_choice=tool_choice)
+        except ValueError as exc:
+            st.busy.clear()
+            self.signals.sig_done.emit(DoneEvent(finish_reason="error", error=str(exc)))
+            return
+        self._run(lambda: events, tool_choice=tool_choice, resume=True)
+
     def _make_room(self, text: str) -> bool:
         """Apply the context policy before ``text`` is sent; False (and a done event saying why) when
         the conversation cannot fit: nothing is sent or saved then."""
@@ -163,7 +183,12 @@ class Turns:
         )
 
     def _run(
-        self, start: Callable[[], Any], user_text: str | None = None, *, tool_choice: Any = "auto"
+        self,
+        start: Callable[[], Any],
+        user_text: str | None = None,
+        *,
+        tool_choice: Any = "auto",
+        resume: bool = False,
     ) -> None:
         st, sig = self.state, self.signals
         assert st.session is not None
@@ -173,7 +198,10 @@ class Turns:
         if recorder is not None:
             if user_text is not None:
                 recorder.user_message(user_text)
-            recorder.begin()
+            if not resume:
+                recorder.begin()
+            elif not recorder.resume():
+                recorder = None  # nothing stored to continue: the turn is not saved
         sinks = TurnSinks(
             text=sig.sig_text.emit,
             reasoning=sig.sig_reasoning.emit,

@@ -158,19 +158,27 @@ def test_u8_a_call_being_written_shows_its_card_and_a_live_token_counter(qtbot, 
 # -- U9: Continue ----------------------------------------------------------------------------------
 
 
-def test_u9_continue_goes_once_used_and_an_old_one_never_comes_back(qtbot, make_window, streaming_model):
+def test_u9_continue_goes_on_in_place_once_and_an_old_one_never_comes_back(qtbot, make_window, streaming_model):
     w = make_window(streaming_model, settings=_settings(max_tokens=4))
     assert _send(qtbot, w, "Tell me everything").finish_reason == "length"
     cut = w.chat.current_assistant()
-    button = cut.error_box.buttons["Continue"]
-    _click(qtbot, button, w)
-    assert button.isHidden() and not button.isEnabled()  # used: it goes
-    assert cut.status_label.text() == "(max tokens reached)"  # the mark stays
+    first = cut.text()
+    old_box = cut.error_box
+    _click(qtbot, old_box.buttons["Continue"], w)
+    # in place: the same reply goes on, no user message is added
+    assert w.chat.messages == [w.chat.user_messages()[0], cut]
+    assert cut.text().startswith(first) and len(cut.text()) > len(first)
+    assert cut.error_box is not old_box  # used: its mark and button went when the reply went on
+    msgs = w.history.load_conversation(w.conversation_id).messages
+    assert [(m.role, m.content) for m in msgs] == [("user", "Tell me everything"), ("assistant", cut.text())]
+    assert [(m.role, m.content) for m in w.worker.session.messages] == [
+        ("user", "Tell me everything"),
+        ("assistant", cut.text()),
+    ]
+    assert cut.status_label.text() == "(max tokens reached)"  # cut again: its own Continue is offered
     _send(qtbot, w, "Something else")
     replies = w.chat.assistant_messages()
-    visible = [
-        r for r in replies if r.error_box is not None and not r.error_box.buttons["Continue"].isHidden()
-    ]
+    visible = [r for r in replies if r.error_box is not None and not r.error_box.buttons["Continue"].isHidden()]
     assert visible == [replies[-1]]  # only the last reply can be continued
     n = len(w.chat.messages)
     w.chat_ctl.continue_reply(replies[0])  # an old reply's Continue does nothing
@@ -198,8 +206,9 @@ def test_u11_reopened_reply_keeps_stats_cut_off_mark_and_continue(qtbot, make_wi
     assert reply.status_label.text() == "(max tokens reached)"
     assert reply.error_box is not None and not reply.error_box.buttons["Continue"].isHidden()
     qtbot.waitUntil(reply.error_box.buttons["Continue"].isVisible, timeout=DONE_TIMEOUT)
+    text = reply.text()
     _click(qtbot, reply.error_box.buttons["Continue"], w)
-    assert len(w.chat.assistant_messages()) == 2
+    assert w.chat.assistant_messages() == [reply] and len(reply.text()) > len(text)  # in place
 
 
 def test_u11_a_stopped_reply_reads_stopped_when_reopened(qtbot, make_window, streaming_model):

@@ -183,7 +183,8 @@ def test_d9_reply_cut_by_max_tokens_is_marked_with_continue(qtbot, make_window, 
     assert reply.error_box is not None and reply.error_box.property("kind") == "info"
     with qtbot.waitSignal(w.sig_turn_done, timeout=DONE_TIMEOUT):
         qtbot.mouseClick(reply.error_box.buttons["Continue"], Qt.MouseButton.LeftButton)
-    assert len(w.chat.assistant_messages()) == 2
+    assert w.chat.assistant_messages() == [reply]  # the cut reply goes on in place (issue 28, U9)
+    assert len(w.chat.user_messages()) == 1
 
 
 def test_d6_stats_are_reset_for_a_new_or_another_conversation(qtbot, make_window, streaming_model):

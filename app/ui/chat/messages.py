@@ -390,6 +390,32 @@ class AssistantMessage(QFrame):
             kind="info",
         )
 
+    def resume(self) -> None:
+        """Continue in place: the reply streams again after what it has (its cut-off mark, its
+        statistics and its last text run's end are undone; the text goes on in that run)."""
+        if self.error_box is not None:
+            self._lay.removeWidget(self.error_box)
+            self.error_box.hide()
+            self.error_box.deleteLater()
+            self.error_box = None
+        self.set_stats("")
+        self.empty_label.setVisible(False)
+        self.finish_reason = None
+        self.status = "streaming"
+        self.status_label.setText("…")
+        last = self.blocks[-1] if self.blocks and isinstance(self.blocks[-1], TextRun) else None
+        if last is not None:  # the text goes on in an open run (one Markdown text, not two)
+            run = TextRun()
+            run.append(last.raw)
+            self._lay.insertWidget(self._lay.indexOf(last), run)
+            self._lay.removeWidget(last)
+            last.hide()
+            last.deleteLater()
+            self.blocks[-1] = run
+            self._cur = run
+            self.dirty = True
+            self.flush()
+
     def withdraw_continue(self) -> None:
         """Continue was used, or the conversation went on: the mark stays, its button goes."""
         button = self.error_box.buttons.get("Continue") if self.error_box is not None else None
