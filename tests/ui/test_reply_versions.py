@@ -311,3 +311,17 @@ def test_u5_a_long_call_card_fits_the_window_and_keeps_the_actions_visible(qtbot
         assert 0 < right <= view.width(), button.text()
     assert card.chip.text().endswith("…") and card.chip.full_text.startswith("⚙ calculator(")
     assert card.chip.mapTo(view, QPoint(card.chip.width(), 0)).x() <= view.width()
+
+
+def test_u5_at_800x600_with_the_panel_open_a_regenerated_reply_still_fits(qtbot, make_window, tool_model):
+    args = '{"expression": "' + "notes/" + "very-long-folder-name/" * 12 + "file.txt" + '"}'
+    w = make_window(tool_model("calculator", args), settings=_settings(max_tokens=128))
+    w.resize(800, 600)
+    w.tool_dock.setVisible(True)
+    _send(qtbot, w, "Compute")
+    _click(qtbot, w.chat.current_assistant().btn_regen, w)  # the pager ‹ 2/2 › joins the actions
+    reply = w.chat.current_assistant()
+    qtbot.waitUntil(lambda: w.chat.widget().width() <= w.chat.viewport().width(), timeout=DONE_TIMEOUT)
+    view = w.chat.viewport()
+    for button in (reply.btn_prev, reply.btn_next, reply.btn_copy, reply.btn_regen):
+        assert 0 < button.mapTo(view, QPoint(button.width(), 0)).x() <= view.width()

@@ -260,7 +260,11 @@ class AssistantMessage(QFrame):
         self.live.setObjectName("msgLive")
         self.live.setVisible(False)
         head.addWidget(self.live)
-        for label in (self.status_label, self.live):  # a narrow reply cuts these, never its actions (U5)
+        for label in (
+            self.who,
+            self.status_label,
+            self.live,
+        ):  # a narrow reply cuts these, never its actions (U5)
             label.setMinimumWidth(1)
         head.addStretch(1)
         self.btn_prev = _small_button("‹", "The previous version of this reply")
