@@ -158,7 +158,9 @@ def test_u8_a_call_being_written_shows_its_card_and_a_live_token_counter(qtbot, 
 # -- U9: Continue ----------------------------------------------------------------------------------
 
 
-def test_u9_continue_goes_on_in_place_once_and_an_old_one_never_comes_back(qtbot, make_window, streaming_model):
+def test_u9_continue_goes_on_in_place_once_and_an_old_one_never_comes_back(
+    qtbot, make_window, streaming_model
+):
     w = make_window(streaming_model, settings=_settings(max_tokens=4))
     assert _send(qtbot, w, "Tell me everything").finish_reason == "length"
     cut = w.chat.current_assistant()
@@ -178,11 +180,25 @@ def test_u9_continue_goes_on_in_place_once_and_an_old_one_never_comes_back(qtbot
     assert cut.status_label.text() == "(max tokens reached)"  # cut again: its own Continue is offered
     _send(qtbot, w, "Something else")
     replies = w.chat.assistant_messages()
-    visible = [r for r in replies if r.error_box is not None and not r.error_box.buttons["Continue"].isHidden()]
+    visible = [
+        r for r in replies if r.error_box is not None and not r.error_box.buttons["Continue"].isHidden()
+    ]
     assert visible == [replies[-1]]  # only the last reply can be continued
     n = len(w.chat.messages)
     w.chat_ctl.continue_reply(replies[0])  # an old reply's Continue does nothing
     assert len(w.chat.messages) == n and not w.busy
+
+
+def test_u9_continue_goes_on_writing_the_call_that_was_cut(qtbot, make_window, tmp_path):
+    w = make_window(_endless_call_model(tmp_path), settings=_settings(max_tokens=12, context_length=32768))
+    assert _send(qtbot, w, "Compute a long number").finish_reason == "length"
+    reply = w.chat.current_assistant()
+    assert len(reply.incomplete) == 1 and not reply.cards
+    _click(qtbot, reply.error_box.buttons["Continue"], w)
+    assert w.chat.assistant_messages() == [reply] and len(w.chat.user_messages()) == 1
+    assert len(reply.incomplete) == 1  # the same call, cut again further on: one chip, not two
+    (cut,) = w.worker.session.messages[-1].incomplete_calls
+    assert cut.name == "calculator" and cut.raw.startswith(CALL_OPEN) and cut.raw.count("7") > 12
 
 
 # -- U11: a reopened conversation -------------------------------------------------------------------

@@ -405,6 +405,11 @@ class AssistantMessage(QFrame):
         self.set_stats("")
         self.empty_label.setVisible(False)
         self.finish_reason = None
+        for chip in [c for c in self.incomplete if c.property("reason") == "truncated"]:
+            self.incomplete.remove(chip)  # the call it cut goes on: it is shown again as it ends
+            self._lay.removeWidget(chip)
+            chip.hide()
+            chip.deleteLater()
         self.status = "streaming"
         self.status_label.setText("…")
         last = self.blocks[-1] if self.blocks and isinstance(self.blocks[-1], TextRun) else None
@@ -545,6 +550,7 @@ class AssistantMessage(QFrame):
             else f"not run: {what} was not offered to the model"
         )
         chip.setObjectName("incompleteChip")
+        chip.setProperty("reason", call.reason)
         chip.setToolTip(call.raw[:2000])
         self.incomplete.append(chip)
         self._add_block(chip)
