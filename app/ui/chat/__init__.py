@@ -3,10 +3,13 @@
 - :mod:`~app.ui.chat.view`: :class:`ChatView`, every message of the open conversation in a scroll
   area, with the throttled rendering of a streaming reply;
 - :mod:`~app.ui.chat.messages`: a user message (copy, edit and resend) and a reply (banners, Thinking,
-  text runs and tool-call cards in order);
+  text runs and tool-call cards in order; its versions pager ‹ 2/3 ›; its live tokens and tok/s and
+  the card of a call being written; Continue in place);
 - :mod:`~app.ui.chat.markdown`: rendered Markdown (a view that fits its text, a run rendered by blocks);
 - :mod:`~app.ui.chat.tool_card`: a tool call inline in a reply, showing a
   :class:`~app.ui.call_view.CallView` (the shape the side panel shows too);
+- :mod:`~app.ui.chat.records`: a stored reply shown as it looked live (stats, cut-off mark and
+  Continue, stopped, each call's decoding), and the end every reply shows, live or reopened;
 - :mod:`~app.ui.chat.notices`: banners above a reply and the error box inside it;
 - :mod:`~app.ui.chat.compose`: the message box and the box that edits a sent message.
 """
