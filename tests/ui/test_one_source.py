@@ -260,10 +260,21 @@ def test_must_show_1_every_way_in_any_order_then_a_restart(
     s = Settings()
     s.sampling.max_tokens = 16
     model = tool_model("calculator", '{"expression": "6*7"}')
+    other = tool_model("current_datetime", "{}")  # the model the picker switches to
+    s.model.recent_models = [str(other)]
     w = make_window(model, settings=s)
     box = w.tool_choice_box
     qtbot.waitUntil(lambda: "Call calculator" in _labels(box), timeout=TIMEOUT)
     port = free_port()
+
+    def by_picker() -> None:
+        picker = w.model_picker
+        i = picker.findData(str(other))
+        assert i >= 0, [picker.itemText(j) for j in range(picker.count())]
+        with qtbot.waitSignal(w.sig_model_ready, timeout=TIMEOUT):
+            picker.setCurrentIndex(i)
+            picker.activated.emit(i)
+        box.setCurrentIndex(_labels(box).index("Call current_datetime"))
 
     def by_dialog() -> None:
         with qtbot.waitSignal(w.sig_model_ready, timeout=TIMEOUT):
@@ -281,7 +292,7 @@ def test_must_show_1_every_way_in_any_order_then_a_restart(
         w.show_page("chat")
         box.setCurrentIndex(_labels(box).index("Call calculator"))
 
-    steps = [by_dialog, by_pages] if order == "dialog_first" else [by_pages, by_dialog]
+    steps = [by_dialog, by_pages, by_picker] if order == "dialog_first" else [by_picker, by_pages, by_dialog]
     for step in steps:
         step()
         qtbot.waitUntil(
@@ -293,8 +304,9 @@ def test_must_show_1_every_way_in_any_order_then_a_restart(
     saved = _saved()
     assert saved["chat"]["tool_format"] == "hermes" and saved["model"]["context_length"] == 2048
     assert saved["server"]["port"] == port and saved["server"]["require_key"] is True
+    assert saved["model"]["last_model_path"] == str(other)
 
-    w = _restart(qtbot, make_window, w, model)
+    w = _restart(qtbot, make_window, w, saved["model"]["last_model_path"])  # the window loads the last model
     page = _server_page(w)
     assert page.api_key.text() == key and page.port.value() == port
     qtbot.waitUntil(lambda: w.worker.state.config.tool_format == "hermes", timeout=TIMEOUT)
