@@ -326,3 +326,24 @@ def test_must_show_5_every_page_is_readable_after_a_theme_switch(
     assert checked > 10
     fresh = icon_colour(icon("chat"))
     assert all(icon_colour(a.icon()) == fresh for a in w.sidebar.actions() if not a.icon().isNull())
+
+
+def test_u20_a_long_row_name_keeps_the_all_column_in_view(qtbot, make_window, tmp_path):
+    from app.check.reference import expected_reply
+    from tests.ui.test_check_page import _result
+
+    w = make_window(None, settings=Settings())
+    w.resize(1200, 760)
+    page = w.show_page("check")
+    name = "a-model-with-a-very-long-name-" * 5
+    assert page.open_result(_result(tmp_path, name, lambda s, t, b: expected_reply(s, t))) == 0
+    QApplication.processEvents()
+    m = page.matrix
+    last = m.columnCount() - 1
+    assert m.horizontalHeaderItem(last).text() == "all"
+    right = m.columnViewportPosition(last) + m.columnWidth(last)
+    assert m.columnViewportPosition(last) >= 0 and right <= m.viewport().width(), (
+        right,
+        m.viewport().width(),
+    )
+    assert m.verticalHeaderItem(0).toolTip().startswith(name)

@@ -38,6 +38,10 @@ def cell_colour(ratio: float | None) -> QColor:
     return QColor(*(round(x + (y - x) * t) for x, y in zip(a, b, strict=True)))
 
 
+#: The widest a row's name gets in the matrix; a longer one is elided in its middle (tooltip: all of it).
+ROW_LABEL_PX = 240
+
+
 def row_label(result: dict[str, Any]) -> str:
     """A result's row name: model file · stack (tool format)."""
     m, st = result.get("model") or {}, result.get("stack") or {}
@@ -114,6 +118,11 @@ class ResultsView(QWidget):
         self.matrix.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
         self.matrix.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         self.matrix.horizontalHeader().setMinimumSectionSize(64)
+        rows = (
+            self.matrix.verticalHeader()
+        )  # a long model name is cut in its middle (U20): "all" stays in view
+        rows.setMaximumWidth(ROW_LABEL_PX)
+        rows.setTextElideMode(Qt.TextElideMode.ElideMiddle)
         self.matrix.cellClicked.connect(self.open_cell)
         split.addWidget(self.matrix)
         lower = QSplitter()
@@ -138,7 +147,9 @@ class ResultsView(QWidget):
         self.results.append(result)
         r = self.matrix.rowCount()
         self.matrix.insertRow(r)
-        self.matrix.setVerticalHeaderItem(r, QTableWidgetItem(row_label(result)))
+        label = QTableWidgetItem(row_label(result))
+        label.setToolTip(row_label(result))  # the whole name
+        self.matrix.setVerticalHeaderItem(r, label)
         by_cat = result["summary"]["by_category"]
         for c, cat in enumerate([*self.categories, "all"]):
             if cat == "all":
