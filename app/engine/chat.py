@@ -9,6 +9,14 @@ notice when detection disagrees; ``none`` and ``auto`` without a match chat with
 conversation's first reply. An explicit family on a template that does not render tools gets the
 schemas and that family's call syntax in the system message (``app.engine.render``,
 ``tools_mode == "guidance"``), so choosing a format always turns tools on.
+
+``thinking`` (``app.engine.thinking.Thinking``: off, on, an effort level, a budget) renders
+through the template's own switch. A budget of N tokens: the reply is generated for at most N
+tokens; if its reasoning block is still open then, the engine writes ``budget_message`` and the
+family's closing text (``Format.closing_text``: ``</think>`` and a blank line, Harmony's
+``<|end|><|start|>assistant<|channel|>final<|message|>``...) into the reply and the model goes on
+from there (the prompt so far is in the KV cache) for the rest of ``max_tokens``. A budget is not
+applied to a reply held to a grammar or a constraint.
 """
 
 from __future__ import annotations
@@ -31,8 +39,10 @@ from app.engine.loop import CallIds, RoundEnd, cut_after_last_user, dispatcher_f
 from app.engine.messages import Message
 from app.engine.render import choose_template, render_prompt
 from app.engine.sampling import SamplingParams
+from app.engine.thinking import Thinking, parse_thinking
 
 if TYPE_CHECKING:
+    from app.engine.backend import GenerationResult
     from app.engine.formats.base import Stream
     from app.engine.llm import LoadedModel
     from app.engine.render import RenderedPrompt
@@ -122,6 +132,7 @@ class ChatSession:
         parallel_tool_calls: bool = True,
         response_format: Any = None,
         max_calls: int | None = DEFAULT_MAX_CALLS,
+        thinking: Thinking | bool | str | None = None,
     ):
         """``grammar``: a GBNF grammar constraining every reply, or a callable
         ``round -> grammar | None`` (round 1 is the first generation of a turn).
@@ -134,7 +145,10 @@ class ChatSession:
         turn goes on under ``auto`` (calls still held to their schemas).
 
         ``max_calls``: the most calls one reply holds (one without ``parallel_tool_calls``; None:
-        no count); a reply's calls also end at a repeat of one of them (``app.engine.loop``)."""
+        no count); a reply's calls also end at a repeat of one of them (``app.engine.loop``).
+
+        ``thinking``: the thinking choice of every turn (``app.engine.thinking.parse_thinking``:
+        None is the template's default; ``send`` may override it for one turn)."""
         if max_rounds < 1:
             raise ValueError(f"max_rounds must be at least 1, got {max_rounds}")
         if max_calls is not None and max_calls < 1:
@@ -153,6 +167,7 @@ class ChatSession:
         self.parallel_tool_calls = parallel_tool_calls
         self.response_format = response_format
         self.max_calls = max_calls
+        self.thinking = parse_thinking(thinking)
         self._replies: LocalReplies | None = None  # the latest turn's
         self.messages: list[Message] = list(messages or [])
         self.detected_format: str | None = detect_model_format(model)
@@ -194,13 +209,17 @@ class ChatSession:
         tool_choice: Any = _SESSION,
         parallel_tool_calls: Any = _SESSION,
         response_format: Any = _SESSION,
+        thinking: Any = _SESSION,
     ) -> Iterator[ChatEvent]:
         """Add a user message and reply; the choices default to the session's."""
         if not isinstance(text, str):
             raise TypeError("the message must be a string")
+        think = self.thinking if thinking is _SESSION else parse_thinking(thinking)
         first = not any(m.role == "assistant" for m in self.messages)
         self.messages.append(Message(role="user", content=text))
-        return self._reply(cancel, first, self._choices(tool_choice, parallel_tool_calls, response_format))
+        return self._reply(
+            cancel, first, self._choices(tool_choice, parallel_tool_calls, response_format), think
+        )
 
     def _choices(self, tool_choice: Any, parallel: Any, response_format: Any) -> tuple[Any, bool, Any]:
         return (
@@ -216,11 +235,15 @@ class ChatSession:
         tool_choice: Any = _SESSION,
         parallel_tool_calls: Any = _SESSION,
         response_format: Any = _SESSION,
+        thinking: Any = _SESSION,
     ) -> Iterator[ChatEvent]:
         """Drop everything after the last user message and reply again."""
+        think = self.thinking if thinking is _SESSION else parse_thinking(thinking)
         cut_after_last_user(self.messages)
         first = not any(m.role == "assistant" for m in self.messages)
-        return self._reply(cancel, first, self._choices(tool_choice, parallel_tool_calls, response_format))
+        return self._reply(
+            cancel, first, self._choices(tool_choice, parallel_tool_calls, response_format), think
+        )
 
     # -- the loop -----------------------------------------------------------------------
 
@@ -267,6 +290,7 @@ class ChatSession:
         cancel: threading.Event | None,
         first: bool,
         choices: tuple[Any, bool, Any] = ("auto", True, None),
+        thinking: Thinking | None = None,
     ) -> Iterator[ChatEvent]:
         from app.engine.constraints import parse_tool_choice
 
@@ -289,6 +313,8 @@ class ChatSession:
             grammar=self.grammar,
             deadline_s=self.deadline_s,
             max_calls=max_calls,
+            thinking=self.thinking if thinking is None else thinking,
+            reasoning_format=self.detected_format,
         )
         yield from run_rounds(
             self._replies,
@@ -309,8 +335,11 @@ class LocalReplies:
     tool-call format (None: tools off); ``tools`` the OpenAI-format tools the prompt shows. The
     request's ``tool_choice`` (held in round 1; later rounds are ``auto``), ``parallel_tool_calls``,
     ``max_calls`` and ``response_format`` decide the constraint (:meth:`constraint`); ``grammar`` (a GBNF, or
-    ``round -> GBNF | None``) replaces it. The API server subclasses it for its own rules
-    (``app.server._engine``)."""
+    ``round -> GBNF | None``) replaces it. ``thinking``: the thinking choice (rendered through the
+    template's switch; its budget closes the reasoning: see the module docstring);
+    ``reasoning_format``: the family whose reasoning tags the model writes (default ``family``),
+    for a template whose only switch is a pre-closed block. The API server subclasses it for its
+    own rules (``app.server._engine``)."""
 
     errors: tuple[type[Exception], ...] = (PromptRenderError, GenerationError, ValueError)  # -> failed()
     parse = True  # False: the text is read as it comes (no parser, no constraint: raw completions)
@@ -333,6 +362,8 @@ class LocalReplies:
         stop: tuple[str, ...] | None = None,
         deadline_s: float | None = None,
         max_calls: int | None = DEFAULT_MAX_CALLS,
+        thinking: Thinking | bool | str | None = None,
+        reasoning_format: str | None = None,
     ):
         from app.engine.formats import FORMATS
 
@@ -355,23 +386,64 @@ class LocalReplies:
         self.last_prompt: RenderedPrompt | None = None
         self.last_constraint: Any = None
         self.live = LiveProgress()  # the turn as it is written (polled by the window)
+        self.thinking = parse_thinking(thinking)
+        marked = FORMATS.get(reasoning_format or "") if reasoning_format else None
+        marked = self.fmt if self.fmt is not None else marked
+        self.reasoning_markers = marked.thinking_tags() if marked is not None else None
+        self._in_reasoning = False
 
     def render(self) -> str:
         """The prompt of the next generation."""
         self.last_prompt = render_prompt(
-            self.model, self.conversation(), tools=self.tools, tool_format=self.family
+            self.model,
+            self.conversation(),
+            tools=self.tools,
+            tool_format=self.family,
+            thinking=self.thinking,
+            reasoning_markers=self.reasoning_markers,
         )
         return self.last_prompt.text
+
+    def _budget(self, grammar: str | None, constraint: Any) -> tuple[int, tuple[str, str], str] | None:
+        """(tokens, the reasoning markers, the closing text) of this reply's thinking budget, or
+        None (no budget, thinking off, no reasoning block in this family, or the reply is held)."""
+        budget = self.thinking.budget
+        if (
+            budget is None
+            or self.thinking.off
+            or not self.parse
+            or grammar is not None
+            or constraint is not None
+        ):
+            return None
+        if self.fmt is not None:
+            tags, close = self.fmt.thinking_tags(), self.fmt.closing_text()
+        else:
+            tags, close = (PlainStream.OPEN, PlainStream.CLOSE), PlainStream.CLOSE + "\n\n"
+        if tags is None or close is None:
+            return None
+        message = (self.thinking.budget_message or "").strip()
+        return budget, tags, ("\n" + message + "\n" if message else "\n") + close
+
+    def _pieces(self, gen: Any, stream: Stream | PlainStream | None) -> Iterator[Any]:
+        """The events of one generation's pieces, read by ``stream``."""
+        live = self.live
+        for piece in gen:
+            live.tokens += 1
+            for ev in [TextDelta(piece)] if stream is None else stream.feed(piece):
+                live.see(ev)
+                yield ev
 
     def generate_reply(self, round: int, cancel: threading.Event | None) -> Generator[Any, None, RoundEnd]:
         try:
             prompt = self.render()
             stream, grammar, constraint = self._reader(prompt, round) if self.parse else (None, None, None)
+            budget = self._budget(grammar, constraint)
             remaining = None if self.deadline is None else max(0.0, self.deadline - time.monotonic())
             gen = generate(
                 self.model,
                 prompt,
-                max_tokens=self.max_tokens,
+                max_tokens=self.max_tokens if budget is None else min(budget[0], self.max_tokens),
                 sampling=self.sampling,
                 cancel=cancel,
                 deadline_s=remaining,
@@ -381,13 +453,34 @@ class LocalReplies:
             )
             started = time.monotonic()
             live = self.live
-            for piece in gen:
-                live.tokens += 1
-                for ev in [TextDelta(piece)] if stream is None else stream.feed(piece):
-                    live.see(ev)
-                    yield ev
+            yield from self._pieces(gen, stream)
             res = gen.result
             assert res is not None
+            if (
+                budget is not None
+                and res.finish_reason == "length"
+                and res.generated_tokens < self.max_tokens
+            ):
+                # The budget is spent: close the reasoning block if it is still open, and go on.
+                _, tags, close = budget
+                closing = close if _reasoning_open(self._in_reasoning, res.text, tags) else ""
+                if closing:
+                    for ev in stream.feed(closing) if stream is not None else [TextDelta(closing)]:
+                        live.see(ev)
+                        yield ev
+                remaining = None if self.deadline is None else max(0.0, self.deadline - time.monotonic())
+                more = generate(
+                    self.model,
+                    prompt + res.text + closing,
+                    max_tokens=self.max_tokens - res.generated_tokens,
+                    sampling=self.sampling,
+                    cancel=cancel,
+                    deadline_s=remaining,
+                    stop=self.stop,
+                )
+                yield from self._pieces(more, stream)
+                assert more.result is not None
+                res = _joined(res, closing, more.result)
             if stream is not None:
                 for ev in stream.finish(truncated=self.truncated(res.finish_reason)):
                     live.see(ev)
@@ -412,6 +505,7 @@ class LocalReplies:
         in_reasoning = (
             fmt.opens_in_reasoning(prompt) if fmt is not None else prompt.rstrip().endswith("<think>")
         )
+        self._in_reasoning = in_reasoning
         source = choose_template(self.model, bool(self.tools))[0]
         stream: Stream | PlainStream
         if fmt is not None:
@@ -467,6 +561,34 @@ class LocalReplies:
             in_reasoning=in_reasoning,
             max_calls=self.max_calls,
         )
+
+
+def _reasoning_open(opened: bool, text: str, tags: tuple[str, str]) -> bool:
+    """Whether a reply that wrote ``text`` (after a prompt that ``opened`` a reasoning block or
+    not) is inside a reasoning block at its end."""
+    last_open, last_close = text.rfind(tags[0]), text.rfind(tags[1])
+    if last_close > last_open:
+        return False
+    return last_open >= 0 or opened
+
+
+def _joined(first: GenerationResult, closing: str, more: GenerationResult) -> GenerationResult:
+    """One result for a reply generated in two parts (a thinking budget closed its reasoning)."""
+    from app.engine.backend import GenerationResult
+
+    elapsed = first.elapsed_s + more.elapsed_s
+    tokens = first.generated_tokens + more.generated_tokens
+    return GenerationResult(
+        text=first.text + closing + more.text,
+        finish_reason=more.finish_reason,
+        prompt_tokens=first.prompt_tokens,
+        prompt_tokens_evaluated=first.prompt_tokens_evaluated + more.prompt_tokens_evaluated,
+        generated_tokens=tokens,
+        ttft_s=first.ttft_s if first.ttft_s is not None else more.ttft_s,
+        tokens_per_s=tokens / elapsed if elapsed > 0 else None,
+        elapsed_s=elapsed,
+        tokens=first.tokens + more.tokens,
+    )
 
 
 def _special_opener(model: LoadedModel, fmt: Any) -> bool:

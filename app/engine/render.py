@@ -9,7 +9,12 @@ Shapes (what each template needs, past the limits of the usual renderers):
 * call ids are 9 alphanumerics: local ids are ``call00000``..., replayed ids that are not
   9 alphanumerics become ``hist00000``... (the tool result that answers them follows);
 * tool results carry ``tool_call_id`` and ``name``;
-* reasoning goes back as ``reasoning_content`` (Qwen3 and others) for templates that read it;
+* reasoning goes back as ``reasoning_content`` (Qwen3 and others) for templates that read it,
+  and as ``thinking`` for templates that read that key instead (gpt-oss, LFM2.5: found by a trial
+  render, ``app.engine.thinking``), so a tool round's prompt extends the last one (KV reuse);
+* a thinking choice (``app.engine.thinking.Thinking``) renders through the template's own switch:
+  a variable (``enable_thinking``, ``reasoning_effort``...), ``/no_think`` in the system message, or
+  a pre-closed reasoning block after the generation prompt (``RenderedPrompt.thinking`` says which);
 * a template that requires alternating user/assistant turns (Mistral) is rendered again
   with consecutive same-role turns merged, instead of failing;
 * a template that reads tools from the system message instead of the ``tools`` variable
@@ -36,6 +41,7 @@ from app.engine.errors import PromptRenderError, TemplateRenderError
 from app.engine.formats.guidance import call_example, tool_guidance
 from app.engine.messages import Message, is_valid_call_id, local_call_id
 from app.engine.templates import functions_variables, render_template, template_tools_mode
+from app.engine.thinking import Thinking, thinking_control
 
 if TYPE_CHECKING:
     from app.engine.llm import LoadedModel
@@ -59,6 +65,8 @@ class RenderedPrompt:
     # (Phi-4-mini's JSON string), "guidance" (schemas and the chosen format's call syntax written
     # into the system message) or "none" (the template ignored them: nothing reached the prompt)
     tools_mode: str = "variable"
+    # how a thinking choice reached the prompt ("" : the template's default)
+    thinking: str = ""
 
 
 def choose_template(model: LoadedModel, tools_on: bool) -> tuple[str, str]:
@@ -93,12 +101,14 @@ def shape_messages(
     merge_turns: bool = False,
     calls_as: str | None = None,
     results_as_user: bool = False,
+    reasoning_key: str = "reasoning_content",
 ) -> list[dict[str, Any]]:
     """Template-ready dicts (see the module docstring for the shapes).
 
     ``calls_as``: a tool-call format family; assistant calls are then written into the turn's
     content in that family's syntax instead of ``tool_calls`` (for templates that ignore them).
-    ``results_as_user``: tool results become user turns (for templates that reject the role)."""
+    ``results_as_user``: tool results become user turns (for templates that reject the role).
+    ``reasoning_key``: the key an assistant turn's reasoning goes back under."""
     id_map: dict[str, str] = {}
     names: dict[str, str] = {}
     counter = 0
@@ -120,7 +130,7 @@ def shape_messages(
         if m.role == "assistant":
             d: dict[str, Any] = {"role": "assistant", "content": m.content or ""}
             if m.reasoning:
-                d["reasoning_content"] = m.reasoning
+                d[reasoning_key] = m.reasoning
             if m.tool_calls:
                 calls = []
                 for c in m.tool_calls:
@@ -159,9 +169,9 @@ def shape_messages(
         ):
             prev = out[-1]
             prev["content"] = "\n\n".join(x for x in (prev["content"], d["content"]) if x)
-            if d.get("reasoning_content"):
-                prev["reasoning_content"] = "\n\n".join(
-                    x for x in (prev.get("reasoning_content", ""), d["reasoning_content"]) if x
+            if d.get(reasoning_key):
+                prev[reasoning_key] = "\n\n".join(
+                    x for x in (prev.get(reasoning_key, ""), d[reasoning_key]) if x
                 )
             continue
         out.append(d)
@@ -178,13 +188,28 @@ def render_messages(
     add_generation_prompt: bool = True,
     template_name: str = "chat_template",
     tool_format: str | None = None,
+    thinking: Thinking | None = None,
+    reasoning_markers: tuple[str, str] | None = None,
 ) -> RenderedPrompt:
     """Render through ``source``; retry with merged turns if the template insists on
     alternation. Raises :class:`PromptRenderError` if the template still fails.
 
     ``tool_format``: the family the reply will be parsed in; when the template does not render
-    ``tools``, the schemas and that family's call syntax go into the system message."""
+    ``tools``, the schemas and that family's call syntax go into the system message.
+    ``thinking``: the thinking choice, rendered through the template's own switch
+    (``app.engine.thinking``; ``reasoning_markers``: the family's reasoning tags, for a template
+    whose only switch is a pre-closed block)."""
     mode = template_tools_mode(source) if tools else "variable"
+    wants = thinking is not None and not thinking.is_default
+    control = (
+        thinking_control(source, reasoning_markers)
+        if wants or any(m.reasoning for m in messages if m.role == "assistant")
+        else None
+    )
+    plan = control.plan(thinking) if control is not None and wants else None
+    reasoning_key = (
+        "thinking" if control is not None and control.reads_reasoning == "thinking" else "reasoning_content"
+    )
     guidance = None
     if tools and mode == "none" and tool_format is not None:
         mode = "guidance"
@@ -196,6 +221,7 @@ def render_messages(
             merge_turns=merge,
             calls_as=tool_format if guidance else None,
             results_as_user=fold_system,
+            reasoning_key=reasoning_key,
         )
         if args_text:  # templates that concatenate the arguments (Functionary v3.2) need JSON text
             for m in shaped:
@@ -203,7 +229,12 @@ def render_messages(
                     fn = call.get("function")
                     if isinstance(fn, dict) and not isinstance(fn.get("arguments"), str):
                         fn["arguments"] = json.dumps(fn["arguments"], ensure_ascii=False)
-        kwargs: dict[str, Any] = {}
+        kwargs: dict[str, Any] = dict(plan.variables) if plan is not None else {}
+        if plan is not None and plan.tag:  # /no_think or /think at the end of the system message
+            if shaped and shaped[0]["role"] == "system":
+                shaped[0]["content"] = "\n".join(x for x in (shaped[0]["content"], plan.tag) if x)
+            else:
+                shaped.insert(0, {"role": "system", "content": plan.tag})
         if guidance is not None:
             if shaped and shaped[0]["role"] == "system":
                 shaped[0]["content"] = "\n\n".join(x for x in (shaped[0]["content"], guidance) if x)
@@ -249,12 +280,19 @@ def render_messages(
             first_error = first_error or exc
     else:
         raise PromptRenderError(f"the model's chat template failed: {first_error}") from first_error
+    applied = ""
+    if plan is not None and control is not None:
+        if add_generation_prompt and control.needs_prompt(thinking):
+            plan = control.plan(thinking, text)
+            text += plan.suffix
+        applied = plan.describe()
     return RenderedPrompt(
         text=text,
         template=template_name,
         tools_sent=bool(tools) and mode != "none",
         merged_turns=merged,
         tools_mode=mode if tools else "variable",
+        thinking=applied,
     )
 
 
@@ -265,6 +303,8 @@ def render_prompt(
     tools: list[dict[str, Any]] | None = None,
     add_generation_prompt: bool = True,
     tool_format: str | None = None,
+    thinking: Thinking | None = None,
+    reasoning_markers: tuple[str, str] | None = None,
 ) -> RenderedPrompt:
     """Render ``messages`` through the model's template (see :func:`render_messages`)."""
     source, name = choose_template(model, bool(tools))
@@ -277,4 +317,6 @@ def render_prompt(
         add_generation_prompt=add_generation_prompt,
         template_name=name,
         tool_format=tool_format,
+        thinking=thinking,
+        reasoning_markers=reasoning_markers,
     )

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from app.engine.chat import ChatSession
     from app.engine.llm import LoadedModel
     from app.engine.messages import Message
+    from app.engine.thinking import Thinking
     from app.tools.dispatcher import ApprovalHook, ApprovalPolicy, Dispatcher
     from app.tools.mcp import McpManager
     from app.tools.registry import ToolRegistry
@@ -115,13 +116,18 @@ def build_session(
     max_rounds: int | None = None,
     messages: list[Message] | None = None,
     grammar: str | Callable[[int], str | None] | None = None,
+    thinking: Thinking | bool | str | None = None,
     **options: Any,
 ) -> ChatSession:
     """A session over ``model`` with ``tools`` (None: no tools). ``options`` are passed on to
-    :class:`ChatSession` as they are (tool_choice and the other per-session choices)."""
+    :class:`ChatSession` as they are (tool_choice and the other per-session choices).
+    ``thinking``: off / on / an effort level / a budget (``app.engine.thinking.Thinking``; None:
+    the template's default). Raises ValueError for an unknown choice."""
     from app.engine.chat import ChatSession
+    from app.engine.thinking import parse_thinking
 
     kwargs: dict[str, Any] = dict(options)
+    kwargs["thinking"] = parse_thinking(thinking)
     if tools is not None:
         kwargs.update(registry=tools.registry, dispatcher=tools.dispatcher)
     if max_rounds is not None:

@@ -64,6 +64,7 @@ __all__ = [
     "functions_variables",
     "render_deadline",
     "render_template",
+    "template_variables",
     "template_tools_mode",
 ]
 
@@ -755,6 +756,18 @@ def functions_variables(tools: list[dict[str, Any]], date: str | None = None) ->
     specs = [t.get("function", t) if isinstance(t, dict) else t for t in tools]
     when = date if date is not None else datetime.now().strftime("%Y-%m-%d %H:%M")
     return {"functions": json.dumps(specs, ensure_ascii=False, indent=4), "datetime": when}
+
+
+@lru_cache(maxsize=64)
+def template_variables(source: str) -> frozenset[str]:
+    """The variables ``source`` reads that it does not set itself (``enable_thinking``,
+    ``reasoning_effort``...): what a caller may pass to :func:`render_template`. Raises
+    :class:`TemplateRenderError` when the template does not compile."""
+    from jinja2 import meta
+
+    compile_template(source)  # the same limits as a render
+    with _compile_lock:
+        return frozenset(meta.find_undeclared_variables(_ENV.parse(source)))
 
 
 @lru_cache(maxsize=64)

@@ -360,6 +360,11 @@ class Format:
     # <think>); any of the closing tags closes a block. A closing tag may be a marker that starts
     # the answer (Kimi K3's response frame): it ends reasoning and is structure.
     reasoning_alt: tuple[tuple[str, str], ...] = ()
+    # The reasoning block as a thinking budget sees it (``app.engine.chat``): its (open, close)
+    # markers (None: ``reasoning``; Harmony's analysis channel has no tags of its own) and the text
+    # that closes a block the engine ends (None: the closing tag, then a blank line).
+    thinking_markers: tuple[str, str] | None = None
+    thinking_close: str | None = None
     raw_values: bool = False  # arguments are written as text (typed by the schema from text)
     # Openers of a start-only family that open a call anywhere in the reply (special tokens such
     # as Llama 4's <|python_start|>); the other openers stay start-only.
@@ -418,6 +423,18 @@ class Format:
         return name_hint(raw)
 
     # -- public API -------------------------------------------------------------------------
+
+    def thinking_tags(self) -> tuple[str, str] | None:
+        """The (open, close) markers of the family's reasoning block (None: it has none)."""
+        return self.thinking_markers or self.reasoning
+
+    def closing_text(self) -> str | None:
+        """What closes a reasoning block in the family's own syntax when the engine ends it (a
+        spent thinking budget), so the model answers next. None: the family has no block."""
+        if self.thinking_close is not None:
+            return self.thinking_close
+        tags = self.thinking_tags()
+        return None if tags is None else tags[1] + "\n\n"
 
     def opens_in_reasoning(self, prompt: str) -> bool:
         """True when the rendered ``prompt`` ends inside an open reasoning block."""

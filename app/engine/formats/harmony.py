@@ -337,6 +337,8 @@ class HarmonyFormat(Format):
     name = "harmony"
     label = "Harmony (gpt-oss)"
     openers = (START, CHANNEL)
+    thinking_markers = (CHANNEL + "analysis" + MESSAGE, END)
+    thinking_close = END + START + "assistant" + CHANNEL + "final" + MESSAGE
 
     def opens_in_reasoning(self, prompt: str) -> bool:
         if not isinstance(prompt, str):
