@@ -26,9 +26,17 @@ from app.engine.events import (
 if TYPE_CHECKING:
     from app.engine.recorder import TurnRecorder
 
-__all__ = ["TurnSinks", "stream_turn"]
+__all__ = ["StreamCount", "TurnSinks", "stream_turn"]
 
 log = logging.getLogger(__name__)
+
+
+@dataclass
+class StreamCount:
+    """The text and reasoning pieces a turn has streamed so far, read by the window while it runs
+    (an engine that does not count its tokens as it writes, a remote one: about one a token)."""
+
+    pieces: int = 0
 
 
 @dataclass
@@ -50,6 +58,7 @@ def stream_turn(
     *,
     flush_s: float,
     cancelled: Callable[[], bool],
+    count: StreamCount | None = None,
 ) -> tuple[DoneEvent, int]:
     """Run the turn; returns its done event and how many text/reasoning deltas it streamed."""
     pending_kind: str | None = None
@@ -70,6 +79,8 @@ def stream_turn(
             if isinstance(ev, TextEvent | ReasoningEvent):
                 kind = "text" if isinstance(ev, TextEvent) else "reasoning"
                 deltas += 1
+                if count is not None:
+                    count.pieces = deltas
                 if pending_kind not in (None, kind):
                     flush()
                 pending_kind = kind

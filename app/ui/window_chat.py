@@ -169,15 +169,18 @@ class ChatController(WindowPart):
 
     def _live_source(self) -> Callable[[], LiveSnapshot | None]:
         """What the coming turn's reply polls: the engine's tokens so far and the call being written
-        (``ChatSession.live``; nothing from a remote engine). The previous turn's progress, still
-        there until the engine thread starts the new turn, is not read."""
+        (``ChatSession.live``); from an engine that does not count them (a remote one), the pieces
+        streamed so far. The previous turn's progress, still there until the engine thread starts
+        the new turn, is not read."""
         before = getattr(self.worker.session, "live", None)
+        counted = self.worker.turns.count  # an engine that does not count: the pieces streamed
 
         def snapshot() -> LiveSnapshot | None:
             live = getattr(self.worker.session, "live", None)
-            if not isinstance(live, LiveProgress) or live is before:
-                return None
-            return live.tokens, live.call
+            if isinstance(live, LiveProgress):
+                return None if live is before else (live.tokens, live.call)
+            count = self.worker.turns.count
+            return None if count is counted else (count.pieces, None)
 
         return snapshot
 

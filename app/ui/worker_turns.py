@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from app.engine.events import DoneEvent
 from app.engine.recorder import TurnRecorder
-from app.ui.turn_stream import TurnSinks, stream_turn
+from app.ui.turn_stream import StreamCount, TurnSinks, stream_turn
 
 if TYPE_CHECKING:
     from app.ui.engine_types import EngineState
@@ -44,6 +44,7 @@ class Turns:
         self.flush_s = self.FLUSH_S
         self.partial_save_s = self.PARTIAL_SAVE_S  # how often a reply being written is saved
         self.tokens_emitted = 0  # the text/reasoning deltas of the last turn
+        self.count = StreamCount()  # the running turn's pieces so far (a new one each turn)
         self.generation_thread_ident: int | None = None  # the thread the last turn ran on
 
     def _save_failed(self, exc: Exception) -> None:
@@ -193,6 +194,7 @@ class Turns:
         st, sig = self.state, self.signals
         assert st.session is not None
         self.generation_thread_ident = threading.get_ident()
+        self.count = StreamCount()
         sig.sig_busy.emit(True)
         recorder = self._recorder(tool_choice)
         if recorder is not None:
@@ -216,6 +218,7 @@ class Turns:
             recorder,
             flush_s=self.flush_s,
             cancelled=st.cancel.is_set,
+            count=self.count,
         )
         if recorder is not None and recorder.finish(done, st.session.messages):
             sig.sig_conversation_saved.emit(recorder.conversation_id)

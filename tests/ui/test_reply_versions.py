@@ -341,3 +341,29 @@ def test_u5_at_800x600_with_the_panel_open_a_regenerated_reply_still_fits(qtbot,
     view = w.chat.viewport()
     for button in (reply.btn_prev, reply.btn_next, reply.btn_copy, reply.btn_regen):
         assert 0 < button.mapTo(view, QPoint(button.width(), 0)).x() <= view.width()
+
+
+def test_u8_a_remote_reply_shows_a_live_counter_too(qtbot, make_window, memory_keyring):
+    """A remote engine does not count its tokens as it writes: the reply counts the pieces it
+    streamed (about one a token) and their rate."""
+    import threading
+
+    from app.engine.remote.keys import remote_key
+    from tests.engine.remote.misbehaving import MisbehavingServer
+    from tests.ui.test_remote_window import _add_provider, _choose, _slow_endpoint
+
+    gone, shown = threading.Event(), threading.Event()
+    with MisbehavingServer(_slow_endpoint(gone, shown)) as server:
+        w = make_window(None)
+        _add_provider(qtbot, w, name="Slow", url=server.url, kind="openai", mode="api")
+        _choose(qtbot, w, remote_key("Slow", "slow"))
+        assert w.send("Talk for a long time.")
+        reply = w.chat.current_assistant()
+        qtbot.waitUntil(
+            lambda: "tok/s" in reply.live.text() and not reply.live.isHidden(), timeout=DONE_TIMEOUT
+        )
+        n = reply.counter.tokens
+        qtbot.waitUntil(lambda: reply.counter.tokens > n, timeout=DONE_TIMEOUT)
+        with qtbot.waitSignal(w.sig_turn_done, timeout=DONE_TIMEOUT):
+            w.stop()
+        assert gone.wait(10) and reply.live.isHidden()
