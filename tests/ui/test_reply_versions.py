@@ -55,6 +55,11 @@ def test_u3_regenerate_sends_the_turns_own_tool_choice(qtbot, make_window, tool_
     assert not reply.cards and "calculator" in reply.text()
     stored = w.history.load_conversation(w.conversation_id).messages[-1]
     assert stored.extra["settings"]["tool_choice"] == "none"
+    # reopened (after a restart too): the stored turn says its choice
+    _reopen(w)
+    w.tool_choice_box.set_value("auto")
+    _click(qtbot, w.chat.current_assistant().btn_regen, w)
+    assert not w.chat.current_assistant().cards and w.chat.current_assistant().version == (3, 3)
 
 
 def test_u22_regenerate_keeps_the_earlier_reply_as_a_version(qtbot, make_window, tool_model):
