@@ -10,6 +10,11 @@ Usage (the UI, from its main thread)::
     h.finish_message(msg.id, "complete")           # or "interrupted" / "error"
     h.load_conversation(conv.id).messages
 
+Regenerate keeps the reply it replaces: ``archive_reply(cid, user_position)`` stores it (its
+messages, calls and results) as a numbered version of that turn; ``Conversation.versions`` says
+which version each turn shows and how many it has; ``reply_version`` reads one and
+``select_reply_version`` makes one the reply the conversation goes on from (the last turn's).
+
 A message still "streaming" when the database is opened again (the app was killed mid-reply)
 is marked "interrupted": every partial update is already committed, so nothing shown is lost.
 
