@@ -8,6 +8,10 @@ reason), the ``tools`` it offers, a ``prompt``, optional ``history`` / ``system`
 either ``expect`` (the calls of the one reply; ``[]`` means no call is correct) or
 ``[[scenario.turn]]`` tables (``expect`` plus the ``results`` the harness feeds back).
 
+``thinking`` (the reasoning dimension): ``"on"``, ``"off"``, or ``["on", "off"]``, which runs the
+same scenario once per choice, as ``<id>-thinking-on`` and ``<id>-thinking-off`` (the model's own
+switch, rendered by ``app.engine.thinking``; without the key the template's default).
+
 An expected call has ``name``, ``arguments`` and ``match``: ``exact`` (the argument set and every
 value), ``subset`` (these keys with these values; more are allowed) or ``ignore`` (only the name;
 the arguments must still fit the schema). Arrays compare by position unless their key is listed in
@@ -19,7 +23,7 @@ from __future__ import annotations
 import hashlib
 import os
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -91,6 +95,7 @@ class Scenario:
     stream: bool = False
     ordered: bool = False
     source: str = ""
+    thinking: str | None = None  # "on" | "off" (None: the template's default)
 
     @property
     def tool_names(self) -> list[str]:
@@ -199,6 +204,29 @@ def _history(raw: Any, where: str) -> tuple[dict[str, Any], ...]:
     return tuple(out)
 
 
+THINKING_CHOICES = ("on", "off")
+
+
+def _variants(s: Scenario, raw: dict[str, Any], where: str) -> list[Scenario]:
+    """The scenario once per ``thinking`` choice it names (itself without the key)."""
+    value: Any = raw.get("thinking")
+    if value is None:
+        return [s]
+    where = f"{where} [{s.id}]"
+    if isinstance(value, str):
+        _need(value in THINKING_CHOICES, where, f"thinking must be one of {', '.join(THINKING_CHOICES)}")
+        return [replace(s, thinking=value)]
+    _need(
+        isinstance(value, list)
+        and value
+        and all(v in THINKING_CHOICES for v in value)
+        and len(set(value)) == len(value),
+        where,
+        'thinking must be "on", "off" or an array of them, each once',
+    )
+    return [replace(s, id=f"{s.id}-thinking-{v}", thinking=v) for v in value]
+
+
 def _scenario(raw: dict[str, Any], category: str, tools: dict[str, dict[str, Any]], where: str) -> Scenario:
     sid: Any = raw.get("id")  # TOML data: checked below
     _need(isinstance(sid, str) and sid.strip(), where, "every scenario needs an id")
@@ -215,6 +243,7 @@ def _scenario(raw: dict[str, Any], category: str, tools: dict[str, dict[str, Any
         "tool_choice",
         "stream",
         "ordered",
+        "thinking",
     }
     rationale: Any = raw.get("rationale")
     _need(
@@ -352,9 +381,9 @@ def _load_corpus(directory: str | Path | None) -> Corpus:
         raw_list = data.get("scenario", [])
         _need(isinstance(raw_list, list), f.name, "scenarios are [[scenario]] tables")
         for raw in raw_list:
-            s = _scenario(raw, category, tools, f.name)
-            _need(s.id not in seen, f.name, f"duplicate scenario id {s.id!r}")
-            seen.add(s.id)
-            scenarios.append(s)
+            for s in _variants(_scenario(raw, category, tools, f.name), raw, f.name):
+                _need(s.id not in seen, f.name, f"duplicate scenario id {s.id!r}")
+                seen.add(s.id)
+                scenarios.append(s)
     scenarios.sort(key=lambda s: CATEGORIES.index(s.category))  # stable: file order within a category
     return Corpus(directory=d, scenarios=tuple(scenarios), sha256=digest.hexdigest())

@@ -195,6 +195,11 @@ class RemoteTarget(InProcessTarget):
         entry["elapsed_s"] = round(time.monotonic() - t0, 4)
         return calls, entry
 
+    def _session_type(self) -> Any:
+        from app.engine.remote import RemoteChatSession
+
+        return RemoteChatSession
+
     def _new_session(
         self, scenario: Scenario, registry: Any, dispatcher: Any, history: list[Any], kwargs: dict[str, Any]
     ) -> Any:

@@ -243,7 +243,20 @@ class InProcessTarget(Target):
             kwargs["tool_choice"] = scenario.openai_tool_choice()
         elif scenario.tool_choice != "auto":
             notes.append("this build's chat loop has no tool_choice: the scenario ran with auto")
+        if scenario.thinking is not None:
+            if "thinking" in inspect.signature(self._session_type()).parameters:
+                kwargs["thinking"] = scenario.thinking
+            else:
+                notes.append(
+                    f"this session has no thinking control: the scenario ran with the default, not {scenario.thinking}"
+                )
         return kwargs, notes
+
+    def _session_type(self) -> Any:
+        """The class of the sessions this target runs scenarios in."""
+        from app.engine.chat import ChatSession
+
+        return ChatSession
 
     def stop(self) -> None:
         if self._current is not None:
@@ -312,6 +325,7 @@ class InProcessTarget(Target):
             "sampling": {"temperature": self.temperature, "seed": self.seed},
             "max_tokens": self.max_tokens,
             "tool_choice": scenario.tool_choice,
+            "thinking": kwargs.get("thinking"),
             "system": scenario.system,
             "messages": [m.to_dict() for m in history] + [{"role": "user", "content": scenario.prompt}],
             "tools": list(scenario.tools),

@@ -19,7 +19,28 @@ def test_corpus_loads_with_every_category_and_a_rationale_each():
         assert len(s.rationale.split()) >= 8, s.id  # says what it asserts and why
         assert s.prompt.strip() and s.tools, s.id
     assert len({s.id for s in corpus.scenarios}) == len(corpus.scenarios)
-    assert len({s.prompt for s in corpus.scenarios}) == len(corpus.scenarios)  # a turn is found by its prompt
+    # a turn is found by its prompt: only a scenario's thinking variants share one (same turns)
+    by_prompt: dict[str, set] = {}
+    for s in corpus.scenarios:
+        by_prompt.setdefault(s.prompt, set()).add(repr((s.turns, s.tools, s.history, s.tool_choice)))
+    assert all(len(v) == 1 for v in by_prompt.values())
+    variants = [s for s in corpus.scenarios if s.thinking is not None]
+    assert {s.thinking for s in variants} == {"on", "off"}  # the reasoning dimension
+    assert all(s.category == "reasoning" and s.id.endswith(f"-thinking-{s.thinking}") for s in variants)
+
+
+def test_thinking_takes_on_off_or_both(tmp_path):
+    d = tmp_path / "corpus"
+    shutil.copytree(default_scenarios_dir(), d)
+    path = d / "reasoning.toml"
+    original = path.read_text(encoding="utf-8")
+    for bad in ('"maybe"', '["on", "on"]', "[]", "1"):
+        path.write_text(original.replace('thinking = ["on", "off"]', f"thinking = {bad}"), encoding="utf-8")
+        with pytest.raises(CorpusError, match="thinking must be"):
+            load_corpus(d)
+    path.write_text(original.replace('thinking = ["on", "off"]', 'thinking = "off"'), encoding="utf-8")
+    (only,) = [s for s in load_corpus(d).scenarios if s.thinking is not None]
+    assert (only.id, only.thinking) == ("reason-switch", "off")
 
 
 def test_every_expected_value_fits_its_tool_and_exact_strings_are_in_the_prompt():
