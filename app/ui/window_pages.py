@@ -204,6 +204,7 @@ class WorkPages:
         # a finished download, an import, a deletion or a new folder: the picker follows
         page.sig_library_done.connect(self.model_bar.refresh_model_library)
         page.sig_downloads.connect(self.status.show_downloads)
+        page.sig_imported.connect(self._on_imported)
         info = self.state.model_info
         page.set_loaded_path(info.path if info else None)
         self.model_ready.connect(lambda info: page.set_loaded_path(info.path))
@@ -235,6 +236,11 @@ class WorkPages:
         """The loaded model's file (None for a remote engine's model: it is not a file here)."""
         info = self.state.model_info
         return str(info.path) if info is not None and info.remote is None else None
+
+    def _on_imported(self, path: str) -> None:
+        """A model imported while the chat has none loads (U4); with one, the person picks it."""
+        if self.state.model_info is None and self.state.loading_path is None and not self.state.shut:
+            self.model_bar.load_model(path)
 
     def _on_models_page_load_requested(self, path: str) -> None:
         self.pages.show_chat_page()

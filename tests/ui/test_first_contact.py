@@ -347,3 +347,18 @@ def test_u20_a_long_row_name_keeps_the_all_column_in_view(qtbot, make_window, tm
         m.viewport().width(),
     )
     assert m.verticalHeaderItem(0).toolTip().startswith(name)
+
+
+def test_u4_a_model_imported_with_none_loaded_loads(qtbot, make_window, streaming_model):
+    """U4: no model; Models → Import GGUF… → "Use it where it is": the imported model loads, and the
+    picker shows it as loaded (not only listed)."""
+    w = make_window(None, settings=Settings())
+    page = w.show_page("models")
+    with qtbot.waitSignal(w.sig_model_ready, timeout=TIMEOUT):
+        page.import_file(streaming_model)
+    assert w.model_info is not None and w.model_info.path == str(streaming_model)
+    assert w.model_picker.currentData() == str(streaming_model)
+    w.compose.setPlainText("hello")
+    assert w.send()
+    w.stop()
+    qtbot.waitUntil(lambda: not w.busy, timeout=TIMEOUT)

@@ -236,6 +236,7 @@ class LibraryPane(QWidget):
         def ok(model: Any) -> None:
             page.show_status(f"Imported {model.name}.")
             page.refresh_library()
+            page.sig_imported.emit(str(model.path))
 
         page.background(run, ok, self.on_failed)
 

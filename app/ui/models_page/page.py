@@ -46,6 +46,7 @@ class ModelsPage(QWidget):
     sig_files_done = Signal()
     sig_card_shown = Signal(str)  # the repository whose model card is shown
     sig_library_done = Signal()
+    sig_imported = Signal(str)  # the path of a model just imported (the window loads it when it has none: U4)
     sig_downloads = Signal(int, float)  # downloads running or queued, their overall fraction (<0: unknown)
     _sig_progress = Signal(object)
     _sig_finished = Signal(object)
