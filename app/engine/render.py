@@ -33,7 +33,7 @@ Shapes (what each template needs, past the limits of the usual renderers):
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -67,6 +67,11 @@ class RenderedPrompt:
     tools_mode: str = "variable"
     # how a thinking choice reached the prompt ("" : the template's default)
     thinking: str = ""
+
+
+_RESERVED_VARIABLES = frozenset(
+    {"messages", "tools", "add_generation_prompt", "bos_token", "eos_token", "functions", "datetime"}
+)
 
 
 def choose_template(model: LoadedModel, tools_on: bool) -> tuple[str, str]:
@@ -190,9 +195,15 @@ def render_messages(
     tool_format: str | None = None,
     thinking: Thinking | None = None,
     reasoning_markers: tuple[str, str] | None = None,
+    template_kwargs: Mapping[str, Any] | None = None,
 ) -> RenderedPrompt:
     """Render through ``source``; retry with merged turns if the template insists on
     alternation. Raises :class:`PromptRenderError` if the template still fails.
+
+    ``template_kwargs``: more variables for the template, as a client names them (OpenAI's
+    ``chat_template_kwargs``: ``{"enable_thinking": false}``); they win over the thinking choice's.
+    The variables the renderer sets itself (``messages``, ``tools``, ``add_generation_prompt``,
+    ``bos_token``, ``eos_token``) cannot be replaced this way and are ignored.
 
     ``tool_format``: the family the reply will be parsed in; when the template does not render
     ``tools``, the schemas and that family's call syntax go into the system message.
@@ -230,6 +241,9 @@ def render_messages(
                     if isinstance(fn, dict) and not isinstance(fn.get("arguments"), str):
                         fn["arguments"] = json.dumps(fn["arguments"], ensure_ascii=False)
         kwargs: dict[str, Any] = dict(plan.variables) if plan is not None else {}
+        kwargs.update(
+            (str(k), v) for k, v in (template_kwargs or {}).items() if str(k) not in _RESERVED_VARIABLES
+        )
         if plan is not None and plan.tag:  # /no_think or /think at the end of the system message
             if shaped and shaped[0]["role"] == "system":
                 shaped[0]["content"] = "\n".join(x for x in (shaped[0]["content"], plan.tag) if x)
@@ -305,6 +319,7 @@ def render_prompt(
     tool_format: str | None = None,
     thinking: Thinking | None = None,
     reasoning_markers: tuple[str, str] | None = None,
+    template_kwargs: Mapping[str, Any] | None = None,
 ) -> RenderedPrompt:
     """Render ``messages`` through the model's template (see :func:`render_messages`)."""
     source, name = choose_template(model, bool(tools))
@@ -319,4 +334,5 @@ def render_prompt(
         tool_format=tool_format,
         thinking=thinking,
         reasoning_markers=reasoning_markers,
+        template_kwargs=template_kwargs,
     )

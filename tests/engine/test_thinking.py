@@ -399,3 +399,14 @@ def test_reasoning_goes_back_under_the_key_the_template_reads():
     ]
     for name in ("openai-gpt-oss-120b.jinja", "Qwen-Qwen3-0.6B.jinja", "LFM2.5-8B-A1B.jinja"):
         assert "PLAN-7" in render_messages((TEMPLATES / name).read_text(), msgs).text, name
+
+
+def test_a_client_s_template_kwargs_reach_the_template():
+    source = (TEMPLATES / "Qwen-Qwen3-0.6B.jinja").read_text()
+    off = render_messages(source, USER_ONLY, template_kwargs={"enable_thinking": False}).text
+    assert off.endswith("<think>\n\n</think>\n\n")
+    # the client's variables win over the thinking choice; the renderer's own are not replaced
+    both = render_messages(
+        source, USER_ONLY, thinking=Thinking("on"), template_kwargs={"enable_thinking": False, "messages": []}
+    )
+    assert both.text == off and "Hi" in both.text
