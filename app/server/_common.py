@@ -23,7 +23,9 @@ if TYPE_CHECKING:
     from app.server._state import ServerState
 
 __all__ = [
+    "TOOL_CHOICE_HEADER",
     "Turn",
+    "header_tool_choice",
     "convert_tools",
     "declared_tool",
     "queue_turn",
@@ -243,11 +245,43 @@ def declared_tool(
     seen.add(tool_name)
     if not isinstance(parameters, dict):
         raise ApiError(400, f"{where}.{schema_field} must be a JSON Schema object", param=where)
-    desc = check_str(description, f"{where}.description") or ""
+    desc = check_str(description, f"{where}.description", allow_none=True) or ""  # null: none
     return {
         "type": "function",
         "function": {"name": tool_name, "description": desc, "parameters": parameters},
     }
+
+
+TOOL_CHOICE_HEADER = "X-Callisto-Tool-Choice"
+
+
+def header_tool_choice(value: str, tools: list[dict[str, Any]] | None, messages: list[dict[str, Any]]) -> str:
+    """The ``X-Callisto-Tool-Choice`` header, for a client that cannot set a tool choice (simonw's
+    ``llm``, the ollama client), as the engine's choice: ``auto``, ``none``, ``required``, a
+    declared tool's name, or ``once``: ``required`` until the conversation (``messages``, the
+    engine's dicts) has a tool result after its last user message, then ``none``: one round of
+    calls, then an answer. A small model made to call goes on calling (the same call again) once a
+    call is in its context; ``once`` lets it finish. Anything else is a 400."""
+    value = value.strip()
+    names = [t["function"]["name"] for t in tools or []]
+    if value in ("auto", "none"):
+        return value
+    if value in ("required", "once") and not names:
+        return "auto"  # nothing to call
+    if value == "required":
+        return value
+    if value == "once":
+        last_user = max((i for i, m in enumerate(messages) if m["role"] == "user"), default=-1)
+        answered = any(m["role"] == "tool" for m in messages[last_user + 1 :])
+        return "none" if answered else "required"
+    if value in names:
+        return f"function:{value}"
+    raise ApiError(
+        400,
+        f"the {TOOL_CHOICE_HEADER} header {shown(value)} is not one of auto, none, required, once "
+        f"or a declared tool's name ({', '.join(names) or 'none declared'})",
+        param="tool_choice",
+    )
 
 
 def read_sampling(

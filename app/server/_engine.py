@@ -11,11 +11,19 @@ the local session's reply (``app.engine.chat.LocalReplies``): the whole conversa
 carries rendered through the model's template, generated on the one primitive (the KV cache keeps
 the longest common prefix, so a client's next turn evaluates only what is new) and read with the
 model's family parser. Calls are returned, never run: the client runs its tools.
+
+A reply's list of calls is bounded (:attr:`TurnRequest.max_calls`): at most the request's
+``max_tool_calls`` calls (``DEFAULT_MAX_CALLS`` when it says nothing; one without
+``parallel_tool_calls``), and a call identical to an earlier call of the same reply ends the list
+there (the grammar of a forced choice and the chat loop both hold it). A call that repeats one the
+conversation already answered is returned, and reported (:attr:`TurnEnd.repeated`): the client
+runs its own loop. A call the token limit cut is never text: the reply ends before it (``length``).
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import secrets
 import string
 import threading
@@ -24,7 +32,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from app.engine.chat import LocalReplies
+from app.engine.chat import DEFAULT_MAX_CALLS, LocalReplies
 from app.engine.host import EngineHost, Job
 from app.server._errors import ApiError, client_message, engine_api_error
 
@@ -41,6 +49,7 @@ __all__ = [
     "count_tokens",
     "new_call_id",
     "render_turn",
+    "retry_after_s",
     "run_turn",
     "submit_job",
 ]
@@ -69,6 +78,15 @@ class TurnRequest:
     stop: list[str] = field(default_factory=list)
     raw_prompt: str | None = None  # completions: the prompt text as is, no template
     think: bool | None = None
+    max_tool_calls: int | None = None  # the request's bound on one reply's calls (None: the default)
+
+    @property
+    def max_calls(self) -> int:
+        """The most calls one reply holds: one without ``parallel_tool_calls``, else the request's
+        ``max_tool_calls`` or :data:`~app.engine.chat.DEFAULT_MAX_CALLS`."""
+        if not self.parallel_tool_calls:
+            return 1
+        return self.max_tool_calls if self.max_tool_calls is not None else DEFAULT_MAX_CALLS
 
 
 @dataclass
@@ -80,6 +98,9 @@ class TurnEnd:
     ttft_s: float | None = None
     elapsed_s: float = 0.0
     tool_format: str | None = None
+    # the ids of the reply's calls identical to a call the conversation already answered
+    # (``app.engine.loop.answered_before``): a client loop that runs in circles
+    repeated: list[str] = field(default_factory=list)
 
 
 def as_api_error(exc: BaseException) -> ApiError:
@@ -95,13 +116,20 @@ def submit_job(host: EngineHost, job: Job) -> None:
     try:
         host.submit(job)
     except EngineBusy as exc:
+        wait = retry_after_s(host)
         raise ApiError(
             429,
-            f"the server is busy: {exc.waiting} requests are already waiting; "
-            f"retry in about {exc.retry_after_s} s",
+            f"the server is busy: {exc.waiting} requests are already waiting; retry in about {wait} s",
             code="rate_limit_exceeded",
-            headers={"Retry-After": str(exc.retry_after_s)},
+            headers={"Retry-After": str(wait)},
         ) from None
+
+
+def retry_after_s(host: EngineHost) -> int:
+    """When a full queue has a place again: when the job that runs now ends and the first waiting
+    one starts, one job's time (the host's running average), whole seconds rounded up, at least 1.
+    Not the time the whole queue takes to drain: a place frees at the first job that ends."""
+    return max(1, math.ceil(host.avg_job_s))
 
 
 # -- one turn ------------------------------------------------------------------------------------
@@ -140,6 +168,7 @@ def _constraint(
             tools=tools,
             tool_choice=choice,
             parallel_tool_calls=req.parallel_tool_calls,
+            max_calls=req.max_calls,
             response_format=None if forced else req.response_format,
             in_reasoning=in_reasoning,
         )
@@ -212,7 +241,9 @@ def run_turn(
     replies = _RequestReplies(model, req, tool_format, used_ids or set(), cancel)
     out = _Output(emit, replies)
     done: Any = None
-    for ev in run_rounds(replies, [], dispatcher=None, max_rounds=1, cancel=replies.halt):
+    for ev in run_rounds(
+        replies, [], dispatcher=None, max_rounds=1, cancel=replies.halt, max_calls=req.max_calls
+    ):
         if isinstance(ev, DoneEvent):
             done = ev
         else:
@@ -231,7 +262,18 @@ def run_turn(
         ttft_s=done.ttft_s,
         elapsed_s=time.monotonic() - started,
         tool_format=replies.family,
+        repeated=_repeated(req, out.sent),
     )
+
+
+def _repeated(req: TurnRequest, calls: list[Any]) -> list[str]:
+    """The ids of ``calls`` that repeat a call the request's conversation already answered."""
+    if not calls or req.raw_prompt is not None:
+        return []
+    from app.engine.loop import answered_before
+    from app.engine.messages import Message
+
+    return [c.id for c in answered_before([Message.from_dict(m) for m in req.messages], calls)]
 
 
 class _RequestReplies(LocalReplies):
@@ -261,6 +303,7 @@ class _RequestReplies(LocalReplies):
             max_tokens=req.max_tokens,
             sampling=req.sampling or None,
             parallel_tool_calls=req.parallel_tool_calls,
+            max_calls=req.max_calls,
             stop=tuple(model.stop_strings) + tuple(s for s in req.stop if s),
         )
         self.req = req
@@ -300,15 +343,17 @@ class _Output:
 
     Text that is only whitespace between a reasoning block and a call (or the end) is held and
     dropped, so no API gets an empty text block; any visible text releases it first. A call the
-    request did not declare (or any call when no tools were offered) is text; a call whose id is
-    not new gets a fresh one; without ``parallel_tool_calls`` the first call ends the reply. A raw
-    completion's text passes as it comes."""
+    request did not declare (or any call when no tools were offered) is text; a call the token limit
+    cut is nothing (the reply ends before it, ``length``: never its markup as text); a call whose id
+    is not new gets a fresh one; without ``parallel_tool_calls`` the first call ends the reply. A
+    raw completion's text passes as it comes."""
 
     def __init__(self, emit: Callable[[str, Any], None], replies: _RequestReplies):
         self.emit = emit
         self.replies = replies
         self.declared = {t["function"]["name"] for t in replies.tools or []}
         self.calls = 0
+        self.sent: list[Any] = []  # the calls emitted
         self.seen: set[str] = set()
         self.held: list[str] = []
         self.in_text = False
@@ -326,8 +371,9 @@ class _Output:
                 self.boundary()
                 self.emit("reasoning", ev.text)
         elif isinstance(ev, ToolCallIncomplete):
-            # cut off, or to a tool the request did not declare: never a call; its text is kept
-            if ev.call.raw:
+            # to a tool the request did not declare: never a call, its text is kept; cut off by the
+            # token limit: nothing (half a call is neither a call nor the model's text)
+            if ev.call.raw and ev.call.reason != "truncated":
                 self.text(ev.call.raw)
         elif isinstance(ev, ToolCallDone):
             self.call(ev.call)
@@ -363,6 +409,7 @@ class _Output:
         if self.calls and not parallel:
             return
         self.calls += 1
+        self.sent.append(call)
         self.emit("call", call)
         if not parallel:
             self.replies.halt.set()  # one call at most: stop generating here

@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from app.server._common import (
+    TOOL_CHOICE_HEADER,
     check_bool,
     check_int,
     check_number,
@@ -17,6 +18,7 @@ from app.server._common import (
     check_str,
     check_tool_name,
     convert_tools,
+    header_tool_choice,
     queue_turn,
     request_body,
     type_name,
@@ -177,10 +179,13 @@ async def chat(request: Request):
     think = body.get("think")
     if think is not None and not isinstance(think, bool | str):
         raise ApiError(400, "think must be true, false or a level string")
+    messages = convert_messages(body.get("messages"))
+    header = request.headers.get(TOOL_CHOICE_HEADER)  # Ollama's API has no tool choice of its own
     req = TurnRequest(
         model=check_str(body.get("model"), "model", allow_none=True),
-        messages=convert_messages(body.get("messages")),
+        messages=messages,
         tools=tools,
+        tool_choice=header_tool_choice(header, tools, messages) if header else "auto",
         max_tokens=max_tokens,
         sampling=sampling,
         stop=stop,

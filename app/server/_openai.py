@@ -4,6 +4,15 @@ Streamed calls have OpenAI's shape: a call's first chunk carries ``index``, ``id
 ``function.name`` once, with empty arguments; the next chunks carry only ``function.arguments``
 fragments on the same index, and they concatenate to the non-streamed arguments. A call is sent
 only once the parser has read it whole, so an incomplete call is never sent as a call.
+
+``max_tool_calls`` (a Callisto option, like ``parallel_tool_calls``: ``extra_body`` in the openai
+SDK) bounds one reply's calls (``app.server._engine``). A reply whose calls repeat calls the
+conversation already answered says so: the ``X-Callisto-Repeated-Calls`` header (their count, not
+streamed) and the ``repeated_tool_calls`` field (their ids; on the streamed reply's last chunk).
+Legacy ``functions`` / ``function_call`` and ``logprobs`` are refused with a 400, never ignored.
+
+A client that cannot set ``tool_choice`` (simonw's ``llm``) may send the ``X-Callisto-Tool-Choice``
+header (``app.server._common.header_tool_choice``); the body's ``tool_choice`` wins.
 """
 
 from __future__ import annotations
@@ -14,6 +23,7 @@ import uuid
 from typing import TYPE_CHECKING, Any
 
 from app.server._common import (
+    TOOL_CHOICE_HEADER,
     call_arguments_json,
     check_bool,
     check_int,
@@ -21,6 +31,7 @@ from app.server._common import (
     check_str,
     check_tool_name,
     convert_tools,
+    header_tool_choice,
     inner_call_id,
     queue_turn,
     read_sampling,
@@ -38,7 +49,17 @@ if TYPE_CHECKING:
 
     from app.server._state import ServerState
 
-__all__ = ["chat_completions", "completions", "list_models", "parse_chat_request"]
+__all__ = [
+    "MAX_TOOL_CALLS_LIMIT",
+    "REPEATED_CALLS_HEADER",
+    "chat_completions",
+    "completions",
+    "list_models",
+    "parse_chat_request",
+]
+
+MAX_TOOL_CALLS_LIMIT = 64  # the most a request's max_tool_calls may ask for
+REPEATED_CALLS_HEADER = "X-Callisto-Repeated-Calls"
 
 _FINISH = {
     "stop": "stop",
@@ -123,6 +144,13 @@ def convert_messages(messages: Any) -> list[dict[str, Any]]:
         elif role == "user":
             out.append({"role": "user", "content": _text_of(m.get("content"), f"{w}.content")})
         elif role == "assistant":
+            if m.get("function_call") is not None:
+                raise ApiError(
+                    400,
+                    f"{w}.function_call is the legacy form of a call, which this server does not "
+                    "read: send the call in tool_calls",
+                    param=w,
+                )
             calls = _tool_calls(m.get("tool_calls"), f"{w}.tool_calls")
             reasoning = m.get("reasoning_content", m.get("reasoning"))
             d: dict[str, Any] = {
@@ -232,14 +260,43 @@ def _max_tokens(body: dict[str, Any], state: ServerState, default: int) -> int:
     return v if v is not None else min(default, limit)
 
 
-def parse_chat_request(body: dict[str, Any], state: ServerState) -> tuple[TurnRequest, bool, bool]:
-    """(the turn, stream?, include usage in the stream?)"""
+def _refuse_unserved(body: dict[str, Any]) -> None:
+    """What this server does not serve is a 400, never silently ignored: the legacy function
+    calling (``functions`` / ``function_call``, replaced by ``tools`` / ``tool_choice``) and token
+    log probabilities."""
+    for key, new in (("functions", "tools"), ("function_call", "tool_choice")):
+        if body.get(key) is not None:
+            raise ApiError(
+                400,
+                f"{key} is the legacy form of function calling, which this server does not serve: "
+                f"send {new} instead",
+                param=key,
+            )
+    if check_bool(body.get("logprobs"), "logprobs", False):
+        raise ApiError(400, "logprobs is not supported by this server; leave it out", param="logprobs")
+    if body.get("top_logprobs") is not None:
+        raise ApiError(
+            400, "top_logprobs is not supported by this server; leave it out", param="top_logprobs"
+        )
+
+
+def parse_chat_request(
+    body: dict[str, Any], state: ServerState, header_choice: str | None = None
+) -> tuple[TurnRequest, bool, bool]:
+    """(the turn, stream?, include usage in the stream?); ``header_choice``: the
+    ``X-Callisto-Tool-Choice`` header, used when the body sets no ``tool_choice``."""
+    _refuse_unserved(body)
     model = check_str(body.get("model"), "model", allow_none=True)
     n = check_int(body.get("n"), "n")
     if n not in (None, 1):
         raise ApiError(400, "n must be 1 (one choice per request)", param="n")
     tools = convert_tools(body.get("tools"))
-    choice = convert_tool_choice(body.get("tool_choice"), tools)
+    messages = convert_messages(body.get("messages"))
+    chosen = body.get("tool_choice")
+    if chosen is None and header_choice:
+        choice = header_tool_choice(header_choice, tools, messages)
+    else:
+        choice = convert_tool_choice(chosen, tools)
     stream = check_bool(body.get("stream"), "stream", False)
     opts = body.get("stream_options")
     if opts is not None and not isinstance(opts, dict):
@@ -247,7 +304,7 @@ def parse_chat_request(body: dict[str, Any], state: ServerState) -> tuple[TurnRe
     usage = bool((opts or {}).get("include_usage"))
     req = TurnRequest(
         model=model,
-        messages=convert_messages(body.get("messages")),
+        messages=messages,
         tools=tools,
         tool_choice=choice,
         parallel_tool_calls=check_bool(body.get("parallel_tool_calls"), "parallel_tool_calls", True),
@@ -255,6 +312,7 @@ def parse_chat_request(body: dict[str, Any], state: ServerState) -> tuple[TurnRe
         max_tokens=_max_tokens(body, state, state.config.default_max_tokens),
         sampling=_sampling(body),
         stop=check_stop(body.get("stop"), "stop"),
+        max_tool_calls=check_int(body.get("max_tool_calls"), "max_tool_calls", lo=1, hi=MAX_TOOL_CALLS_LIMIT),
     )
     return req, stream, usage
 
@@ -284,7 +342,7 @@ async def chat_completions(request: Request):
     from starlette.responses import StreamingResponse
 
     state, body = await request_body(request)
-    req, stream, include_usage = parse_chat_request(body, state)
+    req, stream, include_usage = parse_chat_request(body, state, request.headers.get(TOOL_CHOICE_HEADER))
     turn = await queue_turn(state, req)
     cid = f"chatcmpl-{uuid.uuid4().hex[:24]}"
     created = int(time.time())
@@ -296,26 +354,29 @@ async def chat_completions(request: Request):
             message["reasoning_content"] = reasoning
         if calls:
             message["tool_calls"] = [_call_dict(c) for c in calls]
+        reply: dict[str, Any] = {
+            "id": cid,
+            "object": "chat.completion",
+            "created": created,
+            "model": turn.model_id,
+            "system_fingerprint": None,
+            "choices": [
+                {
+                    "index": 0,
+                    "message": message,
+                    "finish_reason": _FINISH.get(end.finish_reason, "stop"),
+                    "logprobs": None,
+                }
+            ],
+            "usage": _usage(end),
+        }
+        if end.repeated:
+            reply["repeated_tool_calls"] = [f"call_{i}" for i in end.repeated]
         return json_response(
-            {
-                "id": cid,
-                "object": "chat.completion",
-                "created": created,
-                "model": turn.model_id,
-                "system_fingerprint": None,
-                "choices": [
-                    {
-                        "index": 0,
-                        "message": message,
-                        "finish_reason": _FINISH.get(end.finish_reason, "stop"),
-                        "logprobs": None,
-                    }
-                ],
-                "usage": _usage(end),
-            }
+            reply, headers={REPEATED_CALLS_HEADER: str(len(end.repeated))} if end.repeated else None
         )
 
-    def chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
+    def chunk(delta: dict[str, Any], finish: str | None = None, **extra: Any) -> bytes:
         return _sse(
             {
                 "id": cid,
@@ -324,6 +385,7 @@ async def chat_completions(request: Request):
                 "model": turn.model_id,
                 "system_fingerprint": None,
                 "choices": [{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}],
+                **extra,
             }
         )
 
@@ -357,7 +419,8 @@ async def chat_completions(request: Request):
                 elif kind == "end":
                     end = value
             assert end is not None
-            yield chunk({}, _FINISH.get(end.finish_reason, "stop"))
+            repeated = {"repeated_tool_calls": [f"call_{i}" for i in end.repeated]} if end.repeated else {}
+            yield chunk({}, _FINISH.get(end.finish_reason, "stop"), **repeated)
             if include_usage:
                 yield _sse(
                     {

@@ -144,7 +144,10 @@ class GrammarContext:
         return name
 
     def json(self, schema: Mapping[str, Any]) -> str:
-        doc = dict(schema)
+        """A ``%json`` rule for ``schema``; its objects that list properties and say nothing of
+        others are closed (:func:`_closed`): a model never adds a property the schema did not ask
+        for (a response format's schema as much as a call's arguments)."""
+        doc = dict(_closed(schema))
         doc["x-guidance"] = {**JSON_STYLE, **(doc.get("x-guidance") or {})}
         return self.rule("%json " + json.dumps(doc, ensure_ascii=False), prefix="j")
 
