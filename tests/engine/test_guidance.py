@@ -77,18 +77,32 @@ def test_guidance_shows_the_tools_and_a_parsable_example(family):
     assert json.dumps(TOOLS, ensure_ascii=False) in text
     example = call_example(family, "get_weather", example_arguments(WEATHER))
     assert example in text
-    assert parsed(family, example) == [("get_weather", {"city": "text"})]
+    assert parsed(family, example) == [("get_weather", {"city": "<city>"})]
 
 
 def test_example_arguments_follow_the_schema():
-    assert example_arguments(WEATHER) == {"city": "text"}
+    assert example_arguments(WEATHER) == {"city": "<city>"}
     assert example_arguments(NOARGS) == {}
     enum = tool("mode", {"m": {"enum": ["fast", "slow"]}, "n": {"type": ["null", "integer"]}}, ["m", "n"])
-    assert example_arguments(enum) == {"m": "fast", "n": 1}
+    assert example_arguments(enum) == {"m": "<m: fast or slow>", "n": "<n: integer>"}
     optional = tool("g", {"tz": {"anyOf": [{"type": "null"}, {"type": "integer"}], "default": None}}, [])
-    assert example_arguments(optional) == {"tz": 1}
+    assert example_arguments(optional) == {"tz": "<tz: integer>"}
     # nothing required: the first parameter shows the shape
-    assert example_arguments(tool("f", {"a": {"type": "boolean"}, "b": {}}, [])) == {"a": True}
+    assert example_arguments(tool("f", {"a": {"type": "boolean"}, "b": {}}, [])) == {
+        "a": "<a: true or false>"
+    }
+
+
+def test_i32_example_values_cannot_pass_for_real_arguments():
+    """Issue 32 item 5: small models copy the example call's values (``"text"``, ``1``) as their
+    arguments; every placeholder is in angle brackets, named after its parameter."""
+    props = SEARCH["function"]["parameters"]["properties"]  # every JSON type
+    args = example_arguments(tool("search", props, list(props)))
+    assert set(args) == set(props)
+    for name, value in args.items():
+        assert isinstance(value, str) and value.startswith(f"<{name}") and value.endswith(">")
+    for family in sorted(FORMATS):
+        assert parsed(family, call_example(family, "search", args)) == [("search", args)]
 
 
 def test_unknown_family_and_no_tools_are_clear_errors():

@@ -174,7 +174,7 @@ CHATML = (
     "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"
     "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
 )
-HERMES_EXAMPLE = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "text"}}\n</tool_call>'
+HERMES_EXAMPLE = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "<city>"}}\n</tool_call>'
 
 
 def test_explicit_format_on_a_template_without_tools_gets_schemas_and_guidance():
@@ -191,7 +191,7 @@ def test_explicit_format_on_a_template_without_tools_gets_schemas_and_guidance()
     # no system prompt: the guidance is the system message
     r = render_messages(CHATML, [Message("user", "hi")], tools=TOOLS, tool_format="qwen-xml")
     assert r.text.startswith("<|im_start|>system\nYou can call these tools:\n")
-    assert "<tool_call>\n<function=get_weather>\n<parameter=city>\ntext\n</parameter>" in r.text
+    assert "<tool_call>\n<function=get_weather>\n<parameter=city>\n<city>\n</parameter>" in r.text
 
 
 def test_without_a_format_a_template_that_ignores_tools_gets_nothing():

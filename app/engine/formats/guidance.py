@@ -35,12 +35,21 @@ def call_example(family: str, name: str, arguments: Mapping[str, Any]) -> str:
     return fmt.example_call(name, dict(arguments))
 
 
-_SAMPLES = {"string": "text", "integer": 1, "number": 1.5, "boolean": True, "array": [], "object": {}}
+_KINDS = {
+    "integer": "integer",
+    "number": "number",
+    "boolean": "true or false",
+    "array": "array",
+    "object": "object",
+}
 
 
 def example_arguments(tool: Mapping[str, Any]) -> dict[str, Any]:
     """Placeholder arguments for an OpenAI-format tool: its required parameters (or its first
-    one) with a sample value of each declared type (an enum's first value)."""
+    one), each a placeholder in angle brackets that no argument could be mistaken for: the
+    parameter's name (``"<city>"``), with its type when it is not a string (``"<count: integer>"``)
+    or its choices for an enum (``"<mode: fast or slow>"``). Small models copy an example's values
+    as arguments; a real-looking value (``"text"``, ``1``) would pass for one, these do not."""
     fn = tool.get("function", tool)
     params = fn.get("parameters") or {}
     props = params.get("properties") or {}
@@ -49,14 +58,15 @@ def example_arguments(tool: Mapping[str, Any]) -> dict[str, Any]:
     for n in names:
         spec = props.get(n) or {}
         if spec.get("enum"):
-            out[n] = spec["enum"][0]
+            out[n] = f"<{n}: {' or '.join(str(v) for v in spec['enum'][:4])}>"
             continue
         kind = spec.get("type")
         if kind is None and spec.get("anyOf"):  # e.g. Optional[str]: the first non-null type
             kind = next((a.get("type") for a in spec["anyOf"] if a.get("type") not in (None, "null")), None)
         if isinstance(kind, list):
             kind = next((k for k in kind if k != "null"), "string")
-        out[n] = _SAMPLES.get(str(kind), "text")
+        shown = _KINDS.get(str(kind))
+        out[n] = f"<{n}: {shown}>" if shown else f"<{n}>"
     return out
 
 
