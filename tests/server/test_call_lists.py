@@ -467,3 +467,40 @@ def test_i32_random_weights_write_only_the_schemas_properties(tmp_path):
         assert stopped
     finally:
         srv.stop()
+
+
+def test_i32_the_tool_choice_header_serves_clients_without_one(server):
+    """``X-Callisto-Tool-Choice: once``: a call first, then (a tool result after the last user
+    message) no call; the body's ``tool_choice`` wins; an unknown value is a 400."""
+    import ollama
+    from openai import OpenAI
+
+    client = OpenAI(
+        base_url=server.url + "/v1",
+        api_key="unused",
+        max_retries=0,
+        timeout=60,
+        default_headers={"X-Callisto-Tool-Choice": "once"},
+    )
+    first = client.chat.completions.create(model="cut", messages=USER, tools=TOOLS, max_tokens=200)
+    assert first.choices[0].finish_reason == "tool_calls"  # the script alone would write text first
+    after = client.chat.completions.create(
+        model="cities", messages=_answered("Oslo"), tools=TOOLS, max_tokens=8
+    )
+    assert not after.choices[0].message.tool_calls
+    body_wins = client.chat.completions.create(
+        model="cities", messages=_answered("Oslo"), tools=TOOLS, tool_choice="required", max_tokens=200
+    )
+    assert body_wins.choices[0].finish_reason == "tool_calls"
+
+    olla = ollama.Client(host=server.url, timeout=60, headers={"X-Callisto-Tool-Choice": "get_time"})
+    r = olla.chat(model="cities", messages=USER, tools=TOOLS, options={"num_predict": 200})
+    assert r.message.tool_calls and {c.function.name for c in r.message.tool_calls} == {"get_time"}
+
+    bad = httpx.post(
+        server.url + "/v1/chat/completions",
+        json={"model": "cities", "messages": USER, "tools": TOOLS},
+        headers={"X-Callisto-Tool-Choice": "always"},
+        timeout=60,
+    )
+    assert bad.status_code == 400 and "X-Callisto-Tool-Choice" in bad.text
