@@ -16,7 +16,8 @@ tokens; if its reasoning block is still open then, the engine writes ``budget_me
 family's closing text (``Format.closing_text``: ``</think>`` and a blank line, Harmony's
 ``<|end|><|start|>assistant<|channel|>final<|message|>``...) into the reply and the model goes on
 from there (the prompt so far is in the KV cache) for the rest of ``max_tokens``. A budget is not
-applied to a reply held to a grammar or a constraint.
+applied to a reply held to a grammar, a forced tool choice or a response format; under ``auto``'s
+hold on calls (a special-token opener) the rest of the reply is held again from after the reasoning.
 """
 
 from __future__ import annotations
@@ -404,17 +405,20 @@ class LocalReplies:
         )
         return self.last_prompt.text
 
-    def _budget(self, grammar: str | None, constraint: Any) -> tuple[int, tuple[str, str], str] | None:
+    def _budget(
+        self, round: int, grammar: str | None, constraint: Any
+    ) -> tuple[int, tuple[str, str], str] | None:
         """(tokens, the reasoning markers, the closing text) of this reply's thinking budget, or
-        None (no budget, thinking off, no reasoning block in this family, or the reply is held)."""
+        None (no budget, thinking off, no reasoning block in this family, or the reply is held to a
+        grammar, a forced tool choice or a response format: only ``auto``'s hold on calls goes on)."""
+        from app.engine.constraints import parse_tool_choice
+
         budget = self.thinking.budget
-        if (
-            budget is None
-            or self.thinking.off
-            or not self.parse
-            or grammar is not None
-            or constraint is not None
-        ):
+        choice = self.tool_choice if round == 1 else "auto"
+        held = constraint is not None and (
+            self.response_format is not None or parse_tool_choice(choice).mode != "auto"
+        )
+        if budget is None or self.thinking.off or not self.parse or grammar is not None or held:
             return None
         if self.fmt is not None:
             tags, close = self.fmt.thinking_tags(), self.fmt.closing_text()
@@ -424,6 +428,27 @@ class LocalReplies:
             return None
         message = (self.thinking.budget_message or "").strip()
         return budget, tags, ("\n" + message + "\n" if message else "\n") + close
+
+    def _budget_constraint(
+        self, round: int, constraint: Any, text: str, closing: str, tags: tuple[str, str]
+    ) -> Any:
+        """The constraint of the rest of a reply whose budget ran out (``auto``'s hold on calls):
+        compiled again from after the reasoning when the engine closed the block with its closing
+        tag, or when the answer had begun without a call; None (free, the parser still reads the
+        calls) when a call was being written or the closing text leaves the family's structure
+        (Harmony's final channel)."""
+        if constraint is None or self.fmt is None:
+            return None
+        if closing:
+            fresh = closing.rstrip().endswith(tags[1])
+        else:
+            answer = text.rsplit(tags[1], 1)[-1]
+            fresh = not any(opener in answer for opener in self.fmt.openers)
+        if not fresh:
+            return None
+        source = choose_template(self.model, bool(self.tools))[0]
+        self.last_constraint = self.constraint(round, source, False)
+        return self.last_constraint
 
     def _pieces(self, gen: Any, stream: Stream | PlainStream | None) -> Iterator[Any]:
         """The events of one generation's pieces, read by ``stream``."""
@@ -438,7 +463,7 @@ class LocalReplies:
         try:
             prompt = self.render()
             stream, grammar, constraint = self._reader(prompt, round) if self.parse else (None, None, None)
-            budget = self._budget(grammar, constraint)
+            budget = self._budget(round, grammar, constraint)
             remaining = None if self.deadline is None else max(0.0, self.deadline - time.monotonic())
             gen = generate(
                 self.model,
@@ -468,6 +493,7 @@ class LocalReplies:
                     for ev in stream.feed(closing) if stream is not None else [TextDelta(closing)]:
                         live.see(ev)
                         yield ev
+                again = self._budget_constraint(round, constraint, res.text, closing, tags)
                 remaining = None if self.deadline is None else max(0.0, self.deadline - time.monotonic())
                 more = generate(
                     self.model,
@@ -477,6 +503,7 @@ class LocalReplies:
                     cancel=cancel,
                     deadline_s=remaining,
                     stop=self.stop,
+                    constraint=again,
                 )
                 yield from self._pieces(more, stream)
                 assert more.result is not None

@@ -410,3 +410,38 @@ def test_a_client_s_template_kwargs_reach_the_template():
         source, USER_ONLY, thinking=Thinking("on"), template_kwargs={"enable_thinking": False, "messages": []}
     )
     assert both.text == off and "Hi" in both.text
+
+
+def test_a_budget_holds_under_auto_s_hold_on_calls(tmp_path):
+    """With tools on and a special-token call opener, ``auto`` holds calls (a constraint): the
+    budget still closes the reasoning, and the rest of the reply is held again from there."""
+    call = '<tool_call>\n{"name": "add", "arguments": {"a": 2, "b": 3}}\n</tool_call>'
+    script = {"\n": "<think>", "<think>": "x", "x": "x", "</think>\n\n": call}
+    path = write_scripted_gguf(
+        tmp_path / "t.gguf",
+        chat_template=CHATML,
+        script=script,
+        default_next="<|im_end|>",
+        user_tokens=["<think>", "</think>\n\n", "<tool_call>", "</tool_call>", call],
+    )
+    m = load_model(path, n_ctx=2048, n_threads=1)
+    try:
+        session = ChatSession(
+            m,
+            tool_format="hermes",
+            registry=_add_registry(),
+            thinking=Thinking(budget=5),
+            max_tokens=60,
+            max_rounds=2,
+        )
+        events = list(session.send("What is 2 + 3?"))
+        assert session.last_constraint is not None  # auto held the calls
+        reply = session.messages[1]
+        assert reply.reasoning.count("x") == 4 and "Time to answer." in reply.reasoning, reply
+        assert [c.name for c in reply.tool_calls] == ["add"] and reply.tool_calls[0].arguments == {
+            "a": 2,
+            "b": 3,
+        }
+        assert isinstance(events[-1], DoneEvent)
+    finally:
+        m.close()
