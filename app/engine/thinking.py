@@ -40,6 +40,7 @@ __all__ = [
     "Thinking",
     "ThinkingControl",
     "ThinkingRender",
+    "anthropic_thinking",
     "parse_thinking",
     "thinking_control",
 ]
@@ -115,6 +116,22 @@ def parse_thinking(value: Any) -> Thinking:
         f"unknown thinking choice {value!r} (choices: true, false, {', '.join(THINKING_MODES)}, "
         f"or a level: {', '.join(EFFORT_LEVELS)})"
     )
+
+
+def anthropic_thinking(value: Any) -> Thinking:
+    """A :class:`Thinking` from Anthropic's ``thinking`` parameter: ``{"type": "enabled",
+    "budget_tokens": N}`` (on, with that budget), ``{"type": "disabled"}`` (off), or absent (auto).
+    Raises ValueError for any other shape."""
+    if value is None:
+        return Thinking()
+    if not isinstance(value, dict) or value.get("type") not in ("enabled", "disabled"):
+        raise ValueError('thinking must be {"type": "enabled", "budget_tokens": N} or {"type": "disabled"}')
+    if value["type"] == "disabled":
+        return Thinking("off")
+    budget = value.get("budget_tokens")
+    if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int) or budget < 1):
+        raise ValueError("thinking.budget_tokens must be a positive whole number")
+    return Thinking("on", budget=budget)
 
 
 @dataclass(frozen=True)

@@ -445,3 +445,18 @@ def test_a_budget_holds_under_auto_s_hold_on_calls(tmp_path):
         assert isinstance(events[-1], DoneEvent)
     finally:
         m.close()
+
+
+def test_anthropic_s_thinking_parameter_reads_as_a_choice():
+    from app.engine.thinking import anthropic_thinking
+
+    assert anthropic_thinking({"type": "enabled", "budget_tokens": 2048}) == Thinking("on", budget=2048)
+    assert anthropic_thinking({"type": "disabled"}).off and anthropic_thinking(None).is_default
+    for bad in (
+        {"type": "sometimes"},
+        {"type": "enabled", "budget_tokens": 0},
+        "on",
+        {"type": "enabled", "budget_tokens": True},
+    ):
+        with pytest.raises(ValueError):
+            anthropic_thinking(bad)
