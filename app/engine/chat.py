@@ -40,7 +40,7 @@ from app.engine.loop import CallIds, RoundEnd, cut_after_last_user, dispatcher_f
 from app.engine.messages import Message
 from app.engine.render import choose_template, render_prompt
 from app.engine.sampling import SamplingParams
-from app.engine.thinking import Thinking, parse_thinking
+from app.engine.thinking import Thinking, ThinkingControl, parse_thinking, thinking_control
 
 if TYPE_CHECKING:
     from app.engine.backend import GenerationResult
@@ -193,6 +193,16 @@ class ChatSession:
     def live(self) -> LiveProgress | None:
         """The latest turn as it is written: its tokens so far and the call being written."""
         return self._replies.live if self._replies is not None else None
+
+    @property
+    def thinking_control(self) -> ThinkingControl:
+        """The thinking switch the model's template reads (``kind == "none"``: it has none, so a
+        thinking choice changes nothing; ``levels``: the effort levels it takes)."""
+        from app.engine.formats import FORMATS
+
+        fmt = FORMATS.get(self.detected_format or "")
+        source = choose_template(self.model, self.tools is not None)[0]
+        return thinking_control(source, fmt.thinking_tags() if fmt is not None else None)
 
     @property
     def tools(self) -> list[dict[str, Any]] | None:

@@ -460,3 +460,21 @@ def test_anthropic_s_thinking_parameter_reads_as_a_choice():
     ):
         with pytest.raises(ValueError):
             anthropic_thinking(bad)
+
+
+def test_a_session_says_which_switch_its_model_has(tmp_path):
+    for name, kind in (
+        ("Qwen-Qwen3-0.6B.jinja", "switch"),
+        ("meta-llama-Llama-3.1-8B-Instruct.jinja", "none"),
+    ):
+        path = write_scripted_gguf(
+            tmp_path / f"{kind}.gguf",
+            chat_template=(TEMPLATES / name).read_text(),
+            script={},
+            default_next="<|im_end|>",
+        )
+        m = load_model(path, n_ctx=2048, n_threads=1)
+        try:
+            assert ChatSession(m).thinking_control.kind == kind
+        finally:
+            m.close()
