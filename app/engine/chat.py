@@ -32,6 +32,7 @@ from app.calls import ToolCall
 from app.engine.detection import detect_tool_format
 from app.engine.errors import GenerationError, PromptRenderError
 from app.engine.events import ChatEvent, DoneEvent, LiveProgress, NoticeEvent
+from app.engine.formats.base import Stream
 from app.engine.formats.events import TextDelta
 from app.engine.formats.plain import PlainStream
 from app.engine.generation import generate
@@ -44,7 +45,6 @@ from app.engine.thinking import Thinking, ThinkingControl, parse_thinking, think
 
 if TYPE_CHECKING:
     from app.engine.backend import GenerationResult
-    from app.engine.formats.base import Stream
     from app.engine.llm import LoadedModel
     from app.engine.render import RenderedPrompt
 
@@ -61,6 +61,8 @@ __all__ = [
 ]
 
 DEFAULT_MAX_ROUNDS = 8
+#: How often (seconds) the call being written is read for the window (``LocalReplies.live``).
+LIVE_PEEK_S = 0.1
 TOOL_FORMAT_SETTING = "chat.tool_format"
 _SESSION: Any = object()  # send(): use the session's choice
 
@@ -256,6 +258,37 @@ class ChatSession:
             cancel, first, self._choices(tool_choice, parallel_tool_calls, response_format), think
         )
 
+    def continue_reply(
+        self, *, cancel: threading.Event | None = None, tool_choice: Any = "auto"
+    ) -> Iterator[ChatEvent]:
+        """Continue the last reply where it was cut (the max-tokens limit): the model goes on from
+        its text (a call it was writing included) and what it writes joins that same message; no
+        user message is added. ValueError when the conversation does not end with such a reply."""
+        if not self.messages or self.messages[-1].role != "assistant" or self.messages[-1].tool_calls:
+            raise ValueError("the conversation does not end with a reply to continue")
+        cut = self.messages.pop()
+        prefix = cut.content + "".join(c.raw for c in cut.incomplete_calls if c.reason == "truncated")
+        return self._continued(cut, prefix, cancel, self._choices(tool_choice, _SESSION, _SESSION))
+
+    def _continued(
+        self, cut: Message, prefix: str, cancel: threading.Event | None, choices: tuple[Any, bool, Any]
+    ) -> Iterator[ChatEvent]:
+        at = len(self.messages)
+        try:
+            yield from self._reply(cancel, False, choices, prefix=prefix)
+        finally:
+            new = self.messages[at] if len(self.messages) > at else None
+            if new is None or new.role != "assistant":
+                self.messages.insert(at, cut)  # nothing was written: the cut reply stays as it was
+            else:  # one reply: the cut text, then the rest (a cut call now written whole, or cut again)
+                self.messages[at] = replace(
+                    new,
+                    content=cut.content + new.content,
+                    reasoning=(cut.reasoning or "") + (new.reasoning or ""),
+                    incomplete_calls=[c for c in cut.incomplete_calls if c.reason != "truncated"]
+                    + list(new.incomplete_calls),
+                )
+
     # -- the loop -----------------------------------------------------------------------
 
     def _with_guidance_note(self, notice: NoticeEvent) -> NoticeEvent:
@@ -302,6 +335,7 @@ class ChatSession:
         first: bool,
         choices: tuple[Any, bool, Any] = ("auto", True, None),
         thinking: Thinking | None = None,
+        prefix: str | None = None,
     ) -> Iterator[ChatEvent]:
         from app.engine.constraints import parse_tool_choice
 
@@ -327,6 +361,7 @@ class ChatSession:
             thinking=self.thinking if thinking is None else thinking,
             reasoning_format=self.detected_format,
         )
+        self._replies.prefix = prefix
         yield from run_rounds(
             self._replies,
             self.messages,
@@ -397,6 +432,8 @@ class LocalReplies:
         self.last_prompt: RenderedPrompt | None = None
         self.last_constraint: Any = None
         self.live = LiveProgress()  # the turn as it is written (polled by the window)
+        #: Continue: the cut reply's text, written after the next prompt so the model goes on from it
+        self.prefix: str | None = None
         self.thinking = parse_thinking(thinking)
         marked = FORMATS.get(reasoning_format or "") if reasoning_format else None
         marked = self.fmt if self.fmt is not None else marked
@@ -413,6 +450,8 @@ class LocalReplies:
             thinking=self.thinking,
             reasoning_markers=self.reasoning_markers,
         )
+        if self.prefix is not None:  # Continue: the cut reply, and the model goes on from it
+            return self.last_prompt.text + self.prefix
         return self.last_prompt.text
 
     def _budget(
@@ -462,17 +501,25 @@ class LocalReplies:
 
     def _pieces(self, gen: Any, stream: Stream | PlainStream | None) -> Iterator[Any]:
         """The events of one generation's pieces, read by ``stream``."""
-        live = self.live
+        live, peeked = self.live, 0.0
         for piece in gen:
             live.tokens += 1
             for ev in [TextDelta(piece)] if stream is None else stream.feed(piece):
                 live.see(ev)
                 yield ev
+            if isinstance(stream, Stream) and (now := time.monotonic()) - peeked >= LIVE_PEEK_S:
+                peeked = now  # the call being written, a few times a second (its text is joined)
+                raw = stream.writing_call()
+                live.writing(raw, stream.fmt.call_name(raw) if raw is not None else None)
 
     def generate_reply(self, round: int, cancel: threading.Event | None) -> Generator[Any, None, RoundEnd]:
         try:
             prompt = self.render()
             stream, grammar, constraint = self._reader(prompt, round) if self.parse else (None, None, None)
+            if self.prefix is not None:
+                if stream is not None:  # the parser reads on from where the reply was cut
+                    stream.feed(self.prefix)  # (what it says of that text was shown before)
+                self.prefix = None
             budget = self._budget(round, grammar, constraint)
             remaining = None if self.deadline is None else max(0.0, self.deadline - time.monotonic())
             gen = generate(

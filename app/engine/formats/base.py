@@ -561,6 +561,15 @@ class Stream:
             self._run(final=False, truncated=False)
         return self._take()
 
+    def writing_call(self) -> str | None:
+        """The raw text of the call region being read (its opener and body so far), or None
+        outside one: what the window shows of a call while the model writes it."""
+        if self._region is not None:
+            return self._opener + "".join(self._parts)
+        if self._hregion is not None:  # a region inside text still held (the reply's lead)
+            return self._hopener + "".join(self._hparts)
+        return None
+
     def finish(self, truncated: bool = False) -> list[FormatEvent]:
         if self._finished:
             return []
