@@ -41,6 +41,8 @@ _EXPORTS: dict[str, str] = {
     "resolve_sampling": "app.engine.sampling",
     "RenderedPrompt": "app.engine.render",
     "render_prompt": "app.engine.render",
+    "Thinking": "app.engine.thinking",
+    "parse_thinking": "app.engine.thinking",
 }
 
 __all__ = [
@@ -60,10 +62,12 @@ __all__ = [
     "RenderedPrompt",
     "SamplingParams",
     "TOOL_FORMAT_SETTING",
+    "Thinking",
     "ToolCall",
     "complete",
     "generate",
     "load_model",
+    "parse_thinking",
     "render_prompt",
     "resolve_sampling",
     "resolve_tool_format",
@@ -86,5 +90,6 @@ if TYPE_CHECKING:  # for type checkers and IDEs only; at run time the names load
     from app.engine.messages import Message
     from app.engine.render import RenderedPrompt, render_prompt
     from app.engine.sampling import SamplingParams, resolve_sampling
+    from app.engine.thinking import Thinking, parse_thinking
 
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
