@@ -19,6 +19,7 @@ from app.server._common import (
     check_tool_name,
     convert_tools,
     header_tool_choice,
+    json_response_format,
     queue_turn,
     request_body,
     type_name,
@@ -70,9 +71,9 @@ def _format(value: Any) -> dict[str, Any] | None:
     if value is None or value == "":
         return None
     if value == "json":
-        return {"type": "json_object"}
+        return json_response_format(None)  # any object, bounded so that it closes
     if isinstance(value, dict):
-        return {"type": "json_schema", "json_schema": {"schema": value}}
+        return json_response_format(value)
     raise ApiError(400, "format must be 'json' or a JSON Schema object")
 
 
@@ -170,6 +171,19 @@ def _call(c: Any) -> dict[str, Any]:
     return {"function": {"name": c.name, "arguments": c.arguments if isinstance(c.arguments, dict) else {}}}
 
 
+def _thinking(think: Any) -> Any:
+    """``think`` as a thinking choice: true / false, or a level (``low``/``medium``/``high``, as
+    Ollama takes for gpt-oss); None: the template's default."""
+    from app.engine.thinking import parse_thinking
+
+    if think is None:
+        return None
+    try:
+        return parse_thinking(think)
+    except ValueError as exc:
+        raise ApiError(400, f"think: {exc}") from None
+
+
 async def chat(request: Request):
     from starlette.responses import StreamingResponse
 
@@ -191,6 +205,7 @@ async def chat(request: Request):
         stop=stop,
         response_format=_format(body.get("format")),
         think=bool(think) if think is not None else None,
+        thinking=_thinking(think),
     )
     stream = check_bool(body.get("stream"), "stream", True)
     turn = await queue_turn(state, req)

@@ -33,6 +33,7 @@ from app.server._common import (
     convert_tools,
     header_tool_choice,
     inner_call_id,
+    json_response_format,
     queue_turn,
     read_sampling,
     request_body,
@@ -232,6 +233,8 @@ def _response_format(value: Any) -> dict[str, Any] | None:
             "response_format.type must be 'text', 'json_object' or 'json_schema'",
             param="response_format",
         )
+    if value["type"] == "json_object":
+        return json_response_format(None)  # any object, bounded so that it closes
     return None if value["type"] == "text" else value
 
 
@@ -313,8 +316,45 @@ def parse_chat_request(
         sampling=_sampling(body),
         stop=check_stop(body.get("stop"), "stop"),
         max_tool_calls=check_int(body.get("max_tool_calls"), "max_tool_calls", lo=1, hi=MAX_TOOL_CALLS_LIMIT),
+        thinking=_thinking(body.get("reasoning_effort")),
+        template_kwargs=_template_kwargs(body.get("chat_template_kwargs")),
     )
     return req, stream, usage
+
+
+def _thinking(value: Any) -> Any:
+    """``reasoning_effort`` as a thinking choice (``app.engine.thinking.parse_thinking``: a level,
+    ``none`` for off, or ``auto``/``on``/``off``); None: the template's default."""
+    from app.engine.thinking import parse_thinking
+
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise ApiError(400, "reasoning_effort must be a string", param="reasoning_effort")
+    try:
+        return parse_thinking(value)
+    except ValueError as exc:
+        raise ApiError(400, str(exc), param="reasoning_effort") from None
+
+
+#: the most variables chat_template_kwargs may name
+MAX_TEMPLATE_KWARGS = 64
+
+
+def _template_kwargs(value: Any) -> dict[str, Any] | None:
+    """``chat_template_kwargs``: more variables for the model's chat template (``enable_thinking``...;
+    the conversation's own variables cannot be replaced: ``app.engine.render``)."""
+    if value is None:
+        return None
+    if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
+        raise ApiError(400, "chat_template_kwargs must be an object", param="chat_template_kwargs")
+    if len(value) > MAX_TEMPLATE_KWARGS:
+        raise ApiError(
+            400,
+            f"chat_template_kwargs names at most {MAX_TEMPLATE_KWARGS} variables",
+            param="chat_template_kwargs",
+        )
+    return dict(value)
 
 
 def _usage(end: TurnEnd) -> dict[str, Any]:

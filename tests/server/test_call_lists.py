@@ -504,3 +504,40 @@ def test_i32_the_tool_choice_header_serves_clients_without_one(server):
         timeout=60,
     )
     assert bad.status_code == 400 and "X-Callisto-Tool-Choice" in bad.text
+
+
+def test_i32_a_json_object_reply_is_bounded_so_that_it_closes(tmp_path):
+    """``json_object`` (and Ollama's ``json``) hold the reply to any object within bounds: nesting,
+    width and string length, so a model that goes on nesting or writing is made to close."""
+    from app.engine.constraints import compile_constraint
+    from app.engine.errors import ConstraintError
+    from app.engine.llm import load_model
+    from app.engine.models.tiny import write_tiny_gguf
+    from app.server._common import (
+        JSON_OBJECT_DEPTH,
+        JSON_OBJECT_WIDTH,
+        JSON_STRING_CHARS,
+        json_response_format,
+    )
+    from app.server._ollama import _format
+    from app.server._openai import _response_format
+
+    assert _response_format({"type": "json_object"}) == _format("json") == json_response_format(None)
+    model = load_model(write_tiny_gguf(tmp_path / "tiny.gguf", seed=5), n_ctx=1024, n_threads=1)
+    try:
+        rf = json_response_format(None)
+        c = compile_constraint(model, family=None, tools=None, tool_choice="auto", response_format=rf)
+        deepest = '{"a": ' * JSON_OBJECT_DEPTH
+        assert c.after(deepest + "1")
+        with pytest.raises(ConstraintError):
+            c.after(deepest + "{")
+        assert c.after('{"s": "' + "x" * JSON_STRING_CHARS)
+        with pytest.raises(ConstraintError):
+            c.after('{"s": "' + "x" * (JSON_STRING_CHARS + 1))
+        wide = "{" + ", ".join(f'"k{i}": {i}' for i in range(JSON_OBJECT_WIDTH))
+        assert c.after(wide)
+        with pytest.raises(ConstraintError):
+            c.after(wide + ', "more"')
+        assert c.after('{"list": [1, 2.5, "x", true, null, {"in": 0}]}')
+    finally:
+        model.close()
