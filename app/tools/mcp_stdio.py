@@ -13,6 +13,11 @@ What it adds to the SDK's ``stdio_client``:
 * **a crash is seen at once**: the server process itself is watched, so when it exits the
   connection closes and a call in flight fails now, even while a descendant still holds the pipes
   (which would otherwise keep the connection open until the call's timeout).
+* **nothing outlives the app** (:class:`Guard`): on POSIX a small guard process (this file run as a
+  script, stdlib only) watches a pipe from the app and the server's tree; when the app is gone
+  (SIGKILL, a crash, SIGTERM: the pipe reaches its end) it stops the server's group and every
+  descendant it has seen, as ``close`` would. On Windows the job object does this: it is closed,
+  and its members killed, when the app's last handle goes.
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ __all__ = [
     "KILL_GRACE_S",
     "MAX_LINE_CHARS",
     "STDERR_TAIL_BYTES",
+    "Guard",
     "ProcessTree",
     "StderrTail",
     "stdio_transport",
@@ -238,6 +244,79 @@ def _pgid(pid: int) -> int | None:
         return None
 
 
+# -- the guard: the tree is stopped when the app is gone -------------------------------------------
+
+#: How often the guard looks at the server's descendants (seconds): /proc on Linux, ``ps`` elsewhere.
+GUARD_REFRESH_S = 1.0 if sys.platform.startswith("linux") else 5.0
+
+
+class Guard:
+    """The app's side of a server's guard process (POSIX; a no-op on Windows and in a frozen bundle,
+    where there is no plain Python to run it: the job object covers Windows).
+
+    The guard holds the read end of a pipe whose only write end is here (close-on-exec, so no other
+    child inherits it): when this process ends in any way, the guard reads the end of the pipe and
+    stops the server's tree. ``release()`` says the app stopped the server itself."""
+
+    def __init__(self) -> None:
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self, pid: int) -> None:
+        if sys.platform == "win32" or getattr(sys, "frozen", False) or not sys.executable:
+            return
+        try:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-I", "-S", os.path.abspath(__file__), "--guard", str(pid)],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                start_new_session=True,  # a Ctrl-C to the app's terminal group does not reach it
+                close_fds=True,
+            )
+        except OSError as exc:
+            log.warning("could not start the guard of MCP server process %s: %s", pid, exc)
+
+    def release(self) -> None:
+        """The server was stopped by the app: the guard exits without signalling anything."""
+        proc, self.proc = self.proc, None
+        if proc is None or proc.stdin is None:
+            return
+        with contextlib.suppress(OSError, ValueError):
+            proc.stdin.write(b"q")
+            proc.stdin.close()
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def _guard_main(pid: int) -> None:
+    """The guard process: until its stdin ends, note the server's descendants; then stop them all."""
+    import select
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    tree = ProcessTree()
+    tree.attach(pid)
+    fd = sys.stdin.fileno()
+    while True:
+        ready, _, _ = select.select([fd], [], [], GUARD_REFRESH_S)
+        if ready:
+            try:
+                data = os.read(fd, 64)
+            except OSError:
+                data = b""
+            if b"q" in data:
+                return  # the app stopped the server itself
+            if not data:
+                break  # the app is gone
+            continue
+        tree.refresh()
+        if not tree._members() and not tree._group_alive():
+            return  # the server and everything it started have exited
+    tree.stop()
+
+
 # -- the transport ------------------------------------------------------------------------------
 
 
@@ -290,6 +369,8 @@ async def stdio_transport(
 
     process = await _spawn(command, list(args), get_default_environment() | (env or {}), cwd)
     tree.attach(process.pid)
+    guard = Guard()
+    await anyio.to_thread.run_sync(guard.start, process.pid)
     read_in, read_out = anyio.create_memory_object_stream[Any](0)
     write_in, write_out = anyio.create_memory_object_stream[Any](0)
     exited = anyio.Event()
@@ -386,4 +467,9 @@ async def stdio_transport(
         finally:
             with anyio.CancelScope(shield=True):
                 await shutdown()
+                await anyio.to_thread.run_sync(guard.release)
             tg.cancel_scope.cancel()
+
+
+if __name__ == "__main__" and len(sys.argv) == 3 and sys.argv[1] == "--guard":
+    _guard_main(int(sys.argv[2]))
