@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from app.calls import ToolTrust, definition_sha256
+from app.files import loads_json, read_text_file
 from app.tools.mcp_stdio import ProcessTree, StderrTail
 from app.tools.mcp_trust import (
     MAX_DESCRIPTION_CHARS,
@@ -70,6 +71,8 @@ DEFAULT_START_TIMEOUT_S = 20.0
 DEFAULT_CALL_TIMEOUT_S = 60.0
 _STOP_TIMEOUT_S = 8.0
 _MAX_TOOL_PAGES = 20
+#: The largest mcp.json read (bytes); a FIFO, a device or a larger file is refused.
+MAX_CONFIG_BYTES = 1024 * 1024
 _INVALID_NAME_CHARS = re.compile(r"[^A-Za-z0-9_\-]")
 
 ServerState = Literal["stopped", "starting", "running", "failed"]
@@ -189,17 +192,19 @@ def load_mcp_config(path: str | os.PathLike[str]) -> list[McpServerConfig]:
     if not p.exists():
         return []
     try:
-        text = p.read_text(encoding="utf-8")
+        text = read_text_file(p, max_bytes=MAX_CONFIG_BYTES)
     except (OSError, UnicodeDecodeError) as exc:
         raise McpConfigError(f"{p}: cannot be read ({exc})") from None
     if not text.strip():
         return []
     try:
-        data = json.loads(text)
+        data = loads_json(text)
     except json.JSONDecodeError as exc:
         raise McpConfigError(
             f"{p}: not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})"
         ) from None
+    except ValueError as exc:  # nested too deeply, or a number too long to convert
+        raise McpConfigError(f"{p}: not valid JSON ({exc})") from None
     return parse_mcp_config(data, source=str(p))
 
 
