@@ -63,6 +63,9 @@ class _Child:
         self.unacked = False  # a piece was sent and the app has not asked for the next one yet
         self.stop = False
         self.send_lock = threading.Lock()  # the main thread and the heartbeat both send
+        #: the slots of a model loaded with ``parallel`` > 1 (``app.engine.scheduler``), else None
+        self.sched: Any = None
+        self.batched: dict[int, int] = {}  # rid -> gid of the generations the scheduler runs
 
     # -- plumbing ------------------------------------------------------------------------------
 
@@ -81,11 +84,32 @@ class _Child:
 
     def serve(self) -> None:
         while not self.stop:
+            sched = self.sched
             try:
+                if sched is not None and sched.active:
+                    # answer what came in, then one step for every slot; wait only when no slot
+                    # can move (each waits for its reader to take a piece)
+                    while self.conn.poll(0 if sched.runnable() else None):
+                        self.handle(self.conn.recv())
+                        if self.stop:
+                            break
+                    if not self.stop:
+                        sched.step()
+                    continue
                 msg = self.conn.recv()
             except (EOFError, OSError):
                 return
             self.handle(msg)
+        if self.sched is not None:
+            self.sched.close()
+
+    def send_batched(self, msg: tuple[Any, ...]) -> None:
+        """The scheduler's messages: a generation's end forgets its cancel."""
+        if msg[0] == "end":
+            gid = self.batched.pop(msg[1], None)
+            if gid is not None:
+                self.cancelled.discard(gid)
+        self.send(msg)
 
     def handle(self, msg: tuple[Any, ...]) -> None:
         kind = msg[0]
@@ -101,17 +125,22 @@ class _Child:
                 self.send(("reply", rid, True, value))
         elif kind == "run":
             _, rid, gid = msg
-            if self.running is not None:
+            if self.sched is not None:
+                self.submit(rid, gid)
+            elif self.running is not None:
                 self.send(("end", rid, False, GenerationError("another generation is running")))
             else:
                 self.run(rid, gid)
         elif kind == "cancel":
             self.cancelled.add(msg[2])
         elif kind == "next":
-            if msg[2] == self.running:
+            if self.sched is not None:
+                self.sched.ack(msg[2])
+            elif msg[2] == self.running:
                 self.unacked = False  # (a late one, for a generation that ended, is dropped)
         elif kind == "close":
             self.stop = True
+            self.cancelled.update(self.batched.values())
             if self.running is not None:
                 self.cancelled.add(self.running)
 
@@ -139,6 +168,21 @@ class _Child:
         return gid in self.cancelled or self.stop
 
     # -- generation ------------------------------------------------------------------------------
+
+    def submit(self, rid: int, gid: int) -> None:
+        """Give generation ``gid`` to the scheduler: it joins the other slots at the next step."""
+        gen = self.pending.pop(gid, None)
+        if gen is None:
+            self.send(("end", rid, False, GenerationError("this generation was already run or forgotten")))
+            return
+        try:
+            self.sched.submit(rid, gid, gen)
+        except BaseException as exc:  # noqa: BLE001 - the parent raises it
+            if isinstance(exc, (KeyboardInterrupt, SystemExit)):
+                raise
+            self.send(("end", rid, False, _portable(exc)))
+            return
+        self.batched[rid] = gid
 
     def run(self, rid: int, gid: int) -> None:
         gen = self.pending.pop(gid, None)
@@ -200,6 +244,8 @@ def _op_validate_grammar(child: _Child, grammar: str) -> None:
 
 def _op_reset(child: _Child) -> None:
     child.model.reset_cache()
+    if child.sched is not None:
+        child.sched.reset()
 
 
 def _op_prepare(child: _Child, prompt: Any, kwargs: dict[str, Any]) -> tuple[int, int]:
@@ -250,6 +296,13 @@ def _op_ping(child: _Child) -> int:
     return os.getpid()
 
 
+def _op_scheduler_stats(child: _Child) -> dict[str, int] | None:
+    """The scheduler's counts (``SchedulerStats``), None for a one-slot engine."""
+    from dataclasses import asdict
+
+    return None if child.sched is None else {"slots": child.sched.n_slots, **asdict(child.sched.stats)}
+
+
 OPS: dict[str, Callable[..., Any]] = {
     "tokenize": _op_tokenize,
     "tokenize_raw": _op_tokenize_raw,
@@ -262,6 +315,7 @@ OPS: dict[str, Callable[..., Any]] = {
     "constraint_after": _op_constraint_after,
     "constraint_allowed": _op_constraint_allowed,
     "ping": _op_ping,
+    "scheduler_stats": _op_scheduler_stats,
 }
 
 
@@ -327,15 +381,27 @@ def main(channel: str) -> int:
         return 0
     if msg[0] != "load":
         return 2
+    args = dict(msg[1])
+    parallel = int(args.pop("parallel", 1) or 1)
     try:
-        child.model = load_model_inline(**msg[1], verbose=True)
+        child.model = load_model_inline(**args, verbose=True)
+        if parallel > 1:
+            from app.engine.scheduler import Scheduler
+
+            child.sched = Scheduler(child.model, parallel, child.send_batched, child.cancelled.__contains__)
     except BaseException as exc:  # noqa: BLE001 - the parent raises it
         if isinstance(exc, (KeyboardInterrupt, SystemExit)):
             raise
         child.send(("reply", 0, False, _portable(exc)))
         return 0
     m = child.model
-    info = {"n_ctx": m.n_ctx, "eog_ids": m.eog_ids, "n_vocab": m.n_vocab, "n_gpu_layers": m.n_gpu_layers}
+    info = {
+        "n_ctx": m.n_ctx,
+        "eog_ids": m.eog_ids,
+        "n_vocab": m.n_vocab,
+        "n_gpu_layers": m.n_gpu_layers,
+        "parallel": parallel if child.sched is not None else 1,
+    }
     child.send(("reply", 0, True, info))
     try:
         child.serve()

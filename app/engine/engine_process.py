@@ -88,6 +88,18 @@ STALL_S = 30.0
 WATCH_TICK_S = 1.0
 #: seconds a generation interrupted by Ctrl-C waits for the child to stop before it is ended
 INTERRUPT_GRACE_S = 2.0
+#: slots of an engine process when its load does not say (``app.engine.scheduler``; 1: one
+#: generation at a time, no scheduler); ``CALLISTO_ENGINE_PARALLEL`` overrides it
+PARALLEL = 1
+
+
+def parallel_slots() -> int:
+    """:data:`PARALLEL`, or ``CALLISTO_ENGINE_PARALLEL`` when it holds a whole number >= 1."""
+    try:
+        value = int(os.environ.get("CALLISTO_ENGINE_PARALLEL", ""))
+    except ValueError:
+        return PARALLEL
+    return value if value >= 1 else PARALLEL
 
 
 #: every engine process started here and not closed yet (closed at exit, see :func:`_close_at_exit`)
@@ -626,10 +638,15 @@ class ProcessBackend:
         self.lock = threading.RLock()
         self.total_eval = 0
         self.eog_ids = frozenset(info["eog_ids"])
+        #: the engine's slots: above 1, generations stream at the same time, batched in the child
+        self.parallel = int(info.get("parallel", 1))
 
     @classmethod
     def start(cls, model_name: str, load_args: dict[str, Any]) -> tuple[ProcessBackend, dict[str, Any]]:
-        """Start an engine process that loads the model (``EngineProcess.start``)."""
+        """Start an engine process that loads the model (``EngineProcess.start``); ``parallel``
+        in ``load_args`` (else :func:`parallel_slots`) is its number of slots."""
+        load_args = dict(load_args)
+        load_args.setdefault("parallel", parallel_slots())
         engine, info = EngineProcess.start(model_name, load_args)
         return cls(engine, info), info
 
@@ -711,9 +728,16 @@ class ProcessBackend:
         body = prompt if isinstance(prompt, str) else [int(t) for t in prompt]
         gen.handle, gen.n_prompt = engine.call("prepare", body, kwargs)
 
+    def scheduler_stats(self) -> dict[str, int] | None:
+        """The engine's scheduler counts (decode calls, most sequences in one decode...), None
+        for a one-slot engine: for tests and diagnostics."""
+        return self.call("scheduler_stats")
+
     def stream(self, gen: Generation) -> Iterator[str]:
         engine, model = self._engine(), gen.model
-        self.lock.acquire()
+        # one slot: generations take turns; several: each streams now, the child batches them
+        lock = self.lock if self.parallel <= 1 else contextlib.nullcontext()
+        lock.__enter__()
         rid: int | None = None
         ended = False
         cancel_sent = False
@@ -760,7 +784,7 @@ class ProcessBackend:
             if rid is not None:
                 engine._unregister(rid)
             model.prompt_progress = None
-            self.lock.release()
+            lock.__exit__(None, None, None)
 
     def _end(self, gen: Generation, msg: tuple[Any, ...]) -> None:
         _, _, ok, value = msg

@@ -1,0 +1,456 @@
+"""Continuous batching in the engine process: several generations on one model, one decode a step.
+
+The engine process (``app.engine.engine_child``) loaded with ``parallel`` N > 1 keeps a
+:class:`Scheduler`: one llama.cpp context with N sequences (``n_seq_max`` N, each sequence the
+full context the user set: the context is ``n_ctx * N`` tokens, never divided), and a slot per
+sequence. Each :meth:`Scheduler.step` builds one ``llama_batch`` with a sequence id per token:
+the next token of every slot that generates, then chunks of the prompts being read with what is
+left of ``n_batch`` (so one long prompt never stalls the other streams), and runs one
+``llama_decode`` for all of them. A new generation joins at the next step; a finished one frees
+its slot.
+
+Per slot, as the single-sequence path (``app.engine.inprocess``) does it: the same sampler chain
+(llama-cpp-python's own ``Llama._init_sampler``, so greedy output is the same), its own constraint
+run (an llguidance matcher) or GBNF grammar, stop strings held back while they may begin, the
+end-of-generation tokens, ``max_tokens`` and the end of the context, the deadline and cancel.
+A slot's KV cache is kept when its generation ends: a new generation takes the free slot whose
+cached tokens share the longest prefix with its prompt, and reads only the rest.
+
+The reader's pace is kept as in the single path: a piece is sent, the next token is decoded
+meanwhile, and it is kept only once the app asks for it (``ack``); a cancel drops it. Qt-free;
+``llama_cpp`` is imported when a scheduler is made.
+"""
+
+from __future__ import annotations
+
+import codecs
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from app.engine.backend import GenerationResult
+from app.engine.errors import EngineBusy, GenerationError
+from app.engine.holdback import partial_start
+
+if TYPE_CHECKING:
+    from app.engine.generation import Generation
+    from app.engine.llm import LoadedModel
+
+__all__ = ["DEFAULT_PARALLEL", "MAX_WAITING", "Scheduler", "SchedulerStats"]
+
+#: slots of an engine process for ``serve --parallel`` when not given
+DEFAULT_PARALLEL = 4
+#: generations that may wait for a slot in the engine process (past it: ``EngineBusy``)
+MAX_WAITING = 64
+
+
+@dataclass
+class SchedulerStats:
+    """What the scheduler did since it was made: ``decode_calls`` (``llama_decode`` runs),
+    ``max_seqs_in_batch`` (most sequences in one decode), ``batched_steps`` (decodes holding
+    more than one sequence), ``tokens_decoded``."""
+
+    decode_calls: int = 0
+    max_seqs_in_batch: int = 0
+    batched_steps: int = 0
+    tokens_decoded: int = 0
+
+
+@dataclass
+class _Slot:
+    seq: int
+    cached: list[int] = field(default_factory=list)  # the tokens whose KV this sequence holds
+    job: _Job | None = None
+
+
+@dataclass
+class _Job:
+    rid: int
+    gid: int
+    gen: Generation
+    start: float = field(default_factory=time.monotonic)
+    slot: _Slot | None = None
+    sampler: Any = None
+    run: Any = None  # the constraint's run
+    fed: int = 0  # prompt tokens in the slot's KV
+    evaluated: int = 0  # prompt tokens decoded for this generation
+    to_decode: int | None = None  # a kept token whose KV is not written yet
+    sample_at: int | None = None  # the batch index whose logits give the next token
+    held: int | None = None  # a sampled token not kept yet (waits for the ack)
+    unacked: bool = False
+    budget: int = 0
+    tokens: list[int] = field(default_factory=list)
+    parts: list[str] = field(default_factory=list)
+    pending: str = ""
+    decoder: Any = field(default_factory=lambda: codecs.getincrementaldecoder("utf-8")(errors="replace"))
+    first_at: float | None = None
+    evaluated_at_first: int = 0
+    deadline: float | None = None
+
+
+class Scheduler:
+    """N slots on one llama.cpp context (see the module docstring).
+
+    ``send(msg)`` sends the child protocol's messages (``piece``, ``progress``, ``end``);
+    ``cancelled(gid)`` says whether generation ``gid`` is to stop."""
+
+    def __init__(
+        self,
+        model: LoadedModel,
+        n_slots: int,
+        send: Callable[[tuple[Any, ...]], None],
+        cancelled: Callable[[int], bool],
+    ):
+        if n_slots < 1:
+            raise ValueError(f"parallel must be at least 1, got {n_slots}")
+        import llama_cpp
+        from llama_cpp import _internals as internals
+
+        self.model = model
+        self.backend: Any = model.backend
+        llm = self.backend.llm
+        self.llm = llm
+        self.send = send
+        self.cancelled = cancelled
+        self.n_slots = n_slots
+        self.n_ctx = model.n_ctx  # per slot, as the user set it
+        self.n_batch = int(llm.n_batch)
+        params = type(llm.context_params).from_buffer_copy(llm.context_params)
+        params.n_ctx = self.n_ctx * n_slots
+        params.n_seq_max = n_slots
+        params.n_batch = self.n_batch
+        params.kv_unified = False  # each sequence its own n_ctx
+        self._ctx = internals.LlamaContext(model=llm._model, params=params, verbose=False)
+        self._mem = llama_cpp.llama_get_memory(self._ctx.ctx)
+        self._batch = llama_cpp.llama_batch_init(self.n_batch, 0, 1)
+        self._lib = llama_cpp
+        self.slots = [_Slot(seq=i) for i in range(n_slots)]
+        self.waiting: deque[_Job] = deque()
+        self.jobs: dict[int, _Job] = {}  # gid -> admitted job
+        self.stats = SchedulerStats()
+
+    # -- the child's requests -------------------------------------------------------------------
+
+    def submit(self, rid: int, gid: int, gen: Generation) -> None:
+        """Queue ``gen``; it joins at the next step that finds a free slot."""
+        if len(self.waiting) >= MAX_WAITING:
+            raise EngineBusy(len(self.waiting), 1)
+        job = _Job(rid=rid, gid=gid, gen=gen)
+        if gen.deadline_s is not None:
+            job.deadline = job.start + max(0.0, gen.deadline_s)
+        self.waiting.append(job)
+
+    def ack(self, gid: int) -> None:
+        job = self.jobs.get(gid)
+        if job is not None:
+            job.unacked = False
+
+    @property
+    def active(self) -> bool:
+        return bool(self.jobs or self.waiting)
+
+    def runnable(self) -> bool:
+        """Whether a step can do something now (else the child waits for a message)."""
+        if self.waiting and any(s.job is None for s in self.slots):
+            return True
+        if any(self.cancelled(j.gid) for j in self.waiting):
+            return True
+        for job in self.jobs.values():
+            if self.cancelled(job.gid) or not job.unacked or job.held is None:
+                return True
+        return False
+
+    def reset(self) -> None:
+        """Forget the KV of every free slot."""
+        for slot in self.slots:
+            if slot.job is None:
+                self._lib.llama_memory_seq_rm(self._mem, slot.seq, -1, -1)
+                slot.cached = []
+
+    def close(self) -> None:
+        for job in list(self.jobs.values()):
+            self._end(job, "cancelled")
+        while self.waiting:
+            job = self.waiting.popleft()
+            self.send(("end", job.rid, False, GenerationError("the model is closing")))
+        if self._batch is not None:
+            self._lib.llama_batch_free(self._batch)
+            self._batch = None
+        self._ctx.close()
+
+    # -- one step --------------------------------------------------------------------------------
+
+    def step(self) -> None:
+        """Admit, keep the sampled tokens the readers took, decode once for every slot that needs
+        it, sample."""
+        for job in [j for j in self.waiting if self.cancelled(j.gid)]:
+            self.waiting.remove(job)
+            self._finish_unstarted(job, "cancelled")
+        self._admit()
+        for job in list(self.jobs.values()):
+            self._advance(job)
+        self._decode()
+
+    def _admit(self) -> None:
+        while self.waiting:
+            free = [s for s in self.slots if s.job is None]
+            if not free:
+                return
+            job = self.waiting.popleft()
+            if self.cancelled(job.gid):
+                self._finish_unstarted(job, "cancelled")
+                continue
+            prompt = job.gen.prompt_tokens
+            slot = max(free, key=lambda s: (_common(s.cached, prompt), -s.seq))
+            try:
+                self._start(job, slot)
+            except Exception as exc:  # noqa: BLE001 - this slot fails alone
+                self.send(("end", job.rid, False, _portable(exc)))
+                continue
+
+    def _start(self, job: _Job, slot: _Slot) -> None:
+        from llama_cpp import Llama
+
+        gen = job.gen
+        prompt = gen.prompt_tokens
+        job.budget = min(gen.max_tokens, self.n_ctx - len(prompt))
+        grammar = None
+        if gen.grammar is not None:
+            from llama_cpp import LlamaGrammar
+
+            grammar = LlamaGrammar.from_string(gen.grammar, verbose=False)
+        job.run = gen.constraint.start() if gen.constraint is not None else None
+        seed = gen.sampling.seed if gen.sampling.seed is not None else self.llm._seed
+        shim = _SamplerShim(self.llm, int(seed))
+        init_sampler: Any = Llama._init_sampler  # the one chain the single path builds
+        job.sampler = init_sampler(
+            shim,
+            logits_processor=[job.run] if job.run is not None else None,
+            grammar=grammar,
+            **gen.sampling.llama_kwargs(),
+        )
+        # the KV of the longest shared prefix stays; at least the last prompt token is decoded again
+        keep = min(_common(slot.cached, prompt), len(prompt) - 1)
+        self._lib.llama_memory_seq_rm(self._mem, slot.seq, keep, -1)
+        slot.cached = slot.cached[:keep]
+        slot.job = job
+        job.slot = slot
+        job.fed = keep
+        self.jobs[job.gid] = job
+        if job.budget <= 0:
+            self._end(job, "length")
+
+    def _advance(self, job: _Job) -> None:
+        """Before the decode: stop a job that is cancelled or out of time, keep its sampled token
+        once its reader asked for it."""
+        if self.cancelled(job.gid):
+            self._end(job, "cancelled")
+            return
+        if job.held is None:
+            if job.to_decode is None and job.fed < len(job.gen.prompt_tokens):
+                if job.deadline is not None and time.monotonic() >= job.deadline:
+                    self._end(job, "deadline")
+            return
+        if job.unacked:
+            return  # the reader has not taken the previous piece: the token waits
+        tok, job.held = job.held, None
+        if job.first_at is None:
+            job.first_at = time.monotonic()
+            job.evaluated_at_first = job.evaluated
+        if tok in self.model.eog_ids or self.backend.is_eog(tok):
+            self._end(job, "stop")
+            return
+        try:
+            if job.run is not None:
+                job.run.consume(tok)
+        except Exception as exc:  # noqa: BLE001 - this slot fails alone
+            self._fail(job, exc)
+            return
+        job.tokens.append(tok)
+        piece = job.decoder.decode(self.backend.token_bytes(tok))
+        stop = job.gen.stop
+        if piece and not stop:
+            self._emit(job, piece)
+        elif piece:
+            job.pending += piece
+            hit = min((i for i in (job.pending.find(s) for s in stop) if i >= 0), default=-1)
+            if hit >= 0:
+                if hit:
+                    self._emit(job, job.pending[:hit])
+                job.pending = ""
+                self._end(job, "stop", stop_hit=True)
+                return
+            cut = partial_start(job.pending, stop)
+            out, job.pending = job.pending[:cut], job.pending[cut:]
+            if out:
+                self._emit(job, out)
+        # the checks the single path makes before decoding the next token
+        if job.deadline is not None and time.monotonic() >= job.deadline:
+            self._end(job, "deadline")
+        elif len(job.tokens) >= job.budget:
+            self._end(job, "length")
+        else:
+            job.to_decode = tok
+
+    def _decode(self) -> None:
+        lib = self._lib
+        batch = self._batch
+        n = 0
+        seqs: set[int] = set()
+        room = self.n_batch
+        jobs = list(self.jobs.values())
+        for job in jobs:
+            if job.to_decode is not None and room > 0:
+                slot = job.slot
+                assert slot is not None
+                self._put(batch, n, job.to_decode, len(slot.cached), slot.seq, True)
+                slot.cached.append(job.to_decode)
+                job.to_decode = None
+                job.sample_at = n
+                n += 1
+                room -= 1
+                seqs.add(slot.seq)
+        for job in jobs:
+            prompt = job.gen.prompt_tokens
+            if job.fed >= len(prompt) or room <= 0 or job.slot is None:
+                continue
+            slot = job.slot
+            take = min(room, len(prompt) - job.fed)
+            for i in range(job.fed, job.fed + take):
+                last = i == len(prompt) - 1
+                self._put(batch, n, prompt[i], i, slot.seq, last)
+                if last:
+                    job.sample_at = n
+                n += 1
+            slot.cached.extend(prompt[job.fed : job.fed + take])
+            job.fed += take
+            job.evaluated += take
+            room -= take
+            seqs.add(slot.seq)
+            if job.fed < len(prompt):
+                job.gen.model.prompt_progress = (job.fed, len(prompt))
+                self.send(("progress", job.rid, job.fed, len(prompt)))
+        if n == 0:
+            return
+        batch.n_tokens = n
+        rc = lib.llama_decode(self._ctx.ctx, batch)
+        self.stats.decode_calls += 1
+        self.stats.tokens_decoded += n
+        self.stats.max_seqs_in_batch = max(self.stats.max_seqs_in_batch, len(seqs))
+        if len(seqs) > 1:
+            self.stats.batched_steps += 1
+        self.backend.total_eval += n
+        if rc != 0:
+            err = GenerationError(f"llama.cpp failed while generating: llama_decode returned {rc}")
+            for job in jobs:
+                if job.slot is not None and job.slot.seq in seqs:
+                    job.slot.cached = []
+                    lib.llama_memory_seq_rm(self._mem, job.slot.seq, -1, -1)
+                    self._fail(job, err)
+            return
+        for job in jobs:
+            if job.sample_at is None or job.slot is None:
+                continue
+            at, job.sample_at = job.sample_at, None
+            try:
+                job.held = int(job.sampler.sample(self._ctx, at))
+            except Exception as exc:  # noqa: BLE001 - this slot fails alone
+                self._fail(job, exc)
+
+    @staticmethod
+    def _put(batch: Any, i: int, token: int, pos: int, seq: int, logits: bool) -> None:
+        batch.token[i] = token
+        batch.pos[i] = pos
+        batch.n_seq_id[i] = 1
+        batch.seq_id[i][0] = seq
+        batch.logits[i] = logits
+
+    # -- ends ------------------------------------------------------------------------------------
+
+    def _emit(self, job: _Job, piece: str) -> None:
+        job.parts.append(piece)
+        job.unacked = True
+        self.send(("piece", job.rid, piece))
+
+    def _release(self, job: _Job) -> None:
+        self.jobs.pop(job.gid, None)
+        slot = job.slot
+        if slot is not None:
+            slot.job = None
+            if job.to_decode is not None:
+                job.to_decode = None  # kept but not written: the slot's KV ends before it
+            if job.fed < len(job.gen.prompt_tokens):
+                pass  # a part of the prompt: what is cached stays valid
+        if job.sampler is not None:
+            job.sampler.close()
+            job.sampler = None
+        job.gen.model.prompt_progress = None
+
+    def _fail(self, job: _Job, exc: BaseException) -> None:
+        self._release(job)
+        self.send(("end", job.rid, False, _portable(exc)))
+
+    def _finish_unstarted(self, job: _Job, finish: str) -> None:
+        job.budget = 0
+        self._end(job, finish, admitted=False)
+
+    def _end(self, job: _Job, finish: str, *, stop_hit: bool = False, admitted: bool = True) -> None:
+        if not stop_hit:
+            tail = job.pending + job.decoder.decode(b"", final=True)
+            job.pending = ""
+            if tail:
+                job.parts.append(tail)
+                self.send(("piece", job.rid, tail))
+        if admitted:
+            self._release(job)
+        end = time.monotonic()
+        first = job.first_at
+        gen_time = (end - first) if first is not None else None
+        n = len(job.tokens)
+        result = GenerationResult(
+            text="".join(job.parts),
+            finish_reason=finish,
+            prompt_tokens=len(job.gen.prompt_tokens),
+            prompt_tokens_evaluated=job.evaluated_at_first if first is not None else job.evaluated,
+            generated_tokens=n,
+            ttft_s=(first - job.start) if first is not None else None,
+            tokens_per_s=(n / gen_time) if gen_time and n > 1 else None,
+            elapsed_s=end - job.start,
+            tokens=list(job.tokens),
+        )
+        self.model.last_prompt_eval = result.prompt_tokens_evaluated
+        self.send(("end", job.rid, True, (result, self.backend.total_eval)))
+
+
+class _SamplerShim:
+    """What ``Llama._init_sampler`` reads of its ``Llama``: the same chain for a slot."""
+
+    def __init__(self, llm: Any, seed: int):
+        import numpy as np
+
+        self._input_ids = np.array([], dtype=np.intc)
+        self._n_vocab = llm._n_vocab
+        self.last_n_tokens_size = llm.last_n_tokens_size
+        self._seed = seed
+        self._model = llm._model
+
+
+def _common(a: list[int], b: list[int]) -> int:
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+def _portable(exc: BaseException) -> BaseException:
+    import pickle
+
+    try:
+        pickle.loads(pickle.dumps(exc))
+        return exc
+    except Exception:  # noqa: BLE001 - any failure means: send the words
+        return GenerationError(f"{type(exc).__name__}: {exc}")

@@ -1,0 +1,268 @@
+"""Continuous batching (``app.engine.scheduler``): several generations on one model, one decode per
+step for every slot, on the real llama.cpp path (tiny random-weight GGUFs, SmolLM2 where marked
+``live``). Batching is shown by the scheduler's counts (decode calls, sequences in one decode),
+never by timing."""
+
+from __future__ import annotations
+
+import json
+import threading
+
+import pytest
+
+from app.engine import scheduler as scheduler_mod
+from app.engine.constraints import compile_constraint
+from app.engine.errors import ConstraintError, EngineBusy, EngineCrashedError
+from app.engine.generation import generate
+from app.engine.llm import load_model
+from app.engine.scheduler import Scheduler
+
+GREEDY = {"temperature": 0}
+PROMPTS = ["hello there", "a b c d e f", "the quick brown fox", "zz yy xx"]
+
+HERMES_TEMPLATE = (
+    "{%- for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{%- endfor %}"
+    "{%- if add_generation_prompt %}<|im_start|>assistant\n{%- endif %}"
+)
+
+
+def _path(tiny_gguf):
+    return tiny_gguf(
+        chat_template=HERMES_TEMPLATE,
+        control_tokens=["<s>", "</s>", "<|im_start|>", "<|im_end|>"],
+        user_tokens=["<tool_call>", "</tool_call>"],
+        bos="<s>",
+        eos="<|im_end|>",
+        seed=3,
+    )
+
+
+def _single_outputs(path, prompts, max_tokens, monkeypatch):
+    monkeypatch.setenv("CALLISTO_ENGINE_PARALLEL", "1")
+    m = load_model(path, n_ctx=512, n_threads=1)
+    try:
+        assert m.backend.parallel == 1
+        return [generate(m, p, max_tokens=max_tokens, sampling=GREEDY, stop=()).run() for p in prompts]
+    finally:
+        m.close()
+
+
+def _parallel_model(path, monkeypatch, n=3):
+    monkeypatch.setenv("CALLISTO_ENGINE_PARALLEL", str(n))
+    m = load_model(path, n_ctx=512, n_threads=1)
+    assert m.backend.parallel == n
+    return m
+
+
+def _run_all(gens):
+    """Consume every generation on a thread of its own; return the errors by index."""
+    errors: dict[int, BaseException] = {}
+
+    def consume(i, g):
+        try:
+            for _ in g:
+                pass
+        except BaseException as exc:  # noqa: BLE001 - the test reads it
+            errors[i] = exc
+
+    threads = [threading.Thread(target=consume, args=(i, g)) for i, g in enumerate(gens)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(300)
+    assert not any(t.is_alive() for t in threads)
+    return errors
+
+
+# -- in this process: the scheduler driven step by step -----------------------------------------
+
+
+def test_two_sequences_share_one_decode_and_keep_their_greedy_output(tiny_gguf):
+    path = _path(tiny_gguf)
+    m = load_model(path, n_ctx=512, n_threads=1, isolate=False)
+    try:
+        refs = [generate(m, p, max_tokens=12, sampling=GREEDY, stop=()).run() for p in PROMPTS[:2]]
+        sent: list[tuple] = []
+        sched = Scheduler(m, 2, sent.append, lambda gid: False)
+        gens = [generate(m, p, max_tokens=12, sampling=GREEDY, stop=()) for p in PROMPTS[:2]]
+        for i, g in enumerate(gens):
+            sched.submit(100 + i, i, g)
+        steps = 0
+        while sched.active:
+            sched.step()
+            steps += 1
+            for gid in (0, 1):
+                sched.ack(gid)  # the readers take every piece at once
+            assert steps < 200
+        ends = {msg[1]: msg for msg in sent if msg[0] == "end"}
+        assert set(ends) == {100, 101} and all(e[2] for e in ends.values())
+        results = [ends[100 + i][3][0] for i in range(2)]
+        for ref, got in zip(refs, results, strict=True):
+            assert got.tokens == ref.tokens and got.text == ref.text
+            assert got.finish_reason == ref.finish_reason
+        stats = sched.stats
+        # the first step read both prompts in one decode; then one decode a token for both
+        assert stats.max_seqs_in_batch == 2 and stats.batched_steps >= 1
+        serial = sum(len(r.tokens) + 1 for r in refs)
+        assert stats.decode_calls < serial
+        sched.close()
+    finally:
+        m.close()
+
+
+def test_a_slot_reuses_the_longest_shared_prefix(tiny_gguf):
+    m = load_model(_path(tiny_gguf), n_ctx=512, n_threads=1, isolate=False)
+    try:
+        sent: list[tuple] = []
+        sched = Scheduler(m, 2, sent.append, lambda gid: False)
+        long = "one two three four five six seven eight nine ten"
+        for gid, prompt in enumerate([long, "zz yy"]):
+            sched.submit(gid, gid, generate(m, prompt, max_tokens=2, sampling=GREEDY, stop=()))
+        while sched.active:
+            sched.step()
+            sched.ack(0)
+            sched.ack(1)
+        sent.clear()
+        follow = generate(m, long + " eleven", max_tokens=2, sampling=GREEDY, stop=())
+        sched.submit(9, 9, follow)
+        while sched.active:
+            sched.step()
+            sched.ack(9)
+        (end,) = [msg for msg in sent if msg[0] == "end"]
+        result = end[3][0]
+        # only the new words were read: the slot that held the long prompt was chosen
+        assert result.prompt_tokens_evaluated < result.prompt_tokens - 5
+        sched.close()
+    finally:
+        m.close()
+
+
+def test_a_generation_past_every_slot_and_the_waiting_bound_is_refused(tiny_gguf, monkeypatch):
+    monkeypatch.setattr(scheduler_mod, "MAX_WAITING", 2)
+    m = load_model(_path(tiny_gguf), n_ctx=512, n_threads=1, isolate=False)
+    try:
+        sched = Scheduler(m, 1, lambda msg: None, lambda gid: False)
+        for gid in range(3):  # one takes the slot, two wait
+            sched.submit(gid, gid, generate(m, "hi", max_tokens=2))
+            if gid == 0:
+                sched.step()
+        with pytest.raises(EngineBusy):
+            sched.submit(7, 7, generate(m, "hi", max_tokens=2))
+        sched.close()
+    finally:
+        m.close()
+
+
+# -- in the engine process ----------------------------------------------------------------------
+
+
+def test_concurrent_generations_on_one_engine_all_finish_with_their_single_output(tiny_gguf, monkeypatch):
+    path = _path(tiny_gguf)
+    refs = _single_outputs(path, PROMPTS[:3], 20, monkeypatch)
+    m = _parallel_model(path, monkeypatch)
+    try:
+        gens = [generate(m, p, max_tokens=20, sampling=GREEDY, stop=()) for p in PROMPTS[:3]]
+        assert _run_all(gens) == {}
+        for ref, g in zip(refs, gens, strict=True):
+            assert g.result.tokens == ref.tokens and g.result.text == ref.text
+        stats = m.backend.scheduler_stats()
+        assert stats["slots"] == 3 and stats["decode_calls"] >= 1
+        assert stats["tokens_decoded"] >= sum(len(r.tokens) for r in refs)
+    finally:
+        m.close()
+
+
+def test_cancel_of_one_slot_leaves_the_others_streaming(tiny_gguf, monkeypatch):
+    path = _path(tiny_gguf)
+    refs = _single_outputs(path, PROMPTS[:3], 30, monkeypatch)
+    m = _parallel_model(path, monkeypatch)
+    try:
+        cancel = threading.Event()
+        gens = [
+            generate(m, p, max_tokens=30, sampling=GREEDY, stop=(), cancel=cancel if i == 0 else None)
+            for i, p in enumerate(PROMPTS[:3])
+        ]
+        its = [iter(g) for g in gens]
+        firsts = [next(it) for it in its]  # all three hold a slot, each waits for its reader
+        assert all(firsts)
+        cancel.set()
+        for _ in its[0]:
+            pass
+        assert gens[0].result.finish_reason == "cancelled"
+        assert gens[0].result.generated_tokens < refs[0].generated_tokens
+        for it, g, ref in zip(its[1:], gens[1:], refs[1:], strict=True):
+            for _ in it:
+                pass
+            assert g.result.tokens == ref.tokens
+        # the engine goes on serving
+        assert generate(m, "again", max_tokens=3, stop=()).run().generated_tokens <= 3
+    finally:
+        m.close()
+
+
+def test_a_constraint_that_fails_to_build_fails_alone(tiny_gguf, monkeypatch):
+    m = _parallel_model(_path(tiny_gguf), monkeypatch)
+    try:
+        free = [generate(m, p, max_tokens=16, stop=()) for p in PROMPTS[:2]]
+        its = [iter(g) for g in free]
+        for it in its:
+            next(it)  # both stream, each in its slot
+        with pytest.raises(ConstraintError):
+            compile_constraint(m, family="hermes", tools=[], tool_choice="required")
+        rf = {"type": "json_schema", "json_schema": {"name": "n", "schema": {"type": "object"}}}
+        c = compile_constraint(m, family=None, tools=None, tool_choice="auto", response_format=rf)
+        constrained = generate(m, "give json", max_tokens=60, constraint=c, stop=())
+        errors = _run_all([*its, constrained])
+        assert errors == {}
+        assert all(g.result.finish_reason in ("stop", "length") for g in free)
+        if constrained.result.finish_reason == "stop":
+            assert isinstance(json.loads(constrained.result.text), dict)
+    finally:
+        m.close()
+
+
+def test_an_engine_crash_with_several_slots_active_is_a_clear_error_for_every_caller(tiny_gguf, monkeypatch):
+    path = _path(tiny_gguf)
+    m = _parallel_model(path, monkeypatch)
+    try:
+        gens = [generate(m, p, max_tokens=200, stop=()) for p in PROMPTS[:3]]
+        its = [iter(g) for g in gens]
+        for it in its:
+            next(it)  # three slots active, each holding its next token for its reader
+        m.engine.kill()
+        errors = _run_all(its)
+        assert sorted(errors) == [0, 1, 2]
+        for err in errors.values():
+            assert isinstance(err, EngineCrashedError)
+            assert str(err).startswith("The model tiny-test-model crashed while generating")
+    finally:
+        m.close()
+    again = _parallel_model(path, monkeypatch)
+    try:
+        gens = [generate(again, p, max_tokens=3, stop=()) for p in PROMPTS[:2]]
+        assert _run_all(gens) == {}
+    finally:
+        again.close()
+
+
+@pytest.mark.live
+def test_live_smollm2_batched_streams_equal_their_single_greedy_output(smollm2_path, monkeypatch):
+    from app.engine.messages import Message
+    from app.engine.render import render_prompt
+
+    questions = ["Count to five.", "Name a color.", "What is 2+2?", "Say hello in French."]
+    monkeypatch.setenv("CALLISTO_ENGINE_PARALLEL", "1")
+    single = load_model(smollm2_path, n_ctx=1024, n_threads=1)
+    try:
+        prompts = [render_prompt(single, [Message(role="user", content=q)]).text for q in questions]
+        refs = [generate(single, p, max_tokens=32, sampling=GREEDY).run() for p in prompts]
+    finally:
+        single.close()
+    m = _parallel_model(smollm2_path, monkeypatch, n=4)
+    try:
+        gens = [generate(m, p, max_tokens=32, sampling=GREEDY) for p in prompts]
+        assert _run_all(gens) == {}
+        for ref, g in zip(refs, gens, strict=True):
+            assert g.result.text == ref.text
+    finally:
+        m.close()
