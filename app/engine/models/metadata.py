@@ -11,6 +11,7 @@ work is linear in the file's size whatever the header claims. Any problem raises
 
 from __future__ import annotations
 
+import errno
 import os
 import threading
 from dataclasses import asdict, dataclass, field
@@ -22,6 +23,7 @@ __all__ = [
     "MAX_CONTEXT_LENGTH",
     "GGUFMetadata",
     "GGUFMetadataError",
+    "GGUFOutOfMemoryError",
     "format_parameter_count",
     "read_metadata",
 ]
@@ -37,6 +39,18 @@ class GGUFMetadataError(ValueError):
         self.path = str(path)
         self.problem = problem
         super().__init__(f"{self.path}: {problem}")
+
+
+class GGUFOutOfMemoryError(GGUFMetadataError):
+    """The metadata could not be read for want of memory (a ``ulimit -v``, a full machine): the file
+    itself may be sound, so nothing should mark it as broken."""
+
+    def __init__(self, path: str | os.PathLike[str]):
+        super().__init__(
+            path,
+            "out of memory while reading its metadata (the file may well be sound: free memory, or "
+            "raise this process's memory limit, such as ulimit -v)",
+        )
 
 
 @dataclass(frozen=True)
@@ -368,11 +382,15 @@ def _read_metadata(p: Path, *, check_limits: bool = True) -> GGUFMetadata:
                 return _build(p, size, fields, tensors, reader, check_limits=check_limits)
             except GGUFMetadataError:
                 raise
+            except MemoryError:
+                raise GGUFOutOfMemoryError(p) from None
             except _Corrupt as exc:
                 raise GGUFMetadataError(p, f"corrupt GGUF: {exc}") from None
             except Exception as exc:  # noqa: BLE001 - any reader failure means a bad file, never a crash
                 raise GGUFMetadataError(p, f"corrupt GGUF metadata: {type(exc).__name__}: {exc}") from exc
     except OSError as exc:
+        if exc.errno == errno.ENOMEM:  # mmap: no address space left for the file
+            raise GGUFOutOfMemoryError(p) from None
         raise GGUFMetadataError(p, f"cannot be read ({exc.strerror or exc})") from exc
 
 
