@@ -159,7 +159,7 @@ class RemoteTarget(InProcessTarget):
         import httpx
 
         from app.engine.remote import RemoteError, _wire
-        from app.engine.remote._client import status_error, transport_error
+        from app.engine.remote._client import MAX_REPLY_BYTES, read_body, status_error, transport_error
 
         kind = self.provider.kind
         path, body = _wire.chat_request(
@@ -178,18 +178,25 @@ class RemoteTarget(InProcessTarget):
         t0 = time.monotonic()
         try:
             with self.provider.client() as client:
-                try:
-                    resp = client.post(url, json=body)
+                try:  # streamed, so that the answer is read bounded (bytes and time) like every other
+                    resp = client.send(client.build_request("POST", url, json=body), stream=True)
                 except httpx.HTTPError as exc:
                     raise transport_error(self.provider, exc) from exc
-                entry["response"] = {
-                    "status": resp.status_code,
-                    "body": redact_text(resp.text, self._secrets()),
-                }
+                entry["response"] = {"status": resp.status_code}
+                read_body(self.provider, resp, MAX_REPLY_BYTES)
+                entry["response"]["body"] = redact_text(resp.text, self._secrets())
                 if resp.status_code >= 400:
                     raise status_error(self.provider, resp)
                 calls = _reference_calls(kind, resp.json())
-        except (RemoteError, ValueError, TypeError, AttributeError, KeyError, IndexError) as exc:
+        except (
+            RemoteError,
+            ValueError,
+            TypeError,
+            AttributeError,
+            KeyError,
+            IndexError,
+            RecursionError,
+        ) as exc:
             entry["error"] = redact_text(str(exc), self._secrets())
             calls = None
         entry["elapsed_s"] = round(time.monotonic() - t0, 4)
