@@ -239,6 +239,12 @@ def parse_messages_request(
     thinking = body.get("thinking")
     if thinking is not None and not isinstance(thinking, dict):
         raise ApiError(400, "thinking must be an object")
+    from app.engine.thinking import anthropic_thinking
+
+    try:
+        choice_of_thinking = anthropic_thinking(thinking)  # budget_tokens: the reasoning's bound
+    except ValueError as exc:
+        raise ApiError(400, str(exc), param="thinking") from None
     return TurnRequest(
         model=check_str(body.get("model"), "model", allow_none=True),
         messages=convert_messages(body.get("messages"), body.get("system")),
@@ -248,6 +254,7 @@ def parse_messages_request(
         max_tokens=max_tokens,
         sampling=sampling,
         stop=check_stop(body.get("stop_sequences"), "stop_sequences"),
+        thinking=None if choice_of_thinking.is_default else choice_of_thinking,
     )
 
 

@@ -38,6 +38,7 @@ from app.server._errors import ApiError, client_message, engine_api_error
 
 if TYPE_CHECKING:
     from app.engine.llm import LoadedModel
+    from app.engine.thinking import Thinking
 
 __all__ = [
     "EngineHost",
@@ -79,6 +80,8 @@ class TurnRequest:
     raw_prompt: str | None = None  # completions: the prompt text as is, no template
     think: bool | None = None
     max_tool_calls: int | None = None  # the request's bound on one reply's calls (None: the default)
+    thinking: Thinking | None = None  # off / on / a level / a budget (None: the template's default)
+    template_kwargs: dict[str, Any] | None = None  # OpenAI's chat_template_kwargs: more template variables
 
     @property
     def max_calls(self) -> int:
@@ -203,8 +206,21 @@ def render_turn(model: LoadedModel, req: TurnRequest, tool_format: str) -> Rende
         msgs = [Message.from_dict(m) for m in req.messages]
     except (TypeError, ValueError) as exc:
         raise ApiError(400, f"bad message: {exc}", param="messages") from exc
+    markers = None
+    if family is not None:
+        from app.engine.formats import FORMATS
+
+        markers = FORMATS[family].thinking_tags()
     try:
-        rendered = render_prompt(model, msgs, tools=tools, tool_format=family)
+        rendered = render_prompt(
+            model,
+            msgs,
+            tools=tools,
+            tool_format=family,
+            thinking=req.thinking,
+            reasoning_markers=markers,
+            template_kwargs=req.template_kwargs,
+        )
     except PromptRenderError as exc:
         raise ApiError(
             400, f"the model's chat template cannot render this conversation: {exc}", param="messages"
@@ -305,6 +321,7 @@ class _RequestReplies(LocalReplies):
             parallel_tool_calls=req.parallel_tool_calls,
             max_calls=req.max_calls,
             stop=tuple(model.stop_strings) + tuple(s for s in req.stop if s),
+            thinking=req.thinking,  # the prompt is the request's (render_turn); this sets the budget
         )
         self.req = req
         self.prompt = turn.text
