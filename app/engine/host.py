@@ -16,6 +16,14 @@ The queue is bounded: past ``queue_size`` waiting jobs :meth:`EngineHost.submit`
 :class:`EngineBusy` (the server answers 429 with its ``retry_after_s``); the window's own jobs
 (``bounded=False``) are always accepted and count towards the bound. A job whose ``cancel`` is
 set before it starts never runs. Qt-free: the window, the server and the check use it alike.
+
+**Slots.** A model whose engine process has several slots (``backend.parallel`` > 1, see
+``app.engine.scheduler``) runs its ``batchable`` jobs side by side: the host loads (or finds) the
+model on its thread, then runs the job on a slot thread of its own and goes on with the next job,
+up to ``parallel`` at once; the engine process batches their generations into one decode a step.
+When every slot is taken the next job waits at the head of the queue (the queue keeps its bound
+and its ``EngineBusy``). Any other job (not batchable, a model to load or reload, a crashed
+engine to replace) first waits for the slot threads to end, so nothing is closed under them.
 """
 
 from __future__ import annotations
@@ -56,6 +64,9 @@ class Job:
     owner: str = "server"
     settings: LoadSettings | None = None
     exact: bool = False
+    #: may run on a slot thread beside other jobs of its model when its engine has several slots
+    #: (``run`` must then be safe off the host's thread: it streams from the model and reports)
+    batchable: bool = False
 
 
 @dataclass(frozen=True)
@@ -105,6 +116,7 @@ class EngineHost:
         self.running_owner: str | None = None  # whose job runs now (None: idle)
         self.avg_job_s = 2.0  # for Retry-After
         self.jobs_run = 0
+        self._slot_jobs = 0  # batchable jobs running on slot threads (guarded by _cond)
 
     # -- lifecycle ------------------------------------------------------------------------------
 
@@ -134,6 +146,7 @@ class EngineHost:
                     continue
                 self._run_job(job)
         finally:
+            self._drain_slots()
             self.close_all()
             with self._cond:
                 self._running_loop = False
@@ -167,7 +180,13 @@ class EngineHost:
 
     @property
     def busy(self) -> bool:
-        return self.running_owner is not None
+        return self.running_owner is not None or self.slots_busy > 0
+
+    @property
+    def slots_busy(self) -> int:
+        """Batchable jobs running now on slot threads."""
+        with self._cond:
+            return self._slot_jobs
 
     def pending_owners(self) -> list[str]:
         with self._cond:
@@ -217,13 +236,63 @@ class EngineHost:
             raise errors[0]
         return out[0]
 
+    def _batch_ready(self, job: Job) -> bool:
+        """Whether ``job`` may join the slot threads now: batchable, for a model loaded as it asks
+        whose engine lives."""
+        if not job.batchable or job.model is None:
+            return False
+        item = self._models.get(_path_of(job.model))
+        if item is None or item[0].crash is not None:
+            return False
+        return not (job.exact and job.settings is not None and item[1] != job.settings)
+
+    def _drain_slots(self) -> None:
+        """Wait until no job runs on a slot thread."""
+        with self._cond:
+            while self._slot_jobs:
+                self._cond.wait()
+
+    def _run_slot(self, job: Job, model: LoadedModel, started: float) -> None:
+        try:
+            job.run(self, model)
+        except Exception as exc:  # noqa: BLE001 - nothing a job does may stop the engine
+            if not _expected(exc):
+                log.exception("engine job failed")
+            self._tell(job, exc)
+        finally:
+            with self._cond:
+                self._slot_jobs -= 1
+                self.jobs_run += 1
+                self.avg_job_s = 0.8 * self.avg_job_s + 0.2 * (time.monotonic() - started)
+                self._cond.notify_all()
+
     def _run_job(self, job: Job) -> None:
+        if not self._batch_ready(job):
+            self._drain_slots()  # nothing is loaded, closed or run alone under a running slot
         started = time.monotonic()
         self.running_owner = job.owner
+        dispatched = False  # on a slot thread, which counts it when it ends
         try:
             model = None
             if job.model is not None:
                 model = self.ensure(job.model, settings=job.settings, exact=job.exact, owner=job.owner)
+            slots = int(getattr(model.backend, "parallel", 1)) if model is not None else 1
+            if job.batchable and model is not None and slots > 1:
+                with self._cond:
+                    while self._slot_jobs >= slots:
+                        self._cond.wait()  # every slot is taken: this job waits at the head
+                    self._slot_jobs += 1
+                if job.cancel.is_set():
+                    with self._cond:
+                        self._slot_jobs -= 1
+                        self._cond.notify_all()
+                    raise JobCancelled("the job was cancelled before it ran")
+                name = f"{self.name}-slot"
+                threading.Thread(
+                    target=self._run_slot, args=(job, model, started), name=name, daemon=True
+                ).start()
+                dispatched = True
+                return
             job.run(self, model)
         except Exception as exc:  # noqa: BLE001 - nothing a job does may stop the engine
             if not _expected(exc):
@@ -231,8 +300,9 @@ class EngineHost:
             self._tell(job, exc)
         finally:
             self.running_owner = None
-            self.jobs_run += 1
-            self.avg_job_s = 0.8 * self.avg_job_s + 0.2 * (time.monotonic() - started)
+            if not dispatched:
+                self.jobs_run += 1
+                self.avg_job_s = 0.8 * self.avg_job_s + 0.2 * (time.monotonic() - started)
 
     @staticmethod
     def _tell(job: Job, exc: BaseException) -> None:
