@@ -53,6 +53,8 @@ __all__ = [
 
 PARSERS = ("auto", "api", "callisto")
 DEFAULT_MAX_ROUNDS = 8
+#: ``budget_tokens`` sent to an Anthropic endpoint when thinking is on with no budget (the API's least)
+ANTHROPIC_DEFAULT_BUDGET = 1024
 
 
 @dataclass(frozen=True)
@@ -331,7 +333,10 @@ class RemoteChatSession:
         max_tokens: int = 1024,
         messages: list[Message] | None = None,
         tool_choice: Any = "auto",
+        thinking: Any = None,
     ):
+        from app.engine.thinking import parse_thinking
+
         if parser not in PARSERS:
             raise ValueError(f"unknown parser {parser!r} (choices: {', '.join(PARSERS)})")
         if max_rounds < 1:
@@ -353,6 +358,9 @@ class RemoteChatSession:
         self.max_rounds = max_rounds
         self.max_tokens = max_tokens
         self.tool_choice = tool_choice
+        # the thinking choice of every turn (None: the endpoint's default; app.engine.thinking)
+        self.thinking = None if thinking is None else parse_thinking(thinking)
+        self._turn_thinking: Any = self.thinking
         self.messages: list[Message] = list(messages or [])
         self.last_prompt: Any = None  # Callisto parsing: the RenderedPrompt of the latest generation
         self.last_raw_prompt: str | None = None  # ...and the text sent (the BOS the engine adds left out)
@@ -383,11 +391,16 @@ class RemoteChatSession:
         tool_choice: Any = None,
         parallel_tool_calls: bool | None = None,
         response_format: Any = None,
+        thinking: Any = None,
     ) -> Iterator[ChatEvent]:
         """Add a user message and reply. ``parallel_tool_calls`` and ``response_format`` are passed
-        to an endpoint that takes them (API tools; OpenAI's and Ollama's APIs)."""
+        to an endpoint that takes them (API tools; OpenAI's and Ollama's APIs). ``thinking``: this
+        turn's thinking choice (None: the session's; see :meth:`_add_thinking`)."""
+        from app.engine.thinking import parse_thinking
+
         if not isinstance(text, str):
             raise TypeError("the message must be a string")
+        self._turn_thinking = self.thinking if thinking is None else parse_thinking(thinking)
         self.messages.append(Message(role="user", content=text))
         return self._reply(
             cancel,
@@ -396,8 +409,11 @@ class RemoteChatSession:
         )
 
     def regenerate(
-        self, *, cancel: threading.Event | None = None, tool_choice: Any = None
+        self, *, cancel: threading.Event | None = None, tool_choice: Any = None, thinking: Any = None
     ) -> Iterator[ChatEvent]:
+        from app.engine.thinking import parse_thinking
+
+        self._turn_thinking = self.thinking if thinking is None else parse_thinking(thinking)
         cut_after_last_user(self.messages)
         return self._reply(cancel, self.tool_choice if tool_choice is None else tool_choice, {})
 
@@ -569,6 +585,7 @@ class RemoteChatSession:
                 sampling=self.sampling,
             )
             _wire.add_options(self.provider.kind, body, self._options)
+            self._add_thinking(body)
             stream = open_stream(self.provider, path, body, cancel=cancel, on_retry=on_retry, guard=guard)
             return stream, self._read_api
         prompt, fmt, tools = self._render(tool_choice)
@@ -588,6 +605,39 @@ class RemoteChatSession:
         stream = open_stream(self.provider, path, body, cancel=cancel, on_retry=on_retry, guard=guard)
         self._raw_state = (prompt, fmt, tools)
         return stream, self._read_callisto
+
+    def _add_thinking(self, body: dict[str, Any]) -> None:
+        """The turn's thinking choice in the endpoint's shape (API parsing; Callisto parsing renders
+        it into the prompt): OpenAI-compatible servers (llama-server, vLLM, Callisto) take
+        ``reasoning_effort`` (a level) and ``chat_template_kwargs.enable_thinking`` (on / off);
+        Ollama ``think`` (true / false, or a level); Anthropic ``thinking`` (``disabled``, or
+        ``enabled`` with ``budget_tokens``: the budget, or ANTHROPIC_DEFAULT_BUDGET, the API's least)."""
+        think = self._turn_thinking
+        if think is None or think.is_default:
+            return
+        kind = self.provider.kind
+        if kind == "anthropic":
+            if think.off:
+                body["thinking"] = {"type": "disabled"}
+            elif think.mode == "on" or think.effort is not None or think.budget:
+                body["thinking"] = {
+                    "type": "enabled",
+                    "budget_tokens": think.budget or ANTHROPIC_DEFAULT_BUDGET,
+                }
+        elif kind == "ollama":
+            if think.off:
+                body["think"] = False
+            elif think.effort is not None:
+                body["think"] = think.effort
+            elif think.mode == "on":
+                body["think"] = True
+        else:
+            if think.effort is not None and not think.off:
+                body["reasoning_effort"] = think.effort
+            if think.off or think.mode == "on" or think.effort is not None:
+                kwargs = dict(body.get("chat_template_kwargs") or {})
+                kwargs["enable_thinking"] = not think.off
+                body["chat_template_kwargs"] = kwargs
 
     def _engine(self) -> str:
         """The engine in words, for notices."""
@@ -787,6 +837,11 @@ class RemoteChatSession:
             if tools and t.tool_use_template
             else (t.chat_template, "chat_template")
         )
+        markers = None
+        if self.effective_format is not None:
+            from app.engine.formats import FORMATS
+
+            markers = FORMATS[self.effective_format].thinking_tags()
         rendered = render_messages(
             source,
             self._history(),
@@ -795,6 +850,8 @@ class RemoteChatSession:
             eos_token=t.eos_token,
             template_name=name,
             tool_format=self.effective_format,
+            thinking=self._turn_thinking,
+            reasoning_markers=markers,
         )
         self.last_prompt = rendered
         text = rendered.text
