@@ -43,12 +43,15 @@ from app.engine.holdback import partial_start
 
 if TYPE_CHECKING:
     from app.engine.generation import Generation
+    from app.engine.kvstore import KVStore, KVStoreConfig
     from app.engine.llm import LoadedModel
     from app.engine.models.metadata import GGUFMetadata
 
 __all__ = ["InProcessBackend", "resolve_gpu_layers", "gpu_offload_available"]
 
 log = logging.getLogger(__name__)
+#: llama.cpp's GGML type of each KV cache type (``type_k`` / ``type_v``)
+_GGML_KV = {"f16": 1, "q8_0": 8, "q4_0": 2}
 _warned_threads: set[tuple[int, int]] = set()
 
 
@@ -87,6 +90,8 @@ class InProcessBackend:
         self.n_vocab = int(llm.n_vocab())
         self.eog_ids = frozenset(t for t in range(self.n_vocab) if self._vocab_is_eog(t))
         self.n_gpu_layers = int(llm.model_params.n_gpu_layers)
+        #: where conversations' KV states are saved and restored (``app.engine.kvstore``), or None
+        self.kv_store: KVStore | None = None
         self._count_evals()
 
     @classmethod
@@ -99,9 +104,24 @@ class InProcessBackend:
         n_gpu_layers: int | None,
         n_threads: int,
         verbose: bool = False,
+        kv_type: str = "f16",
+        flash_attn: bool = True,
+        kv_store: KVStoreConfig | None = None,
     ) -> InProcessBackend:
         """Load a checked file with llama.cpp in this process (``verbose``: llama.cpp's log goes
-        to stderr, which the engine process writes to the log file that explains a crash)."""
+        to stderr, which the engine process writes to the log file that explains a crash).
+
+        ``kv_type`` (f16, q8_0, q4_0) is the KV cache's type for K and V; ``flash_attn`` turns
+        flash attention on (llama.cpp needs it for a quantized V cache); ``kv_store``: where the
+        conversations' states are saved and restored (``app.engine.kvstore``)."""
+        if kv_type not in _GGML_KV:
+            raise ModelLoadError(
+                Path(path), f"unknown KV cache type {kv_type!r} (one of {', '.join(_GGML_KV)})"
+            )
+        if kv_type != "f16" and not flash_attn:
+            raise ModelLoadError(
+                Path(path), f"a {kv_type} KV cache needs flash attention (llama.cpp quantizes V only with it)"
+            )
         p = Path(path)
         try:
             from llama_cpp import Llama
@@ -116,12 +136,20 @@ class InProcessBackend:
                 n_threads_batch=int(n_threads),
                 n_batch=min(512, n_ctx),
                 # llama-server's default (-fa auto turns it on for CPU): ~6% faster decoding (bench figure 1b)
-                flash_attn=True,
+                flash_attn=bool(flash_attn),
+                type_k=_GGML_KV[kv_type],
+                type_v=_GGML_KV[kv_type],
                 verbose=verbose,
             )
         except Exception as exc:  # noqa: BLE001 - llama.cpp reports load failures as ValueError/RuntimeError
             raise ModelLoadError(p, f"llama.cpp could not load the model ({exc})") from exc
-        return cls(llm, meta, meta.name or p.stem)
+        backend = cls(llm, meta, meta.name or p.stem)
+        if kv_store is not None:
+            from app.engine.kvstore import KVStore, fingerprint
+
+            fp = fingerprint(p, template=meta.chat_template, kv_type=kv_type, flash_attn=flash_attn)
+            backend.kv_store = KVStore.from_config(kv_store, fp)
+        return backend
 
     def _count_evals(self) -> None:
         """Count the tokens llama.cpp decodes, so callers (and tests) can see KV reuse."""
@@ -156,6 +184,13 @@ class InProcessBackend:
         with self.lock:
             llm, self.llm = self.llm, None
             if llm is not None:
+                if self.kv_store is not None:
+                    from app.engine.kvstore import save_current
+
+                    try:
+                        save_current(llm, self.kv_store)  # the conversation open at close
+                    except Exception:  # noqa: BLE001 - a state not saved is read again, never a crash
+                        log.exception("KV store: the state at close was not saved")
                 llm.close()
 
     def reset_cache(self) -> None:
@@ -322,6 +357,13 @@ class InProcessBackend:
             if gen.sampling.seed is not None:
                 llm.set_seed(int(gen.sampling.seed))
             run = gen.constraint.start() if gen.constraint is not None else None
+            if budget > 0 and self.kv_store is not None:
+                from app.engine.kvstore import switch
+
+                try:
+                    switch(llm, self.kv_store, gen.prompt_tokens)  # save the one left, restore this one
+                except Exception:  # noqa: BLE001 - the store is a cache: without it the prompt is read
+                    log.exception("KV store: no state saved or restored for this prompt")
             if budget > 0 and not self._read_prompt(gen, deadline):
                 budget = 0
                 finish = "cancelled" if cancel is not None and cancel.is_set() else "deadline"

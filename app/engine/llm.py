@@ -43,11 +43,15 @@ import weakref
 from dataclasses import dataclass, field
 from operator import attrgetter
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from app.engine.backend import ModelBackend
 from app.engine.errors import ModelLoadError
+from app.engine.models.estimate import KV_CACHE_TYPES
 from app.engine.models.metadata import GGUFMetadata, GGUFMetadataError, read_metadata
+
+if TYPE_CHECKING:
+    from app.engine.kvstore import KVStoreConfig
 
 __all__ = [
     "FALLBACK_STOP",
@@ -76,6 +80,12 @@ class LoadSettings:
     n_ctx: int = 4096
     n_gpu_layers: int | None = 0  # None: automatic (see app.engine.inprocess.resolve_gpu_layers)
     n_threads: int | None = None
+    #: the KV cache's type (f16, q8_0, q4_0: ``app.engine.models.estimate.KV_CACHE_TYPES``)
+    kv_type: str = "f16"
+    #: flash attention (a quantized KV cache needs it)
+    flash_attn: bool = True
+    #: where conversations' KV states are saved and restored (``app.engine.kvstore``); None: nowhere
+    kv_store: KVStoreConfig | None = None
 
 
 @dataclass(eq=False)
@@ -198,16 +208,30 @@ def load_model(
     settings: LoadSettings | None = None,
     isolate: bool = True,
     check_limits: bool = True,
+    kv_type: str = "f16",
+    flash_attn: bool = True,
+    kv_store: KVStoreConfig | None = None,
 ) -> LoadedModel:
     """Check ``path`` with the gguf reader, then load it with llama.cpp, in an engine process of
     its own unless ``isolate`` is False.
+
+    ``kv_type`` (f16, q8_0, q4_0) and ``flash_attn``: the KV cache (a quantized one needs flash
+    attention: ModelLoadError otherwise). ``kv_store``: save and restore conversations' KV states
+    there (``app.engine.kvstore``).
 
     ``n_gpu_layers=None`` chooses automatically (``app.engine.inprocess.resolve_gpu_layers``). ``check_limits=False``
     skips the refusal of the values llama.cpp is known to abort on (the tests of the engine
     process use it to make llama.cpp abort for real); never pass it for a user's file."""
     if settings is not None:
         n_ctx, n_gpu_layers, n_threads = settings.n_ctx, settings.n_gpu_layers, settings.n_threads
+        kv_type, flash_attn, kv_store = settings.kv_type, settings.flash_attn, settings.kv_store
     p = Path(path)
+    if kv_type not in KV_CACHE_TYPES:
+        raise ModelLoadError(p, f"unknown KV cache type {kv_type!r} (one of {', '.join(KV_CACHE_TYPES)})")
+    if kv_type != "f16" and not flash_attn:
+        raise ModelLoadError(
+            p, f"a {kv_type} KV cache needs flash attention (llama.cpp quantizes V only with it): turn it on"
+        )
     try:
         meta = read_metadata(p, check_limits=check_limits)
     except GGUFMetadataError as exc:
@@ -232,6 +256,9 @@ def load_model(
         "n_ctx": ctx,
         "n_gpu_layers": n_gpu_layers,
         "n_threads": int(n_threads),
+        "kv_type": kv_type,
+        "flash_attn": bool(flash_attn),
+        "kv_store": kv_store,
     }
     if not isolate:
         return load_model_inline(**args)
@@ -258,6 +285,9 @@ def load_model_inline(
     n_gpu_layers: int | None,
     n_threads: int,
     verbose: bool = False,
+    kv_type: str = "f16",
+    flash_attn: bool = True,
+    kv_store: KVStoreConfig | None = None,
 ) -> LoadedModel:
     """Load a checked file with llama.cpp in this process (what the engine process runs, with
     ``verbose``: llama.cpp's log goes to the engine's log file, which explains a crash)."""
@@ -265,7 +295,15 @@ def load_model_inline(
 
     p = Path(path)
     backend = InProcessBackend.load(
-        path=str(p), meta=meta, n_ctx=n_ctx, n_gpu_layers=n_gpu_layers, n_threads=n_threads, verbose=verbose
+        path=str(p),
+        meta=meta,
+        n_ctx=n_ctx,
+        n_gpu_layers=n_gpu_layers,
+        n_threads=n_threads,
+        verbose=verbose,
+        kv_type=kv_type,
+        flash_attn=flash_attn,
+        kv_store=kv_store,
     )
     return _loaded(
         p,

@@ -62,6 +62,8 @@ ApprovalDefault = PolicyDefault  # a tool's remembered approval: the one vocabul
 #: What happens when a conversation no longer fits the context (``app.engine.context.POLICIES``).
 ContextPolicy = Literal["stop", "drop_oldest", "truncate_middle"]
 Theme = Literal["system", "light", "dark"]
+#: the KV cache types (app.engine.models.estimate.KV_CACHE_TYPES; storage does not import the engine)
+KVType = Literal["f16", "q8_0", "q4_0"]
 
 _TOOL_FORMAT_RE = re.compile(r"^[a-z0-9][a-z0-9_.\-]*$")
 
@@ -134,6 +136,12 @@ class ModelSettings(_Model):
     # None: automatic (every layer where llama.cpp has a GPU backend, none without); -1: all; 0: CPU only
     gpu_layers: int | None = Field(None, ge=-1)
     threads: int | None = Field(None, ge=1)  # None: llama.cpp's default
+    #: the KV cache's type: f16, q8_0 (about half the memory) or q4_0 (about a quarter)
+    kv_type: KVType = "f16"
+    #: flash attention (a q8_0 / q4_0 KV cache needs it: turning it off keeps an f16 cache)
+    flash_attn: bool = True
+    #: the conversations' KV states kept on disk (app.engine.kvstore), at most this many MiB; 0: none
+    kv_store_mib: int = Field(2048, ge=0)
     last_model_path: str | None = None
     #: local model files loaded lately, newest first (the picker lists them, library or not)
     recent_models: list[str] = Field(default_factory=list)
@@ -207,6 +215,8 @@ class RemoteProviderSettings(_Model):
 class ModelOverride(_Model):
     tool_format: str | None = None  # None: use the global chat.tool_format
     context_policy: ContextPolicy | None = None  # None: use the global chat.context_policy
+    kv_type: KVType | None = None  # None: use the global model.kv_type
+    flash_attn: bool | None = None  # None: use the global model.flash_attn
     sampling: SamplingOverride = Field(default_factory=SamplingOverride)
 
     @field_validator("tool_format")
@@ -265,6 +275,10 @@ class EffectiveSettings:
     threads: int | None
     overridden: tuple[str, ...] = ()  # names of the fields that came from the override
     context_policy: str = "stop"
+    #: the KV cache's type and flash attention: a quantized cache without flash attention is f16
+    #: (llama.cpp quantizes V only with flash attention)
+    kv_type: str = "f16"
+    flash_attn: bool = True
 
     @property
     def max_tokens(self) -> int:
@@ -286,6 +300,8 @@ class EffectiveSettings:
             "gpu_layers": self.gpu_layers,
             "threads": self.threads,
             "context_policy": self.context_policy,
+            "kv_type": self.kv_type,
+            "flash_attn": self.flash_attn,
             "overridden": list(self.overridden),
         }
 
@@ -298,8 +314,16 @@ def effective_settings(
     sampling = settings.sampling.model_dump()
     tool_format = settings.chat.tool_format
     context_policy = settings.chat.context_policy
+    kv_type: str = settings.model.kv_type
+    flash_attn = settings.model.flash_attn
     overridden: list[str] = []
     if override is not None:
+        if override.kv_type is not None:
+            kv_type = override.kv_type
+            overridden.append("kv_type")
+        if override.flash_attn is not None:
+            flash_attn = override.flash_attn
+            overridden.append("flash_attn")
         if override.tool_format is not None:
             tool_format = override.tool_format
             overridden.append("tool_format")
@@ -320,6 +344,8 @@ def effective_settings(
         threads=settings.model.threads,
         overridden=tuple(overridden),
         context_policy=context_policy,
+        kv_type=kv_type if flash_attn else "f16",
+        flash_attn=flash_attn,
     )
 
 

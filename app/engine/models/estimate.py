@@ -1,7 +1,9 @@
 """Memory estimate for running a GGUF: weights + KV cache + overhead, against this machine's RAM.
 
 * weights: the file size (GGUF weights are mmapped as they are stored);
-* KV cache: ``2 (K and V) * n_layers * n_ctx * n_kv_heads * head_dim * 2 bytes`` (f16 cache);
+* KV cache: ``2 (K and V) * n_layers * n_ctx * n_kv_heads * head_dim * bytes per element``: 2 for
+  an f16 cache, 34/32 for q8_0 and 18/32 for q4_0 (llama.cpp's blocks of 32 values with one f16
+  scale: :data:`KV_BYTES_PER_ELEMENT`);
 * overhead: compute buffers and runtime, ``256 MiB + 5% of the weights``.
 
 For a local file the shape comes from its GGUF metadata. For a remote file only the size and the
@@ -18,6 +20,8 @@ from dataclasses import dataclass
 
 __all__ = [
     "FITS",
+    "KV_BYTES_PER_ELEMENT",
+    "KV_CACHE_TYPES",
     "TIGHT",
     "TOO_LARGE",
     "MemoryEstimate",
@@ -33,6 +37,11 @@ __all__ = [
 FITS = "fits"
 TIGHT = "tight"
 TOO_LARGE = "too large"
+
+#: the KV cache types a model may be loaded with (llama.cpp's ``--cache-type-k/v``)
+KV_CACHE_TYPES = ("f16", "q8_0", "q4_0")
+#: bytes one K or V value takes in each KV cache type
+KV_BYTES_PER_ELEMENT: dict[str, float] = {"f16": 2.0, "q8_0": 34 / 32, "q4_0": 18 / 32}
 
 FIT_RATIO = 0.70
 TIGHT_RATIO = 0.90
@@ -147,9 +156,25 @@ def classify(total_bytes: int, ram_total: int) -> str:
     return TOO_LARGE
 
 
-def kv_cache_bytes(n_layers: int, n_ctx: int, n_kv_heads: int, head_dim: int, bytes_per_elem: int = 2) -> int:
-    """Size of an f16 K+V cache for ``n_ctx`` tokens."""
-    return 2 * n_layers * n_ctx * n_kv_heads * head_dim * bytes_per_elem
+def kv_cache_bytes(
+    n_layers: int,
+    n_ctx: int,
+    n_kv_heads: int,
+    head_dim: int,
+    bytes_per_elem: float | None = None,
+    *,
+    kv_type: str = "f16",
+) -> int:
+    """Size of a K+V cache of ``kv_type`` (f16, q8_0, q4_0) for ``n_ctx`` tokens."""
+    per = bytes_per_elem if bytes_per_elem is not None else _kv_bytes_per_element(kv_type)
+    return int(2 * n_layers * n_ctx * n_kv_heads * head_dim * per)
+
+
+def _kv_bytes_per_element(kv_type: str) -> float:
+    try:
+        return KV_BYTES_PER_ELEMENT[kv_type]
+    except KeyError:
+        raise ValueError(f"unknown KV cache type {kv_type!r} (one of {', '.join(KV_CACHE_TYPES)})") from None
 
 
 def quant_from_filename(filename: str) -> str | None:
@@ -193,12 +218,13 @@ def estimate_memory(
     head_dim: int,
     n_ctx: int,
     ram: tuple[int, int] | None = None,
+    kv_type: str = "f16",
 ) -> MemoryEstimate:
-    """Estimate from a known model shape (local GGUF metadata)."""
+    """Estimate from a known model shape (local GGUF metadata), with a ``kv_type`` KV cache."""
     total, avail = ram if ram is not None else system_ram()
     return MemoryEstimate(
         weights_bytes=int(weights_bytes),
-        kv_bytes=kv_cache_bytes(n_layers, n_ctx, n_kv_heads, head_dim),
+        kv_bytes=kv_cache_bytes(n_layers, n_ctx, n_kv_heads, head_dim, kv_type=kv_type),
         overhead_bytes=_overhead(int(weights_bytes)),
         n_ctx=n_ctx,
         ram_total=total,
@@ -207,15 +233,15 @@ def estimate_memory(
 
 
 def estimate_remote(
-    file_size: int, quant: str | None, n_ctx: int, *, ram: tuple[int, int] | None = None
+    file_size: int, quant: str | None, n_ctx: int, *, ram: tuple[int, int] | None = None, kv_type: str = "f16"
 ) -> MemoryEstimate:
-    """Estimate from a remote file's size and quantization only."""
+    """Estimate from a remote file's size and quantization only, with a ``kv_type`` KV cache."""
     total, avail = ram if ram is not None else system_ram()
     n_params = file_size * 8 / bits_per_weight(quant)
     n_layers, kv_width = _shape_for_params(n_params)
     return MemoryEstimate(
         weights_bytes=int(file_size),
-        kv_bytes=2 * n_layers * n_ctx * kv_width * 2,
+        kv_bytes=int(2 * n_layers * n_ctx * kv_width * _kv_bytes_per_element(kv_type)),
         overhead_bytes=_overhead(int(file_size)),
         n_ctx=n_ctx,
         ram_total=total,

@@ -53,7 +53,10 @@ class LocalModel:
     def parts(self) -> list[Path]:
         return split_parts(self.path)
 
-    def estimate(self, n_ctx: int, *, ram: tuple[int, int] | None = None) -> MemoryEstimate:
+    def estimate(
+        self, n_ctx: int, *, ram: tuple[int, int] | None = None, kv_type: str = "f16"
+    ) -> MemoryEstimate:
+        """Memory to run this file at ``n_ctx`` with a ``kv_type`` KV cache (f16, q8_0, q4_0)."""
         s = self.summary
         if s and s.n_layers and s.n_kv_heads and s.head_dim:
             return estimate_memory(
@@ -63,8 +66,9 @@ class LocalModel:
                 head_dim=s.head_dim,
                 n_ctx=n_ctx,
                 ram=ram,
+                kv_type=kv_type,
             )
-        return estimate_remote(self.size, s.quantization if s else None, n_ctx, ram=ram)
+        return estimate_remote(self.size, s.quantization if s else None, n_ctx, ram=ram, kv_type=kv_type)
 
 
 def _key(path: Path) -> str:

@@ -1,0 +1,381 @@
+"""The KV store: a conversation's llama.cpp state kept on disk, so reopening it does not read it again.
+
+llama.cpp's per-sequence state (``llama_state_seq_get_data`` / ``llama_state_seq_set_data``: the
+KV cache of sequence 0, which is the one llama-cpp-python's ``Llama`` uses) is written to one file
+per saved conversation under ``<data folder>/kv``. A saved state is found by its tokens: before a
+prompt is read, the longest saved token sequence that is a prefix of the prompt (and longer than
+what the context already holds) is restored, so llama.cpp evaluates only the tokens after it
+(:func:`switch`). This needs no conversation id from the caller and serves the window, the server
+and the check alike; a ``conversation`` label is kept when one is given.
+
+When a state is saved: when it is *left* (the next prompt does not continue the tokens the context
+holds, so they are about to be overwritten) and when the model is closed (the app quits, the model
+is unloaded or reloaded). A turn that continues the conversation writes nothing: the store costs no
+time while one conversation goes on. A crash loses only the state not yet saved, never a file.
+
+Bounds and safety:
+
+* the folder holds at most ``max_bytes`` (default :data:`DEFAULT_MAX_BYTES`): after each save the
+  least recently used files (their modification time, touched on restore) are deleted until the
+  total fits; a state larger than the bound is not saved;
+* states shorter than ``min_tokens`` (default :data:`DEFAULT_MIN_TOKENS`) are not saved: they are
+  read again faster than a file is written;
+* a saved state that continues into a newer one of the same model is deleted (one file per
+  conversation, not one per turn);
+* every file carries the *fingerprint* it was made under (:func:`fingerprint`: the model file's
+  path, size and modification time, its chat template, the KV cache type, flash attention and the
+  llama.cpp build): a file made under another fingerprint is never restored, so a changed model,
+  template or setting invalidates it;
+* files are written atomically (a temp file beside it, fsync, rename) and end with a SHA-256 of
+  their contents: a corrupt, truncated or foreign file is ignored with a log line and deleted,
+  never a crash; a state llama.cpp refuses is dropped the same way.
+
+File layout: ``b"CKV1"``, a 4-byte little-endian header length, a JSON header (``fingerprint``,
+``tokens``, ``conversation``), the state bytes, then the SHA-256 of everything before it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import logging
+import os
+import struct
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "DEFAULT_MAX_BYTES",
+    "DEFAULT_MIN_TOKENS",
+    "KVStore",
+    "KVStoreConfig",
+    "SavedState",
+    "common",
+    "fingerprint",
+    "save_current",
+    "switch",
+]
+
+log = logging.getLogger(__name__)
+
+DEFAULT_MAX_BYTES = 2 * 1024**3
+DEFAULT_MIN_TOKENS = 256
+_MAGIC = b"CKV1"
+_SUFFIX = ".kvs"
+_DIGEST = 32
+#: a saved state is replaced by a new one that shares at least this part of it (a later turn of
+#: the same conversation: its last reply's tail may be written otherwise by the template)
+_CONTINUES = 0.9
+
+
+@dataclass(frozen=True)
+class KVStoreConfig:
+    """Where and how much: passed with a model's load options (plain data, it crosses to the engine
+    process)."""
+
+    folder: str
+    max_bytes: int = DEFAULT_MAX_BYTES
+    min_tokens: int = DEFAULT_MIN_TOKENS
+
+
+@dataclass(frozen=True)
+class SavedState:
+    """One saved state's header: the file, its tokens, the fingerprint it was made under."""
+
+    path: Path
+    tokens: tuple[int, ...]
+    fingerprint: str
+    conversation: str | None
+    size: int
+
+
+def fingerprint(
+    model_path: str | os.PathLike[str], *, template: str | None, kv_type: str, flash_attn: bool
+) -> str:
+    """What a saved state is valid for: this model file (path, size, modification time), template,
+    KV cache type, flash attention and llama.cpp build."""
+    p = Path(model_path)
+    try:
+        st = p.stat()
+        file_id = f"{p.resolve()}|{st.st_size}|{st.st_mtime_ns}"
+    except OSError:
+        file_id = str(p)
+    try:
+        import llama_cpp
+
+        build = str(getattr(llama_cpp, "__version__", ""))
+    except ImportError:  # pragma: no cover - the dependency is pinned
+        build = ""
+    raw = json.dumps([file_id, template or "", kv_type, bool(flash_attn), build])
+    return hashlib.sha256(raw.encode("utf-8")).hexdigest()
+
+
+def common(a: Sequence[int], b: Sequence[int]) -> int:
+    """The length of the prefix ``a`` and ``b`` share."""
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+def _tokens_digest(tokens: Sequence[int]) -> str:
+    return hashlib.sha256(json.dumps([int(t) for t in tokens]).encode("ascii")).hexdigest()
+
+
+class KVStore:
+    """The files of one folder, read and written for one ``fingerprint``."""
+
+    def __init__(
+        self,
+        folder: str | os.PathLike[str],
+        fingerprint: str,
+        *,
+        max_bytes: int = DEFAULT_MAX_BYTES,
+        min_tokens: int = DEFAULT_MIN_TOKENS,
+    ):
+        if max_bytes <= 0:
+            raise ValueError(f"max_bytes must be positive, got {max_bytes}")
+        self.folder = Path(folder)
+        self.fingerprint = fingerprint
+        self.max_bytes = int(max_bytes)
+        self.min_tokens = max(1, int(min_tokens))
+        #: headers already read, by file name: (mtime_ns, size) -> SavedState | None (unreadable)
+        self._headers: dict[str, tuple[tuple[int, int], SavedState | None]] = {}
+
+    @classmethod
+    def from_config(cls, config: KVStoreConfig, fingerprint: str) -> KVStore:
+        return cls(config.folder, fingerprint, max_bytes=config.max_bytes, min_tokens=config.min_tokens)
+
+    # -- reading ------------------------------------------------------------------------------------
+
+    def _files(self) -> list[Path]:
+        try:
+            return [p for p in self.folder.iterdir() if p.suffix == _SUFFIX and p.is_file()]
+        except OSError:
+            return []
+
+    def _header(self, path: Path) -> SavedState | None:
+        try:
+            st = path.stat()
+        except OSError:
+            return None
+        stamp = (st.st_mtime_ns, st.st_size)
+        cached = self._headers.get(path.name)
+        if cached is not None and cached[0][1] == st.st_size:
+            return cached[1]
+        state: SavedState | None = None
+        try:
+            with path.open("rb") as f:
+                head = f.read(8)
+                if len(head) != 8 or head[:4] != _MAGIC:
+                    raise ValueError("not a KV state file")
+                (n,) = struct.unpack("<I", head[4:])
+                if n > st.st_size:
+                    raise ValueError("truncated header")
+                meta = json.loads(f.read(n).decode("utf-8"))
+            state = SavedState(
+                path=path,
+                tokens=tuple(int(t) for t in meta["tokens"]),
+                fingerprint=str(meta["fingerprint"]),
+                conversation=meta.get("conversation"),
+                size=st.st_size,
+            )
+        except (OSError, ValueError, KeyError, TypeError, UnicodeDecodeError, struct.error) as exc:
+            log.warning("KV store: ignoring %s (%s); it is deleted", path.name, exc)
+            self._drop(path)
+            return None
+        self._headers[path.name] = (stamp, state)
+        return state
+
+    def entries(self) -> list[SavedState]:
+        """Every readable saved state of this fingerprint."""
+        out = []
+        for p in self._files():
+            s = self._header(p)
+            if s is not None and s.fingerprint == self.fingerprint:
+                out.append(s)
+        return out
+
+    def lookup(self, tokens: Sequence[int], *, longer_than: int = 0) -> SavedState | None:
+        """The saved state of this fingerprint that shares the longest prefix with ``tokens``, if
+        that prefix is longer than ``longer_than`` and at least ``min_tokens`` (:func:`common` of
+        the two: the state's tail after it, say the end of the last reply that the template writes
+        otherwise, is dropped when restored)."""
+        best: SavedState | None = None
+        best_n = max(int(longer_than), self.min_tokens - 1)
+        for s in self.entries():
+            n = common(s.tokens, tokens)
+            if n > best_n:
+                best, best_n = s, n
+        return best
+
+    def load(self, saved: SavedState) -> bytes | None:
+        """The state bytes of ``saved``, checked against its digest; None (logged, file deleted)
+        when the file is corrupt or gone. A load marks the file recently used."""
+        try:
+            data = saved.path.read_bytes()
+        except OSError as exc:
+            log.warning("KV store: cannot read %s (%s)", saved.path.name, exc)
+            return None
+        body, digest = data[:-_DIGEST], data[-_DIGEST:]
+        if len(data) < 8 + _DIGEST or hashlib.sha256(body).digest() != digest:
+            log.warning(
+                "KV store: %s is corrupt (its checksum does not match); it is deleted", saved.path.name
+            )
+            self._drop(saved.path)
+            return None
+        (n,) = struct.unpack("<I", body[4:8])
+        with contextlib.suppress(OSError):
+            os.utime(saved.path)
+        return body[8 + n :]
+
+    # -- writing ------------------------------------------------------------------------------------
+
+    def save(self, tokens: Sequence[int], state: bytes, *, conversation: str | None = None) -> Path | None:
+        """Write ``state`` (llama.cpp's sequence state after ``tokens``) atomically; delete the saved
+        states it continues, then the least recently used files beyond the bound. None when it is
+        not kept (too short, larger than the bound, or the write failed: logged)."""
+        toks = [int(t) for t in tokens]
+        if len(toks) < self.min_tokens or not state:
+            return None
+        header = json.dumps(
+            {"fingerprint": self.fingerprint, "tokens": toks, "conversation": conversation}
+        ).encode("utf-8")
+        body = _MAGIC + struct.pack("<I", len(header)) + header + state
+        data = body + hashlib.sha256(body).digest()
+        if len(data) > self.max_bytes:
+            log.info(
+                "KV store: a state of %d bytes exceeds the bound (%d): not saved", len(data), self.max_bytes
+            )
+            return None
+        name = (
+            hashlib.sha256(f"{self.fingerprint}|{_tokens_digest(toks)}".encode()).hexdigest()[:40] + _SUFFIX
+        )
+        target = self.folder / name
+        if target.exists() and self._header(target) is not None:
+            with contextlib.suppress(OSError):
+                os.utime(target)  # these very tokens are saved already (left again unchanged)
+            return target
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=self.folder, prefix=".tmp-", suffix=".part")
+            try:
+                with os.fdopen(fd, "wb") as f:
+                    f.write(data)
+                    f.flush()
+                    os.fsync(f.fileno())
+                os.replace(tmp, target)
+            except BaseException:
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp)
+                raise
+        except OSError as exc:
+            log.warning("KV store: could not save a state in %s (%s)", self.folder, exc)
+            return None
+        self._headers.pop(name, None)
+        for s in self.entries():  # the states this one continues (earlier turns of the conversation)
+            n = common(s.tokens, toks)
+            if s.path != target and n >= len(s.tokens) * _CONTINUES and len(toks) > n:
+                self._drop(s.path)
+        self.evict(keep=target)
+        return target
+
+    def evict(self, *, keep: Path | None = None) -> None:
+        """Delete the least recently used files (any fingerprint) until the folder fits the bound."""
+        files = []
+        for p in self._files():
+            try:
+                st = p.stat()
+            except OSError:
+                continue
+            files.append((st.st_mtime_ns, st.st_size, p))
+        total = sum(size for _, size, _ in files)
+        for _, size, p in sorted(files, key=lambda f: f[0]):
+            if total <= self.max_bytes:
+                break
+            if p == keep:
+                continue
+            self._drop(p)
+            total -= size
+
+    def total_bytes(self) -> int:
+        total = 0
+        for p in self._files():
+            with contextlib.suppress(OSError):
+                total += p.stat().st_size
+        return total
+
+    def _drop(self, path: Path) -> None:
+        self._headers.pop(path.name, None)
+        with contextlib.suppress(OSError):
+            path.unlink()
+
+
+# -- llama-cpp-python's Llama (in-process) ---------------------------------------------------------
+
+
+def _cached(llm: Any) -> list[int]:
+    n = int(getattr(llm, "n_tokens", 0) or 0)
+    return [int(t) for t in llm.input_ids[:n]] if n > 0 else []
+
+
+def save_current(llm: Any, store: KVStore) -> Path | None:
+    """Save the tokens the context of ``llm`` holds now (sequence 0), if they are long enough."""
+    import ctypes
+
+    import llama_cpp
+
+    tokens = _cached(llm)
+    if len(tokens) < store.min_tokens:
+        return None
+    ctx = llm._ctx.ctx
+    size = int(llama_cpp.llama_state_seq_get_size(ctx, 0))
+    if size <= 0:
+        return None
+    buf = (ctypes.c_uint8 * size)()
+    n = int(llama_cpp.llama_state_seq_get_data(ctx, buf, size, 0))
+    if n <= 0:
+        return None
+    return store.save(tokens, bytes(buf)[:n])
+
+
+def switch(llm: Any, store: KVStore, prompt: Sequence[int]) -> int:
+    """Before ``prompt`` is read on ``llm``: save the conversation being left (the context holds
+    tokens the prompt does not continue), then restore the saved state that shares the longest
+    prefix with ``prompt`` when it shares more than the context does. Returns the tokens restored
+    (its whole state: llama-cpp-python then keeps the shared prefix and reads the rest; 0: none)."""
+    import ctypes
+
+    import llama_cpp
+
+    cached = _cached(llm)
+    shared = common(cached, prompt)
+    if cached and shared < len(cached):
+        save_current(llm, store)  # the context is about to be overwritten: keep what it holds
+    saved = store.lookup(prompt, longer_than=shared)
+    if saved is None:
+        return 0
+    data = store.load(saved)
+    if data is None:
+        return 0
+    ctx = llm._ctx.ctx
+    llm._ctx.kv_cache_seq_rm(-1, 0, -1)
+    llm.n_tokens = 0
+    buf = (ctypes.c_uint8 * len(data)).from_buffer_copy(data)
+    if int(llama_cpp.llama_state_seq_set_data(ctx, buf, len(data), 0)) <= 0:
+        log.warning("KV store: llama.cpp refused %s; it is deleted", saved.path.name)
+        llm._ctx.kv_cache_seq_rm(-1, 0, -1)
+        store._drop(saved.path)
+        return 0
+    n = len(saved.tokens)
+    llm.input_ids[:n] = saved.tokens
+    llm.n_tokens = n
+    if hasattr(llm, "_requires_eval"):
+        llm._requires_eval = True  # the logits are not the restored state's: evaluate a token
+    return n
