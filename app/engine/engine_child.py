@@ -5,6 +5,11 @@ an ``abort()``'s last words) goes to a file the parent reads to explain a crash.
 on the child's main thread, one request at a time; while a generation streams, the requests that
 arrive (a tokenize call, a cancel) are answered between two tokens.
 
+Loaded with ``parallel`` N > 1 (the load's ``parallel``), the child keeps an
+``app.engine.scheduler.Scheduler``: a ``run`` joins its slots instead of running alone, and the
+loop answers what came in, then runs one decode step for every slot, until none is active; the
+messages each generation sees are the same.
+
 Requests and replies are tuples (see ``engine_process``):
 
 * ``("call", rid, op, args)`` -> ``("reply", rid, ok, value)``: ``op`` is a name in :data:`OPS`;

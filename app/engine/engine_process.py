@@ -13,7 +13,10 @@ loads the model with llama-cpp-python and runs everything that touches llama.cpp
 * constraint compilation and the llguidance token mask (``app.engine.constraints``): the mask
   must sit next to the logits, so the compiled constraint stays in the child and the parent
   holds a handle (:class:`ProcessConstraint`);
-* generation, streamed back piece by piece (:meth:`ProcessBackend.stream`), with prompt progress.
+* generation, streamed back piece by piece (:meth:`ProcessBackend.stream`), with prompt progress;
+  with ``parallel`` N > 1 slots (the load's ``parallel``, else :func:`parallel_slots`) up to N
+  generations stream at once, batched in the child (``app.engine.scheduler``), and
+  ``ProcessBackend.stream`` no longer serialises them.
 
 The protocol is ``multiprocessing.connection`` messages (small pickled tuples) over a socket
 pair (a named pipe on Windows); the parent's reader thread routes each reply to

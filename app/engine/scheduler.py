@@ -376,13 +376,9 @@ class Scheduler:
 
     def _release(self, job: _Job) -> None:
         self.jobs.pop(job.gid, None)
-        slot = job.slot
-        if slot is not None:
-            slot.job = None
-            if job.to_decode is not None:
-                job.to_decode = None  # kept but not written: the slot's KV ends before it
-            if job.fed < len(job.gen.prompt_tokens):
-                pass  # a part of the prompt: what is cached stays valid
+        if job.slot is not None:
+            job.slot.job = None  # its KV (``cached``) stays for the next prompt that shares it
+        job.to_decode = None  # a token kept but not written: the slot's KV ends before it
         if job.sampler is not None:
             job.sampler.close()
             job.sampler = None

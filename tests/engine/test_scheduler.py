@@ -266,3 +266,57 @@ def test_live_smollm2_batched_streams_equal_their_single_greedy_output(smollm2_p
             assert g.result.text == ref.text
     finally:
         m.close()
+
+
+def _drive(sched, gids):
+    while sched.active:
+        sched.step()
+        for gid in gids:
+            sched.ack(gid)
+
+
+def test_stop_strings_and_deadlines_hold_per_slot(tiny_gguf):
+    m = load_model(_path(tiny_gguf), n_ctx=512, n_threads=1, isolate=False)
+    try:
+        free = generate(m, PROMPTS[0], max_tokens=20, sampling=GREEDY, stop=()).run()
+        assert len(free.text) > 4
+        stop = free.text[2:4]
+        single = generate(m, PROMPTS[0], max_tokens=20, sampling=GREEDY, stop=(stop,)).run()
+        sent: list[tuple] = []
+        sched = Scheduler(m, 3, sent.append, lambda gid: False)
+        sched.submit(0, 0, generate(m, PROMPTS[0], max_tokens=20, sampling=GREEDY, stop=(stop,)))
+        sched.submit(1, 1, generate(m, PROMPTS[1], max_tokens=20, sampling=GREEDY, deadline_s=0))
+        sched.submit(2, 2, generate(m, PROMPTS[2], max_tokens=5, sampling=GREEDY, stop=()))
+        _drive(sched, (0, 1, 2))
+        ends = {msg[1]: msg[3][0] for msg in sent if msg[0] == "end"}
+        assert ends[0].text == single.text and ends[0].finish_reason == "stop" == single.finish_reason
+        assert stop not in ends[0].text
+        assert ends[1].finish_reason == "deadline" and ends[1].generated_tokens == 0
+        assert ends[2].finish_reason in ("stop", "length") and ends[2].generated_tokens <= 5
+        sched.close()
+    finally:
+        m.close()
+
+
+def test_each_slot_gets_the_whole_context_the_user_set(tiny_gguf):
+    m = load_model(_path(tiny_gguf), n_ctx=512, n_threads=1, isolate=False)
+    try:
+        sent: list[tuple] = []
+        sched = Scheduler(m, 2, sent.append, lambda gid: False)
+        words = " ".join(["a"] * 800)
+        prompts = []
+        for gid in range(2):
+            toks = m.tokenize(f"{gid} {words}")[:480]
+            prompts.append(toks)
+            sched.submit(gid, gid, generate(m, toks, max_tokens=100, sampling=GREEDY, stop=()))
+        _drive(sched, (0, 1))
+        ends = {msg[1]: msg for msg in sent if msg[0] == "end"}
+        for gid in range(2):
+            ok, value = ends[gid][2], ends[gid][3]
+            assert ok, value  # 2 x 512 tokens fit: the context was not divided between the slots
+            result = value[0]
+            assert result.prompt_tokens == 480
+            assert result.finish_reason == "stop" or result.generated_tokens == 512 - 480
+        sched.close()
+    finally:
+        m.close()
