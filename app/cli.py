@@ -37,6 +37,7 @@ from typing import Any
 
 from app.cli_options import add_kind_option, add_load_options, add_tool_format_option
 from app.engine.errors import ConstraintError, EngineCrashedError, EngineError, ModelLoadError, ToolSetupError
+from app.terminal import terminal_text
 
 __all__ = ["build_parser", "main", "terminal_text"]
 
@@ -175,25 +176,6 @@ def _port(value: str) -> int:
     if not 0 <= port <= 65535:
         raise argparse.ArgumentTypeError(f"a port is 0 to 65535, got {port}")
     return port
-
-
-# What must not reach a terminal as is: C0 controls but newline and tab (ESC starts CSI/OSC
-# sequences: cursor moves, screen clears, window titles, hyperlinks; CR and BS overwrite what was
-# shown), DEL, C1 controls (U+0080-U+009F, CSI/OSC in 8-bit form), and the bidirectional
-# overrides, embeddings and isolates that make text read in another order than it is.
-_UNSAFE = frozenset(
-    [*range(0x00, 0x09), *range(0x0B, 0x20), *range(0x7F, 0xA0)]
-    + [0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A)]
-)
-_ESCAPES = {c: (f"\\x{c:02x}" if c < 0x100 else f"\\u{c:04x}") for c in _UNSAFE}
-
-
-def terminal_text(text: str) -> str:
-    """``text`` safe to print on a terminal: newlines and tabs kept (a ``\\r\\n`` is a newline),
-    every other control character and each bidirectional control written as an escape."""
-    if "\r\n" in text:
-        text = text.replace("\r\n", "\n")
-    return text.translate(_ESCAPES)
 
 
 class _TerminalStream:

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from app.cli_options import add_kind_option, add_load_options, add_tool_format_option
+from app.terminal import terminal_text
 
 __all__ = [
     "EXIT_ERROR",
@@ -93,7 +94,7 @@ def add_check_parser(sub: Any, tool_format_choices: list[str]) -> argparse.Argum
 
 
 def _err(text: str) -> None:
-    print(text, file=sys.stderr, flush=True)
+    print(terminal_text(text), file=sys.stderr, flush=True)
 
 
 def run_check_command(args: argparse.Namespace) -> int:
@@ -189,11 +190,13 @@ def run_check_command(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({"type": "summary", **summary, "out": args.out}, ensure_ascii=False), flush=True)
     else:
-        print(f"\n{summary['passed']}/{summary['total']} passed ({summary['score']:.0%}){where}")
+        print(
+            terminal_text(f"\n{summary['passed']}/{summary['total']} passed ({summary['score']:.0%}){where}")
+        )
         for cat, c in summary["by_category"].items():
-            print(f"  {cat:12} {c['passed']:>3}/{c['total']:<3} {c['score']:.0%}")
+            print(terminal_text(f"  {cat:12} {c['passed']:>3}/{c['total']:<3} {c['score']:.0%}"))
         for f in forensics:
-            print(f"  [forensics] {f['severity']}: {f['id']} - {f['title']}")
+            print(terminal_text(f"  [forensics] {f['severity']}: {f['id']} - {f['title']}"))
     if summary["errors"]:
         return EXIT_ERROR
     return EXIT_OK if summary["passed"] == summary["total"] else EXIT_FAILED
@@ -241,8 +244,10 @@ def inspect_lint(args: argparse.Namespace) -> int:
         print(json.dumps(report, ensure_ascii=False))
         return 0
     print(
-        f"{report['file_name']}: {len(report['findings'])} finding(s)"
-        + ("" if report["vocab_read"] else " (template only: no vocabulary read)")
+        terminal_text(
+            f"{report['file_name']}: {len(report['findings'])} finding(s)"
+            + ("" if report["vocab_read"] else " (template only: no vocabulary read)")
+        )
     )
     for t in report["templates"]:
         official = (
@@ -253,18 +258,20 @@ def inspect_lint(args: argparse.Namespace) -> int:
             else "no official match"
         )
         print(
-            f"\n{t['template']}: format {t['detected_format'] or 'none'}, tools {t['tools_mode']}, {official}"
+            terminal_text(
+                f"\n{t['template']}: format {t['detected_format'] or 'none'}, tools {t['tools_mode']}, {official}"
+            )
         )
         for f in t["findings"]:
             where = f" (line {f['line']})" if f["line"] else ""
-            print(f"  [{f['severity']}] {f['id']}{where}: {f['title']}")
-            print(f"      {f['explanation']}")
+            print(terminal_text(f"  [{f['severity']}] {f['id']}{where}: {f['title']}"))
+            print(terminal_text(f"      {f['explanation']}"))
             if f["line_text"]:
-                print(f"      > {f['line_text']}")
-            print(f"      Callisto: {f['callisto']}")
+                print(terminal_text(f"      > {f['line_text']}"))
+            print(terminal_text(f"      Callisto: {f['callisto']}"))
     extra = [
         f for f in report["findings"] if f["template"] not in {t["template"] for t in report["templates"]}
     ]
     for f in extra:
-        print(f"  [{f['severity']}] {f['id']}: {f['title']} - {f['callisto']}")
+        print(terminal_text(f"  [{f['severity']}] {f['id']}: {f['title']} - {f['callisto']}"))
     return 0

@@ -1,7 +1,8 @@
 """What ``python -m app check`` prints while it runs, and the run itself, for both of its targets
 (a model file in this process, or an endpoint through the remote client): one progress line (or
 JSON event) per scenario, the template findings of the GGUF under test, and a run that Ctrl-C
-cancels."""
+cancels. Text lines are made safe for a terminal (:func:`app.terminal.terminal_text`): a model's
+words, a scenario file's ids and a file name cannot move the cursor or reorder the line."""
 
 from __future__ import annotations
 
@@ -14,12 +15,14 @@ from typing import Any
 from app.check.corpus import Corpus, Scenario
 from app.check.runner import ScenarioResult, run_check
 from app.check.targets import Target
+from app.terminal import terminal_text
 
 __all__ = ["err", "gguf_findings", "progress_printer", "run_interruptible", "sampling_options"]
 
 
 def err(text: str) -> None:
-    print(text, file=sys.stderr, flush=True)
+    """One line on stderr, made safe for a terminal (it may hold file names and a server's words)."""
+    print(terminal_text(text), file=sys.stderr, flush=True)
 
 
 def sampling_options(args: Any) -> dict[str, Any]:
@@ -60,9 +63,9 @@ def progress_printer(
         why = f"  {row['failure_class']}: {row['message']}" if row["failure_class"] else ""
         where = f"[{i + 1:>3}/{n}] {mark:5} {scenario.category:11} {scenario.id}"
         if parser is None:
-            print(f"{where}  ({row['duration_s']:.2f}s){why}", flush=True)
+            print(terminal_text(f"{where}  ({row['duration_s']:.2f}s){why}"), flush=True)
         else:
-            print(f"[{parser:8}] {where}{why}", flush=True)
+            print(terminal_text(f"[{parser:8}] {where}{why}"), flush=True)
 
     return progress
 

@@ -33,6 +33,7 @@ from app.check.targets import (
     redact_text,
     redact_url,
 )
+from app.terminal import terminal_text
 
 __all__ = ["PARSER_WORDS", "RemoteTarget", "run_remote_check", "side_by_side"]
 
@@ -370,9 +371,10 @@ def run_remote_check(args: Any, corpus: Any, scenarios: list[Scenario]) -> int:
             )
     else:
         print()
-        print(side_by_side(results))
+        print(terminal_text(side_by_side(results)))
         if args.out:
-            print("results in " + ", ".join(_out_path(args.out, t.parser, len(targets) > 1) for t in targets))
+            paths = ", ".join(_out_path(args.out, t.parser, len(targets) > 1) for t in targets)
+            print(terminal_text("results in " + paths))
     if any(r["summary"]["errors"] for r in results):
         return 4
     return 0 if all(r["summary"]["passed"] == r["summary"]["total"] for r in results) else 1
