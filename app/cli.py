@@ -4,7 +4,8 @@
                        [--json] [--n-ctx N] [--gpu-layers N] [--threads N] [--system TEXT]
                        [--workspace DIR] [--yes] [--temperature T] [--seed N]
                        [--grammar-file FILE] [--save] [--tool-choice auto|none|required|NAME]
-                       [--no-parallel-tool-calls] [--response-format json|SCHEMA.json] "prompt"
+                       [--no-parallel-tool-calls] [--response-format json|SCHEMA.json]
+                       [--think | --no-think] [--reasoning-budget N] [--reasoning-effort LEVEL] "prompt"
     python -m app chat --endpoint URL --model NAME [--api-key-env VAR] [--kind openai|anthropic|ollama]
                        [--parser auto|api|callisto] [--template GGUF|TOKENIZER_CONFIG|ORG/NAME] "prompt"
     python -m app inspect PATH [--json] [--lint]
@@ -114,6 +115,30 @@ def build_parser() -> argparse.ArgumentParser:
         "or a tool's name (the reply calls it); calls are held to their schemas",
     )
     chat.add_argument("--no-parallel-tool-calls", action="store_true", help="at most one call per reply")
+    think = chat.add_mutually_exclusive_group()
+    think.add_argument(
+        "--think", dest="think", action="store_const", const="on", help="turn the model's thinking on"
+    )
+    think.add_argument(
+        "--no-think",
+        dest="think",
+        action="store_const",
+        const="off",
+        help="turn the model's thinking off (the switch its template reads)",
+    )
+    chat.add_argument(
+        "--reasoning-budget",
+        type=int,
+        default=None,
+        metavar="N",
+        help="at most N tokens of reasoning, then the reasoning is closed and the model answers",
+    )
+    chat.add_argument(
+        "--reasoning-effort",
+        default=None,
+        metavar="LEVEL",
+        help="the effort level, for templates with levels (low, medium, high...)",
+    )
     chat.add_argument(
         "--response-format",
         default=None,
@@ -309,11 +334,12 @@ def _chat(args: argparse.Namespace) -> int:
             return 2
     try:
         tool_choice, response_format = _choices(args)
+        thinking = _thinking(args)
     except ValueError as exc:
         _err(f"error: {exc}")
         return 2
     if args.endpoint:
-        return _remote_chat(args, tool_choice, response_format)
+        return _remote_chat(args, tool_choice, response_format, thinking)
     try:
         model = load_model(args.model, n_ctx=args.n_ctx, n_gpu_layers=args.gpu_layers, n_threads=args.threads)
     except ModelLoadError as exc:
@@ -336,6 +362,7 @@ def _chat(args: argparse.Namespace) -> int:
             max_rounds=args.max_rounds,
             max_tokens=args.max_tokens,
             grammar=grammar,
+            thinking=thinking,
         )
         from app.engine.constraints import resolve_tool_choice
 
@@ -379,7 +406,7 @@ def _no_tools() -> Any:
     return build_tools(builtin=False)
 
 
-def _remote_chat(args: argparse.Namespace, tool_choice: Any, response_format: Any) -> int:
+def _remote_chat(args: argparse.Namespace, tool_choice: Any, response_format: Any, thinking: Any) -> int:
     """``chat --endpoint``: the same events, printed the same way, from a remote engine."""
     import os
 
@@ -410,6 +437,7 @@ def _remote_chat(args: argparse.Namespace, tool_choice: Any, response_format: An
             sampling=sampling,
             max_rounds=args.max_rounds,
             max_tokens=args.max_tokens,
+            thinking=thinking,
         )
     except (EngineError, ValueError, OSError) as exc:  # a template from /props that cannot render...
         _err(f"error: {exc}")
@@ -588,6 +616,27 @@ def _choices(args: argparse.Namespace) -> tuple[Any, Any]:
     if not isinstance(schema, dict):
         raise ValueError(f"the response format file {rf} does not hold a JSON Schema object")
     return tool_choice, {"type": "json_schema", "json_schema": {"name": "response", "schema": schema}}
+
+
+def _thinking(args: argparse.Namespace) -> Any:
+    """The thinking choice of --think / --no-think / --reasoning-budget / --reasoning-effort (an
+    ``app.engine.thinking.Thinking``; None: the template's default); ValueError says what is wrong."""
+    from app.engine.thinking import Thinking, parse_thinking
+
+    mode, effort, budget = args.think, args.reasoning_effort, args.reasoning_budget
+    if mode is None and effort is None and budget is None:
+        return None
+    choice = parse_thinking(mode)
+    if effort is not None:
+        level = parse_thinking(effort.strip().lower())
+        if level.effort is None and level.mode != "off":
+            raise ValueError(f"--reasoning-effort takes a level (low, medium, high...), not {effort!r}")
+        if mode == "off" and level.mode != "off":
+            raise ValueError("--no-think and --reasoning-effort contradict each other")
+        choice = level if mode != "off" else choice
+    if budget is not None and budget < 0:
+        raise ValueError(f"--reasoning-budget must be 0 or more tokens, got {budget}")
+    return Thinking(choice.mode, effort=choice.effort, budget=budget)
 
 
 def _read_grammar(path: str) -> str:
