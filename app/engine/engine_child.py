@@ -105,8 +105,6 @@ class _Child:
             except (EOFError, OSError):
                 return
             self.handle(msg)
-        if self.sched is not None:
-            self.sched.close()
 
     def send_batched(self, msg: tuple[Any, ...]) -> None:
         """The scheduler's messages: a generation's end forgets its cancel."""
@@ -389,11 +387,17 @@ def main(channel: str) -> int:
     args = dict(msg[1])
     parallel = int(args.pop("parallel", 1) or 1)
     try:
-        child.model = load_model_inline(**args, verbose=True)
         if parallel > 1:
+            # the scheduler's context holds every slot's KV: the model's own context (which
+            # generates nothing here) is kept as small as llama.cpp allows
+            n_ctx = int(args["n_ctx"])
+            child.model = load_model_inline(**{**args, "n_ctx": min(256, n_ctx)}, verbose=True)
+            child.model.n_ctx = n_ctx
             from app.engine.scheduler import Scheduler
 
             child.sched = Scheduler(child.model, parallel, child.send_batched, child.cancelled.__contains__)
+        else:
+            child.model = load_model_inline(**args, verbose=True)
     except BaseException as exc:  # noqa: BLE001 - the parent raises it
         if isinstance(exc, (KeyboardInterrupt, SystemExit)):
             raise
@@ -411,6 +415,9 @@ def main(channel: str) -> int:
     try:
         child.serve()
     finally:
+        if child.sched is not None:
+            with contextlib.suppress(Exception):
+                child.sched.close()  # its context goes before the model it reads
         with contextlib.suppress(Exception):
             m.close()
     return 0

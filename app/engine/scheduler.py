@@ -116,11 +116,13 @@ class Scheduler:
         self.cancelled = cancelled
         self.n_slots = n_slots
         self.n_ctx = model.n_ctx  # per slot, as the user set it
-        self.n_batch = int(llm.n_batch)
+        self.n_batch = min(512, self.n_ctx)  # as the single path's ``InProcessBackend.load``
+        # the model's own settings (threads, flash attention, KV cache type), N sequences
         params = type(llm.context_params).from_buffer_copy(llm.context_params)
         params.n_ctx = self.n_ctx * n_slots
         params.n_seq_max = n_slots
         params.n_batch = self.n_batch
+        params.n_ubatch = self.n_batch
         params.kv_unified = False  # each sequence its own n_ctx
         self._ctx = internals.LlamaContext(model=llm._model, params=params, verbose=False)
         self._mem = llama_cpp.llama_get_memory(self._ctx.ctx)
@@ -170,6 +172,10 @@ class Scheduler:
                 slot.cached = []
 
     def close(self) -> None:
+        """End every generation (cancelled; the waiting ones with an error) and free the context.
+        Safe to call twice."""
+        if self._batch is None:
+            return
         for job in list(self.jobs.values()):
             self._end(job, "cancelled")
         while self.waiting:
@@ -312,7 +318,9 @@ class Scheduler:
                 n += 1
                 room -= 1
                 seqs.add(slot.seq)
-        for job in jobs:
+        # the prompts being read share what is left, the shortest rest first: a short new prompt
+        # does not wait behind a long one
+        for job in sorted(jobs, key=lambda j: len(j.gen.prompt_tokens) - j.fed):
             prompt = job.gen.prompt_tokens
             if job.fed >= len(prompt) or room <= 0 or job.slot is None:
                 continue
