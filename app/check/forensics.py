@@ -600,8 +600,12 @@ def _vocab_findings(
 
     out: list[Finding] = []
     if family in FORMATS:
-        for marker in FORMATS[family].openers:
-            if len(marker) < 3 or marker.isalnum():
+        fmt = FORMATS[family]
+        # openers that are not the family's published call marker (a deviation real models write, a
+        # response or citation marker read at the same place) say nothing about the vocabulary
+        not_markers = set(getattr(fmt, "non_marker_openers", ()))
+        for marker in fmt.openers:
+            if len(marker) < 3 or marker.isalnum() or marker in not_markers:
                 continue  # "{" and "[": ordinary text, not a marker token
             line = _line(source, re.escape(marker))
             if marker not in vocab.tokens:

@@ -85,6 +85,7 @@ class CommandRFormat(JsonListFormat):
     name = "command-r"
     label = "Command R7B actions (Cohere Command R7B, Command A)"
     openers = (OPEN, RESPONSE_OPEN, RESPONSE_CLOSE, CO_OPEN)
+    non_marker_openers = (RESPONSE_OPEN, RESPONSE_CLOSE, CO_OPEN)  # structure and citations, not calls
     reasoning = THINK
     extra_keys = ("tool_call_id",)
     list_open, list_close = OPEN, CLOSE

@@ -265,6 +265,7 @@ class DeepSeekDsmlFormat(XmlParamsFormat):
     name = "deepseek-dsml"
     label = "DeepSeek V3.2 / V4 (DSML)"
     openers = (*DSML_OPENERS, INVOKE)  # INVOKE: V4's bare blocks
+    non_marker_openers = (INVOKE,)  # a deviation: the published call opens with a section tag
     reasoning = THINK
     raw_values = False  # a value's ``string`` flag says how to read it
     section = (f"<{DSML}function_calls>\n", f"</{DSML}function_calls>")

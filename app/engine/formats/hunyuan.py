@@ -147,6 +147,7 @@ class HunyuanFormat(ArgPairsFormat):
     name = "hunyuan"
     label = "Hunyuan XML (Tencent Hy3)"
     openers = tuple(SPELLINGS)
+    non_marker_openers = (PLAIN.open,)  # the spelling without the suffix: a deviation
     reasoning = SUFFIXED.think
     reasoning_alt = (PLAIN.think,)
     section = (OPEN + "\n", CLOSE)

@@ -274,6 +274,7 @@ class QwenXmlFormat(XmlParamsFormat):
     name = "qwen-xml"
     label = "Qwen XML (Qwen3.5, Qwen3.6, Qwen3-Coder, Nemotron 3 Nano)"
     openers = (OPEN, F_OPEN)
+    non_marker_openers = (F_OPEN,)  # a bare <function=...> block: a deviation
     sep = "\n"
     tail = f"{F_CLOSE}\n{CLOSE}"
     param_close = P_CLOSE
