@@ -37,6 +37,9 @@ class EngineConfig:
     n_ctx: int = 4096
     n_gpu_layers: int | None = 0  # None: automatic (app.engine.inprocess.resolve_gpu_layers)
     n_threads: int | None = None
+    kv_type: str = "f16"  # the KV cache's type: f16, q8_0, q4_0 (app.engine.models.estimate.KV_CACHE_TYPES)
+    flash_attn: bool = True
+    kv_store_mib: int = 0  # conversations' KV states kept on disk (app.engine.kvstore), MiB; 0: none
     workspace: str | None = None
     approvals: dict[str, str] = field(default_factory=dict)  # tool name -> "ask" | "allow"
     pins: dict[str, Any] = field(default_factory=dict)  # MCP tools' allowed definitions (tools.pins)
@@ -61,6 +64,10 @@ class ModelInfo:
     tools: tuple[str, ...] = ()  # the tools the session offers (the tool-choice control lists them)
     remote: str | None = None  # a remote engine's model: the provider's name (``path`` is its picker key)
     remote_mode: str | None = None  # its tool mode: api, callisto or auto
+    #: the thinking switch its template reads (ChatSession.thinking_control.kind; "none": no switch,
+    #: "remote": the endpoint's) and its effort levels
+    thinking_kind: str = "none"
+    thinking_levels: tuple[str, ...] = ()
 
 
 def format_label(name: str | None) -> str | None:
@@ -101,6 +108,7 @@ class EngineState:
     info: ModelInfo | None = None  # what the picker was last told
     conversation_id: int | None = None
     tool_choice: Any = "auto"  # the next send's tool_choice (the window's control sets it)
+    thinking: Any = None  # the next send's thinking (an app.engine.thinking.Thinking; the control sets it)
     cancel: threading.Event = field(default_factory=threading.Event)
     busy: threading.Event = field(default_factory=threading.Event)
     closing: bool = False

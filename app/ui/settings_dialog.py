@@ -42,6 +42,18 @@ CONTEXT_POLICIES = (
     ("truncate_middle", "Keep the first exchange, forget the ones after it"),
 )
 
+#: The KV cache types (``model.kv_type``; ``app.engine.models.estimate.KV_CACHE_TYPES``), in plain words.
+KV_TYPES = (
+    ("f16", "f16 (full precision)"),
+    ("q8_0", "q8_0 (about half the memory)"),
+    ("q4_0", "q4_0 (about a quarter of the memory)"),
+)
+_KV_HINT = (
+    "The type of the KV cache, the memory a conversation's context takes: q8_0 about halves it and "
+    "changes replies only where the model hesitates between two words; q4_0 saves more and changes "
+    "more. A quantized cache needs flash attention (without it the cache stays f16). The model reloads "
+    "when it changes."
+)
 _FALLBACK_CHOICES = [("auto", "Automatic (from the model's template)"), ("none", "No tools")]
 
 
@@ -222,6 +234,30 @@ class SettingsDialog(QDialog):
         f.addRow("Context length (tokens)", self.context_length)
         f.addRow("GPU layers", self.gpu_layers)
         f.addRow("Threads", self.threads)
+        self.kv_type = QComboBox()
+        self.kv_type.setObjectName("model.kv_type")
+        for value, label in KV_TYPES:
+            self.kv_type.addItem(label, value)
+        self._select(self.kv_type, self.settings.model.kv_type)
+        self.kv_type.setToolTip(_KV_HINT)
+        self.flash_attn = QComboBox()
+        self.flash_attn.setObjectName("model.flash_attn")
+        self.flash_attn.addItem("On", True)
+        self.flash_attn.addItem("Off", False)
+        self._select(self.flash_attn, self.settings.model.flash_attn)
+        self.kv_store_mib = ispin(0, 1_048_576)
+        self.kv_store_mib.setSingleStep(512)
+        self.kv_store_mib.setSuffix(" MiB")
+        self.kv_store_mib.setSpecialValueText("off")
+        self.kv_store_mib.setValue(self.settings.model.kv_store_mib)
+        self.kv_store_mib.setToolTip(
+            "A conversation's KV cache is saved on disk when you leave it and restored when you come back, "
+            "also after a restart, so its next reply starts at once. At most this much disk; the least "
+            "recently used are deleted first. 0 turns it off."
+        )
+        f.addRow("KV cache type", self.kv_type)
+        f.addRow("Flash attention", self.flash_attn)
+        f.addRow("Saved conversation caches", self.kv_store_mib)
         self._add_tab(
             model,
             "Model",
@@ -229,6 +265,9 @@ class SettingsDialog(QDialog):
                 "model.context_length": self.context_length,
                 "model.gpu_layers": self.gpu_layers,
                 "model.threads": self.threads,
+                "model.kv_type": self.kv_type,
+                "model.flash_attn": self.flash_attn,
+                "model.kv_store_mib": self.kv_store_mib,
             },
         )
 
@@ -287,6 +326,8 @@ class SettingsDialog(QDialog):
         self.model_tool_format: QComboBox | None = None
         self.model_sampling: SamplingForm | None = None
         self.model_context_policy: QComboBox | None = None
+        self.model_kv_type: QComboBox | None = None
+        self.model_flash_attn: QComboBox | None = None
         model_path = self.model_path
         if model_path is None:
             v.addWidget(QLabel("Load a model to give it its own tool format and sampling."))
@@ -310,6 +351,21 @@ class SettingsDialog(QDialog):
                 self.model_context_policy.addItem(label, value)
             self._select(self.model_context_policy, ov.context_policy if ov else None)
             f2.addRow("When the chat is full", self.model_context_policy)
+            self.model_kv_type = QComboBox()
+            self.model_kv_type.setObjectName("override.kv_type")
+            self.model_kv_type.addItem("Use the global setting", None)
+            for value, label in KV_TYPES:
+                self.model_kv_type.addItem(label, value)
+            self._select(self.model_kv_type, ov.kv_type if ov else None)
+            self.model_kv_type.setToolTip(_KV_HINT)
+            f2.addRow("KV cache type", self.model_kv_type)
+            self.model_flash_attn = QComboBox()
+            self.model_flash_attn.setObjectName("override.flash_attn")
+            self.model_flash_attn.addItem("Use the global setting", None)
+            self.model_flash_attn.addItem("On", True)
+            self.model_flash_attn.addItem("Off", False)
+            self._select(self.model_flash_attn, ov.flash_attn if ov else None)
+            f2.addRow("Flash attention", self.model_flash_attn)
             v.addLayout(f2)
             self.model_sampling = SamplingForm("the global value", max_tokens_optional=True)
             self.model_sampling.set_values(
@@ -377,6 +433,9 @@ class SettingsDialog(QDialog):
         s.model.context_length = self.context_length.value()
         s.model.gpu_layers = self.gpu_layers.layers()
         s.model.threads = self.threads.value() or None
+        s.model.kv_type = self.kv_type.currentData()
+        s.model.flash_attn = bool(self.flash_attn.currentData())
+        s.model.kv_store_mib = self.kv_store_mib.value()
         s.tools.workspace = self.workspace.text().strip() or None
         s.tools.default_approval = self.default_approval.currentData()
         allowed = {n.strip() for n in self.always_allowed.text().split(",") if n.strip()}
@@ -394,11 +453,24 @@ class SettingsDialog(QDialog):
             samp = SamplingOverride(**self.model_sampling.values())
             tf = self.model_tool_format.currentData()
             cp = self.model_context_policy.currentData() if self.model_context_policy is not None else None
+            kv = self.model_kv_type.currentData() if self.model_kv_type is not None else None
+            fa = self.model_flash_attn.currentData() if self.model_flash_attn is not None else None
             key = model_key(self.model_path)
-            if tf is None and cp is None and not any(v is not None for v in samp.model_dump().values()):
+            if (
+                tf is None
+                and cp is None
+                and kv is None
+                and fa is None
+                and not any(v is not None for v in samp.model_dump().values())
+            ):
                 s.set_override(key, None)
             else:
-                s.set_override(key, ModelOverride(tool_format=tf, sampling=samp, context_policy=cp))
+                s.set_override(
+                    key,
+                    ModelOverride(
+                        tool_format=tf, sampling=samp, context_policy=cp, kv_type=kv, flash_attn=fa
+                    ),
+                )
         return s
 
     def _on_buttons_accepted(self) -> None:

@@ -53,7 +53,20 @@ class Sessions:
         from app.engine.llm import LoadSettings
 
         cfg = self.state.config
-        return LoadSettings(n_ctx=cfg.n_ctx, n_gpu_layers=cfg.n_gpu_layers, n_threads=cfg.n_threads)
+        kv_store = None
+        if cfg.kv_store_mib > 0:
+            from app.engine.kvstore import KVStoreConfig
+            from app.storage.paths import data_dir
+
+            kv_store = KVStoreConfig(str(data_dir() / "kv"), max_bytes=cfg.kv_store_mib * 1024**2)
+        return LoadSettings(
+            n_ctx=cfg.n_ctx,
+            n_gpu_layers=cfg.n_gpu_layers,
+            n_threads=cfg.n_threads,
+            kv_type=cfg.kv_type,
+            flash_attn=cfg.flash_attn,
+            kv_store=kv_store,
+        )
 
     def _messages_to_keep(self) -> list[Any]:
         """The open conversation's messages: the session's, or those opened before any model."""
@@ -128,11 +141,8 @@ class Sessions:
 
     def configure(self, config: EngineConfig) -> None:
         st = self.state
-        reload = st.model is not None and (config.n_ctx, config.n_gpu_layers, config.n_threads) != (
-            st.config.n_ctx,
-            st.config.n_gpu_layers,
-            st.config.n_threads,
-        )
+        loads = ("n_ctx", "n_gpu_layers", "n_threads", "kv_type", "flash_attn", "kv_store_mib")
+        reload = st.model is not None and any(getattr(config, k) != getattr(st.config, k) for k in loads)
         st.config = config
         if st.model is None and st.remote is None:
             return
@@ -187,6 +197,8 @@ class Sessions:
                 remote=st.remote.entry.name,
                 remote_mode=st.remote.entry.mode,
                 tools=tools,
+                thinking_kind="remote",  # the endpoint reads the choice (app.engine.remote)
+                thinking_levels=("low", "medium", "high"),
             )
         m = st.model
         assert m is not None
@@ -194,6 +206,7 @@ class Sessions:
 
         local = session if isinstance(session, ChatSession) else None
         detected = local.detected_format if local is not None else detect_model_format(m)
+        control = local.thinking_control if local is not None else None
         return ModelInfo(
             path=str(m.path),
             name=str(m.name),
@@ -203,6 +216,8 @@ class Sessions:
             effective_format=local.effective_format if local is not None else None,
             template_is_fallback=bool(m.template_is_fallback),
             tools=tools,
+            thinking_kind=control.kind if control is not None else "none",
+            thinking_levels=tuple(control.levels) if control is not None else (),
         )
 
     def build(self, messages: list[Any]) -> None:
