@@ -181,6 +181,20 @@ def build_parser() -> argparse.ArgumentParser:
         help="allow this web origin (repeatable); CORS is off without it",
     )
     add_load_options(serve)
+    serve.add_argument(
+        "--kv-type",
+        "--cache-type",
+        dest="kv_type",
+        choices=("f16", "q8_0", "q4_0"),
+        default="f16",
+        help="the KV cache's type for K and V (q8_0: about half the memory; needs flash attention)",
+    )
+    serve.add_argument(
+        "--flash-attn",
+        choices=("on", "off"),
+        default="on",
+        help="flash attention (default on; a q8_0 / q4_0 KV cache needs it)",
+    )
     serve.add_argument("--queue", type=int, default=16, help="requests that may wait (past it: 429)")
     serve.add_argument(
         "--max-loaded-models",
@@ -736,6 +750,8 @@ def _serve(args: argparse.Namespace) -> int:
     from app.server._app import resolve_model_arg, serve_option_errors, serve_warnings
 
     problems = serve_option_errors(api_key=args.api_key, max_loaded=args.max_loaded_models, queue=args.queue)
+    if args.kv_type != "f16" and args.flash_attn == "off":
+        problems = [*problems, f"--kv-type {args.kv_type} needs flash attention: drop --flash-attn off"]
     for problem in problems:
         _err(f"error: {problem}")
     if problems:
@@ -764,6 +780,12 @@ def _serve(args: argparse.Namespace) -> int:
             f"{e.tool_calls} call(s) {e.duration_s:.2f}s"
         ),
     )
+    import dataclasses
+
+    # the KV cache options of the models this server loads (ServerConfig has no fields for them yet)
+    kv = {"kv_type": args.kv_type, "flash_attn": args.flash_attn == "on"}
+    server.state.load_settings = dataclasses.replace(server.state.load_settings, **kv)
+    server.host.settings = dataclasses.replace(server.host.settings, **kv)
     try:
         server.serve_forever(
             on_started=lambda: _err(
