@@ -713,10 +713,13 @@ class RemoteChatSession:
             return None
         wanted = "a call" if choice.mode == "required" else f"a call to {choice.name}"
         got = ", ".join(c.name for c in calls) if calls else "no call"
+        engine = self._engine()
+        if engine.startswith("the "):  # a sentence starts with a capital; llama-server keeps its name
+            engine = "The" + engine[3:]
         return NoticeEvent(
             code="tool_choice_broken",
             setting="chat.tool_choice",
-            message=f"{self._engine()} did not hold tool_choice: it was asked for {wanted}, and the reply has {got}.",
+            message=f"{engine} did not hold tool_choice: it was asked for {wanted}, and the reply has {got}.",
         )
 
     # -- what both readers share ------------------------------------------------------------

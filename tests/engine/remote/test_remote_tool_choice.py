@@ -178,7 +178,7 @@ def test_api_tools_pass_tool_choice_through_and_name_an_engine_that_breaks_it():
     assert body["tool_choice"] == "required"
     (notice,) = _notices(events)
     assert notice.message == (
-        f"the openai endpoint at {srv.url} did not hold tool_choice: it was asked for a call, "
+        f"The openai endpoint at {srv.url} did not hold tool_choice: it was asked for a call, "
         "and the reply has no call."
     )
 
