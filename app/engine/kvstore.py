@@ -8,10 +8,13 @@ what the context already holds) is restored, so llama.cpp evaluates only the tok
 (:func:`switch`). This needs no conversation id from the caller and serves the window, the server
 and the check alike; a ``conversation`` label is kept when one is given.
 
-When a state is saved: when it is *left* (the next prompt does not continue the tokens the context
-holds, so they are about to be overwritten) and when the model is closed (the app quits, the model
-is unloaded or reloaded). A turn that continues the conversation writes nothing: the store costs no
-time while one conversation goes on. A crash loses only the state not yet saved, never a file.
+When a state is saved: when it is *left* (the next prompt shares less than 90 % of the tokens the
+context holds: another conversation, whose reading overwrites them) and when the model is closed
+(the app quits, the model is unloaded or reloaded). A turn that continues the conversation, or
+regenerates or edits its last turn, writes nothing: the store costs no time while one conversation
+goes on. A crash loses only the state not yet saved, never a file. The write happens on the
+generating thread before the next prompt is read (a state of n tokens is n times the KV bytes per
+token: ``app.engine.models.estimate.kv_cache_bytes``).
 
 Bounds and safety:
 
@@ -116,6 +119,9 @@ def fingerprint(
 
 def common(a: Sequence[int], b: Sequence[int]) -> int:
     """The length of the prefix ``a`` and ``b`` share."""
+    k = min(len(a), len(b))
+    if tuple(a[:k]) == tuple(b[:k]):  # the usual case, compared at C speed
+        return k
     n = 0
     for x, y in zip(a, b, strict=False):
         if x != y:
@@ -356,8 +362,10 @@ def switch(llm: Any, store: KVStore, prompt: Sequence[int]) -> int:
 
     cached = _cached(llm)
     shared = common(cached, prompt)
-    if cached and shared < len(cached):
-        save_current(llm, store)  # the context is about to be overwritten: keep what it holds
+    if cached and shared < len(cached) * _CONTINUES:
+        # another conversation: the context is about to be overwritten, keep what it holds (a
+        # regenerated or edited last turn of the same one is not a leave: it is saved when left)
+        save_current(llm, store)
     saved = store.lookup(prompt, longer_than=shared)
     if saved is None:
         return 0

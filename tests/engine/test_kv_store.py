@@ -95,6 +95,7 @@ def test_leaving_a_conversation_saves_it_and_coming_back_restores_it(tiny_gguf, 
     m = _load(path, tmp_path / "kv")
     try:
         generate(m, a, max_tokens=2, sampling=GREEDY).run()
+        generate(m, a, max_tokens=2, sampling=GREEDY).run()  # A's last turn again (regenerate)
         assert not list((tmp_path / "kv").glob("*.kvs"))  # nothing written while A goes on
         rb = generate(m, b, max_tokens=2, sampling=GREEDY).run()  # A is left: saved
         assert rb.prompt_tokens_evaluated >= rb.prompt_tokens - 1
