@@ -508,7 +508,10 @@ def test_explicit_format_on_a_template_without_tools_guides_and_runs_the_call(ti
         system = prompt.text.split("<|im_end|>")[0]
         assert system.startswith("<|im_start|>system\nBe brief.\n\nYou can call these tools:\n")
         assert json.dumps(registry.openai_tools(), ensure_ascii=False) in system
-        assert '<tool_call>\n{"name": "add", "arguments": {"a": "<a: integer>", "b": "<b: integer>"}}\n</tool_call>' in system
+        assert (
+            '<tool_call>\n{"name": "add", "arguments": {"a": "<a: integer>", "b": "<b: integer>"}}\n</tool_call>'
+            in system
+        )
 
         started = [e for e in events if isinstance(e, ToolCallStartedEvent)]
         finished = [e for e in events if isinstance(e, ToolCallFinishedEvent)]
