@@ -193,3 +193,38 @@ def test_a_corrupt_file_is_ignored_with_a_log_line(tiny_gguf, tmp_path, caplog, 
     finally:
         m2.close()
     assert any("KV store" in rec.getMessage() for rec in caplog.records)
+
+
+@pytest.mark.parametrize("isolate", [False, True], ids=["in-process", "engine-process"])
+def test_a_chat_reopened_after_a_restart_reads_only_its_new_message(tiny_gguf, tmp_path, isolate):
+    """Issue 31, Must show 3 (as far as tests go): a ChatSession's turn, the model closed (the app
+    quits), a new LoadedModel on the same data folder (a restart) and the conversation reopened:
+    the next turn's DoneEvent says that only the tokens after the saved state were read."""
+    from app.engine.chat import ChatSession
+    from app.engine.events import DoneEvent
+
+    path = tiny_gguf()
+    folder = tmp_path / "kv"
+    system = _prompt("system", 12)
+    m = _load(path, folder, isolate=isolate)
+    try:
+        s = ChatSession(m, system_prompt=system, max_tokens=6, sampling=GREEDY, tool_format="none")
+        first = [e for e in s.send("first question") if isinstance(e, DoneEvent)][-1]
+        assert first.prompt_tokens_evaluated == first.prompt_tokens
+        messages = list(s.messages)
+    finally:
+        m.close()
+
+    m2 = _load(path, folder, isolate=isolate)
+    try:
+        s2 = ChatSession(
+            m2, system_prompt=system, max_tokens=6, sampling=GREEDY, tool_format="none", messages=messages
+        )
+        done = [e for e in s2.send("second question") if isinstance(e, DoneEvent)][-1]
+        # the tokens read are those after the first turn's prompt (the reply, written back by the
+        # template, and the new message); the first turn's prompt came from the saved state
+        assert done.prompt_tokens_evaluated is not None
+        assert done.prompt_tokens_evaluated <= done.prompt_tokens - first.prompt_tokens
+        assert done.prompt_tokens_evaluated < done.prompt_tokens // 4
+    finally:
+        m2.close()
