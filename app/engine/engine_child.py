@@ -99,7 +99,10 @@ class _Child:
                         if self.stop:
                             break
                     if not self.stop:
-                        sched.step()
+                        try:
+                            sched.step()
+                        except Exception as exc:  # noqa: BLE001 - its generations fail, the engine lives
+                            sched.fail_all(_portable(exc))
                     continue
                 msg = self.conn.recv()
             except (EOFError, OSError):

@@ -164,6 +164,17 @@ class Scheduler:
                 return True
         return False
 
+    def fail_all(self, exc: BaseException) -> None:
+        """End every generation with ``exc`` (a step failed in a way no slot owns) and forget the
+        slots' KV, which may be half written."""
+        for job in list(self.jobs.values()):
+            self._fail(job, exc)
+        while self.waiting:
+            self.send(("end", self.waiting.popleft().rid, False, exc))
+        for slot in self.slots:
+            self._lib.llama_memory_seq_rm(self._mem, slot.seq, -1, -1)
+            slot.cached = []
+
     def reset(self) -> None:
         """Forget the KV of every free slot."""
         for slot in self.slots:
