@@ -320,3 +320,22 @@ def test_each_slot_gets_the_whole_context_the_user_set(tiny_gguf):
         sched.close()
     finally:
         m.close()
+
+
+def test_a_gbnf_grammar_holds_its_slot_alone(tiny_gguf):
+    m = load_model(_path(tiny_gguf), n_ctx=512, n_threads=1, isolate=False)
+    try:
+        grammar = 'root ::= ("yes" | "no") " " [a-z]{1,8}'
+        single = generate(m, PROMPTS[0], max_tokens=12, sampling=GREEDY, grammar=grammar, stop=()).run()
+        free_ref = generate(m, PROMPTS[1], max_tokens=12, sampling=GREEDY, stop=()).run()
+        sent: list[tuple] = []
+        sched = Scheduler(m, 2, sent.append, lambda gid: False)
+        sched.submit(0, 0, generate(m, PROMPTS[0], max_tokens=12, sampling=GREEDY, grammar=grammar, stop=()))
+        sched.submit(1, 1, generate(m, PROMPTS[1], max_tokens=12, sampling=GREEDY, stop=()))
+        _drive(sched, (0, 1))
+        ends = {msg[1]: msg[3][0] for msg in sent if msg[0] == "end"}
+        assert ends[0].text == single.text and ends[0].text.split(" ")[0] in ("yes", "no")
+        assert ends[1].tokens == free_ref.tokens  # the other slot is not held to the grammar
+        sched.close()
+    finally:
+        m.close()
