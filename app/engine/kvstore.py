@@ -46,6 +46,7 @@ import logging
 import os
 import struct
 import tempfile
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -73,6 +74,8 @@ _DIGEST = 32
 #: a saved state is replaced by a new one that shares at least this part of it (a later turn of
 #: the same conversation: its last reply's tail may be written otherwise by the template)
 _CONTINUES = 0.9
+#: a temp file this old is a write that was cut short (another process may be writing a newer one)
+_STALE_PART_S = 600.0
 
 
 @dataclass(frozen=True)
@@ -153,6 +156,19 @@ class KVStore:
         self.min_tokens = max(1, int(min_tokens))
         #: headers already read, by file name: (mtime_ns, size) -> SavedState | None (unreadable)
         self._headers: dict[str, tuple[tuple[int, int], SavedState | None]] = {}
+        self._clear_stale_parts()
+
+    def _clear_stale_parts(self) -> None:
+        """Delete the temp files of writes cut short (a process killed while it saved)."""
+        try:
+            parts = list(self.folder.glob(".tmp-*.part"))
+        except OSError:
+            return
+        now = time.time()
+        for p in parts:
+            with contextlib.suppress(OSError):
+                if now - p.stat().st_mtime > _STALE_PART_S:
+                    p.unlink()
 
     @classmethod
     def from_config(cls, config: KVStoreConfig, fingerprint: str) -> KVStore:

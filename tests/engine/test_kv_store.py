@@ -228,3 +228,42 @@ def test_a_chat_reopened_after_a_restart_reads_only_its_new_message(tiny_gguf, t
         assert done.prompt_tokens_evaluated < done.prompt_tokens // 4
     finally:
         m2.close()
+
+
+def test_a_write_cut_short_leaves_no_lasting_temp_file(tmp_path):
+    stale = tmp_path / ".tmp-abc.part"
+    fresh = tmp_path / ".tmp-def.part"
+    stale.write_bytes(b"x" * 100)
+    fresh.write_bytes(b"y" * 100)
+    os.utime(stale, (1, 1))
+    KVStore(tmp_path, "fp")
+    assert not stale.exists() and fresh.exists()  # a fresh one may be another process's write
+
+
+@pytest.mark.live
+def test_smollm2_conversation_of_1500_tokens_reopened_after_a_restart(smollm2_path, tmp_path):
+    """Must show 3's case in the engine process: a 1,500-token conversation, the app restarted, the
+    next turn reads only what follows the saved state (the bench times it)."""
+    from app.engine.chat import ChatSession
+    from app.engine.events import DoneEvent
+
+    folder = tmp_path / "kv"
+    system = _prompt("A long system prompt", 78)
+    m = _load(smollm2_path, folder, isolate=True, min_tokens=256)
+    try:
+        s = ChatSession(m, system_prompt=system, max_tokens=16, sampling=GREEDY, tool_format="none")
+        first = [e for e in s.send("Summarise the lines above.") if isinstance(e, DoneEvent)][-1]
+        assert first.prompt_tokens >= 1500
+        messages = list(s.messages)
+    finally:
+        m.close()
+    m2 = _load(smollm2_path, folder, isolate=True, min_tokens=256)
+    try:
+        s2 = ChatSession(
+            m2, system_prompt=system, max_tokens=16, sampling=GREEDY, tool_format="none", messages=messages
+        )
+        done = [e for e in s2.send("And the last line?") if isinstance(e, DoneEvent)][-1]
+        assert done.prompt_tokens_evaluated is not None
+        assert done.prompt_tokens_evaluated <= done.prompt_tokens - first.prompt_tokens
+    finally:
+        m2.close()
