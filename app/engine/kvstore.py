@@ -60,8 +60,10 @@ __all__ = [
     "SavedState",
     "common",
     "fingerprint",
+    "read_sequence",
     "save_current",
     "switch",
+    "write_sequence",
 ]
 
 log = logging.getLogger(__name__)
@@ -333,6 +335,10 @@ class KVStore:
                 total += p.stat().st_size
         return total
 
+    def discard(self, saved: SavedState) -> None:
+        """Delete a saved state (llama.cpp refused it)."""
+        self._drop(saved.path)
+
     def _drop(self, path: Path) -> None:
         self._headers.pop(path.name, None)
         with contextlib.suppress(OSError):
@@ -347,24 +353,40 @@ def _cached(llm: Any) -> list[int]:
     return [int(t) for t in llm.input_ids[:n]] if n > 0 else []
 
 
-def save_current(llm: Any, store: KVStore) -> Path | None:
-    """Save the tokens the context of ``llm`` holds now (sequence 0), if they are long enough."""
+def read_sequence(ctx: Any, seq_id: int = 0) -> bytes | None:
+    """llama.cpp's state of sequence ``seq_id`` of the context ``ctx`` (a ``llama_context_p``), or
+    None when it has none. For a scheduler with several sequences in one context: save a slot's."""
     import ctypes
 
     import llama_cpp
 
-    tokens = _cached(llm)
-    if len(tokens) < store.min_tokens:
-        return None
-    ctx = llm._ctx.ctx
-    size = int(llama_cpp.llama_state_seq_get_size(ctx, 0))
+    size = int(llama_cpp.llama_state_seq_get_size(ctx, seq_id))
     if size <= 0:
         return None
     buf = (ctypes.c_uint8 * size)()
-    n = int(llama_cpp.llama_state_seq_get_data(ctx, buf, size, 0))
-    if n <= 0:
+    n = int(llama_cpp.llama_state_seq_get_data(ctx, buf, size, seq_id))
+    return bytes(buf)[:n] if n > 0 else None
+
+
+def write_sequence(ctx: Any, data: bytes, seq_id: int = 0) -> bool:
+    """Load a state from :func:`read_sequence` into the (emptied) sequence ``seq_id``; False when
+    llama.cpp refuses it (another model or cache layout, a context too small): then clear the
+    sequence, whose cells may be half written."""
+    import ctypes
+
+    import llama_cpp
+
+    buf = (ctypes.c_uint8 * len(data)).from_buffer_copy(data)
+    return int(llama_cpp.llama_state_seq_set_data(ctx, buf, len(data), seq_id)) > 0
+
+
+def save_current(llm: Any, store: KVStore) -> Path | None:
+    """Save the tokens the context of ``llm`` holds now (sequence 0), if they are long enough."""
+    tokens = _cached(llm)
+    if len(tokens) < store.min_tokens:
         return None
-    return store.save(tokens, bytes(buf)[:n])
+    data = read_sequence(llm._ctx.ctx, 0)
+    return store.save(tokens, data) if data else None
 
 
 def switch(llm: Any, store: KVStore, prompt: Sequence[int]) -> int:
@@ -372,10 +394,6 @@ def switch(llm: Any, store: KVStore, prompt: Sequence[int]) -> int:
     tokens the prompt does not continue), then restore the saved state that shares the longest
     prefix with ``prompt`` when it shares more than the context does. Returns the tokens restored
     (its whole state: llama-cpp-python then keeps the shared prefix and reads the rest; 0: none)."""
-    import ctypes
-
-    import llama_cpp
-
     cached = _cached(llm)
     shared = common(cached, prompt)
     if cached and shared < len(cached) * _CONTINUES:
@@ -388,14 +406,12 @@ def switch(llm: Any, store: KVStore, prompt: Sequence[int]) -> int:
     data = store.load(saved)
     if data is None:
         return 0
-    ctx = llm._ctx.ctx
     llm._ctx.kv_cache_seq_rm(-1, 0, -1)
     llm.n_tokens = 0
-    buf = (ctypes.c_uint8 * len(data)).from_buffer_copy(data)
-    if int(llama_cpp.llama_state_seq_set_data(ctx, buf, len(data), 0)) <= 0:
+    if not write_sequence(llm._ctx.ctx, data, 0):
         log.warning("KV store: llama.cpp refused %s; it is deleted", saved.path.name)
         llm._ctx.kv_cache_seq_rm(-1, 0, -1)
-        store._drop(saved.path)
+        store.discard(saved)
         return 0
     n = len(saved.tokens)
     llm.input_ids[:n] = saved.tokens

@@ -267,3 +267,25 @@ def test_smollm2_conversation_of_1500_tokens_reopened_after_a_restart(smollm2_pa
         assert done.prompt_tokens_evaluated <= done.prompt_tokens - first.prompt_tokens
     finally:
         m2.close()
+
+
+def test_a_state_llama_cpp_refuses_is_dropped_with_a_log_line(tiny_gguf, tmp_path, caplog):
+    """A whole, checksummed file whose state llama.cpp cannot take (say, written by another build
+    under the same fingerprint): logged, deleted, the prompt read in full."""
+    from app.engine.models.metadata import read_metadata
+
+    path = tiny_gguf()
+    folder = tmp_path / "kv"
+    fp = fingerprint(path, template=read_metadata(path).chat_template, kv_type="f16", flash_attn=True)
+    m = _load(path, folder, min_tokens=4)
+    try:
+        text = _prompt("epsilon", 4)
+        KVStore(folder, fp, min_tokens=4).save(m.tokenize(text)[:40], bytes(range(256)) * 8)
+        caplog.set_level(logging.WARNING, logger="app.engine.kvstore")
+        r = generate(m, text + "more", max_tokens=2, sampling=GREEDY).run()
+        assert r.prompt_tokens_evaluated == r.prompt_tokens
+    finally:
+        m.close()
+    assert any("refused" in rec.getMessage() for rec in caplog.records)
+    # only the state saved at close is left: the refused one is gone
+    assert all(len(s.tokens) != 40 for s in KVStore(folder, fp, min_tokens=4).entries())
