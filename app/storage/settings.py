@@ -62,6 +62,8 @@ ApprovalDefault = PolicyDefault  # a tool's remembered approval: the one vocabul
 #: What happens when a conversation no longer fits the context (``app.engine.context.POLICIES``).
 ContextPolicy = Literal["stop", "drop_oldest", "truncate_middle"]
 Theme = Literal["system", "light", "dark"]
+#: a thinking choice (app.engine.thinking.THINKING_MODES and EFFORT_LEVELS; storage does not import the engine)
+ThinkingSetting = Literal["auto", "off", "on", "none", "minimal", "low", "medium", "high", "xhigh", "max"]
 #: the KV cache types (app.engine.models.estimate.KV_CACHE_TYPES; storage does not import the engine)
 KVType = Literal["f16", "q8_0", "q4_0"]
 
@@ -218,6 +220,10 @@ class ModelOverride(_Model):
     kv_type: KVType | None = None  # None: use the global model.kv_type
     flash_attn: bool | None = None  # None: use the global model.flash_attn
     sampling: SamplingOverride = Field(default_factory=SamplingOverride)
+    #: the model's thinking (issue 30): auto/off/on or an effort level (app.engine.thinking); None: auto
+    thinking: ThinkingSetting | None = None
+    #: the most tokens of reasoning before the engine closes it; None: no budget
+    thinking_budget: int | None = Field(None, ge=1, le=1_000_000)
 
     @field_validator("tool_format")
     @classmethod

@@ -32,6 +32,7 @@ from PySide6.QtWidgets import (
 from app.storage.settings import ApprovalDefault, ModelOverride, SamplingOverride, Settings, model_key
 from app.ui.settings_fields import GpuLayersSpin, SamplingForm, ispin, model_sampling_defaults
 from app.ui.theme import THEMES
+from app.ui.thinking_control import override_fields, override_values
 
 __all__ = ["CONTEXT_POLICIES", "SettingsDialog", "format_choices"]
 
@@ -328,6 +329,8 @@ class SettingsDialog(QDialog):
         self.model_context_policy: QComboBox | None = None
         self.model_kv_type: QComboBox | None = None
         self.model_flash_attn: QComboBox | None = None
+        self.model_thinking: Any = None  # the model's thinking (issue 30)
+        self.model_thinking_budget: Any = None
         model_path = self.model_path
         if model_path is None:
             v.addWidget(QLabel("Load a model to give it its own tool format and sampling."))
@@ -366,6 +369,9 @@ class SettingsDialog(QDialog):
             self.model_flash_attn.addItem("Off", False)
             self._select(self.model_flash_attn, ov.flash_attn if ov else None)
             f2.addRow("Flash attention", self.model_flash_attn)
+            self.model_thinking, self.model_thinking_budget = override_fields(ov)
+            f2.addRow("Thinking", self.model_thinking)
+            f2.addRow("Thinking budget", self.model_thinking_budget)
             v.addLayout(f2)
             self.model_sampling = SamplingForm("the global value", max_tokens_optional=True)
             self.model_sampling.set_values(
@@ -455,12 +461,14 @@ class SettingsDialog(QDialog):
             cp = self.model_context_policy.currentData() if self.model_context_policy is not None else None
             kv = self.model_kv_type.currentData() if self.model_kv_type is not None else None
             fa = self.model_flash_attn.currentData() if self.model_flash_attn is not None else None
+            th, tb = override_values(self.model_thinking, self.model_thinking_budget)
             key = model_key(self.model_path)
             if (
                 tf is None
                 and cp is None
                 and kv is None
                 and fa is None
+                and (th, tb) == (None, None)
                 and not any(v is not None for v in samp.model_dump().values())
             ):
                 s.set_override(key, None)
@@ -469,7 +477,7 @@ class SettingsDialog(QDialog):
                     key,
                     ModelOverride(
                         tool_format=tf, sampling=samp, context_policy=cp, kv_type=kv, flash_attn=fa
-                    ),
+                    ).model_copy(update={"thinking": th, "thinking_budget": tb}),
                 )
         return s
 

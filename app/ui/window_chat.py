@@ -23,6 +23,7 @@ from app.ui.approval_dialog import ApprovalDialog
 from app.ui.call_view import CallView
 from app.ui.chat.messages import LiveSnapshot, stats_text
 from app.ui.chat.records import end_reply
+from app.ui.thinking_control import ThinkingController
 from app.ui.window_part import WindowPart
 
 if TYPE_CHECKING:
@@ -101,6 +102,7 @@ class ChatController(WindowPart):
         self.compose.sig_submit.connect(self.send_or_stop_from_keyboard)
         self.tool_choice_box.sig_choice.connect(self._on_tool_choice)
         worker.tool_choice = self.tool_choice_box.value()
+        self.thinking = ThinkingController(page.thinking_box, worker, state.store)  # issue 30
         worker.sig_loaded.connect(lambda info: self.tool_choice_box.set_tools(info.tools))
         self.send_button.clicked.connect(self._on_send_button_clicked)
         settings.sig_settings_saved.connect(self._on_settings_saved)

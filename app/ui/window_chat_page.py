@@ -11,6 +11,7 @@ from PySide6.QtCore import QEvent, QObject, Qt
 from PySide6.QtWidgets import QFrame, QGridLayout, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
 from app.ui.chat import ChatView, ComposeEdit
+from app.ui.thinking_control import ThinkingBox
 from app.ui.tool_choice import ToolChoiceBox
 
 if TYPE_CHECKING:
@@ -69,6 +70,8 @@ class ChatPage:
     no_model: QFrame | None = None
     recommended_button: QPushButton | None = None
     import_button: QPushButton | None = None
+    #: the thinking control beside the tool choice (issue 30)
+    thinking_box: ThinkingBox | None = None
 
     @classmethod
     def build(cls, *, banners: QLayout, tool_choice: str) -> ChatPage:
@@ -86,11 +89,12 @@ class ChatPage:
         row.setContentsMargins(12, 6, 12, 10)
         compose = ComposeEdit()
         box = ToolChoiceBox(tool_choice)
+        thinking = ThinkingBox()
         send = QPushButton("Send")
         send.setObjectName("sendButton")
-        _ComposeLayout(page, row, compose, [box, send]).arrange(False)
+        _ComposeLayout(page, row, compose, [box, thinking, send]).arrange(False)
         v.addLayout(row)
-        return cls(page, chat, compose, row, box, send, no_model, recommended, import_)
+        return cls(page, chat, compose, row, box, send, no_model, recommended, import_, thinking_box=thinking)
 
     @staticmethod
     def _build_no_model() -> tuple[QFrame, QPushButton, QPushButton]:

@@ -96,6 +96,15 @@ class EngineWorker(WorkerSignals):
     def tool_choice(self, choice: Any) -> None:
         self.state.tool_choice = choice
 
+    @property
+    def thinking(self) -> Any:
+        """The next send's thinking choice (the window's thinking control sets it; None: auto)."""
+        return self.state.thinking
+
+    @thinking.setter
+    def thinking(self, choice: Any) -> None:
+        self.state.thinking = choice
+
     # -- public API (any thread) -------------------------------------------------------------
     @property
     def thread_handle(self) -> QThread:

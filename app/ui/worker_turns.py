@@ -92,8 +92,10 @@ class Turns:
         if st.remote is None and not self._make_room(text):  # a remote engine keeps its own context
             return
         choice = st.tool_choice  # set by the window's tool-choice control
+        # ...and the thinking control (None: auto); both session kinds take it
+        thinking: dict[str, Any] = {"thinking": st.thinking}
         self._run(
-            lambda: session.send(text, cancel=st.cancel, tool_choice=choice),
+            lambda: session.send(text, cancel=st.cancel, tool_choice=choice, **thinking),
             user_text=text,
             tool_choice=choice,
         )
@@ -117,8 +119,10 @@ class Turns:
                     self.history.archive_reply(cid, users[-1].position)
             except Exception as exc:  # noqa: BLE001 - HistoryError or sqlite: the chat goes on, the window says so
                 self._save_failed(exc)
+        thinking: dict[str, Any] = {"thinking": st.thinking}
         self._run(
-            lambda: session.regenerate(cancel=st.cancel, tool_choice=tool_choice), tool_choice=tool_choice
+            lambda: session.regenerate(cancel=st.cancel, tool_choice=tool_choice, **thinking),
+            tool_choice=tool_choice,
         )
 
     def continue_reply(self, tool_choice: Any) -> None:
