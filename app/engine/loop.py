@@ -470,11 +470,17 @@ def call_key(call: ToolCall) -> tuple[str, str]:
 
 
 def _json_value(v: Any) -> Any:
-    if isinstance(v, bool) or v is None or isinstance(v, str):
+    # Strings are tagged "s" so that an integer too long for decimal text (Python refuses to write
+    # one past 4300 digits) can be keyed by its hex digits, tagged "i", without meeting a string.
+    if isinstance(v, bool) or v is None:
         return v
+    if isinstance(v, str):
+        return "s" + v
     if isinstance(v, float) and v.is_integer():
-        return int(v)
-    if isinstance(v, int | float):
+        v = int(v)
+    if isinstance(v, int):
+        return v if v.bit_length() <= 64 else "i" + hex(v)
+    if isinstance(v, float):
         return v
     if isinstance(v, Mapping):
         return {str(k): _json_value(x) for k, x in v.items()}

@@ -455,3 +455,15 @@ def test_i32_a_reply_that_repeats_an_answered_call_of_the_conversation_is_told()
     other = ToolCall("call00003", "add", {"a": 7, "b": 7})  # called, but never answered
     assert answered_before(history, [again, other]) == [again]
     assert answered_before([], [again]) == []
+
+
+def test_i32_a_call_key_holds_integers_past_the_decimal_digit_limit():
+    """H7 again: a tool argument of thousands of digits must not make the loop's repeat check raise
+    (Python refuses to write an integer past 4300 digits as decimal text)."""
+    from app.engine.loop import call_key
+
+    big = 7**6000  # about 5,070 decimal digits
+    assert call_key(ToolCall("c", "f", {"n": big})) == call_key(ToolCall("d", "f", {"n": big}))
+    assert call_key(ToolCall("c", "f", {"n": big})) != call_key(ToolCall("c", "f", {"n": big + 1}))
+    assert call_key(ToolCall("c", "f", {"n": 2**70})) != call_key(ToolCall("c", "f", {"n": "i" + hex(2**70)}))
+    assert call_key(ToolCall("c", "f", {"n": 3})) == call_key(ToolCall("c", "f", {"n": 3.0}))
