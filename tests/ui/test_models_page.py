@@ -110,6 +110,9 @@ def test_pause_resume_and_cancel_buttons(qtbot, page, hub):
     page.files_table.cellWidget(row, 5).click()
     qtbot.waitUntil(lambda: hub.held.is_set() and bool(page._rows), timeout=30_000)
     (tid,) = page._rows
+    # The hub has sent its bytes; wait until the page has read some of them (a loaded machine can
+    # be slower to read than the hub to send), so that the pause lands mid-file.
+    qtbot.waitUntil(lambda: page.download_bar(tid).value() > 0, timeout=30_000)
     page.download_button(tid, "pause").click()
     hub.release.set()
     qtbot.waitUntil(lambda: page.download_status(tid) == "paused", timeout=30_000)
