@@ -42,6 +42,7 @@ STATES = (
     "remote",
     "reply-versions",
     "live-call",
+    "thinking",
 )
 SCREENSHOT_LIMIT_S = 60.0
 

@@ -38,6 +38,7 @@ STATES = (
     "remote",
     "reply-versions",
     "live-call",
+    "thinking",
 )
 THEMES = ("light", "dark")
 
@@ -111,6 +112,10 @@ def render_all(
                 cmd += ["--model", str(tool_model)]
             elif state == "live-call":
                 cmd += ["--model", str(_writing_model(Path(tmp)))]
+            elif state == "thinking":
+                from tests.support.thinker import write_screenshot_thinker
+
+                cmd += ["--model", str(write_screenshot_thinker(Path(tmp) / "Scripted-Thinker.gguf"))]
             try:
                 proc = subprocess.run(
                     cmd,

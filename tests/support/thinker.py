@@ -37,3 +37,32 @@ def write_thinker(path: str | Path, name: str = "thinker") -> Path:
         default_next="<|im_end|>",
         name=name,
     )
+
+
+#: the screenshot thinker's words: a thought it repeats until its budget closes the block, and its answer
+THOUGHTS = ("The user says hello.", " I should greet them back", " and offer help. ")
+GREETING = "Hello! How can I help you today?"
+
+
+def write_screenshot_thinker(path: str | Path) -> Path:
+    """The ``thinking`` screenshot's model (``make screenshots``): Qwen3's template; it thinks in
+    words (:data:`THOUGHTS`, over and over) until the budget closes the block, then greets."""
+    a, b, c = THOUGHTS
+    return write_scripted_gguf(
+        path,
+        chat_template=(TEMPLATES / QWEN3).read_text(encoding="utf-8"),
+        control_tokens=("<|im_start|>", "<|im_end|>", "<|endoftext|>"),
+        user_tokens=["<think>", "</think>\n\n", a, b, c, GREETING],
+        eos="<|im_end|>",
+        script={
+            "\n": "<think>",
+            "<think>": a,
+            a: b,
+            b: c,
+            c: a,
+            "</think>\n\n": GREETING,
+            GREETING: "<|im_end|>",
+        },
+        default_next="<|im_end|>",
+        name="Scripted thinker (test model)",
+    )

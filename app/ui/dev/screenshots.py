@@ -55,9 +55,11 @@ DEFAULT_PROMPTS = {
     "remote": "What is 17 * 23? Use the calculator.",
     "reply-versions": "What is 17 * 23? Use the calculator.",
     "live-call": "What is 17 * 23 * 41 * 97? Use the calculator.",
+    "thinking": "Hello! Think it over briefly, then answer.",
 }
 REMOTE_NAME = "GPU box"  # the remote engine the ``remote`` state adds
 
+THINKING_BUDGET = 8  # the thinking state's budget in tokens (small: the picture shows the block closed)
 MODEL_STATES = ("streaming", "banner", "tool-call-with-panel")  # a reply needs a loaded model
 EXTRA_MODEL_STATES = ("cut-off", "context-full", "failed-load")  # reached through the window's own actions
 CHECK_MAX_TOKENS = 64  # the check state's replies: enough for a call, short enough to finish quickly
@@ -220,6 +222,8 @@ class ScreenshotDirector(QObject):
             self._step_versions()
         elif st == "live-call":
             self._step_live_call()
+        elif st == "thinking":
+            self._step_thinking()
         elif st == "recommended":
             if not self._models_shown:
                 self._models_shown = True
@@ -465,6 +469,30 @@ class ScreenshotDirector(QObject):
                 "model that writes a long call (pass --model)"
             )
 
+    def _step_thinking(self) -> None:
+        """The thinking control on On with a budget, and the reply it bounded, its reasoning open."""
+        w = self.window
+        if not self._require_model() or w.busy:
+            return
+        box = w.chat_ctl.thinking.box
+        if not self._sent:
+            if w.model_info.thinking_kind == "none":
+                raise StateNotReached(
+                    "the 'thinking' state needs a model whose chat template has a thinking switch (pass --model)"
+                )
+            w.new_chat()
+            box.mode.setCurrentIndex(box.mode.findData("on"))
+            box.budget.setValue(THINKING_BUDGET)
+            self._sent = True
+            w.compose.setPlainText(self.prompt)
+            if not w.send():
+                raise StateNotReached("the prompt could not be sent")
+        elif self._turn_done:
+            last = w.chat.current_assistant()
+            if last is not None and last.reasoning:
+                last.thinking.toggle.setChecked(True)
+            self._settle_then_shoot(w)
+
     def _on_check_done(self, result: dict[str, Any]) -> None:
         self._check_result = result
 
@@ -547,6 +575,10 @@ class ScreenshotDirector(QObject):
             return f"model: {model}; banners: {', '.join(b.code for b in w.chat.banners())}"
         if st == "reply-versions" and last is not None:
             return f"model: {model}; version {last.version[0]}/{last.version[1]}; tool calls: {len(w.tool_panel.entries)}"
+        if st == "thinking" and last is not None:
+            box = w.chat_ctl.thinking.box
+            shown = f"thinking: {box.mode.currentText()}, {box.budget.text()}"
+            return f"model: {model}; {shown}; reasoning: {len(last.reasoning)} chars; answer: {last.text().strip()}"
         if st == "live-call" and last is not None:
             writing = [c.view.call.name for c in last.cards.values() if c.view.writing]
             return f"model: {model}; writing a call to: {', '.join(writing)}; live: {last.live.text()}"
