@@ -12,7 +12,7 @@
     python -m app check --model PATH [--tool-format F] [--scenarios DIR] [--category C] [--out FILE] [--json]
     python -m app check --endpoint URL --model NAME [--api-key KEY] [--out FILE] [--json]
     python -m app serve [--model PATH_OR_NAME] [--tool-format F] [--host 127.0.0.1] [--port 8453]
-                        [--api-key KEY] [--cors ORIGIN]
+                        [--api-key KEY] [--cors ORIGIN] [--kv-type f16|q8_0|q4_0] [--flash-attn on|off]
 
 ``chat`` streams the reply to stdout; notices, tool calls and the summary go to stderr;
 ``--save`` stores the conversation in the same history the window reads.
