@@ -35,13 +35,16 @@ import threading
 import time
 from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from app.calls import ToolCall, ToolResult
 from app.engine.events import ChatEvent, DoneEvent, NoticeEvent, ToolCallFinishedEvent, ToolCallStartedEvent
 from app.engine.formats.base import Reply
 from app.engine.formats.events import TextDelta, ToolCallDone
 from app.engine.messages import Message, is_valid_call_id, local_call_id
+
+if TYPE_CHECKING:
+    from app.engine.thinking import Thinking
 
 __all__ = [
     "MAX_ROUNDS_SETTING",
@@ -82,11 +85,20 @@ class Session(Protocol):
     def tools(self) -> list[dict[str, Any]] | None: ...
 
     def send(
-        self, text: str, *, cancel: threading.Event | None = None, tool_choice: Any = ...
+        self,
+        text: str,
+        *,
+        cancel: threading.Event | None = None,
+        tool_choice: Any = ...,
+        thinking: Thinking | None = ...,
     ) -> Iterator[ChatEvent]: ...
 
     def regenerate(
-        self, *, cancel: threading.Event | None = None, tool_choice: Any = ...
+        self,
+        *,
+        cancel: threading.Event | None = None,
+        tool_choice: Any = ...,
+        thinking: Thinking | None = ...,
     ) -> Iterator[ChatEvent]: ...
 
 

@@ -93,9 +93,9 @@ class Turns:
             return
         choice = st.tool_choice  # set by the window's tool-choice control
         # ...and the thinking control (None: auto); both session kinds take it
-        thinking: dict[str, Any] = {"thinking": st.thinking}
+        thinking = st.thinking
         self._run(
-            lambda: session.send(text, cancel=st.cancel, tool_choice=choice, **thinking),
+            lambda: session.send(text, cancel=st.cancel, tool_choice=choice, thinking=thinking),
             user_text=text,
             tool_choice=choice,
         )
@@ -119,9 +119,9 @@ class Turns:
                     self.history.archive_reply(cid, users[-1].position)
             except Exception as exc:  # noqa: BLE001 - HistoryError or sqlite: the chat goes on, the window says so
                 self._save_failed(exc)
-        thinking: dict[str, Any] = {"thinking": st.thinking}
+        thinking = st.thinking
         self._run(
-            lambda: session.regenerate(cancel=st.cancel, tool_choice=tool_choice, **thinking),
+            lambda: session.regenerate(cancel=st.cancel, tool_choice=tool_choice, thinking=thinking),
             tool_choice=tool_choice,
         )
 
