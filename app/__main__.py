@@ -15,6 +15,11 @@ def main(argv: list[str] | None = None) -> int:
         from app.engine.engine_child import main as engine_main
 
         return engine_main(argv[1])
+    if len(argv) == 2 and argv[0] == "--mcp-guard" and argv[1].isdigit():  # a frozen bundle's MCP guard
+        from app.tools.mcp_stdio import _guard_main
+
+        _guard_main(int(argv[1]))
+        return 0
     if argv and argv[0] in ("--version", "-V"):
         from app import __version__
 

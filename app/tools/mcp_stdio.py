@@ -251,8 +251,8 @@ GUARD_REFRESH_S = 1.0 if sys.platform.startswith("linux") else 5.0
 
 
 class Guard:
-    """The app's side of a server's guard process (POSIX; a no-op on Windows and in a frozen bundle,
-    where there is no plain Python to run it: the job object covers Windows).
+    """The app's side of a server's guard process (POSIX; a no-op on Windows, where the job object
+    covers it). A frozen bundle runs its own executable as the guard (``--mcp-guard PID``).
 
     The guard holds the read end of a pipe whose only write end is here (close-on-exec, so no other
     child inherits it): when this process ends in any way, the guard reads the end of the pipe and
@@ -262,11 +262,15 @@ class Guard:
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self, pid: int) -> None:
-        if sys.platform == "win32" or getattr(sys, "frozen", False) or not sys.executable:
+        if sys.platform == "win32" or not sys.executable:
             return
+        if getattr(sys, "frozen", False):  # the bundle's executable: app.__main__ runs the guard
+            cmd = [sys.executable, "--mcp-guard", str(pid)]
+        else:  # a bare interpreter running this file: no site, no app imports, quick to start
+            cmd = [sys.executable, "-I", "-S", os.path.abspath(__file__), "--guard", str(pid)]
         try:
             self.proc = subprocess.Popen(
-                [sys.executable, "-I", "-S", os.path.abspath(__file__), "--guard", str(pid)],
+                cmd,
                 stdin=subprocess.PIPE,
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,

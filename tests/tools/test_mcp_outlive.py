@@ -70,3 +70,51 @@ def test_mcp_server_and_its_children_never_outlive_a_killed_app(tmp_path, sig):
         for p in pids.values():  # leave nothing behind, even when the test fails
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(p, signal.SIGKILL)
+
+
+FROZEN_PARENT = """
+import subprocess, sys, time
+sys.path.insert(0, sys.argv[1])
+sys.frozen = True  # as in the bundle: sys.executable is the app itself, not a Python
+sys.executable = sys.argv[2]
+from app.tools.mcp_stdio import Guard
+server = subprocess.Popen(["sleep", "600"], start_new_session=True)
+Guard().start(server.pid)
+print(server.pid, flush=True)
+time.sleep(600)
+"""
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals; Windows uses the job object")
+def test_a_frozen_bundle_runs_its_own_executable_as_the_mcp_guard(tmp_path):
+    """Must show 3 in the shipped app: the bundle has no plain Python, so its guard is the app's own
+    executable (``--mcp-guard PID``); a killed app still takes its MCP server with it."""
+    exe = tmp_path / "callisto"  # stands for the bundle's executable: runs `python -m app` with its args
+    exe.write_text(f'#!/bin/sh\ncd "{ROOT}" && exec "{sys.executable}" -m app "$@"\n')
+    exe.chmod(0o755)
+    app = subprocess.Popen(
+        [sys.executable, "-c", FROZEN_PARENT, str(ROOT), str(exe)], stdout=subprocess.PIPE, text=True
+    )
+    server = 0
+    try:
+        assert app.stdout is not None
+        server = int(app.stdout.readline())
+        assert alive(server)
+        # the guard reads the server's tree before the app dies: wait until it runs
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            out = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
+            if f"--mcp-guard {server}" in out:
+                break
+            time.sleep(0.1)
+        else:
+            pytest.fail("the bundle's guard process never started")
+        app.send_signal(signal.SIGKILL)
+        app.wait()
+        assert _wait_gone(server), "the MCP server outlived the killed app"
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            app.kill()
+        if server and alive(server):
+            os.kill(server, signal.SIGKILL)
+        app.wait()
