@@ -322,3 +322,20 @@ def test_compiled_constraints_are_cached(model):
     finally:
         inline.close()
     assert time.process_time() - t0 < 30  # sanity only; the speed is bench figure 7's
+
+
+def test_n4_a_constraint_over_too_many_tools_or_too_big_schemas_is_refused_at_once(model):
+    """N4 beyond the server: the window, the CLI and the check build constraints too; thousands of
+    tools are a quick error naming the limit, not a minute of the engine's time."""
+    from app.engine.constraints import MAX_CONSTRAINT_SCHEMA_BYTES, MAX_CONSTRAINT_TOOLS
+
+    many = [tool(f"t{i}", {"x": {"type": "string"}}, ["x"]) for i in range(MAX_CONSTRAINT_TOOLS + 1)]
+    with pytest.raises(ConstraintError, match=rf"at most {MAX_CONSTRAINT_TOOLS}\)"):
+        compile_constraint(model, family="hermes", tools=many, tool_choice="required")
+    big = tool("big", {"x": {"type": "string", "description": "d" * MAX_CONSTRAINT_SCHEMA_BYTES}}, ["x"])
+    with pytest.raises(ConstraintError, match="more than a constraint is built from"):
+        compile_constraint(model, family="hermes", tools=[big], tool_choice="required")
+    # at the bound it is built
+    assert compile_constraint(
+        model, family="hermes", tools=many[:MAX_CONSTRAINT_TOOLS], tool_choice="required"
+    )

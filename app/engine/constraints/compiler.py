@@ -38,6 +38,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_MAX_CALLS",
+    "MAX_CONSTRAINT_SCHEMA_BYTES",
+    "MAX_CONSTRAINT_TOOLS",
     "Constraint",
     "ConstraintRun",
     "ToolChoice",
@@ -48,6 +50,33 @@ __all__ = [
     "resolve_tool_choice",
     "tokenizer_for",
 ]
+
+
+#: What one constraint may be built from, for the window, the CLI and the check as for the server
+#: (which refuses more than 128 tools or 256 KiB of schemas per request before any engine work; the
+#: byte bound here leaves room for its conversions): a grammar over thousands of tools takes the
+#: engine a minute to build.
+MAX_CONSTRAINT_TOOLS = 128
+MAX_CONSTRAINT_SCHEMA_BYTES = 1024 * 1024
+
+
+def _check_size(tools: Sequence[Mapping[str, Any]] | None, response_format: Any) -> None:
+    """A quick :class:`ConstraintError` naming the limit when a constraint would be too big to build."""
+    n = len(tools or [])
+    if n > MAX_CONSTRAINT_TOOLS:
+        raise ConstraintError(
+            f"{n} tools are more than a constraint is built for (at most {MAX_CONSTRAINT_TOOLS}); "
+            "offer fewer tools"
+        )
+    try:
+        size = len(json.dumps([list(tools or []), response_format], default=str).encode("utf-8"))
+    except (TypeError, ValueError, RecursionError):
+        raise ConstraintError("the tools or the response format are not JSON") from None
+    if size > MAX_CONSTRAINT_SCHEMA_BYTES:
+        raise ConstraintError(
+            f"the tools' schemas and the response format take {size:,} bytes, more than a constraint "
+            f"is built from (at most {MAX_CONSTRAINT_SCHEMA_BYTES:,})"
+        )
 
 
 @dataclass(frozen=True)
@@ -257,6 +286,7 @@ def compile_constraint(
     The model's backend compiles it where llama.cpp runs (the token mask is applied next to the
     logits): in this process a :class:`Constraint`, for a model in an engine process a handle
     to the one compiled there (``ProcessConstraint``, same ``grammar``/``describe``/``after``)."""
+    _check_size(tools, response_format)
     return model.backend.compile_constraint(
         model,
         {
@@ -286,6 +316,7 @@ def compile_inline(
 ) -> Constraint | None:
     """:func:`compile_constraint` for a model whose llama.cpp runs in this process (what the
     in-process backend, and so the engine process, runs)."""
+    _check_size(tools, response_format)
     tools = list(tools or [])
     choice = resolve_tool_choice(tool_choice, tools)
     schema = parse_response_format(response_format)
