@@ -104,8 +104,10 @@ def group_gguf_files(
     *,
     n_ctx: int = 4096,
     ram: tuple[int, int] | None = None,
+    kv_type: str = "f16",
 ) -> list[RemoteGguf]:
-    """Group shards of split files, attach quantization and a memory estimate; sorted by size."""
+    """Group shards of split files, attach quantization and a memory estimate (a ``kv_type`` KV
+    cache); sorted by size."""
     singles: list[RemoteGguf] = []
     groups: dict[tuple[str, str], list[RemotePart]] = {}
     for part in files:
@@ -116,16 +118,16 @@ def group_gguf_files(
         if m:
             groups.setdefault((folder, f"{m.group('base')}|{m.group('count')}"), []).append(part)
         else:
-            singles.append(_make(repo_id, revision, base.removesuffix(".gguf"), [part], n_ctx, ram))
+            singles.append(_make(repo_id, revision, base.removesuffix(".gguf"), [part], n_ctx, ram, kv_type))
     for (_folder, key), parts in groups.items():
         parts.sort(key=lambda p: p.filename)
         base = key.split("|", 1)[0]
-        singles.append(_make(repo_id, revision, base, parts, n_ctx, ram))
+        singles.append(_make(repo_id, revision, base, parts, n_ctx, ram, kv_type))
     singles.sort(key=lambda g: (g.size, g.name))
     return singles
 
 
-def _make(repo_id, revision, name, parts, n_ctx, ram) -> RemoteGguf:
+def _make(repo_id, revision, name, parts, n_ctx, ram, kv_type="f16") -> RemoteGguf:
     quant = quant_from_filename(parts[0].filename)
     size = sum(p.size for p in parts)
     return RemoteGguf(
@@ -134,7 +136,7 @@ def _make(repo_id, revision, name, parts, n_ctx, ram) -> RemoteGguf:
         name=name,
         parts=tuple(parts),
         quantization=quant,
-        estimate=estimate_remote(size, quant, n_ctx, ram=ram),
+        estimate=estimate_remote(size, quant, n_ctx, ram=ram, kv_type=kv_type),
     )
 
 
@@ -223,11 +225,23 @@ class HubClient:
         return self._call(f"list the files of {repo_id}", run)
 
     def list_ggufs(
-        self, repo_id: str, *, revision: str = "main", n_ctx: int = 4096, ram: tuple[int, int] | None = None
+        self,
+        repo_id: str,
+        *,
+        revision: str = "main",
+        n_ctx: int = 4096,
+        ram: tuple[int, int] | None = None,
+        kv_type: str = "f16",
     ) -> list[RemoteGguf]:
-        """The repo's GGUF models (split files grouped), each with a memory estimate at ``n_ctx``."""
+        """The repo's GGUF models (split files grouped), each with a memory estimate at ``n_ctx``
+        with a ``kv_type`` KV cache."""
         return group_gguf_files(
-            repo_id, revision, self.list_files(repo_id, revision=revision), n_ctx=n_ctx, ram=ram
+            repo_id,
+            revision,
+            self.list_files(repo_id, revision=revision),
+            n_ctx=n_ctx,
+            ram=ram,
+            kv_type=kv_type,
         )
 
     def model_card(self, repo_id: str, *, revision: str = "main", max_bytes: int = 64_000) -> str:

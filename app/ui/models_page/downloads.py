@@ -78,7 +78,11 @@ class DownloadsPane(QWidget):
         from app.engine.models.estimate import estimate_remote
 
         page = self.page
-        est = estimate_remote(remote.size, remote.quantization, page.ctx_spin.value())
+        from app.ui.models_page.search import kv_type_setting
+
+        est = estimate_remote(
+            remote.size, remote.quantization, page.ctx_spin.value(), kv_type=kv_type_setting()
+        )
         if est.fit == "too large" and not page.confirm(
             "Download a model that is too large?",
             f"{remote.name} ({format_bytes(remote.size)}) needs about {format_bytes(est.total_bytes)} of "

@@ -44,9 +44,11 @@ class RecommendedPane(QWidget):
         t = self.table
         models = recommended_models()
         t.setRowCount(len(models))
-        n_ctx = self.page.ctx_spin.value()
+        from app.ui.models_page.search import kv_type_setting
+
+        n_ctx, kv_type = self.page.ctx_spin.value(), kv_type_setting()
         for i, r in enumerate(models):
-            est = estimate_remote(r.size_bytes, r.quantization, n_ctx)
+            est = estimate_remote(r.size_bytes, r.quantization, n_ctx, kv_type=kv_type)
             name = QTableWidgetItem(f"{r.name}  ·  {r.quantization}")
             name.setToolTip(f"{r.repo_id}/{r.file}")
             t.setItem(i, 0, name)
@@ -71,8 +73,10 @@ class RecommendedPane(QWidget):
     def download(self, model: Any) -> None:
         """One click: find the recommended file in its repo, then download it as any other."""
         page = self.page
+        from app.ui.models_page.search import kv_type_setting
+
         page.show_status(f"Looking up {model.name} on Hugging Face…")
-        n_ctx = page.ctx_spin.value()
+        n_ctx, kv_type = page.ctx_spin.value(), kv_type_setting()
 
         def found(files: list[Any]) -> None:
             match = next((f for f in files if Path(f.filename).name == model.file), None)
@@ -85,7 +89,7 @@ class RecommendedPane(QWidget):
             page.downloads.enqueue(match)
 
         page.background(
-            lambda: page.manager.hub.list_ggufs(model.repo_id, n_ctx=n_ctx),
+            lambda: page.manager.hub.list_ggufs(model.repo_id, n_ctx=n_ctx, kv_type=kv_type),
             found,
             page.search_pane.on_files_failed,
         )

@@ -31,11 +31,22 @@ from app.units import format_bytes
 if TYPE_CHECKING:
     from app.ui.models_page.page import ModelsPage
 
-__all__ = ["NO_RESULTS_YET", "PREFERRED_QUANTS", "SearchPane", "recommended_file"]
+__all__ = ["NO_RESULTS_YET", "PREFERRED_QUANTS", "SearchPane", "kv_type_setting", "recommended_file"]
 
 #: The quantisations a newcomer should take first, best balance of quality and size first.
 PREFERRED_QUANTS = ("Q4_K_M", "Q5_K_M", "Q4_K_S", "Q5_K_S", "Q6_K", "Q8_0", "Q4_0", "IQ4_XS", "Q3_K_M")
 NO_RESULTS_YET = "Search for a model family (e.g. “qwen3”), or pick one in Recommended for tool calling."
+
+
+def kv_type_setting() -> str:
+    """The KV cache type of Settings -> Model (what a model loads with, so what the memory
+    estimates count); f16 when the settings cannot be read."""
+    try:
+        from app.storage.settings import load_settings
+
+        return str(load_settings()[0].model.kv_type or "f16")
+    except Exception:  # noqa: BLE001 - an estimate must not fail on the settings file
+        return "f16"
 
 
 def recommended_file(files: list[tuple[str | None, int, str]]) -> int | None:
@@ -160,9 +171,11 @@ class SearchPane(QWidget):
             lambda: hub.model_card(repo_id), partial(self._on_card, repo_id), lambda _m: None
         )
         self.page.show_status(f"Listing the GGUF files of {repo_id}…")
-        n_ctx = self.ctx_spin.value()
+        n_ctx, kv_type = self.ctx_spin.value(), kv_type_setting()
         self.page.background(
-            lambda: hub.list_ggufs(repo_id, n_ctx=n_ctx), self._on_files, self.on_files_failed
+            lambda: hub.list_ggufs(repo_id, n_ctx=n_ctx, kv_type=kv_type),
+            self._on_files,
+            self.on_files_failed,
         )
 
     def _on_card(self, repo_id: str, text: str) -> None:
@@ -204,7 +217,8 @@ class SearchPane(QWidget):
         n_ctx = self.ctx_spin.value()
         self.files_table.setRowCount(len(self.remote))
         self.files_hint.setVisible(bool(self.remote))
-        estimates = [estimate_remote(f.size, f.quantization, n_ctx) for f in self.remote]
+        kv_type = kv_type_setting()
+        estimates = [estimate_remote(f.size, f.quantization, n_ctx, kv_type=kv_type) for f in self.remote]
         self.recommended_row = recommended_file(
             [(f.quantization, f.size, e.fit) for f, e in zip(self.remote, estimates, strict=True)]
         )
