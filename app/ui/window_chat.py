@@ -12,26 +12,23 @@ from PySide6.QtCore import Signal
 
 from app.engine.events import (
     DoneEvent,
-    LiveProgress,
     NoticeEvent,
     ToolCallFinishedEvent,
     ToolCallIncomplete,
     ToolCallStartedEvent,
 )
 from app.tools.builtins import FILE_TOOL_NAMES
+from app.ui import window_chat_turns as turns
 from app.ui.approval_dialog import ApprovalDialog
 from app.ui.call_view import CallView
-from app.ui.chat.messages import LiveSnapshot, stats_text
 from app.ui.chat.records import end_reply
 from app.ui.thinking_control import ThinkingController
+from app.ui.window_chat_turns import reply_stats
 from app.ui.window_part import WindowPart
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
     from PySide6.QtWidgets import QDockWidget, QMainWindow
 
-    from app.storage.history import MessageRecord
     from app.ui.chat import AssistantMessage
     from app.ui.model_bar import ModelBar
     from app.ui.remote_models import RemoteEngines
@@ -47,11 +44,6 @@ __all__ = ["CONTINUE_PROMPT", "ChatController", "reply_stats"]
 
 CONTINUE_PROMPT = "Continue from where you stopped."
 MAX_CONTEXT = 131_072
-
-
-def reply_stats(ev: DoneEvent) -> str:
-    """ "123 tokens · 45.6 tok/s · 2.7 s" for the line under a reply."""
-    return stats_text(ev.generated_tokens, ev.tokens_per_s, ev.elapsed_s, ev.ttft_s)
 
 
 class ChatController(WindowPart):
@@ -166,25 +158,8 @@ class ChatController(WindowPart):
         reply = self.chat.begin_assistant()
         reply.turn_tool_choice = tool_choice
         reply.watch_prompt(self._prompt_progress)
-        reply.watch_tokens(self._live_source())
+        reply.watch_tokens(turns.live_source(self.worker))
         return reply
-
-    def _live_source(self) -> Callable[[], LiveSnapshot | None]:
-        """What the coming turn's reply polls: the engine's tokens so far and the call being written
-        (``ChatSession.live``); from an engine that does not count them (a remote one), the pieces
-        streamed so far. The previous turn's progress, still there until the engine thread starts
-        the new turn, is not read."""
-        before = getattr(self.worker.session, "live", None)
-        counted = self.worker.turns.count  # an engine that does not count: the pieces streamed
-
-        def snapshot() -> LiveSnapshot | None:
-            live = getattr(self.worker.session, "live", None)
-            if isinstance(live, LiveProgress):
-                return None if live is before else (live.tokens, live.call)
-            count = self.worker.turns.count
-            return None if count is counted else (count.pieces, None)
-
-        return snapshot
 
     def stop(self) -> None:
         if self.state.busy:
@@ -230,20 +205,8 @@ class ChatController(WindowPart):
             return
         is_last = reply is self.chat.current_assistant()
         user_index = self.chat.user_index_of(reply)
-        note = ""
         try:
-            conv = history.load_conversation(cid)
-            users = [m for m in conv.messages if m.role == "user"]
-            upos = users[user_index].position
-            if is_last:
-                history.select_reply_version(cid, upos, number)
-                conv = history.load_conversation(cid)
-                records: list[MessageRecord] = [m for m in conv.messages if m.position > upos]
-            else:
-                records = history.reply_version(cid, upos, number)
-                went_on = conv.versions.get(upos, (number, count))[0]
-                if went_on != number:
-                    note = f"The conversation went on from version {went_on} of this reply."
+            conv, records, note = turns.load_reply_version(history, cid, user_index, number, count, is_last)
         except Exception as exc:  # noqa: BLE001 - HistoryError and sqlite errors: said in the status bar
             self.window.statusBar().showMessage(f"Could not show that version: {exc}", 8000)
             return
@@ -279,13 +242,13 @@ class ChatController(WindowPart):
             reply.offer_continue()  # nothing can go on without a model: it can still be continued
             self.window.statusBar().showMessage("No model is loaded yet: pick one in the model picker.", 8000)
             return
-        if getattr(self.worker.session, "continue_reply", None) is None:
+        if not turns.continues_in_place(self.worker.session):
             # an engine that cannot go on from a reply (a remote one): a message asks it to
             if not self.send(CONTINUE_PROMPT):
                 reply.offer_continue()
             return
         reply.resume()  # in place: the same reply goes on, no message is added (U9)
-        reply.watch_tokens(self._live_source())
+        reply.watch_tokens(turns.live_source(self.worker))
         self.set_busy(True)
         # a forced call would be forced in the middle of the text: only "none" (no tools) is kept
         self.worker.continue_reply("none" if reply.turn_tool_choice == "none" else "auto")
@@ -412,13 +375,9 @@ class ChatController(WindowPart):
         cid = self.state.conversation_id
         if cid is None or reply is not self.chat.current_assistant():
             return
-        try:
-            conv = self.state.history.load_conversation(cid)
-        except Exception:  # noqa: BLE001 - the pager keeps the count it had
-            return
-        users = [m for m in conv.messages if m.role == "user"]
-        if users and users[-1].position in conv.versions:
-            reply.set_versions(*conv.versions[users[-1].position])
+        versions = turns.stored_versions(self.state.history, cid)
+        if versions is not None:
+            reply.set_versions(*versions)
 
     def _on_worker_approval_requested(self, request: Any) -> None:
         dlg = ApprovalDialog(request, self.window, workspace=self.state.settings.tools.workspace)
@@ -426,20 +385,8 @@ class ChatController(WindowPart):
 
         def answered(_result: int) -> None:
             self.worker.answer_approval(dlg.call_id, dlg.decision)
-            if dlg.decision != "deny":
-                from app.calls import remember_decision
-
-                tools = self.state.settings.tools
-                approvals, pins = remember_decision(
-                    tools.approvals,
-                    tools.pins,
-                    tool_name=dlg.tool_name,
-                    trust=dlg.trust,
-                    decision=dlg.decision,
-                )
-                if (approvals, pins) != (tools.approvals, tools.pins):
-                    tools.approvals, tools.pins = approvals, pins  # type: ignore[assignment]
-                    self.settings_ctl.save_quietly()
+            if turns.remember_approval(self.state.settings, dlg):
+                self.settings_ctl.save_quietly()
             if self.approval_dialog is dlg:
                 self.approval_dialog = None
 

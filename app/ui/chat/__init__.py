@@ -2,9 +2,13 @@
 
 - :mod:`~app.ui.chat.view`: :class:`ChatView`, every message of the open conversation in a scroll
   area, with the throttled rendering of a streaming reply;
-- :mod:`~app.ui.chat.messages`: a user message (copy, edit and resend) and a reply (banners, Thinking,
-  text runs and tool-call cards in order; its versions pager ‹ 2/3 ›; its live tokens and tok/s and
-  the card of a call being written; Continue in place);
+- :mod:`~app.ui.chat.messages`: a reply (banners, Thinking, text runs and tool-call cards in order;
+  its versions pager ‹ 2/3 ›; its live tokens and tok/s and the card of a call being written;
+  Continue in place);
+- :mod:`~app.ui.chat.bubble`: a user message (copy, edit and resend), the Thinking block and the
+  small action buttons of a message;
+- :mod:`~app.ui.chat.live`: the running token count and tok/s of a reply being written, and the
+  statistics line under a reply;
 - :mod:`~app.ui.chat.markdown`: rendered Markdown (a view that fits its text, a run rendered by blocks);
 - :mod:`~app.ui.chat.tool_card`: a tool call inline in a reply, showing a
   :class:`~app.ui.call_view.CallView` (the shape the side panel shows too);

@@ -1,225 +1,41 @@
-"""The messages of a conversation: the person's (copy, edit and resend) and the model's replies
-(notice banners, a Thinking block, then text runs and tool-call cards in order)."""
+"""A reply of the model in a conversation: notice banners, a Thinking block, then text runs and
+tool-call cards in order; its versions pager, its live tokens and the card of a call being written,
+and Continue in place. The person's messages are :mod:`~app.ui.chat.bubble`'s, the live counter and
+the statistics line :mod:`~app.ui.chat.live`'s (both re-exported here)."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
 
-from PySide6.QtCore import Qt, QTimer, Signal
-from PySide6.QtGui import QGuiApplication
+from PySide6.QtCore import QTimer, Signal
 from PySide6.QtWidgets import (
     QFrame,
     QHBoxLayout,
     QLabel,
     QProgressBar,
-    QPushButton,
-    QToolButton,
     QVBoxLayout,
     QWidget,
 )
 
 from app.calls import IncompleteCall
 from app.ui.call_view import CallView
-from app.ui.chat.compose import EditBox
-from app.ui.chat.markdown import MarkdownView, TextRun
+from app.ui.chat.bubble import COPIED_MS, ThinkingBlock, UserMessage, copy_with_feedback, small_button
+from app.ui.chat.live import LiveCounter, LiveSnapshot, stats_text
+from app.ui.chat.markdown import TextRun
 from app.ui.chat.notices import ErrorBox, NoticeBanner
 from app.ui.chat.tool_card import ToolCard
-from app.ui.labels import plain_text_label
 
-__all__ = ["AssistantMessage", "LiveCounter", "LiveSnapshot", "ThinkingBlock", "UserMessage", "stats_text"]
-
-
-def stats_text(
-    generated_tokens: int | None,
-    tokens_per_s: float | None,
-    elapsed_s: float | None = None,
-    ttft_s: float | None = None,
-) -> str:
-    """ "123 tokens · 45.6 tok/s · 2.7 s · first token 80 ms": the line under a reply, live or
-    reopened (the same words from a turn's done event and from its stored statistics)."""
-    parts = []
-    if generated_tokens:
-        parts.append(f"{generated_tokens:,} tokens")
-    if tokens_per_s is not None:
-        parts.append(f"{tokens_per_s:.1f} tok/s")
-    if elapsed_s is None and tokens_per_s and generated_tokens:
-        elapsed_s = (ttft_s or 0.0) + generated_tokens / tokens_per_s
-    if elapsed_s is not None:
-        parts.append(f"{elapsed_s:.1f} s")
-    if ttft_s is not None:
-        parts.append(f"first token {ttft_s * 1000:.0f} ms")
-    return " · ".join(parts)
-
-
-#: What the engine says of a reply being written: (tokens so far, the call being written as
-#: (id, name, arguments so far) or None).
-LiveSnapshot = tuple[int, tuple[str, str, str] | None]
-
-
-class LiveCounter:
-    """The tokens of a reply being written and their rate, from the engine's running count
-    (``source()``: tokens generated so far in this turn, or None when the engine cannot tell).
-
-    The rate counts from the first token seen, so the time spent reading the prompt is not in it."""
-
-    def __init__(self) -> None:
-        self.tokens = 0
-        self._base: int | None = None  # the count when the first token was seen
-        self._t0: float | None = None
-
-    def update(self, tokens: int, now: float) -> None:
-        if self._base is None and tokens > 0:
-            self._base, self._t0 = tokens, now
-        self.tokens = max(self.tokens, tokens)
-
-    def rate(self, now: float) -> float | None:
-        if self._base is None or self._t0 is None or now - self._t0 <= 0 or self.tokens - self._base < 2:
-            return None
-        return (self.tokens - self._base) / (now - self._t0)
-
-    def text(self, now: float) -> str:
-        if not self.tokens:
-            return ""
-        rate = self.rate(now)
-        return f"{self.tokens:,} tokens" + (f" · {rate:.1f} tok/s" if rate is not None else "")
-
-
-class ThinkingBlock(QFrame):
-    """The model's reasoning, collapsed by default behind a "Thinking" toggle."""
-
-    def __init__(self, parent: QWidget | None = None) -> None:
-        super().__init__(parent)
-        self.setObjectName("thinking")
-        lay = QVBoxLayout(self)
-        lay.setContentsMargins(6, 2, 6, 2)
-        self.toggle = QToolButton()
-        self.toggle.setObjectName("thinkingToggle")
-        self.toggle.setText("Thinking")
-        self.toggle.setCheckable(True)
-        self.toggle.setChecked(False)
-        self.toggle.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
-        self.toggle.setArrowType(Qt.ArrowType.RightArrow)
-        self.toggle.toggled.connect(self._on_toggle_toggled)
-        lay.addWidget(self.toggle)
-        self.body = plain_text_label("thinkingBody")
-        lay.addWidget(self.body)
-        self.text = ""
-
-    def set_text(self, text: str) -> None:
-        self.text = text
-        if self.body.isVisible():
-            self.body.setText(text)
-
-    def _on_toggle_toggled(self, on: bool) -> None:
-        self.toggle.setArrowType(Qt.ArrowType.DownArrow if on else Qt.ArrowType.RightArrow)
-        if on:
-            self.body.setText(self.text)
-        self.body.setVisible(on)
-
-
-def _small_button(text: str, tip: str) -> QToolButton:
-    b = QToolButton()
-    b.setObjectName("msgAction")
-    b.setText(text)
-    b.setToolTip(tip)
-    b.setAutoRaise(True)
-    b.setFocusPolicy(Qt.FocusPolicy.ClickFocus)  # Tab goes compose -> send -> lists, not every message button
-    return b
-
-
-COPIED_MS = 1500
-
-
-def copy_with_feedback(button: QToolButton, text: str) -> None:
-    """Put ``text`` on the clipboard and say "Copied ✓" on the button for a moment."""
-    QGuiApplication.clipboard().setText(text)
-    label = button.property("idleText") or button.text()
-    button.setProperty("idleText", label)
-    button.setText("Copied ✓")
-    QTimer.singleShot(COPIED_MS, button, lambda: button.setText(label))
-
-
-class UserMessage(QFrame):
-    """A user message: copy, and edit-and-resend."""
-
-    sig_edit_resend = Signal(object, str)  # (self, new text)
-    sig_edit_requested = Signal(object)  # self: the view starts the edit, saying what it discards
-
-    def __init__(self, text: str, parent: QWidget | None = None) -> None:
-        super().__init__(parent)
-        self.setObjectName("userMessage")
-        self.role = "user"
-        self.text = text
-        lay = QVBoxLayout(self)
-        lay.setContentsMargins(12, 8, 12, 8)
-        head = QHBoxLayout()
-        who = QLabel("You")
-        who.setObjectName("roleLabel")
-        head.addWidget(who)
-        head.addStretch(1)
-        self.btn_copy = _small_button("Copy", "Copy this message")
-        self.btn_copy.clicked.connect(lambda: copy_with_feedback(self.btn_copy, self.text))
-        self.btn_edit = _small_button("Edit", "Edit this message and send it again")
-        self.btn_edit.clicked.connect(lambda: self.sig_edit_requested.emit(self))
-        head.addWidget(self.btn_copy)
-        head.addWidget(self.btn_edit)
-        lay.addLayout(head)
-        self.view = MarkdownView()
-        self.view.set_markdown_text(text)
-        lay.addWidget(self.view)
-        self.editor = EditBox()
-        self.editor.setVisible(False)
-        self.editor.sig_submit.connect(self._on_resend_clicked)
-        self.editor.sig_cancel.connect(self.cancel_edit)
-        lay.addWidget(self.editor)
-        self.discard_note = QLabel("")
-        self.discard_note.setObjectName("msgStats")
-        self.discard_note.setWordWrap(True)
-        self.discard_note.setVisible(False)
-        lay.addWidget(self.discard_note)
-        row = QHBoxLayout()
-        self.btn_resend = QPushButton("Send")
-        self.btn_cancel_edit = QPushButton("Cancel")
-        self.btn_resend.clicked.connect(self._on_resend_clicked)
-        self.btn_cancel_edit.clicked.connect(self.cancel_edit)
-        row.addStretch(1)
-        row.addWidget(self.btn_cancel_edit)
-        row.addWidget(self.btn_resend)
-        self.edit_row = QWidget()
-        self.edit_row.setLayout(row)
-        self.edit_row.setVisible(False)
-        lay.addWidget(self.edit_row)
-
-    def start_edit(self, later_messages: int = 0) -> None:
-        """Edit in place; ``later_messages``: how many messages after this one sending it discards."""
-        self.editor.setPlainText(self.text)
-        self.view.setVisible(False)
-        self.editor.setVisible(True)
-        self.edit_row.setVisible(True)
-        self.discard_note.setText(
-            f"Sending replaces the reply and discards the {later_messages} later message(s) of this chat."
-            if later_messages
-            else ""
-        )
-        self.discard_note.setVisible(bool(later_messages))
-        self.editor.setFocus()
-
-    def cancel_edit(self) -> None:
-        self.view.setVisible(True)
-        self.editor.setVisible(False)
-        self.edit_row.setVisible(False)
-        self.discard_note.setVisible(False)
-
-    def _on_resend_clicked(self) -> None:
-        new = self.editor.toPlainText().strip()
-        if not new:
-            return
-        self.cancel_edit()
-        self.sig_edit_resend.emit(self, new)
-
-    def set_actions_enabled(self, on: bool) -> None:
-        self.btn_edit.setEnabled(on)
+__all__ = [
+    "COPIED_MS",
+    "AssistantMessage",
+    "LiveCounter",
+    "LiveSnapshot",
+    "ThinkingBlock",
+    "UserMessage",
+    "copy_with_feedback",
+    "stats_text",
+]
 
 
 class AssistantMessage(QFrame):
@@ -267,18 +83,18 @@ class AssistantMessage(QFrame):
         ):  # a narrow reply cuts these, never its actions (U5)
             label.setMinimumWidth(1)
         head.addStretch(1)
-        self.btn_prev = _small_button("‹", "The previous version of this reply")
+        self.btn_prev = small_button("‹", "The previous version of this reply")
         self.btn_prev.clicked.connect(lambda: self.sig_version.emit(self.version[0] - 1))
         self.version_label = QLabel("")
         self.version_label.setObjectName("msgVersion")
-        self.btn_next = _small_button("›", "The next version of this reply")
+        self.btn_next = small_button("›", "The next version of this reply")
         self.btn_next.clicked.connect(lambda: self.sig_version.emit(self.version[0] + 1))
         for w in (self.btn_prev, self.version_label, self.btn_next):
             w.setVisible(False)
             head.addWidget(w)
-        self.btn_copy = _small_button("Copy", "Copy this reply")
+        self.btn_copy = small_button("Copy", "Copy this reply")
         self.btn_copy.clicked.connect(lambda: copy_with_feedback(self.btn_copy, self.text()))
-        self.btn_regen = _small_button(
+        self.btn_regen = small_button(
             "Regenerate", "Generate this reply again (the earlier one is kept as a version)"
         )
         self.btn_regen.clicked.connect(self.sig_regenerate.emit)

@@ -2,7 +2,7 @@
 
 Streaming stays cheap: text deltas only append to a Python string; a throttled timer (whose
 interval grows with the cost of the previous render) renders what changed (see
-:mod:`app.ui.chat.markdown`).
+:mod:`app.ui.chat.pacing` and :mod:`app.ui.chat.markdown`).
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import QEvent, Qt, QTimer, Signal
+from PySide6.QtCore import QEvent, Qt, Signal
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QScrollArea, QVBoxLayout, QWidget
 
 from app.calls import IncompleteCall
@@ -18,9 +18,9 @@ from app.ui.call_view import CallView
 from app.ui.chat.markdown import MarkdownView, TextRun
 from app.ui.chat.messages import AssistantMessage, UserMessage
 from app.ui.chat.notices import NoticeBanner
+from app.ui.chat.pacing import RenderPacer
 from app.ui.chat.records import fill_reply
 from app.ui.chat.tool_card import ToolCard
-from app.ui.markdown_render import WARM_LANGUAGES, is_warm, warm_up
 from app.ui.theme import is_dark
 
 if TYPE_CHECKING:
@@ -41,8 +41,6 @@ class ChatView(QScrollArea):
     sig_version = Signal(object, int)  # (the reply, the version number its pager asks for)
 
     READING_WIDTH = 860  # px: long lines stay readable on a wide window
-    MIN_INTERVAL_MS = 40
-    MAX_INTERVAL_MS = 400
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -69,23 +67,13 @@ class ChatView(QScrollArea):
         self._col.addStretch(1)
         self.setWidget(self._inner)
         self.messages: list[UserMessage | AssistantMessage] = []
-        self._timer = QTimer(self)
-        self._timer.setSingleShot(True)
-        self._timer.timeout.connect(self._on_timer_timeout)
-        self._interval = self.MIN_INTERVAL_MS
+        self.pacer = RenderPacer(self.current_assistant, self)  # the throttled rendering
         self._stick_to_bottom = True
         self.verticalScrollBar().rangeChanged.connect(self._on_scroll_range_changed)
         self.verticalScrollBar().valueChanged.connect(self._on_scroll_value_changed)
         self.seen_notice_codes: set[str] = set()
         self.suppress_notice_codes: set[str] = set()
         self.rendered_dark = is_dark()  # the theme the messages' colours were rendered for
-        # Markdown and the python lexer now (start-up); the other common lexers one at a time
-        # while nothing streams, so no reply pays ~0.1 s for its first code block of a language.
-        warm_up(WARM_LANGUAGES[:1], dark=is_dark())
-        self._warm_timer = QTimer(self)
-        self._warm_timer.setInterval(250)
-        self._warm_timer.timeout.connect(self._on_warm_timer_timeout)
-        self._warm_timer.start()
 
     def changeEvent(self, e) -> None:  # noqa: N802 (Qt API)
         super().changeEvent(e)
@@ -103,19 +91,9 @@ class ChatView(QScrollArea):
             if view.from_markdown:
                 view.set_markdown_text(view.raw)
 
-    def _on_warm_timer_timeout(self) -> None:
-        m = self.current_assistant()
-        if m is not None and m.status == "streaming":
-            return
-        todo = [lang for lang in WARM_LANGUAGES if not is_warm(lang)]
-        if not todo:
-            self._warm_timer.stop()
-            return
-        warm_up((todo[0],), dark=is_dark())
-
     # -- building ------------------------------------------------------------------------
     def clear(self) -> None:
-        self._timer.stop()
+        self.pacer.stop()
         for w in self.messages:
             self._col.removeWidget(w)
             w.deleteLater()
@@ -240,7 +218,7 @@ class ChatView(QScrollArea):
     # -- streaming -----------------------------------------------------------------------
     def append_text(self, text: str) -> None:
         self._ensure_assistant().append_text(text)
-        self._schedule()
+        self.pacer.schedule()
 
     def append_reasoning(self, text: str) -> None:
         self._ensure_assistant().append_reasoning(text)
@@ -274,7 +252,7 @@ class ChatView(QScrollArea):
         m = self.current_assistant()
         if m is None:
             return
-        self._timer.stop()
+        self.pacer.stop()
         m.flush(final=True)
         m.set_status(status)
 
@@ -285,19 +263,7 @@ class ChatView(QScrollArea):
         for m in self.messages:
             m.set_actions_enabled(not busy)
 
-    # -- throttled rendering -------------------------------------------------------------
-    def _schedule(self) -> None:
-        if not self._timer.isActive():
-            self._timer.start(self._interval)
-
-    def _on_timer_timeout(self) -> None:
-        m = self.current_assistant()
-        if m is None:
-            return
-        spent = m.flush()
-        # Keep rendering to a small share of the UI thread: wait ~4x what the last render cost.
-        self._interval = int(min(self.MAX_INTERVAL_MS, max(self.MIN_INTERVAL_MS, 4000 * spent)))
-
+    # -- scrolling and the messages' requests ---------------------------------------------
     def _on_scroll_range_changed(self, _lo: int, hi: int) -> None:
         if self._stick_to_bottom:
             self.verticalScrollBar().setValue(hi)

@@ -45,6 +45,9 @@ from typing import Any
 
 from PySide6.QtCore import QObject, QTimer
 
+from app.ui.dev import screenshot_pages as pages
+from app.ui.dev.screenshot_pages import REMOTE_NAME, StateNotReached
+
 __all__ = ["MODEL_STATES", "ScreenshotDirector", "StateNotReached"]
 
 DEFAULT_PROMPTS = {
@@ -57,35 +60,10 @@ DEFAULT_PROMPTS = {
     "live-call": "What is 17 * 23 * 41 * 97? Use the calculator.",
     "thinking": "Hello! Think it over briefly, then answer.",
 }
-REMOTE_NAME = "GPU box"  # the remote engine the ``remote`` state adds
 
 THINKING_BUDGET = 8  # the thinking state's budget in tokens (small: the picture shows the block closed)
 MODEL_STATES = ("streaming", "banner", "tool-call-with-panel")  # a reply needs a loaded model
 EXTRA_MODEL_STATES = ("cut-off", "context-full", "failed-load")  # reached through the window's own actions
-CHECK_MAX_TOKENS = 64  # the check state's replies: enough for a call, short enough to finish quickly
-
-
-def _server_requests(url: str, model: str | None) -> None:
-    """What the ``server`` state's log shows: a model list, then one short chat reply."""
-    import json
-    import urllib.request
-
-    try:
-        urllib.request.urlopen(url + "/v1/models", timeout=30).read()  # noqa: S310 - our loopback server
-        if model:
-            body = json.dumps(
-                {"model": model, "max_tokens": 16, "messages": [{"role": "user", "content": "Hello!"}]}
-            ).encode()
-            req = urllib.request.Request(
-                url + "/v1/chat/completions", data=body, headers={"Content-Type": "application/json"}
-            )
-            urllib.request.urlopen(req, timeout=120).read()  # noqa: S310
-    except OSError:
-        pass  # the state then waits for rows that never come and says so
-
-
-class StateNotReached(Exception):
-    """The requested state cannot be shown; the message says why and what to do."""
 
 
 class ScreenshotDirector(QObject):
@@ -311,45 +289,11 @@ class ScreenshotDirector(QObject):
             return
         if not self._check_started:
             self._check_started = True
-            from app.engine.detection import detect_tool_format
-            from app.engine.models.metadata import read_metadata
-
-            path = str(w.model_info.path)
-            meta = read_metadata(path)
-            fmt = (
-                "auto"
-                if detect_tool_format(
-                    meta.chat_template,
-                    meta.tool_use_template,
-                    bos_token=meta.bos_token,
-                    eos_token=meta.eos_token,
-                )
-                else "hermes"
-            )
-            w.show_page("check")
-            page = w.page_stack.page_widget("check")
-            signal = getattr(page, "sig_run_finished", None)
-            if signal is None:
-                raise StateNotReached("the Check page could not be opened: " + getattr(page, "text", str)())
-            signal.connect(self._on_check_done)
-            page.model_edit.setText(path)
-            if not page.start(
-                {
-                    "kind": "in_process",
-                    "path": path,
-                    "tool_format": fmt,
-                    "selection": "quick",
-                    "max_tokens": CHECK_MAX_TOKENS,
-                }
-            ):
-                raise StateNotReached(f"the check could not start: {page.status.text()}")
+            pages.start_check(w, self._on_check_done)
             return
         page = w.page_stack.page_widget("check")
         if self._check_result is not None and not page.running:
-            row = page.matrix.rowCount() - 1
-            cats = [*page.categories, "all"]
-            red = next((i for i, c in enumerate(cats[:-1]) if page.cell_ratio(row, c) == 0.0), len(cats) - 1)
-            page.open_cell(row, red)
+            pages.open_first_red_cell(page)
             self._settle_then_shoot(w)
 
     def _step_server(self) -> None:
@@ -361,18 +305,7 @@ class ScreenshotDirector(QObject):
         page = w.page_stack.page_widget("server")
         if not self._check_started:
             self._check_started = True
-            w.show_page("server")
-            import socket
-
-            with socket.socket() as s:
-                s.bind(("127.0.0.1", 0))
-                page.port.setValue(s.getsockname()[1])
-            if not page.start():
-                raise StateNotReached(f"the server could not start: {page.status.text()}")
-            model = page._model_id() if self._loaded() else None
-            import threading
-
-            threading.Thread(target=_server_requests, args=(page.address.text(), model), daemon=True).start()
+            pages.start_server_page(w, page, loaded=self._loaded())
             return
         if page.log_table.rowCount() >= (2 if self._loaded() else 1):
             self._settle_then_shoot(w)
@@ -384,25 +317,8 @@ class ScreenshotDirector(QObject):
 
         w = self.window
         if self._remote_server is None:
-            if not self._require_model():
-                return
-            from app.server import ApiServer, ServerConfig
-            from app.storage.settings import RemoteProviderSettings
-
-            path = str(w.model_info.path)
-            self._remote_server = ApiServer(
-                ServerConfig(port=0, models=[path], use_library=False, n_ctx=2048)
-            )
-            self._remote_server.start()
-            w.remote_engines.add_remote_provider(
-                RemoteProviderSettings(
-                    name=REMOTE_NAME,
-                    url=self._remote_server.url,
-                    kind="openai",
-                    mode="callisto",
-                    template=path,
-                )
-            )
+            if self._require_model():
+                self._remote_server = pages.serve_as_remote(w)
             return
         models = w.remote_engines.models.get(REMOTE_NAME)
         info = w.model_info
@@ -553,43 +469,7 @@ class ScreenshotDirector(QObject):
 
     def _summary(self) -> str:
         """What the picture shows, in words (tests and the screenshot script read it)."""
-        w, st = self.window, self.state
-        model = Path(w.model_info.path).name if self._loaded() else "no model"
-        if st == "models":
-            table = getattr(w.models_page(), "library_table", None)
-            rows = table.rowCount() if table is not None else 0
-            items = [table.item(i, 0) for i in range(rows)] if table is not None else []
-            names = [item.text() for item in items if item is not None]
-            return f"library rows: {rows}: {', '.join(names)}"
-        if st == "server":
-            page = w.page_stack.page_widget("server")
-            return f"model: {model}; server: {page.address.text()}; log rows: {page.log_table.rowCount()}"
-        if st == "check" and self._check_result is not None:
-            s = self._check_result["summary"]
-            cells = ", ".join(f"{c} {v['passed']}/{v['total']}" for c, v in s["by_category"].items())
-            return f"model: {model}; check: {s['passed']}/{s['total']} passed; cells: {cells}"
-        last = w.chat.current_assistant()
-        if st == "streaming":
-            return f"model: {model}; streamed characters: {len(last.text()) if last else 0}"
-        if st == "banner":
-            return f"model: {model}; banners: {', '.join(b.code for b in w.chat.banners())}"
-        if st == "reply-versions" and last is not None:
-            return f"model: {model}; version {last.version[0]}/{last.version[1]}; tool calls: {len(w.tool_panel.entries)}"
-        if st == "thinking" and last is not None:
-            box = w.chat_ctl.thinking.box
-            shown = f"thinking: {box.mode.currentText()}, {box.budget.text()}"
-            return f"model: {model}; {shown}; reasoning: {len(last.reasoning)} chars; answer: {last.text().strip()}"
-        if st == "live-call" and last is not None:
-            writing = [c.view.call.name for c in last.cards.values() if c.view.writing]
-            return f"model: {model}; writing a call to: {', '.join(writing)}; live: {last.live.text()}"
-        if st in ("tool-call-with-panel", "remote"):
-            e = w.tool_panel.entries[next(iter(w.tool_panel.entries))]
-            read = f"; read by: {e.parser}" if e.parser else ""
-            return (
-                f"model: {model}; tool calls: {len(w.tool_panel.entries)}; selected: {e.call.name} ({e.status})"
-                + read
-            )
-        return f"model: {model}"
+        return pages.summary(self.window, self.state, loaded=self._loaded(), check_result=self._check_result)
 
     def _finish(self) -> None:
         if self.window.busy:

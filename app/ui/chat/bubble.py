@@ -1,0 +1,159 @@
+"""The small parts of a conversation's messages: the person's message (copy, edit and resend), the
+Thinking block of a reply, and the small action buttons both kinds of message show."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtGui import QGuiApplication
+from PySide6.QtWidgets import (
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app.ui.chat.compose import EditBox
+from app.ui.chat.markdown import MarkdownView
+from app.ui.labels import plain_text_label
+
+__all__ = ["COPIED_MS", "ThinkingBlock", "UserMessage", "copy_with_feedback", "small_button"]
+
+
+class ThinkingBlock(QFrame):
+    """The model's reasoning, collapsed by default behind a "Thinking" toggle."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("thinking")
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(6, 2, 6, 2)
+        self.toggle = QToolButton()
+        self.toggle.setObjectName("thinkingToggle")
+        self.toggle.setText("Thinking")
+        self.toggle.setCheckable(True)
+        self.toggle.setChecked(False)
+        self.toggle.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
+        self.toggle.setArrowType(Qt.ArrowType.RightArrow)
+        self.toggle.toggled.connect(self._on_toggle_toggled)
+        lay.addWidget(self.toggle)
+        self.body = plain_text_label("thinkingBody")
+        lay.addWidget(self.body)
+        self.text = ""
+
+    def set_text(self, text: str) -> None:
+        self.text = text
+        if self.body.isVisible():
+            self.body.setText(text)
+
+    def _on_toggle_toggled(self, on: bool) -> None:
+        self.toggle.setArrowType(Qt.ArrowType.DownArrow if on else Qt.ArrowType.RightArrow)
+        if on:
+            self.body.setText(self.text)
+        self.body.setVisible(on)
+
+
+def small_button(text: str, tip: str) -> QToolButton:
+    b = QToolButton()
+    b.setObjectName("msgAction")
+    b.setText(text)
+    b.setToolTip(tip)
+    b.setAutoRaise(True)
+    b.setFocusPolicy(Qt.FocusPolicy.ClickFocus)  # Tab goes compose -> send -> lists, not every message button
+    return b
+
+
+COPIED_MS = 1500
+
+
+def copy_with_feedback(button: QToolButton, text: str) -> None:
+    """Put ``text`` on the clipboard and say "Copied ✓" on the button for a moment."""
+    QGuiApplication.clipboard().setText(text)
+    label = button.property("idleText") or button.text()
+    button.setProperty("idleText", label)
+    button.setText("Copied ✓")
+    QTimer.singleShot(COPIED_MS, button, lambda: button.setText(label))
+
+
+class UserMessage(QFrame):
+    """A user message: copy, and edit-and-resend."""
+
+    sig_edit_resend = Signal(object, str)  # (self, new text)
+    sig_edit_requested = Signal(object)  # self: the view starts the edit, saying what it discards
+
+    def __init__(self, text: str, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("userMessage")
+        self.role = "user"
+        self.text = text
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(12, 8, 12, 8)
+        head = QHBoxLayout()
+        who = QLabel("You")
+        who.setObjectName("roleLabel")
+        head.addWidget(who)
+        head.addStretch(1)
+        self.btn_copy = small_button("Copy", "Copy this message")
+        self.btn_copy.clicked.connect(lambda: copy_with_feedback(self.btn_copy, self.text))
+        self.btn_edit = small_button("Edit", "Edit this message and send it again")
+        self.btn_edit.clicked.connect(lambda: self.sig_edit_requested.emit(self))
+        head.addWidget(self.btn_copy)
+        head.addWidget(self.btn_edit)
+        lay.addLayout(head)
+        self.view = MarkdownView()
+        self.view.set_markdown_text(text)
+        lay.addWidget(self.view)
+        self.editor = EditBox()
+        self.editor.setVisible(False)
+        self.editor.sig_submit.connect(self._on_resend_clicked)
+        self.editor.sig_cancel.connect(self.cancel_edit)
+        lay.addWidget(self.editor)
+        self.discard_note = QLabel("")
+        self.discard_note.setObjectName("msgStats")
+        self.discard_note.setWordWrap(True)
+        self.discard_note.setVisible(False)
+        lay.addWidget(self.discard_note)
+        row = QHBoxLayout()
+        self.btn_resend = QPushButton("Send")
+        self.btn_cancel_edit = QPushButton("Cancel")
+        self.btn_resend.clicked.connect(self._on_resend_clicked)
+        self.btn_cancel_edit.clicked.connect(self.cancel_edit)
+        row.addStretch(1)
+        row.addWidget(self.btn_cancel_edit)
+        row.addWidget(self.btn_resend)
+        self.edit_row = QWidget()
+        self.edit_row.setLayout(row)
+        self.edit_row.setVisible(False)
+        lay.addWidget(self.edit_row)
+
+    def start_edit(self, later_messages: int = 0) -> None:
+        """Edit in place; ``later_messages``: how many messages after this one sending it discards."""
+        self.editor.setPlainText(self.text)
+        self.view.setVisible(False)
+        self.editor.setVisible(True)
+        self.edit_row.setVisible(True)
+        self.discard_note.setText(
+            f"Sending replaces the reply and discards the {later_messages} later message(s) of this chat."
+            if later_messages
+            else ""
+        )
+        self.discard_note.setVisible(bool(later_messages))
+        self.editor.setFocus()
+
+    def cancel_edit(self) -> None:
+        self.view.setVisible(True)
+        self.editor.setVisible(False)
+        self.edit_row.setVisible(False)
+        self.discard_note.setVisible(False)
+
+    def _on_resend_clicked(self) -> None:
+        new = self.editor.toPlainText().strip()
+        if not new:
+            return
+        self.cancel_edit()
+        self.sig_edit_resend.emit(self, new)
+
+    def set_actions_enabled(self, on: bool) -> None:
+        self.btn_edit.setEnabled(on)

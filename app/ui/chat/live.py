@@ -1,0 +1,61 @@
+"""The live end of a reply being written: its tokens and tok/s while it streams, and the statistics
+line every reply shows once it ended (live or reopened)."""
+
+from __future__ import annotations
+
+__all__ = ["LiveCounter", "LiveSnapshot", "stats_text"]
+
+
+def stats_text(
+    generated_tokens: int | None,
+    tokens_per_s: float | None,
+    elapsed_s: float | None = None,
+    ttft_s: float | None = None,
+) -> str:
+    """ "123 tokens · 45.6 tok/s · 2.7 s · first token 80 ms": the line under a reply, live or
+    reopened (the same words from a turn's done event and from its stored statistics)."""
+    parts = []
+    if generated_tokens:
+        parts.append(f"{generated_tokens:,} tokens")
+    if tokens_per_s is not None:
+        parts.append(f"{tokens_per_s:.1f} tok/s")
+    if elapsed_s is None and tokens_per_s and generated_tokens:
+        elapsed_s = (ttft_s or 0.0) + generated_tokens / tokens_per_s
+    if elapsed_s is not None:
+        parts.append(f"{elapsed_s:.1f} s")
+    if ttft_s is not None:
+        parts.append(f"first token {ttft_s * 1000:.0f} ms")
+    return " · ".join(parts)
+
+
+#: What the engine says of a reply being written: (tokens so far, the call being written as
+#: (id, name, arguments so far) or None).
+LiveSnapshot = tuple[int, tuple[str, str, str] | None]
+
+
+class LiveCounter:
+    """The tokens of a reply being written and their rate, from the engine's running count
+    (``source()``: tokens generated so far in this turn, or None when the engine cannot tell).
+
+    The rate counts from the first token seen, so the time spent reading the prompt is not in it."""
+
+    def __init__(self) -> None:
+        self.tokens = 0
+        self._base: int | None = None  # the count when the first token was seen
+        self._t0: float | None = None
+
+    def update(self, tokens: int, now: float) -> None:
+        if self._base is None and tokens > 0:
+            self._base, self._t0 = tokens, now
+        self.tokens = max(self.tokens, tokens)
+
+    def rate(self, now: float) -> float | None:
+        if self._base is None or self._t0 is None or now - self._t0 <= 0 or self.tokens - self._base < 2:
+            return None
+        return (self.tokens - self._base) / (now - self._t0)
+
+    def text(self, now: float) -> str:
+        if not self.tokens:
+            return ""
+        rate = self.rate(now)
+        return f"{self.tokens:,} tokens" + (f" · {rate:.1f} tok/s" if rate is not None else "")

@@ -1,0 +1,120 @@
+"""What the chat controller (:mod:`app.ui.window_chat`) reads of the engine and of history for a
+turn: the live source a reply polls while it is written, whether the engine can continue a reply in
+place, a reply's stored versions, the statistics line of a finished turn, and the approvals a
+person asked to remember."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from app.engine.events import DoneEvent, LiveProgress
+from app.ui.chat.live import LiveSnapshot, stats_text
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from app.storage.history import Conversation, History, MessageRecord
+    from app.storage.settings import Settings
+    from app.ui.approval_dialog import ApprovalDialog
+    from app.ui.worker import EngineWorker
+
+__all__ = [
+    "continues_in_place",
+    "live_source",
+    "load_reply_version",
+    "remember_approval",
+    "reply_stats",
+    "stored_versions",
+]
+
+
+def reply_stats(ev: DoneEvent) -> str:
+    """ "123 tokens · 45.6 tok/s · 2.7 s" for the line under a reply."""
+    return stats_text(ev.generated_tokens, ev.tokens_per_s, ev.elapsed_s, ev.ttft_s)
+
+
+def _live_progress(session: object) -> LiveProgress | None:
+    """The local engine's turn as it is written (``ChatSession.live``); None from any other engine."""
+    from app.engine.chat import ChatSession
+
+    return session.live if isinstance(session, ChatSession) else None
+
+
+def continues_in_place(session: object) -> bool:
+    """Whether the engine can go on from a cut reply (``ChatSession.continue_reply``); a remote one
+    cannot: a message then asks it to."""
+    from app.engine.chat import ChatSession
+
+    return isinstance(session, ChatSession)
+
+
+def live_source(worker: EngineWorker) -> Callable[[], LiveSnapshot | None]:
+    """What the coming turn's reply polls: the engine's tokens so far and the call being written
+    (``ChatSession.live``); from an engine that does not count them (a remote one), the pieces
+    streamed so far. The previous turn's progress, still there until the engine thread starts
+    the new turn, is not read."""
+    before = _live_progress(worker.session)
+    counted = worker.turns.count  # an engine that does not count: the pieces streamed
+
+    def snapshot() -> LiveSnapshot | None:
+        live = _live_progress(worker.session)
+        if isinstance(live, LiveProgress):
+            return None if live is before else (live.tokens, live.call)
+        count = worker.turns.count
+        return None if count is counted else (count.pieces, None)
+
+    return snapshot
+
+
+def load_reply_version(
+    history: History, cid: int, user_index: int, number: int, count: int, is_last: bool
+) -> tuple[Conversation, list[MessageRecord], str]:
+    """Version ``number`` of the reply to the ``user_index``-th user message: (the conversation,
+    the version's records, a note). The last reply's version becomes the one the conversation goes
+    on from; an older reply's is read only, with a note saying which one the chat went on from.
+    Raises what history raises."""
+    conv = history.load_conversation(cid)
+    users = [m for m in conv.messages if m.role == "user"]
+    upos = users[user_index].position
+    if is_last:
+        history.select_reply_version(cid, upos, number)
+        conv = history.load_conversation(cid)
+        return conv, [m for m in conv.messages if m.position > upos], ""
+    records = history.reply_version(cid, upos, number)
+    went_on = conv.versions.get(upos, (number, count))[0]
+    note = f"The conversation went on from version {went_on} of this reply." if went_on != number else ""
+    return conv, records, note
+
+
+def stored_versions(history: History, cid: int) -> tuple[int, int] | None:
+    """(the version shown, how many) of the conversation's last reply, as history counts them;
+    None when history cannot tell."""
+    try:
+        conv = history.load_conversation(cid)
+    except Exception:  # noqa: BLE001 - the pager keeps the count it had
+        return None
+    users = [m for m in conv.messages if m.role == "user"]
+    if users and users[-1].position in conv.versions:
+        return conv.versions[users[-1].position]
+    return None
+
+
+def remember_approval(settings: Settings, dlg: ApprovalDialog) -> bool:
+    """Keep the answered dialog's decision in the tool settings (approvals and pins); True when
+    they changed (the settings are then to be saved)."""
+    if dlg.decision == "deny":
+        return False
+    from app.calls import remember_decision
+
+    tools = settings.tools
+    approvals, pins = remember_decision(
+        tools.approvals,
+        tools.pins,
+        tool_name=dlg.tool_name,
+        trust=dlg.trust,
+        decision=dlg.decision,
+    )
+    if (approvals, pins) == (tools.approvals, tools.pins):
+        return False
+    tools.approvals, tools.pins = approvals, pins  # type: ignore[assignment]
+    return True
