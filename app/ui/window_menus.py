@@ -37,7 +37,7 @@ def _llama_cpp_build() -> str:
     from importlib import metadata
 
     mod = sys.modules.get("llama_cpp")
-    version = getattr(mod, "__version__", None) if mod is not None else None
+    version = vars(mod).get("__version__") if mod is not None else None
     if version is None:
         try:
             version = metadata.version("llama_cpp_python")
