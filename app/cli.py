@@ -13,6 +13,7 @@
     python -m app check --endpoint URL --model NAME [--api-key KEY] [--out FILE] [--json]
     python -m app serve [--model PATH_OR_NAME] [--tool-format F] [--host 127.0.0.1] [--port 8453]
                         [--api-key KEY] [--cors ORIGIN] [--kv-type f16|q8_0|q4_0] [--flash-attn on|off]
+                        [--parallel N]
 
 ``chat`` streams the reply to stdout; notices, tool calls and the summary go to stderr;
 ``--save`` stores the conversation in the same history the window reads.
@@ -194,6 +195,13 @@ def build_parser() -> argparse.ArgumentParser:
         choices=("on", "off"),
         default="on",
         help="flash attention (default on; a q8_0 / q4_0 KV cache needs it)",
+    )
+    serve.add_argument(
+        "--parallel",
+        type=int,
+        default=4,
+        metavar="N",
+        help="slots: requests a model serves at once, batched (each with the whole --ctx; default 4)",
     )
     serve.add_argument("--queue", type=int, default=16, help="requests that may wait (past it: 429)")
     serve.add_argument(
@@ -772,6 +780,7 @@ def _serve(args: argparse.Namespace) -> int:
         n_threads=args.threads,
         queue_size=max(1, args.queue),
         max_loaded=max(1, args.max_loaded_models),
+        parallel=max(1, args.parallel),
     )
     server = ApiServer(
         config,

@@ -86,6 +86,11 @@ class LoadSettings:
     flash_attn: bool = True
     #: where conversations' KV states are saved and restored (``app.engine.kvstore``); None: nowhere
     kv_store: KVStoreConfig | None = None
+    #: the engine process's slots (``app.engine.scheduler``): up to this many generations batched
+    #: into one decode a step, each with the whole ``n_ctx``; None: the engine's default
+    #: (``app.engine.engine_process.parallel_slots``: 1, or ``CALLISTO_ENGINE_PARALLEL``). An
+    #: in-process model has one.
+    parallel: int | None = None
 
 
 @dataclass(eq=False)
@@ -211,13 +216,15 @@ def load_model(
     kv_type: str = "f16",
     flash_attn: bool = True,
     kv_store: KVStoreConfig | None = None,
+    parallel: int | None = None,
 ) -> LoadedModel:
     """Check ``path`` with the gguf reader, then load it with llama.cpp, in an engine process of
     its own unless ``isolate`` is False.
 
     ``kv_type`` (f16, q8_0, q4_0) and ``flash_attn``: the KV cache (a quantized one needs flash
     attention: ModelLoadError otherwise). ``kv_store``: save and restore conversations' KV states
-    there (``app.engine.kvstore``).
+    there (``app.engine.kvstore``). ``parallel``: the engine process's slots (None: the engine's
+    default; ignored with ``isolate=False``, one generation at a time).
 
     ``n_gpu_layers=None`` chooses automatically (``app.engine.inprocess.resolve_gpu_layers``). ``check_limits=False``
     skips the refusal of the values llama.cpp is known to abort on (the tests of the engine
@@ -225,6 +232,7 @@ def load_model(
     if settings is not None:
         n_ctx, n_gpu_layers, n_threads = settings.n_ctx, settings.n_gpu_layers, settings.n_threads
         kv_type, flash_attn, kv_store = settings.kv_type, settings.flash_attn, settings.kv_store
+        parallel = settings.parallel
     p = Path(path)
     if kv_type not in KV_CACHE_TYPES:
         raise ModelLoadError(p, f"unknown KV cache type {kv_type!r} (one of {', '.join(KV_CACHE_TYPES)})")
@@ -265,6 +273,8 @@ def load_model(
 
     from app.engine.engine_process import ProcessBackend
 
+    if parallel is not None:
+        args["parallel"] = max(1, int(parallel))
     backend, info = ProcessBackend.start(meta.name or p.stem, args)
     return _loaded(
         p,

@@ -136,6 +136,7 @@ class ApiServer:
                     n_ctx=self.config.n_ctx,
                     n_gpu_layers=self.config.n_gpu_layers,
                     n_threads=self.config.n_threads,
+                    parallel=self.config.parallel,
                 ),
                 name="callisto-server-engine",
             )

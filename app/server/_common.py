@@ -451,6 +451,7 @@ class Turn:
                 on_error=lambda err: self._put("error", as_api_error(err)),
                 owner="server",
                 settings=state.load_settings,
+                batchable=True,  # on a model with slots, it streams beside the others
             ),
         )
 

@@ -580,7 +580,15 @@ async def list_models(request: Request):
         {
             "object": "list",
             "data": [
-                {"id": e.id, "object": "model", "created": now, "owned_by": "callisto"} for e in entries
+                # callisto: what a request gets (the context of each slot, the slots)
+                {
+                    "id": e.id,
+                    "object": "model",
+                    "created": now,
+                    "owned_by": "callisto",
+                    "callisto": state.slot_card(e),
+                }
+                for e in entries
             ],
         }
     )

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from app.engine.llm import LoadSettings
+from app.engine.scheduler import DEFAULT_PARALLEL
 
 if TYPE_CHECKING:
     from app.engine.host import EngineHost
@@ -38,6 +39,9 @@ class ServerConfig:
     n_ctx: int = 4096
     n_threads: int | None = None
     n_gpu_layers: int = 0
+    #: the slots of a model this server loads (app.engine.scheduler): requests batched into one
+    #: decode a step, up to this many at once, each with the whole n_ctx (``serve --parallel``)
+    parallel: int = DEFAULT_PARALLEL
     # What one client can hold (app/server/_http.py; README "Security"): a request's headers must
     # arrive within header_timeout_s, its body within body_timeout_s of the headers; at most
     # max_connections are open (fewer under a low open-file limit).
@@ -57,7 +61,10 @@ class ServerState:
         self.catalog = catalog
         #: what a model this server loads is loaded with (a model already loaded is used as it is)
         self.load_settings = LoadSettings(
-            n_ctx=config.n_ctx, n_gpu_layers=config.n_gpu_layers, n_threads=config.n_threads
+            n_ctx=config.n_ctx,
+            n_gpu_layers=config.n_gpu_layers,
+            n_threads=config.n_threads,
+            parallel=config.parallel,
         )
         self.finished: deque[TurnEnd] = deque(maxlen=64)  # how the latest turns ended (log, tests)
 
@@ -65,3 +72,13 @@ class ServerState:
         """The catalog's entry for the engine's most recently used model (None: none loaded)."""
         path = self.host.current
         return self.catalog.entry_for(path) if path is not None else None
+
+    def slot_card(self, entry: ModelEntry) -> dict[str, int]:
+        """What one request gets on ``entry``'s model (``/v1/models``): ``n_ctx``, the context of
+        each slot (never divided among them), and ``parallel``, the slots (requests batched at
+        once). A loaded model says what it was loaded with; another what this server would load."""
+        model = self.host.model(entry.path)
+        if model is not None:
+            return {"n_ctx": int(model.n_ctx), "parallel": int(getattr(model.backend, "parallel", 1))}
+        parallel = self.load_settings.parallel
+        return {"n_ctx": int(self.load_settings.n_ctx), "parallel": int(parallel) if parallel else 1}

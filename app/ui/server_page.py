@@ -172,6 +172,14 @@ class ServerPage(QWidget):
         self.model_label = QLabel("-")
         self.model_label.setObjectName("serverModel")
         form.addRow("Loaded model", self.model_label)
+        # the loaded model's slots in use: requests streaming at once, batched (app.engine.scheduler)
+        self.slots_label = QLabel("-")
+        self.slots_label.setObjectName("serverSlots")
+        form.addRow("Active slots", self.slots_label)
+        self._slots_timer = QTimer(self)
+        self._slots_timer.setInterval(1000)
+        self._slots_timer.timeout.connect(self._update_slots)
+        self._slots_timer.start()
         security = QLabel(
             "Listens on 127.0.0.1 only; requests must name this computer in their Host header; "
             "web pages are refused unless their origin is allowed (server.cors_origins)."
@@ -428,6 +436,17 @@ class ServerPage(QWidget):
             return Path(path).name.removesuffix(".gguf")
         return "MODEL"
 
+    def _update_slots(self) -> None:
+        """Busy of N: the loaded model's slots (each with the whole context)."""
+        host = self.host if self.host is not None else (self.server.host if self.server is not None else None)
+        model = host.model(host.current) if host is not None and host.current is not None else None
+        if host is None or model is None:
+            self.slots_label.setText("-")
+            return
+        slots = int(getattr(model.backend, "parallel", 1))
+        busy = host.slots_busy if slots > 1 else int(host.running_owner is not None)
+        self.slots_label.setText(f"{busy} of {slots} busy ({model.n_ctx} tokens of context each)")
+
     def _update_model(self) -> None:
         entry = self._loaded_entry()
         if entry is not None:
@@ -469,3 +488,4 @@ class ServerPage(QWidget):
             table.setItem(r, c, QTableWidgetItem(v))
         table.scrollToBottom()
         self._update_model()
+        self._update_slots()
