@@ -684,7 +684,9 @@ def render_template(
             raise TemplateRenderError(
                 "template rendering took too long (the time for this template is used up)"
             )
-    key = _source_key(source) if isinstance(source, str) else ""
+    # Remembered with its operation budget: a smaller budget may stop the same template by its
+    # operation count long before the time that stopped it with a larger one.
+    key = f"{_source_key(source)}:{max_operations}" if isinstance(source, str) else ""
     ran = _known_slow(key)
     if ran is not None:  # one time limit per template in all: it is not run again
         raise TemplateRenderError(

@@ -109,3 +109,16 @@ def test_n12_unique_of_a_long_string_is_bounded_like_a_list():
     with pytest.raises(TemplateRenderError, match="more than 1000000 items"):
         render_template("{{ ('xy' * 1000000) | unique | list | length }}", USER)
     assert render_template("{{ 'abcabc' | unique | join }}", USER) == "abc"
+
+
+def test_n12_a_template_remembered_slow_still_stops_by_a_smaller_operation_budget():
+    """The memory of slow templates is per operation budget: a render that ran out of time with the
+    full budget does not hide that a render with a small budget stops by its operation count (an
+    earlier render elsewhere in the process must not change what this one says)."""
+    from app.engine.templates import render_deadline
+
+    src = "{% set ys = [1] %}{% for y in ys %}{% set _ = ys.append(y) %}{% endfor %}{# n12 budget #}"
+    with render_deadline(10_000.0, clock=TickClock()), pytest.raises(TemplateRenderError, match="too long"):
+        render_template(src, USER)  # the full budget: stopped by the (ticking) clock, remembered
+    with pytest.raises(TemplateRenderError, match="operations"):
+        render_template(src, USER, max_operations=50_000)
