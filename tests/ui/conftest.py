@@ -24,6 +24,28 @@ FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "chat_templates"
 QWEN25 = (FIXTURES / "Qwen-Qwen2.5-7B-Instruct.jinja").read_text(encoding="utf-8")
 
 
+@pytest.fixture(autouse=True)
+def _collect_on_the_main_thread():
+    """After each test, free its widgets here, on the GUI thread.
+
+    A failed test's traceback (``sys.last_traceback``) keeps its widgets alive; left to themselves they
+    would be freed by whichever thread next runs Python's cycle collector, and a worker thread (the check
+    runner, the engine bridge) freeing a QWidget crashes the process. So the traceback is let go and the
+    collector runs here, after pytest-qt has closed the test's widgets."""
+    yield
+    import gc
+    import sys
+
+    for name in ("last_type", "last_value", "last_traceback", "last_exc"):
+        if hasattr(sys, name):
+            setattr(sys, name, None)
+    from PySide6.QtCore import QCoreApplication, QEvent
+
+    if QCoreApplication.instance() is not None:
+        QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
+        gc.collect()
+
+
 def call_token(name: str, arguments: str) -> str:
     """The whole Hermes tool call as one user-defined token of a scripted model."""
     return f'<tool_call>\n{{"name": "{name}", "arguments": {arguments}}}\n</tool_call>'

@@ -17,6 +17,8 @@ from app.ui.check_page import CheckPage, cell_colour
 from tests.check.reference_model import FREE_GRAMMAR, expected_replies, write_reply_model
 
 CORPUS = load_corpus()
+TOTAL = len(CORPUS.scenarios)  # every scenario, each counted once
+PARALLEL = sum(s.category == "parallel" for s in CORPUS.scenarios)
 
 
 def _half_right(s, turn, body):
@@ -75,11 +77,12 @@ def test_endpoint_run_fills_a_coloured_matrix_and_a_cell_opens_its_scenarios(qtb
     m = page.matrix
     assert m.rowCount() == 1 and m.columnCount() == len(page.categories) + 1
     col = {c: i for i, c in enumerate([*page.categories, "all"])}
-    assert m.item(0, col["parallel"]).text() == "0/8"
-    assert m.item(0, col["single"]).text() == "15/15"
+    assert m.item(0, col["parallel"]).text() == f"0/{PARALLEL}"
+    single = sum(s.category == "single" for s in CORPUS.scenarios)
+    assert m.item(0, col["single"]).text() == f"{single}/{single}"
     assert m.item(0, col["parallel"]).background().color() == cell_colour(0.0)
     assert m.item(0, col["single"]).background().color() == cell_colour(1.0)
-    assert "Done: 55 of 63 passed" in page.status.text() and "elapsed" not in page.status.text()
+    assert f"Done: {TOTAL - PARALLEL} of {TOTAL} passed" in page.status.text() and "elapsed" not in page.status.text()
     page.open_cell(0, col["parallel"])
     t = page.scenario_table
     assert t.rowCount() == 8 and {t.item(i, 2).text() for i in range(8)} == {"no_call"}
@@ -106,13 +109,13 @@ def test_progress_stop_and_an_unfinished_result(qtbot, page, tmp_path):
         )
         page.runner.sig_progress.connect(lambda i, n, c, sid: progress.append((i, n, c)))
         qtbot.waitUntil(lambda: len(progress) >= 3, timeout=30_000)
-        assert "Scenario" in page.status.text() and " of 63 · " in page.status.text()
+        assert "Scenario" in page.status.text() and f" of {TOTAL} · " in page.status.text()
         assert page.stop_button.isEnabled() and not page.run_button.isEnabled()
         with qtbot.waitSignal(page.sig_run_finished, timeout=30_000) as blocker:
             page.stop()
         qtbot.waitUntil(lambda: not page.running, timeout=30_000)
     result = blocker.args[0]
-    assert result["complete"] is False and 3 <= result["summary"]["total"] < 63
+    assert result["complete"] is False and 3 <= result["summary"]["total"] < TOTAL
     assert "stopped early" in page.status.text() and page.run_button.isEnabled()
 
 
