@@ -104,8 +104,13 @@ typecheck: $(DEVSTAMP)
 contracts: $(DEVSTAMP)
 	$(VENV)/bin/lint-imports
 
+# The whole suite runs on up to four cores (pytest-xdist), one test file per worker at a time so that a
+# file's shared model or server is loaded once; PYTEST_JOBS=1 runs it in one process.
+PYTEST_JOBS ?= $(shell n=$$(nproc 2>/dev/null || sysctl -n hw.ncpu 2>/dev/null || echo 2); \
+	[ "$$n" -gt 4 ] && n=4; [ "$$n" -lt 2 ] && n=2; echo $$n)
+
 pytest: $(DEVSTAMP) $(LIVESTAMP) $(SYSSTAMP)
-	QT_QPA_PLATFORM=offscreen $(PY) -m pytest
+	QT_QPA_PLATFORM=offscreen $(PY) -m pytest -n $(PYTEST_JOBS) --dist loadfile
 
 # The complete suite (what CI runs): lint, format, contracts, types, every test with the live
 # models, the bundle build and its self-test.
