@@ -31,10 +31,10 @@ import sqlite3
 import threading
 import time
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict, TypeVar, Unpack
 
 from app.calls import APPROVAL_OUTCOMES, IncompleteCall, ToolCall, ToolResult
 from app.storage.migrations import apply_migrations
@@ -140,6 +140,37 @@ class TurnMessage:
     results: Mapping[str, ToolResult] = field(default_factory=dict)
     notices: Sequence[Mapping[str, Any]] = ()
     extra: Mapping[str, Any] = field(default_factory=dict)  # stored as the message's extra JSON
+
+
+class _ReplyFields(TypedDict, total=False):
+    """The columns a reply's end may set (``finish_message``), and a new message's too."""
+
+    reasoning: str | None
+    prompt_tokens: int | None
+    completion_tokens: int | None
+    error: str | None
+
+
+class _MessageFields(_ReplyFields, total=False):
+    """The optional columns of a new message (``append_message``)."""
+
+    status: MessageStatus
+    tool_call_id: str | None
+    name: str | None
+
+
+class _FinishFields(_ReplyFields, total=False):
+    """What ``finish_message`` may set besides the status."""
+
+    content: str | None
+
+
+def _known(fields: Mapping[str, Any], kind: Any) -> Mapping[str, Any]:
+    """``fields``, checked to hold only keys of the TypedDict ``kind`` (as a signature would)."""
+    unknown = set(fields) - set(kind.__optional_keys__)
+    if unknown:
+        raise TypeError(f"unexpected keyword arguments: {', '.join(sorted(unknown))}")
+    return fields
 
 
 @dataclass
@@ -307,6 +338,8 @@ def _like_pattern(text: str) -> str:
     return "%" + text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
 
 
+_R = TypeVar("_R")
+
 _CONV_COLS = (
     "c.id, c.title, c.created, c.updated, c.model_path, c.settings_json, "
     "(SELECT count(*) FROM messages m WHERE m.conversation_id = c.id)"
@@ -318,16 +351,13 @@ _MSG_COLS = (
 _TC_COLS = "id, message_id, call_id, name, arguments_json, raw, result, error, duration_s, approval, position"
 
 
+def _record(cls: Callable[..., _R], row: sqlite3.Row | tuple, *json_at: int) -> _R:
+    """A record made of ``row``'s columns in order, those at ``json_at`` read as JSON."""
+    return cls(*(_loads(v) if i in json_at else v for i, v in enumerate(row)))
+
+
 def _conv(row: sqlite3.Row | tuple) -> Conversation:
-    return Conversation(
-        id=row[0],
-        title=row[1],
-        created=row[2],
-        updated=row[3],
-        model_path=row[4],
-        settings=_loads(row[5]),
-        message_count=row[6],
-    )
+    return _record(Conversation, row, 5)
 
 
 def _rowid(cur: sqlite3.Cursor) -> int:
@@ -341,7 +371,7 @@ def _rowid(cur: sqlite3.Cursor) -> int:
 def _msg(row: sqlite3.Row | tuple) -> MessageRecord:
     notices = _loads(row[13])
     extra = _loads(row[14])
-    record = MessageRecord(*row[:13])
+    record = _record(MessageRecord, row[:13])
     record.notices = notices if isinstance(notices, list) else []
     record.extra = extra if isinstance(extra, dict) else {}
     return record
@@ -359,19 +389,7 @@ def _notice_dict(notice: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _tc(row: sqlite3.Row | tuple) -> StoredToolCall:
-    return StoredToolCall(
-        id=row[0],
-        message_id=row[1],
-        call_id=row[2],
-        name=row[3],
-        arguments=_loads(row[4]),
-        raw=row[5],
-        result=row[6],
-        error=row[7],
-        duration_s=row[8],
-        approval=row[9],
-        position=row[10],
-    )
+    return _record(StoredToolCall, row, 4)
 
 
 class History:
@@ -590,38 +608,21 @@ class History:
         role: str,
         content: str = "",
         *,
-        reasoning: str | None = None,
-        status: MessageStatus = "complete",
-        tool_call_id: str | None = None,
-        name: str | None = None,
-        prompt_tokens: int | None = None,
-        completion_tokens: int | None = None,
-        error: str | None = None,
         tool_calls: Sequence[dict[str, Any]] = (),
         notices: Sequence[Mapping[str, Any]] = (),
+        **fields: Unpack[_MessageFields],
     ) -> MessageRecord:
         """Append a message at the end of the conversation (one transaction, tool calls included).
 
-        ``tool_calls``: dicts with ``call_id`` (or ``id``), ``name``, ``arguments`` and optionally
+        ``fields``: ``reasoning``, ``status`` ("complete" unless given), ``tool_call_id``, ``name``,
+        ``prompt_tokens``, ``completion_tokens`` and ``error``. ``tool_calls``: dicts with ``call_id`` (or ``id``), ``name``, ``arguments`` and optionally
         ``raw``, ``result``, ``error``, ``duration_s``, ``approval``. ``notices``: dicts with
         ``code``, ``message`` and optionally ``setting`` (the banners shown above the message).
         """
-        self._check(role, status)
+        self._check(role, fields.get("status", "complete"))
         with self._tx() as db:
             mid = self._insert_message(
-                db,
-                conversation_id,
-                role,
-                content,
-                reasoning=reasoning,
-                status=status,
-                tool_call_id=tool_call_id,
-                name=name,
-                prompt_tokens=prompt_tokens,
-                completion_tokens=completion_tokens,
-                error=error,
-                tool_calls=tool_calls,
-                notices=notices,
+                db, conversation_id, role, content, tool_calls=tool_calls, notices=notices, **fields
             )
         return self.get_message(mid)
 
@@ -632,18 +633,14 @@ class History:
         role: str,
         content: str,
         *,
-        reasoning: str | None = None,
-        status: MessageStatus = "complete",
-        tool_call_id: str | None = None,
-        name: str | None = None,
-        prompt_tokens: int | None = None,
-        completion_tokens: int | None = None,
-        error: str | None = None,
         tool_calls: Sequence[ToolCall | Mapping[str, Any]] = (),
         results: Mapping[str, ToolResult] | None = None,
         notices: Sequence[Mapping[str, Any]] = (),
         extra: Mapping[str, Any] | None = None,
+        **fields: Unpack[_MessageFields],
     ) -> int:
+        cols = _known(fields, _MessageFields)
+        status = cols.get("status", "complete")
         notices_json = _dumps([_notice_dict(n) for n in notices], "notices") if notices else None
         extra_json = _dumps(dict(extra), "message extra") if extra else None
         now = time.time()
@@ -662,14 +659,14 @@ class History:
                 pos,
                 role,
                 content,
-                reasoning,
+                cols.get("reasoning"),
                 status,
                 now,
-                prompt_tokens,
-                completion_tokens,
-                tool_call_id,
-                name,
-                error,
+                cols.get("prompt_tokens"),
+                cols.get("completion_tokens"),
+                cols.get("tool_call_id"),
+                cols.get("name"),
+                cols.get("error"),
                 self._writer if status == "streaming" else None,
                 notices_json,
                 extra_json,
@@ -709,13 +706,13 @@ class History:
                     conversation_id,
                     m.role,
                     m.content,
-                    reasoning=m.reasoning or None,
-                    tool_call_id=m.tool_call_id,
-                    name=m.name,
                     tool_calls=m.tool_calls,
                     results=m.results,
                     notices=m.notices,
                     extra=m.extra,
+                    reasoning=m.reasoning or None,
+                    tool_call_id=m.tool_call_id,
+                    name=m.name,
                 )
 
     def begin_assistant_message(self, conversation_id: int, *, reasoning: str | None = None) -> MessageRecord:
@@ -743,27 +740,18 @@ class History:
         message_id: int,
         status: MessageStatus = "complete",
         *,
-        content: str | None = None,
-        reasoning: str | None = None,
-        prompt_tokens: int | None = None,
-        completion_tokens: int | None = None,
-        error: str | None = None,
         extra: Mapping[str, Any] | None = None,
+        **fields: Unpack[_FinishFields],
     ) -> MessageRecord:
         """Mark a message complete / interrupted / error, optionally with its final text and counts
-        (``extra``: keys added to the message's extra JSON, e.g. its statistics)."""
+        (``fields``: ``content``, ``reasoning``, ``prompt_tokens``, ``completion_tokens``, ``error``;
+        ``extra``: keys added to the message's extra JSON, e.g. its statistics)."""
         self._check(status=status)
         if status == "streaming":
             raise HistoryError("finish_message needs a final status: complete, interrupted or error")
         sets = ["status = ?", "writer = NULL"]
         params: list[Any] = [status]
-        for col, value in (
-            ("content", content),
-            ("reasoning", reasoning),
-            ("prompt_tokens", prompt_tokens),
-            ("completion_tokens", completion_tokens),
-            ("error", error),
-        ):
+        for col, value in _known(fields, _FinishFields).items():
             if value is not None:
                 sets.append(f"{col} = ?")
                 params.append(value)
@@ -827,15 +815,9 @@ class History:
         with self._tx() as db:
             if not db.execute("SELECT 1 FROM conversations WHERE id = ?", (conversation_id,)).fetchone():
                 raise ConversationNotFound(f"no conversation with id {conversation_id}")
-            cur = db.execute(
-                "DELETE FROM messages WHERE conversation_id = ? AND position > ?", (conversation_id, position)
-            )
-            db.execute(  # the versions of replies to the messages that went
-                "DELETE FROM reply_versions WHERE conversation_id = ? AND user_position > ?",
-                (conversation_id, position),
-            )
+            deleted = self._drop_after(db, conversation_id, position)
             self._touch(db, conversation_id, time.time())
-            return cur.rowcount
+            return deleted
 
     # -- reply versions (Regenerate) ----------------------------------------------------------
 
@@ -861,14 +843,7 @@ class History:
                     (conversation_id, user_position, top + 1, time.time()),
                 )
                 top += 1
-            db.execute(
-                "DELETE FROM messages WHERE conversation_id = ? AND position > ?",
-                (conversation_id, user_position),
-            )
-            db.execute(
-                "DELETE FROM reply_versions WHERE conversation_id = ? AND user_position > ?",
-                (conversation_id, user_position),
-            )
+            self._drop_after(db, conversation_id, user_position)
             self._touch(db, conversation_id, time.time())
             return (top, top) if top else (1, 1)
 
@@ -876,17 +851,11 @@ class History:
         """The messages of version ``number`` of the reply to the user message at ``user_position``
         (the version in the conversation is read from it)."""
         with self._lock:
-            row = self._db.execute(
-                "SELECT messages_json FROM reply_versions WHERE conversation_id = ? AND user_position = ? "
-                "AND number = ?",
-                (conversation_id, user_position, number),
-            ).fetchone()
-            if row is None:
-                raise MessageNotFound(f"no version {number} of the reply at {user_position}")
-            if row[0] is None:
+            _id, messages_json = self._version(self._db, conversation_id, user_position, number)
+            if messages_json is None:
                 ids = [r.id for r in self._reply_rows(self._db, conversation_id, user_position)]
                 return [self.get_message(mid) for mid in ids]
-        return _records_from_json(row[0])
+        return _records_from_json(messages_json)
 
     def select_reply_version(self, conversation_id: int, user_position: int, number: int) -> None:
         """Make version ``number`` the reply in the conversation (the conversation goes on from it);
@@ -899,13 +868,7 @@ class History:
                 (conversation_id, user_position),
             ).fetchone():
                 raise HistoryError("only the last reply's version can be switched")
-            chosen = db.execute(
-                "SELECT id, messages_json FROM reply_versions WHERE conversation_id = ? AND user_position = ? "
-                "AND number = ?",
-                (conversation_id, user_position, number),
-            ).fetchone()
-            if chosen is None:
-                raise MessageNotFound(f"no version {number} of the reply at {user_position}")
+            chosen = self._version(db, conversation_id, user_position, number)
             if chosen[1] is None:
                 return  # it is the one shown
             reply = self._reply_rows(db, conversation_id, user_position)
@@ -919,24 +882,47 @@ class History:
                 (conversation_id, user_position),
             )
             for m in _records_from_json(chosen[1]):
+                cols = {k: getattr(m, k) for k in _MessageFields.__optional_keys__}
+                if m.status == "streaming":
+                    cols["status"] = "interrupted"
                 self._insert_message(
                     db,
                     conversation_id,
                     m.role,
                     m.content,
-                    reasoning=m.reasoning,
-                    status="interrupted" if m.status == "streaming" else m.status,  # type: ignore[arg-type]
-                    tool_call_id=m.tool_call_id,
-                    name=m.name,
-                    prompt_tokens=m.prompt_tokens,
-                    completion_tokens=m.completion_tokens,
-                    error=m.error,
                     tool_calls=[tc.to_dict() for tc in m.tool_calls],
                     notices=m.notices,
                     extra=m.extra,
+                    **cols,
                 )
             db.execute("UPDATE reply_versions SET messages_json = NULL WHERE id = ?", (chosen[0],))
             self._touch(db, conversation_id, time.time())
+
+    @staticmethod
+    def _drop_after(db: Any, conversation_id: int, position: int) -> int:
+        """Delete the messages after ``position`` and the versions of the replies to those that went;
+        returns how many messages went."""
+        cur = db.execute(
+            "DELETE FROM messages WHERE conversation_id = ? AND position > ?", (conversation_id, position)
+        )
+        db.execute(
+            "DELETE FROM reply_versions WHERE conversation_id = ? AND user_position > ?",
+            (conversation_id, position),
+        )
+        return int(cur.rowcount)
+
+    @staticmethod
+    def _version(db: Any, conversation_id: int, user_position: int, number: int) -> tuple[int, str | None]:
+        """The row id and the messages (JSON; None for the version in the conversation) of version
+        ``number`` of the reply to the user message at ``user_position``."""
+        row = db.execute(
+            "SELECT id, messages_json FROM reply_versions WHERE conversation_id = ? AND user_position = ? "
+            "AND number = ?",
+            (conversation_id, user_position, number),
+        ).fetchone()
+        if row is None:
+            raise MessageNotFound(f"no version {number} of the reply at {user_position}")
+        return row[0], row[1]
 
     @staticmethod
     def _user_at(db: sqlite3.Connection, conversation_id: int, user_position: int) -> None:

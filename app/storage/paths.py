@@ -31,36 +31,29 @@ def _ensure(p: Path) -> Path:
     return p
 
 
-def config_dir() -> Path:
+def _user_dir(sub: str, platform_dir: str) -> Path:
+    """``CALLISTO_HOME``/``sub`` when it is set, else the OS's folder (``platformdirs.<platform_dir>``)."""
     if (h := _home()) is not None:
-        return _ensure(h / "config")
+        return _ensure(h / sub)
     import platformdirs
 
-    return _ensure(Path(platformdirs.user_config_dir(APP_NAME, APP_AUTHOR)))
+    return _ensure(Path(getattr(platformdirs, platform_dir)(APP_NAME, APP_AUTHOR)))
+
+
+def config_dir() -> Path:
+    return _user_dir("config", "user_config_dir")
 
 
 def data_dir() -> Path:
-    if (h := _home()) is not None:
-        return _ensure(h / "data")
-    import platformdirs
-
-    return _ensure(Path(platformdirs.user_data_dir(APP_NAME, APP_AUTHOR)))
+    return _user_dir("data", "user_data_dir")
 
 
 def cache_dir() -> Path:
-    if (h := _home()) is not None:
-        return _ensure(h / "cache")
-    import platformdirs
-
-    return _ensure(Path(platformdirs.user_cache_dir(APP_NAME, APP_AUTHOR)))
+    return _user_dir("cache", "user_cache_dir")
 
 
 def log_dir() -> Path:
-    if (h := _home()) is not None:
-        return _ensure(h / "logs")
-    import platformdirs
-
-    return _ensure(Path(platformdirs.user_log_dir(APP_NAME, APP_AUTHOR)))
+    return _user_dir("logs", "user_log_dir")
 
 
 def models_dir() -> Path:

@@ -84,28 +84,27 @@ def _check_tool_format(value: str | None) -> str | None:
     return v
 
 
-class SamplingSettings(_Model):
+class _SamplerValues(_Model):
+    """The sampler values a global setting and a per-model override share (``None``: not set)."""
+
+    temperature: float | None = Field(None, ge=0.0, le=5.0)
+    top_p: float | None = Field(None, gt=0.0, le=1.0)
+    top_k: int | None = Field(None, ge=0)
+    min_p: float | None = Field(None, ge=0.0, le=1.0)
+    repeat_penalty: float | None = Field(None, gt=0.0, le=5.0)
+    seed: int | None = None
+
+
+class SamplingSettings(_SamplerValues):
     """Sampler values. ``None`` means "not set": the engine then uses the model's recommended
     value (GGUF ``general.sampling.*``) or llama.cpp's chat default. ``seed=None``: random."""
 
-    temperature: float | None = Field(None, ge=0.0, le=5.0)
-    top_p: float | None = Field(None, gt=0.0, le=1.0)
-    top_k: int | None = Field(None, ge=0)
-    min_p: float | None = Field(None, ge=0.0, le=1.0)
-    repeat_penalty: float | None = Field(None, gt=0.0, le=5.0)
-    seed: int | None = None
     max_tokens: int = Field(1024, ge=1)  # reply length limit (not a sampler value)
 
 
-class SamplingOverride(_Model):
+class SamplingOverride(_SamplerValues):
     """Per-model sampling: every field optional; ``None`` means "use the global value"."""
 
-    temperature: float | None = Field(None, ge=0.0, le=5.0)
-    top_p: float | None = Field(None, gt=0.0, le=1.0)
-    top_k: int | None = Field(None, ge=0)
-    min_p: float | None = Field(None, ge=0.0, le=1.0)
-    repeat_penalty: float | None = Field(None, gt=0.0, le=5.0)
-    seed: int | None = None
     max_tokens: int | None = Field(None, ge=1)
 
 
@@ -318,41 +317,40 @@ def effective_settings(
     """Merge the per-model override (if any) over the global settings."""
     override = settings.override_for(model_path, sha256)
     sampling = settings.sampling.model_dump()
-    tool_format = settings.chat.tool_format
-    context_policy = settings.chat.context_policy
-    kv_type: str = settings.model.kv_type
-    flash_attn = settings.model.flash_attn
+    chosen: dict[str, Any] = {
+        "kv_type": settings.model.kv_type,
+        "flash_attn": settings.model.flash_attn,
+        "tool_format": settings.chat.tool_format,
+        "context_policy": settings.chat.context_policy,
+    }
     overridden: list[str] = []
     if override is not None:
-        if override.kv_type is not None:
-            kv_type = override.kv_type
-            overridden.append("kv_type")
-        if override.flash_attn is not None:
-            flash_attn = override.flash_attn
-            overridden.append("flash_attn")
-        if override.tool_format is not None:
-            tool_format = override.tool_format
-            overridden.append("tool_format")
-        if override.context_policy is not None:
-            context_policy = override.context_policy
-            overridden.append("context_policy")
-        for name in SamplingOverride.model_fields:
-            value = getattr(override.sampling, name)
-            if value is not None:
-                sampling[name] = value
-                overridden.append(f"sampling.{name}")
+        _lay_over(chosen, override, tuple(chosen), "", overridden)
+        _lay_over(sampling, override.sampling, tuple(SamplingOverride.model_fields), "sampling.", overridden)
+    flash_attn: bool = chosen["flash_attn"]
     return EffectiveSettings(
-        tool_format=tool_format,
+        tool_format=chosen["tool_format"],
         sampling=SamplingSettings.model_validate(sampling),
         system_prompt=settings.chat.system_prompt,
         context_length=settings.model.context_length,
         gpu_layers=settings.model.gpu_layers,
         threads=settings.model.threads,
         overridden=tuple(overridden),
-        context_policy=context_policy,
-        kv_type=kv_type if flash_attn else "f16",
+        context_policy=chosen["context_policy"],
+        kv_type=chosen["kv_type"] if flash_attn else "f16",
         flash_attn=flash_attn,
     )
+
+
+def _lay_over(
+    values: dict[str, Any], over: BaseModel, names: tuple[str, ...], prefix: str, overridden: list[str]
+) -> None:
+    """Put the values ``over`` sets (not None) of ``names`` in ``values``; note each in ``overridden``."""
+    for name in names:
+        value = getattr(over, name)
+        if value is not None:
+            values[name] = value
+            overridden.append(prefix + name)
 
 
 # ---------------------------------------------------------------------------------------------
