@@ -7,9 +7,10 @@ completion)``, ``("finish", reason)`` or ``("error", message)``.
 
 from __future__ import annotations
 
+import functools
 import json
-from collections.abc import Iterator, Sequence
-from typing import Any
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, ParamSpec
 
 from app.engine.messages import Message
 from app.engine.remote._client import short
@@ -26,6 +27,7 @@ __all__ = [
 ]
 
 Piece = tuple[Any, ...]
+_P = ParamSpec("_P")
 
 
 def _args_text(args: dict[str, Any] | str) -> str:
@@ -317,30 +319,58 @@ def _reason(value: Any) -> str:
     return short(str(value), 40)
 
 
-def _shaped(reader: Iterator[Piece]) -> Iterator[Piece]:
-    """``reader``'s pieces; a part of the reply in a shape no API sends ends it with an error."""
-    try:
-        yield from reader
-    except _Shape:
-        yield ("error", "the server sent a part of the reply in a shape this API does not have")
+class _Failed(Exception):
+    """The server reported an error in the reply: its text."""
 
 
-def read_openai(lines: Iterator[str]) -> Iterator[Piece]:
-    return _shaped(_read_openai(lines))
+def _checked(value: Any) -> dict[str, Any]:
+    """A JSON object of the reply (``_obj``); one that reports an error ends the reply (_Failed)."""
+    obj = _obj(value)
+    err = _error_text(obj)
+    if err:
+        raise _Failed(err)
+    return obj
 
 
-def _read_openai(lines: Iterator[str]) -> Iterator[Piece]:
+def _objects(lines: Iterator[str]) -> Iterator[dict[str, Any]]:
+    """The JSON object of each SSE event (``_checked``)."""
     for _event, obj in _sse_data(lines):
-        obj = _obj(obj)
-        err = _error_text(obj)
-        if err:
-            yield ("error", err)
-            return
-        usage = obj.get("usage")
-        if isinstance(usage, dict):
-            yield ("usage", usage.get("prompt_tokens"), usage.get("completion_tokens"))
-        for choice in _list(obj.get("choices")):
-            choice = _obj(choice)
+        yield _checked(obj)
+
+
+def _usage(obj: dict[str, Any]) -> Iterator[Piece]:
+    """The token counts of an OpenAI chunk, where it has them."""
+    usage = obj.get("usage")
+    if isinstance(usage, dict):
+        yield ("usage", usage.get("prompt_tokens"), usage.get("completion_tokens"))
+
+
+def _choices(obj: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    for choice in _list(obj.get("choices")):
+        yield _obj(choice)
+
+
+def _shaped(reader: Callable[_P, Iterator[Piece]]) -> Callable[_P, Iterator[Piece]]:
+    """``reader`` whose pieces end with an error where the server reports one in the reply or
+    sends a part of it in a shape no API sends."""
+
+    @functools.wraps(reader)
+    def read(*args: _P.args, **kwargs: _P.kwargs) -> Iterator[Piece]:
+        try:
+            yield from reader(*args, **kwargs)
+        except _Failed as exc:
+            yield ("error", str(exc))
+        except _Shape:
+            yield ("error", "the server sent a part of the reply in a shape this API does not have")
+
+    return read
+
+
+@_shaped
+def read_openai(lines: Iterator[str]) -> Iterator[Piece]:
+    for obj in _objects(lines):
+        yield from _usage(obj)
+        for choice in _choices(obj):
             delta = _obj(choice.get("delta"))
             reasoning = _str(delta.get("reasoning_content") or delta.get("reasoning"))
             if reasoning:
@@ -362,11 +392,8 @@ def _read_openai(lines: Iterator[str]) -> Iterator[Piece]:
                 yield ("finish", _reason(choice["finish_reason"]))
 
 
+@_shaped
 def read_anthropic(lines: Iterator[str]) -> Iterator[Piece]:
-    return _shaped(_read_anthropic(lines))
-
-
-def _read_anthropic(lines: Iterator[str]) -> Iterator[Piece]:
     prompt = 0
     for event, obj in _sse_data(lines):
         obj = _obj(obj)
@@ -411,24 +438,18 @@ def _read_anthropic(lines: Iterator[str]) -> Iterator[Piece]:
             return
 
 
+@_shaped
 def read_ollama(lines: Iterator[str]) -> Iterator[Piece]:
-    return _shaped(_read_ollama(lines))
-
-
-def _read_ollama(lines: Iterator[str]) -> Iterator[Piece]:
     n = 0
     for line in lines:
         if not line.strip():
             continue
         try:
-            obj = _obj(json.loads(line))
+            value = json.loads(line)
         except (ValueError, RecursionError):
             yield ("error", f"the server sent a line that is not JSON: {short(line, 80)}")
             return
-        err = _error_text(obj)
-        if err:
-            yield ("error", err)
-            return
+        obj = _checked(value)
         msg = _obj(obj.get("message"))
         thinking = _str(msg.get("thinking") or obj.get("thinking"))
         if thinking:
@@ -451,16 +472,12 @@ def read_raw(lines: Iterator[str], *, kind: str) -> Iterator[Piece]:
     Ollama's ``/api/generate`` (NDJSON)."""
     if kind == "ollama":
         return read_ollama(lines)
-    return _shaped(_read_raw(lines))
+    return _read_raw(lines)
 
 
+@_shaped
 def _read_raw(lines: Iterator[str]) -> Iterator[Piece]:
-    for _event, obj in _sse_data(lines):
-        obj = _obj(obj)
-        err = _error_text(obj)
-        if err:
-            yield ("error", err)
-            return
+    for obj in _objects(lines):
         if "content" in obj and "choices" not in obj:  # llama-server /completion
             content = _str(obj.get("content"))
             if content:
@@ -475,11 +492,8 @@ def _read_raw(lines: Iterator[str]) -> Iterator[Piece]:
                 yield ("finish", "length" if obj.get("stop_type") == "limit" else "stop")
                 return
             continue
-        usage = obj.get("usage")
-        if isinstance(usage, dict):
-            yield ("usage", usage.get("prompt_tokens"), usage.get("completion_tokens"))
-        for choice in _list(obj.get("choices")):
-            choice = _obj(choice)
+        yield from _usage(obj)
+        for choice in _choices(obj):
             text = _str(choice.get("text"))
             if text:
                 yield ("text", text)
