@@ -219,8 +219,9 @@ class ProcessConstraint:
         handle, grammar, describe = self.engine.call("constraint_after", self.handle, text)
         return ProcessConstraint(self.engine, handle, grammar, describe)
 
-    def start(self) -> _ProcessRun:
-        """A view of a fresh run: ``allowed()`` is the first token mask (computed in the child)."""
+    def start(self, budget: int | None = None) -> _ProcessRun:
+        """A view of a fresh run: ``allowed()`` is the first token mask (computed in the child;
+        the child's own run gets the budget of the reply it generates)."""
         return _ProcessRun(self)
 
     def __repr__(self) -> str:

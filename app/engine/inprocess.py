@@ -356,7 +356,7 @@ class InProcessBackend:
                 grammar_obj = LlamaGrammar.from_string(gen.grammar, verbose=False)
             if gen.sampling.seed is not None:
                 llm.set_seed(int(gen.sampling.seed))
-            run = gen.constraint.start() if gen.constraint is not None else None
+            run = gen.constraint.start(budget) if gen.constraint is not None else None
             if budget > 0 and self.kv_store is not None:
                 from app.engine.kvstore import switch
 

@@ -238,7 +238,7 @@ class Scheduler:
             from llama_cpp import LlamaGrammar
 
             grammar = LlamaGrammar.from_string(gen.grammar, verbose=False)
-        job.run = gen.constraint.start() if gen.constraint is not None else None
+        job.run = gen.constraint.start(job.budget) if gen.constraint is not None else None
         seed = gen.sampling.seed if gen.sampling.seed is not None else self.llm._seed
         shim = _SamplerShim(self.llm, int(seed))
         init_sampler: Any = Llama._init_sampler  # the one chain the single path builds

@@ -25,7 +25,6 @@ if TYPE_CHECKING:
 __all__ = [
     "TOOL_CHOICE_HEADER",
     "Turn",
-    "bounded_json_object",
     "json_response_format",
     "header_tool_choice",
     "convert_tools",
@@ -256,51 +255,12 @@ def declared_tool(
 
 TOOL_CHOICE_HEADER = "X-Callisto-Tool-Choice"
 
-# A JSON object that must close (``json_object``, Ollama's ``json``): a small model left free inside
-# ``{"type": "object"}`` nests, repeats array items or writes one string until the token limit.
-JSON_OBJECT_DEPTH = 3  # objects and arrays nest at most this deep
-JSON_OBJECT_WIDTH = 12  # properties of an object, items of an array
-JSON_STRING_CHARS = 400  # characters of a string value
-JSON_KEY = '^[^\\x00-\\x1f"]{1,48}$'  # a property name: 1 to 48 printable characters
-JSON_INTEGER = 10**15  # integers within +- this
-
-
-def bounded_json_object() -> dict[str, Any]:
-    """The JSON Schema a ``json_object`` reply is held to: any object, within the bounds above
-    (every value JSON allows, nested at most ``JSON_OBJECT_DEPTH`` deep), so it always closes
-    within the token limit."""
-
-    def value(depth: int) -> dict[str, Any]:
-        kinds: list[dict[str, Any]] = [
-            {"type": "string", "maxLength": JSON_STRING_CHARS},
-            {"type": "integer", "minimum": -JSON_INTEGER, "maximum": JSON_INTEGER},
-            {"type": "number", "minimum": -JSON_INTEGER, "maximum": JSON_INTEGER},
-            {"type": "boolean"},
-            {"type": "null"},
-        ]
-        if depth > 1:
-            kinds.append(obj(depth - 1))
-            kinds.append({"type": "array", "maxItems": JSON_OBJECT_WIDTH, "items": value(depth - 1)})
-        return {"anyOf": kinds}
-
-    def obj(depth: int) -> dict[str, Any]:
-        return {
-            "type": "object",
-            "patternProperties": {JSON_KEY: value(depth)},
-            "additionalProperties": False,
-            "maxProperties": JSON_OBJECT_WIDTH,
-        }
-
-    return obj(JSON_OBJECT_DEPTH)
-
 
 def json_response_format(schema: dict[str, Any] | None) -> dict[str, Any]:
-    """A response format that holds a reply to ``schema`` (None: any JSON object, bounded)."""
+    """A response format that holds a reply to ``schema`` (None: any JSON object, bounded, that
+    the engine closes within the token limit: ``app.engine.constraints.json_object``)."""
     if schema is None:
-        return {
-            "type": "json_schema",
-            "json_schema": {"name": "json_object", "schema": bounded_json_object()},
-        }
+        return {"type": "json_object"}
     return {"type": "json_schema", "json_schema": {"schema": schema}}
 
 

@@ -510,15 +510,11 @@ def test_i32_a_json_object_reply_is_bounded_so_that_it_closes(tmp_path):
     """``json_object`` (and Ollama's ``json``) hold the reply to any object within bounds: nesting,
     width and string length, so a model that goes on nesting or writing is made to close."""
     from app.engine.constraints import compile_constraint
+    from app.engine.constraints.json_object import JSON_OBJECT_DEPTH, JSON_OBJECT_WIDTH, JSON_STRING_CHARS
     from app.engine.errors import ConstraintError
     from app.engine.llm import load_model
     from app.engine.models.tiny import write_tiny_gguf
-    from app.server._common import (
-        JSON_OBJECT_DEPTH,
-        JSON_OBJECT_WIDTH,
-        JSON_STRING_CHARS,
-        json_response_format,
-    )
+    from app.server._common import json_response_format
     from app.server._ollama import _format
     from app.server._openai import _response_format
 

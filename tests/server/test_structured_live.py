@@ -4,7 +4,8 @@ fixed prompts of the engine's live constraint test:
 * Must show 1: under ``required`` every reply ends by itself with ``finish_reason: tool_calls``
   within the token limit, its calls distinct and at most ``DEFAULT_MAX_CALLS``, streamed and not;
 * Must show 4: ``response_format`` ``json_object`` and ``json_schema`` and Ollama's ``format``
-  (``json`` and a schema) give valid JSON within the token limit; a reply the limit cuts says
+  (``json`` and a schema) give valid JSON within the token limit (a schema whose longest reply
+  fits it; a ``json_object`` reply is closed by the engine before the limit); a reply the limit cuts says
   ``length`` and is never presented as valid JSON (the openai SDK's ``parse`` refuses it).
 """
 
@@ -36,9 +37,11 @@ ADD = {
     },
 }
 ALL_TOOLS = [*TOOLS, ADD]
-SCHEMA = {  # nothing said of other properties: the grammar closes the object
+# Nothing said of other properties: the grammar closes the object. At most 40 characters of six bytes
+# each (a \uXXXX escape), so even the longest reply the schema allows is under LIMIT tokens.
+SCHEMA = {
     "type": "object",
-    "properties": {"answer": {"type": "string", "maxLength": 80}, "sure": {"type": "boolean"}},
+    "properties": {"answer": {"type": "string", "maxLength": 40}, "sure": {"type": "boolean"}},
     "required": ["answer", "sure"],
 }
 CLOSED = {**SCHEMA, "additionalProperties": False}  # what a reply to SCHEMA must also satisfy

@@ -22,6 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from app.engine.constraints.json_object import bounded_json_object
 from app.engine.errors import ConstraintError
 from app.engine.formats import FORMATS
 from app.engine.grammar.lark import (
@@ -204,19 +205,37 @@ _CACHE_SIZE = 64
 
 
 class Constraint:
-    """A compiled constraint: ``grammar`` (Lark), ``describe`` (for the side panel)."""
+    """A compiled constraint: ``grammar`` (Lark), ``describe`` (for the side panel).
+    ``closes_json``: the reply is one JSON object (``json_object``) that the run closes itself
+    when the token budget runs out (:func:`app.engine.constraints.json_object.json_closer`)."""
 
     def __init__(
-        self, vocab: _Vocab, grammar: str, matcher: Any, describe: str, prefix: tuple[int, ...] = ()
+        self,
+        vocab: _Vocab,
+        grammar: str,
+        matcher: Any,
+        describe: str,
+        prefix: tuple[int, ...] = (),
+        *,
+        closes_json: bool = False,
     ):
         self.vocab = vocab
         self.grammar = grammar
         self.describe = describe
+        self.closes_json = closes_json
         self._matcher = matcher
         self._prefix = prefix
 
-    def start(self) -> ConstraintRun:
-        return ConstraintRun(self._matcher.deep_copy(), self.vocab)
+    def start(self, budget: int | None = None) -> ConstraintRun:
+        """A run of this constraint; ``budget``: the most tokens the reply may have (a JSON object
+        reply is closed within it)."""
+        written = self.vocab.tok.decode_bytes(list(self._prefix)) if self.closes_json else b""
+        return ConstraintRun(
+            self._matcher.deep_copy(),
+            self.vocab,
+            budget=budget if self.closes_json else None,
+            written=written,
+        )
 
     def after(self, text: str) -> Constraint:
         """This constraint with ``text`` already written (a reply continued from ``text``)."""
@@ -225,16 +244,34 @@ class Constraint:
         n = m.try_consume_tokens(toks)
         if n != len(toks) or m.is_error():
             raise ConstraintError(f"the text {text!r} does not fit the constraint ({self.describe})")
-        return Constraint(self.vocab, self.grammar, m, self.describe, self._prefix + tuple(toks))
+        return Constraint(
+            self.vocab,
+            self.grammar,
+            m,
+            self.describe,
+            self._prefix + tuple(toks),
+            closes_json=self.closes_json,
+        )
 
     def __repr__(self) -> str:
         return f"Constraint({self.describe})"
 
 
-class ConstraintRun:
-    """One generation held by a constraint: a logits processor plus ``consume(token)``."""
+# A JSON object reply is closed when its budget has room for the closing text, one end token and
+# this many more tokens: what one more token can add to the closing text (a key begun, a nesting).
+_CLOSE_SLACK = 16
+_CLOSE_WATCH = 96  # the closing text is worked out only in the last this many tokens of a budget
 
-    def __init__(self, matcher: Any, vocab: _Vocab):
+
+class ConstraintRun:
+    """One generation held by a constraint: a logits processor plus ``consume(token)``.
+
+    With a ``budget`` (a JSON object reply), the run closes the object itself before the budget
+    runs out: in the last tokens it works out the text that completes what was written
+    (:func:`json_closer`), checks it against the grammar, and from then on allows only its tokens,
+    then the end. The reply so ends as whole JSON (``stop``) rather than cut (``length``)."""
+
+    def __init__(self, matcher: Any, vocab: _Vocab, *, budget: int | None = None, written: bytes = b""):
         import numpy as np
 
         self.matcher = matcher
@@ -243,6 +280,9 @@ class ConstraintRun:
         self._np = np
         self._words = (self.n_vocab + 31) // 32
         self.steps = 0
+        self.budget = budget
+        self._written = bytearray(written)
+        self._closing: list[int] | None = None  # the closing tokens still to come, once closing
 
     def allowed(self) -> Any:
         """The next token mask as a boolean array of the vocabulary's size."""
@@ -254,12 +294,48 @@ class ConstraintRun:
         if self.matcher.is_error():
             raise ConstraintError(f"the constraint failed: {self.matcher.get_error()}")
         allowed = self.allowed()
+        if self.budget is not None:
+            forced = self._closing_token()
+            if forced is not None and allowed[forced]:
+                allowed = self._np.zeros_like(allowed)
+                allowed[forced] = True
         scores[~allowed] = -self._np.inf
         return scores
 
     def consume(self, token: int) -> None:
         if not self.matcher.consume_token(int(token)):
             raise ConstraintError(f"the constraint rejected token {token}: {self.matcher.get_error()}")
+        self.steps += 1
+        if self.budget is None:
+            return
+        self._written += self.vocab.tok.decode_bytes([int(token)])
+        if self._closing:
+            if self._closing[0] == int(token):
+                self._closing.pop(0)
+            else:
+                self._closing = None  # another token was taken: work the closing out again
+
+    def _closing_token(self) -> int | None:
+        """The token the closing text owes next, once the budget calls for closing; None before
+        (and when the text cannot be closed, or its closing does not fit the grammar)."""
+        assert self.budget is not None
+        left = self.budget - self.steps
+        if self._closing is None and left <= _CLOSE_WATCH:
+            from app.engine.constraints.json_object import json_closer
+
+            tail = json_closer(bytes(self._written))
+            if tail is None:
+                self.budget = None  # not a text the closer reads: the grammar alone holds the reply
+                return None
+            toks = self.vocab.tok.tokenize_bytes(tail) if tail else []
+            if len(toks) + 1 + _CLOSE_SLACK < left:
+                return None  # room enough yet
+            probe = self.matcher.deep_copy()
+            if probe.try_consume_tokens(toks) != len(toks) or not probe.is_accepting():
+                self.budget = None
+                return None
+            self._closing = list(toks)
+        return self._closing[0] if self._closing else None
 
     @property
     def accepting(self) -> bool:
@@ -320,6 +396,9 @@ def compile_inline(
     tools = list(tools or [])
     choice = resolve_tool_choice(tool_choice, tools)
     schema = parse_response_format(response_format)
+    json_object = isinstance(response_format, Mapping) and response_format.get("type") == "json_object"
+    if json_object:
+        schema = bounded_json_object()  # any object, within bounds (and closed near the budget)
     if choice.mode == "none" or not tools:
         tools = []
     if choice.mode in ("required", "function") and family is None:
@@ -335,8 +414,10 @@ def compile_inline(
                 model,
                 "json",
                 lambda ctx: _plain_json(ctx, schema, reasoning, in_reasoning, family),
-                f"response_format (JSON{' schema' if schema != {'type': 'object'} else ''})",
+                f"response_format (JSON{'' if json_object else ' schema'})",
                 (family, schema, reasoning, in_reasoning),
+                # the run closes a plain JSON object near the budget (not after a reasoning block)
+                closes_json=json_object and not reasoning and not in_reasoning,
             )
         except _CompileError as exc:
             raise ConstraintError(_locate(tokenizer_for(model), [], schema) or str(exc)) from None
@@ -392,7 +473,9 @@ def _plain_json(
     return ctx.grammar(f"{lead} {ctx.json(schema)}".strip())
 
 
-def _compile(model: LoadedModel, family: str, build: Any, describe: str, key_parts: Any) -> Constraint:
+def _compile(
+    model: LoadedModel, family: str, build: Any, describe: str, key_parts: Any, *, closes_json: bool = False
+) -> Constraint:
     import llguidance
 
     vocab = tokenizer_for(model)
@@ -402,7 +485,7 @@ def _compile(model: LoadedModel, family: str, build: Any, describe: str, key_par
         if hit is not None:
             vocab.cache.move_to_end(key)
             grammar, matcher = hit
-            return Constraint(vocab, grammar, matcher, describe)
+            return Constraint(vocab, grammar, matcher, describe, closes_json=closes_json)
     reasoning, in_reasoning = key_parts[-2], key_parts[-1]
     ctx = GrammarContext(
         split=vocab.split,
@@ -420,7 +503,7 @@ def _compile(model: LoadedModel, family: str, build: Any, describe: str, key_par
         vocab.cache[key] = (grammar, matcher)
         while len(vocab.cache) > _CACHE_SIZE:
             vocab.cache.popitem(last=False)
-    return Constraint(vocab, grammar, matcher, describe)
+    return Constraint(vocab, grammar, matcher, describe, closes_json=closes_json)
 
 
 class _CompileError(ConstraintError):
