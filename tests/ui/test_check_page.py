@@ -82,7 +82,10 @@ def test_endpoint_run_fills_a_coloured_matrix_and_a_cell_opens_its_scenarios(qtb
     assert m.item(0, col["single"]).text() == f"{single}/{single}"
     assert m.item(0, col["parallel"]).background().color() == cell_colour(0.0)
     assert m.item(0, col["single"]).background().color() == cell_colour(1.0)
-    assert f"Done: {TOTAL - PARALLEL} of {TOTAL} passed" in page.status.text() and "elapsed" not in page.status.text()
+    assert (
+        f"Done: {TOTAL - PARALLEL} of {TOTAL} passed" in page.status.text()
+        and "elapsed" not in page.status.text()
+    )
     page.open_cell(0, col["parallel"])
     t = page.scenario_table
     assert t.rowCount() == 8 and {t.item(i, 2).text() for i in range(8)} == {"no_call"}
