@@ -256,14 +256,11 @@ class EngineHost:
         try:
             job.run(self, model)
         except Exception as exc:  # noqa: BLE001 - nothing a job does may stop the engine
-            if not _expected(exc):
-                log.exception("engine job failed")
-            self._tell(job, exc)
+            self._failed(job, exc)
         finally:
             with self._cond:
                 self._slot_jobs -= 1
-                self.jobs_run += 1
-                self.avg_job_s = 0.8 * self.avg_job_s + 0.2 * (time.monotonic() - started)
+                self._count_job(started)
                 self._cond.notify_all()
 
     def _run_job(self, job: Job) -> None:
@@ -295,14 +292,22 @@ class EngineHost:
                 return
             job.run(self, model)
         except Exception as exc:  # noqa: BLE001 - nothing a job does may stop the engine
-            if not _expected(exc):
-                log.exception("engine job failed")
-            self._tell(job, exc)
+            self._failed(job, exc)
         finally:
             self.running_owner = None
             if not dispatched:
-                self.jobs_run += 1
-                self.avg_job_s = 0.8 * self.avg_job_s + 0.2 * (time.monotonic() - started)
+                self._count_job(started)
+
+    def _count_job(self, started: float) -> None:
+        """One more job run, and the moving average of a job's time (for Retry-After)."""
+        self.jobs_run += 1
+        self.avg_job_s = 0.8 * self.avg_job_s + 0.2 * (time.monotonic() - started)
+
+    def _failed(self, job: Job, exc: Exception) -> None:
+        """What a job raised: logged where it is not an engine's expected error, told to the job."""
+        if not _expected(exc):
+            log.exception("engine job failed")
+        self._tell(job, exc)
 
     @staticmethod
     def _tell(job: Job, exc: BaseException) -> None:
