@@ -21,6 +21,7 @@ turn, a call identical to one already answered is not run again: the model reads
 result with a short note (:data:`REPEAT_NOTE`), and the round limit (``max_rounds``, the
 ``chat.max_tool_rounds`` setting in the window) ends a turn that goes on calling, with a notice
 and the last calls kept as text.
+- :class:`RoundStop`: the ``cancel`` of one round's generation.
 - :class:`CallIds`: the one rule for a call's id in a conversation.
 - :func:`cut_after_last_user`: what ``regenerate()`` drops.
 - :func:`dispatcher_for`: a session's dispatcher, made from its tools when none is given.
@@ -53,6 +54,7 @@ __all__ = [
     "Reply",
     "ReplySource",
     "RoundEnd",
+    "RoundStop",
     "Session",
     "answered_before",
     "call_key",
@@ -156,7 +158,7 @@ def run_rounds(
     while True:
         rounds += 1
         reply = Reply()
-        stop = _RoundStop(cancel)
+        stop = RoundStop(cancel)
         calls = _CallList(max_calls, noted=noted)
         end = yield from _collect(
             source.generate_reply(rounds, stop), reply, calls=dispatcher is None, stop=stop, call_list=calls
@@ -239,16 +241,17 @@ class _Tally:
         )
 
 
-class _RoundStop(threading.Event):
-    """The ``cancel`` a source gets for one round: set by the turn's own ``cancel`` or by the loop
-    (``by_loop``: the reply's list of calls ended, generation stops there)."""
+class RoundStop(threading.Event):
+    """The ``cancel`` a source gets for one round: set by the turn's own ``cancel`` (``turn``) or by
+    whoever runs the round (``by_round``: the loop, when the reply's list of calls ended, or the
+    API server's turn), and generation stops there."""
 
     def __init__(self, turn: threading.Event | None):
         super().__init__()
         self._turn = turn
 
     @property
-    def by_loop(self) -> bool:
+    def by_round(self) -> bool:
         return super().is_set()
 
     def is_set(self) -> bool:
@@ -284,7 +287,7 @@ def _collect(
     reply: Reply,
     *,
     calls: bool,
-    stop: _RoundStop | None = None,
+    stop: RoundStop | None = None,
     call_list: _CallList | None = None,
 ) -> Generator[Any, None, RoundEnd]:
     """Pass ``gen``'s events through ``reply`` (what ``reply.take`` passes on, and with ``calls``

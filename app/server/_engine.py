@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from app.engine.chat import DEFAULT_MAX_CALLS, LocalReplies
 from app.engine.host import EngineHost, Job
+from app.engine.loop import RoundStop
 from app.server._errors import ApiError, client_message, engine_api_error
 
 if TYPE_CHECKING:
@@ -326,7 +327,7 @@ class _RequestReplies(LocalReplies):
         self.req = req
         self.prompt = turn.text
         self.parse = req.raw_prompt is None
-        self.halt = stop_event(cancel)
+        self.halt = RoundStop(cancel)  # set by the client's cancel or by the turn itself
 
     def render(self) -> str:
         return self.prompt
@@ -335,7 +336,7 @@ class _RequestReplies(LocalReplies):
         return _constraint(self.model, self.family, self.tools, self.req, in_reasoning)
 
     def truncated(self, finish: str) -> bool:
-        return finish != "stop" and not (finish == "cancelled" and self.halt.by_turn)
+        return finish != "stop" and not (finish == "cancelled" and self.halt.by_round)
 
     def failed(self, exc: Exception) -> NoReturn:
         from app.engine.errors import ContextOverflowError, GenerationError, GrammarError
@@ -430,22 +431,6 @@ class _Output:
         self.emit("call", call)
         if not parallel:
             self.replies.halt.set()  # one call at most: stop generating here
-
-
-class stop_event(threading.Event):  # noqa: N801 - used like a function
-    """A cancel event for one generation: set by the client's ``cancel`` or by the turn itself
-    (``by_turn``)."""
-
-    def __init__(self, client: threading.Event):
-        super().__init__()
-        self._client = client
-
-    @property
-    def by_turn(self) -> bool:
-        return super().is_set()
-
-    def is_set(self) -> bool:
-        return super().is_set() or self._client.is_set()
 
 
 def count_tokens(model: LoadedModel, req: TurnRequest, tool_format: str) -> int:
