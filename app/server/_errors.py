@@ -19,21 +19,17 @@ __all__ = [
     "shown_number",
 ]
 
-# status -> (OpenAI error type, Anthropic error type)
-_TYPES: dict[int, tuple[str, str]] = {
-    400: ("invalid_request_error", "invalid_request_error"),
-    401: ("authentication_error", "authentication_error"),
-    403: ("permission_error", "permission_error"),
-    404: ("not_found_error", "not_found_error"),
-    405: ("invalid_request_error", "invalid_request_error"),
-    408: ("invalid_request_error", "invalid_request_error"),
-    413: ("invalid_request_error", "request_too_large"),
-    415: ("invalid_request_error", "invalid_request_error"),
-    422: ("invalid_request_error", "invalid_request_error"),
-    429: ("rate_limit_error", "rate_limit_error"),
-    500: ("server_error", "api_error"),
-    503: ("server_error", "overloaded_error"),
+#: the OpenAI error type of a status; any other status is an ``invalid_request_error``
+_OPENAI_TYPES = {
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    429: "rate_limit_error",
+    500: "server_error",
+    503: "server_error",
 }
+#: where the Anthropic error type of a status is not the OpenAI one
+_ANTHROPIC_TYPES = {413: "request_too_large", 500: "api_error", 503: "overloaded_error"}
 
 
 #: how much of a client's value an error message quotes
@@ -129,7 +125,8 @@ def api_of_path(path: str) -> str:
 
 
 def error_body(api: str, err: ApiError) -> dict[str, Any]:
-    openai_type, anthropic_type = _TYPES.get(err.status, ("invalid_request_error", "invalid_request_error"))
+    openai_type = _OPENAI_TYPES.get(err.status, "invalid_request_error")
+    anthropic_type = _ANTHROPIC_TYPES.get(err.status, openai_type)
     if api == "anthropic":
         return {"type": "error", "error": {"type": anthropic_type, "message": err.message}}
     if api == "ollama":
