@@ -16,7 +16,7 @@ import json
 import re
 import threading
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 __all__ = [
@@ -386,15 +386,8 @@ class ToolResult:
         return self.content or ""
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "call_id": self.call_id,
-            "name": self.name,
-            "content": self.content,
-            "error": self.error,
-            "duration_s": self.duration_s,
-            "approval": self.approval,
-            "truncated": self.truncated,
-        }
+        """Every field, by name (the shape history stores and ``--json`` prints)."""
+        return asdict(self)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ToolResult:

@@ -31,20 +31,9 @@ class SamplingParams:
         return asdict(self)
 
     def llama_kwargs(self) -> dict[str, Any]:
-        """Keyword arguments for ``llama_cpp.Llama.generate``."""
-        return {
-            "temp": self.temperature,
-            "top_p": self.top_p,
-            "top_k": self.top_k,
-            "min_p": self.min_p,
-            "typical_p": self.typical_p,
-            "repeat_penalty": self.repeat_penalty,
-            "frequency_penalty": self.frequency_penalty,
-            "presence_penalty": self.presence_penalty,
-            "mirostat_mode": self.mirostat_mode,
-            "mirostat_tau": self.mirostat_tau,
-            "mirostat_eta": self.mirostat_eta,
-        }
+        """Keyword arguments for ``llama_cpp.Llama.generate``: every field but ``seed`` (the
+        model's), ``temperature`` named ``temp``."""
+        return {("temp" if k == "temperature" else k): v for k, v in asdict(self).items() if k != "seed"}
 
 
 #: ``Llama.create_chat_completion``'s defaults in llama-cpp-python 0.3.36.
