@@ -94,7 +94,7 @@ class ModelBackend(Protocol):
         ...
 
     def compile_constraint(self, model: LoadedModel, kwargs: dict[str, Any]) -> Any:
-        """``app.engine.constraints.compile_inline(model, **kwargs)``, run where llama.cpp runs."""
+        """``app.engine.constraints.compile_inline(model, kwargs)``, run where llama.cpp runs."""
         ...
 
     def prepare(self, gen: Generation, prompt: str | Sequence[int]) -> None:

@@ -44,7 +44,7 @@ from collections.abc import Callable
 from typing import Any
 
 from app.engine.engine_process import connect_child
-from app.engine.errors import ConstraintError, GenerationError
+from app.engine.errors import ConstraintError, GenerationError, portable
 from app.engine.generation import generate
 from app.engine.llm import load_model_inline
 
@@ -81,7 +81,7 @@ class _Child:
         except (pickle.PicklingError, TypeError, AttributeError) as exc:
             # an unpicklable result or error: send its words instead
             if msg[0] in ("reply", "end") and len(msg) == 4:
-                self.send((msg[0], msg[1], False, _portable(RuntimeError(str(exc)))))
+                self.send((msg[0], msg[1], False, portable(RuntimeError(str(exc)))))
             else:
                 raise
         except (BrokenPipeError, EOFError, OSError):
@@ -102,7 +102,7 @@ class _Child:
                         try:
                             sched.step()
                         except Exception as exc:  # noqa: BLE001 - its generations fail, the engine lives
-                            sched.fail_all(_portable(exc))
+                            sched.fail_all(portable(exc))
                     continue
                 msg = self.conn.recv()
             except (EOFError, OSError):
@@ -126,7 +126,7 @@ class _Child:
             except BaseException as exc:  # noqa: BLE001 - every error goes back to the caller
                 if isinstance(exc, (KeyboardInterrupt, SystemExit)):
                     raise
-                self.send(("reply", rid, False, _portable(exc)))
+                self.send(("reply", rid, False, portable(exc)))
             else:
                 self.send(("reply", rid, True, value))
         elif kind == "run":
@@ -186,7 +186,7 @@ class _Child:
         except BaseException as exc:  # noqa: BLE001 - the parent raises it
             if isinstance(exc, (KeyboardInterrupt, SystemExit)):
                 raise
-            self.send(("end", rid, False, _portable(exc)))
+            self.send(("end", rid, False, portable(exc)))
             return
         self.batched[rid] = gid
 
@@ -206,7 +206,7 @@ class _Child:
         except BaseException as exc:  # noqa: BLE001 - the parent raises it
             if isinstance(exc, (KeyboardInterrupt, SystemExit)):
                 raise
-            self.send(("end", rid, False, _portable(exc)))
+            self.send(("end", rid, False, portable(exc)))
         else:
             self.send(("end", rid, True, (gen.result, self.model.total_eval)))
         finally:
@@ -280,7 +280,7 @@ def _keep(child: _Child, constraint: Any) -> tuple[int, str, str]:
 def _op_compile(child: _Child, kwargs: dict[str, Any]) -> tuple[int, str, str] | None:
     from app.engine.constraints.compiler import compile_inline  # the formats load on first use
 
-    c = compile_inline(child.model, **kwargs)
+    c = compile_inline(child.model, kwargs)
     return None if c is None else _keep(child, c)
 
 
@@ -323,15 +323,6 @@ OPS: dict[str, Callable[..., Any]] = {
     "ping": _op_ping,
     "scheduler_stats": _op_scheduler_stats,
 }
-
-
-def _portable(exc: BaseException) -> BaseException:
-    """``exc`` if it survives pickling, else a plain error of the nearest engine type."""
-    try:
-        pickle.loads(pickle.dumps(exc))
-        return exc
-    except Exception:  # noqa: BLE001 - any failure means: send the words
-        return GenerationError(f"{type(exc).__name__}: {exc}")
 
 
 def _parent_gone(parent: int) -> Callable[[], bool]:
@@ -404,7 +395,7 @@ def main(channel: str) -> int:
     except BaseException as exc:  # noqa: BLE001 - the parent raises it
         if isinstance(exc, (KeyboardInterrupt, SystemExit)):
             raise
-        child.send(("reply", 0, False, _portable(exc)))
+        child.send(("reply", 0, False, portable(exc)))
         return 0
     m = child.model
     info = {

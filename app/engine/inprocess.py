@@ -301,7 +301,7 @@ class InProcessBackend:
     def compile_constraint(self, model: LoadedModel, kwargs: dict[str, Any]) -> Any:
         from app.engine.constraints.compiler import compile_inline
 
-        return compile_inline(model, **kwargs)
+        return compile_inline(model, kwargs)
 
     # -- generation ---------------------------------------------------------------------------------
 

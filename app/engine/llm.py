@@ -287,39 +287,18 @@ def load_model(
     )
 
 
-def load_model_inline(
-    *,
-    path: str,
-    meta: GGUFMetadata,
-    n_ctx: int,
-    n_gpu_layers: int | None,
-    n_threads: int,
-    verbose: bool = False,
-    kv_type: str = "f16",
-    flash_attn: bool = True,
-    kv_store: KVStoreConfig | None = None,
-) -> LoadedModel:
+def load_model_inline(**args: Any) -> LoadedModel:
     """Load a checked file with llama.cpp in this process (what the engine process runs, with
-    ``verbose``: llama.cpp's log goes to the engine's log file, which explains a crash)."""
+    ``verbose``: llama.cpp's log goes to the engine's log file, which explains a crash). The
+    arguments are :meth:`InProcessBackend.load`'s (one signature for both)."""
     from app.engine.inprocess import InProcessBackend
 
-    p = Path(path)
-    backend = InProcessBackend.load(
-        path=str(p),
-        meta=meta,
-        n_ctx=n_ctx,
-        n_gpu_layers=n_gpu_layers,
-        n_threads=n_threads,
-        verbose=verbose,
-        kv_type=kv_type,
-        flash_attn=flash_attn,
-        kv_store=kv_store,
-    )
+    backend = InProcessBackend.load(**{**args, "path": str(args["path"])})
     return _loaded(
-        p,
-        meta,
+        Path(args["path"]),
+        args["meta"],
         backend,
-        n_ctx=n_ctx,
+        n_ctx=args["n_ctx"],
         n_vocab=backend.n_vocab,
         n_gpu_layers=backend.n_gpu_layers,
         eog_ids=backend.eog_ids,

@@ -31,8 +31,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from app.engine.backend import GenerationResult
-from app.engine.errors import EngineBusy, GenerationError
+from app.engine.errors import EngineBusy, GenerationError, portable
 from app.engine.holdback import partial_start
+from app.engine.kvstore import common
 
 if TYPE_CHECKING:
     from app.engine.generation import Generation
@@ -220,11 +221,11 @@ class Scheduler:
                 self._finish_unstarted(job, "cancelled")
                 continue
             prompt = job.gen.prompt_tokens
-            slot = max(free, key=lambda s: (_common(s.cached, prompt), -s.seq))
+            slot = max(free, key=lambda s: (common(s.cached, prompt), -s.seq))
             try:
                 self._start(job, slot)
             except Exception as exc:  # noqa: BLE001 - this slot fails alone
-                self.send(("end", job.rid, False, _portable(exc)))
+                self.send(("end", job.rid, False, portable(exc)))
                 continue
 
     def _start(self, job: _Job, slot: _Slot) -> None:
@@ -249,7 +250,7 @@ class Scheduler:
             **gen.sampling.llama_kwargs(),
         )
         # the KV of the longest shared prefix stays; at least the last prompt token is decoded again
-        keep = min(_common(slot.cached, prompt), len(prompt) - 1)
+        keep = min(common(slot.cached, prompt), len(prompt) - 1)
         self._lib.llama_memory_seq_rm(self._mem, slot.seq, keep, -1)
         slot.cached = slot.cached[:keep]
         slot.job = job
@@ -405,7 +406,7 @@ class Scheduler:
 
     def _fail(self, job: _Job, exc: BaseException) -> None:
         self._release(job)
-        self.send(("end", job.rid, False, _portable(exc)))
+        self.send(("end", job.rid, False, portable(exc)))
 
     def _finish_unstarted(self, job: _Job, finish: str) -> None:
         job.budget = 0
@@ -450,22 +451,3 @@ class _SamplerShim:
         self.last_n_tokens_size = llm.last_n_tokens_size
         self._seed = seed
         self._model = llm._model
-
-
-def _common(a: list[int], b: list[int]) -> int:
-    n = 0
-    for x, y in zip(a, b, strict=False):
-        if x != y:
-            break
-        n += 1
-    return n
-
-
-def _portable(exc: BaseException) -> BaseException:
-    import pickle
-
-    try:
-        pickle.loads(pickle.dumps(exc))
-        return exc
-    except Exception:  # noqa: BLE001 - any failure means: send the words
-        return GenerationError(f"{type(exc).__name__}: {exc}")

@@ -378,20 +378,22 @@ def compile_constraint(
     )
 
 
-def compile_inline(
-    model: LoadedModel,
-    *,
-    family: str | None,
-    tools: Sequence[Mapping[str, Any]] | None,
-    tool_choice: Any = "auto",
-    parallel_tool_calls: bool = True,
-    response_format: Any = None,
-    reasoning: bool = False,
-    in_reasoning: bool = False,
-    max_calls: int | None = DEFAULT_MAX_CALLS,
-) -> Constraint | None:
+def compile_inline(model: LoadedModel, spec: Mapping[str, Any]) -> Constraint | None:
     """:func:`compile_constraint` for a model whose llama.cpp runs in this process (what the
-    in-process backend, and so the engine process, runs)."""
+    in-process backend, and so the engine process, runs); ``spec``: the request
+    :func:`compile_constraint` hands the model's backend, every key given."""
+    family: str | None = spec["family"]
+    tools: Sequence[Mapping[str, Any]] | None = spec["tools"]
+    response_format, reasoning, in_reasoning = (
+        spec["response_format"],
+        spec["reasoning"],
+        spec["in_reasoning"],
+    )
+    tool_choice, parallel_tool_calls, max_calls = (
+        spec["tool_choice"],
+        spec["parallel_tool_calls"],
+        spec["max_calls"],
+    )
     _check_size(tools, response_format)
     tools = list(tools or [])
     choice = resolve_tool_choice(tool_choice, tools)
