@@ -86,4 +86,3 @@ def test_a_json_object_reply_ends_whole_within_its_limit_whatever_is_sampled(mod
         assert res.finish_reason == "stop", (max_tokens, seed, res.text)
         assert isinstance(json.loads(res.text), dict)
         assert res.generated_tokens < max_tokens
-
