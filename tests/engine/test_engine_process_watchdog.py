@@ -354,8 +354,16 @@ def test_an_engine_still_loading_when_the_app_exits_is_stopped(endless):
         "import os, signal, sys, threading, time, psutil\n"
         "from app.engine.llm import load_model\n"
         f"threading.Thread(target=load_model, args=({str(endless)!r},), daemon=True).start()\n"
+        # the engine once it runs (its argv holds the flag); a child just forked still has this
+        # script's argv, whose source names the flag too, and suspending it before its exec would
+        # leave the load waiting on a process the app never got to know
+        "def engine(c):\n"
+        "    try:\n"
+        "        return '--engine-child' in c.cmdline()\n"
+        "    except psutil.Error:\n"
+        "        return False\n"
         "while True:\n"
-        "    kids = [c for c in psutil.Process().children() if '--engine-child' in ' '.join(c.cmdline())]\n"
+        "    kids = [c for c in psutil.Process().children() if engine(c)]\n"
         "    if kids:\n"
         "        break\n"
         "    time.sleep(0.001)\n"
