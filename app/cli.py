@@ -372,20 +372,9 @@ def _chat(args: argparse.Namespace) -> int:
 
     from app.engine.session import build_session
 
-    sampling = _sampling(args)
     try:
         tools = _chat_tools(args) or _no_tools()
-        session = build_session(
-            model,
-            tools=tools,
-            tool_format=args.tool_format,
-            system_prompt=args.system,
-            sampling=sampling,
-            max_rounds=args.max_rounds,
-            max_tokens=args.max_tokens,
-            grammar=grammar,
-            thinking=thinking,
-        )
+        session = build_session(model, tools=tools, grammar=grammar, **_session_options(args, thinking))
         from app.engine.constraints import resolve_tool_choice
 
         if tool_choice not in ("auto", "none"):  # a forced choice must name a declared tool
@@ -403,6 +392,18 @@ def _chat(args: argparse.Namespace) -> int:
         return _print_events(args, session, recorder, tool_choice, response_format)
     finally:
         model.close()
+
+
+def _session_options(args: argparse.Namespace, thinking: Any) -> dict[str, Any]:
+    """What a chat session, local or remote, takes from the command line as it is."""
+    return {
+        "tool_format": args.tool_format,
+        "system_prompt": args.system,
+        "sampling": _sampling(args),
+        "max_rounds": args.max_rounds,
+        "max_tokens": args.max_tokens,
+        "thinking": thinking,
+    }
 
 
 def _sampling(args: argparse.Namespace) -> dict[str, Any]:
@@ -443,7 +444,6 @@ def _remote_chat(args: argparse.Namespace, tool_choice: Any, response_format: An
     if args.grammar_file:
         _err("error: --grammar-file is for local models; a remote endpoint takes --response-format")
         return 2
-    sampling = _sampling(args)
     try:
         tools = _chat_tools(args)
         provider = Provider(args.endpoint, kind=args.kind, api_key=key, mode=args.parser)
@@ -452,14 +452,9 @@ def _remote_chat(args: argparse.Namespace, tool_choice: Any, response_format: An
             args.model,
             parser=args.parser,
             template=args.template,
-            tool_format=args.tool_format,
             registry=tools.registry if tools else None,
             dispatcher=tools.dispatcher if tools else None,
-            system_prompt=args.system,
-            sampling=sampling,
-            max_rounds=args.max_rounds,
-            max_tokens=args.max_tokens,
-            thinking=thinking,
+            **_session_options(args, thinking),
         )
     except (EngineError, ValueError, OSError) as exc:  # a template from /props that cannot render...
         _err(f"error: {exc}")

@@ -241,7 +241,15 @@ class Sessions:
                 self.signals.sig_error.emit(problem.message)
             else:
                 self.signals.sig_window_notice.emit(problem.code, problem.message, problem.setting)
-        sampling = dict(cfg.sampling) or None  # the engine fills the rest from the GGUF's recommendations
+        # a local session's and a remote one's; the engine fills the sampling that is not set from
+        # the GGUF's recommendations
+        options: dict[str, Any] = {
+            "system_prompt": cfg.system_prompt or None,
+            "sampling": dict(cfg.sampling) or None,
+            "max_tokens": cfg.max_tokens,
+            "max_rounds": cfg.max_tool_rounds,
+            "messages": messages,
+        }
         if st.remote is not None:
             from app.engine.remote import RemoteChatSession
 
@@ -253,24 +261,11 @@ class Sessions:
                 tool_format="auto" if off else cfg.tool_format,
                 registry=None if off else tools.registry,
                 dispatcher=None if off else tools.dispatcher,
-                system_prompt=cfg.system_prompt or None,
-                sampling=sampling,
-                max_tokens=cfg.max_tokens,
-                max_rounds=cfg.max_tool_rounds,
-                messages=messages,
+                **options,
             )
             return
         assert st.model is not None  # a local model, or the remote one above
-        st.session = build_session(
-            st.model,
-            tools=tools,
-            tool_format=cfg.tool_format,
-            system_prompt=cfg.system_prompt,
-            sampling=sampling,
-            max_tokens=cfg.max_tokens,
-            max_rounds=cfg.max_tool_rounds,
-            messages=messages,
-        )
+        st.session = build_session(st.model, tools=tools, tool_format=cfg.tool_format, **options)
 
     def emit_context(self) -> None:
         """Tell the window how much of the context the open conversation takes."""
