@@ -15,18 +15,12 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-# The one memory of approvals (tool names, and pinned definitions of tools from outside) is app.calls's.
-from app.calls import ApprovalPolicy, outcome_of, read_decision
+# The one memory of approvals (tool names, and pinned definitions of tools from outside) is app.calls's,
+# and so are the calls and their results.
+from app.calls import ApprovalOutcome, ApprovalPolicy, ToolCall, ToolResult, outcome_of, read_decision
 from app.tools.cancel import CallControl, ToolCancelled, run_under
 from app.tools.registry import ToolRegistry
-from app.tools.types import (
-    ApprovalOutcome,
-    ApprovalRequest,
-    Tool,
-    ToolCall,
-    ToolError,
-    ToolResult,
-)
+from app.tools.types import ApprovalRequest, Tool, ToolError
 from app.tools.validation import parse_arguments, validate_arguments
 
 __all__ = [
