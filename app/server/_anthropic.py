@@ -39,13 +39,8 @@ if TYPE_CHECKING:
 
 __all__ = ["count_tokens", "messages", "parse_messages_request"]
 
-_STOP = {
-    "stop": "end_turn",
-    "tool_calls": "tool_use",
-    "length": "max_tokens",
-    "deadline": "max_tokens",
-    "cancelled": "end_turn",
-}
+#: the finish reasons Anthropic names otherwise (:meth:`TurnEnd.finish_in`)
+_STOP = {"stop": "end_turn", "tool_calls": "tool_use", "length": "max_tokens"}
 
 
 def _blocks(content: Any, where: str) -> list[dict[str, Any]]:
@@ -305,7 +300,7 @@ async def messages(request: Request):
                 "role": "assistant",
                 "model": turn.model_id,
                 "content": content,
-                "stop_reason": _STOP.get(end.finish_reason, "end_turn"),
+                "stop_reason": end.finish_in(_STOP),
                 "stop_sequence": None,
                 "usage": _usage(end),
             }
@@ -397,7 +392,7 @@ async def messages(request: Request):
                 "message_delta",
                 {
                     "type": "message_delta",
-                    "delta": {"stop_reason": _STOP.get(end.finish_reason, "end_turn"), "stop_sequence": None},
+                    "delta": {"stop_reason": end.finish_in(_STOP), "stop_sequence": None},
                     "usage": {"output_tokens": end.completion_tokens},
                 },
             )

@@ -106,6 +106,23 @@ class TurnEnd:
     # (``app.engine.loop.answered_before``): a client loop that runs in circles
     repeated: list[str] = field(default_factory=list)
 
+    def finish_in(self, renamed: dict[str, str] | None = None) -> str:
+        """The finish reason in an API's words: OpenAI's (:data:`_OPENAI_FINISH`; ``stop`` for a
+        reason it does not name), then as ``renamed`` names them."""
+        reason = _OPENAI_FINISH.get(self.finish_reason, "stop")
+        return renamed.get(reason, reason) if renamed else reason
+
+
+#: the engine's finish reasons in OpenAI's words: a cancelled turn ends as stopped, a deadline as
+#: the token limit (the other APIs rename these: :meth:`TurnEnd.finish_in`)
+_OPENAI_FINISH = {
+    "stop": "stop",
+    "length": "length",
+    "tool_calls": "tool_calls",
+    "cancelled": "stop",
+    "deadline": "length",
+}
+
 
 def as_api_error(exc: BaseException) -> ApiError:
     """What the engine raised for a request's job, in the server's terms (one table:

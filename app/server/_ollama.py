@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 __all__ = ["chat", "generate", "show", "tags", "version"]
 
 OLLAMA_VERSION = "0.9.0"  # the API level this server speaks
-_DONE = {"stop": "stop", "tool_calls": "stop", "length": "length", "cancelled": "stop", "deadline": "length"}
+_DONE = {"tool_calls": "stop"}  # the finish reasons Ollama names otherwise (TurnEnd.finish_in)
 
 
 def _now() -> str:
@@ -153,7 +153,7 @@ def _stats(end: TurnEnd | None) -> dict[str, Any]:
     total = int(end.elapsed_s * 1e9)
     ttft = int((end.ttft_s or 0.0) * 1e9)
     return {
-        "done_reason": _DONE.get(end.finish_reason, "stop"),
+        "done_reason": end.finish_in(_DONE),
         "total_duration": total,
         "load_duration": 0,
         "prompt_eval_count": end.prompt_tokens,

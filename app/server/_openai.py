@@ -62,14 +62,6 @@ __all__ = [
 MAX_TOOL_CALLS_LIMIT = 64  # the most a request's max_tool_calls may ask for
 REPEATED_CALLS_HEADER = "X-Callisto-Repeated-Calls"
 
-_FINISH = {
-    "stop": "stop",
-    "length": "length",
-    "tool_calls": "tool_calls",
-    "cancelled": "stop",
-    "deadline": "length",
-}
-
 
 def _text_of(content: Any, where: str) -> str:
     """A message's content: a string or an array of text parts."""
@@ -404,7 +396,7 @@ async def chat_completions(request: Request):
                 {
                     "index": 0,
                     "message": message,
-                    "finish_reason": _FINISH.get(end.finish_reason, "stop"),
+                    "finish_reason": end.finish_in(),
                     "logprobs": None,
                 }
             ],
@@ -460,7 +452,7 @@ async def chat_completions(request: Request):
                     end = value
             assert end is not None
             repeated = {"repeated_tool_calls": [f"call_{i}" for i in end.repeated]} if end.repeated else {}
-            yield chunk({}, _FINISH.get(end.finish_reason, "stop"), **repeated)
+            yield chunk({}, end.finish_in(), **repeated)
             if include_usage:
                 yield _sse(
                     {
@@ -527,7 +519,7 @@ async def completions(request: Request):
                         "text": (prompt + text) if echo else text,
                         "index": 0,
                         "logprobs": None,
-                        "finish_reason": _FINISH.get(end.finish_reason, "stop"),
+                        "finish_reason": end.finish_in(),
                     }
                 ],
                 "usage": _usage(end),
@@ -556,7 +548,7 @@ async def completions(request: Request):
                 elif kind == "end":
                     end = value
             assert end is not None
-            yield chunk("", _FINISH.get(end.finish_reason, "stop"))
+            yield chunk("", end.finish_in())
             yield b"data: [DONE]\n\n"
         except ApiError as err:
             from app.server._errors import error_body
