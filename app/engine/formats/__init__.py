@@ -31,7 +31,10 @@ Adding a family touches three places: its module, its cases file and the list be
    ``parse_region(...)`` (strict, never raises, returns ``([ParsedCall, ...], leftover)`` or
    ``None`` for "this is text") and ``example_call(name, arguments)`` (the call as the model
    writes it: tool guidance and the fuzz suite use it). End the module with
-   ``register(MyFormat())``.
+   ``register(MyFormat())``. A family that differs from another only in data (its markers,
+   label, reasoning tags) writes no class: it is an instance of the shared one, built with its
+   data (``register(JsonTagFormat("longcat", LABEL, (OPEN,), close=CLOSE))``, see
+   :class:`~app.engine.formats.base.Format`).
 2. Add its module name to :data:`FAMILY_MODULES` below, where it should be tried: that order is
    the detection order and the order of the settings choices.
 3. Add ``tests/engine/formats/cases/<family>.py`` with ``FAMILY`` (the registry name) and

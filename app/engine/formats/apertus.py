@@ -32,11 +32,7 @@ def _element(obj: Any) -> tuple[str, dict[str, Any], None] | None:
 
 
 class ApertusFormat(JsonListFormat):
-    name = "apertus"
-    label = "Apertus JSON list (Swiss AI Apertus 8B, 70B)"
-    openers = (OPEN,)
-    reasoning = ("<|inner_prefix|>", "<|inner_suffix|>")
-    list_open, list_close = OPEN, CLOSE
+    """Each element is ``{NAME: {...}}``."""
 
     def list_item(self, name, arguments):
         return {name: dict(arguments)}
@@ -59,4 +55,12 @@ class ApertusFormat(JsonListFormat):
         return _element(obj)
 
 
-register(ApertusFormat())
+register(
+    ApertusFormat(
+        "apertus",
+        "Apertus JSON list (Swiss AI Apertus 8B, 70B)",
+        (OPEN,),
+        close=CLOSE,
+        reasoning=("<|inner_prefix|>", "<|inner_suffix|>"),
+    )
+)

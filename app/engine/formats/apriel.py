@@ -14,7 +14,7 @@ from __future__ import annotations
 from app.engine.formats.base import register
 from app.engine.formats.json_list import JsonListFormat
 
-__all__ = ["AprielFormat"]
+__all__ = ["APRIEL"]
 
 OPEN = "<tool_calls>"
 CLOSE = "</tool_calls>"
@@ -22,14 +22,14 @@ REASONING_START = "Here are my reasoning steps:"
 FINAL = "[BEGIN FINAL RESPONSE]"
 END_FINAL = "[END FINAL RESPONSE]"  # Apriel 1.5 closes its final response with it: structure
 
-
-class AprielFormat(JsonListFormat):
-    name = "apriel"
-    label = "Apriel JSON list (ServiceNow Apriel 1.5, 1.6)"
-    openers = (OPEN, END_FINAL)  # END_FINAL: the end of the final response, consumed
-    reasoning = (REASONING_START, FINAL)
-    args_required, id_key = True, "id"
-    list_open, list_close = OPEN, CLOSE
-
-
-register(AprielFormat())
+APRIEL = register(
+    JsonListFormat(
+        "apriel",
+        "Apriel JSON list (ServiceNow Apriel 1.5, 1.6)",
+        (OPEN, END_FINAL),  # END_FINAL: the end of the final response, consumed
+        close=CLOSE,
+        reasoning=(REASONING_START, FINAL),
+        args_required=True,
+        id_key="id",
+    )
+)

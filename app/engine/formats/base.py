@@ -348,6 +348,9 @@ def tool_format_choices() -> list[tuple[str, str]]:
     )
 
 
+_NO_SETTING = object()  # an attribute a family class does not have
+
+
 class Format:
     """One tool-call family. Subclasses set the class attributes and the two region methods."""
 
@@ -369,6 +372,31 @@ class Format:
     # Openers of a start-only family that open a call anywhere in the reply (special tokens such
     # as Llama 4's <|python_start|>); the other openers stay start-only.
     anywhere: tuple[str, ...] = ()
+
+    def __init__(
+        self, name: str = "", label: str = "", openers: tuple[str, ...] = (), **settings: Any
+    ) -> None:
+        """A family built from data: ``name``, ``label``, ``openers`` and, by keyword, any other
+        attribute the class gives a default (``reasoning``, a closing tag, ...) take this family's
+        values; what is left out keeps the class's. So families that differ only in data are
+        instances of one class (``JsonTagFormat("longcat", LABEL, (OPEN,), close=CLOSE)``), and a
+        family with code of its own is a subclass that sets them as class attributes."""
+        if name:
+            self.name = name
+        if label:
+            self.label = label
+        if openers:
+            self.openers = openers
+        for key, value in settings.items():
+            default = getattr(type(self), key, _NO_SETTING)
+            if (
+                key.startswith("_")
+                or default is _NO_SETTING
+                or callable(default)
+                or isinstance(default, property)
+            ):
+                raise TypeError(f"{type(self).__name__} has no setting {key!r}")
+            setattr(self, key, value)
 
     @property
     def detail(self) -> str:

@@ -82,13 +82,10 @@ class _CitationScanner(RegionScanner):
 
 
 class CommandRFormat(JsonListFormat):
-    name = "command-r"
-    label = "Command R7B actions (Cohere Command R7B, Command A)"
-    openers = (OPEN, RESPONSE_OPEN, RESPONSE_CLOSE, CO_OPEN)
+    """The action list, with the citations (``<co>``) of its answer."""
+
     non_marker_openers = (RESPONSE_OPEN, RESPONSE_CLOSE, CO_OPEN)  # structure and citations, not calls
-    reasoning = THINK
     extra_keys = ("tool_call_id",)
-    list_open, list_close = OPEN, CLOSE
     layout = ("[\n    ", "\n]")
     name_key, args_key = "tool_name", "parameters"
     cut_rest = False  # the cut rest of a list stays text
@@ -112,4 +109,12 @@ class CommandRFormat(JsonListFormat):
         return {"tool_call_id": "0", "tool_name": name, "parameters": dict(arguments)}
 
 
-register(CommandRFormat())
+register(
+    CommandRFormat(
+        "command-r",
+        "Command R7B actions (Cohere Command R7B, Command A)",
+        (OPEN, RESPONSE_OPEN, RESPONSE_CLOSE, CO_OPEN),
+        close=CLOSE,
+        reasoning=THINK,
+    )
+)

@@ -94,10 +94,8 @@ def _unfence(body: str, *, at_end: bool, truncated: bool) -> tuple[str, bool] | 
 
 
 class CommandRPlusFormat(JsonListFormat):
-    name = "command-r-plus"
-    label = "Command R+ actions (Cohere Command R+, Command R)"
-    openers = (OPEN, CHATBOT)  # CHATBOT: the turn's marker, structure
-    list_open, list_close = OPEN, ""
+    """The action list after ``Action:``, fenced or bare, with no closing tag."""
+
     frame = (f"{OPEN}\n{FENCE}json\n", f"\n{FENCE}")
     layout = ("[\n    ", "\n]")
     name_key, args_key = "tool_name", "parameters"
@@ -114,4 +112,10 @@ class CommandRPlusFormat(JsonListFormat):
         return parse_json_list(inner, "", at_end=at_end, truncated=cut, read_element=self.read_element)
 
 
-register(CommandRPlusFormat())
+register(
+    CommandRPlusFormat(
+        "command-r-plus",
+        "Command R+ actions (Cohere Command R+, Command R)",
+        (OPEN, CHATBOT),  # CHATBOT: the turn's marker, structure
+    )
+)

@@ -10,23 +10,17 @@ template was found.
 
 from __future__ import annotations
 
-from app.engine.formats.base import THINK, register
+from app.engine.formats.base import register
 from app.engine.formats.open_json import JsonTagFormat
 
-__all__ = ["Ernie45Format"]
+__all__ = ["ERNIE45"]
 
 OPEN = "<tool_call>"
 CLOSE = "</tool_call>"
 RESPONSE = ("<response>", "</response>")  # ERNIE's answer frame: structure
 
-
-class Ernie45Format(JsonTagFormat):
-    name = "ernie45"
-    label = "ERNIE 4.5 JSON (Baidu ERNIE-4.5, ERNIE-4.5 Thinking)"
-    openers = (OPEN, *RESPONSE)
-    structure = RESPONSE
-    reasoning = THINK
-    tag_open, tag_close = OPEN, CLOSE
-
-
-register(Ernie45Format())
+ERNIE45 = register(
+    JsonTagFormat(
+        "ernie45", "ERNIE 4.5 JSON (Baidu ERNIE-4.5, ERNIE-4.5 Thinking)", (OPEN, *RESPONSE), close=CLOSE
+    )
+)

@@ -14,18 +14,17 @@ from __future__ import annotations
 from app.engine.formats.base import THINK, register
 from app.engine.formats.open_json import OpenListFormat
 
-__all__ = ["GraniteFormat"]
+__all__ = ["GRANITE"]
 
 OPEN = "<|tool_call|>"
 RESPONSE = ("<response>", "</response>")  # Granite 3.3's answer frame: structure
 
-
-class GraniteFormat(OpenListFormat):
-    name = "granite"
-    label = "Granite JSON list (IBM Granite 3.0, 3.1, 3.2, 3.3)"
-    openers = (OPEN, *RESPONSE)
-    structure = RESPONSE
-    reasoning = THINK
-
-
-register(GraniteFormat())
+GRANITE = register(
+    OpenListFormat(
+        "granite",
+        "Granite JSON list (IBM Granite 3.0, 3.1, 3.2, 3.3)",
+        (OPEN, *RESPONSE),
+        structure=RESPONSE,
+        reasoning=THINK,
+    )
+)

@@ -12,16 +12,12 @@ from __future__ import annotations
 from app.engine.formats.base import register
 from app.engine.formats.open_json import OpenObjectFormat
 
-__all__ = ["Granite20bFcFormat"]
+__all__ = ["GRANITE_20B_FC"]
 
 OPEN = "<function_call>"
 
-
-class Granite20bFcFormat(OpenObjectFormat):
-    name = "granite-20b-fc"
-    label = "Granite 20B function calling (IBM granite-20b-functioncalling)"
-    openers = (OPEN,)
-    gap = " "
-
-
-register(Granite20bFcFormat())
+GRANITE_20B_FC = register(
+    OpenObjectFormat(
+        "granite-20b-fc", "Granite 20B function calling (IBM granite-20b-functioncalling)", (OPEN,), gap=" "
+    )
+)

@@ -13,19 +13,18 @@ from __future__ import annotations
 from app.engine.formats.base import THINK, register
 from app.engine.formats.json_list import JsonListFormat
 
-__all__ = ["HunyuanA13bFormat"]
+__all__ = ["HUNYUAN_A13B"]
 
 OPEN = "<tool_calls>"
 CLOSE = "</tool_calls>"
 ANSWER = ("<answer>", "</answer>")  # the answer's frame: structure
 
-
-class HunyuanA13bFormat(JsonListFormat):
-    name = "hunyuan-a13b"
-    label = "Hunyuan-A13B JSON list (Tencent Hunyuan-A13B Instruct)"
-    openers = (OPEN, *ANSWER)
-    reasoning = THINK
-    list_open, list_close = OPEN, CLOSE
-
-
-register(HunyuanA13bFormat())
+HUNYUAN_A13B = register(
+    JsonListFormat(
+        "hunyuan-a13b",
+        "Hunyuan-A13B JSON list (Tencent Hunyuan-A13B Instruct)",
+        (OPEN, *ANSWER),
+        close=CLOSE,
+        reasoning=THINK,
+    )
+)

@@ -12,17 +12,13 @@ from __future__ import annotations
 from app.engine.formats.base import register
 from app.engine.formats.json_list import JsonListFormat
 
-__all__ = ["JambaFormat"]
+__all__ = ["JAMBA"]
 
 OPEN = "<tool_calls>"
 CLOSE = "</tool_calls>"
 
-
-class JambaFormat(JsonListFormat):
-    name = "jamba"
-    label = "Jamba JSON list (AI21 Jamba 1.5, 1.6, 1.7, Jamba Mini, Large)"
-    openers = (OPEN,)
-    list_open, list_close = OPEN, CLOSE
-
-
-register(JambaFormat())
+JAMBA = register(
+    JsonListFormat(
+        "jamba", "Jamba JSON list (AI21 Jamba 1.5, 1.6, 1.7, Jamba Mini, Large)", (OPEN,), close=CLOSE
+    )
+)

@@ -158,19 +158,20 @@ def key_hint(raw: str, key: str) -> str | None:
 class JsonListFormat(Format):
     """A family whose calls are one JSON list: ``LIST_OPEN [ {call}, ... ] LIST_CLOSE``.
 
-    A family sets ``list_open`` / ``list_close`` (its tags), ``openers`` (``list_open`` and any markers
-    that stand alone as structure: consumed, never content), and, where they differ from the
-    defaults, ``name_key`` / ``args_key`` / ``extra_keys`` / ``args_required`` / ``id_key`` (the
-    element's keys, read by :func:`element_reader`, or :meth:`read_element` itself), :meth:`list_item` (one element as
-    the model writes it), :meth:`call_schema` (its schema in the grammar), ``frame`` (the text around the list in example calls and grammars,
-    default the tags), ``layout`` (the text inside the brackets around an example's element) and
-    ``list_scanner`` / :meth:`read_list` (a list that is not simply between the tags). A list cut
-    by the token limit keeps its complete calls; the cut element is an incomplete call, or text
-    where ``cut_rest`` is False.
+    A family is an instance (see :class:`Format`): its ``name`` and ``label``, its ``openers`` (the
+    first, ``list_open``, opens the list; the others are markers that stand alone as structure:
+    consumed, never content), ``close`` (its closing tag), its ``reasoning`` tags and, where they
+    differ from the defaults, ``args_required`` / ``id_key`` (read by :func:`element_reader`). A subclass
+    changes the class attributes ``name_key`` / ``args_key`` / ``extra_keys`` (the element's keys,
+    or :meth:`read_element` itself), :meth:`list_item` (one element as the model writes it),
+    :meth:`call_schema` (its schema in the grammar), ``frame`` (the text around the list in
+    example calls and grammars, default the tags), ``layout`` (the text inside the brackets around
+    an example's element) and ``list_scanner`` / :meth:`read_list` (a list that is not simply
+    between the tags). A list cut by the token limit keeps its complete calls; the cut element is
+    an incomplete call, or text where ``cut_rest`` is False.
     """
 
-    list_open: str
-    list_close: str
+    close = ""
     frame: tuple[str, str] | None = None
     layout: tuple[str, str] = ("[", "]")
     name_key = "name"
@@ -179,6 +180,10 @@ class JsonListFormat(Format):
     args_required = False
     id_key: str | None = None
     cut_rest = True
+
+    @property
+    def list_open(self) -> str:
+        return self.openers[0]
 
     def read_element(self, obj: Any) -> tuple[str, dict[str, Any], str | None] | None:
         """One decoded list element as a call (see :data:`ElementReader`): by default the
@@ -196,11 +201,11 @@ class JsonListFormat(Format):
         )
 
     def list_scanner(self) -> RegionScanner:
-        return JsonListScanner(self.list_close)
+        return JsonListScanner(self.close)
 
     def read_list(self, body: str, *, at_end: bool, truncated: bool) -> tuple[list[ParsedCall], str] | None:
         return parse_json_list(
-            body, self.list_close, at_end=at_end, truncated=truncated, read_element=self.read_element
+            body, self.close, at_end=at_end, truncated=truncated, read_element=self.read_element
         )
 
     def list_item(self, name: str, arguments: Mapping[str, Any]) -> Any:
@@ -212,7 +217,7 @@ class JsonListFormat(Format):
         return json_call(tool, name_key=self.name_key, args_key=self.args_key)
 
     def _frame(self) -> tuple[str, str]:
-        return self.frame or (self.list_open, self.list_close)
+        return self.frame or (self.list_open, self.close)
 
     def region_scanner(self, opener: str) -> RegionScanner:
         return self.list_scanner() if opener == self.list_open else MarkerRegion()

@@ -11,21 +11,14 @@ found: a template is known as LongCat's by its rendered call, or by the tag it n
 
 from __future__ import annotations
 
-from app.engine.formats.base import THINK, register
+from app.engine.formats.base import register
 from app.engine.formats.open_json import JsonTagFormat
 
-__all__ = ["LongCatFormat"]
+__all__ = ["LONGCAT"]
 
 OPEN = "<longcat_tool_call>"
 CLOSE = "</longcat_tool_call>"
 
-
-class LongCatFormat(JsonTagFormat):
-    name = "longcat"
-    label = "LongCat JSON (Meituan LongCat-Flash Chat, Thinking)"
-    openers = (OPEN,)
-    reasoning = THINK
-    tag_open, tag_close = OPEN, CLOSE
-
-
-register(LongCatFormat())
+LONGCAT = register(
+    JsonTagFormat("longcat", "LongCat JSON (Meituan LongCat-Flash Chat, Thinking)", (OPEN,), close=CLOSE)
+)

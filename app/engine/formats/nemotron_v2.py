@@ -11,19 +11,18 @@ from __future__ import annotations
 from app.engine.formats.base import THINK, register
 from app.engine.formats.json_list import JsonListFormat
 
-__all__ = ["NemotronV2Format"]
+__all__ = ["NEMOTRON_V2"]
 
 OPEN = "<TOOLCALL>"
 CLOSE = "</TOOLCALL>"
 
-
-class NemotronV2Format(JsonListFormat):
-    name = "nemotron-v2"
-    label = "Nemotron v2 JSON list (NVIDIA Nemotron Nano v2)"
-    openers = (OPEN,)
-    reasoning = THINK
-    args_required = True
-    list_open, list_close = OPEN, CLOSE
-
-
-register(NemotronV2Format())
+NEMOTRON_V2 = register(
+    JsonListFormat(
+        "nemotron-v2",
+        "Nemotron v2 JSON list (NVIDIA Nemotron Nano v2)",
+        (OPEN,),
+        close=CLOSE,
+        reasoning=THINK,
+        args_required=True,
+    )
+)

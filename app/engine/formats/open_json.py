@@ -17,9 +17,9 @@ from collections.abc import Mapping
 from functools import partial
 from typing import Any
 
-from app.engine.formats.base import Format, JsonStateScanner, MarkerRegion, RegionScanner, one_call
+from app.engine.formats.base import THINK, Format, JsonStateScanner, MarkerRegion, RegionScanner, one_call
 from app.engine.formats.json_list import ElementReader, element_reader, parse_json_list
-from app.engine.formats.jsonscan import loads_repaired, read_name_arguments
+from app.engine.formats.jsonscan import loads_repaired, name_arguments, strip_fence
 from app.engine.formats.sections import JsonTagScanner, closed_body, json_text, skip_ws
 
 __all__ = ["FencedListScanner", "JsonTagFormat", "OpenListFormat", "OpenObjectFormat", "OpenValueScanner"]
@@ -88,14 +88,18 @@ class FencedListScanner(JsonStateScanner):
 
 
 class _OpenJsonFormat(Format):
-    """What the two shapes share: the element's keys, the markers that stand alone as structure."""
+    """What the two shapes share: the element's keys, the markers that stand alone as structure.
 
-    #: markers consumed as structure wherever they stand (never content): e.g. ``<response>``
+    A family is an instance (see :class:`Format`): its ``name``, ``label``, ``openers`` and
+    ``reasoning`` tags; ``structure``: those of its openers consumed as structure wherever they stand (never content:
+    e.g. ``<response>``); ``gap``: the text written between the opener and the value in example
+    calls and grammars.
+    """
+
     structure: tuple[str, ...] = ()
     name_key = "name"
     args_key = "arguments"
     extra_keys: tuple[str, ...] = ()
-    #: the text written between the opener and the value in example calls and grammars
     gap = ""
 
     @functools.cached_property
@@ -171,23 +175,51 @@ class OpenObjectFormat(_OpenJsonFormat):
 
 
 class JsonTagFormat(Format):
-    """Hermes' wire under a family's own tags: ``TAG_OPEN\\n{"name": .., "arguments": {..}}\\nTAG_CLOSE``,
-    any number per reply (LongCat, ERNIE 4.5). A markdown fence around the JSON and a trailing
-    comma are repaired; a missing closing tag is accepted only when the reply ended normally right
-    after the JSON. ``structure``: markers consumed wherever they stand (an answer frame)."""
+    """Hermes' wire, under a family's own tags: ``OPEN lead {"name": .., "arguments": {..}} trail
+    CLOSE``, any number per reply (Hermes, LongCat, ERNIE 4.5, InternLM). A family is one instance
+    (see :class:`Format`): its ``name`` and ``label``, its ``openers`` (the first opens a call; the
+    others are markers consumed as structure wherever they stand, such as an answer frame), its
+    closing tag ``close`` and its ``reasoning`` tags (by default ``<think>``).
 
-    tag_open: str
-    tag_close: str
-    structure: tuple[str, ...] = ()
+    ``args_keys``: the key the arguments are written under, then any other key they are read
+    under (a call holds one of them). ``fences``: a markdown fence around the JSON is repaired,
+    and a missing closing tag is accepted when the reply ended normally right after the call;
+    without, a fence makes the region text and a missing closing tag is accepted only right after
+    the JSON's ``}``. ``layout``: the text after the opening tag, before the closing tag and
+    between two calls, as the model writes them.
+    """
+
+    reasoning = THINK
+    close = ""
+    args_keys: tuple[str, ...] = ("arguments",)
+    fences = True
+    layout: tuple[str, str, str] = ("\n", "\n", "\n")
+
+    @property
+    def structure(self) -> tuple[str, ...]:
+        return self.openers[1:]
 
     def region_scanner(self, opener: str) -> RegionScanner:
-        return MarkerRegion() if opener in self.structure else JsonTagScanner(self.tag_close)
+        if opener in self.structure:
+            return MarkerRegion()
+        return JsonTagScanner(self.close, fences=self.fences)
+
+    def read_call(self, inner: str) -> tuple[str, dict[str, Any]] | None:
+        """The call written between the tags (``inner``), or None."""
+        ok, obj = loads_repaired((strip_fence(inner.strip()) if self.fences else inner).strip())
+        if not ok or not isinstance(obj, dict):
+            return None
+        keys = [k for k in self.args_keys if k in obj]
+        if len(keys) > 1:
+            return None
+        return name_arguments(obj, args_key=keys[0] if keys else self.args_keys[0])
 
     def parse_region(self, opener, body, *, at_end, truncated, tools):
         if opener in self.structure:
             return [], ""  # consumed, never content
-        inner = closed_body(body, self.tag_close, last="", at_end=at_end, truncated=truncated)
-        return one_call(opener, body, None if inner is None else read_name_arguments(inner))
+        last = "" if self.fences else "}"  # the end of the call, where an implied closing tag may follow
+        inner = closed_body(body, self.close, last=last, at_end=at_end, truncated=truncated)
+        return one_call(opener, body, None if inner is None else self.read_call(inner))
 
     def cut_call(self, opener, body, tools):
         return None if opener in self.structure else super().cut_call(opener, body, tools)
@@ -195,8 +227,18 @@ class JsonTagFormat(Format):
     def grammar_wire(self, ctx):
         from app.engine.grammar.wires import json_tagged
 
-        return partial(json_tagged, open=self.tag_open, close=self.tag_close, lead="\n", trail="\n", sep="\n")
+        lead, trail, sep = self.layout
+        return partial(
+            json_tagged,
+            open=self.openers[0],
+            close=self.close,
+            lead=lead,
+            trail=trail,
+            sep=sep,
+            args_key=self.args_keys[0],
+        )
 
     def example_call(self, name: str, arguments: dict[str, Any]) -> str:
-        call = json_text({"name": name, "arguments": dict(arguments)})
-        return f"{self.tag_open}\n{call}\n{self.tag_close}"
+        lead, trail, _sep = self.layout
+        call = json_text({"name": name, self.args_keys[0]: dict(arguments)})
+        return f"{self.openers[0]}{lead}{call}{trail}{self.close}"

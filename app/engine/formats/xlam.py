@@ -22,9 +22,8 @@ OPEN = "["
 
 
 class XlamFormat(OpenListFormat):
-    name = "xlam"
-    label = "xLAM JSON list (Salesforce xLAM-2, Llama-xLAM, xLAM-1)"
-    openers = (OPEN, FENCE)
+    """The list opens the reply: its bracket, or a markdown fence, is the opener."""
+
     start_only = True
 
     def region_scanner(self, opener: str) -> RegionScanner:
@@ -61,4 +60,4 @@ class XlamFormat(OpenListFormat):
         return super().cut_call(opener, body, tools)
 
 
-register(XlamFormat())
+register(XlamFormat("xlam", "xLAM JSON list (Salesforce xLAM-2, Llama-xLAM, xLAM-1)", (OPEN, FENCE)))
