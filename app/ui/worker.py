@@ -54,6 +54,13 @@ log = logging.getLogger(__name__)
 __all__ = ["EngineConfig", "EngineWorker", "ModelInfo"]
 
 
+def _state_choice(name: str, doc: str) -> Any:
+    """A property that reads and sets the engine state's ``name`` (a choice for the next send)."""
+    return property(
+        attrgetter(f"state.{name}"), lambda self, value: setattr(self.state, name, value), doc=doc
+    )
+
+
 class EngineWorker(WorkerSignals):
     """Owns the window's ChatSession and the engine host's thread; talks to the UI with signals."""
 
@@ -87,23 +94,10 @@ class EngineWorker(WorkerSignals):
         attrgetter("turns.generation_thread_ident"), doc="The thread the last turn ran on."
     )
 
-    @property
-    def tool_choice(self) -> Any:
-        """The next send's tool_choice (the window's control sets it)."""
-        return self.state.tool_choice
-
-    @tool_choice.setter
-    def tool_choice(self, choice: Any) -> None:
-        self.state.tool_choice = choice
-
-    @property
-    def thinking(self) -> Any:
-        """The next send's thinking choice (the window's thinking control sets it; None: auto)."""
-        return self.state.thinking
-
-    @thinking.setter
-    def thinking(self, choice: Any) -> None:
-        self.state.thinking = choice
+    tool_choice = _state_choice("tool_choice", "The next send's tool_choice (the window's control sets it).")
+    thinking = _state_choice(
+        "thinking", "The next send's thinking choice (the window's thinking control sets it; None: auto)."
+    )
 
     # -- public API (any thread) -------------------------------------------------------------
     @property

@@ -155,10 +155,15 @@ class AssistantMessage(QFrame):
         the call being written as (id, name, arguments so far) or None), or None when it cannot
         tell (a remote engine). Stops when the reply ends."""
         self.token_source = source
-        if self._live_timer is None:
-            self._live_timer = QTimer(self)
-            self._live_timer.timeout.connect(self.poll_tokens)
-        self._live_timer.start(interval_ms)
+        self._live_timer = self._poll_every(self._live_timer, self.poll_tokens, interval_ms)
+
+    def _poll_every(self, timer: QTimer | None, poll: Callable[[], None], interval_ms: int) -> QTimer:
+        """``timer`` (made the first time, calling ``poll``), started at ``interval_ms``."""
+        if timer is None:
+            timer = QTimer(self)
+            timer.timeout.connect(poll)
+        timer.start(interval_ms)
+        return timer
 
     def poll_tokens(self) -> None:
         if self.status != "streaming" or self.token_source is None:
@@ -252,10 +257,7 @@ class AssistantMessage(QFrame):
         """Until the first token, show how much of the prompt is read: ``source()`` gives (done, total)
         or None (the engine's ``LoadedModel.prompt_progress``, written by the generating thread)."""
         self.prompt_source = source
-        if self._prompt_timer is None:
-            self._prompt_timer = QTimer(self)
-            self._prompt_timer.timeout.connect(self._poll_prompt)
-        self._prompt_timer.start(interval_ms)
+        self._prompt_timer = self._poll_every(self._prompt_timer, self._poll_prompt, interval_ms)
 
     def _poll_prompt(self) -> None:
         if self.started or self.status != "streaming" or self.prompt_source is None:

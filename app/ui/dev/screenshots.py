@@ -168,83 +168,92 @@ class ScreenshotDirector(QObject):
             self._fail(str(exc))
 
     def _step(self) -> None:
-        w, st = self.window, self.state
-        if st == "empty":
-            if not self._loading():  # loaded, failed or nothing to load: the window as a newcomer sees it
-                self._settle_then_shoot(w)
-        elif st == "settings":
-            if not self._loading():
-                self._poll.stop()
-                self._settings_dialog = w.open_settings("chat.tool_format")
-                self._settle_then_shoot(self._settings_dialog)
-        elif st == "models":
-            if not self._models_shown:
-                self._models_shown = True
-                w.page_stack.show_models_page()
-                page = w.models_page()
-                signal = getattr(page, "sig_library_done", None)
-                if signal is None:
-                    raise StateNotReached(
-                        "the Models page could not be opened: " + getattr(page, "text", str)()
-                    )
-                signal.connect(self._on_library_done)
-            if self._library_scanned:
-                self._settle_then_shoot(w)
-        elif st == "check":
-            self._step_check()
-        elif st == "server":
-            self._step_server()
-        elif st == "remote":
-            self._step_remote()
-        elif st == "reply-versions":
-            self._step_versions()
-        elif st == "live-call":
-            self._step_live_call()
-        elif st == "thinking":
-            self._step_thinking()
-        elif st == "recommended":
-            if not self._models_shown:
-                self._models_shown = True
-                w.page_stack.show_models_page()
-                page = w.models_page()
+        st = self.state
+        steps = {
+            "empty": self._step_idle,
+            "settings": self._step_idle,
+            "models": self._step_models,
+            "recommended": self._step_models,
+            "check": self._step_check,
+            "server": self._step_server,
+            "remote": self._step_remote,
+            "reply-versions": self._step_versions,
+            "live-call": self._step_live_call,
+            "thinking": self._step_thinking,
+            **dict.fromkeys(EXTRA_MODEL_STATES, self._step_extra),
+            **dict.fromkeys(MODEL_STATES, self._step_reply),
+        }
+        step = steps.get(st)
+        if step is not None:
+            step()
+
+    def _step_idle(self) -> None:
+        """empty and settings: once the model is loaded, failed or there is none to load, the window
+        as a newcomer sees it, or its settings dialog."""
+        if self._loading():
+            return
+        target = self.window
+        if self.state == "settings":
+            self._poll.stop()
+            self._settings_dialog = target = self.window.open_settings("chat.tool_format")
+        self._settle_then_shoot(target)
+
+    def _step_models(self) -> None:
+        """The Models page once its library is scanned (``recommended``: its recommended list)."""
+        w = self.window
+        if not self._models_shown:
+            self._models_shown = True
+            w.page_stack.show_models_page()
+            page = w.models_page()
+            signal = getattr(page, "sig_library_done", None)
+            if signal is None:
+                raise StateNotReached("the Models page could not be opened: " + getattr(page, "text", str)())
+            if self.state == "recommended":
                 page.sources.setCurrentIndex(0)
-                page.sig_library_done.connect(self._on_library_done)
-            if self._library_scanned:
+            signal.connect(self._on_library_done)
+        if self._library_scanned:
+            self._settle_then_shoot(w)
+
+    def _prompt_sent(self) -> bool:
+        """True once a model is loaded and the state's prompt was sent (it is sent the first time)."""
+        if not self._require_model():
+            return False
+        if not self._sent:
+            self._send_prompt("the prompt could not be sent")
+            return False
+        return True
+
+    def _step_reply(self) -> None:
+        """streaming, banner and tool-call-with-panel: the reply to the state's prompt."""
+        w, st = self.window, self.state
+        if not self._prompt_sent():
+            return
+        last = w.chat.current_assistant()
+        if st == "streaming":
+            if w.busy and last is not None and len(last.text()) >= 60:
                 self._settle_then_shoot(w)
-        elif st in EXTRA_MODEL_STATES:
-            self._step_extra()
-        elif st in MODEL_STATES:
-            if not self._require_model():
-                return
-            if not self._sent:
-                self._send_prompt("the prompt could not be sent")
-                return
-            last = w.chat.current_assistant()
-            if st == "streaming":
-                if w.busy and last is not None and len(last.text()) >= 60:
-                    self._settle_then_shoot(w)
-                elif self._turn_done:
+            elif self._turn_done:
+                raise StateNotReached(
+                    "the reply ended before 60 characters had streamed: use a --prompt "
+                    "that asks for a longer reply"
+                )
+        elif self._turn_done and not w.busy:
+            if st == "banner":
+                if not w.chat.banners():
                     raise StateNotReached(
-                        "the reply ended before 60 characters had streamed: use a --prompt "
-                        "that asks for a longer reply"
+                        "the reply carries no notice banner: the 'banner' state needs a "
+                        "model whose chat template has no tool format (pass --model)"
                     )
-            elif self._turn_done and not w.busy:
-                if st == "banner":
-                    if not w.chat.banners():
-                        raise StateNotReached(
-                            "the reply carries no notice banner: the 'banner' state needs a "
-                            "model whose chat template has no tool format (pass --model)"
-                        )
-                    self._settle_then_shoot(w)
-                else:
-                    ids = list(w.tool_panel.entries)
-                    if not ids:
-                        raise StateNotReached(
-                            "this state needs a model that calls a tool (pass --model); the "
-                            "model replied without calling one"
-                        )
-                    w.chat_ctl.select_tool_call(ids[0])
-                    self._settle_then_shoot(w)
+                self._settle_then_shoot(w)
+            else:
+                ids = list(w.tool_panel.entries)
+                if not ids:
+                    raise StateNotReached(
+                        "this state needs a model that calls a tool (pass --model); the "
+                        "model replied without calling one"
+                    )
+                w.chat_ctl.select_tool_call(ids[0])
+                self._settle_then_shoot(w)
 
     def _step_extra(self) -> None:
         """cut-off, context-full and failed-load: each is reached through the window's own actions."""
@@ -342,12 +351,7 @@ class ScreenshotDirector(QObject):
     def _step_versions(self) -> None:
         """Send, regenerate once the reply is done, then page back to the first version."""
         w = self.window
-        if not self._require_model():
-            return
-        if not self._sent:
-            self._send_prompt("the prompt could not be sent")
-            return
-        if not self._turn_done or w.busy:
+        if not self._prompt_sent() or not self._turn_done or w.busy:
             return
         reply = w.chat.current_assistant()
         if reply is None:
@@ -370,10 +374,7 @@ class ScreenshotDirector(QObject):
     def _step_live_call(self) -> None:
         """Send, then shoot while a call is being written (its card and the live counter show)."""
         w = self.window
-        if not self._require_model():
-            return
-        if not self._sent:
-            self._send_prompt("the prompt could not be sent")
+        if not self._prompt_sent():
             return
         reply = w.chat.current_assistant()
         writing = reply is not None and any(c.view.writing for c in reply.cards.values())
