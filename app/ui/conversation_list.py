@@ -18,9 +18,10 @@ from PySide6.QtWidgets import (
     QMenu,
     QMessageBox,
     QPushButton,
-    QVBoxLayout,
     QWidget,
 )
+
+from app.ui.labels import side_panel_layout
 
 __all__ = ["ConversationList"]
 
@@ -59,9 +60,7 @@ class ConversationList(QWidget):
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.setObjectName("conversationList")
-        lay = QVBoxLayout(self)
-        lay.setContentsMargins(6, 6, 6, 6)
+        lay = side_panel_layout(self, "conversationList")
         self.btn_new = QPushButton("+ New chat")
         self.btn_new.setObjectName("newChat")
         self.btn_new.setToolTip("New chat (Ctrl+N)")

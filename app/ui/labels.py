@@ -1,11 +1,11 @@
-"""Labels the window sets up the same way in many places."""
+"""Labels (and the side panels' layout) the window sets up the same way in many places."""
 
 from __future__ import annotations
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QLabel
+from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 
-__all__ = ["plain_text_label", "wrapped_label"]
+__all__ = ["plain_text_label", "side_panel_layout", "wrapped_label"]
 
 
 def wrapped_label(text: str = "") -> QLabel:
@@ -25,3 +25,12 @@ def plain_text_label(object_name: str) -> QLabel:
     label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
     label.setVisible(False)
     return label
+
+
+def side_panel_layout(panel: QWidget, object_name: str) -> QVBoxLayout:
+    """A side panel's (the conversation list's, the tool-call panel's) name and its column of parts,
+    inside a small margin."""
+    panel.setObjectName(object_name)
+    lay = QVBoxLayout(panel)
+    lay.setContentsMargins(6, 6, 6, 6)
+    return lay

@@ -10,6 +10,7 @@ form, the GPU layers spin box) live in ``app.ui.settings_fields``.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from PySide6.QtCore import Qt
@@ -30,7 +31,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.storage.settings import ApprovalDefault, ModelOverride, SamplingOverride, Settings, model_key
-from app.ui.settings_fields import GpuLayersSpin, SamplingForm, ispin, model_sampling_defaults
+from app.ui.settings_fields import GpuLayersSpin, SamplingForm, model_sampling_defaults, number_box
 from app.ui.theme import THEMES
 from app.ui.thinking_control import override_fields, override_values
 
@@ -55,6 +56,7 @@ _KV_HINT = (
     "more. A quantized cache needs flash attention (without it the cache stays f16). The model reloads "
     "when it changes."
 )
+_ON_OFF = ((True, "On"), (False, "Off"))
 _FALLBACK_CHOICES = [("auto", "Automatic (from the model's template)"), ("none", "No tools")]
 
 
@@ -142,13 +144,11 @@ class SettingsDialog(QDialog):
 
     def _build_chat_tab(self) -> None:
         chat, f = self._form_page()
-        self.tool_format = QComboBox()
-        self.tool_format.setObjectName("chat.tool_format")
-        for value, label in format_choices():
-            if value == "auto":
-                label = _auto_label(self.detected_label, self.model_path is not None)
-            self.tool_format.addItem(label, value)
-        self._select(self.tool_format, self.settings.chat.tool_format)
+        self.tool_format = self._choice(
+            "chat.tool_format",
+            self._format_choices(self.model_path is not None),
+            self.settings.chat.tool_format,
+        )
         tf_row = QWidget()
         h = QHBoxLayout(tf_row)
         h.setContentsMargins(0, 0, 0, 0)
@@ -161,36 +161,34 @@ class SettingsDialog(QDialog):
                 "or No tools to chat without tool calls."
             ),
         )
-        self.tool_choice = QComboBox()
-        self.tool_choice.setObjectName("chat.tool_choice")
         from app.ui.tool_choice import BASE_CHOICES
 
-        for value, label in BASE_CHOICES:
-            self.tool_choice.addItem(label.removeprefix("Tools: "), value)
-        self._select(self.tool_choice, self.settings.chat.tool_choice)
-        self.tool_choice.setToolTip(
-            "Where a conversation's tool choice starts: Auto (the model decides), "
-            "Required (every reply is a tool call) or None (no tools)."
+        self.tool_choice = self._choice(
+            "chat.tool_choice",
+            [(value, label.removeprefix("Tools: ")) for value, label in BASE_CHOICES],
+            self.settings.chat.tool_choice,
+            tooltip="Where a conversation's tool choice starts: Auto (the model decides), "
+            "Required (every reply is a tool call) or None (no tools).",
         )
         f.addRow("Tool choice", self.tool_choice)
         self.system_prompt = QPlainTextEdit(self.settings.chat.system_prompt)
         self.system_prompt.setObjectName("chat.system_prompt")
         self.system_prompt.setMaximumHeight(120)
         f.addRow("System prompt", self.system_prompt)
-        self.context_policy = QComboBox()
-        self.context_policy.setObjectName("chat.context_policy")
-        for value, label in CONTEXT_POLICIES:
-            self.context_policy.addItem(label, value)
-        self._select(self.context_policy, self.settings.chat.context_policy)
-        self.context_policy.setToolTip("What happens when a conversation no longer fits the model's context.")
+        self.context_policy = self._choice(
+            "chat.context_policy",
+            CONTEXT_POLICIES,
+            self.settings.chat.context_policy,
+            tooltip="What happens when a conversation no longer fits the model's context.",
+        )
         f.addRow("When the chat is full", self.context_policy)
-        self.max_tool_rounds = ispin(1, 100)
-        self.max_tool_rounds.setObjectName("chat.max_tool_rounds")
-        self.max_tool_rounds.setValue(self.settings.chat.max_tool_rounds)
-        self.max_tool_rounds.setToolTip(
-            "The most rounds of tool calls one reply runs; a model still calling then stops with a "
+        self.max_tool_rounds = number_box(
+            "chat.max_tool_rounds",
+            (1, 100),
+            self.settings.chat.max_tool_rounds,
+            tooltip="The most rounds of tool calls one reply runs; a model still calling then stops with a "
             "notice, its last calls kept as text. A call the model repeats in the same reply is "
-            "answered with its earlier result instead of running again."
+            "answered with its earlier result instead of running again.",
         )
         f.addRow("Tool rounds per reply", self.max_tool_rounds)
         self._add_tab(
@@ -215,16 +213,17 @@ class SettingsDialog(QDialog):
 
     def _build_model_tab(self) -> None:
         model, f = self._form_page()
-        self.context_length = ispin(256, 1_048_576)
-        self.context_length.setSingleStep(1024)
-        self.context_length.setValue(self.settings.model.context_length)
+        self.context_length = number_box(
+            "model.context_length",
+            (256, 1_048_576),
+            self.settings.model.context_length,
+            step=1024,
+            tooltip="How many tokens of conversation (with tool descriptions) the model "
+            "can see; more needs more memory. The model reloads when it changes.",
+        )
         self.gpu_layers = GpuLayersSpin(self.settings.model.gpu_layers)
-        self.threads = ispin(0, 256)
-        self.threads.setSpecialValueText("automatic")
-        self.threads.setValue(self.settings.model.threads or 0)
-        self.context_length.setToolTip(
-            "How many tokens of conversation (with tool descriptions) the model "
-            "can see; more needs more memory. The model reloads when it changes."
+        self.threads = number_box(
+            "model.threads", (0, 256), self.settings.model.threads or 0, off="automatic"
         )
         self.gpu_layers.setToolTip(
             'Layers computed on the GPU. "automatic" (the default) puts every layer '
@@ -235,26 +234,18 @@ class SettingsDialog(QDialog):
         f.addRow("Context length (tokens)", self.context_length)
         f.addRow("GPU layers", self.gpu_layers)
         f.addRow("Threads", self.threads)
-        self.kv_type = QComboBox()
-        self.kv_type.setObjectName("model.kv_type")
-        for value, label in KV_TYPES:
-            self.kv_type.addItem(label, value)
-        self._select(self.kv_type, self.settings.model.kv_type)
-        self.kv_type.setToolTip(_KV_HINT)
-        self.flash_attn = QComboBox()
-        self.flash_attn.setObjectName("model.flash_attn")
-        self.flash_attn.addItem("On", True)
-        self.flash_attn.addItem("Off", False)
-        self._select(self.flash_attn, self.settings.model.flash_attn)
-        self.kv_store_mib = ispin(0, 1_048_576)
-        self.kv_store_mib.setSingleStep(512)
-        self.kv_store_mib.setSuffix(" MiB")
-        self.kv_store_mib.setSpecialValueText("off")
-        self.kv_store_mib.setValue(self.settings.model.kv_store_mib)
-        self.kv_store_mib.setToolTip(
-            "A conversation's KV cache is saved on disk when you leave it and restored when you come back, "
-            "also after a restart, so its next reply starts at once. At most this much disk; the least "
-            "recently used are deleted first. 0 turns it off."
+        self.kv_type = self._choice("model.kv_type", KV_TYPES, self.settings.model.kv_type, tooltip=_KV_HINT)
+        self.flash_attn = self._choice("model.flash_attn", _ON_OFF, self.settings.model.flash_attn)
+        self.kv_store_mib = number_box(
+            "model.kv_store_mib",
+            (0, 1_048_576),
+            self.settings.model.kv_store_mib,
+            step=512,
+            suffix=" MiB",
+            off="off",
+            tooltip="A conversation's KV cache is saved on disk when you leave it and restored when you come "
+            "back, also after a restart, so its next reply starts at once. At most this much disk; the "
+            "least recently used are deleted first. 0 turns it off.",
         )
         f.addRow("KV cache type", self.kv_type)
         f.addRow("Flash attention", self.flash_attn)
@@ -284,10 +275,11 @@ class SettingsDialog(QDialog):
                 "it); writing asks you first. Without one, the model has the calculator and the clock."
             ),
         )
-        self.default_approval = QComboBox()
-        self.default_approval.addItem("Ask before each side-effecting call", "ask")
-        self.default_approval.addItem("Allow without asking", "allow")
-        self._select(self.default_approval, self.settings.tools.default_approval)
+        self.default_approval = self._choice(
+            "tools.default_approval",
+            [("ask", "Ask before each side-effecting call"), ("allow", "Allow without asking")],
+            self.settings.tools.default_approval,
+        )
         f.addRow("Tool approval default", self.default_approval)
         self.always_allowed = QLineEdit(
             ", ".join(sorted(n for n, v in self.settings.tools.approvals.items() if v == "allow"))
@@ -312,11 +304,7 @@ class SettingsDialog(QDialog):
 
     def _build_appearance_tab(self) -> None:
         look, f = self._form_page()
-        self.theme = QComboBox()
-        self.theme.setObjectName("window.theme")
-        for value, label in THEMES:
-            self.theme.addItem(label, value)
-        self._select(self.theme, self.settings.window.theme)
+        self.theme = self._choice("window.theme", THEMES, self.settings.window.theme)
         f.addRow("Theme", self.theme)
         self._add_tab(look, "Appearance", {"window.theme": self.theme})
 
@@ -337,37 +325,22 @@ class SettingsDialog(QDialog):
         else:
             v.addWidget(QLabel(f"Overrides for <b>{model_name or model_path}</b> (unchecked: global value)."))
             f2 = QFormLayout()
-            self.model_tool_format = QComboBox()
-            self.model_tool_format.setObjectName("override.tool_format")
-            self.model_tool_format.addItem("Use the global setting", None)
-            for value, label in format_choices():
-                if value == "auto":
-                    label = _auto_label(self.detected_label, True)
-                self.model_tool_format.addItem(label, value)
             ov = self.settings.override_for(model_path)
-            self._select(self.model_tool_format, ov.tool_format if ov else None)
+
+            def inherited(name: str, choices: Sequence[tuple[Any, str]], tooltip: str = "") -> QComboBox:
+                """The override's choice ``name``: first "Use the global setting" (None)."""
+                own = [(None, "Use the global setting"), *choices]
+                return self._choice(
+                    f"override.{name}", own, getattr(ov, name) if ov else None, tooltip=tooltip
+                )
+
+            self.model_tool_format = inherited("tool_format", self._format_choices(True))
             f2.addRow("Tool-call format", self.model_tool_format)
-            self.model_context_policy = QComboBox()
-            self.model_context_policy.setObjectName("override.context_policy")
-            self.model_context_policy.addItem("Use the global setting", None)
-            for value, label in CONTEXT_POLICIES:
-                self.model_context_policy.addItem(label, value)
-            self._select(self.model_context_policy, ov.context_policy if ov else None)
+            self.model_context_policy = inherited("context_policy", CONTEXT_POLICIES)
             f2.addRow("When the chat is full", self.model_context_policy)
-            self.model_kv_type = QComboBox()
-            self.model_kv_type.setObjectName("override.kv_type")
-            self.model_kv_type.addItem("Use the global setting", None)
-            for value, label in KV_TYPES:
-                self.model_kv_type.addItem(label, value)
-            self._select(self.model_kv_type, ov.kv_type if ov else None)
-            self.model_kv_type.setToolTip(_KV_HINT)
+            self.model_kv_type = inherited("kv_type", KV_TYPES, _KV_HINT)
             f2.addRow("KV cache type", self.model_kv_type)
-            self.model_flash_attn = QComboBox()
-            self.model_flash_attn.setObjectName("override.flash_attn")
-            self.model_flash_attn.addItem("Use the global setting", None)
-            self.model_flash_attn.addItem("On", True)
-            self.model_flash_attn.addItem("Off", False)
-            self._select(self.model_flash_attn, ov.flash_attn if ov else None)
+            self.model_flash_attn = inherited("flash_attn", _ON_OFF)
             f2.addRow("Flash attention", self.model_flash_attn)
             self.model_thinking, self.model_thinking_budget = override_fields(ov)
             f2.addRow("Thinking", self.model_thinking)
@@ -382,6 +355,23 @@ class SettingsDialog(QDialog):
         self._add_tab(per, "This model", {"model_override.tool_format": self.model_tool_format or per})
 
     # -- helpers -------------------------------------------------------------------------------
+    def _format_choices(self, have_model: bool) -> list[tuple[str, str]]:
+        """The tool formats, "auto" labelled with what was detected."""
+        auto = _auto_label(self.detected_label, have_model)
+        return [(value, auto if value == "auto" else label) for value, label in format_choices()]
+
+    def _choice(
+        self, name: str, choices: Sequence[tuple[Any, str]], value: Any, *, tooltip: str = ""
+    ) -> QComboBox:
+        """A box of ``choices`` ((value, label) pairs) named ``name`` (its setting), ``value`` chosen."""
+        combo = QComboBox()
+        combo.setObjectName(name)
+        for data, label in choices:
+            combo.addItem(label, data)
+        self._select(combo, value)
+        combo.setToolTip(tooltip)
+        return combo
+
     @staticmethod
     def _select(combo: QComboBox, value: Any) -> None:
         i = combo.findData(value)

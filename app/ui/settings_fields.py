@@ -10,7 +10,7 @@ from PySide6.QtWidgets import QCheckBox, QDoubleSpinBox, QFormLayout, QHBoxLayou
 
 from app.engine.sampling import CHAT_DEFAULTS
 
-__all__ = ["GpuLayersSpin", "SamplingForm", "dspin", "ispin", "model_sampling_defaults"]
+__all__ = ["GpuLayersSpin", "SamplingForm", "dspin", "ispin", "model_sampling_defaults", "number_box"]
 
 
 def dspin(lo: float, hi: float, step: float, decimals: int = 2) -> QDoubleSpinBox:
@@ -25,6 +25,28 @@ def ispin(lo: int, hi: int) -> QSpinBox:
     s = QSpinBox()
     s.setRange(lo, hi)
     return s
+
+
+def number_box(
+    name: str,
+    span: tuple[int, int],
+    value: int,
+    *,
+    step: int = 1,
+    suffix: str = "",
+    off: str = "",
+    tooltip: str = "",
+) -> QSpinBox:
+    """A whole-number box named ``name`` (its setting) showing ``value`` in ``span``; ``off`` is
+    the word its lowest value shows."""
+    box = ispin(*span)
+    box.setObjectName(name)
+    box.setSingleStep(step)
+    box.setSuffix(suffix)
+    box.setSpecialValueText(off)
+    box.setValue(value)
+    box.setToolTip(tooltip)
+    return box
 
 
 class GpuLayersSpin(QSpinBox):

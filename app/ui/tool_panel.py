@@ -14,13 +14,13 @@ from PySide6.QtWidgets import (
     QListWidgetItem,
     QSplitter,
     QTextBrowser,
-    QVBoxLayout,
     QWidget,
 )
 
 from app.calls import APPROVAL_WORDS
 from app.tools.types import pretty_json
 from app.ui.call_view import CallView, call_summary, format_duration
+from app.ui.labels import side_panel_layout
 
 __all__ = ["ToolCallPanel"]
 
@@ -32,9 +32,7 @@ class ToolCallPanel(QWidget):
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.setObjectName("toolPanel")
-        lay = QVBoxLayout(self)
-        lay.setContentsMargins(6, 6, 6, 6)
+        lay = side_panel_layout(self, "toolPanel")
         split = QSplitter(Qt.Orientation.Vertical)
         self.list = QListWidget()
         self.list.setObjectName("toolList")

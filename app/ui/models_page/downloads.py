@@ -6,18 +6,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, cast
 
 from PySide6.QtWidgets import (
-    QHBoxLayout,
     QHeaderView,
-    QLabel,
     QProgressBar,
     QPushButton,
-    QTableWidget,
     QTableWidgetItem,
-    QVBoxLayout,
     QWidget,
 )
 
-from app.ui.models_page._common import setup_table
+from app.ui.models_page._common import pane_table
 from app.units import format_bytes
 
 if TYPE_CHECKING:
@@ -57,21 +53,13 @@ class DownloadsPane(QWidget):
         self.page = page
         self.rows: dict[int, int] = {}  # task id -> table row
         self.progress: dict[int, Any] = {}  # task id -> its latest DownloadProgress
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(0, 0, 0, 0)
-        head = QHBoxLayout()
-        head.addWidget(QLabel("<b>Downloads</b>"))
-        head.addStretch(1)
         self.clear_button = QPushButton("Clear finished")
         self.clear_button.clicked.connect(self.clear_finished)
-        head.addWidget(self.clear_button)
-        layout.addLayout(head)
-        self.table = QTableWidget(0, 5)
-        self.table.setHorizontalHeaderLabels(["File", "Progress", "Status", "", ""])
-        setup_table(self.table)
+        self.table = pane_table(
+            self, "Downloads", [self.clear_button], ["File", "Progress", "Status", "", ""]
+        )
         self.table.horizontalHeader().setSectionResizeMode(1, QHeaderView.ResizeMode.Fixed)
         self.table.setColumnWidth(1, 260)
-        layout.addWidget(self.table)
 
     def enqueue(self, remote: Any) -> None:
         """Queue ``remote`` (asking first when it is too large for this machine)."""

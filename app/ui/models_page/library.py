@@ -8,17 +8,13 @@ from typing import TYPE_CHECKING, Any, cast
 
 from PySide6.QtWidgets import (
     QFileDialog,
-    QHBoxLayout,
-    QLabel,
     QMessageBox,
     QPushButton,
-    QTableWidget,
     QTableWidgetItem,
-    QVBoxLayout,
     QWidget,
 )
 
-from app.ui.models_page._common import setup_table
+from app.ui.models_page._common import pane_table
 from app.units import format_bytes
 
 if TYPE_CHECKING:
@@ -89,25 +85,15 @@ class LibraryPane(QWidget):
         super().__init__()
         self.page = page
         self.models: list[Any] = []  # the library as last scanned
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(0, 0, 0, 0)
-        head = QHBoxLayout()
-        head.addWidget(QLabel("<b>Library</b>"))
-        head.addStretch(1)
         self.import_button = QPushButton("Import GGUF…")
         self.import_button.clicked.connect(self._import_dialog)
         self.folder_button = QPushButton("Add folder…")
         self.folder_button.clicked.connect(self._folder_dialog)
         self.refresh_button = QPushButton("Refresh")
         self.refresh_button.clicked.connect(page.refresh_library)
-        for b in (self.import_button, self.folder_button, self.refresh_button):
-            head.addWidget(b)
-        layout.addLayout(head)
-        self.table = QTableWidget(0, len(COLUMNS))
+        buttons = [self.import_button, self.folder_button, self.refresh_button]
+        self.table = pane_table(self, "Library", buttons, COLUMNS)
         self.table.setObjectName("libraryTable")
-        self.table.setHorizontalHeaderLabels(COLUMNS)
-        setup_table(self.table)
-        layout.addWidget(self.table)
 
     def resizeEvent(self, e: Any) -> None:  # noqa: N802 (Qt API)
         super().resizeEvent(e)
