@@ -11,15 +11,16 @@ block. A ``<tool_call|>`` inside a string does not end the call. Gemma 4 sometim
 
 from __future__ import annotations
 
+import functools
 import re
 from functools import partial
 from typing import Any
 
 from app.calls import WIRE_NAME
 from app.engine.formats.base import Format, RegionScanner, one_call, register
-from app.engine.formats.sections import first_marker
+from app.engine.formats.sections import first_marker, notation_text
 
-__all__ = ["Gemma4Format", "parse_gemma_call", "parse_gemma_value", "write_gemma_value"]
+__all__ = ["GemmaFormat", "parse_gemma_call", "parse_gemma_value", "write_gemma_value"]
 
 OPEN = "<|tool_call>"
 CLOSE = "<tool_call|>"
@@ -29,40 +30,37 @@ _NAME = re.compile(WIRE_NAME)
 _NUMBER = re.compile(r"-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?")
 _LITERALS = {"true": True, "false": False, "null": None, "True": True, "False": False, "None": None}
 _MAX_DEPTH = 64
-_CUT_NAME = re.compile(re.escape(OPEN) + r"\s*(?:call)?:(" + WIRE_NAME + ")")  # a cut call's name
 
 
 class _Scanner(RegionScanner):
-    """Up to ``<tool_call|>`` (and a ``<|tool_response>`` right after it), skipping over
-    ``<|"|>...<|"|>`` strings."""
+    """Up to the call's closing marker (and the response marker right after it), skipping over
+    the strings between ``quote`` delimiters."""
 
-    def __init__(self) -> None:
+    def __init__(self, close: str, quote: str, response: str) -> None:
+        self.close, self.quote, self.response = close, quote, response
         self.in_str = False
         self.closed = False
         self.ops = 0
 
     def scan(self, buf: str, final: bool) -> tuple[int, bool]:
         i = 0
+        response = self.response
         while True:
             if self.closed:
                 self.ops += 1
-                if buf.startswith(RESPONSE, i):
-                    return i + len(RESPONSE), True
-                if (
-                    not final
-                    and RESPONSE.startswith(buf[i : i + len(RESPONSE)])
-                    and len(buf) - i < len(RESPONSE)
-                ):
+                if buf.startswith(response, i):
+                    return i + len(response), True
+                if not final and len(buf) - i < len(response) and response.startswith(buf[i:]):
                     return i, False
                 return i, True
-            markers = (QUOTE,) if self.in_str else (QUOTE, CLOSE)
+            markers = (self.quote,) if self.in_str else (self.quote, self.close)
             pos, m, safe = first_marker(buf, markers, i, final)
             # the search examines the text up to the nearest marker (or the whole buffer)
             self.ops += (pos + len(m) - i) if pos != -1 else len(buf) - i
             if pos == -1:
                 return safe, False
             i = pos + len(m)
-            if m == CLOSE:
+            if m == self.close:
                 self.closed = True
                 continue
             self.in_str = not self.in_str
@@ -173,19 +171,19 @@ class _Reader:
             raise _Bad("bad object")
 
 
-def write_gemma_value(value: Any) -> str:
-    """``value`` in Gemma's notation (strings between ``<|"|>``), as the model writes it."""
+def _gemma_scalar(value: Any) -> str:
     if isinstance(value, str):
         return QUOTE + value + QUOTE
     if isinstance(value, bool) or value is None:
         return "true" if value is True else "false" if value is False else "null"
-    if isinstance(value, (int, float)):
-        return repr(value)
-    if isinstance(value, dict):
-        return "{" + ",".join(f"{k}:{write_gemma_value(v)}" for k, v in value.items()) + "}"
-    if isinstance(value, (list, tuple)):
-        return "[" + ",".join(write_gemma_value(v) for v in value) + "]"
-    raise TypeError(f"cannot write {type(value).__name__} in Gemma's notation")
+    return repr(value)
+
+
+def write_gemma_value(value: Any) -> str:
+    """``value`` in Gemma's notation (strings between ``<|"|>``), as the model writes it."""
+    return notation_text(
+        value, scalar=_gemma_scalar, key=str, kv=":", sep=",", notation="in Gemma's notation"
+    )
 
 
 def parse_gemma_value(text: str) -> tuple[bool, Any]:
@@ -221,40 +219,59 @@ def parse_gemma_call(inner: str, *, bare: bool = False) -> tuple[str, dict[str, 
     return m.group(0), args
 
 
-class Gemma4Format(Format):
-    name = "gemma4"
-    label = "Gemma 4"
-    openers = (OPEN,)
-    reasoning = ("<|channel>thought", "<channel|>")
+class GemmaFormat(Format):
+    """Calls in Gemma's value notation, ``OPEN call:NAME{...} CLOSE`` then the ``response`` marker
+    the model writes after its calls (structure). Gemma 4 is this class's defaults; a family with
+    other markers is an instance built with them (FunctionGemma): ``quote`` delimits its strings
+    (read as Gemma 4's, so a string holding Gemma 4's own delimiter is not its wire) and ``bare``
+    says whether a call may drop the ``call`` word."""
+
+    close = CLOSE
+    quote = QUOTE
+    response = RESPONSE
+    bare = True
+
+    @functools.cached_property
+    def _cut_name(self) -> re.Pattern[str]:
+        word = "(?:call)?:" if self.bare else "call:"
+        return re.compile(re.escape(self.openers[0]) + r"\s*" + word + "(" + WIRE_NAME + ")")
 
     def region_scanner(self, opener: str) -> RegionScanner:
-        return _Scanner()
+        return _Scanner(self.close, self.quote, self.response)
 
     def parse_region(self, opener, body, *, at_end, truncated, tools):
-        inner = body[: -len(RESPONSE)] if body.endswith(CLOSE + RESPONSE) else body
-        if not inner.endswith(CLOSE):
+        close = self.close
+        # the response marker is not the call's
+        inner = body[: -len(self.response)] if body.endswith(close + self.response) else body
+        if not inner.endswith(close):
             return None
-        # the stop marker is not the call's
-        return one_call(opener, inner, parse_gemma_call(inner[: -len(CLOSE)], bare=True))
+        text = inner[: -len(close)]
+        if self.quote != QUOTE:
+            if QUOTE in inner:
+                return None
+            text = text.replace(self.quote, QUOTE)
+        return one_call(opener, inner, parse_gemma_call(text, bare=self.bare))
 
     def call_name(self, raw: str) -> str | None:
-        m = _CUT_NAME.match(raw)
+        m = self._cut_name.match(raw)
         return m.group(1) if m else super().call_name(raw)
 
     def grammar_wire(self, ctx):
-        from app.engine.grammar.wires import GEMMA, notation_call
+        from app.engine.grammar.wires import gemma_notation, notation_call
 
+        opener = self.openers[0]
         return partial(
             notation_call,
-            nt=GEMMA,
-            head=lambda n: OPEN + "call:" + n,
-            tail=CLOSE,
-            opener=OPEN,
+            nt=gemma_notation(self.quote),
+            head=lambda n: opener + "call:" + n,
+            tail=self.close,
+            opener=opener,
             name_ok=lambda n: bool(_NAME.fullmatch(n)),
         )
 
     def example_call(self, name: str, arguments: dict[str, Any]) -> str:
-        return f"{OPEN}call:{name}{write_gemma_value(dict(arguments))}{CLOSE}"
+        args = write_gemma_value(dict(arguments)).replace(QUOTE, self.quote)
+        return f"{self.openers[0]}call:{name}{args}{self.close}"
 
 
-register(Gemma4Format())
+register(GemmaFormat("gemma4", "Gemma 4", (OPEN,), reasoning=("<|channel>thought", "<channel|>")))

@@ -15,7 +15,7 @@ import re
 from typing import Any
 
 from app.engine.formats.base import THINK, Format, ParsedCall, RegionScanner, register
-from app.engine.formats.pycalls import PyListScanner, parse_call_list, py_literal
+from app.engine.formats.pycalls import PyListScanner, call_list_grammar, call_text, parse_call_list
 from app.engine.formats.sections import closed_body
 
 __all__ = ["Olmo3Format"]
@@ -71,28 +71,10 @@ class Olmo3Format(Format):
         return m.group(1) if m else None
 
     def grammar_wire(self, ctx):
-        from functools import partial
-
-        from app.engine.grammar.wires import PYTHON, notation_call, python_name
-
-        return partial(
-            notation_call,
-            nt=PYTHON,
-            head=lambda n: n,
-            tail="",
-            kwargs="=",
-            section=(OPEN + "\n", "\n" + CLOSE),
-            sep="\n",
-            opener=OPEN,
-            args_open="(",
-            args_close=")",
-            name_ok=python_name,
-            key_ok=python_name,
-        )
+        return call_list_grammar(opener=OPEN, section=(OPEN + "\n", "\n" + CLOSE), sep="\n")
 
     def example_call(self, name: str, arguments: dict[str, Any]) -> str:
-        args = ", ".join(f"{k}={py_literal(v)}" for k, v in arguments.items())
-        return f"{OPEN}\n{name}({args})\n{CLOSE}"
+        return f"{OPEN}\n{call_text(name, arguments)}\n{CLOSE}"
 
 
 register(Olmo3Format())

@@ -5,8 +5,8 @@
 * :func:`parse_call_list` reads a list (or one bare call) with :func:`ast.parse` and a whitelist of
   literal nodes, never evaluating anything; :func:`parse_cut_list` reads the complete calls of a
   list cut short; :func:`top_level_items` splits a list at its top-level commas.
-* :func:`py_literal` writes a value as a Python literal, :func:`call_list_text` a one-call list
-  (the families' example calls); :func:`call_list_grammar` is the constrained-decoding grammar
+* :func:`py_literal` writes a value as a Python literal, :func:`call_text` a call and
+  :func:`call_list_text` a one-call list (the families' example calls); :func:`call_list_grammar` is the constrained-decoding grammar
   of a call list.
 """
 
@@ -20,12 +20,14 @@ from functools import partial
 from typing import Any
 
 from app.engine.formats.base import RegionScanner
+from app.engine.formats.sections import notation_text
 
 __all__ = [
     "CALL_NAME",
     "PyListScanner",
     "call_list_grammar",
     "call_list_text",
+    "call_text",
     "parse_call_list",
     "parse_cut_list",
     "py_literal",
@@ -152,23 +154,25 @@ def _literal(node: ast.AST, depth: int = 0) -> Any:
 
 def py_literal(value: Any) -> str:
     """``value`` as a Python literal, as the model writes an argument."""
-    if isinstance(value, bool) or value is None or isinstance(value, (str, int, float)):
-        return repr(value)
-    if isinstance(value, dict):
-        return "{" + ", ".join(f"{py_literal(k)}: {py_literal(v)}" for k, v in value.items()) + "}"
-    if isinstance(value, (list, tuple)):
-        return "[" + ", ".join(py_literal(v) for v in value) + "]"
-    raise TypeError(f"cannot write {type(value).__name__} as a Python literal")
+    return notation_text(
+        value, scalar=repr, key=py_literal, kv=": ", sep=", ", notation="as a Python literal"
+    )
+
+
+def call_text(name: str, arguments: dict[str, Any]) -> str:
+    """One call, ``name(k=v, ...)``, as the model writes it."""
+    return f"{name}(" + ", ".join(f"{k}={py_literal(v)}" for k, v in arguments.items()) + ")"
 
 
 def call_list_text(name: str, arguments: dict[str, Any]) -> str:
     """A list of one call, ``[name(k=v, ...)]``, as the model writes it."""
-    return f"[{name}(" + ", ".join(f"{k}={py_literal(v)}" for k, v in arguments.items()) + ")]"
+    return f"[{call_text(name, arguments)}]"
 
 
-def call_list_grammar(*, opener: str, section: tuple[str, str]) -> Callable[..., str]:
-    """The grammar of a call list ``[f(k=v), g()]`` standing in ``section`` (a family's
-    ``grammar_wire``; ``opener`` as for every grammar)."""
+def call_list_grammar(*, opener: str, section: tuple[str, str], sep: str = ", ") -> Callable[..., str]:
+    """The grammar of calls ``f(k=v)`` standing in ``section`` with ``sep`` between them (the
+    brackets and commas of a list ``[f(k=v), g()]``, or OLMo 3's lines): a family's
+    ``grammar_wire``; ``opener`` as for every grammar."""
     from app.engine.grammar.wires import PYTHON, notation_call, python_name
 
     return partial(
@@ -178,7 +182,7 @@ def call_list_grammar(*, opener: str, section: tuple[str, str]) -> Callable[...,
         tail="",
         kwargs="=",
         section=section,
-        sep=", ",
+        sep=sep,
         opener=opener,
         args_open="(",
         args_close=")",

@@ -17,7 +17,8 @@
 * :func:`skip_ws`, :func:`after_ws_startswith`, :func:`closed_body` (a region's body without
   its closing tag, or with it implied) and :func:`read_run` (calls one after another) are the
   small text helpers their parsers share;
-  :func:`json_text` and :func:`raw_text` write values for the families' example-call writers.
+  :func:`json_text`, :func:`raw_text` and :func:`notation_text` write values for the families'
+  example-call writers.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ __all__ = [
     "closed_body",
     "first_marker",
     "json_text",
+    "notation_text",
     "raw_text",
     "read_run",
     "scan_section",
@@ -391,6 +393,26 @@ def json_text(value: Any) -> str:
 def raw_text(value: Any) -> str:
     """A value written as text on a raw wire (a string as it is, anything else as JSON)."""
     return value if isinstance(value, str) else json_text(value)
+
+
+def notation_text(
+    value: Any, *, scalar: Callable[[Any], str], key: Callable[[Any], str], kv: str, sep: str, notation: str
+) -> str:
+    """``value`` written in a value notation (Python literals, Gemma's): ``scalar`` writes a
+    string, number, boolean or None and ``key`` an object's key; ``kv`` stands between a key and
+    its value and ``sep`` between items, objects in braces, lists and tuples in brackets. Anything
+    else raises ``TypeError`` (``notation`` says in what it cannot be written)."""
+
+    def write(v: Any) -> str:
+        if isinstance(v, dict):
+            return "{" + sep.join(f"{key(k)}{kv}{write(x)}" for k, x in v.items()) + "}"
+        if isinstance(v, (list, tuple)):
+            return "[" + sep.join(write(x) for x in v) + "]"
+        if v is None or isinstance(v, (str, int, float)):
+            return scalar(v)
+        raise TypeError(f"cannot write {type(v).__name__} {notation}")
+
+    return write(value)
 
 
 # A tool name: no whitespace, no markup or JSON punctuation.

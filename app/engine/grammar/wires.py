@@ -35,6 +35,7 @@ __all__ = [
     "NO_MARKUP",
     "PYTHON",
     "dsml_param",
+    "gemma_notation",
     "harmony",
     "json_array",
     "json_section",
@@ -173,12 +174,6 @@ def typed(
 _GQ = '<|"|>'
 
 
-def _gemma_string(ctx: GrammarContext, schema: Mapping[str, Any]) -> str:
-    return f"{ctx.lit(_GQ)} " + ctx.text_until(
-        _GQ, min_len=int(schema.get("minLength", 0)), max_len=schema.get("maxLength")
-    )
-
-
 def _py_string(ctx: GrammarContext, schema: Mapping[str, Any]) -> str:
     lo, hi = int(schema.get("minLength", 0)), schema.get("maxLength")
     rep = "*" if (lo == 0 and hi is None) else f"{{{lo},{'' if hi is None else hi}}}"
@@ -186,20 +181,30 @@ def _py_string(ctx: GrammarContext, schema: Mapping[str, Any]) -> str:
     return ctx.rule(f"/'([^'\\\\\\x00-\\x1f]|\\\\[\\\\'\"nrt]){rep}'/", prefix="PYSTR")
 
 
-def _bare_key(k: str) -> str:
-    return k if k and all(c.isalnum() or c in "_ " for c in k) and k == k.strip() else _GQ + k + _GQ
+def gemma_notation(quote: str = _GQ) -> Notation:
+    """Gemma's value notation, its strings between ``quote`` (Gemma 4's ``<|"|>``, FunctionGemma's
+    ``<escape>``): no escapes inside, keys bare where they can be."""
+
+    def string(ctx: GrammarContext, schema: Mapping[str, Any]) -> str:
+        lo, hi = int(schema.get("minLength", 0)), schema.get("maxLength")
+        return f"{ctx.lit(quote)} " + ctx.text_until(quote, min_len=lo, max_len=hi)
+
+    def key(k: str) -> str:
+        return k if k and all(c.isalnum() or c in "_ " for c in k) and k == k.strip() else quote + k + quote
+
+    return Notation(
+        string=string,
+        true="true",
+        false="false",
+        null="null",
+        str_lit=lambda s: quote + s + quote,
+        key=key,
+        kv=":",
+        sep=",",
+    )
 
 
-GEMMA = Notation(
-    string=_gemma_string,
-    true="true",
-    false="false",
-    null="null",
-    str_lit=lambda s: _GQ + s + _GQ,
-    key=_bare_key,
-    kv=":",
-    sep=",",
-)
+GEMMA = gemma_notation()
 PYTHON = Notation(
     string=_py_string,
     true="True",
