@@ -168,24 +168,22 @@ class ScreenshotDirector(QObject):
             self._fail(str(exc))
 
     def _step(self) -> None:
-        st = self.state
-        steps = {
-            "empty": self._step_idle,
-            "settings": self._step_idle,
-            "models": self._step_models,
-            "recommended": self._step_models,
-            "check": self._step_check,
-            "server": self._step_server,
-            "remote": self._step_remote,
-            "reply-versions": self._step_versions,
-            "live-call": self._step_live_call,
-            "thinking": self._step_thinking,
-            **dict.fromkeys(EXTRA_MODEL_STATES, self._step_extra),
-            **dict.fromkeys(MODEL_STATES, self._step_reply),
-        }
-        step = steps.get(st)
-        if step is not None:
-            step()
+        """One poll: the step of the state (the states one step serves are grouped)."""
+        for states, step in (
+            (("empty", "settings"), self._step_idle),
+            (("models", "recommended"), self._step_models),
+            (("check",), self._step_check),
+            (("server",), self._step_server),
+            (("remote",), self._step_remote),
+            (("reply-versions",), self._step_versions),
+            (("live-call",), self._step_live_call),
+            (("thinking",), self._step_thinking),
+            (EXTRA_MODEL_STATES, self._step_extra),
+            (MODEL_STATES, self._step_reply),
+        ):
+            if self.state in states:
+                step()
+                return
 
     def _step_idle(self) -> None:
         """empty and settings: once the model is loaded, failed or there is none to load, the window

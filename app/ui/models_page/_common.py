@@ -3,27 +3,17 @@ button a model row ends with (Download, or Load now / Loaded when the library ha
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor
-from PySide6.QtWidgets import (
-    QAbstractItemView,
-    QHBoxLayout,
-    QHeaderView,
-    QLabel,
-    QPushButton,
-    QTableWidget,
-    QTableWidgetItem,
-    QVBoxLayout,
-    QWidget,
-)
+from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QPushButton, QTableWidget, QTableWidgetItem
 
 if TYPE_CHECKING:
     from app.ui.models_page.page import ModelsPage
 
-__all__ = ["FIT_COLORS", "fit_badge", "model_button", "pane_table", "setup_table"]
+__all__ = ["FIT_COLORS", "fit_badge", "model_button", "setup_table"]
 
 FIT_COLORS = {"fits": "#2e7d32", "tight": "#ef6c00", "too large": "#c62828"}
 
@@ -42,26 +32,6 @@ def setup_table(table: QTableWidget) -> None:
     table.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
     table.setTextElideMode(Qt.TextElideMode.ElideMiddle)
     table.setWordWrap(False)
-
-
-def pane_table(
-    pane: QWidget, title: str, buttons: Sequence[QPushButton], columns: Sequence[str]
-) -> QTableWidget:
-    """A pane's body: its bold ``title`` with ``buttons`` on the right, over a read-only table of
-    ``columns`` (see :func:`setup_table`), which is returned."""
-    layout = QVBoxLayout(pane)
-    layout.setContentsMargins(0, 0, 0, 0)
-    head = QHBoxLayout()
-    head.addWidget(QLabel(f"<b>{title}</b>"))
-    head.addStretch(1)
-    for b in buttons:
-        head.addWidget(b)
-    layout.addLayout(head)
-    table = QTableWidget(0, len(columns))
-    table.setHorizontalHeaderLabels(list(columns))
-    setup_table(table)
-    layout.addWidget(table)
-    return table
 
 
 def fit_badge(estimate: Any) -> QTableWidgetItem:

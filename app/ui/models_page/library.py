@@ -14,7 +14,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.ui.models_page._common import pane_table
+from app.ui.models_page._pane import pane_table
 from app.units import format_bytes
 
 if TYPE_CHECKING:
