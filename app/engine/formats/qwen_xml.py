@@ -31,17 +31,14 @@ from typing import Any
 
 from app.engine.formats.base import THINK, ParsedCall, RegionScanner, one_call, register
 from app.engine.formats.sections import SkipValuesScanner, closed_body, raw_text, skip_ws
-from app.engine.formats.xml_params import XmlParamsFormat
+from app.engine.formats.xml_params import FUNCTION, PARAMETER, XmlParamsFormat
 from app.json_schema import tool_schemas
 
 __all__ = ["QwenXmlFormat", "parse_function_block"]
 
 OPEN = "<tool_call>"
 CLOSE = "</tool_call>"
-P_OPEN = "<parameter="
-P_CLOSE = "</parameter>"
-F_OPEN = "<function="
-F_CLOSE = "</function>"
+(P_OPEN, P_CLOSE), (F_OPEN, F_CLOSE) = PARAMETER, FUNCTION
 THINK_CLOSE = THINK[1]
 ENCLOSED = "</"  # what a closing tag after a bare run starts with
 

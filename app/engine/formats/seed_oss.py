@@ -16,16 +16,20 @@ from typing import Any
 
 from app.engine.formats.base import one_call, register
 from app.engine.formats.sections import closed_body, skip_ws
-from app.engine.formats.xml_params import XmlParamsFormat, params_text, read_params, tag_name
+from app.engine.formats.xml_params import (
+    FUNCTION,
+    PARAMETER,
+    XmlParamsFormat,
+    params_text,
+    read_params,
+    tag_name,
+)
 
 __all__ = ["SeedOssFormat", "parse_seed_function"]
 
 OPEN = "<seed:tool_call>"
 CLOSE = "</seed:tool_call>"
-P_OPEN = "<parameter="
-P_CLOSE = "</parameter>"
-F_OPEN = "<function="
-F_CLOSE = "</function>"
+(P_OPEN, P_CLOSE), (F_OPEN, F_CLOSE) = PARAMETER, FUNCTION
 _NAME = re.compile(r"[^\s<>=\"']+")
 
 

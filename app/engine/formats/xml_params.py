@@ -9,6 +9,7 @@ Hunyuan): ``<arg_key>K</arg_key><arg_value>V</arg_value>``.
   such a key may be, :func:`arg_pairs_text` writes them and :class:`ArgPairsFormat` is the base of
   the families that write them.
 * :func:`params_text` writes them (the families' example calls).
+* :class:`InvokeFormat` is the family of ``<invoke name="N">`` calls (MiniMax, Step-3).
 * :class:`XmlParamsFormat` is the base of these families (and of the other families whose
   parameters are tags: DeepSeek DSML, Kimi K3): the shared class attributes and the one
   constrained-decoding grammar, ``head(NAME) param* tail`` (see ``raw_params``), for which a
@@ -25,11 +26,14 @@ from functools import partial
 from typing import Any
 
 from app.calls import WIRE_NAME
-from app.engine.formats.base import THINK, Format, RegionScanner
-from app.engine.formats.sections import NAME, SkipValuesScanner, raw_text, skip_ws
+from app.engine.formats.base import THINK, Format, ParsedCall, RegionScanner, one_call
+from app.engine.formats.sections import NAME, SkipValuesScanner, closed_body, raw_text, skip_ws
 
 __all__ = [
+    "FUNCTION",
+    "PARAMETER",
     "ArgPairsFormat",
+    "InvokeFormat",
     "XmlParamsFormat",
     "arg_pairs_text",
     "pair_key_ok",
@@ -39,6 +43,11 @@ __all__ = [
     "tag_name",
 ]
 
+
+#: The tags of Qwen XML's function blocks, which Seed-OSS writes too: ``<function=NAME>`` ...
+#: ``</function>`` around ``<parameter=K>`` ... ``</parameter>``.
+FUNCTION = ("<function=", "</function>")
+PARAMETER = ("<parameter=", "</parameter>")
 
 _WIRE_NAME = re.compile(WIRE_NAME)  # a tool name as tools spell them
 _SECTION_NAME = re.compile(NAME)  # a tool name as the sectioned wires read it
@@ -291,3 +300,87 @@ class ArgPairsFormat(XmlParamsFormat):
     def pairs_text(self, arguments: Mapping[str, Any]) -> str:
         """``arguments`` as the template writes them (see :func:`arg_pairs_text`)."""
         return arg_pairs_text(arguments, key=self.key_tags, value=self.value_tags)
+
+
+_INVOKE_NAME = re.compile(r'[^"<>\s]+')  # a tool or parameter name in an invoke's tags
+_KEY_END = '">'  # what ends a name in a tag
+
+
+class InvokeFormat(XmlParamsFormat):
+    """Calls as ``<PREFIXinvoke name="NAME">`` elements of ``<PREFIXparameter name="K">V</PREFIXparameter>``
+    parameters, one after another (whitespace between) in a section ``OPEN\\n ... CLOSE``: MiniMax,
+    and StepFun's ``steptml:`` spelling, where each invoke stands between ``call_begin`` and
+    ``call_end``. A value is exactly as written (the template adds no newline); a ``CLOSE`` inside
+    a value does not end the section. A missing ``CLOSE`` is accepted only when the reply ended
+    normally right after a call. A family is an instance (see :class:`Format`) that sets ``close``,
+    ``prefix`` and, where it has them, ``call_begin`` / ``call_end``; ``single_region``: the one
+    call of a section is the whole section as written (else each call is its own text).
+    """
+
+    close = ""
+    prefix = ""
+    call_begin = ""
+    call_end = ""
+    single_region = False
+
+    def __init__(self, *args: Any, **settings: Any) -> None:
+        super().__init__(*args, **settings)
+        self.invoke = (f'<{self.prefix}invoke name="', f"</{self.prefix}invoke>")
+        self.param_open, self.param_close = f'<{self.prefix}parameter name="', f"</{self.prefix}parameter>"
+        self.section = (self.openers[0] + "\n", self.close)
+        self.tail = f"{self.invoke[1]}{self.call_end}\n"
+
+    def read_calls(self, text: str) -> list[ParsedCall] | None:
+        """Strictly read ``(call_begin invoke call_end)+`` with whitespace between the calls."""
+        calls: list[ParsedCall] = []
+        i = skip_ws(text, 0)
+        head = self.call_begin + self.invoke[0]
+        while i < len(text):
+            if not text.startswith(head, i):
+                return None
+            start = i
+            got = tag_name(text, i + len(head), _INVOKE_NAME, _KEY_END)
+            if got is None:
+                return None
+            name, i = got
+            params = read_params(
+                text,
+                i,
+                param=self.param_open,
+                param_end=self.param_close,
+                close=self.invoke[1],
+                key=_INVOKE_NAME,
+                key_end=_KEY_END,
+            )
+            if params is None or not text.startswith(self.call_end, params[1]):
+                return None
+            args, i = params[0], params[1] + len(self.call_end)
+            calls.append(ParsedCall(name, dict(args), text[start:i]))
+            i = skip_ws(text, i)
+        return calls or None
+
+    def parse_region(self, opener, body, *, at_end, truncated, tools):
+        last = self.call_end or self.invoke[1]
+        inner = closed_body(body, self.close, last=last, at_end=at_end, truncated=truncated)
+        calls = None if inner is None else self.read_calls(inner)
+        if calls is None:
+            return None
+        if self.single_region and len(calls) == 1:
+            return one_call(opener, body, (calls[0].name, calls[0].arguments))
+        return calls, ""
+
+    def head(self, name: str) -> str:
+        return f"{self.call_begin}{self.invoke[0]}{name}{_KEY_END}\n"
+
+    def param_head(self, key: str) -> str:
+        return self.param_open + key + _KEY_END
+
+    def name_ok(self, name: str) -> bool:
+        return bool(_INVOKE_NAME.fullmatch(name))
+
+    def key_ok(self, key: str) -> bool:
+        return self.name_ok(key)
+
+    def example_call(self, name: str, arguments: dict[str, Any]) -> str:
+        params = params_text(arguments, param=self.param_open, key_end=_KEY_END, param_end=self.param_close)
+        return f"{self.openers[0]}\n{self.head(name)}{params}{self.tail}{self.close}"
