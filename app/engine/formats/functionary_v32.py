@@ -17,8 +17,8 @@ import re
 from functools import partial
 from typing import Any
 
-from app.engine.formats.base import Format, IncompleteCall, ParsedCall, RegionScanner, Stream, register
-from app.engine.formats.jsonscan import JsonScanner, loads_repaired
+from app.engine.formats.base import Format, IncompleteCall, JsonStateScanner, ParsedCall, Stream, register
+from app.engine.formats.jsonscan import loads_repaired
 from app.engine.formats.sections import json_text
 
 __all__ = ["FunctionaryV32Format"]
@@ -31,14 +31,12 @@ _MAX_NAME = 256
 _CALLSTART = "callstart"
 
 
-class _SegmentScanner(RegionScanner):
+class _SegmentScanner(JsonStateScanner):
     """``NAME\\n`` then, unless NAME is ``all``, one JSON object; ends right after it (or at a fault)."""
 
     def __init__(self) -> None:
-        self.state = "name"
+        super().__init__("name")
         self.name: list[str] = []
-        self.json = JsonScanner()
-        self.ops = 0
 
     def scan(self, buf: str, final: bool) -> tuple[int, bool]:
         i, n = 0, len(buf)
@@ -97,7 +95,7 @@ class FunctionaryV32Format(Format):
     ) -> Stream:
         return _SegmentStream(self, tools, in_reasoning=in_reasoning, orphan_close=orphan_close)
 
-    def region_scanner(self, opener: str) -> RegionScanner:
+    def region_scanner(self, opener: str) -> _SegmentScanner:
         return _SegmentScanner()
 
     def parse_region(self, opener, body, *, at_end, truncated, tools):

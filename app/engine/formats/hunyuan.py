@@ -22,7 +22,6 @@ is read only with that spelling's tags).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from functools import partial
 
 from app.calls import WIRE_NAME
@@ -35,50 +34,21 @@ __all__ = ["HunyuanFormat"]
 _T = ":opensource"
 
 
-@dataclass(frozen=True)
 class _Tags:
     """The markers of one spelling (``suffix``: ``:opensource`` or none)."""
 
-    suffix: str
+    def __init__(self, suffix: str) -> None:
+        def tag(name: str) -> str:
+            return f"<{name}{suffix}>"
 
-    def tag(self, name: str) -> str:
-        return f"<{name}{self.suffix}>"
+        def pair(name: str) -> tuple[str, str]:
+            return tag(name), tag("/" + name)
 
-    @property
-    def open(self) -> str:
-        return self.tag("tool_calls")
-
-    @property
-    def close(self) -> str:
-        return self.tag("/tool_calls")
-
-    @property
-    def call(self) -> str:
-        return self.tag("tool_call")
-
-    @property
-    def call_end(self) -> str:
-        return self.tag("/tool_call")
-
-    @property
-    def sep(self) -> str:
-        return self.tag("tool_sep")
-
-    @property
-    def key(self) -> tuple[str, str]:
-        return self.tag("arg_key"), self.tag("/arg_key")
-
-    @property
-    def value(self) -> tuple[str, str]:
-        return self.tag("arg_value"), self.tag("/arg_value")
-
-    @property
-    def eos(self) -> str:
-        return f"<｜hy_eos{self.suffix}｜>"
-
-    @property
-    def think(self) -> tuple[str, str]:
-        return self.tag("think"), self.tag("/think")
+        self.open, self.close = pair("tool_calls")
+        self.call, self.call_end = pair("tool_call")
+        self.sep = tag("tool_sep")
+        self.key, self.value, self.think = pair("arg_key"), pair("arg_value"), pair("think")
+        self.eos = f"<｜hy_eos{suffix}｜>"
 
 
 SUFFIXED, PLAIN = _Tags(_T), _Tags("")

@@ -20,7 +20,6 @@ Two things LFM2 writes besides its format, read strictly:
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -29,6 +28,7 @@ from app.engine.formats.pycalls import (
     PyListScanner,
     call_list_grammar,
     call_list_text,
+    first_call_name,
     parse_call_list,
     parse_cut_list,
 )
@@ -38,7 +38,6 @@ __all__ = ["Lfm2Format"]
 
 OPEN = "<|tool_call_start|>"
 CLOSE = "<|tool_call_end|>"
-_CALL_NAME = re.compile(r"([A-Za-z_][\w.]*)\s*\(")
 _R = TypeVar("_R")
 
 
@@ -153,8 +152,7 @@ class Lfm2Format(Format):
         return [ParsedCall(n, a, raw) for n, a, raw in listed], leftover
 
     def call_name(self, raw: str) -> str | None:
-        m = _CALL_NAME.search(raw)
-        return m.group(1) if m else None
+        return first_call_name(raw)
 
     def grammar_wire(self, ctx):
         return call_list_grammar(opener=OPEN, section=(OPEN + "[", "]" + CLOSE))

@@ -13,7 +13,7 @@ from __future__ import annotations
 from functools import partial
 from typing import Any
 
-from app.engine.formats.base import THINK, Format, ParsedCall, RegionScanner, find_marker, register
+from app.engine.formats.base import THINK, Format, JsonStateScanner, ParsedCall, find_marker, register
 from app.engine.formats.json_list import element_reader
 from app.engine.formats.jsonscan import JsonScanner, loads_repaired
 from app.engine.formats.sections import json_text, skip_ws
@@ -25,13 +25,8 @@ CLOSE = "</tool_calls>"
 _READ = element_reader("name", "arguments")
 
 
-class _ObjectsScanner(RegionScanner):
+class _ObjectsScanner(JsonStateScanner):
     """``([ws] {json})* [ws] CLOSE``; on anything else, up to the next CLOSE."""
-
-    def __init__(self) -> None:
-        self.state = "pre"
-        self.json = JsonScanner()
-        self.ops = 0
 
     def scan(self, buf: str, final: bool) -> tuple[int, bool]:
         i, n = 0, len(buf)
@@ -44,12 +39,9 @@ class _ObjectsScanner(RegionScanner):
                 continue
             if self.state == "pre":
                 self.ops += 1
-                c = buf[i]
-                if c.isspace():
-                    i += 1
-                    continue
-                if c == "{":
-                    self.state = "json"
+                nxt = self.value_start(buf, i)
+                if nxt is not None:
+                    i = nxt  # whitespace skipped, or the object opens here (state json)
                     continue
                 if buf.startswith(CLOSE, i):
                     return i + len(CLOSE), True
@@ -96,7 +88,7 @@ class MinimaxM1Format(Format):
     openers = (OPEN,)
     reasoning = THINK
 
-    def region_scanner(self, opener: str) -> RegionScanner:
+    def region_scanner(self, opener: str) -> _ObjectsScanner:
         return _ObjectsScanner()
 
     def parse_region(self, opener, body, *, at_end, truncated, tools):

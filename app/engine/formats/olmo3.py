@@ -11,11 +11,16 @@ the reply ended normally right after a call; a block the token limit cut is an i
 from __future__ import annotations
 
 import ast
-import re
 from typing import Any
 
 from app.engine.formats.base import THINK, Format, ParsedCall, RegionScanner, register
-from app.engine.formats.pycalls import PyListScanner, call_list_grammar, call_text, parse_call_list
+from app.engine.formats.pycalls import (
+    PyListScanner,
+    call_list_grammar,
+    call_text,
+    first_call_name,
+    parse_call_list,
+)
 from app.engine.formats.sections import closed_body
 
 __all__ = ["Olmo3Format"]
@@ -23,7 +28,6 @@ __all__ = ["Olmo3Format"]
 OPEN = "<function_calls>"
 CLOSE = "</function_calls>"
 _MAX_SOURCE = 200_000
-_CALL_NAME = re.compile(r"([A-Za-z_][\w.]*)\s*\(")
 
 
 def _read_lines(source: str) -> list[ParsedCall] | None:
@@ -67,8 +71,7 @@ class Olmo3Format(Format):
         return None if calls is None else (calls, "")
 
     def call_name(self, raw: str) -> str | None:
-        m = _CALL_NAME.search(raw)
-        return m.group(1) if m else None
+        return first_call_name(raw)
 
     def grammar_wire(self, ctx):
         return call_list_grammar(opener=OPEN, section=(OPEN + "\n", "\n" + CLOSE), sep="\n")

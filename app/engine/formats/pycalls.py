@@ -28,6 +28,7 @@ __all__ = [
     "call_list_grammar",
     "call_list_text",
     "call_text",
+    "first_call_name",
     "parse_call_list",
     "parse_cut_list",
     "py_literal",
@@ -157,6 +158,12 @@ def py_literal(value: Any) -> str:
     return notation_text(
         value, scalar=repr, key=py_literal, kv=": ", sep=", ", notation="as a Python literal"
     )
+
+
+def first_call_name(raw: str) -> str | None:
+    """The name of the first call written in ``raw`` (a cut call's text), where one stands."""
+    m = CALL_NAME.search(raw)
+    return m.group(1) if m else None
 
 
 def call_text(name: str, arguments: dict[str, Any]) -> str:
