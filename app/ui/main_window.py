@@ -48,6 +48,7 @@ from app.ui.window_chat_page import ChatPage
 from app.ui.window_conversations import ConversationsController
 from app.ui.window_menus import SHORTCUTS, MenusController
 from app.ui.window_pages import Page, PageStack, WorkPages
+from app.ui.window_part import WindowKit
 from app.ui.window_settings import Notices, SettingsController
 from app.ui.window_state import WindowState, engine_config_for
 from app.ui.window_status import StatusController
@@ -117,8 +118,6 @@ class MainWindow(QMainWindow):
         st, worker = self.state, self.worker
         self.notices = Notices(self)
         self.store.on_save_error = self._on_settings_not_saved
-        self.settings_ctl = SettingsController(self, st, worker=worker, notices=self.notices)
-        save = self.settings_ctl.save_quietly
         self.tool_panel = ToolCallPanel()
         self.tool_dock = QDockWidget("Tool calls", self)
         self.tool_dock.setObjectName("toolDock")
@@ -126,59 +125,36 @@ class MainWindow(QMainWindow):
         self.tool_dock.setMinimumWidth(220)
         self.page_stack = PageStack(self, tool_dock=self.tool_dock, open_settings=self.open_settings)
         self.status = StatusController(self.statusBar(), show_models_page=self.page_stack.show_models_page)
-        self.remote_engines = RemoteEngines(
-            self, st, worker=worker, tasks=self.tasks, notices=self.notices, save_settings=save
-        )
-        toolbar = self._build_toolbar()
-        self.model_bar = ModelBar(
+        kit = WindowKit(  # what the parts share (typed fields: mypy checks the order)
             self,
             st,
-            toolbar=toolbar,
-            worker=worker,
-            tasks=self.tasks,
-            remote=self.remote_engines,
-            pages=self.page_stack,
-            notices=self.notices,
-            status=self.status,
-            save_settings=save,
+            worker,
+            self.tasks,
+            self.notices,
+            self.status,
+            self.page_stack,
+            self.tool_panel,
+            self.tool_dock,
         )
+        self.settings_ctl = SettingsController(kit)
+        self.remote_engines = RemoteEngines(kit)
+        toolbar = self._build_toolbar()
+        self.model_bar = ModelBar(kit, toolbar=toolbar, remote=self.remote_engines)
         self._finish_toolbar(toolbar)
         page = ChatPage.build(banners=self.notices.layout, tool_choice=st.settings.chat.tool_choice)
-        self.conversations_ctl = ConversationsController(
-            self,
-            st,
-            worker=worker,
-            page=page,
-            tool_panel=self.tool_panel,
-            status=self.status,
-            show_chat_page=self.page_stack.show_chat_page,
-        )
+        self.conversations_ctl = ConversationsController(kit, page=page)
         self.chat_ctl = ChatController(
-            self,
-            st,
+            kit,
             page=page,
-            worker=worker,
-            tool_panel=self.tool_panel,
-            tool_dock=self.tool_dock,
             conversations=self.conversations_ctl,
             settings=self.settings_ctl,
-            remote=self.remote_engines,
             model_bar=self.model_bar,
-            status=self.status,
         )
         self.conversations = self.conversations_ctl.list
         self.page_stack.add_page(
             "chat", "Chat", lambda: page.widget, tooltip="Chat with the loaded model", tool_panel=True
         )
-        self.work_pages = WorkPages(
-            self.page_stack,
-            st,
-            worker=worker,
-            model_bar=self.model_bar,
-            status=self.status,
-            save_settings=save,
-            model_ready=self.sig_model_ready,
-        )
+        self.work_pages = WorkPages(kit, model_bar=self.model_bar, model_ready=self.sig_model_ready)
         self.split = QSplitter()
         self.split.setObjectName("mainSplit")
         self.split.addWidget(self.conversations)

@@ -8,7 +8,6 @@ loaded, so a failed load puts the picker, badge and Send back on the model that 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -17,20 +16,15 @@ from PySide6.QtWidgets import QComboBox, QFileDialog, QLabel, QProgressBar
 
 from app.engine.remote.keys import parse_remote_key
 from app.ui.remote_models import ADD_REMOTE, MANAGE_REMOTE
-from app.ui.window_part import WindowPart
+from app.ui.window_part import WindowKit, WindowPart
 
 if TYPE_CHECKING:
-    from PySide6.QtWidgets import QMainWindow, QToolBar
+    from PySide6.QtWidgets import QToolBar
 
     from app.engine.models.library import Library
     from app.engine.models.manager import ModelManager
     from app.ui.remote_models import RemoteEngines
-    from app.ui.tasks import BackgroundTasks
-    from app.ui.window_pages import PageStack
-    from app.ui.window_settings import Notices
-    from app.ui.window_state import WindowState
-    from app.ui.window_status import StatusController
-    from app.ui.worker import EngineWorker, ModelInfo
+    from app.ui.worker import ModelInfo
 
 __all__ = ["DOWNLOAD", "OPEN_FILE", "RECENT_MODELS", "ModelBar", "path_key"]
 
@@ -57,27 +51,9 @@ class ModelBar(WindowPart):
     sig_library_refreshed = Signal()  # the picker lists the library's models again
     sig_state_changed = Signal()  # a load began, ended or failed: Send follows
 
-    def __init__(
-        self,
-        window: QMainWindow,
-        state: WindowState,
-        *,
-        toolbar: QToolBar,
-        worker: EngineWorker,
-        tasks: BackgroundTasks,
-        remote: RemoteEngines,
-        pages: PageStack,
-        notices: Notices,
-        status: StatusController,
-        save_settings: Callable[[], None],
-    ) -> None:
-        super().__init__(window, state, worker)
-        self.tasks = tasks
+    def __init__(self, kit: WindowKit, *, toolbar: QToolBar, remote: RemoteEngines) -> None:
+        super().__init__(kit)
         self.remote = remote
-        self.pages = pages
-        self.notices = notices
-        self.status = status
-        self.save_settings = save_settings
         self.library_models: list[Any] = []  # usable LocalModels of the last library scan
         #: The one :class:`~app.engine.models.library.Library` over the manifest: the picker scans it, the
         #: Models page's :attr:`model_manager` holds it (None: the models folder cannot be used).
@@ -85,9 +61,9 @@ class ModelBar(WindowPart):
         self._model_manager: ModelManager | None = None
         self._open_library()
         self._build(toolbar)
-        worker.sig_load_progress.connect(self._on_load_progress)
-        worker.sig_loaded.connect(self._on_loaded)
-        worker.sig_load_failed.connect(self._on_load_failed)
+        self.worker.sig_load_progress.connect(self._on_load_progress)
+        self.worker.sig_loaded.connect(self._on_loaded)
+        self.worker.sig_load_failed.connect(self._on_load_failed)
 
     def _build(self, tb: QToolBar) -> None:
         """The model picker, the tool-format badge and the load progress, in the top toolbar."""

@@ -14,23 +14,18 @@ values; one of a deleted provider can no longer send (the picker says it was rem
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import Signal
 
 from app.engine.remote.keys import parse_remote_key, remote_key
-from app.ui.window_part import WindowPart
+from app.ui.window_part import WindowKit, WindowPart
 
 if TYPE_CHECKING:
-    from PySide6.QtWidgets import QMainWindow, QMessageBox, QWidget
+    from PySide6.QtWidgets import QMessageBox, QWidget
 
     from app.ui.provider_dialog import ProviderDialog, ProvidersDialog
-    from app.ui.tasks import BackgroundTasks
-    from app.ui.window_settings import Notices
-    from app.ui.window_state import WindowState
-    from app.ui.worker import EngineWorker
 
 __all__ = [
     "ADD_REMOTE",
@@ -50,20 +45,8 @@ class RemoteEngines(WindowPart):
     sig_changed = Signal()  # the providers or their models changed: the picker and Send follow
     sig_loading = Signal(str, str)  # picker key, what is happening: a remote model is being connected
 
-    def __init__(
-        self,
-        window: QMainWindow,
-        state: WindowState,
-        *,
-        worker: EngineWorker,
-        tasks: BackgroundTasks,
-        notices: Notices,
-        save_settings: Callable[[], None],
-    ) -> None:
-        super().__init__(window, state, worker)
-        self.tasks = tasks
-        self.notices = notices
-        self.save_settings = save_settings
+    def __init__(self, kit: WindowKit) -> None:
+        super().__init__(kit)
         self.models: dict[str, list[str]] = {}  # provider -> its models (replaced, never mutated)
         self.provider_dialog: ProviderDialog | None = None
         self.providers_dialog: ProvidersDialog | None = None

@@ -24,21 +24,14 @@ from app.ui.call_view import CallView
 from app.ui.chat.records import end_reply
 from app.ui.thinking_control import ThinkingController
 from app.ui.window_chat_turns import reply_stats
-from app.ui.window_part import WindowPart
+from app.ui.window_part import WindowKit, WindowPart
 
 if TYPE_CHECKING:
-    from PySide6.QtWidgets import QDockWidget, QMainWindow
-
     from app.ui.chat import AssistantMessage
     from app.ui.model_bar import ModelBar
-    from app.ui.remote_models import RemoteEngines
-    from app.ui.tool_panel import ToolCallPanel
     from app.ui.window_chat_page import ChatPage
     from app.ui.window_conversations import ConversationsController
     from app.ui.window_settings import SettingsController
-    from app.ui.window_state import WindowState
-    from app.ui.window_status import StatusController
-    from app.ui.worker import EngineWorker
 
 __all__ = ["CONTINUE_PROMPT", "ChatController", "reply_stats"]
 
@@ -56,30 +49,22 @@ class ChatController(WindowPart):
 
     def __init__(
         self,
-        window: QMainWindow,
-        state: WindowState,
+        kit: WindowKit,
         *,
         page: ChatPage,
-        worker: EngineWorker,
-        tool_panel: ToolCallPanel,
-        tool_dock: QDockWidget,
         conversations: ConversationsController,
         settings: SettingsController,
-        remote: RemoteEngines,
         model_bar: ModelBar,
-        status: StatusController,
     ) -> None:
-        super().__init__(window, state, worker)
+        super().__init__(kit)
+        state, worker = self.state, self.worker
         self.page = page
         self.chat, self.compose, self.send_button = page.chat, page.compose, page.send_button
         self.tool_choice_box = page.tool_choice_box
-        self.tool_panel = tool_panel
-        self.tool_dock = tool_dock
         self.conversations = conversations
         self.settings_ctl = settings
-        self.remote = remote
+        self.remote = model_bar.remote
         self.model_bar = model_bar
-        self.status = status
         self.approval_dialog: ApprovalDialog | None = None
         self.last_done: DoneEvent | None = None
         self._pending_text: str | None = None

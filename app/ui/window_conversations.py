@@ -7,22 +7,15 @@ messages to the worker so the next turn continues them.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from PySide6.QtCore import Signal
 
 from app.ui.conversation_list import ConversationList
-from app.ui.window_part import WindowPart
+from app.ui.window_part import WindowKit, WindowPart
 
 if TYPE_CHECKING:
-    from PySide6.QtWidgets import QMainWindow
-
-    from app.ui.tool_panel import ToolCallPanel
     from app.ui.window_chat_page import ChatPage
-    from app.ui.window_state import WindowState
-    from app.ui.window_status import StatusController
-    from app.ui.worker import EngineWorker
 
 __all__ = ["ConversationsController"]
 
@@ -34,22 +27,10 @@ class ConversationsController(WindowPart):
 
     sig_stop_requested = Signal()  # another conversation opens while a reply is being written
 
-    def __init__(
-        self,
-        window: QMainWindow,
-        state: WindowState,
-        *,
-        worker: EngineWorker,
-        page: ChatPage,
-        tool_panel: ToolCallPanel,
-        status: StatusController,
-        show_chat_page: Callable[[], None],
-    ) -> None:
-        super().__init__(window, state, worker)
+    def __init__(self, kit: WindowKit, *, page: ChatPage) -> None:
+        super().__init__(kit)
+        kit.worker.sig_conversation_saved.connect(self._on_conversation_saved)
         self.chat, self.compose, self.tool_choice_box = page.chat, page.compose, page.tool_choice_box
-        self.tool_panel = tool_panel
-        self.status = status
-        self.show_chat_page = show_chat_page
         self.list = ConversationList()
         self.list.setMinimumWidth(150)
         self.list.sig_new.connect(self.new_chat)
@@ -57,7 +38,6 @@ class ConversationsController(WindowPart):
         self.list.sig_rename.connect(self.rename_conversation)
         self.list.sig_delete.connect(self.delete_conversation)
         self.list.sig_search.connect(self.search_conversations)
-        worker.sig_conversation_saved.connect(self._on_conversation_saved)
 
     def _on_conversation_saved(self, _cid: int) -> None:
         """A turn was saved: the list shows its conversation first, with its title."""
@@ -112,7 +92,7 @@ class ConversationsController(WindowPart):
         self.status.reset_stats()
         self.worker.open_conversation(None, [])
         self.list.select(None)
-        self.show_chat_page()
+        self.pages.show_chat_page()
         self.compose.setFocus()
 
     def rename_conversation(self, cid: int, title: str) -> None:
@@ -149,7 +129,7 @@ class ConversationsController(WindowPart):
         for view in self.chat.show_records(conv.messages, conv.versions):
             self.tool_panel.show_call(view)
         self.worker.open_conversation(cid, conv.messages)
-        self.show_chat_page()
+        self.pages.show_chat_page()
 
     def ensure_conversation(self, first_text: str) -> int:
         if self.state.conversation_id is None:

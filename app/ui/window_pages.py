@@ -24,9 +24,7 @@ if TYPE_CHECKING:
     from PySide6.QtWidgets import QDockWidget, QMainWindow
 
     from app.ui.model_bar import ModelBar
-    from app.ui.window_state import WindowState
-    from app.ui.window_status import StatusController
-    from app.ui.worker import EngineWorker
+    from app.ui.window_part import WindowKit
 
 __all__ = ["Page", "PageStack", "WorkPages"]
 
@@ -161,23 +159,10 @@ class WorkPages:
     what it shares with the window (the model library, the engine host, the settings), and shuts
     them down with the window (downloads paused, the API server stopped)."""
 
-    def __init__(
-        self,
-        pages: PageStack,
-        state: WindowState,
-        *,
-        worker: EngineWorker,
-        model_bar: ModelBar,
-        status: StatusController,
-        save_settings: Callable[[], None],
-        model_ready: SignalInstance,
-    ) -> None:
-        self.pages = pages
-        self.state = state
-        self.worker = worker
+    def __init__(self, kit: WindowKit, *, model_bar: ModelBar, model_ready: SignalInstance) -> None:
+        self.pages = pages = kit.pages
+        self.state, self.worker, self.status = kit.state, kit.worker, kit.status
         self.model_bar = model_bar
-        self.status = status
-        self.save_settings = save_settings
         self.model_ready = model_ready
         pages.add_page("models", "Models", self._build_models_page, tooltip="Find, download and load models")
         pages.add_page(
@@ -192,7 +177,7 @@ class WorkPages:
             self._build_check_page,
             tooltip="Will it call? Check how well a model or an endpoint calls tools",
         )
-        if state.settings.server.enabled:  # it was on when the window last closed: it starts again
+        if self.state.settings.server.enabled:  # it was on when the window last closed: it starts again
             pages.page_widget("server")
 
     def _build_models_page(self) -> QWidget:

@@ -20,15 +20,12 @@ from PySide6.QtWidgets import QPushButton, QVBoxLayout
 
 from app.ui.chat import NoticeBanner
 from app.ui.settings_dialog import SettingsDialog
-from app.ui.window_part import WindowPart
+from app.ui.window_part import WindowKit, WindowPart
 from app.ui.window_state import engine_config_for
 
 if TYPE_CHECKING:
     from PySide6.QtGui import QAction
-    from PySide6.QtWidgets import QDockWidget, QMainWindow
-
-    from app.ui.window_state import WindowState
-    from app.ui.worker import EngineWorker
+    from PySide6.QtWidgets import QDockWidget
 
 __all__ = ["Notices", "SettingsController", "engine_config_for"]
 
@@ -81,22 +78,14 @@ class SettingsController(WindowPart):
 
     sig_settings_saved = Signal()  # applied settings were saved; the badge and the tool choice follow
 
-    def __init__(
-        self,
-        window: QMainWindow,
-        state: WindowState,
-        *,
-        worker: EngineWorker,
-        notices: Notices,
-    ) -> None:
-        super().__init__(window, state, worker)
-        self.notices = notices
+    def __init__(self, kit: WindowKit) -> None:
+        super().__init__(kit)
         self.settings_dialog: SettingsDialog | None = None
-        self._theme = state.settings.window.theme
+        self._theme = self.state.settings.window.theme
         self._force_configure = False
         self._theme_later = False
-        notices.sig_open_setting.connect(self.open_settings)
-        unsubscribe = state.store.subscribe(self._on_store_changed)
+        self.notices.sig_open_setting.connect(self.open_settings)
+        unsubscribe = self.state.store.subscribe(self._on_store_changed)
         self.destroyed.connect(lambda *_: unsubscribe())
 
     # -- the dialog ----------------------------------------------------------------------------------
