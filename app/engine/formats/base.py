@@ -379,8 +379,9 @@ class Format:
         """A family built from data: ``name``, ``label``, ``openers`` and, by keyword, any other
         attribute the class gives a default (``reasoning``, a closing tag, ...) take this family's
         values; what is left out keeps the class's. So families that differ only in data are
-        instances of one class (``JsonTagFormat("longcat", LABEL, (OPEN,), close=CLOSE)``), and a
-        family with code of its own is a subclass that sets them as class attributes."""
+        instances of one class (``JsonTagFormat("longcat", LABEL, (OPEN,), close=CLOSE)``); a
+        family with code of its own is a subclass, built the same way with its data (or setting
+        it as class attributes)."""
         if name:
             self.name = name
         if label:

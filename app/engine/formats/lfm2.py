@@ -117,10 +117,7 @@ def _restore(value: Any, mark: str) -> Any:
 
 
 class Lfm2Format(Format):
-    name = "lfm2"
-    label = "LFM2 pythonic (Liquid LFM2.5)"
-    openers = (OPEN,)
-    reasoning = THINK
+    """A Python call list between the markers, then the echo of its body (structure)."""
 
     def region_scanner(self, opener: str) -> RegionScanner:
         return _Scanner()
@@ -161,4 +158,4 @@ class Lfm2Format(Format):
         return OPEN + call_list_text(name, arguments) + CLOSE
 
 
-register(Lfm2Format())
+register(Lfm2Format("lfm2", "LFM2 pythonic (Liquid LFM2.5)", (OPEN,), reasoning=THINK))

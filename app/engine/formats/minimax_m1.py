@@ -83,10 +83,7 @@ def _parse(body: str, *, at_end: bool, truncated: bool) -> tuple[list[ParsedCall
 
 
 class MinimaxM1Format(Format):
-    name = "minimax-m1"
-    label = "MiniMax-M1 JSON lines (MiniMax-M1 40k, 80k)"
-    openers = (OPEN,)
-    reasoning = THINK
+    """JSON call objects, one per line, in one ``<tool_calls>`` block."""
 
     def region_scanner(self, opener: str) -> _ObjectsScanner:
         return _ObjectsScanner()
@@ -109,4 +106,6 @@ class MinimaxM1Format(Format):
         return OPEN + "\n" + json_text({"name": name, "arguments": dict(arguments)}) + "\n" + CLOSE
 
 
-register(MinimaxM1Format())
+register(
+    MinimaxM1Format("minimax-m1", "MiniMax-M1 JSON lines (MiniMax-M1 40k, 80k)", (OPEN,), reasoning=THINK)
+)

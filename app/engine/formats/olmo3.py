@@ -55,10 +55,7 @@ def _read_lines(source: str) -> list[ParsedCall] | None:
 
 
 class Olmo3Format(Format):
-    name = "olmo3"
-    label = "OLMo 3 function calls (AllenAI OLMo 3 Instruct, Think)"
-    openers = (OPEN,)
-    reasoning = THINK
+    """Python calls, one per line, in one ``<function_calls>`` block."""
 
     def region_scanner(self, opener: str) -> RegionScanner:
         return PyListScanner(closer=CLOSE, bracket="")  # strings aware; no list opens inside
@@ -80,4 +77,6 @@ class Olmo3Format(Format):
         return f"{OPEN}\n{call_text(name, arguments)}\n{CLOSE}"
 
 
-register(Olmo3Format())
+register(
+    Olmo3Format("olmo3", "OLMo 3 function calls (AllenAI OLMo 3 Instruct, Think)", (OPEN,), reasoning=THINK)
+)
