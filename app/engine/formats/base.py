@@ -62,6 +62,7 @@ so the cost stays linear.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Callable, Iterable, Mapping
@@ -348,7 +349,17 @@ def tool_format_choices() -> list[tuple[str, str]]:
     )
 
 
-_NO_SETTING = object()  # an attribute a family class does not have
+def _has_setting(cls: type, key: str) -> bool:
+    """Whether a family class declares the attribute ``key`` as data: with a value that is no
+    method or property, or with an annotation alone."""
+    for c in cls.__mro__:
+        namespace = vars(c)
+        if key in namespace:
+            value = namespace[key]
+            return not (callable(value) or isinstance(value, property | functools.cached_property))
+        if key in namespace.get("__annotations__", {}):
+            return True
+    return False
 
 
 class Format:
@@ -378,7 +389,7 @@ class Format:
     ) -> None:
         """A family built from data: ``name``, ``label``, ``openers`` and, by keyword, any other
         attribute the class gives a default (``reasoning``, a closing tag, ...) take this family's
-        values; what is left out keeps the class's. So families that differ only in data are
+        values; what is left out keeps the class's (``TypeError`` for an attribute it does not have). So families that differ only in data are
         instances of one class (``JsonTagFormat("longcat", LABEL, (OPEN,), close=CLOSE)``); a
         family with code of its own is a subclass, built the same way with its data (or setting
         it as class attributes)."""
@@ -389,13 +400,7 @@ class Format:
         if openers:
             self.openers = openers
         for key, value in settings.items():
-            default = getattr(type(self), key, _NO_SETTING)
-            if (
-                key.startswith("_")
-                or default is _NO_SETTING
-                or callable(default)
-                or isinstance(default, property)
-            ):
+            if key.startswith("_") or not _has_setting(type(self), key):
                 raise TypeError(f"{type(self).__name__} has no setting {key!r}")
             setattr(self, key, value)
 

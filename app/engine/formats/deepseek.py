@@ -61,9 +61,10 @@ from app.engine.formats.xml_params import XmlParamsFormat
 from app.json_schema import schema_types, tool_schemas
 
 __all__ = [
+    "DEEPSEEK_V3",
+    "DEEPSEEK_V31",
     "DeepSeekDsmlFormat",
-    "DeepSeekV3Format",
-    "DeepSeekV31Format",
+    "DeepSeekJsonFormat",
     "DsmlScanner",
 ]
 
@@ -83,7 +84,10 @@ _V31_HEADER = re.compile(
 )
 
 
-class _DeepSeekJson(JsonSectionFormat):
+class DeepSeekJsonFormat(JsonSectionFormat):
+    """DeepSeek's sections of JSON calls (V3 / R1, V3.1): an instance sets its ``header``, its
+    ``head_frame`` and its ``call_tail``."""
+
     openers = (SECTION_BEGIN,)
     reasoning = THINK
     section_begin, section_end = SECTION_BEGIN, SECTION_END
@@ -103,24 +107,20 @@ _CUT_NAMES = (
 )
 
 
-class DeepSeekV3Format(_DeepSeekJson):
-    name = "deepseek-v3"
-    label = "DeepSeek V3 / R1 (fenced JSON calls)"
-    header = _V3_HEADER
-    call_tail = f"\n```{CALL_END}"
-
-    def call_head(self, name: str) -> str:
-        return f"{CALL_BEGIN}function{SEP}{name}\n```json\n"
-
-
-class DeepSeekV31Format(_DeepSeekJson):
-    name = "deepseek-v3.1"
-    label = "DeepSeek V3.1 (JSON calls)"
-    header = _V31_HEADER
-    call_tail = CALL_END
-
-    def call_head(self, name: str) -> str:
-        return f"{CALL_BEGIN}{name}{SEP}"
+DEEPSEEK_V3 = DeepSeekJsonFormat(
+    "deepseek-v3",
+    "DeepSeek V3 / R1 (fenced JSON calls)",
+    header=_V3_HEADER,
+    head_frame=(f"{CALL_BEGIN}function{SEP}", "\n```json\n"),
+    call_tail=f"\n```{CALL_END}",
+)
+DEEPSEEK_V31 = DeepSeekJsonFormat(
+    "deepseek-v3.1",
+    "DeepSeek V3.1 (JSON calls)",
+    header=_V31_HEADER,
+    head_frame=(CALL_BEGIN, SEP),
+    call_tail=CALL_END,
+)
 
 
 # -- DSML ----------------------------------------------------------------------------------------
@@ -325,6 +325,6 @@ def _dsml_close(opener: str) -> str:
     return "</" + opener[1:]
 
 
-register(DeepSeekV3Format())
-register(DeepSeekV31Format())
+register(DEEPSEEK_V3)
+register(DEEPSEEK_V31)
 register(DeepSeekDsmlFormat())

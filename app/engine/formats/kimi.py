@@ -57,7 +57,7 @@ from app.engine.formats.sections import (
 from app.engine.formats.xml_params import XmlParamsFormat
 from app.json_schema import JSON_TYPES, json_type
 
-__all__ = ["K3Scanner", "KimiK2Format", "KimiK3Format"]
+__all__ = ["KIMI_K2", "K3Scanner", "KimiK3Format"]
 
 SECTION_BEGIN = "<|tool_calls_section_begin|>"
 SECTION_END = "<|tool_calls_section_end|>"
@@ -75,22 +75,25 @@ def _type_attr(value: Any) -> str:
     return t if t in JSON_TYPES else "object"
 
 
-class KimiK2Format(JsonSectionFormat):
-    name = "kimi-k2"
-    label = "Kimi K2 (sectioned JSON calls)"
-    openers = (SECTION_BEGIN,)
-    reasoning = THINK
-    section_begin, section_end = SECTION_BEGIN, SECTION_END
-    call_begin, call_end = CALL_BEGIN, CALL_END
-    header = _K2_HEADER
-    fence_in_header = False
-    implied_end = True
-    noise = True
-    call_index = (":", ARG_BEGIN)
-    call_tail = CALL_END
-
-    def call_head(self, name: str) -> str:
-        return f"{CALL_BEGIN}functions.{name}"
+KIMI_K2 = register(
+    JsonSectionFormat(
+        "kimi-k2",
+        "Kimi K2 (sectioned JSON calls)",
+        (SECTION_BEGIN,),
+        reasoning=THINK,
+        section_begin=SECTION_BEGIN,
+        section_end=SECTION_END,
+        call_begin=CALL_BEGIN,
+        call_end=CALL_END,
+        header=_K2_HEADER,
+        fence_in_header=False,
+        implied_end=True,
+        noise=True,
+        call_index=(":", ARG_BEGIN),
+        call_tail=CALL_END,
+        head_frame=(CALL_BEGIN + "functions.", ""),
+    )
+)
 
 
 # -- Kimi K3 -------------------------------------------------------------------------------------
@@ -354,5 +357,4 @@ class KimiK3Format(XmlParamsFormat):
         return f'{TOOLS_OPEN}{K3_OPENER} tool="{_escape(name)}" index="1"{SEP}{args}{CALL_CLOSE}{TOOLS_CLOSE}'
 
 
-register(KimiK2Format())
 register(KimiK3Format())

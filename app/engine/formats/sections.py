@@ -574,11 +574,12 @@ class JsonSectionFormat(Format):
 
         SECTION_BEGIN (CALL_BEGIN header {json} CALL_END)* SECTION_END
 
-    scanned by :class:`JsonCallSection` and read by :meth:`parse_region`. A family sets its
-    markers, ``header`` (see :meth:`parse_region`, with the reading options
-    ``fence_in_header``, ``implied_end`` and ``noise``) and how a call is written:
-    :meth:`call_head` (up to the arguments), ``call_index`` (a call counter after the head, as
-    (before, after)) and ``call_tail``; the grammar and the example call follow from them.
+    scanned by :class:`JsonCallSection` and read by :meth:`parse_region`. A family (an instance,
+    see :class:`Format`) sets its markers, ``header`` (see :meth:`parse_region`, with the reading
+    options ``fence_in_header``, ``implied_end`` and ``noise``) and how a call is written:
+    ``head_frame`` (what stands before and after the name, up to the arguments: see
+    :meth:`call_head`), ``call_index`` (a call counter after the head, as (before, after)) and
+    ``call_tail``; the grammar and the example call follow from them.
     """
 
     section_begin: str
@@ -591,10 +592,12 @@ class JsonSectionFormat(Format):
     noise = False
     call_index: tuple[str, str] | None = None
     call_tail = ""
+    head_frame = ("", "")
 
     def call_head(self, name: str) -> str:
         """What a call is written with before its arguments (and index)."""
-        raise NotImplementedError  # pragma: no cover - abstract
+        before, after = self.head_frame
+        return f"{before}{name}{after}"
 
     def region_scanner(self, opener: str) -> JsonCallSection:
         return JsonCallSection(self.call_begin, self.call_end, self.section_end, noise=self.noise)

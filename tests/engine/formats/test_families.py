@@ -74,3 +74,16 @@ def test_detection_order_reads_the_family_first(family):
         if same_wire(other, family):
             continue
         assert not fmt.parse(text, PROBE_TOOLS).tool_calls, f"{other} (tried first) reads {family}'s call"
+
+
+def test_a_family_built_from_data_takes_only_the_settings_its_class_declares():
+    from app.engine.formats.open_json import JsonTagFormat
+
+    fmt = JsonTagFormat("x-tag", "X tag", ("<x>",), close="</x>")
+    assert (fmt.name, fmt.label, fmt.openers, fmt.close) == ("x-tag", "X tag", ("<x>",), "</x>")
+    assert fmt.reasoning == FORMATS["hermes"].reasoning  # left out: the class's own
+    assert fmt.parse('<x>\n{"name": "f", "arguments": {"a": 1}}\n</x>', None).tool_calls[0].name == "f"
+    for bad in ({"clse": "</x>"}, {"read_call": None}, {"structure": ()}, {"_private": 1}):
+        with pytest.raises(TypeError, match="has no setting"):
+            JsonTagFormat("x-tag", "X tag", ("<x>",), **bad)
+    assert "x-tag" not in FORMATS  # built, not registered
