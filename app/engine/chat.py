@@ -515,7 +515,11 @@ class LocalReplies:
     def generate_reply(self, round: int, cancel: threading.Event | None) -> Generator[Any, None, RoundEnd]:
         try:
             prompt = self.render()
-            stream, grammar, constraint = self._reader(prompt, round) if self.parse else (None, None, None)
+            if self.parse:
+                stream, grammar, constraint = self._reader(prompt, round)
+            else:  # a raw completion: no parser, but a grammar the request gave still holds it
+                stream, constraint = None, None
+                grammar = self.grammar(round) if callable(self.grammar) else self.grammar
             if self.prefix is not None:
                 if stream is not None:  # the parser reads on from where the reply was cut
                     stream.feed(self.prefix)  # (what it says of that text was shown before)

@@ -79,6 +79,7 @@ class TurnRequest:
     sampling: dict[str, Any] = field(default_factory=dict)
     stop: list[str] = field(default_factory=list)
     raw_prompt: str | None = None  # completions: the prompt text as is, no template
+    grammar: str | None = None  # completions: a GBNF grammar the reply is held to
     think: bool | None = None
     max_tool_calls: int | None = None  # the request's bound on one reply's calls (None: the default)
     thinking: Thinking | None = None  # off / on / a level / a budget (None: the template's default)
@@ -340,6 +341,7 @@ class _RequestReplies(LocalReplies):
             max_calls=req.max_calls,
             stop=tuple(model.stop_strings) + tuple(s for s in req.stop if s),
             thinking=req.thinking,  # the prompt is the request's (render_turn); this sets the budget
+            grammar=req.grammar,
         )
         self.req = req
         self.prompt = turn.text

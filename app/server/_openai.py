@@ -482,6 +482,43 @@ async def chat_completions(request: Request):
     )
 
 
+# The fields other engines' clients (Callisto's remote client among them) send a GBNF grammar in:
+# llama-server's ``grammar``, vLLM's ``structured_outputs.grammar`` (``guided_grammar`` before 0.12),
+# SGLang's ``ebnf``. A client may send several; they must agree.
+_GRAMMAR_FIELDS = ("grammar", "structured_outputs.grammar", "guided_grammar", "ebnf")
+# vLLM's other structured-output fields: refused by name rather than ignored
+_OTHER_GUIDES = ("guided_json", "guided_regex", "guided_choice", "json_schema", "regex")
+
+
+def _completion_grammar(body: dict[str, Any]) -> str | None:
+    """The GBNF grammar a completion request holds its reply to, or None; a 400 for one that is
+    not text, grammars that disagree, or a structured-output kind this server does not take."""
+    outputs = body.get("structured_outputs")
+    if outputs is not None and not isinstance(outputs, dict):
+        raise ApiError(400, "structured_outputs must be an object", param="structured_outputs")
+    outputs = outputs or {}
+    other = [k for k in _OTHER_GUIDES if body.get(k) is not None]
+    other += [f"structured_outputs.{k}" for k in outputs if k != "grammar" and outputs[k] is not None]
+    if other:
+        raise ApiError(
+            400,
+            f"{other[0]} is not supported on /v1/completions: send a GBNF grammar in 'grammar' "
+            "(or a response_format on /v1/chat/completions)",
+            param=other[0],
+        )
+    found: dict[str, str] = {}
+    for name in _GRAMMAR_FIELDS:
+        value = outputs.get("grammar") if name == "structured_outputs.grammar" else body.get(name)
+        if value is None:
+            continue
+        if not isinstance(value, str) or not value.strip():
+            raise ApiError(400, f"{name} must be a non-empty GBNF grammar string", param=name)
+        found[name] = value
+    if len(set(found.values())) > 1:
+        raise ApiError(400, f"{' and '.join(found)} give different grammars", param=next(iter(found)))
+    return next(iter(found.values()), None)
+
+
 async def completions(request: Request):
     from starlette.responses import StreamingResponse
 
@@ -497,6 +534,7 @@ async def completions(request: Request):
     req = TurnRequest(
         model=check_str(body.get("model"), "model", allow_none=True),
         raw_prompt=prompt,
+        grammar=_completion_grammar(body),
         max_tokens=_max_tokens(body, state, 16),
         sampling=_sampling(body),
         stop=check_stop(body.get("stop"), "stop"),

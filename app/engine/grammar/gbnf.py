@@ -281,12 +281,21 @@ class _Translator:
         return key + "-0"
 
 
+# One character of a JSON string: any but a quote, a backslash or a control character, or an escape.
+_JSON_CHAR = r'[^"\\\x00-\x1F] | "\\" (["\\/bfnrt] | "u" [0-9a-fA-F] [0-9a-fA-F] [0-9a-fA-F] [0-9a-fA-F])'
+
+
 def _converter() -> Any:
     """llama-cpp-python's JSON-Schema-to-GBNF converter, with string patterns translated here (its
     own pattern reader does not finish on some patterns) and kept to JSON string characters."""
-    from llama_cpp.llama_grammar import SchemaConverter
+    from llama_cpp.llama_grammar import BuiltinRule, SchemaConverter
 
     class _Converter(SchemaConverter):  # type: ignore[misc]
+        def _add_primitive(self, name: str, rule: Any) -> Any:
+            if name == "char":  # llama-cpp-python's lets control characters into a string: not JSON
+                rule = BuiltinRule(_JSON_CHAR, [])
+            return super()._add_primitive(name, rule)
+
         def _visit_pattern(self, pattern: str, name: str) -> str:
             rx = _Regex(pattern, False, f"pattern {pattern!r}", json_string=True)
             body = rx.alt()

@@ -155,3 +155,24 @@ def test_eog_closing_markers_are_left_out_and_literals_escape():
     gbnf = remote_grammar(family="harmony", tools=TOOLS, tool_choice=NAMED, parallel_tool_calls=False)
     assert "<|call|>" not in gbnf and "<|constrain|>" in gbnf
     assert lark_to_gbnf('start: "q\\"\\\\\\n"\n').splitlines()[1] == 'l-start ::= "q\\"\\\\\\n"'
+
+
+def test_a_bounded_string_holds_no_control_character(family_model):
+    """A string with a length bound is written character by character; each is a JSON string
+    character (llama-cpp-python's converter let control characters in: JSON readers refuse them)."""
+    import json
+
+    schema = {
+        "type": "object",
+        "properties": {"s": {"type": "string", "minLength": 6, "maxLength": 12}},
+        "required": ["s"],
+    }
+    gbnf = remote_grammar(
+        family=None, tools=None, response_format={"type": "json_schema", "json_schema": {"schema": schema}}
+    )
+    assert gbnf is not None
+    model = family_model("hermes")
+    for seed in range(SAMPLES * 2):
+        res = generate(model, [1, 2], max_tokens=80, grammar=gbnf, sampling={**SAMPLING, "seed": seed}).run()
+        value = json.loads(res.text)["s"]  # json.loads refuses a raw control character
+        assert not any(ord(c) < 0x20 for c in value), value

@@ -1,0 +1,158 @@
+"""``/v1/completions`` holds its reply to the GBNF grammar a client sends (issue 28, U21): in
+llama-server's ``grammar``, vLLM's ``structured_outputs.grammar`` / ``guided_grammar`` or SGLang's
+``ebnf``, the fields Callisto's own remote client sends. So a remote session that parses in
+Callisto and talks to another Callisto gets its forced call held there.
+
+The model has random weights: what it writes is the grammar's doing, not its own."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+
+import httpx
+import pytest
+
+from app.engine.events import DoneEvent, ToolCallStartedEvent
+from app.tools import Tool, ToolRegistry
+
+HERMES_TEMPLATE = (
+    "{%- if tools %}<|im_start|>system\nTools: {{ tools | tojson }}<|im_end|>\n{%- endif %}"
+    "{%- for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{%- endfor %}"
+    "{%- if add_generation_prompt %}<|im_start|>assistant\n{%- endif %}"
+)
+YES_NO = 'root ::= ("yes" | "no") " " [a-c]{2}'
+ANSWER = re.compile(r"^(yes|no) [a-c]{2}$")
+# a short city: the grammar closes the call whatever the random model writes inside it
+CITY = {"type": "object", "properties": {"city": {"type": "string", "maxLength": 8}}, "required": ["city"]}
+
+
+@pytest.fixture(scope="module")
+def model_path(tmp_path_factory):
+    from app.engine.models.tiny import write_tiny_gguf
+
+    return write_tiny_gguf(
+        tmp_path_factory.mktemp("grammar") / "random-hermes.gguf",
+        chat_template=HERMES_TEMPLATE,
+        control_tokens=["<s>", "</s>", "<|im_start|>", "<|im_end|>"],
+        user_tokens=["<tool_call>", "</tool_call>"],
+        bos="<s>",
+        eos="<|im_end|>",
+        seed=4,
+    )
+
+
+@pytest.fixture(scope="module")
+def server(model_path) -> Iterator[object]:
+    from app.server import ApiServer, ServerConfig
+
+    srv = ApiServer(
+        ServerConfig(port=0, models=[str(model_path)], use_library=False, n_ctx=2048, n_threads=1)
+    )
+    srv.start()
+    try:
+        yield srv
+    finally:
+        srv.stop()
+
+
+def _complete(server, **fields) -> httpx.Response:
+    body = {"model": "random-hermes", "prompt": "Say yes or no:", "max_tokens": 12, "temperature": 1.0}
+    return httpx.post(server.url + "/v1/completions", json={**body, **fields}, timeout=120)
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"grammar": YES_NO},
+        {"structured_outputs": {"grammar": YES_NO}},
+        {"guided_grammar": YES_NO},
+        {"ebnf": YES_NO},
+        {
+            "grammar": YES_NO,
+            "structured_outputs": {"grammar": YES_NO},
+            "guided_grammar": YES_NO,
+            "ebnf": YES_NO,
+        },
+    ],
+    ids=["grammar", "structured_outputs", "guided_grammar", "ebnf", "all-four"],
+)
+def test_each_grammar_field_holds_the_completion(server, fields):
+    for seed in range(3):
+        r = _complete(server, seed=seed, **fields)
+        assert r.status_code == 200, r.text
+        choice = r.json()["choices"][0]
+        assert ANSWER.match(choice["text"]), choice
+        assert choice["finish_reason"] == "stop"
+
+
+def test_streamed_completions_are_held_too(server):
+    with httpx.stream(
+        "POST",
+        server.url + "/v1/completions",
+        json={
+            "model": "random-hermes",
+            "prompt": "Say:",
+            "max_tokens": 12,
+            "stream": True,
+            "grammar": YES_NO,
+        },
+        timeout=120,
+    ) as r:
+        assert r.status_code == 200
+        text = "".join(
+            json.loads(line[6:])["choices"][0]["text"]
+            for line in r.iter_lines()
+            if line.startswith("data: {")
+        )
+    assert ANSWER.match(text), text
+
+
+@pytest.mark.parametrize(
+    ("fields", "words"),
+    [
+        ({"grammar": 'root ::= ( "a"'}, "not valid GBNF"),
+        ({"grammar": "x ::= [a]"}, "no 'root' rule"),
+        ({"grammar": ""}, "non-empty GBNF"),
+        ({"ebnf": 3}, "non-empty GBNF"),
+        ({"grammar": YES_NO, "ebnf": 'root ::= "x"'}, "different grammars"),
+        ({"guided_json": {"type": "object"}}, "guided_json is not supported"),
+        ({"structured_outputs": {"regex": "a+"}}, "structured_outputs.regex is not supported"),
+        ({"structured_outputs": "grammar"}, "structured_outputs must be an object"),
+    ],
+)
+def test_a_grammar_the_server_cannot_hold_is_a_clear_400(server, fields, words):
+    r = _complete(server, **fields)
+    assert r.status_code == 400, r.text
+    assert words in r.json()["error"]["message"]
+
+
+def test_a_remote_session_parsing_in_callisto_gets_its_forced_call_held(server, model_path):
+    """The remote client sends the forced call's grammar with the raw completion; the serving
+    Callisto holds the random model to it, so the reply is a call, read by the session."""
+    from app.engine.remote import Provider, RemoteChatSession
+
+    for seed in range(3):
+        registry = ToolRegistry()
+        registry.register(
+            Tool(
+                name="get_weather", description="The weather.", parameters=CITY, handler=lambda city: "Sunny"
+            )
+        )
+        session = RemoteChatSession(
+            Provider(server.url, kind="openai"),
+            "random-hermes",
+            parser="callisto",
+            template=str(model_path),
+            tool_format="hermes",  # the template names no format; the model's tokens are Hermes's
+            registry=registry,
+            max_tokens=200,
+            max_rounds=2,  # the first round's call runs; the second is cut by the round limit
+            tool_choice="required",
+            sampling={"temperature": 1.0, "seed": seed},
+        )
+        events = list(session.send("Weather in Oslo?"))
+        calls = [e.call for e in events if isinstance(e, ToolCallStartedEvent)]
+        assert calls and calls[0].name == "get_weather", [str(e)[:300] for e in events]
+        assert isinstance(events[-1], DoneEvent)
