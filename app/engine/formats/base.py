@@ -242,12 +242,36 @@ class RegionScanner:
 
 class JsonStateScanner(RegionScanner):
     """A state-machine scanner that reads a JSON value on its way: it starts in ``state`` with a
-    fresh :class:`JsonScanner` in ``json`` (see :meth:`json_state`)."""
+    fresh :class:`JsonScanner` in ``json`` (see :meth:`json_state`).
+
+    Its :meth:`scan` reads the value in state ``json`` and goes on in state ``after_json``; a
+    subclass writes the other states' :meth:`step` (or a ``scan`` of its own)."""
+
+    after_json = "post"
 
     def __init__(self, state: str = "pre") -> None:
         self.state = state
         self.json = JsonScanner()
         self.ops = 0
+
+    def scan(self, buf: str, final: bool) -> tuple[int, bool]:
+        i, n = 0, len(buf)
+        while i < n:
+            if self.state == "json":
+                i = self.json_state(self.json, buf, i, self.after_json)
+                if i == -1:
+                    return n, False
+                continue
+            got = self.step(buf, i, final)
+            if isinstance(got, tuple):
+                return got
+            i = got
+        return n, False
+
+    def step(self, buf: str, i: int, final: bool) -> int | tuple[int, bool]:  # pragma: no cover - abstract
+        """One step at ``buf[i]`` in a state other than ``json``: the index to go on from, or what
+        :meth:`scan` returns (where the region ends, or how far it goes until more text comes)."""
+        raise NotImplementedError
 
     def value_start(self, buf: str, i: int, opening: str = "{") -> int | None:
         """One step of a state that waits for the value: whitespace at ``buf[i]`` is skipped (the

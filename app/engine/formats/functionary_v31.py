@@ -33,6 +33,8 @@ _MAX_NAME = 256
 class _FunctionScanner(JsonStateScanner):
     """``NAME>`` ``{json}`` ``</function>`` [``<|eom_id|>``]; stops early at a fault."""
 
+    after_json = "close"
+
     def __init__(self) -> None:
         super().__init__("name")
         self.name_len = 0
@@ -47,46 +49,32 @@ class _FunctionScanner(JsonStateScanner):
             return None
         return 0
 
-    def scan(self, buf: str, final: bool) -> tuple[int, bool]:
-        i, n = 0, len(buf)
-        while i < n:
-            st = self.state
-            if st == "name":
-                c = buf[i]
-                self.ops += 1
-                if c == ">" and self.name_len:
-                    self.state = "pre"
-                    i += 1
-                    continue
-                if not _NAME_CHARS.match(c) or self.name_len >= _MAX_NAME:
-                    return i, True  # not a call: the region ends (and reads as text)
-                self.name_len += 1
-                i += 1
-                continue
-            if st == "pre":
-                self.ops += 1
-                j = self.value_start(buf, i)
-                if j is None:
-                    return i, True
-                i = j
-                continue
-            if st == "json":
-                i = self.json_state(self.json, buf, i, "close")
-                if i == -1:
-                    return n, False
-                continue
-            marker = CLOSE if st == "close" else EOM
-            got = self._marker(buf, i, marker, final)
-            if got is None:
-                return i, False
-            if not got:
-                return i, True
-            i += got
-            if st == "close":
-                self.state = "eom"
-                continue
+    def step(self, buf: str, i: int, final: bool) -> int | tuple[int, bool]:
+        st = self.state
+        if st == "name":
+            c = buf[i]
+            self.ops += 1
+            if c == ">" and self.name_len:
+                self.state = "pre"
+                return i + 1
+            if not _NAME_CHARS.match(c) or self.name_len >= _MAX_NAME:
+                return i, True  # not a call: the region ends (and reads as text)
+            self.name_len += 1
+            return i + 1
+        if st == "pre":
+            self.ops += 1
+            j = self.value_start(buf, i)
+            return (i, True) if j is None else j
+        marker = CLOSE if st == "close" else EOM  # after the JSON: its close, then an optional EOM
+        got = self._marker(buf, i, marker, final)
+        if got is None:
+            return i, False
+        if not got:
             return i, True
-        return n, False
+        if st == "close":
+            self.state = "eom"
+            return i + got
+        return i + got, True
 
 
 class _PythonScanner(RegionScanner):

@@ -432,50 +432,31 @@ class JsonTagScanner(JsonStateScanner):
         self.opening = opening
         self.fences = fences
 
-    def scan(self, buf: str, final: bool) -> tuple[int, bool]:
-        i, n = 0, len(buf)
-        close = self.close
-        while i < n:
-            st = self.state
-            if st in ("pre", "post", "lang"):
-                c = buf[i]
-                self.ops += 1
-                j = self.fence_skip(buf, i)
-                if j is not None:
-                    i = j
-                    continue
-                if self.fences and buf.startswith(_FENCE, i):
-                    i += len(_FENCE)
-                    self.state = "lang" if st == "pre" else "post"
-                    continue
-                if st == "post" and buf.startswith(close, i):
-                    return i + len(close), True
-                rest = buf[i : i + len(close)]
-                if (
-                    not final
-                    and len(rest) < len(close)
-                    and (
-                        (self.fences and _FENCE.startswith(rest)) or (st == "post" and close.startswith(rest))
-                    )
-                ):
-                    return i, False
-                if st == "pre" and c == self.opening:
-                    self.state = "json"
-                    continue
-                self.state = "seek"
-                continue
-            if st == "json":
-                i = self.json_state(self.json, buf, i, "post")
-                if i == -1:
-                    return n, False
-                continue
-            # seek: plain search for the closing marker
+    def step(self, buf: str, i: int, final: bool) -> int | tuple[int, bool]:
+        st, close = self.state, self.close
+        if st == "seek":  # a plain search for the closing marker
             pos, _m, safe = find_marker(buf, (close,), final, start=i)
-            self.ops += (pos + len(close) - i) if pos != -1 else n - i
-            if pos != -1:
-                return pos + len(close), True
-            return safe, False
-        return n, False
+            self.ops += (pos + len(close) - i) if pos != -1 else len(buf) - i
+            return (pos + len(close), True) if pos != -1 else (safe, False)
+        c = buf[i]  # pre, lang or post
+        self.ops += 1
+        j = self.fence_skip(buf, i)
+        if j is not None:
+            return j
+        if self.fences and buf.startswith(_FENCE, i):
+            self.state = "lang" if st == "pre" else "post"
+            return i + len(_FENCE)
+        if st == "post" and buf.startswith(close, i):
+            return i + len(close), True
+        rest = buf[i : i + len(close)]
+        if (
+            not final
+            and len(rest) < len(close)
+            and ((self.fences and _FENCE.startswith(rest)) or (st == "post" and close.startswith(rest)))
+        ):
+            return i, False
+        self.state = "json" if st == "pre" and c == self.opening else "seek"
+        return i
 
 
 class JsonCallSection(SectionScanner):
