@@ -5,11 +5,14 @@
 ``--screenshot PATH [--state STATE]`` renders one main state and saves a PNG:
 
 * ``empty``     the window (the demo model loading/loaded when installed), no conversation
+* ``empty-no-model``  the window started without a model: the hint to the recommended models and Import
 * ``streaming`` a reply streaming from the loaded model (``--model`` or the demo model)
 * ``banner``    the first reply of a model whose template has no tool format: the notice banner
 * ``tool-call-with-panel``  a reply with a tool call, its chip selected in the side panel
 * ``settings``  the settings dialog opened at chat.tool_format
-* ``models``    the Models page, once it has scanned the library
+* ``models``    the Models page, once it has scanned the library (``models-800x600``: in an 800x600 window)
+* ``theme-switch``  started in the other theme, then switched at run time in Settings → Appearance
+* and the others listed in :mod:`app.ui.dev.screenshots`
 
 The picture is taken only when the state is really reached (model loaded, reply streaming or
 done, banner shown, tool called, library scanned); ``--quit-after`` bounds the wait (default
@@ -28,11 +31,13 @@ __all__ = ["SCREENSHOT_LIMIT_S", "STATES", "build_parser", "main"]
 
 STATES = (
     "empty",
+    "empty-no-model",
     "streaming",
     "tool-call-with-panel",
     "banner",
     "settings",
     "models",
+    "models-800x600",
     "check",
     "cut-off",
     "context-full",
@@ -43,6 +48,7 @@ STATES = (
     "reply-versions",
     "live-call",
     "thinking",
+    "theme-switch",
 )
 SCREENSHOT_LIMIT_S = 60.0
 
@@ -113,10 +119,19 @@ def main(argv: list[str] | None = None) -> int:
     from app.storage.settings import load_settings
 
     settings, settings_notice = load_settings()
-    apply_theme(app, settings.window.theme if args.theme == "auto" else args.theme)  # Settings → Appearance
+    theme = settings.window.theme if args.theme == "auto" else args.theme  # Settings → Appearance
+    switch_to = theme
+    if args.screenshot and args.state == "theme-switch":  # started in the other theme, switched later
+        from app.ui.dev.screenshot_theme import opposite_theme
+
+        theme = settings.window.theme = opposite_theme(switch_to)
+    apply_theme(app, theme)
     install_theme_follower(app)
     window = MainWindow(
-        settings=settings, settings_notice=settings_notice, autoload=True, model_path=args.model
+        settings=settings,
+        settings_notice=settings_notice,
+        autoload=not (args.screenshot and args.state == "empty-no-model"),
+        model_path=args.model,
     )
     if not settings.window.geometry or args.screenshot:  # else the size and place it had last time
         window.resize(1200, 760)
@@ -137,6 +152,7 @@ def main(argv: list[str] | None = None) -> int:
             limit_s=limit,
             prompt=args.prompt,
             force_tool=not args.model,  # the default model: the tool states choose the calculator (U24)
+            switch_to=switch_to,
         )
         director.start()
         code = app.exec()

@@ -5,9 +5,9 @@
 Each state is a separate ``python -m app --screenshot OUTDIR/<state>.png --state <state>``
 process with its own empty ``CALLISTO_HOME``, so it shows what a newcomer sees. States that
 need a model use the offline demo model (SmolLM2, installed by ``make run`` / ``make test``);
-the tool-call state uses a scripted tiny GGUF with Qwen 2.5's template that really calls the
-calculator. Under Linux without a display it runs itself under ``xvfb-run`` when available,
-else with Qt's offscreen platform.
+the tool-call states (and ``theme-switch``, whose picture shows a call's card) use a scripted tiny
+GGUF with Qwen 2.5's template that really calls the calculator. Under Linux without a display it
+runs itself under ``xvfb-run`` when available, else with Qt's offscreen platform.
 """
 
 from __future__ import annotations
@@ -19,27 +19,11 @@ import sys
 import tempfile
 from pathlib import Path
 
+from app.ui.application import STATES  # every state ``--state`` offers, in the order rendered
+
 __all__ = ["STATES", "main", "render_all"]
 
 REPO = Path(__file__).resolve().parents[2]
-STATES = (
-    "empty",
-    "streaming",
-    "tool-call-with-panel",
-    "banner",
-    "settings",
-    "models",
-    "check",
-    "cut-off",
-    "context-full",
-    "failed-load",
-    "recommended",
-    "server",
-    "remote",
-    "reply-versions",
-    "live-call",
-    "thinking",
-)
 THEMES = ("light", "dark")
 
 
@@ -108,7 +92,7 @@ def render_all(
                 "--theme",
                 theme,
             ]
-            if state in ("tool-call-with-panel", "remote", "reply-versions"):
+            if state in ("tool-call-with-panel", "remote", "reply-versions", "theme-switch"):
                 cmd += ["--model", str(tool_model)]
             elif state == "live-call":
                 cmd += ["--model", str(_writing_model(Path(tmp)))]

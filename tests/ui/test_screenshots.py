@@ -147,3 +147,66 @@ def test_live_call_state_shows_a_call_being_written_and_the_counter(tmp_path, th
 
     said = _shoot(tmp_path, "live-call", "--model", str(_writing_model(tmp_path)), "--theme", theme)
     assert "writing a call to: calculator; live: " in said and " tokens" in said
+
+
+# -- Must show 6: an empty chat without a model, the Models page at 800x600, a theme switched at run time --
+
+
+def _png_size(tmp_path: Path, state: str) -> tuple[int, int]:
+    img = QImage(str(tmp_path / f"{state}.png"))
+    return img.width(), img.height()
+
+
+def _mean_lightness(tmp_path: Path, state: str) -> float:
+    """The picture's mean lightness (0 black to 255 white), over a grid of its pixels."""
+    img = QImage(str(tmp_path / f"{state}.png"))
+    values = [
+        img.pixelColor(x, y).lightness()
+        for x in range(0, img.width(), 10)
+        for y in range(0, img.height(), 10)
+    ]
+    return sum(values) / len(values)
+
+
+@pytest.mark.parametrize("theme", ["light", "dark"])
+def test_empty_no_model_state_points_to_the_recommended_models_and_import(tmp_path, theme):
+    said = _shoot(tmp_path, "empty-no-model", "--theme", theme)
+    assert ": empty-no-model (model: no model; first contact: Recommended models, Import GGUF…)" in said
+    assert _png_size(tmp_path, "empty-no-model") == (1200, 760)
+
+
+@pytest.mark.parametrize("theme", ["light", "dark"])
+def test_models_800x600_state_shows_every_action_without_sideways_scrolling(tmp_path, streaming_model, theme):
+    home = tmp_path / "home"
+    os.environ["CALLISTO_HOME"] = str(home)
+    try:
+        from app.engine.models.library import Library
+
+        Library().import_in_place(streaming_model)  # a library row: its Load now, Delete and Remove
+    finally:
+        del os.environ["CALLISTO_HOME"]
+    said = _shoot(tmp_path, "models-800x600", "--theme", theme, home=home)
+    assert ": models-800x600 (window: 800x600; actions in view: Import GGUF…, Add folder…, Refresh;" in said
+    assert "buttons cut at the side: none" in said and "sideways scrolling: none" in said, said
+    assert "library rows: " in said and "stream" in said.split("library rows: ")[1], said
+    assert _png_size(tmp_path, "models-800x600") == (800, 600)
+
+
+@pytest.mark.parametrize("theme", ["light", "dark"])
+def test_theme_switch_state_switches_to_the_requested_theme_at_run_time(tmp_path, tool_model, theme):
+    from PySide6.QtGui import QPalette
+
+    from app.ui.theme import palette
+
+    model = tool_model("calculator", '{"expression": "17 * 23"}', answer="It is 391.")
+    said = _shoot(tmp_path, "theme-switch", "--model", str(model), "--theme", theme)
+    other = "light" if theme == "dark" else "dark"
+    pal = palette(theme == "dark")
+    window, text = (pal.color(r).name() for r in (QPalette.ColorRole.Window, QPalette.ColorRole.WindowText))
+    assert (
+        f"theme: {theme} ({theme}, switched from {other}); palette: {window}, {text}; "
+        f"sidebar icons: {text}; tool calls: 1"
+    ) in said, said
+    assert _png_size(tmp_path, "theme-switch") == (1200, 760)
+    lightness = _mean_lightness(tmp_path, "theme-switch")  # the picture itself is in the new theme
+    assert lightness < 100 if theme == "dark" else lightness > 160, lightness

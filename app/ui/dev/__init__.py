@@ -4,7 +4,8 @@
 * :mod:`app.ui.dev.screenshots` drives the real window into one main state and saves a PNG
   (``python -m app --screenshot PATH --state STATE``; ``make screenshots`` renders them all);
   :mod:`app.ui.dev.screenshot_pages` opens the pages its states show besides the chat (Check,
-  Server, a remote engine) and says in words what each picture shows.
+  Server, a remote engine) and says in words what each picture shows; :mod:`app.ui.dev.screenshot_theme`
+  switches the theme at run time for the ``theme-switch`` state.
 
 Nothing in the shipped app imports this package except the ``--screenshot`` option, which says
 so when it runs in a bundle. It stays inside ``app/`` (rather than under ``tests/``) because the

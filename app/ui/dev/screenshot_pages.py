@@ -1,6 +1,7 @@
 """The pages the screenshot states open besides the chat (:mod:`app.ui.dev.screenshots`): the
 Check page's quick check, the Server page with requests in its log, Callisto's own server added
-as a remote engine, and the words that say what each picture shows.
+as a remote engine, the Models page in a small window, the first-contact hint, and the words that
+say what each picture shows.
 
 A development tool: the bundle leaves it out (see :mod:`app.ui.dev`)."""
 
@@ -12,10 +13,14 @@ from typing import Any
 __all__ = [
     "CHECK_MAX_TOKENS",
     "REMOTE_NAME",
+    "SMALL_WINDOW",
     "StateNotReached",
     "open_first_red_cell",
+    "require_no_model",
     "serve_as_remote",
     "server_requests",
+    "size_missing",
+    "sized",
     "start_check",
     "start_server_page",
     "summary",
@@ -23,10 +28,66 @@ __all__ = [
 
 REMOTE_NAME = "GPU box"  # the remote engine the ``remote`` state adds
 CHECK_MAX_TOKENS = 64  # the check state's replies: enough for a call, short enough to finish quickly
+SMALL_WINDOW = (800, 600)  # the window's size in the ``models-800x600`` state
 
 
 class StateNotReached(Exception):
     """The requested state cannot be shown; the message says why and what to do."""
+
+
+def sized(window: Any, state: str) -> bool:
+    """True once the window has the size of ``state`` (only ``models-800x600`` asks for one)."""
+    return state != "models-800x600" or (window.width(), window.height()) == SMALL_WINDOW
+
+
+def size_missing(window: Any, state: str) -> str:
+    """Why a sized state waits, besides the library's scan (empty when the size is right)."""
+    return "" if sized(window, state) else f", or the window was {window.width()}x{window.height()}"
+
+
+def _first_contact(window: Any) -> list[str]:
+    """The first-contact hint's buttons on screen (none while a model is loaded or loading)."""
+    from PySide6.QtWidgets import QPushButton
+
+    names = ("noModelRecommended", "noModelImport")
+    found = (window.findChild(QPushButton, name) for name in names)
+    return [b.text() for b in found if b is not None and b.isVisible()]
+
+
+def require_no_model(window: Any) -> None:
+    """Raises unless the window has no model and shows the first-contact hint."""
+    if window.model_info is not None or len(_first_contact(window)) < 2:
+        raise StateNotReached("the window has a model: the first-contact hint is not shown")
+
+
+def _in_view(window: Any) -> str:
+    """The Models page's main actions in view, its buttons that the window's edge cuts (none: no
+    action needs sideways scrolling to reach) and its lists that scroll sideways."""
+    from PySide6.QtCore import QPoint
+    from PySide6.QtWidgets import QAbstractScrollArea, QPushButton
+
+    page = window.models_page()
+
+    def inside(b: Any) -> bool:
+        left = b.mapTo(window, QPoint(0, 0)).x()
+        return left >= 0 and left + b.width() <= window.width()
+
+    buttons = [b for b in page.findChildren(QPushButton) if b.isVisible()]
+    actions = [
+        b.text()
+        for b in (page.import_button, page.folder_button, page.refresh_button)
+        if b.isVisible() and inside(b)
+    ]
+    cut = [b.text() for b in buttons if not inside(b)]
+    scrolls = [
+        a.objectName() or type(a).__name__
+        for a in page.findChildren(QAbstractScrollArea)
+        if a.isVisible() and a.horizontalScrollBar().isVisible()
+    ]
+    return (
+        f"actions in view: {', '.join(actions)}; buttons cut at the side: {', '.join(cut) or 'none'} "
+        f"(of {len(buttons)}); sideways scrolling: {', '.join(scrolls) or 'none'}"
+    )
 
 
 def server_requests(url: str, model: str | None) -> None:
@@ -130,6 +191,11 @@ def serve_as_remote(window: Any) -> Any:
 def summary(w: Any, st: str, *, loaded: bool, check_result: dict[str, Any] | None) -> str:
     """What the picture of state ``st`` shows, in words (tests and the screenshot script read it)."""
     model = Path(w.model_info.path).name if loaded else "no model"
+    if st == "models-800x600":
+        library = summary(w, "models", loaded=loaded, check_result=None)
+        return f"window: {w.width()}x{w.height()}; {_in_view(w)}; {library}"
+    if st == "empty-no-model":
+        return f"model: {model}; first contact: {', '.join(_first_contact(w))}"
     if st == "models":
         table = getattr(w.models_page(), "library_table", None)
         rows = table.rowCount() if table is not None else 0

@@ -6,7 +6,10 @@ Every state uses the real worker and the loaded model, and the picture is taken 
 the state is really reached:
 
 * ``empty`` / ``settings``: the model (when one is being loaded) has loaded or failed to load;
-* ``models``: the Models page has finished scanning the library;
+* ``empty-no-model``: the window started without loading a model: the first-contact hint that points
+  to the recommended models and to Import;
+* ``models``: the Models page has finished scanning the library (``models-800x600``: with the
+  window resized to 800x600);
 * ``server``: the Server page runs the API server and its log shows the requests it answered;
 * ``streaming``: the reply is streaming and shows some text;
 * ``banner``: the first reply is done and carries the notice banner;
@@ -31,6 +34,8 @@ the state is really reached:
 * ``live-call``: a reply while the model writes a tool call: the call's card with its arguments
   filling in and the live token counter (pass a ``--model`` that writes a call; the state is not
   reached when the reply ends first).
+* ``theme-switch``: the window started in the other theme, then switched to the requested one in
+  Settings → Appearance once the reply is done (see :mod:`app.ui.dev.screenshot_theme`).
 
 ``limit_s`` bounds the wait. When the state is not reached in time, or cannot be reached
 (no model, the load failed, the model called no tool, no banner), nothing is saved, the reason
@@ -47,6 +52,7 @@ from PySide6.QtCore import QObject, QTimer
 
 from app.ui.dev import screenshot_pages as pages
 from app.ui.dev.screenshot_pages import REMOTE_NAME, StateNotReached
+from app.ui.dev.screenshot_theme import ThemeSwitch
 
 __all__ = ["MODEL_STATES", "ScreenshotDirector", "StateNotReached"]
 
@@ -59,6 +65,7 @@ DEFAULT_PROMPTS = {
     "reply-versions": "What is 17 * 23? Use the calculator.",
     "live-call": "What is 17 * 23 * 41 * 97? Use the calculator.",
     "thinking": "Hello! Think it over briefly, then answer.",
+    "theme-switch": "What is 17 * 23? Use the calculator.",
 }
 
 THINKING_BUDGET = 8  # the thinking state's budget in tokens (small: the picture shows the block closed)
@@ -79,8 +86,10 @@ class ScreenshotDirector(QObject):
         limit_s: float,
         prompt: str | None = None,
         force_tool: bool = False,
+        switch_to: str = "system",
     ) -> None:
-        """``force_tool``: the tool states choose the calculator (the default model, U24)."""
+        """``force_tool``: the tool states choose the calculator (the default model, U24);
+        ``switch_to``: the theme the ``theme-switch`` state switches to."""
         super().__init__(window)
         self.app, self.window, self.state, self.path = app, window, state, path
         self.limit_s = max(0.2, float(limit_s))
@@ -98,6 +107,7 @@ class ScreenshotDirector(QObject):
         self._remote_server: Any = None
         self.force_tool = force_tool
         self._format_set = False
+        self._theme_switch = ThemeSwitch(self, switch_to)
         self._poll = QTimer(self)
         self._poll.setInterval(50)
         self._poll.timeout.connect(self._on_poll_timeout)
@@ -170,14 +180,15 @@ class ScreenshotDirector(QObject):
     def _step(self) -> None:
         """One poll: the step of the state (the states one step serves are grouped)."""
         for states, step in (
-            (("empty", "settings"), self._step_idle),
-            (("models", "recommended"), self._step_models),
+            (("empty", "empty-no-model", "settings"), self._step_idle),
+            (("models", "models-800x600", "recommended"), self._step_models),
             (("check",), self._step_check),
             (("server",), self._step_server),
             (("remote",), self._step_remote),
             (("reply-versions",), self._step_versions),
             (("live-call",), self._step_live_call),
             (("thinking",), self._step_thinking),
+            (("theme-switch",), self._theme_switch.step),
             (EXTRA_MODEL_STATES, self._step_extra),
             (MODEL_STATES, self._step_reply),
         ):
@@ -191,6 +202,8 @@ class ScreenshotDirector(QObject):
         if self._loading():
             return
         target = self.window
+        if self.state == "empty-no-model":
+            pages.require_no_model(target)
         if self.state == "settings":
             self._poll.stop()
             self._settings_dialog = target = self.window.open_settings("chat.tool_format")
@@ -208,8 +221,10 @@ class ScreenshotDirector(QObject):
                 raise StateNotReached("the Models page could not be opened: " + getattr(page, "text", str)())
             if self.state == "recommended":
                 page.sources.setCurrentIndex(0)
+            if self.state == "models-800x600":
+                w.resize(*pages.SMALL_WINDOW)
             signal.connect(self._on_library_done)
-        if self._library_scanned:
+        if self._library_scanned and pages.sized(w, self.state):
             self._settle_then_shoot(w)
 
     def _prompt_sent(self) -> bool:
@@ -418,8 +433,8 @@ class ScreenshotDirector(QObject):
 
     def _missing(self) -> str:
         w, st = self.window, self.state
-        if st == "models":
-            return "the Models page had not finished scanning the library"
+        if st in ("models", "models-800x600"):
+            return "the Models page had not finished scanning the library" + pages.size_missing(w, st)
         if st == "check" and self._check_started:
             return "the check had not finished"
         if st == "server" and self._check_started:
@@ -468,7 +483,8 @@ class ScreenshotDirector(QObject):
 
     def _summary(self) -> str:
         """What the picture shows, in words (tests and the screenshot script read it)."""
-        return pages.summary(self.window, self.state, loaded=self._loaded(), check_result=self._check_result)
+        said = pages.summary(self.window, self.state, loaded=self._loaded(), check_result=self._check_result)
+        return self._theme_switch.summary(said) if self.state == "theme-switch" else said
 
     def _finish(self) -> None:
         if self.window.busy:
