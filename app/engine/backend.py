@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from app.engine.generation import Generation
     from app.engine.llm import LoadedModel
 
-__all__ = ["GenerationResult", "ModelBackend"]
+__all__ = ["GenerationResult", "ModelBackend", "portable"]
 
 
 @dataclass
@@ -105,3 +105,17 @@ class ModelBackend(Protocol):
     def stream(self, gen: Generation) -> Iterator[str]:
         """Run ``gen``: yield its text pieces, set ``gen.result`` when it ends."""
         ...
+
+
+def portable(exc: BaseException) -> BaseException:
+    """``exc`` if it survives pickling (to cross from the engine process to the app), else a
+    plain :class:`~app.engine.errors.GenerationError` with its words."""
+    import pickle
+
+    from app.engine.errors import GenerationError
+
+    try:
+        pickle.loads(pickle.dumps(exc))
+        return exc
+    except Exception:  # noqa: BLE001 - any failure means: send the words
+        return GenerationError(f"{type(exc).__name__}: {exc}")

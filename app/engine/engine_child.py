@@ -43,8 +43,9 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
+from app.engine.backend import portable
 from app.engine.engine_process import connect_child
-from app.engine.errors import ConstraintError, GenerationError, portable
+from app.engine.errors import ConstraintError, GenerationError
 from app.engine.generation import generate
 from app.engine.llm import load_model_inline
 

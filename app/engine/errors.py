@@ -29,7 +29,6 @@ __all__ = [
     "PromptRenderError",
     "TemplateRenderError",
     "ToolSetupError",
-    "portable",
 ]
 
 
@@ -131,15 +130,3 @@ class EngineBusy(EngineError, RuntimeError):
 
     def __reduce__(self):
         return (EngineBusy, (self.waiting, self.retry_after_s))
-
-
-def portable(exc: BaseException) -> BaseException:
-    """``exc`` if it survives pickling (to cross from the engine process to the app), else a
-    plain :class:`GenerationError` with its words."""
-    import pickle
-
-    try:
-        pickle.loads(pickle.dumps(exc))
-        return exc
-    except Exception:  # noqa: BLE001 - any failure means: send the words
-        return GenerationError(f"{type(exc).__name__}: {exc}")

@@ -30,8 +30,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from app.engine.backend import GenerationResult
-from app.engine.errors import EngineBusy, GenerationError, portable
+from app.engine.backend import GenerationResult, portable
+from app.engine.errors import EngineBusy, GenerationError
 from app.engine.holdback import partial_start
 from app.engine.kvstore import common
 

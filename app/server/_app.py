@@ -210,6 +210,7 @@ class ApiServer:
         entry = (
             self.catalog.resolve(self.config.preload) if self.config.preload else None
         )  # 404: nothing bound
+        _import_model_readers()
         self._sock = self.bind()
         if self.owns_host:
             self.host.start()
@@ -327,6 +328,19 @@ def _stop_on_signals() -> None:
         signal.signal(signal.SIGTERM, interrupt)
     if hasattr(signal, "pthread_sigmask"):
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
+
+
+def _import_model_readers() -> None:
+    """Import what loading a model imports (gguf, and yaml through it) before the first request.
+
+    Imported lazily on a request's thread, a first import can meet a server whose file descriptors
+    its connections hold (each module file is opened once), or another thread's first import of
+    the same package, and leave a partially initialised module behind: a model that then fails to
+    load for a reason that has nothing to do with the model."""
+    import contextlib
+
+    with contextlib.suppress(ImportError):
+        import gguf  # noqa: F401
 
 
 def serve_option_errors(*, api_key: str | None, max_loaded: int, queue: int) -> list[str]:
