@@ -21,6 +21,7 @@ __all__ = ["NARROW_PX", "ChatPage"]
 
 #: Narrower than this, the tool choice and Send go under the message box, which keeps the width (U17).
 NARROW_PX = 560
+COMPOSE_MIN_PX = 360  # the narrowest the message box gets beside the controls
 
 
 class _ComposeLayout(QObject):
@@ -34,8 +35,17 @@ class _ComposeLayout(QObject):
 
     def eventFilter(self, obj: QObject, event: QEvent) -> bool:  # noqa: N802 - Qt's name
         if event.type() == QEvent.Type.Resize and isinstance(obj, QWidget):
-            self.arrange(obj.width() < NARROW_PX)
+            self.arrange(obj.width() < self.one_line_px())
         return False
+
+    def one_line_px(self) -> int:
+        """The width the row needs on one line: the controls as wide as they ask, and the text box
+        at least :data:`COMPOSE_MIN_PX` (the tool choice, the thinking control and its budget take
+        most of a narrow page: the box beside them would be a strip)."""
+        spacing = max(0, self.grid.horizontalSpacing())
+        controls = sum(w.sizeHint().width() + spacing for w in self.controls if not w.isHidden())
+        margins = self.grid.contentsMargins()
+        return max(NARROW_PX, controls + COMPOSE_MIN_PX + margins.left() + margins.right())
 
     def arrange(self, narrow: bool) -> None:
         if narrow == self.narrow:

@@ -212,6 +212,20 @@ def test_u10_u17_every_pages_primary_actions_are_reachable_at_800x600(qtbot, mak
     check("check", [check_page.run_button, check_page.stop_button])
 
 
+def test_u17_the_message_box_keeps_its_room_at_every_window_width(qtbot, make_window, streaming_model):
+    """With the side panel open, the chat column of a mid-sized window was wide enough for one line
+    but not for the tool choice, the thinking control and its budget beside the box: the box was a
+    strip. At every width the controls go under the box before it gets that narrow."""
+    w = make_window(streaming_model, settings=Settings())
+    w.tool_dock.setVisible(True)
+    for width in (800, 900, 1000, 1100, 1200, 1300, 1500, 1800):
+        w.resize(width, 760)
+        qtbot.waitUntil(lambda width=width: w.width() == width)
+        QApplication.processEvents()
+        assert w.compose.width() >= 300, (width, w.compose.size())
+        assert _within_viewport(w.send_button, w), (width, w.send_button.geometry())
+
+
 # -- U7 / Must show 5: a theme switch at run time recolours every icon ------------------------------------------------
 
 
