@@ -177,10 +177,21 @@ CASES += close_tag_in_argument_cases(
     A,
 )
 
-# A closing marker cut by the token limit is structure too.
+# A closing marker cut by the token limit is structure too, and so is the opening of a citation
+# the limit cut: its span is shown without it.
 CUT_E = "(?:" + "|".join(re.escape(E[:k]) for k in range(1, len(E))) + r")\Z"
 FUZZ = Fuzz(
     markers=(E, RE),
-    structure=(re.escape(A), re.escape(E), CUT_E, re.escape(R), re.escape(RE), r"\[", r"\]", ","),
+    structure=(
+        re.escape(A),
+        re.escape(E),
+        CUT_E,
+        re.escape(R),
+        re.escape(RE),
+        r"\[",
+        r"\]",
+        ",",
+        re.escape("<co>"),
+    ),
     wrap=(A + "[", "]" + E),
 )
