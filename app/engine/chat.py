@@ -25,8 +25,8 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Generator, Iterator, Mapping
-from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any, Unpack
 
 from app.calls import ToolCall
 from app.engine.detection import detect_tool_format
@@ -37,7 +37,7 @@ from app.engine.formats.events import TextDelta
 from app.engine.formats.plain import PlainStream
 from app.engine.generation import generate
 from app.engine.grammar.lark import DEFAULT_MAX_CALLS
-from app.engine.loop import CallIds, RoundEnd, cut_after_last_user, dispatcher_for, run_rounds
+from app.engine.loop import CallIds, RoundEnd, TurnOptions, cut_after_last_user, dispatcher_for, run_rounds
 from app.engine.messages import Message
 from app.engine.render import choose_template, render_prompt
 from app.engine.sampling import SamplingParams
@@ -64,7 +64,18 @@ DEFAULT_MAX_ROUNDS = 8
 #: How often (seconds) the call being written is read for the window (``LocalReplies.live``).
 LIVE_PEEK_S = 0.1
 TOOL_FORMAT_SETTING = "chat.tool_format"
-_SESSION: Any = object()  # send(): use the session's choice
+
+
+@dataclass(frozen=True)
+class _Turn:
+    """One turn's choices: its :class:`~app.engine.loop.TurnOptions` over the session's defaults."""
+
+    tool_choice: Any
+    parallel: bool
+    response_format: Any
+    thinking: Thinking
+    sampling: SamplingParams | Mapping[str, Any] | None
+    max_tokens: int
 
 
 def detect_model_format(model: LoadedModel) -> str | None:
@@ -143,7 +154,8 @@ class ChatSession:
         ``tool_choice`` (``auto`` | ``none`` | ``required`` | ``{"type": "function", "function":
         {"name": ...}}``), ``parallel_tool_calls`` and ``response_format`` (``{"type":
         "json_object"}`` or ``{"type": "json_schema", "json_schema": {"schema": ...}}``) are the
-        defaults of every turn; ``send`` may override them for one turn. A forced choice holds the
+        defaults of every turn; ``send`` may override them for one turn (as it may ``sampling`` and
+        ``max_tokens``: :class:`~app.engine.loop.TurnOptions`). A forced choice holds the
         first reply of the turn to a call (``app.engine.constraints``); after the tool results the
         turn goes on under ``auto`` (calls still held to their schemas).
 
@@ -192,6 +204,11 @@ class ChatSession:
         return self._replies.last_constraint if self._replies is not None else None
 
     @property
+    def last_sampling(self) -> SamplingParams | Mapping[str, Any] | None:
+        """The sampling the latest turn asked for (None: the model's recommended values)."""
+        return self._replies.sampling if self._replies is not None else None
+
+    @property
     def live(self) -> LiveProgress | None:
         """The latest turn as it is written: its tokens so far and the call being written."""
         return self._replies.live if self._replies is not None else None
@@ -215,67 +232,61 @@ class ChatSession:
         return tools or None
 
     def send(
-        self,
-        text: str,
-        *,
-        cancel: threading.Event | None = None,
-        tool_choice: Any = _SESSION,
-        parallel_tool_calls: Any = _SESSION,
-        response_format: Any = _SESSION,
-        thinking: Any = _SESSION,
+        self, text: str, *, cancel: threading.Event | None = None, **options: Unpack[TurnOptions]
     ) -> Iterator[ChatEvent]:
-        """Add a user message and reply; the choices default to the session's."""
+        """Add a user message and reply; ``options`` are this turn's choices (the others are the
+        session's)."""
         if not isinstance(text, str):
             raise TypeError("the message must be a string")
-        think = self.thinking if thinking is _SESSION else parse_thinking(thinking)
+        turn = self._turn(options)
         first = not any(m.role == "assistant" for m in self.messages)
         self.messages.append(Message(role="user", content=text))
-        return self._reply(
-            cancel, first, self._choices(tool_choice, parallel_tool_calls, response_format), think
-        )
+        return self._reply(cancel, first, turn)
 
-    def _choices(self, tool_choice: Any, parallel: Any, response_format: Any) -> tuple[Any, bool, Any]:
-        return (
-            self.tool_choice if tool_choice is _SESSION else tool_choice,
-            bool(self.parallel_tool_calls if parallel is _SESSION else parallel),
-            self.response_format if response_format is _SESSION else response_format,
+    def _turn(self, options: TurnOptions) -> _Turn:
+        """The turn's choices: ``options`` over the session's (ValueError for an unknown thinking)."""
+        unknown = set(options) - TurnOptions.__optional_keys__
+        if unknown:
+            raise TypeError(f"unexpected keyword arguments: {', '.join(sorted(unknown))}")
+        return _Turn(
+            tool_choice=options.get("tool_choice", self.tool_choice),
+            parallel=bool(options.get("parallel_tool_calls", self.parallel_tool_calls)),
+            response_format=options.get("response_format", self.response_format),
+            thinking=parse_thinking(options["thinking"]) if "thinking" in options else self.thinking,
+            sampling=options.get("sampling", self.sampling),
+            max_tokens=options.get("max_tokens", self.max_tokens),
         )
 
     def regenerate(
-        self,
-        *,
-        cancel: threading.Event | None = None,
-        tool_choice: Any = _SESSION,
-        parallel_tool_calls: Any = _SESSION,
-        response_format: Any = _SESSION,
-        thinking: Any = _SESSION,
+        self, *, cancel: threading.Event | None = None, **options: Unpack[TurnOptions]
     ) -> Iterator[ChatEvent]:
-        """Drop everything after the last user message and reply again."""
-        think = self.thinking if thinking is _SESSION else parse_thinking(thinking)
+        """Drop everything after the last user message and reply again; ``options`` as
+        :meth:`send`'s (the window passes the settings the turn was first sent with)."""
+        turn = self._turn(options)
         cut_after_last_user(self.messages)
         first = not any(m.role == "assistant" for m in self.messages)
-        return self._reply(
-            cancel, first, self._choices(tool_choice, parallel_tool_calls, response_format), think
-        )
+        return self._reply(cancel, first, turn)
 
     def continue_reply(
-        self, *, cancel: threading.Event | None = None, tool_choice: Any = "auto"
+        self, *, cancel: threading.Event | None = None, **options: Unpack[TurnOptions]
     ) -> Iterator[ChatEvent]:
         """Continue the last reply where it was cut (the max-tokens limit): the model goes on from
         its text (a call it was writing included) and what it writes joins that same message; no
-        user message is added. ValueError when the conversation does not end with such a reply."""
+        user message is added. ``options`` as :meth:`send`'s (the tool choice is ``auto`` unless
+        given). ValueError when the conversation does not end with such a reply."""
         if not self.messages or self.messages[-1].role != "assistant" or self.messages[-1].tool_calls:
             raise ValueError("the conversation does not end with a reply to continue")
+        turn = self._turn({"tool_choice": "auto", **options})
         cut = self.messages.pop()
         prefix = cut.content + "".join(c.raw for c in cut.incomplete_calls if c.reason == "truncated")
-        return self._continued(cut, prefix, cancel, self._choices(tool_choice, _SESSION, _SESSION))
+        return self._continued(cut, prefix, cancel, turn)
 
     def _continued(
-        self, cut: Message, prefix: str, cancel: threading.Event | None, choices: tuple[Any, bool, Any]
+        self, cut: Message, prefix: str, cancel: threading.Event | None, turn: _Turn
     ) -> Iterator[ChatEvent]:
         at = len(self.messages)
         try:
-            yield from self._reply(cancel, False, choices, prefix=prefix)
+            yield from self._reply(cancel, False, turn, prefix=prefix)
         finally:
             new = self.messages[at] if len(self.messages) > at else None
             if new is None or new.role != "assistant":
@@ -330,35 +341,30 @@ class ChatSession:
         return system + self.messages
 
     def _reply(
-        self,
-        cancel: threading.Event | None,
-        first: bool,
-        choices: tuple[Any, bool, Any] = ("auto", True, None),
-        thinking: Thinking | None = None,
-        prefix: str | None = None,
+        self, cancel: threading.Event | None, first: bool, turn: _Turn, prefix: str | None = None
     ) -> Iterator[ChatEvent]:
         from app.engine.constraints import parse_tool_choice
 
         yield from self._notices(first)
-        choice, parallel, response_format = choices
-        no_tools = parse_tool_choice(choice).mode == "none"  # the model is never told the tools exist
-        max_calls = self.max_calls if parallel else 1
+        # with tool_choice none the model is never told the tools exist
+        no_tools = parse_tool_choice(turn.tool_choice).mode == "none"
+        max_calls = self.max_calls if turn.parallel else 1
         self._replies = LocalReplies(
             self.model,
             self._conversation,
             family=None if no_tools else self.effective_format,
             tools=None if no_tools else self.tools,
             ids=self._ids,
-            max_tokens=self.max_tokens,
-            sampling=self.sampling,
-            tool_choice=choice,
-            parallel_tool_calls=parallel,
-            response_format=response_format,
+            max_tokens=turn.max_tokens,
+            sampling=turn.sampling,
+            tool_choice=turn.tool_choice,
+            parallel_tool_calls=turn.parallel,
+            response_format=turn.response_format,
             declared=self.registry.openai_tools() if self.registry is not None else [],
             grammar=self.grammar,
             deadline_s=self.deadline_s,
             max_calls=max_calls,
-            thinking=self.thinking if thinking is None else thinking,
+            thinking=turn.thinking,
             reasoning_format=self.detected_format,
         )
         self._replies.prefix = prefix

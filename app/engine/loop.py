@@ -4,6 +4,8 @@ round), shared by the local :class:`~app.engine.chat.ChatSession`, the remote se
 
 - :class:`Session`: what the window and the CLI hold: a conversation that ``send()`` and
   ``regenerate()`` answer with :mod:`~app.engine.events`.
+- :class:`TurnOptions`: what one turn may choose instead of its session (Regenerate and Continue
+  pass the settings the turn was first sent with).
 - :class:`ReplySource`: what each of them supplies: how one reply is generated and parsed
   (``generate_reply``, a generator of parser events that returns a :class:`RoundEnd`) and what
   it adds to the turn's :class:`~app.engine.events.DoneEvent` (``finish_turn``).
@@ -36,7 +38,7 @@ import threading
 import time
 from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypedDict
 
 from app.calls import ToolCall, ToolResult
 from app.engine.events import ChatEvent, DoneEvent, NoticeEvent, ToolCallFinishedEvent, ToolCallStartedEvent
@@ -56,6 +58,7 @@ __all__ = [
     "RoundEnd",
     "RoundStop",
     "Session",
+    "TurnOptions",
     "answered_before",
     "call_key",
     "cut_after_last_user",
@@ -77,8 +80,22 @@ REPEAT_NOTE = (
 )
 
 
+class TurnOptions(TypedDict, total=False):
+    """What one turn (``send``, ``regenerate``, ``continue_reply``) may choose instead of its
+    session's defaults; a key left out is the session's."""
+
+    tool_choice: Any  # auto | none | required | {"type": "function", "function": {"name": ...}}
+    parallel_tool_calls: bool
+    response_format: Any  # {"type": "json_object"} or {"type": "json_schema", ...}
+    thinking: Any  # an app.engine.thinking choice (parse_thinking); None: the template's default
+    sampling: Mapping[str, Any] | None  # None or {}: the model's recommended values
+    max_tokens: int
+
+
 class Session(Protocol):
-    """A conversation with a model, local or remote: what the window swaps when the model changes."""
+    """A conversation with a model, local or remote: what the window swaps when the model changes.
+    ``regenerate`` takes the settings the turn was first sent with (its sampling and max_tokens
+    too: a turn replied to again is the same request)."""
 
     messages: list[Message]
     effective_format: str | None  # the tool-call family replies are read in (None: tools off or API)
@@ -101,6 +118,8 @@ class Session(Protocol):
         cancel: threading.Event | None = None,
         tool_choice: Any = ...,
         thinking: Thinking | None = ...,
+        sampling: Mapping[str, Any] | None = ...,
+        max_tokens: int = ...,
     ) -> Iterator[ChatEvent]: ...
 
 

@@ -36,7 +36,8 @@ class TurnRecorder:
     """Records one turn of conversation ``conversation_id`` in ``history``.
 
     ``model`` (a file name or path) and ``settings`` (the settings the turn was made with) are
-    stored with each reply of the turn; ``on_error`` receives one sentence when saving fails.
+    stored with each reply of the turn, the settings with its user message too (what Regenerate
+    sends again); ``on_error`` receives one sentence when saving fails.
     """
 
     def __init__(
@@ -116,9 +117,11 @@ class TurnRecorder:
         return True
 
     def user_message(self, text: str) -> None:
-        """Store the user's message of this turn (call before :meth:`begin`)."""
+        """Store the user's message of this turn, with its settings (call before :meth:`begin`)."""
+        turn = self.settings or None
         self._save(
-            "the conversation", lambda: self.history.append_message(self.conversation_id, "user", text)
+            "the conversation",
+            lambda: self.history.append_message(self.conversation_id, "user", text, turn_settings=turn),
         )
 
     def observe(self, ev: Any) -> None:

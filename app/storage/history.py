@@ -10,6 +10,9 @@ Usage (the UI, from its main thread)::
     h.finish_message(msg.id, "complete")           # or "interrupted" / "error"
     h.load_conversation(conv.id).messages
 
+A user message keeps the settings its turn was sent with (``append_message(..., turn_settings=...)``,
+``MessageRecord.turn_settings``), so Regenerate and Continue use them again.
+
 Regenerate keeps the reply it replaces: ``archive_reply(cid, user_position)`` stores it (its
 messages, calls and results) as a numbered version of that turn; ``Conversation.versions`` says
 which version each turn shows and how many it has; ``reply_version`` reads one and
@@ -157,6 +160,7 @@ class _MessageFields(_ReplyFields, total=False):
     status: MessageStatus
     tool_call_id: str | None
     name: str | None
+    turn_settings: Mapping[str, Any] | None
 
 
 class _FinishFields(_ReplyFields, total=False):
@@ -193,6 +197,9 @@ class MessageRecord:
     notices: list[dict[str, Any]] = field(default_factory=list)
     # incomplete_calls, stats, model, settings (see TurnMessage.extra)
     extra: dict[str, Any] = field(default_factory=dict)
+    # a user message's: the settings its turn was sent with (what Regenerate and Continue use
+    # again); None for a turn sent before they were kept, and for every other message
+    turn_settings: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -346,7 +353,7 @@ _CONV_COLS = (
 )
 _MSG_COLS = (
     "id, conversation_id, position, role, content, reasoning, status, created, "
-    "prompt_tokens, completion_tokens, tool_call_id, name, error, notices_json, extra_json"
+    "prompt_tokens, completion_tokens, tool_call_id, name, error, notices_json, extra_json, turn_settings_json"
 )
 _TC_COLS = "id, message_id, call_id, name, arguments_json, raw, result, error, duration_s, approval, position"
 
@@ -369,11 +376,11 @@ def _rowid(cur: sqlite3.Cursor) -> int:
 
 
 def _msg(row: sqlite3.Row | tuple) -> MessageRecord:
-    notices = _loads(row[13])
-    extra = _loads(row[14])
+    notices, extra, turn = _loads(row[13]), _loads(row[14]), _loads(row[15])
     record = _record(MessageRecord, row[:13])
     record.notices = notices if isinstance(notices, list) else []
     record.extra = extra if isinstance(extra, dict) else {}
+    record.turn_settings = turn if isinstance(turn, dict) else None
     return record
 
 
@@ -615,7 +622,8 @@ class History:
         """Append a message at the end of the conversation (one transaction, tool calls included).
 
         ``fields``: ``reasoning``, ``status`` ("complete" unless given), ``tool_call_id``, ``name``,
-        ``prompt_tokens``, ``completion_tokens`` and ``error``. ``tool_calls``: dicts with ``call_id`` (or ``id``), ``name``, ``arguments`` and optionally
+        ``prompt_tokens``, ``completion_tokens``, ``error`` and ``turn_settings`` (a user message's:
+        the settings its turn is sent with, a JSON object). ``tool_calls``: dicts with ``call_id`` (or ``id``), ``name``, ``arguments`` and optionally
         ``raw``, ``result``, ``error``, ``duration_s``, ``approval``. ``notices``: dicts with
         ``code``, ``message`` and optionally ``setting`` (the banners shown above the message).
         """
@@ -643,6 +651,8 @@ class History:
         status = cols.get("status", "complete")
         notices_json = _dumps([_notice_dict(n) for n in notices], "notices") if notices else None
         extra_json = _dumps(dict(extra), "message extra") if extra else None
+        turn = cols.get("turn_settings")
+        turn_json = _dumps(dict(turn), "turn settings") if turn else None
         now = time.time()
         if not db.execute("SELECT 1 FROM conversations WHERE id = ?", (conversation_id,)).fetchone():
             raise ConversationNotFound(f"no conversation with id {conversation_id}")
@@ -652,8 +662,8 @@ class History:
         ).fetchone()
         cur = db.execute(
             "INSERT INTO messages (conversation_id, position, role, content, reasoning, status, created, "
-            "prompt_tokens, completion_tokens, tool_call_id, name, error, writer, notices_json, extra_json) "
-            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            "prompt_tokens, completion_tokens, tool_call_id, name, error, writer, notices_json, extra_json, "
+            "turn_settings_json) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (
                 conversation_id,
                 pos,
@@ -670,6 +680,7 @@ class History:
                 self._writer if status == "streaming" else None,
                 notices_json,
                 extra_json,
+                turn_json,
             ),
         )
         mid = _rowid(cur)

@@ -181,6 +181,14 @@ def m009_reply_versions(db: sqlite3.Connection) -> None:
     )
 
 
+@migration
+def m010_turn_settings(db: sqlite3.Connection) -> None:
+    """The settings a turn was sent with (its thinking choice, sampling, max_tokens and tool
+    choice), as a JSON object on its user message, so Regenerate and Continue use them again
+    (issue 28, U3), in a reopened conversation too. NULL for a turn sent before it."""
+    db.execute("ALTER TABLE messages ADD COLUMN turn_settings_json TEXT")
+
+
 def apply_migrations(db: sqlite3.Connection, migrations: Sequence[Migration] = MIGRATIONS) -> list[str]:
     """Apply each not-yet-applied migration in order, each in its own transaction.
 

@@ -27,7 +27,7 @@ from app.ui.window_chat_turns import reply_stats
 from app.ui.window_part import WindowKit, WindowPart
 
 if TYPE_CHECKING:
-    from app.ui.chat import AssistantMessage
+    from app.ui.chat import AssistantMessage, UserMessage
     from app.ui.model_bar import ModelBar
     from app.ui.window_chat_page import ChatPage
     from app.ui.window_conversations import ConversationsController
@@ -68,6 +68,7 @@ class ChatController(WindowPart):
         self.approval_dialog: ApprovalDialog | None = None
         self.last_done: DoneEvent | None = None
         self._pending_text: str | None = None
+        self._turn_user: UserMessage | None = None  # the message of the turn running: it keeps its settings
         self.chat.sig_chip_clicked.connect(self.select_tool_call)
         self.chat.sig_open_setting.connect(settings.open_settings)
         self.chat.sig_dismiss_notice.connect(self._on_notice_dismissed)
@@ -131,17 +132,16 @@ class ChatController(WindowPart):
             return False
         cid = self.conversations.ensure_conversation(text)
         self.compose.clear()
-        self.chat.add_user(text)
-        self._begin_reply(self.worker.tool_choice)
+        self._turn_user = self.chat.add_user(text)
+        self._begin_reply()
         self.set_busy(True)
         self._pending_text = text
         self.worker.send(text, cid)
         return True
 
-    def _begin_reply(self, tool_choice: Any) -> AssistantMessage:
+    def _begin_reply(self) -> AssistantMessage:
         """A new reply being written: the prompt's progress, then its live tokens and calls."""
         reply = self.chat.begin_assistant()
-        reply.turn_tool_choice = tool_choice
         reply.watch_prompt(self._prompt_progress)
         reply.watch_tokens(turns.live_source(self.worker))
         return reply
@@ -154,9 +154,10 @@ class ChatController(WindowPart):
 
     def regenerate(self, user_index: int = -1) -> None:
         """Generate again the reply to the ``user_index``-th user message (-1 or the last: the last
-        reply), with the tool choice that turn was sent with (U3). The reply it replaces is kept as
-        a version (‹ 1/2 ›, U22); regenerating an older reply drops the later turns first (they
-        followed from it)."""
+        reply), with the settings that turn was sent with (U3: its tool and thinking choices,
+        sampling and max_tokens; the current ones where it recorded none). The reply it replaces
+        is kept as a version (‹ 1/2 ›, U22); regenerating an older reply drops the later turns
+        first (they followed from it)."""
         if self.state.busy or self.state.model_info is None:
             return
         users = self.chat.user_messages()
@@ -169,14 +170,13 @@ class ChatController(WindowPart):
         last = self.chat.current_assistant()
         if last is None:
             return
-        choice = last.turn_tool_choice if last.turn_tool_choice is not None else self.worker.tool_choice
+        self._turn_user = user = turns.turn_message(self.chat, last)
         count = last.version[1]
         self._drop_panel_calls(last)
         self.chat.truncate_from(last)
-        reply = self._begin_reply(choice)
-        reply.set_versions(count + 1, count + 1)
+        self._begin_reply().set_versions(count + 1, count + 1)
         self.set_busy(True)
-        self.worker.regenerate(tool_choice=choice)
+        self.worker.regenerate(user.turn_settings if user is not None else None)
 
     def show_version(self, reply: AssistantMessage, number: int) -> None:
         """The reply's pager: show version ``number``. The last reply's version becomes the one
@@ -218,7 +218,7 @@ class ChatController(WindowPart):
 
     def continue_reply(self, reply: AssistantMessage | None = None) -> None:
         """The Continue action of a reply cut off by the max-tokens limit (the last reply only; its
-        button goes once used, U9)."""
+        button goes once used, U9), with the settings its turn was sent with (U3)."""
         reply = reply if reply is not None else self.chat.current_assistant()
         if self.state.busy or reply is None or reply is not self.chat.current_assistant():
             return
@@ -235,8 +235,8 @@ class ChatController(WindowPart):
         reply.resume()  # in place: the same reply goes on, no message is added (U9)
         reply.watch_tokens(turns.live_source(self.worker))
         self.set_busy(True)
-        # a forced call would be forced in the middle of the text: only "none" (no tools) is kept
-        self.worker.continue_reply("none" if reply.turn_tool_choice == "none" else "auto")
+        self._turn_user = user = turns.turn_message(self.chat, reply)
+        self.worker.continue_reply(user.turn_settings if user is not None else None)
 
     def increase_context(self) -> None:
         """The "Increase context" action: twice the context length, the model reloaded with it."""
@@ -322,6 +322,9 @@ class ChatController(WindowPart):
 
     def _on_worker_done(self, ev: DoneEvent) -> None:
         self.last_done = ev
+        user, self._turn_user = self._turn_user, None
+        if user is not None and user in self.chat.messages and self.worker.turn_settings is not None:
+            user.turn_settings = self.worker.turn_settings  # what Regenerate and Continue send again
         for call_id, parser in ev.call_parsers.items():  # which parser read each call (remote engines)
             known = self.tool_panel.entries.get(call_id)
             if known is not None:

@@ -1,7 +1,7 @@
 """What the chat controller (:mod:`app.ui.window_chat`) reads of the engine and of history for a
 turn: the live source a reply polls while it is written, whether the engine can continue a reply in
-place, a reply's stored versions, the statistics line of a finished turn, and the approvals a
-person asked to remember."""
+place, the message a reply answers (which keeps its turn's settings), a reply's stored versions,
+the statistics line of a finished turn, and the approvals a person asked to remember."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from app.storage.history import Conversation, History, MessageRecord
     from app.storage.settings import Settings
     from app.ui.approval_dialog import ApprovalDialog
+    from app.ui.chat import AssistantMessage, ChatView, UserMessage
     from app.ui.worker import EngineWorker
 
 __all__ = [
@@ -25,6 +26,7 @@ __all__ = [
     "remember_approval",
     "reply_stats",
     "stored_versions",
+    "turn_message",
 ]
 
 
@@ -64,6 +66,12 @@ def live_source(worker: EngineWorker) -> Callable[[], LiveSnapshot | None]:
         return None if count is counted else (count.pieces, None)
 
     return snapshot
+
+
+def turn_message(chat: ChatView, reply: AssistantMessage) -> UserMessage | None:
+    """The user message ``reply`` answers: it keeps the settings its turn was sent with (U3)."""
+    i = chat.user_index_of(reply)
+    return chat.user_messages()[i] if i >= 0 else None
 
 
 def load_reply_version(

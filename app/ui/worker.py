@@ -48,6 +48,7 @@ if TYPE_CHECKING:
 
     from app.storage.history import MessageRecord
     from app.storage.settings import RemoteProviderSettings
+    from app.ui.chat.turn_settings import TurnSettings
 
 log = logging.getLogger(__name__)
 
@@ -93,6 +94,10 @@ class EngineWorker(WorkerSignals):
     generation_thread_ident = property(
         attrgetter("turns.generation_thread_ident"), doc="The thread the last turn ran on."
     )
+    turn_settings = property(
+        attrgetter("turns.last_settings"),
+        doc="The settings the last turn was sent with (a TurnSettings; read once it is done).",
+    )
 
     tool_choice = _state_choice("tool_choice", "The next send's tool_choice (the window's control sets it).")
     thinking = _state_choice(
@@ -133,19 +138,20 @@ class EngineWorker(WorkerSignals):
         self.state.busy.set()
         self.jobs.submit(lambda: self.turns.send(text, conversation_id), uses_model=True)
 
-    def regenerate(self, tool_choice: Any = None) -> None:
-        """Reply again to the last user message, with ``tool_choice`` (None: the control's): the
-        reply it replaces is kept in history as a version."""
-        choice = self.tool_choice if tool_choice is None else tool_choice
+    def regenerate(self, settings: TurnSettings | None = None) -> None:
+        """Reply again to the last user message with ``settings``, those its turn was sent with
+        (what they do not record, and all of them when None: the current ones): the reply it
+        replaces is kept in history as a version."""
         self.state.cancel.clear()
         self.state.busy.set()
-        self.jobs.submit(lambda: self.turns.regenerate(choice), uses_model=True)
+        self.jobs.submit(lambda: self.turns.regenerate(settings), uses_model=True)
 
-    def continue_reply(self, tool_choice: Any = "auto") -> None:
-        """Continue the last reply in place where it was cut (``ChatSession.continue_reply``)."""
+    def continue_reply(self, settings: TurnSettings | None = None) -> None:
+        """Continue the last reply in place where it was cut (``ChatSession.continue_reply``), with
+        ``settings``, those its turn was sent with (as :meth:`regenerate`'s)."""
         self.state.cancel.clear()
         self.state.busy.set()
-        self.jobs.submit(lambda: self.turns.continue_reply(tool_choice), uses_model=True)
+        self.jobs.submit(lambda: self.turns.continue_reply(settings), uses_model=True)
 
     def truncate_before_user(self, user_index: int) -> None:
         """Drop the ``user_index``-th user message and all after it (edit-and-resend)."""

@@ -1,6 +1,10 @@
 """The worker's turn running (on the engine thread): the context policy before a message is sent,
 one turn's events to the window's signals and to the core's turn recorder, and the saved
-conversation kept in step when a reply is regenerated or a message edited."""
+conversation kept in step when a reply is regenerated or a message edited.
+
+Each turn is sent with :class:`~app.ui.chat.turn_settings.TurnSettings`: a new message with the
+current ones, Regenerate and Continue with those its turn was first sent with (U3). They are
+recorded with the turn (history) and kept in ``Turns.last_settings`` for the window."""
 
 from __future__ import annotations
 
@@ -11,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from app.engine.events import DoneEvent
 from app.engine.recorder import TurnRecorder
+from app.ui.chat.turn_settings import TurnSettings
 from app.ui.turn_stream import StreamCount, TurnSinks, stream_turn
 
 if TYPE_CHECKING:
@@ -46,6 +51,7 @@ class Turns:
         self.tokens_emitted = 0  # the text/reasoning deltas of the last turn
         self.count = StreamCount()  # the running turn's pieces so far (a new one each turn)
         self.generation_thread_ident: int | None = None  # the thread the last turn ran on
+        self.last_settings: TurnSettings | None = None  # what the last turn was sent with
 
     def _save_failed(self, exc: Exception) -> None:
         self.signals.sig_error.emit(f"Could not update the saved conversation: {exc}")
@@ -78,10 +84,31 @@ class Turns:
         if self.state.remote is None and model is not None and model.crash is not None:
             self.sessions.load(str(model.path), None)
 
+    def current_settings(self) -> TurnSettings:
+        """The settings a new message is sent with: the window's tool and thinking choices, the
+        sampling and max_tokens the session is built with."""
+        from app.engine.thinking import parse_thinking
+
+        st = self.state
+        return TurnSettings(
+            tool_choice=st.tool_choice,
+            thinking=parse_thinking(st.thinking),
+            sampling=dict(st.config.sampling),
+            max_tokens=st.config.max_tokens,
+        )
+
+    def _settings(self, turn: TurnSettings | None = None) -> TurnSettings:
+        """The settings of the turn starting: ``turn``'s (what it recorded; the current ones for
+        the rest), or the current ones; kept in ``last_settings``."""
+        current = self.current_settings()
+        self.last_settings = turn.over(current) if turn is not None else current
+        return self.last_settings
+
     def send(self, text: str, conversation_id: int | None) -> None:
         st, sig = self.state, self.signals
         if conversation_id is not None:
             st.conversation_id = conversation_id
+        used = self._settings()
         self.revive()
         session = st.session
         if session is None:
@@ -91,19 +118,20 @@ class Turns:
             return
         if st.remote is None and not self._make_room(text):  # a remote engine keeps its own context
             return
-        choice = st.tool_choice  # set by the window's tool-choice control
-        # ...and the thinking control (None: auto); both session kinds take it
-        thinking = st.thinking
+        # the window's tool-choice and thinking controls; both session kinds take them
         self._run(
-            lambda: session.send(text, cancel=st.cancel, tool_choice=choice, thinking=thinking),
+            lambda: session.send(
+                text, cancel=st.cancel, tool_choice=used.tool_choice, thinking=used.thinking
+            ),
+            used,
             user_text=text,
-            tool_choice=choice,
         )
 
-    def regenerate(self, tool_choice: Any) -> None:
-        """Reply again to the last user message with the turn's own ``tool_choice``; the reply it
-        replaces is kept in history as a version (``History.archive_reply``)."""
+    def regenerate(self, turn: TurnSettings | None) -> None:
+        """Reply again to the last user message with the settings its ``turn`` was sent with (U3);
+        the reply it replaces is kept in history as a version (``History.archive_reply``)."""
         st = self.state
+        used = self._settings(turn)
         self.revive()
         session, cid = st.session, st.conversation_id
         if session is None:
@@ -119,15 +147,13 @@ class Turns:
                     self.history.archive_reply(cid, users[-1].position)
             except Exception as exc:  # noqa: BLE001 - HistoryError or sqlite: the chat goes on, the window says so
                 self._save_failed(exc)
-        thinking = st.thinking
-        self._run(
-            lambda: session.regenerate(cancel=st.cancel, tool_choice=tool_choice, thinking=thinking),
-            tool_choice=tool_choice,
-        )
+        self._run(lambda: session.regenerate(cancel=st.cancel, **used.options()), used)
 
-    def continue_reply(self, tool_choice: Any) -> None:
-        """Continue the last reply in place where it was cut; history's stored reply goes on too."""
+    def continue_reply(self, turn: TurnSettings | None) -> None:
+        """Continue the last reply in place where it was cut, with the settings its ``turn`` was
+        sent with; history's stored reply goes on too."""
         st = self.state
+        used = self._settings(turn)
         self.revive()
         session = st.session
         go_on = getattr(session, "continue_reply", None)
@@ -137,13 +163,15 @@ class Turns:
                 DoneEvent(finish_reason="error", error="this engine cannot continue a reply in place")
             )
             return
+        # a forced call would be forced in the middle of the text: only "none" (no tools) is kept
+        choice = "none" if used.tool_choice == "none" else "auto"
         try:
-            events = go_on(cancel=st.cancel, tool_choice=tool_choice)
+            events = go_on(cancel=st.cancel, **{**used.options(), "tool_choice": choice})
         except ValueError as exc:
             st.busy.clear()
             self.signals.sig_done.emit(DoneEvent(finish_reason="error", error=str(exc)))
             return
-        self._run(lambda: events, tool_choice=tool_choice, resume=True)
+        self._run(lambda: events, used, resume=True)
 
     def _make_room(self, text: str) -> bool:
         """Apply the context policy before ``text`` is sent; False (and a done event saying why) when
@@ -165,8 +193,9 @@ class Turns:
         sig.sig_done.emit(full_context_done(fit.usage))
         return False
 
-    def _recorder(self, tool_choice: Any) -> TurnRecorder | None:
-        """The core's turn recorder for the open conversation (None without history)."""
+    def _recorder(self, used: TurnSettings) -> TurnRecorder | None:
+        """The core's turn recorder for the open conversation (None without history): the turn's
+        settings go with its user message and its replies."""
         st = self.state
         if self.history is None or st.conversation_id is None:
             return None
@@ -179,10 +208,8 @@ class Turns:
             model=model,
             settings={
                 "tool_format": st.config.tool_format,
-                "max_tokens": st.config.max_tokens,
-                "sampling": dict(st.config.sampling),
-                "tool_choice": tool_choice,  # what Regenerate sends again
-            },
+                **used.to_record(),
+            },  # what Regenerate sends again
             on_error=self.signals.sig_error.emit,
             partial_save_s=self.partial_save_s,
         )
@@ -190,9 +217,9 @@ class Turns:
     def _run(
         self,
         start: Callable[[], Any],
+        used: TurnSettings,
         user_text: str | None = None,
         *,
-        tool_choice: Any = "auto",
         resume: bool = False,
     ) -> None:
         st, sig = self.state, self.signals
@@ -200,7 +227,7 @@ class Turns:
         self.generation_thread_ident = threading.get_ident()
         self.count = StreamCount()
         sig.sig_busy.emit(True)
-        recorder = self._recorder(tool_choice)
+        recorder = self._recorder(used)
         if recorder is not None:
             if user_text is not None:
                 recorder.user_message(user_text)

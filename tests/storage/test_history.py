@@ -67,6 +67,7 @@ def test_migrations_keep_the_names_users_databases_recorded():
         "m007_message_notices",
         "m008_message_extra",
         "m009_reply_versions",
+        "m010_turn_settings",
     ]
     assert all(fn.__name__ == name for name, fn in MIGRATIONS)
 

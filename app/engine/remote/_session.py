@@ -372,6 +372,8 @@ class RemoteChatSession:
         self._source = ""
         self._options: dict[str, Any] = {}
         self._turn_choice: Any = tool_choice  # the turn's tool choice (held in its first round)
+        self._turn_sampling: dict[str, Any] = self.sampling  # ...its sampling and max_tokens
+        self._turn_max_tokens = max_tokens
         self._parsers: dict[str, str] = {}  # the turn's call id -> parser
         self._ids = CallIds.of(self.messages)
 
@@ -409,13 +411,27 @@ class RemoteChatSession:
         )
 
     def regenerate(
-        self, *, cancel: threading.Event | None = None, tool_choice: Any = None, thinking: Any = None
+        self,
+        *,
+        cancel: threading.Event | None = None,
+        tool_choice: Any = None,
+        thinking: Any = None,
+        sampling: Mapping[str, Any] | None = None,
+        max_tokens: int | None = None,
     ) -> Iterator[ChatEvent]:
+        """Reply again to the last user message; the choices (None: the session's) are the ones the
+        turn was first sent with: its tool choice, thinking, sampling and max_tokens."""
         from app.engine.thinking import parse_thinking
 
         self._turn_thinking = self.thinking if thinking is None else parse_thinking(thinking)
         cut_after_last_user(self.messages)
-        return self._reply(cancel, self.tool_choice if tool_choice is None else tool_choice, {})
+        return self._reply(
+            cancel,
+            self.tool_choice if tool_choice is None else tool_choice,
+            {},
+            sampling=sampling,
+            max_tokens=max_tokens,
+        )
 
     # -- resolving the mode ----------------------------------------------------------------
 
@@ -457,10 +473,19 @@ class RemoteChatSession:
         return sys + self.messages
 
     def _reply(
-        self, cancel: threading.Event | None, tool_choice: Any, options: dict[str, Any]
+        self,
+        cancel: threading.Event | None,
+        tool_choice: Any,
+        options: dict[str, Any],
+        *,
+        sampling: Mapping[str, Any] | None = None,
+        max_tokens: int | None = None,
     ) -> Iterator[ChatEvent]:
         self._options = {k: v for k, v in options.items() if v is not None}
         self._turn_choice = tool_choice
+        # the turn's sampling and max_tokens (Regenerate's: the turn's own; else the session's)
+        self._turn_sampling = self.sampling if sampling is None else dict(sampling)
+        self._turn_max_tokens = self.max_tokens if max_tokens is None else max_tokens
         self._parsers = {}
         try:
             self._resolve()
@@ -478,7 +503,7 @@ class RemoteChatSession:
     def generate_reply(self, round: int, cancel: threading.Event | None) -> Generator[Any, None, RoundEnd]:
         """One reply (``app.engine.loop.ReplySource``): the request, its stream read by the API's
         reader or by the family's parser; a failure keeps what was shown."""
-        meter = _Meter(max_tokens=self.max_tokens, where=self.provider.base)
+        meter = _Meter(max_tokens=self._turn_max_tokens, where=self.provider.base)
         calls: list[ToolCall] = []
         choice = self._turn_choice if round == 1 else "auto"
         try:
@@ -581,8 +606,8 @@ class RemoteChatSession:
                 self._history(),
                 tools=tools,
                 tool_choice=tool_choice,
-                max_tokens=self.max_tokens,
-                sampling=self.sampling,
+                max_tokens=self._turn_max_tokens,
+                sampling=self._turn_sampling,
             )
             _wire.add_options(self.provider.kind, body, self._options)
             self._add_thinking(body)
@@ -594,8 +619,8 @@ class RemoteChatSession:
             self.provider.kind,
             self.model,
             prompt,
-            max_tokens=self.max_tokens,
-            sampling=self.sampling,
+            max_tokens=self._turn_max_tokens,
+            sampling=self._turn_sampling,
             llama_server=llama_server,
         )
         grammar = self._grammar(tool_choice, prompt, fmt, tools)

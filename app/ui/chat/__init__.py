@@ -14,6 +14,8 @@
   :class:`~app.ui.call_view.CallView` (the shape the side panel shows too);
 - :mod:`~app.ui.chat.records`: a stored reply shown as it looked live (stats, cut-off mark and
   Continue, stopped, each call's decoding), and the end every reply shows, live or reopened;
+- :mod:`~app.ui.chat.turn_settings`: the settings a turn was sent with, which Regenerate and
+  Continue send again (a user message keeps them);
 - :mod:`~app.ui.chat.notices`: banners above a reply and the error box inside it;
 - :mod:`~app.ui.chat.compose`: the message box and the box that edits a sent message.
 """

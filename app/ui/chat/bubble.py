@@ -17,6 +17,7 @@ from PySide6.QtWidgets import (
 
 from app.ui.chat.compose import EditBox
 from app.ui.chat.markdown import MarkdownView
+from app.ui.chat.turn_settings import TurnSettings
 from app.ui.labels import plain_text_label
 
 __all__ = ["COPIED_MS", "ThinkingBlock", "UserMessage", "copy_with_feedback", "small_button"]
@@ -88,6 +89,8 @@ class UserMessage(QFrame):
         self.setObjectName("userMessage")
         self.role = "user"
         self.text = text
+        # the settings its turn was sent with: what Regenerate and Continue send again (U3)
+        self.turn_settings = TurnSettings()
         lay = QVBoxLayout(self)
         lay.setContentsMargins(12, 8, 12, 8)
         head = QHBoxLayout()

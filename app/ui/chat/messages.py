@@ -54,7 +54,6 @@ class AssistantMessage(QFrame):
         self.role = "assistant"
         self.status = "streaming"
         self.finish_reason: str | None = None  # the turn's, once it ended
-        self.turn_tool_choice: object = None  # the tool choice the turn was sent with (None: unknown)
         self.version = (1, 1)  # (the version shown, how many there are)
         self._lay = QVBoxLayout(self)
         self._lay.setContentsMargins(12, 8, 12, 8)

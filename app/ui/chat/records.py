@@ -12,12 +12,20 @@ from typing import TYPE_CHECKING, Any
 
 from app.ui.call_view import CallView
 from app.ui.chat.messages import stats_text
+from app.ui.chat.turn_settings import TurnSettings
 
 if TYPE_CHECKING:
     from app.storage.history import MessageRecord
     from app.ui.chat.messages import AssistantMessage
 
-__all__ = ["FAILED_CALL_NOTE", "LIVE_STATUS", "end_reply", "fill_reply", "stored_stats_text"]
+__all__ = [
+    "FAILED_CALL_NOTE",
+    "LIVE_STATUS",
+    "end_reply",
+    "fill_reply",
+    "stored_stats_text",
+    "stored_turn_settings",
+]
 
 #: A turn's finish reason -> the status its reply shows.
 LIVE_STATUS = {"cancelled": "cancelled", "error": "error", "length": "length"}
@@ -46,6 +54,15 @@ def stored_stats_text(stats: Any) -> str:
         return v if isinstance(v, int | float) and not isinstance(v, bool) else None
 
     return stats_text(num("generated_tokens"), num("tokens_per_s"), num("elapsed_s"), num("ttft_s"))
+
+
+def stored_turn_settings(user: MessageRecord, reply: Sequence[MessageRecord]) -> TurnSettings:
+    """The settings a stored turn was sent with (U3): its user message's record; for a turn sent
+    before those were kept, the ``settings`` its reply was made with (no thinking choice), if any."""
+    if user.turn_settings is not None:
+        return TurnSettings.from_record(user.turn_settings)
+    last = next((m for m in reversed(reply) if m.role == "assistant"), None)
+    return TurnSettings.from_record(last.extra.get("settings") if last is not None else None)
 
 
 def fill_reply(
@@ -78,9 +95,6 @@ def fill_reply(
     if last is None:
         reply.set_status("done")
         return views
-    settings = last.extra.get("settings")
-    if isinstance(settings, dict) and "tool_choice" in settings:
-        reply.turn_tool_choice = settings["tool_choice"]
     stats = next((m.extra.get("stats") for m in reversed(records) if m.extra.get("stats")), None)
     finish = stats.get("finish_reason") if isinstance(stats, dict) else None
     if last.status == "error":

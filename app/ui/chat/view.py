@@ -19,7 +19,7 @@ from app.ui.chat.markdown import MarkdownView, TextRun
 from app.ui.chat.messages import AssistantMessage, UserMessage
 from app.ui.chat.notices import NoticeBanner
 from app.ui.chat.pacing import RenderPacer
-from app.ui.chat.records import fill_reply
+from app.ui.chat.records import fill_reply, stored_turn_settings
 from app.ui.chat.tool_card import ToolCard
 from app.ui.theme import is_dark
 
@@ -141,21 +141,22 @@ class ChatView(QScrollArea):
         versions = versions or {}
         views: list[CallView] = []
         turn: list[MessageRecord] = []
-        user_position: int | None = None
+        user: tuple[UserMessage, MessageRecord] | None = None  # the turn's message, shown and stored
 
         def end_turn() -> None:
+            if user is not None:  # the settings the turn was sent with (U3)
+                user[0].turn_settings = stored_turn_settings(user[1], turn)
             if turn:
                 reply = self.begin_assistant()
                 views.extend(fill_reply(reply, turn, add_notice=self.add_notice))
-                if user_position is not None and user_position in versions:
-                    reply.set_versions(*versions[user_position])
+                if user is not None and user[1].position in versions:
+                    reply.set_versions(*versions[user[1].position])
             turn.clear()
 
         for m in records:
             if m.role == "user":
                 end_turn()
-                self.add_user(m.content)
-                user_position = m.position
+                user = (self.add_user(m.content), m)
             elif m.role in ("assistant", "tool"):
                 turn.append(m)
         end_turn()
