@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 from PySide6.QtCore import QEvent, QObject, QPoint, Qt
-from PySide6.QtWidgets import QAbstractButton, QApplication, QDialogButtonBox, QWidget
+from PySide6.QtWidgets import QAbstractButton, QApplication, QDialogButtonBox, QLabel, QWidget
 
 from app.storage.settings import Settings
 from app.ui.theme import apply_theme
@@ -224,6 +224,22 @@ def test_u17_the_message_box_keeps_its_room_at_every_window_width(qtbot, make_wi
         QApplication.processEvents()
         assert w.compose.width() >= 300, (width, w.compose.size())
         assert _within_viewport(w.send_button, w), (width, w.send_button.geometry())
+
+
+def test_u17_the_empty_chat_hint_wraps_instead_of_being_cut(qtbot, make_window, streaming_model):
+    w = make_window(streaming_model, settings=Settings())
+    w.tool_dock.setVisible(True)
+    w.resize(800, 600)
+    qtbot.waitUntil(lambda: w.width() <= 800)
+    QApplication.processEvents()
+    hint = w.chat.findChild(QLabel, "emptyHint")
+    assert hint is not None and hint.isVisible()
+    assert hint.width() <= w.chat.viewport().width()
+    assert hint.height() >= hint.heightForWidth(hint.width()), (
+        hint.size(),
+        hint.heightForWidth(hint.width()),
+    )
+    assert hint.fontMetrics().horizontalAdvance(hint.text()) > hint.width()  # it does need to wrap here
 
 
 # -- U7 / Must show 5: a theme switch at run time recolours every icon ------------------------------------------------

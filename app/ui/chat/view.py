@@ -63,6 +63,7 @@ class ChatView(QScrollArea):
         self._empty = QLabel("Start a conversation: type a message below and press Enter.")
         self._empty.setObjectName("emptyHint")
         self._empty.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self._empty.setWordWrap(True)  # a narrow chat column wraps the hint instead of cutting it (U17)
         self._col.addWidget(self._empty)
         self._col.addStretch(1)
         self.setWidget(self._inner)
