@@ -13,7 +13,7 @@
     python -m app check --endpoint URL --model NAME [--api-key KEY] [--out FILE] [--json]
     python -m app serve [--model PATH_OR_NAME] [--tool-format F] [--host 127.0.0.1] [--port 8453]
                         [--api-key KEY] [--cors ORIGIN] [--kv-type f16|q8_0|q4_0] [--flash-attn on|off]
-                        [--parallel N]
+                        [--parallel N] [--idle-ttl SECONDS]
 
 ``chat`` streams the reply to stdout; notices, tool calls and the summary go to stderr;
 ``--save`` stores the conversation in the same history the window reads.
@@ -210,6 +210,14 @@ def build_parser() -> argparse.ArgumentParser:
         default=1,
         metavar="N",
         help="models kept loaded at a time; a request for another closes the least recently used",
+    )
+    serve.add_argument(
+        "--idle-ttl",
+        type=float,
+        default=0.0,
+        metavar="SECONDS",
+        help="unload a model idle this long; the next request loads it again (default 0: never; "
+        "a request's keep_alive or ttl wins)",
     )
     return parser
 
@@ -752,7 +760,9 @@ def _serve(args: argparse.Namespace) -> int:
     from app.server import ApiError, ApiServer, ServerConfig
     from app.server._app import resolve_model_arg, serve_option_errors, serve_warnings
 
-    problems = serve_option_errors(api_key=args.api_key, max_loaded=args.max_loaded_models, queue=args.queue)
+    problems = serve_option_errors(
+        api_key=args.api_key, max_loaded=args.max_loaded_models, queue=args.queue, idle_ttl=args.idle_ttl
+    )
     if args.kv_type != "f16" and args.flash_attn == "off":
         problems = [*problems, f"--kv-type {args.kv_type} needs flash attention: drop --flash-attn off"]
     for problem in problems:
@@ -776,6 +786,7 @@ def _serve(args: argparse.Namespace) -> int:
         queue_size=max(1, args.queue),
         max_loaded=max(1, args.max_loaded_models),
         parallel=max(1, args.parallel),
+        idle_ttl_s=args.idle_ttl,
     )
     server = ApiServer(
         config,

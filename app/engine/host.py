@@ -400,11 +400,12 @@ class EngineHost:
             except Exception:  # noqa: BLE001 - a listener's failure must not fail the job that loaded
                 log.exception("a model-change listener failed")
 
-    def unload(self, path: Any) -> None:
-        """Close the model at ``path`` if it is loaded (on the host's thread)."""
+    def unload(self, path: Any) -> bool:
+        """Close the model at ``path`` if it is loaded (on the host's thread); whether it was."""
         item = self._models.pop(_path_of(path), None)
         if item is not None:
             self._close(item[0])
+        return item is not None
 
     def close_all(self) -> None:
         while self._models:

@@ -113,7 +113,9 @@ class ApiServer:
 
     ``host``: the engine to run requests on (the window's, shared with its chat; it is neither
     started nor stopped here). Without one the server has an engine of its own (``serve``).
-    ``library``: the window's ``Library`` (the server lists the models the window's library holds)."""
+    ``library``: the window's ``Library`` (the server lists the models the window's library holds).
+    ``held()``: the model the window holds (a path or None), never unloaded for being idle;
+    ``clock()``: the monotonic seconds idle times are measured in (tests give their own)."""
 
     def __init__(
         self,
@@ -122,6 +124,8 @@ class ApiServer:
         on_request: Callable[[RequestLogEntry], None] | None = None,
         host: EngineHost | None = None,
         library: Any = None,
+        held: Callable[[], Any] | None = None,
+        clock: Callable[[], float] | None = None,
     ):
         self.config = config or ServerConfig()
         self.catalog = ModelCatalog(self.config.models, use_library=self.config.use_library, library=library)
@@ -142,6 +146,11 @@ class ApiServer:
             )
         self.host = host
         self.state = ServerState(self.config, self.host, self.catalog)
+        self.reaper = self.state.reaper  # unloads idle models (app.server._idle)
+        if held is not None:
+            self.reaper.held = held
+        if clock is not None:
+            self.reaper.clock = clock
         self.on_request = on_request
         self.log: deque[RequestLogEntry] = deque(maxlen=500)
         self._server: Any = None
@@ -218,6 +227,7 @@ class ApiServer:
             from app.server._engine import submit_job
 
             submit_job(self.host, self._preload_job(entry))
+        self.reaper.start(self.config.idle_sweep_s)
         from app.server._http import ConnectionLimits, bounded_protocol, quiet_accept_errors
 
         app = create_app(self.state, on_response=self._record)
@@ -273,6 +283,7 @@ class ApiServer:
         if thread is not None:
             thread.join(timeout)
         self._server, self._thread = None, None
+        self.reaper.stop()
         if self._sock is not None:
             try:
                 self._sock.close()
@@ -288,10 +299,17 @@ class ApiServer:
         return self.state.finished
 
     def _preload_job(self, entry: ModelEntry) -> Any:
-        """Load ``entry`` on the engine now (``serve --model``); runs nothing else."""
+        """Load ``entry`` on the engine now (``serve --model``); runs nothing else. Idle from then:
+        unloaded past the server's idle time like any model a request loaded."""
         from app.engine.host import Job
 
-        return Job(run=lambda host, model: None, model=entry, settings=self.state.load_settings)
+        path = self.reaper.begin(entry)
+        return Job(
+            run=lambda host, model: self.reaper.end(path, None),
+            model=entry,
+            settings=self.state.load_settings,
+            on_error=lambda _err: self.reaper.end(path, None),
+        )
 
     def serve_forever(self, on_started: Callable[[], None] | None = None) -> None:
         """Start, call ``on_started``, and run in the foreground until Ctrl-C or SIGTERM
@@ -343,7 +361,9 @@ def _import_model_readers() -> None:
         import gguf  # noqa: F401
 
 
-def serve_option_errors(*, api_key: str | None, max_loaded: int, queue: int) -> list[str]:
+def serve_option_errors(
+    *, api_key: str | None, max_loaded: int, queue: int, idle_ttl: float = 0.0
+) -> list[str]:
     """What is wrong with ``serve``'s options (empty: nothing). An empty key (``--api-key
     "$UNSET"``) is refused rather than taken as no key: the user meant to require one."""
     errors = []
@@ -359,6 +379,8 @@ def serve_option_errors(*, api_key: str | None, max_loaded: int, queue: int) -> 
         errors.append(f"--max-loaded-models must be at least 1, got {max_loaded}")
     if queue < 1:
         errors.append(f"--queue must be at least 1, got {queue}")
+    if not 0 <= idle_ttl < float("inf"):  # NaN too
+        errors.append(f"--idle-ttl must be 0 (never) or a number of seconds, got {idle_ttl}")
     return errors
 
 

@@ -402,18 +402,32 @@ class Turn:
         state = self.state
         entry = await run_in_threadpool(state.catalog.resolve, self.req.model, state.loaded_entry())
         self.model_id = entry.id
-        submit_job(
-            state.host,
-            Job(
-                run=lambda _host, model: fn(model),
-                model=entry,
-                cancel=self.cancel,
-                on_error=lambda err: self._put("error", as_api_error(err)),
-                owner="server",
-                settings=state.load_settings,
-                batchable=True,  # on a model with slots, it streams beside the others
-            ),
+        ended = _Once(state.reaper.end, state.reaper.begin(entry), self.req.idle_ttl)  # in use until it ends
+
+        def run(_host: Any, model: Any) -> None:
+            try:
+                fn(model)
+            finally:
+                ended()
+
+        def failed(err: BaseException) -> None:
+            ended()
+            self._put("error", as_api_error(err))
+
+        job = Job(
+            run=run,
+            model=entry,
+            cancel=self.cancel,
+            on_error=failed,
+            owner="server",
+            settings=state.load_settings,
+            batchable=True,  # on a model with slots, it streams beside the others
         )
+        try:
+            submit_job(state.host, job)
+        except ApiError:
+            ended()
+            raise
 
     async def first(self, request: Request) -> None:
         """Wait for the turn's first event, so that what the engine refuses (the template, the
@@ -469,6 +483,20 @@ class Turn:
             entry["prompt_tokens"] = end.prompt_tokens
             entry["completion_tokens"] = end.completion_tokens
         entry["tool_calls"] = ncalls
+
+
+class _Once:
+    """``fn(*args)`` on the first call only (a job's end is told by its run or by its error)."""
+
+    def __init__(self, fn: Callable[..., None], *args: Any):
+        self._call: tuple[Callable[..., None], tuple[Any, ...]] | None = (fn, args)
+        self._lock = threading.Lock()
+
+    def __call__(self) -> None:
+        with self._lock:
+            call, self._call = self._call, None
+        if call is not None:
+            call[0](*call[1])
 
 
 async def _watch_disconnect(request: Request, cancel: threading.Event) -> None:

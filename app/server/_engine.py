@@ -84,6 +84,9 @@ class TurnRequest:
     max_tool_calls: int | None = None  # the request's bound on one reply's calls (None: the default)
     thinking: Thinking | None = None  # off / on / a level / a budget (None: the template's default)
     template_kwargs: dict[str, Any] | None = None  # OpenAI's chat_template_kwargs: more template variables
+    #: how long the model stays loaded once idle after this request, in seconds (keep_alive / ttl:
+    #: 0 unloads it right after, ``app.server._idle.FOREVER`` keeps it; None: the server's default)
+    idle_ttl: float | None = None
 
     @property
     def max_calls(self) -> int:

@@ -1,7 +1,12 @@
 """The Ollama API: ``/api/chat`` (tools; ``message.tool_calls`` with arguments as an object; NDJSON
 streaming, on by default as in Ollama; ``think``), ``/api/generate``, ``/api/tags``, ``/api/show``,
 ``/api/version``. Ollama's tool results carry no call id: each answers the earliest call of the
-turn before it that is still unanswered (by ``tool_name`` when given)."""
+turn before it that is still unanswered (by ``tool_name`` when given).
+
+``keep_alive`` (a duration such as "5m", or seconds; 0 unloads the model after the request, a
+negative value keeps it: ``app.server._idle``) sets how long the model stays loaded once idle; a
+request with nothing to generate (no messages, an empty prompt) only loads the model, or with
+``keep_alive`` 0 unloads it."""
 
 from __future__ import annotations
 
@@ -11,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from app.server._common import (
     TOOL_CHOICE_HEADER,
+    Turn,
     check_bool,
     check_int,
     check_number,
@@ -26,6 +32,7 @@ from app.server._common import (
 )
 from app.server._engine import TurnEnd, TurnRequest
 from app.server._errors import ApiError, shown
+from app.server._idle import parse_keep_alive
 from app.server._json import json_bytes, json_response
 
 if TYPE_CHECKING:
@@ -184,10 +191,38 @@ def _thinking(think: Any) -> Any:
         raise ApiError(400, f"think: {exc}") from None
 
 
+async def _load_or_unload(
+    request: Request, state: ServerState, body: dict[str, Any], keep: float | None, shape: dict[str, Any]
+):
+    """A request with nothing to generate loads its model (``done_reason`` "load"), or with
+    ``keep_alive`` 0 unloads it once no other request uses it ("unload"), as Ollama does."""
+    from starlette.concurrency import run_in_threadpool
+
+    name = check_str(body.get("model"), "model", allow_none=True)
+    if keep == 0:
+        entry = await run_in_threadpool(state.catalog.resolve, name, state.loaded_entry())
+        await run_in_threadpool(state.reaper.expire, entry)
+        model_id, reason = entry.id, "unload"
+    else:
+        turn = Turn(state, TurnRequest(model=name, idle_ttl=keep))
+        await turn.submit_fn(lambda _model: turn._put("end", None))
+        await turn.first(request)  # loaded, or the load's error
+        model_id, reason = turn.model_id, "load"
+    request.scope.setdefault("callisto.log", {})["model"] = model_id
+    return json_response(
+        {"model": model_id, "created_at": _now(), **shape, "done": True, "done_reason": reason}
+    )
+
+
 async def chat(request: Request):
     from starlette.responses import StreamingResponse
 
     state, body = await request_body(request)
+    keep = parse_keep_alive(body.get("keep_alive"))
+    if body.get("messages") in (None, []):
+        return await _load_or_unload(
+            request, state, body, keep, {"message": {"role": "assistant", "content": ""}}
+        )
     sampling, max_tokens, stop = _options(body, state)
     tools = _tools(body.get("tools"))
     think = body.get("think")
@@ -206,6 +241,7 @@ async def chat(request: Request):
         response_format=_format(body.get("format")),
         think=bool(think) if think is not None else None,
         thinking=_thinking(think),
+        idle_ttl=keep,
     )
     stream = check_bool(body.get("stream"), "stream", True)
     turn = await queue_turn(state, req)
@@ -263,15 +299,20 @@ async def generate(request: Request):
     from starlette.responses import StreamingResponse
 
     state, body = await request_body(request)
-    prompt = check_str(body.get("prompt", ""), "prompt") or ""
+    prompt = check_str(body.get("prompt", ""), "prompt", allow_none=True) or ""
+    keep = parse_keep_alive(body.get("keep_alive"))
+    system = check_str(body.get("system"), "system", allow_none=True)
+    if not prompt and not system:
+        return await _load_or_unload(request, state, body, keep, {"response": ""})
     sampling, max_tokens, stop = _options(body, state)
     model = check_str(body.get("model"), "model", allow_none=True)
     if check_bool(body.get("raw"), "raw", False):
-        req = TurnRequest(model=model, raw_prompt=prompt, max_tokens=max_tokens, sampling=sampling, stop=stop)
+        req = TurnRequest(
+            model=model, raw_prompt=prompt, max_tokens=max_tokens, sampling=sampling, stop=stop, idle_ttl=keep
+        )
     else:
         if not prompt:
             raise ApiError(400, "prompt is empty")
-        system = check_str(body.get("system"), "system", allow_none=True)
         msgs = ([{"role": "system", "content": system}] if system else []) + [
             {"role": "user", "content": prompt}
         ]
@@ -282,6 +323,7 @@ async def generate(request: Request):
             sampling=sampling,
             stop=stop,
             response_format=_format(body.get("format")),
+            idle_ttl=keep,
         )
     stream = check_bool(body.get("stream"), "stream", True)
     turn = await queue_turn(state, req)

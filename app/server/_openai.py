@@ -5,6 +5,9 @@ Streamed calls have OpenAI's shape: a call's first chunk carries ``index``, ``id
 fragments on the same index, and they concatenate to the non-streamed arguments. A call is sent
 only once the parser has read it whole, so an incomplete call is never sent as a call.
 
+``ttl`` (LM Studio's name): seconds the model stays loaded once idle after the request (0: unloaded
+right after it; ``app.server._idle``); without it the server's ``idle_ttl_s``.
+
 ``max_tool_calls`` (a Callisto option, like ``parallel_tool_calls``: ``extra_body`` in the openai
 SDK) bounds one reply's calls (``app.server._engine``). A reply whose calls repeat calls the
 conversation already answered says so: the ``X-Callisto-Repeated-Calls`` header (their count, not
@@ -43,6 +46,7 @@ from app.server._common import (
 )
 from app.server._engine import TurnEnd, TurnRequest
 from app.server._errors import ApiError, shown
+from app.server._idle import parse_ttl
 from app.server._json import json_bytes, json_response
 
 if TYPE_CHECKING:
@@ -310,6 +314,7 @@ def parse_chat_request(
         max_tool_calls=check_int(body.get("max_tool_calls"), "max_tool_calls", lo=1, hi=MAX_TOOL_CALLS_LIMIT),
         thinking=_thinking(body.get("reasoning_effort")),
         template_kwargs=_template_kwargs(body.get("chat_template_kwargs")),
+        idle_ttl=parse_ttl(body.get("ttl")),
     )
     return req, stream, usage
 
@@ -538,6 +543,7 @@ async def completions(request: Request):
         max_tokens=_max_tokens(body, state, 16),
         sampling=_sampling(body),
         stop=check_stop(body.get("stop"), "stop"),
+        idle_ttl=parse_ttl(body.get("ttl")),
     )
     stream = check_bool(body.get("stream"), "stream", False)
     turn = await queue_turn(state, req)

@@ -42,6 +42,10 @@ class ServerConfig:
     #: the slots of a model this server loads (app.engine.scheduler): requests batched into one
     #: decode a step, up to this many at once, each with the whole n_ctx (``serve --parallel``)
     parallel: int = DEFAULT_PARALLEL
+    #: a model idle this long (seconds: no request running or queued) is unloaded, the next request
+    #: loads it again; 0: never (``serve --idle-ttl``; a request's keep_alive / ttl wins: app.server._idle)
+    idle_ttl_s: float = 0.0
+    idle_sweep_s: float = 2.0  # how often idle models are looked for (0: only by hand, in tests)
     # What one client can hold (app/server/_http.py; README "Security"): a request's headers must
     # arrive within header_timeout_s, its body within body_timeout_s of the headers; at most
     # max_connections are open (fewer under a low open-file limit).
@@ -56,9 +60,13 @@ class ServerConfig:
 
 class ServerState:
     def __init__(self, config: ServerConfig, host: EngineHost, catalog: ModelCatalog):
+        from app.server._idle import IdleReaper
+
         self.config = config
         self.host = host
         self.catalog = catalog
+        #: unloads the models idle past their time to live (the config's default, read at each sweep)
+        self.reaper = IdleReaper(host, default_ttl=lambda: self.config.idle_ttl_s)
         #: what a model this server loads is loaded with (a model already loaded is used as it is)
         self.load_settings = LoadSettings(
             n_ctx=config.n_ctx,

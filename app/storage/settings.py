@@ -186,6 +186,8 @@ class ServerSettings(_Model):
     require_key: bool = False
     cors_origins: list[str] = Field(default_factory=list)
     max_loaded_models: int = Field(1, ge=1, le=8)  # the engine keeps this many models loaded at a time
+    #: a model the server loaded, idle this many seconds, is unloaded (0: never; app.server._idle)
+    idle_ttl_s: int = Field(0, ge=0, le=7 * 24 * 3600)
 
 
 class RemoteProviderSettings(_Model):

@@ -41,6 +41,7 @@ from PySide6.QtWidgets import (
 from app.storage.settings_store import SettingsStore
 from app.ui.labels import wrapped_label
 from app.ui.server_key import KeychainUnavailable, delete_server_key, load_server_key, store_server_key
+from app.ui.server_snippets import snippets
 
 __all__ = ["LOG_COLUMNS", "ServerPage", "snippets"]
 
@@ -48,32 +49,15 @@ LOG_COLUMNS = ("Time", "Method", "Path", "Model", "Tokens", "Duration", "Tool ca
 MAX_ROWS = 500
 
 
-def snippets(url: str, api_key: str | None, model: str) -> dict[str, str]:
-    """Ready-to-run snippets for the openai and anthropic SDKs and curl."""
-    key = api_key or "unused"
-    auth = f' -H "Authorization: Bearer {api_key}"' if api_key else ""
-    return {
-        "OpenAI (Python)": (
-            "from openai import OpenAI\n\n"
-            f'client = OpenAI(base_url="{url}/v1", api_key="{key}")\n'
-            "reply = client.chat.completions.create(\n"
-            f'    model="{model}",\n'
-            '    messages=[{"role": "user", "content": "Hello!"}],\n'
-            ")\nprint(reply.choices[0].message.content)\n"
-        ),
-        "Anthropic (Python)": (
-            "from anthropic import Anthropic\n\n"
-            f'client = Anthropic(base_url="{url}", api_key="{key}")\n'
-            "reply = client.messages.create(\n"
-            f'    model="{model}", max_tokens=512,\n'
-            '    messages=[{"role": "user", "content": "Hello!"}],\n'
-            ")\nprint(reply.content[0].text)\n"
-        ),
-        "curl": (
-            f'curl {url}/v1/chat/completions{auth} -H "Content-Type: application/json" \\\n'
-            f'  -d \'{{"model": "{model}", "messages": [{{"role": "user", "content": "Hello!"}}]}}\'\n'
-        ),
-    }
+def _spin_box(name: str, span: tuple[int, int, int], tip: str, changed: Callable[[int], None]) -> QSpinBox:
+    """A named spin box from ``span`` (lowest, highest, value) that calls ``changed`` on a change."""
+    box = QSpinBox()
+    box.setObjectName(name)
+    box.setRange(span[0], span[1])
+    box.setValue(span[2])
+    box.setToolTip(tip)
+    box.valueChanged.connect(changed)
+    return box
 
 
 class ServerPage(QWidget):
@@ -157,15 +141,23 @@ class ServerPage(QWidget):
         keyrow.addWidget(self.new_key)
         form.addRow("API key", keyrow)
 
-        self.max_loaded = QSpinBox()
-        self.max_loaded.setObjectName("serverMaxLoaded")
-        self.max_loaded.setRange(1, 8)
-        self.max_loaded.setValue(int(cfg.max_loaded_models))
-        self.max_loaded.setToolTip(
-            "How many models stay loaded at a time; a request for another closes the least recently used"
+        self.max_loaded = _spin_box(
+            "serverMaxLoaded",
+            (1, 8, int(cfg.max_loaded_models)),
+            "How many models stay loaded at a time; a request for another closes the least recently used",
+            self._on_max_loaded,
         )
-        self.max_loaded.valueChanged.connect(self._on_max_loaded)
         form.addRow("Models loaded at a time", self.max_loaded)
+        self.idle_ttl = _spin_box(
+            "serverIdleTtl",
+            (0, 7 * 24 * 3600, int(cfg.idle_ttl_s)),
+            "A model the server loaded is unloaded once idle this long, and loaded again by the next "
+            "request (a request's keep_alive or ttl wins); the chat's own model stays",
+            self._on_idle_ttl,
+        )
+        self.idle_ttl.setSuffix(" s")
+        self.idle_ttl.setSpecialValueText("never")
+        form.addRow("Unload idle models after", self.idle_ttl)
         if host is not None:
             host.max_loaded = int(cfg.max_loaded_models)
 
@@ -256,8 +248,15 @@ class ServerPage(QWidget):
             n_ctx=self._n_ctx or self.settings.model.context_length,
             n_threads=self._n_threads or self.settings.model.threads,
             max_loaded=int(self.max_loaded.value()),
+            idle_ttl_s=float(self.idle_ttl.value()),
         )
-        server = ApiServer(config, on_request=self.sig_request.emit, host=self.host, library=self.library)
+        server = ApiServer(
+            config,
+            on_request=self.sig_request.emit,
+            host=self.host,
+            library=self.library,
+            held=self._model_path,
+        )
         try:
             server.start()
         except OSError as exc:
@@ -386,10 +385,12 @@ class ServerPage(QWidget):
                 self.port.blockSignals(True)
                 self.port.setValue(int(cfg.port))
                 self.port.blockSignals(False)
-            if self.max_loaded.value() != cfg.max_loaded_models:
-                self.max_loaded.setValue(int(cfg.max_loaded_models))
+            for box, value in ((self.max_loaded, cfg.max_loaded_models), (self.idle_ttl, cfg.idle_ttl_s)):
+                if box.value() != value:
+                    box.setValue(int(value))
         if self.server is not None:
             config = self.server.state.config
+            config.idle_ttl_s = float(cfg.idle_ttl_s)  # the next sweep unloads by it
             config.tool_format = self.settings.chat.tool_format
             config.n_ctx = self._n_ctx or self.settings.model.context_length
             config.n_threads = self._n_threads or self.settings.model.threads
@@ -406,6 +407,9 @@ class ServerPage(QWidget):
         host = self.host if self.host is not None else (self.server.host if self.server is not None else None)
         if host is not None:
             host.set_max_loaded(int(value))  # models past it are closed now, the least recently used first
+
+    def _on_idle_ttl(self, value: int) -> None:
+        self._persist(idle_ttl_s=int(value))  # a running server hears it (_on_settings_changed)
 
     def _on_port(self, _value: int) -> None:
         self._persist()
