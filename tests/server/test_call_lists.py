@@ -482,7 +482,12 @@ def test_i32_the_tool_choice_header_serves_clients_without_one(server):
         timeout=60,
         default_headers={"X-Callisto-Tool-Choice": "once"},
     )
-    first = client.chat.completions.create(model="cut", messages=USER, tools=TOOLS, max_tokens=200)
+    # Held to a call, the scripted model is turned from its script and samples among what the grammar
+    # allows: one call of at most 12 characters is under 160 tokens even written byte by byte, so
+    # the limit leaves room for every call the reply may hold.
+    first = client.chat.completions.create(
+        model="cut", messages=USER, tools=TOOLS, max_tokens=DEFAULT_MAX_CALLS * 160
+    )
     assert first.choices[0].finish_reason == "tool_calls"  # the script alone would write text first
     after = client.chat.completions.create(
         model="cities", messages=_answered("Oslo"), tools=TOOLS, max_tokens=8
