@@ -206,7 +206,7 @@ def test_a_constraint_that_fails_to_build_fails_alone(tiny_gguf, monkeypatch):
         free = [generate(m, p, max_tokens=16, stop=()) for p in PROMPTS[:2]]
         its = [iter(g) for g in free]
         for it in its:
-            next(it)  # both stream, each in its slot
+            next(it, None)  # both stream, each in its slot (unless its random first token ended it)
         with pytest.raises(ConstraintError):
             compile_constraint(m, family="hermes", tools=[], tool_choice="required")
         rf = {"type": "json_schema", "json_schema": {"name": "n", "schema": {"type": "object"}}}
@@ -225,7 +225,17 @@ def test_an_engine_crash_with_several_slots_active_is_a_clear_error_for_every_ca
     path = _path(tiny_gguf)
     m = _parallel_model(path, monkeypatch)
     try:
-        gens = [generate(m, p, max_tokens=200, stop=()) for p in PROMPTS[:3]]
+        # held to a long string, no slot can end (a random model may sample its end token first)
+        from app.engine.constraints import compile_constraint
+
+        long = {
+            "type": "object",
+            "properties": {"s": {"type": "string", "minLength": 150}},
+            "required": ["s"],
+        }
+        rf = {"type": "json_schema", "json_schema": {"schema": long}}
+        c = compile_constraint(m, family=None, tools=None, response_format=rf)
+        gens = [generate(m, p, max_tokens=200, stop=(), constraint=c) for p in PROMPTS[:3]]
         its = [iter(g) for g in gens]
         for it in its:
             next(it)  # three slots active, each holding its next token for its reader
