@@ -10,7 +10,6 @@ saved (``settings.json`` and the keychain) and what is sent agree.
 from __future__ import annotations
 
 import json
-import socket
 
 import httpx
 import pytest
@@ -19,14 +18,9 @@ from PySide6.QtWidgets import QDialogButtonBox
 
 from app.storage.paths import settings_path
 from app.storage.settings import Settings, load_settings
+from tests.support.ports import free_port
 
 TIMEOUT = 60_000
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _labels(box) -> list[str]:

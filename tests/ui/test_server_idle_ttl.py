@@ -6,19 +6,13 @@ Real page and window (pytest-qt, offscreen), real server on a free loopback port
 
 from __future__ import annotations
 
-import socket
 from pathlib import Path
 
 import httpx
 import pytest
 
+from tests.support.ports import free_port as _free_port
 from tests.ui.scripted_gguf import CHATML, streaming_script, write_scripted_gguf
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _model(folder: Path, name: str) -> Path:

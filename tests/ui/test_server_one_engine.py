@@ -8,7 +8,6 @@ scripted GGUFs on real llama.cpp."""
 
 from __future__ import annotations
 
-import socket
 import threading
 from pathlib import Path
 
@@ -18,15 +17,10 @@ from PySide6.QtCore import Qt
 
 from app.storage.settings import Settings, load_settings
 from tests.support.host_hold import hold
+from tests.support.ports import free_port as _free_port
 from tests.ui.scripted_gguf import CHATML, streaming_script, write_scripted_gguf
 
 DONE_TIMEOUT = 30_000
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _settings(max_loaded: int = 1) -> Settings:

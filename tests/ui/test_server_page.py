@@ -10,12 +10,7 @@ import pytest
 from PySide6.QtCore import Qt
 
 from tests.server.conftest import TOOLS, write_loop_model
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from tests.support.ports import free_port
 
 
 @pytest.fixture

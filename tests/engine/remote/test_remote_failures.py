@@ -4,7 +4,6 @@ token was shown, a bounded number of times. Stop closes the request."""
 
 from __future__ import annotations
 
-import socket
 import threading
 
 import pytest
@@ -12,6 +11,7 @@ import pytest
 from app.engine.events import DoneEvent, NoticeEvent, TextEvent
 from app.engine.remote import Provider, RemoteChatSession
 from tests.engine.remote.misbehaving import MisbehavingServer, openai_chunk, sse
+from tests.support.ports import free_port as _free_port
 
 
 def _session(url, kind="openai", **provider):
@@ -27,12 +27,6 @@ def _run(session, cancel=None):
 
 def _text(events):
     return "".join(e.text for e in events if isinstance(e, TextEvent))
-
-
-def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def test_refused_connection_is_retried_then_explained():
