@@ -104,6 +104,37 @@ def tool_model(tmp_path) -> Callable[..., Path]:
 
 
 @pytest.fixture
+def make_server_page(qtbot) -> Callable[..., object]:
+    """``make_server_page(model_path, n_ctx=...)``: the real Server page on a free port, with its own
+    settings saved to the store; its server is stopped at the end."""
+    from app.storage.settings import Settings, save_settings
+    from app.ui.server_page import ServerPage
+    from tests.support.ports import free_port
+
+    pages = []
+
+    def make(model: Path, *, n_ctx: int) -> ServerPage:
+        settings = Settings()
+        settings.server.port = free_port()
+        p = ServerPage(
+            settings,
+            model_path=lambda: str(model),
+            save=lambda: save_settings(settings),
+            n_ctx=n_ctx,
+            n_threads=1,
+            use_library=False,
+        )
+        pages.append(p)
+        qtbot.addWidget(p)
+        p.show()
+        return p
+
+    yield make
+    for p in pages:
+        p.stop()
+
+
+@pytest.fixture
 def make_window(qtbot) -> Callable[..., object]:
     """``make_window(model_path, **settings)``: the real window with its worker; waits for the load."""
     from app.storage.history import History

@@ -22,25 +22,8 @@ def _model(folder: Path, name: str) -> Path:
 
 
 @pytest.fixture
-def page(qtbot, tmp_path):
-    from app.storage.settings import Settings, save_settings
-    from app.ui.server_page import ServerPage
-
-    model = _model(tmp_path, "alpha")
-    settings = Settings()
-    settings.server.port = _free_port()
-    p = ServerPage(
-        settings,
-        model_path=lambda: str(model),
-        save=lambda: save_settings(settings),
-        n_ctx=2048,
-        n_threads=1,
-        use_library=False,
-    )
-    qtbot.addWidget(p)
-    p.show()
-    yield p
-    p.stop()
+def page(make_server_page, tmp_path):
+    return make_server_page(_model(tmp_path, "alpha"), n_ctx=2048)
 
 
 def test_the_page_shows_and_saves_the_idle_time_to_live(page):

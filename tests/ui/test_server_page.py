@@ -10,29 +10,11 @@ import pytest
 from PySide6.QtCore import Qt
 
 from tests.server.conftest import TOOLS, write_loop_model
-from tests.support.ports import free_port
 
 
 @pytest.fixture
-def page(qtbot, tmp_path):
-    from app.storage.settings import Settings, save_settings
-    from app.ui.server_page import ServerPage
-
-    model = write_loop_model(tmp_path)
-    settings = Settings()
-    settings.server.port = free_port()
-    p = ServerPage(
-        settings,
-        model_path=lambda: str(model),
-        save=lambda: save_settings(settings),
-        n_ctx=4096,
-        n_threads=1,
-        use_library=False,
-    )
-    qtbot.addWidget(p)
-    p.show()
-    yield p
-    p.stop()
+def page(make_server_page, tmp_path):
+    return make_server_page(write_loop_model(tmp_path), n_ctx=4096)
 
 
 def test_start_log_rows_and_stop(qtbot, page):
