@@ -12,6 +12,7 @@ from app.storage.settings import Settings, load_settings
 from app.ui.call_view import CallView
 from app.ui.chat import ChatView
 from app.ui.tool_panel import ToolCallPanel
+from tests.ui.turns import send_turn
 
 DONE_TIMEOUT = 30_000
 
@@ -23,10 +24,7 @@ def _settings(max_tokens: int = 4) -> Settings:
 
 
 def _send(qtbot, w, text: str):
-    w.compose.setPlainText(text)
-    with qtbot.waitSignal(w.sig_turn_done, timeout=DONE_TIMEOUT) as blocker:
-        assert w.send()
-    return blocker.args[0]
+    return send_turn(qtbot, w, text, timeout=DONE_TIMEOUT)
 
 
 def test_d21_tool_call_is_an_inline_card_with_details_and_raw_behind_show_raw(qtbot):

@@ -17,6 +17,7 @@ from app.storage.history import History
 from app.storage.settings import Settings, load_settings
 from app.ui.chat import AssistantMessage, UserMessage
 from app.ui.settings_dialog import SettingsDialog
+from tests.ui.turns import send_turn
 
 DONE_TIMEOUT = 30_000
 
@@ -34,11 +35,7 @@ class _OnUiThread(QObject):
 
 
 def _send(qtbot, w, text: str):
-    w.compose.setFocus()
-    w.compose.setPlainText(text)
-    with qtbot.waitSignal(w.sig_turn_done, timeout=DONE_TIMEOUT) as blocker:
-        qtbot.keyClick(w.compose, Qt.Key.Key_Return)
-    return blocker.args[0]
+    return send_turn(qtbot, w, text, timeout=DONE_TIMEOUT, enter=True)
 
 
 def _settings(max_tokens: int = 64, **chat) -> Settings:

@@ -19,6 +19,7 @@ from PySide6.QtWidgets import QDialogButtonBox
 from app.storage.paths import settings_path
 from app.storage.settings import Settings, load_settings
 from tests.support.ports import free_port
+from tests.ui.turns import send_turn
 
 TIMEOUT = 60_000
 
@@ -55,11 +56,7 @@ def _server_page(w):
 
 
 def _send(qtbot, w, text: str):
-    w.compose.setFocus()
-    w.compose.setPlainText(text)
-    with qtbot.waitSignal(w.sig_turn_done, timeout=TIMEOUT) as blocker:
-        qtbot.keyClick(w.compose, Qt.Key.Key_Return)
-    return blocker.args[0]
+    return send_turn(qtbot, w, text, timeout=TIMEOUT, enter=True)
 
 
 # -- U1 ---------------------------------------------------------------------------------------------

@@ -20,6 +20,7 @@ from app.storage.history import History
 from app.storage.migrations import MIGRATIONS, apply_migrations
 from app.storage.settings import Settings, load_settings
 from tests.support.thinker import ANSWER, THOUGHT, write_thinker
+from tests.ui.turns import send_turn
 
 DONE_TIMEOUT = 60_000
 MAX_A, MAX_B = 6, 40
@@ -52,10 +53,7 @@ def _change_to_b(qtbot, w) -> None:
 
 
 def _send(qtbot, w, text: str):
-    w.compose.setPlainText(text)
-    with qtbot.waitSignal(w.sig_turn_done, timeout=DONE_TIMEOUT) as blocker:
-        assert w.send()
-    return blocker.args[0]
+    return send_turn(qtbot, w, text, timeout=DONE_TIMEOUT)
 
 
 def _click(qtbot, button, w):

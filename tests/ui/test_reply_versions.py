@@ -9,6 +9,7 @@ from PySide6.QtCore import QPoint, Qt
 from app.storage.settings import Settings
 from tests.ui.conftest import QWEN25
 from tests.ui.scripted_gguf import CHATML, streaming_script, write_scripted_gguf
+from tests.ui.turns import send_turn
 
 DONE_TIMEOUT = 30_000
 
@@ -22,10 +23,7 @@ def _settings(max_tokens: int = 64, context_length: int | None = None) -> Settin
 
 
 def _send(qtbot, w, text: str):
-    w.compose.setPlainText(text)
-    with qtbot.waitSignal(w.sig_turn_done, timeout=DONE_TIMEOUT) as blocker:
-        assert w.send()
-    return blocker.args[0]
+    return send_turn(qtbot, w, text, timeout=DONE_TIMEOUT)
 
 
 def _click(qtbot, button, w):

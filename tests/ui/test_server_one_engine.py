@@ -19,6 +19,7 @@ from app.storage.settings import Settings, load_settings
 from tests.support.host_hold import hold
 from tests.support.ports import free_port as _free_port
 from tests.ui.scripted_gguf import CHATML, streaming_script, write_scripted_gguf
+from tests.ui.turns import send_turn
 
 DONE_TIMEOUT = 30_000
 
@@ -38,11 +39,7 @@ def _model(folder: Path, name: str) -> Path:
 
 
 def _send(qtbot, w, text: str):
-    w.compose.setFocus()
-    w.compose.setPlainText(text)
-    with qtbot.waitSignal(w.sig_turn_done, timeout=DONE_TIMEOUT) as blocker:
-        qtbot.keyClick(w.compose, Qt.Key.Key_Return)
-    return blocker.args[0]
+    return send_turn(qtbot, w, text, timeout=DONE_TIMEOUT, enter=True)
 
 
 def _server(w):

@@ -5,23 +5,18 @@ survives a restart), and it is disabled for a model whose template has no switch
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt
-
 from app.engine.thinking import Thinking
 from app.storage.settings import Settings, load_settings, model_key
 from tests.support.thinker import ANSWER, THOUGHT, write_thinker
 from tests.ui.scripted_gguf import write_scripted_gguf
+from tests.ui.turns import send_turn
 
 DONE_TIMEOUT = 60_000
 LLAMA = "meta-llama-Llama-3.1-8B-Instruct.jinja"
 
 
 def _send(qtbot, w, text: str):
-    w.compose.setFocus()
-    w.compose.setPlainText(text)
-    with qtbot.waitSignal(w.sig_turn_done, timeout=DONE_TIMEOUT) as blocker:
-        qtbot.keyClick(w.compose, Qt.Key.Key_Return)
-    return blocker.args[0]
+    return send_turn(qtbot, w, text, timeout=DONE_TIMEOUT, enter=True)
 
 
 def _settings(max_tokens: int = 12) -> Settings:

@@ -4,19 +4,14 @@ side panel says so), each conversation keeps its choice."""
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt
-
 from app.storage.settings import Settings, load_settings
+from tests.ui.turns import send_turn
 
 DONE_TIMEOUT = 60_000
 
 
 def _send(qtbot, w, text: str):
-    w.compose.setFocus()
-    w.compose.setPlainText(text)
-    with qtbot.waitSignal(w.sig_turn_done, timeout=DONE_TIMEOUT) as blocker:
-        qtbot.keyClick(w.compose, Qt.Key.Key_Return)
-    return blocker.args[0]
+    return send_turn(qtbot, w, text, timeout=DONE_TIMEOUT, enter=True)
 
 
 def _settings(max_tokens: int = 400, **chat) -> Settings:

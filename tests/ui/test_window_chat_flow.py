@@ -9,6 +9,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QKeySequence
 
 from app.storage.settings import Settings
+from tests.ui.turns import send_turn
 
 DONE_TIMEOUT = 30_000
 
@@ -22,11 +23,7 @@ def _settings(max_tokens: int = 4, **chat) -> Settings:
 
 
 def _send(qtbot, w, text: str):
-    w.compose.setFocus()
-    w.compose.setPlainText(text)
-    with qtbot.waitSignal(w.sig_turn_done, timeout=DONE_TIMEOUT) as blocker:
-        qtbot.keyClick(w.compose, Qt.Key.Key_Return)
-    return blocker.args[0]
+    return send_turn(qtbot, w, text, timeout=DONE_TIMEOUT, enter=True)
 
 
 def _truncated_copy(src, dst):

@@ -8,6 +8,7 @@ from __future__ import annotations
 from PySide6.QtCore import Qt
 
 from app.storage.settings import Settings
+from tests.ui.turns import send_turn
 
 DONE_TIMEOUT = 30_000
 
@@ -79,10 +80,7 @@ def test_d18_approval_of_a_new_file_and_of_a_path_the_tool_refuses(qtbot):
 
 
 def _send(qtbot, w, text: str):
-    w.compose.setPlainText(text)
-    with qtbot.waitSignal(w.sig_turn_done, timeout=DONE_TIMEOUT) as blocker:
-        assert w.send()
-    return blocker.args[0]
+    return send_turn(qtbot, w, text, timeout=DONE_TIMEOUT)
 
 
 def test_d17_d22_failed_file_tool_links_to_the_workspace_setting_and_the_reply_is_flagged(
