@@ -40,6 +40,10 @@ class GenerationResult:
     tokens_per_s: float | None
     elapsed_s: float
     tokens: list[int] = field(default_factory=list)
+    #: speculative decoding (``app.engine.speculative``): drafted tokens that were verified, and
+    #: how many of them the model accepted (the rest were rejected and replaced)
+    draft_tokens: int = 0
+    draft_accepted: int = 0
 
 
 class ModelBackend(Protocol):

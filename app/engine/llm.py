@@ -91,6 +91,12 @@ class LoadSettings:
     #: (``app.engine.engine_process.parallel_slots``: 1, or ``CALLISTO_ENGINE_PARALLEL``). An
     #: in-process model has one.
     parallel: int | None = None
+    #: speculative decoding (``app.engine.speculative``): draftless n-gram drafting from the
+    #: prompt and the reply so far ("prompt lookup"), on by default; it turns itself off for a
+    #: reply where it does not pay
+    ngram_draft: bool = True
+    #: a second, small GGUF with the same vocabulary that drafts tokens for this model; None: none
+    draft_model: str | None = None
 
 
 @dataclass(eq=False)
