@@ -188,6 +188,10 @@ class ServerSettings(_Model):
     max_loaded_models: int = Field(1, ge=1, le=8)  # the engine keeps this many models loaded at a time
     #: a model the server loaded, idle this many seconds, is unloaded (0: never; app.server._idle)
     idle_ttl_s: int = Field(0, ge=0, le=7 * 24 * 3600)
+    #: while the server runs, a model is loaded with this many slots (app.engine.scheduler): the
+    #: window's turns and the server's requests stream side by side, each slot with the whole
+    #: context; with the server off the window's model has one slot (no extra KV memory)
+    parallel: int = Field(4, ge=1, le=16)
 
 
 class RemoteProviderSettings(_Model):
