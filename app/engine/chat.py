@@ -591,6 +591,8 @@ class LocalReplies:
             first_token_at=time.monotonic() if res.ttft_s is None else started + res.ttft_s,
             decode_s=0.0 if res.ttft_s is None else max(0.0, res.elapsed_s - res.ttft_s),
             constraint=constraint.describe if constraint else None,
+            draft_tokens=res.draft_tokens,
+            draft_accepted=res.draft_accepted,
         )
 
     def _reader(self, prompt: str, round: int) -> tuple[Stream | PlainStream, str | None, Any]:
@@ -682,6 +684,8 @@ def _joined(first: GenerationResult, closing: str, more: GenerationResult) -> Ge
         tokens_per_s=tokens / elapsed if elapsed > 0 else None,
         elapsed_s=elapsed,
         tokens=first.tokens + more.tokens,
+        draft_tokens=first.draft_tokens + more.draft_tokens,
+        draft_accepted=first.draft_accepted + more.draft_accepted,
     )
 
 

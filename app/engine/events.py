@@ -81,7 +81,10 @@ class DoneEvent:
     constraint, described (None: decoding was free). A remote session also says which ``parser``
     read the reply, which parser read each call (``call_parsers``: call id -> ``api:openai``,
     ``callisto:hermes``...), the ``remote`` API kind, its ``endpoint`` and ``template_source``,
-    and when it failed, its ``error_code`` and the text shown so far (``kept_text``)."""
+    and when it failed, its ``error_code`` and the text shown so far (``kept_text``).
+    ``draft_tokens`` / ``draft_accepted``: speculative decoding's drafted tokens that were verified
+    in the turn's rounds, and how many of them the model accepted (``app.engine.speculative``;
+    0 and 0 without drafting)."""
 
     finish_reason: str
     ttft_s: float | None = None
@@ -103,6 +106,8 @@ class DoneEvent:
     remote: str | None = None
     endpoint: str | None = None
     template_source: str | None = None
+    draft_tokens: int = 0
+    draft_accepted: int = 0
 
 
 @dataclass

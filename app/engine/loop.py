@@ -138,6 +138,8 @@ class RoundEnd:
     error_code: str | None = None
     engine_crashed: bool = False
     keep: bool = False  # after an error: what was shown stays in the conversation
+    draft_tokens: int = 0  # speculative decoding: drafted tokens verified (GenerationResult's)
+    draft_accepted: int = 0  # and how many of them were accepted
 
 
 class ReplySource(Protocol):
@@ -229,6 +231,8 @@ class _Tally:
     prompt_tokens: int = 0  # the latest round's prompt
     evaluated: int | None = None
     constraint: str | None = None  # the latest round's
+    draft_tokens: int = 0  # every round's, summed
+    draft_accepted: int = 0
 
     def add(self, end: RoundEnd) -> None:
         if self.ttft is None and end.first_token_at is not None:
@@ -239,6 +243,8 @@ class _Tally:
         if end.prompt_tokens_evaluated is not None:
             self.evaluated = (self.evaluated or 0) + end.prompt_tokens_evaluated
         self.constraint = end.constraint
+        self.draft_tokens += end.draft_tokens
+        self.draft_accepted += end.draft_accepted
 
     def done(
         self, finish: str, rounds: int, *, error: RoundEnd | None = None, kept_text: str | None = None
@@ -257,6 +263,8 @@ class _Tally:
             prompt_tokens_evaluated=self.evaluated,
             constraint=self.constraint,
             elapsed_s=time.monotonic() - self.start,
+            draft_tokens=self.draft_tokens,
+            draft_accepted=self.draft_accepted,
         )
 
 

@@ -226,4 +226,6 @@ class TurnRecorder:
             "ttft_s": done.ttft_s,
             "elapsed_s": done.elapsed_s,
             "rounds": done.rounds,
+            "draft_tokens": done.draft_tokens,
+            "draft_accepted": done.draft_accepted,
         }
