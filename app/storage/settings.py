@@ -9,6 +9,8 @@
 * Unknown keys (e.g. written by a newer version) are tolerated and kept on save.
 * Per-model overrides (keyed by model path or sha256) of tool format and sampling;
   :func:`effective_settings` merges them over the global values.
+* :func:`draft_model_problem`: why a file cannot be a draft model (speculative decoding's
+  ``model.draft_model``, ``chat/serve --draft-model``), or None.
 
 ``chat.tool_format`` is a plain string ("auto", a family name, or "none"); the list of
 valid choices lives in ``app.engine.formats.tool_format_choices()`` and is not imported here.
@@ -53,6 +55,7 @@ __all__ = [
     "load_settings",
     "migrate",
     "model_key",
+    "draft_model_problem",
     "save_settings",
 ]
 
@@ -143,10 +146,19 @@ class ModelSettings(_Model):
     flash_attn: bool = True
     #: the conversations' KV states kept on disk (app.engine.kvstore), at most this many MiB; 0: none
     kv_store_mib: int = Field(2048, ge=0)
+    #: speculative decoding (app.engine.speculative): draftless n-gram drafting from the prompt
+    ngram_draft: bool = True
+    #: a small GGUF with the model's vocabulary that drafts tokens for it; None: no draft model
+    draft_model: str | None = None
     last_model_path: str | None = None
     #: local model files loaded lately, newest first (the picker lists them, library or not)
     recent_models: list[str] = Field(default_factory=list)
     extra_model_folders: list[str] = Field(default_factory=list)
+
+    @field_validator("draft_model")
+    @classmethod
+    def _v_draft_model(cls, v: str | None) -> str | None:
+        return (v or "").strip() or None  # an empty path is no draft model
 
 
 class ToolSettings(_Model):
@@ -224,6 +236,9 @@ class ModelOverride(_Model):
     context_policy: ContextPolicy | None = None  # None: use the global chat.context_policy
     kv_type: KVType | None = None  # None: use the global model.kv_type
     flash_attn: bool | None = None  # None: use the global model.flash_attn
+    ngram_draft: bool | None = None  # None: use the global model.ngram_draft
+    #: None: use the global model.draft_model; "": no draft model for this model; else its path
+    draft_model: str | None = None
     sampling: SamplingOverride = Field(default_factory=SamplingOverride)
     #: the model's thinking (issue 30): auto/off/on or an effort level (app.engine.thinking); None: auto
     thinking: ThinkingSetting | None = None
@@ -234,6 +249,11 @@ class ModelOverride(_Model):
     @classmethod
     def _v_tool_format(cls, v: str | None) -> str | None:
         return _check_tool_format(v)
+
+    @field_validator("draft_model")
+    @classmethod
+    def _v_draft_model(cls, v: str | None) -> str | None:
+        return None if v is None else v.strip()
 
 
 class Settings(_Model):
@@ -290,6 +310,9 @@ class EffectiveSettings:
     #: (llama.cpp quantizes V only with flash attention)
     kv_type: str = "f16"
     flash_attn: bool = True
+    #: speculative decoding: n-gram drafting, and the draft model's path (None: none)
+    ngram_draft: bool = True
+    draft_model: str | None = None
 
     @property
     def max_tokens(self) -> int:
@@ -313,6 +336,8 @@ class EffectiveSettings:
             "context_policy": self.context_policy,
             "kv_type": self.kv_type,
             "flash_attn": self.flash_attn,
+            "ngram_draft": self.ngram_draft,
+            "draft_model": self.draft_model,
             "overridden": list(self.overridden),
         }
 
@@ -326,6 +351,8 @@ def effective_settings(
     chosen: dict[str, Any] = {
         "kv_type": settings.model.kv_type,
         "flash_attn": settings.model.flash_attn,
+        "ngram_draft": settings.model.ngram_draft,
+        "draft_model": settings.model.draft_model,
         "tool_format": settings.chat.tool_format,
         "context_policy": settings.chat.context_policy,
     }
@@ -345,7 +372,43 @@ def effective_settings(
         context_policy=chosen["context_policy"],
         kv_type=chosen["kv_type"] if flash_attn else "f16",
         flash_attn=flash_attn,
+        ngram_draft=chosen["ngram_draft"],
+        draft_model=chosen["draft_model"] or None,  # an override's "" is no draft model
     )
+
+
+def draft_model_problem(path: str | os.PathLike[str]) -> str | None:
+    """Why the file at ``path`` cannot be a draft model, in words ("… is not a .gguf file", "…
+    does not exist"...), or None when it is a regular, readable file whose name ends in .gguf
+    and that begins as a GGUF does. Whether its vocabulary matches the model's is the engine's
+    to check when it loads. A pipe or device is never opened for reading (it could block)."""
+    import stat as _stat
+
+    shown = os.fspath(path)
+    if not shown.strip():
+        return "the draft model's path is empty"
+    p = Path(shown).expanduser()
+    if p.suffix.lower() != ".gguf":
+        return f"the draft model {shown} is not a .gguf file"
+    try:
+        fd = os.open(p, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+    except FileNotFoundError:
+        return f"the draft model {shown} does not exist"
+    except IsADirectoryError:
+        return f"the draft model {shown} is a folder, not a file"
+    except OSError as exc:
+        return f"cannot read the draft model {shown}: {exc.strerror or exc}"
+    try:
+        if not _stat.S_ISREG(os.fstat(fd).st_mode):
+            return f"the draft model {shown} is not a regular file (a folder, pipe or device)"
+        magic = os.read(fd, 4)
+    except OSError as exc:
+        return f"cannot read the draft model {shown}: {exc.strerror or exc}"
+    finally:
+        os.close(fd)
+    if magic != b"GGUF":
+        return f"the draft model {shown} is not a GGUF file (it does not begin with GGUF)"
+    return None
 
 
 def _lay_over(
