@@ -5,7 +5,8 @@
                        [--workspace DIR] [--yes] [--temperature T] [--seed N]
                        [--grammar-file FILE] [--save] [--tool-choice auto|none|required|NAME]
                        [--no-parallel-tool-calls] [--response-format json|SCHEMA.json]
-                       [--think | --no-think] [--reasoning-budget N] [--reasoning-effort LEVEL] "prompt"
+                       [--think | --no-think] [--reasoning-budget N] [--reasoning-effort LEVEL]
+                       [--ngram-draft on|off] [--draft-model PATH] "prompt"
     python -m app chat --endpoint URL --model NAME [--api-key-env VAR] [--kind openai|anthropic|ollama]
                        [--parser auto|api|callisto] [--template GGUF|TOKENIZER_CONFIG|ORG/NAME] "prompt"
     python -m app inspect PATH [--json] [--lint]
@@ -13,10 +14,12 @@
     python -m app check --endpoint URL --model NAME [--api-key KEY] [--out FILE] [--json]
     python -m app serve [--model PATH_OR_NAME] [--tool-format F] [--host 127.0.0.1] [--port 8453]
                         [--api-key KEY] [--cors ORIGIN] [--kv-type f16|q8_0|q4_0] [--flash-attn on|off]
-                        [--parallel N] [--idle-ttl SECONDS]
+                        [--parallel N] [--idle-ttl SECONDS] [--ngram-draft on|off] [--draft-model PATH]
 
 ``chat`` streams the reply to stdout; notices, tool calls and the summary go to stderr;
-``--save`` stores the conversation in the same history the window reads.
+``--save`` stores the conversation in the same history the window reads. ``--ngram-draft`` and
+``--draft-model`` set speculative decoding up for a local model (``chat``) or the models served
+(``serve``); ``chat``'s summary says how many drafted tokens the model accepted.
 With ``--json`` every event is one JSON object per line on stdout. ``inspect`` prints the
 GGUF's metadata and the tool-call format detected from its template.
 
@@ -37,7 +40,13 @@ import json
 import sys
 from typing import Any
 
-from app.cli_options import add_kind_option, add_load_options, add_tool_format_option
+from app.cli_options import (
+    add_draft_options,
+    add_kind_option,
+    add_load_options,
+    add_tool_format_option,
+    draft_options,
+)
 from app.engine.errors import ConstraintError, EngineCrashedError, EngineError, ModelLoadError, ToolSetupError
 from app.terminal import terminal_text
 
@@ -104,6 +113,7 @@ def build_parser() -> argparse.ArgumentParser:
     chat.add_argument("--max-tokens", type=int, default=1024)
     chat.add_argument("--max-rounds", type=int, default=8)
     add_load_options(chat)
+    add_draft_options(chat)
     chat.add_argument("--system", default=None, help="system prompt")
     chat.add_argument("--temperature", type=float, default=None)
     chat.add_argument("--seed", type=int, default=None)
@@ -203,6 +213,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N",
         help="slots: requests a model serves at once, batched (each with the whole --ctx; default 4)",
     )
+    add_draft_options(serve)
     serve.add_argument("--queue", type=int, default=16, help="requests that may wait (past it: 429)")
     serve.add_argument(
         "--max-loaded-models",
@@ -370,8 +381,15 @@ def _chat(args: argparse.Namespace) -> int:
         return 2
     if args.endpoint:
         return _remote_chat(args, tool_choice, response_format, thinking)
+    drafts, problem = draft_options(args)
+    if problem is not None:
+        _err(f"error: {problem}")
+        return 2
+    from app.engine.llm import LoadSettings
+
+    settings = LoadSettings(n_ctx=args.n_ctx, n_gpu_layers=args.gpu_layers, n_threads=args.threads, **drafts)
     try:
-        model = load_model(args.model, n_ctx=args.n_ctx, n_gpu_layers=args.gpu_layers, n_threads=args.threads)
+        model = load_model(args.model, settings=settings)
     except ModelLoadError as exc:
         if args.json:
             print(json.dumps({"type": "done", "finish_reason": "error", "error": str(exc)}))
@@ -452,6 +470,10 @@ def _remote_chat(args: argparse.Namespace, tool_choice: Any, response_format: An
     if args.grammar_file:
         _err("error: --grammar-file is for local models; a remote endpoint takes --response-format")
         return 2
+    for given, flag in ((args.draft_model, "--draft-model"), (args.ngram_draft, "--ngram-draft")):
+        if given is not None:
+            _err(f"error: {flag} is for local models; a remote endpoint decodes as its server is set up")
+            return 2
     try:
         tools = _chat_tools(args)
         provider = Provider(args.endpoint, kind=args.kind, api_key=key, mode=args.parser)
@@ -569,6 +591,8 @@ def _print_events(
                     status = EXIT_ENGINE_CRASHED if ev.engine_crashed else 1
                 else:
                     tps = f", {ev.tokens_per_s:.1f} tok/s" if ev.tokens_per_s else ""
+                    if ev.draft_tokens:
+                        tps += f", {ev.draft_accepted} of {ev.draft_tokens} drafted tokens accepted"
                     _err(
                         f"[done] {ev.finish_reason}: {ev.generated_tokens} tokens, "
                         f"{ev.prompt_tokens} prompt tokens, {ev.rounds} round(s){tps}"
@@ -765,6 +789,9 @@ def _serve(args: argparse.Namespace) -> int:
     )
     if args.kv_type != "f16" and args.flash_attn == "off":
         problems = [*problems, f"--kv-type {args.kv_type} needs flash attention: drop --flash-attn off"]
+    drafts, problem = draft_options(args)
+    if problem is not None:
+        problems = [*problems, problem]
     for problem in problems:
         _err(f"error: {problem}")
     if problems:
@@ -787,6 +814,9 @@ def _serve(args: argparse.Namespace) -> int:
         max_loaded=max(1, args.max_loaded_models),
         parallel=max(1, args.parallel),
         idle_ttl_s=args.idle_ttl,
+        kv_type=args.kv_type,
+        flash_attn=args.flash_attn == "on",
+        **drafts,
     )
     server = ApiServer(
         config,
@@ -795,12 +825,6 @@ def _serve(args: argparse.Namespace) -> int:
             f"{e.tool_calls} call(s) {e.duration_s:.2f}s"
         ),
     )
-    import dataclasses
-
-    # the KV cache options of the models this server loads (ServerConfig has no fields for them yet)
-    kv = {"kv_type": args.kv_type, "flash_attn": args.flash_attn == "on"}
-    server.state.load_settings = dataclasses.replace(server.state.load_settings, **kv)
-    server.host.settings = dataclasses.replace(server.host.settings, **kv)
     try:
         server.serve_forever(
             on_started=lambda: _err(

@@ -4,8 +4,16 @@ written once, so that they keep one name, one default and one meaning."""
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
+from typing import Any
 
-__all__ = ["add_kind_option", "add_load_options", "add_tool_format_option"]
+__all__ = [
+    "add_draft_options",
+    "add_kind_option",
+    "add_load_options",
+    "add_tool_format_option",
+    "draft_options",
+]
 
 KINDS = ["openai", "anthropic", "ollama"]  # the APIs a remote endpoint may speak
 
@@ -23,3 +31,34 @@ def add_load_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--n-ctx", type=int, default=4096, help="context length (rounded to 256)")
     parser.add_argument("--gpu-layers", type=int, default=0)
     parser.add_argument("--threads", type=int, default=None)
+
+
+def add_draft_options(parser: argparse.ArgumentParser) -> None:
+    """Speculative decoding (``app.engine.speculative``): draftless n-gram drafting and a draft model."""
+    parser.add_argument(
+        "--ngram-draft",
+        choices=("on", "off"),
+        default=None,
+        help="speculative decoding by n-gram lookup in the prompt and the reply so far (default on; "
+        "it turns itself off where it does not pay)",
+    )
+    parser.add_argument(
+        "--draft-model",
+        default=None,
+        metavar="PATH",
+        help="a small .gguf with the model's vocabulary that drafts tokens for it (default: none)",
+    )
+
+
+def draft_options(args: argparse.Namespace) -> tuple[dict[str, Any], str | None]:
+    """(``ngram_draft`` and ``draft_model`` for ``LoadSettings``, the problem with them or None):
+    the draft model must be a regular, readable .gguf file (its absolute path is passed on)."""
+    from app.storage.settings import draft_model_problem
+
+    path, ngram = args.draft_model, args.ngram_draft != "off"
+    if path is None:
+        return {"ngram_draft": ngram, "draft_model": None}, None
+    problem = draft_model_problem(path)
+    if problem is not None:
+        return {}, f"--draft-model: {problem}"
+    return {"ngram_draft": ngram, "draft_model": str(Path(path).expanduser().resolve())}, None

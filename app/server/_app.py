@@ -131,17 +131,10 @@ class ApiServer:
         self.catalog = ModelCatalog(self.config.models, use_library=self.config.use_library, library=library)
         self.owns_host = host is None
         if host is None:
-            from app.engine.llm import LoadSettings
-
             host = EngineHost(
                 max_loaded=self.config.max_loaded,
                 queue_size=self.config.queue_size,
-                settings=LoadSettings(
-                    n_ctx=self.config.n_ctx,
-                    n_gpu_layers=self.config.n_gpu_layers,
-                    n_threads=self.config.n_threads,
-                    parallel=self.config.parallel,
-                ),
+                settings=self.config.load_settings(),
                 name="callisto-server-engine",
             )
         self.host = host

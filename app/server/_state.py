@@ -42,6 +42,13 @@ class ServerConfig:
     #: the slots of a model this server loads (app.engine.scheduler): requests batched into one
     #: decode a step, up to this many at once, each with the whole n_ctx (``serve --parallel``)
     parallel: int = DEFAULT_PARALLEL
+    #: the KV cache's type and flash attention (``serve --kv-type``, ``--flash-attn``)
+    kv_type: str = "f16"
+    flash_attn: bool = True
+    #: speculative decoding (app.engine.speculative): draftless n-gram drafting (``serve
+    #: --ngram-draft``) and a draft model, a small GGUF with the models' vocabulary (``--draft-model``)
+    ngram_draft: bool = True
+    draft_model: str | None = None
     #: a model idle this long (seconds: no request running or queued) is unloaded, the next request
     #: loads it again; 0: never (``serve --idle-ttl``; a request's keep_alive / ttl wins: app.server._idle)
     idle_ttl_s: float = 0.0
@@ -57,6 +64,19 @@ class ServerConfig:
     max_tools: int = 128
     max_schema_bytes: int = 256 * 1024
 
+    def load_settings(self) -> LoadSettings:
+        """What a model this server loads is loaded with."""
+        return LoadSettings(
+            n_ctx=self.n_ctx,
+            n_gpu_layers=self.n_gpu_layers,
+            n_threads=self.n_threads,
+            parallel=self.parallel,
+            kv_type=self.kv_type,
+            flash_attn=self.flash_attn,
+            ngram_draft=self.ngram_draft,
+            draft_model=self.draft_model,
+        )
+
 
 class ServerState:
     def __init__(self, config: ServerConfig, host: EngineHost, catalog: ModelCatalog):
@@ -68,12 +88,7 @@ class ServerState:
         #: unloads the models idle past their time to live (the config's default, read at each sweep)
         self.reaper = IdleReaper(host, default_ttl=lambda: self.config.idle_ttl_s)
         #: what a model this server loads is loaded with (a model already loaded is used as it is)
-        self.load_settings = LoadSettings(
-            n_ctx=config.n_ctx,
-            n_gpu_layers=config.n_gpu_layers,
-            n_threads=config.n_threads,
-            parallel=config.parallel,
-        )
+        self.load_settings = config.load_settings()
         self.finished: deque[TurnEnd] = deque(maxlen=64)  # how the latest turns ended (log, tests)
 
     def loaded_entry(self) -> ModelEntry | None:
