@@ -109,6 +109,10 @@ class TurnEnd:
     # the ids of the reply's calls identical to a call the conversation already answered
     # (``app.engine.loop.answered_before``): a client loop that runs in circles
     repeated: list[str] = field(default_factory=list)
+    #: speculative decoding: drafted tokens verified, and how many the model accepted (every round
+    #: of the turn summed; 0 and 0 without drafting)
+    draft_tokens: int = 0
+    draft_accepted: int = 0
 
     def finish_in(self, renamed: dict[str, str] | None = None) -> str:
         """The finish reason in an API's words: OpenAI's (:data:`_OPENAI_FINISH`; ``stop`` for a
@@ -301,6 +305,8 @@ def run_turn(
         elapsed_s=time.monotonic() - started,
         tool_format=replies.family,
         repeated=_repeated(req, out.sent),
+        draft_tokens=done.draft_tokens,
+        draft_accepted=done.draft_accepted,
     )
 
 

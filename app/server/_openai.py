@@ -8,6 +8,12 @@ only once the parser has read it whole, so an incomplete call is never sent as a
 ``ttl`` (LM Studio's name): seconds the model stays loaded once idle after the request (0: unloaded
 right after it; ``app.server._idle``); without it the server's ``idle_ttl_s``.
 
+``usage.completion_tokens_details`` counts speculative decoding's drafted tokens
+(``app.engine.speculative``) as OpenAI counts predicted outputs: ``accepted_prediction_tokens`` (the
+drafted tokens the model accepted) and ``rejected_prediction_tokens`` (the others), 0 and 0 when
+nothing was drafted; in a stream, on the usage chunk ``stream_options.include_usage`` asks for
+(``/v1/completions`` too).
+
 ``max_tool_calls`` (a Callisto option, like ``parallel_tool_calls``: ``extra_body`` in the openai
 SDK) bounds one reply's calls (``app.server._engine``). A reply whose calls repeat calls the
 conversation already answered says so: the ``X-Callisto-Repeated-Calls`` header (their count, not
@@ -297,10 +303,7 @@ def parse_chat_request(
     else:
         choice = convert_tool_choice(chosen, tools)
     stream = check_bool(body.get("stream"), "stream", False)
-    opts = body.get("stream_options")
-    if opts is not None and not isinstance(opts, dict):
-        raise ApiError(400, "stream_options must be an object", param="stream_options")
-    usage = bool((opts or {}).get("include_usage"))
+    usage = _include_usage(body)
     req = TurnRequest(
         model=model,
         messages=messages,
@@ -317,6 +320,14 @@ def parse_chat_request(
         idle_ttl=parse_ttl(body.get("ttl")),
     )
     return req, stream, usage
+
+
+def _include_usage(body: dict[str, Any]) -> bool:
+    """``stream_options.include_usage``: a streamed reply ends with a chunk that holds its usage."""
+    opts = body.get("stream_options")
+    if opts is not None and not isinstance(opts, dict):
+        raise ApiError(400, "stream_options must be an object", param="stream_options")
+    return bool((opts or {}).get("include_usage"))
 
 
 def _thinking(value: Any) -> Any:
@@ -355,11 +366,18 @@ def _template_kwargs(value: Any) -> dict[str, Any] | None:
 
 
 def _usage(end: TurnEnd) -> dict[str, Any]:
+    """OpenAI's usage; speculative decoding's drafted tokens are its predicted outputs': those the
+    model accepted and those it rejected (``completion_tokens_details``)."""
+    accepted = max(0, min(end.draft_accepted, end.draft_tokens))
     return {
         "prompt_tokens": end.prompt_tokens,
         "completion_tokens": end.completion_tokens,
         "total_tokens": end.prompt_tokens + end.completion_tokens,
         "prompt_tokens_details": {"cached_tokens": end.cached_tokens},
+        "completion_tokens_details": {
+            "accepted_prediction_tokens": accepted,
+            "rejected_prediction_tokens": max(0, end.draft_tokens - accepted),
+        },
     }
 
 
@@ -546,6 +564,7 @@ async def completions(request: Request):
         idle_ttl=parse_ttl(body.get("ttl")),
     )
     stream = check_bool(body.get("stream"), "stream", False)
+    include_usage = _include_usage(body)
     turn = await queue_turn(state, req)
     cid = f"cmpl-{uuid.uuid4().hex[:24]}"
     created = int(time.time())
@@ -581,6 +600,18 @@ async def completions(request: Request):
             }
         )
 
+    def usage_chunk(end: TurnEnd) -> bytes:
+        return _sse(
+            {
+                "id": cid,
+                "object": "text_completion",
+                "created": created,
+                "model": turn.model_id,
+                "choices": [],
+                "usage": _usage(end),
+            }
+        )
+
     async def gen():
         end = None
         try:
@@ -593,6 +624,8 @@ async def completions(request: Request):
                     end = value
             assert end is not None
             yield chunk("", end.finish_in())
+            if include_usage:
+                yield usage_chunk(end)
             yield b"data: [DONE]\n\n"
         except ApiError as err:
             from app.server._errors import error_body
