@@ -40,6 +40,8 @@ class EngineConfig:
     kv_type: str = "f16"  # the KV cache's type: f16, q8_0, q4_0 (app.engine.models.estimate.KV_CACHE_TYPES)
     flash_attn: bool = True
     kv_store_mib: int = 0  # conversations' KV states kept on disk (app.engine.kvstore), MiB; 0: none
+    ngram_draft: bool = True  # speculative decoding: draftless n-gram drafting (app.engine.speculative)
+    draft_model: str | None = None  # a small GGUF with the model's vocabulary that drafts; None: none
     workspace: str | None = None
     approvals: dict[str, str] = field(default_factory=dict)  # tool name -> "ask" | "allow"
     pins: dict[str, Any] = field(default_factory=dict)  # MCP tools' allowed definitions (tools.pins)

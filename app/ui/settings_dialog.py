@@ -30,7 +30,14 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.storage.settings import ApprovalDefault, ModelOverride, SamplingOverride, Settings, model_key
+from app.storage.settings import (
+    ApprovalDefault,
+    ModelOverride,
+    SamplingOverride,
+    Settings,
+    draft_model_problem,
+    model_key,
+)
 from app.ui.settings_fields import GpuLayersSpin, SamplingForm, model_sampling_defaults, number_box
 from app.ui.theme import THEMES
 from app.ui.thinking_control import override_fields, override_values
@@ -57,6 +64,19 @@ _KV_HINT = (
     "when it changes."
 )
 _ON_OFF = ((True, "On"), (False, "Off"))
+_NGRAM_HINT = (
+    "Speculative decoding without a second model: the engine guesses the next tokens from text "
+    "already in the conversation (a tool call that repeats its arguments, code being rewritten) and "
+    "the model checks the guesses in one step. Replies are the same; it turns itself off where it "
+    "does not pay. The model reloads when it changes."
+)
+_DRAFT_HINT = (
+    "A second, small GGUF with the same vocabulary as the model (a smaller model of the same family) "
+    "that drafts tokens the model then checks in one step. Empty: none. The model reloads when it "
+    "changes."
+)
+#: the draft model choices of the "This model" tab besides a file: the global value, or none
+_DRAFT_INHERIT = ((None, "Use the global setting"), ("", "None (no draft model)"))
 _FALLBACK_CHOICES = [("auto", "Automatic (from the model's template)"), ("none", "No tools")]
 
 
@@ -250,6 +270,18 @@ class SettingsDialog(QDialog):
         f.addRow("KV cache type", self.kv_type)
         f.addRow("Flash attention", self.flash_attn)
         f.addRow("Saved conversation caches", self.kv_store_mib)
+        self.ngram_draft = self._choice(
+            "model.ngram_draft",
+            ((True, "N-gram drafting on"), (False, "Off")),
+            self.settings.model.ngram_draft,
+            tooltip=_NGRAM_HINT,
+        )
+        self.draft_model = QLineEdit(self.settings.model.draft_model or "")
+        self.draft_model.setObjectName("model.draft_model")
+        self.draft_model.setPlaceholderText("none: a small .gguf with the model's vocabulary")
+        self.draft_model.setToolTip(_DRAFT_HINT)
+        f.addRow("Speculative decoding", self.ngram_draft)
+        f.addRow("Draft model", self._with_browse(self.draft_model, folder=False, gguf=True))
         self._add_tab(
             model,
             "Model",
@@ -260,6 +292,8 @@ class SettingsDialog(QDialog):
                 "model.kv_type": self.kv_type,
                 "model.flash_attn": self.flash_attn,
                 "model.kv_store_mib": self.kv_store_mib,
+                "model.ngram_draft": self.ngram_draft,
+                "model.draft_model": self.draft_model,
             },
         )
 
@@ -317,6 +351,8 @@ class SettingsDialog(QDialog):
         self.model_context_policy: QComboBox | None = None
         self.model_kv_type: QComboBox | None = None
         self.model_flash_attn: QComboBox | None = None
+        self.model_ngram_draft: QComboBox | None = None
+        self.model_draft_model: QComboBox | None = None
         self.model_thinking: Any = None  # the model's thinking (issue 30)
         self.model_thinking_budget: Any = None
         model_path = self.model_path
@@ -342,6 +378,16 @@ class SettingsDialog(QDialog):
             f2.addRow("KV cache type", self.model_kv_type)
             self.model_flash_attn = inherited("flash_attn", _ON_OFF)
             f2.addRow("Flash attention", self.model_flash_attn)
+            self.model_ngram_draft = inherited("ngram_draft", _ON_OFF, _NGRAM_HINT)
+            f2.addRow("Speculative decoding", self.model_ngram_draft)
+            own_draft = ov.draft_model if ov else None
+            self.model_draft_model = self._choice(
+                "override.draft_model",
+                [*_DRAFT_INHERIT, *([(own_draft, own_draft)] if own_draft else [])],
+                own_draft,
+                tooltip=_DRAFT_HINT,
+            )
+            f2.addRow("Draft model", self._draft_row(self.model_draft_model))
             self.model_thinking, self.model_thinking_budget = override_fields(ov)
             f2.addRow("Thinking", self.model_thinking)
             f2.addRow("Thinking budget", self.model_thinking_budget)
@@ -380,7 +426,7 @@ class SettingsDialog(QDialog):
             i = combo.count() - 1
         combo.setCurrentIndex(max(i, 0))
 
-    def _with_browse(self, edit: QLineEdit, *, folder: bool) -> QWidget:
+    def _with_browse(self, edit: QLineEdit, *, folder: bool, gguf: bool = False) -> QWidget:
         w = QWidget()
         h = QHBoxLayout(w)
         h.setContentsMargins(0, 0, 0, 0)
@@ -390,6 +436,8 @@ class SettingsDialog(QDialog):
         def browse() -> None:
             if folder:
                 p = QFileDialog.getExistingDirectory(self, "Workspace folder", edit.text())
+            elif gguf:
+                p = self._pick_gguf(edit.text())
             else:
                 p, _ = QFileDialog.getOpenFileName(self, "MCP servers file", edit.text(), "JSON (*.json)")
             if p:
@@ -398,6 +446,30 @@ class SettingsDialog(QDialog):
         b.clicked.connect(browse)
         h.addWidget(b)
         return w
+
+    def _pick_gguf(self, start: str) -> str:
+        """A draft model chosen in a file dialog ("" when none was)."""
+        p, _ = QFileDialog.getOpenFileName(self, "Draft model", start, "GGUF models (*.gguf)")
+        return p
+
+    def _draft_row(self, combo: QComboBox) -> QWidget:
+        """This model's draft model: the global one, none, or a file (Browse… adds and picks it)."""
+        w = QWidget()
+        h = QHBoxLayout(w)
+        h.setContentsMargins(0, 0, 0, 0)
+        h.addWidget(combo, 1)
+        b = QPushButton("Browse…")
+        b.clicked.connect(lambda: self.choose_draft_model(self._pick_gguf(combo.currentData() or "")))
+        h.addWidget(b)
+        return w
+
+    def choose_draft_model(self, path: str) -> None:
+        """Make ``path`` this model's draft model in the "This model" tab ("": nothing changes)."""
+        combo = self.model_draft_model
+        if path and combo is not None:
+            if combo.findData(path) < 0:
+                combo.addItem(path, path)
+            self._select(combo, path)
 
     def _add_tab(self, w: QWidget, title: str, controls: dict[str, QWidget]) -> None:
         i = self.tabs.addTab(w, title)
@@ -432,6 +504,8 @@ class SettingsDialog(QDialog):
         s.model.kv_type = self.kv_type.currentData()
         s.model.flash_attn = bool(self.flash_attn.currentData())
         s.model.kv_store_mib = self.kv_store_mib.value()
+        s.model.ngram_draft = bool(self.ngram_draft.currentData())
+        s.model.draft_model = self._checked_draft(self.draft_model.text(), self.settings.model.draft_model)
         s.tools.workspace = self.workspace.text().strip() or None
         s.tools.default_approval = self.default_approval.currentData()
         allowed = {n.strip() for n in self.always_allowed.text().split(",") if n.strip()}
@@ -451,6 +525,11 @@ class SettingsDialog(QDialog):
             cp = self.model_context_policy.currentData() if self.model_context_policy is not None else None
             kv = self.model_kv_type.currentData() if self.model_kv_type is not None else None
             fa = self.model_flash_attn.currentData() if self.model_flash_attn is not None else None
+            ng = self.model_ngram_draft.currentData() if self.model_ngram_draft is not None else None
+            dm = self.model_draft_model.currentData() if self.model_draft_model is not None else None
+            if dm:
+                ov0 = self.settings.override_for(self.model_path)
+                dm = self._checked_draft(dm, ov0.draft_model if ov0 else None)
             th, tb = override_values(self.model_thinking, self.model_thinking_budget)
             key = model_key(self.model_path)
             if (
@@ -458,6 +537,8 @@ class SettingsDialog(QDialog):
                 and cp is None
                 and kv is None
                 and fa is None
+                and ng is None
+                and dm is None
                 and (th, tb) == (None, None)
                 and not any(v is not None for v in samp.model_dump().values())
             ):
@@ -466,10 +547,28 @@ class SettingsDialog(QDialog):
                 s.set_override(
                     key,
                     ModelOverride(
-                        tool_format=tf, sampling=samp, context_policy=cp, kv_type=kv, flash_attn=fa
+                        tool_format=tf,
+                        sampling=samp,
+                        context_policy=cp,
+                        kv_type=kv,
+                        flash_attn=fa,
+                        ngram_draft=ng,
+                        draft_model=dm,
                     ).model_copy(update={"thinking": th, "thinking_budget": tb}),
                 )
         return s
+
+    @staticmethod
+    def _checked_draft(text: str, saved: str | None) -> str | None:
+        """A draft model path as the settings keep it (None: none); ValueError says why a new one
+        cannot be a draft model (one already saved is kept as it is, even while its file is away)."""
+        path = text.strip()
+        if not path or path == saved:
+            return path or None
+        problem = draft_model_problem(path)
+        if problem is not None:
+            raise ValueError(problem[0].upper() + problem[1:])
+        return path
 
     def _on_buttons_accepted(self) -> None:
         try:

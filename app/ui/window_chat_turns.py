@@ -31,8 +31,16 @@ __all__ = [
 
 
 def reply_stats(ev: DoneEvent) -> str:
-    """ "123 tokens · 45.6 tok/s · 2.7 s" for the line under a reply."""
-    return stats_text(ev.generated_tokens, ev.tokens_per_s, ev.elapsed_s, ev.ttft_s)
+    """ "123 tokens · 45.6 tok/s · 2.7 s" for the line under a reply (with the drafted tokens
+    accepted, when speculative decoding drafted some)."""
+    return stats_text(
+        ev.generated_tokens,
+        ev.tokens_per_s,
+        ev.elapsed_s,
+        ev.ttft_s,
+        draft_tokens=ev.draft_tokens,
+        draft_accepted=ev.draft_accepted,
+    )
 
 
 def _live_progress(session: object) -> LiveProgress | None:

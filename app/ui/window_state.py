@@ -37,6 +37,8 @@ def engine_config_for(settings: Any, model_path: str | None) -> EngineConfig:
         kv_type=eff.kv_type,
         flash_attn=eff.flash_attn,
         kv_store_mib=int(settings.model.kv_store_mib),
+        ngram_draft=eff.ngram_draft,
+        draft_model=eff.draft_model,
         workspace=settings.tools.workspace,
         approvals=dict(settings.tools.approvals),
         pins=dict(settings.tools.pins),

@@ -66,6 +66,8 @@ class Sessions:
             kv_type=cfg.kv_type,
             flash_attn=cfg.flash_attn,
             kv_store=kv_store,
+            ngram_draft=cfg.ngram_draft,
+            draft_model=cfg.draft_model,
         )
 
     def _messages_to_keep(self) -> list[Any]:
@@ -141,7 +143,10 @@ class Sessions:
 
     def configure(self, config: EngineConfig) -> None:
         st = self.state
-        loads = ("n_ctx", "n_gpu_layers", "n_threads", "kv_type", "flash_attn", "kv_store_mib")
+        loads = (
+            *("n_ctx", "n_gpu_layers", "n_threads", "kv_type", "flash_attn", "kv_store_mib"),
+            *("ngram_draft", "draft_model"),  # speculative decoding is set up at load
+        )
         reload = st.model is not None and any(getattr(config, k) != getattr(st.config, k) for k in loads)
         st.config = config
         if st.model is None and st.remote is None:

@@ -11,9 +11,13 @@ def stats_text(
     tokens_per_s: float | None,
     elapsed_s: float | None = None,
     ttft_s: float | None = None,
+    *,
+    draft_tokens: int | None = None,
+    draft_accepted: int | None = None,
 ) -> str:
     """ "123 tokens · 45.6 tok/s · 2.7 s · first token 80 ms": the line under a reply, live or
-    reopened (the same words from a turn's done event and from its stored statistics)."""
+    reopened (the same words from a turn's done event and from its stored statistics). A reply
+    written with speculative decoding adds "· 42 of 60 drafted tokens accepted"."""
     parts = []
     if generated_tokens:
         parts.append(f"{generated_tokens:,} tokens")
@@ -25,6 +29,8 @@ def stats_text(
         parts.append(f"{elapsed_s:.1f} s")
     if ttft_s is not None:
         parts.append(f"first token {ttft_s * 1000:.0f} ms")
+    if draft_tokens:
+        parts.append(f"{draft_accepted or 0:,} of {draft_tokens:,} drafted tokens accepted")
     return " · ".join(parts)
 
 

@@ -53,7 +53,14 @@ def stored_stats_text(stats: Any) -> str:
         v = stats.get(key)
         return v if isinstance(v, int | float) and not isinstance(v, bool) else None
 
-    return stats_text(num("generated_tokens"), num("tokens_per_s"), num("elapsed_s"), num("ttft_s"))
+    return stats_text(
+        num("generated_tokens"),
+        num("tokens_per_s"),
+        num("elapsed_s"),
+        num("ttft_s"),
+        draft_tokens=num("draft_tokens"),
+        draft_accepted=num("draft_accepted"),
+    )
 
 
 def stored_turn_settings(user: MessageRecord, reply: Sequence[MessageRecord]) -> TurnSettings:
