@@ -35,6 +35,18 @@ Bounds and safety:
 
 File layout: ``b"CKV1"``, a 4-byte little-endian header length, a JSON header (``fingerprint``,
 ``tokens``, ``conversation``), the state bytes, then the SHA-256 of everything before it.
+
+The scheduler's slots (``app.engine.scheduler``: N sequences in one llama.cpp context) have the
+same store through :class:`SlotKV`: before a generation takes a slot, the conversation the slot
+holds is saved if the prompt leaves it, and the best saved state for the prompt is restored into
+that slot's sequence, whatever sequence it was saved from (a state carries its cells' positions,
+not a sequence id); every slot is saved when the model is closed. The same bound, files and
+checks, and the same folder as the one-sequence path; but llama.cpp writes the number of KV
+streams (one per slot) into a sequence's state and refuses a state of another number, so states
+are kept per slot count (:func:`layout_fingerprint`): changing ``--parallel`` reads them again. A
+slot's state is read out of llama.cpp on the scheduler's thread; its file is written by a thread
+of :class:`SlotKV` (the checksum, the write and the fsync do not stall the other slots), and a
+state not written yet is restored from memory.
 """
 
 from __future__ import annotations
@@ -46,11 +58,13 @@ import logging
 import os
 import struct
 import tempfile
+import threading
 import time
-from collections.abc import Sequence
+from collections import deque
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 __all__ = [
     "DEFAULT_MAX_BYTES",
@@ -58,8 +72,11 @@ __all__ = [
     "KVStore",
     "KVStoreConfig",
     "SavedState",
+    "SlotKV",
+    "SlotState",
     "common",
     "fingerprint",
+    "layout_fingerprint",
     "read_sequence",
     "save_current",
     "switch",
@@ -158,6 +175,9 @@ class KVStore:
         self.min_tokens = max(1, int(min_tokens))
         #: headers already read, by file name: (mtime_ns, size) -> SavedState | None (unreadable)
         self._headers: dict[str, tuple[tuple[int, int], SavedState | None]] = {}
+        #: the folder's files and the headers: one thread at a time (a state's bytes are written
+        #: to their temp file outside it: :class:`SlotKV` saves on a thread of its own)
+        self._lock = threading.RLock()
         self._clear_stale_parts()
 
     def _clear_stale_parts(self) -> None:
@@ -220,20 +240,26 @@ class KVStore:
     def entries(self) -> list[SavedState]:
         """Every readable saved state of this fingerprint."""
         out = []
-        for p in self._files():
-            s = self._header(p)
-            if s is not None and s.fingerprint == self.fingerprint:
-                out.append(s)
+        with self._lock:
+            for p in self._files():
+                s = self._header(p)
+                if s is not None and s.fingerprint == self.fingerprint:
+                    out.append(s)
         return out
 
-    def lookup(self, tokens: Sequence[int], *, longer_than: int = 0) -> SavedState | None:
+    def lookup(
+        self, tokens: Sequence[int], *, longer_than: int = 0, at_most: int | None = None
+    ) -> SavedState | None:
         """The saved state of this fingerprint that shares the longest prefix with ``tokens``, if
         that prefix is longer than ``longer_than`` and at least ``min_tokens`` (:func:`common` of
         the two: the state's tail after it, say the end of the last reply that the template writes
-        otherwise, is dropped when restored)."""
+        otherwise, is dropped when restored). ``at_most``: states of more tokens are passed over
+        (they do not fit the context that would take them)."""
         best: SavedState | None = None
         best_n = max(int(longer_than), self.min_tokens - 1)
         for s in self.entries():
+            if at_most is not None and len(s.tokens) > at_most:
+                continue
             n = common(s.tokens, tokens)
             if n > best_n:
                 best, best_n = s, n
@@ -242,21 +268,22 @@ class KVStore:
     def load(self, saved: SavedState) -> bytes | None:
         """The state bytes of ``saved``, checked against its digest; None (logged, file deleted)
         when the file is corrupt or gone. A load marks the file recently used."""
-        try:
-            data = saved.path.read_bytes()
-        except OSError as exc:
-            log.warning("KV store: cannot read %s (%s)", saved.path.name, exc)
-            return None
-        body, digest = data[:-_DIGEST], data[-_DIGEST:]
-        if len(data) < 8 + _DIGEST or hashlib.sha256(body).digest() != digest:
-            log.warning(
-                "KV store: %s is corrupt (its checksum does not match); it is deleted", saved.path.name
-            )
-            self._drop(saved.path)
-            return None
-        (n,) = struct.unpack("<I", body[4:8])
-        with contextlib.suppress(OSError):
-            os.utime(saved.path)
+        with self._lock:
+            try:
+                data = saved.path.read_bytes()
+            except OSError as exc:
+                log.warning("KV store: cannot read %s (%s)", saved.path.name, exc)
+                return None
+            body, digest = data[:-_DIGEST], data[-_DIGEST:]
+            if len(data) < 8 + _DIGEST or hashlib.sha256(body).digest() != digest:
+                log.warning(
+                    "KV store: %s is corrupt (its checksum does not match); it is deleted", saved.path.name
+                )
+                self._drop(saved.path)
+                return None
+            (n,) = struct.unpack("<I", body[4:8])
+            with contextlib.suppress(OSError):
+                os.utime(saved.path)
         return body[8 + n :]
 
     # -- writing ------------------------------------------------------------------------------------
@@ -278,14 +305,10 @@ class KVStore:
                 "KV store: a state of %d bytes exceeds the bound (%d): not saved", len(data), self.max_bytes
             )
             return None
-        name = (
-            hashlib.sha256(f"{self.fingerprint}|{_tokens_digest(toks)}".encode()).hexdigest()[:40] + _SUFFIX
-        )
+        name = self._name(toks)
         target = self.folder / name
-        if target.exists() and self._header(target) is not None:
-            with contextlib.suppress(OSError):
-                os.utime(target)  # these very tokens are saved already (left again unchanged)
-            return target
+        if self.touch(toks):
+            return target  # these very tokens are saved already (left again unchanged)
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
             fd, tmp = tempfile.mkstemp(dir=self.folder, prefix=".tmp-", suffix=".part")
@@ -294,7 +317,9 @@ class KVStore:
                     f.write(data)
                     f.flush()
                     os.fsync(f.fileno())
-                os.replace(tmp, target)
+                with self._lock:
+                    os.replace(tmp, target)
+                    self._headers.pop(name, None)
             except BaseException:
                 with contextlib.suppress(OSError):
                     os.unlink(tmp)
@@ -302,31 +327,47 @@ class KVStore:
         except OSError as exc:
             log.warning("KV store: could not save a state in %s (%s)", self.folder, exc)
             return None
-        self._headers.pop(name, None)
-        for s in self.entries():  # the states this one continues (earlier turns of the conversation)
-            n = common(s.tokens, toks)
-            if s.path != target and n >= len(s.tokens) * _CONTINUES and len(toks) > n:
-                self._drop(s.path)
-        self.evict(keep=target)
+        with self._lock:
+            for s in self.entries():  # the states this one continues (earlier turns of the conversation)
+                n = common(s.tokens, toks)
+                if s.path != target and n >= len(s.tokens) * _CONTINUES and len(toks) > n:
+                    self._drop(s.path)
+            self.evict(keep=target)
         return target
+
+    def _name(self, tokens: Sequence[int]) -> str:
+        digest = f"{self.fingerprint}|{_tokens_digest(tokens)}"
+        return hashlib.sha256(digest.encode()).hexdigest()[:40] + _SUFFIX
+
+    def touch(self, tokens: Sequence[int]) -> bool:
+        """Whether a readable state of exactly ``tokens`` is saved; if so it is marked recently
+        used (a conversation left again unchanged: nothing to write)."""
+        target = self.folder / self._name([int(t) for t in tokens])
+        with self._lock:
+            if not target.exists() or self._header(target) is None:
+                return False
+            with contextlib.suppress(OSError):
+                os.utime(target)
+        return True
 
     def evict(self, *, keep: Path | None = None) -> None:
         """Delete the least recently used files (any fingerprint) until the folder fits the bound."""
-        files = []
-        for p in self._files():
-            try:
-                st = p.stat()
-            except OSError:
-                continue
-            files.append((st.st_mtime_ns, st.st_size, p))
-        total = sum(size for _, size, _ in files)
-        for _, size, p in sorted(files, key=lambda f: f[0]):
-            if total <= self.max_bytes:
-                break
-            if p == keep:
-                continue
-            self._drop(p)
-            total -= size
+        with self._lock:
+            files = []
+            for p in self._files():
+                try:
+                    st = p.stat()
+                except OSError:
+                    continue
+                files.append((st.st_mtime_ns, st.st_size, p))
+            total = sum(size for _, size, _ in files)
+            for _, size, p in sorted(files, key=lambda f: f[0]):
+                if total <= self.max_bytes:
+                    break
+                if p == keep:
+                    continue
+                self._drop(p)
+                total -= size
 
     def total_bytes(self) -> int:
         total = 0
@@ -340,9 +381,10 @@ class KVStore:
         self._drop(saved.path)
 
     def _drop(self, path: Path) -> None:
-        self._headers.pop(path.name, None)
-        with contextlib.suppress(OSError):
-            path.unlink()
+        with self._lock:
+            self._headers.pop(path.name, None)
+            with contextlib.suppress(OSError):
+                path.unlink()
 
 
 # -- llama-cpp-python's Llama (in-process) ---------------------------------------------------------
@@ -419,3 +461,203 @@ def switch(llm: Any, store: KVStore, prompt: Sequence[int]) -> int:
     if hasattr(llm, "_requires_eval"):
         llm._requires_eval = True  # the logits are not the restored state's: evaluate a token
     return n
+
+
+# -- the scheduler's slots (several sequences in one context) --------------------------------------
+
+#: states handed to the writer thread and not written yet; past it a save waits for the writer
+_MAX_PENDING = 4
+
+
+def layout_fingerprint(fingerprint: str, streams: int) -> str:
+    """The fingerprint of states made in a context whose KV cache has ``streams`` streams (a
+    scheduler's cache, not unified, has one per slot). llama.cpp writes the stream count into a
+    sequence's state and refuses a state of another count ("n_stream mismatch"), so such states
+    are kept apart; one stream is the one-sequence path's own ``fingerprint``."""
+    if streams <= 1:
+        return fingerprint
+    return hashlib.sha256(f"{fingerprint}|streams={int(streams)}".encode()).hexdigest()
+
+
+class SlotState(Protocol):
+    """What :meth:`SlotKV.close` reads of a scheduler's slot."""
+
+    @property
+    def seq(self) -> int: ...
+
+    @property
+    def cached(self) -> Sequence[int]: ...
+
+
+class SlotKV:
+    """The KV store of a scheduler's slots (``app.engine.scheduler``): :func:`switch` per sequence.
+
+    :meth:`before_start` is called on the scheduler's thread when a generation is about to take
+    sequence ``seq``: the conversation the sequence holds is saved when the prompt leaves it (as
+    :func:`switch` decides), and the saved state that shares the longest prefix with the prompt,
+    longer than what the sequence holds, is restored into it (a state restores into any sequence
+    id: it carries the cells' positions, not the sequence it came from). :meth:`close` saves every
+    slot worth it (the model is closed). Reading a sequence's state out of llama.cpp happens on the
+    caller's thread; the file (its checksum, write and fsync) is written by a thread of its own
+    (``background``), so the other slots do not stall meanwhile; a state handed to it and not
+    written yet is found by :meth:`before_start` as a saved one. Never raises: the store is a
+    cache, without it the prompt is read."""
+
+    def __init__(self, store: KVStore, *, n_ctx: int | None = None, background: bool = True):
+        self.store = store
+        #: the tokens a sequence holds at most: a longer state is not restored (it does not fit)
+        self.n_ctx = n_ctx
+        self.background = background
+        self._cond = threading.Condition()
+        self._pending: dict[tuple[int, ...], bytes] = {}  # handed to the writer, not written yet
+        self._queue: deque[tuple[int, ...]] = deque()
+        self._writer: threading.Thread | None = None
+
+    @classmethod
+    def from_config(
+        cls, config: KVStoreConfig, fingerprint: str, *, streams: int, n_ctx: int | None = None
+    ) -> SlotKV:
+        """The store of ``config`` for a context of ``streams`` KV streams (a scheduler of that
+        many slots) whose model has ``fingerprint`` (:func:`fingerprint`)."""
+        fp = layout_fingerprint(fingerprint, streams)
+        return cls(KVStore.from_config(config, fp), n_ctx=n_ctx)
+
+    @classmethod
+    def for_store(cls, store: KVStore | None, *, streams: int, n_ctx: int | None = None) -> SlotKV | None:
+        """The slots' store beside a model's one-sequence ``store`` (the backend's ``kv_store``: its
+        folder, bound and fingerprint), None without one."""
+        if store is None:
+            return None
+        fp = layout_fingerprint(store.fingerprint, streams)
+        kv = KVStore(store.folder, fp, max_bytes=store.max_bytes, min_tokens=store.min_tokens)
+        return cls(kv, n_ctx=n_ctx)
+
+    # -- the scheduler's hooks -----------------------------------------------------------------------
+
+    def before_start(self, ctx: Any, seq: int, cached: list[int], prompt: Sequence[int]) -> list[int]:
+        """Sequence ``seq`` of the context ``ctx`` (a ``llama_context_p``), whose KV holds
+        ``cached``, is about to read ``prompt``: save what it holds if the prompt leaves it,
+        restore the best saved state for the prompt. Returns the tokens the sequence holds now
+        (``cached`` itself when nothing was restored; [] when a restore failed and the sequence
+        was emptied)."""
+        try:
+            shared = common(cached, prompt)
+            if cached and shared < len(cached) * _CONTINUES:
+                self._save_sequence(ctx, seq, cached)
+            found = self._find(prompt, longer_than=shared)
+        except Exception:  # noqa: BLE001 - a state not saved is read again, never a crash
+            log.exception("KV store: no state saved or restored for sequence %d", seq)
+            return cached
+        if found is None:
+            return cached
+        tokens, data, saved = found
+        import llama_cpp
+
+        mem = llama_cpp.llama_get_memory(ctx)
+        llama_cpp.llama_memory_seq_rm(mem, seq, -1, -1)
+        try:
+            ok = write_sequence(ctx, data, seq)
+        except Exception:  # noqa: BLE001 - handled as a refusal
+            log.exception("KV store: restoring a state into sequence %d failed", seq)
+            ok = False
+        if not ok:
+            what = saved.path.name if saved is not None else "a state not written yet"
+            log.warning("KV store: llama.cpp refused %s; it is deleted", what)
+            llama_cpp.llama_memory_seq_rm(mem, seq, -1, -1)  # its cells may be half written
+            if saved is not None:
+                self.store.discard(saved)
+            else:
+                with self._cond:
+                    self._pending.pop(tokens, None)
+            return []
+        return list(tokens)
+
+    def close(self, ctx: Any, slots: Iterable[SlotState]) -> None:
+        """Save what every slot holds (if long enough and not saved yet), then wait until every
+        state is written. Call before the context is freed; the store may be used again after."""
+        for slot in slots:
+            try:
+                if slot.cached:
+                    self._save_sequence(ctx, slot.seq, slot.cached)
+            except Exception:  # noqa: BLE001 - a state not saved is read again, never a crash
+                log.exception("KV store: the state of sequence %d at close was not saved", slot.seq)
+        self.flush(stop=True)
+
+    def flush(self, *, stop: bool = False) -> None:
+        """Wait until every state handed to the writer is written (``stop``: and end the writer)."""
+        with self._cond:
+            while self._pending and self._writer is not None and self._writer.is_alive():
+                self._cond.wait(1.0)
+            writer = self._writer
+            if stop:
+                self._writer = None
+                self._cond.notify_all()
+        if stop and writer is not None:
+            writer.join()
+
+    # -- inside --------------------------------------------------------------------------------------
+
+    def _save_sequence(self, ctx: Any, seq: int, tokens: Sequence[int]) -> None:
+        toks = tuple(int(t) for t in tokens)
+        if len(toks) < self.store.min_tokens:
+            return
+        with self._cond:
+            if toks in self._pending:
+                return
+        if self.store.touch(toks):
+            return  # left again unchanged: saved already
+        data = read_sequence(ctx, seq)
+        if not data:
+            return
+        if not self.background:
+            self.store.save(toks, data)
+            return
+        with self._cond:
+            while len(self._pending) >= _MAX_PENDING and self._writer is not None:
+                self._cond.wait(1.0)
+            self._pending[toks] = data
+            self._queue.append(toks)
+            if self._writer is None or not self._writer.is_alive():
+                self._writer = threading.Thread(target=self._write_loop, name="kv-store-writer", daemon=True)
+                self._writer.start()
+            self._cond.notify_all()
+
+    def _write_loop(self) -> None:
+        me = threading.current_thread()
+        while True:
+            with self._cond:
+                while not self._queue and self._writer is me:
+                    self._cond.wait()
+                if not self._queue:
+                    return
+                toks = self._queue.popleft()
+                data = self._pending.get(toks)  # None: dropped meanwhile (llama.cpp refused it)
+            try:
+                if data is not None:
+                    self.store.save(toks, data)
+            except Exception:  # noqa: BLE001 - a state not saved is read again
+                log.exception("KV store: a state was not saved")
+            with self._cond:
+                self._pending.pop(toks, None)
+                self._cond.notify_all()
+
+    def _find(
+        self, prompt: Sequence[int], *, longer_than: int
+    ) -> tuple[tuple[int, ...], bytes, SavedState | None] | None:
+        """The state to restore for ``prompt``: its tokens, its bytes and its file (None: one not
+        written yet)."""
+        best: tuple[tuple[int, ...], bytes, SavedState | None] | None = None
+        best_n = max(int(longer_than), self.store.min_tokens - 1)
+        with self._cond:
+            for toks, data in self._pending.items():
+                if self.n_ctx is not None and len(toks) > self.n_ctx:
+                    continue
+                n = common(toks, prompt)
+                if n > best_n:
+                    best, best_n = (toks, data, None), n
+        saved = self.store.lookup(prompt, longer_than=best_n, at_most=self.n_ctx)
+        if saved is not None:
+            state = self.store.load(saved)
+            if state is not None:
+                return saved.tokens, state, saved
+        return best
