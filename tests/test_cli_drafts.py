@@ -6,6 +6,7 @@ loads."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -44,10 +45,20 @@ def test_chat_loads_with_the_draft_options(tiny_gguf, loads, capsys, monkeypatch
     done = _done(out)
     assert 0 <= done["draft_accepted"] <= done["draft_tokens"]
 
-    code = main([*_chat(model), "--json", "hi"])
+    # the defaults; a turn that drafted says so in its summary line
+    from app.engine import loop
+
+    real = loop._Tally.done
+
+    def drafted(self, *args, **kwargs):
+        return replace(real(self, *args, **kwargs), draft_tokens=60, draft_accepted=42)
+
+    monkeypatch.setattr(loop._Tally, "done", drafted)
+    code = main([*_chat(model), "hi"])
     assert code == 0
-    assert (loads[-1].ngram_draft, loads[-1].draft_model) == (True, None)  # the defaults
-    capsys.readouterr()
+    assert (loads[-1].ngram_draft, loads[-1].draft_model) == (True, None)
+    (summary,) = [line for line in capsys.readouterr().err.splitlines() if line.startswith("[done]")]
+    assert summary.endswith(", 42 of 60 drafted tokens accepted")
 
 
 @pytest.mark.parametrize(
