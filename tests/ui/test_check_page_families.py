@@ -1,13 +1,13 @@
-"""The Check page runs a tiny GGUF of each family added with issue 27 (its published template,
-random weights, the family forced) through the tool-choice scenarios: every scenario ends as a
-pass or a fail, never as a harness error."""
+"""The Check page runs a tiny GGUF of each family added with issue 27 (its published template or,
+where none was found, a stand-in; random weights, the family forced) through the tool-choice
+scenarios: every scenario ends as a pass or a fail, never as a harness error."""
 
 from __future__ import annotations
 
 import pytest
 
 from app.ui.check_page import CheckPage
-from tests.engine.formats.test_added_families import IDS, MODELS, TEMPLATES
+from tests.engine.formats.test_added_families import IDS, MODELS, template_source
 
 
 @pytest.fixture
@@ -25,7 +25,7 @@ def test_the_check_page_runs_the_family_without_a_harness_error(
     qtbot, page, tiny_gguf, tmp_path, template, family, control, user, bos, eos
 ):
     path = tiny_gguf(
-        chat_template=(TEMPLATES / template).read_text(),
+        chat_template=template_source(template),
         control_tokens=control,
         user_tokens=user,
         bos=bos,

@@ -211,7 +211,9 @@ def same_wire(a: str, b: str) -> bool:
 TEMPLATE_MARKERS: dict[str, tuple[str, ...]] = {
     "jamba": ("<|bom|>", "<|eom|>"),
     "hunyuan-a13b": ("<|extra_4|>", "<|extra_0|>"),
-    "ernie45": ("<|begin_of_sentence|>", "<|end_of_sentence|>"),  # ERNIE 4.5's sentence tokens
+    # ERNIE's opening token: its -PT templates end a turn with <|end_of_sentence|>, Baidu's VL line
+    # (PaddleOCR-VL, ERNIE-4.5-VL) with </s>, so the opener alone marks the template as ERNIE's
+    "ernie45": ("<|begin_of_sentence|>",),
 }
 
 # Published templates that take the tools but never render a call turn (a past call is written

@@ -3,9 +3,9 @@
 Hermes' wire (``open_json.JsonTagFormat``) with ERNIE's own reasoning and response markers:
 ERNIE 4.5 Thinking reasons in ``<think>...</think>`` (its generation prompt may open the block) and
 wraps its answer in ``<response>...</response>``; those two tags are structure, never content.
-ERNIE is tried before Hermes, and only for templates that hold ERNIE's sentence markers
+ERNIE is tried before Hermes, and only for templates that hold ERNIE's ``<|begin_of_sentence|>``
 (``app.engine.formats.detect``), so Hermes' templates stay Hermes'. No published ERNIE 4.5 tool
-template was found.
+template was found (the search: tests/fixtures/chat_templates/sources.txt).
 """
 
 from __future__ import annotations

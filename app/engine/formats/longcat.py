@@ -5,8 +5,8 @@ Hermes' wire under LongCat's own tags (``open_json.JsonTagFormat``): any number 
 text and an optional ``<think>`` block; ``arguments`` is an object or a JSON string holding one; a
 markdown fence around the JSON and a trailing comma are repaired; a missing closing tag is
 accepted only when the reply ended normally right after the JSON. No published chat template was
-found: a template is known as LongCat's by its rendered call, or by the tag it names
-(``app.engine.formats.detect``).
+found (the search: tests/fixtures/chat_templates/sources.txt): a template is known as LongCat's
+by its rendered call, or by the tag it names (``app.engine.formats.detect``).
 """
 
 from __future__ import annotations

@@ -6,9 +6,10 @@
 ``▁``); several calls stand one after another in the section, after an optional
 ``<think>...</think>`` block. Values are raw text (a string as written, anything else as JSON)
 typed by the schema; a closing marker inside a value does not end the section. A missing
-``<｜tool_calls_end｜>`` is accepted only when the reply ended normally right after a call. No
-published chat template was found: a template is known by its rendered call or by the markers it
-names (``app.engine.formats.detect``).
+``<｜tool_calls_end｜>`` is accepted only when the reply ended normally right after a call. The
+published template (stepfun-ai/step3's chat_template.json) could not be read verbatim (the search:
+tests/fixtures/chat_templates/sources.txt): a template is known by its rendered call or by the
+markers it names (``app.engine.formats.detect``).
 """
 
 from __future__ import annotations
