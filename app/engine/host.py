@@ -1,10 +1,10 @@
 """One engine for the whole process: the loaded models and the one queue every generation waits in.
 
 The window's chat, the local API server and the in-window check all submit :class:`Job` s to the
-same :class:`EngineHost`. The host runs them one at a time, in the order they came, on one thread
-(its own, or a thread the caller runs :meth:`EngineHost.run` on: the window's engine QThread), so
-a server request and a window turn never generate at the same time and the KV cache of a model
-is reused by whoever asks next.
+same :class:`EngineHost`. The host takes them in the order they came, on one thread (its own, or
+a thread the caller runs :meth:`EngineHost.run` on: the window's engine QThread), and runs them
+there one at a time, except the batchable ones on a model with several slots (below): the KV
+cache of a model is reused by whoever asks next.
 
 Models are kept by path, least recently used first: at most ``max_loaded`` (default 1) stay
 loaded; loading one more closes the least recently used. A load is done before anything is
@@ -24,6 +24,12 @@ up to ``parallel`` at once; the engine process batches their generations into on
 When every slot is taken the next job waits at the head of the queue (the queue keeps its bound
 and its ``EngineBusy``). Any other job (not batchable, a model to load or reload, a crashed
 engine to replace) first waits for the slot threads to end, so nothing is closed under them.
+A job's ``resolve`` names its model when it comes up (the window's turn names the window's model
+then, and only when it may stream beside the others). :meth:`EngineHost.set_parallel` gives every
+model the same slots from now on (the in-window server runs: ``server.parallel``) and loads the
+loaded ones again with them. :meth:`EngineHost.wait_of` says what a job that has not started
+waits for, and the watchers (:meth:`EngineHost.add_watcher`) hear each change of it: the window
+says "Waiting for a free slot: 4 server requests are generating".
 """
 
 from __future__ import annotations
@@ -33,7 +39,7 @@ import threading
 import time
 from collections import OrderedDict, deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -42,7 +48,7 @@ from app.engine.errors import EngineBusy, JobCancelled, ModelLoadError
 if TYPE_CHECKING:
     from app.engine.llm import LoadedModel, LoadSettings
 
-__all__ = ["EngineHost", "Job", "ModelChange"]
+__all__ = ["EngineHost", "Job", "JobWait", "ModelChange"]
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -67,6 +73,25 @@ class Job:
     #: may run on a slot thread beside other jobs of its model when its engine has several slots
     #: (``run`` must then be safe off the host's thread: it streams from the model and reports)
     batchable: bool = False
+    #: called on the host's thread when the job comes up, before anything else: its ``model`` from
+    #: what is true then, not when it was queued (None: no model needed, and no slot)
+    resolve: Callable[[], Any] | None = None
+
+
+@dataclass(frozen=True)
+class JobWait:
+    """What a job that has not started waits for (:meth:`EngineHost.wait_of`). ``where``:
+    ``"queued"`` (behind ``ahead``, the owners of the jobs queued before it, and ``running``, the
+    owner of the job the host's thread holds, which itself waits for ``running_waits``: "slot",
+    "alone" or None when it runs); ``"slot"`` (taken: every slot is busy); ``"alone"`` (taken:
+    it runs alone, once the jobs on the slot threads end). ``slots``: the owners of the jobs
+    running on slot threads now."""
+
+    where: str
+    slots: tuple[str, ...] = ()
+    ahead: tuple[str, ...] = ()
+    running: str | None = None
+    running_waits: str | None = None
 
 
 @dataclass(frozen=True)
@@ -116,7 +141,12 @@ class EngineHost:
         self.running_owner: str | None = None  # whose job runs now (None: idle)
         self.avg_job_s = 2.0  # for Retry-After
         self.jobs_run = 0
-        self._slot_jobs = 0  # batchable jobs running on slot threads (guarded by _cond)
+        #: the slots every model loaded gets (None: what its load asks for): :meth:`set_parallel`
+        self.parallel: int | None = None
+        self._slot_owners: list[str] = []  # the owners of the jobs on slot threads (guarded by _cond)
+        self._head: Job | None = None  # the job the host's thread holds (guarded by _cond)
+        self._head_waits: str | None = None  # "slot", "alone" or None: what the head waits for
+        self._watchers: list[Callable[[], None]] = []
 
     # -- lifecycle ------------------------------------------------------------------------------
 
@@ -141,6 +171,7 @@ class EngineHost:
                     job = self._jobs.popleft()
                 if job is None:
                     break
+                self._changed()
                 if job.cancel.is_set():
                     self._tell(job, JobCancelled("the job was cancelled before it ran"))
                     continue
@@ -186,7 +217,44 @@ class EngineHost:
     def slots_busy(self) -> int:
         """Batchable jobs running now on slot threads."""
         with self._cond:
-            return self._slot_jobs
+            return len(self._slot_owners)
+
+    def slot_owners(self) -> list[str]:
+        """The owners of the jobs running now on slot threads."""
+        with self._cond:
+            return list(self._slot_owners)
+
+    def wait_of(self, job: Job | None) -> JobWait | None:
+        """What ``job`` waits for (None: a job queued now); None once it runs (or loads its
+        model), or when it is not here."""
+        with self._cond:
+            slots = tuple(self._slot_owners)
+            if job is not None and self._head is job:
+                return JobWait(self._head_waits, slots) if self._head_waits is not None else None
+            queued = [j for j in self._jobs if j is not None]
+            at = len(queued) if job is None else next((i for i, j in enumerate(queued) if j is job), None)
+            if at is None:
+                return None
+            head = self._head
+            return JobWait(
+                "queued",
+                slots,
+                ahead=tuple(j.owner for j in queued[:at]),
+                running=head.owner if head is not None else None,
+                running_waits=self._head_waits if head is not None else None,
+            )
+
+    def add_watcher(self, fn: Callable[[], None]) -> None:
+        """``fn()`` is called, on whichever thread made it, after each change of the queue, the
+        host's job or the slots (what :meth:`wait_of` says may have changed); it must be quick."""
+        self._watchers.append(fn)
+
+    def _changed(self) -> None:
+        for fn in list(self._watchers):
+            try:
+                fn()
+            except Exception:  # noqa: BLE001 - a watcher's failure must not stop a job
+                log.exception("a host watcher failed")
 
     def pending_owners(self) -> list[str]:
         with self._cond:
@@ -201,6 +269,7 @@ class EngineHost:
                 raise EngineBusy(waiting, retry)
             self._jobs.append(job)
             self._cond.notify()
+        self._changed()
 
     def call(
         self,
@@ -244,13 +313,23 @@ class EngineHost:
         item = self._models.get(_path_of(job.model))
         if item is None or item[0].crash is not None:
             return False
-        return not (job.exact and job.settings is not None and item[1] != job.settings)
+        return not (job.exact and job.settings is not None and item[1] != self._effective(job.settings))
 
-    def _drain_slots(self) -> None:
-        """Wait until no job runs on a slot thread."""
+    def _wait_slots(self, until: Callable[[], bool], waits: str | None) -> None:
+        """Wait until ``until()`` (under the lock); the head job meanwhile waits for ``waits``."""
         with self._cond:
-            while self._slot_jobs:
+            if until():
+                return
+            self._head_waits = waits
+        self._changed()
+        with self._cond:
+            while not until():
                 self._cond.wait()
+            self._head_waits = None
+
+    def _drain_slots(self, waits: str | None = None) -> None:
+        """Wait until no job runs on a slot thread."""
+        self._wait_slots(lambda: not self._slot_owners, waits)
 
     def _run_slot(self, job: Job, model: LoadedModel, started: float) -> None:
         try:
@@ -259,31 +338,38 @@ class EngineHost:
             self._failed(job, exc)
         finally:
             with self._cond:
-                self._slot_jobs -= 1
+                self._slot_owners.remove(job.owner)
                 self._count_job(started)
                 self._cond.notify_all()
+            self._changed()
+
+    def _set_head(self, job: Job | None) -> None:
+        with self._cond:
+            self._head, self._head_waits = job, None
 
     def _run_job(self, job: Job) -> None:
-        if not self._batch_ready(job):
-            self._drain_slots()  # nothing is loaded, closed or run alone under a running slot
-        started = time.monotonic()
-        self.running_owner = job.owner
+        self._set_head(job)
         dispatched = False  # on a slot thread, which counts it when it ends
+        started = time.monotonic()
         try:
+            if job.resolve is not None:
+                job.model = job.resolve()
+            if not self._batch_ready(job):
+                self._drain_slots("alone")  # nothing is loaded, closed or run alone under a running slot
+            started = time.monotonic()
+            self.running_owner = job.owner
             model = None
             if job.model is not None:
                 model = self.ensure(job.model, settings=job.settings, exact=job.exact, owner=job.owner)
             slots = int(getattr(model.backend, "parallel", 1)) if model is not None else 1
             if job.batchable and model is not None and slots > 1:
+                # every slot taken: this job waits at the head
+                self._wait_slots(lambda: len(self._slot_owners) < slots, "slot")
                 with self._cond:
-                    while self._slot_jobs >= slots:
-                        self._cond.wait()  # every slot is taken: this job waits at the head
-                    self._slot_jobs += 1
-                if job.cancel.is_set():
-                    with self._cond:
-                        self._slot_jobs -= 1
-                        self._cond.notify_all()
-                    raise JobCancelled("the job was cancelled before it ran")
+                    if job.cancel.is_set():
+                        raise JobCancelled("the job was cancelled before it ran")
+                    self._slot_owners.append(job.owner)
+                    self._head = None
                 name = f"{self.name}-slot"
                 threading.Thread(
                     target=self._run_slot, args=(job, model, started), name=name, daemon=True
@@ -295,8 +381,10 @@ class EngineHost:
             self._failed(job, exc)
         finally:
             self.running_owner = None
+            self._set_head(None)
             if not dispatched:
                 self._count_job(started)
+            self._changed()
 
     def _count_job(self, started: float) -> None:
         """One more job run, and the moving average of a job's time (for Retry-After)."""
@@ -355,12 +443,12 @@ class EngineHost:
             self._close(item[0])
             item = None
             crashed.append(path)
-        if item is not None and (not exact or settings is None or item[1] == settings):
+        use = self._effective(settings or self.settings)
+        if item is not None and (not exact or settings is None or item[1] == use):
             self._models.move_to_end(path)
             return item[0]
         from app.engine.llm import load_model
 
-        use = settings or self.settings
         loaded = load_model(path, settings=use)  # the others stay until this one has loaded
         closed: list[Path] = crashed
         if item is not None:
@@ -374,6 +462,38 @@ class EngineHost:
             closed.append(old)
         self._tell_listeners(ModelChange(path, loaded, tuple(closed), owner))
         return loaded
+
+    def _effective(self, settings: LoadSettings) -> LoadSettings:
+        """``settings`` with the host's slots (:meth:`set_parallel`) where it has them."""
+        return settings if self.parallel is None else replace(settings, parallel=self.parallel)
+
+    def set_parallel(self, n: int | None, *, owner: str = "server") -> None:
+        """Every model loaded from now on gets ``n`` slots (None: those its load asks for, the
+        engine's default one unless it names them); the loaded models whose slots differ are
+        loaded again with them by a job queued now (after the waiting ones, once the slot jobs
+        end). Each load is told to the listeners as caused by ``owner``: the window follows its
+        model, its conversation kept. A failed load keeps the model as it was."""
+        if n is not None and n < 1:
+            raise ValueError("parallel must be at least 1")
+        self.parallel = n
+        self.submit(Job(run=lambda host, _m: host._reslot(owner), owner=owner), bounded=False)
+
+    def _reslot(self, owner: str) -> None:
+        from app.engine.engine_process import parallel_slots
+
+        slots = self.parallel or parallel_slots()
+        for path in list(self._models):  # least recently used first: the order stays
+            model, settings = self._models[path]
+            want = replace(settings, parallel=self.parallel)
+            if want == settings or not model.isolated:  # an in-process model has one slot
+                continue
+            if model.crash is None and int(getattr(model.backend, "parallel", 1)) == slots:
+                self._models[path] = (model, want)  # it has them already: nothing to load
+                continue
+            try:
+                self.ensure(path, settings=want, exact=True, owner=owner)
+            except ModelLoadError as exc:
+                log.warning("%s keeps its slots: %s", path.name, exc)
 
     def set_max_loaded(self, n: int, *, owner: str = "settings") -> None:
         """Keep at most ``n`` models from now on: the least recently used past it are closed by a

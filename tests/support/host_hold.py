@@ -1,11 +1,12 @@
-"""Occupying the engine host's one thread, so that what waits behind a running job can be seen."""
+"""Occupying the engine host's one thread, or one of a model's slots, so that what waits behind a
+running job can be seen."""
 
 from __future__ import annotations
 
 import threading
 from typing import Any
 
-__all__ = ["hold"]
+__all__ = ["SlotHold", "hold"]
 
 
 def hold(host: Any, owner: str = "server") -> threading.Event:
@@ -22,3 +23,38 @@ def hold(host: Any, owner: str = "server") -> threading.Event:
     host.submit(Job(run=run, owner=owner), bounded=False)
     assert started.wait(30), "the host did not start the job"
     return release
+
+
+class SlotHold:
+    """A batchable job of ``owner`` that streams a generation on ``model`` (a path) and, after its
+    first piece, holds until :attr:`release` is set: :attr:`streaming` once it streams,
+    :attr:`ended` once it ended (:attr:`error`: what it raised), :attr:`thread` the thread it ran
+    on. :meth:`submit` queues it (never refused by the bound)."""
+
+    WAIT = 120.0  # a bound for a wait that must end: never reached when the code works
+
+    def __init__(self, model: Any, *, owner: str = "server", prompt: str = "hello", max_tokens: int = 40):
+        from app.engine.host import Job
+
+        self.prompt, self.max_tokens = prompt, max_tokens
+        self.release, self.streaming, self.ended = threading.Event(), threading.Event(), threading.Event()
+        self.error: BaseException | None = None
+        self.thread: int | None = None
+        self.job = Job(run=self._run, model=model, owner=owner, batchable=True, on_error=self._failed)
+
+    def submit(self, host: Any) -> SlotHold:
+        host.submit(self.job, bounded=False)
+        return self
+
+    def _run(self, _host: Any, model: Any) -> None:
+        from app.engine.generation import generate
+
+        self.thread = threading.get_ident()
+        for _piece in generate(model, self.prompt, max_tokens=self.max_tokens, stop=()):
+            self.streaming.set()
+            assert self.release.wait(self.WAIT), "the test never released its slot"
+        self.ended.set()  # (what it raises ends it in ``_failed``)
+
+    def _failed(self, err: BaseException) -> None:
+        self.error = err
+        self.ended.set()
