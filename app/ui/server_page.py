@@ -6,6 +6,12 @@ its requests and the window's turns wait in one queue and use the same loaded mo
 the window's current model and the library's; a request for another one loads it (the window
 follows when its own model is closed for it).
 
+While it runs, every model is loaded with ``server.parallel`` slots ("Parallel requests"): the
+window's model is loaded again with them when the server starts (the conversation kept), its
+requests and the window's turns stream side by side, each slot with the whole context (the note
+under the field says what that costs in KV memory), and "Active slots" shows who uses them. When
+the server stops, the models are loaded again with one slot (no KV memory kept for nobody).
+
 The page reads the settings through the window's one
 :class:`~app.storage.settings_store.SettingsStore` and hears its changes (a tool format set in
 Settings reaches a running server at once); it keeps no copy of them. Its fields are saved when
@@ -158,6 +164,24 @@ class ServerPage(QWidget):
         self.idle_ttl.setSuffix(" s")
         self.idle_ttl.setSpecialValueText("never")
         form.addRow("Unload idle models after", self.idle_ttl)
+        self.parallel = _spin_box(
+            "serverParallel",
+            (1, 16, int(cfg.parallel)),
+            "While the server runs, a model is loaded with this many slots: this many requests (and "
+            "the chat's turn) stream at once, batched; with the server off the chat's model has one",
+            self._on_parallel,
+        )
+        self.parallel.setSuffix(" slots")
+        form.addRow("Parallel requests", self.parallel)
+        self.parallel_note = QLabel("")
+        self.parallel_note.setObjectName("serverParallelNote")
+        self.parallel_note.setWordWrap(True)
+        form.addRow("", self.parallel_note)
+        self._kv_cache: dict[str, Any] = {}  # a model file's KV shape, read once (the note)
+        self._apply_timer = QTimer(self)  # a run of spin box steps reloads the model once
+        self._apply_timer.setSingleShot(True)
+        self._apply_timer.setInterval(600)
+        self._apply_timer.timeout.connect(self.apply_parallel)
         if host is not None:
             host.max_loaded = int(cfg.max_loaded_models)
 
@@ -172,6 +196,7 @@ class ServerPage(QWidget):
         self._slots_timer.setInterval(1000)
         self._slots_timer.timeout.connect(self._update_slots)
         self._slots_timer.start()
+        self._show_parallel_note()
         security = QLabel(
             "Listens on 127.0.0.1 only; requests must name this computer in their Host header; "
             "web pages are refused unless their origin is allowed (server.cors_origins)."
@@ -249,6 +274,7 @@ class ServerPage(QWidget):
             n_threads=self._n_threads or self.settings.model.threads,
             max_loaded=int(self.max_loaded.value()),
             idle_ttl_s=float(self.idle_ttl.value()),
+            parallel=int(self.parallel.value()),
         )
         server = ApiServer(
             config,
@@ -271,6 +297,8 @@ class ServerPage(QWidget):
             self.toggle.setText("Start server")
             return False
         self.server = server
+        if self.host is not None:  # the window's model is loaded again with the slots
+            self.host.set_parallel(int(self.parallel.value()), owner="server")
         self.status.setProperty("error", False)
         self.status.setText(f"Running: {self.pending_text()}" + self._key_note())
         self.address.setText(server.url)
@@ -284,6 +312,13 @@ class ServerPage(QWidget):
         return True
 
     def stop(self) -> None:
+        """Stop serving; the models are loaded again with one slot (their KV memory freed)."""
+        self._stop_serving()
+        if self.host is not None and self.host.parallel is not None:
+            self.host.set_parallel(None, owner="server")
+
+    def _stop_serving(self) -> None:
+        self._apply_timer.stop()
         server, self.server = self.server, None
         if server is not None:
             server.stop()
@@ -385,7 +420,12 @@ class ServerPage(QWidget):
                 self.port.blockSignals(True)
                 self.port.setValue(int(cfg.port))
                 self.port.blockSignals(False)
-            for box, value in ((self.max_loaded, cfg.max_loaded_models), (self.idle_ttl, cfg.idle_ttl_s)):
+            boxes = (
+                (self.max_loaded, cfg.max_loaded_models),
+                (self.idle_ttl, cfg.idle_ttl_s),
+                (self.parallel, cfg.parallel),
+            )
+            for box, value in boxes:
                 if box.value() != value:
                     box.setValue(int(value))
         if self.server is not None:
@@ -408,6 +448,65 @@ class ServerPage(QWidget):
         if host is not None:
             host.set_max_loaded(int(value))  # models past it are closed now, the least recently used first
 
+    def _on_parallel(self, value: int) -> None:
+        self._persist(parallel=int(value))
+        self._show_parallel_note()
+        if self.running:
+            self._apply_timer.start()  # (again): once the person stops stepping
+
+    def apply_parallel(self) -> None:
+        """A running server's models get the field's slots now (loaded again with them)."""
+        self._apply_timer.stop()
+        if self.server is None:
+            return
+        n = int(self.parallel.value())
+        from dataclasses import replace
+
+        state = self.server.state
+        state.config.parallel = n
+        state.load_settings = replace(state.load_settings, parallel=n)  # what /v1/models says, too
+        if self.host is not None:
+            self.host.set_parallel(n, owner="server")
+
+    def _kv_per_slot(self, path: str, n_ctx: int) -> int | None:
+        """The KV cache one slot of ``path`` takes at ``n_ctx`` (None: its shape is unknown)."""
+        from app.engine.models.estimate import kv_cache_bytes
+
+        if path not in self._kv_cache:
+            from app.engine.models._gguf import read_summary
+
+            try:
+                s = read_summary(path)
+            except (OSError, ValueError):
+                s = None
+            shape = (s.n_layers, s.n_kv_heads, s.head_dim) if s is not None else None
+            self._kv_cache[path] = shape if shape is not None and all(shape) else None
+        shape = self._kv_cache[path]
+        if shape is None:
+            return None
+        kv_type = getattr(self.settings.model, "kv_type", "f16")
+        return kv_cache_bytes(shape[0], n_ctx, shape[1], shape[2], kv_type=kv_type)
+
+    def _show_parallel_note(self) -> None:
+        """Each slot gets the whole context, and the KV memory that takes."""
+        n = int(self.parallel.value())
+        path = self._model_path()
+        host = self._host()
+        model = host.model(path) if path and host is not None else None
+        n_ctx = int(model.n_ctx if model is not None else self._n_ctx or self.settings.model.context_length)
+        text = f"Each slot gets the whole context ({n_ctx:,} tokens) and a KV cache of its own"
+        per = self._kv_per_slot(path, n_ctx) if path else None
+        if path and per is not None:
+            from pathlib import Path
+
+            mib = 1024**2
+            name = Path(path).name.removesuffix(".gguf")
+            text += f": {n} × {per / mib:,.0f} MiB = {n * per / mib:,.0f} MiB of KV memory for {name}"
+        self.parallel_note.setText(text + ". With the server off the chat's model has one slot.")
+
+    def _host(self) -> Any:
+        return self.host if self.host is not None else (self.server.host if self.server is not None else None)
+
     def _on_idle_ttl(self, value: int) -> None:
         self._persist(idle_ttl_s=int(value))  # a running server hears it (_on_settings_changed)
 
@@ -418,8 +517,8 @@ class ServerPage(QWidget):
     def _on_key(self) -> None:
         self._persist()
         self._refresh_snippets()
-        if self.running:  # a new key takes effect at once
-            self.stop()
+        if self.running:  # a new key takes effect at once (the models keep their slots)
+            self._stop_serving()
             self.start()
 
     def _on_new_key(self) -> None:
@@ -441,15 +540,21 @@ class ServerPage(QWidget):
         return "MODEL"
 
     def _update_slots(self) -> None:
-        """Busy of N: the loaded model's slots (each with the whole context)."""
-        host = self.host if self.host is not None else (self.server.host if self.server is not None else None)
+        """Busy of N, and by whom: the loaded model's slots (each with the whole context)."""
+        from app.ui.engine_jobs import slot_users
+
+        self._show_parallel_note()
+        host = self._host()
         model = host.model(host.current) if host is not None and host.current is not None else None
         if host is None or model is None:
             self.slots_label.setText("-")
             return
         slots = int(getattr(model.backend, "parallel", 1))
-        busy = host.slots_busy if slots > 1 else int(host.running_owner is not None)
-        self.slots_label.setText(f"{busy} of {slots} busy ({model.n_ctx} tokens of context each)")
+        owners = host.slot_owners() if slots > 1 else [o for o in [host.running_owner] if o is not None]
+        users = f": {slot_users(owners)}" if owners else ""
+        self.slots_label.setText(
+            f"{len(owners)} of {slots} busy{users} ({model.n_ctx:,} tokens of context each)"
+        )
 
     def _update_model(self) -> None:
         entry = self._loaded_entry()

@@ -3,7 +3,9 @@
 The UI never touches llama.cpp. It calls the public methods of :class:`EngineWorker`
 (any thread); each one becomes a job on the window's :class:`app.engine.host.EngineHost`, whose
 loop runs on the worker's QThread and which the in-window server and the Check page share (one
-engine, one queue, one set of loaded models). The worker iterates ``ChatSession.send(...)`` and
+engine, one queue, one set of loaded models). A turn streams on a slot thread of the host beside
+the server's requests when the model has several slots (the in-window server runs), else on the
+QThread; everything else runs on the QThread, alone. The worker iterates ``ChatSession.send(...)`` and
 re-emits every engine event as a Qt signal (:class:`~app.ui.worker_signals.WorkerSignals`), which
 Qt queues back to the UI thread. It is composed of collaborators over one
 :class:`~app.ui.engine_types.EngineState`, each in its own module, each given what it needs:
@@ -136,7 +138,7 @@ class EngineWorker(WorkerSignals):
     def send(self, text: str, conversation_id: int | None = None) -> None:
         self.state.cancel.clear()
         self.state.busy.set()
-        self.jobs.submit(lambda: self.turns.send(text, conversation_id), uses_model=True)
+        self.jobs.submit(lambda: self.turns.send(text, conversation_id), uses_model=True, batchable=True)
 
     def regenerate(self, settings: TurnSettings | None = None) -> None:
         """Reply again to the last user message with ``settings``, those its turn was sent with
@@ -144,14 +146,14 @@ class EngineWorker(WorkerSignals):
         replaces is kept in history as a version."""
         self.state.cancel.clear()
         self.state.busy.set()
-        self.jobs.submit(lambda: self.turns.regenerate(settings), uses_model=True)
+        self.jobs.submit(lambda: self.turns.regenerate(settings), uses_model=True, batchable=True)
 
     def continue_reply(self, settings: TurnSettings | None = None) -> None:
         """Continue the last reply in place where it was cut (``ChatSession.continue_reply``), with
         ``settings``, those its turn was sent with (as :meth:`regenerate`'s)."""
         self.state.cancel.clear()
         self.state.busy.set()
-        self.jobs.submit(lambda: self.turns.continue_reply(settings), uses_model=True)
+        self.jobs.submit(lambda: self.turns.continue_reply(settings), uses_model=True, batchable=True)
 
     def truncate_before_user(self, user_index: int) -> None:
         """Drop the ``user_index``-th user message and all after it (edit-and-resend)."""

@@ -1,4 +1,7 @@
-"""The worker's turn running (on the engine thread): the context policy before a message is sent,
+"""The worker's turn running (on the engine thread, or on a slot thread of the engine host beside
+the server's requests when the model has several slots: everything a turn does, the session, the
+tools' dispatch and approvals, the recorder and the signals, is safe there, and nothing else of the
+window runs meanwhile): the context policy before a message is sent,
 one turn's events to the window's signals and to the core's turn recorder, and the saved
 conversation kept in step when a reply is regenerated or a message edited.
 
@@ -29,7 +32,7 @@ log = logging.getLogger(__name__)
 
 
 class Turns:
-    """Sends, regenerates and records the window's turns (on the engine thread)."""
+    """Sends, regenerates and records the window's turns (on the engine thread or a slot thread)."""
 
     FLUSH_S = 0.03
     PARTIAL_SAVE_S = 1.0
@@ -79,8 +82,12 @@ class Turns:
 
     def revive(self) -> None:
         """A model whose engine process died gets a fresh one before the next turn (the
-        conversation goes on: the session is rebuilt with its messages)."""
+        conversation goes on: the session is rebuilt with its messages). On the engine thread
+        only (a load is the host's): a turn on a slot thread was given a live model; if it died
+        since, the turn ends with the crash and the next one, on the engine thread, revives it."""
         model = self.state.model
+        if threading.get_ident() != self.sessions.host.thread_ident:
+            return
         if self.state.remote is None and model is not None and model.crash is not None:
             self.sessions.load(str(model.path), None)
 

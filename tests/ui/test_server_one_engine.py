@@ -29,6 +29,7 @@ def _settings(max_loaded: int = 1) -> Settings:
     s.sampling.max_tokens = 8  # the scripted model never stops: every window turn ends at 8 tokens
     s.server.port = _free_port()
     s.server.max_loaded_models = max_loaded
+    s.server.parallel = 1  # one slot: one context in turns (the slots: test_window_slots.py)
     return s
 
 
@@ -113,7 +114,9 @@ def test_a_window_turn_waits_behind_a_request_and_the_bound_counts_it(qtbot, mak
     release = hold(host)  # the engine is busy with a request of the server's
     w.compose.setPlainText("Are you there?")
     qtbot.keyClick(w.compose, Qt.Key.Key_Return)
-    qtbot.waitUntil(lambda: w.load_label.text() == "Waiting for the server's request…", timeout=30_000)
+    qtbot.waitUntil(
+        lambda: w.load_label.text() == "Waiting for the server's request to finish…", timeout=30_000
+    )
     assert host.pending_owners() == ["window"]
 
     answers: list[httpx.Response] = []
