@@ -6,11 +6,9 @@ its requests and the window's turns wait in one queue and use the same loaded mo
 the window's current model and the library's; a request for another one loads it (the window
 follows when its own model is closed for it).
 
-While it runs, every model is loaded with ``server.parallel`` slots ("Parallel requests"): the
-window's model is loaded again with them when the server starts (the conversation kept), its
-requests and the window's turns stream side by side, each slot with the whole context (the note
-under the field says what that costs in KV memory), and "Active slots" shows who uses them. When
-the server stops, the models are loaded again with one slot (no KV memory kept for nobody).
+While it runs, every model is loaded with ``server.parallel`` slots (:mod:`app.ui.server_slots`:
+"Parallel requests", its KV memory, "Active slots"): the window's model is loaded again with them
+when it starts (the conversation kept) and with one slot when it stops.
 
 The page reads the settings through the window's one
 :class:`~app.storage.settings_store.SettingsStore` and hears its changes (a tool format set in
@@ -47,23 +45,13 @@ from PySide6.QtWidgets import (
 from app.storage.settings_store import SettingsStore
 from app.ui.labels import wrapped_label
 from app.ui.server_key import KeychainUnavailable, delete_server_key, load_server_key, store_server_key
+from app.ui.server_slots import ServerSlots, SlotsSources, spin_box
 from app.ui.server_snippets import snippets
 
 __all__ = ["LOG_COLUMNS", "ServerPage", "snippets"]
 
 LOG_COLUMNS = ("Time", "Method", "Path", "Model", "Tokens", "Duration", "Tool calls", "Status")
 MAX_ROWS = 500
-
-
-def _spin_box(name: str, span: tuple[int, int, int], tip: str, changed: Callable[[int], None]) -> QSpinBox:
-    """A named spin box from ``span`` (lowest, highest, value) that calls ``changed`` on a change."""
-    box = QSpinBox()
-    box.setObjectName(name)
-    box.setRange(span[0], span[1])
-    box.setValue(span[2])
-    box.setToolTip(tip)
-    box.valueChanged.connect(changed)
-    return box
 
 
 class ServerPage(QWidget):
@@ -147,14 +135,14 @@ class ServerPage(QWidget):
         keyrow.addWidget(self.new_key)
         form.addRow("API key", keyrow)
 
-        self.max_loaded = _spin_box(
+        self.max_loaded = spin_box(
             "serverMaxLoaded",
             (1, 8, int(cfg.max_loaded_models)),
             "How many models stay loaded at a time; a request for another closes the least recently used",
             self._on_max_loaded,
         )
         form.addRow("Models loaded at a time", self.max_loaded)
-        self.idle_ttl = _spin_box(
+        self.idle_ttl = spin_box(
             "serverIdleTtl",
             (0, 7 * 24 * 3600, int(cfg.idle_ttl_s)),
             "A model the server loaded is unloaded once idle this long, and loaded again by the next "
@@ -164,39 +152,27 @@ class ServerPage(QWidget):
         self.idle_ttl.setSuffix(" s")
         self.idle_ttl.setSpecialValueText("never")
         form.addRow("Unload idle models after", self.idle_ttl)
-        self.parallel = _spin_box(
-            "serverParallel",
-            (1, 16, int(cfg.parallel)),
-            "While the server runs, a model is loaded with this many slots: this many requests (and "
-            "the chat's turn) stream at once, batched; with the server off the chat's model has one",
-            self._on_parallel,
-        )
-        self.parallel.setSuffix(" slots")
-        form.addRow("Parallel requests", self.parallel)
-        self.parallel_note = QLabel("")
-        self.parallel_note.setObjectName("serverParallelNote")
-        self.parallel_note.setWordWrap(True)
-        form.addRow("", self.parallel_note)
-        self._kv_cache: dict[str, Any] = {}  # a model file's KV shape, read once (the note)
-        self._apply_timer = QTimer(self)  # a run of spin box steps reloads the model once
-        self._apply_timer.setSingleShot(True)
-        self._apply_timer.setInterval(600)
-        self._apply_timer.timeout.connect(self.apply_parallel)
         if host is not None:
             host.max_loaded = int(cfg.max_loaded_models)
 
         self.model_label = QLabel("-")
         self.model_label.setObjectName("serverModel")
         form.addRow("Loaded model", self.model_label)
-        # the loaded model's slots in use: requests streaming at once, batched (app.engine.scheduler)
-        self.slots_label = QLabel("-")
-        self.slots_label.setObjectName("serverSlots")
-        form.addRow("Active slots", self.slots_label)
-        self._slots_timer = QTimer(self)
-        self._slots_timer.setInterval(1000)
-        self._slots_timer.timeout.connect(self._update_slots)
-        self._slots_timer.start()
-        self._show_parallel_note()
+        sources = SlotsSources(
+            save=lambda n: self._persist(parallel=n),
+            host=self._host,
+            shared=lambda: self.host,
+            server=lambda: self.server,
+            model_path=self._model_path,
+            n_ctx=lambda: int(self._n_ctx or self.settings.model.context_length),
+            kv_type=lambda: str(self.settings.model.kv_type),
+        )
+        self.slots = ServerSlots(form, int(cfg.parallel), sources, self)  # Parallel requests, Active slots
+        self.parallel, self.parallel_note, self.slots_label = (
+            self.slots.box,
+            self.slots.note,
+            self.slots.active,
+        )
         security = QLabel(
             "Listens on 127.0.0.1 only; requests must name this computer in their Host header; "
             "web pages are refused unless their origin is allowed (server.cors_origins)."
@@ -274,7 +250,7 @@ class ServerPage(QWidget):
             n_threads=self._n_threads or self.settings.model.threads,
             max_loaded=int(self.max_loaded.value()),
             idle_ttl_s=float(self.idle_ttl.value()),
-            parallel=int(self.parallel.value()),
+            parallel=self.slots.value,
         )
         server = ApiServer(
             config,
@@ -297,8 +273,7 @@ class ServerPage(QWidget):
             self.toggle.setText("Start server")
             return False
         self.server = server
-        if self.host is not None:  # the window's model is loaded again with the slots
-            self.host.set_parallel(int(self.parallel.value()), owner="server")
+        self.slots.started()  # the window's model is loaded again with the slots
         self.status.setProperty("error", False)
         self.status.setText(f"Running: {self.pending_text()}" + self._key_note())
         self.address.setText(server.url)
@@ -314,11 +289,9 @@ class ServerPage(QWidget):
     def stop(self) -> None:
         """Stop serving; the models are loaded again with one slot (their KV memory freed)."""
         self._stop_serving()
-        if self.host is not None and self.host.parallel is not None:
-            self.host.set_parallel(None, owner="server")
+        self.slots.stopped()
 
     def _stop_serving(self) -> None:
-        self._apply_timer.stop()
         server, self.server = self.server, None
         if server is not None:
             server.stop()
@@ -420,14 +393,10 @@ class ServerPage(QWidget):
                 self.port.blockSignals(True)
                 self.port.setValue(int(cfg.port))
                 self.port.blockSignals(False)
-            boxes = (
-                (self.max_loaded, cfg.max_loaded_models),
-                (self.idle_ttl, cfg.idle_ttl_s),
-                (self.parallel, cfg.parallel),
-            )
-            for box, value in boxes:
+            for box, value in ((self.max_loaded, cfg.max_loaded_models), (self.idle_ttl, cfg.idle_ttl_s)):
                 if box.value() != value:
                     box.setValue(int(value))
+            self.slots.set_value(int(cfg.parallel))
         if self.server is not None:
             config = self.server.state.config
             config.idle_ttl_s = float(cfg.idle_ttl_s)  # the next sweep unloads by it
@@ -444,65 +413,9 @@ class ServerPage(QWidget):
 
     def _on_max_loaded(self, value: int) -> None:
         self._persist(max_loaded_models=int(value))
-        host = self.host if self.host is not None else (self.server.host if self.server is not None else None)
+        host = self._host()
         if host is not None:
             host.set_max_loaded(int(value))  # models past it are closed now, the least recently used first
-
-    def _on_parallel(self, value: int) -> None:
-        self._persist(parallel=int(value))
-        self._show_parallel_note()
-        if self.running:
-            self._apply_timer.start()  # (again): once the person stops stepping
-
-    def apply_parallel(self) -> None:
-        """A running server's models get the field's slots now (loaded again with them)."""
-        self._apply_timer.stop()
-        if self.server is None:
-            return
-        n = int(self.parallel.value())
-        from dataclasses import replace
-
-        state = self.server.state
-        state.config.parallel = n
-        state.load_settings = replace(state.load_settings, parallel=n)  # what /v1/models says, too
-        if self.host is not None:
-            self.host.set_parallel(n, owner="server")
-
-    def _kv_per_slot(self, path: str, n_ctx: int) -> int | None:
-        """The KV cache one slot of ``path`` takes at ``n_ctx`` (None: its shape is unknown)."""
-        from app.engine.models.estimate import kv_cache_bytes
-
-        if path not in self._kv_cache:
-            from app.engine.models._gguf import read_summary
-
-            try:
-                s = read_summary(path)
-            except (OSError, ValueError):
-                s = None
-            shape = (s.n_layers, s.n_kv_heads, s.head_dim) if s is not None else None
-            self._kv_cache[path] = shape if shape is not None and all(shape) else None
-        shape = self._kv_cache[path]
-        if shape is None:
-            return None
-        kv_type = getattr(self.settings.model, "kv_type", "f16")
-        return kv_cache_bytes(shape[0], n_ctx, shape[1], shape[2], kv_type=kv_type)
-
-    def _show_parallel_note(self) -> None:
-        """Each slot gets the whole context, and the KV memory that takes."""
-        n = int(self.parallel.value())
-        path = self._model_path()
-        host = self._host()
-        model = host.model(path) if path and host is not None else None
-        n_ctx = int(model.n_ctx if model is not None else self._n_ctx or self.settings.model.context_length)
-        text = f"Each slot gets the whole context ({n_ctx:,} tokens) and a KV cache of its own"
-        per = self._kv_per_slot(path, n_ctx) if path else None
-        if path and per is not None:
-            from pathlib import Path
-
-            mib = 1024**2
-            name = Path(path).name.removesuffix(".gguf")
-            text += f": {n} × {per / mib:,.0f} MiB = {n * per / mib:,.0f} MiB of KV memory for {name}"
-        self.parallel_note.setText(text + ". With the server off the chat's model has one slot.")
 
     def _host(self) -> Any:
         return self.host if self.host is not None else (self.server.host if self.server is not None else None)
@@ -519,6 +432,7 @@ class ServerPage(QWidget):
         self._refresh_snippets()
         if self.running:  # a new key takes effect at once (the models keep their slots)
             self._stop_serving()
+            self.slots.stopped(restart=True)
             self.start()
 
     def _on_new_key(self) -> None:
@@ -538,23 +452,6 @@ class ServerPage(QWidget):
 
             return Path(path).name.removesuffix(".gguf")
         return "MODEL"
-
-    def _update_slots(self) -> None:
-        """Busy of N, and by whom: the loaded model's slots (each with the whole context)."""
-        from app.ui.engine_jobs import slot_users
-
-        self._show_parallel_note()
-        host = self._host()
-        model = host.model(host.current) if host is not None and host.current is not None else None
-        if host is None or model is None:
-            self.slots_label.setText("-")
-            return
-        slots = int(getattr(model.backend, "parallel", 1))
-        owners = host.slot_owners() if slots > 1 else [o for o in [host.running_owner] if o is not None]
-        users = f": {slot_users(owners)}" if owners else ""
-        self.slots_label.setText(
-            f"{len(owners)} of {slots} busy{users} ({model.n_ctx:,} tokens of context each)"
-        )
 
     def _update_model(self) -> None:
         entry = self._loaded_entry()
@@ -597,4 +494,4 @@ class ServerPage(QWidget):
             table.setItem(r, c, QTableWidgetItem(v))
         table.scrollToBottom()
         self._update_model()
-        self._update_slots()
+        self.slots.refresh()
