@@ -206,7 +206,8 @@ class ServerPage(QWidget):
         self.destroyed.connect(lambda *_: self._unsubscribe())
         if self._key_problem is not None:
             self._show_problem(self._key_problem)
-        if cfg.enabled:  # it was on when the window last closed
+        if cfg.enabled:  # it was on when the window last closed: the chat's model loads with its slots
+            self.slots.started()
             QTimer.singleShot(0, self.start)
 
     # -- public ------------------------------------------------------------------------------------
@@ -236,6 +237,7 @@ class ServerPage(QWidget):
             )
             self.toggle.setChecked(False)
             self.toggle.setText("Start server")
+            self.slots.stopped()  # (slots given at the window's start)
             return False
         path = self._model_path()
         config = ServerConfig(
@@ -271,6 +273,7 @@ class ServerPage(QWidget):
             self.status.setProperty("error", True)
             self.toggle.setChecked(False)
             self.toggle.setText("Start server")
+            self.slots.stopped()  # (slots given at the window's start)
             return False
         self.server = server
         self.slots.started()  # the window's model is loaded again with the slots

@@ -176,3 +176,15 @@ def test_the_parallel_requests_field_is_the_setting_and_gives_the_models_their_s
     qtbot.waitUntil(lambda: _slots(w) == 1, timeout=DONE)
     assert load_settings()[0].server.parallel == 2
     assert send_turn(qtbot, w, "Still here?", timeout=DONE).finish_reason == "length"
+
+
+def test_with_the_server_on_at_start_the_chats_model_loads_once_with_its_slots(qtbot, make_window, alpha):
+    s = _settings(2)
+    s.server.enabled = True  # it was on when the window last closed
+    w = make_window(alpha, settings=s)
+    first = w.worker.model
+    assert first.backend.parallel == 2  # loaded with the server's slots from the start
+    page = w.page_stack.built_page("server")  # built with the window, it starts at once
+    qtbot.waitUntil(lambda: page.running, timeout=DONE)
+    w.worker.host.call(lambda _m: None)  # after the server's start: nothing was loaded again
+    assert w.worker.model is first and not first.closed
