@@ -118,6 +118,7 @@ def test_a_window_turn_waits_behind_a_request_and_the_bound_counts_it(qtbot, mak
         lambda: w.load_label.text() == "Waiting for the server's request to finish…", timeout=30_000
     )
     assert host.pending_owners() == ["window"]
+    assert w.worker.jobs.waiting_behind() == "the server's request to finish"  # the window names it
 
     answers: list[httpx.Response] = []
     queued = threading.Thread(
