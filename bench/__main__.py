@@ -1,6 +1,6 @@
 """``python -m bench``: run every figure, print the table, write ``bench/results.json``.
 
-Options: ``--only 1,1b,2,3,4,5,6,8`` (a subset; with ``--merge`` the other figures' rows are kept from
+Options: ``--only 1,1b,2,3,4,5,6,7,8,9,10,11`` (a subset; with ``--merge`` the other figures' rows are kept from
 the existing results file), ``--quick`` (1 pair, 32 tokens, small sizes: a
 smoke run, never for the README), ``--out PATH``, ``--profile`` (pyinstrument around each figure,
 text reports into ``bench/profiles/``), ``--readme`` (replace the README's Benchmarks table).
@@ -23,7 +23,7 @@ from bench.harness import Row, format_table, machine_info, read_results, row, wr
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results.json"
 README = HERE.parent / "README.md"
-FIGURES = ("1", "1b", "2", "3", "4", "5", "6", "7", "8")
+FIGURES = ("1", "1b", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11")
 README_BEGIN = "<!-- bench:begin -->"
 README_END = "<!-- bench:end -->"
 
@@ -223,6 +223,70 @@ def main(argv: list[str] | None = None) -> int:
                 ("8. API streamed tokens/s / llama-server streaming", "ratio", ">= 0.95"),
                 ("8. API time to first streamed token / in-process", "ratio", "<= 1.10"),
                 ("8. 8 concurrent streams, all finished: throughput / one client's", "ratio", ">= 0.95"),
+            ],
+        )
+
+    if "9" in only:
+        from bench import parallel
+        from bench.models import package_models
+
+        figure(
+            "9",
+            lambda: parallel.run(package_models(), reps=pairs, max_tokens=min(tokens, 128), log=_log),
+            [
+                (
+                    "9. 8 concurrent streams through serve --parallel 8: aggregate tokens/s / one client's",
+                    "ratio",
+                    ">= 2.5",
+                ),
+                ("9. 8 concurrent streams, aggregate tokens/s, Callisto / llama-server", "ratio", ">= 1.00"),
+                ("9. requests to serve --parallel 8 that finished without an error", "ratio", ">= 1"),
+                ("9. concurrent streams equal to their non-streamed reply", "ratio", ">= 1"),
+                ("9. time to first token of a new request while 7 stream / idle", "ratio", "<= 1.5"),
+            ],
+        )
+    if "10" in only:
+        from bench import speculative
+        from bench.models import package_models
+
+        figure(
+            "10",
+            lambda: speculative.run(
+                package_models(),
+                pairs=pairs,
+                max_tokens=tokens,
+                n_prompts=4 if args.quick else speculative.IDENTICAL_PROMPTS,
+                identical_tokens=16 if args.quick else speculative.IDENTICAL_TOKENS,
+                log=_log,
+            ),
+            [
+                ("10. tokens/s, n-gram drafting / none, copying workloads", "ratio", ">= 1.5"),
+                ("10. tokens/s, n-gram drafting / none, a reply that copies nothing", "ratio", ">= 0.97"),
+                ("10. greedy outputs identical with n-gram drafting and without", "ratio", ">= 1"),
+            ],
+        )
+    if "11" in only:
+        from bench import kv_store
+        from bench.models import package_models
+
+        figure(
+            "11",
+            lambda: kv_store.run(
+                package_models(),
+                reps=pairs,
+                conversation_tokens=400 if args.quick else 1500,
+                n_prompts=4 if args.quick else kv_store.IDENTICAL_PROMPTS,
+                identical_tokens=16 if args.quick else kv_store.IDENTICAL_TOKENS,
+                log=_log,
+            ),
+            [
+                (
+                    "11. KV store: time to first token reopening a conversation after a restart / a second turn's",
+                    "ratio",
+                    "<= 1.5",
+                ),
+                ("11. KV cache memory, q8_0 / f16", "ratio", "<= 0.55"),
+                ("11. greedy replies identical with a q8_0 KV cache and f16", "ratio", ">= 1"),
             ],
         )
 

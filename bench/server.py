@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import socket
 import subprocess
+import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -54,7 +55,9 @@ class LlamaServer:
         n_ctx: int,
         threads: int = THREADS,
         extra: list[str] | None = None,
+        parallel: int = 1,
     ):
+        """``parallel``: llama-server's slots (``--parallel``; it divides ``n_ctx`` among them)."""
         self.port = _free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.cmd = [
@@ -72,19 +75,24 @@ class LlamaServer:
             "--threads-batch",
             str(threads),
             "--parallel",
-            "1",
+            str(parallel),
             "--n-gpu-layers",
             "0",
             *(extra or []),
         ]
         self.proc: subprocess.Popen[bytes] | None = None
+        self._log: Any = None
 
     def __enter__(self) -> LlamaServer:
-        self.proc = subprocess.Popen(self.cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        # its log goes to a file: a pipe nobody reads fills up and stops the server mid-run
+        self._log = tempfile.TemporaryFile()
+        self.proc = subprocess.Popen(self.cmd, stdout=subprocess.DEVNULL, stderr=self._log)
         deadline = time.monotonic() + 180
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                err = self.proc.stderr.read().decode(errors="replace") if self.proc.stderr else ""
+                self._log.seek(0)
+                err = self._log.read().decode(errors="replace")
+                self._close_log()
                 raise RuntimeError(f"llama-server exited ({self.proc.returncode}): {err[-2000:]}")
             try:
                 with urllib.request.urlopen(self.url + "/health", timeout=2) as r:
@@ -104,6 +112,12 @@ class LlamaServer:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
+        self._close_log()
+
+    def _close_log(self) -> None:
+        if self._log is not None:
+            self._log.close()
+            self._log = None
 
     def complete(self, tokens: list[int], n_predict: int) -> dict[str, Any]:
         body = json.dumps(

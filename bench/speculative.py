@@ -1,0 +1,186 @@
+"""Figure 10: speculative decoding by n-gram drafting (prompt lookup), with it and without, side by side.
+
+Each package model is loaded twice, Callisto's way (``app.engine.llm.load_model``, an engine
+process each), the same in all but ``LoadSettings.ngram_draft`` (True / False), both held for the
+whole figure. On three workloads (``bench.workloads``) - a tool call whose argument repeats a
+note from the prompt, a 40-line code file written again with one change (both copy from their
+context), and the garden guide (copies nothing) - one greedy generation of up to 256 tokens
+runs on each model, interleaved (order alternating), 5 pairs, the KV cache forgotten before each
+run; tokens/s = (tokens - 1) / (generation time less the engine's time to its first token), timed
+here around ``generate()`` (pieces read as they come, the pipe included). Medians, ratio
+drafting / none. The accepted drafts (``GenerationResult.draft_accepted`` of ``draft_tokens``)
+are given in the row names.
+
+Then 20 prompts per model (``bench.workloads.mixed_prompts``: copying and not), up to 96 tokens
+each, greedy on both: the generated tokens must be the same (speculative decoding verifies every
+drafted token against the model's own choice).
+
+Goals: copying workloads >= 1.5x; the one that copies nothing >= 0.97x; identical outputs 20 of 20.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bench.harness import Row, interleave, median, row
+from bench.models import GREEDY, THREADS
+
+__all__ = ["SpecRun", "generate_once", "load_pair", "run"]
+
+N_CTX = 4096
+IDENTICAL_PROMPTS = 20
+IDENTICAL_TOKENS = 96
+
+
+@dataclass
+class SpecRun:
+    tokens: list[int]
+    ttft_s: float
+    gen_s: float
+    drafted: int
+    accepted: int
+
+    @property
+    def tokens_per_s(self) -> float:
+        n = len(self.tokens)
+        return (n - 1) / self.gen_s if self.gen_s > 0 and n > 1 else 0.0
+
+
+def _workloads() -> list[tuple[str, str, Callable[[Any], str], str]]:
+    from bench import workloads
+
+    return [
+        ("a tool call whose arguments repeat the prompt", "copy", workloads.tool_copy, ">= 1.5"),
+        ("rewriting a 40-line code block with one change", "code", workloads.code_rewrite, ">= 1.5"),
+        ("a reply that copies nothing", "free", workloads.free, ">= 0.97"),
+    ]
+
+
+def load_pair(path: Path, *, n_ctx: int = N_CTX) -> tuple[Any, Any]:
+    """(drafting, not drafting): the same model loaded twice, ``ngram_draft`` True and False."""
+    from app.engine.llm import LoadSettings, load_model
+
+    on = load_model(path, settings=LoadSettings(n_ctx=n_ctx, n_threads=THREADS, ngram_draft=True))
+    try:
+        off = load_model(path, settings=LoadSettings(n_ctx=n_ctx, n_threads=THREADS, ngram_draft=False))
+    except BaseException:
+        on.close()
+        raise
+    return on, off
+
+
+def generate_once(model: Any, prompt: str, max_tokens: int, *, fresh: bool = True) -> SpecRun:
+    """One greedy generation of ``prompt``, timed here; ``fresh``: the KV cache forgotten first."""
+    from app.engine.generation import generate
+
+    if fresh:
+        model.reset_cache()
+    start = time.perf_counter()
+    gen = generate(model, prompt, max_tokens=max_tokens, sampling=GREEDY)
+    res = gen.run()
+    end = time.perf_counter()
+    if res.finish_reason not in ("stop", "length"):
+        raise RuntimeError(f"the generation ended with {res.finish_reason!r}")
+    ttft = res.ttft_s if res.ttft_s is not None else 0.0
+    return SpecRun(
+        tokens=list(res.tokens),
+        ttft_s=ttft,
+        gen_s=max(1e-9, (end - start) - ttft),
+        drafted=int(getattr(res, "draft_tokens", 0) or 0),
+        accepted=int(getattr(res, "draft_accepted", 0) or 0),
+    )
+
+
+def run(
+    models: list[tuple[str, Path]],
+    *,
+    pairs: int = 5,
+    max_tokens: int = 256,
+    n_prompts: int = IDENTICAL_PROMPTS,
+    identical_tokens: int = IDENTICAL_TOKENS,
+    log: Any = print,
+) -> list[Row]:
+    rows: list[Row] = []
+    for label, path in models:
+        on, off = load_pair(path)
+        try:
+            rows += _speed(label, on, off, pairs=pairs, max_tokens=max_tokens, log=log)
+            rows.append(_identical(label, on, off, n=n_prompts, max_tokens=identical_tokens, log=log))
+        finally:
+            on.close()
+            off.close()
+    return rows
+
+
+def _speed(label: str, on: Any, off: Any, *, pairs: int, max_tokens: int, log: Any) -> list[Row]:
+    rows: list[Row] = []
+    for title, _key, make, goal in _workloads():
+        prompt = make(on)
+        with_runs: list[SpecRun] = []
+        without: list[SpecRun] = []
+
+        def one_on(prompt: str = prompt, out: list[SpecRun] = with_runs) -> float:
+            out.append(generate_once(on, prompt, max_tokens))
+            return out[-1].tokens_per_s
+
+        def one_off(prompt: str = prompt, out: list[SpecRun] = without) -> float:
+            out.append(generate_once(off, prompt, max_tokens))
+            return out[-1].tokens_per_s
+
+        one_on()  # warm-up, not counted
+        one_off()
+        with_runs.clear()
+        without.clear()
+        interleave([one_on, one_off], pairs)
+        a = median(r.tokens_per_s for r in with_runs)
+        b = median(r.tokens_per_s for r in without)
+        drafted = with_runs[-1].drafted
+        accepted = with_runs[-1].accepted
+        n_tokens = len(with_runs[-1].tokens)
+        log(
+            f"  {label}, {title}: drafting {a:.1f} tok/s, none {b:.1f} tok/s "
+            f"({[round(r.tokens_per_s, 1) for r in with_runs]} / {[round(r.tokens_per_s, 1) for r in without]}); "
+            f"{n_tokens} tokens, {accepted} of {drafted} drafted accepted"
+        )
+        rows.append(
+            row(
+                f"10. tokens/s, n-gram drafting / none, {title} ({label}, {a:.1f} vs {b:.1f} tok/s, "
+                f"{accepted} of {drafted} drafted accepted)",
+                a / b if b else None,
+                "ratio",
+                goal,
+            )
+        )
+    return rows
+
+
+def _identical(label: str, on: Any, off: Any, *, n: int, max_tokens: int, log: Any) -> Row:
+    from bench.workloads import mixed_prompts
+
+    same = 0
+    drafted = accepted = 0
+    differ: list[int] = []
+    for i, prompt in enumerate(mixed_prompts(on, n)):
+        a = generate_once(on, prompt, max_tokens)
+        b = generate_once(off, prompt, max_tokens)
+        drafted += a.drafted
+        accepted += a.accepted
+        if a.tokens == b.tokens:
+            same += 1
+        else:
+            differ.append(i)
+    log(
+        f"  {label}: greedy outputs identical on {same} of {n} prompts (differ: {differ}); "
+        f"{accepted} of {drafted} drafted accepted"
+    )
+    return row(
+        f"10. greedy outputs identical with n-gram drafting and without ({label}, {same} of {n} prompts, "
+        f"{accepted} of {drafted} drafted accepted)",
+        same / n if n else None,
+        "ratio",
+        ">= 1",
+    )
