@@ -16,10 +16,16 @@ This is what the engine process runs for its one model (``app.engine.engine_chil
 * The KV cache is reused: llama.cpp evaluates only the prompt tokens after the longest
   common prefix with what it evaluated before (``result.prompt_tokens_evaluated``).
 * A prompt longer than one batch (``n_batch`` tokens after the reused prefix) is evaluated here,
-  batch by batch, before llama-cpp-python's ``generate`` sees it: the same ``llama_decode`` calls
-  with the same batch sizes (the last batch is left to ``generate``, which needs it for the first
-  token's logits), so it costs no speed; between batches ``progress(done, total)`` is called,
+  batch by batch, before the token loop sees it: the same ``llama_decode`` calls with the same
+  batch sizes (the last batch is left to the loop, which needs it for the first token's logits),
+  so it costs no speed; between batches ``progress(done, total)`` is called,
   ``LoadedModel.prompt_progress`` is updated and ``cancel`` / the deadline are checked.
+* The token loop (:meth:`InProcessBackend._tokens`) is llama-cpp-python's ``Llama.generate``
+  (the same prefix reuse, ``eval`` and sampler chain, so greedy output and speed are its own)
+  with speculative decoding (``app.engine.speculative``): with ``ngram_draft`` on, when the
+  reply's tail is found earlier in the prompt or reply, the tokens that followed it are verified
+  in the same decode as the last token; ``llm.n_tokens`` and its ``input_ids`` always name the
+  KV the context holds, so the next turn's prefix reuse and the KV store work as before.
 
 One thread per model: llama.cpp's CPU backend (OpenMP) keeps a team of worker threads per
 calling thread, so :meth:`InProcessBackend.stream` logs a warning the first time a thread other
@@ -38,8 +44,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from app.engine.backend import GenerationResult
-from app.engine.errors import ContextOverflowError, GenerationError, GrammarError, ModelLoadError
+from app.engine.errors import (
+    ConstraintError,
+    ContextOverflowError,
+    GenerationError,
+    GrammarError,
+    ModelLoadError,
+)
 from app.engine.holdback import partial_start
+from app.engine.speculative import Speculation, verify
 
 if TYPE_CHECKING:
     from app.engine.generation import Generation
@@ -78,7 +91,7 @@ class InProcessBackend:
     engine = None
     isolated = False
 
-    def __init__(self, llm: Any, meta: GGUFMetadata, model_name: str):
+    def __init__(self, llm: Any, meta: GGUFMetadata, model_name: str, *, ngram_draft: bool = True):
         self.llm = llm
         self.name = model_name
         self.bos_id = meta.bos_token_id
@@ -92,6 +105,8 @@ class InProcessBackend:
         self.n_gpu_layers = int(llm.model_params.n_gpu_layers)
         #: where conversations' KV states are saved and restored (``app.engine.kvstore``), or None
         self.kv_store: KVStore | None = None
+        #: speculative decoding: draftless n-gram drafting (``app.engine.speculative``)
+        self.ngram_draft = bool(ngram_draft)
         self._count_evals()
 
     @classmethod
@@ -107,13 +122,21 @@ class InProcessBackend:
         kv_type: str = "f16",
         flash_attn: bool = True,
         kv_store: KVStoreConfig | None = None,
+        ngram_draft: bool = True,
+        draft_model: str | None = None,
     ) -> InProcessBackend:
         """Load a checked file with llama.cpp in this process (``verbose``: llama.cpp's log goes
         to stderr, which the engine process writes to the log file that explains a crash).
 
         ``kv_type`` (f16, q8_0, q4_0) is the KV cache's type for K and V; ``flash_attn`` turns
         flash attention on (llama.cpp needs it for a quantized V cache); ``kv_store``: where the
-        conversations' states are saved and restored (``app.engine.kvstore``)."""
+        conversations' states are saved and restored (``app.engine.kvstore``); ``ngram_draft``:
+        speculative decoding with n-gram drafts (``app.engine.speculative``); ``draft_model``: a
+        second GGUF that drafts (not supported yet: a load that names one is refused)."""
+        if draft_model is not None:
+            raise ModelLoadError(
+                Path(path), "a draft model is not supported yet; n-gram drafting needs none (ngram_draft)"
+            )
         if kv_type not in _GGML_KV:
             raise ModelLoadError(
                 Path(path), f"unknown KV cache type {kv_type!r} (one of {', '.join(_GGML_KV)})"
@@ -143,7 +166,7 @@ class InProcessBackend:
             )
         except Exception as exc:  # noqa: BLE001 - llama.cpp reports load failures as ValueError/RuntimeError
             raise ModelLoadError(p, f"llama.cpp could not load the model ({exc})") from exc
-        backend = cls(llm, meta, meta.name or p.stem)
+        backend = cls(llm, meta, meta.name or p.stem, ngram_draft=ngram_draft)
         if kv_store is not None:
             from app.engine.kvstore import KVStore, fingerprint
 
@@ -347,7 +370,9 @@ class InProcessBackend:
         self._check_thread()
         self.lock.acquire()
         llm = self._open().llm
-        it = None
+        it: Any = None
+        sampler: Any = None
+        spec: Speculation | None = None
         try:
             grammar_obj = None
             if gen.grammar is not None:
@@ -368,13 +393,13 @@ class InProcessBackend:
                 budget = 0
                 finish = "cancelled" if cancel is not None and cancel.is_set() else "deadline"
             if budget > 0:
-                it = llm.generate(
-                    gen.prompt_tokens,
-                    reset=True,
-                    grammar=grammar_obj,
+                sampler = llm._init_sampler(
                     logits_processor=[run] if run is not None else None,
+                    grammar=grammar_obj,
                     **gen.sampling.llama_kwargs(),
                 )
+                spec = Speculation.start(gen.prompt_tokens) if self.ngram_draft else None
+                it = self._tokens(gen.prompt_tokens, sampler, run, budget, spec)
             while True:
                 if cancel is not None and cancel.is_set():
                     finish = "cancelled"
@@ -392,6 +417,8 @@ class InProcessBackend:
                 except StopIteration:
                     finish = "stop"
                     break
+                except ConstraintError:
+                    raise
                 except Exception as exc:  # noqa: BLE001 - llama.cpp decode failures
                     raise GenerationError(f"llama.cpp failed while generating: {exc}") from exc
                 if gen.gate is not None and gen.gate():
@@ -403,9 +430,7 @@ class InProcessBackend:
                 if tok in model.eog_ids or self.is_eog(tok):
                     finish = "stop"
                     break
-                if run is not None:
-                    run.consume(tok)
-                tokens.append(tok)
+                tokens.append(tok)  # (the constraint consumed it when it was sampled)
                 piece = decoder.decode(self.token_bytes(tok))
                 if not piece:
                     continue
@@ -432,6 +457,8 @@ class InProcessBackend:
         finally:
             if it is not None:
                 it.close()
+            if sampler is not None:
+                sampler.close()
             model.prompt_progress = None
             try:
                 self.lock.release()
@@ -451,8 +478,99 @@ class InProcessBackend:
                 tokens_per_s=(len(tokens) / gen_time) if gen_time and len(tokens) > 1 else None,
                 elapsed_s=end - start,
                 tokens=tokens,
+                draft_tokens=spec.drafted if spec is not None else 0,
+                draft_accepted=spec.accepted if spec is not None else 0,
             )
             model.last_prompt_eval = evaluated
+
+    def _tokens(
+        self, prompt: Sequence[int], sampler: Any, run: Any, budget: int, spec: Speculation | None
+    ) -> Iterator[int]:
+        """The reply's tokens, at most ``budget``, ending after an end-of-generation token.
+
+        llama-cpp-python's ``Llama.generate`` (its prefix reuse, ``eval`` of the prompt's rest, one
+        decode a token, the sampler chain sampling at the last logits) with speculative decoding:
+        when ``spec`` drafts tokens after the last one, ``[last, d1..dK]`` are decoded in one batch
+        with logits at every position and :func:`~app.engine.speculative.verify` samples them in
+        turn; the KV of the rejected positions is removed. Each sampled token is fed to the
+        constraint ``run`` as it is sampled (the next position's mask needs it), once; an
+        end-of-generation token is not. A token is decoded only when the next one is asked for,
+        as ``generate`` does (the reader's pace)."""
+        llm = self.llm
+        ctx = llm._ctx
+        tokens = list(prompt)
+        reset = True
+        if llm.n_tokens > 0:  # Llama.generate's prefix reuse, as is
+            longest = 0
+            for a, b in zip(llm._input_ids, tokens, strict=False):
+                if a != b:
+                    break
+                longest += 1
+            consumed = longest == len(tokens)
+            if consumed and llm.n_tokens == len(tokens) and not getattr(llm, "_requires_eval", True):
+                reset, tokens, reuse = False, [], 0  # the logits of the whole prompt are there
+            else:
+                reuse = longest - 1 if consumed else longest
+            if reuse > 0 and ctx.kv_cache_seq_rm(-1, reuse, -1):
+                reset = False
+                tokens = tokens[reuse:]
+                llm.n_tokens = reuse
+                llm._requires_eval = True
+        if reset:
+            llm.reset()
+        llm.eval(tokens)
+        eog = self.eog_ids
+        produced = 0
+        ended = False
+
+        def take(tok: int) -> bool:
+            nonlocal produced, ended
+            produced += 1
+            if tok in eog or self.is_eog(tok):
+                ended = True
+            else:
+                if run is not None:
+                    run.consume(tok)
+                ended = produced >= budget
+            return not ended
+
+        first = int(sampler.sample(ctx, -1))
+        take(first)
+        out = [first]
+        while True:
+            for tok in out[:-1]:  # accepted drafts: their KV is written
+                yield tok
+                if spec is not None:
+                    spec.kept(tok)
+            tok = out[-1]
+            yield tok
+            if ended:
+                return
+            if spec is not None:
+                spec.kept(tok)
+            room = min(budget - produced, int(llm.n_batch)) - 1
+            drafts = spec.draft(room) if spec is not None else []
+            if not drafts:
+                llm.eval([tok])
+                nxt = int(sampler.sample(ctx, -1))
+                take(nxt)
+                out = [nxt]
+                continue
+            assert spec is not None
+            p = llm.n_tokens
+            batch = [tok, *drafts]
+            ctx.kv_cache_seq_rm(-1, p, -1)
+            llm._batch.set_batch(batch=batch, n_past=p, logits_all=True)
+            ctx.decode(llm._batch)
+            self.total_eval += len(batch)
+            llm.input_ids[p : p + len(batch)] = batch
+            out, accepted = verify(lambda i: int(sampler.sample(ctx, i)), drafts, take)
+            spec.verified(len(drafts), accepted)
+            # the KV of [tok, the accepted drafts] stays; the rejected positions go
+            llm.n_tokens = p + 1 + accepted
+            llm._requires_eval = False
+            if accepted < len(drafts):
+                ctx.kv_cache_seq_rm(-1, llm.n_tokens, -1)
 
     def _read_prompt(self, gen: Generation, deadline: float | None) -> bool:
         """Evaluate all but the last batch of a long prompt, reporting progress; False: cancelled

@@ -223,6 +223,8 @@ def load_model(
     flash_attn: bool = True,
     kv_store: KVStoreConfig | None = None,
     parallel: int | None = None,
+    ngram_draft: bool = True,
+    draft_model: str | None = None,
 ) -> LoadedModel:
     """Check ``path`` with the gguf reader, then load it with llama.cpp, in an engine process of
     its own unless ``isolate`` is False.
@@ -230,7 +232,8 @@ def load_model(
     ``kv_type`` (f16, q8_0, q4_0) and ``flash_attn``: the KV cache (a quantized one needs flash
     attention: ModelLoadError otherwise). ``kv_store``: save and restore conversations' KV states
     there (``app.engine.kvstore``). ``parallel``: the engine process's slots (None: the engine's
-    default; ignored with ``isolate=False``, one generation at a time).
+    default; ignored with ``isolate=False``, one generation at a time). ``ngram_draft`` and
+    ``draft_model``: speculative decoding (``app.engine.speculative``; :class:`LoadSettings`).
 
     ``n_gpu_layers=None`` chooses automatically (``app.engine.inprocess.resolve_gpu_layers``). ``check_limits=False``
     skips the refusal of the values llama.cpp is known to abort on (the tests of the engine
@@ -239,6 +242,7 @@ def load_model(
         n_ctx, n_gpu_layers, n_threads = settings.n_ctx, settings.n_gpu_layers, settings.n_threads
         kv_type, flash_attn, kv_store = settings.kv_type, settings.flash_attn, settings.kv_store
         parallel = settings.parallel
+        ngram_draft, draft_model = settings.ngram_draft, settings.draft_model
     p = Path(path)
     if kv_type not in KV_CACHE_TYPES:
         raise ModelLoadError(p, f"unknown KV cache type {kv_type!r} (one of {', '.join(KV_CACHE_TYPES)})")
@@ -273,6 +277,8 @@ def load_model(
         "kv_type": kv_type,
         "flash_attn": bool(flash_attn),
         "kv_store": kv_store,
+        "ngram_draft": bool(ngram_draft),
+        "draft_model": None if draft_model is None else str(draft_model),
     }
     if not isolate:
         return load_model_inline(**args)
