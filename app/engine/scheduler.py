@@ -16,6 +16,15 @@ end-of-generation tokens, ``max_tokens`` and the end of the context, the deadlin
 A slot's KV cache is kept when its generation ends: a new generation takes the free slot whose
 cached tokens share the longest prefix with its prompt, and reads only the rest.
 
+Speculative decoding (``app.engine.speculative``, the model's ``ngram_draft``): a slot whose
+reply's tail is found earlier in its prompt or reply puts ``[its next token, d1..dK]`` into the
+step's one decode, logits at each; after the decode its sampler samples those positions in turn
+(:func:`~app.engine.speculative.verify`), the constraint consuming each accepted token before the
+next is sampled, and the KV of the rejected drafts is removed from its sequence. The tokens a
+verification yields are held and kept one at a time, each at its reader's pace, as a single
+sampled token is; a generation that ends among them (a stop string, the budget, an end token)
+leaves the surplus in the slot's KV, which ``cached`` names, so the next prompt may reuse it.
+
 The reader's pace is kept as in the single path: a piece is sent, the next token is decoded
 meanwhile, and it is kept only once the app asks for it (``ack``); a cancel drops it. Qt-free;
 ``llama_cpp`` is imported when a scheduler is made.
@@ -34,6 +43,7 @@ from app.engine.backend import GenerationResult, portable
 from app.engine.errors import EngineBusy, GenerationError
 from app.engine.holdback import partial_start
 from app.engine.kvstore import common
+from app.engine.speculative import Speculation, verify
 
 if TYPE_CHECKING:
     from app.engine.generation import Generation
@@ -51,12 +61,15 @@ MAX_WAITING = 64
 class SchedulerStats:
     """What the scheduler did since it was made: ``decode_calls`` (``llama_decode`` runs),
     ``max_seqs_in_batch`` (most sequences in one decode), ``batched_steps`` (decodes holding
-    more than one sequence), ``tokens_decoded``."""
+    more than one sequence), ``tokens_decoded``; ``draft_tokens`` and ``draft_accepted``: drafted
+    tokens verified and accepted (speculative decoding)."""
 
     decode_calls: int = 0
     max_seqs_in_batch: int = 0
     batched_steps: int = 0
     tokens_decoded: int = 0
+    draft_tokens: int = 0
+    draft_accepted: int = 0
 
 
 @dataclass
@@ -79,7 +92,10 @@ class _Job:
     evaluated: int = 0  # prompt tokens decoded for this generation
     to_decode: int | None = None  # a kept token whose KV is not written yet
     sample_at: int | None = None  # the batch index whose logits give the next token
-    held: int | None = None  # a sampled token not kept yet (waits for the ack)
+    drafts: list[int] = field(default_factory=list)  # drafted tokens after ``sample_at``, verified
+    #: sampled tokens not kept yet (each waits for the ack); all but the last have their KV written
+    held: deque[int] = field(default_factory=deque)
+    spec: Speculation | None = None  # speculative decoding (None: off)
     unacked: bool = False
     budget: int = 0
     tokens: list[int] = field(default_factory=list)
@@ -133,6 +149,8 @@ class Scheduler:
         self.waiting: deque[_Job] = deque()
         self.jobs: dict[int, _Job] = {}  # gid -> admitted job
         self.stats = SchedulerStats()
+        #: draftless n-gram drafting for every slot (the model's ``ngram_draft``)
+        self.ngram_draft = bool(getattr(self.backend, "ngram_draft", False))
 
     # -- the child's requests -------------------------------------------------------------------
 
@@ -161,7 +179,7 @@ class Scheduler:
         if any(self.cancelled(j.gid) for j in self.waiting):
             return True
         for job in self.jobs.values():
-            if self.cancelled(job.gid) or not job.unacked or job.held is None:
+            if self.cancelled(job.gid) or not job.unacked or not job.held:
                 return True
         return False
 
@@ -249,6 +267,7 @@ class Scheduler:
             grammar=grammar,
             **gen.sampling.llama_kwargs(),
         )
+        job.spec = Speculation.start(prompt) if self.ngram_draft else None
         # the KV of the longest shared prefix stays; at least the last prompt token is decoded again
         keep = min(common(slot.cached, prompt), len(prompt) - 1)
         self._lib.llama_memory_seq_rm(self._mem, slot.seq, keep, -1)
@@ -266,27 +285,24 @@ class Scheduler:
         if self.cancelled(job.gid):
             self._end(job, "cancelled")
             return
-        if job.held is None:
+        if not job.held:
             if job.to_decode is None and job.fed < len(job.gen.prompt_tokens):
                 if job.deadline is not None and time.monotonic() >= job.deadline:
                     self._end(job, "deadline")
             return
         if job.unacked:
             return  # the reader has not taken the previous piece: the token waits
-        tok, job.held = job.held, None
+        tok = job.held.popleft()
         if job.first_at is None:
             job.first_at = time.monotonic()
             job.evaluated_at_first = job.evaluated
-        if tok in self.model.eog_ids or self.backend.is_eog(tok):
+        if self._is_eog(tok):
             self._end(job, "stop")
             return
-        try:
-            if job.run is not None:
-                job.run.consume(tok)
-        except Exception as exc:  # noqa: BLE001 - this slot fails alone
-            self._fail(job, exc)
-            return
+        # (the constraint consumed the token when it was sampled)
         job.tokens.append(tok)
+        if job.spec is not None:
+            job.spec.kept(tok)
         piece = job.decoder.decode(self.backend.token_bytes(tok))
         stop = job.gen.stop
         if piece and not stop:
@@ -309,8 +325,8 @@ class Scheduler:
             self._end(job, "deadline")
         elif len(job.tokens) >= job.budget:
             self._end(job, "length")
-        else:
-            job.to_decode = tok
+        elif not job.held:
+            job.to_decode = tok  # (an accepted draft's KV is written: only the last is decoded)
 
     def _decode(self) -> None:
         lib = self._lib
@@ -319,16 +335,24 @@ class Scheduler:
         seqs: set[int] = set()
         room = self.n_batch
         jobs = list(self.jobs.values())
+        # every generating slot's next token has a place; drafts share what is left
+        spare = room - sum(1 for j in jobs if j.to_decode is not None)
         for job in jobs:
             if job.to_decode is not None and room > 0:
                 slot = job.slot
                 assert slot is not None
-                self._put(batch, n, job.to_decode, len(slot.cached), slot.seq, True)
-                slot.cached.append(job.to_decode)
-                job.to_decode = None
+                drafts: list[int] = []
+                if job.spec is not None and spare > 0:
+                    drafts = job.spec.draft(min(spare, job.budget - len(job.tokens) - 1))
+                    spare -= len(drafts)
                 job.sample_at = n
-                n += 1
-                room -= 1
+                job.drafts = drafts
+                for tok in (job.to_decode, *drafts):
+                    self._put(batch, n, tok, len(slot.cached), slot.seq, True)
+                    slot.cached.append(tok)
+                    n += 1
+                room -= 1 + len(drafts)
+                job.to_decode = None
                 seqs.add(slot.seq)
         # the prompts being read share what is left, the shortest rest first: a short new prompt
         # does not wait behind a long one
@@ -374,10 +398,46 @@ class Scheduler:
             if job.sample_at is None or job.slot is None:
                 continue
             at, job.sample_at = job.sample_at, None
+            drafts, job.drafts = job.drafts, []
             try:
-                job.held = int(job.sampler.sample(self._ctx, at))
+                self._sample(job, at, drafts)
             except Exception as exc:  # noqa: BLE001 - this slot fails alone
                 self._fail(job, exc)
+
+    def _sample(self, job: _Job, at: int, drafts: list[int]) -> None:
+        """Sample the job's next token at batch index ``at``, or verify its ``drafts`` (at
+        ``at + 1 ..``): the tokens go to ``held``, the rejected drafts' KV is removed. Each
+        sampled token but an end token is consumed by the constraint here, once."""
+        sampled = len(job.tokens)
+
+        def take(tok: int) -> bool:
+            nonlocal sampled
+            sampled += 1
+            if self._is_eog(tok):
+                return False
+            if job.run is not None:
+                job.run.consume(tok)
+            return sampled < job.budget
+
+        if not drafts:
+            tok = int(job.sampler.sample(self._ctx, at))
+            take(tok)
+            job.held.append(tok)
+            return
+        out, accepted = verify(lambda i: int(job.sampler.sample(self._ctx, at + i)), drafts, take)
+        job.held.extend(out)
+        assert job.spec is not None and job.slot is not None
+        job.spec.verified(len(drafts), accepted)
+        self.stats.draft_tokens += len(drafts)
+        self.stats.draft_accepted += accepted
+        if accepted < len(drafts):
+            slot = job.slot
+            keep = len(slot.cached) - (len(drafts) - accepted)
+            self._lib.llama_memory_seq_rm(self._mem, slot.seq, keep, -1)
+            del slot.cached[keep:]
+
+    def _is_eog(self, tok: int) -> bool:
+        return tok in self.model.eog_ids or self.backend.is_eog(tok)
 
     @staticmethod
     def _put(batch: Any, i: int, token: int, pos: int, seq: int, logits: bool) -> None:
@@ -435,6 +495,8 @@ class Scheduler:
             tokens_per_s=(n / gen_time) if gen_time and n > 1 else None,
             elapsed_s=end - job.start,
             tokens=list(job.tokens),
+            draft_tokens=job.spec.drafted if job.spec is not None else 0,
+            draft_accepted=job.spec.accepted if job.spec is not None else 0,
         )
         self.model.last_prompt_eval = result.prompt_tokens_evaluated
         self.send(("end", job.rid, True, (result, self.backend.total_eval)))

@@ -1,0 +1,433 @@
+"""Speculative decoding (``app.engine.speculative``): n-gram drafts verified in one decode, on the
+real llama.cpp path (tiny random-weight GGUFs with a byte-level vocabulary, SmolLM2 where marked
+``live``), on the one-sequence path (``InProcessBackend.stream``) and in the scheduler's slots.
+Drafting is shown by the results' counts (``draft_tokens``, ``draft_accepted``), never by timing;
+greedy output is compared token for token with drafting off."""
+
+from __future__ import annotations
+
+import json
+import threading
+
+import pytest
+
+from app.engine.constraints import compile_constraint
+from app.engine.generation import generate
+from app.engine.llm import load_model
+from app.engine.scheduler import Scheduler
+from app.engine.speculative import DraftPolicy, NgramDrafter, Speculation, verify
+
+GREEDY = {"temperature": 0}
+SENTENCE = "the quick brown fox jumps over the lazy dog"
+#: twenty prompts for a random model: some repeat themselves, so its greedy reply may too
+PROMPTS = [
+    *(f"{w} {w} {w} {w}" for w in ("ab", "hello", "xyz", "one two", "la la")),
+    *(f"{SENTENCE[: 8 + 3 * i]} | {SENTENCE[: 8 + 3 * i]}" for i in range(5)),
+    "hello there",
+    "a b c d e f",
+    "zz yy xx",
+    "0 1 2 3 4 5 6 7 8 9 0 1 2 3",
+    "abcabcabcabc",
+    "print(x)\nprint(x)\nprint(",
+    "def f(x):\n    return x\n\ndef g(x):\n    return",
+    "{'a': 1, 'b': 2, 'a': 1, 'b':",
+    "- item\n- item\n- item\n-",
+    "the end. the end. the end.",
+]
+
+
+def _tiny(tiny_gguf, seed=3):
+    return tiny_gguf(control_tokens=["<s>", "</s>"], bos="<s>", eos="</s>", seed=seed)
+
+
+def _both(m, prompt, **kwargs):
+    """The generation with drafting off, then on (an in-process model)."""
+    m.backend.ngram_draft = False
+    off = generate(m, prompt, **kwargs).run()
+    m.backend.ngram_draft = True
+    on = generate(m, prompt, **kwargs).run()
+    return off, on
+
+
+# -- the parts, without a model ------------------------------------------------------------------
+
+
+def test_the_drafter_proposes_what_followed_the_longest_matching_tail():
+    d = NgramDrafter([1, 2, 3, 4, 5, 9, 2, 3, 7, 8])
+    d.extend([1, 2, 3])  # the tail 1 2 3 matches at the start (3-gram), 2 3 also later (2-gram)
+    assert d.propose(4) == ([4, 5, 9, 2], 3)
+    d.append(6)  # "2 3 6" unseen, "3 6" unseen, "6" unseen: nothing to propose
+    assert d.propose(4) == ([], 0)
+    d.append(9)  # "9" was followed by 2 3 7
+    assert d.propose(3) == ([2, 3, 7], 1)
+    assert NgramDrafter([5, 5]).propose(0) == ([], 0)
+
+
+def test_the_policy_grows_on_accepted_drafts_and_pauses_after_misses():
+    p = DraftPolicy(k_start=4, k_max=16, strong=3)
+    p.update(0, 3, 4, 4)
+    assert p.k == 8
+    p.update(5, 3, 8, 2)
+    assert p.k == 3
+    for produced in (10, 11):
+        p.update(produced, 1, p.k, 0)  # two weak misses in a row: weak matches pause
+    assert p.size(12, 1) == 0 and p.size(12, 3) > 0
+    assert p.size(11 + 8, 1) > 0  # the pause ends
+
+
+def test_verify_accepts_the_matching_prefix_then_keeps_the_correction():
+    samples = [7, 8, 5, 1]
+    taken: list[int] = []
+    out, accepted = verify(lambda i: samples[i], [7, 8, 9], lambda t: taken.append(t) is None)
+    assert out == [7, 8, 5] and accepted == 2 and taken == out  # each token taken once
+    out, accepted = verify(lambda i: samples[i], [7, 8], lambda t: True)
+    assert out == [7, 8, 5] and accepted == 2  # all accepted: the bonus token is kept
+    out, accepted = verify(lambda i: samples[i], [7, 8], lambda t: t != 8)
+    assert out == [7, 8] and accepted == 1  # the reply ended at 8: nothing after it is sampled
+
+
+def test_a_speculation_reads_its_prompt_with_the_first_kept_token():
+    s = Speculation.start([4, 5, 6, 4, 5])
+    assert s.draft(4) == []  # nothing kept yet
+    s.kept(6)
+    assert s.draft(4) == [4, 5, 6]  # "5 6" was followed by 4 5 6 (most recent ...6 4 5 ... 6)
+
+
+# -- the one-sequence path -----------------------------------------------------------------------
+
+
+def test_greedy_output_is_identical_with_and_without_drafting_on_the_single_path(tiny_gguf):
+    m = load_model(_tiny(tiny_gguf), n_ctx=512, n_threads=1, isolate=False)
+    try:
+        drafted = 0
+        for prompt in PROMPTS:
+            off, on = _both(m, prompt, max_tokens=40, sampling=GREEDY, stop=())
+            assert on.tokens == off.tokens and on.text == off.text, prompt
+            assert on.finish_reason == off.finish_reason
+            assert off.draft_tokens == 0
+            assert 0 <= on.draft_accepted <= on.draft_tokens
+            drafted += on.draft_tokens
+        assert drafted > 0
+    finally:
+        m.close()
+
+
+def test_a_grammar_that_copies_the_prompt_accepts_drafts_and_one_that_differs_rejects_them(tiny_gguf):
+    m = load_model(_tiny(tiny_gguf), n_ctx=512, n_threads=1, isolate=False)
+    try:
+        grammar = f'root ::= "{SENTENCE}"'
+        # the reply copies the prompt: the drafts from the prompt are what the grammar allows
+        off, on = _both(m, f"say: {SENTENCE}\n", max_tokens=60, sampling=GREEDY, grammar=grammar, stop=())
+        assert on.text == off.text == SENTENCE and on.tokens == off.tokens
+        assert on.draft_accepted > 10
+        # the prompt says "cat" where the grammar wants "fox": that draft is rejected
+        other = SENTENCE.replace("fox", "cat").replace("lazy", "busy")
+        off, on = _both(m, f"say: {other}\n", max_tokens=60, sampling=GREEDY, grammar=grammar, stop=())
+        assert on.text == off.text == SENTENCE
+        assert on.draft_accepted > 0 and on.draft_tokens > on.draft_accepted
+    finally:
+        m.close()
+
+
+def test_a_json_schema_constraint_with_drafting_parses_and_rejects_what_it_forbids(tiny_gguf):
+    m = load_model(_tiny(tiny_gguf), n_ctx=1024, n_threads=1, isolate=False)
+    try:
+        schema = {
+            "type": "object",
+            "properties": {"s": {"const": SENTENCE}, "n": {"enum": [7, 8, 9]}},
+            "required": ["s", "n"],
+            "additionalProperties": False,
+        }
+        rf = {"type": "json_schema", "json_schema": {"name": "x", "schema": schema}}
+        c = compile_constraint(m, family=None, tools=None, tool_choice="auto", response_format=rf)
+        copied = json.dumps({"s": SENTENCE.replace("fox", "cat"), "n": 7})
+        prompt = f"copy this: {copied}\n{copied}\n"
+        off, on = _both(m, prompt, max_tokens=120, sampling=GREEDY, constraint=c, stop=())
+        assert on.tokens == off.tokens
+        assert on.finish_reason == "stop"
+        value = json.loads(on.text)
+        assert value["s"] == SENTENCE and isinstance(value["n"], int)
+        # the prompt's "cat" was drafted after "brown " and the constraint rejected it
+        assert on.draft_accepted > 0 and on.draft_tokens > on.draft_accepted
+    finally:
+        m.close()
+
+
+def test_stop_strings_and_max_tokens_are_exact_with_drafting(tiny_gguf):
+    m = load_model(_tiny(tiny_gguf), n_ctx=512, n_threads=1, isolate=False)
+    try:
+        grammar = f'root ::= "{SENTENCE} {SENTENCE}"'
+        prompt = f"say: {SENTENCE} {SENTENCE}\n"
+        for n in (1, 2, 5, 13, 30):
+            off, on = _both(m, prompt, max_tokens=n, sampling=GREEDY, grammar=grammar, stop=())
+            assert on.tokens == off.tokens and len(on.tokens) == n and on.finish_reason == "length"
+        off, on = _both(m, prompt, max_tokens=80, sampling=GREEDY, grammar=grammar, stop=("lazy",))
+        assert on.text == off.text == "the quick brown fox jumps over the "
+        assert on.finish_reason == "stop" and on.draft_accepted > 0
+    finally:
+        m.close()
+
+
+def test_a_cancel_while_drafted_tokens_wait_keeps_none_of_them(tiny_gguf):
+    m = load_model(_tiny(tiny_gguf), n_ctx=512, n_threads=1, isolate=False)
+    try:
+        grammar = f'root ::= "{SENTENCE}"'
+        cancel = threading.Event()
+        gen = generate(
+            m, f"say: {SENTENCE}\n", max_tokens=60, sampling=GREEDY, grammar=grammar, stop=(), cancel=cancel
+        )
+        pieces = []
+        for piece in gen:
+            pieces.append(piece)
+            if gen.model.backend.total_eval and len("".join(pieces)) >= 12:
+                cancel.set()
+        result = gen.result
+        assert result.finish_reason == "cancelled"
+        assert result.text == "".join(pieces) and SENTENCE.startswith(result.text)
+        assert len(result.text) < len(SENTENCE)
+        # the context stays usable and its KV consistent: the same reply again, whole
+        again = generate(m, f"say: {SENTENCE}\n", max_tokens=60, sampling=GREEDY, grammar=grammar, stop=())
+        assert again.run().text == SENTENCE
+    finally:
+        m.close()
+
+
+def test_the_next_turn_reuses_the_kv_of_a_drafted_reply(tiny_gguf):
+    m = load_model(_tiny(tiny_gguf), n_ctx=512, n_threads=1, isolate=False)
+    try:
+        grammar = f'root ::= "{SENTENCE}"'
+        prompt = f"say: {SENTENCE}\n"
+        first = generate(m, prompt, max_tokens=60, sampling=GREEDY, grammar=grammar, stop=()).run()
+        assert first.draft_accepted > 0
+        follow = m.tokenize(prompt) + first.tokens + m.tokenize_text(" and more")
+        second = generate(m, follow, max_tokens=5, sampling=GREEDY, stop=()).run()
+        # only the new text (and the reply's last token, never decoded) is read again
+        assert second.prompt_tokens_evaluated <= len(" and more") + 1
+        m.reset_cache()
+        m.backend.ngram_draft = False
+        fresh = generate(m, follow, max_tokens=5, sampling=GREEDY, stop=()).run()
+        assert fresh.tokens == second.tokens
+    finally:
+        m.close()
+
+
+def test_sampled_generation_runs_with_drafting_and_stays_valid(tiny_gguf):
+    m = load_model(_tiny(tiny_gguf), n_ctx=512, n_threads=1, isolate=False)
+    try:
+        grammar = 'root ::= ("yes" | "no") " " [a-z ]{1,30}'
+        sampling = {"temperature": 0.9, "seed": 11}
+        drafted = 0
+        for prompt in PROMPTS[:8]:
+            r = generate(m, prompt, max_tokens=40, sampling=sampling, grammar=grammar, stop=()).run()
+            head, _, rest = r.text.partition(" ")
+            assert head in ("yes", "no") and set(rest) <= set("abcdefghijklmnopqrstuvwxyz ")
+            free = generate(m, prompt, max_tokens=40, sampling=sampling, stop=()).run()
+            assert free.finish_reason in ("stop", "length") and len(free.tokens) <= 40
+            drafted += r.draft_tokens + free.draft_tokens
+        assert drafted > 0
+    finally:
+        m.close()
+
+
+# -- the scheduler -------------------------------------------------------------------------------
+
+
+def _drive(sched, gids):
+    steps = 0
+    while sched.active:
+        sched.step()
+        for gid in gids:
+            sched.ack(gid)
+        steps += 1
+        assert steps < 5000
+
+
+def test_scheduler_slots_draft_and_keep_their_greedy_output(tiny_gguf):
+    m = load_model(_tiny(tiny_gguf), n_ctx=512, n_threads=1, isolate=False)
+    try:
+        grammar = f'root ::= "{SENTENCE}"'
+        m.backend.ngram_draft = False
+        refs = [generate(m, p, max_tokens=40, sampling=GREEDY, stop=()).run() for p in PROMPTS]
+        copy_ref = generate(m, f"say: {SENTENCE}\n", max_tokens=60, sampling=GREEDY, grammar=grammar).run()
+        m.backend.ngram_draft = True
+        sent: list[tuple] = []
+        sched = Scheduler(m, 3, sent.append, lambda gid: False)
+        assert sched.ngram_draft
+        for gid, p in enumerate(PROMPTS):
+            sched.submit(gid, gid, generate(m, p, max_tokens=40, sampling=GREEDY, stop=()))
+        gid_copy = len(PROMPTS)
+        sched.submit(
+            gid_copy,
+            gid_copy,
+            generate(m, f"say: {SENTENCE}\n", max_tokens=60, sampling=GREEDY, grammar=grammar),
+        )
+        _drive(sched, range(gid_copy + 1))
+        ends = {msg[1]: msg for msg in sent if msg[0] == "end"}
+        assert all(e[2] for e in ends.values())
+        for gid, ref in enumerate(refs):
+            got = ends[gid][3][0]
+            assert got.tokens == ref.tokens and got.text == ref.text, PROMPTS[gid]
+            assert got.finish_reason == ref.finish_reason
+        copy = ends[gid_copy][3][0]
+        assert copy.text == copy_ref.text == SENTENCE and copy.draft_accepted > 10
+        stats = sched.stats
+        assert stats.draft_accepted >= copy.draft_accepted and stats.draft_tokens >= stats.draft_accepted
+        assert stats.max_seqs_in_batch >= 2
+        sched.close()
+    finally:
+        m.close()
+
+
+def test_scheduler_drafting_keeps_constraints_stops_and_budgets(tiny_gguf):
+    m = load_model(_tiny(tiny_gguf), n_ctx=1024, n_threads=1, isolate=False)
+    try:
+        schema = {"type": "object", "properties": {"s": {"const": SENTENCE}}, "required": ["s"]}
+        rf = {"type": "json_schema", "json_schema": {"name": "x", "schema": schema}}
+        c = compile_constraint(m, family=None, tools=None, tool_choice="auto", response_format=rf)
+        copied = json.dumps({"s": SENTENCE.replace("fox", "cat")})
+        grammar = f'root ::= "{SENTENCE} {SENTENCE}"'
+        said = f"say: {SENTENCE} {SENTENCE}\n"
+        cases = [
+            (f"copy: {copied}\n{copied}\n", {"max_tokens": 100, "constraint": c, "stop": ()}),
+            (said, {"max_tokens": 13, "grammar": grammar, "stop": ()}),
+            (said, {"max_tokens": 80, "grammar": grammar, "stop": ("lazy",)}),
+        ]
+        m.backend.ngram_draft = False
+        refs = [generate(m, p, sampling=GREEDY, **kw).run() for p, kw in cases]
+        m.backend.ngram_draft = True
+        sent: list[tuple] = []
+        sched = Scheduler(m, 3, sent.append, lambda gid: False)
+        for gid, (p, kw) in enumerate(cases):
+            sched.submit(gid, gid, generate(m, p, sampling=GREEDY, **kw))
+        _drive(sched, range(len(cases)))
+        ends = {msg[1]: msg[3][0] for msg in sent if msg[0] == "end"}
+        for gid, ref in enumerate(refs):
+            assert ends[gid].tokens == ref.tokens and ends[gid].text == ref.text
+            assert ends[gid].finish_reason == ref.finish_reason
+        assert json.loads(ends[0].text) == {"s": SENTENCE}
+        assert ends[0].draft_tokens > ends[0].draft_accepted > 0  # "cat" was drafted and rejected
+        assert len(ends[1].tokens) == 13 and ends[1].finish_reason == "length"
+        assert ends[2].text == "the quick brown fox jumps over the " and ends[2].finish_reason == "stop"
+        sched.close()
+    finally:
+        m.close()
+
+
+def test_scheduler_cancel_while_drafted_tokens_wait(tiny_gguf):
+    m = load_model(_tiny(tiny_gguf), n_ctx=512, n_threads=1, isolate=False)
+    try:
+        grammar = f'root ::= "{SENTENCE}"'
+        cancelled: set[int] = set()
+        sent: list[tuple] = []
+        sched = Scheduler(m, 2, sent.append, cancelled.__contains__)
+        sched.submit(0, 0, generate(m, f"say: {SENTENCE}\n", max_tokens=60, sampling=GREEDY, grammar=grammar))
+        sched.submit(1, 1, generate(m, f"say: {SENTENCE}\n", max_tokens=60, sampling=GREEDY, grammar=grammar))
+        steps = 0
+        while sched.active:
+            sched.step()
+            steps += 1
+            assert steps < 2000
+            job = sched.jobs.get(0)
+            if job is not None and len(job.held) > 1:
+                cancelled.add(0)  # drafts accepted and waiting for the reader: dropped
+            sched.ack(0)
+            sched.ack(1)
+        ends = {msg[1]: msg[3][0] for msg in sent if msg[0] == "end"}
+        assert ends[0].finish_reason == "cancelled" and SENTENCE.startswith(ends[0].text)
+        assert len(ends[0].text) < len(SENTENCE)
+        assert ends[1].text == SENTENCE and ends[1].draft_accepted > 0
+        # the slot's KV is consistent: a new prompt reuses it and the output is unchanged
+        sent.clear()
+        sched.submit(2, 2, generate(m, f"say: {SENTENCE}\n", max_tokens=60, sampling=GREEDY, grammar=grammar))
+        _drive(sched, (2,))
+        (end,) = [msg for msg in sent if msg[0] == "end"]
+        assert end[3][0].text == SENTENCE
+        sched.close()
+    finally:
+        m.close()
+
+
+# -- in the engine process -----------------------------------------------------------------------
+
+
+def test_engine_processes_pass_the_draft_setting_and_stream_identical_greedy_output(tiny_gguf, monkeypatch):
+    path = _tiny(tiny_gguf)
+    grammar = f'root ::= "{SENTENCE}"'
+    prompts = [f"say: {SENTENCE}\n", *PROMPTS[:3]]
+    results = {}
+    for parallel, ngram in ((1, False), (1, True), (3, True)):
+        monkeypatch.setenv("CALLISTO_ENGINE_PARALLEL", str(parallel))
+        m = load_model(path, n_ctx=512, n_threads=1, ngram_draft=ngram)
+        try:
+            gens = [
+                generate(m, p, max_tokens=40, sampling=GREEDY, stop=(), grammar=grammar if i == 0 else None)
+                for i, p in enumerate(prompts)
+            ]
+            threads = [threading.Thread(target=g.run) for g in gens]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join(120)
+            results[(parallel, ngram)] = [g.result for g in gens]
+        finally:
+            m.close()
+    off = results[(1, False)]
+    assert all(r.draft_tokens == 0 for r in off)
+    for key in ((1, True), (3, True)):
+        for ref, got in zip(off, results[key], strict=True):
+            assert got.tokens == ref.tokens
+        assert results[key][0].draft_accepted > 10
+
+
+# -- SmolLM2 -------------------------------------------------------------------------------------
+
+
+def _copy_prompts(m):
+    from app.engine.messages import Message
+    from app.engine.render import render_prompt
+
+    lines = [
+        "The meeting is moved to Thursday at 3 pm in room 12.",
+        "Please send the report to alice@example.com by Friday.",
+        "def add(a, b):\n    return a + b",
+        "Buy milk, eggs, bread and two apples.",
+        "The train to Paris leaves from platform 4 at 9:15.",
+    ]
+    asks = ["Repeat this text exactly: {}", "Copy the following verbatim: {}", "Quote: {}", "Say again: {}"]
+    return [
+        render_prompt(m, [Message(role="user", content=a.format(line))]).text for a in asks for line in lines
+    ]
+
+
+@pytest.mark.live
+def test_live_smollm2_greedy_identical_with_drafting_and_drafts_accepted(smollm2_path, monkeypatch):
+    m = load_model(smollm2_path, n_ctx=1024, n_threads=1, isolate=False)
+    try:
+        prompts = _copy_prompts(m)
+        assert len(prompts) == 20
+        accepted = 0
+        refs = []
+        for p in prompts:
+            off, on = _both(m, p, max_tokens=48, sampling=GREEDY)
+            assert on.tokens == off.tokens, p
+            accepted += on.draft_accepted
+            refs.append(off)
+        assert accepted > 20
+    finally:
+        m.close()
+    # the scheduler, four slots streaming at once
+    monkeypatch.setenv("CALLISTO_ENGINE_PARALLEL", "4")
+    m = load_model(smollm2_path, n_ctx=1024, n_threads=1)
+    try:
+        gens = [generate(m, p, max_tokens=48, sampling=GREEDY) for p in prompts[:8]]
+        threads = [threading.Thread(target=g.run) for g in gens]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(300)
+        for ref, g in zip(refs, gens, strict=False):
+            assert g.result.tokens == ref.tokens
+        stats = m.backend.scheduler_stats()
+        assert stats["draft_accepted"] > 0 and stats["max_seqs_in_batch"] >= 2
+    finally:
+        m.close()
