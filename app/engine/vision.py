@@ -734,12 +734,11 @@ class Projector:
         target = total - min(max(0, keep_last), trailing_text)
 
         # the common prefix with what the KV holds, never ending inside an image
-        cached = llm.input_ids[: llm.n_tokens]
-        common = 0
-        for a, b in zip(cached, ids, strict=False):
-            if int(a) != b:
-                break
-            common += 1
+        import numpy as np
+
+        m = min(int(llm.n_tokens), total)
+        differ = np.flatnonzero(llm.input_ids[:m] != np.asarray(ids[:m], dtype=llm.input_ids.dtype))
+        common = int(differ[0]) if differ.size else m
         for seg in prompt.segments:
             if seg.kind == "image" and seg.start < common < seg.end:
                 common = seg.start
