@@ -105,6 +105,7 @@ def test_a_turn_streams_beside_the_servers_requests_and_says_what_it_waits_for(
     first, second = requests(host, alpha), requests(host, alpha, "a b c")
     assert first.streaming.wait(WAIT) and second.streaming.wait(WAIT)  # both slots stream
     third = requests(host, alpha, "zz yy")  # a request that waits for a slot
+    w.show_page("chat")
     w.compose.setFocus()
     w.compose.setPlainText("Are you there?")
     qtbot.keyClick(w.compose, Qt.Key.Key_Return)
@@ -136,6 +137,7 @@ def test_a_turn_waits_for_the_check_then_takes_a_slot(qtbot, make_window, alpha)
     _start_server(qtbot, w)
     qtbot.waitUntil(lambda: _slots(w) == 2, timeout=DONE)
     release = hold(host, owner="check")  # the Check page's scenario runs alone on the engine thread
+    w.show_page("chat")
     w.compose.setFocus()
     w.compose.setPlainText("Hello?")
     qtbot.keyClick(w.compose, Qt.Key.Key_Return)
