@@ -3,14 +3,17 @@
 ``chat.tool_format`` is a dropdown built from ``app.engine.formats.tool_format_choices()``
 (auto, each family by label, none); the family detected for the loaded model is shown
 beside "auto". :meth:`SettingsDialog.open_at` focuses one setting (the notice banner's
-link uses it). The "This model" tab holds per-model overrides of tool format and sampling.
-Each tab has its own builder (``_build_<tab>_tab``); the fields the tabs share (the sampling
-form, the GPU layers spin box) live in ``app.ui.settings_fields``.
+link uses it). Each tab has its own builder (``_build_<tab>_tab``): the Model tab and the
+"This model" tab (per-model overrides of tool format, KV cache, speculative decoding, thinking
+and sampling) are parts of their own (``app.ui.settings_model_tab``), the MCP part of the Tools
+tab too (``app.ui.settings_tools_tab``); the fields the tabs share (the sampling form, the GPU
+layers spin box) live in ``app.ui.settings_fields``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from operator import attrgetter
 from typing import Any
 
 from PySide6.QtCore import Qt
@@ -30,17 +33,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.storage.settings import (
-    ApprovalDefault,
-    ModelOverride,
-    SamplingOverride,
-    Settings,
-    draft_model_problem,
-    model_key,
-)
-from app.ui.settings_fields import GpuLayersSpin, SamplingForm, model_sampling_defaults, number_box
+from app.storage.settings import ApprovalDefault, Settings
+from app.ui.settings_fields import SamplingForm, model_sampling_defaults, number_box
+from app.ui.settings_model_tab import ModelOverrideTab, ModelTab
 from app.ui.theme import THEMES
-from app.ui.thinking_control import override_fields, override_values
 
 __all__ = ["CONTEXT_POLICIES", "SettingsDialog", "format_choices"]
 
@@ -51,32 +47,6 @@ CONTEXT_POLICIES = (
     ("truncate_middle", "Keep the first exchange, forget the ones after it"),
 )
 
-#: The KV cache types (``model.kv_type``; ``app.engine.models.estimate.KV_CACHE_TYPES``), in plain words.
-KV_TYPES = (
-    ("f16", "f16 (full precision)"),
-    ("q8_0", "q8_0 (about half the memory)"),
-    ("q4_0", "q4_0 (about a quarter of the memory)"),
-)
-_KV_HINT = (
-    "The type of the KV cache, the memory a conversation's context takes: q8_0 about halves it and "
-    "changes replies only where the model hesitates between two words; q4_0 saves more and changes "
-    "more. A quantized cache needs flash attention (without it the cache stays f16). The model reloads "
-    "when it changes."
-)
-_ON_OFF = ((True, "On"), (False, "Off"))
-_NGRAM_HINT = (
-    "Speculative decoding without a second model: the engine guesses the next tokens from text "
-    "already in the conversation (a tool call that repeats its arguments, code being rewritten) and "
-    "the model checks the guesses in one step. Replies are the same; it turns itself off where it "
-    "does not pay. The model reloads when it changes."
-)
-_DRAFT_HINT = (
-    "A second, small GGUF with the same vocabulary as the model (a smaller model of the same family) "
-    "that drafts tokens the model then checks in one step. Empty: none. The model reloads when it "
-    "changes."
-)
-#: the draft model choices of the "This model" tab besides a file: the global value, or none
-_DRAFT_INHERIT = ((None, "Use the global setting"), ("", "None (no draft model)"))
 _FALLBACK_CHOICES = [("auto", "Automatic (from the model's template)"), ("none", "No tools")]
 
 
@@ -102,7 +72,27 @@ def _auto_label(detected_label: str | None, have_model: bool) -> str:
 
 
 class SettingsDialog(QDialog):
-    """Edits a copy of the settings; :meth:`result_settings` gives the edited copy."""
+    """Edits a copy of the settings; :meth:`result_settings` gives the edited copy. The Model and
+    This model tabs' fields are read through the dialog too (``dlg.kv_type``, ``dlg.model_kv_type``)."""
+
+    # the Model and This model tabs' fields, read through the dialog
+    context_length = property(attrgetter("model_tab.context_length"))
+    gpu_layers = property(attrgetter("model_tab.gpu_layers"))
+    threads = property(attrgetter("model_tab.threads"))
+    kv_type = property(attrgetter("model_tab.kv_type"))
+    flash_attn = property(attrgetter("model_tab.flash_attn"))
+    kv_store_mib = property(attrgetter("model_tab.kv_store_mib"))
+    ngram_draft = property(attrgetter("model_tab.ngram_draft"))
+    draft_model = property(attrgetter("model_tab.draft_model"))
+    model_tool_format = property(attrgetter("override_tab.model_tool_format"))
+    model_context_policy = property(attrgetter("override_tab.model_context_policy"))
+    model_kv_type = property(attrgetter("override_tab.model_kv_type"))
+    model_flash_attn = property(attrgetter("override_tab.model_flash_attn"))
+    model_ngram_draft = property(attrgetter("override_tab.model_ngram_draft"))
+    model_draft_model = property(attrgetter("override_tab.model_draft_model"))
+    model_thinking = property(attrgetter("override_tab.model_thinking"))
+    model_thinking_budget = property(attrgetter("override_tab.model_thinking_budget"))
+    model_sampling = property(attrgetter("override_tab.model_sampling"))
 
     def __init__(
         self,
@@ -232,70 +222,8 @@ class SettingsDialog(QDialog):
         )
 
     def _build_model_tab(self) -> None:
-        model, f = self._form_page()
-        self.context_length = number_box(
-            "model.context_length",
-            (256, 1_048_576),
-            self.settings.model.context_length,
-            step=1024,
-            tooltip="How many tokens of conversation (with tool descriptions) the model "
-            "can see; more needs more memory. The model reloads when it changes.",
-        )
-        self.gpu_layers = GpuLayersSpin(self.settings.model.gpu_layers)
-        self.threads = number_box(
-            "model.threads", (0, 256), self.settings.model.threads or 0, off="automatic"
-        )
-        self.gpu_layers.setToolTip(
-            'Layers computed on the GPU. "automatic" (the default) puts every layer '
-            "on the GPU when this llama.cpp build has a GPU backend (Metal, CUDA, "
-            'Vulkan) and none otherwise; "all" = every layer, 0 = CPU only. Lower '
-            "it if a large model does not fit in the GPU's memory."
-        )
-        f.addRow("Context length (tokens)", self.context_length)
-        f.addRow("GPU layers", self.gpu_layers)
-        f.addRow("Threads", self.threads)
-        self.kv_type = self._choice("model.kv_type", KV_TYPES, self.settings.model.kv_type, tooltip=_KV_HINT)
-        self.flash_attn = self._choice("model.flash_attn", _ON_OFF, self.settings.model.flash_attn)
-        self.kv_store_mib = number_box(
-            "model.kv_store_mib",
-            (0, 1_048_576),
-            self.settings.model.kv_store_mib,
-            step=512,
-            suffix=" MiB",
-            off="off",
-            tooltip="A conversation's KV cache is saved on disk when you leave it and restored when you come "
-            "back, also after a restart, so its next reply starts at once. At most this much disk; the "
-            "least recently used are deleted first. 0 turns it off.",
-        )
-        f.addRow("KV cache type", self.kv_type)
-        f.addRow("Flash attention", self.flash_attn)
-        f.addRow("Saved conversation caches", self.kv_store_mib)
-        self.ngram_draft = self._choice(
-            "model.ngram_draft",
-            ((True, "N-gram drafting on"), (False, "Off")),
-            self.settings.model.ngram_draft,
-            tooltip=_NGRAM_HINT,
-        )
-        self.draft_model = QLineEdit(self.settings.model.draft_model or "")
-        self.draft_model.setObjectName("model.draft_model")
-        self.draft_model.setPlaceholderText("none: a small .gguf with the model's vocabulary")
-        self.draft_model.setToolTip(_DRAFT_HINT)
-        f.addRow("Speculative decoding", self.ngram_draft)
-        f.addRow("Draft model", self._with_browse(self.draft_model, folder=False, gguf=True))
-        self._add_tab(
-            model,
-            "Model",
-            {
-                "model.context_length": self.context_length,
-                "model.gpu_layers": self.gpu_layers,
-                "model.threads": self.threads,
-                "model.kv_type": self.kv_type,
-                "model.flash_attn": self.flash_attn,
-                "model.kv_store_mib": self.kv_store_mib,
-                "model.ngram_draft": self.ngram_draft,
-                "model.draft_model": self.draft_model,
-            },
-        )
+        self.model_tab = ModelTab(self.settings, self._choice)
+        self._add_tab(self.model_tab, "Model", self.model_tab.controls())
 
     def _build_tools_tab(self) -> None:
         tools, f = self._form_page()
@@ -343,62 +271,16 @@ class SettingsDialog(QDialog):
         self._add_tab(look, "Appearance", {"window.theme": self.theme})
 
     def _build_override_tab(self, model_name: str | None) -> None:
-        """This model: its own tool format, context policy and sampling (when a model is loaded)."""
-        per = QWidget()
-        v = QVBoxLayout(per)
-        self.model_tool_format: QComboBox | None = None
-        self.model_sampling: SamplingForm | None = None
-        self.model_context_policy: QComboBox | None = None
-        self.model_kv_type: QComboBox | None = None
-        self.model_flash_attn: QComboBox | None = None
-        self.model_ngram_draft: QComboBox | None = None
-        self.model_draft_model: QComboBox | None = None
-        self.model_thinking: Any = None  # the model's thinking (issue 30)
-        self.model_thinking_budget: Any = None
-        model_path = self.model_path
-        if model_path is None:
-            v.addWidget(QLabel("Load a model to give it its own tool format and sampling."))
-        else:
-            v.addWidget(QLabel(f"Overrides for <b>{model_name or model_path}</b> (unchecked: global value)."))
-            f2 = QFormLayout()
-            ov = self.settings.override_for(model_path)
-
-            def inherited(name: str, choices: Sequence[tuple[Any, str]], tooltip: str = "") -> QComboBox:
-                """The override's choice ``name``: first "Use the global setting" (None)."""
-                own = [(None, "Use the global setting"), *choices]
-                return self._choice(
-                    f"override.{name}", own, getattr(ov, name) if ov else None, tooltip=tooltip
-                )
-
-            self.model_tool_format = inherited("tool_format", self._format_choices(True))
-            f2.addRow("Tool-call format", self.model_tool_format)
-            self.model_context_policy = inherited("context_policy", CONTEXT_POLICIES)
-            f2.addRow("When the chat is full", self.model_context_policy)
-            self.model_kv_type = inherited("kv_type", KV_TYPES, _KV_HINT)
-            f2.addRow("KV cache type", self.model_kv_type)
-            self.model_flash_attn = inherited("flash_attn", _ON_OFF)
-            f2.addRow("Flash attention", self.model_flash_attn)
-            self.model_ngram_draft = inherited("ngram_draft", _ON_OFF, _NGRAM_HINT)
-            f2.addRow("Speculative decoding", self.model_ngram_draft)
-            own_draft = ov.draft_model if ov else None
-            self.model_draft_model = self._choice(
-                "override.draft_model",
-                [*_DRAFT_INHERIT, *([(own_draft, own_draft)] if own_draft else [])],
-                own_draft,
-                tooltip=_DRAFT_HINT,
-            )
-            f2.addRow("Draft model", self._draft_row(self.model_draft_model))
-            self.model_thinking, self.model_thinking_budget = override_fields(ov)
-            f2.addRow("Thinking", self.model_thinking)
-            f2.addRow("Thinking budget", self.model_thinking_budget)
-            v.addLayout(f2)
-            self.model_sampling = SamplingForm("the global value", max_tokens_optional=True)
-            self.model_sampling.set_values(
-                ov.sampling.model_dump() if ov else {}, defaults=self.settings.sampling.model_dump()
-            )
-            v.addWidget(self.model_sampling)
-        v.addStretch(1)
-        self._add_tab(per, "This model", {"model_override.tool_format": self.model_tool_format or per})
+        """This model: its own tool format, context policy, KV cache, drafting, thinking and sampling."""
+        self.override_tab = tab = ModelOverrideTab(
+            self.settings,
+            self.model_path,
+            model_name,
+            choice=self._choice,
+            format_choices=self._format_choices(True),
+            context_policies=CONTEXT_POLICIES,
+        )
+        self._add_tab(tab, "This model", {"model_override.tool_format": tab.model_tool_format or tab})
 
     # -- helpers -------------------------------------------------------------------------------
     def _format_choices(self, have_model: bool) -> list[tuple[str, str]]:
@@ -426,7 +308,7 @@ class SettingsDialog(QDialog):
             i = combo.count() - 1
         combo.setCurrentIndex(max(i, 0))
 
-    def _with_browse(self, edit: QLineEdit, *, folder: bool, gguf: bool = False) -> QWidget:
+    def _with_browse(self, edit: QLineEdit, *, folder: bool) -> QWidget:
         w = QWidget()
         h = QHBoxLayout(w)
         h.setContentsMargins(0, 0, 0, 0)
@@ -436,8 +318,6 @@ class SettingsDialog(QDialog):
         def browse() -> None:
             if folder:
                 p = QFileDialog.getExistingDirectory(self, "Workspace folder", edit.text())
-            elif gguf:
-                p = self._pick_gguf(edit.text())
             else:
                 p, _ = QFileDialog.getOpenFileName(self, "MCP servers file", edit.text(), "JSON (*.json)")
             if p:
@@ -447,29 +327,9 @@ class SettingsDialog(QDialog):
         h.addWidget(b)
         return w
 
-    def _pick_gguf(self, start: str) -> str:
-        """A draft model chosen in a file dialog ("" when none was)."""
-        p, _ = QFileDialog.getOpenFileName(self, "Draft model", start, "GGUF models (*.gguf)")
-        return p
-
-    def _draft_row(self, combo: QComboBox) -> QWidget:
-        """This model's draft model: the global one, none, or a file (Browse… adds and picks it)."""
-        w = QWidget()
-        h = QHBoxLayout(w)
-        h.setContentsMargins(0, 0, 0, 0)
-        h.addWidget(combo, 1)
-        b = QPushButton("Browse…")
-        b.clicked.connect(lambda: self.choose_draft_model(self._pick_gguf(combo.currentData() or "")))
-        h.addWidget(b)
-        return w
-
     def choose_draft_model(self, path: str) -> None:
         """Make ``path`` this model's draft model in the "This model" tab ("": nothing changes)."""
-        combo = self.model_draft_model
-        if path and combo is not None:
-            if combo.findData(path) < 0:
-                combo.addItem(path, path)
-            self._select(combo, path)
+        self.override_tab.choose_draft_model(path)
 
     def _add_tab(self, w: QWidget, title: str, controls: dict[str, QWidget]) -> None:
         i = self.tabs.addTab(w, title)
@@ -498,14 +358,7 @@ class SettingsDialog(QDialog):
         s.chat.system_prompt = self.system_prompt.toPlainText()
         s.chat.max_tool_rounds = self.max_tool_rounds.value()
         s.sampling = type(s.sampling).model_validate({**s.sampling.model_dump(), **self.sampling.values()})
-        s.model.context_length = self.context_length.value()
-        s.model.gpu_layers = self.gpu_layers.layers()
-        s.model.threads = self.threads.value() or None
-        s.model.kv_type = self.kv_type.currentData()
-        s.model.flash_attn = bool(self.flash_attn.currentData())
-        s.model.kv_store_mib = self.kv_store_mib.value()
-        s.model.ngram_draft = bool(self.ngram_draft.currentData())
-        s.model.draft_model = self._checked_draft(self.draft_model.text(), self.settings.model.draft_model)
+        self.model_tab.apply(s)
         s.tools.workspace = self.workspace.text().strip() or None
         s.tools.default_approval = self.default_approval.currentData()
         allowed = {n.strip() for n in self.always_allowed.text().split(",") if n.strip()}
@@ -515,60 +368,8 @@ class SettingsDialog(QDialog):
         s.tools.mcp_servers_path = self.mcp_path.text().strip() or None
         s.chat.context_policy = self.context_policy.currentData()
         s.window.theme = self.theme.currentData()
-        if (
-            self.model_path is not None
-            and self.model_tool_format is not None
-            and self.model_sampling is not None
-        ):
-            samp = SamplingOverride(**self.model_sampling.values())
-            tf = self.model_tool_format.currentData()
-            cp = self.model_context_policy.currentData() if self.model_context_policy is not None else None
-            kv = self.model_kv_type.currentData() if self.model_kv_type is not None else None
-            fa = self.model_flash_attn.currentData() if self.model_flash_attn is not None else None
-            ng = self.model_ngram_draft.currentData() if self.model_ngram_draft is not None else None
-            dm = self.model_draft_model.currentData() if self.model_draft_model is not None else None
-            if dm:
-                ov0 = self.settings.override_for(self.model_path)
-                dm = self._checked_draft(dm, ov0.draft_model if ov0 else None)
-            th, tb = override_values(self.model_thinking, self.model_thinking_budget)
-            key = model_key(self.model_path)
-            if (
-                tf is None
-                and cp is None
-                and kv is None
-                and fa is None
-                and ng is None
-                and dm is None
-                and (th, tb) == (None, None)
-                and not any(v is not None for v in samp.model_dump().values())
-            ):
-                s.set_override(key, None)
-            else:
-                s.set_override(
-                    key,
-                    ModelOverride(
-                        tool_format=tf,
-                        sampling=samp,
-                        context_policy=cp,
-                        kv_type=kv,
-                        flash_attn=fa,
-                        ngram_draft=ng,
-                        draft_model=dm,
-                    ).model_copy(update={"thinking": th, "thinking_budget": tb}),
-                )
+        self.override_tab.apply(s)
         return s
-
-    @staticmethod
-    def _checked_draft(text: str, saved: str | None) -> str | None:
-        """A draft model path as the settings keep it (None: none); ValueError says why a new one
-        cannot be a draft model (one already saved is kept as it is, even while its file is away)."""
-        path = text.strip()
-        if not path or path == saved:
-            return path or None
-        problem = draft_model_problem(path)
-        if problem is not None:
-            raise ValueError(problem[0].upper() + problem[1:])
-        return path
 
     def _on_buttons_accepted(self) -> None:
         try:
