@@ -52,7 +52,7 @@ from app.engine.errors import (
     ModelLoadError,
 )
 from app.engine.holdback import partial_start
-from app.engine.speculative import Speculation, verify
+from app.engine.speculative import DecodeCost, Speculation, verify
 
 if TYPE_CHECKING:
     from app.engine.generation import Generation
@@ -107,6 +107,8 @@ class InProcessBackend:
         self.kv_store: KVStore | None = None
         #: speculative decoding: draftless n-gram drafting (``app.engine.speculative``)
         self.ngram_draft = bool(ngram_draft)
+        #: what one more token in a decode costs here, learned from the timed decodes
+        self.decode_cost = DecodeCost()
         self._count_evals()
 
     @classmethod
@@ -398,7 +400,9 @@ class InProcessBackend:
                     grammar=grammar_obj,
                     **gen.sampling.llama_kwargs(),
                 )
-                spec = Speculation.start(gen.prompt_tokens) if self.ngram_draft else None
+                spec = (
+                    Speculation.start(gen.prompt_tokens, cost=self.decode_cost) if self.ngram_draft else None
+                )
                 it = self._tokens(gen.prompt_tokens, sampler, run, budget, spec)
             while True:
                 if cancel is not None and cancel.is_set():
@@ -551,7 +555,10 @@ class InProcessBackend:
             room = min(budget - produced, int(llm.n_batch)) - 1
             drafts = spec.draft(room) if spec is not None else []
             if not drafts:
+                t0 = time.perf_counter()
                 llm.eval([tok])
+                if spec is not None:
+                    self.decode_cost.record(1, time.perf_counter() - t0)
                 nxt = int(sampler.sample(ctx, -1))
                 take(nxt)
                 out = [nxt]
@@ -561,7 +568,9 @@ class InProcessBackend:
             batch = [tok, *drafts]
             ctx.kv_cache_seq_rm(-1, p, -1)
             llm._batch.set_batch(batch=batch, n_past=p, logits_all=True)
+            t0 = time.perf_counter()
             ctx.decode(llm._batch)
+            self.decode_cost.record(len(batch), time.perf_counter() - t0)
             self.total_eval += len(batch)
             llm.input_ids[p : p + len(batch)] = batch
             out, accepted = verify(lambda i: int(sampler.sample(ctx, i)), drafts, take)

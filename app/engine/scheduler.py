@@ -43,7 +43,7 @@ from app.engine.backend import GenerationResult, portable
 from app.engine.errors import EngineBusy, GenerationError
 from app.engine.holdback import partial_start
 from app.engine.kvstore import common
-from app.engine.speculative import Speculation, verify
+from app.engine.speculative import DecodeCost, Speculation, verify
 
 if TYPE_CHECKING:
     from app.engine.generation import Generation
@@ -151,6 +151,9 @@ class Scheduler:
         self.stats = SchedulerStats()
         #: draftless n-gram drafting for every slot (the model's ``ngram_draft``)
         self.ngram_draft = bool(getattr(self.backend, "ngram_draft", False))
+        #: what one more token in a decode costs, learned from the steps that decode one slot's
+        #: tokens alone
+        self.decode_cost = DecodeCost()
 
     # -- the child's requests -------------------------------------------------------------------
 
@@ -267,7 +270,7 @@ class Scheduler:
             grammar=grammar,
             **gen.sampling.llama_kwargs(),
         )
-        job.spec = Speculation.start(prompt) if self.ngram_draft else None
+        job.spec = Speculation.start(prompt, cost=self.decode_cost) if self.ngram_draft else None
         # the KV of the longest shared prefix stays; at least the last prompt token is decoded again
         keep = min(common(slot.cached, prompt), len(prompt) - 1)
         self._lib.llama_memory_seq_rm(self._mem, slot.seq, keep, -1)
@@ -335,6 +338,7 @@ class Scheduler:
         seqs: set[int] = set()
         room = self.n_batch
         jobs = list(self.jobs.values())
+        read = False  # prompt tokens in this batch
         # every generating slot's next token has a place; drafts share what is left
         spare = room - sum(1 for j in jobs if j.to_decode is not None)
         for job in jobs:
@@ -368,6 +372,7 @@ class Scheduler:
                 if last:
                     job.sample_at = n
                 n += 1
+            read = True
             slot.cached.extend(prompt[job.fed : job.fed + take])
             job.fed += take
             job.evaluated += take
@@ -379,7 +384,10 @@ class Scheduler:
         if n == 0:
             return
         batch.n_tokens = n
+        t0 = time.perf_counter()
         rc = lib.llama_decode(self._ctx.ctx, batch)
+        if len(seqs) == 1 and not read:  # one slot's next token (and drafts) alone
+            self.decode_cost.record(n, time.perf_counter() - t0)
         self.stats.decode_calls += 1
         self.stats.tokens_decoded += n
         self.stats.max_seqs_in_batch = max(self.stats.max_seqs_in_batch, len(seqs))

@@ -32,10 +32,11 @@ Two drafters:
 * a draft model (``app.engine.inprocess.DraftModel``): a second, small GGUF with the same
   vocabulary that writes K tokens greedily.
 
-:class:`DraftPolicy` adapts K per reply: it doubles while whole drafts are accepted, shrinks to
-what was accepted after a partial one, and after misses in a row pauses drafting for a stretch of
-tokens that doubles each time (a match of the longest n-gram is still tried while weaker ones
-pause), so a reply that copies nothing pays a few verifications in all.
+:class:`DraftPolicy` chooses K per draft: it estimates, per match length, the chance that a
+drafted token is accepted from the reply's own verifications, and drafts only as many tokens as
+pay for their cost in the decode (:class:`DecodeCost`, measured on the decodes themselves): long
+drafts while a copy goes on, none for a match length that keeps missing (tried again some 100
+tokens later), so a reply that copies nothing pays a few short verifications in all.
 
 :func:`verify` is the acceptance loop both paths run (``app.engine.inprocess`` for one sequence,
 ``app.engine.scheduler`` for every slot of one decode). Qt-free, no llama.cpp import.
@@ -43,15 +44,21 @@ pause), so a reply that copies nothing pays a few verifications in all.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-__all__ = ["DraftPolicy", "NgramDrafter", "Speculation", "verify"]
+__all__ = ["DecodeCost", "DraftPolicy", "NgramDrafter", "Speculation", "verify"]
 
 #: n-gram lengths the drafter looks up, longest first
 NGRAM_SIZES = (3, 2, 1)
 #: the most tokens one draft proposes
 MAX_DRAFT = 16
+
+#: a one-token decode's time added by one more token, until a backend has measured it
+DEFAULT_ALPHA = 0.35
+#: the per-token acceptance assumed for a match of 1, 2 and 3+ tokens before a reply says more
+PRIOR = {1: 0.4, 2: 0.55, 3: 0.7}
 
 
 class NgramDrafter:
@@ -96,41 +103,112 @@ class NgramDrafter:
         return [], 0
 
 
+class DecodeCost:
+    """What a verification costs: ``alpha``, the time one more token in a decode adds, as a share
+    of a one-token decode. A CPU decoding a small model is compute-bound (measured here: SmolLM2
+    on one core, 0.4 a token); a GPU reads the weights once for the whole batch (near 0).
+
+    :meth:`record` learns it from the decodes a backend times: a line ``time = a + b n`` fitted
+    to the decodes of n tokens (sums that forget slowly), ``alpha = b / (a + b)``, once decodes of
+    different sizes were seen; until then it is :data:`DEFAULT_ALPHA`, the CPU's, so a draft that
+    cannot pay is not tried. ``CALLISTO_DRAFT_ALPHA`` (a number in (0, 1]) fixes it instead, so
+    the drafts do not depend on timing (tests, comparisons); so does an ``alpha`` given here."""
+
+    FORGET = 0.98
+
+    def __init__(self, alpha: float | None = None):
+        fixed = alpha if alpha is not None else _env_alpha()
+        self.alpha = DEFAULT_ALPHA if fixed is None else fixed
+        self.learns = fixed is None
+        self._w = self._n = self._t = self._nn = self._nt = 0.0
+
+    def record(self, n_tokens: int, seconds: float) -> None:
+        if not self.learns or seconds <= 0 or n_tokens <= 0:
+            return
+        f, n = self.FORGET, float(n_tokens)
+        self._w = self._w * f + 1.0
+        self._n = self._n * f + n
+        self._t = self._t * f + seconds
+        self._nn = self._nn * f + n * n
+        self._nt = self._nt * f + n * seconds
+        mean_n, mean_t = self._n / self._w, self._t / self._w
+        var = self._nn / self._w - mean_n * mean_n
+        if self._w < 8 or var < 0.25:
+            return  # not enough decodes of different sizes yet
+        b = (self._nt / self._w - mean_n * mean_t) / var
+        a = mean_t - b * mean_n
+        if a + b > 0:
+            self.alpha = min(1.0, max(0.02, b / (a + b)))
+
+
+def _env_alpha() -> float | None:
+    try:
+        value = float(os.environ.get("CALLISTO_DRAFT_ALPHA", ""))
+    except ValueError:
+        return None
+    return value if 0 < value <= 1 else None
+
+
 class DraftPolicy:
-    """How many tokens to draft next, per reply (see the module docstring)."""
+    """How many tokens to draft next, per reply (see the module docstring).
 
-    def __init__(self, k_start: int = 4, k_max: int = MAX_DRAFT, strong: int = NGRAM_SIZES[0]):
-        self.k = max(1, min(k_start, k_max))
+    For each match length (1, 2, 3 or more tokens) it estimates the chance a drafted token is
+    accepted, from the reply's own verifications (accepted tokens, and the first rejected one of
+    each draft) over a prior (:data:`PRIOR`); the evidence fades as the reply goes on (0.97 a
+    token), so a match length that stopped paying is tried again some 100 tokens later. The draft
+    length K is the one that maximises the tokens a decode yields over its cost (``1 + alpha K``,
+    :class:`DecodeCost`) under that chance; no draft when none gains ``MIN_GAIN``."""
+
+    MIN_GAIN = 1.02
+    FADE = 0.97
+    WEIGHT = 2.0  # the prior's weight, in verifications
+
+    def __init__(self, cost: DecodeCost | None = None, k_max: int = MAX_DRAFT):
+        self.cost = cost if cost is not None else DecodeCost(DEFAULT_ALPHA)
         self.k_max = k_max
-        #: a match this long is "strong": it is tried while weaker matches pause
-        self.strong = strong
-        self._misses = [0, 0]  # misses in a row, weak and strong
-        self._backoff = [8, 8]  # tokens the next pause lasts
-        self._until = [0, 0]  # the reply's token count before which drafting pauses
+        self._acc = {n: 0.0 for n in PRIOR}  # faded accepted tokens, by match length
+        self._rej = {n: 0.0 for n in PRIOR}  # faded rejections
+        self._at = 0  # the reply's token count the evidence was faded to
 
-    def size(self, produced: int, match: int) -> int:
+    def chance(self, match: int) -> float:
+        n = min(max(match, 1), 3)
+        prior = PRIOR[n]
+        return (self._acc[n] + self.WEIGHT * prior) / (self._acc[n] + self._rej[n] + self.WEIGHT)
+
+    def _fade(self, produced: int) -> None:
+        if produced > self._at:
+            f = self.FADE ** (produced - self._at)
+            for n in PRIOR:
+                self._acc[n] *= f
+                self._rej[n] *= f
+            self._at = produced
+
+    def size(self, produced: int, match: int, room: int | None = None) -> int:
         """The draft length for a match of ``match`` tokens when ``produced`` tokens are kept."""
-        tier = int(match >= self.strong)
-        return 0 if produced < self._until[tier] else self.k
+        if match <= 0:
+            return 0
+        self._fade(produced)
+        p = min(self.chance(match), 0.999)
+        alpha = self.cost.alpha
+        limit = self.k_max if room is None else min(room, self.k_max)
+        best, best_gain = 0, self.MIN_GAIN
+        yielded, term = 1.0, 1.0
+        for k in range(1, limit + 1):
+            term *= p
+            yielded += term  # expected tokens of a draft of k: 1 + p + ... + p^k
+            gain = yielded / (1.0 + alpha * k)
+            if gain > best_gain:
+                best, best_gain = k, gain
+        return best
 
     def update(self, produced: int, match: int, drafted: int, accepted: int) -> None:
-        tier = int(match >= self.strong)
-        if drafted <= 0:
+        if drafted <= 0 or match <= 0:
             return
-        if accepted >= drafted:
-            self.k = min(self.k * 2, self.k_max)
-            self._misses[tier] = 0
-            self._backoff[tier] = 8
-        elif accepted > 0:
-            self.k = max(1, accepted + 1)
-            self._misses[tier] = 0
-        else:
-            self.k = max(1, self.k // 2)
-            self._misses[tier] += 1
-            if self._misses[tier] >= 2:
-                self._misses[tier] = 0
-                self._until[tier] = produced + self._backoff[tier]
-                self._backoff[tier] = min(self._backoff[tier] * 2, 1024)
+        self._fade(produced)
+        n = min(match, 3)
+        self._acc[n] += accepted
+        if accepted < drafted:
+            self._rej[n] += 1.0
 
 
 @dataclass
@@ -157,11 +235,12 @@ class Speculation:
         prompt: Sequence[int],
         *,
         ngram: bool = True,
+        cost: DecodeCost | None = None,
         model_draft: Callable[[int], list[int]] | None = None,
     ) -> Speculation:
         return cls(
             drafter=NgramDrafter() if ngram else None,
-            policy=DraftPolicy(),
+            policy=DraftPolicy(cost),
             prompt=prompt,
             model_draft=model_draft,
         )
@@ -182,15 +261,15 @@ class Speculation:
         if self.drafter is not None:
             toks, n = self.drafter.propose(room)
             if toks:
-                k = self.policy.size(self.produced, n)
+                k = self.policy.size(self.produced, n, len(toks))
                 if k > 0:
                     self._match = n
                     return toks[:k]
         if self.model_draft is not None:
-            k = self.policy.size(self.produced, self.policy.strong)
+            k = self.policy.size(self.produced, 3, room)
             if k > 0:
-                self._match = self.policy.strong
-                return self.model_draft(min(k, room))
+                self._match = 3
+                return self.model_draft(k)
         return []
 
     def verified(self, drafted: int, accepted: int) -> None:
