@@ -91,6 +91,7 @@ class ChatController(WindowPart):
         worker.sig_notice.connect(self._on_worker_notice)
         worker.sig_tool_call_incomplete.connect(self._on_worker_tool_call_incomplete)
         worker.sig_done.connect(self._on_worker_done)
+        worker.sig_load_progress.connect(self.chat.waits.on_progress)  # what a reply's turn waits for
         worker.sig_approval_requested.connect(self._on_worker_approval_requested)
 
     def _on_settings_saved(self) -> None:

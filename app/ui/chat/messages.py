@@ -129,6 +129,7 @@ class AssistantMessage(QFrame):
         self.stats.setVisible(False)
         self._lay.addWidget(self.stats)
         self.started = False  # the first token (or call) arrived
+        self.waiting: str | None = None  # what the turn waits for before it starts (show_wait)
         self.prompt_source: Callable[[], tuple[int, int] | None] | None = None
         self._prompt_timer: QTimer | None = None
         self.counter = LiveCounter()
@@ -258,10 +259,21 @@ class AssistantMessage(QFrame):
         self.prompt_source = source
         self._prompt_timer = self._poll_every(self._prompt_timer, self._poll_prompt, interval_ms)
 
+    def show_wait(self, text: str | None) -> None:
+        """Until the reply starts: ``text`` while its turn waits for a free slot or someone else's
+        job ("Waiting for a free slot: 2 server requests are generating…", the words of the
+        toolbar's progress area), "Processing prompt…" again once ``text`` is None."""
+        if self.started or self.status != "streaming" or text == self.waiting:
+            return
+        self.waiting = text
+        self.status_label.setText(text or "Processing prompt…")
+
     def _poll_prompt(self) -> None:
         if self.started or self.status != "streaming" or self.prompt_source is None:
             if self._prompt_timer is not None:
                 self._prompt_timer.stop()
+            return
+        if self.waiting is not None:  # not this turn's prompt: another slot's (or none yet)
             return
         p = self.prompt_source()
         if p and p[1] > 0:

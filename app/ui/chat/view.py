@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import QEvent, Qt, Signal
+from PySide6.QtCore import QEvent, QObject, Qt, Signal, Slot
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QScrollArea, QVBoxLayout, QWidget
 
 from app.calls import IncompleteCall
@@ -26,7 +26,10 @@ from app.ui.theme import is_dark
 if TYPE_CHECKING:
     from app.storage.history import MessageRecord
 
-__all__ = ["ChatView"]
+__all__ = ["WAIT_PREFIX", "ChatView", "ReplyWaits"]
+
+#: how the worker's progress words begin while a job of the window waits (``app.ui.engine_jobs``)
+WAIT_PREFIX = "Waiting for "
 
 
 class ChatView(QScrollArea):
@@ -75,6 +78,7 @@ class ChatView(QScrollArea):
         self.seen_notice_codes: set[str] = set()
         self.suppress_notice_codes: set[str] = set()
         self.rendered_dark = is_dark()  # the theme the messages' colours were rendered for
+        self.waits = ReplyWaits(self)  # the reply being written says what its turn waits for
 
     def changeEvent(self, e) -> None:  # noqa: N802 (Qt API)
         super().changeEvent(e)
@@ -285,3 +289,19 @@ class ChatView(QScrollArea):
         users = self.user_messages()
         if msg in users:
             self.sig_edit_resend.emit(users.index(msg), text)
+
+
+class ReplyWaits(QObject):
+    """Tells the reply being written in ``chat`` what its turn waits for: the worker's progress
+    words (the toolbar's, ``sig_load_progress``) that begin with "Waiting for ", until the turn
+    starts. A QObject of the chat's thread: the words come from the engine's threads, queued."""
+
+    def __init__(self, chat: ChatView) -> None:
+        super().__init__(chat)
+        self.chat = chat
+
+    @Slot(float, str)
+    def on_progress(self, _fraction: float, what: str) -> None:
+        m = self.chat.current_assistant()
+        if m is not None:
+            m.show_wait(what if what.startswith(WAIT_PREFIX) else None)
