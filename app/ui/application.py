@@ -49,6 +49,7 @@ STATES = (
     "live-call",
     "thinking",
     "theme-switch",
+    "turn-waits",
 )
 SCREENSHOT_LIMIT_S = 60.0
 

@@ -36,6 +36,7 @@ the state is really reached:
   reached when the reply ends first).
 * ``theme-switch``: the window started in the other theme, then switched to the requested one in
   Settings → Appearance once the reply is done (see :mod:`app.ui.dev.screenshot_theme`).
+* ``turn-waits``: a chat turn waiting for a slot the server's requests hold (:mod:`.screenshots_waits`).
 
 ``limit_s`` bounds the wait. When the state is not reached in time, or cannot be reached
 (no model, the load failed, the model called no tool, no banner), nothing is saved, the reason
@@ -53,6 +54,7 @@ from PySide6.QtCore import QObject, QTimer
 from app.ui.dev import screenshot_pages as pages
 from app.ui.dev.screenshot_pages import REMOTE_NAME, StateNotReached
 from app.ui.dev.screenshot_theme import ThemeSwitch
+from app.ui.dev.screenshots_waits import TurnWaits
 
 __all__ = ["MODEL_STATES", "ScreenshotDirector", "StateNotReached"]
 
@@ -96,11 +98,8 @@ class ScreenshotDirector(QObject):
         self.prompt = prompt or DEFAULT_PROMPTS.get(state, "Hello!")
         self.exit_code = 0
         self.error: str | None = None
-        self._done = False
-        self._sent = False
-        self._turn_done = False
-        self._library_scanned = False
-        self._models_shown = False
+        self._done = self._sent = self._turn_done = False
+        self._library_scanned = self._models_shown = False
         self._settings_dialog: Any = None
         self._check_started = False
         self._check_result: dict[str, Any] | None = None
@@ -108,6 +107,7 @@ class ScreenshotDirector(QObject):
         self.force_tool = force_tool
         self._format_set = False
         self._theme_switch = ThemeSwitch(self, switch_to)
+        self._turn_waits = TurnWaits(self)
         self._poll = QTimer(self)
         self._poll.setInterval(50)
         self._poll.timeout.connect(self._on_poll_timeout)
@@ -189,6 +189,7 @@ class ScreenshotDirector(QObject):
             (("live-call",), self._step_live_call),
             (("thinking",), self._step_thinking),
             (("theme-switch",), self._theme_switch.step),
+            (("turn-waits",), self._turn_waits.step),
             (EXTRA_MODEL_STATES, self._step_extra),
             (MODEL_STATES, self._step_reply),
         ):
@@ -484,11 +485,14 @@ class ScreenshotDirector(QObject):
     def _summary(self) -> str:
         """What the picture shows, in words (tests and the screenshot script read it)."""
         said = pages.summary(self.window, self.state, loaded=self._loaded(), check_result=self._check_result)
-        return self._theme_switch.summary(said) if self.state == "theme-switch" else said
+        if self.state == "theme-switch":
+            return self._theme_switch.summary(said)
+        return self._turn_waits.summary(said) if self.state == "turn-waits" else said
 
     def _finish(self) -> None:
         if self.window.busy:
             self.window.stop()
+        self._turn_waits.end()
         if self._settings_dialog is not None:
             self._settings_dialog.reject()
         if self._remote_server is not None:
