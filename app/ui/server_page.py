@@ -45,7 +45,7 @@ from PySide6.QtWidgets import (
 from app.storage.settings_store import SettingsStore
 from app.ui.labels import wrapped_label
 from app.ui.server_key import KeychainUnavailable, delete_server_key, load_server_key, store_server_key
-from app.ui.server_slots import ServerSlots, SlotsSources, spin_box
+from app.ui.server_slots import ServerSlots, SlotsSources, load_fields, spin_box
 from app.ui.server_snippets import snippets
 
 __all__ = ["LOG_COLUMNS", "ServerPage", "snippets"]
@@ -164,15 +164,11 @@ class ServerPage(QWidget):
             shared=lambda: self.host,
             server=lambda: self.server,
             model_path=self._model_path,
-            n_ctx=lambda: int(self._n_ctx or self.settings.model.context_length),
-            kv_type=lambda: str(self.settings.model.kv_type),
+            n_ctx=lambda: int(self._load_fields()["n_ctx"]),
+            kv_type=lambda: str(self._load_fields()["kv_type"]),
         )
-        self.slots = ServerSlots(form, int(cfg.parallel), sources, self)  # Parallel requests, Active slots
-        self.parallel, self.parallel_note, self.slots_label = (
-            self.slots.box,
-            self.slots.note,
-            self.slots.active,
-        )
+        slots = self.slots = ServerSlots(form, int(cfg.parallel), sources, self)  # Parallel requests…
+        self.parallel, self.parallel_note, self.slots_label = slots.box, slots.note, slots.active
         security = QLabel(
             "Listens on 127.0.0.1 only; requests must name this computer in their Host header; "
             "web pages are refused unless their origin is allowed (server.cors_origins)."
@@ -248,11 +244,10 @@ class ServerPage(QWidget):
             models=[path] if path else [],
             use_library=self._use_library,
             tool_format=self.settings.chat.tool_format,
-            n_ctx=self._n_ctx or self.settings.model.context_length,
-            n_threads=self._n_threads or self.settings.model.threads,
             max_loaded=int(self.max_loaded.value()),
             idle_ttl_s=float(self.idle_ttl.value()),
             parallel=self.slots.value,
+            **self._load_fields(),  # what the chat's model loads with (the models the server loads, too)
         )
         server = ApiServer(
             config,
@@ -404,9 +399,13 @@ class ServerPage(QWidget):
             config = self.server.state.config
             config.idle_ttl_s = float(cfg.idle_ttl_s)  # the next sweep unloads by it
             config.tool_format = self.settings.chat.tool_format
-            config.n_ctx = self._n_ctx or self.settings.model.context_length
-            config.n_threads = self._n_threads or self.settings.model.threads
+            for name, value in self._load_fields().items():
+                setattr(config, name, value)
+            self.server.state.load_settings = config.load_settings()  # the next model it loads
         self._refresh_snippets()
+
+    def _load_fields(self) -> dict[str, Any]:
+        return load_fields(self.settings, self._model_path(), n_ctx=self._n_ctx, n_threads=self._n_threads)
 
     def _on_toggle(self, checked: bool) -> None:
         if checked:

@@ -16,7 +16,7 @@ from typing import Any
 from PySide6.QtCore import QObject, QTimer
 from PySide6.QtWidgets import QFormLayout, QLabel, QSpinBox
 
-__all__ = ["ServerSlots", "SlotsSources", "spin_box"]
+__all__ = ["ServerSlots", "SlotsSources", "load_fields", "spin_box"]
 
 MIB = 1024**2
 
@@ -30,6 +30,28 @@ def spin_box(name: str, span: tuple[int, int, int], tip: str, changed: Callable[
     box.setToolTip(tip)
     box.valueChanged.connect(changed)
     return box
+
+
+def load_fields(
+    settings: Any, model_path: str | None, *, n_ctx: int | None = None, n_threads: int | None = None
+) -> dict[str, Any]:
+    """What a model the server loads itself is loaded with, as ``ServerConfig`` fields: the chat's
+    model's effective settings (``app.storage.settings.effective_settings``: the global ones with
+    its override on top), those the window's own model loads with (``Sessions.load_settings``):
+    its context (``n_ctx``, ``n_threads``: the page's own, where it was given them), GPU layers,
+    threads, the KV cache's type, flash attention and speculative decoding."""
+    from app.storage.settings import effective_settings
+
+    eff = effective_settings(settings, model_path)
+    return {
+        "n_ctx": int(n_ctx or eff.context_length),
+        "n_threads": n_threads or eff.threads,
+        "n_gpu_layers": eff.gpu_layers,  # None: automatic, as the window's (LoadSettings.n_gpu_layers)
+        "kv_type": eff.kv_type,
+        "flash_attn": eff.flash_attn,
+        "ngram_draft": eff.ngram_draft,
+        "draft_model": eff.draft_model,
+    }
 
 
 @dataclass(frozen=True)
