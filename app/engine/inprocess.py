@@ -109,6 +109,8 @@ class InProcessBackend:
         self.ngram_draft = bool(ngram_draft)
         #: what one more token in a decode costs here, learned from the timed decodes
         self.decode_cost = DecodeCost()
+        #: the draft model (``draft_model``), or None
+        self.draft: DraftModel | None = None
         self._count_evals()
 
     @classmethod
@@ -133,12 +135,8 @@ class InProcessBackend:
         ``kv_type`` (f16, q8_0, q4_0) is the KV cache's type for K and V; ``flash_attn`` turns
         flash attention on (llama.cpp needs it for a quantized V cache); ``kv_store``: where the
         conversations' states are saved and restored (``app.engine.kvstore``); ``ngram_draft``:
-        speculative decoding with n-gram drafts (``app.engine.speculative``); ``draft_model``: a
-        second GGUF that drafts (not supported yet: a load that names one is refused)."""
-        if draft_model is not None:
-            raise ModelLoadError(
-                Path(path), "a draft model is not supported yet; n-gram drafting needs none (ngram_draft)"
-            )
+        speculative decoding with n-gram drafts (``app.engine.speculative``); ``draft_model``: the
+        path of a second, small GGUF with the same vocabulary that drafts (:class:`DraftModel`)."""
         if kv_type not in _GGML_KV:
             raise ModelLoadError(
                 Path(path), f"unknown KV cache type {kv_type!r} (one of {', '.join(_GGML_KV)})"
@@ -169,6 +167,14 @@ class InProcessBackend:
         except Exception as exc:  # noqa: BLE001 - llama.cpp reports load failures as ValueError/RuntimeError
             raise ModelLoadError(p, f"llama.cpp could not load the model ({exc})") from exc
         backend = cls(llm, meta, meta.name or p.stem, ngram_draft=ngram_draft)
+        if draft_model is not None:
+            try:
+                backend.draft = DraftModel.load(
+                    draft_model, llm, n_ctx=n_ctx, n_gpu_layers=n_gpu_layers, n_threads=n_threads
+                )
+            except BaseException:
+                backend.close()
+                raise
         if kv_store is not None:
             from app.engine.kvstore import KVStore, fingerprint
 
@@ -217,6 +223,9 @@ class InProcessBackend:
                     except Exception:  # noqa: BLE001 - a state not saved is read again, never a crash
                         log.exception("KV store: the state at close was not saved")
                 llm.close()
+            draft, self.draft = self.draft, None
+            if draft is not None:
+                draft.close()
 
     def reset_cache(self) -> None:
         with self.lock:
@@ -400,9 +409,13 @@ class InProcessBackend:
                     grammar=grammar_obj,
                     **gen.sampling.llama_kwargs(),
                 )
-                spec = (
-                    Speculation.start(gen.prompt_tokens, cost=self.decode_cost) if self.ngram_draft else None
-                )
+                if self.ngram_draft or self.draft is not None:
+                    spec = Speculation.start(
+                        gen.prompt_tokens,
+                        ngram=self.ngram_draft,
+                        cost=self.decode_cost,
+                        model_draft=self.draft.propose if self.draft is not None else None,
+                    )
                 it = self._tokens(gen.prompt_tokens, sampler, run, budget, spec)
             while True:
                 if cancel is not None and cancel.is_set():
@@ -632,6 +645,80 @@ class InProcessBackend:
             "thread",
             self.name,
         )
+
+
+class DraftModel:
+    """A second, small GGUF with the target's vocabulary that drafts for the one-sequence path
+    (``LoadSettings.draft_model``): a llama.cpp context of its own in this process, whose KV
+    follows the sequence's history (the prompt and the kept tokens: its longest shared prefix
+    stays, the rest is read), and which writes K tokens greedily. The target verifies them as it
+    verifies n-gram drafts (``app.engine.speculative``). The scheduler's slots draft n-grams only."""
+
+    def __init__(self, llm: Any):
+        from llama_cpp import _internals as internals
+
+        self.llm = llm
+        self.sampler = internals.LlamaSampler()
+        self.sampler.add_greedy()
+
+    @classmethod
+    def load(
+        cls, path: str, target: Any, *, n_ctx: int, n_gpu_layers: int | None, n_threads: int
+    ) -> DraftModel:
+        """Load ``path`` beside ``target`` (a ``Llama``); ModelLoadError when it cannot be loaded
+        or its vocabulary is not the target's."""
+        from llama_cpp import Llama
+
+        p = Path(path)
+        if not p.is_file():
+            raise ModelLoadError(p, "the draft model's file does not exist")
+        try:
+            llm = Llama(
+                model_path=str(p),
+                n_ctx=n_ctx,
+                n_gpu_layers=resolve_gpu_layers(n_gpu_layers),
+                n_threads=int(n_threads),
+                n_threads_batch=int(n_threads),
+                n_batch=min(512, n_ctx),
+                verbose=False,
+            )
+        except Exception as exc:  # noqa: BLE001 - llama.cpp reports load failures as ValueError/RuntimeError
+            raise ModelLoadError(p, f"llama.cpp could not load the draft model ({exc})") from exc
+        n = int(target.n_vocab())
+        sample = range(0, n, max(1, n // 512))
+        if int(llm.n_vocab()) != n or any(
+            llm.detokenize([t], special=True) != target.detokenize([t], special=True) for t in sample
+        ):
+            llm.close()
+            raise ModelLoadError(p, "the draft model's vocabulary is not the model's: it cannot draft for it")
+        return cls(llm)
+
+    def propose(self, history: Sequence[int], k: int) -> list[int]:
+        """``k`` tokens the draft model writes greedily after ``history``."""
+        llm = self.llm
+        if k <= 0 or len(history) + k >= int(llm.n_ctx()):
+            return []
+        n = int(llm.n_tokens)
+        shared = 0
+        for a, b in zip(llm.input_ids[:n], history, strict=False):
+            if a != b:
+                break
+            shared += 1
+        keep = min(shared, len(history) - 1)  # the last token is read again: its logits
+        llm._ctx.kv_cache_seq_rm(-1, keep, -1)
+        llm.n_tokens = keep
+        llm.eval(history[keep:])
+        out: list[int] = []
+        for i in range(k):
+            tok = int(self.sampler.sample(llm._ctx, -1))
+            out.append(tok)
+            if i < k - 1:
+                llm.eval([tok])
+        return out
+
+    def close(self) -> None:
+        self.sampler.close()
+        self.llm.close()
 
 
 # --- grammar validation -------------------------------------------------------------

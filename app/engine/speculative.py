@@ -223,7 +223,9 @@ class Speculation:
     policy: DraftPolicy
     prompt: Sequence[int] = ()
     #: a draft model's proposer, ``(history, k) -> tokens`` (None: n-gram only)
-    model_draft: Callable[[int], list[int]] | None = None
+    model_draft: Callable[[Sequence[int], int], list[int]] | None = None
+    #: the prompt and the kept tokens (kept for a draft model only)
+    history: list[int] | None = None
     drafted: int = 0
     accepted: int = 0
     produced: int = 0
@@ -236,13 +238,14 @@ class Speculation:
         *,
         ngram: bool = True,
         cost: DecodeCost | None = None,
-        model_draft: Callable[[int], list[int]] | None = None,
+        model_draft: Callable[[Sequence[int], int], list[int]] | None = None,
     ) -> Speculation:
         return cls(
             drafter=NgramDrafter() if ngram else None,
             policy=DraftPolicy(cost),
             prompt=prompt,
             model_draft=model_draft,
+            history=None if model_draft is None else list(prompt),
         )
 
     def kept(self, token: int) -> None:
@@ -250,6 +253,8 @@ class Speculation:
             if self.produced == 0:
                 self.drafter.extend(self.prompt)
             self.drafter.append(int(token))
+        if self.history is not None:
+            self.history.append(int(token))
         self.produced += 1
 
     def draft(self, room: int) -> list[int]:
@@ -265,11 +270,11 @@ class Speculation:
                 if k > 0:
                     self._match = n
                     return toks[:k]
-        if self.model_draft is not None:
+        if self.model_draft is not None and self.history is not None:
             k = self.policy.size(self.produced, 3, room)
             if k > 0:
                 self._match = 3
-                return self.model_draft(k)
+                return self.model_draft(self.history, k)[:k]
         return []
 
     def verified(self, drafted: int, accepted: int) -> None:

@@ -453,3 +453,52 @@ def test_live_smollm2_greedy_identical_with_drafting_and_drafts_accepted(smollm2
         assert stats["draft_accepted"] > 0 and stats["max_seqs_in_batch"] >= 2
     finally:
         m.close()
+
+
+# -- a draft model -------------------------------------------------------------------------------
+
+
+def test_a_draft_model_with_the_same_vocabulary_drafts_and_greedy_output_is_unchanged(tiny_gguf, monkeypatch):
+    target = _tiny(tiny_gguf, seed=3)
+    twin = _tiny(tiny_gguf, seed=3)  # the model itself as its draft: every draft is accepted
+    other = _tiny(tiny_gguf, seed=5)  # the same vocabulary, other weights: most are rejected
+    ref = load_model(target, n_ctx=512, n_threads=1, isolate=False, ngram_draft=False)
+    try:
+        refs = [generate(ref, p, max_tokens=30, sampling=GREEDY, stop=()).run() for p in PROMPTS[:6]]
+    finally:
+        ref.close()
+    for draft, all_accepted in ((twin, True), (other, False)):
+        m = load_model(
+            target, n_ctx=512, n_threads=1, isolate=False, ngram_draft=False, draft_model=str(draft)
+        )
+        try:
+            drafted = accepted = 0
+            for p, r in zip(PROMPTS[:6], refs, strict=True):
+                got = generate(m, p, max_tokens=30, sampling=GREEDY, stop=()).run()
+                assert got.tokens == r.tokens, p
+                drafted += got.draft_tokens
+                accepted += got.draft_accepted
+            assert drafted > 0
+            if all_accepted:
+                assert accepted == drafted
+            else:
+                assert accepted < drafted
+        finally:
+            m.close()
+    # through an engine process: the setting reaches the child
+    monkeypatch.setenv("CALLISTO_ENGINE_PARALLEL", "1")
+    m = load_model(target, n_ctx=512, n_threads=1, ngram_draft=False, draft_model=str(twin))
+    try:
+        got = generate(m, PROMPTS[0], max_tokens=30, sampling=GREEDY, stop=()).run()
+        assert got.tokens == refs[0].tokens and got.draft_accepted > 0
+    finally:
+        m.close()
+
+
+def test_a_draft_model_with_another_vocabulary_is_refused(tiny_gguf):
+    from app.engine.errors import ModelLoadError
+
+    target = _tiny(tiny_gguf)
+    alien = tiny_gguf(control_tokens=["<s>", "</s>", "<x>"], bos="<s>", eos="</s>", seed=3)
+    with pytest.raises(ModelLoadError, match="vocabulary"):
+        load_model(target, n_ctx=512, n_threads=1, isolate=False, draft_model=str(alien))
