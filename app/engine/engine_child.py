@@ -8,7 +8,9 @@ arrive (a tokenize call, a cancel) are answered between two tokens.
 Loaded with ``parallel`` N > 1 (the load's ``parallel``), the child keeps an
 ``app.engine.scheduler.Scheduler``: a ``run`` joins its slots instead of running alone, and the
 loop answers what came in, then runs one decode step for every slot, until none is active; the
-messages each generation sees are the same.
+messages each generation sees are the same. The load's speculative decoding settings
+(``ngram_draft``, ``draft_model``: ``app.engine.speculative``) reach the model's load as they
+are; the slots draft n-grams only, so a draft model is loaded for one slot alone.
 
 Requests and replies are tuples (see ``engine_process``):
 
@@ -383,6 +385,12 @@ def main(channel: str) -> int:
     parallel = int(args.pop("parallel", 1) or 1)
     try:
         if parallel > 1:
+            if args.pop("draft_model", None) is not None:
+                # the slots draft n-grams only (``app.engine.scheduler``): a draft model would sit idle
+                print(
+                    "callisto: a draft model is not used with parallel slots; n-gram drafting is",
+                    file=sys.stderr,
+                )
             # the scheduler's context holds every slot's KV: the model's own context (which
             # generates nothing here) is kept as small as llama.cpp allows
             n_ctx = int(args["n_ctx"])

@@ -493,6 +493,15 @@ def test_a_draft_model_with_the_same_vocabulary_drafts_and_greedy_output_is_unch
         assert got.tokens == refs[0].tokens and got.draft_accepted > 0
     finally:
         m.close()
+    # slots draft n-grams only: the draft model is left out, the engine serves as without it
+    monkeypatch.setenv("CALLISTO_ENGINE_PARALLEL", "2")
+    m = load_model(target, n_ctx=512, n_threads=1, ngram_draft=False, draft_model=str(twin))
+    try:
+        assert m.backend.parallel == 2
+        got = generate(m, PROMPTS[0], max_tokens=30, sampling=GREEDY, stop=()).run()
+        assert got.tokens == refs[0].tokens and got.draft_tokens == 0
+    finally:
+        m.close()
 
 
 def test_a_draft_model_with_another_vocabulary_is_refused(tiny_gguf):
