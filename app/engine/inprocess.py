@@ -105,8 +105,11 @@ class InProcessBackend:
         self.n_gpu_layers = int(llm.model_params.n_gpu_layers)
         #: where conversations' KV states are saved and restored (``app.engine.kvstore``), or None
         self.kv_store: KVStore | None = None
+        #: whether the KV of rejected drafts can be removed: not from a recurrent or hybrid model's
+        #: state (Mamba, RWKV, LFM2...), which llama.cpp cannot roll back; such a model never drafts
+        self.can_draft = not (getattr(llm, "_is_recurrent", False) or getattr(llm, "_is_hybrid", False))
         #: speculative decoding: draftless n-gram drafting (``app.engine.speculative``)
-        self.ngram_draft = bool(ngram_draft)
+        self.ngram_draft = bool(ngram_draft) and self.can_draft
         #: what one more token in a decode costs here, learned from the timed decodes
         self.decode_cost = DecodeCost()
         #: the draft model (``draft_model``), or None
@@ -409,7 +412,7 @@ class InProcessBackend:
                     grammar=grammar_obj,
                     **gen.sampling.llama_kwargs(),
                 )
-                if self.ngram_draft or self.draft is not None:
+                if self.can_draft and (self.ngram_draft or self.draft is not None):
                     spec = Speculation.start(
                         gen.prompt_tokens,
                         ngram=self.ngram_draft,

@@ -150,7 +150,9 @@ class Scheduler:
         self.jobs: dict[int, _Job] = {}  # gid -> admitted job
         self.stats = SchedulerStats()
         #: draftless n-gram drafting for every slot (the model's ``ngram_draft``)
-        self.ngram_draft = bool(getattr(self.backend, "ngram_draft", False))
+        self.ngram_draft = bool(getattr(self.backend, "ngram_draft", False)) and bool(
+            getattr(self.backend, "can_draft", False)
+        )
         #: what one more token in a decode costs, learned from the steps that decode one slot's
         #: tokens alone
         self.decode_cost = DecodeCost()

@@ -511,3 +511,18 @@ def test_a_draft_model_with_another_vocabulary_is_refused(tiny_gguf):
     alien = tiny_gguf(control_tokens=["<s>", "</s>", "<x>"], bos="<s>", eos="</s>", seed=3)
     with pytest.raises(ModelLoadError, match="vocabulary"):
         load_model(target, n_ctx=512, n_threads=1, isolate=False, draft_model=str(alien))
+
+
+def test_a_model_whose_state_cannot_roll_back_never_drafts(tiny_gguf):
+    from app.engine.inprocess import InProcessBackend
+
+    m = load_model(_tiny(tiny_gguf), n_ctx=512, n_threads=1, isolate=False)
+    try:
+        llm = m.backend.llm
+        assert m.backend.can_draft and m.backend.ngram_draft
+        llm._is_hybrid = True  # as llama.cpp reports a hybrid (recurrent + attention) model
+        hybrid = InProcessBackend(llm, m.metadata, "hybrid", ngram_draft=True)
+        assert not hybrid.can_draft and not hybrid.ngram_draft
+        llm._is_hybrid = False
+    finally:
+        m.close()
