@@ -156,6 +156,11 @@ class Scheduler:
         #: what one more token in a decode costs, learned from the steps that decode one slot's
         #: tokens alone
         self.decode_cost = DecodeCost()
+        from app.engine.kvstore import SlotKV
+
+        #: the conversations' KV states on disk (``app.engine.kvstore``: saved when a slot is left
+        #: or the model closes, restored into whichever slot a prompt that continues one takes)
+        self.kv = SlotKV.for_store(getattr(self.backend, "kv_store", None), streams=n_slots, n_ctx=self.n_ctx)
 
     # -- the child's requests -------------------------------------------------------------------
 
@@ -216,6 +221,8 @@ class Scheduler:
         while self.waiting:
             job = self.waiting.popleft()
             self.send(("end", job.rid, False, GenerationError("the model is closing")))
+        if self.kv is not None:
+            self.kv.close(self._ctx.ctx, self.slots)  # every slot's conversation, for the next start
         if self._batch is not None:
             self._lib.llama_batch_free(self._batch)
             self._batch = None
@@ -244,7 +251,8 @@ class Scheduler:
                 self._finish_unstarted(job, "cancelled")
                 continue
             prompt = job.gen.prompt_tokens
-            slot = max(free, key=lambda s: (common(s.cached, prompt), -s.seq))
+            # the longest shared prefix; else an empty slot (leaving a conversation costs a save)
+            slot = max(free, key=lambda s: (common(s.cached, prompt), not s.cached, -s.seq))
             try:
                 self._start(job, slot)
             except Exception as exc:  # noqa: BLE001 - this slot fails alone
@@ -273,6 +281,9 @@ class Scheduler:
             **gen.sampling.llama_kwargs(),
         )
         job.spec = Speculation.start(prompt, cost=self.decode_cost) if self.ngram_draft else None
+        if self.kv is not None and job.budget > 0:
+            # save the conversation this slot leaves, restore the one this prompt continues
+            slot.cached = self.kv.before_start(self._ctx.ctx, slot.seq, slot.cached, prompt)
         # the KV of the longest shared prefix stays; at least the last prompt token is decoded again
         keep = min(common(slot.cached, prompt), len(prompt) - 1)
         self._lib.llama_memory_seq_rm(self._mem, slot.seq, keep, -1)
