@@ -58,10 +58,10 @@ def package_models(cache_dir: Path | None = None) -> list[tuple[str, Path]]:
     return out
 
 
-def callisto_model(path: Path, n_ctx: int = 4096) -> Any:
+def callisto_model(path: Path, n_ctx: int = 4096, *, ngram_draft: bool = True) -> Any:
     from app.engine.llm import load_model
 
-    return load_model(path, n_ctx=n_ctx, n_threads=THREADS)
+    return load_model(path, n_ctx=n_ctx, n_threads=THREADS, ngram_draft=ngram_draft)
 
 
 def bare_llama(model: Any) -> Any:
