@@ -153,22 +153,19 @@ class InProcessBackend:
             from llama_cpp import Llama
         except ImportError as exc:  # pragma: no cover - the dependency is pinned
             raise ModelLoadError(p, f"llama-cpp-python is not installed ({exc})") from exc
-        try:
-            llm = Llama(
-                model_path=str(p),
-                n_ctx=n_ctx,
-                n_gpu_layers=resolve_gpu_layers(n_gpu_layers),
-                n_threads=int(n_threads),
-                n_threads_batch=int(n_threads),
-                n_batch=min(512, n_ctx),
-                # llama-server's default (-fa auto turns it on for CPU): ~6% faster decoding (bench figure 1b)
-                flash_attn=bool(flash_attn),
-                type_k=_GGML_KV[kv_type],
-                type_v=_GGML_KV[kv_type],
-                verbose=verbose,
-            )
-        except Exception as exc:  # noqa: BLE001 - llama.cpp reports load failures as ValueError/RuntimeError
-            raise ModelLoadError(p, f"llama.cpp could not load the model ({exc})") from exc
+        llm = _open_llama(
+            Llama,
+            p,
+            "the model",
+            n_ctx=n_ctx,
+            n_gpu_layers=n_gpu_layers,
+            n_threads=n_threads,
+            # llama-server's default (-fa auto turns it on for CPU): ~6% faster decoding (bench figure 1b)
+            flash_attn=bool(flash_attn),
+            type_k=_GGML_KV[kv_type],
+            type_v=_GGML_KV[kv_type],
+            verbose=verbose,
+        )
         backend = cls(llm, meta, meta.name or p.stem, ngram_draft=ngram_draft)
         if draft_model is not None:
             try:
@@ -675,18 +672,15 @@ class DraftModel:
         p = Path(path)
         if not p.is_file():
             raise ModelLoadError(p, "the draft model's file does not exist")
-        try:
-            llm = Llama(
-                model_path=str(p),
-                n_ctx=n_ctx,
-                n_gpu_layers=resolve_gpu_layers(n_gpu_layers),
-                n_threads=int(n_threads),
-                n_threads_batch=int(n_threads),
-                n_batch=min(512, n_ctx),
-                verbose=False,
-            )
-        except Exception as exc:  # noqa: BLE001 - llama.cpp reports load failures as ValueError/RuntimeError
-            raise ModelLoadError(p, f"llama.cpp could not load the draft model ({exc})") from exc
+        llm = _open_llama(
+            Llama,
+            p,
+            "the draft model",
+            n_ctx=n_ctx,
+            n_gpu_layers=n_gpu_layers,
+            n_threads=n_threads,
+            verbose=False,
+        )
         n = int(target.n_vocab())
         sample = range(0, n, max(1, n // 512))
         if int(llm.n_vocab()) != n or any(
@@ -727,6 +721,26 @@ class DraftModel:
 # --- grammar validation -------------------------------------------------------------
 
 _TOKEN_REF = re.compile(r"!?<(\[\d+\]|[^>\s]*)>")
+
+
+def _open_llama(
+    llama: Any, path: Path, what: str, *, n_ctx: int, n_gpu_layers: int | None, n_threads: int, **extra: Any
+) -> Any:
+    """A ``llama_cpp.Llama`` over ``path`` with the context, batch and threads every Callisto load
+    uses (``extra``: flash attention, KV types, verbosity); ModelLoadError naming ``what`` when
+    llama.cpp cannot load it."""
+    try:
+        return llama(
+            model_path=str(path),
+            n_ctx=n_ctx,
+            n_gpu_layers=resolve_gpu_layers(n_gpu_layers),
+            n_threads=int(n_threads),
+            n_threads_batch=int(n_threads),
+            n_batch=min(512, n_ctx),
+            **extra,
+        )
+    except Exception as exc:  # noqa: BLE001 - llama.cpp reports load failures as ValueError/RuntimeError
+        raise ModelLoadError(path, f"llama.cpp could not load {what} ({exc})") from exc
 
 
 def _grammar_token_refs(grammar: str) -> list[str]:
