@@ -498,8 +498,25 @@ def test_i32_the_tool_choice_header_serves_clients_without_one(server):
     )
     assert body_wins.choices[0].finish_reason == "tool_calls"
 
+    # The ollama client sends a property's type, description, items and enum only: it drops
+    # ``maxLength``, and an unbounded string may run past any limit. An enum bounds the argument.
+    enum_tools = [
+        {
+            **t,
+            "function": {
+                **t["function"],
+                "parameters": {
+                    "type": "object",
+                    "properties": {arg: {"type": "string", "enum": CITIES[:3]}},
+                    "required": [arg],
+                },
+            },
+        }
+        for t in TOOLS
+        for arg in t["function"]["parameters"]["required"]
+    ]
     olla = ollama.Client(host=server.url, timeout=60, headers={"X-Callisto-Tool-Choice": "get_time"})
-    r = olla.chat(model="cities", messages=USER, tools=TOOLS, options={"num_predict": 200})
+    r = olla.chat(model="cities", messages=USER, tools=enum_tools, options={"num_predict": 200})
     assert r.message.tool_calls and {c.function.name for c in r.message.tool_calls} == {"get_time"}
 
     bad = httpx.post(
