@@ -3,10 +3,15 @@
 A :class:`Message` keeps what every template needs: ``role`` (system, user, assistant,
 tool), string ``content``, the assistant's ``reasoning`` (handed back to templates that
 read it), its ``tool_calls``, and for a tool result the ``tool_call_id`` and ``name``.
+A user message may carry ``images``: the bytes of each image, in order, placed before the
+message's text (untrusted bytes: checked and decoded only in the engine process,
+``app.engine.vision``). Their dict form is base64 text.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 import re
 from dataclasses import dataclass, field
@@ -65,6 +70,8 @@ class Message:
     # Calls the model wrote that are not calls to run (cut off by the token limit, or to an
     # undeclared tool): kept with the reply so nothing is lost; never sent back to the model.
     incomplete_calls: list[IncompleteCall] = field(default_factory=list)
+    # The images of a user message, as the bytes of each file (PNG, JPEG...), in order.
+    images: list[bytes] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if self.role not in ROLES:
@@ -74,6 +81,9 @@ class Message:
         if not isinstance(self.content, str):
             raise TypeError(f"message content must be a string, got {type(self.content).__name__}")
         self.reasoning = self.reasoning or ""
+        self.images = [_image_bytes(i) for i in self.images or []]
+        if self.images and self.role != "user":
+            raise ValueError(f"only a user message carries images, not a {self.role} message")
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {"role": self.role, "content": self.content}
@@ -87,6 +97,8 @@ class Message:
             data["name"] = self.name
         if self.incomplete_calls:
             data["incomplete_calls"] = [c.to_dict() for c in self.incomplete_calls]
+        if self.images:
+            data["images"] = [base64.b64encode(i).decode("ascii") for i in self.images]
         return data
 
     @classmethod
@@ -103,4 +115,17 @@ class Message:
             incomplete_calls=[
                 IncompleteCall.from_dict(c) for c in data.get("incomplete_calls") or [] if isinstance(c, dict)
             ],
+            images=list(data.get("images") or []),
         )
+
+
+def _image_bytes(value: Any) -> bytes:
+    """An image as bytes: bytes as they are, a string as base64 (the dict form)."""
+    if isinstance(value, bytes | bytearray | memoryview):
+        return bytes(value)
+    if isinstance(value, str):
+        try:
+            return base64.b64decode(value, validate=True)
+        except (binascii.Error, ValueError):
+            raise ValueError("an image is neither bytes nor base64 text") from None
+    raise TypeError(f"an image must be bytes or base64 text, got {type(value).__name__}")
