@@ -13,7 +13,15 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from app.engine.models.metadata import GGUFMetadata
 
-__all__ = ["GgufSummary", "read_summary", "split_parts", "SPLIT_RE", "detect_tool_format", "template_problem"]
+__all__ = [
+    "GgufSummary",
+    "SPLIT_RE",
+    "detect_tool_format",
+    "projector_kind",
+    "read_summary",
+    "split_parts",
+    "template_problem",
+]
 
 SPLIT_RE = re.compile(r"^(?P<base>.*)-(?P<idx>\d{5})-of-(?P<count>\d{5})\.gguf$", re.IGNORECASE)
 
@@ -33,6 +41,31 @@ class GgufSummary:
     head_dim: int | None
     split_count: int = 1
     template_problem: str | None = None  # why the chat template does not render, when it does not
+    #: a projector (an ``mmproj`` GGUF: a vision/audio encoder for a text model), not a chat model
+    is_projector: bool = False
+    projector_type: str | None = None  # ``clip.projector_type`` (mlp, gemma3, qwen2vl_merger...)
+    has_vision: bool = False  # a projector with a vision encoder (an audio-only one has not)
+
+
+def projector_kind(raw: dict) -> tuple[bool, str | None, bool]:
+    """(is a projector, its projector type, has a vision encoder) from a GGUF's metadata.
+
+    llama.cpp's converter writes ``general.architecture = clip`` and (newer files)
+    ``general.type = mmproj``, with ``clip.*`` keys; any of these marks a projector.
+    """
+    arch = raw.get("general.architecture")
+    is_proj = (
+        arch == "clip"
+        or raw.get("general.type") == "mmproj"
+        or any(isinstance(k, str) and k.startswith("clip.") for k in raw)
+    )
+    if not is_proj:
+        return False, None, False
+    ptype = raw.get("clip.projector_type") or raw.get("clip.vision.projector_type")
+    vision = raw.get("clip.has_vision_encoder")
+    # files written before ``has_vision_encoder`` existed are vision projectors
+    has_vision = bool(vision) if isinstance(vision, bool) else not raw.get("clip.has_audio_encoder", False)
+    return True, ptype if isinstance(ptype, str) else None, has_vision
 
 
 def split_parts(path: Path) -> list[Path]:
@@ -118,8 +151,9 @@ def read_summary(path: str | Path) -> GgufSummary:
     size = sum(p.stat().st_size for p in parts if p.is_file())
     # A template that renders a call is fine (some render only with tools, or with their own
     # variables, as the session renders them); one that does not is checked for what breaks it.
-    tool_format = detect_tool_format(meta)
-    problem = template_problem(meta) if tool_format == "none" else None
+    is_proj, ptype, has_vision = projector_kind(raw)
+    tool_format = "none" if is_proj else detect_tool_format(meta)
+    problem = template_problem(meta) if tool_format == "none" and not is_proj else None
     return GgufSummary(
         name=meta.name,
         architecture=arch,
@@ -134,4 +168,7 @@ def read_summary(path: str | Path) -> GgufSummary:
         n_kv_heads=n_kv,
         head_dim=head_dim,
         split_count=len(parts),
+        is_projector=is_proj,
+        projector_type=ptype,
+        has_vision=has_vision,
     )

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import socket
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
@@ -31,8 +31,13 @@ __all__ = [
     "default_endpoint",
     "group_gguf_files",
     "is_offline",
+    "match_projector",
     "strip_front_matter",
 ]
+
+#: the projector to take when a repo has several equally good ones: the f16 first (llama.cpp's
+#: default mmproj), then the other lossless ones, then the quantised ones
+PROJECTOR_QUANTS = ("F16", "BF16", "F32", "Q8_0")
 
 T = TypeVar("T")
 
@@ -77,6 +82,15 @@ class RemoteGguf:
     parts: tuple[RemotePart, ...]
     quantization: str | None
     estimate: MemoryEstimate | None = field(default=None, compare=False)
+    #: a model file's matching projector in the same repo (downloaded with it), None: text only
+    projector: RemoteGguf | None = field(default=None, compare=False)
+
+    @property
+    def is_projector(self) -> bool:
+        """An ``mmproj`` file (a vision projector for a model of the repo), not a chat model.
+
+        A listing has only the names (the header is read once the file is here)."""
+        return "mmproj" in self.parts[0].filename.rsplit("/", 1)[-1].lower()
 
     @property
     def filename(self) -> str:
@@ -124,7 +138,41 @@ def group_gguf_files(
         base = key.split("|", 1)[0]
         singles.append(_make(repo_id, revision, base, parts, n_ctx, ram, kv_type))
     singles.sort(key=lambda g: (g.size, g.name))
+    projectors = [g for g in singles if g.is_projector]
+    if projectors:
+        singles = [
+            g if g.is_projector else replace(g, projector=match_projector(g, projectors)) for g in singles
+        ]
     return singles
+
+
+def match_projector(model: RemoteGguf, projectors: list[RemoteGguf]) -> RemoteGguf | None:
+    """The projector to download with ``model``: the one whose name (without ``mmproj``) shares the
+    longest start with the model's, in the model's folder first; among equals the f16 one
+    (:data:`PROJECTOR_QUANTS`), then the smallest."""
+    import os
+
+    if model.is_projector or not projectors:
+        return None
+    folder = model.filename.rpartition("/")[0]
+
+    def stem(g: RemoteGguf) -> str:
+        """The name without ``mmproj`` and the quantisation: what a model and its projector share."""
+        name = g.name.lower().replace("mmproj", "")
+        if g.quantization:
+            name = name.replace(g.quantization.lower(), "")
+        return name.strip("-_. ")
+
+    base = stem(model)
+
+    def rank(p: RemoteGguf) -> tuple:
+        name = stem(p)
+        quant = (p.quantization or "").upper()
+        order = PROJECTOR_QUANTS.index(quant) if quant in PROJECTOR_QUANTS else len(PROJECTOR_QUANTS)
+        same_folder = p.filename.rpartition("/")[0] == folder
+        return (not same_folder, -len(os.path.commonprefix([name, base])), order, p.size, p.name)
+
+    return min(projectors, key=rank)
 
 
 def _make(repo_id, revision, name, parts, n_ctx, ram, kv_type="f16") -> RemoteGguf:
@@ -271,7 +319,8 @@ class HubClient:
         return f"{self.endpoint}/{repo_id}/resolve/{quote(revision, safe='')}/{quote(filename)}"
 
     def download_jobs(self, model: RemoteGguf, dest_dir: Path) -> list[Any]:
-        """One :class:`~app.engine.models.download.DownloadJob` per shard, saved under ``dest_dir/<org>__<name>/``."""
+        """One :class:`~app.engine.models.download.DownloadJob` per shard, saved under ``dest_dir/<org>__<name>/``
+        (a projector lands there too, beside the models of its repo)."""
         from app.engine.models.download import DownloadJob, safe_destination
 
         return [

@@ -8,6 +8,13 @@
   only those are deleted without an explicit ``confirm_foreign=True``.
 * A corrupt GGUF is listed with its error, never a crash. Split models (``-00001-of-0000N``) are one
   entry (the first shard), sized as the sum of their shards.
+* Projectors (``mmproj`` GGUFs: a vision encoder for a text model, recognised by their header's
+  ``clip`` architecture / ``general.type = mmproj`` / ``clip.*`` keys, or by ``mmproj`` in the name
+  when the header cannot be read) are never listed as chat models: :meth:`Library.scan` pairs each
+  model with its projector (:attr:`LocalModel.projector`) and :meth:`Library.projectors` lists them.
+  A model's projector is the one the user chose (:meth:`Library.set_projector`, kept in the
+  manifest's ``projectors``), else the one beside it (``app.engine.vision.find_projector``);
+  :meth:`Library.projector_for` is what a load passes as ``LoadSettings.mmproj``.
 """
 
 from __future__ import annotations
@@ -25,10 +32,12 @@ from app.engine.models._gguf import SPLIT_RE, GgufSummary, read_summary, split_p
 from app.engine.models.errors import LibraryError, NotDeletableError
 from app.engine.models.estimate import MemoryEstimate, estimate_memory, estimate_remote
 
-__all__ = ["Library", "LocalModel", "SOURCES"]
+__all__ = ["NO_PROJECTOR", "Library", "LocalModel", "SOURCES"]
 
 SOURCES = ("downloaded", "copied", "imported", "folder", "hf-cache")
 _OWNED = {"downloaded", "copied"}
+#: the projector choice "this model has none" (even with an mmproj beside it): ``LoadSettings.mmproj``'s word
+NO_PROJECTOR = "none"
 
 
 @dataclass(frozen=True)
@@ -40,10 +49,27 @@ class LocalModel:
     summary: GgufSummary | None = None
     error: str | None = None
     repo_id: str | None = None
+    #: the model's projector (chosen by the user, else the mmproj beside it); None: text only
+    projector: Path | None = None
+    #: how the projector was found: "chosen" (by the user), "beside" (the model), "none" (the user
+    #: chose none), or "" (none found)
+    projector_source: str = ""
 
     @property
     def usable(self) -> bool:
         return self.error is None
+
+    @property
+    def is_projector(self) -> bool:
+        """An mmproj file (a projector for a text model), not a chat model."""
+        if self.summary is not None:
+            return self.summary.is_projector
+        return "mmproj" in self.path.name.lower()
+
+    @property
+    def vision(self) -> bool:
+        """A chat model paired with a projector: it can read images."""
+        return self.projector is not None and not self.is_projector
 
     @property
     def deletable_without_confirmation(self) -> bool:
@@ -113,6 +139,7 @@ class Library:
             data = {"notice": f"The model list was unreadable ({exc}); a copy was kept as {backup.name}."}
         data.setdefault("folders", [])
         data.setdefault("entries", {})
+        data.setdefault("projectors", {})  # model key -> the projector's path, or NO_PROJECTOR
         return data
 
     def _save(self, data: dict) -> None:
@@ -232,7 +259,71 @@ class Library:
         return self._load().get("notice")
 
     def scan(self) -> list[LocalModel]:
-        """Every model: the models folder, added folders, in-place imports and the HF cache."""
+        """Every chat model: the models folder, added folders, in-place imports and the HF cache,
+        each with its projector (projector files themselves are in :meth:`projectors`)."""
+        with self._lock:
+            choices = dict(self._load()["projectors"])
+        return [self._paired(m, choices) for m in self._scan_all() if not m.is_projector]
+
+    def projectors(self) -> list[LocalModel]:
+        """The projector (mmproj) files the library sees, for a model to be paired with."""
+        return [m for m in self._scan_all() if m.is_projector]
+
+    def _paired(self, model: LocalModel, choices: dict[str, str]) -> LocalModel:
+        from dataclasses import replace
+
+        choice = choices.get(_key(model.path))
+        if choice == NO_PROJECTOR:
+            return replace(model, projector=None, projector_source=NO_PROJECTOR)
+        if choice:
+            return replace(model, projector=Path(choice), projector_source="chosen")
+        from app.engine.vision import find_projector
+
+        beside = find_projector(model.path)
+        if beside is None:
+            return model
+        return replace(model, projector=beside, projector_source="beside")
+
+    # -- projectors -----------------------------------------------------------------------------
+    def set_projector(self, model_path: str | Path, projector: str | Path | None) -> None:
+        """Pair ``model_path`` with ``projector`` (a projector GGUF, checked first), or with none
+        (``None`` or :data:`NO_PROJECTOR`: text only, even with an mmproj beside it)."""
+        if projector is None or str(projector) == NO_PROJECTOR:
+            value = NO_PROJECTOR
+        else:
+            p = Path(projector).expanduser()
+            if not p.is_file():
+                raise LibraryError(f"{p} does not exist or is not a file.")
+            try:
+                summary = read_summary(p)
+            except ValueError as exc:
+                raise LibraryError(f"Cannot use {p.name} as a projector: {exc}") from exc
+            if not summary.is_projector:
+                raise LibraryError(
+                    f"{p.name} is not a projector (an mmproj GGUF); it is a {summary.architecture} model."
+                )
+            value = _key(p)
+        with self._lock:
+            data = self._load()
+            data["projectors"][_key(Path(model_path))] = value
+            self._save(data)
+
+    def reset_projector(self, model_path: str | Path) -> None:
+        """Forget the user's choice: the model uses the mmproj beside it, if any."""
+        with self._lock:
+            data = self._load()
+            if data["projectors"].pop(_key(Path(model_path)), None) is not None:
+                self._save(data)
+
+    def projector_for(self, model_path: str | Path) -> str | None:
+        """What loading ``model_path`` passes as ``LoadSettings.mmproj``: the projector the user
+        chose (a path), :data:`NO_PROJECTOR` when they chose none, or None (no choice: the engine
+        looks beside the model with ``find_projector``)."""
+        with self._lock:
+            return self._load()["projectors"].get(_key(Path(model_path)))
+
+    def _scan_all(self) -> list[LocalModel]:
+        """Every GGUF, models and projectors."""
         with self._lock:
             data = self._load()
         entries: dict[str, dict] = data["entries"]
@@ -355,10 +446,11 @@ class Library:
 
     # -- deleting -------------------------------------------------------------------------------
     def forget(self, path: str | Path) -> None:
-        """Stop listing an in-place import (the file stays)."""
+        """Stop listing an in-place import (the file stays); its projector choice goes too."""
         with self._lock:
             data = self._load()
             data["entries"].pop(_key(Path(path)), None)
+            data["projectors"].pop(_key(Path(path)), None)
             self._save(data)
 
     def delete(self, model: LocalModel | str | Path, *, confirm_foreign: bool = False) -> list[Path]:
@@ -368,7 +460,7 @@ class Library:
         """
         if not isinstance(model, LocalModel):
             path = Path(model)
-            model = next((m for m in self.scan() if _key(m.path) == _key(path)), None) or self._describe(
+            model = next((m for m in self._scan_all() if _key(m.path) == _key(path)), None) or self._describe(
                 path, self._load()["entries"].get(_key(path), {}).get("source", "folder")
             )
         if model.source == "hf-cache":
