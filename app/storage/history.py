@@ -13,6 +13,12 @@ Usage (the UI, from its main thread)::
 A user message keeps the settings its turn was sent with (``append_message(..., turn_settings=...)``,
 ``MessageRecord.turn_settings``), so Regenerate and Continue use them again.
 
+A user message keeps its images (``append_message(..., images=[png_bytes, ...])``,
+``MessageRecord.images``: the same bytes, in order; ``to_chat_dict`` hands them to
+``Message.from_dict``). They are stored as blobs beside the messages (``m011_message_images``), each
+distinct image once, and an image over ``History.max_image_bytes`` (the ``images.max_bytes``
+setting) is refused with :class:`ImageTooLargeError` before anything is written.
+
 Regenerate keeps the reply it replaces: ``archive_reply(cid, user_position)`` stores it (its
 messages, calls and results) as a numbered version of that turn; ``Conversation.versions`` says
 which version each turn shows and how many it has; ``reply_version`` reads one and
@@ -26,7 +32,9 @@ The schema is built by the named migrations of ``app.storage.migrations``, each 
 
 from __future__ import annotations
 
+import base64
 import contextlib
+import hashlib
 import json
 import os
 import re
@@ -42,8 +50,10 @@ from typing import Any, Literal, TypedDict, TypeVar, Unpack
 from app.calls import APPROVAL_OUTCOMES, IncompleteCall, ToolCall, ToolResult
 from app.storage.migrations import apply_migrations
 from app.storage.paths import history_path
+from app.units import format_bytes
 
 __all__ = [
+    "DEFAULT_MAX_IMAGE_BYTES",
     "MESSAGE_STATUSES",
     "ROLES",
     "Conversation",
@@ -51,8 +61,10 @@ __all__ = [
     "History",
     "HistoryError",
     "HistoryNotice",
+    "ImageTooLargeError",
     "MessageNotFound",
     "MessageRecord",
+    "StoredImage",
     "StoredNotice",
     "StoredToolCall",
     "TurnMessage",
@@ -74,6 +86,14 @@ class ConversationNotFound(HistoryError, LookupError):
 
 class MessageNotFound(HistoryError, LookupError):
     pass
+
+
+class ImageTooLargeError(HistoryError, ValueError):
+    """A message's image is larger than the history keeps (``History.max_image_bytes``)."""
+
+
+#: the largest image the history keeps by default (the ``images.max_bytes`` setting's default)
+DEFAULT_MAX_IMAGE_BYTES = 20 * 1024 * 1024
 
 
 # ---------------------------------------------------------------------------------------------
@@ -128,6 +148,36 @@ class StoredNotice:
     code: str
     message: str = ""
     setting: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class StoredImage:
+    """What the history knows of one stored image besides its bytes: the SHA-256 of its bytes
+    (hex), its media type (from its first bytes; ``application/octet-stream`` when unknown) and
+    its size in bytes."""
+
+    sha256: str
+    media_type: str
+    n_bytes: int
+
+
+# an image file's first bytes -> its media type (the history sniffs; the engine checks and decodes)
+_MAGIC: tuple[tuple[int, bytes, str], ...] = (
+    (0, b"\x89PNG\r\n\x1a\n", "image/png"),
+    (0, b"\xff\xd8\xff", "image/jpeg"),
+    (0, b"GIF87a", "image/gif"),
+    (0, b"GIF89a", "image/gif"),
+    (8, b"WEBP", "image/webp"),
+    (0, b"BM", "image/bmp"),
+)
+
+
+def media_type_of(data: bytes) -> str:
+    """The media type an image's first bytes name (``application/octet-stream`` when none)."""
+    for offset, magic, kind in _MAGIC:
+        if data[offset : offset + len(magic)] == magic and (offset == 0 or data[:4] == b"RIFF"):
+            return kind
+    return "application/octet-stream"
 
 
 @dataclass(frozen=True)
@@ -200,10 +250,16 @@ class MessageRecord:
     # a user message's: the settings its turn was sent with (what Regenerate and Continue use
     # again); None for a turn sent before they were kept, and for every other message
     turn_settings: dict[str, Any] | None = None
+    # a user message's images: the bytes of each, in order (what ``Message.images`` holds), and
+    # what the history knows of each (``image_info[i]`` is ``images[i]``'s)
+    images: list[bytes] = field(default_factory=list)
+    image_info: list[StoredImage] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
+        """The record as JSON-ready values (images as base64 text)."""
         d = asdict(self)
         d["tool_calls"] = [tc.to_dict() for tc in self.tool_calls]
+        d["images"] = [base64.b64encode(i).decode("ascii") for i in self.images]
         return d
 
     @property
@@ -234,6 +290,8 @@ class MessageRecord:
             d["name"] = self.name
         if self.extra.get("incomplete_calls"):
             d["incomplete_calls"] = list(self.extra["incomplete_calls"])
+        if self.images:
+            d["images"] = [base64.b64encode(i).decode("ascii") for i in self.images]
         return d
 
 
@@ -400,9 +458,19 @@ def _tc(row: sqlite3.Row | tuple) -> StoredToolCall:
 
 
 class History:
-    """The conversation store. Safe to share between threads (one connection, one lock)."""
+    """The conversation store. Safe to share between threads (one connection, one lock).
 
-    def __init__(self, path: str | os.PathLike[str] | None = None, *, timeout: float = 10.0) -> None:
+    ``max_image_bytes``: the largest image a message may keep (the ``images.max_bytes`` setting;
+    an attribute the window may change while the store is open)."""
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str] | None = None,
+        *,
+        timeout: float = 10.0,
+        max_image_bytes: int = DEFAULT_MAX_IMAGE_BYTES,
+    ) -> None:
+        self.max_image_bytes = max_image_bytes
         self.path = Path(path) if path is not None else history_path()
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.RLock()
@@ -596,6 +664,7 @@ class History:
                 shown_count[1] += 1
                 if live:
                     shown_count[0] = number
+            self._attach_images(msgs)
         conv.messages = msgs
         conv.versions = {upos: (shown, count) for upos, (shown, count) in counts.items() if shown}
         return conv
@@ -617,22 +686,76 @@ class History:
         *,
         tool_calls: Sequence[dict[str, Any]] = (),
         notices: Sequence[Mapping[str, Any]] = (),
+        images: Sequence[bytes] = (),
         **fields: Unpack[_MessageFields],
     ) -> MessageRecord:
-        """Append a message at the end of the conversation (one transaction, tool calls included).
+        """Append a message at the end of the conversation (one transaction, tool calls and images
+        included).
 
         ``fields``: ``reasoning``, ``status`` ("complete" unless given), ``tool_call_id``, ``name``,
         ``prompt_tokens``, ``completion_tokens``, ``error`` and ``turn_settings`` (a user message's:
         the settings its turn is sent with, a JSON object). ``tool_calls``: dicts with ``call_id`` (or ``id``), ``name``, ``arguments`` and optionally
         ``raw``, ``result``, ``error``, ``duration_s``, ``approval``. ``notices``: dicts with
         ``code``, ``message`` and optionally ``setting`` (the banners shown above the message).
+        ``images``: a user message's images, the bytes of each in order; one larger than
+        :attr:`max_image_bytes` raises :class:`ImageTooLargeError` and nothing is written.
         """
         self._check(role, fields.get("status", "complete"))
+        blobs = self._check_images(role, images)
         with self._tx() as db:
             mid = self._insert_message(
                 db, conversation_id, role, content, tool_calls=tool_calls, notices=notices, **fields
             )
+            self._insert_images(db, mid, blobs)
         return self.get_message(mid)
+
+    def _check_images(self, role: str, images: Sequence[bytes]) -> list[bytes]:
+        """``images`` as bytes, checked against the bound (HistoryError says what is wrong)."""
+        blobs = []
+        for i, image in enumerate(images, 1):
+            if not isinstance(image, bytes | bytearray | memoryview):
+                raise HistoryError(f"an image must be bytes, got {type(image).__name__}")
+            blobs.append(bytes(image))
+            if len(blobs[-1]) > self.max_image_bytes:
+                which = f"image {i} of {len(images)}" if len(images) > 1 else "the image"
+                raise ImageTooLargeError(
+                    f"{which} is {format_bytes(len(blobs[-1]))}, more than the {format_bytes(self.max_image_bytes)} "
+                    "an image may be in the history (setting images.max_bytes): the message was not saved"
+                )
+        if blobs and role != "user":
+            raise HistoryError(f"only a user message keeps images, not a {role} message")
+        return blobs
+
+    @staticmethod
+    def _insert_images(db: sqlite3.Connection, message_id: int, blobs: Sequence[bytes]) -> None:
+        """Store ``blobs`` as message ``message_id``'s images (each distinct image once)."""
+        for position, data in enumerate(blobs):
+            digest = hashlib.sha256(data).hexdigest()
+            db.execute(
+                "INSERT OR IGNORE INTO image_blobs (sha256, data, media_type, n_bytes) VALUES (?, ?, ?, ?)",
+                (digest, data, media_type_of(data), len(data)),
+            )
+            db.execute(
+                "INSERT INTO message_images (message_id, position, sha256) VALUES (?, ?, ?)",
+                (message_id, position, digest),
+            )
+
+    def _attach_images(self, msgs: Sequence[MessageRecord]) -> None:
+        """Fill the ``images`` of ``msgs`` (user messages) from the database (under the lock)."""
+        users = {m.id: m for m in msgs if m.role == "user"}
+        if not users:
+            return
+        ids = list(users)
+        for start in range(0, len(ids), 500):  # SQLite's bound on a statement's variables
+            chunk = ids[start : start + 500]
+            for mid, data, digest, media_type, n_bytes in self._db.execute(
+                "SELECT i.message_id, b.data, b.sha256, b.media_type, b.n_bytes FROM message_images i "
+                f"JOIN image_blobs b ON b.sha256 = i.sha256 WHERE i.message_id IN ({','.join('?' * len(chunk))}) "
+                "ORDER BY i.message_id, i.position",
+                chunk,
+            ):
+                users[mid].images.append(bytes(data))
+                users[mid].image_info.append(StoredImage(digest, media_type, n_bytes))
 
     def _insert_message(
         self,
@@ -816,6 +939,7 @@ class History:
                     (message_id,),
                 )
             ]
+            self._attach_images([msg])
         return msg
 
     def truncate_after(self, conversation_id: int, position: int) -> int:
@@ -1048,7 +1172,8 @@ def _records_from_json(text: str) -> list[MessageRecord]:
     return out
 
 
-_RECORD_FIELDS = frozenset(MessageRecord.__dataclass_fields__) - {"tool_calls"}
+# a stored reply version's messages are replies (no images): what it may hold of them is not read back
+_RECORD_FIELDS = frozenset(MessageRecord.__dataclass_fields__) - {"tool_calls", "images", "image_info"}
 
 
 # -- start-up -------------------------------------------------------------------------------

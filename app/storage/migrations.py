@@ -189,6 +189,38 @@ def m010_turn_settings(db: sqlite3.Connection) -> None:
     db.execute("ALTER TABLE messages ADD COLUMN turn_settings_json TEXT")
 
 
+@migration
+def m011_message_images(db: sqlite3.Connection) -> None:
+    """The images of a user message (issue 30), kept beside the messages rather than inside their
+    JSON: ``image_blobs`` holds each distinct image once (by the SHA-256 of its bytes, with its
+    media type and size), ``message_images`` says which images a message has, in order. A blob no
+    message uses any more is deleted with the last row that used it (the trigger), so deleting a
+    conversation or cutting it short frees its images."""
+    db.execute(
+        """CREATE TABLE image_blobs (
+            sha256 TEXT PRIMARY KEY,
+            data BLOB NOT NULL,
+            media_type TEXT NOT NULL,
+            n_bytes INTEGER NOT NULL
+        )"""
+    )
+    db.execute(
+        """CREATE TABLE message_images (
+            message_id INTEGER NOT NULL REFERENCES messages(id) ON DELETE CASCADE,
+            position INTEGER NOT NULL,
+            sha256 TEXT NOT NULL REFERENCES image_blobs(sha256),
+            PRIMARY KEY (message_id, position)
+        )"""
+    )
+    db.execute("CREATE INDEX message_images_sha256 ON message_images(sha256)")
+    db.execute(
+        """CREATE TRIGGER message_images_gc AFTER DELETE ON message_images BEGIN
+            DELETE FROM image_blobs WHERE sha256 = old.sha256
+                AND NOT EXISTS (SELECT 1 FROM message_images WHERE sha256 = old.sha256);
+        END"""
+    )
+
+
 def apply_migrations(db: sqlite3.Connection, migrations: Sequence[Migration] = MIGRATIONS) -> list[str]:
     """Apply each not-yet-applied migration in order, each in its own transaction.
 

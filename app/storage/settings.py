@@ -11,6 +11,7 @@
   :func:`effective_settings` merges them over the global values.
 * :func:`draft_model_problem`: why a file cannot be a draft model (speculative decoding's
   ``model.draft_model``, ``chat/serve --draft-model``), or None.
+* ``images``: how the chat's images are kept in the history (:class:`ImageSettings`).
 
 ``chat.tool_format`` is a plain string ("auto", a family name, or "none"); the list of
 valid choices lives in ``app.engine.formats.tool_format_choices()`` and is not imported here.
@@ -31,6 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from app.calls import PolicyDefault
 from app.storage.atomic import AtomicWriteError, atomic_write_text
+from app.storage.history import DEFAULT_MAX_IMAGE_BYTES
 from app.storage.paths import settings_path
 
 __all__ = [
@@ -39,6 +41,7 @@ __all__ = [
     "SAMPLER_FIELDS",
     "ApprovalDefault",
     "ChatSettings",
+    "ImageSettings",
     "EffectiveSettings",
     "ModelOverride",
     "ModelSettings",
@@ -206,6 +209,29 @@ class ServerSettings(_Model):
     parallel: int = Field(4, ge=1, le=16)
 
 
+#: how a conversation keeps the images sent in it: as given, or re-encoded by the window
+ImageStore = Literal["original", "reencoded"]
+
+
+class ImageSettings(_Model):
+    """The images sent in the chat (issue 30), as the history keeps them."""
+
+    #: the largest image a message may keep in the history, in bytes (larger: refused when saved)
+    max_bytes: int = Field(
+        DEFAULT_MAX_IMAGE_BYTES,
+        ge=1024,
+        le=1024 * 1024 * 1024,
+        description="The largest image, in bytes, that a message may keep in the history; a larger one "
+        "is refused with an error when the message is saved (default 20 MiB).",
+    )
+    #: "original": the file's bytes as given; "reencoded": the window re-encodes each image first
+    store: ImageStore = Field(
+        "original",
+        description="original: keep and send each image exactly as the file was; reencoded: the window "
+        "re-encodes each image (smaller, without the file's metadata) before it is sent and stored.",
+    )
+
+
 class RemoteProviderSettings(_Model):
     """A remote engine (``app.engine.remote``). Its API key lives in the system keychain under
     ``name`` (``app.engine.remote.keys``), never here: a key given in the file is dropped."""
@@ -264,6 +290,7 @@ class Settings(_Model):
     tools: ToolSettings = Field(default_factory=ToolSettings)
     window: WindowSettings = Field(default_factory=WindowSettings)
     server: ServerSettings = Field(default_factory=ServerSettings)
+    images: ImageSettings = Field(default_factory=ImageSettings)
     remote: list[RemoteProviderSettings] = Field(default_factory=list)
     model_overrides: dict[str, ModelOverride] = Field(default_factory=dict)
 

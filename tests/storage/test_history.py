@@ -68,6 +68,7 @@ def test_migrations_keep_the_names_users_databases_recorded():
         "m008_message_extra",
         "m009_reply_versions",
         "m010_turn_settings",
+        "m011_message_images",
     ]
     assert all(fn.__name__ == name for name, fn in MIGRATIONS)
 

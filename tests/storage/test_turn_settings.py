@@ -21,9 +21,10 @@ SENT_WITH = {
 }
 
 
-def test_u3_the_migration_is_named_once_and_last():
+def test_u3_the_migration_is_named_once_after_the_reply_versions():
     names = [name for name, _fn in MIGRATIONS]
-    assert names.count("m010_turn_settings") == 1 and names[-1] == "m010_turn_settings"
+    assert names.count("m010_turn_settings") == 1
+    assert names.index("m010_turn_settings") == names.index("m009_reply_versions") + 1
 
 
 def test_u3_a_history_from_before_the_migration_opens_and_keeps_turn_settings(tmp_path):
