@@ -413,6 +413,7 @@ def main(channel: str) -> int:
         "n_vocab": m.n_vocab,
         "n_gpu_layers": m.n_gpu_layers,
         "parallel": parallel if child.sched is not None else 1,
+        "projector": m.projector_path,
     }
     child.send(("reply", 0, True, info))
     try:

@@ -24,8 +24,10 @@ __all__ = [
     "GbnfError",
     "GenerationError",
     "GrammarError",
+    "ImageError",
     "JobCancelled",
     "ModelLoadError",
+    "NoProjectorError",
     "PromptRenderError",
     "TemplateRenderError",
     "ToolSetupError",
@@ -86,6 +88,16 @@ class GrammarError(GenerationError, ValueError):
 
 class ContextOverflowError(GenerationError):
     """The prompt does not fit in the model's context."""
+
+
+class ImageError(EngineError, ValueError):
+    """An image that cannot be used (too large, truncated, damaged, not an image, or no projector to
+    read it): ``str()`` says which, in one sentence (``app.engine.vision``)."""
+
+
+class NoProjectorError(ImageError):
+    """The model was given an image but has no vision projector (``mmproj``) loaded: ``str()``
+    names the model and the projector file it needs (beside it, or chosen in the library)."""
 
 
 class EngineCrashedError(GenerationError):

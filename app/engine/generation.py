@@ -58,6 +58,9 @@ class Generation:
         self.prompt_tokens: list[int] = []
         #: the backend's name for this generation (the engine process's id of it)
         self.handle: Any = None
+        #: a prompt with images, tokenized by the backend that runs here
+        #: (``app.engine.vision.MediaPrompt``: ``prompt_tokens`` are its ids), else None
+        self.media: Any = None
         #: called after each token is decoded, before it is kept; True stops generation there (the
         #: engine process waits in it for its reader to take the previous piece: see engine_child)
         self.gate: Callable[[], bool] | None = None

@@ -26,6 +26,16 @@ This is what the engine process runs for its one model (``app.engine.engine_chil
   reply's tail is found earlier in the prompt or reply, the tokens that followed it are verified
   in the same decode as the last token; ``llm.n_tokens`` and its ``input_ids`` always name the
   KV the context holds, so the next turn's prefix reuse and the KV store work as before.
+* Images (``app.engine.vision``): the load's ``mmproj`` (None: a ``*mmproj*.gguf`` beside the
+  model, ``"none"``: none, else that file) loads a :class:`~app.engine.vision.Projector`
+  (``projector``; ``projector_path``). A prompt with images (an ``ImagePrompt``) is checked and
+  its images decoded in :meth:`InProcessBackend.prepare` (``ImageError``; ``NoProjectorError``
+  without a projector), before anything is evaluated; :meth:`InProcessBackend.stream` evaluates
+  it with ``Projector.evaluate`` (prefix reuse never ending inside an image, so a conversation's
+  earlier images are not read again) instead of ``_read_prompt``; the token loop reads its last
+  token. ``total_eval`` counts an image's decoded embeddings too. Prompt ids then hold negative
+  media ids, which the n-gram drafts skip and a draft model is never given (it does not draft
+  for such a prompt).
 
 One thread per model: llama.cpp's CPU backend (OpenMP) keeps a team of worker threads per
 calling thread, so :meth:`InProcessBackend.stream` logs a warning the first time a thread other
@@ -114,7 +124,14 @@ class InProcessBackend:
         self.decode_cost = DecodeCost()
         #: the draft model (``draft_model``), or None
         self.draft: DraftModel | None = None
+        #: the vision projector (``app.engine.vision.Projector``), or None
+        self.projector: Any = None
+        self._image_tokens: dict[tuple[int, int], int] = {}
         self._count_evals()
+
+    @property
+    def projector_path(self) -> str | None:
+        return None if self.projector is None else str(self.projector.path)
 
     @classmethod
     def load(
@@ -131,6 +148,7 @@ class InProcessBackend:
         kv_store: KVStoreConfig | None = None,
         ngram_draft: bool = True,
         draft_model: str | None = None,
+        mmproj: str | None = None,
     ) -> InProcessBackend:
         """Load a checked file with llama.cpp in this process (``verbose``: llama.cpp's log goes
         to stderr, which the engine process writes to the log file that explains a crash).
@@ -139,7 +157,10 @@ class InProcessBackend:
         flash attention on (llama.cpp needs it for a quantized V cache); ``kv_store``: where the
         conversations' states are saved and restored (``app.engine.kvstore``); ``ngram_draft``:
         speculative decoding with n-gram drafts (``app.engine.speculative``); ``draft_model``: the
-        path of a second, small GGUF with the same vocabulary that drafts (:class:`DraftModel`)."""
+        path of a second, small GGUF with the same vocabulary that drafts (:class:`DraftModel`);
+        ``mmproj``: the vision projector (``LoadSettings.mmproj``: None looks beside the model,
+        ``"none"`` loads none). A projector found beside the model that libmtmd refuses is left
+        out (logged); one named that it refuses is a ModelLoadError."""
         if kv_type not in _GGML_KV:
             raise ModelLoadError(
                 Path(path), f"unknown KV cache type {kv_type!r} (one of {', '.join(_GGML_KV)})"
@@ -175,6 +196,11 @@ class InProcessBackend:
             except BaseException:
                 backend.close()
                 raise
+        try:
+            backend.projector = _load_projector(p, mmproj, llm, n_threads, n_gpu_layers, verbose)
+        except BaseException:
+            backend.close()
+            raise
         if kv_store is not None:
             from app.engine.kvstore import KVStore, fingerprint
 
@@ -213,6 +239,9 @@ class InProcessBackend:
 
     def close(self) -> None:
         with self.lock:
+            projector, self.projector = self.projector, None
+            if projector is not None:
+                projector.close()  # before the model it was loaded for
             llm, self.llm = self.llm, None
             if llm is not None:
                 if self.kv_store is not None:
@@ -259,15 +288,58 @@ class InProcessBackend:
             size = -n + 1
 
     def tokenize(self, text: str) -> list[int]:
+        from app.engine.vision import ImagePrompt
+
+        if isinstance(text, ImagePrompt):
+            return self._count_parts(text)
         tokens = list(self._open().llm.tokenize(text.encode("utf-8"), add_bos=False, special=True))
+        bos = self._bos()
+        if bos is not None and (not tokens or tokens[0] != bos):
+            tokens.insert(0, bos)
+        return tokens
+
+    def _bos(self) -> int | None:
+        """The BOS a prompt begins with when the model wants one, else None."""
         wants_bos = self.add_bos
         if wants_bos is None:
             import llama_cpp
 
             wants_bos = bool(llama_cpp.llama_vocab_get_add_bos(self.vocab))
-        if wants_bos and self.bos_id is not None and (not tokens or tokens[0] != self.bos_id):
-            tokens.insert(0, self.bos_id)
-        return tokens
+        return self.bos_id if wants_bos else None
+
+    def vision_projector(self) -> Any:
+        """The projector, or ``NoProjectorError`` naming what this model lacks."""
+        from app.engine.vision import require_projector
+
+        return require_projector(self.projector, self.name)
+
+    def image_tokens(self, width: int, height: int) -> int:
+        """The positions an image of that size takes (``Projector.image_tokens``, kept per size)."""
+        key = (int(width), int(height))
+        n = self._image_tokens.get(key)
+        if n is None:
+            with self.lock:
+                n = self._image_tokens[key] = self.vision_projector().image_tokens(*key)
+        return n
+
+    def _count_parts(self, prompt: Any) -> list[int]:
+        """A prompt with images as ids, without decoding one: its text's tokens and, per image,
+        its media id once for each position its header's size takes (``LoadedModel.tokenize``)."""
+        import hashlib
+
+        from app.engine.vision import check_image, media_id
+
+        self.vision_projector()
+        ids: list[int] = []
+        for i, part in enumerate(prompt.parts):
+            if isinstance(part, str):
+                ids += self.tokenize(part) if i == 0 else self.tokenize_text(part, True)
+            else:
+                info = check_image(part)
+                ids += [media_id(hashlib.sha256(part).digest())] * self.image_tokens(info.width, info.height)
+        if prompt.parts and not isinstance(prompt.parts[0], str):  # an image first: the BOS before it
+            ids = self.tokenize("")[:1] + ids
+        return ids
 
     def tokenize_text(self, text: str, special: bool) -> list[int]:
         return [
@@ -340,8 +412,18 @@ class InProcessBackend:
     # -- generation ---------------------------------------------------------------------------------
 
     def prepare(self, gen: Generation, prompt: str | Sequence[int]) -> None:
+        from app.engine.vision import ImagePrompt
+
         model = gen.model
-        tokens = self.tokenize(prompt) if isinstance(prompt, str) else [int(t) for t in prompt]
+        if isinstance(prompt, ImagePrompt):
+            # every image checked and decoded here, before anything is evaluated
+            projector = self.vision_projector()
+            with self.lock:
+                media = projector.tokenize_parts(prompt.parts, bos=self._bos())
+            gen.media = media
+            tokens = list(media.ids)
+        else:
+            tokens = self.tokenize(prompt) if isinstance(prompt, str) else [int(t) for t in prompt]
         if not tokens:
             raise GenerationError("the prompt is empty")
         if len(tokens) >= model.n_ctx:
@@ -400,7 +482,10 @@ class InProcessBackend:
                     switch(llm, self.kv_store, gen.prompt_tokens)  # save the one left, restore this one
                 except Exception:  # noqa: BLE001 - the store is a cache: without it the prompt is read
                     log.exception("KV store: no state saved or restored for this prompt")
-            if budget > 0 and not self._read_prompt(gen, deadline):
+            if budget > 0 and not self._read_media(gen, deadline):
+                budget = 0
+                finish = "cancelled" if cancel is not None and cancel.is_set() else "deadline"
+            if budget > 0 and gen.media is None and not self._read_prompt(gen, deadline):
                 budget = 0
                 finish = "cancelled" if cancel is not None and cancel.is_set() else "deadline"
             if budget > 0:
@@ -414,7 +499,10 @@ class InProcessBackend:
                         gen.prompt_tokens,
                         ngram=self.ngram_draft,
                         cost=self.decode_cost,
-                        model_draft=self.draft.propose if self.draft is not None else None,
+                        # a draft model reads token ids only: none for a prompt with images
+                        model_draft=self.draft.propose
+                        if self.draft is not None and gen.media is None
+                        else None,
                     )
                 it = self._tokens(gen.prompt_tokens, sampler, run, budget, spec)
             while True:
@@ -476,6 +564,8 @@ class InProcessBackend:
                 it.close()
             if sampler is not None:
                 sampler.close()
+            if gen.media is not None:
+                gen.media.close()  # libmtmd's chunks: the KV holds the images now
             model.prompt_progress = None
             try:
                 self.lock.release()
@@ -593,6 +683,24 @@ class InProcessBackend:
             llm._requires_eval = False
             if accepted < len(drafts):
                 ctx.kv_cache_seq_rm(-1, llm.n_tokens, -1)
+
+    def _read_media(self, gen: Generation, deadline: float | None) -> bool:
+        """Evaluate a prompt with images (``gen.media``) but its last token, reusing the KV prefix
+        (``Projector.evaluate``); False: cancelled or out of time between batches."""
+        if gen.media is None:
+            return True
+        projector = self.vision_projector()
+        total = len(gen.prompt_tokens)
+
+        def should_stop() -> bool:
+            gen.model.prompt_progress = (int(self.llm.n_tokens), total)
+            if gen.cancel is not None and gen.cancel.is_set():
+                return True
+            return deadline is not None and time.monotonic() >= deadline
+
+        done = projector.evaluate(gen.media, keep_last=1, should_stop=should_stop)
+        self.total_eval += done.image_tokens  # (its text went through the counting eval)
+        return done.n_past >= total - 1
 
     def _read_prompt(self, gen: Generation, deadline: float | None) -> bool:
         """Evaluate all but the last batch of a long prompt, reporting progress; False: cancelled
@@ -716,6 +824,38 @@ class DraftModel:
     def close(self) -> None:
         self.sampler.close()
         self.llm.close()
+
+
+def _load_projector(
+    model: Path, mmproj: str | None, llm: Any, n_threads: int, n_gpu_layers: int | None, verbose: bool
+) -> Any:
+    """The vision projector for ``model`` (see :meth:`InProcessBackend.load`'s ``mmproj``), or None."""
+    from app.engine.vision import Projector, find_projector, mtmd_available
+
+    if mmproj is not None and mmproj.strip().lower() == "none":
+        return None
+    named = mmproj is not None
+    path = Path(mmproj) if mmproj is not None else find_projector(model)
+    if path is None:
+        return None
+    if named and not path.is_file():
+        raise ModelLoadError(path, "the vision projector (mmproj) file does not exist")
+    if not mtmd_available()[0]:
+        if named:
+            raise ModelLoadError(path, mtmd_available()[1])
+        log.warning("%s: a vision projector is beside the model, but %s", model.name, mtmd_available()[1])
+        return None
+    try:
+        return Projector.load(
+            path, llm, n_threads=n_threads, use_gpu=resolve_gpu_layers(n_gpu_layers) != 0, verbose=verbose
+        )
+    except ModelLoadError:
+        if named:
+            raise
+        log.warning(
+            "%s: the vision projector %s beside it was not loaded", model.name, path.name, exc_info=True
+        )
+        return None
 
 
 # --- grammar validation -------------------------------------------------------------

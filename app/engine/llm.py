@@ -97,6 +97,9 @@ class LoadSettings:
     ngram_draft: bool = True
     #: a second, small GGUF with the same vocabulary that drafts tokens for this model; None: none
     draft_model: str | None = None
+    #: the vision projector (``app.engine.vision``): None looks beside the model file
+    #: (``vision.find_projector``: a ``*mmproj*.gguf``), a path loads that file, ``"none"`` loads none
+    mmproj: str | None = None
 
 
 @dataclass(eq=False)
@@ -126,6 +129,10 @@ class LoadedModel:
     n_vocab: int = 0
     #: the layer count llama.cpp was given for the GPU (its model_params; -1 "all" reads 2**31-1)
     n_gpu_layers: int = 0
+    #: whether a vision projector is loaded beside the model: it reads images (``Message.images``)
+    vision: bool = False
+    #: the projector's file when :attr:`vision`, else None
+    projector_path: str | None = None
 
     def __post_init__(self) -> None:
         # dropping the model frees its backend (stops its engine process); the callback holds the
@@ -180,8 +187,19 @@ class LoadedModel:
 
     def tokenize(self, text: str) -> list[int]:
         """Tokenize a rendered prompt: special-token text becomes special tokens; a BOS is
-        prepended when the model wants one and the template did not write it."""
+        prepended when the model wants one and the template did not write it.
+
+        A prompt with images (``app.engine.vision.ImagePrompt``, what ``render_prompt`` gives for
+        messages with images) counts each image's positions too: one negative media id per
+        position (``Projector.image_tokens`` of the size its header declares, read with
+        ``check_image``; nothing is decoded), so ``len(model.tokenize(prompt))`` is what the
+        prompt takes of the context. ``NoProjectorError`` when the model has no projector,
+        ``ImageError`` for an image that cannot be used."""
         return self.backend.tokenize(text)
+
+    def count_tokens(self, prompt: str) -> int:
+        """The context a rendered prompt takes, images included (``len(tokenize(prompt))``)."""
+        return len(self.tokenize(prompt))
 
     def tokenize_text(self, text: str, *, special: bool = True) -> list[int]:
         """Tokenize ``text`` as is (no BOS): with ``special``, special-token text becomes tokens."""
@@ -225,6 +243,7 @@ def load_model(
     parallel: int | None = None,
     ngram_draft: bool = True,
     draft_model: str | None = None,
+    mmproj: str | None = None,
 ) -> LoadedModel:
     """Check ``path`` with the gguf reader, then load it with llama.cpp, in an engine process of
     its own unless ``isolate`` is False.
@@ -234,6 +253,7 @@ def load_model(
     there (``app.engine.kvstore``). ``parallel``: the engine process's slots (None: the engine's
     default; ignored with ``isolate=False``, one generation at a time). ``ngram_draft`` and
     ``draft_model``: speculative decoding (``app.engine.speculative``; :class:`LoadSettings`).
+    ``mmproj``: the vision projector (:class:`LoadSettings`; None looks beside the model).
 
     ``n_gpu_layers=None`` chooses automatically (``app.engine.inprocess.resolve_gpu_layers``). ``check_limits=False``
     skips the refusal of the values llama.cpp is known to abort on (the tests of the engine
@@ -243,6 +263,7 @@ def load_model(
         kv_type, flash_attn, kv_store = settings.kv_type, settings.flash_attn, settings.kv_store
         parallel = settings.parallel
         ngram_draft, draft_model = settings.ngram_draft, settings.draft_model
+        mmproj = settings.mmproj
     p = Path(path)
     if kv_type not in KV_CACHE_TYPES:
         raise ModelLoadError(p, f"unknown KV cache type {kv_type!r} (one of {', '.join(KV_CACHE_TYPES)})")
@@ -279,6 +300,7 @@ def load_model(
         "kv_store": kv_store,
         "ngram_draft": bool(ngram_draft),
         "draft_model": None if draft_model is None else str(draft_model),
+        "mmproj": None if mmproj is None else str(mmproj),
     }
     if not isolate:
         return load_model_inline(**args)
@@ -296,6 +318,7 @@ def load_model(
         n_vocab=int(info["n_vocab"]),
         n_gpu_layers=int(info["n_gpu_layers"]),
         eog_ids=frozenset(info["eog_ids"]),
+        projector_path=info.get("projector"),
     )
 
 
@@ -314,6 +337,7 @@ def load_model_inline(**args: Any) -> LoadedModel:
         n_vocab=backend.n_vocab,
         n_gpu_layers=backend.n_gpu_layers,
         eog_ids=backend.eog_ids,
+        projector_path=backend.projector_path,
     )
 
 
@@ -326,6 +350,7 @@ def _loaded(
     n_vocab: int,
     n_gpu_layers: int,
     eog_ids: frozenset[int],
+    projector_path: str | None = None,
 ) -> LoadedModel:
     template = meta.chat_template
     return LoadedModel(
@@ -341,4 +366,6 @@ def _loaded(
         eos_token=meta.eos_token or "",
         n_vocab=n_vocab,
         n_gpu_layers=n_gpu_layers,
+        vision=projector_path is not None,
+        projector_path=projector_path,
     )

@@ -28,11 +28,20 @@ Shapes (what each template needs, past the limits of the usual renderers):
   merged with the conversation's own system prompt; past calls are replayed as text in that
   syntax, since such a template does not render ``tool_calls`` either. A template that already
   renders the tools gets no guidance.
+* a user message's images (``Message.images``) go before its text, one place per image: each
+  place is a mark made for this render alone (a random nonce between NUL characters, which no
+  message text holds), the template renders it as text, and the output is split at the marks
+  into an ``app.engine.vision.ImagePrompt`` (``RenderedPrompt.text``: a ``str`` whose ``parts``
+  are the text and the images' bytes, in order). Nothing user text writes can place an image. A
+  template that drops or repeats a message's content (so an image's place is lost or doubled)
+  is a :class:`PromptRenderError`. ``RenderedPrompt.images`` counts them.
 """
 
 from __future__ import annotations
 
 import json
+import re
+import secrets
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -42,6 +51,7 @@ from app.engine.formats.guidance import call_example, tool_guidance
 from app.engine.messages import Message, is_valid_call_id, local_call_id
 from app.engine.templates import functions_variables, render_template, template_tools_mode
 from app.engine.thinking import Thinking, thinking_control
+from app.engine.vision import image_prompt
 
 if TYPE_CHECKING:
     from app.engine.llm import LoadedModel
@@ -67,6 +77,8 @@ class RenderedPrompt:
     tools_mode: str = "variable"
     # how a thinking choice reached the prompt ("" : the template's default)
     thinking: str = ""
+    # the images the prompt holds (``text`` is then an ``app.engine.vision.ImagePrompt``)
+    images: int = 0
 
 
 _RESERVED_VARIABLES = frozenset(
@@ -107,13 +119,17 @@ def shape_messages(
     calls_as: str | None = None,
     results_as_user: bool = False,
     reasoning_key: str = "reasoning_content",
+    image_mark: str | None = None,
 ) -> list[dict[str, Any]]:
     """Template-ready dicts (see the module docstring for the shapes).
 
     ``calls_as``: a tool-call format family; assistant calls are then written into the turn's
     content in that family's syntax instead of ``tool_calls`` (for templates that ignore them).
     ``results_as_user``: tool results become user turns (for templates that reject the role).
-    ``reasoning_key``: the key an assistant turn's reasoning goes back under."""
+    ``reasoning_key``: the key an assistant turn's reasoning goes back under.
+    ``image_mark``: a user message's images become ``f"{image_mark}{n}\\x00"`` (``n`` counting the
+    conversation's images from 0) before its text (:func:`render_messages` splits there); None:
+    images are left out."""
     id_map: dict[str, str] = {}
     names: dict[str, str] = {}
     counter = 0
@@ -131,6 +147,7 @@ def shape_messages(
         return new
 
     out: list[dict[str, Any]] = []
+    n_images = 0
     for m in messages:
         if m.role == "assistant":
             d: dict[str, Any] = {"role": "assistant", "content": m.content or ""}
@@ -164,6 +181,10 @@ def shape_messages(
                 d = {"role": "tool", "content": m.content or "", "tool_call_id": cid, "name": name}
         else:
             d = {"role": m.role, "content": m.content or ""}
+            if m.images and image_mark is not None:
+                marks = "".join(f"{image_mark}{n_images + i}\x00" for i in range(len(m.images)))
+                n_images += len(m.images)
+                d["content"] = marks + d["content"]
         if (
             merge_turns
             and out
@@ -221,6 +242,8 @@ def render_messages(
     reasoning_key = (
         "thinking" if control is not None and control.reads_reasoning == "thinking" else "reasoning_content"
     )
+    images = [image for m in messages for image in m.images]
+    image_mark = f"\x00image-{secrets.token_hex(8)}-" if images else None
     guidance = None
     if tools and mode == "none" and tool_format is not None:
         mode = "guidance"
@@ -233,6 +256,7 @@ def render_messages(
             calls_as=tool_format if guidance else None,
             results_as_user=fold_system,
             reasoning_key=reasoning_key,
+            image_mark=image_mark,
         )
         if args_text:  # templates that concatenate the arguments (Functionary v3.2) need JSON text
             for m in shaped:
@@ -300,6 +324,8 @@ def render_messages(
             plan = control.plan(thinking, text)
             text += plan.suffix
         applied = plan.describe()
+    if image_mark is not None:
+        text = _place_images(text, image_mark, images)
     return RenderedPrompt(
         text=text,
         template=template_name,
@@ -307,7 +333,24 @@ def render_messages(
         merged_turns=merged,
         tools_mode=mode if tools else "variable",
         thinking=applied,
+        images=len(images),
     )
+
+
+def _place_images(text: str, mark: str, images: list[bytes]) -> str:
+    """``text`` split at each image's mark into an ``ImagePrompt`` (PromptRenderError when the
+    template lost, repeated or reordered a mark)."""
+    pieces = re.split(re.escape(mark) + r"(\d+)\x00", text)
+    found = [int(n) for n in pieces[1::2]]
+    if found != list(range(len(images))):
+        raise PromptRenderError(
+            f"the model's chat template placed {len(found)} of the conversation's {len(images)} image(s) "
+            "(it drops or repeats a message's text), so the images cannot be placed"
+        )
+    parts: list[str | bytes] = []
+    for i, piece in enumerate(pieces):
+        parts.append(piece if i % 2 == 0 else images[int(piece)])
+    return image_prompt(parts)
 
 
 def render_prompt(

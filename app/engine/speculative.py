@@ -89,7 +89,8 @@ class NgramDrafter:
 
     def propose(self, k: int) -> tuple[list[int], int]:
         """Up to ``k`` tokens that followed the latest earlier occurrence of the history's longest
-        matching tail, and the matched n (0: no match, no draft)."""
+        matching tail, and the matched n (0: no match, no draft). An image's positions (negative
+        media ids, ``app.engine.vision``) are not tokens: a draft ends before the first one."""
         toks = self.tokens
         if k <= 0:
             return [], 0
@@ -99,7 +100,11 @@ class NgramDrafter:
                 continue
             at = self._seen[n].get(tuple(toks[end - n :]))
             if at is not None:
-                return toks[at : min(at + k, end)], n
+                out = toks[at : min(at + k, end)]
+                cut = next((i for i, t in enumerate(out) if t < 0), None)
+                if cut is not None:
+                    out = out[:cut]
+                return (out, n) if out else ([], 0)
         return [], 0
 
 

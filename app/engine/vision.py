@@ -65,7 +65,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from app.engine.errors import ContextOverflowError, EngineError, GenerationError, ModelLoadError
+from app.engine.errors import (
+    ContextOverflowError,
+    GenerationError,
+    ImageError,
+    ModelLoadError,
+    NoProjectorError,
+)
 
 __all__ = [
     "DEFAULT_LIMITS",
@@ -74,15 +80,18 @@ __all__ = [
     "ImageError",
     "ImageInfo",
     "ImageLimits",
+    "ImagePrompt",
     "MediaPrompt",
     "NoProjectorError",
     "Projector",
     "Segment",
     "check_image",
     "find_projector",
+    "image_prompt",
     "is_media_id",
     "media_id",
     "mtmd_available",
+    "prompt_images",
     "require_projector",
 ]
 
@@ -90,15 +99,6 @@ log = logging.getLogger(__name__)
 
 #: libmtmd's default media marker (``mtmd_default_marker()``): where an image goes in a prompt's text
 DEFAULT_MARKER = "<__media__>"
-
-
-class ImageError(EngineError, ValueError):
-    """An image that cannot be used (too large, truncated, damaged, not an image, or no projector to
-    read it): ``str()`` says which, in one sentence."""
-
-
-class NoProjectorError(ImageError):
-    """The model was given an image but has no vision projector (``mmproj``) loaded."""
 
 
 # -- limits and header checks ----------------------------------------------------------------------
@@ -356,6 +356,70 @@ def media_id(key: str | bytes) -> int:
 def is_media_id(token: int) -> bool:
     """Whether a prompt id is an image position (:func:`media_id`), not a token."""
     return int(token) < 0
+
+
+# -- rendered prompts with images ------------------------------------------------------------------
+
+
+class ImagePrompt(str):
+    """A rendered prompt with images: its :attr:`parts` in order, text (``str``) and images (their
+    ``bytes``), as ``app.engine.render`` splits the template's output at each image's place.
+
+    It is a ``str`` (the text, each image written as :data:`DEFAULT_MARKER`, for logs and display)
+    so that it goes wherever a rendered prompt goes (``generate``, ``LoadedModel.tokenize``, the
+    engine process's pipe: it pickles with its parts); the backends read :attr:`parts`, never the
+    marker, so user text that writes the marker places no image. ``prompt + "text"`` (Continue)
+    keeps the images; ``str(prompt)`` is the plain text."""
+
+    parts: tuple[str | bytes, ...]
+
+    def __new__(cls, parts: Sequence[str | bytes]) -> ImagePrompt:
+        kept: list[str | bytes] = []
+        for part in parts:
+            if isinstance(part, str):
+                if not part:
+                    continue
+                if kept and isinstance(kept[-1], str):
+                    kept[-1] = kept[-1] + part
+                    continue
+                kept.append(part)
+            elif isinstance(part, bytes | bytearray | memoryview):
+                kept.append(bytes(part))
+            else:
+                raise TypeError(f"a prompt part must be text or image bytes, not {type(part).__name__}")
+        text = "".join(p if isinstance(p, str) else DEFAULT_MARKER for p in kept)
+        self = super().__new__(cls, text)
+        self.parts = tuple(kept)
+        return self
+
+    @property
+    def images(self) -> list[bytes]:
+        return [p for p in self.parts if isinstance(p, bytes)]
+
+    def __add__(self, other: str) -> ImagePrompt:  # type: ignore[override]
+        more = other.parts if isinstance(other, ImagePrompt) else (str(other),)
+        return ImagePrompt(self.parts + tuple(more))
+
+    def __radd__(self, other: str) -> ImagePrompt:
+        return ImagePrompt((str(other), *self.parts))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (ImagePrompt, (self.parts,))
+
+    def __repr__(self) -> str:
+        return f"ImagePrompt({len(self.images)} image(s), {str.__repr__(self)[:80]})"
+
+
+def image_prompt(parts: Sequence[str | bytes]) -> str:
+    """The prompt of ``parts``: an :class:`ImagePrompt` when they hold an image, else the text."""
+    if any(not isinstance(p, str) for p in parts):
+        return ImagePrompt(parts)
+    return "".join(str(p) for p in parts)
+
+
+def prompt_images(prompt: Any) -> list[bytes]:
+    """The images of a prompt (an :class:`ImagePrompt`'s; none for text or token ids)."""
+    return prompt.images if isinstance(prompt, ImagePrompt) else []
 
 
 # -- libmtmd ---------------------------------------------------------------------------------------
