@@ -82,13 +82,16 @@ class DownloadsPane(QWidget):
         except Exception as exc:  # noqa: BLE001
             page.show_status(str(exc), error=True)
             return
+        proj = queued.projector_path.name if queued.projector_task_ids and queued.projector_path else None
         if queued.reused is not None:
             page.show_status(
-                f"{remote.name} is already in the Hugging Face cache: added to the library without downloading."
+                f"{remote.name} is already in the Hugging Face cache: added to the library without downloading"
+                + (f"; downloading its projector {proj}." if proj else ".")
             )
             page.refresh_library()
             return
-        page.show_status(f"Queued {remote.name}.")
+        with_proj = f" with its projector {proj}" if proj else ""
+        page.show_status(f"Queued {remote.name}{with_proj}.")
 
     def on_restored(self, task_ids: list[int]) -> None:
         """Downloads left unfinished last time: shown paused, ready to resume."""

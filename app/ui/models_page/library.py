@@ -1,12 +1,18 @@
 """The Models page's Library pane: the local models (metadata, tool format, last check score,
-where each comes from), Load now, Delete file, Remove from library, Import GGUF and Add folder."""
+where each comes from), Load now, Delete file, Remove from library, Import GGUF and Add folder;
+and for vision, a "Vision" badge on a model paired with a projector (an mmproj GGUF) and a
+choice of its projector: automatic (the one beside it), none, one of the library's projectors,
+or a file."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QColor
 from PySide6.QtWidgets import (
+    QComboBox,
     QFileDialog,
     QMessageBox,
     QPushButton,
@@ -35,8 +41,14 @@ COLUMNS = [
     "",
     "",
     "",
+    "Vision",
+    "Projector",
 ]
 LOAD, DELETE, REMOVE = 9, 10, 11  # the button columns
+VISION, PROJECTOR = 12, 13  # the badge of a model with a projector, and the choice of its projector
+VISION_COLOR = "#6a1b9a"
+#: the projector choices of the Projector column (besides the library's projectors, by path)
+AUTO, NONE, FILE = "auto", "none", "file"
 
 SOURCE_WORDS = {
     "downloaded": "downloaded",
@@ -78,13 +90,14 @@ class LibraryPane(QWidget):
     """The local library as a table with its buttons; narrow windows hide secondary columns."""
 
     # the columns a narrow window leaves out first (the name and the buttons always stay)
-    SECONDARY_COLUMNS = (6, 4, 1, 8, 2, 7, 3, 5)
+    SECONDARY_COLUMNS = (6, 4, PROJECTOR, 1, 8, 2, 7, 3, VISION, 5)
     NAME_MIN_WIDTH = 200
 
     def __init__(self, page: ModelsPage) -> None:
         super().__init__()
         self.page = page
         self.models: list[Any] = []  # the library as last scanned
+        self.projectors: list[Any] = []  # the projector (mmproj) files it has, as last scanned
         self.import_button = QPushButton("Import GGUF…")
         self.import_button.clicked.connect(self._import_dialog)
         self.folder_button = QPushButton("Add folder…")
@@ -120,6 +133,11 @@ class LibraryPane(QWidget):
         self.page.show_status(message, error=True)
         self.page.sig_library_done.emit()
 
+    def show_scan(self, scan: tuple[list[Any], list[Any]]) -> None:
+        """Show a scan: (the chat models, the projectors)."""
+        self.models, self.projectors = scan[0], scan[1]
+        self.show_models(scan[0])
+
     def show_models(self, models: list[Any], *, quiet: bool = False) -> None:
         """Fill the table; unless ``quiet``, the other panes follow (Download becomes Load now)."""
         from app.ui.icons import icon
@@ -136,6 +154,7 @@ class LibraryPane(QWidget):
                 items[0].setIcon(icon("error"))
                 items[0].setToolTip(f"{m.path}\n{m.error}")
             self._buttons(i, m)
+            self._vision(i, m)
         self.fit_columns()
         if not quiet:
             self.page.models_changed()
@@ -160,6 +179,82 @@ class LibraryPane(QWidget):
             t.setCellWidget(i, REMOVE, remove)
         else:
             t.removeCellWidget(i, REMOVE)
+
+    # -- vision: the badge and the projector choice -----------------------------------------------
+    def _vision(self, i: int, m: Any) -> None:
+        t = self.table
+        if m.vision:
+            badge = QTableWidgetItem("Vision")
+            badge.setForeground(QColor("white"))
+            badge.setBackground(QColor(VISION_COLOR))
+            how = "you chose" if m.projector_source == "chosen" else "beside the model"
+            badge.setToolTip(f"Reads images with the projector {m.projector} ({how}).")
+        else:
+            badge = QTableWidgetItem("")
+        t.setItem(i, VISION, badge)
+        t.setCellWidget(i, PROJECTOR, self._projector_combo(m))
+
+    def _projector_combo(self, m: Any) -> QComboBox:
+        """Automatic / None / each projector of the library / Choose file…, the current one selected."""
+        combo = QComboBox()
+        combo.setObjectName("projectorChoice")
+        beside = m.projector if m.projector_source == "beside" else None
+        combo.addItem(f"Beside it: {beside.name}" if beside else "Automatic", AUTO)
+        combo.setItemData(
+            0, "The mmproj file beside the model, if there is one.", Qt.ItemDataRole.ToolTipRole
+        )
+        combo.addItem("None (text only)", NONE)
+        paths = [str(p.path) for p in self.projectors if p.usable]
+        if m.projector_source == "chosen" and str(m.projector) not in paths:
+            paths.append(str(m.projector))
+        for path in paths:
+            combo.addItem(Path(path).name, path)
+            combo.setItemData(combo.count() - 1, path, Qt.ItemDataRole.ToolTipRole)
+        combo.addItem("Choose file…", FILE)
+        current = {"chosen": str(m.projector), "none": NONE}.get(m.projector_source, AUTO)
+        combo.setCurrentIndex(max(0, combo.findData(current)))
+        combo.setEnabled(m.usable)
+        combo.setToolTip("The projector (mmproj) this model reads images with.")
+        combo.activated.connect(lambda index, m=m, c=combo: self._on_projector_chosen(m, c.itemData(index)))
+        return combo
+
+    def _on_projector_chosen(self, model: Any, choice: str) -> None:
+        if choice == FILE:
+            path, _ = QFileDialog.getOpenFileName(
+                self,
+                f"Choose the projector of {model.name}",
+                str(model.path.parent),
+                "GGUF projectors (*.gguf)",
+            )
+            if not path:
+                self.show_models(self.models, quiet=True)  # back to the current choice
+                return
+            choice = path
+        self.choose_projector(model, choice)
+
+    def choose_projector(self, model: Any, choice: str | Path) -> None:
+        """Pair ``model`` with a projector: ``"auto"`` (the one beside it), ``"none"``, or a file."""
+        page = self.page
+        lib = page.manager.library
+        try:
+            if choice == AUTO:
+                lib.reset_projector(model.path)
+                text = f"{model.name} uses the projector beside it, if any."
+            elif choice == NONE:
+                lib.set_projector(model.path, None)
+                text = f"{model.name} is text only now (no projector)."
+            else:
+                lib.set_projector(model.path, choice)
+                text = f"{model.name} reads images with {Path(choice).name}."
+        except Exception as exc:  # noqa: BLE001 - LibraryError: not a projector, missing file
+            page.show_status(str(exc), error=True)
+            self.show_models(self.models, quiet=True)
+            return
+        page.show_status(text + (" Load it again to use it." if page.is_loaded(model) else ""))
+        page.refresh_library()
+
+    def projector_choice(self, row: int) -> QComboBox:
+        return cast(QComboBox, self.table.cellWidget(row, PROJECTOR))
 
     def row(self, name: str) -> int:
         for i, m in enumerate(self.models):
@@ -220,6 +315,12 @@ class LibraryPane(QWidget):
             return lib.import_copy(path) if copy else lib.import_in_place(path)
 
         def ok(model: Any) -> None:
+            if model.is_projector:  # a projector is chosen for a model, never loaded as one
+                page.show_status(
+                    f"Imported the projector {model.name}: choose it in a model's Projector column."
+                )
+                page.refresh_library()
+                return
             page.show_status(f"Imported {model.name}.")
             page.refresh_library()
             page.sig_imported.emit(str(model.path))

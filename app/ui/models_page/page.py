@@ -155,9 +155,9 @@ class ModelsPage(QWidget):
         return self.search_pane.card_repo
 
     def local_model_for(self, repo_id: str, filename: str) -> Any | None:
-        """The library's model downloaded from ``repo_id``/``filename`` (None if it has none)."""
+        """The library's model (or projector) downloaded from ``repo_id``/``filename`` (None if it has none)."""
         name = Path(filename).name
-        for m in self.library.models:
+        for m in [*self.library.models, *self.library.projectors]:
             if m.usable and m.path.name == name and (not m.repo_id or m.repo_id == repo_id):
                 return m
         return None
@@ -196,7 +196,10 @@ class ModelsPage(QWidget):
 
     # -- library ---------------------------------------------------------------------------------
     def refresh_library(self) -> None:
-        self.background(lambda: self.manager.library.scan(), self.library.show_models, self.library.on_failed)
+        lib = self.manager.library
+        self.background(
+            lambda: (lib.scan(), lib.projectors()), self.library.show_scan, self.library.on_failed
+        )
 
     def _fit_library_columns(self) -> None:
         self.library.fit_columns()
@@ -212,6 +215,10 @@ class ModelsPage(QWidget):
 
     def remove_button(self, row: int) -> QPushButton | None:
         return self.library.button(row, REMOVE)
+
+    def projector_choice(self, row: int) -> Any:
+        """The Projector combo box of library ``row``."""
+        return self.library.projector_choice(row)
 
     def import_file(self, path: str | Path, *, copy: bool = False) -> None:
         self.library.import_file(path, copy=copy)

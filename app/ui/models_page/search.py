@@ -219,8 +219,11 @@ class SearchPane(QWidget):
         self.files_hint.setVisible(bool(self.remote))
         kv_type = kv_type_setting()
         estimates = [estimate_remote(f.size, f.quantization, n_ctx, kv_type=kv_type) for f in self.remote]
-        self.recommended_row = recommended_file(
-            [(f.quantization, f.size, e.fit) for f, e in zip(self.remote, estimates, strict=True)]
+        self.recommended_row = recommended_file(  # never a projector: it is downloaded with its model
+            [
+                (f.quantization, f.size, "projector" if f.is_projector else e.fit)
+                for f, e in zip(self.remote, estimates, strict=True)
+            ]
         )
         if self.recommended_row is not None:
             best = self.remote[self.recommended_row]
@@ -237,8 +240,17 @@ class SearchPane(QWidget):
             self._file_row(i, f, est)
 
     def _file_row(self, i: int, f: Any, est: Any) -> None:
+        if f.is_projector:
+            self._projector_row(i, f)
+            return
         label = f.name + (f"  ({len(f.parts)} parts)" if f.is_split else "")
-        self.files_table.setItem(i, 0, QTableWidgetItem(label))
+        name = QTableWidgetItem(label + ("  · vision" if f.projector is not None else ""))
+        if f.projector is not None:
+            name.setToolTip(
+                f"Reads images: its projector {f.projector.filename} ({format_bytes(f.projector.size)}) "
+                "is downloaded with it."
+            )
+        self.files_table.setItem(i, 0, name)
         self.files_table.setItem(i, 1, QTableWidgetItem(format_bytes(f.size)))
         quant = QTableWidgetItem(f.quantization or "?")
         if i == self.recommended_row:
@@ -258,3 +270,27 @@ class SearchPane(QWidget):
             self.page, f.repo_id, f.filename, partial(self.page.downloads.enqueue, f), tooltip=True
         )
         self.files_table.setCellWidget(i, 5, button)
+
+    def _projector_row(self, i: int, f: Any) -> None:
+        """A projector (mmproj) file: marked as one, no memory fit (it loads beside a model)."""
+        t = self.files_table
+        name = QTableWidgetItem(f.name)
+        name.setToolTip(
+            "A vision projector for this repository's models: downloaded with the model it matches."
+        )
+        t.setItem(i, 0, name)
+        t.setItem(i, 1, QTableWidgetItem(format_bytes(f.size)))
+        t.setItem(i, 2, QTableWidgetItem(f.quantization or "?"))
+        t.setItem(i, 3, QTableWidgetItem(""))
+        badge = QTableWidgetItem("projector")
+        badge.setToolTip(name.toolTip())
+        t.setItem(i, 4, badge)
+        here = self.page.local_model_for(f.repo_id, f.filename)
+        if here is not None:
+            button = QPushButton("Downloaded")
+            button.setEnabled(False)
+            button.setToolTip(str(here.path))
+        else:
+            button = QPushButton("Download")
+            button.clicked.connect(lambda _c=False, f=f: self.page.downloads.enqueue(f))
+        t.setCellWidget(i, 5, button)
