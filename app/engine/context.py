@@ -1,7 +1,9 @@
 """How much of the model's context a conversation takes, and what to do before it overflows.
 
 ``measure(session)`` renders the conversation as the next turn would (system prompt, messages,
-tool schemas) and counts its tokens, the tool schemas' share apart. ``fit_turn(session, text,
+tool schemas) and counts its tokens, the tool schemas' share apart; a message's images count the
+positions the model's projector gives each (``LoadedModel.tokenize`` of an ``ImagePrompt``: from
+the size in the image's header, nothing decoded). ``fit_turn(session, text,
 policy)`` is called before a message is sent: with room to spare it changes nothing; otherwise
 the policy decides:
 
@@ -100,14 +102,16 @@ def _turn_starts(messages: list[Any]) -> list[int]:
     return [i for i, m in enumerate(messages) if m.role == "user"]
 
 
-def fit_turn(session: Any, text: str, policy: str = "stop") -> FitResult:
-    """Make room in ``session`` for the user message ``text`` (not appended) following ``policy``."""
+def fit_turn(session: Any, text: str, policy: str = "stop", images: Any = ()) -> FitResult:
+    """Make room in ``session`` for the user message ``text`` with ``images`` (their bytes; not
+    appended) following ``policy``. An image counts the positions its projector gives it
+    (``LoadedModel.tokenize`` of the rendered ``ImagePrompt``)."""
     from app.engine.messages import Message
 
     if policy not in POLICIES:
         raise ValueError(f"unknown context policy {policy!r}; choose one of {', '.join(POLICIES)}")
     msgs = list(session.messages)
-    new = Message(role="user", content=text)
+    new = Message(role="user", content=text, images=list(images))
     usage = measure(session, msgs + [new])
     dropped = 0
     while not usage.fits and policy != "stop":

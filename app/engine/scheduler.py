@@ -25,6 +25,14 @@ verification yields are held and kept one at a time, each at its reader's pace, 
 sampled token is; a generation that ends among them (a stop string, the budget, an end token)
 leaves the surplus in the slot's KV, which ``cached`` names, so the next prompt may reuse it.
 
+Images (``app.engine.vision``): a generation whose prompt holds images (``gen.media``, decoded
+when the engine process prepared it) has them evaluated when it takes its slot, before it joins
+the batch: the prompt's part after the KV prefix the slot keeps (never ending inside an image),
+up to its last image, is decoded into the slot's own sequence, text by ``llama_decode`` and each
+image by libmtmd's seq-aware helper (``Projector.eval_image``); the text after the last image is
+read in the steps' batches as any prompt. The slot's ``cached`` ids hold the images' media ids,
+so the next turn keeps the image's KV and encodes it no more.
+
 The reader's pace is kept as in the single path: a piece is sent, the next token is decoded
 meanwhile, and it is kept only once the app asks for it (``ack``); a cancel drops it. Qt-free;
 ``llama_cpp`` is imported when a scheduler is made.
@@ -286,14 +294,65 @@ class Scheduler:
             slot.cached = self.kv.before_start(self._ctx.ctx, slot.seq, slot.cached, prompt)
         # the KV of the longest shared prefix stays; at least the last prompt token is decoded again
         keep = min(common(slot.cached, prompt), len(prompt) - 1)
+        if gen.media is not None:
+            keep = min(
+                [keep] + [s.start for s in gen.media.segments if s.kind == "image" and s.start < keep < s.end]
+            )
         self._lib.llama_memory_seq_rm(self._mem, slot.seq, keep, -1)
         slot.cached = slot.cached[:keep]
+        if gen.media is not None:
+            keep = self._read_images(job, slot, keep)
         slot.job = job
         job.slot = slot
         job.fed = keep
         self.jobs[job.gid] = job
         if job.budget <= 0:
             self._end(job, "length")
+
+    def _read_images(self, job: _Job, slot: _Slot, keep: int) -> int:
+        """Decode ``job``'s prompt with images from ``keep`` to the end of its last image into the
+        slot's sequence (see the module docstring); the positions now in the KV. On a failure the
+        slot's sequence is forgotten and the error raised (this job fails alone)."""
+        media = job.gen.media
+        job.gen.media = None
+        try:
+            images = [s for s in media.segments if s.kind == "image"]
+            end = images[-1].end if images else 0
+            if end <= keep:
+                return keep
+            projector = self.backend.vision_projector()
+            batch = self._batch
+            for seg in media.segments:
+                if seg.end <= keep or seg.start >= end:
+                    continue
+                if seg.kind == "image":
+                    projector.eval_image(seg, self._ctx.ctx, seg.start, seq_id=slot.seq, n_batch=self.n_batch)
+                    self.backend.total_eval += seg.n_tokens
+                    job.evaluated += seg.n_tokens
+                else:
+                    lo = max(keep, seg.start)
+                    for at in range(lo, seg.end, self.n_batch):
+                        ids = seg.ids[at - seg.start : min(at + self.n_batch, seg.end) - seg.start]
+                        for i, tok in enumerate(ids):
+                            self._put(batch, i, tok, at + i, slot.seq, False)
+                        batch.n_tokens = len(ids)
+                        rc = self._lib.llama_decode(self._ctx.ctx, batch)
+                        if rc != 0:
+                            raise GenerationError(
+                                f"llama.cpp failed while reading the prompt: llama_decode returned {rc}"
+                            )
+                        self.stats.decode_calls += 1
+                        self.stats.tokens_decoded += len(ids)
+                        self.backend.total_eval += len(ids)
+                        job.evaluated += len(ids)
+                slot.cached = list(job.gen.prompt_tokens[: seg.end])
+            return end
+        except BaseException:
+            self._lib.llama_memory_seq_rm(self._mem, slot.seq, -1, -1)
+            slot.cached = []
+            raise
+        finally:
+            media.close()
 
     def _advance(self, job: _Job) -> None:
         """Before the decode: stop a job that is cancelled or out of time, keep its sampled token

@@ -856,6 +856,27 @@ class Projector:
             images += 1
         return Evaluation(llm.n_tokens, reused, text_done, image_done, images)
 
+    def eval_image(self, segment: Segment, lctx: Any, n_past: int, *, seq_id: int, n_batch: int) -> None:
+        """Encode the image ``segment`` and decode its embeddings into sequence ``seq_id`` of the
+        llama context ``lctx`` at ``n_past`` (libmtmd's seq-aware helper): what a slot of the
+        scheduler (``app.engine.scheduler``) does for an image of its prompt. Raises
+        ``GenerationError`` when llama.cpp fails (the caller forgets the sequence from ``n_past``)."""
+        mtmd = _mtmd()
+        ctx = self._open()
+        if segment.kind != "image":
+            raise ValueError("eval_image evaluates an image segment")
+        new_n_past = ctypes.c_int32(0)
+        rc = mtmd.mtmd_helper_eval_chunk_single(
+            ctx, lctx, segment.chunk, int(n_past), int(seq_id), int(n_batch), False, ctypes.byref(new_n_past)
+        )
+        if rc != 0:
+            raise GenerationError(f"llama.cpp failed to read an image of the prompt (libmtmd code {rc})")
+        if new_n_past.value != n_past + len(segment.ids):
+            raise GenerationError(
+                f"libmtmd placed an image at positions {n_past}..{new_n_past.value}, "
+                f"the prompt expected {n_past}..{n_past + len(segment.ids)}"
+            )
+
     def _drop_from(self, pos: int) -> None:
         """Forget the KV from ``pos`` on (after a failed decode), so the context stays usable."""
         llm = self.llm
