@@ -14,6 +14,7 @@ from app.engine.models.hub import HubClient, RemotePart, group_gguf_files, match
 from app.engine.models.library import NO_PROJECTOR, Library
 from app.engine.models.manager import ModelManager
 from app.engine.models.tiny import write_tiny_gguf
+from app.engine.vision import mtmd_available
 from tests.support.fake_hub import FakeHub
 from tests.support.tiny_vision import write_tiny_projector, write_tiny_vision_pair
 
@@ -176,3 +177,32 @@ def test_a_model_can_be_downloaded_without_its_projector(vision_hub, tmp_path):
         assert local.projector is None and lib.projectors() == []
     finally:
         mgr.shutdown()
+
+
+@pytest.mark.skipif(not mtmd_available()[0], reason=mtmd_available()[1])
+def test_the_library_choice_is_what_a_load_takes_as_mmproj(tmp_path):
+    """``Library.projector_for`` -> ``LoadSettings.mmproj``: the chosen projector is the one loaded,
+    and "none" loads none although an mmproj is beside the model."""
+    from app.engine.llm import LoadSettings, load_model
+
+    lib = _library(tmp_path)
+    model, beside = write_tiny_vision_pair(lib.models_dir / "eyes")
+    alone = write_tiny_gguf(lib.models_dir / "text" / "alone.gguf", embedding_length=64, seed=1)
+    chosen = write_tiny_projector(tmp_path / "elsewhere" / "eyes-for-alone.gguf", seed=3)
+    lib.set_projector(alone, chosen)
+    lib.set_projector(model, None)
+
+    def load(path: Path):
+        settings = LoadSettings(n_ctx=512, n_threads=1, mmproj=lib.projector_for(path))
+        return load_model(path, settings=settings, isolate=False)
+
+    loaded = load(alone)
+    try:
+        assert loaded.vision and Path(loaded.projector_path) == chosen.resolve()
+    finally:
+        loaded.close()
+    loaded = load(model)
+    try:
+        assert not loaded.vision and loaded.projector_path is None
+    finally:
+        loaded.close()
