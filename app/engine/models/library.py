@@ -32,7 +32,7 @@ from app.engine.models._gguf import SPLIT_RE, GgufSummary, read_summary, split_p
 from app.engine.models.errors import LibraryError, NotDeletableError
 from app.engine.models.estimate import MemoryEstimate, estimate_memory, estimate_remote
 
-__all__ = ["NO_PROJECTOR", "Library", "LocalModel", "SOURCES"]
+__all__ = ["NO_PROJECTOR", "Library", "LocalModel", "SOURCES", "projector_for"]
 
 SOURCES = ("downloaded", "copied", "imported", "folder", "hf-cache")
 _OWNED = {"downloaded", "copied"}
@@ -99,6 +99,16 @@ class LocalModel:
 
 def _key(path: Path) -> str:
     return str(Path(path).expanduser().resolve())
+
+
+def projector_for(model_path: str | Path, library: Library | None = None) -> str | None:
+    """``LoadSettings.mmproj`` for loading ``model_path``: the projector chosen in ``library`` (the
+    user's library by default), ``"none"``, or None (look beside the model). See
+    :meth:`Library.projector_for`; an unreadable library is no choice (None)."""
+    try:
+        return (library or Library()).projector_for(model_path)
+    except Exception:  # noqa: BLE001 - a load must not fail on the library's manifest
+        return None
 
 
 class Library:

@@ -11,7 +11,7 @@ import pytest
 from app.engine.models.download import DownloadState
 from app.engine.models.errors import LibraryError
 from app.engine.models.hub import HubClient, RemotePart, group_gguf_files, match_projector
-from app.engine.models.library import NO_PROJECTOR, Library
+from app.engine.models.library import NO_PROJECTOR, Library, projector_for
 from app.engine.models.manager import ModelManager
 from app.engine.models.tiny import write_tiny_gguf
 from app.engine.vision import mtmd_available
@@ -71,6 +71,7 @@ def test_choosing_and_clearing_a_projector_persists(tmp_path):
     assert by_name[model.name].projector is None and not by_name[model.name].vision
     assert by_name[model.name].projector_source == NO_PROJECTOR
     assert _library(tmp_path).projector_for(model) == NO_PROJECTOR
+    assert projector_for(model, _library(tmp_path)) == NO_PROJECTOR  # what a load passes as mmproj
 
     again.reset_projector(model)  # back to the one beside it
     by_name = {m.path.name: m for m in _library(tmp_path).scan()}
