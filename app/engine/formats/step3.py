@@ -1,15 +1,21 @@
 """StepFun Step-3 calls: one section of StepTML invocations.
 
-``<｜tool_calls_begin｜>\\n<｜tool_call_begin｜>function<｜tool_sep｜><steptml:invoke name="NAME">\\n
-<steptml:parameter name="K">V</steptml:parameter>\\n</steptml:invoke><｜tool_call_end｜>\\n
+``<｜tool_calls_begin｜>\\n<｜tool_call_begin｜>\\nfunction<｜tool_sep｜><steptml:invoke name="NAME">
+<steptml:parameter name="K">V</steptml:parameter></steptml:invoke><｜tool_call_end｜>\\n
 <｜tool_calls_end｜>``: the markers use the fullwidth bar ``｜`` and underscores (DeepSeek's use
 ``▁``); several calls stand one after another in the section, after an optional
 ``<think>...</think>`` block. Values are raw text (a string as written, anything else as JSON)
 typed by the schema; a closing marker inside a value does not end the section. A missing
-``<｜tool_calls_end｜>`` is accepted only when the reply ended normally right after a call. The
-published template (stepfun-ai/step3's chat_template.json) could not be read verbatim (the search:
-tests/fixtures/chat_templates/sources.txt): a template is known by its rendered call or by the
-markers it names (``app.engine.formats.detect``).
+``<｜tool_calls_end｜>`` is accepted only when the reply ended normally right after a call.
+
+The spelling written (the example call, the constraint grammar) is the one the published template
+teaches in its system text (stepfun-ai/step3's chat_template.json, seen only in part: see
+tests/fixtures/chat_templates/sources.txt): a newline after ``<｜tool_calls_begin｜>``, after
+``<｜tool_call_begin｜>`` and after each ``<｜tool_call_end｜>``, none inside the invoke. Between
+``<｜tool_call_begin｜>`` and ``function`` stands exactly that one newline or nothing (the spelling
+the servers' parsers document); whitespace between the calls and around the invoke's parameters is
+skipped (MiniMax's invoke wire). A template is known by its rendered call or by the markers it
+names (``app.engine.formats.detect``).
 """
 
 from __future__ import annotations
@@ -33,7 +39,9 @@ STEP3 = register(
         (OPEN,),
         close=CLOSE,
         prefix="steptml:",
-        call_begin=CALL_BEGIN + KIND + SEP,
+        call_begin=CALL_BEGIN + "\n" + KIND + SEP,
+        call_begin_also=(CALL_BEGIN + KIND + SEP,),
         call_end=CALL_END,
+        param_after="",
     )
 )

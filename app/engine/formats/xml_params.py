@@ -313,13 +313,16 @@ class InvokeFormat(XmlParamsFormat):
     ``call_end``. A value is exactly as written (the template adds no newline); a ``CLOSE`` inside
     a value does not end the section. A missing ``CLOSE`` is accepted only when the reply ended
     normally right after a call. A family is an instance (see :class:`Format`) that sets ``close``,
-    ``prefix`` and, where it has them, ``call_begin`` / ``call_end``; ``single_region``: the one
-    call of a section is the whole section as written (else each call is its own text).
+    ``prefix`` and, where it has them, ``call_begin`` / ``call_end``; ``call_begin_also``: other
+    spellings of ``call_begin`` read exactly (``call_begin`` is the one written); ``param_after``:
+    what is written after the invoke's name tag and after each parameter; ``single_region``: the
+    one call of a section is the whole section as written (else each call is its own text).
     """
 
     close = ""
     prefix = ""
     call_begin = ""
+    call_begin_also: tuple[str, ...] = ()
     call_end = ""
     single_region = False
 
@@ -334,9 +337,10 @@ class InvokeFormat(XmlParamsFormat):
         """Strictly read ``(call_begin invoke call_end)+`` with whitespace between the calls."""
         calls: list[ParsedCall] = []
         i = skip_ws(text, 0)
-        head = self.call_begin + self.invoke[0]
+        heads = [begin + self.invoke[0] for begin in (self.call_begin, *self.call_begin_also)]
         while i < len(text):
-            if not text.startswith(head, i):
+            head = next((h for h in heads if text.startswith(h, i)), None)
+            if head is None:
                 return None
             start = i
             got = tag_name(text, i + len(head), _INVOKE_NAME, _KEY_END)
@@ -370,7 +374,7 @@ class InvokeFormat(XmlParamsFormat):
         return calls, ""
 
     def head(self, name: str) -> str:
-        return f"{self.call_begin}{self.invoke[0]}{name}{_KEY_END}\n"
+        return f"{self.call_begin}{self.invoke[0]}{name}{_KEY_END}{self.param_after}"
 
     def param_head(self, key: str) -> str:
         return self.param_open + key + _KEY_END
@@ -382,5 +386,11 @@ class InvokeFormat(XmlParamsFormat):
         return self.name_ok(key)
 
     def example_call(self, name: str, arguments: dict[str, Any]) -> str:
-        params = params_text(arguments, param=self.param_open, key_end=_KEY_END, param_end=self.param_close)
+        params = params_text(
+            arguments,
+            param=self.param_open,
+            key_end=_KEY_END,
+            param_end=self.param_close,
+            sep=self.param_after,
+        )
         return f"{self.openers[0]}\n{self.head(name)}{params}{self.tail}{self.close}"

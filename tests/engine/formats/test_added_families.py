@@ -125,16 +125,23 @@ STAND_INS = {
         '{"name": "{{ c.function.name }}", "arguments": {{ c.function.arguments | tojson }}}\n'
         "</longcat_tool_call>{% endfor %}</longcat_s>{% endif %}{% endfor %}"
     ),
+    # Step-3: the published template (seen in part, sources.txt) writes the tools into the system
+    # text and teaches the call as <｜tool_calls_begin｜>\n<｜tool_call_begin｜>\nfunction<｜tool_sep｜>
+    # <steptml:invoke name=...><steptml:parameter name=...>V</steptml:parameter></steptml:invoke>
+    # <｜tool_call_end｜>\n...<｜tool_calls_end｜>; the stand-in teaches it and renders calls so.
     "stand-in:step3": (
         "{%- for m in messages if m.role == 'system' %}{{ m.content }}\n{% endfor %}"
-        "{%- if tools %}# Tools\n<tools>{% for t in tools %}{{ t | tojson }}\n{% endfor %}</tools>\n"
-        "Call tools in <｜tool_calls_begin｜> sections of <steptml:invoke> elements.\n{% endif %}"
+        "{%- if tools %}# Tools\nYou may call one or more tools. Their schemas are within <tools></tools> "
+        "XML tags: <tools>{% for t in tools %}{{ t | tojson }}\n{% endfor %}</tools> Make tool calls in this "
+        'format: <｜tool_calls_begin｜>\n<｜tool_call_begin｜>\nfunction<｜tool_sep｜><steptml:invoke name="NAME">'
+        '<steptml:parameter name="KEY">VALUE</steptml:parameter>...</steptml:invoke><｜tool_call_end｜>\n'
+        "<｜tool_calls_end｜>\n{% endif %}"
         "{%- for m in messages %}{% if m.role in ('user', 'tool') %}<|BOT|>{{ m.role }}\n{{ m.content }}<|EOT|>"
         "{%- elif m.role == 'assistant' %}<|BOT|>assistant\n{{ m.content or '' }}"
         "{%- if m.tool_calls %}<｜tool_calls_begin｜>\n{% for c in m.tool_calls %}"
-        '<｜tool_call_begin｜>function<｜tool_sep｜><steptml:invoke name="{{ c.function.name }}">\n'
+        '<｜tool_call_begin｜>\nfunction<｜tool_sep｜><steptml:invoke name="{{ c.function.name }}">'
         '{% for k, v in c.function.arguments.items() %}<steptml:parameter name="{{ k }}">'
-        "{{ v if v is string else (v | tojson) }}</steptml:parameter>\n{% endfor %}"
+        "{{ v if v is string else (v | tojson) }}</steptml:parameter>{% endfor %}"
         "</steptml:invoke><｜tool_call_end｜>\n{% endfor %}<｜tool_calls_end｜>{% endif %}<|EOT|>"
         "{%- endif %}{% endfor %}{% if add_generation_prompt %}<|BOT|>assistant\n{% endif %}"
     ),
