@@ -416,8 +416,16 @@ class InProcessBackend:
 
         model = gen.model
         if isinstance(prompt, ImagePrompt):
-            # every image checked and decoded here, before anything is evaluated
+            # every image checked and decoded here, before anything is evaluated; first from the
+            # headers alone: the context it takes and the pixels all its images decode to
             projector = self.vision_projector()
+            counted = len(self._count_parts(prompt))
+            if counted >= model.n_ctx:
+                raise ContextOverflowError(
+                    f"the prompt is {counted} tokens (images included) but the context holds {model.n_ctx}: "
+                    "send fewer images, shorten the conversation or load the model with a larger context length"
+                )
+            _check_pixels(prompt.images)
             with self.lock:
                 media = projector.tokenize_parts(prompt.parts, bos=self._bos())
             gen.media = media
@@ -824,6 +832,27 @@ class DraftModel:
     def close(self) -> None:
         self.sampler.close()
         self.llm.close()
+
+
+#: the pixels all the images of one prompt may decode to together (RGB: 3 bytes a pixel, ~288 MiB)
+MAX_PROMPT_PIXELS = 96 * 1024 * 1024
+
+
+def _check_pixels(images: Sequence[bytes]) -> None:
+    """ImageError when the images of a prompt decode to more than :data:`MAX_PROMPT_PIXELS` together
+    (each is within ``ImageLimits``; many at once are refused before one is decoded)."""
+    from app.engine.errors import ImageError
+    from app.engine.vision import check_image
+
+    total = 0
+    for data in images:
+        info = check_image(data)
+        total += info.width * info.height
+    if total > MAX_PROMPT_PIXELS:
+        raise ImageError(
+            f"the prompt's {len(images)} images are {total / 1e6:.0f} million pixels together, more than "
+            f"the {MAX_PROMPT_PIXELS / 1e6:.0f} million one prompt may hold: send fewer or smaller images"
+        )
 
 
 def _load_projector(

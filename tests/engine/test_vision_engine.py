@@ -228,3 +228,36 @@ def test_ngram_drafts_never_propose_an_image() -> None:
     assert d.propose(4) == ([], 0)  # 5 6 was followed by the image: nothing to draft
     d = NgramDrafter([5, 6, 8, m, m, 5, 6])
     assert d.propose(4) == ([8], 2)  # up to the image, not into it
+
+
+def _png_header_only(width: int, height: int) -> bytes:
+    """A PNG whose chunks are whole and checksummed but whose pixels are missing: the header
+    check passes, the decoder would fail (the tests that must refuse it before decoding use it)."""
+    import struct
+    import zlib
+
+    def chunk(kind: bytes, body: bytes) -> bytes:
+        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
+
+    ihdr = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", b"") + chunk(b"IEND", b"")
+
+
+@needs_mtmd
+def test_too_many_images_are_refused_from_their_headers(pair: tuple[Path, Path]) -> None:
+    from app.engine.errors import ContextOverflowError
+
+    model = _load(pair[0], parallel=1)
+    try:
+        before = model.total_eval
+        many = [Message("user", "x", images=[png_bytes()] * (512 // N_IMAGE_TOKENS + 1))]
+        with pytest.raises(ContextOverflowError, match="images included"):
+            _answer(model, many)
+        big = [Message("user", "x", images=[_png_header_only(4000, 4000)] * 7)]
+        with pytest.raises(ImageError, match="million pixels together"):
+            _answer(model, big)
+        assert model.total_eval == before
+        _, res = _answer(model, [Message("user", "hello")])
+        assert res.generated_tokens >= 1  # type: ignore[attr-defined]
+    finally:
+        model.close()
