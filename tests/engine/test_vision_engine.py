@@ -261,3 +261,33 @@ def test_too_many_images_are_refused_from_their_headers(pair: tuple[Path, Path])
         assert res.generated_tokens >= 1  # type: ignore[attr-defined]
     finally:
         model.close()
+
+
+@needs_mtmd
+def test_engine_host_runs_an_image_turn_with_the_models_settings(pair: tuple[Path, Path]) -> None:
+    """What the window and the server use: the host loads the pair (its projector found beside the
+    model) in an engine process with slots, and a job answers an image; a bad image fails that job
+    alone."""
+    from app.engine.host import EngineHost
+
+    host = EngineHost(settings=LoadSettings(n_ctx=512, n_threads=1, parallel=2))
+    host.start()
+    try:
+
+        def turn(images: list[bytes]):  # type: ignore[no-untyped-def]
+            def run(model: LoadedModel | None):  # type: ignore[no-untyped-def]
+                assert model is not None and model.vision
+                before = model.total_eval
+                _, res = _answer(model, [Message("user", "look", images=images)])
+                return res, model.total_eval - before
+
+            return host.call(run, model=pair[0])
+
+        res, evaluated = turn([png_bytes()])
+        assert evaluated >= N_IMAGE_TOKENS and res.generated_tokens >= 1
+        with pytest.raises(ImageError):
+            turn([b"GIF89a broken"])
+        res, _ = turn([])
+        assert res.generated_tokens >= 1
+    finally:
+        host.stop(timeout=30)
