@@ -6,7 +6,8 @@
                        [--grammar-file FILE] [--save] [--tool-choice auto|none|required|NAME]
                        [--no-parallel-tool-calls] [--response-format json|SCHEMA.json]
                        [--think | --no-think] [--reasoning-budget N] [--reasoning-effort LEVEL]
-                       [--ngram-draft on|off] [--draft-model PATH] "prompt"
+                       [--ngram-draft on|off] [--draft-model PATH] [--image FILE]... [--mmproj PATH|none]
+                       "prompt"
     python -m app chat --endpoint URL --model NAME [--api-key-env VAR] [--kind openai|anthropic|ollama]
                        [--parser auto|api|callisto] [--template GGUF|TOKENIZER_CONFIG|ORG/NAME] "prompt"
     python -m app inspect PATH [--json] [--lint]
@@ -20,7 +21,11 @@
 ``--save`` stores the conversation in the same history the window reads. ``--ngram-draft`` and
 ``--draft-model`` set speculative decoding up for a local model (``chat``) or the models served
 (``serve``); ``chat``'s summary says how many drafted tokens the model accepted.
-With ``--json`` every event is one JSON object per line on stdout. ``inspect`` prints the
+``--image FILE`` (repeatable) sends the files' images with the prompt, for a model with a vision
+projector (``--mmproj``: its file; default the ``*mmproj*.gguf`` beside the model; ``none``: no
+projector); each file is read and its header checked before the model loads.
+With ``--json`` every event is one JSON object per line on stdout; with ``--image`` the first is
+``{"type": "user", "content": ..., "images": [{"file", "bytes", "sha256", "format", "width", "height"}]}``. ``inspect`` prints the
 GGUF's metadata and the tool-call format detected from its template.
 
 Exit status: 0 done, 1 the model or the reply failed, 2 bad arguments, 3 the engine process
@@ -36,9 +41,10 @@ Errors are one line; ``CALLISTO_DEBUG=1`` adds the traceback of an unexpected on
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import sys
-from typing import Any
+from typing import Any, NamedTuple
 
 from app.cli_options import (
     add_draft_options,
@@ -155,6 +161,21 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         metavar="json|SCHEMA.json",
         help="hold a plain reply to JSON, or to the JSON Schema in this file",
+    )
+    chat.add_argument(
+        "--image",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="send this image with the prompt (repeatable; PNG, JPEG, GIF or BMP): the model needs "
+        "a vision projector (--mmproj)",
+    )
+    chat.add_argument(
+        "--mmproj",
+        default=None,
+        metavar="PATH|none",
+        help="the vision projector (mmproj .gguf) loaded with the model (default: the one beside "
+        "the model file; none: no projector)",
     )
     chat.add_argument("--json", action="store_true", help="one JSON event per line")
     chat.add_argument(
@@ -376,10 +397,16 @@ def _chat(args: argparse.Namespace) -> int:
     try:
         tool_choice, response_format = _choices(args)
         thinking = _thinking(args)
+        args.images = _read_images(args.image, save=args.save)  # before anything loads
+        mmproj = _mmproj(args.mmproj)
     except ValueError as exc:
         _err(f"error: {exc}")
         return 2
     if args.endpoint:
+        if args.mmproj is not None or args.images:
+            flag = "--mmproj" if args.mmproj is not None else "--image"
+            _err(f"error: {flag} is for local models (a local .gguf with its vision projector)")
+            return 2
         return _remote_chat(args, tool_choice, response_format, thinking)
     drafts, problem = draft_options(args)
     if problem is not None:
@@ -387,7 +414,9 @@ def _chat(args: argparse.Namespace) -> int:
         return 2
     from app.engine.llm import LoadSettings
 
-    settings = LoadSettings(n_ctx=args.n_ctx, n_gpu_layers=args.gpu_layers, n_threads=args.threads, **drafts)
+    settings = LoadSettings(
+        n_ctx=args.n_ctx, n_gpu_layers=args.gpu_layers, n_threads=args.threads, mmproj=mmproj, **drafts
+    )
     try:
         model = load_model(args.model, settings=settings)
     except ModelLoadError as exc:
@@ -418,6 +447,72 @@ def _chat(args: argparse.Namespace) -> int:
         return _print_events(args, session, recorder, tool_choice, response_format)
     finally:
         model.close()
+
+
+class ImageFile(NamedTuple):
+    """An image given with ``--image``: its file, its bytes and what its header says
+    (``app.engine.vision.ImageInfo``: format, width, height)."""
+
+    path: str
+    data: bytes
+    info: Any
+
+    def describe(self) -> dict[str, Any]:
+        """The image in ``--json``'s user event: what it is, never its bytes."""
+        return {
+            "file": self.path,
+            "bytes": len(self.data),
+            "sha256": hashlib.sha256(self.data).hexdigest(),
+            "format": self.info.format,
+            "width": self.info.width,
+            "height": self.info.height,
+        }
+
+
+def _read_images(paths: list[str], *, save: bool = False) -> list[ImageFile]:
+    """The files of ``--image``, read and their headers checked (``app.engine.vision.check_image``:
+    no decoding, that is the engine process's); ValueError names the file and what is wrong with
+    it. With ``--save``, an image the history would refuse (``images.max_bytes``) is refused here,
+    before the model loads."""
+    if not paths:
+        return []
+    from app.engine.vision import DEFAULT_LIMITS, ImageError, check_image
+
+    out = []
+    for path in paths:
+        try:
+            data = _read_file(path, DEFAULT_LIMITS.max_bytes)
+        except OSError as exc:
+            raise ValueError(f"--image {path}: cannot read the file: {exc.strerror or exc}") from None
+        try:
+            info = check_image(data)
+        except ImageError as exc:
+            raise ValueError(f"--image {path}: {exc}") from None
+        out.append(ImageFile(path, data, info))
+    if save:
+        from app.storage.history import check_image_sizes
+        from app.storage.settings import load_settings
+
+        try:
+            check_image_sizes([i.data for i in out], load_settings()[0].images.max_bytes)
+        except ValueError as exc:
+            raise ValueError(f"--save: {exc}") from None
+    return out
+
+
+def _mmproj(value: str | None) -> str | None:
+    """``--mmproj`` for ``LoadSettings.mmproj``: None (look beside the model), "none", or the
+    absolute path of a regular file (ValueError otherwise)."""
+    if value is None or value.strip().lower() == "none":
+        return None if value is None else "none"
+    from pathlib import Path
+
+    path = Path(value).expanduser()
+    if not path.is_file():
+        raise ValueError(
+            f"--mmproj {value}: no such file" if not path.exists() else f"--mmproj {value}: not a file"
+        )
+    return str(path.resolve())
 
 
 def _session_options(args: argparse.Namespace, thinking: Any) -> dict[str, Any]:
@@ -535,14 +630,22 @@ def _print_events(
     in_reasoning = False
     out_text = _TerminalStream(sys.stdout)
     reasoning_text = _TerminalStream(sys.stderr)
+    images: list[ImageFile] = getattr(args, "images", [])
     events = session.send(
         args.prompt,
         tool_choice=tool_choice,
         parallel_tool_calls=not args.no_parallel_tool_calls,
         response_format=response_format,
+        **({"images": [i.data for i in images]} if images else {}),
     )
+    if images and args.json:  # what was sent, before the reply: the images described, not their bytes
+        user = {"type": "user", "content": args.prompt, "images": [i.describe() for i in images]}
+        print(json.dumps(_printable(user), ensure_ascii=False), flush=True)
     if recorder is not None:
-        recorder.user_message(args.prompt)
+        if images:
+            recorder.user_message(args.prompt, [i.data for i in images])
+        else:
+            recorder.user_message(args.prompt)
         recorder.begin()
     done_event = None
     try:
@@ -624,6 +727,10 @@ def _recorder(args: argparse.Namespace, session: Any) -> Any:
 
     try:
         history = History()
+        if getattr(args, "images", None):
+            from app.storage.settings import load_settings
+
+            history.max_image_bytes = load_settings()[0].images.max_bytes
         title = " ".join(args.prompt.split())[:60] or "Chat"
         where = (
             f"{args.endpoint.rstrip('/')}#{args.model}" if args.endpoint else str(Path(args.model).resolve())
@@ -691,6 +798,12 @@ def _thinking(args: argparse.Namespace) -> Any:
 def _read_grammar(path: str) -> str:
     """A grammar file's text; OSError for a pipe, device or folder (``/dev/zero`` would never end,
     a FIFO would block) or a file over :data:`MAX_GRAMMAR_BYTES`."""
+    return _read_file(path, MAX_GRAMMAR_BYTES).decode("utf-8")
+
+
+def _read_file(path: str, limit: int) -> bytes:
+    """A regular file's bytes; OSError for a pipe, device or folder (``/dev/zero`` would never end,
+    a FIFO would block) or a file over ``limit`` bytes."""
     import os
     import stat
 
@@ -699,13 +812,15 @@ def _read_grammar(path: str) -> str:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             raise OSError(0, "not a regular file (a pipe, device or folder)")
-        if st.st_size > MAX_GRAMMAR_BYTES:
-            raise OSError(0, f"it is {st.st_size} bytes, over the {MAX_GRAMMAR_BYTES}-byte limit")
+        if st.st_size > limit:
+            raise OSError(0, f"it is {st.st_size} bytes, over the {limit}-byte limit")
         with os.fdopen(fd, "rb", closefd=False) as fh:
-            data = fh.read(MAX_GRAMMAR_BYTES + 1)
+            data = fh.read(limit + 1)
     finally:
         os.close(fd)
-    return data.decode("utf-8")
+    if len(data) > limit:  # it grew while it was read
+        raise OSError(0, f"it is over the {limit}-byte limit")
+    return data
 
 
 def _printable(value: Any) -> Any:

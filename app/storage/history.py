@@ -68,6 +68,8 @@ __all__ = [
     "StoredNotice",
     "StoredToolCall",
     "TurnMessage",
+    "check_image_sizes",
+    "media_type_of",
     "open_history",
 ]
 
@@ -711,20 +713,9 @@ class History:
 
     def _check_images(self, role: str, images: Sequence[bytes]) -> list[bytes]:
         """``images`` as bytes, checked against the bound (HistoryError says what is wrong)."""
-        blobs = []
-        for i, image in enumerate(images, 1):
-            if not isinstance(image, bytes | bytearray | memoryview):
-                raise HistoryError(f"an image must be bytes, got {type(image).__name__}")
-            blobs.append(bytes(image))
-            if len(blobs[-1]) > self.max_image_bytes:
-                which = f"image {i} of {len(images)}" if len(images) > 1 else "the image"
-                raise ImageTooLargeError(
-                    f"{which} is {format_bytes(len(blobs[-1]))}, more than the {format_bytes(self.max_image_bytes)} "
-                    "an image may be in the history (setting images.max_bytes): the message was not saved"
-                )
-        if blobs and role != "user":
+        if images and role != "user":
             raise HistoryError(f"only a user message keeps images, not a {role} message")
-        return blobs
+        return check_image_sizes(images, self.max_image_bytes)
 
     @staticmethod
     def _insert_images(db: sqlite3.Connection, message_id: int, blobs: Sequence[bytes]) -> None:
@@ -1156,6 +1147,23 @@ class History:
             ),
         )
         return _rowid(cur)
+
+
+def check_image_sizes(images: Sequence[bytes], max_bytes: int) -> list[bytes]:
+    """``images`` as bytes, each at most ``max_bytes`` (the ``images.max_bytes`` setting):
+    :class:`ImageTooLargeError` names the first that is larger, HistoryError one that is not bytes."""
+    blobs = []
+    for i, image in enumerate(images, 1):
+        if not isinstance(image, bytes | bytearray | memoryview):
+            raise HistoryError(f"an image must be bytes, got {type(image).__name__}")
+        blobs.append(bytes(image))
+        if len(blobs[-1]) > max_bytes:
+            which = f"image {i} of {len(images)}" if len(images) > 1 else "the image"
+            raise ImageTooLargeError(
+                f"{which} is {format_bytes(len(blobs[-1]))}, more than the {format_bytes(max_bytes)} an image "
+                "may be in the history (setting images.max_bytes): the message was not saved"
+            )
+    return blobs
 
 
 def _records_from_json(text: str) -> list[MessageRecord]:
