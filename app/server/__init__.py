@@ -21,7 +21,7 @@ Names load lazily: ``import app.server`` imports neither Starlette nor llama.cpp
 Bounds (``ServerConfig``): a request's headers must arrive within ``header_timeout_s`` (10 s) and
 its body within ``body_timeout_s`` (60 s) of them, else 408; at most ``max_connections`` (128,
 fewer under a low open-file limit) are open, idle ones giving way to new ones (``_http``); a body
-of at most ``max_body_bytes`` (8 MiB, else 413) with no integer past 4300 digits; at most
+of at most ``max_body_bytes`` (32 MiB: images come as base64 in it; else 413) with no integer past 4300 digits; at most
 ``max_tools`` (128) tools and ``max_schema_bytes`` (256 KiB) of tool and response schemas per
 request, checked before any engine work (else 400 naming the limit).
 """

@@ -12,14 +12,17 @@ import uuid
 from typing import TYPE_CHECKING, Any
 
 from app.server._common import (
+    INVALID_IMAGE,
     Turn,
     call_arguments_json,
     check_bool,
+    check_image_media_type,
     check_int,
     check_stop,
     check_str,
     check_tool_name,
     declared_tool,
+    image_bytes,
     inner_call_id,
     queue_turn,
     read_sampling,
@@ -54,6 +57,32 @@ def _blocks(content: Any, where: str) -> list[dict[str, Any]]:
         if not isinstance(b, dict) or not isinstance(b.get("type"), str):
             raise ApiError(400, f"{where}[{i}] must be a content block object with a type")
     return content
+
+
+def _image(source: Any, where: str) -> bytes:
+    """An image block's bytes: ``source`` ``{"type": "base64", "media_type": "image/png", "data":
+    ...}``. A ``url`` source is a 400 (this server never fetches a URL a request names), and so is
+    a ``file`` source (no Files API here)."""
+    w = f"{where}.source"
+    if not isinstance(source, dict):
+        raise ApiError(400, f"{w} must be an object, got {type_name(source)}", code=INVALID_IMAGE)
+    kind = source.get("type")
+    if kind == "url":
+        raise ApiError(
+            400,
+            f"{w} is a url source; this server never fetches a URL a request names: send the image "
+            'inline ({"type": "base64", "media_type": "image/png", "data": ...})',
+            code=INVALID_IMAGE,
+        )
+    if kind != "base64":
+        raise ApiError(
+            400,
+            f"{w}.type {shown(kind)} is not supported: send the image inline as base64 "
+            '({"type": "base64", "media_type": "image/png", "data": ...})',
+            code=INVALID_IMAGE,
+        )
+    check_image_media_type(source.get("media_type"), f"{w}.media_type")
+    return image_bytes(source.get("data"), f"{w}.data")
 
 
 def _result_text(content: Any, where: str) -> str:
@@ -141,10 +170,13 @@ def convert_messages(messages: Any, system: Any) -> list[dict[str, Any]]:
             out.append(d)
             continue
         texts: list[str] = []
+        images: list[bytes] = []
         for j, b in enumerate(blocks):
             kind = b["type"]
             if kind == "text":
                 texts.append(check_str(b.get("text"), f"{w}.content[{j}].text") or "")
+            elif kind == "image":
+                images.append(_image(b.get("source"), f"{w}.content[{j}]"))
             elif kind == "tool_result":
                 cid = check_str(b.get("tool_use_id"), f"{w}.content[{j}].tool_use_id") or ""
                 inner = result_call_id(cid, names, f"{w}.content[{j}]", "a tool_result")
@@ -152,12 +184,17 @@ def convert_messages(messages: Any, system: Any) -> list[dict[str, Any]]:
                 if b.get("is_error") is True:
                     result = f"Error: {result}"
                 out.append({"role": "tool", "content": result, "tool_call_id": inner, "name": names[inner]})
-            elif kind in ("image", "document"):
-                raise ApiError(400, f"{w}.content[{j}] is an {kind} block; this server handles text only")
+            elif kind == "document":
+                raise ApiError(
+                    400, f"{w}.content[{j}] is a document block; this server reads text and images only"
+                )
             else:
                 raise ApiError(400, f"{w}.content[{j}] has unknown type {shown(kind)}")
-        if texts or not any(b["type"] == "tool_result" for b in blocks):
-            out.append({"role": "user", "content": "".join(texts)})
+        if texts or images or not any(b["type"] == "tool_result" for b in blocks):
+            user: dict[str, Any] = {"role": "user", "content": "".join(texts)}
+            if images:
+                user["images"] = images  # bytes: the engine's Message takes them as they are
+            out.append(user)
     return out
 
 

@@ -300,7 +300,7 @@ class ApiServer:
         return Job(
             run=lambda host, model: self.reaper.end(path, None),
             model=entry,
-            settings=self.state.load_settings,
+            settings=self.state.settings_for(entry),
             on_error=lambda _err: self.reaper.end(path, None),
         )
 

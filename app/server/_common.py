@@ -4,6 +4,7 @@ carries a turn's events from the engine thread to the request's event loop, call
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import re
 import threading
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
     from app.server._state import ServerState
 
 __all__ = [
+    "INVALID_IMAGE",
     "TOOL_CHOICE_HEADER",
     "Turn",
     "json_response_format",
@@ -38,7 +40,10 @@ __all__ = [
     "check_number",
     "check_str",
     "check_request_bounds",
+    "check_image_media_type",
     "check_tool_name",
+    "data_url_image",
+    "image_bytes",
     "inner_call_id",
     "read_json",
     "type_name",
@@ -182,6 +187,97 @@ def check_stop(value: Any, where: str) -> list[str]:
     if len(value) > 16:
         raise ApiError(400, f"{where} has {len(value)} entries; at most 16 are allowed", param=where)
     return [s for s in value if s]
+
+
+#: the code of a request's image that cannot be read (bad base64, not an image, a URL): also the
+#: code of the engine's :class:`~app.engine.errors.ImageError` (``app.server._errors``)
+INVALID_IMAGE = "invalid_image"
+_BASE64 = re.compile(rb"[A-Za-z0-9+/]*={0,2}")
+
+
+def image_bytes(data: Any, where: str) -> bytes:
+    """An image sent as base64 text (Ollama's ``images``, Anthropic's ``source.data``, a data URL's
+    payload), as its bytes; a 400 naming ``where`` for anything else. Whitespace (line-wrapped
+    base64) is skipped; what the bytes are is checked in the engine process, which reads them."""
+    if not isinstance(data, str):
+        raise ApiError(
+            400,
+            f"{where} must be an image as base64 text, got {type_name(data)}",
+            param=where,
+            code=INVALID_IMAGE,
+        )
+    raw = data.encode("ascii", "replace")
+    if any(c in raw for c in b" \t\r\n"):
+        raw = b"".join(raw.split())
+    if not raw:
+        raise ApiError(
+            400, f"{where} is empty: an image's base64 text is needed", param=where, code=INVALID_IMAGE
+        )
+    if len(raw) % 4 or not _BASE64.fullmatch(raw):
+        raise ApiError(
+            400,
+            f"{where} is not valid base64 (only A-Z a-z 0-9 + / and = padding, in groups of 4)",
+            param=where,
+            code=INVALID_IMAGE,
+        )
+    return base64.b64decode(raw)
+
+
+_DATA_URL = re.compile(r"data:([^,;]*)((?:;[^,;]*)*),", re.IGNORECASE)
+
+
+def data_url_image(url: Any, where: str) -> bytes:
+    """The image a ``data:`` URL holds (``data:image/png;base64,...``). Any other URL is a 400:
+    this server never fetches a URL a request names (it would reach whatever the URL points at,
+    from the server's machine); a media type that is not ``image/...`` or a payload that is not
+    base64 is a 400 too."""
+    if not isinstance(url, str):
+        raise ApiError(
+            400, f"{where} must be a data URL string, got {type_name(url)}", param=where, code=INVALID_IMAGE
+        )
+    m = _DATA_URL.match(url)
+    if m is None:
+        scheme = url.split(":", 1)[0].lower() if ":" in url[:16] else ""
+        what = f"an {scheme} URL" if scheme in ("http", "https") else f"the URL {shown(url[:64])}"
+        raise ApiError(
+            400,
+            f"{where} is {what}; this server never fetches a URL a request names: send the image "
+            "inline as a data URL (data:image/png;base64,...)",
+            param=where,
+            code=INVALID_IMAGE,
+        )
+    media_type = m.group(1).strip().lower()
+    params = [p.strip().lower() for p in m.group(2).split(";") if p.strip()]
+    if not media_type.startswith("image/"):
+        raise ApiError(
+            400,
+            f"{where} is a data URL of media type {shown(media_type or 'text/plain')}, not an image "
+            "(image/png, image/jpeg...)",
+            param=where,
+            code=INVALID_IMAGE,
+        )
+    if "base64" not in params:
+        raise ApiError(
+            400,
+            f"{where} is a data URL that is not base64 (data:{media_type};base64,...)",
+            param=where,
+            code=INVALID_IMAGE,
+        )
+    return image_bytes(url[m.end() :], where)
+
+
+def check_image_media_type(value: Any, where: str) -> str:
+    """A declared media type of an image (Anthropic's ``source.media_type``): ``image/...``."""
+    media_type = check_str(value, where)
+    assert media_type is not None
+    if not media_type.strip().lower().startswith("image/"):
+        raise ApiError(
+            400,
+            f"{where} {shown(media_type)} is not an image media type (image/png, image/jpeg...)",
+            param=where,
+            code=INVALID_IMAGE,
+        )
+    return media_type
 
 
 async def request_body(request: Request) -> tuple[ServerState, dict[str, Any]]:
@@ -420,7 +516,7 @@ class Turn:
             cancel=self.cancel,
             on_error=failed,
             owner="server",
-            settings=state.load_settings,
+            settings=state.settings_for(entry),
             batchable=True,  # on a model with slots, it streams beside the others
         )
         try:

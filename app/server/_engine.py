@@ -367,8 +367,10 @@ class _RequestReplies(LocalReplies):
         return finish != "stop" and not (finish == "cancelled" and self.halt.by_round)
 
     def failed(self, exc: Exception) -> NoReturn:
-        from app.engine.errors import ContextOverflowError, GenerationError, GrammarError
+        from app.engine.errors import ContextOverflowError, GenerationError, GrammarError, ImageError
 
+        if isinstance(exc, ImageError):  # an image the model cannot read (or no projector to read it)
+            raise as_api_error(exc) from exc
         if isinstance(exc, ContextOverflowError):
             raise ApiError(
                 400, client_message(exc), param="messages", code="context_length_exceeded"

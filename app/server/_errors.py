@@ -4,7 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.engine.errors import EngineCrashedError, EngineError, GenerationError, JobCancelled, ModelLoadError
+from app.engine.errors import (
+    EngineCrashedError,
+    EngineError,
+    GenerationError,
+    ImageError,
+    JobCancelled,
+    ModelLoadError,
+    NoProjectorError,
+)
 from app.server._json import json_bytes
 
 __all__ = [
@@ -98,6 +106,10 @@ class ApiError(Exception):
 
 #: the engine's errors in HTTP terms, first match wins: (error class, status, error code)
 ENGINE_ERRORS: tuple[tuple[type[EngineError], int, str | None], ...] = (
+    # a request's image the model cannot read: no projector (its message names the model and the
+    # mmproj file it needs), or an image that is damaged, too large or not an image
+    (NoProjectorError, 400, "model_has_no_projector"),
+    (ImageError, 400, "invalid_image"),
     (ModelLoadError, 500, "model_load_failed"),
     (JobCancelled, 503, None),
     (EngineCrashedError, 500, "engine_crashed"),  # the next request gets a fresh engine

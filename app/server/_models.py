@@ -20,6 +20,9 @@ class ModelEntry:
     size: int = 0
     quantization: str | None = None
     architecture: str | None = None
+    #: the vision projector a load passes (``LoadSettings.mmproj``): the library's pairing (a path,
+    #: or ``"none"``: the user chose none); None: the server's setting (None looks beside the model)
+    mmproj: str | None = None
 
 
 def _entry(path: Path) -> ModelEntry:
@@ -29,6 +32,16 @@ def _entry(path: Path) -> ModelEntry:
     except OSError:
         pass
     return ModelEntry(id=path.name.removesuffix(".gguf"), path=path, size=size)
+
+
+def _library_projector(m: Any) -> str | None:
+    """A library model's projector as ``LoadSettings.mmproj`` says it: the one the user chose (a
+    path, or ``"none"``); None for one found beside the model or none at all (a load looks beside it)."""
+    source = getattr(m, "projector_source", "")
+    if source == "none":
+        return "none"
+    projector = getattr(m, "projector", None)
+    return str(projector) if source == "chosen" and projector is not None else None
 
 
 def _unique_ids(entries: Iterable[ModelEntry]) -> list[ModelEntry]:
@@ -87,6 +100,9 @@ class ModelCatalog:
                     if m.usable:
                         p = Path(m.path).resolve()
                         s = m.summary
+                        if p in found:  # a file named at start that the library knows: its projector
+                            found[p] = replace(found[p], mmproj=_library_projector(m))
+                            continue
                         found.setdefault(
                             p,
                             ModelEntry(
@@ -95,6 +111,7 @@ class ModelCatalog:
                                 size=m.size,
                                 quantization=getattr(s, "quantization", None) if s else None,
                                 architecture=getattr(s, "architecture", None) if s else None,
+                                mmproj=_library_projector(m),
                             ),
                         )
             except Exception:  # noqa: BLE001 - a broken library must not take the server down

@@ -25,6 +25,7 @@ from app.server._common import (
     check_tool_name,
     convert_tools,
     header_tool_choice,
+    image_bytes,
     json_response_format,
     queue_turn,
     request_body,
@@ -96,10 +97,16 @@ def convert_messages(messages: Any) -> list[dict[str, Any]]:
             raise ApiError(400, f"{w} must be an object, got {type_name(m)}")
         role = m.get("role")
         content = check_str(m.get("content", ""), f"{w}.content", allow_none=True) or ""
-        if m.get("images"):
-            raise ApiError(400, f"{w} has images; this server handles text only")
+        images = _images(m.get("images"), f"{w}.images")
+        if images and role != "user":
+            raise ApiError(
+                400, f"{w} is a {shown(role)} message with images; only a user message may hold images"
+            )
         if role in ("system", "user"):
-            out.append({"role": role, "content": content})
+            d_msg: dict[str, Any] = {"role": role, "content": content}
+            if images:
+                d_msg["images"] = images  # bytes: the engine's Message takes them as they are
+            out.append(d_msg)
         elif role == "assistant":
             calls: list[dict[str, Any]] = []
             raw_calls = m.get("tool_calls") or []
@@ -148,6 +155,15 @@ def convert_messages(messages: Any) -> list[dict[str, Any]]:
     if not any(d["role"] == "user" for d in out):
         raise ApiError(400, "messages has no user message")
     return out
+
+
+def _images(value: Any, where: str) -> list[bytes]:
+    """Ollama's ``images``: an array of base64 images (none: null or absent)."""
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise ApiError(400, f"{where} must be an array of base64 images, got {type_name(value)}")
+    return [image_bytes(v, f"{where}[{i}]") for i, v in enumerate(value)]
 
 
 def _tools(value: Any) -> list[dict[str, Any]] | None:
@@ -302,20 +318,26 @@ async def generate(request: Request):
     prompt = check_str(body.get("prompt", ""), "prompt", allow_none=True) or ""
     keep = parse_keep_alive(body.get("keep_alive"))
     system = check_str(body.get("system"), "system", allow_none=True)
-    if not prompt and not system:
+    images = _images(body.get("images"), "images")
+    if not prompt and not system and not images:
         return await _load_or_unload(request, state, body, keep, {"response": ""})
     sampling, max_tokens, stop = _options(body, state)
     model = check_str(body.get("model"), "model", allow_none=True)
     if check_bool(body.get("raw"), "raw", False):
+        if images:
+            raise ApiError(
+                400, "images cannot be sent with raw: a raw prompt has no place for them (leave raw out)"
+            )
         req = TurnRequest(
             model=model, raw_prompt=prompt, max_tokens=max_tokens, sampling=sampling, stop=stop, idle_ttl=keep
         )
     else:
-        if not prompt:
+        if not prompt and not images:
             raise ApiError(400, "prompt is empty")
-        msgs = ([{"role": "system", "content": system}] if system else []) + [
-            {"role": "user", "content": prompt}
-        ]
+        user: dict[str, Any] = {"role": "user", "content": prompt}
+        if images:
+            user["images"] = images  # bytes: the engine's Message takes them as they are
+        msgs = ([{"role": "system", "content": system}] if system else []) + [user]
         req = TurnRequest(
             model=model,
             messages=msgs,
@@ -421,6 +443,8 @@ async def show(request: Request):
         caps = ["completion"] + (
             ["tools"] if family or state.config.tool_format not in ("auto", "none") else []
         )
+        if state.has_vision(entry):
+            caps.append("vision")
         return {
             "modelfile": f"FROM {entry.path}\n",
             "parameters": "",

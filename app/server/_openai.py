@@ -32,6 +32,7 @@ import uuid
 from typing import TYPE_CHECKING, Any
 
 from app.server._common import (
+    INVALID_IMAGE,
     TOOL_CHOICE_HEADER,
     call_arguments_json,
     check_bool,
@@ -40,6 +41,7 @@ from app.server._common import (
     check_str,
     check_tool_name,
     convert_tools,
+    data_url_image,
     header_tool_choice,
     inner_call_id,
     json_response_format,
@@ -73,8 +75,11 @@ MAX_TOOL_CALLS_LIMIT = 64  # the most a request's max_tool_calls may ask for
 REPEATED_CALLS_HEADER = "X-Callisto-Repeated-Calls"
 
 
-def _text_of(content: Any, where: str) -> str:
-    """A message's content: a string or an array of text parts."""
+def _text_of(content: Any, where: str, images: list[bytes] | None = None) -> str:
+    """A message's content: a string or an array of content parts. Text parts are joined; image
+    parts (``image_url`` with a data URL, ``detail`` ignored; the Responses API's ``input_image``)
+    are added to ``images``, and are a 400 where ``images`` is None (only a user message holds
+    images)."""
     if content is None:
         return ""
     if isinstance(content, str):
@@ -87,15 +92,39 @@ def _text_of(content: Any, where: str) -> str:
         )
     out = []
     for i, part in enumerate(content):
+        w = f"{where}[{i}]"
         if not isinstance(part, dict):
-            raise ApiError(400, f"{where}[{i}] must be an object, got {type_name(part)}", param=where)
+            raise ApiError(400, f"{w} must be an object, got {type_name(part)}", param=where)
         kind = part.get("type")
         if kind in ("text", "input_text"):
-            out.append(check_str(part.get("text"), f"{where}[{i}].text"))
-        elif kind in ("image_url", "input_image", "input_audio", "file"):
-            raise ApiError(400, f"{where}[{i}] is a {kind} part; this server handles text only", param=where)
+            out.append(check_str(part.get("text"), f"{w}.text"))
+        elif kind in ("image_url", "input_image"):
+            if images is None:
+                raise ApiError(
+                    400,
+                    f"{w} is an {kind} part, but only a user message may hold images",
+                    param=w,
+                    code=INVALID_IMAGE,
+                )
+            url = part.get("image_url")
+            if kind == "image_url":
+                if not isinstance(url, dict):
+                    raise ApiError(
+                        400,
+                        f"{w}.image_url must be an object with a url, got {type_name(url)}",
+                        param=w,
+                        code=INVALID_IMAGE,
+                    )
+                url = url.get("url")
+            images.append(
+                data_url_image(url, f"{w}.image_url.url" if kind == "image_url" else f"{w}.image_url")
+            )
+        elif kind in ("input_audio", "file", "input_file"):
+            raise ApiError(400, f"{w} is a {kind} part; this server reads text and images only", param=where)
         else:
-            raise ApiError(400, f"{where}[{i}] has unknown type {shown(kind)} (expected 'text')", param=where)
+            raise ApiError(
+                400, f"{w} has unknown type {shown(kind)} (expected 'text' or 'image_url')", param=where
+            )
     return "".join(s or "" for s in out)
 
 
@@ -145,7 +174,14 @@ def convert_messages(messages: Any) -> list[dict[str, Any]]:
         if role in ("system", "developer"):
             system.append(_text_of(m.get("content"), f"{w}.content"))
         elif role == "user":
-            out.append({"role": "user", "content": _text_of(m.get("content"), f"{w}.content")})
+            images: list[bytes] = []
+            d_user: dict[str, Any] = {
+                "role": "user",
+                "content": _text_of(m.get("content"), f"{w}.content", images),
+            }
+            if images:
+                d_user["images"] = images  # bytes: the engine's Message takes them as they are
+            out.append(d_user)
         elif role == "assistant":
             if m.get("function_call") is not None:
                 raise ApiError(
@@ -643,21 +679,20 @@ async def list_models(request: Request):
     from starlette.concurrency import run_in_threadpool
 
     state: ServerState = request.app.state.callisto
-    entries = await run_in_threadpool(state.catalog.entries, refresh=True)
     now = int(time.time())
-    return json_response(
-        {
-            "object": "list",
-            "data": [
-                # callisto: what a request gets (the context of each slot, the slots)
-                {
-                    "id": e.id,
-                    "object": "model",
-                    "created": now,
-                    "owned_by": "callisto",
-                    "callisto": state.slot_card(e),
-                }
-                for e in entries
-            ],
-        }
-    )
+
+    def cards() -> list[dict[str, Any]]:
+        # callisto: what a request gets (the context of each slot, the slots) and whether the model
+        # reads images (a vision projector: loaded, chosen in the library, or beside the file)
+        return [
+            {
+                "id": e.id,
+                "object": "model",
+                "created": now,
+                "owned_by": "callisto",
+                "callisto": {**state.slot_card(e), "vision": state.has_vision(e)},
+            }
+            for e in state.catalog.entries(refresh=True)
+        ]
+
+    return json_response({"object": "list", "data": await run_in_threadpool(cards)})

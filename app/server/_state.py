@@ -4,7 +4,7 @@ three API modules and the app import it, it imports none of them)."""
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from app.engine.llm import LoadSettings
@@ -31,7 +31,9 @@ class ServerConfig:
     models: list[str] = field(default_factory=list)  # files offered besides the library
     use_library: bool = True
     preload: str | None = None  # a model to load at start (name or path)
-    max_body_bytes: int = 8 * 1024 * 1024
+    #: a request's body (images come in it as base64: one image at the engine's limit of 20 MiB,
+    #: ``app.engine.vision.ImageLimits``, is about 27 MiB of base64)
+    max_body_bytes: int = 32 * 1024 * 1024
     max_tokens_limit: int = 32768
     default_max_tokens: int = 2048
     queue_size: int = 16
@@ -95,6 +97,27 @@ class ServerState:
         """The catalog's entry for the engine's most recently used model (None: none loaded)."""
         path = self.host.current
         return self.catalog.entry_for(path) if path is not None else None
+
+    def settings_for(self, entry: ModelEntry) -> LoadSettings:
+        """What ``entry``'s model is loaded with: the server's settings, with the projector the
+        library pairs it with (``ModelEntry.mmproj``) where it has one."""
+        if entry.mmproj is None:
+            return self.load_settings
+        return replace(self.load_settings, mmproj=entry.mmproj)
+
+    def has_vision(self, entry: ModelEntry) -> bool:
+        """Whether ``entry``'s model reads images: a loaded model says (a projector loaded beside
+        it); another has one when it would be loaded with one (chosen in the library, or an
+        ``mmproj`` GGUF beside it: ``app.engine.vision.find_projector``)."""
+        model = self.host.model(entry.path)
+        if model is not None:
+            return bool(getattr(model, "vision", False))
+        mmproj = self.settings_for(entry).mmproj
+        if mmproj is not None:
+            return mmproj != "none"
+        from app.engine.vision import find_projector
+
+        return find_projector(entry.path) is not None
 
     def slot_card(self, entry: ModelEntry) -> dict[str, int]:
         """What one request gets on ``entry``'s model (``/v1/models``): ``n_ctx``, the context of

@@ -126,11 +126,11 @@ CASES = [
         "unknown type",
     ),
     Case(
-        "image part",
+        "image part whose data URL is not an image",
         "/v1/chat/completions",
         chat(messages=[{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "data:,"}}]}]),
         400,
-        "text only",
+        "not an image",
     ),
     Case(
         "tool result without a call (OpenAI)",
