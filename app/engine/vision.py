@@ -57,6 +57,7 @@ import ctypes
 import hashlib
 import logging
 import os
+import re
 import struct
 import weakref
 import zlib
@@ -446,27 +447,53 @@ def mtmd_available() -> tuple[bool, str]:
     return True, ""
 
 
+# A model file's name without its quantisation (``-Q4_K_M``, ``.IQ3_XXS``, ``-f16``, ``-BF16``...) and
+# without a split part (``-00001-of-00003``): several files of one model share it.
+_QUANT = re.compile(
+    r"[-_.](?:i?q\d(?:_[a-z0-9]+)*|f16|f32|bf16|fp16|fp32|mxfp4\w*|\d{5}-of-\d{5})$", re.IGNORECASE
+)
+# Names that share fewer than this many leading characters are not one model's (``qwen`` and
+# ``llava`` share nothing; ``gemma-3-4b`` and ``gemma-3-4b-it`` share all).
+_MIN_SHARED = 4
+
+
+def _base_name(stem: str) -> str:
+    s = stem.lower()
+    while True:
+        t = _QUANT.sub("", s)
+        if t == s:
+            return s.strip("-_. ")
+        s = t
+
+
 def find_projector(model_path: str | os.PathLike[str]) -> Path | None:
-    """The projector beside a model: a ``*mmproj*.gguf`` file in the model's folder (several: the
-    one whose name shares the longest start with the model's), or None."""
+    """The projector beside a model: a ``*mmproj*.gguf`` file in the model's folder, or None.
+
+    A folder of one model (its files, in one or several quantisations: a Hugging Face repository,
+    LM Studio's ``publisher/model`` folder) pairs the model with its projector whatever the
+    projector's name (``mmproj-F16.gguf``). A folder of several models pairs a model only with a
+    projector whose name shares the model's start (``mmproj-gemma-3-4b-it-f16.gguf`` for
+    ``gemma-3-4b-it-Q4_K_M.gguf``): one projector is not every model's. With several candidates,
+    the one whose name shares the longest start with the model's wins."""
     model = Path(model_path)
     try:
-        found = sorted(
-            p
-            for p in model.parent.iterdir()
-            if p.is_file() and p.suffix.lower() == ".gguf" and "mmproj" in p.name.lower() and p != model
-        )
+        files = [p for p in model.parent.iterdir() if p.is_file() and p.suffix.lower() == ".gguf"]
     except OSError:
         return None
+    found = sorted(p for p in files if "mmproj" in p.name.lower() and p != model)
     if not found:
         return None
+    base = _base_name(model.stem)
 
     def shared(p: Path) -> int:
-        a, b = p.stem.lower().replace("mmproj", ""), model.stem.lower()
-        a = a.strip("-_. ")
-        return len(os.path.commonprefix([a, b]))
+        a = _base_name(p.stem.lower().replace("mmproj", "").strip("-_. "))
+        return len(os.path.commonprefix([a, base]))
 
-    return max(found, key=shared)
+    one_model = {_base_name(p.stem) for p in files if "mmproj" not in p.name.lower()} <= {base}
+    best = max(found, key=shared)
+    if one_model or shared(best) >= _MIN_SHARED:
+        return best
+    return None
 
 
 def require_projector(projector: Projector | None, model_name: str) -> Projector:

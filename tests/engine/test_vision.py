@@ -189,6 +189,35 @@ def test_a_model_without_projector_names_what_is_missing(tmp_path):
         require_projector(find_projector(text_only), "tiny-vision")
 
 
+@pytest.mark.parametrize(
+    ("names", "model", "expected"),
+    [
+        # one model's folder (several quantisations): its projector, whatever its name
+        (["Qwen2.5-VL-7B-Q4_K_M.gguf", "Qwen2.5-VL-7B-Q8_0.gguf", "mmproj-F16.gguf"], 0, "mmproj-F16.gguf"),
+        (["model-00001-of-00002.gguf", "model-00002-of-00002.gguf", "mmproj.gguf"], 0, "mmproj.gguf"),
+        # a flat folder of several models: only a projector named after the model
+        (
+            ["gemma-3-4b-it-Q4_K_M.gguf", "llama-3.2-1b-Q4_K_M.gguf", "mmproj-gemma-3-4b-it-f16.gguf"],
+            0,
+            "mmproj-gemma-3-4b-it-f16.gguf",
+        ),
+        (["gemma-3-4b-it-Q4_K_M.gguf", "llama-3.2-1b-Q4_K_M.gguf", "mmproj-gemma-3-4b-it-f16.gguf"], 1, None),
+        (["qwen3-8b-Q4_K_M.gguf", "smollm2-135m.gguf", "mmproj-F16.gguf"], 0, None),
+        # several projectors: the one named after the model
+        (
+            ["a-vl-Q4_0.gguf", "b-vl-Q4_0.gguf", "mmproj-a-vl-f16.gguf", "mmproj-b-vl-f16.gguf"],
+            1,
+            "mmproj-b-vl-f16.gguf",
+        ),
+    ],
+)
+def test_a_projector_pairs_with_its_own_model_only(tmp_path, names, model, expected):
+    for n in names:
+        (tmp_path / n).write_bytes(b"GGUF")
+    found = find_projector(tmp_path / names[model])
+    assert (found.name if found is not None else None) == expected
+
+
 # -- libmtmd: the tiny vision pair in this process ------------------------------------------------------
 
 
