@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QSize, Qt
+from PySide6.QtGui import QResizeEvent
 from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 
-__all__ = ["plain_text_label", "side_panel_layout", "wrapped_label"]
+__all__ = ["FormNote", "plain_text_label", "side_panel_layout", "wrapped_label"]
 
 
 def wrapped_label(text: str = "") -> QLabel:
@@ -13,6 +14,34 @@ def wrapped_label(text: str = "") -> QLabel:
     label = QLabel(text)
     label.setWordWrap(True)
     return label
+
+
+class FormNote(QLabel):
+    """A wrapped note in a form's row (``form.addRow("", FormNote(text))``): once laid out, its size
+    hints are as tall as its text at the width it was given. QFormLayout sizes a row without a
+    label by its field's size hint, not by height-for-width, and a wrapped QLabel's size hint is
+    its text at a narrow guessed width: the row came out lines taller than the text, an empty band
+    around it. Until the note has a width its hints are QLabel's."""
+
+    def __init__(self, text: str = "", parent: QWidget | None = None) -> None:
+        super().__init__(text, parent)
+        self.setWordWrap(True)
+        self._laid_out = False
+
+    def _fitted(self, hint: QSize) -> QSize:
+        return QSize(hint.width(), self.heightForWidth(self.width())) if self._laid_out else hint
+
+    def sizeHint(self) -> QSize:
+        return self._fitted(super().sizeHint())
+
+    def minimumSizeHint(self) -> QSize:
+        return self._fitted(super().minimumSizeHint())
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        super().resizeEvent(event)
+        if event.size().width() != event.oldSize().width() or not self._laid_out:
+            self._laid_out = True
+            self.updateGeometry()  # the height for this width: the layout asks again
 
 
 def plain_text_label(object_name: str) -> QLabel:

@@ -43,7 +43,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.storage.settings_store import SettingsStore
-from app.ui.labels import wrapped_label
+from app.ui.labels import FormNote, wrapped_label
 from app.ui.server_key import KeychainUnavailable, delete_server_key, load_server_key, store_server_key
 from app.ui.server_slots import ServerSlots, SlotsSources, load_fields, spin_box
 from app.ui.server_snippets import snippets
@@ -169,11 +169,10 @@ class ServerPage(QWidget):
         )
         slots = self.slots = ServerSlots(form, int(cfg.parallel), sources, self)  # Parallel requests…
         self.parallel, self.parallel_note, self.slots_label = slots.box, slots.note, slots.active
-        security = QLabel(
+        security = FormNote(
             "Listens on 127.0.0.1 only; requests must name this computer in their Host header; "
             "web pages are refused unless their origin is allowed (server.cors_origins)."
         )
-        security.setWordWrap(True)
         security.setObjectName("serverSecurity")
         form.addRow("", security)
         layout.addLayout(form)

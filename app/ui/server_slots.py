@@ -16,6 +16,8 @@ from typing import Any
 from PySide6.QtCore import QObject, QTimer
 from PySide6.QtWidgets import QFormLayout, QLabel, QSpinBox
 
+from app.ui.labels import FormNote
+
 __all__ = ["ServerSlots", "SlotsSources", "load_fields", "spin_box"]
 
 MIB = 1024**2
@@ -89,9 +91,8 @@ class ServerSlots(QObject):
         )
         self.box.setSuffix(" slots")
         form.addRow("Parallel requests", self.box)
-        self.note = QLabel("")
+        self.note = FormNote()
         self.note.setObjectName("serverParallelNote")
-        self.note.setWordWrap(True)
         form.addRow("", self.note)
         # the loaded model's slots in use: requests streaming at once, batched (app.engine.scheduler)
         self.active = QLabel("-")

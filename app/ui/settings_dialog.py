@@ -34,6 +34,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.storage.settings import ApprovalDefault, Settings
+from app.ui.labels import FormNote
 from app.ui.settings_fields import SamplingForm, model_sampling_defaults, number_box
 from app.ui.settings_model_tab import ModelOverrideTab, ModelTab
 from app.ui.theme import THEMES
@@ -147,8 +148,7 @@ class SettingsDialog(QDialog):
 
     @staticmethod
     def _hint(text: str) -> QLabel:
-        hint = QLabel(text)
-        hint.setWordWrap(True)
+        hint = FormNote(text)
         hint.setObjectName("hint")
         return hint
 

@@ -1,0 +1,47 @@
+"""Wrapped notes in form rows (the Server page's, the Settings tabs') are exactly as tall as their
+text at the width they are given: no empty band above or below them. QFormLayout sizes a row
+without a label by its field's size hint, which for a wrapped QLabel is its text at a narrow
+guessed width; ``FormNote``'s hints are its height for the width it has."""
+
+from __future__ import annotations
+
+from app.storage.settings import Settings
+from app.ui.labels import FormNote
+from app.ui.settings_dialog import SettingsDialog
+
+
+def _settled(qtbot, widget, size: tuple[int, int]) -> list[FormNote]:
+    """``widget`` at ``size`` once its layouts settle: its visible notes, each as tall as its text."""
+    widget.resize(*size)
+    notes = [n for n in widget.findChildren(FormNote) if n.isVisible() and n.text()]
+    assert notes
+
+    def fitted() -> None:
+        for n in notes:
+            assert n.height() == n.heightForWidth(n.width()), (n.objectName(), n.text()[:40], n.height())
+
+    qtbot.waitUntil(fitted)
+    return notes
+
+
+def test_the_server_page_notes_have_no_band(make_server_page, tiny_gguf, qtbot):
+    page = make_server_page(tiny_gguf(), n_ctx=4096)
+    wide = _settled(qtbot, page, (1100, 700))
+    assert {n.objectName() for n in wide} >= {"serverSecurity", "serverParallelNote"}
+    lines = {n.objectName(): n.height() for n in wide}
+    narrow = _settled(qtbot, page, (520, 700))  # narrower: more lines, still no band
+    assert all(n.height() >= lines[n.objectName()] for n in narrow)
+    assert any(n.height() > lines[n.objectName()] for n in narrow)
+    _settled(qtbot, page, (1100, 700))  # and back: the notes shrink to their text again
+
+
+def test_the_settings_notes_have_no_band(qtbot):
+    dlg = SettingsDialog(Settings(), detected_label=None, model_path=None, model_name=None)
+    qtbot.addWidget(dlg)
+    dlg.show()
+    seen = 0
+    for tab in range(dlg.tabs.count()):
+        dlg.tabs.setCurrentIndex(tab)
+        if any(n.isVisible() and n.text() for n in dlg.findChildren(FormNote)):
+            seen += len(_settled(qtbot, dlg, (620, 520)))
+    assert seen >= 3  # the Chat tab's, the Tools tab's (workspace, approvals)
