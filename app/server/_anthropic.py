@@ -12,7 +12,7 @@ import uuid
 from typing import TYPE_CHECKING, Any
 
 from app.server._common import (
-    INVALID_IMAGE,
+    NEVER_FETCHED,
     Turn,
     call_arguments_json,
     check_bool,
@@ -23,6 +23,7 @@ from app.server._common import (
     check_tool_name,
     declared_tool,
     image_bytes,
+    image_error,
     inner_call_id,
     queue_turn,
     read_sampling,
@@ -64,23 +65,14 @@ def _image(source: Any, where: str) -> bytes:
     ...}``. A ``url`` source is a 400 (this server never fetches a URL a request names), and so is
     a ``file`` source (no Files API here)."""
     w = f"{where}.source"
+    inline = '({"type": "base64", "media_type": "image/png", "data": ...})'
     if not isinstance(source, dict):
-        raise ApiError(400, f"{w} must be an object, got {type_name(source)}", code=INVALID_IMAGE)
+        raise image_error(w, f"must be an object, got {type_name(source)}")
     kind = source.get("type")
     if kind == "url":
-        raise ApiError(
-            400,
-            f"{w} is a url source; this server never fetches a URL a request names: send the image "
-            'inline ({"type": "base64", "media_type": "image/png", "data": ...})',
-            code=INVALID_IMAGE,
-        )
+        raise image_error(w, f"is a url source; {NEVER_FETCHED} {inline}")
     if kind != "base64":
-        raise ApiError(
-            400,
-            f"{w}.type {shown(kind)} is not supported: send the image inline as base64 "
-            '({"type": "base64", "media_type": "image/png", "data": ...})',
-            code=INVALID_IMAGE,
-        )
+        raise image_error(f"{w}.type", f"{shown(kind)} is not supported: send the image inline {inline}")
     check_image_media_type(source.get("media_type"), f"{w}.media_type")
     return image_bytes(source.get("data"), f"{w}.data")
 

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "INVALID_IMAGE",
+    "NEVER_FETCHED",
     "TOOL_CHOICE_HEADER",
     "Turn",
     "json_response_format",
@@ -44,6 +45,7 @@ __all__ = [
     "check_tool_name",
     "data_url_image",
     "image_bytes",
+    "image_error",
     "inner_call_id",
     "read_json",
     "type_name",
@@ -195,35 +197,31 @@ INVALID_IMAGE = "invalid_image"
 _BASE64 = re.compile(rb"[A-Za-z0-9+/]*={0,2}")
 
 
+def image_error(where: str, problem: str) -> ApiError:
+    """The 400 for a request's image that cannot be taken (code :data:`INVALID_IMAGE`):
+    ``where`` (the message and part) and what is wrong with it."""
+    return ApiError(400, f"{where} {problem}", param=where, code=INVALID_IMAGE)
+
+
 def image_bytes(data: Any, where: str) -> bytes:
     """An image sent as base64 text (Ollama's ``images``, Anthropic's ``source.data``, a data URL's
     payload), as its bytes; a 400 naming ``where`` for anything else. Whitespace (line-wrapped
     base64) is skipped; what the bytes are is checked in the engine process, which reads them."""
     if not isinstance(data, str):
-        raise ApiError(
-            400,
-            f"{where} must be an image as base64 text, got {type_name(data)}",
-            param=where,
-            code=INVALID_IMAGE,
-        )
+        raise image_error(where, f"must be an image as base64 text, got {type_name(data)}")
     raw = data.encode("ascii", "replace")
     if any(c in raw for c in b" \t\r\n"):
         raw = b"".join(raw.split())
     if not raw:
-        raise ApiError(
-            400, f"{where} is empty: an image's base64 text is needed", param=where, code=INVALID_IMAGE
-        )
+        raise image_error(where, "is empty: an image's base64 text is needed")
     if len(raw) % 4 or not _BASE64.fullmatch(raw):
-        raise ApiError(
-            400,
-            f"{where} is not valid base64 (only A-Z a-z 0-9 + / and = padding, in groups of 4)",
-            param=where,
-            code=INVALID_IMAGE,
-        )
+        raise image_error(where, "is not valid base64 (only A-Z a-z 0-9 + / and = padding, in groups of 4)")
     return base64.b64decode(raw)
 
 
 _DATA_URL = re.compile(r"data:([^,;]*)((?:;[^,;]*)*),", re.IGNORECASE)
+#: what a refused URL says: where the image must be instead
+NEVER_FETCHED = "this server never fetches a URL a request names: send the image inline"
 
 
 def data_url_image(url: Any, where: str) -> bytes:
@@ -232,37 +230,21 @@ def data_url_image(url: Any, where: str) -> bytes:
     from the server's machine); a media type that is not ``image/...`` or a payload that is not
     base64 is a 400 too."""
     if not isinstance(url, str):
-        raise ApiError(
-            400, f"{where} must be a data URL string, got {type_name(url)}", param=where, code=INVALID_IMAGE
-        )
+        raise image_error(where, f"must be a data URL string, got {type_name(url)}")
     m = _DATA_URL.match(url)
     if m is None:
         scheme = url.split(":", 1)[0].lower() if ":" in url[:16] else ""
         what = f"an {scheme} URL" if scheme in ("http", "https") else f"the URL {shown(url[:64])}"
-        raise ApiError(
-            400,
-            f"{where} is {what}; this server never fetches a URL a request names: send the image "
-            "inline as a data URL (data:image/png;base64,...)",
-            param=where,
-            code=INVALID_IMAGE,
-        )
+        raise image_error(where, f"is {what}; {NEVER_FETCHED} as a data URL (data:image/png;base64,...)")
     media_type = m.group(1).strip().lower()
     params = [p.strip().lower() for p in m.group(2).split(";") if p.strip()]
     if not media_type.startswith("image/"):
-        raise ApiError(
-            400,
-            f"{where} is a data URL of media type {shown(media_type or 'text/plain')}, not an image "
-            "(image/png, image/jpeg...)",
-            param=where,
-            code=INVALID_IMAGE,
+        raise image_error(
+            where,
+            f"is a data URL of media type {shown(media_type or 'text/plain')}, not an image (image/png, image/jpeg...)",
         )
     if "base64" not in params:
-        raise ApiError(
-            400,
-            f"{where} is a data URL that is not base64 (data:{media_type};base64,...)",
-            param=where,
-            code=INVALID_IMAGE,
-        )
+        raise image_error(where, f"is a data URL that is not base64 (data:{media_type};base64,...)")
     return image_bytes(url[m.end() :], where)
 
 
@@ -271,12 +253,7 @@ def check_image_media_type(value: Any, where: str) -> str:
     media_type = check_str(value, where)
     assert media_type is not None
     if not media_type.strip().lower().startswith("image/"):
-        raise ApiError(
-            400,
-            f"{where} {shown(media_type)} is not an image media type (image/png, image/jpeg...)",
-            param=where,
-            code=INVALID_IMAGE,
-        )
+        raise image_error(where, f"{shown(media_type)} is not an image media type (image/png, image/jpeg...)")
     return media_type
 
 

@@ -26,6 +26,7 @@ from app.server._common import (
     convert_tools,
     header_tool_choice,
     image_bytes,
+    image_error,
     json_response_format,
     queue_turn,
     request_body,
@@ -99,8 +100,8 @@ def convert_messages(messages: Any) -> list[dict[str, Any]]:
         content = check_str(m.get("content", ""), f"{w}.content", allow_none=True) or ""
         images = _images(m.get("images"), f"{w}.images")
         if images and role != "user":
-            raise ApiError(
-                400, f"{w} is a {shown(role)} message with images; only a user message may hold images"
+            raise image_error(
+                w, f"is a {shown(role)} message with images, but only a user message may hold images"
             )
         if role in ("system", "user"):
             d_msg: dict[str, Any] = {"role": role, "content": content}
@@ -325,8 +326,8 @@ async def generate(request: Request):
     model = check_str(body.get("model"), "model", allow_none=True)
     if check_bool(body.get("raw"), "raw", False):
         if images:
-            raise ApiError(
-                400, "images cannot be sent with raw: a raw prompt has no place for them (leave raw out)"
+            raise image_error(
+                "images", "cannot be sent with raw: a raw prompt has no place for them (leave raw out)"
             )
         req = TurnRequest(
             model=model, raw_prompt=prompt, max_tokens=max_tokens, sampling=sampling, stop=stop, idle_ttl=keep

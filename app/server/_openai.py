@@ -32,7 +32,6 @@ import uuid
 from typing import TYPE_CHECKING, Any
 
 from app.server._common import (
-    INVALID_IMAGE,
     TOOL_CHOICE_HEADER,
     call_arguments_json,
     check_bool,
@@ -43,6 +42,7 @@ from app.server._common import (
     convert_tools,
     data_url_image,
     header_tool_choice,
+    image_error,
     inner_call_id,
     json_response_format,
     queue_turn,
@@ -100,21 +100,11 @@ def _text_of(content: Any, where: str, images: list[bytes] | None = None) -> str
             out.append(check_str(part.get("text"), f"{w}.text"))
         elif kind in ("image_url", "input_image"):
             if images is None:
-                raise ApiError(
-                    400,
-                    f"{w} is an {kind} part, but only a user message may hold images",
-                    param=w,
-                    code=INVALID_IMAGE,
-                )
+                raise image_error(w, f"is an {kind} part, but only a user message may hold images")
             url = part.get("image_url")
             if kind == "image_url":
                 if not isinstance(url, dict):
-                    raise ApiError(
-                        400,
-                        f"{w}.image_url must be an object with a url, got {type_name(url)}",
-                        param=w,
-                        code=INVALID_IMAGE,
-                    )
+                    raise image_error(f"{w}.image_url", f"must be an object with a url, got {type_name(url)}")
                 url = url.get("url")
             images.append(
                 data_url_image(url, f"{w}.image_url.url" if kind == "image_url" else f"{w}.image_url")

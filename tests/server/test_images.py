@@ -30,6 +30,7 @@ import pytest
 
 from app.engine.models.tiny import write_tiny_gguf
 from app.engine.vision import mtmd_available
+from tests.server.conftest import _start
 from tests.support.tiny_vision import (
     CHATML,
     N_IMAGE_TOKENS,
@@ -77,9 +78,9 @@ def models(tmp_path_factory) -> dict[str, Path]:
 
 @pytest.fixture(scope="module")
 def server(models) -> Iterator[object]:
-    from app.server import ApiServer, ServerConfig
+    from app.server import ServerConfig
 
-    srv = ApiServer(
+    yield from _start(
         ServerConfig(
             port=0,
             models=[str(p) for p in models.values()],
@@ -89,11 +90,6 @@ def server(models) -> Iterator[object]:
             max_loaded=2,
         )
     )
-    srv.start()
-    try:
-        yield srv
-    finally:
-        srv.stop()
 
 
 @pytest.fixture(scope="module")
@@ -523,3 +519,34 @@ def test_a_request_loads_the_projector_the_library_chose(library_server):
     with pytest.raises(BadRequestError) as exc:
         client.chat.completions.create(model="off", messages=openai_user("Look."), max_tokens=MAX_TOKENS)
     assert openai_error(exc.value)["code"] == "model_has_no_projector"
+
+
+@needs_mtmd
+def test_anthropic_counts_an_image_s_tokens(anthropic_client):
+    text = anthropic_client.messages.count_tokens(
+        model=VISION, messages=[{"role": "user", "content": "Count."}]
+    )
+    image = anthropic_client.messages.count_tokens(model=VISION, messages=anthropic_user("Count."))
+    assert image.input_tokens == text.input_tokens + N_IMAGE_TOKENS
+
+
+@needs_mtmd
+def test_line_wrapped_base64_is_read(server):
+    wrapped = "\n".join(PNG_B64[i : i + 76] for i in range(0, len(PNG_B64), 76))
+    assert "\n" in wrapped
+
+    def prompt_tokens(images: list[str]) -> int:
+        r = httpx.post(
+            server.url + "/api/chat",
+            json={
+                "model": VISION,
+                "messages": [{"role": "user", "content": "Hi", "images": images}],
+                "stream": False,
+                "options": {"num_predict": 1},
+            },
+            timeout=120,
+        )
+        assert r.status_code == 200, r.text
+        return r.json()["prompt_eval_count"]
+
+    assert prompt_tokens([wrapped]) == prompt_tokens([]) + N_IMAGE_TOKENS
