@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Generator, Iterator, Mapping
+from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Unpack
 
@@ -232,15 +232,21 @@ class ChatSession:
         return tools or None
 
     def send(
-        self, text: str, *, cancel: threading.Event | None = None, **options: Unpack[TurnOptions]
+        self,
+        text: str,
+        *,
+        cancel: threading.Event | None = None,
+        images: Sequence[bytes] = (),
+        **options: Unpack[TurnOptions],
     ) -> Iterator[ChatEvent]:
-        """Add a user message and reply; ``options`` are this turn's choices (the others are the
-        session's)."""
+        """Add a user message (``text``, and ``images``: the image files' bytes, checked and
+        decoded in the engine process) and reply; ``options`` are this turn's choices (the others
+        are the session's)."""
         if not isinstance(text, str):
             raise TypeError("the message must be a string")
         turn = self._turn(options)
         first = not any(m.role == "assistant" for m in self.messages)
-        self.messages.append(Message(role="user", content=text))
+        self.messages.append(Message(role="user", content=text, images=list(images)))
         return self._reply(cancel, first, turn)
 
     def _turn(self, options: TurnOptions) -> _Turn:

@@ -116,12 +116,15 @@ class TurnRecorder:
         self._last_save = time.monotonic()
         return True
 
-    def user_message(self, text: str) -> None:
-        """Store the user's message of this turn, with its settings (call before :meth:`begin`)."""
+    def user_message(self, text: str, images: Sequence[bytes] = ()) -> None:
+        """Store the user's message of this turn (and its ``images``, the files' bytes), with its
+        settings (call before :meth:`begin`)."""
         turn = self.settings or None
         self._save(
             "the conversation",
-            lambda: self.history.append_message(self.conversation_id, "user", text, turn_settings=turn),
+            lambda: self.history.append_message(
+                self.conversation_id, "user", text, turn_settings=turn, images=images
+            ),
         )
 
     def observe(self, ev: Any) -> None:
