@@ -70,6 +70,8 @@ class ModelInfo:
     #: "remote": the endpoint's) and its effort levels
     thinking_kind: str = "none"
     thinking_levels: tuple[str, ...] = ()
+    #: a vision projector is loaded beside the model: it reads images (issue 30)
+    vision: bool = False
 
 
 def format_label(name: str | None) -> str | None:

@@ -24,6 +24,7 @@ from app.ui.call_view import CallView
 from app.ui.chat.records import end_reply
 from app.ui.thinking_control import ThinkingController
 from app.ui.window_chat_turns import reply_stats
+from app.ui.window_images import ImagesController
 from app.ui.window_part import WindowKit, WindowPart
 
 if TYPE_CHECKING:
@@ -81,6 +82,7 @@ class ChatController(WindowPart):
         self.tool_choice_box.sig_choice.connect(self._on_tool_choice)
         worker.tool_choice = self.tool_choice_box.value()
         self.thinking = ThinkingController(page.thinking_box, worker, state.store)  # issue 30
+        self.images = ImagesController(kit, page=page)  # the message's images (issue 30)
         worker.sig_loaded.connect(lambda info: self.tool_choice_box.set_tools(info.tools))
         self.send_button.clicked.connect(self._on_send_button_clicked)
         settings.sig_settings_saved.connect(self._on_settings_saved)
@@ -116,12 +118,13 @@ class ChatController(WindowPart):
         else:
             self.send()
 
-    def send(self, text: str | None = None) -> bool:
-        """Send the compose box's text (or ``text``); False if nothing was sent."""
+    def send(self, text: str | None = None, images: list[bytes] | None = None) -> bool:
+        """Send the compose box's text (or ``text``) and its images (or ``images``); False if
+        nothing was sent."""
         if self.state.busy:
             return False
         text = (text if text is not None else self.compose.toPlainText()).strip()
-        if not text:
+        if not text and not (images if images is not None else self.images.pending.images):
             return False
         if self.state.model_info is None:
             self.window.statusBar().showMessage("No model is loaded yet: pick one in the model picker.", 8000)
@@ -131,13 +134,15 @@ class ChatController(WindowPart):
                 f"The remote engine {self.state.model_info.remote} was deleted: pick another model.", 8000
             )
             return False
-        cid = self.conversations.ensure_conversation(text)
+        cid = self.conversations.ensure_conversation(text or "Image")
+        sent = self.images.take() if images is None else list(images)
+        self.images.before_send()
         self.compose.clear()
-        self._turn_user = self.chat.add_user(text)
+        self._turn_user = self.chat.add_user(text, sent)
         self._begin_reply()
         self.set_busy(True)
         self._pending_text = text
-        self.worker.send(text, cid)
+        self.worker.send(text, cid, sent)
         return True
 
     def _begin_reply(self) -> AssistantMessage:
@@ -213,9 +218,10 @@ class ChatController(WindowPart):
         for m in self.chat.assistant_messages():  # the replies that go: their calls leave the panel
             if self.chat.user_index_of(m) >= user_index:
                 self._drop_panel_calls(m)
+        images = users[user_index].images  # an edited message keeps its images
         self.chat.truncate_from(users[user_index])
         self.worker.truncate_before_user(user_index)
-        self.send(text)
+        self.send(text, images)
 
     def continue_reply(self, reply: AssistantMessage | None = None) -> None:
         """The Continue action of a reply cut off by the max-tokens limit (the last reply only; its
@@ -230,7 +236,7 @@ class ChatController(WindowPart):
             return
         if not turns.continues_in_place(self.worker.session):
             # an engine that cannot go on from a reply (a remote one): a message asks it to
-            if not self.send(CONTINUE_PROMPT):
+            if not self.send(CONTINUE_PROMPT, []):
                 reply.offer_continue()
             return
         reply.resume()  # in place: the same reply goes on, no message is added (U9)
@@ -354,6 +360,7 @@ class ChatController(WindowPart):
             if reply.version[1] > 1:
                 self._sync_versions(reply)
         self.status.show_turn_stats(ev)
+        self.images.turn_ended(ev, self._pending_text)  # a failed message's images are not lost
         if self.approval_dialog is not None:
             self.approval_dialog.reject()
         self.set_busy(False)

@@ -1,5 +1,5 @@
-"""The chat page's widgets: the window's banners, the chat view and the compose row (text, tool
-choice, Send). Built once by the window; :class:`~app.ui.window_chat.ChatController` and
+"""The chat page's widgets: the window's banners, the chat view and the compose row (text, the
+image button, tool choice, thinking, Send; the attached images under it). Built once by the window; :class:`~app.ui.window_chat.ChatController` and
 :class:`~app.ui.window_conversations.ConversationsController` act on them."""
 
 from __future__ import annotations
@@ -8,9 +8,19 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QEvent, QObject, Qt
-from PySide6.QtWidgets import QFrame, QGridLayout, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (
+    QFrame,
+    QGridLayout,
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
 
 from app.ui.chat import ChatView, ComposeEdit
+from app.ui.chat.attachments import PendingImages
 from app.ui.thinking_control import ThinkingBox
 from app.ui.tool_choice import ToolChoiceBox
 
@@ -82,6 +92,9 @@ class ChatPage:
     import_button: QPushButton | None = None
     #: the thinking control beside the tool choice (issue 30)
     thinking_box: ThinkingBox | None = None
+    #: images (issue 30): the button that attaches one, and those attached to the message being written
+    attach_button: QToolButton | None = None
+    pending_images: PendingImages | None = None
 
     @classmethod
     def build(cls, *, banners: QLayout, tool_choice: str) -> ChatPage:
@@ -102,9 +115,29 @@ class ChatPage:
         thinking = ThinkingBox()
         send = QPushButton("Send")
         send.setObjectName("sendButton")
-        _ComposeLayout(page, row, compose, [box, thinking, send]).arrange(False)
+        attach = QToolButton()
+        attach.setObjectName("attachImage")
+        attach.setText("Image…")
+        attach.setToolTip("Attach an image (or paste one, or drop image files on the window)")
+        _ComposeLayout(page, row, compose, [attach, box, thinking, send]).arrange(False)
         v.addLayout(row)
-        return cls(page, chat, compose, row, box, send, no_model, recommended, import_, thinking_box=thinking)
+        pending = PendingImages()
+        pending.setContentsMargins(12, 0, 12, 8)
+        v.addWidget(pending)
+        return cls(
+            page,
+            chat,
+            compose,
+            row,
+            box,
+            send,
+            no_model,
+            recommended,
+            import_,
+            thinking_box=thinking,
+            attach_button=attach,
+            pending_images=pending,
+        )
 
     @staticmethod
     def _build_no_model() -> tuple[QFrame, QPushButton, QPushButton]:

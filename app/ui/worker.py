@@ -135,10 +135,14 @@ class EngineWorker(WorkerSignals):
         records = list(messages or [])
         self.jobs.submit(lambda: self.sessions.open(conversation_id, records))
 
-    def send(self, text: str, conversation_id: int | None = None) -> None:
+    def send(self, text: str, conversation_id: int | None = None, images: list[bytes] | None = None) -> None:
+        """Send a user message: ``text``, and ``images`` (the image files' bytes, in order)."""
         self.state.cancel.clear()
         self.state.busy.set()
-        self.jobs.submit(lambda: self.turns.send(text, conversation_id), uses_model=True, batchable=True)
+        sent = list(images or [])
+        self.jobs.submit(
+            lambda: self.turns.send(text, conversation_id, sent), uses_model=True, batchable=True
+        )
 
     def regenerate(self, settings: TurnSettings | None = None) -> None:
         """Reply again to the last user message with ``settings``, those its turn was sent with

@@ -70,6 +70,17 @@ class Sessions:
             draft_model=cfg.draft_model,
         )
 
+    @staticmethod
+    def with_projector(settings: LoadSettings, path: str) -> LoadSettings:
+        """``settings`` for loading ``path``: with the vision projector chosen for it in the
+        library (the Models page), else as they are (the engine looks beside the model)."""
+        from dataclasses import replace
+
+        from app.engine.models.library import projector_for
+
+        chosen = projector_for(path)
+        return settings if chosen is None else replace(settings, mmproj=chosen)
+
     def _messages_to_keep(self) -> list[Any]:
         """The open conversation's messages: the session's, or those opened before any model."""
         if self.state.session is not None:
@@ -88,7 +99,9 @@ class Sessions:
             sig.sig_load_progress.emit(-1.0, f"Loading {Path(path).name}…")
             settings = self.load_settings()
             self.host.settings = settings  # what the server and the check load models with
-            model = self.host.ensure(path, settings=settings, exact=True, owner=OWNER)
+            model = self.host.ensure(
+                path, settings=self.with_projector(settings, path), exact=True, owner=OWNER
+            )
         except Exception as exc:  # noqa: BLE001 - ModelLoadError and anything llama.cpp raises
             sig.sig_load_progress.emit(0.0, "")
             sig.sig_load_failed.emit(path, f"Could not load {Path(path).name}: {exc}")
@@ -223,6 +236,7 @@ class Sessions:
             tools=tools,
             thinking_kind=control.kind if control is not None else "none",
             thinking_levels=tuple(control.levels) if control is not None else (),
+            vision=bool(m.vision),
         )
 
     def build(self, messages: list[Any]) -> None:
@@ -298,6 +312,7 @@ def messages_from_records(records: Sequence[MessageRecord]) -> list[Message]:
             tool_call_id=r.tool_call_id,
             name=r.name,
             incomplete_calls=r.incomplete_calls,
+            images=list(r.images) if r.role == "user" else [],
         )
         for r in records
     ]

@@ -111,8 +111,11 @@ class Turns:
         self.last_settings = turn.over(current) if turn is not None else current
         return self.last_settings
 
-    def send(self, text: str, conversation_id: int | None) -> None:
+    def send(self, text: str, conversation_id: int | None, images: list[bytes] | None = None) -> None:
+        """Send the user message ``text`` with its ``images`` (the files' bytes; the engine
+        process checks and decodes them)."""
         st, sig = self.state, self.signals
+        images = list(images or [])
         if conversation_id is not None:
             st.conversation_id = conversation_id
         used = self._settings()
@@ -123,15 +126,26 @@ class Turns:
             sig.sig_error.emit("No model is loaded: pick one in the model picker or on the Models page.")
             sig.sig_done.emit(DoneEvent(finish_reason="error", error="no model loaded"))
             return
+        if images and st.remote is not None:  # the remote sessions send text only
+            st.busy.clear()
+            sig.sig_done.emit(
+                DoneEvent(
+                    finish_reason="error",
+                    error="images go to a local model with a vision projector; a remote engine takes text only",
+                )
+            )
+            return
         if st.remote is None and not self._make_room(text):  # a remote engine keeps its own context
             return
         # the window's tool-choice and thinking controls; both session kinds take them
+        with_images = {"images": images} if images else {}  # a remote session takes text alone
         self._run(
             lambda: session.send(
-                text, cancel=st.cancel, tool_choice=used.tool_choice, thinking=used.thinking
+                text, cancel=st.cancel, tool_choice=used.tool_choice, thinking=used.thinking, **with_images
             ),
             used,
             user_text=text,
+            user_images=images,
         )
 
     def regenerate(self, turn: TurnSettings | None) -> None:
@@ -227,6 +241,7 @@ class Turns:
         used: TurnSettings,
         user_text: str | None = None,
         *,
+        user_images: list[bytes] | None = None,
         resume: bool = False,
     ) -> None:
         st, sig = self.state, self.signals
@@ -237,7 +252,7 @@ class Turns:
         recorder = self._recorder(used)
         if recorder is not None:
             if user_text is not None:
-                recorder.user_message(user_text)
+                recorder.user_message(user_text, user_images or ())
             if not resume:
                 recorder.begin()
             elif not recorder.resume():

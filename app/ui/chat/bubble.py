@@ -1,7 +1,9 @@
-"""The small parts of a conversation's messages: the person's message (copy, edit and resend), the
-Thinking block of a reply, and the small action buttons both kinds of message show."""
+"""The small parts of a conversation's messages: the person's message (its images as thumbnails,
+copy, edit and resend), the Thinking block of a reply, and the small action buttons both kinds of message show."""
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QGuiApplication
@@ -15,6 +17,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.ui.chat.attachments import ImageStrip
 from app.ui.chat.compose import EditBox
 from app.ui.chat.markdown import MarkdownView
 from app.ui.chat.turn_settings import TurnSettings
@@ -79,16 +82,18 @@ def copy_with_feedback(button: QToolButton, text: str) -> None:
 
 
 class UserMessage(QFrame):
-    """A user message: copy, and edit-and-resend."""
+    """A user message: its images (thumbnails; a click opens one larger), copy, and edit-and-resend
+    (the edited message keeps the images)."""
 
     sig_edit_resend = Signal(object, str)  # (self, new text)
     sig_edit_requested = Signal(object)  # self: the view starts the edit, saying what it discards
 
-    def __init__(self, text: str, parent: QWidget | None = None) -> None:
+    def __init__(self, text: str, parent: QWidget | None = None, images: Sequence[bytes] = ()) -> None:
         super().__init__(parent)
         self.setObjectName("userMessage")
         self.role = "user"
         self.text = text
+        self.images = list(images)  # the image files' bytes, as sent
         # the settings its turn was sent with: what Regenerate and Continue send again (U3)
         self.turn_settings = TurnSettings()
         lay = QVBoxLayout(self)
@@ -105,9 +110,12 @@ class UserMessage(QFrame):
         head.addWidget(self.btn_copy)
         head.addWidget(self.btn_edit)
         lay.addLayout(head)
+        self.image_strip = ImageStrip(self.images)
+        lay.addWidget(self.image_strip)
         self.view = MarkdownView()
         self.view.set_markdown_text(text)
         lay.addWidget(self.view)
+        self.view.setVisible(bool(text))  # a message of images alone shows no empty text
         self.editor = EditBox()
         self.editor.setVisible(False)
         self.editor.sig_submit.connect(self._on_resend_clicked)
@@ -146,7 +154,7 @@ class UserMessage(QFrame):
         self.editor.setFocus()
 
     def cancel_edit(self) -> None:
-        self.view.setVisible(True)
+        self.view.setVisible(bool(self.text))
         self.editor.setVisible(False)
         self.edit_row.setVisible(False)
         self.discard_note.setVisible(False)

@@ -1,18 +1,24 @@
-"""The message box (Enter sends, Shift+Enter inserts a new line) and the box that edits a sent message."""
+"""The message box (Enter sends, Shift+Enter inserts a new line; an image pasted or dropped on it is
+attached to the message) and the box that edits a sent message."""
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QMimeData, Qt, Signal
 from PySide6.QtGui import QKeyEvent
 from PySide6.QtWidgets import QPlainTextEdit, QWidget
+
+from app.ui.chat.attachments import mime_has_images
 
 __all__ = ["ComposeEdit", "EditBox"]
 
 
 class ComposeEdit(QPlainTextEdit):
-    """The message box: Enter sends, Shift+Enter inserts a new line."""
+    """The message box: Enter sends, Shift+Enter inserts a new line. An image pasted or dropped
+    on it (image data, or image files) is not inserted as text: ``sig_images`` hands its mime data
+    to whoever attaches images (when ``takes_images``)."""
 
     sig_submit = Signal()
+    sig_images = Signal(object)  # QMimeData holding an image or image files (read it at once)
 
     def __init__(
         self,
@@ -27,6 +33,16 @@ class ComposeEdit(QPlainTextEdit):
         self.setPlaceholderText(placeholder)
         self.setTabChangesFocus(True)
         self.setFixedHeight(height)
+        self.takes_images = False  # set by the window: the message box attaches images
+
+    def canInsertFromMimeData(self, source: QMimeData) -> bool:  # noqa: N802 (Qt API)
+        return (self.takes_images and mime_has_images(source)) or super().canInsertFromMimeData(source)
+
+    def insertFromMimeData(self, source: QMimeData) -> None:  # noqa: N802 (Qt API)
+        if self.takes_images and mime_has_images(source):
+            self.sig_images.emit(source)
+            return
+        super().insertFromMimeData(source)
 
     #: the window's shortcuts a text box would otherwise take (Ctrl+K deletes to the end of the line)
     WINDOW_KEYS = (Qt.Key.Key_K, Qt.Key.Key_N, Qt.Key.Key_Q, Qt.Key.Key_T, Qt.Key.Key_B)

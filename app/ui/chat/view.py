@@ -112,10 +112,11 @@ class ChatView(QScrollArea):
         self.messages.append(w)
         self._stick_to_bottom = True
 
-    def add_user(self, text: str) -> UserMessage:
+    def add_user(self, text: str, images: Sequence[bytes] = ()) -> UserMessage:
+        """A user message: ``text`` and its ``images`` (the files' bytes, shown as thumbnails)."""
         for reply in self.assistant_messages():  # the conversation goes on: no older reply continues
             reply.withdraw_continue()
-        m = UserMessage(text)
+        m = UserMessage(text, images=images)
         m.sig_edit_resend.connect(self._on_user_edit_resend)
         m.sig_edit_requested.connect(self._on_user_edit_requested)
         self._insert(m)
@@ -161,7 +162,7 @@ class ChatView(QScrollArea):
         for m in records:
             if m.role == "user":
                 end_turn()
-                user = (self.add_user(m.content), m)
+                user = (self.add_user(m.content, m.images), m)
             elif m.role in ("assistant", "tool"):
                 turn.append(m)
         end_turn()
