@@ -642,10 +642,7 @@ def _print_events(
         user = {"type": "user", "content": args.prompt, "images": [i.describe() for i in images]}
         print(json.dumps(_printable(user), ensure_ascii=False), flush=True)
     if recorder is not None:
-        if images:
-            recorder.user_message(args.prompt, [i.data for i in images])
-        else:
-            recorder.user_message(args.prompt)
+        recorder.user_message(args.prompt, [i.data for i in images])
         recorder.begin()
     done_event = None
     try:
