@@ -50,6 +50,7 @@ STATES = (
     "thinking",
     "theme-switch",
     "turn-waits",
+    "image-chat",
 )
 SCREENSHOT_LIMIT_S = 60.0
 

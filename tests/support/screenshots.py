@@ -6,7 +6,8 @@ Each state is a separate ``python -m app --screenshot OUTDIR/<state>.png --state
 process with its own empty ``CALLISTO_HOME``, so it shows what a newcomer sees. States that
 need a model use the offline demo model (SmolLM2, installed by ``make run`` / ``make test``);
 the tool-call states (and ``theme-switch``, whose picture shows a call's card) use a scripted tiny
-GGUF with Qwen 2.5's template that really calls the calculator. Under Linux without a display it
+GGUF with Qwen 2.5's template that really calls the calculator, and ``image-chat`` a scripted GGUF
+with a tiny vision projector beside it (:func:`write_vision_model`). Under Linux without a display it
 runs itself under ``xvfb-run`` when available, else with Qt's offscreen platform.
 """
 
@@ -68,6 +69,33 @@ def _writing_model(folder: Path) -> Path:
     )
 
 
+VISION_ANSWER = (
+    "A sunset over the sea: the sun sits on the horizon, the sky fades from deep blue to orange, "
+    "and its light glitters on the water."
+)
+
+
+def write_vision_model(folder: Path) -> Path:
+    """The ``image-chat`` state's model: a scripted ChatML GGUF that answers with
+    :data:`VISION_ANSWER` (its next token depends on the current one alone, so the image's
+    embeddings change nothing), and a tiny LLaVA projector (``tests.support.tiny_vision``) beside
+    it in a folder of its own, where the engine finds it."""
+    from tests.support.tiny_vision import write_tiny_projector
+    from tests.ui.scripted_gguf import CHATML, write_scripted_gguf
+
+    folder.mkdir(parents=True, exist_ok=True)
+    model = write_scripted_gguf(
+        folder / "Scripted-Vision.gguf",
+        chat_template=CHATML,
+        user_tokens=[VISION_ANSWER],
+        script={"\n": VISION_ANSWER, VISION_ANSWER: "<|im_end|>"},
+        default_next="<|im_end|>",
+        name="Scripted vision model (test model)",
+    )
+    write_tiny_projector(folder / "mmproj-Scripted-Vision.gguf", text_embd=64)
+    return model
+
+
 def render_all(
     outdir: Path, *, theme: str = "auto", timeout_s: float = 90.0, states: tuple[str, ...] | None = None
 ) -> dict[str, int]:
@@ -94,6 +122,8 @@ def render_all(
             ]
             if state in ("tool-call-with-panel", "remote", "reply-versions", "theme-switch"):
                 cmd += ["--model", str(tool_model)]
+            elif state == "image-chat":
+                cmd += ["--model", str(write_vision_model(Path(tmp) / "vision"))]
             elif state == "live-call":
                 cmd += ["--model", str(_writing_model(Path(tmp)))]
             elif state == "thinking":

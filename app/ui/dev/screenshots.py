@@ -36,7 +36,8 @@ the state is really reached:
   reached when the reply ends first).
 * ``theme-switch``: the window started in the other theme, then switched to the requested one in
   Settings → Appearance once the reply is done (see :mod:`app.ui.dev.screenshot_theme`).
-* ``turn-waits``: a chat turn waiting for a slot the server's requests hold (:mod:`.screenshots_waits`).
+* ``turn-waits``: a chat turn waiting for a slot the server's requests hold (:mod:`.screenshots_waits`);
+  ``image-chat``: a message with a picture, and the reply (a vision ``--model``; :mod:`.screenshots_images`).
 
 ``limit_s`` bounds the wait. When the state is not reached in time, or cannot be reached
 (no model, the load failed, the model called no tool, no banner), nothing is saved, the reason
@@ -54,6 +55,7 @@ from PySide6.QtCore import QObject, QTimer
 from app.ui.dev import screenshot_pages as pages
 from app.ui.dev.screenshot_pages import REMOTE_NAME, StateNotReached
 from app.ui.dev.screenshot_theme import ThemeSwitch
+from app.ui.dev.screenshots_images import IMAGE_PROMPT, ImageChat
 from app.ui.dev.screenshots_waits import TurnWaits
 
 __all__ = ["MODEL_STATES", "ScreenshotDirector", "StateNotReached"]
@@ -68,6 +70,7 @@ DEFAULT_PROMPTS = {
     "live-call": "What is 17 * 23 * 41 * 97? Use the calculator.",
     "thinking": "Hello! Think it over briefly, then answer.",
     "theme-switch": "What is 17 * 23? Use the calculator.",
+    "image-chat": IMAGE_PROMPT,
 }
 
 THINKING_BUDGET = 8  # the thinking state's budget in tokens (small: the picture shows the block closed)
@@ -99,15 +102,13 @@ class ScreenshotDirector(QObject):
         self.exit_code = 0
         self.error: str | None = None
         self._done = self._sent = self._turn_done = False
-        self._library_scanned = self._models_shown = False
+        self._library_scanned = self._models_shown = self._check_started = False
         self._settings_dialog: Any = None
-        self._check_started = False
         self._check_result: dict[str, Any] | None = None
         self._remote_server: Any = None
-        self.force_tool = force_tool
-        self._format_set = False
+        self.force_tool, self._format_set = force_tool, False
         self._theme_switch = ThemeSwitch(self, switch_to)
-        self._turn_waits = TurnWaits(self)
+        self._turn_waits, self._image_chat = TurnWaits(self), ImageChat(self)
         self._poll = QTimer(self)
         self._poll.setInterval(50)
         self._poll.timeout.connect(self._on_poll_timeout)
@@ -126,9 +127,6 @@ class ScreenshotDirector(QObject):
 
     def _on_turn_done(self, _ev: Any) -> None:
         self._turn_done = True
-
-    def _on_library_done(self) -> None:
-        self._library_scanned = True
 
     def _tool_ready(self) -> bool:
         """For a forced tool: the Hermes format set where the model shows none, then the calculator
@@ -190,6 +188,7 @@ class ScreenshotDirector(QObject):
             (("thinking",), self._step_thinking),
             (("theme-switch",), self._theme_switch.step),
             (("turn-waits",), self._turn_waits.step),
+            (("image-chat",), self._image_chat.step),
             (EXTRA_MODEL_STATES, self._step_extra),
             (MODEL_STATES, self._step_reply),
         ):
@@ -224,7 +223,7 @@ class ScreenshotDirector(QObject):
                 page.sources.setCurrentIndex(0)
             if self.state == "models-800x600":
                 w.resize(*pages.SMALL_WINDOW)
-            signal.connect(self._on_library_done)
+            signal.connect(lambda *_a: setattr(self, "_library_scanned", True))
         if self._library_scanned and pages.sized(w, self.state):
             self._settle_then_shoot(w)
 
@@ -312,7 +311,7 @@ class ScreenshotDirector(QObject):
             return
         if not self._check_started:
             self._check_started = True
-            pages.start_check(w, self._on_check_done)
+            pages.start_check(w, lambda result: setattr(self, "_check_result", result))
             return
         page = w.page_stack.page_widget("check")
         if self._check_result is not None and not page.running:
@@ -424,9 +423,6 @@ class ScreenshotDirector(QObject):
                 last.thinking.toggle.setChecked(True)
             self._settle_then_shoot(w)
 
-    def _on_check_done(self, result: dict[str, Any]) -> None:
-        self._check_result = result
-
     # -- shooting -----------------------------------------------------------------------
     def _settle_then_shoot(self, widget: Any) -> None:
         self._poll.stop()
@@ -485,6 +481,8 @@ class ScreenshotDirector(QObject):
     def _summary(self) -> str:
         """What the picture shows, in words (tests and the screenshot script read it)."""
         said = pages.summary(self.window, self.state, loaded=self._loaded(), check_result=self._check_result)
+        if self.state == "image-chat":
+            return self._image_chat.summary(said)
         if self.state == "theme-switch":
             return self._theme_switch.summary(said)
         return self._turn_waits.summary(said) if self.state == "turn-waits" else said
