@@ -149,3 +149,28 @@ def test_the_limits_and_re_encoding_of_the_images_settings(qtbot, make_window, t
     assert kept[:3] == b"\xff\xd8\xff"  # re-encoded as JPEG (no transparency) ...
     img = QImage.fromData(kept)
     assert img.width() == 2048 and img.height() in (13, 14)  # ... its longest side at most 2048
+
+
+@needs_mtmd
+def test_a_corrupt_image_is_a_clear_error_in_the_reply_and_the_engine_goes_on(qtbot, make_window, tmp_path):
+    model, _projector = write_tiny_vision_pair(tmp_path / "models")
+    w = make_window(model, settings=_settings())
+    images = w.chat_ctl.images
+    truncated = png_bytes(20, 12)[:-30]  # its header reads (the window attaches it); its data is cut
+    assert images.add([truncated]) == 1
+    w.compose.setPlainText("And this one?")
+    assert w.send()
+    qtbot.waitUntil(lambda: w.last_done is not None and not w.busy, timeout=60_000)
+    assert w.last_done.finish_reason == "error" and not w.last_done.engine_crashed
+    reply = w.chat.current_assistant()
+    assert reply.error_box is not None and "image" in reply.error_box.message.lower()
+    assert w.compose.toPlainText() == "And this one?" and images.pending.images == [truncated]
+
+    images.pending.clear()
+    w.chat_ctl.last_done = None
+    w.compose.setPlainText("Then just text")
+    assert w.send()
+    qtbot.waitUntil(lambda: w.last_done is not None and not w.busy, timeout=60_000)
+    assert w.last_done.finish_reason in ("stop", "length"), w.last_done.error
+    assert w.worker.model.crash is None
+    assert [u.text for u in w.chat.user_messages()] == ["Then just text"]
