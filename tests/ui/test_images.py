@@ -174,3 +174,26 @@ def test_a_corrupt_image_is_a_clear_error_in_the_reply_and_the_engine_goes_on(qt
     assert w.last_done.finish_reason in ("stop", "length"), w.last_done.error
     assert w.worker.model.crash is None
     assert [u.text for u in w.chat.user_messages()] == ["Then just text"]
+
+
+@needs_mtmd
+def test_an_edited_message_keeps_its_images(qtbot, make_window, tmp_path):
+    model, _projector = write_tiny_vision_pair(tmp_path / "models")
+    w = make_window(model, settings=_settings())
+    picture = png_bytes(16, 16)
+    assert w.chat_ctl.images.add([picture]) == 1
+    w.compose.setPlainText("First words")
+    assert w.send()
+    qtbot.waitUntil(lambda: w.last_done is not None and not w.busy, timeout=60_000)
+    w.chat_ctl.last_done = None
+    (user,) = w.chat.user_messages()
+    user.start_edit()
+    user.editor.setPlainText("Better words")
+    user.btn_resend.click()
+    qtbot.waitUntil(lambda: w.last_done is not None and not w.busy, timeout=60_000)
+    assert w.last_done.finish_reason in ("stop", "length"), w.last_done.error
+    (edited,) = w.chat.user_messages()
+    assert edited.text == "Better words" and edited.images == [picture]
+    assert [(m.content, m.images) for m in w.worker.session.messages if m.role == "user"] == [
+        ("Better words", [picture])
+    ]
