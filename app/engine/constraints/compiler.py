@@ -30,6 +30,7 @@ from app.engine.grammar.lark import (
     JSON_STYLE,
     GrammarContext,
     _reasoning,
+    bound_numbers,
     tool_name,
     tool_params,
 )
@@ -517,7 +518,7 @@ def _locate(vocab: _Vocab, tools: Sequence[Mapping[str, Any]], schema: Any) -> s
     import llguidance
 
     def bad(sub: Any) -> str | None:
-        doc = dict(sub) if isinstance(sub, Mapping) else sub
+        doc = dict(bound_numbers(sub)) if isinstance(sub, Mapping) else sub
         if isinstance(doc, dict):
             doc["x-guidance"] = JSON_STYLE
         m = llguidance.LLMatcher(vocab.tok, "start: %json " + json.dumps(doc), log_level=0)

@@ -8,8 +8,9 @@ Two things make a ``json_object`` reply end as JSON:
   (:func:`json_closer`): it finishes the value being written (a string's closing quote, a
   number's last digit, ``null`` for a value not begun) and closes every open array and object, in
   the compact style the grammar holds (``", "`` between items, ``": "`` after a key). A number
-  can carry any number of fraction digits and a string 400 characters, so the bounds alone do not
-  fit a reply into a small ``max_tokens``; the closer does.
+  can carry ten fraction digits (every held number is bounded:
+  :func:`app.engine.grammar.lark.bound_numbers`) and a string 400 characters, so the bounds alone
+  do not fit a reply into a small ``max_tokens``; the closer does.
 
 The closer reads the bytes written so far in one pass (it runs only in the last few dozen tokens
 of a budget); it returns ``None`` for text it does not understand, and the run then leaves the

@@ -13,7 +13,7 @@ The subset translated is what the families emit: rules (``name[lazy]: body``), a
 grouping, string literals, regular expressions (literals, ``.``, classes, groups, ``(?s:...)``,
 ``* + ? {m,n}``), repetition, token references (``<[id]>``; one in ``tokens`` becomes its text)
 and ``%json`` schemas (through llama-cpp-python's JSON-Schema-to-GBNF converter, its rules
-prefixed). A ``[lazy]`` rule ``/(?s:.*)/ "close"`` becomes "text without ``close``, then
+prefixed; integers and numbers bounded as locally: :func:`app.engine.grammar.lark.int_rx`). A ``[lazy]`` rule ``/(?s:.*)/ "close"`` becomes "text without ``close``, then
 ``close``" (an exact automaton; with a length bound, text without ``close``'s first character).
 Anything else (negated token sets, ``&``, ``~``, ranges, regex look-arounds) raises
 :class:`GbnfError`, which names the construct.
@@ -31,7 +31,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from app.engine.errors import GbnfError
-from app.engine.grammar.lark import NO_DOUBLE_BRACE, GrammarContext
+from app.engine.grammar.lark import NO_DOUBLE_BRACE, GrammarContext, int_rx, num_rx
 
 __all__ = [
     "EOG_MARKERS",
@@ -281,6 +281,9 @@ class _Translator:
         return key + "-0"
 
 
+# A numeric schema with these is left to the converter (values listed, or joined with others).
+_NOT_PLAIN_NUMBER = frozenset({"$ref", "anyOf", "oneOf", "allOf", "enum", "const"})
+
 # One character of a JSON string: any but a quote, a backslash or a control character, or an escape.
 _JSON_CHAR = r'[^"\\\x00-\x1F] | "\\" (["\\/bfnrt] | "u" [0-9a-fA-F] [0-9a-fA-F] [0-9a-fA-F] [0-9a-fA-F])'
 
@@ -288,13 +291,25 @@ _JSON_CHAR = r'[^"\\\x00-\x1F] | "\\" (["\\/bfnrt] | "u" [0-9a-fA-F] [0-9a-fA-F]
 def _converter() -> Any:
     """llama-cpp-python's JSON-Schema-to-GBNF converter, with string patterns translated here (its
     own pattern reader does not finish on some patterns) and kept to JSON string characters."""
-    from llama_cpp.llama_grammar import BuiltinRule, SchemaConverter
+    from llama_cpp.llama_grammar import RESERVED_NAMES, BuiltinRule, SchemaConverter
 
     class _Converter(SchemaConverter):  # type: ignore[misc]
         def _add_primitive(self, name: str, rule: Any) -> Any:
             if name == "char":  # llama-cpp-python's lets control characters into a string: not JSON
                 rule = BuiltinRule(_JSON_CHAR, [])
             return super()._add_primitive(name, rule)
+
+        def visit(self, schema: Any, name: str) -> Any:
+            # an integer or a number: digits bounded as the local grammar bounds them (its own
+            # primitives allow 16 digits whatever bound the schema declares)
+            kind = schema.get("type") if isinstance(schema, dict) else None
+            if kind in ("integer", "number") and not (_NOT_PLAIN_NUMBER & set(schema)):
+                rx = int_rx(schema) if kind == "integer" else num_rx(schema)
+                body = _Regex(rx, False, f"{kind} {name or 'root'}").alt()
+                return self._add_rule(
+                    name + "-" if name in RESERVED_NAMES else name or "root", f"({body}) space"
+                )
+            return super().visit(schema, name)
 
         def _visit_pattern(self, pattern: str, name: str) -> str:
             rx = _Regex(pattern, False, f"pattern {pattern!r}", json_string=True)

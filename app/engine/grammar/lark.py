@@ -26,6 +26,7 @@ and pythonic calls write values in their own notation (:func:`notation_value`).
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -34,13 +35,19 @@ from app.engine.errors import ConstraintError
 
 __all__ = [
     "DEFAULT_MAX_CALLS",
+    "EXPONENT_DIGITS",
+    "FRACTION_DIGITS",
+    "SAFE_INTEGER",
     "GrammarContext",
     "ParamSyntax",
+    "bound_numbers",
     "calls_block",
     "compose",
+    "int_rx",
     "json_args_schema",
     "json_call",
     "notation_value",
+    "num_rx",
     "ordered_params",
     "raw_value",
     "tool_name",
@@ -54,8 +61,21 @@ __all__ = [
 DEFAULT_MAX_CALLS = 4
 
 JSON_STYLE = {"whitespace_flexible": False, "item_separator": ", ", "key_separator": ": "}
-_INT = r"-?(0|[1-9][0-9]*)"
-_NUM = r"-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?"
+
+#: A small model held to a schema can write a number whose digits never end (``"count": 1111...``
+#: up to the token limit). Every ``integer`` and ``number`` a held value may be is bounded
+#: (:func:`bound_numbers` for ``%json`` schemas, :func:`int_rx`/:func:`num_rx` for values typed as
+#: text): on a side the schema leaves open, its magnitude is at most ``SAFE_INTEGER`` (2**53 - 1,
+#: JavaScript's ``Number.MAX_SAFE_INTEGER`` and RFC 7493's interoperable range: every integer
+#: within it is exact in a JSON parser's double, so at most 16 digits); a number's fraction has at
+#: most ``FRACTION_DIGITS`` digits unless its own ``multipleOf`` sets its step (10: the finest
+#: decimal step llguidance's ``multipleOf`` reads exactly), and an exponent at most
+#: ``EXPONENT_DIGITS`` (a double ends at 1e308; ``%json`` ranges write no exponent at all). A
+#: bound the schema declares is kept as it is, and widens the default on the other side where it
+#: lies beyond it: no value within the declared range is refused for its digits.
+SAFE_INTEGER = 2**53 - 1
+FRACTION_DIGITS = 10
+EXPONENT_DIGITS = 3
 _SUPPORTED_RAW = {
     "type",
     "enum",
@@ -147,7 +167,7 @@ class GrammarContext:
         """A ``%json`` rule for ``schema``; its objects that list properties and say nothing of
         others are closed (:func:`_closed`): a model never adds a property the schema did not ask
         for (a response format's schema as much as a call's arguments)."""
-        doc = dict(_closed(schema))
+        doc = dict(bound_numbers(_closed(schema)))
         doc["x-guidance"] = {**JSON_STYLE, **(doc.get("x-guidance") or {})}
         return self.rule("%json " + json.dumps(doc, ensure_ascii=False), prefix="j")
 
@@ -267,6 +287,108 @@ def _closed(schema: Any) -> Any:
         out["properties"] = {k: _closed(v) for k, v in out["properties"].items()}
         out.setdefault("additionalProperties", False)
     return out
+
+
+# -- numbers (bounded digits) -----------------------------------------------------------------
+
+_SUB_MAPS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
+_SUB_ONES = ("items", "prefixItems", "additionalItems", "additionalProperties", "contains", "anyOf", "oneOf")
+
+
+def _bound_value(v: Any) -> float | None:
+    """A numeric bound the schema declares (not draft 4's boolean ``exclusiveMaximum``), or None."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+        return None
+    return v
+
+
+def _declared(schema: Mapping[str, Any], *keys: str) -> float | None:
+    for k in keys:
+        b = _bound_value(schema.get(k))
+        if b is not None:
+            return b
+    return None
+
+
+def _reach(bound: float | None) -> int:
+    """How far a number may reach on a side the schema leaves open: ``SAFE_INTEGER``, or every
+    number with as many integer digits as ``bound`` (a declared bound on the other side) when
+    that is more."""
+    if bound is None or abs(bound) <= SAFE_INTEGER:
+        return SAFE_INTEGER
+    return int(10 ** len(str(int(abs(bound)))) - 1)
+
+
+def bound_numbers(schema: Any) -> Any:
+    """``schema`` with every ``integer`` and ``number`` bounded (see :data:`SAFE_INTEGER`): a side
+    without ``minimum``/``exclusiveMinimum`` (``maximum``/``exclusiveMaximum``) gets one, and a
+    ``number`` without ``multipleOf`` a step of ``10**-FRACTION_DIGITS``. What the schema declares
+    is kept: a declared bound, ``multipleOf``, ``const`` and ``enum`` are never narrowed. Not
+    bounded: numbers under ``allOf`` or beside ``$ref`` (a bound there would narrow what a sibling
+    declares) and values the schema does not type (``{}``)."""
+    if not isinstance(schema, Mapping):
+        return schema
+    out = dict(schema)
+    for key in _SUB_MAPS:
+        if isinstance(out.get(key), Mapping):
+            out[key] = {k: bound_numbers(v) for k, v in out[key].items()}
+    for key in _SUB_ONES:
+        sub = out.get(key)
+        if isinstance(sub, list):
+            out[key] = [bound_numbers(v) for v in sub]
+        elif isinstance(sub, Mapping):
+            out[key] = bound_numbers(sub)
+    kinds = {"integer", "number"} & set(_types(out))
+    if not kinds or {"const", "enum", "allOf", "$ref"} & set(out):
+        return out
+    lo = _declared(out, "minimum", "exclusiveMinimum")
+    hi = _declared(out, "maximum", "exclusiveMaximum")
+    if lo is None:  # (below a declared maximum, however low)
+        lo = -_reach(hi if hi is not None and hi < 0 else None)
+        out["minimum"] = lo = lo if hi is None else min(lo, math.floor(hi) - 1)
+    if hi is None:
+        hi = _reach(lo if lo > 0 else None)
+        out["maximum"] = hi = max(hi, math.ceil(lo) + 1)
+    scale = 10**FRACTION_DIGITS
+    if "number" in kinds and "multipleOf" not in out and math.ceil(lo * scale) <= math.floor(hi * scale):
+        out["multipleOf"] = 1 / scale  # (a range too narrow to hold a step keeps its own digits)
+    return out
+
+
+def _upto(m: int) -> str:
+    """A regex of the integers 0 to ``m`` as JSON writes them (no leading zero)."""
+    s = str(m)
+    k = len(s)
+    if k == 1:
+        return f"[0-{s}]"
+    alts = ["0", "[1-9]" + (f"[0-9]{{0,{k - 2}}}" if k > 2 else "")]
+    for i, c in enumerate(s):
+        d, low, rest = int(c), 1 if i == 0 else 0, k - i - 1
+        if d > low:
+            alts.append(s[:i] + f"[{low}-{d - 1}]" + (f"[0-9]{{{rest}}}" if rest else ""))
+    alts.append(s)
+    return "(" + "|".join(alts) + ")"
+
+
+def int_rx(schema: Mapping[str, Any] | None = None) -> str:
+    """The regex of an integer written as text: at most ``SAFE_INTEGER`` either side, or as many
+    digits as a bound ``schema`` declares on that side (a value typed as text keeps the schema's
+    range to its digits: the regex bounds digits, not values)."""
+    neg = pos = SAFE_INTEGER
+    for key in ("minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"):
+        b = _bound_value((schema or {}).get(key))
+        if b is not None and b < 0:
+            neg = max(neg, _reach(b))
+        elif b is not None:
+            pos = max(pos, _reach(b))
+    p = _upto(pos)
+    return f"-?{p}" if neg == pos else f"(-{_upto(neg)}|{p})"
+
+
+def num_rx(schema: Mapping[str, Any] | None = None) -> str:
+    """The regex of a number written as text: :func:`int_rx`'s integer part, at most
+    ``FRACTION_DIGITS`` fraction digits and ``EXPONENT_DIGITS`` exponent digits."""
+    return f"{int_rx(schema)}(\\.[0-9]{{1,{FRACTION_DIGITS}}})?([eE][+-]?[0-9]{{1,{EXPONENT_DIGITS}}})?"
 
 
 # A small model that means to end a call writes ``}}`` (or ``} }``) inside a string it never
@@ -399,9 +521,9 @@ def raw_value(
                 )
             )
         elif t == "integer":
-            alts.append(wrap(f"/{_INT}/"))
+            alts.append(wrap(f"/{int_rx(schema)}/"))
         elif t == "number":
-            alts.append(wrap(f"/{_NUM}/"))
+            alts.append(wrap(f"/{num_rx(schema)}/"))
         elif t == "boolean":
             alts.append(wrap('("true" | "false")'))
         elif t == "null":
@@ -516,9 +638,9 @@ def notation_value(ctx: GrammarContext, schema: Any, nt: Notation, where: str, d
         if t == "string":
             alts.append(nt.string(ctx, schema))
         elif t == "integer":
-            alts.append(f"/{_INT}/")
+            alts.append(f"/{int_rx(schema)}/")
         elif t == "number":
-            alts.append(f"/{_NUM}/")
+            alts.append(f"/{num_rx(schema)}/")
         elif t == "boolean":
             alts.append(f"({ctx.lit(nt.true)} | {ctx.lit(nt.false)})")
         elif t == "null":
@@ -573,7 +695,7 @@ def _any_value(ctx: GrammarContext, nt: Notation) -> str:
         s = nt.string(ctx, {})
         sep, kv = ctx.lit(nt.sep), ctx.lit(nt.kv)
         ctx.rules.append(
-            f"{key}: {s} | /{_NUM}/ | {ctx.lit(nt.true)} | {ctx.lit(nt.false)} | {ctx.lit(nt.null)}"
+            f"{key}: {s} | /{num_rx()}/ | {ctx.lit(nt.true)} | {ctx.lit(nt.false)} | {ctx.lit(nt.null)}"
             f' | "[" ({key} ({sep} {key})*)? "]" | "{{" ({s} {kv} {key} ({sep} {s} {kv} {key})*)? "}}"'
         )
     return key
