@@ -123,6 +123,7 @@ def test_a_reply_that_drafted_nothing_says_nothing_of_drafts():
     from app.ui.chat.records import stored_stats_text
 
     assert stats_text(12, 30.0, 0.5, draft_tokens=0, draft_accepted=0) == "12 tokens · 30.0 tok/s · 0.5 s"
+    assert stats_text(1, None, 0.1) == "1 token · 0.1 s"  # one token, not "1 tokens"
     assert stats_text(12, 30.0, 0.5, draft_tokens=9, draft_accepted=0).endswith(
         "· 0 of 9 drafted tokens accepted"
     )

@@ -20,7 +20,7 @@ def stats_text(
     written with speculative decoding adds "· 42 of 60 drafted tokens accepted"."""
     parts = []
     if generated_tokens:
-        parts.append(f"{generated_tokens:,} tokens")
+        parts.append(f"{generated_tokens:,} token{'' if generated_tokens == 1 else 's'}")
     if tokens_per_s is not None:
         parts.append(f"{tokens_per_s:.1f} tok/s")
     if elapsed_s is None and tokens_per_s and generated_tokens:
