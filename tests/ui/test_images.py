@@ -151,6 +151,18 @@ def test_the_limits_and_re_encoding_of_the_images_settings(qtbot, make_window, t
     assert img.width() == 2048 and img.height() in (13, 14)  # ... its longest side at most 2048
 
 
+def test_a_webp_image_goes_as_png_or_jpeg_even_kept_original(qtbot, make_window):
+    """The engine's decoder (stb_image) reads no WebP: the window, which can, re-encodes it."""
+    w = make_window(None, settings=_settings(max_bytes=1024 * 1024))
+    images = w.chat_ctl.images
+    webp = qt_image_bytes("WEBP", 24, 16)
+    assert webp[8:12] == b"WEBP"
+    assert images.add([webp]) == 1
+    kept = images.pending.images[-1]
+    assert kept[:3] == b"\xff\xd8\xff" or kept[:8] == b"\x89PNG\r\n\x1a\n"
+    assert QImage.fromData(kept).width() == 24
+
+
 @needs_mtmd
 def test_a_corrupt_image_is_a_clear_error_in_the_reply_and_the_engine_goes_on(qtbot, make_window, tmp_path):
     model, _projector = write_tiny_vision_pair(tmp_path / "models")

@@ -122,6 +122,10 @@ def reencode(data: bytes, max_side: int = REENCODE_MAX_SIDE) -> bytes:
     return _encode(image.convertToFormat(QImage.Format.Format_RGB888), "JPEG", 90)
 
 
+def _is_webp(data: bytes) -> bool:
+    return data[:4] == b"RIFF" and data[8:12] == b"WEBP"
+
+
 def _image_paths(mime: QMimeData) -> list[Path]:
     return [
         Path(url.toLocalFile())
@@ -263,8 +267,8 @@ class PendingImages(ImageStrip):
         not attached, or None."""
         if len(self.images) >= policy.max_images:
             return f"a message takes at most {policy.max_images} images"
-        if policy.store == "reencoded" and _header_problem(data) is None:
-            data = reencode(data)
+        if _header_problem(data) is None and (policy.store == "reencoded" or _is_webp(data)):
+            data = reencode(data)  # (the engine's decoder reads no WebP: it goes as PNG or JPEG)
         problem = check_image(data, policy)
         if problem is None:
             self.set_images([*self.images, data])
