@@ -127,8 +127,15 @@ def test_downloading_a_vision_model_downloads_its_projector_too(qtbot, page, hub
 
     t.cellWidget(model_row, 5).click()
     assert PROJECTOR_FILE in page.status_label.text()
+    # the page lists the model as soon as its file is here, the projector beside it a moment before
+    # the download pairs them ("chosen"): wait for the pairing
     qtbot.waitUntil(
-        lambda: bool(page.library.models) and _badge(page, "Tiny-Eyes-Q4_K_M") == "Vision", timeout=60_000
+        lambda: (
+            bool(page.library.models)
+            and _badge(page, "Tiny-Eyes-Q4_K_M") == "Vision"
+            and page.library.models[0].projector_source == "chosen"
+        ),
+        timeout=60_000,
     )
     assert len(page._rows) == 2 and hub.count("GET", f"/_cdn/{REPO}/{PROJECTOR_FILE}") == 1
     (local,) = page.library.models
