@@ -6,15 +6,14 @@ side where the schema leaves it open, 10 fraction digits where it sets no ``mult
 what the schema declares keeps its meaning.
 
 The constraint's own token mask is read after a prefix written token by token (a tiny byte-level
-model: every digit is one token); the live part runs Gemma 3 270M with n-gram drafting on the
-named-tool prompts of ``test_constraints_live`` (where, before, drafting led seed 1 into an endless
-integer on two prompts)."""
+model: every digit is one token). The live part is ``test_constraints_live``, which runs with
+n-gram drafting again: there, unbounded, Gemma 3's first named-tool prompt (after the required
+ones) wrote zeros up to the limit."""
 
 from __future__ import annotations
 
 import re
 
-import jsonschema
 import pytest
 
 from app.engine import load_model
@@ -23,7 +22,6 @@ from app.engine.constraints.remote import remote_grammar
 from app.engine.formats import FORMATS
 from app.engine.formats.guidance import call_example
 from app.engine.grammar.lark import SAFE_INTEGER, bound_numbers
-from tests.engine import test_constraints_live as live
 
 SIXTEEN = "1" * 16  # 1111111111111111 < 2**53 - 1 < 11111111111111111
 TEN = "3" * 10  # a fraction's ten digits
@@ -185,40 +183,3 @@ def test_a_remote_engine_gets_the_same_bounds():
     spelled = " ".join(f'"{d}"' for d in str(SAFE_INTEGER))
     assert spelled in gbnf
     assert "([0-9]){1,10}" in gbnf  # the fraction
-
-
-# -- live: Gemma 3 with drafting --------------------------------------------------------------
-
-PROMPTS, _held_call = live.PROMPTS, live._held_call
-tools = live.tools  # the fixture: the built-in tools and an MCP server's
-
-
-@pytest.fixture(scope="module")
-def gemma_drafting(gemma3_path):
-    m = load_model(gemma3_path, n_ctx=4096, n_threads=1, ngram_draft=True)
-    yield m
-    m.close()
-
-
-# The required prompts run first, as in test_constraints_live: the named ones then start from the
-# slot's kept state, where (unbounded) the first named prompt wrote zeros up to the limit.
-@pytest.mark.live
-@pytest.mark.parametrize("i", range(20))
-def test_gemma_with_drafting_ends_every_required_call(gemma_drafting, tools, i):
-    schemas = {t["function"]["name"]: t["function"]["parameters"] for t in tools}
-    name, args = _held_call(gemma_drafting, tools, PROMPTS[i], "required")
-    jsonschema.validate(args, schemas[name])
-
-
-@pytest.mark.live
-@pytest.mark.parametrize("i", range(20))
-def test_gemma_with_drafting_ends_every_named_call(gemma_drafting, tools, i):
-    """The named-tool prompts of ``test_constraints_live`` with n-gram drafting on: each reply is
-    one call to the named tool that validates, ended by the model (``stop``)."""
-    schemas = {t["function"]["name"]: t["function"]["parameters"] for t in tools}
-    forced = sorted(schemas)[i % len(schemas)]
-    name, args = _held_call(
-        gemma_drafting, tools, PROMPTS[i], {"type": "function", "function": {"name": forced}}
-    )
-    assert name == forced
-    jsonschema.validate(args, schemas[forced])

@@ -66,15 +66,15 @@ def tools():
 def model(request, smollm2_path, gemma3_path):
     # One thread: on a busy 2-core machine two llama.cpp threads wait on each other at every step of
     # the graph while the other is descheduled, and a token takes seconds instead of milliseconds.
-    # No drafting: these tests hold seeded sampled replies, and a verified draft keeps the sampled
-    # distribution but not the exact path (a batched decode's logits may differ in the last bits), so
-    # with drafting Gemma's seed 1 wanders into an endless integer on two prompts. Drafting under
-    # constraints is tested in tests/engine/test_speculative.py.
+    # Drafting on, as a user runs it: a verified draft keeps the sampled distribution but not the
+    # exact path (a batched decode's logits may differ in the last bits), and with it Gemma's seed 1
+    # wrote zeros up to the limit on the first named-tool prompt until held numbers were bounded
+    # (tests/engine/test_constraints_digits.py).
     m = load_model(
         smollm2_path if request.param == "smollm2" else gemma3_path,
         n_ctx=4096,
         n_threads=1,
-        ngram_draft=False,
+        ngram_draft=True,
     )
     yield m
     m.close()
