@@ -90,6 +90,8 @@ DEFAULT_MIN_TOKENS = 256
 _MAGIC = b"CKV1"
 _SUFFIX = ".kvs"
 _DIGEST = 32
+#: a state is read and hashed this much at a time (hashed while the chunk is in the CPU's cache)
+_CHUNK = 1 << 20
 #: a saved state is replaced by a new one that shares at least this part of it (a later turn of
 #: the same conversation: its last reply's tail may be written otherwise by the template)
 _CONTINUES = 0.9
@@ -265,30 +267,69 @@ class KVStore:
                 best, best_n = s, n
         return best
 
-    def load(self, saved: SavedState) -> bytes | None:
+    def load(self, saved: SavedState) -> memoryview | None:
         """The state bytes of ``saved``, checked against its digest; None (logged, file deleted)
-        when the file is corrupt or gone. A load marks the file recently used."""
+        when the file is corrupt or gone. A load marks the file recently used.
+
+        The state is read straight into one buffer (no copy of it is made: a state is tens of MB
+        and each copy costs a restore what reading a few tokens does), chunk by chunk, each chunk
+        hashed while it is in the cache; the digest covers the whole file as it was written."""
         with self._lock:
             try:
-                data = saved.path.read_bytes()
+                state, ok = self._read_checked(saved.path)
             except OSError as exc:
                 log.warning("KV store: cannot read %s (%s)", saved.path.name, exc)
                 return None
-            body, digest = data[:-_DIGEST], data[-_DIGEST:]
-            if len(data) < 8 + _DIGEST or hashlib.sha256(body).digest() != digest:
+            if not ok:
                 log.warning(
                     "KV store: %s is corrupt (its checksum does not match); it is deleted", saved.path.name
                 )
                 self._drop(saved.path)
                 return None
-            (n,) = struct.unpack("<I", body[4:8])
             with contextlib.suppress(OSError):
                 os.utime(saved.path)
-        return body[8 + n :]
+        return state
+
+    @staticmethod
+    def _read_checked(path: Path) -> tuple[memoryview | None, bool]:
+        """Read the state bytes of the file at ``path`` into a new buffer, hashing as it reads:
+        (the state, True), or (None, False) when the file is short, not a state file, or its
+        digest does not match."""
+        import numpy as np
+
+        with path.open("rb", buffering=0) as f:
+            size = os.fstat(f.fileno()).st_size
+            head = f.read(8)
+            if len(head) != 8 or head[:4] != _MAGIC:
+                return None, False
+            (n,) = struct.unpack("<I", head[4:])
+            n_state = size - 8 - n - _DIGEST
+            if n_state < 0:
+                return None, False
+            header = f.read(n)
+            if len(header) != n:
+                return None, False
+            h = hashlib.sha256(head)
+            h.update(header)
+            # np.empty: a buffer that is not zeroed first (bytearray and ctypes arrays are)
+            buf = np.empty(n_state, dtype=np.uint8).data
+            at = 0
+            while at < n_state:
+                got = f.readinto(buf[at : at + _CHUNK])
+                if not got:
+                    return None, False  # shorter than when it was opened
+                h.update(buf[at : at + got])
+                at += got
+            digest = f.read(_DIGEST + 1)  # one more: a file that grew meanwhile does not match
+        if digest != h.digest():
+            return None, False
+        return buf, True
 
     # -- writing ------------------------------------------------------------------------------------
 
-    def save(self, tokens: Sequence[int], state: bytes, *, conversation: str | None = None) -> Path | None:
+    def save(
+        self, tokens: Sequence[int], state: bytes | memoryview, *, conversation: str | None = None
+    ) -> Path | None:
         """Write ``state`` (llama.cpp's sequence state after ``tokens``) atomically; delete the saved
         states it continues, then the least recently used files beyond the bound. None when it is
         not kept (too short, larger than the bound, or the write failed: logged)."""
@@ -298,12 +339,10 @@ class KVStore:
         header = json.dumps(
             {"fingerprint": self.fingerprint, "tokens": toks, "conversation": conversation}
         ).encode("utf-8")
-        body = _MAGIC + struct.pack("<I", len(header)) + header + state
-        data = body + hashlib.sha256(body).digest()
-        if len(data) > self.max_bytes:
-            log.info(
-                "KV store: a state of %d bytes exceeds the bound (%d): not saved", len(data), self.max_bytes
-            )
+        head = _MAGIC + struct.pack("<I", len(header)) + header
+        size = len(head) + len(state) + _DIGEST
+        if size > self.max_bytes:
+            log.info("KV store: a state of %d bytes exceeds the bound (%d): not saved", size, self.max_bytes)
             return None
         name = self._name(toks)
         target = self.folder / name
@@ -314,7 +353,12 @@ class KVStore:
             fd, tmp = tempfile.mkstemp(dir=self.folder, prefix=".tmp-", suffix=".part")
             try:
                 with os.fdopen(fd, "wb") as f:
-                    f.write(data)
+                    # the parts one after the other, never joined (a state is tens of MB)
+                    h = hashlib.sha256(head)
+                    h.update(state)
+                    f.write(head)
+                    f.write(state)
+                    f.write(h.digest())
                     f.flush()
                     os.fsync(f.fileno())
                 with self._lock:
@@ -395,31 +439,42 @@ def _cached(llm: Any) -> list[int]:
     return [int(t) for t in llm.input_ids[:n]] if n > 0 else []
 
 
-def read_sequence(ctx: Any, seq_id: int = 0) -> bytes | None:
+def read_sequence(ctx: Any, seq_id: int = 0) -> memoryview | None:
     """llama.cpp's state of sequence ``seq_id`` of the context ``ctx`` (a ``llama_context_p``), or
-    None when it has none. For a scheduler with several sequences in one context: save a slot's."""
+    None when it has none. For a scheduler with several sequences in one context: save a slot's.
+    The bytes are llama.cpp's own, in a buffer of their own (not copied again)."""
     import ctypes
 
     import llama_cpp
+    import numpy as np
 
     size = int(llama_cpp.llama_state_seq_get_size(ctx, seq_id))
     if size <= 0:
         return None
-    buf = (ctypes.c_uint8 * size)()
-    n = int(llama_cpp.llama_state_seq_get_data(ctx, buf, size, seq_id))
-    return bytes(buf)[:n] if n > 0 else None
+    arr = np.empty(size, dtype=np.uint8)
+    n = int(
+        llama_cpp.llama_state_seq_get_data(
+            ctx, arr.ctypes.data_as(ctypes.POINTER(ctypes.c_uint8)), size, seq_id
+        )
+    )
+    return arr.data[:n] if n > 0 else None
 
 
-def write_sequence(ctx: Any, data: bytes, seq_id: int = 0) -> bool:
-    """Load a state from :func:`read_sequence` into the (emptied) sequence ``seq_id``; False when
-    llama.cpp refuses it (another model or cache layout, a context too small): then clear the
-    sequence, whose cells may be half written."""
+def write_sequence(ctx: Any, data: bytes | memoryview, seq_id: int = 0) -> bool:
+    """Load a state from :func:`read_sequence` or :meth:`KVStore.load` into the (emptied) sequence
+    ``seq_id``; False when llama.cpp refuses it (another model or cache layout, a context too
+    small): then clear the sequence, whose cells may be half written. The bytes are handed to
+    llama.cpp where they lie (no copy)."""
     import ctypes
 
     import llama_cpp
+    import numpy as np
 
-    buf = (ctypes.c_uint8 * len(data)).from_buffer_copy(data)
-    return int(llama_cpp.llama_state_seq_set_data(ctx, buf, len(data), seq_id)) > 0
+    arr = np.frombuffer(data, dtype=np.uint8)
+    if arr.size == 0:
+        return False
+    ptr = arr.ctypes.data_as(ctypes.POINTER(ctypes.c_uint8))
+    return int(llama_cpp.llama_state_seq_set_data(ctx, ptr, arr.size, seq_id)) > 0
 
 
 def save_current(llm: Any, store: KVStore) -> Path | None:
@@ -509,7 +564,7 @@ class SlotKV:
         self.n_ctx = n_ctx
         self.background = background
         self._cond = threading.Condition()
-        self._pending: dict[tuple[int, ...], bytes] = {}  # handed to the writer, not written yet
+        self._pending: dict[tuple[int, ...], bytes | memoryview] = {}  # handed to the writer, not written yet
         self._queue: deque[tuple[int, ...]] = deque()
         self._writer: threading.Thread | None = None
 
@@ -643,10 +698,10 @@ class SlotKV:
 
     def _find(
         self, prompt: Sequence[int], *, longer_than: int
-    ) -> tuple[tuple[int, ...], bytes, SavedState | None] | None:
+    ) -> tuple[tuple[int, ...], bytes | memoryview, SavedState | None] | None:
         """The state to restore for ``prompt``: its tokens, its bytes and its file (None: one not
         written yet)."""
-        best: tuple[tuple[int, ...], bytes, SavedState | None] | None = None
+        best: tuple[tuple[int, ...], bytes | memoryview, SavedState | None] | None = None
         best_n = max(int(longer_than), self.store.min_tokens - 1)
         with self._cond:
             for toks, data in self._pending.items():
