@@ -187,6 +187,9 @@ class InProcessBackend:
             type_v=_GGML_KV[kv_type],
             verbose=verbose,
         )
+        from app.engine.warmup import warm_up
+
+        warm_up(llm._ctx.ctx, llm._model.model)  # the first decode's cost at load, not in a reply
         backend = cls(llm, meta, meta.name or p.stem, ngram_draft=ngram_draft)
         if draft_model is not None:
             try:

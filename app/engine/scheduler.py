@@ -152,6 +152,9 @@ class Scheduler:
         self._ctx = internals.LlamaContext(model=llm._model, params=params, verbose=False)
         self._mem = llama_cpp.llama_get_memory(self._ctx.ctx)
         self._batch = llama_cpp.llama_batch_init(self.n_batch, 0, 1)
+        from app.engine.warmup import warm_up
+
+        warm_up(self._ctx.ctx, llm._model.model)  # the first decode's cost now, not in a reply
         self._lib = llama_cpp
         self.slots = [_Slot(seq=i) for i in range(n_slots)]
         self.waiting: deque[_Job] = deque()
