@@ -9,6 +9,7 @@ import os
 
 import pytest
 
+from app.engine import kvstore as kvstore_mod
 from app.engine.generation import generate
 from app.engine.kvstore import KVStore, KVStoreConfig, fingerprint
 from app.engine.llm import load_model
@@ -289,3 +290,49 @@ def test_a_state_llama_cpp_refuses_is_dropped_with_a_log_line(tiny_gguf, tmp_pat
     assert any("refused" in rec.getMessage() for rec in caplog.records)
     # only the state saved at close is left: the refused one is gone
     assert all(len(s.tokens) != 40 for s in KVStore(folder, fp, min_tokens=4).entries())
+
+
+def _state(n: int) -> bytes:
+    """n bytes that differ from chunk to chunk (a state read in 1 MiB chunks)."""
+    return bytes((i * 7 + i // 4099) & 0xFF for i in range(n))
+
+
+def test_a_state_of_several_chunks_is_read_back_byte_for_byte(tmp_path):
+    store = KVStore(tmp_path, "fp", min_tokens=1)
+    state = _state(kvstore_mod._CHUNK * 2 + 12_345)  # the last chunk a partial one
+    store.save([1, 2, 3], state)
+    found = store.lookup([1, 2, 3, 4])
+    assert found is not None
+    assert bytes(store.load(found)) == state
+
+
+#: every way a file made by ``save`` goes bad: a byte flipped in its header, in its state's first,
+#: middle and last chunk and in its digest; one byte cut or added; cut inside its header
+FILE_DAMAGE = {
+    "flip-header": lambda d: _flip(d, 12),
+    "flip-first-chunk": lambda d: _flip(d, 200),
+    "flip-chunk-boundary": lambda d: _flip(d, kvstore_mod._CHUNK + 40),
+    "flip-last-chunk": lambda d: _flip(d, len(d) - kvstore_mod._DIGEST - 1),
+    "flip-digest": lambda d: _flip(d, len(d) - 1),
+    "one-byte-short": lambda d: d[:-1],
+    "one-byte-more": lambda d: d + b"\0",
+    "cut-in-header": lambda d: d[:20],
+}
+
+
+def _flip(d: bytes, at: int) -> bytes:
+    return d[:at] + bytes([d[at] ^ 0x01]) + d[at + 1 :]
+
+
+@pytest.mark.parametrize("damage", sorted(FILE_DAMAGE))
+def test_every_damaged_byte_is_detected_and_the_file_deleted(tmp_path, caplog, damage):
+    store = KVStore(tmp_path, "fp", min_tokens=1)
+    path = store.save([5, 6, 7], _state(kvstore_mod._CHUNK + 4_000))
+    assert path is not None
+    path.write_bytes(FILE_DAMAGE[damage](path.read_bytes()))
+    caplog.set_level(logging.WARNING, logger="app.engine.kvstore")
+    reader = KVStore(tmp_path, "fp", min_tokens=1)  # a restart: no header read yet
+    found = reader.lookup([5, 6, 7, 8])
+    assert found is None or reader.load(found) is None
+    assert not path.exists()
+    assert any("KV store" in rec.getMessage() for rec in caplog.records)
