@@ -57,8 +57,18 @@ MAX_DRAFT = 16
 
 #: a one-token decode's time added by one more token, until a backend has measured it
 DEFAULT_ALPHA = 0.35
-#: the per-token acceptance assumed for a match of 1, 2 and 3+ tokens before a reply says more
-PRIOR = {1: 0.4, 2: 0.55, 3: 0.7}
+#: how far back a match is measured (:meth:`NgramDrafter.propose`)
+MAX_MATCH = 32
+#: the per-token acceptance assumed, per match bucket (:func:`bucket`), before a reply says more
+PRIOR = {1: 0.4, 2: 0.55, 3: 0.7, 4: 0.75, 5: 0.8, 6: 0.85}
+
+
+def bucket(match: int) -> int:
+    """The policy's class of a match of ``match`` tokens: 1, 2, 3, then 4-7, 8-15 and 16 or more
+    (a copy under way matches far back, and its next tokens are the likeliest to follow)."""
+    if match <= 3:
+        return max(match, 1)
+    return 4 if match < 8 else 5 if match < 16 else 6
 
 
 class NgramDrafter:
@@ -89,8 +99,10 @@ class NgramDrafter:
 
     def propose(self, k: int) -> tuple[list[int], int]:
         """Up to ``k`` tokens that followed the latest earlier occurrence of the history's longest
-        matching tail, and the matched n (0: no match, no draft). An image's positions (negative
-        media ids, ``app.engine.vision``) are not tokens: a draft ends before the first one."""
+        matching tail, and the match's length (0: no match, no draft): the n of the n-gram found,
+        extended backwards while the tokens before both agree (up to :data:`MAX_MATCH`), so a copy
+        that has gone on for a while says so. An image's positions (negative media ids,
+        ``app.engine.vision``) are not tokens: a draft ends before the first one."""
         toks = self.tokens
         if k <= 0:
             return [], 0
@@ -104,7 +116,12 @@ class NgramDrafter:
                 cut = next((i for i, t in enumerate(out) if t < 0), None)
                 if cut is not None:
                     out = out[:cut]
-                return (out, n) if out else ([], 0)
+                if not out:
+                    return [], 0
+                match, limit = n, min(MAX_MATCH, at)
+                while match < limit and toks[at - 1 - match] == toks[end - 1 - match] >= 0:
+                    match += 1
+                return out, match
         return [], 0
 
 
@@ -157,9 +174,9 @@ def _env_alpha() -> float | None:
 class DraftPolicy:
     """How many tokens to draft next, per reply (see the module docstring).
 
-    For each match length (1, 2, 3 or more tokens) it estimates the chance a drafted token is
-    accepted, from the reply's own verifications (accepted tokens, and the first rejected one of
-    each draft) over a prior (:data:`PRIOR`); the evidence fades as the reply goes on (0.97 a
+    For each match length (1, 2, 3, 4-7, 8-15, 16 or more tokens: :func:`bucket`) it estimates
+    the chance a drafted token is accepted, from the reply's own verifications (accepted tokens,
+    and the first rejected one of each draft) over a prior (:data:`PRIOR`); the evidence fades as the reply goes on (0.97 a
     token), so a match length that stopped paying is tried again some 100 tokens later. The draft
     length K is the one that maximises the tokens a decode yields over its cost (``1 + alpha K``,
     :class:`DecodeCost`) under that chance; no draft when none gains ``MIN_GAIN``."""
@@ -176,7 +193,7 @@ class DraftPolicy:
         self._at = 0  # the reply's token count the evidence was faded to
 
     def chance(self, match: int) -> float:
-        n = min(max(match, 1), 3)
+        n = bucket(match)
         prior = PRIOR[n]
         return (self._acc[n] + self.WEIGHT * prior) / (self._acc[n] + self._rej[n] + self.WEIGHT)
 
@@ -210,7 +227,7 @@ class DraftPolicy:
         if drafted <= 0 or match <= 0:
             return
         self._fade(produced)
-        n = min(match, 3)
+        n = bucket(match)
         self._acc[n] += accepted
         if accepted < drafted:
             self._rej[n] += 1.0

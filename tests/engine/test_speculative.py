@@ -70,6 +70,23 @@ def test_the_drafter_proposes_what_followed_the_longest_matching_tail():
     assert NgramDrafter([5, 5]).propose(0) == ([], 0)
 
 
+def test_the_match_length_counts_how_far_back_the_copy_agrees_and_long_copies_draft_longer():
+    d = NgramDrafter([9, *range(1, 21), 8, *range(1, 11)])
+    # the tail 1..10 agrees with the first copy for 10 tokens back (9 and 8 differ before them)
+    assert d.propose(4) == ([11, 12, 13, 14], 10)
+    d.extend([11, 12, 13])  # still copying: 13 tokens back
+    assert d.propose(2) == ([14, 15], 13)
+    assert NgramDrafter([1, 2, 3, 1, 2]).propose(3) == ([3, 1, 2], 2)  # no further back than the start
+    # a long match and a short one are learned apart: misses after fresh 3-token matches do not
+    # stop the drafts of a copy under way, which grow as they are accepted
+    p = DraftPolicy(DecodeCost(alpha=0.35), k_max=16)
+    for produced in range(0, 40, 4):
+        p.update(produced, 3, 2, 0)
+        p.update(produced + 1, 20, 6, 6)
+    assert p.size(41, 3) == 0
+    assert p.size(41, 20) > 6
+
+
 def test_the_policy_drafts_what_pays_for_its_cost_and_stops_on_misses():
     cost = DecodeCost(alpha=0.35)
     p = DraftPolicy(cost, k_max=16)
