@@ -125,7 +125,8 @@ def test_four_concurrent_streams_are_batched_and_equal_their_greedy_replies(serv
     model = model_path.stem
     listed = client.models.list().model_dump()["data"]
     card = next(m for m in listed if m["id"] == model)["callisto"]
-    assert card == {"n_ctx": 512, "parallel": 4}  # each slot the whole context, not divided
+    # each slot the whole context, not divided (and no projector: no vision)
+    assert card == {"n_ctx": 512, "parallel": 4, "vision": False}
     refs = [_ask(client, model, p, 64) for p in PROMPTS]
     assert all(refs)
 
