@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from PySide6.QtCore import QMimeData
 
     from app.engine.events import DoneEvent
+    from app.ui.engine_types import ModelInfo
     from app.ui.window_chat_page import ChatPage
 
 __all__ = ["NO_PROJECTOR_TIP", "ImagesController"]
@@ -59,7 +60,7 @@ class ImagesController(WindowPart):
         self.page_widget.installEventFilter(self)
         self.sent: list[bytes] = []  # the images of the turn running: given back if it fails
         self.failed: QWidget | None = None  # the message given back to the box, shown until the next send
-        self.worker.sig_loaded.connect(lambda _info: self.update_button())
+        self.worker.sig_loaded.connect(self.update_button)
         self.state.store.subscribe(lambda _sections: self._apply_settings())
         self._apply_settings()
         self.update_button()
@@ -75,16 +76,18 @@ class ImagesController(WindowPart):
         if history is not None:  # the history refuses what the window would refuse
             history.max_image_bytes = self.state.settings.images.max_bytes
 
-    def model_reads_images(self) -> bool | None:
-        """True when the loaded model has a projector, False when it has none, None when no
-        model is loaded or it is a remote engine's (whose server decides)."""
-        info = self.state.model_info
+    def model_reads_images(self, info: ModelInfo | None = None) -> bool | None:
+        """True when the loaded model (``info``, else the window's) has a projector, False when it
+        has none, None when no model is loaded or it is a remote engine's (whose server decides)."""
+        info = info if info is not None else self.state.model_info
         if info is None or info.remote:
             return None
         return info.vision
 
-    def update_button(self) -> None:
-        reads = self.model_reads_images()
+    def update_button(self, info: ModelInfo | None = None) -> None:
+        """The attach button for ``info`` (the model just loaded: this slot may run before the one
+        that records it as the window's), else the window's model."""
+        reads = self.model_reads_images(info)
         self.button.setEnabled(reads is not False)
         self.button.setToolTip(
             NO_PROJECTOR_TIP

@@ -98,7 +98,9 @@ def test_a_model_without_a_projector_says_why_and_a_failed_image_message_is_not_
     w = make_window(streaming_model, settings=_settings())
     images = w.chat_ctl.images
     assert not w.model_info.vision
-    assert not images.button.isEnabled() and "no vision projector" in images.button.toolTip()
+    # (each receiver of the worker's "loaded" signal gets its own queued event: wait for this one's)
+    qtbot.waitUntil(lambda: not images.button.isEnabled(), timeout=10_000)
+    assert "no vision projector" in images.button.toolTip()
     assert images.button.toolTip() == NO_PROJECTOR_TIP
 
     _paste(w, QImage.fromData(png_bytes()))
