@@ -280,6 +280,14 @@ def _keep(child: _Child, constraint: Any) -> tuple[int, str, str]:
     return handle, constraint.grammar, constraint.describe
 
 
+def _import_for_requests() -> None:
+    """Import the modules the first request runs (``_op_compile``'s) so that it does not wait for
+    them: a fresh engine's first reply (a reopened conversation's, after a restart) is then as
+    quick as the next one. An import that fails here fails again in the request, which reports it."""
+    with contextlib.suppress(Exception):
+        import app.engine.constraints.compiler  # noqa: F401 - imported for its cost, now
+
+
 def _op_compile(child: _Child, kwargs: dict[str, Any]) -> tuple[int, str, str] | None:
     from app.engine.constraints.compiler import compile_inline  # the formats load on first use
 
@@ -383,6 +391,9 @@ def main(channel: str) -> int:
         return 2
     args = dict(msg[1])
     parallel = int(args.pop("parallel", 1) or 1)
+    # what the first request would otherwise import (the formats and the constraint compiler,
+    # tens of ms), imported while llama.cpp loads the model (its load runs without the GIL)
+    threading.Thread(target=_import_for_requests, name="engine-imports", daemon=True).start()
     try:
         if parallel > 1:
             if args.pop("draft_model", None) is not None:

@@ -264,3 +264,18 @@ def test_the_cli_says_the_engine_crashed_and_exits_3(tmp_path):
             cli.kill()
     assert cli.returncode == 3, err[-500:]
     assert "crashed while generating: it was killed" in err and "Traceback" not in err
+
+
+def test_a_fresh_engine_imports_what_its_first_request_runs_while_it_loads():
+    # the engine process starts importing the formats and the constraint compiler when it is told
+    # to load (on a thread, while llama.cpp loads without the GIL), so a fresh engine's first
+    # request (a conversation reopened after a restart) does not wait for those imports
+    code = (
+        "import sys\n"
+        "from app.engine import engine_child as c\n"
+        "assert 'app.engine.constraints.compiler' not in sys.modules\n"
+        "c._import_for_requests()\n"
+        "assert 'app.engine.constraints.compiler' in sys.modules\n"
+        "assert any(m.startswith('app.engine.formats.') for m in sys.modules)\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)

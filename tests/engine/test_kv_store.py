@@ -336,3 +336,24 @@ def test_every_damaged_byte_is_detected_and_the_file_deleted(tmp_path, caplog, d
     assert found is None or reader.load(found) is None
     assert not path.exists()
     assert any("KV store" in rec.getMessage() for rec in caplog.records)
+
+
+@pytest.mark.parametrize("populate", [True, False], ids=["populated-mapping", "plain-buffer"])
+def test_a_state_is_read_into_a_buffer_of_its_own_either_way(tmp_path, monkeypatch, populate):
+    # Linux maps the buffer's pages before the read (MAP_POPULATE); elsewhere (or when the
+    # mapping fails) a plain buffer: the state read back is the same, and it is writable and
+    # outlives the file (llama.cpp reads it after the store's file may be evicted)
+    if not populate:
+        monkeypatch.delattr(kvstore_mod.mmap, "MAP_POPULATE", raising=False)
+    elif not hasattr(kvstore_mod.mmap, "MAP_POPULATE"):
+        pytest.skip("this system has no MAP_POPULATE")
+    store = KVStore(tmp_path, "fp", min_tokens=1)
+    state = _state(kvstore_mod._CHUNK + 777)
+    store.save([1, 2, 3], state)
+    found = store.lookup([1, 2, 3, 4])
+    assert found is not None
+    buf = store.load(found)
+    assert buf is not None and not buf.readonly and len(buf) == len(state)
+    store.discard(found)
+    assert not found.path.exists()
+    assert bytes(buf) == state
