@@ -415,14 +415,15 @@ class Scheduler:
         jobs = list(self.jobs.values())
         read = False  # prompt tokens in this batch
         # every generating slot's next token has a place; drafts share what is left
-        spare = room - sum(1 for j in jobs if j.to_decode is not None)
+        generating = sum(1 for j in jobs if j.to_decode is not None)
+        spare = room - generating
         for job in jobs:
             if job.to_decode is not None and room > 0:
                 slot = job.slot
                 assert slot is not None
                 drafts: list[int] = []
                 if job.spec is not None and spare > 0:
-                    drafts = job.spec.draft(min(spare, job.budget - len(job.tokens) - 1))
+                    drafts = job.spec.draft(min(spare, job.budget - len(job.tokens) - 1), generating)
                     spare -= len(drafts)
                 job.sample_at = n
                 job.drafts = drafts

@@ -543,3 +543,25 @@ def test_a_model_whose_state_cannot_roll_back_never_drafts(tiny_gguf):
         llm._is_hybrid = False
     finally:
         m.close()
+
+
+def test_a_draft_in_a_shared_step_costs_more_and_the_policy_drafts_less():
+    # a scheduler's step carries every generating slot's next token: a drafted token costs what
+    # one more token costs, against a step that already yields a token per slot
+    cost = DecodeCost(alpha=0.38)
+    assert cost.shared(1) == 0.38
+    shares = [cost.shared(m) for m in (1, 2, 4, 8)]
+    assert shares == sorted(shares) and shares[-1] < 1.0
+    assert abs(cost.shared(8) - (0.38 / 0.62 * 8) / (1 + 0.38 / 0.62 * 8)) < 1e-12
+    assert DecodeCost(alpha=1.0).shared(8) == 1.0
+    p = DraftPolicy(DecodeCost(alpha=0.38))
+    alone, shared = p.size(0, 3), p.size(0, 3, sharing=8)
+    assert alone > 0 and shared < alone  # a 3-token match drafts alone, hardly beside 7 others
+    assert p.size(0, 20, sharing=8) == 0  # a long match on the prior alone is not sure enough
+    for produced in range(0, 40, 8):  # ... but a copy that keeps being accepted is
+        p.update(produced, 20, 8, 8)
+    long_alone, long_shared = p.size(40, 20), p.size(40, 20, sharing=8)
+    assert 0 < long_shared <= long_alone
+    # a GPU (a decode of a few tokens costs little more than one) drafts in a shared step too
+    gpu = DraftPolicy(DecodeCost(alpha=0.02))
+    assert gpu.size(0, 3, sharing=8) > 0
