@@ -66,6 +66,7 @@ def _writing_model(folder: Path) -> Path:
         script={"\n": opening, opening: "17 * 23", "17 * 23": " * ", " * ": "17 * 23"},
         default_next="\n",
         name="Scripted call writer (test model)",
+        context_length=32768,  # the live-call state asks for 16,384 + 4,096
     )
 
 
