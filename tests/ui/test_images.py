@@ -7,7 +7,7 @@ and loses nothing; the limits and the re-encoding of the ``images`` settings hol
 from __future__ import annotations
 
 import pytest
-from PySide6.QtCore import QMimeData, QPoint, QPointF, Qt, QUrl
+from PySide6.QtCore import QMimeData, QPointF, Qt, QUrl
 from PySide6.QtGui import QDragEnterEvent, QDropEvent, QGuiApplication, QImage
 from PySide6.QtWidgets import QApplication, QToolButton
 
@@ -33,7 +33,7 @@ def _drop(widget, paths) -> bool:
     mime.setUrls([QUrl.fromLocalFile(str(p)) for p in paths])
     centre = widget.rect().center()
     buttons, mods = Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier
-    enter = QDragEnterEvent(QPoint(centre), Qt.DropAction.CopyAction, mime, buttons, mods)
+    enter = QDragEnterEvent(QPointF(centre), Qt.DropAction.CopyAction, mime, buttons, mods)
     QApplication.sendEvent(widget, enter)
     assert enter.isAccepted(), "the chat page takes image files dragged over it"
     drop = QDropEvent(QPointF(centre), Qt.DropAction.CopyAction, mime, buttons, mods)
