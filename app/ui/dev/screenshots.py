@@ -73,9 +73,6 @@ DEFAULT_PROMPTS = {
     "image-chat": IMAGE_PROMPT,
 }
 
-#: the live-call state's max tokens (its context: this and 4,096 more): the call it shows is still being
-#: written when the shot is taken, however fast the engine writes
-LIVE_CALL_TOKENS = 16384
 THINKING_BUDGET = 8  # the thinking state's budget in tokens (small: the picture shows the block closed)
 MODEL_STATES = ("streaming", "banner", "tool-call-with-panel")  # a reply needs a loaded model
 EXTRA_MODEL_STATES = ("cut-off", "context-full", "failed-load")  # reached through the window's own actions
@@ -391,12 +388,7 @@ class ScreenshotDirector(QObject):
         """Send, then shoot while a call is being written (its card and the live counter show)."""
         w = self.window
         if not self._sent and self._loaded():
-            # the call is written on and on until max tokens: room for many seconds of writing, so it is
-            # still being written when the shot is taken (at 1,700 tokens/s the default 1,024 were gone
-            # within the settle delay)
-            s = w.settings.model_copy(deep=True)
-            s.sampling.max_tokens, s.model.context_length = LIVE_CALL_TOKENS, LIVE_CALL_TOKENS + 4096
-            w.apply_settings(s)  # queued before the message: the worker applies it first
+            pages.room_for_a_long_call(w)
         if not self._prompt_sent():
             return
         reply = w.chat.current_assistant()
