@@ -103,3 +103,5 @@ def test_figure_9_smoke_run_gives_well_formed_rows(smollm2_path):
     assert ttft.value is not None and ttft.value > 0 and "while 1 stream" in ttft.name
     _fraction_matches_its_count(finished)
     _fraction_matches_its_count(equal)
+    if versus.value is not None:  # llama-server ran: its streams were checked the same way
+        assert re.search(r"; llama-server (\d+) of (\d+)\)$", equal.name), equal.name
