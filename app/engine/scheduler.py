@@ -407,13 +407,13 @@ class Scheduler:
             job.to_decode = tok  # (an accepted draft's KV is written: only the last is decoded)
 
     def _decode(self) -> None:
-        lib = self._lib
-        batch = self._batch
-        n = 0
         seqs: set[int] = set()
         room = self.n_batch
         jobs = list(self.jobs.values())
         read = False  # prompt tokens in this batch
+        # each job's rows in this step: (its sequence, the job, [(token, position, logits)], the
+        # row among them whose logits are sampled)
+        segments: list[tuple[int, _Job, list[tuple[int, int, bool]], int | None]] = []
         # every generating slot's next token has a place; drafts share what is left
         generating = sum(1 for j in jobs if j.to_decode is not None)
         spare = room - generating
@@ -425,13 +425,12 @@ class Scheduler:
                 if job.spec is not None and spare > 0:
                     drafts = job.spec.draft(min(spare, job.budget - len(job.tokens) - 1), generating)
                     spare -= len(drafts)
-                job.sample_at = n
                 job.drafts = drafts
-                for tok in (job.to_decode, *drafts):
-                    self._put(batch, n, tok, len(slot.cached), slot.seq, True)
-                    slot.cached.append(tok)
-                    n += 1
-                room -= 1 + len(drafts)
+                base = len(slot.cached)
+                toks = [job.to_decode, *drafts]
+                segments.append((slot.seq, job, [(t, base + k, True) for k, t in enumerate(toks)], 0))
+                slot.cached.extend(toks)
+                room -= len(toks)
                 job.to_decode = None
                 seqs.add(slot.seq)
         # the prompts being read share what is left, the shortest rest first: a short new prompt
@@ -442,21 +441,59 @@ class Scheduler:
                 continue
             slot = job.slot
             take = min(room, len(prompt) - job.fed)
-            for i in range(job.fed, job.fed + take):
-                last = i == len(prompt) - 1
-                self._put(batch, n, prompt[i], i, slot.seq, last)
-                if last:
-                    job.sample_at = n
-                n += 1
+            end = job.fed + take
+            rows = [(prompt[i], i, i == len(prompt) - 1) for i in range(job.fed, end)]
+            segments.append((slot.seq, job, rows, take - 1 if end == len(prompt) else None))
             read = True
-            slot.cached.extend(prompt[job.fed : job.fed + take])
-            job.fed += take
+            slot.cached.extend(prompt[job.fed : end])
+            job.fed = end
             job.evaluated += take
             room -= take
             seqs.add(slot.seq)
             if job.fed < len(prompt):
                 job.gen.model.prompt_progress = (job.fed, len(prompt))
                 self.send(("progress", job.rid, job.fed, len(prompt)))
+        # a prompt's last token (whose logits give the first reply token) is decoded after the rest,
+        # in a decode of its own with the other prompts' last tokens: llama.cpp's CPU flash attention
+        # computes a sequence's rows with one kernel below 64 rows in a ubatch and a tiled one from
+        # 64 on, so the last row of a long chunk would get other logits than the same prompt gets
+        # when its KV is reused and only its last token is decoded again (or than a generated
+        # token's row gets): greedy replies would then depend on how the prompt was cut
+        lasts = [(seq, job, rows[-1:], 0) for seq, job, rows, at in segments if at is not None and at > 0]
+        if lasts:
+            cut = {id(job) for _seq, job, _rows, _at in lasts}
+            segments = [
+                (seq, job, rows[:-1], None) if id(job) in cut else (seq, job, rows, at)
+                for seq, job, rows, at in segments
+            ]
+        self._run(segments, seqs, read)
+        if lasts:
+            lasts = [seg for seg in lasts if self.jobs.get(seg[1].gid) is seg[1]]
+            self._run(lasts, {seq for seq, *_ in lasts}, True)
+
+    def _run(
+        self,
+        segments: list[tuple[int, _Job, list[tuple[int, int, bool]], int | None]],
+        seqs: set[int],
+        read: bool,
+    ) -> None:
+        """One ``llama_decode`` of ``segments`` (see :meth:`_decode`), then the sampling of every
+        job whose logits it gave."""
+        lib = self._lib
+        batch = self._batch
+        # the rows in the order of their sequences: llama.cpp cuts a batch for a KV cache with a
+        # stream per sequence into ubatches of consecutive sequence ids, so slots 0-7 in order are one
+        # ubatch (one graph, one pass over the weights), where 3, 0, 1, 2 would be two; and each
+        # sequence's logits then come from one shape of computation, whichever order its jobs came in
+        n = 0
+        sampled: list[_Job] = []
+        for seq, job, rows, at in sorted(segments, key=lambda s: s[0]):
+            if at is not None:
+                job.sample_at = n + at
+                sampled.append(job)
+            for tok, pos, logits in rows:
+                self._put(batch, n, tok, pos, seq, logits)
+                n += 1
         if n == 0:
             return
         batch.n_tokens = n
@@ -472,13 +509,13 @@ class Scheduler:
         self.backend.total_eval += n
         if rc != 0:
             err = GenerationError(f"llama.cpp failed while generating: llama_decode returned {rc}")
-            for job in jobs:
+            for job in list(self.jobs.values()):
                 if job.slot is not None and job.slot.seq in seqs:
                     job.slot.cached = []
                     lib.llama_memory_seq_rm(self._mem, job.slot.seq, -1, -1)
                     self._fail(job, err)
             return
-        for job in jobs:
+        for job in sampled:
             if job.sample_at is None or job.slot is None:
                 continue
             at, job.sample_at = job.sample_at, None

@@ -278,6 +278,58 @@ def test_live_smollm2_batched_streams_equal_their_single_greedy_output(smollm2_p
         m.close()
 
 
+@pytest.mark.live
+def test_a_reused_prompt_gets_the_first_logits_it_got_when_it_was_read(smollm2_path):
+    """A prompt sent again (its KV reused, only its last token decoded again) gets bit-identical
+    logits for its first reply token, whether it was read alone in one chunk or beside another
+    slot's prompt. (llama.cpp's CPU flash attention uses a tiled kernel for 64+ rows of a sequence
+    in a ubatch: the last row of a long chunk once got other logits than its re-decode, so a greedy
+    reply to a repeated request could differ from the first one.)"""
+    import llama_cpp
+    import numpy as np
+
+    from app.engine.messages import Message
+    from app.engine.render import render_prompt
+
+    m = load_model(smollm2_path, n_ctx=1024, n_threads=1, isolate=False)
+    try:
+        text = "Summarise this, please: " + "the river bends east past the old mill, " * 12
+        prompt = render_prompt(m, [Message(role="user", content=text)]).text
+        other = render_prompt(m, [Message(role="user", content="Name three colours.")]).text
+        sched = Scheduler(m, 2, lambda _msg: None, lambda gid: False)
+        first: dict[int, np.ndarray] = {}
+        sample = sched._sample
+
+        def spy(job, at, drafts):
+            if job.gid not in first:
+                row = llama_cpp.llama_get_logits_ith(sched._ctx.ctx, at)
+                first[job.gid] = np.ctypeslib.as_array(row, shape=(m.backend.llm._n_vocab,)).copy()
+            return sample(job, at, drafts)
+
+        sched._sample = spy
+
+        def run(gid, p, *, also=None):
+            gens = {gid: generate(m, p, max_tokens=4, sampling=GREEDY)}
+            if also is not None:
+                gens[gid + 100] = generate(m, also, max_tokens=4, sampling=GREEDY)
+            for g, gen in gens.items():
+                sched.submit(g, g, gen)
+            _drive(sched, list(gens))
+            return gens[gid]
+
+        whole = run(1, prompt)
+        assert len(whole.prompt_tokens) > 100  # past the 64 rows where the tiled kernel starts
+        run(2, prompt)
+        assert np.array_equal(first[1], first[2])
+        sched.reset()
+        run(3, prompt, also=other)  # read beside another prompt, then sent again alone
+        run(4, prompt)
+        assert np.array_equal(first[3], first[4])
+        sched.close()
+    finally:
+        m.close()
+
+
 def _drive(sched, gids):
     while sched.active:
         sched.step()
