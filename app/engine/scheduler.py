@@ -453,23 +453,7 @@ class Scheduler:
             if job.fed < len(prompt):
                 job.gen.model.prompt_progress = (job.fed, len(prompt))
                 self.send(("progress", job.rid, job.fed, len(prompt)))
-        # a prompt's last token (whose logits give the first reply token) is decoded after the rest,
-        # in a decode of its own with the other prompts' last tokens: llama.cpp's CPU flash attention
-        # computes a sequence's rows with one kernel below 64 rows in a ubatch and a tiled one from
-        # 64 on, so the last row of a long chunk would get other logits than the same prompt gets
-        # when its KV is reused and only its last token is decoded again (or than a generated
-        # token's row gets): greedy replies would then depend on how the prompt was cut
-        lasts = [(seq, job, rows[-1:], 0) for seq, job, rows, at in segments if at is not None and at > 0]
-        if lasts:
-            cut = {id(job) for _seq, job, _rows, _at in lasts}
-            segments = [
-                (seq, job, rows[:-1], None) if id(job) in cut else (seq, job, rows, at)
-                for seq, job, rows, at in segments
-            ]
         self._run(segments, seqs, read)
-        if lasts:
-            lasts = [seg for seg in lasts if self.jobs.get(seg[1].gid) is seg[1]]
-            self._run(lasts, {seq for seq, *_ in lasts}, True)
 
     def _run(
         self,
