@@ -15,13 +15,14 @@ has the same context). Every client is the official ``openai`` SDK on a thread, 
 * **requests finished**: every request sent to Callisto in the figure (single, concurrent,
   timing probes, non-streamed) ends with a finish reason and no error. [all]
 * **streams equal their non-streamed reply**: each of Callisto's concurrent streams, against the
-  same request sent alone, not streamed, afterwards; llama-server's, the same way, for comparison.
-  [all] On a CPU the greedy tokens part where two candidates' logits are closer than the kernels'
-  rounding: llama.cpp's CPU flash attention takes a tiled path for 64 or more query rows of a
-  sequence in one ubatch and a KV-split path for a lone sequence's one token once its KV passes
-  512 cells, so a sequence's logits depend on what shares its decode and how its prompt was cut
-  (a prompt read in one chunk and the same prompt's last token decoded again alone differ by up
-  to ~0.5 in a logit); the same request in the same batch shape is bit-identical.
+  same request sent alone, not streamed, afterwards; llama-server's, the same way, beside it.
+  [all] On a CPU a sequence's logits depend on the shape of the ubatches its rows were computed
+  in: llama.cpp's CPU flash attention computes 64 or more rows of a sequence in a ubatch with a
+  tiled kernel and a lone sequence's one row past 512 KV cells with a KV-split one, and a batch
+  for a per-sequence KV cache is cut into ubatches with as many rows of each sequence. A prompt
+  read in slices beside other slots' rows gets KV a rounding apart from the same prompt read
+  alone in one chunk (up to ~0.5 in a logit), and a greedy near-tie flips; the same request in
+  the same shapes is bit-identical.
 * **time to first token under load**: a new request sent once 7 others are streaming (each has its
   first token, and each is still streaming when the new one gets its first), over the same
   request's time to first token on an idle server. [<= 1.5]
