@@ -442,7 +442,7 @@ def _measure(
     # the same check on llama-server, for comparison: on a CPU neither server's kernels give a
     # sequence bit-identical logits in every batch shape (see the module docstring)
     theirs_equal = 0
-    for r in their_streams if c_theirs is not None else []:
+    for r in their_streams:  # (none without llama-server)
         ref = complete_one(c_theirs, "model", r.prompt, max_tokens, extra=theirs_extra)
         theirs_equal += int(r.ok and ref.ok and ref.text == r.text)
     on_theirs = f"; llama-server {theirs_equal} of {len(their_streams)}" if their_streams else ""

@@ -99,8 +99,6 @@ class _Job:
     fed: int = 0  # prompt tokens in the slot's KV
     evaluated: int = 0  # prompt tokens decoded for this generation
     to_decode: int | None = None  # a kept token whose KV is not written yet
-    sample_at: int | None = None  # the batch index whose logits give the next token
-    drafts: list[int] = field(default_factory=list)  # drafted tokens after ``sample_at``, verified
     #: sampled tokens not kept yet (each waits for the ack); all but the last have their KV written
     held: deque[int] = field(default_factory=deque)
     spec: Speculation | None = None  # speculative decoding (None: off)
@@ -407,12 +405,14 @@ class Scheduler:
             job.to_decode = tok  # (an accepted draft's KV is written: only the last is decoded)
 
     def _decode(self) -> None:
+        lib = self._lib
+        batch = self._batch
         seqs: set[int] = set()
         room = self.n_batch
         jobs = list(self.jobs.values())
         read = False  # prompt tokens in this batch
         # each job's rows in this step: (its sequence, the job, [(token, position, logits)], the
-        # row among them whose logits are sampled)
+        # row among them whose logits are sampled; the rows after it are its drafts)
         segments: list[tuple[int, _Job, list[tuple[int, int, bool]], int | None]] = []
         # every generating slot's next token has a place; drafts share what is left
         generating = sum(1 for j in jobs if j.to_decode is not None)
@@ -425,7 +425,6 @@ class Scheduler:
                 if job.spec is not None and spare > 0:
                     drafts = job.spec.draft(min(spare, job.budget - len(job.tokens) - 1), generating)
                     spare -= len(drafts)
-                job.drafts = drafts
                 base = len(slot.cached)
                 toks = [job.to_decode, *drafts]
                 segments.append((slot.seq, job, [(t, base + k, True) for k, t in enumerate(toks)], 0))
@@ -453,28 +452,15 @@ class Scheduler:
             if job.fed < len(prompt):
                 job.gen.model.prompt_progress = (job.fed, len(prompt))
                 self.send(("progress", job.rid, job.fed, len(prompt)))
-        self._run(segments, seqs, read)
-
-    def _run(
-        self,
-        segments: list[tuple[int, _Job, list[tuple[int, int, bool]], int | None]],
-        seqs: set[int],
-        read: bool,
-    ) -> None:
-        """One ``llama_decode`` of ``segments`` (see :meth:`_decode`), then the sampling of every
-        job whose logits it gave."""
-        lib = self._lib
-        batch = self._batch
         # the rows in the order of their sequences: llama.cpp cuts a batch for a KV cache with a
         # stream per sequence into ubatches of consecutive sequence ids, so slots 0-7 in order are one
         # ubatch (one graph, one pass over the weights), where 3, 0, 1, 2 would be two; and each
         # sequence's logits then come from one shape of computation, whichever order its jobs came in
         n = 0
-        sampled: list[_Job] = []
+        sampled: list[tuple[_Job, int, list[int]]] = []  # (job, its batch index, its drafts)
         for seq, job, rows, at in sorted(segments, key=lambda s: s[0]):
             if at is not None:
-                job.sample_at = n + at
-                sampled.append(job)
+                sampled.append((job, n + at, [tok for tok, _pos, _logits in rows[at + 1 :]]))
             for tok, pos, logits in rows:
                 self._put(batch, n, tok, pos, seq, logits)
                 n += 1
@@ -493,17 +479,13 @@ class Scheduler:
         self.backend.total_eval += n
         if rc != 0:
             err = GenerationError(f"llama.cpp failed while generating: llama_decode returned {rc}")
-            for job in list(self.jobs.values()):
+            for job in jobs:
                 if job.slot is not None and job.slot.seq in seqs:
                     job.slot.cached = []
                     lib.llama_memory_seq_rm(self._mem, job.slot.seq, -1, -1)
                     self._fail(job, err)
             return
-        for job in sampled:
-            if job.sample_at is None or job.slot is None:
-                continue
-            at, job.sample_at = job.sample_at, None
-            drafts, job.drafts = job.drafts, []
+        for job, at, drafts in sampled:
             try:
                 self._sample(job, at, drafts)
             except Exception as exc:  # noqa: BLE001 - this slot fails alone
