@@ -403,10 +403,10 @@ class ScreenshotDirector(QObject):
 
     def _step_thinking(self) -> None:
         """The thinking control on On with a budget, and the reply it bounded, its reasoning open."""
-        w = self.window
-        if not self._require_model() or w.busy:
-            return
-        box = w.chat_ctl.thinking.box
+        w, ctl = self.window, self.window.chat_ctl.thinking
+        if not self._require_model() or w.busy or self._loading() or ctl.info is not w.model_info:
+            return  # (and until the thinking control has seen this model: it would reset the choice)
+        box = ctl.box
         if not self._sent:
             if w.model_info.thinking_kind == "none":
                 raise StateNotReached(
