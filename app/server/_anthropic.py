@@ -447,7 +447,7 @@ async def count_tokens(request: Request):
     req = parse_messages_request(body, state, counting=True)
     turn = Turn(state, req)
     tool_format = state.config.tool_format
-    await turn.submit_fn(lambda model: turn._put("count", count(model, req, tool_format)))
+    await turn.submit_fn(lambda model: ("count", count(model, req, tool_format)))
     kind, value = await turn.queue.get()
     if kind == "error":
         raise value

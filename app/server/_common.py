@@ -458,18 +458,20 @@ class Turn:
         used = used_ids(req.messages)
         tool_format = self.state.config.tool_format
 
-        def run(model: Any) -> None:
+        def run(model: Any) -> tuple[str, Any]:
             try:
                 end = run_turn(model, req, self._emit, self.cancel, tool_format=tool_format, used_ids=used)
             finally:
                 self._flush()
             self.state.finished.append(end)
-            self._put("end", end)
+            return "end", end
 
         await self.submit_fn(run)
 
-    async def submit_fn(self, fn: Callable[[Any], None]) -> None:
-        """Queue ``fn(model)`` on the engine for the request's model; its errors come as ``error``."""
+    async def submit_fn(self, fn: Callable[[Any], tuple[str, Any]]) -> None:
+        """Queue ``fn(model)`` on the engine for the request's model; the event it returns is the
+        request's last, put once the model's use has ended (so a client that has its reply finds the
+        model idle, never still in use); its errors come as ``error``."""
         from starlette.concurrency import run_in_threadpool
 
         state = self.state
@@ -479,9 +481,10 @@ class Turn:
 
         def run(_host: Any, model: Any) -> None:
             try:
-                fn(model)
+                last = fn(model)
             finally:
                 ended()
+            self._put(*last)
 
         def failed(err: BaseException) -> None:
             ended()

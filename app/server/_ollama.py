@@ -222,7 +222,7 @@ async def _load_or_unload(
         model_id, reason = entry.id, "unload"
     else:
         turn = Turn(state, TurnRequest(model=name, idle_ttl=keep))
-        await turn.submit_fn(lambda _model: turn._put("end", None))
+        await turn.submit_fn(lambda _model: ("end", None))
         await turn.first(request)  # loaded, or the load's error
         model_id, reason = turn.model_id, "load"
     request.scope.setdefault("callisto.log", {})["model"] = model_id

@@ -47,6 +47,12 @@ TOOLS = [
         ("get_time", "time in a zone", "zone"),
     )
 ]
+# Held to a call (``required``, a named tool), the scripted model is turned from its script and
+# samples among what the grammar allows: its Hermes calls open with the ``<tool_call>`` control
+# token, never with the script's one-token call. One call of at most 12 characters is under 160
+# tokens even written byte by byte (escapes included), so a forced request leaves room for every
+# call the reply may hold; a smaller limit cuts an unlucky reply of several byte-by-byte calls.
+FORCED_ROOM = DEFAULT_MAX_CALLS * 160
 CITIES = ["Oslo", "Bergen", "Tromso", "Bodo", "Alta", "Molde"]
 USER = [{"role": "user", "content": "What is the weather in these cities?"}]
 REQUIRED = "required"
@@ -138,7 +144,7 @@ def _distinct(calls: list[tuple[str, dict]]) -> bool:
 
 
 def _plain(client, **kw) -> tuple[list[tuple[str, dict]], str]:
-    r = client.chat.completions.create(messages=USER, tools=TOOLS, max_tokens=400, **kw)
+    r = client.chat.completions.create(messages=USER, tools=TOOLS, max_tokens=FORCED_ROOM, **kw)
     choice = r.choices[0]
     calls = [(c.function.name, json.loads(c.function.arguments)) for c in choice.message.tool_calls or []]
     return calls, choice.finish_reason
@@ -148,7 +154,7 @@ def _streamed(client, **kw) -> tuple[list[tuple[str, dict]], str | None]:
     seen: dict[int, dict] = {}
     finish = None
     for chunk in client.chat.completions.create(
-        messages=USER, tools=TOOLS, max_tokens=400, stream=True, **kw
+        messages=USER, tools=TOOLS, max_tokens=FORCED_ROOM, stream=True, **kw
     ):
         if not chunk.choices:
             continue
@@ -482,19 +488,18 @@ def test_i32_the_tool_choice_header_serves_clients_without_one(server):
         timeout=60,
         default_headers={"X-Callisto-Tool-Choice": "once"},
     )
-    # Held to a call, the scripted model is turned from its script and samples among what the grammar
-    # allows: one call of at most 12 characters is under 160 tokens even written byte by byte, so
-    # the limit leaves room for every call the reply may hold.
-    first = client.chat.completions.create(
-        model="cut", messages=USER, tools=TOOLS, max_tokens=DEFAULT_MAX_CALLS * 160
-    )
+    first = client.chat.completions.create(model="cut", messages=USER, tools=TOOLS, max_tokens=FORCED_ROOM)
     assert first.choices[0].finish_reason == "tool_calls"  # the script alone would write text first
     after = client.chat.completions.create(
         model="cities", messages=_answered("Oslo"), tools=TOOLS, max_tokens=8
     )
     assert not after.choices[0].message.tool_calls
     body_wins = client.chat.completions.create(
-        model="cities", messages=_answered("Oslo"), tools=TOOLS, tool_choice="required", max_tokens=200
+        model="cities",
+        messages=_answered("Oslo"),
+        tools=TOOLS,
+        tool_choice="required",
+        max_tokens=FORCED_ROOM,
     )
     assert body_wins.choices[0].finish_reason == "tool_calls"
 
@@ -516,7 +521,7 @@ def test_i32_the_tool_choice_header_serves_clients_without_one(server):
         for arg in t["function"]["parameters"]["required"]
     ]
     olla = ollama.Client(host=server.url, timeout=60, headers={"X-Callisto-Tool-Choice": "get_time"})
-    r = olla.chat(model="cities", messages=USER, tools=enum_tools, options={"num_predict": 200})
+    r = olla.chat(model="cities", messages=USER, tools=enum_tools, options={"num_predict": FORCED_ROOM})
     assert r.message.tool_calls and {c.function.name for c in r.message.tool_calls} == {"get_time"}
 
     bad = httpx.post(

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import re
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -256,6 +257,31 @@ def test_a_model_in_use_is_never_unloaded_under_its_request(server, models, cloc
     _sweep_stays(server, clock, 4, "stream")
     _sweep_goes(server, clock, 1, "stream")
     assert pid not in engine_children()
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+def test_a_client_that_has_its_reply_finds_the_model_idle(server, clock, monkeypatch, stream):
+    """A request's use of its model ends before its reply's last part goes out: a client that read
+    the whole reply, then sweeps, finds the model idle from that moment (before, the engine marked
+    it idle only after handing the reply over, so the sweep could still see it in use)."""
+    replied = threading.Event()
+    read_before_end: list[bool] = []
+    end = server.reaper.end
+
+    def ending(path: Path, ttl: float | None) -> None:
+        # The old order let the client read the reply while this waited; the wait only bounds it.
+        read_before_end.append(replied.wait(1.0))
+        end(path, ttl)
+
+    monkeypatch.setattr(server.reaper, "end", ending)
+    body = {"model": "loop-hermes", "messages": USER, "max_tokens": 4, "ttl": 5, "stream": stream}
+    with httpx.stream("POST", server.url + "/v1/chat/completions", json=body, timeout=120) as r:
+        assert r.status_code == 200
+        text = r.read().decode()
+    replied.set()
+    assert text.rstrip().endswith("data: [DONE]" if stream else "}")
+    assert read_before_end == [False]
+    _sweep_goes(server, clock, 5, "loop-hermes")
 
 
 def test_a_request_queued_for_a_model_keeps_it(server, models, clock):
