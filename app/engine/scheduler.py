@@ -6,8 +6,10 @@ full context the user set: the context is ``n_ctx * N`` tokens, never divided), 
 sequence. Each :meth:`Scheduler.step` builds one ``llama_batch`` with a sequence id per token:
 the next token of every slot that generates, then chunks of the prompts being read with what is
 left of ``n_batch`` (so one long prompt never stalls the other streams), and runs one
-``llama_decode`` for all of them. A new generation joins at the next step; a finished one frees
-its slot.
+``llama_decode`` for all of them; in a step where a prompt ends, the prompts are decoded first and
+their first tokens sampled and sent, then the generating rows with those first tokens among them
+(a new request's first token does not wait for the others' step). A new generation joins at the
+next step; a finished one frees its slot.
 
 Per slot, as the single-sequence path (``app.engine.inprocess``) does it: the same sampler chain
 (llama-cpp-python's own ``Llama._init_sampler``, so greedy output is the same), its own constraint
@@ -63,6 +65,16 @@ __all__ = ["DEFAULT_PARALLEL", "MAX_WAITING", "Scheduler", "SchedulerStats"]
 DEFAULT_PARALLEL = 4
 #: generations that may wait for a slot in the engine process (past it: ``EngineBusy``)
 MAX_WAITING = 64
+
+
+#: one job's rows in a decode: (its sequence, the job, [(token, position, logits)], the row among
+#: them whose logits are sampled, or None; the rows after it are its drafts)
+_Segment = tuple[int, "_Job", list[tuple[int, int, bool]], int | None]
+
+
+def _room_left(segments: list[_Segment], n_batch: int) -> int:
+    """What ``segments`` leave of a batch of ``n_batch`` rows."""
+    return n_batch - sum(len(rows) for _seq, _job, rows, _at in segments)
 
 
 @dataclass
@@ -405,25 +417,42 @@ class Scheduler:
             job.to_decode = tok  # (an accepted draft's KV is written: only the last is decoded)
 
     def _decode(self) -> None:
-        lib = self._lib
-        batch = self._batch
-        seqs: set[int] = set()
-        room = self.n_batch
+        """One step's decode: every generating slot's next token (and its drafts), then the prompts
+        being read with what is left of ``n_batch``. When a prompt ends in a step that also
+        generates, the prompts are decoded first, alone, and their first tokens sampled and sent
+        before the generating rows are decoded, with the new first tokens among them: a new
+        request's first token does not wait for the others' step, and the step costs what one
+        decode of both did (llama.cpp splits a batch with a KV stream per sequence into ubatches
+        of an equal number of tokens per sequence, so the prompt was a ubatch of its own anyway)."""
         jobs = list(self.jobs.values())
-        read = False  # prompt tokens in this batch
-        # each job's rows in this step: (its sequence, the job, [(token, position, logits)], the
-        # row among them whose logits are sampled; the rows after it are its drafts)
-        segments: list[tuple[int, _Job, list[tuple[int, int, bool]], int | None]] = []
-        # every generating slot's next token has a place; drafts share what is left
         generating = sum(1 for j in jobs if j.to_decode is not None)
-        spare = room - generating
+        writes, room = self._next_tokens(jobs, self.n_batch, generating)
+        reads = self._prompt_chunks(jobs, room)
+        if not (writes and any(at is not None for *_, at in reads)):
+            self._run(writes + reads, read=bool(reads))
+            return
+        self._run(reads, read=True)
+        started = [job for _seq, job, _rows, at in reads if at is not None]
+        for job in started:
+            if job.gid in self.jobs:  # not failed
+                self._advance(job)  # its first token goes out now, and is written below
+        joined = [job for job in started if job.gid in self.jobs and job.to_decode is not None]
+        more, _room = self._next_tokens(joined, _room_left(writes, self.n_batch), generating + len(joined))
+        self._run(writes + more, read=False)
+
+    def _next_tokens(self, jobs: list[_Job], room: int, sharing: int) -> tuple[list[_Segment], int]:
+        """The rows of each job's kept token not written yet, and its drafts (``sharing``: the
+        slots generating in this step, which share its cost); returns them and the room left."""
+        segments: list[_Segment] = []
+        # every generating slot's next token has a place; drafts share what is left
+        spare = room - sum(1 for j in jobs if j.to_decode is not None)
         for job in jobs:
             if job.to_decode is not None and room > 0:
                 slot = job.slot
                 assert slot is not None
                 drafts: list[int] = []
                 if job.spec is not None and spare > 0:
-                    drafts = job.spec.draft(min(spare, job.budget - len(job.tokens) - 1), generating)
+                    drafts = job.spec.draft(min(spare, job.budget - len(job.tokens) - 1), sharing)
                     spare -= len(drafts)
                 base = len(slot.cached)
                 toks = [job.to_decode, *drafts]
@@ -431,9 +460,12 @@ class Scheduler:
                 slot.cached.extend(toks)
                 room -= len(toks)
                 job.to_decode = None
-                seqs.add(slot.seq)
-        # the prompts being read share what is left, the shortest rest first: a short new prompt
-        # does not wait behind a long one
+        return segments, room
+
+    def _prompt_chunks(self, jobs: list[_Job], room: int) -> list[_Segment]:
+        """The prompts being read share ``room``, the shortest rest first: a short new prompt does
+        not wait behind a long one. A segment whose prompt ends samples its last row."""
+        segments: list[_Segment] = []
         for job in sorted(jobs, key=lambda j: len(j.gen.prompt_tokens) - j.fed):
             prompt = job.gen.prompt_tokens
             if job.fed >= len(prompt) or room <= 0 or job.slot is None:
@@ -443,15 +475,23 @@ class Scheduler:
             end = job.fed + take
             rows = [(prompt[i], i, i == len(prompt) - 1) for i in range(job.fed, end)]
             segments.append((slot.seq, job, rows, take - 1 if end == len(prompt) else None))
-            read = True
             slot.cached.extend(prompt[job.fed : end])
             job.fed = end
             job.evaluated += take
             room -= take
-            seqs.add(slot.seq)
             if job.fed < len(prompt):
                 job.gen.model.prompt_progress = (job.fed, len(prompt))
                 self.send(("progress", job.rid, job.fed, len(prompt)))
+        return segments
+
+    def _run(self, segments: list[_Segment], *, read: bool) -> None:
+        """One ``llama_decode`` of ``segments`` (``read``: prompt rows among them), then each job's
+        sampling at its row. A failed decode fails the jobs it held and forgets their KV."""
+        if not segments:
+            return
+        lib = self._lib
+        batch = self._batch
+        seqs = {seq for seq, *_ in segments}
         # the rows in the order of their sequences: llama.cpp cuts a batch for a KV cache with a
         # stream per sequence into ubatches of consecutive sequence ids, so slots 0-7 in order are one
         # ubatch (one graph, one pass over the weights), where 3, 0, 1, 2 would be two; and each
@@ -464,8 +504,6 @@ class Scheduler:
             for tok, pos, logits in rows:
                 self._put(batch, n, tok, pos, seq, logits)
                 n += 1
-        if n == 0:
-            return
         batch.n_tokens = n
         t0 = time.perf_counter()
         rc = lib.llama_decode(self._ctx.ctx, batch)
@@ -479,8 +517,8 @@ class Scheduler:
         self.backend.total_eval += n
         if rc != 0:
             err = GenerationError(f"llama.cpp failed while generating: llama_decode returned {rc}")
-            for job in jobs:
-                if job.slot is not None and job.slot.seq in seqs:
+            for job in {id(job): job for _seq, job, _rows, _at in segments}.values():
+                if job.slot is not None and job.gid in self.jobs:
                     job.slot.cached = []
                     lib.llama_memory_seq_rm(self._mem, job.slot.seq, -1, -1)
                     self._fail(job, err)

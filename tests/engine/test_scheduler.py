@@ -175,6 +175,58 @@ def test_a_step_writes_its_rows_in_slot_order_whatever_order_the_jobs_came_in(ti
         m.close()
 
 
+def test_a_prompt_that_ends_while_others_generate_is_decoded_first_and_its_token_goes_out_at_once(tiny_gguf):
+    """A new request's first token does not wait for the other slots' step: the step where its
+    prompt ends decodes the prompt alone, keeps (and sends) the first token, then writes the
+    generating slots' rows with that first token among them. Greedy output is the single path's."""
+    m = load_model(_path(tiny_gguf), n_ctx=512, n_threads=1, isolate=False)
+    try:
+        refs = [generate(m, p, max_tokens=16, sampling=GREEDY, stop=()).run() for p in PROMPTS[:2]]
+        sent: list[tuple] = []
+        sched = Scheduler(m, 2, sent.append, lambda gid: False)
+        sched.submit(100, 0, generate(m, PROMPTS[0], max_tokens=16, sampling=GREEDY, stop=()))
+        assert len(refs[0].tokens) > 4  # it still generates when the second one comes
+        sched.step()  # admitted, its prompt read
+        while len(sched.jobs[0].tokens) < 2:  # it generates
+            sched.step()
+            sched.ack(0)
+        lib = sched._lib
+        calls: list[tuple[dict[int, list[int]], int]] = []  # (positions by sequence, B's kept tokens)
+
+        class Spy:
+            def __getattr__(self, name):
+                return getattr(lib, name)
+
+            def llama_decode(self, ctx, batch):
+                rows: dict[int, list[int]] = {}
+                for i in range(batch.n_tokens):
+                    rows.setdefault(batch.seq_id[i][0], []).append(batch.pos[i])
+                b = sched.jobs.get(1)
+                calls.append((rows, len(b.tokens) if b is not None else -1))
+                return lib.llama_decode(ctx, batch)
+
+        sched._lib = Spy()
+        late = generate(m, PROMPTS[1], max_tokens=16, sampling=GREEDY, stop=())
+        sched.submit(101, 1, late)
+        sched.step()
+        n_prompt = len(late.prompt_tokens)
+        (a_seq,) = {sched.jobs[0].slot.seq}
+        b_seq = sched.jobs[1].slot.seq
+        assert len(calls) == 2, calls
+        (prompt_rows, b_kept_before), (gen_rows, b_kept_between) = calls
+        assert prompt_rows == {b_seq: list(range(n_prompt))} and b_kept_before == 0  # the prompt alone
+        assert b_kept_between == 1  # its first token was kept (and sent) before the others' decode
+        assert set(gen_rows) == {a_seq, b_seq} and gen_rows[b_seq] == [n_prompt]
+        assert sched.jobs[1].first_at is not None
+        _drive(sched, [0, 1])
+        ends = {msg[1]: msg[3][0] for msg in sent if msg[0] == "end"}
+        for ref, got in zip(refs, (ends[100], ends[101]), strict=True):
+            assert got.tokens == ref.tokens and got.finish_reason == ref.finish_reason
+        sched.close()
+    finally:
+        m.close()
+
+
 def test_a_generation_past_every_slot_and_the_waiting_bound_is_refused(tiny_gguf, monkeypatch):
     monkeypatch.setattr(scheduler_mod, "MAX_WAITING", 2)
     m = load_model(_path(tiny_gguf), n_ctx=512, n_threads=1, isolate=False)
