@@ -57,6 +57,13 @@ _MAX_CONSTRAINTS = 256  # compiled constraints kept by handle (oldest forgotten 
 _MAX_PENDING = 64  # prepared generations not yet run
 #: seconds between two heartbeats (and two checks that the parent still lives)
 HEARTBEAT_S = 1.0
+#: the calls a request makes on its way to its ``run``, each answered before the next is sent
+_LEADS_TO_RUN = frozenset({"compile", "prepare"})
+#: how long the slots wait, once such a call is answered, for the request's next message before
+#: their next step: answered between two steps, a request's next message would otherwise come
+#: while the next step runs and wait for all of it (at most once per call; ended by the next call
+#: or run, not by the other slots' acks, which the wait handles as they come)
+RUN_GRACE_S = 0.02
 
 
 class _Child:
@@ -74,6 +81,8 @@ class _Child:
         #: the slots of a model loaded with ``parallel`` > 1 (``app.engine.scheduler``), else None
         self.sched: Any = None
         self.batched: dict[int, int] = {}  # rid -> gid of the generations the scheduler runs
+        #: until when the slots wait for a request's next message (``RUN_GRACE_S``), or None
+        self.grace_until: float | None = None
 
     # -- plumbing ------------------------------------------------------------------------------
 
@@ -96,8 +105,9 @@ class _Child:
             try:
                 if sched is not None and sched.active:
                     # answer what came in, then one step for every slot; wait only when no slot
-                    # can move (each waits for its reader to take a piece)
-                    while self.conn.poll(0 if sched.runnable() else None):
+                    # can move (each waits for its reader to take a piece), or briefly for the
+                    # next message of a request on its way to a slot
+                    while self.conn.poll(self._wait_s(sched)):
                         self.handle(self.conn.recv())
                         if self.stop:
                             break
@@ -112,6 +122,18 @@ class _Child:
                 return
             self.handle(msg)
 
+    def _wait_s(self, sched: Any) -> float | None:
+        """How long to wait for a message before the next step: none when a slot can move (but
+        what is left of a request's grace), else until one comes."""
+        if not sched.runnable():
+            return None
+        if self.grace_until is not None:
+            left = self.grace_until - time.monotonic()
+            if left > 0:
+                return left
+            self.grace_until = None
+        return 0
+
     def send_batched(self, msg: tuple[Any, ...]) -> None:
         """The scheduler's messages: a generation's end forgets its cancel."""
         if msg[0] == "end":
@@ -122,6 +144,8 @@ class _Child:
 
     def handle(self, msg: tuple[Any, ...]) -> None:
         kind = msg[0]
+        if kind in ("call", "run"):  # a request's next message came: no more waiting for it
+            self.grace_until = None
         if kind == "call":
             _, rid, op, args = msg
             try:
@@ -132,6 +156,8 @@ class _Child:
                 self.send(("reply", rid, False, portable(exc)))
             else:
                 self.send(("reply", rid, True, value))
+                if op in _LEADS_TO_RUN and self.sched is not None and self.sched.active:
+                    self.grace_until = time.monotonic() + RUN_GRACE_S
         elif kind == "run":
             _, rid, gid = msg
             if self.sched is not None:
