@@ -97,7 +97,10 @@ def test_a_turn_streams_beside_the_servers_requests_and_says_what_it_waits_for(
     assert _slots(w) == 1  # the server is off: one slot
 
     _start_server(qtbot, w)  # the window's model is loaded again with the server's slots
-    qtbot.waitUntil(lambda: w.worker.model is not one and _slots(w) == 2, timeout=DONE)
+    # (the engine thread publishes the model, then builds its session: wait for both)
+    qtbot.waitUntil(
+        lambda: w.worker.model is not one and _slots(w) == 2 and w.worker.session is not None, timeout=DONE
+    )
     assert one.closed and w.worker.model is host.model(alpha)
     assert [m.role for m in w.worker.session.messages] == ["user", "assistant"]  # the chat goes on
     assert not any("loaded alpha" in t for t in w.window_notice_texts())  # its own file: no notice

@@ -57,6 +57,7 @@ class ModelsPage(QWidget):
         super().__init__(parent)
         self.setObjectName("ModelsPage")
         self.tasks = BackgroundTasks(self, threads=2)
+        self._scans = 0  # library scans asked for: only the latest one's result is shown
         self._manager = manager
         self.loaded_path: str | None = None  # the model the chat uses now ("Loaded" in the library)
         self.confirm: Callable[[str, str], bool] = self._confirm_dialog
@@ -197,9 +198,17 @@ class ModelsPage(QWidget):
     # -- library ---------------------------------------------------------------------------------
     def refresh_library(self) -> None:
         lib = self.manager.library
-        self.background(
-            lambda: (lib.scan(), lib.projectors()), self.library.show_scan, self.library.on_failed
-        )
+        self._scans += 1
+        scan = self._scans
+
+        def show(result: Any) -> None:
+            # two scans may run at once (two threads) and end in either order: an older one that
+            # ends last would show the library as it was before the newer one (a model just added
+            # missing from the list)
+            if scan == self._scans:
+                self.library.show_scan(result)
+
+        self.background(lambda: (lib.scan(), lib.projectors()), show, self.library.on_failed)
 
     def _fit_library_columns(self) -> None:
         self.library.fit_columns()
