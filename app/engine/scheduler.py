@@ -72,11 +72,6 @@ MAX_WAITING = 64
 _Segment = tuple[int, "_Job", list[tuple[int, int, bool]], int | None]
 
 
-def _room_left(segments: list[_Segment], n_batch: int) -> int:
-    """What ``segments`` leave of a batch of ``n_batch`` rows."""
-    return n_batch - sum(len(rows) for _seq, _job, rows, _at in segments)
-
-
 @dataclass
 class SchedulerStats:
     """What the scheduler did since it was made: ``decode_calls`` (``llama_decode`` runs),
@@ -437,7 +432,9 @@ class Scheduler:
             if job.gid in self.jobs:  # not failed
                 self._advance(job)  # its first token goes out now, and is written below
         joined = [job for job in started if job.gid in self.jobs and job.to_decode is not None]
-        more, _room = self._next_tokens(joined, _room_left(writes, self.n_batch), generating + len(joined))
+        # the second decode holds the generating rows and the new first tokens: what the first
+        # ``_next_tokens`` left is theirs (the prompts were read in a decode of their own)
+        more, _room = self._next_tokens(joined, room, generating + len(joined))
         self._run(writes + more, read=False)
 
     def _next_tokens(self, jobs: list[_Job], room: int, sharing: int) -> tuple[list[_Segment], int]:
