@@ -34,7 +34,7 @@ Two drafters:
 
 :class:`DraftPolicy` chooses K per draft: it estimates, per match length, the chance that a
 drafted token is accepted from the reply's own verifications, and drafts only as many tokens as
-pay for their cost in the decode (:class:`DecodeCost`, measured on the decodes themselves): long
+pay for their cost in the decode (:class:`DecodeCost`, measured on the model's first decodes): long
 drafts while a copy goes on, none for a match length that keeps missing (tried again some 100
 tokens later), so a reply that copies nothing pays a few short verifications in all.
 
@@ -130,23 +130,37 @@ class DecodeCost:
     of a one-token decode. A CPU decoding a small model is compute-bound (measured here: SmolLM2
     on one core, 0.4 a token); a GPU reads the weights once for the whole batch (near 0).
 
-    :meth:`record` learns it from the decodes a backend times: a line ``time = a + b n`` fitted
-    to the decodes of n tokens (sums that forget slowly), ``alpha = b / (a + b)``, once decodes of
-    different sizes were seen; until then it is :data:`DEFAULT_ALPHA`, the CPU's, so a draft that
-    cannot pay is not tried. ``CALLISTO_DRAFT_ALPHA`` (a number in (0, 1]) fixes it instead, so
-    the drafts do not depend on timing (tests, comparisons); so does an ``alpha`` given here."""
+    :meth:`record` measures it on the decodes a backend times: a line ``time = a + b n`` fitted
+    to the decodes of n tokens (sums that forget slowly), ``alpha = b / (a + b)``, once
+    :attr:`SETTLE` were timed, :attr:`SETTLE_BATCHES` of them of more than one token; until then it is :data:`DEFAULT_ALPHA`, the CPU's, so a draft that
+    cannot pay is not tried. Then it is **fixed for the model's life** (a reload measures again):
+    a draft's length decides the shape of the decode its tokens are computed in, and on a CPU a
+    token's logits depend on that shape by a rounding (ggml-cpu's flash attention reads a lone
+    row's KV in per-thread chunks, a batch's rows in one pass; some quantized weights' one-row
+    product is not their many-row one), so a cost that followed the wall clock would let the same
+    greedy request, asked again, part at a near-tie: 256 tokens one time, 171 the next, measured
+    on SmolLM2 at 2 threads. Fixed, the drafts follow the text alone and a greedy reply is the
+    same every time it is asked. ``CALLISTO_DRAFT_ALPHA`` (a number in (0, 1]) fixes it from the
+    start instead (tests, comparisons); so does an ``alpha`` given here."""
 
     FORGET = 0.98
+    #: the timed decodes the cost is measured on before it is fixed, and how many of them must
+    #: hold more than one token (a slope needs decodes of different sizes)
+    SETTLE = 48
+    SETTLE_BATCHES = 12
 
     def __init__(self, alpha: float | None = None):
         fixed = alpha if alpha is not None else _env_alpha()
         self.alpha = DEFAULT_ALPHA if fixed is None else fixed
         self.learns = fixed is None
+        self.decodes = self.batches = 0  # the timed decodes recorded so far; of more than one token
         self._w = self._n = self._t = self._nn = self._nt = 0.0
 
     def record(self, n_tokens: int, seconds: float) -> None:
         if not self.learns or seconds <= 0 or n_tokens <= 0:
             return
+        self.decodes += 1
+        self.batches += int(n_tokens > 1)
         f, n = self.FORGET, float(n_tokens)
         self._w = self._w * f + 1.0
         self._n = self._n * f + n
@@ -155,12 +169,13 @@ class DecodeCost:
         self._nt = self._nt * f + n * seconds
         mean_n, mean_t = self._n / self._w, self._t / self._w
         var = self._nn / self._w - mean_n * mean_n
-        if self._w < 8 or var < 0.25:
+        if self.decodes < self.SETTLE or self.batches < self.SETTLE_BATCHES or var < 0.25:
             return  # not enough decodes of different sizes yet
         b = (self._nt / self._w - mean_n * mean_t) / var
         a = mean_t - b * mean_n
         if a + b > 0:
             self.alpha = min(1.0, max(0.02, b / (a + b)))
+            self.learns = False  # measured: fixed from now on (see the class docstring)
 
     def shared(self, sequences: int) -> float:
         """``alpha`` for a decode that also carries the next token of ``sequences`` sequences in

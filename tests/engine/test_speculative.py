@@ -113,6 +113,48 @@ def test_the_policy_drafts_what_pays_for_its_cost_and_stops_on_misses():
     assert 0.02 <= cost.alpha < 0.1
 
 
+def test_the_decode_cost_is_measured_once_then_fixed_so_a_greedy_request_drafts_the_same_each_time(
+    monkeypatch,
+):
+    """The draft lengths decide the shapes a reply's tokens are decoded in, and on a CPU the logits
+    depend on the shape by a rounding: a cost that followed the clock would let the same greedy
+    request part from itself at a near-tie. It is measured on the first decodes, then fixed."""
+    monkeypatch.delenv("CALLISTO_DRAFT_ALPHA")
+    cost = DecodeCost()
+    assert cost.learns and cost.alpha == 0.35
+    for _ in range(cost.SETTLE):
+        cost.record(1, 0.010)  # one size only: no slope, nothing measured
+    assert cost.learns and cost.alpha == 0.35
+    for _ in range(cost.SETTLE):  # a slope: one more token adds 0.004 s to 0.010 s
+        cost.record(1, 0.010)
+        cost.record(3, 0.018)
+        if not cost.learns:
+            break
+    assert not cost.learns and cost.batches == cost.SETTLE_BATCHES
+    assert cost.alpha == pytest.approx(0.4)
+
+    def lengths() -> list[int]:
+        """The draft lengths of one reply that copies its prompt, all accepted."""
+        spec = Speculation.start(list(range(40)) * 3, cost=cost)
+        out = []
+        for tok in range(40):
+            spec.kept(tok)
+            drafts = spec.draft(16)
+            out.append(len(drafts))
+            spec.verified(len(drafts), len(drafts))
+        return out
+
+    before = lengths()
+    assert max(before) > 0
+    # later decodes, near free per token (another load on the machine slowed the one-token ones),
+    # change nothing: the same reply drafts the same tokens in the same shapes
+    for _ in range(100):
+        cost.record(1, 0.050)
+        cost.record(4, 0.051)
+    assert cost.alpha == pytest.approx(0.4) and not cost.learns
+    assert lengths() == before
+
+
 def test_verify_accepts_the_matching_prefix_then_keeps_the_correction():
     samples = [7, 8, 5, 1]
     taken: list[int] = []
