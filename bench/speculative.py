@@ -16,6 +16,28 @@ each, greedy on both: the generated tokens must be the same (speculative decodin
 drafted token against the model's own choice).
 
 Goals: copying workloads >= 1.5x; the one that copies nothing >= 0.97x; identical outputs 20 of 20.
+
+Why greedy outputs part on a CPU (measured 2026-12-03 on these 20 prompts, the same script with
+one setting changed at a time). Every kept token is the model's own argmax at its position, but
+a drafted position's logits come from a decode of several rows and an undrafted one's from a
+decode of one, and ggml-cpu does not always compute a row the same way in both:
+
+* its flash attention reads a lone row's KV in one chunk per thread once the cache's view holds
+  512 cells or more (``use_split_kv_path`` in ``ggml-cpu/ops.cpp``, f16/f32 K and V only) and
+  merges the chunks, and a batch's rows in one pass; the sums round apart. SmolLM2 (Q4_1
+  weights): 16 of 20 identical at 2 threads with an f16 KV cache, **20 of 20 at 1 thread** (one
+  chunk) and **20 of 20 at 2 threads with a q8_0 KV cache** (never split); the prompts that
+  parted were those whose cache went past 256 cells, the short ones never did. Without flash
+  attention it is worse (11 of 20): the K.Q product of one row and of several go through
+  different kernels.
+* the product of some quantized weights with one row is not their product with several (Gemma 3,
+  Q5_0, Q4_K and Q8_0 weights: 14 of 20 at 1 thread, 12 of 20 at 2 threads with a q8_0 KV cache).
+
+A draft that parts from the undrafted reply at such a near-tie writes another reply from there
+(SmolLM2's copy workload: 190 tokens that stop copying, against 256), which is also why its
+tokens/s vary with the drafts' shapes; the cost the drafts are sized by is measured once per
+model and then fixed (``app.engine.speculative.DecodeCost``), so the same request always gets
+the same reply.
 """
 
 from __future__ import annotations
