@@ -132,16 +132,17 @@ class DecodeCost:
 
     :meth:`record` measures it on the decodes a backend times: a line ``time = a + b n`` fitted
     to the decodes of n tokens (sums that forget slowly), ``alpha = b / (a + b)``, once
-    :attr:`SETTLE` were timed, :attr:`SETTLE_BATCHES` of them of more than one token; until then it is :data:`DEFAULT_ALPHA`, the CPU's, so a draft that
-    cannot pay is not tried. Then it is **fixed for the model's life** (a reload measures again):
-    a draft's length decides the shape of the decode its tokens are computed in, and on a CPU a
-    token's logits depend on that shape by a rounding (ggml-cpu's flash attention reads a lone
-    row's KV in per-thread chunks, a batch's rows in one pass; some quantized weights' one-row
-    product is not their many-row one), so a cost that followed the wall clock would let the same
-    greedy request, asked again, part at a near-tie: 256 tokens one time, 171 the next, measured
-    on SmolLM2 at 2 threads. Fixed, the drafts follow the text alone and a greedy reply is the
-    same every time it is asked. ``CALLISTO_DRAFT_ALPHA`` (a number in (0, 1]) fixes it from the
-    start instead (tests, comparisons); so does an ``alpha`` given here."""
+    :attr:`SETTLE` were timed, :attr:`SETTLE_BATCHES` of them of more than one token; until then
+    it is :data:`DEFAULT_ALPHA`, the CPU's, so a draft that cannot pay is not tried. Then it is
+    **fixed for the model's life** (a reload measures again): a draft's length decides the shape
+    of the decode its tokens are computed in, and on a CPU a token's logits depend on that shape
+    by a rounding (ggml-cpu's flash attention reads a lone row's KV in per-thread chunks, a
+    batch's rows in one pass; some quantized weights' one-row product is not their many-row one),
+    so a cost that followed the wall clock would let the same greedy request, asked again, part
+    at a near-tie: 256 tokens one time, 171 the next, measured on SmolLM2 at 2 threads. Fixed,
+    the drafts follow the text alone and a greedy reply is the same every time it is asked.
+    ``CALLISTO_DRAFT_ALPHA`` (a number in (0, 1]) fixes it from the start instead (tests,
+    comparisons); so does an ``alpha`` given here."""
 
     FORGET = 0.98
     #: the timed decodes the cost is measured on before it is fixed, and how many of them must
