@@ -43,6 +43,12 @@ A consumer interrupted by Ctrl-C (``KeyboardInterrupt``, ``SystemExit``) waits a
 :data:`INTERRUPT_GRACE_S` for the child to stop, then ends it. At exit every engine process
 still open is closed (:func:`_close_at_exit`); the child ignores SIGINT (a terminal sends Ctrl-C to
 the whole group: the app decides) and exits by itself when its parent is gone.
+
+The child's stderr (llama.cpp's own messages, read back to describe a crash) goes to a file in
+the temp folder, ``callisto-engine-<the app's pid>-<random>.log``, deleted when the engine is
+closed. An app that never got to close it (killed, crashed, the machine switched off) leaves it
+behind, so the first engine an app starts deletes the logs of apps that no longer run
+(:func:`sweep_orphan_logs`): a temp folder that nothing empties (Windows') does not fill with them.
 """
 
 from __future__ import annotations
@@ -53,6 +59,7 @@ import itertools
 import logging
 import os
 import queue
+import re
 import signal
 import subprocess
 import sys
@@ -78,6 +85,7 @@ __all__ = [
     "ProcessConstraint",
     "describe_exit",
     "plain_reason",
+    "sweep_orphan_logs",
 ]
 
 log = logging.getLogger(__name__)
@@ -127,6 +135,40 @@ def _close_at_exit() -> None:
 
 
 atexit.register(_close_at_exit)
+
+#: an engine's stderr log in the temp folder; the number is the pid of the app that started it
+_LOG_PREFIX = "callisto-engine-"
+_LOG_NAME = re.compile(r"callisto-engine-(\d+)-\w+\.log")
+_swept = threading.Event()
+
+
+def sweep_orphan_logs(folder: str | os.PathLike[str] | None = None) -> list[Path]:
+    """Delete the engine logs in ``folder`` (the temp folder) whose app no longer runs (see the
+    module docstring); returns those deleted. A log of a running app, this one's included, and
+    every other file are kept; one that cannot be deleted (another user's, still open on
+    Windows) is left for a later sweep."""
+    import psutil
+
+    root = Path(folder if folder is not None else tempfile.gettempdir())
+    removed: list[Path] = []
+    try:
+        entries = list(os.scandir(root))
+    except OSError:
+        return removed
+    for entry in entries:
+        m = _LOG_NAME.fullmatch(entry.name)
+        if m is None or int(m.group(1)) == os.getpid():
+            continue
+        try:
+            if psutil.pid_exists(int(m.group(1))) or not entry.is_file(follow_symlinks=False):
+                continue
+            os.unlink(entry.path)
+        except (OSError, ValueError, psutil.Error):
+            continue
+        removed.append(Path(entry.path))
+    if removed:
+        log.info("Deleted %d engine log(s) left by apps that no longer run", len(removed))
+    return removed
 
 
 def stall_seconds() -> float:
@@ -264,7 +306,11 @@ class EngineProcess:
         """Start a child, load the model in it and return ``(engine, info)``; raises
         ``ModelLoadError`` as an in-process load would, with a crash described in its problem."""
         self = cls(model_name)
-        fd, self._stderr_path = tempfile.mkstemp(prefix="callisto-engine-", suffix=".log")
+        if not _swept.is_set():  # once an app: the logs that apps killed before it left behind
+            _swept.set()
+            with contextlib.suppress(Exception):
+                sweep_orphan_logs()
+        fd, self._stderr_path = tempfile.mkstemp(prefix=f"{_LOG_PREFIX}{os.getpid()}-", suffix=".log")
         try:
             with os.fdopen(fd, "wb") as log_file:
                 self._proc, self._conn = _spawn(log_file)

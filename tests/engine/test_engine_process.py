@@ -13,6 +13,7 @@ import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -177,6 +178,53 @@ def test_the_engine_exits_when_the_app_dies(tiny_gguf):
     finally:
         if app.poll() is None:
             app.kill()
+
+
+@posix_only
+def test_the_log_a_killed_app_leaves_is_deleted_by_the_next_app_and_no_other_file(tiny_gguf, tmp_path):
+    """An app killed with its engine running never closes it: its stderr log stays in the temp
+    folder. The next app's first engine deletes it, and keeps a running app's log, its own and
+    every file that is not an engine log."""
+    path = tiny_gguf()
+    env = dict(os.environ, TMPDIR=str(tmp_path))
+    code = (
+        "import sys, time\n"
+        "from app.engine.llm import load_model\n"
+        f"m = load_model({str(path)!r}, n_ctx=256, n_threads=1)\n"
+        "print(m.engine.pid, m.engine._stderr_path, flush=True)\n"
+        "time.sleep(120)\n"
+    )
+    killed = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, env=env)
+    try:
+        child, left = killed.stdout.readline().split()
+        killed.kill()
+        killed.wait(10)
+        assert _wait_gone(int(child)), "the engine process outlived the app"
+    finally:
+        if killed.poll() is None:
+            killed.kill()
+            killed.wait()
+    left_behind = Path(left)
+    assert left_behind.parent == tmp_path and left_behind.name.startswith(f"callisto-engine-{killed.pid}-")
+    assert left_behind.exists(), "the killed app's log should be there for the next app to find"
+    running = tmp_path / f"callisto-engine-{os.getpid()}-abc123.log"  # this test's process runs
+    others = [tmp_path / "callisto-engine-notes.log", tmp_path / "notes.txt"]
+    for f in (running, *others):
+        f.write_text("kept")
+    code = (
+        "from app.engine.llm import load_model\n"
+        f"m = load_model({str(path)!r}, n_ctx=256, n_threads=1)\n"
+        "print(m.engine._stderr_path, flush=True)\n"
+        "m.close()\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert out.returncode == 0, out.stderr
+    own = Path(out.stdout.split()[0])
+    assert not left_behind.exists(), "the next app's engine should delete the killed app's log"
+    assert running.read_text() == "kept" and all(f.read_text() == "kept" for f in others)
+    assert not own.exists(), "an engine closed in order deletes its own log"
+    left_now = sorted(p.name for p in tmp_path.iterdir() if p != path)  # (the model is there too)
+    assert left_now == sorted(p.name for p in (running, *others))
 
 
 def test_closing_stops_the_child(tiny_gguf):
