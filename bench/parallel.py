@@ -22,7 +22,15 @@ has the same context). Every client is the official ``openai`` SDK on a thread, 
   for a per-sequence KV cache is cut into ubatches with as many rows of each sequence. A prompt
   read in slices beside other slots' rows gets KV a rounding apart from the same prompt read
   alone in one chunk (up to ~0.5 in a logit), and a greedy near-tie flips; the same request in
-  the same shapes is bit-identical.
+  the same shapes is bit-identical. Measured in process (8 prompts read and generated together,
+  greedy, 60 tokens, against each alone): 1 of 8 equal on SmolLM2 and 7 of 8 on Gemma as loaded
+  today; 8 of 8 on both with ubatches of at most 63 rows (the tiled kernel never runs) and
+  llama.cpp's weight repacking off (Gemma's Q4_K rows: GEMM for 4 rows, GEMV for one; SmolLM2's
+  Q4_1 has none), and 8 of 8 on Gemma with a q8_0 KV cache (which the tiled and KV-split kernels
+  never take) and repacking off. The cost: a 1,500-token prompt read 23-45% slower with 63-row
+  ubatches; repacking off cost Gemma nothing measurable. A mode promising it would hold only on
+  a CPU, and, as llama-cpp-python has no switch for repacking (``use_extra_bufts``), only for
+  weights that are not repacked: Callisto does not offer one.
 * **time to first token under load**: a new request sent once 7 others are streaming (each has its
   first token, and each is still streaming when the new one gets its first), over the same
   request's time to first token on an idle server. [<= 1.5]
