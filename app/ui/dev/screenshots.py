@@ -47,6 +47,7 @@ goes to stderr and the exit code is 2.
 from __future__ import annotations
 
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -102,7 +103,6 @@ class ScreenshotDirector(QObject):
         self.exit_code = 0
         self.error: str | None = None
         self._done = self._sent = self._turn_done = False
-        self._broken_dir: Any = None  # the failed-load state's broken file's folder (a TemporaryDirectory)
         self._library_scanned = self._models_shown = self._check_started = False
         self._settings_dialog: Any = None
         self._check_result: dict[str, Any] | None = None
@@ -278,10 +278,7 @@ class ScreenshotDirector(QObject):
             self._sent = True
             w.new_chat()
             if st == "failed-load":
-                import tempfile
-
-                # deleted when the director goes (at the latest at exit): no folder is left behind
-                self._broken_dir = tempfile.TemporaryDirectory(prefix="callisto-shot-")
+                self._broken_dir = tempfile.TemporaryDirectory(prefix="callisto-shot-")  # gone at exit
                 broken = Path(self._broken_dir.name) / "broken-download.gguf"
                 broken.write_bytes(b"GGUF\x03\x00\x00\x00" + b"\x00" * 24)
                 w.worker.sig_load_failed.connect(lambda *_a: setattr(self, "_turn_done", True))
