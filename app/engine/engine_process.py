@@ -163,7 +163,7 @@ def sweep_orphan_logs(folder: str | os.PathLike[str] | None = None) -> list[Path
             if psutil.pid_exists(int(m.group(1))) or not entry.is_file(follow_symlinks=False):
                 continue
             os.unlink(entry.path)
-        except (OSError, ValueError, psutil.Error):
+        except (OSError, ValueError, OverflowError, psutil.Error):  # (a pid past what the OS knows)
             continue
         removed.append(Path(entry.path))
     if removed:

@@ -227,6 +227,22 @@ def test_the_log_a_killed_app_leaves_is_deleted_by_the_next_app_and_no_other_fil
     assert left_now == sorted(p.name for p in (running, *others))
 
 
+def test_the_sweep_passes_over_a_name_it_cannot_read_and_deletes_the_orphans_after_it(tmp_path):
+    """A file named like a log with a pid no operating system has, or one that is a folder, is
+    left as it is, and the sweep goes on to the orphans after it."""
+    from app.engine.engine_process import sweep_orphan_logs
+
+    done = subprocess.Popen([sys.executable, "-c", "pass"])
+    done.wait()
+    orphans = [tmp_path / f"callisto-engine-{done.pid}-{k}x.log" for k in range(3)]
+    odd = [tmp_path / f"callisto-engine-{'9' * 40}-a.log", tmp_path / f"callisto-engine-{done.pid}-dir.log"]
+    for f in orphans + odd[:1]:
+        f.write_text("log")
+    odd[1].mkdir()
+    assert sorted(sweep_orphan_logs(tmp_path)) == sorted(orphans)
+    assert sorted(tmp_path.iterdir()) == sorted(odd)
+
+
 def test_closing_stops_the_child(tiny_gguf):
     m = load_model(tiny_gguf(), n_ctx=256, n_threads=1)
     pid = m.engine.pid
