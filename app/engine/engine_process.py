@@ -138,7 +138,7 @@ atexit.register(_close_at_exit)
 
 #: an engine's stderr log in the temp folder; the number is the pid of the app that started it
 _LOG_PREFIX = "callisto-engine-"
-_LOG_NAME = re.compile(r"callisto-engine-(\d+)-\w+\.log")
+_LOG_NAME = re.compile(re.escape(_LOG_PREFIX) + r"(\d+)-\w+\.log")
 _swept = threading.Event()
 
 
@@ -157,10 +157,13 @@ def sweep_orphan_logs(folder: str | os.PathLike[str] | None = None) -> list[Path
         return removed
     for entry in entries:
         m = _LOG_NAME.fullmatch(entry.name)
-        if m is None or int(m.group(1)) == os.getpid():
+        if m is None:
+            continue
+        pid = int(m.group(1))
+        if pid == os.getpid():
             continue
         try:
-            if psutil.pid_exists(int(m.group(1))) or not entry.is_file(follow_symlinks=False):
+            if psutil.pid_exists(pid) or not entry.is_file(follow_symlinks=False):
                 continue
             os.unlink(entry.path)
         except (OSError, ValueError, OverflowError, psutil.Error):  # (a pid past what the OS knows)

@@ -158,26 +158,33 @@ def test_a_chat_turn_keeps_what_was_shown_when_the_engine_dies(model):
     assert "".join(e.text for e in events if isinstance(e, TextEvent)) == "a" * 4
 
 
-@posix_only
-def test_the_engine_exits_when_the_app_dies(tiny_gguf):
-    path = tiny_gguf()
+def _kill_an_app_with_its_engine(path, env=None) -> tuple[int, Path]:
+    """An app (a Python process) loads ``path`` in an engine process and is killed (SIGKILL) once
+    it has; asserts its engine goes with it. Returns the app's pid and its engine's log path."""
     code = (
         "import sys, time\n"
         "from app.engine.llm import load_model\n"
         f"m = load_model({str(path)!r}, n_ctx=256, n_threads=1)\n"
-        "print(m.engine.pid, flush=True)\n"
+        "print(m.engine.pid, m.engine._stderr_path, flush=True)\n"
         "time.sleep(120)\n"
     )
-    app = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    app = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, env=env)
     try:
-        child = int(app.stdout.readline())
-        assert _alive(child)
+        child, log = app.stdout.readline().split()
+        assert _alive(int(child))
         app.kill()
         app.wait(10)
-        assert _wait_gone(child), "the engine process outlived the app"
+        assert _wait_gone(int(child)), "the engine process outlived the app"
     finally:
         if app.poll() is None:
             app.kill()
+            app.wait()
+    return app.pid, Path(log)
+
+
+@posix_only
+def test_the_engine_exits_when_the_app_dies(tiny_gguf):
+    _kill_an_app_with_its_engine(tiny_gguf())
 
 
 @posix_only
@@ -187,25 +194,8 @@ def test_the_log_a_killed_app_leaves_is_deleted_by_the_next_app_and_no_other_fil
     every file that is not an engine log."""
     path = tiny_gguf()
     env = dict(os.environ, TMPDIR=str(tmp_path))
-    code = (
-        "import sys, time\n"
-        "from app.engine.llm import load_model\n"
-        f"m = load_model({str(path)!r}, n_ctx=256, n_threads=1)\n"
-        "print(m.engine.pid, m.engine._stderr_path, flush=True)\n"
-        "time.sleep(120)\n"
-    )
-    killed = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, env=env)
-    try:
-        child, left = killed.stdout.readline().split()
-        killed.kill()
-        killed.wait(10)
-        assert _wait_gone(int(child)), "the engine process outlived the app"
-    finally:
-        if killed.poll() is None:
-            killed.kill()
-            killed.wait()
-    left_behind = Path(left)
-    assert left_behind.parent == tmp_path and left_behind.name.startswith(f"callisto-engine-{killed.pid}-")
+    killed, left_behind = _kill_an_app_with_its_engine(path, env)
+    assert left_behind.parent == tmp_path and left_behind.name.startswith(f"callisto-engine-{killed}-")
     assert left_behind.exists(), "the killed app's log should be there for the next app to find"
     running = tmp_path / f"callisto-engine-{os.getpid()}-abc123.log"  # this test's process runs
     others = [tmp_path / "callisto-engine-notes.log", tmp_path / "notes.txt"]
