@@ -232,7 +232,7 @@ def build_parser() -> argparse.ArgumentParser:
         type=int,
         default=4,
         metavar="N",
-        help="slots: requests a model serves at once, batched (each with the whole --ctx; default 4)",
+        help="slots: requests a model serves at once, batched (each with the whole --n-ctx; default 4)",
     )
     add_draft_options(serve)
     serve.add_argument("--queue", type=int, default=16, help="requests that may wait (past it: 429)")
@@ -897,7 +897,11 @@ def _serve(args: argparse.Namespace) -> int:
     from app.server._app import resolve_model_arg, serve_option_errors, serve_warnings
 
     problems = serve_option_errors(
-        api_key=args.api_key, max_loaded=args.max_loaded_models, queue=args.queue, idle_ttl=args.idle_ttl
+        api_key=args.api_key,
+        max_loaded=args.max_loaded_models,
+        queue=args.queue,
+        idle_ttl=args.idle_ttl,
+        parallel=args.parallel,
     )
     if args.kv_type != "f16" and args.flash_attn == "off":
         problems = [*problems, f"--kv-type {args.kv_type} needs flash attention: drop --flash-attn off"]
@@ -924,7 +928,7 @@ def _serve(args: argparse.Namespace) -> int:
         n_threads=args.threads,
         queue_size=max(1, args.queue),
         max_loaded=max(1, args.max_loaded_models),
-        parallel=max(1, args.parallel),
+        parallel=args.parallel,
         idle_ttl_s=args.idle_ttl,
         kv_type=args.kv_type,
         flash_attn=args.flash_attn == "on",

@@ -12,6 +12,7 @@ __all__ = [
     "add_kind_option",
     "add_load_options",
     "add_tool_format_option",
+    "at_least",
     "draft_options",
 ]
 
@@ -26,11 +27,27 @@ def add_tool_format_option(parser: argparse.ArgumentParser, choices: list[str], 
     parser.add_argument("--tool-format", default="auto", choices=choices, help=help)
 
 
+def at_least(lowest: int) -> Any:
+    """An argparse type: a whole number of ``lowest`` or more (argparse says so in one line, and
+    the command exits with 2, rather than start and fail every load later)."""
+
+    def parse(value: str) -> int:
+        try:
+            number = int(value)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a whole number: {value!r}") from None
+        if number < lowest:
+            raise argparse.ArgumentTypeError(f"must be {lowest} or more, got {number}")
+        return number
+
+    return parse
+
+
 def add_load_options(parser: argparse.ArgumentParser) -> None:
     """How a local GGUF is loaded: its context length, the layers on the GPU, the CPU threads."""
-    parser.add_argument("--n-ctx", type=int, default=4096, help="context length (rounded to 256)")
-    parser.add_argument("--gpu-layers", type=int, default=0)
-    parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument("--n-ctx", type=at_least(1), default=4096, help="context length (rounded to 256)")
+    parser.add_argument("--gpu-layers", type=at_least(-1), default=0, help="layers on the GPU (-1: all)")
+    parser.add_argument("--threads", type=at_least(1), default=None, help="CPU threads (default: automatic)")
 
 
 def add_draft_options(parser: argparse.ArgumentParser) -> None:

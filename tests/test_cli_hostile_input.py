@@ -136,3 +136,27 @@ def test_h17_inspect_warns_when_the_template_never_renders(tmp_path):
     assert proc.returncode == 0
     assert "warning: the chat template does not render: template raised an exception: no way" in proc.stderr
     assert "template_error" in proc.stdout
+
+
+@pytest.mark.parametrize(
+    "command, option, value, words",
+    [
+        ("serve", "--parallel", "0", "--parallel must be 1 to 256"),
+        ("serve", "--parallel", "257", "--parallel must be 1 to 256"),
+        ("serve", "--n-ctx", "0", "argument --n-ctx: must be 1 or more, got 0"),
+        ("serve", "--n-ctx", "-256", "argument --n-ctx: must be 1 or more, got -256"),
+        ("serve", "--threads", "0", "argument --threads: must be 1 or more, got 0"),
+        ("serve", "--gpu-layers", "-2", "argument --gpu-layers: must be -1 or more, got -2"),
+        ("chat", "--n-ctx", "0", "argument --n-ctx: must be 1 or more, got 0"),
+        ("check", "--threads", "x", "argument --threads: not a whole number: 'x'"),
+    ],
+)
+def test_a_load_option_no_model_can_take_is_refused_before_anything_starts(
+    tmp_path, command, option, value, words
+):
+    # serve used to start with --n-ctx 0 and answer every request with a 500, and to take
+    # --parallel 100000 and fail each load with llama.cpp's bare "Failed to create llama_context"
+    args = ["--model", str(tmp_path / "unused.gguf"), f"{option}={value}"]
+    proc = run_cli(command, *args, *(["hi"] if command == "chat" else []), timeout=60)
+    assert proc.returncode == 2, proc.stderr
+    assert words in proc.stderr.strip().splitlines()[-1], proc.stderr

@@ -70,11 +70,11 @@ if TYPE_CHECKING:
     from app.engine.llm import LoadedModel
     from app.engine.models.metadata import GGUFMetadata
 
-__all__ = ["InProcessBackend", "resolve_gpu_layers", "gpu_offload_available"]
+__all__ = ["GGML_KV_TYPES", "InProcessBackend", "resolve_gpu_layers", "gpu_offload_available"]
 
 log = logging.getLogger(__name__)
 #: llama.cpp's GGML type of each KV cache type (``type_k`` / ``type_v``)
-_GGML_KV = {"f16": 1, "q8_0": 8, "q4_0": 2}
+GGML_KV_TYPES = {"f16": 1, "q8_0": 8, "q4_0": 2}
 _warned_threads: set[tuple[int, int]] = set()
 
 
@@ -161,9 +161,9 @@ class InProcessBackend:
         ``mmproj``: the vision projector (``LoadSettings.mmproj``: None looks beside the model,
         ``"none"`` loads none). A projector found beside the model that libmtmd refuses is left
         out (logged); one named that it refuses is a ModelLoadError."""
-        if kv_type not in _GGML_KV:
+        if kv_type not in GGML_KV_TYPES:
             raise ModelLoadError(
-                Path(path), f"unknown KV cache type {kv_type!r} (one of {', '.join(_GGML_KV)})"
+                Path(path), f"unknown KV cache type {kv_type!r} (one of {', '.join(GGML_KV_TYPES)})"
             )
         if kv_type != "f16" and not flash_attn:
             raise ModelLoadError(
@@ -183,8 +183,8 @@ class InProcessBackend:
             n_threads=n_threads,
             # llama-server's default (-fa auto turns it on for CPU): ~6% faster decoding (bench figure 1b)
             flash_attn=bool(flash_attn),
-            type_k=_GGML_KV[kv_type],
-            type_v=_GGML_KV[kv_type],
+            type_k=GGML_KV_TYPES[kv_type],
+            type_v=GGML_KV_TYPES[kv_type],
             verbose=verbose,
         )
         from app.engine.warmup import warm_up

@@ -50,7 +50,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from app.engine.backend import GenerationResult, portable
-from app.engine.errors import EngineBusy, GenerationError
+from app.engine.errors import EngineBusy, GenerationError, ModelLoadError
 from app.engine.holdback import partial_start
 from app.engine.kvstore import common
 from app.engine.speculative import DecodeCost, Speculation, verify
@@ -59,10 +59,13 @@ if TYPE_CHECKING:
     from app.engine.generation import Generation
     from app.engine.llm import LoadedModel
 
-__all__ = ["DEFAULT_PARALLEL", "MAX_WAITING", "Scheduler", "SchedulerStats"]
+__all__ = ["DEFAULT_PARALLEL", "MAX_PARALLEL", "MAX_WAITING", "Scheduler", "SchedulerStats"]
 
 #: slots of an engine process for ``serve --parallel`` when not given
 DEFAULT_PARALLEL = 4
+#: the most slots one engine process has: llama.cpp's limit of sequences in one context
+#: (``LLAMA_MAX_SEQ``)
+MAX_PARALLEL = 256
 #: generations that may wait for a slot in the engine process (past it: ``EngineBusy``)
 MAX_WAITING = 64
 
@@ -133,8 +136,8 @@ class Scheduler:
         send: Callable[[tuple[Any, ...]], None],
         cancelled: Callable[[int], bool],
     ):
-        if n_slots < 1:
-            raise ValueError(f"parallel must be at least 1, got {n_slots}")
+        if not 1 <= n_slots <= MAX_PARALLEL:
+            raise ValueError(f"parallel must be 1 to {MAX_PARALLEL} (llama.cpp's limit), got {n_slots}")
         import llama_cpp
         from llama_cpp import _internals as internals
 
@@ -149,12 +152,17 @@ class Scheduler:
         self.n_batch = min(512, self.n_ctx)  # as the single path's ``InProcessBackend.load``
         # the model's own settings (threads, flash attention, KV cache type), N sequences
         params = type(llm.context_params).from_buffer_copy(llm.context_params)
+        if self.n_ctx * n_slots > 0xFFFFFFFF:  # llama.cpp's n_ctx is 32 bits: it would wrap round
+            raise ModelLoadError(model.path, _no_context(model, n_slots, int(params.type_k)))
         params.n_ctx = self.n_ctx * n_slots
         params.n_seq_max = n_slots
         params.n_batch = self.n_batch
         params.n_ubatch = self.n_batch
         params.kv_unified = False  # each sequence its own n_ctx
-        self._ctx = internals.LlamaContext(model=llm._model, params=params, verbose=False)
+        try:
+            self._ctx = internals.LlamaContext(model=llm._model, params=params, verbose=False)
+        except Exception as exc:  # noqa: BLE001 - llama.cpp says only "Failed to create llama_context"
+            raise ModelLoadError(model.path, _no_context(model, n_slots, int(params.type_k))) from exc
         self._mem = llama_cpp.llama_get_memory(self._ctx.ctx)
         self._batch = llama_cpp.llama_batch_init(self.n_batch, 0, 1)
         from app.engine.warmup import warm_up
@@ -635,3 +643,25 @@ class _SamplerShim:
         self.last_n_tokens_size = llm.last_n_tokens_size
         self._seed = seed
         self._model = llm._model
+
+
+def _no_context(model: LoadedModel, n_slots: int, type_k: int) -> str:
+    """Why a context of ``n_slots`` slots of ``model.n_ctx`` tokens each could not be made, as
+    far as one can tell: llama.cpp says only that it failed, and the usual cause is the memory of
+    a KV cache that grows with both (``type_k``: its GGML type)."""
+    from app.engine.inprocess import GGML_KV_TYPES
+    from app.engine.models._gguf import kv_shape
+    from app.engine.models.estimate import kv_cache_bytes
+
+    n_ctx = int(model.n_ctx)
+    total = n_ctx * n_slots
+    text = f"llama.cpp could not make a context of {n_slots} slots of {n_ctx:,} tokens each"
+    layers, kv_heads, head_dim = kv_shape(model.metadata.raw, model.metadata.architecture)
+    if layers and kv_heads and head_dim:
+        kv_type = next((name for name, t in GGML_KV_TYPES.items() if t == type_k), "f16")
+        size = kv_cache_bytes(layers, total, kv_heads, head_dim, kv_type=kv_type)
+        text += f" (a KV cache of about {size / 1024**3:,.1f} GiB for {total:,} tokens)"
+    return (
+        text
+        + ": lower the parallel requests (serve --parallel, Server > Parallel requests) or the context length"
+    )

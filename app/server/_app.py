@@ -355,7 +355,7 @@ def _import_model_readers() -> None:
 
 
 def serve_option_errors(
-    *, api_key: str | None, max_loaded: int, queue: int, idle_ttl: float = 0.0
+    *, api_key: str | None, max_loaded: int, queue: int, idle_ttl: float = 0.0, parallel: int = 1
 ) -> list[str]:
     """What is wrong with ``serve``'s options (empty: nothing). An empty key (``--api-key
     "$UNSET"``) is refused rather than taken as no key: the user meant to require one."""
@@ -372,6 +372,12 @@ def serve_option_errors(
         errors.append(f"--max-loaded-models must be at least 1, got {max_loaded}")
     if queue < 1:
         errors.append(f"--queue must be at least 1, got {queue}")
+    from app.engine.scheduler import MAX_PARALLEL
+
+    if not 1 <= parallel <= MAX_PARALLEL:
+        errors.append(
+            f"--parallel must be 1 to {MAX_PARALLEL} (llama.cpp's limit of sequences), got {parallel}"
+        )
     if not 0 <= idle_ttl < float("inf"):  # NaN too
         errors.append(f"--idle-ttl must be 0 (never) or a number of seconds, got {idle_ttl}")
     return errors

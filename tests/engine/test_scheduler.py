@@ -6,13 +6,16 @@ never by timing."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import threading
+from pathlib import Path
 
 import pytest
 
 from app.engine import scheduler as scheduler_mod
 from app.engine.constraints import compile_constraint
-from app.engine.errors import ConstraintError, EngineBusy, EngineCrashedError
+from app.engine.errors import ConstraintError, EngineBusy, EngineCrashedError, ModelLoadError
 from app.engine.generation import generate
 from app.engine.llm import load_model
 from app.engine.scheduler import Scheduler
@@ -438,4 +441,69 @@ def test_a_gbnf_grammar_holds_its_slot_alone(tiny_gguf):
         assert ends[1].tokens == free_ref.tokens  # the other slot is not held to the grammar
         sched.close()
     finally:
+        m.close()
+
+
+_NO_MEMORY = """
+import resource, sys
+from app.engine.errors import ModelLoadError
+from app.engine.llm import load_model
+from app.engine.scheduler import Scheduler
+
+m = load_model(sys.argv[1], n_ctx=512, n_threads=1, isolate=False)
+status = open("/proc/self/status").read()
+mapped = int(status.split("VmSize:")[1].split()[0]) * 1024
+# 512 MiB more address space than the process maps now: 4 slots of 1 M tokens (2 GiB of KV) cannot
+# be had, as on a machine whose memory they do not fit
+resource.setrlimit(resource.RLIMIT_AS, (mapped + 512 * 2**20, resource.RLIM_INFINITY))
+m.n_ctx = 2**20
+try:
+    Scheduler(m, 4, lambda msg: None, lambda gid: False)
+except ModelLoadError as exc:
+    print("refused:", exc)
+resource.setrlimit(resource.RLIMIT_AS, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+m.n_ctx = 512
+Scheduler(m, 4, lambda msg: None, lambda gid: False).close()  # the model is left as it was
+print("made")
+m.close()
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="RLIMIT_AS bounds memory on Linux only")
+def test_slots_whose_kv_cache_does_not_fit_are_a_load_error_that_says_what_to_lower(tiny_gguf):
+    path = _path(tiny_gguf)
+    proc = subprocess.run(
+        [sys.executable, "-c", _NO_MEMORY, str(path)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=Path(__file__).resolve().parents[2],
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    lines = proc.stdout.splitlines()
+    assert lines[-1] == "made", proc.stdout
+    refused = [line for line in lines if line.startswith("refused:")]
+    # the tiny model: 2 layers, 4 KV heads of 16, f16: 512 bytes a token
+    assert refused == [
+        "refused: Cannot load "
+        + str(path)
+        + ": llama.cpp could not make a context of 4 slots of 1,048,576 tokens each (a KV cache of "
+        "about 2.0 GiB for 4,194,304 tokens): lower the parallel requests (serve --parallel, Server > "
+        "Parallel requests) or the context length"
+    ], proc.stdout
+
+
+def test_slots_past_llama_cpp_limits_are_refused_before_anything_is_allocated(tiny_gguf):
+    m = load_model(_path(tiny_gguf), n_ctx=512, n_threads=1, isolate=False)
+    try:
+        with pytest.raises(ValueError, match=r"parallel must be 1 to 256 \(llama.cpp's limit\), got 257"):
+            Scheduler(m, 257, lambda msg: None, lambda gid: False)
+        # 256 slots of 16 M tokens: 2**32 tokens, which llama.cpp's 32-bit n_ctx would take as 0
+        m.n_ctx = 2**24
+        with pytest.raises(
+            ModelLoadError, match="could not make a context of 256 slots of 16,777,216 tokens"
+        ):
+            Scheduler(m, 256, lambda msg: None, lambda gid: False)
+    finally:
+        m.n_ctx = 512
         m.close()
