@@ -424,6 +424,11 @@ class EngineHost:
         item = self._models.get(_path_of(path))
         return item[0] if item is not None else None
 
+    def settings_of(self, path: Any) -> LoadSettings | None:
+        """What the loaded model at ``path`` was loaded with (None: it is not loaded)."""
+        item = self._models.get(_path_of(path))
+        return item[1] if item is not None else None
+
     def ensure(
         self,
         model: Any,

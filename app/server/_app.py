@@ -60,6 +60,7 @@ def _routes():
         Route("/api/tags", _ollama.tags, methods=["GET"]),
         Route("/api/show", _ollama.show, methods=["POST"]),
         Route("/api/version", _ollama.version, methods=["GET"]),
+        Route("/api/ps", _ollama.ps, methods=["GET"]),
         Route("/", _root, methods=["GET", "HEAD"]),
     ]
 

@@ -157,6 +157,23 @@ class IdleReaper:
             use.ttl, use.expiring = 0.0, True
         return self.sweep(wait=True)
 
+    def time_left(self, model: Any) -> float:
+        """Seconds until ``model`` is unloaded if no request comes (Ollama's ``/api/ps``
+        ``expires_at``): its time to live from now while a request uses it (the clock starts when
+        the last one ends), what is left of it once idle, :data:`FOREVER` for a model never
+        unloaded (the window's, or no time to live)."""
+        path = _path_of(model)
+        if path == self._held():
+            return FOREVER
+        with self._cond:
+            use = self._uses.get(path)
+            if use is None:
+                return self._limit(_Use())
+            limit = self._limit(use)
+            if use.active:
+                return limit
+            return max(0.0, use.last_used + limit - self.clock())
+
     # -- sweeping --------------------------------------------------------------------------------
 
     def sweep(self, *, wait: bool = False) -> list[Path]:

@@ -1,6 +1,7 @@
 """The Ollama API: ``/api/chat`` (tools; ``message.tool_calls`` with arguments as an object; NDJSON
 streaming, on by default as in Ollama; ``think``), ``/api/generate``, ``/api/tags``, ``/api/show``,
-``/api/version``. Ollama's tool results carry no call id: each answers the earliest call of the
+``/api/version``, ``/api/ps`` (the loaded models, and when each is unloaded if no request comes).
+Ollama's tool results carry no call id: each answers the earliest call of the
 turn before it that is still unanswered (by ``tool_name`` when given).
 
 ``keep_alive`` (a duration such as "5m", or seconds; 0 unloads the model after the request, a
@@ -11,7 +12,8 @@ request with nothing to generate (no messages, an empty prompt) only loads the m
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
+import math
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from app.server._common import (
@@ -42,7 +44,7 @@ if TYPE_CHECKING:
 
     from app.server._state import ServerState
 
-__all__ = ["chat", "generate", "show", "tags", "version"]
+__all__ = ["chat", "generate", "ps", "show", "tags", "version"]
 
 OLLAMA_VERSION = "0.9.0"  # the API level this server speaks
 _DONE = {"tool_calls": "stop"}  # the finish reasons Ollama names otherwise (TurnEnd.finish_in)
@@ -424,6 +426,56 @@ async def tags(request: Request):
             }
         )
     return json_response({"models": models})
+
+
+async def ps(request: Request):
+    """The loaded models, most recently used first, as Ollama's ``/api/ps`` lists them: ``size``
+    is the memory each takes (its file and its KV cache: ``n_ctx`` × slots), ``size_vram`` the part
+    of it on a GPU, ``expires_at`` when it is unloaded if no request comes (far in the future for
+    one kept loaded, as Ollama says it)."""
+    from starlette.concurrency import run_in_threadpool
+
+    state: ServerState = request.app.state.callisto
+    return json_response({"models": await run_in_threadpool(_running, state)})
+
+
+#: what Ollama adds to now for a model kept loaded (Go's longest duration: about 292 years)
+_KEPT = timedelta(microseconds=2**63 // 1000)
+
+
+def _running(state: ServerState) -> list[dict[str, Any]]:
+    from app.engine.models._gguf import kv_shape
+    from app.engine.models.estimate import kv_cache_bytes
+
+    now = datetime.now(UTC)
+    models = []
+    for path in reversed(state.host.loaded_paths):
+        model, settings = state.host.model(path), state.host.settings_of(path)
+        if model is None or settings is None:  # unloaded meanwhile
+            continue
+        entry = state.catalog.entry_for(path)
+        layers, kv_heads, head_dim = kv_shape(model.metadata.raw, model.metadata.architecture)
+        tokens = int(model.n_ctx) * int(getattr(model.backend, "parallel", 1) or 1)
+        size = entry.size
+        if layers and kv_heads and head_dim:
+            size += kv_cache_bytes(layers, tokens, kv_heads, head_dim, kv_type=settings.kv_type)
+        gpu = int(model.n_gpu_layers)  # -1: every layer
+        on_gpu = 1.0 if gpu < 0 else min(1.0, gpu / layers) if layers else float(gpu > 0)
+        left = state.reaper.time_left(path)
+        expires = now + (_KEPT if math.isinf(left) else timedelta(seconds=left))
+        models.append(
+            {
+                "name": entry.id,
+                "model": entry.id,
+                "size": size,
+                "digest": "",
+                "details": _details(entry),
+                "expires_at": expires.isoformat().replace("+00:00", "Z"),
+                "size_vram": int(size * on_gpu),
+                "context_length": int(model.n_ctx),
+            }
+        )
+    return models
 
 
 async def show(request: Request):

@@ -334,6 +334,41 @@ def test_unloading_a_model_in_use_waits_for_its_requests(server, models):
     assert server.reaper.wait_unloaded(path, timeout=60) and server.host.loaded_paths == []
 
 
+def test_ollama_ps_lists_the_loaded_models_and_when_each_is_unloaded(server, models, clock):
+    """``/api/ps`` (``ollama ps``, and what Open WebUI reads): the models loaded now, the latest
+    first, each with the memory it takes and the time it is unloaded at if no request comes."""
+    from datetime import UTC, datetime, timedelta
+
+    import ollama
+
+    from app.engine.models._gguf import kv_shape
+    from app.engine.models.estimate import kv_cache_bytes
+    from app.engine.models.metadata import read_metadata
+
+    client = ollama.Client(host=server.url, timeout=120)
+    assert client.ps().models == []
+    assert client.chat(model="loop-hermes", messages=USER, keep_alive="5m", options={"num_predict": 4}).done
+    clock.advance(100)  # idle for 100 of its 300 s
+    before = datetime.now(UTC)
+    (running,) = client.ps().models
+    after = datetime.now(UTC)
+    assert running.model == running.name == "loop-hermes" and running.context_length == 2048
+    assert before + timedelta(seconds=200) <= running.expires_at <= after + timedelta(seconds=200)
+    # the file and its KV cache: 2048 tokens of 1 slot, f16, of the model's shape
+    meta = read_metadata(models["loop-hermes"])
+    layers, kv_heads, head_dim = kv_shape(meta.raw, meta.architecture)
+    kv = kv_cache_bytes(layers, 2048, kv_heads, head_dim)
+    assert kv > 0 and running.size == models["loop-hermes"].stat().st_size + kv and running.size_vram == 0
+    assert running.details.format == "gguf"
+
+    assert client.chat(model="call-mistral", messages=USER, keep_alive=-1, options={"num_predict": 4}).done
+    kept, first = client.ps().models
+    assert (kept.name, first.name) == ("call-mistral", "loop-hermes")  # the latest first
+    assert kept.expires_at.year > 2200  # kept loaded: far in the future, as Ollama says it
+    client.generate(model="loop-hermes", keep_alive=0)  # unloaded: gone from the list
+    assert [m.name for m in client.ps().models] == ["call-mistral"]
+
+
 # -- bad values -----------------------------------------------------------------------------------
 
 
