@@ -261,9 +261,10 @@ class EngineHost:
             return [j.owner for j in self._jobs if j is not None]
 
     def submit(self, job: Job, *, bounded: bool = True) -> None:
-        """Queue ``job``; :class:`EngineBusy` when ``bounded`` and ``queue_size`` jobs already wait."""
+        """Queue ``job``; :class:`EngineBusy` when ``bounded`` and ``queue_size`` jobs already wait
+        (the head job waiting for a slot, or for the slots to end, is one of them)."""
         with self._cond:
-            waiting = sum(1 for j in self._jobs if j is not None)
+            waiting = sum(1 for j in self._jobs if j is not None) + (self._head_waits is not None)
             if bounded and waiting >= self.queue_size:
                 retry = max(1, int(self.avg_job_s * (waiting + 1) + 0.999))
                 raise EngineBusy(waiting, retry)

@@ -111,15 +111,13 @@ def test_a_job_past_every_slot_and_a_full_queue_is_refused(tiny_gguf, host_for):
         host.submit(h.job(path))
         assert h.first.wait(WAIT)  # (the first one's load holds the host meanwhile)
     third = Holder("third", release)
-    host.submit(third.job(path))  # the host takes it and waits for a slot
-    assert _until(lambda: host.pending == 0)
-    fourth = Holder("fourth", release)
-    host.submit(fourth.job(path))  # waits in the queue: the queue is full
-    with pytest.raises(EngineBusy):
-        host.submit(Holder("fifth", release).job(path))
+    host.submit(third.job(path))  # the host takes it: it waits for a slot, at the head of the queue
+    assert _until(lambda: host.pending == 0 and host.wait_of(None).running_waits == "slot")
+    with pytest.raises(EngineBusy):  # 2 slots busy and 1 job waiting: the queue of 1 is full
+        host.submit(Holder("fourth", release).job(path))
     assert not third.first.is_set()  # every slot is taken
     release.set()
-    for h in (*running, third, fourth):
+    for h in (*running, third):
         assert h.done.wait(WAIT) and h.error is None and h.result is not None
 
 

@@ -158,7 +158,7 @@ def test_four_concurrent_streams_are_batched_and_equal_their_greedy_replies(serv
 
 
 def test_a_request_past_every_slot_and_a_full_queue_gets_429(serve, model_path):
-    server = serve(2, queue_size=1)
+    server = serve(2, queue_size=2)
     client = _client(server)
     model = model_path.stem
     held = [_held_slot(server, model_path) for _ in range(2)]
@@ -170,10 +170,10 @@ def test_a_request_past_every_slot_and_a_full_queue_gets_429(serve, model_path):
         answers[i] = _ask(client, model, PROMPTS[i], 4)
 
     waiting = [threading.Thread(target=ask, args=(0,), daemon=True)]
-    waiting[0].start()  # the host takes it and waits for a slot
-    assert _until(lambda: server.host.pending == 0 and server.host.running_owner == "server")
+    waiting[0].start()  # the host takes it: it waits for a slot at the head of the queue (1 of 2)
+    assert _until(lambda: server.host.pending == 0 and server.host.wait_of(None).running_waits == "slot")
     waiting.append(threading.Thread(target=ask, args=(1,), daemon=True))
-    waiting[1].start()  # waits in the queue: now full
+    waiting[1].start()  # waits behind it: the queue is full (2 slots and 2 waiting)
     assert _until(lambda: server.host.pending == 1)
     with pytest.raises(openai.RateLimitError):
         _ask(client, model, PROMPTS[2], 4)
