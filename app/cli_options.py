@@ -69,7 +69,8 @@ def add_draft_options(parser: argparse.ArgumentParser) -> None:
 
 def draft_options(args: argparse.Namespace) -> tuple[dict[str, Any], str | None]:
     """(``ngram_draft`` and ``draft_model`` for ``LoadSettings``, the problem with them or None):
-    the draft model must be a regular, readable .gguf file (its absolute path is passed on)."""
+    the draft model must be a regular, readable .gguf file whose metadata reads (its absolute path
+    is passed on)."""
     from app.storage.settings import draft_model_problem
 
     path, ngram = args.draft_model, args.ngram_draft != "off"
@@ -78,4 +79,10 @@ def draft_options(args: argparse.Namespace) -> tuple[dict[str, Any], str | None]
     problem = draft_model_problem(path)
     if problem is not None:
         return {}, f"--draft-model: {problem}"
+    from app.engine.models.metadata import GGUFMetadataError, read_metadata
+
+    try:  # a file that begins as a GGUF and is not one would fail every load, not the start
+        read_metadata(Path(path).expanduser())
+    except GGUFMetadataError as exc:
+        return {}, f"--draft-model: the draft model {path} cannot be read: {exc.problem}"
     return {"ngram_draft": ngram, "draft_model": str(Path(path).expanduser().resolve())}, None

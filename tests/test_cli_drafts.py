@@ -69,6 +69,11 @@ def test_chat_loads_with_the_draft_options(tiny_gguf, loads, capsys, monkeypatch
         (lambda d: (d / "folder.gguf").mkdir() or d / "folder.gguf", "not a regular file"),
         (lambda d: (d / "text.gguf").write_text("hello") and d / "text.gguf", "not a GGUF file"),
         (lambda d: (d / "model.bin").write_bytes(b"GGUF") and d / "model.bin", "is not a .gguf file"),
+        # begins as a GGUF and is not one: it would fail every load (serve: every request) otherwise
+        (
+            lambda d: (d / "bad.gguf").write_bytes(b"GGUF" + bytes(range(256)) * 8) and d / "bad.gguf",
+            "cannot be read",
+        ),
     ],
 )
 def test_a_bad_draft_model_is_one_line_before_anything_loads(tmp_path, loads, capsys, make, why):
