@@ -47,7 +47,20 @@ def add_load_options(parser: argparse.ArgumentParser) -> None:
     """How a local GGUF is loaded: its context length, the layers on the GPU, the CPU threads."""
     parser.add_argument("--n-ctx", type=at_least(1), default=4096, help="context length (rounded to 256)")
     parser.add_argument("--gpu-layers", type=at_least(-1), default=0, help="layers on the GPU (-1: all)")
-    parser.add_argument("--threads", type=at_least(1), default=None, help="CPU threads (default: automatic)")
+    parser.add_argument(
+        "--threads",
+        type=_threads,
+        default=None,
+        help="CPU threads (default, or -1 as llama.cpp takes it: automatic)",
+    )
+
+
+def _threads(value: str) -> int | None:
+    """``--threads``: 1 or more, or -1 (llama.cpp's word for automatic: None here)."""
+    number = at_least(-1)(value)
+    if number == 0:
+        raise argparse.ArgumentTypeError("must be 1 or more (or -1: automatic), got 0")
+    return None if number == -1 else number
 
 
 def add_draft_options(parser: argparse.ArgumentParser) -> None:

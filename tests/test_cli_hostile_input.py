@@ -145,7 +145,8 @@ def test_h17_inspect_warns_when_the_template_never_renders(tmp_path):
         ("serve", "--parallel", "257", "--parallel must be 1 to 256"),
         ("serve", "--n-ctx", "0", "argument --n-ctx: must be 1 or more, got 0"),
         ("serve", "--n-ctx", "-256", "argument --n-ctx: must be 1 or more, got -256"),
-        ("serve", "--threads", "0", "argument --threads: must be 1 or more, got 0"),
+        ("serve", "--threads", "0", "argument --threads: must be 1 or more (or -1: automatic), got 0"),
+        ("serve", "--threads", "-2", "argument --threads: must be -1 or more, got -2"),
         ("serve", "--gpu-layers", "-2", "argument --gpu-layers: must be -1 or more, got -2"),
         ("chat", "--n-ctx", "0", "argument --n-ctx: must be 1 or more, got 0"),
         ("check", "--threads", "x", "argument --threads: not a whole number: 'x'"),
@@ -160,3 +161,12 @@ def test_a_load_option_no_model_can_take_is_refused_before_anything_starts(
     proc = run_cli(command, *args, *(["hi"] if command == "chat" else []), timeout=60)
     assert proc.returncode == 2, proc.stderr
     assert words in proc.stderr.strip().splitlines()[-1], proc.stderr
+
+
+def test_threads_minus_one_is_automatic_as_llama_cpp_reads_it():
+    from app.cli import build_parser
+
+    parse = build_parser().parse_args
+    assert parse(["serve", "--threads", "-1"]).threads is None  # automatic, as when it is left out
+    assert parse(["serve"]).threads is None
+    assert parse(["chat", "--model", "m.gguf", "--threads", "3", "hi"]).threads == 3
