@@ -14,7 +14,8 @@ neither starts nor stops it; without one it runs an engine of its own (``python 
 
 Endpoints: ``/v1/chat/completions``, ``/v1/completions``, ``/v1/models`` (OpenAI),
 ``/v1/messages``, ``/v1/messages/count_tokens`` (Anthropic), ``/api/chat``, ``/api/generate``,
-``/api/tags``, ``/api/show``, ``/api/version`` (Ollama). Every generation runs on the engine host's one thread
+``/api/tags``, ``/api/show``, ``/api/version``, ``/api/ps`` (Ollama), ``/v1/models/load``,
+``/v1/models/unload`` (load options; also under ``/api/v1/models/`` for LM Studio's clients). Every generation runs on the engine host's one thread
 behind a bounded queue; calls are parsed and returned, never run (the client runs its tools).
 Names load lazily: ``import app.server`` imports neither Starlette nor llama.cpp.
 

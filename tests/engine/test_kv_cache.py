@@ -99,6 +99,20 @@ def test_a_quantized_kv_cache_needs_flash_attention(tiny_gguf):
         m.close()
 
 
+def test_a_quantized_kv_cache_on_heads_its_blocks_do_not_divide_is_refused_with_why(tiny_gguf):
+    """llama.cpp's context fails with no word of why (its log says it) when a head's size is not
+    a multiple of the quantized blocks' 32 values (phi-2's 80, the default tiny model's 16)."""
+    path = tiny_gguf()  # 64 values over 4 heads: 16 a head
+    for kv in ("q8_0", "q4_0"):
+        with pytest.raises(
+            ModelLoadError,
+            match=f"a {kv} KV cache stores a head in blocks of 32 values and "
+            "this model's heads are 16 values long: load it with an f16 KV cache",
+        ):
+            load_model(path, n_ctx=512, n_threads=1, isolate=False, kv_type=kv)
+    load_model(path, n_ctx=512, n_threads=1, isolate=False).close()  # f16 loads
+
+
 def test_the_engine_process_loads_with_the_kv_type(tiny_gguf):
     """The options cross to the engine process (LoadSettings, as the host and the window pass them)."""
     path = tiny_gguf(embedding_length=128, head_count=4)

@@ -1,0 +1,173 @@
+"""Load options over the API (issue 31: the KV cache type and flash attention "per model ... /v1
+load options"): ``POST /v1/models/load`` loads a model with the context, KV cache type, flash
+attention, slots and GPU layers a client asks for, and ``/v1/models/unload`` unloads it; LM
+Studio's clients find both under ``/api/v1/``. Real servers on free loopback ports, scripted
+GGUFs, real engine processes (the KV cache type is read from llama.cpp's own load log)."""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.server.test_idle_ttl import USER, FakeClock, _loaded, _sweep_goes, _sweep_stays
+from tests.ui.scripted_gguf import CHATML, streaming_script, write_scripted_gguf
+
+pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="reads the engine's log by path")
+
+
+@pytest.fixture
+def models(family_models, tmp_path) -> dict[str, Path]:
+    # heads of 32 values (128 over 4): llama.cpp's quantized KV blocks hold 32
+    wide = write_scripted_gguf(
+        tmp_path / "wide.gguf",
+        chat_template=CHATML,
+        script=streaming_script(),
+        default_next="a",
+        embedding_length=128,
+    )
+    return {"wide": wide, "loop-hermes": family_models["loop"], "call-mistral": family_models["mistral"]}
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture
+def server(models, clock) -> Iterator[object]:
+    from app.server import ApiServer, ServerConfig
+
+    config = ServerConfig(
+        port=0,
+        models=[str(p) for p in models.values()],
+        use_library=False,
+        n_ctx=2048,
+        n_threads=1,
+        parallel=1,
+        max_loaded=2,
+        idle_sweep_s=0,  # the tests sweep by hand
+    )
+    server = ApiServer(config, clock=clock)
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def _load(server, path: str = "/v1/models/load", **body) -> httpx.Response:
+    return httpx.post(server.url + path, json=body, timeout=120)
+
+
+def _engine_pid(server, name: str) -> int:
+    (path,) = [p for p in server.host.loaded_paths if p.stem == name]
+    return server.host.model(path).engine.pid
+
+
+def _kv_types_in_log(server, name: str) -> set[str]:
+    """The KV cache types llama.cpp's load log names for the model's engine ("K (q8_0)")."""
+    (path,) = [p for p in server.host.loaded_paths if p.stem == name]
+    log = Path(server.host.model(path).engine._stderr_path).read_text(errors="replace")
+    return set(re.findall(r"K \((\w+)\)", log))
+
+
+def test_a_load_with_options_loads_the_model_with_them_and_keeps_it(server):
+    r = _load(server, model="wide", context_length=1024, kv_cache_type="q8_0", parallel=2)
+    assert r.status_code == 200, r.text
+    answer = r.json()
+    assert answer["instance_id"] == "wide" and answer["status"] == "loaded"
+    assert answer["load_config"] == {
+        "context_length": 1024,
+        "kv_cache_type": "q8_0",
+        "flash_attention": True,
+        "parallel": 2,
+        "gpu_layers": 0,
+    }
+    assert _kv_types_in_log(server, "wide") == {"q8_0"}  # what llama.cpp made, not what we asked
+    pid = _engine_pid(server, "wide")
+    card = httpx.get(server.url + "/v1/models", timeout=30).json()
+    (entry,) = [m for m in card["data"] if m["id"] == "wide"]
+    assert entry["callisto"]["n_ctx"] == 1024 and entry["callisto"]["parallel"] == 2
+
+    # the same options again, none at all, and a request: the model stays as it was loaded
+    assert (
+        _load(server, model="wide", context_length=1024, kv_cache_type="q8_0", parallel=2).status_code == 200
+    )
+    assert _load(server, model="wide").json()["load_config"]["kv_cache_type"] == "q8_0"
+    body = {"model": "wide", "messages": USER, "max_tokens": 4}
+    assert httpx.post(server.url + "/v1/chat/completions", json=body, timeout=120).status_code == 200
+    assert _engine_pid(server, "wide") == pid
+
+    # other options: loaded again with them
+    r = _load(server, model="wide", kv_cache_type="f16", flash_attention=False)
+    assert r.status_code == 200 and r.json()["load_config"]["flash_attention"] is False
+    assert _engine_pid(server, "wide") != pid and _kv_types_in_log(server, "wide") == {"f16"}
+    assert r.json()["load_config"]["context_length"] == 2048  # the server's, where the load gives none
+
+
+def test_lm_studio_paths_and_names(server):
+    r = _load(
+        server,
+        "/api/v1/models/load",
+        model="call-mistral",
+        context_length=512,
+        echo_load_config=True,
+        eval_batch_size=64,
+    )
+    assert r.status_code == 200, r.text
+    answer = r.json()
+    assert answer["type"] == "llm" and answer["instance_id"] == "call-mistral"
+    assert answer["load_config"]["context_length"] == 512
+    assert answer["ignored"] == ["eval_batch_size"]  # LM Studio's; nothing here to set with it
+    assert "load_config" not in _load(server, "/api/v1/models/load", model="call-mistral").json()  # not asked
+    r = httpx.post(server.url + "/api/v1/models/unload", json={"instance_id": "call-mistral"}, timeout=60)
+    assert r.status_code == 200 and r.json() == {"instance_id": "call-mistral"}
+    assert _loaded(server) == set()
+    r = httpx.post(server.url + "/api/v1/models/unload", json={"instance_id": "call-mistral"}, timeout=60)
+    assert r.status_code == 404 and "not loaded" in r.json()["error"]["message"]  # an object, as LM Studio's
+
+
+def test_a_kv_cache_type_the_model_cannot_take_is_a_load_error_that_says_why(server):
+    r = _load(server, model="loop-hermes", kv_cache_type="q4_0")  # heads of 16 values
+    assert r.status_code == 500 and r.json()["error"]["code"] == "model_load_failed"
+    assert "heads are 16 values long: load it with an f16 KV cache" in r.json()["error"]["message"]
+    assert server.host.loaded_paths == []
+
+
+def test_a_load_ttl_unloads_the_model_once_idle_past_it(server, clock):
+    assert _load(server, model="loop-hermes", ttl=30).status_code == 200
+    _sweep_stays(server, clock, 29, "loop-hermes")
+    _sweep_goes(server, clock, 1, "loop-hermes")
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"kv_cache_type": "q5_1"}, "kv_cache_type"),
+        ({"kv_cache_type": "q4_0", "flash_attention": False}, "flash_attention"),
+        ({"context_length": 0}, "context_length"),
+        ({"context_length": "4096"}, "context_length"),
+        ({"parallel": 257}, "parallel"),
+        ({"gpu_layers": -2}, "gpu_layers"),
+        ({"flash_attention": "yes"}, "flash_attention"),
+        ({"ttl": -1}, "ttl"),
+        ({"n_ctx": 4096}, "n_ctx"),  # not a load option: named, with the ones there are
+    ],
+)
+def test_a_bad_load_option_is_a_400_naming_it_and_loads_nothing(server, body, field):
+    r = _load(server, model="loop-hermes", **body)
+    assert r.status_code == 400, r.text
+    error = r.json()["error"]
+    assert error["param"] == field and field in error["message"]
+    assert server.host.loaded_paths == []
+
+
+def test_loading_an_unknown_model_is_a_404_that_lists_the_names(server):
+    r = _load(server, model="no-such")
+    assert r.status_code == 404 and "loop-hermes" in r.text
+    assert server.host.loaded_paths == []
