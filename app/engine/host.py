@@ -425,6 +425,14 @@ class EngineHost:
         item = self._models.get(_path_of(path))
         return item[0] if item is not None else None
 
+    def loaded_as(self, path: Any, settings: LoadSettings | None = None) -> bool:
+        """Whether the model at ``path`` is loaded, and alive, with ``settings`` as a load now would
+        use them (None: with any): what a job for it would then find without a load."""
+        item = self._models.get(_path_of(path))
+        if item is None or item[0].crash is not None:
+            return False
+        return settings is None or item[1] == self._effective(settings)
+
     def settings_of(self, path: Any) -> LoadSettings | None:
         """What the loaded model at ``path`` was loaded with (None: it is not loaded)."""
         item = self._models.get(_path_of(path))

@@ -100,9 +100,6 @@ async def load(request: Request):
     """Load a model with the options the body gives; answer when it is loaded (or why it is not)."""
     from starlette.concurrency import run_in_threadpool
 
-    from app.engine.host import Job
-    from app.server._engine import as_api_error, submit_job
-
     state, body = await request_body(request)
     name = check_str(body.get("model"), "model")
     ttl = parse_ttl(body.get("ttl"))
@@ -111,10 +108,40 @@ async def load(request: Request):
     request.scope.setdefault("callisto.log", {})["model"] = entry.id
     # no options: the model as it is loaded (or with the server's settings); options: exactly those
     settings, exact = _settings(body, state.settings_for(entry))
-    done = threading.Event()
-    out: list[Any] = []
     path = state.reaper.begin(entry)  # in use until it is loaded: no sweep unloads it meanwhile
     started = time.monotonic()
+    try:
+        host = state.host
+        model, effective = host.model(entry.path), host.settings_of(entry.path)
+        if model is None or effective is None or not host.loaded_as(entry.path, settings if exact else None):
+            # a job on the engine's queue loads it (after the requests on a model it replaces)
+            model, effective = await _load_job(state, entry, settings, exact)
+    finally:
+        state.reaper.end(path, ttl)
+    answer: dict[str, Any] = {
+        "type": "vlm" if getattr(model, "vision", False) else "llm",
+        "instance_id": entry.id,
+        "load_time_seconds": round(time.monotonic() - started, 3),
+        "status": "loaded",
+    }
+    if echo or request.url.path.startswith("/v1/"):
+        answer["load_config"] = _config(model, effective)
+    ignored = [k for k in _IGNORED if body.get(k) is not None]
+    if ignored:
+        answer["ignored"] = ignored
+    return json_response(answer)
+
+
+async def _load_job(state: Any, entry: Any, settings: LoadSettings, exact: bool) -> tuple[Any, Any]:
+    """Load ``entry`` with ``settings`` (``exact``: reload it if it is loaded otherwise) by a job
+    on the engine's queue; (the model, what it was loaded with), or the load's error."""
+    from starlette.concurrency import run_in_threadpool
+
+    from app.engine.host import Job
+    from app.server._engine import as_api_error, submit_job
+
+    done = threading.Event()
+    out: list[Any] = []
 
     def run(host: Any, model: Any) -> None:
         out.append((model, host.settings_of(entry.path)))
@@ -124,28 +151,13 @@ async def load(request: Request):
         out.append(err)
         done.set()
 
-    job = Job(run=run, model=entry, owner="server", settings=settings, exact=exact, on_error=failed)
-    try:
-        submit_job(state.host, job)
-        await run_in_threadpool(done.wait)
-    finally:
-        state.reaper.end(path, ttl)
-    result = out[0]
-    if isinstance(result, BaseException):
-        raise as_api_error(result)
-    model, effective = result
-    answer: dict[str, Any] = {
-        "type": "vlm" if getattr(model, "vision", False) else "llm",
-        "instance_id": entry.id,
-        "load_time_seconds": round(time.monotonic() - started, 3),
-        "status": "loaded",
-    }
-    if echo or request.url.path.startswith("/v1/"):
-        answer["load_config"] = _config(model, effective or settings)
-    ignored = [k for k in _IGNORED if body.get(k) is not None]
-    if ignored:
-        answer["ignored"] = ignored
-    return json_response(answer)
+    submit_job(
+        state.host, Job(run=run, model=entry, owner="server", settings=settings, exact=exact, on_error=failed)
+    )
+    await run_in_threadpool(done.wait)
+    if isinstance(out[0], BaseException):
+        raise as_api_error(out[0])
+    return out[0]
 
 
 async def unload(request: Request):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -108,6 +109,32 @@ def test_a_load_with_options_loads_the_model_with_them_and_keeps_it(server):
     assert r.status_code == 200 and r.json()["load_config"]["flash_attention"] is False
     assert _engine_pid(server, "wide") != pid and _kv_types_in_log(server, "wide") == {"f16"}
     assert r.json()["load_config"]["context_length"] == 2048  # the server's, where the load gives none
+
+
+def test_a_load_of_a_model_loaded_so_answers_at_once_beside_its_running_requests(server, models):
+    """A load that changes nothing does not queue behind the requests running on the model's
+    slots (before, every load waited for them to end: a load replaces the model under them)."""
+    from app.engine.host import Job
+
+    options = {"model": "wide", "kv_cache_type": "q8_0", "parallel": 2}
+    assert _load(server, **options).status_code == 200
+    pid = _engine_pid(server, "wide")
+    release, started = threading.Event(), threading.Event()
+
+    def hold(_host, _model) -> None:  # a request that runs on a slot until the test lets it end
+        started.set()
+        release.wait(120)
+
+    server.host.submit(Job(run=hold, model=models["wide"], owner="server", batchable=True), bounded=False)
+    try:
+        assert started.wait(120) and server.host.slots_busy == 1
+        for again in (options, {"model": "wide"}):
+            answer = _load(server, **again)
+            assert answer.status_code == 200 and answer.json()["load_config"]["kv_cache_type"] == "q8_0"
+        assert server.host.slots_busy == 1 and not release.is_set()  # answered beside it
+    finally:
+        release.set()
+    assert _engine_pid(server, "wide") == pid
 
 
 def test_lm_studio_paths_and_names(server):
