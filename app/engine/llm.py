@@ -60,6 +60,7 @@ __all__ = [
     "LoadedModel",
     "load_model",
     "load_model_inline",
+    "round_context",
 ]
 
 FALLBACK_TEMPLATE = (
@@ -219,7 +220,9 @@ class LoadedModel:
         self._finalizer()
 
 
-def _round_ctx(n_ctx: int, train_ctx: int | None) -> int:
+def round_context(n_ctx: int, train_ctx: int | None) -> int:
+    """The context a load of ``n_ctx`` tokens gets: a multiple of 256, at most the model's training
+    context ``train_ctx`` (where it says one), at least 256."""
     if n_ctx <= 0:
         raise ValueError(f"context length must be positive, got {n_ctx}")
     n = -(-n_ctx // 256) * 256
@@ -284,7 +287,7 @@ def load_model(
             "rename the file (or its folder) and load it again",
         ) from None
     try:
-        ctx = _round_ctx(int(n_ctx), meta.context_length)
+        ctx = round_context(int(n_ctx), meta.context_length)
     except (TypeError, ValueError) as exc:
         raise ModelLoadError(p, str(exc)) from exc
     if n_threads is None:

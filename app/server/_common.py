@@ -478,6 +478,7 @@ class Turn:
         entry = await run_in_threadpool(state.catalog.resolve, self.req.model, state.loaded_entry())
         self.model_id = entry.id
         ended = _Once(state.reaper.end, state.reaper.begin(entry), self.req.idle_ttl)  # in use until it ends
+        settings, exact = state.settings_for_context(entry, self.req.n_ctx)
 
         def run(_host: Any, model: Any) -> None:
             try:
@@ -496,7 +497,8 @@ class Turn:
             cancel=self.cancel,
             on_error=failed,
             owner="server",
-            settings=state.settings_for(entry),
+            settings=settings,
+            exact=exact,  # loaded again for a context it needs (Ollama's num_ctx)
             batchable=True,  # on a model with slots, it streams beside the others
         )
         try:

@@ -87,6 +87,9 @@ class TurnRequest:
     #: how long the model stays loaded once idle after this request, in seconds (keep_alive / ttl:
     #: 0 unloads it right after, ``app.server._idle.FOREVER`` keeps it; None: the server's default)
     idle_ttl: float | None = None
+    #: the context the request needs (Ollama's ``options.num_ctx``): a model loaded with less is
+    #: loaded again with it, one not loaded yet is loaded with at least it; None: as it is
+    n_ctx: int | None = None
 
     @property
     def max_calls(self) -> int:

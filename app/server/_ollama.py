@@ -4,10 +4,11 @@ streaming, on by default as in Ollama; ``think``), ``/api/generate``, ``/api/tag
 Ollama's tool results carry no call id: each answers the earliest call of the
 turn before it that is still unanswered (by ``tool_name`` when given).
 
-``keep_alive`` (a duration such as "5m", or seconds; 0 unloads the model after the request, a
-negative value keeps it: ``app.server._idle``) sets how long the model stays loaded once idle; a
-request with nothing to generate (no messages, an empty prompt) only loads the model, or with
-``keep_alive`` 0 unloads it."""
+``options.num_ctx`` is the context a request needs: a model loaded with less is loaded again with
+it (never with less than it has). ``keep_alive`` (a duration such as "5m", or seconds; 0 unloads
+the model after the request, a negative value keeps it: ``app.server._idle``) sets how long the
+model stays loaded once idle; a request with nothing to generate (no messages, an empty prompt)
+only loads the model, or with ``keep_alive`` 0 unloads it."""
 
 from __future__ import annotations
 
@@ -76,6 +77,15 @@ def _options(body: dict[str, Any], state: ServerState) -> tuple[dict[str, Any], 
     n = check_int(opts.get("num_predict"), "options.num_predict", lo=-2, hi=limit)
     max_tokens = state.config.default_max_tokens if n is None or n < 0 else max(1, n)
     return sampling, min(max_tokens, limit), check_stop(opts.get("stop"), "options.stop")
+
+
+def _num_ctx(body: dict[str, Any]) -> int | None:
+    """``options.num_ctx``: the context the request needs (a model loaded with less is loaded
+    again with it: ``TurnRequest.n_ctx``)."""
+    opts = body.get("options") or {}
+    if not isinstance(opts, dict):
+        raise ApiError(400, f"options must be an object, got {type_name(opts)}")
+    return check_int(opts.get("num_ctx"), "options.num_ctx", lo=1, hi=2**24)
 
 
 def _format(value: Any) -> dict[str, Any] | None:
@@ -223,7 +233,7 @@ async def _load_or_unload(
         await run_in_threadpool(state.reaper.expire, entry)
         model_id, reason = entry.id, "unload"
     else:
-        turn = Turn(state, TurnRequest(model=name, idle_ttl=keep))
+        turn = Turn(state, TurnRequest(model=name, idle_ttl=keep, n_ctx=_num_ctx(body)))
         await turn.submit_fn(lambda _model: ("end", None))
         await turn.first(request)  # loaded, or the load's error
         model_id, reason = turn.model_id, "load"
@@ -261,6 +271,7 @@ async def chat(request: Request):
         think=bool(think) if think is not None else None,
         thinking=_thinking(think),
         idle_ttl=keep,
+        n_ctx=_num_ctx(body),
     )
     stream = check_bool(body.get("stream"), "stream", True)
     turn = await queue_turn(state, req)
@@ -332,7 +343,13 @@ async def generate(request: Request):
                 "images", "cannot be sent with raw: a raw prompt has no place for them (leave raw out)"
             )
         req = TurnRequest(
-            model=model, raw_prompt=prompt, max_tokens=max_tokens, sampling=sampling, stop=stop, idle_ttl=keep
+            model=model,
+            raw_prompt=prompt,
+            max_tokens=max_tokens,
+            sampling=sampling,
+            stop=stop,
+            idle_ttl=keep,
+            n_ctx=_num_ctx(body),
         )
     else:
         if not prompt and not images:
@@ -349,6 +366,7 @@ async def generate(request: Request):
             stop=stop,
             response_format=_format(body.get("format")),
             idle_ttl=keep,
+            n_ctx=_num_ctx(body),
         )
     stream = check_bool(body.get("stream"), "stream", True)
     turn = await queue_turn(state, req)

@@ -105,6 +105,24 @@ class ServerState:
             return self.load_settings
         return replace(self.load_settings, mmproj=entry.mmproj)
 
+    def settings_for_context(self, entry: ModelEntry, n_ctx: int | None) -> tuple[LoadSettings, bool]:
+        """(settings, exact) of a job on ``entry`` for a request that needs ``n_ctx`` tokens of
+        context (Ollama's ``num_ctx``; None: any). A model not loaded is loaded with at least
+        ``n_ctx``; one loaded with less than it (and less than its training context, which a load
+        never passes) is loaded again with it and otherwise as it was (``exact``). A context never
+        shrinks for a request: a client that sends a small one does not reload a model for it."""
+        from app.engine.llm import round_context
+
+        base = self.settings_for(entry)
+        if not n_ctx:
+            return base, False
+        model, loaded_with = self.host.model(entry.path), self.host.settings_of(entry.path)
+        if model is None or loaded_with is None:
+            return replace(base, n_ctx=max(int(base.n_ctx), n_ctx)), False
+        if int(model.n_ctx) >= round_context(n_ctx, model.metadata.context_length):
+            return base, False
+        return replace(loaded_with, n_ctx=n_ctx), True
+
     def has_vision(self, entry: ModelEntry) -> bool:
         """Whether ``entry``'s model reads images: a loaded model says (a projector loaded beside
         it); another has one when it would be loaded with one (chosen in the library, or an

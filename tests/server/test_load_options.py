@@ -198,3 +198,35 @@ def test_loading_an_unknown_model_is_a_404_that_lists_the_names(server):
     r = _load(server, model="no-such")
     assert r.status_code == 404 and "loop-hermes" in r.text
     assert server.host.loaded_paths == []
+
+
+def test_ollama_num_ctx_loads_the_model_with_the_context_the_request_needs(server, models):
+    """Ollama's clients set the context per request (``options.num_ctx``): a model loaded with less
+    is loaded again with it; a smaller one never shrinks it (no reload for it), and one past the
+    model's training context gets that context once, not a reload each time."""
+    import ollama
+
+    client = ollama.Client(host=server.url, timeout=120)
+
+    def chat(num_ctx):
+        reply = client.chat(
+            model="loop-hermes", messages=USER, options={"num_predict": 4, "num_ctx": num_ctx}
+        )
+        assert reply.done
+        (running,) = client.ps().models
+        return running.context_length, _engine_pid(server, "loop-hermes")
+
+    ctx, pid = chat(3000)  # not loaded: loaded with it (rounded to 256), not the server's 2048
+    assert ctx == 3072
+    assert chat(1000) == (3072, pid)  # less: kept as it is
+    ctx, pid2 = chat(3500)  # more: loaded again with it
+    assert ctx == 3584 and pid2 != pid
+    ctx, pid3 = chat(100_000)  # past the model's 4096 of training: 4096, once
+    assert ctx == 4096 and pid3 != pid2
+    assert chat(100_000) == (4096, pid3)
+    r = httpx.post(
+        server.url + "/api/chat",
+        json={"model": "loop-hermes", "messages": USER, "stream": False, "options": {"num_ctx": 0}},
+        timeout=60,
+    )
+    assert r.status_code == 400 and "options.num_ctx" in r.text
