@@ -331,7 +331,10 @@ def load_model_inline(**args: Any) -> LoadedModel:
     arguments are :meth:`InProcessBackend.load`'s (one signature for both)."""
     from app.engine.inprocess import InProcessBackend
 
-    backend = InProcessBackend.load(**{**args, "path": str(args["path"])})
+    try:
+        backend = InProcessBackend.load(**{**args, "path": str(args["path"])})
+    except ModelLoadError as exc:
+        raise _why_no_context(exc, args) from exc
     return _loaded(
         Path(args["path"]),
         args["meta"],
@@ -341,6 +344,22 @@ def load_model_inline(**args: Any) -> LoadedModel:
         n_gpu_layers=backend.n_gpu_layers,
         eog_ids=backend.eog_ids,
         projector_path=backend.projector_path,
+    )
+
+
+def _why_no_context(exc: ModelLoadError, args: dict[str, Any]) -> ModelLoadError:
+    """``exc``, with the KV cache the context would have held where llama.cpp refused to make the
+    context with no word of why (its usual cause: that much memory is not there)."""
+    from app.engine.models.estimate import describe_kv_cache
+
+    if "llama_context" not in exc.problem:
+        return exc
+    meta = args["meta"]
+    kv = describe_kv_cache(meta.raw, meta.architecture, int(args["n_ctx"]), args.get("kv_type") or "f16")
+    if kv is None:
+        return exc
+    return ModelLoadError(
+        exc.path, f"{exc.problem}: {kv} may not fit in this machine's memory; lower the context length"
     )
 
 

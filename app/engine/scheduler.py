@@ -650,17 +650,14 @@ def _no_context(model: LoadedModel, n_slots: int, type_k: int) -> str:
     far as one can tell: llama.cpp says only that it failed, and the usual cause is the memory of
     a KV cache that grows with both (``type_k``: its GGML type)."""
     from app.engine.inprocess import GGML_KV_TYPES
-    from app.engine.models._gguf import kv_shape
-    from app.engine.models.estimate import kv_cache_bytes
+    from app.engine.models.estimate import describe_kv_cache
 
     n_ctx = int(model.n_ctx)
-    total = n_ctx * n_slots
     text = f"llama.cpp could not make a context of {n_slots} slots of {n_ctx:,} tokens each"
-    layers, kv_heads, head_dim = kv_shape(model.metadata.raw, model.metadata.architecture)
-    if layers and kv_heads and head_dim:
-        kv_type = next((name for name, t in GGML_KV_TYPES.items() if t == type_k), "f16")
-        size = kv_cache_bytes(layers, total, kv_heads, head_dim, kv_type=kv_type)
-        text += f" (a KV cache of about {size / 1024**3:,.1f} GiB for {total:,} tokens)"
+    kv_type = next((name for name, t in GGML_KV_TYPES.items() if t == type_k), "f16")
+    kv = describe_kv_cache(model.metadata.raw, model.metadata.architecture, n_ctx * n_slots, kv_type)
+    if kv is not None:
+        text += f" ({kv})"
     return (
         text
         + ": lower the parallel requests (serve --parallel, Server > Parallel requests) or the context length"

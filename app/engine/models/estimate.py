@@ -27,6 +27,7 @@ __all__ = [
     "MemoryEstimate",
     "bits_per_weight",
     "classify",
+    "describe_kv_cache",
     "estimate_memory",
     "estimate_remote",
     "kv_cache_bytes",
@@ -168,6 +169,19 @@ def kv_cache_bytes(
     """Size of a K+V cache of ``kv_type`` (f16, q8_0, q4_0) for ``n_ctx`` tokens."""
     per = bytes_per_elem if bytes_per_elem is not None else _kv_bytes_per_element(kv_type)
     return int(2 * n_layers * n_ctx * n_kv_heads * head_dim * per)
+
+
+def describe_kv_cache(raw: dict, architecture: str | None, tokens: int, kv_type: str = "f16") -> str | None:
+    """ "a KV cache of about 2.0 GiB for 4,194,304 tokens": what a context of ``tokens`` holds for
+    the model whose GGUF metadata is ``raw`` (None when it does not say its shape). What a load
+    that llama.cpp refused with no word of why says, since its KV cache is the usual cause."""
+    from app.engine.models._gguf import kv_shape
+
+    layers, kv_heads, head_dim = kv_shape(raw, architecture)
+    if not (layers and kv_heads and head_dim):
+        return None
+    size = kv_cache_bytes(layers, tokens, kv_heads, head_dim, kv_type=kv_type)
+    return f"a KV cache of about {size / 1024**3:,.1f} GiB for {tokens:,} tokens"
 
 
 def _kv_bytes_per_element(kv_type: str) -> float:
