@@ -6,9 +6,7 @@ greedy output (only at near-ties of the f16 model: measured on SmolLM2, a live t
 from __future__ import annotations
 
 import ctypes
-import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -16,6 +14,7 @@ from app.engine.errors import ModelLoadError
 from app.engine.generation import generate
 from app.engine.llm import LoadSettings, load_model
 from app.engine.models.estimate import KV_BYTES_PER_ELEMENT, estimate_memory, estimate_remote, kv_cache_bytes
+from tests.support.memory_bound import refusals_under_memory_bound
 
 GREEDY = {"temperature": 0.0}
 PROMPTS = [
@@ -182,43 +181,19 @@ def test_q8_0_kv_on_smollm2_halves_memory_and_changes_greedy_output_only_at_near
             m.close()
 
 
-_NO_MEMORY = """
-import resource, sys
-import llama_cpp  # noqa: F401 - the library mapped before the bound
-from app.engine.errors import ModelLoadError
-from app.engine.llm import load_model
-
-status = open("/proc/self/status").read()
-mapped = int(status.split("VmSize:")[1].split()[0]) * 1024
-# 1 GiB more address space than the process maps now: 4 M tokens of KV (2 GiB) cannot be had, as
-# on a machine whose memory a long context does not fit
-resource.setrlimit(resource.RLIMIT_AS, (mapped + 1024 * 2**20, resource.RLIM_INFINITY))
-try:
-    load_model(sys.argv[1], n_ctx=2**22, n_threads=1, isolate=False).close()
-    print("loaded")
-except ModelLoadError as exc:
-    print("refused:", exc)
-resource.setrlimit(resource.RLIMIT_AS, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
-load_model(sys.argv[1], n_ctx=512, n_threads=1, isolate=False).close()
-print("made")
-"""
-
-
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="RLIMIT_AS bounds memory on Linux only")
 def test_a_context_whose_kv_cache_does_not_fit_is_a_load_error_that_says_its_size(tiny_gguf):
     path = tiny_gguf(context_length=2**24)  # 2 layers, 4 KV heads of 16, f16: 512 bytes a token
-    proc = subprocess.run(
-        [sys.executable, "-c", _NO_MEMORY, str(path)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=Path(__file__).resolve().parents[2],
+    refusals = refusals_under_memory_bound(
+        "from app.engine.llm import load_model",
+        # 4 M tokens: 2 GiB of KV, past the 1 GiB the bound leaves
+        "load_model(sys.argv[1], n_ctx=2**22, n_threads=1, isolate=False).close()",
+        "load_model(sys.argv[1], n_ctx=512, n_threads=1, isolate=False).close()  # a context that fits loads",
+        str(path),
+        headroom_mib=1024,
     )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    lines = proc.stdout.splitlines()
-    assert lines[-1] == "made", proc.stdout  # the same file loads with a context that fits
-    assert [line for line in lines if line.startswith("refused:")] == [
-        f"refused: Cannot load {path}: llama.cpp could not load the model (Failed to create "
-        "llama_context): a KV cache of about 2.0 GiB for 4,194,304 tokens may not fit in this "
-        "machine's memory; lower the context length"
-    ], proc.stdout
+    assert refusals == [
+        f"Cannot load {path}: llama.cpp could not load the model (Failed to create llama_context): a KV "
+        "cache of about 2.0 GiB for 4,194,304 tokens may not fit in this machine's memory; lower the "
+        "context length"
+    ]

@@ -6,10 +6,8 @@ never by timing."""
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 import threading
-from pathlib import Path
 
 import pytest
 
@@ -19,6 +17,7 @@ from app.engine.errors import ConstraintError, EngineBusy, EngineCrashedError, M
 from app.engine.generation import generate
 from app.engine.llm import load_model
 from app.engine.scheduler import Scheduler
+from tests.support.memory_bound import refusals_under_memory_bound
 
 GREEDY = {"temperature": 0}
 PROMPTS = ["hello there", "a b c d e f", "the quick brown fox", "zz yy xx"]
@@ -444,53 +443,32 @@ def test_a_gbnf_grammar_holds_its_slot_alone(tiny_gguf):
         m.close()
 
 
-_NO_MEMORY = """
-import resource, sys
-from app.engine.errors import ModelLoadError
-from app.engine.llm import load_model
-from app.engine.scheduler import Scheduler
-
-m = load_model(sys.argv[1], n_ctx=512, n_threads=1, isolate=False)
-status = open("/proc/self/status").read()
-mapped = int(status.split("VmSize:")[1].split()[0]) * 1024
-# 512 MiB more address space than the process maps now: 4 slots of 1 M tokens (2 GiB of KV) cannot
-# be had, as on a machine whose memory they do not fit
-resource.setrlimit(resource.RLIMIT_AS, (mapped + 512 * 2**20, resource.RLIM_INFINITY))
-m.n_ctx = 2**20
-try:
-    Scheduler(m, 4, lambda msg: None, lambda gid: False)
-except ModelLoadError as exc:
-    print("refused:", exc)
-resource.setrlimit(resource.RLIMIT_AS, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
-m.n_ctx = 512
-Scheduler(m, 4, lambda msg: None, lambda gid: False).close()  # the model is left as it was
-print("made")
-m.close()
-"""
-
-
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="RLIMIT_AS bounds memory on Linux only")
 def test_slots_whose_kv_cache_does_not_fit_are_a_load_error_that_says_what_to_lower(tiny_gguf):
     path = _path(tiny_gguf)
-    proc = subprocess.run(
-        [sys.executable, "-c", _NO_MEMORY, str(path)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=Path(__file__).resolve().parents[2],
+    refusals = refusals_under_memory_bound(
+        """
+        from app.engine.llm import load_model
+        from app.engine.scheduler import Scheduler
+        m = load_model(sys.argv[1], n_ctx=512, n_threads=1, isolate=False)
+        m.n_ctx = 2**20
+        """,
+        # 4 slots of 1 M tokens: 2 GiB of KV, past the 512 MiB the bound leaves
+        "Scheduler(m, 4, lambda msg: None, lambda gid: False)",
+        """
+        m.n_ctx = 512
+        Scheduler(m, 4, lambda msg: None, lambda gid: False).close()  # the model is left as it was
+        m.close()
+        """,
+        str(path),
+        headroom_mib=512,
     )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    lines = proc.stdout.splitlines()
-    assert lines[-1] == "made", proc.stdout
-    refused = [line for line in lines if line.startswith("refused:")]
     # the tiny model: 2 layers, 4 KV heads of 16, f16: 512 bytes a token
-    assert refused == [
-        "refused: Cannot load "
-        + str(path)
-        + ": llama.cpp could not make a context of 4 slots of 1,048,576 tokens each (a KV cache of "
-        "about 2.0 GiB for 4,194,304 tokens): lower the parallel requests (serve --parallel, Server > "
+    assert refusals == [
+        f"Cannot load {path}: llama.cpp could not make a context of 4 slots of 1,048,576 tokens each (a KV "
+        "cache of about 2.0 GiB for 4,194,304 tokens): lower the parallel requests (serve --parallel, Server > "
         "Parallel requests) or the context length"
-    ], proc.stdout
+    ]
 
 
 def test_slots_past_llama_cpp_limits_are_refused_before_anything_is_allocated(tiny_gguf):

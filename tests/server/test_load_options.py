@@ -15,7 +15,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.server.test_idle_ttl import USER, FakeClock, _loaded, _sweep_goes, _sweep_stays
+from tests.server.test_idle_ttl import USER, FakeClock, _loaded, _server, _sweep_goes, _sweep_stays
 from tests.ui.scripted_gguf import CHATML, streaming_script, write_scripted_gguf
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="reads the engine's log by path")
@@ -41,24 +41,7 @@ def clock() -> FakeClock:
 
 @pytest.fixture
 def server(models, clock) -> Iterator[object]:
-    from app.server import ApiServer, ServerConfig
-
-    config = ServerConfig(
-        port=0,
-        models=[str(p) for p in models.values()],
-        use_library=False,
-        n_ctx=2048,
-        n_threads=1,
-        parallel=1,
-        max_loaded=2,
-        idle_sweep_s=0,  # the tests sweep by hand
-    )
-    server = ApiServer(config, clock=clock)
-    server.start()
-    try:
-        yield server
-    finally:
-        server.stop()
+    yield from _server(models, clock, max_loaded=2)  # n_ctx 2048, 1 slot, swept by hand
 
 
 def _load(server, path: str = "/v1/models/load", **body) -> httpx.Response:
