@@ -462,8 +462,7 @@ _KEPT = timedelta(microseconds=2**63 // 1000)
 
 
 def _running(state: ServerState) -> list[dict[str, Any]]:
-    from app.engine.models._gguf import kv_shape
-    from app.engine.models.estimate import kv_cache_bytes
+    from app.engine.models.estimate import kv_cache_bytes, kv_shape
 
     now = datetime.now(UTC)
     models = []

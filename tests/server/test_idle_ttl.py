@@ -341,8 +341,7 @@ def test_ollama_ps_lists_the_loaded_models_and_when_each_is_unloaded(server, mod
 
     import ollama
 
-    from app.engine.models._gguf import kv_shape
-    from app.engine.models.estimate import kv_cache_bytes
+    from app.engine.models.estimate import kv_cache_bytes, kv_shape
     from app.engine.models.metadata import read_metadata
 
     client = ollama.Client(host=server.url, timeout=120)

@@ -17,7 +17,6 @@ __all__ = [
     "GgufSummary",
     "SPLIT_RE",
     "detect_tool_format",
-    "kv_shape",
     "projector_kind",
     "read_summary",
     "split_parts",
@@ -112,22 +111,6 @@ def template_problem(meta: GGUFMetadata) -> str | None:
     return None
 
 
-def kv_shape(raw: dict, arch: str | None) -> tuple[int | None, int | None, int | None]:
-    """(layers, KV heads, head size) of a model from its GGUF metadata ``raw`` (None where it
-    does not say): what its KV cache's size is reckoned from
-    (``app.engine.models.estimate.kv_cache_bytes``)."""
-
-    def arch_int(suffix: str) -> int | None:
-        value = raw.get(f"{arch}.{suffix}")
-        return int(value) if isinstance(value, int) and not isinstance(value, bool) else None
-
-    n_heads = arch_int("attention.head_count")
-    n_kv = arch_int("attention.head_count_kv") or n_heads
-    emb = arch_int("embedding_length")
-    head_dim = arch_int("attention.key_length") or ((emb // n_heads) if emb and n_heads else None)
-    return arch_int("block_count"), n_kv, head_dim
-
-
 def read_summary(path: str | Path) -> GgufSummary:
     """Summary of one GGUF (for a split model: pass the first shard). Raises ValueError on a bad file.
 
@@ -156,6 +139,8 @@ def read_summary(path: str | Path) -> GgufSummary:
         from app.engine.models.estimate import quant_from_filename
 
         quant = quant_from_filename(path.name)
+    from app.engine.models.estimate import kv_shape
+
     n_layers, n_kv, head_dim = kv_shape(raw, arch)
     size = sum(p.stat().st_size for p in parts if p.is_file())
     # A template that renders a call is fine (some render only with tools, or with their own

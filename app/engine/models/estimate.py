@@ -31,6 +31,7 @@ __all__ = [
     "estimate_memory",
     "estimate_remote",
     "kv_cache_bytes",
+    "kv_shape",
     "quant_from_filename",
     "system_ram",
 ]
@@ -171,12 +172,25 @@ def kv_cache_bytes(
     return int(2 * n_layers * n_ctx * n_kv_heads * head_dim * per)
 
 
-def describe_kv_cache(raw: dict, architecture: str | None, tokens: int, kv_type: str = "f16") -> str | None:
-    """ "a KV cache of about 2.0 GiB for 4,194,304 tokens": what a context of ``tokens`` holds for
-    the model whose GGUF metadata is ``raw`` (None when it does not say its shape). What a load
-    that llama.cpp refused with no word of why says, since its KV cache is the usual cause."""
-    from app.engine.models._gguf import kv_shape
+def kv_shape(raw: dict, arch: str | None) -> tuple[int | None, int | None, int | None]:
+    """(layers, KV heads, head size) of a model from its GGUF metadata ``raw`` (None where it
+    does not say): what its KV cache's size is reckoned from (:func:`kv_cache_bytes`)."""
 
+    def arch_int(suffix: str) -> int | None:
+        value = raw.get(f"{arch}.{suffix}")
+        return int(value) if isinstance(value, int) and not isinstance(value, bool) else None
+
+    n_heads = arch_int("attention.head_count")
+    n_kv = arch_int("attention.head_count_kv") or n_heads
+    emb = arch_int("embedding_length")
+    head_dim = arch_int("attention.key_length") or ((emb // n_heads) if emb and n_heads else None)
+    return arch_int("block_count"), n_kv, head_dim
+
+
+def describe_kv_cache(raw: dict, architecture: str | None, tokens: int, kv_type: str = "f16") -> str | None:
+    """What a context of ``tokens`` holds for the model whose GGUF metadata is ``raw``, in words
+    ("a KV cache of about 2.0 GiB for 4,194,304 tokens"; None when it does not say its shape):
+    what a load llama.cpp refused with no word of why says, since its KV cache is the usual cause."""
     layers, kv_heads, head_dim = kv_shape(raw, architecture)
     if not (layers and kv_heads and head_dim):
         return None
