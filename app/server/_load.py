@@ -30,8 +30,6 @@ if TYPE_CHECKING:
 
 __all__ = ["load", "unload"]
 
-#: KV cache types a load may ask for (llama.cpp's type_k / type_v)
-KV_TYPES = ("f16", "q8_0", "q4_0")
 #: LM Studio's load fields that mean nothing to llama.cpp's loads here: taken, and named as ignored
 _IGNORED = ("eval_batch_size", "num_experts", "offload_kv_cache_to_gpu")
 _FIELDS = (
@@ -50,6 +48,7 @@ _FIELDS = (
 def _settings(body: dict[str, Any], base: LoadSettings) -> tuple[LoadSettings, bool]:
     """``base`` with the load options ``body`` gives (400 naming the field for a bad one), and
     whether it gives any."""
+    from app.engine.models.estimate import KV_CACHE_TYPES
     from app.engine.scheduler import MAX_PARALLEL
 
     unknown = sorted(k for k in body if k not in _FIELDS)
@@ -64,9 +63,11 @@ def _settings(body: dict[str, Any], base: LoadSettings) -> tuple[LoadSettings, b
         changes["n_ctx"] = n_ctx
     kv = body.get("kv_cache_type")
     if kv is not None:
-        if kv not in KV_TYPES:
+        if kv not in KV_CACHE_TYPES:
             raise ApiError(
-                400, f"kv_cache_type must be one of {', '.join(KV_TYPES)}, got {kv!r}", param="kv_cache_type"
+                400,
+                f"kv_cache_type must be one of {', '.join(KV_CACHE_TYPES)}, got {kv!r}",
+                param="kv_cache_type",
             )
         changes["kv_type"] = kv
     if body.get("flash_attention") is not None:
