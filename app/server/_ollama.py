@@ -462,7 +462,7 @@ _KEPT = timedelta(microseconds=2**63 // 1000)
 
 
 def _running(state: ServerState) -> list[dict[str, Any]]:
-    from app.engine.models.estimate import kv_cache_bytes, kv_shape
+    from app.engine.models.estimate import kv_shape, model_kv_bytes
 
     now = datetime.now(UTC)
     models = []
@@ -471,11 +471,10 @@ def _running(state: ServerState) -> list[dict[str, Any]]:
         if model is None or settings is None:  # unloaded meanwhile
             continue
         entry = state.catalog.entry_for(path)
-        layers, kv_heads, head_dim = kv_shape(model.metadata.raw, model.metadata.architecture)
+        meta = model.metadata
         tokens = int(model.n_ctx) * int(getattr(model.backend, "parallel", 1) or 1)
-        size = entry.size
-        if layers and kv_heads and head_dim:
-            size += kv_cache_bytes(layers, tokens, kv_heads, head_dim, kv_type=settings.kv_type)
+        size = entry.size + (model_kv_bytes(meta.raw, meta.architecture, tokens, settings.kv_type) or 0)
+        layers = kv_shape(meta.raw, meta.architecture)[0]
         gpu = int(model.n_gpu_layers)  # -1: every layer
         on_gpu = 1.0 if gpu < 0 else min(1.0, gpu / layers) if layers else float(gpu > 0)
         left = state.reaper.time_left(path)

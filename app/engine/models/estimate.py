@@ -32,6 +32,7 @@ __all__ = [
     "estimate_remote",
     "kv_cache_bytes",
     "kv_shape",
+    "model_kv_bytes",
     "quant_from_filename",
     "system_ram",
 ]
@@ -187,14 +188,22 @@ def kv_shape(raw: dict, arch: str | None) -> tuple[int | None, int | None, int |
     return arch_int("block_count"), n_kv, head_dim
 
 
+def model_kv_bytes(raw: dict, architecture: str | None, tokens: int, kv_type: str = "f16") -> int | None:
+    """The KV cache of ``tokens`` for the model whose GGUF metadata is ``raw`` (None when it does
+    not say its shape)."""
+    layers, kv_heads, head_dim = kv_shape(raw, architecture)
+    if not (layers and kv_heads and head_dim):
+        return None
+    return kv_cache_bytes(layers, tokens, kv_heads, head_dim, kv_type=kv_type)
+
+
 def describe_kv_cache(raw: dict, architecture: str | None, tokens: int, kv_type: str = "f16") -> str | None:
     """What a context of ``tokens`` holds for the model whose GGUF metadata is ``raw``, in words
     ("a KV cache of about 2.0 GiB for 4,194,304 tokens"; None when it does not say its shape):
     what a load llama.cpp refused with no word of why says, since its KV cache is the usual cause."""
-    layers, kv_heads, head_dim = kv_shape(raw, architecture)
-    if not (layers and kv_heads and head_dim):
+    size = model_kv_bytes(raw, architecture, tokens, kv_type)
+    if size is None:
         return None
-    size = kv_cache_bytes(layers, tokens, kv_heads, head_dim, kv_type=kv_type)
     return f"a KV cache of about {size / 1024**3:,.1f} GiB for {tokens:,} tokens"
 
 
