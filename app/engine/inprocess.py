@@ -169,12 +169,6 @@ class InProcessBackend:
             raise ModelLoadError(
                 Path(path), f"a {kv_type} KV cache needs flash attention (llama.cpp quantizes V only with it)"
             )
-        if kv_type != "f16" and (odd := _heads_off_block(meta)) is not None:
-            raise ModelLoadError(
-                Path(path),
-                f"a {kv_type} KV cache stores a head in blocks of 32 values and this model's heads are "
-                f"{odd} values long: load it with an f16 KV cache (Settings > Model, This model; serve --kv-type f16)",
-            )
         p = Path(path)
         try:
             from llama_cpp import Llama
@@ -899,22 +893,6 @@ def _load_projector(
 # --- grammar validation -------------------------------------------------------------
 
 _TOKEN_REF = re.compile(r"!?<(\[\d+\]|[^>\s]*)>")
-
-
-def _heads_off_block(meta: GGUFMetadata) -> int | None:
-    """The head size of ``meta``'s model (K's, else V's) that llama.cpp's quantized KV blocks of
-    32 do not divide (its context then fails with no word of why), or None."""
-
-    def number(key: str) -> int | None:
-        value = meta.raw.get(f"{meta.architecture}.{key}")
-        return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
-
-    emb, heads = number("embedding_length"), number("attention.head_count")
-    for key in ("attention.key_length", "attention.value_length"):
-        size = number(key) or (emb // heads if emb and heads else None)  # else the embedding over the heads
-        if size and size % 32:
-            return size
-    return None
 
 
 def _open_llama(

@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING, Any
 
 from app.engine.backend import ModelBackend
 from app.engine.errors import ModelLoadError
-from app.engine.models.estimate import KV_CACHE_TYPES
+from app.engine.models.estimate import KV_CACHE_TYPES, head_sizes
 from app.engine.models.metadata import GGUFMetadata, GGUFMetadataError, read_metadata
 
 if TYPE_CHECKING:
@@ -278,6 +278,15 @@ def load_model(
         meta = read_metadata(p, check_limits=check_limits)
     except GGUFMetadataError as exc:
         raise ModelLoadError(p, exc.problem) from exc
+    if kv_type != "f16":
+        # llama.cpp refuses a quantized cache on such heads with no word of why
+        odd = next((n for n in head_sizes(meta.raw, meta.architecture) if n and n % 32), None)
+        if odd is not None:
+            raise ModelLoadError(
+                p,
+                f"a {kv_type} KV cache stores a head in blocks of 32 values and this model's heads are "
+                f"{odd} values long: load it with an f16 KV cache (Settings > Model, This model; serve --kv-type f16)",
+            )
     try:
         str(p).encode("utf-8")  # llama-cpp-python encodes the path strictly
     except UnicodeEncodeError:

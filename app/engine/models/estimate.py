@@ -30,6 +30,7 @@ __all__ = [
     "describe_kv_cache",
     "estimate_memory",
     "estimate_remote",
+    "head_sizes",
     "kv_cache_bytes",
     "kv_shape",
     "model_kv_bytes",
@@ -173,19 +174,29 @@ def kv_cache_bytes(
     return int(2 * n_layers * n_ctx * n_kv_heads * head_dim * per)
 
 
+def _arch_int(raw: dict, arch: str | None, suffix: str) -> int | None:
+    value = raw.get(f"{arch}.{suffix}")
+    return int(value) if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def head_sizes(raw: dict, arch: str | None) -> tuple[int | None, int | None]:
+    """(K, V) head sizes of a model from its GGUF metadata ``raw``: its ``attention.key_length``
+    and ``value_length``, else its embedding over its heads, as llama.cpp reckons them (None
+    where it does not say)."""
+    n_heads = _arch_int(raw, arch, "attention.head_count")
+    emb = _arch_int(raw, arch, "embedding_length")
+    even = (emb // n_heads) if emb and n_heads else None
+    return (
+        _arch_int(raw, arch, "attention.key_length") or even,
+        _arch_int(raw, arch, "attention.value_length") or even,
+    )
+
+
 def kv_shape(raw: dict, arch: str | None) -> tuple[int | None, int | None, int | None]:
     """(layers, KV heads, head size) of a model from its GGUF metadata ``raw`` (None where it
     does not say): what its KV cache's size is reckoned from (:func:`kv_cache_bytes`)."""
-
-    def arch_int(suffix: str) -> int | None:
-        value = raw.get(f"{arch}.{suffix}")
-        return int(value) if isinstance(value, int) and not isinstance(value, bool) else None
-
-    n_heads = arch_int("attention.head_count")
-    n_kv = arch_int("attention.head_count_kv") or n_heads
-    emb = arch_int("embedding_length")
-    head_dim = arch_int("attention.key_length") or ((emb // n_heads) if emb and n_heads else None)
-    return arch_int("block_count"), n_kv, head_dim
+    n_kv = _arch_int(raw, arch, "attention.head_count_kv") or _arch_int(raw, arch, "attention.head_count")
+    return _arch_int(raw, arch, "block_count"), n_kv, head_sizes(raw, arch)[0]
 
 
 def model_kv_bytes(raw: dict, architecture: str | None, tokens: int, kv_type: str = "f16") -> int | None:
