@@ -70,7 +70,13 @@ if TYPE_CHECKING:
     from app.engine.llm import LoadedModel
     from app.engine.models.metadata import GGUFMetadata
 
-__all__ = ["GGML_KV_TYPES", "InProcessBackend", "resolve_gpu_layers", "gpu_offload_available"]
+__all__ = [
+    "GGML_KV_TYPES",
+    "InProcessBackend",
+    "gpu_offload_available",
+    "offloaded_layers",
+    "resolve_gpu_layers",
+]
 
 log = logging.getLogger(__name__)
 #: llama.cpp's GGML type of each KV cache type (``type_k`` / ``type_v``)
@@ -95,6 +101,19 @@ def resolve_gpu_layers(n_gpu_layers: int | None) -> int:
     return int(n_gpu_layers)
 
 
+#: llama-cpp-python passes ``n_gpu_layers=-1`` ("every layer") to llama.cpp as this
+_ALL_LAYERS = 0x7FFFFFFF
+
+
+def offloaded_layers(n_gpu_layers: int) -> int:
+    """The layers a model loaded with ``n_gpu_layers`` (llama.cpp's ``model_params``) has on a GPU,
+    as the settings write it: 0 where the build has no GPU backend (llama.cpp keeps every layer on
+    the CPU whatever it is given), -1 for every layer, else the number."""
+    if not gpu_offload_available():
+        return 0
+    return -1 if n_gpu_layers < 0 or n_gpu_layers >= _ALL_LAYERS else int(n_gpu_layers)
+
+
 class InProcessBackend:
     """llama-cpp-python's ``Llama`` in this process, for one :class:`~app.engine.llm.LoadedModel`."""
 
@@ -112,7 +131,7 @@ class InProcessBackend:
         self.owner_thread = threading.get_ident()
         self.n_vocab = int(llm.n_vocab())
         self.eog_ids = frozenset(t for t in range(self.n_vocab) if self._vocab_is_eog(t))
-        self.n_gpu_layers = int(llm.model_params.n_gpu_layers)
+        self.n_gpu_layers = offloaded_layers(int(llm.model_params.n_gpu_layers))
         #: where conversations' KV states are saved and restored (``app.engine.kvstore``), or None
         self.kv_store: KVStore | None = None
         #: whether the KV of rejected drafts can be removed: not from a recurrent or hybrid model's

@@ -128,7 +128,8 @@ class LoadedModel:
     owner_thread: int = field(default_factory=threading.get_ident)
     #: the vocabulary's size
     n_vocab: int = 0
-    #: the layer count llama.cpp was given for the GPU (its model_params; -1 "all" reads 2**31-1)
+    #: the layers on a GPU (``app.engine.inprocess.offloaded_layers``): -1 every layer, 0 none (a
+    #: build without a GPU backend offloads none, whatever it was given)
     n_gpu_layers: int = 0
     #: whether a vision projector is loaded beside the model: it reads images (``Message.images``)
     vision: bool = False

@@ -120,6 +120,27 @@ def test_a_load_of_a_model_loaded_so_answers_at_once_beside_its_running_requests
     assert _engine_pid(server, "wide") == pid
 
 
+def test_gpu_layers_are_answered_as_the_build_offloads_them(server):
+    """A build without a GPU backend keeps every layer on the CPU whatever it is given: the load
+    and ``/api/ps`` say 0 layers and no VRAM then, not the number asked for (before: 5, and a
+    sixth of the model "in VRAM"); "every layer" is -1, not llama-cpp-python's 2**31-1."""
+    from app.engine.inprocess import gpu_offload_available
+
+    gpu = gpu_offload_available()
+    for asked, offloaded in ((5, 5 if gpu else 0), (-1, -1 if gpu else 0)):
+        r = _load(server, model="wide", gpu_layers=asked)
+        assert r.status_code == 200 and r.json()["load_config"]["gpu_layers"] == offloaded, r.text
+        (ps,) = [
+            m for m in httpx.get(server.url + "/api/ps", timeout=30).json()["models"] if m["name"] == "wide"
+        ]
+        if not gpu:
+            assert ps["size_vram"] == 0
+        elif asked == -1:
+            assert ps["size_vram"] == ps["size"]
+        else:
+            assert 0 < ps["size_vram"] < ps["size"]
+
+
 def test_lm_studio_paths_and_names(server):
     r = _load(
         server,
