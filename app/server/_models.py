@@ -20,18 +20,46 @@ class ModelEntry:
     size: int = 0
     quantization: str | None = None
     architecture: str | None = None
+    #: the model's parameters (its GGUF's declared count, else its tensors'); None: unknown
+    parameter_count: int | None = None
     #: the vision projector a load passes (``LoadSettings.mmproj``): the library's pairing (a path,
     #: or ``"none"``: the user chose none); None: the server's setting (None looks beside the model)
     mmproj: str | None = None
 
 
-def _entry(path: Path) -> ModelEntry:
-    size = 0
+def _entry(path: Path, summaries: dict[tuple[Path, int, int], Any] | None = None) -> ModelEntry:
+    """The entry of a file named to the server: what its GGUF says of itself (architecture,
+    quantization, parameters) when it can be read, read once per version of the file (``summaries``
+    keeps them by path, size and modification time); a file that cannot be read is listed all the
+    same (its load says why)."""
     try:
-        size = path.stat().st_size
+        st = path.stat()
     except OSError:
-        pass
-    return ModelEntry(id=path.name.removesuffix(".gguf"), path=path, size=size)
+        return ModelEntry(id=path.name.removesuffix(".gguf"), path=path)
+    key = (path, st.st_size, st.st_mtime_ns)
+    summary = summaries.get(key) if summaries is not None else None
+    if summary is None:
+        from app.engine.models._gguf import read_summary
+
+        try:
+            summary = read_summary(path)
+        except (OSError, ValueError):
+            summary = False
+        if summaries is not None:
+            summaries[key] = summary
+    return _with_summary(ModelEntry(id=path.name.removesuffix(".gguf"), path=path, size=st.st_size), summary)
+
+
+def _with_summary(entry: ModelEntry, summary: Any) -> ModelEntry:
+    """``entry`` with what a GGUF summary (``app.engine.models._gguf.GgufSummary``) says of it."""
+    if not summary:
+        return entry
+    return replace(
+        entry,
+        quantization=getattr(summary, "quantization", None),
+        architecture=getattr(summary, "architecture", None),
+        parameter_count=getattr(summary, "parameter_count", None),
+    )
 
 
 def _library_projector(m: Any) -> str | None:
@@ -73,6 +101,8 @@ class ModelCatalog:
         self._library = library
         self._lock = threading.Lock()
         self._entries: list[ModelEntry] | None = None
+        #: the named files' GGUF summaries (False: unreadable), by path, size and modification time
+        self._summaries: dict[tuple[Path, int, int], Any] = {}
 
     def add(self, path: str | Path) -> ModelEntry:
         p = Path(path).expanduser().resolve()
@@ -80,7 +110,7 @@ class ModelCatalog:
             if p not in self._paths:
                 self._paths.append(p)
             self._entries = None
-        return _entry(p)
+        return _entry(p, self._summaries)
 
     def entries(self, *, refresh: bool = False) -> list[ModelEntry]:
         with self._lock:
@@ -89,7 +119,7 @@ class ModelCatalog:
         found: dict[Path, ModelEntry] = {}
         for p in self._paths:
             if p.is_file():
-                found.setdefault(p, _entry(p))
+                found.setdefault(p, _entry(p, self._summaries))
         if self._use_library:
             try:
                 if self._library is None:
@@ -99,19 +129,14 @@ class ModelCatalog:
                 for m in self._library.scan():
                     if m.usable:
                         p = Path(m.path).resolve()
-                        s = m.summary
                         if p in found:  # a file named at start that the library knows: its projector
                             found[p] = replace(found[p], mmproj=_library_projector(m))
                             continue
                         found.setdefault(
                             p,
-                            ModelEntry(
-                                id=m.name,
-                                path=p,
-                                size=m.size,
-                                quantization=getattr(s, "quantization", None) if s else None,
-                                architecture=getattr(s, "architecture", None) if s else None,
-                                mmproj=_library_projector(m),
+                            _with_summary(
+                                ModelEntry(id=m.name, path=p, size=m.size, mmproj=_library_projector(m)),
+                                m.summary,
                             ),
                         )
             except Exception:  # noqa: BLE001 - a broken library must not take the server down
@@ -127,7 +152,7 @@ class ModelCatalog:
         for e in self.entries():
             if e.path == p:
                 return e
-        return _entry(p)
+        return _entry(p, self._summaries)
 
     def default(self) -> ModelEntry | None:
         entries = self.entries()

@@ -412,12 +412,15 @@ async def generate(request: Request):
 
 
 def _details(e: Any) -> dict[str, Any]:
+    """Ollama's ``details`` of a model: what its GGUF says (empty where it says nothing)."""
+    from app.engine.models.metadata import format_parameter_count
+
     return {
         "parent_model": "",
         "format": "gguf",
         "family": e.architecture or "",
-        "families": None,
-        "parameter_size": "",
+        "families": [e.architecture] if e.architecture else None,
+        "parameter_size": format_parameter_count(e.parameter_count) if e.parameter_count else "",
         "quantization_level": e.quantization or "",
     }
 

@@ -358,7 +358,13 @@ def test_ollama_ps_lists_the_loaded_models_and_when_each_is_unloaded(server, mod
     layers, kv_heads, head_dim = kv_shape(meta.raw, meta.architecture)
     kv = kv_cache_bytes(layers, 2048, kv_heads, head_dim)
     assert kv > 0 and running.size == models["loop-hermes"].stat().st_size + kv and running.size_vram == 0
-    assert running.details.format == "gguf"
+    # what the file says of itself, as `ollama ps` and Open WebUI show it (a --model file too)
+    assert running.details.format == "gguf" and running.details.family == meta.architecture == "llama"
+    assert running.details.families == ["llama"] and running.details.quantization_level == "F32"
+    assert 74_000 <= meta.parameter_count < 76_000  # a scripted model: some 75K parameters
+    assert running.details.parameter_size == f"{round(meta.parameter_count / 1000)}K"
+    listed = {m.model: m.details for m in client.list().models}
+    assert listed["loop-hermes"] == running.details == client.show("loop-hermes").details
 
     assert client.chat(model="call-mistral", messages=USER, keep_alive=-1, options={"num_predict": 4}).done
     kept, first = client.ps().models
