@@ -425,6 +425,14 @@ def _details(e: Any) -> dict[str, Any]:
     }
 
 
+def _modified(path: Any) -> str:
+    """When the model's file was last changed, as Ollama writes a time (now, if it cannot be read)."""
+    try:
+        return datetime.fromtimestamp(path.stat().st_mtime, UTC).isoformat().replace("+00:00", "Z")
+    except OSError:
+        return _now()
+
+
 async def tags(request: Request):
     from starlette.concurrency import run_in_threadpool
 
@@ -432,15 +440,11 @@ async def tags(request: Request):
     entries = await run_in_threadpool(state.catalog.entries, refresh=True)
     models = []
     for e in entries:
-        try:
-            modified = datetime.fromtimestamp(e.path.stat().st_mtime, UTC).isoformat().replace("+00:00", "Z")
-        except OSError:
-            modified = _now()
         models.append(
             {
                 "name": e.id,
                 "model": e.id,
-                "modified_at": modified,
+                "modified_at": _modified(e.path),
                 "size": e.size,
                 "digest": "",
                 "details": _details(e),
@@ -528,7 +532,7 @@ async def show(request: Request):
                 "general.parameter_count": meta.parameter_count,
                 f"{meta.architecture}.context_length": meta.context_length,
             },
-            "modified_at": _now(),
+            "modified_at": _modified(entry.path),
         }
 
     try:

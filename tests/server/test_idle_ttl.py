@@ -363,8 +363,10 @@ def test_ollama_ps_lists_the_loaded_models_and_when_each_is_unloaded(server, mod
     assert running.details.families == ["llama"] and running.details.quantization_level == "F32"
     assert 74_000 <= meta.parameter_count < 76_000  # a scripted model: some 75K parameters
     assert running.details.parameter_size == f"{round(meta.parameter_count / 1000)}K"
-    listed = {m.model: m.details for m in client.list().models}
-    assert listed["loop-hermes"] == running.details == client.show("loop-hermes").details
+    (listed,) = [m for m in client.list().models if m.model == "loop-hermes"]
+    shown = client.show("loop-hermes")
+    assert listed.details == running.details == shown.details
+    assert listed.modified_at == shown.modified_at  # the file's time in both, not the time of asking
 
     assert client.chat(model="call-mistral", messages=USER, keep_alive=-1, options={"num_predict": 4}).done
     kept, first = client.ps().models
