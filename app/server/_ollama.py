@@ -55,24 +55,39 @@ def _now() -> str:
     return datetime.now(UTC).isoformat().replace("+00:00", "Z")
 
 
+#: Ollama's sampler options that are numbers, with their ranges (each is the engine's setting of
+#: the same name; ``top_k``, ``seed`` and ``mirostat``, the mode, are integers); the others Ollama
+#: has (``repeat_last_n``, ``num_gpu``, ``num_thread``…) are taken and not used
+_SAMPLING = (
+    ("temperature", 0.0, 2.0),
+    ("top_p", 0.0, 1.0),
+    ("min_p", 0.0, 1.0),
+    ("typical_p", 0.0, 1.0),
+    ("repeat_penalty", 0.0, 10.0),
+    ("presence_penalty", -2.0, 2.0),
+    ("frequency_penalty", -2.0, 2.0),
+    ("mirostat_tau", 0.0, 100.0),
+    ("mirostat_eta", 0.0, 1.0),
+)
+
+
 def _options(body: dict[str, Any], state: ServerState) -> tuple[dict[str, Any], int, list[str]]:
     opts = body.get("options") or {}
     if not isinstance(opts, dict):
         raise ApiError(400, f"options must be an object, got {type_name(opts)}")
     sampling: dict[str, Any] = {}
-    for key, name, lo, hi in (
-        ("temperature", "temperature", 0.0, 2.0),
-        ("top_p", "top_p", 0.0, 1.0),
-        ("min_p", "min_p", 0.0, 1.0),
-        ("repeat_penalty", "repeat_penalty", 0.0, 10.0),
-    ):
+    for key, lo, hi in _SAMPLING:
         v = check_number(opts.get(key), f"options.{key}", lo=lo, hi=hi)
         if v is not None:
-            sampling[name] = v
-    for key in ("top_k", "seed"):
-        v = check_int(opts.get(key), f"options.{key}")
-        if v is not None:
             sampling[key] = v
+    for key, name, lo, hi in (
+        ("top_k", "top_k", None, None),
+        ("seed", "seed", None, None),
+        ("mirostat", "mirostat_mode", 0, 2),
+    ):
+        v = check_int(opts.get(key), f"options.{key}", lo=lo, hi=hi)
+        if v is not None:
+            sampling[name] = v
     limit = state.config.max_tokens_limit
     n = check_int(opts.get("num_predict"), "options.num_predict", lo=-2, hi=limit)
     max_tokens = state.config.default_max_tokens if n is None or n < 0 else max(1, n)

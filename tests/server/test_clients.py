@@ -295,6 +295,44 @@ def test_ollama_loop_and_model_listing(ollama_client):
     assert gen.response.startswith("<tool_call>") and gen.done
 
 
+def test_ollama_sampler_options_reach_the_engine(family_server, ollama_client):
+    """Every sampler option of Ollama's that the engine has is read (before: typical_p, the
+    penalties and mirostat were dropped without a word), each within its range."""
+    import ollama
+
+    from app.engine.sampling import resolve_sampling
+    from app.server._ollama import _options
+
+    options = {
+        "temperature": 0.7,
+        "top_k": 20,
+        "top_p": 0.9,
+        "min_p": 0.02,
+        "typical_p": 0.95,
+        "repeat_penalty": 1.1,
+        "presence_penalty": 0.5,
+        "frequency_penalty": -0.5,
+        "mirostat": 2,
+        "mirostat_tau": 4.0,
+        "mirostat_eta": 0.2,
+        "seed": 7,
+        "num_predict": 3,
+    }
+    sampling, max_tokens, _stop = _options({"options": options}, family_server)
+    params = resolve_sampling(None, sampling)  # the engine's own settings, each one as asked
+    assert (params.typical_p, params.presence_penalty, params.frequency_penalty) == (0.95, 0.5, -0.5)
+    assert (params.mirostat_mode, params.mirostat_tau, params.mirostat_eta) == (2, 4.0, 0.2)
+    assert (params.temperature, params.top_k, params.top_p, params.min_p) == (0.7, 20, 0.9, 0.02)
+    assert (params.repeat_penalty, params.seed, max_tokens) == (1.1, 7, 3)
+    # and a request with them all is served by the engine's sampler chain
+    reply = ollama_client.chat(model="loop-hermes", messages=USER, options=options, stream=False)
+    assert reply.done and reply.eval_count <= 3
+    for bad in ({"mirostat": 3}, {"typical_p": 1.5}, {"presence_penalty": -3}):
+        with pytest.raises(ollama.ResponseError) as err:
+            ollama_client.chat(model="loop-hermes", messages=USER, options=bad, stream=False)
+        assert err.value.status_code == 400 and f"options.{next(iter(bad))}" in str(err.value)
+
+
 # -- reasoning and stop sequences ------------------------------------------------------------------
 
 
