@@ -80,14 +80,11 @@ def _options(body: dict[str, Any], state: ServerState) -> tuple[dict[str, Any], 
         v = check_number(opts.get(key), f"options.{key}", lo=lo, hi=hi)
         if v is not None:
             sampling[key] = v
-    for key, name, lo, hi in (
-        ("top_k", "top_k", None, None),
-        ("seed", "seed", None, None),
-        ("mirostat", "mirostat_mode", 0, 2),
-    ):
-        v = check_int(opts.get(key), f"options.{key}", lo=lo, hi=hi)
-        if v is not None:
-            sampling[name] = v
+    for key in ("top_k", "seed"):
+        if (k := check_int(opts.get(key), f"options.{key}")) is not None:
+            sampling[key] = k
+    if (mode := check_int(opts.get("mirostat"), "options.mirostat", lo=0, hi=2)) is not None:
+        sampling["mirostat_mode"] = mode
     limit = state.config.max_tokens_limit
     n = check_int(opts.get("num_predict"), "options.num_predict", lo=-2, hi=limit)
     max_tokens = state.config.default_max_tokens if n is None or n < 0 else max(1, n)
