@@ -333,6 +333,35 @@ def test_ollama_sampler_options_reach_the_engine(family_server, ollama_client):
         assert err.value.status_code == 400 and f"options.{next(iter(bad))}" in str(err.value)
 
 
+def test_openai_takes_llama_servers_sampler_fields(family_server, openai_client):
+    """top_k, min_p, typical_p, repeat_penalty (vLLM's repetition_penalty) and mirostat, as
+    llama-server, LM Studio and vLLM take them beside OpenAI's fields (before: ignored)."""
+    import openai
+
+    from app.engine.sampling import resolve_sampling
+    from app.server._openai import _sampling
+
+    extra = {"top_k": 20, "min_p": 0.02, "typical_p": 0.95, "repetition_penalty": 1.1, "mirostat": 1}
+    extra |= {"mirostat_tau": 4.0, "mirostat_eta": 0.2}
+    params = resolve_sampling(None, _sampling(extra))
+    assert (params.top_k, params.min_p, params.typical_p, params.repeat_penalty) == (20, 0.02, 0.95, 1.1)
+    assert (params.mirostat_mode, params.mirostat_tau, params.mirostat_eta) == (1, 4.0, 0.2)
+    assert (
+        resolve_sampling(None, _sampling({"repeat_penalty": 1.3, "repetition_penalty": 1.1})).repeat_penalty
+        == 1.3
+    )
+    reply = openai_client.chat.completions.create(
+        model="loop-hermes", messages=USER, max_tokens=3, extra_body=extra
+    )
+    assert reply.choices[0].finish_reason in ("stop", "length", "tool_calls")
+    for bad in ({"mirostat": 3}, {"min_p": 2}, {"top_k": -1}):
+        with pytest.raises(openai.BadRequestError) as err:
+            openai_client.chat.completions.create(
+                model="loop-hermes", messages=USER, max_tokens=3, extra_body=bad
+            )
+        assert next(iter(bad)) in str(err.value)
+
+
 # -- reasoning and stop sequences ------------------------------------------------------------------
 
 

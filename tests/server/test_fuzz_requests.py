@@ -61,7 +61,8 @@ FIELDS: dict[str, list[tuple[Any, ...]]] = {
         for k in (
             "model messages tools tool_choice max_tokens max_completion_tokens temperature top_p n "
             "stream stream_options stop seed response_format parallel_tool_calls frequency_penalty "
-            "presence_penalty logit_bias user"
+            "presence_penalty logit_bias user top_k min_p typical_p repeat_penalty repetition_penalty "
+            "mirostat mirostat_tau mirostat_eta"
         ).split()
     ]
     + [
@@ -86,7 +87,13 @@ FIELDS: dict[str, list[tuple[Any, ...]]] = {
     + [("messages", 0, "role"), ("messages", 0, "content"), ("tool_choice", "type")],
     "/v1/messages/count_tokens": [(k,) for k in "model messages system tools".split()],
     "/api/chat": [(k,) for k in "model messages tools stream format options think keep_alive".split()]
-    + [("options", k) for k in "num_predict temperature top_k top_p seed stop num_ctx".split()]
+    + [
+        ("options", k)
+        for k in (
+            "num_predict temperature top_k top_p seed stop num_ctx min_p typical_p repeat_penalty "
+            "presence_penalty frequency_penalty mirostat mirostat_tau mirostat_eta"
+        ).split()
+    ]
     + [("messages", 0, "role"), ("messages", 0, "content")],
     "/api/generate": [(k,) for k in "model prompt system stream format options raw think".split()]
     + [("options", k) for k in "num_predict temperature seed stop".split()],
