@@ -451,6 +451,7 @@ def main(channel: str) -> int:
         "n_gpu_layers": m.n_gpu_layers,
         "parallel": parallel if child.sched is not None else 1,
         "projector": m.projector_path,
+        "fim_ids": m.fim_ids,
     }
     child.send(("reply", 0, True, info))
     try:

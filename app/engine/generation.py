@@ -23,7 +23,7 @@ from app.engine.sampling import SamplingParams, resolve_sampling
 if TYPE_CHECKING:
     from app.engine.llm import LoadedModel
 
-__all__ = ["Generation", "complete", "generate", "validate_grammar"]
+__all__ = ["Generation", "complete", "generate", "infill_prompt", "validate_grammar"]
 
 
 class Generation:
@@ -126,6 +126,29 @@ def generate(
     )
     model.backend.prepare(gen, prompt)
     return gen
+
+
+def infill_prompt(model: LoadedModel, prefix: str, suffix: str) -> list[int]:
+    """The prompt that asks ``model`` for the text between ``prefix`` and ``suffix`` (fill in the
+    middle, what a code editor's completion asks for): llama.cpp's order, as its server's
+    ``/infill`` writes it: [BOS] FIM-prefix, the prefix, FIM-suffix, the suffix, FIM-middle. The
+    prefix and suffix are text only: a special token's text in them (code that writes
+    ``<|fim_middle|>``) stays text. ``GenerationError`` when the model has no such tokens."""
+    if model.fim_ids is None:
+        raise GenerationError(
+            f"{model.name} cannot fill in the middle (insert): its vocabulary has no fill-in-the-middle "
+            "tokens; use a code model trained for it (Qwen2.5-Coder, CodeLlama, StarCoder2, Codestral…)"
+        )
+    pre, suf, mid = model.fim_ids
+    start = model.tokenize("")  # the BOS, where the model wants one
+    return [
+        *start,
+        pre,
+        *model.tokenize_text(prefix, special=False),
+        suf,
+        *model.tokenize_text(suffix, special=False),
+        mid,
+    ]
 
 
 def complete(

@@ -131,6 +131,7 @@ class InProcessBackend:
         self.owner_thread = threading.get_ident()
         self.n_vocab = int(llm.n_vocab())
         self.eog_ids = frozenset(t for t in range(self.n_vocab) if self._vocab_is_eog(t))
+        self.fim_ids = self._fim_ids()
         self.n_gpu_layers = offloaded_layers(int(llm.model_params.n_gpu_layers))
         #: where conversations' KV states are saved and restored (``app.engine.kvstore``), or None
         self.kv_store: KVStore | None = None
@@ -283,6 +284,19 @@ class InProcessBackend:
             self._open().llm.reset()
 
     # -- the vocabulary ----------------------------------------------------------------------------
+
+    def _fim_ids(self) -> tuple[int, int, int] | None:
+        """The fill-in-the-middle tokens (prefix, suffix, middle) llama.cpp found in the vocabulary
+        (by the GGUF's keys or their texts: ``<|fim_prefix|>``, ``<PRE>``…), None when any is missing."""
+        import llama_cpp
+
+        vocab = self.llm._model.vocab
+        ids = (
+            int(llama_cpp.llama_vocab_fim_pre(vocab)),
+            int(llama_cpp.llama_vocab_fim_suf(vocab)),
+            int(llama_cpp.llama_vocab_fim_mid(vocab)),
+        )
+        return ids if all(0 <= t < self.n_vocab for t in ids) else None
 
     def _vocab_is_eog(self, token: int) -> bool:
         import llama_cpp

@@ -51,6 +51,8 @@ from app.engine.models.estimate import KV_CACHE_TYPES, head_sizes
 from app.engine.models.metadata import GGUFMetadata, GGUFMetadataError, read_metadata
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from app.engine.kvstore import KVStoreConfig
 
 __all__ = [
@@ -128,6 +130,9 @@ class LoadedModel:
     owner_thread: int = field(default_factory=threading.get_ident)
     #: the vocabulary's size
     n_vocab: int = 0
+    #: the fill-in-the-middle tokens (prefix, suffix, middle), None when the vocabulary has none
+    #: (``app.engine.generation.infill_prompt``)
+    fim_ids: tuple[int, int, int] | None = None
     #: the layers on a GPU (``app.engine.inprocess.offloaded_layers``): -1 every layer, 0 none (a
     #: build without a GPU backend offloads none, whatever it was given)
     n_gpu_layers: int = 0
@@ -332,6 +337,7 @@ def load_model(
         n_gpu_layers=int(info["n_gpu_layers"]),
         eog_ids=frozenset(info["eog_ids"]),
         projector_path=info.get("projector"),
+        fim_ids=info.get("fim_ids"),
     )
 
 
@@ -354,6 +360,7 @@ def load_model_inline(**args: Any) -> LoadedModel:
         n_gpu_layers=backend.n_gpu_layers,
         eog_ids=backend.eog_ids,
         projector_path=backend.projector_path,
+        fim_ids=backend.fim_ids,
     )
 
 
@@ -383,6 +390,7 @@ def _loaded(
     n_gpu_layers: int,
     eog_ids: frozenset[int],
     projector_path: str | None = None,
+    fim_ids: Sequence[int] | None = None,
 ) -> LoadedModel:
     template = meta.chat_template
     return LoadedModel(
@@ -400,4 +408,5 @@ def _loaded(
         n_gpu_layers=n_gpu_layers,
         vision=projector_path is not None,
         projector_path=projector_path,
+        fim_ids=None if fim_ids is None else (int(fim_ids[0]), int(fim_ids[1]), int(fim_ids[2])),
     )

@@ -79,6 +79,9 @@ class TurnRequest:
     sampling: dict[str, Any] = field(default_factory=dict)
     stop: list[str] = field(default_factory=list)
     raw_prompt: str | None = None  # completions: the prompt text as is, no template
+    #: fill in the middle (a completion's ``suffix``): (the text before, the text after); the reply
+    #: is what goes between them (``app.engine.generation.infill_prompt``); no template
+    fim: tuple[str, str] | None = None
     grammar: str | None = None  # completions: a GBNF grammar the reply is held to
     think: bool | None = None
     max_tool_calls: int | None = None  # the request's bound on one reply's calls (None: the default)
@@ -215,7 +218,7 @@ def _constraint(
 
 @dataclass
 class RenderedTurn:
-    text: str  # the prompt
+    text: str | list[int]  # the prompt (a fill-in-the-middle prompt: its tokens)
     family: str | None  # the tool-call format the reply is read in
     fmt: Any  # its Format, or None
     tools: list[dict[str, Any]] | None  # the tools the prompt shows (None: none)
@@ -227,6 +230,14 @@ def render_turn(model: LoadedModel, req: TurnRequest, tool_format: str) -> Rende
     from app.engine.messages import Message
     from app.engine.render import render_prompt
 
+    if req.fim is not None:
+        from app.engine.errors import GenerationError
+        from app.engine.generation import infill_prompt
+
+        try:
+            return RenderedTurn(infill_prompt(model, *req.fim), None, None, None)
+        except GenerationError as exc:
+            raise ApiError(400, str(exc), param="suffix", code="insert_not_supported") from exc
     if req.raw_prompt is not None:
         return RenderedTurn(req.raw_prompt, None, None, None)
     family = _family(model, tool_format)
@@ -357,10 +368,10 @@ class _RequestReplies(LocalReplies):
         )
         self.req = req
         self.prompt = turn.text
-        self.parse = req.raw_prompt is None
+        self.parse = req.raw_prompt is None and req.fim is None
         self.halt = RoundStop(cancel)  # set by the client's cancel or by the turn itself
 
-    def render(self) -> str:
+    def render(self) -> Any:
         return self.prompt
 
     def constraint(self, round: int, source: str, in_reasoning: bool) -> Any:
@@ -467,4 +478,5 @@ class _Output:
 
 
 def count_tokens(model: LoadedModel, req: TurnRequest, tool_format: str) -> int:
-    return len(model.tokenize(render_turn(model, req, tool_format).text))
+    text = render_turn(model, req, tool_format).text
+    return len(text) if isinstance(text, list) else len(model.tokenize(text))

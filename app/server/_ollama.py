@@ -345,18 +345,29 @@ async def generate(request: Request):
     keep = parse_keep_alive(body.get("keep_alive"))
     system = check_str(body.get("system"), "system", allow_none=True)
     images = _images(body.get("images"), "images")
-    if not prompt and not system and not images:
+    # suffix: fill in the middle (the reply goes between the prompt and it), as an editor asks
+    suffix = check_str(body.get("suffix"), "suffix", allow_none=True) or ""
+    if not prompt and not system and not images and not suffix:
         return await _load_or_unload(request, state, body, keep, {"response": ""})
     sampling, max_tokens, stop = _options(body, state)
     model = check_str(body.get("model"), "model", allow_none=True)
-    if check_bool(body.get("raw"), "raw", False):
+    raw = check_bool(body.get("raw"), "raw", False)
+    if suffix or raw:
+        what = "suffix" if suffix else "raw"
+        if suffix and raw:
+            raise ApiError(
+                400, "suffix cannot be sent with raw: a raw prompt is written whole (leave one out)"
+            )
         if images:
-            raise image_error(
-                "images", "cannot be sent with raw: a raw prompt has no place for them (leave raw out)"
+            raise image_error("images", f"cannot be sent with {what}: its prompt has no place for them")
+        if body.get("format") not in (None, ""):
+            raise ApiError(
+                400, f"format cannot be sent with {what}: only a chat prompt's reply is held to one"
             )
         req = TurnRequest(
             model=model,
-            raw_prompt=prompt,
+            raw_prompt=None if suffix else prompt,
+            fim=(prompt, suffix) if suffix else None,
             max_tokens=max_tokens,
             sampling=sampling,
             stop=stop,

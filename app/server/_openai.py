@@ -592,12 +592,17 @@ async def completions(request: Request):
         prompt = prompt[0]
     if not isinstance(prompt, str):
         raise ApiError(400, "prompt must be a string (or an array of one string)", param="prompt")
-    if not prompt:
+    # suffix: fill in the middle (the reply goes between the prompt and it), as an editor asks
+    suffix = check_str(body.get("suffix"), "suffix", allow_none=True) or ""
+    if not prompt and not suffix:
         raise ApiError(400, "prompt is empty", param="prompt")
     echo = check_bool(body.get("echo"), "echo", False)
+    if echo and suffix:
+        raise ApiError(400, "echo cannot be sent with suffix: leave one out", param="echo")
     req = TurnRequest(
         model=check_str(body.get("model"), "model", allow_none=True),
-        raw_prompt=prompt,
+        raw_prompt=None if suffix else prompt,
+        fim=(prompt, suffix) if suffix else None,
         grammar=_completion_grammar(body),
         max_tokens=_max_tokens(body, state, 16),
         sampling=_sampling(body),
