@@ -33,6 +33,7 @@ __all__ = [
     "convert_tools",
     "declared_tool",
     "queue_turn",
+    "SAMPLER_RANGES",
     "read_sampling",
     "request_body",
     "result_call_id",
@@ -366,18 +367,43 @@ def header_tool_choice(value: str, tools: list[dict[str, Any]] | None, messages:
     )
 
 
+#: the engine's sampler settings (``app.engine.sampling.SamplingParams``) that are numbers, with the
+#: ranges a request may set them in, by their names in OpenAI's body and Ollama's ``options``
+#: (llama-server's and LM Studio's names for those OpenAI lacks)
+SAMPLER_RANGES: tuple[tuple[str, float, float], ...] = (
+    ("temperature", 0.0, 2.0),
+    ("top_p", 0.0, 1.0),
+    ("min_p", 0.0, 1.0),
+    ("typical_p", 0.0, 1.0),
+    ("repeat_penalty", 0.0, 10.0),
+    ("presence_penalty", -2.0, 2.0),
+    ("frequency_penalty", -2.0, 2.0),
+    ("mirostat_tau", 0.0, 100.0),
+    ("mirostat_eta", 0.0, 1.0),
+)
+
+
 def read_sampling(
-    body: dict[str, Any], ranges: tuple[tuple[str, float, float], ...], *, top_k: bool = False
+    body: dict[str, Any],
+    ranges: tuple[tuple[str, float, float], ...],
+    *,
+    top_k: bool = False,
+    mirostat: bool = False,
+    where: str = "",
 ) -> dict[str, Any]:
-    """The sampler values a request sets, each checked against its range (``seed`` always read)."""
+    """The sampler values a request sets, each checked against its range (``seed`` always read;
+    ``top_k`` and ``mirostat``, the mode 0-2, where asked); ``where`` prefixes the names a 400
+    gives (``options.``)."""
     s: dict[str, Any] = {}
     for key, lo, hi in ranges:
-        v = check_number(body.get(key), key, lo=lo, hi=hi)
+        v = check_number(body.get(key), where + key, lo=lo, hi=hi)
         if v is not None:
             s[key] = v
-    if top_k and (k := check_int(body.get("top_k"), "top_k", lo=0)) is not None:
+    if top_k and (k := check_int(body.get("top_k"), where + "top_k", lo=0)) is not None:
         s["top_k"] = k
-    seed = check_int(body.get("seed"), "seed")
+    if mirostat and (mode := check_int(body.get("mirostat"), where + "mirostat", lo=0, hi=2)) is not None:
+        s["mirostat_mode"] = mode
+    seed = check_int(body.get("seed"), where + "seed")
     if seed is not None:
         s["seed"] = seed & 0xFFFFFFFF
     return s

@@ -18,11 +18,11 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from app.server._common import (
+    SAMPLER_RANGES,
     TOOL_CHOICE_HEADER,
     Turn,
     check_bool,
     check_int,
-    check_number,
     check_stop,
     check_str,
     check_tool_name,
@@ -32,6 +32,7 @@ from app.server._common import (
     image_error,
     json_response_format,
     queue_turn,
+    read_sampling,
     request_body,
     type_name,
 )
@@ -55,36 +56,13 @@ def _now() -> str:
     return datetime.now(UTC).isoformat().replace("+00:00", "Z")
 
 
-#: Ollama's sampler options that are numbers, with their ranges (each is the engine's setting of
-#: the same name; ``top_k``, ``seed`` and ``mirostat``, the mode, are integers); the others Ollama
-#: has (``repeat_last_n``, ``num_gpu``, ``num_thread``…) are taken and not used
-_SAMPLING = (
-    ("temperature", 0.0, 2.0),
-    ("top_p", 0.0, 1.0),
-    ("min_p", 0.0, 1.0),
-    ("typical_p", 0.0, 1.0),
-    ("repeat_penalty", 0.0, 10.0),
-    ("presence_penalty", -2.0, 2.0),
-    ("frequency_penalty", -2.0, 2.0),
-    ("mirostat_tau", 0.0, 100.0),
-    ("mirostat_eta", 0.0, 1.0),
-)
-
-
 def _options(body: dict[str, Any], state: ServerState) -> tuple[dict[str, Any], int, list[str]]:
     opts = body.get("options") or {}
     if not isinstance(opts, dict):
         raise ApiError(400, f"options must be an object, got {type_name(opts)}")
-    sampling: dict[str, Any] = {}
-    for key, lo, hi in _SAMPLING:
-        v = check_number(opts.get(key), f"options.{key}", lo=lo, hi=hi)
-        if v is not None:
-            sampling[key] = v
-    for key in ("top_k", "seed"):
-        if (k := check_int(opts.get(key), f"options.{key}")) is not None:
-            sampling[key] = k
-    if (mode := check_int(opts.get("mirostat"), "options.mirostat", lo=0, hi=2)) is not None:
-        sampling["mirostat_mode"] = mode
+    # every sampler option of Ollama's that the engine has; the others (repeat_last_n, num_gpu,
+    # num_thread…) are taken and not used, as Ollama takes options it does not know
+    sampling = read_sampling(opts, SAMPLER_RANGES, top_k=True, mirostat=True, where="options.")
     limit = state.config.max_tokens_limit
     n = check_int(opts.get("num_predict"), "options.num_predict", lo=-2, hi=limit)
     max_tokens = state.config.default_max_tokens if n is None or n < 0 else max(1, n)

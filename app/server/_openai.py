@@ -32,6 +32,7 @@ import uuid
 from typing import TYPE_CHECKING, Any
 
 from app.server._common import (
+    SAMPLER_RANGES,
     TOOL_CHOICE_HEADER,
     call_arguments_json,
     check_bool,
@@ -267,34 +268,19 @@ def _response_format(value: Any) -> dict[str, Any] | None:
     return None if value["type"] == "text" else value
 
 
-_SAMPLING = (
-    ("temperature", 0.0, 2.0),
-    ("top_p", 0.0, 1.0),
-    ("frequency_penalty", -2.0, 2.0),
-    ("presence_penalty", -2.0, 2.0),
-    # llama-server's sampler fields beside OpenAI's (LM Studio and vLLM take them too; ``extra_body``
-    # in the openai SDK), with ``top_k`` and ``mirostat`` (the mode: 0, 1, 2)
-    ("min_p", 0.0, 1.0),
-    ("typical_p", 0.0, 1.0),
-    ("repeat_penalty", 0.0, 10.0),
-    ("mirostat_tau", 0.0, 100.0),
-    ("mirostat_eta", 0.0, 1.0),
-)
-
-
 def _sampling(body: dict[str, Any]) -> dict[str, Any]:
     bias = body.get("logit_bias")
     if bias is not None and not isinstance(bias, dict):
         raise ApiError(400, f"logit_bias must be an object, got {type_name(bias)}", param="logit_bias")
     if bias:  # refused rather than ignored: the reply would not be what the client asked for
         raise ApiError(400, "logit_bias is not supported by this server; leave it out", param="logit_bias")
-    sampling = read_sampling(body, _SAMPLING, top_k=True)
+    # OpenAI's fields and llama-server's beside them (LM Studio and vLLM take them too: ``extra_body``
+    # in the openai SDK), top_k and mirostat with them
+    sampling = read_sampling(body, SAMPLER_RANGES, top_k=True, mirostat=True)
     if "repeat_penalty" not in sampling:  # vLLM's name for it
         repetition = check_number(body.get("repetition_penalty"), "repetition_penalty", lo=0.0, hi=10.0)
         if repetition is not None:
             sampling["repeat_penalty"] = repetition
-    if (mode := check_int(body.get("mirostat"), "mirostat", lo=0, hi=2)) is not None:
-        sampling["mirostat_mode"] = mode
     return sampling
 
 
