@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 __all__ = [
     "INVALID_IMAGE",
     "NEVER_FETCHED",
+    "SAMPLER_RANGES",
     "TOOL_CHOICE_HEADER",
     "Turn",
     "json_response_format",
@@ -33,7 +34,6 @@ __all__ = [
     "convert_tools",
     "declared_tool",
     "queue_turn",
-    "SAMPLER_RANGES",
     "read_sampling",
     "request_body",
     "result_call_id",

@@ -27,7 +27,7 @@ class ModelEntry:
     mmproj: str | None = None
 
 
-def _entry(path: Path, summaries: dict[tuple[Path, int, int], Any] | None = None) -> ModelEntry:
+def _entry(path: Path, summaries: dict[tuple[Path, int, int], Any]) -> ModelEntry:
     """The entry of a file named to the server: what its GGUF says of itself (architecture,
     quantization, parameters) when it can be read, read once per version of the file (``summaries``
     keeps them by path, size and modification time); a file that cannot be read is listed all the
@@ -37,7 +37,7 @@ def _entry(path: Path, summaries: dict[tuple[Path, int, int], Any] | None = None
     except OSError:
         return ModelEntry(id=path.name.removesuffix(".gguf"), path=path)
     key = (path, st.st_size, st.st_mtime_ns)
-    summary = summaries.get(key) if summaries is not None else None
+    summary = summaries.get(key)
     if summary is None:
         from app.engine.models._gguf import read_summary
 
@@ -45,8 +45,7 @@ def _entry(path: Path, summaries: dict[tuple[Path, int, int], Any] | None = None
             summary = read_summary(path)
         except (OSError, ValueError):
             summary = False
-        if summaries is not None:
-            summaries[key] = summary
+        summaries[key] = summary
     return _with_summary(ModelEntry(id=path.name.removesuffix(".gguf"), path=path, size=st.st_size), summary)
 
 
