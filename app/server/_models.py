@@ -103,14 +103,6 @@ class ModelCatalog:
         #: the named files' GGUF summaries (False: unreadable), by path, size and modification time
         self._summaries: dict[tuple[Path, int, int], Any] = {}
 
-    def add(self, path: str | Path) -> ModelEntry:
-        p = Path(path).expanduser().resolve()
-        with self._lock:
-            if p not in self._paths:
-                self._paths.append(p)
-            self._entries = None
-        return _entry(p, self._summaries)
-
     def entries(self, *, refresh: bool = False) -> list[ModelEntry]:
         with self._lock:
             if self._entries is not None and not refresh:
