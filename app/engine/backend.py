@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
+    from app.engine.embedding import Embeddings
     from app.engine.errors import EngineCrashedError
     from app.engine.generation import Generation
     from app.engine.llm import LoadedModel
@@ -108,6 +109,11 @@ class ModelBackend(Protocol):
 
     def stream(self, gen: Generation) -> Iterator[str]:
         """Run ``gen``: yield its text pieces, set ``gen.result`` when it ends."""
+        ...
+
+    def embed(self, inputs: list[str | Sequence[int]], *, truncate: bool, n_ctx: int) -> Embeddings:
+        """A vector per input from the model's embedding context (``app.engine.embedding``), at
+        most ``n_ctx`` tokens an input (the engine process knows its own)."""
         ...
 
 

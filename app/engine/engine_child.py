@@ -335,6 +335,10 @@ def _op_constraint_allowed(child: _Child, handle: int) -> Any:
     return c.start().allowed()
 
 
+def _op_embed(child: _Child, inputs: list[Any], truncate: bool) -> Any:
+    return child.model.embed(inputs, truncate=truncate)
+
+
 def _op_ping(child: _Child) -> int:
     return os.getpid()
 
@@ -357,6 +361,7 @@ OPS: dict[str, Callable[..., Any]] = {
     "compile": _op_compile,
     "constraint_after": _op_constraint_after,
     "constraint_allowed": _op_constraint_allowed,
+    "embed": _op_embed,
     "ping": _op_ping,
     "scheduler_stats": _op_scheduler_stats,
 }

@@ -75,6 +75,7 @@ from typing import TYPE_CHECKING, Any
 from app.engine.errors import EngineCrashedError, EngineError, GenerationError, GrammarError, ModelLoadError
 
 if TYPE_CHECKING:
+    from app.engine.embedding import Embeddings
     from app.engine.generation import Generation
     from app.engine.llm import LoadedModel
 
@@ -730,6 +731,10 @@ class ProcessBackend:
     def reset_cache(self) -> None:
         with self.lock:
             self.call("reset")
+
+    def embed(self, inputs: list[str | Sequence[int]], *, truncate: bool, n_ctx: int) -> Embeddings:
+        # answered between two tokens of a running generation, or between two steps of the slots
+        return self.call("embed", inputs, truncate)
 
     # -- the vocabulary ----------------------------------------------------------------------------
 

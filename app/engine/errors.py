@@ -19,6 +19,8 @@ __all__ = [
     "ConstraintError",
     "ContextOverflowError",
     "EngineBusy",
+    "EmbeddingInputError",
+    "EmbeddingModelError",
     "EngineCrashedError",
     "EngineError",
     "GbnfError",
@@ -93,6 +95,25 @@ class ContextOverflowError(GenerationError):
 class ImageError(EngineError, ValueError):
     """An image that cannot be used (too large, truncated, damaged, not an image, or no projector to
     read it): ``str()`` says which, in one sentence (``app.engine.vision``)."""
+
+
+class EmbeddingInputError(EngineError, ValueError):
+    """One input of an embeddings request that cannot be embedded (empty, too long for the
+    context, a token id outside the vocabulary): ``index`` is its place in the request, ``problem``
+    what is wrong with it, in words that follow "input[N]"."""
+
+    def __init__(self, index: int, problem: str):
+        self.index = index
+        self.problem = problem
+        super().__init__(f"input[{index}] {problem}")
+
+    def __reduce__(self):  # the engine process sends it to the app
+        return (EmbeddingInputError, (self.index, self.problem))
+
+
+class EmbeddingModelError(EngineError, ValueError):
+    """The model cannot give embeddings (a reranking model scores pairs of texts instead):
+    ``str()`` names it and says why."""
 
 
 class NoProjectorError(ImageError):

@@ -65,6 +65,7 @@ from app.engine.holdback import partial_start
 from app.engine.speculative import DecodeCost, Speculation, verify
 
 if TYPE_CHECKING:
+    from app.engine.embedding import Embeddings
     from app.engine.generation import Generation
     from app.engine.kvstore import KVStore, KVStoreConfig
     from app.engine.llm import LoadedModel
@@ -147,6 +148,8 @@ class InProcessBackend:
         #: the vision projector (``app.engine.vision.Projector``), or None
         self.projector: Any = None
         self._image_tokens: dict[tuple[int, int], int] = {}
+        #: the embedding context (``app.engine.embedding.Embedder``), made on the first request
+        self._embedder: Any = None
         self._count_evals()
 
     @property
@@ -265,6 +268,9 @@ class InProcessBackend:
             projector, self.projector = self.projector, None
             if projector is not None:
                 projector.close()  # before the model it was loaded for
+            embedder, self._embedder = self._embedder, None
+            if embedder is not None:
+                embedder.close()  # before the model it reads
             llm, self.llm = self.llm, None
             if llm is not None:
                 if self.kv_store is not None:
@@ -282,6 +288,19 @@ class InProcessBackend:
     def reset_cache(self) -> None:
         with self.lock:
             self._open().llm.reset()
+
+    def embed(self, inputs: list[str | Sequence[int]], *, truncate: bool, n_ctx: int) -> Embeddings:
+        from app.engine.embedding import Embedder
+
+        with self.lock:
+            llm = self._open().llm
+            embedder = self._embedder
+            if embedder is None or embedder.asked_ctx != n_ctx:  # made again for a new context
+                if embedder is not None:
+                    embedder.close()
+                    self._embedder = None
+                embedder = self._embedder = Embedder(llm, self.name, n_ctx)
+            return embedder.embed(inputs, truncate=truncate)
 
     # -- the vocabulary ----------------------------------------------------------------------------
 

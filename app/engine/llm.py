@@ -53,6 +53,7 @@ from app.engine.models.metadata import GGUFMetadata, GGUFMetadataError, read_met
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
+    from app.engine.embedding import Embeddings
     from app.engine.kvstore import KVStoreConfig
 
 __all__ = [
@@ -220,6 +221,12 @@ class LoadedModel:
     def reset_cache(self) -> None:
         """Forget the KV cache (the next prompt is evaluated in full)."""
         self.backend.reset_cache()
+
+    def embed(self, inputs: Sequence[str | Sequence[int]], *, truncate: bool = True) -> Embeddings:
+        """A vector per input (a text, or token ids as they are), from the model's embedding
+        context (``app.engine.embedding``): each at most :attr:`n_ctx` tokens, a longer one cut to
+        it (``truncate``) or refused (``EmbeddingInputError``, as is an empty one)."""
+        return self.backend.embed(list(inputs), truncate=bool(truncate), n_ctx=self.n_ctx)
 
     def close(self) -> None:
         """Free the model (an engine process is stopped). Safe to call twice, or after a crash."""

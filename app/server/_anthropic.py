@@ -448,8 +448,6 @@ async def count_tokens(request: Request):
     turn = Turn(state, req)
     tool_format = state.config.tool_format
     await turn.submit_fn(lambda model: ("count", count(model, req, tool_format)))
-    kind, value = await turn.queue.get()
-    if kind == "error":
-        raise value
+    value = await turn.result(request)
     turn.log(request, None, 0)
     return json_response({"input_tokens": value})

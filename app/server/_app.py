@@ -52,6 +52,7 @@ def _routes():
     return [
         Route("/v1/chat/completions", _openai.chat_completions, methods=["POST"]),
         Route("/v1/completions", _openai.completions, methods=["POST"]),
+        Route("/v1/embeddings", _openai.embeddings, methods=["POST"]),
         Route("/v1/models", _openai.list_models, methods=["GET"]),
         Route("/v1/models/load", _load.load, methods=["POST"]),
         Route("/v1/models/unload", _load.unload, methods=["POST"]),
@@ -61,6 +62,8 @@ def _routes():
         Route("/v1/messages/count_tokens", _anthropic.count_tokens, methods=["POST"]),
         Route("/api/chat", _ollama.chat, methods=["POST"]),
         Route("/api/generate", _ollama.generate, methods=["POST"]),
+        Route("/api/embed", _ollama.embed, methods=["POST"]),
+        Route("/api/embeddings", _ollama.embeddings, methods=["POST"]),
         Route("/api/tags", _ollama.tags, methods=["GET"]),
         Route("/api/show", _ollama.show, methods=["POST"]),
         Route("/api/version", _ollama.version, methods=["GET"]),

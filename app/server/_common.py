@@ -546,6 +546,14 @@ class Turn:
             raise item[1]
         self._first = item
 
+    async def result(self, request: Request) -> Any:
+        """The value of a job's one event (``submit_fn``'s ``("end", value)``), or its error
+        raised; a client that leaves while it waits or runs cancels it."""
+        await self.first(request)
+        assert self._first is not None
+        (_kind, value), self._first = self._first, None
+        return value
+
     async def events(self) -> AsyncIterator[tuple[str, Any]]:
         """``("text"|"reasoning", str)``, ``("call", ToolCall)``, then ``("end", TurnEnd)``; an
         :class:`ApiError` from the engine is raised."""

@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from app.engine.errors import (
+    EmbeddingInputError,
+    EmbeddingModelError,
     EngineCrashedError,
     EngineError,
     GenerationError,
@@ -110,6 +112,8 @@ ENGINE_ERRORS: tuple[tuple[type[EngineError], int, str | None], ...] = (
     # mmproj file it needs), or an image that is damaged, too large or not an image
     (NoProjectorError, 400, "model_has_no_projector"),
     (ImageError, 400, "invalid_image"),
+    (EmbeddingInputError, 400, "invalid_input"),  # an input an embedding request cannot use
+    (EmbeddingModelError, 400, "model_cannot_embed"),  # a reranking model
     (ModelLoadError, 500, "model_load_failed"),
     (JobCancelled, 503, None),
     (EngineCrashedError, 500, "engine_crashed"),  # the next request gets a fresh engine

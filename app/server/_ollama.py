@@ -1,6 +1,7 @@
 """The Ollama API: ``/api/chat`` (tools; ``message.tool_calls`` with arguments as an object; NDJSON
-streaming, on by default as in Ollama; ``think``), ``/api/generate``, ``/api/tags``, ``/api/show``,
-``/api/version``, ``/api/ps`` (the loaded models, and when each is unloaded if no request comes).
+streaming, on by default as in Ollama; ``think``), ``/api/generate``, ``/api/embed`` (and the older
+``/api/embeddings``), ``/api/tags``, ``/api/show``, ``/api/version``, ``/api/ps`` (the loaded
+models, and when each is unloaded if no request comes).
 Ollama's tool results carry no call id: each answers the earliest call of the
 turn before it that is still unanswered (by ``tool_name`` when given).
 
@@ -231,6 +232,58 @@ async def _load_or_unload(
     return json_response(
         {"model": model_id, "created_at": _now(), **shape, "done": True, "done_reason": reason}
     )
+
+
+async def embed(request: Request):
+    """``/api/embed``: a normalized vector per input (a string or strings); ``truncate`` (default
+    true) cuts an input longer than the context to it, false refuses it; no input only loads the
+    model (``app.server._embeddings``)."""
+    import time
+
+    from app.server._embeddings import embed_inputs, read_dimensions, read_inputs, vectors
+
+    started = time.monotonic()
+    state, body = await request_body(request)
+    raw = body.get("input")
+    inputs, single = ([], False) if raw in (None, "") else read_inputs(raw, "input", tokens=False)
+    dimensions = read_dimensions(body.get("dimensions"))
+    req = TurnRequest(
+        model=check_str(body.get("model"), "model", allow_none=True),
+        idle_ttl=parse_keep_alive(body.get("keep_alive")),
+        n_ctx=_num_ctx(body),
+    )
+    truncate = check_bool(body.get("truncate"), "truncate", True)
+    model_id, result = await embed_inputs(
+        request, state, req, inputs, truncate=truncate, dimensions=dimensions, single=single
+    )
+    return json_response(
+        {
+            "model": model_id,
+            "embeddings": vectors(result, dimensions),
+            "total_duration": int((time.monotonic() - started) * 1e9),
+            "load_duration": 0,
+            "prompt_eval_count": result.total_tokens,
+        }
+    )
+
+
+async def embeddings(request: Request):
+    """``/api/embeddings``, Ollama's older endpoint: one ``prompt``, its vector as the model gives
+    it (not normalized, as Ollama returns it there); an empty prompt only loads the model."""
+    from app.server._embeddings import embed_inputs, vectors
+
+    state, body = await request_body(request)
+    prompt = check_str(body.get("prompt"), "prompt", allow_none=True) or ""
+    req = TurnRequest(
+        model=check_str(body.get("model"), "model", allow_none=True),
+        idle_ttl=parse_keep_alive(body.get("keep_alive")),
+        n_ctx=_num_ctx(body),
+    )
+    inputs = [prompt] if prompt else []
+    _model_id, result = await embed_inputs(
+        request, state, req, inputs, truncate=True, named="prompt", single=True
+    )
+    return json_response({"embedding": vectors(result, None, normalize=False)[0] if inputs else []})
 
 
 async def chat(request: Request):

@@ -1,4 +1,5 @@
-"""The OpenAI API: ``/v1/chat/completions`` (streamed too), ``/v1/completions``, ``/v1/models``.
+"""The OpenAI API: ``/v1/chat/completions`` (streamed too), ``/v1/completions``, ``/v1/embeddings``,
+``/v1/models``.
 
 Streamed calls have OpenAI's shape: a call's first chunk carries ``index``, ``id``, ``type`` and
 ``function.name`` once, with empty arguments; the next chunks carry only ``function.arguments``
@@ -669,6 +670,41 @@ async def completions(request: Request):
 
     await turn.first(request)  # an engine refusal is a status, not a broken stream
     return StreamingResponse(gen(), media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
+
+
+async def embeddings(request: Request):
+    """``/v1/embeddings``: a vector per input (a string, strings, token ids), normalized, as floats
+    or as base64 float32 (``encoding_format``: the openai SDK asks for base64 and decodes it). An
+    input longer than the model's context is refused, as OpenAI refuses one (``app.server._embeddings``)."""
+    import base64
+    from array import array
+
+    from app.server._embeddings import embed_inputs, read_dimensions, read_inputs, vectors
+
+    state, body = await request_body(request)
+    inputs, single = read_inputs(body.get("input"), "input", tokens=True)
+    if not inputs:
+        raise ApiError(400, "input is empty: send a string or a non-empty array", param="input")
+    encoding = body.get("encoding_format") or "float"
+    if encoding not in ("float", "base64"):
+        raise ApiError(400, "encoding_format must be 'float' or 'base64'", param="encoding_format")
+    dimensions = read_dimensions(body.get("dimensions"))
+    req = TurnRequest(
+        model=check_str(body.get("model"), "model", allow_none=True), idle_ttl=parse_ttl(body.get("ttl"))
+    )
+    model_id, result = await embed_inputs(
+        request, state, req, inputs, truncate=False, dimensions=dimensions, single=single
+    )
+    data = []
+    for i, vec in enumerate(vectors(result, dimensions)):
+        value: Any = (
+            vec if encoding == "float" else base64.b64encode(array("f", vec).tobytes()).decode("ascii")
+        )
+        data.append({"object": "embedding", "index": i, "embedding": value})
+    n = result.total_tokens
+    return json_response(
+        {"object": "list", "data": data, "model": model_id, "usage": {"prompt_tokens": n, "total_tokens": n}}
+    )
 
 
 async def list_models(request: Request):

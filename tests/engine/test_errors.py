@@ -11,6 +11,8 @@ from app.engine import errors
 from app.engine.errors import (
     ConstraintError,
     ContextOverflowError,
+    EmbeddingInputError,
+    EmbeddingModelError,
     EngineBusy,
     EngineCrashedError,
     EngineError,
@@ -43,6 +45,8 @@ def test_every_engine_error_has_the_one_root_and_keeps_its_builtin_base():
         (ToolSetupError, ValueError),
         (JobCancelled, RuntimeError),
         (EngineBusy, RuntimeError),
+        (EmbeddingInputError, ValueError),
+        (EmbeddingModelError, ValueError),
     ):
         assert issubclass(kind, base), (kind, base)
     assert not issubclass(TemplateRenderError, RuntimeError)
@@ -59,6 +63,8 @@ def test_the_errors_an_engine_process_sends_survive_pickling():
     assert (str(crash), crash.stage, crash.exit, crash.model) == ("gone", "loading", "SIGKILL", "m")
     busy = pickle.loads(pickle.dumps(EngineBusy(3, 7)))
     assert (busy.waiting, busy.retry_after_s) == (3, 7) and "3 requests" in str(busy)
+    bad = pickle.loads(pickle.dumps(EmbeddingInputError(2, "is empty")))
+    assert (bad.index, bad.problem, str(bad)) == (2, "is empty", "input[2] is empty")
 
 
 @pytest.mark.parametrize(
@@ -69,6 +75,8 @@ def test_the_errors_an_engine_process_sends_survive_pickling():
         (EngineCrashedError("it died"), 500, "engine_crashed"),
         (GrammarError("bad grammar"), 500, None),
         (ContextOverflowError("too long"), 500, None),
+        (EmbeddingInputError(0, "is empty"), 400, "invalid_input"),
+        (EmbeddingModelError("m is a reranking model"), 400, "model_cannot_embed"),
     ],
 )
 def test_the_server_maps_engine_errors_in_one_table(exc, status, code):

@@ -427,6 +427,9 @@ ENDPOINTS = [
     "/api/chat",
     "/api/generate",
     "/api/show",
+    "/v1/embeddings",
+    "/api/embed",
+    "/api/embeddings",
 ]
 HUGE = "9" * 5000
 

@@ -53,6 +53,9 @@ BASE: dict[str, dict[str, Any]] = {
     "/api/chat": {"model": "loop-hermes", "stream": False, "messages": U, "options": {"num_predict": 8}},
     "/api/generate": {"model": "loop-hermes", "stream": False, "prompt": "hi", "options": {"num_predict": 8}},
     "/api/show": {"model": "loop-hermes"},
+    "/v1/embeddings": {"model": "loop-hermes", "input": ["hi", "there"]},
+    "/api/embed": {"model": "loop-hermes", "input": ["hi", "there"]},
+    "/api/embeddings": {"model": "loop-hermes", "prompt": "hi"},
 }
 # the fields each endpoint reads, and paths into the nested ones
 FIELDS: dict[str, list[tuple[Any, ...]]] = {
@@ -98,6 +101,11 @@ FIELDS: dict[str, list[tuple[Any, ...]]] = {
     "/api/generate": [(k,) for k in "model prompt system stream format options raw think".split()]
     + [("options", k) for k in "num_predict temperature seed stop".split()],
     "/api/show": [(k,) for k in "model name verbose".split()],
+    "/v1/embeddings": [(k,) for k in "model input encoding_format dimensions user ttl".split()]
+    + [("input", 0)],
+    "/api/embed": [(k,) for k in "model input truncate dimensions options keep_alive".split()]
+    + [("input", 0), ("options", "num_ctx")],
+    "/api/embeddings": [(k,) for k in "model prompt options keep_alive".split()],
 }
 HUGE = "\x00huge-int\x00"  # replaced by an integer of 5000 digits once the body is JSON text
 LONG = "\x00long-text\x00"  # replaced by a string of 100,000 characters

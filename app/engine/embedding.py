@@ -1,0 +1,197 @@
+"""Embeddings: one vector per text from a loaded model (``/v1/embeddings``, ``/api/embed``).
+
+A model embeds in a llama.cpp context of its own, made on its first embedding request and kept
+while the model is loaded (:class:`Embedder`): the model's threads, flash attention and KV cache
+type, embeddings on, one sequence, and as many tokens as the model's context (a slot's, as the
+user set it; never more than the model was trained on). An input is read in one decode, as
+llama.cpp needs for a pooled embedding, so an input longer than that context is cut to it
+(``truncate``, Ollama's default) or refused (:class:`~app.engine.errors.EmbeddingInputError`,
+as OpenAI refuses one).
+
+The pooling is the model's own (an embedding model's GGUF names it: mean, CLS or last token);
+a chat model, which names none, is pooled by the mean of its tokens' last hidden states. A
+reranking model (rank pooling) has no embeddings and says so (``EmbeddingModelError``).
+
+Each input is decoded alone: its vector is the same whatever else the request holds (on a CPU a
+decode's rounding depends on its shape), so a client that caches vectors by text never finds two
+for one text. Vectors leave the engine as llama.cpp gives them (float32, not normalized);
+:func:`normalized` and :func:`shortened` are what the APIs apply. Qt-free; ``llama_cpp`` is
+imported when an embedder is made.
+"""
+
+from __future__ import annotations
+
+import math
+from array import array
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from app.engine.errors import EmbeddingInputError, EmbeddingModelError, GenerationError
+
+__all__ = ["MAX_INPUTS", "Embedder", "Embeddings", "normalized", "shortened"]
+
+#: the most inputs one request embeds (OpenAI's bound)
+MAX_INPUTS = 2048
+
+#: llama.cpp's pooling types (``enum llama_pooling_type``)
+_UNSPECIFIED, _NONE, _MEAN, _CLS, _LAST, _RANK = -1, 0, 1, 2, 3, 4
+_POOLING_NAMES = {_MEAN: "mean", _CLS: "cls", _LAST: "last"}
+
+
+@dataclass
+class Embeddings:
+    """What :meth:`Embedder.embed` gives: a float32 vector per input (in order), the tokens each
+    input was read as (after any cut), and which inputs were cut to the context."""
+
+    vectors: list[array]
+    tokens: list[int]
+    truncated: list[bool]
+
+    @property
+    def total_tokens(self) -> int:
+        return sum(self.tokens)
+
+
+def normalized(vector: Sequence[float]) -> list[float]:
+    """``vector`` scaled to length 1 (a zero vector stays zero), as OpenAI and Ollama return them."""
+    norm = math.sqrt(math.fsum(x * x for x in vector))
+    if norm == 0.0 or not math.isfinite(norm):
+        return [float(x) for x in vector]
+    return [x / norm for x in vector]
+
+
+def shortened(vector: Sequence[float], dimensions: int | None) -> list[float]:
+    """The first ``dimensions`` values of ``vector``, normalized again (OpenAI's ``dimensions``;
+    all of it when None): what a model trained for shortened vectors is read with."""
+    if dimensions is None or dimensions >= len(vector):
+        return normalized(vector)
+    return normalized(vector[:dimensions])
+
+
+class Embedder:
+    """The embedding context of one in-process model (``llm``, llama-cpp-python's ``Llama``),
+    ``n_ctx`` tokens at most per input. Not thread-safe: the model's one llama.cpp thread uses it."""
+
+    def __init__(self, llm: Any, name: str, n_ctx: int):
+        import llama_cpp
+
+        self.name = name
+        self._llm = llm
+        self._lib = llama_cpp
+        self.asked_ctx = int(n_ctx)
+        self.n_ctx = max(8, min(int(n_ctx), int(llm._model.n_ctx_train()) or int(n_ctx)))
+        self.n_embd = int(llama_cpp.llama_model_n_embd(llm._model.model))
+        self.n_vocab = int(llm.n_vocab())
+        self._ctx = self._context(_UNSPECIFIED)
+        pooling = int(llama_cpp.llama_pooling_type(self._ctx.ctx))
+        if pooling == _RANK:
+            self._ctx.close()
+            raise EmbeddingModelError(
+                f"{name} is a reranking model: it scores a query against a text and has no embeddings"
+            )
+        if pooling not in _POOLING_NAMES:  # a chat model names no pooling: the mean of its tokens
+            self._ctx.close()
+            self._ctx = self._context(_MEAN)
+            pooling = _MEAN
+        self.pooling = _POOLING_NAMES[pooling]
+        model = llm._model.model
+        self._encode = bool(llama_cpp.llama_model_has_encoder(model)) and not bool(
+            llama_cpp.llama_model_has_decoder(model)
+        )
+        vocab = llm._model.vocab
+        self._eos = int(llama_cpp.llama_vocab_sep(vocab))
+        if self._eos < 0:
+            self._eos = int(llama_cpp.llama_vocab_eos(vocab))
+        self._mem = llama_cpp.llama_get_memory(self._ctx.ctx)
+        self._batch = llama_cpp.llama_batch_init(self.n_ctx, 0, 1)
+
+    def _context(self, pooling: int) -> Any:
+        from llama_cpp import _internals as internals
+
+        llm = self._llm
+        params = type(llm.context_params).from_buffer_copy(llm.context_params)
+        params.embeddings = True
+        params.pooling_type = pooling
+        params.n_ctx = self.n_ctx
+        params.n_batch = self.n_ctx  # an input in one decode: llama.cpp pools one ubatch
+        params.n_ubatch = self.n_ctx
+        params.n_seq_max = 1
+        try:
+            return internals.LlamaContext(model=llm._model, params=params, verbose=False)
+        except Exception as exc:  # noqa: BLE001 - llama.cpp says only "Failed to create llama_context"
+            raise GenerationError(
+                f"llama.cpp could not make an embedding context of {self.n_ctx} tokens for {self.name} "
+                "(not enough memory?): load it with a smaller context"
+            ) from exc
+
+    def close(self) -> None:
+        ctx, self._ctx = self._ctx, None
+        if ctx is not None:
+            self._lib.llama_batch_free(self._batch)
+            ctx.close()
+
+    # -- embedding -----------------------------------------------------------------------------------
+
+    def tokens_of(self, index: int, item: str | Sequence[int], truncate: bool) -> tuple[list[int], bool]:
+        """The tokens ``item`` (a text, or token ids as they are) is read as, and whether it was cut
+        to the context; :class:`EmbeddingInputError` for one that cannot be read."""
+        if isinstance(item, str):
+            # the model's own specials around it (a BOS; BERT's [CLS] and [SEP]); its text is text
+            tokens = list(self._llm.tokenize(item.encode("utf-8"), add_bos=True, special=False))
+            if not item or not tokens:
+                raise EmbeddingInputError(index, "is empty: there is no text to embed")
+        else:
+            tokens = [int(t) for t in item]
+            if not tokens:
+                raise EmbeddingInputError(index, "is an empty list of tokens: there is nothing to embed")
+            bad = next((t for t in tokens if not 0 <= t < self.n_vocab), None)
+            if bad is not None:
+                raise EmbeddingInputError(
+                    index,
+                    f"holds the token id {bad}, outside the model's vocabulary (0 to {self.n_vocab - 1})",
+                )
+        if len(tokens) <= self.n_ctx:
+            return tokens, False
+        if not truncate:
+            raise EmbeddingInputError(
+                index,
+                f"is {len(tokens):,} tokens long; the model embeds at most {self.n_ctx:,} tokens "
+                "(its context): shorten it, or load the model with a larger context",
+            )
+        ends_with_sep = isinstance(item, str) and tokens[-1] == self._eos
+        cut = tokens[: self.n_ctx]
+        if ends_with_sep:
+            cut[-1] = self._eos  # the separator the model reads its input's end by stays last
+        return cut, True
+
+    def embed(self, inputs: Sequence[str | Sequence[int]], *, truncate: bool = True) -> Embeddings:
+        """A vector per input, each read in a decode of its own."""
+        if self._ctx is None:
+            raise GenerationError(f"the model {self.name} is closed")
+        read = [self.tokens_of(i, item, truncate) for i, item in enumerate(inputs)]  # all checked first
+        out = Embeddings([], [], [])
+        for tokens, cut in read:
+            out.vectors.append(self._one(tokens))
+            out.tokens.append(len(tokens))
+            out.truncated.append(cut)
+        return out
+
+    def _one(self, tokens: list[int]) -> array:
+        lib, ctx, batch = self._lib, self._ctx, self._batch
+        lib.llama_memory_clear(self._mem, True)
+        for i, tok in enumerate(tokens):
+            batch.token[i] = tok
+            batch.pos[i] = i
+            batch.n_seq_id[i] = 1
+            batch.seq_id[i][0] = 0
+            batch.logits[i] = True  # every token's state goes into the pooling
+        batch.n_tokens = len(tokens)
+        run = lib.llama_encode if self._encode else lib.llama_decode
+        rc = run(ctx.ctx, batch)
+        if rc != 0:
+            raise GenerationError(f"llama.cpp failed while embedding: it returned {rc}")
+        ptr = lib.llama_get_embeddings_seq(ctx.ctx, 0)
+        if not ptr:
+            raise GenerationError(f"llama.cpp gave no embedding for {self.name}")
+        return array("f", ptr[: self.n_embd])
