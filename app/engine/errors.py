@@ -21,6 +21,7 @@ __all__ = [
     "EngineBusy",
     "EmbeddingInputError",
     "EmbeddingModelError",
+    "EmbeddingOnlyError",
     "EngineCrashedError",
     "EngineError",
     "GbnfError",
@@ -86,6 +87,11 @@ class GenerationError(EngineError, RuntimeError):
 
 class GrammarError(GenerationError, ValueError):
     """The GBNF grammar was rejected before llama.cpp saw it."""
+
+
+class EmbeddingOnlyError(GenerationError, ValueError):
+    """The model cannot write text: an embedding model (BERT and its kin) gives vectors only.
+    ``str()`` names it and says where its vectors are asked for."""
 
 
 class ContextOverflowError(GenerationError):

@@ -57,6 +57,7 @@ from app.engine.backend import GenerationResult
 from app.engine.errors import (
     ConstraintError,
     ContextOverflowError,
+    EmbeddingOnlyError,
     GenerationError,
     GrammarError,
     ModelLoadError,
@@ -134,6 +135,8 @@ class InProcessBackend:
         self.eog_ids = frozenset(t for t in range(self.n_vocab) if self._vocab_is_eog(t))
         self.fim_ids = self._fim_ids()
         self.n_gpu_layers = offloaded_layers(int(llm.model_params.n_gpu_layers))
+        #: whether the model writes text: an embedding model (BERT, nomic-bert…) has no KV memory
+        self.generates = self._generates()
         #: where conversations' KV states are saved and restored (``app.engine.kvstore``), or None
         self.kv_store: KVStore | None = None
         #: whether the KV of rejected drafts can be removed: not from a recurrent or hybrid model's
@@ -317,6 +320,12 @@ class InProcessBackend:
         )
         return ids if all(0 <= t < self.n_vocab for t in ids) else None
 
+    def _generates(self) -> bool:
+        import llama_cpp
+
+        ctx = getattr(self.llm, "ctx", None)
+        return ctx is None or bool(llama_cpp.llama_get_memory(ctx))
+
     def _vocab_is_eog(self, token: int) -> bool:
         import llama_cpp
 
@@ -470,6 +479,11 @@ class InProcessBackend:
         from app.engine.vision import ImagePrompt
 
         model = gen.model
+        if not self.generates:
+            raise EmbeddingOnlyError(
+                f"{model.name} is an embedding model: it gives vectors (/v1/embeddings, /api/embed), "
+                "not replies; choose a chat model to talk to"
+            )
         if isinstance(prompt, ImagePrompt):
             # every image checked and decoded here, before anything is evaluated; first from the
             # headers alone: the context it takes and the pixels all its images decode to

@@ -7,6 +7,7 @@ from typing import Any
 from app.engine.errors import (
     EmbeddingInputError,
     EmbeddingModelError,
+    EmbeddingOnlyError,
     EngineCrashedError,
     EngineError,
     GenerationError,
@@ -114,6 +115,7 @@ ENGINE_ERRORS: tuple[tuple[type[EngineError], int, str | None], ...] = (
     (ImageError, 400, "invalid_image"),
     (EmbeddingInputError, 400, "invalid_input"),  # an input an embedding request cannot use
     (EmbeddingModelError, 400, "model_cannot_embed"),  # a reranking model
+    (EmbeddingOnlyError, 400, "model_cannot_generate"),  # an embedding model asked for a reply
     (ModelLoadError, 500, "model_load_failed"),
     (JobCancelled, 503, None),
     (EngineCrashedError, 500, "engine_crashed"),  # the next request gets a fresh engine

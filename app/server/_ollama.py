@@ -570,11 +570,14 @@ async def show(request: Request):
         family = detect_tool_format(
             meta.chat_template, meta.tool_use_template, bos_token=meta.bos_token, eos_token=meta.eos_token
         )
-        caps = ["completion"] + (
-            ["tools"] if family or state.config.tool_format not in ("auto", "none") else []
-        )
-        if state.has_vision(entry):
-            caps.append("vision")
+        if meta.embedding_model:  # as Ollama lists one (any model embeds: /api/embed)
+            caps = ["embedding"]
+        else:
+            caps = ["completion"] + (
+                ["tools"] if family or state.config.tool_format not in ("auto", "none") else []
+            )
+            if state.has_vision(entry):
+                caps.append("vision")
         return {
             "modelfile": f"FROM {entry.path}\n",
             "parameters": "",

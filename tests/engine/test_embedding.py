@@ -177,3 +177,39 @@ def test_normalized_and_shortened_vectors():
     assert s == pytest.approx([0.6, 0.8])
     assert shortened(v, None) == n and shortened(v, 10) == n
     assert normalized([0.0, 0.0]) == [0.0, 0.0]  # nothing to scale
+
+
+# -- an embedding model (llama.cpp's BERT) --------------------------------------------------------
+
+
+def test_an_embedding_model_embeds_with_its_own_pooling_and_refuses_to_write(tmp_path):
+    from app.engine.errors import EmbeddingOnlyError
+    from app.engine.models.metadata import read_metadata
+    from app.engine.models.tiny import write_tiny_bert_gguf
+
+    path = write_tiny_bert_gguf(tmp_path / "bert.gguf", pooling=2)
+    assert read_metadata(path).embedding_model
+    m = _model(path, isolate=True)
+    try:
+        out = m.embed(["hello there", "the quick brown fox"])
+        # [CLS] hello there [SEP]: the model's own specials around the text
+        assert out.tokens == [4, 6] and len(out.vectors[0]) == 32
+        with pytest.raises(EmbeddingOnlyError, match="tiny-bert is an embedding model"):
+            generate(m, "hello", max_tokens=3, sampling={"temperature": 0}, stop=()).run()
+        # a text longer than the context is cut with its [SEP] kept last: the same vector as its
+        # first n - 1 tokens with the separator after them
+        n = m.n_ctx
+        words = "the " * (n + 20)
+        cut = m.embed([words])
+        assert cut.tokens == [n] and cut.truncated == [True]
+        the = m.tokenize_text("the", special=False)
+        assert list(cut.vectors[0]) == _vectors(m, [[101, *(the * (n - 2)), 102]])[0]
+    finally:
+        m.close()
+
+
+def test_a_chat_model_is_not_an_embedding_model(tiny_gguf):
+    from app.engine.models.metadata import read_metadata
+
+    assert not read_metadata(tiny_gguf()).embedding_model
+    assert read_metadata(tiny_gguf(extra_metadata={"llama.pooling_type": 3})).embedding_model

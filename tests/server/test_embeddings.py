@@ -14,7 +14,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from app.engine.models.tiny import write_tiny_gguf
+from app.engine.models.tiny import write_tiny_bert_gguf, write_tiny_gguf
 from tests.server.test_idle_ttl import FakeClock, _server
 
 N_EMBD = 64
@@ -32,6 +32,7 @@ def server(tmp_path_factory) -> Iterator[object]:
         "reranker": write_tiny_gguf(
             folder / "reranker.gguf", seed=3, extra_metadata={"llama.pooling_type": 4}
         ),
+        "bert": write_tiny_bert_gguf(folder / "bert.gguf", pooling=1),
     }
     yield from _server(models, FakeClock(), n_ctx=N_CTX)
 
@@ -158,6 +159,20 @@ def test_openai_inputs_it_cannot_embed_are_400s_that_say_why(server, body, words
     assert words in r.json()["error"]["message"]
 
 
+def test_an_embedding_model_embeds_is_listed_so_and_refuses_a_chat(server):
+    import ollama
+
+    client = ollama.Client(host=server.url, timeout=120)
+    out = client.embed(model="bert", input=["hello there", "cat"])
+    assert len(out.embeddings[0]) == 32 and out.prompt_eval_count == 4 + 3  # [CLS] … [SEP] each
+    assert client.show("bert").capabilities == ["embedding"]
+    assert "completion" in client.show("chat").capabilities
+    r = _post(server, "/api/chat", model="bert", messages=[{"role": "user", "content": "hi"}], stream=False)
+    assert r.status_code == 400 and "bert is an embedding model" in r.json()["error"], r.text
+    r = _post(server, "/v1/chat/completions", model="bert", messages=[{"role": "user", "content": "hi"}])
+    assert r.status_code == 400 and r.json()["error"]["code"] == "model_cannot_generate"
+
+
 def test_a_reranker_and_an_unknown_model_say_so(server):
     r = _post(server, "/v1/embeddings", model="reranker", input="a")
     assert r.status_code == 400 and "is a reranking model" in r.json()["error"]["message"]
@@ -200,3 +215,29 @@ def test_embeddings_beside_a_streaming_reply_on_a_model_with_slots(tmp_path):
         t.join(120)
         assert not t.is_alive() and "".join(text)
         assert all(d.data[0].embedding == alone for d in during)
+
+
+# -- the package models --------------------------------------------------------------------------
+
+PARAPHRASES = [
+    ("The cat sat on the mat.", "A cat is sitting on a rug."),
+    ("Stock markets fell sharply today.", "Share prices dropped on Wall Street."),
+    ("How do I bake bread at home?", "A simple recipe for homemade bread."),
+]
+
+
+@pytest.mark.live
+@pytest.mark.parametrize("which", ["smollm2_path", "gemma3_path"])
+def test_a_real_models_vectors_put_each_text_nearest_its_paraphrase(request, which, tmp_path):
+    """SmolLM2 (a chat model: mean pooling) and Gemma 3 270M through the openai SDK: each text's
+    nearest other text is the one that says the same thing (a margin of 0.06 in cosine or more
+    here, far above any rounding a CPU's kernels make)."""
+    path = request.getfixturevalue(which)
+    with contextlib.contextmanager(_server)({"m": path}, FakeClock(), n_ctx=N_CTX) as srv:
+        texts = [t for pair in PARAPHRASES for t in pair]
+        out = _openai(srv).embeddings.create(model=path.stem, input=texts)
+    vecs = [d.embedding for d in out.data]
+    assert all(math.isclose(_norm(v), 1.0, rel_tol=1e-5) for v in vecs)  # float32 over base64
+    for i, v in enumerate(vecs):
+        sims = [(sum(a * b for a, b in zip(v, w, strict=True)), j) for j, w in enumerate(vecs) if j != i]
+        assert max(sims)[1] == i ^ 1, (texts[i], sorted(sims, reverse=True)[:2])

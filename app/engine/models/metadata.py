@@ -84,6 +84,17 @@ class GGUFMetadata:
     def tool_use_template(self) -> str | None:
         return self.named_templates.get("tool_use")
 
+    @property
+    def embedding_model(self) -> bool:
+        """Whether the file is an embedding model: it names a pooling of its own (mean, CLS, last
+        token) or reads its input both ways (BERT's non-causal attention). A chat model names
+        neither (it still embeds, by the mean: ``app.engine.embedding``)."""
+        arch = self.architecture
+        return (
+            self.raw.get(f"{arch}.pooling_type") in (1, 2, 3)
+            or self.raw.get(f"{arch}.attention.causal") is False
+        )
+
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["parameter_label"] = self.parameter_label

@@ -31,7 +31,16 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-__all__ = ["BYTE_TOKENS", "TinySpec", "byte_to_unicode", "write_llama_gguf", "write_tiny_gguf", "token_id"]
+__all__ = [
+    "BERT_WORDS",
+    "BYTE_TOKENS",
+    "TinySpec",
+    "byte_to_unicode",
+    "token_id",
+    "write_llama_gguf",
+    "write_tiny_bert_gguf",
+    "write_tiny_gguf",
+]
 
 TOKEN_NORMAL = 1
 TOKEN_CONTROL = 3
@@ -235,3 +244,88 @@ def write_tiny_gguf(
         name=name,
         extra_metadata=extra_metadata,
     )
+
+
+#: the whole words of :func:`write_tiny_bert_gguf`'s vocabulary (each letter is one too, and a
+#: "##" piece, so any lower-case ASCII word tokenizes)
+BERT_WORDS = ("hello", "there", "the", "quick", "brown", "fox", "cat", "dog", ".", ",", "!", "?")
+
+
+def write_tiny_bert_gguf(
+    path: str | Path,
+    *,
+    pooling: int = 2,
+    seed: int = 0,
+    context_length: int = 512,
+    embedding_length: int = 32,
+    block_count: int = 2,
+    head_count: int = 2,
+    feed_forward_length: int = 64,
+    name: str = "tiny-bert",
+) -> Path:
+    """An embedding model as llama.cpp reads BERT: non-causal attention, learned positions, a
+    WordPiece vocabulary ([PAD] 0, [UNK] 100, [CLS] 101, [SEP] 102, [MASK] 103, then the letters,
+    their "##" pieces and :data:`BERT_WORDS`), ``bert.pooling_type`` ``pooling`` (1 mean, 2 CLS),
+    random F32 weights from ``seed``. It has no KV memory: llama.cpp embeds with it, never writes."""
+    import gguf
+    import numpy as np
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(seed)
+    letters = [chr(c) for c in range(ord("a"), ord("z") + 1)]
+    tokens = ["[PAD]", *(f"[unused{i}]" for i in range(1, 100)), "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+    tokens += [*letters, *(f"##{c}" for c in letters), *BERT_WORDS]
+    d, ff = embedding_length, feed_forward_length
+
+    def rand(*shape: int) -> Any:
+        return (rng.standard_normal(shape) * 0.2).astype(np.float32)
+
+    def ones(n: int) -> Any:
+        return np.ones(n, dtype=np.float32)
+
+    def zeros(n: int) -> Any:
+        return np.zeros(n, dtype=np.float32)
+
+    w = gguf.GGUFWriter(str(path), "bert")
+    w.add_name(name)
+    w.add_context_length(context_length)
+    w.add_embedding_length(d)
+    w.add_block_count(block_count)
+    w.add_feed_forward_length(ff)
+    w.add_head_count(head_count)
+    w.add_layer_norm_eps(1e-12)
+    w.add_causal_attention(False)
+    w.add_pooling_type(gguf.PoolingType(pooling))
+    w.add_file_type(gguf.LlamaFileType.ALL_F32)
+    w.add_tokenizer_model("bert")
+    w.add_token_list(tokens)
+    w.add_token_types([TOKEN_CONTROL if t.startswith("[") else TOKEN_NORMAL for t in tokens])
+    w.add_token_type_count(2)
+    w.add_pad_token_id(0)
+    w.add_unk_token_id(100)
+    w.add_bos_token_id(101)  # [CLS]
+    w.add_sep_token_id(102)
+    w.add_mask_token_id(103)
+    w.add_tensor("token_embd.weight", rand(len(tokens), d))
+    w.add_tensor("token_types.weight", rand(2, d))
+    w.add_tensor("position_embd.weight", rand(context_length, d))
+    w.add_tensor("token_embd_norm.weight", ones(d))
+    w.add_tensor("token_embd_norm.bias", zeros(d))
+    for i in range(block_count):
+        for part in ("attn_q", "attn_k", "attn_v", "attn_output"):
+            w.add_tensor(f"blk.{i}.{part}.weight", rand(d, d))
+            w.add_tensor(f"blk.{i}.{part}.bias", zeros(d))
+        w.add_tensor(f"blk.{i}.attn_output_norm.weight", ones(d))
+        w.add_tensor(f"blk.{i}.attn_output_norm.bias", zeros(d))
+        w.add_tensor(f"blk.{i}.ffn_up.weight", rand(ff, d))
+        w.add_tensor(f"blk.{i}.ffn_up.bias", zeros(ff))
+        w.add_tensor(f"blk.{i}.ffn_down.weight", rand(d, ff))
+        w.add_tensor(f"blk.{i}.ffn_down.bias", zeros(d))
+        w.add_tensor(f"blk.{i}.layer_output_norm.weight", ones(d))
+        w.add_tensor(f"blk.{i}.layer_output_norm.bias", zeros(d))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    return path
