@@ -149,7 +149,10 @@ class Embedder:
             if bad is not None:
                 raise EmbeddingInputError(
                     index,
-                    f"holds the token id {bad}, outside the model's vocabulary (0 to {self.n_vocab - 1})",
+                    f"holds the token id {bad}, outside the model's vocabulary (0 to {self.n_vocab - 1}): "
+                    "token ids are read in the model's own vocabulary; a client that counts tokens with "
+                    "another tokenizer (langchain's OpenAIEmbeddings, unless check_embedding_ctx_length "
+                    "is false) should send the text",
                 )
         if len(tokens) <= self.n_ctx:
             return tokens, False

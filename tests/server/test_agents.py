@@ -294,3 +294,53 @@ def test_ollama_tools_streaming_and_format(smol_server):
     )
     assert reply.done_reason == "stop"
     Weather.model_validate(json.loads(reply.message.content))
+
+
+# -- embeddings: a retrieval step as the frameworks write it --------------------------------------
+
+DOCS = [
+    "The cat sat on the mat.",
+    "Stock markets fell sharply today.",
+    "A simple recipe for homemade bread.",
+]
+QUERIES = [
+    "A cat is sitting on a rug.",
+    "Share prices dropped on Wall Street.",
+    "How do I bake bread at home?",
+]
+
+
+def _nearest(query: list[float], docs: list[list[float]]) -> int:
+    return max(range(len(docs)), key=lambda i: sum(a * b for a, b in zip(query, docs[i], strict=True)))
+
+
+def test_langchain_openai_embeddings_retrieve_the_matching_text(smol_server):
+    """langchain's ``OpenAIEmbeddings`` as its docs set it for an OpenAI-compatible server: text,
+    not tiktoken's token ids (``check_embedding_ctx_length=False``)."""
+    from langchain_openai import OpenAIEmbeddings
+
+    emb = OpenAIEmbeddings(
+        model=MODEL,
+        base_url=smol_server.url + "/v1",
+        api_key="unused",
+        check_embedding_ctx_length=False,
+        max_retries=0,
+    )
+    docs = emb.embed_documents(DOCS)
+    assert [_nearest(emb.embed_query(q), docs) for q in QUERIES] == [0, 1, 2]
+
+
+def test_pydantic_ai_embedder_retrieves_the_matching_text(smol_server):
+    from pydantic_ai.embeddings import Embedder
+    from pydantic_ai.embeddings.openai import OpenAIEmbeddingModel
+    from pydantic_ai.providers.openai import OpenAIProvider
+
+    model = OpenAIEmbeddingModel(
+        MODEL, provider=OpenAIProvider(base_url=smol_server.url + "/v1", api_key="unused")
+    )
+    embedder = Embedder(model)
+    docs = embedder.embed_documents_sync(DOCS).embeddings
+    hits = [
+        _nearest(list(embedder.embed_query_sync(q).embeddings[0]), [list(d) for d in docs]) for q in QUERIES
+    ]
+    assert hits == [0, 1, 2]
