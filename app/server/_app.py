@@ -56,6 +56,7 @@ def _routes():
         Route("/v1/models", _openai.list_models, methods=["GET"]),
         Route("/v1/models/load", _load.load, methods=["POST"]),
         Route("/v1/models/unload", _load.unload, methods=["POST"]),
+        Route("/v1/models/{model:path}", _openai.get_model, methods=["GET"]),
         Route("/api/v1/models/load", _load.load, methods=["POST"]),  # LM Studio's
         Route("/api/v1/models/unload", _load.unload, methods=["POST"]),
         Route("/v1/messages", _anthropic.messages, methods=["POST"]),
@@ -68,6 +69,7 @@ def _routes():
         Route("/api/show", _ollama.show, methods=["POST"]),
         Route("/api/version", _ollama.version, methods=["GET"]),
         Route("/api/ps", _ollama.ps, methods=["GET"]),
+        Route("/health", _health, methods=["GET"]),
         Route("/", _root, methods=["GET", "HEAD"]),
     ]
 
@@ -76,6 +78,13 @@ async def _root(request):
     from starlette.responses import PlainTextResponse
 
     return PlainTextResponse("Callisto is running")  # what Ollama answers, so its clients find us
+
+
+async def _health(request):
+    """llama-server's readiness probe: the server answers (models load on demand)."""
+    from app.server._json import json_response
+
+    return json_response({"status": "ok"})
 
 
 def create_app(state: ServerState, *, on_response: Callable[[dict[str, Any]], None] | None = None):

@@ -707,6 +707,18 @@ async def embeddings(request: Request):
     )
 
 
+def _card(state: ServerState, entry: Any, now: int) -> dict[str, Any]:
+    # callisto: what a request gets (the context of each slot, the slots) and whether the model
+    # reads images (a vision projector: loaded, chosen in the library, or beside the file)
+    return {
+        "id": entry.id,
+        "object": "model",
+        "created": now,
+        "owned_by": "callisto",
+        "callisto": {**state.slot_card(entry), "vision": state.has_vision(entry)},
+    }
+
+
 async def list_models(request: Request):
     from starlette.concurrency import run_in_threadpool
 
@@ -714,17 +726,20 @@ async def list_models(request: Request):
     now = int(time.time())
 
     def cards() -> list[dict[str, Any]]:
-        # callisto: what a request gets (the context of each slot, the slots) and whether the model
-        # reads images (a vision projector: loaded, chosen in the library, or beside the file)
-        return [
-            {
-                "id": e.id,
-                "object": "model",
-                "created": now,
-                "owned_by": "callisto",
-                "callisto": {**state.slot_card(e), "vision": state.has_vision(e)},
-            }
-            for e in state.catalog.entries(refresh=True)
-        ]
+        return [_card(state, e, now) for e in state.catalog.entries(refresh=True)]
 
     return json_response({"object": "list", "data": await run_in_threadpool(cards)})
+
+
+async def get_model(request: Request):
+    """``GET /v1/models/{model}`` (the openai SDK's ``models.retrieve``): the model's card as the
+    list gives it; an unknown name is a 404 that lists the names."""
+    from starlette.concurrency import run_in_threadpool
+
+    state: ServerState = request.app.state.callisto
+    name = request.path_params["model"]
+
+    def card() -> dict[str, Any]:
+        return _card(state, state.catalog.resolve(name), int(time.time()))
+
+    return json_response(await run_in_threadpool(card))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 
+import httpx
 import pytest
 
 from tests.server.conftest import ANSWER, FAMILIES, ONE_CALL, PARALLEL, THOUGHT, TOOLS, TWO_CALLS
@@ -181,6 +182,20 @@ def test_openai_completions_and_models(openai_client):
         )
     )
     assert streamed == done.choices[0].text
+
+
+def test_openai_retrieves_one_model_and_the_server_says_it_is_healthy(family_server, openai_client):
+    import openai
+
+    listed = {m.id: m for m in openai_client.models.list()}
+    one = openai_client.models.retrieve("loop-hermes")
+    assert one.id == "loop-hermes" and one.object == "model"
+    assert one.model_extra["callisto"] == listed["loop-hermes"].model_extra["callisto"]
+    assert openai_client.models.retrieve("loop-hermes.gguf").id == "loop-hermes"  # as a request names it
+    with pytest.raises(openai.NotFoundError, match="available models: .*loop-hermes"):
+        openai_client.models.retrieve("no-such-model")
+    r = httpx.get(family_server.url + "/health", timeout=30)
+    assert r.status_code == 200 and r.json() == {"status": "ok"}
 
 
 # -- Anthropic -------------------------------------------------------------------------------------
