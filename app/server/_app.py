@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from app.engine.host import EngineHost
-from app.server import _anthropic, _load, _ollama, _openai
+from app.server import _anthropic, _load, _ollama, _openai, _responses
 from app.server._errors import ApiError, api_of_path, error_response
 from app.server._models import ModelCatalog, ModelEntry
 from app.server._state import ServerConfig, ServerState
@@ -53,6 +53,7 @@ def _routes():
         Route("/v1/chat/completions", _openai.chat_completions, methods=["POST"]),
         Route("/v1/completions", _openai.completions, methods=["POST"]),
         Route("/v1/embeddings", _openai.embeddings, methods=["POST"]),
+        Route("/v1/responses", _responses.create_response, methods=["POST"]),
         Route("/v1/models", _openai.list_models, methods=["GET"]),
         Route("/v1/models/load", _load.load, methods=["POST"]),
         Route("/v1/models/unload", _load.unload, methods=["POST"]),

@@ -113,7 +113,10 @@ def _text_of(content: Any, where: str, images: list[bytes] | None = None) -> str
                 data_url_image(url, f"{w}.image_url.url" if kind == "image_url" else f"{w}.image_url")
             )
         elif kind in ("input_audio", "file", "input_file"):
-            raise ApiError(400, f"{w} is a {kind} part; this server reads text and images only", param=where)
+            article = "an" if kind[0] in "aeiou" else "a"
+            raise ApiError(
+                400, f"{w} is {article} {kind} part; this server reads text and images only", param=where
+            )
         else:
             raise ApiError(
                 400, f"{w} has unknown type {shown(kind)} (expected 'text' or 'image_url')", param=where

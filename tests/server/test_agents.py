@@ -67,38 +67,51 @@ def _adder(calls: list[tuple[int, int]]):
 # -- openai-agents ------------------------------------------------------------------------------
 
 
-def _agent(url: str, calls: list[tuple[int, int]]) -> Any:
-    from agents import Agent, ModelSettings, OpenAIChatCompletionsModel, function_tool, set_tracing_disabled
+def _agent(url: str, calls: list[tuple[int, int]], *, responses: bool = False) -> Any:
+    """``responses``: the Responses API model, openai-agents' default for an OpenAI client."""
+    from agents import (
+        Agent,
+        ModelSettings,
+        OpenAIChatCompletionsModel,
+        OpenAIResponsesModel,
+        function_tool,
+        set_tracing_disabled,
+    )
     from openai import AsyncOpenAI
 
     set_tracing_disabled(True)
     client = AsyncOpenAI(base_url=url + "/v1", api_key="unused", max_retries=0, timeout=120)
+    kind = OpenAIResponsesModel if responses else OpenAIChatCompletionsModel
     return Agent(
         name="calculator",
         instructions="You add numbers with the add tool.",
-        model=OpenAIChatCompletionsModel(model=MODEL, openai_client=client),
+        model=kind(model=MODEL, openai_client=client),
         tools=[function_tool(_adder(calls))],
         model_settings=ModelSettings(tool_choice="required", temperature=0, max_tokens=96),
         tool_use_behavior="stop_on_first_tool",
     )
 
 
-def test_openai_agents_function_tool_forced_first_step(smol_server):
+@pytest.mark.parametrize("responses", [False, True], ids=["chat-completions", "responses"])
+def test_openai_agents_function_tool_forced_first_step(smol_server, responses):
     from agents import Runner
 
     calls: list[tuple[int, int]] = []
-    result = Runner.run_sync(_agent(smol_server.url, calls), QUESTION, max_turns=3)
+    result = Runner.run_sync(_agent(smol_server.url, calls, responses=responses), QUESTION, max_turns=3)
     assert len(calls) == 1
     assert str(result.final_output) == str(sum(calls[0]))
 
 
-def test_openai_agents_streamed_run(smol_server):
+@pytest.mark.parametrize("responses", [False, True], ids=["chat-completions", "responses"])
+def test_openai_agents_streamed_run(smol_server, responses):
     from agents import Runner
 
     calls: list[tuple[int, int]] = []
 
     async def run() -> tuple[Any, set[str]]:
-        streamed = Runner.run_streamed(_agent(smol_server.url, calls), QUESTION, max_turns=3)
+        streamed = Runner.run_streamed(
+            _agent(smol_server.url, calls, responses=responses), QUESTION, max_turns=3
+        )
         kinds = {event.type async for event in streamed.stream_events()}
         return streamed.final_output, kinds
 

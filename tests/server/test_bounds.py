@@ -428,6 +428,7 @@ ENDPOINTS = [
     "/api/generate",
     "/api/show",
     "/v1/embeddings",
+    "/v1/responses",
     "/api/embed",
     "/api/embeddings",
 ]

@@ -54,6 +54,12 @@ BASE: dict[str, dict[str, Any]] = {
     "/api/generate": {"model": "loop-hermes", "stream": False, "prompt": "hi", "options": {"num_predict": 8}},
     "/api/show": {"model": "loop-hermes"},
     "/v1/embeddings": {"model": "loop-hermes", "input": ["hi", "there"]},
+    "/v1/responses": {
+        "model": "loop-hermes",
+        "max_output_tokens": 8,
+        "input": U,
+        "tools": [{"type": "function", **TOOLS[0]["function"]}],
+    },
     "/api/embed": {"model": "loop-hermes", "input": ["hi", "there"]},
     "/api/embeddings": {"model": "loop-hermes", "prompt": "hi"},
 }
@@ -103,6 +109,22 @@ FIELDS: dict[str, list[tuple[Any, ...]]] = {
     "/api/show": [(k,) for k in "model name verbose".split()],
     "/v1/embeddings": [(k,) for k in "model input encoding_format dimensions user ttl".split()]
     + [("input", 0)],
+    "/v1/responses": [
+        (k,)
+        for k in (
+            "model input instructions tools tool_choice max_output_tokens temperature top_p stream "
+            "parallel_tool_calls max_tool_calls reasoning text previous_response_id background store include"
+        ).split()
+    ]
+    + [
+        ("input", 0),
+        ("input", 0, "role"),
+        ("input", 0, "content"),
+        ("tools", 0),
+        ("tools", 0, "name"),
+        ("tools", 0, "parameters"),
+        ("text", "format"),
+    ],
     "/api/embed": [(k,) for k in "model input truncate dimensions options keep_alive".split()]
     + [("input", 0), ("options", "num_ctx")],
     "/api/embeddings": [(k,) for k in "model prompt options keep_alive".split()],
