@@ -457,6 +457,7 @@ def main(channel: str) -> int:
         "parallel": parallel if child.sched is not None else 1,
         "projector": m.projector_path,
         "fim_ids": m.fim_ids,
+        "fim_repo_ids": m.fim_repo_ids,
     }
     child.send(("reply", 0, True, info))
     try:

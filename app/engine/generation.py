@@ -128,27 +128,67 @@ def generate(
     return gen
 
 
-def infill_prompt(model: LoadedModel, prefix: str, suffix: str) -> list[int]:
+#: what separates two files of ``extra`` for a model without a file-separator token (llama-server's)
+SNIPPET_SEPARATOR = "\n\n--- snippet ---\n\n"
+#: the most tokens of the prefix and the suffix together (3:1), as llama-server's batch bounds them
+_FIM_WINDOW = 2048
+
+
+def infill_prompt(
+    model: LoadedModel,
+    prefix: str,
+    suffix: str,
+    *,
+    cursor: str = "",
+    extra: Sequence[tuple[str, str]] = (),
+    fit: tuple[int, int] | None = None,
+) -> list[int]:
     """The prompt that asks ``model`` for the text between ``prefix`` and ``suffix`` (fill in the
-    middle, what a code editor's completion asks for): llama.cpp's order, as its server's
-    ``/infill`` writes it: [BOS] FIM-prefix, the prefix, FIM-suffix, the suffix, FIM-middle. The
-    prefix and suffix are text only: a special token's text in them (code that writes
-    ``<|fim_middle|>``) stays text. ``GenerationError`` when the model has no such tokens."""
+    middle, what a code editor's completion asks for), in llama.cpp's order, as its server's
+    ``/infill`` writes it: [BOS] [the other files], FIM-prefix, the prefix, ``cursor`` (the
+    cursor's line up to it, when the editor sends it apart), FIM-suffix, the suffix, FIM-middle.
+
+    ``extra``: (file name, text) of other files of the project, before it all: with the model's
+    repository tokens (``<|repo_name|>`` and ``<|file_sep|>``: Qwen2.5-Coder's) as it was trained
+    on a repository, else each after :data:`SNIPPET_SEPARATOR`; none, no repository header. ``fit`` (the context, the reply's
+    tokens): cut as llama-server cuts them, the prefix to its last 3/4 of a window of
+    ``min(2048, context / 2)`` tokens and the suffix to its first quarter, then as much of the
+    other files' end as leaves room for the reply; without it the whole prompt is kept (a prompt
+    over the context is then refused where it is generated).
+
+    Every text is text only: a special token's text in it (code that writes ``<|fim_middle|>``)
+    stays text. ``GenerationError`` when the model has no FIM tokens."""
     if model.fim_ids is None:
         raise GenerationError(
             f"{model.name} cannot fill in the middle (insert): its vocabulary has no fill-in-the-middle "
             "tokens; use a code model trained for it (Qwen2.5-Coder, CodeLlama, StarCoder2, Codestral…)"
         )
     pre, suf, mid = model.fim_ids
+
+    def text(t: str) -> list[int]:
+        return model.tokenize_text(t, special=False) if t else []
+
+    head = text(prefix) + text(cursor)
+    tail = text(suffix)
+    others: list[int] = []
+    if extra:
+        repo = model.fim_repo_ids
+        if repo is not None:
+            others += [repo[0], *text("myproject\n")]
+        for name, body in extra:
+            others += [repo[1], *text(f"{name}\n")] if repo is not None else text(SNIPPET_SEPARATOR)
+            others += text(body)
+        if repo is not None:
+            others += [repo[1], *text("filename\n")]  # the file being edited (its name is not sent)
+    if fit is not None:
+        n_ctx, n_predict = fit
+        window = max(4, min(_FIM_WINDOW, n_ctx // 2))
+        head = head[len(head) - min(len(head), 3 * window // 4) :]
+        tail = tail[: max(0, min(len(tail), window // 4 - 2))]
+        room = max(0, n_ctx - window - 2 * n_predict)
+        others = others[len(others) - min(len(others), room) :]
     start = model.tokenize("")  # the BOS, where the model wants one
-    return [
-        *start,
-        pre,
-        *model.tokenize_text(prefix, special=False),
-        suf,
-        *model.tokenize_text(suffix, special=False),
-        mid,
-    ]
+    return [*start, *others, pre, *head, suf, *tail, mid]
 
 
 def complete(

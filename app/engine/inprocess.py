@@ -134,6 +134,8 @@ class InProcessBackend:
         self.n_vocab = int(llm.n_vocab())
         self.eog_ids = frozenset(t for t in range(self.n_vocab) if self._vocab_is_eog(t))
         self.fim_ids = self._fim_ids()
+        #: the repository-level FIM tokens (repo name, file separator), None when either is missing
+        self.fim_repo_ids = self._fim_repo_ids()
         self.n_gpu_layers = offloaded_layers(int(llm.model_params.n_gpu_layers))
         #: whether the model writes text: an embedding model (BERT, nomic-bert…) has no KV memory
         self.generates = self._generates()
@@ -318,6 +320,15 @@ class InProcessBackend:
             int(llama_cpp.llama_vocab_fim_suf(vocab)),
             int(llama_cpp.llama_vocab_fim_mid(vocab)),
         )
+        return ids if all(0 <= t < self.n_vocab for t in ids) else None
+
+    def _fim_repo_ids(self) -> tuple[int, int] | None:
+        """The repository-level FIM tokens (``<|repo_name|>``, ``<|file_sep|>``: Qwen2.5-Coder's),
+        None when either is missing: other files of the project go before the prefix with them."""
+        import llama_cpp
+
+        vocab = self.llm._model.vocab
+        ids = (int(llama_cpp.llama_vocab_fim_rep(vocab)), int(llama_cpp.llama_vocab_fim_sep(vocab)))
         return ids if all(0 <= t < self.n_vocab for t in ids) else None
 
     def _generates(self) -> bool:

@@ -134,6 +134,8 @@ class LoadedModel:
     #: the fill-in-the-middle tokens (prefix, suffix, middle), None when the vocabulary has none
     #: (``app.engine.generation.infill_prompt``)
     fim_ids: tuple[int, int, int] | None = None
+    #: the repository-level FIM tokens (repo name, file separator), None when the vocabulary lacks one
+    fim_repo_ids: tuple[int, int] | None = None
     #: the layers on a GPU (``app.engine.inprocess.offloaded_layers``): -1 every layer, 0 none (a
     #: build without a GPU backend offloads none, whatever it was given)
     n_gpu_layers: int = 0
@@ -345,6 +347,7 @@ def load_model(
         eog_ids=frozenset(info["eog_ids"]),
         projector_path=info.get("projector"),
         fim_ids=info.get("fim_ids"),
+        fim_repo_ids=info.get("fim_repo_ids"),
     )
 
 
@@ -368,6 +371,7 @@ def load_model_inline(**args: Any) -> LoadedModel:
         eog_ids=backend.eog_ids,
         projector_path=backend.projector_path,
         fim_ids=backend.fim_ids,
+        fim_repo_ids=backend.fim_repo_ids,
     )
 
 
@@ -398,6 +402,7 @@ def _loaded(
     eog_ids: frozenset[int],
     projector_path: str | None = None,
     fim_ids: Sequence[int] | None = None,
+    fim_repo_ids: Sequence[int] | None = None,
 ) -> LoadedModel:
     template = meta.chat_template
     return LoadedModel(
@@ -416,4 +421,5 @@ def _loaded(
         vision=projector_path is not None,
         projector_path=projector_path,
         fim_ids=None if fim_ids is None else (int(fim_ids[0]), int(fim_ids[1]), int(fim_ids[2])),
+        fim_repo_ids=None if fim_repo_ids is None else (int(fim_repo_ids[0]), int(fim_repo_ids[1])),
     )

@@ -82,6 +82,12 @@ class TurnRequest:
     #: fill in the middle (a completion's ``suffix``): (the text before, the text after); the reply
     #: is what goes between them (``app.engine.generation.infill_prompt``); no template
     fim: tuple[str, str] | None = None
+    #: llama-server's ``/infill``: the cursor's line up to it (after the prefix), other files of the
+    #: project ((name, text), before it all), and the reply's room when the prompt is cut to fit as
+    #: llama-server cuts it (None: never cut)
+    fim_cursor: str = ""
+    fim_extra: list[tuple[str, str]] = field(default_factory=list)
+    fim_fit: int | None = None
     grammar: str | None = None  # completions: a GBNF grammar the reply is held to
     think: bool | None = None
     max_tool_calls: int | None = None  # the request's bound on one reply's calls (None: the default)
@@ -235,9 +241,12 @@ def render_turn(model: LoadedModel, req: TurnRequest, tool_format: str) -> Rende
         from app.engine.generation import infill_prompt
 
         try:
-            return RenderedTurn(infill_prompt(model, *req.fim), None, None, None)
+            fit = None if req.fim_fit is None else (model.n_ctx, req.fim_fit)
+            prompt = infill_prompt(model, *req.fim, cursor=req.fim_cursor, extra=req.fim_extra, fit=fit)
+            return RenderedTurn(prompt, None, None, None)
         except GenerationError as exc:
-            raise ApiError(400, str(exc), param="suffix", code="insert_not_supported") from exc
+            where = "suffix" if req.fim_fit is None else "input_suffix"  # /infill's name for it
+            raise ApiError(400, str(exc), param=where, code="insert_not_supported") from exc
     if req.raw_prompt is not None:
         return RenderedTurn(req.raw_prompt, None, None, None)
     family = _family(model, tool_format)

@@ -544,9 +544,10 @@ _GRAMMAR_FIELDS = ("grammar", "structured_outputs.grammar", "guided_grammar", "e
 _OTHER_GUIDES = ("guided_json", "guided_regex", "guided_choice", "json_schema", "regex")
 
 
-def _completion_grammar(body: dict[str, Any]) -> str | None:
-    """The GBNF grammar a completion request holds its reply to, or None; a 400 for one that is
-    not text, grammars that disagree, or a structured-output kind this server does not take."""
+def completion_grammar(body: dict[str, Any], path: str = "/v1/completions") -> str | None:
+    """The GBNF grammar a completion request (to ``path``) holds its reply to, or None; a 400 for
+    one that is not text, grammars that disagree, or a structured-output kind this server does not
+    take."""
     outputs = body.get("structured_outputs")
     if outputs is not None and not isinstance(outputs, dict):
         raise ApiError(400, "structured_outputs must be an object", param="structured_outputs")
@@ -556,7 +557,7 @@ def _completion_grammar(body: dict[str, Any]) -> str | None:
     if other:
         raise ApiError(
             400,
-            f"{other[0]} is not supported on /v1/completions: send a GBNF grammar in 'grammar' "
+            f"{other[0]} is not supported on {path}: send a GBNF grammar in 'grammar' "
             "(or a response_format on /v1/chat/completions)",
             param=other[0],
         )
@@ -593,7 +594,7 @@ async def completions(request: Request):
         model=check_str(body.get("model"), "model", allow_none=True),
         raw_prompt=None if suffix else prompt,
         fim=(prompt, suffix) if suffix else None,
-        grammar=_completion_grammar(body),
+        grammar=completion_grammar(body),
         max_tokens=_max_tokens(body, state, 16),
         sampling=_sampling(body),
         stop=check_stop(body.get("stop"), "stop"),

@@ -429,6 +429,8 @@ ENDPOINTS = [
     "/api/show",
     "/v1/embeddings",
     "/v1/responses",
+    "/completion",
+    "/infill",
     "/api/embed",
     "/api/embeddings",
 ]

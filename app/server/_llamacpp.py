@@ -1,0 +1,225 @@
+"""llama-server's own completion API: ``POST /completion`` and ``POST /infill``, for the clients
+written for it (the llama.vim and llama.vscode editor plugins complete code through ``/infill``;
+Continue's llama.cpp provider and many scripts call ``/completion``).
+
+``/completion``: ``prompt`` (text, read as llama-server reads it: special tokens' text becomes
+them, a BOS where the model wants one), ``n_predict``, llama-server's sampler fields
+(``temperature``, ``top_k``, ``top_p``, ``min_p``, ``typical_p``, ``repeat_penalty``, the
+penalties, ``mirostat``, ``seed``), ``stop``, ``grammar`` (GBNF), ``stream``.
+
+``/infill``: fill in the middle with the model's FIM tokens (``app.engine.generation.infill_prompt``):
+``input_prefix``, ``input_suffix``, ``prompt`` (the cursor's line up to the cursor, after the
+prefix) and ``input_extra`` (other files, ``[{"filename", "text"}]``, before it all; with the
+model's repository tokens where it has them), cut to fit as llama-server cuts them (the prefix's
+end, the suffix's start, the other files' end). A model without FIM tokens is a 400 that says so.
+
+The answer is llama-server's: ``content``, ``stop``, ``stop_type`` (``eos``, ``limit``),
+``tokens_predicted``, ``tokens_evaluated``, ``tokens_cached``, ``truncated`` and ``timings``;
+streamed, a ``data:`` line per piece (``"stop": false``) and a last one with ``"stop": true`` and
+the counts. ``response_fields`` keeps only the fields it names (``timings/prompt_n`` reads a
+nested one, under that name), as llama-server does. Fields of llama-server's that change nothing
+here (``cache_prompt``, which is always on; ``id_slot``; ``samplers``; ``n_indent``;
+``t_max_prompt_ms``) are accepted and not used.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from app.server._common import (
+    SAMPLER_RANGES,
+    check_bool,
+    check_int,
+    check_stop,
+    check_str,
+    queue_turn,
+    read_sampling,
+    request_body,
+    type_name,
+)
+from app.server._engine import TurnEnd, TurnRequest
+from app.server._errors import ApiError
+from app.server._json import json_bytes, json_response
+
+if TYPE_CHECKING:
+    from starlette.requests import Request
+
+    from app.server._state import ServerState
+
+__all__ = ["completion", "infill"]
+
+#: the most files ``input_extra`` may hold
+MAX_EXTRA = 256
+
+
+def _n_predict(body: dict[str, Any], state: ServerState) -> int:
+    limit = state.config.max_tokens_limit
+    n = check_int(body.get("n_predict", body.get("max_tokens")), "n_predict", lo=-2, hi=limit)
+    if n is None or n < 0:  # -1: until the end (llama-server's default), here the server's default
+        return min(state.config.default_max_tokens, limit)
+    if n == 0:
+        raise ApiError(
+            400, "n_predict must be at least 1 (or -1 for the server's default)", param="n_predict"
+        )
+    return n
+
+
+def _common_request(body: dict[str, Any], state: ServerState) -> dict[str, Any]:
+    """What ``/completion`` and ``/infill`` read alike, as :class:`TurnRequest` fields."""
+    from app.server._idle import parse_ttl
+
+    return {
+        "model": check_str(body.get("model"), "model", allow_none=True),
+        "max_tokens": _n_predict(body, state),
+        "sampling": read_sampling(body, SAMPLER_RANGES, top_k=True, mirostat=True),
+        "stop": check_stop(body.get("stop"), "stop"),
+        "idle_ttl": parse_ttl(body.get("ttl")),
+    }
+
+
+def _extra(value: Any) -> list[tuple[str, str]]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise ApiError(400, f"input_extra must be an array, got {type_name(value)}", param="input_extra")
+    if len(value) > MAX_EXTRA:
+        raise ApiError(400, f"input_extra holds {len(value)} files; at most {MAX_EXTRA}", param="input_extra")
+    out = []
+    for i, chunk in enumerate(value):
+        w = f"input_extra[{i}]"
+        if not isinstance(chunk, dict):
+            raise ApiError(
+                400, f"{w} must be an object with filename and text, got {type_name(chunk)}", param=w
+            )
+        name = check_str(chunk.get("filename", "tmp"), f"{w}.filename") or "tmp"
+        out.append((name, check_str(chunk.get("text", ""), f"{w}.text") or ""))
+    return out
+
+
+async def completion(request: Request):
+    from app.server._openai import completion_grammar
+
+    state, body = await request_body(request)
+    prompt = body.get("prompt")
+    if isinstance(prompt, list) and len(prompt) == 1 and isinstance(prompt[0], str):
+        prompt = prompt[0]
+    if not isinstance(prompt, str):
+        raise ApiError(
+            400, "prompt must be a string (token ids are not taken here: send the text)", param="prompt"
+        )
+    if not prompt:
+        raise ApiError(400, "prompt is empty", param="prompt")
+    req = TurnRequest(
+        raw_prompt=prompt, grammar=completion_grammar(body, "/completion"), **_common_request(body, state)
+    )
+    return await _answer(request, state, body, req)
+
+
+async def infill(request: Request):
+    state, body = await request_body(request)
+    prefix = check_str(body.get("input_prefix", ""), "input_prefix") or ""
+    suffix = check_str(body.get("input_suffix", ""), "input_suffix") or ""
+    cursor = check_str(body.get("prompt", ""), "prompt") or ""
+    req = TurnRequest(
+        fim=(prefix, suffix),
+        fim_cursor=cursor,
+        fim_extra=_extra(body.get("input_extra", body.get("extra_context"))),
+        # the reply's room, as llama-server keeps it: twice n_predict, none when it is not given
+        fim_fit=max(0, check_int(body.get("n_predict"), "n_predict") or 0),
+        **_common_request(body, state),
+    )
+    return await _answer(request, state, body, req)
+
+
+# -- the answer ------------------------------------------------------------------------------------
+
+
+def _timings(end: TurnEnd) -> dict[str, Any]:
+    read = max(0, end.prompt_tokens - end.cached_tokens)
+    prompt_ms = (end.ttft_s or 0.0) * 1000.0
+    predicted_ms = max(0.0, end.elapsed_s * 1000.0 - prompt_ms)
+    n = end.completion_tokens
+    return {
+        "prompt_n": read,
+        "prompt_ms": prompt_ms,
+        "prompt_per_token_ms": prompt_ms / read if read else 0.0,
+        "prompt_per_second": read / prompt_ms * 1000.0 if prompt_ms > 0 else 0.0,
+        "predicted_n": n,
+        "predicted_ms": predicted_ms,
+        "predicted_per_token_ms": predicted_ms / n if n else 0.0,
+        "predicted_per_second": n / predicted_ms * 1000.0 if predicted_ms > 0 else 0.0,
+    }
+
+
+def _final(model: str, content: str, end: TurnEnd) -> dict[str, Any]:
+    cut = end.finish_in() == "length"
+    return {
+        "content": content,
+        "id_slot": 0,
+        "stop": True,
+        "model": model,
+        "tokens_predicted": end.completion_tokens,
+        "tokens_evaluated": end.prompt_tokens,
+        "tokens_cached": end.cached_tokens,
+        "truncated": False,
+        "stop_type": "limit" if cut else "eos",
+        "stopping_word": "",
+        "timings": _timings(end),
+    }
+
+
+def _fields(data: dict[str, Any], names: list[str] | None) -> dict[str, Any]:
+    """``response_fields``: only the fields named (a nested one by its path, ``timings/prompt_n``)."""
+    if names is None:
+        return data
+    out: dict[str, Any] = {}
+    for name in names:
+        node: Any = data
+        for key in name.split("/"):
+            node = node.get(key) if isinstance(node, dict) else None
+        if node is not None:
+            out[name] = node
+    return out
+
+
+def _response_fields(value: Any) -> list[str] | None:
+    if value is None:
+        return None
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ApiError(400, "response_fields must be an array of field names", param="response_fields")
+    return list(value)
+
+
+async def _answer(request: Request, state: ServerState, body: dict[str, Any], req: TurnRequest):
+    from starlette.responses import StreamingResponse
+
+    stream = check_bool(body.get("stream"), "stream", False)
+    fields = _response_fields(body.get("response_fields"))
+    turn = await queue_turn(state, req)
+    if not stream:
+        text, _reasoning, _calls, end = await turn.collect(request)
+        turn.log(request, end, 0)
+        return json_response(_fields(_final(turn.model_id, text, end), fields))
+
+    def line(data: dict[str, Any]) -> bytes:
+        return b"data: " + json_bytes(data) + b"\n\n"
+
+    async def gen():
+        end = None
+        try:
+            async for kind, value in turn.events():
+                if kind == "text":
+                    yield line(_fields({"content": value, "stop": False, "id_slot": 0}, fields))
+                elif kind == "end":
+                    end = value
+            assert end is not None
+            yield line(_fields(_final(turn.model_id, "", end), fields))
+        except ApiError as err:
+            request.scope.setdefault("callisto.log", {})["status"] = err.status
+            yield line({"error": {"code": err.status, "message": err.message, "type": "server_error"}})
+        finally:
+            turn.cancel.set()  # a client that went away stops the generation at the next token
+            turn.log(request, end, 0)
+
+    await turn.first(request)  # an engine refusal is a status, not a broken stream
+    return StreamingResponse(gen(), media_type="text/event-stream", headers={"Cache-Control": "no-cache"})

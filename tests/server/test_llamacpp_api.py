@@ -1,0 +1,164 @@
+"""llama-server's own API: ``/infill`` (what the llama.vim and llama.vscode editor plugins send) and
+``/completion``. Real servers on free loopback ports, real engine processes, scripted GGUFs with a
+byte vocabulary (a text's tokens are its bytes, so a prompt's layout shows in its token count):
+one with FIM and repository tokens (Qwen2.5-Coder's), one with FIM tokens only, one with none.
+Each answers "Z" after FIM-middle."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from app.engine.generation import SNIPPET_SEPARATOR
+from tests.server.test_idle_ttl import FakeClock, _server
+from tests.ui.scripted_gguf import CHATML, streaming_script, write_scripted_gguf
+
+FIM = ("<|fim_prefix|>", "<|fim_suffix|>", "<|fim_middle|>")
+REPO = ("<|repo_name|>", "<|file_sep|>")
+N_CTX = 2048
+PREFIX = "def area(r):\n"
+CURSOR = "    return "
+SUFFIX = "\n\nprint(area(2))\n"
+FILES = [
+    {"filename": "geometry/consts.py", "text": "PI = 3.14159\n"},
+    {"filename": "util.py", "text": "x = 1\n"},
+]
+
+
+def _b(text: str) -> int:
+    return len(text.encode())
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory) -> Iterator[object]:
+    folder = tmp_path_factory.mktemp("llamacpp")
+
+    def coder(name: str, control: tuple[str, ...]) -> Path:
+        return write_scripted_gguf(
+            folder / f"{name}.gguf",
+            chat_template=CHATML,
+            script={FIM[2]: "Z", "Z": "<|im_end|>"},
+            default_next="a",
+            control_tokens=("<|im_start|>", "<|im_end|>", *control),
+        )
+
+    models: dict[str, Path] = {
+        "repo-coder": coder("repo-coder", (*FIM, *REPO)),
+        "coder": coder("coder", FIM),
+        "chat": write_scripted_gguf(
+            folder / "chat.gguf", chat_template=CHATML, script=streaming_script(), default_next="a"
+        ),
+    }
+    yield from _server(models, FakeClock(), n_ctx=N_CTX)
+
+
+def _post(server, path: str, **body) -> httpx.Response:
+    return httpx.post(server.url + path, json=body, timeout=120)
+
+
+def test_infill_as_llama_vim_sends_it(server):
+    """The editor's fields: the lines before the cursor's, the cursor's line up to it, the rest, and
+    chunks of other files; with the model's repository tokens the files go in as a repository."""
+    r = _post(
+        server,
+        "/infill",
+        model="repo-coder",
+        input_prefix=PREFIX,
+        prompt=CURSOR,
+        input_suffix=SUFFIX,
+        input_extra=FILES,
+        n_predict=16,
+        cache_prompt=True,
+        samplers=["top_k", "top_p", "infill"],
+        t_max_prompt_ms=500,
+    )
+    assert r.status_code == 200, r.text
+    data = r.json()
+    assert data["content"] == "Z" and data["stop"] is True and data["stop_type"] == "eos"
+    repo = 1 + _b("myproject\n") + sum(1 + _b(f["filename"] + "\n") + _b(f["text"]) for f in FILES)
+    repo += 1 + _b("filename\n")
+    assert data["tokens_evaluated"] == repo + 3 + _b(PREFIX + CURSOR) + _b(SUFFIX)
+    assert data["tokens_predicted"] >= 1 and data["timings"]["predicted_n"] == data["tokens_predicted"]
+    # without repository tokens the files are snippets before the prefix; without files, just FIM
+    r = _post(server, "/infill", model="coder", input_prefix=PREFIX, input_suffix=SUFFIX, input_extra=FILES)
+    snippets = sum(_b(SNIPPET_SEPARATOR) + _b(f["text"]) for f in FILES)
+    assert r.json()["tokens_evaluated"] == snippets + 3 + _b(PREFIX) + _b(SUFFIX)
+    r = _post(server, "/infill", model="repo-coder", input_prefix=PREFIX, input_suffix=SUFFIX)
+    assert r.json()["tokens_evaluated"] == 3 + _b(PREFIX) + _b(SUFFIX)
+
+
+def test_infill_streams_and_keeps_the_fields_asked_for(server):
+    with httpx.stream(
+        "POST",
+        server.url + "/infill",
+        json={"model": "coder", "input_prefix": PREFIX, "input_suffix": SUFFIX, "stream": True},
+        timeout=120,
+    ) as r:
+        lines = [json.loads(line[6:]) for line in r.iter_lines() if line.startswith("data: ")]
+    assert "".join(d["content"] for d in lines) == "Z"
+    assert [d["stop"] for d in lines][-1] is True and not any(d["stop"] for d in lines[:-1])
+    assert lines[-1]["tokens_evaluated"] == 3 + _b(PREFIX) + _b(SUFFIX)
+    fields = ["content", "timings/prompt_n", "timings/predicted_n", "truncated"]
+    r = _post(
+        server, "/infill", model="coder", input_prefix=PREFIX, input_suffix=SUFFIX, response_fields=fields
+    )
+    assert sorted(r.json()) == sorted(fields) and r.json()["content"] == "Z"
+
+
+def test_a_long_file_is_cut_as_llama_server_cuts_it(server):
+    """The prefix keeps its end, the suffix its start, within a window of min(2048, context / 2)
+    tokens (3:1); the other files keep their end within what is left after the reply's room."""
+    window = min(2048, N_CTX // 2)
+    r = _post(
+        server,
+        "/infill",
+        model="coder",
+        input_prefix="p" * 5000,
+        input_suffix="s" * 5000,
+        input_extra=[{"filename": "big.py", "text": "e" * 5000}],
+        n_predict=64,
+    )
+    assert r.status_code == 200, r.text
+    room = N_CTX - window - 2 * 64
+    assert r.json()["tokens_evaluated"] == room + 3 + 3 * window // 4 + window // 4 - 2
+    assert r.json()["content"] == "Z"
+
+
+def test_completion_reads_a_raw_prompt(server):
+    r = _post(server, "/completion", model="chat", prompt="<|im_start|>assistant\n", n_predict=4)
+    assert r.status_code == 200, r.text
+    data = r.json()
+    assert data["content"] and data["tokens_predicted"] <= 4
+    assert data["stop_type"] in ("eos", "limit") and data["timings"]["prompt_n"] >= 1
+    with httpx.stream(
+        "POST",
+        server.url + "/completion",
+        json={"model": "chat", "prompt": "<|im_start|>assistant\n", "n_predict": 4, "stream": True},
+        timeout=120,
+    ) as s:
+        lines = [json.loads(line[6:]) for line in s.iter_lines() if line.startswith("data: ")]
+    assert "".join(d["content"] for d in lines) == data["content"] and lines[-1]["stop"] is True
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "words"),
+    [
+        ("/infill", {"model": "chat", "input_prefix": "a", "input_suffix": "b"}, "cannot fill in the middle"),
+        ("/infill", {"model": "coder", "input_extra": "x"}, "input_extra must be an array"),
+        ("/infill", {"model": "coder", "input_extra": [3]}, "input_extra[0] must be an object"),
+        ("/infill", {"model": "coder", "input_prefix": 5}, "input_prefix must be a string"),
+        ("/completion", {"model": "chat", "prompt": [1, 2]}, "token ids are not taken here"),
+        ("/completion", {"model": "chat", "prompt": ""}, "prompt is empty"),
+        ("/completion", {"model": "chat", "prompt": "a", "n_predict": 0}, "n_predict must be at least 1"),
+        ("/completion", {"model": "chat", "prompt": "a", "json_schema": {}}, "not supported on /completion"),
+        ("/completion", {"model": "chat", "prompt": "a", "temperature": -1}, "temperature"),
+    ],
+)
+def test_what_cannot_be_served_is_a_400_that_says_why(server, path, body, words):
+    r = _post(server, path, **body)
+    assert r.status_code == 400, r.text
+    assert words in r.json()["error"]["message"]
