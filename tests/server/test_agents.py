@@ -4,16 +4,19 @@ SmolLM2-135M-Instruct (hermes calls). Each scenario runs to a final answer with 
 the number of times it needs (not more), with the settings the README gives for a small model:
 
 * openai-agents: the first step forced (``tool_choice="required"``), the tool's result is the
-  answer (``tool_use_behavior="stop_on_first_tool"``), plain and streamed;
+  answer (``tool_use_behavior="stop_on_first_tool"``), plain and streamed, on Chat Completions
+  and on the Responses API (its default model);
 * pydantic-ai: a function tool and a structured output type (output tools): the function tool is
   offered until it is answered, the output tool once it is;
 * langchain-openai: ``bind_tools`` with a named tool, the ``ToolMessage`` round trip answered with
-  ``tool_choice="none"``, ``with_structured_output``;
+  ``tool_choice="none"``, ``with_structured_output``, on both APIs (``use_responses_api``);
 * simonw's ``llm``: a model configured as OpenAI-compatible in ``extra-openai-models.yaml``, a
   prompt with a function tool (``llm`` has no ``tool_choice``: the model's entry sends the
   ``X-Callisto-Tool-Choice: once`` header);
 * the official openai (``parse`` with a pydantic model), anthropic (a tool_use / tool_result round
-  trip, streamed) and ollama (tools, streaming, ``format`` with a schema) clients.
+  trip, streamed) and ollama (tools, streaming, ``format`` with a schema) clients;
+* retrieval: langchain's ``OpenAIEmbeddings`` and pydantic-ai's ``Embedder`` find each query's
+  matching text by the model's embeddings.
 
 The model's own arguments are not asserted (a 135M model's numbers are its own): what the tool got
 is what the answer must carry.
@@ -163,34 +166,45 @@ def test_pydantic_ai_tool_and_structured_output(smol_server):
 # -- langchain-openai ---------------------------------------------------------------------------
 
 
-def _chat(url: str) -> Any:
+def _chat(url: str, *, responses: bool = False) -> Any:
+    """``responses``: langchain's ``use_responses_api`` (the Responses API, ``/v1/responses``)."""
     from langchain_openai import ChatOpenAI
 
     return ChatOpenAI(
-        model=MODEL, base_url=url + "/v1", api_key="unused", temperature=0, max_tokens=96, max_retries=0
+        model=MODEL,
+        base_url=url + "/v1",
+        api_key="unused",
+        temperature=0,
+        max_tokens=96,
+        max_retries=0,
+        use_responses_api=responses,
     )
 
 
-def test_langchain_named_tool_and_tool_message_round_trip(smol_server):
+@pytest.mark.parametrize("responses", [False, True], ids=["chat-completions", "responses"])
+def test_langchain_named_tool_and_tool_message_round_trip(smol_server, responses):
     from langchain_core.messages import HumanMessage
     from langchain_core.tools import tool
 
     calls: list[tuple[int, int]] = []
     add = tool(_adder(calls))
-    llm = _chat(smol_server.url)
+    llm = _chat(smol_server.url, responses=responses)
     messages: list[Any] = [HumanMessage(QUESTION)]
     asked = llm.bind_tools([add], tool_choice="add").invoke(messages)
     assert [c["name"] for c in asked.tool_calls] == ["add"]
-    assert asked.response_metadata["finish_reason"] == "tool_calls"
+    if not responses:  # the Responses API has no finish reason: a call is an item
+        assert asked.response_metadata["finish_reason"] == "tool_calls"
     messages.append(asked)
     messages.extend(add.invoke(call) for call in asked.tool_calls)  # ToolMessages
     answer = llm.bind_tools([add], tool_choice="none").invoke(messages)
-    assert not answer.tool_calls and isinstance(answer.content, str) and answer.content.strip()
+    assert not answer.tool_calls and answer.text.strip()  # content is blocks with the Responses API
     assert len(calls) == 1
 
 
-def test_langchain_with_structured_output(smol_server):
-    weather = _chat(smol_server.url).with_structured_output(Weather).invoke("Is it sunny in Paris?")
+@pytest.mark.parametrize("responses", [False, True], ids=["chat-completions", "responses"])
+def test_langchain_with_structured_output(smol_server, responses):
+    llm = _chat(smol_server.url, responses=responses)
+    weather = llm.with_structured_output(Weather).invoke("Is it sunny in Paris?")
     assert isinstance(weather, Weather)
 
 
