@@ -449,16 +449,7 @@ def main(channel: str) -> int:
         child.send(("reply", 0, False, portable(exc)))
         return 0
     m = child.model
-    info = {
-        "n_ctx": m.n_ctx,
-        "eog_ids": m.eog_ids,
-        "n_vocab": m.n_vocab,
-        "n_gpu_layers": m.n_gpu_layers,
-        "parallel": parallel if child.sched is not None else 1,
-        "projector": m.projector_path,
-        "fim_ids": m.fim_ids,
-        "fim_repo_ids": m.fim_repo_ids,
-    }
+    info = {**m.backend.info(m.n_ctx), "parallel": parallel if child.sched is not None else 1}
     child.send(("reply", 0, True, info))
     try:
         child.serve()

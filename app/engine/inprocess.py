@@ -161,6 +161,19 @@ class InProcessBackend:
     def projector_path(self) -> str | None:
         return None if self.projector is None else str(self.projector.path)
 
+    def info(self, n_ctx: int) -> dict[str, Any]:
+        """What is known of the model once loaded (``n_ctx``: its context), as the engine process
+        reports it to the app (``app.engine.llm._loaded`` reads it)."""
+        return {
+            "n_ctx": n_ctx,
+            "eog_ids": self.eog_ids,
+            "n_vocab": self.n_vocab,
+            "n_gpu_layers": self.n_gpu_layers,
+            "projector": self.projector_path,
+            "fim_ids": self.fim_ids,
+            "fim_repo_ids": self.fim_repo_ids,
+        }
+
     @classmethod
     def load(
         cls,

@@ -337,18 +337,7 @@ def load_model(
     if parallel is not None:
         args["parallel"] = max(1, int(parallel))
     backend, info = ProcessBackend.start(meta.name or p.stem, args)
-    return _loaded(
-        p,
-        meta,
-        backend,
-        n_ctx=int(info["n_ctx"]),
-        n_vocab=int(info["n_vocab"]),
-        n_gpu_layers=int(info["n_gpu_layers"]),
-        eog_ids=frozenset(info["eog_ids"]),
-        projector_path=info.get("projector"),
-        fim_ids=info.get("fim_ids"),
-        fim_repo_ids=info.get("fim_repo_ids"),
-    )
+    return _loaded(p, meta, backend, info)
 
 
 def load_model_inline(**args: Any) -> LoadedModel:
@@ -361,18 +350,7 @@ def load_model_inline(**args: Any) -> LoadedModel:
         backend = InProcessBackend.load(**{**args, "path": str(args["path"])})
     except ModelLoadError as exc:
         raise _why_no_context(exc, args) from exc
-    return _loaded(
-        Path(args["path"]),
-        args["meta"],
-        backend,
-        n_ctx=args["n_ctx"],
-        n_vocab=backend.n_vocab,
-        n_gpu_layers=backend.n_gpu_layers,
-        eog_ids=backend.eog_ids,
-        projector_path=backend.projector_path,
-        fim_ids=backend.fim_ids,
-        fim_repo_ids=backend.fim_repo_ids,
-    )
+    return _loaded(Path(args["path"]), args["meta"], backend, backend.info(int(args["n_ctx"])))
 
 
 def _why_no_context(exc: ModelLoadError, args: dict[str, Any]) -> ModelLoadError:
@@ -391,33 +369,25 @@ def _why_no_context(exc: ModelLoadError, args: dict[str, Any]) -> ModelLoadError
     )
 
 
-def _loaded(
-    p: Path,
-    meta: GGUFMetadata,
-    backend: ModelBackend,
-    *,
-    n_ctx: int,
-    n_vocab: int,
-    n_gpu_layers: int,
-    eog_ids: frozenset[int],
-    projector_path: str | None = None,
-    fim_ids: Sequence[int] | None = None,
-    fim_repo_ids: Sequence[int] | None = None,
-) -> LoadedModel:
+def _loaded(p: Path, meta: GGUFMetadata, backend: ModelBackend, info: dict[str, Any]) -> LoadedModel:
+    """The :class:`LoadedModel` of a file whose backend reported ``info`` (``InProcessBackend.info``:
+    what the engine process sends back once it has loaded the model)."""
     template = meta.chat_template
+    projector_path = info.get("projector")
+    fim_ids, fim_repo_ids = info.get("fim_ids"), info.get("fim_repo_ids")
     return LoadedModel(
         path=p,
         metadata=meta,
         backend=backend,
-        n_ctx=n_ctx,
-        eog_ids=eog_ids,
+        n_ctx=int(info["n_ctx"]),
+        eog_ids=frozenset(info["eog_ids"]),
         chat_template=template if template is not None else FALLBACK_TEMPLATE,
         template_is_fallback=template is None,
         tool_use_template=meta.tool_use_template,
         bos_token=meta.bos_token or "",
         eos_token=meta.eos_token or "",
-        n_vocab=n_vocab,
-        n_gpu_layers=n_gpu_layers,
+        n_vocab=int(info["n_vocab"]),
+        n_gpu_layers=int(info["n_gpu_layers"]),
         vision=projector_path is not None,
         projector_path=projector_path,
         fim_ids=None if fim_ids is None else (int(fim_ids[0]), int(fim_ids[1]), int(fim_ids[2])),

@@ -30,6 +30,7 @@ from app.server._common import (
     request_body,
     result_call_id,
     split_fragments,
+    streamed,
     type_name,
 )
 from app.server._engine import TurnEnd, TurnRequest
@@ -298,8 +299,6 @@ def _event(name: str, data: dict[str, Any]) -> bytes:
 
 
 async def messages(request: Request):
-    from starlette.responses import StreamingResponse
-
     state, body = await request_body(request)
     req = parse_messages_request(body, state)
     stream = check_bool(body.get("stream"), "stream", False)
@@ -435,8 +434,7 @@ async def messages(request: Request):
             turn.cancel.set()
             turn.log(request, end, ncalls)
 
-    await turn.first(request)  # an engine refusal is a status, not a broken stream
-    return StreamingResponse(gen(), media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
+    return await streamed(turn, request, gen())
 
 
 async def count_tokens(request: Request):

@@ -34,6 +34,8 @@ __all__ = [
     "convert_tools",
     "declared_tool",
     "queue_turn",
+    "streamed",
+    "text_prompt",
     "read_sampling",
     "request_body",
     "result_call_id",
@@ -307,6 +309,30 @@ async def queue_turn(state: ServerState, req: TurnRequest) -> Turn:
     turn = Turn(state, req)
     await turn.submit()
     return turn
+
+
+async def streamed(
+    turn: Turn, request: Request, body: AsyncIterator[bytes], media_type: str = "text/event-stream"
+):
+    """A streamed reply of ``body``, once the turn's first event came: what the engine refuses (the
+    template, the context, a constraint) is an error status, not a broken stream. Server-sent
+    events go out unbuffered (``X-Accel-Buffering``: a proxy in front must not hold them)."""
+    from starlette.responses import StreamingResponse
+
+    await turn.first(request)
+    sse = media_type == "text/event-stream"
+    headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"} if sse else None
+    return StreamingResponse(body, media_type=media_type, headers=headers)
+
+
+def text_prompt(body: dict[str, Any], hint: str = "or an array of one string") -> str:
+    """A completion request's ``prompt``: a string, or an array of one string; a 400 otherwise."""
+    prompt = body.get("prompt")
+    if isinstance(prompt, list) and len(prompt) == 1 and isinstance(prompt[0], str):
+        prompt = prompt[0]
+    if not isinstance(prompt, str):
+        raise ApiError(400, f"prompt must be a string ({hint})", param="prompt")
+    return prompt
 
 
 def declared_tool(

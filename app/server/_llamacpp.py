@@ -35,6 +35,8 @@ from app.server._common import (
     queue_turn,
     read_sampling,
     request_body,
+    streamed,
+    text_prompt,
     type_name,
 )
 from app.server._engine import TurnEnd, TurnRequest
@@ -100,13 +102,7 @@ async def completion(request: Request):
     from app.server._openai import completion_grammar
 
     state, body = await request_body(request)
-    prompt = body.get("prompt")
-    if isinstance(prompt, list) and len(prompt) == 1 and isinstance(prompt[0], str):
-        prompt = prompt[0]
-    if not isinstance(prompt, str):
-        raise ApiError(
-            400, "prompt must be a string (token ids are not taken here: send the text)", param="prompt"
-        )
+    prompt = text_prompt(body, "token ids are not taken here: send the text")
     if not prompt:
         raise ApiError(400, "prompt is empty", param="prompt")
     req = TurnRequest(
@@ -191,8 +187,6 @@ def _response_fields(value: Any) -> list[str] | None:
 
 
 async def _answer(request: Request, state: ServerState, body: dict[str, Any], req: TurnRequest):
-    from starlette.responses import StreamingResponse
-
     stream = check_bool(body.get("stream"), "stream", False)
     fields = _response_fields(body.get("response_fields"))
     turn = await queue_turn(state, req)
@@ -221,5 +215,4 @@ async def _answer(request: Request, state: ServerState, body: dict[str, Any], re
             turn.cancel.set()  # a client that went away stops the generation at the next token
             turn.log(request, end, 0)
 
-    await turn.first(request)  # an engine refusal is a status, not a broken stream
-    return StreamingResponse(gen(), media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
+    return await streamed(turn, request, gen())

@@ -35,6 +35,7 @@ from app.server._common import (
     queue_turn,
     read_sampling,
     request_body,
+    streamed,
     type_name,
 )
 from app.server._engine import TurnEnd, TurnRequest
@@ -287,8 +288,6 @@ async def embeddings(request: Request):
 
 
 async def chat(request: Request):
-    from starlette.responses import StreamingResponse
-
     state, body = await request_body(request)
     keep = parse_keep_alive(body.get("keep_alive"))
     if body.get("messages") in (None, []):
@@ -364,13 +363,10 @@ async def chat(request: Request):
             turn.cancel.set()
             turn.log(request, end, ncalls)
 
-    await turn.first(request)  # an engine refusal is a status, not a broken stream
-    return StreamingResponse(gen(), media_type="application/x-ndjson")
+    return await streamed(turn, request, gen(), "application/x-ndjson")
 
 
 async def generate(request: Request):
-    from starlette.responses import StreamingResponse
-
     state, body = await request_body(request)
     prompt = check_str(body.get("prompt", ""), "prompt", allow_none=True) or ""
     keep = parse_keep_alive(body.get("keep_alive"))
@@ -461,8 +457,7 @@ async def generate(request: Request):
             turn.cancel.set()
             turn.log(request, end, 0)
 
-    await turn.first(request)  # an engine refusal is a status, not a broken stream
-    return StreamingResponse(gen(), media_type="application/x-ndjson")
+    return await streamed(turn, request, gen(), "application/x-ndjson")
 
 
 def _details(e: Any) -> dict[str, Any]:

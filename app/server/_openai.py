@@ -53,6 +53,8 @@ from app.server._common import (
     request_body,
     result_call_id,
     split_fragments,
+    streamed,
+    text_prompt,
     type_name,
 )
 from app.server._engine import TurnEnd, TurnRequest
@@ -425,8 +427,6 @@ def _sse(data: Any) -> bytes:
 
 
 async def chat_completions(request: Request):
-    from starlette.responses import StreamingResponse
-
     state, body = await request_body(request)
     req, stream, include_usage = parse_chat_request(body, state, request.headers.get(TOOL_CHOICE_HEADER))
     turn = await queue_turn(state, req)
@@ -528,12 +528,7 @@ async def chat_completions(request: Request):
             turn.cancel.set()  # a client that went away stops the generation at the next token
             turn.log(request, end, ncalls)
 
-    await turn.first(request)  # an engine refusal is a status, not a broken stream
-    return StreamingResponse(
-        gen(),
-        media_type="text/event-stream",
-        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
-    )
+    return await streamed(turn, request, gen())
 
 
 # The fields other engines' clients (Callisto's remote client among them) send a GBNF grammar in:
@@ -575,14 +570,8 @@ def completion_grammar(body: dict[str, Any], path: str = "/v1/completions") -> s
 
 
 async def completions(request: Request):
-    from starlette.responses import StreamingResponse
-
     state, body = await request_body(request)
-    prompt = body.get("prompt")
-    if isinstance(prompt, list) and len(prompt) == 1 and isinstance(prompt[0], str):
-        prompt = prompt[0]
-    if not isinstance(prompt, str):
-        raise ApiError(400, "prompt must be a string (or an array of one string)", param="prompt")
+    prompt = text_prompt(body)
     # suffix: fill in the middle (the reply goes between the prompt and it), as an editor asks
     suffix = check_str(body.get("suffix"), "suffix", allow_none=True) or ""
     if not prompt and not suffix:
@@ -672,8 +661,7 @@ async def completions(request: Request):
             turn.cancel.set()
             turn.log(request, end, 0)
 
-    await turn.first(request)  # an engine refusal is a status, not a broken stream
-    return StreamingResponse(gen(), media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
+    return await streamed(turn, request, gen())
 
 
 async def embeddings(request: Request):

@@ -41,6 +41,7 @@ from app.server._common import (
     queue_turn,
     request_body,
     split_fragments,
+    streamed,
     type_name,
 )
 from app.server._errors import ApiError, shown
@@ -247,28 +248,23 @@ def _tool_choice(value: Any) -> Any:
     return value
 
 
+def _object(value: Any, where: str) -> dict[str, Any] | None:
+    """``value`` when it is an object, None when absent; a 400 naming ``where`` otherwise."""
+    if value is not None and not isinstance(value, dict):
+        raise _fail(f"{where} must be an object, got {type_name(value)}", where)
+    return value
+
+
 def _text_format(value: Any) -> Any:
-    if value is None:
-        return None
-    if not isinstance(value, dict):
-        raise _fail(f"text must be an object, got {type_name(value)}", "text")
-    fmt = value.get("format")
-    if fmt is None:
-        return None
-    if not isinstance(fmt, dict):
-        raise _fail(f"text.format must be an object, got {type_name(fmt)}", "text.format")
-    if fmt.get("type") == "json_schema":
+    fmt = _object((_object(value, "text") or {}).get("format"), "text.format")
+    if fmt is not None and fmt.get("type") == "json_schema":
         schema = {k: fmt[k] for k in ("name", "schema", "strict", "description") if k in fmt}
         return {"type": "json_schema", "json_schema": schema}
     return fmt
 
 
 def _effort(value: Any) -> Any:
-    if value is None:
-        return None
-    if not isinstance(value, dict):
-        raise _fail(f"reasoning must be an object, got {type_name(value)}", "reasoning")
-    return value.get("effort")
+    return (_object(value, "reasoning") or {}).get("effort")
 
 
 def _renamed(err: ApiError, sources: _Sources) -> ApiError:
@@ -433,8 +429,6 @@ class _Shell:
 
 
 async def create_response(request: Request):
-    from starlette.responses import StreamingResponse
-
     state, body = await request_body(request)
     req, stream = read_request(body, state, request.headers.get(TOOL_CHOICE_HEADER))
     turn = await queue_turn(state, req)
@@ -471,49 +465,23 @@ async def create_response(request: Request):
                 return []
             at = len(output)
             whole = "".join(parts)
-            out: list[bytes] = []
+            extra: dict[str, Any]
             if open_kind == "reasoning":
                 item = _reasoning_item(item_id, whole, status)
-                out.append(
-                    event(
-                        "response.reasoning_text.done",
-                        item_id=item_id,
-                        output_index=at,
-                        content_index=0,
-                        text=whole,
-                    )
-                )
-                out.append(
-                    event(
-                        "response.content_part.done",
-                        item_id=item_id,
-                        output_index=at,
-                        content_index=0,
-                        part={"type": "reasoning_text", "text": whole},
-                    )
+                done, extra, part = (
+                    "response.reasoning_text.done",
+                    {},
+                    {"type": "reasoning_text", "text": whole},
                 )
             else:
                 item = _message_item(item_id, whole, status)
-                out.append(
-                    event(
-                        "response.output_text.done",
-                        item_id=item_id,
-                        output_index=at,
-                        content_index=0,
-                        text=whole,
-                        logprobs=[],
-                    )
-                )
-                out.append(
-                    event(
-                        "response.content_part.done",
-                        item_id=item_id,
-                        output_index=at,
-                        content_index=0,
-                        part=_text_part(whole),
-                    )
-                )
-            out.append(event("response.output_item.done", output_index=at, item=item))
+                done, extra, part = "response.output_text.done", {"logprobs": []}, _text_part(whole)
+            where = {"item_id": item_id, "output_index": at, "content_index": 0}
+            out = [
+                event(done, **where, text=whole, **extra),
+                event("response.content_part.done", **where, part=part),
+                event("response.output_item.done", output_index=at, item=item),
+            ]
             output.append(item)
             open_kind = None
             parts.clear()
@@ -613,9 +581,4 @@ async def create_response(request: Request):
             turn.cancel.set()  # a client that went away stops the generation at the next token
             turn.log(request, end, ncalls)
 
-    await turn.first(request)  # an engine refusal is a status, not a broken stream
-    return StreamingResponse(
-        gen(),
-        media_type="text/event-stream",
-        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
-    )
+    return await streamed(turn, request, gen())

@@ -44,9 +44,8 @@ from __future__ import annotations
 import struct
 import zlib
 from pathlib import Path
-from typing import Any
 
-from app.engine.models.tiny import write_tiny_gguf
+from app.engine.models.tiny import TensorWriter, write_tiny_gguf
 
 __all__ = [
     "IMAGE_SIZE",
@@ -103,18 +102,8 @@ def write_tiny_projector(
         raise ValueError("feed_forward_length must differ from embedding_length (see the docstring)")
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    rng = np.random.default_rng(seed)
     d, ff = embedding_length, feed_forward_length
     n_patches = (image_size // patch_size) ** 2
-
-    def rand(*shape: int, scale: float = 0.2) -> Any:
-        return (rng.standard_normal(shape) * scale).astype(np.float32)
-
-    def ones(n: int) -> Any:
-        return np.ones(n, dtype=np.float32)
-
-    def zeros(n: int) -> Any:
-        return np.zeros(n, dtype=np.float32)
 
     w = gguf.GGUFWriter(str(path), "clip")
     w.add_name(name)
@@ -134,28 +123,21 @@ def write_tiny_projector(
     w.add_array("clip.vision.image_mean", [0.5, 0.5, 0.5])
     w.add_array("clip.vision.image_std", [0.5, 0.5, 0.5])
 
-    w.add_tensor("v.patch_embd.weight", rand(d, 3, patch_size, patch_size))
-    w.add_tensor("v.patch_embd.bias", zeros(d))
-    w.add_tensor("v.position_embd.weight", rand(n_patches, d))
-    w.add_tensor("v.pre_ln.weight", ones(d))
-    w.add_tensor("v.pre_ln.bias", zeros(d))
+    t = TensorWriter(w, seed)
+    t.matrix("v.patch_embd.weight", d, 3, patch_size, patch_size)
+    w.add_tensor("v.patch_embd.bias", np.zeros(d, dtype=np.float32))
+    t.matrix("v.position_embd.weight", n_patches, d)
+    t.norm("v.pre_ln", d)
     for i in range(block_count):
         blk = f"v.blk.{i}"
-        w.add_tensor(f"{blk}.ln1.weight", ones(d))
-        w.add_tensor(f"{blk}.ln1.bias", zeros(d))
+        t.norm(f"{blk}.ln1", d)
         for proj in ("attn_q", "attn_k", "attn_v", "attn_out"):
-            w.add_tensor(f"{blk}.{proj}.weight", rand(d, d))
-            w.add_tensor(f"{blk}.{proj}.bias", zeros(d))
-        w.add_tensor(f"{blk}.ln2.weight", ones(d))
-        w.add_tensor(f"{blk}.ln2.bias", zeros(d))
-        w.add_tensor(f"{blk}.ffn_up.weight", rand(ff, d))
-        w.add_tensor(f"{blk}.ffn_up.bias", zeros(ff))
-        w.add_tensor(f"{blk}.ffn_down.weight", rand(d, ff))
-        w.add_tensor(f"{blk}.ffn_down.bias", zeros(d))
-    w.add_tensor("mm.0.weight", rand(hidden, d))
-    w.add_tensor("mm.0.bias", zeros(hidden))
-    w.add_tensor("mm.2.weight", rand(text_embd, hidden))
-    w.add_tensor("mm.2.bias", zeros(text_embd))
+            t.linear(f"{blk}.{proj}", d, d)
+        t.norm(f"{blk}.ln2", d)
+        t.linear(f"{blk}.ffn_up", ff, d)
+        t.linear(f"{blk}.ffn_down", d, ff)
+    t.linear("mm.0", hidden, d)
+    t.linear("mm.2", text_embd, hidden)
 
     w.write_header_to_file()
     w.write_kv_data_to_file()

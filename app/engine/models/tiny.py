@@ -34,6 +34,7 @@ from typing import Any
 __all__ = [
     "BERT_WORDS",
     "BYTE_TOKENS",
+    "TensorWriter",
     "TinySpec",
     "byte_to_unicode",
     "token_id",
@@ -246,6 +247,41 @@ def write_tiny_gguf(
     )
 
 
+class TensorWriter:
+    """Random F32 weights into a ``gguf.GGUFWriter`` from a seeded generator: a matrix, a linear
+    layer with its bias, a layer norm (ones and zeros). What the tiny BERT and the tests' tiny
+    vision projector are written with."""
+
+    def __init__(self, writer: Any, seed: int, scale: float = 0.2):
+        import numpy as np
+
+        self.w = writer
+        self.rng = np.random.default_rng(seed)
+        self.scale = scale
+
+    def rand(self, *shape: int) -> Any:
+        import numpy as np
+
+        return (self.rng.standard_normal(shape) * self.scale).astype(np.float32)
+
+    def matrix(self, name: str, *shape: int) -> None:
+        self.w.add_tensor(name, self.rand(*shape))
+
+    def linear(self, name: str, n_out: int, n_in: int) -> None:
+        """``name.weight`` (n_out x n_in) and ``name.bias`` (zeros)."""
+        import numpy as np
+
+        self.w.add_tensor(f"{name}.weight", self.rand(n_out, n_in))
+        self.w.add_tensor(f"{name}.bias", np.zeros(n_out, dtype=np.float32))
+
+    def norm(self, name: str, n: int) -> None:
+        """``name.weight`` (ones) and ``name.bias`` (zeros)."""
+        import numpy as np
+
+        self.w.add_tensor(f"{name}.weight", np.ones(n, dtype=np.float32))
+        self.w.add_tensor(f"{name}.bias", np.zeros(n, dtype=np.float32))
+
+
 #: the whole words of :func:`write_tiny_bert_gguf`'s vocabulary (each letter is one too, and a
 #: "##" piece, so any lower-case ASCII word tokenizes)
 BERT_WORDS = ("hello", "there", "the", "quick", "brown", "fox", "cat", "dog", ".", ",", "!", "?")
@@ -268,25 +304,13 @@ def write_tiny_bert_gguf(
     their "##" pieces and :data:`BERT_WORDS`), ``bert.pooling_type`` ``pooling`` (1 mean, 2 CLS),
     random F32 weights from ``seed``. It has no KV memory: llama.cpp embeds with it, never writes."""
     import gguf
-    import numpy as np
 
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    rng = np.random.default_rng(seed)
     letters = [chr(c) for c in range(ord("a"), ord("z") + 1)]
     tokens = ["[PAD]", *(f"[unused{i}]" for i in range(1, 100)), "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
     tokens += [*letters, *(f"##{c}" for c in letters), *BERT_WORDS]
     d, ff = embedding_length, feed_forward_length
-
-    def rand(*shape: int) -> Any:
-        return (rng.standard_normal(shape) * 0.2).astype(np.float32)
-
-    def ones(n: int) -> Any:
-        return np.ones(n, dtype=np.float32)
-
-    def zeros(n: int) -> Any:
-        return np.zeros(n, dtype=np.float32)
-
     w = gguf.GGUFWriter(str(path), "bert")
     w.add_name(name)
     w.add_context_length(context_length)
@@ -307,23 +331,18 @@ def write_tiny_bert_gguf(
     w.add_bos_token_id(101)  # [CLS]
     w.add_sep_token_id(102)
     w.add_mask_token_id(103)
-    w.add_tensor("token_embd.weight", rand(len(tokens), d))
-    w.add_tensor("token_types.weight", rand(2, d))
-    w.add_tensor("position_embd.weight", rand(context_length, d))
-    w.add_tensor("token_embd_norm.weight", ones(d))
-    w.add_tensor("token_embd_norm.bias", zeros(d))
+    t = TensorWriter(w, seed)
+    t.matrix("token_embd.weight", len(tokens), d)
+    t.matrix("token_types.weight", 2, d)
+    t.matrix("position_embd.weight", context_length, d)
+    t.norm("token_embd_norm", d)
     for i in range(block_count):
         for part in ("attn_q", "attn_k", "attn_v", "attn_output"):
-            w.add_tensor(f"blk.{i}.{part}.weight", rand(d, d))
-            w.add_tensor(f"blk.{i}.{part}.bias", zeros(d))
-        w.add_tensor(f"blk.{i}.attn_output_norm.weight", ones(d))
-        w.add_tensor(f"blk.{i}.attn_output_norm.bias", zeros(d))
-        w.add_tensor(f"blk.{i}.ffn_up.weight", rand(ff, d))
-        w.add_tensor(f"blk.{i}.ffn_up.bias", zeros(ff))
-        w.add_tensor(f"blk.{i}.ffn_down.weight", rand(d, ff))
-        w.add_tensor(f"blk.{i}.ffn_down.bias", zeros(d))
-        w.add_tensor(f"blk.{i}.layer_output_norm.weight", ones(d))
-        w.add_tensor(f"blk.{i}.layer_output_norm.bias", zeros(d))
+            t.linear(f"blk.{i}.{part}", d, d)
+        t.norm(f"blk.{i}.attn_output_norm", d)
+        t.linear(f"blk.{i}.ffn_up", ff, d)
+        t.linear(f"blk.{i}.ffn_down", d, ff)
+        t.norm(f"blk.{i}.layer_output_norm", d)
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_tensors_to_file()
