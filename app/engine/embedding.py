@@ -3,10 +3,10 @@
 A model embeds in a llama.cpp context of its own, made on its first embedding request and kept
 while the model is loaded (:class:`Embedder`): the model's threads, flash attention and KV cache
 type, embeddings on, one sequence, and as many tokens as the model's context (a slot's, as the
-user set it; never more than the model was trained on). An input is read in one decode, as
-llama.cpp needs for a pooled embedding, so an input longer than that context is cut to it
-(``truncate``, Ollama's default) or refused (:class:`~app.engine.errors.EmbeddingInputError`,
-as OpenAI refuses one).
+user set it; never more than the model was trained on, nor than :data:`MAX_EMBED_CTX`). An input
+is read in one decode, as llama.cpp needs for a pooled embedding, so an input longer than that
+context is cut to it (``truncate``, Ollama's default) or refused
+(:class:`~app.engine.errors.EmbeddingInputError`, as OpenAI refuses one).
 
 The pooling is the model's own (an embedding model's GGUF names it: mean, CLS or last token);
 a chat model, which names none, is pooled by the mean of its tokens' last hidden states. A
@@ -29,10 +29,14 @@ from typing import Any
 
 from app.engine.errors import EmbeddingInputError, EmbeddingModelError, GenerationError
 
-__all__ = ["MAX_INPUTS", "Embedder", "Embeddings", "normalized", "shortened"]
+__all__ = ["MAX_EMBED_CTX", "MAX_INPUTS", "Embedder", "Embeddings", "normalized", "shortened"]
 
 #: the most inputs one request embeds (OpenAI's bound)
 MAX_INPUTS = 2048
+#: the most tokens an input is read with: the embedding context holds a KV cache and a batch of this
+#: many (a chat model loaded with 128K of context must not take a second 128K cache to embed;
+#: embedding models are trained on 8K or less)
+MAX_EMBED_CTX = 8192
 
 #: llama.cpp's pooling types (``enum llama_pooling_type``)
 _UNSPECIFIED, _NONE, _MEAN, _CLS, _LAST, _RANK = -1, 0, 1, 2, 3, 4
@@ -80,7 +84,8 @@ class Embedder:
         self._llm = llm
         self._lib = llama_cpp
         self.asked_ctx = int(n_ctx)
-        self.n_ctx = max(8, min(int(n_ctx), int(llm._model.n_ctx_train()) or int(n_ctx)))
+        train = int(llm._model.n_ctx_train()) or int(n_ctx)
+        self.n_ctx = max(8, min(int(n_ctx), train, MAX_EMBED_CTX))
         self.n_embd = int(llama_cpp.llama_model_n_embd(llm._model.model))
         self.n_vocab = int(llm.n_vocab())
         self._ctx = self._context(_UNSPECIFIED)
@@ -157,10 +162,13 @@ class Embedder:
         if len(tokens) <= self.n_ctx:
             return tokens, False
         if not truncate:
+            why = (
+                "(its context): shorten it, or load the model with a larger context"
+                if self.n_ctx == self.asked_ctx
+                else "at once: shorten it, or send it in parts"
+            )
             raise EmbeddingInputError(
-                index,
-                f"is {len(tokens):,} tokens long; the model embeds at most {self.n_ctx:,} tokens "
-                "(its context): shorten it, or load the model with a larger context",
+                index, f"is {len(tokens):,} tokens long; the model embeds at most {self.n_ctx:,} tokens {why}"
             )
         ends_with_sep = isinstance(item, str) and tokens[-1] == self._eos
         cut = tokens[: self.n_ctx]

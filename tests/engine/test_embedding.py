@@ -213,3 +213,21 @@ def test_a_chat_model_is_not_an_embedding_model(tiny_gguf):
 
     assert not read_metadata(tiny_gguf()).embedding_model
     assert read_metadata(tiny_gguf(extra_metadata={"llama.pooling_type": 3})).embedding_model
+
+
+def test_a_long_context_model_embeds_in_a_bounded_context(tiny_gguf, monkeypatch):
+    """A chat model loaded with a long context does not get a second context that long to embed
+    with: the embedding context is at most MAX_EMBED_CTX tokens (here lowered to 512)."""
+    from app.engine import embedding
+
+    monkeypatch.setattr(embedding, "MAX_EMBED_CTX", 512)
+    m = _model(tiny_gguf(), isolate=False, n_ctx=2048)
+    try:
+        assert m.n_ctx == 2048
+        out = m.embed(["x" * 700], truncate=True)
+        assert out.tokens == [512] and out.truncated == [True]
+        assert m.backend._embedder.n_ctx == 512
+        with pytest.raises(EmbeddingInputError, match="embeds at most 512 tokens"):
+            m.embed(["x" * 700], truncate=False)
+    finally:
+        m.close()
