@@ -325,8 +325,8 @@ class ChatSession:
         )
 
     def _notices(self, first: bool) -> list[NoticeEvent]:
-        if not first:
-            return []
+        if not first or not self.model.generates:
+            return []  # an embedding model's reply is the error that says what it is
         notices = []
         if self.model.template_is_fallback:
             notices.append(

@@ -172,6 +172,7 @@ class InProcessBackend:
             "projector": self.projector_path,
             "fim_ids": self.fim_ids,
             "fim_repo_ids": self.fim_repo_ids,
+            "generates": self.generates,
         }
 
     @classmethod

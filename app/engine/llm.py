@@ -136,6 +136,8 @@ class LoadedModel:
     fim_ids: tuple[int, int, int] | None = None
     #: the repository-level FIM tokens (repo name, file separator), None when the vocabulary lacks one
     fim_repo_ids: tuple[int, int] | None = None
+    #: whether the model writes text: an embedding model (BERT and its kin) gives vectors only
+    generates: bool = True
     #: the layers on a GPU (``app.engine.inprocess.offloaded_layers``): -1 every layer, 0 none (a
     #: build without a GPU backend offloads none, whatever it was given)
     n_gpu_layers: int = 0
@@ -392,4 +394,5 @@ def _loaded(p: Path, meta: GGUFMetadata, backend: ModelBackend, info: dict[str, 
         projector_path=projector_path,
         fim_ids=None if fim_ids is None else (int(fim_ids[0]), int(fim_ids[1]), int(fim_ids[2])),
         fim_repo_ids=None if fim_repo_ids is None else (int(fim_repo_ids[0]), int(fim_repo_ids[1])),
+        generates=bool(info.get("generates", True)),
     )

@@ -231,3 +231,22 @@ def test_a_long_context_model_embeds_in_a_bounded_context(tiny_gguf, monkeypatch
             m.embed(["x" * 700], truncate=False)
     finally:
         m.close()
+
+
+def test_a_chat_with_an_embedding_model_is_one_clear_error(tmp_path):
+    """The window's chat on an embedding model: no notices about its missing chat template or
+    tools (noise for a model that cannot write), one reply that ends with the error saying what
+    it is."""
+    from app.engine.chat import ChatSession
+    from app.engine.events import DoneEvent, NoticeEvent
+    from app.engine.models.tiny import write_tiny_bert_gguf
+
+    m = _model(write_tiny_bert_gguf(tmp_path / "bert.gguf"), isolate=True)
+    try:
+        assert m.generates is False
+        events = list(ChatSession(m).send("hi"))
+        assert not [e for e in events if isinstance(e, NoticeEvent)]
+        (done,) = [e for e in events if isinstance(e, DoneEvent)]
+        assert done.finish_reason == "error" and "tiny-bert is an embedding model" in done.error
+    finally:
+        m.close()
