@@ -54,6 +54,8 @@ def _routes():
         Route("/v1/completions", _openai.completions, methods=["POST"]),
         Route("/v1/embeddings", _openai.embeddings, methods=["POST"]),
         Route("/v1/responses", _responses.create_response, methods=["POST"]),
+        Route("/v1/responses/{response_id}", _responses.get_response, methods=["GET"]),
+        Route("/v1/responses/{response_id}", _responses.delete_response, methods=["DELETE"]),
         Route("/v1/models", _openai.list_models, methods=["GET"]),
         Route("/v1/models/load", _load.load, methods=["POST"]),
         Route("/v1/models/unload", _load.unload, methods=["POST"]),

@@ -11,10 +11,13 @@ function ``tools`` (flat: ``name``, ``description``, ``parameters``), ``tool_cho
 ``text.format`` (``text``, ``json_object``, ``json_schema``). A 400 names the Responses field
 (``input[3]``, ``max_output_tokens``), never the Chat Completions one it was read as.
 
-The server keeps no responses (as a client that sends ``store: false`` expects): a request that
-names a ``previous_response_id`` or an ``item_reference`` is a 400 asking for the whole
-conversation, and hosted tools (web search, file search, code interpreter, computer use, MCP) are
-a 400 naming them, never silently dropped.
+The server keeps the latest responses of its run in memory (``_state.RecentResponses``: 256, 64
+MiB; none sent with ``store: false``): ``previous_response_id`` continues one (its conversation
+and reply; its instructions are not carried over, as OpenAI's are not), ``GET`` and ``DELETE
+/v1/responses/{id}`` read and forget one. A response it does not keep (another run's, one pushed
+out) is a 400 asking for the whole conversation; an ``item_reference``, ``background`` and
+``conversation`` are 400s, and hosted tools (web search, file search, code interpreter, computer
+use, MCP) are a 400 naming them, never silently dropped.
 
 The answer: a ``reasoning`` item (the model's thinking, as ``reasoning_text``), a ``message`` item
 (``output_text``) and a ``function_call`` item per call (``call_id`` is what the client answers
@@ -52,7 +55,7 @@ if TYPE_CHECKING:
 
     from app.server._engine import TurnEnd
 
-__all__ = ["create_response", "read_request"]
+__all__ = ["create_response", "delete_response", "get_response", "read_request"]
 
 #: hosted tools the Responses API offers and this server does not run
 _HOSTED = (
@@ -119,6 +122,9 @@ class _Sources:
     """Which request field each Chat Completions message came from, for the words of a 400: the
     input item of each message (None: the instructions), and of each call an assistant message holds."""
 
+    #: the place of a message of the stored conversation ``previous_response_id`` continues
+    PREVIOUS = -1
+
     def __init__(self) -> None:
         self.messages: list[int | None] = []
         self.calls: dict[int, list[int]] = {}
@@ -129,12 +135,15 @@ class _Sources:
         if m >= len(self.messages):
             return f"input[{m}]"
         at = self.messages[m]
+        if at == self.PREVIOUS:
+            return "the conversation of previous_response_id"
         return "instructions" if at is None else f"input[{at}]"
 
 
-def _messages(body: dict[str, Any]) -> tuple[list[dict[str, Any]], _Sources]:
-    """``instructions`` and ``input`` as Chat Completions messages, and where each came from, so
-    that a 400 names the item."""
+def _messages(body: dict[str, Any], history: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], _Sources]:
+    """``instructions``, the ``history`` a ``previous_response_id`` continues (its instructions are
+    not carried over, as OpenAI's are not) and ``input`` as Chat Completions messages, and where
+    each came from, so that a 400 names the item."""
     msgs: list[dict[str, Any]] = []
     sources = _Sources()
     source = sources.messages
@@ -142,6 +151,9 @@ def _messages(body: dict[str, Any]) -> tuple[list[dict[str, Any]], _Sources]:
     if instructions:
         msgs.append({"role": "system", "content": instructions})
         source.append(None)
+    for message in history:
+        msgs.append(dict(message))
+        source.append(sources.PREVIOUS)
     value = body.get("input")
     if isinstance(value, str):
         if not value:
@@ -289,23 +301,38 @@ def _renamed(err: ApiError, sources: _Sources) -> ApiError:
     return ApiError(err.status, text, param=param, code=err.code, headers=err.headers)
 
 
-def read_request(body: dict[str, Any], state: Any, header_choice: str | None = None) -> tuple[Any, bool]:
-    """(the turn, stream?) of a Responses request (the module's docstring says what is read)."""
-    from app.server._openai import parse_chat_request
-
-    if body.get("previous_response_id") is not None:
+def _history(body: dict[str, Any], state: Any) -> list[dict[str, Any]]:
+    """The conversation ``previous_response_id`` continues; a 400 when this server keeps no such
+    response (it keeps the latest of this run, in memory)."""
+    rid = check_str(body.get("previous_response_id"), "previous_response_id", allow_none=True)
+    if rid is None:
+        return []
+    found = state.responses.get(rid)
+    if found is None:
         raise _fail(
-            "previous_response_id names a stored response, but this server keeps none: send the "
-            "whole conversation in input (as with store: false)",
+            f"previous_response_id {shown(rid)} is not a response this server keeps (it keeps the latest "
+            f"{state.responses.max_items} of this run, in memory, and none sent with store: false): "
+            "send the whole conversation in input",
             "previous_response_id",
         )
+    return found[1]
+
+
+def read_request(
+    body: dict[str, Any], state: Any, header_choice: str | None = None
+) -> tuple[Any, bool, list[dict[str, Any]]]:
+    """(the turn, stream?, the conversation it answers without its instructions: what a later
+    ``previous_response_id`` continues) of a Responses request (the module's docstring says what
+    is read)."""
+    from app.server._openai import parse_chat_request
+
     if body.get("background") is True:
         raise _fail(
             "background responses are not served: leave background out and wait for the reply", "background"
         )
     if body.get("conversation") is not None:
         raise _fail("conversation is not served: send the whole conversation in input", "conversation")
-    msgs, sources = _messages(body)
+    msgs, sources = _messages(body, _history(body, state))
     chat: dict[str, Any] = {
         "model": body.get("model"),
         "messages": msgs,
@@ -330,7 +357,8 @@ def read_request(body: dict[str, Any], state: Any, header_choice: str | None = N
         )
     except ApiError as err:
         raise _renamed(err, sources) from None
-    return req, stream
+    conversation = [m for m, at in zip(msgs, sources.messages, strict=True) if at is not None]
+    return req, stream, conversation
 
 
 # -- the answer ------------------------------------------------------------------------------------
@@ -410,9 +438,9 @@ class _Shell:
             "model": model,
             "output": output,
             "parallel_tool_calls": self.req.parallel_tool_calls,
-            "previous_response_id": None,
+            "previous_response_id": body.get("previous_response_id"),
             "reasoning": {"effort": (body.get("reasoning") or {}).get("effort"), "summary": None},
-            "store": False,
+            "store": body.get("store") is not False,
             "temperature": body.get("temperature", 1.0),
             "text": {"format": (body.get("text") or {}).get("format") or {"type": "text"}},
             "tool_choice": (
@@ -428,9 +456,36 @@ class _Shell:
         }
 
 
+def _remember(
+    state: Any,
+    body: dict[str, Any],
+    response: dict[str, Any],
+    conversation: list[dict[str, Any]],
+    reply: tuple[str, str, list[Any]],
+) -> None:
+    """Keep the response and the conversation it ends (its reply as an assistant message) for a
+    later ``previous_response_id``, unless the request said ``store: false``."""
+    if body.get("store") is False:
+        return
+    text, reasoning, calls = reply
+    assistant: dict[str, Any] = {"role": "assistant", "content": text, "reasoning_content": reasoning}
+    if calls:
+        assistant["tool_calls"] = [
+            {
+                "id": f"call_{c.id}",
+                "type": "function",
+                "function": {"name": c.name, "arguments": call_arguments_json(c)},
+            }
+            for c in calls
+        ]
+    kept = [*conversation, assistant]
+    size = len(json_bytes(kept)) + len(json_bytes(response))
+    state.responses.put(response, kept, size)
+
+
 async def create_response(request: Request):
     state, body = await request_body(request)
-    req, stream = read_request(body, state, request.headers.get(TOOL_CHOICE_HEADER))
+    req, stream, conversation = read_request(body, state, request.headers.get(TOOL_CHOICE_HEADER))
     turn = await queue_turn(state, req)
     shell = _Shell(body, req)
     if not stream:
@@ -443,7 +498,9 @@ async def create_response(request: Request):
             cut = end.finish_in() == "length"  # the token limit ended the text
             output.append(_message_item(_new_id("msg"), text, "incomplete" if cut else "completed"))
         output += [_call_item(_new_id("fc"), c, call_arguments_json(c)) for c in calls]
-        return json_response(shell.response(turn.model_id, output, end))
+        answer = shell.response(turn.model_id, output, end)
+        _remember(state, body, answer, conversation, (text, reasoning, calls))
+        return json_response(answer)
 
     seq = iter(range(1 << 62))
 
@@ -455,6 +512,8 @@ async def create_response(request: Request):
         output: list[dict[str, Any]] = []
         open_kind: str | None = None  # the item being streamed: "text" or "reasoning"
         parts: list[str] = []
+        said: dict[str, list[str]] = {"text": [], "reasoning": []}  # the whole reply, kept
+        made: list[Any] = []
         end = None
         ncalls = 0
 
@@ -524,6 +583,7 @@ async def create_response(request: Request):
                                 part=_text_part(""),
                             )
                     parts.append(value)
+                    said[kind].append(value)
                     delta_kind = (
                         "response.reasoning_text.delta"
                         if kind == "reasoning"
@@ -542,6 +602,7 @@ async def create_response(request: Request):
                     for b in close():
                         yield b
                     ncalls += 1
+                    made.append(value)
                     at = len(output)
                     call_id = _new_id("fc")
                     arguments = call_arguments_json(value)
@@ -573,6 +634,8 @@ async def create_response(request: Request):
             for b in close("incomplete" if end.finish_in() == "length" else "completed"):
                 yield b
             final = shell.response(turn.model_id, output, end)
+            reply = ("".join(said["text"]), "".join(said["reasoning"]), made)
+            _remember(state, body, final, conversation, reply)
             yield event(f"response.{final['status']}", response=final)
         except ApiError as err:
             request.scope.setdefault("callisto.log", {})["status"] = err.status
@@ -582,3 +645,23 @@ async def create_response(request: Request):
             turn.log(request, end, ncalls)
 
     return await streamed(turn, request, gen())
+
+
+async def get_response(request: Request):
+    """``GET /v1/responses/{id}``: a response this server keeps (the latest of this run)."""
+    found = request.app.state.callisto.responses.get(request.path_params["response_id"])
+    if found is None:
+        raise ApiError(404, _not_kept(request.path_params["response_id"]), param="response_id")
+    return json_response(found[0])
+
+
+async def delete_response(request: Request):
+    """``DELETE /v1/responses/{id}``: forget a kept response (a later request cannot continue it)."""
+    rid = request.path_params["response_id"]
+    if not request.app.state.callisto.responses.delete(rid):
+        raise ApiError(404, _not_kept(rid), param="response_id")
+    return json_response({"id": rid, "object": "response.deleted", "deleted": True})
+
+
+def _not_kept(rid: str) -> str:
+    return f"no response {shown(rid)} is kept here (this server keeps the latest of this run, in memory)"

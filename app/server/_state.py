@@ -3,9 +3,10 @@ three API modules and the app import it, it imports none of them)."""
 
 from __future__ import annotations
 
-from collections import deque
+import threading
+from collections import OrderedDict, deque
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from app.engine.llm import LoadSettings
 from app.engine.scheduler import DEFAULT_PARALLEL
@@ -15,7 +16,7 @@ if TYPE_CHECKING:
     from app.server._engine import TurnEnd
     from app.server._models import ModelCatalog, ModelEntry
 
-__all__ = ["DEFAULT_PORT", "ServerConfig", "ServerState"]
+__all__ = ["DEFAULT_PORT", "RecentResponses", "ServerConfig", "ServerState"]
 
 DEFAULT_PORT = 8453
 
@@ -80,6 +81,48 @@ class ServerConfig:
         )
 
 
+class RecentResponses:
+    """The Responses API's stored responses, in memory for this run: the latest ``max_items``, at
+    most ``max_bytes`` together (their size as JSON, estimated by the caller); the least recently
+    used go first. Each is what a later request's ``previous_response_id`` continues: the response
+    as it was answered and the conversation it ended (Chat Completions messages)."""
+
+    def __init__(self, max_items: int = 256, max_bytes: int = 64 * 1024 * 1024):
+        self.max_items = max_items
+        self.max_bytes = max_bytes
+        self._items: OrderedDict[str, tuple[dict[str, Any], list[dict[str, Any]], int]] = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()
+
+    def put(self, response: dict[str, Any], conversation: list[dict[str, Any]], size: int) -> None:
+        with self._lock:
+            self._drop(response["id"])
+            if size > self.max_bytes:
+                return  # too large to keep: a later request cannot continue it
+            self._items[response["id"]] = (response, conversation, size)
+            self._bytes += size
+            while len(self._items) > self.max_items or self._bytes > self.max_bytes:
+                self._drop(next(iter(self._items)))
+
+    def get(self, rid: str) -> tuple[dict[str, Any], list[dict[str, Any]]] | None:
+        with self._lock:
+            item = self._items.get(rid)
+            if item is None:
+                return None
+            self._items.move_to_end(rid)
+            return item[0], item[1]
+
+    def delete(self, rid: str) -> bool:
+        with self._lock:
+            return self._drop(rid)
+
+    def _drop(self, rid: str) -> bool:
+        item = self._items.pop(rid, None)
+        if item is not None:
+            self._bytes -= item[2]
+        return item is not None
+
+
 class ServerState:
     def __init__(self, config: ServerConfig, host: EngineHost, catalog: ModelCatalog):
         from app.server._idle import IdleReaper
@@ -92,6 +135,8 @@ class ServerState:
         #: what a model this server loads is loaded with (a model already loaded is used as it is)
         self.load_settings = config.load_settings()
         self.finished: deque[TurnEnd] = deque(maxlen=64)  # how the latest turns ended (log, tests)
+        #: the Responses API's stored responses (``previous_response_id``), for this run
+        self.responses = RecentResponses()
 
     def loaded_entry(self) -> ModelEntry | None:
         """The catalog's entry for the engine's most recently used model (None: none loaded)."""

@@ -48,6 +48,38 @@ def test_a_call_then_its_output_then_the_answer(client):
     assert [o.type for o in second.output] == ["message"]
 
 
+def test_previous_response_id_continues_a_kept_response(client):
+    """The canonical multi-turn form: the next request names the last response and sends only
+    what is new (here the call's output); the server adds the conversation it kept."""
+    import openai
+
+    first = client.responses.create(
+        model="loop-hermes", input=QUESTION, tools=FUNCTIONS, instructions="Be brief."
+    )
+    (call,) = [o for o in first.output if o.type == "function_call"]
+    second = client.responses.create(
+        model="loop-hermes",
+        previous_response_id=first.id,
+        input=[{"type": "function_call_output", "call_id": call.call_id, "output": "<|tool_done|>"}],
+        tools=FUNCTIONS,
+    )
+    assert second.output_text == ANSWER and second.previous_response_id == first.id
+    # the conversation was read whole: more prompt than the output alone
+    assert second.usage.input_tokens > first.usage.input_tokens
+    # streamed responses are kept too, and can be read back and forgotten
+    with client.responses.stream(model="loop-hermes", input=QUESTION, tools=FUNCTIONS) as stream:
+        streamed = stream.get_final_response()
+    assert client.responses.retrieve(streamed.id).id == streamed.id
+    client.responses.delete(streamed.id)
+    with pytest.raises(openai.NotFoundError):
+        client.responses.retrieve(streamed.id)
+    # store: false keeps nothing
+    unkept = client.responses.create(model="loop-hermes", input=QUESTION, store=False)
+    assert unkept.store is False
+    with pytest.raises(openai.BadRequestError, match="is not a response this server keeps"):
+        client.responses.create(model="loop-hermes", previous_response_id=unkept.id, input="again")
+
+
 def test_the_stream_accumulates_to_the_plain_answer(client):
     plain = client.responses.create(model="call-hermes-parallel", input=QUESTION, tools=FUNCTIONS)
     with client.responses.stream(model="call-hermes-parallel", input=QUESTION, tools=FUNCTIONS) as stream:
@@ -132,7 +164,7 @@ def test_tool_choice_none_and_a_cut_reply(client):
         ({"input": []}, "input must hold at least one item"),
         ({"input": 3}, "input must be a string or an array of items, got number"),
         ({"input": [{"type": "item_reference", "id": "msg_1"}]}, "input[0] is an item_reference"),
-        ({"input": "hi", "previous_response_id": "resp_1"}, "keeps none: send the whole conversation"),
+        ({"input": "hi", "previous_response_id": "resp_1"}, "'resp_1' is not a response this server keeps"),
         ({"input": "hi", "tools": [{"type": "web_search"}]}, "tools[0] is the hosted tool 'web_search'"),
         ({"input": "hi", "max_output_tokens": 0}, "max_output_tokens"),
         (
@@ -171,3 +203,20 @@ def test_what_it_cannot_serve_is_a_400_in_the_responses_words(family_server, bod
     assert r.status_code == 400, r.text
     message = r.json()["error"]["message"]
     assert words in message and "messages" not in message, message
+
+
+def test_the_kept_responses_are_bounded_and_the_least_recently_used_go_first():
+    from app.server._state import RecentResponses
+
+    kept = RecentResponses(max_items=3, max_bytes=100)
+    for i in range(3):
+        kept.put({"id": f"r{i}"}, [{"role": "user", "content": str(i)}], 10)
+    assert kept.get("r0") is not None  # r0 is now the most recently used
+    kept.put({"id": "r3"}, [], 10)  # a fourth: the least recently used (r1) goes
+    assert [kept.get(f"r{i}") is not None for i in range(4)] == [True, False, True, True]
+    # read in the order r0, r2, r3 just now: past the bytes, the least recently used (r0) goes
+    kept.put({"id": "big"}, [], 80)
+    assert kept.get("big") is not None and kept.get("r0") is None and kept.get("r2") is not None
+    kept.put({"id": "huge"}, [], 101)  # larger than the whole bound: never kept
+    assert kept.get("huge") is None
+    assert kept.delete("big") and not kept.delete("big")
