@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from app.engine.embedding import Embeddings
+    from app.engine.embedding import Embeddings, Scores
     from app.engine.errors import EngineCrashedError
     from app.engine.generation import Generation
     from app.engine.llm import LoadedModel
@@ -114,6 +114,10 @@ class ModelBackend(Protocol):
     def embed(self, inputs: list[str | Sequence[int]], *, truncate: bool, n_ctx: int) -> Embeddings:
         """A vector per input from the model's embedding context (``app.engine.embedding``), at
         most ``n_ctx`` tokens an input (the engine process knows its own)."""
+        ...
+
+    def rerank(self, query: str, documents: list[str], *, truncate: bool, n_ctx: int) -> Scores:
+        """A relevance score per document from a reranker's embedding context."""
         ...
 
 

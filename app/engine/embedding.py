@@ -29,7 +29,7 @@ from typing import Any
 
 from app.engine.errors import EmbeddingInputError, EmbeddingModelError, GenerationError
 
-__all__ = ["MAX_EMBED_CTX", "MAX_INPUTS", "Embedder", "Embeddings", "normalized", "shortened"]
+__all__ = ["MAX_EMBED_CTX", "MAX_INPUTS", "Embedder", "Embeddings", "Scores", "normalized", "shortened"]
 
 #: the most inputs one request embeds (OpenAI's bound)
 MAX_INPUTS = 2048
@@ -40,7 +40,7 @@ MAX_EMBED_CTX = 8192
 
 #: llama.cpp's pooling types (``enum llama_pooling_type``)
 _UNSPECIFIED, _NONE, _MEAN, _CLS, _LAST, _RANK = -1, 0, 1, 2, 3, 4
-_POOLING_NAMES = {_MEAN: "mean", _CLS: "cls", _LAST: "last"}
+_POOLING_NAMES = {_MEAN: "mean", _CLS: "cls", _LAST: "last", _RANK: "rank"}
 
 
 @dataclass
@@ -49,6 +49,21 @@ class Embeddings:
     input was read as (after any cut), and which inputs were cut to the context."""
 
     vectors: list[array]
+    tokens: list[int]
+    truncated: list[bool]
+
+    @property
+    def total_tokens(self) -> int:
+        return sum(self.tokens)
+
+
+@dataclass
+class Scores:
+    """What :meth:`Embedder.rank` gives: a relevance score per document (in order; the model's
+    own, a logit, not squashed into 0-1), the tokens each query-document pair was read as, and
+    which documents were cut to fit."""
+
+    scores: list[float]
     tokens: list[int]
     truncated: list[bool]
 
@@ -90,11 +105,6 @@ class Embedder:
         self.n_vocab = int(llm.n_vocab())
         self._ctx = self._context(_UNSPECIFIED)
         pooling = int(llama_cpp.llama_pooling_type(self._ctx.ctx))
-        if pooling == _RANK:
-            self._ctx.close()
-            raise EmbeddingModelError(
-                f"{name} is a reranking model: it scores a query against a text and has no embeddings"
-            )
         if pooling not in _POOLING_NAMES:  # a chat model names no pooling: the mean of its tokens
             self._ctx.close()
             self._ctx = self._context(_MEAN)
@@ -108,6 +118,20 @@ class Embedder:
         self._eos = int(llama_cpp.llama_vocab_sep(vocab))
         if self._eos < 0:
             self._eos = int(llama_cpp.llama_vocab_eos(vocab))
+        self._add = (
+            bool(llama_cpp.llama_vocab_get_add_bos(vocab)),
+            bool(llama_cpp.llama_vocab_get_add_eos(vocab)),
+            bool(llama_cpp.llama_vocab_get_add_sep(vocab)),
+        )
+        self._specials = (
+            int(llama_cpp.llama_vocab_bos(vocab)),
+            int(llama_cpp.llama_vocab_eos(vocab)),
+            int(llama_cpp.llama_vocab_sep(vocab)),
+        )
+        #: a reranker's prompt (``tokenizer.chat_template.rerank``: Qwen3-Reranker's, with ``{query}``
+        #: and ``{document}`` in it, as llama.cpp reads it), else None
+        meta = getattr(llm, "metadata", None) or {}
+        self.rerank_template: str | None = meta.get("tokenizer.chat_template.rerank")
         self._mem = llama_cpp.llama_get_memory(self._ctx.ctx)
         self._batch = llama_cpp.llama_batch_init(self.n_ctx, 0, 1)
 
@@ -180,10 +204,67 @@ class Embedder:
         """A vector per input, each read in a decode of its own."""
         if self._ctx is None:
             raise GenerationError(f"the model {self.name} is closed")
+        if self.pooling == "rank":
+            raise EmbeddingModelError(
+                f"{self.name} is a reranking model: it scores texts against a query (/v1/rerank) and "
+                "has no embeddings"
+            )
         read = [self.tokens_of(i, item, truncate) for i, item in enumerate(inputs)]  # all checked first
         out = Embeddings([], [], [])
         for tokens, cut in read:
             out.vectors.append(self._one(tokens))
+            out.tokens.append(len(tokens))
+            out.truncated.append(cut)
+        return out
+
+    def pair_tokens(self, query: str, document: str) -> tuple[list[int], int]:
+        """The tokens a reranker reads a query and a document as, and where the document's own
+        tokens end among them (what a cut shortens): the model's rerank template with the two put
+        in, else llama.cpp's pair (its BOS, the query, EOS, SEP, the document, EOS, each where the
+        vocabulary adds it)."""
+        llm = self._llm
+        if self.rerank_template is not None:
+            head, _, tail = self.rerank_template.replace("{query}", query).partition("{document}")
+            before = list(llm.tokenize(head.encode("utf-8"), add_bos=False, special=True))
+            doc = list(llm.tokenize(document.encode("utf-8"), add_bos=False, special=False))
+            after = list(llm.tokenize(tail.encode("utf-8"), add_bos=False, special=True))
+            return before + doc + after, len(before) + len(doc)
+        add_bos, add_eos, add_sep = self._add
+        bos, eos, sep = self._specials
+        q = list(llm.tokenize(query.encode("utf-8"), add_bos=False, special=False))
+        doc = list(llm.tokenize(document.encode("utf-8"), add_bos=False, special=False))
+        lead = [bos] * add_bos + q + [eos] * add_eos + [sep] * add_sep
+        return lead + doc + [eos] * add_eos, len(lead) + len(doc)
+
+    def rank(self, query: str, documents: Sequence[str], *, truncate: bool = True) -> Scores:
+        """A relevance score per document for ``query``, each pair read in a decode of its own. A
+        pair longer than the context has its document's end cut (``truncate``) or is refused
+        (``EmbeddingInputError`` naming the document); so is an empty document."""
+        if self._ctx is None:
+            raise GenerationError(f"the model {self.name} is closed")
+        if self.pooling != "rank":
+            raise EmbeddingModelError(
+                f"{self.name} is not a reranking model: it has no relevance head; use a reranker "
+                "(bge-reranker, jina-reranker, Qwen3-Reranker…), or compare its embeddings"
+            )
+        read = []
+        for i, doc in enumerate(documents):
+            if not doc:
+                raise EmbeddingInputError(i, "is empty: there is no text to score")
+            tokens, doc_end = self.pair_tokens(query, doc)
+            over = len(tokens) - self.n_ctx
+            if over > 0:
+                if not truncate or doc_end - over < 1:
+                    raise EmbeddingInputError(
+                        i,
+                        f"is {len(tokens):,} tokens long with the query; the model reads at most "
+                        f"{self.n_ctx:,} tokens at once: shorten it",
+                    )
+                tokens = tokens[: doc_end - over] + tokens[doc_end:]
+            read.append((tokens, over > 0))
+        out = Scores([], [], [])
+        for tokens, cut in read:
+            out.scores.append(float(self._one(tokens)[0]))
             out.tokens.append(len(tokens))
             out.truncated.append(cut)
         return out

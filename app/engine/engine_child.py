@@ -339,6 +339,10 @@ def _op_embed(child: _Child, inputs: list[Any], truncate: bool) -> Any:
     return child.model.embed(inputs, truncate=truncate)
 
 
+def _op_rerank(child: _Child, query: str, documents: list[str], truncate: bool) -> Any:
+    return child.model.rerank(query, documents, truncate=truncate)
+
+
 def _op_ping(child: _Child) -> int:
     return os.getpid()
 
@@ -362,6 +366,7 @@ OPS: dict[str, Callable[..., Any]] = {
     "constraint_after": _op_constraint_after,
     "constraint_allowed": _op_constraint_allowed,
     "embed": _op_embed,
+    "rerank": _op_rerank,
     "ping": _op_ping,
     "scheduler_stats": _op_scheduler_stats,
 }

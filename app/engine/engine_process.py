@@ -75,7 +75,7 @@ from typing import TYPE_CHECKING, Any
 from app.engine.errors import EngineCrashedError, EngineError, GenerationError, GrammarError, ModelLoadError
 
 if TYPE_CHECKING:
-    from app.engine.embedding import Embeddings
+    from app.engine.embedding import Embeddings, Scores
     from app.engine.generation import Generation
     from app.engine.llm import LoadedModel
 
@@ -735,6 +735,9 @@ class ProcessBackend:
     def embed(self, inputs: list[str | Sequence[int]], *, truncate: bool, n_ctx: int) -> Embeddings:
         # answered between two tokens of a running generation, or between two steps of the slots
         return self.call("embed", inputs, truncate)
+
+    def rerank(self, query: str, documents: list[str], *, truncate: bool, n_ctx: int) -> Scores:
+        return self.call("rerank", query, documents, truncate)
 
     # -- the vocabulary ----------------------------------------------------------------------------
 

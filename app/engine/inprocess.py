@@ -66,7 +66,7 @@ from app.engine.holdback import partial_start
 from app.engine.speculative import DecodeCost, Speculation, verify
 
 if TYPE_CHECKING:
-    from app.engine.embedding import Embeddings
+    from app.engine.embedding import Embeddings, Scores
     from app.engine.generation import Generation
     from app.engine.kvstore import KVStore, KVStoreConfig
     from app.engine.llm import LoadedModel
@@ -308,18 +308,27 @@ class InProcessBackend:
         with self.lock:
             self._open().llm.reset()
 
-    def embed(self, inputs: list[str | Sequence[int]], *, truncate: bool, n_ctx: int) -> Embeddings:
+    def _embedding_context(self, n_ctx: int) -> Any:
+        """The model's embedder (``app.engine.embedding.Embedder``), made on first use and again
+        for a new context. Called with the lock held."""
         from app.engine.embedding import Embedder
 
+        llm = self._open().llm
+        embedder = self._embedder
+        if embedder is None or embedder.asked_ctx != n_ctx:
+            if embedder is not None:
+                embedder.close()
+                self._embedder = None
+            embedder = self._embedder = Embedder(llm, self.name, n_ctx)
+        return embedder
+
+    def embed(self, inputs: list[str | Sequence[int]], *, truncate: bool, n_ctx: int) -> Embeddings:
         with self.lock:
-            llm = self._open().llm
-            embedder = self._embedder
-            if embedder is None or embedder.asked_ctx != n_ctx:  # made again for a new context
-                if embedder is not None:
-                    embedder.close()
-                    self._embedder = None
-                embedder = self._embedder = Embedder(llm, self.name, n_ctx)
-            return embedder.embed(inputs, truncate=truncate)
+            return self._embedding_context(n_ctx).embed(inputs, truncate=truncate)
+
+    def rerank(self, query: str, documents: list[str], *, truncate: bool, n_ctx: int) -> Scores:
+        with self.lock:
+            return self._embedding_context(n_ctx).rank(query, documents, truncate=truncate)
 
     # -- the vocabulary ----------------------------------------------------------------------------
 

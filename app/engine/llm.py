@@ -53,7 +53,7 @@ from app.engine.models.metadata import GGUFMetadata, GGUFMetadataError, read_met
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from app.engine.embedding import Embeddings
+    from app.engine.embedding import Embeddings, Scores
     from app.engine.kvstore import KVStoreConfig
 
 __all__ = [
@@ -225,6 +225,11 @@ class LoadedModel:
     def reset_cache(self) -> None:
         """Forget the KV cache (the next prompt is evaluated in full)."""
         self.backend.reset_cache()
+
+    def rerank(self, query: str, documents: Sequence[str], *, truncate: bool = True) -> Scores:
+        """A relevance score per document for ``query`` from a reranking model (rank pooling:
+        ``app.engine.embedding.Embedder.rank``); ``EmbeddingModelError`` for any other model."""
+        return self.backend.rerank(query, list(documents), truncate=bool(truncate), n_ctx=self.n_ctx)
 
     def embed(self, inputs: Sequence[str | Sequence[int]], *, truncate: bool = True) -> Embeddings:
         """A vector per input (a text, or token ids as they are), from the model's embedding

@@ -74,6 +74,9 @@ def _routes():
         Route("/api/ps", _ollama.ps, methods=["GET"]),
         Route("/completion", _llamacpp.completion, methods=["POST"]),  # llama-server's own
         Route("/infill", _llamacpp.infill, methods=["POST"]),
+        Route("/rerank", _llamacpp.rerank, methods=["POST"]),
+        Route("/v1/rerank", _llamacpp.rerank, methods=["POST"]),  # Jina's and llama-server's
+        Route("/v2/rerank", _llamacpp.rerank, methods=["POST"]),  # Cohere's
         Route("/health", _health, methods=["GET"]),
         Route("/", _root, methods=["GET", "HEAD"]),
     ]

@@ -13,17 +13,17 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from app.engine.embedding import Embeddings, Scores
 from app.server._common import Turn, check_int, type_name
 from app.server._errors import ApiError
 
 if TYPE_CHECKING:
     from starlette.requests import Request
 
-    from app.engine.embedding import Embeddings
     from app.server._engine import TurnRequest
     from app.server._state import ServerState
 
-__all__ = ["CHUNK", "embed_inputs", "read_dimensions", "read_inputs", "vectors"]
+__all__ = ["CHUNK", "embed_inputs", "rank_documents", "read_dimensions", "read_inputs", "vectors"]
 
 #: the inputs one engine call embeds
 CHUNK = 16
@@ -78,6 +78,52 @@ def vectors(result: Embeddings, dimensions: int | None, *, normalize: bool = Tru
     return [shortened(v, dimensions) for v in result.vectors]
 
 
+async def _in_parts(
+    request: Request,
+    state: ServerState,
+    req: TurnRequest,
+    items: list[Any],
+    call: Any,
+    empty: Any,
+    *,
+    named: str,
+    single: bool,
+    check: Any = None,
+) -> tuple[str, Any]:
+    """Run ``call(model, part)`` on the request's model (loaded if need be) for each part of
+    :data:`CHUNK` ``items``, joining what each gives (``vectors``/``scores``, ``tokens``,
+    ``truncated``): the model's id and the whole (``empty()`` for no items: the model is loaded,
+    nothing is asked of it). An item the model cannot read is a 400 naming it
+    (``named`` when the request held one, ``single``, else ``named[i]``); ``check(result)`` may
+    refuse the whole."""
+    from app.engine.errors import EmbeddingInputError, JobCancelled
+
+    turn = Turn(state, req)
+
+    def run(model: Any) -> tuple[str, Any]:
+        whole: Any = empty()
+        for start in range(0, len(items), CHUNK):
+            if turn.cancel.is_set():
+                raise JobCancelled("the client went away before its answer was made")
+            try:
+                part = call(model, items[start : start + CHUNK])
+            except EmbeddingInputError as exc:
+                where = named if single else f"{named}[{start + exc.index}]"
+                raise ApiError(400, f"{where} {exc.problem}", param=named, code="invalid_input") from None
+            for key in vars(part):
+                getattr(whole, key).extend(getattr(part, key))
+        if check is not None:
+            check(whole)
+        return "end", whole
+
+    await turn.submit_fn(run)
+    result = await turn.result(request)
+    entry = request.scope.setdefault("callisto.log", {})
+    entry["model"] = turn.model_id
+    entry["prompt_tokens"] = result.total_tokens
+    return turn.model_id, result
+
+
 async def embed_inputs(
     request: Request,
     state: ServerState,
@@ -92,35 +138,40 @@ async def embed_inputs(
     """Embed ``inputs`` on the request's model (loaded if need be): the model's id and the vectors.
     An input the model cannot read is a 400 naming it (``named`` when the request held one
     string, ``single``, else ``named[i]``); ``dimensions`` above the model's is a 400 too."""
-    from app.engine.embedding import Embeddings
-    from app.engine.errors import EmbeddingInputError, JobCancelled
 
-    turn = Turn(state, req)
-
-    def run(model: Any) -> tuple[str, Any]:
-        out = Embeddings([], [], [])
-        for start in range(0, len(inputs), CHUNK):
-            if turn.cancel.is_set():
-                raise JobCancelled("the client went away before its embeddings were made")
-            try:
-                part = model.embed(inputs[start : start + CHUNK], truncate=truncate)
-            except EmbeddingInputError as exc:
-                where = named if single else f"{named}[{start + exc.index}]"
-                raise ApiError(400, f"{where} {exc.problem}", param=named, code="invalid_input") from None
-            out.vectors.extend(part.vectors)
-            out.tokens.extend(part.tokens)
-            out.truncated.extend(part.truncated)
+    def check(out: Embeddings) -> None:
         if dimensions is not None and out.vectors and dimensions > len(out.vectors[0]):
             raise ApiError(
                 400,
                 f"dimensions is {dimensions}, but the model's embeddings have {len(out.vectors[0])}",
                 param="dimensions",
             )
-        return "end", out
 
-    await turn.submit_fn(run)
-    result = await turn.result(request)
-    entry = request.scope.setdefault("callisto.log", {})
-    entry["model"] = turn.model_id
-    entry["prompt_tokens"] = result.total_tokens
-    return turn.model_id, result
+    return await _in_parts(
+        request,
+        state,
+        req,
+        inputs,
+        lambda model, part: model.embed(part, truncate=truncate),
+        lambda: Embeddings([], [], []),
+        named=named,
+        single=single,
+        check=check,
+    )
+
+
+async def rank_documents(
+    request: Request, state: ServerState, req: TurnRequest, query: str, documents: list[str]
+) -> tuple[str, Scores]:
+    """Score ``documents`` against ``query`` on the request's reranking model: its id and the
+    scores, in the documents' order (a document longer than the context is cut to fit)."""
+    return await _in_parts(
+        request,
+        state,
+        req,
+        documents,
+        lambda model, part: model.rerank(query, part, truncate=True),
+        lambda: Scores([], [], []),
+        named="documents",
+        single=False,
+    )

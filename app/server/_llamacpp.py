@@ -1,5 +1,5 @@
-"""llama-server's own completion API: ``POST /completion`` and ``POST /infill``, for the clients
-written for it (the llama.vim and llama.vscode editor plugins complete code through ``/infill``;
+"""llama-server's own API: ``POST /completion``, ``POST /infill`` and ``POST /rerank`` (also as
+``/v1/rerank`` and Cohere's ``/v2/rerank``), for the clients written for it (the llama.vim and llama.vscode editor plugins complete code through ``/infill``;
 Continue's llama.cpp provider and many scripts call ``/completion``).
 
 ``/completion``: ``prompt`` (text, read as llama-server reads it: special tokens' text becomes
@@ -48,7 +48,7 @@ if TYPE_CHECKING:
 
     from app.server._state import ServerState
 
-__all__ = ["completion", "infill"]
+__all__ = ["completion", "infill", "rerank"]
 
 #: the most files ``input_extra`` may hold
 MAX_EXTRA = 256
@@ -216,3 +216,67 @@ async def _answer(request: Request, state: ServerState, body: dict[str, Any], re
             turn.log(request, end, 0)
 
     return await streamed(turn, request, gen())
+
+
+# -- reranking -------------------------------------------------------------------------------------
+
+
+def _documents(value: Any) -> list[str]:
+    """``documents``: strings, or objects with a ``text`` (Jina's and Cohere's form)."""
+    from app.engine.embedding import MAX_INPUTS
+
+    if not isinstance(value, list) or not value:
+        raise ApiError(400, "documents must be a non-empty array of texts", param="documents")
+    if len(value) > MAX_INPUTS:
+        raise ApiError(400, f"documents holds {len(value)} texts; at most {MAX_INPUTS}", param="documents")
+    out = []
+    for i, doc in enumerate(value):
+        text = doc.get("text") if isinstance(doc, dict) else doc
+        if not isinstance(text, str):
+            raise ApiError(
+                400,
+                f"documents[{i}] must be a string or an object with a text, got {type_name(doc)}",
+                param="documents",
+            )
+        out.append(text)
+    return out
+
+
+async def rerank(request: Request):
+    """``/rerank``, ``/v1/rerank`` (llama-server's and Jina's) and ``/v2/rerank`` (Cohere's): the
+    ``documents`` ordered by their relevance to ``query``, by a reranking model (rank pooling:
+    bge-reranker, jina-reranker, Qwen3-Reranker…). ``top_n`` keeps the best; ``return_documents``
+    repeats each one's text. A score is the model's own (a logit, as llama-server gives it)."""
+    import uuid
+
+    from app.server._embeddings import rank_documents
+    from app.server._idle import parse_ttl
+
+    state, body = await request_body(request)
+    query = check_str(body.get("query"), "query")
+    if not query:
+        raise ApiError(400, "query is empty: there is nothing to rank the documents by", param="query")
+    documents = _documents(body.get("documents"))
+    top_n = check_int(body.get("top_n"), "top_n", lo=1)
+    give_back = check_bool(body.get("return_documents"), "return_documents", False)
+    req = TurnRequest(
+        model=check_str(body.get("model"), "model", allow_none=True), idle_ttl=parse_ttl(body.get("ttl"))
+    )
+    model_id, scored = await rank_documents(request, state, req, query, documents)
+    order = sorted(range(len(documents)), key=lambda i: scored.scores[i], reverse=True)[:top_n]
+    results: list[dict[str, Any]] = []
+    for i in order:
+        result: dict[str, Any] = {"index": i, "relevance_score": scored.scores[i]}
+        if give_back:
+            result["document"] = {"text": documents[i]}
+        results.append(result)
+    n = scored.total_tokens
+    return json_response(
+        {
+            "id": f"rerank-{uuid.uuid4().hex[:24]}",
+            "model": model_id,
+            "object": "list",
+            "usage": {"prompt_tokens": n, "total_tokens": n},
+            "results": results,
+        }
+    )

@@ -250,3 +250,60 @@ def test_a_chat_with_an_embedding_model_is_one_clear_error(tmp_path):
         assert done.finish_reason == "error" and "tiny-bert is an embedding model" in done.error
     finally:
         m.close()
+
+
+# -- a reranker (rank pooling) --------------------------------------------------------------------
+
+
+def _reranker(tmp_path, **kw):
+    from app.engine.models.tiny import write_tiny_bert_gguf
+
+    return write_tiny_bert_gguf(tmp_path / "reranker.gguf", pooling=4, classifier=True, **kw)
+
+
+def test_a_reranker_scores_each_document_alone(tmp_path):
+    m = _model(_reranker(tmp_path), isolate=True)
+    try:
+        docs = ["the cat", "the quick brown fox", "dog"]
+        out = m.rerank("hello", docs)
+        assert len(out.scores) == 3 and len(set(out.scores)) == 3
+        # [CLS] the query [SEP] the document: llama.cpp's pair for a BERT vocabulary
+        words = {d: len(m.tokenize_text(d, special=False)) for d in [*docs, "hello"]}
+        assert out.tokens == [1 + words["hello"] + 1 + words[d] for d in docs]
+        assert m.rerank("hello", ["the quick brown fox"]).scores == [out.scores[1]]  # alone, the same
+        assert m.rerank("cat", ["the cat"]).scores != [out.scores[0]]  # the query counts
+        with pytest.raises(EmbeddingModelError, match="is a reranking model: it scores texts"):
+            m.embed(["hello"])
+        with pytest.raises(EmbeddingInputError, match=r"input\[1\] is empty"):
+            m.rerank("hello", ["the cat", ""])
+        long = m.rerank("hello", ["the " * 400])  # past the context: the document's end is cut
+        assert long.tokens == [m.n_ctx] and long.truncated == [True]
+    finally:
+        m.close()
+
+
+def test_an_embedding_model_is_not_a_reranker(tiny_gguf):
+    m = _model(tiny_gguf(), isolate=False)
+    try:
+        with pytest.raises(EmbeddingModelError, match="is not a reranking model"):
+            m.rerank("q", ["d"])
+    finally:
+        m.close()
+
+
+def test_a_rerankers_own_prompt_is_used(tmp_path):
+    """A reranker whose GGUF carries a rerank template (Qwen3-Reranker's) reads the query and the
+    document through it, as llama.cpp does."""
+    template = "[CLS] query {query} [SEP] doc {document} [SEP]"
+    plain = _model(_reranker(tmp_path / "a"), isolate=False)
+    templated = _model(_reranker(tmp_path / "b", rerank_template=template), isolate=False)
+    try:
+        out = templated.rerank("hello", ["the cat"])
+        head = templated.tokenize_text("[CLS] query hello [SEP] doc ", special=True)
+        doc = templated.tokenize_text("the cat", special=False)
+        tail = templated.tokenize_text(" [SEP]", special=True)
+        assert out.tokens == [len(head) + len(doc) + len(tail)]
+        assert out.scores != plain.rerank("hello", ["the cat"]).scores
+    finally:
+        plain.close()
+        templated.close()

@@ -431,6 +431,7 @@ ENDPOINTS = [
     "/v1/responses",
     "/completion",
     "/infill",
+    "/v1/rerank",
     "/api/embed",
     "/api/embeddings",
 ]

@@ -33,6 +33,7 @@ def server(tmp_path_factory) -> Iterator[object]:
             folder / "reranker.gguf", seed=3, extra_metadata={"llama.pooling_type": 4}
         ),
         "bert": write_tiny_bert_gguf(folder / "bert.gguf", pooling=1),
+        "ranker": write_tiny_bert_gguf(folder / "ranker.gguf", pooling=4, classifier=True, seed=5),
     }
     yield from _server(models, FakeClock(), n_ctx=N_CTX)
 
@@ -173,9 +174,62 @@ def test_an_embedding_model_embeds_is_listed_so_and_refuses_a_chat(server):
     assert r.status_code == 400 and r.json()["error"]["code"] == "model_cannot_generate"
 
 
+def test_rerank_orders_the_documents_by_the_models_scores(server):
+    docs = ["the cat", "the quick brown fox", "dog", "hello there"]
+    r = _post(server, "/v1/rerank", model="ranker", query="cat", documents=docs)
+    assert r.status_code == 200, r.text
+    data = r.json()
+    scores = [x["relevance_score"] for x in data["results"]]
+    assert scores == sorted(scores, reverse=True) and sorted(x["index"] for x in data["results"]) == [
+        0,
+        1,
+        2,
+        3,
+    ]
+    assert data["model"] == "ranker" and data["usage"]["prompt_tokens"] > 0
+    # each document's score is its own: asked alone, the same
+    for x in data["results"]:
+        alone = _post(server, "/rerank", model="ranker", query="cat", documents=[docs[x["index"]]]).json()
+        assert alone["results"][0]["relevance_score"] == x["relevance_score"]
+    # Cohere's path and document objects, the best two, with their texts
+    r = _post(
+        server,
+        "/v2/rerank",
+        model="ranker",
+        query="cat",
+        documents=[{"text": d} for d in docs],
+        top_n=2,
+        return_documents=True,
+    )
+    best = r.json()["results"]
+    assert [x["index"] for x in best] == [x["index"] for x in data["results"][:2]]
+    assert [x["document"]["text"] for x in best] == [docs[x["index"]] for x in best]
+
+
+@pytest.mark.parametrize(
+    ("body", "words"),
+    [
+        ({"model": "ranker", "query": "", "documents": ["a"]}, "query is empty"),
+        ({"model": "ranker", "query": "a", "documents": []}, "documents must be a non-empty array"),
+        (
+            {"model": "ranker", "query": "a", "documents": ["a", 3]},
+            "documents[1] must be a string or an object",
+        ),
+        ({"model": "ranker", "query": "a", "documents": ["a", ""]}, "documents[1] is empty"),
+        ({"model": "ranker", "query": "a", "documents": ["a"], "top_n": 0}, "top_n"),
+        ({"model": "chat", "query": "a", "documents": ["a"]}, "is not a reranking model"),
+    ],
+)
+def test_rerank_requests_it_cannot_serve_are_400s(server, body, words):
+    r = _post(server, "/v1/rerank", **body)
+    assert r.status_code == 400, r.text
+    assert words in r.json()["error"]["message"]
+
+
 def test_a_reranker_and_an_unknown_model_say_so(server):
     r = _post(server, "/v1/embeddings", model="reranker", input="a")
     assert r.status_code == 400 and "is a reranking model" in r.json()["error"]["message"]
+    assert "/v1/rerank" in r.json()["error"]["message"]
     assert r.json()["error"]["code"] == "model_cannot_embed"
     r = _post(server, "/api/embed", model="reranker", input="a")
     assert r.status_code == 400 and "reranking model" in r.json()["error"]

@@ -55,6 +55,7 @@ BASE: dict[str, dict[str, Any]] = {
     "/api/show": {"model": "loop-hermes"},
     "/v1/embeddings": {"model": "loop-hermes", "input": ["hi", "there"]},
     "/completion": {"model": "loop-hermes", "n_predict": 8, "prompt": "hi"},
+    "/v1/rerank": {"model": "loop-hermes", "query": "hi", "documents": ["a", "b"]},
     "/infill": {"model": "loop-hermes", "n_predict": 8, "input_prefix": "a", "input_suffix": "b"},
     "/v1/responses": {
         "model": "loop-hermes",
@@ -109,6 +110,7 @@ FIELDS: dict[str, list[tuple[Any, ...]]] = {
     "/api/generate": [(k,) for k in "model prompt system stream format options raw think".split()]
     + [("options", k) for k in "num_predict temperature seed stop".split()],
     "/api/show": [(k,) for k in "model name verbose".split()],
+    "/v1/rerank": [(k,) for k in "model query documents top_n return_documents".split()] + [("documents", 0)],
     "/completion": [
         (k,)
         for k in "model prompt n_predict stream stop temperature top_k seed grammar response_fields".split()
@@ -284,5 +286,8 @@ def test_still_answers_after_the_fuzzing(http):
         r = http.post(path, json=body)
         if path == "/infill":  # the loop model has no FIM tokens: its defined answer says so
             assert r.status_code == 400 and r.json()["error"]["code"] == "insert_not_supported", r.text
+            continue
+        if path == "/v1/rerank":  # nor a relevance head
+            assert r.status_code == 400 and r.json()["error"]["code"] == "model_cannot_embed", r.text
             continue
         assert r.status_code == 200, (path, r.text[:500])

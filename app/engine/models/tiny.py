@@ -282,8 +282,8 @@ class TensorWriter:
         self.w.add_tensor(f"{name}.bias", np.zeros(n, dtype=np.float32))
 
 
-#: the whole words of :func:`write_tiny_bert_gguf`'s vocabulary (each letter is one too, and a
-#: "##" piece, so any lower-case ASCII word tokenizes)
+#: the whole words of :func:`write_tiny_bert_gguf`'s vocabulary (each letter is a word's start and
+#: a later piece too, so any lower-case ASCII word tokenizes)
 BERT_WORDS = ("hello", "there", "the", "quick", "brown", "fox", "cat", "dog", ".", ",", "!", "?")
 
 
@@ -291,6 +291,8 @@ def write_tiny_bert_gguf(
     path: str | Path,
     *,
     pooling: int = 2,
+    classifier: bool = False,
+    rerank_template: str | None = None,
     seed: int = 0,
     context_length: int = 512,
     embedding_length: int = 32,
@@ -300,16 +302,19 @@ def write_tiny_bert_gguf(
     name: str = "tiny-bert",
 ) -> Path:
     """An embedding model as llama.cpp reads BERT: non-causal attention, learned positions, a
-    WordPiece vocabulary ([PAD] 0, [UNK] 100, [CLS] 101, [SEP] 102, [MASK] 103, then the letters,
-    their "##" pieces and :data:`BERT_WORDS`), ``bert.pooling_type`` ``pooling`` (1 mean, 2 CLS),
-    random F32 weights from ``seed``. It has no KV memory: llama.cpp embeds with it, never writes."""
+    WordPiece vocabulary ([PAD] 0, [UNK] 100, [CLS] 101, [SEP] 102, [MASK] 103, then each letter as
+    a word's start and as a later piece, and :data:`BERT_WORDS`), ``bert.pooling_type`` ``pooling`` (1 mean, 2 CLS,
+    4 rank: a reranker, with a ``classifier`` head, and its prompt ``rerank_template`` with
+    ``{query}`` and ``{document}`` in it), random F32 weights from ``seed``. It has no KV memory: llama.cpp embeds with it, never writes."""
     import gguf
 
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     letters = [chr(c) for c in range(ord("a"), ord("z") + 1)]
     tokens = ["[PAD]", *(f"[unused{i}]" for i in range(1, 100)), "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
-    tokens += [*letters, *(f"##{c}" for c in letters), *BERT_WORDS]
+    # llama.cpp's WordPiece reads a word's first piece with "\u2581" before it and its next pieces
+    # bare (the GGUF converter's spelling of BERT's "word" / "##piece")
+    tokens += [*(f"\u2581{c}" for c in letters), *letters, *(f"\u2581{w}" for w in BERT_WORDS)]
     d, ff = embedding_length, feed_forward_length
     w = gguf.GGUFWriter(str(path), "bert")
     w.add_name(name)
@@ -331,6 +336,8 @@ def write_tiny_bert_gguf(
     w.add_bos_token_id(101)  # [CLS]
     w.add_sep_token_id(102)
     w.add_mask_token_id(103)
+    if rerank_template is not None:
+        w.add_string("tokenizer.chat_template.rerank", rerank_template)
     t = TensorWriter(w, seed)
     t.matrix("token_embd.weight", len(tokens), d)
     t.matrix("token_types.weight", 2, d)
@@ -343,6 +350,9 @@ def write_tiny_bert_gguf(
         t.linear(f"blk.{i}.ffn_up", ff, d)
         t.linear(f"blk.{i}.ffn_down", d, ff)
         t.norm(f"blk.{i}.layer_output_norm", d)
+    if classifier:  # a reranker's head (rank pooling): the [CLS] state to one relevance score
+        t.linear("cls", d, d)
+        t.linear("cls.output", 1, d)
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_tensors_to_file()
