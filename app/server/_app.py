@@ -77,6 +77,9 @@ def _routes():
         Route("/rerank", _llamacpp.rerank, methods=["POST"]),
         Route("/v1/rerank", _llamacpp.rerank, methods=["POST"]),  # Jina's and llama-server's
         Route("/v2/rerank", _llamacpp.rerank, methods=["POST"]),  # Cohere's
+        Route("/tokenize", _llamacpp.tokenize, methods=["POST"]),
+        Route("/detokenize", _llamacpp.detokenize, methods=["POST"]),
+        Route("/props", _llamacpp.props, methods=["GET"]),
         Route("/health", _health, methods=["GET"]),
         Route("/", _root, methods=["GET", "HEAD"]),
     ]

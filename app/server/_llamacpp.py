@@ -1,5 +1,6 @@
-"""llama-server's own API: ``POST /completion``, ``POST /infill`` and ``POST /rerank`` (also as
-``/v1/rerank`` and Cohere's ``/v2/rerank``), for the clients written for it (the llama.vim and llama.vscode editor plugins complete code through ``/infill``;
+"""llama-server's own API: ``POST /completion``, ``POST /infill``, ``POST /rerank`` (also as
+``/v1/rerank`` and Cohere's ``/v2/rerank``), ``POST /tokenize``, ``POST /detokenize`` and
+``GET /props``, for the clients written for it (the llama.vim and llama.vscode editor plugins complete code through ``/infill``;
 Continue's llama.cpp provider and many scripts call ``/completion``).
 
 ``/completion``: ``prompt`` (text, read as llama-server reads it: special tokens' text becomes
@@ -48,7 +49,7 @@ if TYPE_CHECKING:
 
     from app.server._state import ServerState
 
-__all__ = ["completion", "infill", "rerank"]
+__all__ = ["completion", "detokenize", "infill", "props", "rerank", "tokenize"]
 
 #: the most files ``input_extra`` may hold
 MAX_EXTRA = 256
@@ -280,3 +281,108 @@ async def rerank(request: Request):
             "results": results,
         }
     )
+
+
+# -- tokens and properties -------------------------------------------------------------------------
+
+
+def _token_ids(value: Any, n_vocab: int | None = None) -> list[int]:
+    if not isinstance(value, list) or not all(isinstance(t, int) and not isinstance(t, bool) for t in value):
+        raise ApiError(400, "tokens must be an array of token ids", param="tokens")
+    if n_vocab is not None:
+        bad = next((t for t in value if not 0 <= t < n_vocab), None)
+        if bad is not None:
+            raise ApiError(
+                400,
+                f"tokens holds {bad}, outside the model's vocabulary (0 to {n_vocab - 1})",
+                param="tokens",
+            )
+    return list(value)
+
+
+async def _on_model(request: Request, state: ServerState, body: dict[str, Any], fn: Any) -> tuple[str, Any]:
+    """``fn(model)`` on the request's model (loaded if need be), as a job of its own."""
+    from app.server._common import Turn
+    from app.server._idle import parse_ttl
+
+    turn = Turn(
+        state,
+        TurnRequest(
+            model=check_str(body.get("model"), "model", allow_none=True), idle_ttl=parse_ttl(body.get("ttl"))
+        ),
+    )
+    await turn.submit_fn(lambda model: ("end", fn(model)))
+    value = await turn.result(request)
+    request.scope.setdefault("callisto.log", {})["model"] = turn.model_id
+    return turn.model_id, value
+
+
+async def tokenize(request: Request):
+    """``/tokenize``: ``content``'s token ids (``add_special``: the model's BOS where it adds one;
+    ``parse_special``, default true: special tokens' text becomes them; ``with_pieces``: each id
+    with its text, ``{"id", "piece"}``, the piece as bytes where it is not whole UTF-8)."""
+    state, body = await request_body(request)
+    content = check_str(body.get("content", ""), "content") or ""
+    add_special = check_bool(body.get("add_special"), "add_special", False)
+    parse_special = check_bool(body.get("parse_special"), "parse_special", True)
+    with_pieces = check_bool(body.get("with_pieces"), "with_pieces", False)
+
+    def run(model: Any) -> Any:
+        ids = model.tokenize_text(content, special=parse_special) if content else []
+        if add_special:
+            ids = model.tokenize("")[:1] + ids  # the BOS where the model adds one (none else)
+        if not with_pieces:
+            return ids
+        out = []
+        for t in ids:
+            raw = model.token_bytes(t)
+            try:
+                piece: Any = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                piece = list(raw)  # part of a character: its bytes, as llama-server gives them
+            out.append({"id": t, "piece": piece})
+        return out
+
+    _model_id, tokens = await _on_model(request, state, body, run)
+    return json_response({"tokens": tokens})
+
+
+async def detokenize(request: Request):
+    """``/detokenize``: the text of ``tokens`` (special tokens as their text)."""
+    state, body = await request_body(request)
+    ids = _token_ids(body.get("tokens", []))
+
+    def run(model: Any) -> str:
+        _token_ids(ids, model.n_vocab)
+        return b"".join(model.token_bytes(t) for t in ids).decode("utf-8", errors="replace")
+
+    _model_id, content = await _on_model(request, state, body, run)
+    return json_response({"content": content})
+
+
+async def props(request: Request):
+    """``GET /props``: llama-server's server properties, for its clients that read the context size
+    and the slots from them: the model the request names (``?model=``; else the one loaded, else
+    the first offered), its ``n_ctx`` per slot and ``total_slots``, its chat template."""
+    from starlette.concurrency import run_in_threadpool
+
+    from app.engine.models.metadata import read_metadata
+
+    state: ServerState = request.app.state.callisto
+    name = request.query_params.get("model")
+
+    def card() -> dict[str, Any]:
+        entry = state.catalog.resolve(name, state.loaded_entry())
+        slots = state.slot_card(entry)
+        meta = read_metadata(entry.path)
+        return {
+            "default_generation_settings": {"n_ctx": slots["n_ctx"], "params": {"n_predict": -1}},
+            "total_slots": slots["parallel"],
+            "model_path": str(entry.path),
+            "model_alias": entry.id,
+            "chat_template": meta.chat_template or "",
+            "modalities": {"vision": state.has_vision(entry), "audio": False},
+            "build_info": "callisto",
+        }
+
+    return json_response(await run_in_threadpool(card))

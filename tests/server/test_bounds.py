@@ -432,6 +432,8 @@ ENDPOINTS = [
     "/completion",
     "/infill",
     "/v1/rerank",
+    "/tokenize",
+    "/detokenize",
     "/api/embed",
     "/api/embeddings",
 ]

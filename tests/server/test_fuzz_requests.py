@@ -56,6 +56,8 @@ BASE: dict[str, dict[str, Any]] = {
     "/v1/embeddings": {"model": "loop-hermes", "input": ["hi", "there"]},
     "/completion": {"model": "loop-hermes", "n_predict": 8, "prompt": "hi"},
     "/v1/rerank": {"model": "loop-hermes", "query": "hi", "documents": ["a", "b"]},
+    "/tokenize": {"model": "loop-hermes", "content": "hi", "with_pieces": True},
+    "/detokenize": {"model": "loop-hermes", "tokens": [104, 105]},
     "/infill": {"model": "loop-hermes", "n_predict": 8, "input_prefix": "a", "input_suffix": "b"},
     "/v1/responses": {
         "model": "loop-hermes",
@@ -111,6 +113,8 @@ FIELDS: dict[str, list[tuple[Any, ...]]] = {
     + [("options", k) for k in "num_predict temperature seed stop".split()],
     "/api/show": [(k,) for k in "model name verbose".split()],
     "/v1/rerank": [(k,) for k in "model query documents top_n return_documents".split()] + [("documents", 0)],
+    "/tokenize": [(k,) for k in "model content add_special parse_special with_pieces".split()],
+    "/detokenize": [(k,) for k in "model tokens".split()] + [("tokens", 0)],
     "/completion": [
         (k,)
         for k in "model prompt n_predict stream stop temperature top_k seed grammar response_fields".split()

@@ -162,3 +162,23 @@ def test_what_cannot_be_served_is_a_400_that_says_why(server, path, body, words)
     r = _post(server, path, **body)
     assert r.status_code == 400, r.text
     assert words in r.json()["error"]["message"]
+
+
+def test_tokenize_detokenize_and_props(server):
+    text = "hi <|im_end|>"
+    r = _post(server, "/tokenize", model="chat", content=text)
+    ids = r.json()["tokens"]
+    assert len(ids) == len("hi ") + 1  # the special token's text is the token
+    assert len(
+        _post(server, "/tokenize", model="chat", content=text, parse_special=False).json()["tokens"]
+    ) == _b(text)
+    pieces = _post(server, "/tokenize", model="chat", content="hé", with_pieces=True).json()["tokens"]
+    assert pieces[0] == {"id": ids[0], "piece": "h"} and [p["piece"] for p in pieces[1:]] == [[0xC3], [0xA9]]
+    assert _post(server, "/detokenize", model="chat", tokens=ids).json() == {"content": text}
+    r = _post(server, "/detokenize", model="chat", tokens=[10**6])
+    assert r.status_code == 400 and "outside the model's vocabulary" in r.json()["error"]["message"]
+    assert _post(server, "/detokenize", model="chat", tokens="abc").status_code == 400
+    props = httpx.get(server.url + "/props", params={"model": "chat"}, timeout=60).json()
+    assert props["default_generation_settings"]["n_ctx"] == N_CTX and props["total_slots"] == 1
+    assert props["model_alias"] == "chat" and "<|im_start|>" in props["chat_template"]
+    assert httpx.get(server.url + "/props", params={"model": "nope"}, timeout=60).status_code == 404
