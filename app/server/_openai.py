@@ -700,14 +700,23 @@ async def embeddings(request: Request):
 
 
 def _card(state: ServerState, entry: Any, now: int) -> dict[str, Any]:
-    # callisto: what a request gets (the context of each slot, the slots) and whether the model
-    # reads images (a vision projector: loaded, chosen in the library, or beside the file)
+    """A model as ``/v1/models`` lists it: OpenAI's fields, Anthropic's beside them (``type``,
+    ``display_name``, ``created_at``: the same path answers the anthropic SDK's ``models.list``)
+    and ``callisto``: what a request gets (the context of each slot, the slots) and whether the
+    model reads images (a vision projector: loaded, chosen in the library, or beside the file)."""
+    from datetime import UTC, datetime
+
+    slots = state.slot_card(entry)
     return {
         "id": entry.id,
         "object": "model",
         "created": now,
         "owned_by": "callisto",
-        "callisto": {**state.slot_card(entry), "vision": state.has_vision(entry)},
+        "type": "model",
+        "display_name": entry.id,
+        "created_at": datetime.fromtimestamp(now, UTC).isoformat().replace("+00:00", "Z"),
+        "max_input_tokens": slots["n_ctx"],
+        "callisto": {**slots, "vision": state.has_vision(entry)},
     }
 
 
@@ -720,7 +729,12 @@ async def list_models(request: Request):
     def cards() -> list[dict[str, Any]]:
         return [_card(state, e, now) for e in state.catalog.entries(refresh=True)]
 
-    return json_response({"object": "list", "data": await run_in_threadpool(cards)})
+    data = await run_in_threadpool(cards)
+    # Anthropic's page fields beside OpenAI's list: one page holds every model
+    first, last = (data[0]["id"], data[-1]["id"]) if data else (None, None)
+    return json_response(
+        {"object": "list", "data": data, "has_more": False, "first_id": first, "last_id": last}
+    )
 
 
 async def get_model(request: Request):

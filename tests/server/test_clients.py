@@ -264,6 +264,14 @@ def test_anthropic_loop_with_block_system_and_beta_query(family_server, anthropi
     assert counted.input_tokens > 10
 
 
+def test_anthropic_lists_and_retrieves_the_models(anthropic_client):
+    models = {m.id: m for m in anthropic_client.models.list()}
+    one = models["loop-hermes"]
+    assert one.type == "model" and one.display_name == "loop-hermes" and one.created_at is not None
+    assert one.max_input_tokens == one.model_extra["callisto"]["n_ctx"]
+    assert anthropic_client.models.retrieve("loop-hermes").id == "loop-hermes"
+
+
 def test_anthropic_single_tool_choice(anthropic_client):
     reply = anthropic_client.messages.create(
         model="call-harmony-parallel",
