@@ -53,6 +53,8 @@ __all__ = ["completion", "detokenize", "infill", "props", "rerank", "tokenize"]
 
 #: the most files ``input_extra`` may hold
 MAX_EXTRA = 256
+#: the most characters one ``/tokenize`` reads (its answer, with pieces, is many times larger)
+MAX_TOKENIZE_CHARS = 1 << 22
 
 
 def _n_predict(body: dict[str, Any], state: ServerState) -> int:
@@ -323,6 +325,12 @@ async def tokenize(request: Request):
     with its text, ``{"id", "piece"}``, the piece as bytes where it is not whole UTF-8)."""
     state, body = await request_body(request)
     content = check_str(body.get("content", ""), "content") or ""
+    if len(content) > MAX_TOKENIZE_CHARS:
+        raise ApiError(
+            400,
+            f"content is {len(content):,} characters; /tokenize reads at most {MAX_TOKENIZE_CHARS:,} at once",
+            param="content",
+        )
     add_special = check_bool(body.get("add_special"), "add_special", False)
     parse_special = check_bool(body.get("parse_special"), "parse_special", True)
     with_pieces = check_bool(body.get("with_pieces"), "with_pieces", False)

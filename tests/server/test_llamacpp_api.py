@@ -182,3 +182,5 @@ def test_tokenize_detokenize_and_props(server):
     assert props["default_generation_settings"]["n_ctx"] == N_CTX and props["total_slots"] == 1
     assert props["model_alias"] == "chat" and "<|im_start|>" in props["chat_template"]
     assert httpx.get(server.url + "/props", params={"model": "nope"}, timeout=60).status_code == 404
+    r = _post(server, "/tokenize", model="chat", content="x" * ((1 << 22) + 1))
+    assert r.status_code == 400 and "reads at most 4,194,304" in r.json()["error"]["message"]
