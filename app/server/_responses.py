@@ -32,6 +32,7 @@ whole response; each carries a ``sequence_number``.
 
 from __future__ import annotations
 
+import copy
 import re
 import time
 import uuid
@@ -151,8 +152,8 @@ def _messages(body: dict[str, Any], history: list[dict[str, Any]]) -> tuple[list
     if instructions:
         msgs.append({"role": "system", "content": instructions})
         source.append(None)
-    for message in history:
-        msgs.append(dict(message))
+    for message in copy.deepcopy(history):  # the kept conversation is never changed by a request
+        msgs.append(message)
         source.append(sources.PREVIOUS)
     value = body.get("input")
     if isinstance(value, str):
@@ -210,7 +211,8 @@ def _messages(body: dict[str, Any], history: list[dict[str, Any]]) -> tuple[list
             continue
         elif kind == "item_reference":
             raise _fail(
-                f"{w} is an item_reference: this server keeps no responses; send the items themselves",
+                f"{w} is an item_reference, which this server does not read: send the item itself "
+                "(or continue a kept response with previous_response_id)",
                 "input",
             )
         else:

@@ -64,6 +64,14 @@ def test_previous_response_id_continues_a_kept_response(client):
         tools=FUNCTIONS,
     )
     assert second.output_text == ANSWER and second.previous_response_id == first.id
+    # continuing the same response again reads the same kept conversation (not one a request changed)
+    again = client.responses.create(
+        model="loop-hermes",
+        previous_response_id=first.id,
+        input=[{"type": "function_call_output", "call_id": call.call_id, "output": "<|tool_done|>"}],
+        tools=FUNCTIONS,
+    )
+    assert again.output_text == ANSWER and again.usage.input_tokens == second.usage.input_tokens
     # the conversation was read whole: more prompt than the output alone
     assert second.usage.input_tokens > first.usage.input_tokens
     # streamed responses are kept too, and can be read back and forgotten
@@ -163,7 +171,7 @@ def test_tool_choice_none_and_a_cut_reply(client):
     [
         ({"input": []}, "input must hold at least one item"),
         ({"input": 3}, "input must be a string or an array of items, got number"),
-        ({"input": [{"type": "item_reference", "id": "msg_1"}]}, "input[0] is an item_reference"),
+        ({"input": [{"type": "item_reference", "id": "msg_1"}]}, "input[0] is an item_reference, which"),
         ({"input": "hi", "previous_response_id": "resp_1"}, "'resp_1' is not a response this server keeps"),
         ({"input": "hi", "tools": [{"type": "web_search"}]}, "tools[0] is the hosted tool 'web_search'"),
         ({"input": "hi", "max_output_tokens": 0}, "max_output_tokens"),
@@ -220,3 +228,34 @@ def test_the_kept_responses_are_bounded_and_the_least_recently_used_go_first():
     kept.put({"id": "huge"}, [], 101)  # larger than the whole bound: never kept
     assert kept.get("huge") is None
     assert kept.delete("big") and not kept.delete("big")
+
+
+def test_a_request_never_changes_the_conversation_it_continues(client):
+    """A request whose input begins with a call joins it to the kept reply's turn, on a copy: the
+    same response continued afterwards reads as it did before."""
+    answered = client.responses.create(
+        model="loop-hermes",
+        input=[
+            {"role": "user", "content": QUESTION},
+            {"type": "function_call", "call_id": "call_abcdefghi", "name": "get_weather", "arguments": "{}"},
+            {"type": "function_call_output", "call_id": "call_abcdefghi", "output": "<|tool_done|>"},
+        ],
+        tools=FUNCTIONS,
+    )
+    assert answered.output_text == ANSWER
+
+    def follow_up() -> int:
+        r = client.responses.create(model="loop-hermes", previous_response_id=answered.id, input="thanks")
+        return r.usage.input_tokens
+
+    before = follow_up()
+    client.responses.create(
+        model="loop-hermes",
+        previous_response_id=answered.id,
+        input=[
+            {"type": "function_call", "call_id": "call_jklmnopqr", "name": "get_time", "arguments": "{}"},
+            {"type": "function_call_output", "call_id": "call_jklmnopqr", "output": "<|tool_done|>"},
+        ],
+        tools=FUNCTIONS,
+    )
+    assert follow_up() == before
