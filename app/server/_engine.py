@@ -88,6 +88,9 @@ class TurnRequest:
     fim_cursor: str = ""
     fim_extra: list[tuple[str, str]] = field(default_factory=list)
     fim_fit: int | None = None
+    #: how long the reply may take once its job starts (llama-server's ``t_max_predict_ms``), else None:
+    #: past it the reply ends as it is (``deadline``, a cut reply)
+    deadline_s: float | None = None
     grammar: str | None = None  # completions: a GBNF grammar the reply is held to
     think: bool | None = None
     max_tool_calls: int | None = None  # the request's bound on one reply's calls (None: the default)
@@ -374,6 +377,7 @@ class _RequestReplies(LocalReplies):
             stop=tuple(model.stop_strings) + tuple(s for s in req.stop if s),
             thinking=req.thinking,  # the prompt is the request's (render_turn); this sets the budget
             grammar=req.grammar,
+            deadline_s=req.deadline_s,
         )
         self.req = req
         self.prompt = turn.text

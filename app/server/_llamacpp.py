@@ -18,9 +18,11 @@ The answer is llama-server's: ``content``, ``stop``, ``stop_type`` (``eos``, ``l
 ``tokens_predicted``, ``tokens_evaluated``, ``tokens_cached``, ``truncated`` and ``timings``;
 streamed, a ``data:`` line per piece (``"stop": false``) and a last one with ``"stop": true`` and
 the counts. ``response_fields`` keeps only the fields it names (``timings/prompt_n`` reads a
-nested one, under that name), as llama-server does. Fields of llama-server's that change nothing
-here (``cache_prompt``, which is always on; ``id_slot``; ``samplers``; ``n_indent``;
-``t_max_prompt_ms``) are accepted and not used.
+nested one, under that name), as llama-server does. ``t_max_predict_ms`` (with
+``t_max_prompt_ms`` added when given) is how long the job may take once it starts: past it the
+reply ends as it is (``stop_type`` ``limit``), as an editor's quick suggestion needs. Fields of
+llama-server's that change nothing here (``cache_prompt``, which is always on; ``id_slot``;
+``samplers``; ``n_indent``) are accepted and not used.
 """
 
 from __future__ import annotations
@@ -73,9 +75,13 @@ def _common_request(body: dict[str, Any], state: ServerState) -> dict[str, Any]:
     """What ``/completion`` and ``/infill`` read alike, as :class:`TurnRequest` fields."""
     from app.server._idle import parse_ttl
 
+    # llama-server's time limits (ms): the prompt's and the reply's, here one deadline for both
+    limits = [check_int(body.get(k), k, lo=0, hi=86_400_000) for k in ("t_max_prompt_ms", "t_max_predict_ms")]
+    deadline = None if limits[1] is None or limits[1] <= 0 else (limits[1] + (limits[0] or 0)) / 1000.0
     return {
         "model": check_str(body.get("model"), "model", allow_none=True),
         "max_tokens": _n_predict(body, state),
+        "deadline_s": deadline,
         "sampling": read_sampling(body, SAMPLER_RANGES, top_k=True, mirostat=True),
         "stop": check_stop(body.get("stop"), "stop"),
         "idle_ttl": parse_ttl(body.get("ttl")),

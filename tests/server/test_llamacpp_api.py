@@ -184,3 +184,15 @@ def test_tokenize_detokenize_and_props(server):
     assert httpx.get(server.url + "/props", params={"model": "nope"}, timeout=60).status_code == 404
     r = _post(server, "/tokenize", model="chat", content="x" * ((1 << 22) + 1))
     assert r.status_code == 400 and "reads at most 4,194,304" in r.json()["error"]["message"]
+
+
+def test_t_max_predict_ms_ends_the_reply_as_it_is(server):
+    """An editor's quick suggestion: past its time the reply ends with what it has (the chat model
+    would otherwise write until its context is full, some 2,000 tokens)."""
+    body = {"model": "chat", "prompt": "x", "n_predict": -1}
+    r = _post(server, "/completion", **body, t_max_predict_ms=1)
+    assert r.status_code == 200, r.text
+    data = r.json()
+    assert data["stop_type"] == "limit" and data["tokens_predicted"] < 1000
+    whole = _post(server, "/completion", **body).json()  # no limit: to the end of the context
+    assert whole["tokens_predicted"] > 1000
