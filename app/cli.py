@@ -193,7 +193,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_check_parser(sub, _tool_format_choices())
 
-    serve = sub.add_parser("serve", help="serve the OpenAI, Anthropic and Ollama APIs on a local port")
+    serve = sub.add_parser(
+        "serve", help="serve the OpenAI, Anthropic, Ollama and llama-server APIs on a local port"
+    )
     serve.add_argument(
         "--model", default=None, help="a .gguf file or a library model's name (loaded at start)"
     )

@@ -1,4 +1,4 @@
-"""Qt-free local API server: the OpenAI, Anthropic and Ollama APIs on Callisto's engine.
+"""Qt-free local API server: the OpenAI, Anthropic, Ollama and llama-server APIs on Callisto's engine.
 
 Public API::
 

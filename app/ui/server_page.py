@@ -91,9 +91,10 @@ class ServerPage(QWidget):
         layout = QVBoxLayout(self)
         layout.addWidget(
             wrapped_label(
-                "<h2>Local API server</h2>OpenAI, Anthropic and Ollama APIs for your agents, editors "
-                "and scripts, on this computer's models. Tool calls are returned to the client, "
-                "which runs its tools."
+                "<h2>Local API server</h2>OpenAI, Anthropic, Ollama and llama-server APIs for your "
+                "agents, editors and scripts, on this computer's models: chat, completions, fill in "
+                "the middle, embeddings and reranking. Tool calls are returned to the client, which "
+                "runs its tools."
             )
         )
 

@@ -169,7 +169,7 @@ class WorkPages:
             "server",
             "Server",
             self._build_server_page,
-            tooltip="Serve the OpenAI, Anthropic and Ollama APIs to other programs",
+            tooltip="Serve the OpenAI, Anthropic, Ollama and llama-server APIs to other programs",
         )
         pages.add_page(
             "check",
