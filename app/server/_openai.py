@@ -77,6 +77,8 @@ __all__ = [
 ]
 
 MAX_TOOL_CALLS_LIMIT = 64  # the most a request's max_tool_calls may ask for
+#: the most choices (``n``) one request may ask for: each is a generation of its own
+MAX_CHOICES = 16
 REPEATED_CALLS_HEADER = "X-Callisto-Repeated-Calls"
 
 
@@ -325,9 +327,7 @@ def parse_chat_request(
     ``X-Callisto-Tool-Choice`` header, used when the body sets no ``tool_choice``."""
     _refuse_unserved(body)
     model = check_str(body.get("model"), "model", allow_none=True)
-    n = check_int(body.get("n"), "n")
-    if n not in (None, 1):
-        raise ApiError(400, "n must be 1 (one choice per request)", param="n")
+    check_int(body.get("n"), "n", lo=1, hi=MAX_CHOICES)  # the choices: chat_completions reads it
     tools = convert_tools(body.get("tools"))
     messages = convert_messages(body.get("messages"))
     chosen = body.get("tool_choice")
@@ -429,6 +429,9 @@ def _sse(data: Any) -> bytes:
 async def chat_completions(request: Request):
     state, body = await request_body(request)
     req, stream, include_usage = parse_chat_request(body, state, request.headers.get(TOOL_CHOICE_HEADER))
+    n = int(body.get("n") or 1)
+    if n > 1:
+        return await _choices(request, state, req, n, stream, include_usage)
     turn = await queue_turn(state, req)
     cid = f"chatcmpl-{uuid.uuid4().hex[:24]}"
     created = int(time.time())
@@ -531,6 +534,152 @@ async def chat_completions(request: Request):
     return await streamed(turn, request, gen())
 
 
+async def _choices(
+    request: Request, state: ServerState, req: TurnRequest, n: int, stream: bool, include_usage: bool
+):
+    """``n`` choices: ``n`` generations of the same request, queued at once (on a model with slots
+    they are batched, one decode a step for all; a ``seed`` is the first choice's, the next ones
+    take the seeds after it, so choices differ as they would unseeded). The prompt is counted once
+    in the usage, the completions summed; a streamed reply interleaves the choices' chunks by index."""
+    import asyncio
+    import dataclasses
+
+    turns: list[Any] = []
+    try:
+        for i in range(n):
+            sampling = dict(req.sampling)
+            if i and "seed" in sampling:
+                sampling["seed"] = (int(sampling["seed"]) + i) & 0xFFFFFFFF
+            turns.append(await queue_turn(state, dataclasses.replace(req, sampling=sampling)))
+    except BaseException:
+        for t in turns:
+            t.cancel.set()  # a full queue refuses the request whole: none of its choices run
+        raise
+    model_id = turns[0].model_id
+    cid = f"chatcmpl-{uuid.uuid4().hex[:24]}"
+    created = int(time.time())
+
+    def usage(ends: list[TurnEnd]) -> dict[str, Any]:
+        whole = dataclasses.replace(
+            ends[0],
+            completion_tokens=sum(e.completion_tokens for e in ends),
+            draft_tokens=sum(e.draft_tokens for e in ends),
+            draft_accepted=sum(e.draft_accepted for e in ends),
+        )
+        request.scope.setdefault("callisto.log", {}).update(
+            model=model_id, prompt_tokens=whole.prompt_tokens, completion_tokens=whole.completion_tokens
+        )
+        return _usage(whole)
+
+    if not stream:
+        try:
+            done = await asyncio.gather(*(t.collect(request) for t in turns))
+        finally:
+            for t in turns:
+                t.cancel.set()
+        choices = []
+        for i, (text, reasoning, calls, end) in enumerate(done):
+            message: dict[str, Any] = {"role": "assistant", "content": text if (text or not calls) else None}
+            if reasoning:
+                message["reasoning_content"] = reasoning
+            if calls:
+                message["tool_calls"] = [_call_dict(c) for c in calls]
+            choices.append(
+                {"index": i, "message": message, "finish_reason": end.finish_in(), "logprobs": None}
+            )
+        request.scope.setdefault("callisto.log", {})["tool_calls"] = sum(len(d[2]) for d in done)
+        return json_response(
+            {
+                "id": cid,
+                "object": "chat.completion",
+                "created": created,
+                "model": model_id,
+                "system_fingerprint": None,
+                "choices": choices,
+                "usage": usage([d[3] for d in done]),
+            }
+        )
+
+    def chunk(index: int, delta: dict[str, Any], finish: str | None = None) -> bytes:
+        return _sse(
+            {
+                "id": cid,
+                "object": "chat.completion.chunk",
+                "created": created,
+                "model": model_id,
+                "system_fingerprint": None,
+                "choices": [{"index": index, "delta": delta, "finish_reason": finish, "logprobs": None}],
+            }
+        )
+
+    async def gen():
+        merged: asyncio.Queue[tuple[int, str, Any]] = asyncio.Queue()
+
+        async def pump(i: int, turn: Any) -> None:
+            try:
+                async for kind, value in turn.events():
+                    await merged.put((i, kind, value))
+            except ApiError as err:
+                await merged.put((i, "error", err))
+
+        pumps = [asyncio.ensure_future(pump(i, t)) for i, t in enumerate(turns)]
+        ends: list[TurnEnd | None] = [None] * n
+        calls = [0] * n
+        try:
+            for i in range(n):
+                yield chunk(i, {"role": "assistant", "content": ""})
+            left = n
+            while left:
+                i, kind, value = await merged.get()
+                if kind == "text":
+                    yield chunk(i, {"content": value})
+                elif kind == "reasoning":
+                    yield chunk(i, {"reasoning_content": value})
+                elif kind == "call":
+                    at = calls[i]
+                    calls[i] += 1
+                    head = {"index": at, "id": f"call_{value.id}", "type": "function"}
+                    yield chunk(
+                        i, {"tool_calls": [{**head, "function": {"name": value.name, "arguments": ""}}]}
+                    )
+                    for frag in split_fragments(call_arguments_json(value)):
+                        yield chunk(i, {"tool_calls": [{"index": at, "function": {"arguments": frag}}]})
+                elif kind == "end":
+                    ends[i] = value
+                    left -= 1
+                    yield chunk(i, {}, value.finish_in())
+                elif kind == "error":
+                    raise value
+            if include_usage:
+                total = usage([e for e in ends if e is not None])
+                yield _sse(
+                    {
+                        "id": cid,
+                        "object": "chat.completion.chunk",
+                        "created": created,
+                        "model": model_id,
+                        "choices": [],
+                        "usage": total,
+                    }
+                )
+            yield b"data: [DONE]\n\n"
+        except ApiError as err:
+            from app.server._errors import error_body
+
+            request.scope.setdefault("callisto.log", {})["status"] = err.status
+            yield _sse(error_body("openai", err))
+        finally:
+            for t in turns:
+                t.cancel.set()  # a client that went away stops every choice at its next token
+            for p in pumps:
+                p.cancel()
+            request.scope.setdefault("callisto.log", {})["tool_calls"] = sum(calls)
+
+    for t in turns[1:]:
+        await t.first(request)  # the first is awaited by streamed(): a refusal is a status
+    return await streamed(turns[0], request, gen())
+
+
 # The fields other engines' clients (Callisto's remote client among them) send a GBNF grammar in:
 # llama-server's ``grammar``, vLLM's ``structured_outputs.grammar`` (``guided_grammar`` before 0.12),
 # SGLang's ``ebnf``. A client may send several; they must agree.
@@ -571,6 +720,8 @@ def completion_grammar(body: dict[str, Any], path: str = "/v1/completions") -> s
 
 async def completions(request: Request):
     state, body = await request_body(request)
+    if check_int(body.get("n"), "n", lo=1) not in (None, 1):
+        raise ApiError(400, "n must be 1 here: several choices are served on /v1/chat/completions", param="n")
     prompt = text_prompt(body)
     # suffix: fill in the middle (the reply goes between the prompt and it), as an editor asks
     suffix = check_str(body.get("suffix"), "suffix", allow_none=True) or ""

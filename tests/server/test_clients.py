@@ -184,6 +184,54 @@ def test_openai_completions_and_models(openai_client):
     assert streamed == done.choices[0].text
 
 
+def test_openai_n_choices_plain_and_streamed(family_server, openai_client):
+    """n choices are n generations of one request (batched on a model with slots): each its own
+    reply, the prompt counted once, the completions summed; streamed, interleaved by index."""
+    import openai
+
+    one = openai_client.chat.completions.create(model="call-hermes-parallel", messages=USER, tools=TOOLS)
+    three = openai_client.chat.completions.create(
+        model="call-hermes-parallel", messages=USER, tools=TOOLS, n=3
+    )
+    assert [c.index for c in three.choices] == [0, 1, 2]
+    want = [(t.function.name, t.function.arguments) for t in one.choices[0].message.tool_calls]
+    ids = set()
+    for c in three.choices:
+        assert c.finish_reason == "tool_calls"
+        assert [(t.function.name, t.function.arguments) for t in c.message.tool_calls] == want
+        ids.update(t.id for t in c.message.tool_calls)
+    assert len(ids) == 3 * len(want)  # every call its own id
+    assert three.usage.prompt_tokens == one.usage.prompt_tokens
+    assert three.usage.completion_tokens == 3 * one.usage.completion_tokens
+    chunks = list(
+        openai_client.chat.completions.create(
+            model="loop-hermes",
+            messages=USER,
+            n=2,
+            max_tokens=6,
+            stream=True,
+            stream_options={"include_usage": True},
+        )
+    )
+    texts = {0: "", 1: ""}
+    finishes = {}
+    for ch in chunks:
+        for c in ch.choices:
+            texts[c.index] += c.delta.content or ""
+            if c.finish_reason:
+                finishes[c.index] = c.finish_reason
+    plain = openai_client.chat.completions.create(model="loop-hermes", messages=USER, max_tokens=6)
+    want_text = plain.choices[0].message.content or ""
+    assert set(finishes) == {0, 1}
+    assert chunks[-1].usage.completion_tokens == 2 * plain.usage.completion_tokens
+    assert want_text and texts == {0: want_text, 1: want_text}  # the scripted model's one reply
+    for bad in (0, 17):
+        with pytest.raises(openai.BadRequestError, match="n must be"):
+            openai_client.chat.completions.create(model="loop-hermes", messages=USER, n=bad)
+    with pytest.raises(openai.BadRequestError, match="n must be 1 here"):
+        openai_client.completions.create(model="loop-hermes", prompt="hi", n=2)
+
+
 def test_openai_retrieves_one_model_and_the_server_says_it_is_healthy(family_server, openai_client):
     import openai
 
@@ -440,3 +488,25 @@ def test_stop_sequences_cut_the_reply(openai_client, anthropic_client):
     )
     assert cut.choices[0].message.content == ANSWER[: ANSWER.index("sunny")]
     assert cut.choices[0].finish_reason == "stop"
+
+
+def test_n_choices_are_batched_on_a_model_with_slots(tmp_path):
+    """On a model with slots, a request's choices stream in one decode a step, as several clients'
+    requests do (the scheduler's counts say so, not a clock)."""
+    import contextlib
+
+    from openai import OpenAI
+
+    from tests.server.test_idle_ttl import FakeClock, _server
+    from tests.ui.scripted_gguf import CHATML, write_scripted_gguf
+
+    # a model that writes "a" until its budget ends: each choice lasts 200 tokens, so the four,
+    # queued at once, overlap whatever the machine's load
+    path = write_scripted_gguf(tmp_path / "slots.gguf", chat_template=CHATML, script={}, default_next="a")
+    with contextlib.contextmanager(_server)({"slots": path}, FakeClock(), n_ctx=512, parallel=4) as srv:
+        client = OpenAI(base_url=srv.url + "/v1", api_key="unused", max_retries=0, timeout=120)
+        reply = client.chat.completions.create(model="slots", messages=USER, n=4, max_tokens=200)
+        assert [c.index for c in reply.choices] == [0, 1, 2, 3]
+        assert all(c.finish_reason == "length" and c.message.content == "a" * 200 for c in reply.choices)
+        stats = srv.host.model(path.resolve()).backend.scheduler_stats()
+        assert stats["slots"] == 4 and stats["max_seqs_in_batch"] >= 2
