@@ -235,7 +235,8 @@ CASES = [
     Case("max_tokens a string", "/v1/chat/completions", chat(max_tokens="many"), 400, "must be an integer"),
     Case("temperature out of range", "/v1/chat/completions", chat(temperature=7), 400, "between"),
     Case("stream not a boolean", "/v1/chat/completions", chat(stream="yes"), 400, "true or false"),
-    Case("n = 2", "/v1/chat/completions", chat(n=2), 400, "n must be 1"),
+    Case("n past the bound", "/v1/chat/completions", chat(n=17), 400, "n must be at most 16"),
+    Case("n zero", "/v1/chat/completions", chat(n=0), 400, "n must be at least 1"),
     Case(
         "bad response_format",
         "/v1/chat/completions",
