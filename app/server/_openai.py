@@ -675,9 +675,14 @@ async def _choices(
                 p.cancel()
             request.scope.setdefault("callisto.log", {})["tool_calls"] = sum(calls)
 
-    for t in turns[1:]:
-        await t.first(request)  # the first is awaited by streamed(): a refusal is a status
-    return await streamed(turns[0], request, gen())
+    try:
+        for t in turns[1:]:
+            await t.first(request)  # the first is awaited by streamed(): a refusal is a status
+        return await streamed(turns[0], request, gen())
+    except BaseException:
+        for t in turns:
+            t.cancel.set()  # refused (or the client left) before the stream began: no choice runs on
+        raise
 
 
 # The fields other engines' clients (Callisto's remote client among them) send a GBNF grammar in:

@@ -510,3 +510,16 @@ def test_n_choices_are_batched_on_a_model_with_slots(tmp_path):
         assert all(c.finish_reason == "length" and c.message.content == "a" * 200 for c in reply.choices)
         stats = srv.host.model(path.resolve()).backend.scheduler_stats()
         assert stats["slots"] == 4 and stats["max_seqs_in_batch"] >= 2
+
+
+def test_n_choices_refused_whole_leave_nothing_running(family_server, openai_client):
+    """A request the engine refuses (here: past the context) is one 400 for all its choices, and
+    none of them is left generating: the next request is served at once."""
+    import openai
+
+    long = [{"role": "user", "content": "word " * 20000}]
+    for stream in (False, True):
+        with pytest.raises(openai.BadRequestError):
+            openai_client.chat.completions.create(model="loop-hermes", messages=long, n=3, stream=stream)
+    reply = openai_client.chat.completions.create(model="loop-hermes", messages=USER, max_tokens=4)
+    assert reply.choices[0].finish_reason in ("stop", "length", "tool_calls")
