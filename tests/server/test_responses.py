@@ -13,6 +13,12 @@ import pytest
 from tests.server.conftest import ANSWER, THOUGHT, TOOLS
 
 QUESTION = "What is the weather in Oslo?"
+#: a question, the model's call and the call's output: what the loop model answers with text
+ANSWERED_CALL = [
+    {"role": "user", "content": QUESTION},
+    {"type": "function_call", "call_id": "call_abcdefghi", "name": "get_weather", "arguments": "{}"},
+    {"type": "function_call_output", "call_id": "call_abcdefghi", "output": "<|tool_done|>"},
+]
 #: the Responses API's flat function tools
 FUNCTIONS = [{"type": "function", **t["function"]} for t in TOOLS]
 
@@ -106,11 +112,7 @@ def test_the_stream_accumulates_to_the_plain_answer(client):
 def test_text_streams_in_one_message_item(client):
     with client.responses.stream(
         model="loop-hermes",
-        input=[
-            {"role": "user", "content": QUESTION},
-            {"type": "function_call", "call_id": "call_abcdefghi", "name": "get_weather", "arguments": "{}"},
-            {"type": "function_call_output", "call_id": "call_abcdefghi", "output": "<|tool_done|>"},
-        ],
+        input=ANSWERED_CALL,
         tools=FUNCTIONS,
     ) as stream:
         deltas = [e.delta for e in stream if e.type == "response.output_text.delta"]
@@ -235,11 +237,7 @@ def test_a_request_never_changes_the_conversation_it_continues(client):
     same response continued afterwards reads as it did before."""
     answered = client.responses.create(
         model="loop-hermes",
-        input=[
-            {"role": "user", "content": QUESTION},
-            {"type": "function_call", "call_id": "call_abcdefghi", "name": "get_weather", "arguments": "{}"},
-            {"type": "function_call_output", "call_id": "call_abcdefghi", "output": "<|tool_done|>"},
-        ],
+        input=ANSWERED_CALL,
         tools=FUNCTIONS,
     )
     assert answered.output_text == ANSWER
