@@ -147,7 +147,7 @@ class _Endpoint(http.server.BaseHTTPRequestHandler):
         self.wfile.write(body)
 
     def do_GET(self):
-        if self.path.endswith("/props"):
+        if self.path.split("?")[0].endswith("/props"):
             bomb = "{% set ns = namespace(n=7) %}{% for i in range(40) %}{% set ns.n = ns.n * ns.n %}{% endfor %}{{ ns.n }}"
             body = {"chat_template": bomb, "bos_token": "<s>", "eos_token": "</s>"}
             self._send(200, "application/json", json.dumps(body).encode())

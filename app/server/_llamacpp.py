@@ -395,6 +395,9 @@ async def props(request: Request):
             "model_path": str(entry.path),
             "model_alias": entry.id,
             "chat_template": meta.chat_template or "",
+            "chat_template_tool_use": meta.tool_use_template,
+            "bos_token": meta.bos_token or "",
+            "eos_token": meta.eos_token or "",
             "modalities": {"vision": state.has_vision(entry), "audio": False},
             "build_info": "callisto",
         }

@@ -690,10 +690,15 @@ def list_models(provider: Provider) -> list[str]:
     return list(names)
 
 
-def fetch_props(provider: Provider) -> dict[str, Any] | None:
-    """llama-server's ``/props`` (its chat template among them), or None where there is none."""
+def fetch_props(provider: Provider, model: str | None = None) -> dict[str, Any] | None:
+    """llama-server's ``/props`` (its chat template among them), or None where there is none.
+    ``model``: the model the properties are asked of (``?model=``, which a server of several
+    models, llama-server's router or Callisto's, reads; one of a single model ignores it)."""
+    from urllib.parse import quote
+
+    path = "/props" if not model else f"/props?model={quote(model, safe='')}"
     try:
-        data = _get_json(provider, "/props")
+        data = _get_json(provider, path)
     except RemoteError as exc:
         if exc.code in ("http_error", "bad_response"):
             return None

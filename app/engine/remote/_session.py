@@ -232,7 +232,9 @@ def _template_from_config(data: dict[str, Any], source: str) -> RemoteTemplate:
     )
 
 
-def _template_from_props(provider: Provider, props: dict[str, Any]) -> RemoteTemplate | None:
+def _template_from_props(
+    provider: Provider, props: dict[str, Any], model: str | None = None
+) -> RemoteTemplate | None:
     chat = props.get("chat_template")
     if not isinstance(chat, str) or not chat.strip():
         return None
@@ -243,17 +245,21 @@ def _template_from_props(provider: Provider, props: dict[str, Any]) -> RemoteTem
         _token_text(props.get("bos_token")),
         _token_text(props.get("eos_token")),
         source=f"{provider.base}/props",
-        add_bos=_adds_bos(provider),
+        add_bos=_adds_bos(provider, model),
         extra={"llama_server": True},
     )
 
 
-def _adds_bos(provider: Provider) -> bool | None:
-    """Whether llama-server adds a BOS token to a prompt: its ``/tokenize`` of nothing says."""
+def _adds_bos(provider: Provider, model: str | None = None) -> bool | None:
+    """Whether llama-server adds a BOS token to a prompt: its ``/tokenize`` of nothing (for
+    ``model``, on a server of several) says."""
     from app.engine.remote._client import _request_json
 
+    body: dict[str, Any] = {"content": "", "add_special": True}
+    if model:
+        body["model"] = model
     try:
-        data = _request_json(provider, "POST", "/tokenize", {"content": "", "add_special": True})
+        data = _request_json(provider, "POST", "/tokenize", body)
     except RemoteError:
         return None
     tokens = data.get("tokens") if isinstance(data, dict) else None
@@ -440,8 +446,8 @@ class RemoteChatSession:
             return
         choice = self.parser_choice
         if choice in ("auto", "callisto") and self.template is None and self.provider.kind != "anthropic":
-            props = fetch_props(self.provider)
-            self.template = _template_from_props(self.provider, props) if props else None
+            props = fetch_props(self.provider, self.model)
+            self.template = _template_from_props(self.provider, props, self.model) if props else None
         if choice == "callisto" and self.template is None:
             raise ValueError(
                 f"Callisto parsing needs the model's chat template: {self.provider.base} has no /props "

@@ -204,6 +204,7 @@ def raw_request(
         }
     if llama_server:  # llama-server's own endpoint: special tokens are kept in the text
         return "/completion", {
+            "model": model,  # a server of several models (llama-server's router, Callisto's) reads it
             "prompt": prompt,
             "n_predict": max_tokens,
             "stream": True,

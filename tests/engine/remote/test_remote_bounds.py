@@ -399,7 +399,7 @@ def _llama_server(template, completion):
     ``completion(req)``."""
 
     def handle(req):
-        if req.path == "/props":
+        if req.path.split("?")[0] == "/props":
             req.status(200, {"chat_template": template.chat_template, "eos_token": "</s>"})
         elif req.path == "/tokenize":
             req.status(200, {"tokens": []})

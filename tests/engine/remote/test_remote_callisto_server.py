@@ -105,9 +105,30 @@ def test_reasoning_is_shown_in_each_api(callisto_server, kind):
     assert done.finish_reason == "rounds" and ran == []  # one round: the call is shown, not run
 
 
-def test_callisto_parsing_without_a_template_says_how_to_give_one(callisto_server):
-    session, _ = _session(callisto_server, "openai", "loop-hermes", "callisto")
+def test_callisto_parsing_finds_the_models_template_in_the_servers_props(callisto_server):
+    """Callisto's server answers llama-server's ``/props`` for the model a request names
+    (``?model=``): Callisto parsing needs no template given, and reads the same calls as the API."""
+    session, ran = _session(callisto_server, "openai", "loop-hermes", "callisto")
     events, done = _run(session)
+    assert done.finish_reason == "stop", done.error
+    assert done.parser == "callisto" and done.template_source.endswith("/props")
+    assert _calls(events) == [("get_weather", {"city": "Oslo"})] and ran == [
+        ("get_weather", {"city": "Oslo"})
+    ]
+    # another model of the same server: its own template (Qwen3's), not the first one offered
+    think, _ = _session(callisto_server, "openai", "think-hermes", "callisto", max_rounds=1)
+    _run(think)
+    assert "enable_thinking" in think.template.chat_template
+    assert "enable_thinking" not in session.template.chat_template
+
+
+def test_callisto_parsing_without_a_template_says_how_to_give_one():
+    """An endpoint with no ``/props`` (an OpenAI-compatible server that is not llama-server's)."""
+    from tests.engine.remote.misbehaving import MisbehavingServer
+
+    with MisbehavingServer(lambda req: req.status(404)) as srv:
+        session, _ = _session(srv, "openai", "some-model", "callisto")
+        events, done = _run(session)
     assert done.finish_reason == "error"
     assert "chat template" in done.error and "a Hugging Face repository id (org/name)" in done.error
     assert [m.role for m in session.messages] == ["user"]

@@ -25,7 +25,7 @@ def _llama_like(template, replies):
     left = list(replies)
 
     def handle(req):
-        if req.path == "/props":
+        if req.path.split("?")[0] == "/props":
             req.status(200, {"chat_template": template.chat_template, "eos_token": template.eos_token})
         elif req.path == "/tokenize":
             req.status(200, {"tokens": []})
