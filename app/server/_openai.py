@@ -685,6 +685,76 @@ async def _choices(
         raise
 
 
+async def _prompts(request: Request, state: ServerState, body: dict[str, Any], prompts: list[str]):
+    """``/v1/completions`` with several prompts (langchain's ``OpenAI.generate`` and eval harnesses
+    batch them so): a completion each, queued at once (batched on a model with slots), choice ``i``
+    for prompt ``i``; the usage summed. Not streamed (send one prompt a stream), no ``suffix``."""
+    import asyncio
+    import dataclasses
+
+    if len(prompts) > MAX_CHOICES:
+        raise ApiError(
+            400, f"prompt holds {len(prompts)} prompts; at most {MAX_CHOICES} at once", param="prompt"
+        )
+    if check_bool(body.get("stream"), "stream", False):
+        raise ApiError(
+            400, "stream takes one prompt: send each prompt as a request of its own", param="stream"
+        )
+    if body.get("suffix"):
+        raise ApiError(
+            400, "suffix takes one prompt: send each prompt as a request of its own", param="suffix"
+        )
+    empty = next((i for i, p in enumerate(prompts) if not p), None)
+    if empty is not None:
+        raise ApiError(400, f"prompt[{empty}] is empty", param="prompt")
+    echo = check_bool(body.get("echo"), "echo", False)
+    base = TurnRequest(
+        model=check_str(body.get("model"), "model", allow_none=True),
+        grammar=completion_grammar(body),
+        max_tokens=_max_tokens(body, state, 16),
+        sampling=_sampling(body),
+        stop=check_stop(body.get("stop"), "stop"),
+        idle_ttl=parse_ttl(body.get("ttl")),
+    )
+    turns: list[Any] = []
+    try:
+        for p in prompts:
+            turns.append(await queue_turn(state, dataclasses.replace(base, raw_prompt=p)))
+        done = await asyncio.gather(*(t.collect(request) for t in turns))
+    finally:
+        for t in turns:
+            t.cancel.set()  # a refused prompt or a client that left: none of the others runs on
+    ends = [d[3] for d in done]
+    whole = dataclasses.replace(
+        ends[0],
+        prompt_tokens=sum(e.prompt_tokens for e in ends),
+        completion_tokens=sum(e.completion_tokens for e in ends),
+        cached_tokens=sum(e.cached_tokens for e in ends),
+        draft_tokens=sum(e.draft_tokens for e in ends),
+        draft_accepted=sum(e.draft_accepted for e in ends),
+    )
+    turns[0].log(request, whole, 0)
+    choices = [
+        {
+            "text": (p + text) if echo else text,
+            "index": i,
+            "logprobs": None,
+            "finish_reason": end.finish_in(),
+        }
+        for i, (p, (text, _r, _c, end)) in enumerate(zip(prompts, done, strict=True))
+    ]
+    return json_response(
+        {
+            "id": f"cmpl-{uuid.uuid4().hex[:24]}",
+            "object": "text_completion",
+            "created": int(time.time()),
+            "model": turns[0].model_id,
+            "choices": choices,
+            "usage": _usage(whole),
+        }
+    )
+
+
 # The fields other engines' clients (Callisto's remote client among them) send a GBNF grammar in:
 # llama-server's ``grammar``, vLLM's ``structured_outputs.grammar`` (``guided_grammar`` before 0.12),
 # SGLang's ``ebnf``. A client may send several; they must agree.
@@ -727,6 +797,9 @@ async def completions(request: Request):
     state, body = await request_body(request)
     if check_int(body.get("n"), "n", lo=1) not in (None, 1):
         raise ApiError(400, "n must be 1 here: several choices are served on /v1/chat/completions", param="n")
+    many = body.get("prompt")
+    if isinstance(many, list) and len(many) > 1 and all(isinstance(p, str) for p in many):
+        return await _prompts(request, state, body, many)
     prompt = text_prompt(body)
     # suffix: fill in the middle (the reply goes between the prompt and it), as an editor asks
     suffix = check_str(body.get("suffix"), "suffix", allow_none=True) or ""

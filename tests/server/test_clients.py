@@ -232,6 +232,30 @@ def test_openai_n_choices_plain_and_streamed(family_server, openai_client):
         openai_client.completions.create(model="loop-hermes", prompt="hi", n=2)
 
 
+def test_openai_completions_of_several_prompts_at_once(openai_client):
+    """A list of prompts (langchain's OpenAI.generate batches so): a completion each, choice i for
+    prompt i, each the same as that prompt sent alone; the usage summed."""
+    import openai
+
+    prompts = ["<|im_start|>assistant\n", "hello", "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n"]
+    alone = [openai_client.completions.create(model="loop-hermes", prompt=p, max_tokens=4) for p in prompts]
+    batch = openai_client.completions.create(model="loop-hermes", prompt=prompts, max_tokens=4)
+    assert [c.index for c in batch.choices] == [0, 1, 2]
+    assert [c.text for c in batch.choices] == [a.choices[0].text for a in alone]
+    assert batch.usage.prompt_tokens == sum(a.usage.prompt_tokens for a in alone)
+    assert batch.usage.completion_tokens == sum(a.usage.completion_tokens for a in alone)
+    for bad, words in (
+        ({"stream": True}, "stream takes one prompt"),
+        ({"suffix": "x"}, "suffix takes one prompt"),
+    ):
+        with pytest.raises(openai.BadRequestError, match=words):
+            openai_client.completions.create(model="loop-hermes", prompt=prompts, max_tokens=4, **bad)
+    with pytest.raises(openai.BadRequestError, match=r"prompt\[1\] is empty"):
+        openai_client.completions.create(model="loop-hermes", prompt=["a", ""], max_tokens=4)
+    with pytest.raises(openai.BadRequestError, match="at most 16"):
+        openai_client.completions.create(model="loop-hermes", prompt=["a"] * 17, max_tokens=4)
+
+
 def test_openai_retrieves_one_model_and_the_server_says_it_is_healthy(family_server, openai_client):
     import openai
 
