@@ -445,7 +445,6 @@ async def count_tokens(request: Request):
     req = parse_messages_request(body, state, counting=True)
     turn = Turn(state, req)
     tool_format = state.config.tool_format
-    await turn.submit_fn(lambda model: ("count", count(model, req, tool_format)))
-    value = await turn.result(request)
+    value = await turn.run(request, lambda model, _cancel: count(model, req, tool_format))
     turn.log(request, None, 0)
     return json_response({"input_tokens": value})

@@ -572,12 +572,15 @@ class Turn:
             raise item[1]
         self._first = item
 
-    async def result(self, request: Request) -> Any:
-        """The value of a job's one event (``submit_fn``'s ``("end", value)``), or its error
-        raised; a client that leaves while it waits or runs cancels it."""
+    async def run(self, request: Request, fn: Callable[[Any, threading.Event], Any]) -> Any:
+        """``fn(model, cancel)`` as the request's one job on its model (loaded if need be, queued as a
+        turn is): its value, or its error raised. A client that leaves while it waits or runs sets
+        ``cancel`` (``fn`` may look at it between parts of its work)."""
+        await self.submit_fn(lambda model: ("end", fn(model, self.cancel)))
         await self.first(request)
         assert self._first is not None
         (_kind, value), self._first = self._first, None
+        request.scope.setdefault("callisto.log", {})["model"] = self.model_id
         return value
 
     async def events(self) -> AsyncIterator[tuple[str, Any]]:

@@ -100,10 +100,10 @@ async def _in_parts(
 
     turn = Turn(state, req)
 
-    def run(model: Any) -> tuple[str, Any]:
+    def run(model: Any, cancel: Any) -> Any:
         whole: Any = empty()
         for start in range(0, len(items), CHUNK):
-            if turn.cancel.is_set():
+            if cancel.is_set():
                 raise JobCancelled("the client went away before its answer was made")
             try:
                 part = call(model, items[start : start + CHUNK])
@@ -114,13 +114,10 @@ async def _in_parts(
                 getattr(whole, key).extend(getattr(part, key))
         if check is not None:
             check(whole)
-        return "end", whole
+        return whole
 
-    await turn.submit_fn(run)
-    result = await turn.result(request)
-    entry = request.scope.setdefault("callisto.log", {})
-    entry["model"] = turn.model_id
-    entry["prompt_tokens"] = result.total_tokens
+    result = await turn.run(request, run)
+    request.scope.setdefault("callisto.log", {})["prompt_tokens"] = result.total_tokens
     return turn.model_id, result
 
 
@@ -153,7 +150,7 @@ async def embed_inputs(
         req,
         inputs,
         lambda model, part: model.embed(part, truncate=truncate),
-        lambda: Embeddings([], [], []),
+        Embeddings,
         named=named,
         single=single,
         check=check,
@@ -171,7 +168,7 @@ async def rank_documents(
         req,
         documents,
         lambda model, part: model.rerank(query, part, truncate=True),
-        lambda: Scores([], [], []),
+        Scores,
         named="documents",
         single=False,
     )

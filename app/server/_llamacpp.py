@@ -308,21 +308,14 @@ def _token_ids(value: Any, n_vocab: int | None = None) -> list[int]:
     return list(value)
 
 
-async def _on_model(request: Request, state: ServerState, body: dict[str, Any], fn: Any) -> tuple[str, Any]:
+async def _on_model(request: Request, state: ServerState, body: dict[str, Any], fn: Any) -> Any:
     """``fn(model)`` on the request's model (loaded if need be), as a job of its own."""
     from app.server._common import Turn
     from app.server._idle import parse_ttl
 
-    turn = Turn(
-        state,
-        TurnRequest(
-            model=check_str(body.get("model"), "model", allow_none=True), idle_ttl=parse_ttl(body.get("ttl"))
-        ),
-    )
-    await turn.submit_fn(lambda model: ("end", fn(model)))
-    value = await turn.result(request)
-    request.scope.setdefault("callisto.log", {})["model"] = turn.model_id
-    return turn.model_id, value
+    model = check_str(body.get("model"), "model", allow_none=True)
+    turn = Turn(state, TurnRequest(model=model, idle_ttl=parse_ttl(body.get("ttl"))))
+    return await turn.run(request, lambda loaded, _cancel: fn(loaded))
 
 
 async def tokenize(request: Request):
@@ -357,7 +350,7 @@ async def tokenize(request: Request):
             out.append({"id": t, "piece": piece})
         return out
 
-    _model_id, tokens = await _on_model(request, state, body, run)
+    tokens = await _on_model(request, state, body, run)
     return json_response({"tokens": tokens})
 
 
@@ -370,7 +363,7 @@ async def detokenize(request: Request):
         _token_ids(ids, model.n_vocab)
         return b"".join(model.token_bytes(t) for t in ids).decode("utf-8", errors="replace")
 
-    _model_id, content = await _on_model(request, state, body, run)
+    content = await _on_model(request, state, body, run)
     return json_response({"content": content})
 
 

@@ -534,6 +534,50 @@ async def chat_completions(request: Request):
     return await streamed(turn, request, gen())
 
 
+async def _queue_all(state: ServerState, reqs: list[TurnRequest]) -> list[Any]:
+    """One turn per request, queued at once; a full queue refuses them all (none already queued
+    runs)."""
+    turns: list[Any] = []
+    try:
+        for req in reqs:
+            turns.append(await queue_turn(state, req))
+    except BaseException:
+        for t in turns:
+            t.cancel.set()
+        raise
+    return turns
+
+
+async def _collect_all(request: Request, turns: list[Any]) -> list[Any]:
+    """Every turn's whole reply; one that fails (or a client that leaves) stops the others."""
+    import asyncio
+
+    try:
+        return list(await asyncio.gather(*(t.collect(request) for t in turns)))
+    finally:
+        for t in turns:
+            t.cancel.set()
+
+
+def _summed(ends: list[TurnEnd], *, one_prompt: bool) -> TurnEnd:
+    """The usage of several generations: completions and drafts summed; the prompt counted once
+    (``one_prompt``: choices of one prompt) or summed (several prompts)."""
+    import dataclasses
+
+    def total(key: str) -> int:
+        return sum(getattr(e, key) for e in ends)
+
+    first = ends[0]
+    return dataclasses.replace(
+        first,
+        prompt_tokens=first.prompt_tokens if one_prompt else total("prompt_tokens"),
+        cached_tokens=first.cached_tokens if one_prompt else total("cached_tokens"),
+        completion_tokens=total("completion_tokens"),
+        draft_tokens=total("draft_tokens"),
+        draft_accepted=total("draft_accepted"),
+    )
+
+
 async def _choices(
     request: Request, state: ServerState, req: TurnRequest, n: int, stream: bool, include_usage: bool
 ):
@@ -544,39 +588,26 @@ async def _choices(
     import asyncio
     import dataclasses
 
-    turns: list[Any] = []
-    try:
-        for i in range(n):
-            sampling = dict(req.sampling)
-            if i and "seed" in sampling:
-                sampling["seed"] = (int(sampling["seed"]) + i) & 0xFFFFFFFF
-            turns.append(await queue_turn(state, dataclasses.replace(req, sampling=sampling)))
-    except BaseException:
-        for t in turns:
-            t.cancel.set()  # a full queue refuses the request whole: none of its choices run
-        raise
+    reqs = []
+    for i in range(n):
+        sampling = dict(req.sampling)
+        if i and "seed" in sampling:
+            sampling["seed"] = (int(sampling["seed"]) + i) & 0xFFFFFFFF
+        reqs.append(dataclasses.replace(req, sampling=sampling))
+    turns = await _queue_all(state, reqs)
     model_id = turns[0].model_id
     cid = f"chatcmpl-{uuid.uuid4().hex[:24]}"
     created = int(time.time())
 
     def usage(ends: list[TurnEnd]) -> dict[str, Any]:
-        whole = dataclasses.replace(
-            ends[0],
-            completion_tokens=sum(e.completion_tokens for e in ends),
-            draft_tokens=sum(e.draft_tokens for e in ends),
-            draft_accepted=sum(e.draft_accepted for e in ends),
-        )
+        whole = _summed(ends, one_prompt=True)
         request.scope.setdefault("callisto.log", {}).update(
             model=model_id, prompt_tokens=whole.prompt_tokens, completion_tokens=whole.completion_tokens
         )
         return _usage(whole)
 
     if not stream:
-        try:
-            done = await asyncio.gather(*(t.collect(request) for t in turns))
-        finally:
-            for t in turns:
-                t.cancel.set()
+        done = await _collect_all(request, turns)
         choices = []
         for i, (text, reasoning, calls, end) in enumerate(done):
             message: dict[str, Any] = {"role": "assistant", "content": text if (text or not calls) else None}
@@ -689,7 +720,6 @@ async def _prompts(request: Request, state: ServerState, body: dict[str, Any], p
     """``/v1/completions`` with several prompts (langchain's ``OpenAI.generate`` and eval harnesses
     batch them so): a completion each, queued at once (batched on a model with slots), choice ``i``
     for prompt ``i``; the usage summed. Not streamed (send one prompt a stream), no ``suffix``."""
-    import asyncio
     import dataclasses
 
     if len(prompts) > MAX_CHOICES:
@@ -716,23 +746,9 @@ async def _prompts(request: Request, state: ServerState, body: dict[str, Any], p
         stop=check_stop(body.get("stop"), "stop"),
         idle_ttl=parse_ttl(body.get("ttl")),
     )
-    turns: list[Any] = []
-    try:
-        for p in prompts:
-            turns.append(await queue_turn(state, dataclasses.replace(base, raw_prompt=p)))
-        done = await asyncio.gather(*(t.collect(request) for t in turns))
-    finally:
-        for t in turns:
-            t.cancel.set()  # a refused prompt or a client that left: none of the others runs on
-    ends = [d[3] for d in done]
-    whole = dataclasses.replace(
-        ends[0],
-        prompt_tokens=sum(e.prompt_tokens for e in ends),
-        completion_tokens=sum(e.completion_tokens for e in ends),
-        cached_tokens=sum(e.cached_tokens for e in ends),
-        draft_tokens=sum(e.draft_tokens for e in ends),
-        draft_accepted=sum(e.draft_accepted for e in ends),
-    )
+    turns = await _queue_all(state, [dataclasses.replace(base, raw_prompt=p) for p in prompts])
+    done = await _collect_all(request, turns)
+    whole = _summed([d[3] for d in done], one_prompt=False)
     turns[0].log(request, whole, 0)
     choices = [
         {
