@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 from array import array
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from app.engine.errors import EmbeddingInputError, EmbeddingModelError, GenerationError
@@ -44,13 +44,11 @@ _POOLING_NAMES = {_MEAN: "mean", _CLS: "cls", _LAST: "last", _RANK: "rank"}
 
 
 @dataclass
-class Embeddings:
-    """What :meth:`Embedder.embed` gives: a float32 vector per input (in order), the tokens each
-    input was read as (after any cut), and which inputs were cut to the context."""
+class _PerInput:
+    """What each input of a request was read as: its tokens (after any cut), whether it was cut."""
 
-    vectors: list[array]
-    tokens: list[int]
-    truncated: list[bool]
+    tokens: list[int] = field(default_factory=list)
+    truncated: list[bool] = field(default_factory=list)
 
     @property
     def total_tokens(self) -> int:
@@ -58,18 +56,20 @@ class Embeddings:
 
 
 @dataclass
-class Scores:
+class Embeddings(_PerInput):
+    """What :meth:`Embedder.embed` gives: a float32 vector per input (in order), with the tokens
+    each input was read as and which were cut to the context."""
+
+    vectors: list[array] = field(default_factory=list)
+
+
+@dataclass
+class Scores(_PerInput):
     """What :meth:`Embedder.rank` gives: a relevance score per document (in order; the model's
-    own, a logit, not squashed into 0-1), the tokens each query-document pair was read as, and
+    own, a logit, not squashed into 0-1), with the tokens each query-document pair was read as and
     which documents were cut to fit."""
 
-    scores: list[float]
-    tokens: list[int]
-    truncated: list[bool]
-
-    @property
-    def total_tokens(self) -> int:
-        return sum(self.tokens)
+    scores: list[float] = field(default_factory=list)
 
 
 def normalized(vector: Sequence[float]) -> list[float]:
@@ -115,9 +115,6 @@ class Embedder:
             llama_cpp.llama_model_has_decoder(model)
         )
         vocab = llm._model.vocab
-        self._eos = int(llama_cpp.llama_vocab_sep(vocab))
-        if self._eos < 0:
-            self._eos = int(llama_cpp.llama_vocab_eos(vocab))
         self._add = (
             bool(llama_cpp.llama_vocab_get_add_bos(vocab)),
             bool(llama_cpp.llama_vocab_get_add_eos(vocab)),
@@ -128,6 +125,8 @@ class Embedder:
             int(llama_cpp.llama_vocab_eos(vocab)),
             int(llama_cpp.llama_vocab_sep(vocab)),
         )
+        #: the token an input ends with (BERT's [SEP], else EOS), kept last when an input is cut
+        self._eos = self._specials[2] if self._specials[2] >= 0 else self._specials[1]
         #: a reranker's prompt (``tokenizer.chat_template.rerank``: Qwen3-Reranker's, with ``{query}``
         #: and ``{document}`` in it, as llama.cpp reads it), else None
         meta = getattr(llm, "metadata", None) or {}
@@ -210,7 +209,7 @@ class Embedder:
                 "has no embeddings"
             )
         read = [self.tokens_of(i, item, truncate) for i, item in enumerate(inputs)]  # all checked first
-        out = Embeddings([], [], [])
+        out = Embeddings()
         for tokens, cut in read:
             out.vectors.append(self._one(tokens))
             out.tokens.append(len(tokens))
@@ -262,7 +261,7 @@ class Embedder:
                     )
                 tokens = tokens[: doc_end - over] + tokens[doc_end:]
             read.append((tokens, over > 0))
-        out = Scores([], [], [])
+        out = Scores()
         for tokens, cut in read:
             out.scores.append(float(self._one(tokens)[0]))
             out.tokens.append(len(tokens))

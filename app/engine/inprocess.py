@@ -337,21 +337,23 @@ class InProcessBackend:
         (by the GGUF's keys or their texts: ``<|fim_prefix|>``, ``<PRE>``…), None when any is missing."""
         import llama_cpp
 
-        vocab = self.llm._model.vocab
-        ids = (
-            int(llama_cpp.llama_vocab_fim_pre(vocab)),
-            int(llama_cpp.llama_vocab_fim_suf(vocab)),
-            int(llama_cpp.llama_vocab_fim_mid(vocab)),
+        ids = self._vocab_tokens(
+            llama_cpp.llama_vocab_fim_pre, llama_cpp.llama_vocab_fim_suf, llama_cpp.llama_vocab_fim_mid
         )
-        return ids if all(0 <= t < self.n_vocab for t in ids) else None
+        return None if ids is None else (ids[0], ids[1], ids[2])
 
     def _fim_repo_ids(self) -> tuple[int, int] | None:
         """The repository-level FIM tokens (``<|repo_name|>``, ``<|file_sep|>``: Qwen2.5-Coder's),
         None when either is missing: other files of the project go before the prefix with them."""
         import llama_cpp
 
+        ids = self._vocab_tokens(llama_cpp.llama_vocab_fim_rep, llama_cpp.llama_vocab_fim_sep)
+        return None if ids is None else (ids[0], ids[1])
+
+    def _vocab_tokens(self, *getters: Any) -> tuple[int, ...] | None:
+        """The tokens llama.cpp's ``getters`` find in the vocabulary, None when any is missing."""
         vocab = self.llm._model.vocab
-        ids = (int(llama_cpp.llama_vocab_fim_rep(vocab)), int(llama_cpp.llama_vocab_fim_sep(vocab)))
+        ids = tuple(int(get(vocab)) for get in getters)
         return ids if all(0 <= t < self.n_vocab for t in ids) else None
 
     def _generates(self) -> bool:
