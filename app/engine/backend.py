@@ -45,6 +45,8 @@ class GenerationResult:
     #: how many of them the model accepted (the rest were rejected and replaced)
     draft_tokens: int = 0
     draft_accepted: int = 0
+    #: the kept tokens' log probabilities (``app.engine.logprobs.TokenLogprob``), when asked
+    logprobs: list[Any] | None = None
 
 
 class ModelBackend(Protocol):

@@ -396,8 +396,10 @@ class LocalReplies:
     ``round -> GBNF | None``) replaces it. ``thinking``: the thinking choice (rendered through the
     template's switch; its budget closes the reasoning: see the module docstring);
     ``reasoning_format``: the family whose reasoning tags the model writes (default ``family``),
-    for a template whose only switch is a pre-closed block. The API server subclasses it for its
-    own rules (``app.server._engine``)."""
+    for a template whose only switch is a pre-closed block. ``logprobs`` (the alternatives a
+    token, or None): the generations' token log probabilities, gathered in :attr:`token_logprobs`
+    before the events of their text. The API server subclasses it for its own rules
+    (``app.server._engine``)."""
 
     errors: tuple[type[Exception], ...] = (PromptRenderError, GenerationError, ValueError)  # -> failed()
     parse = True  # False: the text is read as it comes (no parser, no constraint: raw completions)
@@ -422,6 +424,7 @@ class LocalReplies:
         max_calls: int | None = DEFAULT_MAX_CALLS,
         thinking: Thinking | bool | str | None = None,
         reasoning_format: str | None = None,
+        logprobs: int | None = None,
     ):
         from app.engine.formats import FORMATS
 
@@ -451,6 +454,11 @@ class LocalReplies:
         marked = self.fmt if self.fmt is not None else marked
         self.reasoning_markers = marked.thinking_tags() if marked is not None else None
         self._in_reasoning = False
+        #: log probabilities (``app.engine.logprobs``): None, not asked; else the alternatives a token
+        self.logprobs = logprobs
+        #: the kept tokens' entries of every generation of the turn, each added before the events of
+        #: its text are given (a reader takes what is new when it sees an event)
+        self.token_logprobs: list[Any] = []
 
     def render(self) -> str:
         """The prompt of the next generation."""
@@ -514,7 +522,11 @@ class LocalReplies:
     def _pieces(self, gen: Any, stream: Stream | PlainStream | None) -> Iterator[Any]:
         """The events of one generation's pieces, read by ``stream``."""
         live, peeked = self.live, 0.0
+        seen = 0
         for piece in gen:
+            if self.logprobs is not None:
+                self.token_logprobs.extend(gen.token_logprobs[seen:])
+                seen = len(gen.token_logprobs)
             live.tokens += 1
             for ev in [TextDelta(piece)] if stream is None else stream.feed(piece):
                 live.see(ev)
@@ -523,6 +535,8 @@ class LocalReplies:
                 peeked = now  # the call being written, a few times a second (its text is joined)
                 raw = stream.writing_call()
                 live.writing(raw, stream.fmt.call_name(raw) if raw is not None else None)
+        if self.logprobs is not None:  # a last piece's tokens, and those no piece showed
+            self.token_logprobs.extend(gen.token_logprobs[seen:])
 
     def generate_reply(self, round: int, cancel: threading.Event | None) -> Generator[Any, None, RoundEnd]:
         try:
@@ -548,6 +562,7 @@ class LocalReplies:
                 grammar=grammar,
                 constraint=constraint,
                 stop=self.stop,
+                logprobs=self.logprobs,
             )
             started = time.monotonic()
             live = self.live
@@ -577,6 +592,7 @@ class LocalReplies:
                     deadline_s=remaining,
                     stop=self.stop,
                     constraint=again,
+                    logprobs=self.logprobs,
                 )
                 yield from self._pieces(more, stream)
                 assert more.result is not None

@@ -15,7 +15,9 @@ are; the slots draft n-grams only, so a draft model is loaded for one slot alone
 Requests and replies are tuples (see ``engine_process``):
 
 * ``("call", rid, op, args)`` -> ``("reply", rid, ok, value)``: ``op`` is a name in :data:`OPS`;
-* ``("run", rid, gid)`` -> ``("piece", rid, text)``\\*, ``("progress", rid, done, total)``\\*,
+* ``("run", rid, gid)`` -> ``("piece", rid, text)``\\* (``("piece", rid, text, logprobs)`` for a
+  generation that asked for log probabilities: those of the tokens kept since the last piece),
+  ``("progress", rid, done, total)``\\*,
   then ``("end", rid, ok, (GenerationResult, total_eval) | error)``; after each piece the app
   sends ``("next", rid, gid)``: the child decodes the next token meanwhile but keeps it only
   once that arrives (a cancel instead drops it);
@@ -228,10 +230,16 @@ class _Child:
         gen.gate = lambda: self.wait_ack(gid)
         self.running = gid
         self.unacked = False
+        sent = 0
         try:
             for piece in gen:
                 self.unacked = True
-                self.send(("piece", rid, piece))
+                if gen.logprobs is None:
+                    self.send(("piece", rid, piece))
+                    continue
+                # the log probabilities of the tokens kept since the last piece go with it
+                self.send(("piece", rid, piece, gen.token_logprobs[sent:]))
+                sent = len(gen.token_logprobs)
         except BaseException as exc:  # noqa: BLE001 - the parent raises it
             if isinstance(exc, (KeyboardInterrupt, SystemExit)):
                 raise

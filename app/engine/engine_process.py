@@ -785,6 +785,7 @@ class ProcessBackend:
             "deadline_s": gen.deadline_s,
             "stop": gen.stop,
             "constraint": handle,
+            "logprobs": gen.logprobs,
         }
         body = prompt if isinstance(prompt, str) else [int(t) for t in prompt]
         gen.handle, gen.n_prompt = engine.call("prepare", body, kwargs)
@@ -817,6 +818,8 @@ class ProcessBackend:
                     continue
                 kind = msg[0]
                 if kind == "piece":
+                    if len(msg) > 3:  # the log probabilities of the tokens kept since the last piece
+                        gen.token_logprobs.extend(msg[3])
                     # the child holds the next token until asked for it: no piece follows a cancel
                     yield msg[2]
                     if cancel is None or not cancel.is_set():
@@ -853,6 +856,8 @@ class ProcessBackend:
             raise value
         result, total_eval = value
         gen.result = result
+        if result.logprobs is not None:
+            gen.token_logprobs[:] = result.logprobs  # with those of a last piece held back, if any
         self.total_eval = total_eval
         gen.model.last_prompt_eval = result.prompt_tokens_evaluated
 

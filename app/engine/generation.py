@@ -41,6 +41,7 @@ class Generation:
         stop: Sequence[str],
         constraint: Any = None,
         progress: Callable[[int, int], None] | None = None,
+        logprobs: int | None = None,
     ):
         self.model = model
         self.progress = progress
@@ -52,6 +53,10 @@ class Generation:
         self.cancel = cancel
         self.stop = tuple(s for s in stop if s)
         self.result: GenerationResult | None = None
+        #: log probabilities (``app.engine.logprobs``): None, not asked; else the alternatives a token
+        self.logprobs = logprobs
+        #: the kept tokens' entries so far (when asked), each added before its text is yielded
+        self.token_logprobs: list[Any] = []
         #: the prompt's length in tokens (set by the backend's ``prepare``)
         self.n_prompt = 0
         #: the prompt's tokens, for a backend that runs here (the engine process keeps its own)
@@ -97,6 +102,7 @@ def generate(
     stop: Sequence[str] | None = None,
     constraint: Any = None,
     progress: Callable[[int, int], None] | None = None,
+    logprobs: int | None = None,
 ) -> Generation:
     """Prepare a generation of ``prompt`` (rendered text or token ids).
 
@@ -108,11 +114,19 @@ def generate(
 
     Raises ``GrammarError`` for a bad grammar and ``ContextOverflowError`` when the prompt does
     not fit, before anything runs. ``deadline_s`` is a time budget in seconds.
+
+    ``logprobs`` (0 to ``MAX_TOP_LOGPROBS``, the alternatives a token): each kept token's log
+    probability is added to ``Generation.token_logprobs`` before its text is yielded, and the
+    whole list is the result's ``logprobs`` (``app.engine.logprobs``).
     """
+    from app.engine.logprobs import MAX_TOP_LOGPROBS
+
     if model.closed:
         raise GenerationError("the model is closed")
     if max_tokens < 0:
         raise ValueError(f"max_tokens must be >= 0, got {max_tokens}")
+    if logprobs is not None and not 0 <= logprobs <= MAX_TOP_LOGPROBS:
+        raise ValueError(f"logprobs must be 0 to {MAX_TOP_LOGPROBS} alternatives a token, got {logprobs}")
     gen = Generation(
         model,
         max_tokens=max_tokens,
@@ -123,6 +137,7 @@ def generate(
         stop=tuple(stop) if stop is not None else model.stop_strings,
         constraint=constraint,
         progress=progress,
+        logprobs=logprobs,
     )
     model.backend.prepare(gen, prompt)
     return gen

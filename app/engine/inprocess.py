@@ -36,6 +36,9 @@ This is what the engine process runs for its one model (``app.engine.engine_chil
   token. ``total_eval`` counts an image's decoded embeddings too. Prompt ids then hold negative
   media ids, which the n-gram drafts skip and a draft model is never given (it does not draft
   for such a prompt).
+* Log probabilities (``app.engine.logprobs``): a generation that asks for them has each sampled
+  token's entry read from the logits at the row it was sampled from (a verified draft's at its
+  own), kept with the token and added to ``Generation.token_logprobs`` before its text is yielded.
 
 One thread per model: llama.cpp's CPU backend (OpenMP) keeps a team of worker threads per
 calling thread, so :meth:`InProcessBackend.stream` logs a warning the first time a thread other
@@ -49,7 +52,8 @@ import logging
 import re
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections import deque
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -568,6 +572,8 @@ class InProcessBackend:
         tail = ""
         eval_before = self.total_eval
         cancel = gen.cancel
+        noted: deque[Any] = deque()  # the sampled tokens' log probabilities, when asked
+        note: Callable[[int, int], None] | None = None
 
         def emit(piece: str) -> str:
             text_parts.append(piece)
@@ -617,7 +623,17 @@ class InProcessBackend:
                         if self.draft is not None and gen.media is None
                         else None,
                     )
-                it = self._tokens(gen.prompt_tokens, sampler, run, budget, spec)
+                if gen.logprobs is not None:
+                    from app.engine.logprobs import logprob_at
+
+                    top, n_vocab, raw_ctx = gen.logprobs, int(llm.n_vocab()), llm._ctx.ctx
+
+                    def record(row: int, tok: int) -> None:
+                        noted.append(logprob_at(raw_ctx, row, tok, n_vocab, top, self.token_bytes))
+
+                    note = record
+
+                it = self._tokens(gen.prompt_tokens, sampler, run, budget, spec, note)
             while True:
                 if cancel is not None and cancel.is_set():
                     finish = "cancelled"
@@ -639,6 +655,7 @@ class InProcessBackend:
                     raise
                 except Exception as exc:  # noqa: BLE001 - llama.cpp decode failures
                     raise GenerationError(f"llama.cpp failed while generating: {exc}") from exc
+                entry = noted.popleft() if noted else None  # (in the order they were sampled)
                 if gen.gate is not None and gen.gate():
                     finish = "cancelled"  # stopped while this token was decoded: it is not kept
                     break
@@ -649,6 +666,8 @@ class InProcessBackend:
                     finish = "stop"
                     break
                 tokens.append(tok)  # (the constraint consumed it when it was sampled)
+                if entry is not None:
+                    gen.token_logprobs.append(entry)
                 piece = decoder.decode(self.token_bytes(tok))
                 if not piece:
                     continue
@@ -700,11 +719,18 @@ class InProcessBackend:
                 tokens=tokens,
                 draft_tokens=spec.drafted if spec is not None else 0,
                 draft_accepted=spec.accepted if spec is not None else 0,
+                logprobs=list(gen.token_logprobs) if gen.logprobs is not None else None,
             )
             model.last_prompt_eval = evaluated
 
     def _tokens(
-        self, prompt: Sequence[int], sampler: Any, run: Any, budget: int, spec: Speculation | None
+        self,
+        prompt: Sequence[int],
+        sampler: Any,
+        run: Any,
+        budget: int,
+        spec: Speculation | None,
+        note: Callable[[int, int], None] | None = None,
     ) -> Iterator[int]:
         """The reply's tokens, at most ``budget``, ending after an end-of-generation token.
 
@@ -715,9 +741,17 @@ class InProcessBackend:
         turn; the KV of the rejected positions is removed. Each sampled token is fed to the
         constraint ``run`` as it is sampled (the next position's mask needs it), once; an
         end-of-generation token is not. A token is decoded only when the next one is asked for,
-        as ``generate`` does (the reader's pace)."""
+        as ``generate`` does (the reader's pace). ``note(row, token)`` is told of each token
+        sampled, in order (the log probabilities' hook)."""
         llm = self.llm
         ctx = llm._ctx
+
+        def pick(row: int) -> int:
+            tok = int(sampler.sample(ctx, row))
+            if note is not None:
+                note(row, tok)
+            return tok
+
         tokens = list(prompt)
         reset = True
         if llm.n_tokens > 0:  # Llama.generate's prefix reuse, as is
@@ -754,7 +788,7 @@ class InProcessBackend:
                 ended = produced >= budget
             return not ended
 
-        first = int(sampler.sample(ctx, -1))
+        first = pick(-1)
         take(first)
         out = [first]
         while True:
@@ -775,7 +809,7 @@ class InProcessBackend:
                 llm.eval([tok])
                 if spec is not None:
                     self.decode_cost.record(1, time.perf_counter() - t0)
-                nxt = int(sampler.sample(ctx, -1))
+                nxt = pick(-1)
                 take(nxt)
                 out = [nxt]
                 continue
@@ -789,7 +823,7 @@ class InProcessBackend:
             self.decode_cost.record(len(batch), time.perf_counter() - t0)
             self.total_eval += len(batch)
             llm.input_ids[p : p + len(batch)] = batch
-            out, accepted = verify(lambda i: int(sampler.sample(ctx, i)), drafts, take)
+            out, accepted = verify(pick, drafts, take)
             spec.verified(len(drafts), accepted)
             # the KV of [tok, the accepted drafts] stays; the rejected positions go
             llm.n_tokens = p + 1 + accepted

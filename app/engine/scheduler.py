@@ -35,6 +35,10 @@ image by libmtmd's seq-aware helper (``Projector.eval_image``); the text after t
 read in the steps' batches as any prompt. The slot's ``cached`` ids hold the images' media ids,
 so the next turn keeps the image's KV and encodes it no more.
 
+Log probabilities (a generation's ``logprobs``, ``app.engine.logprobs``): each token a slot samples
+has its entry read from the logits at its row of the decode (a verified draft's at its own), kept
+with the token and sent with its piece (``("piece", rid, text, entries)``).
+
 The reader's pace is kept as in the single path: a piece is sent, the next token is decoded
 meanwhile, and it is kept only once the app asks for it (``ack``); a cancel drops it. Qt-free;
 ``llama_cpp`` is imported when a scheduler is made.
@@ -53,6 +57,7 @@ from app.engine.backend import GenerationResult, portable
 from app.engine.errors import EngineBusy, GenerationError, ModelLoadError
 from app.engine.holdback import partial_start
 from app.engine.kvstore import common
+from app.engine.logprobs import logprob_at
 from app.engine.speculative import DecodeCost, Speculation, verify
 
 if TYPE_CHECKING:
@@ -121,6 +126,11 @@ class _Job:
     first_at: float | None = None
     evaluated_at_first: int = 0
     deadline: float | None = None
+    #: log probabilities (when asked): of the sampled tokens not kept yet, in order; of the kept
+    #: ones; and how many of those went out with a piece
+    noted: deque[Any] = field(default_factory=deque)
+    logprobs: list[Any] = field(default_factory=list)
+    logprobs_sent: int = 0
 
 
 class Scheduler:
@@ -384,6 +394,7 @@ class Scheduler:
         if job.unacked:
             return  # the reader has not taken the previous piece: the token waits
         tok = job.held.popleft()
+        entry = job.noted.popleft() if job.noted else None
         if job.first_at is None:
             job.first_at = time.monotonic()
             job.evaluated_at_first = job.evaluated
@@ -392,6 +403,8 @@ class Scheduler:
             return
         # (the constraint consumed the token when it was sampled)
         job.tokens.append(tok)
+        if entry is not None:
+            job.logprobs.append(entry)
         if job.spec is not None:
             job.spec.kept(tok)
         piece = job.decoder.decode(self.backend.token_bytes(tok))
@@ -539,6 +552,15 @@ class Scheduler:
         ``at + 1 ..``): the tokens go to ``held``, the rejected drafts' KV is removed. Each
         sampled token but an end token is consumed by the constraint here, once."""
         sampled = len(job.tokens)
+        top = job.gen.logprobs
+
+        def pick(row: int) -> int:
+            tok = int(job.sampler.sample(self._ctx, row))
+            if top is not None:
+                job.noted.append(
+                    logprob_at(self._ctx.ctx, row, tok, self.llm._n_vocab, top, self.backend.token_bytes)
+                )
+            return tok
 
         def take(tok: int) -> bool:
             nonlocal sampled
@@ -550,11 +572,11 @@ class Scheduler:
             return sampled < job.budget
 
         if not drafts:
-            tok = int(job.sampler.sample(self._ctx, at))
+            tok = pick(at)
             take(tok)
             job.held.append(tok)
             return
-        out, accepted = verify(lambda i: int(job.sampler.sample(self._ctx, at + i)), drafts, take)
+        out, accepted = verify(lambda i: pick(at + i), drafts, take)
         job.held.extend(out)
         assert job.spec is not None and job.slot is not None
         job.spec.verified(len(drafts), accepted)
@@ -582,7 +604,12 @@ class Scheduler:
     def _emit(self, job: _Job, piece: str) -> None:
         job.parts.append(piece)
         job.unacked = True
-        self.send(("piece", job.rid, piece))
+        if job.gen.logprobs is None:
+            self.send(("piece", job.rid, piece))
+            return
+        # the log probabilities of the tokens kept since the last piece go with it
+        self.send(("piece", job.rid, piece, job.logprobs[job.logprobs_sent :]))
+        job.logprobs_sent = len(job.logprobs)
 
     def _release(self, job: _Job) -> None:
         self.jobs.pop(job.gid, None)
@@ -627,6 +654,7 @@ class Scheduler:
             tokens=list(job.tokens),
             draft_tokens=job.spec.drafted if job.spec is not None else 0,
             draft_accepted=job.spec.accepted if job.spec is not None else 0,
+            logprobs=list(job.logprobs) if job.gen.logprobs is not None else None,
         )
         self.model.last_prompt_eval = result.prompt_tokens_evaluated
         self.send(("end", job.rid, True, (result, self.backend.total_eval)))

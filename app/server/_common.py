@@ -474,6 +474,8 @@ class Turn:
         self._pending: tuple[str, list[str]] | None = None
         self._first: tuple[str, Any] | None = None
         self._last_flush = 0.0
+        #: the ``logprobs`` events :meth:`collect` saw ((kind, entries), in order)
+        self.logprobs: list[tuple[str, list[Any]]] = []
 
     def _put(self, kind: str, value: Any) -> None:
         self.loop.call_soon_threadsafe(self.queue.put_nowait, (kind, value))
@@ -585,7 +587,8 @@ class Turn:
 
     async def events(self) -> AsyncIterator[tuple[str, Any]]:
         """``("text"|"reasoning", str)``, ``("call", ToolCall)``, then ``("end", TurnEnd)``; an
-        :class:`ApiError` from the engine is raised."""
+        :class:`ApiError` from the engine is raised. A turn that asked for log probabilities also
+        has ``("logprobs", (kind, entries))`` before each text, reasoning or call."""
         while True:
             if self._first is not None:
                 (kind, value), self._first = self._first, None
@@ -598,7 +601,8 @@ class Turn:
                 return
 
     async def collect(self, request: Request) -> tuple[str, str, list[Any], TurnEnd]:
-        """The whole reply (text, reasoning, calls, end), cancelling if the client goes away."""
+        """The whole reply (text, reasoning, calls, end), cancelling if the client goes away; the
+        log probabilities asked for are in :attr:`logprobs`."""
         watcher = asyncio.ensure_future(_watch_disconnect(request, self.cancel))
         text: list[str] = []
         reasoning: list[str] = []
@@ -611,11 +615,17 @@ class Turn:
                     reasoning.append(value)
                 elif kind == "call":
                     calls.append(value)
+                elif kind == "logprobs":
+                    self.logprobs.append(value)
                 elif kind == "end":
                     return "".join(text), "".join(reasoning), calls, value
         finally:
             watcher.cancel()
         raise ApiError(500, "the turn ended without a result")  # pragma: no cover
+
+    def logprob_entries(self, kinds: tuple[str, ...]) -> list[Any]:
+        """The collected reply's log probabilities of the tokens of ``kinds``, in order."""
+        return [e for kind, entries in self.logprobs if kind in kinds for e in entries]
 
     def log(self, request: Request, end: TurnEnd | None, ncalls: int) -> None:
         entry = request.scope.setdefault("callisto.log", {})

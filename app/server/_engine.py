@@ -102,6 +102,9 @@ class TurnRequest:
     #: the context the request needs (Ollama's ``options.num_ctx``): a model loaded with less is
     #: loaded again with it, one not loaded yet is loaded with at least it; None: as it is
     n_ctx: int | None = None
+    #: log probabilities: None, not asked; else the alternatives a token (0 to 20): the turn emits
+    #: ``("logprobs", (kind, entries))`` before each text, reasoning or call (``app.engine.logprobs``)
+    logprobs: int | None = None
 
     @property
     def max_calls(self) -> int:
@@ -317,6 +320,7 @@ def run_turn(
         else:
             out.take(ev)
     assert done is not None
+    out.flush_logprobs(out.last_kind)  # the tokens no event showed (a stop string, the end)
     finish = done.finish_reason
     if finish == "cancelled" and not cancel.is_set():
         finish = "stop"  # we stopped it ourselves (a single call was asked for)
@@ -378,6 +382,7 @@ class _RequestReplies(LocalReplies):
             thinking=req.thinking,  # the prompt is the request's (render_turn); this sets the budget
             grammar=req.grammar,
             deadline_s=req.deadline_s,
+            logprobs=req.logprobs,
         )
         self.req = req
         self.prompt = turn.text
@@ -421,17 +426,49 @@ class _Output:
     request did not declare (or any call when no tools were offered) is text; a call the token limit
     cut is nothing (the reply ends before it, ``length``: never its markup as text); a call whose id
     is not new gets a fresh one; without ``parallel_tool_calls`` the first call ends the reply. A
-    raw completion's text passes as it comes."""
+    raw completion's text passes as it comes.
+
+    Log probabilities, when asked: before each ``text``, ``reasoning`` or ``call``, the entries of
+    the tokens kept since the last one are emitted as ``("logprobs", (kind, entries))``, ``kind``
+    the event whose tokens they are (so an API can keep those of its content only; markup is
+    ``markup``: :meth:`flush_logprobs`); what is left at the end goes with the last kind."""
 
     def __init__(self, emit: Callable[[str, Any], None], replies: _RequestReplies):
-        self.emit = emit
         self.replies = replies
+        self._emit = emit
+        self.last_kind = "text"
+        self.logprobs_sent = 0
         self.declared = {t["function"]["name"] for t in replies.tools or []}
         self.calls = 0
         self.sent: list[Any] = []  # the calls emitted
         self.seen: set[str] = set()
         self.held: list[str] = []
         self.in_text = False
+
+    def emit(self, kind: str, value: Any) -> None:
+        self.flush_logprobs(kind, value if isinstance(value, str) else None)
+        self.last_kind = kind
+        self._emit(kind, value)
+
+    def flush_logprobs(self, kind: str, text: str | None = None) -> None:
+        """Emit the entries of the tokens kept since the last event as ``kind``'s; before a text
+        or reasoning event (``text``: what it shows), only the last ones, as far back as its
+        bytes reach, are its own: those before them wrote markup (a reasoning block's closing
+        tag, a call's end) and go as ``markup``."""
+        entries = self.replies.token_logprobs
+        if len(entries) <= self.logprobs_sent:
+            return
+        new = entries[self.logprobs_sent :]
+        self.logprobs_sent = len(entries)
+        if text is not None and self.replies.parse:
+            k, size, covered = len(new), len(text.encode()), 0
+            while k > 0 and covered < size:
+                k -= 1
+                covered += len(new[k].data)
+            if k:
+                self._emit("logprobs", ("markup", new[:k]))
+                new = new[k:]
+        self._emit("logprobs", (kind, new))
 
     def take(self, ev: Any) -> None:
         from app.engine.formats.events import ReasoningDelta, TextDelta, ToolCallDone, ToolCallIncomplete

@@ -6,7 +6,9 @@ Continue's llama.cpp provider and many scripts call ``/completion``).
 ``/completion``: ``prompt`` (text, read as llama-server reads it: special tokens' text becomes
 them, a BOS where the model wants one), ``n_predict``, llama-server's sampler fields
 (``temperature``, ``top_k``, ``top_p``, ``min_p``, ``typical_p``, ``repeat_penalty``, the
-penalties, ``mirostat``, ``seed``), ``stop``, ``grammar`` (GBNF), ``stream``.
+penalties, ``mirostat``, ``seed``), ``stop``, ``grammar`` (GBNF), ``stream``, ``n_probs`` (each
+token's log probability and the n most likely at its place, ``completion_probabilities``, as
+llama-server gives them; the model's own, before sampling: ``post_sampling_probs`` is a 400).
 
 ``/infill``: fill in the middle with the model's FIM tokens (``app.engine.generation.infill_prompt``):
 ``input_prefix``, ``input_suffix``, ``prompt`` (the cursor's line up to the cursor, after the
@@ -29,6 +31,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from app.engine.logprobs import MAX_TOP_LOGPROBS
 from app.server._common import (
     SAMPLER_RANGES,
     check_bool,
@@ -45,6 +48,7 @@ from app.server._common import (
 from app.server._engine import TurnEnd, TurnRequest
 from app.server._errors import ApiError
 from app.server._json import json_bytes, json_response
+from app.server._logprobs import CONTENT, LogprobBuffer, llamacpp_probs
 
 if TYPE_CHECKING:
     from starlette.requests import Request
@@ -78,6 +82,15 @@ def _common_request(body: dict[str, Any], state: ServerState) -> dict[str, Any]:
     # llama-server's time limits (ms): the prompt's and the reply's, here one deadline for both
     limits = [check_int(body.get(k), k, lo=0, hi=86_400_000) for k in ("t_max_prompt_ms", "t_max_predict_ms")]
     deadline = None if limits[1] is None or limits[1] <= 0 else (limits[1] + (limits[0] or 0)) / 1000.0
+    # n_probs: each token's log probability and the n most likely at its place
+    n_probs = check_int(body.get("n_probs"), "n_probs", lo=0, hi=MAX_TOP_LOGPROBS)
+    if check_bool(body.get("post_sampling_probs"), "post_sampling_probs", False):
+        raise ApiError(
+            400,
+            "post_sampling_probs is not supported: the probabilities given are the model's own, "
+            "before sampling; leave it out",
+            param="post_sampling_probs",
+        )
     return {
         "model": check_str(body.get("model"), "model", allow_none=True),
         "max_tokens": _n_predict(body, state),
@@ -85,6 +98,7 @@ def _common_request(body: dict[str, Any], state: ServerState) -> dict[str, Any]:
         "sampling": read_sampling(body, SAMPLER_RANGES, top_k=True, mirostat=True),
         "stop": check_stop(body.get("stop"), "stop"),
         "idle_ttl": parse_ttl(body.get("ttl")),
+        "logprobs": n_probs or None,
     }
 
 
@@ -202,21 +216,35 @@ async def _answer(request: Request, state: ServerState, body: dict[str, Any], re
     if not stream:
         text, _reasoning, _calls, end = await turn.collect(request)
         turn.log(request, end, 0)
-        return json_response(_fields(_final(turn.model_id, text, end), fields))
+        answer = _final(turn.model_id, text, end)
+        if req.logprobs is not None:
+            answer["completion_probabilities"] = llamacpp_probs(turn.logprob_entries(CONTENT))
+        return json_response(_fields(answer, fields))
 
     def line(data: dict[str, Any]) -> bytes:
         return b"data: " + json_bytes(data) + b"\n\n"
+
+    held = LogprobBuffer()
+
+    def probs(data: dict[str, Any]) -> dict[str, Any]:
+        """A line with the probabilities of the tokens since the last one, when asked."""
+        entries = held.take()
+        if entries:
+            data["completion_probabilities"] = llamacpp_probs(entries)
+        return data
 
     async def gen():
         end = None
         try:
             async for kind, value in turn.events():
-                if kind == "text":
-                    yield line(_fields({"content": value, "stop": False, "id_slot": 0}, fields))
+                if kind == "logprobs":
+                    held.add(value)
+                elif kind == "text":
+                    yield line(_fields(probs({"content": value, "stop": False, "id_slot": 0}), fields))
                 elif kind == "end":
                     end = value
             assert end is not None
-            yield line(_fields(_final(turn.model_id, "", end), fields))
+            yield line(_fields(probs(_final(turn.model_id, "", end)), fields))
         except ApiError as err:
             request.scope.setdefault("callisto.log", {})["status"] = err.status
             yield line({"error": {"code": err.status, "message": err.message, "type": "server_error"}})

@@ -42,6 +42,7 @@ from app.server._engine import TurnEnd, TurnRequest
 from app.server._errors import ApiError, shown
 from app.server._idle import parse_keep_alive
 from app.server._json import json_bytes, json_response
+from app.server._logprobs import LogprobBuffer, ollama_logprobs, read_chat_logprobs
 
 if TYPE_CHECKING:
     from starlette.requests import Request
@@ -191,6 +192,16 @@ def _stats(end: TurnEnd | None) -> dict[str, Any]:
     }
 
 
+def _with_logprobs(
+    out: dict[str, Any], req: TurnRequest, entries: list[Any], *, chunk: bool = False
+) -> dict[str, Any]:
+    """``out`` with Ollama's ``logprobs`` when the request asked for them (a streamed chunk: only
+    when it has some, those of the tokens since the last chunk)."""
+    if req.logprobs is not None and (entries or not chunk):
+        out["logprobs"] = ollama_logprobs(entries)
+    return out
+
+
 def _ndjson(data: dict[str, Any]) -> bytes:
     return json_bytes(data) + b"\n"
 
@@ -314,7 +325,10 @@ async def chat(request: Request):
         thinking=_thinking(think),
         idle_ttl=keep,
         n_ctx=_num_ctx(body),
+        logprobs=read_chat_logprobs(body),
     )
+    # the log probabilities of what the reply shows: its content and its thinking
+    held = LogprobBuffer(("text", "reasoning") if think is not False else ("text",))
     stream = check_bool(body.get("stream"), "stream", True)
     turn = await queue_turn(state, req)
     if not stream:
@@ -325,9 +339,8 @@ async def chat(request: Request):
             message["thinking"] = reasoning
         if calls:
             message["tool_calls"] = [_call(c) for c in calls]
-        return json_response(
-            {"model": turn.model_id, "created_at": _now(), "message": message, "done": True, **_stats(end)}
-        )
+        out = {"model": turn.model_id, "created_at": _now(), "message": message, "done": True, **_stats(end)}
+        return json_response(_with_logprobs(out, req, turn.logprob_entries(held.kinds)))
 
     async def gen():
         end = None
@@ -335,7 +348,9 @@ async def chat(request: Request):
         try:
             async for kind, value in turn.events():
                 msg: dict[str, Any] | None = None
-                if kind == "text":
+                if kind == "logprobs":
+                    held.add(value)
+                elif kind == "text":
                     msg = {"role": "assistant", "content": value}
                 elif kind == "reasoning" and think is not False:
                     msg = {"role": "assistant", "content": "", "thinking": value}
@@ -345,18 +360,16 @@ async def chat(request: Request):
                 elif kind == "end":
                     end = value
                 if msg is not None:
-                    yield _ndjson(
-                        {"model": turn.model_id, "created_at": _now(), "message": msg, "done": False}
-                    )
-            yield _ndjson(
-                {
-                    "model": turn.model_id,
-                    "created_at": _now(),
-                    "message": {"role": "assistant", "content": ""},
-                    "done": True,
-                    **_stats(end),
-                }
-            )
+                    out = {"model": turn.model_id, "created_at": _now(), "message": msg, "done": False}
+                    yield _ndjson(_with_logprobs(out, req, held.take(), chunk=True))
+            last = {
+                "model": turn.model_id,
+                "created_at": _now(),
+                "message": {"role": "assistant", "content": ""},
+                "done": True,
+                **_stats(end),
+            }
+            yield _ndjson(_with_logprobs(last, req, held.take(), chunk=True))
         except ApiError as err:
             yield _ndjson({"error": err.message})
         finally:
@@ -400,6 +413,7 @@ async def generate(request: Request):
             stop=stop,
             idle_ttl=keep,
             n_ctx=_num_ctx(body),
+            logprobs=read_chat_logprobs(body),
         )
     else:
         if not prompt and not images:
@@ -417,7 +431,9 @@ async def generate(request: Request):
             response_format=_format(body.get("format")),
             idle_ttl=keep,
             n_ctx=_num_ctx(body),
+            logprobs=read_chat_logprobs(body),
         )
+    held = LogprobBuffer(("text", "reasoning"))
     stream = check_bool(body.get("stream"), "stream", True)
     turn = await queue_turn(state, req)
     if not stream:
@@ -426,31 +442,31 @@ async def generate(request: Request):
         out = {"model": turn.model_id, "created_at": _now(), "response": text, "done": True, **_stats(end)}
         if reasoning:
             out["thinking"] = reasoning
-        return json_response(out)
+        return json_response(_with_logprobs(out, req, turn.logprob_entries(held.kinds)))
 
     async def gen():
         end = None
         try:
             async for kind, value in turn.events():
-                if kind == "text":
-                    yield _ndjson(
-                        {"model": turn.model_id, "created_at": _now(), "response": value, "done": False}
-                    )
+                out: dict[str, Any] | None = None
+                if kind == "logprobs":
+                    held.add(value)
+                elif kind == "text":
+                    out = {"model": turn.model_id, "created_at": _now(), "response": value, "done": False}
                 elif kind == "reasoning":
-                    yield _ndjson(
-                        {
-                            "model": turn.model_id,
-                            "created_at": _now(),
-                            "response": "",
-                            "thinking": value,
-                            "done": False,
-                        }
-                    )
+                    out = {
+                        "model": turn.model_id,
+                        "created_at": _now(),
+                        "response": "",
+                        "thinking": value,
+                        "done": False,
+                    }
                 elif kind == "end":
                     end = value
-            yield _ndjson(
-                {"model": turn.model_id, "created_at": _now(), "response": "", "done": True, **_stats(end)}
-            )
+                if out is not None:
+                    yield _ndjson(_with_logprobs(out, req, held.take(), chunk=True))
+            last = {"model": turn.model_id, "created_at": _now(), "response": "", "done": True, **_stats(end)}
+            yield _ndjson(_with_logprobs(last, req, held.take(), chunk=True))
         except ApiError as err:
             yield _ndjson({"error": err.message})
         finally:

@@ -61,6 +61,14 @@ from app.server._engine import TurnEnd, TurnRequest
 from app.server._errors import ApiError, shown
 from app.server._idle import parse_ttl
 from app.server._json import json_bytes, json_response
+from app.server._logprobs import (
+    CONTENT,
+    LogprobBuffer,
+    chat_logprobs,
+    completion_logprobs,
+    read_chat_logprobs,
+    read_completion_logprobs,
+)
 
 if TYPE_CHECKING:
     from starlette.requests import Request
@@ -302,8 +310,7 @@ def _max_tokens(body: dict[str, Any], state: ServerState, default: int) -> int:
 
 def _refuse_unserved(body: dict[str, Any]) -> None:
     """What this server does not serve is a 400, never silently ignored: the legacy function
-    calling (``functions`` / ``function_call``, replaced by ``tools`` / ``tool_choice``) and token
-    log probabilities."""
+    calling (``functions`` / ``function_call``, replaced by ``tools`` / ``tool_choice``)."""
     for key, new in (("functions", "tools"), ("function_call", "tool_choice")):
         if body.get(key) is not None:
             raise ApiError(
@@ -312,12 +319,6 @@ def _refuse_unserved(body: dict[str, Any]) -> None:
                 f"send {new} instead",
                 param=key,
             )
-    if check_bool(body.get("logprobs"), "logprobs", False):
-        raise ApiError(400, "logprobs is not supported by this server; leave it out", param="logprobs")
-    if body.get("top_logprobs") is not None:
-        raise ApiError(
-            400, "top_logprobs is not supported by this server; leave it out", param="top_logprobs"
-        )
 
 
 def parse_chat_request(
@@ -351,6 +352,7 @@ def parse_chat_request(
         thinking=_thinking(body.get("reasoning_effort")),
         template_kwargs=_template_kwargs(body.get("chat_template_kwargs")),
         idle_ttl=parse_ttl(body.get("ttl")),
+        logprobs=read_chat_logprobs(body),
     )
     return req, stream, usage
 
@@ -438,6 +440,7 @@ async def chat_completions(request: Request):
     if not stream:
         text, reasoning, calls, end = await turn.collect(request)
         turn.log(request, end, len(calls))
+        logprobs = chat_logprobs(turn.logprob_entries(CONTENT)) if req.logprobs is not None else None
         message: dict[str, Any] = {"role": "assistant", "content": text if (text or not calls) else None}
         if reasoning:
             message["reasoning_content"] = reasoning
@@ -454,7 +457,7 @@ async def chat_completions(request: Request):
                     "index": 0,
                     "message": message,
                     "finish_reason": end.finish_in(),
-                    "logprobs": None,
+                    "logprobs": logprobs,
                 }
             ],
             "usage": _usage(end),
@@ -465,7 +468,10 @@ async def chat_completions(request: Request):
             reply, headers={REPEATED_CALLS_HEADER: str(len(end.repeated))} if end.repeated else None
         )
 
+    held = LogprobBuffer()  # the content's log probabilities, until its chunk goes out
+
     def chunk(delta: dict[str, Any], finish: str | None = None, **extra: Any) -> bytes:
+        entries = held.take()
         return _sse(
             {
                 "id": cid,
@@ -473,7 +479,14 @@ async def chat_completions(request: Request):
                 "created": created,
                 "model": turn.model_id,
                 "system_fingerprint": None,
-                "choices": [{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}],
+                "choices": [
+                    {
+                        "index": 0,
+                        "delta": delta,
+                        "finish_reason": finish,
+                        "logprobs": chat_logprobs(entries) if entries else None,
+                    }
+                ],
                 **extra,
             }
         )
@@ -484,7 +497,9 @@ async def chat_completions(request: Request):
         try:
             yield chunk({"role": "assistant", "content": ""})
             async for kind, value in turn.events():
-                if kind == "text":
+                if kind == "logprobs":
+                    held.add(value)
+                elif kind == "text":
                     yield chunk({"content": value})
                 elif kind == "reasoning":
                     yield chunk({"reasoning_content": value})
@@ -610,13 +625,19 @@ async def _choices(
         done = await _collect_all(request, turns)
         choices = []
         for i, (text, reasoning, calls, end) in enumerate(done):
+            entries = turns[i].logprob_entries(CONTENT)
             message: dict[str, Any] = {"role": "assistant", "content": text if (text or not calls) else None}
             if reasoning:
                 message["reasoning_content"] = reasoning
             if calls:
                 message["tool_calls"] = [_call_dict(c) for c in calls]
             choices.append(
-                {"index": i, "message": message, "finish_reason": end.finish_in(), "logprobs": None}
+                {
+                    "index": i,
+                    "message": message,
+                    "finish_reason": end.finish_in(),
+                    "logprobs": chat_logprobs(entries) if req.logprobs is not None else None,
+                }
             )
         request.scope.setdefault("callisto.log", {})["tool_calls"] = sum(len(d[2]) for d in done)
         return json_response(
@@ -631,7 +652,10 @@ async def _choices(
             }
         )
 
+    held = [LogprobBuffer() for _ in range(n)]  # each choice's content's, until its chunk goes out
+
     def chunk(index: int, delta: dict[str, Any], finish: str | None = None) -> bytes:
+        entries = held[index].take()
         return _sse(
             {
                 "id": cid,
@@ -639,7 +663,14 @@ async def _choices(
                 "created": created,
                 "model": model_id,
                 "system_fingerprint": None,
-                "choices": [{"index": index, "delta": delta, "finish_reason": finish, "logprobs": None}],
+                "choices": [
+                    {
+                        "index": index,
+                        "delta": delta,
+                        "finish_reason": finish,
+                        "logprobs": chat_logprobs(entries) if entries else None,
+                    }
+                ],
             }
         )
 
@@ -662,7 +693,9 @@ async def _choices(
             left = n
             while left:
                 i, kind, value = await merged.get()
-                if kind == "text":
+                if kind == "logprobs":
+                    held[i].add(value)
+                elif kind == "text":
                     yield chunk(i, {"content": value})
                 elif kind == "reasoning":
                     yield chunk(i, {"reasoning_content": value})
@@ -745,6 +778,7 @@ async def _prompts(request: Request, state: ServerState, body: dict[str, Any], p
         sampling=_sampling(body),
         stop=check_stop(body.get("stop"), "stop"),
         idle_ttl=parse_ttl(body.get("ttl")),
+        logprobs=_completion_logprobs(body, echo),
     )
     turns = await _queue_all(state, [dataclasses.replace(base, raw_prompt=p) for p in prompts])
     done = await _collect_all(request, turns)
@@ -754,10 +788,10 @@ async def _prompts(request: Request, state: ServerState, body: dict[str, Any], p
         {
             "text": (p + text) if echo else text,
             "index": i,
-            "logprobs": None,
+            "logprobs": _choice_logprobs(turn, len(p) if echo else 0),
             "finish_reason": end.finish_in(),
         }
-        for i, (p, (text, _r, _c, end)) in enumerate(zip(prompts, done, strict=True))
+        for i, (p, turn, (text, _r, _c, end)) in enumerate(zip(prompts, turns, done, strict=True))
     ]
     return json_response(
         {
@@ -809,6 +843,27 @@ def completion_grammar(body: dict[str, Any], path: str = "/v1/completions") -> s
     return next(iter(found.values()), None)
 
 
+def _completion_logprobs(body: dict[str, Any], echo: bool) -> int | None:
+    """A completion's ``logprobs`` (the alternatives a token, or None); with ``echo`` a 400: the
+    prompt's tokens would need theirs, which this server does not compute."""
+    n = read_completion_logprobs(body)
+    if n is not None and echo:
+        raise ApiError(
+            400,
+            "logprobs cannot be sent with echo: the log probabilities of the prompt's tokens are "
+            "not computed; leave echo out (the reply's tokens have theirs)",
+            param="echo",
+        )
+    return n
+
+
+def _choice_logprobs(turn: Any, offset: int) -> dict[str, Any] | None:
+    """A collected completion's ``logprobs`` (every token of it), or None when not asked."""
+    if turn.req.logprobs is None:
+        return None
+    return completion_logprobs(turn.logprob_entries(CONTENT), offset)
+
+
 async def completions(request: Request):
     state, body = await request_body(request)
     if check_int(body.get("n"), "n", lo=1) not in (None, 1):
@@ -833,6 +888,7 @@ async def completions(request: Request):
         sampling=_sampling(body),
         stop=check_stop(body.get("stop"), "stop"),
         idle_ttl=parse_ttl(body.get("ttl")),
+        logprobs=_completion_logprobs(body, echo),
     )
     stream = check_bool(body.get("stream"), "stream", False)
     include_usage = _include_usage(body)
@@ -852,7 +908,7 @@ async def completions(request: Request):
                     {
                         "text": (prompt + text) if echo else text,
                         "index": 0,
-                        "logprobs": None,
+                        "logprobs": _choice_logprobs(turn, len(prompt) if echo else 0),
                         "finish_reason": end.finish_in(),
                     }
                 ],
@@ -860,14 +916,21 @@ async def completions(request: Request):
             }
         )
 
+    held = LogprobBuffer()
+    written = 0  # the characters the chunks held so far: where the next token's text begins
+
     def chunk(text: str, finish: str | None = None) -> bytes:
+        nonlocal written
+        entries = held.take()
+        logprobs = completion_logprobs(entries, written) if entries else None
+        written += len(text)
         return _sse(
             {
                 "id": cid,
                 "object": "text_completion",
                 "created": created,
                 "model": turn.model_id,
-                "choices": [{"text": text, "index": 0, "logprobs": None, "finish_reason": finish}],
+                "choices": [{"text": text, "index": 0, "logprobs": logprobs, "finish_reason": finish}],
             }
         )
 
@@ -889,7 +952,9 @@ async def completions(request: Request):
             if echo:
                 yield chunk(prompt)
             async for kind, value in turn.events():
-                if kind == "text":
+                if kind == "logprobs":
+                    held.add(value)
+                elif kind == "text":
                     yield chunk(value)
                 elif kind == "end":
                     end = value

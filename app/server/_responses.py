@@ -8,7 +8,9 @@ string, or items: messages with ``input_text`` / ``input_image`` / ``output_text
 function ``tools`` (flat: ``name``, ``description``, ``parameters``), ``tool_choice`` (``auto``,
 ``none``, ``required``, ``{"type": "function", "name": ...}``), ``parallel_tool_calls``,
 ``max_tool_calls``, ``max_output_tokens``, ``temperature``, ``top_p``, ``reasoning.effort``,
-``text.format`` (``text``, ``json_object``, ``json_schema``). A 400 names the Responses field
+``text.format`` (``text``, ``json_object``, ``json_schema``), ``top_logprobs`` and ``include``'s
+``message.output_text.logprobs`` (the text's tokens' log probabilities, in ``output_text`` and
+each ``response.output_text.delta``). A 400 names the Responses field
 (``input[3]``, ``max_output_tokens``), never the Chat Completions one it was read as.
 
 The server keeps the latest responses of its run in memory (``_state.RecentResponses``: 256, 64
@@ -50,6 +52,7 @@ from app.server._common import (
 )
 from app.server._errors import ApiError, shown
 from app.server._json import json_bytes, json_response
+from app.server._logprobs import CONTENT, LogprobBuffer, chat_logprobs
 
 if TYPE_CHECKING:
     from starlette.requests import Request
@@ -73,6 +76,8 @@ _HOSTED = (
     "apply_patch",
     "custom",
 )
+#: what ``include`` names to have the text's log probabilities
+_LOGPROBS = "message.output_text.logprobs"
 #: Chat Completions fields the Responses fields are read as, for the words of a 400
 _FIELD_NAMES = (
     ("max_completion_tokens", "max_output_tokens"),
@@ -350,9 +355,17 @@ def read_request(
         "reasoning_effort": _effort(body.get("reasoning")),
         "ttl": body.get("ttl"),
     }
-    for key in ("top_k", "min_p", "seed", "stop", "chat_template_kwargs", "repeat_penalty"):
+    for key in ("top_k", "min_p", "seed", "stop", "chat_template_kwargs", "repeat_penalty", "top_logprobs"):
         if key in body:
             chat[key] = body[key]
+    include = body.get("include")
+    if include is not None and (
+        not isinstance(include, list) or not all(isinstance(i, str) for i in include)
+    ):
+        raise _fail("include must be an array of strings", "include")
+    # the text's log probabilities: asked with include (top_logprobs alone asks too)
+    if _LOGPROBS in (include or []) or body.get("top_logprobs"):
+        chat["logprobs"] = True
     try:
         req, stream, _usage = parse_chat_request(
             {k: v for k, v in chat.items() if v is not None}, state, header_choice
@@ -390,12 +403,19 @@ def _reasoning_item(item_id: str, text: str, status: str = "completed") -> dict[
     }
 
 
-def _text_part(text: str) -> dict[str, Any]:
-    return {"type": "output_text", "text": text, "annotations": [], "logprobs": []}
+def _text_part(text: str, logprobs: list[Any] | None = None) -> dict[str, Any]:
+    return {"type": "output_text", "text": text, "annotations": [], "logprobs": _entries(logprobs)}
 
 
-def _message_item(item_id: str, text: str | None, status: str = "completed") -> dict[str, Any]:
-    content = [] if text is None else [_text_part(text)]
+def _entries(logprobs: list[Any] | None) -> list[dict[str, Any]]:
+    """The Responses API's ``logprobs`` of a text (Chat Completions' entries)."""
+    return chat_logprobs(logprobs)["content"] if logprobs else []
+
+
+def _message_item(
+    item_id: str, text: str | None, status: str = "completed", logprobs: list[Any] | None = None
+) -> dict[str, Any]:
+    content = [] if text is None else [_text_part(text, logprobs)]
     return {"type": "message", "id": item_id, "status": status, "role": "assistant", "content": content}
 
 
@@ -452,6 +472,7 @@ class _Shell:
             ),
             "tools": body.get("tools") or [],
             "top_p": body.get("top_p", 1.0),
+            "top_logprobs": self.req.logprobs,
             "truncation": "disabled",
             "usage": None if end is None else _usage(end),
             "metadata": body.get("metadata") if isinstance(body.get("metadata"), dict) else {},
@@ -498,7 +519,8 @@ async def create_response(request: Request):
             output.append(_reasoning_item(_new_id("rs"), reasoning))
         if text or not calls:
             cut = end.finish_in() == "length"  # the token limit ended the text
-            output.append(_message_item(_new_id("msg"), text, "incomplete" if cut else "completed"))
+            entries = turn.logprob_entries(CONTENT)
+            output.append(_message_item(_new_id("msg"), text, "incomplete" if cut else "completed", entries))
         output += [_call_item(_new_id("fc"), c, call_arguments_json(c)) for c in calls]
         answer = shell.response(turn.model_id, output, end)
         _remember(state, body, answer, conversation, (text, reasoning, calls))
@@ -518,6 +540,8 @@ async def create_response(request: Request):
         made: list[Any] = []
         end = None
         ncalls = 0
+        held = LogprobBuffer()  # the text's log probabilities: each delta's, then the item's
+        item_logprobs: list[Any] = []
 
         def close(status: str = "completed") -> list[bytes]:
             """The events that end the open item; it joins the output."""
@@ -535,8 +559,11 @@ async def create_response(request: Request):
                     {"type": "reasoning_text", "text": whole},
                 )
             else:
-                item = _message_item(item_id, whole, status)
-                done, extra, part = "response.output_text.done", {"logprobs": []}, _text_part(whole)
+                item_logprobs.extend(held.take())  # those of the tokens after its last delta
+                item = _message_item(item_id, whole, status, item_logprobs)
+                done, extra = "response.output_text.done", {"logprobs": _entries(item_logprobs)}
+                part = _text_part(whole, item_logprobs)
+                item_logprobs.clear()
             where = {"item_id": item_id, "output_index": at, "content_index": 0}
             out = [
                 event(done, **where, text=whole, **extra),
@@ -553,7 +580,9 @@ async def create_response(request: Request):
             yield event("response.in_progress", response=shell.response(turn.model_id, [], None))
             item_id = ""
             async for kind, value in turn.events():
-                if kind in ("text", "reasoning"):
+                if kind == "logprobs":
+                    held.add(value)
+                elif kind in ("text", "reasoning"):
                     if open_kind != kind:
                         for b in close():
                             yield b
@@ -591,7 +620,11 @@ async def create_response(request: Request):
                         if kind == "reasoning"
                         else "response.output_text.delta"
                     )
-                    extra: dict[str, Any] = {} if kind == "reasoning" else {"logprobs": []}
+                    extra: dict[str, Any] = {}
+                    if kind == "text":
+                        entries = held.take()
+                        item_logprobs.extend(entries)
+                        extra["logprobs"] = _entries(entries)
                     yield event(
                         delta_kind,
                         item_id=item_id,

@@ -7,7 +7,7 @@ port serving scripted GGUFs (real templates; what each model writes is fixed by 
 * a reply that repeats a call the conversation already answered says so (header and field);
 * a call the token limit cut never reaches a client as text (OpenAI, Anthropic, Ollama);
 * a response format's objects are closed: no property the schema did not ask for;
-* what the server does not serve is refused (legacy functions, logprobs); a tool's null
+* what the server does not serve is refused (legacy functions); a tool's null
   description is no description; ``Retry-After`` is one job's time, not the queue's.
 """
 
@@ -333,9 +333,7 @@ def test_i32_a_null_tool_description_is_no_description(openai_client, server):
         ({"functions": [WEATHER["function"]]}, "functions"),
         ({"function_call": "auto"}, "function_call"),
         ({"function_call": {"name": "get_weather"}}, "function_call"),
-        ({"logprobs": True}, "logprobs"),
-        ({"logprobs": True, "top_logprobs": 2}, "logprobs"),
-        ({"top_logprobs": 2}, "top_logprobs"),
+        ({"top_logprobs": 2}, "top_logprobs"),  # (without logprobs: tests/server/test_logprobs.py)
     ],
 )
 def test_i32_unserved_options_are_refused_never_ignored(server, extra, param):
