@@ -47,6 +47,8 @@ class GenerationResult:
     draft_accepted: int = 0
     #: the kept tokens' log probabilities (``app.engine.logprobs.TokenLogprob``), when asked
     logprobs: list[Any] | None = None
+    #: the prompt's tokens' (the first one's ``logprob`` None), when asked (``prompt_logprobs``)
+    prompt_logprobs: list[Any] | None = None
 
 
 class ModelBackend(Protocol):
@@ -87,6 +89,10 @@ class ModelBackend(Protocol):
     def tokenize_text(self, text: str, special: bool) -> list[int]: ...
 
     def token_bytes(self, token: int) -> bytes: ...
+
+    def detokenize(self, tokens: Sequence[int]) -> bytes:
+        """The bytes of ``tokens`` (special tokens as their text), in one call."""
+        ...
 
     def is_eog(self, token: int) -> bool: ...
 

@@ -425,6 +425,7 @@ class LocalReplies:
         thinking: Thinking | bool | str | None = None,
         reasoning_format: str | None = None,
         logprobs: int | None = None,
+        prompt_logprobs: bool = False,
     ):
         from app.engine.formats import FORMATS
 
@@ -459,6 +460,9 @@ class LocalReplies:
         #: the kept tokens' entries of every generation of the turn, each added before the events of
         #: its text are given (a reader takes what is new when it sees an event)
         self.token_logprobs: list[Any] = []
+        #: the prompt's log probabilities too (its first generation's: ``prompt_entries``)
+        self.prompt_logprobs = prompt_logprobs
+        self.prompt_entries: list[Any] | None = None
 
     def render(self) -> str:
         """The prompt of the next generation."""
@@ -563,12 +567,14 @@ class LocalReplies:
                 constraint=constraint,
                 stop=self.stop,
                 logprobs=self.logprobs,
+                prompt_logprobs=self.prompt_logprobs,
             )
             started = time.monotonic()
             live = self.live
             yield from self._pieces(gen, stream)
             res = gen.result
             assert res is not None
+            self.prompt_entries = res.prompt_logprobs
             if (
                 budget is not None
                 and res.finish_reason == "length"

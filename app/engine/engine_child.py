@@ -277,6 +277,10 @@ def _op_token_bytes(child: _Child, token: int) -> bytes:
     return child.model.token_bytes(int(token))
 
 
+def _op_detokenize(child: _Child, tokens: list[int]) -> bytes:
+    return child.model.backend.detokenize(tokens)
+
+
 def _op_special_opener(child: _Child, opener: str) -> bool:
     return child.model.special_opener(opener)
 
@@ -366,6 +370,7 @@ OPS: dict[str, Callable[..., Any]] = {
     "tokenize": _op_tokenize,
     "tokenize_raw": _op_tokenize_raw,
     "token_bytes": _op_token_bytes,
+    "detokenize": _op_detokenize,
     "special_opener": _op_special_opener,
     "reset": _op_reset,
     "validate_grammar": _op_validate_grammar,

@@ -747,6 +747,9 @@ class ProcessBackend:
     def token_bytes(self, token: int) -> bytes:
         return self.call("token_bytes", int(token))
 
+    def detokenize(self, tokens: Sequence[int]) -> bytes:
+        return self.call("detokenize", [int(t) for t in tokens])
+
     def tokenize(self, text: str) -> list[int]:
         return self.call("tokenize", text)
 
@@ -786,6 +789,7 @@ class ProcessBackend:
             "stop": gen.stop,
             "constraint": handle,
             "logprobs": gen.logprobs,
+            "prompt_logprobs": gen.prompt_logprobs,
         }
         body = prompt if isinstance(prompt, str) else [int(t) for t in prompt]
         gen.handle, gen.n_prompt = engine.call("prepare", body, kwargs)

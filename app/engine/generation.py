@@ -42,6 +42,7 @@ class Generation:
         constraint: Any = None,
         progress: Callable[[int, int], None] | None = None,
         logprobs: int | None = None,
+        prompt_logprobs: bool = False,
     ):
         self.model = model
         self.progress = progress
@@ -57,6 +58,9 @@ class Generation:
         self.logprobs = logprobs
         #: the kept tokens' entries so far (when asked), each added before its text is yielded
         self.token_logprobs: list[Any] = []
+        #: the prompt's log probabilities too (the result's ``prompt_logprobs``; ``logprobs``
+        #: alternatives a token): the prompt is read whole, with logits at every row
+        self.prompt_logprobs = prompt_logprobs
         #: the prompt's length in tokens (set by the backend's ``prepare``)
         self.n_prompt = 0
         #: the prompt's tokens, for a backend that runs here (the engine process keeps its own)
@@ -103,6 +107,7 @@ def generate(
     constraint: Any = None,
     progress: Callable[[int, int], None] | None = None,
     logprobs: int | None = None,
+    prompt_logprobs: bool = False,
 ) -> Generation:
     """Prepare a generation of ``prompt`` (rendered text or token ids).
 
@@ -117,7 +122,9 @@ def generate(
 
     ``logprobs`` (0 to ``MAX_TOP_LOGPROBS``, the alternatives a token): each kept token's log
     probability is added to ``Generation.token_logprobs`` before its text is yielded, and the
-    whole list is the result's ``logprobs`` (``app.engine.logprobs``).
+    whole list is the result's ``logprobs`` (``app.engine.logprobs``). ``prompt_logprobs``: the
+    prompt's tokens' too, in the result's ``prompt_logprobs`` (with ``max_tokens`` 0 the prompt is
+    read and nothing generated).
     """
     from app.engine.logprobs import MAX_TOP_LOGPROBS
 
@@ -138,6 +145,7 @@ def generate(
         constraint=constraint,
         progress=progress,
         logprobs=logprobs,
+        prompt_logprobs=prompt_logprobs,
     )
     model.backend.prepare(gen, prompt)
     return gen

@@ -391,6 +391,9 @@ class InProcessBackend:
                 return buf.raw[:n]
             size = -n + 1
 
+    def detokenize(self, tokens: Sequence[int]) -> bytes:
+        return b"".join(self.token_bytes(t) for t in tokens)
+
     def tokenize(self, text: str) -> list[int]:
         from app.engine.vision import ImagePrompt
 
@@ -574,6 +577,7 @@ class InProcessBackend:
         cancel = gen.cancel
         noted: deque[Any] = deque()  # the sampled tokens' log probabilities, when asked
         note: Callable[[int, int], None] | None = None
+        scored: list[Any] | None = None  # the prompt's, when asked
 
         def emit(piece: str) -> str:
             text_parts.append(piece)
@@ -604,7 +608,12 @@ class InProcessBackend:
             if budget > 0 and not self._read_media(gen, deadline):
                 budget = 0
                 finish = "cancelled" if cancel is not None and cancel.is_set() else "deadline"
-            if budget > 0 and gen.media is None and not self._read_prompt(gen, deadline):
+            if gen.prompt_logprobs and gen.media is None:
+                scored = self._score_prompt(gen, deadline, budget > 0)
+                if scored is None:
+                    budget = 0
+                    finish = "cancelled" if cancel is not None and cancel.is_set() else "deadline"
+            elif budget > 0 and gen.media is None and not self._read_prompt(gen, deadline):
                 budget = 0
                 finish = "cancelled" if cancel is not None and cancel.is_set() else "deadline"
             if budget > 0:
@@ -720,6 +729,7 @@ class InProcessBackend:
                 draft_tokens=spec.drafted if spec is not None else 0,
                 draft_accepted=spec.accepted if spec is not None else 0,
                 logprobs=list(gen.token_logprobs) if gen.logprobs is not None else None,
+                prompt_logprobs=scored,
             )
             model.last_prompt_eval = evaluated
 
@@ -848,6 +858,43 @@ class InProcessBackend:
         done = projector.evaluate(gen.media, keep_last=1, should_stop=should_stop)
         self.total_eval += done.image_tokens  # (its text went through the counting eval)
         return done.n_past >= total - 1
+
+    def _score_prompt(self, gen: Generation, deadline: float | None, generates: bool) -> list[Any] | None:
+        """Read the whole prompt with logits at every row (``SCORE_ROWS`` a decode) and return
+        its tokens' entries (``app.engine.logprobs``); None: cancelled or out of time between
+        decodes. ``generates``: a reply follows, which samples the last row's logits."""
+        from app.engine.logprobs import SCORE_ROWS, TokenLogprob, logprob_at
+
+        llm = self.llm
+        ctx = llm._ctx
+        tokens = gen.prompt_tokens
+        total, top, n_vocab = len(tokens), gen.logprobs or 0, int(llm.n_vocab())
+        ctx.kv_cache_seq_rm(-1, 0, -1)  # no prefix kept: its rows' logits are gone
+        llm.n_tokens = 0
+        entries = [TokenLogprob(tokens[0], self.token_bytes(tokens[0]), None)]
+        for at in range(0, total, SCORE_ROWS):
+            if (gen.cancel is not None and gen.cancel.is_set()) or (
+                deadline is not None and time.monotonic() >= deadline
+            ):
+                return None
+            chunk = tokens[at : at + SCORE_ROWS]
+            llm._batch.set_batch(batch=chunk, n_past=at, logits_all=True)
+            try:
+                ctx.decode(llm._batch)
+            except Exception as exc:  # noqa: BLE001 - llama.cpp's decode failures
+                raise GenerationError(f"llama.cpp failed while reading the prompt: {exc}") from exc
+            self.total_eval += len(chunk)
+            llm.input_ids[at : at + len(chunk)] = chunk
+            llm.n_tokens = at + len(chunk)
+            for row in range(min(len(chunk), total - 1 - at)):  # row i predicts the token after it
+                entries.append(logprob_at(ctx.ctx, row, tokens[at + row + 1], n_vocab, top, self.token_bytes))
+            if llm.n_tokens < total:
+                gen.model.prompt_progress = (llm.n_tokens, total)
+                if gen.progress is not None:
+                    gen.progress(llm.n_tokens, total)
+        # the last row's logits are there: the reply samples them (none follows: evaluate again)
+        llm._requires_eval = not generates
+        return entries
 
     def _read_prompt(self, gen: Generation, deadline: float | None) -> bool:
         """Evaluate all but the last batch of a long prompt, reporting progress; False: cancelled

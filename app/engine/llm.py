@@ -197,6 +197,10 @@ class LoadedModel:
         """The token's bytes, special tokens written as their text."""
         return self.backend.token_bytes(int(token))
 
+    def detokenize(self, tokens: Sequence[int]) -> bytes:
+        """The bytes of ``tokens`` (special tokens as their text), in one call to the engine."""
+        return self.backend.detokenize(tokens)
+
     def tokenize(self, text: str) -> list[int]:
         """Tokenize a rendered prompt: special-token text becomes special tokens; a BOS is
         prepended when the model wants one and the template did not write it.

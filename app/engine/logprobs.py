@@ -10,6 +10,12 @@ token a constraint forced may therefore be unlikely to the model, and say so.
 Both backends record them where they sample (``app.engine.inprocess``, ``app.engine.scheduler``,
 drafted tokens included: a verified draft's row is the one it was sampled from), in order; the
 backend keeps a token's entry when it keeps the token (an end-of-generation token is not kept).
+
+A generation may also ask for its prompt's (``prompt_logprobs``: what an eval harness scores a text
+by, OpenAI's ``echo`` with ``logprobs``): the prompt is then read whole, with logits at every row
+(never its KV prefix reused: those rows' logits are gone), :data:`SCORE_ROWS` rows a decode so the
+logits buffer stays small on a large vocabulary; each token after the first gets the entry of the
+row before it, the first one an entry whose ``logprob`` is None (nothing predicted it).
 Qt-free; numpy and ``llama_cpp`` are imported when one is computed.
 """
 
@@ -19,20 +25,24 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["MAX_TOP_LOGPROBS", "TokenLogprob", "logprob_at", "token_text"]
+__all__ = ["MAX_TOP_LOGPROBS", "SCORE_ROWS", "TokenLogprob", "logprob_at", "token_text"]
 
 #: the most alternatives a token may ask for (OpenAI's and Ollama's bound)
 MAX_TOP_LOGPROBS = 20
+#: the most prompt rows with logits in one decode when a prompt's log probabilities are asked for
+#: (the logits buffer holds a row of the vocabulary's size for each: 64 MiB at 256k tokens)
+SCORE_ROWS = 64
 
 
 @dataclass(frozen=True)
 class TokenLogprob:
     """One kept token: its id, bytes and log probability, and the ``top`` alternatives at its
-    position (most likely first; ``(id, bytes, logprob)``)."""
+    position (most likely first; ``(id, bytes, logprob)``). A prompt's first token has None and
+    no alternatives: no row predicted it."""
 
     token: int
     data: bytes
-    logprob: float
+    logprob: float | None
     top: tuple[tuple[int, bytes, float], ...] = ()
 
     @property

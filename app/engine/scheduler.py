@@ -57,7 +57,7 @@ from app.engine.backend import GenerationResult, portable
 from app.engine.errors import EngineBusy, GenerationError, ModelLoadError
 from app.engine.holdback import partial_start
 from app.engine.kvstore import common
-from app.engine.logprobs import logprob_at
+from app.engine.logprobs import SCORE_ROWS, TokenLogprob, logprob_at
 from app.engine.speculative import DecodeCost, Speculation, verify
 
 if TYPE_CHECKING:
@@ -131,6 +131,8 @@ class _Job:
     noted: deque[Any] = field(default_factory=deque)
     logprobs: list[Any] = field(default_factory=list)
     logprobs_sent: int = 0
+    #: the prompt's entries, when asked (``prompt_logprobs``): its rows are read with logits
+    scored: list[Any] | None = None
 
 
 class Scheduler:
@@ -320,6 +322,9 @@ class Scheduler:
             slot.cached = self.kv.before_start(self._ctx.ctx, slot.seq, slot.cached, prompt)
         # the KV of the longest shared prefix stays; at least the last prompt token is decoded again
         keep = min(common(slot.cached, prompt), len(prompt) - 1)
+        if gen.prompt_logprobs:  # every row's logits: nothing kept
+            keep = 0
+            job.scored = [TokenLogprob(prompt[0], self.backend.token_bytes(prompt[0]), None)]
         if gen.media is not None:
             keep = min(
                 [keep] + [s.start for s in gen.media.segments if s.kind == "image" and s.start < keep < s.end]
@@ -332,7 +337,7 @@ class Scheduler:
         job.slot = slot
         job.fed = keep
         self.jobs[job.gid] = job
-        if job.budget <= 0:
+        if job.budget <= 0 and job.scored is None:  # (a prompt to score is read first)
             self._end(job, "length")
 
     def _read_images(self, job: _Job, slot: _Slot, keep: int) -> int:
@@ -490,8 +495,12 @@ class Scheduler:
                 continue
             slot = job.slot
             take = min(room, len(prompt) - job.fed)
+            if job.scored is not None:  # every row has logits: a few a step
+                take = min(take, SCORE_ROWS)
             end = job.fed + take
-            rows = [(prompt[i], i, i == len(prompt) - 1) for i in range(job.fed, end)]
+            rows = [
+                (prompt[i], i, i == len(prompt) - 1 or job.scored is not None) for i in range(job.fed, end)
+            ]
             segments.append((slot.seq, job, rows, take - 1 if end == len(prompt) else None))
             slot.cached.extend(prompt[job.fed : end])
             job.fed = end
@@ -516,9 +525,12 @@ class Scheduler:
         # sequence's logits then come from one shape of computation, whichever order its jobs came in
         n = 0
         sampled: list[tuple[_Job, int, list[int]]] = []  # (job, its batch index, its drafts)
+        scoring: list[tuple[_Job, int, list[tuple[int, int, bool]]]] = []  # (job, first index, rows)
         for seq, job, rows, at in sorted(segments, key=lambda s: s[0]):
             if at is not None:
                 sampled.append((job, n + at, [tok for tok, _pos, _logits in rows[at + 1 :]]))
+            if job.scored is not None:
+                scoring.append((job, n, rows))
             for tok, pos, logits in rows:
                 self._put(batch, n, tok, pos, seq, logits)
                 n += 1
@@ -541,16 +553,39 @@ class Scheduler:
                     lib.llama_memory_seq_rm(self._mem, job.slot.seq, -1, -1)
                     self._fail(job, err)
             return
+        for job, first, rows in scoring:
+            try:
+                self._score(job, first, rows)
+            except Exception as exc:  # noqa: BLE001 - this slot fails alone
+                self._fail(job, exc)
         for job, at, drafts in sampled:
+            if job.gid not in self.jobs:
+                continue  # failed above
             try:
                 self._sample(job, at, drafts)
             except Exception as exc:  # noqa: BLE001 - this slot fails alone
                 self._fail(job, exc)
 
+    def _score(self, job: _Job, first: int, rows: list[tuple[int, int, bool]]) -> None:
+        """The entries of the prompt tokens that ``rows`` (from batch index ``first``) predict."""
+        assert job.scored is not None
+        prompt, top = job.gen.prompt_tokens, job.gen.logprobs or 0
+        for k, (_tok, pos, _logits) in enumerate(rows):
+            if pos + 1 < len(prompt):
+                nxt = prompt[pos + 1]
+                job.scored.append(
+                    logprob_at(
+                        self._ctx.ctx, first + k, nxt, self.llm._n_vocab, top, self.backend.token_bytes
+                    )
+                )
+
     def _sample(self, job: _Job, at: int, drafts: list[int]) -> None:
         """Sample the job's next token at batch index ``at``, or verify its ``drafts`` (at
         ``at + 1 ..``): the tokens go to ``held``, the rejected drafts' KV is removed. Each
         sampled token but an end token is consumed by the constraint here, once."""
+        if job.budget <= 0:  # a prompt read for its log probabilities alone
+            self._end(job, "length")
+            return
         sampled = len(job.tokens)
         top = job.gen.logprobs
 
@@ -655,6 +690,7 @@ class Scheduler:
             draft_tokens=job.spec.drafted if job.spec is not None else 0,
             draft_accepted=job.spec.accepted if job.spec is not None else 0,
             logprobs=list(job.logprobs) if job.gen.logprobs is not None else None,
+            prompt_logprobs=job.scored,
         )
         self.model.last_prompt_eval = result.prompt_tokens_evaluated
         self.send(("end", job.rid, True, (result, self.backend.total_eval)))

@@ -474,8 +474,11 @@ class Turn:
         self._pending: tuple[str, list[str]] | None = None
         self._first: tuple[str, Any] | None = None
         self._last_flush = 0.0
-        #: the ``logprobs`` events :meth:`collect` saw ((kind, entries), in order)
+        #: the ``logprobs`` events :meth:`collect` saw ((kind, entries), in order), the prompt's
+        #: (``prompt_logprobs``) and the prompt's text (``echo``)
         self.logprobs: list[tuple[str, list[Any]]] = []
+        self.prompt_logprobs: list[Any] | None = None
+        self.echo = ""
 
     def _put(self, kind: str, value: Any) -> None:
         self.loop.call_soon_threadsafe(self.queue.put_nowait, (kind, value))
@@ -617,6 +620,10 @@ class Turn:
                     calls.append(value)
                 elif kind == "logprobs":
                     self.logprobs.append(value)
+                elif kind == "prompt_logprobs":
+                    self.prompt_logprobs = value
+                elif kind == "echo":
+                    self.echo = value
                 elif kind == "end":
                     return "".join(text), "".join(reasoning), calls, value
         finally:

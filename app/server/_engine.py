@@ -78,7 +78,9 @@ class TurnRequest:
     max_tokens: int = 1024
     sampling: dict[str, Any] = field(default_factory=dict)
     stop: list[str] = field(default_factory=list)
-    raw_prompt: str | None = None  # completions: the prompt text as is, no template
+    raw_prompt: str | list[int] | None = (
+        None  # completions: the prompt as is (text or token ids), no template
+    )
     #: fill in the middle (a completion's ``suffix``): (the text before, the text after); the reply
     #: is what goes between them (``app.engine.generation.infill_prompt``); no template
     fim: tuple[str, str] | None = None
@@ -105,6 +107,12 @@ class TurnRequest:
     #: log probabilities: None, not asked; else the alternatives a token (0 to 20): the turn emits
     #: ``("logprobs", (kind, entries))`` before each text, reasoning or call (``app.engine.logprobs``)
     logprobs: int | None = None
+    #: the prompt's log probabilities too (a completion's ``echo`` with ``logprobs``): the turn
+    #: emits ``("prompt_logprobs", entries)`` before its end
+    prompt_logprobs: bool = False
+    #: the prompt's text is wanted (a completion's ``echo``): the turn emits ``("echo", text)``
+    #: first (a prompt of token ids is written as its tokens' text)
+    echo: bool = False
 
     @property
     def max_calls(self) -> int:
@@ -254,6 +262,14 @@ def render_turn(model: LoadedModel, req: TurnRequest, tool_format: str) -> Rende
             where = "suffix" if req.fim_fit is None else "input_suffix"  # /infill's name for it
             raise ApiError(400, str(exc), param=where, code="insert_not_supported") from exc
     if req.raw_prompt is not None:
+        if isinstance(req.raw_prompt, list):
+            bad = next((t for t in req.raw_prompt if not 0 <= t < model.n_vocab), None)
+            if bad is not None:
+                raise ApiError(
+                    400,
+                    f"prompt holds token id {bad}, outside the model's vocabulary (0 to {model.n_vocab - 1})",
+                    param="prompt",
+                )
         return RenderedTurn(req.raw_prompt, None, None, None)
     family = _family(model, tool_format)
     tools = req.tools if (req.tools and req.tool_choice != "none" and family is not None) else None
@@ -311,6 +327,8 @@ def run_turn(
     started = time.monotonic()
     replies = _RequestReplies(model, req, tool_format, used_ids or set(), cancel)
     out = _Output(emit, replies)
+    if req.echo:
+        emit("echo", _prompt_text(model, req))
     done: Any = None
     for ev in run_rounds(
         replies, [], dispatcher=None, max_rounds=1, cancel=replies.halt, max_calls=req.max_calls
@@ -321,6 +339,8 @@ def run_turn(
             out.take(ev)
     assert done is not None
     out.flush_logprobs(out.last_kind)  # the tokens no event showed (a stop string, the end)
+    if req.prompt_logprobs and replies.prompt_entries is not None:
+        emit("prompt_logprobs", replies.prompt_entries)
     finish = done.finish_reason
     if finish == "cancelled" and not cancel.is_set():
         finish = "stop"  # we stopped it ourselves (a single call was asked for)
@@ -338,6 +358,14 @@ def run_turn(
         draft_tokens=done.draft_tokens,
         draft_accepted=done.draft_accepted,
     )
+
+
+def _prompt_text(model: LoadedModel, req: TurnRequest) -> str:
+    """The text a completion's ``echo`` repeats: its prompt as sent, or its token ids' text."""
+    prompt = req.raw_prompt
+    if isinstance(prompt, list):
+        return model.detokenize(prompt).decode("utf-8", errors="replace")
+    return prompt or ""
 
 
 def _repeated(req: TurnRequest, calls: list[Any]) -> list[str]:
@@ -383,6 +411,7 @@ class _RequestReplies(LocalReplies):
             grammar=req.grammar,
             deadline_s=req.deadline_s,
             logprobs=req.logprobs,
+            prompt_logprobs=req.prompt_logprobs,
         )
         self.req = req
         self.prompt = turn.text

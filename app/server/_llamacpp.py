@@ -389,7 +389,7 @@ async def detokenize(request: Request):
 
     def run(model: Any) -> str:
         _token_ids(ids, model.n_vocab)
-        return b"".join(model.token_bytes(t) for t in ids).decode("utf-8", errors="replace")
+        return model.detokenize(ids).decode("utf-8", errors="replace")
 
     content = await _on_model(request, state, body, run)
     return json_response({"content": content})

@@ -87,18 +87,23 @@ def chat_logprobs(entries: list[TokenLogprob]) -> dict[str, Any]:
     }
 
 
-def completion_logprobs(entries: list[TokenLogprob], offset: int = 0) -> dict[str, Any]:
+def completion_logprobs(entries: list[TokenLogprob], offset: int = 0, silent: int = 0) -> dict[str, Any]:
     """The legacy completions' ``choices[].logprobs``: parallel lists, and each token's offset in
-    the choice's text (``offset``: where the first token's text begins in it)."""
+    the choice's text (``offset``: where the first token's text begins in it; the first ``silent``
+    tokens write none of it, as a BOS before an echoed prompt). A prompt's first token has no log
+    probability and no alternatives (None, as OpenAI gives them)."""
     decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
     offsets = []
-    for e in entries:  # (a character split over tokens is counted at the token that ends it)
+    for i, e in enumerate(entries):  # (a character split over tokens is counted at the token that ends it)
         offsets.append(offset)
-        offset += len(decoder.decode(e.data))
+        if i >= silent:
+            offset += len(decoder.decode(e.data))
     return {
         "tokens": [e.text for e in entries],
         "token_logprobs": [e.logprob for e in entries],
-        "top_logprobs": [{token_text(d): lp for _i, d, lp in e.top} for e in entries],
+        "top_logprobs": [
+            None if e.logprob is None else {token_text(d): lp for _i, d, lp in e.top} for e in entries
+        ],
         "text_offset": offsets,
     }
 
@@ -117,7 +122,7 @@ def ollama_logprobs(entries: list[TokenLogprob]) -> list[dict[str, Any]]:
 def llamacpp_probs(entries: list[TokenLogprob]) -> list[dict[str, Any]]:
     """llama-server's ``completion_probabilities`` (``/completion`` with ``n_probs``)."""
 
-    def one(i: int, d: bytes, lp: float) -> dict[str, Any]:
+    def one(i: int, d: bytes, lp: float | None) -> dict[str, Any]:
         return {"id": i, "token": token_text(d), "bytes": list(d), "logprob": lp}
 
     return [{**one(e.token, e.data, e.logprob), "top_logprobs": [one(*t) for t in e.top]} for e in entries]

@@ -54,7 +54,6 @@ from app.server._common import (
     result_call_id,
     split_fragments,
     streamed,
-    text_prompt,
     type_name,
 )
 from app.server._engine import TurnEnd, TurnRequest
@@ -300,11 +299,11 @@ def _sampling(body: dict[str, Any]) -> dict[str, Any]:
     return sampling
 
 
-def _max_tokens(body: dict[str, Any], state: ServerState, default: int) -> int:
+def _max_tokens(body: dict[str, Any], state: ServerState, default: int, lo: int = 1) -> int:
     limit = state.config.max_tokens_limit
-    v = check_int(body.get("max_completion_tokens"), "max_completion_tokens", lo=1, hi=limit)
+    v = check_int(body.get("max_completion_tokens"), "max_completion_tokens", lo=lo, hi=limit)
     if v is None:
-        v = check_int(body.get("max_tokens"), "max_tokens", lo=1, hi=limit)
+        v = check_int(body.get("max_tokens"), "max_tokens", lo=lo, hi=limit)
     return v if v is not None else min(default, limit)
 
 
@@ -749,10 +748,13 @@ async def _choices(
         raise
 
 
-async def _prompts(request: Request, state: ServerState, body: dict[str, Any], prompts: list[str]):
+async def _prompts(
+    request: Request, state: ServerState, body: dict[str, Any], prompts: list[str | list[int]]
+):
     """``/v1/completions`` with several prompts (langchain's ``OpenAI.generate`` and eval harnesses
-    batch them so): a completion each, queued at once (batched on a model with slots), choice ``i``
-    for prompt ``i``; the usage summed. Not streamed (send one prompt a stream), no ``suffix``."""
+    batch them so, as texts or token ids): a completion each, queued at once (batched on a model
+    with slots), choice ``i`` for prompt ``i``; the usage summed. Not streamed (send one prompt a
+    stream), no ``suffix``."""
     import dataclasses
 
     if len(prompts) > MAX_CHOICES:
@@ -770,28 +772,14 @@ async def _prompts(request: Request, state: ServerState, body: dict[str, Any], p
     empty = next((i for i, p in enumerate(prompts) if not p), None)
     if empty is not None:
         raise ApiError(400, f"prompt[{empty}] is empty", param="prompt")
-    echo = check_bool(body.get("echo"), "echo", False)
-    base = TurnRequest(
-        model=check_str(body.get("model"), "model", allow_none=True),
-        grammar=completion_grammar(body),
-        max_tokens=_max_tokens(body, state, 16),
-        sampling=_sampling(body),
-        stop=check_stop(body.get("stop"), "stop"),
-        idle_ttl=parse_ttl(body.get("ttl")),
-        logprobs=_completion_logprobs(body, echo),
-    )
+    base = _completion_request(body, state)
     turns = await _queue_all(state, [dataclasses.replace(base, raw_prompt=p) for p in prompts])
     done = await _collect_all(request, turns)
     whole = _summed([d[3] for d in done], one_prompt=False)
     turns[0].log(request, whole, 0)
     choices = [
-        {
-            "text": (p + text) if echo else text,
-            "index": i,
-            "logprobs": _choice_logprobs(turn, len(p) if echo else 0),
-            "finish_reason": end.finish_in(),
-        }
-        for i, (p, turn, (text, _r, _c, end)) in enumerate(zip(prompts, turns, done, strict=True))
+        _completion_choice(i, turn, text, end)
+        for i, (turn, (text, _r, _c, end)) in enumerate(zip(turns, done, strict=True))
     ]
     return json_response(
         {
@@ -843,54 +831,100 @@ def completion_grammar(body: dict[str, Any], path: str = "/v1/completions") -> s
     return next(iter(found.values()), None)
 
 
-def _completion_logprobs(body: dict[str, Any], echo: bool) -> int | None:
-    """A completion's ``logprobs`` (the alternatives a token, or None); with ``echo`` a 400: the
-    prompt's tokens would need theirs, which this server does not compute."""
-    n = read_completion_logprobs(body)
-    if n is not None and echo:
-        raise ApiError(
-            400,
-            "logprobs cannot be sent with echo: the log probabilities of the prompt's tokens are "
-            "not computed; leave echo out (the reply's tokens have theirs)",
-            param="echo",
-        )
-    return n
+def _read_prompts(value: Any) -> list[str | list[int]]:
+    """A completion's ``prompt``: a text, token ids, or an array of several (texts or token ids)."""
+
+    def is_ids(v: Any) -> bool:
+        return isinstance(v, list) and all(isinstance(t, int) and not isinstance(t, bool) for t in v)
+
+    if isinstance(value, str):
+        return [value]
+    if is_ids(value) and value:
+        return [list(value)]
+    if isinstance(value, list) and value:
+        out: list[str | list[int]] = []
+        for i, p in enumerate(value):
+            if not (isinstance(p, str) or is_ids(p)):
+                raise ApiError(
+                    400,
+                    f"prompt[{i}] must be a string or an array of token ids, got {type_name(p)}",
+                    param="prompt",
+                )
+            out.append(p if isinstance(p, str) else list(p))
+        return out
+    if isinstance(value, list):
+        raise ApiError(400, "prompt is empty", param="prompt")
+    raise ApiError(
+        400, "prompt must be a string, an array of token ids, or an array of several prompts", param="prompt"
+    )
 
 
-def _choice_logprobs(turn: Any, offset: int) -> dict[str, Any] | None:
-    """A collected completion's ``logprobs`` (every token of it), or None when not asked."""
-    if turn.req.logprobs is None:
-        return None
-    return completion_logprobs(turn.logprob_entries(CONTENT), offset)
+def _completion_request(body: dict[str, Any], state: ServerState) -> TurnRequest:
+    """What every completion request reads alike (its prompt is set by the caller). ``echo``
+    repeats the prompt (a prompt of token ids as their text); with ``logprobs`` its tokens have
+    theirs too (the first one none), what an eval harness scores a text by, and ``max_tokens`` may
+    be 0 (the prompt is read and scored, nothing generated)."""
+    echo = check_bool(body.get("echo"), "echo", False)
+    logprobs = read_completion_logprobs(body)
+    return TurnRequest(
+        model=check_str(body.get("model"), "model", allow_none=True),
+        grammar=completion_grammar(body),
+        max_tokens=_max_tokens(body, state, 16, lo=0 if echo else 1),
+        sampling=_sampling(body),
+        stop=check_stop(body.get("stop"), "stop"),
+        idle_ttl=parse_ttl(body.get("ttl")),
+        logprobs=logprobs,
+        prompt_logprobs=echo and logprobs is not None,
+        echo=echo,
+    )
+
+
+def _completion_choice(index: int, turn: Any, text: str, end: TurnEnd) -> dict[str, Any]:
+    """A collected completion's choice: the prompt first with ``echo``, and its ``logprobs``
+    (the prompt's tokens' too with ``echo``) when asked."""
+    req = turn.req
+    logprobs = None
+    if req.logprobs is not None:
+        prompt = list(turn.prompt_logprobs or []) if req.echo else []
+        # a token the model put before the prompt's text (its BOS) writes none of the echo
+        silent = 1 if prompt and not turn.echo.encode().startswith(prompt[0].data) else 0
+        logprobs = completion_logprobs(prompt + turn.logprob_entries(CONTENT), silent=silent)
+    return {
+        "text": turn.echo + text if req.echo else text,
+        "index": index,
+        "logprobs": logprobs,
+        "finish_reason": end.finish_in(),
+    }
 
 
 async def completions(request: Request):
     state, body = await request_body(request)
     if check_int(body.get("n"), "n", lo=1) not in (None, 1):
         raise ApiError(400, "n must be 1 here: several choices are served on /v1/chat/completions", param="n")
-    many = body.get("prompt")
-    if isinstance(many, list) and len(many) > 1 and all(isinstance(p, str) for p in many):
-        return await _prompts(request, state, body, many)
-    prompt = text_prompt(body)
+    prompts = _read_prompts(body.get("prompt"))
+    if len(prompts) > 1:
+        return await _prompts(request, state, body, prompts)
+    prompt = prompts[0]
     # suffix: fill in the middle (the reply goes between the prompt and it), as an editor asks
     suffix = check_str(body.get("suffix"), "suffix", allow_none=True) or ""
     if not prompt and not suffix:
         raise ApiError(400, "prompt is empty", param="prompt")
-    echo = check_bool(body.get("echo"), "echo", False)
-    if echo and suffix:
-        raise ApiError(400, "echo cannot be sent with suffix: leave one out", param="echo")
-    req = TurnRequest(
-        model=check_str(body.get("model"), "model", allow_none=True),
-        raw_prompt=None if suffix else prompt,
-        fim=(prompt, suffix) if suffix else None,
-        grammar=completion_grammar(body),
-        max_tokens=_max_tokens(body, state, 16),
-        sampling=_sampling(body),
-        stop=check_stop(body.get("stop"), "stop"),
-        idle_ttl=parse_ttl(body.get("ttl")),
-        logprobs=_completion_logprobs(body, echo),
-    )
+    req = _completion_request(body, state)
     stream = check_bool(body.get("stream"), "stream", False)
+    if suffix:
+        if req.echo:
+            raise ApiError(400, "echo cannot be sent with suffix: leave one out", param="echo")
+        if not isinstance(prompt, str):
+            raise ApiError(400, "suffix takes a text prompt, not token ids", param="suffix")
+        req.fim = (prompt, suffix)
+    else:
+        req.raw_prompt = prompt
+    if stream and req.prompt_logprobs:
+        raise ApiError(
+            400,
+            "echo with logprobs is not streamed: the prompt's log probabilities come whole; leave stream out",
+            param="stream",
+        )
     include_usage = _include_usage(body)
     turn = await queue_turn(state, req)
     cid = f"cmpl-{uuid.uuid4().hex[:24]}"
@@ -904,14 +938,7 @@ async def completions(request: Request):
                 "object": "text_completion",
                 "created": created,
                 "model": turn.model_id,
-                "choices": [
-                    {
-                        "text": (prompt + text) if echo else text,
-                        "index": 0,
-                        "logprobs": _choice_logprobs(turn, len(prompt) if echo else 0),
-                        "finish_reason": end.finish_in(),
-                    }
-                ],
+                "choices": [_completion_choice(0, turn, text, end)],
                 "usage": _usage(end),
             }
         )
@@ -949,10 +976,10 @@ async def completions(request: Request):
     async def gen():
         end = None
         try:
-            if echo:
-                yield chunk(prompt)
             async for kind, value in turn.events():
-                if kind == "logprobs":
+                if kind == "echo":  # the prompt first (the turn says it before anything else)
+                    yield chunk(value)
+                elif kind == "logprobs":
                     held.add(value)
                 elif kind == "text":
                     yield chunk(value)

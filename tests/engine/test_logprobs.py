@@ -204,3 +204,90 @@ def test_an_engine_process_streams_the_entries_with_their_pieces(tiny_gguf, monk
 def test_a_token_that_is_part_of_a_character_is_written_as_its_bytes():
     assert token_text("é".encode()) == "é"
     assert token_text("é".encode()[:1]) == "bytes:\\xc3"
+
+
+# -- the prompt's ----------------------------------------------------------------------------------
+
+LONG = "the prompt of an eval harness, " * 5  # longer than one scoring decode (SCORE_ROWS)
+
+
+def _check_prompt(path, prompt_tokens, entries, top):
+    """The first token has no log probability; each later one the reference's."""
+    assert [e.token for e in entries] == list(prompt_tokens)
+    assert entries[0].logprob is None and entries[0].top == ()
+    ref = _reference(path, prompt_tokens[:1], prompt_tokens[1:])  # row i predicts token i + 1
+    for e, row in zip(entries[1:], ref, strict=True):
+        assert math.isclose(e.logprob, row[e.token], abs_tol=TOL)
+        assert len(e.top) == top
+        assert np.allclose([lp for _i, _d, lp in e.top], np.sort(row)[::-1][:top], atol=TOL)
+
+
+def test_a_prompts_log_probabilities_are_read_from_every_row_and_the_reply_follows(tiny_gguf):
+    from app.engine.logprobs import SCORE_ROWS
+
+    path = _tiny(tiny_gguf)
+    m = load_model(path, n_ctx=512, n_threads=1, isolate=False)
+    try:
+        plain = generate(m, LONG, max_tokens=6, sampling=GREEDY, stop=()).run()
+        # the KV of that prompt is there: scoring reads it again all the same
+        gen = generate(m, LONG, max_tokens=6, sampling=GREEDY, stop=(), logprobs=2, prompt_logprobs=True)
+        res = gen.run()
+        assert len(gen.prompt_tokens) > SCORE_ROWS and res.prompt_tokens_evaluated == len(gen.prompt_tokens)
+        _check_prompt(path, gen.prompt_tokens, res.prompt_logprobs, 2)
+        assert res.tokens == plain.tokens  # the reply is the one it would have been
+        _check(path, gen.prompt_tokens, res, 2)
+        # max_tokens 0: the prompt is read and scored, nothing generated
+        only = generate(m, LONG, max_tokens=0, stop=(), prompt_logprobs=True).run()
+        assert only.generated_tokens == 0 and only.finish_reason == "length" and only.text == ""
+        assert [e.logprob for e in only.prompt_logprobs] == [e.logprob for e in res.prompt_logprobs]
+        assert all(e.top == () for e in only.prompt_logprobs)
+        # and the next generation of that prompt reads its last token again (no stale logits)
+        after = generate(m, LONG, max_tokens=6, sampling=GREEDY, stop=()).run()
+        assert after.tokens == plain.tokens and after.prompt_logprobs is None
+    finally:
+        m.close()
+
+
+def test_scheduler_slots_score_their_prompts_beside_streams(tiny_gguf):
+    path = _tiny(tiny_gguf)
+    m = load_model(path, n_ctx=512, n_threads=1, isolate=False)
+    try:
+        sent: list[tuple] = []
+        sched = Scheduler(m, 3, sent.append, lambda gid: False)
+        gens = [
+            generate(m, "hello there", max_tokens=30, sampling=GREEDY, stop=()),
+            generate(m, LONG, max_tokens=4, sampling=GREEDY, stop=(), logprobs=3, prompt_logprobs=True),
+            generate(m, LONG + "again", max_tokens=0, stop=(), prompt_logprobs=True),
+        ]
+        for gid, g in enumerate(gens):
+            sched.submit(gid, gid, g)
+        steps = 0
+        while sched.active:
+            sched.step()
+            steps += 1
+            for gid in range(3):
+                sched.ack(gid)
+            assert steps < 500
+        assert sched.stats.max_seqs_in_batch >= 2
+        ends = {msg[1]: msg[3][0] for msg in sent if msg[0] == "end" and msg[2]}
+        assert set(ends) == {0, 1, 2}
+        assert ends[0].prompt_logprobs is None and ends[0].generated_tokens == 30
+        _check_prompt(path, gens[1].prompt_tokens, ends[1].prompt_logprobs, 3)
+        _check(path, gens[1].prompt_tokens, ends[1], 3)
+        _check_prompt(path, gens[2].prompt_tokens, ends[2].prompt_logprobs, 0)
+        assert ends[2].generated_tokens == 0 and ends[2].finish_reason == "length"
+        sched.close()
+    finally:
+        m.close()
+
+
+@pytest.mark.parametrize("parallel", [1, 2])
+def test_an_engine_process_returns_the_prompts_log_probabilities(tiny_gguf, monkeypatch, parallel):
+    path = _tiny(tiny_gguf)
+    monkeypatch.setenv("CALLISTO_ENGINE_PARALLEL", str(parallel))
+    m = load_model(path, n_ctx=512, n_threads=1)
+    try:
+        res = generate(m, LONG, max_tokens=0, stop=(), logprobs=1, prompt_logprobs=True).run()
+        _check_prompt(path, m.tokenize(LONG), res.prompt_logprobs, 1)
+    finally:
+        m.close()

@@ -58,6 +58,14 @@ def paths(tmp_path_factory) -> dict[str, Path]:
             eos="<|im_end|>",
             seed=5,
         ),
+        # a model that puts a BOS before every prompt
+        "tiny-bos": write_tiny_gguf(
+            folder / "tiny-bos.gguf",
+            bos="<s>",
+            eos="</s>",
+            seed=6,
+            extra_metadata={"tokenizer.ggml.add_bos_token": True},
+        ),
         # reasons ("x"), answers ("A"), then calls the calculator
         "caller": write_scripted_gguf(
             folder / "caller.gguf",
@@ -84,20 +92,31 @@ def server(paths) -> Iterator[object]:
 
 
 @pytest.fixture(scope="module")
-def reference(paths):
-    """The engine's entries for a raw prompt on the tiny model (one sequence, in this process)."""
-    m = load_model(paths["tiny"], n_ctx=2048, n_threads=1, isolate=False)
+def engines(paths):
+    """The tiny models loaded in this process (one sequence): the engine's own entries."""
+    models = {
+        name: load_model(paths[name], n_ctx=2048, n_threads=1, isolate=False) for name in ("tiny", "tiny-bos")
+    }
+    yield models
+    for m in models.values():
+        m.close()
+
+
+@pytest.fixture(scope="module")
+def reference(engines):
+    """The engine's entries for a raw prompt on the tiny model."""
     cache: dict[tuple[str, int, int], list] = {}
 
     def entries(prompt: str, max_tokens: int, top: int) -> list:
         key = (prompt, max_tokens, top)
         if key not in cache:
-            res = generate(m, prompt, max_tokens=max_tokens, sampling=GREEDY, stop=(), logprobs=top).run()
+            res = generate(
+                engines["tiny"], prompt, max_tokens=max_tokens, sampling=GREEDY, stop=(), logprobs=top
+            ).run()
             cache[key] = res.logprobs
         return cache[key]
 
-    yield entries
-    m.close()
+    return entries
 
 
 @pytest.fixture(scope="module")
@@ -239,6 +258,81 @@ def test_chat_logprobs_are_the_contents_not_the_reasoning_or_the_calls_markup(op
     assert [e.token for e in streamed] == ["</think>\n\n", "A"]
 
 
+def test_echo_with_logprobs_scores_the_prompt_as_an_eval_harness_asks(openai_client, engines):
+    """``echo`` with ``logprobs`` and ``max_tokens`` 0: the prompt's tokens and their log
+    probabilities (the first none), the engine's own; with a BOS the model adds, it comes first and
+    writes none of the echoed text."""
+    for name in ("tiny", "tiny-bos"):
+        m = engines[name]
+        ids = m.tokenize(PROMPT)
+        ref = (
+            generate(m, PROMPT, max_tokens=0, stop=(), logprobs=2, prompt_logprobs=True).run().prompt_logprobs
+        )
+        r = openai_client.completions.create(model=name, prompt=PROMPT, max_tokens=0, echo=True, logprobs=2)
+        c = r.choices[0]
+        assert c.text == PROMPT and r.usage.completion_tokens == 0
+        lp = c.logprobs
+        assert lp.tokens == [e.text for e in ref] and len(lp.tokens) == len(ids)
+        assert lp.token_logprobs[0] is None and lp.top_logprobs[0] is None
+        _same(lp.token_logprobs[1:], ref[1:])
+        assert all(len(t) == 2 for t in lp.top_logprobs[1:])
+        bos = name == "tiny-bos"
+        assert (lp.tokens[0] == "<s>") == bos
+        assert lp.text_offset[0] == 0 and lp.text_offset[1] == (0 if bos else len(lp.tokens[0]))
+
+
+def test_token_id_prompts_are_read_as_sent_and_echoed_as_their_text(openai_client, engines, reference):
+    """lm-eval-harness sends token ids, several prompts at once, one token to generate, echo and
+    logprobs: each choice's token_logprobs are its prompt's, then the reply's token."""
+    m = engines["tiny"]
+    texts = [PROMPT, "a b c d"]
+    ids = [m.tokenize(t) for t in texts]
+    r = openai_client.completions.create(
+        model="tiny", prompt=ids, max_tokens=1, temperature=0, echo=True, logprobs=1
+    )
+    for choice, prompt_ids, text in zip(r.choices, ids, texts, strict=True):
+        lp = choice.logprobs
+        assert len(lp.token_logprobs) == len(prompt_ids) + 1 and lp.token_logprobs[0] is None
+        assert choice.text.startswith(text) and lp.tokens[-1] == reference(text, 1, 0)[0].text
+        want = generate(m, prompt_ids, max_tokens=0, stop=(), logprobs=1, prompt_logprobs=True).run()
+        _same(lp.token_logprobs[1:-1], want.prompt_logprobs[1:])
+    # one token-id prompt, no echo: the reply to the same tokens as the text's
+    one = openai_client.completions.create(model="tiny", prompt=ids[0], max_tokens=6, temperature=0)
+    same = openai_client.completions.create(model="tiny", prompt=PROMPT, max_tokens=6, temperature=0)
+    assert one.choices[0].text == same.choices[0].text
+    # echo of token ids, streamed: the prompt's text first
+    chunks = list(
+        openai_client.completions.create(model="tiny", prompt=ids[1], max_tokens=3, echo=True, stream=True)
+    )
+    assert chunks[0].choices[0].text == texts[1]
+
+
+@pytest.mark.parametrize(
+    ("body", "param"),
+    [
+        ({"prompt": [5, 1_000_000]}, "prompt"),
+        ({"prompt": [-1]}, "prompt"),
+        ({"prompt": []}, "prompt"),
+        ({"prompt": [[]]}, "prompt"),
+        ({"prompt": [[1, 2], "text"], "max_tokens": 1}, None),  # a text beside token ids is fine
+        ({"prompt": [1, "a"]}, "prompt"),
+        ({"prompt": {"ids": [1]}}, "prompt"),
+        ({"prompt": "hi", "max_tokens": 0}, "max_tokens"),
+        ({"prompt": [1, 2], "suffix": "x"}, "suffix"),
+        ({"prompt": "hi", "echo": True, "logprobs": 1, "stream": True}, "stream"),
+    ],
+)
+def test_completion_prompts_that_cannot_be_read_are_a_400(server, body, param):
+    r = httpx.post(
+        server.url + "/v1/completions", json={"model": "tiny", "max_tokens": 2, **body}, timeout=60
+    )
+    if param is None:
+        assert r.status_code == 200, r.text
+        return
+    assert r.status_code == 400, r.text
+    assert r.json()["error"]["param"] == param
+
+
 @pytest.mark.parametrize(
     ("path", "extra", "param"),
     [
@@ -246,7 +340,6 @@ def test_chat_logprobs_are_the_contents_not_the_reasoning_or_the_calls_markup(op
         ("/v1/chat/completions", {"logprobs": True, "top_logprobs": 21}, "top_logprobs"),
         ("/v1/chat/completions", {"logprobs": "yes"}, "logprobs"),
         ("/v1/completions", {"logprobs": 21}, "logprobs"),
-        ("/v1/completions", {"logprobs": 2, "echo": True}, "echo"),
     ],
 )
 def test_what_cannot_be_given_is_a_400_that_names_its_field(server, path, extra, param):
