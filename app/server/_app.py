@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from app.engine.host import EngineHost
-from app.server import _anthropic, _llamacpp, _load, _ollama, _openai, _responses
+from app.server import _anthropic, _llamacpp, _load, _ollama, _openai, _pull, _responses
 from app.server._errors import ApiError, api_of_path, error_response
 from app.server._models import ModelCatalog, ModelEntry
 from app.server._state import ServerConfig, ServerState
@@ -72,6 +72,8 @@ def _routes():
         Route("/api/show", _ollama.show, methods=["POST"]),
         Route("/api/version", _ollama.version, methods=["GET"]),
         Route("/api/ps", _ollama.ps, methods=["GET"]),
+        Route("/api/pull", _pull.pull, methods=["POST"]),
+        Route("/api/delete", _pull.delete, methods=["DELETE"]),
         Route("/completion", _llamacpp.completion, methods=["POST"]),  # llama-server's own
         Route("/infill", _llamacpp.infill, methods=["POST"]),
         Route("/rerank", _llamacpp.rerank, methods=["POST"]),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
@@ -86,6 +87,36 @@ def _unique_ids(entries: Iterable[ModelEntry]) -> list[ModelEntry]:
     return out
 
 
+_HF = re.compile(
+    r"^(?:https?://)?(?:hf\.co|huggingface\.co)/(?P<repo>[^/:\s]+/[^/:\s]+)(?::(?P<tag>[^/\s]+))?$", re.I
+)
+
+
+def hf_name(name: str) -> tuple[str, str | None] | None:
+    """(repository, tag or None) of an Ollama Hugging Face name (``hf.co/{owner}/{repo}:{quant}``),
+    else None."""
+    m = _HF.match(name.strip())
+    if m is None:
+        return None
+    tag = m.group("tag")
+    return m.group("repo"), (None if tag is None or tag.lower() == "latest" else tag)
+
+
+def _pulled(entries: list[ModelEntry], name: str) -> ModelEntry | None:
+    """The entry of a model downloaded from the repository an Ollama Hugging Face name names (in
+    its folder of the library, ``app.engine.models.download.safe_destination``), with the tag in
+    its file name: a model pulled in an earlier run."""
+    parsed = hf_name(name)
+    if parsed is None:
+        return None
+    repo, tag = parsed
+    folder = re.sub(r"[^A-Za-z0-9._+-]", "_", repo.replace("/", "__")).lower()  # as safe_destination
+    for e in entries:
+        if e.path.parent.name.lower() == folder and (tag is None or tag.lower() in e.path.name.lower()):
+            return e
+    return None
+
+
 class ModelCatalog:
     """``resolve(name)``: by id, file name or path; a name that matches nothing is a 404 that lists
     the names. ``use_library=False`` offers only the given files (tests, ``serve --model`` alone).
@@ -100,6 +131,8 @@ class ModelCatalog:
         self._library = library
         self._lock = threading.Lock()
         self._entries: list[ModelEntry] | None = None
+        #: other names of the files (what a client pulled a model as: ``hf.co/owner/repo:Q4_K_M``)
+        self._aliases: dict[str, Path] = {}
         #: the named files' GGUF summaries (False: unreadable), by path, size and modification time
         self._summaries: dict[tuple[Path, int, int], Any] = {}
 
@@ -137,6 +170,25 @@ class ModelCatalog:
             self._entries = entries
         return list(entries)
 
+    def add(self, path: str | Path, *, alias: str | None = None) -> None:
+        """Offer the file at ``path`` from now on (a model pulled while the server runs), also under
+        ``alias``."""
+        p = Path(path).expanduser().resolve()
+        with self._lock:
+            if p not in self._paths:
+                self._paths.append(p)
+            if alias:
+                self._aliases[alias] = p
+            self._entries = None
+
+    def forget(self, path: str | Path) -> None:
+        """Offer the file at ``path`` no more (its model was deleted)."""
+        p = Path(path).expanduser().resolve()
+        with self._lock:
+            self._paths = [q for q in self._paths if q != p]
+            self._aliases = {k: v for k, v in self._aliases.items() if v != p}
+            self._entries = None
+
     def entry_for(self, path: str | Path) -> ModelEntry:
         """The entry of the file at ``path`` (one the catalog does not list gets a plain one)."""
         p = Path(path).expanduser().resolve()
@@ -163,13 +215,17 @@ class ModelCatalog:
             return entry
         for refresh in (False, True):
             entries = self.entries(refresh=refresh)
+            aliased = self._aliases.get(name)
             for e in entries:
-                if name in (e.id, e.path.name, str(e.path)):
+                if name in (e.id, e.path.name, str(e.path)) or e.path == aliased:
                     return e
             lowered = name.lower()
             for e in entries:
                 if lowered in (e.id.lower(), e.path.name.lower()):
                     return e
+            pulled = _pulled(entries, name)
+            if pulled is not None:
+                return pulled
         names = ", ".join(e.id for e in self.entries()) or "none"
         raise ApiError(
             404,

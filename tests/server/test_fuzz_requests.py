@@ -76,7 +76,7 @@ FIELDS: dict[str, list[tuple[Any, ...]]] = {
             "model messages tools tool_choice max_tokens max_completion_tokens temperature top_p n "
             "stream stream_options stop seed response_format parallel_tool_calls frequency_penalty "
             "presence_penalty logit_bias user top_k min_p typical_p repeat_penalty repetition_penalty "
-            "mirostat mirostat_tau mirostat_eta"
+            "mirostat mirostat_tau mirostat_eta logprobs top_logprobs"
         ).split()
     ]
     + [
@@ -90,7 +90,10 @@ FIELDS: dict[str, list[tuple[Any, ...]]] = {
         ("tools", 0, "function", "parameters"),
         ("tools", 0, "function", "parameters", "properties"),
     ],
-    "/v1/completions": [(k,) for k in "model prompt max_tokens echo stream stop temperature seed".split()],
+    "/v1/completions": [
+        (k,) for k in "model prompt max_tokens echo stream stop temperature seed logprobs".split()
+    ]
+    + [("prompt", 0)],
     "/v1/messages": [
         (k,)
         for k in (
@@ -100,7 +103,10 @@ FIELDS: dict[str, list[tuple[Any, ...]]] = {
     ]
     + [("messages", 0, "role"), ("messages", 0, "content"), ("tool_choice", "type")],
     "/v1/messages/count_tokens": [(k,) for k in "model messages system tools".split()],
-    "/api/chat": [(k,) for k in "model messages tools stream format options think keep_alive".split()]
+    "/api/chat": [
+        (k,)
+        for k in "model messages tools stream format options think keep_alive logprobs top_logprobs".split()
+    ]
     + [
         ("options", k)
         for k in (
@@ -117,7 +123,7 @@ FIELDS: dict[str, list[tuple[Any, ...]]] = {
     "/detokenize": [(k,) for k in "model tokens".split()] + [("tokens", 0)],
     "/completion": [
         (k,)
-        for k in "model prompt n_predict stream stop temperature top_k seed grammar response_fields".split()
+        for k in "model prompt n_predict stream stop temperature top_k seed grammar response_fields n_probs".split()
     ],
     "/infill": [
         (k,)
@@ -130,7 +136,8 @@ FIELDS: dict[str, list[tuple[Any, ...]]] = {
         (k,)
         for k in (
             "model input instructions tools tool_choice max_output_tokens temperature top_p stream "
-            "parallel_tool_calls max_tool_calls reasoning text previous_response_id background store include"
+            "parallel_tool_calls max_tool_calls reasoning text previous_response_id background store include "
+            "top_logprobs"
         ).split()
     ]
     + [

@@ -1,0 +1,251 @@
+"""Ollama's model management: ``POST /api/pull`` and ``DELETE /api/delete``, for the clients that
+manage an Ollama server's models (Open WebUI's model pull, ``ollama pull`` pointed at this server,
+the ollama SDK's ``pull``/``delete``).
+
+``/api/pull`` takes Ollama's Hugging Face names, ``hf.co/{owner}/{repo}[:{quant}]`` (also
+``huggingface.co/...``): the repository's GGUF files are listed on the hub (``HF_ENDPOINT``, the
+user's token), the quant the tag names is chosen (its quantization, or a part of its file name;
+without a tag Q4_K_M where the repository has it, as Ollama picks, else the best of the usual
+quants), and its files (every shard, and the matching vision projector) are downloaded into the
+model library's folder as the window downloads them (``app.engine.models.download``: resumed
+after a dropped connection, the sha256 checked, never a half file under a ``.gguf`` name), then
+registered in the library and offered by this server under the name pulled. A file already there
+with its size is not downloaded again. Streamed (the default), the answer is Ollama's progress
+lines: ``pulling manifest``, ``pulling <digest>`` with ``total`` and ``completed``, ``verifying
+sha256 digest``, ``writing manifest``, ``success``; an error is a last ``{"error": ...}`` line. A
+client that leaves cancels the download (the partial file stays, so a later pull resumes it).
+A name of Ollama's own registry (``llama3.2``) is a 404 that says how to name a Hugging Face
+model; a model already offered is a success at once.
+
+``/api/delete`` deletes a model Callisto downloaded (its files, unloading it first); a file the
+user keeps elsewhere (a ``--model`` path, a folder the library reads) is a 403 that says where to
+remove it, and is never touched.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from app.server._common import _watch_disconnect, check_bool, check_str, request_body
+from app.server._errors import ApiError, shown
+from app.server._json import json_bytes, json_response
+from app.server._models import hf_name
+
+if TYPE_CHECKING:
+    from starlette.requests import Request
+
+    from app.server._state import ServerState
+
+__all__ = ["delete", "pull"]
+
+#: the quants a pull without a tag takes, the first the repository has (Ollama's default first)
+DEFAULT_QUANTS = ("Q4_K_M", "Q4_K_S", "Q5_K_M", "Q4_0", "IQ4_XS", "Q5_K_S", "Q6_K", "Q8_0")
+#: how often a streamed pull says how far it got
+_PROGRESS_S = 0.25
+
+
+def _choose(models: list[Any], repo: str, tag: str | None) -> Any:
+    """The repository's model the tag names (see the module docstring)."""
+    usable = [m for m in models if not m.is_projector and m.complete]
+    if not usable:
+        raise ApiError(404, f"{repo} has no GGUF model to pull", code="model_not_found")
+    if tag is None:
+        for quant in DEFAULT_QUANTS:
+            for m in usable:
+                if (m.quantization or "").upper() == quant:
+                    return m
+        return usable[0]
+    want = tag.lower()
+    for m in usable:
+        if (m.quantization or "").lower() == want:
+            return m
+    for m in usable:
+        if want in m.filename.rsplit("/", 1)[-1].lower():
+            return m
+    have = sorted({m.quantization or m.filename.rsplit("/", 1)[-1] for m in usable})
+    raise ApiError(
+        404, f"{repo} has no GGUF for the tag {shown(tag)}; it has {', '.join(have)}", code="model_not_found"
+    )
+
+
+def _library(state: ServerState) -> Any:
+    catalog = state.catalog
+    if catalog._library is None:
+        from app.engine.models.library import Library
+
+        catalog._library = Library()
+    return catalog._library
+
+
+class _Pull:
+    """One pull on a worker thread: its progress lines go to ``lines`` (None: the end)."""
+
+    def __init__(self, state: ServerState, name: str, repo: str, tag: str | None):
+        from app.engine.models.download import DownloadControl
+
+        self.state = state
+        self.name = name
+        self.repo = repo
+        self.tag = tag
+        self.control = DownloadControl()
+        self.loop = asyncio.get_running_loop()
+        self.lines: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
+
+    def say(self, line: dict[str, Any] | None) -> None:
+        self.loop.call_soon_threadsafe(self.lines.put_nowait, line)
+
+    def run(self) -> None:
+        try:
+            self._run()
+            self.say({"status": "success"})
+        except ApiError as err:
+            self.say({"error": err.message, "_status": err.status})
+        except Exception as exc:  # noqa: BLE001 - the hub's and the download's errors, in words
+            self.say({"error": f"pulling {self.name} failed: {exc}", "_status": 500})
+        finally:
+            self.say(None)
+
+    def _run(self) -> None:
+        from app.engine.models.errors import HubOfflineError, HubUnavailableError
+        from app.engine.models.hub import HubClient
+
+        self.say({"status": "pulling manifest"})
+        hub = HubClient()
+        try:
+            models = hub.list_ggufs(self.repo)
+        except (HubOfflineError, HubUnavailableError) as exc:
+            raise ApiError(
+                404 if "404" in str(exc) or "not found" in str(exc).lower() else 502, str(exc)
+            ) from exc
+        model = _choose(models, self.repo, self.tag)
+        library = _library(self.state)
+        jobs = hub.download_jobs(model, library.models_dir)
+        if model.projector is not None:
+            jobs += hub.download_jobs(model.projector, library.models_dir)
+        for job in jobs:
+            self._fetch(job, library)
+        self.say({"status": "writing manifest"})
+        first = Path(jobs[0].dest)
+        self.state.catalog.add(first, alias=self.name)
+
+    def _fetch(self, job: Any, library: Any) -> None:
+        """Download one file (saying how far it got), unless it is there whole; register it."""
+        from app.engine.models.download import download_file
+
+        digest = f"sha256:{job.sha256}" if job.sha256 else job.filename
+        status = f"pulling {(job.sha256 or job.filename)[:12]}"
+        dest = Path(job.dest)
+        if dest.is_file() and (job.size is None or dest.stat().st_size == job.size):
+            self.say({"status": status, "digest": digest, "total": job.size, "completed": job.size})
+            return
+        last = 0.0
+
+        def progress(done: int, total: int | None, _speed: float, _attempt: int) -> None:
+            nonlocal last
+            now = time.monotonic()
+            if now - last >= _PROGRESS_S:
+                last = now
+                self.say({"status": status, "digest": digest, "total": total or job.size, "completed": done})
+
+        path = download_file(job, control=self.control, progress=progress)
+        self.say({"status": status, "digest": digest, "total": job.size, "completed": job.size})
+        self.say({"status": "verifying sha256 digest"})  # (download_file checked it)
+        library.register_download(path, repo_id=job.repo_id, filename=job.filename, sha256=job.sha256)
+
+
+async def pull(request: Request):
+    state, body = await request_body(request)
+    name = check_str(body.get("model", body.get("name")), "model", allow_none=True) or ""
+    if not name.strip():
+        raise ApiError(
+            400, "model is empty: name the model to pull, as hf.co/{owner}/{repo}:{quant}", param="model"
+        )
+    stream = check_bool(body.get("stream"), "stream", True)
+    parsed = hf_name(name)
+    if parsed is None:
+        try:
+            state.catalog.resolve(name)
+        except ApiError:
+            raise ApiError(
+                404,
+                f"{shown(name)} is a name of Ollama's registry, which this server does not pull from: "
+                "name a GGUF model on Hugging Face as hf.co/{owner}/{repo}:{quant} "
+                "(e.g. hf.co/bartowski/Llama-3.2-1B-Instruct-GGUF:Q4_K_M)",
+                code="model_not_found",
+            ) from None
+        return _answer(stream, [{"status": "success"}])
+    job = _Pull(state, name, *parsed)
+    worker = threading.Thread(target=job.run, name="callisto-pull", daemon=True)
+    worker.start()
+    if not stream:
+        last: dict[str, Any] = {}
+        watcher = asyncio.ensure_future(_watch_disconnect(request, job.control.cancel))
+        try:
+            while (line := await job.lines.get()) is not None:
+                last = line
+        finally:
+            watcher.cancel()
+            job.control.cancel.set()  # (done by now, unless the client left)
+        if "error" in last:
+            raise ApiError(int(last.pop("_status")), last["error"])
+        return json_response(last)
+
+    from starlette.responses import StreamingResponse
+
+    async def lines():
+        # a client that leaves stops the download (its part file stays), even while the hub is silent
+        watcher = asyncio.ensure_future(_watch_disconnect(request, job.control.cancel))
+        try:
+            while (line := await job.lines.get()) is not None:
+                line.pop("_status", None)
+                yield json_bytes(line) + b"\n"
+        finally:
+            watcher.cancel()
+            job.control.cancel.set()
+
+    return StreamingResponse(lines(), media_type="application/x-ndjson")
+
+
+def _answer(stream: bool, lines: list[dict[str, Any]]):
+    if not stream:
+        return json_response(lines[-1])
+    from starlette.responses import Response
+
+    return Response(
+        b"".join(json.dumps(x).encode() + b"\n" for x in lines), media_type="application/x-ndjson"
+    )
+
+
+async def delete(request: Request):
+    from starlette.concurrency import run_in_threadpool
+    from starlette.responses import Response
+
+    state, body = await request_body(request)
+    name = check_str(body.get("model", body.get("name")), "model", allow_none=True) or ""
+    if not name.strip():
+        raise ApiError(400, "model is empty: name the model to delete", param="model")
+    entry = state.catalog.resolve(name)
+
+    def remove() -> None:
+        library = _library(state)
+        found = next((m for m in library.scan() if m.path.resolve() == entry.path), None)
+        if found is None or not found.deletable_without_confirmation:
+            raise ApiError(
+                403,
+                f"{entry.path} is not a file Callisto downloaded, so it is not deleted here: remove it "
+                "where you keep it (or in the window's Models page)",
+                code="model_not_deletable",
+            )
+        state.reaper.expire(entry)  # unloaded now if idle
+        if state.host.model(entry.path) is not None:
+            raise ApiError(409, f"{entry.id} is in use: delete it once its requests end", code="model_in_use")
+        library.delete(found)
+        state.catalog.forget(entry.path)
+
+    await run_in_threadpool(remove)
+    return Response(status_code=200)

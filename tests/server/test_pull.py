@@ -1,0 +1,178 @@
+"""Ollama's ``/api/pull`` and ``/api/delete``: a model named ``hf.co/{owner}/{repo}:{quant}`` is
+downloaded from a real local hub (``tests.support.fake_hub``, real tiny GGUFs, ``HF_ENDPOINT``) into
+the library's folder and served under that name; the official ollama client drives it against a
+real server on a loopback port."""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from app.engine.models.tiny import write_tiny_gguf
+from tests.server.test_idle_ttl import FakeClock, _server
+from tests.support.fake_hub import FakeHub
+from tests.ui.scripted_gguf import CHATML
+
+REPO = "acme/Tiny-Chat-GGUF"
+USER = [{"role": "user", "content": "Hi"}]
+
+
+def _gguf(folder: Path, name: str, seed: int) -> bytes:
+    return write_tiny_gguf(
+        folder / name,
+        chat_template=CHATML,
+        control_tokens=["<|im_start|>", "<|im_end|>"],
+        bos=None,
+        eos="<|im_end|>",
+        seed=seed,
+    ).read_bytes()
+
+
+@pytest.fixture
+def hub(tmp_path) -> Iterator[FakeHub]:
+    src = tmp_path / "src"
+    src.mkdir()
+    h = FakeHub()
+    h.add_repo(
+        REPO,
+        {
+            "Tiny-Chat-Q8_0.gguf": _gguf(src, "a.gguf", 1),
+            "Tiny-Chat-Q4_K_M.gguf": _gguf(src, "b.gguf", 2),
+            "README.md": b"# Tiny\n",
+        },
+    )
+    h.start()
+    yield h
+    h.release.set()
+    h.stop()
+
+
+@pytest.fixture
+def server(hub, tmp_path, monkeypatch) -> Iterator[object]:
+    monkeypatch.setenv("HF_ENDPOINT", hub.url)
+    monkeypatch.setenv("HF_TOKEN", "")
+    own = tmp_path / "own" / "mine.gguf"
+    own.parent.mkdir()
+    own.write_bytes(_gguf(tmp_path / "src", "c.gguf", 3))
+    yield from _server({"mine": own}, FakeClock())
+
+
+@pytest.fixture
+def client(server):
+    import ollama
+
+    return ollama.Client(host=server.url, timeout=60)
+
+
+def _models_dir() -> Path:
+    from app.storage import paths
+
+    return paths.models_dir()
+
+
+def test_a_hugging_face_name_is_pulled_with_progress_then_served_under_it(client, hub):
+    name = f"hf.co/{REPO}:Q8_0"
+    lines = list(client.pull(name, stream=True))
+    statuses = [p.status for p in lines]
+    assert statuses[0] == "pulling manifest" and statuses[-1] == "success"
+    assert "verifying sha256 digest" in statuses and "writing manifest" in statuses
+    digest = f"sha256:{hub.sha256(REPO, 'Tiny-Chat-Q8_0.gguf')}"
+    pulling = [p for p in lines if p.digest == digest]
+    assert pulling and pulling[-1].completed == pulling[-1].total == len(
+        hub.repos[REPO].files["Tiny-Chat-Q8_0.gguf"]
+    )
+    path = _models_dir() / "acme__Tiny-Chat-GGUF" / "Tiny-Chat-Q8_0.gguf"
+    assert path.read_bytes() == hub.repos[REPO].files["Tiny-Chat-Q8_0.gguf"]
+    # served under the name pulled, listed, and in the library as a file Callisto downloaded
+    r = client.chat(model=name, messages=USER, options={"num_predict": 3})
+    assert r.done and r.eval_count == 3
+    assert "Tiny-Chat-Q8_0" in [m.model for m in client.list().models]
+    from app.engine.models.library import Library
+
+    found = [m for m in Library().scan() if m.path.resolve() == path.resolve()]
+    assert found and found[0].deletable_without_confirmation
+    # pulled again: nothing downloaded a second time
+    fetched = hub.count("GET", "/_cdn/")
+    assert client.pull(name).status == "success"
+    assert hub.count("GET", "/_cdn/") == fetched
+
+
+def test_without_a_tag_q4_k_m_is_pulled_and_a_tag_the_repo_lacks_is_a_404(client):
+    assert client.pull(f"hf.co/{REPO}").status == "success"
+    assert (_models_dir() / "acme__Tiny-Chat-GGUF" / "Tiny-Chat-Q4_K_M.gguf").is_file()
+    assert not (_models_dir() / "acme__Tiny-Chat-GGUF" / "Tiny-Chat-Q8_0.gguf").exists()
+    import ollama
+
+    with pytest.raises(ollama.ResponseError) as err:
+        client.pull(f"hf.co/{REPO}:Q2_K")
+    assert err.value.status_code == 404 and "Q4_K_M" in str(err.value) and "Q8_0" in str(err.value)
+    with pytest.raises(ollama.ResponseError) as err:
+        client.pull("hf.co/acme/no-such-repo:Q4_K_M")
+    assert err.value.status_code in (404, 502)
+
+
+def test_a_name_of_ollamas_registry_says_how_to_name_a_hugging_face_model(client, server):
+    import ollama
+
+    with pytest.raises(ollama.ResponseError) as err:
+        client.pull("llama3.2")
+    assert err.value.status_code == 404 and "hf.co/" in str(err.value)
+    # a model the server already offers is there: a success at once
+    assert client.pull("mine").status == "success"
+
+
+def test_a_client_that_leaves_stops_the_download_and_a_later_pull_resumes_it(client, server, hub):
+    name = f"hf.co/{REPO}:Q8_0"
+    data = hub.repos[REPO].files["Tiny-Chat-Q8_0.gguf"]
+    hub.hold_after["Tiny-Chat-Q8_0.gguf"] = len(data) // 2
+    dest = _models_dir() / "acme__Tiny-Chat-GGUF" / "Tiny-Chat-Q8_0.gguf"
+    part = dest.with_name(dest.name + ".part")
+    body = json.dumps({"model": name}).encode()
+    host, port = server.url.rsplit("//", 1)[1].split(":")
+    with socket.create_connection((host, int(port)), timeout=60) as conn:
+        conn.sendall(
+            f"POST /api/pull HTTP/1.1\r\nHost: {host}:{port}\r\n".encode()
+            + b"Content-Type: application/json\r\n"
+            + f"Content-Length: {len(body)}\r\n\r\n".encode()
+            + body
+        )
+        assert conn.recv(4096).startswith(b"HTTP/1.1 200")
+        assert hub.held.wait(60)  # half of the file is sent and the hub holds the rest: the client leaves
+    # the server sees the client go and stops the download (the hub still holds the rest)
+    for _ in range(2400):
+        if not any(t.name == "callisto-pull" for t in threading.enumerate()):
+            break
+        time.sleep(0.05)
+    assert not any(t.name == "callisto-pull" for t in threading.enumerate())
+    assert part.exists()
+    assert not dest.exists()
+    hub.release.set()
+    assert client.pull(name).status == "success"
+    assert dest.read_bytes() == data
+    assert any(rng and rng.startswith("bytes=") and rng != "bytes=0-" for _m, _p, rng in hub.requests)
+
+
+def test_delete_removes_a_downloaded_model_and_never_the_users_own_file(client, server):
+    name = f"hf.co/{REPO}:Q4_K_M"
+    client.pull(name)
+    client.chat(model=name, messages=USER, options={"num_predict": 1})  # loaded: unloaded first
+    path = _models_dir() / "acme__Tiny-Chat-GGUF" / "Tiny-Chat-Q4_K_M.gguf"
+    assert path.is_file()
+    client.delete(name)
+    assert not path.exists()
+    assert "Tiny-Chat-Q4_K_M" not in [m.model for m in client.list().models]
+    import ollama
+
+    with pytest.raises(ollama.ResponseError) as err:
+        client.chat(model=name, messages=USER)
+    assert err.value.status_code == 404
+    with pytest.raises(ollama.ResponseError) as err:
+        client.delete("mine")
+    assert err.value.status_code == 403
+    assert "mine" in [m.model for m in client.list().models]
