@@ -12,10 +12,13 @@ Public API::
 given (the window's: one queue and one set of loaded models for the chat and the server) and
 neither starts nor stops it; without one it runs an engine of its own (``python -m app serve``).
 
-Endpoints: ``/v1/chat/completions``, ``/v1/completions``, ``/v1/models`` (OpenAI),
-``/v1/messages``, ``/v1/messages/count_tokens`` (Anthropic), ``/api/chat``, ``/api/generate``,
-``/api/tags``, ``/api/show``, ``/api/version``, ``/api/ps`` (Ollama), ``/v1/models/load``,
-``/v1/models/unload`` (load options; also under ``/api/v1/models/`` for LM Studio's clients). Every generation runs on the engine host's one thread
+Endpoints: ``/v1/chat/completions``, ``/v1/completions``, ``/v1/responses``, ``/v1/embeddings``,
+``/v1/models`` (OpenAI), ``/v1/messages``, ``/v1/messages/count_tokens`` (Anthropic),
+``/api/chat``, ``/api/generate``, ``/api/embed``, ``/api/embeddings``, ``/api/tags``, ``/api/show``,
+``/api/version``, ``/api/ps``, ``/api/pull``, ``/api/delete`` (Ollama), ``/completion``,
+``/infill``, ``/rerank``, ``/tokenize``, ``/detokenize``, ``/props``, ``/health`` (llama-server),
+``/v1/models/load``, ``/v1/models/unload`` (load options; also under ``/api/v1/models/`` for LM
+Studio's clients). Token log probabilities come where each API has them (``_logprobs``). Every generation runs on the engine host's one thread
 behind a bounded queue; calls are parsed and returned, never run (the client runs its tools).
 Names load lazily: ``import app.server`` imports neither Starlette nor llama.cpp.
 
