@@ -192,12 +192,15 @@ def _stats(end: TurnEnd | None) -> dict[str, Any]:
     }
 
 
-def _with_logprobs(
-    out: dict[str, Any], req: TurnRequest, entries: list[Any], *, chunk: bool = False
+def _part(
+    turn: Any, fields: dict[str, Any], end: TurnEnd | None, entries: list[Any], *, chunk: bool = True
 ) -> dict[str, Any]:
-    """``out`` with Ollama's ``logprobs`` when the request asked for them (a streamed chunk: only
-    when it has some, those of the tokens since the last chunk)."""
-    if req.logprobs is not None and (entries or not chunk):
+    """One answer of ``/api/chat`` or ``/api/generate`` (a streamed line, or with ``chunk`` False
+    the whole reply): ``fields``, done with the counts once ``end`` is there, and Ollama's
+    ``logprobs`` when the request asked for them (a streamed line: only when it has some, those
+    of the tokens since the last one)."""
+    out = {"model": turn.model_id, "created_at": _now(), **fields, "done": end is not None, **_stats(end)}
+    if turn.req.logprobs is not None and (entries or not chunk):
         out["logprobs"] = ollama_logprobs(entries)
     return out
 
@@ -339,8 +342,9 @@ async def chat(request: Request):
             message["thinking"] = reasoning
         if calls:
             message["tool_calls"] = [_call(c) for c in calls]
-        out = {"model": turn.model_id, "created_at": _now(), "message": message, "done": True, **_stats(end)}
-        return json_response(_with_logprobs(out, req, turn.logprob_entries(held.kinds)))
+        return json_response(
+            _part(turn, {"message": message}, end, turn.logprob_entries(held.kinds), chunk=False)
+        )
 
     async def gen():
         end = None
@@ -360,16 +364,9 @@ async def chat(request: Request):
                 elif kind == "end":
                     end = value
                 if msg is not None:
-                    out = {"model": turn.model_id, "created_at": _now(), "message": msg, "done": False}
-                    yield _ndjson(_with_logprobs(out, req, held.take(), chunk=True))
-            last = {
-                "model": turn.model_id,
-                "created_at": _now(),
-                "message": {"role": "assistant", "content": ""},
-                "done": True,
-                **_stats(end),
-            }
-            yield _ndjson(_with_logprobs(last, req, held.take(), chunk=True))
+                    yield _ndjson(_part(turn, {"message": msg}, None, held.take()))
+            assert end is not None
+            yield _ndjson(_part(turn, {"message": {"role": "assistant", "content": ""}}, end, held.take()))
         except ApiError as err:
             yield _ndjson({"error": err.message})
         finally:
@@ -439,34 +436,23 @@ async def generate(request: Request):
     if not stream:
         text, reasoning, _calls, end = await turn.collect(request)
         turn.log(request, end, 0)
-        out = {"model": turn.model_id, "created_at": _now(), "response": text, "done": True, **_stats(end)}
-        if reasoning:
-            out["thinking"] = reasoning
-        return json_response(_with_logprobs(out, req, turn.logprob_entries(held.kinds)))
+        whole: dict[str, Any] = {"response": text, **({"thinking": reasoning} if reasoning else {})}
+        return json_response(_part(turn, whole, end, turn.logprob_entries(held.kinds), chunk=False))
 
     async def gen():
         end = None
         try:
             async for kind, value in turn.events():
-                out: dict[str, Any] | None = None
                 if kind == "logprobs":
                     held.add(value)
                 elif kind == "text":
-                    out = {"model": turn.model_id, "created_at": _now(), "response": value, "done": False}
+                    yield _ndjson(_part(turn, {"response": value}, None, held.take()))
                 elif kind == "reasoning":
-                    out = {
-                        "model": turn.model_id,
-                        "created_at": _now(),
-                        "response": "",
-                        "thinking": value,
-                        "done": False,
-                    }
+                    yield _ndjson(_part(turn, {"response": "", "thinking": value}, None, held.take()))
                 elif kind == "end":
                     end = value
-                if out is not None:
-                    yield _ndjson(_with_logprobs(out, req, held.take(), chunk=True))
-            last = {"model": turn.model_id, "created_at": _now(), "response": "", "done": True, **_stats(end)}
-            yield _ndjson(_with_logprobs(last, req, held.take(), chunk=True))
+            assert end is not None
+            yield _ndjson(_part(turn, {"response": ""}, end, held.take()))
         except ApiError as err:
             yield _ndjson({"error": err.message})
         finally:
