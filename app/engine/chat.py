@@ -426,6 +426,7 @@ class LocalReplies:
         reasoning_format: str | None = None,
         logprobs: int | None = None,
         prompt_logprobs: bool = False,
+        prediction: str | None = None,
     ):
         from app.engine.formats import FORMATS
 
@@ -463,6 +464,8 @@ class LocalReplies:
         #: the prompt's log probabilities too (its first generation's: ``prompt_entries``)
         self.prompt_logprobs = prompt_logprobs
         self.prompt_entries: list[Any] | None = None
+        #: what the reply is expected to say (OpenAI's predicted output): drafted from, round 1
+        self.prediction = prediction
 
     def render(self) -> str:
         """The prompt of the next generation."""
@@ -568,6 +571,7 @@ class LocalReplies:
                 stop=self.stop,
                 logprobs=self.logprobs,
                 prompt_logprobs=self.prompt_logprobs,
+                prediction=self.prediction if round == 1 else None,
             )
             started = time.monotonic()
             live = self.live

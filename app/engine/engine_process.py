@@ -790,6 +790,7 @@ class ProcessBackend:
             "constraint": handle,
             "logprobs": gen.logprobs,
             "prompt_logprobs": gen.prompt_logprobs,
+            "prediction": gen.prediction,
         }
         body = prompt if isinstance(prompt, str) else [int(t) for t in prompt]
         gen.handle, gen.n_prompt = engine.call("prepare", body, kwargs)

@@ -43,6 +43,7 @@ class Generation:
         progress: Callable[[int, int], None] | None = None,
         logprobs: int | None = None,
         prompt_logprobs: bool = False,
+        prediction: str | None = None,
     ):
         self.model = model
         self.progress = progress
@@ -61,6 +62,10 @@ class Generation:
         #: the prompt's log probabilities too (the result's ``prompt_logprobs``; ``logprobs``
         #: alternatives a token): the prompt is read whole, with logits at every row
         self.prompt_logprobs = prompt_logprobs
+        #: what the reply is expected to say (OpenAI's predicted output): drafted from
+        #: (``app.engine.speculative``), as ``prediction_tokens`` once the backend tokenized it
+        self.prediction = prediction
+        self.prediction_tokens: list[int] = []
         #: the prompt's length in tokens (set by the backend's ``prepare``)
         self.n_prompt = 0
         #: the prompt's tokens, for a backend that runs here (the engine process keeps its own)
@@ -108,6 +113,7 @@ def generate(
     progress: Callable[[int, int], None] | None = None,
     logprobs: int | None = None,
     prompt_logprobs: bool = False,
+    prediction: str | None = None,
 ) -> Generation:
     """Prepare a generation of ``prompt`` (rendered text or token ids).
 
@@ -124,7 +130,9 @@ def generate(
     probability is added to ``Generation.token_logprobs`` before its text is yielded, and the
     whole list is the result's ``logprobs`` (``app.engine.logprobs``). ``prompt_logprobs``: the
     prompt's tokens' too, in the result's ``prompt_logprobs`` (with ``max_tokens`` 0 the prompt is
-    read and nothing generated).
+    read and nothing generated). ``prediction``: the text the reply is expected to say (OpenAI's
+    predicted outputs), which speculative decoding drafts from where the model can draft; the
+    reply is the model's own either way.
     """
     from app.engine.logprobs import MAX_TOP_LOGPROBS
 
@@ -146,6 +154,7 @@ def generate(
         progress=progress,
         logprobs=logprobs,
         prompt_logprobs=prompt_logprobs,
+        prediction=prediction or None,
     )
     model.backend.prepare(gen, prompt)
     return gen

@@ -557,6 +557,8 @@ class InProcessBackend:
             self.validate_grammar(gen.grammar)
         gen.prompt_tokens = tokens
         gen.n_prompt = len(tokens)
+        if gen.prediction and self.can_draft:
+            gen.prediction_tokens = self.tokenize_text(gen.prediction, special=False)
 
     def stream(self, gen: Generation) -> Iterator[str]:
         model = gen.model
@@ -622,10 +624,11 @@ class InProcessBackend:
                     grammar=grammar_obj,
                     **gen.sampling.llama_kwargs(),
                 )
-                if self.can_draft and (self.ngram_draft or self.draft is not None):
+                if self.can_draft and (self.ngram_draft or self.draft is not None or gen.prediction_tokens):
                     spec = Speculation.start(
                         gen.prompt_tokens,
                         ngram=self.ngram_draft,
+                        hint=gen.prediction_tokens,
                         cost=self.decode_cost,
                         # a draft model reads token ids only: none for a prompt with images
                         model_draft=self.draft.propose

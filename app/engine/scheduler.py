@@ -316,7 +316,12 @@ class Scheduler:
             grammar=grammar,
             **gen.sampling.llama_kwargs(),
         )
-        job.spec = Speculation.start(prompt, cost=self.decode_cost) if self.ngram_draft else None
+        hint = gen.prediction_tokens
+        job.spec = (
+            Speculation.start(prompt, cost=self.decode_cost, ngram=self.ngram_draft, hint=hint)
+            if self.ngram_draft or hint
+            else None
+        )
         if self.kv is not None and job.budget > 0:
             # save the conversation this slot leaves, restore the one this prompt continues
             slot.cached = self.kv.before_start(self._ctx.ctx, slot.seq, slot.cached, prompt)

@@ -280,6 +280,9 @@ class Speculation:
     model_draft: Callable[[Sequence[int], int], list[int]] | None = None
     #: the prompt and the kept tokens (kept for a draft model only)
     history: list[int] | None = None
+    #: what the reply is expected to say (OpenAI's predicted output), as tokens: looked up after
+    #: the prompt, so a reply that follows it drafts from it first
+    hint: Sequence[int] = ()
     drafted: int = 0
     accepted: int = 0
     produced: int = 0
@@ -293,19 +296,24 @@ class Speculation:
         ngram: bool = True,
         cost: DecodeCost | None = None,
         model_draft: Callable[[Sequence[int], int], list[int]] | None = None,
+        hint: Sequence[int] = (),
     ) -> Speculation:
+        """A reply's drafting; ``hint``: the tokens it is expected to say (n-gram lookup runs over
+        them too, even with ``ngram`` off: the client asked for it)."""
         return cls(
-            drafter=NgramDrafter() if ngram else None,
+            drafter=NgramDrafter() if ngram or hint else None,
             policy=DraftPolicy(cost),
             prompt=prompt,
             model_draft=model_draft,
             history=None if model_draft is None else list(prompt),
+            hint=hint,
         )
 
     def kept(self, token: int) -> None:
         if self.drafter is not None:
             if self.produced == 0:
                 self.drafter.extend(self.prompt)
+                self.drafter.extend(self.hint)
             self.drafter.append(int(token))
         if self.history is not None:
             self.history.append(int(token))

@@ -113,6 +113,9 @@ class TurnRequest:
     #: the prompt's text is wanted (a completion's ``echo``): the turn emits ``("echo", text)``
     #: first (a prompt of token ids is written as its tokens' text)
     echo: bool = False
+    #: what the reply is expected to say (OpenAI's ``prediction``): speculative decoding drafts
+    #: from it (``app.engine.speculative``); the reply is the model's own either way
+    prediction: str | None = None
 
     @property
     def max_calls(self) -> int:
@@ -412,6 +415,7 @@ class _RequestReplies(LocalReplies):
             deadline_s=req.deadline_s,
             logprobs=req.logprobs,
             prompt_logprobs=req.prompt_logprobs,
+            prediction=req.prediction,
         )
         self.req = req
         self.prompt = turn.text

@@ -352,8 +352,33 @@ def parse_chat_request(
         template_kwargs=_template_kwargs(body.get("chat_template_kwargs")),
         idle_ttl=parse_ttl(body.get("ttl")),
         logprobs=read_chat_logprobs(body),
+        prediction=_prediction(body.get("prediction")),
     )
     return req, stream, usage
+
+
+def _prediction(value: Any) -> str | None:
+    """OpenAI's ``prediction`` (predicted outputs: ``{"type": "content", "content": text or text
+    parts}``): the text the reply is expected to say, which speculative decoding drafts from."""
+    if value is None:
+        return None
+    if not isinstance(value, dict) or value.get("type") != "content":
+        raise ApiError(400, 'prediction must be {"type": "content", "content": ...}', param="prediction")
+    content = value.get("content")
+    if isinstance(content, list):
+        parts = []
+        for i, part in enumerate(content):
+            if (
+                not isinstance(part, dict)
+                or part.get("type") != "text"
+                or not isinstance(part.get("text"), str)
+            ):
+                raise ApiError(400, f"prediction.content[{i}] must be a text part", param="prediction")
+            parts.append(part["text"])
+        content = "".join(parts)
+    if not isinstance(content, str):
+        raise ApiError(400, "prediction.content must be a string or text parts", param="prediction")
+    return content or None
 
 
 def _include_usage(body: dict[str, Any]) -> bool:

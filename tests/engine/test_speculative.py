@@ -607,3 +607,36 @@ def test_a_draft_in_a_shared_step_costs_more_and_the_policy_drafts_less():
     # a GPU (a decode of a few tokens costs little more than one) drafts in a shared step too
     gpu = DraftPolicy(DecodeCost(alpha=0.02))
     assert gpu.size(0, 3, sharing=8) > 0
+
+
+# -- predicted outputs ---------------------------------------------------------------------------
+
+
+def test_a_prediction_is_drafted_from_even_with_ngram_drafting_off(tiny_gguf):
+    """OpenAI's predicted outputs: the text the reply is expected to say. The prompt does not hold
+    the sentence the grammar forces, so only the prediction can draft it; the reply is the same
+    with a right prediction, a wrong one and none."""
+    m = load_model(_tiny(tiny_gguf), n_ctx=512, n_threads=1, isolate=False)
+    try:
+        m.backend.ngram_draft = False
+        kw = dict(max_tokens=60, sampling=GREEDY, grammar=f'root ::= "{SENTENCE}"', stop=())
+        plain = generate(m, "say it\n", **kw).run()
+        right = generate(m, "say it\n", prediction=SENTENCE, **kw).run()
+        wrong = generate(m, "say it\n", prediction="lorem ipsum dolor sit amet " * 3, **kw).run()
+        assert plain.text == right.text == wrong.text == SENTENCE
+        assert plain.tokens == right.tokens == wrong.tokens
+        assert plain.draft_tokens == 0 and right.draft_accepted > 10
+        assert wrong.draft_accepted <= wrong.draft_tokens
+        # in a scheduler slot too
+        sent: list[tuple] = []
+        sched = Scheduler(m, 2, sent.append, lambda gid: False)
+        assert not sched.ngram_draft
+        sched.submit(0, 0, generate(m, "say it\n", prediction=SENTENCE, **kw))
+        sched.submit(1, 1, generate(m, "hello there", max_tokens=20, sampling=GREEDY, stop=()))
+        _drive(sched, range(2))
+        ends = {msg[1]: msg[3][0] for msg in sent if msg[0] == "end" and msg[2]}
+        assert ends[0].text == SENTENCE and ends[0].tokens == plain.tokens and ends[0].draft_accepted > 10
+        assert ends[1].draft_tokens == 0
+        sched.close()
+    finally:
+        m.close()

@@ -123,3 +123,60 @@ def test_the_rounds_of_a_turn_add_their_drafted_tokens_up():
     )
     done = events[-1]
     assert done.rounds == 2 and (done.draft_tokens, done.draft_accepted) == (15, 9)
+
+
+@pytest.fixture
+def alphabet(tmp_path) -> Iterator[object]:
+    """A server with n-gram drafting off, serving a scripted model that writes the alphabet and a
+    space, round and round."""
+    from app.server import ApiServer, ServerConfig
+    from tests.ui.scripted_gguf import CHATML, streaming_script, write_scripted_gguf
+
+    path = write_scripted_gguf(
+        tmp_path / "abc.gguf", chat_template=CHATML, script=streaming_script(), default_next="a"
+    )
+    server = ApiServer(
+        ServerConfig(
+            port=free_port(), models=[str(path)], use_library=False, n_ctx=512, n_threads=1, ngram_draft=False
+        )
+    )
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def test_a_predicted_output_is_drafted_from_and_counted_as_openai_counts_it(alphabet):
+    """OpenAI's ``prediction``: with n-gram drafting off, the prediction alone drafts; the reply is
+    the same with it, with a wrong one and without, and usage says what was accepted and rejected."""
+    import httpx
+    from openai import OpenAI
+
+    client = OpenAI(base_url=f"{alphabet.url}/v1", api_key="unused", max_retries=0)
+    kw = dict(model="abc", messages=[{"role": "user", "content": "go"}], max_tokens=40, temperature=0)
+    plain = client.chat.completions.create(**kw)
+    text = plain.choices[0].message.content
+    assert text.startswith("abcdefghij") and _drafts(plain.usage) == (0, 0)
+    right = client.chat.completions.create(**kw, prediction={"type": "content", "content": text})
+    assert right.choices[0].message.content == text
+    accepted, _rejected = _drafts(right.usage)
+    assert accepted > 10
+    parts = {
+        "type": "content",
+        "content": [{"type": "text", "text": "zyx wvu "}, {"type": "text", "text": "tsr"}],
+    }
+    wrong = client.chat.completions.create(**kw, prediction=parts)
+    assert wrong.choices[0].message.content == text
+    stream = client.chat.completions.create(
+        **kw,
+        prediction={"type": "content", "content": text},
+        stream=True,
+        stream_options={"include_usage": True},
+    )
+    chunks = list(stream)
+    assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices) == text
+    assert _drafts(chunks[-1].usage)[0] > 10
+    for bad in ({"type": "text", "content": "x"}, {"type": "content", "content": 5}, "x"):
+        r = httpx.post(f"{alphabet.url}/v1/chat/completions", json={**kw, "prediction": bad}, timeout=60)
+        assert r.status_code == 400 and r.json()["error"]["param"] == "prediction"
