@@ -427,6 +427,7 @@ class LocalReplies:
         logprobs: int | None = None,
         prompt_logprobs: bool = False,
         prediction: str | None = None,
+        logit_bias: Mapping[int, float] | None = None,
     ):
         from app.engine.formats import FORMATS
 
@@ -466,6 +467,8 @@ class LocalReplies:
         self.prompt_entries: list[Any] | None = None
         #: what the reply is expected to say (OpenAI's predicted output): drafted from, round 1
         self.prediction = prediction
+        #: each token id's bias to its logit, every generation of the turn (OpenAI's ``logit_bias``)
+        self.logit_bias = logit_bias
 
     def render(self) -> str:
         """The prompt of the next generation."""
@@ -572,6 +575,7 @@ class LocalReplies:
                 logprobs=self.logprobs,
                 prompt_logprobs=self.prompt_logprobs,
                 prediction=self.prediction if round == 1 else None,
+                logit_bias=self.logit_bias,
             )
             started = time.monotonic()
             live = self.live
@@ -603,6 +607,7 @@ class LocalReplies:
                     stop=self.stop,
                     constraint=again,
                     logprobs=self.logprobs,
+                    logit_bias=self.logit_bias,
                 )
                 yield from self._pieces(more, stream)
                 assert more.result is not None

@@ -791,6 +791,7 @@ class ProcessBackend:
             "logprobs": gen.logprobs,
             "prompt_logprobs": gen.prompt_logprobs,
             "prediction": gen.prediction,
+            "logit_bias": gen.logit_bias,
         }
         body = prompt if isinstance(prompt, str) else [int(t) for t in prompt]
         gen.handle, gen.n_prompt = engine.call("prepare", body, kwargs)

@@ -44,6 +44,7 @@ class Generation:
         logprobs: int | None = None,
         prompt_logprobs: bool = False,
         prediction: str | None = None,
+        logit_bias: Mapping[int, float] | None = None,
     ):
         self.model = model
         self.progress = progress
@@ -66,6 +67,8 @@ class Generation:
         #: (``app.engine.speculative``), as ``prediction_tokens`` once the backend tokenized it
         self.prediction = prediction
         self.prediction_tokens: list[int] = []
+        #: each token's bias to its logit (OpenAI's ``logit_bias``; ``app.engine.sampling.LogitBias``)
+        self.logit_bias = dict(logit_bias) if logit_bias else None
         #: the prompt's length in tokens (set by the backend's ``prepare``)
         self.n_prompt = 0
         #: the prompt's tokens, for a backend that runs here (the engine process keeps its own)
@@ -114,6 +117,7 @@ def generate(
     logprobs: int | None = None,
     prompt_logprobs: bool = False,
     prediction: str | None = None,
+    logit_bias: Mapping[int, float] | None = None,
 ) -> Generation:
     """Prepare a generation of ``prompt`` (rendered text or token ids).
 
@@ -132,7 +136,8 @@ def generate(
     prompt's tokens' too, in the result's ``prompt_logprobs`` (with ``max_tokens`` 0 the prompt is
     read and nothing generated). ``prediction``: the text the reply is expected to say (OpenAI's
     predicted outputs), which speculative decoding drafts from where the model can draft; the
-    reply is the model's own either way.
+    reply is the model's own either way. ``logit_bias``: each token id's bias to its logit
+    (-100 or less bans it); an id outside the vocabulary is a ``ValueError``.
     """
     from app.engine.logprobs import MAX_TOP_LOGPROBS
 
@@ -155,7 +160,14 @@ def generate(
         logprobs=logprobs,
         prompt_logprobs=prompt_logprobs,
         prediction=prediction or None,
+        logit_bias=logit_bias,
     )
+    if gen.logit_bias:
+        bad = next((t for t in gen.logit_bias if not 0 <= int(t) < model.n_vocab), None)
+        if bad is not None:
+            raise ValueError(
+                f"logit_bias names token id {bad}, outside the model's vocabulary (0 to {model.n_vocab - 1})"
+            )
     model.backend.prepare(gen, prompt)
     return gen
 

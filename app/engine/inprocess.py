@@ -67,6 +67,7 @@ from app.engine.errors import (
     ModelLoadError,
 )
 from app.engine.holdback import partial_start
+from app.engine.sampling import bias_of
 from app.engine.speculative import DecodeCost, Speculation, verify
 
 if TYPE_CHECKING:
@@ -619,8 +620,9 @@ class InProcessBackend:
                 budget = 0
                 finish = "cancelled" if cancel is not None and cancel.is_set() else "deadline"
             if budget > 0:
+                processors = [p for p in (bias_of(gen), run) if p is not None]
                 sampler = llm._init_sampler(
-                    logits_processor=[run] if run is not None else None,
+                    logits_processor=processors or None,
                     grammar=grammar_obj,
                     **gen.sampling.llama_kwargs(),
                 )

@@ -7,7 +7,41 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
 
-__all__ = ["CHAT_DEFAULTS", "GGUF_SAMPLING_KEYS", "SamplingParams", "resolve_sampling"]
+__all__ = [
+    "BAN",
+    "CHAT_DEFAULTS",
+    "GGUF_SAMPLING_KEYS",
+    "LogitBias",
+    "SamplingParams",
+    "bias_of",
+    "resolve_sampling",
+]
+
+#: a bias at or below this bans its token (OpenAI's -100; llama-server's ``false``)
+BAN = -100.0
+
+
+def bias_of(gen: Any) -> LogitBias | None:
+    """The logits processor of a generation's ``logit_bias``, None without one."""
+    return LogitBias(gen.logit_bias) if gen.logit_bias else None
+
+
+class LogitBias:
+    """A logits processor (the first of a sampler chain, over the whole vocabulary in id order)
+    that adds each token's bias to its logit, as OpenAI's and llama-server's ``logit_bias``; a
+    bias of :data:`BAN` or less takes the token out. The log probabilities reported are read
+    before it (``app.engine.logprobs``)."""
+
+    def __init__(self, bias: Mapping[int, float]):
+        import numpy as np
+
+        self.ids = np.array(list(bias), dtype=np.intc)
+        values = np.array([float(v) for v in bias.values()], dtype=np.float32)
+        self.values = np.where(values <= BAN, -np.inf, values).astype(np.float32)
+
+    def __call__(self, _input_ids: Any, scores: Any) -> Any:
+        scores[self.ids] += self.values
+        return scores
 
 
 @dataclass(frozen=True)

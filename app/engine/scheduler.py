@@ -58,6 +58,7 @@ from app.engine.errors import EngineBusy, GenerationError, ModelLoadError
 from app.engine.holdback import partial_start
 from app.engine.kvstore import common
 from app.engine.logprobs import SCORE_ROWS, TokenLogprob, logprob_at
+from app.engine.sampling import bias_of
 from app.engine.speculative import DecodeCost, Speculation, verify
 
 if TYPE_CHECKING:
@@ -310,9 +311,10 @@ class Scheduler:
         seed = gen.sampling.seed if gen.sampling.seed is not None else self.llm._seed
         shim = _SamplerShim(self.llm, int(seed))
         init_sampler: Any = Llama._init_sampler  # the one chain the single path builds
+        processors = [p for p in (bias_of(gen), job.run) if p is not None]
         job.sampler = init_sampler(
             shim,
-            logits_processor=[job.run] if job.run is not None else None,
+            logits_processor=processors or None,
             grammar=grammar,
             **gen.sampling.llama_kwargs(),
         )

@@ -36,6 +36,7 @@ __all__ = [
     "queue_turn",
     "streamed",
     "text_prompt",
+    "read_logit_bias",
     "read_sampling",
     "request_body",
     "result_call_id",
@@ -407,6 +408,55 @@ SAMPLER_RANGES: tuple[tuple[str, float, float], ...] = (
     ("mirostat_tau", 0.0, 100.0),
     ("mirostat_eta", 0.0, 1.0),
 )
+
+
+#: the most tokens one ``logit_bias`` may name
+MAX_LOGIT_BIAS = 1024
+
+
+def read_logit_bias(value: Any) -> dict[int, float] | None:
+    """``logit_bias``: token ids and each one's bias to its logit, -100 to 100 (-100 bans the
+    token). OpenAI's object (``{"50256": -100}``), or llama-server's array too (``[[15043, 1.5],
+    [50256, false]]``, false banning it). The ids are checked against the model's vocabulary when
+    the request runs. None: no bias."""
+    if value is None:
+        return None
+    if isinstance(value, dict):
+        pairs = list(value.items())
+    elif isinstance(value, list) and all(isinstance(p, list) and len(p) == 2 for p in value):
+        pairs = [(p[0], p[1]) for p in value]
+    else:
+        raise ApiError(
+            400,
+            f"logit_bias must be an object of token ids and biases, got {type_name(value)}",
+            param="logit_bias",
+        )
+    if len(pairs) > MAX_LOGIT_BIAS:
+        raise ApiError(
+            400, f"logit_bias names {len(pairs)} tokens; at most {MAX_LOGIT_BIAS}", param="logit_bias"
+        )
+    out: dict[int, float] = {}
+    for key, bias in pairs:
+        try:
+            token = int(key) if isinstance(key, int | str) and not isinstance(key, bool) else None
+        except ValueError:
+            token = None
+        if token is None or token < 0:
+            raise ApiError(
+                400,
+                f"logit_bias keys must be token ids (get them from /tokenize), got {shown(key)}",
+                param="logit_bias",
+            )
+        if bias is False:
+            bias = -100.0
+        if isinstance(bias, bool) or not isinstance(bias, int | float) or not -100.0 <= bias <= 100.0:
+            raise ApiError(
+                400,
+                f"logit_bias[{token}] must be a number from -100 to 100, got {shown(bias)}",
+                param="logit_bias",
+            )
+        out[token] = float(bias)
+    return out or None
 
 
 def read_sampling(

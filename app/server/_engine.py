@@ -116,6 +116,8 @@ class TurnRequest:
     #: what the reply is expected to say (OpenAI's ``prediction``): speculative decoding drafts
     #: from it (``app.engine.speculative``); the reply is the model's own either way
     prediction: str | None = None
+    #: each token id's bias to its logit (OpenAI's and llama-server's ``logit_bias``; -100 bans it)
+    logit_bias: dict[int, float] | None = None
 
     @property
     def max_calls(self) -> int:
@@ -416,6 +418,7 @@ class _RequestReplies(LocalReplies):
             logprobs=req.logprobs,
             prompt_logprobs=req.prompt_logprobs,
             prediction=req.prediction,
+            logit_bias=req.logit_bias,
         )
         self.req = req
         self.prompt = turn.text

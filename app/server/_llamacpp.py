@@ -39,6 +39,7 @@ from app.server._common import (
     check_stop,
     check_str,
     queue_turn,
+    read_logit_bias,
     read_sampling,
     request_body,
     streamed,
@@ -99,6 +100,7 @@ def _common_request(body: dict[str, Any], state: ServerState) -> dict[str, Any]:
         "stop": check_stop(body.get("stop"), "stop"),
         "idle_ttl": parse_ttl(body.get("ttl")),
         "logprobs": n_probs or None,
+        "logit_bias": read_logit_bias(body.get("logit_bias")),
     }
 
 

@@ -49,6 +49,7 @@ from app.server._common import (
     inner_call_id,
     json_response_format,
     queue_turn,
+    read_logit_bias,
     read_sampling,
     request_body,
     result_call_id,
@@ -284,11 +285,6 @@ def _response_format(value: Any) -> dict[str, Any] | None:
 
 
 def _sampling(body: dict[str, Any]) -> dict[str, Any]:
-    bias = body.get("logit_bias")
-    if bias is not None and not isinstance(bias, dict):
-        raise ApiError(400, f"logit_bias must be an object, got {type_name(bias)}", param="logit_bias")
-    if bias:  # refused rather than ignored: the reply would not be what the client asked for
-        raise ApiError(400, "logit_bias is not supported by this server; leave it out", param="logit_bias")
     # OpenAI's fields and llama-server's beside them (LM Studio and vLLM take them too: ``extra_body``
     # in the openai SDK), top_k and mirostat with them
     sampling = read_sampling(body, SAMPLER_RANGES, top_k=True, mirostat=True)
@@ -353,6 +349,7 @@ def parse_chat_request(
         idle_ttl=parse_ttl(body.get("ttl")),
         logprobs=read_chat_logprobs(body),
         prediction=_prediction(body.get("prediction")),
+        logit_bias=read_logit_bias(body.get("logit_bias")),
     )
     return req, stream, usage
 
@@ -901,6 +898,7 @@ def _completion_request(body: dict[str, Any], state: ServerState) -> TurnRequest
         logprobs=logprobs,
         prompt_logprobs=echo and logprobs is not None,
         echo=echo,
+        logit_bias=read_logit_bias(body.get("logit_bias")),
     )
 
 

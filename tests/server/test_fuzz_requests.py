@@ -91,7 +91,7 @@ FIELDS: dict[str, list[tuple[Any, ...]]] = {
         ("tools", 0, "function", "parameters", "properties"),
     ],
     "/v1/completions": [
-        (k,) for k in "model prompt max_tokens echo stream stop temperature seed logprobs".split()
+        (k,) for k in "model prompt max_tokens echo stream stop temperature seed logprobs logit_bias".split()
     ]
     + [("prompt", 0)],
     "/v1/messages": [
@@ -123,7 +123,7 @@ FIELDS: dict[str, list[tuple[Any, ...]]] = {
     "/detokenize": [(k,) for k in "model tokens".split()] + [("tokens", 0)],
     "/completion": [
         (k,)
-        for k in "model prompt n_predict stream stop temperature top_k seed grammar response_fields n_probs".split()
+        for k in "model prompt n_predict stream stop temperature top_k seed grammar response_fields n_probs logit_bias".split()
     ],
     "/infill": [
         (k,)

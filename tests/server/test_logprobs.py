@@ -466,3 +466,24 @@ def test_responses_logprobs_are_the_messages_not_the_reasoning_or_the_call(opena
     )
     assert [o.type for o in r.output] == ["reasoning", "message", "function_call"]
     assert [e.token for e in r.output[1].content[0].logprobs] == ["</think>\n\n", "A"]
+
+
+# -- logit_bias ----------------------------------------------------------------------------------
+
+
+def test_logit_bias_raises_and_bans_tokens_on_openai_and_llama_server(openai_client, server, reference):
+    x = ord("x")  # the tiny model's byte vocabulary: "x" is token 120
+    r = openai_client.chat.completions.create(
+        model="tiny", messages=USER, max_tokens=6, temperature=0, logit_bias={str(x): 100}, logprobs=True
+    )
+    assert r.choices[0].message.content == "x" * 6
+    assert all(e.logprob < 0 for e in r.choices[0].logprobs.content)  # still the model's own
+    first = reference(PROMPT, 8, 0)[0].token
+    c = openai_client.completions.create(
+        model="tiny", prompt=PROMPT, max_tokens=8, temperature=0, logit_bias={str(first): -100}
+    )
+    assert c.choices[0].text and not c.choices[0].text.startswith(reference(PROMPT, 8, 0)[0].text)
+    body = {"model": "tiny", "prompt": PROMPT, "n_predict": 5, "temperature": 0, "logit_bias": [[x, 100]]}
+    assert httpx.post(server.url + "/completion", json=body, timeout=60).json()["content"] == "x" * 5
+    body["logit_bias"] = [[x, 100], [x, False]]  # the later entry wins: banned
+    assert "x" not in httpx.post(server.url + "/completion", json=body, timeout=60).json()["content"]

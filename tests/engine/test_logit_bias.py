@@ -1,0 +1,101 @@
+"""``logit_bias`` (``app.engine.sampling.LogitBias``): each token id's bias to its logit, on the
+real llama.cpp path: the single sequence path, the scheduler's slots and the engine process. A
+random-weight tiny GGUF (a byte vocabulary): a +100 bias makes its token the greedy choice every
+time, -100 takes a token out, and the reported log probabilities stay the model's own."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from app.engine.generation import generate
+from app.engine.llm import load_model
+from app.engine.scheduler import Scheduler
+
+GREEDY = {"temperature": 0}
+X = ord("x")  # the byte vocabulary's token for "x"
+
+
+def _tiny(tiny_gguf):
+    return tiny_gguf(control_tokens=["<s>", "</s>"], bos="<s>", eos="</s>", seed=3)
+
+
+def test_a_bias_raises_lowers_or_bans_a_token_and_the_log_probabilities_stay_the_models(tiny_gguf):
+    m = load_model(_tiny(tiny_gguf), n_ctx=512, n_threads=1, isolate=False)
+    try:
+        plain = generate(m, "hello there", max_tokens=12, sampling=GREEDY, stop=(), logprobs=1).run()
+        assert X not in plain.tokens
+        forced = generate(
+            m, "hello there", max_tokens=12, sampling=GREEDY, stop=(), logit_bias={X: 100}, logprobs=1
+        ).run()
+        assert forced.tokens == [X] * 12 and forced.text == "x" * 12
+        # the first entry is the model's own: the bias does not change what it reports
+        first = generate(m, "hello there", max_tokens=1, sampling=GREEDY, stop=(), logprobs=5).run()
+        assert math.isclose(forced.logprobs[0].logprob, _logprob_of(m, "hello there", X), abs_tol=0.05)  # (one decode of the prompt here, chunks there)
+        assert forced.logprobs[0].logprob < first.logprobs[0].logprob  # "x" was not the model's pick
+        # banned: the greedy reply never writes the token it would have written first
+        banned = generate(
+            m, "hello there", max_tokens=12, sampling=GREEDY, stop=(), logit_bias={plain.tokens[0]: -100}
+        ).run()
+        assert plain.tokens[0] not in banned.tokens
+        # sampled hot with the token banned: never drawn
+        hot = generate(
+            m,
+            "hello there",
+            max_tokens=40,
+            sampling={"temperature": 2.0, "seed": 5},
+            stop=(),
+            logit_bias={t: -100 for t in range(ord("a"), ord("z") + 1)},
+        ).run()
+        assert not any(ord("a") <= t <= ord("z") for t in hot.tokens)
+        with pytest.raises(ValueError, match="outside the model's vocabulary"):
+            generate(m, "hi", max_tokens=2, logit_bias={10**6: 1.0})
+    finally:
+        m.close()
+
+
+def _logprob_of(m, prompt: str, token: int) -> float:
+    """The model's log probability of ``token`` as the first token after ``prompt`` (llama-cpp-python)."""
+    import numpy as np
+    from llama_cpp import Llama
+
+    llm = Llama(str(m.path), n_ctx=512, n_threads=1, logits_all=True, verbose=False)
+    try:
+        llm.eval(m.tokenize(prompt))
+        row = np.array(llm.scores[llm.n_tokens - 1], dtype=np.float64)
+    finally:
+        llm.close()
+    return float(row[token] - (row.max() + np.log(np.exp(row - row.max()).sum())))
+
+
+def test_scheduler_slots_and_engine_processes_bias_each_generation_alone(tiny_gguf, monkeypatch):
+    path = _tiny(tiny_gguf)
+    m = load_model(path, n_ctx=512, n_threads=1, isolate=False)
+    try:
+        plain = generate(m, "a b c", max_tokens=10, sampling=GREEDY, stop=()).run()
+        sent: list[tuple] = []
+        sched = Scheduler(m, 2, sent.append, lambda gid: False)
+        sched.submit(0, 0, generate(m, "a b c", max_tokens=10, sampling=GREEDY, stop=(), logit_bias={X: 100}))
+        sched.submit(1, 1, generate(m, "a b c", max_tokens=10, sampling=GREEDY, stop=()))
+        steps = 0
+        while sched.active:
+            sched.step()
+            steps += 1
+            for gid in (0, 1):
+                sched.ack(gid)
+            assert steps < 200
+        ends = {msg[1]: msg[3][0] for msg in sent if msg[0] == "end" and msg[2]}
+        assert ends[0].tokens == [X] * 10 and ends[1].tokens == plain.tokens
+        sched.close()
+    finally:
+        m.close()
+    for parallel in (1, 2):
+        monkeypatch.setenv("CALLISTO_ENGINE_PARALLEL", str(parallel))
+        iso = load_model(path, n_ctx=512, n_threads=1)
+        try:
+            assert iso.backend.isolated and iso.backend.parallel == parallel
+            res = generate(iso, "a b c", max_tokens=6, sampling=GREEDY, stop=(), logit_bias={X: 100}).run()
+            assert res.text == "x" * 6
+        finally:
+            iso.close()
