@@ -176,3 +176,22 @@ def test_delete_removes_a_downloaded_model_and_never_the_users_own_file(client, 
         client.delete("mine")
     assert err.value.status_code == 403
     assert "mine" in [m.model for m in client.list().models]
+
+
+def test_a_model_pulled_in_an_earlier_run_is_found_by_its_hugging_face_name(tmp_path):
+    """No alias from this run: the name's repository folder and tag find the file."""
+    from app.server._errors import ApiError
+    from app.server._models import ModelCatalog, hf_name
+
+    folder = tmp_path / "models" / "acme__Tiny-Chat-GGUF"
+    folder.mkdir(parents=True)
+    q8, q4 = folder / "Tiny-Chat-Q8_0.gguf", folder / "Tiny-Chat-Q4_K_M.gguf"
+    q8.write_bytes(_gguf(tmp_path, "a.gguf", 1))
+    q4.write_bytes(_gguf(tmp_path, "b.gguf", 2))
+    catalog = ModelCatalog([q8, q4], use_library=False)
+    assert catalog.resolve(f"hf.co/{REPO}:Q8_0").path == q8.resolve()
+    assert catalog.resolve(f"huggingface.co/{REPO}:q4_k_m").path == q4.resolve()
+    with pytest.raises(ApiError):
+        catalog.resolve(f"hf.co/{REPO}:Q2_K")
+    assert hf_name("hf.co/a/b") == ("a/b", None) and hf_name("hf.co/a/b:latest") == ("a/b", None)
+    assert hf_name("llama3.2") is None and hf_name("hf.co/a") is None
