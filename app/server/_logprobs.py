@@ -18,6 +18,7 @@ from app.server._common import check_bool, check_int
 from app.server._errors import ApiError
 
 __all__ = [
+    "CONTENT",
     "LogprobBuffer",
     "chat_logprobs",
     "completion_logprobs",
@@ -56,13 +57,11 @@ class LogprobBuffer:
     def __init__(self, kinds: Iterable[str] = CONTENT):
         self.kinds = tuple(kinds)
         self.pending: list[TokenLogprob] = []
-        self.all: list[TokenLogprob] = []
 
     def add(self, value: tuple[str, list[TokenLogprob]]) -> None:
         kind, entries = value
         if kind in self.kinds:
             self.pending.extend(entries)
-            self.all.extend(entries)
 
     def take(self) -> list[TokenLogprob]:
         out, self.pending = self.pending, []
