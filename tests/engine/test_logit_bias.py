@@ -32,7 +32,9 @@ def test_a_bias_raises_lowers_or_bans_a_token_and_the_log_probabilities_stay_the
         assert forced.tokens == [X] * 12 and forced.text == "x" * 12
         # the first entry is the model's own: the bias does not change what it reports
         first = generate(m, "hello there", max_tokens=1, sampling=GREEDY, stop=(), logprobs=5).run()
-        assert math.isclose(forced.logprobs[0].logprob, _logprob_of(m, "hello there", X), abs_tol=0.05)  # (one decode of the prompt here, chunks there)
+        assert math.isclose(
+            forced.logprobs[0].logprob, _logprob_of(m, "hello there", X), abs_tol=0.05
+        )  # (one decode of the prompt here, chunks there)
         assert forced.logprobs[0].logprob < first.logprobs[0].logprob  # "x" was not the model's pick
         # banned: the greedy reply never writes the token it would have written first
         banned = generate(
