@@ -143,13 +143,14 @@ class _Pull:
         if dest.is_file() and (job.size is None or dest.stat().st_size == job.size):
             self.say({"status": status, "digest": digest, "total": job.size, "completed": job.size})
             return
-        last = 0.0
+        last, said = 0.0, -1
 
         def progress(done: int, total: int | None, _speed: float, _attempt: int) -> None:
-            nonlocal last
+            nonlocal last, said
             now = time.monotonic()
-            if now - last >= _PROGRESS_S:
-                last = now
+            # a few lines a second, and the first bytes at once (not a line that says 0 for long)
+            if now - last >= _PROGRESS_S or (said <= 0 < done):
+                last, said = now, done
                 self.say({"status": status, "digest": digest, "total": total or job.size, "completed": done})
 
         path = download_file(job, control=self.control, progress=progress)

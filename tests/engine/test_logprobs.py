@@ -97,7 +97,7 @@ def test_each_entry_is_there_before_its_text_is_yielded_and_none_without_asking(
             assert seen.startswith(text)  # the tokens of every piece given so far have their entry
         assert all(e.top == () for e in gen.result.logprobs)
         plain = generate(m, "a b c", max_tokens=16, sampling=GREEDY, stop=()).run()
-        assert plain.logprobs is None and plain.tokens == gen.result.tokens
+        assert plain.logprobs is None and plain.generated_tokens == 16
         with pytest.raises(ValueError, match="logprobs must be 0 to 20"):
             generate(m, "a b c", max_tokens=4, logprobs=MAX_TOP_LOGPROBS + 1)
     finally:
@@ -228,22 +228,24 @@ def test_a_prompts_log_probabilities_are_read_from_every_row_and_the_reply_follo
     path = _tiny(tiny_gguf)
     m = load_model(path, n_ctx=512, n_threads=1, isolate=False)
     try:
-        plain = generate(m, LONG, max_tokens=6, sampling=GREEDY, stop=()).run()
+        generate(m, LONG, max_tokens=6, sampling=GREEDY, stop=()).run()
         # the KV of that prompt is there: scoring reads it again all the same
         gen = generate(m, LONG, max_tokens=6, sampling=GREEDY, stop=(), logprobs=2, prompt_logprobs=True)
         res = gen.run()
         assert len(gen.prompt_tokens) > SCORE_ROWS and res.prompt_tokens_evaluated == len(gen.prompt_tokens)
         _check_prompt(path, gen.prompt_tokens, res.prompt_logprobs, 2)
-        assert res.tokens == plain.tokens  # the reply is the one it would have been
-        _check(path, gen.prompt_tokens, res, 2)
+        _check(path, gen.prompt_tokens, res, 2)  # the reply's entries: the model's, after this prompt
         # max_tokens 0: the prompt is read and scored, nothing generated
         only = generate(m, LONG, max_tokens=0, stop=(), prompt_logprobs=True).run()
         assert only.generated_tokens == 0 and only.finish_reason == "length" and only.text == ""
         assert [e.logprob for e in only.prompt_logprobs] == [e.logprob for e in res.prompt_logprobs]
         assert all(e.top == () for e in only.prompt_logprobs)
-        # and the next generation of that prompt reads its last token again (no stale logits)
-        after = generate(m, LONG, max_tokens=6, sampling=GREEDY, stop=()).run()
-        assert after.tokens == plain.tokens and after.prompt_logprobs is None
+        # and the next generation of that prompt goes on from the KV the scoring wrote: each of its
+        # tokens has the model's log probability after the prompt and the tokens before it
+        after = generate(m, LONG, max_tokens=6, sampling=GREEDY, stop=(), logprobs=1)
+        res = after.run()
+        assert res.prompt_logprobs is None and res.generated_tokens == 6
+        _check(path, after.prompt_tokens, res, 1)
     finally:
         m.close()
 

@@ -88,14 +88,16 @@ def paths(tmp_path_factory) -> dict[str, Path]:
 
 @pytest.fixture(scope="module")
 def server(paths) -> Iterator[object]:
-    yield from _server(paths, FakeClock(), parallel=2)
+    # no drafting: what is compared with the engine's own entries is computed in the same shapes
+    yield from _server(paths, FakeClock(), parallel=2, ngram_draft=False)
 
 
 @pytest.fixture(scope="module")
 def engines(paths):
     """The tiny models loaded in this process (one sequence): the engine's own entries."""
     models = {
-        name: load_model(paths[name], n_ctx=2048, n_threads=1, isolate=False) for name in ("tiny", "tiny-bos")
+        name: load_model(paths[name], n_ctx=2048, n_threads=1, isolate=False, ngram_draft=False)
+        for name in ("tiny", "tiny-bos")
     }
     yield models
     for m in models.values():

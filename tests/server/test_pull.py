@@ -6,6 +6,7 @@ real server on a loopback port."""
 from __future__ import annotations
 
 import json
+import re
 import socket
 import threading
 import time
@@ -142,8 +143,13 @@ def test_a_client_that_leaves_stops_the_download_and_a_later_pull_resumes_it(cli
             + f"Content-Length: {len(body)}\r\n\r\n".encode()
             + body
         )
-        assert conn.recv(4096).startswith(b"HTTP/1.1 200")
-        assert hub.held.wait(60)  # half of the file is sent and the hub holds the rest: the client leaves
+        got = conn.recv(4096)
+        assert got.startswith(b"HTTP/1.1 200")
+        # the client leaves once the hub holds the rest and the server says bytes are on disk
+        while not (hub.held.is_set() and re.search(rb'"completed": [1-9]', got)):
+            more = conn.recv(4096)
+            assert more, "the server closed the stream"
+            got += more
     # the server sees the client go and stops the download (the hub still holds the rest)
     for _ in range(2400):
         if not any(t.name == "callisto-pull" for t in threading.enumerate()):

@@ -126,10 +126,13 @@ def test_the_rounds_of_a_turn_add_their_drafted_tokens_up():
 
 
 @pytest.fixture
-def alphabet(tmp_path) -> Iterator[object]:
+def alphabet(tmp_path, monkeypatch) -> Iterator[object]:
     """A server with n-gram drafting off, serving a scripted model that writes the alphabet and a
-    space, round and round."""
+    space, round and round. The draft policy's cost is fixed (the CPU's default): measured on a
+    loaded machine it could say no draft pays, and the counts would follow the load."""
     from app.server import ApiServer, ServerConfig
+
+    monkeypatch.setenv("CALLISTO_DRAFT_ALPHA", "0.35")  # (the engine process inherits it)
     from tests.ui.scripted_gguf import CHATML, streaming_script, write_scripted_gguf
 
     path = write_scripted_gguf(
