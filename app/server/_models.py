@@ -146,11 +146,7 @@ class ModelCatalog:
                 found.setdefault(p, _entry(p, self._summaries))
         if self._use_library:
             try:
-                if self._library is None:
-                    from app.engine.models.library import Library
-
-                    self._library = Library()
-                for m in self._library.scan():
+                for m in self.library().scan():
                     if m.usable:
                         p = Path(m.path).resolve()
                         if p in found:  # a file named at start that the library knows: its projector
@@ -169,6 +165,15 @@ class ModelCatalog:
         with self._lock:
             self._entries = entries
         return list(entries)
+
+    def library(self) -> Any:
+        """The model library (the window's, else one made on first use): what the catalog offers
+        beside its files, and where a pulled model lands."""
+        if self._library is None:
+            from app.engine.models.library import Library
+
+            self._library = Library()
+        return self._library
 
     def add(self, path: str | Path, *, alias: str | None = None) -> None:
         """Offer the file at ``path`` from now on (a model pulled while the server runs), also under

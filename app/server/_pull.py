@@ -73,15 +73,6 @@ def _choose(models: list[Any], repo: str, tag: str | None) -> Any:
     )
 
 
-def _library(state: ServerState) -> Any:
-    catalog = state.catalog
-    if catalog._library is None:
-        from app.engine.models.library import Library
-
-        catalog._library = Library()
-    return catalog._library
-
-
 class _Pull:
     """One pull on a worker thread: its progress lines go to ``lines`` (None: the end)."""
 
@@ -123,7 +114,7 @@ class _Pull:
                 404 if "404" in str(exc) or "not found" in str(exc).lower() else 502, str(exc)
             ) from exc
         model = _choose(models, self.repo, self.tag)
-        library = _library(self.state)
+        library = self.state.catalog.library()
         jobs = hub.download_jobs(model, library.models_dir)
         if model.projector is not None:
             jobs += hub.download_jobs(model.projector, library.models_dir)
@@ -233,7 +224,7 @@ async def delete(request: Request):
     entry = state.catalog.resolve(name)
 
     def remove() -> None:
-        library = _library(state)
+        library = state.catalog.library()
         found = next((m for m in library.scan() if m.path.resolve() == entry.path), None)
         if found is None or not found.deletable_without_confirmation:
             raise ApiError(
