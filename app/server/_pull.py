@@ -102,17 +102,17 @@ class _Pull:
             self.say(None)
 
     def _run(self) -> None:
-        from app.engine.models.errors import HubOfflineError, HubUnavailableError
+        from app.engine.models.errors import HubNotFoundError, HubOfflineError, HubUnavailableError
         from app.engine.models.hub import HubClient
 
         self.say({"status": "pulling manifest"})
         hub = HubClient()
         try:
             models = hub.list_ggufs(self.repo)
-        except (HubOfflineError, HubUnavailableError) as exc:
-            raise ApiError(
-                404 if "404" in str(exc) or "not found" in str(exc).lower() else 502, str(exc)
-            ) from exc
+        except HubNotFoundError as exc:  # no such repository (or not for this token)
+            raise ApiError(404, str(exc), code="model_not_found") from exc
+        except (HubOfflineError, HubUnavailableError) as exc:  # the hub cannot answer now
+            raise ApiError(502, str(exc)) from exc
         model = _choose(models, self.repo, self.tag)
         library = self.state.catalog.library()
         jobs = hub.download_jobs(model, library.models_dir)

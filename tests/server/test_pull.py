@@ -115,7 +115,21 @@ def test_without_a_tag_q4_k_m_is_pulled_and_a_tag_the_repo_lacks_is_a_404(client
     assert err.value.status_code == 404 and "Q4_K_M" in str(err.value) and "Q8_0" in str(err.value)
     with pytest.raises(ollama.ResponseError) as err:
         client.pull("hf.co/acme/no-such-repo:Q4_K_M")
-    assert err.value.status_code in (404, 502)
+    assert err.value.status_code == 404 and "does not exist" in str(err.value)
+
+
+def test_a_hub_that_fails_is_a_502_that_says_so_and_a_later_pull_succeeds(client, hub):
+    """A hub error is the hub's (502, its status in the words), never a 404 that says the
+    repository is not there; nothing is registered, and the pull works once the hub is back."""
+    import ollama
+
+    hub.api_fail = 400  # (a 5xx too: the hub client retries those for 20 s first)
+    with pytest.raises(ollama.ResponseError) as err:
+        client.pull(f"hf.co/{REPO}:Q8_0")
+    assert err.value.status_code == 502 and "answered 400" in str(err.value)
+    assert not (_models_dir() / "acme__Tiny-Chat-GGUF").exists()
+    hub.api_fail = None
+    assert client.pull(f"hf.co/{REPO}:Q8_0").status == "success"
 
 
 def test_a_name_of_ollamas_registry_says_how_to_name_a_hugging_face_model(client, server):

@@ -11,6 +11,7 @@ __all__ = [
     "ModelsError",
     "HubOfflineError",
     "HubUnavailableError",
+    "HubNotFoundError",
     "DownloadError",
     "DiskSpaceError",
     "DiskFullError",
@@ -31,6 +32,11 @@ class HubOfflineError(ModelsError):
 
 class HubUnavailableError(ModelsError):
     """The hub could not be reached or answered with an error."""
+
+
+class HubNotFoundError(HubUnavailableError):
+    """The hub answered that the repository (or its revision) is not there for this user: it does
+    not exist, or it is private or gated and the token does not open it."""
 
 
 class DownloadError(ModelsError):

@@ -19,7 +19,7 @@ from urllib.parse import quote, urlsplit
 
 from app.engine.models._endpoint import DEFAULT_ENDPOINT, default_endpoint
 from app.engine.models._gguf import SPLIT_RE
-from app.engine.models.errors import HubOfflineError, HubUnavailableError
+from app.engine.models.errors import HubNotFoundError, HubOfflineError, HubUnavailableError
 from app.engine.models.estimate import MemoryEstimate, estimate_remote, quant_from_filename
 
 __all__ = [
@@ -230,7 +230,7 @@ class HubClient:
         except HubUnavailableError:
             raise
         except Exception as exc:  # noqa: BLE001 - httpx errors, HfHubHTTPError, JSON errors: not all OSError
-            raise HubUnavailableError(_describe(what, self.endpoint, exc)) from exc
+            raise _hub_error(what, self.endpoint, exc) from exc
 
     # -- API ------------------------------------------------------------------------------------
     def search(self, query: str = "", *, limit: int = 30) -> list[RemoteModel]:
@@ -347,14 +347,20 @@ def strip_front_matter(text: str) -> str:
     return t.strip()
 
 
-def _describe(what: str, endpoint: str, exc: BaseException) -> str:
+def _hub_error(what: str, endpoint: str, exc: BaseException) -> HubUnavailableError:
+    """The hub client's failure as the error a user reads: :class:`HubNotFoundError` where the hub
+    said the repository (or revision) is not there for this user, else :class:`HubUnavailableError`."""
     status = None
     response = getattr(exc, "response", None)
     if response is not None:
         status = getattr(response, "status_code", None)
     name = type(exc).__name__
-    if name in {"RepositoryNotFoundError", "GatedRepoError"} or status in (401, 403):
+    denied = status in (401, 403, 404)  # a repository one cannot see is a 404 or 401 on the hub
+    missing = denied or name in {"RepositoryNotFoundError", "GatedRepoError", "RevisionNotFoundError"}
+    if missing:
         detail = "the repository does not exist, is private or gated (needs a token)"
+        if name == "RevisionNotFoundError":
+            detail = "the repository has no such revision"
     elif status is not None and status >= 500:
         detail = f"the server answered {status}; try again later"
     elif status is not None:
@@ -364,4 +370,5 @@ def _describe(what: str, endpoint: str, exc: BaseException) -> str:
     else:
         detail = "the network connection failed"
     first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else name
-    return f"Could not {what} on {endpoint}: {detail} ({name}: {first_line[:200]})."
+    kind = HubNotFoundError if missing else HubUnavailableError
+    return kind(f"Could not {what} on {endpoint}: {detail} ({name}: {first_line[:200]}).")

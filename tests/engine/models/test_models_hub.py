@@ -6,7 +6,7 @@ import socket
 
 import pytest
 
-from app.engine.models.errors import HubOfflineError, HubUnavailableError
+from app.engine.models.errors import HubNotFoundError, HubOfflineError, HubUnavailableError
 from app.engine.models.estimate import FITS, TIGHT, TOO_LARGE
 from app.engine.models.hub import HubClient, RemotePart, group_gguf_files
 
@@ -84,8 +84,14 @@ def test_hub_errors_that_are_not_oserror_are_caught(hub):
 
 
 def test_missing_repo_is_a_clear_error(hub):
-    with pytest.raises(HubUnavailableError, match="does not exist"):
+    with pytest.raises(HubNotFoundError, match="does not exist"):
         HubClient(hub.url).list_ggufs("acme/nope")
+    hub.api_fail = (
+        400  # the hub failing is not "not found" (a 5xx too: the hub client retries those for 20 s)
+    )
+    with pytest.raises(HubUnavailableError, match="answered 400") as err:
+        HubClient(hub.url).list_ggufs("acme/nope")
+    assert not isinstance(err.value, HubNotFoundError)
 
 
 def test_server_error_from_the_api_is_caught(hub):
