@@ -35,7 +35,7 @@ from app.engine.events import ChatEvent, DoneEvent, LiveProgress, NoticeEvent
 from app.engine.formats.base import Stream
 from app.engine.formats.events import TextDelta
 from app.engine.formats.plain import PlainStream
-from app.engine.generation import generate
+from app.engine.generation import NO_OPTIONS, TokenOptions, generate
 from app.engine.grammar.lark import DEFAULT_MAX_CALLS
 from app.engine.loop import CallIds, RoundEnd, TurnOptions, cut_after_last_user, dispatcher_for, run_rounds
 from app.engine.messages import Message
@@ -396,9 +396,9 @@ class LocalReplies:
     ``round -> GBNF | None``) replaces it. ``thinking``: the thinking choice (rendered through the
     template's switch; its budget closes the reasoning: see the module docstring);
     ``reasoning_format``: the family whose reasoning tags the model writes (default ``family``),
-    for a template whose only switch is a pre-closed block. ``logprobs`` (the alternatives a
-    token, or None): the generations' token log probabilities, gathered in :attr:`token_logprobs`
-    before the events of their text. The API server subclasses it for its own rules
+    for a template whose only switch is a pre-closed block. ``options``
+    (``app.engine.generation.TokenOptions``): its ``logprobs`` gathers the generations' token log
+    probabilities in :attr:`token_logprobs`, before the events of their text. The API server subclasses it for its own rules
     (``app.server._engine``)."""
 
     errors: tuple[type[Exception], ...] = (PromptRenderError, GenerationError, ValueError)  # -> failed()
@@ -424,10 +424,7 @@ class LocalReplies:
         max_calls: int | None = DEFAULT_MAX_CALLS,
         thinking: Thinking | bool | str | None = None,
         reasoning_format: str | None = None,
-        logprobs: int | None = None,
-        prompt_logprobs: bool = False,
-        prediction: str | None = None,
-        logit_bias: Mapping[int, float] | None = None,
+        options: TokenOptions = NO_OPTIONS,
     ):
         from app.engine.formats import FORMATS
 
@@ -457,18 +454,15 @@ class LocalReplies:
         marked = self.fmt if self.fmt is not None else marked
         self.reasoning_markers = marked.thinking_tags() if marked is not None else None
         self._in_reasoning = False
-        #: log probabilities (``app.engine.logprobs``): None, not asked; else the alternatives a token
-        self.logprobs = logprobs
+        #: log probabilities, a prompt to score, a prediction, a logit bias (``TokenOptions``): the
+        #: bias and the log probabilities hold for every generation of the turn; the prompt is
+        #: scored and the prediction drafted from in the first (``TokenOptions.later``)
+        self.options = options
         #: the kept tokens' entries of every generation of the turn, each added before the events of
         #: its text are given (a reader takes what is new when it sees an event)
         self.token_logprobs: list[Any] = []
-        #: the prompt's log probabilities too (its first generation's: ``prompt_entries``)
-        self.prompt_logprobs = prompt_logprobs
+        #: the first prompt's log probabilities (``options.prompt_logprobs``)
         self.prompt_entries: list[Any] | None = None
-        #: what the reply is expected to say (OpenAI's predicted output): drafted from, round 1
-        self.prediction = prediction
-        #: each token id's bias to its logit, every generation of the turn (OpenAI's ``logit_bias``)
-        self.logit_bias = logit_bias
 
     def render(self) -> str:
         """The prompt of the next generation."""
@@ -534,7 +528,7 @@ class LocalReplies:
         live, peeked = self.live, 0.0
         seen = 0
         for piece in gen:
-            if self.logprobs is not None:
+            if self.options.logprobs is not None:
                 self.token_logprobs.extend(gen.token_logprobs[seen:])
                 seen = len(gen.token_logprobs)
             live.tokens += 1
@@ -545,7 +539,7 @@ class LocalReplies:
                 peeked = now  # the call being written, a few times a second (its text is joined)
                 raw = stream.writing_call()
                 live.writing(raw, stream.fmt.call_name(raw) if raw is not None else None)
-        if self.logprobs is not None:  # a last piece's tokens, and those no piece showed
+        if self.options.logprobs is not None:  # a last piece's tokens, and those no piece showed
             self.token_logprobs.extend(gen.token_logprobs[seen:])
 
     def generate_reply(self, round: int, cancel: threading.Event | None) -> Generator[Any, None, RoundEnd]:
@@ -572,17 +566,15 @@ class LocalReplies:
                 grammar=grammar,
                 constraint=constraint,
                 stop=self.stop,
-                logprobs=self.logprobs,
-                prompt_logprobs=self.prompt_logprobs,
-                prediction=self.prediction if round == 1 else None,
-                logit_bias=self.logit_bias,
+                options=self.options if round == 1 else self.options.later(),
             )
             started = time.monotonic()
             live = self.live
             yield from self._pieces(gen, stream)
             res = gen.result
             assert res is not None
-            self.prompt_entries = res.prompt_logprobs
+            if res.prompt_logprobs is not None:  # the first round's
+                self.prompt_entries = res.prompt_logprobs
             if (
                 budget is not None
                 and res.finish_reason == "length"
@@ -606,8 +598,7 @@ class LocalReplies:
                     deadline_s=remaining,
                     stop=self.stop,
                     constraint=again,
-                    logprobs=self.logprobs,
-                    logit_bias=self.logit_bias,
+                    options=self.options.later(),
                 )
                 yield from self._pieces(more, stream)
                 assert more.result is not None

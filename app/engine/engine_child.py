@@ -234,7 +234,7 @@ class _Child:
         try:
             for piece in gen:
                 self.unacked = True
-                if gen.logprobs is None:
+                if gen.options.logprobs is None:
                     self.send(("piece", rid, piece))
                     continue
                 # the log probabilities of the tokens kept since the last piece go with it

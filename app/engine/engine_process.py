@@ -788,10 +788,7 @@ class ProcessBackend:
             "deadline_s": gen.deadline_s,
             "stop": gen.stop,
             "constraint": handle,
-            "logprobs": gen.logprobs,
-            "prompt_logprobs": gen.prompt_logprobs,
-            "prediction": gen.prediction,
-            "logit_bias": gen.logit_bias,
+            "options": gen.options,
         }
         body = prompt if isinstance(prompt, str) else [int(t) for t in prompt]
         gen.handle, gen.n_prompt = engine.call("prepare", body, kwargs)

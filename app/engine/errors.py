@@ -14,6 +14,7 @@ that catches those still catches these. The tables that turn them into an answer
 from __future__ import annotations
 
 import os
+from typing import Any
 
 __all__ = [
     "ConstraintError",
@@ -33,6 +34,7 @@ __all__ = [
     "NoProjectorError",
     "PromptRenderError",
     "TemplateRenderError",
+    "TokenIdError",
     "ToolSetupError",
 ]
 
@@ -96,6 +98,18 @@ class EmbeddingOnlyError(GenerationError, ValueError):
 
 class ContextOverflowError(GenerationError):
     """The prompt does not fit in the model's context."""
+
+
+class TokenIdError(GenerationError, ValueError):
+    """A token id outside the model's vocabulary, in a prompt of token ids or a ``logit_bias``;
+    ``param`` names where (``prompt`` or ``logit_bias``: an API's field of the same name)."""
+
+    def __init__(self, message: str, param: str = "prompt"):
+        super().__init__(message)
+        self.param = param
+
+    def __reduce__(self) -> tuple[Any, ...]:  # crosses from the engine process with its param
+        return (type(self), (str(self), self.param))
 
 
 class ImageError(EngineError, ValueError):

@@ -14,16 +14,73 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from app.engine.backend import GenerationResult
-from app.engine.errors import GenerationError
+from app.engine.errors import GenerationError, TokenIdError
 from app.engine.sampling import SamplingParams, resolve_sampling
 
 if TYPE_CHECKING:
     from app.engine.llm import LoadedModel
 
-__all__ = ["Generation", "complete", "generate", "infill_prompt", "validate_grammar"]
+__all__ = [
+    "NO_OPTIONS",
+    "Generation",
+    "TokenOptions",
+    "complete",
+    "generate",
+    "infill_prompt",
+    "validate_grammar",
+]
+
+
+@dataclass(frozen=True)
+class TokenOptions:
+    """What a request asks of its tokens beyond sampling, one value through every layer (the
+    server's ``TurnRequest``, the chat loop's ``LocalReplies``, :func:`generate`, the engine
+    process): OpenAI's names.
+
+    ``logprobs`` (None: not asked; else 0 to ``MAX_TOP_LOGPROBS``, the alternatives a token): each
+    kept token's log probability (``app.engine.logprobs``) is added to
+    ``Generation.token_logprobs`` before its text is yielded, and the whole list is the result's
+    ``logprobs``. ``prompt_logprobs``: the prompt's tokens' too, in the result's
+    ``prompt_logprobs`` (the prompt is read whole, with logits at every row; with ``max_tokens``
+    0 it is read and nothing generated). ``prediction``: the text the reply is expected to say
+    (OpenAI's predicted outputs), which speculative decoding drafts from where the model can
+    draft (``Generation.prediction_tokens`` once the backend tokenized it); the reply is the
+    model's own either way. ``logit_bias``: each token id's bias to its logit (-100 or less bans
+    it; ``app.engine.sampling.LogitBias``)."""
+
+    logprobs: int | None = None
+    prompt_logprobs: bool = False
+    prediction: str | None = None
+    logit_bias: Mapping[int, float] | None = None
+
+    def check(self, n_vocab: int) -> None:
+        """``ValueError`` for ``logprobs`` out of range, :class:`TokenIdError` for a bias's token
+        id outside a vocabulary of ``n_vocab`` tokens."""
+        from app.engine.logprobs import MAX_TOP_LOGPROBS
+
+        if self.logprobs is not None and not 0 <= self.logprobs <= MAX_TOP_LOGPROBS:
+            raise ValueError(
+                f"logprobs must be 0 to {MAX_TOP_LOGPROBS} alternatives a token, got {self.logprobs}"
+            )
+        bad = next((t for t in self.logit_bias or () if not 0 <= int(t) < n_vocab), None)
+        if bad is not None:
+            raise TokenIdError(
+                f"logit_bias names token id {bad}, outside the model's vocabulary (0 to {n_vocab - 1})",
+                "logit_bias",
+            )
+
+    def later(self) -> TokenOptions:
+        """The options of a turn's later generations: only the first scores its prompt and drafts
+        from the prediction (a later one's prompt holds the reply so far)."""
+        return replace(self, prompt_logprobs=False, prediction=None)
+
+
+#: no options: nothing reported, nothing biased
+NO_OPTIONS = TokenOptions()
 
 
 class Generation:
@@ -41,10 +98,7 @@ class Generation:
         stop: Sequence[str],
         constraint: Any = None,
         progress: Callable[[int, int], None] | None = None,
-        logprobs: int | None = None,
-        prompt_logprobs: bool = False,
-        prediction: str | None = None,
-        logit_bias: Mapping[int, float] | None = None,
+        options: TokenOptions = NO_OPTIONS,
     ):
         self.model = model
         self.progress = progress
@@ -56,19 +110,12 @@ class Generation:
         self.cancel = cancel
         self.stop = tuple(s for s in stop if s)
         self.result: GenerationResult | None = None
-        #: log probabilities (``app.engine.logprobs``): None, not asked; else the alternatives a token
-        self.logprobs = logprobs
+        #: log probabilities, a prompt to score, a prediction, a logit bias (:class:`TokenOptions`)
+        self.options = options
         #: the kept tokens' entries so far (when asked), each added before its text is yielded
         self.token_logprobs: list[Any] = []
-        #: the prompt's log probabilities too (the result's ``prompt_logprobs``; ``logprobs``
-        #: alternatives a token): the prompt is read whole, with logits at every row
-        self.prompt_logprobs = prompt_logprobs
-        #: what the reply is expected to say (OpenAI's predicted output): drafted from
-        #: (``app.engine.speculative``), as ``prediction_tokens`` once the backend tokenized it
-        self.prediction = prediction
+        #: the prediction's tokens (``options.prediction``), once the backend tokenized it
         self.prediction_tokens: list[int] = []
-        #: each token's bias to its logit (OpenAI's ``logit_bias``; ``app.engine.sampling.LogitBias``)
-        self.logit_bias = dict(logit_bias) if logit_bias else None
         #: the prompt's length in tokens (set by the backend's ``prepare``)
         self.n_prompt = 0
         #: the prompt's tokens, for a backend that runs here (the engine process keeps its own)
@@ -114,10 +161,7 @@ def generate(
     stop: Sequence[str] | None = None,
     constraint: Any = None,
     progress: Callable[[int, int], None] | None = None,
-    logprobs: int | None = None,
-    prompt_logprobs: bool = False,
-    prediction: str | None = None,
-    logit_bias: Mapping[int, float] | None = None,
+    options: TokenOptions = NO_OPTIONS,
 ) -> Generation:
     """Prepare a generation of ``prompt`` (rendered text or token ids).
 
@@ -127,26 +171,29 @@ def generate(
     ``constraint`` (from ``app.engine.constraints.compile_constraint``) holds every sampled
     token to its grammar; it cannot be combined with ``grammar``.
 
-    Raises ``GrammarError`` for a bad grammar and ``ContextOverflowError`` when the prompt does
-    not fit, before anything runs. ``deadline_s`` is a time budget in seconds.
+    ``options``: log probabilities, a prompt to score, a prediction, a logit bias
+    (:class:`TokenOptions`).
 
-    ``logprobs`` (0 to ``MAX_TOP_LOGPROBS``, the alternatives a token): each kept token's log
-    probability is added to ``Generation.token_logprobs`` before its text is yielded, and the
-    whole list is the result's ``logprobs`` (``app.engine.logprobs``). ``prompt_logprobs``: the
-    prompt's tokens' too, in the result's ``prompt_logprobs`` (with ``max_tokens`` 0 the prompt is
-    read and nothing generated). ``prediction``: the text the reply is expected to say (OpenAI's
-    predicted outputs), which speculative decoding drafts from where the model can draft; the
-    reply is the model's own either way. ``logit_bias``: each token id's bias to its logit
-    (-100 or less bans it); an id outside the vocabulary is a ``ValueError``.
+    Raises, before anything runs: ``GrammarError`` for a bad grammar, ``ContextOverflowError``
+    when the prompt does not fit, :class:`TokenIdError` for a token id outside the vocabulary (in a
+    prompt of token ids, where a model that reads images also takes image positions, or in the
+    bias), ``ValueError`` for another value out of range.
+    ``deadline_s`` is a time budget in seconds.
     """
-    from app.engine.logprobs import MAX_TOP_LOGPROBS
-
     if model.closed:
         raise GenerationError("the model is closed")
     if max_tokens < 0:
         raise ValueError(f"max_tokens must be >= 0, got {max_tokens}")
-    if logprobs is not None and not 0 <= logprobs <= MAX_TOP_LOGPROBS:
-        raise ValueError(f"logprobs must be 0 to {MAX_TOP_LOGPROBS} alternatives a token, got {logprobs}")
+    options.check(model.n_vocab)
+    if not isinstance(prompt, str):
+        # a negative id is an image's position (``app.engine.vision.media_id``): a model that reads
+        # images may be given the ids of a prompt its projector tokenized
+        low = None if model.vision else 0
+        bad = next((t for t in prompt if int(t) >= model.n_vocab or (low is not None and int(t) < low)), None)
+        if bad is not None:
+            raise TokenIdError(
+                f"prompt holds token id {bad}, outside the model's vocabulary (0 to {model.n_vocab - 1})"
+            )
     gen = Generation(
         model,
         max_tokens=max_tokens,
@@ -157,17 +204,8 @@ def generate(
         stop=tuple(stop) if stop is not None else model.stop_strings,
         constraint=constraint,
         progress=progress,
-        logprobs=logprobs,
-        prompt_logprobs=prompt_logprobs,
-        prediction=prediction or None,
-        logit_bias=logit_bias,
+        options=options,
     )
-    if gen.logit_bias:
-        bad = next((t for t in gen.logit_bias if not 0 <= int(t) < model.n_vocab), None)
-        if bad is not None:
-            raise ValueError(
-                f"logit_bias names token id {bad}, outside the model's vocabulary (0 to {model.n_vocab - 1})"
-            )
     model.backend.prepare(gen, prompt)
     return gen
 

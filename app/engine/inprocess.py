@@ -558,8 +558,8 @@ class InProcessBackend:
             self.validate_grammar(gen.grammar)
         gen.prompt_tokens = tokens
         gen.n_prompt = len(tokens)
-        if gen.prediction and self.can_draft:
-            gen.prediction_tokens = self.tokenize_text(gen.prediction, special=False)
+        if gen.options.prediction and self.can_draft:
+            gen.prediction_tokens = self.tokenize_text(gen.options.prediction, special=False)
 
     def stream(self, gen: Generation) -> Iterator[str]:
         model = gen.model
@@ -611,7 +611,7 @@ class InProcessBackend:
             if budget > 0 and not self._read_media(gen, deadline):
                 budget = 0
                 finish = "cancelled" if cancel is not None and cancel.is_set() else "deadline"
-            if gen.prompt_logprobs and gen.media is None:
+            if gen.options.prompt_logprobs and gen.media is None:
                 scored = self._score_prompt(gen, deadline, budget > 0)
                 if scored is None:
                     budget = 0
@@ -637,10 +637,10 @@ class InProcessBackend:
                         if self.draft is not None and gen.media is None
                         else None,
                     )
-                if gen.logprobs is not None:
+                if gen.options.logprobs is not None:
                     from app.engine.logprobs import logprob_at
 
-                    top, n_vocab, raw_ctx = gen.logprobs, int(llm.n_vocab()), llm._ctx.ctx
+                    top, n_vocab, raw_ctx = gen.options.logprobs, int(llm.n_vocab()), llm._ctx.ctx
 
                     def record(row: int, tok: int) -> None:
                         noted.append(logprob_at(raw_ctx, row, tok, n_vocab, top, self.token_bytes))
@@ -733,7 +733,7 @@ class InProcessBackend:
                 tokens=tokens,
                 draft_tokens=spec.drafted if spec is not None else 0,
                 draft_accepted=spec.accepted if spec is not None else 0,
-                logprobs=list(gen.token_logprobs) if gen.logprobs is not None else None,
+                logprobs=list(gen.token_logprobs) if gen.options.logprobs is not None else None,
                 prompt_logprobs=scored,
             )
             model.last_prompt_eval = evaluated
@@ -873,7 +873,7 @@ class InProcessBackend:
         llm = self.llm
         ctx = llm._ctx
         tokens = gen.prompt_tokens
-        total, top, n_vocab = len(tokens), gen.logprobs or 0, int(llm.n_vocab())
+        total, top, n_vocab = len(tokens), gen.options.logprobs or 0, int(llm.n_vocab())
         ctx.kv_cache_seq_rm(-1, 0, -1)  # no prefix kept: its rows' logits are gone
         llm.n_tokens = 0
         entries = [TokenLogprob(tokens[0], self.token_bytes(tokens[0]), None)]

@@ -1,7 +1,7 @@
 """Log probabilities of the tokens a generation keeps (the APIs' ``logprobs``).
 
-A generation asked for them (``generate(..., logprobs=N)``, N alternatives a token, 0 to
-:data:`MAX_TOP_LOGPROBS`) gets, for each token it keeps, a :class:`TokenLogprob`: the token's
+A generation asked for them (``generate(..., options=TokenOptions(logprobs=N))``, N alternatives
+a token, 0 to :data:`MAX_TOP_LOGPROBS`) gets, for each token it keeps, a :class:`TokenLogprob`: the token's
 log probability and the N most likely tokens at its position, read from the model's logits at
 the row the token was sampled from, before the sampler's chain (temperature, penalties, top-k/p,
 a grammar or constraint): the model's own distribution, as OpenAI and llama-server report it. A

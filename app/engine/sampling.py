@@ -23,7 +23,7 @@ BAN = -100.0
 
 def bias_of(gen: Any) -> LogitBias | None:
     """The logits processor of a generation's ``logit_bias``, None without one."""
-    return LogitBias(gen.logit_bias) if gen.logit_bias else None
+    return LogitBias(gen.options.logit_bias) if gen.options.logit_bias else None
 
 
 class LogitBias:

@@ -329,7 +329,7 @@ class Scheduler:
             slot.cached = self.kv.before_start(self._ctx.ctx, slot.seq, slot.cached, prompt)
         # the KV of the longest shared prefix stays; at least the last prompt token is decoded again
         keep = min(common(slot.cached, prompt), len(prompt) - 1)
-        if gen.prompt_logprobs:  # every row's logits: nothing kept
+        if gen.options.prompt_logprobs:  # every row's logits: nothing kept
             keep = 0
             job.scored = [TokenLogprob(prompt[0], self.backend.token_bytes(prompt[0]), None)]
         if gen.media is not None:
@@ -576,7 +576,7 @@ class Scheduler:
     def _score(self, job: _Job, first: int, rows: list[tuple[int, int, bool]]) -> None:
         """The entries of the prompt tokens that ``rows`` (from batch index ``first``) predict."""
         assert job.scored is not None
-        prompt, top = job.gen.prompt_tokens, job.gen.logprobs or 0
+        prompt, top = job.gen.prompt_tokens, job.gen.options.logprobs or 0
         for k, (_tok, pos, _logits) in enumerate(rows):
             if pos + 1 < len(prompt):
                 nxt = prompt[pos + 1]
@@ -594,7 +594,7 @@ class Scheduler:
             self._end(job, "length")
             return
         sampled = len(job.tokens)
-        top = job.gen.logprobs
+        top = job.gen.options.logprobs
 
         def pick(row: int) -> int:
             tok = int(job.sampler.sample(self._ctx, row))
@@ -646,7 +646,7 @@ class Scheduler:
     def _emit(self, job: _Job, piece: str) -> None:
         job.parts.append(piece)
         job.unacked = True
-        if job.gen.logprobs is None:
+        if job.gen.options.logprobs is None:
             self.send(("piece", job.rid, piece))
             return
         # the log probabilities of the tokens kept since the last piece go with it
@@ -696,7 +696,7 @@ class Scheduler:
             tokens=list(job.tokens),
             draft_tokens=job.spec.drafted if job.spec is not None else 0,
             draft_accepted=job.spec.accepted if job.spec is not None else 0,
-            logprobs=list(job.logprobs) if job.gen.logprobs is not None else None,
+            logprobs=list(job.logprobs) if job.gen.options.logprobs is not None else None,
             prompt_logprobs=job.scored,
         )
         self.model.last_prompt_eval = result.prompt_tokens_evaluated

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from app.engine.chat import DEFAULT_MAX_CALLS, LocalReplies
+from app.engine.generation import NO_OPTIONS, TokenOptions
 from app.engine.host import EngineHost, Job
 from app.engine.loop import RoundStop
 from app.server._errors import ApiError, client_message, engine_api_error
@@ -104,20 +105,15 @@ class TurnRequest:
     #: the context the request needs (Ollama's ``options.num_ctx``): a model loaded with less is
     #: loaded again with it, one not loaded yet is loaded with at least it; None: as it is
     n_ctx: int | None = None
-    #: log probabilities: None, not asked; else the alternatives a token (0 to 20): the turn emits
-    #: ``("logprobs", (kind, entries))`` before each text, reasoning or call (``app.engine.logprobs``)
-    logprobs: int | None = None
-    #: the prompt's log probabilities too (a completion's ``echo`` with ``logprobs``): the turn
-    #: emits ``("prompt_logprobs", entries)`` before its end
-    prompt_logprobs: bool = False
+    #: log probabilities, a prompt to score, a prediction, a logit bias
+    #: (``app.engine.generation.TokenOptions``). With ``logprobs`` the turn emits
+    #: ``("logprobs", (kind, entries))`` before each text, reasoning or call
+    #: (``app.engine.logprobs``); with ``prompt_logprobs`` (a completion's ``echo`` with
+    #: ``logprobs``), ``("prompt_logprobs", entries)`` before its end
+    options: TokenOptions = NO_OPTIONS
     #: the prompt's text is wanted (a completion's ``echo``): the turn emits ``("echo", text)``
     #: first (a prompt of token ids is written as its tokens' text)
     echo: bool = False
-    #: what the reply is expected to say (OpenAI's ``prediction``): speculative decoding drafts
-    #: from it (``app.engine.speculative``); the reply is the model's own either way
-    prediction: str | None = None
-    #: each token id's bias to its logit (OpenAI's and llama-server's ``logit_bias``; -100 bans it)
-    logit_bias: dict[int, float] | None = None
 
     @property
     def max_calls(self) -> int:
@@ -266,15 +262,7 @@ def render_turn(model: LoadedModel, req: TurnRequest, tool_format: str) -> Rende
         except GenerationError as exc:
             where = "suffix" if req.fim_fit is None else "input_suffix"  # /infill's name for it
             raise ApiError(400, str(exc), param=where, code="insert_not_supported") from exc
-    if req.raw_prompt is not None:
-        if isinstance(req.raw_prompt, list):
-            bad = next((t for t in req.raw_prompt if not 0 <= t < model.n_vocab), None)
-            if bad is not None:
-                raise ApiError(
-                    400,
-                    f"prompt holds token id {bad}, outside the model's vocabulary (0 to {model.n_vocab - 1})",
-                    param="prompt",
-                )
+    if req.raw_prompt is not None:  # (its token ids are checked by generate(): a 400 naming prompt)
         return RenderedTurn(req.raw_prompt, None, None, None)
     family = _family(model, tool_format)
     tools = req.tools if (req.tools and req.tool_choice != "none" and family is not None) else None
@@ -344,7 +332,7 @@ def run_turn(
             out.take(ev)
     assert done is not None
     out.flush_logprobs(out.last_kind)  # the tokens no event showed (a stop string, the end)
-    if req.prompt_logprobs and replies.prompt_entries is not None:
+    if req.options.prompt_logprobs and replies.prompt_entries is not None:
         emit("prompt_logprobs", replies.prompt_entries)
     finish = done.finish_reason
     if finish == "cancelled" and not cancel.is_set():
@@ -415,10 +403,7 @@ class _RequestReplies(LocalReplies):
             thinking=req.thinking,  # the prompt is the request's (render_turn); this sets the budget
             grammar=req.grammar,
             deadline_s=req.deadline_s,
-            logprobs=req.logprobs,
-            prompt_logprobs=req.prompt_logprobs,
-            prediction=req.prediction,
-            logit_bias=req.logit_bias,
+            options=req.options,
         )
         self.req = req
         self.prompt = turn.text

@@ -15,6 +15,7 @@ from app.engine.errors import (
     JobCancelled,
     ModelLoadError,
     NoProjectorError,
+    TokenIdError,
 )
 from app.server._json import json_bytes
 
@@ -116,6 +117,7 @@ ENGINE_ERRORS: tuple[tuple[type[EngineError], int, str | None], ...] = (
     (EmbeddingInputError, 400, "invalid_input"),  # an input an embedding request cannot use
     (EmbeddingModelError, 400, "model_cannot_embed"),  # a reranking model
     (EmbeddingOnlyError, 400, "model_cannot_generate"),  # an embedding model asked for a reply
+    (TokenIdError, 400, None),  # a prompt's or a logit_bias's token id outside the vocabulary
     (ModelLoadError, 500, "model_load_failed"),
     (JobCancelled, 503, None),
     (EngineCrashedError, 500, "engine_crashed"),  # the next request gets a fresh engine
@@ -129,7 +131,7 @@ def engine_api_error(exc: BaseException) -> ApiError:
         return exc
     for kind, status, code in ENGINE_ERRORS:
         if isinstance(exc, kind):
-            return ApiError(status, client_message(exc), code=code)
+            return ApiError(status, client_message(exc), param=getattr(exc, "param", None), code=code)
     return ApiError(500, f"the engine failed: {client_message(exc)}")
 
 

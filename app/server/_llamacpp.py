@@ -31,6 +31,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from app.engine.generation import TokenOptions
 from app.engine.logprobs import MAX_TOP_LOGPROBS
 from app.server._common import (
     SAMPLER_RANGES,
@@ -99,8 +100,7 @@ def _common_request(body: dict[str, Any], state: ServerState) -> dict[str, Any]:
         "sampling": read_sampling(body, SAMPLER_RANGES, top_k=True, mirostat=True),
         "stop": check_stop(body.get("stop"), "stop"),
         "idle_ttl": parse_ttl(body.get("ttl")),
-        "logprobs": n_probs or None,
-        "logit_bias": read_logit_bias(body.get("logit_bias")),
+        "options": TokenOptions(logprobs=n_probs or None, logit_bias=read_logit_bias(body.get("logit_bias"))),
     }
 
 
@@ -219,7 +219,7 @@ async def _answer(request: Request, state: ServerState, body: dict[str, Any], re
         text, _reasoning, _calls, end = await turn.collect(request)
         turn.log(request, end, 0)
         answer = _final(turn.model_id, text, end)
-        if req.logprobs is not None:
+        if req.options.logprobs is not None:
             answer["completion_probabilities"] = llamacpp_probs(turn.logprob_entries(CONTENT))
         return json_response(_fields(answer, fields))
 

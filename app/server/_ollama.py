@@ -18,6 +18,7 @@ import math
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+from app.engine.generation import TokenOptions
 from app.server._common import (
     SAMPLER_RANGES,
     TOOL_CHOICE_HEADER,
@@ -200,7 +201,7 @@ def _part(
     ``logprobs`` when the request asked for them (a streamed line: only when it has some, those
     of the tokens since the last one)."""
     out = {"model": turn.model_id, "created_at": _now(), **fields, "done": end is not None, **_stats(end)}
-    if turn.req.logprobs is not None and (entries or not chunk):
+    if turn.req.options.logprobs is not None and (entries or not chunk):
         out["logprobs"] = ollama_logprobs(entries)
     return out
 
@@ -328,7 +329,7 @@ async def chat(request: Request):
         thinking=_thinking(think),
         idle_ttl=keep,
         n_ctx=_num_ctx(body),
-        logprobs=read_chat_logprobs(body),
+        options=TokenOptions(logprobs=read_chat_logprobs(body)),
     )
     # the log probabilities of what the reply shows: its content and its thinking
     held = LogprobBuffer(("text", "reasoning") if think is not False else ("text",))
@@ -410,7 +411,7 @@ async def generate(request: Request):
             stop=stop,
             idle_ttl=keep,
             n_ctx=_num_ctx(body),
-            logprobs=read_chat_logprobs(body),
+            options=TokenOptions(logprobs=read_chat_logprobs(body)),
         )
     else:
         if not prompt and not images:
@@ -428,7 +429,7 @@ async def generate(request: Request):
             response_format=_format(body.get("format")),
             idle_ttl=keep,
             n_ctx=_num_ctx(body),
-            logprobs=read_chat_logprobs(body),
+            options=TokenOptions(logprobs=read_chat_logprobs(body)),
         )
     held = LogprobBuffer(("text", "reasoning"))
     stream = check_bool(body.get("stream"), "stream", True)

@@ -32,6 +32,7 @@ import time
 import uuid
 from typing import TYPE_CHECKING, Any
 
+from app.engine.generation import TokenOptions
 from app.server._common import (
     SAMPLER_RANGES,
     TOOL_CHOICE_HEADER,
@@ -347,9 +348,11 @@ def parse_chat_request(
         thinking=_thinking(body.get("reasoning_effort")),
         template_kwargs=_template_kwargs(body.get("chat_template_kwargs")),
         idle_ttl=parse_ttl(body.get("ttl")),
-        logprobs=read_chat_logprobs(body),
-        prediction=_prediction(body.get("prediction")),
-        logit_bias=read_logit_bias(body.get("logit_bias")),
+        options=TokenOptions(
+            logprobs=read_chat_logprobs(body),
+            prediction=_prediction(body.get("prediction")),
+            logit_bias=read_logit_bias(body.get("logit_bias")),
+        ),
     )
     return req, stream, usage
 
@@ -461,7 +464,7 @@ async def chat_completions(request: Request):
     if not stream:
         text, reasoning, calls, end = await turn.collect(request)
         turn.log(request, end, len(calls))
-        logprobs = chat_logprobs(turn.logprob_entries(CONTENT)) if req.logprobs is not None else None
+        logprobs = chat_logprobs(turn.logprob_entries(CONTENT)) if req.options.logprobs is not None else None
         message: dict[str, Any] = {"role": "assistant", "content": text if (text or not calls) else None}
         if reasoning:
             message["reasoning_content"] = reasoning
@@ -657,7 +660,7 @@ async def _choices(
                     "index": i,
                     "message": message,
                     "finish_reason": end.finish_in(),
-                    "logprobs": chat_logprobs(entries) if req.logprobs is not None else None,
+                    "logprobs": chat_logprobs(entries) if req.options.logprobs is not None else None,
                 }
             )
         request.scope.setdefault("callisto.log", {})["tool_calls"] = sum(len(d[2]) for d in done)
@@ -859,10 +862,15 @@ def _read_prompts(value: Any) -> list[str | list[int]]:
     def is_ids(v: Any) -> bool:
         return isinstance(v, list) and all(isinstance(t, int) and not isinstance(t, bool) for t in v)
 
+    def ids(v: list[int]) -> list[int]:  # (the vocabulary's end is checked by generate())
+        if any(t < 0 for t in v):
+            raise ApiError(400, f"prompt holds token id {min(v)}: token ids are 0 or more", param="prompt")
+        return list(v)
+
     if isinstance(value, str):
         return [value]
     if is_ids(value) and value:
-        return [list(value)]
+        return [ids(value)]
     if isinstance(value, list) and value:
         out: list[str | list[int]] = []
         for i, p in enumerate(value):
@@ -872,7 +880,7 @@ def _read_prompts(value: Any) -> list[str | list[int]]:
                     f"prompt[{i}] must be a string or an array of token ids, got {type_name(p)}",
                     param="prompt",
                 )
-            out.append(p if isinstance(p, str) else list(p))
+            out.append(p if isinstance(p, str) else ids(p))
         return out
     if isinstance(value, list):
         raise ApiError(400, "prompt is empty", param="prompt")
@@ -895,10 +903,12 @@ def _completion_request(body: dict[str, Any], state: ServerState) -> TurnRequest
         sampling=_sampling(body),
         stop=check_stop(body.get("stop"), "stop"),
         idle_ttl=parse_ttl(body.get("ttl")),
-        logprobs=logprobs,
-        prompt_logprobs=echo and logprobs is not None,
+        options=TokenOptions(
+            logprobs=logprobs,
+            prompt_logprobs=echo and logprobs is not None,
+            logit_bias=read_logit_bias(body.get("logit_bias")),
+        ),
         echo=echo,
-        logit_bias=read_logit_bias(body.get("logit_bias")),
     )
 
 
@@ -907,7 +917,7 @@ def _completion_choice(index: int, turn: Any, text: str, end: TurnEnd) -> dict[s
     (the prompt's tokens' too with ``echo``) when asked."""
     req = turn.req
     logprobs = None
-    if req.logprobs is not None:
+    if req.options.logprobs is not None:
         prompt = list(turn.prompt_logprobs or []) if req.echo else []
         # a token the model put before the prompt's text (its BOS) writes none of the echo
         silent = 1 if prompt and not turn.echo.encode().startswith(prompt[0].data) else 0
@@ -942,7 +952,7 @@ async def completions(request: Request):
         req.fim = (prompt, suffix)
     else:
         req.raw_prompt = prompt
-    if stream and req.prompt_logprobs:
+    if stream and req.options.prompt_logprobs:
         raise ApiError(
             400,
             "echo with logprobs is not streamed: the prompt's log probabilities come whole; leave stream out",

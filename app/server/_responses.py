@@ -472,7 +472,7 @@ class _Shell:
             ),
             "tools": body.get("tools") or [],
             "top_p": body.get("top_p", 1.0),
-            "top_logprobs": self.req.logprobs,
+            "top_logprobs": self.req.options.logprobs,
             "truncation": "disabled",
             "usage": None if end is None else _usage(end),
             "metadata": body.get("metadata") if isinstance(body.get("metadata"), dict) else {},

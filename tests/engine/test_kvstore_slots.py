@@ -25,6 +25,7 @@ from app.engine.kvstore import (
 from app.engine.llm import load_model
 from app.engine.models.metadata import read_metadata
 from app.engine.scheduler import Scheduler
+from tests.support.scheduling import drive
 
 N_CTX = 512
 GREEDY = {"temperature": 0}
@@ -200,12 +201,7 @@ def test_a_scheduler_restarted_reads_only_the_new_turn_with_the_same_greedy_repl
     def serve(sched, sent, m, text, gid):
         gen = generate(m, text, max_tokens=10, sampling=GREEDY, stop=())
         sched.submit(gid, gid, gen)
-        steps = 0
-        while sched.active:
-            sched.step()
-            sched.ack(gid)
-            steps += 1
-            assert steps < 500
+        drive(sched, (gid,), most=500)
         (end,) = [msg for msg in sent if msg[0] == "end" and msg[1] == gid]
         assert end[2], end
         return end[3][0]

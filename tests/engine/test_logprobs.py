@@ -11,10 +11,11 @@ import math
 import numpy as np
 import pytest
 
-from app.engine.generation import generate
+from app.engine.generation import TokenOptions, generate
 from app.engine.llm import load_model
 from app.engine.logprobs import MAX_TOP_LOGPROBS, token_text
 from app.engine.scheduler import Scheduler
+from tests.support.scheduling import drive, results
 
 GREEDY = {"temperature": 0}
 SENTENCE = "the quick brown fox jumps over the lazy dog"
@@ -71,13 +72,17 @@ def test_each_kept_token_has_the_log_probability_the_model_gave_it_not_the_sampl
     m = load_model(path, n_ctx=512, n_threads=1, isolate=False)
     try:
         hot = {"temperature": 1.5, "seed": 11}
-        gen = generate(m, "hello there", max_tokens=24, sampling=hot, stop=(), logprobs=5)
+        gen = generate(
+            m, "hello there", max_tokens=24, sampling=hot, stop=(), options=TokenOptions(logprobs=5)
+        )
         result = gen.run()
         assert result.generated_tokens == 24
         _check(path, gen.prompt_tokens, result, 5)
         # a hot sampler picks tokens the model does not rank first: their entries say so
         assert any(e.top[0][0] != e.token for e in result.logprobs)
-        greedy = generate(m, "hello there", max_tokens=24, sampling=GREEDY, stop=(), logprobs=3)
+        greedy = generate(
+            m, "hello there", max_tokens=24, sampling=GREEDY, stop=(), options=TokenOptions(logprobs=3)
+        )
         res = greedy.run()
         _check(path, greedy.prompt_tokens, res, 3)
         assert all(e.top[0][0] == e.token for e in res.logprobs)  # greedy: the most likely each time
@@ -89,7 +94,7 @@ def test_each_kept_token_has_the_log_probability_the_model_gave_it_not_the_sampl
 def test_each_entry_is_there_before_its_text_is_yielded_and_none_without_asking(tiny_gguf):
     m = load_model(_tiny(tiny_gguf), n_ctx=512, n_threads=1, isolate=False)
     try:
-        gen = generate(m, "a b c", max_tokens=16, sampling=GREEDY, stop=(), logprobs=0)
+        gen = generate(m, "a b c", max_tokens=16, sampling=GREEDY, stop=(), options=TokenOptions(logprobs=0))
         text = ""
         for piece in gen:
             text += piece
@@ -99,7 +104,7 @@ def test_each_entry_is_there_before_its_text_is_yielded_and_none_without_asking(
         plain = generate(m, "a b c", max_tokens=16, sampling=GREEDY, stop=()).run()
         assert plain.logprobs is None and plain.generated_tokens == 16
         with pytest.raises(ValueError, match="logprobs must be 0 to 20"):
-            generate(m, "a b c", max_tokens=4, logprobs=MAX_TOP_LOGPROBS + 1)
+            generate(m, "a b c", max_tokens=4, options=TokenOptions(logprobs=MAX_TOP_LOGPROBS + 1))
     finally:
         m.close()
 
@@ -109,7 +114,9 @@ def test_stop_strings_keep_the_entries_of_the_tokens_kept(tiny_gguf):
     try:
         free = generate(m, "hello there", max_tokens=24, sampling=GREEDY, stop=()).run()
         stop = free.text[6:9]
-        gen = generate(m, "hello there", max_tokens=24, sampling=GREEDY, stop=(stop,), logprobs=1)
+        gen = generate(
+            m, "hello there", max_tokens=24, sampling=GREEDY, stop=(stop,), options=TokenOptions(logprobs=1)
+        )
         res = gen.run()
         assert res.finish_reason == "stop" and [e.token for e in res.logprobs] == res.tokens
     finally:
@@ -131,7 +138,7 @@ def test_drafted_tokens_have_the_entries_of_the_rows_they_were_verified_at(tiny_
             sampling=GREEDY,
             grammar=f'root ::= "{SENTENCE}"',
             stop=(),
-            logprobs=2,
+            options=TokenOptions(logprobs=2),
         )
         res = gen.run()
         assert res.text == SENTENCE and res.draft_accepted > 10
@@ -153,28 +160,23 @@ def test_scheduler_slots_give_each_generation_its_own_entries(tiny_gguf):
         sent: list[tuple] = []
         sched = Scheduler(m, 3, sent.append, lambda gid: False)
         gens = [
-            generate(m, p, max_tokens=30, sampling=GREEDY, stop=(), grammar=g, logprobs=4)
+            generate(
+                m, p, max_tokens=30, sampling=GREEDY, stop=(), grammar=g, options=TokenOptions(logprobs=4)
+            )
             for p, g in zip(prompts, grammar, strict=True)
         ]
         for gid, g in enumerate(gens):
             sched.submit(gid, gid, g)
-        steps = 0
-        while sched.active:
-            sched.step()
-            steps += 1
-            for gid in range(3):
-                sched.ack(gid)
-            assert steps < 500
+        drive(sched, range(3), most=500)
         assert sched.stats.max_seqs_in_batch >= 2
-        ends = {msg[1]: msg for msg in sent if msg[0] == "end"}
+        ends = results(sent)
         for gid, g in enumerate(gens):
-            assert ends[gid][2]
-            res = ends[gid][3][0]
+            res = ends[gid]
             _check(path, g.prompt_tokens, res, 4)
             # the pieces carried the entries of their tokens, in order; the end has them all
             carried = [e for msg in sent if msg[0] == "piece" and msg[1] == gid for e in msg[3]]
             assert carried == res.logprobs[: len(carried)]
-        assert ends[2][3][0].draft_accepted > 10
+        assert ends[2].draft_accepted > 10
         sched.close()
     finally:
         m.close()
@@ -187,7 +189,9 @@ def test_an_engine_process_streams_the_entries_with_their_pieces(tiny_gguf, monk
     m = load_model(path, n_ctx=512, n_threads=1)
     try:
         assert m.backend.isolated and m.backend.parallel == parallel
-        gen = generate(m, "hello there", max_tokens=20, sampling=GREEDY, stop=(), logprobs=3)
+        gen = generate(
+            m, "hello there", max_tokens=20, sampling=GREEDY, stop=(), options=TokenOptions(logprobs=3)
+        )
         text = ""
         for piece in gen:
             text += piece
@@ -230,19 +234,26 @@ def test_a_prompts_log_probabilities_are_read_from_every_row_and_the_reply_follo
     try:
         generate(m, LONG, max_tokens=6, sampling=GREEDY, stop=()).run()
         # the KV of that prompt is there: scoring reads it again all the same
-        gen = generate(m, LONG, max_tokens=6, sampling=GREEDY, stop=(), logprobs=2, prompt_logprobs=True)
+        gen = generate(
+            m,
+            LONG,
+            max_tokens=6,
+            sampling=GREEDY,
+            stop=(),
+            options=TokenOptions(logprobs=2, prompt_logprobs=True),
+        )
         res = gen.run()
         assert len(gen.prompt_tokens) > SCORE_ROWS and res.prompt_tokens_evaluated == len(gen.prompt_tokens)
         _check_prompt(path, gen.prompt_tokens, res.prompt_logprobs, 2)
         _check(path, gen.prompt_tokens, res, 2)  # the reply's entries: the model's, after this prompt
         # max_tokens 0: the prompt is read and scored, nothing generated
-        only = generate(m, LONG, max_tokens=0, stop=(), prompt_logprobs=True).run()
+        only = generate(m, LONG, max_tokens=0, stop=(), options=TokenOptions(prompt_logprobs=True)).run()
         assert only.generated_tokens == 0 and only.finish_reason == "length" and only.text == ""
         assert [e.logprob for e in only.prompt_logprobs] == [e.logprob for e in res.prompt_logprobs]
         assert all(e.top == () for e in only.prompt_logprobs)
         # and the next generation of that prompt goes on from the KV the scoring wrote: each of its
         # tokens has the model's log probability after the prompt and the tokens before it
-        after = generate(m, LONG, max_tokens=6, sampling=GREEDY, stop=(), logprobs=1)
+        after = generate(m, LONG, max_tokens=6, sampling=GREEDY, stop=(), options=TokenOptions(logprobs=1))
         res = after.run()
         assert res.prompt_logprobs is None and res.generated_tokens == 6
         _check(path, after.prompt_tokens, res, 1)
@@ -258,20 +269,21 @@ def test_scheduler_slots_score_their_prompts_beside_streams(tiny_gguf):
         sched = Scheduler(m, 3, sent.append, lambda gid: False)
         gens = [
             generate(m, "hello there", max_tokens=30, sampling=GREEDY, stop=()),
-            generate(m, LONG, max_tokens=4, sampling=GREEDY, stop=(), logprobs=3, prompt_logprobs=True),
-            generate(m, LONG + "again", max_tokens=0, stop=(), prompt_logprobs=True),
+            generate(
+                m,
+                LONG,
+                max_tokens=4,
+                sampling=GREEDY,
+                stop=(),
+                options=TokenOptions(logprobs=3, prompt_logprobs=True),
+            ),
+            generate(m, LONG + "again", max_tokens=0, stop=(), options=TokenOptions(prompt_logprobs=True)),
         ]
         for gid, g in enumerate(gens):
             sched.submit(gid, gid, g)
-        steps = 0
-        while sched.active:
-            sched.step()
-            steps += 1
-            for gid in range(3):
-                sched.ack(gid)
-            assert steps < 500
+        drive(sched, range(3), most=500)
         assert sched.stats.max_seqs_in_batch >= 2
-        ends = {msg[1]: msg[3][0] for msg in sent if msg[0] == "end" and msg[2]}
+        ends = results(sent)
         assert set(ends) == {0, 1, 2}
         assert ends[0].prompt_logprobs is None and ends[0].generated_tokens == 30
         _check_prompt(path, gens[1].prompt_tokens, ends[1].prompt_logprobs, 3)
@@ -289,7 +301,9 @@ def test_an_engine_process_returns_the_prompts_log_probabilities(tiny_gguf, monk
     monkeypatch.setenv("CALLISTO_ENGINE_PARALLEL", str(parallel))
     m = load_model(path, n_ctx=512, n_threads=1)
     try:
-        res = generate(m, LONG, max_tokens=0, stop=(), logprobs=1, prompt_logprobs=True).run()
+        res = generate(
+            m, LONG, max_tokens=0, stop=(), options=TokenOptions(logprobs=1, prompt_logprobs=True)
+        ).run()
         _check_prompt(path, m.tokenize(LONG), res.prompt_logprobs, 1)
     finally:
         m.close()

@@ -18,6 +18,7 @@ from app.engine.generation import generate
 from app.engine.llm import load_model
 from app.engine.scheduler import Scheduler
 from tests.support.memory_bound import refusals_under_memory_bound
+from tests.support.scheduling import drive
 
 GREEDY = {"temperature": 0}
 PROMPTS = ["hello there", "a b c d e f", "the quick brown fox", "zz yy xx"]
@@ -89,13 +90,7 @@ def test_two_sequences_share_one_decode_and_keep_their_greedy_output(tiny_gguf):
         gens = [generate(m, p, max_tokens=12, sampling=GREEDY, stop=()) for p in PROMPTS[:2]]
         for i, g in enumerate(gens):
             sched.submit(100 + i, i, g)
-        steps = 0
-        while sched.active:
-            sched.step()
-            steps += 1
-            for gid in (0, 1):
-                sched.ack(gid)  # the readers take every piece at once
-            assert steps < 200
+        drive(sched, (0, 1), most=200)
         ends = {msg[1]: msg for msg in sent if msg[0] == "end"}
         assert set(ends) == {100, 101} and all(e[2] for e in ends.values())
         results = [ends[100 + i][3][0] for i in range(2)]
@@ -120,16 +115,11 @@ def test_a_slot_reuses_the_longest_shared_prefix(tiny_gguf):
         long = "one two three four five six seven eight nine ten"
         for gid, prompt in enumerate([long, "zz yy"]):
             sched.submit(gid, gid, generate(m, prompt, max_tokens=2, sampling=GREEDY, stop=()))
-        while sched.active:
-            sched.step()
-            sched.ack(0)
-            sched.ack(1)
+        drive(sched, (0, 1))
         sent.clear()
         follow = generate(m, long + " eleven", max_tokens=2, sampling=GREEDY, stop=())
         sched.submit(9, 9, follow)
-        while sched.active:
-            sched.step()
-            sched.ack(9)
+        drive(sched, (9,))
         (end,) = [msg for msg in sent if msg[0] == "end"]
         result = end[3][0]
         # only the new words were read: the slot that held the long prompt was chosen
@@ -149,7 +139,7 @@ def test_a_step_writes_its_rows_in_slot_order_whatever_order_the_jobs_came_in(ti
         prompts = ["one two three four five six", "a b c d e f g h", "zz yy xx ww vv"]
         for gid, prompt in enumerate(prompts):  # slot k keeps prompt k's KV
             sched.submit(gid, gid, generate(m, prompt, max_tokens=2, sampling=GREEDY, stop=()))
-        _drive(sched, [0, 1, 2])
+        drive(sched, [0, 1, 2])
         lib = sched._lib
         orders: list[list[int]] = []
 
@@ -168,7 +158,7 @@ def test_a_step_writes_its_rows_in_slot_order_whatever_order_the_jobs_came_in(ti
             sched.submit(gid, gid, generate(m, prompts[k] + " more", max_tokens=6, sampling=GREEDY, stop=()))
         sched.step()
         assert [sched.jobs[gid].slot.seq for gid in gids] == [2, 0, 1]
-        _drive(sched, gids)
+        drive(sched, gids)
         assert len(orders) >= 3 and any(len(set(o)) == 3 for o in orders)
         for order in orders:
             assert order == sorted(order), order
@@ -220,7 +210,7 @@ def test_a_prompt_that_ends_while_others_generate_is_decoded_first_and_its_token
         assert b_kept_between == 1  # its first token was kept (and sent) before the others' decode
         assert set(gen_rows) == {a_seq, b_seq} and gen_rows[b_seq] == [n_prompt]
         assert sched.jobs[1].first_at is not None
-        _drive(sched, [0, 1])
+        drive(sched, [0, 1])
         ends = {msg[1]: msg[3][0] for msg in sent if msg[0] == "end"}
         for ref, got in zip(refs, (ends[100], ends[101]), strict=True):
             assert got.tokens == ref.tokens and got.finish_reason == ref.finish_reason
@@ -370,13 +360,6 @@ def test_live_smollm2_batched_streams_equal_their_single_greedy_output(smollm2_p
         m.close()
 
 
-def _drive(sched, gids):
-    while sched.active:
-        sched.step()
-        for gid in gids:
-            sched.ack(gid)
-
-
 def test_stop_strings_and_deadlines_hold_per_slot(tiny_gguf):
     m = load_model(_path(tiny_gguf), n_ctx=512, n_threads=1, isolate=False)
     try:
@@ -389,7 +372,7 @@ def test_stop_strings_and_deadlines_hold_per_slot(tiny_gguf):
         sched.submit(0, 0, generate(m, PROMPTS[0], max_tokens=20, sampling=GREEDY, stop=(stop,)))
         sched.submit(1, 1, generate(m, PROMPTS[1], max_tokens=20, sampling=GREEDY, deadline_s=0))
         sched.submit(2, 2, generate(m, PROMPTS[2], max_tokens=5, sampling=GREEDY, stop=()))
-        _drive(sched, (0, 1, 2))
+        drive(sched, (0, 1, 2))
         ends = {msg[1]: msg[3][0] for msg in sent if msg[0] == "end"}
         assert ends[0].text == single.text and ends[0].finish_reason == "stop" == single.finish_reason
         assert stop not in ends[0].text
@@ -411,7 +394,7 @@ def test_each_slot_gets_the_whole_context_the_user_set(tiny_gguf):
             toks = m.tokenize(f"{gid} {words}")[:480]
             prompts.append(toks)
             sched.submit(gid, gid, generate(m, toks, max_tokens=100, sampling=GREEDY, stop=()))
-        _drive(sched, (0, 1))
+        drive(sched, (0, 1))
         ends = {msg[1]: msg for msg in sent if msg[0] == "end"}
         for gid in range(2):
             ok, value = ends[gid][2], ends[gid][3]
@@ -434,7 +417,7 @@ def test_a_gbnf_grammar_holds_its_slot_alone(tiny_gguf):
         sched = Scheduler(m, 2, sent.append, lambda gid: False)
         sched.submit(0, 0, generate(m, PROMPTS[0], max_tokens=12, sampling=GREEDY, grammar=grammar, stop=()))
         sched.submit(1, 1, generate(m, PROMPTS[1], max_tokens=12, sampling=GREEDY, stop=()))
-        _drive(sched, (0, 1))
+        drive(sched, (0, 1))
         ends = {msg[1]: msg[3][0] for msg in sent if msg[0] == "end"}
         assert ends[0].text == single.text and ends[0].text.split(" ")[0] in ("yes", "no")
         assert ends[1].tokens == free_ref.tokens  # the other slot is not held to the grammar

@@ -12,10 +12,11 @@ import threading
 import pytest
 
 from app.engine.constraints import compile_constraint
-from app.engine.generation import generate
+from app.engine.generation import TokenOptions, generate
 from app.engine.llm import load_model
 from app.engine.scheduler import Scheduler
 from app.engine.speculative import DecodeCost, DraftPolicy, NgramDrafter, Speculation, verify
+from tests.support.scheduling import drive
 
 GREEDY = {"temperature": 0}
 SENTENCE = "the quick brown fox jumps over the lazy dog"
@@ -313,16 +314,6 @@ def test_sampled_generation_runs_with_drafting_and_stays_valid(tiny_gguf):
 # -- the scheduler -------------------------------------------------------------------------------
 
 
-def _drive(sched, gids):
-    steps = 0
-    while sched.active:
-        sched.step()
-        for gid in gids:
-            sched.ack(gid)
-        steps += 1
-        assert steps < 5000
-
-
 def test_scheduler_slots_draft_and_keep_their_greedy_output(tiny_gguf):
     m = load_model(_tiny(tiny_gguf), n_ctx=512, n_threads=1, isolate=False)
     try:
@@ -342,7 +333,7 @@ def test_scheduler_slots_draft_and_keep_their_greedy_output(tiny_gguf):
             gid_copy,
             generate(m, f"say: {SENTENCE}\n", max_tokens=60, sampling=GREEDY, grammar=grammar),
         )
-        _drive(sched, range(gid_copy + 1))
+        drive(sched, range(gid_copy + 1))
         ends = {msg[1]: msg for msg in sent if msg[0] == "end"}
         assert all(e[2] for e in ends.values())
         for gid, ref in enumerate(refs):
@@ -380,7 +371,7 @@ def test_scheduler_drafting_keeps_constraints_stops_and_budgets(tiny_gguf):
         sched = Scheduler(m, 3, sent.append, lambda gid: False)
         for gid, (p, kw) in enumerate(cases):
             sched.submit(gid, gid, generate(m, p, sampling=GREEDY, **kw))
-        _drive(sched, range(len(cases)))
+        drive(sched, range(len(cases)))
         ends = {msg[1]: msg[3][0] for msg in sent if msg[0] == "end"}
         for gid, ref in enumerate(refs):
             assert ends[gid].tokens == ref.tokens and ends[gid].text == ref.text
@@ -420,7 +411,7 @@ def test_scheduler_cancel_while_drafted_tokens_wait(tiny_gguf):
         # the slot's KV is consistent: a new prompt reuses it and the output is unchanged
         sent.clear()
         sched.submit(2, 2, generate(m, f"say: {SENTENCE}\n", max_tokens=60, sampling=GREEDY, grammar=grammar))
-        _drive(sched, (2,))
+        drive(sched, (2,))
         (end,) = [msg for msg in sent if msg[0] == "end"]
         assert end[3][0].text == SENTENCE
         sched.close()
@@ -621,8 +612,10 @@ def test_a_prediction_is_drafted_from_even_with_ngram_drafting_off(tiny_gguf):
         m.backend.ngram_draft = False
         kw = dict(max_tokens=60, sampling=GREEDY, grammar=f'root ::= "{SENTENCE}"', stop=())
         plain = generate(m, "say it\n", **kw).run()
-        right = generate(m, "say it\n", prediction=SENTENCE, **kw).run()
-        wrong = generate(m, "say it\n", prediction="lorem ipsum dolor sit amet " * 3, **kw).run()
+        right = generate(m, "say it\n", **kw, options=TokenOptions(prediction=SENTENCE)).run()
+        wrong = generate(
+            m, "say it\n", **kw, options=TokenOptions(prediction="lorem ipsum dolor sit amet " * 3)
+        ).run()
         assert plain.text == right.text == wrong.text == SENTENCE
         assert plain.tokens == right.tokens == wrong.tokens
         assert plain.draft_tokens == 0 and right.draft_accepted > 10
@@ -631,9 +624,9 @@ def test_a_prediction_is_drafted_from_even_with_ngram_drafting_off(tiny_gguf):
         sent: list[tuple] = []
         sched = Scheduler(m, 2, sent.append, lambda gid: False)
         assert not sched.ngram_draft
-        sched.submit(0, 0, generate(m, "say it\n", prediction=SENTENCE, **kw))
+        sched.submit(0, 0, generate(m, "say it\n", **kw, options=TokenOptions(prediction=SENTENCE)))
         sched.submit(1, 1, generate(m, "hello there", max_tokens=20, sampling=GREEDY, stop=()))
-        _drive(sched, range(2))
+        drive(sched, range(2))
         ends = {msg[1]: msg[3][0] for msg in sent if msg[0] == "end" and msg[2]}
         assert ends[0].text == SENTENCE and ends[0].tokens == plain.tokens and ends[0].draft_accepted > 10
         assert ends[1].draft_tokens == 0

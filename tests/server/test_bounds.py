@@ -514,6 +514,7 @@ def test_n19_logit_bias_in_a_form_that_cannot_be_read_is_a_400_never_ignored(pla
     ):
         r = httpx.post(url, json={**body, "logit_bias": bad}, timeout=60)
         assert r.status_code == 400 and words in check_shape("/v1", r.json()), (bad, r.text)
+        assert r.json()["error"]["param"] == "logit_bias", r.text
     assert httpx.post(url, json={**body, "logit_bias": {}}, timeout=120).status_code == 200
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from app.engine.generation import generate
+from app.engine.generation import TokenOptions, generate
 from app.engine.llm import load_model
 from app.engine.models.tiny import write_tiny_gguf
 from tests.server.test_idle_ttl import FakeClock, _server
@@ -113,7 +113,12 @@ def reference(engines):
         key = (prompt, max_tokens, top)
         if key not in cache:
             res = generate(
-                engines["tiny"], prompt, max_tokens=max_tokens, sampling=GREEDY, stop=(), logprobs=top
+                engines["tiny"],
+                prompt,
+                max_tokens=max_tokens,
+                sampling=GREEDY,
+                stop=(),
+                options=TokenOptions(logprobs=top),
             ).run()
             cache[key] = res.logprobs
         return cache[key]
@@ -268,7 +273,9 @@ def test_echo_with_logprobs_scores_the_prompt_as_an_eval_harness_asks(openai_cli
         m = engines[name]
         ids = m.tokenize(PROMPT)
         ref = (
-            generate(m, PROMPT, max_tokens=0, stop=(), logprobs=2, prompt_logprobs=True).run().prompt_logprobs
+            generate(m, PROMPT, max_tokens=0, stop=(), options=TokenOptions(logprobs=2, prompt_logprobs=True))
+            .run()
+            .prompt_logprobs
         )
         r = openai_client.completions.create(model=name, prompt=PROMPT, max_tokens=0, echo=True, logprobs=2)
         c = r.choices[0]
@@ -296,7 +303,9 @@ def test_token_id_prompts_are_read_as_sent_and_echoed_as_their_text(openai_clien
         lp = choice.logprobs
         assert len(lp.token_logprobs) == len(prompt_ids) + 1 and lp.token_logprobs[0] is None
         assert choice.text.startswith(text) and lp.tokens[-1] == reference(text, 1, 0)[0].text
-        want = generate(m, prompt_ids, max_tokens=0, stop=(), logprobs=1, prompt_logprobs=True).run()
+        want = generate(
+            m, prompt_ids, max_tokens=0, stop=(), options=TokenOptions(logprobs=1, prompt_logprobs=True)
+        ).run()
         _same(lp.token_logprobs[1:-1], want.prompt_logprobs[1:])
     # one token-id prompt, no echo: the reply to the same tokens as the text's
     one = openai_client.completions.create(model="tiny", prompt=ids[0], max_tokens=6, temperature=0)
