@@ -1,6 +1,6 @@
 """``python -m bench``: run every figure, print the table, write ``bench/results.json``.
 
-Options: ``--only 1,1b,2,3,4,5,6,7,8,9,10,11`` (a subset; with ``--merge`` the other figures' rows are kept from
+Options: ``--only 1,1b,2,3,4,5,6,7,8,9,10,10b,11`` (a subset; with ``--merge`` the other figures' rows are kept from
 the existing results file), ``--quick`` (1 pair, 32 tokens, small sizes: a
 smoke run, never for the README), ``--out PATH``, ``--profile`` (pyinstrument around each figure,
 text reports into ``bench/profiles/``), ``--readme`` (replace the README's Benchmarks table).
@@ -23,7 +23,7 @@ from bench.harness import Row, format_table, machine_info, read_results, row, wr
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results.json"
 README = HERE.parent / "README.md"
-FIGURES = ("1", "1b", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11")
+FIGURES = ("1", "1b", "2", "3", "4", "5", "6", "7", "8", "9", "10", "10b", "11")
 README_BEGIN = "<!-- bench:begin -->"
 README_END = "<!-- bench:end -->"
 
@@ -271,6 +271,15 @@ def main(argv: list[str] | None = None) -> int:
                 ("10. tokens/s, n-gram drafting / none, a reply that copies nothing", "ratio", ">= 0.97"),
                 ("10. greedy outputs identical with n-gram drafting and without", "ratio", ">= 1"),
             ],
+        )
+    if "10b" in only:
+        from bench import speculative
+        from bench.models import package_models
+
+        figure(
+            "10b",
+            lambda: speculative.run_prediction(package_models(), pairs=pairs, max_tokens=tokens, log=_log),
+            [("10b. tokens/s, predicted output / none, rewriting a code block", "ratio", ">= 1.5")],
         )
     if "11" in only:
         from bench import kv_store

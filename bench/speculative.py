@@ -51,7 +51,7 @@ from typing import Any
 from bench.harness import Row, interleave, median, row
 from bench.models import GREEDY, THREADS
 
-__all__ = ["SpecRun", "generate_once", "load_pair", "run"]
+__all__ = ["SpecRun", "generate_once", "load_pair", "run", "run_prediction"]
 
 N_CTX = 4096
 IDENTICAL_PROMPTS = 20
@@ -95,14 +95,18 @@ def load_pair(path: Path, *, n_ctx: int = N_CTX) -> tuple[Any, Any]:
     return on, off
 
 
-def generate_once(model: Any, prompt: str, max_tokens: int, *, fresh: bool = True) -> SpecRun:
-    """One greedy generation of ``prompt``, timed here; ``fresh``: the KV cache forgotten first."""
-    from app.engine.generation import generate
+def generate_once(
+    model: Any, prompt: str, max_tokens: int, *, fresh: bool = True, prediction: str | None = None
+) -> SpecRun:
+    """One greedy generation of ``prompt``, timed here; ``fresh``: the KV cache forgotten first;
+    ``prediction``: the text the reply is expected to say (OpenAI's predicted outputs)."""
+    from app.engine.generation import TokenOptions, generate
 
     if fresh:
         model.reset_cache()
     start = time.perf_counter()
-    gen = generate(model, prompt, max_tokens=max_tokens, sampling=GREEDY)
+    options = TokenOptions(prediction=prediction)
+    gen = generate(model, prompt, max_tokens=max_tokens, sampling=GREEDY, options=options)
     res = gen.run()
     end = time.perf_counter()
     if res.finish_reason not in ("stop", "length"):
@@ -205,4 +209,61 @@ def _identical(label: str, on: Any, off: Any, *, n: int, max_tokens: int, log: A
         same / n if n else None,
         "ratio",
         ">= 1",
+    )
+
+
+def run_prediction(
+    models: list[tuple[str, Path]], *, pairs: int = 5, max_tokens: int = 256, log: Any = print
+) -> list[Row]:
+    """Figure 10b: predicted outputs (OpenAI's ``prediction``). The 40-line code file written again
+    with one change, as an editor asks for it: with the file as the prediction and without, on the
+    same model with n-gram drafting off, so the drafts come from the prediction alone."""
+    from app.engine.llm import LoadSettings, load_model
+
+    rows: list[Row] = []
+    for label, path in models:
+        model = load_model(path, settings=LoadSettings(n_ctx=N_CTX, n_threads=THREADS, ngram_draft=False))
+        try:
+            rows.append(_predicted(label, model, pairs=pairs, max_tokens=max_tokens, log=log))
+        finally:
+            model.close()
+    return rows
+
+
+def _predicted(label: str, model: Any, *, pairs: int, max_tokens: int, log: Any) -> Row:
+    from bench.workloads import CODE, code_rewrite
+
+    prompt = code_rewrite(model)
+    told: list[SpecRun] = []
+    untold: list[SpecRun] = []
+
+    def one_told() -> float:
+        told.append(generate_once(model, prompt, max_tokens, prediction=CODE))
+        return told[-1].tokens_per_s
+
+    def one_untold() -> float:
+        untold.append(generate_once(model, prompt, max_tokens))
+        return untold[-1].tokens_per_s
+
+    one_told()  # warm-up, not counted
+    one_untold()
+    told.clear()
+    untold.clear()
+    interleave([one_told, one_untold], pairs)
+    a = median(r.tokens_per_s for r in told)
+    b = median(r.tokens_per_s for r in untold)
+    last = told[-1]
+    same = sum(t.tokens == u.tokens for t, u in zip(told, untold, strict=True))
+    log(
+        f"  {label}, predicted output: {a:.1f} tok/s, none {b:.1f} tok/s "
+        f"({[round(r.tokens_per_s, 1) for r in told]} / {[round(r.tokens_per_s, 1) for r in untold]}); "
+        f"{len(last.tokens)} tokens, {last.accepted} of {last.drafted} drafted accepted; "
+        f"the same reply in {same} of {len(told)} pairs"
+    )
+    return row(
+        f"10b. tokens/s, predicted output / none, rewriting a 40-line code block with one change "
+        f"({label}, {a:.1f} vs {b:.1f} tok/s, {last.accepted} of {last.drafted} drafted accepted)",
+        a / b if b else None,
+        "ratio",
+        ">= 1.5",
     )

@@ -1,4 +1,4 @@
-"""Figures 9, 10 and 11 of ``python -m bench`` (issue 31): a smoke run of each on SmolLM2 with tiny
+"""Figures 9, 10, 10b and 11 of ``python -m bench`` (issue 31): a smoke run of each on SmolLM2 with tiny
 sizes, through the real paths (``python -m app serve --parallel`` and llama-server as processes,
 the openai SDK as the client; engine processes loaded with the draft and KV settings). Only the
 rows' shape and their consistency are checked, never a timing."""
@@ -35,7 +35,7 @@ def _fraction_matches_its_count(r: Row) -> None:
 
 
 def test_the_new_figures_are_registered_in_order():
-    assert bench_main.FIGURES[-3:] == ("9", "10", "11")
+    assert bench_main.FIGURES[-4:] == ("9", "10", "10b", "11")
     assert bench_main.FIGURES.index("8") < bench_main.FIGURES.index("9")
 
 
@@ -67,6 +67,25 @@ def test_figure_10_smoke_run_gives_well_formed_rows(smollm2_path):
     assert [r.goal for r in rows] == [">= 1.5", ">= 1.5", ">= 0.97", ">= 1"]
     assert all("drafted accepted" in r.name for r in rows)
     _fraction_matches_its_count(rows[-1])
+
+
+@pytest.mark.live
+def test_figure_10b_smoke_run_gives_well_formed_rows(smollm2_path, monkeypatch):
+    from bench import speculative
+
+    monkeypatch.setenv(
+        "CALLISTO_DRAFT_ALPHA", "0.35"
+    )  # a fixed draft cost: drafts are sized the same on any load
+    (r,) = speculative.run_prediction(
+        [("SmolLM2-135M", smollm2_path)], pairs=1, max_tokens=24, log=lambda _m: None
+    )
+    _check([r], "10b", 1)
+    assert r.value is not None and r.value > 0 and r.goal == ">= 1.5"
+    # n-gram drafting is off: what was drafted came from the prediction
+    m = re.search(r"(\d+) of (\d+) drafted accepted", r.name)
+    assert m is not None
+    accepted, drafted = int(m.group(1)), int(m.group(2))
+    assert 0 <= accepted <= drafted and drafted > 0
 
 
 @pytest.mark.live
