@@ -110,6 +110,9 @@ def resolve_gpu_layers(n_gpu_layers: int | None) -> int:
 
 #: llama-cpp-python passes ``n_gpu_layers=-1`` ("every layer") to llama.cpp as this
 _ALL_LAYERS = 0x7FFFFFFF
+#: a prediction is cut to this many characters a context token before it is tokenized (a token
+#: of text is a few characters; one of a run of spaces, a few dozen)
+_PREDICTION_CHARS_A_TOKEN = 32
 
 
 def offloaded_layers(n_gpu_layers: int) -> int:
@@ -559,7 +562,10 @@ class InProcessBackend:
         gen.prompt_tokens = tokens
         gen.n_prompt = len(tokens)
         if gen.options.prediction and self.can_draft:
-            gen.prediction_tokens = self.tokenize_text(gen.options.prediction, special=False)
+            # a reply never holds more than a context of tokens: drafts come from the prediction's
+            # first n_ctx tokens, and a prediction of megabytes costs no more than that to index
+            text = gen.options.prediction[: model.n_ctx * _PREDICTION_CHARS_A_TOKEN]
+            gen.prediction_tokens = self.tokenize_text(text, special=False)[: model.n_ctx]
 
     def stream(self, gen: Generation) -> Iterator[str]:
         model = gen.model

@@ -16,7 +16,7 @@ from app.engine.generation import TokenOptions, generate
 from app.engine.llm import load_model
 from app.engine.scheduler import Scheduler
 from app.engine.speculative import DecodeCost, DraftPolicy, NgramDrafter, Speculation, verify
-from tests.support.scheduling import drive
+from tests.support.scheduling import drive, results
 
 GREEDY = {"temperature": 0}
 SENTENCE = "the quick brown fox jumps over the lazy dog"
@@ -627,9 +627,27 @@ def test_a_prediction_is_drafted_from_even_with_ngram_drafting_off(tiny_gguf):
         sched.submit(0, 0, generate(m, "say it\n", **kw, options=TokenOptions(prediction=SENTENCE)))
         sched.submit(1, 1, generate(m, "hello there", max_tokens=20, sampling=GREEDY, stop=()))
         drive(sched, range(2))
-        ends = {msg[1]: msg[3][0] for msg in sent if msg[0] == "end" and msg[2]}
+        ends = results(sent)
         assert ends[0].text == SENTENCE and ends[0].tokens == plain.tokens and ends[0].draft_accepted > 10
         assert ends[1].draft_tokens == 0
         sched.close()
+    finally:
+        m.close()
+
+
+def test_a_prediction_of_megabytes_is_cut_to_a_context_of_tokens(tiny_gguf):
+    """A reply never holds more than a context of tokens, so no more of a prediction is drafted
+    from (a 32 MiB request body could otherwise make the drafter index millions of n-grams); what
+    is kept is the prediction's start, and a right prediction still drafts."""
+    m = load_model(_tiny(tiny_gguf), n_ctx=512, n_threads=1, isolate=False)
+    try:
+        m.backend.ngram_draft = False
+        huge = SENTENCE + "z" * (4 << 20)  # 4 MiB: a byte vocabulary's 4 million tokens
+        kw = dict(max_tokens=60, sampling=GREEDY, grammar=f'root ::= "{SENTENCE}"', stop=())
+        gen = generate(m, "say it\n", **kw, options=TokenOptions(prediction=huge))
+        assert len(gen.prediction_tokens) == m.n_ctx
+        assert gen.prediction_tokens[: len(SENTENCE)] == m.tokenize_text(SENTENCE, special=False)
+        res = gen.run()
+        assert res.text == SENTENCE and res.draft_accepted > 10
     finally:
         m.close()
