@@ -366,6 +366,11 @@ def _op_scheduler_stats(child: _Child) -> dict[str, int] | None:
     return None if child.sched is None else {"slots": child.sched.n_slots, **asdict(child.sched.stats)}
 
 
+def _op_slots(child: _Child) -> list[dict[str, Any]] | None:
+    """The scheduler's slots (``Scheduler.slot_states``), None for a one-slot engine."""
+    return None if child.sched is None else child.sched.slot_states()
+
+
 OPS: dict[str, Callable[..., Any]] = {
     "tokenize": _op_tokenize,
     "tokenize_raw": _op_tokenize_raw,
@@ -382,6 +387,7 @@ OPS: dict[str, Callable[..., Any]] = {
     "rerank": _op_rerank,
     "ping": _op_ping,
     "scheduler_stats": _op_scheduler_stats,
+    "slots": _op_slots,
 }
 
 

@@ -798,6 +798,11 @@ class ProcessBackend:
         for a one-slot engine: for tests and diagnostics."""
         return self.call("scheduler_stats")
 
+    def slot_states(self) -> list[dict[str, Any]] | None:
+        """The engine's slots as llama-server's ``/slots`` shows them (``Scheduler.slot_states``),
+        None for a one-slot engine."""
+        return self.call("slots")
+
     def stream(self, gen: Generation) -> Iterator[str]:
         engine, model = self._engine(), gen.model
         # one slot: generations take turns; several: each streams now, the child batches them

@@ -113,6 +113,7 @@ class _Job:
     sampler: Any = None
     run: Any = None  # the constraint's run
     fed: int = 0  # prompt tokens in the slot's KV
+    reused: int = 0  # prompt tokens whose KV the slot held when the job took it
     evaluated: int = 0  # prompt tokens decoded for this generation
     to_decode: int | None = None  # a kept token whose KV is not written yet
     #: sampled tokens not kept yet (each waits for the ack); all but the last have their KV written
@@ -218,6 +219,41 @@ class Scheduler:
     @property
     def active(self) -> bool:
         return bool(self.jobs or self.waiting)
+
+    def slot_states(self) -> list[dict[str, Any]]:
+        """Each slot as llama-server's ``/slots`` shows it: ``id``, ``n_ctx``, ``speculative``
+        (whether it drafts) and ``is_processing``; a busy one also its request's id (``id_task``),
+        its prompt's tokens (``n_prompt_tokens``: ``..._processed`` read for it so far,
+        ``..._cache`` reused from the slot's KV), its ``params`` (``n_predict`` and the sampler's
+        values) and ``next_token`` (``n_decoded`` so far, ``n_remain`` of its budget)."""
+        drafts = self.ngram_draft or getattr(self.backend, "draft", None) is not None
+        out: list[dict[str, Any]] = []
+        for i, slot in enumerate(self.slots):
+            job = slot.job
+            state: dict[str, Any] = {
+                "id": i,
+                "n_ctx": self.n_ctx,
+                "speculative": drafts,
+                "is_processing": job is not None,
+            }
+            if job is not None:
+                gen = job.gen
+                state.update(
+                    id_task=job.rid,
+                    n_prompt_tokens=len(gen.prompt_tokens),
+                    n_prompt_tokens_processed=job.evaluated,
+                    n_prompt_tokens_cache=job.reused,
+                    params={"n_predict": gen.max_tokens, **gen.sampling.to_dict()},
+                    next_token=[
+                        {
+                            "has_next_token": True,
+                            "n_remain": max(0, job.budget - len(job.tokens)),
+                            "n_decoded": len(job.tokens),
+                        }
+                    ],
+                )
+            out.append(state)
+        return out
 
     def runnable(self) -> bool:
         """Whether a step can do something now (else the child waits for a message)."""
@@ -338,6 +374,7 @@ class Scheduler:
             )
         self._lib.llama_memory_seq_rm(self._mem, slot.seq, keep, -1)
         slot.cached = slot.cached[:keep]
+        job.reused = keep
         if gen.media is not None:
             keep = self._read_images(job, slot, keep)
         slot.job = job

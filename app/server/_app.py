@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from app.engine.host import EngineHost
-from app.server import _anthropic, _llamacpp, _load, _ollama, _openai, _pull, _responses
+from app.server import _anthropic, _llamacpp, _load, _metrics, _ollama, _openai, _pull, _responses
 from app.server._errors import ApiError, api_of_path, error_response
 from app.server._models import ModelCatalog, ModelEntry
 from app.server._state import ServerConfig, ServerState
@@ -82,6 +82,8 @@ def _routes():
         Route("/tokenize", _llamacpp.tokenize, methods=["POST"]),
         Route("/detokenize", _llamacpp.detokenize, methods=["POST"]),
         Route("/props", _llamacpp.props, methods=["GET"]),
+        Route("/slots", _metrics.slots, methods=["GET"]),
+        Route("/metrics", _metrics.metrics, methods=["GET"]),
         Route("/health", _health, methods=["GET"]),
         Route("/", _root, methods=["GET", "HEAD"]),
     ]

@@ -571,6 +571,7 @@ class Turn:
             finally:
                 self._flush()
             self.state.finished.append(end)
+            self.state.metrics.record(end)
             return "end", end
 
         await self.submit_fn(run)

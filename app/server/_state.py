@@ -126,6 +126,7 @@ class RecentResponses:
 class ServerState:
     def __init__(self, config: ServerConfig, host: EngineHost, catalog: ModelCatalog):
         from app.server._idle import IdleReaper
+        from app.server._metrics import ServerMetrics
 
         self.config = config
         self.host = host
@@ -135,6 +136,8 @@ class ServerState:
         #: what a model this server loads is loaded with (a model already loaded is used as it is)
         self.load_settings = config.load_settings()
         self.finished: deque[TurnEnd] = deque(maxlen=64)  # how the latest turns ended (log, tests)
+        #: every reply's counts since the start (``/metrics``)
+        self.metrics = ServerMetrics()
         #: the Responses API's stored responses (``previous_response_id``), for this run
         self.responses = RecentResponses()
 

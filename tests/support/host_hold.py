@@ -27,16 +27,25 @@ def hold(host: Any, owner: str = "server") -> threading.Event:
 
 class SlotHold:
     """A batchable job of ``owner`` that streams a generation on ``model`` (a path) and, after its
-    first piece, holds until :attr:`release` is set: :attr:`streaming` once it streams,
+    first piece, holds until :attr:`release` is set (``grammar``: a GBNF its text is held to, so
+    that it surely writes): :attr:`streaming` once it streams,
     :attr:`ended` once it ended (:attr:`error`: what it raised), :attr:`thread` the thread it ran
     on. :meth:`submit` queues it (never refused by the bound)."""
 
     WAIT = 120.0  # a bound for a wait that must end: never reached when the code works
 
-    def __init__(self, model: Any, *, owner: str = "server", prompt: str = "hello", max_tokens: int = 40):
+    def __init__(
+        self,
+        model: Any,
+        *,
+        owner: str = "server",
+        prompt: str = "hello",
+        max_tokens: int = 40,
+        grammar: str | None = None,
+    ):
         from app.engine.host import Job
 
-        self.prompt, self.max_tokens = prompt, max_tokens
+        self.prompt, self.max_tokens, self.grammar = prompt, max_tokens, grammar
         self.release, self.streaming, self.ended = threading.Event(), threading.Event(), threading.Event()
         self.error: BaseException | None = None
         self.thread: int | None = None
@@ -50,7 +59,7 @@ class SlotHold:
         from app.engine.generation import generate
 
         self.thread = threading.get_ident()
-        for _piece in generate(model, self.prompt, max_tokens=self.max_tokens, stop=()):
+        for _piece in generate(model, self.prompt, max_tokens=self.max_tokens, stop=(), grammar=self.grammar):
             self.streaming.set()
             assert self.release.wait(self.WAIT), "the test never released its slot"
         self.ended.set()  # (what it raises ends it in ``_failed``)
