@@ -398,8 +398,8 @@ class LocalReplies:
     ``reasoning_format``: the family whose reasoning tags the model writes (default ``family``),
     for a template whose only switch is a pre-closed block. ``options``
     (``app.engine.generation.TokenOptions``): its ``logprobs`` gathers the generations' token log
-    probabilities in :attr:`token_logprobs`, before the events of their text. The API server subclasses it for its own rules
-    (``app.server._engine``)."""
+    probabilities in :attr:`token_logprobs`, before the events of their text. The API server
+    subclasses it for its own rules (``app.server._engine``)."""
 
     errors: tuple[type[Exception], ...] = (PromptRenderError, GenerationError, ValueError)  # -> failed()
     parse = True  # False: the text is read as it comes (no parser, no constraint: raw completions)

@@ -226,14 +226,13 @@ class Scheduler:
         its prompt's tokens (``n_prompt_tokens``: ``..._processed`` read for it so far,
         ``..._cache`` reused from the slot's KV), its ``params`` (``n_predict`` and the sampler's
         values) and ``next_token`` (``n_decoded`` so far, ``n_remain`` of its budget)."""
-        drafts = self.ngram_draft or getattr(self.backend, "draft", None) is not None
         out: list[dict[str, Any]] = []
         for i, slot in enumerate(self.slots):
             job = slot.job
             state: dict[str, Any] = {
                 "id": i,
                 "n_ctx": self.n_ctx,
-                "speculative": drafts,
+                "speculative": self.ngram_draft,  # (slots draft by n-gram lookup only)
                 "is_processing": job is not None,
             }
             if job is not None:

@@ -157,7 +157,8 @@ def slot_states(state: ServerState, entry: Any) -> list[dict[str, Any]]:
     host = state.host
     model = host.model(entry.path)
     card = state.slot_card(entry)
-    drafts = bool(state.load_settings.ngram_draft or state.load_settings.draft_model)
+    settings = state.load_settings  # (slots draft by n-gram lookup only: no draft model)
+    drafts = bool(settings.ngram_draft or (settings.draft_model and card["parallel"] == 1))
     if model is not None:
         read = getattr(model.backend, "slot_states", None)
         states = read() if read is not None else None
