@@ -19,8 +19,10 @@ Endpoints: ``/v1/chat/completions``, ``/v1/completions``, ``/v1/responses``, ``/
 ``/infill``, ``/rerank``, ``/tokenize``, ``/detokenize``, ``/props``, ``/slots``, ``/metrics``,
 ``/health`` (llama-server),
 ``/v1/models/load``, ``/v1/models/unload`` (load options; also under ``/api/v1/models/`` for LM
-Studio's clients). Token log probabilities come where each API has them (``_logprobs``). Every generation runs on the engine host's one thread
-behind a bounded queue; calls are parsed and returned, never run (the client runs its tools).
+Studio's clients). Token log probabilities come where each API has them (``_logprobs``). Every
+generation goes through the engine host, behind a bounded queue: a model with slots
+(``serve --parallel N``, ``app.engine.scheduler``) batches the requests it runs at once into one
+decode a step; calls are parsed and returned, never run (the client runs its tools).
 Names load lazily: ``import app.server`` imports neither Starlette nor llama.cpp.
 
 Bounds (``ServerConfig``): a request's headers must arrive within ``header_timeout_s`` (10 s) and
