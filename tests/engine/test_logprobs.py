@@ -109,6 +109,14 @@ def test_each_entry_is_there_before_its_text_is_yielded_and_none_without_asking(
         m.close()
 
 
+def test_a_turns_later_generations_keep_the_log_probabilities_and_the_bias_only():
+    """A turn's first generation scores its prompt and drafts from the prediction; a later one (a
+    thinking budget's continuation, the next round) has the reply so far in its prompt."""
+    first = TokenOptions(logprobs=2, prompt_logprobs=True, prediction="x = 1", logit_bias={7: 5.0})
+    assert first.later() == TokenOptions(logprobs=2, logit_bias={7: 5.0})
+    assert first.later().later() == first.later() and first.prompt_logprobs  # (frozen: unchanged)
+
+
 def test_stop_strings_keep_the_entries_of_the_tokens_kept(tiny_gguf):
     m = load_model(_tiny(tiny_gguf), n_ctx=512, n_threads=1, isolate=False)
     try:
