@@ -101,8 +101,9 @@ class ContextOverflowError(GenerationError):
 
 
 class TokenIdError(GenerationError, ValueError):
-    """A token id outside the model's vocabulary, in a prompt of token ids or a ``logit_bias``;
-    ``param`` names where (``prompt`` or ``logit_bias``: an API's field of the same name)."""
+    """A token id outside the model's vocabulary, in a prompt of token ids, a ``logit_bias`` or the
+    tokens to detokenize; ``param`` names where (``prompt``, ``logit_bias`` or ``tokens``: an API's
+    field of the same name)."""
 
     def __init__(self, message: str, param: str = "prompt"):
         super().__init__(message)

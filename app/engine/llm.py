@@ -197,8 +197,18 @@ class LoadedModel:
         """The token's bytes, special tokens written as their text."""
         return self.backend.token_bytes(int(token))
 
-    def detokenize(self, tokens: Sequence[int]) -> bytes:
-        """The bytes of ``tokens`` (special tokens as their text), in one call to the engine."""
+    def detokenize(self, tokens: Sequence[int], *, where: str = "tokens") -> bytes:
+        """The bytes of ``tokens`` (special tokens as their text), in one call to the engine;
+        ``TokenIdError`` for an id outside the vocabulary (llama.cpp is never given one), naming
+        ``where`` the ids came from (an API's field: ``tokens``, ``prompt``)."""
+        from app.engine.errors import TokenIdError
+
+        bad = next((t for t in tokens if not 0 <= int(t) < self.n_vocab), None)
+        if bad is not None:
+            raise TokenIdError(
+                f"{where} holds token id {bad}, outside the model's vocabulary (0 to {self.n_vocab - 1})",
+                where,
+            )
         return self.backend.detokenize(tokens)
 
     def tokenize(self, text: str) -> list[int]:

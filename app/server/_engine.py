@@ -357,7 +357,7 @@ def _prompt_text(model: LoadedModel, req: TurnRequest) -> str:
     """The text a completion's ``echo`` repeats: its prompt as sent, or its token ids' text."""
     prompt = req.raw_prompt
     if isinstance(prompt, list):
-        return model.detokenize(prompt).decode("utf-8", errors="replace")
+        return model.detokenize(prompt, where="prompt").decode("utf-8", errors="replace")
     return prompt or ""
 
 

@@ -73,7 +73,7 @@ def test_a_bias_raises_lowers_or_bans_a_token_and_the_log_probabilities_stay_the
 
 
 def test_a_token_id_outside_the_vocabulary_is_refused_before_anything_runs_and_says_where(tiny_gguf):
-    """In a ``logit_bias`` or in a prompt of token ids, on the single path and with the model in
+    """In a ``logit_bias``, in a prompt of token ids or in ids to detokenize, on the single path and with the model in
     its engine process: a :class:`TokenIdError` naming the id, the vocabulary's range and the field
     (the server's 400 names it as its ``param``); it keeps its field across a pickle (the engine
     process's pipe)."""
@@ -93,6 +93,9 @@ def test_a_token_id_outside_the_vocabulary_is_refused_before_anything_runs_and_s
                 ) as err:
                     generate(m, prompt, max_tokens=2, options=options)
                 assert err.value.param == where and isinstance(err.value, ValueError)
+            with pytest.raises(TokenIdError, match=f"tokens holds token id {m.n_vocab}, outside") as err:
+                m.detokenize([1, m.n_vocab])  # (llama.cpp is never given it)
+            assert err.value.param == "tokens"
             # the model still answers: nothing was queued or half-run
             res = generate(m, [1, 2, top], max_tokens=2, sampling=GREEDY, stop=()).run()
             assert res.prompt_tokens == 3 and res.finish_reason in ("length", "stop")

@@ -322,6 +322,7 @@ def test_token_id_prompts_are_read_as_sent_and_echoed_as_their_text(openai_clien
     ("body", "param"),
     [
         ({"prompt": [5, 1_000_000]}, "prompt"),
+        ({"prompt": [5, 1_000_000], "echo": True}, "prompt"),  # (echoed before it is generated)
         ({"prompt": [-1]}, "prompt"),
         ({"prompt": []}, "prompt"),
         ({"prompt": [[]]}, "prompt"),
