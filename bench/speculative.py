@@ -45,6 +45,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -146,22 +147,11 @@ def _speed(label: str, on: Any, off: Any, *, pairs: int, max_tokens: int, log: A
     rows: list[Row] = []
     for title, _key, make, goal in _workloads():
         prompt = make(on)
-        with_runs: list[SpecRun] = []
-        without: list[SpecRun] = []
-
-        def one_on(prompt: str = prompt, out: list[SpecRun] = with_runs) -> float:
-            out.append(generate_once(on, prompt, max_tokens))
-            return out[-1].tokens_per_s
-
-        def one_off(prompt: str = prompt, out: list[SpecRun] = without) -> float:
-            out.append(generate_once(off, prompt, max_tokens))
-            return out[-1].tokens_per_s
-
-        one_on()  # warm-up, not counted
-        one_off()
-        with_runs.clear()
-        without.clear()
-        interleave([one_on, one_off], pairs)
+        with_runs, without = _paired(
+            partial(generate_once, on, prompt, max_tokens),
+            partial(generate_once, off, prompt, max_tokens),
+            pairs,
+        )
         a = median(r.tokens_per_s for r in with_runs)
         b = median(r.tokens_per_s for r in without)
         drafted = with_runs[-1].drafted
@@ -182,6 +172,29 @@ def _speed(label: str, on: Any, off: Any, *, pairs: int, max_tokens: int, log: A
             )
         )
     return rows
+
+
+def _paired(
+    first: Callable[[], SpecRun], second: Callable[[], SpecRun], pairs: int
+) -> tuple[list[SpecRun], list[SpecRun]]:
+    """``pairs`` runs of each, interleaved (``bench.harness.interleave``) after one warm-up run
+    of each that is not counted: (the first's runs, the second's)."""
+    runs: tuple[list[SpecRun], list[SpecRun]] = ([], [])
+
+    def timed(fn: Callable[[], SpecRun], out: list[SpecRun]) -> Callable[[], float]:
+        def one() -> float:
+            out.append(fn())
+            return out[-1].tokens_per_s
+
+        return one
+
+    ones = [timed(first, runs[0]), timed(second, runs[1])]
+    for one in ones:  # warm-up, not counted
+        one()
+    runs[0].clear()
+    runs[1].clear()
+    interleave(ones, pairs)
+    return runs
 
 
 def _identical(label: str, on: Any, off: Any, *, n: int, max_tokens: int, log: Any) -> Row:
@@ -234,22 +247,11 @@ def _predicted(label: str, model: Any, *, pairs: int, max_tokens: int, log: Any)
     from bench.workloads import CODE, code_rewrite
 
     prompt = code_rewrite(model)
-    told: list[SpecRun] = []
-    untold: list[SpecRun] = []
-
-    def one_told() -> float:
-        told.append(generate_once(model, prompt, max_tokens, prediction=CODE))
-        return told[-1].tokens_per_s
-
-    def one_untold() -> float:
-        untold.append(generate_once(model, prompt, max_tokens))
-        return untold[-1].tokens_per_s
-
-    one_told()  # warm-up, not counted
-    one_untold()
-    told.clear()
-    untold.clear()
-    interleave([one_told, one_untold], pairs)
+    told, untold = _paired(
+        partial(generate_once, model, prompt, max_tokens, prediction=CODE),
+        partial(generate_once, model, prompt, max_tokens),
+        pairs,
+    )
     a = median(r.tokens_per_s for r in told)
     b = median(r.tokens_per_s for r in untold)
     last = told[-1]

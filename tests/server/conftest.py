@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -219,3 +220,21 @@ def smol_server(smollm2_path) -> Iterator[object]:
             preload=str(smollm2_path),
         )
     )
+
+
+@pytest.fixture
+def hermes_path(tiny_gguf) -> Path:
+    """The tiny GGUF with a Hermes-style template (``tests.support.slot_server.hermes_tiny``)."""
+    from tests.support.slot_server import hermes_tiny
+
+    return hermes_tiny(tiny_gguf)
+
+
+@pytest.fixture
+def slot_serve(hermes_path) -> Iterator[Any]:
+    """``start(parallel, queue_size=16, preload=True)``: a server of ``hermes_path`` with slots
+    (``tests.support.slot_server.slot_servers``), stopped when the test ends."""
+    from tests.support.slot_server import slot_servers
+
+    with slot_servers(hermes_path) as start:
+        yield start

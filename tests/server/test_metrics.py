@@ -7,72 +7,28 @@ tiny random-weight GGUF, the official openai SDK."""
 from __future__ import annotations
 
 import re
-import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 
 from tests.support.host_hold import SlotHold
+from tests.support.slot_server import until
 
 openai = pytest.importorskip("openai")
 
-HERMES_TEMPLATE = (
-    "{%- for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{%- endfor %}"
-    "{%- if add_generation_prompt %}<|im_start|>assistant\n{%- endif %}"
-)
 FORCED = 'root ::= "abcdefghijklmnopqrstuvwxyz abcdefghijklmnopqrstuvwxyz"'  # it surely writes
 _SAMPLE = re.compile(r"^(llamacpp:[a-z_]+) (\S+)$")
 
 
 @pytest.fixture
-def model_path(tiny_gguf) -> Path:
-    return tiny_gguf(
-        chat_template=HERMES_TEMPLATE,
-        control_tokens=["<s>", "</s>", "<|im_start|>", "<|im_end|>"],
-        bos="<s>",
-        eos="<|im_end|>",
-        seed=3,
-    )
+def model_path(hermes_path) -> Path:
+    return hermes_path
 
 
 @pytest.fixture
-def serve(model_path) -> Iterator:
-    from app.server import ApiServer, ServerConfig
-
-    servers: list = []
-
-    def start(parallel: int, *, preload: bool = True):
-        server = ApiServer(
-            ServerConfig(
-                port=0,
-                models=[str(model_path)],
-                use_library=False,
-                n_ctx=512,
-                n_threads=1,
-                parallel=parallel,
-                preload=str(model_path) if preload else None,
-            )
-        )
-        server.start()
-        servers.append(server)
-        if preload:
-            assert _until(lambda: server.host.model(model_path) is not None)
-        return server
-
-    yield start
-    for s in servers:
-        s.stop()
-
-
-def _until(cond, tries: int = 2400) -> bool:
-    """Poll ``cond`` (a count bound, not a clock one)."""
-    for _ in range(tries):
-        if cond():
-            return True
-        time.sleep(0.05)
-    return bool(cond())
+def serve(slot_serve):
+    return slot_serve
 
 
 def _metrics(server) -> dict[str, float]:
@@ -169,7 +125,7 @@ def test_slots_show_each_slot_and_a_busy_ones_request(serve, model_path):
     finally:
         first.release.set()
     assert first.ended.wait(SlotHold.WAIT) and second.ended.wait(SlotHold.WAIT)
-    assert _until(lambda: not any(s["is_processing"] for s in httpx.get(url, timeout=60).json()))
+    assert until(lambda: not any(s["is_processing"] for s in httpx.get(url, timeout=60).json()))
 
 
 def test_slots_of_a_model_not_loaded_and_of_an_unknown_one(serve, model_path):

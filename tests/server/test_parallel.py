@@ -6,7 +6,6 @@ with the official openai SDK on threads. Batching is shown by the scheduler's co
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,72 +13,30 @@ import pytest
 
 from app.engine.host import Job
 from tests.support.host_hold import hold
+from tests.support.slot_server import until
 
 openai = pytest.importorskip("openai")
 
-HERMES_TEMPLATE = (
-    "{%- for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{%- endfor %}"
-    "{%- if add_generation_prompt %}<|im_start|>assistant\n{%- endif %}"
-)
 PROMPTS = ["hello there", "a b c d e f", "the quick brown fox", "zz yy xx"]
 WAIT = 120.0
 _HELD: list[threading.Event] = []  # held slots, released when a test ends (a failed one too)
 
 
 @pytest.fixture
-def model_path(tiny_gguf) -> Path:
-    return tiny_gguf(
-        chat_template=HERMES_TEMPLATE,
-        control_tokens=["<s>", "</s>", "<|im_start|>", "<|im_end|>"],
-        bos="<s>",
-        eos="<|im_end|>",
-        seed=3,
-    )
+def model_path(hermes_path) -> Path:
+    return hermes_path
 
 
 @pytest.fixture
-def serve(model_path) -> Iterator:
-    from app.server import ApiServer, ServerConfig
-
-    servers: list = []
-
-    def start(parallel: int, queue_size: int = 16):
-        server = ApiServer(
-            ServerConfig(
-                port=0,
-                models=[str(model_path)],
-                use_library=False,
-                n_ctx=512,
-                n_threads=1,
-                parallel=parallel,
-                queue_size=queue_size,
-                preload=str(model_path),
-            )
-        )
-        server.start()
-        servers.append(server)
-        assert _until(lambda: server.host.model(model_path) is not None)
-        return server
-
-    yield start
-    for ev in _HELD:
+def serve(slot_serve) -> Iterator:
+    yield slot_serve
+    for ev in _HELD:  # (before the servers stop)
         ev.set()
     _HELD.clear()
-    for s in servers:
-        s.stop()
 
 
 def _client(server):
     return openai.OpenAI(base_url=server.url + "/v1", api_key="none", max_retries=0, timeout=WAIT)
-
-
-def _until(cond, tries: int = 2400) -> bool:
-    """Poll ``cond`` (a count bound, not a clock one)."""
-    for _ in range(tries):
-        if cond():
-            return True
-        time.sleep(0.05)
-    return bool(cond())
 
 
 def _ask(client, model: str, prompt: str, max_tokens: int) -> str:
@@ -147,7 +104,7 @@ def test_four_concurrent_streams_are_batched_and_equal_their_greedy_replies(serv
     threads = [threading.Thread(target=run, args=(i,), daemon=True) for i in range(4)]
     for t in threads:
         t.start()
-    assert _until(lambda: server.host.pending == 4)
+    assert until(lambda: server.host.pending == 4)
     release.set()
     for t in threads:
         t.join(WAIT)
@@ -171,10 +128,10 @@ def test_a_request_past_every_slot_and_a_full_queue_gets_429(serve, model_path):
 
     waiting = [threading.Thread(target=ask, args=(0,), daemon=True)]
     waiting[0].start()  # the host takes it: it waits for a slot at the head of the queue (1 of 2)
-    assert _until(lambda: server.host.pending == 0 and server.host.wait_of(None).running_waits == "slot")
+    assert until(lambda: server.host.pending == 0 and server.host.wait_of(None).running_waits == "slot")
     waiting.append(threading.Thread(target=ask, args=(1,), daemon=True))
     waiting[1].start()  # waits behind it: the queue is full (2 slots and 2 waiting)
-    assert _until(lambda: server.host.pending == 1)
+    assert until(lambda: server.host.pending == 1)
     with pytest.raises(openai.RateLimitError):
         _ask(client, model, PROMPTS[2], 4)
     assert not answers  # every slot is still taken
@@ -195,7 +152,7 @@ def test_a_disconnected_client_frees_its_slot_while_the_others_stream(serve, mod
         stream = _stream(client, model, PROMPTS[0], 400)
         next(iter(stream))  # it holds the second slot now
         stream.close()  # the client leaves
-        assert _until(lambda: any(e.finish_reason == "cancelled" for e in server.state.finished))
+        assert until(lambda: any(e.finish_reason == "cancelled" for e in server.state.finished))
         # the freed slot serves the next request while the held one still streams
         assert _ask(client, model, PROMPTS[1], 4)
         assert server.host.slots_busy >= 1 and not release.is_set()
