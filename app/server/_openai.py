@@ -19,7 +19,12 @@ nothing was drafted; in a stream, on the usage chunk ``stream_options.include_us
 SDK) bounds one reply's calls (``app.server._engine``). A reply whose calls repeat calls the
 conversation already answered says so: the ``X-Callisto-Repeated-Calls`` header (their count, not
 streamed) and the ``repeated_tool_calls`` field (their ids; on the streamed reply's last chunk).
-Legacy ``functions`` / ``function_call`` and ``logprobs`` are refused with a 400, never ignored.
+
+Legacy function calling (``functions``, ``function_call``, a ``function`` message with a call's
+result, an assistant message's ``function_call``) is read as the ``tools`` form it was replaced by
+(:func:`_from_legacy`); a request that sent ``functions`` gets its call as ``message.function_call``
+(streamed as ``delta.function_call``: the name, then argument fragments) and ``finish_reason``
+``function_call``, one call a reply, as OpenAI answered such requests.
 
 A client that cannot set ``tool_choice`` (simonw's ``llm``) may send the ``X-Callisto-Tool-Choice``
 header (``app.server._common.header_tool_choice``); the body's ``tool_choice`` wins.
@@ -192,13 +197,6 @@ def convert_messages(messages: Any) -> list[dict[str, Any]]:
                 d_user["images"] = images  # bytes: the engine's Message takes them as they are
             out.append(d_user)
         elif role == "assistant":
-            if m.get("function_call") is not None:
-                raise ApiError(
-                    400,
-                    f"{w}.function_call is the legacy form of a call, which this server does not "
-                    "read: send the call in tool_calls",
-                    param=w,
-                )
             calls = _tool_calls(m.get("tool_calls"), f"{w}.tool_calls")
             reasoning = m.get("reasoning_content", m.get("reasoning"))
             d: dict[str, Any] = {
@@ -304,17 +302,99 @@ def _max_tokens(body: dict[str, Any], state: ServerState, default: int, lo: int 
     return v if v is not None else min(default, limit)
 
 
-def _refuse_unserved(body: dict[str, Any]) -> None:
-    """What this server does not serve is a 400, never silently ignored: the legacy function
-    calling (``functions`` / ``function_call``, replaced by ``tools`` / ``tool_choice``)."""
-    for key, new in (("functions", "tools"), ("function_call", "tool_choice")):
-        if body.get(key) is not None:
+def _from_legacy(body: dict[str, Any]) -> dict[str, Any]:
+    """A request in the legacy form of function calling, in the ``tools`` form that replaced it
+    (the body as it is when it has none of it): ``functions`` are the tools (one call a reply, as
+    legacy replies hold one: ``parallel_tool_calls`` false unless the request says), and
+    ``function_call`` (``auto``, ``none`` or ``{"name": ...}``) the tool choice. In the history, an
+    assistant message's ``function_call`` is a call with an id of its own, and a ``function``
+    message (its ``name``, its ``content``) the result of the earliest call of that name not yet
+    answered. A request that mixes the two forms is a 400 that says which fields."""
+    functions, choice = body.get("functions"), body.get("function_call")
+    messages = body.get("messages")
+    in_history = isinstance(messages, list) and any(
+        isinstance(m, dict) and (m.get("role") == "function" or m.get("function_call") is not None)
+        for m in messages
+    )
+    if functions is None and choice is None and not in_history:
+        return body
+    new = dict(body)
+    for old, modern in (("functions", "tools"), ("function_call", "tool_choice")):
+        if body.get(old) is not None and body.get(modern) is not None:
             raise ApiError(
                 400,
-                f"{key} is the legacy form of function calling, which this server does not serve: "
-                f"send {new} instead",
-                param=key,
+                f"{old} is the legacy form of {modern}: send one of them, not both",
+                param=old,
             )
+        new.pop(old, None)
+    if functions is not None:
+        if not isinstance(functions, list):
+            raise ApiError(
+                400, f"functions must be an array of functions, got {type_name(functions)}", param="functions"
+            )
+        new["tools"] = [{"type": "function", "function": f} for f in functions]
+        new.setdefault("parallel_tool_calls", False)
+    if choice is not None:
+        if choice in ("auto", "none"):
+            new["tool_choice"] = choice
+        elif isinstance(choice, dict) and isinstance(choice.get("name"), str) and set(choice) == {"name"}:
+            new["tool_choice"] = {"type": "function", "function": {"name": choice["name"]}}
+        else:
+            raise ApiError(
+                400,
+                f'function_call must be "auto", "none" or {{"name": ...}}, got {shown(choice)}',
+                param="function_call",
+            )
+    if in_history:
+        assert isinstance(messages, list)
+        new["messages"] = _legacy_messages(messages)
+    return new
+
+
+def _in_legacy_words(err: ApiError) -> ApiError:
+    """``err`` about a legacy request's tools or tool choice, in the fields it sent (``functions``,
+    ``function_call``)."""
+    import re
+
+    def words(text: str) -> str:
+        text = re.sub(r"\btools\[(\d+)\]\.function\b", r"functions[\1]", text)
+        return re.sub(r"\btool_choice\b", "function_call", re.sub(r"\btools\b", "functions", text))
+
+    return ApiError(err.status, words(err.message), param=err.param and words(err.param), code=err.code)
+
+
+def _legacy_messages(messages: list[Any]) -> list[Any]:
+    """The history's legacy calls and results in the ``tool_calls`` / ``tool`` form (see
+    :func:`_from_legacy`); every other message as it is (checked where every message is)."""
+    out: list[Any] = []
+    unanswered: dict[str, list[str]] = {}  # a function's name -> its calls' ids, earliest first
+    for i, m in enumerate(messages):
+        w = f"messages[{i}]"
+        if isinstance(m, dict) and m.get("role") == "assistant" and m.get("function_call") is not None:
+            if m.get("tool_calls"):
+                raise ApiError(400, f"{w} has both function_call and tool_calls: send one", param=w)
+            call = m["function_call"]
+            if not isinstance(call, dict):
+                raise ApiError(400, f"{w}.function_call must be an object, got {type_name(call)}", param=w)
+            name = check_tool_name(call.get("name"), f"{w}.function_call.name")
+            cid = f"call_fn{i:07d}"  # (9 letters or digits after call_, as this server's ids)
+            unanswered.setdefault(name, []).append(cid)
+            fn = {"name": name, "arguments": call.get("arguments", "{}")}
+            m = {k: v for k, v in m.items() if k != "function_call"}
+            m["tool_calls"] = [{"id": cid, "type": "function", "function": fn}]
+        elif isinstance(m, dict) and m.get("role") == "function":
+            name = check_str(m.get("name"), f"{w}.name") or ""
+            calls = unanswered.get(name)
+            if not calls:
+                raise ApiError(
+                    400,
+                    f"{w} is the result of {shown(name)}, but no earlier assistant message called it "
+                    "(function_call)",
+                    param=w,
+                )
+            m = {"role": "tool", "tool_call_id": calls.pop(0), "name": name, "content": m.get("content")}
+        out.append(m)
+    return out
 
 
 def parse_chat_request(
@@ -322,16 +402,22 @@ def parse_chat_request(
 ) -> tuple[TurnRequest, bool, bool]:
     """(the turn, stream?, include usage in the stream?); ``header_choice``: the
     ``X-Callisto-Tool-Choice`` header, used when the body sets no ``tool_choice``."""
-    _refuse_unserved(body)
+    legacy = body.get("functions") is not None or body.get("function_call") is not None
+    body = _from_legacy(body)
     model = check_str(body.get("model"), "model", allow_none=True)
     check_int(body.get("n"), "n", lo=1, hi=MAX_CHOICES)  # the choices: chat_completions reads it
-    tools = convert_tools(body.get("tools"))
-    messages = convert_messages(body.get("messages"))
-    chosen = body.get("tool_choice")
-    if chosen is None and header_choice:
-        choice = header_tool_choice(header_choice, tools, messages)
-    else:
-        choice = convert_tool_choice(chosen, tools)
+    try:
+        tools = convert_tools(body.get("tools"))
+        messages = convert_messages(body.get("messages"))
+        chosen = body.get("tool_choice")
+        if chosen is None and header_choice:
+            choice = header_tool_choice(header_choice, tools, messages)
+        else:
+            choice = convert_tool_choice(chosen, tools)
+    except ApiError as err:
+        if not legacy:
+            raise
+        raise _in_legacy_words(err) from err
     stream = check_bool(body.get("stream"), "stream", False)
     usage = _include_usage(body)
     req = TurnRequest(
@@ -448,6 +534,37 @@ def _call_dict(call: Any) -> dict[str, Any]:
     }
 
 
+#: a legacy request's (``functions``) finish reason for a call, in its own words
+_LEGACY_FINISH = {"tool_calls": "function_call"}
+
+
+def _reply_message(text: str, reasoning: str, calls: list[Any], legacy: bool) -> dict[str, Any]:
+    """A whole reply's ``message``: its calls in ``tool_calls``, or (a ``functions`` request,
+    ``legacy``) the one call in ``function_call``."""
+    message: dict[str, Any] = {"role": "assistant", "content": text if (text or not calls) else None}
+    if reasoning:
+        message["reasoning_content"] = reasoning
+    if calls and legacy:
+        message["function_call"] = _call_dict(calls[0])["function"]
+    elif calls:
+        message["tool_calls"] = [_call_dict(c) for c in calls]
+    return message
+
+
+def _call_deltas(at: int, call: Any, legacy: bool) -> list[dict[str, Any]]:
+    """A streamed call's deltas (call ``at`` of its reply): its name (and id), then its arguments'
+    fragments; as ``function_call`` for a ``functions`` request (``legacy``)."""
+    frags = split_fragments(call_arguments_json(call))
+    if legacy:
+        return [{"function_call": {"name": call.name, "arguments": ""}}] + [
+            {"function_call": {"arguments": frag}} for frag in frags
+        ]
+    head = {"index": at, "id": f"call_{call.id}", "type": "function"}
+    return [{"tool_calls": [{**head, "function": {"name": call.name, "arguments": ""}}]}] + [
+        {"tool_calls": [{"index": at, "function": {"arguments": frag}}]} for frag in frags
+    ]
+
+
 def _sse(data: Any) -> bytes:
     return b"data: " + json_bytes(data) + b"\n\n"
 
@@ -455,9 +572,11 @@ def _sse(data: Any) -> bytes:
 async def chat_completions(request: Request):
     state, body = await request_body(request)
     req, stream, include_usage = parse_chat_request(body, state, request.headers.get(TOOL_CHOICE_HEADER))
+    legacy = body.get("functions") is not None  # the reply's call as function_call
+    renamed = _LEGACY_FINISH if legacy else None
     n = int(body.get("n") or 1)
     if n > 1:
-        return await _choices(request, state, req, n, stream, include_usage)
+        return await _choices(request, state, req, n, stream, include_usage, legacy=legacy)
     turn = await queue_turn(state, req)
     cid = f"chatcmpl-{uuid.uuid4().hex[:24]}"
     created = int(time.time())
@@ -465,11 +584,7 @@ async def chat_completions(request: Request):
         text, reasoning, calls, end = await turn.collect(request)
         turn.log(request, end, len(calls))
         logprobs = chat_logprobs(turn.logprob_entries(CONTENT)) if req.options.logprobs is not None else None
-        message: dict[str, Any] = {"role": "assistant", "content": text if (text or not calls) else None}
-        if reasoning:
-            message["reasoning_content"] = reasoning
-        if calls:
-            message["tool_calls"] = [_call_dict(c) for c in calls]
+        message = _reply_message(text, reasoning, calls, legacy)
         reply: dict[str, Any] = {
             "id": cid,
             "object": "chat.completion",
@@ -480,7 +595,7 @@ async def chat_completions(request: Request):
                 {
                     "index": 0,
                     "message": message,
-                    "finish_reason": end.finish_in(),
+                    "finish_reason": end.finish_in(renamed),
                     "logprobs": logprobs,
                 }
             ],
@@ -528,27 +643,14 @@ async def chat_completions(request: Request):
                 elif kind == "reasoning":
                     yield chunk({"reasoning_content": value})
                 elif kind == "call":
-                    index = ncalls
+                    for delta in _call_deltas(ncalls, value, legacy):
+                        yield chunk(delta)
                     ncalls += 1
-                    yield chunk(
-                        {
-                            "tool_calls": [
-                                {
-                                    "index": index,
-                                    "id": f"call_{value.id}",
-                                    "type": "function",
-                                    "function": {"name": value.name, "arguments": ""},
-                                }
-                            ]
-                        }
-                    )
-                    for frag in split_fragments(call_arguments_json(value)):
-                        yield chunk({"tool_calls": [{"index": index, "function": {"arguments": frag}}]})
                 elif kind == "end":
                     end = value
             assert end is not None
             repeated = {"repeated_tool_calls": [f"call_{i}" for i in end.repeated]} if end.repeated else {}
-            yield chunk({}, end.finish_in(), **repeated)
+            yield chunk({}, end.finish_in(renamed), **repeated)
             if include_usage:
                 yield _sse(
                     {
@@ -618,7 +720,14 @@ def _summed(ends: list[TurnEnd], *, one_prompt: bool) -> TurnEnd:
 
 
 async def _choices(
-    request: Request, state: ServerState, req: TurnRequest, n: int, stream: bool, include_usage: bool
+    request: Request,
+    state: ServerState,
+    req: TurnRequest,
+    n: int,
+    stream: bool,
+    include_usage: bool,
+    *,
+    legacy: bool = False,
 ):
     """``n`` choices: ``n`` generations of the same request, queued at once (on a model with slots
     they are batched, one decode a step for all; a ``seed`` is the first choice's, the next ones
@@ -627,6 +736,7 @@ async def _choices(
     import asyncio
     import dataclasses
 
+    renamed = _LEGACY_FINISH if legacy else None
     reqs = []
     for i in range(n):
         sampling = dict(req.sampling)
@@ -650,16 +760,11 @@ async def _choices(
         choices = []
         for i, (text, reasoning, calls, end) in enumerate(done):
             entries = turns[i].logprob_entries(CONTENT)
-            message: dict[str, Any] = {"role": "assistant", "content": text if (text or not calls) else None}
-            if reasoning:
-                message["reasoning_content"] = reasoning
-            if calls:
-                message["tool_calls"] = [_call_dict(c) for c in calls]
             choices.append(
                 {
                     "index": i,
-                    "message": message,
-                    "finish_reason": end.finish_in(),
+                    "message": _reply_message(text, reasoning, calls, legacy),
+                    "finish_reason": end.finish_in(renamed),
                     "logprobs": chat_logprobs(entries) if req.options.logprobs is not None else None,
                 }
             )
@@ -724,18 +829,13 @@ async def _choices(
                 elif kind == "reasoning":
                     yield chunk(i, {"reasoning_content": value})
                 elif kind == "call":
-                    at = calls[i]
+                    for delta in _call_deltas(calls[i], value, legacy):
+                        yield chunk(i, delta)
                     calls[i] += 1
-                    head = {"index": at, "id": f"call_{value.id}", "type": "function"}
-                    yield chunk(
-                        i, {"tool_calls": [{**head, "function": {"name": value.name, "arguments": ""}}]}
-                    )
-                    for frag in split_fragments(call_arguments_json(value)):
-                        yield chunk(i, {"tool_calls": [{"index": at, "function": {"arguments": frag}}]})
                 elif kind == "end":
                     ends[i] = value
                     left -= 1
-                    yield chunk(i, {}, value.finish_in())
+                    yield chunk(i, {}, value.finish_in(renamed))
                 elif kind == "error":
                     raise value
             if include_usage:

@@ -7,7 +7,8 @@ port serving scripted GGUFs (real templates; what each model writes is fixed by 
 * a reply that repeats a call the conversation already answered says so (header and field);
 * a call the token limit cut never reaches a client as text (OpenAI, Anthropic, Ollama);
 * a response format's objects are closed: no property the schema did not ask for;
-* what the server does not serve is refused (legacy functions); a tool's null
+* what the server does not serve is refused, never ignored (legacy function calling is served:
+  ``tests/server/test_legacy_functions.py``); a tool's null
   description is no description; ``Retry-After`` is one job's time, not the queue's.
 """
 
@@ -330,9 +331,6 @@ def test_i32_a_null_tool_description_is_no_description(openai_client, server):
 @pytest.mark.parametrize(
     ("extra", "param"),
     [
-        ({"functions": [WEATHER["function"]]}, "functions"),
-        ({"function_call": "auto"}, "function_call"),
-        ({"function_call": {"name": "get_weather"}}, "function_call"),
         ({"top_logprobs": 2}, "top_logprobs"),  # (without logprobs: tests/server/test_logprobs.py)
     ],
 )
@@ -343,17 +341,6 @@ def test_i32_unserved_options_are_refused_never_ignored(server, extra, param):
     assert r.status_code == 400, r.text
     err = r.json()["error"]
     assert err["param"] == param and param in err["message"]
-
-
-def test_i32_a_legacy_function_call_in_history_is_refused(server):
-    history = [
-        USER[0],
-        {"role": "assistant", "content": None, "function_call": {"name": "get_weather", "arguments": "{}"}},
-    ]
-    r = httpx.post(
-        server.url + "/v1/chat/completions", json={"model": "cities", "messages": history}, timeout=60
-    )
-    assert r.status_code == 400 and "function_call" in r.json()["error"]["message"]
 
 
 def test_i32_logprobs_false_is_served(openai_client):
