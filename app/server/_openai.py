@@ -305,7 +305,7 @@ def _max_tokens(body: dict[str, Any], state: ServerState, default: int, lo: int 
 def _from_legacy(body: dict[str, Any]) -> dict[str, Any]:
     """A request in the legacy form of function calling, in the ``tools`` form that replaced it
     (the body as it is when it has none of it): ``functions`` are the tools (one call a reply, as
-    legacy replies hold one: ``parallel_tool_calls`` false unless the request says), and
+    a legacy reply holds one: ``parallel_tool_calls`` is false), and
     ``function_call`` (``auto``, ``none`` or ``{"name": ...}``) the tool choice. In the history, an
     assistant message's ``function_call`` is a call with an id of its own, and a ``function``
     message (its ``name``, its ``content``) the result of the earliest call of that name not yet
@@ -333,7 +333,7 @@ def _from_legacy(body: dict[str, Any]) -> dict[str, Any]:
                 400, f"functions must be an array of functions, got {type_name(functions)}", param="functions"
             )
         new["tools"] = [{"type": "function", "function": f} for f in functions]
-        new.setdefault("parallel_tool_calls", False)
+        new["parallel_tool_calls"] = False  # the reply's function_call holds one: never drop a second
     if choice is not None:
         if choice in ("auto", "none"):
             new["tool_choice"] = choice

@@ -49,12 +49,30 @@ def test_a_legacy_reply_holds_one_call_as_legacy_replies_did(client):
     """The model writes two calls; a ``functions`` request gets the first (one call a reply)."""
     for n in (1, 2):  # (two choices go through the server's other path)
         r = client.chat.completions.create(
-            model="call-hermes-parallel", messages=USER, functions=FUNCTIONS, n=n
+            model="call-hermes-parallel",
+            messages=USER,
+            functions=FUNCTIONS,
+            n=n,
+            parallel_tool_calls=n == 2,  # (a legacy reply cannot hold a second call: asked or not, one)
         )
         for choice in r.choices:
             assert (
                 choice.finish_reason == "function_call" and choice.message.function_call.name == "get_weather"
             )
+    # streamed, even when the request asks for parallel calls: one function_call's name, one call
+    names = [
+        c.delta.function_call.name
+        for chunk in client.chat.completions.create(
+            model="call-hermes-parallel",
+            messages=USER,
+            functions=FUNCTIONS,
+            parallel_tool_calls=True,
+            stream=True,
+        )
+        for c in chunk.choices
+        if c.delta.function_call is not None and c.delta.function_call.name
+    ]
+    assert names == ["get_weather"]
 
 
 def test_a_function_result_in_the_history_answers_its_call(client):
