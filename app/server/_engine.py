@@ -74,6 +74,9 @@ class TurnRequest:
     messages: list[dict[str, Any]] = field(default_factory=list)  # Message.from_dict shapes
     tools: list[dict[str, Any]] | None = None  # OpenAI format
     tool_choice: str = "auto"  # auto | none | required | function:<name>
+    #: the tools a reply may call, by name (OpenAI's ``allowed_tools`` tool choice: the prompt shows
+    #: every tool, the calls are held to these, ``tool_choice`` auto or required); None: every tool
+    allowed_tools: list[str] | None = None
     parallel_tool_calls: bool = True
     response_format: dict[str, Any] | None = None
     max_tokens: int = 1024
@@ -215,7 +218,10 @@ def _constraint(
     if choice.startswith("function:"):
         choice = {"type": "function", "function": {"name": choice.split(":", 1)[1]}}
     forced = req.tool_choice == "required" or req.tool_choice.startswith("function:")
-    if not forced and not req.response_format:
+    held = req.allowed_tools is not None and bool(tools)  # auto with calls held to the allowed tools
+    if held:
+        tools = [t for t in tools or [] if t["function"]["name"] in (req.allowed_tools or ())]
+    if not forced and not held and not req.response_format:
         return None  # auto and none decode freely: the family parser reads whatever the model writes
     try:
         return compile_constraint(
@@ -460,6 +466,8 @@ class _Output:
         self.last_kind = "text"
         self.logprobs_sent = 0
         self.declared = {t["function"]["name"] for t in replies.tools or []}
+        if replies.req.allowed_tools is not None:  # (the others are shown, never called)
+            self.declared &= set(replies.req.allowed_tools)
         self.calls = 0
         self.sent: list[Any] = []  # the calls emitted
         self.seen: set[str] = set()

@@ -26,6 +26,9 @@ result, an assistant message's ``function_call``) is read as the ``tools`` form 
 (streamed as ``delta.function_call``: the name, then argument fragments) and ``finish_reason``
 ``function_call``, one call a reply, as OpenAI answered such requests.
 
+``tool_choice`` may be ``allowed_tools`` (:func:`allowed_tools`): the prompt shows every tool, and
+the reply's calls are held by the grammar to the allowed ones.
+
 A client that cannot set ``tool_choice`` (simonw's ``llm``) may send the ``X-Callisto-Tool-Choice``
 header (``app.server._common.header_tool_choice``); the body's ``tool_choice`` wins.
 """
@@ -231,6 +234,42 @@ def convert_messages(messages: Any) -> list[dict[str, Any]]:
     return out
 
 
+def allowed_tools(value: Any, tools: list[dict[str, Any]] | None) -> tuple[str, list[str]]:
+    """OpenAI's ``allowed_tools`` tool choice (``{"mode": "auto" | "required", "tools": [{"type":
+    "function", "function": {"name": ...}}, ...]}``): (the mode, the names of the tools a reply may
+    call). The prompt shows every tool (its prefix stays the same whichever are allowed); the calls
+    are held to these. A name that is not declared, or an empty list, is a 400."""
+    where = "tool_choice.allowed_tools"
+    if not isinstance(value, dict):
+        raise ApiError(400, f"{where} must be an object with mode and tools", param="tool_choice")
+    mode = value.get("mode")
+    if mode not in ("auto", "required"):
+        raise ApiError(400, f"{where}.mode must be auto or required, got {shown(mode)}", param="tool_choice")
+    listed = value.get("tools")
+    if not isinstance(listed, list) or not listed:
+        raise ApiError(400, f"{where}.tools must be a non-empty array of tools", param="tool_choice")
+    declared = [t["function"]["name"] for t in tools or []]
+    names: list[str] = []
+    for i, t in enumerate(listed):
+        fn = t.get("function") if isinstance(t, dict) else None
+        name = fn.get("name") if isinstance(fn, dict) else None
+        if not isinstance(t, dict) or t.get("type") != "function" or not isinstance(name, str):
+            raise ApiError(
+                400,
+                f'{where}.tools[{i}] must be {{"type": "function", "function": {{"name": ...}}}}',
+                param="tool_choice",
+            )
+        if name not in declared:
+            raise ApiError(
+                400,
+                f"{where}.tools[{i}] names the function {shown(name)}, which is not among the declared "
+                f"tools ({', '.join(declared) or 'none'})",
+                param="tool_choice",
+            )
+        names.append(name)
+    return mode, names
+
+
 def convert_tool_choice(value: Any, tools: list[dict[str, Any]] | None) -> str:
     if value is None:
         return "auto"
@@ -410,8 +449,11 @@ def parse_chat_request(
         tools = convert_tools(body.get("tools"))
         messages = convert_messages(body.get("messages"))
         chosen = body.get("tool_choice")
+        allowed = None
         if chosen is None and header_choice:
             choice = header_tool_choice(header_choice, tools, messages)
+        elif isinstance(chosen, dict) and chosen.get("type") == "allowed_tools":
+            choice, allowed = allowed_tools(chosen.get("allowed_tools"), tools)
         else:
             choice = convert_tool_choice(chosen, tools)
     except ApiError as err:
@@ -425,6 +467,7 @@ def parse_chat_request(
         messages=messages,
         tools=tools,
         tool_choice=choice,
+        allowed_tools=allowed,
         parallel_tool_calls=check_bool(body.get("parallel_tool_calls"), "parallel_tool_calls", True),
         response_format=_response_format(body.get("response_format")),
         max_tokens=_max_tokens(body, state, state.config.default_max_tokens),

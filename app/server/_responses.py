@@ -6,7 +6,8 @@ A request is read into the Chat Completions shape and through the same checks
 string, or items: messages with ``input_text`` / ``input_image`` / ``output_text`` parts,
 ``function_call``, ``function_call_output``, ``reasoning``), ``instructions`` (the system prompt),
 function ``tools`` (flat: ``name``, ``description``, ``parameters``), ``tool_choice`` (``auto``,
-``none``, ``required``, ``{"type": "function", "name": ...}``), ``parallel_tool_calls``,
+``none``, ``required``, ``{"type": "function", "name": ...}``, ``{"type": "allowed_tools", "mode":
+..., "tools": [...]}``), ``parallel_tool_calls``,
 ``max_tool_calls``, ``max_output_tokens``, ``temperature``, ``top_p``, ``reasoning.effort``,
 ``text.format`` (``text``, ``json_object``, ``json_schema``), ``top_logprobs`` and ``include``'s
 ``message.output_text.logprobs`` (the text's tokens' log probabilities, in ``output_text`` and
@@ -259,7 +260,14 @@ def _tool_choice(value: Any) -> Any:
         kind = value.get("type")
         if kind == "function":
             return {"type": "function", "function": {"name": value.get("name")}}
-        if kind in _HOSTED or kind == "allowed_tools":
+        if kind == "allowed_tools":  # (flat tools, as the Responses API names them)
+            listed = value.get("tools")
+            tools = [
+                {"type": t.get("type"), "function": {"name": t.get("name")}} if isinstance(t, dict) else t
+                for t in (listed if isinstance(listed, list) else [])
+            ]
+            return {"type": "allowed_tools", "allowed_tools": {"mode": value.get("mode"), "tools": tools}}
+        if kind in _HOSTED:
             raise _fail(
                 f"tool_choice of type {shown(kind)} is not served: use auto, none, required or a function",
                 "tool_choice",
@@ -468,6 +476,8 @@ class _Shell:
             "tool_choice": (
                 {"type": "function", "name": choice.split(":", 1)[1]}
                 if choice.startswith("function:")
+                else body["tool_choice"]  # (allowed_tools: as the request gave it)
+                if self.req.allowed_tools is not None
                 else choice
             ),
             "tools": body.get("tools") or [],

@@ -36,6 +36,27 @@ TIME = {
     },
 }
 TOOLS = [WEATHER, TIME]
+
+# Bounded strings: under a forced choice the grammar may turn the scripted model from its script,
+# and a random string could then run to the token limit.
+BOUNDED_TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": name,
+            "description": f"The {what}",
+            "parameters": {
+                "type": "object",
+                "properties": {arg: {"type": "string", "maxLength": 12}},
+                "required": [arg],
+            },
+        },
+    }
+    for name, what, arg in (
+        ("get_weather", "weather in a city", "city"),
+        ("get_time", "time in a zone", "zone"),
+    )
+]
 ANSWER = "It is sunny in Oslo."
 
 

@@ -25,29 +25,10 @@ import httpx
 import pytest
 
 from app.engine.chat import DEFAULT_MAX_CALLS
+from tests.server.conftest import BOUNDED_TOOLS as TOOLS
 from tests.server.conftest import FAMILIES, TEMPLATES, WEATHER, call_text
 from tests.ui.scripted_gguf import write_scripted_gguf
 
-# Bounded strings: under a forced choice the grammar may turn the scripted model from its script,
-# and a random string could then run to the token limit.
-TOOLS = [
-    {
-        "type": "function",
-        "function": {
-            "name": name,
-            "description": f"The {what}",
-            "parameters": {
-                "type": "object",
-                "properties": {arg: {"type": "string", "maxLength": 12}},
-                "required": [arg],
-            },
-        },
-    }
-    for name, what, arg in (
-        ("get_weather", "weather in a city", "city"),
-        ("get_time", "time in a zone", "zone"),
-    )
-]
 # Held to a call (``required``, a named tool), the scripted model is turned from its script and
 # samples among what the grammar allows: its Hermes calls open with the ``<tool_call>`` control
 # token, never with the script's one-token call. One call of at most 12 characters is under 160
