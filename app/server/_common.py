@@ -35,7 +35,6 @@ __all__ = [
     "declared_tool",
     "queue_turn",
     "streamed",
-    "text_prompt",
     "read_logit_bias",
     "read_sampling",
     "request_body",
@@ -324,16 +323,6 @@ async def streamed(
     sse = media_type == "text/event-stream"
     headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"} if sse else None
     return StreamingResponse(body, media_type=media_type, headers=headers)
-
-
-def text_prompt(body: dict[str, Any], hint: str = "or an array of one string") -> str:
-    """A completion request's ``prompt``: a string, or an array of one string; a 400 otherwise."""
-    prompt = body.get("prompt")
-    if isinstance(prompt, list) and len(prompt) == 1 and isinstance(prompt[0], str):
-        prompt = prompt[0]
-    if not isinstance(prompt, str):
-        raise ApiError(400, f"prompt must be a string ({hint})", param="prompt")
-    return prompt
 
 
 def declared_tool(

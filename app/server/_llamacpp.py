@@ -44,7 +44,6 @@ from app.server._common import (
     read_sampling,
     request_body,
     streamed,
-    text_prompt,
     type_name,
 )
 from app.server._engine import TurnEnd, TurnRequest
@@ -123,13 +122,41 @@ def _extra(value: Any) -> list[tuple[str, str]]:
     return out
 
 
+def _completion_prompt(value: Any) -> str | list[int]:
+    """``/completion``'s ``prompt``: a text, or token ids (an array of whole numbers, checked against
+    the vocabulary by the engine), or either alone in an array; a 400 for anything else (several
+    prompts, or texts mixed with ids)."""
+    if isinstance(value, list) and len(value) == 1 and isinstance(value[0], (str, list)):
+        value = value[0]
+    if isinstance(value, str):
+        if not value:
+            raise ApiError(400, "prompt is empty", param="prompt")
+        return value
+    if (
+        isinstance(value, list)
+        and value
+        and all(isinstance(t, int) and not isinstance(t, bool) for t in value)
+    ):
+        if min(value) < 0:
+            raise ApiError(
+                400, f"prompt holds token id {min(value)}: token ids are 0 or more", param="prompt"
+            )
+        return list(value)
+    if isinstance(value, list) and not value:
+        raise ApiError(400, "prompt is empty", param="prompt")
+    raise ApiError(
+        400,
+        "prompt must be a text or an array of token ids (one prompt: send several prompts, or texts "
+        "mixed with token ids, as requests of their own)",
+        param="prompt",
+    )
+
+
 async def completion(request: Request):
     from app.server._openai import completion_grammar
 
     state, body = await request_body(request)
-    prompt = text_prompt(body, "token ids are not taken here: send the text")
-    if not prompt:
-        raise ApiError(400, "prompt is empty", param="prompt")
+    prompt = _completion_prompt(body.get("prompt"))
     req = TurnRequest(
         raw_prompt=prompt, grammar=completion_grammar(body, "/completion"), **_common_request(body, state)
     )

@@ -128,6 +128,15 @@ def test_a_long_file_is_cut_as_llama_server_cuts_it(server):
     assert r.json()["content"] == "Z"
 
 
+def test_completion_reads_a_prompt_of_token_ids(server):
+    """As llama-server's: an array of token ids (also alone in an array) is read as it is."""
+    ids = _post(server, "/tokenize", model="chat", content="<|im_start|>assistant\n").json()["tokens"]
+    for prompt in (ids, [ids]):
+        r = _post(server, "/completion", model="chat", prompt=prompt, n_predict=2, cache_prompt=False)
+        assert r.status_code == 200, r.text
+        assert r.json()["tokens_evaluated"] == len(ids) and r.json()["tokens_predicted"] <= 2
+
+
 def test_completion_reads_a_raw_prompt(server):
     r = _post(server, "/completion", model="chat", prompt="<|im_start|>assistant\n", n_predict=4)
     assert r.status_code == 200, r.text
@@ -151,7 +160,11 @@ def test_completion_reads_a_raw_prompt(server):
         ("/infill", {"model": "coder", "input_extra": "x"}, "input_extra must be an array"),
         ("/infill", {"model": "coder", "input_extra": [3]}, "input_extra[0] must be an object"),
         ("/infill", {"model": "coder", "input_prefix": 5}, "input_prefix must be a string"),
-        ("/completion", {"model": "chat", "prompt": [1, 2]}, "token ids are not taken here"),
+        ("/completion", {"model": "chat", "prompt": ["a", 1]}, "a text or an array of token ids"),
+        ("/completion", {"model": "chat", "prompt": [[1, 2], [3]]}, "one prompt"),
+        ("/completion", {"model": "chat", "prompt": [1, -2]}, "token ids are 0 or more"),
+        ("/completion", {"model": "chat", "prompt": [1, 10**6]}, "outside the model's vocabulary"),
+        ("/completion", {"model": "chat", "prompt": []}, "prompt is empty"),
         ("/completion", {"model": "chat", "prompt": ""}, "prompt is empty"),
         ("/completion", {"model": "chat", "prompt": "a", "n_predict": 0}, "n_predict must be at least 1"),
         ("/completion", {"model": "chat", "prompt": "a", "json_schema": {}}, "not supported on /completion"),
