@@ -97,7 +97,7 @@ class TurnRequest:
     #: how long the reply may take once its job starts (llama-server's ``t_max_predict_ms``), else None:
     #: past it the reply ends as it is (``deadline``, a cut reply)
     deadline_s: float | None = None
-    grammar: str | None = None  # completions: a GBNF grammar the reply is held to
+    grammar: str | None = None  # a GBNF grammar the whole reply is held to (a structured output)
     think: bool | None = None
     max_tool_calls: int | None = None  # the request's bound on one reply's calls (None: the default)
     thinking: Thinking | None = None  # off / on / a level / a budget (None: the template's default)

@@ -26,6 +26,12 @@ result, an assistant message's ``function_call``) is read as the ``tools`` form 
 (streamed as ``delta.function_call``: the name, then argument fragments) and ``finish_reason``
 ``function_call``, one call a reply, as OpenAI answered such requests.
 
+Beside ``response_format``, both APIs take the structured outputs other engines' clients send
+(:func:`read_guide`: vLLM's ``structured_outputs`` and ``guided_*``, llama-server's ``json_schema``
+and ``grammar``, SGLang's ``ebnf`` and ``regex``): a chat reply takes a JSON Schema as a response
+format and any other kind as a grammar that holds the whole reply (:func:`_chat_guide`); a
+completion takes each as a GBNF grammar.
+
 ``tool_choice`` may be ``allowed_tools`` (:func:`allowed_tools`): the prompt shows every tool, and
 the reply's calls are held by the grammar to the allowed ones.
 
@@ -462,6 +468,9 @@ def parse_chat_request(
         raise _in_legacy_words(err) from err
     stream = check_bool(body.get("stream"), "stream", False)
     usage = _include_usage(body)
+    response_format, grammar = _chat_guide(
+        body, _response_format(body.get("response_format")), bool(tools) and choice != "none"
+    )
     req = TurnRequest(
         model=model,
         messages=messages,
@@ -469,7 +478,8 @@ def parse_chat_request(
         tool_choice=choice,
         allowed_tools=allowed,
         parallel_tool_calls=check_bool(body.get("parallel_tool_calls"), "parallel_tool_calls", True),
-        response_format=_response_format(body.get("response_format")),
+        response_format=response_format,
+        grammar=grammar,
         max_tokens=_max_tokens(body, state, state.config.default_max_tokens),
         sampling=_sampling(body),
         stop=check_stop(body.get("stop"), "stop"),
@@ -961,42 +971,116 @@ async def _prompts(
     )
 
 
-# The fields other engines' clients (Callisto's remote client among them) send a GBNF grammar in:
-# llama-server's ``grammar``, vLLM's ``structured_outputs.grammar`` (``guided_grammar`` before 0.12),
-# SGLang's ``ebnf``. A client may send several; they must agree.
-_GRAMMAR_FIELDS = ("grammar", "structured_outputs.grammar", "guided_grammar", "ebnf")
-# vLLM's other structured-output fields: refused by name rather than ignored
-_OTHER_GUIDES = ("guided_json", "guided_regex", "guided_choice", "json_schema", "regex")
+# The structured outputs other engines' clients (Callisto's remote client among them) ask for, by
+# kind and the fields each comes in: vLLM's ``structured_outputs.<kind>`` (``guided_<kind>`` before
+# 0.12), llama-server's ``grammar`` and ``json_schema``, SGLang's ``ebnf`` and ``regex``. A request
+# may name one kind, in several fields that agree.
+_GUIDES = {
+    "grammar": ("grammar", "structured_outputs.grammar", "guided_grammar", "ebnf"),
+    "json": ("json_schema", "structured_outputs.json", "guided_json"),
+    "regex": ("regex", "structured_outputs.regex", "guided_regex"),
+    "choice": ("structured_outputs.choice", "guided_choice"),
+}
+_OUTPUTS = "structured_outputs."
 
 
-def completion_grammar(body: dict[str, Any], path: str = "/v1/completions") -> str | None:
-    """The GBNF grammar a completion request (to ``path``) holds its reply to, or None; a 400 for
-    one that is not text, grammars that disagree, or a structured-output kind this server does not
-    take."""
+def read_guide(body: dict[str, Any]) -> tuple[str, str, Any] | None:
+    """(kind, the field it came in, its value) of the structured output a request asks for, or
+    None; a 400 for two kinds, fields that disagree, or a ``structured_outputs`` kind not taken."""
     outputs = body.get("structured_outputs")
     if outputs is not None and not isinstance(outputs, dict):
         raise ApiError(400, "structured_outputs must be an object", param="structured_outputs")
     outputs = outputs or {}
-    other = [k for k in _OTHER_GUIDES if body.get(k) is not None]
-    other += [f"structured_outputs.{k}" for k in outputs if k != "grammar" and outputs[k] is not None]
+    known = {n.removeprefix(_OUTPUTS) for names in _GUIDES.values() for n in names if n.startswith(_OUTPUTS)}
+    other = [k for k in outputs if k not in known and outputs[k] is not None]
     if other:
         raise ApiError(
             400,
-            f"{other[0]} is not supported on {path}: send a GBNF grammar in 'grammar' "
-            "(or a response_format on /v1/chat/completions)",
-            param=other[0],
+            f"structured_outputs.{other[0]} is not supported: send json, regex, choice or grammar",
+            param=f"structured_outputs.{other[0]}",
         )
-    found: dict[str, str] = {}
-    for name in _GRAMMAR_FIELDS:
-        value = outputs.get("grammar") if name == "structured_outputs.grammar" else body.get(name)
-        if value is None:
-            continue
-        if not isinstance(value, str) or not value.strip():
-            raise ApiError(400, f"{name} must be a non-empty GBNF grammar string", param=name)
-        found[name] = value
-    if len(set(found.values())) > 1:
-        raise ApiError(400, f"{' and '.join(found)} give different grammars", param=next(iter(found)))
-    return next(iter(found.values()), None)
+    found = [
+        (kind, name, value)
+        for kind, names in _GUIDES.items()
+        for name in names
+        if (
+            value := outputs.get(name.removeprefix(_OUTPUTS)) if name.startswith(_OUTPUTS) else body.get(name)
+        )
+        is not None
+    ]
+    if not found:
+        return None
+    if len({(k, json.dumps(v, sort_keys=True)) for k, _, v in found}) > 1:
+        names = " and ".join(n for _, n, _ in found)
+        raise ApiError(400, f"{names} ask for different outputs: send one", param=found[0][1])
+    return found[0]
+
+
+def guide_schema(name: str, value: Any) -> dict[str, Any]:
+    """A ``json`` structured output's JSON Schema (an object, or its JSON text as vLLM takes it)."""
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            raise ApiError(400, f"{name} is not valid JSON", param=name) from None
+    if not isinstance(value, dict):
+        raise ApiError(400, f"{name} must be a JSON Schema object", param=name)
+    return value
+
+
+def guide_gbnf(kind: str, name: str, value: Any) -> str:
+    """The GBNF grammar of a structured output (:func:`read_guide`); a 400 naming ``name`` for a
+    value that is not of its kind, or a construct GBNF cannot say (a regex look-around)."""
+    from app.engine.errors import GbnfError
+    from app.engine.grammar.gbnf import choice_gbnf, json_gbnf, regex_gbnf
+
+    if kind == "choice":
+        if not isinstance(value, list) or not value or not all(isinstance(c, str) and c for c in value):
+            raise ApiError(400, f"{name} must be a non-empty array of non-empty strings", param=name)
+    elif kind != "json" and (not isinstance(value, str) or not value.strip()):
+        what = "GBNF grammar" if kind == "grammar" else "regular expression"
+        raise ApiError(400, f"{name} must be a non-empty {what} string", param=name)
+    try:
+        if kind == "json":
+            return json_gbnf(guide_schema(name, value))
+        if kind == "regex":
+            return regex_gbnf(value)
+        if kind == "choice":
+            return choice_gbnf(value)
+    except GbnfError as exc:
+        raise ApiError(400, f"{name} cannot be applied: {exc}", param=name) from None
+    return str(value)
+
+
+def completion_grammar(body: dict[str, Any], path: str = "/v1/completions") -> str | None:
+    """The GBNF grammar a completion request (to ``path``) holds its reply to, or None: its
+    structured output (:func:`read_guide`: a grammar, a JSON Schema, a regex or a choice)."""
+    guide = read_guide(body)
+    return None if guide is None else guide_gbnf(*guide)
+
+
+def _chat_guide(
+    body: dict[str, Any], response_format: dict[str, Any] | None, tools_offered: bool
+) -> tuple[dict[str, Any] | None, str | None]:
+    """(response format, GBNF grammar) of a chat request with its structured output: a JSON
+    Schema is a response format (a reply with tools stays free to call them); any other kind is
+    a grammar that holds the whole reply, so it takes no tools. A 400 beside ``response_format``."""
+    guide = read_guide(body)
+    if guide is None:
+        return response_format, None
+    kind, name, value = guide
+    if response_format is not None:
+        raise ApiError(400, f"send either response_format or {name}, not both", param=name)
+    if kind == "json":
+        return json_response_format(guide_schema(name, value)), None
+    if tools_offered:
+        raise ApiError(
+            400,
+            f"{name} holds the whole reply, so it cannot be combined with tools (send no tools, or "
+            "tool_choice none)",
+            param=name,
+        )
+    return None, guide_gbnf(kind, name, value)
 
 
 def _read_prompts(value: Any) -> list[str | list[int]]:

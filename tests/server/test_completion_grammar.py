@@ -1,7 +1,9 @@
 """``/v1/completions`` holds its reply to the GBNF grammar a client sends (issue 28, U21): in
 llama-server's ``grammar``, vLLM's ``structured_outputs.grammar`` / ``guided_grammar`` or SGLang's
 ``ebnf``, the fields Callisto's own remote client sends. So a remote session that parses in
-Callisto and talks to another Callisto gets its forced call held there.
+Callisto and talks to another Callisto gets its forced call held there. The other structured
+outputs those engines' clients send (a regex, a choice, a JSON Schema) hold it too, and a chat
+reply.
 
 The model has random weights: what it writes is the grammar's doing, not its own."""
 
@@ -109,6 +111,69 @@ def test_streamed_completions_are_held_too(server):
     assert ANSWER.match(text), text
 
 
+# what each structured output holds a random model's text to
+SHORT = {**CITY, "additionalProperties": False}
+
+
+@pytest.mark.parametrize(
+    ("fields", "holds"),
+    [
+        ({"guided_regex": "(yes|no) [a-c]{2}"}, ANSWER.match),
+        ({"structured_outputs": {"regex": "(yes|no) [a-c]{2}"}}, ANSWER.match),
+        (
+            {"guided_choice": ["yes", "no thanks", 'a "quoted" one']},
+            {"yes", "no thanks", 'a "quoted" one'}.__contains__,
+        ),
+        ({"structured_outputs": {"choice": ["left", "right"]}}, {"left", "right"}.__contains__),
+        ({"guided_json": SHORT}, lambda t: set(json.loads(t)) == {"city"}),
+        ({"json_schema": SHORT}, lambda t: set(json.loads(t)) == {"city"}),
+        ({"structured_outputs": {"json": json.dumps(SHORT)}}, lambda t: set(json.loads(t)) == {"city"}),
+    ],
+    ids=[
+        "guided_regex",
+        "outputs-regex",
+        "guided_choice",
+        "outputs-choice",
+        "guided_json",
+        "json_schema",
+        "outputs-json",
+    ],
+)
+def test_each_structured_output_holds_the_completion(server, fields, holds):
+    """vLLM's, SGLang's and llama-server's other structured outputs: a regex, a choice, a JSON
+    Schema, each as a grammar the random model's text is held to."""
+    for seed in range(3):
+        r = _complete(server, seed=seed, max_tokens=80, **fields)
+        assert r.status_code == 200, r.text
+        choice = r.json()["choices"][0]
+        assert choice["finish_reason"] == "stop" and holds(choice["text"]), choice
+
+
+def test_a_chat_reply_is_held_by_a_structured_output_too(server):
+    """On /v1/chat/completions: a JSON Schema is a response format; a choice, a regex or a grammar
+    holds the whole reply, so it takes no tools; beside response_format it is a 400."""
+    chat = {"model": "random-hermes", "messages": [{"role": "user", "content": "Pick."}], "max_tokens": 80}
+    url = server.url + "/v1/chat/completions"
+    for seed in range(3):
+        r = httpx.post(url, json={**chat, "seed": seed, "guided_choice": ["left", "right"]}, timeout=120)
+        assert r.status_code == 200 and r.json()["choices"][0]["message"]["content"] in ("left", "right"), (
+            r.text
+        )
+        r = httpx.post(url, json={**chat, "seed": seed, "guided_json": SHORT}, timeout=120)
+        assert set(json.loads(r.json()["choices"][0]["message"]["content"])) == {"city"}, r.text
+    tools = [{"type": "function", "function": {"name": "get_weather", "parameters": CITY}}]
+    r = httpx.post(url, json={**chat, "guided_regex": "a+", "tools": tools}, timeout=60)
+    assert r.status_code == 400 and "cannot be combined with tools" in r.json()["error"]["message"]
+    r = httpx.post(
+        url, json={**chat, "guided_regex": "a+", "tools": tools, "tool_choice": "none"}, timeout=120
+    )
+    assert r.status_code == 200 and set(r.json()["choices"][0]["message"]["content"]) == {"a"}, r.text
+    r = httpx.post(
+        url, json={**chat, "guided_json": SHORT, "response_format": {"type": "json_object"}}, timeout=60
+    )
+    assert r.status_code == 400 and r.json()["error"]["param"] == "guided_json"
+
+
 @pytest.mark.parametrize(
     ("fields", "words"),
     [
@@ -116,10 +181,19 @@ def test_streamed_completions_are_held_too(server):
         ({"grammar": "x ::= [a]"}, "no 'root' rule"),
         ({"grammar": ""}, "non-empty GBNF"),
         ({"ebnf": 3}, "non-empty GBNF"),
-        ({"grammar": YES_NO, "ebnf": 'root ::= "x"'}, "different grammars"),
-        ({"guided_json": {"type": "object"}}, "guided_json is not supported"),
-        ({"structured_outputs": {"regex": "a+"}}, "structured_outputs.regex is not supported"),
+        ({"grammar": YES_NO, "ebnf": 'root ::= "x"'}, "ask for different outputs"),
+        ({"guided_json": {"type": "object"}, "guided_regex": "a+"}, "ask for different outputs"),
+        (
+            {"structured_outputs": {"structural_tag": {}}},
+            "structured_outputs.structural_tag is not supported",
+        ),
         ({"structured_outputs": "grammar"}, "structured_outputs must be an object"),
+        ({"guided_regex": "(?=a)b"}, "guided_regex cannot be applied"),
+        ({"guided_regex": ""}, "non-empty regular expression"),
+        ({"guided_choice": []}, "non-empty array of non-empty strings"),
+        ({"guided_choice": ["a", 3]}, "non-empty array of non-empty strings"),
+        ({"guided_json": "{not json"}, "guided_json is not valid JSON"),
+        ({"json_schema": [1]}, "json_schema must be a JSON Schema object"),
     ],
 )
 def test_a_grammar_the_server_cannot_hold_is_a_clear_400(server, fields, words):

@@ -76,7 +76,8 @@ FIELDS: dict[str, list[tuple[Any, ...]]] = {
             "model messages tools tool_choice max_tokens max_completion_tokens temperature top_p n "
             "stream stream_options stop seed response_format parallel_tool_calls frequency_penalty "
             "presence_penalty logit_bias user top_k min_p typical_p repeat_penalty repetition_penalty "
-            "mirostat mirostat_tau mirostat_eta logprobs top_logprobs prediction functions function_call"
+            "mirostat mirostat_tau mirostat_eta logprobs top_logprobs prediction functions function_call "
+            "guided_json guided_regex guided_choice guided_grammar structured_outputs grammar json_schema"
         ).split()
     ]
     + [

@@ -167,7 +167,7 @@ def test_completion_reads_a_raw_prompt(server):
         ("/completion", {"model": "chat", "prompt": []}, "prompt is empty"),
         ("/completion", {"model": "chat", "prompt": ""}, "prompt is empty"),
         ("/completion", {"model": "chat", "prompt": "a", "n_predict": 0}, "n_predict must be at least 1"),
-        ("/completion", {"model": "chat", "prompt": "a", "json_schema": {}}, "not supported on /completion"),
+        ("/completion", {"model": "chat", "prompt": "a", "structured_outputs": {"x": 1}}, "is not supported"),
         ("/completion", {"model": "chat", "prompt": "a", "temperature": -1}, "temperature"),
     ],
 )

@@ -35,7 +35,10 @@ from app.engine.grammar.lark import NO_DOUBLE_BRACE, GrammarContext, int_rx, num
 
 __all__ = [
     "EOG_MARKERS",
+    "choice_gbnf",
+    "json_gbnf",
     "lark_to_gbnf",
+    "regex_gbnf",
     "remote_context",
 ]
 
@@ -397,6 +400,25 @@ def lark_to_gbnf(lark: str, *, tokens: Mapping[int, str] | None = None) -> str:
 
 
 # -- GBNF text -----------------------------------------------------------------------------------
+
+
+def choice_gbnf(choices: Sequence[str]) -> str:
+    """A grammar whose text is exactly one of ``choices`` (vLLM's ``choice`` structured output)."""
+    if not choices:
+        raise GbnfError("a choice needs at least one text")
+    return "root ::= " + " | ".join(_literal(c) for c in choices) + "\n"
+
+
+def regex_gbnf(pattern: str) -> str:
+    """A grammar whose text matches the regular expression ``pattern`` whole (the subset
+    :func:`lark_to_gbnf` translates: :class:`GbnfError` names a construct outside it)."""
+    slashes = re.sub(r"(?<!\\)((?:\\\\)*)/", r"\1\\/", pattern)  # a bare / ends a Lark regex
+    return lark_to_gbnf(f"start: /{slashes}/")
+
+
+def json_gbnf(schema: Mapping[str, Any]) -> str:
+    """A grammar whose text is a JSON value ``schema`` describes (llama-cpp-python's converter)."""
+    return lark_to_gbnf("start: %json " + json.dumps(schema))
 
 
 def _esc_char(c: str, *, in_class: bool) -> str:
