@@ -484,7 +484,8 @@ def parse_chat_request(
         sampling=_sampling(body),
         stop=check_stop(body.get("stop"), "stop"),
         max_tool_calls=check_int(body.get("max_tool_calls"), "max_tool_calls", lo=1, hi=MAX_TOOL_CALLS_LIMIT),
-        thinking=_thinking(body.get("reasoning_effort")),
+        # a grammar holds the reply from its first token: a template's thinking is off unless asked
+        thinking=_thinking(body.get("reasoning_effort", "off" if grammar is not None else None)),
         template_kwargs=_template_kwargs(body.get("chat_template_kwargs")),
         idle_ttl=parse_ttl(body.get("ttl")),
         options=TokenOptions(

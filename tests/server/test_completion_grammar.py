@@ -230,3 +230,21 @@ def test_a_remote_session_parsing_in_callisto_gets_its_forced_call_held(server, 
         calls = [e.call for e in events if isinstance(e, ToolCallStartedEvent)]
         assert calls and calls[0].name == "get_weather", [str(e)[:300] for e in events]
         assert isinstance(events[-1], DoneEvent)
+
+
+def test_a_thinking_models_chat_reply_held_by_a_choice_is_the_choice(family_server):
+    """Qwen 3's template and a model whose script reasons first: a grammar holds the reply from its
+    first token, so the template's thinking is off unless the request asks for it."""
+    r = httpx.post(
+        family_server.url + "/v1/chat/completions",
+        json={
+            "model": "think-hermes",
+            "messages": [{"role": "user", "content": "Yes or no?"}],
+            "guided_choice": ["yes", "no"],
+            "max_tokens": 40,
+        },
+        timeout=120,
+    )
+    assert r.status_code == 200, r.text
+    message = r.json()["choices"][0]["message"]
+    assert message["content"] in ("yes", "no") and not message.get("reasoning_content"), message
