@@ -1162,6 +1162,8 @@ async def completions(request: Request):
     state, body = await request_body(request)
     if check_int(body.get("n"), "n", lo=1) not in (None, 1):
         raise ApiError(400, "n must be 1 here: several choices are served on /v1/chat/completions", param="n")
+    if check_int(body.get("best_of"), "best_of", lo=1) not in (None, 1):  # (never ignored)
+        raise ApiError(400, "best_of must be 1 here: one completion is generated a prompt", param="best_of")
     prompts = _read_prompts(body.get("prompt"))
     if len(prompts) > 1:
         return await _prompts(request, state, body, prompts)

@@ -330,6 +330,7 @@ def test_token_id_prompts_are_read_as_sent_and_echoed_as_their_text(openai_clien
         ({"prompt": [1, "a"]}, "prompt"),
         ({"prompt": {"ids": [1]}}, "prompt"),
         ({"prompt": "hi", "max_tokens": 0}, "max_tokens"),
+        ({"prompt": "hi", "best_of": 3}, "best_of"),
         ({"prompt": [1, 2], "suffix": "x"}, "suffix"),
         ({"prompt": "hi", "echo": True, "logprobs": 1, "stream": True}, "stream"),
     ],
