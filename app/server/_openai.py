@@ -347,6 +347,26 @@ def _max_tokens(body: dict[str, Any], state: ServerState, default: int, lo: int 
     return v if v is not None else min(default, limit)
 
 
+def _refuse_hosted(body: dict[str, Any]) -> None:
+    """What OpenAI's own servers do and a local model cannot is a 400 that says so, never
+    silently left out: audio output (``audio``, ``modalities`` with ``audio``) and web search
+    (``web_search_options``)."""
+    modalities = body.get("modalities")
+    if body.get("audio") is not None:
+        raise ApiError(400, "audio output is not served: this server writes text", param="audio")
+    if isinstance(modalities, list) and "audio" in modalities:
+        raise ApiError(
+            400, "modalities asks for audio, which is not served: this server writes text", param="modalities"
+        )
+    if body.get("web_search_options") is not None:
+        raise ApiError(
+            400,
+            "web_search_options is not served: this server does not search the web (give the model a "
+            "search tool instead)",
+            param="web_search_options",
+        )
+
+
 def _from_legacy(body: dict[str, Any]) -> dict[str, Any]:
     """A request in the legacy form of function calling, in the ``tools`` form that replaced it
     (the body as it is when it has none of it): ``functions`` are the tools (one call a reply, as
@@ -448,6 +468,7 @@ def parse_chat_request(
     """(the turn, stream?, include usage in the stream?); ``header_choice``: the
     ``X-Callisto-Tool-Choice`` header, used when the body sets no ``tool_choice``."""
     legacy = body.get("functions") is not None or body.get("function_call") is not None
+    _refuse_hosted(body)
     body = _from_legacy(body)
     model = check_str(body.get("model"), "model", allow_none=True)
     check_int(body.get("n"), "n", lo=1, hi=MAX_CHOICES)  # the choices: chat_completions reads it

@@ -313,6 +313,9 @@ def test_i32_a_null_tool_description_is_no_description(openai_client, server):
     ("extra", "param"),
     [
         ({"top_logprobs": 2}, "top_logprobs"),  # (without logprobs: tests/server/test_logprobs.py)
+        ({"modalities": ["text", "audio"]}, "modalities"),
+        ({"audio": {"voice": "alloy", "format": "wav"}}, "audio"),
+        ({"web_search_options": {}}, "web_search_options"),
     ],
 )
 def test_i32_unserved_options_are_refused_never_ignored(server, extra, param):
