@@ -14,6 +14,7 @@ that catches those still catches these. The tables that turn them into an answer
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from typing import Any
 
 __all__ = [
@@ -111,6 +112,16 @@ class TokenIdError(GenerationError, ValueError):
 
     def __reduce__(self) -> tuple[Any, ...]:  # crosses from the engine process with its param
         return (type(self), (str(self), self.param))
+
+    @classmethod
+    def check(cls, ids: Iterable[int], n_vocab: int, where: str, *, images: bool = False) -> None:
+        """Raise one naming ``where`` for the first of ``ids`` outside a vocabulary of ``n_vocab``
+        tokens (``images``: a negative id passes, an image's position in a model that reads them)."""
+        bad = next((t for t in ids if int(t) >= n_vocab or (int(t) < 0 and not images)), None)
+        if bad is not None:
+            raise cls(
+                f"{where} holds token id {bad}, outside the model's vocabulary (0 to {n_vocab - 1})", where
+            )
 
 
 class ImageError(EngineError, ValueError):

@@ -66,12 +66,7 @@ class TokenOptions:
             raise ValueError(
                 f"logprobs must be 0 to {MAX_TOP_LOGPROBS} alternatives a token, got {self.logprobs}"
             )
-        bad = next((t for t in self.logit_bias or () if not 0 <= int(t) < n_vocab), None)
-        if bad is not None:
-            raise TokenIdError(
-                f"logit_bias names token id {bad}, outside the model's vocabulary (0 to {n_vocab - 1})",
-                "logit_bias",
-            )
+        TokenIdError.check(self.logit_bias or (), n_vocab, "logit_bias")
 
     def later(self) -> TokenOptions:
         """The options of a turn's later generations: only the first scores its prompt and drafts
@@ -188,12 +183,7 @@ def generate(
     if not isinstance(prompt, str):
         # a negative id is an image's position (``app.engine.vision.media_id``): a model that reads
         # images may be given the ids of a prompt its projector tokenized
-        low = None if model.vision else 0
-        bad = next((t for t in prompt if int(t) >= model.n_vocab or (low is not None and int(t) < low)), None)
-        if bad is not None:
-            raise TokenIdError(
-                f"prompt holds token id {bad}, outside the model's vocabulary (0 to {model.n_vocab - 1})"
-            )
+        TokenIdError.check(prompt, model.n_vocab, "prompt", images=model.vision)
     gen = Generation(
         model,
         max_tokens=max_tokens,

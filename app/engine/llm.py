@@ -203,12 +203,7 @@ class LoadedModel:
         ``where`` the ids came from (an API's field: ``tokens``, ``prompt``)."""
         from app.engine.errors import TokenIdError
 
-        bad = next((t for t in tokens if not 0 <= int(t) < self.n_vocab), None)
-        if bad is not None:
-            raise TokenIdError(
-                f"{where} holds token id {bad}, outside the model's vocabulary (0 to {self.n_vocab - 1})",
-                where,
-            )
+        TokenIdError.check(tokens, self.n_vocab, where)
         return self.backend.detokenize(tokens)
 
     def tokenize(self, text: str) -> list[int]:

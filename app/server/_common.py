@@ -29,6 +29,7 @@ __all__ = [
     "SAMPLER_RANGES",
     "TOOL_CHOICE_HEADER",
     "Turn",
+    "prompt_token_ids",
     "json_response_format",
     "header_tool_choice",
     "convert_tools",
@@ -323,6 +324,17 @@ async def streamed(
     sse = media_type == "text/event-stream"
     headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"} if sse else None
     return StreamingResponse(body, media_type=media_type, headers=headers)
+
+
+def prompt_token_ids(value: Any) -> list[int] | None:
+    """A completion prompt's token ids: ``value`` when it is an array of whole numbers (empty
+    too), else None; a negative id is a 400 naming ``prompt`` (the vocabulary's end is the
+    engine's to check: ``generate()``)."""
+    if not isinstance(value, list) or not all(isinstance(t, int) and not isinstance(t, bool) for t in value):
+        return None
+    if value and min(value) < 0:
+        raise ApiError(400, f"prompt holds token id {min(value)}: token ids are 0 or more", param="prompt")
+    return list(value)
 
 
 def declared_tool(

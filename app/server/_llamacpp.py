@@ -39,6 +39,7 @@ from app.server._common import (
     check_int,
     check_stop,
     check_str,
+    prompt_token_ids,
     queue_turn,
     read_logit_bias,
     read_sampling,
@@ -132,16 +133,9 @@ def _completion_prompt(value: Any) -> str | list[int]:
         if not value:
             raise ApiError(400, "prompt is empty", param="prompt")
         return value
-    if (
-        isinstance(value, list)
-        and value
-        and all(isinstance(t, int) and not isinstance(t, bool) for t in value)
-    ):
-        if min(value) < 0:
-            raise ApiError(
-                400, f"prompt holds token id {min(value)}: token ids are 0 or more", param="prompt"
-            )
-        return list(value)
+    ids = prompt_token_ids(value)
+    if ids:
+        return ids
     if isinstance(value, list) and not value:
         raise ApiError(400, "prompt is empty", param="prompt")
     raise ApiError(

@@ -63,6 +63,7 @@ from app.server._common import (
     image_error,
     inner_call_id,
     json_response_format,
+    prompt_token_ids,
     queue_turn,
     read_logit_bias,
     read_sampling,
@@ -1108,28 +1109,22 @@ def _chat_guide(
 def _read_prompts(value: Any) -> list[str | list[int]]:
     """A completion's ``prompt``: a text, token ids, or an array of several (texts or token ids)."""
 
-    def is_ids(v: Any) -> bool:
-        return isinstance(v, list) and all(isinstance(t, int) and not isinstance(t, bool) for t in v)
-
-    def ids(v: list[int]) -> list[int]:  # (the vocabulary's end is checked by generate())
-        if any(t < 0 for t in v):
-            raise ApiError(400, f"prompt holds token id {min(v)}: token ids are 0 or more", param="prompt")
-        return list(v)
-
     if isinstance(value, str):
         return [value]
-    if is_ids(value) and value:
-        return [ids(value)]
+    ids = prompt_token_ids(value)
+    if ids:
+        return [ids]
     if isinstance(value, list) and value:
         out: list[str | list[int]] = []
         for i, p in enumerate(value):
-            if not (isinstance(p, str) or is_ids(p)):
+            one = p if isinstance(p, str) else prompt_token_ids(p)
+            if one is None:
                 raise ApiError(
                     400,
                     f"prompt[{i}] must be a string or an array of token ids, got {type_name(p)}",
                     param="prompt",
                 )
-            out.append(p if isinstance(p, str) else ids(p))
+            out.append(one)
         return out
     if isinstance(value, list):
         raise ApiError(400, "prompt is empty", param="prompt")
