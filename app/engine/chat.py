@@ -463,6 +463,9 @@ class LocalReplies:
         self.token_logprobs: list[Any] = []
         #: the first prompt's log probabilities (``options.prompt_logprobs``)
         self.prompt_entries: list[Any] | None = None
+        #: the last generation's result: its text as the model wrote it (markup and reasoning
+        #: included, a thinking budget's closing text too) and its tokens; None before one ends
+        self.last_result: GenerationResult | None = None
 
     def render(self) -> str:
         """The prompt of the next generation."""
@@ -603,6 +606,7 @@ class LocalReplies:
                 yield from self._pieces(more, stream)
                 assert more.result is not None
                 res = _joined(res, closing, more.result)
+            self.last_result = res
             if stream is not None:
                 for ev in stream.finish(truncated=self.truncated(res.finish_reason)):
                     live.see(ev)

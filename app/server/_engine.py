@@ -117,6 +117,12 @@ class TurnRequest:
     #: the prompt's text is wanted (a completion's ``echo``): the turn emits ``("echo", text)``
     #: first (a prompt of token ids is written as its tokens' text)
     echo: bool = False
+    #: Ollama's ``context`` (``/api/generate``): the conversation so far as token ids, the last
+    #: reply's included; ``messages`` continue it (:func:`render_turn`). None: no context
+    context: list[int] | None = None
+    #: the turn's end carries its context (:attr:`TurnEnd.context`): the prompt's tokens and the
+    #: reply's, for the next request to continue
+    want_context: bool = False
 
     @property
     def max_calls(self) -> int:
@@ -143,6 +149,9 @@ class TurnEnd:
     #: of the turn summed; 0 and 0 without drafting)
     draft_tokens: int = 0
     draft_accepted: int = 0
+    #: the prompt's tokens and the reply's (its end-of-generation token left out), when the request
+    #: wanted them (``TurnRequest.want_context``) and the prompt has no images; else None
+    context: list[int] | None = None
 
     def finish_in(self, renamed: dict[str, str] | None = None) -> str:
         """The finish reason in an API's words: OpenAI's (:data:`_OPENAI_FINISH`; ``stop`` for a
@@ -245,10 +254,13 @@ def _constraint(
 
 @dataclass
 class RenderedTurn:
-    text: str | list[int]  # the prompt (a fill-in-the-middle prompt: its tokens)
+    text: str | list[int]  # the prompt (a fill-in-the-middle prompt, a continued context: its tokens)
     family: str | None  # the tool-call format the reply is read in
     fmt: Any  # its Format, or None
     tools: list[dict[str, Any]] | None  # the tools the prompt shows (None: none)
+    #: the prompt's end as text, where ``text`` holds ids the reply is read after (a continued
+    #: context): its parser sees whether it opens a reasoning block
+    end: str | None = None
 
 
 def render_turn(model: LoadedModel, req: TurnRequest, tool_format: str) -> RenderedTurn:
@@ -270,17 +282,26 @@ def render_turn(model: LoadedModel, req: TurnRequest, tool_format: str) -> Rende
             raise ApiError(400, str(exc), param=where, code="insert_not_supported") from exc
     if req.raw_prompt is not None:  # (its token ids are checked by generate(): a 400 naming prompt)
         return RenderedTurn(req.raw_prompt, None, None, None)
+    if req.context:
+        from app.engine.errors import TokenIdError
+
+        try:
+            TokenIdError.check(req.context, model.n_vocab, "context")
+        except TokenIdError as exc:
+            raise ApiError(400, str(exc), param="context") from exc
     family = _family(model, tool_format)
     tools = req.tools if (req.tools and req.tool_choice != "none" and family is not None) else None
     try:
         msgs = [Message.from_dict(m) for m in req.messages]
     except (TypeError, ValueError) as exc:
         raise ApiError(400, f"bad message: {exc}", param="messages") from exc
-    markers = None
+    fmt = None
     if family is not None:
         from app.engine.formats import FORMATS
 
-        markers = FORMATS[family].thinking_tags()
+        fmt = FORMATS[family]
+    if req.context:
+        msgs = _continuing(msgs)
     try:
         rendered = render_prompt(
             model,
@@ -288,19 +309,54 @@ def render_turn(model: LoadedModel, req: TurnRequest, tool_format: str) -> Rende
             tools=tools,
             tool_format=family,
             thinking=req.thinking,
-            reasoning_markers=markers,
+            reasoning_markers=fmt.thinking_tags() if fmt is not None else None,
             template_kwargs=req.template_kwargs,
         )
     except PromptRenderError as exc:
         raise ApiError(
             400, f"the model's chat template cannot render this conversation: {exc}", param="messages"
         ) from exc
-    fmt = None
-    if family is not None:
-        from app.engine.formats import FORMATS
+    if req.context:
+        from app.engine.vision import ImagePrompt
 
-        fmt = FORMATS[family]
+        if isinstance(rendered.text, ImagePrompt):
+            raise ApiError(400, "images cannot be sent with a context", param="images")
+        tail = _tail(rendered.text)
+        return RenderedTurn(req.context + model.tokenize_text(tail, special=True), family, fmt, tools, tail)
     return RenderedTurn(rendered.text, family, fmt, tools)
+
+
+#: the stand-in exchange a continued context is rendered after (:func:`_continuing`)
+_EARLIER = ("callisto-context-question", "callisto-context-reply")
+
+
+def _continuing(msgs: list[Any]) -> list[Any]:
+    """``msgs`` (a request that continues a context) after a stand-in exchange: the system
+    messages first (the conversation's, as the context began), then a user message and a reply
+    (the context's last), then the rest. What the template writes after that reply is what comes
+    after the context (:func:`_tail`)."""
+    from app.engine.messages import Message
+
+    head = 0
+    while head < len(msgs) and msgs[head].role == "system":
+        head += 1
+    earlier = [Message(role="user", content=_EARLIER[0]), Message(role="assistant", content=_EARLIER[1])]
+    return [*msgs[:head], *earlier, *msgs[head:]]
+
+
+def _tail(text: str) -> str:
+    """What a template wrote after the stand-in reply: the end of the context's last turn, the
+    request's messages and the generation prompt. A template that writes the reply other than
+    once, as it is, cannot be continued: a 400 naming ``context``."""
+    mark = _EARLIER[1]
+    if text.count(mark) != 1:
+        raise ApiError(
+            400,
+            "the model's chat template cannot continue a context (it does not write an earlier reply "
+            "as it is): send the conversation's messages to /api/chat instead",
+            param="context",
+        )
+    return text[text.index(mark) + len(mark) :]
 
 
 def run_turn(
@@ -356,7 +412,27 @@ def run_turn(
         repeated=_repeated(req, out.sent),
         draft_tokens=done.draft_tokens,
         draft_accepted=done.draft_accepted,
+        context=_context(model, replies) if req.want_context and finish != "error" else None,
     )
+
+
+def _context(model: LoadedModel, replies: _RequestReplies) -> list[int] | None:
+    """The prompt's tokens and the reply's, as the engine read and wrote them (its KV cache holds
+    them: a request that continues them reuses it), the end-of-generation token left out. A reply
+    a stop string cut (its tokens hold more than its text) has its text tokenized. None for a
+    prompt with images (their positions are no token ids) or when no reply was generated."""
+    from app.engine.vision import ImagePrompt
+
+    prompt, res = replies.prompt, replies.last_result
+    if res is None or isinstance(prompt, ImagePrompt):
+        return None
+    ids = list(prompt) if isinstance(prompt, list) else model.tokenize(prompt)
+    reply = list(res.tokens)
+    while reply and model.is_eog(reply[-1]):
+        reply.pop()
+    if model.detokenize(reply) != res.text.encode("utf-8"):
+        reply = model.tokenize_text(res.text, special=True)
+    return ids + reply
 
 
 def _prompt_text(model: LoadedModel, req: TurnRequest) -> str:
@@ -413,11 +489,16 @@ class _RequestReplies(LocalReplies):
         )
         self.req = req
         self.prompt = turn.text
+        self.prompt_end = turn.end
         self.parse = req.raw_prompt is None and req.fim is None
         self.halt = RoundStop(cancel)  # set by the client's cancel or by the turn itself
 
     def render(self) -> Any:
         return self.prompt
+
+    def _reader(self, prompt: Any, round: int) -> Any:
+        # a continued context's prompt is ids: its parser reads its end's text
+        return super()._reader(self.prompt_end if self.prompt_end is not None else prompt, round)
 
     def constraint(self, round: int, source: str, in_reasoning: bool) -> Any:
         return _constraint(self.model, self.family, self.tools, self.req, in_reasoning)

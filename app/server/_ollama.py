@@ -5,6 +5,14 @@ models, and when each is unloaded if no request comes).
 Ollama's tool results carry no call id: each answers the earliest call of the
 turn before it that is still unanswered (by ``tool_name`` when given).
 
+``/api/generate`` takes ``think`` as ``/api/chat`` does, and ``context``, the older way to go on
+with a conversation: its last answer carries ``context``, the token ids of the prompt and the
+reply as the engine read and wrote them; a request that sends them back is those ids, then what
+the model's template writes after a reply (the turn's end, the new prompt, the generation
+prompt), so the KV cache that holds them is reused. The ``system`` sent with a context is the
+conversation's (the context began with it): it is not written again. A prompt with images, a raw
+prompt and a fill in the middle carry no context and take none.
+
 ``options.num_ctx`` is the context a request needs: a model loaded with less is loaded again with
 it (never with less than it has). ``keep_alive`` (a duration such as "5m", or seconds; 0 unloads
 the model after the request, a negative value keeps it: ``app.server._idle``) sets how long the
@@ -214,17 +222,34 @@ def _call(c: Any) -> dict[str, Any]:
     return {"function": {"name": c.name, "arguments": c.arguments if isinstance(c.arguments, dict) else {}}}
 
 
-def _thinking(think: Any) -> Any:
-    """``think`` as a thinking choice: true / false, or a level (``low``/``medium``/``high``, as
-    Ollama takes for gpt-oss); None: the template's default."""
+def _think(body: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+    """``think`` as sent (true / false, or a level: ``low``/``medium``/``high``, as Ollama takes
+    for gpt-oss; None: the template's default) and the ``TurnRequest`` fields it sets."""
     from app.engine.thinking import parse_thinking
 
+    think = body.get("think")
     if think is None:
-        return None
+        return None, {}
+    if not isinstance(think, bool | str):
+        raise ApiError(400, "think must be true, false or a level string", param="think")
     try:
-        return parse_thinking(think)
+        return think, {"think": bool(think), "thinking": parse_thinking(think)}
     except ValueError as exc:
-        raise ApiError(400, f"think: {exc}") from None
+        raise ApiError(400, f"think: {exc}", param="think") from None
+
+
+def _context(value: Any) -> list[int] | None:
+    """``/api/generate``'s ``context``: the token ids an earlier reply returned (None or empty:
+    none). The vocabulary's end is the engine's to check (``render_turn``)."""
+    if value is None or value == []:
+        return None
+    if not isinstance(value, list) or not all(isinstance(t, int) and not isinstance(t, bool) for t in value):
+        raise ApiError(
+            400, "context must be an array of token ids, as an earlier reply returned it", param="context"
+        )
+    if min(value) < 0:
+        raise ApiError(400, f"context holds token id {min(value)}: token ids are 0 or more", param="context")
+    return list(value)
 
 
 async def _load_or_unload(
@@ -311,9 +336,7 @@ async def chat(request: Request):
         )
     sampling, max_tokens, stop = _options(body, state)
     tools = _tools(body.get("tools"))
-    think = body.get("think")
-    if think is not None and not isinstance(think, bool | str):
-        raise ApiError(400, "think must be true, false or a level string")
+    think, thinking = _think(body)
     messages = convert_messages(body.get("messages"))
     header = request.headers.get(TOOL_CHOICE_HEADER)  # Ollama's API has no tool choice of its own
     req = TurnRequest(
@@ -325,11 +348,10 @@ async def chat(request: Request):
         sampling=sampling,
         stop=stop,
         response_format=_format(body.get("format")),
-        think=bool(think) if think is not None else None,
-        thinking=_thinking(think),
         idle_ttl=keep,
         n_ctx=_num_ctx(body),
         options=TokenOptions(logprobs=read_chat_logprobs(body)),
+        **thinking,
     )
     # the log probabilities of what the reply shows: its content and its thinking
     held = LogprobBuffer(("text", "reasoning") if think is not False else ("text",))
@@ -390,6 +412,8 @@ async def generate(request: Request):
     sampling, max_tokens, stop = _options(body, state)
     model = check_str(body.get("model"), "model", allow_none=True)
     raw = check_bool(body.get("raw"), "raw", False)
+    context = _context(body.get("context"))
+    think, thinking = _think(body)
     if suffix or raw:
         what = "suffix" if suffix else "raw"
         if suffix and raw:
@@ -401,6 +425,24 @@ async def generate(request: Request):
         if body.get("format") not in (None, ""):
             raise ApiError(
                 400, f"format cannot be sent with {what}: only a chat prompt's reply is held to one"
+            )
+        if context is not None:
+            raise ApiError(
+                400,
+                f"context cannot be sent with {what}: "
+                + (
+                    "a raw prompt is written whole (write the conversation in it)"
+                    if raw
+                    else "a fill in the middle continues no conversation"
+                ),
+                param="context",
+            )
+        if think not in (None, False):  # false holds: a raw reply is never read for reasoning
+            raise ApiError(
+                400,
+                f"think cannot be sent with {what}: no template writes its prompt, and its reply "
+                "is never read for reasoning",
+                param="think",
             )
         req = TurnRequest(
             model=model,
@@ -416,6 +458,8 @@ async def generate(request: Request):
     else:
         if not prompt and not images:
             raise ApiError(400, "prompt is empty")
+        if images and context is not None:
+            raise image_error("images", "cannot be sent with context: a context holds text only")
         user: dict[str, Any] = {"role": "user", "content": prompt}
         if images:
             user["images"] = images  # bytes: the engine's Message takes them as they are
@@ -430,15 +474,22 @@ async def generate(request: Request):
             idle_ttl=keep,
             n_ctx=_num_ctx(body),
             options=TokenOptions(logprobs=read_chat_logprobs(body)),
+            context=context,
+            want_context=True,
+            **thinking,
         )
-    held = LogprobBuffer(("text", "reasoning"))
+    held = LogprobBuffer(("text", "reasoning") if think is not False else ("text",))
     stream = check_bool(body.get("stream"), "stream", True)
     turn = await queue_turn(state, req)
     if not stream:
         text, reasoning, _calls, end = await turn.collect(request)
         turn.log(request, end, 0)
-        whole: dict[str, Any] = {"response": text, **({"thinking": reasoning} if reasoning else {})}
-        return json_response(_part(turn, whole, end, turn.logprob_entries(held.kinds), chunk=False))
+        whole: dict[str, Any] = {"response": text}
+        if reasoning and think is not False:
+            whole["thinking"] = reasoning
+        return json_response(
+            _part(turn, {**whole, **_context_of(end)}, end, turn.logprob_entries(held.kinds), chunk=False)
+        )
 
     async def gen():
         end = None
@@ -448,12 +499,12 @@ async def generate(request: Request):
                     held.add(value)
                 elif kind == "text":
                     yield _ndjson(_part(turn, {"response": value}, None, held.take()))
-                elif kind == "reasoning":
+                elif kind == "reasoning" and think is not False:
                     yield _ndjson(_part(turn, {"response": "", "thinking": value}, None, held.take()))
                 elif kind == "end":
                     end = value
             assert end is not None
-            yield _ndjson(_part(turn, {"response": ""}, end, held.take()))
+            yield _ndjson(_part(turn, {"response": "", **_context_of(end)}, end, held.take()))
         except ApiError as err:
             yield _ndjson({"error": err.message})
         finally:
@@ -461,6 +512,12 @@ async def generate(request: Request):
             turn.log(request, end, 0)
 
     return await streamed(turn, request, gen(), "application/x-ndjson")
+
+
+def _context_of(end: TurnEnd | None) -> dict[str, Any]:
+    """A generation's last answer's ``context``: the conversation's token ids, this reply's
+    included, for the next request to continue (none for a prompt with images)."""
+    return {"context": end.context} if end is not None and end.context is not None else {}
 
 
 def _details(e: Any) -> dict[str, Any]:

@@ -116,7 +116,9 @@ FIELDS: dict[str, list[tuple[Any, ...]]] = {
         ).split()
     ]
     + [("messages", 0, "role"), ("messages", 0, "content")],
-    "/api/generate": [(k,) for k in "model prompt system stream format options raw think".split()]
+    "/api/generate": [
+        (k,) for k in "model prompt system stream format options raw think context suffix".split()
+    ]
     + [("options", k) for k in "num_predict temperature seed stop".split()],
     "/api/show": [(k,) for k in "model name verbose".split()],
     "/v1/rerank": [(k,) for k in "model query documents top_n return_documents".split()] + [("documents", 0)],

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+import httpx
 import pytest
 
 from app.engine.events import DoneEvent, ReasoningEvent, TextEvent
@@ -112,6 +113,47 @@ def test_ollama_think_false_keeps_the_model_from_thinking(ollama_client):
     )
     assert off.message.content.strip() == ANSWER and not off.message.thinking
     assert off.done_reason == "stop"
+
+
+def test_ollama_generate_takes_think_and_a_context_keeps_it(server, ollama_client):
+    on = ollama_client.generate(
+        model=MODEL, prompt="Hi", think=True, options={"num_predict": 8}, stream=False
+    )
+    assert (on.thinking or "").count(THOUGHT) >= 4 and not on.response.strip()
+    streamed = list(
+        ollama_client.generate(model=MODEL, prompt="Hi", think=True, options={"num_predict": 8}, stream=True)
+    )
+    assert "".join(p.thinking or "" for p in streamed).count(THOUGHT) >= 4
+
+    off = ollama_client.generate(
+        model=MODEL, prompt="Hi", think=False, options={"num_predict": 8}, stream=False
+    )
+    assert off.response.strip() == ANSWER and not off.thinking and off.done_reason == "stop"
+    # a context goes on with the switch off: its generation prompt is the template's, closed block and all
+    again = ollama_client.generate(
+        model=MODEL,
+        prompt="Again",
+        think=False,
+        context=off.context,
+        options={"num_predict": 8},
+        stream=False,
+    )
+    assert again.response.strip() == ANSWER and not again.thinking
+    assert list(again.context[: len(off.context)]) == list(off.context)
+
+    # a raw prompt is never read for reasoning: false holds, true or a level cannot
+    raw = {"model": MODEL, "prompt": "Hi", "raw": True, "stream": False, "options": {"num_predict": 2}}
+    assert (
+        httpx.post(server.url + "/api/generate", json={**raw, "think": False}, timeout=60).status_code == 200
+    )
+    for think in (True, "high"):
+        r = httpx.post(server.url + "/api/generate", json={**raw, "think": think}, timeout=60)
+        assert r.status_code == 400 and "think" in r.json()["error"]
+    for think in ("lots", 3):
+        r = httpx.post(
+            server.url + "/api/generate", json={"model": MODEL, "prompt": "Hi", "think": think}, timeout=60
+        )
+        assert r.status_code == 400 and "think" in r.json()["error"]
 
 
 def test_ollama_refuses_an_unknown_level(server):
