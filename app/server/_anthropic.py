@@ -4,6 +4,9 @@ Anthropic's event order, and ``/v1/messages/count_tokens``.
 Stream: ``message_start``; per content block ``content_block_start``, its deltas (``thinking_delta``,
 ``text_delta``, ``input_json_delta``) and ``content_block_stop``, with indices 0, 1, 2... in order;
 ``message_delta`` with ``stop_reason`` (``tool_use``, ``end_turn``, ``max_tokens``); ``message_stop``.
+
+A final assistant message is the reply's start (Anthropic's prefill: ``TurnRequest.prefill``); the
+reply holds what follows it.
 """
 
 from __future__ import annotations
@@ -280,6 +283,7 @@ def parse_messages_request(
         sampling=sampling,
         stop=check_stop(body.get("stop_sequences"), "stop_sequences"),
         thinking=None if choice_of_thinking.is_default else choice_of_thinking,
+        prefill=True,  # a final assistant message is the reply's start (Anthropic's prefill)
     )
 
 

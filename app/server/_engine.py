@@ -123,6 +123,10 @@ class TurnRequest:
     #: the turn's end carries its context (:attr:`TurnEnd.context`): the prompt's tokens and the
     #: reply's, for the next request to continue
     want_context: bool = False
+    #: a final assistant message (text, no calls) is the reply's start, as Anthropic's and Ollama's
+    #: APIs and llama-server read one: the model goes on from it, the reply holds what follows,
+    #: and it does not think first (:func:`render_turn`). False: it is an answered turn
+    prefill: bool = False
 
     @property
     def max_calls(self) -> int:
@@ -261,6 +265,9 @@ class RenderedTurn:
     #: the prompt's end as text, where ``text`` holds ids the reply is read after (a continued
     #: context): its parser sees whether it opens a reasoning block
     end: str | None = None
+    #: the reply's start a final assistant message gave (``TurnRequest.prefill``): written after
+    #: ``text``, read by the reply's parser first, never part of the reply sent
+    prefill: str | None = None
 
 
 def render_turn(model: LoadedModel, req: TurnRequest, tool_format: str) -> RenderedTurn:
@@ -302,13 +309,19 @@ def render_turn(model: LoadedModel, req: TurnRequest, tool_format: str) -> Rende
         fmt = FORMATS[family]
     if req.context:
         msgs = _continuing(msgs)
+    from app.engine.formats.plain import PlainStream
+    from app.engine.thinking import parse_thinking
+
+    prefill, thinking = None, req.thinking
+    if req.prefill and msgs and msgs[-1].role == "assistant" and not msgs[-1].tool_calls:
+        prefill, thinking = _prefill(msgs.pop(), req), parse_thinking("off")
     try:
         rendered = render_prompt(
             model,
             msgs,
             tools=tools,
             tool_format=family,
-            thinking=req.thinking,
+            thinking=thinking,
             reasoning_markers=fmt.thinking_tags() if fmt is not None else None,
             template_kwargs=req.template_kwargs,
         )
@@ -323,7 +336,48 @@ def render_turn(model: LoadedModel, req: TurnRequest, tool_format: str) -> Rende
             raise ApiError(400, "images cannot be sent with a context", param="images")
         tail = _tail(rendered.text)
         return RenderedTurn(req.context + model.tokenize_text(tail, special=True), family, fmt, tools, tail)
+    if prefill is not None:
+        # the reply is the answer from its first word: a block the template opened is closed first
+        text = rendered.text
+        opened = fmt.opens_in_reasoning(text) if fmt is not None else text.rstrip().endswith(PlainStream.OPEN)
+        close = (fmt.closing_text() if fmt is not None else None) or PlainStream.CLOSE + "\n\n"
+        text = text + close if opened else text  # (an ImagePrompt keeps its images)
+        return RenderedTurn(text, family, fmt, tools, prefill=prefill)
     return RenderedTurn(rendered.text, family, fmt, tools)
+
+
+def _prefill(last: Any, req: TurnRequest) -> str:
+    """The start of the reply a final assistant message gives (a prefill): its text. A prefill
+    with reasoning, or one the request would have thought before or held to a format, a forced
+    call or a grammar from its first token, is a 400."""
+    if last.reasoning:
+        raise ApiError(
+            400, "the final assistant message (the reply's start) cannot hold reasoning", param="messages"
+        )
+    t = req.thinking
+    if t is not None and not t.off and (t.mode == "on" or t.effort is not None or t.budget is not None):
+        raise ApiError(
+            400,
+            "a reply that continues a final assistant message cannot think first: leave thinking off",
+            param="messages",
+        )
+    held = (
+        "a response format"
+        if req.response_format is not None
+        else "a grammar"
+        if req.grammar is not None
+        else "a forced tool choice"
+        if req.tool_choice not in ("auto", "none") or req.allowed_tools is not None
+        else None
+    )
+    if held is not None:
+        raise ApiError(
+            400,
+            f"a reply that continues a final assistant message cannot be held to {held} (it holds a "
+            "reply from its first token): leave one out",
+            param="messages",
+        )
+    return last.content
 
 
 #: the stand-in exchange a continued context is rendered after (:func:`_continuing`)
@@ -489,16 +543,23 @@ class _RequestReplies(LocalReplies):
         )
         self.req = req
         self.prompt = turn.text
-        self.prompt_end = turn.end
+        #: what the reply's parser reads as its prompt: a continued context's end (the prompt is
+        #: ids), or the prompt before a prefill (the reply began as an answer)
+        self.read_after = (
+            turn.end if turn.end is not None else turn.text if isinstance(turn.text, str) else ""
+        )
+        self.prefix = turn.prefill  # the reply goes on from it (LocalReplies' Continue)
         self.parse = req.raw_prompt is None and req.fim is None
         self.halt = RoundStop(cancel)  # set by the client's cancel or by the turn itself
 
     def render(self) -> Any:
-        return self.prompt
+        if self.prefix is None:
+            return self.prompt
+        assert isinstance(self.prompt, str)  # (a prefill follows a rendered conversation)
+        return self.prompt + self.prefix
 
-    def _reader(self, prompt: Any, round: int) -> Any:
-        # a continued context's prompt is ids: its parser reads its end's text
-        return super()._reader(self.prompt_end if self.prompt_end is not None else prompt, round)
+    def _reader(self, prompt: str, round: int) -> Any:
+        return super()._reader(self.read_after, round)
 
     def constraint(self, round: int, source: str, in_reasoning: bool) -> Any:
         return _constraint(self.model, self.family, self.tools, self.req, in_reasoning)
@@ -638,5 +699,8 @@ class _Output:
 
 
 def count_tokens(model: LoadedModel, req: TurnRequest, tool_format: str) -> int:
-    text = render_turn(model, req, tool_format).text
+    turn = render_turn(model, req, tool_format)
+    text = turn.text
+    if turn.prefill is not None and isinstance(text, str):
+        text += turn.prefill  # the prompt is read with it
     return len(text) if isinstance(text, list) else len(model.tokenize(text))

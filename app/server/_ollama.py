@@ -10,8 +10,12 @@ with a conversation: its last answer carries ``context``, the token ids of the p
 reply as the engine read and wrote them; a request that sends them back is those ids, then what
 the model's template writes after a reply (the turn's end, the new prompt, the generation
 prompt), so the KV cache that holds them is reused. The ``system`` sent with a context is the
-conversation's (the context began with it): it is not written again. A prompt with images, a raw
-prompt and a fill in the middle carry no context and take none.
+conversation's: it stays where the template puts a system prompt (for most, before the context,
+so it is not written again). A prompt with images, a raw prompt and a fill in the middle carry no
+context and take none.
+
+A final assistant message on ``/api/chat`` is the reply's start, as Ollama reads one
+(``TurnRequest.prefill``).
 
 ``options.num_ctx`` is the context a request needs: a model loaded with less is loaded again with
 it (never with less than it has). ``keep_alive`` (a duration such as "5m", or seconds; 0 unloads
@@ -351,6 +355,7 @@ async def chat(request: Request):
         idle_ttl=keep,
         n_ctx=_num_ctx(body),
         options=TokenOptions(logprobs=read_chat_logprobs(body)),
+        prefill=True,  # Ollama goes on from a final assistant message
         **thinking,
     )
     # the log probabilities of what the reply shows: its content and its thinking

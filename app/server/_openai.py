@@ -515,8 +515,36 @@ def parse_chat_request(
             prediction=_prediction(body.get("prediction")),
             logit_bias=read_logit_bias(body.get("logit_bias")),
         ),
+        prefill=_prefill(body, messages),
     )
     return req, stream, usage
+
+
+def _prefill(body: dict[str, Any], messages: list[dict[str, Any]]) -> bool:
+    """Whether the final message, an assistant's text, is the reply's start (``TurnRequest.prefill``):
+    vLLM's ``continue_final_message`` when sent, else yes, as llama-server reads one (an answered
+    turn is a final assistant message with calls). ``add_generation_prompt`` false (vLLM's partner
+    flag) is taken only where the reply continues one."""
+    go_on = body.get("continue_final_message")
+    check_bool(go_on, "continue_final_message", False)
+    new_turn = check_bool(body.get("add_generation_prompt"), "add_generation_prompt", True)
+    last = messages[-1] if messages else None
+    ends = isinstance(last, dict) and last.get("role") == "assistant" and not last.get("tool_calls")
+    if go_on and not ends:
+        raise ApiError(
+            400,
+            "continue_final_message needs a final assistant message without tool calls to continue",
+            param="continue_final_message",
+        )
+    prefill = ends if go_on is None else bool(go_on)
+    if not new_turn and not prefill:
+        raise ApiError(
+            400,
+            "add_generation_prompt false is taken only with a final assistant message to continue "
+            "(continue_final_message)",
+            param="add_generation_prompt",
+        )
+    return prefill
 
 
 def _prediction(value: Any) -> str | None:

@@ -77,7 +77,8 @@ FIELDS: dict[str, list[tuple[Any, ...]]] = {
             "stream stream_options stop seed response_format parallel_tool_calls frequency_penalty "
             "presence_penalty logit_bias user top_k min_p typical_p repeat_penalty repetition_penalty "
             "mirostat mirostat_tau mirostat_eta logprobs top_logprobs prediction functions function_call "
-            "guided_json guided_regex guided_choice guided_grammar structured_outputs grammar json_schema"
+            "guided_json guided_regex guided_choice guided_grammar structured_outputs grammar json_schema "
+            "continue_final_message add_generation_prompt"
         ).split()
     ]
     + [
