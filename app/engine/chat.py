@@ -56,6 +56,7 @@ __all__ = [
     "LocalReplies",
     "Message",
     "ToolCall",
+    "answer_after",
     "detect_model_format",
     "resolve_tool_format",
 ]
@@ -466,6 +467,8 @@ class LocalReplies:
         #: the last generation's result: its text as the model wrote it (markup and reasoning
         #: included, a thinking budget's closing text too) and its tokens; None before one ends
         self.last_result: GenerationResult | None = None
+        #: a template that renders in place of the model's (a server request's own), else None
+        self.template: str | None = None
 
     def render(self) -> str:
         """The prompt of the next generation."""
@@ -477,8 +480,8 @@ class LocalReplies:
             thinking=self.thinking,
             reasoning_markers=self.reasoning_markers,
         )
-        if self.prefix is not None:  # Continue: the cut reply, and the model goes on from it
-            return self.last_prompt.text + self.prefix
+        if self.prefix:  # Continue: the cut reply, and the model goes on from it
+            return answer_after(self.last_prompt.text, self.fmt) + self.prefix
         return self.last_prompt.text
 
     def _budget(
@@ -522,7 +525,7 @@ class LocalReplies:
             fresh = not any(opener in answer for opener in self.fmt.openers)
         if not fresh:
             return None
-        source = choose_template(self.model, bool(self.tools))[0]
+        source = self.template or choose_template(self.model, bool(self.tools))[0]
         self.last_constraint = self.constraint(round, source, False)
         return self.last_constraint
 
@@ -630,11 +633,14 @@ class LocalReplies:
     def _reader(self, prompt: str, round: int) -> tuple[Stream | PlainStream, str | None, Any]:
         """The parser of the reply to ``prompt``, and the grammar or constraint that holds it."""
         fmt = self.fmt
-        in_reasoning = (
-            fmt.opens_in_reasoning(prompt) if fmt is not None else prompt.rstrip().endswith("<think>")
+        # a reply that goes on from a prefix (Continue, a prefill) began as that text: an answer
+        # (what the prefix opens, the parser reads when it is fed it), never a block's inside
+        answering = bool(self.prefix)
+        in_reasoning = not answering and (
+            fmt.opens_in_reasoning(prompt) if fmt is not None else prompt.rstrip().endswith(PlainStream.OPEN)
         )
         self._in_reasoning = in_reasoning
-        source = choose_template(self.model, bool(self.tools))[0]
+        source = self.template or choose_template(self.model, bool(self.tools))[0]
         stream: Stream | PlainStream
         if fmt is not None:
             # Plain replies stream at once unless this template's model may close a reasoning block
@@ -642,7 +648,7 @@ class LocalReplies:
             stream = fmt.stream(
                 self.tools or [],
                 in_reasoning=in_reasoning,
-                orphan_close=fmt.expects_orphan_close(source, prompt),
+                orphan_close=not answering and fmt.expects_orphan_close(source, prompt),
             )
             stream.call_ids = self.ids.issue  # the model's own id when valid and new here
         else:
@@ -689,6 +695,17 @@ class LocalReplies:
             in_reasoning=in_reasoning,
             max_calls=self.max_calls,
         )
+
+
+def answer_after(prompt: str, fmt: Any) -> str:
+    """``prompt`` (a rendered prompt) ready for an answer's text written after it (Continue, a
+    prefill): a reasoning block its generation prompt opened is closed first, in the family's
+    syntax (``fmt``, a Format, or None: ``<think>`` blocks)."""
+    if fmt is not None:
+        opened, close = fmt.opens_in_reasoning(prompt), fmt.closing_text()
+    else:
+        opened, close = prompt.rstrip().endswith(PlainStream.OPEN), PlainStream.CLOSE + "\n\n"
+    return prompt + close if opened and close else prompt  # (an ImagePrompt keeps its images)
 
 
 def _reasoning_open(opened: bool, text: str, tags: tuple[str, str]) -> bool:

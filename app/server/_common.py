@@ -30,6 +30,7 @@ __all__ = [
     "TOOL_CHOICE_HEADER",
     "Turn",
     "prompt_token_ids",
+    "read_chat_template",
     "json_response_format",
     "header_tool_choice",
     "convert_tools",
@@ -335,6 +336,35 @@ def prompt_token_ids(value: Any) -> list[int] | None:
     if value and min(value) < 0:
         raise ApiError(400, f"prompt holds token id {min(value)}: token ids are 0 or more", param="prompt")
     return list(value)
+
+
+#: what only Ollama's Go templates write: ``{{ .Prompt }}``, ``{{ $.Tools }}``, ``{{ if .System }}``,
+#: ``{{ range .Messages }}``, ``{{ end }}`` (a Jinja expression never starts with ``.`` or ``$``)
+_GO_TEMPLATE = re.compile(r"\{\{-?\s*(?:[.$]|(?:if|range|with|define|template|block)\s+[.$(]|end\s*-?\}\})")
+
+
+def read_chat_template(value: Any, where: str) -> str | None:
+    """A request's own chat template (vLLM's ``chat_template``, Ollama's ``template``): a Jinja
+    template, compiled here (in the sandbox every template runs in) so that one that cannot be is
+    a 400 before the request waits for the model; None or empty: the model's own."""
+    from app.engine.errors import TemplateRenderError
+    from app.engine.templates import compile_template
+
+    source = check_str(value, where, allow_none=True)
+    if not source:
+        return None
+    if _GO_TEMPLATE.search(source):
+        raise ApiError(
+            400,
+            f"{where} is written in Ollama's Go template language, which Callisto does not run: send a "
+            "Jinja chat template (as /api/show gives a model's), or leave it out for the model's own",
+            param=where,
+        )
+    try:
+        compile_template(source)
+    except TemplateRenderError as exc:
+        raise ApiError(400, f"{where} cannot be read: {exc}", param=where) from exc
+    return source
 
 
 def declared_tool(

@@ -123,6 +123,9 @@ class TurnRequest:
     #: the turn's end carries its context (:attr:`TurnEnd.context`): the prompt's tokens and the
     #: reply's, for the next request to continue
     want_context: bool = False
+    #: a chat template (Jinja) that renders in place of the model's (vLLM's ``chat_template``,
+    #: Ollama's ``template``): the family is detected from it, and it runs in the same sandbox
+    chat_template: str | None = None
     #: a final assistant message (text, no calls) is the reply's start, as Anthropic's and Ollama's
     #: APIs and llama-server read one: the model goes on from it, the reply holds what follows,
     #: and it does not think first (:func:`render_turn`). False: it is an answered turn
@@ -207,10 +210,17 @@ def retry_after_s(host: EngineHost) -> int:
 # -- one turn ------------------------------------------------------------------------------------
 
 
-def _family(model: LoadedModel, setting: str) -> str | None:
+def _family(model: LoadedModel, setting: str, template: str | None = None) -> str | None:
+    """The family the reply is read in: the server's setting, or the one ``template`` (a
+    request's own) or else the model's templates write calls in."""
     from app.engine.chat import detect_model_format, resolve_tool_format
+    from app.engine.detection import detect_tool_format
 
-    family, _ = resolve_tool_format(setting, detect_model_format(model))
+    if template is None:
+        detected = detect_model_format(model)
+    else:
+        detected = detect_tool_format(template, None, bos_token=model.bos_token, eos_token=model.eos_token)
+    family, _ = resolve_tool_format(setting, detected)
     return family
 
 
@@ -274,7 +284,7 @@ def render_turn(model: LoadedModel, req: TurnRequest, tool_format: str) -> Rende
     """The prompt for ``req`` and how its reply is read; a template failure is a 400."""
     from app.engine.errors import PromptRenderError
     from app.engine.messages import Message
-    from app.engine.render import render_prompt
+    from app.engine.render import render_messages, render_prompt
 
     if req.fim is not None:
         from app.engine.errors import GenerationError
@@ -296,7 +306,7 @@ def render_turn(model: LoadedModel, req: TurnRequest, tool_format: str) -> Rende
             TokenIdError.check(req.context, model.n_vocab, "context")
         except TokenIdError as exc:
             raise ApiError(400, str(exc), param="context") from exc
-    family = _family(model, tool_format)
+    family = _family(model, tool_format, req.chat_template)
     tools = req.tools if (req.tools and req.tool_choice != "none" and family is not None) else None
     try:
         msgs = [Message.from_dict(m) for m in req.messages]
@@ -309,25 +319,42 @@ def render_turn(model: LoadedModel, req: TurnRequest, tool_format: str) -> Rende
         fmt = FORMATS[family]
     if req.context:
         msgs = _continuing(msgs)
-    from app.engine.formats.plain import PlainStream
+    from app.engine.chat import answer_after
     from app.engine.thinking import parse_thinking
 
     prefill, thinking = None, req.thinking
     if req.prefill and msgs and msgs[-1].role == "assistant" and not msgs[-1].tool_calls:
         prefill, thinking = _prefill(msgs.pop(), req), parse_thinking("off")
     try:
-        rendered = render_prompt(
-            model,
-            msgs,
-            tools=tools,
-            tool_format=family,
-            thinking=thinking,
-            reasoning_markers=fmt.thinking_tags() if fmt is not None else None,
-            template_kwargs=req.template_kwargs,
-        )
+        if req.chat_template is None:
+            rendered = render_prompt(
+                model,
+                msgs,
+                tools=tools,
+                tool_format=family,
+                thinking=thinking,
+                reasoning_markers=fmt.thinking_tags() if fmt is not None else None,
+                template_kwargs=req.template_kwargs,
+            )
+        else:
+            rendered = render_messages(
+                req.chat_template,
+                msgs,
+                tools=tools,
+                bos_token=model.bos_token,
+                eos_token=model.eos_token,
+                template_name="the request's chat_template",
+                tool_format=family,
+                thinking=thinking,
+                reasoning_markers=fmt.thinking_tags() if fmt is not None else None,
+                template_kwargs=req.template_kwargs,
+            )
     except PromptRenderError as exc:
+        whose, param = (
+            ("the model's", "messages") if req.chat_template is None else ("the request's", "chat_template")
+        )
         raise ApiError(
-            400, f"the model's chat template cannot render this conversation: {exc}", param="messages"
+            400, f"{whose} chat template cannot render this conversation: {exc}", param=param
         ) from exc
     if req.context:
         from app.engine.vision import ImagePrompt
@@ -336,13 +363,8 @@ def render_turn(model: LoadedModel, req: TurnRequest, tool_format: str) -> Rende
             raise ApiError(400, "images cannot be sent with a context", param="images")
         tail = _tail(rendered.text)
         return RenderedTurn(req.context + model.tokenize_text(tail, special=True), family, fmt, tools, tail)
-    if prefill is not None:
-        # the reply is the answer from its first word: a block the template opened is closed first
-        text = rendered.text
-        opened = fmt.opens_in_reasoning(text) if fmt is not None else text.rstrip().endswith(PlainStream.OPEN)
-        close = (fmt.closing_text() if fmt is not None else None) or PlainStream.CLOSE + "\n\n"
-        text = text + close if opened else text  # (an ImagePrompt keeps its images)
-        return RenderedTurn(text, family, fmt, tools, prefill=prefill)
+    if prefill:  # the reply is the answer from its first word: a block the template opened is closed
+        return RenderedTurn(answer_after(rendered.text, fmt), family, fmt, tools, prefill=prefill)
     return RenderedTurn(rendered.text, family, fmt, tools)
 
 
@@ -549,6 +571,7 @@ class _RequestReplies(LocalReplies):
             turn.end if turn.end is not None else turn.text if isinstance(turn.text, str) else ""
         )
         self.prefix = turn.prefill  # the reply goes on from it (LocalReplies' Continue)
+        self.template = req.chat_template
         self.parse = req.raw_prompt is None and req.fim is None
         self.halt = RoundStop(cancel)  # set by the client's cancel or by the turn itself
 

@@ -46,6 +46,7 @@ from app.server._common import (
     image_error,
     json_response_format,
     queue_turn,
+    read_chat_template,
     read_sampling,
     request_body,
     streamed,
@@ -419,6 +420,7 @@ async def generate(request: Request):
     raw = check_bool(body.get("raw"), "raw", False)
     context = _context(body.get("context"))
     think, thinking = _think(body)
+    template = read_chat_template(body.get("template"), "template")
     if suffix or raw:
         what = "suffix" if suffix else "raw"
         if suffix and raw:
@@ -441,6 +443,10 @@ async def generate(request: Request):
                     else "a fill in the middle continues no conversation"
                 ),
                 param="context",
+            )
+        if template is not None:
+            raise ApiError(
+                400, f"template cannot be sent with {what}: no template writes its prompt", param="template"
             )
         if think not in (None, False):  # false holds: a raw reply is never read for reasoning
             raise ApiError(
@@ -481,6 +487,7 @@ async def generate(request: Request):
             options=TokenOptions(logprobs=read_chat_logprobs(body)),
             context=context,
             want_context=True,
+            chat_template=template,
             **thinking,
         )
     held = LogprobBuffer(("text", "reasoning") if think is not False else ("text",))

@@ -35,6 +35,11 @@ completion takes each as a GBNF grammar.
 ``tool_choice`` may be ``allowed_tools`` (:func:`allowed_tools`): the prompt shows every tool, and
 the reply's calls are held by the grammar to the allowed ones.
 
+A final assistant message (text, no calls) is the reply's start, as llama-server reads one; vLLM's
+``continue_final_message`` says so by name, and false makes it an answered turn (:func:`_prefill`).
+vLLM's ``chat_template`` renders the prompt in place of the model's template
+(``app.server._common.read_chat_template``).
+
 A client that cannot set ``tool_choice`` (simonw's ``llm``) may send the ``X-Callisto-Tool-Choice``
 header (``app.server._common.header_tool_choice``); the body's ``tool_choice`` wins.
 """
@@ -65,6 +70,7 @@ from app.server._common import (
     json_response_format,
     prompt_token_ids,
     queue_turn,
+    read_chat_template,
     read_logit_bias,
     read_sampling,
     request_body,
@@ -509,6 +515,7 @@ def parse_chat_request(
         # a grammar holds the reply from its first token: a template's thinking is off unless asked
         thinking=_thinking(body.get("reasoning_effort", "off" if grammar is not None else None)),
         template_kwargs=_template_kwargs(body.get("chat_template_kwargs")),
+        chat_template=read_chat_template(body.get("chat_template"), "chat_template"),
         idle_ttl=parse_ttl(body.get("ttl")),
         options=TokenOptions(
             logprobs=read_chat_logprobs(body),

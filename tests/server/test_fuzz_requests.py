@@ -78,7 +78,7 @@ FIELDS: dict[str, list[tuple[Any, ...]]] = {
             "presence_penalty logit_bias user top_k min_p typical_p repeat_penalty repetition_penalty "
             "mirostat mirostat_tau mirostat_eta logprobs top_logprobs prediction functions function_call "
             "guided_json guided_regex guided_choice guided_grammar structured_outputs grammar json_schema "
-            "continue_final_message add_generation_prompt"
+            "continue_final_message add_generation_prompt chat_template"
         ).split()
     ]
     + [
@@ -118,7 +118,7 @@ FIELDS: dict[str, list[tuple[Any, ...]]] = {
     ]
     + [("messages", 0, "role"), ("messages", 0, "content")],
     "/api/generate": [
-        (k,) for k in "model prompt system stream format options raw think context suffix".split()
+        (k,) for k in "model prompt system stream format options raw think context suffix template".split()
     ]
     + [("options", k) for k in "num_predict temperature seed stop".split()],
     "/api/show": [(k,) for k in "model name verbose".split()],
