@@ -128,7 +128,7 @@ class TurnRequest:
     chat_template: str | None = None
     #: a final assistant message (text, no calls) is the reply's start, as Anthropic's and Ollama's
     #: APIs and llama-server read one: the model goes on from it, the reply holds what follows,
-    #: and it does not think first (:func:`render_turn`). False: it is an answered turn
+    #: and it does not think first (:func:`render_turn`). False, or an empty message: an answered turn
     prefill: bool = False
 
     @property
@@ -323,7 +323,8 @@ def render_turn(model: LoadedModel, req: TurnRequest, tool_format: str) -> Rende
     from app.engine.thinking import parse_thinking
 
     prefill, thinking = None, req.thinking
-    if req.prefill and msgs and msgs[-1].role == "assistant" and not msgs[-1].tool_calls:
+    last = msgs[-1] if msgs else None
+    if req.prefill and last is not None and last.role == "assistant" and last.content and not last.tool_calls:
         prefill, thinking = _prefill(msgs.pop(), req), parse_thinking("off")
     try:
         if req.chat_template is None:

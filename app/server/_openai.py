@@ -536,11 +536,16 @@ def _prefill(body: dict[str, Any], messages: list[dict[str, Any]]) -> bool:
     check_bool(go_on, "continue_final_message", False)
     new_turn = check_bool(body.get("add_generation_prompt"), "add_generation_prompt", True)
     last = messages[-1] if messages else None
-    ends = isinstance(last, dict) and last.get("role") == "assistant" and not last.get("tool_calls")
+    ends = (
+        isinstance(last, dict)
+        and last.get("role") == "assistant"
+        and bool(last.get("content"))
+        and not last.get("tool_calls")
+    )
     if go_on and not ends:
         raise ApiError(
             400,
-            "continue_final_message needs a final assistant message without tool calls to continue",
+            "continue_final_message needs a final assistant message with text and no tool calls to continue",
             param="continue_final_message",
         )
     prefill = ends if go_on is None else bool(go_on)

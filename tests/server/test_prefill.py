@@ -94,6 +94,9 @@ def test_openai_continue_final_message_false_answers_a_new_turn(server):
         model="plain", messages=_conversation(), max_tokens=16, extra_body={"continue_final_message": False}
     )
     assert reply.choices[0].message.content == NEW
+    # an empty final assistant message is an answered turn too: there is no text to go on from
+    empty = _openai(server).chat.completions.create(model="plain", messages=_conversation(""), max_tokens=16)
+    assert empty.choices[0].message.content == NEW
 
 
 def test_anthropic_and_ollama_go_on_from_it(server):
@@ -133,6 +136,7 @@ def test_what_a_prefill_cannot_be_sent_with(server):
     cases = [
         ({"messages": user_last, "continue_final_message": True}, "continue_final_message"),
         ({"messages": user_last, "add_generation_prompt": False}, "add_generation_prompt"),
+        ({"messages": _conversation(""), "continue_final_message": True}, "continue_final_message"),
         ({"messages": _conversation(), "continue_final_message": "yes"}, "continue_final_message"),
         ({"messages": _conversation(), "reasoning_effort": "high"}, "messages"),
         ({"messages": _conversation(), "response_format": {"type": "json_object"}}, "messages"),
