@@ -327,14 +327,14 @@ async def streamed(
     return StreamingResponse(body, media_type=media_type, headers=headers)
 
 
-def prompt_token_ids(value: Any) -> list[int] | None:
-    """A completion prompt's token ids: ``value`` when it is an array of whole numbers (empty
-    too), else None; a negative id is a 400 naming ``prompt`` (the vocabulary's end is the
-    engine's to check: ``generate()``)."""
+def prompt_token_ids(value: Any, where: str = "prompt") -> list[int] | None:
+    """A prompt's token ids (a completion's ``prompt``, Ollama's ``context``): ``value`` when it is
+    an array of whole numbers (empty too), else None; a negative id is a 400 naming ``where`` (the
+    vocabulary's end is the engine's to check: ``generate()``)."""
     if not isinstance(value, list) or not all(isinstance(t, int) and not isinstance(t, bool) for t in value):
         return None
     if value and min(value) < 0:
-        raise ApiError(400, f"prompt holds token id {min(value)}: token ids are 0 or more", param="prompt")
+        raise ApiError(400, f"{where} holds token id {min(value)}: token ids are 0 or more", param=where)
     return list(value)
 
 

@@ -45,6 +45,7 @@ from app.server._common import (
     image_bytes,
     image_error,
     json_response_format,
+    prompt_token_ids,
     queue_turn,
     read_chat_template,
     read_sampling,
@@ -246,15 +247,14 @@ def _think(body: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
 def _context(value: Any) -> list[int] | None:
     """``/api/generate``'s ``context``: the token ids an earlier reply returned (None or empty:
     none). The vocabulary's end is the engine's to check (``render_turn``)."""
-    if value is None or value == []:
+    if value is None:
         return None
-    if not isinstance(value, list) or not all(isinstance(t, int) and not isinstance(t, bool) for t in value):
+    ids = prompt_token_ids(value, "context")
+    if ids is None:
         raise ApiError(
             400, "context must be an array of token ids, as an earlier reply returned it", param="context"
         )
-    if min(value) < 0:
-        raise ApiError(400, f"context holds token id {min(value)}: token ids are 0 or more", param="context")
-    return list(value)
+    return ids or None
 
 
 async def _load_or_unload(
