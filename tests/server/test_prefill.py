@@ -89,6 +89,20 @@ def test_openai_goes_on_from_a_final_assistant_message(server, model):
     assert named.choices[0].message.content == REST
 
 
+def test_every_choice_goes_on_from_it(server):
+    client = _openai(server)
+    reply = client.chat.completions.create(model="plain", messages=_conversation(), max_tokens=16, n=3)
+    assert [c.message.content for c in reply.choices] == [REST] * 3
+    chunks = client.chat.completions.create(
+        model="plain", messages=_conversation(), max_tokens=16, n=2, stream=True
+    )
+    said: dict[int, str] = {}
+    for chunk in chunks:
+        for c in chunk.choices:
+            said[c.index] = said.get(c.index, "") + (c.delta.content or "")
+    assert said == {0: REST, 1: REST}
+
+
 def test_openai_continue_final_message_false_answers_a_new_turn(server):
     reply = _openai(server).chat.completions.create(
         model="plain", messages=_conversation(), max_tokens=16, extra_body={"continue_final_message": False}
