@@ -41,6 +41,8 @@ class GenerationResult:
     tokens_per_s: float | None
     elapsed_s: float
     tokens: list[int] = field(default_factory=list)
+    #: the stop string that ended the text (finish ``stop``; left out of ``text``), else None
+    stop: str | None = None
     #: speculative decoding (``app.engine.speculative``): drafted tokens that were verified, and
     #: how many of them the model accepted (the rest were rejected and replaced)
     draft_tokens: int = 0

@@ -733,6 +733,7 @@ def _joined(first: GenerationResult, closing: str, more: GenerationResult) -> Ge
         tokens_per_s=tokens / elapsed if elapsed > 0 else None,
         elapsed_s=elapsed,
         tokens=first.tokens + more.tokens,
+        stop=more.stop,
         draft_tokens=first.draft_tokens + more.draft_tokens,
         draft_accepted=first.draft_accepted + more.draft_accepted,
     )

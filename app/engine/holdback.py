@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-__all__ = ["partial_start"]
+__all__ = ["first_stop", "partial_start"]
 
 
 def partial_start(buf: str, markers: Iterable[str], start: int = 0, end: int | None = None) -> int:
@@ -29,3 +29,13 @@ def partial_start(buf: str, markers: Iterable[str], start: int = 0, end: int | N
         if any(len(m) > len(tail) and m.startswith(tail) for m in markers):
             return s
     return n
+
+
+def first_stop(buf: str, stops: Iterable[str]) -> tuple[int, str] | None:
+    """Where the earliest stop string in ``buf`` begins, and which it is (at one place, the first
+    listed), or None when ``buf`` holds none."""
+    found = [(i, n, stop) for n, stop in enumerate(stops) if stop and (i := buf.find(stop)) >= 0]
+    if not found:
+        return None
+    at, _, stop = min(found)
+    return at, stop

@@ -66,7 +66,7 @@ from app.engine.errors import (
     GrammarError,
     ModelLoadError,
 )
-from app.engine.holdback import partial_start
+from app.engine.holdback import first_stop, partial_start
 from app.engine.sampling import bias_of
 from app.engine.speculative import DecodeCost, Speculation, verify
 
@@ -581,6 +581,7 @@ class InProcessBackend:
         first_at: float | None = None
         evaluated = 0
         stop_hit = False
+        stopped: str | None = None  # the stop string that ended the text
         tail = ""
         eval_before = self.total_eval
         cancel = gen.cancel
@@ -695,9 +696,10 @@ class InProcessBackend:
                     yield emit(piece)
                     continue
                 pending += piece
-                hit = min((i for i in (pending.find(s) for s in gen.stop) if i >= 0), default=-1)
-                if hit >= 0:
+                found = first_stop(pending, gen.stop)
+                if found is not None:
                     stop_hit = True
+                    hit, stopped = found
                     if hit:
                         yield emit(pending[:hit])
                     pending = ""
@@ -737,6 +739,7 @@ class InProcessBackend:
                 tokens_per_s=(len(tokens) / gen_time) if gen_time and len(tokens) > 1 else None,
                 elapsed_s=end - start,
                 tokens=tokens,
+                stop=stopped,
                 draft_tokens=spec.drafted if spec is not None else 0,
                 draft_accepted=spec.accepted if spec is not None else 0,
                 logprobs=list(gen.token_logprobs) if gen.options.logprobs is not None else None,

@@ -55,7 +55,7 @@ from typing import TYPE_CHECKING, Any
 
 from app.engine.backend import GenerationResult, portable
 from app.engine.errors import EngineBusy, GenerationError, ModelLoadError
-from app.engine.holdback import partial_start
+from app.engine.holdback import first_stop, partial_start
 from app.engine.kvstore import common
 from app.engine.logprobs import SCORE_ROWS, TokenLogprob, logprob_at
 from app.engine.sampling import bias_of
@@ -124,6 +124,7 @@ class _Job:
     tokens: list[int] = field(default_factory=list)
     parts: list[str] = field(default_factory=list)
     pending: str = ""
+    stopped: str | None = None  # the stop string that ended the text
     decoder: Any = field(default_factory=lambda: codecs.getincrementaldecoder("utf-8")(errors="replace"))
     first_at: float | None = None
     evaluated_at_first: int = 0
@@ -461,8 +462,9 @@ class Scheduler:
             self._emit(job, piece)
         elif piece:
             job.pending += piece
-            hit = min((i for i in (job.pending.find(s) for s in stop) if i >= 0), default=-1)
-            if hit >= 0:
+            found = first_stop(job.pending, stop)
+            if found is not None:
+                hit, job.stopped = found
                 if hit:
                     self._emit(job, job.pending[:hit])
                 job.pending = ""
@@ -730,6 +732,7 @@ class Scheduler:
             tokens_per_s=(n / gen_time) if gen_time and n > 1 else None,
             elapsed_s=end - job.start,
             tokens=list(job.tokens),
+            stop=job.stopped,
             draft_tokens=job.spec.drafted if job.spec is not None else 0,
             draft_accepted=job.spec.accepted if job.spec is not None else 0,
             logprobs=list(job.logprobs) if job.gen.options.logprobs is not None else None,

@@ -3,7 +3,9 @@ Anthropic's event order, and ``/v1/messages/count_tokens``.
 
 Stream: ``message_start``; per content block ``content_block_start``, its deltas (``thinking_delta``,
 ``text_delta``, ``input_json_delta``) and ``content_block_stop``, with indices 0, 1, 2... in order;
-``message_delta`` with ``stop_reason`` (``tool_use``, ``end_turn``, ``max_tokens``); ``message_stop``.
+``message_delta`` with ``stop_reason`` (``tool_use``, ``end_turn``, ``max_tokens``, or
+``stop_sequence`` when one of the request's ``stop_sequences`` ended the reply, named by
+``stop_sequence``); ``message_stop``.
 
 A final assistant message is the reply's start (Anthropic's prefill: ``TurnRequest.prefill``); the
 reply holds what follows it.
@@ -287,6 +289,14 @@ def parse_messages_request(
     )
 
 
+def _stopped(end: TurnEnd) -> dict[str, Any]:
+    """``stop_reason`` and ``stop_sequence``: ``stop_sequence`` and the string when one of the
+    request's ``stop_sequences`` ended the reply."""
+    if end.stop_sequence is not None:
+        return {"stop_reason": "stop_sequence", "stop_sequence": end.stop_sequence}
+    return {"stop_reason": end.finish_in(_STOP), "stop_sequence": None}
+
+
 def _usage(end: TurnEnd | None) -> dict[str, Any]:
     if end is None:
         return {"input_tokens": 0, "output_tokens": 0}
@@ -332,8 +342,7 @@ async def messages(request: Request):
                 "role": "assistant",
                 "model": turn.model_id,
                 "content": content,
-                "stop_reason": end.finish_in(_STOP),
-                "stop_sequence": None,
+                **_stopped(end),
                 "usage": _usage(end),
             }
         )
@@ -424,7 +433,7 @@ async def messages(request: Request):
                 "message_delta",
                 {
                     "type": "message_delta",
-                    "delta": {"stop_reason": end.finish_in(_STOP), "stop_sequence": None},
+                    "delta": _stopped(end),
                     "usage": {"output_tokens": end.completion_tokens},
                 },
             )

@@ -159,6 +159,9 @@ class TurnEnd:
     #: the prompt's tokens and the reply's (its end-of-generation token left out), when the request
     #: wanted them (``TurnRequest.want_context``) and the prompt has no images; else None
     context: list[int] | None = None
+    #: the request's stop string that ended the reply (Anthropic's ``stop_sequence``,
+    #: llama-server's ``stopping_word``); None when it ended otherwise (a model's own stop string too)
+    stop_sequence: str | None = None
 
     def finish_in(self, renamed: dict[str, str] | None = None) -> str:
         """The finish reason in an API's words: OpenAI's (:data:`_OPENAI_FINISH`; ``stop`` for a
@@ -490,7 +493,16 @@ def run_turn(
         draft_tokens=done.draft_tokens,
         draft_accepted=done.draft_accepted,
         context=_context(model, replies) if req.want_context and finish != "error" else None,
+        stop_sequence=_stop_sequence(req, replies, finish),
     )
+
+
+def _stop_sequence(req: TurnRequest, replies: _RequestReplies, finish: str) -> str | None:
+    """The request's stop string that ended the reply, else None."""
+    res = replies.last_result
+    if finish != "stop" or res is None or res.finish_reason != "stop" or res.stop is None:
+        return None
+    return res.stop if res.stop in req.stop else None
 
 
 def _context(model: LoadedModel, replies: _RequestReplies) -> list[int] | None:

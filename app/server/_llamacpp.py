@@ -16,8 +16,9 @@ prefix) and ``input_extra`` (other files, ``[{"filename", "text"}]``, before it 
 model's repository tokens where it has them), cut to fit as llama-server cuts them (the prefix's
 end, the suffix's start, the other files' end). A model without FIM tokens is a 400 that says so.
 
-The answer is llama-server's: ``content``, ``stop``, ``stop_type`` (``eos``, ``limit``),
-``tokens_predicted``, ``tokens_evaluated``, ``tokens_cached``, ``truncated`` and ``timings``;
+The answer is llama-server's: ``content``, ``stop``, ``stop_type`` (``eos``, ``limit``, or ``word``
+when a request's stop string ended it, named by ``stopping_word``), ``tokens_predicted``,
+``tokens_evaluated``, ``tokens_cached``, ``truncated`` and ``timings``;
 streamed, a ``data:`` line per piece (``"stop": false``) and a last one with ``"stop": true`` and
 the counts. ``response_fields`` keeps only the fields it names (``timings/prompt_n`` reads a
 nested one, under that name), as llama-server does. ``t_max_predict_ms`` (with
@@ -204,8 +205,8 @@ def _final(model: str, content: str, end: TurnEnd) -> dict[str, Any]:
         "tokens_evaluated": end.prompt_tokens,
         "tokens_cached": end.cached_tokens,
         "truncated": False,
-        "stop_type": "limit" if cut else "eos",
-        "stopping_word": "",
+        "stop_type": "limit" if cut else "word" if end.stop_sequence is not None else "eos",
+        "stopping_word": end.stop_sequence or "",
         "timings": _timings(end),
     }
 

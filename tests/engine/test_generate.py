@@ -155,8 +155,19 @@ def test_stop_strings_are_not_emitted(model):
     g = generate(model, "hi", grammar='root ::= "hello<|im_end|>more"', stop=["<|im_end|>"])
     pieces = list(g)
     assert "".join(pieces) == "hello"
-    assert g.result.finish_reason == "stop"
+    assert g.result.finish_reason == "stop" and g.result.stop == "<|im_end|>"  # which one ended it
     assert all("<" not in p for p in pieces)
+    free = generate(model, "hi", grammar='root ::= "hello"', stop=["<|im_end|>"]).run()
+    assert free.finish_reason == "stop" and free.stop is None  # the grammar's end: no stop string
+
+
+def test_the_earliest_stop_string_is_the_one_that_ends_the_text():
+    from app.engine.holdback import first_stop
+
+    assert first_stop("abc", ["x", ""]) is None
+    assert first_stop("one two three", ["three", "two"]) == (4, "two")
+    assert first_stop("one two", ["two", "tw"]) == (4, "two")  # at one place: the first listed
+    assert first_stop("one two", ["tw", "two"]) == (4, "tw")
 
 
 def test_sampling_defaults_come_from_the_gguf_then_chat_defaults(tiny_gguf):

@@ -375,7 +375,8 @@ def test_stop_strings_and_deadlines_hold_per_slot(tiny_gguf):
         drive(sched, (0, 1, 2))
         ends = {msg[1]: msg[3][0] for msg in sent if msg[0] == "end"}
         assert ends[0].text == single.text and ends[0].finish_reason == "stop" == single.finish_reason
-        assert stop not in ends[0].text
+        assert stop not in ends[0].text and ends[0].stop == single.stop == stop
+        assert ends[2].stop is None
         assert ends[1].finish_reason == "deadline" and ends[1].generated_tokens == 0
         assert ends[2].finish_reason in ("stop", "length") and ends[2].generated_tokens <= 5
         sched.close()
