@@ -7,7 +7,7 @@
                        [--no-parallel-tool-calls] [--response-format json|SCHEMA.json]
                        [--think | --no-think] [--reasoning-budget N] [--reasoning-effort LEVEL]
                        [--ngram-draft on|off] [--draft-model PATH] [--image FILE]... [--mmproj PATH|none]
-                       "prompt"
+                       [--chat-template-file FILE] "prompt"
     python -m app chat --endpoint URL --model NAME [--api-key-env VAR] [--kind openai|anthropic|ollama]
                        [--parser auto|api|callisto] [--template GGUF|TOKENIZER_CONFIG|ORG/NAME] "prompt"
     python -m app inspect PATH [--json] [--lint]
@@ -16,11 +16,15 @@
     python -m app serve [--model PATH_OR_NAME] [--tool-format F] [--host 127.0.0.1] [--port 8453]
                         [--api-key KEY] [--cors ORIGIN] [--kv-type f16|q8_0|q4_0] [--flash-attn on|off]
                         [--parallel N] [--idle-ttl SECONDS] [--ngram-draft on|off] [--draft-model PATH]
+                        [--chat-template-file FILE]
 
 ``chat`` streams the reply to stdout; notices, tool calls and the summary go to stderr;
 ``--save`` stores the conversation in the same history the window reads. ``--ngram-draft`` and
 ``--draft-model`` set speculative decoding up for a local model (``chat``) or the models served
 (``serve``); ``chat``'s summary says how many drafted tokens the model accepted.
+``--chat-template-file FILE`` renders the prompts with that Jinja template in place of the
+model's own (``serve``: the ``--model`` file's), its tool-call format read from it; a file that
+cannot be read as one is refused before anything loads.
 ``--image FILE`` (repeatable) sends the files' images with the prompt, for a model with a vision
 projector (``--mmproj``: its file; default the ``*mmproj*.gguf`` beside the model; ``none``: no
 projector); each file is read and its header checked before the model loads.
@@ -47,10 +51,12 @@ import sys
 from typing import Any, NamedTuple
 
 from app.cli_options import (
+    add_chat_template_option,
     add_draft_options,
     add_kind_option,
     add_load_options,
     add_tool_format_option,
+    chat_template_option,
     draft_options,
 )
 from app.engine.errors import ConstraintError, EngineCrashedError, EngineError, ModelLoadError, ToolSetupError
@@ -120,6 +126,7 @@ def build_parser() -> argparse.ArgumentParser:
     chat.add_argument("--max-rounds", type=int, default=8)
     add_load_options(chat)
     add_draft_options(chat)
+    add_chat_template_option(chat, "the model's own (a local model)")
     chat.add_argument("--system", default=None, help="system prompt")
     chat.add_argument("--temperature", type=float, default=None)
     chat.add_argument("--seed", type=int, default=None)
@@ -237,6 +244,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="slots: requests a model serves at once, batched (each with the whole --n-ctx; default 4)",
     )
     add_draft_options(serve)
+    add_chat_template_option(serve, "the --model files' own")
     serve.add_argument("--queue", type=int, default=16, help="requests that may wait (past it: 429)")
     serve.add_argument(
         "--max-loaded-models",
@@ -405,19 +413,31 @@ def _chat(args: argparse.Namespace) -> int:
         _err(f"error: {exc}")
         return 2
     if args.endpoint:
-        if args.mmproj is not None or args.images:
-            flag = "--mmproj" if args.mmproj is not None else "--image"
-            _err(f"error: {flag} is for local models (a local .gguf with its vision projector)")
+        if args.mmproj is not None or args.images or args.chat_template_file is not None:
+            flag = (
+                "--mmproj"
+                if args.mmproj is not None
+                else "--image"
+                if args.images
+                else "--chat-template-file (a remote model's template: --template)"
+            )
+            _err(f"error: {flag} is for local models")
             return 2
         return _remote_chat(args, tool_choice, response_format, thinking)
     drafts, problem = draft_options(args)
-    if problem is not None:
-        _err(f"error: {problem}")
+    template, template_problem = chat_template_option(args)
+    if problem is not None or template_problem is not None:
+        _err(f"error: {problem or template_problem}")
         return 2
     from app.engine.llm import LoadSettings
 
     settings = LoadSettings(
-        n_ctx=args.n_ctx, n_gpu_layers=args.gpu_layers, n_threads=args.threads, mmproj=mmproj, **drafts
+        n_ctx=args.n_ctx,
+        n_gpu_layers=args.gpu_layers,
+        n_threads=args.threads,
+        mmproj=mmproj,
+        chat_template=template,
+        **drafts,
     )
     try:
         model = load_model(args.model, settings=settings)
@@ -910,6 +930,11 @@ def _serve(args: argparse.Namespace) -> int:
     drafts, problem = draft_options(args)
     if problem is not None:
         problems = [*problems, problem]
+    template, problem = chat_template_option(args)
+    if problem is not None:
+        problems = [*problems, problem]
+    if template is not None and not (args.model and resolve_model_arg(args.model)[0]):
+        problems = [*problems, "--chat-template-file is for a --model file: name its .gguf path"]
     for problem in problems:
         _err(f"error: {problem}")
     if problems:
@@ -917,7 +942,10 @@ def _serve(args: argparse.Namespace) -> int:
     for warning in serve_warnings(args.host, args.api_key, args.port):
         _err(warning)
     files, preload = resolve_model_arg(args.model) if args.model else ([], None)
+    from app.server._state import template_key
+
     config = ServerConfig(
+        chat_templates={template_key(f): template for f in files} if template is not None else {},
         host=args.host,
         port=args.port,
         api_key=args.api_key,

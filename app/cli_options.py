@@ -8,7 +8,9 @@ from pathlib import Path
 from typing import Any
 
 __all__ = [
+    "add_chat_template_option",
     "add_draft_options",
+    "chat_template_option",
     "add_kind_option",
     "add_load_options",
     "add_tool_format_option",
@@ -78,6 +80,42 @@ def add_draft_options(parser: argparse.ArgumentParser) -> None:
         metavar="PATH",
         help="a small .gguf with the model's vocabulary that drafts tokens for it (default: none)",
     )
+
+
+def add_chat_template_option(parser: argparse.ArgumentParser, what: str) -> None:
+    """``--chat-template-file``: a Jinja chat template used in place of the model's own (llama-server's
+    flag; ``app.engine.llm.LoadSettings.chat_template``)."""
+    parser.add_argument(
+        "--chat-template-file",
+        default=None,
+        metavar="FILE",
+        help=f"a Jinja chat template to use in place of {what} (the tool-call format is read from it)",
+    )
+
+
+def chat_template_option(args: argparse.Namespace) -> tuple[str | None, str | None]:
+    """(the template ``--chat-template-file`` names, or None; the problem with it, or None): the
+    file must be UTF-8 text that compiles as a chat template."""
+    name = args.chat_template_file
+    if name is None:
+        return None, None
+    from app.engine.errors import TemplateRenderError
+    from app.engine.templates import MAX_TEMPLATE_CHARS, compile_template
+
+    path = Path(name).expanduser()
+    try:
+        if not path.is_file():
+            return None, f"--chat-template-file: {name} is not a file"
+        if path.stat().st_size > 4 * MAX_TEMPLATE_CHARS:
+            return None, f"--chat-template-file: {name} is larger than a chat template can be"
+        source = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        return None, f"--chat-template-file: {name} cannot be read: {exc}"
+    try:
+        compile_template(source)
+    except TemplateRenderError as exc:
+        return None, f"--chat-template-file: {name} is not a chat template Callisto can read: {exc}"
+    return source, None
 
 
 def draft_options(args: argparse.Namespace) -> tuple[dict[str, Any], str | None]:

@@ -104,6 +104,10 @@ class LoadSettings:
     #: the vision projector (``app.engine.vision``): None looks beside the model file
     #: (``vision.find_projector``: a ``*mmproj*.gguf``), a path loads that file, ``"none"`` loads none
     mmproj: str | None = None
+    #: a Jinja chat template that replaces the model's own (Settings > This model, ``--chat-template-file``):
+    #: every prompt is rendered with it and the tool-call family is detected from it; one that cannot
+    #: be compiled is a ModelLoadError before anything loads. None: the model's own
+    chat_template: str | None = None
 
 
 @dataclass(eq=False)
@@ -278,6 +282,7 @@ def load_model(
     ngram_draft: bool = True,
     draft_model: str | None = None,
     mmproj: str | None = None,
+    chat_template: str | None = None,
 ) -> LoadedModel:
     """Check ``path`` with the gguf reader, then load it with llama.cpp, in an engine process of
     its own unless ``isolate`` is False.
@@ -288,6 +293,7 @@ def load_model(
     default; ignored with ``isolate=False``, one generation at a time). ``ngram_draft`` and
     ``draft_model``: speculative decoding (``app.engine.speculative``; :class:`LoadSettings`).
     ``mmproj``: the vision projector (:class:`LoadSettings`; None looks beside the model).
+    ``chat_template``: a template that replaces the model's own (:class:`LoadSettings`).
 
     ``n_gpu_layers=None`` chooses automatically (``app.engine.inprocess.resolve_gpu_layers``). ``check_limits=False``
     skips the refusal of the values llama.cpp is known to abort on (the tests of the engine
@@ -298,6 +304,7 @@ def load_model(
         parallel = settings.parallel
         ngram_draft, draft_model = settings.ngram_draft, settings.draft_model
         mmproj = settings.mmproj
+        chat_template = settings.chat_template
     p = Path(path)
     if kv_type not in KV_CACHE_TYPES:
         raise ModelLoadError(p, f"unknown KV cache type {kv_type!r} (one of {', '.join(KV_CACHE_TYPES)})")
@@ -309,6 +316,8 @@ def load_model(
         meta = read_metadata(p, check_limits=check_limits)
     except GGUFMetadataError as exc:
         raise ModelLoadError(p, exc.problem) from exc
+    if chat_template:
+        meta = _with_template(p, meta, chat_template)
     if kv_type != "f16":
         # llama.cpp refuses a quantized cache on such heads with no word of why
         odd = next((n for n in head_sizes(meta.raw, meta.architecture) if n and n % 32), None)
@@ -383,6 +392,23 @@ def _why_no_context(exc: ModelLoadError, args: dict[str, Any]) -> ModelLoadError
     return ModelLoadError(
         exc.path, f"{exc.problem}: {kv} may not fit in this machine's memory; lower the context length"
     )
+
+
+def _with_template(p: Path, meta: GGUFMetadata, source: str) -> GGUFMetadata:
+    """``meta`` with ``source`` as its only chat template (the model's own and its tool-use one
+    replaced); ModelLoadError when the template cannot be compiled."""
+    from dataclasses import replace
+
+    from app.engine.errors import TemplateRenderError
+    from app.engine.templates import compile_template
+
+    try:
+        compile_template(source)
+    except TemplateRenderError as exc:
+        raise ModelLoadError(
+            p, f"the chat template set for this model cannot be read ({exc}): fix it in Settings > This model"
+        ) from exc
+    return replace(meta, chat_template=source, named_templates={})
 
 
 def _loaded(p: Path, meta: GGUFMetadata, backend: ModelBackend, info: dict[str, Any]) -> LoadedModel:

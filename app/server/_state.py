@@ -3,6 +3,7 @@ three API modules and the app import it, it imports none of them)."""
 
 from __future__ import annotations
 
+import os
 import threading
 from collections import OrderedDict, deque
 from dataclasses import dataclass, field, replace
@@ -16,7 +17,7 @@ if TYPE_CHECKING:
     from app.server._engine import TurnEnd
     from app.server._models import ModelCatalog, ModelEntry
 
-__all__ = ["DEFAULT_PORT", "RecentResponses", "ServerConfig", "ServerState"]
+__all__ = ["DEFAULT_PORT", "RecentResponses", "ServerConfig", "ServerState", "template_key"]
 
 DEFAULT_PORT = 8453
 
@@ -52,6 +53,10 @@ class ServerConfig:
     #: --ngram-draft``) and a draft model, a small GGUF with the models' vocabulary (``--draft-model``)
     ngram_draft: bool = True
     draft_model: str | None = None
+    #: chat templates used in place of models' own, by model file (its path as ``template_key`` writes
+    #: it): ``serve --chat-template-file`` for the ``--model`` files, the window's This model
+    #: settings for its server (``app.engine.llm.LoadSettings.chat_template``)
+    chat_templates: dict[str, str] = field(default_factory=dict)
     #: a model idle this long (seconds: no request running or queued) is unloaded, the next request
     #: loads it again; 0: never (``serve --idle-ttl``; a request's keep_alive / ttl wins: app.server._idle)
     idle_ttl_s: float = 0.0
@@ -79,6 +84,12 @@ class ServerConfig:
             ngram_draft=self.ngram_draft,
             draft_model=self.draft_model,
         )
+
+
+def template_key(path: str | os.PathLike[str]) -> str:
+    """A model file's key in ``ServerConfig.chat_templates``: its real absolute path, normalised
+    (a link and its file are one model)."""
+    return os.path.normcase(os.path.realpath(os.path.expanduser(os.fspath(path))))
 
 
 class RecentResponses:
@@ -148,10 +159,14 @@ class ServerState:
 
     def settings_for(self, entry: ModelEntry) -> LoadSettings:
         """What ``entry``'s model is loaded with: the server's settings, with the projector the
-        library pairs it with (``ModelEntry.mmproj``) where it has one."""
-        if entry.mmproj is None:
+        library pairs it with (``ModelEntry.mmproj``) where it has one, and the chat template set
+        for its file (``ServerConfig.chat_templates``) where one is."""
+        template = self.config.chat_templates.get(template_key(entry.path))
+        if entry.mmproj is None and template is None:
             return self.load_settings
-        return replace(self.load_settings, mmproj=entry.mmproj)
+        return replace(
+            self.load_settings, mmproj=entry.mmproj or self.load_settings.mmproj, chat_template=template
+        )
 
     def settings_for_context(self, entry: ModelEntry, n_ctx: int | None) -> tuple[LoadSettings, bool]:
         """(settings, exact) of a job on ``entry`` for a request that needs ``n_ctx`` tokens of

@@ -270,6 +270,14 @@ class ModelOverride(_Model):
     thinking: ThinkingSetting | None = None
     #: the most tokens of reasoning before the engine closes it; None: no budget
     thinking_budget: int | None = Field(None, ge=1, le=1_000_000)
+    #: a Jinja chat template used in place of the model's own (app.engine.llm.LoadSettings); None:
+    #: the model's. At most app.engine.templates.MAX_TEMPLATE_CHARS characters
+    chat_template: str | None = Field(None, max_length=131_072)
+
+    @field_validator("chat_template")
+    @classmethod
+    def _v_chat_template(cls, v: str | None) -> str | None:
+        return v if v and v.strip() else None  # an empty template is the model's own
 
     @field_validator("tool_format")
     @classmethod
@@ -340,6 +348,8 @@ class EffectiveSettings:
     #: speculative decoding: n-gram drafting, and the draft model's path (None: none)
     ngram_draft: bool = True
     draft_model: str | None = None
+    #: the model's own chat template replaced (its override's), else None
+    chat_template: str | None = None
 
     @property
     def max_tokens(self) -> int:
@@ -365,6 +375,7 @@ class EffectiveSettings:
             "flash_attn": self.flash_attn,
             "ngram_draft": self.ngram_draft,
             "draft_model": self.draft_model,
+            "chat_template": self.chat_template,
             "overridden": list(self.overridden),
         }
 
@@ -382,6 +393,7 @@ def effective_settings(
         "draft_model": settings.model.draft_model,
         "tool_format": settings.chat.tool_format,
         "context_policy": settings.chat.context_policy,
+        "chat_template": None,  # only a model's own override sets one
     }
     overridden: list[str] = []
     if override is not None:
@@ -401,6 +413,7 @@ def effective_settings(
         flash_attn=flash_attn,
         ngram_draft=chosen["ngram_draft"],
         draft_model=chosen["draft_model"] or None,  # an override's "" is no draft model
+        chat_template=chosen["chat_template"],
     )
 
 

@@ -42,6 +42,7 @@ class EngineConfig:
     kv_store_mib: int = 0  # conversations' KV states kept on disk (app.engine.kvstore), MiB; 0: none
     ngram_draft: bool = True  # speculative decoding: draftless n-gram drafting (app.engine.speculative)
     draft_model: str | None = None  # a small GGUF with the model's vocabulary that drafts; None: none
+    chat_template: str | None = None  # a template in place of the model's own (This model); None: its own
     workspace: str | None = None
     approvals: dict[str, str] = field(default_factory=dict)  # tool name -> "ask" | "allow"
     pins: dict[str, Any] = field(default_factory=dict)  # MCP tools' allowed definitions (tools.pins)

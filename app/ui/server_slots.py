@@ -8,6 +8,7 @@ person stops stepping (one reload, not one per step)."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -19,6 +20,8 @@ from PySide6.QtWidgets import QFormLayout, QLabel, QSpinBox
 from app.ui.labels import FormNote
 
 __all__ = ["ServerSlots", "SlotsSources", "load_fields", "spin_box"]
+
+_SHA256 = re.compile(r"[0-9a-f]{64}")
 
 MIB = 1024**2
 
@@ -41,11 +44,19 @@ def load_fields(
     model's effective settings (``app.storage.settings.effective_settings``: the global ones with
     its override on top), those the window's own model loads with (``Sessions.load_settings``):
     its context (``n_ctx``, ``n_threads``: the page's own, where it was given them), GPU layers,
-    threads, the KV cache's type, flash attention and speculative decoding."""
+    threads, the KV cache's type, flash attention and speculative decoding; and the chat template
+    each model's own settings set (This model), by its file."""
+    from app.server._state import template_key
     from app.storage.settings import effective_settings
 
     eff = effective_settings(settings, model_path)
+    templates = {
+        template_key(key): ov.chat_template
+        for key, ov in settings.model_overrides.items()
+        if ov.chat_template and not _SHA256.fullmatch(key)  # (a sha256 key names no file)
+    }
     return {
+        "chat_templates": templates,
         "n_ctx": int(n_ctx or eff.context_length),
         "n_threads": n_threads or eff.threads,
         "n_gpu_layers": eff.gpu_layers,  # None: automatic, as the window's (LoadSettings.n_gpu_layers)

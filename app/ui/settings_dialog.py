@@ -28,6 +28,7 @@ from PySide6.QtWidgets import (
     QLineEdit,
     QPlainTextEdit,
     QPushButton,
+    QScrollArea,
     QTabWidget,
     QVBoxLayout,
     QWidget,
@@ -94,6 +95,7 @@ class SettingsDialog(QDialog):
     model_thinking = property(attrgetter("override_tab.model_thinking"))
     model_thinking_budget = property(attrgetter("override_tab.model_thinking_budget"))
     model_sampling = property(attrgetter("override_tab.model_sampling"))
+    model_chat_template = property(attrgetter("override_tab.model_chat_template"))
 
     def __init__(
         self,
@@ -280,7 +282,13 @@ class SettingsDialog(QDialog):
             format_choices=self._format_choices(True),
             context_policies=CONTEXT_POLICIES,
         )
-        self._add_tab(tab, "This model", {"model_override.tool_format": tab.model_tool_format or tab})
+        # the tab's rows (a template editor, the sampling form) are taller than a small screen: it
+        # scrolls, so the dialog stays the size of the other tabs
+        scroll = QScrollArea()
+        scroll.setWidgetResizable(True)
+        scroll.setFrameShape(QScrollArea.Shape.NoFrame)
+        scroll.setWidget(tab)
+        self._add_tab(scroll, "This model", {"model_override.tool_format": tab.model_tool_format or tab})
 
     # -- helpers -------------------------------------------------------------------------------
     def _format_choices(self, have_model: bool) -> list[tuple[str, str]]:

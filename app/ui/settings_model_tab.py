@@ -3,8 +3,8 @@
 :class:`ModelTab` holds how every model is loaded: the context, GPU layers, threads, the KV cache
 (its type, flash attention, the saved conversation caches) and speculative decoding (n-gram
 drafting, a draft model). :class:`ModelOverrideTab` holds the loaded model's own values on top of
-the global ones: tool format, context policy, KV cache, speculative decoding, thinking and
-sampling (each "Use the global setting" until chosen). Each tab reads its fields into the
+the global ones: tool format, context policy, KV cache, speculative decoding, thinking, sampling
+(each "Use the global setting" until chosen) and a chat template of its own (empty: the model's). Each tab reads its fields into the
 settings the dialog gives back (``apply``); a draft model that cannot be one raises ValueError.
 """
 
@@ -20,12 +20,14 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
     QLineEdit,
+    QPlainTextEdit,
     QPushButton,
     QVBoxLayout,
     QWidget,
 )
 
 from app.storage.settings import ModelOverride, SamplingOverride, Settings, draft_model_problem, model_key
+from app.ui.labels import FormNote
 from app.ui.settings_fields import GpuLayersSpin, SamplingForm, number_box
 from app.ui.thinking_control import override_fields, override_values
 
@@ -61,6 +63,32 @@ _DRAFT_HINT = (
 )
 #: the draft model choices of the "This model" tab besides a file: the global value, or none
 _DRAFT_INHERIT = ((None, "Use the global setting"), ("", "None (no draft model)"))
+
+
+def template_check(text: str) -> str:
+    """What a chat template typed in This model does, in words: the model's own (empty), one that
+    cannot be read and why, or the tool-call format its calls are read in."""
+    if not text.strip():
+        return "The model's own template is used."
+    from app.engine.detection import detect_tool_format
+    from app.engine.errors import TemplateRenderError
+    from app.engine.templates import compile_template
+
+    try:
+        compile_template(text)
+    except TemplateRenderError as exc:
+        return f"This template cannot be read, so the model will not load with it: {exc}"
+    family = detect_tool_format(text, None)
+    calls = (
+        f"its tool calls are read as {family}" if family else "it writes no tool-call format Callisto knows"
+    )
+    return f"Used in place of the model's own ({calls}); applying it loads the model again."
+
+
+def _monospace() -> Any:
+    from PySide6.QtGui import QFontDatabase
+
+    return QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont)
 
 
 def checked_draft(text: str, saved: str | None) -> str | None:
@@ -206,6 +234,8 @@ class ModelOverrideTab(QWidget):
         self.model_draft_model: QComboBox | None = None
         self.model_thinking: Any = None  # the model's thinking (issue 30)
         self.model_thinking_budget: Any = None
+        self.model_chat_template: QPlainTextEdit | None = None
+        self.template_note: FormNote | None = None
         v = QVBoxLayout(self)
         self.saved = ov = settings.override_for(model_path) if model_path is not None else None
         if model_path is None:
@@ -244,6 +274,20 @@ class ModelOverrideTab(QWidget):
         self.model_thinking, self.model_thinking_budget = override_fields(ov)
         f2.addRow("Thinking", self.model_thinking)
         f2.addRow("Thinking budget", self.model_thinking_budget)
+        self.model_chat_template = edit = QPlainTextEdit(ov.chat_template or "" if ov else "")
+        edit.setObjectName("override.chat_template")
+        edit.setPlaceholderText(
+            "Empty: the model's own template. Paste a Jinja chat template (from the model's card, "
+            "for a model whose own is wrong or missing) to render its prompts with it."
+        )
+        edit.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
+        edit.setFixedHeight(edit.fontMetrics().lineSpacing() * 6 + 12)
+        edit.setFont(_monospace())
+        f2.addRow("Chat template", edit)
+        self.template_note = FormNote()
+        f2.addRow("", self.template_note)
+        edit.textChanged.connect(self._check_template)
+        self._check_template()
         v.addLayout(f2)
         self.model_sampling = SamplingForm("the global value", max_tokens_optional=True)
         self.model_sampling.set_values(
@@ -251,6 +295,12 @@ class ModelOverrideTab(QWidget):
         )
         v.addWidget(self.model_sampling)
         v.addStretch(1)
+
+    def _check_template(self) -> None:
+        """Say under the template whether it can be used, and which call format it writes."""
+        if self.model_chat_template is None or self.template_note is None:
+            return
+        self.template_note.setText(template_check(self.model_chat_template.toPlainText()))
 
     def choose_draft_model(self, path: str) -> None:
         """Make ``path`` this model's draft model ("": nothing changes)."""
@@ -276,6 +326,8 @@ class ModelOverrideTab(QWidget):
                 ("draft_model", self.model_draft_model),
             )
         }
+        text = self.model_chat_template.toPlainText() if self.model_chat_template is not None else ""
+        values["chat_template"] = text if text.strip() else None
         if values["draft_model"]:
             saved = self.saved.draft_model if self.saved else None
             values["draft_model"] = checked_draft(values["draft_model"], saved)

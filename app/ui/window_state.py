@@ -39,6 +39,7 @@ def engine_config_for(settings: Any, model_path: str | None) -> EngineConfig:
         kv_store_mib=int(settings.model.kv_store_mib),
         ngram_draft=eff.ngram_draft,
         draft_model=eff.draft_model,
+        chat_template=eff.chat_template,
         workspace=settings.tools.workspace,
         approvals=dict(settings.tools.approvals),
         pins=dict(settings.tools.pins),

@@ -68,6 +68,7 @@ class Sessions:
             kv_store=kv_store,
             ngram_draft=cfg.ngram_draft,
             draft_model=cfg.draft_model,
+            chat_template=cfg.chat_template,
         )
 
     @staticmethod
@@ -159,6 +160,7 @@ class Sessions:
         loads = (
             *("n_ctx", "n_gpu_layers", "n_threads", "kv_type", "flash_attn", "kv_store_mib"),
             *("ngram_draft", "draft_model"),  # speculative decoding is set up at load
+            "chat_template",  # the loaded model's template (the server's requests use it too)
         )
         reload = st.model is not None and any(getattr(config, k) != getattr(st.config, k) for k in loads)
         st.config = config

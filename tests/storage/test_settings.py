@@ -326,3 +326,17 @@ def test_i32_the_tool_round_limit_is_a_setting_with_bounds():
         and notice is not None
         and "chat.max_tool_rounds" in notice.reset_fields
     )
+
+
+def test_a_models_chat_template_is_kept_and_only_its_own(tmp_path):
+    model = tmp_path / "m.gguf"
+    s = Settings()
+    s.set_override(model_key(model), ModelOverride(chat_template="{{ messages }}"))
+    again = Settings.model_validate(json.loads(s.model_dump_json()))
+    assert again.override_for(model).chat_template == "{{ messages }}"
+    eff = effective_settings(again, model)
+    assert eff.chat_template == "{{ messages }}" and "chat_template" in eff.overridden
+    assert effective_settings(again, tmp_path / "other.gguf").chat_template is None
+    assert ModelOverride(chat_template="  \n").chat_template is None  # empty: the model's own
+    with pytest.raises(ValidationError):
+        ModelOverride(chat_template="x" * 131_073)
