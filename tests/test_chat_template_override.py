@@ -104,5 +104,11 @@ def test_the_server_loads_a_model_with_the_template_set_for_it(scripted):
                 timeout=120,
             )
             assert r.status_code == 200 and r.json()["choices"][0]["message"]["content"] == said
+            # what the server says of the model's template is the one it renders with
+            template = templates.get(template_key(scripted), CHATML)
+            props = httpx.get(server.url + "/props", params={"model": "plain"}, timeout=60).json()
+            assert props["chat_template"] == template
+            shown = httpx.post(server.url + "/api/show", json={"model": "plain"}, timeout=60).json()
+            assert shown["template"] == template
         finally:
             gen.close()

@@ -417,15 +417,13 @@ async def props(request: Request):
     the first offered), its ``n_ctx`` per slot and ``total_slots``, its chat template."""
     from starlette.concurrency import run_in_threadpool
 
-    from app.engine.models.metadata import read_metadata
-
     state: ServerState = request.app.state.callisto
     name = request.query_params.get("model")
 
     def card() -> dict[str, Any]:
         entry = state.catalog.resolve(name, state.loaded_entry())
         slots = state.slot_card(entry)
-        meta = read_metadata(entry.path)
+        meta = state.metadata_for(entry)
         return {
             "default_generation_settings": {"n_ctx": slots["n_ctx"], "params": {"n_predict": -1}},
             "total_slots": slots["parallel"],

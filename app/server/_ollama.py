@@ -631,9 +631,8 @@ async def show(request: Request):
 
     def info() -> dict[str, Any]:
         from app.engine.detection import detect_tool_format
-        from app.engine.models.metadata import read_metadata
 
-        meta = read_metadata(entry.path)
+        meta = state.metadata_for(entry)
         family = detect_tool_format(
             meta.chat_template, meta.tool_use_template, bos_token=meta.bos_token, eos_token=meta.eos_token
         )

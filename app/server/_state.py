@@ -168,6 +168,16 @@ class ServerState:
             self.load_settings, mmproj=entry.mmproj or self.load_settings.mmproj, chat_template=template
         )
 
+    def metadata_for(self, entry: ModelEntry) -> Any:
+        """``entry``'s file's metadata (``app.engine.models.metadata``), with the chat template set
+        for it (``ServerConfig.chat_templates``) in place of its own, as its model is loaded: what
+        ``/props`` and ``/api/show`` say of it."""
+        from app.engine.models.metadata import read_metadata
+
+        meta = read_metadata(entry.path)
+        template = self.config.chat_templates.get(template_key(entry.path))
+        return meta if template is None else replace(meta, chat_template=template, named_templates={})
+
     def settings_for_context(self, entry: ModelEntry, n_ctx: int | None) -> tuple[LoadSettings, bool]:
         """(settings, exact) of a job on ``entry`` for a request that needs ``n_ctx`` tokens of
         context (Ollama's ``num_ctx``; None: any). A model not loaded is loaded with at least
