@@ -397,8 +397,6 @@ def _why_no_context(exc: ModelLoadError, args: dict[str, Any]) -> ModelLoadError
 def _with_template(p: Path, meta: GGUFMetadata, source: str) -> GGUFMetadata:
     """``meta`` with ``source`` as its only chat template (the model's own and its tool-use one
     replaced); ModelLoadError when the template cannot be compiled."""
-    from dataclasses import replace
-
     from app.engine.errors import TemplateRenderError
     from app.engine.templates import compile_template
 
@@ -408,7 +406,7 @@ def _with_template(p: Path, meta: GGUFMetadata, source: str) -> GGUFMetadata:
         raise ModelLoadError(
             p, f"the chat template set for this model cannot be read ({exc}): fix it in Settings > This model"
         ) from exc
-    return replace(meta, chat_template=source, named_templates={})
+    return meta.with_chat_template(source)
 
 
 def _loaded(p: Path, meta: GGUFMetadata, backend: ModelBackend, info: dict[str, Any]) -> LoadedModel:

@@ -578,11 +578,8 @@ class _RequestReplies(LocalReplies):
         )
         self.req = req
         self.prompt = turn.text
-        #: what the reply's parser reads as its prompt: a continued context's end (the prompt is
-        #: ids), or the prompt before a prefill (the reply began as an answer)
-        self.read_after = (
-            turn.end if turn.end is not None else turn.text if isinstance(turn.text, str) else ""
-        )
+        #: a continued context's prompt end as text (its prompt is ids), for the reply's parser
+        self.context_end = turn.end
         self.prefix = turn.prefill  # the reply goes on from it (LocalReplies' Continue)
         self.template = req.chat_template
         self.parse = req.raw_prompt is None and req.fim is None
@@ -595,7 +592,7 @@ class _RequestReplies(LocalReplies):
         return self.prompt + self.prefix
 
     def _reader(self, prompt: str, round: int) -> Any:
-        return super()._reader(self.read_after, round)
+        return super()._reader(self.context_end if self.context_end is not None else prompt, round)
 
     def constraint(self, round: int, source: str, in_reasoning: bool) -> Any:
         return _constraint(self.model, self.family, self.tools, self.req, in_reasoning)

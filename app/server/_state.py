@@ -176,7 +176,7 @@ class ServerState:
 
         meta = read_metadata(entry.path)
         template = self.config.chat_templates.get(template_key(entry.path))
-        return meta if template is None else replace(meta, chat_template=template, named_templates={})
+        return meta if template is None else meta.with_chat_template(template)
 
     def settings_for_context(self, entry: ModelEntry, n_ctx: int | None) -> tuple[LoadSettings, bool]:
         """(settings, exact) of a job on ``entry`` for a request that needs ``n_ctx`` tokens of

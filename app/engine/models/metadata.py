@@ -84,6 +84,13 @@ class GGUFMetadata:
     def tool_use_template(self) -> str | None:
         return self.named_templates.get("tool_use")
 
+    def with_chat_template(self, source: str) -> GGUFMetadata:
+        """This metadata with ``source`` as the model's only chat template (its own and its named
+        ones replaced): what a model a template was set for is loaded and described with."""
+        from dataclasses import replace
+
+        return replace(self, chat_template=source, named_templates={})
+
     @property
     def embedding_model(self) -> bool:
         """Whether the file is an embedding model: it names a pooling of its own (mean, CLS, last
