@@ -288,6 +288,8 @@ class SettingsDialog(QDialog):
         scroll.setWidgetResizable(True)
         scroll.setFrameShape(QScrollArea.Shape.NoFrame)
         scroll.setWidget(tab)
+        # as wide as the rows and the scroll bar beside them: it scrolls only down
+        scroll.setMinimumWidth(tab.sizeHint().width() + scroll.verticalScrollBar().sizeHint().width())
         self._add_tab(scroll, "This model", {"model_override.tool_format": tab.model_tool_format or tab})
 
     # -- helpers -------------------------------------------------------------------------------

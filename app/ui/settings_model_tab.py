@@ -78,7 +78,9 @@ def template_check(text: str) -> str:
         compile_template(text)
     except TemplateRenderError as exc:
         return f"This template cannot be read, so the model will not load with it: {exc}"
-    family = detect_tool_format(text, None)
+    from app.ui.engine_types import format_label
+
+    family = format_label(detect_tool_format(text, None))
     calls = (
         f"its tool calls are read as {family}" if family else "it writes no tool-call format Callisto knows"
     )

@@ -31,7 +31,9 @@ def test_this_model_tab_shows_checks_and_saves_a_chat_template(qtbot, tmp_path):
 
     hermes = (TEMPLATES / "Qwen-Qwen2.5-7B-Instruct.jinja").read_text(encoding="utf-8")
     edit.setPlainText(hermes)
-    assert "read as hermes" in note.text() and "loads the model again" in note.text()
+    from app.ui.engine_types import format_label
+
+    assert f"read as {format_label('hermes')}" in note.text() and "loads the model again" in note.text()
     out = dlg.result_settings()
     assert out.override_for(path).chat_template == hermes
     cfg = engine_config_for(out, path)
