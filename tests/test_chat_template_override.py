@@ -112,3 +112,52 @@ def test_the_server_loads_a_model_with_the_template_set_for_it(scripted):
             assert shown["template"] == template
         finally:
             gen.close()
+
+
+def test_a_load_over_the_api_sets_the_template_and_a_later_load_takes_it_away(scripted):
+    """``/v1/models/load``'s ``chat_template``: the model is loaded again to render with it (and
+    ``/props`` says so); ``""`` brings back the model's own; a template that cannot be read is a
+    400 naming the option, and the model stays as it was."""
+    from app.server._state import template_key
+
+    gen = _server({"plain": scripted}, FakeClock(), chat_templates={template_key(scripted): GO})
+    server = next(gen)
+
+    def load(**body) -> httpx.Response:
+        return httpx.post(server.url + "/v1/models/load", json={"model": "plain", **body}, timeout=120)
+
+    def said() -> str:
+        r = httpx.post(
+            server.url + "/v1/chat/completions",
+            json={"model": "plain", "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 8},
+            timeout=120,
+        )
+        assert r.status_code == 200, r.text
+        return r.json()["choices"][0]["message"]["content"]
+
+    def props_template() -> str:
+        return httpx.get(server.url + "/props", params={"model": "plain"}, timeout=60).json()["chat_template"]
+
+    try:
+        assert said() == OTHER  # the server's template for the file
+        r = load(chat_template="")  # the model's own, for this load
+        assert r.status_code == 200, r.text
+        assert r.json()["load_config"]["chat_template"] is None
+        assert said() == OWN and props_template() == CHATML
+        r = load(chat_template=GO)
+        assert r.status_code == 200 and r.json()["load_config"]["chat_template"] == GO
+        assert said() == OTHER and props_template() == GO
+        shown = httpx.post(server.url + "/api/show", json={"model": "plain"}, timeout=60).json()
+        assert shown["template"] == GO
+        # loaded so already: kept as it is
+        (path,) = server.host.loaded_paths
+        pid = server.host.model(path).engine.pid
+        assert load(chat_template=GO).status_code == 200 and server.host.model(path).engine.pid == pid
+
+        for bad in ("{% for m in messages %}", "{{ .Prompt }}", 7):
+            r = load(chat_template=bad)
+            assert r.status_code == 400, r.text
+            assert r.json()["error"]["param"] == "chat_template"
+        assert server.host.model(path).engine.pid == pid and said() == OTHER
+    finally:
+        gen.close()

@@ -1,6 +1,6 @@
 """Load options over the API: ``POST /v1/models/load`` loads a model with the context, KV cache,
-flash attention, slots and GPU layers a client asks for (the server's settings fill in the rest),
-and ``POST /v1/models/unload`` unloads one. LM Studio's clients find them at
+flash attention, slots, GPU layers and chat template a client asks for (the server's settings fill
+in the rest), and ``POST /v1/models/unload`` unloads one. LM Studio's clients find them at
 ``/api/v1/models/load`` and ``/api/v1/models/unload`` too (its field names: ``context_length``,
 ``flash_attention``, ``echo_load_config``; its ``instance_id`` answer).
 
@@ -18,7 +18,7 @@ import time
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from app.server._common import check_bool, check_int, check_str, request_body
+from app.server._common import check_bool, check_int, check_str, read_chat_template, request_body
 from app.server._errors import ApiError
 from app.server._idle import parse_ttl
 from app.server._json import json_response
@@ -39,6 +39,7 @@ _FIELDS = (
     "flash_attention",
     "parallel",
     "gpu_layers",
+    "chat_template",
     "ttl",
     "echo_load_config",
     *_IGNORED,
@@ -76,6 +77,11 @@ def _settings(body: dict[str, Any], base: LoadSettings) -> tuple[LoadSettings, b
         changes["parallel"] = parallel
     if (layers := check_int(body.get("gpu_layers"), "gpu_layers", lo=-1)) is not None:
         changes["n_gpu_layers"] = layers
+    if "chat_template" in body:
+        # a Jinja template that replaces the model's own for this load (as ``--chat-template-file``
+        # and Settings > This model do), compiled first so a broken one loads nothing; "" or null:
+        # the model's own
+        changes["chat_template"] = read_chat_template(body["chat_template"], "chat_template")
     settings = replace(base, **changes)
     if settings.kv_type != "f16" and not settings.flash_attn:
         raise ApiError(
@@ -94,6 +100,8 @@ def _config(model: LoadedModel, settings: LoadSettings) -> dict[str, Any]:
         "flash_attention": bool(settings.flash_attn),
         "parallel": int(getattr(model.backend, "parallel", 1) or 1),
         "gpu_layers": int(model.n_gpu_layers),
+        # the template it renders with when it is not the model's own (the whole of it: /props too)
+        "chat_template": settings.chat_template,
     }
 
 

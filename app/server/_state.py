@@ -169,13 +169,19 @@ class ServerState:
         )
 
     def metadata_for(self, entry: ModelEntry) -> Any:
-        """``entry``'s file's metadata (``app.engine.models.metadata``), with the chat template set
-        for it (``ServerConfig.chat_templates``) in place of its own, as its model is loaded: what
-        ``/props`` and ``/api/show`` say of it."""
+        """``entry``'s file's metadata (``app.engine.models.metadata``), with the chat template its
+        model renders with in place of its own: the one it is loaded with (a load's option may
+        have set one, or removed the server's), else the one set for its file
+        (``ServerConfig.chat_templates``). What ``/props`` and ``/api/show`` say of it."""
         from app.engine.models.metadata import read_metadata
 
         meta = read_metadata(entry.path)
-        template = self.config.chat_templates.get(template_key(entry.path))
+        loaded_with = self.host.settings_of(entry.path)
+        template = (
+            loaded_with.chat_template
+            if loaded_with is not None
+            else self.config.chat_templates.get(template_key(entry.path))
+        )
         return meta if template is None else meta.with_chat_template(template)
 
     def settings_for_context(self, entry: ModelEntry, n_ctx: int | None) -> tuple[LoadSettings, bool]:

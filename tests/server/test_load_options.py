@@ -71,6 +71,7 @@ def test_a_load_with_options_loads_the_model_with_them_and_keeps_it(server):
         "flash_attention": True,
         "parallel": 2,
         "gpu_layers": 0,
+        "chat_template": None,  # the model's own
     }
     assert _kv_types_in_log(server, "wide") == {"q8_0"}  # what llama.cpp made, not what we asked
     pid = _engine_pid(server, "wide")
@@ -187,6 +188,7 @@ def test_a_load_ttl_unloads_the_model_once_idle_past_it(server, clock):
         ({"gpu_layers": -2}, "gpu_layers"),
         ({"flash_attention": "yes"}, "flash_attention"),
         ({"ttl": -1}, "ttl"),
+        ({"chat_template": "{% if %}"}, "chat_template"),
         ({"n_ctx": 4096}, "n_ctx"),  # not a load option: named, with the ones there are
     ],
 )
