@@ -37,7 +37,16 @@ from app.engine.formats.events import TextDelta
 from app.engine.formats.plain import PlainStream
 from app.engine.generation import NO_OPTIONS, TokenOptions, generate
 from app.engine.grammar.lark import DEFAULT_MAX_CALLS
-from app.engine.loop import CallIds, RoundEnd, TurnOptions, cut_after_last_user, dispatcher_for, run_rounds
+from app.engine.loop import (
+    CallIds,
+    Continued,
+    RoundEnd,
+    TurnOptions,
+    cut_after_last_user,
+    dispatcher_for,
+    run_rounds,
+    take_cut_reply,
+)
 from app.engine.messages import Message
 from app.engine.render import choose_template, render_prompt
 from app.engine.sampling import SamplingParams
@@ -281,31 +290,8 @@ class ChatSession:
         its text (a call it was writing included) and what it writes joins that same message; no
         user message is added. ``options`` as :meth:`send`'s (the tool choice is ``auto`` unless
         given). ValueError when the conversation does not end with such a reply."""
-        if not self.messages or self.messages[-1].role != "assistant" or self.messages[-1].tool_calls:
-            raise ValueError("the conversation does not end with a reply to continue")
         turn = self._turn({"tool_choice": "auto", **options})
-        cut = self.messages.pop()
-        prefix = cut.content + "".join(c.raw for c in cut.incomplete_calls if c.reason == "truncated")
-        return self._continued(cut, prefix, cancel, turn)
-
-    def _continued(
-        self, cut: Message, prefix: str, cancel: threading.Event | None, turn: _Turn
-    ) -> Iterator[ChatEvent]:
-        at = len(self.messages)
-        try:
-            yield from self._reply(cancel, False, turn, prefix=prefix)
-        finally:
-            new = self.messages[at] if len(self.messages) > at else None
-            if new is None or new.role != "assistant":
-                self.messages.insert(at, cut)  # nothing was written: the cut reply stays as it was
-            else:  # one reply: the cut text, then the rest (a cut call now written whole, or cut again)
-                self.messages[at] = replace(
-                    new,
-                    content=cut.content + new.content,
-                    reasoning=(cut.reasoning or "") + (new.reasoning or ""),
-                    incomplete_calls=[c for c in cut.incomplete_calls if c.reason != "truncated"]
-                    + list(new.incomplete_calls),
-                )
+        return self._reply(cancel, False, turn, continues=take_cut_reply(self.messages))
 
     # -- the loop -----------------------------------------------------------------------
 
@@ -348,7 +334,7 @@ class ChatSession:
         return system + self.messages
 
     def _reply(
-        self, cancel: threading.Event | None, first: bool, turn: _Turn, prefix: str | None = None
+        self, cancel: threading.Event | None, first: bool, turn: _Turn, continues: Continued | None = None
     ) -> Iterator[ChatEvent]:
         from app.engine.constraints import parse_tool_choice
 
@@ -374,7 +360,7 @@ class ChatSession:
             thinking=turn.thinking,
             reasoning_format=self.detected_format,
         )
-        self._replies.prefix = prefix
+        self._replies.prefix = continues.prefix if continues is not None else None
         yield from run_rounds(
             self._replies,
             self.messages,
@@ -382,6 +368,7 @@ class ChatSession:
             max_rounds=self.max_rounds,
             cancel=cancel,
             max_calls=max_calls,
+            continues=continues,
         )
 
 

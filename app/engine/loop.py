@@ -26,6 +26,8 @@ and the last calls kept as text.
 - :class:`RoundStop`: the ``cancel`` of one round's generation.
 - :class:`CallIds`: the one rule for a call's id in a conversation.
 - :func:`cut_after_last_user`: what ``regenerate()`` drops.
+- :func:`take_cut_reply` / :class:`Continued`: the reply ``continue_reply()`` goes on from, and how
+  the continuation joins it.
 - :func:`dispatcher_for`: a session's dispatcher, made from its tools when none is given.
 - :func:`tokens_per_s`: the rate a :class:`~app.engine.events.DoneEvent` reports.
 - :func:`call_key`: what makes two calls the same call.
@@ -53,6 +55,7 @@ __all__ = [
     "MAX_ROUNDS_SETTING",
     "REPEAT_NOTE",
     "CallIds",
+    "Continued",
     "Reply",
     "ReplySource",
     "RoundEnd",
@@ -66,6 +69,7 @@ __all__ = [
     "dispatcher_for",
     "end_round",
     "run_rounds",
+    "take_cut_reply",
     "tokens_per_s",
 ]
 
@@ -164,6 +168,7 @@ def run_rounds(
     max_rounds: int,
     cancel: threading.Event | None = None,
     max_calls: int | None = None,
+    continues: Continued | None = None,
 ) -> Iterator[ChatEvent]:
     """One turn: rounds of ``source``'s replies appended to ``messages``, their calls run through
     ``dispatcher``; ends with a :class:`~app.engine.events.DoneEvent`. With ``dispatcher=None`` the
@@ -171,7 +176,31 @@ def run_rounds(
 
     A reply's calls end at its ``max_calls``-th (None: no count) or at a repeat of one of its
     own calls (then generation stops there); a call repeating one answered earlier in the turn is
-    answered with the earlier result and :data:`REPEAT_NOTE` instead of running again."""
+    answered with the earlier result and :data:`REPEAT_NOTE` instead of running again.
+
+    ``continues``: the turn goes on from a cut reply (Continue, :func:`take_cut_reply`); the first
+    reply joins it as soon as it is in ``messages``, so a later round reads the whole reply, and
+    the cut reply stays as it was when nothing was written."""
+    at = len(messages)
+    try:
+        done = yield from _rounds(source, messages, dispatcher, max_rounds, cancel, max_calls, at, continues)
+    finally:
+        if continues is not None:
+            continues.join(messages, at)  # (once: a round may have joined it)
+    yield source.finish_turn(done)
+
+
+def _rounds(
+    source: ReplySource,
+    messages: list[Message],
+    dispatcher: Any,
+    max_rounds: int,
+    cancel: threading.Event | None,
+    max_calls: int | None,
+    at: int,
+    continues: Continued | None,
+) -> Generator[ChatEvent, None, DoneEvent]:
+    """:func:`run_rounds`' rounds; returns the turn's done event (the cut reply joined)."""
     tally = _Tally(time.monotonic())
     answered: dict[tuple[str, str], ToolResult] = {}
     noted: set[str] = set()  # the notices said once a turn
@@ -201,6 +230,8 @@ def run_rounds(
             done = tally.done(end.finish, rounds)
             break
         finish, events, run = end_round(messages, reply, end.finish, rounds=rounds, max_rounds=max_rounds)
+        if continues is not None and run:
+            continues.join(messages, at)  # before its calls run: the next round reads the whole reply
         yield from events
         if not run:
             done = tally.done(finish, rounds)
@@ -217,7 +248,7 @@ def run_rounds(
         if cancel is not None and cancel.is_set():
             done = tally.done("cancelled", rounds)
             break
-    yield source.finish_turn(done)
+    return done
 
 
 @dataclass
@@ -452,6 +483,47 @@ def cut_after_last_user(messages: list[Message]) -> None:
     if idx is None:
         raise ValueError("there is no user message to reply to")
     del messages[idx + 1 :]
+
+
+@dataclass
+class Continued:
+    """A cut reply that a turn goes on from (Continue): ``cut``, the message taken off the
+    conversation; ``prefix``, the text the model goes on from (the cut's text, then a call it was
+    writing when cut)."""
+
+    cut: Message
+    prefix: str
+    _joined: bool = field(default=False, repr=False)
+
+    def join(self, messages: list[Message], at: int) -> None:
+        """Make the reply at ``at`` (the turn's first) one message with the cut reply: its text and
+        reasoning after the cut's, a call the cut was writing now written whole (or cut again);
+        nothing written there: the cut reply goes back as it was. Once: later calls do nothing."""
+        if self._joined:
+            return
+        self._joined = True
+        new, cut = (messages[at] if len(messages) > at else None), self.cut
+        if new is None or new.role != "assistant":
+            messages.insert(at, cut)
+            return
+        messages[at] = replace(
+            new,
+            content=cut.content + new.content,
+            reasoning=(cut.reasoning or "") + (new.reasoning or ""),
+            incomplete_calls=[c for c in cut.incomplete_calls if c.reason != "truncated"]
+            + list(new.incomplete_calls),
+        )
+
+
+def take_cut_reply(messages: list[Message]) -> Continued:
+    """The reply that ends ``messages``, taken off them to be continued (``continue_reply``);
+    ValueError when the conversation does not end with a reply that has no calls to run."""
+    if not messages or messages[-1].role != "assistant" or messages[-1].tool_calls:
+        raise ValueError("the conversation does not end with a reply to continue")
+    cut = messages.pop()
+    return Continued(
+        cut, cut.content + "".join(c.raw for c in cut.incomplete_calls if c.reason == "truncated")
+    )
 
 
 def dispatcher_for(registry: Any, dispatcher: Any = None) -> Any:

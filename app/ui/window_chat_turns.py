@@ -51,11 +51,15 @@ def _live_progress(session: object) -> LiveProgress | None:
 
 
 def continues_in_place(session: object) -> bool:
-    """Whether the engine can go on from a cut reply (``ChatSession.continue_reply``); a remote one
-    cannot: a message then asks it to."""
+    """Whether the engine can go on from a cut reply in that same reply (``continue_reply``): the
+    local one can; a remote one where its endpoint reads the cut text as the reply's start
+    (``RemoteChatSession.continues_in_place``). Where it cannot, a message asks for the rest."""
     from app.engine.chat import ChatSession
 
-    return isinstance(session, ChatSession)
+    if isinstance(session, ChatSession):
+        return True
+    can = getattr(session, "continues_in_place", None)
+    return bool(can()) if callable(can) else False
 
 
 def live_source(worker: EngineWorker) -> Callable[[], LiveSnapshot | None]:

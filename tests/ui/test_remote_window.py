@@ -455,3 +455,47 @@ def test_the_check_page_shows_both_parsers_of_one_remote_model_as_two_rows(
         "remote-calc.gguf · openai-compatible · Callisto parsing",
     ]
     assert page.cell_ratio(0, "single") == page.cell_ratio(1, "single") == 1.0
+
+
+@pytest.mark.parametrize(("kind", "mode"), [("openai", "api"), ("anthropic", "api"), ("ollama", "callisto")])
+def test_continue_goes_on_in_the_same_reply_with_a_remote_engine_that_reads_a_prefill(
+    qtbot, make_window, memory_keyring, tmp_path, kind, mode
+):
+    """A reply cut by the max-tokens limit goes on in place (the local engine's Continue) where the
+    endpoint can: no "Continue" message is sent, the reply reads once, whole, and history keeps it.
+    Before, every remote engine was sent a message asking it to go on."""
+    from PySide6.QtCore import Qt
+
+    from app.server import ApiServer, ServerConfig
+    from app.storage.settings import Settings
+    from tests.engine.remote.test_remote_continue import WHOLE, _words_model
+    from tests.ui.scripted_gguf import CHATML
+
+    model = _words_model(tmp_path / "words.gguf", CHATML, "words")
+    server = ApiServer(ServerConfig(port=0, models=[str(model)], use_library=False, n_ctx=1024, n_threads=1))
+    server.start()
+    try:
+        settings = Settings()
+        settings.sampling.max_tokens = 3
+        w = make_window(None, settings=settings)
+        template = str(model) if mode == "callisto" else ""
+        _add_provider(qtbot, w, name="Box", url=server.url, kind=kind, mode=mode, key="", template=template)
+        from app.engine.remote.keys import remote_key
+
+        _choose(qtbot, w, remote_key("Box", "words"))
+        done = _turn(qtbot, w, "Hi")
+        assert done.finish_reason == "length", done
+        reply = w.chat.current_assistant()
+        assert reply.error_box is not None and "Continue" in reply.error_box.buttons
+        with qtbot.waitSignal(w.sig_turn_done, timeout=30_000):
+            qtbot.mouseClick(reply.error_box.buttons["Continue"], Qt.MouseButton.LeftButton)
+        # the Anthropic API is sent the cut text without its trailing space (which it refuses), so
+        # the model writes the space again: its rest is then 4 tokens, one past the limit of 3
+        assert w.last_done.finish_reason == ("length" if kind == "anthropic" else "stop"), w.last_done
+        assert w.chat.assistant_messages() == [reply] and len(w.chat.user_messages()) == 1
+        assert WHOLE in reply.text()
+        conv = w.history.load_conversation(w.conversation_id)
+        assert [(m.role, m.content) for m in conv.messages] == [("user", "Hi"), ("assistant", WHOLE)]
+        w.shutdown()
+    finally:
+        server.stop()

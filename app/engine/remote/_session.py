@@ -11,6 +11,13 @@ Two tool modes (``parser``):
 * ``auto`` (the default): the provider's ``mode``; where that is ``auto`` too, ``callisto`` when a
   template was given or the endpoint's ``/props`` has one in a known family, else ``api``.
 
+``continue_reply`` goes on from a reply cut by its token limit, in the same message, where the
+endpoint can (:meth:`RemoteChatSession.continues_in_place`): Callisto parsing writes the cut text
+after the rendered prompt; the Anthropic and Ollama APIs and llama-server's (an OpenAI-compatible
+endpoint whose ``/props`` answered: llama-server, Callisto) take it as a final assistant message,
+the reply's start (a prefill). OpenAI's own API and vLLM (without a flag) would answer such a
+message as a finished turn, so there the window asks for the rest in a message instead.
+
 Calls always run here, through the local dispatcher (approvals included). Every call's parser is
 recorded in ``DoneEvent.call_parsers`` (call id -> ``api:openai``, ``callisto:hermes``...). The
 rounds are the one chat loop's (``app.engine.loop.run_rounds``); this session supplies one reply.
@@ -30,7 +37,15 @@ from typing import Any
 from app.calls import IncompleteCall, ToolCall
 from app.engine.events import ChatEvent, DoneEvent, NoticeEvent
 from app.engine.formats.events import ReasoningDelta, TextDelta, ToolCallDone, ToolCallIncomplete
-from app.engine.loop import CallIds, RoundEnd, cut_after_last_user, dispatcher_for, run_rounds
+from app.engine.loop import (
+    CallIds,
+    Continued,
+    RoundEnd,
+    cut_after_last_user,
+    dispatcher_for,
+    run_rounds,
+    take_cut_reply,
+)
 from app.engine.messages import Message
 from app.engine.remote._client import (
     MAX_TOKENS_SLACK,
@@ -266,6 +281,19 @@ def _adds_bos(provider: Provider, model: str | None = None) -> bool | None:
     return bool(tokens) if isinstance(tokens, list) else None
 
 
+def _after_rewritten(ev: TextDelta, rewritten: str) -> tuple[TextDelta, str]:
+    """``ev`` without the start of ``rewritten`` it writes again (white space the cut text kept
+    and the endpoint was sent without), and what of ``rewritten`` may still come ("" once the
+    text differs from it)."""
+    text = ev.text
+    n = 0
+    while n < min(len(text), len(rewritten)) and text[n] == rewritten[n]:
+        n += 1
+    if n == len(text):  # all of it was the white space again (so far)
+        return TextDelta(""), rewritten[n:]
+    return (TextDelta(text[n:]) if n else ev), ""
+
+
 @dataclass
 class _Meter:
     """How one remote generation went: when its pieces came, how the endpoint said it ended.
@@ -382,6 +410,14 @@ class RemoteChatSession:
         self._turn_max_tokens = max_tokens
         self._parsers: dict[str, str] = {}  # the turn's call id -> parser
         self._ids = CallIds.of(self.messages)
+        #: Continue: the text the next reply goes on from (its first generation's; None: none)
+        self._prefix: str | None = None
+        #: Continue on the Anthropic API: the white space the cut text was sent without, which the
+        #: reply's text loses where it writes it again (the cut text shown keeps it)
+        self._rewritten = ""
+        #: whether this OpenAI-compatible endpoint reads a final assistant message as the reply's
+        #: start (its /props answers: llama-server, Callisto); None: not asked yet
+        self._reads_prefill: bool | None = None
 
     # -- public -------------------------------------------------------------------------
 
@@ -439,6 +475,58 @@ class RemoteChatSession:
             max_tokens=max_tokens,
         )
 
+    def continues_in_place(self) -> bool:
+        """Whether :meth:`continue_reply` can go on from the reply that ends the conversation in
+        that same message: the reply has no calls to run, and the endpoint reads the cut text as
+        the start of its reply (see the module docstring). A session that has not replied yet
+        (a conversation opened again) does not know its endpoint's mode: False."""
+        if not self.messages or self.messages[-1].role != "assistant" or self.messages[-1].tool_calls:
+            return False
+        if self.parser == "callisto":
+            return True
+        if self.parser != "api" or any(c.reason == "truncated" for c in self.messages[-1].incomplete_calls):
+            return False  # (a call the API was writing is JSON, not text to go on from)
+        if self.provider.kind in ("anthropic", "ollama"):
+            return True
+        return bool(
+            (self.template is not None and self.template.extra.get("llama_server")) or self._reads_prefill
+        )
+
+    def continue_reply(
+        self,
+        *,
+        cancel: threading.Event | None = None,
+        tool_choice: Any = "auto",
+        thinking: Any = None,
+        sampling: Mapping[str, Any] | None = None,
+        max_tokens: int | None = None,
+    ) -> Iterator[ChatEvent]:
+        """Go on from the reply that ends the conversation (cut by its token limit): what the model
+        writes joins that same message; no user message is added. The choices as
+        :meth:`regenerate`'s. ValueError when the conversation does not end with such a reply, or
+        the endpoint cannot go on from one (:meth:`continues_in_place`)."""
+        from app.engine.thinking import parse_thinking
+
+        if not self.continues_in_place():
+            raise ValueError(
+                f"{self._engine()} cannot go on from a reply in place: ask for the rest in a message"
+            )
+        continues = take_cut_reply(self.messages)
+        if self.parser == "api":
+            # a prefill: its reply does not think first (the APIs refuse thinking with one), and the
+            # Anthropic API takes no final assistant text that ends in white space
+            self._turn_thinking = None
+            if self.provider.kind == "anthropic":
+                sent = continues.prefix.rstrip()
+                self._rewritten = continues.prefix[len(sent) :]  # the model is likely to write it again
+                continues.prefix = sent
+        else:
+            self._turn_thinking = self.thinking if thinking is None else parse_thinking(thinking)
+        self._prefix = continues.prefix
+        return self._reply(
+            cancel, tool_choice, {}, sampling=sampling, max_tokens=max_tokens, continues=continues
+        )
+
     # -- resolving the mode ----------------------------------------------------------------
 
     def _resolve(self) -> None:
@@ -486,6 +574,7 @@ class RemoteChatSession:
         *,
         sampling: Mapping[str, Any] | None = None,
         max_tokens: int | None = None,
+        continues: Continued | None = None,
     ) -> Iterator[ChatEvent]:
         self._options = {k: v for k, v in options.items() if v is not None}
         self._turn_choice = tool_choice
@@ -503,7 +592,12 @@ class RemoteChatSession:
         yield from self._notices_pending
         self._notices_pending = []
         yield from run_rounds(
-            self, self.messages, dispatcher=self.dispatcher, max_rounds=self.max_rounds, cancel=cancel
+            self,
+            self.messages,
+            dispatcher=self.dispatcher,
+            max_rounds=self.max_rounds,
+            cancel=cancel,
+            continues=continues,
         )
 
     def generate_reply(self, round: int, cancel: threading.Event | None) -> Generator[Any, None, RoundEnd]:
@@ -512,8 +606,14 @@ class RemoteChatSession:
         meter = _Meter(max_tokens=self._turn_max_tokens, where=self.provider.base)
         calls: list[ToolCall] = []
         choice = self._turn_choice if round == 1 else "auto"
+        prefix, self._prefix = self._prefix, None  # Continue: the first reply's only
+        rewritten, self._rewritten = self._rewritten, ""
         try:
-            for ev in self._generate(meter, choice, cancel):
+            for ev in self._generate(meter, choice, cancel, prefix):
+                if rewritten and isinstance(ev, TextDelta):
+                    ev, rewritten = _after_rewritten(ev, rewritten)
+                    if not ev.text:
+                        continue
                 if isinstance(ev, ToolCallDone):
                     calls.append(ev.call)
                 yield ev
@@ -538,6 +638,8 @@ class RemoteChatSession:
         return meter.end(meter.finish)
 
     def finish_turn(self, done: DoneEvent) -> DoneEvent:
+        if done.finish_reason == "length":
+            self._learn_prefill()  # a cut reply: whether Continue can go on in place
         return replace(
             done,
             remote=self.provider.kind,
@@ -550,8 +652,11 @@ class RemoteChatSession:
             call_parsers=dict(self._parsers),
         )
 
-    def _generate(self, meter: _Meter, tool_choice: Any, cancel: threading.Event | None) -> Iterator[Any]:
-        """One generation, retried (bounded) while nothing has been shown yet."""
+    def _generate(
+        self, meter: _Meter, tool_choice: Any, cancel: threading.Event | None, prefix: str | None = None
+    ) -> Iterator[Any]:
+        """One generation (``prefix``: the text it goes on from), retried (bounded) while nothing
+        has been shown yet."""
         retries: list[NoticeEvent] = []
 
         def on_retry(err: RemoteError, attempt: int, wait: float) -> None:
@@ -570,7 +675,7 @@ class RemoteChatSession:
         while True:
             self._open_notices = []
             try:
-                stream, reader = self._open(tool_choice, cancel, on_retry, guard)
+                stream, reader = self._open(tool_choice, cancel, on_retry, guard, prefix)
             except RemoteError:
                 yield from self._open_notices
                 yield from retries
@@ -600,16 +705,23 @@ class RemoteChatSession:
                 stream.close()
 
     def _open(
-        self, tool_choice: Any, cancel: threading.Event | None, on_retry: Any, guard: ReplyGuard
+        self,
+        tool_choice: Any,
+        cancel: threading.Event | None,
+        on_retry: Any,
+        guard: ReplyGuard,
+        prefix: str | None = None,
     ) -> tuple[Any, Any]:
         from app.engine.remote import _wire
 
         if self.parser == "api":
             tools = None if tool_choice == "none" else self.tools
+            # Continue: the cut text is the final assistant message, which the endpoint goes on from
+            prefill = [Message(role="assistant", content=prefix)] if prefix else []
             path, body = _wire.chat_request(
                 self.provider.kind,
                 self.model,
-                self._history(),
+                self._history() + prefill,
                 tools=tools,
                 tool_choice=tool_choice,
                 max_tokens=self._turn_max_tokens,
@@ -620,6 +732,11 @@ class RemoteChatSession:
             stream = open_stream(self.provider, path, body, cancel=cancel, on_retry=on_retry, guard=guard)
             return stream, self._read_api
         prompt, fmt, tools = self._render(tool_choice)
+        if prefix:  # Continue: the cut text after the prompt (a reasoning block it opened closed)
+            from app.engine.chat import answer_after
+
+            prompt = answer_after(prompt, fmt) + prefix
+            self.last_raw_prompt = prompt
         llama_server = bool(self.template is not None and self.template.extra.get("llama_server"))
         path, body = _wire.raw_request(
             self.provider.kind,
@@ -634,7 +751,7 @@ class RemoteChatSession:
             _wire.add_grammar(body, grammar, llama_server=llama_server)
         self.last_grammar = grammar
         stream = open_stream(self.provider, path, body, cancel=cancel, on_retry=on_retry, guard=guard)
-        self._raw_state = (prompt, fmt, tools)
+        self._raw_state = (prompt, fmt, tools, prefix)
         return stream, self._read_callisto
 
     def _add_thinking(self, body: dict[str, Any]) -> None:
@@ -669,6 +786,21 @@ class RemoteChatSession:
                 kwargs = dict(body.get("chat_template_kwargs") or {})
                 kwargs["enable_thinking"] = not think.off
                 body["chat_template_kwargs"] = kwargs
+
+    def _learn_prefill(self) -> None:
+        """Ask once whether this OpenAI-compatible endpoint (with API tools, and no template from
+        its /props yet) is one that reads a final assistant message as the reply's start: one
+        whose ``/props`` answers is llama-server (or Callisto). Asked only when a reply is cut, so
+        an endpoint is never sent the question otherwise; an endpoint that cannot be reached
+        now is not asked again."""
+        if self.provider.kind != "openai" or self.parser != "api" or self._reads_prefill is not None:
+            return
+        if self.template is not None and self.template.extra.get("llama_server"):
+            return
+        try:
+            self._reads_prefill = fetch_props(self.provider, self.model) is not None
+        except RemoteError:
+            self._reads_prefill = False
 
     def _engine(self) -> str:
         """The engine in words, for notices."""
@@ -904,16 +1036,19 @@ class RemoteChatSession:
         from app.engine.formats import PlainStream
         from app.engine.remote import _wire
 
-        prompt, fmt, tools = self._raw_state
+        prompt, fmt, tools, prefix = self._raw_state
         if fmt is not None:
+            # a reply that goes on from a cut one began as that answer (as the local engine's Continue)
             stream = fmt.stream(
                 tools or [],
-                in_reasoning=fmt.opens_in_reasoning(prompt),
-                orphan_close=fmt.expects_orphan_close(self._source, prompt),
+                in_reasoning=not prefix and fmt.opens_in_reasoning(prompt),
+                orphan_close=not prefix and fmt.expects_orphan_close(self._source, prompt),
             )
             stream.call_ids = self._ids.issue
         else:
-            stream = PlainStream.for_prompt(prompt)
+            stream = PlainStream(False) if prefix else PlainStream.for_prompt(prompt)
+        if prefix:
+            list(stream.feed(prefix))  # the parser reads on from the cut (that text was shown before)
         ended = False
         calls = 0
 
