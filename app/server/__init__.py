@@ -16,7 +16,7 @@ Endpoints: ``/v1/chat/completions``, ``/v1/completions``, ``/v1/responses``, ``/
 ``/v1/models`` (OpenAI), ``/v1/messages``, ``/v1/messages/count_tokens`` (Anthropic),
 ``/api/chat``, ``/api/generate``, ``/api/embed``, ``/api/embeddings``, ``/api/tags``, ``/api/show``,
 ``/api/version``, ``/api/ps``, ``/api/pull``, ``/api/delete`` (Ollama), ``/completion``,
-``/infill``, ``/rerank``, ``/tokenize``, ``/detokenize``, ``/props``, ``/slots``, ``/metrics``,
+``/infill``, ``/rerank``, ``/tokenize``, ``/detokenize``, ``/apply-template``, ``/props``, ``/slots``, ``/metrics``,
 ``/health`` (llama-server),
 ``/v1/models/load``, ``/v1/models/unload`` (load options; also under ``/api/v1/models/`` for LM
 Studio's clients). Token log probabilities come where each API has them (``_logprobs``). Every

@@ -81,6 +81,7 @@ def _routes():
         Route("/v2/rerank", _llamacpp.rerank, methods=["POST"]),  # Cohere's
         Route("/tokenize", _llamacpp.tokenize, methods=["POST"]),
         Route("/detokenize", _llamacpp.detokenize, methods=["POST"]),
+        Route("/apply-template", _llamacpp.apply_template, methods=["POST"]),
         Route("/props", _llamacpp.props, methods=["GET"]),
         Route("/slots", _metrics.slots, methods=["GET"]),
         Route("/metrics", _metrics.metrics, methods=["GET"]),

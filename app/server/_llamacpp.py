@@ -1,6 +1,6 @@
 """llama-server's own API: ``POST /completion``, ``POST /infill``, ``POST /rerank`` (also as
-``/v1/rerank`` and Cohere's ``/v2/rerank``), ``POST /tokenize``, ``POST /detokenize`` and
-``GET /props``, for the clients written for it (the llama.vim and llama.vscode editor plugins complete code through ``/infill``;
+``/v1/rerank`` and Cohere's ``/v2/rerank``), ``POST /tokenize``, ``POST /detokenize``,
+``POST /apply-template`` and ``GET /props``, for the clients written for it (the llama.vim and llama.vscode editor plugins complete code through ``/infill``;
 Continue's llama.cpp provider and many scripts call ``/completion``).
 
 ``/completion``: ``prompt`` (text, read as llama-server reads it: special tokens' text becomes
@@ -397,6 +397,33 @@ async def tokenize(request: Request):
 
     tokens = await _on_model(request, state, body, run)
     return json_response({"tokens": tokens})
+
+
+async def apply_template(request: Request):
+    """``/apply-template``: the prompt a chat request renders to, ``{"prompt": ...}``, without
+    generating: the body is a ``/v1/chat/completions`` request (its messages, tools, tool choice,
+    ``reasoning_effort``, ``chat_template_kwargs``, ``chat_template``; a final assistant message is
+    the reply's start, written after the prompt) read and refused as that endpoint reads it. The
+    prompt is the text the model reads, as llama-server gives it: without the template's BOS text
+    where the model adds that token itself, an image written ``<__media__>``."""
+    from app.server._engine import render_turn
+    from app.server._openai import parse_chat_request
+
+    state, body = await request_body(request)
+    req, _stream, _usage = parse_chat_request(body, state)
+    tool_format = state.config.tool_format
+
+    def run(model: Any) -> str:
+        turn = render_turn(model, req, tool_format)
+        prompt = str(turn.text) + (turn.prefill or "")
+        bos = model.bos_token
+        if bos and prompt.startswith(bos) and model.tokenize(""):
+            # llama-server leaves out the template's BOS text where the model adds a BOS token itself
+            prompt = prompt[len(bos) :]
+        return prompt
+
+    prompt = await _on_model(request, state, body, run)
+    return json_response({"prompt": prompt})
 
 
 async def detokenize(request: Request):

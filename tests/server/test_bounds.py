@@ -434,6 +434,7 @@ ENDPOINTS = [
     "/v1/rerank",
     "/tokenize",
     "/detokenize",
+    "/apply-template",
     "/api/embed",
     "/api/embeddings",
 ]

@@ -58,6 +58,7 @@ BASE: dict[str, dict[str, Any]] = {
     "/v1/rerank": {"model": "loop-hermes", "query": "hi", "documents": ["a", "b"]},
     "/tokenize": {"model": "loop-hermes", "content": "hi", "with_pieces": True},
     "/detokenize": {"model": "loop-hermes", "tokens": [104, 105]},
+    "/apply-template": {"model": "loop-hermes", "messages": U, "tools": TOOLS},
     "/infill": {"model": "loop-hermes", "n_predict": 8, "input_prefix": "a", "input_suffix": "b"},
     "/v1/responses": {
         "model": "loop-hermes",
@@ -125,6 +126,10 @@ FIELDS: dict[str, list[tuple[Any, ...]]] = {
     "/v1/rerank": [(k,) for k in "model query documents top_n return_documents".split()] + [("documents", 0)],
     "/tokenize": [(k,) for k in "model content add_special parse_special with_pieces".split()],
     "/detokenize": [(k,) for k in "model tokens".split()] + [("tokens", 0)],
+    "/apply-template": [
+        (k,) for k in "model messages tools tool_choice chat_template chat_template_kwargs".split()
+    ]
+    + [("messages", 0), ("messages", 0, "role"), ("messages", 0, "content"), ("tools", 0, "function")],
     "/completion": [
         (k,)
         for k in "model prompt n_predict stream stop temperature top_k seed grammar response_fields n_probs logit_bias".split()

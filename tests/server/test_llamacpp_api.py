@@ -169,6 +169,26 @@ def test_completion_reads_a_raw_prompt(server):
         ("/completion", {"model": "chat", "prompt": "a", "n_predict": 0}, "n_predict must be at least 1"),
         ("/completion", {"model": "chat", "prompt": "a", "structured_outputs": {"x": 1}}, "is not supported"),
         ("/completion", {"model": "chat", "prompt": "a", "temperature": -1}, "temperature"),
+        ("/apply-template", {"model": "chat"}, "messages"),
+        (
+            "/apply-template",
+            {"model": "chat", "messages": [{"role": "robot", "content": "a"}]},
+            "messages[0]",
+        ),
+        (
+            "/apply-template",
+            {"model": "chat", "messages": [{"role": "user", "content": "a"}], "chat_template": "{% if %}"},
+            "chat_template cannot be read",
+        ),
+        (
+            "/apply-template",
+            {
+                "model": "chat",
+                "messages": [{"role": "user", "content": "a"}],
+                "chat_template": "{{ raise_exception('no users here') }}",
+            },
+            "no users here",
+        ),
     ],
 )
 def test_what_cannot_be_served_is_a_400_that_says_why(server, path, body, words):
@@ -209,3 +229,30 @@ def test_t_max_predict_ms_ends_the_reply_as_it_is(server):
     assert data["stop_type"] == "limit" and data["tokens_predicted"] < 1000
     whole = _post(server, "/completion", **body).json()  # no limit: to the end of the context
     assert whole["tokens_predicted"] > 1000
+
+
+def test_apply_template_gives_the_prompt_the_model_reads_and_generates_nothing(server):
+    """The prompt of a chat request, as a reply to it would be generated after (its own template
+    where it sends one, the final assistant message written after the generation prompt)."""
+
+    def predicted() -> str:
+        text = httpx.get(server.url + "/metrics", timeout=30).text
+        (line,) = [x for x in text.splitlines() if x.startswith("llamacpp:tokens_predicted_total ")]
+        return line
+
+    before = predicted()
+    chat = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi <b>"}]
+    r = _post(server, "/apply-template", model="chat", messages=chat)
+    assert r.status_code == 200, r.text
+    assert r.json() == {
+        "prompt": "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi <b><|im_end|>\n"
+        "<|im_start|>assistant\n"
+    }
+    started = _post(
+        server, "/apply-template", model="chat", messages=[*chat, {"role": "assistant", "content": "Su"}]
+    )
+    assert started.json()["prompt"] == r.json()["prompt"] + "Su"
+    own = "{% for m in messages %}[{{ m.role }}] {{ m.content }}\n{% endfor %}>"
+    mine = _post(server, "/apply-template", model="chat", messages=chat, chat_template=own).json()
+    assert mine == {"prompt": "[system] Be brief.\n[user] Hi <b>\n>"}
+    assert predicted() == before

@@ -68,10 +68,10 @@ def test_llama_server_call_runs_locally_in_each_mode(llama_server, parser):
     assert [m.role for m in session.messages] == ["user", "assistant", "tool", "assistant"]
 
 
-def _server_render(srv, messages, tools=None):
+def _server_render(srv, messages, tools=None, **extra):
     import httpx
 
-    body = {"messages": messages, **({"tools": tools} if tools else {})}
+    body = {"messages": messages, **({"tools": tools} if tools else {}), **extra}
     return httpx.post(srv.url + "/apply-template", json=body, timeout=30).json()["prompt"]
 
 
@@ -118,3 +118,39 @@ def test_smollm2_on_llama_server_says_the_same_through_callisto_parsing(smollm2_
     # Greedy, one prompt: the server's own chat path and Callisto parsing say the same.
     assert "".join(e.text for e in api_events if isinstance(e, TextEvent)) == text
     assert api_events[-1].prompt_tokens == done.prompt_tokens
+
+
+def test_callisto_serves_the_prompt_llama_server_serves_at_apply_template(llama_server, callisto_server):
+    """``/apply-template`` on Callisto's server answers as llama-server's, byte for byte, on the
+    same GGUF: the question with tools, a call and its result, a system prompt, and a final
+    assistant message (the reply's start)."""
+    from tests.server.conftest import ONE_CALL, call_text
+
+    registry, _dispatcher, _ran = make_tools()
+    tools = registry.openai_tools()
+    question = [{"role": "user", "content": "What is the weather in Oslo?"}]
+    call = {
+        "id": "call_1",
+        "type": "function",
+        "function": {"name": "get_weather", "arguments": '{"city": "Oslo"}'},
+    }
+    answered = [
+        *question,
+        {"role": "assistant", "content": "", "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "call_1", "content": "Sunny, 21 C in Oslo"},
+    ]
+    bodies = [
+        ({"messages": question}, None),
+        ({"messages": question, "tools": tools}, None),
+        ({"messages": answered, "tools": tools}, None),
+        ({"messages": [{"role": "system", "content": "Be brief."}, *question]}, None),
+        ({"messages": [*question, {"role": "assistant", "content": "Let me see"}]}, "Let me see"),
+    ]
+    for body, ends in bodies:
+        ours = _server_render(callisto_server, body["messages"], body.get("tools"), model="loop-hermes")
+        assert ours == _server_render(llama_server, body["messages"], body.get("tools")), body
+        if ends is not None:
+            assert ours.endswith(ends)
+    assert call_text("hermes", ONE_CALL).strip() in _server_render(
+        callisto_server, answered, tools, model="loop-hermes"
+    )
