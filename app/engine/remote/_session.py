@@ -478,13 +478,19 @@ class RemoteChatSession:
     def continues_in_place(self) -> bool:
         """Whether :meth:`continue_reply` can go on from the reply that ends the conversation in
         that same message: the reply has no calls to run, and the endpoint reads the cut text as
-        the start of its reply (see the module docstring). A session that has not replied yet
-        (a conversation opened again) does not know its endpoint's mode: False."""
+        the start of its reply (see the module docstring). Before its first reply (a conversation
+        opened again) a session knows that much without asking its endpoint: an Anthropic or
+        Ollama endpoint goes on in either mode, an OpenAI-compatible one with Callisto parsing."""
         if not self.messages or self.messages[-1].role != "assistant" or self.messages[-1].tool_calls:
             return False
-        if self.parser == "callisto":
+        parser = self.parser
+        if parser is None:  # not resolved yet: no question to the endpoint from here (the UI asks)
+            if self.parser_choice == "callisto":
+                return True
+            parser = "api" if self.provider.kind in ("anthropic", "ollama") else None
+        if parser == "callisto":
             return True
-        if self.parser != "api" or any(c.reason == "truncated" for c in self.messages[-1].incomplete_calls):
+        if parser != "api" or any(c.reason == "truncated" for c in self.messages[-1].incomplete_calls):
             return False  # (a call the API was writing is JSON, not text to go on from)
         if self.provider.kind in ("anthropic", "ollama"):
             return True
@@ -507,6 +513,10 @@ class RemoteChatSession:
         the endpoint cannot go on from one (:meth:`continues_in_place`)."""
         from app.engine.thinking import parse_thinking
 
+        try:
+            self._resolve()  # (a conversation opened again: its mode is learnt here, on the engine's thread)
+        except RemoteError as exc:
+            raise ValueError(str(exc)) from exc
         if not self.continues_in_place():
             raise ValueError(
                 f"{self._engine()} cannot go on from a reply in place: ask for the rest in a message"
@@ -587,6 +597,8 @@ class RemoteChatSession:
             if self._options.get("response_format") is not None and self.provider.kind == "anthropic":
                 raise ValueError("a response format needs an OpenAI or Ollama endpoint")
         except (RemoteError, ValueError) as exc:
+            if continues is not None:
+                continues.join(self.messages, len(self.messages))  # the cut reply stays as it was
             yield self.finish_turn(DoneEvent(finish_reason="error", error=str(exc), rounds=0))
             return
         yield from self._notices_pending

@@ -242,3 +242,48 @@ def test_white_space_the_anthropic_api_was_sent_without_is_not_shown_twice():
     assert rest(["\n", "\nNext", " line"], "\n\n") == "Next line"
     assert rest(["friend."], " ") == "friend."  # not written again: nothing dropped
     assert rest(["\n", "x\n\n"], "\n\n") == "x\n\n"  # only the start; later white space is the reply's
+
+
+@pytest.mark.parametrize(
+    ("kind", "mode", "in_place"),
+    [
+        ("anthropic", "api", True),
+        ("ollama", "api", True),
+        ("openai", "callisto", True),
+        ("openai", "api", False),
+    ],
+)
+def test_a_conversation_opened_again_knows_without_asking_and_goes_on(server, kind, mode, in_place):
+    """A session made for a saved conversation has not replied yet: whether it continues in place
+    is known without a request (the window asks on its own thread), and Continue then learns the
+    endpoint's mode on the engine's thread."""
+    from app.engine.messages import Message
+
+    cut = [Message(role="user", content="Hi"), Message(role="assistant", content="Hello there ")]
+    session = RemoteChatSession(
+        Provider(server.url, kind=kind, mode=mode), "words", messages=list(cut), max_tokens=10
+    )
+    assert session.parser is None and session.continues_in_place() is in_place
+    if not in_place:
+        return
+    done = _done(list(session.continue_reply()))
+    assert done.finish_reason == "stop", done
+    assert [m.content for m in session.messages] == ["Hi", WHOLE]
+
+
+def test_an_endpoint_that_cannot_be_reached_keeps_the_cut_reply():
+    import socket
+
+    from app.engine.messages import Message
+
+    with socket.socket() as s:  # a port no one listens on
+        s.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{s.getsockname()[1]}"
+    cut = [Message(role="user", content="Hi"), Message(role="assistant", content="Hello there ")]
+    session = RemoteChatSession(
+        Provider(url, kind="openai", mode="callisto", max_retries=0), "words", messages=list(cut)
+    )
+    assert session.continues_in_place()
+    with pytest.raises(ValueError):
+        session.continue_reply()
+    assert session.messages == cut
