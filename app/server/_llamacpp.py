@@ -414,7 +414,11 @@ async def apply_template(request: Request):
     tool_format = state.config.tool_format
 
     def run(model: Any) -> str:
+        from app.engine.vision import ImagePrompt
+
         turn = render_turn(model, req, tool_format)
+        if isinstance(turn.text, ImagePrompt):
+            model.tokenize(turn.text)  # no projector, or an image it cannot read: the chat request's 400
         prompt = str(turn.text) + (turn.prefill or "")
         bos = model.bos_token
         if bos and prompt.startswith(bos) and model.tokenize(""):

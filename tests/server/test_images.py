@@ -550,3 +550,23 @@ def test_line_wrapped_base64_is_read(server):
         return r.json()["prompt_eval_count"]
 
     assert prompt_tokens([wrapped]) == prompt_tokens([]) + N_IMAGE_TOKENS
+
+
+@needs_mtmd
+def test_apply_template_writes_an_image_as_llama_server_does_and_refuses_one_it_cannot_read(server):
+    """``/apply-template``: an image is ``<__media__>`` in the prompt; a model without a projector,
+    or an image that cannot be read, is the 400 a chat request gets."""
+    import httpx
+
+    def apply(model: str, url: str = PNG_URL) -> httpx.Response:
+        body = {"model": model, "messages": openai_user("What is it?", url)}
+        return httpx.post(server.url + "/apply-template", json=body, timeout=120)
+
+    r = apply(VISION)
+    assert r.status_code == 200, r.text
+    assert "<__media__>" in r.json()["prompt"] and "What is it?" in r.json()["prompt"]
+    r = apply(PLAIN)
+    assert r.status_code == 400 and r.json()["error"]["code"] == "model_has_no_projector"
+    _says_no_projector(r.json()["error"]["message"])
+    r = apply(VISION, f"data:image/png;base64,{BAD_B64}")
+    assert r.status_code == 400, r.text
