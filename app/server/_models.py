@@ -87,6 +87,7 @@ def _unique_ids(entries: Iterable[ModelEntry]) -> list[ModelEntry]:
     return out
 
 
+_LATEST = ":latest"
 _HF = re.compile(
     r"^(?:https?://)?(?:hf\.co|huggingface\.co)/(?P<repo>[^/:\s]+/[^/:\s]+)(?::(?P<tag>[^/\s]+))?$", re.I
 )
@@ -206,8 +207,22 @@ class ModelCatalog:
         entries = self.entries()
         return entries[0] if entries else None
 
+    def _find(self, entries: list[ModelEntry], name: str) -> ModelEntry | None:
+        """The entry ``name`` is the id, file name, path or pulled name of (ids and file names
+        also without regard to case), or None."""
+        aliased = self._aliases.get(name)
+        for e in entries:
+            if name in (e.id, e.path.name, str(e.path)) or e.path == aliased:
+                return e
+        lowered = name.lower()
+        for e in entries:
+            if lowered in (e.id.lower(), e.path.name.lower()):
+                return e
+        return None
+
     def resolve(self, name: str | None, loaded: ModelEntry | None = None) -> ModelEntry:
-        """The entry ``name`` names; no name: the loaded model, else the first one offered."""
+        """The entry ``name`` names (Ollama's default tag ``:latest`` may follow it); no name: the
+        loaded model, else the first one offered."""
         if not name:
             entry = loaded or self.default()
             if entry is None:
@@ -220,17 +235,17 @@ class ModelCatalog:
             return entry
         for refresh in (False, True):
             entries = self.entries(refresh=refresh)
-            aliased = self._aliases.get(name)
-            for e in entries:
-                if name in (e.id, e.path.name, str(e.path)) or e.path == aliased:
-                    return e
-            lowered = name.lower()
-            for e in entries:
-                if lowered in (e.id.lower(), e.path.name.lower()):
-                    return e
+            found = self._find(entries, name)
+            if found is not None:
+                return found
             pulled = _pulled(entries, name)
             if pulled is not None:
                 return pulled
+            if name.lower().endswith(_LATEST) and len(name) > len(_LATEST):
+                # Ollama's default tag: its clients name a model "llama3.2:latest" as "llama3.2"
+                untagged = self._find(entries, name[: -len(_LATEST)])
+                if untagged is not None:
+                    return untagged
         names = ", ".join(e.id for e in self.entries()) or "none"
         raise ApiError(
             404,

@@ -374,7 +374,8 @@ def test_ollama_calls_stream_alike(ollama_client, key, expected):
 def test_ollama_loop_and_model_listing(ollama_client):
     first = ollama_client.chat(model="loop-hermes", messages=USER, tools=OLLAMA_TOOLS, stream=False)
     msgs = [*USER, first.message, {"role": "tool", "content": "sunny", "tool_name": "get_weather"}]
-    second = ollama_client.chat(model="loop-hermes", messages=msgs, tools=OLLAMA_TOOLS, stream=False)
+    # (Ollama's default tag, as its clients may name a model)
+    second = ollama_client.chat(model="loop-hermes:latest", messages=msgs, tools=OLLAMA_TOOLS, stream=False)
     assert second.message.content == ANSWER and not second.message.tool_calls
     names = [m.model for m in ollama_client.list().models]
     assert "loop-hermes" in names

@@ -215,3 +215,26 @@ def test_a_model_pulled_in_an_earlier_run_is_found_by_its_hugging_face_name(tmp_
         catalog.resolve(f"hf.co/{REPO}:Q2_K")
     assert hf_name("hf.co/a/b") == ("a/b", None) and hf_name("hf.co/a/b:latest") == ("a/b", None)
     assert hf_name("llama3.2") is None and hf_name("hf.co/a") is None
+
+
+def test_ollamas_default_tag_names_the_model_it_follows(tmp_path):
+    """Ollama's clients name "llama3.2" as "llama3.2:latest" too; a name that is the file's own
+    comes first, and an unknown one is a 404 that names it as it was sent."""
+    from app.server._errors import ApiError
+    from app.server._models import ModelCatalog
+
+    plain = tmp_path / "Tiny-Chat.gguf"
+    plain.write_bytes(_gguf(tmp_path, "a.gguf", 1))
+    tagged = tmp_path / "other:latest.gguf"
+    tagged.write_bytes(_gguf(tmp_path, "b.gguf", 2))
+    other = tmp_path / "other.gguf"
+    other.write_bytes(_gguf(tmp_path, "c.gguf", 3))
+    catalog = ModelCatalog([plain, tagged, other], use_library=False)
+    assert catalog.resolve("Tiny-Chat:latest").path == plain.resolve()
+    assert catalog.resolve("tiny-chat:LATEST").path == plain.resolve()
+    assert catalog.resolve("other:latest").path == tagged.resolve()  # its own name first
+    assert catalog.resolve("other").path == other.resolve()
+    for name in ("nothing:latest", ":latest"):
+        with pytest.raises(ApiError) as err:
+            catalog.resolve(name)
+        assert err.value.status == 404 and name in str(err.value)
