@@ -10,6 +10,7 @@ servers on free loopback ports, tiny scripted GGUFs, real engine processes."""
 from __future__ import annotations
 
 import math
+import os
 import re
 import sys
 import threading
@@ -367,6 +368,16 @@ def test_ollama_ps_lists_the_loaded_models_and_when_each_is_unloaded(server, mod
     shown = client.show("loop-hermes")
     assert listed.details == running.details == shown.details
     assert listed.modified_at == shown.modified_at  # the file's time in both, not the time of asking
+    # one ID for this version of the file (`ollama list` shows its first 12 characters), another
+    # model's differs, and a changed file gets a new one
+    assert len(listed.digest) == 64 and listed.digest == running.digest
+    others = {m.model: m.digest for m in client.list().models}
+    assert len(set(others.values())) == len(others)
+    stat = models["loop-hermes"].stat()
+    os.utime(models["loop-hermes"], ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))
+    (again,) = [m for m in client.list().models if m.model == "loop-hermes"]
+    assert again.digest != listed.digest
+    os.utime(models["loop-hermes"], ns=(stat.st_atime_ns, stat.st_mtime_ns))
 
     assert client.chat(model="call-mistral", messages=USER, keep_alive=-1, options={"num_predict": 4}).done
     kept, first = client.ps().models
