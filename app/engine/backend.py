@@ -65,6 +65,11 @@ class ModelBackend(Protocol):
     lock: Any
     #: every token passed to llama.cpp's decode since load (prompt and generated)
     total_eval: int
+    #: ``llama_decode`` calls since load, and the generations they held, summed: one a decode on a
+    #: one-slot model; a scheduler's step holds every busy slot (``/metrics``' ``n_decode_total``
+    #: and ``n_busy_slots_per_decode``)
+    decode_calls: int
+    busy_slots_total: int
 
     @property
     def isolated(self) -> bool:

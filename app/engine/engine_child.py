@@ -18,7 +18,7 @@ Requests and replies are tuples (see ``engine_process``):
 * ``("run", rid, gid)`` -> ``("piece", rid, text)``\\* (``("piece", rid, text, logprobs)`` for a
   generation that asked for log probabilities: those of the tokens kept since the last piece),
   ``("progress", rid, done, total)``\\*,
-  then ``("end", rid, ok, (GenerationResult, total_eval) | error)``; after each piece the app
+  then ``("end", rid, ok, (GenerationResult, total_eval, decode_calls, busy_slots_total) | error)``; after each piece the app
   sends ``("next", rid, gid)``: the child decodes the next token meanwhile but keeps it only
   once that arrives (a cancel instead drops it);
 * ``("cancel", rid, gid)`` stops the running generation ``gid``; ``("close",)`` exits.
@@ -245,7 +245,15 @@ class _Child:
                 raise
             self.send(("end", rid, False, portable(exc)))
         else:
-            self.send(("end", rid, True, (gen.result, self.model.total_eval)))
+            backend = self.model.backend
+            self.send(
+                (
+                    "end",
+                    rid,
+                    True,
+                    (gen.result, backend.total_eval, backend.decode_calls, backend.busy_slots_total),
+                )
+            )
         finally:
             self.running = None
             self.cancelled.discard(gid)

@@ -691,6 +691,9 @@ class ProcessBackend:
         self.engine: EngineProcess | None = engine
         self.lock = threading.RLock()
         self.total_eval = 0
+        # the engine's decodes and the generations they held, as its last generation's end said
+        self.decode_calls = 0
+        self.busy_slots_total = 0
         self.eog_ids = frozenset(info["eog_ids"])
         #: the engine's slots: above 1, generations stream at the same time, batched in the child
         self.parallel = int(info.get("parallel", 1))
@@ -862,11 +865,14 @@ class ProcessBackend:
         _, _, ok, value = msg
         if not ok:
             raise value
-        result, total_eval = value
+        result, total_eval, decode_calls, busy_slots_total = value
         gen.result = result
         if result.logprobs is not None:
             gen.token_logprobs[:] = result.logprobs  # with those of a last piece held back, if any
         self.total_eval = total_eval
+        # (the largest: ends of batched generations may be read out of order)
+        self.decode_calls = max(self.decode_calls, decode_calls)
+        self.busy_slots_total = max(self.busy_slots_total, busy_slots_total)
         gen.model.last_prompt_eval = result.prompt_tokens_evaluated
 
     def _drain(

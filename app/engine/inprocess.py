@@ -137,6 +137,8 @@ class InProcessBackend:
         self.add_bos = meta.add_bos_token
         self.lock = threading.RLock()
         self.total_eval = 0
+        self.decode_calls = 0  # (a scheduler in an engine process adds its batched steps here too)
+        self.busy_slots_total = 0
         #: ident of the thread that loaded the model: run llama.cpp on it (see the module docstring)
         self.owner_thread = threading.get_ident()
         self.n_vocab = int(llm.n_vocab())
@@ -262,14 +264,22 @@ class InProcessBackend:
         return backend
 
     def _count_evals(self) -> None:
-        """Count the tokens llama.cpp decodes, so callers (and tests) can see KV reuse."""
+        """Count the tokens llama.cpp decodes, so callers (and tests) can see KV reuse, and its
+        decodes (``Llama.eval`` decodes ``n_batch`` tokens at a time)."""
         original = self.llm.eval
+        n_batch = max(1, int(getattr(self.llm, "n_batch", 0) or 0))
 
         def counting_eval(tokens: Any) -> Any:
             self.total_eval += len(tokens)
+            self.decoded(-(-len(tokens) // n_batch))
             return original(tokens)
 
         self.llm.eval = counting_eval
+
+    def decoded(self, calls: int = 1, slots: int = 1) -> None:
+        """Count ``calls`` decodes of llama.cpp, each holding ``slots`` generations."""
+        self.decode_calls += calls
+        self.busy_slots_total += calls * slots
 
     # -- the model's state -------------------------------------------------------------------------
 
@@ -846,6 +856,7 @@ class InProcessBackend:
             ctx.decode(llm._batch)
             self.decode_cost.record(len(batch), time.perf_counter() - t0)
             self.total_eval += len(batch)
+            self.decoded()
             llm.input_ids[p : p + len(batch)] = batch
             out, accepted = verify(pick, drafts, take)
             spec.verified(len(drafts), accepted)
@@ -871,6 +882,8 @@ class InProcessBackend:
 
         done = projector.evaluate(gen.media, keep_last=1, should_stop=should_stop)
         self.total_eval += done.image_tokens  # (its text went through the counting eval)
+        # an image's embeddings are decoded n_batch at a time (counted over them all)
+        self.decoded(-(-done.image_tokens // max(1, int(self.llm.n_batch))))
         return done.n_past >= total - 1
 
     def _score_prompt(self, gen: Generation, deadline: float | None, generates: bool) -> list[Any] | None:
@@ -898,6 +911,7 @@ class InProcessBackend:
             except Exception as exc:  # noqa: BLE001 - llama.cpp's decode failures
                 raise GenerationError(f"llama.cpp failed while reading the prompt: {exc}") from exc
             self.total_eval += len(chunk)
+            self.decoded()
             llm.input_ids[at : at + len(chunk)] = chunk
             llm.n_tokens = at + len(chunk)
             for row in range(min(len(chunk), total - 1 - at)):  # row i predicts the token after it

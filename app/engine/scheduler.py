@@ -84,11 +84,12 @@ _Segment = tuple[int, "_Job", list[tuple[int, int, bool]], int | None]
 @dataclass
 class SchedulerStats:
     """What the scheduler did since it was made: ``decode_calls`` (``llama_decode`` runs),
-    ``max_seqs_in_batch`` (most sequences in one decode), ``batched_steps`` (decodes holding
-    more than one sequence), ``tokens_decoded``; ``draft_tokens`` and ``draft_accepted``: drafted
+    ``busy_slots`` (the sequences they held, summed), ``max_seqs_in_batch`` (most sequences in
+    one decode), ``batched_steps`` (decodes holding more than one sequence), ``tokens_decoded``; ``draft_tokens`` and ``draft_accepted``: drafted
     tokens verified and accepted (speculative decoding)."""
 
     decode_calls: int = 0
+    busy_slots: int = 0
     max_seqs_in_batch: int = 0
     batched_steps: int = 0
     tokens_decoded: int = 0
@@ -403,6 +404,7 @@ class Scheduler:
                 if seg.kind == "image":
                     projector.eval_image(seg, self._ctx.ctx, seg.start, seq_id=slot.seq, n_batch=self.n_batch)
                     self.backend.total_eval += seg.n_tokens
+                    self.backend.decoded(-(-seg.n_tokens // self.n_batch))
                     job.evaluated += seg.n_tokens
                 else:
                     lo = max(keep, seg.start)
@@ -417,8 +419,10 @@ class Scheduler:
                                 f"llama.cpp failed while reading the prompt: llama_decode returned {rc}"
                             )
                         self.stats.decode_calls += 1
+                        self.stats.busy_slots += 1
                         self.stats.tokens_decoded += len(ids)
                         self.backend.total_eval += len(ids)
+                        self.backend.decoded()
                         job.evaluated += len(ids)
                 slot.cached = list(job.gen.prompt_tokens[: seg.end])
             return end
@@ -585,11 +589,13 @@ class Scheduler:
         if len(seqs) == 1 and not read:  # one slot's next token (and drafts) alone
             self.decode_cost.record(n, time.perf_counter() - t0)
         self.stats.decode_calls += 1
+        self.stats.busy_slots += len(seqs)
         self.stats.tokens_decoded += n
         self.stats.max_seqs_in_batch = max(self.stats.max_seqs_in_batch, len(seqs))
         if len(seqs) > 1:
             self.stats.batched_steps += 1
         self.backend.total_eval += n
+        self.backend.decoded(1, len(seqs))
         if rc != 0:
             err = GenerationError(f"llama.cpp failed while generating: llama_decode returned {rc}")
             for job in {id(job): job for _seq, job, _rows, _at in segments}.values():
@@ -739,7 +745,15 @@ class Scheduler:
             prompt_logprobs=job.scored,
         )
         self.model.last_prompt_eval = result.prompt_tokens_evaluated
-        self.send(("end", job.rid, True, (result, self.backend.total_eval)))
+        backend = self.backend
+        self.send(
+            (
+                "end",
+                job.rid,
+                True,
+                (result, backend.total_eval, backend.decode_calls, backend.busy_slots_total),
+            )
+        )
 
 
 class _SamplerShim:

@@ -597,6 +597,7 @@ class Turn:
         tool_format = self.state.config.tool_format
 
         def run(model: Any) -> tuple[str, Any]:
+            self.state.metrics.saw(model.backend)
             try:
                 end = run_turn(model, req, self._emit, self.cancel, tool_format=tool_format, used_ids=used)
             finally:

@@ -9,9 +9,11 @@ longest sequence (``n_tokens_max``), and the drafted tokens verified and accepte
 (``spec_decode_num_draft_tokens_total``, ``..._accepted_tokens_total``). The gauges: the average
 prompt and generation rates since the start (llama-server's since its last scrape), and
 ``requests_processing`` / ``requests_deferred``: the engine's jobs running and queued now (the
-window's too, as they share the engine). llama-server's ``n_decode_total`` and
-``n_busy_slots_per_decode`` are not given: they are counted per model, in its engine process.
-llama-server serves these with ``--metrics``; Callisto always does (a loopback server's counts
+window's too, as they share the engine). ``n_decode_total`` and ``n_busy_slots_per_decode`` are
+the engines' own: the ``llama_decode`` calls of every model this server generated with (each
+engine process counts its own, the window's turns on it included, and says its counts as each
+generation ends), and how many generations a decode held on average (above 1 where a model's
+slots batch requests into one decode). llama-server serves these with ``--metrics``; Callisto always does (a loopback server's counts
 say nothing a request could not).
 
 ``/slots`` shows a model's slots as llama-server does (``?model=``; else the model loaded last,
@@ -42,6 +44,8 @@ _LINES = (
     ("tokens_predicted_total", "counter", "Number of generation tokens processed"),
     ("tokens_predicted_seconds_total", "counter", "Total time spent generating tokens"),
     ("n_tokens_max", "counter", "Largest observed sequence length (prompt + generation)"),
+    ("n_decode_total", "counter", "Total number of llama_decode() calls"),
+    ("n_busy_slots_per_decode", "counter", "Average number of busy slots per llama_decode() call"),
     ("spec_decode_num_draft_tokens_total", "counter", "Speculative: Total draft tokens generated"),
     (
         "spec_decode_num_accepted_tokens_total",
@@ -68,6 +72,14 @@ class ServerMetrics:
         self.tokens_max = 0
         self.draft_tokens = 0
         self.draft_accepted = 0
+        #: the backends of the models this server generated with, by id (a model unloaded keeps
+        #: its backend's last counts: each engine's decodes are counted once, for its whole life)
+        self._backends: dict[int, Any] = {}
+
+    def saw(self, backend: Any) -> None:
+        """A server job runs on ``backend``'s model: its decodes count from now on."""
+        with self._lock:
+            self._backends.setdefault(id(backend), backend)
 
     def record(self, end: TurnEnd) -> None:
         """Count one reply that ended (how it ended: its usage and times)."""
@@ -85,6 +97,8 @@ class ServerMetrics:
     def values(self, *, processing: int, deferred: int) -> dict[str, float]:
         """Every line's value, by name (``processing``, ``deferred``: the engine's jobs now)."""
         with self._lock:
+            decodes = sum(int(getattr(b, "decode_calls", 0) or 0) for b in self._backends.values())
+            busy = sum(int(getattr(b, "busy_slots_total", 0) or 0) for b in self._backends.values())
             return {
                 "prompt_tokens_total": self.prompt_tokens,
                 "prompt_tokens_cached_total": self.cached_tokens,
@@ -92,6 +106,8 @@ class ServerMetrics:
                 "tokens_predicted_total": self.predicted_tokens,
                 "tokens_predicted_seconds_total": self.predicted_s,
                 "n_tokens_max": self.tokens_max,
+                "n_decode_total": decodes,
+                "n_busy_slots_per_decode": busy / decodes if decodes else 0.0,
                 "spec_decode_num_draft_tokens_total": self.draft_tokens,
                 "spec_decode_num_accepted_tokens_total": self.draft_accepted,
                 "prompt_tokens_seconds": self.prompt_tokens / self.prompt_s if self.prompt_s > 0 else 0.0,

@@ -18,6 +18,7 @@ from tests.support.slot_server import until
 openai = pytest.importorskip("openai")
 
 FORCED = 'root ::= "abcdefghijklmnopqrstuvwxyz abcdefghijklmnopqrstuvwxyz"'  # it surely writes
+LONG = 'root ::= "' + "abcdefghij " * 40 + '"'  # a long reply: two of them surely run together
 _SAMPLE = re.compile(r"^(llamacpp:[a-z_]+) (\S+)$")
 
 
@@ -61,6 +62,8 @@ def test_metrics_count_every_reply_as_its_usage_says(serve, model_path):
         "tokens_predicted_total",
         "tokens_predicted_seconds_total",
         "n_tokens_max",
+        "n_decode_total",
+        "n_busy_slots_per_decode",
         "spec_decode_num_draft_tokens_total",
         "spec_decode_num_accepted_tokens_total",
         "prompt_tokens_seconds",
@@ -89,6 +92,58 @@ def test_metrics_count_every_reply_as_its_usage_says(serve, model_path):
     assert after["prompt_seconds_total"] > 0 and after["tokens_predicted_seconds_total"] > 0
     assert after["prompt_tokens_seconds"] > 0 and after["predicted_tokens_seconds"] > 0
     assert after["requests_processing"] == 0 and after["requests_deferred"] == 0
+    # every llama_decode of the engine, as its scheduler counted them; one reply at a time: one a decode
+    stats = server.host.model(model_path).backend.scheduler_stats()
+    assert after["n_decode_total"] == stats["decode_calls"] >= len(usages)
+    assert after["n_busy_slots_per_decode"] == 1.0
+
+
+def test_decodes_that_batch_requests_hold_more_than_one_slot_each(serve, model_path):
+    """llama-server's batching gauge: requests that run together share decodes, so a decode holds
+    more than one of them on average; a one-slot engine's decodes each hold one."""
+    import threading
+
+    from tests.support.host_hold import hold
+
+    server = serve(2)
+    client = openai.OpenAI(base_url=server.url + "/v1", api_key="none", max_retries=0, timeout=120)
+    model = model_path.stem
+    replies: list[int] = []
+
+    def ask(prompt: str) -> None:
+        r = client.chat.completions.create(
+            model=model,
+            messages=[{"role": "user", "content": prompt}],
+            max_tokens=600,
+            extra_body={"grammar": LONG},
+        )
+        replies.append(r.usage.completion_tokens)
+
+    release = hold(server.host)  # both wait together, then start together
+    threads = [threading.Thread(target=ask, args=(p,), daemon=True) for p in ("hello there", "a b c")]
+    for t in threads:
+        t.start()
+    assert until(lambda: server.host.pending == 2)
+    release.set()
+    for t in threads:
+        t.join(120)
+    assert len(replies) == 2 and all(replies)
+    after = _metrics(server)
+    stats = server.host.model(model_path).backend.scheduler_stats()
+    assert stats["max_seqs_in_batch"] == 2 and after["n_decode_total"] == stats["decode_calls"]
+    shared = stats["busy_slots"] / stats["decode_calls"]  # (the exposition writes 6 digits)
+    assert after["n_busy_slots_per_decode"] == pytest.approx(shared, rel=1e-5) and shared > 1.0
+
+    one = serve(1)  # no scheduler: the engine's own decodes, one generation each
+    one_client = openai.OpenAI(base_url=one.url + "/v1", api_key="none", max_retries=0, timeout=120)
+    one_client.chat.completions.create(
+        model=model,
+        messages=[{"role": "user", "content": "hi"}],
+        max_tokens=8,
+        extra_body={"grammar": FORCED},
+    )
+    counted = _metrics(one)
+    assert counted["n_decode_total"] >= 2 and counted["n_busy_slots_per_decode"] == 1.0
 
 
 def test_slots_show_each_slot_and_a_busy_ones_request(serve, model_path):
