@@ -72,14 +72,26 @@ class ServerMetrics:
         self.tokens_max = 0
         self.draft_tokens = 0
         self.draft_accepted = 0
-        #: the backends of the models this server generated with, by id (a model unloaded keeps
-        #: its backend's last counts: each engine's decodes are counted once, for its whole life)
+        #: the backends of the loaded models this server generated with, by id; a closed one's
+        #: last counts (final: its engine is gone) move to ``_retired`` (decodes, busy slots)
         self._backends: dict[int, Any] = {}
+        self._retired = (0, 0)
 
     def saw(self, backend: Any) -> None:
         """A server job runs on ``backend``'s model: its decodes count from now on."""
         with self._lock:
+            self._fold()
             self._backends.setdefault(id(backend), backend)
+
+    def _fold(self) -> None:
+        """Keep only the counts of the closed backends (under the lock)."""
+        decodes, busy = self._retired
+        for key, b in list(self._backends.items()):
+            if getattr(b, "closed", False):
+                decodes += int(getattr(b, "decode_calls", 0) or 0)
+                busy += int(getattr(b, "busy_slots_total", 0) or 0)
+                del self._backends[key]
+        self._retired = (decodes, busy)
 
     def record(self, end: TurnEnd) -> None:
         """Count one reply that ended (how it ended: its usage and times)."""
@@ -97,8 +109,9 @@ class ServerMetrics:
     def values(self, *, processing: int, deferred: int) -> dict[str, float]:
         """Every line's value, by name (``processing``, ``deferred``: the engine's jobs now)."""
         with self._lock:
-            decodes = sum(int(getattr(b, "decode_calls", 0) or 0) for b in self._backends.values())
-            busy = sum(int(getattr(b, "busy_slots_total", 0) or 0) for b in self._backends.values())
+            self._fold()
+            decodes = self._retired[0] + sum(int(b.decode_calls or 0) for b in self._backends.values())
+            busy = self._retired[1] + sum(int(b.busy_slots_total or 0) for b in self._backends.values())
             return {
                 "prompt_tokens_total": self.prompt_tokens,
                 "prompt_tokens_cached_total": self.cached_tokens,

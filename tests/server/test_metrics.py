@@ -96,6 +96,14 @@ def test_metrics_count_every_reply_as_its_usage_says(serve, model_path):
     stats = server.host.model(model_path).backend.scheduler_stats()
     assert after["n_decode_total"] == stats["decode_calls"] >= len(usages)
     assert after["n_busy_slots_per_decode"] == 1.0
+    # a model unloaded keeps its counts (its engine's decodes happened), and is let go
+    assert server.host.unload(model_path)
+    assert until(lambda: server.host.model(model_path) is None)
+    unloaded = _metrics(server)
+    assert (
+        unloaded["n_decode_total"] == after["n_decode_total"] and unloaded["n_busy_slots_per_decode"] == 1.0
+    )
+    assert server.state.metrics._backends == {}
 
 
 def test_decodes_that_batch_requests_hold_more_than_one_slot_each(serve, model_path):
