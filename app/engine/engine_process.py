@@ -697,6 +697,8 @@ class ProcessBackend:
         self.eog_ids = frozenset(info["eog_ids"])
         #: the engine's slots: above 1, generations stream at the same time, batched in the child
         self.parallel = int(info.get("parallel", 1))
+        #: whether its generations draft tokens (``InProcessBackend.drafts``)
+        self.drafts = bool(info.get("drafts", False))
 
     @classmethod
     def start(cls, model_name: str, load_args: dict[str, Any]) -> tuple[ProcessBackend, dict[str, Any]]:

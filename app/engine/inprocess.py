@@ -183,7 +183,13 @@ class InProcessBackend:
             "fim_ids": self.fim_ids,
             "fim_repo_ids": self.fim_repo_ids,
             "generates": self.generates,
+            "drafts": self.drafts,
         }
+
+    @property
+    def drafts(self) -> bool:
+        """Whether its generations draft tokens (n-gram lookup, or a draft model)."""
+        return bool(self.can_draft and (self.ngram_draft or self.draft is not None))
 
     @classmethod
     def load(

@@ -1,6 +1,6 @@
 """Load options over the API: ``POST /v1/models/load`` loads a model with the context, KV cache,
-flash attention, slots, GPU layers and chat template a client asks for (the server's settings fill
-in the rest), and ``POST /v1/models/unload`` unloads one. LM Studio's clients find them at
+flash attention, slots, GPU layers, n-gram drafting and chat template a client asks for (the
+server's settings fill in the rest), and ``POST /v1/models/unload`` unloads one. LM Studio's clients find them at
 ``/api/v1/models/load`` and ``/api/v1/models/unload`` too (its field names: ``context_length``,
 ``flash_attention``, ``echo_load_config``; its ``instance_id`` answer).
 
@@ -39,6 +39,7 @@ _FIELDS = (
     "flash_attention",
     "parallel",
     "gpu_layers",
+    "ngram_draft",
     "chat_template",
     "ttl",
     "echo_load_config",
@@ -77,6 +78,8 @@ def _settings(body: dict[str, Any], base: LoadSettings) -> tuple[LoadSettings, b
         changes["parallel"] = parallel
     if (layers := check_int(body.get("gpu_layers"), "gpu_layers", lo=-1)) is not None:
         changes["n_gpu_layers"] = layers
+    if body.get("ngram_draft") is not None:  # speculative decoding by n-gram lookup (serve --ngram-draft)
+        changes["ngram_draft"] = check_bool(body.get("ngram_draft"), "ngram_draft", True)
     if "chat_template" in body:
         # a Jinja template that replaces the model's own for this load (as ``--chat-template-file``
         # and Settings > This model do), compiled first so a broken one loads nothing; "" or null:
@@ -100,6 +103,7 @@ def _config(model: LoadedModel, settings: LoadSettings) -> dict[str, Any]:
         "flash_attention": bool(settings.flash_attn),
         "parallel": int(getattr(model.backend, "parallel", 1) or 1),
         "gpu_layers": int(model.n_gpu_layers),
+        "ngram_draft": bool(settings.ngram_draft),
         # the template it renders with when it is not the model's own (the whole of it: /props too)
         "chat_template": settings.chat_template,
     }

@@ -193,7 +193,7 @@ def slot_states(state: ServerState, entry: Any) -> list[dict[str, Any]]:
         states = read() if read is not None else None
         if states is not None:
             return list(states)
-        drafts = bool(getattr(model.backend, "ngram_draft", False) or getattr(model.backend, "draft", None))
+        drafts = bool(getattr(model.backend, "drafts", False))
     busy = model is not None and host.running_owner is not None and host.current == entry.path
     return [{"id": 0, "n_ctx": card["n_ctx"], "speculative": drafts, "is_processing": busy}] + [
         {"id": i, "n_ctx": card["n_ctx"], "speculative": drafts, "is_processing": False}

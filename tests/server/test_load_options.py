@@ -71,6 +71,7 @@ def test_a_load_with_options_loads_the_model_with_them_and_keeps_it(server):
         "flash_attention": True,
         "parallel": 2,
         "gpu_layers": 0,
+        "ngram_draft": True,  # the server's
         "chat_template": None,  # the model's own
     }
     assert _kv_types_in_log(server, "wide") == {"q8_0"}  # what llama.cpp made, not what we asked
@@ -189,6 +190,7 @@ def test_a_load_ttl_unloads_the_model_once_idle_past_it(server, clock):
         ({"flash_attention": "yes"}, "flash_attention"),
         ({"ttl": -1}, "ttl"),
         ({"chat_template": "{% if %}"}, "chat_template"),
+        ({"ngram_draft": "off"}, "ngram_draft"),
         ({"n_ctx": 4096}, "n_ctx"),  # not a load option: named, with the ones there are
     ],
 )
@@ -236,3 +238,20 @@ def test_ollama_num_ctx_loads_the_model_with_the_context_the_request_needs(serve
         timeout=60,
     )
     assert r.status_code == 400 and "options.num_ctx" in r.text
+
+
+def test_a_load_turns_n_gram_drafting_off_and_on(server):
+    """``ngram_draft``: speculative decoding by n-gram lookup, as ``serve --ngram-draft`` sets it for
+    every model; ``/slots`` says whether the model's slots draft."""
+
+    def speculative() -> set[bool]:
+        states = httpx.get(server.url + "/slots", params={"model": "wide"}, timeout=60).json()
+        return {s["speculative"] for s in states}
+
+    r = _load(server, model="wide", ngram_draft=False)
+    assert r.status_code == 200 and r.json()["load_config"]["ngram_draft"] is False
+    assert speculative() == {False}
+    pid = _engine_pid(server, "wide")
+    r = _load(server, model="wide", ngram_draft=True)
+    assert r.status_code == 200 and r.json()["load_config"]["ngram_draft"] is True
+    assert speculative() == {True} and _engine_pid(server, "wide") != pid
