@@ -55,11 +55,11 @@ def continues_in_place(session: object) -> bool:
     local one can; a remote one where its endpoint reads the cut text as the reply's start
     (``RemoteChatSession.continues_in_place``). Where it cannot, a message asks for the rest."""
     from app.engine.chat import ChatSession
+    from app.engine.remote import RemoteChatSession
 
     if isinstance(session, ChatSession):
         return True
-    can = getattr(session, "continues_in_place", None)
-    return bool(can()) if callable(can) else False
+    return isinstance(session, RemoteChatSession) and session.continues_in_place()
 
 
 def live_source(worker: EngineWorker) -> Callable[[], LiveSnapshot | None]:
