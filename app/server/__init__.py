@@ -16,8 +16,9 @@ Endpoints: ``/v1/chat/completions``, ``/v1/completions``, ``/v1/responses``, ``/
 ``/v1/models`` (OpenAI), ``/v1/messages``, ``/v1/messages/count_tokens`` (Anthropic),
 ``/api/chat``, ``/api/generate``, ``/api/embed``, ``/api/embeddings``, ``/api/tags``, ``/api/show``,
 ``/api/version``, ``/api/ps``, ``/api/pull``, ``/api/delete`` (Ollama), ``/completion``,
-``/infill``, ``/rerank``, ``/tokenize``, ``/detokenize``, ``/apply-template``, ``/props``, ``/slots``, ``/metrics``,
-``/health`` (llama-server),
+``/infill``, ``/rerank`` (``/reranking``), ``/tokenize``, ``/detokenize``, ``/apply-template``,
+``/props``, ``/slots``, ``/metrics``, ``/health`` and the OpenAI paths without ``/v1``
+(llama-server),
 ``/v1/models/load``, ``/v1/models/unload`` (load options; also under ``/api/v1/models/`` for LM
 Studio's clients). Token log probabilities come where each API has them (``_logprobs``). Every
 generation goes through the engine host, behind a bounded queue: a model with slots

@@ -79,6 +79,13 @@ def _routes():
         Route("/rerank", _llamacpp.rerank, methods=["POST"]),
         Route("/v1/rerank", _llamacpp.rerank, methods=["POST"]),  # Jina's and llama-server's
         Route("/v2/rerank", _llamacpp.rerank, methods=["POST"]),  # Cohere's
+        # llama-server's paths without /v1, where a client whose base URL lacks it sends them
+        Route("/chat/completions", _openai.chat_completions, methods=["POST"]),
+        Route("/completions", _openai.completions, methods=["POST"]),
+        Route("/embeddings", _openai.embeddings, methods=["POST"]),
+        Route("/models", _openai.list_models, methods=["GET"]),
+        Route("/reranking", _llamacpp.rerank, methods=["POST"]),
+        Route("/v1/reranking", _llamacpp.rerank, methods=["POST"]),
         Route("/tokenize", _llamacpp.tokenize, methods=["POST"]),
         Route("/detokenize", _llamacpp.detokenize, methods=["POST"]),
         Route("/apply-template", _llamacpp.apply_template, methods=["POST"]),

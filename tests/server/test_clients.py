@@ -270,6 +270,34 @@ def test_openai_retrieves_one_model_and_the_server_says_it_is_healthy(family_ser
     assert r.status_code == 200 and r.json() == {"status": "ok"}
 
 
+def test_a_base_url_without_v1_reaches_the_same_endpoints_as_on_llama_server(family_server, openai_client):
+    """A client set up with the server's address alone sends ``/chat/completions``, ``/models``...;
+    llama-server answers those paths, and so does Callisto, in OpenAI's shapes."""
+    from openai import NotFoundError, OpenAI
+
+    bare = OpenAI(base_url=family_server.url, api_key="unused", max_retries=0, timeout=60)
+    assert [m.id for m in bare.models.list()] == [m.id for m in openai_client.models.list()]
+    ask = {"model": "loop-hermes", "messages": USER, "tools": TOOLS, "temperature": 0}
+
+    def calls(client) -> tuple[str, list[tuple[str, str]]]:
+        choice = client.chat.completions.create(**ask).choices[0]
+        return choice.finish_reason, [
+            (c.function.name, c.function.arguments) for c in choice.message.tool_calls
+        ]
+
+    assert calls(bare) == calls(openai_client) == ("tool_calls", [("get_weather", '{"city": "Oslo"}')])
+    text = bare.completions.create(model="loop-hermes", prompt="hi", max_tokens=3, temperature=0)
+    again = openai_client.completions.create(model="loop-hermes", prompt="hi", max_tokens=3, temperature=0)
+    assert text.choices[0].text == again.choices[0].text and text.usage.completion_tokens > 0
+    with pytest.raises(NotFoundError, match="no-such-model"):
+        bare.chat.completions.create(model="no-such-model", messages=USER)
+    ask_rerank = {"model": "loop-hermes", "query": "hi", "documents": ["a", "b"]}
+    ours, theirs = (
+        httpx.post(family_server.url + p, json=ask_rerank, timeout=60) for p in ("/reranking", "/rerank")
+    )
+    assert ours.status_code != 404 and (ours.status_code, ours.json()) == (theirs.status_code, theirs.json())
+
+
 # -- Anthropic -------------------------------------------------------------------------------------
 
 
