@@ -60,7 +60,8 @@ def _routes():
         Route("/v1/models/load", _load.load, methods=["POST"]),
         Route("/v1/models/unload", _load.unload, methods=["POST"]),
         Route("/v1/models/{model:path}", _openai.get_model, methods=["GET"]),
-        Route("/api/v1/models/load", _load.load, methods=["POST"]),  # LM Studio's
+        Route("/api/v1/models", _load.list_models, methods=["GET"]),  # LM Studio's
+        Route("/api/v1/models/load", _load.load, methods=["POST"]),
         Route("/api/v1/models/unload", _load.unload, methods=["POST"]),
         Route("/v1/messages", _anthropic.messages, methods=["POST"]),
         Route("/v1/messages/count_tokens", _anthropic.count_tokens, methods=["POST"]),

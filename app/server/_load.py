@@ -2,7 +2,9 @@
 flash attention, slots, GPU layers, n-gram drafting and chat template a client asks for (the
 server's settings fill in the rest), and ``POST /v1/models/unload`` unloads one. LM Studio's clients find them at
 ``/api/v1/models/load`` and ``/api/v1/models/unload`` too (its field names: ``context_length``,
-``flash_attention``, ``echo_load_config``; its ``instance_id`` answer).
+``flash_attention``, ``echo_load_config``; its ``instance_id`` answer), and LM Studio's list of
+models at ``GET /api/v1/models``: each model's key, size, architecture, quantization, parameters,
+training context, capabilities (vision, tool use) and its loaded instance with its settings.
 
 A model already loaded with exactly those settings (or, when the body gives none, with any) is
 kept; one loaded otherwise is loaded again with them (as the window's own model is: the window goes on with it). The settings hold for that
@@ -28,7 +30,7 @@ if TYPE_CHECKING:
 
     from app.engine.llm import LoadedModel, LoadSettings
 
-__all__ = ["load", "unload"]
+__all__ = ["list_models", "load", "unload"]
 
 #: LM Studio's load fields that mean nothing to llama.cpp's loads here: taken, and named as ignored
 _IGNORED = ("eval_batch_size", "num_experts", "offload_kv_cache_to_gpu")
@@ -188,3 +190,54 @@ async def unload(request: Request):
         )
     await run_in_threadpool(state.reaper.expire, entry)
     return json_response({"instance_id": entry.id})
+
+
+async def list_models(request: Request):
+    """``GET /api/v1/models``: the models offered, as LM Studio's REST API lists them."""
+    from starlette.concurrency import run_in_threadpool
+
+    state = request.app.state.callisto
+    entries = await run_in_threadpool(state.catalog.entries, refresh=True)
+    return json_response({"models": [_lm_studio_model(state, e) for e in entries]})
+
+
+def _lm_studio_model(state: Any, entry: Any) -> dict[str, Any]:
+    """One model in LM Studio's words (``type`` is "embedding" for a loaded model that writes no
+    text; ``publisher``: the repository's owner for a model downloaded into the library)."""
+    from app.engine.models.metadata import format_parameter_count
+
+    host = state.host
+    model, settings = host.model(entry.path), host.settings_of(entry.path)
+    loaded = []
+    if model is not None and settings is not None:
+        config = _config(model, settings)
+        loaded.append(
+            {
+                "id": entry.id,
+                "config": {
+                    "context_length": config["context_length"],
+                    "parallel": config["parallel"],
+                    "flash_attention": config["flash_attention"],
+                    "kv_cache_type": config["kv_cache_type"],
+                },
+            }
+        )
+    owner, sep, _repo = entry.path.parent.name.partition("__")  # the library's folder: owner__repo
+    bits = round(entry.size * 8 / entry.parameter_count, 2) if entry.parameter_count and entry.size else None
+    return {
+        "type": "embedding" if model is not None and not getattr(model, "generates", True) else "llm",
+        "publisher": owner if sep else "",
+        "key": entry.id,
+        "display_name": entry.id,
+        "architecture": entry.architecture,
+        "quantization": {"name": entry.quantization, "bits_per_weight": bits} if entry.quantization else None,
+        "size_bytes": entry.size,
+        "params_string": format_parameter_count(entry.parameter_count) if entry.parameter_count else None,
+        "loaded_instances": loaded,
+        "max_context_length": entry.context_length or (int(model.n_ctx) if model is not None else None),
+        "format": "gguf",
+        "capabilities": {
+            "vision": state.has_vision(entry),
+            "trained_for_tool_use": entry.tool_format not in (None, "", "none"),
+        },
+    }

@@ -26,6 +26,10 @@ class ModelEntry:
     #: the vision projector a load passes (``LoadSettings.mmproj``): the library's pairing (a path,
     #: or ``"none"``: the user chose none); None: the server's setting (None looks beside the model)
     mmproj: str | None = None
+    #: the context the model was trained for, and the tool-call family its template writes ("none":
+    #: no calls), as its GGUF says; None: unknown
+    context_length: int | None = None
+    tool_format: str | None = None
 
 
 def _entry(path: Path, summaries: dict[tuple[Path, int, int], Any]) -> ModelEntry:
@@ -59,6 +63,8 @@ def _with_summary(entry: ModelEntry, summary: Any) -> ModelEntry:
         quantization=getattr(summary, "quantization", None),
         architecture=getattr(summary, "architecture", None),
         parameter_count=getattr(summary, "parameter_count", None),
+        context_length=getattr(summary, "context_length", None),
+        tool_format=getattr(summary, "tool_format", None),
     )
 
 

@@ -255,3 +255,36 @@ def test_a_load_turns_n_gram_drafting_off_and_on(server):
     r = _load(server, model="wide", ngram_draft=True)
     assert r.status_code == 200 and r.json()["load_config"]["ngram_draft"] is True
     assert speculative() == {True} and _engine_pid(server, "wide") != pid
+
+
+def test_lm_studio_lists_the_models_with_their_loaded_instances(server, models):
+    """``GET /api/v1/models``: LM Studio's list, each model as its GGUF says it, and a loaded one
+    with the settings it was loaded with."""
+    from app.engine.models.metadata import read_metadata
+
+    def listed() -> dict[str, dict]:
+        r = httpx.get(server.url + "/api/v1/models", timeout=60)
+        assert r.status_code == 200, r.text
+        return {m["key"]: m for m in r.json()["models"]}
+
+    before = listed()
+    assert set(before) == {"wide", "loop-hermes", "call-mistral"}
+    hermes = before["loop-hermes"]
+    meta = read_metadata(models["loop-hermes"])
+    assert hermes["type"] == "llm" and hermes["format"] == "gguf" and hermes["loaded_instances"] == []
+    assert hermes["size_bytes"] == models["loop-hermes"].stat().st_size
+    assert hermes["architecture"] == meta.architecture and hermes["max_context_length"] == meta.context_length
+    assert hermes["capabilities"] == {"vision": False, "trained_for_tool_use": True}
+    assert before["wide"]["capabilities"]["trained_for_tool_use"] is False  # plain ChatML: no calls
+    assert hermes["quantization"]["name"] == "F32" and hermes["params_string"]
+
+    assert (
+        _load(server, "/api/v1/models/load", model="wide", context_length=1024, parallel=2).status_code == 200
+    )
+    (instance,) = listed()["wide"]["loaded_instances"]
+    assert instance == {
+        "id": "wide",
+        "config": {"context_length": 1024, "parallel": 2, "flash_attention": True, "kv_cache_type": "f16"},
+    }
+    assert _load(server, "/api/v1/models/unload", instance_id="wide").status_code == 200
+    assert listed()["wide"]["loaded_instances"] == []
