@@ -62,6 +62,8 @@ def _routes():
         Route("/v1/models/{model:path}", _openai.get_model, methods=["GET"]),
         Route("/api/v1/models", _load.list_models, methods=["GET"]),  # LM Studio's
         Route("/api/v1/models/load", _load.load, methods=["POST"]),
+        Route("/api/v1/models/download", _pull.download, methods=["POST"]),
+        Route("/api/v1/models/download/status/{job_id}", _pull.download_status, methods=["GET"]),
         Route("/api/v1/models/unload", _load.unload, methods=["POST"]),
         Route("/v1/messages", _anthropic.messages, methods=["POST"]),
         Route("/v1/messages/count_tokens", _anthropic.count_tokens, methods=["POST"]),
@@ -318,6 +320,7 @@ class ApiServer:
             thread.join(timeout)
         self._server, self._thread = None, None
         self.reaper.stop()
+        self.state.downloads.cancel_all()  # (a part file stays: a later download resumes it)
         if self._sock is not None:
             try:
                 self._sock.close()

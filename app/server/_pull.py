@@ -20,12 +20,20 @@ model; a model already offered is a success at once.
 ``/api/delete`` deletes a model Callisto downloaded (its files, unloading it first); a file the
 user keeps elsewhere (a ``--model`` path, a folder the library reads) is a 403 that says where to
 remove it, and is never touched.
+
+LM Studio's download API is the same pull as a job the client polls: ``POST
+/api/v1/models/download`` (``model``: a Hugging Face link or ``owner/repo``; ``quantization``, as
+a pull's tag) answers once the hub has said which files it takes: ``already_downloaded``, or a
+``job_id`` with ``downloading`` and the size; ``GET /api/v1/models/download/status/{job_id}``
+says how far it got (``downloading``, ``completed`` or ``failed`` with the reason). The download
+goes on without the client and ends with the server; the latest jobs are kept for their status.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import re
 import threading
 import time
 from pathlib import Path
@@ -41,7 +49,7 @@ if TYPE_CHECKING:
 
     from app.server._state import ServerState
 
-__all__ = ["delete", "pull"]
+__all__ = ["DownloadJobs", "delete", "download", "download_status", "pull"]
 
 #: the quants a pull without a tag takes, the first the repository has (Ollama's default first)
 DEFAULT_QUANTS = ("Q4_K_M", "Q4_K_S", "Q5_K_M", "Q4_0", "IQ4_XS", "Q5_K_S", "Q6_K", "Q8_0")
@@ -86,6 +94,8 @@ class _Pull:
         self.control = DownloadControl()
         self.loop = asyncio.get_running_loop()
         self.lines: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
+        #: the files the pull takes, once the hub has said (``_run``): their jobs, none there yet
+        self.jobs: list[Any] = []
 
     def say(self, line: dict[str, Any] | None) -> None:
         self.loop.call_soon_threadsafe(self.lines.put_nowait, line)
@@ -118,11 +128,16 @@ class _Pull:
         jobs = hub.download_jobs(model, library.models_dir)
         if model.projector is not None:
             jobs += hub.download_jobs(model.projector, library.models_dir)
+        self.chose(jobs)
         for job in jobs:
             self._fetch(job, library)
         self.say({"status": "writing manifest"})
         first = Path(jobs[0].dest)
         self.state.catalog.add(first, alias=self.name)
+
+    def chose(self, jobs: list[Any]) -> None:
+        """The hub said which files the pull takes (a job of LM Studio's download API answers then)."""
+        self.jobs = jobs
 
     def _fetch(self, job: Any, library: Any) -> None:
         """Download one file (saying how far it got), unless it is there whole; register it."""
@@ -241,3 +256,147 @@ async def delete(request: Request):
 
     await run_in_threadpool(remove)
     return Response(status_code=200)
+
+
+# -- LM Studio's download API ------------------------------------------------------------------------
+
+_HF_LINK = re.compile(r"^(?:https?://)?(?:www\.)?(?:huggingface\.co|hf\.co)/([^/\s]+/[^/\s?#]+)/?$", re.I)
+_REPO_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+
+def _iso(t: float | None) -> str | None:
+    from datetime import UTC, datetime
+
+    if t is None:
+        return None
+    return datetime.fromtimestamp(t, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+class _DownloadJob(_Pull):
+    """A pull whose progress is kept for polling, not streamed (LM Studio's download job)."""
+
+    def __init__(self, state: ServerState, job_id: str, repo: str, tag: str | None):
+        super().__init__(state, f"hf.co/{repo}" + (f":{tag}" if tag else ""), repo, tag)
+        self.job_id = job_id
+        self.started = time.time()
+        self.status = "downloading"
+        self.error: tuple[int, str] | None = None
+        self.completed_at: float | None = None
+        self.total = 0
+        self.done: dict[str, int] = {}  # bytes downloaded, by file
+        self.already = False  # every file was there whole when the hub answered
+        self.chosen = threading.Event()  # the hub answered (or the job failed before it did)
+        self._rate: tuple[float, int] | None = None  # (when, bytes) of the last progress line
+
+    def chose(self, jobs: list[Any]) -> None:
+        super().chose(jobs)
+        self.total = sum(int(j.size or 0) for j in jobs)
+        self.already = all(Path(j.dest).is_file() and Path(j.dest).stat().st_size == j.size for j in jobs)
+        self.chosen.set()
+
+    def say(self, line: dict[str, Any] | None) -> None:
+        if line is None:
+            self.chosen.set()
+            return
+        if "error" in line:
+            self.status, self.error = "failed", (int(line.get("_status", 500)), str(line["error"]))
+        elif line.get("status") == "success":
+            self.status, self.completed_at = "completed", time.time()
+        elif "completed" in line and "digest" in line:
+            self.done[str(line["digest"])] = int(line["completed"] or 0)
+
+    def answer(self) -> dict[str, Any]:
+        """The job's status object, as LM Studio's status endpoint answers it."""
+        downloaded = sum(self.done.values())
+        out: dict[str, Any] = {"job_id": self.job_id, "status": self.status, "total_size_bytes": self.total}
+        out["downloaded_bytes"] = self.total if self.status == "completed" else downloaded
+        out["started_at"] = _iso(self.started)
+        if self.status == "completed":
+            out["completed_at"] = _iso(self.completed_at)
+        elif self.status == "failed" and self.error is not None:
+            out["error"] = self.error[1]
+        else:
+            elapsed = time.time() - self.started
+            if downloaded and elapsed > 0:
+                rate = downloaded / elapsed
+                out["bytes_per_second"] = round(rate)
+                out["estimated_completion"] = _iso(time.time() + max(0, self.total - downloaded) / rate)
+        return out
+
+
+class DownloadJobs:
+    """LM Studio's download jobs of one server: the latest ``keep`` (a running one is never
+    dropped); :meth:`cancel_all` when the server stops."""
+
+    def __init__(self, keep: int = 64):
+        self.keep = keep
+        self._jobs: dict[str, _DownloadJob] = {}
+        self._lock = threading.Lock()
+
+    def add(self, job: _DownloadJob) -> None:
+        with self._lock:
+            self._jobs[job.job_id] = job
+            ended = [k for k, j in self._jobs.items() if j.status != "downloading"]  # the oldest first
+            while len(self._jobs) > self.keep and ended:
+                del self._jobs[ended.pop(0)]
+
+    def get(self, job_id: str) -> _DownloadJob | None:
+        with self._lock:
+            return self._jobs.get(job_id)
+
+    def cancel_all(self) -> None:
+        with self._lock:
+            for job in self._jobs.values():
+                job.control.cancel.set()
+
+
+def _download_repo(value: Any) -> str:
+    """The Hugging Face repository a download names (a link, or ``owner/repo``), or a 400 saying how."""
+    name = (check_str(value, "model", allow_none=True) or "").strip()
+    link = _HF_LINK.match(name)
+    repo = link.group(1) if link else name
+    if not _REPO_ID.match(repo):
+        raise ApiError(
+            400,
+            f"model {shown(name)} is not a Hugging Face repository: send its link "
+            "(https://huggingface.co/{owner}/{repo}) or {owner}/{repo}",
+            param="model",
+        )
+    return repo
+
+
+async def download(request: Request):
+    """``POST /api/v1/models/download``: start a download job (see the module docstring)."""
+    import secrets
+
+    from starlette.concurrency import run_in_threadpool
+
+    state, body = await request_body(request)
+    repo = _download_repo(body.get("model"))
+    tag = check_str(body.get("quantization"), "quantization", allow_none=True) or None
+    job = _DownloadJob(state, f"job_{secrets.token_hex(5)}", repo, tag)
+    threading.Thread(target=job.run, name="callisto-download", daemon=True).start()
+    await run_in_threadpool(job.chosen.wait)  # the hub has said which files (or why not)
+    if job.error is not None and not job.jobs:
+        raise ApiError(job.error[0], job.error[1], code="model_not_found" if job.error[0] == 404 else None)
+    if job.already:
+        return json_response({"status": "already_downloaded"})
+    state.downloads.add(job)
+    return json_response(
+        {
+            "job_id": job.job_id,
+            "status": "downloading",
+            "total_size_bytes": job.total,
+            "started_at": _iso(job.started),
+        }
+    )
+
+
+async def download_status(request: Request):
+    """``GET /api/v1/models/download/status/{job_id}``: how far a download job got."""
+    state = request.app.state.callisto
+    job_id = request.path_params["job_id"]
+    job = state.downloads.get(job_id)
+    if job is None:
+        raise ApiError(404, f"there is no download job {shown(job_id)}", param="job_id", code="job_not_found")
+    return json_response(job.answer())

@@ -138,6 +138,7 @@ class ServerState:
     def __init__(self, config: ServerConfig, host: EngineHost, catalog: ModelCatalog):
         from app.server._idle import IdleReaper
         from app.server._metrics import ServerMetrics
+        from app.server._pull import DownloadJobs
 
         self.config = config
         self.host = host
@@ -149,6 +150,8 @@ class ServerState:
         self.finished: deque[TurnEnd] = deque(maxlen=64)  # how the latest turns ended (log, tests)
         #: every reply's counts since the start (``/metrics``)
         self.metrics = ServerMetrics()
+        #: LM Studio's download jobs (``app.server._pull``), the latest kept for their status
+        self.downloads = DownloadJobs()
         #: the Responses API's stored responses (``previous_response_id``), for this run
         self.responses = RecentResponses()
 

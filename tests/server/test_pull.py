@@ -238,3 +238,84 @@ def test_ollamas_default_tag_names_the_model_it_follows(tmp_path):
         with pytest.raises(ApiError) as err:
             catalog.resolve(name)
         assert err.value.status == 404 and name in str(err.value)
+
+
+# -- LM Studio's download API -----------------------------------------------------------------------
+
+
+def test_lm_studio_downloads_a_hugging_face_model_as_a_job_it_polls(server, hub):
+    """``POST /api/v1/models/download`` answers at once with a job, whose status says how far it
+    got while the file is held half way, and that it completed; the model is then served and a
+    second download of it is ``already_downloaded``."""
+    import httpx
+
+    from tests.support.slot_server import until
+
+    data = hub.repos[REPO].files["Tiny-Chat-Q8_0.gguf"]
+    hub.hold_after["Tiny-Chat-Q8_0.gguf"] = len(data) // 2
+    body = {"model": f"https://huggingface.co/{REPO}", "quantization": "Q8_0"}
+    r = httpx.post(server.url + "/api/v1/models/download", json=body, timeout=60)
+    assert r.status_code == 200, r.text
+    started = r.json()
+    assert started["status"] == "downloading" and started["total_size_bytes"] == len(data)
+    assert started["job_id"].startswith("job_") and started["started_at"].endswith("Z")
+
+    def status() -> dict:
+        s = httpx.get(server.url + f"/api/v1/models/download/status/{started['job_id']}", timeout=60)
+        assert s.status_code == 200, s.text
+        return s.json()
+
+    assert hub.held.wait(30)
+    assert until(lambda: status()["downloaded_bytes"] > 0)
+    half = status()
+    assert half["status"] == "downloading" and 0 < half["downloaded_bytes"] <= len(data) // 2
+    assert half["total_size_bytes"] == len(data)
+    hub.release.set()
+    assert until(lambda: status()["status"] == "completed")
+    done = status()
+    assert done["downloaded_bytes"] == len(data) and done["completed_at"] >= done["started_at"]
+    path = _models_dir() / "acme__Tiny-Chat-GGUF" / "Tiny-Chat-Q8_0.gguf"
+    assert path.read_bytes() == data
+    listed = httpx.get(server.url + "/api/v1/models", timeout=60).json()["models"]
+    (model,) = [m for m in listed if m["key"] == "Tiny-Chat-Q8_0"]
+    assert model["publisher"] == "acme" and model["size_bytes"] == len(data)
+    again = httpx.post(server.url + "/api/v1/models/download", json={**body, "model": REPO}, timeout=60)
+    assert again.status_code == 200 and again.json() == {"status": "already_downloaded"}
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "says"),
+    [
+        ({"model": "granite-4-micro"}, 400, "not a Hugging Face repository"),
+        ({"model": "https://example.com/a/b"}, 400, "not a Hugging Face repository"),
+        ({"model": 7}, 400, "model"),
+        ({"model": "acme/no-such-repo"}, 404, "does not exist"),
+        ({"model": REPO, "quantization": "Q2_K"}, 404, "Q4_K_M"),
+    ],
+)
+def test_a_download_that_cannot_start_says_why_and_leaves_no_job(server, body, status, says):
+    import httpx
+
+    r = httpx.post(server.url + "/api/v1/models/download", json=body, timeout=60)
+    assert r.status_code == status and says in r.json()["error"]["message"], r.text
+    unknown = httpx.get(server.url + "/api/v1/models/download/status/job_nothing", timeout=60)
+    assert unknown.status_code == 404 and "job_nothing" in unknown.json()["error"]["message"]
+
+
+def test_a_download_that_fails_part_way_says_so_in_its_status(server, hub):
+    """The file the hub serves does not match its sha256: the job fails, its status says why, and
+    no model is served from it."""
+    import httpx
+
+    from tests.support.slot_server import until
+
+    hub.corrupt.add("Tiny-Chat-Q4_K_M.gguf")
+    r = httpx.post(server.url + "/api/v1/models/download", json={"model": REPO}, timeout=60)
+    assert r.status_code == 200 and r.json()["status"] == "downloading", r.text
+    url = server.url + f"/api/v1/models/download/status/{r.json()['job_id']}"
+    assert until(lambda: httpx.get(url, timeout=60).json()["status"] != "downloading")
+    failed = httpx.get(url, timeout=60).json()
+    assert failed["status"] == "failed" and "sha256" in failed["error"].lower(), failed
+    assert not (_models_dir() / "acme__Tiny-Chat-GGUF" / "Tiny-Chat-Q4_K_M.gguf").exists()
+    keys = [m["key"] for m in httpx.get(server.url + "/api/v1/models", timeout=60).json()["models"]]
+    assert "Tiny-Chat-Q4_K_M" not in keys
