@@ -286,7 +286,6 @@ class _DownloadJob(_Pull):
         self.done: dict[str, int] = {}  # bytes downloaded, by file
         self.already = False  # every file was there whole when the hub answered
         self.chosen = threading.Event()  # the hub answered (or the job failed before it did)
-        self._rate: tuple[float, int] | None = None  # (when, bytes) of the last progress line
 
     def chose(self, jobs: list[Any]) -> None:
         super().chose(jobs)
@@ -340,6 +339,10 @@ class DownloadJobs:
             while len(self._jobs) > self.keep and ended:
                 del self._jobs[ended.pop(0)]
 
+    def discard(self, job_id: str) -> None:
+        with self._lock:
+            self._jobs.pop(job_id, None)
+
     def get(self, job_id: str) -> _DownloadJob | None:
         with self._lock:
             return self._jobs.get(job_id)
@@ -375,13 +378,15 @@ async def download(request: Request):
     repo = _download_repo(body.get("model"))
     tag = check_str(body.get("quantization"), "quantization", allow_none=True) or None
     job = _DownloadJob(state, f"job_{secrets.token_hex(5)}", repo, tag)
+    state.downloads.add(job)  # (from the start: a server that stops cancels it)
     threading.Thread(target=job.run, name="callisto-download", daemon=True).start()
     await run_in_threadpool(job.chosen.wait)  # the hub has said which files (or why not)
     if job.error is not None and not job.jobs:
+        state.downloads.discard(job.job_id)
         raise ApiError(job.error[0], job.error[1], code="model_not_found" if job.error[0] == 404 else None)
     if job.already:
+        state.downloads.discard(job.job_id)  # (nothing to download: no job to poll)
         return json_response({"status": "already_downloaded"})
-    state.downloads.add(job)
     return json_response(
         {
             "job_id": job.job_id,

@@ -298,6 +298,7 @@ def test_a_download_that_cannot_start_says_why_and_leaves_no_job(server, body, s
 
     r = httpx.post(server.url + "/api/v1/models/download", json=body, timeout=60)
     assert r.status_code == status and says in r.json()["error"]["message"], r.text
+    assert server.state.downloads._jobs == {}  # no job kept for it
     unknown = httpx.get(server.url + "/api/v1/models/download/status/job_nothing", timeout=60)
     assert unknown.status_code == 404 and "job_nothing" in unknown.json()["error"]["message"]
 
