@@ -18,9 +18,9 @@ Requests and replies are tuples (see ``engine_process``):
 * ``("run", rid, gid)`` -> ``("piece", rid, text)``\\* (``("piece", rid, text, logprobs)`` for a
   generation that asked for log probabilities: those of the tokens kept since the last piece),
   ``("progress", rid, done, total)``\\*,
-  then ``("end", rid, ok, (GenerationResult, total_eval, decode_calls, busy_slots_total) | error)``; after each piece the app
-  sends ``("next", rid, gid)``: the child decodes the next token meanwhile but keeps it only
-  once that arrives (a cancel instead drops it);
+  then ``("end", rid, ok, (GenerationResult, total_eval, decode_calls, busy_slots_total) | error)``;
+  after each piece the app sends ``("next", rid, gid)``: the child decodes the next token
+  meanwhile but keeps it only once that arrives (a cancel instead drops it);
 * ``("cancel", rid, gid)`` stops the running generation ``gid``; ``("close",)`` exits.
 
 Two more things keep the child honest (:func:`_watch`, a thread of its own, which needs no

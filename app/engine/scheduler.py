@@ -85,8 +85,9 @@ _Segment = tuple[int, "_Job", list[tuple[int, int, bool]], int | None]
 class SchedulerStats:
     """What the scheduler did since it was made: ``decode_calls`` (``llama_decode`` runs),
     ``busy_slots`` (the sequences they held, summed), ``max_seqs_in_batch`` (most sequences in
-    one decode), ``batched_steps`` (decodes holding more than one sequence), ``tokens_decoded``; ``draft_tokens`` and ``draft_accepted``: drafted
-    tokens verified and accepted (speculative decoding)."""
+    one decode), ``batched_steps`` (decodes holding more than one sequence), ``tokens_decoded``;
+    ``draft_tokens`` and ``draft_accepted``: drafted tokens verified and accepted (speculative
+    decoding)."""
 
     decode_calls: int = 0
     busy_slots: int = 0

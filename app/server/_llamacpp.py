@@ -1,7 +1,8 @@
 """llama-server's own API: ``POST /completion``, ``POST /infill``, ``POST /rerank`` (also as
 ``/v1/rerank`` and Cohere's ``/v2/rerank``), ``POST /tokenize``, ``POST /detokenize``,
-``POST /apply-template`` and ``GET /props``, for the clients written for it (the llama.vim and llama.vscode editor plugins complete code through ``/infill``;
-Continue's llama.cpp provider and many scripts call ``/completion``).
+``POST /apply-template`` and ``GET /props``, for the clients written for it (the llama.vim and
+llama.vscode editor plugins complete code through ``/infill``; Continue's llama.cpp provider and
+many scripts call ``/completion``).
 
 ``/completion``: ``prompt`` (text, read as llama-server reads it: special tokens' text becomes
 them, a BOS where the model wants one), ``n_predict``, llama-server's sampler fields

@@ -1,10 +1,11 @@
 """Load options over the API: ``POST /v1/models/load`` loads a model with the context, KV cache,
 flash attention, slots, GPU layers, n-gram drafting and chat template a client asks for (the
-server's settings fill in the rest), and ``POST /v1/models/unload`` unloads one. LM Studio's clients find them at
-``/api/v1/models/load`` and ``/api/v1/models/unload`` too (its field names: ``context_length``,
-``flash_attention``, ``echo_load_config``; its ``instance_id`` answer), and LM Studio's list of
-models at ``GET /api/v1/models``: each model's key, size, architecture, quantization, parameters,
-training context, capabilities (vision, tool use) and its loaded instance with its settings.
+server's settings fill in the rest), and ``POST /v1/models/unload`` unloads one. LM Studio's
+clients find them at ``/api/v1/models/load`` and ``/api/v1/models/unload`` too (its field names:
+``context_length``, ``flash_attention``, ``echo_load_config``; its ``instance_id`` answer), and
+LM Studio's list of models at ``GET /api/v1/models``: each model's key, size, architecture,
+quantization, parameters, training context, capabilities (vision, tool use) and its loaded
+instance with its settings.
 
 A model already loaded with exactly those settings (or, when the body gives none, with any) is
 kept; one loaded otherwise is loaded again with them (as the window's own model is: the window goes on with it). The settings hold for that

@@ -13,8 +13,8 @@ window's too, as they share the engine). ``n_decode_total`` and ``n_busy_slots_p
 the engines' own: the ``llama_decode`` calls of every model this server generated with (each
 engine process counts its own, the window's turns on it included, and says its counts as each
 generation ends), and how many generations a decode held on average (above 1 where a model's
-slots batch requests into one decode). llama-server serves these with ``--metrics``; Callisto always does (a loopback server's counts
-say nothing a request could not).
+slots batch requests into one decode). llama-server serves these with ``--metrics``; Callisto
+always does (a loopback server's counts say nothing a request could not).
 
 ``/slots`` shows a model's slots as llama-server does (``?model=``; else the model loaded last,
 else the first offered): each one's ``id``, ``n_ctx``, ``speculative`` and ``is_processing``, and
