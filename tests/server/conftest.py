@@ -146,19 +146,25 @@ def write_family_model(folder: Path, family: str, calls: list[tuple[str, dict]],
     )
 
 
-def write_loop_model(folder: Path) -> Path:
-    """Qwen 2.5's template (Hermes): the first reply is a call; after a tool result the reply is
-    ``ANSWER`` (the generation prompt after a tool message ends in a marker token)."""
+def tool_done_template() -> str:
+    """Qwen 2.5's template (Hermes) whose generation prompt after a tool message ends in the
+    marker token ``<|tool_done|>``, so a scripted model answers a tool result differently."""
     src = (TEMPLATES / FAMILIES["hermes"].template).read_text(encoding="utf-8")
     template = src.replace(
         "{{- '<|im_start|>assistant\\n' }}",
         "{{- '<|im_start|>assistant\\n' }}{%- if messages[-1].role == 'tool' %}{{- '<|tool_done|>' }}{%- endif %}",
     )
     assert template != src
+    return template
+
+
+def write_loop_model(folder: Path) -> Path:
+    """Qwen 2.5's template (Hermes): the first reply is a call; after a tool result the reply is
+    ``ANSWER`` (:func:`tool_done_template`)."""
     call = call_text("hermes", ONE_CALL)
     return write_scripted_gguf(
         folder / "loop-hermes.gguf",
-        chat_template=template,
+        chat_template=tool_done_template(),
         control_tokens=FAMILIES["hermes"].control,
         user_tokens=[call, "<|tool_done|>", ANSWER],
         eos="<|im_end|>",

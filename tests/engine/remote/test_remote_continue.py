@@ -17,7 +17,8 @@ import pytest
 from app.engine.events import DoneEvent, TextEvent
 from app.engine.remote import Provider, RemoteChatSession
 from tests.engine.remote.conftest import make_tools
-from tests.server.conftest import ANSWER, FAMILIES, ONE_CALL, TEMPLATES, call_text
+from tests.server.conftest import ANSWER, FAMILIES, ONE_CALL, call_text, tool_done_template
+from tests.server.test_idle_ttl import FakeClock, _server
 from tests.ui.scripted_gguf import CHATML, write_scripted_gguf
 
 QWEN3 = Path(__file__).resolve().parents[2] / "fixtures" / "chat_templates" / "Qwen-Qwen3-0.6B.jinja"
@@ -42,15 +43,9 @@ def _words_model(path: Path, template: str, name: str) -> Path:
 def _cut_then_call_model(path: Path) -> Path:
     """Qwen 2.5's template (Hermes), marked after a tool result: "Let me" " check." then a call;
     after the call's result, ``ANSWER``."""
-    src = (TEMPLATES / FAMILIES["hermes"].template).read_text(encoding="utf-8")
-    template = src.replace(
-        "{{- '<|im_start|>assistant\\n' }}",
-        "{{- '<|im_start|>assistant\\n' }}{%- if messages[-1].role == 'tool' %}{{- '<|tool_done|>' }}{%- endif %}",
-    )
-    assert template != src
     return write_scripted_gguf(
         path,
-        chat_template=template,
+        chat_template=tool_done_template(),
         control_tokens=FAMILIES["hermes"].control,
         user_tokens=["Let me", " check.", CALL, "<|tool_done|>", ANSWER],
         script={
@@ -78,23 +73,7 @@ def models(tmp_path_factory) -> dict[str, Path]:
 
 @pytest.fixture(scope="module")
 def server(models) -> Iterator[object]:
-    from app.server import ApiServer, ServerConfig
-
-    srv = ApiServer(
-        ServerConfig(
-            port=0,
-            models=[str(p) for p in models.values()],
-            use_library=False,
-            n_ctx=2048,
-            n_threads=1,
-            max_loaded=3,
-        )
-    )
-    srv.start()
-    try:
-        yield srv
-    finally:
-        srv.stop()
+    yield from _server(models, FakeClock(), max_loaded=3)
 
 
 def _done(events) -> DoneEvent:
