@@ -10,12 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.ui.scripted_gguf import write_scripted_gguf
+from tests.support.tool_done import write_tool_done_model
 
 ROOT = Path(__file__).resolve().parent.parent
-QWEN25 = (ROOT / "tests" / "fixtures" / "chat_templates" / "Qwen-Qwen2.5-7B-Instruct.jinja").read_text(
-    "utf-8"
-)
 
 
 def run_cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
@@ -35,20 +32,7 @@ def hermes_call(arguments: str) -> str:
 
 def tool_call_model(tmp_path: Path, call: str) -> Path:
     """Qwen 2.5's template; the first reply is the one token ``call``, the next "Done."."""
-    template = QWEN25.replace(
-        "{{- '<|im_start|>assistant\\n' }}",
-        "{{- '<|im_start|>assistant\\n' }}{%- if messages[-1].role == 'tool' %}{{- '<|tool_done|>' }}{%- endif %}",
-    )
-    assert template != QWEN25
-    return write_scripted_gguf(
-        tmp_path / "call.gguf",
-        chat_template=template,
-        control_tokens=["<|im_start|>", "<|im_end|>", "<|endoftext|>"],
-        user_tokens=[call, "<|tool_done|>", "Done."],
-        eos="<|im_end|>",
-        script={"\n": call, call: "<|im_end|>", "<|tool_done|>": "Done.", "Done.": "<|im_end|>"},
-        default_next="\n",
-    )
+    return write_tool_done_model(tmp_path / "call.gguf", call, "Done.")
 
 
 @pytest.mark.parametrize(

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from tests.support.tool_done import write_tool_done_model
 from tests.ui.scripted_gguf import write_scripted_gguf
 
 TEMPLATES = Path(__file__).resolve().parents[1] / "fixtures" / "chat_templates"
@@ -146,31 +147,11 @@ def write_family_model(folder: Path, family: str, calls: list[tuple[str, dict]],
     )
 
 
-def tool_done_template() -> str:
-    """Qwen 2.5's template (Hermes) whose generation prompt after a tool message ends in the
-    marker token ``<|tool_done|>``, so a scripted model answers a tool result differently."""
-    src = (TEMPLATES / FAMILIES["hermes"].template).read_text(encoding="utf-8")
-    template = src.replace(
-        "{{- '<|im_start|>assistant\\n' }}",
-        "{{- '<|im_start|>assistant\\n' }}{%- if messages[-1].role == 'tool' %}{{- '<|tool_done|>' }}{%- endif %}",
-    )
-    assert template != src
-    return template
-
-
 def write_loop_model(folder: Path) -> Path:
     """Qwen 2.5's template (Hermes): the first reply is a call; after a tool result the reply is
-    ``ANSWER`` (:func:`tool_done_template`)."""
-    call = call_text("hermes", ONE_CALL)
-    return write_scripted_gguf(
-        folder / "loop-hermes.gguf",
-        chat_template=tool_done_template(),
-        control_tokens=FAMILIES["hermes"].control,
-        user_tokens=[call, "<|tool_done|>", ANSWER],
-        eos="<|im_end|>",
-        script={"\n": call, call: "<|im_end|>", "<|tool_done|>": ANSWER, ANSWER: "<|im_end|>"},
-        default_next="\n",
-        name="loop-hermes",
+    ``ANSWER`` (``tests.support.tool_done``)."""
+    return write_tool_done_model(
+        folder / "loop-hermes.gguf", call_text("hermes", ONE_CALL), ANSWER, name="loop-hermes"
     )
 
 

@@ -29,24 +29,12 @@ THEMES = ("light", "dark")
 
 
 def _tool_model(folder: Path) -> Path:
-    from tests.ui.scripted_gguf import write_scripted_gguf
+    from tests.support.tool_done import write_tool_done_model
 
-    template = (REPO / "tests" / "fixtures" / "chat_templates" / "Qwen-Qwen2.5-7B-Instruct.jinja").read_text()
-    template = template.replace(
-        "{{- '<|im_start|>assistant\\n' }}",
-        "{{- '<|im_start|>assistant\\n' }}{%- if messages[-1].role == 'tool' %}{{- '<|tool_done|>' }}{%- endif %}",
-    )
     call = '<tool_call>\n{"name": "calculator", "arguments": {"expression": "17 * 23"}}\n</tool_call>'
     answer = "The calculator says **17 × 23 = 391**."
-    return write_scripted_gguf(
-        folder / "Scripted-Tool-Caller.gguf",
-        chat_template=template,
-        control_tokens=["<|im_start|>", "<|im_end|>", "<|endoftext|>"],
-        user_tokens=[call, "<|tool_done|>", answer],
-        eos="<|im_end|>",
-        script={"\n": call, call: "<|im_end|>", "<|tool_done|>": answer, answer: "<|im_end|>"},
-        default_next="\n",
-        name="Scripted tool caller (test model)",
+    return write_tool_done_model(
+        folder / "Scripted-Tool-Caller.gguf", call, answer, name="Scripted tool caller (test model)"
     )
 
 

@@ -11,6 +11,7 @@ from pathlib import Path  # noqa: E402
 
 import pytest  # noqa: E402
 
+from tests.support.tool_done import write_tool_done_model  # noqa: E402
 from tests.ui.scripted_gguf import (  # noqa: E402
     CHATML,
     code_heavy_section,
@@ -81,24 +82,7 @@ def tool_model(tmp_path) -> Callable[..., Path]:
     (after the tool result) is the text ``answer``."""
 
     def make(name: str, arguments: str, answer: str = "The tool answered.") -> Path:
-        call = call_token(name, arguments)
-        # The scripted model keys on the prompt's last token: the generation prompt's "\n" gives
-        # the call, and the call token ends the turn. So that the round after the tool result can
-        # say something else, the generation prompt after a tool message ends in a marker token.
-        template = QWEN25.replace(
-            "{{- '<|im_start|>assistant\\n' }}",
-            "{{- '<|im_start|>assistant\\n' }}{%- if messages[-1].role == 'tool' %}{{- '<|tool_done|>' }}{%- endif %}",
-        )
-        assert template != QWEN25
-        return write_scripted_gguf(
-            tmp_path / f"tool-{name}.gguf",
-            chat_template=template,
-            control_tokens=["<|im_start|>", "<|im_end|>", "<|endoftext|>"],
-            user_tokens=[call, "<|tool_done|>", answer],
-            eos="<|im_end|>",
-            script={"\n": call, call: "<|im_end|>", "<|tool_done|>": answer, answer: "<|im_end|>"},
-            default_next="\n",
-        )
+        return write_tool_done_model(tmp_path / f"tool-{name}.gguf", call_token(name, arguments), answer)
 
     return make
 

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from tests.engine.remote.misbehaving import MisbehavingServer, openai_chunk, sse
-from tests.ui.conftest import QWEN25, call_token
-from tests.ui.scripted_gguf import write_scripted_gguf
+from tests.support.tool_done import write_tool_done_model
+from tests.ui.conftest import call_token
 
 KEY = "sk-window-remote-5f3b2d9e"
 ANSWER = "The product is 391."
@@ -28,21 +28,7 @@ def write_calculator_model(folder: Path) -> Path:
     """Qwen 2.5's template (Hermes): the first reply calls the calculator, the reply after the tool
     result is ``ANSWER`` (the generation prompt after a tool message ends in a marker token)."""
     call = call_token("calculator", '{"expression": "17 * 23"}')
-    template = QWEN25.replace(
-        "{{- '<|im_start|>assistant\\n' }}",
-        "{{- '<|im_start|>assistant\\n' }}{%- if messages[-1].role == 'tool' %}{{- '<|tool_done|>' }}{%- endif %}",
-    )
-    assert template != QWEN25
-    return write_scripted_gguf(
-        folder / "remote-calc.gguf",
-        chat_template=template,
-        control_tokens=["<|im_start|>", "<|im_end|>", "<|endoftext|>"],
-        user_tokens=[call, "<|tool_done|>", ANSWER],
-        eos="<|im_end|>",
-        script={"\n": call, call: "<|im_end|>", "<|tool_done|>": ANSWER, ANSWER: "<|im_end|>"},
-        default_next="\n",
-        name="remote-calc",
-    )
+    return write_tool_done_model(folder / "remote-calc.gguf", call, ANSWER, name="remote-calc")
 
 
 @pytest.fixture(scope="module")

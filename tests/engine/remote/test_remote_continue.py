@@ -17,8 +17,9 @@ import pytest
 from app.engine.events import DoneEvent, TextEvent
 from app.engine.remote import Provider, RemoteChatSession
 from tests.engine.remote.conftest import make_tools
-from tests.server.conftest import ANSWER, FAMILIES, ONE_CALL, call_text, tool_done_template
+from tests.server.conftest import ANSWER, FAMILIES, ONE_CALL, call_text
 from tests.server.test_idle_ttl import FakeClock, _server
+from tests.support.tool_done import tool_done_template
 from tests.ui.scripted_gguf import CHATML, write_scripted_gguf
 
 QWEN3 = Path(__file__).resolve().parents[2] / "fixtures" / "chat_templates" / "Qwen-Qwen3-0.6B.jinja"
