@@ -76,6 +76,9 @@ class Job:
     #: called on the host's thread when the job comes up, before anything else: its ``model`` from
     #: what is true then, not when it was queued (None: no model needed, and no slot)
     resolve: Callable[[], Any] | None = None
+    #: set by the host before ``run``: the seconds it took to load the model for this job (None:
+    #: it was loaded already), what an API reports as the request's load time
+    load_s: float | None = None
 
 
 @dataclass(frozen=True)
@@ -361,7 +364,10 @@ class EngineHost:
             self.running_owner = job.owner
             model = None
             if job.model is not None:
+                before = self._models.get(_path_of(job.model))
                 model = self.ensure(job.model, settings=job.settings, exact=job.exact, owner=job.owner)
+                if before is None or before[0] is not model:
+                    job.load_s = time.monotonic() - started
             slots = int(getattr(model.backend, "parallel", 1)) if model is not None else 1
             if job.batchable and model is not None and slots > 1:
                 # every slot taken: this job waits at the head

@@ -14,7 +14,17 @@ from pathlib import Path
 from typing import Any
 
 from app.engine.host import EngineHost
-from app.server import _anthropic, _llamacpp, _load, _metrics, _ollama, _openai, _pull, _responses
+from app.server import (
+    _anthropic,
+    _llamacpp,
+    _lmstudio,
+    _load,
+    _metrics,
+    _ollama,
+    _openai,
+    _pull,
+    _responses,
+)
 from app.server._errors import ApiError, api_of_path, error_response
 from app.server._models import ModelCatalog, ModelEntry
 from app.server._state import ServerConfig, ServerState
@@ -60,7 +70,13 @@ def _routes():
         Route("/v1/models/load", _load.load, methods=["POST"]),
         Route("/v1/models/unload", _load.unload, methods=["POST"]),
         Route("/v1/models/{model:path}", _openai.get_model, methods=["GET"]),
-        Route("/api/v1/models", _load.list_models, methods=["GET"]),  # LM Studio's
+        Route("/api/v1/chat", _lmstudio.chat, methods=["POST"]),  # LM Studio's
+        Route("/api/v1/models", _load.list_models, methods=["GET"]),
+        Route("/api/v0/models", _lmstudio.v0_models, methods=["GET"]),  # LM Studio's older REST API
+        Route("/api/v0/models/{model:path}", _lmstudio.v0_get_model, methods=["GET"]),
+        Route("/api/v0/chat/completions", _lmstudio.v0_chat_completions, methods=["POST"]),
+        Route("/api/v0/completions", _lmstudio.v0_completions, methods=["POST"]),
+        Route("/api/v0/embeddings", _openai.embeddings, methods=["POST"]),
         Route("/api/v1/models/load", _load.load, methods=["POST"]),
         Route("/api/v1/models/download", _pull.download, methods=["POST"]),
         Route("/api/v1/models/download/status/{job_id}", _pull.download_status, methods=["GET"]),

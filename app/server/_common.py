@@ -560,6 +560,10 @@ class Turn:
         self.logprobs: list[tuple[str, list[Any]]] = []
         self.prompt_logprobs: list[Any] | None = None
         self.echo = ""
+        #: the seconds the engine took to load the model for this request; None: it was loaded
+        #: (set before the turn's first event)
+        self.load_s: float | None = None
+        self.last_end: TurnEnd | None = None  # how it ended (:meth:`log`)
 
     def _put(self, kind: str, value: Any) -> None:
         self.loop.call_soon_threadsafe(self.queue.put_nowait, (kind, value))
@@ -621,6 +625,7 @@ class Turn:
         settings, exact = state.settings_for_context(entry, self.req.n_ctx)
 
         def run(_host: Any, model: Any) -> None:
+            self.load_s = job.load_s
             try:
                 last = fn(model)
             finally:
@@ -718,6 +723,10 @@ class Turn:
         return [e for kind, entries in self.logprobs if kind in kinds for e in entries]
 
     def log(self, request: Request, end: TurnEnd | None, ncalls: int) -> None:
+        """Note the turn's model, counts and calls in the request's log line; the turn and how it
+        ended stay on the request (``callisto.turn``, :attr:`last_end`) for what wraps its handler."""
+        self.last_end = end
+        request.scope["callisto.turn"] = self
         entry = request.scope.setdefault("callisto.log", {})
         entry["model"] = self.model_id
         if end is not None:

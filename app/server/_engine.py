@@ -162,6 +162,9 @@ class TurnEnd:
     #: the request's stop string that ended the reply (Anthropic's ``stop_sequence``,
     #: llama-server's ``stopping_word``); None when it ended otherwise (a model's own stop string too)
     stop_sequence: str | None = None
+    #: the tokens of the reply's reasoning (its text as the model's vocabulary reads it; the
+    #: markup that opens and closes it left out), part of ``completion_tokens``
+    reasoning_tokens: int = 0
 
     def finish_in(self, renamed: dict[str, str] | None = None) -> str:
         """The finish reason in an API's words: OpenAI's (:data:`_OPENAI_FINISH`; ``stop`` for a
@@ -494,7 +497,15 @@ def run_turn(
         draft_accepted=done.draft_accepted,
         context=_context(model, replies) if req.want_context and finish != "error" else None,
         stop_sequence=_stop_sequence(req, replies, finish),
+        reasoning_tokens=_reasoning_tokens(model, "".join(out.reasoning), done.generated_tokens),
     )
+
+
+def _reasoning_tokens(model: LoadedModel, text: str, generated: int) -> int:
+    """How many of the ``generated`` tokens the reasoning ``text`` takes."""
+    if not text:
+        return 0
+    return min(generated, len(model.tokenize_text(text, special=False)))
 
 
 def _stop_sequence(req: TurnRequest, replies: _RequestReplies, finish: str) -> str | None:
@@ -648,8 +659,11 @@ class _Output:
         self.seen: set[str] = set()
         self.held: list[str] = []
         self.in_text = False
+        self.reasoning: list[str] = []  # the reasoning's pieces, as emitted
 
     def emit(self, kind: str, value: Any) -> None:
+        if kind == "reasoning":
+            self.reasoning.append(value)
         self.flush_logprobs(kind, value if isinstance(value, str) else None)
         self.last_kind = kind
         self._emit(kind, value)

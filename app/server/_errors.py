@@ -139,7 +139,7 @@ def api_of_path(path: str) -> str:
     """Which API's error shape a path answers in: ``anthropic``, ``ollama`` or ``openai``."""
     if path.startswith("/v1/messages"):
         return "anthropic"
-    if path.startswith("/api/v1/"):  # LM Studio's: its errors are objects, as OpenAI's
+    if path.startswith(("/api/v1/", "/api/v0/")):  # LM Studio's: its errors are objects, as OpenAI's
         return "openai"
     if path.startswith("/api/"):
         return "ollama"

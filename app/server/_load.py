@@ -22,7 +22,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from app.server._common import check_bool, check_int, check_str, read_chat_template, request_body
-from app.server._errors import ApiError
+from app.server._errors import ApiError, shown
 from app.server._idle import parse_ttl
 from app.server._json import json_response
 
@@ -60,8 +60,8 @@ def _settings(body: dict[str, Any], base: LoadSettings) -> tuple[LoadSettings, b
     if unknown:
         raise ApiError(
             400,
-            f"unknown load option {unknown[0]!r}; the options are: {', '.join(_FIELDS[1:])}",
-            param=unknown[0],
+            f"unknown load option {shown(unknown[0])}; the options are: {', '.join(_FIELDS[1:])}",
+            param=unknown[0][:64],
         )
     changes: dict[str, Any] = {}
     if (n_ctx := check_int(body.get("context_length"), "context_length", lo=1, hi=2**24)) is not None:

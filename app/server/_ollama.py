@@ -192,15 +192,18 @@ def _tools(value: Any) -> list[dict[str, Any]] | None:
     return convert_tools(value)
 
 
-def _stats(end: TurnEnd | None) -> dict[str, Any]:
+def _stats(end: TurnEnd | None, load_s: float | None) -> dict[str, Any]:
+    """Ollama's counts and durations (nanoseconds); ``load_s``: the seconds the request waited for
+    its model to load (None: it was loaded), in ``load_duration`` and the total."""
     if end is None:
         return {}
+    load = int((load_s or 0.0) * 1e9)
     total = int(end.elapsed_s * 1e9)
     ttft = int((end.ttft_s or 0.0) * 1e9)
     return {
         "done_reason": end.finish_in(_DONE),
-        "total_duration": total,
-        "load_duration": 0,
+        "total_duration": load + total,
+        "load_duration": load,
         "prompt_eval_count": end.prompt_tokens,
         "prompt_eval_duration": ttft,
         "eval_count": end.completion_tokens,
@@ -215,7 +218,13 @@ def _part(
     the whole reply): ``fields``, done with the counts once ``end`` is there, and Ollama's
     ``logprobs`` when the request asked for them (a streamed line: only when it has some, those
     of the tokens since the last one)."""
-    out = {"model": turn.model_id, "created_at": _now(), **fields, "done": end is not None, **_stats(end)}
+    out = {
+        "model": turn.model_id,
+        "created_at": _now(),
+        **fields,
+        "done": end is not None,
+        **_stats(end, turn.load_s),
+    }
     if turn.req.options.logprobs is not None and (entries or not chunk):
         out["logprobs"] = ollama_logprobs(entries)
     return out

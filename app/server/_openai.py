@@ -627,8 +627,8 @@ def _template_kwargs(value: Any) -> dict[str, Any] | None:
 
 
 def _usage(end: TurnEnd) -> dict[str, Any]:
-    """OpenAI's usage; speculative decoding's drafted tokens are its predicted outputs': those the
-    model accepted and those it rejected (``completion_tokens_details``)."""
+    """OpenAI's usage: the reasoning's tokens, and speculative decoding's drafted tokens as its
+    predicted outputs': those the model accepted and those it rejected (``completion_tokens_details``)."""
     accepted = max(0, min(end.draft_accepted, end.draft_tokens))
     return {
         "prompt_tokens": end.prompt_tokens,
@@ -636,6 +636,7 @@ def _usage(end: TurnEnd) -> dict[str, Any]:
         "total_tokens": end.prompt_tokens + end.completion_tokens,
         "prompt_tokens_details": {"cached_tokens": end.cached_tokens},
         "completion_tokens_details": {
+            "reasoning_tokens": end.reasoning_tokens,
             "accepted_prediction_tokens": accepted,
             "rejected_prediction_tokens": max(0, end.draft_tokens - accepted),
         },

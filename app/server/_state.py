@@ -154,6 +154,8 @@ class ServerState:
         self.downloads = DownloadJobs()
         #: the Responses API's stored responses (``previous_response_id``), for this run
         self.responses = RecentResponses()
+        #: LM Studio's stored chats (``/api/v1/chat``'s ``previous_response_id``), for this run
+        self.chats = RecentResponses()
 
     def loaded_entry(self) -> ModelEntry | None:
         """The catalog's entry for the engine's most recently used model (None: none loaded)."""

@@ -49,6 +49,29 @@ def test_one_model_at_a_time_by_default_and_listeners_hear_the_swap(host, models
     assert changes[1].model is second
 
 
+def test_a_job_is_told_whether_its_model_was_loaded_for_it(host, models):
+    """``Job.load_s``: the load's seconds for the job that loaded its model (a swap or a reload
+    with other settings too), None for one that found it loaded."""
+    import threading
+
+    from app.engine.llm import LoadSettings
+
+    def run(job: Job) -> float | None:
+        done = threading.Event()
+        job.run = lambda _host, _model: done.set()
+        host.submit(job)
+        assert done.wait(60)
+        return job.load_s
+
+    first = run(Job(run=lambda h, m: None, model=models[0]))
+    assert first is not None and first > 0
+    assert run(Job(run=lambda h, m: None, model=models[0])) is None  # loaded already
+    assert run(Job(run=lambda h, m: None, model=models[1])) is not None  # swapped in
+    reloaded = Job(run=lambda h, m: None, model=models[1], settings=LoadSettings(n_ctx=256), exact=True)
+    assert run(reloaded) is not None  # loaded again with other settings
+    assert run(Job(run=lambda h, m: None)) is None  # no model
+
+
 def test_max_loaded_two_keeps_both_and_closes_the_least_recently_used(models):
     host = EngineHost(max_loaded=2)
     host.start()

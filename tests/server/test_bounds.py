@@ -437,6 +437,8 @@ ENDPOINTS = [
     "/apply-template",
     "/api/embed",
     "/api/embeddings",
+    "/api/v1/chat",
+    "/api/v0/chat/completions",
 ]
 HUGE = "9" * 5000
 

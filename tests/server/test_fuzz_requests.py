@@ -68,6 +68,13 @@ BASE: dict[str, dict[str, Any]] = {
     },
     "/api/embed": {"model": "loop-hermes", "input": ["hi", "there"]},
     "/api/embeddings": {"model": "loop-hermes", "prompt": "hi"},
+    "/api/v1/chat": {
+        "model": "loop-hermes",
+        "max_output_tokens": 8,
+        "input": "hi",
+        "system_prompt": "Be brief.",
+    },
+    "/api/v0/chat/completions": {"model": "loop-hermes", "max_tokens": 8, "messages": U},
 }
 # the fields each endpoint reads, and paths into the nested ones
 FIELDS: dict[str, list[tuple[Any, ...]]] = {
@@ -161,6 +168,16 @@ FIELDS: dict[str, list[tuple[Any, ...]]] = {
     "/api/embed": [(k,) for k in "model input truncate dimensions options keep_alive".split()]
     + [("input", 0), ("options", "num_ctx")],
     "/api/embeddings": [(k,) for k in "model prompt options keep_alive".split()],
+    "/api/v1/chat": [
+        (k,)
+        for k in (
+            "model input system_prompt integrations stream temperature top_p top_k min_p repeat_penalty "
+            "max_output_tokens reasoning context_length store previous_response_id ttl"
+        ).split()
+    ]
+    + [("input", 0), ("input", 0, "type"), ("input", 0, "content"), ("input", 0, "data_url")],
+    "/api/v0/chat/completions": [(k,) for k in "model messages max_tokens stream temperature".split()]
+    + [("messages", 0, "content")],
 }
 HUGE = "\x00huge-int\x00"  # replaced by an integer of 5000 digits once the body is JSON text
 LONG = "\x00long-text\x00"  # replaced by a string of 100,000 characters

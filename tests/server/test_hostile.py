@@ -334,7 +334,7 @@ def check_shape(path: str, data: dict) -> str:
     if path.startswith("/v1/messages"):
         assert data["type"] == "error" and isinstance(data["error"]["type"], str)
         return data["error"]["message"]
-    if path.startswith("/api/"):
+    if path.startswith("/api/") and not path.startswith(("/api/v1/", "/api/v0/")):  # Ollama's
         assert set(data) == {"error"} and isinstance(data["error"], str)
         return data["error"]
     assert isinstance(data["error"]["type"], str) and "code" in data["error"] and "param" in data["error"]

@@ -368,6 +368,33 @@ def test_openai_image_reaches_the_model_streamed_and_not(openai_client):
 
 
 @needs_mtmd
+def test_lm_studio_chat_reads_an_image_and_a_model_without_a_projector_refuses_it(server, openai_client):
+    """LM Studio's ``/api/v1/chat`` with an image item: the model reads the image's positions
+    (the prompt is the OpenAI request's with the same image), and the reply is the same."""
+    question = "What is in this picture?"
+    items = [{"type": "text", "content": question}, {"type": "image", "data_url": PNG_URL}]
+    with httpx.Client(base_url=server.url, timeout=60) as http:
+        body = {"model": VISION, "input": items, "max_output_tokens": MAX_TOKENS, "store": False, **GREEDY}
+        reply = http.post("/api/v1/chat", json=body)
+        assert reply.status_code == 200, reply.text
+        same = openai_client.chat.completions.create(
+            model=VISION, messages=openai_user(question), max_tokens=MAX_TOKENS, **GREEDY
+        )
+        stats = reply.json()["stats"]
+        assert (
+            stats["input_tokens"]
+            == same.usage.prompt_tokens
+            == _text_prompt_tokens(openai_client, question) + N_IMAGE_TOKENS
+        )
+        assert reply.json()["output"] == [{"type": "message", "content": same.choices[0].message.content}]
+
+        for stream in (False, True):
+            refused = http.post("/api/v1/chat", json={**body, "model": PLAIN, "stream": stream})
+            assert refused.status_code == 400 and refused.json()["error"]["code"] == "model_has_no_projector"
+            _says_no_projector(refused.json()["error"]["message"])
+
+
+@needs_mtmd
 def test_anthropic_image_reaches_the_model_streamed_and_not(anthropic_client, openai_client):
     question = "Describe the image."
     without = _text_prompt_tokens(openai_client, question)

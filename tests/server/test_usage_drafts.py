@@ -94,15 +94,24 @@ def test_usage_says_accepted_and_rejected_from_the_turns_counts():
     from app.server._openai import _usage
 
     usage = _usage(
-        TurnEnd("stop", prompt_tokens=10, completion_tokens=70, draft_tokens=60, draft_accepted=42)
+        TurnEnd(
+            "stop",
+            prompt_tokens=10,
+            completion_tokens=70,
+            draft_tokens=60,
+            draft_accepted=42,
+            reasoning_tokens=9,
+        )
     )
     assert usage["completion_tokens_details"] == {
+        "reasoning_tokens": 9,
         "accepted_prediction_tokens": 42,
         "rejected_prediction_tokens": 18,
     }
     assert (usage["prompt_tokens"], usage["completion_tokens"], usage["total_tokens"]) == (10, 70, 80)
     none = _usage(TurnEnd("stop", completion_tokens=5))
     assert none["completion_tokens_details"] == {
+        "reasoning_tokens": 0,
         "accepted_prediction_tokens": 0,
         "rejected_prediction_tokens": 0,
     }
