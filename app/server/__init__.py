@@ -15,7 +15,9 @@ neither starts nor stops it; without one it runs an engine of its own (``python 
 Endpoints: ``/v1/chat/completions``, ``/v1/completions``, ``/v1/responses``, ``/v1/embeddings``,
 ``/v1/models`` (OpenAI), ``/v1/messages``, ``/v1/messages/count_tokens`` (Anthropic),
 ``/api/chat``, ``/api/generate``, ``/api/embed``, ``/api/embeddings``, ``/api/tags``, ``/api/show``,
-``/api/version``, ``/api/ps``, ``/api/pull``, ``/api/delete`` (Ollama), ``/completion``,
+``/api/version``, ``/api/ps``, ``/api/pull``, ``/api/delete``, ``/api/create``, ``/api/copy``
+(Ollama; the models made over the API are ``PresetStore``'s), ``/api/v1/chat``, ``/api/v0/*``
+(LM Studio's), ``/completion``,
 ``/infill``, ``/rerank`` (``/reranking``), ``/tokenize``, ``/detokenize``, ``/apply-template``,
 ``/props``, ``/slots``, ``/metrics``, ``/health`` and the OpenAI paths without ``/v1``
 (llama-server),
@@ -47,13 +49,27 @@ _EXPORTS = {
     "ServerConfig": "app.server._state",
     "create_app": "app.server._app",
     "ApiError": "app.server._errors",
+    "Preset": "app.server._presets",
+    "PresetStore": "app.server._presets",
+    "default_presets_path": "app.server._presets",
 }
 
-__all__ = ["DEFAULT_PORT", "ApiError", "ApiServer", "RequestLogEntry", "ServerConfig", "create_app"]
+__all__ = [
+    "DEFAULT_PORT",
+    "ApiError",
+    "ApiServer",
+    "Preset",
+    "PresetStore",
+    "RequestLogEntry",
+    "ServerConfig",
+    "create_app",
+    "default_presets_path",
+]
 
 if TYPE_CHECKING:
     from app.server._app import ApiServer, RequestLogEntry, create_app
     from app.server._errors import ApiError
+    from app.server._presets import Preset, PresetStore, default_presets_path
     from app.server._state import DEFAULT_PORT, ServerConfig
 
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

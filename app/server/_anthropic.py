@@ -282,6 +282,7 @@ def parse_messages_request(
         tool_choice=choice,
         parallel_tool_calls=parallel,
         max_tokens=max_tokens,
+        max_tokens_given=True,  # (Anthropic's max_tokens is required)
         sampling=sampling,
         stop=check_stop(body.get("stop_sequences"), "stop_sequences"),
         thinking=None if choice_of_thinking.is_default else choice_of_thinking,
@@ -458,6 +459,7 @@ async def count_tokens(request: Request):
     req = parse_messages_request(body, state, counting=True)
     turn = Turn(state, req)
     tool_format = state.config.tool_format
-    value = await turn.run(request, lambda model, _cancel: count(model, req, tool_format))
+    # (turn.req: with a made model's settings, as the reply would render)
+    value = await turn.run(request, lambda model, _cancel: count(model, turn.req, tool_format))
     turn.log(request, None, 0)
     return json_response({"input_tokens": value})

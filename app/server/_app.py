@@ -22,6 +22,7 @@ from app.server import (
     _metrics,
     _ollama,
     _openai,
+    _presets,
     _pull,
     _responses,
 )
@@ -93,6 +94,8 @@ def _routes():
         Route("/api/ps", _ollama.ps, methods=["GET"]),
         Route("/api/pull", _pull.pull, methods=["POST"]),
         Route("/api/delete", _pull.delete, methods=["DELETE"]),
+        Route("/api/create", _presets.create, methods=["POST"]),
+        Route("/api/copy", _presets.copy, methods=["POST"]),
         Route("/completion", _llamacpp.completion, methods=["POST"]),  # llama-server's own
         Route("/infill", _llamacpp.infill, methods=["POST"]),
         Route("/rerank", _llamacpp.rerank, methods=["POST"]),
@@ -187,7 +190,14 @@ class ApiServer:
         clock: Callable[[], float] | None = None,
     ):
         self.config = config or ServerConfig()
-        self.catalog = ModelCatalog(self.config.models, use_library=self.config.use_library, library=library)
+        from app.server._presets import PresetStore
+
+        self.catalog = ModelCatalog(
+            self.config.models,
+            use_library=self.config.use_library,
+            library=library,
+            presets=PresetStore(self.config.presets_file()),
+        )
         self.owns_host = host is None
         if host is None:
             host = EngineHost(

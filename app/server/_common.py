@@ -596,11 +596,11 @@ class Turn:
 
     async def submit(self) -> None:
         """Resolve the model (404 with the names if unknown) and queue the turn (429 when full)."""
-        req = self.req
-        used = used_ids(req.messages)
         tool_format = self.state.config.tool_format
 
         def run(model: Any) -> tuple[str, Any]:
+            req = self.req  # (a made model's settings applied: :meth:`submit_fn`)
+            used = used_ids(req.messages)
             self.state.metrics.saw(model.backend)
             try:
                 end = run_turn(model, req, self._emit, self.cancel, tool_format=tool_format, used_ids=used)
@@ -615,11 +615,14 @@ class Turn:
     async def submit_fn(self, fn: Callable[[Any], tuple[str, Any]]) -> None:
         """Queue ``fn(model)`` on the engine for the request's model; the event it returns is the
         request's last, put once the model's use has ended (so a client that has its reply finds the
-        model idle, never still in use); its errors come as ``error``."""
+        model idle, never still in use); its errors come as ``error``. A model made over the API
+        (``app.server._presets``) sets :attr:`req`'s values where the request set none."""
         from starlette.concurrency import run_in_threadpool
 
         state = self.state
         entry = await run_in_threadpool(state.catalog.resolve, self.req.model, state.loaded_entry())
+        if entry.preset is not None:
+            self.req = entry.preset.applied_to(self.req, state.config.max_tokens_limit)
         self.model_id = entry.id
         ended = _Once(state.reaper.end, state.reaper.begin(entry), self.req.idle_ttl)  # in use until it ends
         settings, exact = state.settings_for_context(entry, self.req.n_ctx)

@@ -80,6 +80,8 @@ class TurnRequest:
     parallel_tool_calls: bool = True
     response_format: dict[str, Any] | None = None
     max_tokens: int = 1024
+    #: the request set ``max_tokens`` itself (a made model's ``num_predict`` applies where it did not)
+    max_tokens_given: bool = False
     sampling: dict[str, Any] = field(default_factory=dict)
     stop: list[str] = field(default_factory=list)
     raw_prompt: str | list[int] | None = (

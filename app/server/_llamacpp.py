@@ -37,6 +37,7 @@ from app.engine.generation import TokenOptions
 from app.engine.logprobs import MAX_TOP_LOGPROBS
 from app.server._common import (
     SAMPLER_RANGES,
+    Turn,
     check_bool,
     check_int,
     check_stop,
@@ -98,6 +99,7 @@ def _common_request(body: dict[str, Any], state: ServerState) -> dict[str, Any]:
     return {
         "model": check_str(body.get("model"), "model", allow_none=True),
         "max_tokens": _n_predict(body, state),
+        "max_tokens_given": (body.get("n_predict", body.get("max_tokens")) or -1) >= 0,
         "deadline_s": deadline,
         "sampling": read_sampling(body, SAMPLER_RANGES, top_k=True, mirostat=True),
         "stop": check_stop(body.get("stop"), "stop"),
@@ -356,7 +358,6 @@ def _token_ids(value: Any) -> list[int]:
 
 async def _on_model(request: Request, state: ServerState, body: dict[str, Any], fn: Any) -> Any:
     """``fn(model)`` on the request's model (loaded if need be), as a job of its own."""
-    from app.server._common import Turn
     from app.server._idle import parse_ttl
 
     model = check_str(body.get("model"), "model", allow_none=True)
@@ -414,7 +415,7 @@ async def apply_template(request: Request):
     req, _stream, _usage = parse_chat_request(body, state)
     tool_format = state.config.tool_format
 
-    def run(model: Any) -> str:
+    def run(model: Any, req: Any) -> str:
         from app.engine.vision import ImagePrompt
 
         turn = render_turn(model, req, tool_format)
@@ -427,7 +428,8 @@ async def apply_template(request: Request):
             prompt = prompt[len(bos) :]
         return prompt
 
-    prompt = await _on_model(request, state, body, run)
+    turn = Turn(state, req)  # (turn.req: with a made model's settings, as the reply would render)
+    prompt = await turn.run(request, lambda model, _cancel: run(model, turn.req))
     return json_response({"prompt": prompt})
 
 

@@ -30,6 +30,8 @@ class ModelEntry:
     #: no calls), as its GGUF says; None: unknown
     context_length: int | None = None
     tool_format: str | None = None
+    #: a model made over the API (``app.server._presets.Preset``) over the file at ``path``; None: the file
+    preset: Any = None
 
 
 def _entry(path: Path, summaries: dict[tuple[Path, int, int], Any]) -> ModelEntry:
@@ -131,9 +133,18 @@ class ModelCatalog:
     is made on first use."""
 
     def __init__(
-        self, paths: Sequence[str | Path] | None = None, *, use_library: bool = True, library: Any = None
+        self,
+        paths: Sequence[str | Path] | None = None,
+        *,
+        use_library: bool = True,
+        library: Any = None,
+        presets: Any = None,
     ):
+        from app.server._presets import PresetStore
+
         self._paths = [Path(p).expanduser().resolve() for p in paths or []]
+        #: the models made over the API (``app.server._presets``), offered after the files
+        self.presets = presets if presets is not None else PresetStore()
         self._use_library = use_library
         self._library = library
         self._lock = threading.Lock()
@@ -168,10 +179,25 @@ class ModelCatalog:
                         )
             except Exception:  # noqa: BLE001 - a broken library must not take the server down
                 pass
-        entries = _unique_ids(found.values())
+        entries = _unique_ids([*found.values(), *self._made(found)])
         with self._lock:
             self._entries = entries
         return list(entries)
+
+    def _made(self, files: dict[Path, ModelEntry]) -> list[ModelEntry]:
+        """The made models whose base file is there: its entry under the made model's name."""
+        out = []
+        for preset in self.presets.all():
+            base = Path(preset.base)
+            entry = files.get(base) or (_entry(base, self._summaries) if base.is_file() else None)
+            if entry is not None:
+                out.append(replace(entry, id=preset.name, preset=preset))
+        return out
+
+    def changed(self) -> None:
+        """The made models changed: the next listing reads them again."""
+        with self._lock:
+            self._entries = None
 
     def library(self) -> Any:
         """The model library (the window's, else one made on first use): what the catalog offers
@@ -205,7 +231,7 @@ class ModelCatalog:
         """The entry of the file at ``path`` (one the catalog does not list gets a plain one)."""
         p = Path(path).expanduser().resolve()
         for e in self.entries():
-            if e.path == p:
+            if e.path == p and e.preset is None:
                 return e
         return _entry(p, self._summaries)
 

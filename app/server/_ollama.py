@@ -88,6 +88,12 @@ def _options(body: dict[str, Any], state: ServerState) -> tuple[dict[str, Any], 
     return sampling, min(max_tokens, limit), check_stop(opts.get("stop"), "options.stop")
 
 
+def _gave_num_predict(body: dict[str, Any]) -> bool:
+    """Whether the request set the reply's length (``options.num_predict``, checked by :func:`_options`)."""
+    opts = body.get("options") or {}
+    return isinstance(opts, dict) and opts.get("num_predict") is not None
+
+
 def _num_ctx(body: dict[str, Any]) -> int | None:
     """``options.num_ctx``: the context the request needs (a model loaded with less is loaded
     again with it: ``TurnRequest.n_ctx``)."""
@@ -360,6 +366,7 @@ async def chat(request: Request):
         tools=tools,
         tool_choice=header_tool_choice(header, tools, messages) if header else "auto",
         max_tokens=max_tokens,
+        max_tokens_given=_gave_num_predict(body),
         sampling=sampling,
         stop=stop,
         response_format=_format(body.get("format")),
@@ -470,6 +477,7 @@ async def generate(request: Request):
             raw_prompt=None if suffix else prompt,
             fim=(prompt, suffix) if suffix else None,
             max_tokens=max_tokens,
+            max_tokens_given=_gave_num_predict(body),
             sampling=sampling,
             stop=stop,
             idle_ttl=keep,
@@ -489,6 +497,7 @@ async def generate(request: Request):
             model=model,
             messages=msgs,
             max_tokens=max_tokens,
+            max_tokens_given=_gave_num_predict(body),
             sampling=sampling,
             stop=stop,
             response_format=_format(body.get("format")),
@@ -542,12 +551,13 @@ def _context_of(end: TurnEnd | None) -> dict[str, Any]:
     return {"context": end.context} if end is not None and end.context is not None else {}
 
 
-def _details(e: Any) -> dict[str, Any]:
-    """Ollama's ``details`` of a model: what its GGUF says (empty where it says nothing)."""
+def _details(e: Any, parent: str = "") -> dict[str, Any]:
+    """Ollama's ``details`` of a model: what its GGUF says (empty where it says nothing);
+    ``parent``: the model a made model was made from."""
     from app.engine.models.metadata import format_parameter_count
 
     return {
-        "parent_model": "",
+        "parent_model": parent,
         "format": "gguf",
         "family": e.architecture or "",
         "families": [e.architecture] if e.architecture else None,
@@ -585,17 +595,31 @@ async def tags(request: Request):
     entries = await run_in_threadpool(state.catalog.entries, refresh=True)
     models = []
     for e in entries:
+        made = e.preset
         models.append(
             {
                 "name": e.id,
                 "model": e.id,
-                "modified_at": _modified(e.path),
+                "modified_at": _modified(e.path) if made is None else _time(made.created),
                 "size": e.size,
-                "digest": _digest(e.path),
-                "details": _details(e),
+                "digest": _digest(e.path) if made is None else _made_digest(e),
+                "details": _details(e, "" if made is None else state.catalog.entry_for(e.path).id),
             }
         )
     return json_response({"models": models})
+
+
+def _time(t: float) -> str:
+    return datetime.fromtimestamp(t, UTC).isoformat().replace("+00:00", "Z")
+
+
+def _made_digest(e: Any) -> str:
+    """A made model's ``digest``: its base file's with what it sets (new when it is made again)."""
+    import hashlib
+    from dataclasses import asdict
+
+    made = json_bytes(asdict(e.preset))
+    return hashlib.sha256(_digest(e.path).encode() + b"\0" + made).hexdigest()
 
 
 async def ps(request: Request):
@@ -655,6 +679,7 @@ async def show(request: Request):
 
     def info() -> dict[str, Any]:
         from app.engine.detection import detect_tool_format
+        from app.server._presets import parameters_text
 
         meta = state.metadata_for(entry)
         family = detect_tool_format(
@@ -668,11 +693,19 @@ async def show(request: Request):
             )
             if state.has_vision(entry):
                 caps.append("vision")
+        preset = entry.preset
+        base = state.catalog.entry_for(entry.path).id
+        made: dict[str, Any] = {}
+        if preset is not None:  # a model made over the API: its Modelfile, system, license
+            made = {"system": preset.system or "", "license": "\n".join(preset.license)}
+            if preset.messages:
+                made["messages"] = preset.messages
         return {
-            "modelfile": f"FROM {entry.path}\n",
-            "parameters": "",
+            "modelfile": preset.modelfile(base) if preset is not None else f"FROM {entry.path}\n",
+            "parameters": parameters_text(preset.parameters) if preset is not None else "",
             "template": meta.chat_template or "",
-            "details": _details(entry),
+            **made,
+            "details": _details(entry, base if preset is not None else ""),
             "capabilities": caps,
             "model_info": {
                 "general.architecture": meta.architecture,

@@ -346,6 +346,11 @@ def _sampling(body: dict[str, Any]) -> dict[str, Any]:
     return sampling
 
 
+def _gave_max_tokens(body: dict[str, Any]) -> bool:
+    """Whether the request set the reply's length itself (:func:`_max_tokens` checked it)."""
+    return body.get("max_completion_tokens") is not None or body.get("max_tokens") is not None
+
+
 def _max_tokens(body: dict[str, Any], state: ServerState, default: int, lo: int = 1) -> int:
     limit = state.config.max_tokens_limit
     v = check_int(body.get("max_completion_tokens"), "max_completion_tokens", lo=lo, hi=limit)
@@ -509,6 +514,7 @@ def parse_chat_request(
         response_format=response_format,
         grammar=grammar,
         max_tokens=_max_tokens(body, state, state.config.default_max_tokens),
+        max_tokens_given=_gave_max_tokens(body),
         sampling=_sampling(body),
         stop=check_stop(body.get("stop"), "stop"),
         max_tool_calls=check_int(body.get("max_tool_calls"), "max_tool_calls", lo=1, hi=MAX_TOOL_CALLS_LIMIT),
@@ -1185,6 +1191,7 @@ def _completion_request(body: dict[str, Any], state: ServerState) -> TurnRequest
         model=check_str(body.get("model"), "model", allow_none=True),
         grammar=completion_grammar(body),
         max_tokens=_max_tokens(body, state, 16, lo=0 if echo else 1),
+        max_tokens_given=_gave_max_tokens(body),
         sampling=_sampling(body),
         stop=check_stop(body.get("stop"), "stop"),
         idle_ttl=parse_ttl(body.get("ttl")),

@@ -237,6 +237,10 @@ async def delete(request: Request):
     if not name.strip():
         raise ApiError(400, "model is empty: name the model to delete", param="model")
     entry = state.catalog.resolve(name)
+    if entry.preset is not None:  # a made model: its name goes, never its base's file
+        await run_in_threadpool(state.presets.delete, entry.preset.name)
+        state.catalog.changed()
+        return Response(status_code=200)
 
     def remove() -> None:
         library = state.catalog.library()

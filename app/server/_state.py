@@ -57,6 +57,9 @@ class ServerConfig:
     #: it): ``serve --chat-template-file`` for the ``--model`` files, the window's This model
     #: settings for its server (``app.engine.llm.LoadSettings.chat_template``)
     chat_templates: dict[str, str] = field(default_factory=dict)
+    #: where the models made over Ollama's /api/create and /api/copy are kept (``app.server._presets``);
+    #: None: ``presets.json`` in the data folder for a server that offers the library, else in memory
+    presets_path: str | None = None
     #: a model idle this long (seconds: no request running or queued) is unloaded, the next request
     #: loads it again; 0: never (``serve --idle-ttl``; a request's keep_alive / ttl wins: app.server._idle)
     idle_ttl_s: float = 0.0
@@ -71,6 +74,16 @@ class ServerConfig:
     # tools declared, and the JSON of its tool definitions and response schemas together.
     max_tools: int = 128
     max_schema_bytes: int = 256 * 1024
+
+    def presets_file(self) -> str | None:
+        """Where made models are kept (:attr:`presets_path`), None: in memory."""
+        if self.presets_path is not None:
+            return self.presets_path or None
+        if not self.use_library:
+            return None
+        from app.server._presets import default_presets_path
+
+        return str(default_presets_path())
 
     def load_settings(self) -> LoadSettings:
         """What a model this server loads is loaded with."""
@@ -156,6 +169,8 @@ class ServerState:
         self.responses = RecentResponses()
         #: LM Studio's stored chats (``/api/v1/chat``'s ``previous_response_id``), for this run
         self.chats = RecentResponses()
+        #: the models made over Ollama's API (``app.server._presets``), which the catalog offers
+        self.presets = catalog.presets
 
     def loaded_entry(self) -> ModelEntry | None:
         """The catalog's entry for the engine's most recently used model (None: none loaded)."""
@@ -177,10 +192,13 @@ class ServerState:
         """``entry``'s file's metadata (``app.engine.models.metadata``), with the chat template its
         model renders with in place of its own: the one it is loaded with (a load's option may
         have set one, or removed the server's), else the one set for its file
-        (``ServerConfig.chat_templates``). What ``/props`` and ``/api/show`` say of it."""
+        (``ServerConfig.chat_templates``); a made model's own template first. What ``/props`` and
+        ``/api/show`` say of it."""
         from app.engine.models.metadata import read_metadata
 
         meta = read_metadata(entry.path)
+        if entry.preset is not None and entry.preset.template is not None:
+            return meta.with_chat_template(entry.preset.template)
         loaded_with = self.host.settings_of(entry.path)
         template = (
             loaded_with.chat_template

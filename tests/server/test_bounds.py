@@ -439,6 +439,8 @@ ENDPOINTS = [
     "/api/embeddings",
     "/api/v1/chat",
     "/api/v0/chat/completions",
+    "/api/create",
+    "/api/copy",
 ]
 HUGE = "9" * 5000
 

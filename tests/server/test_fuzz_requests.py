@@ -75,6 +75,8 @@ BASE: dict[str, dict[str, Any]] = {
         "system_prompt": "Be brief.",
     },
     "/api/v0/chat/completions": {"model": "loop-hermes", "max_tokens": 8, "messages": U},
+    "/api/create": {"model": "made", "from": "loop-hermes", "stream": False, "system": "Be brief."},
+    "/api/copy": {"source": "loop-hermes", "destination": "copied"},
 }
 # the fields each endpoint reads, and paths into the nested ones
 FIELDS: dict[str, list[tuple[Any, ...]]] = {
@@ -178,6 +180,9 @@ FIELDS: dict[str, list[tuple[Any, ...]]] = {
     + [("input", 0), ("input", 0, "type"), ("input", 0, "content"), ("input", 0, "data_url")],
     "/api/v0/chat/completions": [(k,) for k in "model messages max_tokens stream temperature".split()]
     + [("messages", 0, "content")],
+    "/api/create": [(k,) for k in "model from system template parameters messages license stream".split()]
+    + [("parameters", "temperature"), ("parameters", "num_predict"), ("messages", 0)],
+    "/api/copy": [(k,) for k in "source destination".split()],
 }
 HUGE = "\x00huge-int\x00"  # replaced by an integer of 5000 digits once the body is JSON text
 LONG = "\x00long-text\x00"  # replaced by a string of 100,000 characters

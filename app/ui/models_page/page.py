@@ -1,8 +1,9 @@
 """The Models page: search Hugging Face, pick a GGUF (with a memory-fit badge), download it, and
 manage the local library (metadata, Load, import, delete).
 
-The page composes four panes, each in its own module: :class:`RecommendedPane` and
-:class:`SearchPane` (the sources, as two tabs), :class:`DownloadsPane` and :class:`LibraryPane`.
+The page composes five panes, each in its own module: :class:`RecommendedPane` and
+:class:`SearchPane` (the sources, as two tabs), :class:`DownloadsPane`, :class:`LibraryPane` and
+:class:`MadePane` (the models made over the API).
 The page owns what they share: the model manager, the background tasks, the status line, the
 confirmation question and which model the chat uses now; the panes reach it through ``page``.
 
@@ -30,6 +31,7 @@ from PySide6.QtWidgets import (
 
 from app.ui.models_page.downloads import DownloadsPane
 from app.ui.models_page.library import DELETE, LOAD, REMOVE, LibraryPane
+from app.ui.models_page.made import MadePane, read_made
 from app.ui.models_page.recommended import RecommendedPane
 from app.ui.models_page.search import SearchPane
 from app.ui.tasks import BackgroundTasks
@@ -85,9 +87,11 @@ class ModelsPage(QWidget):
         split = QSplitter(Qt.Orientation.Vertical)
         self.downloads = DownloadsPane(self)
         self.library = LibraryPane(self)
+        self.made = MadePane(self)  # the models made over the API (shown while there are some)
         split.addWidget(self.downloads)
         split.addWidget(self.library)
-        split.setSizes([120, 300])
+        split.addWidget(self.made)
+        split.setSizes([120, 300, 100])
         root.addWidget(split, 4)
         # the panes' widgets, by the names the window and the tests know
         s = self.search_pane
@@ -100,6 +104,10 @@ class ModelsPage(QWidget):
         self.library_table = self.library.table
         self.import_button, self.folder_button = self.library.import_button, self.library.folder_button
         self.refresh_button = self.library.refresh_button
+
+    def showEvent(self, e: Any) -> None:  # noqa: N802 (Qt API)
+        super().showEvent(e)
+        self.refresh_made()  # a client may have made or deleted models over the API meanwhile
 
     # -- what the panes share ------------------------------------------------------------------
     @property
@@ -209,6 +217,11 @@ class ModelsPage(QWidget):
                 self.library.show_scan(result)
 
         self.background(lambda: (lib.scan(), lib.projectors()), show, self.library.on_failed)
+        self.refresh_made()
+
+    def refresh_made(self) -> None:
+        """Read the models made over the API again (a server may have made or deleted some)."""
+        self.background(read_made, self.made.show_made, self.library.on_failed)
 
     def _fit_library_columns(self) -> None:
         self.library.fit_columns()
