@@ -113,13 +113,15 @@ class Preset:
         if not req.stop:
             changes["stop"] = check_stop(self.parameters.get("stop"), "stop")
         if req.n_ctx is None:
-            changes["n_ctx"] = self.parameters.get("num_ctx")
-        n = self.parameters.get("num_predict")
-        if not req.max_tokens_given and isinstance(n, int) and n > 0:
+            changes["n_ctx"] = check_int(self.parameters.get("num_ctx"), "num_ctx", lo=1, hi=2**24)
+        n = check_int(self.parameters.get("num_predict"), "num_predict")
+        if not req.max_tokens_given and n is not None and n > 0:  # (-1, -2: Ollama's "no limit")
             changes["max_tokens"] = min(n, max_tokens_limit)
         if req.chat_template is None and self.template is not None:
             changes["chat_template"] = self.template
-        if req.messages and req.raw_prompt is None and req.fim is None:
+        # a conversation (not a raw prompt, nor one that goes on from Ollama's context, which holds
+        # the system prompt and messages its first request had)
+        if req.messages and req.raw_prompt is None and req.fim is None and req.context is None:
             messages = list(req.messages)
             head = 1 if messages[0].get("role") == "system" else 0
             messages[head:head] = [dict(m) for m in self.messages]

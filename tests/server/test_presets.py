@@ -281,3 +281,10 @@ def test_applied_to_fills_in_what_the_request_left_out():
     assert (given.max_tokens, given.stop, given.n_ctx) == (9, ["s"], 512)
     raw = preset.applied_to(TurnRequest(model="p", raw_prompt="Hi"), 100)
     assert raw.messages == [] and raw.raw_prompt == "Hi" and raw.sampling["top_k"] == 5
+    # a conversation that goes on from Ollama's context has its system prompt and messages there
+    going_on = preset.applied_to(TurnRequest(model="p", messages=HI, context=[1, 2, 3]), 100)
+    assert going_on.messages == HI and going_on.stop == ["end"]
+    # whole numbers written as floats (JSON has one kind of number)
+    floats = Preset(name="f", base="/x.gguf", parameters={"num_ctx": 2048.0, "num_predict": 4.0})
+    out = floats.applied_to(TurnRequest(model="f", messages=HI), 100)
+    assert (out.n_ctx, out.max_tokens) == (2048, 4) and isinstance(out.n_ctx, int)
