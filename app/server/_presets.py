@@ -25,10 +25,10 @@ the library by pulling it or adding its folder."""
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
-import tempfile
 import threading
 import time
 from dataclasses import asdict, dataclass, field, replace
@@ -226,22 +226,16 @@ class PresetStore:
             raise ApiError(
                 500, f"{self.problem}: fix or remove it before making models", code="presets_unreadable"
             )
-        data = json_bytes({"presets": [asdict(p) for p in items.values()]})
+        from app.storage.atomic import atomic_write_bytes
+
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=".presets-", dir=self.path.parent)
-            try:
-                with os.fdopen(fd, "wb") as f:
-                    f.write(data)
-                os.replace(tmp, self.path)
-                st = self.path.stat()
-                self._stamp = (st.st_mtime_ns, st.st_size)
-            except BaseException:
-                Path(tmp).unlink(missing_ok=True)
-                raise
+            atomic_write_bytes(self.path, json_bytes({"presets": [asdict(p) for p in items.values()]}))
+            st = self.path.stat()
+            self._stamp = (st.st_mtime_ns, st.st_size)
         except OSError as exc:
             raise ApiError(
-                507 if getattr(exc, "errno", None) == 28 else 500,
+                507 if exc.errno == errno.ENOSPC else 500,
                 f"the model could not be saved to {self.path}: {exc.strerror or exc}",
                 code="presets_not_saved",
             ) from None

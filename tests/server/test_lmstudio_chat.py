@@ -14,6 +14,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
+from tests.server.conftest import _start
 from tests.support.thinker import ANSWER, THOUGHT, write_thinker
 
 MODEL = "thinker"
@@ -21,15 +22,10 @@ MODEL = "thinker"
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory) -> Iterator[object]:
-    from app.server import ApiServer, ServerConfig
+    from app.server import ServerConfig
 
     path = write_thinker(tmp_path_factory.mktemp("lmstudio") / "thinker.gguf")
-    srv = ApiServer(ServerConfig(port=0, models=[str(path)], use_library=False, n_ctx=2048, n_threads=1))
-    srv.start()
-    try:
-        yield srv
-    finally:
-        srv.stop()
+    yield from _start(ServerConfig(port=0, models=[str(path)], use_library=False, n_ctx=2048, n_threads=1))
 
 
 @pytest.fixture(scope="module")

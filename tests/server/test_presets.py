@@ -16,6 +16,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.server.conftest import _start
 from tests.support.thinker import ANSWER, write_thinker
 
 BASE = "thinker"
@@ -33,23 +34,12 @@ def thinker(tmp_path_factory) -> Path:
 
 
 def _serve(thinker: Path, presets: Path) -> Iterator[object]:
-    from app.server import ApiServer, ServerConfig
+    from app.server import ServerConfig
 
-    srv = ApiServer(
-        ServerConfig(
-            port=0,
-            models=[str(thinker)],
-            use_library=False,
-            n_ctx=2048,
-            n_threads=1,
-            presets_path=str(presets),
-        )
+    config = ServerConfig(
+        port=0, models=[str(thinker)], use_library=False, n_ctx=2048, n_threads=1, presets_path=str(presets)
     )
-    srv.start()
-    try:
-        yield srv
-    finally:
-        srv.stop()
+    yield from _start(config)
 
 
 @pytest.fixture(scope="module")

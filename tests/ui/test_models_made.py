@@ -18,6 +18,7 @@ from app.engine.models.library import Library  # noqa: E402
 from app.engine.models.manager import ModelManager  # noqa: E402
 from app.engine.models.tiny import write_tiny_gguf  # noqa: E402
 from app.ui.models_page import ModelsPage  # noqa: E402
+from tests.server.conftest import _start  # noqa: E402
 
 
 @pytest.fixture
@@ -27,25 +28,14 @@ def model_file(tmp_path) -> Path:
 
 @pytest.fixture
 def server(model_file) -> Iterator[object]:
-    from app.server import ApiServer, ServerConfig, default_presets_path
+    from app.server import ServerConfig, default_presets_path
 
     # the window's server (it offers the library) keeps made models where the page reads them
     assert ServerConfig(use_library=True).presets_file() == str(default_presets_path())
-    srv = ApiServer(
-        ServerConfig(
-            port=0,
-            models=[str(model_file)],
-            use_library=False,
-            n_ctx=512,
-            n_threads=1,
-            presets_path=str(default_presets_path()),
-        )
+    files = [str(model_file)]
+    yield from _start(
+        ServerConfig(port=0, models=files, use_library=False, presets_path=str(default_presets_path()))
     )
-    srv.start()
-    try:
-        yield srv
-    finally:
-        srv.stop()
 
 
 @pytest.fixture
