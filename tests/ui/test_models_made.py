@@ -56,7 +56,7 @@ def _rows(page: ModelsPage) -> list[list[str]]:
 
 
 def _refreshed(qtbot, page: ModelsPage) -> None:
-    page.refresh_made()
+    page.made.refresh()
     qtbot.waitUntil(lambda: not page._calls)
 
 

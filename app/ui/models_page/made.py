@@ -54,6 +54,10 @@ class MadePane(QWidget):
         )
         self.setVisible(False)
 
+    def refresh(self) -> None:
+        """Read the made models again, off the UI thread (a server may have made or deleted some)."""
+        self.page.background(read_made, self.show_made, self.page.library.on_failed)
+
     def show_made(self, result: tuple[list[Any], str | None]) -> None:
         made, problem = result
         self.made = made
@@ -97,7 +101,7 @@ class MadePane(QWidget):
 
         def done(_result: Any) -> None:
             self.page.show_status(f"Deleted the made model {name}.")
-            self.page.refresh_made()
+            self.refresh()
 
         def failed(message: str) -> None:
             self.page.show_status(f"{name} could not be deleted: {message}", error=True)

@@ -31,7 +31,7 @@ from PySide6.QtWidgets import (
 
 from app.ui.models_page.downloads import DownloadsPane
 from app.ui.models_page.library import DELETE, LOAD, REMOVE, LibraryPane
-from app.ui.models_page.made import MadePane, read_made
+from app.ui.models_page.made import MadePane
 from app.ui.models_page.recommended import RecommendedPane
 from app.ui.models_page.search import SearchPane
 from app.ui.tasks import BackgroundTasks
@@ -107,7 +107,7 @@ class ModelsPage(QWidget):
 
     def showEvent(self, e: Any) -> None:  # noqa: N802 (Qt API)
         super().showEvent(e)
-        self.refresh_made()  # a client may have made or deleted models over the API meanwhile
+        self.made.refresh()  # a client may have made or deleted models over the API meanwhile
 
     # -- what the panes share ------------------------------------------------------------------
     @property
@@ -217,11 +217,7 @@ class ModelsPage(QWidget):
                 self.library.show_scan(result)
 
         self.background(lambda: (lib.scan(), lib.projectors()), show, self.library.on_failed)
-        self.refresh_made()
-
-    def refresh_made(self) -> None:
-        """Read the models made over the API again (a server may have made or deleted some)."""
-        self.background(read_made, self.made.show_made, self.library.on_failed)
+        self.made.refresh()
 
     def _fit_library_columns(self) -> None:
         self.library.fit_columns()
