@@ -78,6 +78,11 @@ _NOT_SERVED = {
     "modelfile": "send from, system, template, parameters and messages instead (ollama-python 0.4 and later do)",
 }
 _FIELDS = ("model", "name", "from", "system", "template", "parameters", "messages", "license", "stream")
+#: what a client may keep on this machine's disk through the API: this many made models, each with
+#: at most this much text (its system prompt, messages and license; its template has the template
+#: limit, ``app.engine.templates.MAX_TEMPLATE_CHARS``)
+MAX_MADE = 256
+MAX_TEXT_BYTES = 1 << 20
 
 
 def default_presets_path() -> Path:
@@ -300,6 +305,16 @@ def _license(value: Any) -> list[str]:
     raise ApiError(400, "license must be a string or an array of strings", param="license")
 
 
+def _room_for(state: Any, name: str) -> None:
+    """A 400 when the server keeps :data:`MAX_MADE` made models and ``name`` is not one of them."""
+    if state.presets.get(name) is None and len(state.presets.all()) >= MAX_MADE:
+        raise ApiError(
+            400,
+            f"this server keeps at most {MAX_MADE} made models: delete one (/api/delete) first",
+            code="too_many_models",
+        )
+
+
 def _taken_by_a_file(state: Any, name: str, where: str) -> None:
     """A 400 naming ``where`` when ``name`` is a model file's id (a made model never hides a file)."""
     for e in state.catalog.entries():
@@ -337,10 +352,13 @@ async def create(request: Request):
     parameters = _parameters(body.get("parameters"), state)
     messages = _messages(body.get("messages"))
     license_ = _license(body.get("license"))
+    if len(json_bytes([system, messages, license_])) > MAX_TEXT_BYTES:
+        raise ApiError(400, "system, messages and license together are larger than 1 MiB", param="system")
 
     def make() -> Preset:
         base = state.catalog.resolve(source)
         _taken_by_a_file(state, name, "model")
+        _room_for(state, name)
         parent: Preset | None = base.preset
         preset = Preset(
             name=name,
@@ -378,6 +396,7 @@ async def copy(request: Request):
     def make() -> None:
         entry = state.catalog.resolve(source)
         _taken_by_a_file(state, destination, "destination")
+        _room_for(state, destination)
         original = entry.preset or Preset(name=destination, base=str(entry.path))
         state.presets.put(replace(original, name=destination, created=time.time()))
         state.catalog.changed()

@@ -227,6 +227,25 @@ def test_create_refuses_what_it_cannot_make(http, ollama_client, body, status, p
     assert "x1" not in _names(ollama_client)
 
 
+def test_what_a_client_may_keep_is_bounded(http, ollama_client, monkeypatch):
+    from app.server import _presets
+
+    big = http.post(
+        "/api/create", json={"model": "big", "from": BASE, "system": "x" * (1 << 20), "stream": False}
+    )
+    assert big.status_code == 400 and "1 MiB" in big.json()["error"]
+    ollama_client.create(model="bounded", from_=BASE, stream=False)
+    monkeypatch.setattr(_presets, "MAX_MADE", len(ollama_client.list().models) - 1)  # the file is a model too
+    full = http.post("/api/create", json={"model": "one-more", "from": BASE, "stream": False})
+    assert full.status_code == 400 and "delete one" in full.json()["error"]
+    copied = http.post("/api/copy", json={"source": BASE, "destination": "one-more"})
+    assert copied.status_code == 400
+    # one already made may be made again
+    again = http.post("/api/create", json={"model": "bounded", "from": BASE, "stream": False})
+    assert again.status_code == 200, again.text
+    assert {"big", "one-more"}.isdisjoint(_names(ollama_client))
+
+
 def test_copy_refuses_a_file_s_name_and_an_unknown_source(http):
     taken = http.post("/api/copy", json={"source": BASE, "destination": BASE})
     assert taken.status_code == 400 and "file" in taken.json()["error"]
