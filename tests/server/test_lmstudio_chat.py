@@ -175,6 +175,20 @@ def test_the_stream_has_lm_studios_events_in_order(http):
     assert thinking[-1][1]["result"]["output"] == [{"type": "reasoning", "content": text}]
 
 
+def test_a_client_that_leaves_the_stream_stops_the_generation(http, server):
+    body = {"model": MODEL, "input": "Hi", "stream": True, "max_output_tokens": 1900, "store": False}
+    with http.stream("POST", "/api/v1/chat", json=body) as r:
+        seen = 0
+        for line in r.iter_lines():
+            seen += "reasoning.delta" in line
+            if seen == 2:  # the model is writing: leave
+                break
+    # the next reply comes once the engine is free; the cut one ended early, cancelled
+    assert _chat(http, input="Hi", reasoning="off", max_output_tokens=2, store=False)["output"]
+    cut = next(e for e in reversed(server.state.finished) if e.finish_reason == "cancelled")
+    assert cut.completion_tokens < 1900
+
+
 def test_a_chat_that_loads_its_model_says_so_and_how_long_it_took(http):
     _unload(http)
     events = _events(http, input="Hi", reasoning="off", max_output_tokens=4)
