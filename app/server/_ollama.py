@@ -75,7 +75,10 @@ def _now() -> str:
     return datetime.now(UTC).isoformat().replace("+00:00", "Z")
 
 
-def _options(body: dict[str, Any], state: ServerState) -> tuple[dict[str, Any], int, list[str]]:
+def _generation(body: dict[str, Any], state: ServerState, keep: float | None) -> dict[str, Any]:
+    """The ``TurnRequest`` fields ``/api/chat`` and ``/api/generate`` read alike: the sampler
+    options, the reply's length (and whether the request set it), ``stop``, ``num_ctx``, the log
+    probabilities and how long the model stays loaded (``keep``)."""
     opts = body.get("options") or {}
     if not isinstance(opts, dict):
         raise ApiError(400, f"options must be an object, got {type_name(opts)}")
@@ -85,13 +88,15 @@ def _options(body: dict[str, Any], state: ServerState) -> tuple[dict[str, Any], 
     limit = state.config.max_tokens_limit
     n = check_int(opts.get("num_predict"), "options.num_predict", lo=-2, hi=limit)
     max_tokens = state.config.default_max_tokens if n is None or n < 0 else max(1, n)
-    return sampling, min(max_tokens, limit), check_stop(opts.get("stop"), "options.stop")
-
-
-def _gave_num_predict(body: dict[str, Any]) -> bool:
-    """Whether the request set the reply's length (``options.num_predict``, checked by :func:`_options`)."""
-    opts = body.get("options") or {}
-    return isinstance(opts, dict) and opts.get("num_predict") is not None
+    return {
+        "sampling": sampling,
+        "max_tokens": min(max_tokens, limit),
+        "max_tokens_given": n is not None,  # (a made model's num_predict applies where it is not)
+        "stop": check_stop(opts.get("stop"), "options.stop"),
+        "idle_ttl": keep,
+        "n_ctx": _num_ctx(body),
+        "options": TokenOptions(logprobs=read_chat_logprobs(body)),
+    }
 
 
 def _num_ctx(body: dict[str, Any]) -> int | None:
@@ -355,7 +360,7 @@ async def chat(request: Request):
         return await _load_or_unload(
             request, state, body, keep, {"message": {"role": "assistant", "content": ""}}
         )
-    sampling, max_tokens, stop = _options(body, state)
+    generation = _generation(body, state, keep)
     tools = _tools(body.get("tools"))
     think, thinking = _think(body)
     messages = convert_messages(body.get("messages"))
@@ -365,15 +370,9 @@ async def chat(request: Request):
         messages=messages,
         tools=tools,
         tool_choice=header_tool_choice(header, tools, messages) if header else "auto",
-        max_tokens=max_tokens,
-        max_tokens_given=_gave_num_predict(body),
-        sampling=sampling,
-        stop=stop,
         response_format=_format(body.get("format")),
-        idle_ttl=keep,
-        n_ctx=_num_ctx(body),
-        options=TokenOptions(logprobs=read_chat_logprobs(body)),
         prefill=True,  # Ollama goes on from a final assistant message
+        **generation,
         **thinking,
     )
     # the log probabilities of what the reply shows: its content and its thinking
@@ -432,7 +431,7 @@ async def generate(request: Request):
     suffix = check_str(body.get("suffix"), "suffix", allow_none=True) or ""
     if not prompt and not system and not images and not suffix:
         return await _load_or_unload(request, state, body, keep, {"response": ""})
-    sampling, max_tokens, stop = _options(body, state)
+    generation = _generation(body, state, keep)
     model = check_str(body.get("model"), "model", allow_none=True)
     raw = check_bool(body.get("raw"), "raw", False)
     context = _context(body.get("context"))
@@ -476,13 +475,7 @@ async def generate(request: Request):
             model=model,
             raw_prompt=None if suffix else prompt,
             fim=(prompt, suffix) if suffix else None,
-            max_tokens=max_tokens,
-            max_tokens_given=_gave_num_predict(body),
-            sampling=sampling,
-            stop=stop,
-            idle_ttl=keep,
-            n_ctx=_num_ctx(body),
-            options=TokenOptions(logprobs=read_chat_logprobs(body)),
+            **generation,
         )
     else:
         if not prompt and not images:
@@ -496,17 +489,11 @@ async def generate(request: Request):
         req = TurnRequest(
             model=model,
             messages=msgs,
-            max_tokens=max_tokens,
-            max_tokens_given=_gave_num_predict(body),
-            sampling=sampling,
-            stop=stop,
             response_format=_format(body.get("format")),
-            idle_ttl=keep,
-            n_ctx=_num_ctx(body),
-            options=TokenOptions(logprobs=read_chat_logprobs(body)),
             context=context,
             want_context=True,
             chat_template=template,
+            **generation,
             **thinking,
         )
     held = LogprobBuffer(("text", "reasoning") if think is not False else ("text",))
