@@ -425,7 +425,7 @@ def test_ollama_sampler_options_reach_the_engine(family_server, ollama_client):
     import ollama
 
     from app.engine.sampling import resolve_sampling
-    from app.server._ollama import _options
+    from app.server._ollama import _generation
 
     options = {
         "temperature": 0.7,
@@ -442,7 +442,9 @@ def test_ollama_sampler_options_reach_the_engine(family_server, ollama_client):
         "seed": 7,
         "num_predict": 3,
     }
-    sampling, max_tokens, _stop = _options({"options": options}, family_server)
+    read = _generation({"options": options}, family_server, None)
+    sampling, max_tokens = read["sampling"], read["max_tokens"]
+    assert read["max_tokens_given"]
     params = resolve_sampling(None, sampling)  # the engine's own settings, each one as asked
     assert (params.typical_p, params.presence_penalty, params.frequency_penalty) == (0.95, 0.5, -0.5)
     assert (params.mirostat_mode, params.mirostat_tau, params.mirostat_eta) == (2, 4.0, 0.2)
