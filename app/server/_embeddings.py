@@ -118,6 +118,7 @@ async def _in_parts(
 
     result = await turn.run(request, run)
     request.scope.setdefault("callisto.log", {})["prompt_tokens"] = result.total_tokens
+    request.scope["callisto.turn"] = turn  # (its load time: Ollama's load_duration)
     return turn.model_id, result
 
 

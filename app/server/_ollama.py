@@ -328,7 +328,7 @@ async def embed(request: Request):
             "model": model_id,
             "embeddings": vectors(result, dimensions),
             "total_duration": int((time.monotonic() - started) * 1e9),
-            "load_duration": 0,
+            "load_duration": int((request.scope["callisto.turn"].load_s or 0.0) * 1e9),
             "prompt_eval_count": result.total_tokens,
         }
     )

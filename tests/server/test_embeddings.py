@@ -124,6 +124,16 @@ def test_ollama_older_embeddings_endpoint_gives_the_models_own_vector(server):
     assert [x / _norm(raw) for x in raw] == pytest.approx(unit, abs=1e-6)
 
 
+def test_ollama_embed_says_how_long_loading_its_model_took(server):
+    import ollama
+
+    client = ollama.Client(host=server.url, timeout=120)
+    _post(server, "/api/generate", model="embedder", keep_alive=0)  # Ollama's unload
+    first = client.embed(model="embedder", input="hello")
+    assert first.load_duration > 0 and first.total_duration >= first.load_duration
+    assert client.embed(model="embedder", input="hello").load_duration == 0  # loaded already
+
+
 def _running(server) -> set[str]:
     return {m["name"] for m in httpx.get(server.url + "/api/ps", timeout=30).json()["models"]}
 
