@@ -155,9 +155,17 @@ class ModelCatalog:
         self._summaries: dict[tuple[Path, int, int], Any] = {}
 
     def entries(self, *, refresh: bool = False) -> list[ModelEntry]:
+        """The files offered (as last scanned; ``refresh``: scanned now), then the made models over
+        them, read from their store each time (another server or the window may change them)."""
         with self._lock:
-            if self._entries is not None and not refresh:
-                return list(self._entries)
+            files = self._entries
+        if files is None or refresh:
+            files = self._files()
+            with self._lock:
+                self._entries = files
+        return _unique_ids([*files, *self._made({e.path: e for e in files})])
+
+    def _files(self) -> list[ModelEntry]:
         found: dict[Path, ModelEntry] = {}
         for p in self._paths:
             if p.is_file():
@@ -179,10 +187,7 @@ class ModelCatalog:
                         )
             except Exception:  # noqa: BLE001 - a broken library must not take the server down
                 pass
-        entries = _unique_ids([*found.values(), *self._made(found)])
-        with self._lock:
-            self._entries = entries
-        return list(entries)
+        return _unique_ids(found.values())
 
     def _made(self, files: dict[Path, ModelEntry]) -> list[ModelEntry]:
         """The made models whose base file is there: its entry under the made model's name."""
@@ -193,11 +198,6 @@ class ModelCatalog:
             if entry is not None:
                 out.append(replace(entry, id=preset.name, preset=preset))
         return out
-
-    def changed(self) -> None:
-        """The made models changed: the next listing reads them again."""
-        with self._lock:
-            self._entries = None
 
     def library(self) -> Any:
         """The model library (the window's, else one made on first use): what the catalog offers

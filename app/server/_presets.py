@@ -371,7 +371,6 @@ async def create(request: Request):
             created=time.time(),
         )
         state.presets.put(preset)
-        state.catalog.changed()
         return preset
 
     preset = await run_in_threadpool(make)
@@ -399,7 +398,6 @@ async def copy(request: Request):
         _room_for(state, destination)
         original = entry.preset or Preset(name=destination, base=str(entry.path))
         state.presets.put(replace(original, name=destination, created=time.time()))
-        state.catalog.changed()
 
     await run_in_threadpool(make)
     return Response(status_code=200)

@@ -239,7 +239,6 @@ async def delete(request: Request):
     entry = state.catalog.resolve(name)
     if entry.preset is not None:  # a made model: its name goes, never its base's file
         await run_in_threadpool(state.presets.delete, entry.preset.name)
-        state.catalog.changed()
         return Response(status_code=200)
 
     def remove() -> None:

@@ -195,6 +195,29 @@ def test_made_models_last_across_a_restart(thinker, presets_file, ollama_client)
             assert _system(http, "kept") == "Remember me."
 
 
+def test_a_made_model_deleted_elsewhere_is_gone_at_once(presets_file, thinker, openai_client, ollama_client):
+    """The window's Models page (or another server) deletes from the same file: the next request
+    no longer finds the model, with no listing in between."""
+    import openai
+
+    from app.server import Preset, PresetStore
+
+    ollama_client.create(model="ephemeral", from_=BASE, stream=False)
+    assert (
+        openai_client.chat.completions.create(model="ephemeral", messages=HI, max_tokens=1).model
+        == "ephemeral"
+    )
+    assert PresetStore(presets_file).delete("ephemeral")
+    with pytest.raises(openai.NotFoundError):
+        openai_client.chat.completions.create(model="ephemeral", messages=HI, max_tokens=1)
+    # and one made elsewhere is found at once
+    PresetStore(presets_file).put(Preset(name="elsewhere", base=str(thinker.resolve())))
+    assert (
+        openai_client.chat.completions.create(model="elsewhere", messages=HI, max_tokens=1).model
+        == "elsewhere"
+    )
+
+
 def test_create_streams_its_steps(http):
     with http.stream("POST", "/api/create", json={"model": "streamed", "from": BASE}) as r:
         assert r.status_code == 200
