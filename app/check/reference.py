@@ -91,7 +91,10 @@ class ReferenceServer:
                 self.send_header("Content-Length", str(len(data)))
                 self.send_header("Server", "callisto-reference/1")
                 self.end_headers()
-                self.wfile.write(data)
+                try:
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client left before its reply (a check that was stopped): nothing to tell
 
             def do_GET(self) -> None:  # noqa: N802
                 if self.path.rstrip("/").endswith("/models"):
