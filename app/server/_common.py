@@ -551,6 +551,7 @@ class Turn:
         self.queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
         self.cancel = threading.Event()
         self.model_id = ""
+        self.entry: Any = None  # the catalog's entry of the model (set when the turn is queued)
         self.started = time.monotonic()
         self._pending: tuple[str, list[str]] | None = None
         self._first: tuple[str, Any] | None = None
@@ -623,7 +624,7 @@ class Turn:
         entry = await run_in_threadpool(state.catalog.resolve, self.req.model, state.loaded_entry())
         if entry.preset is not None:
             self.req = entry.preset.applied_to(self.req, state.config.max_tokens_limit)
-        self.model_id = entry.id
+        self.model_id, self.entry = entry.id, entry
         ended = _Once(state.reaper.end, state.reaper.begin(entry), self.req.idle_ttl)  # in use until it ends
         settings, exact = state.settings_for_context(entry, self.req.n_ctx)
 

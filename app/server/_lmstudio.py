@@ -45,6 +45,7 @@ from app.server._common import (
 )
 from app.server._errors import ApiError, shown
 from app.server._json import json_bytes, json_response
+from app.server._load import publisher
 
 if TYPE_CHECKING:
     from starlette.requests import Request
@@ -177,13 +178,18 @@ def read_request(body: dict[str, Any], state: Any) -> tuple[Any, bool, list[dict
     return req, stream, messages
 
 
-def _stats(end: TurnEnd, load_s: float | None) -> dict[str, Any]:
+def _writing(end: TurnEnd) -> tuple[float, float]:
+    """(the seconds the reply took after its first token, its tokens a second then)."""
     writing = end.elapsed_s - (end.ttft_s or 0.0)
+    return writing, end.completion_tokens / writing if writing > 0 else 0.0
+
+
+def _stats(end: TurnEnd, load_s: float | None) -> dict[str, Any]:
     stats: dict[str, Any] = {
         "input_tokens": end.prompt_tokens,
         "total_output_tokens": end.completion_tokens,
         "reasoning_output_tokens": end.reasoning_tokens,
-        "tokens_per_second": end.completion_tokens / writing if writing > 0 else 0.0,
+        "tokens_per_second": _writing(end)[1],
         "time_to_first_token_seconds": round(end.ttft_s or 0.0, 3),
     }
     if load_s is not None:
@@ -304,12 +310,11 @@ def _v0_model(state: Any, entry: Any) -> dict[str, Any]:
         kind = "embeddings"
     else:
         kind = "vlm" if state.has_vision(entry) else "llm"
-    owner, sep, _repo = entry.path.parent.name.partition("__")  # the library's folder: owner__repo
     return {
         "id": entry.id,
         "object": "model",
         "type": kind,
-        "publisher": owner if sep else "",
+        "publisher": publisher(entry),
         "arch": entry.architecture,
         "compatibility_type": "gguf",
         "quantization": entry.quantization,
@@ -363,21 +368,19 @@ async def _with_v0_fields(request: Request, response: Any) -> Any:
         return response
     state = request.app.state.callisto
     body = json.loads(response.body)
-    writing = end.elapsed_s - (end.ttft_s or 0.0)
+    writing, per_second = _writing(end)
     stop = (
         "stopStringFound"
         if end.stop_sequence is not None
         else _STOP_REASONS.get(end.finish_reason, "eosFound")
     )
     body["stats"] = {
-        "tokens_per_second": end.completion_tokens / writing if writing > 0 else 0.0,
+        "tokens_per_second": per_second,
         "time_to_first_token": round(end.ttft_s or 0.0, 3),
         "generation_time": round(writing, 3),
         "stop_reason": stop,
     }
-    from starlette.concurrency import run_in_threadpool
-
-    entry = await run_in_threadpool(state.catalog.resolve, turn.model_id, None)
+    entry = turn.entry
     model = state.host.model(entry.path)
     body["model_info"] = {
         "arch": entry.architecture,

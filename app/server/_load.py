@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 
     from app.engine.llm import LoadedModel, LoadSettings
 
-__all__ = ["list_models", "load", "unload"]
+__all__ = ["list_models", "load", "publisher", "unload"]
 
 #: LM Studio's load fields that mean nothing to llama.cpp's loads here: taken, and named as ignored
 _IGNORED = ("eval_batch_size", "num_experts", "offload_kv_cache_to_gpu")
@@ -202,6 +202,13 @@ async def list_models(request: Request):
     return json_response({"models": [_lm_studio_model(state, e) for e in entries]})
 
 
+def publisher(entry: Any) -> str:
+    """LM Studio's ``publisher`` of a model: the repository's owner for one downloaded into the
+    library (its folder is ``owner__repo``), else ""."""
+    owner, sep, _repo = entry.path.parent.name.partition("__")
+    return owner if sep else ""
+
+
 def _lm_studio_model(state: Any, entry: Any) -> dict[str, Any]:
     """One model in LM Studio's words (``type`` is "embedding" for a loaded model that writes no
     text; ``publisher``: the repository's owner for a model downloaded into the library)."""
@@ -223,11 +230,10 @@ def _lm_studio_model(state: Any, entry: Any) -> dict[str, Any]:
                 },
             }
         )
-    owner, sep, _repo = entry.path.parent.name.partition("__")  # the library's folder: owner__repo
     bits = round(entry.size * 8 / entry.parameter_count, 2) if entry.parameter_count and entry.size else None
     return {
         "type": "embedding" if model is not None and not getattr(model, "generates", True) else "llm",
-        "publisher": owner if sep else "",
+        "publisher": publisher(entry),
         "key": entry.id,
         "display_name": entry.id,
         "architecture": entry.architecture,
