@@ -16,7 +16,8 @@ Endpoints: ``/v1/chat/completions``, ``/v1/completions``, ``/v1/responses``, ``/
 ``/v1/models`` (OpenAI), ``/v1/messages``, ``/v1/messages/count_tokens`` (Anthropic),
 ``/api/chat``, ``/api/generate``, ``/api/embed``, ``/api/embeddings``, ``/api/tags``, ``/api/show``,
 ``/api/version``, ``/api/ps``, ``/api/pull``, ``/api/delete``, ``/api/create``, ``/api/copy``
-(Ollama; the models made over the API are ``PresetStore``'s), ``/api/v1/chat``, ``/api/v0/*``
+(Ollama; the models made over the API are ``PresetStore``'s), ``/api/blobs/{digest}`` (Ollama's
+upload of a GGUF for ``/api/create``: ``_blobs``), ``/api/v1/chat``, ``/api/v0/*``
 (LM Studio's), ``/completion``,
 ``/infill``, ``/rerank`` (``/reranking``), ``/tokenize``, ``/detokenize``, ``/apply-template``,
 ``/props``, ``/slots``, ``/metrics``, ``/health`` and the OpenAI paths without ``/v1``

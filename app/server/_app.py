@@ -16,6 +16,7 @@ from typing import Any
 from app.engine.host import EngineHost
 from app.server import (
     _anthropic,
+    _blobs,
     _llamacpp,
     _lmstudio,
     _load,
@@ -96,6 +97,8 @@ def _routes():
         Route("/api/delete", _pull.delete, methods=["DELETE"]),
         Route("/api/create", _presets.create, methods=["POST"]),
         Route("/api/copy", _presets.copy, methods=["POST"]),
+        Route("/api/blobs/{digest}", _blobs.head_blob, methods=["HEAD"]),
+        Route("/api/blobs/{digest}", _blobs.upload_blob, methods=["POST"]),
         Route("/completion", _llamacpp.completion, methods=["POST"]),  # llama-server's own
         Route("/infill", _llamacpp.infill, methods=["POST"]),
         Route("/rerank", _llamacpp.rerank, methods=["POST"]),
@@ -297,6 +300,7 @@ class ApiServer:
             header_timeout_s=self.config.header_timeout_s,
             body_timeout_s=self.config.body_timeout_s,
             max_connections=self.config.max_connections,
+            upload_prefixes=(_blobs.BLOB_PREFIX,),
         )
         cfg = uvicorn.Config(
             app,

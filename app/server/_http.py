@@ -8,6 +8,10 @@ uvicorn's h11 protocol with three bounds added (:class:`ConnectionLimits`, set f
   trickles headers, or opens a connection and sends nothing, gets ``408`` and is closed.
 * **Body timeout**: the whole body must arrive within ``body_timeout_s`` of the end of the headers,
   whether or not the route reads it. Past it: ``408`` if no response has started, then closed.
+  An upload (a ``POST`` to a path under ``upload_prefixes``: Ollama's blobs, a model file of
+  gigabytes) may take longer, as long as it keeps coming: it has ``body_timeout_s`` plus a second
+  for every ``upload_min_rate`` bytes received, so a client must average that rate after the first
+  ``body_timeout_s`` to hold its connection.
 * **Connection limit**: at most ``max_connections`` connections are open at once (fewer when the
   process may open fewer files: the limit keeps room under ``RLIMIT_NOFILE`` for the engine and
   the model). A new connection past the limit closes the oldest connection that has no request
@@ -49,6 +53,9 @@ class ConnectionLimits:
     header_timeout_s: float = 10.0
     body_timeout_s: float = 60.0
     max_connections: int = 128
+    #: the paths whose ``POST`` bodies are uploads (the body timeout grows as their bytes arrive)
+    upload_prefixes: tuple[str, ...] = ()
+    upload_min_rate: float = float(1 << 20)  # bytes a second, averaged
 
     def effective_max_connections(self) -> int:
         """``max_connections``, lowered so that the connections fit under the process's open-file
@@ -90,6 +97,9 @@ def bounded_protocol(limits: ConnectionLimits) -> type[asyncio.Protocol]:
             self._body_timer: asyncio.TimerHandle | None = None
             self._idle_since = time.monotonic()
             self._refused = False
+            #: the request being received is an upload: when its body began, and bytes since
+            self._upload_since: float | None = None
+            self._upload_bytes = 0
 
         # -- the connection limit --------------------------------------------------------------
 
@@ -145,6 +155,8 @@ def bounded_protocol(limits: ConnectionLimits) -> type[asyncio.Protocol]:
                 return
             if self.conn.their_state is h11.IDLE:
                 self._start_header_timer()  # the first byte of a request on a kept-alive connection
+            elif self._upload_since is not None:
+                self._upload_bytes += len(data)
             super().data_received(data)
 
         def handle_events(self) -> None:
@@ -154,10 +166,31 @@ def bounded_protocol(limits: ConnectionLimits) -> type[asyncio.Protocol]:
                 self._header_timer.cancel()
                 self._header_timer = None
                 if their is h11.SEND_BODY:
+                    self._upload_since = time.monotonic() if self._is_upload() else None
+                    self._upload_bytes = 0
                     self._body_timer = self.loop.call_later(limits.body_timeout_s, self._timed_out, "body")
-            if their is not h11.SEND_BODY and self._body_timer is not None:
-                self._body_timer.cancel()
-                self._body_timer = None
+            if their is not h11.SEND_BODY:
+                self._upload_since = None
+                if self._body_timer is not None:
+                    self._body_timer.cancel()
+                    self._body_timer = None
+
+        def _is_upload(self) -> bool:
+            scope = getattr(self.cycle, "scope", None) or {}
+            path = str(scope.get("path", ""))
+            return scope.get("method") == "POST" and any(path.startswith(p) for p in limits.upload_prefixes)
+
+        def _upload_goes_on(self) -> bool:
+            """The upload being received has arrived at the minimum rate so far: its timer is set
+            again for when it would not have."""
+            if self._upload_since is None:
+                return False
+            due = self._upload_since + limits.body_timeout_s + self._upload_bytes / limits.upload_min_rate
+            left = due - time.monotonic()
+            if left <= 0:
+                return False
+            self._body_timer = self.loop.call_later(left, self._timed_out, "body")
+            return True
 
         def on_response_complete(self) -> None:
             self._idle_since = time.monotonic()
@@ -170,7 +203,7 @@ def bounded_protocol(limits: ConnectionLimits) -> type[asyncio.Protocol]:
 
         def _timed_out(self, part: str) -> None:
             self._header_timer = self._body_timer = None
-            if self.transport.is_closing():
+            if self.transport.is_closing() or (part == "body" and self._upload_goes_on()):
                 return
             cycle = self.cycle
             started = cycle is not None and cycle.response_started and not cycle.response_complete
@@ -180,13 +213,13 @@ def bounded_protocol(limits: ConnectionLimits) -> type[asyncio.Protocol]:
                 cycle.message_event.set()
             if not started:
                 limit = limits.header_timeout_s if part == "headers" else limits.body_timeout_s
-                self.transport.write(
-                    _raw_response(
-                        408,
-                        "Request Timeout",
-                        f"the request's {part} did not arrive within {limit:g} s",
+                said = f"the request's {part} did not arrive within {limit:g} s"
+                if part == "body" and self._upload_since is not None:
+                    said = (
+                        f"the upload did not arrive at {limits.upload_min_rate / (1 << 20):g} MiB/s "
+                        f"after its first {limit:g} s"
                     )
-                )
+                self.transport.write(_raw_response(408, "Request Timeout", said))
             self.transport.close()
 
     return BoundedH11Protocol

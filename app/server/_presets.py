@@ -6,7 +6,9 @@ Ollama Go template is a 400 that says so), ``parameters`` (Ollama's option names
 options, ``stop``, ``num_ctx`` and ``num_predict``), ``messages`` (a conversation every request
 starts with) and a ``license``. ``from`` names the model it is made from: a file, or another made
 model, whose settings it takes and may change. ``/api/copy`` gives a model a second name (a made
-model's copy has its settings; a file's is a made model with none).
+model's copy has its settings; a file's is a made model with none). Instead of ``from``, ``files``
+may name a GGUF a client uploaded (``app.server._blobs``): it comes into the library, and the
+made model is over it.
 
 Every API applies a made model the same way, when a request names it
 (:meth:`Preset.applied_to`, in ``Turn.submit_fn``): the request's own values win; its system
@@ -19,9 +21,9 @@ its base's file.
 They are kept in a JSON file (``ServerConfig.presets_path``; the server that offers the model
 library keeps them in the data folder, so they last across runs and the window's server and
 ``serve`` share them), written whole to a temporary file and moved into place, so a full disk or a
-crash never leaves half a file. A server without a file keeps them for its run. The files
-Ollama's create uploads (``files``, ``adapters``, ``quantize``) are not taken: a GGUF comes into
-the library by pulling it or adding its folder."""
+crash never leaves half a file. A server without a file keeps them for its run. What else
+Ollama's create takes (``adapters``, ``quantize``, the old ``modelfile`` text) is a 400 that says
+what to do instead."""
 
 from __future__ import annotations
 
@@ -35,6 +37,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from app.server._blobs import read_files
 from app.server._common import (
     SAMPLER_RANGES,
     check_bool,
@@ -72,12 +75,22 @@ _LATEST = ":latest"
 _ROLES = ("system", "user", "assistant")
 #: what Ollama's create takes and a server without its blob store cannot
 _NOT_SERVED = {
-    "files": "a GGUF comes into the library by pulling it (/api/pull) or adding its folder in the window",
     "adapters": "LoRA adapters are not applied by this server",
     "quantize": "models are not quantized here: pull the quantization you want",
     "modelfile": "send from, system, template, parameters and messages instead (ollama-python 0.4 and later do)",
 }
-_FIELDS = ("model", "name", "from", "system", "template", "parameters", "messages", "license", "stream")
+_FIELDS = (
+    "model",
+    "name",
+    "from",
+    "files",
+    "system",
+    "template",
+    "parameters",
+    "messages",
+    "license",
+    "stream",
+)
 #: what a client may keep on this machine's disk through the API: this many made models, each with
 #: at most this much text (its system prompt, messages and license; its template has the template
 #: limit, ``app.engine.templates.MAX_TEMPLATE_CHARS``)
@@ -344,8 +357,13 @@ async def create(request: Request):
         )
     name = _check_name(body.get("model", body.get("name")), "model")
     source = check_str(body.get("from"), "from", allow_none=True)
-    if not source:
-        raise ApiError(400, "from is required: name the model to make this one from", param="from")
+    files = read_files(body.get("files"))
+    if source and files:
+        raise ApiError(400, "give from or files, not both", param="files")
+    if not source and not files:
+        raise ApiError(
+            400, "from is required: name the model to make this one from (or upload it: files)", param="from"
+        )
     stream = check_bool(body.get("stream"), "stream", True)
     system = check_str(body.get("system"), "system", allow_none=True)
     template = read_chat_template(body.get("template"), "template") if "template" in body else None
@@ -355,8 +373,18 @@ async def create(request: Request):
     if len(json_bytes([system, messages, license_])) > MAX_TEXT_BYTES:
         raise ApiError(400, "system, messages and license together are larger than 1 MiB", param="system")
 
-    def make() -> Preset:
-        base = state.catalog.resolve(source)
+    settings = any(
+        body.get(k) not in (None, {}, [], "")
+        for k in ("system", "template", "parameters", "messages", "license")
+    )
+
+    def make() -> Preset | None:
+        if files:
+            base = _uploaded(state, name, files, settings)
+            if base is None:
+                return None
+        else:
+            base = state.catalog.resolve(source)
         _taken_by_a_file(state, name, "model")
         _room_for(state, name)
         parent: Preset | None = base.preset
@@ -373,14 +401,39 @@ async def create(request: Request):
         state.presets.put(preset)
         return preset
 
-    preset = await run_in_threadpool(make)
-    request.scope.setdefault("callisto.log", {})["model"] = preset.name
-    steps = [{"status": f"using {source} as the base"}, {"status": "writing manifest"}, {"status": "success"}]
+    await run_in_threadpool(make)
+    request.scope.setdefault("callisto.log", {})["model"] = name
+    if files:
+        steps = [
+            {"status": "parsing GGUF"},
+            *({"status": f"using existing layer sha256:{h}"} for h in files.values()),
+        ]
+    else:
+        steps = [{"status": f"using {source} as the base"}]
+    steps += [{"status": "writing manifest"}, {"status": "success"}]
     if not stream:
         return json_response(steps[-1])
     from starlette.responses import Response
 
     return Response(b"".join(json_bytes(s) + b"\n" for s in steps), media_type="application/x-ndjson")
+
+
+def _uploaded(state: Any, name: str, files: dict[str, str], settings: bool) -> Any:
+    """The entry of the model file ``files`` names, in the library now (``app.server._blobs``);
+    None when the made model is that file itself (no settings, and the file's name is ``name``)."""
+    from app.server._blobs import place_files
+
+    for e in state.catalog.entries():  # a name a file other than this upload has stays that file's
+        if e.preset is None and e.id.lower() == name.lower():
+            mine = {state.catalog.library().find_sha256(h) for h in files.values()}
+            if settings or e.path not in {p.resolve() for p in mine if p is not None}:
+                _taken_by_a_file(state, name, "model")
+    path = place_files(state, name, files, own_name=not settings)
+    entry = state.catalog.entry_for(path)
+    if not settings and entry.id.lower() == name.lower():
+        state.presets.delete(name)  # an older made model of that name would hide the file
+        return None
+    return entry
 
 
 async def copy(request: Request):

@@ -74,6 +74,8 @@ class ServerConfig:
     # tools declared, and the JSON of its tool definitions and response schemas together.
     max_tools: int = 128
     max_schema_bytes: int = 256 * 1024
+    #: the disk space an upload (Ollama's /api/blobs: app.server._blobs) must leave free
+    min_free_disk_bytes: int = 512 * 1024 * 1024
 
     def presets_file(self) -> str | None:
         """Where made models are kept (:attr:`presets_path`), None: in memory."""

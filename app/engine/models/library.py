@@ -34,8 +34,10 @@ from app.engine.models.estimate import MemoryEstimate, estimate_memory, estimate
 
 __all__ = ["NO_PROJECTOR", "Library", "LocalModel", "SOURCES", "projector_for"]
 
-SOURCES = ("downloaded", "copied", "imported", "folder", "hf-cache")
-_OWNED = {"downloaded", "copied"}
+SOURCES = ("downloaded", "copied", "uploaded", "imported", "folder", "hf-cache")
+#: the files Callisto put in its folder: deleted without ``confirm_foreign`` ("uploaded": sent by a
+#: client of the server, Ollama's ``ollama create`` from a GGUF file)
+_OWNED = {"downloaded", "copied", "uploaded"}
 #: the projector choice "this model has none" (even with an mmproj beside it): ``LoadSettings.mmproj``'s word
 NO_PROJECTOR = "none"
 
@@ -195,6 +197,27 @@ class Library:
     ) -> None:
         """Called when a verified download lands: Callisto owns this file."""
         self._record(Path(path), "downloaded", repo_id=repo_id, filename=filename, sha256=sha256)
+
+    def register_upload(self, path: Path, *, sha256: str, filename: str = "") -> None:
+        """Called when a file a client uploaded (its sha256 checked) is moved into the models
+        folder: Callisto owns it, and :meth:`find_sha256` finds it by its digest."""
+        self._record(Path(path), "uploaded", filename=filename, sha256=sha256.lower())
+
+    def find_sha256(self, sha256: str) -> Path | None:
+        """A file Callisto downloaded or was sent whose recorded sha256 is ``sha256`` and that is
+        still there (a client that sends it again need not), else None."""
+        want = sha256.lower()
+        with self._lock:
+            entries = dict(self._load()["entries"])
+        for key, entry in entries.items():
+            if (
+                isinstance(entry, dict)
+                and entry.get("source") in _OWNED
+                and str(entry.get("sha256") or "").lower() == want
+                and Path(key).is_file()
+            ):
+                return Path(key)
+        return None
 
     def import_in_place(self, path: str | Path) -> LocalModel:
         """Remember a GGUF where it is (no copy). The file is checked first."""
@@ -362,7 +385,7 @@ class Library:
                 if path.is_file():
                     consider(path, "folder")
         for key, entry in entries.items():
-            if key not in found and entry.get("source") in ("imported", "copied", "downloaded"):
+            if key not in found and entry.get("source") in ("imported", "copied", "downloaded", "uploaded"):
                 p = Path(key)
                 if p.exists():
                     consider(p, entry["source"])

@@ -54,6 +54,7 @@ SOURCE_WORDS = {
     "downloaded": "downloaded",
     "imported": "imported",
     "copied": "copied in",
+    "uploaded": "sent over the API",
     "folder": "in your folder",
     "hf-cache": "Hugging Face cache",
 }
