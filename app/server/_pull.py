@@ -236,18 +236,18 @@ async def delete(request: Request):
     name = check_str(body.get("model", body.get("name")), "model", allow_none=True) or ""
     if not name.strip():
         raise ApiError(400, "model is empty: name the model to delete", param="model")
-    entry = state.catalog.resolve(name)
-    if entry.preset is not None:  # a made model: its name goes, never its base's file
-        await run_in_threadpool(state.presets.delete, entry.preset.name)
-        return Response(status_code=200)
 
     def remove() -> None:
+        entry = state.catalog.resolve(name)  # (may scan the library: off the event loop)
+        if entry.preset is not None:  # a made model: its name goes, never its base's file
+            state.presets.delete(entry.preset.name)
+            return
         library = state.catalog.library()
         found = next((m for m in library.scan() if m.path.resolve() == entry.path), None)
         if found is None or not found.deletable_without_confirmation:
             raise ApiError(
                 403,
-                f"{entry.path} is not a file Callisto downloaded, so it is not deleted here: remove it "
+                f"{entry.path} is not a file Callisto downloaded or was sent, so it is not deleted here: remove it "
                 "where you keep it (or in the window's Models page)",
                 code="model_not_deletable",
             )
