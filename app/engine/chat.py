@@ -67,6 +67,7 @@ __all__ = [
     "ToolCall",
     "answer_after",
     "detect_model_format",
+    "lead_messages",
     "resolve_tool_format",
 ]
 
@@ -86,6 +87,14 @@ class _Turn:
     thinking: Thinking
     sampling: SamplingParams | Mapping[str, Any] | None
     max_tokens: int
+
+
+def lead_messages(session: Any) -> list[Message]:
+    """What a session's model reads before its conversation: the system prompt, then its opening
+    messages (a session without them, a remote one, has none)."""
+    system = getattr(session, "system_prompt", None)
+    lead = [Message(role="system", content=system)] if system else []
+    return lead + list(getattr(session, "opening", None) or [])
 
 
 def detect_model_format(model: LoadedModel) -> str | None:
@@ -157,6 +166,8 @@ class ChatSession:
         response_format: Any = None,
         max_calls: int | None = DEFAULT_MAX_CALLS,
         thinking: Thinking | bool | str | None = None,
+        opening: list[Message] | None = None,
+        stop: tuple[str, ...] | None = None,
     ):
         """``grammar``: a GBNF grammar constraining every reply, or a callable
         ``round -> grammar | None`` (round 1 is the first generation of a turn).
@@ -173,7 +184,11 @@ class ChatSession:
         no count); a reply's calls also end at a repeat of one of them (``app.engine.loop``).
 
         ``thinking``: the thinking choice of every turn (``app.engine.thinking.parse_thinking``:
-        None is the template's default; ``send`` may override it for one turn)."""
+        None is the template's default; ``send`` may override it for one turn).
+
+        ``opening``: messages the model reads after the system prompt and before the conversation,
+        every turn, never part of :attr:`messages` (a made model's, ``app.server._presets``);
+        ``stop``: strings that end every reply where they begin (not written)."""
         if max_rounds < 1:
             raise ValueError(f"max_rounds must be at least 1, got {max_rounds}")
         if max_calls is not None and max_calls < 1:
@@ -193,6 +208,8 @@ class ChatSession:
         self.response_format = response_format
         self.max_calls = max_calls
         self.thinking = parse_thinking(thinking)
+        self.opening: list[Message] = list(opening or [])
+        self.stop = tuple(stop) if stop else None
         self._replies: LocalReplies | None = None  # the latest turn's
         self.messages: list[Message] = list(messages or [])
         self.detected_format: str | None = detect_model_format(model)
@@ -329,9 +346,8 @@ class ChatSession:
         return notices + list(self._format_notices)
 
     def _conversation(self) -> list[Message]:
-        """What the model reads: the system prompt, then the conversation."""
-        system = [Message(role="system", content=self.system_prompt)] if self.system_prompt else []
-        return system + self.messages
+        """What the model reads: the system prompt, the opening messages, then the conversation."""
+        return lead_messages(self) + self.messages
 
     def _reply(
         self, cancel: threading.Event | None, first: bool, turn: _Turn, continues: Continued | None = None
@@ -359,6 +375,7 @@ class ChatSession:
             max_calls=max_calls,
             thinking=turn.thinking,
             reasoning_format=self.detected_format,
+            stop=self.stop,
         )
         self._replies.prefix = continues.prefix if continues is not None else None
         yield from run_rounds(

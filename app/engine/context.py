@@ -71,11 +71,10 @@ def reserve_tokens(session: Any) -> int:
 
 
 def _count(session: Any, messages: list[Any], tools: list[dict[str, Any]] | None) -> int:
-    from app.engine.messages import Message
+    from app.engine.chat import lead_messages
     from app.engine.render import render_prompt
 
-    msgs = [Message(role="system", content=session.system_prompt)] if session.system_prompt else []
-    msgs += messages
+    msgs = lead_messages(session) + list(messages)
     rendered = render_prompt(session.model, msgs, tools=tools, tool_format=session.effective_format)
     return len(session.model.tokenize(rendered.text))
 

@@ -148,6 +148,39 @@ class Preset:
             changes["messages"] = messages
         return replace(req, **changes)
 
+    def chat_values(self) -> dict[str, Any]:
+        """What the window's chat takes from this made model, only what it sets: ``system_prompt``,
+        ``sampling`` (the sampler values), ``max_tokens``, ``n_ctx``, ``stop``, ``chat_template``
+        and ``opening`` (its messages, as (role, content) pairs). Values that no longer pass the
+        checks (a file written by hand) are left out."""
+        out: dict[str, Any] = {}
+        if self.system:
+            out["system_prompt"] = self.system
+        try:
+            sampling = read_sampling(self.parameters, SAMPLER_RANGES, top_k=True, mirostat=True)
+        except ApiError:
+            sampling = {}
+        if sampling:
+            out["sampling"] = sampling
+        for key, name, lo in (("num_predict", "max_tokens", 1), ("num_ctx", "n_ctx", 1)):
+            try:
+                n = check_int(self.parameters.get(key), key, lo=None, hi=2**24)
+            except ApiError:
+                n = None
+            if n is not None and n >= lo:  # (num_predict -1, -2: Ollama's "no limit")
+                out[name] = n
+        try:
+            stop = check_stop(self.parameters.get("stop"), "stop")
+        except ApiError:
+            stop = None
+        if stop:
+            out["stop"] = tuple(stop)
+        if self.template is not None:
+            out["chat_template"] = self.template
+        if self.messages:
+            out["opening"] = tuple((str(m.get("role")), str(m.get("content", ""))) for m in self.messages)
+        return out
+
     def modelfile(self, base_id: str) -> str:
         """The made model as Ollama's Modelfile writes it (``/api/show``)."""
         lines = [f"FROM {base_id}"]

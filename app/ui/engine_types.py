@@ -51,6 +51,10 @@ class EngineConfig:
     mcp_servers_path: str | None = None  # mcp.json; its servers' tools join the built-in ones
     context_policy: str = "stop"  # app.engine.context.POLICIES: what a full context does
     max_tool_rounds: int = 8  # chat.max_tool_rounds: rounds of tool calls in one reply
+    #: a made model's (app.server._presets.Preset.chat_values): the messages every conversation
+    #: starts with, as (role, content), and strings that end a reply
+    opening: tuple[tuple[str, str], ...] = ()
+    stop: tuple[str, ...] = ()
 
 
 @dataclass

@@ -1,8 +1,9 @@
 """The window's model picker, load progress and tool-format badge (a part of the main window).
 
-The picker lists the library's models (scanned off the UI thread), the last used and the demo
-model. Loading goes through the worker: the current model stays loaded until the new one has
-loaded, so a failed load puts the picker, badge and Send back on the model that still works.
+The picker lists the library's models (scanned off the UI thread), the last used, the demo model
+and the models made over the API (``app.ui.made_models``). Loading goes through the worker: the
+current model stays loaded until the new one has loaded, so a failed load puts the picker, badge and
+Send back on the model that still works.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QComboBox, QFileDialog, QLabel, QProgressBar
 
 from app.engine.remote.keys import parse_remote_key
+from app.ui.made_models import made_base, made_key, made_picker_items, parse_made_key
 from app.ui.remote_models import ADD_REMOTE, MANAGE_REMOTE
 from app.ui.window_part import WindowKit, WindowPart
 
@@ -217,13 +219,21 @@ class ModelBar(WindowPart):
         picker.blockSignals(True)
         picker.clear()
         current = self.state.current_model()
+        made_items = made_picker_items(self.state)
+        made = self.state.current_made()
+        made_listed = made is not None and any(key == made_key(made) for _l, key, _t in made_items)
         i = 0
         for label, p in self._known_models():
-            if current and path_key(p) == path_key(current):
+            if current and not made_listed and path_key(p) == path_key(current):
                 i = picker.count()
                 p = current  # the path as loaded
             picker.addItem(label, p)
             picker.setItemData(picker.count() - 1, p, Qt.ItemDataRole.ToolTipRole)
+        for label, key, tip in made_items:
+            if made_listed and made is not None and key == made_key(made):
+                i = picker.count()
+            picker.addItem(label, key)
+            picker.setItemData(picker.count() - 1, tip, Qt.ItemDataRole.ToolTipRole)
         for label, key in self.remote.picker_items():
             if key == current:
                 i = picker.count()
@@ -257,6 +267,9 @@ class ModelBar(WindowPart):
         elif parse_remote_key(data) is not None:
             if info is None or data != info.path:
                 self.remote.load_remote(data)
+        elif (made := parse_made_key(data)) is not None:
+            if info is None or made != self.state.made:
+                self.load_made(made)
         elif data == OPEN_FILE:
             self.fill_model_picker()  # the picker keeps showing the current model meanwhile
             path, _ = QFileDialog.getOpenFileName(
@@ -264,8 +277,8 @@ class ModelBar(WindowPart):
             )
             if path:
                 self.load_model(path)
-        elif data and (info is None or path_key(data) != path_key(info.path)):
-            self.load_model(data)
+        elif data and (info is None or path_key(data) != path_key(info.path) or self.state.made):
+            self.load_model(data)  # (the made model's file: the file as it is)
 
     def begin_loading(self, key: str, what: str) -> None:
         """``key`` (a path or a remote key) is being loaded: the picker shows it, with progress."""
@@ -276,10 +289,23 @@ class ModelBar(WindowPart):
         self.load_label.setText(what)
         self.sig_state_changed.emit()
 
-    def load_model(self, path: str) -> None:
-        """Load in the background; the picker shows progress, the window stays usable."""
-        self.begin_loading(str(path), f"Loading {Path(path).name}…")
-        self.worker.load(path, self.state.config_for(str(path)))
+    def load_model(self, path: str, made: str | None = None) -> None:
+        """Load in the background; the picker shows progress, the window stays usable. ``made``:
+        the made model over ``path`` to chat with (None: the file as it is)."""
+        self.state.loading_made = made
+        self.begin_loading(str(path), f"Loading {made or Path(path).name}…")
+        self.worker.load(path, self.state.config_for(str(path), made=made or ""))
+
+    def load_made(self, name: str) -> bool:
+        """Chat with the made model ``name`` (its file with what it sets); False when it is gone."""
+        base = made_base(self.state, name)
+        if base is not None:
+            self.load_model(base, made=name)
+            return True
+        self.fill_model_picker()
+        gone = f"The made model {name} was deleted, or its file is gone: pick another model."
+        self.window.statusBar().showMessage(gone, 8000)
+        return False
 
     def _on_load_progress(self, fraction: float, what: str) -> None:
         if fraction < 0:
@@ -292,7 +318,9 @@ class ModelBar(WindowPart):
     def _on_loaded(self, info: ModelInfo) -> None:
         st = self.state
         st.model_info = info
-        st.loading_path = None
+        if st.loading_path is not None:  # a load the picker began (not settings applied again)
+            st.made = st.loading_made if info.remote is None else None
+        st.loading_path, st.loading_made = None, None
         self.progress_action.setVisible(False)
         self.load_label.setText("")
         if info.remote is not None:
@@ -316,7 +344,7 @@ class ModelBar(WindowPart):
         """The worker kept the model it had: the picker, badge and Send show that one again."""
         st = self.state
         if st.loading_path is not None and path_key(st.loading_path) == path_key(path):
-            st.loading_path = None
+            st.loading_path, st.loading_made = None, None
             self.progress_action.setVisible(False)
             self.load_label.setText("")
             self.fill_model_picker()

@@ -325,7 +325,7 @@ class ChatController(WindowPart):
         """Start a fresh engine process for the model whose engine died."""
         info = self.state.model_info
         if info is not None and not info.remote:
-            self.model_bar.load_model(info.path)
+            self.model_bar.load_model(info.path, made=self.state.made)
 
     def _on_worker_done(self, ev: DoneEvent) -> None:
         self.last_done = ev

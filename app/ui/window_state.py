@@ -7,7 +7,7 @@ these facts; everything else a controller needs comes in its constructor.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from app.ui.engine_types import EngineConfig
@@ -21,12 +21,20 @@ if TYPE_CHECKING:
 __all__ = ["WindowState", "engine_config_for"]
 
 
-def engine_config_for(settings: Any, model_path: str | None) -> EngineConfig:
-    """The worker's config: global settings with the model's override on top."""
+def _real(path: str) -> str:
+    import os
+
+    return os.path.normcase(os.path.realpath(os.path.expanduser(path)))
+
+
+def engine_config_for(settings: Any, model_path: str | None, preset: Any = None) -> EngineConfig:
+    """The worker's config: global settings with the model's override on top, and a made model's
+    values (``preset``: an ``app.server.Preset`` over ``model_path``) on top of those: a made model
+    is picked for what it sets."""
     from app.storage.settings import effective_settings
 
     eff = effective_settings(settings, model_path)
-    return EngineConfig(
+    config = EngineConfig(
         tool_format=eff.tool_format,
         system_prompt=eff.system_prompt,
         sampling=eff.sampler_overrides(),
@@ -48,6 +56,11 @@ def engine_config_for(settings: Any, model_path: str | None) -> EngineConfig:
         context_policy=eff.context_policy,
         max_tool_rounds=int(settings.chat.max_tool_rounds),
     )
+    if preset is None:
+        return config
+    values = dict(preset.chat_values())
+    values["sampling"] = {**config.sampling, **values.get("sampling", {})}
+    return replace(config, **values)
 
 
 @dataclass
@@ -61,15 +74,48 @@ class WindowState:
     conversation_id: int | None = None  # the open conversation (None: a new, unsaved one)
     busy: bool = False  # a reply is being written
     shut: bool = False  # the window was shut down: no more background work starts
+    #: the made model (its name: ``app.server._presets``) the chat uses over ``model_info.path``,
+    #: and the one being loaded with ``loading_path``; None: the file as it is
+    made: str | None = None
+    loading_made: str | None = None
+    _presets: Any = None
 
     @property
     def settings(self) -> Settings:
         """The settings as they are now (the store's one object; change them through the store)."""
         return self.store.settings
 
-    def config_for(self, model_path: str | None) -> EngineConfig:
-        """The worker's config for ``model_path`` under the current settings."""
-        return engine_config_for(self.settings, model_path)
+    def config_for(self, model_path: str | None, made: str | None = None) -> EngineConfig:
+        """The worker's config for ``model_path`` under the current settings; with the made model
+        ``made`` (default: the one in use, when it is over ``model_path``) on top."""
+        name = made if made is not None else self.made
+        return engine_config_for(self.settings, model_path, self.made_preset(name, model_path))
+
+    @property
+    def presets(self) -> Any:
+        """The models made over the API (``app.server.PresetStore`` over the data folder's file,
+        the one the window's server and ``serve`` keep them in; read again when it changes)."""
+        if self._presets is None:
+            from app.server import PresetStore, default_presets_path
+
+            self._presets = PresetStore(default_presets_path())
+        return self._presets
+
+    def made_preset(self, name: str | None, model_path: str | None) -> Any:
+        """The made model ``name`` when it is over the file ``model_path``, else None."""
+        if not name or not model_path:
+            return None
+        try:
+            preset = self.presets.get(name)
+        except Exception:  # noqa: BLE001 - an unreadable file: the file as it is
+            return None
+        if preset is None or _real(preset.base) != _real(model_path):
+            return None
+        return preset
+
+    def current_made(self) -> str | None:
+        """The made model the picker shows: the one loading, else the one in use."""
+        return self.loading_made if self.loading_path else self.made
 
     def current_model(self) -> str | None:
         """The model the picker shows: the one loading, else the one loaded."""

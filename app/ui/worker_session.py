@@ -286,7 +286,16 @@ class Sessions:
             )
             return
         assert st.model is not None  # a local model, or the remote one above
-        st.session = build_session(st.model, tools=tools, tool_format=cfg.tool_format, **options)
+        from app.engine.messages import Message
+
+        st.session = build_session(
+            st.model,
+            tools=tools,
+            tool_format=cfg.tool_format,
+            opening=[Message(role=role, content=content) for role, content in cfg.opening] or None,
+            stop=cfg.stop or None,
+            **options,
+        )
 
     def emit_context(self) -> None:
         """Tell the window how much of the context the open conversation takes."""

@@ -290,6 +290,32 @@ def test_a_file_that_cannot_be_written_changes_nothing(thinker, tmp_path):
         assert "lost" not in {m.model for m in client.list().models}
 
 
+def test_chat_values_are_what_the_windows_chat_takes():
+    from app.server._presets import Preset
+
+    preset = Preset(
+        name="p",
+        base="/x.gguf",
+        system="S",
+        template="T",
+        parameters={"temperature": 0.2, "top_k": 5, "stop": ["end"], "num_ctx": 4096.0, "num_predict": 7},
+        messages=[{"role": "user", "content": "U0"}, {"role": "assistant", "content": "A0"}],
+    )
+    assert preset.chat_values() == {
+        "system_prompt": "S",
+        "sampling": {"temperature": 0.2, "top_k": 5},
+        "max_tokens": 7,
+        "n_ctx": 4096,
+        "stop": ("end",),
+        "chat_template": "T",
+        "opening": (("user", "U0"), ("assistant", "A0")),
+    }
+    assert Preset(name="e", base="/x.gguf").chat_values() == {}
+    # Ollama's "no limit" (-1) sets no length; values a hand-edited file broke are left out
+    broken = Preset(name="b", base="/x.gguf", parameters={"num_predict": -1, "temperature": "hot", "stop": 3})
+    assert broken.chat_values() == {}
+
+
 def test_applied_to_fills_in_what_the_request_left_out():
     from app.server._engine import TurnRequest
     from app.server._presets import Preset

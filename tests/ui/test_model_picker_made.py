@@ -1,0 +1,112 @@
+"""Chatting with a model made over the API (Ollama's ``/api/create``) in the window: the picker
+lists it after the files, picking it loads its file with what it sets over the settings (system
+prompt, messages, sampler values, reply length, context, stop strings, template), and picking the
+file again chats with the file as it is. The model is a real scripted GGUF (after the prompt's
+last character it writes the alphabet on from it); the made model is kept where the window's
+server keeps them (``presets.json`` in the data folder)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6.QtCore import Qt
+
+from app.server import Preset, PresetStore, default_presets_path
+from app.storage import paths
+from app.storage.settings import Settings
+from tests.ui.scripted_gguf import CHATML, streaming_script, write_scripted_gguf
+
+TIMEOUT = 30_000
+#: ChatML whose generation prompt ends in "q": the scripted model then writes "rstu…"
+ENDS_IN_Q = CHATML.replace("assistant\\n'", "assistant\\nq'")
+
+
+def _labels(w) -> list[str]:
+    return [w.model_picker.itemText(i) for i in range(w.model_picker.count())]
+
+
+def _pick(qtbot, w, label: str) -> None:
+    i = _labels(w).index(label)
+    with qtbot.waitSignal(w.sig_model_ready, timeout=TIMEOUT):
+        w.model_picker.activated.emit(i)  # as a click on the item does
+
+
+def _send(qtbot, w, text: str) -> str:
+    w.compose.setPlainText(text)
+    with qtbot.waitSignal(w.sig_turn_done, timeout=TIMEOUT):
+        assert w.send()
+    return w.chat.current_assistant().text()
+
+
+def test_a_made_model_is_picked_chatted_with_and_left(qtbot, make_window):
+    assert "assistant\\nq'" in ENDS_IN_Q
+    base = write_scripted_gguf(
+        paths.models_dir() / "alpha.gguf", chat_template=CHATML, script=streaming_script(), default_next="a"
+    )
+    PresetStore(default_presets_path()).put(
+        Preset(
+            name="helper",
+            base=str(base.resolve()),
+            system="You are terse.",
+            template=ENDS_IN_Q,
+            parameters={"num_predict": 6, "stop": ["w"], "num_ctx": 1024, "temperature": 0.3},
+            messages=[
+                {"role": "user", "content": "Remember blue."},
+                {"role": "assistant", "content": "Noted."},
+            ],
+        )
+    )
+    s = Settings()
+    s.sampling.max_tokens = 4
+    s.chat.system_prompt = "Global prompt."
+    w = make_window(base, settings=s)
+    qtbot.waitUntil(lambda: "helper · made" in _labels(w), timeout=TIMEOUT)
+    labels = _labels(w)
+    assert labels.index("alpha") < labels.index("helper · made") < labels.index("Download a model…")
+    i = labels.index("helper · made")
+    assert "alpha.gguf" in w.model_picker.itemData(i, Qt.ItemDataRole.ToolTipRole)
+    assert _send(qtbot, w, "Hi") == "abcd"  # the file as it is: its template, 4 tokens
+
+    _pick(qtbot, w, "helper · made")
+    assert w.model_picker.currentText() == "helper · made"
+    assert w.model_info.n_ctx == 1024  # num_ctx
+    session = w.worker.state.session
+    # its template (ends in "q"), its reply length (6, over the settings' 4), its stop string "w"
+    assert _send(qtbot, w, "Hi again") == "rstuv"
+    prompt = session.last_prompt.text
+    assert "You are terse." in prompt and "Global prompt." not in prompt  # its system prompt wins
+    order = [prompt.index(t) for t in ("You are terse.", "Remember blue.", "Noted.", "Hi again")]
+    assert order == sorted(order)
+    assert [m.content for m in session.messages if m.role == "user"] == ["Hi", "Hi again"]  # the chat goes on
+    assert w.worker.state.config.sampling["temperature"] == 0.3
+
+    # a settings change keeps the made model and what it sets
+    changed = w.settings.model_copy(deep=True)
+    changed.chat.max_tool_rounds = 3
+    w.settings_ctl.apply_settings(changed)
+    qtbot.waitUntil(lambda: w.worker.state.config.max_tool_rounds == 3, timeout=TIMEOUT)
+    assert w.worker.state.config.stop == ("w",) and w.worker.state.config.system_prompt == "You are terse."
+    assert w.state.made == "helper" and w.model_picker.currentText() == "helper · made"
+
+    # the file again: as it is
+    _pick(qtbot, w, "alpha")
+    assert w.state.made is None and w.model_picker.currentText() == "alpha"
+    assert _send(qtbot, w, "Plain") == "abcd"
+    assert "You are terse." not in w.worker.state.session.last_prompt.text
+
+
+def test_a_made_model_deleted_meanwhile_is_said_and_nothing_loads(qtbot, make_window):
+    base = write_scripted_gguf(
+        paths.models_dir() / "alpha.gguf", chat_template=CHATML, script=streaming_script(), default_next="a"
+    )
+    store = PresetStore(default_presets_path())
+    store.put(Preset(name="gone-soon", base=str(base.resolve()), system="x"))
+    w = make_window(base)
+    qtbot.waitUntil(lambda: "gone-soon · made" in _labels(w), timeout=TIMEOUT)
+    i = _labels(w).index("gone-soon · made")
+    store.delete("gone-soon")  # by the server, say
+    w.model_picker.activated.emit(i)
+    assert "gone-soon was deleted" in w.statusBar().currentMessage()
+    assert "gone-soon · made" not in _labels(w) and w.model_picker.currentText() == "alpha"
+    assert w.state.loading_path is None and w.state.made is None
+    assert Path(w.model_info.path).resolve() == base.resolve()
