@@ -154,6 +154,9 @@ class ModelSettings(_Model):
     #: a small GGUF with the model's vocabulary that drafts tokens for it; None: no draft model
     draft_model: str | None = None
     last_model_path: str | None = None
+    #: the model made over the API (app.server._presets) over last_model_path the window last chatted
+    #: with (it opens on it again); None: the file as it is
+    last_made: str | None = None
     #: local model files loaded lately, newest first (the picker lists them, library or not)
     recent_models: list[str] = Field(default_factory=list)
     extra_model_folders: list[str] = Field(default_factory=list)

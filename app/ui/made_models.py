@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-__all__ = ["MADE", "made_base", "made_key", "made_picker_items", "parse_made_key"]
+__all__ = ["MADE", "made_base", "made_key", "made_picker_items", "parse_made_key", "startup_made"]
 
 MADE = "made:"  # the picker's key of a made model: "made:<name>"
 
@@ -49,3 +49,13 @@ def made_base(state: Any, name: str) -> str | None:
     if preset is None or not Path(preset.base).is_file():
         return None
     return str(preset.base)
+
+
+def startup_made(state: Any, path: str) -> str | None:
+    """The made model the window opens on with the file ``path``: the one it last chatted with,
+    when that was over this file and is still there; else None (the file as it is)."""
+    name = state.settings.model.last_made
+    base = made_base(state, name) if name else None
+    if base is None or state.made_preset(name, path) is None:
+        return None
+    return str(name)

@@ -331,9 +331,9 @@ class ModelBar(WindowPart):
                 info.path,
                 *(p for p in model.recent_models if path_key(p) != path_key(info.path)),
             ][:RECENT_MODELS]
-            if model.last_model_path != info.path or model.recent_models != recent:
-                model.last_model_path = info.path
-                model.recent_models = recent
+            remembered = (info.path, recent, st.made)
+            if (model.last_model_path, model.recent_models, model.last_made) != remembered:
+                model.last_model_path, model.recent_models, model.last_made = remembered
                 self.save_settings()
         self.fill_model_picker()
         self.update_format_badge()

@@ -110,3 +110,50 @@ def test_a_made_model_deleted_meanwhile_is_said_and_nothing_loads(qtbot, make_wi
     assert "gone-soon · made" not in _labels(w) and w.model_picker.currentText() == "alpha"
     assert w.state.loading_path is None and w.state.made is None
     assert Path(w.model_info.path).resolve() == base.resolve()
+
+
+def _open(qtbot, settings):
+    """The window as a double-click opens it: no model named, so the one it last used."""
+    from app.storage.history import History
+    from app.ui.main_window import MainWindow
+
+    w = MainWindow(settings=settings, history=History(), autoload=True, model_path=None)
+    qtbot.addWidget(w)
+    w.show()
+    qtbot.waitUntil(lambda: w.model_info is not None and w.state.loading_path is None, timeout=TIMEOUT)
+    return w
+
+
+def test_the_window_opens_again_on_the_made_model_it_last_chatted_with(qtbot, make_window):
+    from app.storage.settings import load_settings
+
+    base = write_scripted_gguf(
+        paths.models_dir() / "alpha.gguf", chat_template=CHATML, script=streaming_script(), default_next="a"
+    )
+    store = PresetStore(default_presets_path())
+    store.put(
+        Preset(name="helper", base=str(base.resolve()), template=ENDS_IN_Q, parameters={"num_predict": 2})
+    )
+    w = make_window(base)
+    _pick(qtbot, w, "helper · made")
+    saved, _ = load_settings()
+    assert saved.model.last_made == "helper" and Path(saved.model.last_model_path).resolve() == base.resolve()
+    w.shutdown()
+    w.close()
+
+    w = _open(qtbot, saved)
+    try:
+        assert w.state.made == "helper" and w.model_picker.currentText() == "helper · made"
+        assert _send(qtbot, w, "Hi") == "rs"
+    finally:
+        w.shutdown()
+        w.close()
+
+    store.delete("helper")  # deleted meanwhile: the window opens on the file as it is
+    w = _open(qtbot, saved)
+    try:
+        assert w.state.made is None and w.model_picker.currentText() == "alpha"
+    finally:
+        w.shutdown()
+        w.close()
+    assert load_settings()[0].model.last_made is None
