@@ -180,8 +180,15 @@ FIELDS: dict[str, list[tuple[Any, ...]]] = {
     + [("input", 0), ("input", 0, "type"), ("input", 0, "content"), ("input", 0, "data_url")],
     "/api/v0/chat/completions": [(k,) for k in "model messages max_tokens stream temperature".split()]
     + [("messages", 0, "content")],
-    "/api/create": [(k,) for k in "model from files system template parameters messages license stream".split()]
-    + [("parameters", "temperature"), ("parameters", "num_predict"), ("messages", 0), ("files", "model.gguf")],
+    "/api/create": [
+        (k,) for k in "model from files system template parameters messages license stream".split()
+    ]
+    + [
+        ("parameters", "temperature"),
+        ("parameters", "num_predict"),
+        ("messages", 0),
+        ("files", "model.gguf"),
+    ],
     "/api/copy": [(k,) for k in "source destination".split()],
 }
 HUGE = "\x00huge-int\x00"  # replaced by an integer of 5000 digits once the body is JSON text
