@@ -162,12 +162,12 @@ class Preset:
             sampling = {}
         if sampling:
             out["sampling"] = sampling
-        for key, name, lo in (("num_predict", "max_tokens", 1), ("num_ctx", "n_ctx", 1)):
+        for key, name in (("num_predict", "max_tokens"), ("num_ctx", "n_ctx")):
             try:
-                n = check_int(self.parameters.get(key), key, lo=None, hi=2**24)
+                n = check_int(self.parameters.get(key), key, hi=2**24)
             except ApiError:
                 n = None
-            if n is not None and n >= lo:  # (num_predict -1, -2: Ollama's "no limit")
+            if n is not None and n > 0:  # (num_predict -1, -2: Ollama's "no limit")
                 out[name] = n
         try:
             stop = check_stop(self.parameters.get("stop"), "stop")
@@ -413,6 +413,7 @@ async def create(request: Request):
 
     def make() -> Preset | None:
         if files:
+            _room_for(state, name)  # (before the upload is moved in)
             base = _uploaded(state, name, files, settings)
             if base is None:
                 return None

@@ -8,7 +8,26 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-__all__ = ["MADE", "made_base", "made_key", "made_picker_items", "parse_made_key", "startup_made"]
+__all__ = [
+    "MADE",
+    "made_base",
+    "made_key",
+    "made_note",
+    "made_picker_items",
+    "parse_made_key",
+    "startup_made",
+]
+
+#: what a made model sets, in words (``Preset.chat_values``' keys)
+_WORDS = {
+    "system_prompt": "system prompt",
+    "opening": "opening messages",
+    "sampling": "sampler values",
+    "max_tokens": "reply length",
+    "n_ctx": "context length",
+    "stop": "stop strings",
+    "chat_template": "chat template",
+}
 
 MADE = "made:"  # the picker's key of a made model: "made:<name>"
 
@@ -59,3 +78,22 @@ def startup_made(state: Any, path: str) -> str | None:
     if base is None or state.made_preset(name, path) is None:
         return None
     return str(name)
+
+
+def made_note(state: Any) -> str | None:
+    """Settings → This model's words on the made model in use (what it sets wins over the values
+    there and the global ones); None when the chat uses a file as it is."""
+    import html
+
+    info = state.model_info
+    preset = state.made_preset(state.made, info.path if info is not None else None)
+    if preset is None:
+        return None
+    sets = [_WORDS.get(k, k) for k in preset.chat_values()]
+    name = html.escape(preset.name)
+    if not sets:
+        return f"You are chatting with <b>{name}</b>, made over the API; it sets nothing of its own."
+    return (
+        f"You are chatting with <b>{name}</b>, made over the API: its {', '.join(sets)} "
+        "win over these values and the global ones."
+    )

@@ -104,6 +104,7 @@ class SettingsDialog(QDialog):
         detected_label: str | None = None,
         model_path: str | None = None,
         model_name: str | None = None,
+        made_note: str | None = None,
         mcp: Any = None,
         parent: QWidget | None = None,
     ) -> None:
@@ -124,7 +125,7 @@ class SettingsDialog(QDialog):
         self._build_model_tab()
         self._build_tools_tab()
         self._build_appearance_tab()
-        self._build_override_tab(model_name)
+        self._build_override_tab(model_name, made_note)
         self.error_label = QLabel("")
         self.error_label.setObjectName("settingsError")
         self.error_label.setWordWrap(True)
@@ -272,12 +273,14 @@ class SettingsDialog(QDialog):
         f.addRow("Theme", self.theme)
         self._add_tab(look, "Appearance", {"window.theme": self.theme})
 
-    def _build_override_tab(self, model_name: str | None) -> None:
-        """This model: its own tool format, context policy, KV cache, drafting, thinking and sampling."""
+    def _build_override_tab(self, model_name: str | None, made_note: str | None) -> None:
+        """This model: its own tool format, context policy, KV cache, drafting, thinking and sampling
+        (``made_note``: what the made model in use sets over them, in words)."""
         self.override_tab = tab = ModelOverrideTab(
             self.settings,
             self.model_path,
             model_name,
+            made_note=made_note,
             choice=self._choice,
             format_choices=self._format_choices(True),
             context_policies=CONTEXT_POLICIES,

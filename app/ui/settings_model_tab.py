@@ -224,9 +224,11 @@ class ModelOverrideTab(QWidget):
         choice: Choice,
         format_choices: Sequence[tuple[str, str]],
         context_policies: Sequence[tuple[str, str]],
+        made_note: str | None = None,
     ) -> None:
         super().__init__()
         self.model_path = model_path
+        self.made_note: QLabel | None = None  # the made model in use: what it sets wins over these
         self.model_tool_format: QComboBox | None = None
         self.model_sampling: SamplingForm | None = None
         self.model_context_policy: QComboBox | None = None
@@ -245,6 +247,11 @@ class ModelOverrideTab(QWidget):
             v.addStretch(1)
             return
         v.addWidget(QLabel(f"Overrides for <b>{model_name or model_path}</b> (unchecked: global value)."))
+        if made_note:
+            self.made_note = QLabel(made_note)
+            self.made_note.setObjectName("madeNote")
+            self.made_note.setWordWrap(True)
+            v.addWidget(self.made_note)
         f2 = QFormLayout()
 
         def inherited(name: str, choices: Sequence[tuple[Any, str]], tooltip: str = "") -> QComboBox:

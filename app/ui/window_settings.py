@@ -19,6 +19,7 @@ from PySide6.QtCore import QByteArray, QObject, Signal
 from PySide6.QtWidgets import QPushButton, QVBoxLayout
 
 from app.ui.chat import NoticeBanner
+from app.ui.made_models import made_note
 from app.ui.settings_dialog import SettingsDialog
 from app.ui.window_part import WindowKit, WindowPart
 from app.ui.window_state import engine_config_for
@@ -99,6 +100,7 @@ class SettingsController(WindowPart):
                 detected_label=info.detected_label if info else None,
                 model_path=info.path if info else None,
                 model_name=Path(info.path).stem if info else None,  # the picker's name
+                made_note=made_note(self.state),
                 mcp=self.worker.mcp,  # the Tools tab lists the running MCP servers' tools in full
                 parent=self.window,
             )

@@ -80,6 +80,14 @@ def test_a_made_model_is_picked_chatted_with_and_left(qtbot, make_window):
     assert [m.content for m in session.messages if m.role == "user"] == ["Hi", "Hi again"]  # the chat goes on
     assert w.worker.state.config.sampling["temperature"] == 0.3
 
+    # Settings → This model says that the made model's values win, and which it sets
+    dlg = w.open_settings()
+    note = dlg.override_tab.made_note
+    assert note is not None and "<b>helper</b>, made over the API" in note.text()
+    for words in ("system prompt", "opening messages", "sampler values", "reply length", "stop strings"):
+        assert words in note.text()
+    dlg.reject()
+
     # a settings change keeps the made model and what it sets
     changed = w.settings.model_copy(deep=True)
     changed.chat.max_tool_rounds = 3
@@ -93,6 +101,9 @@ def test_a_made_model_is_picked_chatted_with_and_left(qtbot, make_window):
     assert w.state.made is None and w.model_picker.currentText() == "alpha"
     assert _send(qtbot, w, "Plain") == "abcd"
     assert "You are terse." not in w.worker.state.session.last_prompt.text
+    dlg = w.open_settings()
+    assert dlg.override_tab.made_note is None
+    dlg.reject()
 
 
 def test_a_made_model_deleted_meanwhile_is_said_and_nothing_loads(qtbot, make_window):
