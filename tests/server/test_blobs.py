@@ -17,6 +17,7 @@ import httpx
 import pytest
 
 from app.engine.models.tiny import write_tiny_gguf
+from tests.server.conftest import _start
 from tests.ui.scripted_gguf import CHATML
 
 USER = [{"role": "user", "content": "Hi"}]
@@ -39,15 +40,10 @@ def _digest(path: Path) -> str:
 
 
 def _serve(**config: Any) -> Iterator[Any]:
-    from app.server import ApiServer, ServerConfig
+    from app.server import ServerConfig
 
     base = dict(port=0, n_ctx=2048, n_threads=1, parallel=1)
-    server = ApiServer(ServerConfig(**{**base, **config}))
-    server.start()
-    try:
-        yield server
-    finally:
-        server.stop()
+    yield from _start(ServerConfig(**{**base, **config}))
 
 
 @pytest.fixture
