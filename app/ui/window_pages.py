@@ -228,8 +228,15 @@ class WorkPages:
             self.model_bar.load_model(path)
 
     def _on_models_page_load_requested(self, path: str) -> None:
+        """A Load (a file) or Chat (a made model: its picker key) on the Models page."""
+        from app.ui.made_models import parse_made_key
+
         self.pages.show_chat_page()
-        self.model_bar.load_model(path)
+        made = parse_made_key(path)
+        if made is not None:
+            self.model_bar.load_made(made)
+        else:
+            self.model_bar.load_model(path)
 
     def confirm_quit(self) -> bool:
         """False when the person keeps the window open (asked while a download runs)."""

@@ -168,3 +168,32 @@ def test_the_window_opens_again_on_the_made_model_it_last_chatted_with(qtbot, ma
         w.shutdown()
         w.close()
     assert load_settings()[0].model.last_made is None
+
+
+def test_the_models_pages_chat_button_chats_with_a_made_model(qtbot, make_window, tmp_path):
+    from app.ui.models_page.made import CHAT
+
+    base = write_scripted_gguf(
+        paths.models_dir() / "alpha.gguf", chat_template=CHATML, script=streaming_script(), default_next="a"
+    )
+    gone = write_scripted_gguf(
+        tmp_path / "gone.gguf", chat_template=CHATML, script=streaming_script(), default_next="a"
+    )
+    store = PresetStore(default_presets_path())
+    store.put(
+        Preset(name="helper", base=str(base.resolve()), template=ENDS_IN_Q, parameters={"num_predict": 3})
+    )
+    store.put(Preset(name="orphan", base=str(gone.resolve())))
+    gone.unlink()
+    w = make_window(base)
+    w.act_models.trigger()
+    page = w.stack.currentWidget()
+    page.made.refresh()
+    qtbot.waitUntil(lambda: len(page.made.made) == 2, timeout=TIMEOUT)
+    orphan = page.made.button("orphan", CHAT)
+    assert not orphan.isEnabled() and "file is gone" in orphan.toolTip()
+    with qtbot.waitSignal(w.sig_model_ready, timeout=TIMEOUT):
+        page.made.button("helper", CHAT).click()
+    assert w.state.made == "helper" and w.model_picker.currentText() == "helper · made"
+    assert w.stack.currentWidget() is not page  # the chat shows
+    assert _send(qtbot, w, "Hi") == "rst"

@@ -1,7 +1,7 @@
 """The Models page's pane of the models made over the API (Ollama's ``/api/create`` and
 ``/api/copy``: ``app.server.PresetStore``, kept in the data folder): each one's name, the model
-file it is made from, its system prompt and parameters, and Delete (the made model only: its
-file stays). The pane shows while there are made models (or their file cannot be read)."""
+file it is made from, its system prompt and parameters, Chat (the window chats with it:
+``app.ui.made_models``) and Delete (the made model only: its file stays). The pane shows while there are made models (or their file cannot be read)."""
 
 from __future__ import annotations
 
@@ -10,15 +10,16 @@ from typing import TYPE_CHECKING, Any
 
 from PySide6.QtWidgets import QPushButton, QTableWidgetItem, QWidget
 
+from app.ui.made_models import made_key
 from app.ui.models_page._pane import pane_table
 
 if TYPE_CHECKING:
     from app.ui.models_page.page import ModelsPage
 
-__all__ = ["MadePane", "read_made"]
+__all__ = ["CHAT", "DELETE", "MadePane", "read_made"]
 
-COLUMNS = ["Model", "Made from", "System prompt", "Parameters", ""]
-DELETE = 4
+COLUMNS = ["Model", "Made from", "System prompt", "Parameters", "", ""]
+CHAT, DELETE = 4, 5
 
 
 def _store() -> Any:
@@ -76,6 +77,18 @@ class MadePane(QWidget):
                 item = QTableWidgetItem(text)
                 item.setToolTip(tip)
                 t.setItem(i, col, item)
+            chat = QPushButton("Chat")
+            there = Path(p.base).is_file()
+            chat.setEnabled(there)
+            chat.setToolTip(
+                f"Chat with {p.name}: {Path(p.base).name} with what it sets"
+                if there
+                else f"Its model file is gone: {p.base}"
+            )
+            chat.clicked.connect(
+                lambda _=False, name=p.name: self.page.sig_load_requested.emit(made_key(name))
+            )
+            t.setCellWidget(i, CHAT, chat)
             delete = QPushButton("Delete")
             delete.setToolTip(f"Delete the made model {p.name} (its file, {Path(p.base).name}, stays)")
             delete.clicked.connect(lambda _=False, name=p.name, base=p.base: self.delete(name, base))
@@ -85,10 +98,10 @@ class MadePane(QWidget):
         if problem is not None:
             self.page.show_status(problem, error=True)
 
-    def button(self, name: str) -> QPushButton:
-        """The Delete button of the made model ``name``."""
+    def button(self, name: str, column: int = DELETE) -> QPushButton:
+        """The Delete (or ``CHAT``: Chat) button of the made model ``name``."""
         row = next(i for i, p in enumerate(self.made) if p.name == name)
-        widget = self.table.cellWidget(row, DELETE)
+        widget = self.table.cellWidget(row, column)
         assert isinstance(widget, QPushButton)
         return widget
 
