@@ -77,7 +77,7 @@ def _models_dir() -> Path:
     return paths.models_dir()
 
 
-def test_a_hugging_face_name_is_pulled_with_progress_then_served_under_it(client, hub):
+def test_a_hugging_face_name_is_pulled_with_progress_then_served_under_it(server, client, hub):
     name = f"hf.co/{REPO}:Q8_0"
     lines = list(client.pull(name, stream=True))
     statuses = [p.status for p in lines]
@@ -98,6 +98,11 @@ def test_a_hugging_face_name_is_pulled_with_progress_then_served_under_it(client
 
     found = [m for m in Library().scan() if m.path.resolve() == path.resolve()]
     assert found and found[0].deletable_without_confirmation
+    # the server has the file by its sha256: a client that makes a model from the same GGUF
+    # (ollama create, app.server._blobs) is told it need not send it
+    import httpx
+
+    assert httpx.head(f"{server.url}/api/blobs/{digest}", timeout=30).status_code == 200
     # pulled again: nothing downloaded a second time
     fetched = hub.count("GET", "/_cdn/")
     assert client.pull(name).status == "success"
