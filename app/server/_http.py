@@ -11,7 +11,8 @@ uvicorn's h11 protocol with three bounds added (:class:`ConnectionLimits`, set f
   An upload (a ``POST`` to a path under ``upload_prefixes``: Ollama's blobs, a model file of
   gigabytes) may take longer, as long as it keeps coming: it has ``body_timeout_s`` plus a second
   for every ``upload_min_rate`` bytes received, so a client must average that rate after the first
-  ``body_timeout_s`` to hold its connection.
+  ``body_timeout_s`` to hold its connection; once it is answered (refused, or a file the server
+  has), the rest of it has the plain body timeout.
 * **Connection limit**: at most ``max_connections`` connections are open at once (fewer when the
   process may open fewer files: the limit keeps room under ``RLIMIT_NOFILE`` for the engine and
   the model). A new connection past the limit closes the oldest connection that has no request
@@ -183,8 +184,8 @@ def bounded_protocol(limits: ConnectionLimits) -> type[asyncio.Protocol]:
         def _upload_goes_on(self) -> bool:
             """The upload being received has arrived at the minimum rate so far: its timer is set
             again for when it would not have."""
-            if self._upload_since is None:
-                return False
+            if self._upload_since is None or getattr(self.cycle, "response_started", False):
+                return False  # (an upload already answered, refused or known, has no more time)
             due = self._upload_since + limits.body_timeout_s + self._upload_bytes / limits.upload_min_rate
             left = due - time.monotonic()
             if left <= 0:
@@ -206,7 +207,13 @@ def bounded_protocol(limits: ConnectionLimits) -> type[asyncio.Protocol]:
             if self.transport.is_closing() or (part == "body" and self._upload_goes_on()):
                 return
             cycle = self.cycle
-            started = cycle is not None and cycle.response_started and not cycle.response_complete
+            # a body's deadline with its answer sent (the route did not wait for all of it): no
+            # second answer; a kept-alive connection's next headers: the last cycle's answer is not theirs
+            started = (
+                cycle is not None
+                and cycle.response_started
+                and (part == "body" or not cycle.response_complete)
+            )
             if cycle is not None and not cycle.response_complete:
                 cycle.disconnected = True  # the app's own reply, if any, is dropped
                 cycle.keep_alive = False

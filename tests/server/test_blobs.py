@@ -334,6 +334,33 @@ def test_an_upload_that_stalls_gets_408_and_keeps_nothing():
         _wait_for(lambda s=server: _left(s) == [], "the part was deleted")
 
 
+def test_a_refused_upload_that_goes_on_sending_is_closed():
+    """Refused (not a GGUF), the rest of the body has the plain timeout however fast it comes: a
+    client cannot hold a connection by sending forever."""
+    for server in _serve(body_timeout_s=1.0):
+        with socket.create_connection(("127.0.0.1", server.port), timeout=WAIT_S) as s:
+            s.sendall(_head(server, "sha256:" + "b" * 64, 1 << 30) + b"NOPE" + b"\0" * (5 << 20))
+            s.settimeout(0.05)
+            got, closed = b"", False
+            deadline = time.monotonic() + WAIT_S
+            while not closed and time.monotonic() < deadline:
+                try:
+                    s.sendall(b"\0" * (1 << 20))  # 1 MiB every 50 ms or so: far above the rate
+                except OSError:
+                    closed = True
+                try:
+                    chunk = s.recv(65536)
+                    got += chunk
+                    closed = closed or not chunk
+                except TimeoutError:
+                    pass
+                except OSError:
+                    closed = True
+        assert closed, "the connection was held while the client sent"
+        assert got.startswith(b"HTTP/1.1 400") and b"not a GGUF file" in got, got[:300]
+        assert got.count(b"HTTP/1.1 ") == 1  # one answer, no 408 after it
+
+
 def test_old_uploads_no_create_took_are_deleted_at_the_next_upload(server, client, tmp_path, model_file):
     from app.server._blobs import STALE_S
 
