@@ -1,7 +1,9 @@
 """The models made over the API (Ollama's ``/api/create``: ``app.server._presets``) as the window's
-model picker offers them: a key per made model (``made:<name>``), its label and tooltip, and the file
+model picker offers them: a key per made model (``made:<name>``), its label and tooltip, the file
 picking it loads (``app.ui.model_bar``; what it sets goes on top of the settings in
-``app.ui.window_state.engine_config_for``). Qt-free."""
+``app.ui.window_state.engine_config_for``), and Settings → This model's words on it. The made models
+are read off the UI thread (:func:`read_made`: a client may have written a large file) into
+``WindowState.made_presets``; everything else here reads that. Qt-free."""
 
 from __future__ import annotations
 
@@ -10,14 +12,19 @@ from typing import Any
 
 __all__ = [
     "MADE",
+    "MADE_POLL_MS",
     "made_base",
     "made_key",
     "made_note",
     "made_picker_items",
     "parse_made_key",
-    "startup_made",
+    "presets_stamp",
+    "read_made",
 ]
 
+MADE = "made:"  # the picker's key of a made model: "made:<name>"
+#: how often the window looks whether the made models' file changed (a server made or deleted one)
+MADE_POLL_MS = 2000
 #: what a made model sets, in words (``Preset.chat_values``' keys)
 _WORDS = {
     "system_prompt": "system prompt",
@@ -29,8 +36,6 @@ _WORDS = {
     "chat_template": "chat template",
 }
 
-MADE = "made:"  # the picker's key of a made model: "made:<name>"
-
 
 def made_key(name: str) -> str:
     return MADE + name
@@ -41,12 +46,26 @@ def parse_made_key(data: Any) -> str | None:
     return data[len(MADE) :] if isinstance(data, str) and data.startswith(MADE) else None
 
 
-def made_picker_items(state: Any) -> list[tuple[str, str, str]]:
-    """(label, key, tooltip) of each made model whose file is there, as the store lists them."""
+def presets_stamp() -> tuple[int, int] | None:
+    """The made models' file's (modification time, size), None when there is none: one ``stat``."""
+    import os
+
+    from app.server import default_presets_path
+
     try:
-        presets = state.presets.all()
-    except Exception:  # noqa: BLE001 - an unreadable file: the Models page's pane says why
-        return []
+        st = os.stat(default_presets_path())
+    except OSError:
+        return None
+    return st.st_mtime_ns, st.st_size
+
+
+def read_made(state: Any) -> dict[str, Any]:
+    """The made models whose file is there, by name (off the UI thread: it reads the file)."""
+    return {p.name: p for p in state.presets.all() if Path(p.base).is_file()}
+
+
+def made_picker_items(state: Any) -> list[tuple[str, str, str]]:
+    """(label, key, tooltip) of each made model, as last read."""
     return [
         (
             f"{p.name} · made",
@@ -54,30 +73,14 @@ def made_picker_items(state: Any) -> list[tuple[str, str, str]]:
             f"Made over the API from {Path(p.base).name}: what it sets (system prompt, "
             "parameters, template) applies over your settings",
         )
-        for p in presets
-        if Path(p.base).is_file()
+        for p in state.made_presets.values()
     ]
 
 
 def made_base(state: Any, name: str) -> str | None:
     """The file of the made model ``name``, None when it was deleted or its file is gone."""
-    try:
-        preset = state.presets.get(name)
-    except Exception:  # noqa: BLE001 - an unreadable file
-        return None
-    if preset is None or not Path(preset.base).is_file():
-        return None
-    return str(preset.base)
-
-
-def startup_made(state: Any, path: str) -> str | None:
-    """The made model the window opens on with the file ``path``: the one it last chatted with,
-    when that was over this file and is still there; else None (the file as it is)."""
-    name = state.settings.model.last_made
-    base = made_base(state, name) if name else None
-    if base is None or state.made_preset(name, path) is None:
-        return None
-    return str(name)
+    preset = state.made_presets.get(name)
+    return str(preset.base) if preset is not None else None
 
 
 def made_note(state: Any) -> str | None:

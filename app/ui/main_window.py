@@ -39,7 +39,6 @@ from PySide6.QtWidgets import (
 )
 
 from app.ui.icons import icon
-from app.ui.made_models import startup_made
 from app.ui.model_bar import ModelBar
 from app.ui.remote_models import RemoteEngines
 from app.ui.tasks import BackgroundTasks
@@ -108,8 +107,8 @@ class MainWindow(QMainWindow):
         if autoload:
             path = model_path or self.model_bar.startup_model()
             if path is not None:  # the made model last chatted with, unless a file was asked for
-                made = None if model_path else startup_made(self.state, str(path))
-                self.model_bar.load_model(str(path), made=made)
+                made = None if model_path else self.state.settings.model.last_made
+                self.model_bar.open_on(str(path), made)
         self.model_bar.refresh_model_library()
         self.remote_engines.refresh_remote_models()  # the remote engines' models join the picker as they are listed
         self.conversations_ctl.reopen_last()

@@ -9,14 +9,16 @@ Send back on the model that still works.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtWidgets import QComboBox, QFileDialog, QLabel, QProgressBar
 
 from app.engine.remote.keys import parse_remote_key
-from app.ui.made_models import made_base, made_key, made_picker_items, parse_made_key
+from app.ui import made_models
+from app.ui.format_badge import format_badge_text
 from app.ui.remote_models import ADD_REMOTE, MANAGE_REMOTE
 from app.ui.window_part import WindowKit, WindowPart
 
@@ -37,11 +39,6 @@ RECENT_MODELS = 8  # how many recently loaded files the picker keeps
 
 def path_key(path: str | Path) -> str:
     return os.path.realpath(os.path.expanduser(str(path)))
-
-
-def _short_label(label: str) -> str:
-    """ "Hermes JSON (Qwen2.5, Qwen3, ...)" -> "Hermes JSON": the badge stays short."""
-    return label.split(" (", 1)[0].strip() or label
 
 
 class ModelBar(WindowPart):
@@ -66,6 +63,16 @@ class ModelBar(WindowPart):
         self.worker.sig_load_progress.connect(self._on_load_progress)
         self.worker.sig_loaded.connect(self._on_loaded)
         self.worker.sig_load_failed.connect(self._on_load_failed)
+        self._made_stamp = made_models.presets_stamp()  # a made model made or deleted elsewhere (a server)
+        self.made_timer = QTimer(self)  # joins or leaves the picker within made_models.MADE_POLL_MS
+        self.made_timer.timeout.connect(self._check_made)
+        self.made_timer.start(made_models.MADE_POLL_MS)
+
+    def _check_made(self) -> None:
+        stamp = made_models.presets_stamp()
+        if stamp != self._made_stamp and not self.state.shut:
+            self._made_stamp = stamp
+            self.refresh_made()
 
     def _build(self, tb: QToolBar) -> None:
         """The model picker, the tool-format badge and the load progress, in the top toolbar."""
@@ -166,9 +173,11 @@ class ModelBar(WindowPart):
     def refresh_model_library(self) -> None:
         """Rescan the models library (models folder, added folders, imports) off the UI thread;
         the picker lists what it finds (``sig_library_refreshed``)."""
-        if self.state.shut or self.library is None:
+        if self.state.shut:
             return
-        self.tasks.run(self.library.scan, self._on_library_scanned, self._on_library_scan_failed)
+        self.refresh_made()
+        if self.library is not None:
+            self.tasks.run(self.library.scan, self._on_library_scanned, self._on_library_scan_failed)
 
     def _on_library_scan_failed(self, message: str) -> None:
         self.window.statusBar().showMessage(f"The models library could not be scanned: {message}", 8000)
@@ -219,9 +228,11 @@ class ModelBar(WindowPart):
         picker.blockSignals(True)
         picker.clear()
         current = self.state.current_model()
-        made_items = made_picker_items(self.state)
+        made_items = made_models.made_picker_items(self.state)
         made = self.state.current_made()
-        made_listed = made is not None and any(key == made_key(made) for _l, key, _t in made_items)
+        made_listed = made is not None and any(
+            key == made_models.made_key(made) for _l, key, _t in made_items
+        )
         i = 0
         for label, p in self._known_models():
             if current and not made_listed and path_key(p) == path_key(current):
@@ -230,7 +241,7 @@ class ModelBar(WindowPart):
             picker.addItem(label, p)
             picker.setItemData(picker.count() - 1, p, Qt.ItemDataRole.ToolTipRole)
         for label, key, tip in made_items:
-            if made_listed and made is not None and key == made_key(made):
+            if made_listed and made is not None and key == made_models.made_key(made):
                 i = picker.count()
             picker.addItem(label, key)
             picker.setItemData(picker.count() - 1, tip, Qt.ItemDataRole.ToolTipRole)
@@ -267,7 +278,7 @@ class ModelBar(WindowPart):
         elif parse_remote_key(data) is not None:
             if info is None or data != info.path:
                 self.remote.load_remote(data)
-        elif (made := parse_made_key(data)) is not None:
+        elif (made := made_models.parse_made_key(data)) is not None:
             if info is None or made != self.state.made:
                 self.load_made(made)
         elif data == OPEN_FILE:
@@ -296,16 +307,40 @@ class ModelBar(WindowPart):
         self.begin_loading(str(path), f"Loading {made or Path(path).name}…")
         self.worker.load(path, self.state.config_for(str(path), made=made or ""))
 
-    def load_made(self, name: str) -> bool:
-        """Chat with the made model ``name`` (its file with what it sets); False when it is gone."""
-        base = made_base(self.state, name)
+    def refresh_made(self, then: Callable[[], None] | None = None) -> None:
+        """Read the made models again off the UI thread; the picker lists them, then ``then``."""
+
+        def done(found: dict[str, Any] | None) -> None:
+            if found is not None:
+                self.state.made_presets = found
+                self.fill_model_picker()
+            if then is not None and not self.state.shut:
+                then()
+
+        self.tasks.run(lambda: made_models.read_made(self.state), done, lambda _why: done(None))
+
+    def load_made(self, name: str) -> None:
+        """Chat with the made model ``name`` (its file with what it sets), as read now; said in
+        the status bar when it was deleted or its file is gone."""
+        self.refresh_made(lambda: self._load_made(name))
+
+    def _load_made(self, name: str) -> None:
+        base = made_models.made_base(self.state, name)
         if base is not None:
             self.load_model(base, made=name)
-            return True
-        self.fill_model_picker()
+            return
         gone = f"The made model {name} was deleted, or its file is gone: pick another model."
         self.window.statusBar().showMessage(gone, 8000)
-        return False
+
+    def open_on(self, path: str, made: str | None) -> None:
+        """The window's first load: ``path``, with the made model ``made`` over it when it is still
+        there (read first)."""
+        if not made:
+            self.load_model(path)
+            return
+        self.refresh_made(
+            lambda: self.load_model(path, made=made if self.state.made_preset(made, path) else None)
+        )
 
     def _on_load_progress(self, fraction: float, what: str) -> None:
         if fraction < 0:
@@ -354,43 +389,8 @@ class ModelBar(WindowPart):
         end = "" if message.rstrip().endswith(".") else "."
         self.notices.show("load_error", message.rstrip() + end + still, None, kind="error")
 
-    def format_badge_text(self) -> tuple[str, str]:
-        """The badge's words and tooltip for the loaded model (plain words, no setting keys)."""
-        info = self.state.model_info
-        if info is None:
-            return "", ""
-        if info.remote is not None:
-            how = {
-                "api": "API tools",
-                "callisto": "Callisto parsing",
-                "auto": "tools by the engine's template",
-            }
-            return (
-                f"Remote: {info.remote}",
-                f"{info.name} on the remote engine {info.remote}; tool calls: {how.get(info.remote_mode or '', '—')}.",
-            )
-        eff = self.state.config_for(info.path).tool_format
-        if eff == "none":
-            return "Tools off", "You turned tool calling off for this model (Settings → Tools)."
-        if eff == "auto":
-            if info.detected_format:
-                label = info.detected_label or info.detected_format
-                return (
-                    f"Tools: {_short_label(label)} (auto)",
-                    f"Callisto recognised this model's tool-call format: {label}.",
-                )
-            return (
-                "No tools",
-                "This model's chat template shows no tool-call format Callisto knows; it can still chat.",
-            )
-        from app.engine.formats import FORMATS
-
-        fmt = FORMATS.get(eff)
-        label = (fmt.label if fmt is not None else "") or eff
-        return f"Tools: {_short_label(label)} (set)", f"You chose this tool-call format: {label}."
-
     def update_format_badge(self) -> None:
-        text, tip = self.format_badge_text()
+        text, tip = format_badge_text(self.state)
         b = self.format_badge
         b.setText(text)
         b.setToolTip(tip)

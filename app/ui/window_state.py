@@ -7,7 +7,7 @@ these facts; everything else a controller needs comes in its constructor.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from app.ui.engine_types import EngineConfig
@@ -78,6 +78,8 @@ class WindowState:
     #: and the one being loaded with ``loading_path``; None: the file as it is
     made: str | None = None
     loading_made: str | None = None
+    #: the made models whose file is there, by name, as last read off the UI thread (``app.ui.made_models``)
+    made_presets: dict[str, Any] = field(default_factory=dict)
     _presets: Any = None
 
     @property
@@ -94,7 +96,8 @@ class WindowState:
     @property
     def presets(self) -> Any:
         """The models made over the API (``app.server.PresetStore`` over the data folder's file,
-        the one the window's server and ``serve`` keep them in; read again when it changes)."""
+        the one the window's server and ``serve`` keep them in; read again when it changes). Read
+        it off the UI thread (``app.ui.made_models.read_made``)."""
         if self._presets is None:
             from app.server import PresetStore, default_presets_path
 
@@ -102,14 +105,9 @@ class WindowState:
         return self._presets
 
     def made_preset(self, name: str | None, model_path: str | None) -> Any:
-        """The made model ``name`` when it is over the file ``model_path``, else None."""
-        if not name or not model_path:
-            return None
-        try:
-            preset = self.presets.get(name)
-        except Exception:  # noqa: BLE001 - an unreadable file: the file as it is
-            return None
-        if preset is None or _real(preset.base) != _real(model_path):
+        """The made model ``name`` (as last read) when it is over the file ``model_path``, else None."""
+        preset = self.made_presets.get(name) if name and model_path else None
+        if preset is None or _real(preset.base) != _real(str(model_path)):
             return None
         return preset
 

@@ -116,8 +116,8 @@ def test_a_made_model_deleted_meanwhile_is_said_and_nothing_loads(qtbot, make_wi
     qtbot.waitUntil(lambda: "gone-soon · made" in _labels(w), timeout=TIMEOUT)
     i = _labels(w).index("gone-soon · made")
     store.delete("gone-soon")  # by the server, say
-    w.model_picker.activated.emit(i)
-    assert "gone-soon was deleted" in w.statusBar().currentMessage()
+    w.model_picker.activated.emit(i)  # the made models are read again (off the UI thread) first
+    qtbot.waitUntil(lambda: "gone-soon was deleted" in w.statusBar().currentMessage(), timeout=TIMEOUT)
     assert "gone-soon · made" not in _labels(w) and w.model_picker.currentText() == "alpha"
     assert w.state.loading_path is None and w.state.made is None
     assert Path(w.model_info.path).resolve() == base.resolve()
@@ -197,3 +197,19 @@ def test_the_models_pages_chat_button_chats_with_a_made_model(qtbot, make_window
     assert w.state.made == "helper" and w.model_picker.currentText() == "helper · made"
     assert w.stack.currentWidget() is not page  # the chat shows
     assert _send(qtbot, w, "Hi") == "rst"
+
+
+def test_a_model_made_or_deleted_while_the_window_is_open_joins_or_leaves_the_picker(qtbot, make_window):
+    """A server (another process, or the window's own) writes the made models' file: the window
+    sees the file change and reads it again off the UI thread."""
+    base = write_scripted_gguf(
+        paths.models_dir() / "alpha.gguf", chat_template=CHATML, script=streaming_script(), default_next="a"
+    )
+    w = make_window(base)
+    qtbot.waitUntil(lambda: "alpha" in _labels(w), timeout=TIMEOUT)
+    assert not any(label.endswith("· made") for label in _labels(w))
+    store = PresetStore(default_presets_path())
+    store.put(Preset(name="later", base=str(base.resolve()), system="x"))
+    qtbot.waitUntil(lambda: "later · made" in _labels(w), timeout=TIMEOUT)
+    store.delete("later")
+    qtbot.waitUntil(lambda: "later · made" not in _labels(w), timeout=TIMEOUT)
