@@ -168,7 +168,7 @@ class Preset:
             except ApiError:
                 n = None
             if n is not None and n > 0:  # (num_predict -1, -2: Ollama's "no limit")
-                out[name] = n
+                out[name] = max(n, 256) if name == "n_ctx" else n  # (the window's least context)
         try:
             stop = check_stop(self.parameters.get("stop"), "stop")
         except ApiError:

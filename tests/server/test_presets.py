@@ -311,6 +311,7 @@ def test_chat_values_are_what_the_windows_chat_takes():
         "opening": (("user", "U0"), ("assistant", "A0")),
     }
     assert Preset(name="e", base="/x.gguf").chat_values() == {}
+    assert Preset(name="s", base="/x.gguf", parameters={"num_ctx": 16}).chat_values() == {"n_ctx": 256}
     # Ollama's "no limit" (-1) sets no length; values a hand-edited file broke are left out
     broken = Preset(name="b", base="/x.gguf", parameters={"num_predict": -1, "temperature": "hot", "stop": 3})
     assert broken.chat_values() == {}
