@@ -28,6 +28,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import time
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -71,8 +72,13 @@ OLLAMA_VERSION = "0.9.0"  # the API level this server speaks
 _DONE = {"tool_calls": "stop"}  # the finish reasons Ollama names otherwise (TurnEnd.finish_in)
 
 
+def _time(t: float) -> str:
+    """A time (seconds since the epoch) as Ollama writes one."""
+    return datetime.fromtimestamp(t, UTC).isoformat().replace("+00:00", "Z")
+
+
 def _now() -> str:
-    return datetime.now(UTC).isoformat().replace("+00:00", "Z")
+    return _time(time.time())
 
 
 def _generation(body: dict[str, Any], state: ServerState, keep: float | None) -> dict[str, Any]:
@@ -305,8 +311,6 @@ async def embed(request: Request):
     """``/api/embed``: a normalized vector per input (a string or strings); ``truncate`` (default
     true) cuts an input longer than the context to it, false refuses it; no input only loads the
     model (``app.server._embeddings``)."""
-    import time
-
     from app.server._embeddings import embed_inputs, read_dimensions, read_inputs, vectors
 
     started = time.monotonic()
@@ -556,7 +560,7 @@ def _details(e: Any, parent: str = "") -> dict[str, Any]:
 def _modified(path: Any) -> str:
     """When the model's file was last changed, as Ollama writes a time (now, if it cannot be read)."""
     try:
-        return datetime.fromtimestamp(path.stat().st_mtime, UTC).isoformat().replace("+00:00", "Z")
+        return _time(path.stat().st_mtime)
     except OSError:
         return _now()
 
@@ -580,6 +584,7 @@ async def tags(request: Request):
 
     state: ServerState = request.app.state.callisto
     entries = await run_in_threadpool(state.catalog.entries, refresh=True)
+    file_ids = {e.path: e.id for e in entries if e.preset is None}  # a made model's parent
     models = []
     for e in entries:
         made = e.preset
@@ -590,14 +595,15 @@ async def tags(request: Request):
                 "modified_at": _modified(e.path) if made is None else _time(made.created),
                 "size": e.size,
                 "digest": _digest(e.path) if made is None else _made_digest(e),
-                "details": _details(e, "" if made is None else state.catalog.entry_for(e.path).id),
+                "details": _details(e, "" if made is None else _parent(state, e, file_ids)),
             }
         )
     return json_response({"models": models})
 
 
-def _time(t: float) -> str:
-    return datetime.fromtimestamp(t, UTC).isoformat().replace("+00:00", "Z")
+def _parent(state: ServerState, e: Any, file_ids: dict[Any, str]) -> str:
+    """The id of the file the made model ``e`` is over (one the lists do not offer: its own)."""
+    return file_ids.get(e.path) or state.catalog.entry_for(e.path).id
 
 
 def _made_digest(e: Any) -> str:
@@ -681,7 +687,7 @@ async def show(request: Request):
             if state.has_vision(entry):
                 caps.append("vision")
         preset = entry.preset
-        base = state.catalog.entry_for(entry.path).id
+        base = state.catalog.entry_for(entry.path).id if preset is not None else ""
         made: dict[str, Any] = {}
         if preset is not None:  # a model made over the API: its Modelfile, system, license
             made = {"system": preset.system or "", "license": "\n".join(preset.license)}
@@ -692,7 +698,7 @@ async def show(request: Request):
             "parameters": parameters_text(preset.parameters) if preset is not None else "",
             "template": meta.chat_template or "",
             **made,
-            "details": _details(entry, base if preset is not None else ""),
+            "details": _details(entry, base),
             "capabilities": caps,
             "model_info": {
                 "general.architecture": meta.architecture,
