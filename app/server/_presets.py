@@ -206,8 +206,8 @@ def parameters_text(parameters: dict[str, Any]) -> str:
 class PresetStore:
     """The made models, by name (without regard to case), kept in ``path`` (None: in memory).
 
-    The file is read again whenever it changed, so two servers (the window's and ``serve``) and
-    the window's Models page share one set of made models."""
+    The file is read (first when it is asked for) and read again whenever it changed, so two
+    servers (the window's and ``serve``) and the window share one set of made models."""
 
     def __init__(self, path: str | os.PathLike[str] | None = None):
         self.path = Path(path) if path is not None else None
@@ -215,18 +215,23 @@ class PresetStore:
         self._items: dict[str, Preset] = {}
         self._stamp: tuple[int, int] | None = None  # the file's (mtime_ns, size) when last read
         self.problem: str | None = None  # why the file could not be read (its models are not offered)
-        with self._lock:
-            self._fresh()
+
+    def file_stamp(self) -> tuple[int, int] | None:
+        """The file's (modification time, size) now, one ``stat`` (None: no file): it reads again
+        when this changes, and a caller that must not read (the window's UI thread) can watch it."""
+        if self.path is None:
+            return None
+        try:
+            st = self.path.stat()
+        except OSError:
+            return None
+        return st.st_mtime_ns, st.st_size
 
     def _fresh(self) -> None:
         """Read the file again if it changed since it was last read (under the lock)."""
         if self.path is None:
             return
-        try:
-            st = self.path.stat()
-            stamp: tuple[int, int] | None = (st.st_mtime_ns, st.st_size)
-        except OSError:
-            stamp = None
+        stamp = self.file_stamp()
         if stamp == self._stamp and (stamp is not None or not self._items):
             return
         self._stamp, self._items, self.problem = stamp, {}, None
@@ -282,8 +287,7 @@ class PresetStore:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             atomic_write_bytes(self.path, json_bytes({"presets": [asdict(p) for p in items.values()]}))
-            st = self.path.stat()
-            self._stamp = (st.st_mtime_ns, st.st_size)
+            self._stamp = self.file_stamp()
         except OSError as exc:
             raise ApiError(
                 507 if exc.errno == errno.ENOSPC else 500,

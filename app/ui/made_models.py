@@ -18,7 +18,6 @@ __all__ = [
     "made_note",
     "made_picker_items",
     "parse_made_key",
-    "presets_stamp",
     "read_made",
 ]
 
@@ -44,19 +43,6 @@ def made_key(name: str) -> str:
 def parse_made_key(data: Any) -> str | None:
     """The made model's name a picker key names, else None."""
     return data[len(MADE) :] if isinstance(data, str) and data.startswith(MADE) else None
-
-
-def presets_stamp() -> tuple[int, int] | None:
-    """The made models' file's (modification time, size), None when there is none: one ``stat``."""
-    import os
-
-    from app.server import default_presets_path
-
-    try:
-        st = os.stat(default_presets_path())
-    except OSError:
-        return None
-    return st.st_mtime_ns, st.st_size
 
 
 def read_made(state: Any) -> dict[str, Any]:

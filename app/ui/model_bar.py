@@ -63,13 +63,13 @@ class ModelBar(WindowPart):
         self.worker.sig_load_progress.connect(self._on_load_progress)
         self.worker.sig_loaded.connect(self._on_loaded)
         self.worker.sig_load_failed.connect(self._on_load_failed)
-        self._made_stamp = made_models.presets_stamp()  # a made model made or deleted elsewhere (a server)
-        self.made_timer = QTimer(self)  # joins or leaves the picker within made_models.MADE_POLL_MS
+        self._made_stamp = self.state.presets.file_stamp()  # (one stat a poll, nothing read)
+        self.made_timer = QTimer(self)
         self.made_timer.timeout.connect(self._check_made)
         self.made_timer.start(made_models.MADE_POLL_MS)
 
-    def _check_made(self) -> None:
-        stamp = made_models.presets_stamp()
+    def _check_made(self) -> None:  # a model made or deleted by a server joins or leaves the picker
+        stamp = self.state.presets.file_stamp()
         if stamp != self._made_stamp and not self.state.shut:
             self._made_stamp = stamp
             self.refresh_made()
