@@ -310,6 +310,7 @@ def place_files(state: ServerState, name: str, files: dict[str, str], *, own_nam
 
 def _place(state: ServerState, name: str, files: dict[str, str], own_name: bool) -> Path:
     from app.engine.models._gguf import read_summary
+    from app.engine.models.download import safe_name
 
     library = state.catalog.library()
     found: dict[str, Path] = {}
@@ -337,7 +338,7 @@ def _place(state: ServerState, name: str, files: dict[str, str], own_name: bool)
             f"files must hold one model GGUF (and at most its projector); it holds {len(models)}",
             param="files",
         )
-    folder = Path(library.models_dir) / "uploaded" / re.sub(r"[^A-Za-z0-9._+-]", "_", name)
+    folder = Path(library.models_dir) / "uploaded" / safe_name(name, "model name")
     placed: dict[str, Path] = {}
     for file_name, path in found.items():
         if path.parent != _folder(state):

@@ -365,10 +365,11 @@ def _room_for(state: Any, name: str) -> None:
         )
 
 
-def _taken_by_a_file(state: Any, name: str, where: str) -> None:
-    """A 400 naming ``where`` when ``name`` is a model file's id (a made model never hides a file)."""
+def _taken_by_a_file(state: Any, name: str, where: str, but: frozenset[Path] = frozenset()) -> None:
+    """A 400 naming ``where`` when ``name`` is a model file's id (a made model never hides a file),
+    unless that file is one of ``but``."""
     for e in state.catalog.entries():
-        if e.preset is None and e.id.lower() == name.lower():
+        if e.preset is None and e.id.lower() == name.lower() and e.path not in but:
             raise ApiError(
                 400,
                 f"{name} is the name of a model file: give the new model another name",
@@ -461,11 +462,11 @@ def _uploaded(state: Any, name: str, files: dict[str, str], settings: bool) -> A
     None when the made model is that file itself (no settings, and the file's name is ``name``)."""
     from app.server._blobs import place_files
 
-    for e in state.catalog.entries():  # a name a file other than this upload has stays that file's
-        if e.preset is None and e.id.lower() == name.lower():
-            mine = {state.catalog.library().find_sha256(h) for h in files.values()}
-            if settings or e.path not in {p.resolve() for p in mine if p is not None}:
-                _taken_by_a_file(state, name, "model")
+    library = state.catalog.library()
+    # a name a file has stays that file's, unless the file is this upload (sent before) and the
+    # create sets nothing: the file itself is then the model
+    mine = () if settings else (library.find_sha256(h) for h in files.values())
+    _taken_by_a_file(state, name, "model", frozenset(p.resolve() for p in mine if p is not None))
     path = place_files(state, name, files, own_name=not settings)
     entry = state.catalog.entry_for(path)
     if not settings and entry.id.lower() == name.lower():

@@ -60,6 +60,7 @@ __all__ = [
     "find_interrupted",
     "part_path",
     "safe_destination",
+    "safe_name",
     "sidecar_path",
 ]
 
@@ -211,7 +212,9 @@ class DownloadControl:
 _UNSAFE_NAME_CHARS = re.compile(r"[^A-Za-z0-9._+-]")
 
 
-def _safe_component(text: str, what: str) -> str:
+def safe_name(text: str, what: str) -> str:
+    """``text`` as a plain file or folder name (anything but letters, digits and ``._+-`` is
+    ``_``); :class:`DownloadError` for one that is nothing but dots (``what`` names it)."""
     name = _UNSAFE_NAME_CHARS.sub("_", text.strip())
     if not name.strip("."):  # "", ".", "..", "..." would climb or name the folder itself
         raise DownloadError(f"The {what} {text!r} cannot be used as a file or folder name.")
@@ -226,9 +229,9 @@ def safe_destination(models_dir: Path, repo_id: str, filename: str) -> Path:
     ``..``, drive colons and other punctuation cannot climb out. Raises :class:`DownloadError`
     for a name that is nothing but dots.
     """
-    folder = _safe_component("__".join(p for p in re.split(r"[/\\]", repo_id) if p), "repository id")
+    folder = safe_name("__".join(p for p in re.split(r"[/\\]", repo_id) if p), "repository id")
     base = re.split(r"[/\\]", filename)[-1]
-    name = _safe_component(base, "file name")
+    name = safe_name(base, "file name")
     root = Path(models_dir)
     dest = root / folder / name
     resolved_root = root.resolve()
