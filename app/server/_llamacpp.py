@@ -68,16 +68,18 @@ MAX_EXTRA = 256
 MAX_TOKENIZE_CHARS = 1 << 22
 
 
-def _n_predict(body: dict[str, Any], state: ServerState) -> int:
+def _n_predict(body: dict[str, Any], state: ServerState) -> tuple[int, bool]:
+    """(the reply's length, whether the request set it: a made model's ``num_predict`` applies
+    where it did not)."""
     limit = state.config.max_tokens_limit
     n = check_int(body.get("n_predict", body.get("max_tokens")), "n_predict", lo=-2, hi=limit)
     if n is None or n < 0:  # -1: until the end (llama-server's default), here the server's default
-        return min(state.config.default_max_tokens, limit)
+        return min(state.config.default_max_tokens, limit), False
     if n == 0:
         raise ApiError(
             400, "n_predict must be at least 1 (or -1 for the server's default)", param="n_predict"
         )
-    return n
+    return n, True
 
 
 def _common_request(body: dict[str, Any], state: ServerState) -> dict[str, Any]:
@@ -96,10 +98,12 @@ def _common_request(body: dict[str, Any], state: ServerState) -> dict[str, Any]:
             "before sampling; leave it out",
             param="post_sampling_probs",
         )
+    model = check_str(body.get("model"), "model", allow_none=True)
+    max_tokens, given = _n_predict(body, state)  # (checked in the order the fields were)
     return {
-        "model": check_str(body.get("model"), "model", allow_none=True),
-        "max_tokens": _n_predict(body, state),
-        "max_tokens_given": (body.get("n_predict", body.get("max_tokens")) or -1) >= 0,
+        "model": model,
+        "max_tokens": max_tokens,
+        "max_tokens_given": given,
         "deadline_s": deadline,
         "sampling": read_sampling(body, SAMPLER_RANGES, top_k=True, mirostat=True),
         "stop": check_stop(body.get("stop"), "stop"),

@@ -21,12 +21,6 @@ if TYPE_CHECKING:
 __all__ = ["WindowState", "engine_config_for"]
 
 
-def _real(path: str) -> str:
-    import os
-
-    return os.path.normcase(os.path.realpath(os.path.expanduser(path)))
-
-
 def engine_config_for(settings: Any, model_path: str | None, preset: Any = None) -> EngineConfig:
     """The worker's config: global settings with the model's override on top, and a made model's
     values (``preset``: an ``app.server.Preset`` over ``model_path``) on top of those: a made model
@@ -106,8 +100,10 @@ class WindowState:
 
     def made_preset(self, name: str | None, model_path: str | None) -> Any:
         """The made model ``name`` (as last read) when it is over the file ``model_path``, else None."""
+        from app.server._state import template_key  # (a model file's key: its real path)
+
         preset = self.made_presets.get(name) if name and model_path else None
-        if preset is None or _real(preset.base) != _real(str(model_path)):
+        if preset is None or template_key(preset.base) != template_key(str(model_path)):
             return None
         return preset
 

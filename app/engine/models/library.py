@@ -385,7 +385,7 @@ class Library:
                 if path.is_file():
                     consider(path, "folder")
         for key, entry in entries.items():
-            if key not in found and entry.get("source") in ("imported", "copied", "downloaded", "uploaded"):
+            if key not in found and entry.get("source") in {"imported", *_OWNED}:
                 p = Path(key)
                 if p.exists():
                     consider(p, entry["source"])
