@@ -13,12 +13,10 @@ from pathlib import Path  # noqa: E402
 
 import pytest  # noqa: E402
 
-from app.engine.models.hub import HubClient  # noqa: E402
-from app.engine.models.library import Library  # noqa: E402
-from app.engine.models.manager import ModelManager  # noqa: E402
 from app.engine.models.tiny import write_tiny_gguf  # noqa: E402
 from app.ui.models_page import ModelsPage  # noqa: E402
 from tests.server.conftest import _start  # noqa: E402
+from tests.ui.models_page_fixture import open_models_page  # noqa: E402
 
 
 @pytest.fixture
@@ -40,14 +38,7 @@ def server(model_file) -> Iterator[object]:
 
 @pytest.fixture
 def page(qtbot, tmp_path) -> Iterator[ModelsPage]:
-    lib = Library(models_dir=tmp_path / "models", manifest_path=tmp_path / "lib.json", hf_cache_dir=False)
-    w = ModelsPage(ModelManager(hub=HubClient("http://127.0.0.1:9"), library=lib))
-    qtbot.addWidget(w)
-    w.resize(1200, 800)
-    w.show()
-    qtbot.waitUntil(lambda: not w._calls)
-    yield w
-    w.shutdown()
+    yield from open_models_page(qtbot, tmp_path, "http://127.0.0.1:9")  # (no hub is asked)
 
 
 def _rows(page: ModelsPage) -> list[list[str]]:

@@ -10,12 +10,9 @@ from pathlib import Path  # noqa: E402
 
 import pytest  # noqa: E402
 
-from app.engine.models.hub import HubClient  # noqa: E402
-from app.engine.models.library import Library  # noqa: E402
-from app.engine.models.manager import ModelManager  # noqa: E402
 from app.engine.models.tiny import write_tiny_gguf  # noqa: E402
-from app.ui.models_page import ModelsPage  # noqa: E402
 from tests.support.fake_hub import FakeHub  # noqa: E402
+from tests.ui.models_page_fixture import open_models_page  # noqa: E402
 
 REPO = "acme/Tiny-Chat-GGUF"
 SCREENSHOT = Path(__file__).resolve().parents[2] / ".screenshots" / "models_page.png"
@@ -49,15 +46,7 @@ def hub(tmp_path):
 
 @pytest.fixture
 def page(qtbot, hub, tmp_path):
-    lib = Library(models_dir=tmp_path / "models", manifest_path=tmp_path / "lib.json", hf_cache_dir=False)
-    mgr = ModelManager(hub=HubClient(hub.url), library=lib, backoff_base=0.01)
-    w = ModelsPage(mgr)
-    qtbot.addWidget(w)
-    w.resize(1200, 800)
-    w.show()
-    qtbot.waitUntil(lambda: not w._calls)
-    yield w
-    w.shutdown()
+    yield from open_models_page(qtbot, tmp_path, hub.url, backoff_base=0.01)
 
 
 def search(qtbot, page, text="tiny"):

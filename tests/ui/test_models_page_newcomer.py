@@ -13,13 +13,10 @@ from pathlib import Path  # noqa: E402
 import pytest  # noqa: E402
 
 from app.engine.detection import detect_tool_format  # noqa: E402
-from app.engine.models.hub import HubClient  # noqa: E402
-from app.engine.models.library import Library  # noqa: E402
-from app.engine.models.manager import ModelManager  # noqa: E402
 from app.engine.models.recommended import recommended_models  # noqa: E402
 from app.engine.models.tiny import write_tiny_gguf  # noqa: E402
-from app.ui.models_page import ModelsPage  # noqa: E402
 from tests.support.fake_hub import FakeHub  # noqa: E402
+from tests.ui.models_page_fixture import open_models_page  # noqa: E402
 
 TEMPLATE = "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "chat_templates"
@@ -47,15 +44,7 @@ def hub(tmp_path):
 
 @pytest.fixture
 def page(qtbot, hub, tmp_path):
-    lib = Library(models_dir=tmp_path / "models", manifest_path=tmp_path / "lib.json", hf_cache_dir=False)
-    mgr = ModelManager(hub=HubClient(hub.url), library=lib, backoff_base=0.01)
-    w = ModelsPage(mgr)
-    qtbot.addWidget(w)
-    w.resize(1100, 760)
-    w.show()
-    qtbot.waitUntil(lambda: not w._calls)
-    yield w
-    w.shutdown()
+    yield from open_models_page(qtbot, tmp_path, hub.url, size=(1100, 760), backoff_base=0.01)
 
 
 def _search_and_open(qtbot, page, text, row=0):

@@ -10,14 +10,12 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 import pytest  # noqa: E402
 
-from app.engine.models.hub import HubClient  # noqa: E402
 from app.engine.models.library import NO_PROJECTOR, Library  # noqa: E402
-from app.engine.models.manager import ModelManager  # noqa: E402
 from app.engine.models.tiny import write_tiny_gguf  # noqa: E402
-from app.ui.models_page import ModelsPage  # noqa: E402
 from app.ui.models_page.library import VISION  # noqa: E402
 from tests.support.fake_hub import FakeHub  # noqa: E402
 from tests.support.tiny_vision import write_tiny_vision_pair  # noqa: E402
+from tests.ui.models_page_fixture import open_models_page  # noqa: E402
 
 REPO = "acme/Tiny-Eyes-GGUF"
 MODEL_FILE = "Tiny-Eyes-Q4_K_M.gguf"
@@ -37,14 +35,7 @@ def hub(tmp_path):
 
 @pytest.fixture
 def page(qtbot, hub, tmp_path):
-    lib = Library(models_dir=tmp_path / "models", manifest_path=tmp_path / "lib.json", hf_cache_dir=False)
-    w = ModelsPage(ModelManager(hub=HubClient(hub.url), library=lib, backoff_base=0.01))
-    qtbot.addWidget(w)
-    w.resize(1400, 800)
-    w.show()
-    qtbot.waitUntil(lambda: not w._calls)
-    yield w
-    w.shutdown()
+    yield from open_models_page(qtbot, tmp_path, hub.url, size=(1400, 800), backoff_base=0.01)
 
 
 def _refresh(qtbot, page) -> None:
