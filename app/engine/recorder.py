@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 __all__ = ["TurnRecorder"]
 
 _FAILED = object()
+_AUTHOR_KEYS = ("model_name", "made_model")
 
 
 class TurnRecorder:
@@ -37,7 +38,9 @@ class TurnRecorder:
 
     ``model`` (a file name or path) and ``settings`` (the settings the turn was made with) are
     stored with each reply of the turn, the settings with its user message too (what Regenerate
-    sends again); ``on_error`` receives one sentence when saving fails.
+    sends again). ``author`` is what the reply keeps beside ``model`` of what wrote it: the name
+    shown for the model (``model_name``) and the made model chatted with (``made_model``).
+    ``on_error`` receives one sentence when saving fails.
     """
 
     def __init__(
@@ -46,6 +49,7 @@ class TurnRecorder:
         conversation_id: int,
         *,
         model: str | None = None,
+        author: Mapping[str, str] | None = None,
         settings: Mapping[str, Any] | None = None,
         on_error: Callable[[str], None] | None = None,
         partial_save_s: float = 1.0,
@@ -53,6 +57,7 @@ class TurnRecorder:
         self.history = history
         self.conversation_id = conversation_id
         self.model = model
+        self.author = {k: v for k, v in (author or {}).items() if k in _AUTHOR_KEYS and v}
         self.settings = dict(settings or {})
         self.on_error = on_error
         self.partial_save_s = partial_save_s
@@ -215,6 +220,7 @@ class TurnRecorder:
         extra: dict[str, Any] = {}
         if self.model:
             extra["model"] = self.model
+        extra.update(self.author)
         if self.settings:
             extra["settings"] = self.settings
         return extra

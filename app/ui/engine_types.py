@@ -21,6 +21,7 @@ __all__ = [
     "ModelInfo",
     "RemoteModel",
     "format_label",
+    "written_by",
 ]
 
 DEFAULT_APPROVAL_TIMEOUT_S = 300.0
@@ -55,6 +56,7 @@ class EngineConfig:
     #: starts with, as (role, content), and strings that end a reply
     opening: tuple[tuple[str, str], ...] = ()
     stop: tuple[str, ...] = ()
+    made: str | None = None  # the made model these values are (its name); None: the file as it is
 
 
 @dataclass
@@ -77,6 +79,20 @@ class ModelInfo:
     thinking_levels: tuple[str, ...] = ()
     #: a vision projector is loaded beside the model: it reads images (issue 30)
     vision: bool = False
+
+
+def written_by(info: ModelInfo | None, made: str | None = None) -> dict[str, str]:
+    """What a reply keeps of the model writing it, beside the file (``TurnRecorder``'s ``model``):
+    ``model_name``, the model's name as the picker shows it (a file's name without ``.gguf``; a
+    remote engine's model as "model · provider"), and ``made_model``, the made model (``made``)
+    chatted with over the file, if any."""
+    if info is None:
+        return {}
+    if info.remote is not None:
+        return {"model_name": f"{info.name} · {info.remote}"}
+    from pathlib import Path
+
+    return {"model_name": Path(info.path).stem, **({"made_model": made} if made else {})}
 
 
 def format_label(name: str | None) -> str | None:

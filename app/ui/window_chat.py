@@ -148,6 +148,7 @@ class ChatController(WindowPart):
     def _begin_reply(self) -> AssistantMessage:
         """A new reply being written: the prompt's progress, then its live tokens and calls."""
         reply = self.chat.begin_assistant()
+        reply.set_author(*turns.live_author(self.state.model_info, self.state.made))
         reply.watch_prompt(self._prompt_progress)
         reply.watch_tokens(turns.live_source(self.worker))
         return reply
@@ -240,6 +241,9 @@ class ChatController(WindowPart):
                 reply.offer_continue()
             return
         reply.resume()  # in place: the same reply goes on, no message is added (U9)
+        reply.set_author(
+            *turns.live_author(self.state.model_info, self.state.made)
+        )  # it may be another model
         reply.watch_tokens(turns.live_source(self.worker))
         self.set_busy(True)
         self._turn_user = user = turns.turn_message(self.chat, reply)

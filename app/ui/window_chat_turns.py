@@ -1,6 +1,6 @@
 """What the chat controller (:mod:`app.ui.window_chat`) reads of the engine and of history for a
 turn: the live source a reply polls while it is written, whether the engine can continue a reply in
-place, the message a reply answers (which keeps its turn's settings), a reply's stored versions,
+place, the name at a reply's head, the message a reply answers (which keeps its turn's settings), a reply's stored versions,
 the statistics line of a finished turn, and the approvals a person asked to remember."""
 
 from __future__ import annotations
@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING
 
 from app.engine.events import DoneEvent, LiveProgress
 from app.ui.chat.live import LiveSnapshot, stats_text
+from app.ui.chat.records import reply_author
+from app.ui.engine_types import written_by
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -17,10 +19,12 @@ if TYPE_CHECKING:
     from app.storage.settings import Settings
     from app.ui.approval_dialog import ApprovalDialog
     from app.ui.chat import AssistantMessage, ChatView, UserMessage
+    from app.ui.engine_types import ModelInfo
     from app.ui.worker import EngineWorker
 
 __all__ = [
     "continues_in_place",
+    "live_author",
     "live_source",
     "load_reply_version",
     "remember_approval",
@@ -28,6 +32,18 @@ __all__ = [
     "stored_versions",
     "turn_message",
 ]
+
+
+def live_author(info: ModelInfo | None, made: str | None) -> tuple[str, str]:
+    """The head of a reply being written by ``info``'s model (the made model ``made`` over it):
+    the words its record gives once it is stored (``records.reply_author`` over what
+    ``TurnRecorder`` keeps), so a reopened chat reads as it did live."""
+    if info is None:
+        return "Assistant", ""
+    author = written_by(info, made)
+    return reply_author(
+        {"model": info.path if info.remote is None else f"{info.remote}: {info.name}", **author}
+    )
 
 
 def reply_stats(ev: DoneEvent) -> str:

@@ -54,7 +54,7 @@ def engine_config_for(settings: Any, model_path: str | None, preset: Any = None)
         return config
     values = dict(preset.chat_values())
     values["sampling"] = {**config.sampling, **values.get("sampling", {})}
-    return replace(config, **values)
+    return replace(config, **values, made=preset.name)
 
 
 @dataclass

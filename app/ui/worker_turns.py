@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from app.engine.events import DoneEvent
 from app.engine.recorder import TurnRecorder
 from app.ui.chat.turn_settings import TurnSettings
+from app.ui.engine_types import written_by
 from app.ui.turn_stream import StreamCount, TurnSinks, stream_turn
 
 if TYPE_CHECKING:
@@ -227,6 +228,7 @@ class Turns:
             self.history,
             st.conversation_id,
             model=model,
+            author=written_by(st.info, st.config.made),
             settings={
                 "tool_format": st.config.tool_format,
                 **used.to_record(),

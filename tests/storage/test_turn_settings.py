@@ -94,3 +94,32 @@ def test_u3_regenerate_and_a_version_switch_leave_the_turns_settings_with_it(tmp
             ("Hi", SENT_WITH),
             ("Hello.", None),
         ]
+
+
+def test_every_reply_of_a_turn_keeps_what_wrote_it(tmp_path):
+    """The file, the name shown for it and the made model chatted with go with each reply: a
+    finished turn's (its reply after a call, too) and a stopped one's. Keys other than those two,
+    and empty values, are not kept."""
+    author = {"model_name": "Alpha 1B", "made_model": "helper", "settings": "not an author key", "x": "y"}
+    with History(tmp_path / "h.sqlite3") as h:
+        cid = h.create_conversation("t").id
+        rec = TurnRecorder(h, cid, model="/models/alpha.gguf", author=author)
+        rec.user_message("Hi")
+        rec.begin()
+        messages = [Message(role="user", content="Hi"), Message(role="assistant", content="Hello.")]
+        assert rec.finish(DoneEvent(finish_reason="stop"), messages)
+        rec = TurnRecorder(
+            h, cid, model="/models/alpha.gguf", author={"model_name": "Alpha 1B", "made_model": ""}
+        )
+        rec.user_message("Again")
+        rec.begin()
+        assert rec.finish(
+            DoneEvent(finish_reason="cancelled"), [*messages, Message(role="user", content="Again")]
+        )
+        replies = [m for m in h.load_conversation(cid).messages if m.role == "assistant"]
+        assert [m.status for m in replies] == ["complete", "interrupted"]
+        assert [{k: m.extra.get(k) for k in ("model", "model_name", "made_model")} for m in replies] == [
+            {"model": "/models/alpha.gguf", "model_name": "Alpha 1B", "made_model": "helper"},
+            {"model": "/models/alpha.gguf", "model_name": "Alpha 1B", "made_model": None},
+        ]
+        assert "x" not in replies[0].extra and replies[0].extra.get("settings") is None

@@ -80,6 +80,22 @@ def test_a_made_model_is_picked_chatted_with_and_left(qtbot, make_window):
     assert [m.content for m in session.messages if m.role == "user"] == ["Hi", "Hi again"]  # the chat goes on
     assert w.worker.state.config.sampling["temperature"] == 0.3
 
+    # each reply's head names what wrote it, live and once the chat is opened again
+    def heads() -> list[tuple[str, str]]:
+        return [(r.who.text(), r.who.toolTip()) for r in w.chat.assistant_messages()]
+
+    file_name = "alpha"  # the picker's name of the file
+    live = heads()
+    assert [h[0] for h in live] == [file_name, "helper"]
+    assert "made model helper" in live[1][1] and str(base.resolve()) in live[1][1]
+    assert str(base.resolve()) in live[0][1] and "made model" not in live[0][1]
+    stored = [m for m in w.history.load_conversation(w.conversation_id).messages if m.role == "assistant"]
+    assert [m.extra.get("made_model") for m in stored] == [None, "helper"]
+    assert {m.extra["model_name"] for m in stored} == {file_name}
+    assert {m.extra["model"] for m in stored} == {str(base.resolve())}
+    w.open_conversation(w.conversation_id)
+    assert heads() == live
+
     # Settings → This model says that the made model's values win, and which it sets
     dlg = w.open_settings()
     note = dlg.override_tab.made_note
@@ -104,6 +120,38 @@ def test_a_made_model_is_picked_chatted_with_and_left(qtbot, make_window):
     dlg = w.open_settings()
     assert dlg.override_tab.made_note is None
     dlg.reject()
+
+
+def test_reply_versions_by_the_file_and_by_a_made_model_say_which_wrote_each(qtbot, make_window):
+    """Regenerate after picking a made model: the pager's two versions name their writers (the
+    file's model, then the made model) as they are paged, and so does the reopened chat."""
+    base = write_scripted_gguf(
+        paths.models_dir() / "alpha.gguf", chat_template=CHATML, script=streaming_script(), default_next="a"
+    )
+    PresetStore(default_presets_path()).put(
+        Preset(name="helper", base=str(base.resolve()), template=ENDS_IN_Q, parameters={"num_predict": 2})
+    )
+    s = Settings()
+    s.sampling.max_tokens = 4
+    w = make_window(base, settings=s)
+    file_name = "alpha"  # the picker's name of the file
+    assert file_name != "helper"
+    assert _send(qtbot, w, "Hi") == "abcd"
+    _pick(qtbot, w, "helper · made")
+    with qtbot.waitSignal(w.sig_turn_done, timeout=TIMEOUT):
+        qtbot.mouseClick(w.chat.current_assistant().btn_regen, Qt.MouseButton.LeftButton)
+    reply = w.chat.current_assistant()
+    # its template; the turn's own reply length (4: Regenerate sends the turn's settings again, U3)
+    assert reply.version == (2, 2) and reply.text() == "rstu" and reply.who.text() == "helper"
+    qtbot.mouseClick(reply.btn_prev, Qt.MouseButton.LeftButton)
+    reply = w.chat.current_assistant()
+    assert reply.version == (1, 2) and reply.text() == "abcd" and reply.who.text() == file_name
+    qtbot.mouseClick(reply.btn_next, Qt.MouseButton.LeftButton)
+    assert w.chat.current_assistant().who.text() == "helper"
+    cid = w.conversation_id
+    w.new_chat()
+    w.open_conversation(cid)
+    assert [r.who.text() for r in w.chat.assistant_messages()] == ["helper"]
 
 
 def test_a_made_model_deleted_meanwhile_is_said_and_nothing_loads(qtbot, make_window):

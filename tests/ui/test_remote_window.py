@@ -142,6 +142,13 @@ def test_a_remote_model_chosen_in_the_picker_calls_a_tool_shown_with_its_parser(
     assert conv.messages[0].content == PROMPT and conv.messages[2].content == "391"
     assert conv.messages[3].content == ANSWER
     assert conv.model_path == key
+    # the reply's head names the engine and its model, live and reopened
+    assert reply.who.text() == "remote-calc · Lab box"
+    assert {m.extra.get("model_name") for m in conv.messages if m.role == "assistant"} == {
+        "remote-calc · Lab box"
+    }
+    w.open_conversation(w.conversation_id)
+    assert [r.who.text() for r in w.chat.assistant_messages()] == ["remote-calc · Lab box"]
 
     w.shutdown()  # settings and window state written
     assert json.loads(settings_path().read_text())["remote"][0]["name"] == "Lab box"

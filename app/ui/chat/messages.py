@@ -310,6 +310,11 @@ class AssistantMessage(QFrame):
         self._lay.addWidget(self.error_box)
         return self.error_box
 
+    def set_author(self, name: str, tooltip: str = "") -> None:
+        """The head's name: the model that writes the reply (``records.reply_author``)."""
+        self.who.setText(name or "Assistant")
+        self.who.setToolTip(tooltip)
+
     def set_stats(self, text: str) -> None:
         self.stats.setText(text)
         self.stats.setVisible(bool(text))
