@@ -56,6 +56,7 @@ class ConversationList(QWidget):
     sig_open = Signal(int)
     sig_rename = Signal(int, str)
     sig_delete = Signal(int)
+    sig_export = Signal(int)  # Export… from the list's menu: the conversation's id
     sig_search = Signal(str)
 
     def __init__(self, parent: QWidget | None = None) -> None:
@@ -220,5 +221,6 @@ class ConversationList(QWidget):
         self.list.setCurrentItem(it)
         menu = QMenu(self)
         menu.addAction("Rename", self.rename_selected)
+        menu.addAction("Export…", lambda: self.sig_export.emit(it.data(Qt.ItemDataRole.UserRole)))
         menu.addAction("Delete", self.delete_selected)
         menu.exec(self.list.mapToGlobal(pos))

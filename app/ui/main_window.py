@@ -176,6 +176,7 @@ class MainWindow(QMainWindow):
             stop=self.chat_ctl.stop,
             focus_search=self.conversations_ctl.focus_search,
             open_settings=self.open_settings,
+            export_chat=self.conversations_ctl.export_conversation,
         )
         self._wire_parts()
         self._chat_page = page

@@ -1,4 +1,5 @@
-"""The window's conversation actions: list, search, new, open, rename, delete (a part of the main window).
+"""The window's conversation actions: list, search, new, open, rename, delete, export (a part of the
+main window).
 
 History is read and written only through ``app.storage.history.History``'s methods; opening a
 conversation rebuilds the chat view and the tool panel from the stored messages, and hands the
@@ -7,7 +8,8 @@ messages to the worker so the next turn continues them.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import Signal
 
@@ -37,6 +39,9 @@ class ConversationsController(WindowPart):
         self.list.sig_open.connect(self.open_conversation)
         self.list.sig_rename.connect(self.rename_conversation)
         self.list.sig_delete.connect(self.delete_conversation)
+        self.list.sig_export.connect(self.export_conversation)
+        self.export_dialog: Any = None  # the open "Export chat" file dialog, if any
+        self.export_dir: str | None = None  # where the last export went (the next dialog opens there)
         self.list.sig_search.connect(self.search_conversations)
 
     def _on_conversation_saved(self, _cid: int) -> None:
@@ -130,6 +135,58 @@ class ConversationsController(WindowPart):
             self.tool_panel.show_call(view)
         self.worker.open_conversation(cid, conv.messages)
         self.pages.show_chat_page()
+
+    # -- export ----------------------------------------------------------------------------
+
+    def export_conversation(self, cid: int | None = None, path: str | None = None) -> bool:
+        """Export conversation ``cid`` (default: the open one) to ``path`` (Markdown, or JSON for a
+        ``.json`` name; ``app.storage.export``), written off the UI thread; without ``path`` a file
+        dialog asks where. The status bar says where it went, or why it could not be written.
+        False when there is nothing to export."""
+        cid = self.state.conversation_id if cid is None else cid
+        if cid is None:
+            self.window.statusBar().showMessage("Nothing to export yet: this chat has no messages.", 8000)
+            return False
+        try:
+            conv = self.state.history.load_conversation(cid)
+        except Exception as exc:  # noqa: BLE001 - HistoryError and sqlite errors: said in the status bar
+            self.window.statusBar().showMessage(f"Could not export the conversation: {exc}", 8000)
+            return False
+        if path is None:
+            self._ask_where(conv)
+            return True
+        from app.storage.export import export_conversation
+
+        def done(where: object) -> None:
+            self.export_dir = str(Path(str(where)).parent)
+            self.window.statusBar().showMessage(f"Exported “{conv.title}” to {where}", 8000)
+
+        def failed(why: str) -> None:
+            self.window.statusBar().showMessage(f"Could not export “{conv.title}”: {why}", 12000)
+
+        return self.tasks.run(lambda: export_conversation(conv, path), done, failed)
+
+    def _ask_where(self, conv: Any) -> None:
+        """The file dialog (window-modal, not blocking): Markdown or JSON, named after the chat."""
+        from PySide6.QtWidgets import QFileDialog
+
+        from app.storage.export import EXPORT_FORMATS, export_file_name
+
+        filters = {"Markdown (*.md)": "markdown", "JSON, every stored detail (*.json)": "json"}
+        folder = self.export_dir or str(Path.home())
+        dlg = QFileDialog(self.window, "Export chat", str(Path(folder) / export_file_name(conv)))
+        dlg.setObjectName("exportChatDialog")
+        dlg.setAcceptMode(QFileDialog.AcceptMode.AcceptSave)
+        dlg.setNameFilters(list(filters))
+        dlg.setDefaultSuffix("md")
+        dlg.filterSelected.connect(lambda f: dlg.setDefaultSuffix(EXPORT_FORMATS[filters[f]].lstrip(".")))
+
+        def chosen(path: str) -> None:
+            self.export_conversation(conv.id, path)
+
+        dlg.fileSelected.connect(chosen)
+        self.export_dialog = dlg
+        dlg.open()
 
     def ensure_conversation(self, first_text: str) -> int:
         if self.state.conversation_id is None:

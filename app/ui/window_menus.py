@@ -23,6 +23,7 @@ SHORTCUTS = (
     ("Shift+Enter", "New line in the message"),
     ("Esc", "Stop the reply"),
     ("Ctrl+N", "New chat"),
+    ("Ctrl+Shift+E", "Export the chat (Markdown or JSON)"),
     ("Ctrl+K", "Search conversations"),
     ("Ctrl+B", "Show or hide the conversation list"),
     ("Ctrl+T", "Show or hide the tool-call panel"),
@@ -85,12 +86,16 @@ class MenusController:
         stop: Callable[[], None],
         focus_search: Callable[[], None],
         open_settings: Callable[[], object],
+        export_chat: Callable[[], object],
     ) -> None:
         self.window = window
         bar = window.menuBar()
         file_menu = bar.addMenu("&File")
         act_new = file_menu.addAction("New chat")
         act_new.triggered.connect(new_chat)
+        self.act_export = file_menu.addAction("Export chat…")
+        self.act_export.setShortcut(QKeySequence("Ctrl+Shift+E"))
+        self.act_export.triggered.connect(lambda: export_chat())
         file_menu.addAction(pages.act_settings)
         file_menu.addSeparator()
         self.act_quit = file_menu.addAction("Quit")

@@ -7,10 +7,10 @@ through :func:`end_reply`, so the two read the same."""
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from app.storage.export import reply_author
 from app.ui.call_view import CallView
 from app.ui.chat.messages import stats_text
 from app.ui.chat.turn_settings import TurnSettings
@@ -44,28 +44,6 @@ def end_reply(reply: AssistantMessage, finish_reason: str, stats: str) -> None:
     elif finish_reason not in ("cancelled", "error") and any(c.failed() for c in reply.cards.values()):
         reply.set_error(FAILED_CALL_NOTE, kind="info")  # the words may claim what the call did not do
     reply.set_stats(stats if finish_reason != "error" else "")
-
-
-def reply_author(extra: Mapping[str, Any]) -> tuple[str, str]:
-    """(the reply's head, its tooltip): the model that wrote the reply, from what its record keeps
-    (``TurnRecorder``: ``model``, the file or remote model; ``model_name``; ``made_model``). A made
-    model reads as its own name, over its file's; a reply saved before the name was kept, as its
-    file's name; one that names no model (the CLI's without a model, an old record), "Assistant"."""
-
-    def text(key: str) -> str | None:
-        v = extra.get(key)
-        return (" ".join(v.split()) or None) if isinstance(v, str) else None
-
-    model, name, made = text("model"), text("model_name"), text("made_model")
-    if name is None and model is not None:
-        base = re.split(r"[\\/]", model)[-1]  # a Windows path read anywhere, too
-        name = base[: -len(".gguf")] if base.lower().endswith(".gguf") and len(base) > 5 else base
-    where = f"\n{model}" if model is not None and model != name else ""
-    if made is not None:
-        return made, f"Written by the made model {made}, over {name or 'its file'}{where}"
-    if name is not None:
-        return name, f"Written by {name}{where}"
-    return "Assistant", ""
 
 
 def stored_stats_text(stats: Any) -> str:

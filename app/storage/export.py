@@ -1,0 +1,211 @@
+"""A stored conversation written out as a file (Qt-free): Markdown to read or share, or JSON that
+keeps every stored field (``Conversation.to_dict``: the settings snapshot, each message's calls,
+results, statistics and images as base64).
+
+The Markdown reads as the window shows the chat: one heading per turn's reply naming the model
+that wrote it (:func:`reply_author`, the window's reply heads use it too), its reasoning folded
+away, its text, each tool call with its arguments and result, and how the reply ended when it did
+not end plainly. The versions of a reply Regenerate kept aside are not written: the conversation
+is the one shown.
+
+    from app.storage.export import export_conversation
+    export_conversation(history.load_conversation(cid), "chat.md")
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from app.storage.atomic import atomic_write_text
+
+if TYPE_CHECKING:
+    from app.storage.history import Conversation, MessageRecord, StoredToolCall
+
+__all__ = [
+    "EXPORT_FORMATS",
+    "conversation_json",
+    "conversation_markdown",
+    "export_conversation",
+    "export_file_name",
+    "reply_author",
+]
+
+#: the formats a conversation is exported in -> the file suffix each takes
+EXPORT_FORMATS = {"markdown": ".md", "json": ".json"}
+#: the JSON export's ``format`` value (and ``version``: raised when a field changes meaning)
+JSON_FORMAT, JSON_VERSION = "callisto.conversation", 1
+
+
+def reply_author(extra: Mapping[str, Any]) -> tuple[str, str]:
+    """(the reply's head, its tooltip): the model that wrote the reply, from what its record keeps
+    (``TurnRecorder``: ``model``, the file or remote model; ``model_name``; ``made_model``). A made
+    model reads as its own name, over its file's; a reply saved before the name was kept, as its
+    file's name; one that names no model (an old record), "Assistant"."""
+
+    def text(key: str) -> str | None:
+        v = extra.get(key)
+        return (" ".join(v.split()) or None) if isinstance(v, str) else None
+
+    model, name, made = text("model"), text("model_name"), text("made_model")
+    if name is None and model is not None:
+        base = re.split(r"[\\/]", model)[-1]  # a Windows path read anywhere, too
+        name = base[: -len(".gguf")] if base.lower().endswith(".gguf") and len(base) > 5 else base
+    where = f"\n{model}" if model is not None and model != name else ""
+    if made is not None:
+        return made, f"Written by the made model {made}, over {name or 'its file'}{where}"
+    if name is not None:
+        return name, f"Written by {name}{where}"
+    return "Assistant", ""
+
+
+def _fence(text: str, info: str = "") -> str:
+    """``text`` in a fenced code block whose fence no backtick run in it can close."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}{info}\n{text.rstrip(chr(10))}\n{fence}"
+
+
+def _one_line(text: str) -> str:
+    """A title or name on one Markdown line (no line breaks, no leading heading marks)."""
+    return " ".join(text.split()).lstrip("#").strip()
+
+
+def _when(ts: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M", time.localtime(ts)) if ts > 0 else "an unknown time"
+
+
+def _size(n: int) -> str:
+    return f"{n / 1024:.1f} KB" if n < 1024 * 1024 else f"{n / (1024 * 1024):.1f} MB"
+
+
+#: how a call's approval reads (``app.calls.ApprovalOutcome``; "auto": nothing was asked)
+_APPROVALS = {
+    "allowed_once": "allowed once",
+    "always": "always allowed",
+    "denied": "denied",
+    "timeout": "not answered",
+}
+
+
+def _call(tc: StoredToolCall) -> list[str]:
+    """A tool call: its name and how it went, its arguments and its result (or error)."""
+    facts = []
+    if tc.error is not None:
+        facts.append("failed")
+    elif tc.result is not None:
+        facts.append("ok")
+    else:
+        facts.append("not run")
+    if tc.duration_s:
+        facts.append(f"{tc.duration_s * 1000:.0f} ms")
+    if tc.approval in _APPROVALS:
+        facts.append(_APPROVALS[tc.approval])
+    args = tc.arguments
+    shown = args if isinstance(args, str) else json.dumps(args, ensure_ascii=False, indent=2)
+    out = [f"**Tool call: `{_one_line(tc.name)}`** ({', '.join(facts)})", "", _fence(shown or "{}", "json")]
+    if tc.error is not None:
+        out += ["", "Error:", "", _fence(tc.error)]
+    elif tc.result is not None:
+        out += ["", "Result:", "", _fence(tc.result)]
+    return out
+
+
+_ENDINGS = {"interrupted": "*(stopped before it ended)*", "streaming": "*(being written when exported)*"}
+
+
+def _reply(records: Sequence[MessageRecord]) -> list[str]:
+    """One turn's reply: its assistant messages (a call's round, then the answer) under one head."""
+    assistants = [m for m in records if m.role == "assistant"]
+    if not assistants:
+        return []
+    out = [f"## {_one_line(reply_author(assistants[-1].extra)[0]) or 'Assistant'}", ""]
+    for m in assistants:
+        for n in m.shown_notices:
+            out += [f"> **Note:** {_one_line(n.message or n.code)}", ""]
+        if m.reasoning:
+            out += ["<details><summary>Thinking</summary>", "", m.reasoning.strip(), "", "</details>", ""]
+        if m.content:
+            out += [m.content.strip(), ""]
+        for inc in m.incomplete_calls:
+            why = "it was cut off" if inc.reason == "truncated" else "the tool was not offered"
+            out += [f"*(a call to `{_one_line(inc.name or '?')}` was not run: {why})*", ""]
+        for tc in m.tool_calls:
+            out += [*_call(tc), ""]
+    last = assistants[-1]
+    if last.status == "error":
+        out += [f"*(the reply failed: {_one_line(last.error or 'unknown error')})*", ""]
+    elif last.status in _ENDINGS:
+        out += [_ENDINGS[last.status], ""]
+    elif not any(m.content or m.tool_calls or m.reasoning for m in assistants):
+        out += ["*(empty reply)*", ""]
+    stats = last.extra.get("stats")
+    if isinstance(stats, dict) and stats.get("finish_reason") == "length":
+        out += ["*(cut off by the max-tokens limit)*", ""]
+    return out
+
+
+def conversation_markdown(conv: Conversation) -> str:
+    """The conversation as Markdown (its messages must be loaded: ``History.load_conversation``)."""
+    out = [
+        f"# {_one_line(conv.title) or 'Chat'}",
+        "",
+        f"*Exported from Callisto on {_when(time.time())}; started {_when(conv.created)}.*",
+        "",
+    ]
+    turn: list[MessageRecord] = []
+    for m in conv.messages:
+        if m.role in ("assistant", "tool"):
+            turn.append(m)
+            continue
+        out += _reply(turn)
+        turn = []
+        out += ["## You" if m.role == "user" else f"## {m.role.capitalize()}", ""]
+        if m.content:
+            out += [m.content.strip(), ""]
+        for info in m.image_info:
+            out += [f"*(an image: {info.media_type}, {_size(info.n_bytes)})*", ""]
+    out += _reply(turn)
+    return "\n".join(out).rstrip("\n") + "\n"
+
+
+def conversation_json(conv: Conversation) -> str:
+    """The conversation as JSON: every stored field (``Conversation.to_dict``), with the format's
+    name and version first."""
+    return json.dumps(
+        {"format": JSON_FORMAT, "version": JSON_VERSION, **conv.to_dict()}, ensure_ascii=False, indent=2
+    )
+
+
+_RESERVED = {"CON", "PRN", "AUX", "NUL", *(f"COM{i}" for i in range(10)), *(f"LPT{i}" for i in range(10))}
+
+
+def export_file_name(conv: Conversation, fmt: str = "markdown") -> str:
+    """A file name for the conversation's export: its title, without the characters a file name
+    cannot have on any desktop, and the format's suffix."""
+    stem = re.sub(r'[\x00-\x1f<>:"/\\|?*]+', " ", conv.title)
+    stem = " ".join(stem.split()).strip(" .")[:80].rstrip(" .") or "Chat"
+    if stem.split(".")[0].upper() in _RESERVED:  # a name Windows keeps for a device
+        stem += " (chat)"
+    return stem + EXPORT_FORMATS[fmt]
+
+
+def export_conversation(conv: Conversation, path: str | os.PathLike[str], fmt: str | None = None) -> Path:
+    """Write ``conv`` to ``path`` as ``fmt`` (default: by the path's suffix, ``.json`` for JSON and
+    Markdown for any other), replacing the file atomically: a failed write (a full disk, a folder
+    that cannot be written) leaves what was there and raises ``OSError`` saying why."""
+    target = Path(path)
+    if fmt is None:
+        fmt = "json" if target.suffix.lower() == ".json" else "markdown"
+    if fmt not in EXPORT_FORMATS:
+        raise ValueError(f"unknown export format {fmt!r}: one of {', '.join(EXPORT_FORMATS)}")
+    if target.is_dir():
+        raise IsADirectoryError(f"{target} is a folder: name a file to export to")
+    text = conversation_json(conv) if fmt == "json" else conversation_markdown(conv)
+    atomic_write_text(target, text)
+    return target

@@ -1,0 +1,106 @@
+"""Exporting a chat from the real window: File → Export chat… (Ctrl+Shift+E) and the conversation
+list's Export…, a save dialog named after the chat that offers Markdown and JSON, the file written
+off the UI thread, and the status bar saying where it went or why it could not be written. A real
+scripted GGUF writes the reply; the history is real SQLite."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from PySide6.QtGui import QKeySequence
+from PySide6.QtWidgets import QFileDialog
+
+from app.storage import paths
+from app.storage.settings import Settings
+from tests.ui.scripted_gguf import CHATML, streaming_script, write_scripted_gguf
+
+TIMEOUT = 30_000
+
+
+def _window(qtbot, make_window):
+    model = write_scripted_gguf(
+        paths.models_dir() / "alpha.gguf", chat_template=CHATML, script=streaming_script(), default_next="a"
+    )
+    s = Settings()
+    s.sampling.max_tokens = 4
+    w = make_window(model, settings=s)
+    w.compose.setPlainText("Say the first letters")
+    with qtbot.waitSignal(w.sig_turn_done, timeout=TIMEOUT):
+        assert w.send()
+    assert w.chat.current_assistant().text() == "abcd"
+    return w
+
+
+def _status(w) -> str:
+    return w.statusBar().currentMessage()
+
+
+def test_the_open_chat_is_exported_as_markdown_and_as_json(qtbot, make_window, tmp_path):
+    w = _window(qtbot, make_window)
+    ctl = w.conversations_ctl
+    assert ctl.export_conversation(path=str(tmp_path / "chat.md"))
+    qtbot.waitUntil(lambda: _status(w).startswith("Exported"), timeout=TIMEOUT)
+    assert str(tmp_path / "chat.md") in _status(w)
+    md = (tmp_path / "chat.md").read_text(encoding="utf-8")
+    assert md.startswith("# Say the first letters\n")
+    assert "## You\n\nSay the first letters\n\n## alpha\n\n" in md  # the head names the model
+    assert "> **Note:** Tools are off for this model" in md  # the banner shown above the reply
+    assert md.endswith("\n\nabcd\n\n*(cut off by the max-tokens limit)*\n")
+
+    assert ctl.export_conversation(w.conversation_id, str(tmp_path / "chat.json"))
+    qtbot.waitUntil(lambda: "chat.json" in _status(w), timeout=TIMEOUT)
+    data = json.loads((tmp_path / "chat.json").read_text(encoding="utf-8"))
+    assert [(m["role"], m["content"]) for m in data["messages"]] == [
+        ("user", "Say the first letters"),
+        ("assistant", "abcd"),
+    ]
+    assert data["messages"][1]["extra"]["model_name"] == "alpha"
+
+
+def test_a_file_that_cannot_be_written_is_said_and_the_chat_is_kept(qtbot, make_window, tmp_path):
+    w = _window(qtbot, make_window)
+    assert w.conversations_ctl.export_conversation(path=str(tmp_path / "no such folder" / "chat.md"))
+    qtbot.waitUntil(lambda: _status(w).startswith("Could not export"), timeout=TIMEOUT)
+    assert "Say the first letters" in _status(w)
+    assert not (tmp_path / "no such folder").exists()
+    w.conversations_ctl.export_conversation(path=str(tmp_path))  # a folder, not a file
+    qtbot.waitUntil(lambda: "is a folder" in _status(w), timeout=TIMEOUT)
+    assert [m.role for m in w.history.load_conversation(w.conversation_id).messages] == ["user", "assistant"]
+
+
+def test_the_menu_and_the_list_open_a_save_dialog_named_after_the_chat(qtbot, make_window, tmp_path):
+    w = _window(qtbot, make_window)
+    act = w.menus.act_export
+    assert act.text() == "Export chat…" and act.shortcut() == QKeySequence("Ctrl+Shift+E")
+    act.trigger()
+    dlg = w.conversations_ctl.export_dialog
+    assert isinstance(dlg, QFileDialog) and dlg.isVisible() and dlg.isModal()
+    assert dlg.acceptMode() == QFileDialog.AcceptMode.AcceptSave
+    assert dlg.nameFilters() == ["Markdown (*.md)", "JSON, every stored detail (*.json)"]
+    assert dlg.defaultSuffix() == "md"
+    dlg.filterSelected.emit(dlg.nameFilters()[1])  # the person picks JSON: a bare name gets .json
+    assert dlg.defaultSuffix() == "json"
+    dlg.reject()
+
+    # the list's Export… exports the conversation it was asked on, in the folder last used
+    first = w.conversation_id
+    w.new_chat()
+    assert w.conversations_ctl.export_conversation(first, str(tmp_path / "first.md"))
+    qtbot.waitUntil(lambda: (tmp_path / "first.md").exists(), timeout=TIMEOUT)
+    w.conversations_ctl.list.sig_export.emit(first)
+    dlg = w.conversations_ctl.export_dialog
+    assert Path(dlg.directory().absolutePath()) == tmp_path
+    assert dlg.selectedFiles()[0].endswith("Say the first letters.md")
+    chosen = tmp_path / "picked.md"
+    dlg.fileSelected.emit(str(chosen))  # what the dialog sends when the person saves
+    qtbot.waitUntil(lambda: chosen.exists(), timeout=TIMEOUT)
+    assert "abcd" in chosen.read_text(encoding="utf-8")
+    dlg.reject()
+
+
+def test_with_no_conversation_open_there_is_nothing_to_export(qtbot, make_window):
+    w = make_window(None)
+    w.menus.act_export.trigger()
+    assert _status(w).startswith("Nothing to export yet")
+    assert w.conversations_ctl.export_dialog is None
