@@ -1,6 +1,7 @@
 """A stored conversation written out as a file (Qt-free): Markdown to read or share, or JSON that
 keeps every stored field (``Conversation.to_dict``: the settings snapshot, each message's calls,
-results, statistics and images as base64).
+results, statistics and images as base64). :func:`conversation_from_json` reads such a JSON file
+back (checking every field: it may come from anywhere) for ``History.restore_conversation``.
 
 The Markdown reads as the window shows the chat: one heading per turn's reply naming the model
 that wrote it (:func:`reply_author`, the window's reply heads use it too), its reasoning folded
@@ -14,22 +15,26 @@ is the one shown.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
+import math
 import os
 import re
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from app.storage.atomic import atomic_write_text
-
-if TYPE_CHECKING:
-    from app.storage.history import Conversation, MessageRecord, StoredToolCall
+from app.storage.history import Conversation, MessageRecord, StoredToolCall
 
 __all__ = [
     "EXPORT_FORMATS",
+    "MAX_IMPORT_BYTES",
+    "conversation_from_json",
     "conversation_json",
+    "read_export",
     "conversation_markdown",
     "export_conversation",
     "export_file_name",
@@ -209,3 +214,189 @@ def export_conversation(conv: Conversation, path: str | os.PathLike[str], fmt: s
     text = conversation_json(conv) if fmt == "json" else conversation_markdown(conv)
     atomic_write_text(target, text)
     return target
+
+
+# -- reading an export back ---------------------------------------------------------------------
+
+#: the largest export file read back (pictures as base64 make a chat large; this is far beyond one)
+MAX_IMPORT_BYTES = 512 * 1024 * 1024
+_ROLES = ("system", "user", "assistant", "tool")
+_STATUSES = ("streaming", "complete", "interrupted", "error")
+
+
+class _Fields:
+    """One JSON object's fields, read with their types checked; errors name where they are."""
+
+    def __init__(self, value: Any, where: str) -> None:
+        if not isinstance(value, dict):
+            raise ValueError(f"{where} is not a JSON object")
+        self.d, self.where = value, where
+
+    def _bad(self, key: str, what: str) -> ValueError:
+        return ValueError(f"{self.where}: {key} must be {what}")
+
+    def text(self, key: str, default: str | None = "") -> Any:
+        v = self.d.get(key, default)
+        if v is None and default is None:
+            return None
+        if not isinstance(v, str):
+            raise self._bad(key, "text")
+        return v
+
+    def number(self, key: str, *, whole: bool = False) -> Any:
+        v = self.d.get(key)
+        if v is None:
+            return None
+        ok = isinstance(v, int) if whole else isinstance(v, int | float) and math.isfinite(v)
+        if not ok or isinstance(v, bool) or v < 0:
+            raise self._bad(key, "a whole number, not negative" if whole else "a number, not negative")
+        return v
+
+    def obj(self, key: str) -> dict[str, Any] | None:
+        v = self.d.get(key)
+        if v is not None and not isinstance(v, dict):
+            raise self._bad(key, "a JSON object")
+        return v
+
+    def items(self, key: str) -> list[Any]:
+        v = self.d.get(key)
+        if v is None:
+            return []
+        if not isinstance(v, list):
+            raise self._bad(key, "a list")
+        return v
+
+    def choice(self, key: str, choices: Sequence[str], default: str) -> str:
+        v = self.d.get(key, default)
+        if v not in choices:
+            raise self._bad(key, f"one of {', '.join(choices)}")
+        return str(v)
+
+
+def _stored_call(value: Any, where: str) -> StoredToolCall:
+    f = _Fields(value, where)
+    call_id, name = f.text("call_id"), f.text("name")
+    if not call_id or not name:
+        raise ValueError(f"{where}: a call needs its call_id and name")
+    return StoredToolCall(
+        id=0,
+        message_id=0,
+        call_id=call_id,
+        name=name,
+        arguments=f.d.get("arguments"),
+        raw=f.text("raw"),
+        result=f.text("result", None),
+        error=f.text("error", None),
+        duration_s=f.number("duration_s"),
+        approval=f.text("approval", None),
+        position=0,
+    )
+
+
+def _image(value: Any, where: str) -> bytes:
+    if not isinstance(value, str):
+        raise ValueError(f"{where} is not base64 text")
+    try:
+        return base64.b64decode(value, validate=True)
+    except (binascii.Error, ValueError):
+        raise ValueError(f"{where} is not base64 text") from None
+
+
+#: what a reply's extra JSON keeps (``TurnRecorder``) -> its type; anything else an imported file
+#: holds there is not kept, so nothing reads a field of a shape it does not expect
+_EXTRA_SHAPES: dict[str, type] = {
+    "model": str,
+    "model_name": str,
+    "made_model": str,
+    "settings": dict,
+    "stats": dict,
+    "incomplete_calls": list,
+    "call_decoding": dict,
+    "call_parsers": dict,
+}
+
+
+def _extra(value: dict[str, Any] | None) -> dict[str, Any]:
+    out = {k: v for k, v in (value or {}).items() if isinstance(v, _EXTRA_SHAPES.get(k, ()))}
+    calls = out.get("incomplete_calls")
+    if isinstance(calls, list):
+        out["incomplete_calls"] = [c for c in calls if isinstance(c, dict)]
+    return out
+
+
+def _message(value: Any, i: int) -> MessageRecord:
+    where = f"message {i + 1}"
+    f = _Fields(value, where)
+    role = f.choice("role", _ROLES, "")
+    images = [_image(v, f"{where}: image {n + 1}") for n, v in enumerate(f.items("images"))]
+    if images and role != "user":
+        raise ValueError(f"{where}: only a user message has images")
+    notices = f.items("notices")
+    if not all(isinstance(n, dict) for n in notices):
+        raise ValueError(f"{where}: notices must be JSON objects")
+    return MessageRecord(
+        id=0,
+        conversation_id=0,
+        position=i,
+        role=role,
+        content=f.text("content"),
+        reasoning=f.text("reasoning", None),
+        status=f.choice("status", _STATUSES, "complete"),
+        created=f.number("created") or 0.0,
+        prompt_tokens=f.number("prompt_tokens", whole=True),
+        completion_tokens=f.number("completion_tokens", whole=True),
+        tool_call_id=f.text("tool_call_id", None),
+        name=f.text("name", None),
+        error=f.text("error", None),
+        tool_calls=[_stored_call(c, f"{where}: call {n + 1}") for n, c in enumerate(f.items("tool_calls"))],
+        notices=notices,
+        extra=_extra(f.obj("extra")),
+        turn_settings=f.obj("turn_settings"),
+        images=images,
+    )
+
+
+def conversation_from_json(text: str | bytes) -> Conversation:
+    """The conversation in a JSON export (:func:`conversation_json`), every field checked: a
+    ValueError says what is wrong and where (a file that is no Callisto export, one from a newer
+    Callisto, a message whose field has the wrong type, an image that is not base64)."""
+    if len(text) > MAX_IMPORT_BYTES:
+        raise ValueError(f"the file is larger than {MAX_IMPORT_BYTES // (1024 * 1024)} MiB")
+    try:
+        data = json.loads(text)
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
+        raise ValueError(f"the file is not JSON ({exc})") from None
+    if not isinstance(data, dict) or data.get("format") != JSON_FORMAT:
+        raise ValueError(
+            "the file is not a chat exported by Callisto (its format is not callisto.conversation)"
+        )
+    version = data.get("version")
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        raise ValueError("the file's version is not a whole number")
+    if version > JSON_VERSION:
+        raise ValueError(
+            f"the file was exported by a newer Callisto (format version {version}): update Callisto"
+        )
+    f = _Fields(data, "the chat")
+    messages = [_message(m, i) for i, m in enumerate(f.items("messages"))]
+    now = time.time()
+    created = f.number("created") or now
+    return Conversation(
+        id=0,
+        title=" ".join(f.text("title").split()) or "Imported chat",
+        created=created,
+        updated=max(f.number("updated") or created, created),
+        model_path=f.text("model_path", None),
+        settings=f.obj("settings"),
+        message_count=len(messages),
+        messages=messages,
+    )
+
+
+def read_export(path: str | os.PathLike[str]) -> Conversation:
+    """The conversation in the JSON export at ``path`` (:func:`conversation_from_json`); a file too
+    large is refused before it is read. OSError or ValueError say why it cannot be read."""
+    p = Path(path)
+    if p.stat().st_size > MAX_IMPORT_BYTES:
+        raise ValueError(f"the file is larger than {MAX_IMPORT_BYTES // (1024 * 1024)} MiB")
+    return conversation_from_json(p.read_bytes())

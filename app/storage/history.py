@@ -45,7 +45,7 @@ import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Literal, TypedDict, TypeVar, Unpack
+from typing import Any, Literal, TypedDict, TypeVar, Unpack, cast
 
 from app.calls import APPROVAL_OUTCOMES, IncompleteCall, ToolCall, ToolResult
 from app.storage.migrations import apply_migrations
@@ -553,6 +553,52 @@ class History:
                 (title, now, now, mp, settings_json),
             )
             cid = _rowid(cur)
+        return self.get_conversation(cid)
+
+    def restore_conversation(self, conv: Conversation) -> Conversation:
+        """Store ``conv`` (read from an export: ``app.storage.export.conversation_from_json``) as a
+        new conversation with its times, messages, calls, results and images, in one transaction:
+        all of it or nothing. The messages' ids and positions are new; a reply that was being
+        written when it was exported is kept as interrupted. An image over
+        :attr:`max_image_bytes` raises :class:`ImageTooLargeError` and nothing is written."""
+        for m in conv.messages:
+            self._check(m.role, m.status)
+        images = [self._check_images(m.role, m.images) for m in conv.messages]
+        with self._tx() as db:
+            cid = _rowid(
+                db.execute(
+                    "INSERT INTO conversations (title, created, updated, model_path, settings_json) "
+                    "VALUES (?, ?, ?, ?, ?)",
+                    (
+                        conv.title,
+                        conv.created,
+                        conv.updated,
+                        conv.model_path,
+                        _dumps(conv.settings, "settings"),
+                    ),
+                )
+            )
+            for m, blobs in zip(conv.messages, images, strict=True):
+                mid = self._insert_message(
+                    db,
+                    cid,
+                    m.role,
+                    m.content,
+                    tool_calls=[tc.to_dict() for tc in m.tool_calls],
+                    notices=m.notices,
+                    extra=m.extra,
+                    reasoning=m.reasoning,
+                    status=cast(MessageStatus, "interrupted" if m.status == "streaming" else m.status),
+                    prompt_tokens=m.prompt_tokens,
+                    completion_tokens=m.completion_tokens,
+                    tool_call_id=m.tool_call_id,
+                    name=m.name,
+                    error=m.error,
+                    turn_settings=m.turn_settings,
+                )
+                db.execute("UPDATE messages SET created = ? WHERE id = ?", (m.created, mid))
+                self._insert_images(db, mid, blobs)
+            db.execute("UPDATE conversations SET updated = ? WHERE id = ?", (conv.updated, cid))
         return self.get_conversation(cid)
 
     def get_conversation(self, conversation_id: int) -> Conversation:

@@ -177,6 +177,7 @@ class MainWindow(QMainWindow):
             focus_search=self.conversations_ctl.focus_search,
             open_settings=self.open_settings,
             export_chat=self.conversations_ctl.export_conversation,
+            import_chat=self.conversations_ctl.import_conversation,
         )
         self._wire_parts()
         self._chat_page = page

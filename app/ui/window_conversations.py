@@ -1,5 +1,5 @@
-"""The window's conversation actions: list, search, new, open, rename, delete, export (a part of the
-main window).
+"""The window's conversation actions: list, search, new, open, rename, delete, export and import (a
+part of the main window; the files are written and read by ``app.storage.export``).
 
 History is read and written only through ``app.storage.history.History``'s methods; opening a
 conversation rebuilds the chat view and the tool panel from the stored messages, and hands the
@@ -40,7 +40,7 @@ class ConversationsController(WindowPart):
         self.list.sig_rename.connect(self.rename_conversation)
         self.list.sig_delete.connect(self.delete_conversation)
         self.list.sig_export.connect(self.export_conversation)
-        self.export_dialog: Any = None  # the open "Export chat" file dialog, if any
+        self.export_dialog: Any = None  # the open "Export chat" or "Import chat" file dialog, if any
         self.export_dir: str | None = None  # where the last export went (the next dialog opens there)
         self.list.sig_search.connect(self.search_conversations)
 
@@ -187,6 +187,44 @@ class ConversationsController(WindowPart):
         dlg.fileSelected.connect(chosen)
         self.export_dialog = dlg
         dlg.open()
+
+    def import_conversation(self, path: str | None = None) -> bool:
+        """Import a chat exported as JSON (``app.storage.export.read_export``, read and checked off
+        the UI thread) as a new conversation, and open it; without ``path`` a file dialog asks
+        which. The status bar says what came in, or why nothing did."""
+        if path is None:
+            from PySide6.QtWidgets import QFileDialog
+
+            dlg = QFileDialog(self.window, "Import chat", self.export_dir or str(Path.home()))
+            dlg.setObjectName("importChatDialog")
+            dlg.setFileMode(QFileDialog.FileMode.ExistingFile)
+            dlg.setNameFilters(["Chats exported by Callisto (*.json)", "All files (*)"])
+            dlg.fileSelected.connect(lambda chosen: self.import_conversation(chosen))
+            self.export_dialog = dlg
+            dlg.open()
+            return True
+        from app.storage.export import read_export
+
+        name = Path(path).name
+
+        def read(conv: Any) -> None:
+            try:
+                new = self.state.history.restore_conversation(conv)
+            except Exception as exc:  # noqa: BLE001 - HistoryError, a picture too large, sqlite errors
+                failed(str(exc))
+                return
+            self.list.search.clear()  # the chat that came in is listed, whatever was searched
+            self.refresh_conversations()
+            self.open_conversation(new.id)
+            n = len(conv.messages)
+            self.window.statusBar().showMessage(
+                f"Imported “{new.title}” from {name} ({n} message{'' if n == 1 else 's'})", 8000
+            )
+
+        def failed(why: str) -> None:
+            self.window.statusBar().showMessage(f"Could not import {name}: {why}", 12000)
+
+        return self.tasks.run(lambda: read_export(path), read, failed)
 
     def ensure_conversation(self, first_text: str) -> int:
         if self.state.conversation_id is None:

@@ -87,6 +87,7 @@ class MenusController:
         focus_search: Callable[[], None],
         open_settings: Callable[[], object],
         export_chat: Callable[[], object],
+        import_chat: Callable[[], object],
     ) -> None:
         self.window = window
         bar = window.menuBar()
@@ -96,6 +97,8 @@ class MenusController:
         self.act_export = file_menu.addAction("Export chat…")
         self.act_export.setShortcut(QKeySequence("Ctrl+Shift+E"))
         self.act_export.triggered.connect(lambda: export_chat())
+        self.act_import = file_menu.addAction("Import chat…")
+        self.act_import.triggered.connect(lambda: import_chat())
         file_menu.addAction(pages.act_settings)
         file_menu.addSeparator()
         self.act_quit = file_menu.addAction("Quit")

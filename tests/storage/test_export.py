@@ -11,10 +11,12 @@ import pytest
 
 from app.calls import ToolCall, ToolResult
 from app.storage.export import (
+    conversation_from_json,
     conversation_json,
     conversation_markdown,
     export_conversation,
     export_file_name,
+    read_export,
 )
 from app.storage.history import History, TurnMessage
 
@@ -193,3 +195,141 @@ def test_the_file_name_comes_from_the_title(history, title, name):
     conv = history.create_conversation(title)
     assert export_file_name(conv) == name
     assert export_file_name(conv, "json") == name[: -len(".md")] + ".json"
+
+
+# -- reading an export back ----------------------------------------------------------------------
+
+
+def _same(a, b) -> bool:
+    """Two stored messages hold the same (ids, positions and the history's image facts aside)."""
+    keep = lambda m: {k: v for k, v in m.to_dict().items() if k not in ("id", "conversation_id", "position")}  # noqa: E731
+    da, db = keep(a), keep(b)
+    for d in (da, db):
+        for tc in d["tool_calls"]:
+            tc.pop("id"), tc.pop("message_id")
+    return da == db
+
+
+def test_a_json_export_comes_back_as_a_new_conversation_with_everything(history, tmp_path):
+    cid = _filled(history)
+    history.update_partial(history.begin_assistant_message(cid).id, "half a repl")  # being written
+    conv = history.load_conversation(cid)
+    path = export_conversation(conv, tmp_path / "chat.json")
+    with History(tmp_path / "other.sqlite3") as other:  # another machine's history
+        new = other.restore_conversation(read_export(path))
+        back = other.load_conversation(new.id)
+    assert (back.title, back.created, back.updated, back.model_path, back.settings) == (
+        conv.title,
+        conv.created,
+        conv.updated,
+        conv.model_path,
+        conv.settings,
+    )
+    assert len(back.messages) == len(conv.messages)
+    for a, b in zip(conv.messages[:-1], back.messages[:-1], strict=True):
+        assert _same(a, b), (a, b)
+    assert back.messages[0].images == [PNG] and back.messages[0].image_info == conv.messages[0].image_info
+    # the reply being written when it was exported comes back stopped, with its text
+    assert (back.messages[-1].status, back.messages[-1].content) == ("interrupted", "half a repl")
+    md_back, md_conv = conversation_markdown(back).splitlines(), conversation_markdown(conv).splitlines()
+    assert md_conv[-1] == "*(being written when exported)*" and md_back[-1] == "*(stopped before it ended)*"
+    assert md_back[3:-1] == md_conv[3:-1]  # the chat reads the same (but for when it was exported)
+    # the same file twice: two conversations, and the first is untouched
+    with History(tmp_path / "other.sqlite3") as other:
+        again = other.restore_conversation(read_export(path))
+        assert again.id != new.id and len(other.list_conversations()) == 2
+        assert other.search("391") and {c.id for c in other.search("391")} == {new.id, again.id}
+
+
+def _export_of(history) -> dict:
+    return json.loads(conversation_json(history.load_conversation(_filled(history))))
+
+
+@pytest.mark.parametrize(
+    ("spoil", "said"),
+    [
+        (lambda d: d.update(format="something.else"), "not a chat exported by Callisto"),
+        (lambda d: d.pop("format"), "not a chat exported by Callisto"),
+        (lambda d: d.update(version=99), "newer Callisto"),
+        (lambda d: d.update(version="1"), "version is not a whole number"),
+        (lambda d: d.update(version=True), "version is not a whole number"),
+        (lambda d: d.update(messages={"role": "user"}), "messages must be a list"),
+        (lambda d: d.update(title=["x"]), "title must be text"),
+        (lambda d: d.update(created=float("inf")), "created must be a number"),
+        (lambda d: d.update(settings="all"), "settings must be a JSON object"),
+        (lambda d: d["messages"].append("hello"), "is not a JSON object"),
+        (lambda d: d["messages"][0].update(role="wizard"), "message 1: role must be one of"),
+        (lambda d: d["messages"][0].update(content=5), "message 1: content must be text"),
+        (lambda d: d["messages"][0].update(status="done"), "message 1: status must be one of"),
+        (lambda d: d["messages"][0].update(images=["***not base64***"]), "message 1: image 1 is not base64"),
+        (lambda d: d["messages"][0].update(images="aGk="), "message 1: images must be a list"),
+        (lambda d: d["messages"][1].update(images=["aGk="]), "message 2: only a user message has images"),
+        (lambda d: d["messages"][1].update(prompt_tokens=-3), "prompt_tokens must be a whole number"),
+        (
+            lambda d: d["messages"][1].update(completion_tokens=2.5),
+            "completion_tokens must be a whole number",
+        ),
+        (lambda d: d["messages"][1].update(notices=["x"]), "notices must be JSON objects"),
+        (lambda d: d["messages"][1].update(turn_settings=[1]), "turn_settings must be a JSON object"),
+        (
+            lambda d: d["messages"][1].update(tool_calls=[{"name": "calc"}]),
+            "call 1: a call needs its call_id",
+        ),
+        (
+            lambda d: d["messages"][1].update(tool_calls=[{"call_id": "c", "name": "x", "duration_s": "1s"}]),
+            "duration_s",
+        ),
+    ],
+)
+def test_a_file_that_is_no_good_export_is_refused_saying_where(history, tmp_path, spoil, said):
+    data = _export_of(history)
+    spoil(data)
+    with pytest.raises(ValueError, match=said):
+        conversation_from_json(json.dumps(data))
+    with History(tmp_path / "other.sqlite3") as other:
+        assert other.list_conversations() == []  # nothing was stored
+
+
+@pytest.mark.parametrize(
+    "text",
+    [b"", b"not json", b"[1, 2]", b"\xff\xfe\x00garbage", b"[" * 100_000 + b"]" * 100_000, b'{"format": 1}'],
+)
+def test_what_is_not_json_or_not_an_export_is_refused(text):
+    with pytest.raises(ValueError):
+        conversation_from_json(text)
+
+
+def test_what_an_import_keeps_of_a_replys_extra_is_only_what_callisto_reads(history):
+    data = _export_of(history)
+    reply = data["messages"][1]
+    reply["extra"].update(
+        stats="fast", incomplete_calls=["x", {"raw": "<tool_call>", "reason": "truncated"}], anything={"a": 1}
+    )
+    conv = conversation_from_json(json.dumps(data))
+    extra = conv.messages[1].extra
+    assert "stats" not in extra and "anything" not in extra
+    assert extra["incomplete_calls"] == [{"raw": "<tool_call>", "reason": "truncated"}]
+    assert extra["made_model"] == "helper" and extra["model"] == "/models/alpha-q4.gguf"
+
+
+def test_a_picture_over_the_bound_stores_nothing_and_says_so(history, tmp_path):
+    from app.storage.history import ImageTooLargeError
+
+    conv = conversation_from_json(conversation_json(history.load_conversation(_filled(history))))
+    with History(tmp_path / "other.sqlite3") as other:
+        other.max_image_bytes = 1024
+        with pytest.raises(ImageTooLargeError):
+            other.restore_conversation(conv)
+        assert other.list_conversations() == []
+
+
+def test_a_file_too_large_is_refused_before_it_is_read(tmp_path, monkeypatch):
+    import app.storage.export as export
+
+    path = tmp_path / "big.json"
+    path.write_bytes(b" " * 2048)
+    monkeypatch.setattr(export, "MAX_IMPORT_BYTES", 1024)
+    with pytest.raises(ValueError, match="larger than"):
+        export.read_export(path)
+    with pytest.raises(OSError):
+        export.read_export(tmp_path / "missing.json")

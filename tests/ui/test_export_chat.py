@@ -104,3 +104,45 @@ def test_with_no_conversation_open_there_is_nothing_to_export(qtbot, make_window
     w.menus.act_export.trigger()
     assert _status(w).startswith("Nothing to export yet")
     assert w.conversations_ctl.export_dialog is None
+
+
+def test_an_exported_chat_comes_back_through_import_and_goes_on(qtbot, make_window, tmp_path):
+    """File → Import chat… reads the JSON off the UI thread, stores it as a new conversation, opens
+    it as it looked (the reply's head names its model) and the next turn continues it."""
+    w = _window(qtbot, make_window)
+    first = w.conversation_id
+    assert w.conversations_ctl.export_conversation(path=str(tmp_path / "chat.json"))
+    qtbot.waitUntil(lambda: (tmp_path / "chat.json").exists(), timeout=TIMEOUT)
+    w.new_chat()
+
+    w.menus.act_import.trigger()
+    dlg = w.conversations_ctl.export_dialog
+    assert isinstance(dlg, QFileDialog) and dlg.isVisible()
+    assert dlg.fileMode() == QFileDialog.FileMode.ExistingFile
+    assert Path(dlg.directory().absolutePath()) == tmp_path  # where the last export went
+    dlg.fileSelected.emit(str(tmp_path / "chat.json"))  # what the dialog sends when a file is opened
+    qtbot.waitUntil(lambda: _status(w).startswith("Imported"), timeout=TIMEOUT)
+    dlg.reject()
+    assert _status(w) == "Imported “Say the first letters” from chat.json (2 messages)"
+    assert w.conversation_id not in (None, first) and w.conversations_ctl.list.current_id == w.conversation_id
+    assert sorted(w.conversations_ctl.list.ids()) == sorted([first, w.conversation_id])
+    reply = w.chat.current_assistant()
+    assert reply.text() == "abcd" and reply.who.text() == "alpha"
+    w.compose.setPlainText("More")
+    with qtbot.waitSignal(w.sig_turn_done, timeout=TIMEOUT):
+        assert w.send()
+    msgs = w.history.load_conversation(w.conversation_id).messages
+    assert [m.content for m in msgs if m.role == "user"] == ["Say the first letters", "More"]
+    assert len(w.history.load_conversation(first).messages) == 2  # the original is untouched
+
+
+def test_a_file_that_is_no_export_is_refused_and_nothing_comes_in(qtbot, make_window, tmp_path):
+    w = make_window(None)
+    bad = tmp_path / "notes.json"
+    bad.write_text('{"title": "x", "messages": []}', encoding="utf-8")
+    assert w.conversations_ctl.import_conversation(str(bad))
+    qtbot.waitUntil(lambda: _status(w).startswith("Could not import notes.json"), timeout=TIMEOUT)
+    assert "not a chat exported by Callisto" in _status(w)
+    w.conversations_ctl.import_conversation(str(tmp_path / "gone.json"))
+    qtbot.waitUntil(lambda: _status(w).startswith("Could not import gone.json"), timeout=TIMEOUT)
+    assert w.history.list_conversations() == [] and w.conversation_id is None
