@@ -82,7 +82,10 @@ def _one_line(text: str) -> str:
 
 
 def _when(ts: float) -> str:
-    return time.strftime("%Y-%m-%d %H:%M", time.localtime(ts)) if ts > 0 else "an unknown time"
+    try:
+        return time.strftime("%Y-%m-%d %H:%M", time.localtime(ts)) if ts > 0 else "an unknown time"
+    except (OverflowError, OSError, ValueError):  # a time no clock can show
+        return "an unknown time"
 
 
 def _size(n: int) -> str:
@@ -224,6 +227,10 @@ _ROLES = ("system", "user", "assistant", "tool")
 _STATUSES = ("streaming", "complete", "interrupted", "error")
 
 
+_MOST = float(2**53)  # the largest count or duration an import takes (a JSON number's exact range)
+_LAST_TIME = 253402300799.0  # 9999-12-31: a time any clock can show
+
+
 class _Fields:
     """One JSON object's fields, read with their types checked; errors name where they are."""
 
@@ -243,13 +250,13 @@ class _Fields:
             raise self._bad(key, "text")
         return v
 
-    def number(self, key: str, *, whole: bool = False) -> Any:
+    def number(self, key: str, *, whole: bool = False, most: float = _MOST) -> Any:
         v = self.d.get(key)
         if v is None:
             return None
         ok = isinstance(v, int) if whole else isinstance(v, int | float) and math.isfinite(v)
-        if not ok or isinstance(v, bool) or v < 0:
-            raise self._bad(key, "a whole number, not negative" if whole else "a number, not negative")
+        if not ok or isinstance(v, bool) or not 0 <= v <= most:
+            raise self._bad(key, f"a {'whole ' if whole else ''}number from 0 to {most:g}")
         return v
 
     def obj(self, key: str) -> dict[str, Any] | None:
@@ -332,8 +339,12 @@ def _message(value: Any, i: int) -> MessageRecord:
     if images and role != "user":
         raise ValueError(f"{where}: only a user message has images")
     notices = f.items("notices")
-    if not all(isinstance(n, dict) for n in notices):
-        raise ValueError(f"{where}: notices must be JSON objects")
+    for n, notice in enumerate(notices):
+        nf = _Fields(notice, f"{where}: notice {n + 1}")
+        if not nf.text("code"):
+            raise ValueError(f"{where}: notice {n + 1} needs its code")
+        nf.text("message")  # (each checked to be text)
+        nf.text("setting", None)
     return MessageRecord(
         id=0,
         conversation_id=0,
@@ -342,7 +353,7 @@ def _message(value: Any, i: int) -> MessageRecord:
         content=f.text("content"),
         reasoning=f.text("reasoning", None),
         status=f.choice("status", _STATUSES, "complete"),
-        created=f.number("created") or 0.0,
+        created=f.number("created", most=_LAST_TIME) or 0.0,
         prompt_tokens=f.number("prompt_tokens", whole=True),
         completion_tokens=f.number("completion_tokens", whole=True),
         tool_call_id=f.text("tool_call_id", None),
@@ -364,8 +375,11 @@ def conversation_from_json(text: str | bytes) -> Conversation:
         raise ValueError(f"the file is larger than {MAX_IMPORT_BYTES // (1024 * 1024)} MiB")
     try:
         data = json.loads(text)
-    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
+        json.dumps(data)  # what is stored is written as JSON again: no deeper than that can go
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise ValueError(f"the file is not JSON ({exc})") from None
+    except RecursionError:
+        raise ValueError("the file's JSON is nested too deeply") from None
     if not isinstance(data, dict) or data.get("format") != JSON_FORMAT:
         raise ValueError(
             "the file is not a chat exported by Callisto (its format is not callisto.conversation)"
@@ -380,12 +394,12 @@ def conversation_from_json(text: str | bytes) -> Conversation:
     f = _Fields(data, "the chat")
     messages = [_message(m, i) for i, m in enumerate(f.items("messages"))]
     now = time.time()
-    created = f.number("created") or now
+    created = f.number("created", most=_LAST_TIME) or now
     return Conversation(
         id=0,
         title=" ".join(f.text("title").split()) or "Imported chat",
         created=created,
-        updated=max(f.number("updated") or created, created),
+        updated=max(f.number("updated", most=_LAST_TIME) or created, created),
         model_path=f.text("model_path", None),
         settings=f.obj("settings"),
         message_count=len(messages),

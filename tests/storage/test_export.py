@@ -269,7 +269,12 @@ def _export_of(history) -> dict:
             lambda d: d["messages"][1].update(completion_tokens=2.5),
             "completion_tokens must be a whole number",
         ),
-        (lambda d: d["messages"][1].update(notices=["x"]), "notices must be JSON objects"),
+        (lambda d: d["messages"][1].update(notices=["x"]), "notice 1 is not a JSON object"),
+        (lambda d: d["messages"][1].update(notices=[{"message": "hi"}]), "notice 1 needs its code"),
+        (lambda d: d["messages"][1].update(notices=[{"code": "c", "setting": 3}]), "setting must be text"),
+        (lambda d: d["messages"][1].update(created=1e300), "created must be a number from 0"),
+        (lambda d: d.update(updated=-1), "updated must be a number from 0"),
+        (lambda d: d["messages"][1].update(prompt_tokens=10**30), "prompt_tokens must be a whole number"),
         (lambda d: d["messages"][1].update(turn_settings=[1]), "turn_settings must be a JSON object"),
         (
             lambda d: d["messages"][1].update(tool_calls=[{"name": "calc"}]),
@@ -292,7 +297,18 @@ def test_a_file_that_is_no_good_export_is_refused_saying_where(history, tmp_path
 
 @pytest.mark.parametrize(
     "text",
-    [b"", b"not json", b"[1, 2]", b"\xff\xfe\x00garbage", b"[" * 100_000 + b"]" * 100_000, b'{"format": 1}'],
+    [
+        b"",
+        b"not json",
+        b"[1, 2]",
+        b"\xff\xfe\x00garbage",
+        b"[" * 100_000 + b"]" * 100_000,
+        b'{"format": 1}',
+        b'{"format": "callisto.conversation", "version": 1, "settings": '
+        + b'{"a": ' * 5000
+        + b"1"
+        + b"}" * 5001,
+    ],
 )
 def test_what_is_not_json_or_not_an_export_is_refused(text):
     with pytest.raises(ValueError):
