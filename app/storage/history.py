@@ -43,7 +43,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal, TypedDict, TypeVar, Unpack, cast
 
@@ -321,6 +321,7 @@ class Conversation:
 # The store
 
 
+_BRANCH = " (branch)"  # a branched conversation's title ends so (once, however often it is branched)
 _LIVE_TOKENS: set[str] = set()  # tokens of the History objects open in this process
 _LIVE_LOCK = threading.Lock()
 
@@ -600,6 +601,21 @@ class History:
                 self._insert_images(db, mid, blobs)
             db.execute("UPDATE conversations SET updated = ? WHERE id = ?", (conv.updated, cid))
         return self.get_conversation(cid)
+
+    def branch_conversation(self, conversation_id: int, user_index: int) -> Conversation:
+        """A new conversation holding this one's messages through the reply to its
+        ``user_index``-th user message (0-based; the reply versions shown), titled
+        "<title> (branch)", to go on from there another way. This one is not changed.
+        MessageNotFound when it has no such user message."""
+        conv = self.load_conversation(conversation_id)
+        users = [i for i, m in enumerate(conv.messages) if m.role == "user"]
+        if not 0 <= user_index < len(users):
+            raise MessageNotFound(f"conversation {conversation_id} has no user message {user_index}")
+        end = users[user_index + 1] if user_index + 1 < len(users) else len(conv.messages)
+        base = conv.title[: -len(_BRANCH)] if conv.title.endswith(_BRANCH) else conv.title
+        now = time.time()
+        branch = replace(conv, title=base + _BRANCH, created=now, updated=now, messages=conv.messages[:end])
+        return self.restore_conversation(branch)
 
     def get_conversation(self, conversation_id: int) -> Conversation:
         rows = self._read(f"SELECT {_CONV_COLS} FROM conversations c WHERE c.id = ?", (conversation_id,))

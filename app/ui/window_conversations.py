@@ -1,5 +1,5 @@
-"""The window's conversation actions: list, search, new, open, rename, delete, export and import (a
-part of the main window; the files are written and read by ``app.storage.export``).
+"""The window's conversation actions: list, search, new, open, rename, delete, branch, export and
+import (a part of the main window; the files are written and read by ``app.storage.export``).
 
 History is read and written only through ``app.storage.history.History``'s methods; opening a
 conversation rebuilds the chat view and the tool panel from the stored messages, and hands the
@@ -40,6 +40,7 @@ class ConversationsController(WindowPart):
         self.list.sig_rename.connect(self.rename_conversation)
         self.list.sig_delete.connect(self.delete_conversation)
         self.list.sig_export.connect(self.export_conversation)
+        self.chat.sig_branch.connect(self.branch_conversation)
         self.export_dialog: Any = None  # the open "Export chat" or "Import chat" file dialog, if any
         self.export_dir: str | None = None  # where the last export went (the next dialog opens there)
         self.list.sig_search.connect(self.search_conversations)
@@ -135,6 +136,26 @@ class ConversationsController(WindowPart):
             self.tool_panel.show_call(view)
         self.worker.open_conversation(cid, conv.messages)
         self.pages.show_chat_page()
+
+    def branch_conversation(self, user_index: int) -> bool:
+        """A reply's Branch: a new conversation with the open one's messages through the reply to
+        its ``user_index``-th user message, opened to go on from there; the open one is kept."""
+        cid = self.state.conversation_id
+        if cid is None or user_index < 0 or self.state.busy:
+            return False
+        try:
+            new = self.state.history.branch_conversation(cid, user_index)
+        except Exception as exc:  # noqa: BLE001 - HistoryError and sqlite errors: said in the status bar
+            self.window.statusBar().showMessage(f"Could not branch the conversation: {exc}", 8000)
+            return False
+        self.list.search.clear()
+        self.refresh_conversations()
+        self.open_conversation(new.id)
+        self.window.statusBar().showMessage(
+            f"Branched into “{new.title}”: the first chat is kept as it was", 8000
+        )
+        self.compose.setFocus()
+        return True
 
     # -- export ----------------------------------------------------------------------------
 

@@ -325,7 +325,7 @@ def test_u5_a_long_call_card_fits_the_window_and_keeps_the_actions_visible(qtbot
     card.toggle.setChecked(True)  # the details too: a long unbroken argument
     qtbot.waitUntil(lambda: w.chat.widget().width() <= w.chat.viewport().width(), timeout=DONE_TIMEOUT)
     view = w.chat.viewport()
-    for button in (reply.btn_copy, reply.btn_regen):
+    for button in (reply.btn_copy, reply.btn_regen, reply.btn_more):
         right = button.mapTo(view, QPoint(button.width(), 0)).x()
         assert 0 < right <= view.width(), button.text()
     assert card.chip.text().endswith("…") and card.chip.full_text.startswith("⚙ calculator(")
@@ -342,7 +342,7 @@ def test_u5_at_800x600_with_the_panel_open_a_regenerated_reply_still_fits(qtbot,
     reply = w.chat.current_assistant()
     qtbot.waitUntil(lambda: w.chat.widget().width() <= w.chat.viewport().width(), timeout=DONE_TIMEOUT)
     view = w.chat.viewport()
-    for button in (reply.btn_prev, reply.btn_next, reply.btn_copy, reply.btn_regen):
+    for button in (reply.btn_prev, reply.btn_next, reply.btn_copy, reply.btn_regen, reply.btn_more):
         assert 0 < button.mapTo(view, QPoint(button.width(), 0)).x() <= view.width()
 
 

@@ -13,7 +13,9 @@ from PySide6.QtWidgets import (
     QFrame,
     QHBoxLayout,
     QLabel,
+    QMenu,
     QProgressBar,
+    QToolButton,
     QVBoxLayout,
     QWidget,
 )
@@ -45,6 +47,7 @@ class AssistantMessage(QFrame):
     sig_open_setting = Signal(str)
     sig_dismiss_notice = Signal(str)  # a notice code the user does not want to see again
     sig_regenerate = Signal()
+    sig_branch = Signal()  # Branch: a new chat through this reply
     sig_continue = Signal()  # the Continue action of a reply cut off by the max-tokens limit
     sig_version = Signal(int)  # the version (1, 2, ...) the pager asks for
 
@@ -97,8 +100,18 @@ class AssistantMessage(QFrame):
             "Regenerate", "Generate this reply again (the earlier one is kept as a version)"
         )
         self.btn_regen.clicked.connect(self.sig_regenerate.emit)
+        # "⋯": what a reply offers besides Copy and Regenerate (a narrow window keeps them visible)
+        self.btn_more = small_button("⋯", "More actions for this reply")
+        self.btn_more.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
+        self.btn_more.setStyleSheet("QToolButton::menu-indicator { image: none; width: 0px; }")
+        more = QMenu(self.btn_more)
+        self.act_branch = more.addAction("Branch from here")
+        self.act_branch.setToolTip("A new chat with the conversation up to this reply, to go on another way")
+        self.act_branch.triggered.connect(self.sig_branch.emit)
+        self.btn_more.setMenu(more)
         head.addWidget(self.btn_copy)
         head.addWidget(self.btn_regen)
+        head.addWidget(self.btn_more)
         self._lay.addLayout(head)
         self.version_note = QLabel("")
         self.version_note.setObjectName("msgStats")
@@ -427,3 +440,4 @@ class AssistantMessage(QFrame):
 
     def set_actions_enabled(self, on: bool) -> None:
         self.btn_regen.setEnabled(on)
+        self.act_branch.setEnabled(on)

@@ -39,6 +39,7 @@ class ChatView(QScrollArea):
     sig_open_setting = Signal(str)
     sig_dismiss_notice = Signal(str)
     sig_regenerate = Signal(int)  # index of the user message (among user messages) whose reply it is, or -1
+    sig_branch = Signal(int)  # Branch on a reply: the index (among user messages) of the message it answers
     sig_edit_resend = Signal(int, str)  # (index of the user message among user messages, new text)
     sig_continue = Signal(object)  # the reply (AssistantMessage) whose Continue was clicked
     sig_version = Signal(object, int)  # (the reply, the version number its pager asks for)
@@ -128,6 +129,7 @@ class ChatView(QScrollArea):
         m.sig_open_setting.connect(self.sig_open_setting.emit)
         m.sig_dismiss_notice.connect(self._on_dismiss_notice)
         m.sig_regenerate.connect(lambda: self.sig_regenerate.emit(self.user_index_of(m)))
+        m.sig_branch.connect(lambda: self.sig_branch.emit(self.user_index_of(m)))
         m.sig_continue.connect(lambda: self.sig_continue.emit(m))
         m.sig_version.connect(lambda number: self.sig_version.emit(m, number))
         return m
