@@ -45,7 +45,7 @@ import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any, Literal, TypedDict, TypeVar, Unpack, cast
+from typing import Any, Literal, TypedDict, TypeVar, Unpack
 
 from app.calls import APPROVAL_OUTCOMES, IncompleteCall, ToolCall, ToolResult
 from app.storage.migrations import apply_migrations
@@ -580,23 +580,7 @@ class History:
                 )
             )
             for m, blobs in zip(conv.messages, images, strict=True):
-                mid = self._insert_message(
-                    db,
-                    cid,
-                    m.role,
-                    m.content,
-                    tool_calls=[tc.to_dict() for tc in m.tool_calls],
-                    notices=m.notices,
-                    extra=m.extra,
-                    reasoning=m.reasoning,
-                    status=cast(MessageStatus, "interrupted" if m.status == "streaming" else m.status),
-                    prompt_tokens=m.prompt_tokens,
-                    completion_tokens=m.completion_tokens,
-                    tool_call_id=m.tool_call_id,
-                    name=m.name,
-                    error=m.error,
-                    turn_settings=m.turn_settings,
-                )
+                mid = self._insert_record(db, cid, m)
                 db.execute("UPDATE messages SET created = ? WHERE id = ?", (m.created, mid))
                 self._insert_images(db, mid, blobs)
             db.execute("UPDATE conversations SET updated = ? WHERE id = ?", (conv.updated, cid))
@@ -1070,19 +1054,7 @@ class History:
                 (conversation_id, user_position),
             )
             for m in _records_from_json(chosen[1]):
-                cols = {k: getattr(m, k) for k in _MessageFields.__optional_keys__}
-                if m.status == "streaming":
-                    cols["status"] = "interrupted"
-                self._insert_message(
-                    db,
-                    conversation_id,
-                    m.role,
-                    m.content,
-                    tool_calls=[tc.to_dict() for tc in m.tool_calls],
-                    notices=m.notices,
-                    extra=m.extra,
-                    **cols,
-                )
+                self._insert_record(db, conversation_id, m)
             db.execute("UPDATE reply_versions SET messages_json = NULL WHERE id = ?", (chosen[0],))
             self._touch(db, conversation_id, time.time())
 
@@ -1160,6 +1132,24 @@ class History:
                 "VALUES (?, ?, ?, ?, ?)",
                 (conversation_id, user_position, top + 1, time.time(), data),
             )
+
+    def _insert_record(self, db: sqlite3.Connection, conversation_id: int, m: MessageRecord) -> int:
+        """Store a message read back (a reply version, an imported chat) at the conversation's end,
+        as it was: its calls with what came of them, its notices, extra and columns. One that was
+        being written is kept as interrupted: no writer goes on with it."""
+        cols = {k: getattr(m, k) for k in _MessageFields.__optional_keys__}
+        if m.status == "streaming":
+            cols["status"] = "interrupted"
+        return self._insert_message(
+            db,
+            conversation_id,
+            m.role,
+            m.content,
+            tool_calls=[tc.to_dict() for tc in m.tool_calls],
+            notices=m.notices,
+            extra=m.extra,
+            **cols,
+        )
 
     # -- tool calls -------------------------------------------------------------------------
 
