@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -90,8 +91,6 @@ def written_by(info: ModelInfo | None, made: str | None = None) -> dict[str, str
         return {}
     if info.remote is not None:
         return {"model_name": f"{info.name} · {info.remote}"}
-    from pathlib import Path
-
     return {"model_name": Path(info.path).stem, **({"made_model": made} if made else {})}
 
 

@@ -241,9 +241,8 @@ class ChatController(WindowPart):
                 reply.offer_continue()
             return
         reply.resume()  # in place: the same reply goes on, no message is added (U9)
-        reply.set_author(
-            *turns.live_author(self.state.model_info, self.state.made)
-        )  # it may be another model
+        # the model going on may be another one than the one that began the reply
+        reply.set_author(*turns.live_author(self.state.model_info, self.state.made))
         reply.watch_tokens(turns.live_source(self.worker))
         self.set_busy(True)
         self._turn_user = user = turns.turn_message(self.chat, reply)

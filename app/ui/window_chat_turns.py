@@ -1,7 +1,8 @@
 """What the chat controller (:mod:`app.ui.window_chat`) reads of the engine and of history for a
 turn: the live source a reply polls while it is written, whether the engine can continue a reply in
-place, the name at a reply's head, the message a reply answers (which keeps its turn's settings), a reply's stored versions,
-the statistics line of a finished turn, and the approvals a person asked to remember."""
+place, the name at a reply's head, the message a reply answers (which keeps its turn's settings), a
+reply's stored versions, the statistics line of a finished turn, and the approvals a person asked to
+remember."""
 
 from __future__ import annotations
 
