@@ -166,6 +166,8 @@ def conversation_markdown(conv: Conversation) -> str:
         f"*Exported from Callisto on {_when(time.time())}; started {_when(conv.created)}.*",
         "",
     ]
+    if conv.system_prompt:
+        out += ["## System prompt (this chat's own)", "", conv.system_prompt.strip(), ""]
     turn: list[MessageRecord] = []
     for m in conv.messages:
         if m.role in ("assistant", "tool"):
@@ -403,6 +405,7 @@ def conversation_from_json(text: str | bytes) -> Conversation:
         model_path=f.text("model_path", None),
         settings=f.obj("settings"),
         message_count=len(messages),
+        system_prompt=f.text("system_prompt", None),
         messages=messages,
     )
 

@@ -306,6 +306,8 @@ class Conversation:
     model_path: str | None = None
     settings: dict[str, Any] | None = None  # snapshot of the settings used
     message_count: int = 0
+    # the conversation's own system prompt, in place of the one in Settings; None: that one
+    system_prompt: str | None = None
     messages: list[MessageRecord] = field(default_factory=list)  # filled by load_conversation
     # the reply versions Regenerate kept, by the position of the user message they answer:
     # (the number of the version in the conversation, how many there are); filled by load_conversation
@@ -410,7 +412,7 @@ _R = TypeVar("_R")
 
 _CONV_COLS = (
     "c.id, c.title, c.created, c.updated, c.model_path, c.settings_json, "
-    "(SELECT count(*) FROM messages m WHERE m.conversation_id = c.id)"
+    "(SELECT count(*) FROM messages m WHERE m.conversation_id = c.id), c.system_prompt"
 )
 _MSG_COLS = (
     "id, conversation_id, position, role, content, reasoning, status, created, "
@@ -422,6 +424,11 @@ _TC_COLS = "id, message_id, call_id, name, arguments_json, raw, result, error, d
 def _record(cls: Callable[..., _R], row: sqlite3.Row | tuple, *json_at: int) -> _R:
     """A record made of ``row``'s columns in order, those at ``json_at`` read as JSON."""
     return cls(*(_loads(v) if i in json_at else v for i, v in enumerate(row)))
+
+
+def _own_prompt(text: str | None) -> str | None:
+    """A conversation's own system prompt as kept: None for none (or only white space)."""
+    return text if isinstance(text, str) and text.strip() else None
 
 
 def _conv(row: sqlite3.Row | tuple) -> Conversation:
@@ -544,14 +551,17 @@ class History:
         *,
         model_path: str | os.PathLike[str] | None = None,
         settings: dict[str, Any] | None = None,
+        system_prompt: str | None = None,
     ) -> Conversation:
+        """A new conversation; ``system_prompt``: its own, in place of the one in Settings."""
         now = time.time()
         settings_json = _dumps(settings, "settings snapshot")
         mp = os.fspath(model_path) if model_path is not None else None
         with self._tx() as db:
             cur = db.execute(
-                "INSERT INTO conversations (title, created, updated, model_path, settings_json) VALUES (?, ?, ?, ?, ?)",
-                (title, now, now, mp, settings_json),
+                "INSERT INTO conversations (title, created, updated, model_path, settings_json, system_prompt) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                (title, now, now, mp, settings_json, _own_prompt(system_prompt)),
             )
             cid = _rowid(cur)
         return self.get_conversation(cid)
@@ -568,14 +578,15 @@ class History:
         with self._tx() as db:
             cid = _rowid(
                 db.execute(
-                    "INSERT INTO conversations (title, created, updated, model_path, settings_json) "
-                    "VALUES (?, ?, ?, ?, ?)",
+                    "INSERT INTO conversations (title, created, updated, model_path, settings_json, "
+                    "system_prompt) VALUES (?, ?, ?, ?, ?, ?)",
                     (
                         conv.title,
                         conv.created,
                         conv.updated,
                         conv.model_path,
                         _dumps(conv.settings, "settings"),
+                        _own_prompt(conv.system_prompt),
                     ),
                 )
             )
@@ -635,6 +646,17 @@ class History:
         with self._tx() as db:
             cur = db.execute(
                 f"UPDATE conversations SET {', '.join(sets)} WHERE id = ?", (*params, conversation_id)
+            )
+            if cur.rowcount == 0:
+                raise ConversationNotFound(f"no conversation with id {conversation_id}")
+
+    def set_system_prompt(self, conversation_id: int, text: str | None) -> None:
+        """Give the conversation its own system prompt (``text``), or (None, or only white space)
+        take it back to the one in Settings."""
+        with self._tx() as db:
+            cur = db.execute(
+                "UPDATE conversations SET system_prompt = ? WHERE id = ?",
+                (_own_prompt(text), conversation_id),
             )
             if cur.rowcount == 0:
                 raise ConversationNotFound(f"no conversation with id {conversation_id}")

@@ -221,6 +221,13 @@ def m011_message_images(db: sqlite3.Connection) -> None:
     )
 
 
+@migration
+def m012_conversation_system_prompt(db: sqlite3.Connection) -> None:
+    """A conversation's own system prompt, in place of the one in Settings (or a made model's)
+    for that conversation only. NULL: the one in Settings."""
+    db.execute("ALTER TABLE conversations ADD COLUMN system_prompt TEXT")
+
+
 def apply_migrations(db: sqlite3.Connection, migrations: Sequence[Migration] = MIGRATIONS) -> list[str]:
     """Apply each not-yet-applied migration in order, each in its own transaction.
 

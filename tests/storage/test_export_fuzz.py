@@ -39,7 +39,18 @@ VALUES = st.recursive(
     ),
     max_leaves=12,
 )
-TOP = ["title", "created", "updated", "model_path", "settings", "messages", "versions", "format", "version"]
+TOP = [
+    "title",
+    "created",
+    "updated",
+    "model_path",
+    "settings",
+    "messages",
+    "versions",
+    "format",
+    "version",
+    "system_prompt",
+]
 MESSAGE = [
     "role",
     "content",

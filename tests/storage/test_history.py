@@ -69,6 +69,7 @@ def test_migrations_keep_the_names_users_databases_recorded():
         "m009_reply_versions",
         "m010_turn_settings",
         "m011_message_images",
+        "m012_conversation_system_prompt",
     ]
     assert all(fn.__name__ == name for name, fn in MIGRATIONS)
 
