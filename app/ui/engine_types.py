@@ -131,6 +131,8 @@ class EngineState:
     session: Session | None = None  # a ChatSession or a RemoteChatSession
     info: ModelInfo | None = None  # what the picker was last told
     conversation_id: int | None = None
+    #: the open conversation's own system prompt, over the config's (Settings' or a made model's)
+    chat_system: str | None = None
     tool_choice: Any = "auto"  # the next send's tool_choice (the window's control sets it)
     thinking: Any = None  # the next send's thinking (an app.engine.thinking.Thinking; the control sets it)
     cancel: threading.Event = field(default_factory=threading.Event)

@@ -208,7 +208,7 @@ class ChatController(WindowPart):
         for view in views:  # the side panel shows the calls of the version shown
             self.tool_panel.show_call(view)
         if is_last:
-            self.worker.open_conversation(cid, conv.messages)
+            self.worker.open_conversation(cid, conv.messages, conv.system_prompt)
 
     def edit_and_resend(self, user_index: int, text: str) -> None:
         if self.state.busy or self.state.model_info is None:

@@ -21,6 +21,7 @@ from PySide6.QtWidgets import (
 
 from app.ui.chat import ChatView, ComposeEdit
 from app.ui.chat.attachments import PendingImages
+from app.ui.chat_system import SystemPromptBar
 from app.ui.thinking_control import ThinkingBox
 from app.ui.tool_choice import ToolChoiceBox
 
@@ -95,6 +96,8 @@ class ChatPage:
     #: images (issue 30): the button that attaches one, and those attached to the message being written
     attach_button: QToolButton | None = None
     pending_images: PendingImages | None = None
+    #: the line above the chat that says which system prompt it uses, with Edit…
+    system_bar: SystemPromptBar | None = None
 
     @classmethod
     def build(cls, *, banners: QLayout, tool_choice: str) -> ChatPage:
@@ -106,6 +109,8 @@ class ChatPage:
         v.addLayout(banners)
         no_model, recommended, import_ = cls._build_no_model()
         v.addWidget(no_model)
+        system_bar = SystemPromptBar()
+        v.addWidget(system_bar)
         chat = ChatView()
         v.addWidget(chat, 1)
         row = QGridLayout()
@@ -137,6 +142,7 @@ class ChatPage:
             thinking_box=thinking,
             attach_button=attach,
             pending_images=pending,
+            system_bar=system_bar,
         )
 
     @staticmethod

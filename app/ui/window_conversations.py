@@ -33,6 +33,10 @@ class ConversationsController(WindowPart):
         super().__init__(kit)
         kit.worker.sig_conversation_saved.connect(self._on_conversation_saved)
         self.chat, self.compose, self.tool_choice_box = page.chat, page.compose, page.tool_choice_box
+        assert page.system_bar is not None
+        self.system_bar = page.system_bar
+        self.system_bar.sig_edit.connect(self.edit_system_prompt)
+        self.system_dialog: Any = None  # the open "This chat's system prompt" dialog, if any
         self.list = ConversationList()
         self.list.setMinimumWidth(150)
         self.list.sig_new.connect(self.new_chat)
@@ -93,6 +97,7 @@ class ConversationsController(WindowPart):
             self.sig_stop_requested.emit()
         self.state.conversation_id = None
         self._remember_conversation(None)
+        self._show_system(None)
         self.chat.clear()
         self.tool_panel.clear()
         self.status.reset_stats()
@@ -127,6 +132,7 @@ class ConversationsController(WindowPart):
             return
         self.state.conversation_id = cid
         self._remember_conversation(cid)
+        self._show_system(conv.system_prompt)
         self.list.select(cid)
         self.chat.clear()
         self.tool_panel.clear()
@@ -134,7 +140,7 @@ class ConversationsController(WindowPart):
         # as it looked live: stats, cut-off mark and Continue, how each call was decoded, versions
         for view in self.chat.show_records(conv.messages, conv.versions):
             self.tool_panel.show_call(view)
-        self.worker.open_conversation(cid, conv.messages)
+        self.worker.open_conversation(cid, conv.messages, conv.system_prompt)
         self.pages.show_chat_page()
 
     def branch_conversation(self, user_index: int) -> bool:
@@ -155,6 +161,39 @@ class ConversationsController(WindowPart):
             f"Branched into “{new.title}”: the first chat is kept as it was", 8000
         )
         self.compose.setFocus()
+        return True
+
+    # -- the chat's own system prompt ----------------------------------------------------------
+
+    def _show_system(self, own: str | None) -> None:
+        self.state.chat_system = own or None
+        self.system_bar.show_prompt(self.state.chat_system)
+
+    def edit_system_prompt(self) -> None:
+        """Edit… on the line above the chat: the dialog, showing what the chat uses now."""
+        from app.ui.chat_system import SystemPromptDialog
+
+        st = self.state
+        in_use = st.config_for(st.model_info.path).system_prompt if st.model_info is not None else ""
+        dlg = SystemPromptDialog(st.chat_system, in_use or st.settings.chat.system_prompt, self.window)
+        dlg.sig_chosen.connect(self.set_system_prompt)
+        self.system_dialog = dlg
+        dlg.open()
+
+    def set_system_prompt(self, text: str | None) -> bool:
+        """The open chat's own system prompt from its next turn on (None: the one in Settings or
+        the made model's); kept with the conversation (a new chat keeps it once it is saved)."""
+        cid = self.state.conversation_id
+        if cid is not None:
+            try:
+                self.state.history.set_system_prompt(cid, text)
+            except Exception as exc:  # noqa: BLE001 - HistoryError and sqlite errors: said in the status bar
+                self.window.statusBar().showMessage(f"Could not keep the system prompt: {exc}", 8000)
+                return False
+        self._show_system(text)
+        self.worker.set_chat_system(self.state.chat_system)
+        said = "its own system prompt" if self.state.chat_system else "the system prompt in Settings again"
+        self.window.statusBar().showMessage(f"This chat uses {said}, from its next reply on.", 8000)
         return True
 
     # -- export ----------------------------------------------------------------------------
@@ -252,7 +291,10 @@ class ConversationsController(WindowPart):
             title = " ".join(first_text.split())[:48] or "New chat"
             path = self.state.model_info.path if self.state.model_info else None
             conv = self.state.history.create_conversation(
-                title, model_path=path, settings=self.state.config_for(path).__dict__
+                title,
+                model_path=path,
+                settings=self.state.config_for(path).__dict__,
+                system_prompt=self.state.chat_system,  # one given before the first message
             )
             self.state.conversation_id = conv.id
             self._remember_conversation(conv.id)

@@ -66,6 +66,7 @@ class WindowState:
     model_info: ModelInfo | None = None  # the model the chat uses (local or remote)
     loading_path: str | None = None  # the model (path or remote key) being loaded
     conversation_id: int | None = None  # the open conversation (None: a new, unsaved one)
+    chat_system: str | None = None  # its own system prompt (None: the one in Settings or a made model's)
     busy: bool = False  # a reply is being written
     shut: bool = False  # the window was shut down: no more background work starts
     #: the made model (its name: ``app.server._presets``) the chat uses over ``model_info.path``,

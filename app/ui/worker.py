@@ -129,11 +129,19 @@ class EngineWorker(WorkerSignals):
         self.jobs.submit(lambda: self.sessions.configure(config))
 
     def open_conversation(
-        self, conversation_id: int | None, messages: Sequence[MessageRecord] | None = None
+        self,
+        conversation_id: int | None,
+        messages: Sequence[MessageRecord] | None = None,
+        system_prompt: str | None = None,
     ) -> None:
-        """Switch to a conversation (``None``: a new, unsaved one) with its earlier, stored messages."""
+        """Switch to a conversation (``None``: a new, unsaved one) with its earlier, stored messages
+        and its own system prompt (None: the one the config has)."""
         records = list(messages or [])
-        self.jobs.submit(lambda: self.sessions.open(conversation_id, records))
+        self.jobs.submit(lambda: self.sessions.open(conversation_id, records, system_prompt))
+
+    def set_chat_system(self, text: str | None) -> None:
+        """The open conversation's own system prompt from now on (None: the one the config has)."""
+        self.jobs.submit(lambda: self.sessions.set_chat_system(text))
 
     def send(self, text: str, conversation_id: int | None = None, images: list[bytes] | None = None) -> None:
         """Send a user message: ``text``, and ``images`` (the image files' bytes, in order)."""

@@ -178,9 +178,12 @@ class Sessions:
         except Exception as exc:  # noqa: BLE001 - a template or tool problem: said in the window
             self.signals.sig_error.emit(f"Could not apply the settings: {exc}")
 
-    def open(self, conversation_id: int | None, records: list[MessageRecord]) -> None:
+    def open(
+        self, conversation_id: int | None, records: list[MessageRecord], system_prompt: str | None = None
+    ) -> None:
         st = self.state
         st.conversation_id = conversation_id
+        st.chat_system = system_prompt
         if st.model is None and st.remote is None:
             self.pending_messages = records
             return
@@ -188,6 +191,20 @@ class Sessions:
             self.build(messages_from_records(records))
         except Exception as exc:  # noqa: BLE001 - a stored message the session refuses: said in the window
             self.signals.sig_error.emit(f"Could not open the conversation: {exc}")
+            return
+        self.emit_context()
+
+    def set_chat_system(self, text: str | None) -> None:
+        """The open conversation's own system prompt (None: the config's): the session is made
+        again with its messages, and the context meter counts the new prompt."""
+        st = self.state
+        st.chat_system = text
+        if st.session is None:
+            return
+        try:
+            self.build(list(st.session.messages))
+        except Exception as exc:  # noqa: BLE001 - a template that refuses it: said in the window
+            self.signals.sig_error.emit(f"Could not use the system prompt: {exc}")
             return
         self.emit_context()
 
@@ -265,7 +282,7 @@ class Sessions:
         # a local session's and a remote one's; the engine fills the sampling that is not set from
         # the GGUF's recommendations
         options: dict[str, Any] = {
-            "system_prompt": cfg.system_prompt or None,
+            "system_prompt": st.chat_system or cfg.system_prompt or None,  # the chat's own first
             "sampling": dict(cfg.sampling) or None,
             "max_tokens": cfg.max_tokens,
             "max_rounds": cfg.max_tool_rounds,
