@@ -97,3 +97,19 @@ def test_the_chats_prompt_survives_a_settings_change_and_a_branch(qtbot, make_wi
     w.chat.assistant_messages()[0].act_branch.trigger()
     assert w.conversations_ctl.system_bar.label.text() == "System prompt (this chat): “Answer as a pirate.”"
     assert "Answer as a pirate." in _send(qtbot, w, "In the branch")
+
+
+def test_paging_the_last_replys_versions_keeps_the_chats_prompt(qtbot, make_window):
+    """Showing another version of the last reply hands the conversation to the worker again: with
+    its own system prompt."""
+    from PySide6.QtCore import Qt
+
+    w = _window(qtbot, make_window)
+    _edit(qtbot, w, "Answer as a pirate.")
+    _send(qtbot, w, "Hi")
+    with qtbot.waitSignal(w.sig_turn_done, timeout=TIMEOUT):
+        qtbot.mouseClick(w.chat.current_assistant().btn_regen, Qt.MouseButton.LeftButton)
+    qtbot.mouseClick(w.chat.current_assistant().btn_prev, Qt.MouseButton.LeftButton)
+    assert w.chat.current_assistant().version == (1, 2)
+    prompt = _send(qtbot, w, "Next")
+    assert "Answer as a pirate." in prompt and "Global prompt." not in prompt
