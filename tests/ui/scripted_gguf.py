@@ -31,6 +31,7 @@ __all__ = [
     "markdown_script",
     "streaming_script",
     "unique_chunks",
+    "write_alphabet_model",
     "write_scripted_gguf",
 ]
 
@@ -125,6 +126,16 @@ CHATML = (
 def streaming_script() -> dict[str, str]:
     """After the prompt's last ``\\n``: the alphabet and a space, round and round (no EOS ever)."""
     return {c: CYCLE[(i + 1) % len(CYCLE)] for i, c in enumerate(CYCLE)}
+
+
+def write_alphabet_model(name: str = "alpha") -> Path:
+    """``<name>.gguf`` in the models folder: ChatML, and after the prompt it writes the alphabet from
+    "a" (``streaming_script``), so a reply of n tokens is the first n letters."""
+    from app.storage import paths
+
+    return write_scripted_gguf(
+        paths.models_dir() / f"{name}.gguf", chat_template=CHATML, script=streaming_script(), default_next="a"
+    )
 
 
 def code_heavy_section() -> str:

@@ -4,9 +4,8 @@ prompt holds the branch's messages only). A real scripted GGUF writes the replie
 
 from __future__ import annotations
 
-from app.storage import paths
 from app.storage.settings import Settings
-from tests.ui.scripted_gguf import CHATML, streaming_script, write_scripted_gguf
+from tests.ui.scripted_gguf import write_alphabet_model
 
 TIMEOUT = 30_000
 
@@ -18,9 +17,7 @@ def _send(qtbot, w, text: str) -> None:
 
 
 def test_branch_from_an_earlier_reply_opens_a_new_chat_that_goes_on_from_it(qtbot, make_window):
-    model = write_scripted_gguf(
-        paths.models_dir() / "alpha.gguf", chat_template=CHATML, script=streaming_script(), default_next="a"
-    )
+    model = write_alphabet_model()
     s = Settings()
     s.sampling.max_tokens = 3
     w = make_window(model, settings=s)
@@ -50,9 +47,7 @@ def test_branch_from_an_earlier_reply_opens_a_new_chat_that_goes_on_from_it(qtbo
 
 
 def test_branch_waits_while_a_reply_is_written(qtbot, make_window):
-    model = write_scripted_gguf(
-        paths.models_dir() / "alpha.gguf", chat_template=CHATML, script=streaming_script(), default_next="a"
-    )
+    model = write_alphabet_model()
     w = make_window(model)
     _send(qtbot, w, "Hi")
     reply = w.chat.current_assistant()

@@ -7,9 +7,8 @@ from __future__ import annotations
 
 from PySide6.QtWidgets import QDialogButtonBox
 
-from app.storage import paths
 from app.storage.settings import Settings
-from tests.ui.scripted_gguf import CHATML, streaming_script, write_scripted_gguf
+from tests.ui.scripted_gguf import write_alphabet_model
 
 TIMEOUT = 30_000
 
@@ -22,9 +21,7 @@ def _send(qtbot, w, text: str) -> str:
 
 
 def _window(qtbot, make_window):
-    model = write_scripted_gguf(
-        paths.models_dir() / "alpha.gguf", chat_template=CHATML, script=streaming_script(), default_next="a"
-    )
+    model = write_alphabet_model()
     s = Settings()
     s.sampling.max_tokens = 2
     s.chat.system_prompt = "Global prompt."

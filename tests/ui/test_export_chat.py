@@ -11,17 +11,14 @@ from pathlib import Path
 from PySide6.QtGui import QKeySequence
 from PySide6.QtWidgets import QFileDialog
 
-from app.storage import paths
 from app.storage.settings import Settings
-from tests.ui.scripted_gguf import CHATML, streaming_script, write_scripted_gguf
+from tests.ui.scripted_gguf import write_alphabet_model
 
 TIMEOUT = 30_000
 
 
 def _window(qtbot, make_window):
-    model = write_scripted_gguf(
-        paths.models_dir() / "alpha.gguf", chat_template=CHATML, script=streaming_script(), default_next="a"
-    )
+    model = write_alphabet_model()
     s = Settings()
     s.sampling.max_tokens = 4
     w = make_window(model, settings=s)
@@ -87,14 +84,15 @@ def test_the_menu_and_the_list_open_a_save_dialog_named_after_the_chat(qtbot, ma
     first = w.conversation_id
     w.new_chat()
     assert w.conversations_ctl.export_conversation(first, str(tmp_path / "first.md"))
-    qtbot.waitUntil(lambda: (tmp_path / "first.md").exists(), timeout=TIMEOUT)
+    # the folder is remembered once the file is written (by the callback that says so)
+    qtbot.waitUntil(lambda: w.conversations_ctl.export_dir == str(tmp_path), timeout=TIMEOUT)
     w.conversations_ctl.list.sig_export.emit(first)
     dlg = w.conversations_ctl.export_dialog
     assert Path(dlg.directory().absolutePath()) == tmp_path
     assert dlg.selectedFiles()[0].endswith("Say the first letters.md")
     chosen = tmp_path / "picked.md"
     dlg.fileSelected.emit(str(chosen))  # what the dialog sends when the person saves
-    qtbot.waitUntil(lambda: chosen.exists(), timeout=TIMEOUT)
+    qtbot.waitUntil(lambda: "picked.md" in _status(w), timeout=TIMEOUT)
     assert "abcd" in chosen.read_text(encoding="utf-8")
     dlg.reject()
 
@@ -112,7 +110,7 @@ def test_an_exported_chat_comes_back_through_import_and_goes_on(qtbot, make_wind
     w = _window(qtbot, make_window)
     first = w.conversation_id
     assert w.conversations_ctl.export_conversation(path=str(tmp_path / "chat.json"))
-    qtbot.waitUntil(lambda: (tmp_path / "chat.json").exists(), timeout=TIMEOUT)
+    qtbot.waitUntil(lambda: w.conversations_ctl.export_dir == str(tmp_path), timeout=TIMEOUT)
     w.new_chat()
 
     w.menus.act_import.trigger()

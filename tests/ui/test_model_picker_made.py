@@ -12,9 +12,8 @@ from pathlib import Path
 from PySide6.QtCore import Qt
 
 from app.server import Preset, PresetStore, default_presets_path
-from app.storage import paths
 from app.storage.settings import Settings
-from tests.ui.scripted_gguf import CHATML, streaming_script, write_scripted_gguf
+from tests.ui.scripted_gguf import CHATML, streaming_script, write_alphabet_model, write_scripted_gguf
 
 TIMEOUT = 30_000
 #: ChatML whose generation prompt ends in "q": the scripted model then writes "rstu…"
@@ -40,9 +39,7 @@ def _send(qtbot, w, text: str) -> str:
 
 def test_a_made_model_is_picked_chatted_with_and_left(qtbot, make_window):
     assert "assistant\\nq'" in ENDS_IN_Q
-    base = write_scripted_gguf(
-        paths.models_dir() / "alpha.gguf", chat_template=CHATML, script=streaming_script(), default_next="a"
-    )
+    base = write_alphabet_model()
     PresetStore(default_presets_path()).put(
         Preset(
             name="helper",
@@ -125,9 +122,7 @@ def test_a_made_model_is_picked_chatted_with_and_left(qtbot, make_window):
 def test_reply_versions_by_the_file_and_by_a_made_model_say_which_wrote_each(qtbot, make_window):
     """Regenerate after picking a made model: the pager's two versions name their writers (the
     file's model, then the made model) as they are paged, and so does the reopened chat."""
-    base = write_scripted_gguf(
-        paths.models_dir() / "alpha.gguf", chat_template=CHATML, script=streaming_script(), default_next="a"
-    )
+    base = write_alphabet_model()
     PresetStore(default_presets_path()).put(
         Preset(name="helper", base=str(base.resolve()), template=ENDS_IN_Q, parameters={"num_predict": 2})
     )
@@ -155,9 +150,7 @@ def test_reply_versions_by_the_file_and_by_a_made_model_say_which_wrote_each(qtb
 
 
 def test_a_made_model_deleted_meanwhile_is_said_and_nothing_loads(qtbot, make_window):
-    base = write_scripted_gguf(
-        paths.models_dir() / "alpha.gguf", chat_template=CHATML, script=streaming_script(), default_next="a"
-    )
+    base = write_alphabet_model()
     store = PresetStore(default_presets_path())
     store.put(Preset(name="gone-soon", base=str(base.resolve()), system="x"))
     w = make_window(base)
@@ -186,9 +179,7 @@ def _open(qtbot, settings):
 def test_the_window_opens_again_on_the_made_model_it_last_chatted_with(qtbot, make_window):
     from app.storage.settings import load_settings
 
-    base = write_scripted_gguf(
-        paths.models_dir() / "alpha.gguf", chat_template=CHATML, script=streaming_script(), default_next="a"
-    )
+    base = write_alphabet_model()
     store = PresetStore(default_presets_path())
     store.put(
         Preset(name="helper", base=str(base.resolve()), template=ENDS_IN_Q, parameters={"num_predict": 2})
@@ -221,9 +212,7 @@ def test_the_window_opens_again_on_the_made_model_it_last_chatted_with(qtbot, ma
 def test_the_models_pages_chat_button_chats_with_a_made_model(qtbot, make_window, tmp_path):
     from app.ui.models_page.made import CHAT
 
-    base = write_scripted_gguf(
-        paths.models_dir() / "alpha.gguf", chat_template=CHATML, script=streaming_script(), default_next="a"
-    )
+    base = write_alphabet_model()
     gone = write_scripted_gguf(
         tmp_path / "gone.gguf", chat_template=CHATML, script=streaming_script(), default_next="a"
     )
@@ -250,9 +239,7 @@ def test_the_models_pages_chat_button_chats_with_a_made_model(qtbot, make_window
 def test_a_model_made_or_deleted_while_the_window_is_open_joins_or_leaves_the_picker(qtbot, make_window):
     """A server (another process, or the window's own) writes the made models' file: the window
     sees the file change and reads it again off the UI thread."""
-    base = write_scripted_gguf(
-        paths.models_dir() / "alpha.gguf", chat_template=CHATML, script=streaming_script(), default_next="a"
-    )
+    base = write_alphabet_model()
     w = make_window(base)
     qtbot.waitUntil(lambda: "alpha" in _labels(w), timeout=TIMEOUT)
     assert not any(label.endswith("· made") for label in _labels(w))
