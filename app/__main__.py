@@ -1,4 +1,4 @@
-"""Entry point: ``python -m app`` opens the window; ``chat``, ``inspect``, ``serve`` and ``check`` run headless."""
+"""Entry point: ``python -m app`` opens the window; ``chat``, ``inspect``, ``serve``, ``check`` and ``history`` run headless."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import sys
 
 __all__ = ["main"]
 
-_HEADLESS_COMMANDS = {"chat", "inspect", "serve", "check"}
+_HEADLESS_COMMANDS = {"chat", "inspect", "serve", "check", "history"}
 
 
 def main(argv: list[str] | None = None) -> int:

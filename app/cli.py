@@ -200,6 +200,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_check_parser(sub, _tool_format_choices())
 
+    from app.storage.cli import add_history_parser
+
+    add_history_parser(sub)
+
     serve = sub.add_parser(
         "serve", help="serve the OpenAI, Anthropic, Ollama and llama-server APIs on a local port"
     )
@@ -904,6 +908,10 @@ def _run(args: argparse.Namespace) -> int:
             from app.check.cli import run_check_command
 
             return run_check_command(args)
+        if args.command == "history":
+            from app.storage.cli import run_history_command
+
+            return run_history_command(args)
         return _chat(args)
     except BrokenPipeError:
         # The reader went away (``callisto inspect m.gguf | head``): stop quietly, as Unix tools do.

@@ -1,0 +1,142 @@
+"""The history's command line: list the conversations the window (and ``chat --save``) keep, export
+one, import one.
+
+    python -m app history [--search TEXT] [--json]
+    python -m app history export ID|last FILE [--format markdown|json]
+    python -m app history import FILE [--json]
+
+Export and import are the window's (``app.storage.export``): Markdown to read, JSON with every
+stored field, which import brings back as a new conversation. Exit status: 0 done, 1 the
+conversation is not there or the file cannot be written or read, 2 a usage error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from typing import Any
+
+from app.terminal import terminal_text
+
+__all__ = ["EXIT_ERROR", "EXIT_OK", "EXIT_USAGE", "add_history_parser", "run_history_command"]
+
+EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
+
+
+def add_history_parser(sub: Any) -> argparse.ArgumentParser:
+    from app.storage.export import EXPORT_FORMATS
+
+    p = sub.add_parser("history", help="list, export and import the conversations the window keeps")
+    p.add_argument("--search", default=None, help="only the conversations whose messages hold these words")
+    p.add_argument("--json", action="store_true", help="JSON: one object a conversation (a list)")
+    actions = p.add_subparsers(dest="history_command")
+    export = actions.add_parser("export", help="write a conversation as Markdown or JSON")
+    export.add_argument("id", help="the conversation's id (from the list), or 'last': the latest")
+    export.add_argument("file", help="the file to write (.json: JSON, any other name: Markdown)")
+    export.add_argument("--format", choices=list(EXPORT_FORMATS), default=None, help="(default: by the name)")
+    imp = actions.add_parser("import", help="bring back a conversation exported as JSON, as a new one")
+    imp.add_argument("file")
+    imp.add_argument("--json", action="store_true", help="print the new conversation as JSON")
+    return p
+
+
+def _err(text: str) -> None:
+    print(terminal_text(text), file=sys.stderr)
+
+
+def _row(conv: Any) -> dict[str, Any]:
+    return {
+        "id": conv.id,
+        "title": conv.title,
+        "created": conv.created,
+        "updated": conv.updated,
+        "messages": conv.message_count,
+        "model_path": conv.model_path,
+        "system_prompt": conv.system_prompt,
+    }
+
+
+def _list(history: Any, args: argparse.Namespace) -> int:
+    convs = history.search(args.search) if args.search else history.list_conversations()
+    if args.json:
+        print(json.dumps([_row(c) for c in convs], ensure_ascii=False))
+        return EXIT_OK
+    if not convs:
+        print("No conversations match." if args.search else "No conversations yet.")
+        return EXIT_OK
+    for c in convs:
+        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(c.updated))
+        title = terminal_text(" ".join(c.title.split()) or "(untitled)")
+        print(f"{c.id:>6}  {when}  {c.message_count:>4} msg  {title}")
+    return EXIT_OK
+
+
+def _export(history: Any, args: argparse.Namespace) -> int:
+    from app.storage.export import export_conversation
+    from app.storage.history import ConversationNotFound
+
+    if args.id == "last":
+        latest = history.list_conversations(limit=1)
+        if not latest:
+            _err("error: there is no conversation to export yet")
+            return EXIT_ERROR
+        cid = latest[0].id
+    else:
+        try:
+            cid = int(args.id)
+        except ValueError:
+            _err(f"error: {args.id!r} is not a conversation id (a number from the list, or 'last')")
+            return EXIT_USAGE
+    try:
+        conv = history.load_conversation(cid)
+    except ConversationNotFound:
+        _err(f"error: there is no conversation {cid} (python -m app history lists them)")
+        return EXIT_ERROR
+    try:
+        path = export_conversation(conv, args.file, args.format)
+    except (OSError, ValueError) as exc:
+        _err(f"error: cannot write {args.file}: {exc}")
+        return EXIT_ERROR
+    print(terminal_text(f"Exported {conv.id} “{conv.title}” to {path}"))
+    return EXIT_OK
+
+
+def _import(history: Any, args: argparse.Namespace) -> int:
+    from app.storage.export import read_export
+    from app.storage.history import HistoryError
+    from app.storage.settings import load_settings
+
+    history.max_image_bytes = load_settings()[0].images.max_bytes  # the window's bound
+    try:
+        new = history.restore_conversation(read_export(args.file))
+    except (OSError, ValueError, HistoryError) as exc:
+        _err(f"error: cannot import {args.file}: {exc}")
+        return EXIT_ERROR
+    if args.json:
+        print(json.dumps(_row(new), ensure_ascii=False))
+    else:
+        print(
+            terminal_text(f"Imported “{new.title}” as conversation {new.id} ({new.message_count} messages)")
+        )
+    return EXIT_OK
+
+
+def run_history_command(args: argparse.Namespace) -> int:
+    """``python -m app history ...`` on the history the window keeps (``CALLISTO_HOME``)."""
+    from app.storage.history import History, HistoryError
+
+    try:
+        history = History()
+    except (HistoryError, OSError) as exc:
+        _err(f"error: cannot open the conversation history: {exc}")
+        return EXIT_ERROR
+    try:
+        if args.history_command == "export":
+            return _export(history, args)
+        if args.history_command == "import":
+            return _import(history, args)
+        return _list(history, args)
+    finally:
+        history.close()

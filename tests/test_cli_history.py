@@ -1,0 +1,94 @@
+"""``python -m app history``: list, export and import the conversations the window keeps, run as a
+real subprocess on the real SQLite history under this test's ``CALLISTO_HOME``."""
+
+from __future__ import annotations
+
+import json
+
+from app.storage.history import History, TurnMessage
+from tests.test_cli import run_app
+
+
+def _fill() -> tuple[int, int]:
+    with History() as h:
+        a = h.create_conversation("Sums", system_prompt="Be brief.").id
+        h.append_message(a, "user", "2+2?")
+        h.record_turn(
+            a,
+            h.begin_assistant_message(a).id,
+            [TurnMessage("assistant", "4.", extra={"model": "/m/alpha.gguf"})],
+        )
+        b = h.create_conversation("\x1b]0;pwned\x07Evil \u202etitle").id
+        h.append_message(b, "user", "zebra stripes")
+        return a, b
+
+
+def test_an_empty_history_lists_nothing():
+    proc = run_app("history")
+    assert (proc.returncode, proc.stdout.strip()) == (0, "No conversations yet.")
+    proc = run_app("history", "--json")
+    assert (proc.returncode, json.loads(proc.stdout)) == (0, [])
+    proc = run_app("history", "export", "last", "x.md")
+    assert proc.returncode == 1 and "no conversation to export yet" in proc.stderr
+
+
+def test_the_list_shows_each_conversation_safely_and_searches():
+    a, b = _fill()
+    proc = run_app("history")
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert [int(line.split()[0]) for line in lines] == [b, a]  # the latest first
+    assert "2 msg  Sums" in lines[1]
+    assert "\x1b" not in proc.stdout and "\u202e" not in proc.stdout  # no terminal escape, no bidi override
+    assert "\\x1b]0;pwned\\x07Evil" in lines[0]
+    rows = json.loads(run_app("history", "--json").stdout)
+    assert [(r["id"], r["messages"], r["system_prompt"]) for r in rows] == [(b, 1, None), (a, 2, "Be brief.")]
+    found = json.loads(run_app("history", "--search", "zebra", "--json").stdout)
+    assert [r["id"] for r in found] == [b]
+    assert run_app("history", "--search", "nothing-like-this").stdout.strip() == "No conversations match."
+
+
+def test_export_and_import_go_through_files(tmp_path):
+    a, _b = _fill()
+    md = tmp_path / "sums.md"
+    proc = run_app("history", "export", str(a), str(md))
+    assert proc.returncode == 0, proc.stderr
+    assert f"Exported {a} “Sums” to {md}" in proc.stdout
+    text = md.read_text(encoding="utf-8")
+    assert text.startswith("# Sums\n") and "## alpha\n\n4." in text and "Be brief." in text
+    as_json = tmp_path / "sums.txt"
+    assert run_app("history", "export", str(a), str(as_json), "--format", "json").returncode == 0
+    assert json.loads(as_json.read_text(encoding="utf-8"))["format"] == "callisto.conversation"
+    last = tmp_path / "last.json"
+    assert run_app("history", "export", "last", str(last)).returncode == 0
+    assert json.loads(last.read_text(encoding="utf-8"))["title"].endswith("title")
+
+    proc = run_app("history", "import", str(as_json), "--json")
+    assert proc.returncode == 0, proc.stderr
+    row = json.loads(proc.stdout)
+    assert row["title"] == "Sums" and row["messages"] == 2 and row["system_prompt"] == "Be brief."
+    with History() as h:
+        new, old = h.load_conversation(row["id"]), h.load_conversation(a)
+        assert [(m.role, m.content) for m in new.messages] == [(m.role, m.content) for m in old.messages]
+        assert len(h.list_conversations()) == 3
+
+
+def test_what_cannot_be_done_is_said_with_its_exit_status(tmp_path):
+    a, _b = _fill()
+    proc = run_app("history", "export", "999", str(tmp_path / "x.md"))
+    assert proc.returncode == 1 and "there is no conversation 999" in proc.stderr
+    proc = run_app("history", "export", "first", str(tmp_path / "x.md"))
+    assert proc.returncode == 2 and "is not a conversation id" in proc.stderr
+    proc = run_app("history", "export", str(a), str(tmp_path / "missing" / "x.md"))
+    assert proc.returncode == 1 and "cannot write" in proc.stderr
+    proc = run_app("history", "export", str(a), str(tmp_path / "x.md"), "--format", "html")
+    assert proc.returncode == 2
+    bad = tmp_path / "notes.json"
+    bad.write_text('{"title": "x"}', encoding="utf-8")
+    proc = run_app("history", "import", str(bad))
+    assert proc.returncode == 1 and "not a chat exported by Callisto" in proc.stderr
+    proc = run_app("history", "import", str(tmp_path / "gone.json"))
+    assert proc.returncode == 1 and "cannot import" in proc.stderr
+    with History() as h:
+        assert len(h.list_conversations()) == 2  # nothing came in
+    assert not (tmp_path / "missing").exists() and not (tmp_path / "x.md").exists()
