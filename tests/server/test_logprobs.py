@@ -228,13 +228,16 @@ def test_chat_logprobs_plain_streamed_and_for_each_choice(openai_client):
         got = choice.logprobs.content
         assert [e.token for e in got] == [e.token for e in content]
         assert [e.logprob for e in got] == pytest.approx([e.logprob for e in content], abs=TOL)
-    # without top_logprobs: the tokens alone; without logprobs: none
-    bare = openai_client.chat.completions.create(model="tiny", messages=USER, max_tokens=4, logprobs=True)
-    assert (
-        len(bare.choices[0].logprobs.content) == 4 and bare.choices[0].logprobs.content[0].top_logprobs == []
+    # without top_logprobs: the tokens alone; without logprobs: none (greedy, as above: the random
+    # model's sampled reply may end at any token, its greedy one is the reply above)
+    bare = openai_client.chat.completions.create(
+        model="tiny", messages=USER, max_tokens=4, temperature=0, logprobs=True
     )
-    off = openai_client.chat.completions.create(model="tiny", messages=USER, max_tokens=4)
-    assert off.choices[0].logprobs is None
+    got = bare.choices[0].logprobs.content
+    assert [e.token for e in got] == [e.token for e in content[:4]]
+    assert all(e.top_logprobs == [] for e in got)
+    off = openai_client.chat.completions.create(model="tiny", messages=USER, max_tokens=4, temperature=0)
+    assert off.choices[0].logprobs is None and off.choices[0].message.content
 
 
 def test_chat_logprobs_are_the_contents_not_the_reasoning_or_the_calls_markup(openai_client):
