@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from app.storage.atomic import atomic_write_text
-from app.storage.history import Conversation, MessageRecord, StoredToolCall
+from app.storage.history import MESSAGE_STATUSES, ROLES, Conversation, MessageRecord, StoredToolCall
 
 __all__ = [
     "EXPORT_FORMATS",
@@ -225,8 +225,6 @@ def export_conversation(conv: Conversation, path: str | os.PathLike[str], fmt: s
 
 #: the largest export file read back (pictures as base64 make a chat large; this is far beyond one)
 MAX_IMPORT_BYTES = 512 * 1024 * 1024
-_ROLES = ("system", "user", "assistant", "tool")
-_STATUSES = ("streaming", "complete", "interrupted", "error")
 
 
 _MOST = float(2**53)  # the largest count or duration an import takes (a JSON number's exact range)
@@ -336,7 +334,7 @@ def _extra(value: dict[str, Any] | None) -> dict[str, Any]:
 def _message(value: Any, i: int) -> MessageRecord:
     where = f"message {i + 1}"
     f = _Fields(value, where)
-    role = f.choice("role", _ROLES, "")
+    role = f.choice("role", ROLES, "")
     images = [_image(v, f"{where}: image {n + 1}") for n, v in enumerate(f.items("images"))]
     if images and role != "user":
         raise ValueError(f"{where}: only a user message has images")
@@ -354,7 +352,7 @@ def _message(value: Any, i: int) -> MessageRecord:
         role=role,
         content=f.text("content"),
         reasoning=f.text("reasoning", None),
-        status=f.choice("status", _STATUSES, "complete"),
+        status=f.choice("status", MESSAGE_STATUSES, "complete"),
         created=f.number("created", most=_LAST_TIME) or 0.0,
         prompt_tokens=f.number("prompt_tokens", whole=True),
         completion_tokens=f.number("completion_tokens", whole=True),

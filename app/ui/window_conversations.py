@@ -143,6 +143,12 @@ class ConversationsController(WindowPart):
         self.worker.open_conversation(cid, conv.messages, conv.system_prompt)
         self.pages.show_chat_page()
 
+    def _open_new(self, cid: int) -> None:
+        """Open a conversation just made (a branch, an import): listed, whatever was searched."""
+        self.list.search.clear()
+        self.refresh_conversations()
+        self.open_conversation(cid)
+
     def branch_conversation(self, user_index: int) -> bool:
         """A reply's Branch: a new conversation with the open one's messages through the reply to
         its ``user_index``-th user message, opened to go on from there; the open one is kept."""
@@ -154,9 +160,7 @@ class ConversationsController(WindowPart):
         except Exception as exc:  # noqa: BLE001 - HistoryError and sqlite errors: said in the status bar
             self.window.statusBar().showMessage(f"Could not branch the conversation: {exc}", 8000)
             return False
-        self.list.search.clear()
-        self.refresh_conversations()
-        self.open_conversation(new.id)
+        self._open_new(new.id)
         self.window.statusBar().showMessage(
             f"Branched into “{new.title}”: the first chat is kept as it was", 8000
         )
@@ -273,9 +277,7 @@ class ConversationsController(WindowPart):
             except Exception as exc:  # noqa: BLE001 - HistoryError, a picture too large, sqlite errors
                 failed(str(exc))
                 return
-            self.list.search.clear()  # the chat that came in is listed, whatever was searched
-            self.refresh_conversations()
-            self.open_conversation(new.id)
+            self._open_new(new.id)
             n = len(conv.messages)
             self.window.statusBar().showMessage(
                 f"Imported “{new.title}” from {name} ({n} message{'' if n == 1 else 's'})", 8000
