@@ -158,17 +158,20 @@ class ModelBar(WindowPart):
                 f"{Path(path).name} could not be added to the library: {exc}", 8000
             )
             return False
-        if not refresh:
-            return True
+        if refresh:
+            self.library_changed()
+        return True
+
+    def library_changed(self) -> None:
+        """A model joined the library: the Models page (when it is open) and the picker list it."""
         page = self.pages.built_page("models")
         if page is not None:
             from app.ui.models_page import ModelsPage
 
             if isinstance(page, ModelsPage):
                 page.refresh_library()  # its sig_library_done refreshes the picker too
-                return True
+                return
         self.refresh_model_library()
-        return True
 
     def refresh_model_library(self) -> None:
         """Rescan the models library (models folder, added folders, imports) off the UI thread;

@@ -25,6 +25,7 @@ from app.ui.chat.attachments import (
     images_from_mime,
     mime_has_images,
 )
+from app.ui.window_drops import dropped_files
 from app.ui.window_part import WindowKit, WindowPart
 
 if TYPE_CHECKING:
@@ -138,7 +139,12 @@ class ImagesController(WindowPart):
             self.compose.setFocus()
 
     def eventFilter(self, obj: QObject, event: QEvent) -> bool:  # noqa: N802 - Qt's name
-        """Image files dragged over and dropped on the chat page."""
+        """Image files dragged over and dropped on the chat page (with models or chats, the
+        window's ``DropsController`` takes the drop, and these images with it)."""
+        if not isinstance(event, QDragEnterEvent | QDragMoveEvent | QDropEvent) or dropped_files(
+            event.mimeData()
+        ):
+            return super().eventFilter(obj, event)
         if isinstance(event, QDragEnterEvent | QDragMoveEvent) and mime_has_images(event.mimeData()):
             event.acceptProposedAction()
             return True

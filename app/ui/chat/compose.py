@@ -34,8 +34,19 @@ class ComposeEdit(QPlainTextEdit):
         self.setTabChangesFocus(True)
         self.setFixedHeight(height)
         self.takes_images = False  # set by the window: the message box attaches images
+        #: the suffixes of the files the window takes when dropped (models, chats): a drag holding
+        #: one is not text to insert, and goes on to the window
+        self.leaves_suffixes: tuple[str, ...] = ()
+
+    def _leaves(self, source: QMimeData) -> bool:
+        return bool(self.leaves_suffixes) and any(
+            url.isLocalFile() and url.toLocalFile().lower().endswith(self.leaves_suffixes)
+            for url in source.urls()
+        )
 
     def canInsertFromMimeData(self, source: QMimeData) -> bool:  # noqa: N802 (Qt API)
+        if self._leaves(source):
+            return False
         return (self.takes_images and mime_has_images(source)) or super().canInsertFromMimeData(source)
 
     def insertFromMimeData(self, source: QMimeData) -> None:  # noqa: N802 (Qt API)
