@@ -22,6 +22,7 @@ __all__ = [
     "ModelInfo",
     "RemoteModel",
     "format_label",
+    "recorded_model",
     "written_by",
 ]
 
@@ -80,6 +81,14 @@ class ModelInfo:
     thinking_levels: tuple[str, ...] = ()
     #: a vision projector is loaded beside the model: it reads images (issue 30)
     vision: bool = False
+
+
+def recorded_model(info: ModelInfo | None) -> str | None:
+    """What a reply's record keeps as its ``model`` (``TurnRecorder``'s): the file's path, or a
+    remote engine's "provider: model"."""
+    if info is None:
+        return None
+    return info.path if info.remote is None else f"{info.remote}: {info.name}"
 
 
 def written_by(info: ModelInfo | None, made: str | None = None) -> dict[str, str]:

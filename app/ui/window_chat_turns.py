@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from app.engine.events import DoneEvent, LiveProgress
 from app.ui.chat.live import LiveSnapshot, stats_text
 from app.ui.chat.records import reply_author
-from app.ui.engine_types import written_by
+from app.ui.engine_types import recorded_model, written_by
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -41,10 +41,7 @@ def live_author(info: ModelInfo | None, made: str | None) -> tuple[str, str]:
     ``TurnRecorder`` keeps), so a reopened chat reads as it did live."""
     if info is None:
         return "Assistant", ""
-    author = written_by(info, made)
-    return reply_author(
-        {"model": info.path if info.remote is None else f"{info.remote}: {info.name}", **author}
-    )
+    return reply_author({"model": recorded_model(info), **written_by(info, made)})
 
 
 def reply_stats(ev: DoneEvent) -> str:

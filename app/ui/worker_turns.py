@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from app.engine.events import DoneEvent
 from app.engine.recorder import TurnRecorder
 from app.ui.chat.turn_settings import TurnSettings
-from app.ui.engine_types import written_by
+from app.ui.engine_types import recorded_model, written_by
 from app.ui.turn_stream import StreamCount, TurnSinks, stream_turn
 
 if TYPE_CHECKING:
@@ -221,13 +221,10 @@ class Turns:
         st = self.state
         if self.history is None or st.conversation_id is None:
             return None
-        model = str(st.model.path) if st.model is not None else None
-        if st.remote is not None:
-            model = f"{st.remote.entry.name}: {st.remote.model}"  # the provider and its model
         return TurnRecorder(
             self.history,
             st.conversation_id,
-            model=model,
+            model=recorded_model(st.info),  # the file, or the remote engine and its model
             author=written_by(st.info, st.config.made),
             settings={
                 "tool_format": st.config.tool_format,
