@@ -43,6 +43,12 @@ def test_the_list_shows_each_conversation_safely_and_searches():
     assert "\\x1b]0;pwned\\x07Evil" in lines[0]
     rows = json.loads(run_app("history", "--json").stdout)
     assert [(r["id"], r["messages"], r["system_prompt"]) for r in rows] == [(b, 1, None), (a, 2, "Be brief.")]
+    with History() as h:
+        h.set_pinned(a, True)  # pinned: marked, in its place (the window lists it first)
+    lines = run_app("history").stdout.splitlines()
+    assert [int(line.split()[0]) for line in lines] == [b, a] and "2 msg  pinned  Sums" in lines[1]
+    rows = json.loads(run_app("history", "--json").stdout)
+    assert [(r["id"], r["pinned"]) for r in rows] == [(b, False), (a, True)]
     found = json.loads(run_app("history", "--search", "zebra", "--json").stdout)
     assert [r["id"] for r in found] == [b]
     assert run_app("history", "--search", "nothing-like-this").stdout.strip() == "No conversations match."

@@ -55,6 +55,7 @@ def _row(conv: Any) -> dict[str, Any]:
         "messages": conv.message_count,
         "model_path": conv.model_path,
         "system_prompt": conv.system_prompt,
+        "pinned": conv.pinned,
     }
 
 
@@ -69,7 +70,8 @@ def _list(history: Any, args: argparse.Namespace) -> int:
     for c in convs:
         when = time.strftime("%Y-%m-%d %H:%M", time.localtime(c.updated))
         title = terminal_text(" ".join(c.title.split()) or "(untitled)")
-        print(f"{c.id:>6}  {when}  {c.message_count:>4} msg  {title}")
+        pin = "pinned  " if c.pinned else ""
+        print(f"{c.id:>6}  {when}  {c.message_count:>4} msg  {pin}{title}")
     return EXIT_OK
 
 

@@ -308,6 +308,9 @@ class Conversation:
     message_count: int = 0
     # the conversation's own system prompt, in place of the one in Settings; None: that one
     system_prompt: str | None = None
+    #: pinned to the top of the conversation list (a property of the list: a branch or an import
+    #: of a pinned conversation is not pinned)
+    pinned: bool = False
     messages: list[MessageRecord] = field(default_factory=list)  # filled by load_conversation
     # the reply versions Regenerate kept, by the position of the user message they answer:
     # (the number of the version in the conversation, how many there are); filled by load_conversation
@@ -412,7 +415,7 @@ _R = TypeVar("_R")
 
 _CONV_COLS = (
     "c.id, c.title, c.created, c.updated, c.model_path, c.settings_json, "
-    "(SELECT count(*) FROM messages m WHERE m.conversation_id = c.id), c.system_prompt"
+    "(SELECT count(*) FROM messages m WHERE m.conversation_id = c.id), c.system_prompt, c.pinned"
 )
 _MSG_COLS = (
     "id, conversation_id, position, role, content, reasoning, status, created, "
@@ -432,7 +435,9 @@ def _own_prompt(text: str | None) -> str | None:
 
 
 def _conv(row: sqlite3.Row | tuple) -> Conversation:
-    return _record(Conversation, row, 5)
+    conv = _record(Conversation, row, 5)
+    conv.pinned = bool(conv.pinned)
+    return conv
 
 
 def _rowid(cur: sqlite3.Cursor) -> int:
@@ -657,6 +662,16 @@ class History:
             cur = db.execute(
                 "UPDATE conversations SET system_prompt = ? WHERE id = ?",
                 (_own_prompt(text), conversation_id),
+            )
+            if cur.rowcount == 0:
+                raise ConversationNotFound(f"no conversation with id {conversation_id}")
+
+    def set_pinned(self, conversation_id: int, pinned: bool) -> None:
+        """Pin the conversation to the top of the list, or unpin it. Its last change is kept: the
+        list's order by day does not move it."""
+        with self._tx() as db:
+            cur = db.execute(
+                "UPDATE conversations SET pinned = ? WHERE id = ?", (1 if pinned else 0, conversation_id)
             )
             if cur.rowcount == 0:
                 raise ConversationNotFound(f"no conversation with id {conversation_id}")

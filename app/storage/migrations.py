@@ -228,6 +228,12 @@ def m012_conversation_system_prompt(db: sqlite3.Connection) -> None:
     db.execute("ALTER TABLE conversations ADD COLUMN system_prompt TEXT")
 
 
+@migration
+def m013_conversation_pinned(db: sqlite3.Connection) -> None:
+    """Pinned conversations: the conversation list shows them first, under "Pinned" (0: not)."""
+    db.execute("ALTER TABLE conversations ADD COLUMN pinned INTEGER NOT NULL DEFAULT 0")
+
+
 def apply_migrations(db: sqlite3.Connection, migrations: Sequence[Migration] = MIGRATIONS) -> list[str]:
     """Apply each not-yet-applied migration in order, each in its own transaction.
 

@@ -1,5 +1,6 @@
-"""The conversation list: new, rename (in place), delete, search; grouped by Today / Yesterday /
-Earlier, with a "No matches" line when a search finds nothing."""
+"""The conversation list: new, rename (in place), pin, export, delete, search; the pinned ones first
+under "Pinned", the others grouped by Today / Yesterday / Previous 7 days / Earlier, with a
+"No matches" line when a search finds nothing."""
 
 from __future__ import annotations
 
@@ -23,7 +24,10 @@ from PySide6.QtWidgets import (
 
 from app.ui.labels import side_panel_layout
 
-__all__ = ["ConversationList"]
+__all__ = ["PINNED", "ConversationList"]
+
+PINNED = "Pinned"  # the header of the pinned conversations, first in the list
+_PINNED_ROLE = Qt.ItemDataRole.UserRole + 2
 
 
 def day_group(timestamp: float, today: date | None = None) -> str:
@@ -57,6 +61,7 @@ class ConversationList(QWidget):
     sig_rename = Signal(int, str)
     sig_delete = Signal(int)
     sig_export = Signal(int)  # Export… from the list's menu: the conversation's id
+    sig_pin = Signal(int, bool)  # Pin / Unpin from the list's menu: the id, pinned or not
     sig_search = Signal(str)
 
     def __init__(self, parent: QWidget | None = None) -> None:
@@ -123,13 +128,16 @@ class ConversationList(QWidget):
         self._filling = True
         self.list.clear()
         group = None
-        for c in conversations:
-            g = day_group(c.updated or time.time())
+        # the pinned first (in the order given: the latest change first), then the others by day
+        ordered = [c for c in conversations if c.pinned] + [c for c in conversations if not c.pinned]
+        for c in ordered:
+            g = PINNED if c.pinned else day_group(c.updated or time.time())
             if g != group:
                 group = g
                 self._header(g)
             item = QListWidgetItem(c.title or "Untitled")
             item.setData(Qt.ItemDataRole.UserRole, int(c.id))
+            item.setData(_PINNED_ROLE, bool(c.pinned))
             item.setFlags(item.flags() | Qt.ItemFlag.ItemIsEditable)
             when = datetime.fromtimestamp(c.updated).strftime("%d %b %Y, %H:%M") if c.updated else ""
             item.setToolTip(f"{c.title or 'Untitled'}\n{c.message_count} messages · {when}")
@@ -147,6 +155,17 @@ class ConversationList(QWidget):
 
     def ids(self) -> list[int]:
         return [it.data(Qt.ItemDataRole.UserRole) for it in self._conversation_items()]
+
+    def pinned_ids(self) -> list[int]:
+        """The pinned conversations, as listed (first)."""
+        return [
+            it.data(Qt.ItemDataRole.UserRole) for it in self._conversation_items() if it.data(_PINNED_ROLE)
+        ]
+
+    def headers(self) -> list[str]:
+        """The group headers shown, in order ("Pinned", "Today", …)."""
+        items = (self.list.item(i) for i in range(self.list.count()))
+        return [it.text() for it in items if it.data(Qt.ItemDataRole.UserRole + 1) == "header"]
 
     def titles(self) -> list[str]:
         return [it.text() for it in self._conversation_items()]
@@ -220,7 +239,14 @@ class ConversationList(QWidget):
             return
         self.list.setCurrentItem(it)
         menu = QMenu(self)
-        menu.addAction("Rename", self.rename_selected)
-        menu.addAction("Export…", lambda: self.sig_export.emit(it.data(Qt.ItemDataRole.UserRole)))
-        menu.addAction("Delete", self.delete_selected)
+        self.fill_menu(menu, it)
         menu.exec(self.list.mapToGlobal(pos))
+
+    def fill_menu(self, menu: QMenu, it: QListWidgetItem) -> None:
+        """The actions of a conversation's menu in the list."""
+        cid, pinned = it.data(Qt.ItemDataRole.UserRole), bool(it.data(_PINNED_ROLE))
+        pin = menu.addAction("Unpin" if pinned else "Pin to top", lambda: self.sig_pin.emit(cid, not pinned))
+        pin.setObjectName("unpinConversation" if pinned else "pinConversation")
+        menu.addAction("Rename", self.rename_selected)
+        menu.addAction("Export…", lambda: self.sig_export.emit(cid))
+        menu.addAction("Delete", self.delete_selected)

@@ -44,6 +44,7 @@ class ConversationsController(WindowPart):
         self.list.sig_rename.connect(self.rename_conversation)
         self.list.sig_delete.connect(self.delete_conversation)
         self.list.sig_export.connect(self.export_conversation)
+        self.list.sig_pin.connect(self.pin_conversation)
         self.chat.sig_branch.connect(self.branch_conversation)
         self.export_dialog: Any = None  # the open "Export chat" or "Import chat" file dialog, if any
         self.export_dir: str | None = None  # where the last export went (the next dialog opens there)
@@ -111,6 +112,14 @@ class ConversationsController(WindowPart):
             self.state.history.rename_conversation(cid, title)
         except Exception as exc:  # noqa: BLE001 - HistoryError and sqlite errors: said in the status bar
             self.window.statusBar().showMessage(f"Could not rename: {exc}", 8000)
+        self.refresh_conversations()
+
+    def pin_conversation(self, cid: int, pinned: bool) -> None:
+        """Pin the conversation to the top of the list (under "Pinned"), or unpin it."""
+        try:
+            self.state.history.set_pinned(cid, pinned)
+        except Exception as exc:  # noqa: BLE001 - HistoryError and sqlite errors: said in the status bar
+            self.window.statusBar().showMessage(f"Could not {'pin' if pinned else 'unpin'}: {exc}", 8000)
         self.refresh_conversations()
 
     def delete_conversation(self, cid: int) -> None:

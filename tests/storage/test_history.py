@@ -70,6 +70,7 @@ def test_migrations_keep_the_names_users_databases_recorded():
         "m010_turn_settings",
         "m011_message_images",
         "m012_conversation_system_prompt",
+        "m013_conversation_pinned",
     ]
     assert all(fn.__name__ == name for name, fn in MIGRATIONS)
 

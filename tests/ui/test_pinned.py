@@ -1,0 +1,70 @@
+"""Pinning conversations in the real window's list: a conversation's menu pins it to the top under
+"Pinned" (kept in the real history, so a new window lists it there too), a search lists the pinned
+matches first, a chat that changes later stays below the pinned one, and Unpin puts it back in its
+day."""
+
+from __future__ import annotations
+
+from PySide6.QtWidgets import QMenu
+
+from app.storage.history import History, TurnMessage
+from app.ui.conversation_list import PINNED
+
+
+def _history(titles) -> tuple[History, list[int]]:
+    h = History()
+    ids = []
+    for title in titles:
+        cid = h.create_conversation(title).id
+        h.record_turn(cid, None, [TurnMessage("user", f"notes on {title}"), TurnMessage("assistant", "ok")])
+        ids.append(cid)
+    return h, ids
+
+
+def _menu_action(w, cid: int, name: str):
+    """The action ``name`` of conversation ``cid``'s menu in the list (as the right-click shows it)."""
+    lst = w.conversations_ctl.list
+    item = lst.item_for(cid)
+    assert item is not None
+    menu = QMenu(lst)
+    lst.fill_menu(menu, item)
+    (action,) = [a for a in menu.actions() if a.objectName() == name]
+    return action, [a.text() for a in menu.actions()]
+
+
+def test_a_pinned_conversation_is_listed_first_until_it_is_unpinned(qtbot, make_window):
+    h, (garden, taxes, trip) = _history(["Garden", "Taxes", "Trip"])
+    w = make_window(None, history=h)
+    lst = w.conversations_ctl.list
+    assert lst.ids() == [trip, taxes, garden] and lst.headers() == ["Today"]
+
+    action, texts = _menu_action(w, garden, "pinConversation")
+    assert texts == ["Pin to top", "Rename", "Export…", "Delete"]
+    action.trigger()
+    assert lst.ids() == [garden, trip, taxes] and lst.pinned_ids() == [garden]
+    assert lst.headers() == [PINNED, "Today"]
+    assert h.get_conversation(garden).pinned
+
+    # another chat changes later: it is the first of today's, still below the pinned one
+    h.record_turn(taxes, None, [TurnMessage("user", "one more"), TurnMessage("assistant", "ok")])
+    w.conversations_ctl.refresh_conversations()
+    assert lst.ids() == [garden, taxes, trip]
+
+    # a search lists the pinned matches first too
+    w.conversations_ctl.search_conversations("notes")
+    assert lst.ids() == [garden, taxes, trip] and lst.headers() == [PINNED, "Today"]
+    w.conversations_ctl.search_conversations("Trip")
+    assert lst.ids() == [trip] and lst.headers() == ["Today"]
+    w.conversations_ctl.search_conversations("")
+
+    # opening a pinned chat works as any other, and a new window lists it pinned
+    lst.sig_open.emit(garden)
+    assert w.conversation_id == garden and lst.list.currentItem() is lst.item_for(garden)
+    w2 = make_window(None, history=History())
+    assert w2.conversations_ctl.list.pinned_ids() == [garden]
+
+    action, texts = _menu_action(w, garden, "unpinConversation")
+    assert texts[0] == "Unpin"
+    action.trigger()
+    assert lst.pinned_ids() == [] and lst.headers() == ["Today"]
+    assert lst.ids() == [taxes, trip, garden]  # back in its place by its last change
