@@ -79,7 +79,9 @@ def test_a_model_dropped_on_the_message_box_joins_the_library_and_loads(qtbot, m
     assert "Added beta to the library; loading it." in said
     assert beta in [m.path for m in w.library.scan()]  # in the library, where it is (no copy)
     assert beta.is_file() and not (w.library.models_dir / "imported" / "beta.gguf").exists()
-    qtbot.waitUntil(lambda: any(w.model_picker.itemData(i) == str(beta) for i in range(w.model_picker.count())))
+    qtbot.waitUntil(
+        lambda: any(w.model_picker.itemData(i) == str(beta) for i in range(w.model_picker.count()))
+    )
 
     w.compose.setPlainText("Go on")
     with qtbot.waitSignal(w.sig_turn_done, timeout=TIMEOUT):
