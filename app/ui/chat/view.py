@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QEvent, QObject, Qt, Signal, Slot
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QScrollArea, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QScrollArea, QToolButton, QVBoxLayout, QWidget
 
 from app.calls import IncompleteCall
 from app.ui.call_view import CallView
@@ -74,6 +74,16 @@ class ChatView(QScrollArea):
         self.messages: list[UserMessage | AssistantMessage] = []
         self.pacer = RenderPacer(self.current_assistant, self)  # the throttled rendering
         self._stick_to_bottom = True
+        # over the chat's bottom edge while the view is scrolled up from the latest message: one
+        # click goes back down and follows the reply being written again
+        self.jump_button = QToolButton(self)
+        self.jump_button.setObjectName("jumpToLatest")
+        self.jump_button.setText("↓  Latest")
+        self.jump_button.setToolTip("Go to the latest message (Ctrl+End in the chat)")
+        self.jump_button.setCursor(Qt.CursorShape.PointingHandCursor)
+        self.jump_button.setFocusPolicy(Qt.FocusPolicy.NoFocus)  # the message box keeps the focus
+        self.jump_button.clicked.connect(self.scroll_to_latest)
+        self.jump_button.hide()
         self.verticalScrollBar().rangeChanged.connect(self._on_scroll_range_changed)
         self.verticalScrollBar().valueChanged.connect(self._on_scroll_value_changed)
         self.seen_notice_codes: set[str] = set()
@@ -276,9 +286,46 @@ class ChatView(QScrollArea):
     def _on_scroll_range_changed(self, _lo: int, hi: int) -> None:
         if self._stick_to_bottom:
             self.verticalScrollBar().setValue(hi)
+        self._update_jump_button()
 
     def _on_scroll_value_changed(self, v: int) -> None:
         self._stick_to_bottom = v >= self.verticalScrollBar().maximum() - 8
+        self._update_jump_button()
+
+    @property
+    def follows_latest(self) -> bool:
+        """The view is at the latest message and keeps to it as the reply grows."""
+        return self._stick_to_bottom
+
+    def scroll_to_latest(self) -> None:
+        """Down to the latest message, following the reply being written from there."""
+        self._stick_to_bottom = True
+        bar = self.verticalScrollBar()
+        bar.setValue(bar.maximum())
+        self._update_jump_button()
+
+    def _update_jump_button(self) -> None:
+        show = not self._stick_to_bottom and self.verticalScrollBar().maximum() > 0
+        if show:
+            self._place_jump_button()
+            self.jump_button.raise_()
+        self.jump_button.setVisible(show)
+
+    def _place_jump_button(self) -> None:
+        b, vp = self.jump_button, self.viewport().geometry()
+        b.adjustSize()
+        b.move(vp.x() + (vp.width() - b.width()) // 2, vp.y() + vp.height() - b.height() - 12)
+
+    def resizeEvent(self, e) -> None:  # noqa: N802 (Qt API)
+        super().resizeEvent(e)
+        if self.jump_button.isVisible():
+            self._place_jump_button()
+
+    def keyPressEvent(self, e) -> None:  # noqa: N802 (Qt API)
+        if e.key() == Qt.Key.Key_End and e.modifiers() == Qt.KeyboardModifier.ControlModifier:
+            self.scroll_to_latest()
+            return
+        super().keyPressEvent(e)
 
     def _on_user_edit_requested(self, msg: UserMessage) -> None:
         later = len(self.messages) - self.messages.index(msg) - 2 if msg in self.messages else 0
