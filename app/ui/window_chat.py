@@ -79,6 +79,9 @@ class ChatController(WindowPart):
         self.chat.sig_continue.connect(self.continue_reply)
         self.chat.sig_version.connect(self.show_version)
         self.compose.sig_submit.connect(self.send_or_stop_from_keyboard)
+        self.compose.up_edits_last = True  # Up in the empty box edits the last message sent
+        self.compose.sig_edit_last.connect(self.chat.edit_last)
+        self.chat.sig_edit_ended.connect(self.compose.setFocus)  # back to the box after an edit
         self.tool_choice_box.sig_choice.connect(self._on_tool_choice)
         worker.tool_choice = self.tool_choice_box.value()
         self.thinking = ThinkingController(page.thinking_box, worker, state.store)  # issue 30

@@ -21,7 +21,9 @@ __all__ = ["SHORTCUTS", "MenusController", "about_facts", "documentation_path"]
 SHORTCUTS = (
     ("Enter", "Send the message"),
     ("Shift+Enter", "New line in the message"),
-    ("Esc", "Stop the reply"),
+    ("Up", "Edit the last message sent (in the empty message box)"),
+    ("Esc", "Stop the reply (in an edit: cancel it)"),
+    ("Ctrl+End", "Go to the latest message (in the chat)"),
     ("Ctrl+N", "New chat"),
     ("Ctrl+Shift+E", "Export the chat (Markdown or JSON)"),
     ("Ctrl+K", "Search conversations"),

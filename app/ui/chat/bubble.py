@@ -87,6 +87,7 @@ class UserMessage(QFrame):
 
     sig_edit_resend = Signal(object, str)  # (self, new text)
     sig_edit_requested = Signal(object)  # self: the view starts the edit, saying what it discards
+    sig_edit_ended = Signal()  # the edit was sent or cancelled
 
     def __init__(self, text: str, parent: QWidget | None = None, images: Sequence[bytes] = ()) -> None:
         super().__init__(parent)
@@ -153,11 +154,18 @@ class UserMessage(QFrame):
         self.discard_note.setVisible(bool(later_messages))
         self.editor.setFocus()
 
+    @property
+    def editing(self) -> bool:
+        return self.editor.isVisibleTo(self)
+
     def cancel_edit(self) -> None:
+        was_editing = self.editing
         self.view.setVisible(bool(self.text))
         self.editor.setVisible(False)
         self.edit_row.setVisible(False)
         self.discard_note.setVisible(False)
+        if was_editing:
+            self.sig_edit_ended.emit()
 
     def _on_resend_clicked(self) -> None:
         new = self.editor.toPlainText().strip()

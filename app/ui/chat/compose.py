@@ -19,6 +19,7 @@ class ComposeEdit(QPlainTextEdit):
 
     sig_submit = Signal()
     sig_images = Signal(object)  # QMimeData holding an image or image files (read it at once)
+    sig_edit_last = Signal()  # Up in the empty box (with ``up_edits_last``): edit the last message
 
     def __init__(
         self,
@@ -34,6 +35,7 @@ class ComposeEdit(QPlainTextEdit):
         self.setTabChangesFocus(True)
         self.setFixedHeight(height)
         self.takes_images = False  # set by the window: the message box attaches images
+        self.up_edits_last = False  # set by the window: Up in the empty box edits the last message
         #: the suffixes of the files the window takes when dropped (models, chats): a drag holding
         #: one is not text to insert, and goes on to the window
         self.leaves_suffixes: tuple[str, ...] = ()
@@ -76,6 +78,14 @@ class ComposeEdit(QPlainTextEdit):
             if not (e.modifiers() & Qt.KeyboardModifier.AltModifier):  # Enter or Ctrl+Enter
                 self.sig_submit.emit()
                 return
+        if (
+            self.up_edits_last
+            and e.key() == Qt.Key.Key_Up
+            and e.modifiers() == Qt.KeyboardModifier.NoModifier
+            and not self.toPlainText()
+        ):
+            self.sig_edit_last.emit()
+            return
         super().keyPressEvent(e)
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import QEvent, QObject, Qt, Signal, Slot
+from PySide6.QtCore import QEvent, QObject, Qt, QTimer, Signal, Slot
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QScrollArea, QToolButton, QVBoxLayout, QWidget
 
 from app.calls import IncompleteCall
@@ -43,6 +43,7 @@ class ChatView(QScrollArea):
     sig_edit_resend = Signal(int, str)  # (index of the user message among user messages, new text)
     sig_continue = Signal(object)  # the reply (AssistantMessage) whose Continue was clicked
     sig_version = Signal(object, int)  # (the reply, the version number its pager asks for)
+    sig_edit_ended = Signal()  # the edit of a sent message was sent or cancelled
 
     READING_WIDTH = 860  # px: long lines stay readable on a wide window
 
@@ -130,6 +131,7 @@ class ChatView(QScrollArea):
         m = UserMessage(text, images=images)
         m.sig_edit_resend.connect(self._on_user_edit_resend)
         m.sig_edit_requested.connect(self._on_user_edit_requested)
+        m.sig_edit_ended.connect(self.sig_edit_ended.emit)
         self._insert(m)
         return m
 
@@ -330,6 +332,23 @@ class ChatView(QScrollArea):
     def _on_user_edit_requested(self, msg: UserMessage) -> None:
         later = len(self.messages) - self.messages.index(msg) - 2 if msg in self.messages else 0
         msg.start_edit(max(0, later))
+
+    def edit_last(self) -> UserMessage | None:
+        """Edit the last message sent (Up in the empty message box), shown in view; None when
+        there is none or it cannot be edited now (a reply is being written)."""
+        users = self.user_messages()
+        if not users or not users[-1].btn_edit.isEnabled():
+            return None
+        msg = users[-1]
+        self._on_user_edit_requested(msg)
+        self._stick_to_bottom = False  # the edit box stays in view, wherever the chat's end is
+        # once the box is laid out: brought into view (a long reply after it may hide it)
+        QTimer.singleShot(0, lambda: self._show_editor(msg))
+        return msg
+
+    def _show_editor(self, msg: UserMessage) -> None:
+        if msg in self.messages and msg.editing:  # (the chat may have been cleared meanwhile)
+            self.ensureWidgetVisible(msg.editor, 0, 40)
 
     def _on_dismiss_notice(self, code: str) -> None:
         self.suppress_notice_codes.add(code)
