@@ -186,6 +186,7 @@ class MainWindow(QMainWindow):
             open_settings=self.open_settings,
             export_chat=self.conversations_ctl.export_conversation,
             import_chat=self.conversations_ctl.import_conversation,
+            find_in_chat=self.conversations_ctl.find_in_chat,
         )
         self._wire_parts()
         self._chat_page = page

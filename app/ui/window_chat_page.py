@@ -21,6 +21,7 @@ from PySide6.QtWidgets import (
 
 from app.ui.chat import ChatView, ComposeEdit
 from app.ui.chat.attachments import PendingImages
+from app.ui.chat.find import FindBar
 from app.ui.chat_system import SystemPromptBar
 from app.ui.thinking_control import ThinkingBox
 from app.ui.tool_choice import ToolChoiceBox
@@ -98,6 +99,8 @@ class ChatPage:
     pending_images: PendingImages | None = None
     #: the line above the chat that says which system prompt it uses, with Edit…
     system_bar: SystemPromptBar | None = None
+    #: Find in the chat (Ctrl+F), above the conversation
+    find_bar: FindBar | None = None
 
     @classmethod
     def build(cls, *, banners: QLayout, tool_choice: str) -> ChatPage:
@@ -112,6 +115,8 @@ class ChatPage:
         system_bar = SystemPromptBar()
         v.addWidget(system_bar)
         chat = ChatView()
+        find_bar = FindBar(chat)
+        v.addWidget(find_bar)
         v.addWidget(chat, 1)
         row = QGridLayout()
         row.setContentsMargins(12, 6, 12, 10)
@@ -143,6 +148,7 @@ class ChatPage:
             attach_button=attach,
             pending_images=pending,
             system_bar=system_bar,
+            find_bar=find_bar,
         )
 
     @staticmethod

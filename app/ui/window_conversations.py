@@ -33,14 +33,14 @@ class ConversationsController(WindowPart):
         super().__init__(kit)
         kit.worker.sig_conversation_saved.connect(self._on_conversation_saved)
         self.chat, self.compose, self.tool_choice_box = page.chat, page.compose, page.tool_choice_box
-        assert page.system_bar is not None
-        self.system_bar = page.system_bar
+        assert page.system_bar is not None and page.find_bar is not None
+        self.system_bar, self.find_bar = page.system_bar, page.find_bar
         self.system_bar.sig_edit.connect(self.edit_system_prompt)
         self.system_dialog: Any = None  # the open "This chat's system prompt" dialog, if any
         self.list = ConversationList()
         self.list.setMinimumWidth(150)
         self.list.sig_new.connect(self.new_chat)
-        self.list.sig_open.connect(self.open_conversation)
+        self.list.sig_open.connect(self._open_found)
         self.list.sig_rename.connect(self.rename_conversation)
         self.list.sig_delete.connect(self.delete_conversation)
         self.list.sig_export.connect(self.export_conversation)
@@ -130,6 +130,21 @@ class ConversationsController(WindowPart):
         except Exception as exc:  # noqa: BLE001 - HistoryError and sqlite errors: said in the status bar
             self.window.statusBar().showMessage(f"Could not delete: {exc}", 8000)
         self.refresh_conversations()
+
+    def find_in_chat(self, text: str | None = None) -> None:
+        """Ctrl+F: the chat page, with its find bar open (``text``: find this)."""
+        self.pages.show_chat_page()
+        self.find_bar.open(text)
+
+    def _open_found(self, cid: int) -> None:
+        """A conversation clicked in the list: opened; when the list shows a search's results, the
+        find bar shows where the search's words are in it (the whole search, else its longest word)."""
+        query = " ".join(self.list.search.text().split())
+        self.open_conversation(cid)
+        if query and self.state.conversation_id == cid:
+            self.find_in_chat(query)
+            if not self.find_bar.matches and " " in query:
+                self.find_in_chat(max(query.split(), key=len))
 
     def open_conversation(self, cid: int) -> None:
         if self.state.busy:

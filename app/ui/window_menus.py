@@ -26,6 +26,7 @@ SHORTCUTS = (
     ("Ctrl+End", "Go to the latest message (in the chat)"),
     ("Ctrl+N", "New chat"),
     ("Ctrl+Shift+E", "Export the chat (Markdown or JSON)"),
+    ("Ctrl+F", "Find in the chat (Enter: next, Shift+Enter: previous, Esc: close)"),
     ("Ctrl+K", "Search conversations"),
     ("Ctrl+B", "Show or hide the conversation list"),
     ("Ctrl+T", "Show or hide the tool-call panel"),
@@ -90,6 +91,7 @@ class MenusController:
         open_settings: Callable[[], object],
         export_chat: Callable[[], object],
         import_chat: Callable[[], object],
+        find_in_chat: Callable[[], object],
     ) -> None:
         self.window = window
         bar = window.menuBar()
@@ -107,6 +109,10 @@ class MenusController:
         self.act_quit.setShortcut(QKeySequence("Ctrl+Q"))
         self.act_quit.setShortcutContext(Qt.ShortcutContext.ApplicationShortcut)
         self.act_quit.triggered.connect(window.close)
+        edit_menu = bar.addMenu("&Edit")
+        self.act_find = edit_menu.addAction("Find in chat…")
+        self.act_find.setShortcut(QKeySequence("Ctrl+F"))
+        self.act_find.triggered.connect(lambda: find_in_chat())
         self.view_menu = bar.addMenu("&View")
         for page in pages.pages.values():
             self.view_menu.addAction(page.action)

@@ -112,7 +112,7 @@ def test_d40_window_size_position_and_last_conversation_are_remembered(
 def test_d41_help_menu_lists_shortcuts_and_ctrl_k_searches(qtbot, make_window):
     w = make_window(None, settings=_settings())
     menus = [a.text().replace("&", "") for a in w.menuBar().actions()]
-    assert menus == ["File", "View", "Help"]
+    assert menus == ["File", "Edit", "View", "Help"]
     assert w.act_quit.shortcut() == QKeySequence("Ctrl+Q")
     from PySide6.QtCore import QEvent
     from PySide6.QtGui import QKeyEvent, QShortcut

@@ -164,6 +164,11 @@ class TextRun(QWidget):
         if not final:
             self._render_tail()
 
+    def render_pending(self) -> None:
+        """Render the open tail now, when a flush left it for the next turn of the event loop (a
+        search reads every word shown)."""
+        self._render_tail()
+
     def _render_tail(self) -> None:
         if self.md.final:
             return

@@ -44,6 +44,8 @@ class ChatView(QScrollArea):
     sig_continue = Signal(object)  # the reply (AssistantMessage) whose Continue was clicked
     sig_version = Signal(object, int)  # (the reply, the version number its pager asks for)
     sig_edit_ended = Signal()  # the edit of a sent message was sent or cancelled
+    sig_cleared = Signal()  # the messages were taken away (another conversation opens)
+    sig_scrolled_by_hand = Signal()  # the person scrolled (wheel, keys, scroll bar, ↓ Latest)
 
     READING_WIDTH = 860  # px: long lines stay readable on a wide window
 
@@ -87,6 +89,7 @@ class ChatView(QScrollArea):
         self.jump_button.hide()
         self.verticalScrollBar().rangeChanged.connect(self._on_scroll_range_changed)
         self.verticalScrollBar().valueChanged.connect(self._on_scroll_value_changed)
+        self.verticalScrollBar().actionTriggered.connect(lambda _action: self.sig_scrolled_by_hand.emit())
         self.seen_notice_codes: set[str] = set()
         self.suppress_notice_codes: set[str] = set()
         self.rendered_dark = is_dark()  # the theme the messages' colours were rendered for
@@ -113,10 +116,12 @@ class ChatView(QScrollArea):
         self.pacer.stop()
         for w in self.messages:
             self._col.removeWidget(w)
+            w.hide()  # gone now for whoever looks before it is deleted (a search)
             w.deleteLater()
         self.messages = []
         self.seen_notice_codes = set()
         self._empty.setVisible(True)
+        self.sig_cleared.emit()
 
     def _insert(self, w: UserMessage | AssistantMessage) -> None:
         self._empty.setVisible(False)
@@ -280,6 +285,15 @@ class ChatView(QScrollArea):
     def banners(self) -> list[NoticeBanner]:
         return [b for m in self.assistant_messages() for b in m.banners]
 
+    def render_pending(self) -> None:
+        """Show now all the text the messages hold (what the throttled rendering has not shown yet,
+        and tails left for the next turn of the event loop): a search then reads all of it."""
+        reply = self.current_assistant()
+        if reply is not None:
+            reply.flush()
+        for run in self._inner.findChildren(TextRun):
+            run.render_pending()
+
     def set_busy(self, busy: bool) -> None:
         for m in self.messages:
             m.set_actions_enabled(not busy)
@@ -299,8 +313,17 @@ class ChatView(QScrollArea):
         """The view is at the latest message and keeps to it as the reply grows."""
         return self._stick_to_bottom
 
+    def show_place(self, x: int, y: int, margin_y: int) -> None:
+        """Bring the point (``x``, ``y``) of the messages into view, ``margin_y`` from the edges; the
+        view then stays there (it no longer follows the latest message)."""
+        self._stick_to_bottom = False
+        self.ensureVisible(x, y, 40, margin_y)
+        self._stick_to_bottom = False  # (even when that point is at the end)
+        self._update_jump_button()
+
     def scroll_to_latest(self) -> None:
         """Down to the latest message, following the reply being written from there."""
+        self.sig_scrolled_by_hand.emit()
         self._stick_to_bottom = True
         bar = self.verticalScrollBar()
         bar.setValue(bar.maximum())
