@@ -218,3 +218,47 @@ def test_d32_download_indicator_and_quit_warning(qtbot, page, hub):
     qtbot.waitUntil(lambda: not page.running_downloads(), timeout=30_000)
     assert page.confirm_quit() is True
     assert json.dumps(seen[-1]) == "0"
+
+
+def test_a_models_menu_shows_it_in_its_folder_copies_its_path_and_loads_it(qtbot, page, tmp_path):
+    from PySide6.QtWidgets import QApplication, QMenu
+
+    from app.ui.models_page.library import reveal_command
+
+    src = write_tiny_gguf(tmp_path / "my models" / "mine.gguf", chat_template=TEMPLATE)
+    with qtbot.waitSignal(page.sig_library_done, timeout=30_000):
+        page.import_file(src)
+    lib = page.library
+    model = lib.models[page.library_row("mine")]
+    menu = QMenu(lib)
+    lib.fill_menu(menu, model)
+    actions = {a.text(): a for a in menu.actions() if a.text()}
+    assert list(actions) == ["Load now", "Show in folder", "Copy path", "Remove from library", "Delete file…"]
+
+    shown: list[Path] = []
+    lib.reveal = shown.append
+    actions["Show in folder"].trigger()
+    assert shown == [src.resolve()]
+    actions["Copy path"].trigger()
+    assert QApplication.clipboard().text() == str(src.resolve())
+    assert "Copied the path of mine" in page.status_label.text()
+    with qtbot.waitSignal(page.sig_load_requested, timeout=5_000) as load:
+        actions["Load now"].trigger()
+    assert load.args == [str(src.resolve())]
+
+    page.set_loaded_path(str(src.resolve()))
+    menu = QMenu(lib)
+    lib.fill_menu(menu, lib.models[page.library_row("mine")])
+    (loaded,) = [a for a in menu.actions() if a.text() == "Loaded"]
+    assert not loaded.isEnabled()
+
+    # the file selected in the desktop's own file manager; elsewhere its folder opens
+    path = Path("C:/Users/ann/My Models/mine.gguf")
+    assert reveal_command(path, "win32") == ("explorer", ["/select,", str(path)])
+    assert reveal_command(path, "darwin") == ("open", ["-R", str(path)])
+    assert reveal_command(path, "linux") is None
+    opened = []
+    from app.ui.models_page.library import reveal
+
+    reveal(src, open_url=opened.append, platform="linux")
+    assert [u.toLocalFile() for u in opened] == [str(src.parent)]

@@ -1,19 +1,24 @@
 """The Models page's Library pane: the local models (metadata, tool format, last check score,
-where each comes from), Load now, Delete file, Remove from library, Import GGUF and Add folder;
+where each comes from), Load now, Delete file, Remove from library, Import GGUF and Add folder; a
+model's menu (right-click) with those and Show in folder (the file selected in Explorer or
+Finder) and Copy path;
 and for vision, a "Vision" badge on a model paired with a projector (an mmproj GGUF) and a
 choice of its projector: automatic (the one beside it), none, one of the library's projectors,
 or a file."""
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from PySide6.QtCore import Qt
-from PySide6.QtGui import QColor
+from PySide6.QtCore import QProcess, Qt, QUrl
+from PySide6.QtGui import QColor, QDesktopServices, QGuiApplication
 from PySide6.QtWidgets import (
     QComboBox,
     QFileDialog,
+    QMenu,
     QMessageBox,
     QPushButton,
     QTableWidgetItem,
@@ -26,7 +31,7 @@ from app.units import format_bytes
 if TYPE_CHECKING:
     from app.ui.models_page.page import ModelsPage
 
-__all__ = ["LibraryPane"]
+__all__ = ["LibraryPane", "reveal_command"]
 
 COLUMNS = [
     "Model",
@@ -58,6 +63,26 @@ SOURCE_WORDS = {
     "folder": "in your folder",
     "hf-cache": "Hugging Face cache",
 }
+
+
+def reveal_command(path: Path, platform: str = sys.platform) -> tuple[str, list[str]] | None:
+    """The program (and its arguments) that shows ``path`` selected in the desktop's file manager:
+    Explorer on Windows, Finder on macOS; None elsewhere (the folder is opened instead)."""
+    if platform == "win32":
+        return "explorer", ["/select,", str(path)]
+    if platform == "darwin":
+        return "open", ["-R", str(path)]
+    return None
+
+
+def reveal(
+    path: Path, open_url: Callable[[QUrl], object] = QDesktopServices.openUrl, platform: str = sys.platform
+) -> None:
+    """Show ``path`` in the file manager: selected where the desktop can do that, else its folder
+    opened. The file manager is the desktop's own program, not a child of Callisto."""
+    command = reveal_command(path, platform)
+    if command is None or not QProcess.startDetached(command[0], command[1]):
+        open_url(QUrl.fromLocalFile(str(path.parent)))
 
 
 def _check_score(model: Any) -> str:
@@ -108,6 +133,10 @@ class LibraryPane(QWidget):
         buttons = [self.import_button, self.folder_button, self.refresh_button]
         self.table = pane_table(self, "Library", buttons, COLUMNS)
         self.table.setObjectName("libraryTable")
+        self.table.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+        self.table.customContextMenuRequested.connect(self._on_menu)
+        #: how a file is shown in the file manager (``reveal``; tests give their own)
+        self.reveal: Callable[[Path], None] = reveal
 
     def resizeEvent(self, e: Any) -> None:  # noqa: N802 (Qt API)
         super().resizeEvent(e)
@@ -180,6 +209,36 @@ class LibraryPane(QWidget):
             t.setCellWidget(i, REMOVE, remove)
         else:
             t.removeCellWidget(i, REMOVE)
+
+    # -- a model's menu -------------------------------------------------------------------------
+    def _on_menu(self, pos: Any) -> None:
+        row = self.table.rowAt(pos.y())
+        if not 0 <= row < len(self.models):
+            return
+        self.table.selectRow(row)
+        menu = QMenu(self)
+        self.fill_menu(menu, self.models[row])
+        menu.exec(self.table.viewport().mapToGlobal(pos))
+
+    def fill_menu(self, menu: QMenu, m: Any) -> None:
+        """The actions of model ``m``'s menu: Load now, Show in folder, Copy path, then Remove from
+        library (a file added where it is) and Delete file…, each enabled as its button is."""
+        loaded = self.page.is_loaded(m)
+        load = menu.addAction("Loaded" if loaded else "Load now")
+        load.setEnabled(m.usable and not loaded)
+        load.triggered.connect(lambda: self.page.sig_load_requested.emit(str(m.path)))
+        menu.addAction("Show in folder", lambda: self.reveal(Path(m.path)))
+        menu.addAction("Copy path", lambda: self._copy_path(m))
+        menu.addSeparator()
+        if m.source in ("imported", "folder"):
+            menu.addAction("Remove from library", lambda: self.remove_model(m))
+        delete = menu.addAction("Delete file…")
+        delete.setEnabled(m.source != "hf-cache")
+        delete.triggered.connect(lambda: self.delete_model(m))
+
+    def _copy_path(self, m: Any) -> None:
+        QGuiApplication.clipboard().setText(str(m.path))
+        self.page.show_status(f"Copied the path of {m.name}: {m.path}")
 
     # -- vision: the badge and the projector choice -----------------------------------------------
     def _vision(self, i: int, m: Any) -> None:
