@@ -67,6 +67,7 @@ class ChatController(WindowPart):
         self.remote = model_bar.remote
         self.model_bar = model_bar
         self.approval_dialog: ApprovalDialog | None = None
+        self.attention_asked = 0  # how often the window asked for the person's attention
         self.last_done: DoneEvent | None = None
         self._pending_text: str | None = None
         self._turn_user: UserMessage | None = None  # the message of the turn running: it keeps its settings
@@ -370,7 +371,21 @@ class ChatController(WindowPart):
         if self.approval_dialog is not None:
             self.approval_dialog.reject()
         self.set_busy(False)
+        if ev.finish_reason != "cancelled":  # (one the person stopped needs no telling)
+            self.ask_attention()
         self.sig_turn_done.emit(ev)
+
+    def ask_attention(self) -> bool:
+        """When the window is in the background: its taskbar button flashes (Windows) or its Dock
+        icon bounces (macOS) until the person comes back, as a reply ends or a call waits for their
+        approval. False (and nothing) when the window is the active one."""
+        if self.window.isActiveWindow():
+            return False
+        from PySide6.QtWidgets import QApplication
+
+        QApplication.alert(self.window, 0)
+        self.attention_asked += 1
+        return True
 
     def _sync_versions(self, reply: AssistantMessage) -> None:
         """The regenerated reply's pager, as history counts its versions."""
@@ -393,6 +408,7 @@ class ChatController(WindowPart):
                 self.approval_dialog = None
 
         dlg.finished.connect(answered)
+        self.ask_attention()  # a call waits for the person's answer (asked before the dialog is up)
         dlg.open()
 
     # -- tool panel ---------------------------------------------------------------------------------
