@@ -185,6 +185,8 @@ class WindowSettings(_Model):
     state: str | None = None  # base64 of QMainWindow.saveState()
     panels: dict[str, bool] = Field(default_factory=dict)  # panel name -> visible
     theme: Theme = "system"  # "system" follows the OS
+    #: the chat's text size (the messages and the message box), in percent of the system's
+    text_scale: int = Field(100, ge=50, le=300)
     last_conversation_id: int | None = None  # reopened at start-up
     dismissed: list[str] = Field(default_factory=list)  # notice codes the user chose not to see again
 

@@ -187,6 +187,7 @@ class MainWindow(QMainWindow):
             export_chat=self.conversations_ctl.export_conversation,
             import_chat=self.conversations_ctl.import_conversation,
             find_in_chat=self.conversations_ctl.find_in_chat,
+            text_size=self.chat_ctl.step_text_size,
         )
         self._wire_parts()
         self._chat_page = page

@@ -38,6 +38,7 @@ from app.storage.settings import ApprovalDefault, Settings
 from app.ui.labels import FormNote
 from app.ui.settings_fields import SamplingForm, model_sampling_defaults, number_box
 from app.ui.settings_model_tab import ModelOverrideTab, ModelTab
+from app.ui.text_size import scale_choices
 from app.ui.theme import THEMES
 
 __all__ = ["CONTEXT_POLICIES", "SettingsDialog", "format_choices"]
@@ -271,7 +272,16 @@ class SettingsDialog(QDialog):
         look, f = self._form_page()
         self.theme = self._choice("window.theme", THEMES, self.settings.window.theme)
         f.addRow("Theme", self.theme)
-        self._add_tab(look, "Appearance", {"window.theme": self.theme})
+        scale = self.settings.window.text_scale
+        self.text_scale = self._choice(
+            "window.text_scale",
+            scale_choices(scale),
+            scale,
+            tooltip="The size of the chat's text: the messages and the message box "
+            "(also View → Larger text, Ctrl+=, and Smaller text, Ctrl+-)",
+        )
+        f.addRow("Chat text size", self.text_scale)
+        self._add_tab(look, "Appearance", {"window.theme": self.theme, "window.text_scale": self.text_scale})
 
     def _build_override_tab(self, model_name: str | None, made_note: str | None) -> None:
         """This model: its own tool format, context policy, KV cache, drafting, thinking and sampling
@@ -381,6 +391,7 @@ class SettingsDialog(QDialog):
         s.tools.mcp_servers_path = self.mcp_path.text().strip() or None
         s.chat.context_policy = self.context_policy.currentData()
         s.window.theme = self.theme.currentData()
+        s.window.text_scale = self.text_scale.currentData()
         self.override_tab.apply(s)
         return s
 

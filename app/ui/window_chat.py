@@ -81,6 +81,9 @@ class ChatController(WindowPart):
         self.chat.sig_version.connect(self.show_version)
         self.compose.sig_submit.connect(self.send_or_stop_from_keyboard)
         self.compose.up_edits_last = True  # Up in the empty box edits the last message sent
+        self._text_scale: int | None = None
+        self.state.store.subscribe(lambda _sections: self.apply_text_size())
+        self.apply_text_size()
         self.compose.sig_edit_last.connect(self.chat.edit_last)
         self.chat.sig_edit_ended.connect(self.compose.setFocus)  # back to the box after an edit
         self.tool_choice_box.sig_choice.connect(self._on_tool_choice)
@@ -261,6 +264,31 @@ class ChatController(WindowPart):
     def _drop_panel_calls(self, reply: AssistantMessage) -> None:
         for call_id in list(reply.cards):
             self.tool_panel.remove_call(call_id)
+
+    # -- the chat's text size ---------------------------------------------------------------------
+    def apply_text_size(self) -> None:
+        """The messages and the message box at the size the settings say."""
+        scale = self.state.settings.window.text_scale
+        if scale == self._text_scale:
+            return
+        self._text_scale = scale
+        from app.ui.text_size import scaled_font
+
+        font = scaled_font(scale)
+        self.chat.set_text_font(font)
+        self.compose.setFont(font)
+
+    def step_text_size(self, delta: int) -> int:
+        """View → Larger text (``delta`` 1), Smaller text (-1), Actual size (0): saved, and shown at
+        once; the status bar says the size. Returns it."""
+        from app.ui.text_size import step_scale
+
+        scale = step_scale(self.state.settings.window.text_scale, delta)
+        if scale != self.state.settings.window.text_scale:
+            self.state.settings.window.text_scale = scale
+            self.save_settings()  # the store tells every part: apply_text_size
+        self.window.statusBar().showMessage(f"Chat text size: {scale}%", 3000)
+        return scale
 
     def set_busy(self, busy: bool) -> None:
         self.state.busy = busy

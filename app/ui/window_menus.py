@@ -30,6 +30,7 @@ SHORTCUTS = (
     ("Ctrl+K", "Search conversations"),
     ("Ctrl+B", "Show or hide the conversation list"),
     ("Ctrl+T", "Show or hide the tool-call panel"),
+    ("Ctrl+= / Ctrl+- / Ctrl+0", "Larger, smaller or the usual chat text"),
     ("Ctrl+,", "Settings"),
     ("Ctrl+Q", "Quit"),
 )
@@ -92,6 +93,7 @@ class MenusController:
         export_chat: Callable[[], object],
         import_chat: Callable[[], object],
         find_in_chat: Callable[[], object],
+        text_size: Callable[[int], object],
     ) -> None:
         self.window = window
         bar = window.menuBar()
@@ -119,6 +121,17 @@ class MenusController:
         self._pages_end = self.view_menu.addSeparator()
         for action in panel_actions:  # the conversation list and the tool-call panel
             self.view_menu.addAction(action)
+        self.view_menu.addSeparator()
+        self.act_larger = self.view_menu.addAction("Larger text")
+        self.act_larger.setShortcuts([QKeySequence("Ctrl++"), QKeySequence("Ctrl+=")])
+        self.act_larger.triggered.connect(lambda: text_size(1))
+        self.act_smaller = self.view_menu.addAction("Smaller text")
+        self.act_smaller.setShortcut(QKeySequence("Ctrl+-"))
+        self.act_smaller.triggered.connect(lambda: text_size(-1))
+        self.act_actual = self.view_menu.addAction("Actual text size")
+        self.act_actual.setShortcut(QKeySequence("Ctrl+0"))
+        self.act_actual.triggered.connect(lambda: text_size(0))
+
         pages.sig_page_added.connect(self._on_page_added)
         help_menu = bar.addMenu("&Help")
         self.help_menu = help_menu

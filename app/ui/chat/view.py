@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QEvent, QObject, Qt, QTimer, Signal, Slot
+from PySide6.QtGui import QFont
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QScrollArea, QToolButton, QVBoxLayout, QWidget
 
 from app.calls import IncompleteCall
@@ -284,6 +285,10 @@ class ChatView(QScrollArea):
 
     def banners(self) -> list[NoticeBanner]:
         return [b for m in self.assistant_messages() for b in m.banners]
+
+    def set_text_font(self, font: QFont) -> None:
+        """Draw the messages (those shown and those to come) in ``font`` (the chat's text size)."""
+        self._inner.setFont(font)
 
     def render_pending(self) -> None:
         """Show now all the text the messages hold (what the throttled rendering has not shown yet,

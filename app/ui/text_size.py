@@ -1,0 +1,39 @@
+"""The chat's text size (Settings → Appearance → Chat text size, View → Larger / Smaller text):
+the messages and the message box drawn at a percentage of the system's font size."""
+
+from __future__ import annotations
+
+from PySide6.QtGui import QFont
+from PySide6.QtWidgets import QApplication
+
+__all__ = ["DEFAULT_SCALE", "TEXT_SCALES", "scale_choices", "scaled_font", "step_scale"]
+
+#: the sizes the View menu steps through and Settings offers, in percent
+TEXT_SCALES = (80, 90, 100, 115, 130, 150, 175, 200)
+DEFAULT_SCALE = 100
+
+
+def step_scale(current: int, delta: int) -> int:
+    """The size one step larger (``delta`` 1) or smaller (-1) than ``current``, within the steps
+    (a size between two steps goes to the next one that way); ``delta`` 0: the default."""
+    if delta == 0:
+        return DEFAULT_SCALE
+    if delta > 0:
+        return next((s for s in TEXT_SCALES if s > current), max(TEXT_SCALES[-1], min(current, 300)))
+    return next((s for s in reversed(TEXT_SCALES) if s < current), min(TEXT_SCALES[0], max(current, 50)))
+
+
+def scale_choices(current: int) -> list[tuple[int, str]]:
+    """(size, label) for Settings' box: the steps, and ``current`` where it is none of them."""
+    sizes = sorted({*TEXT_SCALES, current})
+    return [(s, f"{s}%" + (" (default)" if s == DEFAULT_SCALE else "")) for s in sizes]
+
+
+def scaled_font(scale: int) -> QFont:
+    """The application's font at ``scale`` percent of its size."""
+    font = QFont(QApplication.font())
+    if font.pointSizeF() > 0:
+        font.setPointSizeF(font.pointSizeF() * scale / 100)
+    elif font.pixelSize() > 0:
+        font.setPixelSize(max(1, round(font.pixelSize() * scale / 100)))
+    return font
