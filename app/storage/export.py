@@ -32,6 +32,7 @@ from app.storage.history import MESSAGE_STATUSES, ROLES, Conversation, MessageRe
 __all__ = [
     "EXPORT_FORMATS",
     "MAX_IMPORT_BYTES",
+    "code_fence",
     "conversation_from_json",
     "conversation_json",
     "read_export",
@@ -69,7 +70,7 @@ def reply_author(extra: Mapping[str, Any]) -> tuple[str, str]:
     return "Assistant", ""
 
 
-def _fence(text: str, info: str = "") -> str:
+def code_fence(text: str, info: str = "") -> str:
     """``text`` in a fenced code block whose fence no backtick run in it can close."""
     longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
     fence = "`" * max(3, longest + 1)
@@ -116,11 +117,15 @@ def _call(tc: StoredToolCall) -> list[str]:
         facts.append(_APPROVALS[tc.approval])
     args = tc.arguments
     shown = args if isinstance(args, str) else json.dumps(args, ensure_ascii=False, indent=2)
-    out = [f"**Tool call: `{_one_line(tc.name)}`** ({', '.join(facts)})", "", _fence(shown or "{}", "json")]
+    out = [
+        f"**Tool call: `{_one_line(tc.name)}`** ({', '.join(facts)})",
+        "",
+        code_fence(shown or "{}", "json"),
+    ]
     if tc.error is not None:
-        out += ["", "Error:", "", _fence(tc.error)]
+        out += ["", "Error:", "", code_fence(tc.error)]
     elif tc.result is not None:
-        out += ["", "Result:", "", _fence(tc.result)]
+        out += ["", "Result:", "", code_fence(tc.result)]
     return out
 
 

@@ -32,6 +32,7 @@ ICON_NAMES = (
     "download",
     "error",
     "copy",
+    "attach",
 )
 
 

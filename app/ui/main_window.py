@@ -46,7 +46,7 @@ from app.ui.tool_panel import ToolCallPanel
 from app.ui.window_chat import ChatController
 from app.ui.window_chat_page import ChatPage
 from app.ui.window_conversations import ConversationsController
-from app.ui.window_drops import CHAT_SUFFIX, MODEL_SUFFIX, DropsController
+from app.ui.window_drops import DropsController, dropped_files
 from app.ui.window_menus import SHORTCUTS, MenusController
 from app.ui.window_pages import Page, PageStack, WorkPages
 from app.ui.window_part import WindowKit
@@ -153,13 +153,14 @@ class MainWindow(QMainWindow):
             model_bar=self.model_bar,
         )
         self.conversations = self.conversations_ctl.list
-        self.drops = DropsController(  # GGUF models and exported chats dropped on the window
+        self.drops = DropsController(  # models, exported chats, images and text files dropped on the window
             kit,
             model_bar=self.model_bar,
             conversations=self.conversations_ctl,
             images=self.chat_ctl.images.add_mime,
+            files=self.chat_ctl.files.add_paths,
         )
-        page.compose.leaves_suffixes = (MODEL_SUFFIX, CHAT_SUFFIX)
+        page.compose.leaves = lambda mime: bool(dropped_files(mime))
         self.page_stack.add_page(
             "chat", "Chat", lambda: page.widget, tooltip="Chat with the loaded model", tool_panel=True
         )

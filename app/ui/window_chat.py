@@ -24,6 +24,7 @@ from app.ui.call_view import CallView
 from app.ui.chat.records import end_reply
 from app.ui.thinking_control import ThinkingController
 from app.ui.window_chat_turns import reply_stats
+from app.ui.window_files import FilesController
 from app.ui.window_images import ImagesController
 from app.ui.window_part import WindowKit, WindowPart
 
@@ -90,6 +91,7 @@ class ChatController(WindowPart):
         worker.tool_choice = self.tool_choice_box.value()
         self.thinking = ThinkingController(page.thinking_box, worker, state.store)  # issue 30
         self.images = ImagesController(kit, page=page)  # the message's images (issue 30)
+        self.files = FilesController(kit, page=page)  # the message's text files
         worker.sig_loaded.connect(lambda info: self.tool_choice_box.set_tools(info.tools))
         self.send_button.clicked.connect(self._on_send_button_clicked)
         settings.sig_settings_saved.connect(self._on_settings_saved)
@@ -131,7 +133,8 @@ class ChatController(WindowPart):
         if self.state.busy:
             return False
         text = (text if text is not None else self.compose.toPlainText()).strip()
-        if not text and not (images if images is not None else self.images.pending.images):
+        files = self.files.pending.files
+        if not text and not files and not (images if images is not None else self.images.pending.images):
             return False
         if self.state.model_info is None:
             self.window.statusBar().showMessage("No model is loaded yet: pick one in the model picker.", 8000)
@@ -141,7 +144,14 @@ class ChatController(WindowPart):
                 f"The remote engine {self.state.model_info.remote} was deleted: pick another model.", 8000
             )
             return False
-        cid = self.conversations.ensure_conversation(text or "Image")
+        if files:  # their text goes in the message (after what was typed), kept and sent whole
+            from app.storage.attached_files import message_with_files
+
+            title = text or " ".join(f.name for f in files)
+            text = message_with_files(text, self.files.take())
+        else:
+            title = text or "Image"
+        cid = self.conversations.ensure_conversation(title)
         sent = self.images.take() if images is None else list(images)
         self.images.before_send()
         self.compose.clear()

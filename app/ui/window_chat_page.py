@@ -20,9 +20,10 @@ from PySide6.QtWidgets import (
 )
 
 from app.ui.chat import ChatView, ComposeEdit
-from app.ui.chat.attachments import PendingImages
+from app.ui.chat.attachments import PendingFiles, PendingImages
 from app.ui.chat.find import FindBar
 from app.ui.chat_system import SystemPromptBar
+from app.ui.icons import icon
 from app.ui.thinking_control import ThinkingBox
 from app.ui.tool_choice import ToolChoiceBox
 
@@ -37,39 +38,77 @@ COMPOSE_MIN_PX = 360  # the narrowest the message box gets beside the controls
 
 
 class _ComposeLayout(QObject):
-    """Lays out the compose row: one line when wide, the controls under the text when narrow."""
+    """Lays out the compose row: one line when wide; when narrow the controls go under the text,
+    on as many lines as they need (right-aligned, Send last), so none is squeezed."""
 
     def __init__(self, page: QWidget, grid: QGridLayout, compose: QWidget, controls: list[QWidget]) -> None:
         super().__init__(page)
         self.grid, self.compose, self.controls = grid, compose, controls
         self.narrow: bool | None = None
+        self.lines: tuple[int, ...] = ()  # when narrow: how many controls each line under the box holds
+        self._rows: list[QHBoxLayout] = []
         page.installEventFilter(self)
 
     def eventFilter(self, obj: QObject, event: QEvent) -> bool:  # noqa: N802 - Qt's name
         if event.type() == QEvent.Type.Resize and isinstance(obj, QWidget):
-            self.arrange(obj.width() < self.one_line_px())
+            narrow = obj.width() < self.one_line_px()
+            self.arrange(narrow, self._lines(obj.width()) if narrow else ())
         return False
+
+    def _spacing(self) -> int:
+        return max(0, self.grid.horizontalSpacing())
 
     def one_line_px(self) -> int:
         """The width the row needs on one line: the controls as wide as they ask, and the text box
         at least :data:`COMPOSE_MIN_PX` (the tool choice, the thinking control and its budget take
         most of a narrow page: the box beside them would be a strip)."""
-        spacing = max(0, self.grid.horizontalSpacing())
-        controls = sum(w.sizeHint().width() + spacing for w in self.controls if not w.isHidden())
+        controls = sum(w.sizeHint().width() + self._spacing() for w in self.controls if not w.isHidden())
         margins = self.grid.contentsMargins()
         return max(NARROW_PX, controls + COMPOSE_MIN_PX + margins.left() + margins.right())
 
-    def arrange(self, narrow: bool) -> None:
-        if narrow == self.narrow:
-            return
-        self.narrow = narrow
+    def _lines(self, width: int) -> tuple[int, ...]:
+        """How many controls each line under the box takes at ``width``, filled in order."""
+        margins = self.grid.contentsMargins()
+        room = width - margins.left() - margins.right()
+        lines: list[int] = []
+        used, n = 0, 0
+        for w in self.controls:
+            need = 0 if w.isHidden() else w.sizeHint().width() + self._spacing()
+            if n and used + need > room:
+                lines.append(n)
+                used, n = 0, 0
+            used += need
+            n += 1
+        lines.append(n)
+        return tuple(lines)
+
+    def _clear(self) -> None:
         for w in (self.compose, *self.controls):
             self.grid.removeWidget(w)
+        for row in self._rows:
+            while row.count():
+                row.takeAt(0)
+            self.grid.removeItem(row)
+            row.deleteLater()
+        self._rows = []
+
+    def arrange(self, narrow: bool, lines: tuple[int, ...] = ()) -> None:
+        if (narrow, lines) == (self.narrow, self.lines):
+            return
+        self.narrow, self.lines = narrow, lines
+        self._clear()
         n = len(self.controls)
         if narrow:
             self.grid.addWidget(self.compose, 0, 0, 1, n + 1)
-            for i, w in enumerate(self.controls, start=1):
-                self.grid.addWidget(w, 1, i, Qt.AlignmentFlag.AlignRight)
+            at = 0
+            for r, count in enumerate(lines or (n,), start=1):
+                row = QHBoxLayout()
+                row.addStretch(1)
+                for w in self.controls[at : at + count]:
+                    row.addWidget(w)
+                at += count
+                self.grid.addLayout(row, r, 0, 1, n + 1)
+                self._rows.append(row)
             self.grid.setColumnStretch(0, 1)
         else:
             self.grid.addWidget(self.compose, 0, 0)
@@ -101,6 +140,9 @@ class ChatPage:
     system_bar: SystemPromptBar | None = None
     #: Find in the chat (Ctrl+F), above the conversation
     find_bar: FindBar | None = None
+    #: text files: the button that attaches them, and those attached to the message being written
+    file_button: QToolButton | None = None
+    pending_files: PendingFiles | None = None
 
     @classmethod
     def build(cls, *, banners: QLayout, tool_choice: str) -> ChatPage:
@@ -129,11 +171,22 @@ class ChatPage:
         attach.setObjectName("attachImage")
         attach.setText("Image…")
         attach.setToolTip("Attach an image (or paste one, or drop image files on the window)")
-        _ComposeLayout(page, row, compose, [attach, box, thinking, send]).arrange(False)
+        attach_file = QToolButton()  # an icon: the compose row keeps its room at 800×600
+        attach_file.setObjectName("attachFile")
+        attach_file.setIcon(icon("attach"))
+        attach_file.setAccessibleName("Attach text files")
+        attach_file.setToolTip(
+            "Attach text files (code, notes, data): their text goes with the message "
+            "(or drop them on the window)"
+        )
+        _ComposeLayout(page, row, compose, [attach, attach_file, box, thinking, send]).arrange(False)
         v.addLayout(row)
         pending = PendingImages()
         pending.setContentsMargins(12, 0, 12, 8)
         v.addWidget(pending)
+        pending_files = PendingFiles()
+        pending_files.setContentsMargins(12, 0, 12, 8)
+        v.addWidget(pending_files)
         return cls(
             page,
             chat,
@@ -149,6 +202,8 @@ class ChatPage:
             pending_images=pending,
             system_bar=system_bar,
             find_bar=find_bar,
+            file_button=attach_file,
+            pending_files=pending_files,
         )
 
     @staticmethod

@@ -5,10 +5,11 @@
   model's shard stands for the whole model; a vision projector joins the library to be paired
   with a model on the Models page, and is never loaded as one.
 - A chat exported as JSON comes in as a new conversation and opens, as File → Import chat… does.
+- Images are attached to the message being written (``window_images``), as on the chat page.
+- Any other file is attached to the message as text (``window_files``), or refused with why (a
+  binary file, one too large).
 
-Images go to the message box (``window_images``), those in a drop with models or chats too; what
-is none of these is refused while it is dragged over, so the pointer says so. Files are read off the UI thread; the status bar says what
-came in and why anything did not."""
+Files are read off the UI thread; the status bar says what came in and why anything did not."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from PySide6.QtCore import QEvent, QMimeData, QObject
 from PySide6.QtGui import QDragEnterEvent, QDragMoveEvent, QDropEvent
 
-from app.ui.chat.attachments import mime_has_images
+from app.ui.chat.attachments import IMAGE_SUFFIXES, mime_has_images
 from app.ui.window_part import WindowKit, WindowPart
 
 if TYPE_CHECKING:
@@ -36,17 +37,20 @@ STATUS_MS = 10_000
 
 @dataclass(frozen=True)
 class Dropped:
-    """The local files of a drag the window takes: GGUF models and JSON chats, in the drag's order."""
+    """The local files of a drag, but images (``window_images`` reads those), in the drag's order:
+    GGUF models, JSON files (a chat export, or text to attach: told when dropped) and the others
+    (text to attach)."""
 
     models: list[Path] = field(default_factory=list)
     chats: list[Path] = field(default_factory=list)
+    files: list[Path] = field(default_factory=list)
 
     def __bool__(self) -> bool:
-        return bool(self.models or self.chats)
+        return bool(self.models or self.chats or self.files)
 
 
 def dropped_files(mime: QMimeData | None) -> Dropped:
-    """The GGUF and JSON files of ``mime`` (local files only: a link from a web page is not one)."""
+    """The local files of ``mime`` that are not images (a link from a web page is no file)."""
     out = Dropped()
     if mime is None or not mime.hasUrls():
         return out
@@ -59,6 +63,8 @@ def dropped_files(mime: QMimeData | None) -> Dropped:
             out.models.append(path)
         elif suffix == CHAT_SUFFIX:
             out.chats.append(path)
+        elif suffix not in IMAGE_SUFFIXES:
+            out.files.append(path)
     return out
 
 
@@ -77,36 +83,54 @@ class DropsController(WindowPart):
         model_bar: ModelBar,
         conversations: ConversationsController,
         images: Callable[[QMimeData], int],
+        files: Callable[[list[Path]], object],
     ) -> None:
         super().__init__(kit)
-        self.model_bar, self.conversations, self.images = model_bar, conversations, images
+        self.model_bar, self.conversations, self.images, self.files = model_bar, conversations, images, files
         self.window.setAcceptDrops(True)
         self.window.installEventFilter(self)
 
     def eventFilter(self, obj: QObject, event: QEvent) -> bool:  # noqa: N802 - Qt's name
-        if isinstance(event, QDragEnterEvent | QDragMoveEvent):
-            if dropped_files(event.mimeData()):
+        if isinstance(event, QDragEnterEvent | QDragMoveEvent | QDropEvent):
+            mime = event.mimeData()
+            files, images = dropped_files(mime), mime_has_images(mime)
+            if files or images:
                 event.acceptProposedAction()
-                return True
-            return super().eventFilter(obj, event)
-        if isinstance(event, QDropEvent):
-            files = dropped_files(event.mimeData())
-            if files:
-                event.acceptProposedAction()
-                self.take(files)
-                if mime_has_images(event.mimeData()):
-                    self.images(event.mimeData())  # the images of the drop: to the message box
+                if event.type() == QEvent.Type.Drop:  # (a drag's enter and move events are drop events too)
+                    self.take(files)
+                    if images:
+                        self.images(mime)  # the images of the drop: to the message box
                 return True
         return super().eventFilter(obj, event)
 
     def take(self, files: Dropped) -> None:
-        """Import the chats and add the models of a drop."""
+        """Import the chats, add the models and attach the text files of a drop."""
         if self.state.shut:
             return
-        for path in files.chats:
-            self.conversations.import_conversation(str(path))
+        if files.chats:
+            self._sort_json(files.chats, files.files)
+        elif files.files:
+            self.files(files.files)
         if files.models:
             self.add_models(files.models)
+
+    def _sort_json(self, jsons: list[Path], others: list[Path]) -> None:
+        """JSON files: those exported by Callisto are imported as chats, the others attached with
+        ``others`` (each file's start read off the UI thread)."""
+        from app.storage.attached_files import is_chat_export
+
+        def sort() -> list[bool]:
+            return [is_chat_export(p) for p in jsons]
+
+        def sorted_(exports: list[bool]) -> None:
+            for path, export in zip(jsons, exports, strict=True):
+                if export:
+                    self.conversations.import_conversation(str(path))
+            attach = [p for p, export in zip(jsons, exports, strict=True) if not export] + others
+            if attach:
+                self.files(attach)
+
+        self.tasks.run(sort, sorted_)
 
     # -- models -----------------------------------------------------------------------------------
     def add_models(self, paths: list[Path]) -> bool:

@@ -178,17 +178,19 @@ def test_a_drop_with_a_model_and_an_image_attaches_the_image_too(qtbot, make_win
     assert w.chat_ctl.images.pending.images == [photo.read_bytes()]
 
 
-def test_other_files_and_links_are_refused_while_dragged(qtbot, make_window, tmp_path):
+def test_links_are_refused_while_dragged_and_files_are_sorted(qtbot, make_window, tmp_path):
     w = make_window(None)
     notes = tmp_path / "notes.txt"
     notes.write_text("hello", encoding="utf-8")
-    assert not _drag(w.centralWidget(), _mime([notes]))
+    assert _drag(w.centralWidget(), _mime([notes]))  # a text file: attached to the message
     assert not _drag(w.centralWidget(), _mime([], urls=["https://example.org/model.gguf"]))
     assert not dropped_files(_mime([], urls=["https://example.org/chat.json"]))
-    found = dropped_files(_mime([tmp_path / "A.GGUF", notes, tmp_path / "c.Json"]))
+    found = dropped_files(_mime([tmp_path / "A.GGUF", notes, tmp_path / "c.Json", tmp_path / "p.PNG"]))
     assert found.models == [tmp_path / "A.GGUF"] and found.chats == [tmp_path / "c.Json"]
-    # text dragged onto the message box is still inserted
+    assert found.files == [notes]  # (images are read by the images' part)
+    # text dragged onto the message box is still inserted; files are left to the window
     mime = QMimeData()
     mime.setText("some words")
     assert w.compose.canInsertFromMimeData(mime)
     assert not w.compose.canInsertFromMimeData(_mime([tmp_path / "m.gguf"], with_text=True))
+    assert not w.compose.canInsertFromMimeData(_mime([notes], with_text=True))

@@ -18,6 +18,8 @@ from PySide6.QtCore import QBuffer, QByteArray, QIODevice, QMimeData, QSize, Qt,
 from PySide6.QtGui import QImage, QImageReader, QPixmap
 from PySide6.QtWidgets import QDialog, QHBoxLayout, QLabel, QScrollArea, QToolButton, QVBoxLayout, QWidget
 
+from app.storage.attached_files import MAX_FILES, AttachedFile
+
 __all__ = [
     "DEFAULT_MAX_IMAGE_BYTES",
     "IMAGE_SUFFIXES",
@@ -26,6 +28,7 @@ __all__ = [
     "REENCODE_MAX_SIDE",
     "ImagePolicy",
     "ImageStrip",
+    "PendingFiles",
     "PendingImages",
     "check_image",
     "images_from_mime",
@@ -284,3 +287,62 @@ class PendingImages(ImageStrip):
         if self.images:
             self.set_images([])
             self.sig_changed.emit()
+
+
+class PendingFiles(QWidget):
+    """The text files attached to the message being written, under the message box: a chip a file
+    (its name and size; the whole name in the tooltip) with a × that takes it off."""
+
+    sig_changed = Signal()
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("pendingFiles")
+        self._lay = QHBoxLayout(self)
+        self._lay.setContentsMargins(0, 0, 0, 0)
+        self._lay.setSpacing(6)
+        self._lay.addStretch(1)
+        self.files: list[AttachedFile] = []
+        self.chips: list[QWidget] = []
+        self.setVisible(False)
+
+    def add(self, file: AttachedFile) -> str | None:
+        """Attach ``file``; why it was not attached, or None."""
+        if len(self.files) >= MAX_FILES:
+            return f"a message takes at most {MAX_FILES} files"
+        self._set([*self.files, file])
+        return None
+
+    def remove(self, index: int) -> None:
+        if 0 <= index < len(self.files):
+            self._set(self.files[:index] + self.files[index + 1 :])
+
+    def clear(self) -> None:
+        if self.files:
+            self._set([])
+
+    def _set(self, files: list[AttachedFile]) -> None:
+        for chip in self.chips:
+            self._lay.removeWidget(chip)
+            chip.deleteLater()
+        self.files, self.chips = list(files), []
+        for i, f in enumerate(self.files):
+            chip = QWidget()
+            chip.setObjectName("fileChip")
+            row = QHBoxLayout(chip)
+            row.setContentsMargins(8, 2, 2, 2)
+            row.setSpacing(2)
+            name = QLabel(f.label)
+            name.setToolTip(f"{f.name}: its text goes with the message")
+            row.addWidget(name)
+            drop = QToolButton()
+            drop.setObjectName("removeFile")
+            drop.setText("×")
+            drop.setAutoRaise(True)
+            drop.setToolTip(f"Take {f.name} off the message")
+            drop.clicked.connect(lambda _c=False, i=i: self.remove(i))
+            row.addWidget(drop)
+            self._lay.insertWidget(i, chip)
+            self.chips.append(chip)
+        self.setVisible(bool(self.files))
+        self.sig_changed.emit()

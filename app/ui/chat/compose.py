@@ -3,6 +3,8 @@ attached to the message) and the box that edits a sent message."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from PySide6.QtCore import QMimeData, Qt, Signal
 from PySide6.QtGui import QKeyEvent
 from PySide6.QtWidgets import QPlainTextEdit, QWidget
@@ -36,15 +38,12 @@ class ComposeEdit(QPlainTextEdit):
         self.setFixedHeight(height)
         self.takes_images = False  # set by the window: the message box attaches images
         self.up_edits_last = False  # set by the window: Up in the empty box edits the last message
-        #: the suffixes of the files the window takes when dropped (models, chats): a drag holding
-        #: one is not text to insert, and goes on to the window
-        self.leaves_suffixes: tuple[str, ...] = ()
+        #: which drags the window takes (files: models, chats, text to attach): set by the window;
+        #: such a drag is not text to insert here, and goes on to the window
+        self.leaves: Callable[[QMimeData], bool] | None = None
 
     def _leaves(self, source: QMimeData) -> bool:
-        return bool(self.leaves_suffixes) and any(
-            url.isLocalFile() and url.toLocalFile().lower().endswith(self.leaves_suffixes)
-            for url in source.urls()
-        )
+        return self.leaves is not None and self.leaves(source)
 
     def canInsertFromMimeData(self, source: QMimeData) -> bool:  # noqa: N802 (Qt API)
         if self._leaves(source):
