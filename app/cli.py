@@ -7,7 +7,7 @@
                        [--no-parallel-tool-calls] [--response-format json|SCHEMA.json]
                        [--think | --no-think] [--reasoning-budget N] [--reasoning-effort LEVEL]
                        [--ngram-draft on|off] [--draft-model PATH] [--image FILE]... [--mmproj PATH|none]
-                       [--chat-template-file FILE] "prompt"
+                       [--file FILE]... [--chat-template-file FILE] "prompt"
     python -m app chat --endpoint URL --model NAME [--api-key-env VAR] [--kind openai|anthropic|ollama]
                        [--parser auto|api|callisto] [--template GGUF|TOKENIZER_CONFIG|ORG/NAME] "prompt"
     python -m app inspect PATH [--json] [--lint]
@@ -28,8 +28,11 @@ cannot be read as one is refused before anything loads.
 ``--image FILE`` (repeatable) sends the files' images with the prompt, for a model with a vision
 projector (``--mmproj``: its file; default the ``*mmproj*.gguf`` beside the model; ``none``: no
 projector); each file is read and its header checked before the model loads.
-With ``--json`` every event is one JSON object per line on stdout; with ``--image`` the first is
-``{"type": "user", "content": ..., "images": [{"file", "bytes", "sha256", "format", "width", "height"}]}``. ``inspect`` prints the
+``--file FILE`` (repeatable) attaches a text file: its text goes in the message after the prompt,
+labelled and fenced, as the window's paperclip does (a binary or too large file is refused first).
+With ``--json`` every event is one JSON object per line on stdout; with ``--image`` or ``--file``
+the first is ``{"type": "user", "content": ..., "images": [{"file", "bytes", "sha256", "format",
+"width", "height"}], "files": [{"name", "bytes"}]}`` (``files`` with ``--file``). ``inspect`` prints the
 GGUF's metadata and the tool-call format detected from its template.
 
 Exit status: 0 done, 1 the model or the reply failed, 2 bad arguments, 3 the engine process
@@ -176,6 +179,14 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="FILE",
         help="send this image with the prompt (repeatable; PNG, JPEG, GIF or BMP): the model needs "
         "a vision projector (--mmproj)",
+    )
+    chat.add_argument(
+        "--file",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="attach this text file (repeatable; UTF-8 or UTF-16, up to 1 MB): its text goes in the "
+        "message after the prompt, labelled and fenced",
     )
     chat.add_argument(
         "--mmproj",
@@ -412,6 +423,12 @@ def _chat(args: argparse.Namespace) -> int:
         tool_choice, response_format = _choices(args)
         thinking = _thinking(args)
         args.images = _read_images(args.image, save=args.save)  # before anything loads
+        args.files = _read_files(args.file)
+        if args.files:
+            from app.storage.attached_files import message_with_files
+
+            args.typed = args.prompt  # (the conversation's title, with --save)
+            args.prompt = message_with_files(args.prompt, args.files)
         mmproj = _mmproj(args.mmproj)
     except ValueError as exc:
         _err(f"error: {exc}")
@@ -493,6 +510,22 @@ class ImageFile(NamedTuple):
             "width": self.info.width,
             "height": self.info.height,
         }
+
+
+def _read_files(paths: list[str]) -> list[Any]:
+    """The text files of ``--file``, read (``app.storage.attached_files``): ValueError names the
+    file and why it cannot be attached."""
+    from app.storage.attached_files import read_text_file
+
+    files = []
+    for path in paths:
+        try:
+            files.append(read_text_file(path))
+        except ValueError as exc:
+            raise ValueError(f"--file {path}: {exc}") from None
+        except OSError as exc:
+            raise ValueError(f"--file {path}: cannot read the file: {exc.strerror or exc}") from None
+    return files
 
 
 def _read_images(paths: list[str], *, save: bool = False) -> list[ImageFile]:
@@ -664,8 +697,17 @@ def _print_events(
         response_format=response_format,
         **({"images": [i.data for i in images]} if images else {}),
     )
-    if images and args.json:  # what was sent, before the reply: the images described, not their bytes
-        user = {"type": "user", "content": args.prompt, "images": [i.describe() for i in images]}
+    files = getattr(args, "files", [])
+    if (
+        images or files
+    ) and args.json:  # what was sent, before the reply: the images described, not their bytes
+        user: dict[str, Any] = {
+            "type": "user",
+            "content": args.prompt,
+            "images": [i.describe() for i in images],
+        }
+        if files:
+            user["files"] = [{"name": f.name, "bytes": f.size} for f in files]
         print(json.dumps(_printable(user), ensure_ascii=False), flush=True)
     if recorder is not None:
         recorder.user_message(args.prompt, [i.data for i in images])
@@ -754,7 +796,8 @@ def _recorder(args: argparse.Namespace, session: Any) -> Any:
             from app.storage.settings import load_settings
 
             history.max_image_bytes = load_settings()[0].images.max_bytes
-        title = " ".join(args.prompt.split())[:60] or "Chat"
+        typed = getattr(args, "typed", args.prompt)
+        title = " ".join(typed.split())[:60] or " ".join(f.name for f in getattr(args, "files", [])) or "Chat"
         where = (
             f"{args.endpoint.rstrip('/')}#{args.model}" if args.endpoint else str(Path(args.model).resolve())
         )
