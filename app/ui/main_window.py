@@ -42,6 +42,7 @@ from app.ui.icons import icon
 from app.ui.model_bar import ModelBar
 from app.ui.remote_models import RemoteEngines
 from app.ui.tasks import BackgroundTasks
+from app.ui.text_size import TextSize
 from app.ui.tool_panel import ToolCallPanel
 from app.ui.window_chat import ChatController
 from app.ui.window_chat_page import ChatPage
@@ -153,6 +154,7 @@ class MainWindow(QMainWindow):
             model_bar=self.model_bar,
         )
         self.conversations = self.conversations_ctl.list
+        self.text_size = TextSize(kit, targets=[page.chat.column, page.compose])  # the chat's text size
         self.drops = DropsController(  # models, exported chats, images and text files dropped on the window
             kit,
             model_bar=self.model_bar,
@@ -188,7 +190,7 @@ class MainWindow(QMainWindow):
             export_chat=self.conversations_ctl.export_conversation,
             import_chat=self.conversations_ctl.import_conversation,
             find_in_chat=self.conversations_ctl.find_in_chat,
-            text_size=self.chat_ctl.step_text_size,
+            text_size=self.text_size.step,
         )
         self._wire_parts()
         self._chat_page = page

@@ -154,9 +154,8 @@ class ModelBar(WindowPart):
         try:
             self.library.import_in_place(path)
         except Exception as exc:  # noqa: BLE001 - the chat works without a library entry
-            self.window.statusBar().showMessage(
-                f"{Path(path).name} could not be added to the library: {exc}", 8000
-            )
+            why = f"{Path(path).name} could not be added to the library: {exc}"
+            self.window.statusBar().showMessage(why, 8000)
             return False
         if refresh:
             self.library_changed()
@@ -164,14 +163,12 @@ class ModelBar(WindowPart):
 
     def library_changed(self) -> None:
         """A model joined the library: the Models page (when it is open) and the picker list it."""
-        page = self.pages.built_page("models")
-        if page is not None:
-            from app.ui.models_page import ModelsPage
+        from app.ui.models_page import ModelsPage
 
-            if isinstance(page, ModelsPage):
-                page.refresh_library()  # its sig_library_done refreshes the picker too
-                return
-        self.refresh_model_library()
+        if isinstance(page := self.pages.built_page("models"), ModelsPage):
+            page.refresh_library()  # its sig_library_done refreshes the picker too
+        else:
+            self.refresh_model_library()
 
     def refresh_model_library(self) -> None:
         """Rescan the models library (models folder, added folders, imports) off the UI thread;

@@ -3,10 +3,14 @@ the messages and the message box drawn at a percentage of the system's font size
 
 from __future__ import annotations
 
-from PySide6.QtGui import QFont
-from PySide6.QtWidgets import QApplication
+from collections.abc import Sequence
 
-__all__ = ["DEFAULT_SCALE", "TEXT_SCALES", "scale_choices", "scaled_font", "step_scale"]
+from PySide6.QtGui import QFont
+from PySide6.QtWidgets import QApplication, QWidget
+
+from app.ui.window_part import WindowKit, WindowPart
+
+__all__ = ["DEFAULT_SCALE", "TEXT_SCALES", "TextSize", "scale_choices", "scaled_font", "step_scale"]
 
 #: the sizes the View menu steps through and Settings offers, in percent
 TEXT_SCALES = (80, 90, 100, 115, 130, 150, 175, 200)
@@ -37,3 +41,33 @@ def scaled_font(scale: int) -> QFont:
     elif font.pixelSize() > 0:
         font.setPixelSize(max(1, round(font.pixelSize() * scale / 100)))
     return font
+
+
+class TextSize(WindowPart):
+    """Draws ``targets`` (the chat's messages, the message box) at the size the settings say, at
+    once when they change; the View menu's Larger / Smaller / Actual text size step it."""
+
+    def __init__(self, kit: WindowKit, *, targets: Sequence[QWidget]) -> None:
+        super().__init__(kit)
+        self.targets = list(targets)
+        self.scale: int | None = None
+        self.state.store.subscribe(lambda _sections: self.apply())
+        self.apply()
+
+    def apply(self) -> None:
+        scale = self.state.settings.window.text_scale
+        if scale != self.scale:
+            self.scale = scale
+            font = scaled_font(scale)
+            for widget in self.targets:
+                widget.setFont(font)  # (children take it: the messages shown and those to come)
+
+    def step(self, delta: int) -> int:
+        """Larger text (``delta`` 1), smaller (-1), the usual size (0): saved, and shown at once;
+        the status bar says the size. Returns it."""
+        scale = step_scale(self.state.settings.window.text_scale, delta)
+        if scale != self.state.settings.window.text_scale:
+            self.state.settings.window.text_scale = scale
+            self.save_settings()  # the store tells every part: apply
+        self.window.statusBar().showMessage(f"Chat text size: {scale}%", 3000)
+        return scale

@@ -82,9 +82,6 @@ class ChatController(WindowPart):
         self.chat.sig_version.connect(self.show_version)
         self.compose.sig_submit.connect(self.send_or_stop_from_keyboard)
         self.compose.up_edits_last = True  # Up in the empty box edits the last message sent
-        self._text_scale: int | None = None
-        self.state.store.subscribe(lambda _sections: self.apply_text_size())
-        self.apply_text_size()
         self.compose.sig_edit_last.connect(self.chat.edit_last)
         self.chat.sig_edit_ended.connect(self.compose.setFocus)  # back to the box after an edit
         self.tool_choice_box.sig_choice.connect(self._on_tool_choice)
@@ -144,13 +141,8 @@ class ChatController(WindowPart):
                 f"The remote engine {self.state.model_info.remote} was deleted: pick another model.", 8000
             )
             return False
-        if files:  # their text goes in the message (after what was typed), kept and sent whole
-            from app.storage.attached_files import message_with_files
-
-            title = text or " ".join(f.name for f in files)
-            text = message_with_files(text, self.files.take())
-        else:
-            title = text or "Image"
+        title = text or " ".join(f.name for f in files) or "Image"
+        text = self.files.into_message(text)  # their text goes in it, kept and sent whole
         cid = self.conversations.ensure_conversation(title)
         sent = self.images.take() if images is None else list(images)
         self.images.before_send()
@@ -275,56 +267,16 @@ class ChatController(WindowPart):
         for call_id in list(reply.cards):
             self.tool_panel.remove_call(call_id)
 
-    # -- the chat's text size ---------------------------------------------------------------------
-    def apply_text_size(self) -> None:
-        """The messages and the message box at the size the settings say."""
-        scale = self.state.settings.window.text_scale
-        if scale == self._text_scale:
-            return
-        self._text_scale = scale
-        from app.ui.text_size import scaled_font
-
-        font = scaled_font(scale)
-        self.chat.set_text_font(font)
-        self.compose.setFont(font)
-
-    def step_text_size(self, delta: int) -> int:
-        """View → Larger text (``delta`` 1), Smaller text (-1), Actual size (0): saved, and shown at
-        once; the status bar says the size. Returns it."""
-        from app.ui.text_size import step_scale
-
-        scale = step_scale(self.state.settings.window.text_scale, delta)
-        if scale != self.state.settings.window.text_scale:
-            self.state.settings.window.text_scale = scale
-            self.save_settings()  # the store tells every part: apply_text_size
-        self.window.statusBar().showMessage(f"Chat text size: {scale}%", 3000)
-        return scale
-
     def set_busy(self, busy: bool) -> None:
         self.state.busy = busy
         self.chat.set_busy(busy)
         self.update_send_button()
 
     def update_send_button(self) -> None:
-        b = self.send_button
-        usable = self.state.model_info is not None and not self.remote.remote_removed()
-        if self.state.busy:
-            b.setText("Stop")
-            b.setToolTip("Stop the reply (Esc)")
-            b.setProperty("mode", "stop")
-        else:
-            b.setText("Send")
-            b.setToolTip(
-                "Send (Enter)"
-                if usable
-                else "Its remote engine was deleted: pick another model"
-                if self.state.model_info is not None
-                else "Load a model first"
-            )
-            b.setProperty("mode", "send")
-        b.setEnabled(self.state.busy or usable)
-        b.style().unpolish(b)
-        b.style().polish(b)
+        loaded = self.state.model_info is not None
+        turns.show_send_button(
+            self.send_button, self.state.busy, loaded, loaded and not self.remote.remote_removed()
+        )
 
     # -- worker events -----------------------------------------------------------------------------
     def _on_worker_text(self, text: str) -> None:
@@ -410,20 +362,8 @@ class ChatController(WindowPart):
             self.approval_dialog.reject()
         self.set_busy(False)
         if ev.finish_reason != "cancelled":  # (one the person stopped needs no telling)
-            self.ask_attention()
+            self.attention_asked += turns.ask_attention(self.window)
         self.sig_turn_done.emit(ev)
-
-    def ask_attention(self) -> bool:
-        """When the window is in the background: its taskbar button flashes (Windows) or its Dock
-        icon bounces (macOS) until the person comes back, as a reply ends or a call waits for their
-        approval. False (and nothing) when the window is the active one."""
-        if self.window.isActiveWindow():
-            return False
-        from PySide6.QtWidgets import QApplication
-
-        QApplication.alert(self.window, 0)
-        self.attention_asked += 1
-        return True
 
     def _sync_versions(self, reply: AssistantMessage) -> None:
         """The regenerated reply's pager, as history counts its versions."""
@@ -446,7 +386,7 @@ class ChatController(WindowPart):
                 self.approval_dialog = None
 
         dlg.finished.connect(answered)
-        self.ask_attention()  # a call waits for the person's answer (asked before the dialog is up)
+        self.attention_asked += turns.ask_attention(self.window)  # (asked before the dialog is up)
         dlg.open()
 
     # -- tool panel ---------------------------------------------------------------------------------

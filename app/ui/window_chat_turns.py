@@ -16,6 +16,8 @@ from app.ui.engine_types import recorded_model, written_by
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from PySide6.QtWidgets import QAbstractButton, QWidget
+
     from app.storage.history import Conversation, History, MessageRecord
     from app.storage.settings import Settings
     from app.ui.approval_dialog import ApprovalDialog
@@ -24,12 +26,14 @@ if TYPE_CHECKING:
     from app.ui.worker import EngineWorker
 
 __all__ = [
+    "ask_attention",
     "continues_in_place",
     "live_author",
     "live_source",
     "load_reply_version",
     "remember_approval",
     "reply_stats",
+    "show_send_button",
     "stored_versions",
     "turn_message",
 ]
@@ -152,3 +156,37 @@ def remember_approval(settings: Settings, dlg: ApprovalDialog) -> bool:
         return False
     tools.approvals, tools.pins = approvals, pins  # type: ignore[assignment]
     return True
+
+
+def ask_attention(window: QWidget) -> bool:
+    """When ``window`` is in the background: its taskbar button flashes (Windows) or its Dock icon
+    bounces (macOS) until the person comes back, as a reply ends or a call waits for their
+    approval. False (and nothing) when it is the active window."""
+    if window.isActiveWindow():
+        return False
+    from PySide6.QtWidgets import QApplication
+
+    QApplication.alert(window, 0)
+    return True
+
+
+def show_send_button(b: QAbstractButton, busy: bool, loaded: bool, usable: bool) -> None:
+    """The Send button: Stop while a reply is written; Send when the model can be used, else off,
+    its tooltip saying why (no model ``loaded``, or its remote engine was deleted)."""
+    if busy:
+        b.setText("Stop")
+        b.setToolTip("Stop the reply (Esc)")
+        b.setProperty("mode", "stop")
+    else:
+        b.setText("Send")
+        b.setToolTip(
+            "Send (Enter)"
+            if usable
+            else "Its remote engine was deleted: pick another model"
+            if loaded
+            else "Load a model first"
+        )
+        b.setProperty("mode", "send")
+    b.setEnabled(busy or usable)
+    b.style().unpolish(b)
+    b.style().polish(b)

@@ -83,8 +83,13 @@ class FilesController(WindowPart):
         if attached:
             self.compose.setFocus()
 
-    def take(self) -> list[AttachedFile]:
-        """The files to send with the message: they leave the box."""
+    def into_message(self, text: str) -> str:
+        """The message to send: ``text`` with the attached files' text after it (labelled and
+        fenced); the files leave the box. ``text`` as it is when none is attached."""
+        if not self.pending.files:
+            return text
+        from app.storage.attached_files import message_with_files
+
         files = list(self.pending.files)
         self.pending.clear()
-        return files
+        return message_with_files(text, files)

@@ -34,7 +34,7 @@ def test_the_button_shows_once_scrolled_up_and_takes_the_view_back_down(qtbot):
         view.add_user(f"Question {k}\n\n{PARAGRAPH}")
         _reply(view, PARAGRAPH)
     qtbot.waitUntil(lambda: bar.maximum() > 0 and bar.value() == bar.maximum())
-    assert view.follows_latest and view.jump_button.isHidden()
+    assert view.follow.following and view.follow.button.isHidden()
 
     # a message is sent: the view goes down to it and its reply
     bar.setValue(0)
@@ -42,11 +42,11 @@ def test_the_button_shows_once_scrolled_up_and_takes_the_view_back_down(qtbot):
     reply = view.begin_assistant()
     reply.append_text("Let me think.")
     qtbot.waitUntil(lambda: bar.value() == bar.maximum())
-    assert view.follows_latest
+    assert view.follow.following
 
     bar.setValue(0)  # the person scrolls up to read while the reply is written
-    assert not view.follows_latest and view.jump_button.isVisible()
-    button, viewport = view.jump_button.geometry(), view.viewport().geometry()
+    assert not view.follow.following and view.follow.button.isVisible()
+    button, viewport = view.follow.button.geometry(), view.viewport().geometry()
     assert viewport.contains(button)  # over the chat, at its bottom edge
     assert button.bottom() > viewport.center().y()
 
@@ -54,18 +54,18 @@ def test_the_button_shows_once_scrolled_up_and_takes_the_view_back_down(qtbot):
     view.append_text("\n\n" + PARAGRAPH)
     view.end_assistant("done")
     qtbot.waitUntil(lambda: bar.maximum() > top)
-    assert bar.value() == 0 and view.jump_button.isVisible()  # new text does not pull the view away
+    assert bar.value() == 0 and view.follow.button.isVisible()  # new text does not pull the view away
 
-    qtbot.mouseClick(view.jump_button, Qt.MouseButton.LeftButton)
-    assert bar.value() == bar.maximum() and view.follows_latest and view.jump_button.isHidden()
+    qtbot.mouseClick(view.follow.button, Qt.MouseButton.LeftButton)
+    assert bar.value() == bar.maximum() and view.follow.following and view.follow.button.isHidden()
     top = bar.maximum()
     _reply(view, PARAGRAPH)  # at the latest again: the view follows what is written
     qtbot.waitUntil(lambda: bar.maximum() > top and bar.value() == bar.maximum())
 
     bar.setValue(bar.maximum() // 2)
-    assert view.jump_button.isVisible()
+    assert view.follow.button.isVisible()
     qtbot.keyClick(view, Qt.Key.Key_End, Qt.KeyboardModifier.ControlModifier)
-    assert bar.value() == bar.maximum() and view.jump_button.isHidden()
+    assert bar.value() == bar.maximum() and view.follow.button.isHidden()
 
 
 def test_a_short_chat_has_no_button_and_clearing_hides_it(qtbot):
@@ -74,12 +74,12 @@ def test_a_short_chat_has_no_button_and_clearing_hides_it(qtbot):
     view.add_user("Hi")
     _reply(view, "Hello.")
     qtbot.wait(50)
-    assert bar.maximum() == 0 and view.jump_button.isHidden()
+    assert bar.maximum() == 0 and view.follow.button.isHidden()
     for _ in range(4):
         view.add_user(PARAGRAPH)
     qtbot.waitUntil(lambda: bar.maximum() > 0)
     bar.setValue(0)
-    assert view.jump_button.isVisible()
+    assert view.follow.button.isVisible()
     view.clear()  # another conversation opens: no scrolling left to do
     qtbot.waitUntil(lambda: bar.maximum() == 0)
-    assert view.jump_button.isHidden()
+    assert view.follow.button.isHidden()

@@ -14,7 +14,7 @@ from PySide6.QtCore import QPoint, Qt, Signal
 from PySide6.QtGui import QColor, QKeyEvent, QTextCursor
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QLineEdit, QTextEdit, QToolButton, QWidget
 
-from app.ui.chat.markdown import MarkdownView
+from app.ui.chat.markdown import MarkdownView, TextRun
 from app.ui.theme import is_dark
 
 if TYPE_CHECKING:
@@ -128,7 +128,7 @@ class FindBar(QFrame):
         self._marked: list[MarkdownView] = []
         chat.sig_cleared.connect(self._on_cleared)
         self._follow = False  # keep the current match in view as the chat's height changes
-        chat.sig_scrolled_by_hand.connect(self._stop_following)
+        chat.follow.sig_scrolled_by_hand.connect(self._stop_following)
         chat.verticalScrollBar().rangeChanged.connect(self._on_range_changed)
         self.hide()
 
@@ -188,7 +188,7 @@ class FindBar(QFrame):
         if self.isHidden():
             return
         was = self.matches[self.index] if 0 <= self.index < len(self.matches) else None
-        self.chat.render_pending()
+        self._render_pending()
         self.matches = find_matches(list(self.chat.messages), self.root, self.edit.text())
         n = len(self.matches)
         if not n:
@@ -203,6 +203,15 @@ class FindBar(QFrame):
         # opened) or grows (a reply being written), until the person scrolls
         self._follow = True
         self._show_current()
+
+    def _render_pending(self) -> None:
+        """Show now all the text the messages hold (what the throttled rendering has not shown yet,
+        and tails left for the next turn of the event loop): the search reads all of it."""
+        reply = self.chat.current_assistant()
+        if reply is not None:
+            reply.flush()
+        for run in self.root.findChildren(TextRun):
+            run.render_pending()
 
     def _place(self, match: Match) -> int | None:
         for i, m in enumerate(self.matches):
@@ -253,4 +262,4 @@ class FindBar(QFrame):
             at = m.view.viewport().mapTo(self.root, rect.center())
         except RuntimeError:  # the view went with its message meanwhile
             return
-        self.chat.show_place(at.x(), at.y(), max(60, self.chat.viewport().height() // 3))
+        self.chat.follow.show_place(at.x(), at.y(), max(60, self.chat.viewport().height() // 3))

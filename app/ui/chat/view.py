@@ -11,11 +11,11 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QEvent, QObject, Qt, QTimer, Signal, Slot
-from PySide6.QtGui import QFont
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QScrollArea, QToolButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QScrollArea, QVBoxLayout, QWidget
 
 from app.calls import IncompleteCall
 from app.ui.call_view import CallView
+from app.ui.chat.follow import FollowLatest
 from app.ui.chat.markdown import MarkdownView, TextRun
 from app.ui.chat.messages import AssistantMessage, UserMessage
 from app.ui.chat.notices import NoticeBanner
@@ -46,7 +46,6 @@ class ChatView(QScrollArea):
     sig_version = Signal(object, int)  # (the reply, the version number its pager asks for)
     sig_edit_ended = Signal()  # the edit of a sent message was sent or cancelled
     sig_cleared = Signal()  # the messages were taken away (another conversation opens)
-    sig_scrolled_by_hand = Signal()  # the person scrolled (wheel, keys, scroll bar, ↓ Latest)
 
     READING_WIDTH = 860  # px: long lines stay readable on a wide window
 
@@ -77,20 +76,7 @@ class ChatView(QScrollArea):
         self.setWidget(self._inner)
         self.messages: list[UserMessage | AssistantMessage] = []
         self.pacer = RenderPacer(self.current_assistant, self)  # the throttled rendering
-        self._stick_to_bottom = True
-        # over the chat's bottom edge while the view is scrolled up from the latest message: one
-        # click goes back down and follows the reply being written again
-        self.jump_button = QToolButton(self)
-        self.jump_button.setObjectName("jumpToLatest")
-        self.jump_button.setText("↓  Latest")
-        self.jump_button.setToolTip("Go to the latest message (Ctrl+End in the chat)")
-        self.jump_button.setCursor(Qt.CursorShape.PointingHandCursor)
-        self.jump_button.setFocusPolicy(Qt.FocusPolicy.NoFocus)  # the message box keeps the focus
-        self.jump_button.clicked.connect(self.scroll_to_latest)
-        self.jump_button.hide()
-        self.verticalScrollBar().rangeChanged.connect(self._on_scroll_range_changed)
-        self.verticalScrollBar().valueChanged.connect(self._on_scroll_value_changed)
-        self.verticalScrollBar().actionTriggered.connect(lambda _action: self.sig_scrolled_by_hand.emit())
+        self.follow = FollowLatest(self)  # keeps to the latest message; "↓ Latest" when scrolled up
         self.seen_notice_codes: set[str] = set()
         self.suppress_notice_codes: set[str] = set()
         self.rendered_dark = is_dark()  # the theme the messages' colours were rendered for
@@ -128,7 +114,7 @@ class ChatView(QScrollArea):
         self._empty.setVisible(False)
         self._col.insertWidget(self._col.count() - 1, w)
         self.messages.append(w)
-        self._stick_to_bottom = True
+        self.follow.following = True
 
     def add_user(self, text: str, images: Sequence[bytes] = ()) -> UserMessage:
         """A user message: ``text`` and its ``images`` (the files' bytes, shown as thumbnails)."""
@@ -286,77 +272,11 @@ class ChatView(QScrollArea):
     def banners(self) -> list[NoticeBanner]:
         return [b for m in self.assistant_messages() for b in m.banners]
 
-    def set_text_font(self, font: QFont) -> None:
-        """Draw the messages (those shown and those to come) in ``font`` (the chat's text size)."""
-        self._inner.setFont(font)
-
-    def render_pending(self) -> None:
-        """Show now all the text the messages hold (what the throttled rendering has not shown yet,
-        and tails left for the next turn of the event loop): a search then reads all of it."""
-        reply = self.current_assistant()
-        if reply is not None:
-            reply.flush()
-        for run in self._inner.findChildren(TextRun):
-            run.render_pending()
-
     def set_busy(self, busy: bool) -> None:
         for m in self.messages:
             m.set_actions_enabled(not busy)
 
-    # -- scrolling and the messages' requests ---------------------------------------------
-    def _on_scroll_range_changed(self, _lo: int, hi: int) -> None:
-        if self._stick_to_bottom:
-            self.verticalScrollBar().setValue(hi)
-        self._update_jump_button()
-
-    def _on_scroll_value_changed(self, v: int) -> None:
-        self._stick_to_bottom = v >= self.verticalScrollBar().maximum() - 8
-        self._update_jump_button()
-
-    @property
-    def follows_latest(self) -> bool:
-        """The view is at the latest message and keeps to it as the reply grows."""
-        return self._stick_to_bottom
-
-    def show_place(self, x: int, y: int, margin_y: int) -> None:
-        """Bring the point (``x``, ``y``) of the messages into view, ``margin_y`` from the edges; the
-        view then stays there (it no longer follows the latest message)."""
-        self._stick_to_bottom = False
-        self.ensureVisible(x, y, 40, margin_y)
-        self._stick_to_bottom = False  # (even when that point is at the end)
-        self._update_jump_button()
-
-    def scroll_to_latest(self) -> None:
-        """Down to the latest message, following the reply being written from there."""
-        self.sig_scrolled_by_hand.emit()
-        self._stick_to_bottom = True
-        bar = self.verticalScrollBar()
-        bar.setValue(bar.maximum())
-        self._update_jump_button()
-
-    def _update_jump_button(self) -> None:
-        show = not self._stick_to_bottom and self.verticalScrollBar().maximum() > 0
-        if show:
-            self._place_jump_button()
-            self.jump_button.raise_()
-        self.jump_button.setVisible(show)
-
-    def _place_jump_button(self) -> None:
-        b, vp = self.jump_button, self.viewport().geometry()
-        b.adjustSize()
-        b.move(vp.x() + (vp.width() - b.width()) // 2, vp.y() + vp.height() - b.height() - 12)
-
-    def resizeEvent(self, e) -> None:  # noqa: N802 (Qt API)
-        super().resizeEvent(e)
-        if self.jump_button.isVisible():
-            self._place_jump_button()
-
-    def keyPressEvent(self, e) -> None:  # noqa: N802 (Qt API)
-        if e.key() == Qt.Key.Key_End and e.modifiers() == Qt.KeyboardModifier.ControlModifier:
-            self.scroll_to_latest()
-            return
-        super().keyPressEvent(e)
-
+    # -- the messages' requests ------------------------------------------------------------
     def _on_user_edit_requested(self, msg: UserMessage) -> None:
         later = len(self.messages) - self.messages.index(msg) - 2 if msg in self.messages else 0
         msg.start_edit(max(0, later))
@@ -369,7 +289,7 @@ class ChatView(QScrollArea):
             return None
         msg = users[-1]
         self._on_user_edit_requested(msg)
-        self._stick_to_bottom = False  # the edit box stays in view, wherever the chat's end is
+        self.follow.following = False  # the edit box stays in view, wherever the chat's end is
         # once the box is laid out: brought into view (a long reply after it may hide it)
         QTimer.singleShot(0, lambda: self._show_editor(msg))
         return msg
