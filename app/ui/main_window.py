@@ -154,7 +154,8 @@ class MainWindow(QMainWindow):
             model_bar=self.model_bar,
         )
         self.conversations = self.conversations_ctl.list
-        self.text_size = TextSize(kit, targets=[page.chat.column, page.compose])  # the chat's text size
+        # the chat's text size
+        self.text_size = TextSize(kit, targets=[page.chat.column, page.compose], wheel=page.chat.viewport())
         self.drops = DropsController(  # models, exported chats, images and text files dropped on the window
             kit,
             model_bar=self.model_bar,

@@ -1,11 +1,13 @@
-"""The chat's text size (Settings → Appearance → Chat text size, View → Larger / Smaller text):
-the messages and the message box drawn at a percentage of the system's font size."""
+"""The chat's text size (Settings → Appearance → Chat text size, View → Larger / Smaller text,
+Ctrl+wheel over the chat): the messages and the message box drawn at a percentage of the system's
+font size."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from PySide6.QtGui import QFont
+from PySide6.QtCore import QEvent, QObject, Qt
+from PySide6.QtGui import QFont, QWheelEvent
 from PySide6.QtWidgets import QApplication, QWidget
 
 from app.ui.window_part import WindowKit, WindowPart
@@ -47,12 +49,24 @@ class TextSize(WindowPart):
     """Draws ``targets`` (the chat's messages, the message box) at the size the settings say, at
     once when they change; the View menu's Larger / Smaller / Actual text size step it."""
 
-    def __init__(self, kit: WindowKit, *, targets: Sequence[QWidget]) -> None:
+    def __init__(self, kit: WindowKit, *, targets: Sequence[QWidget], wheel: QWidget | None = None) -> None:
         super().__init__(kit)
         self.targets = list(targets)
         self.scale: int | None = None
+        self._wheel = 0  # Ctrl+wheel turned this far (in eighths of a degree) since its last step
+        if wheel is not None:  # Ctrl+wheel over it steps the size, as in a browser
+            wheel.installEventFilter(self)
         self.state.store.subscribe(lambda _sections: self.apply())
         self.apply()
+
+    def eventFilter(self, obj: QObject, event: QEvent) -> bool:  # noqa: N802 - Qt's name
+        if isinstance(event, QWheelEvent) and event.modifiers() == Qt.KeyboardModifier.ControlModifier:
+            self._wheel += event.angleDelta().y()
+            while abs(self._wheel) >= 120:  # one notch of a mouse wheel (a touchpad sends less, often)
+                self.step(1 if self._wheel > 0 else -1)
+                self._wheel -= 120 if self._wheel > 0 else -120
+            return True  # (the chat does not scroll while the size changes)
+        return super().eventFilter(obj, event)
 
     def apply(self) -> None:
         scale = self.state.settings.window.text_scale

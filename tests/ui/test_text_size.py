@@ -6,7 +6,8 @@ the message box are drawn at it (their rendered text grows taller), and a restar
 from __future__ import annotations
 
 import pytest
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QPoint, QPointF, Qt
+from PySide6.QtGui import QWheelEvent
 from PySide6.QtWidgets import QApplication, QDialogButtonBox
 
 from app.storage.history import History, TurnMessage
@@ -57,6 +58,24 @@ def test_the_view_menu_steps_the_chat_text_size_and_settings_keep_it(qtbot, make
     assert w.settings.window.text_scale == 90 and _points(view) == pytest.approx(base * 0.9)
     w.menus.act_actual.trigger()
     assert w.settings.window.text_scale == 100 and _points(view) == pytest.approx(base)
+
+    # Ctrl+wheel over the chat: a notch a step; a touchpad's small turns add up; without Ctrl it scrolls
+    def wheel(dy: int, mods=Qt.KeyboardModifier.ControlModifier) -> None:
+        at = QPointF(w.chat.viewport().rect().center())
+        ev = QWheelEvent(
+            at, w.chat.viewport().mapToGlobal(at), QPoint(0, 0), QPoint(0, dy),
+            Qt.MouseButton.NoButton, mods, Qt.ScrollPhase.NoScrollPhase, False,
+        )  # fmt: skip
+        QApplication.sendEvent(w.chat.viewport(), ev)
+
+    wheel(120)
+    assert w.settings.window.text_scale == 115 and _points(view) == pytest.approx(base * 1.15)
+    wheel(-60)
+    assert w.settings.window.text_scale == 115
+    wheel(-60)
+    assert w.settings.window.text_scale == 100
+    wheel(120, Qt.KeyboardModifier.NoModifier)
+    assert w.settings.window.text_scale == 100
 
     # Settings → Appearance → Chat text size
     dlg = w.open_settings("window.text_scale")
