@@ -79,7 +79,10 @@ def test_a_made_model_is_picked_chatted_with_and_left(qtbot, make_window):
 
     # each reply's head names what wrote it, live and once the chat is opened again
     def heads() -> list[tuple[str, str]]:
-        return [(r.who.text(), r.who.toolTip()) for r in w.chat.assistant_messages()]
+        # (the tooltip but its last line, which says when: test_message_times)
+        return [
+            (r.who.text(), "\n".join(r.who.toolTip().splitlines()[:-1])) for r in w.chat.assistant_messages()
+        ]
 
     file_name = "alpha"  # the picker's name of the file
     live = heads()

@@ -3,7 +3,9 @@ copy, edit and resend), the Thinking block of a reply, and the small action butt
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
+from datetime import datetime
 
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QGuiApplication
@@ -23,7 +25,7 @@ from app.ui.chat.markdown import MarkdownView
 from app.ui.chat.turn_settings import TurnSettings
 from app.ui.labels import plain_text_label
 
-__all__ = ["COPIED_MS", "ThinkingBlock", "UserMessage", "copy_with_feedback", "small_button"]
+__all__ = ["when_text", "COPIED_MS", "ThinkingBlock", "UserMessage", "copy_with_feedback", "small_button"]
 
 
 class ThinkingBlock(QFrame):
@@ -57,6 +59,11 @@ class ThinkingBlock(QFrame):
         if on:
             self.body.setText(self.text)
         self.body.setVisible(on)
+
+
+def when_text(timestamp: float) -> str:
+    """A message's time as its head's tooltip says it: "5 Dec 2026, 14:03" (the computer's time zone)."""
+    return datetime.fromtimestamp(timestamp).strftime("%d %b %Y, %H:%M").lstrip("0")
 
 
 def small_button(text: str, tip: str) -> QToolButton:
@@ -100,9 +107,10 @@ class UserMessage(QFrame):
         lay = QVBoxLayout(self)
         lay.setContentsMargins(12, 8, 12, 8)
         head = QHBoxLayout()
-        who = QLabel("You")
-        who.setObjectName("roleLabel")
-        head.addWidget(who)
+        self.who = QLabel("You")
+        self.who.setObjectName("roleLabel")
+        self.set_time(time.time())
+        head.addWidget(self.who)
         head.addStretch(1)
         self.btn_copy = small_button("Copy", "Copy this message")
         self.btn_copy.clicked.connect(lambda: copy_with_feedback(self.btn_copy, self.text))
@@ -173,6 +181,10 @@ class UserMessage(QFrame):
             return
         self.cancel_edit()
         self.sig_edit_resend.emit(self, new)
+
+    def set_time(self, timestamp: float) -> None:
+        """When it was sent (its head's tooltip)."""
+        self.who.setToolTip(f"Sent {when_text(timestamp)}")
 
     def set_actions_enabled(self, on: bool) -> None:
         self.btn_edit.setEnabled(on)

@@ -22,7 +22,14 @@ from PySide6.QtWidgets import (
 
 from app.calls import IncompleteCall
 from app.ui.call_view import CallView
-from app.ui.chat.bubble import COPIED_MS, ThinkingBlock, UserMessage, copy_with_feedback, small_button
+from app.ui.chat.bubble import (
+    COPIED_MS,
+    ThinkingBlock,
+    UserMessage,
+    copy_with_feedback,
+    small_button,
+    when_text,
+)
 from app.ui.chat.live import LiveCounter, LiveSnapshot, stats_text
 from app.ui.chat.markdown import TextRun
 from app.ui.chat.notices import ErrorBox, NoticeBanner
@@ -64,6 +71,7 @@ class AssistantMessage(QFrame):
         head = QHBoxLayout()
         self.who = QLabel("Assistant")
         self.who.setObjectName("roleLabel")
+        self.written_at, self._author_tip = time.time(), ""  # when it began; who wrote it (tooltip)
         head.addWidget(self.who)
         self.status_label = QLabel("Processing prompt…")
         self.status_label.setObjectName("msgStatus")
@@ -323,10 +331,14 @@ class AssistantMessage(QFrame):
         self._lay.addWidget(self.error_box)
         return self.error_box
 
-    def set_author(self, name: str, tooltip: str = "") -> None:
-        """The head's name: the model that writes the reply (``records.reply_author``)."""
+    def set_author(self, name: str, tooltip: str = "", written_at: float | None = None) -> None:
+        """The head's name: the model that writes the reply (``records.reply_author``); its tooltip
+        says who, with the file, and when the reply began (``written_at``: a stored reply's time)."""
         self.who.setText(name or "Assistant")
-        self.who.setToolTip(tooltip)
+        self._author_tip = tooltip
+        if written_at is not None:
+            self.written_at = written_at
+        self.who.setToolTip("\n".join(t for t in (tooltip, when_text(self.written_at)) if t))
 
     def set_stats(self, text: str) -> None:
         self.stats.setText(text)

@@ -104,7 +104,8 @@ def fill_reply(
     if last is None:
         reply.set_status("done")
         return views
-    reply.set_author(*reply_author(last.extra))
+    first = next(m for m in records if m.role == "assistant")
+    reply.set_author(*reply_author(last.extra), written_at=first.created or None)
     stats = next((m.extra.get("stats") for m in reversed(records) if m.extra.get("stats")), None)
     finish = stats.get("finish_reason") if isinstance(stats, dict) else None
     if last.status == "error":

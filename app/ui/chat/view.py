@@ -169,6 +169,8 @@ class ChatView(QScrollArea):
             if m.role == "user":
                 end_turn()
                 user = (self.add_user(m.content, m.images), m)
+                if m.created:
+                    user[0].set_time(m.created)
             elif m.role in ("assistant", "tool"):
                 turn.append(m)
         end_turn()
