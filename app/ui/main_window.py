@@ -163,7 +163,8 @@ class MainWindow(QMainWindow):
             images=self.chat_ctl.images.add_mime,
             files=self.chat_ctl.files.add_paths,
         )
-        page.compose.leaves = lambda mime: bool(dropped_files(mime))
+        page.compose.takes_files = lambda mime: bool(dropped_files(mime))  # pasted or dropped on it
+        page.compose.sig_files.connect(self.drops.take_mime)
         self.page_stack.add_page(
             "chat", "Chat", lambda: page.widget, tooltip="Chat with the loaded model", tool_panel=True
         )

@@ -97,11 +97,16 @@ class DropsController(WindowPart):
             if files or images:
                 event.acceptProposedAction()
                 if event.type() == QEvent.Type.Drop:  # (a drag's enter and move events are drop events too)
-                    self.take(files)
-                    if images:
-                        self.images(mime)  # the images of the drop: to the message box
+                    self.take_mime(mime)
                 return True
         return super().eventFilter(obj, event)
+
+    def take_mime(self, mime: QMimeData) -> None:
+        """A drop, or a paste in the message box (``ComposeEdit.sig_files``): its files taken, its
+        images attached to the message."""
+        self.take(dropped_files(mime))
+        if mime_has_images(mime):
+            self.images(mime)
 
     def take(self, files: Dropped) -> None:
         """Import the chats, add the models and attach the text files of a drop."""

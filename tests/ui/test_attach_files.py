@@ -156,3 +156,19 @@ def test_no_control_of_the_compose_row_is_squeezed_at_any_width(qtbot, make_wind
             right = c.mapTo(page, c.rect().topRight()).x()
             assert 0 <= right <= page.width(), (width, panel, c.objectName())
         assert w.compose.width() >= 300
+
+
+def test_files_copied_in_the_file_manager_and_pasted_are_attached(qtbot, make_window, tmp_path):
+    from PySide6.QtGui import QGuiApplication
+
+    w = _window(qtbot, make_window)
+    notes = tmp_path / "pasted.txt"
+    notes.write_text("from the clipboard\n", encoding="utf-8")
+    mime = QMimeData()
+    mime.setUrls([QUrl.fromLocalFile(str(notes))])
+    mime.setText(str(notes))  # (as file managers put it: the path as text too)
+    QGuiApplication.clipboard().setMimeData(mime)
+    w.compose.setFocus()
+    w.compose.paste()
+    qtbot.waitUntil(lambda: _chips(w) == ["pasted.txt"], timeout=TIMEOUT)
+    assert w.compose.toPlainText() == ""  # attached, not its path typed

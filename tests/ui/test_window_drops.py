@@ -188,9 +188,17 @@ def test_links_are_refused_while_dragged_and_files_are_sorted(qtbot, make_window
     found = dropped_files(_mime([tmp_path / "A.GGUF", notes, tmp_path / "c.Json", tmp_path / "p.PNG"]))
     assert found.models == [tmp_path / "A.GGUF"] and found.chats == [tmp_path / "c.Json"]
     assert found.files == [notes]  # (images are read by the images' part)
-    # text dragged onto the message box is still inserted; files are left to the window
+    # text dragged onto the message box is still inserted; files are handed to the window
     mime = QMimeData()
     mime.setText("some words")
-    assert w.compose.canInsertFromMimeData(mime)
-    assert not w.compose.canInsertFromMimeData(_mime([tmp_path / "m.gguf"], with_text=True))
-    assert not w.compose.canInsertFromMimeData(_mime([notes], with_text=True))
+    w.compose.insertFromMimeData(mime)
+    assert w.compose.toPlainText() == "some words"
+    w.compose.clear()
+    handed = []
+    w.compose.sig_files.connect(lambda m: handed.append([u.toLocalFile() for u in m.urls()]))
+    for files in ([tmp_path / "m.gguf"], [notes]):
+        with_paths = _mime(files, with_text=True)
+        assert w.compose.canInsertFromMimeData(with_paths)
+        w.compose.insertFromMimeData(with_paths)
+    assert w.compose.toPlainText() == ""  # no path typed into the message
+    assert handed == [[str(tmp_path / "m.gguf")], [str(notes)]]

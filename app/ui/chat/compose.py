@@ -1,5 +1,5 @@
 """The message box (Enter sends, Shift+Enter inserts a new line; an image pasted or dropped on it is
-attached to the message) and the box that edits a sent message."""
+attached to the message, other files are handed to the window) and the box that edits a sent message."""
 
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ class ComposeEdit(QPlainTextEdit):
 
     sig_submit = Signal()
     sig_images = Signal(object)  # QMimeData holding an image or image files (read it at once)
+    sig_files = Signal(object)  # QMimeData holding files the window takes (``takes_files``; read it at once)
     sig_edit_last = Signal()  # Up in the empty box (with ``up_edits_last``): edit the last message
 
     def __init__(
@@ -38,19 +39,24 @@ class ComposeEdit(QPlainTextEdit):
         self.setFixedHeight(height)
         self.takes_images = False  # set by the window: the message box attaches images
         self.up_edits_last = False  # set by the window: Up in the empty box edits the last message
-        #: which drags the window takes (files: models, chats, text to attach): set by the window;
-        #: such a drag is not text to insert here, and goes on to the window
-        self.leaves: Callable[[QMimeData], bool] | None = None
+        #: which pastes and drops hold files the window takes (models, chats, text to attach): set
+        #: by the window; such mime data is not text to insert here, ``sig_files`` hands it over
+        self.takes_files: Callable[[QMimeData], bool] | None = None
 
-    def _leaves(self, source: QMimeData) -> bool:
-        return self.leaves is not None and self.leaves(source)
+    def _files(self, source: QMimeData) -> bool:
+        return self.takes_files is not None and self.takes_files(source)
 
     def canInsertFromMimeData(self, source: QMimeData) -> bool:  # noqa: N802 (Qt API)
-        if self._leaves(source):
-            return False
-        return (self.takes_images and mime_has_images(source)) or super().canInsertFromMimeData(source)
+        return (
+            self._files(source)
+            or (self.takes_images and mime_has_images(source))
+            or super().canInsertFromMimeData(source)
+        )
 
     def insertFromMimeData(self, source: QMimeData) -> None:  # noqa: N802 (Qt API)
+        if self._files(source):  # (with its images, if any)
+            self.sig_files.emit(source)
+            return
         if self.takes_images and mime_has_images(source):
             self.sig_images.emit(source)
             return
