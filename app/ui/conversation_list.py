@@ -62,6 +62,7 @@ class ConversationList(QWidget):
     sig_delete = Signal(int)
     sig_export = Signal(int)  # Export… from the list's menu: the conversation's id
     sig_pin = Signal(int, bool)  # Pin / Unpin from the list's menu: the id, pinned or not
+    sig_copy = Signal(int)  # Copy as Markdown from the list's menu: the conversation's id
     sig_search = Signal(str)
 
     def __init__(self, parent: QWidget | None = None) -> None:
@@ -248,5 +249,6 @@ class ConversationList(QWidget):
         pin = menu.addAction("Unpin" if pinned else "Pin to top", lambda: self.sig_pin.emit(cid, not pinned))
         pin.setObjectName("unpinConversation" if pinned else "pinConversation")
         menu.addAction("Rename", self.rename_selected)
+        menu.addAction("Copy as Markdown", lambda: self.sig_copy.emit(cid))
         menu.addAction("Export…", lambda: self.sig_export.emit(cid))
         menu.addAction("Delete", self.delete_selected)

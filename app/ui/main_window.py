@@ -192,6 +192,7 @@ class MainWindow(QMainWindow):
             export_chat=self.conversations_ctl.export_conversation,
             import_chat=self.conversations_ctl.import_conversation,
             find_in_chat=self.conversations_ctl.find_in_chat,
+            copy_chat=self.conversations_ctl.copy_markdown,
             text_size=self.text_size.step,
         )
         self._wire_parts()

@@ -44,6 +44,7 @@ class ConversationsController(WindowPart):
         self.list.sig_rename.connect(self.rename_conversation)
         self.list.sig_delete.connect(self.delete_conversation)
         self.list.sig_export.connect(self.export_conversation)
+        self.list.sig_copy.connect(self.copy_markdown)
         self.list.sig_pin.connect(self.pin_conversation)
         self.chat.sig_branch.connect(self.branch_conversation)
         self.export_dialog: Any = None  # the open "Export chat" or "Import chat" file dialog, if any
@@ -253,6 +254,27 @@ class ConversationsController(WindowPart):
             self.window.statusBar().showMessage(f"Could not export “{conv.title}”: {why}", 12000)
 
         return self.tasks.run(lambda: export_conversation(conv, path), done, failed)
+
+    def copy_markdown(self, cid: int | None = None) -> bool:
+        """Put conversation ``cid`` (default: the open one) on the clipboard as the Markdown Export
+        writes (to paste it in an issue, a note, a mail); the status bar says so. False when there
+        is nothing to copy."""
+        cid = self.state.conversation_id if cid is None else cid
+        try:
+            conv = self.state.history.load_conversation(cid) if cid is not None else None
+        except Exception as exc:  # noqa: BLE001 - HistoryError and sqlite errors: said in the status bar
+            self.window.statusBar().showMessage(f"Could not copy the conversation: {exc}", 8000)
+            return False
+        if conv is None:
+            self.window.statusBar().showMessage("Nothing to copy yet: this chat has no messages.", 8000)
+            return False
+        from PySide6.QtGui import QGuiApplication
+
+        from app.storage.export import conversation_markdown
+
+        QGuiApplication.clipboard().setText(conversation_markdown(conv))
+        self.window.statusBar().showMessage(f"Copied “{conv.title}” as Markdown", 8000)
+        return True
 
     def _ask_where(self, conv: Any) -> None:
         """The file dialog (window-modal, not blocking): Markdown or JSON, named after the chat."""

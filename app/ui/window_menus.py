@@ -26,6 +26,7 @@ SHORTCUTS = (
     ("Ctrl+End", "Go to the latest message (in the chat)"),
     ("Ctrl+N", "New chat"),
     ("Ctrl+Shift+E", "Export the chat (Markdown or JSON)"),
+    ("Ctrl+Shift+C", "Copy the chat as Markdown"),
     ("Ctrl+F", "Find in the chat (Enter: next, Shift+Enter: previous, Esc: close)"),
     ("Ctrl+K", "Search conversations"),
     ("Ctrl+B", "Show or hide the conversation list"),
@@ -93,6 +94,7 @@ class MenusController:
         export_chat: Callable[[], object],
         import_chat: Callable[[], object],
         find_in_chat: Callable[[], object],
+        copy_chat: Callable[[], object],
         text_size: Callable[[int], object],
     ) -> None:
         self.window = window
@@ -103,6 +105,9 @@ class MenusController:
         self.act_export = file_menu.addAction("Export chat…")
         self.act_export.setShortcut(QKeySequence("Ctrl+Shift+E"))
         self.act_export.triggered.connect(lambda: export_chat())
+        self.act_copy_md = file_menu.addAction("Copy chat as Markdown")
+        self.act_copy_md.setShortcut(QKeySequence("Ctrl+Shift+C"))
+        self.act_copy_md.triggered.connect(lambda: copy_chat())
         self.act_import = file_menu.addAction("Import chat…")
         self.act_import.triggered.connect(lambda: import_chat())
         file_menu.addAction(pages.act_settings)

@@ -144,3 +144,27 @@ def test_a_file_that_is_no_export_is_refused_and_nothing_comes_in(qtbot, make_wi
     w.conversations_ctl.import_conversation(str(tmp_path / "gone.json"))
     qtbot.waitUntil(lambda: _status(w).startswith("Could not import gone.json"), timeout=TIMEOUT)
     assert w.history.list_conversations() == [] and w.conversation_id is None
+
+
+def test_the_chat_is_copied_as_markdown_from_the_menu_and_the_list(qtbot, make_window):
+    from PySide6.QtGui import QGuiApplication
+    from PySide6.QtWidgets import QMenu
+
+    w = _window(qtbot, make_window)
+    assert w.menus.act_copy_md.shortcut() == QKeySequence("Ctrl+Shift+C")
+    w.menus.act_copy_md.trigger()
+    copied = QGuiApplication.clipboard().text()
+    assert copied.startswith("# Say the first letters\n") and "## alpha\n\n" in copied and "abcd" in copied
+    assert _status(w) == "Copied “Say the first letters” as Markdown"
+    first = w.conversation_id
+
+    w.new_chat()
+    QGuiApplication.clipboard().setText("")
+    assert not w.conversations_ctl.copy_markdown()  # a new, empty chat: nothing to copy
+    assert _status(w).startswith("Nothing to copy yet") and QGuiApplication.clipboard().text() == ""
+    lst = w.conversations_ctl.list
+    menu = QMenu(lst)
+    lst.fill_menu(menu, lst.item_for(first))
+    (copy,) = [a for a in menu.actions() if a.text() == "Copy as Markdown"]
+    copy.trigger()  # the list's menu copies the conversation it was asked on
+    assert QGuiApplication.clipboard().text() == copied
