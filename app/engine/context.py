@@ -18,7 +18,7 @@ result says so and the caller stops. Room is kept for the reply (``reserve_token
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 __all__ = [
@@ -28,6 +28,7 @@ __all__ = [
     "fit_turn",
     "full_context_done",
     "measure",
+    "measure_draft",
     "reserve_tokens",
     "trimmed_notice",
 ]
@@ -43,6 +44,8 @@ class ContextUsage:
     tool_tokens: int  # the tool schemas' (and tool guidance's) share of prompt_tokens
     n_ctx: int
     reserve: int  # room kept for the reply
+    #: the share of prompt_tokens the message being written takes (:func:`measure_draft`; 0: none)
+    draft_tokens: int = 0
 
     @property
     def fits(self) -> bool:
@@ -95,6 +98,18 @@ def measure(session: Any, messages: list[Any] | None = None) -> ContextUsage:
         n_ctx=int(session.model.n_ctx),
         reserve=reserve_tokens(session),
     )
+
+
+def measure_draft(session: Any, text: str) -> ContextUsage:
+    """The context the next generation of ``session`` takes with ``text`` (the message being
+    written) as its next user message; ``draft_tokens``: what the message adds."""
+    base = measure(session)
+    if not text.strip():
+        return base
+    from app.engine.messages import Message
+
+    with_draft = measure(session, [*session.messages, Message(role="user", content=text)])
+    return replace(with_draft, draft_tokens=max(0, with_draft.prompt_tokens - base.prompt_tokens))
 
 
 def _turn_starts(messages: list[Any]) -> list[int]:

@@ -125,11 +125,24 @@ class HostJobs:
         host.add_listener(self.on_model_change)
         host.add_watcher(self.show_wait)
 
-    def submit(self, fn: Callable[[], None], *, uses_model: bool = False, batchable: bool = False) -> None:
+    def idle(self) -> bool:
+        """Nothing runs on the engine or waits for it: a job queued now starts at once."""
+        wait = self.host.wait_of(None)
+        return wait is not None and not wait.slots and not wait.ahead and wait.running is None
+
+    def submit(
+        self,
+        fn: Callable[[], None],
+        *,
+        uses_model: bool = False,
+        batchable: bool = False,
+        quiet: bool = False,
+    ) -> None:
         """Run ``fn()`` after the jobs already waiting (the window's own are never refused): on the
         engine thread, or, ``batchable`` (a turn), on a slot thread beside the others when the
-        window's model has a free slot then. The window says what it waits for meanwhile. A job
-        that ``uses_model`` makes the window's model the most recently used one."""
+        window's model has a free slot then. The window says what it waits for meanwhile (not for a
+        ``quiet`` job: one the person did not ask for). A job that ``uses_model`` makes the window's
+        model the most recently used one."""
         on_slot = [False]  # the job names the window's model: the host streams it on a slot
 
         def run(_host: EngineHost, _model: Any) -> None:
@@ -157,8 +170,9 @@ class HostJobs:
         job = Job(run=run, owner=OWNER, on_error=failed, batchable=batchable)
         if batchable:
             job.resolve = lambda: self._slot_model(on_slot)
-        with self._lock:
-            self._waiting.append(job)
+        if not quiet:
+            with self._lock:
+                self._waiting.append(job)
         self.host.submit(job, bounded=False)
         self.show_wait()
 

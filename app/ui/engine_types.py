@@ -147,3 +147,7 @@ class EngineState:
     cancel: threading.Event = field(default_factory=threading.Event)
     busy: threading.Event = field(default_factory=threading.Event)
     closing: bool = False
+    #: the message being written, as the window last gave it (the context meter counts it), and
+    #: whether a measure of it is queued
+    draft: str = ""
+    draft_asked: bool = False

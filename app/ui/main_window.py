@@ -47,6 +47,7 @@ from app.ui.tool_panel import ToolCallPanel
 from app.ui.window_chat import ChatController
 from app.ui.window_chat_page import ChatPage
 from app.ui.window_conversations import ConversationsController
+from app.ui.window_draft import DraftMeter
 from app.ui.window_drops import DropsController, dropped_files
 from app.ui.window_menus import SHORTCUTS, MenusController
 from app.ui.window_pages import Page, PageStack, WorkPages
@@ -154,6 +155,7 @@ class MainWindow(QMainWindow):
             model_bar=self.model_bar,
         )
         self.conversations = self.conversations_ctl.list
+        self.draft_meter = DraftMeter(kit, page=page)  # the context meter counts the message being written
         # the chat's text size
         self.text_size = TextSize(kit, targets=[page.chat.column, page.compose], wheel=page.chat.viewport())
         self.drops = DropsController(  # models, exported chats, images and text files dropped on the window

@@ -66,10 +66,13 @@ class StatusController:
         self.context_meter.setProperty("level", "full" if not usage.fits else "high" if pct >= 75 else "ok")
         self.context_meter.style().unpolish(self.context_meter)
         self.context_meter.style().polish(self.context_meter)
-        tools = f", {usage.tool_tokens:,} of them tool descriptions" if usage.tool_tokens else ""
+        shares = [f"{usage.tool_tokens:,} of them tool descriptions"] if usage.tool_tokens else []
+        if usage.draft_tokens:
+            shares.append(f"{usage.draft_tokens:,} the message being written")
+        tail = "" if usage.fits or not usage.draft_tokens else " The message being written does not fit."
         self.context_meter.setToolTip(
-            f"The next prompt takes {usage.prompt_tokens:,} of {usage.n_ctx:,} tokens{tools}; "
-            f"{usage.reserve:,} are kept for the reply."
+            f"The next prompt takes {usage.prompt_tokens:,} of {usage.n_ctx:,} tokens"
+            f"{', ' if shares else ''}{', '.join(shares)}; {usage.reserve:,} are kept for the reply.{tail}"
         )
         self.stat_ctx.setText(f"context {usage.prompt_tokens:,} / {usage.n_ctx:,}")
 

@@ -171,6 +171,25 @@ class EngineWorker(WorkerSignals):
         """Drop the ``user_index``-th user message and all after it (edit-and-resend)."""
         self.jobs.submit(lambda: self.turns.truncate_users(user_index))
 
+    def measure_draft(self, text: str) -> bool:
+        """Count ``text`` (the message being written) in the context meter (``sig_context``), when
+        the engine is free: a measure never waits behind a turn, the server or the check, nor holds
+        them up. False (nothing asked) while it is not, or for a remote model."""
+        st = self.state
+        if (
+            st.busy.is_set()
+            or st.closing
+            or st.remote is not None
+            or st.session is None
+            or not self.jobs.idle()
+        ):
+            return False
+        st.draft = text
+        if not st.draft_asked:  # one measure queued at a time: it reads the latest text
+            st.draft_asked = True
+            self.jobs.submit(self.sessions.emit_draft_context, quiet=True)
+        return True
+
     def cancel(self) -> None:
         """Stop the current generation at the next token; a pending approval becomes deny."""
         self.state.cancel.set()

@@ -314,6 +314,20 @@ class Sessions:
             **options,
         )
 
+    def emit_draft_context(self) -> None:
+        """Tell the window how much of the context the next prompt takes with the message being
+        written (``state.draft``, the latest the window gave)."""
+        st = self.state
+        st.draft_asked = False
+        if st.session is None or st.remote is not None or st.busy.is_set():
+            return
+        from app.engine.context import measure_draft
+
+        try:
+            self.signals.sig_context.emit(measure_draft(st.session, st.draft))
+        except Exception:  # noqa: BLE001 - the meter is informative; a turn reports real errors itself
+            log.exception("measuring the message being written failed")
+
     def emit_context(self) -> None:
         """Tell the window how much of the context the open conversation takes."""
         st = self.state
