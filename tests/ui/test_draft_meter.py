@@ -35,7 +35,8 @@ def test_the_meter_counts_the_message_being_written(qtbot, make_window, tmp_path
     qtbot.waitUntil(lambda: w.context_usage.draft_tokens > 0, timeout=TIMEOUT)
     usage = w.context_usage
     session = w.worker.session
-    assert usage == measure_draft(session, ("abc " * 30).strip())  # the engine's own count (the box's text, stripped)
+    # the engine's own count, of the box's text as Send takes it (stripped)
+    assert usage == measure_draft(session, ("abc " * 30).strip())
     assert usage.prompt_tokens == base + usage.draft_tokens
     tip = w.context_meter.toolTip()
     assert f"{usage.draft_tokens:,} the message being written" in tip
