@@ -156,6 +156,9 @@ class MainWindow(QMainWindow):
         )
         self.conversations = self.conversations_ctl.list
         self.draft_meter = DraftMeter(kit, page=page)  # the context meter counts the message being written
+        assert page.model_hint is not None  # its Load: the model a reopened chat was with
+        page.model_hint.sig_load.connect(lambda path, made: self.model_bar.load_model(path, made or None))
+        self.model_bar.sig_model_ready.connect(lambda _info: self.conversations_ctl.show_model_hint())
         # the chat's text size
         self.text_size = TextSize(kit, targets=[page.chat.column, page.compose], wheel=page.chat.viewport())
         self.drops = DropsController(  # models, exported chats, images and text files dropped on the window

@@ -22,6 +22,7 @@ from PySide6.QtWidgets import (
 from app.ui.chat import ChatView, ComposeEdit
 from app.ui.chat.attachments import PendingFiles, PendingImages
 from app.ui.chat.find import FindBar
+from app.ui.chat_model_hint import ChatModelHint
 from app.ui.chat_system import SystemPromptBar
 from app.ui.icons import icon
 from app.ui.thinking_control import ThinkingBox
@@ -138,6 +139,8 @@ class ChatPage:
     pending_images: PendingImages | None = None
     #: the line above the chat that says which system prompt it uses, with Edit…
     system_bar: SystemPromptBar | None = None
+    #: "This chat was with …" and Load, above a reopened chat written with another model
+    model_hint: ChatModelHint | None = None
     #: Find in the chat (Ctrl+F), above the conversation
     find_bar: FindBar | None = None
     #: text files: the button that attaches them, and those attached to the message being written
@@ -156,6 +159,8 @@ class ChatPage:
         v.addWidget(no_model)
         system_bar = SystemPromptBar()
         v.addWidget(system_bar)
+        model_hint = ChatModelHint()
+        v.addWidget(model_hint)
         chat = ChatView()
         find_bar = FindBar(chat)
         v.addWidget(find_bar)
@@ -202,6 +207,7 @@ class ChatPage:
             pending_images=pending,
             system_bar=system_bar,
             find_bar=find_bar,
+            model_hint=model_hint,
             file_button=attach_file,
             pending_files=pending_files,
         )

@@ -33,8 +33,9 @@ class ConversationsController(WindowPart):
         super().__init__(kit)
         kit.worker.sig_conversation_saved.connect(self._on_conversation_saved)
         self.chat, self.compose, self.tool_choice_box = page.chat, page.compose, page.tool_choice_box
-        assert page.system_bar is not None and page.find_bar is not None
-        self.system_bar, self.find_bar = page.system_bar, page.find_bar
+        assert page.system_bar is not None and page.find_bar is not None and page.model_hint is not None
+        self.system_bar, self.find_bar, self.model_hint = page.system_bar, page.find_bar, page.model_hint
+        self.chat_model: Any = None  # the model the open chat's last reply was written with (ChatModel)
         self.system_bar.sig_edit.connect(self.edit_system_prompt)
         self.system_dialog: Any = None  # the open "This chat's system prompt" dialog, if any
         self.list = ConversationList()
@@ -100,6 +101,8 @@ class ConversationsController(WindowPart):
         self.state.conversation_id = None
         self._remember_conversation(None)
         self._show_system(None)
+        self.chat_model = None
+        self.show_model_hint()
         self.chat.clear()
         self.tool_panel.clear()
         self.status.reset_stats()
@@ -166,7 +169,17 @@ class ConversationsController(WindowPart):
         for view in self.chat.show_records(conv.messages, conv.versions):
             self.tool_panel.show_call(view)
         self.worker.open_conversation(cid, conv.messages, conv.system_prompt)
+        from app.ui.chat_model_hint import chat_model
+
+        self.chat_model = chat_model(conv.messages)
+        self.show_model_hint()
         self.pages.show_chat_page()
+
+    def show_model_hint(self) -> None:
+        """The line above a chat written with another model than the one loaded (the window calls
+        it again when a model is loaded)."""
+        info = self.state.model_info
+        self.model_hint.show_for(self.chat_model, info.path if info is not None else None, self.state.made)
 
     def _open_new(self, cid: int) -> None:
         """Open a conversation just made (a branch, an import): listed, whatever was searched."""
