@@ -198,6 +198,7 @@ class MainWindow(QMainWindow):
             import_chat=self.conversations_ctl.import_conversation,
             find_in_chat=self.conversations_ctl.find_in_chat,
             copy_chat=self.conversations_ctl.copy_markdown,
+            step_conversation=self.conversations_ctl.step_conversation,
             text_size=self.text_size.step,
         )
         self._wire_parts()

@@ -135,6 +135,19 @@ class ConversationsController(WindowPart):
             self.window.statusBar().showMessage(f"Could not delete: {exc}", 8000)
         self.refresh_conversations()
 
+    def step_conversation(self, delta: int) -> int | None:
+        """Alt+Down (``delta`` 1) / Alt+Up (-1): open the next or the previous conversation in the
+        list as it shows them (none open: the first); at an end, stay. The id opened, or None."""
+        ids = self.list.ids()
+        if not ids:
+            return None
+        cid = self.state.conversation_id
+        at = ids.index(cid) + delta if cid in ids else 0
+        if not 0 <= at < len(ids) or ids[at] == cid:
+            return None
+        self.open_conversation(ids[at])
+        return ids[at]
+
     def find_in_chat(self, text: str | None = None) -> None:
         """Ctrl+F: the chat page, with its find bar open (``text``: find this)."""
         self.pages.show_chat_page()

@@ -29,6 +29,7 @@ SHORTCUTS = (
     ("Ctrl+Shift+C", "Copy the chat as Markdown"),
     ("Ctrl+F", "Find in the chat (Enter: next, Shift+Enter: previous, Esc: close)"),
     ("Ctrl+K", "Search conversations"),
+    ("Alt+Down / Alt+Up", "Open the next or the previous conversation in the list"),
     ("Ctrl+B", "Show or hide the conversation list"),
     ("Ctrl+T", "Show or hide the tool-call panel"),
     ("Ctrl+= / Ctrl+- / Ctrl+0", "Larger, smaller or the usual chat text"),
@@ -95,6 +96,7 @@ class MenusController:
         import_chat: Callable[[], object],
         find_in_chat: Callable[[], object],
         copy_chat: Callable[[], object],
+        step_conversation: Callable[[int], object],
         text_size: Callable[[int], object],
     ) -> None:
         self.window = window
@@ -155,6 +157,8 @@ class MenusController:
         QShortcut(QKeySequence("Esc"), window, stop)
         QShortcut(QKeySequence("Ctrl+N"), window, new_chat)
         QShortcut(QKeySequence("Ctrl+K"), window, focus_search)
+        QShortcut(QKeySequence("Alt+Down"), window, lambda: step_conversation(1))
+        QShortcut(QKeySequence("Alt+Up"), window, lambda: step_conversation(-1))
         QShortcut(QKeySequence("Ctrl+,"), window, lambda: open_settings())
 
     def open_log_folder(self) -> None:
