@@ -10,10 +10,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QToolButton, QWidget
+from PySide6.QtCore import Signal
+from PySide6.QtWidgets import QFrame, QWidget
 
 from app.storage.export import reply_author
+from app.ui.labels import line_with_action
 
 __all__ = ["ChatModel", "ChatModelHint", "chat_model"]
 
@@ -48,18 +49,8 @@ class ChatModelHint(QFrame):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("chatModelHint")
-        row = QHBoxLayout(self)
-        row.setContentsMargins(12, 2, 12, 0)
-        self.label = QLabel()
-        self.label.setObjectName("msgStats")
-        self.label.setMinimumWidth(1)
-        self.label.setTextFormat(Qt.TextFormat.PlainText)
-        row.addWidget(self.label, 1)
-        self.load_button = QToolButton()
-        self.load_button.setObjectName("msgAction")
-        self.load_button.setAutoRaise(True)
+        self.label, self.load_button = line_with_action(self, top=2)
         self.load_button.clicked.connect(self._load)
-        row.addWidget(self.load_button)
         self.model: ChatModel | None = None
         self.hide()
 

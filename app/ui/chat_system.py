@@ -5,19 +5,19 @@ hands it to the worker."""
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import Signal
 from PySide6.QtWidgets import (
     QDialog,
     QDialogButtonBox,
     QFrame,
-    QHBoxLayout,
     QLabel,
     QPlainTextEdit,
     QPushButton,
-    QToolButton,
     QVBoxLayout,
     QWidget,
 )
+
+from app.ui.labels import line_with_action
 
 __all__ = ["SystemPromptBar", "SystemPromptDialog", "system_line"]
 
@@ -41,20 +41,10 @@ class SystemPromptBar(QFrame):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("chatSystemBar")
-        row = QHBoxLayout(self)
-        row.setContentsMargins(12, 4, 12, 0)
-        self.label = QLabel()
-        self.label.setObjectName("msgStats")
-        self.label.setMinimumWidth(1)  # a narrow window cuts the words, never the button
-        self.label.setTextFormat(Qt.TextFormat.PlainText)
-        row.addWidget(self.label, 1)
-        self.edit_button = QToolButton()
-        self.edit_button.setObjectName("msgAction")
+        self.label, self.edit_button = line_with_action(self, top=4)
         self.edit_button.setText("Edit…")
-        self.edit_button.setAutoRaise(True)
         self.edit_button.setToolTip("Give this chat its own system prompt, or go back to the one in Settings")
         self.edit_button.clicked.connect(self.sig_edit.emit)
-        row.addWidget(self.edit_button)
         self.own: str | None = None
         self.show_prompt(None)
 

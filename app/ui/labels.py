@@ -4,9 +4,26 @@ from __future__ import annotations
 
 from PySide6.QtCore import QSize, Qt
 from PySide6.QtGui import QResizeEvent
-from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QToolButton, QVBoxLayout, QWidget
 
-__all__ = ["FormNote", "plain_text_label", "side_panel_layout", "wrapped_label"]
+__all__ = ["FormNote", "line_with_action", "plain_text_label", "side_panel_layout", "wrapped_label"]
+
+
+def line_with_action(frame: QWidget, *, top: int = 0) -> tuple[QLabel, QToolButton]:
+    """The one-line rows above the chat (its system prompt, the model it was with): small words
+    that a narrow window cuts, never the action button on the right."""
+    row = QHBoxLayout(frame)
+    row.setContentsMargins(12, top, 12, 0)
+    label = QLabel()
+    label.setObjectName("msgStats")
+    label.setMinimumWidth(1)
+    label.setTextFormat(Qt.TextFormat.PlainText)
+    row.addWidget(label, 1)
+    button = QToolButton()
+    button.setObjectName("msgAction")
+    button.setAutoRaise(True)
+    row.addWidget(button)
+    return label, button
 
 
 def wrapped_label(text: str = "") -> QLabel:
