@@ -73,8 +73,9 @@ def _plural(n: int, word: str) -> str:
 
 
 class DropsController(WindowPart):
-    """Takes the GGUF models and JSON chats dropped on the window (its event filter sees every drag
-    that no widget under the pointer took: the message box leaves these files to it)."""
+    """Takes the files dropped on the window (its event filter sees every drag that no widget
+    under the pointer took) and those the message box is given (``take_mime``): models, chats,
+    text files and the images with them."""
 
     def __init__(
         self,
