@@ -54,16 +54,10 @@ class ChatModelHint(QFrame):
         self.model: ChatModel | None = None
         self.hide()
 
-    def show_for(self, model: ChatModel | None, loaded: str | None, loaded_made: str | None) -> None:
-        """Show the line when ``model`` (the chat's) is a file here and not the one ``loaded``
-        (with ``loaded_made``); else hide it."""
-        same = (
-            model is not None
-            and loaded is not None
-            and _key(model.path) == _key(loaded)
-            and (model.made or None) == (loaded_made or None)
-        )
-        self.model = model if model is not None and not same and os.path.isfile(model.path) else None
+    def show_for(self, model: ChatModel | None) -> None:
+        """Show the line for ``model`` (the chat's, when the chat uses another) when its file is
+        here; else (None) hide it."""
+        self.model = model if model is not None and os.path.isfile(model.path) else None
         if self.model is None:
             self.hide()
             return
@@ -76,7 +70,3 @@ class ChatModelHint(QFrame):
     def _load(self) -> None:
         if self.model is not None:
             self.sig_load.emit(self.model.path, self.model.made or "")
-
-
-def _key(path: str) -> str:
-    return os.path.realpath(os.path.expanduser(path))

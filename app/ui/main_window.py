@@ -155,7 +155,9 @@ class MainWindow(QMainWindow):
             model_bar=self.model_bar,
         )
         self.conversations = self.conversations_ctl.list
-        self.draft_meter = DraftMeter(kit, page=page)  # the context meter counts the message being written
+        self.draft_meter = DraftMeter(
+            kit, page=page, files=self.chat_ctl.files
+        )  # the context meter counts the message being written
         assert page.model_hint is not None  # its Load: the model a reopened chat was with
         page.model_hint.sig_load.connect(lambda path, made: self.model_bar.load_model(path, made or None))
         self.model_bar.sig_model_ready.connect(lambda _info: self.conversations_ctl.show_model_hint())

@@ -8,7 +8,6 @@ Send back on the model that still works.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -21,6 +20,7 @@ from app.ui import made_models
 from app.ui.format_badge import format_badge_text
 from app.ui.remote_models import ADD_REMOTE, MANAGE_REMOTE
 from app.ui.window_part import WindowKit, WindowPart
+from app.ui.window_state import path_key
 
 if TYPE_CHECKING:
     from PySide6.QtWidgets import QToolBar
@@ -30,15 +30,11 @@ if TYPE_CHECKING:
     from app.ui.remote_models import RemoteEngines
     from app.ui.worker import ModelInfo
 
-__all__ = ["DOWNLOAD", "OPEN_FILE", "RECENT_MODELS", "ModelBar", "path_key"]
+__all__ = ["DOWNLOAD", "OPEN_FILE", "RECENT_MODELS", "ModelBar"]
 
 OPEN_FILE = "__open__"
 DOWNLOAD = "__download__"  # "Download a model…": the Models page (U16)
 RECENT_MODELS = 8  # how many recently loaded files the picker keeps
-
-
-def path_key(path: str | Path) -> str:
-    return os.path.realpath(os.path.expanduser(str(path)))
 
 
 class ModelBar(WindowPart):
@@ -288,7 +284,7 @@ class ModelBar(WindowPart):
             )
             if path:
                 self.load_model(path)
-        elif data and (info is None or path_key(data) != path_key(info.path) or self.state.made):
+        elif data and not self.state.uses_model(data):
             self.load_model(data)  # (the made model's file: the file as it is)
 
     def begin_loading(self, key: str, what: str) -> None:

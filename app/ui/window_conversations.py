@@ -191,8 +191,10 @@ class ConversationsController(WindowPart):
     def show_model_hint(self) -> None:
         """The line above a chat written with another model than the one loaded (the window calls
         it again when a model is loaded)."""
-        info = self.state.model_info
-        self.model_hint.show_for(self.chat_model, info.path if info is not None else None, self.state.made)
+        chat = self.chat_model
+        self.model_hint.show_for(
+            None if chat is None or self.state.uses_model(chat.path, chat.made) else chat
+        )
 
     def _open_new(self, cid: int) -> None:
         """Open a conversation just made (a branch, an import): listed, whatever was searched."""

@@ -14,6 +14,7 @@ from app.ui.window_part import WindowKit, WindowPart
 
 if TYPE_CHECKING:
     from app.ui.window_chat_page import ChatPage
+    from app.ui.window_files import FilesController
 
 __all__ = ["DraftMeter"]
 
@@ -24,29 +25,22 @@ DELAY_MS = 400
 class DraftMeter(WindowPart):
     """Counts the compose box's text and the attached files in the context meter."""
 
-    def __init__(self, kit: WindowKit, *, page: ChatPage) -> None:
+    def __init__(self, kit: WindowKit, *, page: ChatPage, files: FilesController) -> None:
         super().__init__(kit)
-        assert page.pending_files is not None
-        self.compose, self.files = page.compose, page.pending_files
+        self.compose, self.files = page.compose, files
         self.timer = QTimer(self)
         self.timer.setSingleShot(True)
         self.timer.setInterval(DELAY_MS)
         self.timer.timeout.connect(self.measure)
         self.compose.textChanged.connect(self.timer.start)
-        self.files.sig_changed.connect(self.timer.start)
+        self.files.pending.sig_changed.connect(self.timer.start)
         # a turn ended, or another model or session: measured again when something is being written
         self.worker.sig_done.connect(lambda _ev: self._again())
         self.worker.sig_loaded.connect(lambda _info: self._again())
-        self.measured: str | None = None  # the message last handed to the worker
 
     def message(self) -> str:
         """The message Send would send now: the text, and the attached files' text after it."""
-        text = self.compose.toPlainText().strip()
-        if not self.files.files:
-            return text
-        from app.storage.attached_files import message_with_files
-
-        return message_with_files(text, list(self.files.files))
+        return self.files.message(self.compose.toPlainText().strip())
 
     def _again(self) -> None:
         if self.message():
@@ -54,10 +48,4 @@ class DraftMeter(WindowPart):
 
     def measure(self) -> bool:
         """Hand the message to the worker to be counted; False when the engine is not free now."""
-        if self.state.shut:
-            return False
-        text = self.message()
-        if not self.worker.measure_draft(text):
-            return False
-        self.measured = text
-        return True
+        return not self.state.shut and self.worker.measure_draft(self.message())

@@ -198,12 +198,10 @@ class DropsController(WindowPart):
 
     def _open(self, model: Any) -> str:
         """Load ``model`` unless it is the file the chat uses now (or is loading); what was done."""
-        from app.ui.model_bar import path_key
+        from app.ui.window_state import path_key
 
-        info = self.state.model_info
-        key = path_key(model.path)
-        loaded = info is not None and not self.state.made and path_key(info.path) == key
-        if loaded or (self.state.loading_path and path_key(self.state.loading_path) == key):
+        loading = self.state.loading_path
+        if self.state.uses_model(model.path) or (loading and path_key(loading) == path_key(model.path)):
             return f"{model.name} is in the library; it is the model the chat uses"
         self.model_bar.load_model(str(model.path))
         return f"Added {model.name} to the library; loading it"

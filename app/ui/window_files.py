@@ -83,13 +83,17 @@ class FilesController(WindowPart):
         if attached:
             self.compose.setFocus()
 
-    def into_message(self, text: str) -> str:
-        """The message to send: ``text`` with the attached files' text after it (labelled and
-        fenced); the files leave the box. ``text`` as it is when none is attached."""
+    def message(self, text: str) -> str:
+        """The message Send makes of ``text``: the attached files' text after it (labelled and
+        fenced); ``text`` as it is when none is attached."""
         if not self.pending.files:
             return text
         from app.storage.attached_files import message_with_files
 
-        files = list(self.pending.files)
+        return message_with_files(text, list(self.pending.files))
+
+    def into_message(self, text: str) -> str:
+        """:meth:`message`, to send now: the files leave the box."""
+        message = self.message(text)
         self.pending.clear()
-        return message_with_files(text, files)
+        return message

@@ -7,6 +7,7 @@ these facts; everything else a controller needs comes in its constructor.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -18,7 +19,12 @@ if TYPE_CHECKING:
     from app.storage.settings_store import SettingsStore
     from app.ui.engine_types import ModelInfo
 
-__all__ = ["WindowState", "engine_config_for"]
+__all__ = ["WindowState", "engine_config_for", "path_key"]
+
+
+def path_key(path: str | os.PathLike[str]) -> str:
+    """A model file's key: its real path (``~`` and links resolved), to tell two paths of one file."""
+    return os.path.realpath(os.path.expanduser(os.fspath(path)))
 
 
 def engine_config_for(settings: Any, model_path: str | None, preset: Any = None) -> EngineConfig:
@@ -107,6 +113,15 @@ class WindowState:
         if preset is None or template_key(preset.base) != template_key(str(model_path)):
             return None
         return preset
+
+    def uses_model(self, path: str | os.PathLike[str], made: str | None = None) -> bool:
+        """The chat uses the file ``path`` now, with the made model ``made`` (None: the file as it is)."""
+        info = self.model_info
+        return (
+            info is not None
+            and path_key(info.path) == path_key(path)
+            and (self.made or None) == (made or None)
+        )
 
     def current_made(self) -> str | None:
         """The made model the picker shows: the one loading, else the one in use."""
