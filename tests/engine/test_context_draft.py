@@ -9,22 +9,12 @@ import pytest
 
 from app.engine.chat import ChatSession
 from app.engine.context import measure, measure_draft
-from app.engine.llm import load_model
 from app.engine.messages import Message
-from tests.ui.scripted_gguf import CHATML, streaming_script, write_scripted_gguf
 
 
 @pytest.fixture(scope="module")
-def model(tmp_path_factory):
-    path = write_scripted_gguf(
-        tmp_path_factory.mktemp("draft") / "abc.gguf",
-        chat_template=CHATML,
-        script=streaming_script(),
-        default_next="a",
-    )
-    m = load_model(path, n_ctx=512, isolate=False)
-    yield m
-    m.close()
+def model(alphabet_model):
+    return alphabet_model
 
 
 def test_the_message_being_written_is_counted_on_top_of_the_conversation(model):

@@ -11,24 +11,14 @@ import pytest
 from app.engine.chat import ChatSession, lead_messages
 from app.engine.context import measure
 from app.engine.events import DoneEvent
-from app.engine.llm import load_model
 from app.engine.messages import Message
-from tests.ui.scripted_gguf import CHATML, streaming_script, write_scripted_gguf
 
 OPENING = [Message(role="user", content="Remember: blue."), Message(role="assistant", content="Noted.")]
 
 
 @pytest.fixture(scope="module")
-def model(tmp_path_factory):
-    path = write_scripted_gguf(
-        tmp_path_factory.mktemp("opening") / "abc.gguf",
-        chat_template=CHATML,
-        script=streaming_script(),
-        default_next="a",
-    )
-    m = load_model(path, n_ctx=512, isolate=False)
-    yield m
-    m.close()
+def model(alphabet_model):
+    return alphabet_model
 
 
 def _reply(events) -> tuple[str, str | None]:

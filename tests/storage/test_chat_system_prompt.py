@@ -5,13 +5,12 @@ and added to a history written before it. Real SQLite."""
 from __future__ import annotations
 
 import json
-import sqlite3
 
 import pytest
 
 from app.storage.export import conversation_from_json, conversation_json, conversation_markdown
 from app.storage.history import ConversationNotFound, History, TurnMessage
-from app.storage.migrations import MIGRATIONS, apply_migrations
+from tests.support.history import history_before
 
 
 def test_a_conversation_keeps_its_own_system_prompt_until_it_is_cleared(tmp_path):
@@ -56,10 +55,11 @@ def test_a_branch_an_export_and_an_import_carry_it(tmp_path):
 
 def test_a_history_from_before_the_migration_gets_the_column(tmp_path):
     p = tmp_path / "before.sqlite3"
-    db = sqlite3.connect(p, isolation_level=None)
-    apply_migrations(db, [m for m in MIGRATIONS if m[0] != "m012_conversation_system_prompt"])
-    db.execute("INSERT INTO conversations (id, title, created, updated) VALUES (1, 'Old chat', 1.0, 2.0)")
-    db.close()
+    history_before(
+        p,
+        "m012_conversation_system_prompt",
+        "INSERT INTO conversations (id, title, created, updated) VALUES (1, 'Old chat', 1.0, 2.0);",
+    )
     with History(p) as h:
         assert h.applied_migrations == ["m012_conversation_system_prompt"]
         assert h.get_conversation(1).system_prompt is None

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import sqlite3
 
 import pytest
 
@@ -19,8 +18,9 @@ from app.storage.history import (
     ImageTooLargeError,
     TurnMessage,
 )
-from app.storage.migrations import MIGRATIONS, apply_migrations
+from app.storage.migrations import MIGRATIONS
 from app.storage.settings import Settings, load_settings, save_settings
+from tests.support.history import history_before
 from tests.support.tiny_vision import bmp_bytes, gif_bytes, png_bytes
 
 PNG, GIF, BMP = png_bytes(), gif_bytes(), bmp_bytes()
@@ -135,18 +135,17 @@ def test_regenerate_search_and_a_recorded_turn_keep_the_users_images(tmp_path):
 
 def test_a_history_from_before_the_migration_keeps_its_conversations(tmp_path):
     p = tmp_path / "before.sqlite3"
-    db = sqlite3.connect(p, isolation_level=None)
-    apply_migrations(db, [m for m in MIGRATIONS if m[0] != "m011_message_images"])
-    db.executescript(
+    history_before(
+        p,
+        "m011_message_images",
         """
         INSERT INTO conversations (id, title, created, updated) VALUES (1, 'Old chat', 1.0, 2.0);
         INSERT INTO messages (conversation_id, position, role, content, created)
             VALUES (1, 0, 'user', 'what is a zebra', 1.0);
         INSERT INTO messages (conversation_id, position, role, content, created)
             VALUES (1, 1, 'assistant', 'a striped horse', 2.0);
-        """
+        """,
     )
-    db.close()
     with History(p) as h:
         assert h.applied_migrations == ["m011_message_images"]
         conv = h.load_conversation(1)

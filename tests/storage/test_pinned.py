@@ -4,13 +4,11 @@ and added to a history written before the migration. Real SQLite."""
 
 from __future__ import annotations
 
-import sqlite3
-
 import pytest
 
 from app.storage.export import conversation_from_json, conversation_json
 from app.storage.history import ConversationNotFound, History, TurnMessage
-from app.storage.migrations import MIGRATIONS, apply_migrations
+from tests.support.history import history_before
 
 
 def _chat(h: History, title: str) -> int:
@@ -52,10 +50,11 @@ def test_a_branch_and_an_import_of_a_pinned_conversation_are_not_pinned(tmp_path
 
 def test_a_history_from_before_the_migration_gets_the_column(tmp_path):
     p = tmp_path / "before.sqlite3"
-    db = sqlite3.connect(p, isolation_level=None)
-    apply_migrations(db, [m for m in MIGRATIONS if m[0] != "m013_conversation_pinned"])
-    db.execute("INSERT INTO conversations (id, title, created, updated) VALUES (1, 'Old chat', 1.0, 2.0)")
-    db.close()
+    history_before(
+        p,
+        "m013_conversation_pinned",
+        "INSERT INTO conversations (id, title, created, updated) VALUES (1, 'Old chat', 1.0, 2.0);",
+    )
     with History(p) as h:
         assert h.applied_migrations == ["m013_conversation_pinned"]
         assert h.get_conversation(1).pinned is False

@@ -4,13 +4,12 @@ column (``m010_turn_settings``) upgrades a history from before it, on real SQLit
 
 from __future__ import annotations
 
-import sqlite3
-
 from app.engine.events import DoneEvent
 from app.engine.messages import Message
 from app.engine.recorder import TurnRecorder
 from app.storage.history import History, TurnMessage
-from app.storage.migrations import MIGRATIONS, apply_migrations
+from app.storage.migrations import MIGRATIONS
+from tests.support.history import history_before
 
 SENT_WITH = {
     "tool_format": "auto",
@@ -32,9 +31,9 @@ def test_u3_a_history_from_before_the_migration_opens_and_keeps_turn_settings(tm
     was made with in its extra JSON, and a kept version) gets the column; its rows read as before
     (no turn record), and new turns keep theirs."""
     p = tmp_path / "before.sqlite3"
-    db = sqlite3.connect(p, isolation_level=None)
-    apply_migrations(db, [m for m in MIGRATIONS if m[0] != "m010_turn_settings"])
-    db.executescript(
+    history_before(
+        p,
+        "m010_turn_settings",
         """
         INSERT INTO conversations (id, title, created, updated) VALUES (1, 'Old chat', 1.0, 2.0);
         INSERT INTO messages (conversation_id, position, role, content, created)
@@ -47,9 +46,8 @@ def test_u3_a_history_from_before_the_migration_opens_and_keeps_turn_settings(tm
                                      "content": "a horse", "extra": {}}]');
         INSERT INTO reply_versions (conversation_id, user_position, number, created, messages_json)
             VALUES (1, 0, 2, 2.0, NULL);
-        """
+        """,
     )
-    db.close()
     with History(p) as h:
         assert h.applied_migrations == ["m010_turn_settings"]
         conv = h.load_conversation(1)

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
+import sqlite3
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -18,7 +20,28 @@ from typing import Any
 from app.storage import history as _history
 from app.storage.history import History, HistoryError, MessageNotFound, MessageRecord, StoredToolCall
 
-__all__ = ["add_tool_call", "append_chat_message", "chat_messages", "edit_message", "update_tool_call"]
+__all__ = [
+    "add_tool_call",
+    "append_chat_message",
+    "chat_messages",
+    "edit_message",
+    "history_before",
+    "update_tool_call",
+]
+
+
+def history_before(path: str | os.PathLike[str], migration: str, rows_sql: str) -> None:
+    """Write at ``path`` the history a Callisto without ``migration`` kept: every other migration
+    applied (``app.storage.migrations``), then ``rows_sql`` (its rows, an SQL script)."""
+    from app.storage.migrations import MIGRATIONS, apply_migrations
+
+    db = sqlite3.connect(path, isolation_level=None)
+    try:
+        applied = apply_migrations(db, [m for m in MIGRATIONS if m[0] != migration])
+        assert migration not in applied
+        db.executescript(rows_sql)
+    finally:
+        db.close()
 
 
 def append_chat_message(

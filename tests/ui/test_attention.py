@@ -10,6 +10,7 @@ from PySide6.QtWidgets import QWidget
 
 from app.storage.settings import Settings
 from tests.ui.scripted_gguf import write_alphabet_model
+from tests.ui.turns import send_turn
 
 TIMEOUT = 30_000
 
@@ -24,24 +25,18 @@ def _elsewhere(qtbot) -> QWidget:
     return other
 
 
-def _send(qtbot, w, text: str) -> None:
-    w.compose.setPlainText(text)
-    with qtbot.waitSignal(w.sig_turn_done, timeout=TIMEOUT):
-        assert w.send()
-
-
 def test_a_reply_that_ends_in_the_background_asks_for_attention(qtbot, make_window):
     s = Settings()
     s.sampling.max_tokens = 3
     w = make_window(write_alphabet_model(), settings=s)
     with qtbot.waitActive(w):
         w.activateWindow()
-    _send(qtbot, w, "here")
+    send_turn(qtbot, w, "here", timeout=TIMEOUT)
     assert w.chat_ctl.attention_asked == 0  # the person is looking
 
     _elsewhere(qtbot)
     assert not w.isActiveWindow()
-    _send(qtbot, w, "while away")
+    send_turn(qtbot, w, "while away", timeout=TIMEOUT)
     assert w.last_done.finish_reason == "length" and w.chat_ctl.attention_asked == 1
 
     # stopped by the person: nothing to tell

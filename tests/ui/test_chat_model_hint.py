@@ -13,14 +13,9 @@ from app.storage.history import Conversation, MessageRecord
 from app.storage.settings import Settings
 from app.ui.chat_model_hint import ChatModel, chat_model
 from tests.ui.scripted_gguf import write_alphabet_model
+from tests.ui.turns import send_turn
 
 TIMEOUT = 30_000
-
-
-def _send(qtbot, w, text: str) -> None:
-    w.compose.setPlainText(text)
-    with qtbot.waitSignal(w.sig_turn_done, timeout=TIMEOUT):
-        assert w.send()
 
 
 def _load(qtbot, w, path: Path) -> None:
@@ -34,7 +29,7 @@ def test_a_chat_with_another_model_offers_to_load_it(qtbot, make_window):
     s.sampling.max_tokens = 2
     w = make_window(alpha, settings=s)
     hint = w.conversations_ctl.model_hint
-    _send(qtbot, w, "with alpha")
+    send_turn(qtbot, w, "with alpha", timeout=TIMEOUT)
     with_alpha = w.conversation_id
     assert hint.isHidden()  # written with the model loaded
 
@@ -47,7 +42,7 @@ def test_a_chat_with_another_model_offers_to_load_it(qtbot, make_window):
     with qtbot.waitSignal(w.sig_model_ready, timeout=TIMEOUT):
         qtbot.mouseClick(hint.load_button, Qt.MouseButton.LeftButton)
     assert Path(w.model_info.path) == alpha and hint.isHidden()
-    _send(qtbot, w, "on with alpha")
+    send_turn(qtbot, w, "on with alpha", timeout=TIMEOUT)
     assert w.chat.current_assistant().who.text() == "alpha"
     assert w.conversation_id == with_alpha
 

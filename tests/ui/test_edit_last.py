@@ -10,6 +10,7 @@ from PySide6.QtWidgets import QApplication
 
 from app.storage.settings import Settings
 from tests.ui.scripted_gguf import write_alphabet_model
+from tests.ui.turns import send_turn
 
 TIMEOUT = 30_000
 
@@ -23,16 +24,10 @@ def _window(qtbot, make_window, max_tokens: int = 3):
     return w
 
 
-def _send(qtbot, w, text: str) -> None:
-    w.compose.setPlainText(text)
-    with qtbot.waitSignal(w.sig_turn_done, timeout=TIMEOUT):
-        assert w.send()
-
-
 def test_up_in_the_empty_box_edits_the_last_message_and_enter_sends_it(qtbot, make_window):
     w = _window(qtbot, make_window)
-    _send(qtbot, w, "first")
-    _send(qtbot, w, "second")
+    send_turn(qtbot, w, "first", timeout=TIMEOUT)
+    send_turn(qtbot, w, "second", timeout=TIMEOUT)
     first, last = w.chat.user_messages()
     w.compose.setFocus()
 
@@ -59,7 +54,7 @@ def test_up_with_text_moves_the_cursor_and_up_while_busy_does_nothing(qtbot, mak
     w = _window(qtbot, make_window)
     qtbot.keyClick(w.compose, Qt.Key.Key_Up)  # nothing sent yet: nothing to edit
     assert w.chat.user_messages() == []
-    _send(qtbot, w, "hello")
+    send_turn(qtbot, w, "hello", timeout=TIMEOUT)
     (sent,) = w.chat.user_messages()
 
     w.compose.setPlainText("line one\nline two")

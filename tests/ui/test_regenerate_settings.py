@@ -11,14 +11,12 @@ thinking choice show in the reply; the sampling is what the session was asked fo
 
 from __future__ import annotations
 
-import sqlite3
-
 from PySide6.QtCore import Qt
 
 from app.engine.thinking import Thinking
 from app.storage.history import History
-from app.storage.migrations import MIGRATIONS, apply_migrations
 from app.storage.settings import Settings, load_settings
+from tests.support.history import history_before
 from tests.support.thinker import ANSWER, THOUGHT, write_thinker
 from tests.ui.turns import send_turn
 
@@ -127,17 +125,15 @@ def test_u3_continue_goes_on_with_the_turns_own_settings(qtbot, make_window, tmp
 def _history_from_before_the_turn_settings(path) -> History:
     """A history written before turns kept their settings (the migrations before
     ``m010_turn_settings``): one turn, its reply with no record of its settings."""
-    db = sqlite3.connect(path, isolation_level=None)
-    applied = apply_migrations(db, [m for m in MIGRATIONS if m[0] != "m010_turn_settings"])
-    assert "m010_turn_settings" not in applied
-    db.executescript(
+    history_before(
+        path,
+        "m010_turn_settings",
         """
         INSERT INTO conversations (id, title, created, updated) VALUES (1, 'Old chat', 1.0, 2.0);
         INSERT INTO messages (conversation_id, position, role, content, created) VALUES (1, 0, 'user', 'Hi', 1.0);
         INSERT INTO messages (conversation_id, position, role, content, created) VALUES (1, 1, 'assistant', 'Hello.', 2.0);
-        """
+        """,
     )
-    db.close()
     return History(path)
 
 
