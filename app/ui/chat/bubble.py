@@ -25,7 +25,7 @@ from app.ui.chat.markdown import MarkdownView
 from app.ui.chat.turn_settings import TurnSettings
 from app.ui.labels import plain_text_label
 
-__all__ = ["when_text", "COPIED_MS", "ThinkingBlock", "UserMessage", "copy_with_feedback", "small_button"]
+__all__ = ["COPIED_MS", "ThinkingBlock", "UserMessage", "copy_with_feedback", "small_button", "when_text"]
 
 
 class ThinkingBlock(QFrame):

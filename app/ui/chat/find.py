@@ -12,8 +12,9 @@ from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QPoint, Qt, Signal
 from PySide6.QtGui import QColor, QKeyEvent, QTextCursor
-from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QLineEdit, QTextEdit, QToolButton, QWidget
+from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QLineEdit, QTextEdit, QWidget
 
+from app.ui.chat.bubble import small_button
 from app.ui.chat.markdown import MarkdownView, TextRun
 from app.ui.theme import is_dark
 
@@ -117,9 +118,12 @@ class FindBar(QFrame):
         self.edit.sig_close.connect(self.close_bar)
         self.count = QLabel("")
         self.count.setObjectName("findCount")
-        self.btn_prev = self._button("↑", "Previous match (Shift+Enter)", lambda: self.step(-1))
-        self.btn_next = self._button("↓", "Next match (Enter)", lambda: self.step(1))
-        self.btn_close = self._button("×", "Close (Esc)", self.close_bar)
+        self.btn_prev = small_button("↑", "Previous match (Shift+Enter)")
+        self.btn_next = small_button("↓", "Next match (Enter)")
+        self.btn_close = small_button("×", "Close (Esc)")
+        self.btn_prev.clicked.connect(lambda: self.step(-1))
+        self.btn_next.clicked.connect(lambda: self.step(1))
+        self.btn_close.clicked.connect(self.close_bar)
         for w in (self.edit, self.count, self.btn_prev, self.btn_next, self.btn_close):
             lay.addWidget(w)
         lay.setStretch(0, 1)
@@ -136,14 +140,6 @@ class FindBar(QFrame):
         self._marked, self.matches, self.index = [], [], -1  # the views went with the messages
         if not self.isHidden():
             self.close_bar()
-
-    def _button(self, text: str, tip: str, slot) -> QToolButton:  # noqa: ANN001
-        b = QToolButton()
-        b.setText(text)
-        b.setToolTip(tip)
-        b.setAutoRaise(True)
-        b.clicked.connect(slot)
-        return b
 
     @property
     def root(self) -> QWidget:

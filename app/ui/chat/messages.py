@@ -71,7 +71,7 @@ class AssistantMessage(QFrame):
         head = QHBoxLayout()
         self.who = QLabel("Assistant")
         self.who.setObjectName("roleLabel")
-        self.written_at, self._author_tip = time.time(), ""  # when it began; who wrote it (tooltip)
+        self.written_at = time.time()  # when it began (the head's tooltip says it)
         head.addWidget(self.who)
         self.status_label = QLabel("Processing prompt…")
         self.status_label.setObjectName("msgStatus")
@@ -335,7 +335,6 @@ class AssistantMessage(QFrame):
         """The head's name: the model that writes the reply (``records.reply_author``); its tooltip
         says who, with the file, and when the reply began (``written_at``: a stored reply's time)."""
         self.who.setText(name or "Assistant")
-        self._author_tip = tooltip
         if written_at is not None:
             self.written_at = written_at
         self.who.setToolTip("\n".join(t for t in (tooltip, when_text(self.written_at)) if t))
