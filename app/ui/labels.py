@@ -6,7 +6,7 @@ from PySide6.QtCore import QSize, Qt
 from PySide6.QtGui import QResizeEvent
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QToolButton, QVBoxLayout, QWidget
 
-__all__ = ["FormNote", "line_with_action", "plain_text_label", "side_panel_layout", "wrapped_label"]
+__all__ = ["FormNote", "line_with_action", "side_panel_layout", "wrapped_label"]
 
 
 def line_with_action(frame: QWidget, *, top: int = 0) -> tuple[QLabel, QToolButton]:
@@ -59,18 +59,6 @@ class FormNote(QLabel):
         if event.size().width() != event.oldSize().width() or not self._laid_out:
             self._laid_out = True
             self.updateGeometry()  # the height for this width: the layout asks again
-
-
-def plain_text_label(object_name: str) -> QLabel:
-    """A wrapping label of plain text the user may select (a reasoning block, a tool card's body
-    or raw text), hidden until there is something to show."""
-    label = QLabel()
-    label.setObjectName(object_name)
-    label.setWordWrap(True)
-    label.setTextFormat(Qt.TextFormat.PlainText)
-    label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-    label.setVisible(False)
-    return label
 
 
 def side_panel_layout(panel: QWidget, object_name: str) -> QVBoxLayout:

@@ -2,14 +2,17 @@
 counts and marks the matches (case does not matter), brings each into view in reading order,
 Enter / Shift+Enter / ↑ / ↓ step round the ends, Esc closes it and takes the marks away without
 stopping anything, another conversation closes it, and a conversation opened from the list's
-search shows where the searched words are."""
+search shows where the searched words are. What a reply folds (its thinking, its tool calls'
+details and raw text) is searched too, and the fold of the current match is opened."""
 
 from __future__ import annotations
 
 from PySide6.QtCore import QPoint, Qt
-from PySide6.QtWidgets import QApplication
+from PySide6.QtWidgets import QApplication, QTextEdit
 
+from app.calls import ToolCall, ToolResult
 from app.storage.history import History, TurnMessage
+from app.ui.chat.markdown import PlainView
 
 FILLER = "\n\n".join(f"Paragraph {k} of filler text about nothing much." for k in range(5))
 
@@ -125,3 +128,134 @@ def test_a_conversation_opened_from_the_search_shows_where_the_words_are(qtbot, 
     w.conversations_ctl.search_conversations("")
     lst.sig_open.emit(long)
     assert w.conversation_id == long and bar.isHidden()
+
+
+RAW = '<tool_call>{"name": "get_weather", "arguments": {"city": "Oslo"}}</tool_call>'
+CALL = ToolCall("call00001", "get_weather", {"city": "Oslo"}, raw=RAW)
+
+
+def _folding_history() -> tuple[History, int]:
+    """A chat whose reply thought, called a tool and answered, with earlier turns above it."""
+    h = History()
+    conv = h.create_conversation("Trip").id
+    for k in range(6):
+        h.record_turn(
+            conv, None, [TurnMessage("user", f"Earlier question {k}"), TurnMessage("assistant", FILLER)]
+        )
+    h.record_turn(
+        conv,
+        None,
+        [
+            TurnMessage("user", "Plan my trip to Oslo"),
+            TurnMessage(
+                "assistant",
+                "",
+                reasoning="The person goes to Oslo. Check the weather in oslo first, then pack a parka.",
+                tool_calls=[CALL],
+                results={CALL.id: ToolResult(CALL.id, CALL.name, content="Oslo: 3 C, snow", duration_s=0.2)},
+            ),
+            TurnMessage("tool", "Oslo: 3 C, snow", tool_call_id=CALL.id, name=CALL.name),
+            TurnMessage("assistant", "It is cold in Oslo: take a warm coat." + "\n\n" + FILLER),
+        ],
+    )
+    return h, conv
+
+
+def _folding_window(qtbot, make_window):
+    h, conv = _folding_history()
+    w = make_window(None, history=h)
+    with qtbot.waitActive(w):
+        w.activateWindow()
+    w.conversations_ctl.open_conversation(conv)
+    reply = w.chat.current_assistant()
+    (card,) = reply.cards.values()
+    return w, reply, card
+
+
+def test_find_searches_the_folded_thinking_and_tool_cards_and_opens_the_current_fold(qtbot, make_window):
+    w, reply, card = _folding_window(qtbot, make_window)
+    thinking = reply.thinking
+    assert thinking.body.isHidden() and card.body.isHidden() and card.raw_view.isHidden()  # all folded
+    bar = w.conversations_ctl.find_bar
+    bar.open("oslo")
+    # in reading order: the question, the thinking (twice), the call's arguments and result, its
+    # raw text, the answer
+    views = [m.view for m in bar.matches]
+    assert views == [
+        views[0],
+        thinking.body,
+        thinking.body,
+        card.body,
+        card.body,
+        card.raw_view,
+        views[-1],
+    ]
+    assert not isinstance(views[0], PlainView) and not isinstance(views[-1], PlainView)
+    assert views[0].toPlainText() == "Plan my trip to Oslo" and views[-1].toPlainText().startswith(
+        "It is cold"
+    )
+    assert bar.count.text() == "1 of 7"
+    assert all(v.extraSelections() for v in views)  # marked, folded or not
+    # the first match is shown: nothing is opened for it
+    assert thinking.body.isHidden() and card.body.isHidden()
+
+    bar.step(1)  # into the thinking: it opens, and the match is brought into view
+    assert bar.count.text() == "2 of 7" and bar.current.view is thinking.body
+    assert thinking.toggle.isChecked() and not thinking.body.isHidden()
+    assert card.body.isHidden()  # the next fold stays shut until a match there is the current one
+    qtbot.waitUntil(lambda: _in_view(w, bar.current))
+    bar.step(1)
+    assert bar.current.cursor.selectedText() == "oslo"  # case does not matter
+    bar.step(1)  # the call's arguments: its details open, its raw text stays folded
+    assert bar.current.view is card.body and card.toggle.isChecked()
+    assert not card.body.isHidden() and card.raw_view.isHidden()
+    qtbot.waitUntil(lambda: _in_view(w, bar.current))
+    bar.step(1)
+    assert bar.current.view is card.body and "Result:" in card.body.text()
+    bar.step(1)  # the raw text: "Show raw" is pressed for it
+    assert bar.current.view is card.raw_view and not card.raw_view.isHidden()
+    assert card.btn_raw.isChecked() and card.btn_raw.text() == "Hide raw"
+    qtbot.waitUntil(lambda: _in_view(w, bar.current))
+    bar.step(1)
+    assert bar.count.text() == "7 of 7" and bar.current.view is views[-1]
+
+    # the folds opened stay open; the order is the same now they are shown
+    bar.search()
+    assert [m.view for m in bar.matches] == views and bar.count.text() == "1 of 7"
+    qtbot.keyClick(bar.edit, Qt.Key.Key_Escape)
+    assert bar.isHidden() and not any(v.extraSelections() for v in views)
+
+
+def test_a_word_only_in_a_reply_s_thinking_is_found_from_the_conversation_search(qtbot, make_window):
+    h, _conv = _folding_history()
+    w = make_window(None, history=h)
+    lst = w.conversations_ctl.list
+    lst.search.setText("parka")
+    w.conversations_ctl.search_conversations("parka")
+    (conv,) = lst.ids()
+    lst.sig_open.emit(conv)
+    bar = w.conversations_ctl.find_bar
+    reply = w.chat.current_assistant()
+    assert bar.isVisible() and bar.count.text() == "1 of 1"
+    assert bar.current.view is reply.thinking.body and not reply.thinking.body.isHidden()
+    qtbot.waitUntil(lambda: _in_view(w, bar.current))
+
+
+def test_a_folded_text_views_plain_text_grows_by_appending(qtbot):
+    view = PlainView("thinkingBody")
+    qtbot.addWidget(view)
+    assert view.isHidden() and view.text() == ""
+    pieces = ["The ", "person ", "wants ", "Oslo."]
+    text = ""
+    for piece in pieces:
+        text += piece
+        view.set_text(text)
+        assert view.toPlainText() == text == view.text()
+    cursor = view.document().find("Oslo")
+    sel = QTextEdit.ExtraSelection()
+    sel.cursor = cursor
+    view.setExtraSelections([sel])
+    view.set_text(text + " Then pack.")  # appended: the mark stays on its word
+    assert view.extraSelections()[0].cursor.selectedText() == "Oslo"
+    view.set_text("Something else")  # not a continuation: replaced
+    assert view.toPlainText() == "Something else" == view.text()

@@ -21,9 +21,8 @@ from PySide6.QtWidgets import (
 
 from app.ui.chat.attachments import ImageStrip
 from app.ui.chat.compose import EditBox
-from app.ui.chat.markdown import MarkdownView
+from app.ui.chat.markdown import MarkdownView, PlainView
 from app.ui.chat.turn_settings import TurnSettings
-from app.ui.labels import plain_text_label
 
 __all__ = ["COPIED_MS", "ThinkingBlock", "UserMessage", "copy_with_feedback", "small_button", "when_text"]
 
@@ -45,19 +44,20 @@ class ThinkingBlock(QFrame):
         self.toggle.setArrowType(Qt.ArrowType.RightArrow)
         self.toggle.toggled.connect(self._on_toggle_toggled)
         lay.addWidget(self.toggle)
-        self.body = plain_text_label("thinkingBody")
+        self.body = PlainView("thinkingBody")
+        self.body.fold_owner = self
+        self.body.unfold = lambda: self.toggle.setChecked(True)
         lay.addWidget(self.body)
-        self.text = ""
+
+    @property
+    def text(self) -> str:
+        return self.body.text()
 
     def set_text(self, text: str) -> None:
-        self.text = text
-        if self.body.isVisible():
-            self.body.setText(text)
+        self.body.set_text(text)  # folded too: Find in chat searches it
 
     def _on_toggle_toggled(self, on: bool) -> None:
         self.toggle.setArrowType(Qt.ArrowType.DownArrow if on else Qt.ArrowType.RightArrow)
-        if on:
-            self.body.setText(self.text)
         self.body.setVisible(on)
 
 

@@ -1,6 +1,7 @@
 """Find in the chat (Ctrl+F): a bar above the conversation that finds text in the messages shown
-(what the person wrote and the replies' text, as rendered; case does not matter), marks every
-match, brings the current one into view and counts them ("3 of 12"). Enter and ↓ go to the next,
+(what the person wrote and the replies' text, as rendered; case does not matter), and in what they
+fold (a reply's thinking, its tool calls' arguments, results and raw text), marks every match,
+brings the current one into view, opening its fold, and counts them ("3 of 12"). Enter and ↓ go to the next,
 Shift+Enter and ↑ to the one before (round the ends), Esc closes the bar and takes the marks away.
 The messages are found again at each step, so a reply still being written is searched as it
 stands."""
@@ -10,12 +11,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import QPoint, Qt, Signal
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QColor, QKeyEvent, QTextCursor
-from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QLineEdit, QTextEdit, QWidget
+from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QLayout, QLineEdit, QTextEdit, QWidget
 
 from app.ui.chat.bubble import small_button
-from app.ui.chat.markdown import MarkdownView, TextRun
+from app.ui.chat.markdown import FittedView, PlainView, TextRun
 from app.ui.theme import is_dark
 
 if TYPE_CHECKING:
@@ -28,7 +29,7 @@ __all__ = ["FindBar", "Match", "find_matches"]
 class Match:
     """One place the text was found: the view showing it and the cursor selecting it."""
 
-    view: MarkdownView
+    view: FittedView
     cursor: QTextCursor
 
 
@@ -43,21 +44,71 @@ def _shown(widget: QWidget, root: QWidget) -> bool:
     return w is root
 
 
-def _views_in_order(messages: list[QWidget], root: QWidget) -> list[MarkdownView]:
-    """The text views shown in ``messages`` (widgets under ``root``), top to bottom (as the person
-    reads them)."""
+def _searched(view: FittedView, root: QWidget) -> bool:
+    """``view`` is shown, or folded inside a widget that is (a reasoning block, a tool card's
+    details): the find bar opens the fold of the match it goes to."""
+    if isinstance(view, PlainView) and view.fold_owner is not None and view.unfold is not None:
+        return _shown(view.fold_owner, root)
+    return _shown(view, root)
+
+
+def _layout_widgets(layout: QLayout) -> list[QWidget]:
+    """The widgets of ``layout`` and of the layouts inside it, in their order."""
+    out: list[QWidget] = []
+    for i in range(layout.count()):
+        item = layout.itemAt(i)
+        if item is None:
+            continue
+        if (widget := item.widget()) is not None:
+            out.append(widget)
+        elif (inner := item.layout()) is not None:
+            out.extend(_layout_widgets(inner))
+    return out
+
+
+class _ReadingOrder:
+    """Where a widget under ``root`` is read: the places of it and its parents in their parents'
+    layouts (the chat's columns are read top to bottom, a row left to right). It holds before the
+    widgets are laid out (a conversation just opened) and for those folded away."""
+
+    def __init__(self, root: QWidget) -> None:
+        self.root = root
+        self._places: dict[QWidget, dict[QWidget, int]] = {}
+
+    def _place(self, parent: QWidget, widget: QWidget) -> int:
+        places = self._places.get(parent)
+        if places is None:
+            layout = parent.layout()
+            laid = _layout_widgets(layout) if layout is not None else []
+            places = {w: k for k, w in enumerate(laid)}
+            self._places[parent] = places
+        return places.get(widget, len(places))
+
+    def key(self, widget: QWidget) -> tuple[int, ...]:
+        path: list[int] = []
+        w = widget
+        while w is not self.root and (parent := w.parentWidget()) is not None:
+            path.append(self._place(parent, w))
+            w = parent
+        return tuple(reversed(path))
+
+
+def _views_in_order(messages: list[QWidget], root: QWidget) -> list[FittedView]:
+    """The text views in ``messages`` (widgets under ``root``) that are shown or folded, in the
+    order the person reads them."""
     views = [
         v
         for message in messages
         if _shown(message, root)
-        for v in message.findChildren(MarkdownView)
-        if v.document().characterCount() > 1 and _shown(v, root)
+        for v in message.findChildren(FittedView)
+        if v.document().characterCount() > 1 and _searched(v, root)
     ]
-    return sorted(views, key=lambda v: v.mapTo(root, QPoint(0, 0)).y())
+    return sorted(views, key=_ReadingOrder(root).key)
 
 
 def find_matches(messages: list[QWidget], root: QWidget, text: str) -> list[Match]:
-    """Every place ``text`` is shown in the views of ``messages`` (under ``root``), in reading order."""
+    """Every place ``text`` is shown (or folded) in the views of ``messages`` (under ``root``), in
+    reading order."""
     if not text:
         return []
     out: list[Match] = []
@@ -129,7 +180,7 @@ class FindBar(QFrame):
         lay.setStretch(0, 1)
         self.matches: list[Match] = []
         self.index = -1
-        self._marked: list[MarkdownView] = []
+        self._marked: list[FittedView] = []
         chat.sig_cleared.connect(self._on_cleared)
         self._follow = False  # keep the current match in view as the chat's height changes
         chat.follow.sig_scrolled_by_hand.connect(self._stop_following)
@@ -224,7 +275,7 @@ class FindBar(QFrame):
         dark = is_dark()
         every = QColor("#6b5b1e" if dark else "#fff2a8")
         here = QColor("#b0721a" if dark else "#ffb74d")
-        by_view: dict[MarkdownView, list[QTextEdit.ExtraSelection]] = {}
+        by_view: dict[FittedView, list[QTextEdit.ExtraSelection]] = {}
         for i, m in enumerate(self.matches):
             sel = QTextEdit.ExtraSelection()
             sel.cursor = m.cursor
@@ -254,6 +305,8 @@ class FindBar(QFrame):
         if m is None or self.isHidden():
             return
         try:
+            if isinstance(m.view, PlainView) and m.view.unfold is not None and not _shown(m.view, self.root):
+                m.view.unfold()  # the match is in a folded block: open it (laid out a moment later)
             rect = m.view.cursorRect(m.cursor)
             at = m.view.viewport().mapTo(self.root, rect.center())
         except RuntimeError:  # the view went with its message meanwhile

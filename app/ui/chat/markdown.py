@@ -1,4 +1,5 @@
-"""Rendered Markdown in the chat: a view that grows to fit, and a run of reply text rendered by blocks.
+"""Text in the chat: views that grow to fit (rendered Markdown; plain text), and a run of reply text
+rendered by blocks.
 
 Streaming stays cheap: a run of reply text is a ``TextRun``: one small view per finished Markdown
 block, rendered once (``IncrementalMarkdown``), plus a view of the open tail block, the only thing
@@ -11,21 +12,20 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from PySide6.QtCore import Qt, QTimer, QUrl
-from PySide6.QtGui import QGuiApplication, QPalette, QTextOption
+from PySide6.QtGui import QGuiApplication, QPalette, QTextCursor, QTextOption
 from PySide6.QtWidgets import QFrame, QSizePolicy, QTextBrowser, QVBoxLayout, QWidget
 
 from app.ui.markdown_render import IncrementalMarkdown, render_markdown
 from app.ui.theme import is_dark
 
-__all__ = ["MarkdownView", "TextRun"]
+__all__ = ["FittedView", "MarkdownView", "PlainView", "TextRun"]
 
 
-class MarkdownView(QTextBrowser):
-    """Read-only rich text that grows to fit its content; ``copy:N`` links copy code blocks."""
+class FittedView(QTextBrowser):
+    """Read-only text that grows to fit its content (no scroll bars: the chat scrolls)."""
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.setObjectName("markdown")
         self.setOpenLinks(False)
         self.setOpenExternalLinks(False)
         self.setFrameShape(QFrame.Shape.NoFrame)
@@ -37,31 +37,10 @@ class MarkdownView(QTextBrowser):
         pal = self.palette()  # transparent without a per-widget style sheet (cheaper to create)
         pal.setColor(QPalette.ColorRole.Base, Qt.GlobalColor.transparent)
         self.setPalette(pal)
-        self.anchorClicked.connect(self._on_view_anchor)
-        self.raw = ""
-        self.code_blocks: list[str] = []
-        self.code_source: Callable[[], list[str]] | None = None  # set by a TextRun: its numbering
-        self.render_count = 0
-        self.from_markdown = False  # set_markdown_text rendered it (re-rendered when the theme changes)
+        self.raw = ""  # the text it shows (its Markdown source, for a MarkdownView)
         self._in_set = False
         self.document().documentLayout().documentSizeChanged.connect(self._on_doc_size_changed)
         self.setFixedHeight(24)
-
-    def set_markdown_text(self, text: str) -> None:
-        self.raw = text
-        self.from_markdown = True
-        rendered = render_markdown(text, dark=is_dark())
-        self.code_blocks = rendered.code_blocks
-        self.set_html(rendered.html)
-
-    def set_html(self, html: str) -> None:
-        self._in_set = True  # setHtml changes the size several times: fit once, after it
-        try:
-            self.setHtml(html)
-        finally:
-            self._in_set = False
-        self.render_count += 1
-        self._fit()
 
     def _on_doc_size_changed(self, _size) -> None:
         if not self._in_set:
@@ -78,6 +57,65 @@ class MarkdownView(QTextBrowser):
 
     def resizeEvent(self, e) -> None:  # noqa: N802
         super().resizeEvent(e)
+        self._fit()
+
+
+class PlainView(FittedView):
+    """Plain text the person may select, hidden until there is something to show: a reasoning
+    block, a tool card's details or raw text. Such a view may be folded (hidden behind its owner's
+    toggle): ``fold_owner`` is then the widget that stays shown and ``unfold`` opens the fold, so
+    Find in chat finds the text inside and opens it when a match there is the current one."""
+
+    def __init__(self, object_name: str, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName(object_name)
+        self.fold_owner: QWidget | None = None
+        self.unfold: Callable[[], None] | None = None
+        self.setVisible(False)
+
+    def text(self) -> str:
+        return self.raw
+
+    def set_text(self, text: str) -> None:
+        """Show ``text``; text that only grew (reasoning being written) is appended, so a long one
+        streamed costs its length once, not once per piece."""
+        if text == self.raw:
+            return
+        if self.raw and text.startswith(self.raw):
+            cursor = QTextCursor(self.document())
+            cursor.movePosition(QTextCursor.MoveOperation.End)
+            cursor.insertText(text[len(self.raw) :])
+        else:
+            self.setPlainText(text)
+        self.raw = text
+
+
+class MarkdownView(FittedView):
+    """Rendered Markdown that grows to fit its content; ``copy:N`` links copy code blocks."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("markdown")
+        self.anchorClicked.connect(self._on_view_anchor)
+        self.code_blocks: list[str] = []
+        self.code_source: Callable[[], list[str]] | None = None  # set by a TextRun: its numbering
+        self.render_count = 0
+        self.from_markdown = False  # set_markdown_text rendered it (re-rendered when the theme changes)
+
+    def set_markdown_text(self, text: str) -> None:
+        self.raw = text
+        self.from_markdown = True
+        rendered = render_markdown(text, dark=is_dark())
+        self.code_blocks = rendered.code_blocks
+        self.set_html(rendered.html)
+
+    def set_html(self, html: str) -> None:
+        self._in_set = True  # setHtml changes the size several times: fit once, after it
+        try:
+            self.setHtml(html)
+        finally:
+            self._in_set = False
+        self.render_count += 1
         self._fit()
 
     def _on_view_anchor(self, url: QUrl) -> None:

@@ -12,7 +12,6 @@ from PySide6.QtCore import QSize, Qt
 from PySide6.QtWidgets import (
     QFrame,
     QHBoxLayout,
-    QLabel,
     QPushButton,
     QSizePolicy,
     QToolButton,
@@ -22,7 +21,7 @@ from PySide6.QtWidgets import (
 
 from app.tools.types import pretty_json
 from app.ui.call_view import CallView, call_summary, format_duration, short
-from app.ui.labels import plain_text_label
+from app.ui.chat.markdown import PlainView
 
 __all__ = ["ToolCard", "ToolChip"]
 
@@ -87,14 +86,6 @@ class ToolChip(QPushButton):
         self.style().polish(self)
 
 
-def _narrowable(label: QLabel) -> QLabel:
-    """A wrapping label that a long unbroken word (a path, a JSON string) does not widen: it gets
-    the width of the reply and wraps anywhere."""
-    label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
-    label.setMinimumWidth(1)
-    return label
-
-
 class ToolCard(QFrame):
     """A tool call inline in the reply: the one-line chip, and behind its arrow the arguments, the
     result or error, the time, and the raw text the model wrote behind "Show raw"."""
@@ -118,7 +109,7 @@ class ToolCard(QFrame):
         head.addWidget(self.chip)  # it may narrow: its line is cut to fit
         head.addStretch(1)
         lay.addLayout(head)
-        self.body = _narrowable(plain_text_label("toolCardBody"))
+        self.body = self._folded(PlainView("toolCardBody"), raw=False)
         lay.addWidget(self.body)
         self.btn_raw = QToolButton()
         self.btn_raw.setObjectName("msgAction")
@@ -128,10 +119,22 @@ class ToolCard(QFrame):
         self.btn_raw.setVisible(False)
         self.btn_raw.toggled.connect(self._on_raw_toggled)
         lay.addWidget(self.btn_raw, 0, Qt.AlignmentFlag.AlignLeft)
-        self.raw_view = _narrowable(plain_text_label("toolCardRaw"))
+        self.raw_view = self._folded(PlainView("toolCardRaw"), raw=True)
         lay.addWidget(self.raw_view)
         self.fix_button: QPushButton | None = None
         self.set_view(view)
+
+    def _folded(self, view: PlainView, *, raw: bool) -> PlainView:
+        """``view`` folded behind the card's arrow (and the raw text behind "Show raw" too)."""
+        view.fold_owner = self
+
+        def unfold() -> None:
+            self.toggle.setChecked(True)
+            if raw:
+                self.btn_raw.setChecked(True)
+
+        view.unfold = unfold
+        return view
 
     @property
     def view(self) -> CallView:
@@ -140,8 +143,8 @@ class ToolCard(QFrame):
     def set_view(self, view: CallView) -> None:
         """Show ``view`` (the same call, now known better: finished, or read by a named parser)."""
         self.chip.set_view(view)
-        self.body.setText(self.details_text())
-        self.raw_view.setText(view.call.raw or "(not available)")
+        self.body.set_text(self.details_text())
+        self.raw_view.set_text(view.call.raw or "(not available)")
 
     def set_fix(self, text: str, action: Callable[[], object]) -> QPushButton:
         """A button under the chip that fixes why the call failed (e.g. opens the setting it needs)."""
