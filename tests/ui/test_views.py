@@ -59,6 +59,27 @@ def test_thinking_block_is_collapsed_and_expands(qtbot):
     assert m.text() == "Answer."
 
 
+def test_streamed_reasoning_is_rendered_at_the_render_pace_not_per_piece(qtbot):
+    """Reasoning arrives a token at a time; its (folded) view takes what was added at each paced
+    render, appended, so a long reasoning costs its length once per render."""
+    view = ChatView()
+    qtbot.addWidget(view)
+    view.show()
+    view.append_reasoning("Start.")
+    body = view.current_assistant().thinking.body
+    changes: list[int] = []
+    body.document().contentsChange.connect(lambda _at, _removed, added: changes.append(added))
+    pieces = [f" step {k}" for k in range(200)]
+    for piece in pieces:
+        view.append_reasoning(piece)
+    assert changes == []  # nothing rendered per piece
+    qtbot.waitUntil(lambda: body.text() == "Start." + "".join(pieces))
+    assert len(changes) <= 2 and body.toPlainText() == body.text()  # one render (or two), appended
+    view.append_reasoning(" Done.")
+    qtbot.waitUntil(lambda: body.text().endswith(" Done."))
+    assert body.isHidden()  # folded all along
+
+
 def test_text_and_chips_keep_their_order_and_chip_click_is_reported(qtbot):
     view = ChatView()
     qtbot.addWidget(view)

@@ -49,15 +49,20 @@ class ThinkingBlock(QFrame):
         self.body.unfold = lambda: self.toggle.setChecked(True)
         lay.addWidget(self.body)
 
-    @property
-    def text(self) -> str:
-        return self.body.text()
+        self.text = ""
 
     def set_text(self, text: str) -> None:
-        self.body.set_text(text)  # folded too: Find in chat searches it
+        """The reasoning so far: shown at the next :meth:`render` (the reply's paced rendering), or
+        at once when the block is opened."""
+        self.text = text
+
+    def render(self) -> None:
+        self.body.set_text(self.text)  # folded too: Find in chat searches it
 
     def _on_toggle_toggled(self, on: bool) -> None:
         self.toggle.setArrowType(Qt.ArrowType.DownArrow if on else Qt.ArrowType.RightArrow)
+        if on:
+            self.render()
         self.body.setVisible(on)
 
 

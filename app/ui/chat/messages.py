@@ -415,11 +415,13 @@ class AssistantMessage(QFrame):
         return chip
 
     def flush(self, *, final: bool = False) -> float:
-        """Render what changed in the current text run (``final``: the run is complete); returns seconds spent."""
+        """Render what changed in the reasoning and the current text run (``final``: the run is
+        complete); returns seconds spent."""
+        t0 = time.perf_counter()
+        self.thinking.render()  # (appends what was added since: reasoning streams at the render's pace)
         if self._cur is None or not (self.dirty or final):
             self.dirty = False
-            return 0.0
-        t0 = time.perf_counter()
+            return time.perf_counter() - t0
         self._cur.flush(final=final)
         self.dirty = False
         return time.perf_counter() - t0

@@ -237,6 +237,7 @@ class ChatView(QScrollArea):
 
     def append_reasoning(self, text: str) -> None:
         self._ensure_assistant().append_reasoning(text)
+        self.pacer.schedule()
 
     def show_call(self, view: CallView) -> ToolCard:
         """Show ``view`` in its card (a call not shown yet gets a card in the current reply)."""
