@@ -49,6 +49,12 @@ def test_the_list_shows_each_conversation_safely_and_searches():
     assert [int(line.split()[0]) for line in lines] == [b, a] and "2 msg  pinned  Sums" in lines[1]
     rows = json.loads(run_app("history", "--json").stdout)
     assert [(r["id"], r["pinned"]) for r in rows] == [(b, False), (a, True)]
+    with History() as h:
+        h.set_folder(b, "Zoo \x1b[31m")  # in a folder: named before the title, safely
+    lines = run_app("history").stdout.splitlines()
+    assert "1 msg  [Zoo \\x1b[31m] " in lines[0] and "\x1b" not in "".join(lines)
+    rows = json.loads(run_app("history", "--json").stdout)
+    assert [(r["id"], r["folder"]) for r in rows] == [(b, "Zoo \x1b[31m"), (a, None)]
     found = json.loads(run_app("history", "--search", "zebra", "--json").stdout)
     assert [r["id"] for r in found] == [b]
     assert run_app("history", "--search", "nothing-like-this").stdout.strip() == "No conversations match."

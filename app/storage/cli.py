@@ -56,6 +56,7 @@ def _row(conv: Any) -> dict[str, Any]:
         "model_path": conv.model_path,
         "system_prompt": conv.system_prompt,
         "pinned": conv.pinned,
+        "folder": conv.folder,
     }
 
 
@@ -71,7 +72,8 @@ def _list(history: Any, args: argparse.Namespace) -> int:
         when = time.strftime("%Y-%m-%d %H:%M", time.localtime(c.updated))
         title = terminal_text(" ".join(c.title.split()) or "(untitled)")
         pin = "pinned  " if c.pinned else ""
-        print(f"{c.id:>6}  {when}  {c.message_count:>4} msg  {pin}{title}")
+        folder = f"[{terminal_text(c.folder)}] " if c.folder else ""
+        print(f"{c.id:>6}  {when}  {c.message_count:>4} msg  {pin}{folder}{title}")
     return EXIT_OK
 
 

@@ -54,6 +54,7 @@ from app.units import format_bytes
 
 __all__ = [
     "DEFAULT_MAX_IMAGE_BYTES",
+    "MAX_FOLDER_NAME",
     "MESSAGE_STATUSES",
     "ROLES",
     "Conversation",
@@ -69,6 +70,7 @@ __all__ = [
     "StoredToolCall",
     "TurnMessage",
     "check_image_sizes",
+    "folder_name",
     "media_type_of",
     "open_history",
 ]
@@ -311,6 +313,9 @@ class Conversation:
     #: pinned to the top of the conversation list (a property of the list: a branch or an import
     #: of a pinned conversation is not pinned)
     pinned: bool = False
+    #: the folder it is listed in (its name), or None; a branch stays in its folder, an import
+    #: goes in none
+    folder: str | None = None
     messages: list[MessageRecord] = field(default_factory=list)  # filled by load_conversation
     # the reply versions Regenerate kept, by the position of the user message they answer:
     # (the number of the version in the conversation, how many there are); filled by load_conversation
@@ -415,7 +420,7 @@ _R = TypeVar("_R")
 
 _CONV_COLS = (
     "c.id, c.title, c.created, c.updated, c.model_path, c.settings_json, "
-    "(SELECT count(*) FROM messages m WHERE m.conversation_id = c.id), c.system_prompt, c.pinned"
+    "(SELECT count(*) FROM messages m WHERE m.conversation_id = c.id), c.system_prompt, c.pinned, c.folder"
 )
 _MSG_COLS = (
     "id, conversation_id, position, role, content, reasoning, status, created, "
@@ -427,6 +432,22 @@ _TC_COLS = "id, message_id, call_id, name, arguments_json, raw, result, error, d
 def _record(cls: Callable[..., _R], row: sqlite3.Row | tuple, *json_at: int) -> _R:
     """A record made of ``row``'s columns in order, those at ``json_at`` read as JSON."""
     return cls(*(_loads(v) if i in json_at else v for i, v in enumerate(row)))
+
+
+MAX_FOLDER_NAME = 80  # characters in a folder's name
+
+
+def folder_name(text: str) -> str:
+    """A folder's name as kept: its words with one space between them. ValueError when there are
+    none or it is over :data:`MAX_FOLDER_NAME` characters."""
+    name = " ".join(text.split())
+    if not name:
+        raise ValueError("a folder needs a name")
+    if len(name) > MAX_FOLDER_NAME:
+        raise ValueError(
+            f"a folder's name has at most {MAX_FOLDER_NAME} characters (this one has {len(name)})"
+        )
+    return name
 
 
 def _own_prompt(text: str | None) -> str | None:
@@ -615,7 +636,11 @@ class History:
         base = conv.title[: -len(_BRANCH)] if conv.title.endswith(_BRANCH) else conv.title
         now = time.time()
         branch = replace(conv, title=base + _BRANCH, created=now, updated=now, messages=conv.messages[:end])
-        return self.restore_conversation(branch)
+        made = self.restore_conversation(branch)
+        if conv.folder is not None:  # the same work: listed beside the conversation it came from
+            self.set_folder(made.id, conv.folder)
+            made.folder = conv.folder
+        return made
 
     def get_conversation(self, conversation_id: int) -> Conversation:
         rows = self._read(f"SELECT {_CONV_COLS} FROM conversations c WHERE c.id = ?", (conversation_id,))
@@ -675,6 +700,33 @@ class History:
             )
             if cur.rowcount == 0:
                 raise ConversationNotFound(f"no conversation with id {conversation_id}")
+
+    def set_folder(self, conversation_id: int, folder: str | None) -> None:
+        """List the conversation in ``folder`` (a name: a new one makes the folder), or in none
+        (None). Its last change is kept. ValueError for a name that is blank or over
+        :data:`MAX_FOLDER_NAME` characters (white space is folded to one space)."""
+        name = None if folder is None else folder_name(folder)
+        with self._tx() as db:
+            cur = db.execute("UPDATE conversations SET folder = ? WHERE id = ?", (name, conversation_id))
+            if cur.rowcount == 0:
+                raise ConversationNotFound(f"no conversation with id {conversation_id}")
+
+    def folders(self) -> list[str]:
+        """The folders that hold conversations, by name (case does not matter to the order)."""
+        rows = self._read("SELECT DISTINCT folder FROM conversations WHERE folder IS NOT NULL")
+        return sorted((r[0] for r in rows), key=lambda n: (n.casefold(), n))
+
+    def rename_folder(self, old: str, new: str) -> int:
+        """Name the folder ``old`` ``new`` (into that folder, when there is one already). Returns the
+        conversations moved; ValueError for a name :meth:`set_folder` refuses."""
+        name = folder_name(new)
+        with self._tx() as db:
+            return db.execute("UPDATE conversations SET folder = ? WHERE folder = ?", (name, old)).rowcount
+
+    def remove_folder(self, folder: str) -> int:
+        """The folder's conversations are listed in none (they are kept); returns how many."""
+        with self._tx() as db:
+            return db.execute("UPDATE conversations SET folder = NULL WHERE folder = ?", (folder,)).rowcount
 
     def delete_conversation(self, conversation_id: int) -> None:
         """Delete a conversation with its messages and tool calls (cascade)."""

@@ -234,6 +234,13 @@ def m013_conversation_pinned(db: sqlite3.Connection) -> None:
     db.execute("ALTER TABLE conversations ADD COLUMN pinned INTEGER NOT NULL DEFAULT 0")
 
 
+@migration
+def m014_conversation_folder(db: sqlite3.Connection) -> None:
+    """Folders in the conversation list: a conversation's folder by its name (NULL: in none). A
+    folder is the name its conversations share: it has no row of its own."""
+    db.execute("ALTER TABLE conversations ADD COLUMN folder TEXT")
+
+
 def apply_migrations(db: sqlite3.Connection, migrations: Sequence[Migration] = MIGRATIONS) -> list[str]:
     """Apply each not-yet-applied migration in order, each in its own transaction.
 
