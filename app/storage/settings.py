@@ -188,6 +188,8 @@ class WindowSettings(_Model):
     #: the chat's text size (the messages and the message box), in percent of the system's
     text_scale: int = Field(100, ge=50, le=300)
     last_conversation_id: int | None = None  # reopened at start-up
+    #: the conversation list's folders shown folded (their names)
+    collapsed_folders: list[str] = Field(default_factory=list)
     dismissed: list[str] = Field(default_factory=list)  # notice codes the user chose not to see again
 
 

@@ -1,10 +1,12 @@
-"""The conversation list: new, rename (in place), pin, export, delete, search; the pinned ones first
-under "Pinned", the others grouped by Today / Yesterday / Previous 7 days / Earlier, with a
-"No matches" line when a search finds nothing."""
+"""The conversation list: new, rename (in place), pin, file in a folder, export, delete, search; the
+pinned ones first under "Pinned", then each folder (folded or not, by a click on its name), the
+others grouped by Today / Yesterday / Previous 7 days / Earlier, with a "No matches" line when a
+search finds nothing."""
 
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from datetime import date, datetime, timedelta
 from typing import Any
 
@@ -22,12 +24,15 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.ui.conversation_folders import ask_folder_name, fill_folder_menu, fill_move_menu, folder_header_text
 from app.ui.labels import side_panel_layout
 
 __all__ = ["PINNED", "ConversationList"]
 
 PINNED = "Pinned"  # the header of the pinned conversations, first in the list
+_KIND_ROLE = Qt.ItemDataRole.UserRole + 1  # a header's kind: "header" (a group) or "folder"
 _PINNED_ROLE = Qt.ItemDataRole.UserRole + 2
+_FOLDER_ROLE = Qt.ItemDataRole.UserRole + 3  # a conversation's folder; a folder header's name
 
 
 def day_group(timestamp: float, today: date | None = None) -> str:
@@ -63,6 +68,10 @@ class ConversationList(QWidget):
     sig_export = Signal(int)  # Export… from the list's menu: the conversation's id
     sig_pin = Signal(int, bool)  # Pin / Unpin from the list's menu: the id, pinned or not
     sig_copy = Signal(int)  # Copy as Markdown from the list's menu: the conversation's id
+    sig_folder = Signal(int, object)  # Move to folder: the id and the folder's name (None: out of it)
+    sig_rename_folder = Signal(str, str)  # a folder's menu: its name, the new one
+    sig_remove_folder = Signal(str)  # a folder's menu: its name (its conversations are kept)
+    sig_collapsed = Signal(list)  # the folders now folded (their names), after a click on one
     sig_search = Signal(str)
 
     def __init__(self, parent: QWidget | None = None) -> None:
@@ -108,6 +117,9 @@ class ConversationList(QWidget):
         lay.addLayout(row)
         self._filling = False
         self.current_id: int | None = None
+        self.folders: list[str] = []  # every folder in the history, by name (Move to folder lists them)
+        self.collapsed: set[str] = set()  # the folders shown folded
+        self.folder_dialog: Any = None  # the open folder name dialog, if any
         self._update_buttons()
 
     def _update_buttons(self) -> None:
@@ -115,40 +127,92 @@ class ConversationList(QWidget):
         self.btn_rename.setEnabled(on)
         self.btn_delete.setEnabled(on)
 
-    def _header(self, text: str) -> None:
+    def _header(self, text: str, kind: str = "header") -> QListWidgetItem:
         item = QListWidgetItem(text)
         item.setFlags(Qt.ItemFlag.NoItemFlags)  # not selectable, not editable
-        item.setData(Qt.ItemDataRole.UserRole + 1, "header")
+        item.setData(_KIND_ROLE, kind)
         f = item.font()
         f.setBold(True)
         f.setPointSizeF(max(7.0, f.pointSizeF() * 0.85))
         item.setFont(f)
         self.list.addItem(item)
+        return item
 
-    def set_conversations(self, conversations: list[Any]) -> None:
+    def _folder_header(self, name: str, count: int, folded: bool) -> None:
+        item = self._header(folder_header_text(name, count, folded), "folder")
+        item.setFlags(Qt.ItemFlag.ItemIsEnabled)  # a click folds or unfolds it; not selectable
+        item.setData(_FOLDER_ROLE, name)
+        item.setToolTip(f"{name}: click to fold or unfold; right-click to rename or remove the folder")
+
+    def _add(self, c: Any, *, hidden: bool = False) -> None:
+        item = QListWidgetItem(c.title or "Untitled")
+        item.setData(Qt.ItemDataRole.UserRole, int(c.id))
+        item.setData(_PINNED_ROLE, bool(c.pinned))
+        item.setData(_FOLDER_ROLE, c.folder)
+        item.setFlags(item.flags() | Qt.ItemFlag.ItemIsEditable)
+        when = datetime.fromtimestamp(c.updated).strftime("%d %b %Y, %H:%M") if c.updated else ""
+        place = f" · in {c.folder}" if c.folder else ""
+        item.setToolTip(f"{c.title or 'Untitled'}\n{c.message_count} messages · {when}{place}")
+        self.list.addItem(item)
+        item.setHidden(hidden)
+        if c.id == self.current_id:
+            self.list.setCurrentItem(item)
+
+    def set_conversations(self, conversations: list[Any], folders: Sequence[str] | None = None) -> None:
+        """Show ``conversations`` (the latest change first): the pinned under "Pinned", then each
+        folder's by name (folded ones hidden, except in a search's results), then the others by day.
+        ``folders``: every folder in the history (default: those of ``conversations``)."""
         self._filling = True
         self.list.clear()
+        searching = bool(self.search.text().strip())
+        filed: dict[str, list[Any]] = {}
+        loose: list[Any] = []
+        for c in conversations:
+            if not c.pinned:
+                (filed.setdefault(c.folder, []) if c.folder else loose).append(c)
+        known = set(folders) if folders is not None else set(filed)
+        self.folders = sorted(known | set(filed), key=lambda n: (n.casefold(), n))
+        pinned = [c for c in conversations if c.pinned]
+        if pinned:
+            self._header(PINNED)
+        for c in pinned:
+            self._add(c)
+        for name in sorted(filed, key=lambda n: (n.casefold(), n)):
+            folded = name in self.collapsed and not searching
+            self._folder_header(name, len(filed[name]), folded)
+            for c in filed[name]:
+                self._add(c, hidden=folded)
         group = None
-        # the pinned first (in the order given: the latest change first), then the others by day
-        ordered = [c for c in conversations if c.pinned] + [c for c in conversations if not c.pinned]
-        for c in ordered:
-            g = PINNED if c.pinned else day_group(c.updated or time.time())
+        for c in loose:
+            g = day_group(c.updated or time.time())
             if g != group:
                 group = g
                 self._header(g)
-            item = QListWidgetItem(c.title or "Untitled")
-            item.setData(Qt.ItemDataRole.UserRole, int(c.id))
-            item.setData(_PINNED_ROLE, bool(c.pinned))
-            item.setFlags(item.flags() | Qt.ItemFlag.ItemIsEditable)
-            when = datetime.fromtimestamp(c.updated).strftime("%d %b %Y, %H:%M") if c.updated else ""
-            item.setToolTip(f"{c.title or 'Untitled'}\n{c.message_count} messages · {when}")
-            self.list.addItem(item)
-            if c.id == self.current_id:
-                self.list.setCurrentItem(item)
+            self._add(c)
         if not conversations:
-            self._header("No matches" if self.search.text().strip() else "No conversations yet")
+            self._header("No matches" if searching else "No conversations yet")
         self._filling = False
         self._update_buttons()
+
+    def toggle_folder(self, name: str) -> None:
+        """Fold the folder ``name`` (its conversations hidden), or unfold it."""
+        self.collapsed ^= {name}
+        searching = bool(self.search.text().strip())
+        for i in range(self.list.count()):
+            it = self.list.item(i)
+            if it.data(_FOLDER_ROLE) != name or it.data(_PINNED_ROLE):
+                continue
+            folded = name in self.collapsed and not searching
+            if it.data(_KIND_ROLE) == "folder":
+                count = sum(
+                    1
+                    for c in self._conversation_items()
+                    if c.data(_FOLDER_ROLE) == name and not c.data(_PINNED_ROLE)
+                )
+                it.setText(folder_header_text(name, count, folded))
+            else:
+                it.setHidden(folded)
+        self.sig_collapsed.emit(sorted(self.collapsed))
 
     def _conversation_items(self) -> list[QListWidgetItem]:
         items = (self.list.item(i) for i in range(self.list.count()))
@@ -156,6 +220,14 @@ class ConversationList(QWidget):
 
     def ids(self) -> list[int]:
         return [it.data(Qt.ItemDataRole.UserRole) for it in self._conversation_items()]
+
+    def shown_ids(self) -> list[int]:
+        """The conversations listed and not folded away, in order."""
+        return [it.data(Qt.ItemDataRole.UserRole) for it in self._conversation_items() if not it.isHidden()]
+
+    def folder_of(self, cid: int) -> str | None:
+        item = self.item_for(cid)
+        return item.data(_FOLDER_ROLE) if item is not None else None
 
     def pinned_ids(self) -> list[int]:
         """The pinned conversations, as listed (first)."""
@@ -166,7 +238,14 @@ class ConversationList(QWidget):
     def headers(self) -> list[str]:
         """The group headers shown, in order ("Pinned", "Today", …)."""
         items = (self.list.item(i) for i in range(self.list.count()))
-        return [it.text() for it in items if it.data(Qt.ItemDataRole.UserRole + 1) == "header"]
+        return [it.text() for it in items if it.data(_KIND_ROLE) in ("header", "folder")]
+
+    def folder_item(self, name: str) -> QListWidgetItem | None:
+        """The header of the folder ``name``, when the list shows it."""
+        items = (self.list.item(i) for i in range(self.list.count()))
+        return next(
+            (it for it in items if it.data(_KIND_ROLE) == "folder" and it.data(_FOLDER_ROLE) == name), None
+        )
 
     def titles(self) -> list[str]:
         return [it.text() for it in self._conversation_items()]
@@ -198,6 +277,9 @@ class ConversationList(QWidget):
         cid = item.data(Qt.ItemDataRole.UserRole)
         if cid is not None:
             self.sig_open.emit(cid)
+        elif item.data(_KIND_ROLE) == "folder":
+            self.toggle_folder(item.data(_FOLDER_ROLE))
+            self.select(self.current_id)  # the open chat stays the one marked
 
     def _on_list_item_changed(self, item: QListWidgetItem) -> None:
         if self._filling or item.data(Qt.ItemDataRole.UserRole) is None:
@@ -236,18 +318,28 @@ class ConversationList(QWidget):
 
     def _on_list_menu(self, pos) -> None:
         it = self.list.itemAt(pos)
-        if it is None or it.data(Qt.ItemDataRole.UserRole) is None:
+        if it is None:
             return
-        self.list.setCurrentItem(it)
         menu = QMenu(self)
-        self.fill_menu(menu, it)
+        if it.data(Qt.ItemDataRole.UserRole) is not None:
+            self.list.setCurrentItem(it)
+            self.fill_menu(menu, it)
+        elif it.data(_KIND_ROLE) == "folder":
+            fill_folder_menu(self, menu, it.data(_FOLDER_ROLE))
+        else:
+            return
         menu.exec(self.list.mapToGlobal(pos))
+
+    def ask_folder_name(self, title: str, text: str, done: Any) -> None:
+        """Ask for a folder's name (``text`` proposed), without blocking; ``done(name)`` once given."""
+        self.folder_dialog = ask_folder_name(self, title, text, done)
 
     def fill_menu(self, menu: QMenu, it: QListWidgetItem) -> None:
         """The actions of a conversation's menu in the list."""
         cid, pinned = it.data(Qt.ItemDataRole.UserRole), bool(it.data(_PINNED_ROLE))
         pin = menu.addAction("Unpin" if pinned else "Pin to top", lambda: self.sig_pin.emit(cid, not pinned))
         pin.setObjectName("unpinConversation" if pinned else "pinConversation")
+        fill_move_menu(self, menu.addMenu("Move to folder"), cid, it.data(_FOLDER_ROLE))
         menu.addAction("Rename", self.rename_selected)
         menu.addAction("Copy as Markdown", lambda: self.sig_copy.emit(cid))
         menu.addAction("Export…", lambda: self.sig_export.emit(cid))

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from PySide6.QtCore import Signal
 
 from app.ui.conversation_list import ConversationList
+from app.ui.window_folders import FoldersController
 from app.ui.window_part import WindowKit, WindowPart
 
 if TYPE_CHECKING:
@@ -51,6 +52,7 @@ class ConversationsController(WindowPart):
         self.export_dialog: Any = None  # the open "Export chat" or "Import chat" file dialog, if any
         self.export_dir: str | None = None  # where the last export went (the next dialog opens there)
         self.list.sig_search.connect(self.search_conversations)
+        self.folders = FoldersController(kit, conversations=self)
 
     def _on_conversation_saved(self, _cid: int) -> None:
         """A turn was saved: the list shows its conversation first, with its title."""
@@ -75,11 +77,12 @@ class ConversationsController(WindowPart):
         q = (self.list.search.text() if query is None else query).strip()
         try:
             convs = self.state.history.search(q) if q else self.state.history.list_conversations()
+            folders = self.state.history.folders()
         except Exception as exc:  # noqa: BLE001 - HistoryError and sqlite errors: said in the status bar
             self.window.statusBar().showMessage(f"Could not read the history: {exc}", 8000)
             return
         self.list.current_id = self.state.conversation_id
-        self.list.set_conversations(convs)
+        self.list.set_conversations(convs, folders)
 
     def search_conversations(self, query: str) -> None:
         self.refresh_conversations(query)
@@ -138,7 +141,7 @@ class ConversationsController(WindowPart):
     def step_conversation(self, delta: int) -> int | None:
         """Alt+Down (``delta`` 1) / Alt+Up (-1): open the next or the previous conversation in the
         list as it shows them (none open: the first); at an end, stay. The id opened, or None."""
-        ids = self.list.ids()
+        ids = self.list.shown_ids()  # (not those in a folded folder)
         if not ids:
             return None
         cid = self.state.conversation_id

@@ -52,17 +52,17 @@ class ThinkingBlock(QFrame):
         self.text = ""
 
     def set_text(self, text: str) -> None:
-        """The reasoning so far: shown at the next :meth:`render` (the reply's paced rendering), or
+        """The reasoning so far: shown at the next :meth:`render_text` (the reply's paced rendering), or
         at once when the block is opened."""
         self.text = text
 
-    def render(self) -> None:
+    def render_text(self) -> None:
         self.body.set_text(self.text)  # folded too: Find in chat searches it
 
     def _on_toggle_toggled(self, on: bool) -> None:
         self.toggle.setArrowType(Qt.ArrowType.DownArrow if on else Qt.ArrowType.RightArrow)
         if on:
-            self.render()
+            self.render_text()
         self.body.setVisible(on)
 
 

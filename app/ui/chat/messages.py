@@ -418,7 +418,7 @@ class AssistantMessage(QFrame):
         """Render what changed in the reasoning and the current text run (``final``: the run is
         complete); returns seconds spent."""
         t0 = time.perf_counter()
-        self.thinking.render()  # (appends what was added since: reasoning streams at the render's pace)
+        self.thinking.render_text()  # (appends what was added since: reasoning streams at the render's pace)
         if self._cur is None or not (self.dirty or final):
             self.dirty = False
             return time.perf_counter() - t0

@@ -1,0 +1,83 @@
+"""The conversation list's folders: a folder's header line, its menu (rename, remove), a
+conversation's "Move to folder" menu, and the dialog that asks a folder's name. A folder is the name
+its conversations share (``History.set_folder``): filing a conversation in a new name makes the
+folder, and a folder removed puts its conversations back among the others."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import partial
+from typing import TYPE_CHECKING
+
+from PySide6.QtWidgets import QInputDialog, QLineEdit, QMenu, QWidget
+
+from app.storage.history import MAX_FOLDER_NAME
+
+if TYPE_CHECKING:
+    from app.ui.conversation_list import ConversationList
+
+__all__ = ["ask_folder_name", "fill_folder_menu", "fill_move_menu", "folder_header_text"]
+
+
+def folder_header_text(name: str, count: int, folded: bool) -> str:
+    """A folder's line in the list: its arrow (▸ folded, ▾ open), its name and how many it holds."""
+    return f"{'▸' if folded else '▾'} {name} ({count})"
+
+
+def ask_folder_name(parent: QWidget, title: str, text: str, done: Callable[[str], object]) -> QInputDialog:
+    """A dialog asking a folder's name (``text`` proposed), opened without blocking: ``done(name)``
+    when one is given (a blank one is no answer). Returns the dialog (open)."""
+    dialog = QInputDialog(parent)
+    dialog.setObjectName("folderName")
+    dialog.setWindowTitle(title)
+    dialog.setLabelText("Folder name:")
+    dialog.setTextValue(text)
+    dialog.setOkButtonText("OK")
+    edit = dialog.findChild(QLineEdit)
+    if edit is not None:
+        edit.setMaxLength(MAX_FOLDER_NAME)
+
+    def chosen(value: str) -> None:
+        if value.strip():
+            done(value)
+
+    dialog.textValueSelected.connect(chosen)
+    dialog.open()
+    return dialog
+
+
+def fill_move_menu(owner: ConversationList, menu: QMenu, cid: int, current: str | None) -> None:
+    """A conversation's "Move to folder" menu: each folder (the one it is in, checked and off),
+    a new folder, and out of its folder."""
+    menu.setObjectName("moveToFolder")
+    for name in owner.folders:
+        act = menu.addAction(name, partial(owner.sig_folder.emit, cid, name))
+        act.setCheckable(True)
+        act.setChecked(name == current)
+        act.setEnabled(name != current)
+    if owner.folders:
+        menu.addSeparator()
+    new = menu.addAction(
+        "New folder…",
+        lambda: owner.ask_folder_name("New folder", "", lambda name: owner.sig_folder.emit(cid, name)),
+    )
+    new.setObjectName("newFolder")
+    if current is not None:
+        out = menu.addAction(f"Remove from “{current}”", lambda: owner.sig_folder.emit(cid, None))
+        out.setObjectName("outOfFolder")
+
+
+def fill_folder_menu(owner: ConversationList, menu: QMenu, name: str) -> None:
+    """A folder's menu (right-click on its line): fold or unfold, rename, remove (its
+    conversations are kept)."""
+    folded = name in owner.collapsed
+    menu.addAction("Unfold" if folded else "Fold", lambda: owner.toggle_folder(name))
+    rename = menu.addAction(
+        "Rename folder…",
+        lambda: owner.ask_folder_name(
+            "Rename folder", name, lambda new: owner.sig_rename_folder.emit(name, new)
+        ),
+    )
+    rename.setObjectName("renameFolder")
+    remove = menu.addAction("Remove folder (keep its chats)", lambda: owner.sig_remove_folder.emit(name))
+    remove.setObjectName("removeFolder")

@@ -1,0 +1,186 @@
+"""Folders in the real window's conversation list, over a real history: a conversation's menu files
+it in a new folder (asked by a dialog that does not block) or one there is, and takes it out; the
+folders are listed after the pinned chats and before the days; a click folds a folder (kept in the
+settings, so a new window shows it folded), a search shows its matches unfolded, Alt+Down skips
+what is folded away; a folder's menu renames it (folded as it was) or removes it (its chats kept);
+a name refused is said and changes nothing."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QMenu
+
+from app.storage.history import MAX_FOLDER_NAME, History, TurnMessage
+from app.storage.settings import load_settings
+from app.ui.conversation_folders import fill_folder_menu
+from app.ui.conversation_list import PINNED
+
+
+def _history(titles) -> tuple[History, list[int]]:
+    h = History()
+    ids = []
+    for title in titles:
+        cid = h.create_conversation(title).id
+        h.record_turn(cid, None, [TurnMessage("user", f"notes on {title}"), TurnMessage("assistant", "ok")])
+        ids.append(cid)
+    return h, ids
+
+
+def _move_menu(w, cid: int) -> QMenu:
+    """Conversation ``cid``'s "Move to folder" menu, as the right-click shows it."""
+    lst = w.conversations_ctl.list
+    menu = QMenu(lst)
+    lst.fill_menu(menu, lst.item_for(cid))
+    (move,) = [a for a in menu.actions() if a.text() == "Move to folder"]
+    sub = move.menu()
+    assert sub is not None
+    w._kept_menu = menu  # (the submenu lives as long as its menu)
+    return sub
+
+
+def _texts(menu: QMenu) -> list[str]:
+    return [a.text() if not a.isSeparator() else "—" for a in menu.actions()]
+
+
+def _action(menu: QMenu, text: str):
+    (action,) = [a for a in menu.actions() if a.text() == text]
+    return action
+
+
+def _answer(w, name: str) -> None:
+    """Type ``name`` in the open folder name dialog and press OK."""
+    dialog = w.conversations_ctl.list.folder_dialog
+    assert dialog is not None and dialog.isVisible() and dialog.objectName() == "folderName"
+    dialog.setTextValue(name)
+    dialog.accept()
+
+
+def _click_folder(qtbot, w, name: str) -> None:
+    lst = w.conversations_ctl.list
+    item = lst.folder_item(name)
+    assert item is not None
+    qtbot.mouseClick(
+        lst.list.viewport(), Qt.MouseButton.LeftButton, pos=lst.list.visualItemRect(item).center()
+    )
+
+
+def test_a_conversation_is_filed_in_a_new_folder_then_in_one_there_is_and_taken_out(qtbot, make_window):
+    h, (garden, taxes, trip) = _history(["Garden", "Taxes", "Trip"])
+    w = make_window(None, history=h)
+    lst = w.conversations_ctl.list
+    before = h.get_conversation(taxes).updated
+    sub = _move_menu(w, taxes)
+    assert _texts(sub) == ["New folder…"]  # no folder yet
+    _action(sub, "New folder…").trigger()
+    _answer(w, "  Money   matters ")
+    assert lst.headers() == ["▾ Money matters (1)", "Today"]
+    assert lst.ids() == [taxes, trip, garden] and h.get_conversation(taxes).folder == "Money matters"
+    assert h.get_conversation(taxes).updated == before  # filing is no change to the chat
+
+    sub = _move_menu(w, garden)
+    assert _texts(sub) == ["Money matters", "—", "New folder…"]
+    _action(sub, "Money matters").trigger()
+    assert lst.headers() == ["▾ Money matters (2)", "Today"]
+    assert lst.ids() == [taxes, garden, trip]  # in the folder, the latest change first
+
+    sub = _move_menu(w, taxes)  # the folder it is in: checked, not offered again; and the way out
+    here = _action(sub, "Money matters")
+    assert here.isChecked() and not here.isEnabled()
+    assert _texts(sub)[-1] == "Remove from “Money matters”"
+    _action(sub, "Remove from “Money matters”").trigger()
+    assert lst.headers() == ["▾ Money matters (1)", "Today"] and lst.ids() == [garden, trip, taxes]
+    assert h.get_conversation(taxes).folder is None
+
+    # a pinned chat is listed under Pinned (its folder kept for when it is unpinned)
+    h.set_pinned(garden, True)
+    w.conversations_ctl.refresh_conversations()
+    assert lst.headers() == [PINNED, "Today"] and lst.pinned_ids() == [garden]
+    assert _action(_move_menu(w, garden), "Money matters").isChecked()
+    h.set_pinned(garden, False)
+    w.conversations_ctl.refresh_conversations()
+    assert lst.headers() == ["▾ Money matters (1)", "Today"]
+
+    # a blank answer is no answer; a name too long is refused, said, and nothing changes
+    _action(_move_menu(w, trip), "New folder…").trigger()
+    _answer(w, "   ")
+    assert h.get_conversation(trip).folder is None
+    lst.sig_folder.emit(trip, "x" * (MAX_FOLDER_NAME + 5))
+    assert "Could not move the chat" in w.statusBar().currentMessage()
+    assert h.get_conversation(trip).folder is None and h.folders() == ["Money matters"]
+
+
+def test_a_click_folds_a_folder_and_a_new_window_shows_it_folded(qtbot, make_window):
+    h, (garden, taxes, trip) = _history(["Garden", "Taxes", "Trip"])
+    for cid in (garden, taxes):
+        h.set_folder(cid, "Home")
+    w = make_window(None, history=h)
+    lst = w.conversations_ctl.list
+    assert lst.headers() == ["▾ Home (2)", "Today"] and lst.shown_ids() == [taxes, garden, trip]
+
+    lst.sig_open.emit(trip)
+    _click_folder(qtbot, w, "Home")
+    assert lst.headers() == ["▸ Home (2)", "Today"]
+    assert lst.list.currentItem() is lst.item_for(trip)  # the open chat stays marked
+    assert lst.shown_ids() == [trip] and lst.ids() == [taxes, garden, trip]
+    assert w.settings.window.collapsed_folders == ["Home"]
+    assert load_settings()[0].window.collapsed_folders == ["Home"]  # saved
+
+    # Alt+Up / Alt+Down walk what is shown: from the open chat, nothing above or below it
+    assert w.conversations_ctl.step_conversation(-1) is None
+    assert w.conversations_ctl.step_conversation(1) is None
+    _click_folder(qtbot, w, "Home")
+    assert w.conversations_ctl.step_conversation(-1) == garden  # unfolded: the one above
+    _click_folder(qtbot, w, "Home")
+    assert w.conversations_ctl.step_conversation(1) == trip  # from a chat folded away: the first shown
+
+    # a search shows the folder's matches unfolded; cleared, it is folded again
+    lst.search.setText("notes")
+    w.conversations_ctl.search_conversations("notes")
+    assert lst.headers() == ["▾ Home (2)", "Today"] and lst.shown_ids() == [taxes, garden, trip]
+    lst.search.setText("")
+    w.conversations_ctl.search_conversations("")
+    assert lst.headers() == ["▸ Home (2)", "Today"] and lst.shown_ids() == [trip]
+
+    w2 = make_window(None, history=History(), settings=load_settings()[0])
+    assert w2.conversations_ctl.list.headers() == ["▸ Home (2)", "Today"]
+    assert w2.conversations_ctl.list.shown_ids() == [trip]
+
+    # a chat moved into a folded folder unfolds it: the person sees where it went
+    lst.sig_folder.emit(trip, "Home")
+    assert lst.headers() == ["▾ Home (3)"] and lst.shown_ids() == [trip, taxes, garden]
+    assert w.settings.window.collapsed_folders == []
+    _click_folder(qtbot, w, "Home")
+    _click_folder(qtbot, w, "Home")  # and a click unfolds it again
+    assert lst.headers() == ["▾ Home (3)"] and w.settings.window.collapsed_folders == []
+
+
+def test_a_folder_is_renamed_and_removed_from_its_menu(qtbot, make_window):
+    h, (garden, taxes, trip) = _history(["Garden", "Taxes", "Trip"])
+    for cid in (garden, taxes):
+        h.set_folder(cid, "Drafts")
+    h.set_folder(trip, "Final")
+    w = make_window(None, history=h)
+    lst = w.conversations_ctl.list
+    _click_folder(qtbot, w, "Drafts")
+    assert lst.headers() == ["▸ Drafts (2)", "▾ Final (1)"]
+
+    menu = QMenu(lst)
+    fill_folder_menu(lst, menu, "Drafts")
+    assert _texts(menu) == ["Unfold", "Rename folder…", "Remove folder (keep its chats)"]
+    _action(menu, "Rename folder…").trigger()
+    assert lst.folder_dialog.textValue() == "Drafts"  # the name proposed, to edit
+    _answer(w, "Early drafts")
+    assert lst.headers() == ["▸ Early drafts (2)", "▾ Final (1)"]  # folded as it was
+    assert h.folders() == ["Early drafts", "Final"]
+    assert w.settings.window.collapsed_folders == ["Early drafts"]
+
+    lst.sig_rename_folder.emit("Final", " ")  # refused: said, nothing changed
+    assert "Could not rename the folder" in w.statusBar().currentMessage()
+    assert h.folders() == ["Early drafts", "Final"]
+
+    menu = QMenu(lst)
+    fill_folder_menu(lst, menu, "Early drafts")
+    _action(menu, "Remove folder (keep its chats)").trigger()
+    assert lst.headers() == ["▾ Final (1)", "Today"] and lst.ids() == [trip, taxes, garden]
+    assert h.folders() == ["Final"] and len(h.list_conversations()) == 3
+    assert w.settings.window.collapsed_folders == []  # nothing left folded under that name
