@@ -10,8 +10,8 @@ from collections.abc import Sequence
 from datetime import date, datetime, timedelta
 from typing import Any
 
-from PySide6.QtCore import Qt, QTimer, Signal
-from PySide6.QtGui import QKeyEvent
+from PySide6.QtCore import QByteArray, QMimeData, Qt, QTimer, Signal
+from PySide6.QtGui import QDrag, QDragEnterEvent, QDragMoveEvent, QDropEvent, QKeyEvent
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QHBoxLayout,
@@ -27,7 +27,9 @@ from PySide6.QtWidgets import (
 from app.ui.conversation_folders import ask_folder_name, fill_folder_menu, fill_move_menu, folder_header_text
 from app.ui.labels import side_panel_layout
 
-__all__ = ["PINNED", "ConversationList"]
+__all__ = ["CONVERSATION_MIME", "PINNED", "ConversationList"]
+
+CONVERSATION_MIME = "application/x-callisto-conversation"  # a conversation dragged in the list: its id
 
 PINNED = "Pinned"  # the header of the pinned conversations, first in the list
 _KIND_ROLE = Qt.ItemDataRole.UserRole + 1  # a header's kind: "header" (a group) or "folder"
@@ -48,16 +50,106 @@ def day_group(timestamp: float, today: date | None = None) -> str:
     return "Earlier"
 
 
+_NOT_A_TARGET = object()  # a drop there files the conversation nowhere new
+
+
+def _drop_folder(item: QListWidgetItem | None) -> object:
+    """The folder a conversation dropped on ``item`` goes in: a folder's line or a chat in it gives
+    that folder, a day's line, a chat in none or the space below the list gives None (out of its
+    folder); the pinned chats are no target (:data:`_NOT_A_TARGET`)."""
+    if item is None:
+        return None
+    if item.data(_KIND_ROLE) == "folder":
+        return item.data(_FOLDER_ROLE)
+    if item.data(_PINNED_ROLE) or (item.data(_KIND_ROLE) == "header" and item.text() == PINNED):
+        return _NOT_A_TARGET
+    return item.data(_FOLDER_ROLE) if item.data(Qt.ItemDataRole.UserRole) is not None else None
+
+
 class _List(QListWidget):
-    """The Delete key deletes the selected conversation (after asking)."""
+    """The Delete key deletes the selected conversation (after asking); a conversation dragged onto
+    a folder (its line or a chat in it) moves there, onto the chats in no folder moves out of its
+    one. Files dragged from outside are the window's (``window_drops``)."""
 
     sig_delete_key = Signal()
+    sig_drop_folder = Signal(int, object)  # a conversation dropped: its id, the folder (None: none)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.setDragEnabled(True)
+        self.setAcceptDrops(True)
+        self.setDragDropMode(QAbstractItemView.DragDropMode.DragDrop)
+        self.setDropIndicatorShown(True)
 
     def keyPressEvent(self, e: QKeyEvent) -> None:  # noqa: N802 (Qt API)
         if e.key() in (Qt.Key.Key_Delete, Qt.Key.Key_Backspace) and self.currentItem() is not None:
             self.sig_delete_key.emit()
             return
         super().keyPressEvent(e)
+
+    def mimeTypes(self) -> list[str]:  # noqa: N802 (Qt API)
+        return [CONVERSATION_MIME]
+
+    def mimeData(self, items) -> QMimeData:  # noqa: N802 (Qt API)
+        ids = [
+            str(it.data(Qt.ItemDataRole.UserRole))
+            for it in items
+            if it.data(Qt.ItemDataRole.UserRole) is not None
+        ]
+        data = QMimeData()
+        data.setData(CONVERSATION_MIME, QByteArray(",".join(ids).encode("ascii")))
+        return data
+
+    def startDrag(self, actions) -> None:  # noqa: N802 (Qt API)
+        """The drag of the current conversation; the list is never changed by it (the history is,
+        and the list is shown again from it)."""
+        items = [it for it in self.selectedItems() if it.data(Qt.ItemDataRole.UserRole) is not None]
+        if not items:
+            return
+        drag = QDrag(self)
+        drag.setMimeData(self.mimeData(items))
+        drag.exec(Qt.DropAction.MoveAction)
+
+    def _dropped(self, e: QDropEvent) -> tuple[int, object] | None:
+        """The conversation a drag holds and the folder a drop at its place would file it in."""
+        mime = e.mimeData()
+        if mime is None or not mime.hasFormat(CONVERSATION_MIME):
+            return None
+        try:
+            cid = int(bytes(mime.data(CONVERSATION_MIME).data()).decode("ascii").split(",")[0])
+        except (ValueError, UnicodeDecodeError):
+            return None
+        folder = _drop_folder(self.itemAt(e.position().toPoint()))
+        source = next(
+            (it for it in map(self.item, range(self.count())) if it.data(Qt.ItemDataRole.UserRole) == cid),
+            None,
+        )
+        if folder is _NOT_A_TARGET or source is None or source.data(_FOLDER_ROLE) == folder:
+            return None
+        return cid, folder
+
+    def dragEnterEvent(self, e: QDragEnterEvent) -> None:  # noqa: N802 (Qt API)
+        mime = e.mimeData()
+        if mime is None or not mime.hasFormat(CONVERSATION_MIME):
+            e.ignore()  # files from outside: the window's
+            return
+        e.acceptProposedAction()
+
+    def dragMoveEvent(self, e: QDragMoveEvent) -> None:  # noqa: N802 (Qt API)
+        if self._dropped(e) is None:
+            e.ignore()
+            return
+        super().dragMoveEvent(e)  # (the drop indicator)
+        e.acceptProposedAction()
+
+    def dropEvent(self, e: QDropEvent) -> None:  # noqa: N802 (Qt API)
+        found = self._dropped(e)
+        if found is None:
+            e.ignore()
+            return
+        e.setDropAction(Qt.DropAction.CopyAction)  # (nothing for the drag to take away)
+        e.accept()
+        self.sig_drop_folder.emit(*found)
 
 
 class ConversationList(QWidget):
@@ -98,6 +190,7 @@ class ConversationList(QWidget):
         # a click opens, only Rename (or F2) edits: a double-click no longer starts a rename by accident
         self.list.setEditTriggers(QAbstractItemView.EditTrigger.EditKeyPressed)
         self.list.sig_delete_key.connect(self.delete_selected)
+        self.list.sig_drop_folder.connect(self.sig_folder.emit)
         self.list.currentItemChanged.connect(lambda *_a: self._update_buttons())
         # long titles end in "…" (the full title is in the tooltip) instead of a horizontal scroll bar
         self.list.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)

@@ -3,12 +3,14 @@ it in a new folder (asked by a dialog that does not block) or one there is, and 
 folders are listed after the pinned chats and before the days; a click folds a folder (kept in the
 settings, so a new window shows it folded), a search shows its matches unfolded, Alt+Down skips
 what is folded away; a folder's menu renames it (folded as it was) or removes it (its chats kept);
-a name refused is said and changes nothing."""
+a name refused is said and changes nothing; a conversation dragged onto a folder moves there, onto
+the chats in none moves out, and files dragged from outside are still the window's."""
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QMenu
+from PySide6.QtCore import QMimeData, QPoint, QPointF, Qt, QUrl
+from PySide6.QtGui import QDragEnterEvent, QDragMoveEvent, QDropEvent
+from PySide6.QtWidgets import QApplication, QMenu
 
 from app.storage.history import MAX_FOLDER_NAME, History, TurnMessage
 from app.storage.settings import load_settings
@@ -184,3 +186,71 @@ def test_a_folder_is_renamed_and_removed_from_its_menu(qtbot, make_window):
     assert lst.headers() == ["▾ Final (1)", "Today"] and lst.ids() == [trip, taxes, garden]
     assert h.folders() == ["Final"] and len(h.list_conversations()) == 3
     assert w.settings.window.collapsed_folders == []  # nothing left folded under that name
+
+
+def _send_drag(view, mime: QMimeData, at: QPoint, drop: bool) -> bool:
+    """``mime`` dragged over ``view`` (a list) at ``at`` and dropped there (``drop``): whether
+    it was taken (by the list, or by the window around it)."""
+    where = QPointF(at)
+    move = Qt.DropAction.MoveAction | Qt.DropAction.CopyAction
+    left, none = Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier
+    QApplication.sendEvent(view.viewport(), QDragEnterEvent(where, move, mime, left, none))
+    over = QDragMoveEvent(where, move, mime, left, none)
+    QApplication.sendEvent(view.viewport(), over)
+    if not drop:
+        return over.isAccepted()
+    event = QDropEvent(where, move, mime, left, none)
+    QApplication.sendEvent(view.viewport(), event)
+    return event.isAccepted()
+
+
+def _drag(w, cid: int, onto, *, drop: bool = True) -> bool:
+    """Drag conversation ``cid`` (the list's own drag data) over ``onto`` (an item, or None: the
+    space below the list) and drop it there; whether the list took the drop."""
+    view = w.conversations_ctl.list.list
+    mime = view.mimeData([w.conversations_ctl.list.item_for(cid)])
+    if onto is None:
+        last = view.visualItemRect(view.item(view.count() - 1))
+        at = QPoint(last.center().x(), min(last.bottom() + 20, view.viewport().height() - 2))
+    else:
+        at = view.visualItemRect(onto).center()
+    return _send_drag(view, mime, at, drop)
+
+
+def test_a_conversation_dragged_onto_a_folder_moves_there_and_onto_the_others_moves_out(
+    qtbot, make_window, tmp_path
+):
+    h, (garden, taxes, trip, budget) = _history(["Garden", "Taxes", "Trip", "Budget"])
+    h.set_folder(garden, "Home")
+    h.set_pinned(budget, True)
+    w = make_window(None, history=h)
+    lst = w.conversations_ctl.list
+    assert lst.headers() == [PINNED, "▾ Home (1)", "Today"]
+
+    assert _drag(w, trip, lst.folder_item("Home"))  # onto the folder's line
+    assert h.get_conversation(trip).folder == "Home" and lst.headers() == [PINNED, "▾ Home (2)", "Today"]
+    assert _drag(w, taxes, lst.item_for(garden))  # onto a chat in the folder
+    assert h.get_conversation(taxes).folder == "Home" and lst.headers() == [PINNED, "▾ Home (3)"]
+    assert lst.ids() == [budget, trip, taxes, garden]  # the list is the history's, nothing lost
+
+    h.set_folder(garden, None)
+    w.conversations_ctl.refresh_conversations()
+    assert _drag(w, trip, lst.item_for(garden))  # onto a chat in no folder: out of its folder
+    assert h.get_conversation(trip).folder is None
+    assert _drag(w, taxes, None)  # onto the space below the list: out too
+    assert h.get_conversation(taxes).folder is None and h.folders() == []
+
+    # no target: the pinned chats, the folder it is in; a file from outside is the window's
+    h.set_folder(trip, "Home")
+    w.conversations_ctl.refresh_conversations()
+    assert not _drag(w, trip, lst.item_for(budget)) and not _drag(w, trip, lst.folder_item("Home"))
+    assert not _drag(w, trip, lst.item_for(budget), drop=False)
+    assert h.get_conversation(trip).folder == "Home" and not h.get_conversation(trip).pinned
+    # a file dragged from outside onto the list is the window's: attached to the message
+    notes = tmp_path / "notes.txt"
+    notes.write_text("pack a coat\n", encoding="utf-8")
+    files = QMimeData()
+    files.setUrls([QUrl.fromLocalFile(str(notes))])
+    assert _send_drag(lst.list, files, lst.list.visualItemRect(lst.folder_item("Home")).center(), True)
+    qtbot.waitUntil(lambda: [f.name for f in w.chat_ctl.files.pending.files] == ["notes.txt"])
+    assert h.folders() == ["Home"] and len(h.list_conversations()) == 4
