@@ -18,7 +18,14 @@ from collections.abc import Mapping
 from typing import Any
 
 from app.storage import history as _history
-from app.storage.history import History, HistoryError, MessageNotFound, MessageRecord, StoredToolCall
+from app.storage.history import (
+    History,
+    HistoryError,
+    MessageNotFound,
+    MessageRecord,
+    StoredToolCall,
+    TurnMessage,
+)
 
 __all__ = [
     "add_tool_call",
@@ -26,8 +33,21 @@ __all__ = [
     "chat_messages",
     "edit_message",
     "history_before",
+    "history_of_chats",
     "update_tool_call",
 ]
+
+
+def history_of_chats(titles: list[str]) -> tuple[History, list[int]]:
+    """The default history with one short chat (a question and its answer) per title, in order
+    (so the last is the latest change); the chats' ids."""
+    h = History()
+    ids = []
+    for title in titles:
+        cid = h.create_conversation(title).id
+        h.record_turn(cid, None, [TurnMessage("user", f"notes on {title}"), TurnMessage("assistant", "ok")])
+        ids.append(cid)
+    return h, ids
 
 
 def history_before(path: str | os.PathLike[str], migration: str, rows_sql: str) -> None:

@@ -12,20 +12,11 @@ from PySide6.QtCore import QMimeData, QPoint, QPointF, Qt, QUrl
 from PySide6.QtGui import QDragEnterEvent, QDragMoveEvent, QDropEvent
 from PySide6.QtWidgets import QApplication, QMenu
 
-from app.storage.history import MAX_FOLDER_NAME, History, TurnMessage
+from app.storage.history import MAX_FOLDER_NAME, History
 from app.storage.settings import load_settings
 from app.ui.conversation_folders import fill_folder_menu
 from app.ui.conversation_list import PINNED
-
-
-def _history(titles) -> tuple[History, list[int]]:
-    h = History()
-    ids = []
-    for title in titles:
-        cid = h.create_conversation(title).id
-        h.record_turn(cid, None, [TurnMessage("user", f"notes on {title}"), TurnMessage("assistant", "ok")])
-        ids.append(cid)
-    return h, ids
+from tests.support.history import history_of_chats
 
 
 def _move_menu(w, cid: int) -> QMenu:
@@ -67,7 +58,7 @@ def _click_folder(qtbot, w, name: str) -> None:
 
 
 def test_a_conversation_is_filed_in_a_new_folder_then_in_one_there_is_and_taken_out(qtbot, make_window):
-    h, (garden, taxes, trip) = _history(["Garden", "Taxes", "Trip"])
+    h, (garden, taxes, trip) = history_of_chats(["Garden", "Taxes", "Trip"])
     w = make_window(None, history=h)
     lst = w.conversations_ctl.list
     before = h.get_conversation(taxes).updated
@@ -112,7 +103,7 @@ def test_a_conversation_is_filed_in_a_new_folder_then_in_one_there_is_and_taken_
 
 
 def test_a_click_folds_a_folder_and_a_new_window_shows_it_folded(qtbot, make_window):
-    h, (garden, taxes, trip) = _history(["Garden", "Taxes", "Trip"])
+    h, (garden, taxes, trip) = history_of_chats(["Garden", "Taxes", "Trip"])
     for cid in (garden, taxes):
         h.set_folder(cid, "Home")
     w = make_window(None, history=h)
@@ -157,7 +148,7 @@ def test_a_click_folds_a_folder_and_a_new_window_shows_it_folded(qtbot, make_win
 
 
 def test_a_folder_is_renamed_and_removed_from_its_menu(qtbot, make_window):
-    h, (garden, taxes, trip) = _history(["Garden", "Taxes", "Trip"])
+    h, (garden, taxes, trip) = history_of_chats(["Garden", "Taxes", "Trip"])
     for cid in (garden, taxes):
         h.set_folder(cid, "Drafts")
     h.set_folder(trip, "Final")
@@ -220,7 +211,7 @@ def _drag(w, cid: int, onto, *, drop: bool = True) -> bool:
 def test_a_conversation_dragged_onto_a_folder_moves_there_and_onto_the_others_moves_out(
     qtbot, make_window, tmp_path
 ):
-    h, (garden, taxes, trip, budget) = _history(["Garden", "Taxes", "Trip", "Budget"])
+    h, (garden, taxes, trip, budget) = history_of_chats(["Garden", "Taxes", "Trip", "Budget"])
     h.set_folder(garden, "Home")
     h.set_pinned(budget, True)
     w = make_window(None, history=h)

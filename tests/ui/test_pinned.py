@@ -9,16 +9,7 @@ from PySide6.QtWidgets import QMenu
 
 from app.storage.history import History, TurnMessage
 from app.ui.conversation_list import PINNED
-
-
-def _history(titles) -> tuple[History, list[int]]:
-    h = History()
-    ids = []
-    for title in titles:
-        cid = h.create_conversation(title).id
-        h.record_turn(cid, None, [TurnMessage("user", f"notes on {title}"), TurnMessage("assistant", "ok")])
-        ids.append(cid)
-    return h, ids
+from tests.support.history import history_of_chats
 
 
 def _menu_action(w, cid: int, name: str):
@@ -33,7 +24,7 @@ def _menu_action(w, cid: int, name: str):
 
 
 def test_a_pinned_conversation_is_listed_first_until_it_is_unpinned(qtbot, make_window):
-    h, (garden, taxes, trip) = _history(["Garden", "Taxes", "Trip"])
+    h, (garden, taxes, trip) = history_of_chats(["Garden", "Taxes", "Trip"])
     w = make_window(None, history=h)
     lst = w.conversations_ctl.list
     assert lst.ids() == [trip, taxes, garden] and lst.headers() == ["Today"]
