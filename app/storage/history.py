@@ -1050,6 +1050,24 @@ class History:
                 (_dumps([*current, notice], "notices"), message_id),
             )
 
+    def edit_reply_text(self, message_id: int, content: str) -> None:
+        """Replace the text of a finished reply (an assistant message): what the model reads from
+        now on, as the person corrected it; the conversation's last change is now. Its calls,
+        reasoning and statistics are kept. MessageNotFound for no such message, HistoryError for a
+        message that is no reply or one still being written."""
+        with self._tx() as db:
+            row = db.execute(
+                "SELECT conversation_id, role, status FROM messages WHERE id = ?", (message_id,)
+            ).fetchone()
+            if row is None:
+                raise MessageNotFound(f"no message with id {message_id}")
+            if row[1] != "assistant":
+                raise HistoryError(f"message {message_id} is a {row[1]} message, not a reply")
+            if row[2] == "streaming":
+                raise HistoryError(f"message {message_id} is still being written")
+            db.execute("UPDATE messages SET content = ? WHERE id = ?", (content, message_id))
+            self._touch(db, row[0], time.time())
+
     def get_message(self, message_id: int) -> MessageRecord:
         with self._lock:
             rows = self._db.execute(

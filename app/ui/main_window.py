@@ -52,6 +52,7 @@ from app.ui.window_drops import DropsController, dropped_files
 from app.ui.window_menus import SHORTCUTS, MenusController
 from app.ui.window_pages import Page, PageStack, WorkPages
 from app.ui.window_part import WindowKit
+from app.ui.window_reply_edit import ReplyEditController
 from app.ui.window_settings import Notices, SettingsController
 from app.ui.window_state import WindowState, engine_config_for
 from app.ui.window_status import StatusController
@@ -155,6 +156,7 @@ class MainWindow(QMainWindow):
             model_bar=self.model_bar,
         )
         self.conversations = self.conversations_ctl.list
+        self.reply_edit = ReplyEditController(kit, chat=page.chat, conversations=self.conversations_ctl)
         self.draft_meter = DraftMeter(
             kit, page=page, files=self.chat_ctl.files
         )  # the context meter counts the message being written

@@ -188,9 +188,10 @@ class TextRun(QWidget):
         else:
             self._render_tail()
 
-    def rebuild(self, dark: bool) -> None:
-        """Render the whole run again in the ``dark`` (or light) theme's colours (a theme change)."""
-        text, final = self.md.text, self.md.final
+    def rebuild(self, dark: bool, text: str | None = None) -> None:
+        """Render the whole run again in the ``dark`` (or light) theme's colours (a theme change),
+        or with ``text`` in place of its own (a reply whose text was edited)."""
+        text, final = (self.md.text if text is None else text), self.md.final
         for v in [*self.views, *([self.tail_view] if self.tail_view else [])]:
             self._lay.removeWidget(v)
             v.hide()

@@ -57,6 +57,7 @@ class AssistantMessage(QFrame):
     sig_branch = Signal()  # Branch: a new chat through this reply
     sig_continue = Signal()  # the Continue action of a reply cut off by the max-tokens limit
     sig_version = Signal(int)  # the version (1, 2, ...) the pager asks for
+    sig_edit_text = Signal()  # ⋯ → Edit reply text
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -116,6 +117,9 @@ class AssistantMessage(QFrame):
         self.act_branch = more.addAction("Branch from here")
         self.act_branch.setToolTip("A new chat with the conversation up to this reply, to go on another way")
         self.act_branch.triggered.connect(self.sig_branch.emit)
+        self.act_edit = more.addAction("Edit reply text")
+        self.act_edit.setToolTip("Correct what the model wrote: it reads your text from now on")
+        self.act_edit.triggered.connect(self.sig_edit_text.emit)
         self.btn_more.setMenu(more)
         head.addWidget(self.btn_copy)
         head.addWidget(self.btn_regen)
@@ -454,3 +458,4 @@ class AssistantMessage(QFrame):
     def set_actions_enabled(self, on: bool) -> None:
         self.btn_regen.setEnabled(on)
         self.act_branch.setEnabled(on)
+        self.act_edit.setEnabled(on)

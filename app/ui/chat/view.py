@@ -44,6 +44,7 @@ class ChatView(QScrollArea):
     sig_edit_resend = Signal(int, str)  # (index of the user message among user messages, new text)
     sig_continue = Signal(object)  # the reply (AssistantMessage) whose Continue was clicked
     sig_version = Signal(object, int)  # (the reply, the version number its pager asks for)
+    sig_edit_reply = Signal(int, object)  # Edit reply text: (the index of the message it answers, the reply)
     sig_edit_ended = Signal()  # the edit of a sent message was sent or cancelled
     sig_cleared = Signal()  # the messages were taken away (another conversation opens)
 
@@ -136,6 +137,7 @@ class ChatView(QScrollArea):
         m.sig_branch.connect(lambda: self.sig_branch.emit(self.user_index_of(m)))
         m.sig_continue.connect(lambda: self.sig_continue.emit(m))
         m.sig_version.connect(lambda number: self.sig_version.emit(m, number))
+        m.sig_edit_text.connect(lambda: self.sig_edit_reply.emit(self.user_index_of(m), m))
         return m
 
     def begin_assistant(self) -> AssistantMessage:
