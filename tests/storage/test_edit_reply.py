@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import pytest
 
-from app.calls import ToolCall, ToolResult
+from app.calls import ToolCall
 from app.storage.history import History, HistoryError, MessageNotFound, TurnMessage
+from tests.support.history import call_turn
 
 CALL = ToolCall("call00001", "calculator", {"expression": "6*7"}, raw="<tool_call>")
 
@@ -19,18 +20,7 @@ def test_a_reply_s_text_is_replaced_and_found_by_its_new_words(tmp_path):
         h.record_turn(
             cid,
             None,
-            [
-                TurnMessage("user", "What is 6*7?"),
-                TurnMessage(
-                    "assistant",
-                    "",
-                    reasoning="multiply",
-                    tool_calls=[CALL],
-                    results={CALL.id: ToolResult(CALL.id, CALL.name, content="42")},
-                ),
-                TurnMessage("tool", "42", tool_call_id=CALL.id, name=CALL.name),
-                TurnMessage("assistant", "It is fourty-two, a zebra number."),
-            ],
+            call_turn("What is 6*7?", CALL, "42", "It is fourty-two, a zebra number.", reasoning="multiply"),
         )
         other = h.create_conversation("Later").id  # the latest change, before the edit
         msgs = h.load_conversation(cid).messages

@@ -17,6 +17,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from app.calls import ToolCall, ToolResult
 from app.storage import history as _history
 from app.storage.history import (
     History,
@@ -29,6 +30,7 @@ from app.storage.history import (
 
 __all__ = [
     "add_tool_call",
+    "call_turn",
     "append_chat_message",
     "chat_messages",
     "edit_message",
@@ -36,6 +38,25 @@ __all__ = [
     "history_of_chats",
     "update_tool_call",
 ]
+
+
+def call_turn(
+    question: str, call: ToolCall, result: str, answer: str, *, lead: str = "", reasoning: str | None = None
+) -> list[TurnMessage]:
+    """The messages of a turn whose reply called ``call`` (its text before the call ``lead``),
+    got ``result`` and answered ``answer``: what ``History.record_turn`` stores."""
+    return [
+        TurnMessage("user", question),
+        TurnMessage(
+            "assistant",
+            lead,
+            reasoning=reasoning,
+            tool_calls=[call],
+            results={call.id: ToolResult(call.id, call.name, content=result, duration_s=0.2)},
+        ),
+        TurnMessage("tool", result, tool_call_id=call.id, name=call.name),
+        TurnMessage("assistant", answer),
+    ]
 
 
 def history_of_chats(titles: list[str]) -> tuple[History, list[int]]:

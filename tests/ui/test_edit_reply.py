@@ -9,9 +9,10 @@ from __future__ import annotations
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QGuiApplication
 
-from app.calls import ToolCall, ToolResult
-from app.storage.history import History, TurnMessage
+from app.calls import ToolCall
+from app.storage.history import History
 from app.storage.settings import Settings
+from tests.support.history import call_turn
 from tests.ui.scripted_gguf import write_alphabet_model
 from tests.ui.turns import send_turn
 
@@ -110,21 +111,7 @@ def test_a_reply_split_by_its_calls_and_a_reply_being_written_are_refused(qtbot,
     h = History()
     cid = h.create_conversation("Maths").id
     call = ToolCall("call00001", "calculator", {"expression": "6*7"}, raw="<tool_call>")
-    h.record_turn(
-        cid,
-        None,
-        [
-            TurnMessage("user", "What is 6*7?"),
-            TurnMessage(
-                "assistant",
-                "Let me compute it.",
-                tool_calls=[call],
-                results={call.id: ToolResult(call.id, call.name, content="42")},
-            ),
-            TurnMessage("tool", "42", tool_call_id=call.id, name=call.name),
-            TurnMessage("assistant", "It is 42."),
-        ],
-    )
+    h.record_turn(cid, None, call_turn("What is 6*7?", call, "42", "It is 42.", lead="Let me compute it."))
     w = _window(qtbot, make_window, history=h)
     w.open_conversation(cid)
     reply = w.chat.current_assistant()

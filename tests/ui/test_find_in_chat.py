@@ -10,9 +10,10 @@ from __future__ import annotations
 from PySide6.QtCore import QPoint, Qt
 from PySide6.QtWidgets import QApplication, QTextEdit
 
-from app.calls import ToolCall, ToolResult
+from app.calls import ToolCall
 from app.storage.history import History, TurnMessage
 from app.ui.chat.markdown import PlainView
+from tests.support.history import call_turn
 
 FILLER = "\n\n".join(f"Paragraph {k} of filler text about nothing much." for k in range(5))
 
@@ -145,18 +146,13 @@ def _folding_history() -> tuple[History, int]:
     h.record_turn(
         conv,
         None,
-        [
-            TurnMessage("user", "Plan my trip to Oslo"),
-            TurnMessage(
-                "assistant",
-                "",
-                reasoning="The person goes to Oslo. Check the weather in oslo first, then pack a parka.",
-                tool_calls=[CALL],
-                results={CALL.id: ToolResult(CALL.id, CALL.name, content="Oslo: 3 C, snow", duration_s=0.2)},
-            ),
-            TurnMessage("tool", "Oslo: 3 C, snow", tool_call_id=CALL.id, name=CALL.name),
-            TurnMessage("assistant", "It is cold in Oslo: take a warm coat." + "\n\n" + FILLER),
-        ],
+        call_turn(
+            "Plan my trip to Oslo",
+            CALL,
+            "Oslo: 3 C, snow",
+            "It is cold in Oslo: take a warm coat." + "\n\n" + FILLER,
+            reasoning="The person goes to Oslo. Check the weather in oslo first, then pack a parka.",
+        ),
     )
     return h, conv
 
