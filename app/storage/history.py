@@ -745,15 +745,19 @@ class History:
         return [_conv(r) for r in self._read(sql, params)]
 
     def search(self, query: str, limit: int = 100) -> list[Conversation]:
-        """Conversations whose title or any message text matches ``query`` (most recent first).
+        """Conversations whose title and folder, or whose messages' text, match ``query`` (most
+        recent first).
 
-        Every word must match (as a word prefix with FTS5, as a substring without it).
+        Every word must match: in the title or the folder's name (as a substring), or in the text
+        (as a word prefix with FTS5, as a substring without it).
         """
         words = query.split()
         if not words:
             return []
-        title_where = " AND ".join("c.title LIKE ? ESCAPE '\\'" for _ in words)
-        title_params = [_like_pattern(w) for w in words]
+        title_where = " AND ".join(
+            "(c.title LIKE ? ESCAPE '\\' OR coalesce(c.folder, '') LIKE ? ESCAPE '\\')" for _ in words
+        )
+        title_params = [p for w in words for p in (_like_pattern(w), _like_pattern(w))]
         if self.has_fts:
             msg_sql = (
                 "SELECT m.conversation_id FROM messages_fts f JOIN messages m ON m.id = f.rowid "

@@ -158,13 +158,16 @@ class ConversationsController(WindowPart):
 
     def _open_found(self, cid: int) -> None:
         """A conversation clicked in the list: opened; when the list shows a search's results, the
-        find bar shows where the search's words are in it (the whole search, else its longest word)."""
+        find bar shows where the search's words are in it (the whole search, else its longest word;
+        no bar when the chat was found by its title or folder alone)."""
         query = " ".join(self.list.search.text().split())
         self.open_conversation(cid)
         if query and self.state.conversation_id == cid:
             self.find_in_chat(query)
             if not self.find_bar.matches and " " in query:
                 self.find_in_chat(max(query.split(), key=len))
+            if not self.find_bar.matches:
+                self.find_bar.close_bar()
 
     def open_conversation(self, cid: int) -> None:
         if self.state.busy:

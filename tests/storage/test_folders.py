@@ -92,3 +92,16 @@ def test_a_history_from_before_the_migration_gets_the_column(tmp_path):
         assert h.get_conversation(1).folder is None and h.folders() == []
         h.set_folder(1, "Old")
         assert h.list_conversations()[0].folder == "Old"
+
+
+def test_the_search_finds_a_folder_s_conversations_by_its_name(tmp_path):
+    with History(tmp_path / "h.sqlite3") as h:
+        a, b, c = _chat(h, "Budget"), _chat(h, "Trip"), _chat(h, "Work notes")
+        h.set_folder(a, "Home office")
+        h.set_folder(b, "Home office")
+        assert [x.id for x in h.search("office")] == [b, a]  # the folder's name
+        assert [x.id for x in h.search("home budget")] == [a]  # every word: the folder's or the title's
+        assert [x.id for x in h.search("work")] == [c]  # a title, as before
+        assert [x.id for x in h.search("about trip")] == [b]  # and the messages
+        h.remove_folder("Home office")
+        assert h.search("office") == []

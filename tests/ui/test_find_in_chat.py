@@ -124,6 +124,13 @@ def test_a_conversation_opened_from_the_search_shows_where_the_words_are(qtbot, 
     lst.sig_open.emit(other)
     assert w.conversation_id == other and bar.edit.text() == "giraffe" and bar.count.text() == "1 of 1"
 
+    # found by its title alone: nothing to show in it, no bar
+    lst.search.setText("zoo")
+    w.conversations_ctl.search_conversations("zoo")
+    assert lst.ids() == [other]
+    lst.sig_open.emit(other)
+    assert w.conversation_id == other and bar.isHidden()
+
     # opened with no search: no bar
     lst.search.setText("")
     w.conversations_ctl.search_conversations("")

@@ -130,6 +130,9 @@ def test_a_click_folds_a_folder_and_a_new_window_shows_it_folded(qtbot, make_win
     lst.search.setText("notes")
     w.conversations_ctl.search_conversations("notes")
     assert lst.headers() == ["▾ Home (2)", "Today"] and lst.shown_ids() == [taxes, garden, trip]
+    lst.search.setText("home")  # the folder's name finds its chats
+    w.conversations_ctl.search_conversations("home")
+    assert lst.headers() == ["▾ Home (2)"] and lst.shown_ids() == [taxes, garden]
     lst.search.setText("")
     w.conversations_ctl.search_conversations("")
     assert lst.headers() == ["▸ Home (2)", "Today"] and lst.shown_ids() == [trip]
