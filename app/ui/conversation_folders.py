@@ -68,9 +68,11 @@ def fill_move_menu(owner: ConversationList, menu: QMenu, cid: int, current: str 
 
 
 def fill_folder_menu(owner: ConversationList, menu: QMenu, name: str) -> None:
-    """A folder's menu (right-click on its line): fold or unfold, rename, remove (its
-    conversations are kept)."""
+    """A folder's menu (right-click on its line): a new chat that goes in it, fold or unfold,
+    rename, remove (its conversations are kept)."""
     folded = name in owner.collapsed
+    new = menu.addAction("New chat here", lambda: owner.sig_new_in_folder.emit(name))
+    new.setObjectName("newChatInFolder")
     menu.addAction("Unfold" if folded else "Fold", lambda: owner.toggle_folder(name))
     rename = menu.addAction(
         "Rename folder…",

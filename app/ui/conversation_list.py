@@ -164,6 +164,7 @@ class ConversationList(QWidget):
     sig_rename_folder = Signal(str, str)  # a folder's menu: its name, the new one
     sig_remove_folder = Signal(str)  # a folder's menu: its name (its conversations are kept)
     sig_collapsed = Signal(list)  # the folders now folded (their names), after a click on one
+    sig_new_in_folder = Signal(str)  # a folder's menu: New chat here (its name)
     sig_search = Signal(str)
 
     def __init__(self, parent: QWidget | None = None) -> None:

@@ -380,6 +380,7 @@ class ConversationsController(WindowPart):
             )
             self.state.conversation_id = conv.id
             self._remember_conversation(conv.id)
+            self.folders.file_new(conv.id)  # started in a folder: it goes there
             self.refresh_conversations()
             self.list.select(conv.id)
         return self.state.conversation_id

@@ -27,6 +27,10 @@ class FoldersController(WindowPart):
         lst.sig_rename_folder.connect(self.rename)
         lst.sig_remove_folder.connect(self.remove)
         lst.sig_collapsed.connect(self._keep_collapsed)
+        lst.sig_new_in_folder.connect(self.new_chat_in)
+        #: the folder the new chat goes in once it is saved (a folder's "New chat here")
+        self.pending: str | None = None
+        conversations.chat.sig_cleared.connect(self._drop_pending)  # another chat opened
 
     def _done(self, what: str, change: object) -> bool:
         """Run ``change`` (a history write); a failure is said in the status bar. The list is
@@ -75,6 +79,21 @@ class FoldersController(WindowPart):
         """The folder's conversations go back among the others (none is deleted)."""
         self.list.collapsed.discard(name)
         return self._done("remove the folder", lambda: self.state.history.remove_folder(name))
+
+    def new_chat_in(self, name: str) -> None:
+        """A new chat that goes in the folder ``name`` when its first message is sent."""
+        self.conversations.new_chat()
+        self.pending = name
+        self.window.statusBar().showMessage(f"New chat: it goes in “{name}” once you send a message.", 8000)
+
+    def _drop_pending(self) -> None:
+        self.pending = None
+
+    def file_new(self, cid: int) -> None:
+        """The new chat ``cid`` was just saved: in the folder it was started in, if any."""
+        name, self.pending = self.pending, None
+        if name is not None:
+            self.move(cid, name)
 
     def _keep_collapsed(self, names: list[str]) -> None:
         self.list.collapsed = set(names)

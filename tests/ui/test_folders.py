@@ -162,7 +162,7 @@ def test_a_folder_is_renamed_and_removed_from_its_menu(qtbot, make_window):
 
     menu = QMenu(lst)
     fill_folder_menu(lst, menu, "Drafts")
-    assert _texts(menu) == ["Unfold", "Rename folder…", "Remove folder (keep its chats)"]
+    assert _texts(menu) == ["New chat here", "Unfold", "Rename folder…", "Remove folder (keep its chats)"]
     _action(menu, "Rename folder…").trigger()
     assert lst.folder_dialog.textValue() == "Drafts"  # the name proposed, to edit
     _answer(w, "Early drafts")
@@ -248,3 +248,35 @@ def test_a_conversation_dragged_onto_a_folder_moves_there_and_onto_the_others_mo
     assert _send_drag(lst.list, files, lst.list.visualItemRect(lst.folder_item("Home")).center(), True)
     qtbot.waitUntil(lambda: [f.name for f in w.chat_ctl.files.pending.files] == ["notes.txt"])
     assert h.folders() == ["Home"] and len(h.list_conversations()) == 4
+
+
+def test_a_chat_started_from_a_folder_s_menu_goes_in_it_once_sent(qtbot, make_window):
+    from app.storage.settings import Settings
+    from tests.ui.scripted_gguf import write_alphabet_model
+    from tests.ui.turns import send_turn
+
+    h, (garden, taxes) = history_of_chats(["Garden", "Taxes"])
+    h.set_folder(garden, "Home")
+    s = Settings()
+    s.sampling.max_tokens = 3
+    w = make_window(write_alphabet_model(), settings=s, history=h)
+    lst = w.conversations_ctl.list
+    lst.sig_open.emit(taxes)
+    menu = QMenu(lst)
+    fill_folder_menu(lst, menu, "Home")
+    _action(menu, "New chat here").trigger()
+    assert w.conversation_id is None and w.chat.messages == []  # a new, empty chat
+    assert "goes in “Home”" in w.statusBar().currentMessage()
+    assert h.folders() == ["Home"] and len(h.list_conversations()) == 2  # nothing stored yet
+    send_turn(qtbot, w, "Plant tulips when?", timeout=30_000)
+    new = w.conversation_id
+    assert new not in (garden, taxes) and h.get_conversation(new).folder == "Home"
+    assert lst.headers() == ["▾ Home (2)", "Today"] and lst.ids()[:2] == [new, garden]
+
+    # started in a folder, then another chat opened: the next new chat goes in none
+    fill_folder_menu(lst, menu := QMenu(lst), "Home")
+    _action(menu, "New chat here").trigger()
+    lst.sig_open.emit(taxes)
+    w.new_chat()
+    send_turn(qtbot, w, "Something else", timeout=30_000)
+    assert h.get_conversation(w.conversation_id).folder is None
