@@ -28,7 +28,8 @@ __all__ = ["COPIED_MS", "ThinkingBlock", "UserMessage", "copy_with_feedback", "s
 
 
 class ThinkingBlock(QFrame):
-    """The model's reasoning, collapsed by default behind a "Thinking" toggle."""
+    """The model's reasoning, collapsed by default behind a "Thinking" toggle (Find in chat still
+    searches it, and opens it for a match inside)."""
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -48,8 +49,7 @@ class ThinkingBlock(QFrame):
         self.body.fold_owner = self
         self.body.unfold = lambda: self.toggle.setChecked(True)
         lay.addWidget(self.body)
-
-        self.text = ""
+        self.text = ""  # the reasoning so far (the body shows it from the next render)
 
     def set_text(self, text: str) -> None:
         """The reasoning so far: shown at the next :meth:`render_text` (the reply's paced rendering), or
