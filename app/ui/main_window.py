@@ -46,6 +46,7 @@ from app.ui.text_size import TextSize
 from app.ui.tool_panel import ToolCallPanel
 from app.ui.window_chat import ChatController
 from app.ui.window_chat_page import ChatPage
+from app.ui.window_chat_turns import copy_last_code_block
 from app.ui.window_conversations import ConversationsController
 from app.ui.window_draft import DraftMeter
 from app.ui.window_drops import DropsController, dropped_files
@@ -202,6 +203,8 @@ class MainWindow(QMainWindow):
             import_chat=self.conversations_ctl.import_conversation,
             find_in_chat=self.conversations_ctl.find_in_chat,
             copy_chat=self.conversations_ctl.copy_markdown,
+            regenerate=self.chat_ctl.regenerate,
+            copy_code=lambda: copy_last_code_block(page.chat, self.statusBar()),
             step_conversation=self.conversations_ctl.step_conversation,
             text_size=self.text_size.step,
         )

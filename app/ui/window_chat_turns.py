@@ -1,8 +1,8 @@
 """What the chat controller (:mod:`app.ui.window_chat`) reads of the engine and of history for a
 turn: the live source a reply polls while it is written, whether the engine can continue a reply in
 place, the name at a reply's head, the message a reply answers (which keeps its turn's settings), a
-reply's stored versions, the statistics line of a finished turn, and the approvals a person asked to
-remember."""
+reply's stored versions, the statistics line of a finished turn, the approvals a person asked to
+remember, and the replies' last code block."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from app.ui.engine_types import recorded_model, written_by
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from PySide6.QtWidgets import QAbstractButton, QWidget
+    from PySide6.QtWidgets import QAbstractButton, QStatusBar, QWidget
 
     from app.storage.history import Conversation, History, MessageRecord
     from app.storage.settings import Settings
@@ -27,6 +27,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ask_attention",
+    "copy_last_code_block",
+    "last_code_block",
     "continues_in_place",
     "live_author",
     "live_source",
@@ -190,3 +192,29 @@ def show_send_button(b: QAbstractButton, busy: bool, loaded: bool, usable: bool)
     b.setEnabled(busy or usable)
     b.style().unpolish(b)
     b.style().polish(b)
+
+
+def last_code_block(chat: ChatView) -> str | None:
+    """The last code block of the replies shown (the newest reply with one), or None."""
+    from app.ui.chat.markdown import TextRun
+
+    for reply in reversed(chat.assistant_messages()):
+        reply.flush()  # (a reply being written: what it holds so far)
+        codes = [c for b in reply.blocks if isinstance(b, TextRun) for c in b.code_blocks]
+        if codes:
+            return codes[-1]
+    return None
+
+
+def copy_last_code_block(chat: ChatView, status_bar: QStatusBar) -> bool:
+    """Ctrl+Shift+; : the replies' last code block on the clipboard, said in the status bar."""
+    from PySide6.QtGui import QGuiApplication
+
+    code = last_code_block(chat)
+    if code is None:
+        status_bar.showMessage("No code block in the replies yet.", 5000)
+        return False
+    QGuiApplication.clipboard().setText(code)
+    lines = code.count("\n") + (0 if code.endswith("\n") else 1)
+    status_bar.showMessage(f"Copied the last code block ({lines} line{'s' if lines != 1 else ''}).", 5000)
+    return True

@@ -23,6 +23,8 @@ SHORTCUTS = (
     ("Shift+Enter", "New line in the message"),
     ("Up", "Edit the last message sent (in the empty message box)"),
     ("Esc", "Stop the reply (in an edit: cancel it)"),
+    ("Ctrl+R", "Regenerate the last reply"),
+    ("Ctrl+Shift+;", "Copy the last code block of the replies"),
     ("Ctrl+End", "Go to the latest message (in the chat)"),
     ("Ctrl+N", "New chat"),
     ("Ctrl+Shift+E", "Export the chat (Markdown or JSON)"),
@@ -34,6 +36,7 @@ SHORTCUTS = (
     ("Ctrl+T", "Show or hide the tool-call panel"),
     ("Ctrl+= / Ctrl+- / Ctrl+0", "Larger, smaller or the usual chat text"),
     ("Ctrl+,", "Settings"),
+    ("Ctrl+/", "These keyboard shortcuts"),
     ("Ctrl+Q", "Quit"),
 )
 
@@ -96,6 +99,8 @@ class MenusController:
         import_chat: Callable[[], object],
         find_in_chat: Callable[[], object],
         copy_chat: Callable[[], object],
+        regenerate: Callable[[], object],
+        copy_code: Callable[[], object],
         step_conversation: Callable[[int], object],
         text_size: Callable[[int], object],
     ) -> None:
@@ -122,6 +127,13 @@ class MenusController:
         self.act_find = edit_menu.addAction("Find in chat…")
         self.act_find.setShortcut(QKeySequence("Ctrl+F"))
         self.act_find.triggered.connect(lambda: find_in_chat())
+        edit_menu.addSeparator()
+        self.act_regenerate = edit_menu.addAction("Regenerate last reply")
+        self.act_regenerate.setShortcut(QKeySequence("Ctrl+R"))
+        self.act_regenerate.triggered.connect(lambda: regenerate())
+        self.act_copy_code = edit_menu.addAction("Copy last code block")
+        self.act_copy_code.setShortcut(QKeySequence("Ctrl+Shift+;"))
+        self.act_copy_code.triggered.connect(lambda: copy_code())
         self.view_menu = bar.addMenu("&View")
         for page in pages.pages.values():
             self.view_menu.addAction(page.action)
@@ -143,6 +155,7 @@ class MenusController:
         help_menu = bar.addMenu("&Help")
         self.help_menu = help_menu
         act_keys = help_menu.addAction("Keyboard shortcuts")
+        act_keys.setShortcut(QKeySequence("Ctrl+/"))
         act_keys.triggered.connect(self.show_shortcuts)
         #: how a folder or file is opened (the desktop's own program)
         self.open_url: Callable[[QUrl], object] = QDesktopServices.openUrl
