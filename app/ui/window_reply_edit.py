@@ -84,11 +84,13 @@ class ReplyEditController(WindowPart):
         upos = [m for m in conv.messages if m.role == "user"][user_index].position
         held = conv.versions.get(upos)  # (the version the chat went on from, how many)
         runs = [b for b in reply.blocks if isinstance(b, TextRun) and b.raw.strip()]
-        other_version = held is not None and reply.version[0] != held[0]
-        if other_version or len(runs) != 1 or _words(runs[0].raw) != _words(found.content):
+        if held is not None and reply.version[0] != held[0]:
             self._say(
                 "This is another version of the reply than the chat went on from: show that one to edit it."
             )
+            return False
+        if len(runs) != 1 or _words(runs[0].raw) != _words(found.content):
+            self._say("The reply shown is not the one saved: open the chat again to edit it.")
             return False
         self.editor = ReplyEditor(found.content, runs[0])
         self._target = (cid, found.id)
