@@ -23,7 +23,7 @@ SHORTCUTS = (
     ("Shift+Enter", "New line in the message"),
     ("Up", "Edit the last message sent (in the empty message box)"),
     ("Esc", "Stop the reply (in an edit: cancel it)"),
-    ("Ctrl+R", "Regenerate the last reply"),
+    ("Ctrl+R", "Regenerate the last reply (on the chat page)"),
     ("Ctrl+Shift+;", "Copy the last code block of the replies"),
     ("Ctrl+End", "Go to the latest message (in the chat)"),
     ("Ctrl+N", "New chat"),
@@ -130,7 +130,10 @@ class MenusController:
         edit_menu.addSeparator()
         self.act_regenerate = edit_menu.addAction("Regenerate last reply")
         self.act_regenerate.setShortcut(QKeySequence("Ctrl+R"))
-        self.act_regenerate.triggered.connect(lambda: regenerate())
+        # on the chat page only: on another page (the Models list, say) Ctrl+R must not write
+        self.act_regenerate.triggered.connect(
+            lambda: regenerate() if pages.current_page() == "chat" else None
+        )
         self.act_copy_code = edit_menu.addAction("Copy last code block")
         self.act_copy_code.setShortcut(QKeySequence("Ctrl+Shift+;"))
         self.act_copy_code.triggered.connect(lambda: copy_code())

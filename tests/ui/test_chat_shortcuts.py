@@ -40,6 +40,10 @@ def test_ctrl_r_regenerates_the_last_reply_from_the_message_box(qtbot, make_wind
         qtbot.keyClick(w.compose, Qt.Key.Key_R, CTRL)
     reply = w.chat.current_assistant()
     assert reply.version == (2, 2) and reply.text() == "abc"
+    w.page_stack.show_models_page()  # another page: Ctrl+R does nothing there
+    w.menus.act_regenerate.trigger()
+    assert not w.busy and w.chat.current_assistant().version == (2, 2)
+    w.page_stack.show_chat_page()
     assert w.compose.toPlainText() == "a draft"  # the message being written is left alone
     assert len([m for m in w.history.load_conversation(w.conversation_id).messages if m.role == "user"]) == 1
 
