@@ -25,7 +25,7 @@ def test_branch_from_an_earlier_reply_opens_a_new_chat_that_goes_on_from_it(qtbo
     _send(qtbot, w, "Second question")
     first = w.conversation_id
     older = w.chat.assistant_messages()[0]
-    assert [a.text() for a in older.btn_more.menu().actions()] == ["Branch from here"]
+    assert [a.text() for a in older.btn_more.menu().actions()] == ["Branch from here", "Edit reply text"]
 
     older.act_branch.trigger()
     assert w.conversation_id not in (None, first)
