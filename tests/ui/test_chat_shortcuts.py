@@ -10,26 +10,15 @@ from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QApplication, QMessageBox
 
 from app.storage.history import History, TurnMessage
-from app.storage.settings import Settings
 from app.ui.window_menus import SHORTCUTS
-from tests.ui.scripted_gguf import write_alphabet_model
-from tests.ui.turns import send_turn
+from tests.ui.turns import alphabet_window, send_turn
 
 TIMEOUT = 30_000
 CTRL = Qt.KeyboardModifier.ControlModifier
 
 
-def _window(qtbot, make_window, history: History | None = None):
-    s = Settings()
-    s.sampling.max_tokens = 3
-    w = make_window(write_alphabet_model(), settings=s, history=history)
-    with qtbot.waitActive(w):
-        w.activateWindow()
-    return w
-
-
 def test_ctrl_r_regenerates_the_last_reply_from_the_message_box(qtbot, make_window):
-    w = _window(qtbot, make_window)
+    w = alphabet_window(qtbot, make_window)
     assert w.menus.act_regenerate.shortcut().toString() == "Ctrl+R"
     qtbot.keyClick(w.compose, Qt.Key.Key_R, CTRL)  # no reply yet: nothing happens
     assert not w.busy and w.chat.messages == []
@@ -66,7 +55,7 @@ def test_ctrl_shift_semicolon_copies_the_last_code_block(qtbot, make_window):
     )
     empty = h.create_conversation("Words").id
     h.record_turn(empty, None, [TurnMessage("user", "hi"), TurnMessage("assistant", "hello")])
-    w = _window(qtbot, make_window, history=h)
+    w = alphabet_window(qtbot, make_window, history=h)
     w.open_conversation(cid)
     QGuiApplication.clipboard().setText("before")
     w.compose.setFocus()

@@ -8,24 +8,13 @@ from __future__ import annotations
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication
 
-from app.storage.settings import Settings
-from tests.ui.scripted_gguf import write_alphabet_model
-from tests.ui.turns import send_turn
+from tests.ui.turns import alphabet_window, send_turn
 
 TIMEOUT = 30_000
 
 
-def _window(qtbot, make_window, max_tokens: int = 3):
-    s = Settings()
-    s.sampling.max_tokens = max_tokens
-    w = make_window(write_alphabet_model(), settings=s)
-    with qtbot.waitActive(w):
-        w.activateWindow()
-    return w
-
-
 def test_up_in_the_empty_box_edits_the_last_message_and_enter_sends_it(qtbot, make_window):
-    w = _window(qtbot, make_window)
+    w = alphabet_window(qtbot, make_window)
     send_turn(qtbot, w, "first", timeout=TIMEOUT)
     send_turn(qtbot, w, "second", timeout=TIMEOUT)
     first, last = w.chat.user_messages()
@@ -51,7 +40,7 @@ def test_up_in_the_empty_box_edits_the_last_message_and_enter_sends_it(qtbot, ma
 
 
 def test_up_with_text_moves_the_cursor_and_up_while_busy_does_nothing(qtbot, make_window):
-    w = _window(qtbot, make_window)
+    w = alphabet_window(qtbot, make_window)
     qtbot.keyClick(w.compose, Qt.Key.Key_Up)  # nothing sent yet: nothing to edit
     assert w.chat.user_messages() == []
     send_turn(qtbot, w, "hello", timeout=TIMEOUT)

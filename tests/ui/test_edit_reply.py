@@ -11,22 +11,11 @@ from PySide6.QtGui import QGuiApplication
 
 from app.calls import ToolCall
 from app.storage.history import History
-from app.storage.settings import Settings
 from tests.support.history import call_turn
-from tests.ui.scripted_gguf import write_alphabet_model
-from tests.ui.turns import send_turn
+from tests.ui.turns import alphabet_window, send_turn
 
 TIMEOUT = 30_000
 EDITED = "The answer is **42**.\nAsk me more."
-
-
-def _window(qtbot, make_window, history: History | None = None):
-    s = Settings()
-    s.sampling.max_tokens = 3
-    w = make_window(write_alphabet_model(), settings=s, history=history)
-    with qtbot.waitActive(w):
-        w.activateWindow()
-    return w
 
 
 def _assistant_texts(w) -> list[str]:
@@ -36,7 +25,7 @@ def _assistant_texts(w) -> list[str]:
 
 
 def test_a_reply_s_text_is_edited_saved_and_read_by_the_next_turn(qtbot, make_window):
-    w = _window(qtbot, make_window)
+    w = alphabet_window(qtbot, make_window)
     send_turn(qtbot, w, "first", timeout=TIMEOUT)
     send_turn(qtbot, w, "second", timeout=TIMEOUT)
     first = w.chat.assistant_messages()[0]
@@ -72,7 +61,7 @@ def test_a_reply_s_text_is_edited_saved_and_read_by_the_next_turn(qtbot, make_wi
 
 
 def test_esc_or_cancel_closes_the_box_and_changes_nothing(qtbot, make_window):
-    w = _window(qtbot, make_window)
+    w = alphabet_window(qtbot, make_window)
     send_turn(qtbot, w, "first", timeout=TIMEOUT)
     reply = w.chat.current_assistant()
     reply.act_edit.trigger()
@@ -89,7 +78,7 @@ def test_esc_or_cancel_closes_the_box_and_changes_nothing(qtbot, make_window):
 
 
 def test_an_older_version_shown_by_the_pager_is_not_edited(qtbot, make_window):
-    w = _window(qtbot, make_window)
+    w = alphabet_window(qtbot, make_window)
     send_turn(qtbot, w, "first", timeout=TIMEOUT)
     with qtbot.waitSignal(w.sig_turn_done, timeout=TIMEOUT):
         w.chat.current_assistant().btn_regen.click()
@@ -112,7 +101,7 @@ def test_a_reply_split_by_its_calls_and_a_reply_being_written_are_refused(qtbot,
     cid = h.create_conversation("Maths").id
     call = ToolCall("call00001", "calculator", {"expression": "6*7"}, raw="<tool_call>")
     h.record_turn(cid, None, call_turn("What is 6*7?", call, "42", "It is 42.", lead="Let me compute it."))
-    w = _window(qtbot, make_window, history=h)
+    w = alphabet_window(qtbot, make_window, history=h)
     w.open_conversation(cid)
     reply = w.chat.current_assistant()
     reply.act_edit.trigger()

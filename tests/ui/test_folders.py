@@ -251,15 +251,11 @@ def test_a_conversation_dragged_onto_a_folder_moves_there_and_onto_the_others_mo
 
 
 def test_a_chat_started_from_a_folder_s_menu_goes_in_it_once_sent(qtbot, make_window):
-    from app.storage.settings import Settings
-    from tests.ui.scripted_gguf import write_alphabet_model
-    from tests.ui.turns import send_turn
+    from tests.ui.turns import alphabet_window, send_turn
 
     h, (garden, taxes) = history_of_chats(["Garden", "Taxes"])
     h.set_folder(garden, "Home")
-    s = Settings()
-    s.sampling.max_tokens = 3
-    w = make_window(write_alphabet_model(), settings=s, history=h)
+    w = alphabet_window(qtbot, make_window, history=h)
     lst = w.conversations_ctl.list
     lst.sig_open.emit(taxes)
     menu = QMenu(lst)
