@@ -2,7 +2,8 @@
 (Enter a new line, Ctrl+Enter saves, Esc cancels); saved, the text is the reply's in the chat, in
 the real history and in the real worker's conversation, so the next turn reads it; nothing is
 generated. A reply whose text is split by its tool calls, or an older version shown by the pager,
-is refused with why, and a reply being written cannot be edited."""
+is refused with why, and a reply being written cannot be edited. A save that fails says why and
+keeps the box and its text."""
 
 from __future__ import annotations
 
@@ -118,3 +119,18 @@ def test_a_reply_split_by_its_calls_and_a_reply_being_written_are_refused(qtbot,
     assert w.reply_edit.editor is None and "being written" in w.statusBar().currentMessage()
     with qtbot.waitSignal(w.sig_turn_done, timeout=TIMEOUT):
         w.stop()
+
+
+def test_a_save_that_fails_says_why_and_keeps_the_box_and_its_text(qtbot, make_window):
+    w = alphabet_window(qtbot, make_window)
+    send_turn(qtbot, w, "first", timeout=TIMEOUT)
+    reply = w.chat.current_assistant()
+    reply.act_edit.trigger()
+    editor = w.reply_edit.editor
+    editor.box.setPlainText("my better answer")
+    with History() as other:  # the chat deleted meanwhile (another window, the CLI)
+        other.delete_conversation(w.conversation_id)
+    editor.btn_save.click()
+    assert "Could not save the reply" in w.statusBar().currentMessage()
+    assert w.reply_edit.editor is editor and editor.isVisibleTo(w)
+    assert editor.box.toPlainText() == "my better answer" and reply.text() == "abc"

@@ -1,8 +1,9 @@
 """Find in the chat (Ctrl+F): a bar above the conversation that finds text in the messages shown
 (what the person wrote and the replies' text, as rendered; case does not matter), and in what they
 fold (a reply's thinking, its tool calls' arguments, results and raw text), marks every match,
-brings the current one into view, opening its fold, and counts them ("3 of 12"). Enter and ↓ go to the next,
-Shift+Enter and ↑ to the one before (round the ends), Esc closes the bar and takes the marks away.
+brings the current one into view, opening its fold, and counts them ("3 of 12"). Enter and ↓ go
+to the next, Shift+Enter and ↑ to the one before (round the ends), Esc closes the bar and takes
+the marks away.
 The messages are found again at each step, so a reply still being written is searched as it
 stands."""
 
