@@ -87,6 +87,11 @@ class _List(QListWidget):
             return
         super().keyPressEvent(e)
 
+    def item_for(self, cid: int) -> QListWidgetItem | None:
+        """The line of conversation ``cid``, if listed."""
+        items = (self.item(i) for i in range(self.count()))
+        return next((it for it in items if it.data(Qt.ItemDataRole.UserRole) == cid), None)
+
     def mimeTypes(self) -> list[str]:  # noqa: N802 (Qt API)
         return [CONVERSATION_MIME]
 
@@ -120,10 +125,7 @@ class _List(QListWidget):
         except (ValueError, UnicodeDecodeError):
             return None
         folder = _drop_folder(self.itemAt(e.position().toPoint()))
-        source = next(
-            (it for it in map(self.item, range(self.count())) if it.data(Qt.ItemDataRole.UserRole) == cid),
-            None,
-        )
+        source = self.item_for(cid)
         if folder is _NOT_A_TARGET or source is None or source.data(_FOLDER_ROLE) == folder:
             return None
         return cid, folder
@@ -351,10 +353,7 @@ class ConversationList(QWidget):
         return self.list.item(0).text()
 
     def item_for(self, cid: int) -> QListWidgetItem | None:
-        for i in range(self.list.count()):
-            if self.list.item(i).data(Qt.ItemDataRole.UserRole) == cid:
-                return self.list.item(i)
-        return None
+        return self.list.item_for(cid)
 
     def select(self, cid: int | None) -> None:
         self.current_id = cid

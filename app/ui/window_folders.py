@@ -49,27 +49,29 @@ class FoldersController(WindowPart):
         self.conversations.refresh_conversations()
         return ok
 
-    def move(self, cid: int, folder: str | None) -> bool:
-        """File the conversation in ``folder`` (unfolded, so it is seen there), or in none (None)."""
+    def _name(self, text: str, what: str) -> str | None:
+        """``text`` as a folder's name is kept, or None after saying why it is refused."""
         from app.storage.history import folder_name
 
+        try:
+            return folder_name(text)
+        except ValueError as exc:
+            self.window.statusBar().showMessage(f"Could not {what}: {exc}", 8000)
+            return None
+
+    def move(self, cid: int, folder: str | None) -> bool:
+        """File the conversation in ``folder`` (unfolded, so it is seen there), or in none (None)."""
         if folder is not None:
-            try:
-                folder = folder_name(folder)
-            except ValueError as exc:
-                self.window.statusBar().showMessage(f"Could not move the chat: {exc}", 8000)
+            folder = self._name(folder, "move the chat")
+            if folder is None:
                 return False
             self.list.collapsed.discard(folder)
         return self._done("move the chat", lambda: self.state.history.set_folder(cid, folder))
 
     def rename(self, old: str, new: str) -> bool:
         """Name the folder ``old`` ``new`` (folded or not as it was)."""
-        from app.storage.history import folder_name
-
-        try:
-            name = folder_name(new)
-        except ValueError as exc:
-            self.window.statusBar().showMessage(f"Could not rename the folder: {exc}", 8000)
+        name = self._name(new, "rename the folder")
+        if name is None:
             return False
         if old in self.list.collapsed:
             self.list.collapsed = (self.list.collapsed - {old}) | {name}

@@ -19,6 +19,18 @@ TIMEOUT = 30_000
 EDITED = "The answer is **42**.\nAsk me more."
 
 
+def _editing(qtbot, make_window, text: str):
+    """A window with one turn written, its reply's edit box open holding ``text``: (the window,
+    the reply, the box)."""
+    w = alphabet_window(qtbot, make_window)
+    send_turn(qtbot, w, "first", timeout=TIMEOUT)
+    reply = w.chat.current_assistant()
+    reply.act_edit.trigger()
+    editor = w.reply_edit.editor
+    editor.box.setPlainText(text)
+    return w, reply, editor
+
+
 def _assistant_texts(w) -> list[str]:
     return [
         m.content for m in w.history.load_conversation(w.conversation_id).messages if m.role == "assistant"
@@ -62,12 +74,7 @@ def test_a_reply_s_text_is_edited_saved_and_read_by_the_next_turn(qtbot, make_wi
 
 
 def test_esc_or_cancel_closes_the_box_and_changes_nothing(qtbot, make_window):
-    w = alphabet_window(qtbot, make_window)
-    send_turn(qtbot, w, "first", timeout=TIMEOUT)
-    reply = w.chat.current_assistant()
-    reply.act_edit.trigger()
-    editor = w.reply_edit.editor
-    editor.box.setPlainText("not this")
+    w, reply, editor = _editing(qtbot, make_window, "not this")
     qtbot.keyClick(editor.box, Qt.Key.Key_Escape)
     assert w.reply_edit.editor is None and reply.text() == "abc" and reply.blocks[-1].isVisibleTo(w)
     reply.act_edit.trigger()
@@ -122,12 +129,7 @@ def test_a_reply_split_by_its_calls_and_a_reply_being_written_are_refused(qtbot,
 
 
 def test_a_save_that_fails_says_why_and_keeps_the_box_and_its_text(qtbot, make_window):
-    w = alphabet_window(qtbot, make_window)
-    send_turn(qtbot, w, "first", timeout=TIMEOUT)
-    reply = w.chat.current_assistant()
-    reply.act_edit.trigger()
-    editor = w.reply_edit.editor
-    editor.box.setPlainText("my better answer")
+    w, reply, editor = _editing(qtbot, make_window, "my better answer")
     with History() as other:  # the chat deleted meanwhile (another window, the CLI)
         other.delete_conversation(w.conversation_id)
     editor.btn_save.click()
