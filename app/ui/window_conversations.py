@@ -18,6 +18,8 @@ from app.ui.window_folders import FoldersController
 from app.ui.window_part import WindowKit, WindowPart
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from app.ui.window_chat_page import ChatPage
 
 __all__ = ["ConversationsController"]
@@ -114,29 +116,26 @@ class ConversationsController(WindowPart):
         self.pages.show_chat_page()
         self.compose.setFocus()
 
-    def rename_conversation(self, cid: int, title: str) -> None:
+    def _write(self, what: str, change: Callable[[], object]) -> None:
+        """Run ``change`` (a history write); a failure (HistoryError, sqlite errors) is said in the
+        status bar as "Could not ``what``". The list is shown again either way."""
         try:
-            self.state.history.rename_conversation(cid, title)
-        except Exception as exc:  # noqa: BLE001 - HistoryError and sqlite errors: said in the status bar
-            self.window.statusBar().showMessage(f"Could not rename: {exc}", 8000)
+            change()
+        except Exception as exc:  # noqa: BLE001 - said in the status bar
+            self.window.statusBar().showMessage(f"Could not {what}: {exc}", 8000)
         self.refresh_conversations()
+
+    def rename_conversation(self, cid: int, title: str) -> None:
+        self._write("rename", lambda: self.state.history.rename_conversation(cid, title))
 
     def pin_conversation(self, cid: int, pinned: bool) -> None:
         """Pin the conversation to the top of the list (under "Pinned"), or unpin it."""
-        try:
-            self.state.history.set_pinned(cid, pinned)
-        except Exception as exc:  # noqa: BLE001 - HistoryError and sqlite errors: said in the status bar
-            self.window.statusBar().showMessage(f"Could not {'pin' if pinned else 'unpin'}: {exc}", 8000)
-        self.refresh_conversations()
+        self._write("pin" if pinned else "unpin", lambda: self.state.history.set_pinned(cid, pinned))
 
     def delete_conversation(self, cid: int) -> None:
         if cid == self.state.conversation_id:
             self.new_chat()
-        try:
-            self.state.history.delete_conversation(cid)
-        except Exception as exc:  # noqa: BLE001 - HistoryError and sqlite errors: said in the status bar
-            self.window.statusBar().showMessage(f"Could not delete: {exc}", 8000)
-        self.refresh_conversations()
+        self._write("delete", lambda: self.state.history.delete_conversation(cid))
 
     def step_conversation(self, delta: int) -> int | None:
         """Alt+Down (``delta`` 1) / Alt+Up (-1): open the next or the previous conversation in the

@@ -59,3 +59,27 @@ def test_a_pinned_conversation_is_listed_first_until_it_is_unpinned(qtbot, make_
     action.trigger()
     assert lst.pinned_ids() == [] and lst.headers() == ["Today"]
     assert lst.ids() == [taxes, trip, garden]  # back in its place by its last change
+
+
+
+def test_a_chat_deleted_meanwhile_is_not_pinned_renamed_or_deleted_and_the_list_drops_it(qtbot, make_window):
+    """Another handle on the history (a second window, the CLI) deleted the chat after this list was
+    shown: each change says why in the status bar, and the list is read again without it."""
+    h, (taxes,) = history_of_chats(["Taxes"])
+    w = make_window(None, history=h)
+    lst = w.conversations_ctl.list
+    ctl = w.conversations_ctl
+    other = History()
+    for why, act in (
+        ("Could not pin: no conversation", lambda cid: _menu_action(w, cid, "pinConversation")[0].trigger()),
+        ("Could not rename: no conversation", lambda cid: ctl.rename_conversation(cid, "Allotment")),
+        ("Could not delete: no conversation", lambda cid: ctl.delete_conversation(cid)),
+    ):
+        cid = h.create_conversation("Garden").id
+        ctl.refresh_conversations()
+        assert cid in lst.ids()
+        other.delete_conversation(cid)
+        act(cid)
+        assert w.statusBar().currentMessage().startswith(why)
+        assert lst.ids() == [taxes]
+    assert h.get_conversation(taxes).title == "Taxes" and not h.get_conversation(taxes).pinned
