@@ -61,7 +61,6 @@ def test_a_pinned_conversation_is_listed_first_until_it_is_unpinned(qtbot, make_
     assert lst.ids() == [taxes, trip, garden]  # back in its place by its last change
 
 
-
 def test_a_chat_deleted_meanwhile_is_not_pinned_renamed_or_deleted_and_the_list_drops_it(qtbot, make_window):
     """Another handle on the history (a second window, the CLI) deleted the chat after this list was
     shown: each change says why in the status bar, and the list is read again without it."""
