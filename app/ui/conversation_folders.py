@@ -9,6 +9,7 @@ from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING
 
+from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QInputDialog, QLineEdit, QMenu, QWidget
 
 from app.storage.history import MAX_FOLDER_NAME
@@ -16,7 +17,24 @@ from app.storage.history import MAX_FOLDER_NAME
 if TYPE_CHECKING:
     from app.ui.conversation_list import ConversationList
 
-__all__ = ["ask_folder_name", "fill_folder_menu", "fill_move_menu", "folder_header_text"]
+__all__ = [
+    "FOLDER_KEYS",
+    "ask_folder_name",
+    "fill_folder_menu",
+    "fill_move_menu",
+    "folder_header_text",
+    "folder_key",
+]
+
+#: the keys on a folder's line in the list, and what each asks (:func:`folder_key`)
+FOLDER_KEYS: dict[int, str] = {
+    Qt.Key.Key_Left: "fold",
+    Qt.Key.Key_Right: "unfold",
+    Qt.Key.Key_Return: "toggle",
+    Qt.Key.Key_Enter: "toggle",
+    Qt.Key.Key_Space: "toggle",
+    Qt.Key.Key_F2: "rename",
+}
 
 
 def folder_header_text(name: str, count: int, folded: bool) -> str:
@@ -73,7 +91,8 @@ def fill_folder_menu(owner: ConversationList, menu: QMenu, name: str) -> None:
     folded = name in owner.collapsed
     new = menu.addAction("New chat here", lambda: owner.sig_new_in_folder.emit(name))
     new.setObjectName("newChatInFolder")
-    menu.addAction("Unfold" if folded else "Fold", lambda: owner.toggle_folder(name))
+    fold = menu.addAction("Unfold" if folded else "Fold", lambda: owner.toggle_folder(name))
+    fold.setEnabled(not owner.search.text().strip())  # a search's results are shown unfolded
     rename = menu.addAction(
         "Rename folder…",
         lambda: owner.ask_folder_name(
@@ -83,3 +102,24 @@ def fill_folder_menu(owner: ConversationList, menu: QMenu, name: str) -> None:
     rename.setObjectName("renameFolder")
     remove = menu.addAction("Remove folder (keep its chats)", lambda: owner.sig_remove_folder.emit(name))
     remove.setObjectName("removeFolder")
+
+
+def folder_key(owner: ConversationList, name: str, what: str) -> None:
+    """A key on the folder's line (:data:`FOLDER_KEYS`), as a tree's: fold; unfold, or when it is
+    open already go to its first chat; toggle; rename (the dialog). The line stays the current one
+    (the list keeps it so when it is shown again)."""
+    if what == "rename":
+        owner.ask_folder_name("Rename folder", name, lambda new: owner.sig_rename_folder.emit(name, new))
+        return
+    lst = owner.list
+    folded = name in owner.collapsed and not owner.search.text().strip()
+    if what == "unfold" and not folded:
+        below = lst.item(lst.currentRow() + 1)
+        if (
+            below is not None
+            and below.data(Qt.ItemDataRole.UserRole) is not None
+            and owner.folder_of(below.data(Qt.ItemDataRole.UserRole)) == name
+        ):
+            lst.setCurrentItem(below)
+    elif what == "toggle" or folded == (what == "unfold"):
+        owner.toggle_folder(name)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from datetime import date, datetime, timedelta
+from functools import partial
 from typing import Any
 
 from PySide6.QtCore import QByteArray, QMimeData, Qt, QTimer, Signal
@@ -24,7 +25,14 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.ui.conversation_folders import ask_folder_name, fill_folder_menu, fill_move_menu, folder_header_text
+from app.ui.conversation_folders import (
+    FOLDER_KEYS,
+    ask_folder_name,
+    fill_folder_menu,
+    fill_move_menu,
+    folder_header_text,
+    folder_key,
+)
 from app.ui.labels import side_panel_layout
 
 __all__ = ["CONVERSATION_MIME", "PINNED", "ConversationList"]
@@ -73,6 +81,8 @@ class _List(QListWidget):
 
     sig_delete_key = Signal()
     sig_drop_folder = Signal(int, object)  # a conversation dropped: its id, the folder (None: none)
+    sig_open_key = Signal(int)  # Enter on a conversation: its id
+    sig_folder_key = Signal(str, str)  # a key on a folder's line: its name, what (see FOLDER_KEYS)
 
     def __init__(self) -> None:
         super().__init__()
@@ -82,10 +92,35 @@ class _List(QListWidget):
         self.setDropIndicatorShown(True)
 
     def keyPressEvent(self, e: QKeyEvent) -> None:  # noqa: N802 (Qt API)
-        if e.key() in (Qt.Key.Key_Delete, Qt.Key.Key_Backspace) and self.currentItem() is not None:
-            self.sig_delete_key.emit()
+        """As a tree's keys: on a folder's line Left folds, Right unfolds (then goes to its first
+        chat), Enter or Space folds or unfolds, F2 renames; on a chat in a folder Left goes to the
+        folder's line; Enter opens a chat; the Menu key (Shift+F10) opens the line's menu."""
+        it, key = self.currentItem(), e.key()
+        if it is None:
+            super().keyPressEvent(e)
             return
-        super().keyPressEvent(e)
+        shift = bool(e.modifiers() & Qt.KeyboardModifier.ShiftModifier)
+        folder, cid = it.data(_FOLDER_ROLE), it.data(Qt.ItemDataRole.UserRole)
+        is_folder = it.data(_KIND_ROLE) == "folder"
+        if key == Qt.Key.Key_Menu or (key == Qt.Key.Key_F10 and shift):
+            self.customContextMenuRequested.emit(self.visualItemRect(it).center())
+        elif key in (Qt.Key.Key_Delete, Qt.Key.Key_Backspace):
+            self.sig_delete_key.emit()
+        elif is_folder and key in FOLDER_KEYS:
+            self.sig_folder_key.emit(folder, FOLDER_KEYS[key])
+        elif cid is not None and key in (Qt.Key.Key_Return, Qt.Key.Key_Enter):
+            self.sig_open_key.emit(cid)
+        elif cid is not None and key == Qt.Key.Key_Left and folder and not it.data(_PINNED_ROLE):
+            self.setCurrentItem(self.folder_line(folder))  # type: ignore[arg-type]  # (listed with it)
+        else:
+            super().keyPressEvent(e)
+
+    def folder_line(self, name: str) -> QListWidgetItem | None:
+        """The header line of the folder ``name``, when listed."""
+        items = (self.item(i) for i in range(self.count()))
+        return next(
+            (it for it in items if it.data(_KIND_ROLE) == "folder" and it.data(_FOLDER_ROLE) == name), None
+        )
 
     def item_for(self, cid: int) -> QListWidgetItem | None:
         """The line of conversation ``cid``, if listed."""
@@ -194,6 +229,8 @@ class ConversationList(QWidget):
         self.list.setEditTriggers(QAbstractItemView.EditTrigger.EditKeyPressed)
         self.list.sig_delete_key.connect(self.delete_selected)
         self.list.sig_drop_folder.connect(self.sig_folder.emit)
+        self.list.sig_open_key.connect(self.sig_open.emit)
+        self.list.sig_folder_key.connect(partial(folder_key, self))
         self.list.currentItemChanged.connect(lambda *_a: self._update_buttons())
         # long titles end in "…" (the full title is in the tooltip) instead of a horizontal scroll bar
         self.list.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
@@ -220,7 +257,8 @@ class ConversationList(QWidget):
 
     def _update_buttons(self) -> None:
         on = self._selected_id() is not None
-        self.btn_rename.setEnabled(on)
+        it = self.list.currentItem()
+        self.btn_rename.setEnabled(on or (it is not None and it.data(_KIND_ROLE) == "folder"))
         self.btn_delete.setEnabled(on)
 
     def _header(self, text: str, kind: str = "header") -> QListWidgetItem:
@@ -236,7 +274,8 @@ class ConversationList(QWidget):
 
     def _folder_header(self, name: str, count: int, folded: bool) -> None:
         item = self._header(folder_header_text(name, count, folded), "folder")
-        item.setFlags(Qt.ItemFlag.ItemIsEnabled)  # a click folds or unfolds it; not selectable
+        # a click folds or unfolds it; selectable so that the keyboard's cursor shows on it
+        item.setFlags(Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable)
         item.setData(_FOLDER_ROLE, name)
         item.setToolTip(f"{name}: click to fold or unfold; right-click to rename or remove the folder")
 
@@ -259,6 +298,10 @@ class ConversationList(QWidget):
         folder's by name (folded ones hidden, except in a search's results), then the others by day.
         ``folders``: every folder in the history (default: those of ``conversations``)."""
         self._filling = True
+        cursor = self.list.currentItem()  # a folder's line the keyboard is on stays the current one
+        on_folder = (
+            cursor.data(_FOLDER_ROLE) if cursor is not None and cursor.data(_KIND_ROLE) == "folder" else None
+        )
         self.list.clear()
         searching = bool(self.search.text().strip())
         filed: dict[str, list[Any]] = {}
@@ -287,18 +330,23 @@ class ConversationList(QWidget):
             self._add(c)
         if not conversations:
             self._header("No matches" if searching else "No conversations yet")
+        line = self.list.folder_line(on_folder) if on_folder is not None else None
+        if line is not None:
+            self.list.setCurrentItem(line)
         self._filling = False
         self._update_buttons()
 
     def toggle_folder(self, name: str) -> None:
-        """Fold the folder ``name`` (its conversations hidden), or unfold it."""
+        """Fold the folder ``name`` (its conversations hidden), or unfold it. A search's results are
+        shown unfolded: there it changes nothing."""
+        if self.search.text().strip():
+            return
         self.collapsed ^= {name}
-        searching = bool(self.search.text().strip())
         for i in range(self.list.count()):
             it = self.list.item(i)
             if it.data(_FOLDER_ROLE) != name or it.data(_PINNED_ROLE):
                 continue
-            folded = name in self.collapsed and not searching
+            folded = name in self.collapsed
             if it.data(_KIND_ROLE) == "folder":
                 count = sum(
                     1
@@ -338,10 +386,7 @@ class ConversationList(QWidget):
 
     def folder_item(self, name: str) -> QListWidgetItem | None:
         """The header of the folder ``name``, when the list shows it."""
-        items = (self.list.item(i) for i in range(self.list.count()))
-        return next(
-            (it for it in items if it.data(_KIND_ROLE) == "folder" and it.data(_FOLDER_ROLE) == name), None
-        )
+        return self.list.folder_line(name)
 
     def titles(self) -> list[str]:
         return [it.text() for it in self._conversation_items()]
@@ -382,8 +427,11 @@ class ConversationList(QWidget):
             self.sig_rename.emit(item.data(Qt.ItemDataRole.UserRole), title)
 
     def rename_selected(self) -> None:
+        """Rename the current line: a conversation in place, a folder in the folder name dialog."""
         it = self.list.currentItem()
-        if it is not None:
+        if it is not None and it.data(_KIND_ROLE) == "folder":
+            folder_key(self, it.data(_FOLDER_ROLE), "rename")
+        elif it is not None and it.data(Qt.ItemDataRole.UserRole) is not None:
             self.list.editItem(it)
 
     def delete_selected(self) -> None:

@@ -156,11 +156,15 @@ class ConversationsController(WindowPart):
         self.find_bar.open(text)
 
     def _open_found(self, cid: int) -> None:
-        """A conversation clicked in the list: opened; when the list shows a search's results, the
-        find bar shows where the search's words are in it (the whole search, else its longest word;
-        no bar when the chat was found by its title or folder alone)."""
+        """A conversation clicked in the list (or Enter on it): opened, unless it is the open one
+        (read again, its reply being written would be stopped). When the list shows a search's
+        results, the find bar shows where the search's words are in it (the whole search, else its
+        longest word; no bar when the chat was found by its title or folder alone)."""
         query = " ".join(self.list.search.text().split())
-        self.open_conversation(cid)
+        if cid != self.state.conversation_id:
+            self.open_conversation(cid)
+        else:
+            self.pages.show_chat_page()
         if query and self.state.conversation_id == cid:
             self.find_in_chat(query)
             if not self.find_bar.matches and " " in query:

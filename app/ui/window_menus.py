@@ -32,6 +32,8 @@ SHORTCUTS = (
     ("Ctrl+F", "Find in the chat (Enter: next, Shift+Enter: previous, Esc: close)"),
     ("Ctrl+K", "Search conversations"),
     ("Alt+Down / Alt+Up", "Open the next or the previous conversation in the list"),
+    ("In the list: Enter", "Open the chat; on a folder's line fold or unfold it (or Left / Right)"),
+    ("In the list: F2 / Menu", "Rename the chat or the folder / its menu"),
     ("Ctrl+B", "Show or hide the conversation list"),
     ("Ctrl+T", "Show or hide the tool-call panel"),
     ("Ctrl+= / Ctrl+- / Ctrl+0", "Larger, smaller or the usual chat text"),
