@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from PySide6.QtCore import Qt, QUrl
 from PySide6.QtGui import QDesktopServices, QKeySequence, QShortcut
-from PySide6.QtWidgets import QMessageBox
+from PySide6.QtWidgets import QLabel, QMessageBox
 
 if TYPE_CHECKING:
     from PySide6.QtGui import QAction
@@ -227,5 +227,8 @@ class MenusController:
             self.window,
         )
         box.setObjectName("shortcutsBox")
+        label = box.findChild(QLabel, "qt_msgbox_label")
+        if label is not None:  # wide enough that each line's meaning is one line, not three
+            label.setMinimumWidth(label.fontMetrics().horizontalAdvance("x") * 90)
         box.open()
         return box
