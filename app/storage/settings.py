@@ -126,6 +126,10 @@ class ChatSettings(_Model):
     #: The most rounds of tool calls one turn runs (the engine's ``max_rounds``; its default is
     #: ``app.engine.chat.DEFAULT_MAX_ROUNDS``): a turn still calling then ends with a notice.
     max_tool_rounds: int = Field(8, ge=1, le=100)
+    #: After a new chat's first reply, the local model writes its title (``app.engine.titles``);
+    #: off: a chat is called by its first message's first words. Off by default: the window runs
+    #: nothing on the model that the person did not ask for.
+    name_chats: bool = False
 
     @field_validator("tool_format")
     @classmethod

@@ -202,6 +202,7 @@ class ConversationList(QWidget):
     sig_remove_folder = Signal(str)  # a folder's menu: its name (its conversations are kept)
     sig_collapsed = Signal(list)  # the folders now folded (their names), after a click on one
     sig_new_in_folder = Signal(str)  # a folder's menu: New chat here (its name)
+    sig_name = Signal(int)  # Name with the model from the list's menu: the conversation's id
     sig_search = Signal(str)
 
     def __init__(self, parent: QWidget | None = None) -> None:
@@ -482,6 +483,7 @@ class ConversationList(QWidget):
         pin.setObjectName("unpinConversation" if pinned else "pinConversation")
         fill_move_menu(self, menu.addMenu("Move to folder"), cid, it.data(_FOLDER_ROLE))
         menu.addAction("Rename", self.rename_selected)
+        menu.addAction("Name with the model", lambda: self.sig_name.emit(cid)).setObjectName("nameWithModel")
         menu.addAction("Copy as Markdown", lambda: self.sig_copy.emit(cid))
         menu.addAction("Export…", lambda: self.sig_export.emit(cid))
         menu.addAction("Delete", self.delete_selected)

@@ -57,6 +57,7 @@ from app.ui.window_reply_edit import ReplyEditController
 from app.ui.window_settings import Notices, SettingsController
 from app.ui.window_state import WindowState, engine_config_for
 from app.ui.window_status import StatusController
+from app.ui.window_titles import TitlesController
 from app.ui.worker import EngineWorker
 
 if TYPE_CHECKING:
@@ -158,6 +159,9 @@ class MainWindow(QMainWindow):
         )
         self.conversations = self.conversations_ctl.list
         self.reply_edit = ReplyEditController(kit, chat=page.chat, conversations=self.conversations_ctl)
+        self.titles = TitlesController(
+            kit, conversations=self.conversations_ctl, turn_done=self.chat_ctl.sig_turn_done
+        )
         self.draft_meter = DraftMeter(
             kit, page=page, files=self.chat_ctl.files
         )  # the context meter counts the message being written

@@ -205,6 +205,15 @@ class SettingsDialog(QDialog):
             "answered with its earlier result instead of running again.",
         )
         f.addRow("Tool rounds per reply", self.max_tool_rounds)
+        self.name_chats = self._choice(
+            "chat.name_chats",
+            [(False, "By the first message"), (True, "By the model, after the first reply")],
+            self.settings.chat.name_chats,
+            tooltip="A new chat is called by its first message's first words, or, after its first "
+            "reply, the loaded model writes a short title (a local model; a chat you renamed keeps its "
+            "name). Any chat's menu also has Name with the model.",
+        )
+        f.addRow("Name new chats", self.name_chats)
         self._add_tab(
             chat,
             "Chat",
@@ -214,6 +223,7 @@ class SettingsDialog(QDialog):
                 "chat.system_prompt": self.system_prompt,
                 "chat.context_policy": self.context_policy,
                 "chat.max_tool_rounds": self.max_tool_rounds,
+                "chat.name_chats": self.name_chats,
             },
         )
 
@@ -380,6 +390,7 @@ class SettingsDialog(QDialog):
         s.chat.tool_choice = self.tool_choice.currentData()
         s.chat.system_prompt = self.system_prompt.toPlainText()
         s.chat.max_tool_rounds = self.max_tool_rounds.value()
+        s.chat.name_chats = bool(self.name_chats.currentData())
         s.sampling = type(s.sampling).model_validate({**s.sampling.model_dump(), **self.sampling.values()})
         self.model_tab.apply(s)
         s.tools.workspace = self.workspace.text().strip() or None

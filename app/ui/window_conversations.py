@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import Signal
 
+from app.engine.titles import title_from_message
 from app.ui.conversation_list import ConversationList
 from app.ui.window_folders import FoldersController
 from app.ui.window_part import WindowKit, WindowPart
@@ -116,26 +117,29 @@ class ConversationsController(WindowPart):
         self.pages.show_chat_page()
         self.compose.setFocus()
 
-    def _write(self, what: str, change: Callable[[], object]) -> None:
+    def write_history(self, what: str, change: Callable[[], object]) -> bool:
         """Run ``change`` (a history write); a failure (HistoryError, sqlite errors) is said in the
-        status bar as "Could not ``what``". The list is shown again either way."""
+        status bar as "Could not ``what``". The list is shown again either way. True when written."""
+        ok = True
         try:
             change()
         except Exception as exc:  # noqa: BLE001 - said in the status bar
             self.window.statusBar().showMessage(f"Could not {what}: {exc}", 8000)
+            ok = False
         self.refresh_conversations()
+        return ok
 
     def rename_conversation(self, cid: int, title: str) -> None:
-        self._write("rename", lambda: self.state.history.rename_conversation(cid, title))
+        self.write_history("rename", lambda: self.state.history.rename_conversation(cid, title))
 
     def pin_conversation(self, cid: int, pinned: bool) -> None:
         """Pin the conversation to the top of the list (under "Pinned"), or unpin it."""
-        self._write("pin" if pinned else "unpin", lambda: self.state.history.set_pinned(cid, pinned))
+        self.write_history("pin" if pinned else "unpin", lambda: self.state.history.set_pinned(cid, pinned))
 
     def delete_conversation(self, cid: int) -> None:
         if cid == self.state.conversation_id:
             self.new_chat()
-        self._write("delete", lambda: self.state.history.delete_conversation(cid))
+        self.write_history("delete", lambda: self.state.history.delete_conversation(cid))
 
     def step_conversation(self, delta: int) -> int | None:
         """Alt+Down (``delta`` 1) / Alt+Up (-1): open the next or the previous conversation in the
@@ -373,7 +377,7 @@ class ConversationsController(WindowPart):
 
     def ensure_conversation(self, first_text: str) -> int:
         if self.state.conversation_id is None:
-            title = " ".join(first_text.split())[:48] or "New chat"
+            title = title_from_message(first_text)
             path = self.state.model_info.path if self.state.model_info else None
             conv = self.state.history.create_conversation(
                 title,

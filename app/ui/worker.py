@@ -190,6 +190,14 @@ class EngineWorker(WorkerSignals):
             self.jobs.submit(self.sessions.emit_draft_context, quiet=True)
         return True
 
+    def name_conversation(self, cid: int, question: str, answer: str, *, asked: bool = True) -> None:
+        """Ask the loaded model for a title of the chat ``cid`` (its first message, ``question``,
+        and the reply, ``answer``), after the jobs waiting: ``sig_named``. Not ``asked`` (the
+        window's own after a first reply): the window does not say it waits for it."""
+        self.jobs.submit(
+            lambda: self.sessions.name_chat(cid, question, answer), uses_model=True, quiet=not asked
+        )
+
     def cancel(self) -> None:
         """Stop the current generation at the next token; a pending approval becomes deny."""
         self.state.cancel.set()

@@ -328,6 +328,26 @@ class Sessions:
         except Exception:  # noqa: BLE001 - the meter is informative; a turn reports real errors itself
             log.exception("measuring the message being written failed")
 
+    def name_chat(self, cid: int, question: str, answer: str) -> None:
+        """Ask the local model for a title of the chat ``cid`` that starts with ``question`` and
+        ``answer``: ``sig_named(cid, title, "")``, or ``sig_named(cid, "", why not)``."""
+        from app.engine.titles import model_title
+
+        st = self.state
+        title, why = "", ""
+        if st.remote is not None:
+            why = "a chat is named by a local model; this one is a remote engine's"
+        elif st.model is None or st.model.closed:
+            why = "no model is loaded"
+        else:
+            try:
+                title = model_title(st.model, question, answer) or ""
+            except Exception as exc:  # noqa: BLE001 - a crash, a deadline: said in the window
+                why = str(exc) or type(exc).__name__
+            if not title and not why:
+                why = "the model wrote no title"
+        self.signals.sig_named.emit(cid, title, why)
+
     def emit_context(self) -> None:
         """Tell the window how much of the context the open conversation takes."""
         st = self.state

@@ -28,3 +28,4 @@ class WorkerSignals(QObject):
     sig_conversation_saved = Signal(int)  # conversation id whose messages changed
     sig_window_notice = Signal(str, str, object)  # code, message, setting (or None): a window banner
     sig_context = Signal(object)  # app.engine.context.ContextUsage of the open conversation
+    sig_named = Signal(int, str, str)  # a chat's title from the model: its id, the title ("": none), why not

@@ -1,0 +1,99 @@
+"""A conversation's title: the first words of its first message (what a new chat is called), or a
+few words the model writes for it (Settings -> Chat -> "Name new chats with the model", or a
+conversation's menu -> *Name with the model*).
+
+The model is asked once, greedily, for at most :data:`TITLE_TOKENS` tokens held by
+:data:`TITLE_GRAMMAR` to one line without the marks a title has no use for (quotes, Markdown, tags:
+so a thinking model writes no ``<think>`` either); :func:`clean_title` then takes off what models
+add around a title ("Title:", a final full stop) and cuts it at a word. Qt-free.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from app.engine.llm import LoadedModel
+
+__all__ = [
+    "MAX_TITLE",
+    "TITLE_GRAMMAR",
+    "TITLE_TOKENS",
+    "clean_title",
+    "model_title",
+    "title_from_message",
+    "title_prompt",
+]
+
+MAX_TITLE = 60  # characters of a title the model writes, at the most
+FIRST_WORDS = 48  # characters of the first message a new chat is called by
+TITLE_TOKENS = 24  # tokens the model may write for a title
+QUOTE = 600  # characters of the question and of the answer the model is shown, at the most
+
+#: one line of at most MAX_TITLE characters, none of them a double quote, Markdown's marks or a tag's
+TITLE_GRAMMAR = f'root ::= [^\\n\\r\\t"`*#<>\\[\\]{{}}|]{{1,{MAX_TITLE}}}\n'
+
+_LEAD = re.compile(r"^\s*(?:(?:chat|conversation)\s+)?(?:title|name|topic)\s*[:\-–—]\s*", re.IGNORECASE)
+_EDGES = " \t'‘’“”«»()-–—:;,."
+
+
+def title_from_message(text: str) -> str:
+    """What a new chat is called: its first message's first :data:`FIRST_WORDS` characters, spaces
+    folded ("New chat" for a message of no text, an image alone)."""
+    return " ".join(text.split())[:FIRST_WORDS] or "New chat"
+
+
+def title_prompt(question: str, answer: str) -> str:
+    """The message that asks the model for a title of a chat that starts with ``question`` and
+    ``answer`` (each cut to :data:`QUOTE` characters)."""
+
+    def quoted(text: str) -> str:
+        text = " ".join(text.split())
+        return text if len(text) <= QUOTE else text[:QUOTE] + "…"
+
+    lines = [
+        "Write a short title, of three to six words, for the conversation below.",
+        "Reply with the title only: no quotes, no full stop.",
+        "",
+        f"User: {quoted(question)}",
+    ]
+    if answer.strip():
+        lines.append(f"Assistant: {quoted(answer)}")
+    return "\n".join(lines)
+
+
+def clean_title(text: str) -> str | None:
+    """``text`` (the model's) as a title: one line, "Title:" and the quotes, brackets and full
+    stops around it taken off, spaces folded, at most :data:`MAX_TITLE` characters (cut at a word).
+    None when no letter or digit is left."""
+    line = next((part for part in text.splitlines() if part.strip()), "")
+    line = _LEAD.sub("", " ".join(line.split()))
+    line = line.strip(_EDGES + '"`*#').strip()
+    if len(line) > MAX_TITLE:
+        cut = line[: MAX_TITLE + 1].rsplit(" ", 1)[0]
+        line = (cut if cut and len(cut) <= MAX_TITLE else line[:MAX_TITLE]).rstrip(_EDGES)
+    if not any(ch.isalnum() for ch in line):
+        return None
+    return line
+
+
+def model_title(
+    model: LoadedModel, question: str, answer: str, *, cancel: threading.Event | None = None
+) -> str | None:
+    """A title for the chat that starts with ``question`` and ``answer``, written by ``model``
+    (greedy, held to :data:`TITLE_GRAMMAR`); None when what it wrote is no title. Raises what
+    generation raises (the model closed, a deadline, a crash of its engine process)."""
+    from app.engine.generation import complete
+
+    result = complete(
+        model,
+        title_prompt(question, answer),
+        grammar=TITLE_GRAMMAR,
+        max_tokens=TITLE_TOKENS,
+        deadline_s=60.0,
+        sampling={"temperature": 0.0},
+        cancel=cancel,
+    )
+    return clean_title(result.text)

@@ -1,0 +1,114 @@
+"""Chats named by the model (a part of the main window): a conversation's menu -> *Name with the
+model*, and, with Settings -> Chat -> *Name new chats* on, a new chat after its first reply. The
+model's words come from the worker (``EngineWorker.name_conversation``, ``app.engine.titles``);
+the history is written only through ``History.rename_conversation``."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from app.engine.titles import title_from_message
+from app.ui.window_part import WindowKit, WindowPart
+
+if TYPE_CHECKING:
+    from PySide6.QtCore import SignalInstance
+
+    from app.ui.window_conversations import ConversationsController
+
+__all__ = ["TitlesController"]
+
+
+class TitlesController(WindowPart):
+    """Asks the model for a chat's title and files it. A chat named automatically is renamed only
+    while it still has the name it was given at first (one the person chose is kept); one asked for
+    from the menu is renamed whatever it is called, and a failure is said in the status bar."""
+
+    def __init__(self, kit: WindowKit, *, conversations: ConversationsController, turn_done: SignalInstance):
+        super().__init__(kit)
+        self.conversations = conversations
+        #: the chats whose title the model is writing: asked from the menu (True) or automatic
+        self.pending: dict[int, bool] = {}
+        conversations.list.sig_name.connect(self.name)
+        self.worker.sig_named.connect(self._named)
+        turn_done.connect(self._after_turn)
+
+    def _first_turn(self, cid: int) -> tuple[str, str, int] | None:
+        """The chat's first message, its first reply's text ("" before one) and how many messages
+        it has sent; None when it has no message (or cannot be read)."""
+        try:
+            messages = self.state.history.load_conversation(cid).messages
+        except Exception:  # noqa: BLE001 - HistoryError, sqlite errors: nothing to name it from
+            return None
+        users = [m for m in messages if m.role == "user"]
+        if not users:
+            return None
+        answer = next(
+            (m.content for m in messages if m.role == "assistant" and (m.content or "").strip()), ""
+        )
+        return users[0].content or "", answer or "", len(users)
+
+    def name(self, cid: int) -> bool:
+        """A conversation's menu -> *Name with the model*: asked of the loaded model (after what it
+        is doing). False, said in the status bar, when there is nothing to ask it with."""
+        bar = self.window.statusBar()
+        first = self._first_turn(cid)
+        if first is None or not first[0].strip():
+            bar.showMessage("Could not name the chat: it has no message to name it from yet.", 8000)
+            return False
+        if not self._local_model():
+            why = (
+                "no model is loaded"
+                if self.state.model_info is None
+                else "a remote engine names no chats here"
+            )
+            bar.showMessage(f"Could not name the chat: {why}. Load a local model first.", 8000)
+            return False
+        self.pending[cid] = True
+        bar.showMessage("Naming the chat with the model…", 8000)
+        self.worker.name_conversation(cid, first[0], first[1], asked=True)
+        return True
+
+    def _after_turn(self, done: Any) -> None:
+        """A new chat's first reply ended: its title from the model, when the settings ask it."""
+        cid = self.state.conversation_id
+        if (
+            not self.state.settings.chat.name_chats
+            or cid is None
+            or cid in self.pending
+            or done.finish_reason in ("cancelled", "error")
+            or not self._local_model()
+        ):
+            return
+        first = self._first_turn(cid)
+        if first is None or first[2] != 1 or not first[1].strip() or not self._named_at_first(cid, first[0]):
+            return
+        self.pending[cid] = False
+        self.worker.name_conversation(cid, first[0], first[1], asked=False)
+
+    def _local_model(self) -> bool:
+        info = self.state.model_info
+        return info is not None and info.remote is None
+
+    def _named_at_first(self, cid: int, question: str) -> bool:
+        """The chat still has the name it was given from its first message (not one chosen since)."""
+        try:
+            return self.state.history.get_conversation(cid).title == title_from_message(question)
+        except Exception:  # noqa: BLE001 - deleted meanwhile: not to be named
+            return False
+
+    def _named(self, cid: int, title: str, why: str) -> None:
+        asked = self.pending.pop(cid, False)
+        bar = self.window.statusBar()
+        if not title:
+            if asked:
+                bar.showMessage(f"Could not name the chat: {why}.", 8000)
+            return
+        if not asked:
+            first = self._first_turn(cid)
+            if first is None or not self._named_at_first(cid, first[0]):
+                return  # renamed by the person meanwhile: their name is kept
+        if self.conversations.write_history(
+            "name the chat", lambda: self.state.history.rename_conversation(cid, title)
+        ):
+            if asked:
+                bar.showMessage(f"Named the chat “{title}”.", 8000)

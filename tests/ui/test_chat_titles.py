@@ -1,0 +1,136 @@
+"""Chats named by the model, in the real window over real SQLite and scripted GGUFs on real
+llama.cpp: a conversation's menu -> *Name with the model* renames it with the title the model
+writes; with Settings -> Chat -> *Name new chats* on, a new chat is named after its first reply
+(once: not after the next ones, nor when the person renamed it meanwhile); off (the default),
+nothing is asked of the model. What cannot be named says why."""
+
+from __future__ import annotations
+
+from PySide6.QtWidgets import QDialogButtonBox, QMenu
+
+from app.storage.history import History
+from app.storage.settings import Settings, load_settings
+from tests.support.history import history_of_chats
+from tests.ui.scripted_gguf import CHATML, write_scripted_gguf
+from tests.ui.turns import alphabet_window, send_turn
+
+TIMEOUT = 30_000
+ALPHABET_TITLE = "abcdefghijklmnopqrstuvwx"  # the alphabet model's 24 tokens (app.engine.titles.TITLE_TOKENS)
+
+
+def _menu_name(w, cid: int) -> None:
+    """The conversation's menu in the list -> Name with the model."""
+    lst = w.conversations_ctl.list
+    menu = QMenu(lst)
+    lst.fill_menu(menu, lst.item_for(cid))
+    (action,) = [a for a in menu.actions() if a.objectName() == "nameWithModel"]
+    assert action.text() == "Name with the model"
+    action.trigger()
+
+
+def _title_model():
+    """A ChatML GGUF in the models folder that answers anything with "Title: Roses in spring."."""
+    from app.storage import paths
+
+    words = ["Title:", " Roses", " in", " spring", "."]
+    script = dict(zip(["\n", *words], [*words, "<|im_end|>"], strict=True))
+    return write_scripted_gguf(
+        paths.models_dir() / "titles.gguf",
+        chat_template=CHATML,
+        script=script,
+        default_next="a",
+        user_tokens=words,
+    )
+
+
+def test_a_chat_s_menu_names_it_with_the_model(qtbot, make_window):
+    h, (garden, trip) = history_of_chats(["How do I prune old roses?", "Trip"])
+    w = make_window(_title_model(), history=h)
+    lst = w.conversations_ctl.list
+    with qtbot.waitSignal(w.worker.sig_named, timeout=TIMEOUT) as named:
+        _menu_name(w, garden)  # not the open chat: any in the list
+        assert w.statusBar().currentMessage() == "Naming the chat with the model…"
+    assert named.args == [garden, "Roses in spring", ""]
+    assert h.get_conversation(garden).title == "Roses in spring"
+    assert sorted(lst.titles()) == ["Roses in spring", "Trip"]
+    assert w.statusBar().currentMessage() == "Named the chat “Roses in spring”."
+    assert h.get_conversation(trip).title == "Trip" and w.conversation_id is None  # nothing else changed
+
+
+def test_what_cannot_be_named_says_why(qtbot, make_window):
+    h = History()
+    empty = h.create_conversation("Empty").id
+    _, (garden,) = history_of_chats(["Garden"])
+    w = make_window(None, history=h)
+    asked: list[tuple] = []
+    w.worker.sig_named.connect(lambda *a: asked.append(a))
+    _menu_name(w, garden)
+    assert w.statusBar().currentMessage() == (
+        "Could not name the chat: no model is loaded. Load a local model first."
+    )
+    _menu_name(w, empty)
+    assert "it has no message to name it from yet" in w.statusBar().currentMessage()
+    assert w.titles.pending == {} and asked == []
+    assert h.get_conversation(garden).title == "Garden"
+
+
+def test_new_chats_are_named_after_their_first_reply_when_the_settings_ask_it(qtbot, make_window):
+    w = alphabet_window(qtbot, make_window)
+    h = w.state.history
+    assert Settings().chat.name_chats is False  # the default: nothing is asked of the model
+    send_turn(qtbot, w, "Where do roses grow best?", timeout=TIMEOUT)
+    first = w.conversation_id
+    assert w.titles.pending == {} and h.get_conversation(first).title == "Where do roses grow best?"
+
+    w.state.settings.chat.name_chats = True
+    w.new_chat()
+    with qtbot.waitSignal(w.worker.sig_named, timeout=TIMEOUT) as named:
+        send_turn(qtbot, w, "And tulips?", timeout=TIMEOUT)
+    cid = w.conversation_id
+    assert named.args == [cid, ALPHABET_TITLE, ""] and w.titles.pending == {}
+    assert (
+        h.get_conversation(cid).title == ALPHABET_TITLE
+        and ALPHABET_TITLE in w.conversations_ctl.list.titles()
+    )
+    assert h.get_conversation(first).title == "Where do roses grow best?"  # an older chat is left as it is
+
+    send_turn(qtbot, w, "And lilies?", timeout=TIMEOUT)  # not after the next replies
+    assert w.titles.pending == {}
+    w.conversations_ctl.rename_conversation(cid, "Flowers")
+    send_turn(qtbot, w, "And daisies?", timeout=TIMEOUT)
+    assert w.titles.pending == {} and h.get_conversation(cid).title == "Flowers"
+
+
+def test_a_chat_renamed_while_the_model_writes_its_title_keeps_the_person_s_name(qtbot, make_window):
+    """The rename comes at the end of the first turn, after the title was asked and before its
+    answer can reach the window (a queued signal, delivered once the window's handler returns)."""
+    w = alphabet_window(qtbot, make_window)
+    w.state.settings.chat.name_chats = True
+    seen: list[dict] = []
+
+    def rename_now(_done) -> None:
+        seen.append(dict(w.titles.pending))
+        w.conversations_ctl.rename_conversation(w.conversation_id, "My garden")
+
+    w.sig_turn_done.connect(rename_now)
+    with qtbot.waitSignal(w.worker.sig_named, timeout=TIMEOUT) as named:
+        send_turn(qtbot, w, "Plan my garden", timeout=TIMEOUT)
+    cid = w.conversation_id
+    assert seen == [{cid: False}] and named.args == [cid, ALPHABET_TITLE, ""]  # written, and not used
+    assert w.state.history.get_conversation(cid).title == "My garden" and w.titles.pending == {}
+
+
+def test_the_setting_is_in_settings_chat_and_saved(qtbot, make_window):
+    w = make_window(None)
+    dlg = w.open_settings()
+    box = dlg.open_at("chat.name_chats")
+    assert [box.itemText(i) for i in range(box.count())] == [
+        "By the first message",
+        "By the model, after the first reply",
+    ]
+    assert box.currentData() is False
+    box.setCurrentIndex(box.findData(True))
+    dlg.findChild(QDialogButtonBox).button(QDialogButtonBox.StandardButton.Save).click()
+    assert not dlg.isVisible()
+    assert w.state.settings.chat.name_chats is True
+    assert load_settings()[0].chat.name_chats is True
