@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from app.engine.llm import LoadedModel
+    from app.engine.remote import Provider
 
 __all__ = [
     "MAX_TITLE",
@@ -23,6 +24,7 @@ __all__ = [
     "TITLE_TOKENS",
     "clean_title",
     "model_title",
+    "remote_title",
     "title_from_message",
     "title_prompt",
 ]
@@ -30,6 +32,8 @@ __all__ = [
 MAX_TITLE = 60  # characters of a title the model writes, at the most
 FIRST_WORDS = 48  # characters of the first message a new chat is called by
 TITLE_TOKENS = 24  # tokens the model may write for a title
+#: ...a remote engine's model (no grammar holds it, and a reasoning model's thinking counts)
+REMOTE_TITLE_TOKENS = 96
 QUOTE = 600  # characters of the question and of the answer the model is shown, at the most
 
 #: one line of at most MAX_TITLE characters, none of them a double quote, Markdown's marks or a tag's
@@ -97,3 +101,30 @@ def model_title(
         cancel=cancel,
     )
     return clean_title(result.text)
+
+
+def remote_title(
+    provider: Provider, model: str, question: str, answer: str, *, cancel: threading.Event | None = None
+) -> str | None:
+    """A title for the chat that starts with ``question`` and ``answer``, written by ``model`` on
+    the remote engine ``provider`` (its API: no tools, temperature 0, one reply of at most
+    :data:`REMOTE_TITLE_TOKENS` tokens); None when what it wrote is no title. Raises
+    ``RuntimeError`` with the engine's error when the request fails."""
+    from app.engine.events import DoneEvent, TextEvent
+    from app.engine.remote import RemoteChatSession
+
+    session = RemoteChatSession(
+        provider,
+        model,
+        parser="api",
+        sampling={"temperature": 0.0},
+        max_tokens=REMOTE_TITLE_TOKENS,
+        max_rounds=1,
+    )
+    text: list[str] = []
+    for ev in session.send(title_prompt(question, answer), cancel=cancel):
+        if isinstance(ev, TextEvent):
+            text.append(ev.text)
+        elif isinstance(ev, DoneEvent) and ev.finish_reason == "error":
+            raise RuntimeError(ev.error or "the remote engine answered with an error")
+    return clean_title("".join(text))

@@ -210,8 +210,8 @@ class SettingsDialog(QDialog):
             [(False, "By the first message"), (True, "By the model, after the first reply")],
             self.settings.chat.name_chats,
             tooltip="A new chat is called by its first message's first words, or, after its first "
-            "reply, the loaded model writes a short title (a local model; a chat you renamed keeps its "
-            "name). Any chat's menu also has Name with the model.",
+            "reply, the model chatted with writes a short title (a chat you renamed keeps its name). "
+            "Any chat's menu also has Name with the model.",
         )
         f.addRow("Name new chats", self.name_chats)
         self._add_tab(

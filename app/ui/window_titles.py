@@ -1,7 +1,8 @@
 """Chats named by the model (a part of the main window): a conversation's menu -> *Name with the
-model*, and, with Settings -> Chat -> *Name new chats* on, a new chat after its first reply. The
-model's words come from the worker (``EngineWorker.name_conversation``, ``app.engine.titles``);
-the history is written only through ``History.rename_conversation``."""
+model*, and, with Settings -> Chat -> *Name new chats* on, a new chat after its first reply (a
+local model, or a remote engine's through its API). The model's words come from the worker
+(``EngineWorker.name_conversation``, ``app.engine.titles``); the history is written only through
+``History.rename_conversation``."""
 
 from __future__ import annotations
 
@@ -55,13 +56,8 @@ class TitlesController(WindowPart):
         if first is None or not first[0].strip():
             bar.showMessage("Could not name the chat: it has no message to name it from yet.", 8000)
             return False
-        if not self._local_model():
-            why = (
-                "no model is loaded"
-                if self.state.model_info is None
-                else "a remote engine names no chats here"
-            )
-            bar.showMessage(f"Could not name the chat: {why}. Load a local model first.", 8000)
+        if self.state.model_info is None:
+            bar.showMessage("Could not name the chat: no model is loaded. Load one first.", 8000)
             return False
         self.pending[cid] = True
         bar.showMessage("Naming the chat with the model…", 8000)
@@ -76,7 +72,7 @@ class TitlesController(WindowPart):
             or cid is None
             or cid in self.pending
             or done.finish_reason in ("cancelled", "error")
-            or not self._local_model()
+            or self.state.model_info is None
         ):
             return
         first = self._first_turn(cid)
@@ -84,10 +80,6 @@ class TitlesController(WindowPart):
             return
         self.pending[cid] = False
         self.worker.name_conversation(cid, first[0], first[1], asked=False)
-
-    def _local_model(self) -> bool:
-        info = self.state.model_info
-        return info is not None and info.remote is None
 
     def _named_at_first(self, cid: int, question: str) -> bool:
         """The chat still has the name it was given from its first message (not one chosen since)."""

@@ -329,20 +329,21 @@ class Sessions:
             log.exception("measuring the message being written failed")
 
     def name_chat(self, cid: int, question: str, answer: str) -> None:
-        """Ask the local model for a title of the chat ``cid`` that starts with ``question`` and
+        """Ask the model (local, or a remote engine's) for a title of the chat ``cid`` that starts with ``question`` and
         ``answer``: ``sig_named(cid, title, "")``, or ``sig_named(cid, "", why not)``."""
-        from app.engine.titles import model_title
+        from app.engine.titles import model_title, remote_title
 
-        st = self.state
+        remote, model = self.state.remote, self.state.model
         title, why = "", ""
-        if st.remote is not None:
-            why = "a chat is named by a local model; this one is a remote engine's"
-        elif st.model is None or st.model.closed:
+        if remote is None and (model is None or model.closed):
             why = "no model is loaded"
         else:
             try:
-                title = model_title(st.model, question, answer) or ""
-            except Exception as exc:  # noqa: BLE001 - a crash, a deadline: said in the window
+                if remote is not None:
+                    title = remote_title(remote.provider, remote.model, question, answer) or ""
+                elif model is not None:
+                    title = model_title(model, question, answer) or ""
+            except Exception as exc:  # noqa: BLE001 - a crash, a deadline, the engine's error: said
                 why = str(exc) or type(exc).__name__
             if not title and not why:
                 why = "the model wrote no title"

@@ -16,6 +16,7 @@ from app.engine.titles import (
     TITLE_GRAMMAR,
     clean_title,
     model_title,
+    remote_title,
     title_from_message,
     title_prompt,
 )
@@ -64,14 +65,17 @@ def test_the_prompt_quotes_the_start_of_the_question_and_of_the_answer():
     assert "Assistant:" not in long  # no answer yet: none quoted
 
 
-def _title_model(folder, *, isolate: bool):
+def _title_gguf(folder):
     """A ChatML GGUF that answers any prompt with "Title: Roses in spring." and its end."""
     words = ["Title:", " Roses", " in", " spring", "."]
     script = dict(zip(["\n", *words], [*words, "<|im_end|>"], strict=True))
-    path = write_scripted_gguf(
+    return write_scripted_gguf(
         folder / "titles.gguf", chat_template=CHATML, script=script, default_next="a", user_tokens=words
     )
-    return load_model(path, n_ctx=512, isolate=isolate)
+
+
+def _title_model(folder, *, isolate: bool):
+    return load_model(_title_gguf(folder), n_ctx=512, isolate=isolate)
 
 
 @pytest.mark.parametrize("isolate", [False, True], ids=["in-process", "engine-process"])
@@ -91,3 +95,35 @@ def test_the_grammar_holds_a_model_that_never_stops_to_one_line_of_a_title_s_len
     long = complete(alphabet_model, title_prompt("hi", ""), grammar=TITLE_GRAMMAR, max_tokens=200)
     assert long.text == ("abcdefghijklmnopqrstuvwxyz " * 3)[:MAX_TITLE] and long.finish_reason == "stop"
     assert model_title(alphabet_model, "hi", "hello") == "abcdefghijklmnopqrstuvwx"  # 24 tokens
+
+
+@pytest.fixture(scope="module")
+def title_server(tmp_path_factory):
+    """Callisto's own API server on a free loopback port, serving the title model as "titles"."""
+    from app.server import ApiServer, ServerConfig
+
+    path = _title_gguf(tmp_path_factory.mktemp("title-server"))
+    server = ApiServer(ServerConfig(port=0, models=[str(path)], use_library=False, n_ctx=512, n_threads=1))
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.mark.parametrize("kind", ["openai", "anthropic", "ollama"])
+def test_a_remote_engine_s_model_names_the_chat_through_its_api(title_server, kind):
+    from app.engine.remote import Provider
+
+    provider = Provider(title_server.url, kind=kind)
+    assert (
+        remote_title(provider, "titles", "How do I prune old roses?", "Cut them in March.")
+        == "Roses in spring"
+    )
+
+
+def test_a_remote_engine_s_error_is_raised_with_its_words(title_server):
+    from app.engine.remote import Provider
+
+    with pytest.raises(RuntimeError, match="nothing-here"):
+        remote_title(Provider(title_server.url, kind="openai"), "nothing-here", "Roses?", "")

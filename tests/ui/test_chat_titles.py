@@ -66,7 +66,7 @@ def test_what_cannot_be_named_says_why(qtbot, make_window):
     w.worker.sig_named.connect(lambda *a: asked.append(a))
     _menu_name(w, garden)
     assert w.statusBar().currentMessage() == (
-        "Could not name the chat: no model is loaded. Load a local model first."
+        "Could not name the chat: no model is loaded. Load one first."
     )
     _menu_name(w, empty)
     assert "it has no message to name it from yet" in w.statusBar().currentMessage()
