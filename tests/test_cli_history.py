@@ -104,3 +104,34 @@ def test_what_cannot_be_done_is_said_with_its_exit_status(tmp_path):
     with History() as h:
         assert len(h.list_conversations()) == 2  # nothing came in
     assert not (tmp_path / "missing").exists() and not (tmp_path / "x.md").exists()
+
+
+def test_every_conversation_is_exported_at_once_and_many_files_are_imported(tmp_path):
+    a, b = _fill()
+    proc = run_app("history", "export", "all", str(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    (folder,) = [p for p in tmp_path.iterdir() if p.is_dir()]
+    assert proc.stdout.strip() == f"Exported 2 conversations to {folder}"
+    assert folder.name.startswith("Callisto chats ")
+    files = sorted(folder.iterdir())
+    assert (
+        len(files) == 2 and all(p.suffix == ".json" for p in files) and "Sums.json" in [p.name for p in files]
+    )
+    assert all("\x1b" not in p.name for p in files)  # the escape is no part of a file's name
+
+    bad = tmp_path / "notes.json"
+    bad.write_text('{"title": "x"}', encoding="utf-8")
+    proc = run_app("history", "import", str(files[0]), str(bad), str(files[1]), "--json")
+    assert proc.returncode == 1 and "cannot import" in proc.stderr and "notes.json" in proc.stderr
+    rows = [json.loads(line) for line in proc.stdout.splitlines()]  # one a line, the others still in
+    assert len(rows) == 2 and sorted(r["messages"] for r in rows) == [1, 2]
+    with History() as h:
+        assert len(h.list_conversations()) == 4
+        sums = next(h.load_conversation(r["id"]) for r in rows if r["title"] == "Sums")
+        assert [m.content for m in sums.messages] == [m.content for m in h.load_conversation(a).messages]
+    assert b not in [r["id"] for r in rows]
+
+    proc = run_app("history", "export", "all", str(tmp_path), "--format", "markdown")
+    assert proc.returncode == 2 and "exported as JSON" in proc.stderr
+    proc = run_app("history", "export", "all", str(bad))
+    assert proc.returncode == 1 and "is not a folder" in proc.stderr

@@ -33,12 +33,20 @@ def add_history_parser(sub: Any) -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="JSON: one object a conversation (a list)")
     actions = p.add_subparsers(dest="history_command")
     export = actions.add_parser("export", help="write a conversation as Markdown or JSON")
-    export.add_argument("id", help="the conversation's id (from the list), or 'last': the latest")
-    export.add_argument("file", help="the file to write (.json: JSON, any other name: Markdown)")
+    export.add_argument(
+        "id", help="the conversation's id (from the list), 'last': the latest, or 'all': every one"
+    )
+    export.add_argument(
+        "file",
+        help="the file to write (.json: JSON, any other name: Markdown); with 'all', the folder in "
+        "which a new folder gets every conversation as JSON",
+    )
     export.add_argument("--format", choices=list(EXPORT_FORMATS), default=None, help="(default: by the name)")
-    imp = actions.add_parser("import", help="bring back a conversation exported as JSON, as a new one")
-    imp.add_argument("file")
-    imp.add_argument("--json", action="store_true", help="print the new conversation as JSON")
+    imp = actions.add_parser("import", help="bring back conversations exported as JSON, each as a new one")
+    imp.add_argument(
+        "file", nargs="+", help="one export file or more (a file that is no export is passed over)"
+    )
+    imp.add_argument("--json", action="store_true", help="print each new conversation as JSON, one a line")
     return p
 
 
@@ -81,6 +89,8 @@ def _export(history: Any, args: argparse.Namespace) -> int:
     from app.storage.export import export_conversation
     from app.storage.history import ConversationNotFound
 
+    if args.id == "all":
+        return _export_all(history, args)
     if args.id == "last":
         latest = history.list_conversations(limit=1)
         if not latest:
@@ -107,24 +117,47 @@ def _export(history: Any, args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _export_all(history: Any, args: argparse.Namespace) -> int:
+    from app.storage.backup import export_all
+
+    if args.format not in (None, "json"):
+        _err("error: 'all' is exported as JSON (what import reads back); leave --format out")
+        return EXIT_USAGE
+    try:
+        done = export_all(history, args.file)
+    except OSError as exc:
+        _err(f"error: cannot export every conversation: {exc}")
+        return EXIT_ERROR
+    n = len(done.files)
+    print(terminal_text(f"Exported {n} conversation{'' if n == 1 else 's'} to {done.folder}"))
+    return EXIT_OK
+
+
 def _import(history: Any, args: argparse.Namespace) -> int:
+    """Each file as a new conversation; one that cannot be is said and the others still come in
+    (exit status 1 when any could not)."""
     from app.storage.export import read_export
     from app.storage.history import HistoryError
     from app.storage.settings import load_settings
 
     history.max_image_bytes = load_settings()[0].images.max_bytes  # the window's bound
-    try:
-        new = history.restore_conversation(read_export(args.file))
-    except (OSError, ValueError, HistoryError) as exc:
-        _err(f"error: cannot import {args.file}: {exc}")
-        return EXIT_ERROR
-    if args.json:
-        print(json.dumps(_row(new), ensure_ascii=False))
-    else:
-        print(
-            terminal_text(f"Imported “{new.title}” as conversation {new.id} ({new.message_count} messages)")
-        )
-    return EXIT_OK
+    status = EXIT_OK
+    for file in args.file:
+        try:
+            new = history.restore_conversation(read_export(file))
+        except (OSError, ValueError, HistoryError) as exc:
+            _err(f"error: cannot import {file}: {exc}")
+            status = EXIT_ERROR
+            continue
+        if args.json:
+            print(json.dumps(_row(new), ensure_ascii=False))
+        else:
+            print(
+                terminal_text(
+                    f"Imported “{new.title}” as conversation {new.id} ({new.message_count} messages)"
+                )
+            )
+    return status
 
 
 def run_history_command(args: argparse.Namespace) -> int:

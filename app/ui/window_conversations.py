@@ -1,5 +1,5 @@
-"""The window's conversation actions: list, search, new, open, rename, delete, branch, export and
-import (a part of the main window; the files are written and read by ``app.storage.export``).
+"""The window's conversation actions: list, search, new, open, rename, delete, branch (a part of
+the main window; its folders are ``window_folders``', export and import ``window_export``'s).
 
 History is read and written only through ``app.storage.history.History``'s methods; opening a
 conversation rebuilds the chat view and the tool panel from the stored messages, and hands the
@@ -8,13 +8,13 @@ messages to the worker so the next turn continues them.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import Signal
 
 from app.engine.titles import title_from_message
 from app.ui.conversation_list import ConversationList
+from app.ui.window_export import ExportController
 from app.ui.window_folders import FoldersController
 from app.ui.window_part import WindowKit, WindowPart
 
@@ -48,14 +48,11 @@ class ConversationsController(WindowPart):
         self.list.sig_open.connect(self._open_found)
         self.list.sig_rename.connect(self.rename_conversation)
         self.list.sig_delete.connect(self.delete_conversation)
-        self.list.sig_export.connect(self.export_conversation)
-        self.list.sig_copy.connect(self.copy_markdown)
         self.list.sig_pin.connect(self.pin_conversation)
         self.chat.sig_branch.connect(self.branch_conversation)
-        self.export_dialog: Any = None  # the open "Export chat" or "Import chat" file dialog, if any
-        self.export_dir: str | None = None  # where the last export went (the next dialog opens there)
         self.list.sig_search.connect(self.search_conversations)
         self.folders = FoldersController(kit, conversations=self)
+        self.exports = ExportController(kit, conversations=self)
 
     def _on_conversation_saved(self, _cid: int) -> None:
         """A turn was saved: the list shows its conversation first, with its title."""
@@ -209,7 +206,7 @@ class ConversationsController(WindowPart):
             None if chat is None or self.state.uses_model(chat.path, chat.made) else chat
         )
 
-    def _open_new(self, cid: int) -> None:
+    def open_new(self, cid: int) -> None:
         """Open a conversation just made (a branch, an import): listed, whatever was searched."""
         self.list.search.clear()
         self.refresh_conversations()
@@ -226,7 +223,7 @@ class ConversationsController(WindowPart):
         except Exception as exc:  # noqa: BLE001 - HistoryError and sqlite errors: said in the status bar
             self.window.statusBar().showMessage(f"Could not branch the conversation: {exc}", 8000)
             return False
-        self._open_new(new.id)
+        self.open_new(new.id)
         self.window.statusBar().showMessage(
             f"Branched into “{new.title}”: the first chat is kept as it was", 8000
         )
@@ -265,115 +262,6 @@ class ConversationsController(WindowPart):
         said = "its own system prompt" if self.state.chat_system else "the system prompt in Settings again"
         self.window.statusBar().showMessage(f"This chat uses {said}, from its next reply on.", 8000)
         return True
-
-    # -- export ----------------------------------------------------------------------------
-
-    def export_conversation(self, cid: int | None = None, path: str | None = None) -> bool:
-        """Export conversation ``cid`` (default: the open one) to ``path`` (Markdown, or JSON for a
-        ``.json`` name; ``app.storage.export``), written off the UI thread; without ``path`` a file
-        dialog asks where. The status bar says where it went, or why it could not be written.
-        False when there is nothing to export."""
-        cid = self.state.conversation_id if cid is None else cid
-        if cid is None:
-            self.window.statusBar().showMessage("Nothing to export yet: this chat has no messages.", 8000)
-            return False
-        try:
-            conv = self.state.history.load_conversation(cid)
-        except Exception as exc:  # noqa: BLE001 - HistoryError and sqlite errors: said in the status bar
-            self.window.statusBar().showMessage(f"Could not export the conversation: {exc}", 8000)
-            return False
-        if path is None:
-            self._ask_where(conv)
-            return True
-        from app.storage.export import export_conversation
-
-        def done(where: object) -> None:
-            self.export_dir = str(Path(str(where)).parent)
-            self.window.statusBar().showMessage(f"Exported “{conv.title}” to {where}", 8000)
-
-        def failed(why: str) -> None:
-            self.window.statusBar().showMessage(f"Could not export “{conv.title}”: {why}", 12000)
-
-        return self.tasks.run(lambda: export_conversation(conv, path), done, failed)
-
-    def copy_markdown(self, cid: int | None = None) -> bool:
-        """Put conversation ``cid`` (default: the open one) on the clipboard as the Markdown Export
-        writes (to paste it in an issue, a note, a mail); the status bar says so. False when there
-        is nothing to copy."""
-        cid = self.state.conversation_id if cid is None else cid
-        try:
-            conv = self.state.history.load_conversation(cid) if cid is not None else None
-        except Exception as exc:  # noqa: BLE001 - HistoryError and sqlite errors: said in the status bar
-            self.window.statusBar().showMessage(f"Could not copy the conversation: {exc}", 8000)
-            return False
-        if conv is None:
-            self.window.statusBar().showMessage("Nothing to copy yet: this chat has no messages.", 8000)
-            return False
-        from PySide6.QtGui import QGuiApplication
-
-        from app.storage.export import conversation_markdown
-
-        QGuiApplication.clipboard().setText(conversation_markdown(conv))
-        self.window.statusBar().showMessage(f"Copied “{conv.title}” as Markdown", 8000)
-        return True
-
-    def _ask_where(self, conv: Any) -> None:
-        """The file dialog (window-modal, not blocking): Markdown or JSON, named after the chat."""
-        from PySide6.QtWidgets import QFileDialog
-
-        from app.storage.export import EXPORT_FORMATS, export_file_name
-
-        filters = {"Markdown (*.md)": "markdown", "JSON, every stored detail (*.json)": "json"}
-        folder = self.export_dir or str(Path.home())
-        dlg = QFileDialog(self.window, "Export chat", str(Path(folder) / export_file_name(conv)))
-        dlg.setObjectName("exportChatDialog")
-        dlg.setAcceptMode(QFileDialog.AcceptMode.AcceptSave)
-        dlg.setNameFilters(list(filters))
-        dlg.setDefaultSuffix("md")
-        dlg.filterSelected.connect(lambda f: dlg.setDefaultSuffix(EXPORT_FORMATS[filters[f]].lstrip(".")))
-
-        def chosen(path: str) -> None:
-            self.export_conversation(conv.id, path)
-
-        dlg.fileSelected.connect(chosen)
-        self.export_dialog = dlg
-        dlg.open()
-
-    def import_conversation(self, path: str | None = None) -> bool:
-        """Import a chat exported as JSON (``app.storage.export.read_export``, read and checked off
-        the UI thread) as a new conversation, and open it; without ``path`` a file dialog asks
-        which. The status bar says what came in, or why nothing did."""
-        if path is None:
-            from PySide6.QtWidgets import QFileDialog
-
-            dlg = QFileDialog(self.window, "Import chat", self.export_dir or str(Path.home()))
-            dlg.setObjectName("importChatDialog")
-            dlg.setFileMode(QFileDialog.FileMode.ExistingFile)
-            dlg.setNameFilters(["Chats exported by Callisto (*.json)", "All files (*)"])
-            dlg.fileSelected.connect(lambda chosen: self.import_conversation(chosen))
-            self.export_dialog = dlg
-            dlg.open()
-            return True
-        from app.storage.export import read_export
-
-        name = Path(path).name
-
-        def read(conv: Any) -> None:
-            try:
-                new = self.state.history.restore_conversation(conv)
-            except Exception as exc:  # noqa: BLE001 - HistoryError, a picture too large, sqlite errors
-                failed(str(exc))
-                return
-            self._open_new(new.id)
-            n = len(conv.messages)
-            self.window.statusBar().showMessage(
-                f"Imported “{new.title}” from {name} ({n} message{'' if n == 1 else 's'})", 8000
-            )
-
-        def failed(why: str) -> None:
-            self.window.statusBar().showMessage(f"Could not import {name}: {why}", 12000)
-
-        return self.tasks.run(lambda: read_export(path), read, failed)
 
     def ensure_conversation(self, first_text: str) -> int:
         if self.state.conversation_id is None:

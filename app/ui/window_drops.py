@@ -131,7 +131,7 @@ class DropsController(WindowPart):
         def sorted_(exports: list[bool]) -> None:
             for path, export in zip(jsons, exports, strict=True):
                 if export:
-                    self.conversations.import_conversation(str(path))
+                    self.conversations.exports.import_conversation(str(path))
             attach = [p for p, export in zip(jsons, exports, strict=True) if not export] + others
             if attach:
                 self.files(attach)

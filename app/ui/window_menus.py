@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from PySide6.QtGui import QAction
     from PySide6.QtWidgets import QMainWindow
 
+    from app.ui.window_export import ExportController
     from app.ui.window_pages import Page, PageStack
 
 __all__ = ["SHORTCUTS", "MenusController", "about_facts", "documentation_path"]
@@ -99,10 +100,8 @@ class MenusController:
         stop: Callable[[], None],
         focus_search: Callable[[], None],
         open_settings: Callable[[], object],
-        export_chat: Callable[[], object],
-        import_chat: Callable[[], object],
+        exports: ExportController,
         find_in_chat: Callable[[], object],
-        copy_chat: Callable[[], object],
         regenerate: Callable[[], object],
         copy_code: Callable[[], object],
         step_conversation: Callable[[int], object],
@@ -115,12 +114,15 @@ class MenusController:
         act_new.triggered.connect(new_chat)
         self.act_export = file_menu.addAction("Export chat…")
         self.act_export.setShortcut(QKeySequence("Ctrl+Shift+E"))
-        self.act_export.triggered.connect(lambda: export_chat())
+        self.act_export.triggered.connect(lambda: exports.export_conversation())
         self.act_copy_md = file_menu.addAction("Copy chat as Markdown")
         self.act_copy_md.setShortcut(QKeySequence("Ctrl+Shift+C"))
-        self.act_copy_md.triggered.connect(lambda: copy_chat())
-        self.act_import = file_menu.addAction("Import chat…")
-        self.act_import.triggered.connect(lambda: import_chat())
+        self.act_copy_md.triggered.connect(lambda: exports.copy_markdown())
+        self.act_export_all = file_menu.addAction("Export all chats…")
+        self.act_export_all.setToolTip("Every chat as JSON, in a new folder: to keep, or to import elsewhere")
+        self.act_export_all.triggered.connect(lambda: exports.export_all())
+        self.act_import = file_menu.addAction("Import chats…")
+        self.act_import.triggered.connect(lambda: exports.import_conversation())
         file_menu.addAction(pages.act_settings)
         file_menu.addSeparator()
         self.act_quit = file_menu.addAction("Quit")

@@ -65,9 +65,7 @@ def test_what_cannot_be_named_says_why(qtbot, make_window):
     asked: list[tuple] = []
     w.worker.sig_named.connect(lambda *a: asked.append(a))
     _menu_name(w, garden)
-    assert w.statusBar().currentMessage() == (
-        "Could not name the chat: no model is loaded. Load one first."
-    )
+    assert w.statusBar().currentMessage() == "Could not name the chat: no model is loaded. Load one first."
     _menu_name(w, empty)
     assert "it has no message to name it from yet" in w.statusBar().currentMessage()
     assert w.titles.pending == {} and asked == []

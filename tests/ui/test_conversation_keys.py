@@ -141,7 +141,15 @@ def test_the_menu_key_opens_the_current_line_s_menu(qtbot, make_window):
             qtbot.keyClick(lst.list, Qt.Key.Key_Menu)
     assert seen == [
         ["New chat here", "Fold", "Rename folder…", "Remove folder (keep its chats)"],
-        ["Pin to top", "Move to folder", "Rename", "Name with the model", "Copy as Markdown", "Export…", "Delete"],
+        [
+            "Pin to top",
+            "Move to folder",
+            "Rename",
+            "Name with the model",
+            "Copy as Markdown",
+            "Export…",
+            "Delete",
+        ],
     ]
 
 

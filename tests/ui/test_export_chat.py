@@ -35,7 +35,7 @@ def _status(w) -> str:
 
 def test_the_open_chat_is_exported_as_markdown_and_as_json(qtbot, make_window, tmp_path):
     w = _window(qtbot, make_window)
-    ctl = w.conversations_ctl
+    ctl = w.conversations_ctl.exports
     assert ctl.export_conversation(path=str(tmp_path / "chat.md"))
     qtbot.waitUntil(lambda: _status(w).startswith("Exported"), timeout=TIMEOUT)
     assert str(tmp_path / "chat.md") in _status(w)
@@ -57,11 +57,11 @@ def test_the_open_chat_is_exported_as_markdown_and_as_json(qtbot, make_window, t
 
 def test_a_file_that_cannot_be_written_is_said_and_the_chat_is_kept(qtbot, make_window, tmp_path):
     w = _window(qtbot, make_window)
-    assert w.conversations_ctl.export_conversation(path=str(tmp_path / "no such folder" / "chat.md"))
+    assert w.conversations_ctl.exports.export_conversation(path=str(tmp_path / "no such folder" / "chat.md"))
     qtbot.waitUntil(lambda: _status(w).startswith("Could not export"), timeout=TIMEOUT)
     assert "Say the first letters" in _status(w)
     assert not (tmp_path / "no such folder").exists()
-    w.conversations_ctl.export_conversation(path=str(tmp_path))  # a folder, not a file
+    w.conversations_ctl.exports.export_conversation(path=str(tmp_path))  # a folder, not a file
     qtbot.waitUntil(lambda: "is a folder" in _status(w), timeout=TIMEOUT)
     assert [m.role for m in w.history.load_conversation(w.conversation_id).messages] == ["user", "assistant"]
 
@@ -71,7 +71,7 @@ def test_the_menu_and_the_list_open_a_save_dialog_named_after_the_chat(qtbot, ma
     act = w.menus.act_export
     assert act.text() == "Export chat…" and act.shortcut() == QKeySequence("Ctrl+Shift+E")
     act.trigger()
-    dlg = w.conversations_ctl.export_dialog
+    dlg = w.conversations_ctl.exports.export_dialog
     assert isinstance(dlg, QFileDialog) and dlg.isVisible() and dlg.isModal()
     assert dlg.acceptMode() == QFileDialog.AcceptMode.AcceptSave
     assert dlg.nameFilters() == ["Markdown (*.md)", "JSON, every stored detail (*.json)"]
@@ -83,11 +83,11 @@ def test_the_menu_and_the_list_open_a_save_dialog_named_after_the_chat(qtbot, ma
     # the list's Export… exports the conversation it was asked on, in the folder last used
     first = w.conversation_id
     w.new_chat()
-    assert w.conversations_ctl.export_conversation(first, str(tmp_path / "first.md"))
+    assert w.conversations_ctl.exports.export_conversation(first, str(tmp_path / "first.md"))
     # the folder is remembered once the file is written (by the callback that says so)
-    qtbot.waitUntil(lambda: w.conversations_ctl.export_dir == str(tmp_path), timeout=TIMEOUT)
+    qtbot.waitUntil(lambda: w.conversations_ctl.exports.export_dir == str(tmp_path), timeout=TIMEOUT)
     w.conversations_ctl.list.sig_export.emit(first)
-    dlg = w.conversations_ctl.export_dialog
+    dlg = w.conversations_ctl.exports.export_dialog
     assert Path(dlg.directory().absolutePath()) == tmp_path
     assert dlg.selectedFiles()[0].endswith("Say the first letters.md")
     chosen = tmp_path / "picked.md"
@@ -101,24 +101,24 @@ def test_with_no_conversation_open_there_is_nothing_to_export(qtbot, make_window
     w = make_window(None)
     w.menus.act_export.trigger()
     assert _status(w).startswith("Nothing to export yet")
-    assert w.conversations_ctl.export_dialog is None
+    assert w.conversations_ctl.exports.export_dialog is None
 
 
 def test_an_exported_chat_comes_back_through_import_and_goes_on(qtbot, make_window, tmp_path):
-    """File → Import chat… reads the JSON off the UI thread, stores it as a new conversation, opens
+    """File → Import chats… reads the JSON off the UI thread, stores it as a new conversation, opens
     it as it looked (the reply's head names its model) and the next turn continues it."""
     w = _window(qtbot, make_window)
     first = w.conversation_id
-    assert w.conversations_ctl.export_conversation(path=str(tmp_path / "chat.json"))
-    qtbot.waitUntil(lambda: w.conversations_ctl.export_dir == str(tmp_path), timeout=TIMEOUT)
+    assert w.conversations_ctl.exports.export_conversation(path=str(tmp_path / "chat.json"))
+    qtbot.waitUntil(lambda: w.conversations_ctl.exports.export_dir == str(tmp_path), timeout=TIMEOUT)
     w.new_chat()
 
     w.menus.act_import.trigger()
-    dlg = w.conversations_ctl.export_dialog
+    dlg = w.conversations_ctl.exports.export_dialog
     assert isinstance(dlg, QFileDialog) and dlg.isVisible()
-    assert dlg.fileMode() == QFileDialog.FileMode.ExistingFile
+    assert dlg.fileMode() == QFileDialog.FileMode.ExistingFiles  # one file or many
     assert Path(dlg.directory().absolutePath()) == tmp_path  # where the last export went
-    dlg.fileSelected.emit(str(tmp_path / "chat.json"))  # what the dialog sends when a file is opened
+    dlg.filesSelected.emit([str(tmp_path / "chat.json")])  # what the dialog sends when a file is opened
     qtbot.waitUntil(lambda: _status(w).startswith("Imported"), timeout=TIMEOUT)
     dlg.reject()
     assert _status(w) == "Imported “Say the first letters” from chat.json (2 messages)"
@@ -138,10 +138,10 @@ def test_a_file_that_is_no_export_is_refused_and_nothing_comes_in(qtbot, make_wi
     w = make_window(None)
     bad = tmp_path / "notes.json"
     bad.write_text('{"title": "x", "messages": []}', encoding="utf-8")
-    assert w.conversations_ctl.import_conversation(str(bad))
+    assert w.conversations_ctl.exports.import_conversation(str(bad))
     qtbot.waitUntil(lambda: _status(w).startswith("Could not import notes.json"), timeout=TIMEOUT)
     assert "not a chat exported by Callisto" in _status(w)
-    w.conversations_ctl.import_conversation(str(tmp_path / "gone.json"))
+    w.conversations_ctl.exports.import_conversation(str(tmp_path / "gone.json"))
     qtbot.waitUntil(lambda: _status(w).startswith("Could not import gone.json"), timeout=TIMEOUT)
     assert w.history.list_conversations() == [] and w.conversation_id is None
 
@@ -160,7 +160,7 @@ def test_the_chat_is_copied_as_markdown_from_the_menu_and_the_list(qtbot, make_w
 
     w.new_chat()
     QGuiApplication.clipboard().setText("")
-    assert not w.conversations_ctl.copy_markdown()  # a new, empty chat: nothing to copy
+    assert not w.conversations_ctl.exports.copy_markdown()  # a new, empty chat: nothing to copy
     assert _status(w).startswith("Nothing to copy yet") and QGuiApplication.clipboard().text() == ""
     lst = w.conversations_ctl.list
     menu = QMenu(lst)

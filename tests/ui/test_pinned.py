@@ -30,7 +30,15 @@ def test_a_pinned_conversation_is_listed_first_until_it_is_unpinned(qtbot, make_
     assert lst.ids() == [trip, taxes, garden] and lst.headers() == ["Today"]
 
     action, texts = _menu_action(w, garden, "pinConversation")
-    assert texts == ["Pin to top", "Move to folder", "Rename", "Name with the model", "Copy as Markdown", "Export…", "Delete"]
+    assert texts == [
+        "Pin to top",
+        "Move to folder",
+        "Rename",
+        "Name with the model",
+        "Copy as Markdown",
+        "Export…",
+        "Delete",
+    ]
     action.trigger()
     assert lst.ids() == [garden, trip, taxes] and lst.pinned_ids() == [garden]
     assert lst.headers() == [PINNED, "Today"]

@@ -155,7 +155,7 @@ def test_an_exported_chat_dropped_on_the_window_comes_in_as_a_new_conversation(q
         assert w.send()
     first = w.conversation_id
     export = tmp_path / "chat.json"
-    assert w.conversations_ctl.export_conversation(path=str(export))
+    assert w.conversations_ctl.exports.export_conversation(path=str(export))
     qtbot.waitUntil(export.is_file, timeout=TIMEOUT)
     assert json.loads(export.read_text(encoding="utf-8"))["format"] == "callisto.conversation"
 

@@ -1,0 +1,92 @@
+"""Every conversation at once (Qt-free): written out as the JSON export Import reads back, one file a
+conversation in a new folder (File -> *Export all chats…*, ``history export all FOLDER``), and many
+export files read back in one go (File -> *Import chats…* with several files chosen).
+
+    from app.storage.backup import export_all
+    done = export_all(History(), Path.home() / "Backups")   # done.folder, done.files
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from app.storage.export import export_conversation, export_file_name, read_export
+from app.storage.history import Conversation, ConversationNotFound, History
+
+__all__ = ["ExportedAll", "backup_folder_name", "export_all", "read_exports"]
+
+
+@dataclass(frozen=True)
+class ExportedAll:
+    """What :func:`export_all` wrote: the folder it made and its files, one a conversation."""
+
+    folder: Path
+    files: list[Path]
+
+
+def backup_folder_name(now: float | None = None) -> str:
+    """The name of the folder an export of every chat goes in: "Callisto chats 2026-12-05 0712"."""
+    return time.strftime("Callisto chats %Y-%m-%d %H%M", time.localtime(now))
+
+
+def _new_folder(parent: Path, name: str) -> Path:
+    """``parent / name``, made now; "name (2)", "name (3)"… where one of that name is there."""
+    n = 1
+    while True:
+        folder = parent / (name if n == 1 else f"{name} ({n})")
+        try:
+            folder.mkdir()
+        except FileExistsError:
+            n += 1
+            continue
+        return folder
+
+
+def export_all(history: History, parent: str | os.PathLike[str], *, now: float | None = None) -> ExportedAll:
+    """Write every conversation of ``history`` as JSON (every stored detail; what Import reads
+    back), each in a file named after its title ("Trip.json", "Trip (2).json"…), in a new folder
+    in ``parent`` (:func:`backup_folder_name`): nothing there is replaced. A conversation deleted
+    meanwhile is passed over. OSError when ``parent`` is no folder, or when a file cannot be
+    written (a full disk): the files written before it are kept, and the error says how many."""
+    where = Path(parent)
+    if not where.is_dir():
+        raise NotADirectoryError(f"{where} is not a folder")
+    folder = _new_folder(where, backup_folder_name(now))
+    listed = history.list_conversations()
+    used: set[str] = set()
+    files: list[Path] = []
+    for entry in listed:
+        try:
+            conv = history.load_conversation(entry.id)
+        except ConversationNotFound:
+            continue
+        name = export_file_name(conv, "json")
+        stem, k = name.removesuffix(".json"), 2
+        while name.casefold() in used:
+            name, k = f"{stem} ({k}).json", k + 1
+        used.add(name.casefold())
+        try:
+            files.append(export_conversation(conv, folder / name, "json"))
+        except OSError as exc:
+            why = getattr(exc.__cause__, "strerror", None) or exc.strerror or str(exc)  # (the OS's words)
+            raise OSError(
+                f"{len(files)} of {len(listed)} chats written to {folder}; “{name}” could not be: {why}"
+            ) from exc
+    return ExportedAll(folder, files)
+
+
+def read_exports(paths: Iterable[str | os.PathLike[str]]) -> list[tuple[Path, Conversation | str]]:
+    """Each export file of ``paths`` read and checked (``read_export``): its conversation, or why
+    it cannot be read (a file that is no export, from a newer Callisto, unreadable). One bad file
+    does not stop the others."""
+    read: list[tuple[Path, Conversation | str]] = []
+    for p in map(Path, paths):
+        try:
+            read.append((p, read_export(p)))
+        except (OSError, ValueError) as exc:
+            read.append((p, (exc.strerror if isinstance(exc, OSError) else None) or str(exc)))
+    return read

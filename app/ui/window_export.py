@@ -1,0 +1,196 @@
+"""Chats written to files and read back (a part of the main window): one chat exported as
+Markdown or JSON, or copied as Markdown; every chat exported at once to a new folder (File ->
+*Export all chats…*); exported chats imported as new conversations, one file or many (File ->
+*Import chats…*, or dropped on the window). The files are written and read off the UI thread by
+``app.storage.export`` and ``app.storage.backup``; the history is written only through
+``History.restore_conversation``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from app.ui.window_part import WindowKit, WindowPart
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from app.ui.window_conversations import ConversationsController
+
+__all__ = ["ExportController"]
+
+
+class ExportController(WindowPart):
+    """Export, copy and import; each says in the status bar what it did, or why it could not."""
+
+    def __init__(self, kit: WindowKit, *, conversations: ConversationsController) -> None:
+        super().__init__(kit)
+        self.conversations = conversations
+        conversations.list.sig_export.connect(self.export_conversation)
+        conversations.list.sig_copy.connect(self.copy_markdown)
+        self.export_dialog: Any = None  # the open export or import file dialog, if any
+        self.export_dir: str | None = None  # where the last export went (the next dialog opens there)
+
+    def export_conversation(self, cid: int | None = None, path: str | None = None) -> bool:
+        """Export conversation ``cid`` (default: the open one) to ``path`` (Markdown, or JSON for a
+        ``.json`` name; ``app.storage.export``), written off the UI thread; without ``path`` a file
+        dialog asks where. The status bar says where it went, or why it could not be written.
+        False when there is nothing to export."""
+        cid = self.state.conversation_id if cid is None else cid
+        if cid is None:
+            self.window.statusBar().showMessage("Nothing to export yet: this chat has no messages.", 8000)
+            return False
+        try:
+            conv = self.state.history.load_conversation(cid)
+        except Exception as exc:  # noqa: BLE001 - HistoryError and sqlite errors: said in the status bar
+            self.window.statusBar().showMessage(f"Could not export the conversation: {exc}", 8000)
+            return False
+        if path is None:
+            self._ask_where(conv)
+            return True
+        from app.storage.export import export_conversation
+
+        def done(where: object) -> None:
+            self.export_dir = str(Path(str(where)).parent)
+            self.window.statusBar().showMessage(f"Exported “{conv.title}” to {where}", 8000)
+
+        def failed(why: str) -> None:
+            self.window.statusBar().showMessage(f"Could not export “{conv.title}”: {why}", 12000)
+
+        return self.tasks.run(lambda: export_conversation(conv, path), done, failed)
+
+    def copy_markdown(self, cid: int | None = None) -> bool:
+        """Put conversation ``cid`` (default: the open one) on the clipboard as the Markdown Export
+        writes (to paste it in an issue, a note, a mail); the status bar says so. False when there
+        is nothing to copy."""
+        cid = self.state.conversation_id if cid is None else cid
+        try:
+            conv = self.state.history.load_conversation(cid) if cid is not None else None
+        except Exception as exc:  # noqa: BLE001 - HistoryError and sqlite errors: said in the status bar
+            self.window.statusBar().showMessage(f"Could not copy the conversation: {exc}", 8000)
+            return False
+        if conv is None:
+            self.window.statusBar().showMessage("Nothing to copy yet: this chat has no messages.", 8000)
+            return False
+        from PySide6.QtGui import QGuiApplication
+
+        from app.storage.export import conversation_markdown
+
+        QGuiApplication.clipboard().setText(conversation_markdown(conv))
+        self.window.statusBar().showMessage(f"Copied “{conv.title}” as Markdown", 8000)
+        return True
+
+    def _ask_where(self, conv: Any) -> None:
+        """The file dialog (window-modal, not blocking): Markdown or JSON, named after the chat."""
+        from PySide6.QtWidgets import QFileDialog
+
+        from app.storage.export import EXPORT_FORMATS, export_file_name
+
+        filters = {"Markdown (*.md)": "markdown", "JSON, every stored detail (*.json)": "json"}
+        folder = self.export_dir or str(Path.home())
+        dlg = QFileDialog(self.window, "Export chat", str(Path(folder) / export_file_name(conv)))
+        dlg.setObjectName("exportChatDialog")
+        dlg.setAcceptMode(QFileDialog.AcceptMode.AcceptSave)
+        dlg.setNameFilters(list(filters))
+        dlg.setDefaultSuffix("md")
+        dlg.filterSelected.connect(lambda f: dlg.setDefaultSuffix(EXPORT_FORMATS[filters[f]].lstrip(".")))
+
+        def chosen(path: str) -> None:
+            self.export_conversation(conv.id, path)
+
+        dlg.fileSelected.connect(chosen)
+        self.export_dialog = dlg
+        dlg.open()
+
+    def export_all(self, folder: str | None = None) -> bool:
+        """Every chat as JSON (what Import reads back) in a new folder made in ``folder``
+        (``app.storage.backup.export_all``), written off the UI thread; without ``folder`` a
+        folder dialog asks where. The status bar says where they went, or how far it got."""
+        if folder is None:
+            from PySide6.QtWidgets import QFileDialog
+
+            dlg = QFileDialog(
+                self.window, "Export all chats to a new folder in…", self.export_dir or str(Path.home())
+            )
+            dlg.setObjectName("exportAllDialog")
+            dlg.setFileMode(QFileDialog.FileMode.Directory)
+            dlg.setOption(QFileDialog.Option.ShowDirsOnly, True)
+            dlg.fileSelected.connect(lambda chosen: self.export_all(chosen))
+            self.export_dialog = dlg
+            dlg.open()
+            return True
+        from app.storage.backup import export_all
+
+        bar = self.window.statusBar()
+
+        def done(result: Any) -> None:
+            self.export_dir = folder
+            n = len(result.files)
+            bar.showMessage(f"Exported {n} chat{'' if n == 1 else 's'} to {result.folder}", 12000)
+
+        bar.showMessage("Exporting every chat…", 8000)
+        return self.tasks.run(
+            lambda: export_all(self.state.history, folder),
+            done,
+            lambda why: bar.showMessage(f"Could not export the chats: {why}", 15000),
+        )
+
+    def import_conversation(self, path: str | None = None) -> bool:
+        """Import a chat exported as JSON as a new conversation and open it; without ``path`` a
+        file dialog asks which (one file or many: :meth:`import_conversations`)."""
+        if path is not None:
+            return self.import_conversations([path])
+        from PySide6.QtWidgets import QFileDialog
+
+        dlg = QFileDialog(self.window, "Import chats", self.export_dir or str(Path.home()))
+        dlg.setObjectName("importChatDialog")
+        dlg.setFileMode(QFileDialog.FileMode.ExistingFiles)
+        dlg.setNameFilters(["Chats exported by Callisto (*.json)", "All files (*)"])
+        dlg.filesSelected.connect(lambda chosen: self.import_conversations(list(chosen)))
+        self.export_dialog = dlg
+        dlg.open()
+        return True
+
+    def import_conversations(self, paths: Sequence[str]) -> bool:
+        """Each file of ``paths`` (``app.storage.backup.read_exports``: read and checked off the UI
+        thread) stored as a new conversation; the last one that came in is opened. The status bar
+        says what came in and what did not, and why (a file that is no export is passed over)."""
+        from app.storage.backup import read_exports
+
+        bar = self.window.statusBar()
+
+        def read(results: list[tuple[Path, Any]]) -> None:
+            came: list[tuple[str, Any, int]] = []
+            refused: list[tuple[str, str]] = []
+            for path, conv in results:
+                if isinstance(conv, str):
+                    refused.append((path.name, conv))
+                    continue
+                try:
+                    came.append(
+                        (path.name, self.state.history.restore_conversation(conv), len(conv.messages))
+                    )
+                except Exception as exc:  # noqa: BLE001 - HistoryError, a picture too large, sqlite errors
+                    refused.append((path.name, str(exc)))
+            if came:
+                self.conversations.open_new(came[-1][1].id)
+            bar.showMessage(_imported(came, refused), 12000 if refused else 8000)
+
+        return self.tasks.run(lambda: read_exports(paths), read)
+
+
+def _imported(came: list[tuple[str, Any, int]], refused: list[tuple[str, str]]) -> str:
+    """What the status bar says after an import: one file's chat, or how many came in and the
+    first that did not, with why."""
+    if len(came) + len(refused) == 1:
+        if came:
+            name, new, n = came[0]
+            return f"Imported “{new.title}” from {name} ({n} message{'' if n == 1 else 's'})"
+        return f"Could not import {refused[0][0]}: {refused[0][1]}"
+    said = f"Imported {len(came)} chat{'' if len(came) == 1 else 's'}"
+    if refused:
+        name, why = refused[0]
+        more = f" (and {len(refused) - 1} more)" if len(refused) > 1 else ""
+        not_in = f"could not import {name}{more}: {why}"
+        said = f"{said}; {not_in}" if came else not_in[0].upper() + not_in[1:]
+    return said
