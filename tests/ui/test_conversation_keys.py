@@ -13,6 +13,7 @@ from PySide6.QtWidgets import QApplication, QMenu
 from app.storage.history import History, TurnMessage
 from tests.support.history import history_of_chats
 from tests.support.host_hold import hold
+from tests.ui.test_pinned import CHAT_MENU
 from tests.ui.turns import alphabet_window
 
 
@@ -141,15 +142,7 @@ def test_the_menu_key_opens_the_current_line_s_menu(qtbot, make_window):
             qtbot.keyClick(lst.list, Qt.Key.Key_Menu)
     assert seen == [
         ["New chat here", "Fold", "Rename folder…", "Remove folder (keep its chats)"],
-        [
-            "Pin to top",
-            "Move to folder",
-            "Rename",
-            "Name with the model",
-            "Copy as Markdown",
-            "Export…",
-            "Delete",
-        ],
+        CHAT_MENU,
     ]
 
 

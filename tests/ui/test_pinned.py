@@ -11,6 +11,17 @@ from app.storage.history import History, TurnMessage
 from app.ui.conversation_list import PINNED
 from tests.support.history import history_of_chats
 
+#: a conversation's menu in the list (right-click), as an unpinned one shows it
+CHAT_MENU = [
+    "Pin to top",
+    "Move to folder",
+    "Rename",
+    "Name with the model",
+    "Copy as Markdown",
+    "Export…",
+    "Delete",
+]
+
 
 def _menu_action(w, cid: int, name: str):
     """The action ``name`` of conversation ``cid``'s menu in the list (as the right-click shows it)."""
@@ -30,15 +41,7 @@ def test_a_pinned_conversation_is_listed_first_until_it_is_unpinned(qtbot, make_
     assert lst.ids() == [trip, taxes, garden] and lst.headers() == ["Today"]
 
     action, texts = _menu_action(w, garden, "pinConversation")
-    assert texts == [
-        "Pin to top",
-        "Move to folder",
-        "Rename",
-        "Name with the model",
-        "Copy as Markdown",
-        "Export…",
-        "Delete",
-    ]
+    assert texts == CHAT_MENU
     action.trigger()
     assert lst.ids() == [garden, trip, taxes] and lst.pinned_ids() == [garden]
     assert lst.headers() == [PINNED, "Today"]
