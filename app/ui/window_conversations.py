@@ -83,6 +83,17 @@ class ConversationsController(WindowPart):
             return
         self.list.current_id = self.state.conversation_id
         self.list.set_conversations(convs, folders)
+        self._show_title()
+
+    def _show_title(self) -> None:
+        """The window's title names the open chat ("Garden — Callisto"), as a document window does."""
+        cid, title = self.state.conversation_id, ""
+        if cid is not None:
+            try:
+                title = " ".join(self.state.history.get_conversation(cid).title.split())
+            except Exception:  # noqa: BLE001 - deleted meanwhile, sqlite errors: the app's name alone
+                title = ""
+        self.window.setWindowTitle(f"{title} — Callisto" if title else "Callisto")
 
     def search_conversations(self, query: str) -> None:
         self.refresh_conversations(query)
@@ -95,6 +106,7 @@ class ConversationsController(WindowPart):
 
     def _remember_conversation(self, cid: int | None) -> None:
         self.tool_choice_box.recall(cid)  # each conversation keeps its own tool choice
+        self._show_title()
         if self.state.settings.window.last_conversation_id != cid:
             self.state.settings.window.last_conversation_id = cid
 
