@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -46,8 +46,14 @@ def _new_folder(parent: Path, name: str) -> Path:
         return folder
 
 
-def export_all(history: History, parent: str | os.PathLike[str], *, now: float | None = None) -> ExportedAll:
-    """Write every conversation of ``history`` as JSON (every stored detail; what Import reads
+def export_all(
+    history: History,
+    parent: str | os.PathLike[str],
+    *,
+    ids: Sequence[int] | None = None,
+    now: float | None = None,
+) -> ExportedAll:
+    """Write every conversation of ``history`` (or those of ``ids``) as JSON (every stored detail; what Import reads
     back), each in a file named after its title ("Trip.json", "Trip (2).json"…), in a new folder
     in ``parent`` (:func:`backup_folder_name`): nothing there is replaced. A conversation deleted
     meanwhile is passed over. OSError when ``parent`` is no folder, or when a file cannot be
@@ -57,6 +63,9 @@ def export_all(history: History, parent: str | os.PathLike[str], *, now: float |
         raise NotADirectoryError(f"{where} is not a folder")
     folder = _new_folder(where, backup_folder_name(now))
     listed = history.list_conversations()
+    if ids is not None:
+        chosen = set(ids)
+        listed = [c for c in listed if c.id in chosen]
     used: set[str] = set()
     files: list[Path] = []
     for entry in listed:

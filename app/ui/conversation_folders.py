@@ -21,6 +21,7 @@ __all__ = [
     "FOLDER_KEYS",
     "ask_folder_name",
     "fill_folder_menu",
+    "fill_many_menu",
     "fill_move_menu",
     "folder_header_text",
     "folder_key",
@@ -64,25 +65,41 @@ def ask_folder_name(parent: QWidget, title: str, text: str, done: Callable[[str]
     return dialog
 
 
-def fill_move_menu(owner: ConversationList, menu: QMenu, cid: int, current: str | None) -> None:
-    """A conversation's "Move to folder" menu: each folder (the one it is in, checked and off),
-    a new folder, and out of its folder."""
+def fill_move_menu(owner: ConversationList, menu: QMenu, ids: list[int]) -> None:
+    """The "Move to folder" menu of the conversations ``ids`` (one, or several chosen): each folder
+    (the one they are in, checked and off), a new folder, and out of their folder."""
     menu.setObjectName("moveToFolder")
+    theirs = {owner.folder_of(cid) for cid in ids}
+    current = next(iter(theirs)) if len(theirs) == 1 else None
+
+    def file(name: str | None) -> None:
+        for cid in ids:
+            owner.sig_folder.emit(cid, name)
+
     for name in owner.folders:
-        act = menu.addAction(name, partial(owner.sig_folder.emit, cid, name))
+        act = menu.addAction(name, partial(file, name))
         act.setCheckable(True)
         act.setChecked(name == current)
         act.setEnabled(name != current)
     if owner.folders:
         menu.addSeparator()
-    new = menu.addAction(
-        "New folder…",
-        lambda: owner.ask_folder_name("New folder", "", lambda name: owner.sig_folder.emit(cid, name)),
-    )
+    new = menu.addAction("New folder…", lambda: owner.ask_folder_name("New folder", "", file))
     new.setObjectName("newFolder")
-    if current is not None:
-        out = menu.addAction(f"Remove from “{current}”", lambda: owner.sig_folder.emit(cid, None))
+    if theirs - {None}:
+        out = menu.addAction(
+            f"Remove from “{current}”" if current else "Out of their folders", lambda: file(None)
+        )
         out.setObjectName("outOfFolder")
+
+
+def fill_many_menu(owner: ConversationList, menu: QMenu, ids: list[int]) -> None:
+    """The menu of several conversations chosen (Ctrl/Shift+click): move, export, delete them."""
+    n = len(ids)
+    fill_move_menu(owner, menu.addMenu(f"Move {n} chats to folder"), ids)
+    menu.addAction(f"Export {n} chats…", lambda: owner.sig_export_many.emit(list(ids))).setObjectName(
+        "exportMany"
+    )
+    menu.addAction(f"Delete {n} chats…", owner.delete_selected).setObjectName("deleteMany")
 
 
 def fill_folder_menu(owner: ConversationList, menu: QMenu, name: str) -> None:

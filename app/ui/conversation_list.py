@@ -11,13 +11,11 @@ from datetime import date, datetime, timedelta
 from functools import partial
 from typing import Any
 
-from PySide6.QtCore import QByteArray, QMimeData, Qt, QTimer, Signal
-from PySide6.QtGui import QDrag, QDragEnterEvent, QDragMoveEvent, QDropEvent, QKeyEvent
+from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QHBoxLayout,
     QLineEdit,
-    QListWidget,
     QListWidgetItem,
     QMenu,
     QMessageBox,
@@ -26,23 +24,24 @@ from PySide6.QtWidgets import (
 )
 
 from app.ui.conversation_folders import (
-    FOLDER_KEYS,
     ask_folder_name,
     fill_folder_menu,
+    fill_many_menu,
     fill_move_menu,
     folder_header_text,
     folder_key,
 )
+from app.ui.conversation_lines import (
+    CONVERSATION_MIME,
+    FOLDER_ROLE,
+    KIND_ROLE,
+    PINNED,
+    PINNED_ROLE,
+    ConversationLines,
+)
 from app.ui.labels import side_panel_layout
 
 __all__ = ["CONVERSATION_MIME", "PINNED", "ConversationList"]
-
-CONVERSATION_MIME = "application/x-callisto-conversation"  # a conversation dragged in the list: its id
-
-PINNED = "Pinned"  # the header of the pinned conversations, first in the list
-_KIND_ROLE = Qt.ItemDataRole.UserRole + 1  # a header's kind: "header" (a group) or "folder"
-_PINNED_ROLE = Qt.ItemDataRole.UserRole + 2
-_FOLDER_ROLE = Qt.ItemDataRole.UserRole + 3  # a conversation's folder; a folder header's name
 
 
 def day_group(timestamp: float, today: date | None = None) -> str:
@@ -56,137 +55,6 @@ def day_group(timestamp: float, today: date | None = None) -> str:
     if d > today - timedelta(days=7):
         return "Previous 7 days"
     return "Earlier"
-
-
-_NOT_A_TARGET = object()  # a drop there files the conversation nowhere new
-
-
-def _drop_folder(item: QListWidgetItem | None) -> object:
-    """The folder a conversation dropped on ``item`` goes in: a folder's line or a chat in it gives
-    that folder, a day's line, a chat in none or the space below the list gives None (out of its
-    folder); the pinned chats are no target (:data:`_NOT_A_TARGET`)."""
-    if item is None:
-        return None
-    if item.data(_KIND_ROLE) == "folder":
-        return item.data(_FOLDER_ROLE)
-    if item.data(_PINNED_ROLE) or (item.data(_KIND_ROLE) == "header" and item.text() == PINNED):
-        return _NOT_A_TARGET
-    return item.data(_FOLDER_ROLE) if item.data(Qt.ItemDataRole.UserRole) is not None else None
-
-
-class _List(QListWidget):
-    """The Delete key deletes the selected conversation (after asking); a conversation dragged onto
-    a folder (its line or a chat in it) moves there, onto the chats in no folder moves out of its
-    one. Files dragged from outside are the window's (``window_drops``)."""
-
-    sig_delete_key = Signal()
-    sig_drop_folder = Signal(int, object)  # a conversation dropped: its id, the folder (None: none)
-    sig_open_key = Signal(int)  # Enter on a conversation: its id
-    sig_folder_key = Signal(str, str)  # a key on a folder's line: its name, what (see FOLDER_KEYS)
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.setDragEnabled(True)
-        self.setAcceptDrops(True)
-        self.setDragDropMode(QAbstractItemView.DragDropMode.DragDrop)
-        self.setDropIndicatorShown(True)
-
-    def keyPressEvent(self, e: QKeyEvent) -> None:  # noqa: N802 (Qt API)
-        """As a tree's keys: on a folder's line Left folds, Right unfolds (then goes to its first
-        chat), Enter or Space folds or unfolds, F2 renames; on a chat in a folder Left goes to the
-        folder's line; Enter opens a chat; the Menu key (Shift+F10) opens the line's menu."""
-        it, key = self.currentItem(), e.key()
-        if it is None:
-            super().keyPressEvent(e)
-            return
-        shift = bool(e.modifiers() & Qt.KeyboardModifier.ShiftModifier)
-        folder, cid = it.data(_FOLDER_ROLE), it.data(Qt.ItemDataRole.UserRole)
-        is_folder = it.data(_KIND_ROLE) == "folder"
-        if key == Qt.Key.Key_Menu or (key == Qt.Key.Key_F10 and shift):
-            self.customContextMenuRequested.emit(self.visualItemRect(it).center())
-        elif key in (Qt.Key.Key_Delete, Qt.Key.Key_Backspace):
-            self.sig_delete_key.emit()
-        elif is_folder and key in FOLDER_KEYS:
-            self.sig_folder_key.emit(folder, FOLDER_KEYS[key])
-        elif cid is not None and key in (Qt.Key.Key_Return, Qt.Key.Key_Enter):
-            self.sig_open_key.emit(cid)
-        elif cid is not None and key == Qt.Key.Key_Left and folder and not it.data(_PINNED_ROLE):
-            self.setCurrentItem(self.folder_line(folder))  # type: ignore[arg-type]  # (listed with it)
-        else:
-            super().keyPressEvent(e)
-
-    def folder_line(self, name: str) -> QListWidgetItem | None:
-        """The header line of the folder ``name``, when listed."""
-        items = (self.item(i) for i in range(self.count()))
-        return next(
-            (it for it in items if it.data(_KIND_ROLE) == "folder" and it.data(_FOLDER_ROLE) == name), None
-        )
-
-    def item_for(self, cid: int) -> QListWidgetItem | None:
-        """The line of conversation ``cid``, if listed."""
-        items = (self.item(i) for i in range(self.count()))
-        return next((it for it in items if it.data(Qt.ItemDataRole.UserRole) == cid), None)
-
-    def mimeTypes(self) -> list[str]:  # noqa: N802 (Qt API)
-        return [CONVERSATION_MIME]
-
-    def mimeData(self, items) -> QMimeData:  # noqa: N802 (Qt API)
-        ids = [
-            str(it.data(Qt.ItemDataRole.UserRole))
-            for it in items
-            if it.data(Qt.ItemDataRole.UserRole) is not None
-        ]
-        data = QMimeData()
-        data.setData(CONVERSATION_MIME, QByteArray(",".join(ids).encode("ascii")))
-        return data
-
-    def startDrag(self, actions) -> None:  # noqa: N802 (Qt API)
-        """The drag of the current conversation; the list is never changed by it (the history is,
-        and the list is shown again from it)."""
-        items = [it for it in self.selectedItems() if it.data(Qt.ItemDataRole.UserRole) is not None]
-        if not items:
-            return
-        drag = QDrag(self)
-        drag.setMimeData(self.mimeData(items))
-        drag.exec(Qt.DropAction.MoveAction)
-
-    def _dropped(self, e: QDropEvent) -> tuple[int, object] | None:
-        """The conversation a drag holds and the folder a drop at its place would file it in."""
-        mime = e.mimeData()
-        if mime is None or not mime.hasFormat(CONVERSATION_MIME):
-            return None
-        try:
-            cid = int(bytes(mime.data(CONVERSATION_MIME).data()).decode("ascii").split(",")[0])
-        except (ValueError, UnicodeDecodeError):
-            return None
-        folder = _drop_folder(self.itemAt(e.position().toPoint()))
-        source = self.item_for(cid)
-        if folder is _NOT_A_TARGET or source is None or source.data(_FOLDER_ROLE) == folder:
-            return None
-        return cid, folder
-
-    def dragEnterEvent(self, e: QDragEnterEvent) -> None:  # noqa: N802 (Qt API)
-        mime = e.mimeData()
-        if mime is None or not mime.hasFormat(CONVERSATION_MIME):
-            e.ignore()  # files from outside: the window's
-            return
-        e.acceptProposedAction()
-
-    def dragMoveEvent(self, e: QDragMoveEvent) -> None:  # noqa: N802 (Qt API)
-        if self._dropped(e) is None:
-            e.ignore()
-            return
-        super().dragMoveEvent(e)  # (the drop indicator)
-        e.acceptProposedAction()
-
-    def dropEvent(self, e: QDropEvent) -> None:  # noqa: N802 (Qt API)
-        found = self._dropped(e)
-        if found is None:
-            e.ignore()
-            return
-        e.setDropAction(Qt.DropAction.CopyAction)  # (nothing for the drag to take away)
-        e.accept()
-        self.sig_drop_folder.emit(*found)
 
 
 class ConversationList(QWidget):
@@ -203,6 +71,7 @@ class ConversationList(QWidget):
     sig_collapsed = Signal(list)  # the folders now folded (their names), after a click on one
     sig_new_in_folder = Signal(str)  # a folder's menu: New chat here (its name)
     sig_name = Signal(int)  # Name with the model from the list's menu: the conversation's id
+    sig_export_many = Signal(list)  # Export N chats… (several chosen): their ids
     sig_search = Signal(str)
 
     def __init__(self, parent: QWidget | None = None) -> None:
@@ -224,7 +93,7 @@ class ConversationList(QWidget):
         self.search.textChanged.connect(lambda _t: self._search_timer.start())
         self.search.returnPressed.connect(lambda: self.sig_search.emit(self.search.text().strip()))
         lay.addWidget(self.search)
-        self.list = _List()
+        self.list = ConversationLines()
         self.list.setObjectName("conversations")
         # a click opens, only Rename (or F2) edits: a double-click no longer starts a rename by accident
         self.list.setEditTriggers(QAbstractItemView.EditTrigger.EditKeyPressed)
@@ -233,6 +102,7 @@ class ConversationList(QWidget):
         self.list.sig_open_key.connect(self.sig_open.emit)
         self.list.sig_folder_key.connect(partial(folder_key, self))
         self.list.currentItemChanged.connect(lambda *_a: self._update_buttons())
+        self.list.itemSelectionChanged.connect(self._update_buttons)
         # long titles end in "…" (the full title is in the tooltip) instead of a horizontal scroll bar
         self.list.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.list.setTextElideMode(Qt.TextElideMode.ElideRight)
@@ -257,15 +127,15 @@ class ConversationList(QWidget):
         self._update_buttons()
 
     def _update_buttons(self) -> None:
-        on = self._selected_id() is not None
-        it = self.list.currentItem()
-        self.btn_rename.setEnabled(on or (it is not None and it.data(_KIND_ROLE) == "folder"))
-        self.btn_delete.setEnabled(on)
+        n, it = len(self.selected_ids()), self.list.currentItem()
+        self.btn_rename.setEnabled(n == 1 or (n == 0 and it is not None and it.data(KIND_ROLE) == "folder"))
+        self.btn_delete.setEnabled(n > 0)
+        self.btn_delete.setText(f"Delete {n}" if n > 1 else "Delete")
 
     def _header(self, text: str, kind: str = "header") -> QListWidgetItem:
         item = QListWidgetItem(text)
         item.setFlags(Qt.ItemFlag.NoItemFlags)  # not selectable, not editable
-        item.setData(_KIND_ROLE, kind)
+        item.setData(KIND_ROLE, kind)
         f = item.font()
         f.setBold(True)
         f.setPointSizeF(max(7.0, f.pointSizeF() * 0.85))
@@ -277,14 +147,14 @@ class ConversationList(QWidget):
         item = self._header(folder_header_text(name, count, folded), "folder")
         # a click folds or unfolds it; selectable so that the keyboard's cursor shows on it
         item.setFlags(Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable)
-        item.setData(_FOLDER_ROLE, name)
+        item.setData(FOLDER_ROLE, name)
         item.setToolTip(f"{name}: click to fold or unfold; right-click to rename or remove the folder")
 
     def _add(self, c: Any, *, hidden: bool = False) -> None:
         item = QListWidgetItem(c.title or "Untitled")
         item.setData(Qt.ItemDataRole.UserRole, int(c.id))
-        item.setData(_PINNED_ROLE, bool(c.pinned))
-        item.setData(_FOLDER_ROLE, c.folder)
+        item.setData(PINNED_ROLE, bool(c.pinned))
+        item.setData(FOLDER_ROLE, c.folder)
         item.setFlags(item.flags() | Qt.ItemFlag.ItemIsEditable)
         when = datetime.fromtimestamp(c.updated).strftime("%d %b %Y, %H:%M") if c.updated else ""
         place = f" · in {c.folder}" if c.folder else ""
@@ -301,7 +171,7 @@ class ConversationList(QWidget):
         self._filling = True
         cursor = self.list.currentItem()  # a folder's line the keyboard is on stays the current one
         on_folder = (
-            cursor.data(_FOLDER_ROLE) if cursor is not None and cursor.data(_KIND_ROLE) == "folder" else None
+            cursor.data(FOLDER_ROLE) if cursor is not None and cursor.data(KIND_ROLE) == "folder" else None
         )
         self.list.clear()
         searching = bool(self.search.text().strip())
@@ -345,14 +215,14 @@ class ConversationList(QWidget):
         self.collapsed ^= {name}
         for i in range(self.list.count()):
             it = self.list.item(i)
-            if it.data(_FOLDER_ROLE) != name or it.data(_PINNED_ROLE):
+            if it.data(FOLDER_ROLE) != name or it.data(PINNED_ROLE):
                 continue
             folded = name in self.collapsed
-            if it.data(_KIND_ROLE) == "folder":
+            if it.data(KIND_ROLE) == "folder":
                 count = sum(
                     1
                     for c in self._conversation_items()
-                    if c.data(_FOLDER_ROLE) == name and not c.data(_PINNED_ROLE)
+                    if c.data(FOLDER_ROLE) == name and not c.data(PINNED_ROLE)
                 )
                 it.setText(folder_header_text(name, count, folded))
             else:
@@ -372,18 +242,18 @@ class ConversationList(QWidget):
 
     def folder_of(self, cid: int) -> str | None:
         item = self.item_for(cid)
-        return item.data(_FOLDER_ROLE) if item is not None else None
+        return item.data(FOLDER_ROLE) if item is not None else None
 
     def pinned_ids(self) -> list[int]:
         """The pinned conversations, as listed (first)."""
         return [
-            it.data(Qt.ItemDataRole.UserRole) for it in self._conversation_items() if it.data(_PINNED_ROLE)
+            it.data(Qt.ItemDataRole.UserRole) for it in self._conversation_items() if it.data(PINNED_ROLE)
         ]
 
     def headers(self) -> list[str]:
         """The group headers shown, in order ("Pinned", "Today", …)."""
         items = (self.list.item(i) for i in range(self.list.count()))
-        return [it.text() for it in items if it.data(_KIND_ROLE) in ("header", "folder")]
+        return [it.text() for it in items if it.data(KIND_ROLE) in ("header", "folder")]
 
     def folder_item(self, name: str) -> QListWidgetItem | None:
         """The header of the folder ``name``, when the list shows it."""
@@ -408,16 +278,18 @@ class ConversationList(QWidget):
         self.list.setCurrentItem(item)  # type: ignore[arg-type]  # None clears the selection
         self._filling = False
 
-    def _selected_id(self) -> int | None:
-        it = self.list.currentItem()
-        return it.data(Qt.ItemDataRole.UserRole) if it is not None else None
+    def selected_ids(self) -> list[int]:
+        """The conversations selected, as listed: the current one, or several (Ctrl/Shift+click)."""
+        return [it.data(Qt.ItemDataRole.UserRole) for it in self._conversation_items() if it.isSelected()]
 
     def _on_list_item_clicked(self, item: QListWidgetItem) -> None:
         cid = item.data(Qt.ItemDataRole.UserRole)
+        if self.list.choosing:
+            return  # Ctrl/Shift+click chooses several: nothing opens
         if cid is not None:
             self.sig_open.emit(cid)
-        elif item.data(_KIND_ROLE) == "folder":
-            self.toggle_folder(item.data(_FOLDER_ROLE))
+        elif item.data(KIND_ROLE) == "folder":
+            self.toggle_folder(item.data(FOLDER_ROLE))
             self.select(self.current_id)  # the open chat stays the one marked
 
     def _on_list_item_changed(self, item: QListWidgetItem) -> None:
@@ -428,21 +300,29 @@ class ConversationList(QWidget):
             self.sig_rename.emit(item.data(Qt.ItemDataRole.UserRole), title)
 
     def rename_selected(self) -> None:
-        """Rename the current line: a conversation in place, a folder in the folder name dialog."""
-        it = self.list.currentItem()
-        if it is not None and it.data(_KIND_ROLE) == "folder":
-            folder_key(self, it.data(_FOLDER_ROLE), "rename")
-        elif it is not None and it.data(Qt.ItemDataRole.UserRole) is not None:
-            self.list.editItem(it)
+        """Rename the current line: a conversation in place (one chosen, not several), a folder in
+        the folder name dialog."""
+        it, ids = self.list.currentItem(), self.selected_ids()
+        if it is not None and it.data(KIND_ROLE) == "folder":
+            folder_key(self, it.data(FOLDER_ROLE), "rename")
+        elif len(ids) == 1 and (line := self.item_for(ids[0])) is not None:
+            self.list.editItem(line)
 
     def delete_selected(self) -> None:
-        cid = self._selected_id()
-        if cid is None:
+        """Delete the selected conversations, once the person says so (a dialog that does not block)."""
+        ids = self.selected_ids()
+        if not ids:
             return
+        line = self.item_for(ids[0])
+        asked = (
+            f"Delete “{line.text() if line is not None else ''}” and all its messages?"
+            if len(ids) == 1
+            else f"Delete these {len(ids)} conversations and all their messages?"
+        )
         box = QMessageBox(
             QMessageBox.Icon.Question,
-            "Delete conversation",
-            f"Delete “{self.list.currentItem().text()}” and all its messages? This cannot be undone.",
+            "Delete conversation" if len(ids) == 1 else "Delete conversations",
+            f"{asked} This cannot be undone.",
             QMessageBox.StandardButton.Cancel,
             self,
         )
@@ -452,7 +332,8 @@ class ConversationList(QWidget):
 
         def finished(_result: int) -> None:
             if box.clickedButton() is delete:
-                self.sig_delete.emit(cid)
+                for cid in ids:
+                    self.sig_delete.emit(cid)
 
         box.finished.connect(finished)
         box.open()
@@ -460,17 +341,25 @@ class ConversationList(QWidget):
 
     def _on_list_menu(self, pos) -> None:
         it = self.list.itemAt(pos)
-        if it is None:
-            return
+        menu = self.menu_for(it) if it is not None else None
+        if menu is not None:
+            menu.exec(self.list.mapToGlobal(pos))
+
+    def menu_for(self, it: QListWidgetItem) -> QMenu | None:
+        """The right-click menu of line ``it``: a conversation's (when it is one of several chosen:
+        theirs), a folder's, or None for a day's line."""
         menu = QMenu(self)
-        if it.data(Qt.ItemDataRole.UserRole) is not None:
+        ids = self.selected_ids()
+        if it.data(Qt.ItemDataRole.UserRole) is not None and it.isSelected() and len(ids) > 1:
+            fill_many_menu(self, menu, ids)
+        elif it.data(Qt.ItemDataRole.UserRole) is not None:
             self.list.setCurrentItem(it)
             self.fill_menu(menu, it)
-        elif it.data(_KIND_ROLE) == "folder":
-            fill_folder_menu(self, menu, it.data(_FOLDER_ROLE))
+        elif it.data(KIND_ROLE) == "folder":
+            fill_folder_menu(self, menu, it.data(FOLDER_ROLE))
         else:
-            return
-        menu.exec(self.list.mapToGlobal(pos))
+            return None
+        return menu
 
     def ask_folder_name(self, title: str, text: str, done: Any) -> None:
         """Ask for a folder's name (``text`` proposed), without blocking; ``done(name)`` once given."""
@@ -478,10 +367,10 @@ class ConversationList(QWidget):
 
     def fill_menu(self, menu: QMenu, it: QListWidgetItem) -> None:
         """The actions of a conversation's menu in the list."""
-        cid, pinned = it.data(Qt.ItemDataRole.UserRole), bool(it.data(_PINNED_ROLE))
+        cid, pinned = it.data(Qt.ItemDataRole.UserRole), bool(it.data(PINNED_ROLE))
         pin = menu.addAction("Unpin" if pinned else "Pin to top", lambda: self.sig_pin.emit(cid, not pinned))
         pin.setObjectName("unpinConversation" if pinned else "pinConversation")
-        fill_move_menu(self, menu.addMenu("Move to folder"), cid, it.data(_FOLDER_ROLE))
+        fill_move_menu(self, menu.addMenu("Move to folder"), [cid])
         menu.addAction("Rename", self.rename_selected)
         menu.addAction("Name with the model", lambda: self.sig_name.emit(cid)).setObjectName("nameWithModel")
         menu.addAction("Copy as Markdown", lambda: self.sig_copy.emit(cid))

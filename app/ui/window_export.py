@@ -28,6 +28,7 @@ class ExportController(WindowPart):
         self.conversations = conversations
         conversations.list.sig_export.connect(self.export_conversation)
         conversations.list.sig_copy.connect(self.copy_markdown)
+        conversations.list.sig_export_many.connect(lambda ids: self.export_all(ids=ids))
         self.export_dialog: Any = None  # the open export or import file dialog, if any
         self.export_dir: str | None = None  # where the last export went (the next dialog opens there)
 
@@ -102,20 +103,22 @@ class ExportController(WindowPart):
         self.export_dialog = dlg
         dlg.open()
 
-    def export_all(self, folder: str | None = None) -> bool:
-        """Every chat as JSON (what Import reads back) in a new folder made in ``folder``
-        (``app.storage.backup.export_all``), written off the UI thread; without ``folder`` a
-        folder dialog asks where. The status bar says where they went, or how far it got."""
+    def export_all(self, folder: str | None = None, *, ids: list[int] | None = None) -> bool:
+        """Every chat (or those of ``ids``: several chosen in the list) as JSON, what Import reads
+        back, in a new folder made in ``folder`` (``app.storage.backup.export_all``), written off
+        the UI thread; without ``folder`` a folder dialog asks where. The status bar says where
+        they went, or how far it got."""
         if folder is None:
             from PySide6.QtWidgets import QFileDialog
 
+            what = "all chats" if ids is None else f"{len(ids)} chats"
             dlg = QFileDialog(
-                self.window, "Export all chats to a new folder in…", self.export_dir or str(Path.home())
+                self.window, f"Export {what} to a new folder in…", self.export_dir or str(Path.home())
             )
             dlg.setObjectName("exportAllDialog")
             dlg.setFileMode(QFileDialog.FileMode.Directory)
             dlg.setOption(QFileDialog.Option.ShowDirsOnly, True)
-            dlg.fileSelected.connect(lambda chosen: self.export_all(chosen))
+            dlg.fileSelected.connect(lambda chosen: self.export_all(chosen, ids=ids))
             self.export_dialog = dlg
             dlg.open()
             return True
@@ -128,9 +131,9 @@ class ExportController(WindowPart):
             n = len(result.files)
             bar.showMessage(f"Exported {n} chat{'' if n == 1 else 's'} to {result.folder}", 12000)
 
-        bar.showMessage("Exporting every chat…", 8000)
+        bar.showMessage("Exporting every chat…" if ids is None else f"Exporting {len(ids)} chats…", 8000)
         return self.tasks.run(
-            lambda: export_all(self.state.history, folder),
+            lambda: export_all(self.state.history, folder, ids=ids),
             done,
             lambda why: bar.showMessage(f"Could not export the chats: {why}", 15000),
         )

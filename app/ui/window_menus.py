@@ -37,6 +37,7 @@ SHORTCUTS = (
     ("Left / Right (in the list)", "Fold or unfold the folder; Left from a chat: its folder"),
     ("F2 (in the list)", "Rename the chat or the folder"),
     ("Menu, Shift+F10 (in the list)", "The line's menu"),
+    ("Ctrl+click, Shift+click (in the list)", "Choose several chats: move, export or delete them together"),
     ("Ctrl+B", "Show or hide the conversation list"),
     ("Ctrl+T", "Show or hide the tool-call panel"),
     ("Ctrl+= / Ctrl+- / Ctrl+0", "Larger, smaller or the usual chat text"),

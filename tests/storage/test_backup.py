@@ -132,3 +132,9 @@ def test_files_read_back_one_by_one_each_says_why_it_cannot_be(tmp_path):
         read[1][1] == "the file is not a chat exported by Callisto (its format is not callisto.conversation)"
     )
     assert read[2][1] == "No such file or directory"
+
+
+def test_the_chats_chosen_are_written_and_no_other(tmp_path):
+    h, ids = _history(tmp_path / "history.db")
+    done = export_all(h, tmp_path, ids=[ids["maths"], ids["garden"], 99_999], now=NOW)  # 99999: none
+    assert sorted(p.name for p in done.files) == ["Garden roses tulips.json", "Maths.json"]

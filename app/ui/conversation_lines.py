@@ -1,0 +1,169 @@
+"""The conversation list's lines (``ConversationList.list``): what each line holds (its roles), the
+keys that move over the lines and fold the folders, and a conversation dragged onto a folder."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QByteArray, QMimeData, Qt, Signal
+from PySide6.QtGui import QDrag, QDragEnterEvent, QDragMoveEvent, QDropEvent, QKeyEvent, QMouseEvent
+from PySide6.QtWidgets import QAbstractItemView, QListWidget, QListWidgetItem
+
+from app.ui.conversation_folders import FOLDER_KEYS
+
+__all__ = ["CONVERSATION_MIME", "FOLDER_ROLE", "KIND_ROLE", "PINNED", "PINNED_ROLE", "ConversationLines"]
+
+CONVERSATION_MIME = "application/x-callisto-conversation"  # conversations dragged in the list: their ids
+
+PINNED = "Pinned"  # the header of the pinned conversations, first in the list
+KIND_ROLE = Qt.ItemDataRole.UserRole + 1  # a header's kind: "header" (a group) or "folder"
+PINNED_ROLE = Qt.ItemDataRole.UserRole + 2
+FOLDER_ROLE = Qt.ItemDataRole.UserRole + 3  # a conversation's folder; a folder header's name
+
+_NOT_A_TARGET = object()  # a drop there files the conversation nowhere new
+
+
+def _drop_folder(item: QListWidgetItem | None) -> object:
+    """The folder a conversation dropped on ``item`` goes in: a folder's line or a chat in it gives
+    that folder, a day's line, a chat in none or the space below the list gives None (out of its
+    folder); the pinned chats are no target (:data:`_NOT_A_TARGET`)."""
+    if item is None:
+        return None
+    if item.data(KIND_ROLE) == "folder":
+        return item.data(FOLDER_ROLE)
+    if item.data(PINNED_ROLE) or (item.data(KIND_ROLE) == "header" and item.text() == PINNED):
+        return _NOT_A_TARGET
+    return item.data(FOLDER_ROLE) if item.data(Qt.ItemDataRole.UserRole) is not None else None
+
+
+class ConversationLines(QListWidget):
+    """Several lines may be selected (Ctrl+click, Shift+click); the Delete key deletes the selected
+    conversations (after asking); conversations dragged onto a folder (its line or a chat in it)
+    move there, onto the chats in no folder out of theirs. Files dragged from outside are the
+    window's (``window_drops``)."""
+
+    sig_delete_key = Signal()
+    sig_drop_folder = Signal(int, object)  # each conversation dropped: its id, the folder (None: none)
+    sig_open_key = Signal(int)  # Enter on a conversation: its id
+    sig_folder_key = Signal(str, str)  # a key on a folder's line: its name, what (see FOLDER_KEYS)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.setDragEnabled(True)
+        self.setAcceptDrops(True)
+        self.setDragDropMode(QAbstractItemView.DragDropMode.DragDrop)
+        self.setDropIndicatorShown(True)
+        # Ctrl+click and Shift+click (Shift+Up/Down) choose several, for Move, Export and Delete
+        self.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
+
+    #: a click being handled was made with Ctrl or Shift held: it chooses lines, it opens nothing
+    choosing = False
+
+    def mouseReleaseEvent(self, e: QMouseEvent) -> None:  # noqa: N802 (Qt API)
+        mods = e.modifiers()
+        self.choosing = bool(mods & (Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.ShiftModifier))
+        try:
+            super().mouseReleaseEvent(e)  # (itemClicked, read by the list)
+        finally:
+            self.choosing = False
+
+    def keyPressEvent(self, e: QKeyEvent) -> None:  # noqa: N802 (Qt API)
+        """As a tree's keys: on a folder's line Left folds, Right unfolds (then goes to its first
+        chat), Enter or Space folds or unfolds, F2 renames; on a chat in a folder Left goes to the
+        folder's line; Enter opens a chat; the Menu key (Shift+F10) opens the line's menu."""
+        it, key = self.currentItem(), e.key()
+        if it is None:
+            super().keyPressEvent(e)
+            return
+        shift = bool(e.modifiers() & Qt.KeyboardModifier.ShiftModifier)
+        folder, cid = it.data(FOLDER_ROLE), it.data(Qt.ItemDataRole.UserRole)
+        is_folder = it.data(KIND_ROLE) == "folder"
+        if key == Qt.Key.Key_Menu or (key == Qt.Key.Key_F10 and shift):
+            self.customContextMenuRequested.emit(self.visualItemRect(it).center())
+        elif key in (Qt.Key.Key_Delete, Qt.Key.Key_Backspace):
+            self.sig_delete_key.emit()
+        elif is_folder and key in FOLDER_KEYS:
+            self.sig_folder_key.emit(folder, FOLDER_KEYS[key])
+        elif cid is not None and key in (Qt.Key.Key_Return, Qt.Key.Key_Enter):
+            self.sig_open_key.emit(cid)
+        elif cid is not None and key == Qt.Key.Key_Left and folder and not it.data(PINNED_ROLE):
+            self.setCurrentItem(self.folder_line(folder))  # type: ignore[arg-type]  # (listed with it)
+        else:
+            super().keyPressEvent(e)
+
+    def folder_line(self, name: str) -> QListWidgetItem | None:
+        """The header line of the folder ``name``, when listed."""
+        items = (self.item(i) for i in range(self.count()))
+        return next(
+            (it for it in items if it.data(KIND_ROLE) == "folder" and it.data(FOLDER_ROLE) == name), None
+        )
+
+    def item_for(self, cid: int) -> QListWidgetItem | None:
+        """The line of conversation ``cid``, if listed."""
+        items = (self.item(i) for i in range(self.count()))
+        return next((it for it in items if it.data(Qt.ItemDataRole.UserRole) == cid), None)
+
+    def mimeTypes(self) -> list[str]:  # noqa: N802 (Qt API)
+        return [CONVERSATION_MIME]
+
+    def mimeData(self, items) -> QMimeData:  # noqa: N802 (Qt API)
+        ids = [
+            str(it.data(Qt.ItemDataRole.UserRole))
+            for it in items
+            if it.data(Qt.ItemDataRole.UserRole) is not None
+        ]
+        data = QMimeData()
+        data.setData(CONVERSATION_MIME, QByteArray(",".join(ids).encode("ascii")))
+        return data
+
+    def startDrag(self, actions) -> None:  # noqa: N802 (Qt API)
+        """The drag of the selected conversations; the list is never changed by it (the history
+        is, and the list is shown again from it)."""
+        items = [it for it in self.selectedItems() if it.data(Qt.ItemDataRole.UserRole) is not None]
+        if not items:
+            return
+        drag = QDrag(self)
+        drag.setMimeData(self.mimeData(items))
+        drag.exec(Qt.DropAction.MoveAction)
+
+    def _dropped(self, e: QDropEvent) -> tuple[list[int], object] | None:
+        """The conversations a drag holds that a drop at its place would file in another folder,
+        and that folder; None when it would move none."""
+        mime = e.mimeData()
+        if mime is None or not mime.hasFormat(CONVERSATION_MIME):
+            return None
+        try:
+            ids = [
+                int(part) for part in bytes(mime.data(CONVERSATION_MIME).data()).decode("ascii").split(",")
+            ]
+        except (ValueError, UnicodeDecodeError):
+            return None
+        folder = _drop_folder(self.itemAt(e.position().toPoint()))
+        if folder is _NOT_A_TARGET:
+            return None
+        sources = ((cid, self.item_for(cid)) for cid in ids)
+        moved = [cid for cid, it in sources if it is not None and it.data(FOLDER_ROLE) != folder]
+        return (moved, folder) if moved else None
+
+    def dragEnterEvent(self, e: QDragEnterEvent) -> None:  # noqa: N802 (Qt API)
+        mime = e.mimeData()
+        if mime is None or not mime.hasFormat(CONVERSATION_MIME):
+            e.ignore()  # files from outside: the window's
+            return
+        e.acceptProposedAction()
+
+    def dragMoveEvent(self, e: QDragMoveEvent) -> None:  # noqa: N802 (Qt API)
+        if self._dropped(e) is None:
+            e.ignore()
+            return
+        super().dragMoveEvent(e)  # (the drop indicator)
+        e.acceptProposedAction()
+
+    def dropEvent(self, e: QDropEvent) -> None:  # noqa: N802 (Qt API)
+        found = self._dropped(e)
+        if found is None:
+            e.ignore()
+            return
+        e.setDropAction(Qt.DropAction.CopyAction)  # (nothing for the drag to take away)
+        e.accept()
+        ids, folder = found
+        for cid in ids:
+            self.sig_drop_folder.emit(cid, folder)

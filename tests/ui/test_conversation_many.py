@@ -1,0 +1,138 @@
+"""Several conversations chosen at once in the real window's list, over real SQLite and real files:
+Ctrl+click and Shift+click choose (nothing opens), and the chosen ones are moved to a folder,
+dragged onto one, exported to a new folder or deleted (after one question) together; a plain
+click opens one chat and chooses it alone again."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6.QtCore import QPointF, Qt
+from PySide6.QtGui import QDropEvent
+from PySide6.QtWidgets import QMenu, QMessageBox
+
+from tests.support.history import history_of_chats
+
+TIMEOUT = 30_000
+CTRL, SHIFT = Qt.KeyboardModifier.ControlModifier, Qt.KeyboardModifier.ShiftModifier
+
+
+def _click(qtbot, lst, cid: int, modifier=Qt.KeyboardModifier.NoModifier) -> None:
+    rect = lst.list.visualItemRect(lst.item_for(cid))
+    qtbot.mouseClick(lst.list.viewport(), Qt.MouseButton.LeftButton, modifier, rect.center())
+
+
+def _texts(menu: QMenu) -> list[str]:
+    return [a.text() for a in menu.actions() if not a.isSeparator()]
+
+
+def _action(menu: QMenu, text: str):
+    (action,) = [a for a in menu.actions() if a.text() == text]
+    return action
+
+
+def _window(qtbot, make_window):
+    h, ids = history_of_chats(["Garden", "Taxes", "Trip", "Zoo"])
+    w = make_window(None, history=h)
+    with qtbot.waitActive(w):
+        w.activateWindow()
+    return w, h, ids
+
+
+def test_ctrl_and_shift_click_choose_several_and_a_plain_click_opens_one(qtbot, make_window):
+    w, _h, (garden, taxes, trip, zoo) = _window(qtbot, make_window)
+    lst = w.conversations_ctl.list
+    assert lst.ids() == [zoo, trip, taxes, garden]
+    _click(qtbot, lst, zoo)
+    assert w.conversation_id == zoo and lst.selected_ids() == [zoo]
+    _click(qtbot, lst, taxes, CTRL)
+    assert lst.selected_ids() == [zoo, taxes] and w.conversation_id == zoo  # nothing opened
+    _click(qtbot, lst, garden, SHIFT)  # from the last clicked to this one, the others kept
+    assert lst.selected_ids() == [zoo, taxes, garden] and w.conversation_id == zoo
+    assert lst.btn_delete.text() == "Delete 3" and not lst.btn_rename.isEnabled()
+    _click(qtbot, lst, taxes, CTRL)  # Ctrl+click on a chosen one: out of the chosen
+    assert lst.selected_ids() == [zoo, garden] and w.conversation_id == zoo
+    assert lst.btn_delete.text() == "Delete 2"
+    _click(qtbot, lst, trip)  # a plain click: that chat, alone
+    assert w.conversation_id == trip and lst.selected_ids() == [trip]
+    assert lst.btn_delete.text() == "Delete" and lst.btn_rename.isEnabled()
+
+
+def test_the_chosen_chats_move_to_a_folder_together_from_their_menu_or_by_a_drag(qtbot, make_window):
+    w, h, (garden, taxes, trip, zoo) = _window(qtbot, make_window)
+    lst = w.conversations_ctl.list
+    _click(qtbot, lst, zoo)
+    _click(qtbot, lst, taxes, CTRL)
+    menu = lst.menu_for(lst.item_for(taxes))
+    assert _texts(menu) == ["Move 2 chats to folder", "Export 2 chats…", "Delete 2 chats…"]
+    move = _action(menu, "Move 2 chats to folder").menu()
+    assert _texts(move) == ["New folder…"]  # no folder yet, and none of them in one
+    _action(move, "New folder…").trigger()
+    lst.folder_dialog.setTextValue("Errands")
+    lst.folder_dialog.accept()
+    assert h.get_conversation(zoo).folder == "Errands" and h.get_conversation(taxes).folder == "Errands"
+    assert lst.headers() == ["▾ Errands (2)", "Today"]
+
+    # dragged together: Trip and one already in Errands onto the folder's line; then out of it
+    lst.list.clearSelection()
+    for cid in (trip, taxes):
+        lst.item_for(cid).setSelected(True)
+    mime = lst.list.mimeData(lst.list.selectedItems())
+    target = lst.list.visualItemRect(lst.folder_item("Errands")).center()
+    drop = QDropEvent(
+        QPointF(target),
+        Qt.DropAction.MoveAction,
+        mime,
+        Qt.MouseButton.LeftButton,
+        Qt.KeyboardModifier.NoModifier,
+    )
+    lst.list.dropEvent(drop)
+    assert drop.isAccepted() and h.get_conversation(trip).folder == "Errands"
+    assert lst.headers() == ["▾ Errands (3)", "Today"]
+
+    for cid in (trip, zoo):
+        lst.item_for(cid).setSelected(True)
+    move = _action(lst.menu_for(lst.item_for(zoo)), "Move 2 chats to folder").menu()
+    assert _texts(move) == ["Errands", "New folder…", "Remove from “Errands”"]
+    assert not _action(move, "Errands").isEnabled()
+    _action(move, "Remove from “Errands”").trigger()
+    assert [h.get_conversation(c).folder for c in (garden, taxes, trip, zoo)] == [None, "Errands", None, None]
+
+
+def test_the_chosen_chats_are_exported_together_to_a_new_folder(qtbot, make_window, tmp_path):
+    w, _h, (garden, taxes, trip, zoo) = _window(qtbot, make_window)
+    lst = w.conversations_ctl.list
+    _click(qtbot, lst, garden)
+    _click(qtbot, lst, trip, CTRL)
+    _action(lst.menu_for(lst.item_for(trip)), "Export 2 chats…").trigger()
+    dlg = w.conversations_ctl.exports.export_dialog
+    assert dlg.isVisible() and dlg.windowTitle() == "Export 2 chats to a new folder in…"
+    dlg.fileSelected.emit(str(tmp_path))
+    dlg.reject()
+    qtbot.waitUntil(
+        lambda: w.statusBar().currentMessage().startswith("Exported 2 chats to "), timeout=TIMEOUT
+    )
+    folder = Path(w.statusBar().currentMessage().removeprefix("Exported 2 chats to "))
+    assert sorted(p.name for p in folder.iterdir()) == ["Garden.json", "Trip.json"]
+
+
+def test_the_chosen_chats_are_deleted_together_after_one_question(qtbot, make_window):
+    w, h, (garden, taxes, trip, zoo) = _window(qtbot, make_window)
+    lst = w.conversations_ctl.list
+    _click(qtbot, lst, trip)  # the open one, among them
+    _click(qtbot, lst, zoo, CTRL)
+    _click(qtbot, lst, garden, CTRL)
+    lst.list.setFocus()
+    qtbot.keyClick(lst.list, Qt.Key.Key_Delete)
+    box = lst.confirm_box
+    assert isinstance(box, QMessageBox) and box.isVisible() and box.windowTitle() == "Delete conversations"
+    assert box.text() == "Delete these 3 conversations and all their messages? This cannot be undone."
+    box.button(QMessageBox.StandardButton.Cancel).click()
+    assert len(h.list_conversations()) == 4  # Cancel: nothing
+
+    _action(lst.menu_for(lst.item_for(zoo)), "Delete 3 chats…").trigger()
+    box = lst.confirm_box
+    (delete,) = [b for b in box.buttons() if b.text() == "Delete"]
+    delete.click()
+    assert [c.id for c in h.list_conversations()] == [taxes] and lst.ids() == [taxes]
+    assert w.conversation_id is None and w.windowTitle() == "Callisto"  # the open one went: a new chat
