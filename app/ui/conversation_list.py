@@ -275,8 +275,11 @@ class ConversationList(QWidget):
         self.current_id = cid
         item = self.item_for(cid) if cid is not None else None
         self._filling = True
-        self.list.setCurrentItem(item)  # type: ignore[arg-type]  # None clears the selection
+        self.list.setCurrentItem(item)  # type: ignore[arg-type]  # (None: no current line)
+        if item is None:
+            self.list.clearSelection()  # nothing chosen is left behind for Delete
         self._filling = False
+        self._update_buttons()
 
     def selected_ids(self) -> list[int]:
         """The conversations selected, as listed: the current one, or several (Ctrl/Shift+click)."""

@@ -136,3 +136,12 @@ def test_the_chosen_chats_are_deleted_together_after_one_question(qtbot, make_wi
     delete.click()
     assert [c.id for c in h.list_conversations()] == [taxes] and lst.ids() == [taxes]
     assert w.conversation_id is None and w.windowTitle() == "Callisto"  # the open one went: a new chat
+
+
+def test_a_new_chat_leaves_nothing_chosen_behind(qtbot, make_window):
+    w, _h, (garden, taxes, trip, zoo) = _window(qtbot, make_window)
+    lst = w.conversations_ctl.list
+    _click(qtbot, lst, zoo)
+    _click(qtbot, lst, trip, CTRL)
+    w.new_chat()
+    assert lst.selected_ids() == [] and not lst.btn_delete.isEnabled() and lst.btn_delete.text() == "Delete"
