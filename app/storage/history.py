@@ -42,7 +42,7 @@ import sqlite3
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal, TypedDict, TypeVar, Unpack
@@ -412,6 +412,15 @@ def _fts_query(text: str) -> str:
     return " ".join('"' + t.replace('"', '""') + '"*' for t in terms)
 
 
+def _around(text: str, word: str, reach: int = 40) -> str:
+    """A few words of ``text`` around the first ``word`` in it (case aside), cut with "…"."""
+    at = text.casefold().find(word.casefold())
+    if at < 0:
+        return text[: 2 * reach] + ("…" if len(text) > 2 * reach else "")
+    start, end = max(0, at - reach), min(len(text), at + len(word) + reach)
+    return ("…" if start else "") + text[start:end] + ("…" if end < len(text) else "")
+
+
 def _like_pattern(text: str) -> str:
     return "%" + text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
 
@@ -775,6 +784,41 @@ class History:
             "ORDER BY c.updated DESC, c.id DESC LIMIT ?"
         )
         return [_conv(r) for r in self._read(sql, [*title_params, *msg_params, limit])]
+
+    def search_snippets(self, query: str, ids: Iterable[int]) -> dict[int, str]:
+        """For each conversation of ``ids`` whose messages match ``query`` (as :meth:`search`
+        matches them), a few words around the match in its first such message, on one line, cut
+        with "…" (a conversation found by its title or folder alone has none)."""
+        words, chosen = query.split(), list(ids)
+        if not words or not chosen:
+            return {}
+        marks = ",".join("?" * len(chosen))
+        if self.has_fts:
+            sql = (
+                "SELECT m.conversation_id, snippet(messages_fts, -1, '', '', '…', 8) "
+                "FROM messages_fts f JOIN messages m ON m.id = f.rowid "
+                f"WHERE messages_fts MATCH ? AND m.conversation_id IN ({marks}) ORDER BY m.position"
+            )
+            rows = self._read(sql, [_fts_query(query), *chosen])
+        else:
+            where = " AND ".join(
+                "(m.content LIKE ? ESCAPE '\\' OR coalesce(m.reasoning, '') LIKE ? ESCAPE '\\')"
+                for _ in words
+            )
+            sql = (
+                "SELECT m.conversation_id, CASE WHEN m.content LIKE ? ESCAPE '\\' THEN m.content "
+                f"ELSE m.reasoning END FROM messages m WHERE {where} AND m.conversation_id IN ({marks}) "
+                "ORDER BY m.position"
+            )
+            params = [p for w in words for p in (_like_pattern(w), _like_pattern(w))]
+            rows = [
+                (cid, _around(text or "", words[0]))
+                for cid, text in self._read(sql, [_like_pattern(words[0]), *params, *chosen])
+            ]
+        found: dict[int, str] = {}
+        for cid, text in rows:
+            found.setdefault(cid, " ".join(str(text).split()))
+        return found
 
     def load_conversation(self, conversation_id: int) -> Conversation:
         """The conversation with its messages (in position order) and their tool calls."""

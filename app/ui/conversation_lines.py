@@ -3,13 +3,40 @@ keys that move over the lines and fold the folders, and a conversation dragged o
 
 from __future__ import annotations
 
-from PySide6.QtCore import QByteArray, QMimeData, Qt, Signal
-from PySide6.QtGui import QDrag, QDragEnterEvent, QDragMoveEvent, QDropEvent, QKeyEvent, QMouseEvent
-from PySide6.QtWidgets import QAbstractItemView, QListWidget, QListWidgetItem
+from PySide6.QtCore import QByteArray, QMimeData, QModelIndex, QPersistentModelIndex, QRect, QSize, Qt, Signal
+from PySide6.QtGui import (
+    QDrag,
+    QDragEnterEvent,
+    QDragMoveEvent,
+    QDropEvent,
+    QFont,
+    QFontMetrics,
+    QKeyEvent,
+    QMouseEvent,
+    QPainter,
+    QPalette,
+)
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QApplication,
+    QListWidget,
+    QListWidgetItem,
+    QStyle,
+    QStyledItemDelegate,
+    QStyleOptionViewItem,
+)
 
 from app.ui.conversation_folders import FOLDER_KEYS
 
-__all__ = ["CONVERSATION_MIME", "FOLDER_ROLE", "KIND_ROLE", "PINNED", "PINNED_ROLE", "ConversationLines"]
+__all__ = [
+    "CONVERSATION_MIME",
+    "FOLDER_ROLE",
+    "KIND_ROLE",
+    "PINNED",
+    "PINNED_ROLE",
+    "SNIPPET_ROLE",
+    "ConversationLines",
+]
 
 CONVERSATION_MIME = "application/x-callisto-conversation"  # conversations dragged in the list: their ids
 
@@ -17,6 +44,67 @@ PINNED = "Pinned"  # the header of the pinned conversations, first in the list
 KIND_ROLE = Qt.ItemDataRole.UserRole + 1  # a header's kind: "header" (a group) or "folder"
 PINNED_ROLE = Qt.ItemDataRole.UserRole + 2
 FOLDER_ROLE = Qt.ItemDataRole.UserRole + 3  # a conversation's folder; a folder header's name
+SNIPPET_ROLE = Qt.ItemDataRole.UserRole + 4  # a search's result: the words around its match
+
+
+def _small(font: QFont) -> QFont:
+    small = QFont(font)
+    small.setPointSizeF(max(7.0, font.pointSizeF() * 0.85))
+    return small
+
+
+class _SnippetLines(QStyledItemDelegate):
+    """A search's result is two lines: its title, and under it, smaller and paler, the words around
+    the match (:data:`SNIPPET_ROLE`); any other line is drawn as usual."""
+
+    def paint(
+        self, painter: QPainter, option: QStyleOptionViewItem, index: QModelIndex | QPersistentModelIndex
+    ) -> None:
+        snippet = index.data(SNIPPET_ROLE)
+        if not snippet:
+            super().paint(painter, option, index)
+            return
+        opt = QStyleOptionViewItem(option)
+        self.initStyleOption(opt, index)
+        title, opt.text = opt.text, ""
+        widget = opt.widget  # type: ignore[attr-defined]
+        style = widget.style() if widget is not None else QApplication.style()
+        style.drawControl(QStyle.ControlElement.CE_ItemViewItem, opt, painter, widget)
+        margin = style.pixelMetric(QStyle.PixelMetric.PM_FocusFrameHMargin, None, widget) + 1  # (Qt's own)
+        rect = style.subElementRect(QStyle.SubElement.SE_ItemViewItemText, opt, widget).adjusted(
+            margin, 0, -margin, 0
+        )
+        selected = bool(opt.state & QStyle.StateFlag.State_Selected)  # type: ignore[attr-defined]
+        palette = opt.palette  # type: ignore[attr-defined]
+        line = QFontMetrics(opt.font).lineSpacing()  # type: ignore[attr-defined]
+        small = _small(opt.font)  # type: ignore[attr-defined]
+        painter.save()
+        painter.setPen(
+            palette.color(QPalette.ColorRole.HighlightedText if selected else QPalette.ColorRole.Text)
+        )
+        painter.setFont(opt.font)  # type: ignore[attr-defined]
+        head = QRect(rect.left(), rect.top() + 2, rect.width(), line)
+        flags = int(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter)
+        painter.drawText(
+            head, flags, QFontMetrics(opt.font).elidedText(title, Qt.TextElideMode.ElideRight, rect.width())
+        )  # type: ignore[attr-defined]
+        painter.setFont(small)
+        if not selected:
+            painter.setPen(palette.color(QPalette.ColorRole.PlaceholderText))
+        below = QRect(rect.left(), head.bottom() + 1, rect.width(), QFontMetrics(small).lineSpacing())
+        painter.drawText(
+            below,
+            flags,
+            QFontMetrics(small).elidedText(str(snippet), Qt.TextElideMode.ElideRight, rect.width()),
+        )
+        painter.restore()
+
+    def sizeHint(self, option: QStyleOptionViewItem, index: QModelIndex | QPersistentModelIndex) -> QSize:
+        size = super().sizeHint(option, index)
+        if index.data(SNIPPET_ROLE):
+            size.setHeight(size.height() + QFontMetrics(_small(option.font)).lineSpacing() + 4)  # type: ignore[attr-defined]
+        return size
+
 
 _NOT_A_TARGET = object()  # a drop there files the conversation nowhere new
 
@@ -53,6 +141,7 @@ class ConversationLines(QListWidget):
         self.setDropIndicatorShown(True)
         # Ctrl+click and Shift+click (Shift+Up/Down) choose several, for Move, Export and Delete
         self.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
+        self.setItemDelegate(_SnippetLines(self))
 
     #: a click being handled was made with Ctrl or Shift held: it chooses lines, it opens nothing
     choosing = False

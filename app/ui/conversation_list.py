@@ -6,7 +6,7 @@ search finds nothing."""
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import date, datetime, timedelta
 from functools import partial
 from typing import Any
@@ -37,6 +37,7 @@ from app.ui.conversation_lines import (
     KIND_ROLE,
     PINNED,
     PINNED_ROLE,
+    SNIPPET_ROLE,
     ConversationLines,
 )
 from app.ui.labels import side_panel_layout
@@ -124,6 +125,7 @@ class ConversationList(QWidget):
         self.folders: list[str] = []  # every folder in the history, by name (Move to folder lists them)
         self.collapsed: set[str] = set()  # the folders shown folded
         self.folder_dialog: Any = None  # the open folder name dialog, if any
+        self.snippets: dict[int, str] = {}  # the search's words around its match, per conversation
         self._update_buttons()
 
     def _update_buttons(self) -> None:
@@ -158,16 +160,26 @@ class ConversationList(QWidget):
         item.setFlags(item.flags() | Qt.ItemFlag.ItemIsEditable)
         when = datetime.fromtimestamp(c.updated).strftime("%d %b %Y, %H:%M") if c.updated else ""
         place = f" · in {c.folder}" if c.folder else ""
-        item.setToolTip(f"{c.title or 'Untitled'}\n{c.message_count} messages · {when}{place}")
+        snippet = self.snippets.get(int(c.id))
+        item.setData(SNIPPET_ROLE, snippet)  # a search's result: drawn under its title
+        found = f"\n{snippet}" if snippet else ""
+        item.setToolTip(f"{c.title or 'Untitled'}\n{c.message_count} messages · {when}{place}{found}")
         self.list.addItem(item)
         item.setHidden(hidden)
         if c.id == self.current_id:
             self.list.setCurrentItem(item)
 
-    def set_conversations(self, conversations: list[Any], folders: Sequence[str] | None = None) -> None:
+    def set_conversations(
+        self,
+        conversations: list[Any],
+        folders: Sequence[str] | None = None,
+        snippets: Mapping[int, str] | None = None,
+    ) -> None:
         """Show ``conversations`` (the latest change first): the pinned under "Pinned", then each
         folder's by name (folded ones hidden, except in a search's results), then the others by day.
-        ``folders``: every folder in the history (default: those of ``conversations``)."""
+        ``folders``: every folder in the history (default: those of ``conversations``);
+        ``snippets``: a search's words around its match, per conversation, shown under its title."""
+        self.snippets = dict(snippets or {})
         self._filling = True
         cursor = self.list.currentItem()  # a folder's line the keyboard is on stays the current one
         on_folder = (

@@ -75,14 +75,16 @@ class ConversationsController(WindowPart):
     def refresh_conversations(self, query: str | None = None) -> None:
         """Show the conversations matching ``query`` (default: the search box's text), or all."""
         q = (self.list.search.text() if query is None else query).strip()
+        history = self.state.history
         try:
-            convs = self.state.history.search(q) if q else self.state.history.list_conversations()
-            folders = self.state.history.folders()
+            convs = history.search(q) if q else history.list_conversations()
+            folders = history.folders()
+            snippets = history.search_snippets(q, [c.id for c in convs]) if q else {}
         except Exception as exc:  # noqa: BLE001 - HistoryError and sqlite errors: said in the status bar
             self.window.statusBar().showMessage(f"Could not read the history: {exc}", 8000)
             return
         self.list.current_id = self.state.conversation_id
-        self.list.set_conversations(convs, folders)
+        self.list.set_conversations(convs, folders, snippets)
         self._show_title()
 
     def _show_title(self) -> None:

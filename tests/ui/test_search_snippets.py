@@ -1,0 +1,48 @@
+"""A search's results in the real window's list show, under each title, the words around the match
+in the chat's messages (real SQLite: FTS5), drawn smaller on a second line; a chat found by its
+title alone keeps one line, and the words go when the search is cleared."""
+
+from __future__ import annotations
+
+from app.storage.history import History, TurnMessage
+from app.ui.conversation_lines import SNIPPET_ROLE
+
+LONG = (
+    "Roses want a sunny place and deep soil. In spring, cut the old canes back to three buds and "
+    "feed them well; prune climbers after they flower, not before, or you lose the year's blooms."
+)
+
+
+def _search(w, text: str) -> None:
+    w.conversations_ctl.list.search.setText(text)
+    w.conversations_ctl.search_conversations(text)
+
+
+def test_the_words_around_the_match_are_shown_under_each_title(qtbot, make_window):
+    h = History()
+    garden = h.create_conversation("Garden").id
+    h.record_turn(
+        garden, None, [TurnMessage("user", "When do I prune roses?"), TurnMessage("assistant", LONG)]
+    )
+    climbers = h.create_conversation("Climbers").id  # found by its title alone
+    h.record_turn(climbers, None, [TurnMessage("user", "hello"), TurnMessage("assistant", "hi")])
+    w = make_window(None, history=h)
+    w.resize(900, 600)
+    w.show()
+    lst = w.conversations_ctl.list
+
+    _search(w, "climbers")
+    assert sorted(lst.ids()) == sorted([garden, climbers])
+    words = lst.item_for(garden).data(SNIPPET_ROLE)
+    assert "climbers" in words.lower() and words != LONG and "climbers" in lst.item_for(garden).toolTip()
+    assert lst.item_for(climbers).data(SNIPPET_ROLE) is None
+    two, one = (lst.list.visualItemRect(lst.item_for(c)).height() for c in (garden, climbers))
+    assert two > one  # a second line, under the title
+    assert lst.titles() == ["Climbers", "Garden"] or lst.titles() == [
+        "Garden",
+        "Climbers",
+    ]  # titles as they are
+
+    _search(w, "")
+    assert lst.item_for(garden).data(SNIPPET_ROLE) is None
+    assert lst.list.visualItemRect(lst.item_for(garden)).height() == one
