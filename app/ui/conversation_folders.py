@@ -93,12 +93,18 @@ def fill_move_menu(owner: ConversationList, menu: QMenu, ids: list[int]) -> None
 
 
 def fill_many_menu(owner: ConversationList, menu: QMenu, ids: list[int]) -> None:
-    """The menu of several conversations chosen (Ctrl/Shift+click): move, export, delete them."""
+    """The menu of several conversations chosen (Ctrl/Shift+click): move, name, export, delete them."""
     n = len(ids)
     fill_move_menu(owner, menu.addMenu(f"Move {n} chats to folder"), ids)
-    menu.addAction(f"Export {n} chats…", lambda: owner.sig_export_many.emit(list(ids))).setObjectName(
-        "exportMany"
-    )
+
+    def name_them() -> None:
+        for cid in ids:
+            owner.sig_name.emit(cid)
+
+    name = menu.addAction(f"Name {n} chats with the model", name_them)
+    name.setObjectName("nameManyWithModel")
+    export = menu.addAction(f"Export {n} chats…", lambda: owner.sig_export_many.emit(list(ids)))
+    export.setObjectName("exportMany")
     menu.addAction(f"Delete {n} chats…", owner.delete_selected).setObjectName("deleteMany")
 
 

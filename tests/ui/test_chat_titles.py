@@ -57,6 +57,27 @@ def test_a_chat_s_menu_names_it_with_the_model(qtbot, make_window):
     assert h.get_conversation(trip).title == "Trip" and w.conversation_id is None  # nothing else changed
 
 
+def test_several_chats_chosen_are_named_from_their_menu(qtbot, make_window):
+    h, (garden, taxes, trip) = history_of_chats(["Garden", "Taxes", "Trip"])
+    w = make_window(_title_model(), history=h)
+    lst = w.conversations_ctl.list
+    for cid in (garden, trip):
+        lst.item_for(cid).setSelected(True)
+    menu = lst.menu_for(lst.item_for(trip))
+    (action,) = [a for a in menu.actions() if a.objectName() == "nameManyWithModel"]
+    assert action.text() == "Name 2 chats with the model"
+    named: list[int] = []
+    w.worker.sig_named.connect(lambda cid, _title, _why: named.append(cid))
+    action.trigger()
+    qtbot.waitUntil(lambda: len(named) == 2, timeout=TIMEOUT)
+    assert sorted(named) == sorted([garden, trip]) and w.titles.pending == {}
+    assert [h.get_conversation(c).title for c in (garden, taxes, trip)] == [
+        "Roses in spring",
+        "Taxes",
+        "Roses in spring",
+    ]
+
+
 def test_what_cannot_be_named_says_why(qtbot, make_window):
     h = History()
     empty = h.create_conversation("Empty").id

@@ -64,7 +64,12 @@ def test_the_chosen_chats_move_to_a_folder_together_from_their_menu_or_by_a_drag
     _click(qtbot, lst, zoo)
     _click(qtbot, lst, taxes, CTRL)
     menu = lst.menu_for(lst.item_for(taxes))
-    assert _texts(menu) == ["Move 2 chats to folder", "Export 2 chats…", "Delete 2 chats…"]
+    assert _texts(menu) == [
+        "Move 2 chats to folder",
+        "Name 2 chats with the model",
+        "Export 2 chats…",
+        "Delete 2 chats…",
+    ]
     move = _action(menu, "Move 2 chats to folder").menu()
     assert _texts(move) == ["New folder…"]  # no folder yet, and none of them in one
     _action(move, "New folder…").trigger()
