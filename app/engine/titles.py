@@ -1,6 +1,7 @@
 """A conversation's title: the first words of its first message (what a new chat is called), or a
-few words the model writes for it (Settings -> Chat -> "Name new chats with the model", or a
-conversation's menu -> *Name with the model*).
+few words the model writes for it (Settings -> Chat -> *Name new chats*, or a conversation's menu
+-> *Name with the model*): a local model (:func:`model_title`) or a remote engine's
+(:func:`remote_title`, through its API, no tools offered).
 
 The model is asked once, greedily, for at most :data:`TITLE_TOKENS` tokens held by
 :data:`TITLE_GRAMMAR` to one line without the marks a title has no use for (quotes, Markdown, tags:
@@ -19,7 +20,10 @@ if TYPE_CHECKING:
     from app.engine.remote import Provider
 
 __all__ = [
+    "FIRST_WORDS",
     "MAX_TITLE",
+    "QUOTE",
+    "REMOTE_TITLE_TOKENS",
     "TITLE_GRAMMAR",
     "TITLE_TOKENS",
     "clean_title",

@@ -53,6 +53,8 @@ class ConversationsController(WindowPart):
         self.list.sig_search.connect(self.search_conversations)
         self.folders = FoldersController(kit, conversations=self)
         self.exports = ExportController(kit, conversations=self)
+        #: the chats this window made, and the title each was given from its first message
+        self.first_titles: dict[int, str] = {}
 
     def _on_conversation_saved(self, _cid: int) -> None:
         """A turn was saved: the list shows its conversation first, with its title."""
@@ -288,6 +290,7 @@ class ConversationsController(WindowPart):
                 system_prompt=self.state.chat_system,  # one given before the first message
             )
             self.state.conversation_id = conv.id
+            self.first_titles[conv.id] = title  # (a later title from the model replaces only this one)
             self._remember_conversation(conv.id)
             self.folders.file_new(conv.id)  # started in a folder: it goes there
             self.refresh_conversations()

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from app.engine.titles import title_from_message
 from app.ui.window_part import WindowKit, WindowPart
 
 if TYPE_CHECKING:
@@ -20,22 +19,24 @@ __all__ = ["TitlesController"]
 
 
 class TitlesController(WindowPart):
-    """Asks the model for a chat's title and files it. A chat named automatically is renamed only
-    while it still has the name it was given at first (one the person chose is kept); one asked for
-    from the menu is renamed whatever it is called, and a failure is said in the status bar."""
+    """Asks the model for a chat's title and files it. A new chat named automatically is renamed
+    only while it still has the title it was given from its first message (one the person chose
+    is kept); one asked for from the menu is renamed whatever it is called, and a failure is said
+    in the status bar."""
 
     def __init__(self, kit: WindowKit, *, conversations: ConversationsController, turn_done: SignalInstance):
         super().__init__(kit)
         self.conversations = conversations
-        #: the chats whose title the model is writing: asked from the menu (True) or automatic
-        self.pending: dict[int, bool] = {}
+        #: the chats whose title the model is writing: None, asked from the menu; automatic: the
+        #: title the chat had when it was asked (it is renamed only if it still has it)
+        self.pending: dict[int, str | None] = {}
         conversations.list.sig_name.connect(self.name)
         self.worker.sig_named.connect(self._named)
         turn_done.connect(self._after_turn)
 
     def _first_turn(self, cid: int) -> tuple[str, str, int] | None:
         """The chat's first message, its first reply's text ("" before one) and how many messages
-        it has sent; None when it has no message (or cannot be read)."""
+        the person has sent in it; None when it has no message (or cannot be read)."""
         try:
             messages = self.state.history.load_conversation(cid).messages
         except Exception:  # noqa: BLE001 - HistoryError, sqlite errors: nothing to name it from
@@ -59,7 +60,7 @@ class TitlesController(WindowPart):
         if self.state.model_info is None:
             bar.showMessage("Could not name the chat: no model is loaded. Load one first.", 8000)
             return False
-        self.pending[cid] = True
+        self.pending[cid] = None
         bar.showMessage("Naming the chat with the model…", 8000)
         self.worker.name_conversation(cid, first[0], first[1], asked=True)
         return True
@@ -75,30 +76,37 @@ class TitlesController(WindowPart):
             or self.state.model_info is None
         ):
             return
+        given = self.conversations.first_titles.get(cid)  # (None: a chat this window did not make)
         first = self._first_turn(cid)
-        if first is None or first[2] != 1 or not first[1].strip() or not self._named_at_first(cid, first[0]):
+        if (
+            given is None
+            or first is None
+            or first[2] != 1
+            or not first[1].strip()
+            or self._title(cid) != given
+        ):
             return
-        self.pending[cid] = False
+        self.pending[cid] = given
         self.worker.name_conversation(cid, first[0], first[1], asked=False)
 
-    def _named_at_first(self, cid: int, question: str) -> bool:
-        """The chat still has the name it was given from its first message (not one chosen since)."""
+    def _title(self, cid: int) -> str | None:
         try:
-            return self.state.history.get_conversation(cid).title == title_from_message(question)
-        except Exception:  # noqa: BLE001 - deleted meanwhile: not to be named
-            return False
+            return self.state.history.get_conversation(cid).title
+        except Exception:  # noqa: BLE001 - deleted meanwhile, sqlite errors: not to be named
+            return None
 
     def _named(self, cid: int, title: str, why: str) -> None:
-        asked = self.pending.pop(cid, False)
+        if cid not in self.pending:
+            return
+        had = self.pending.pop(cid)
+        asked = had is None
         bar = self.window.statusBar()
         if not title:
             if asked:
                 bar.showMessage(f"Could not name the chat: {why}.", 8000)
             return
-        if not asked:
-            first = self._first_turn(cid)
-            if first is None or not self._named_at_first(cid, first[0]):
-                return  # renamed by the person meanwhile: their name is kept
+        if not asked and self._title(cid) != had:
+            return  # renamed by the person meanwhile: their name is kept
         if self.conversations.write_history(
             "name the chat", lambda: self.state.history.rename_conversation(cid, title)
         ):

@@ -135,7 +135,7 @@ def test_a_chat_renamed_while_the_model_writes_its_title_keeps_the_person_s_name
     with qtbot.waitSignal(w.worker.sig_named, timeout=TIMEOUT) as named:
         send_turn(qtbot, w, "Plan my garden", timeout=TIMEOUT)
     cid = w.conversation_id
-    assert seen == [{cid: False}] and named.args == [cid, ALPHABET_TITLE, ""]  # written, and not used
+    assert seen == [{cid: "Plan my garden"}] and named.args == [cid, ALPHABET_TITLE, ""]  # written, not used
     assert w.state.history.get_conversation(cid).title == "My garden" and w.titles.pending == {}
 
 
@@ -153,3 +153,20 @@ def test_the_setting_is_in_settings_chat_and_saved(qtbot, make_window):
     assert not dlg.isVisible()
     assert w.state.settings.chat.name_chats is True
     assert load_settings()[0].chat.name_chats is True
+
+
+def test_a_new_chat_whose_first_message_holds_a_file_is_named_too(qtbot, make_window, tmp_path):
+    """Its title was given from the words typed; its stored first message also holds the file's
+    text. The model is asked, and the title is replaced, all the same."""
+    w = alphabet_window(qtbot, make_window)
+    w.state.settings.chat.name_chats = True
+    notes = tmp_path / "beds.txt"
+    notes.write_text("north bed: roses\nsouth bed: tulips\n", encoding="utf-8")
+    w.chat_ctl.files.add_paths([notes])
+    qtbot.waitUntil(lambda: [f.name for f in w.chat_ctl.files.pending.files] == ["beds.txt"], timeout=TIMEOUT)
+    with qtbot.waitSignal(w.worker.sig_named, timeout=TIMEOUT) as named:
+        send_turn(qtbot, w, "Plan these beds", timeout=TIMEOUT)
+    cid = w.conversation_id
+    stored = w.state.history.load_conversation(cid)
+    assert "south bed: tulips" in stored.messages[0].content  # the file's text is in the message
+    assert named.args == [cid, ALPHABET_TITLE, ""] and stored.title == ALPHABET_TITLE
