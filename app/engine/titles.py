@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 import threading
+import unicodedata
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -73,10 +74,13 @@ def title_prompt(question: str, answer: str) -> str:
 
 
 def clean_title(text: str) -> str | None:
-    """``text`` (the model's) as a title: one line, "Title:" and the quotes, brackets and full
-    stops around it taken off, spaces folded, at most :data:`MAX_TITLE` characters (cut at a word).
-    None when no letter or digit is left."""
+    """``text`` (the model's) as a title: one line without control or format characters, "Title:"
+    and the quotes, brackets and full stops around it taken off, spaces folded, at most
+    :data:`MAX_TITLE` characters (cut at a word). None when no letter or digit is left."""
     line = next((part for part in text.splitlines() if part.strip()), "")
+    # no control or format characters (a bidi override, a zero-width space): a remote model's
+    # words are held by no grammar, and a title is shown in the list, the title bar and a terminal
+    line = "".join(ch for ch in line if unicodedata.category(ch) not in ("Cc", "Cf"))
     line = _LEAD.sub("", " ".join(line.split()))
     line = line.strip(_EDGES + '"`*#').strip()
     if len(line) > MAX_TITLE:

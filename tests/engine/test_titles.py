@@ -34,6 +34,11 @@ from tests.ui.scripted_gguf import CHATML, write_scripted_gguf
         ("\n\nPlanning a trip\nand more lines", "Planning a trip"),
         ("Name tags for the party", "Name tags for the party"),  # a title that starts with "Name"
         ("load_model fails on Windows", "load_model fails on Windows"),
+        (
+            "Evil \u202etitle\u200b\x1b[31m",
+            "Evil title[31m",
+        ),  # a bidi override, a zero-width space, an escape
+        ("\u202e\u200b", None),
         ("...", None),
         ("  ", None),
         ("", None),
