@@ -93,8 +93,17 @@ def fill_move_menu(owner: ConversationList, menu: QMenu, ids: list[int]) -> None
 
 
 def fill_many_menu(owner: ConversationList, menu: QMenu, ids: list[int]) -> None:
-    """The menu of several conversations chosen (Ctrl/Shift+click): move, name, export, delete them."""
+    """The menu of several conversations chosen (Ctrl/Shift+click): pin (or unpin), move, name,
+    export, delete them."""
     n = len(ids)
+    pinned = set(owner.pinned_ids()).issuperset(ids)  # all of them: they are unpinned together
+
+    def pin_them() -> None:
+        for cid in ids:
+            owner.sig_pin.emit(cid, not pinned)
+
+    pin = menu.addAction(f"Unpin {n} chats" if pinned else f"Pin {n} chats to top", pin_them)
+    pin.setObjectName("unpinMany" if pinned else "pinMany")
     fill_move_menu(owner, menu.addMenu(f"Move {n} chats to folder"), ids)
 
     def name_them() -> None:

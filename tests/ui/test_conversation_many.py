@@ -65,6 +65,7 @@ def test_the_chosen_chats_move_to_a_folder_together_from_their_menu_or_by_a_drag
     _click(qtbot, lst, taxes, CTRL)
     menu = lst.menu_for(lst.item_for(taxes))
     assert _texts(menu) == [
+        "Pin 2 chats to top",
         "Move 2 chats to folder",
         "Name 2 chats with the model",
         "Export 2 chats…",
@@ -150,3 +151,24 @@ def test_a_new_chat_leaves_nothing_chosen_behind(qtbot, make_window):
     _click(qtbot, lst, trip, CTRL)
     w.new_chat()
     assert lst.selected_ids() == [] and not lst.btn_delete.isEnabled() and lst.btn_delete.text() == "Delete"
+
+
+def test_the_chosen_chats_are_pinned_and_unpinned_together(qtbot, make_window):
+    w, h, (garden, taxes, trip, zoo) = _window(qtbot, make_window)
+    lst = w.conversations_ctl.list
+
+    def choose(*ids: int):
+        lst.list.clearSelection()
+        for cid in ids:
+            lst.item_for(cid).setSelected(True)
+        return lst.menu_for(lst.item_for(ids[0]))
+
+    _click(qtbot, lst, garden)
+    _click(qtbot, lst, trip, CTRL)
+    _action(lst.menu_for(lst.item_for(trip)), "Pin 2 chats to top").trigger()
+    assert lst.pinned_ids() == [trip, garden] and h.get_conversation(garden).pinned
+    _action(choose(zoo, trip), "Pin 2 chats to top").trigger()  # one not pinned: both are pinned
+    assert sorted(lst.pinned_ids()) == sorted([garden, trip, zoo])
+    _action(choose(garden, trip), "Unpin 2 chats").trigger()  # all pinned: unpinned together
+    assert lst.pinned_ids() == [zoo] and not h.get_conversation(trip).pinned
+    assert not h.get_conversation(taxes).pinned
