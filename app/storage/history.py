@@ -55,6 +55,7 @@ from app.units import format_bytes
 __all__ = [
     "DEFAULT_MAX_IMAGE_BYTES",
     "MAX_FOLDER_NAME",
+    "MATCH_MARKS",
     "MESSAGE_STATUSES",
     "ROLES",
     "Conversation",
@@ -412,13 +413,26 @@ def _fts_query(text: str) -> str:
     return " ".join('"' + t.replace('"', '""') + '"*' for t in terms)
 
 
+#: what marks a search's match in :meth:`History.search_snippets`' words: before it, after it
+MATCH_MARKS = ("\x02", "\x03")
+
+
 def _around(text: str, word: str, reach: int = 40) -> str:
-    """A few words of ``text`` around the first ``word`` in it (case aside), cut with "…"."""
+    """A few words of ``text`` around the first ``word`` in it (case aside), the word marked
+    (:data:`MATCH_MARKS`), cut with "…"."""
+    text = text.replace(MATCH_MARKS[0], "").replace(MATCH_MARKS[1], "")
     at = text.casefold().find(word.casefold())
     if at < 0:
         return text[: 2 * reach] + ("…" if len(text) > 2 * reach else "")
     start, end = max(0, at - reach), min(len(text), at + len(word) + reach)
-    return ("…" if start else "") + text[start:end] + ("…" if end < len(text) else "")
+    found = MATCH_MARKS[0] + text[at : at + len(word)] + MATCH_MARKS[1]
+    return (
+        ("…" if start else "")
+        + text[start:at]
+        + found
+        + text[at + len(word) : end]
+        + ("…" if end < len(text) else "")
+    )
 
 
 def _like_pattern(text: str) -> str:
@@ -788,14 +802,15 @@ class History:
     def search_snippets(self, query: str, ids: Iterable[int]) -> dict[int, str]:
         """For each conversation of ``ids`` whose messages match ``query`` (as :meth:`search`
         matches them), a few words around the match in its first such message, on one line, cut
-        with "…" (a conversation found by its title or folder alone has none)."""
+        with "…", each matching word between :data:`MATCH_MARKS` (a conversation found by its
+        title or folder alone has none)."""
         words, chosen = query.split(), list(ids)
         if not words or not chosen:
             return {}
         marks = ",".join("?" * len(chosen))
         if self.has_fts:
             sql = (
-                "SELECT m.conversation_id, snippet(messages_fts, -1, '', '', '…', 8) "
+                "SELECT m.conversation_id, snippet(messages_fts, -1, char(2), char(3), '…', 8) "
                 "FROM messages_fts f JOIN messages m ON m.id = f.rowid "
                 f"WHERE messages_fts MATCH ? AND m.conversation_id IN ({marks}) ORDER BY m.position"
             )

@@ -26,6 +26,7 @@ from PySide6.QtWidgets import (
     QStyleOptionViewItem,
 )
 
+from app.storage.history import MATCH_MARKS
 from app.ui.conversation_folders import FOLDER_KEYS
 
 __all__ = [
@@ -36,6 +37,8 @@ __all__ = [
     "PINNED_ROLE",
     "SNIPPET_ROLE",
     "ConversationLines",
+    "fit_runs",
+    "snippet_runs",
 ]
 
 CONVERSATION_MIME = "application/x-callisto-conversation"  # conversations dragged in the list: their ids
@@ -47,15 +50,66 @@ FOLDER_ROLE = Qt.ItemDataRole.UserRole + 3  # a conversation's folder; a folder 
 SNIPPET_ROLE = Qt.ItemDataRole.UserRole + 4  # a search's result: the words around its match
 
 
-def _small(font: QFont) -> QFont:
+def _small(font: QFont, *, bold: bool = False) -> QFont:
     small = QFont(font)
     small.setPointSizeF(max(7.0, font.pointSizeF() * 0.85))
+    small.setBold(bold)
     return small
+
+
+def snippet_runs(text: str) -> list[tuple[str, bool]]:
+    """A search's words (``History.search_snippets``) as runs of (text, is a match)."""
+    start, end = MATCH_MARKS
+    runs: list[tuple[str, bool]] = []
+    bold, part = False, list[str]()
+    for ch in text + start:  # (the last mark flushes the last run)
+        if ch in (start, end):
+            if part:
+                runs.append(("".join(part), bold))
+            bold, part = ch == start, []
+        else:
+            part.append(ch)
+    return runs
+
+
+def fit_runs(
+    runs: list[tuple[str, bool]], width: int, normal: QFontMetrics, bold: QFontMetrics
+) -> list[tuple[str, bool]]:
+    """``runs`` as they fit in ``width`` pixels: all of them where there is room; else the words
+    before the first match are cut from the left ("…") so that the match starts within the first
+    third of the line, and what does not fit at the right is cut with "…"."""
+
+    def wide(text: str, is_match: bool) -> int:
+        return (bold if is_match else normal).horizontalAdvance(text)
+
+    if sum(wide(text, is_match) for text, is_match in runs) <= width:
+        return list(runs)
+    first = next((i for i, (_text, is_match) in enumerate(runs) if is_match), None)
+    if first is not None:
+        before = "".join(text for text, _m in runs[:first])
+        if wide(before, False) > width // 3:
+            kept = before
+            while kept and wide("…" + kept, False) > width // 3:
+                kept = kept[1:]
+            runs = [("…" + kept.lstrip(), False), *runs[first:]]
+    fitted: list[tuple[str, bool]] = []
+    room = width
+    for text, is_match in runs:
+        if wide(text, is_match) <= room:
+            fitted.append((text, is_match))
+            room -= wide(text, is_match)
+            continue
+        cut = (bold if is_match else normal).elidedText(text, Qt.TextElideMode.ElideRight, room)
+        if cut:
+            fitted.append((cut, is_match))
+        break
+    return fitted
 
 
 class _SnippetLines(QStyledItemDelegate):
     """A search's result is two lines: its title, and under it, smaller and paler, the words around
-    the match (:data:`SNIPPET_ROLE`); any other line is drawn as usual."""
+    the match, the match in bold and in view (:data:`SNIPPET_ROLE`, :func:`fit_runs`); any other
+    line is drawn as usual."""
 
     def paint(
         self, painter: QPainter, option: QStyleOptionViewItem, index: QModelIndex | QPersistentModelIndex
@@ -88,15 +142,17 @@ class _SnippetLines(QStyledItemDelegate):
         painter.drawText(
             head, flags, QFontMetrics(opt.font).elidedText(title, Qt.TextElideMode.ElideRight, rect.width())
         )  # type: ignore[attr-defined]
-        painter.setFont(small)
         if not selected:
             painter.setPen(palette.color(QPalette.ColorRole.PlaceholderText))
-        below = QRect(rect.left(), head.bottom() + 1, rect.width(), QFontMetrics(small).lineSpacing())
-        painter.drawText(
-            below,
-            flags,
-            QFontMetrics(small).elidedText(str(snippet), Qt.TextElideMode.ElideRight, rect.width()),
-        )
+        strong = _small(opt.font, bold=True)  # type: ignore[attr-defined]
+        x, height = rect.left(), QFontMetrics(small).lineSpacing()
+        for text, is_match in fit_runs(
+            snippet_runs(str(snippet)), rect.width(), QFontMetrics(small), QFontMetrics(strong)
+        ):
+            font = strong if is_match else small
+            painter.setFont(font)
+            painter.drawText(QRect(x, head.bottom() + 1, rect.right() - x + 1, height), flags, text)
+            x += QFontMetrics(font).horizontalAdvance(text)
         painter.restore()
 
     def sizeHint(self, option: QStyleOptionViewItem, index: QModelIndex | QPersistentModelIndex) -> QSize:

@@ -39,6 +39,7 @@ from app.ui.conversation_lines import (
     PINNED_ROLE,
     SNIPPET_ROLE,
     ConversationLines,
+    snippet_runs,
 )
 from app.ui.labels import side_panel_layout
 
@@ -162,7 +163,7 @@ class ConversationList(QWidget):
         place = f" · in {c.folder}" if c.folder else ""
         snippet = self.snippets.get(int(c.id))
         item.setData(SNIPPET_ROLE, snippet)  # a search's result: drawn under its title
-        found = f"\n{snippet}" if snippet else ""
+        found = "\n" + "".join(text for text, _match in snippet_runs(snippet)) if snippet else ""
         item.setToolTip(f"{c.title or 'Untitled'}\n{c.message_count} messages · {when}{place}{found}")
         self.list.addItem(item)
         item.setHidden(hidden)

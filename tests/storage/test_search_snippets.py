@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.storage.history import History, TurnMessage
+from app.storage.history import MATCH_MARKS, History, TurnMessage
 
 LONG = (
     "Roses want a sunny place and deep soil. In spring, cut the old canes back to three buds and "
@@ -36,9 +36,10 @@ def test_each_found_chat_has_the_words_around_its_first_match(h):
     assert sorted(found) == sorted([garden, trip, climbers])
     snippets = h.search_snippets("climbers", found)
     assert set(snippets) == {garden, trip}  # by its title alone: none
-    assert "climbers" in snippets[garden].lower() and snippets[garden].startswith("…")
+    assert "\x02climbers\x03" in snippets[garden] and snippets[garden].startswith("…")  # the match marked
     assert len(snippets[garden]) < len(LONG)
-    assert snippets[trip].endswith("climbers' boots.") and "\n" not in snippets[trip]
+    assert snippets[trip].endswith("\x02climbers\x03' boots.") and "\n" not in snippets[trip]
+    assert MATCH_MARKS == ("\x02", "\x03")
 
 
 def test_every_word_must_match_one_message_and_only_the_ids_asked_are_read(h):

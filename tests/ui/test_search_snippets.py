@@ -1,11 +1,14 @@
 """A search's results in the real window's list show, under each title, the words around the match
-in the chat's messages (real SQLite: FTS5), drawn smaller on a second line; a chat found by its
-title alone keeps one line, and the words go when the search is cleared."""
+in the chat's messages (real SQLite: FTS5), drawn smaller on a second line with the match in bold
+and in view however narrow the list; a chat found by its title alone keeps one line, and the
+words go when the search is cleared."""
 
 from __future__ import annotations
 
+from PySide6.QtGui import QFont, QFontMetrics
+
 from app.storage.history import History, TurnMessage
-from app.ui.conversation_lines import SNIPPET_ROLE
+from app.ui.conversation_lines import SNIPPET_ROLE, fit_runs, snippet_runs
 
 LONG = (
     "Roses want a sunny place and deep soil. In spring, cut the old canes back to three buds and "
@@ -34,7 +37,8 @@ def test_the_words_around_the_match_are_shown_under_each_title(qtbot, make_windo
     _search(w, "climbers")
     assert sorted(lst.ids()) == sorted([garden, climbers])
     words = lst.item_for(garden).data(SNIPPET_ROLE)
-    assert "climbers" in words.lower() and words != LONG and "climbers" in lst.item_for(garden).toolTip()
+    assert "\x02climbers\x03" in words and len(words) < len(LONG)
+    assert "prune climbers after" in lst.item_for(garden).toolTip()  # the marks are not shown
     assert lst.item_for(climbers).data(SNIPPET_ROLE) is None
     two, one = (lst.list.visualItemRect(lst.item_for(c)).height() for c in (garden, climbers))
     assert two > one  # a second line, under the title
@@ -46,3 +50,21 @@ def test_the_words_around_the_match_are_shown_under_each_title(qtbot, make_windo
     _search(w, "")
     assert lst.item_for(garden).data(SNIPPET_ROLE) is None
     assert lst.list.visualItemRect(lst.item_for(garden)).height() == one
+
+
+def test_the_match_stays_whole_and_in_view_on_a_narrow_line(qtbot):
+    font = QFont()
+    normal = QFontMetrics(font)
+    font.setBold(True)
+    bold = QFontMetrics(font)
+    runs = snippet_runs("…" + "words before it " * 6 + "\x02climbers\x03" + " and words after it" * 6 + "…")
+    assert [m for _t, m in runs] == [False, True, False]
+    wide = sum(normal.horizontalAdvance(t) for t, _m in runs)
+    for width in (120, 200, 400):
+        fitted = fit_runs(runs, width, normal, bold)
+        assert ("climbers", True) in fitted  # whole, and in bold
+        before = fitted[0][0]
+        assert before.startswith("…") and normal.horizontalAdvance(before) <= width // 3
+        assert fitted[-1][0].endswith("…")  # what follows is cut at the right
+        assert sum((bold if m else normal).horizontalAdvance(t) for t, m in fitted) <= width
+    assert fit_runs(runs, wide + 100, normal, bold) == runs  # room for all: as it is
