@@ -94,7 +94,7 @@ def fill_move_menu(owner: ConversationList, menu: QMenu, ids: list[int]) -> None
 
 def fill_many_menu(owner: ConversationList, menu: QMenu, ids: list[int]) -> None:
     """The menu of several conversations chosen (Ctrl/Shift+click): pin (or unpin), move, name,
-    export, delete them."""
+    copy, export, delete them."""
     n = len(ids)
     pinned = set(owner.pinned_ids()).issuperset(ids)  # all of them: they are unpinned together
 
@@ -112,6 +112,8 @@ def fill_many_menu(owner: ConversationList, menu: QMenu, ids: list[int]) -> None
 
     name = menu.addAction(f"Name {n} chats with the model", name_them)
     name.setObjectName("nameManyWithModel")
+    copy = menu.addAction(f"Copy {n} chats as Markdown", lambda: owner.sig_copy_many.emit(list(ids)))
+    copy.setObjectName("copyMany")
     export = menu.addAction(f"Export {n} chats…", lambda: owner.sig_export_many.emit(list(ids)))
     export.setObjectName("exportMany")
     menu.addAction(f"Delete {n} chats…", owner.delete_selected).setObjectName("deleteMany")

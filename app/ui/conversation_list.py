@@ -74,6 +74,7 @@ class ConversationList(QWidget):
     sig_new_in_folder = Signal(str)  # a folder's menu: New chat here (its name)
     sig_name = Signal(int)  # Name with the model from the list's menu: the conversation's id
     sig_export_many = Signal(list)  # Export N chats… (several chosen): their ids
+    sig_copy_many = Signal(list)  # Copy N chats as Markdown (several chosen): their ids
     sig_search = Signal(str)
 
     def __init__(self, parent: QWidget | None = None) -> None:

@@ -29,6 +29,7 @@ class ExportController(WindowPart):
         conversations.list.sig_export.connect(self.export_conversation)
         conversations.list.sig_copy.connect(self.copy_markdown)
         conversations.list.sig_export_many.connect(lambda ids: self.export_all(ids=ids))
+        conversations.list.sig_copy_many.connect(lambda ids: self.copy_markdown(ids=ids))
         self.export_dialog: Any = None  # the open export or import file dialog, if any
         self.export_dir: str | None = None  # where the last export went (the next dialog opens there)
 
@@ -60,25 +61,29 @@ class ExportController(WindowPart):
 
         return self.tasks.run(lambda: export_conversation(conv, path), done, failed)
 
-    def copy_markdown(self, cid: int | None = None) -> bool:
-        """Put conversation ``cid`` (default: the open one) on the clipboard as the Markdown Export
-        writes (to paste it in an issue, a note, a mail); the status bar says so. False when there
-        is nothing to copy."""
+    def copy_markdown(self, cid: int | None = None, *, ids: list[int] | None = None) -> bool:
+        """Put conversation ``cid`` (default: the open one), or those of ``ids`` (several chosen
+        in the list, one after the other), on the clipboard as the Markdown Export writes (to
+        paste it in an issue, a note, a mail); the status bar says so. False when there is nothing
+        to copy."""
+        bar = self.window.statusBar()
         cid = self.state.conversation_id if cid is None else cid
+        chosen = ids if ids is not None else [cid] if cid is not None else []
         try:
-            conv = self.state.history.load_conversation(cid) if cid is not None else None
+            convs = [self.state.history.load_conversation(c) for c in chosen]
         except Exception as exc:  # noqa: BLE001 - HistoryError and sqlite errors: said in the status bar
-            self.window.statusBar().showMessage(f"Could not copy the conversation: {exc}", 8000)
+            bar.showMessage(f"Could not copy the conversation: {exc}", 8000)
             return False
-        if conv is None:
-            self.window.statusBar().showMessage("Nothing to copy yet: this chat has no messages.", 8000)
+        if not convs:
+            bar.showMessage("Nothing to copy yet: this chat has no messages.", 8000)
             return False
         from PySide6.QtGui import QGuiApplication
 
         from app.storage.export import conversation_markdown
 
-        QGuiApplication.clipboard().setText(conversation_markdown(conv))
-        self.window.statusBar().showMessage(f"Copied “{conv.title}” as Markdown", 8000)
+        QGuiApplication.clipboard().setText("\n\n---\n\n".join(conversation_markdown(c) for c in convs))
+        what = f"“{convs[0].title}”" if len(convs) == 1 else f"{len(convs)} chats"
+        bar.showMessage(f"Copied {what} as Markdown", 8000)
         return True
 
     def _ask_where(self, conv: Any) -> None:

@@ -68,6 +68,7 @@ def test_the_chosen_chats_move_to_a_folder_together_from_their_menu_or_by_a_drag
         "Pin 2 chats to top",
         "Move 2 chats to folder",
         "Name 2 chats with the model",
+        "Copy 2 chats as Markdown",
         "Export 2 chats…",
         "Delete 2 chats…",
     ]
@@ -103,6 +104,19 @@ def test_the_chosen_chats_move_to_a_folder_together_from_their_menu_or_by_a_drag
     assert not _action(move, "Errands").isEnabled()
     _action(move, "Remove from “Errands”").trigger()
     assert [h.get_conversation(c).folder for c in (garden, taxes, trip, zoo)] == [None, "Errands", None, None]
+
+
+def test_the_chosen_chats_are_copied_as_markdown_one_after_the_other(qtbot, make_window):
+    from PySide6.QtGui import QGuiApplication
+
+    w, _h, (garden, taxes, trip, zoo) = _window(qtbot, make_window)
+    lst = w.conversations_ctl.list
+    _click(qtbot, lst, zoo)
+    _click(qtbot, lst, garden, CTRL)
+    _action(lst.menu_for(lst.item_for(garden)), "Copy 2 chats as Markdown").trigger()
+    text = QGuiApplication.clipboard().text()
+    assert text.startswith("# Zoo\n") and "\n\n---\n\n# Garden\n" in text and "notes on Garden" in text
+    assert "Taxes" not in text and w.statusBar().currentMessage() == "Copied 2 chats as Markdown"
 
 
 def test_the_chosen_chats_are_exported_together_to_a_new_folder(qtbot, make_window, tmp_path):
