@@ -60,6 +60,7 @@ __all__ = [
     "ROLES",
     "Conversation",
     "ConversationNotFound",
+    "DeletedConversation",
     "History",
     "HistoryError",
     "HistoryNotice",
@@ -413,6 +414,31 @@ def _fts_query(text: str) -> str:
     return " ".join('"' + t.replace('"', '""') + '"*' for t in terms)
 
 
+#: the rows of one conversation (its id the one parameter), in the order they are put back
+_CONVERSATION_ROWS = (
+    ("conversations", "id = ?"),
+    ("messages", "conversation_id = ?"),
+    ("tool_calls", "message_id IN (SELECT id FROM messages WHERE conversation_id = ?)"),
+    ("reply_versions", "conversation_id = ?"),
+    (
+        "image_blobs",
+        "sha256 IN (SELECT i.sha256 FROM message_images i JOIN messages m ON m.id = i.message_id "
+        "WHERE m.conversation_id = ?)",
+    ),
+    ("message_images", "message_id IN (SELECT id FROM messages WHERE conversation_id = ?)"),
+)
+
+
+@dataclass(frozen=True)
+class DeletedConversation:
+    """A conversation :meth:`History.delete_conversation` deleted: its id, its title, and every row
+    of it that went (per table: the column names and the rows), to put back."""
+
+    id: int
+    title: str
+    rows: dict[str, tuple[list[str], list[tuple[Any, ...]]]] = field(repr=False)
+
+
 #: what marks a search's match in :meth:`History.search_snippets`' words: before it, after it
 MATCH_MARKS = ("\x02", "\x03")
 
@@ -751,12 +777,34 @@ class History:
         with self._tx() as db:
             return db.execute("UPDATE conversations SET folder = NULL WHERE folder = ?", (folder,)).rowcount
 
-    def delete_conversation(self, conversation_id: int) -> None:
-        """Delete a conversation with its messages and tool calls (cascade)."""
+    def delete_conversation(self, conversation_id: int) -> DeletedConversation:
+        """Delete a conversation with its messages, tool calls, reply versions and pictures
+        (cascade). Returns every row that went, for :meth:`undelete_conversation`."""
         with self._tx() as db:
+            rows: dict[str, tuple[list[str], list[tuple[Any, ...]]]] = {}
+            for table, where in _CONVERSATION_ROWS:
+                cur = db.execute(f"SELECT * FROM {table} WHERE {where}", (conversation_id,))
+                rows[table] = ([d[0] for d in cur.description], cur.fetchall())
             cur = db.execute("DELETE FROM conversations WHERE id = ?", (conversation_id,))
             if cur.rowcount == 0:
                 raise ConversationNotFound(f"no conversation with id {conversation_id}")
+        title = rows["conversations"][1][0][rows["conversations"][0].index("title")]
+        return DeletedConversation(conversation_id, str(title), rows)
+
+    def undelete_conversation(self, deleted: DeletedConversation) -> None:
+        """Put a conversation :meth:`delete_conversation` deleted back as it was: the same id, its
+        messages, calls, reply versions and pictures (the search index follows by its triggers).
+        HistoryError when a conversation of that id is there again."""
+        with self._tx() as db:
+            if db.execute("SELECT 1 FROM conversations WHERE id = ?", (deleted.id,)).fetchone():
+                raise HistoryError(f"a conversation with id {deleted.id} is there already")
+            for table, _where in _CONVERSATION_ROWS:
+                cols, values = deleted.rows.get(table, ([], []))
+                if not values:
+                    continue
+                verb = "INSERT OR IGNORE" if table == "image_blobs" else "INSERT"  # (blobs are shared)
+                marks = ",".join("?" * len(cols))
+                db.executemany(f"{verb} INTO {table} ({', '.join(cols)}) VALUES ({marks})", values)
 
     def list_conversations(self, limit: int | None = None, offset: int = 0) -> list[Conversation]:
         """Conversations, most recently updated first."""

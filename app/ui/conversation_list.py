@@ -63,7 +63,7 @@ class ConversationList(QWidget):
     sig_new = Signal()
     sig_open = Signal(int)
     sig_rename = Signal(int, str)
-    sig_delete = Signal(int)
+    sig_delete = Signal(list)  # the ids of the chats to delete (asked first)
     sig_export = Signal(int)  # Export… from the list's menu: the conversation's id
     sig_pin = Signal(int, bool)  # Pin / Unpin from the list's menu: the id, pinned or not
     sig_copy = Signal(int)  # Copy as Markdown from the list's menu: the conversation's id
@@ -339,7 +339,9 @@ class ConversationList(QWidget):
         box = QMessageBox(
             QMessageBox.Icon.Question,
             "Delete conversation" if len(ids) == 1 else "Delete conversations",
-            f"{asked} This cannot be undone.",
+            f"{asked} Undo in the status bar brings them back for a while."
+            if len(ids) > 1
+            else f"{asked} Undo in the status bar brings it back for a while.",
             QMessageBox.StandardButton.Cancel,
             self,
         )
@@ -349,8 +351,7 @@ class ConversationList(QWidget):
 
         def finished(_result: int) -> None:
             if box.clickedButton() is delete:
-                for cid in ids:
-                    self.sig_delete.emit(cid)
+                self.sig_delete.emit(list(ids))
 
         box.finished.connect(finished)
         box.open()

@@ -8,6 +8,7 @@ messages to the worker so the next turn continues them.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import Signal
@@ -17,6 +18,7 @@ from app.ui.conversation_list import ConversationList
 from app.ui.window_export import ExportController
 from app.ui.window_folders import FoldersController
 from app.ui.window_part import WindowKit, WindowPart
+from app.ui.window_undo import UndoDelete
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -47,12 +49,13 @@ class ConversationsController(WindowPart):
         self.list.sig_new.connect(self.new_chat)
         self.list.sig_open.connect(self._open_found)
         self.list.sig_rename.connect(self.rename_conversation)
-        self.list.sig_delete.connect(self.delete_conversation)
+        self.list.sig_delete.connect(self.delete_conversations)
         self.list.sig_pin.connect(self.pin_conversation)
         self.chat.sig_branch.connect(self.branch_conversation)
         self.list.sig_search.connect(self.search_conversations)
         self.folders = FoldersController(kit, conversations=self)
         self.exports = ExportController(kit, conversations=self)
+        self.undo = UndoDelete(kit, conversations=self)
         #: the chats this window made, and the title each was given from its first message
         self.first_titles: dict[int, str] = {}
 
@@ -150,9 +153,21 @@ class ConversationsController(WindowPart):
         self.write_history("pin" if pinned else "unpin", lambda: self.state.history.set_pinned(cid, pinned))
 
     def delete_conversation(self, cid: int) -> None:
-        if cid == self.state.conversation_id:
+        self.delete_conversations([cid])
+
+    def delete_conversations(self, ids: list[int]) -> None:
+        """Delete the chats ``ids`` (the open one among them: a new chat); *Undo* puts them back."""
+        if self.state.conversation_id in ids:
             self.new_chat()
-        self.write_history("delete", lambda: self.state.history.delete_conversation(cid))
+        gone: list[Any] = []
+        history = self.state.history
+
+        def delete(cid: int) -> None:
+            gone.append(history.delete_conversation(cid))
+
+        for cid in ids:
+            self.write_history("delete", partial(delete, cid))
+        self.undo.deleted_now(gone)
 
     def step_conversation(self, delta: int) -> int | None:
         """Alt+Down (``delta`` 1) / Alt+Up (-1): open the next or the previous conversation in the
