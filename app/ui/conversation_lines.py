@@ -12,6 +12,7 @@ from PySide6.QtGui import (
     QFont,
     QFontMetrics,
     QKeyEvent,
+    QKeySequence,
     QMouseEvent,
     QPainter,
     QPalette,
@@ -185,6 +186,7 @@ class ConversationLines(QListWidget):
     window's (``window_drops``)."""
 
     sig_delete_key = Signal()
+    sig_undo_key = Signal()  # Ctrl+Z (⌘Z) in the list: the last deletion put back
     sig_drop_folder = Signal(int, object)  # each conversation dropped: its id, the folder (None: none)
     sig_open_key = Signal(int)  # Enter on a conversation: its id
     sig_folder_key = Signal(str, str)  # a key on a folder's line: its name, what (see FOLDER_KEYS)
@@ -213,8 +215,12 @@ class ConversationLines(QListWidget):
     def keyPressEvent(self, e: QKeyEvent) -> None:  # noqa: N802 (Qt API)
         """As a tree's keys: on a folder's line Left folds, Right unfolds (then goes to its first
         chat), Enter or Space folds or unfolds, F2 renames; on a chat in a folder Left goes to the
-        folder's line; Enter opens a chat; the Menu key (Shift+F10) opens the line's menu."""
+        folder's line; Enter opens a chat; the Menu key (Shift+F10) opens the line's menu; Ctrl+Z
+        (⌘Z) puts back the chats just deleted."""
         it, key = self.currentItem(), e.key()
+        if e.matches(QKeySequence.StandardKey.Undo):
+            self.sig_undo_key.emit()
+            return
         if it is None:
             super().keyPressEvent(e)
             return

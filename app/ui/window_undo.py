@@ -1,6 +1,6 @@
 """Undo after deleting chats (a part of the main window): the chats just deleted can be put back
-as they were, with the status bar's *Undo* button, for :data:`UNDO_MS` after the deletion (or
-until the next one). The rows come back through ``History.undelete_conversation``, with their
+as they were, with the status bar's *Undo* button or Ctrl+Z (⌘Z) in the list, for
+:data:`UNDO_MS` after the deletion (or until the next one). The rows come back through ``History.undelete_conversation``, with their
 ids, so nothing else needs to know they were gone."""
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ class UndoDelete(WindowPart):
         self.button.setObjectName("undoDelete")
         self.button.setToolTip("Put the chats just deleted back as they were")
         self.button.clicked.connect(self.undo)
+        conversations.list.list.sig_undo_key.connect(self.undo)  # Ctrl+Z (⌘Z) in the list
         self.button.hide()
         self.window.statusBar().addPermanentWidget(self.button)
         self.timer = QTimer(self)
@@ -59,6 +60,9 @@ class UndoDelete(WindowPart):
         gone, back = list(self.deleted), 0
         self.forget()
         bar = self.window.statusBar()
+        if not gone:
+            bar.showMessage("Nothing to undo: no chat was deleted just now.", 8000)
+            return 0
         for one in reversed(gone):
             try:
                 self.state.history.undelete_conversation(one)

@@ -1,5 +1,5 @@
 """Undo after deleting chats, in the real window over real SQLite: the status bar says what was
-deleted and shows Undo; Undo puts the chats back as they were (the same ids, messages, folder),
+deleted and shows Undo; Undo (or Ctrl+Z in the list) puts the chats back as they were (the same ids, messages, folder),
 one or several at once; only the last deletion is kept, and not past its time (the timer's end is
 sent here, not waited for)."""
 
@@ -73,4 +73,23 @@ def test_undo_goes_when_its_time_is_up(qtbot, make_window):
     assert undo.button.isVisible() and len(undo.deleted) == 1
     undo.timer.timeout.emit()  # (the timer's end)
     assert not undo.button.isVisible() and undo.deleted == [] and undo.undo() == 0
+    assert lst.ids() == [taxes] and w.statusBar().currentMessage().startswith("Nothing to undo")
+
+
+def test_ctrl_z_in_the_list_puts_back_what_the_delete_key_deleted(qtbot, make_window):
+    from PySide6.QtCore import Qt
+
+    h, (garden, taxes) = history_of_chats(["Garden", "Taxes"])
+    w = make_window(None, history=h)
+    with qtbot.waitActive(w):
+        w.activateWindow()
+    lst = w.conversations_ctl.list
+    lst.list.setFocus()
+    lst.list.setCurrentItem(lst.item_for(garden))
+    qtbot.keyClick(lst.list, Qt.Key.Key_Delete)
+    _confirm(lst)
     assert lst.ids() == [taxes]
+    lst.list.setFocus()
+    qtbot.keyClick(lst.list, Qt.Key.Key_Z, Qt.KeyboardModifier.ControlModifier)
+    assert sorted(lst.ids()) == sorted([garden, taxes])
+    assert w.statusBar().currentMessage() == "Brought back “Garden”."
