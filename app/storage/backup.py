@@ -53,9 +53,9 @@ def export_all(
     ids: Sequence[int] | None = None,
     now: float | None = None,
 ) -> ExportedAll:
-    """Write every conversation of ``history`` (or those of ``ids``) as JSON (every stored detail; what Import reads
-    back), each in a file named after its title ("Trip.json", "Trip (2).json"…), in a new folder
-    in ``parent`` (:func:`backup_folder_name`): nothing there is replaced. A conversation deleted
+    """Write every conversation of ``history`` (or those of ``ids``) as JSON (every stored detail;
+    what Import reads back), each in a file named after its title ("Trip.json", "Trip (2).json"…),
+    in a new folder in ``parent`` (:func:`backup_folder_name`): nothing there is replaced. A conversation deleted
     meanwhile is passed over. OSError when ``parent`` is no folder, or when a file cannot be
     written (a full disk): the files written before it are kept, and the error says how many."""
     where = Path(parent)

@@ -829,23 +829,27 @@ class History:
             "(c.title LIKE ? ESCAPE '\\' OR coalesce(c.folder, '') LIKE ? ESCAPE '\\')" for _ in words
         )
         title_params = [p for w in words for p in (_like_pattern(w), _like_pattern(w))]
-        if self.has_fts:
-            msg_sql = (
-                "SELECT m.conversation_id FROM messages_fts f JOIN messages m ON m.id = f.rowid "
-                "WHERE messages_fts MATCH ?"
-            )
-            msg_params: list[Any] = [_fts_query(query)]
-        else:
-            msg_sql = "SELECT m.conversation_id FROM messages m WHERE " + " AND ".join(
-                "(m.content LIKE ? ESCAPE '\\' OR coalesce(m.reasoning, '') LIKE ? ESCAPE '\\')"
-                for _ in words
-            )
-            msg_params = [p for w in words for p in (_like_pattern(w), _like_pattern(w))]
+        matching, msg_params = self._matching_messages(query)
+        msg_sql = f"SELECT m.conversation_id FROM {matching}"
         sql = (
             f"SELECT {_CONV_COLS} FROM conversations c WHERE ({title_where}) OR c.id IN ({msg_sql}) "
             "ORDER BY c.updated DESC, c.id DESC LIMIT ?"
         )
         return [_conv(r) for r in self._read(sql, [*title_params, *msg_params, limit])]
+
+    def _matching_messages(self, query: str) -> tuple[str, list[Any]]:
+        """The messages whose text has every word of ``query`` (as a word prefix with FTS5, as a
+        substring of the content or the reasoning without it): ``FROM`` and ``WHERE`` clauses over
+        ``messages m`` (with FTS5, joined to ``messages_fts``), and their parameters."""
+        words = query.split()
+        if self.has_fts:
+            return "messages_fts f JOIN messages m ON m.id = f.rowid WHERE messages_fts MATCH ?", [
+                _fts_query(query)
+            ]
+        where = " AND ".join(
+            "(m.content LIKE ? ESCAPE '\\' OR coalesce(m.reasoning, '') LIKE ? ESCAPE '\\')" for _ in words
+        )
+        return f"messages m WHERE {where}", [p for w in words for p in (_like_pattern(w), _like_pattern(w))]
 
     def search_snippets(self, query: str, ids: Iterable[int]) -> dict[int, str]:
         """For each conversation of ``ids`` whose messages match ``query`` (as :meth:`search`
@@ -856,28 +860,20 @@ class History:
         if not words or not chosen:
             return {}
         marks = ",".join("?" * len(chosen))
+        matching, params = self._matching_messages(query)
         if self.has_fts:
-            sql = (
-                "SELECT m.conversation_id, snippet(messages_fts, -1, char(2), char(3), '…', 8) "
-                "FROM messages_fts f JOIN messages m ON m.id = f.rowid "
-                f"WHERE messages_fts MATCH ? AND m.conversation_id IN ({marks}) ORDER BY m.position"
-            )
-            rows = self._read(sql, [_fts_query(query), *chosen])
+            words_of = "snippet(messages_fts, -1, char(2), char(3), '…', 8)"  # the match marked
+            lead: list[Any] = []
         else:
-            where = " AND ".join(
-                "(m.content LIKE ? ESCAPE '\\' OR coalesce(m.reasoning, '') LIKE ? ESCAPE '\\')"
-                for _ in words
-            )
-            sql = (
-                "SELECT m.conversation_id, CASE WHEN m.content LIKE ? ESCAPE '\\' THEN m.content "
-                f"ELSE m.reasoning END FROM messages m WHERE {where} AND m.conversation_id IN ({marks}) "
-                "ORDER BY m.position"
-            )
-            params = [p for w in words for p in (_like_pattern(w), _like_pattern(w))]
-            rows = [
-                (cid, _around(text or "", words[0]))
-                for cid, text in self._read(sql, [_like_pattern(words[0]), *params, *chosen])
-            ]
+            words_of = "CASE WHEN m.content LIKE ? ESCAPE '\\' THEN m.content ELSE m.reasoning END"
+            lead = [_like_pattern(words[0])]
+        sql = (
+            f"SELECT m.conversation_id, {words_of} FROM {matching} "
+            f"AND m.conversation_id IN ({marks}) ORDER BY m.position"
+        )
+        rows = self._read(sql, [*lead, *params, *chosen])
+        if not self.has_fts:  # the text whole: the words around the first word, marked here
+            rows = [(cid, _around(text or "", words[0])) for cid, text in rows]
         found: dict[int, str] = {}
         for cid, text in rows:
             found.setdefault(cid, " ".join(str(text).split()))

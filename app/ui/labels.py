@@ -6,7 +6,12 @@ from PySide6.QtCore import QSize, Qt
 from PySide6.QtGui import QResizeEvent
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QToolButton, QVBoxLayout, QWidget
 
-__all__ = ["FormNote", "line_with_action", "side_panel_layout", "wrapped_label"]
+__all__ = ["FormNote", "chats_said", "line_with_action", "side_panel_layout", "wrapped_label"]
+
+
+def chats_said(titles: list[str]) -> str:
+    """Chats named in the status bar: one by its title in quotes, several by how many."""
+    return f"“{titles[0]}”" if len(titles) == 1 else f"{len(titles)} chats"
 
 
 def line_with_action(frame: QWidget, *, top: int = 0) -> tuple[QLabel, QToolButton]:

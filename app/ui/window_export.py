@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from app.ui.labels import chats_said
 from app.ui.window_part import WindowKit, WindowPart
 
 if TYPE_CHECKING:
@@ -82,8 +83,7 @@ class ExportController(WindowPart):
         from app.storage.export import conversation_markdown
 
         QGuiApplication.clipboard().setText("\n\n---\n\n".join(conversation_markdown(c) for c in convs))
-        what = f"“{convs[0].title}”" if len(convs) == 1 else f"{len(convs)} chats"
-        bar.showMessage(f"Copied {what} as Markdown", 8000)
+        bar.showMessage(f"Copied {chats_said([c.title for c in convs])} as Markdown", 8000)
         return True
 
     def _ask_where(self, conv: Any) -> None:

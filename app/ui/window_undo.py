@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QPushButton
 
+from app.ui.labels import chats_said
 from app.ui.window_part import WindowKit, WindowPart
 
 if TYPE_CHECKING:
@@ -45,8 +46,7 @@ class UndoDelete(WindowPart):
         if not gone:
             return
         self.deleted = list(gone)
-        what = f"“{gone[0].title}”" if len(gone) == 1 else f"{len(gone)} chats"
-        self.window.statusBar().showMessage(f"Deleted {what}.", UNDO_MS)
+        self.window.statusBar().showMessage(f"Deleted {chats_said([g.title for g in gone])}.", UNDO_MS)
         self.button.show()
         self.timer.start()
 
@@ -71,7 +71,6 @@ class UndoDelete(WindowPart):
                 continue
             back += 1
         self.conversations.refresh_conversations()
-        if back == len(gone) and gone:
-            what = f"“{gone[0].title}”" if back == 1 else f"{back} chats"
-            bar.showMessage(f"Brought back {what}.", 8000)
+        if back == len(gone):  # (a failure was said instead)
+            bar.showMessage(f"Brought back {chats_said([g.title for g in gone])}.", 8000)
         return back
