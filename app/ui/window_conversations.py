@@ -8,7 +8,6 @@ messages to the worker so the next turn continues them.
 
 from __future__ import annotations
 
-from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import Signal
@@ -162,11 +161,17 @@ class ConversationsController(WindowPart):
         gone: list[Any] = []
         history = self.state.history
 
-        def delete(cid: int) -> None:
-            gone.append(history.delete_conversation(cid))
+        def delete_each() -> None:  # one failure (a chat deleted elsewhere) stops none of the others
+            failure: Exception | None = None
+            for cid in ids:
+                try:
+                    gone.append(history.delete_conversation(cid))
+                except Exception as exc:  # noqa: BLE001 - said once all are done
+                    failure = failure or exc
+            if failure is not None:
+                raise failure
 
-        for cid in ids:
-            self.write_history("delete", partial(delete, cid))
+        self.write_history("delete", delete_each)  # (the list shown again once, not once a chat)
         self.undo.deleted_now(gone)
 
     def step_conversation(self, delta: int) -> int | None:
