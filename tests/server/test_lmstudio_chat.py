@@ -15,6 +15,7 @@ import httpx
 import pytest
 
 from tests.server.conftest import _start
+from tests.support.slot_server import until
 from tests.support.thinker import ANSWER, THOUGHT, write_thinker
 
 MODEL = "thinker"
@@ -177,16 +178,27 @@ def test_the_stream_has_lm_studios_events_in_order(http):
 
 def test_a_client_that_leaves_the_stream_stops_the_generation(http, server):
     body = {"model": MODEL, "input": "Hi", "stream": True, "max_output_tokens": 1900, "store": False}
+    earlier = list(server.state.finished)
     with http.stream("POST", "/api/v1/chat", json=body) as r:
         seen = 0
         for line in r.iter_lines():
             seen += "reasoning.delta" in line
             if seen == 2:  # the model is writing: leave
                 break
-    # the next reply comes once the engine is free; the cut one ended early, cancelled
+
+    def cut() -> list:  # the turns ended, cancelled, since the stream began
+        return [
+            e
+            for e in list(server.state.finished)
+            if e.finish_reason == "cancelled" and not any(e is old for old in earlier)
+        ]
+
+    # the cut turn ends early, cancelled; the scheduler may finish another request before it is
+    # recorded, so its own record is waited for, not the next reply
+    assert until(lambda: cut()), "the left stream's turn was never cancelled"
+    assert cut()[0].completion_tokens < 1900
+    # and the engine answers the next request
     assert _chat(http, input="Hi", reasoning="off", max_output_tokens=2, store=False)["output"]
-    cut = next(e for e in reversed(server.state.finished) if e.finish_reason == "cancelled")
-    assert cut.completion_tokens < 1900
 
 
 def test_a_chat_that_loads_its_model_says_so_and_how_long_it_took(http):
