@@ -73,8 +73,7 @@ def fill_move_menu(owner: ConversationList, menu: QMenu, ids: list[int]) -> None
     current = next(iter(theirs)) if len(theirs) == 1 else None
 
     def file(name: str | None) -> None:
-        for cid in ids:
-            owner.sig_folder.emit(cid, name)
+        owner.sig_folder.emit(list(ids), name)
 
     for name in owner.folders:
         act = menu.addAction(name, partial(file, name))
@@ -98,11 +97,10 @@ def fill_many_menu(owner: ConversationList, menu: QMenu, ids: list[int]) -> None
     n = len(ids)
     pinned = set(owner.pinned_ids()).issuperset(ids)  # all of them: they are unpinned together
 
-    def pin_them() -> None:
-        for cid in ids:
-            owner.sig_pin.emit(cid, not pinned)
-
-    pin = menu.addAction(f"Unpin {n} chats" if pinned else f"Pin {n} chats to top", pin_them)
+    pin = menu.addAction(
+        f"Unpin {n} chats" if pinned else f"Pin {n} chats to top",
+        lambda: owner.sig_pin.emit(list(ids), not pinned),
+    )
     pin.setObjectName("unpinMany" if pinned else "pinMany")
     fill_move_menu(owner, menu.addMenu(f"Move {n} chats to folder"), ids)
 

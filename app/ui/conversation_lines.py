@@ -187,7 +187,7 @@ class ConversationLines(QListWidget):
 
     sig_delete_key = Signal()
     sig_undo_key = Signal()  # Ctrl+Z (⌘Z) in the list: the last deletion put back
-    sig_drop_folder = Signal(int, object)  # each conversation dropped: its id, the folder (None: none)
+    sig_drop_folder = Signal(list, object)  # the conversations dropped: their ids, the folder (None: none)
     sig_open_key = Signal(int)  # Enter on a conversation: its id
     sig_folder_key = Signal(str, str)  # a key on a folder's line: its name, what (see FOLDER_KEYS)
 
@@ -316,5 +316,4 @@ class ConversationLines(QListWidget):
         e.setDropAction(Qt.DropAction.CopyAction)  # (nothing for the drag to take away)
         e.accept()
         ids, folder = found
-        for cid in ids:
-            self.sig_drop_folder.emit(cid, folder)
+        self.sig_drop_folder.emit(list(ids), folder)

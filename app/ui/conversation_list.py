@@ -65,9 +65,9 @@ class ConversationList(QWidget):
     sig_rename = Signal(int, str)
     sig_delete = Signal(list)  # the ids of the chats to delete (asked first)
     sig_export = Signal(int)  # Export… from the list's menu: the conversation's id
-    sig_pin = Signal(int, bool)  # Pin / Unpin from the list's menu: the id, pinned or not
+    sig_pin = Signal(list, bool)  # Pin / Unpin from the list's menu: the ids, pinned or not
     sig_copy = Signal(int)  # Copy as Markdown from the list's menu: the conversation's id
-    sig_folder = Signal(int, object)  # Move to folder: the id and the folder's name (None: out of it)
+    sig_folder = Signal(list, object)  # Move to folder: the ids and the folder's name (None: out of it)
     sig_rename_folder = Signal(str, str)  # a folder's menu: its name, the new one
     sig_remove_folder = Signal(str)  # a folder's menu: its name (its conversations are kept)
     sig_collapsed = Signal(list)  # the folders now folded (their names), after a click on one
@@ -386,7 +386,9 @@ class ConversationList(QWidget):
     def fill_menu(self, menu: QMenu, it: QListWidgetItem) -> None:
         """The actions of a conversation's menu in the list."""
         cid, pinned = it.data(Qt.ItemDataRole.UserRole), bool(it.data(PINNED_ROLE))
-        pin = menu.addAction("Unpin" if pinned else "Pin to top", lambda: self.sig_pin.emit(cid, not pinned))
+        pin = menu.addAction(
+            "Unpin" if pinned else "Pin to top", lambda: self.sig_pin.emit([cid], not pinned)
+        )
         pin.setObjectName("unpinConversation" if pinned else "pinConversation")
         fill_move_menu(self, menu.addMenu("Move to folder"), [cid])
         menu.addAction("Rename", self.rename_selected)

@@ -16,7 +16,7 @@ from app.engine.titles import title_from_message
 from app.ui.conversation_list import ConversationList
 from app.ui.window_export import ExportController
 from app.ui.window_folders import FoldersController
-from app.ui.window_part import WindowKit, WindowPart
+from app.ui.window_part import WindowKit, WindowPart, each_chat
 from app.ui.window_undo import UndoDelete
 
 if TYPE_CHECKING:
@@ -49,7 +49,7 @@ class ConversationsController(WindowPart):
         self.list.sig_open.connect(self._open_found)
         self.list.sig_rename.connect(self.rename_conversation)
         self.list.sig_delete.connect(self.delete_conversations)
-        self.list.sig_pin.connect(self.pin_conversation)
+        self.list.sig_pin.connect(self.pin_conversations)
         self.chat.sig_branch.connect(self.branch_conversation)
         self.list.sig_search.connect(self.search_conversations)
         self.folders = FoldersController(kit, conversations=self)
@@ -147,9 +147,10 @@ class ConversationsController(WindowPart):
     def rename_conversation(self, cid: int, title: str) -> None:
         self.write_history("rename", lambda: self.state.history.rename_conversation(cid, title))
 
-    def pin_conversation(self, cid: int, pinned: bool) -> None:
-        """Pin the conversation to the top of the list (under "Pinned"), or unpin it."""
-        self.write_history("pin" if pinned else "unpin", lambda: self.state.history.set_pinned(cid, pinned))
+    def pin_conversations(self, ids: list[int], pinned: bool) -> None:
+        """Pin the conversations to the top of the list (under "Pinned"), or unpin them."""
+        set_pinned = self.state.history.set_pinned
+        self.write_history("pin" if pinned else "unpin", each_chat(ids, lambda cid: set_pinned(cid, pinned)))
 
     def delete_conversation(self, cid: int) -> None:
         self.delete_conversations([cid])
@@ -160,18 +161,9 @@ class ConversationsController(WindowPart):
             self.new_chat()
         gone: list[Any] = []
         history = self.state.history
-
-        def delete_each() -> None:  # one failure (a chat deleted elsewhere) stops none of the others
-            failure: Exception | None = None
-            for cid in ids:
-                try:
-                    gone.append(history.delete_conversation(cid))
-                except Exception as exc:  # noqa: BLE001 - said once all are done
-                    failure = failure or exc
-            if failure is not None:
-                raise failure
-
-        self.write_history("delete", delete_each)  # (the list shown again once, not once a chat)
+        self.write_history(
+            "delete", each_chat(ids, lambda cid: gone.append(history.delete_conversation(cid)))
+        )
         self.undo.deleted_now(gone)
 
     def step_conversation(self, delta: int) -> int | None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from app.ui.window_part import WindowKit, WindowPart
+from app.ui.window_part import WindowKit, WindowPart, each_chat
 
 if TYPE_CHECKING:
     from app.ui.window_conversations import ConversationsController
@@ -59,14 +59,17 @@ class FoldersController(WindowPart):
             self.window.statusBar().showMessage(f"Could not {what}: {exc}", 8000)
             return None
 
-    def move(self, cid: int, folder: str | None) -> bool:
-        """File the conversation in ``folder`` (unfolded, so it is seen there), or in none (None)."""
+    def move(self, ids: list[int], folder: str | None) -> bool:
+        """File the conversations in ``folder`` (unfolded, so they are seen there), or in none
+        (None): one write, the list shown again once."""
+        what = "move the chat" if len(ids) == 1 else f"move {len(ids)} chats"
         if folder is not None:
-            folder = self._name(folder, "move the chat")
+            folder = self._name(folder, what)
             if folder is None:
                 return False
             self.list.collapsed.discard(folder)
-        return self._done("move the chat", lambda: self.state.history.set_folder(cid, folder))
+        set_folder = self.state.history.set_folder
+        return self._done(what, each_chat(ids, lambda cid: set_folder(cid, folder)))
 
     def rename(self, old: str, new: str) -> bool:
         """Name the folder ``old`` ``new`` (folded or not as it was)."""
@@ -95,7 +98,7 @@ class FoldersController(WindowPart):
         """The new chat ``cid`` was just saved: in the folder it was started in, if any."""
         name, self.pending = self.pending, None
         if name is not None:
-            self.move(cid, name)
+            self.move([cid], name)
 
     def _keep_collapsed(self, names: list[str]) -> None:
         self.list.collapsed = set(names)

@@ -1,6 +1,7 @@
 """The base of the window's controllers: a child of the window that reads the state the parts
 share (:class:`~app.ui.window_state.WindowState`) and talks to the engine worker, and the kit of
-the window's shared pieces (:class:`WindowKit`) each part is given."""
+the window's shared pieces (:class:`WindowKit`) each part is given, and :func:`each_chat` (one
+history write over several chats)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ from typing import TYPE_CHECKING
 from PySide6.QtCore import QObject
 
 if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable
+
     from PySide6.QtWidgets import QDockWidget, QMainWindow
 
     from app.ui.tasks import BackgroundTasks
@@ -20,7 +23,25 @@ if TYPE_CHECKING:
     from app.ui.window_status import StatusController
     from app.ui.worker import EngineWorker
 
-__all__ = ["WindowKit", "WindowPart"]
+__all__ = ["WindowKit", "WindowPart", "each_chat"]
+
+
+def each_chat(ids: Iterable[int], change: Callable[[int], object]) -> Callable[[], None]:
+    """One history write over the chats ``ids``: ``change(cid)`` for each, where one failure (a
+    chat deleted elsewhere meanwhile) stops none of the others; the first is raised once all are
+    done, so the list is shown again once, not once a chat."""
+
+    def write() -> None:
+        failure: Exception | None = None
+        for cid in ids:
+            try:
+                change(cid)
+            except Exception as exc:  # noqa: BLE001 - raised once all are done
+                failure = failure or exc
+        if failure is not None:
+            raise failure
+
+    return write
 
 
 @dataclass(frozen=True)

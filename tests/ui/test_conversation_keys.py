@@ -42,7 +42,7 @@ def test_alt_down_and_up_walk_the_conversation_list(qtbot, make_window):
     assert key(Qt.Key.Key_Down) == garden
     assert key(Qt.Key.Key_Down) == garden  # the end: it stays
     assert key(Qt.Key.Key_Up) == taxes
-    w.conversations_ctl.pin_conversation(garden, True)  # the list's order: the pinned first
+    w.conversations_ctl.pin_conversations([garden], True)  # the list's order: the pinned first
     assert lst.ids() == [garden, trip, taxes]
     assert key(Qt.Key.Key_Up) == trip
     assert key(Qt.Key.Key_Up) == garden

@@ -188,3 +188,53 @@ def test_the_chosen_chats_are_pinned_and_unpinned_together(qtbot, make_window):
     _action(choose(garden, trip), "Unpin 2 chats").trigger()  # all pinned: unpinned together
     assert lst.pinned_ids() == [zoo] and not h.get_conversation(trip).pinned
     assert not h.get_conversation(taxes).pinned
+
+
+def test_the_chosen_chats_are_written_together_and_the_list_read_once(qtbot, make_window, monkeypatch):
+    """Moving, pinning or deleting the chats chosen is one history write: the list is read again
+    once, not once a chat (a few hundred chosen would read it a few hundred times on the UI
+    thread). A chat deleted elsewhere meanwhile stops none of the others, and is said."""
+    w, h, (garden, taxes, trip, zoo) = _window(qtbot, make_window)
+    lst = w.conversations_ctl.list
+    reads: list[int] = []
+    read = h.list_conversations
+
+    def counted():
+        reads.append(1)
+        return read()
+
+    monkeypatch.setattr(h, "list_conversations", counted)
+
+    def choose(*ids: int) -> QMenu:
+        lst.list.clearSelection()
+        for cid in ids:
+            lst.item_for(cid).setSelected(True)
+        return lst.menu_for(lst.item_for(ids[0]))
+
+    move = _action(choose(zoo, trip, taxes), "Move 3 chats to folder").menu()
+    _action(move, "New folder…").trigger()
+    lst.folder_dialog.setTextValue("Errands")
+    lst.folder_dialog.accept()
+    assert [h.get_conversation(c).folder for c in (taxes, trip, zoo)] == ["Errands"] * 3
+    assert len(reads) == 1 and lst.headers() == ["▾ Errands (3)", "Today"]
+
+    reads.clear()
+    _action(choose(garden, trip, zoo), "Pin 3 chats to top").trigger()
+    assert len(reads) == 1 and sorted(lst.pinned_ids()) == sorted([garden, trip, zoo])
+
+    # one of those chosen is deleted elsewhere (another window, the CLI) before the move
+    reads.clear()
+    move = _action(choose(garden, trip, zoo), "Move 3 chats to folder").menu()
+    h.delete_conversation(trip)
+    _action(move, "Out of their folders").trigger()
+    assert len(reads) == 1
+    assert h.get_conversation(zoo).folder is None and h.get_conversation(garden).folder is None
+    assert f"Could not move 3 chats: no conversation with id {trip}" in w.statusBar().currentMessage()
+    assert trip not in lst.ids() and lst.headers() == ["Pinned", "▾ Errands (1)"]
+
+    reads.clear()
+    choose(garden, zoo)
+    lst.delete_selected()
+    (delete,) = [b for b in lst.confirm_box.buttons() if b.text() == "Delete"]
+    delete.click()
+    assert len(reads) == 1 and lst.ids() == [taxes]

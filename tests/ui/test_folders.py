@@ -97,7 +97,7 @@ def test_a_conversation_is_filed_in_a_new_folder_then_in_one_there_is_and_taken_
     _action(_move_menu(w, trip), "New folder…").trigger()
     _answer(w, "   ")
     assert h.get_conversation(trip).folder is None
-    lst.sig_folder.emit(trip, "x" * (MAX_FOLDER_NAME + 5))
+    lst.sig_folder.emit([trip], "x" * (MAX_FOLDER_NAME + 5))
     assert "Could not move the chat" in w.statusBar().currentMessage()
     assert h.get_conversation(trip).folder is None and h.folders() == ["Money matters"]
 
@@ -142,7 +142,7 @@ def test_a_click_folds_a_folder_and_a_new_window_shows_it_folded(qtbot, make_win
     assert w2.conversations_ctl.list.shown_ids() == [trip]
 
     # a chat moved into a folded folder unfolds it: the person sees where it went
-    lst.sig_folder.emit(trip, "Home")
+    lst.sig_folder.emit([trip], "Home")
     assert lst.headers() == ["▾ Home (3)"] and lst.shown_ids() == [trip, taxes, garden]
     assert w.settings.window.collapsed_folders == []
     _click_folder(qtbot, w, "Home")
