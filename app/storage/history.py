@@ -334,6 +334,8 @@ class Conversation:
 
 
 _BRANCH = " (branch)"  # a branched conversation's title ends so (once, however often it is branched)
+_COPY = " (copy)"  # a duplicated conversation's title ends so
+_POSITIONS = "SELECT position FROM messages WHERE conversation_id = ? ORDER BY position"
 _LIVE_TOKENS: set[str] = set()  # tokens of the History objects open in this process
 _LIVE_LOCK = threading.Lock()
 
@@ -647,29 +649,59 @@ class History:
         all of it or nothing. The messages' ids and positions are new; a reply that was being
         written when it was exported is kept as interrupted. An image over
         :attr:`max_image_bytes` raises :class:`ImageTooLargeError` and nothing is written."""
+        with self._tx() as db:
+            cid = self._restore(db, conv)
+        return self.get_conversation(cid)
+
+    def _restore(self, db: sqlite3.Connection, conv: Conversation) -> int:
+        """:meth:`restore_conversation`'s write, in the caller's transaction; the new id."""
         for m in conv.messages:
             self._check(m.role, m.status)
         images = [self._check_images(m.role, m.images) for m in conv.messages]
-        with self._tx() as db:
-            cid = _rowid(
-                db.execute(
-                    "INSERT INTO conversations (title, created, updated, model_path, settings_json, "
-                    "system_prompt) VALUES (?, ?, ?, ?, ?, ?)",
-                    (
-                        conv.title,
-                        conv.created,
-                        conv.updated,
-                        conv.model_path,
-                        _dumps(conv.settings, "settings"),
-                        _own_prompt(conv.system_prompt),
-                    ),
-                )
+        cid = _rowid(
+            db.execute(
+                "INSERT INTO conversations (title, created, updated, model_path, settings_json, "
+                "system_prompt) VALUES (?, ?, ?, ?, ?, ?)",
+                (
+                    conv.title,
+                    conv.created,
+                    conv.updated,
+                    conv.model_path,
+                    _dumps(conv.settings, "settings"),
+                    _own_prompt(conv.system_prompt),
+                ),
             )
-            for m, blobs in zip(conv.messages, images, strict=True):
-                mid = self._insert_record(db, cid, m)
-                db.execute("UPDATE messages SET created = ? WHERE id = ?", (m.created, mid))
-                self._insert_images(db, mid, blobs)
-            db.execute("UPDATE conversations SET updated = ? WHERE id = ?", (conv.updated, cid))
+        )
+        for m, blobs in zip(conv.messages, images, strict=True):
+            mid = self._insert_record(db, cid, m)
+            db.execute("UPDATE messages SET created = ? WHERE id = ?", (m.created, mid))
+            self._insert_images(db, mid, blobs)
+        db.execute("UPDATE conversations SET updated = ? WHERE id = ?", (conv.updated, cid))
+        return cid
+
+    def duplicate_conversation(self, conversation_id: int) -> Conversation:
+        """A copy of the conversation, whole (its messages, calls, results, pictures, the reply
+        versions Regenerate kept aside, its system prompt, settings and folder), titled
+        "<title> (copy)", made now (so listed first) and not pinned; one transaction. This one is
+        not changed. A reply being written is copied as interrupted."""
+        conv = self.load_conversation(conversation_id)
+        now = time.time()
+        copy = replace(conv, title=conv.title + _COPY, created=now, updated=now)
+        with self._tx() as db:
+            cid = self._restore(db, copy)
+            db.execute("UPDATE conversations SET folder = ? WHERE id = ?", (conv.folder, cid))
+            new = [r[0] for r in db.execute(_POSITIONS, (cid,))]
+            where = dict(zip([m.position for m in conv.messages], new, strict=True))
+            versions = db.execute(
+                "SELECT user_position, number, created, messages_json FROM reply_versions "
+                "WHERE conversation_id = ?",
+                (conversation_id,),
+            ).fetchall()
+            db.executemany(
+                "INSERT INTO reply_versions (conversation_id, user_position, number, created, messages_json) "
+                "VALUES (?, ?, ?, ?, ?)",
+                [(cid, where[p], *rest) for p, *rest in versions if p in where],
+            )
         return self.get_conversation(cid)
 
     def branch_conversation(self, conversation_id: int, user_index: int) -> Conversation:

@@ -73,6 +73,7 @@ class ConversationList(QWidget):
     sig_collapsed = Signal(list)  # the folders now folded (their names), after a click on one
     sig_new_in_folder = Signal(str)  # a folder's menu: New chat here (its name)
     sig_name = Signal(int)  # Name with the model from the list's menu: the conversation's id
+    sig_duplicate = Signal(int)  # Duplicate from the list's menu: the conversation's id
     sig_export_many = Signal(list)  # Export N chats… (several chosen): their ids
     sig_copy_many = Signal(list)  # Copy N chats as Markdown (several chosen): their ids
     sig_search = Signal(str)
@@ -392,6 +393,9 @@ class ConversationList(QWidget):
         pin.setObjectName("unpinConversation" if pinned else "pinConversation")
         fill_move_menu(self, menu.addMenu("Move to folder"), [cid])
         menu.addAction("Rename", self.rename_selected)
+        menu.addAction("Duplicate", lambda: self.sig_duplicate.emit(cid)).setObjectName(
+            "duplicateConversation"
+        )
         menu.addAction("Name with the model", lambda: self.sig_name.emit(cid)).setObjectName("nameWithModel")
         menu.addAction("Copy as Markdown", lambda: self.sig_copy.emit(cid))
         menu.addAction("Export…", lambda: self.sig_export.emit(cid))

@@ -50,6 +50,7 @@ class ConversationsController(WindowPart):
         self.list.sig_rename.connect(self.rename_conversation)
         self.list.sig_delete.connect(self.delete_conversations)
         self.list.sig_pin.connect(self.pin_conversations)
+        self.list.sig_duplicate.connect(self.duplicate_conversation)
         self.chat.sig_branch.connect(self.branch_conversation)
         self.list.sig_search.connect(self.search_conversations)
         self.folders = FoldersController(kit, conversations=self)
@@ -239,6 +240,32 @@ class ConversationsController(WindowPart):
         self.list.search.clear()
         self.refresh_conversations()
         self.open_conversation(cid)
+
+    def duplicate_conversation(self, cid: int) -> int | None:
+        """The list's Duplicate: a whole copy of the chat, "… (copy)", opened; the first is kept.
+        The open chat is not copied while its reply is being written (the copy would hold half of
+        it), and while a reply is being written the copy is listed but not opened (opening another
+        chat stops that reply). The copy's id, or None."""
+        st = self.state
+        if st.busy and cid == st.conversation_id:
+            msg = "Could not duplicate the chat: its reply is being written. Stop it or wait for it first."
+            self.window.statusBar().showMessage(msg, 8000)
+            return None
+        try:
+            copy = st.history.duplicate_conversation(cid)
+        except Exception as exc:  # noqa: BLE001 - HistoryError and sqlite errors: said in the status bar
+            self.window.statusBar().showMessage(f"Could not duplicate the chat: {exc}", 8000)
+            self.refresh_conversations()  # (one deleted elsewhere goes from the list)
+            return None
+        if st.busy:
+            self.list.search.clear()
+            self.refresh_conversations()
+        else:
+            self.open_new(copy.id)
+        self.window.statusBar().showMessage(
+            f"Duplicated as “{copy.title}”: the first chat is kept as it was", 8000
+        )
+        return copy.id
 
     def branch_conversation(self, user_index: int) -> bool:
         """A reply's Branch: a new conversation with the open one's messages through the reply to

@@ -6,9 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from app.calls import ToolCall
-from app.storage.history import ConversationNotFound, History, HistoryError, TurnMessage
-from tests.support.history import call_turn
+from app.storage.history import ConversationNotFound, History, HistoryError
+from tests.support.history import full_chat
 from tests.support.tiny_vision import gif_bytes, png_bytes
 
 PNG, GIF = png_bytes(), gif_bytes()
@@ -18,25 +17,9 @@ def _count(h: History, table: str) -> int:
     return h._db.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
 
 
-def _full_chat(h: History) -> int:
-    cid = h.create_conversation("Maths", system_prompt="Be brief.").id
-    h.append_message(cid, "user", "What is in these pictures, and what is 6*7?", images=[PNG, GIF])
-    call = ToolCall("call00001", "calculator", {"expression": "6*7"}, raw="<tool_call>")
-    turn = call_turn("ignored", call, "42", "It is 42.", reasoning="easy")[
-        1:
-    ]  # the reply, its call and result
-    h.record_turn(cid, h.begin_assistant_message(cid).id, turn)
-    first = h.load_conversation(cid).messages[0]
-    h.archive_reply(cid, first.position)  # a regenerated reply: the first is kept as a version
-    h.record_turn(cid, h.begin_assistant_message(cid).id, [TurnMessage("assistant", "42.")])
-    h.set_folder(cid, "School")
-    h.set_pinned(cid, True)
-    return cid
-
-
 def test_a_deleted_chat_comes_back_as_it_was(tmp_path):
     h = History(tmp_path / "h.sqlite3")
-    cid = _full_chat(h)
+    cid = full_chat(h, (PNG, GIF))
     other = h.create_conversation("Shared").id
     h.append_message(other, "user", "the same picture", images=[PNG])  # PNG is shared, GIF is not
     before = h.load_conversation(cid).to_dict()

@@ -34,6 +34,7 @@ __all__ = [
     "append_chat_message",
     "chat_messages",
     "edit_message",
+    "full_chat",
     "history_before",
     "history_of_chats",
     "update_tool_call",
@@ -57,6 +58,23 @@ def call_turn(
         TurnMessage("tool", result, tool_call_id=call.id, name=call.name),
         TurnMessage("assistant", answer),
     ]
+
+
+def full_chat(h: History, pictures: tuple[bytes, ...]) -> int:
+    """A conversation with one of each thing a chat keeps: a system prompt, a question with
+    ``pictures``, a reply that called a tool (its result, its reasoning) kept aside as version 1
+    by a regenerated reply "42.", a folder ("School") and a pin; its id."""
+    cid = h.create_conversation("Maths", system_prompt="Be brief.").id
+    h.append_message(cid, "user", "What is in these pictures, and what is 6*7?", images=list(pictures))
+    call = ToolCall("call00001", "calculator", {"expression": "6*7"}, raw="<tool_call>")
+    turn = call_turn("ignored", call, "42", "It is 42.", reasoning="easy")[1:]  # the reply, its call, result
+    h.record_turn(cid, h.begin_assistant_message(cid).id, turn)
+    first = h.load_conversation(cid).messages[0]
+    h.archive_reply(cid, first.position)  # a regenerated reply: the first is kept as a version
+    h.record_turn(cid, h.begin_assistant_message(cid).id, [TurnMessage("assistant", "42.")])
+    h.set_folder(cid, "School")
+    h.set_pinned(cid, True)
+    return cid
 
 
 def history_of_chats(titles: list[str]) -> tuple[History, list[int]]:

@@ -16,6 +16,7 @@ CHAT_MENU = [
     "Pin to top",
     "Move to folder",
     "Rename",
+    "Duplicate",
     "Name with the model",
     "Copy as Markdown",
     "Export…",
