@@ -3,7 +3,17 @@ keys that move over the lines and fold the folders, and a conversation dragged o
 
 from __future__ import annotations
 
-from PySide6.QtCore import QByteArray, QMimeData, QModelIndex, QPersistentModelIndex, QRect, QSize, Qt, Signal
+from PySide6.QtCore import (
+    QByteArray,
+    QEvent,
+    QMimeData,
+    QModelIndex,
+    QPersistentModelIndex,
+    QRect,
+    QSize,
+    Qt,
+    Signal,
+)
 from PySide6.QtGui import (
     QDrag,
     QDragEnterEvent,
@@ -187,6 +197,7 @@ class ConversationLines(QListWidget):
 
     sig_delete_key = Signal()
     sig_undo_key = Signal()  # Ctrl+Z (⌘Z) in the list: the last deletion put back
+    sig_unchoose_key = Signal()  # Esc with several chosen: back to the open chat alone
     sig_drop_folder = Signal(list, object)  # the conversations dropped: their ids, the folder (None: none)
     sig_open_key = Signal(int)  # Enter on a conversation: its id
     sig_folder_key = Signal(str, str)  # a key on a folder's line: its name, what (see FOLDER_KEYS)
@@ -212,14 +223,27 @@ class ConversationLines(QListWidget):
         finally:
             self.choosing = False
 
+    def event(self, e: QEvent) -> bool:
+        """Esc with several chats chosen is the list's (it leaves them), not the window's Stop."""
+        if e.type() == QEvent.Type.ShortcutOverride and self._unchooses(e):  # type: ignore[arg-type]
+            e.accept()
+            return True
+        return super().event(e)
+
+    def _unchooses(self, e: QKeyEvent) -> bool:
+        return e.key() == Qt.Key.Key_Escape and len(self.selectedItems()) > 1
+
     def keyPressEvent(self, e: QKeyEvent) -> None:  # noqa: N802 (Qt API)
         """As a tree's keys: on a folder's line Left folds, Right unfolds (then goes to its first
         chat), Enter or Space folds or unfolds, F2 renames; on a chat in a folder Left goes to the
         folder's line; Enter opens a chat; the Menu key (Shift+F10) opens the line's menu; Ctrl+Z
-        (⌘Z) puts back the chats just deleted."""
+        (⌘Z) puts back the chats just deleted; Esc leaves several chosen (Ctrl+A: every chat)."""
         it, key = self.currentItem(), e.key()
         if e.matches(QKeySequence.StandardKey.Undo):
             self.sig_undo_key.emit()
+            return
+        if self._unchooses(e):
+            self.sig_unchoose_key.emit()
             return
         if it is None:
             super().keyPressEvent(e)

@@ -104,6 +104,7 @@ class ConversationList(QWidget):
         self.list.sig_delete_key.connect(self.delete_selected)
         self.list.sig_drop_folder.connect(self.sig_folder.emit)
         self.list.sig_open_key.connect(self.sig_open.emit)
+        self.list.sig_unchoose_key.connect(lambda: self.select(self.current_id))
         self.list.sig_folder_key.connect(partial(folder_key, self))
         self.list.currentItemChanged.connect(lambda *_a: self._update_buttons())
         self.list.itemSelectionChanged.connect(self._update_buttons)
@@ -188,6 +189,7 @@ class ConversationList(QWidget):
         on_folder = (
             cursor.data(FOLDER_ROLE) if cursor is not None and cursor.data(KIND_ROLE) == "folder" else None
         )
+        chosen = self.selected_ids()  # several chosen stay chosen (a reply saved meanwhile shows it again)
         self.list.clear()
         searching = bool(self.search.text().strip())
         filed: dict[str, list[Any]] = {}
@@ -219,6 +221,12 @@ class ConversationList(QWidget):
         line = self.list.folder_line(on_folder) if on_folder is not None else None
         if line is not None:
             self.list.setCurrentItem(line)
+        if len(chosen) > 1:
+            self.list.clearSelection()
+            for cid in chosen:
+                it = self.item_for(cid)
+                if it is not None and not it.isHidden():
+                    it.setSelected(True)
         self._filling = False
         self._update_buttons()
 
@@ -287,12 +295,12 @@ class ConversationList(QWidget):
         return self.list.item_for(cid)
 
     def select(self, cid: int | None) -> None:
+        """Mark the open chat ``cid``, chosen alone (none: nothing chosen is left behind for Delete)."""
         self.current_id = cid
         item = self.item_for(cid) if cid is not None else None
         self._filling = True
+        self.list.clearSelection()
         self.list.setCurrentItem(item)  # type: ignore[arg-type]  # (None: no current line)
-        if item is None:
-            self.list.clearSelection()  # nothing chosen is left behind for Delete
         self._filling = False
         self._update_buttons()
 

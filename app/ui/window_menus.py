@@ -38,6 +38,7 @@ SHORTCUTS = (
     ("F2 (in the list)", "Rename the chat or the folder"),
     ("Menu, Shift+F10 (in the list)", "The line's menu"),
     ("Ctrl+click, Shift+click (in the list)", "Choose several chats: move, export or delete them together"),
+    ("Ctrl+A, Esc (in the list)", "Choose every chat; leave those chosen"),
     ("Ctrl+Z (in the list)", "Put back the chats just deleted (for 30 seconds)"),
     ("Ctrl+B", "Show or hide the conversation list"),
     ("Ctrl+T", "Show or hide the tool-call panel"),

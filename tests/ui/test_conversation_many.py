@@ -12,6 +12,8 @@ from PySide6.QtGui import QDropEvent
 from PySide6.QtWidgets import QMenu, QMessageBox
 
 from tests.support.history import history_of_chats
+from tests.support.host_hold import hold
+from tests.ui.turns import alphabet_window
 
 TIMEOUT = 30_000
 CTRL, SHIFT = Qt.KeyboardModifier.ControlModifier, Qt.KeyboardModifier.ShiftModifier
@@ -53,6 +55,14 @@ def test_ctrl_and_shift_click_choose_several_and_a_plain_click_opens_one(qtbot, 
     _click(qtbot, lst, taxes, CTRL)  # Ctrl+click on a chosen one: out of the chosen
     assert lst.selected_ids() == [zoo, garden] and w.conversation_id == zoo
     assert lst.btn_delete.text() == "Delete 2"
+    w.conversations_ctl.refresh_conversations()  # the list shown again (a reply saved): still chosen
+    assert lst.selected_ids() == [zoo, garden] and lst.btn_delete.text() == "Delete 2"
+    _click(qtbot, lst, zoo, CTRL)
+    _click(qtbot, lst, taxes, CTRL)  # the open chat left out of those chosen
+    w.conversations_ctl.refresh_conversations()
+    assert lst.selected_ids() == [taxes, garden] and w.conversation_id == zoo
+    _click(qtbot, lst, zoo, CTRL)
+    _click(qtbot, lst, taxes, CTRL)
     _click(qtbot, lst, trip)  # a plain click: that chat, alone
     assert w.conversation_id == trip and lst.selected_ids() == [trip]
     assert lst.btn_delete.text() == "Delete" and lst.btn_rename.isEnabled()
@@ -96,7 +106,9 @@ def test_the_chosen_chats_move_to_a_folder_together_from_their_menu_or_by_a_drag
     lst.list.dropEvent(drop)
     assert drop.isAccepted() and h.get_conversation(trip).folder == "Errands"
     assert lst.headers() == ["▾ Errands (3)", "Today"]
+    assert lst.selected_ids() == [trip, taxes]  # still chosen where they went, as a file manager does
 
+    lst.list.clearSelection()
     for cid in (trip, zoo):
         lst.item_for(cid).setSelected(True)
     move = _action(lst.menu_for(lst.item_for(zoo)), "Move 2 chats to folder").menu()
@@ -238,3 +250,52 @@ def test_the_chosen_chats_are_written_together_and_the_list_read_once(qtbot, mak
     (delete,) = [b for b in lst.confirm_box.buttons() if b.text() == "Delete"]
     delete.click()
     assert len(reads) == 1 and lst.ids() == [taxes]
+
+
+def test_ctrl_a_in_the_list_chooses_every_chat_and_esc_leaves_the_open_one(qtbot, make_window):
+    w, h, (garden, taxes, trip, zoo) = _window(qtbot, make_window)
+    h.set_folder(garden, "Old")
+    w.conversations_ctl.refresh_conversations()
+    lst = w.conversations_ctl.list
+    _click(qtbot, lst, trip)
+    qtbot.keyClick(lst.list, Qt.Key.Key_A, CTRL)
+    assert sorted(lst.selected_ids()) == sorted([garden, taxes, trip, zoo]) and w.conversation_id == trip
+    assert lst.btn_delete.text() == "Delete 4"
+    assert _texts(lst.menu_for(lst.item_for(zoo)))[0] == "Pin 4 chats to top"
+    qtbot.keyClick(lst.list, Qt.Key.Key_Escape)
+    assert lst.selected_ids() == [trip] and lst.btn_delete.text() == "Delete"
+    # another chat opened another way (Alt+Down) chooses it alone: Delete deletes only it
+    qtbot.keyClick(lst.list, Qt.Key.Key_A, CTRL)
+    opened = w.conversations_ctl.step_conversation(1)
+    assert opened not in (None, trip) and lst.selected_ids() == [opened]
+    assert lst.btn_delete.text() == "Delete"
+
+
+def test_esc_leaves_the_chosen_before_it_stops_the_reply(qtbot, make_window):
+    """While a reply is written: Esc in the list with several chosen leaves them (the reply goes
+    on); Esc again, one chosen, is the window's Stop. The turn waits behind a job holding the
+    engine's thread, so it is surely being written when each key is pressed."""
+    h, (garden, taxes, trip) = history_of_chats(["Garden", "Taxes", "Trip"])
+    w = alphabet_window(qtbot, make_window, history=h)
+    lst = w.conversations_ctl.list
+    lst.sig_open.emit(garden)
+
+    def reply_with_keys(*keys: int) -> str:
+        release = hold(w.worker.host, owner="check")
+        try:
+            w.compose.setPlainText("and the roses?")
+            assert w.send() and w.busy
+            for cid in (taxes, trip):
+                lst.item_for(cid).setSelected(True)
+            lst.list.setFocus()
+            for n, key in enumerate(keys):
+                qtbot.keyClick(lst.list, key)
+                if n == 0:
+                    assert lst.selected_ids() == [garden] and w.busy  # left the chosen only
+        finally:
+            with qtbot.waitSignal(w.sig_turn_done, timeout=30_000) as blocker:
+                release.set()
+        return blocker.args[0].finish_reason
+
+    assert reply_with_keys(Qt.Key.Key_Escape) == "length"  # written to its end
+    assert reply_with_keys(Qt.Key.Key_Escape, Qt.Key.Key_Escape) == "cancelled"
