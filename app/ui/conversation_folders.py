@@ -104,11 +104,7 @@ def fill_many_menu(owner: ConversationList, menu: QMenu, ids: list[int]) -> None
     pin.setObjectName("unpinMany" if pinned else "pinMany")
     fill_move_menu(owner, menu.addMenu(f"Move {n} chats to folder"), ids)
 
-    def name_them() -> None:
-        for cid in ids:
-            owner.sig_name.emit(cid)
-
-    name = menu.addAction(f"Name {n} chats with the model", name_them)
+    name = menu.addAction(f"Name {n} chats with the model", lambda: owner.sig_name_many.emit(list(ids)))
     name.setObjectName("nameManyWithModel")
     copy = menu.addAction(f"Copy {n} chats as Markdown", lambda: owner.sig_copy_many.emit(list(ids)))
     copy.setObjectName("copyMany")

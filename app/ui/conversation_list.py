@@ -73,6 +73,7 @@ class ConversationList(QWidget):
     sig_collapsed = Signal(list)  # the folders now folded (their names), after a click on one
     sig_new_in_folder = Signal(str)  # a folder's menu: New chat here (its name)
     sig_name = Signal(int)  # Name with the model from the list's menu: the conversation's id
+    sig_name_many = Signal(list)  # Name N chats with the model (several chosen): their ids
     sig_duplicate = Signal(int)  # Duplicate from the list's menu: the conversation's id
     sig_export_many = Signal(list)  # Export N chats… (several chosen): their ids
     sig_copy_many = Signal(list)  # Copy N chats as Markdown (several chosen): their ids

@@ -2,11 +2,15 @@
 model*, and, with Settings -> Chat -> *Name new chats* on, a new chat after its first reply (a
 local model, or a remote engine's through its API). The model's words come from the worker
 (``EngineWorker.name_conversation``, ``app.engine.titles``); the history is written only through
-``History.rename_conversation``."""
+``History.rename_conversation``. Several chats asked together (*Name N chats with the model*) are
+asked one after another, so a message sent meanwhile waits behind one title, not all of them; the
+status bar counts them and its *Stop naming* button stops the rest."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
+
+from PySide6.QtWidgets import QPushButton
 
 from app.ui.window_part import WindowKit, WindowPart
 
@@ -31,6 +35,16 @@ class TitlesController(WindowPart):
         #: title the chat had when it was asked (it is renamed only if it still has it)
         self.pending: dict[int, str | None] = {}
         conversations.list.sig_name.connect(self.name)
+        conversations.list.sig_name_many.connect(self.name_many)
+        #: the chats asked together still to be asked, in order; and how that batch went
+        self.queue: list[int] = []
+        self.batch: dict[str, Any] = {}
+        self.stop_button = QPushButton("Stop naming")
+        self.stop_button.setObjectName("stopNaming")
+        self.stop_button.setToolTip("Name no more of the chats chosen (the one being named is finished)")
+        self.stop_button.clicked.connect(self.stop_naming)
+        self.stop_button.hide()
+        self.window.statusBar().addPermanentWidget(self.stop_button)
         self.worker.sig_named.connect(self._named)
         turn_done.connect(self._after_turn)
 
@@ -64,6 +78,65 @@ class TitlesController(WindowPart):
         bar.showMessage("Naming the chat with the model…", 8000)
         self.worker.name_conversation(cid, first[0], first[1], asked=True)
         return True
+
+    def name_many(self, ids: list[int]) -> bool:
+        """*Name N chats with the model* (several chosen): each asked in turn, after the one before
+        has its title (more chosen meanwhile join the batch). False, said, when no model is loaded."""
+        bar = self.window.statusBar()
+        if self.state.model_info is None:
+            bar.showMessage("Could not name the chats: no model is loaded. Load one first.", 8000)
+            return False
+        new = [cid for cid in ids if cid not in self.queue and cid not in self.pending]
+        if not self.batch:
+            self.batch = {"asked": 0, "named": 0, "failed": 0, "why": ""}
+        self.batch["asked"] += len(new)
+        self.queue += new
+        if not self.batch.get("asking"):  # (else the next is asked when that one has its title)
+            self._ask_next()
+        return True
+
+    def _ask_next(self) -> None:
+        """Ask the next chat of the batch; the batch is said once none is left."""
+        b, bar = self.batch, self.window.statusBar()
+        while self.queue:
+            cid = self.queue.pop(0)
+            first = self._first_turn(cid)
+            if first is None or not first[0].strip():
+                b["failed"] += 1
+                gone = self._title(cid) is None
+                b["why"] = b["why"] or ("a chat was deleted" if gone else "a chat has no message yet")
+                continue
+            b["asking"] = cid
+            self.pending[cid] = None
+            done = b["named"] + b["failed"]
+            bar.showMessage(f"Naming chats with the model: {done + 1} of {b['asked']}…")
+            self.stop_button.show()
+            self.worker.name_conversation(cid, first[0], first[1], asked=True)
+            return
+        self._batch_said()
+
+    def stop_naming(self) -> None:
+        """*Stop naming*: the chats not yet asked are left as they are called."""
+        left, self.queue = len(self.queue), []
+        if left and self.batch:
+            self.batch["stopped"] = left
+            if not self.batch.get("asking"):
+                self._batch_said()
+
+    def _batch_said(self) -> None:
+        b, self.batch = self.batch, {}
+        self.stop_button.hide()
+        if not b:
+            return
+        n, named, stopped = b["asked"], b["named"], b.get("stopped", 0)
+        said = (
+            f"Named {named} of {n} chats with the model" if named < n else f"Named {n} chats with the model"
+        )
+        if stopped:
+            said += f"; stopped before {stopped}"
+        if b["failed"]:
+            said += f"; {b['failed']} could not be named: {b['why']}"
+        self.window.statusBar().showMessage(said + ".", 12000)
 
     def _after_turn(self, done: Any) -> None:
         """A new chat's first reply ended: its title from the model, when the settings ask it."""
@@ -99,6 +172,9 @@ class TitlesController(WindowPart):
         if cid not in self.pending:
             return
         had = self.pending.pop(cid)
+        if self.batch.get("asking") == cid:
+            self._batch_named(cid, title, why)
+            return
         asked = had is None
         bar = self.window.statusBar()
         if not title:
@@ -112,3 +188,20 @@ class TitlesController(WindowPart):
         ):
             if asked:
                 bar.showMessage(f"Named the chat “{title}”.", 8000)
+
+    def _batch_named(self, cid: int, title: str, why: str) -> None:
+        """A chat of the batch has its title (or why not): filed, then the next is asked. With no
+        model left to ask, the rest are not asked."""
+        b = self.batch
+        b["asking"] = None
+        if title and self.conversations.write_history(
+            "name the chat", lambda: self.state.history.rename_conversation(cid, title)
+        ):
+            b["named"] += 1
+        else:
+            b["failed"] += 1
+            b["why"] = b["why"] or why or "the history could not be written"
+            if why == "no model is loaded":
+                b["failed"] += len(self.queue)
+                self.queue = []
+        self._ask_next()

@@ -6,11 +6,12 @@ nothing is asked of the model. What cannot be named says why."""
 
 from __future__ import annotations
 
-from PySide6.QtWidgets import QDialogButtonBox, QMenu
+from PySide6.QtWidgets import QDialogButtonBox, QMenu, QPushButton
 
 from app.storage.history import History
 from app.storage.settings import Settings, load_settings
 from tests.support.history import history_of_chats
+from tests.support.host_hold import hold
 from tests.ui.scripted_gguf import CHATML, write_scripted_gguf
 from tests.ui.turns import alphabet_window, send_turn
 
@@ -57,25 +58,72 @@ def test_a_chat_s_menu_names_it_with_the_model(qtbot, make_window):
     assert h.get_conversation(trip).title == "Trip" and w.conversation_id is None  # nothing else changed
 
 
-def test_several_chats_chosen_are_named_from_their_menu(qtbot, make_window):
+def _name_many(w, *ids: int) -> None:
+    """Choose the chats ``ids`` in the list, then their menu -> Name N chats with the model."""
+    lst = w.conversations_ctl.list
+    lst.list.clearSelection()
+    for cid in ids:
+        lst.item_for(cid).setSelected(True)
+    menu = lst.menu_for(lst.item_for(ids[0]))
+    (action,) = [a for a in menu.actions() if a.objectName() == "nameManyWithModel"]
+    assert action.text() == f"Name {len(ids)} chats with the model"
+    action.trigger()
+
+
+def test_several_chats_chosen_are_named_one_after_another(qtbot, make_window):
+    """Asked one at a time: a message sent meanwhile waits behind one title, not all of them. The
+    engine's thread is held while they are asked, so what queues behind what is seen."""
     h, (garden, taxes, trip) = history_of_chats(["Garden", "Taxes", "Trip"])
     w = make_window(_title_model(), history=h)
-    lst = w.conversations_ctl.list
-    for cid in (garden, trip):
-        lst.item_for(cid).setSelected(True)
-    menu = lst.menu_for(lst.item_for(trip))
-    (action,) = [a for a in menu.actions() if a.objectName() == "nameManyWithModel"]
-    assert action.text() == "Name 2 chats with the model"
-    named: list[int] = []
-    w.worker.sig_named.connect(lambda cid, _title, _why: named.append(cid))
-    action.trigger()
-    qtbot.waitUntil(lambda: len(named) == 2, timeout=TIMEOUT)
-    assert sorted(named) == sorted([garden, trip]) and w.titles.pending == {}
-    assert [h.get_conversation(c).title for c in (garden, taxes, trip)] == [
-        "Roses in spring",
-        "Taxes",
-        "Roses in spring",
-    ]
+    order: list[object] = []
+    w.worker.sig_named.connect(lambda cid, _title, _why: order.append(cid))
+    w.sig_turn_done.connect(lambda _done: order.append("reply"))
+    release = hold(w.worker.host, owner="check")
+    try:
+        _name_many(w, garden, taxes, trip)
+        assert len(w.titles.pending) == 1 and len(w.titles.queue) == 2  # one asked, two to come
+        assert w.statusBar().currentMessage() == "Naming chats with the model: 1 of 3…"
+        stop = w.findChild(QPushButton, "stopNaming")
+        assert stop.isVisible() and stop.text() == "Stop naming"
+        w.compose.setPlainText("a question meanwhile")
+        assert w.send()
+    finally:
+        release.set()
+    qtbot.waitUntil(lambda: len(order) == 4 and w.titles.batch == {}, timeout=TIMEOUT)
+    # the chats as listed (the latest first), the reply after the first title
+    assert order == [trip, "reply", taxes, garden]
+    assert [h.get_conversation(c).title for c in (garden, taxes, trip)] == ["Roses in spring"] * 3
+    assert w.statusBar().currentMessage() == "Named 3 chats with the model."
+    assert not stop.isVisible() and w.titles.pending == {}
+
+
+def test_naming_several_stops_on_asking_and_says_what_could_not_be_named(qtbot, make_window):
+    h, (garden, taxes, trip, zoo) = history_of_chats(["Garden", "Taxes", "Trip", "Zoo"])
+    w = make_window(_title_model(), history=h)
+    release = hold(w.worker.host, owner="check")
+    try:
+        _name_many(w, garden, taxes, trip, zoo)
+        w.findChild(QPushButton, "stopNaming").click()  # the first is asked already: it is named
+        assert w.titles.queue == []
+    finally:
+        release.set()
+    qtbot.waitUntil(lambda: w.titles.batch == {}, timeout=TIMEOUT)
+    titles = [h.get_conversation(c).title for c in (garden, taxes, trip, zoo)]
+    assert titles == ["Garden", "Taxes", "Trip", "Roses in spring"]  # the first listed (the latest)
+    assert w.statusBar().currentMessage() == "Named 1 of 4 chats with the model; stopped before 3."
+
+    # a chat deleted while the others are named: said, the rest are named
+    release = hold(w.worker.host, owner="check")
+    try:
+        _name_many(w, taxes, trip)
+        h.delete_conversation(w.titles.queue[0])
+    finally:
+        release.set()
+    qtbot.waitUntil(lambda: w.titles.batch == {}, timeout=TIMEOUT)
+    assert w.statusBar().currentMessage() == (
+        "Named 1 of 2 chats with the model; 1 could not be named: a chat was deleted."
+    )
+    assert "Roses in spring" in [c.title for c in h.list_conversations()]
 
 
 def test_what_cannot_be_named_says_why(qtbot, make_window):
