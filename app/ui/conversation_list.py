@@ -43,7 +43,9 @@ from app.ui.conversation_lines import (
 )
 from app.ui.labels import side_panel_layout
 
-__all__ = ["CONVERSATION_MIME", "PINNED", "ConversationList"]
+__all__ = ["CONVERSATION_MIME", "PINNED", "SEARCH_SHOWN", "ConversationList"]
+
+SEARCH_SHOWN = 100  # the most chats a search lists (the latest that match); more are said at the end
 
 
 def day_group(timestamp: float, today: date | None = None) -> str:
@@ -144,7 +146,8 @@ class ConversationList(QWidget):
         item.setFlags(Qt.ItemFlag.NoItemFlags)  # not selectable, not editable
         item.setData(KIND_ROLE, kind)
         f = item.font()
-        f.setBold(True)
+        f.setBold(kind != "more")
+        f.setItalic(kind == "more")  # ("more": a search's last line, saying it listed the latest only)
         f.setPointSizeF(max(7.0, f.pointSizeF() * 0.85))
         item.setFont(f)
         self.list.addItem(item)
@@ -179,11 +182,14 @@ class ConversationList(QWidget):
         conversations: list[Any],
         folders: Sequence[str] | None = None,
         snippets: Mapping[int, str] | None = None,
+        *,
+        more: bool = False,
     ) -> None:
         """Show ``conversations`` (the latest change first): the pinned under "Pinned", then each
         folder's by name (folded ones hidden, except in a search's results), then the others by day.
         ``folders``: every folder in the history (default: those of ``conversations``);
-        ``snippets``: a search's words around its match, per conversation, shown under its title."""
+        ``snippets``: a search's words around its match, per conversation, shown under its title;
+        ``more``: a search found more than these (the latest :data:`SEARCH_SHOWN`): said at the end."""
         self.snippets = dict(snippets or {})
         self._filling = True
         cursor = self.list.currentItem()  # a folder's line the keyboard is on stays the current one
@@ -219,6 +225,9 @@ class ConversationList(QWidget):
             self._add(c)
         if not conversations:
             self._header("No matches" if searching else "No conversations yet")
+        if more:
+            end = self._header(f"Showing the {len(conversations)} latest matches", kind="more")
+            end.setToolTip("More chats match: add a word to the search to find the older ones")
         line = self.list.folder_line(on_folder) if on_folder is not None else None
         if line is not None:
             self.list.setCurrentItem(line)

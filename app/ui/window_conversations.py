@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from PySide6.QtCore import Signal
 
 from app.engine.titles import title_from_message
-from app.ui.conversation_list import ConversationList
+from app.ui.conversation_list import SEARCH_SHOWN, ConversationList
 from app.ui.window_export import ExportController
 from app.ui.window_folders import FoldersController
 from app.ui.window_part import WindowKit, WindowPart, each_chat
@@ -82,14 +82,16 @@ class ConversationsController(WindowPart):
         q = (self.list.search.text() if query is None else query).strip()
         history = self.state.history
         try:
-            convs = history.search(q) if q else history.list_conversations()
+            convs = history.search(q, limit=SEARCH_SHOWN + 1) if q else history.list_conversations()
+            more = bool(q) and len(convs) > SEARCH_SHOWN  # (said at the list's end)
+            convs = convs[:SEARCH_SHOWN] if more else convs
             folders = history.folders()
             snippets = history.search_snippets(q, [c.id for c in convs]) if q else {}
         except Exception as exc:  # noqa: BLE001 - HistoryError and sqlite errors: said in the status bar
             self.window.statusBar().showMessage(f"Could not read the history: {exc}", 8000)
             return
         self.list.current_id = self.state.conversation_id
-        self.list.set_conversations(convs, folders, snippets)
+        self.list.set_conversations(convs, folders, snippets, more=more)
         self._show_title()
 
     def _show_title(self) -> None:

@@ -5,6 +5,7 @@ words go when the search is cleared."""
 
 from __future__ import annotations
 
+from PySide6.QtCore import Qt
 from PySide6.QtGui import QFont, QFontMetrics
 
 from app.storage.history import History, TurnMessage
@@ -68,3 +69,34 @@ def test_the_match_stays_whole_and_in_view_on_a_narrow_line(qtbot):
         assert fitted[-1][0].endswith("…")  # what follows is cut at the right
         assert sum((bold if m else normal).horizontalAdvance(t) for t, m in fitted) <= width
     assert fit_runs(runs, wide + 100, normal, bold) == runs  # room for all: as it is
+
+
+def test_a_search_that_finds_more_than_it_lists_says_so_at_the_end(qtbot, make_window):
+    """A search lists the latest :data:`SEARCH_SHOWN` chats that match; when more match, its last
+    line says so (and how to find the others), and one that lists all of them says nothing."""
+    from app.ui.conversation_list import SEARCH_SHOWN
+
+    h = History()
+    ids = []
+    for n in range(SEARCH_SHOWN + 2):
+        cid = h.create_conversation(f"Chat {n}").id
+        h.record_turn(
+            cid, None, [TurnMessage("user", f"about tulips, part {n}"), TurnMessage("assistant", "ok")]
+        )
+        ids.append(cid)
+    h.create_conversation("Roses")
+    w = make_window(None, history=h)
+    lst = w.conversations_ctl.list
+
+    _search(w, "tulips")
+    assert len(lst.ids()) == SEARCH_SHOWN and ids[0] not in lst.ids() and ids[-1] in lst.ids()
+    last = lst.list.item(lst.list.count() - 1)
+    assert last.text() == f"Showing the {SEARCH_SHOWN} latest matches" and "add a word" in last.toolTip()
+    assert not last.flags() & Qt.ItemFlag.ItemIsSelectable and last.text() not in lst.headers()
+
+    _search(w, "tulips part 10")  # 10, 100 and 101: all listed, nothing said
+    assert sorted(lst.ids()) == sorted([ids[10], ids[100], ids[101]])
+    assert lst.list.item(lst.list.count() - 1).data(Qt.ItemDataRole.UserRole) is not None
+    _search(w, "")  # every chat, nothing said
+    assert len(lst.ids()) == SEARCH_SHOWN + 3
+    assert all("latest matches" not in lst.list.item(i).text() for i in range(lst.list.count()))
