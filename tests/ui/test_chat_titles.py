@@ -6,13 +6,14 @@ nothing is asked of the model. What cannot be named says why."""
 
 from __future__ import annotations
 
-from PySide6.QtWidgets import QDialogButtonBox, QMenu, QPushButton
+from PySide6.QtWidgets import QDialogButtonBox, QPushButton
 
 from app.storage.history import History
 from app.storage.settings import Settings, load_settings
 from tests.support.history import history_of_chats
 from tests.support.host_hold import hold
 from tests.ui.scripted_gguf import CHATML, write_scripted_gguf
+from tests.ui.test_pinned import menu_action
 from tests.ui.turns import alphabet_window, send_turn
 
 TIMEOUT = 30_000
@@ -21,10 +22,7 @@ ALPHABET_TITLE = "abcdefghijklmnopqrstuvwx"  # the alphabet model's 24 tokens (a
 
 def _menu_name(w, cid: int) -> None:
     """The conversation's menu in the list -> Name with the model."""
-    lst = w.conversations_ctl.list
-    menu = QMenu(lst)
-    lst.fill_menu(menu, lst.item_for(cid))
-    (action,) = [a for a in menu.actions() if a.objectName() == "nameWithModel"]
+    action, _texts = menu_action(w, cid, "nameWithModel")
     assert action.text() == "Name with the model"
     action.trigger()
 

@@ -6,18 +6,14 @@ copied (the copy would hold half a reply) and another chat's copy is listed with
 
 from __future__ import annotations
 
-from PySide6.QtWidgets import QMenu
-
 from tests.support.history import history_of_chats
 from tests.support.host_hold import hold
+from tests.ui.test_pinned import menu_action
 from tests.ui.turns import alphabet_window
 
 
 def _duplicate(w, cid: int) -> None:
-    lst = w.conversations_ctl.list
-    menu = QMenu(lst)
-    lst.fill_menu(menu, lst.item_for(cid))
-    (action,) = [a for a in menu.actions() if a.objectName() == "duplicateConversation"]
+    action, _texts = menu_action(w, cid, "duplicateConversation")
     assert action.text() == "Duplicate"
     action.trigger()
 

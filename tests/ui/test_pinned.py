@@ -24,7 +24,7 @@ CHAT_MENU = [
 ]
 
 
-def _menu_action(w, cid: int, name: str):
+def menu_action(w, cid: int, name: str):
     """The action ``name`` of conversation ``cid``'s menu in the list (as the right-click shows it)."""
     lst = w.conversations_ctl.list
     item = lst.item_for(cid)
@@ -41,7 +41,7 @@ def test_a_pinned_conversation_is_listed_first_until_it_is_unpinned(qtbot, make_
     lst = w.conversations_ctl.list
     assert lst.ids() == [trip, taxes, garden] and lst.headers() == ["Today"]
 
-    action, texts = _menu_action(w, garden, "pinConversation")
+    action, texts = menu_action(w, garden, "pinConversation")
     assert texts == CHAT_MENU
     action.trigger()
     assert lst.ids() == [garden, trip, taxes] and lst.pinned_ids() == [garden]
@@ -66,7 +66,7 @@ def test_a_pinned_conversation_is_listed_first_until_it_is_unpinned(qtbot, make_
     w2 = make_window(None, history=History())
     assert w2.conversations_ctl.list.pinned_ids() == [garden]
 
-    action, texts = _menu_action(w, garden, "unpinConversation")
+    action, texts = menu_action(w, garden, "unpinConversation")
     assert texts[0] == "Unpin"
     action.trigger()
     assert lst.pinned_ids() == [] and lst.headers() == ["Today"]
@@ -82,7 +82,7 @@ def test_a_chat_deleted_meanwhile_is_not_pinned_renamed_or_deleted_and_the_list_
     ctl = w.conversations_ctl
     other = History()
     for why, act in (
-        ("Could not pin: no conversation", lambda cid: _menu_action(w, cid, "pinConversation")[0].trigger()),
+        ("Could not pin: no conversation", lambda cid: menu_action(w, cid, "pinConversation")[0].trigger()),
         ("Could not rename: no conversation", lambda cid: ctl.rename_conversation(cid, "Allotment")),
         ("Could not delete: no conversation", lambda cid: ctl.delete_conversation(cid)),
     ):
