@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 from app.storage.history import History, TurnMessage
+from tests.support.lmstudio_chats import WEATHER, lms_chat, lms_reply, lms_text, lms_user, write_lms_chat
 from tests.test_cli import run_app
 
 
@@ -135,3 +136,40 @@ def test_every_conversation_is_exported_at_once_and_many_files_are_imported(tmp_
     assert proc.returncode == 2 and "exported as JSON" in proc.stderr
     proc = run_app("history", "export", "all", str(bad))
     assert proc.returncode == 1 and "is not a folder" in proc.stderr
+
+
+def test_lm_studio_s_chats_are_imported_once_from_its_folder(tmp_path, monkeypatch):
+    """``history import --lmstudio``: LM Studio's own folder (found from the home folder), or the one
+    named; each chat in its folder, once; a file that cannot be read is said, exit status 1."""
+    monkeypatch.setenv("HOME", str(tmp_path))
+    proc = run_app("history", "import", "--lmstudio")
+    assert proc.returncode == 1 and "LM Studio's folder was not found" in proc.stderr
+    proc = run_app("history", "import")
+    assert proc.returncode == 2 and "--lmstudio" in proc.stderr
+
+    home = tmp_path / ".lmstudio"
+    write_lms_chat(home, WEATHER, "1.conversation.json")
+    write_lms_chat(
+        home,
+        lms_chat("Budget", lms_user("Sum 3 and 4"), lms_reply([lms_text("7")]), made=2),
+        "2.conversation.json",
+        "Work",
+    )
+    proc = run_app("history", "import", "--lmstudio")
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[-1] == f"2 chats imported from LM Studio ({home})" and len(lines) == 3
+    assert "note: not brought from “Weather in Lyon”: 1 other version of a reply" in proc.stderr
+    with History() as h:
+        assert {c.title: c.folder for c in h.list_conversations()} == {
+            "Weather in Lyon": None,
+            "Budget": "Work",
+        }
+
+    moved = tmp_path / "moved"
+    write_lms_chat(moved, WEATHER, "1.conversation.json")  # the same chat: here already
+    (moved / "conversations" / "3.conversation.json").write_text("[]", encoding="utf-8")
+    proc = run_app("history", "import", "--lmstudio", str(moved), "--json")
+    assert proc.returncode == 1 and proc.stdout == "" and "3.conversation.json" in proc.stderr
+    proc = run_app("history", "import", "--lmstudio", str(tmp_path / "nowhere"))
+    assert proc.returncode == 1 and "has no conversations folder" in proc.stderr

@@ -1,6 +1,7 @@
 """Every conversation at once (Qt-free): written out as the JSON export Import reads back, one file a
-conversation in a new folder (File -> *Export all chats…*, ``history export all FOLDER``), and many
-export files read back in one go (File -> *Import chats…* with several files chosen).
+conversation in a new folder (File -> *Export all chats…*, ``history export all FOLDER``), many
+export files read back in one go (File -> *Import chats…* with several files chosen), and every
+chat LM Studio keeps brought in (File -> *Import from LM Studio…*, ``history import --lmstudio``).
 
     from app.storage.backup import export_all
     done = export_all(History(), Path.home() / "Backups")   # done.folder, done.files
@@ -15,9 +16,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from app.storage.export import export_conversation, export_file_name, read_export
-from app.storage.history import Conversation, ConversationNotFound, History
+from app.storage.history import Conversation, ConversationNotFound, History, HistoryError
 
-__all__ = ["ExportedAll", "backup_folder_name", "export_all", "read_exports"]
+__all__ = [
+    "ExportedAll",
+    "ImportedChats",
+    "backup_folder_name",
+    "export_all",
+    "import_lmstudio",
+    "read_exports",
+]
 
 
 @dataclass(frozen=True)
@@ -99,3 +107,55 @@ def read_exports(paths: Iterable[str | os.PathLike[str]]) -> list[tuple[Path, Co
         except (OSError, ValueError) as exc:
             read.append((p, (exc.strerror if isinstance(exc, OSError) else None) or str(exc)))
     return read
+
+
+@dataclass(frozen=True)
+class ImportedChats:
+    """What :func:`import_lmstudio` did: the conversations it made, how many were there already
+    (imported before), the files it could not read (with why), and what of the chats it brought
+    it could not (each "“title”: what")."""
+
+    imported: list[Conversation]
+    already: int
+    failed: list[tuple[Path, str]]
+    left: list[str]
+
+
+def import_lmstudio(history: History, home: str | os.PathLike[str]) -> ImportedChats:
+    """Bring every chat of LM Studio's folder ``home`` (``lmstudio_chats.lmstudio_home``) into
+    ``history``, each in its folder of LM Studio's list and pinned as it was there. A chat brought
+    before (the same moment it was made) is not brought again; a file that cannot be read is said
+    and stops none of the others; a picture larger than the history keeps is left out, and said.
+    LM Studio's files are only read."""
+    from app.storage.lmstudio_chats import lmstudio_chat_files, read_lmstudio_chat
+
+    have = {round(c.created * 1000) for c in history.list_conversations()}
+    imported: list[Conversation] = []
+    failed: list[tuple[Path, str]] = []
+    left: list[str] = []
+    already = 0
+    for path, folder in lmstudio_chat_files(Path(home) / "conversations"):
+        try:
+            chat = read_lmstudio_chat(path, folder=folder)
+        except (OSError, ValueError) as exc:
+            failed.append((path, (exc.strerror if isinstance(exc, OSError) else None) or str(exc)))
+            continue
+        conv, notes = chat.conversation, list(chat.left)
+        key = round(conv.created * 1000)
+        if key in have:
+            already += 1
+            continue
+        for m in conv.messages:
+            kept = [i for i in m.images if len(i) <= history.max_image_bytes]
+            if len(kept) < len(m.images):
+                notes.append(f"{len(m.images) - len(kept)} picture(s) larger than the history keeps")
+                m.images = kept
+        try:
+            new = history.restore_conversation(conv, place=True)
+        except (HistoryError, ValueError) as exc:
+            failed.append((path, str(exc)))
+            continue
+        have.add(key)
+        imported.append(new)
+        left += [f"“{new.title}”: {note}" for note in notes]
+    return ImportedChats(imported, already, failed, left)

@@ -42,9 +42,22 @@ def add_history_parser(sub: Any) -> argparse.ArgumentParser:
         "which a new folder gets every conversation as JSON",
     )
     export.add_argument("--format", choices=list(EXPORT_FORMATS), default=None, help="(default: by the name)")
-    imp = actions.add_parser("import", help="bring back conversations exported as JSON, each as a new one")
+    imp = actions.add_parser(
+        "import", help="bring back conversations exported as JSON (or LM Studio's chats), each as a new one"
+    )
     imp.add_argument(
-        "file", nargs="+", help="one export file or more (a file that is no export is passed over)"
+        "file",
+        nargs="*",
+        help="export files (Callisto's, or LM Studio's .conversation.json; one that is neither is passed over)",
+    )
+    imp.add_argument(
+        "--lmstudio",
+        nargs="?",
+        const="",
+        default=None,
+        metavar="FOLDER",
+        help="every chat LM Studio keeps, in its folders (default: LM Studio's own folder, found as "
+        "LM Studio finds it); a chat brought before is not brought again",
     )
     imp.add_argument("--json", action="store_true", help="print each new conversation as JSON, one a line")
     return p
@@ -141,7 +154,10 @@ def _import(history: Any, args: argparse.Namespace) -> int:
     from app.storage.settings import load_settings
 
     history.max_image_bytes = load_settings()[0].images.max_bytes  # the window's bound
-    status = EXIT_OK
+    if not args.file and args.lmstudio is None:
+        _err("error: name the files to import, or --lmstudio for LM Studio's chats")
+        return EXIT_USAGE
+    status = EXIT_OK if args.lmstudio is None else _import_lmstudio(history, args)
     for file in args.file:
         try:
             new = history.restore_conversation(read_export(file))
@@ -158,6 +174,44 @@ def _import(history: Any, args: argparse.Namespace) -> int:
                 )
             )
     return status
+
+
+def _import_lmstudio(history: Any, args: argparse.Namespace) -> int:
+    """``--lmstudio [FOLDER]``: every chat of LM Studio's folder; what could not be is said."""
+    from pathlib import Path
+
+    from app.storage.backup import import_lmstudio
+    from app.storage.lmstudio_chats import lmstudio_home
+
+    home = Path(args.lmstudio).expanduser() if args.lmstudio else lmstudio_home()
+    if home is None or not (home / "conversations").is_dir():
+        where = (
+            f"{home} has no conversations folder" if home is not None else "LM Studio's folder was not found"
+        )
+        _err(f"error: {where}: name the folder LM Studio keeps its chats in (--lmstudio FOLDER)")
+        return EXIT_ERROR
+    done = import_lmstudio(history, home)
+    for new in done.imported:
+        if args.json:
+            print(json.dumps(_row(new), ensure_ascii=False))
+        else:
+            print(
+                terminal_text(
+                    f"Imported “{new.title}” as conversation {new.id} ({new.message_count} messages)"
+                )
+            )
+    for note in done.left:
+        _err(f"note: not brought from {note}")
+    for path, why in done.failed:
+        _err(f"error: cannot import {path}: {why}")
+    if not args.json:
+        print(
+            terminal_text(
+                f"{len(done.imported)} chats imported from LM Studio ({home})"
+                + (f"; {done.already} were here already" if done.already else "")
+            )
+        )
+    return EXIT_ERROR if done.failed else EXIT_OK
 
 
 def run_history_command(args: argparse.Namespace) -> int:

@@ -375,7 +375,8 @@ def _message(value: Any, i: int) -> MessageRecord:
 def conversation_from_json(text: str | bytes) -> Conversation:
     """The conversation in a JSON export (:func:`conversation_json`), every field checked: a
     ValueError says what is wrong and where (a file that is no Callisto export, one from a newer
-    Callisto, a message whose field has the wrong type, an image that is not base64)."""
+    Callisto, a message whose field has the wrong type, an image that is not base64). An LM Studio
+    chat is read as ``app.storage.lmstudio_chats`` reads it (no pictures: no folder to find them)."""
     if len(text) > MAX_IMPORT_BYTES:
         raise ValueError(f"the file is larger than {MAX_IMPORT_BYTES // (1024 * 1024)} MiB")
     try:
@@ -385,9 +386,15 @@ def conversation_from_json(text: str | bytes) -> Conversation:
         raise ValueError(f"the file is not JSON ({exc})") from None
     except RecursionError:
         raise ValueError("the file's JSON is nested too deeply") from None
+    if isinstance(data, dict) and data.get("format") != JSON_FORMAT:
+        from app.storage.lmstudio_chats import conversation_from_lmstudio, is_lmstudio_chat
+
+        if is_lmstudio_chat(data):  # a chat file of LM Studio's: read as its import reads it
+            return conversation_from_lmstudio(data).conversation
     if not isinstance(data, dict) or data.get("format") != JSON_FORMAT:
         raise ValueError(
-            "the file is not a chat exported by Callisto (its format is not callisto.conversation)"
+            "the file is not a chat exported by Callisto (its format is not callisto.conversation) "
+            "nor one of LM Studio's"
         )
     version = data.get("version")
     if not isinstance(version, int) or isinstance(version, bool) or version < 1:
@@ -414,9 +421,14 @@ def conversation_from_json(text: str | bytes) -> Conversation:
 
 
 def read_export(path: str | os.PathLike[str]) -> Conversation:
-    """The conversation in the JSON export at ``path`` (:func:`conversation_from_json`); a file too
-    large is refused before it is read. OSError or ValueError say why it cannot be read."""
+    """The conversation in the JSON export at ``path`` (:func:`conversation_from_json`; LM Studio's
+    ``.conversation.json`` with its pictures, ``read_lmstudio_chat``); a file too large is refused
+    before it is read. OSError or ValueError say why it cannot be read."""
     p = Path(path)
+    if p.name.endswith(".conversation.json"):  # LM Studio's: with its pictures and its time
+        from app.storage.lmstudio_chats import read_lmstudio_chat
+
+        return read_lmstudio_chat(p).conversation
     if p.stat().st_size > MAX_IMPORT_BYTES:
         raise ValueError(f"the file is larger than {MAX_IMPORT_BYTES // (1024 * 1024)} MiB")
     return conversation_from_json(p.read_bytes())

@@ -643,14 +643,22 @@ class History:
             cid = _rowid(cur)
         return self.get_conversation(cid)
 
-    def restore_conversation(self, conv: Conversation) -> Conversation:
+    def restore_conversation(self, conv: Conversation, *, place: bool = False) -> Conversation:
         """Store ``conv`` (read from an export: ``app.storage.export.conversation_from_json``) as a
         new conversation with its times, messages, calls, results and images, in one transaction:
         all of it or nothing. The messages' ids and positions are new; a reply that was being
         written when it was exported is kept as interrupted. An image over
-        :attr:`max_image_bytes` raises :class:`ImageTooLargeError` and nothing is written."""
+        :attr:`max_image_bytes` raises :class:`ImageTooLargeError` and nothing is written.
+        ``place``: listed in ``conv.folder`` and pinned as ``conv.pinned`` say (another app's
+        chats, brought with their place in its list); else in no folder, not pinned."""
+        name = folder_name(conv.folder) if place and conv.folder is not None else None
         with self._tx() as db:
             cid = self._restore(db, conv)
+            if place:
+                db.execute(
+                    "UPDATE conversations SET folder = ?, pinned = ? WHERE id = ?",
+                    (name, 1 if conv.pinned else 0, cid),
+                )
         return self.get_conversation(cid)
 
     def _restore(self, db: sqlite3.Connection, conv: Conversation) -> int:

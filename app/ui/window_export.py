@@ -1,7 +1,8 @@
 """Chats written to files and read back (a part of the main window): one chat exported as
 Markdown or JSON, or copied as Markdown; every chat exported at once to a new folder (File ->
 *Export all chats…*); exported chats imported as new conversations, one file or many (File ->
-*Import chats…*, or dropped on the window). The files are written and read off the UI thread by
+*Import chats…*, or dropped on the window); every chat LM Studio keeps (File -> *Import from LM
+Studio…*). The files are written and read off the UI thread by
 ``app.storage.export`` and ``app.storage.backup``; the history is written only through
 ``History.restore_conversation``."""
 
@@ -186,6 +187,55 @@ class ExportController(WindowPart):
 
         return self.tasks.run(lambda: read_exports(paths), read)
 
+    def import_lmstudio(self, home: str | None = None) -> bool:
+        """File -> *Import from LM Studio…*: every chat of LM Studio's folder ``home`` (default: its
+        own, found as LM Studio finds it; not found, the person is asked where it is), in its
+        folders, off the UI thread (``app.storage.backup.import_lmstudio``); one brought before is
+        not brought again. The status bar says what came and what did not."""
+        from app.storage.lmstudio_chats import lmstudio_home
+
+        where = Path(home) if home is not None else lmstudio_home()
+        if where is not None and where.name == "conversations":
+            where = where.parent  # (its conversations folder chosen)
+        if where is None or not (where / "conversations").is_dir():
+            return self._ask_lmstudio(where)
+        from app.storage.backup import import_lmstudio
+
+        history, bar = self.state.history, self.window.statusBar()
+        bar.showMessage(f"Importing LM Studio's chats from {where}…")
+
+        def done(result: Any) -> None:
+            self.conversations.refresh_conversations()
+            bar.showMessage(_from_lmstudio(result), 12000 if result.failed or result.left else 8000)
+
+        return self.tasks.run(
+            lambda: import_lmstudio(history, where),
+            done,
+            lambda why: bar.showMessage(f"Could not import LM Studio's chats: {why}", 12000),
+        )
+
+    def _ask_lmstudio(self, tried: Path | None) -> bool:
+        """LM Studio's folder was not found (or has no chats): the person says where it is."""
+        from PySide6.QtWidgets import QFileDialog
+
+        bar = self.window.statusBar()
+        if tried is not None:
+            bar.showMessage(
+                f"{tried} holds no LM Studio chats: choose the folder LM Studio keeps them in.", 12000
+            )
+        else:
+            bar.showMessage(
+                "LM Studio's folder was not found: choose the folder it keeps its chats in.", 12000
+            )
+        dlg = QFileDialog(self.window, "Where LM Studio keeps its chats", str(Path.home()))
+        dlg.setObjectName("lmstudioFolderDialog")
+        dlg.setFileMode(QFileDialog.FileMode.Directory)
+        dlg.setOption(QFileDialog.Option.ShowDirsOnly, True)
+        dlg.fileSelected.connect(lambda chosen: chosen and self.import_lmstudio(chosen))
+        self.export_dialog = dlg
+        dlg.open()
+        return False
+
 
 def _imported(came: list[tuple[str, Any, int]], refused: list[tuple[str, str]]) -> str:
     """What the status bar says after an import: one file's chat, or how many came in and the
@@ -202,3 +252,19 @@ def _imported(came: list[tuple[str, Any, int]], refused: list[tuple[str, str]]) 
         not_in = f"could not import {name}{more}: {why}"
         said = f"{said}; {not_in}" if came else not_in[0].upper() + not_in[1:]
     return said
+
+
+def _from_lmstudio(done: Any) -> str:
+    """What the status bar says after LM Studio's chats were brought (``backup.ImportedChats``)."""
+    n = len(done.imported)
+    said = f"Imported {n} chat{'' if n == 1 else 's'} from LM Studio"
+    if done.already:
+        said += f" ({done.already} {'was' if done.already == 1 else 'were'} here already)"
+    if done.failed:
+        path, why = done.failed[0]
+        more = f" (and {len(done.failed) - 1} more)" if len(done.failed) > 1 else ""
+        said += f"; could not import {path.name}{more}: {why}"
+    if done.left:
+        more = f" (and {len(done.left) - 1} more)" if len(done.left) > 1 else ""
+        said += f"; not brought: {done.left[0]}{more}"
+    return said + "."

@@ -126,6 +126,11 @@ class MenusController:
         self.act_export_all.triggered.connect(lambda: exports.export_all())
         self.act_import = file_menu.addAction("Import chats…")
         self.act_import.triggered.connect(lambda: exports.import_conversation())
+        self.act_import_lms = file_menu.addAction("Import from LM Studio…")
+        self.act_import_lms.setToolTip(
+            "Every chat LM Studio keeps, in its folders (LM Studio's files are only read)"
+        )
+        self.act_import_lms.triggered.connect(lambda: exports.import_lmstudio())
         file_menu.addAction(pages.act_settings)
         file_menu.addSeparator()
         self.act_quit = file_menu.addAction("Quit")

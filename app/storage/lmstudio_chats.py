@@ -1,0 +1,340 @@
+"""Chats kept by LM Studio, read as Callisto conversations (Qt-free), so a person who switches
+brings their history: File -> *Import from LM Studio…* and ``history import --lmstudio``.
+
+LM Studio keeps each chat as ``<its folder>/conversations/[<a folder of its list>/]<ms>.conversation.json``:
+a ``name``, ``createdAt`` (milliseconds), a ``systemPrompt``, and ``messages``, each a list of
+``versions`` (an edit or a regeneration) with the one shown at ``currentlySelected``. A user's is
+``singleStep`` (``content``: text parts, and files it keeps under ``user-files``); an assistant's
+is ``multiStep``, whose ``contentBlock`` steps hold the text, the thinking (``style.type`` is
+``"thinking"``), the tool calls the model made (``toolCallRequest``) and their results
+(``toolCallResult``); its other steps (status lines, debug information) are the window's.
+
+Read here: every chat's shown versions, as the person last saw the chat: the text, the thinking,
+each call with its arguments and result, the pictures attached (when LM Studio still has their
+files), who wrote each reply, the chat's system prompt, its pin and its folder. What is not
+brought is said (:attr:`LMStudioChat.left`): a reply's other versions, a file that is gone.
+Every field is checked: a file may come from anywhere, and a value of the wrong type is passed
+over or refused with where it is, never trusted."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from app.storage.history import MAX_FOLDER_NAME, Conversation, MessageRecord, StoredToolCall
+
+__all__ = [
+    "LMStudioChat",
+    "conversation_from_lmstudio",
+    "is_lmstudio_chat",
+    "lmstudio_chat_files",
+    "lmstudio_home",
+    "read_lmstudio_chat",
+]
+
+CHAT_SUFFIX = ".conversation.json"
+MAX_CHAT_BYTES = 512 * 1024 * 1024  # (the bound of a Callisto export too)
+MAX_PICTURE_BYTES = 64 * 1024 * 1024  # a file bigger than this is not read as a picture
+_PICTURES = (b"\x89PNG\r\n\x1a\n", b"\xff\xd8\xff", b"GIF87a", b"GIF89a")
+
+
+@dataclass(frozen=True)
+class LMStudioChat:
+    """A chat read from LM Studio: the conversation to store (``History.restore_conversation``;
+    its ``folder`` and ``pinned`` are LM Studio's) and what of it could not be brought."""
+
+    conversation: Conversation
+    left: list[str] = field(default_factory=list)
+
+
+def lmstudio_home(home: str | os.PathLike[str] | None = None) -> Path | None:
+    """LM Studio's own folder, where its ``conversations`` are: the one ``~/.lmstudio-home-pointer``
+    names (LM Studio moved elsewhere), else ``~/.lmstudio``, else the older ``~/.cache/lm-studio``;
+    None when none of them holds a ``conversations`` folder."""
+    base = Path(home) if home is not None else Path.home()
+    places: list[Path] = []
+    try:
+        pointed = (base / ".lmstudio-home-pointer").read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError):
+        pointed = ""
+    if pointed:
+        places.append(Path(pointed).expanduser())
+    places += [base / ".lmstudio", base / ".cache" / "lm-studio"]
+    return next((p for p in places if (p / "conversations").is_dir()), None)
+
+
+def lmstudio_chat_files(conversations: str | os.PathLike[str]) -> list[tuple[Path, str | None]]:
+    """Every chat file under LM Studio's ``conversations`` folder, each with the folder of LM
+    Studio's list it is in (a folder there; None at the top), oldest name first (LM Studio names
+    them by when they were made)."""
+    root = Path(conversations)
+    found: list[tuple[Path, str | None]] = []
+    for path in sorted(root.rglob(f"*{CHAT_SUFFIX}")):
+        if not path.is_file():
+            continue
+        parts = path.relative_to(root).parts[:-1]
+        name = " ".join(parts[0].split())[:MAX_FOLDER_NAME] if parts else ""
+        found.append((path, name or None))
+    return found
+
+
+def is_lmstudio_chat(data: Any) -> bool:
+    """Whether ``data`` (a JSON document) has the shape of an LM Studio chat: messages made of
+    versions."""
+    if not isinstance(data, dict) or not isinstance(data.get("messages"), list):
+        return False
+    messages = data["messages"]
+    return all(isinstance(m, dict) and isinstance(m.get("versions"), list) for m in messages) and (
+        bool(messages) or "createdAt" in data
+    )
+
+
+def _seconds(value: Any) -> float | None:
+    """A time LM Studio wrote (milliseconds, or seconds) as seconds; None for none or nonsense."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or value != value or value <= 0:
+        return None
+    seconds = value / 1000 if value > 1e11 else float(value)
+    return seconds if seconds < 4e9 else None  # (after 2096: not a time)
+
+
+def _text(value: Any) -> str:
+    """The text of a content list (its ``text`` parts, in order), or of a string."""
+    if isinstance(value, str):
+        return value
+    if not isinstance(value, list):
+        return ""
+    return "".join(p["text"] for p in value if isinstance(p, dict) and isinstance(p.get("text"), str))
+
+
+def _arguments(value: Any) -> dict[str, Any] | str:
+    if isinstance(value, dict):
+        return value
+    if isinstance(value, str):
+        try:
+            parsed = json.loads(value)
+        except json.JSONDecodeError:
+            return value  # kept as it was written
+        return parsed if isinstance(parsed, dict) else value
+    return {}
+
+
+def _shown(entry: Any, n: int) -> dict[str, Any] | None:
+    """The version of message ``n`` the chat shows (``currentlySelected``; the first when that is
+    not one of them), or None for an entry that is no message."""
+    if not isinstance(entry, dict) or not isinstance(entry.get("versions"), list):
+        return None
+    versions = [v for v in entry["versions"] if isinstance(v, dict)]
+    if not versions:
+        return None
+    at = entry.get("currentlySelected")
+    ok = isinstance(at, int) and not isinstance(at, bool) and 0 <= at < len(versions)
+    return versions[at if ok else 0]  # type: ignore[index]
+
+
+class _Reader:
+    """Builds the conversation's messages from LM Studio's, one message after another."""
+
+    def __init__(self, created: float, files: Path | None) -> None:
+        self.created, self.files = created, files
+        self.messages: list[MessageRecord] = []
+        self.left: list[str] = []
+        self._calls = 0
+
+    def add(self, role: str, content: str = "", **kw: Any) -> MessageRecord:
+        m = MessageRecord(
+            id=0, conversation_id=0, position=len(self.messages), role=role, content=content, **kw
+        )
+        m.created = self.created
+        self.messages.append(m)
+        return m
+
+    def picture(self, part: dict[str, Any]) -> bytes | None:
+        """The bytes of a file attached to a user's message, when it is a picture LM Studio still
+        has; what is not brought is said."""
+        name = part.get("fileIdentifier") or part.get("identifier") or part.get("name")
+        shown = part.get("name") if isinstance(part.get("name"), str) else name
+        if not isinstance(name, str) or not name or Path(name).name != name or self.files is None:
+            self.left.append(f"an attached file ({shown or 'no name'}) is not where LM Studio keeps files")
+            return None
+        path = self.files / name
+        try:
+            if path.stat().st_size > MAX_PICTURE_BYTES:
+                raise ValueError
+            data = path.read_bytes()
+        except (OSError, ValueError):
+            self.left.append(f"the attached file {shown} is gone or too large")
+            return None
+        if not data.startswith(_PICTURES) and not (data[:4] == b"RIFF" and data[8:12] == b"WEBP"):
+            self.left.append(f"the attached file {shown} is not a picture (its text is not brought)")
+            return None
+        return data
+
+    def user(self, version: dict[str, Any]) -> None:
+        parts = version.get("content")
+        images: list[bytes] = []
+        for part in parts if isinstance(parts, list) else []:
+            if isinstance(part, dict) and part.get("type") == "file":
+                data = self.picture(part)
+                if data is not None:
+                    images.append(data)
+        self.add("user", _text(parts), images=images)
+
+    def system(self, version: dict[str, Any]) -> None:
+        text = _text(version.get("content"))
+        if text.strip():
+            self.add("system", text)
+
+    def assistant(self, version: dict[str, Any], others: int) -> None:
+        """One reply: a message for its text and calls, one a result, and one for what it wrote
+        after them, as Callisto keeps a turn."""
+        sender = version.get("senderInfo")
+        name = sender.get("senderName") if isinstance(sender, dict) else None
+        extra = {"model_name": " ".join(name.split())} if isinstance(name, str) and name.strip() else {}
+        extra["imported_from"] = "LM Studio"
+        reply: MessageRecord | None = None  # the assistant's message being read
+        steps = version.get("steps")
+        if not isinstance(steps, list):  # (a reply kept as one step)
+            steps = [{"type": "contentBlock", "content": version.get("content")}]
+        for step in steps:
+            if not isinstance(step, dict) or step.get("type") != "contentBlock":
+                continue  # status lines, debug information: the window's
+            style = step.get("style")
+            thinking = isinstance(style, dict) and style.get("type") == "thinking"
+            content = step.get("content")
+            for part in content if isinstance(content, list) else []:
+                kind = part.get("type") if isinstance(part, dict) else None
+                if kind == "toolCallResult":
+                    if reply is None:
+                        self.left.append("a tool result with no call")
+                    else:
+                        self.result(reply, part)
+                    continue
+                if kind not in ("text", "toolCallRequest"):
+                    continue
+                if reply is None or self.messages[-1] is not reply:  # (after the calls' results)
+                    reply = self.add("assistant", extra=dict(extra))
+                if kind == "toolCallRequest":
+                    self.call(reply, part)
+                elif isinstance(part.get("text"), str):
+                    if thinking:
+                        reply.reasoning = (reply.reasoning or "") + part["text"]
+                    else:
+                        reply.content += part["text"]
+        if reply is None:
+            self.add("assistant", extra=dict(extra))
+        if others:
+            self.left.append(f"{others} other version{'s' if others > 1 else ''} of a reply")
+
+    def call(self, reply: MessageRecord, part: dict[str, Any]) -> None:
+        inner = part.get("toolCallRequest")
+        req = inner if isinstance(inner, dict) else part
+        name = req.get("name")
+        if not isinstance(name, str) or not name.strip():
+            self.left.append("a tool call with no name")
+            return
+        self._calls += 1
+        given = req.get("id") or req.get("callId") or req.get("toolCallId")
+        call_id = given if isinstance(given, str) and given.strip() else f"lmstudio{self._calls:05d}"
+        args = _arguments(req.get("arguments", req.get("parameters")))
+        reply.tool_calls.append(
+            StoredToolCall(
+                id=0,
+                message_id=0,
+                call_id=call_id,
+                name=name.strip(),
+                arguments=args,
+                position=len(reply.tool_calls),
+            )
+        )
+
+    def result(self, reply: MessageRecord, part: dict[str, Any]) -> None:
+        """A call's result: kept with the call (the first without one, or the one it names) and
+        as the tool's message the model read."""
+        given = part.get("toolCallId") or part.get("callId") or part.get("id")
+        waiting = [c for c in reply.tool_calls if c.result is None]
+        call = next((c for c in waiting if c.call_id == given), waiting[0] if waiting else None)
+        if call is None:
+            self.left.append("a tool result with no call")
+            return
+        value = part.get("content", part.get("result"))
+        text = _text(value) if not isinstance(value, dict) else json.dumps(value, ensure_ascii=False)
+        call.result = text
+        self.add("tool", text, tool_call_id=call.call_id, name=call.name)
+
+
+def conversation_from_lmstudio(
+    data: Any,
+    *,
+    folder: str | None = None,
+    updated: float | None = None,
+    files: str | os.PathLike[str] | None = None,
+) -> LMStudioChat:
+    """The conversation of an LM Studio chat (``data``: its JSON, read), in ``folder`` (LM Studio's
+    folder of its list), last changed at ``updated`` (default: when it was made), its pictures read
+    from ``files`` (LM Studio's ``user-files`` folder). ValueError for JSON that is no LM Studio
+    chat."""
+    if not is_lmstudio_chat(data):
+        raise ValueError("the file is not an LM Studio chat (no messages made of versions)")
+    now = time.time()
+    created = _seconds(data.get("createdAt")) or updated or now
+    reader = _Reader(created, Path(files) if files is not None else None)
+    for n, entry in enumerate(data["messages"]):
+        version = _shown(entry, n)
+        if version is None:
+            reader.left.append(f"message {n + 1}, which has no version")
+            continue
+        role = version.get("role")
+        if role == "user":
+            reader.user(version)
+        elif role == "assistant":
+            reader.assistant(version, len(entry["versions"]) - 1)
+        elif role == "system":
+            reader.system(version)
+        else:
+            reader.left.append(f"message {n + 1}, whose role is {str(role)[:40]!r}")
+    name = data.get("name")
+    first = next((m.content for m in reader.messages if m.role == "user" and m.content.strip()), "")
+    title = " ".join(name.split()) if isinstance(name, str) and name.strip() else " ".join(first.split())[:60]
+    prompt = data.get("systemPrompt")
+    conv = Conversation(
+        id=0,
+        title=title or "LM Studio chat",
+        created=created,
+        updated=max(updated or created, created),
+        message_count=len(reader.messages),
+        system_prompt=prompt if isinstance(prompt, str) and prompt.strip() else None,
+        pinned=data.get("pinned") is True,
+        folder=folder,
+        messages=reader.messages,
+    )
+    return LMStudioChat(conv, reader.left)
+
+
+def read_lmstudio_chat(path: str | os.PathLike[str], *, folder: str | None = None) -> LMStudioChat:
+    """The LM Studio chat in the file ``path`` (:func:`conversation_from_lmstudio`; last changed
+    when the file was, its pictures from the ``user-files`` folder beside ``conversations``).
+    OSError or ValueError say why it cannot be read."""
+    p = Path(path)
+    stat = p.stat()
+    if stat.st_size > MAX_CHAT_BYTES:
+        raise ValueError(f"the file is larger than {MAX_CHAT_BYTES // (1024 * 1024)} MiB")
+    try:
+        data = json.loads(p.read_bytes())
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ValueError(f"the file is not JSON ({exc})") from None
+    except RecursionError:
+        raise ValueError("the file's JSON is nested too deeply") from None
+    return conversation_from_lmstudio(data, folder=folder, updated=stat.st_mtime, files=_user_files(p))
+
+
+def _user_files(chat: Path) -> Path | None:
+    """LM Studio's ``user-files`` folder for the chat file ``chat``: beside the ``conversations``
+    folder it is in."""
+    for parent in chat.resolve().parents:
+        if parent.name == "conversations":
+            return parent.parent / "user-files"
+    return None

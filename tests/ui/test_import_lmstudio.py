@@ -1,0 +1,80 @@
+"""LM Studio's chats brought into the real window (File → Import from LM Studio…) over real files and
+real SQLite: LM Studio's own folder is found from the home folder, its chats come in off the UI
+thread, each in its folder and pinned as in LM Studio, and are listed; a second import brings only
+what is new; not found, a folder dialog (that does not block) asks where it is; the status bar says
+what came and what did not."""
+
+from __future__ import annotations
+
+from PySide6.QtWidgets import QFileDialog
+
+from tests.support.lmstudio_chats import WEATHER, lms_chat, lms_reply, lms_text, lms_user, write_lms_chat
+
+TIMEOUT = 30_000
+
+
+def _status(w) -> str:
+    return w.statusBar().currentMessage()
+
+
+def test_lm_studio_s_chats_come_in_with_their_folders_once(qtbot, make_window, tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path))
+    home = tmp_path / ".lmstudio"
+    write_lms_chat(home, WEATHER, "1.conversation.json")
+    budget = lms_chat("Budget", lms_user("Sum 3 and 4"), lms_reply([lms_text("7")]), made=2_000)
+    write_lms_chat(home, budget, "2.conversation.json", "Work")
+    w = make_window(None)
+    lst = w.conversations_ctl.list
+    assert w.menus.act_import_lms.text() == "Import from LM Studio…"
+
+    w.menus.act_import_lms.trigger()
+    qtbot.waitUntil(lambda: _status(w).startswith("Imported"), timeout=TIMEOUT)
+    assert _status(w) == (
+        "Imported 2 chats from LM Studio; not brought: “Weather in Lyon”: 1 other version of a reply."
+    )
+    assert sorted(lst.titles()) == ["Budget", "Weather in Lyon"]
+    assert lst.headers()[:2] == ["Pinned", "▾ Work (1)"]  # pinned in LM Studio, and its folder
+    weather = next(c for c in w.state.history.list_conversations() if c.title == "Weather in Lyon")
+    w.open_conversation(weather.id)
+    assert [m.text for m in w.chat.user_messages()] == [
+        "What is the weather in Lyon?",
+        "And in Paris tomorrow?",
+    ]
+    assert w.tool_panel.select_call("call-1")  # the call LM Studio's model made, in the side panel
+    assert "get_weather" in w.tool_panel.detail_text() and "12 °C, rain" in w.tool_panel.detail_text()
+
+    write_lms_chat(
+        home,
+        lms_chat("New", lms_user("Hi"), lms_reply([lms_text("Hello")]), made=3_000),
+        "3.conversation.json",
+    )
+    w.menus.act_import_lms.trigger()
+    qtbot.waitUntil(lambda: _status(w).startswith("Imported 1"), timeout=TIMEOUT)
+    assert _status(w) == "Imported 1 chat from LM Studio (2 were here already)."
+    assert len(lst.ids()) == 3
+
+
+def test_lm_studio_s_folder_not_found_is_asked_for(qtbot, make_window, tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path / "nobody"))
+    moved = tmp_path / "LM Studio data"
+    write_lms_chat(moved, WEATHER, "1.conversation.json")
+    (moved / "conversations" / "2.conversation.json").write_text("{broken", encoding="utf-8")
+    w = make_window(None)
+    exports = w.conversations_ctl.exports
+
+    w.menus.act_import_lms.trigger()
+    dlg = exports.export_dialog
+    assert isinstance(dlg, QFileDialog) and dlg.isVisible() and dlg.objectName() == "lmstudioFolderDialog"
+    assert dlg.fileMode() == QFileDialog.FileMode.Directory
+    assert "LM Studio's folder was not found" in _status(w)
+    dlg.fileSelected.emit(str(tmp_path))  # a folder with no chats: asked again, and said
+    assert "holds no LM Studio chats" in _status(w)
+    dlg.reject()
+    dlg = exports.export_dialog
+    dlg.fileSelected.emit(str(moved / "conversations"))  # its conversations folder will do
+    dlg.reject()
+    qtbot.waitUntil(lambda: _status(w).startswith("Imported"), timeout=TIMEOUT)
+    assert _status(w).startswith(
+        "Imported 1 chat from LM Studio; could not import 2.conversation.json: the file is not JSON ("
+    )
+    assert w.conversations_ctl.list.titles() == ["Weather in Lyon"]
