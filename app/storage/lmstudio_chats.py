@@ -196,6 +196,7 @@ class _Reader:
         extra = {"model_name": " ".join(name.split())} if isinstance(name, str) and name.strip() else {}
         extra["imported_from"] = "LM Studio"
         reply: MessageRecord | None = None  # the assistant's message being read
+        first = len(self.messages)
         steps = version.get("steps")
         if not isinstance(steps, list):  # (a reply kept as one step)
             steps = [{"type": "contentBlock", "content": version.get("content")}]
@@ -226,6 +227,8 @@ class _Reader:
                         reply.content += part["text"]
         if reply is None:
             self.add("assistant", extra=dict(extra))
+        for m in self.messages[first:]:
+            _think_out(m)
         if others:
             self.left.append(f"{others} other version{'s' if others > 1 else ''} of a reply")
 
@@ -264,6 +267,19 @@ class _Reader:
         text = _text(value) if not isinstance(value, dict) else json.dumps(value, ensure_ascii=False)
         call.result = text
         self.add("tool", text, tool_call_id=call.call_id, name=call.name)
+
+
+def _think_out(m: MessageRecord) -> None:
+    """A reply that begins with its thinking in ``<think>`` tags (as LM Studio kept it before it
+    kept thinking apart): the thinking as its reasoning, the rest as its text."""
+    text = m.content.lstrip()
+    if m.role != "assistant" or m.reasoning is not None or not text.startswith("<think>"):
+        return
+    end = text.find("</think>")
+    if end == -1:
+        return
+    m.reasoning = text[len("<think>") : end].strip()
+    m.content = text[end + len("</think>") :].lstrip()
 
 
 def conversation_from_lmstudio(

@@ -239,3 +239,14 @@ def test_lm_studio_s_folder_is_found_where_it_keeps_it(tmp_path):
         ("1.conversation.json", "Trips abroad"),
         ("2.conversation.json", None),
     ]
+
+
+def test_thinking_kept_in_tags_by_an_older_lm_studio_is_read_as_thinking():
+    old = lms_reply([lms_text("<think>\nCount the letters.\n</think>\n\nThere are 3.")])
+    unclosed = lms_reply([lms_text("<think>never ended")])
+    conv = conversation_from_lmstudio(
+        lms_chat("Letters", lms_user("How many r?"), old, lms_user("And?"), unclosed)
+    ).conversation
+    reply, cut = conv.messages[1], conv.messages[3]
+    assert (reply.reasoning, reply.content) == ("Count the letters.", "There are 3.")
+    assert (cut.reasoning, cut.content) == (None, "<think>never ended")  # no end: left as written
