@@ -55,7 +55,7 @@ __all__ = [
 CONVERSATION_MIME = "application/x-callisto-conversation"  # conversations dragged in the list: their ids
 
 PINNED = "Pinned"  # the header of the pinned conversations, first in the list
-KIND_ROLE = Qt.ItemDataRole.UserRole + 1  # a header's kind: "header" (a group), "folder" or "more"
+KIND_ROLE = Qt.ItemDataRole.UserRole + 1  # a header's kind: "header" (a group), "folder", "more" or "offer"
 PINNED_ROLE = Qt.ItemDataRole.UserRole + 2
 FOLDER_ROLE = Qt.ItemDataRole.UserRole + 3  # a conversation's folder; a folder header's name
 SNIPPET_ROLE = Qt.ItemDataRole.UserRole + 4  # a search's result: the words around its match

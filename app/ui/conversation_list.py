@@ -12,6 +12,7 @@ from functools import partial
 from typing import Any
 
 from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QHBoxLayout,
@@ -76,6 +77,7 @@ class ConversationList(QWidget):
     sig_new_in_folder = Signal(str)  # a folder's menu: New chat here (its name)
     sig_name = Signal(int)  # Name with the model from the list's menu: the conversation's id
     sig_name_many = Signal(list)  # Name N chats with the model (several chosen): their ids
+    sig_offer = Signal()  # the empty list's offer ("Import your N chats from LM Studio…") clicked
     sig_duplicate = Signal(int)  # Duplicate from the list's menu: the conversation's id
     sig_export_many = Signal(list)  # Export N chats… (several chosen): their ids
     sig_copy_many = Signal(list)  # Copy N chats as Markdown (several chosen): their ids
@@ -146,8 +148,9 @@ class ConversationList(QWidget):
         item.setFlags(Qt.ItemFlag.NoItemFlags)  # not selectable, not editable
         item.setData(KIND_ROLE, kind)
         f = item.font()
-        f.setBold(kind != "more")
-        f.setItalic(kind == "more")  # ("more": a search's last line, saying it listed the latest only)
+        f.setBold(kind not in ("more", "offer"))
+        f.setItalic(kind == "more")
+        f.setUnderline(kind == "offer")  # ("more": a search's last line, saying it listed the latest only)
         f.setPointSizeF(max(7.0, f.pointSizeF() * 0.85))
         item.setFont(f)
         self.list.addItem(item)
@@ -184,12 +187,14 @@ class ConversationList(QWidget):
         snippets: Mapping[int, str] | None = None,
         *,
         more: bool = False,
+        offer: str | None = None,
     ) -> None:
         """Show ``conversations`` (the latest change first): the pinned under "Pinned", then each
         folder's by name (folded ones hidden, except in a search's results), then the others by day.
         ``folders``: every folder in the history (default: those of ``conversations``);
         ``snippets``: a search's words around its match, per conversation, shown under its title;
-        ``more``: a search found more than these (the latest :data:`SEARCH_SHOWN`): said at the end."""
+        ``more``: a search found more than these (the latest :data:`SEARCH_SHOWN`): said at the end;
+        ``offer``: under an empty list's "No conversations yet", a line to click (:attr:`sig_offer`)."""
         self.snippets = dict(snippets or {})
         self._filling = True
         cursor = self.list.currentItem()  # a folder's line the keyboard is on stays the current one
@@ -225,6 +230,13 @@ class ConversationList(QWidget):
             self._add(c)
         if not conversations:
             self._header("No matches" if searching else "No conversations yet")
+            if offer and not searching:
+                offered = self._header(offer, kind="offer")
+                offered.setFlags(Qt.ItemFlag.ItemIsEnabled)  # (clicked, never chosen)
+                offered.setForeground(self.palette().color(QPalette.ColorRole.Link))
+                offered.setToolTip(
+                    "Bring the chats LM Studio keeps into Callisto (File → Import from LM Studio…)"
+                )
         if more:
             end = self._header(f"Showing the {len(conversations)} latest matches", kind="more")
             end.setToolTip("More chats match: add a word to the search to find the older ones")
@@ -297,9 +309,10 @@ class ConversationList(QWidget):
 
     def placeholder(self) -> str | None:
         """The "No matches" / "No conversations yet" line, when the list shows one."""
-        if self.ids() or self.list.count() != 1:
+        first = self.list.item(0)
+        if self.ids() or first is None or first.data(KIND_ROLE) != "header":
             return None
-        return self.list.item(0).text()
+        return first.text()
 
     def item_for(self, cid: int) -> QListWidgetItem | None:
         return self.list.item_for(cid)
@@ -324,6 +337,8 @@ class ConversationList(QWidget):
             return  # Ctrl/Shift+click chooses several: nothing opens
         if cid is not None:
             self.sig_open.emit(cid)
+        elif item.data(KIND_ROLE) == "offer":
+            self.sig_offer.emit()
         elif item.data(KIND_ROLE) == "folder":
             self.toggle_folder(item.data(FOLDER_ROLE))
             self.select(self.current_id)  # the open chat stays the one marked

@@ -91,7 +91,8 @@ class ConversationsController(WindowPart):
             self.window.statusBar().showMessage(f"Could not read the history: {exc}", 8000)
             return
         self.list.current_id = self.state.conversation_id
-        self.list.set_conversations(convs, folders, snippets, more=more)
+        offer = _lmstudio_offer() if not convs and not q else None
+        self.list.set_conversations(convs, folders, snippets, more=more, offer=offer)
         self._show_title()
 
     def _show_title(self) -> None:
@@ -337,3 +338,16 @@ class ConversationsController(WindowPart):
             self.refresh_conversations()
             self.list.select(conv.id)
         return self.state.conversation_id
+
+
+def _lmstudio_offer() -> str | None:
+    """What an empty list offers a person who comes from LM Studio: "Import your 12 chats from LM
+    Studio…", when LM Studio keeps chats here (its folder is only looked at, nothing is read)."""
+    from app.storage.lmstudio_chats import lmstudio_chat_files, lmstudio_home
+
+    try:
+        home = lmstudio_home()
+        n = len(lmstudio_chat_files(home / "conversations")) if home is not None else 0
+    except OSError:
+        return None
+    return f"Import your {n} chat{'' if n == 1 else 's'} from LM Studio…" if n else None

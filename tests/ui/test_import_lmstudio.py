@@ -6,6 +6,7 @@ what came and what did not."""
 
 from __future__ import annotations
 
+from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QFileDialog
 
 from tests.support.lmstudio_chats import WEATHER, lms_chat, lms_reply, lms_text, lms_user, write_lms_chat
@@ -78,3 +79,31 @@ def test_lm_studio_s_folder_not_found_is_asked_for(qtbot, make_window, tmp_path,
         "Imported 1 chat from LM Studio; could not import 2.conversation.json: the file is not JSON ("
     )
     assert w.conversations_ctl.list.titles() == ["Weather in Lyon"]
+
+
+def test_an_empty_list_offers_lm_studio_s_chats_when_there_are_some(
+    qtbot, make_window, tmp_path, monkeypatch
+):
+    monkeypatch.setenv("HOME", str(tmp_path))
+    w = make_window(None)
+    lst = w.conversations_ctl.list
+    assert (
+        lst.placeholder() == "No conversations yet" and lst.list.count() == 1
+    )  # no LM Studio: nothing offered
+
+    write_lms_chat(tmp_path / ".lmstudio", WEATHER, "1.conversation.json")
+    w.conversations_ctl.refresh_conversations()
+    offered = lst.list.item(1)
+    assert (
+        lst.placeholder() == "No conversations yet" and offered.text() == "Import your 1 chat from LM Studio…"
+    )
+    assert not offered.flags() & Qt.ItemFlag.ItemIsSelectable and offered.font().underline()
+    qtbot.mouseClick(
+        lst.list.viewport(), Qt.MouseButton.LeftButton, pos=lst.list.visualItemRect(offered).center()
+    )
+    qtbot.waitUntil(lambda: _status(w).startswith("Imported"), timeout=TIMEOUT)
+    assert lst.titles() == ["Weather in Lyon"] and lst.placeholder() is None
+
+    lst.search.setText("nothing like this")  # a search that finds nothing offers nothing
+    w.conversations_ctl.search_conversations("nothing like this")
+    assert lst.placeholder() == "No matches" and lst.list.count() == 1
