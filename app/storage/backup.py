@@ -122,12 +122,12 @@ class ImportedChats:
 
 
 def import_lmstudio(history: History, home: str | os.PathLike[str]) -> ImportedChats:
-    """Bring every chat of LM Studio's folder ``home`` (``lmstudio_chats.lmstudio_home``) into
+    """Bring every chat of LM Studio's folder ``home`` (``lmstudio.lmstudio_home``) into
     ``history``, each in its folder of LM Studio's list and pinned as it was there. A chat brought
     before (the same moment it was made) is not brought again; a file that cannot be read is said
     and stops none of the others; a picture larger than the history keeps is left out, and said.
     LM Studio's files are only read."""
-    from app.storage.lmstudio_chats import lmstudio_chat_files, read_lmstudio_chat
+    from app.storage.lmstudio import lmstudio_chat_files, read_lmstudio_chat
 
     have = {round(c.created * 1000) for c in history.list_conversations()}
     imported: list[Conversation] = []

@@ -181,7 +181,7 @@ def _import_lmstudio(history: Any, args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from app.storage.backup import import_lmstudio
-    from app.storage.lmstudio_chats import lmstudio_home
+    from app.storage.lmstudio import lmstudio_home
 
     home = Path(args.lmstudio).expanduser() if args.lmstudio else lmstudio_home()
     if home is None or not (home / "conversations").is_dir():

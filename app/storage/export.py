@@ -376,7 +376,7 @@ def conversation_from_json(text: str | bytes) -> Conversation:
     """The conversation in a JSON export (:func:`conversation_json`), every field checked: a
     ValueError says what is wrong and where (a file that is no Callisto export, one from a newer
     Callisto, a message whose field has the wrong type, an image that is not base64). An LM Studio
-    chat is read as ``app.storage.lmstudio_chats`` reads it (no pictures: no folder to find them)."""
+    chat is read as ``app.storage.lmstudio`` reads it (no pictures: no folder to find them)."""
     if len(text) > MAX_IMPORT_BYTES:
         raise ValueError(f"the file is larger than {MAX_IMPORT_BYTES // (1024 * 1024)} MiB")
     try:
@@ -387,7 +387,7 @@ def conversation_from_json(text: str | bytes) -> Conversation:
     except RecursionError:
         raise ValueError("the file's JSON is nested too deeply") from None
     if isinstance(data, dict) and data.get("format") != JSON_FORMAT:
-        from app.storage.lmstudio_chats import conversation_from_lmstudio, is_lmstudio_chat
+        from app.storage.lmstudio import conversation_from_lmstudio, is_lmstudio_chat
 
         if is_lmstudio_chat(data):  # a chat file of LM Studio's: read as its import reads it
             return conversation_from_lmstudio(data).conversation
@@ -426,7 +426,7 @@ def read_export(path: str | os.PathLike[str]) -> Conversation:
     before it is read. OSError or ValueError say why it cannot be read."""
     p = Path(path)
     if p.name.endswith(".conversation.json"):  # LM Studio's: with its pictures and its time
-        from app.storage.lmstudio_chats import read_lmstudio_chat
+        from app.storage.lmstudio import read_lmstudio_chat
 
         return read_lmstudio_chat(p).conversation
     if p.stat().st_size > MAX_IMPORT_BYTES:

@@ -343,7 +343,7 @@ class ConversationsController(WindowPart):
 def _lmstudio_offer() -> str | None:
     """What an empty list offers a person who comes from LM Studio: "Import your 12 chats from LM
     Studio…", when LM Studio keeps chats here (its folder is only looked at, nothing is read)."""
-    from app.storage.lmstudio_chats import lmstudio_chat_files, lmstudio_home
+    from app.storage.lmstudio import lmstudio_chat_files, lmstudio_home
 
     try:
         home = lmstudio_home()

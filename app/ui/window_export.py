@@ -193,7 +193,7 @@ class ExportController(WindowPart):
         own, found as LM Studio finds it; not found, the person is asked where it is), in its
         folders, off the UI thread (``app.storage.backup.import_lmstudio``); one brought before is
         not brought again. The status bar says what came and what did not."""
-        from app.storage.lmstudio_chats import lmstudio_home
+        from app.storage.lmstudio import lmstudio_home
 
         where = Path(home) if home is not None else lmstudio_home()
         if where is not None and where.name == "conversations":

@@ -1,4 +1,4 @@
-"""LM Studio's chats brought into the history (``app.storage.lmstudio_chats``, ``backup.import_lmstudio``)
+"""LM Studio's chats brought into the history (``app.storage.lmstudio``, ``backup.import_lmstudio``)
 over real files and real SQLite: the versions shown, the thinking, tool calls with their results,
 who wrote each reply, pictures LM Studio still has, the system prompt, the pin and the folder; a
 chat brought once is not brought twice; what cannot be read or brought is said, and a file of the
@@ -14,7 +14,7 @@ import pytest
 from app.storage.backup import import_lmstudio
 from app.storage.export import conversation_from_json, read_export
 from app.storage.history import History
-from app.storage.lmstudio_chats import (
+from app.storage.lmstudio import (
     conversation_from_lmstudio,
     is_lmstudio_chat,
     lmstudio_chat_files,
@@ -250,3 +250,22 @@ def test_thinking_kept_in_tags_by_an_older_lm_studio_is_read_as_thinking():
     reply, cut = conv.messages[1], conv.messages[3]
     assert (reply.reasoning, reply.content) == ("Count the letters.", "There are 3.")
     assert (cut.reasoning, cut.content) == (None, "<think>never ended")  # no end: left as written
+
+
+def test_lm_studio_s_models_folder_is_the_one_its_settings_name(tmp_path):
+    from app.storage.lmstudio import lmstudio_models_folder
+
+    assert lmstudio_models_folder(tmp_path) is None
+    home = tmp_path / ".lmstudio"
+    (home / "models").mkdir(parents=True)
+    assert lmstudio_models_folder(tmp_path) == home / "models"
+    elsewhere = tmp_path / "big disk" / "llms"
+    elsewhere.mkdir(parents=True)
+    (home / "settings.json").write_text(json.dumps({"downloadsFolder": str(elsewhere)}), encoding="utf-8")
+    assert lmstudio_models_folder(tmp_path) == elsewhere  # moved in LM Studio's settings
+    (home / "settings.json").write_text(
+        json.dumps({"downloadsFolder": str(tmp_path / "gone")}), encoding="utf-8"
+    )
+    assert lmstudio_models_folder(tmp_path) == home / "models"  # a folder no longer there: its own
+    (home / "settings.json").write_text("[1, 2", encoding="utf-8")
+    assert lmstudio_models_folder(tmp_path) == home / "models"  # settings it cannot read: its own

@@ -1,5 +1,6 @@
-"""Chats kept by LM Studio, read as Callisto conversations (Qt-free), so a person who switches
-brings their history: File -> *Import from LM Studio…* and ``history import --lmstudio``.
+"""What LM Studio keeps on this machine (Qt-free), so a person who switches brings it: its chats,
+read as Callisto conversations (File -> *Import from LM Studio…*, ``history import --lmstudio``),
+and its models folder, listed in place (the Models page's *Use LM Studio's models*).
 
 LM Studio keeps each chat as ``<its folder>/conversations/[<a folder of its list>/]<ms>.conversation.json``:
 a ``name``, ``createdAt`` (milliseconds), a ``systemPrompt``, and ``messages``, each a list of
@@ -33,6 +34,7 @@ __all__ = [
     "is_lmstudio_chat",
     "lmstudio_chat_files",
     "lmstudio_home",
+    "lmstudio_models_folder",
     "read_lmstudio_chat",
 ]
 
@@ -55,6 +57,11 @@ def lmstudio_home(home: str | os.PathLike[str] | None = None) -> Path | None:
     """LM Studio's own folder, where its ``conversations`` are: the one ``~/.lmstudio-home-pointer``
     names (LM Studio moved elsewhere), else ``~/.lmstudio``, else the older ``~/.cache/lm-studio``;
     None when none of them holds a ``conversations`` folder."""
+    return next((p for p in _homes(home) if (p / "conversations").is_dir()), None)
+
+
+def _homes(home: str | os.PathLike[str] | None) -> list[Path]:
+    """Where LM Studio's folder may be, in the order LM Studio looks (``home``: the user's)."""
     base = Path(home) if home is not None else Path.home()
     places: list[Path] = []
     try:
@@ -63,8 +70,26 @@ def lmstudio_home(home: str | os.PathLike[str] | None = None) -> Path | None:
         pointed = ""
     if pointed:
         places.append(Path(pointed).expanduser())
-    places += [base / ".lmstudio", base / ".cache" / "lm-studio"]
-    return next((p for p in places if (p / "conversations").is_dir()), None)
+    return [*places, base / ".lmstudio", base / ".cache" / "lm-studio"]
+
+
+def lmstudio_models_folder(home: str | os.PathLike[str] | None = None) -> Path | None:
+    """The folder LM Studio downloads its models to: the one its settings name
+    (``downloadsFolder`` in ``settings.json``), else its ``models`` folder; None when there is
+    none (LM Studio is not on this machine)."""
+    for place in _homes(home):
+        if not place.is_dir():
+            continue
+        try:
+            chosen = json.loads((place / "settings.json").read_text(encoding="utf-8")).get("downloadsFolder")
+        except (OSError, UnicodeDecodeError, ValueError, AttributeError):
+            chosen = None
+        for folder in ([Path(chosen).expanduser()] if isinstance(chosen, str) and chosen.strip() else []) + [
+            place / "models"
+        ]:
+            if folder.is_dir():
+                return folder
+    return None
 
 
 def lmstudio_chat_files(conversations: str | os.PathLike[str]) -> list[tuple[Path, str | None]]:
