@@ -137,12 +137,15 @@ class HostJobs:
         uses_model: bool = False,
         batchable: bool = False,
         quiet: bool = False,
+        on_failed: Callable[[BaseException], None] | None = None,
     ) -> None:
         """Run ``fn()`` after the jobs already waiting (the window's own are never refused): on the
         engine thread, or, ``batchable`` (a turn), on a slot thread beside the others when the
         window's model has a free slot then. The window says what it waits for meanwhile (not for a
         ``quiet`` job: one the person did not ask for). A job that ``uses_model`` makes the window's
-        model the most recently used one."""
+        model the most recently used one. ``on_failed(exc)``: the job did not run ``fn`` to its end
+        (the model could not be made ready, the engine closed): for a caller waiting on ``fn``'s
+        own signal."""
         on_slot = [False]  # the job names the window's model: the host streams it on a slot
 
         def run(_host: EngineHost, _model: Any) -> None:
@@ -166,6 +169,8 @@ class HostJobs:
             self._started(job)
             self._slot_done(on_slot)
             self.job_failed(exc)
+            if on_failed is not None:
+                on_failed(exc)
 
         job = Job(run=run, owner=OWNER, on_error=failed, batchable=batchable)
         if batchable:

@@ -195,7 +195,10 @@ class EngineWorker(WorkerSignals):
         and the reply, ``answer``), after the jobs waiting: ``sig_named``. Not ``asked`` (the
         window's own after a first reply): the window does not say it waits for it."""
         self.jobs.submit(
-            lambda: self.sessions.name_chat(cid, question, answer), uses_model=True, quiet=not asked
+            lambda: self.sessions.name_chat(cid, question, answer),
+            uses_model=True,
+            quiet=not asked,
+            on_failed=lambda exc: self.sig_named.emit(cid, "", str(exc) or type(exc).__name__),
         )
 
     def cancel(self) -> None:

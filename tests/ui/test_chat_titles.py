@@ -216,3 +216,26 @@ def test_a_new_chat_whose_first_message_holds_a_file_is_named_too(qtbot, make_wi
     stored = w.state.history.load_conversation(cid)
     assert "south bed: tulips" in stored.messages[0].content  # the file's text is in the message
     assert named.args == [cid, ALPHABET_TITLE, ""] and stored.title == ALPHABET_TITLE
+
+
+def test_a_title_job_that_never_runs_does_not_hold_the_others(qtbot, make_window):
+    """A title job the engine drops before it runs (cancelled in its queue, the engine closing) still
+    answers: the batch goes on with the next chat and says why that one was not named."""
+    h, (garden, taxes) = history_of_chats(["Garden", "Taxes"])
+    w = make_window(_title_model(), history=h)
+    release = hold(w.worker.host, owner="check")
+    try:
+        _name_many(w, garden, taxes)
+        (waiting,) = w.worker.jobs._waiting  # the first title job, queued behind the hold
+        waiting.cancel.set()  # as the host drops a job it will not run
+    finally:
+        release.set()
+    qtbot.waitUntil(lambda: w.titles.batch == {}, timeout=TIMEOUT)
+    assert w.statusBar().currentMessage() == (
+        "Named 1 of 2 chats with the model; 1 could not be named: the job was cancelled before it ran."
+    )
+    assert sorted(c.title for c in h.list_conversations()) == [
+        "Roses in spring",
+        "Taxes",
+    ]  # (Taxes, listed first, dropped)
+    assert w.titles.pending == {} and not w.findChild(QPushButton, "stopNaming").isVisible()
