@@ -372,7 +372,8 @@ class Library:
             entry = entries.get(key, {})
             source = entry.get("source", default_source)
             found[key] = self._describe(
-                Path(key) if default_source != "hf-cache" else path,
+                # a link is listed by its own name (the HF cache's and Ollama's models are links to blobs)
+                path if default_source == "hf-cache" or path.is_symlink() else Path(key),
                 source,
                 repo_id=entry.get("repo_id") or repo_id,
             )

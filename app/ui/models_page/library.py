@@ -26,6 +26,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.ui.models_page._pane import pane_table
+from app.ui.models_page.other_apps import OtherAppsModels
 from app.units import format_bytes
 
 if TYPE_CHECKING:
@@ -130,12 +131,8 @@ class LibraryPane(QWidget):
         self.folder_button.clicked.connect(self._folder_dialog)
         self.refresh_button = QPushButton("Refresh")
         self.refresh_button.clicked.connect(page.refresh_library)
-        #: shown while LM Studio's models folder holds models the library does not list
-        self.lmstudio_button = QPushButton("Use LM Studio's models")
-        self.lmstudio_button.setObjectName("useLmstudioModels")
-        self.lmstudio_button.clicked.connect(self.use_lmstudio_models)
-        self.lmstudio_button.hide()
-        buttons = [self.import_button, self.folder_button, self.lmstudio_button, self.refresh_button]
+        self.others = OtherAppsModels(self)  # LM Studio's and Ollama's models, offered
+        buttons = [self.import_button, self.folder_button, *self.others.buttons, self.refresh_button]
         self.table = pane_table(self, "Library", buttons, COLUMNS)
         self.table.setObjectName("libraryTable")
         self.table.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
@@ -191,55 +188,10 @@ class LibraryPane(QWidget):
             self._buttons(i, m)
             self._vision(i, m)
         self.fit_columns()
-        self._offer_lmstudio()
+        self.others.offer()
         if not quiet:
             self.page.models_changed()
         self.page.sig_library_done.emit()
-
-    def _lmstudio_models(self) -> tuple[Path, int] | None:
-        """LM Studio's models folder and how many models it holds, when the library lists none of
-        them yet (its folder not added, not inside one that is)."""
-        from app.storage.lmstudio import lmstudio_models_folder
-
-        folder = lmstudio_models_folder()
-        if folder is None:
-            return None
-        lib = self.page.manager.library
-        folder = folder.resolve()
-        listed = [Path(f).resolve() for f in (lib.models_dir, *lib.folders())]
-        if any(folder == f or f in folder.parents for f in listed):
-            return None
-        try:
-            n = sum(1 for p in folder.rglob("*.gguf") if "mmproj" not in p.name.lower())
-        except OSError:
-            return None
-        return (folder, n) if n else None
-
-    def _offer_lmstudio(self) -> None:
-        found = self._lmstudio_models()
-        self.lmstudio_button.setVisible(found is not None)
-        if found is not None:
-            folder, n = found
-            self.lmstudio_button.setText(f"Use LM Studio's models ({n})")
-            self.lmstudio_button.setToolTip(
-                f"List the models LM Studio downloaded ({folder}) where they are: nothing is copied or moved"
-            )
-
-    def use_lmstudio_models(self) -> bool:
-        """*Use LM Studio's models*: its folder added to the library (listed in place)."""
-        found = self._lmstudio_models()
-        if found is None:
-            return False
-        try:
-            self.page.manager.library.add_folder(found[0])
-        except Exception as exc:  # noqa: BLE001 - LibraryError, OSError: said
-            self.page.show_status(str(exc), error=True)
-            return False
-        self.page.show_status(
-            f"LM Studio's models are listed where they are ({found[0]}); nothing was copied."
-        )
-        self.page.refresh_library()
-        return True
 
     def _buttons(self, i: int, m: Any) -> None:
         t = self.table

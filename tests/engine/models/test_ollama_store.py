@@ -1,0 +1,112 @@
+"""Ollama's models used where they are (``app.engine.models.ollama_store``) over real files: found
+where Ollama keeps them (``OLLAMA_MODELS``, ``~/.ollama/models``), named as ``ollama list`` names
+them, each GGUF (and a vision model's projector) linked under that name, nothing copied; a
+manifest that is broken, names no GGUF or whose blob is gone is passed over. A linked model is a
+GGUF llama.cpp loads."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from app.engine.models.library import Library
+from app.engine.models.ollama_store import (
+    file_name,
+    link_ollama_models,
+    linked,
+    ollama_models,
+    ollama_models_dir,
+)
+from app.engine.models.tiny import write_tiny_gguf
+from tests.support.ollama_store import add_ollama_model
+
+TEMPLATE = "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"
+
+
+@pytest.fixture
+def gguf(tmp_path) -> bytes:
+    return write_tiny_gguf(tmp_path / "tiny.gguf", chat_template=TEMPLATE).read_bytes()
+
+
+def test_ollama_s_folder_is_found_where_ollama_keeps_it(tmp_path):
+    assert ollama_models_dir({}, tmp_path) is None
+    (tmp_path / ".ollama" / "models" / "manifests").mkdir(parents=True)
+    assert ollama_models_dir({}, tmp_path) == tmp_path / ".ollama" / "models"
+    moved = tmp_path / "disk" / "ollama"
+    (moved / "manifests").mkdir(parents=True)
+    assert ollama_models_dir({"OLLAMA_MODELS": str(moved)}, tmp_path) == moved
+    assert (
+        ollama_models_dir({"OLLAMA_MODELS": str(tmp_path / "gone")}, tmp_path)
+        == tmp_path / ".ollama" / "models"
+    )
+
+
+def test_each_model_is_named_as_ollama_names_it_and_the_broken_are_passed_over(tmp_path, gguf):
+    root = tmp_path / "models"
+    add_ollama_model(root, "registry.ollama.ai/library/tiny/latest", gguf)
+    add_ollama_model(root, "registry.ollama.ai/someone/tool-model/q8", gguf + b"\0")
+    add_ollama_model(root, "hf.co/user/Tiny-GGUF/Q4_K_M", gguf + b"\0\0", projector=gguf + b"\0\0\0")
+    gone = add_ollama_model(root, "registry.ollama.ai/library/gone/1b", gguf + b"\1")
+    for blob in (root / "blobs").iterdir():
+        if blob.read_bytes() == gguf + b"\1":
+            blob.unlink()
+    add_ollama_model(root, "registry.ollama.ai/library/notgguf/1b", b"safetensors, not a GGUF")
+    (root / "manifests" / "registry.ollama.ai" / "library" / "broken").mkdir()
+    (root / "manifests" / "registry.ollama.ai" / "library" / "broken" / "x").write_text("{not json")
+    found = ollama_models(root)
+    assert [m.name for m in found] == ["hf.co/user/Tiny-GGUF:Q4_K_M", "someone/tool-model:q8", "tiny:latest"]
+    assert found[0].projector is not None and found[2].projector is None
+    assert all(m.model.parent == root / "blobs" for m in found) and gone.is_file()
+    assert [file_name(m.name) for m in found] == [
+        "hf.co-user-Tiny-GGUF-Q4_K_M",
+        "someone-tool-model-q8",
+        "tiny-latest",
+    ]
+
+
+def test_linked_models_are_listed_by_the_library_and_nothing_is_copied(tmp_path, gguf):
+    from tests.support.tiny_vision import write_tiny_projector
+
+    root = tmp_path / "ollama"
+    projector = write_tiny_projector(tmp_path / "mmproj.gguf").read_bytes()
+    add_ollama_model(root, "registry.ollama.ai/library/tiny/latest", gguf)
+    add_ollama_model(root, "registry.ollama.ai/library/seeing/2b", gguf + b"\0", projector=projector)
+    lib = Library(models_dir=tmp_path / "lib", manifest_path=tmp_path / "lib.json", hf_cache_dir=False)
+    models = ollama_models(root)
+    dest = lib.models_dir / "ollama"
+    assert not any(linked(m, dest) for m in models)
+
+    done, failed = link_ollama_models(models, dest)
+    assert failed == [] and [p.name for p in done] == ["seeing-2b.gguf", "tiny-latest.gguf"]
+    assert all(linked(m, dest) for m in models)
+    for link, m in zip(done, models, strict=True):
+        assert os.path.samefile(link, m.model)  # the blob itself, by a link
+    blobs = sorted(p.name for p in (root / "blobs").iterdir())
+    listed = {m.name: m for m in lib.scan()}
+    assert sorted(listed) == ["seeing-2b", "tiny-latest"] and all(m.usable for m in listed.values())
+    assert listed["seeing-2b"].projector is not None and os.path.samefile(
+        listed["seeing-2b"].projector, models[0].projector
+    )
+    assert sorted(p.name for p in (root / "blobs").iterdir()) == blobs  # Ollama's files untouched
+    assert link_ollama_models(models, dest) == (done, [])  # linked again: the same, kept
+
+    # deleted in Callisto: the link goes, Ollama's blob stays
+    assert lib.delete(listed["seeing-2b"], confirm_foreign=True) == [done[0]]
+    assert models[0].model.is_file() and sorted(m.name for m in lib.scan()) == ["tiny-latest"]
+    # Ollama removes a model: no longer listed (its link leads nowhere)
+    models[1].model.unlink()
+    assert lib.scan() == []
+
+
+def test_a_linked_model_loads_in_llama_cpp(tmp_path, gguf):
+    from llama_cpp import Llama
+
+    root = tmp_path / "ollama"
+    add_ollama_model(root, "registry.ollama.ai/library/tiny/latest", gguf)
+    (path,), _ = link_ollama_models(ollama_models(root), tmp_path / "lib")
+    llm = Llama(model_path=str(path), n_ctx=64, verbose=False)
+    try:
+        assert llm.n_vocab() > 0 and llm.metadata.get("tokenizer.chat_template") == TEMPLATE
+    finally:
+        llm.close()

@@ -1,0 +1,75 @@
+"""Other apps' models listed where they are, on the real Models page over real files: while LM
+Studio's models folder holds models the library does not list, *Use LM Studio's models (N)* adds
+that folder; while Ollama keeps models it does not, *Use Ollama's models (N)* links each under its
+name. Nothing is copied; the models are listed and loadable; then the button goes."""
+
+from __future__ import annotations
+
+import os
+
+from app.engine.models.tiny import write_tiny_gguf
+from tests.ui.models_page_fixture import open_models_page
+
+TEMPLATE = "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"
+
+
+def test_lm_studio_s_models_are_offered_and_listed_in_place(qtbot, tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path))
+    for page in open_models_page(qtbot, tmp_path, "http://127.0.0.1:9"):
+        button = page.library.others.lmstudio_button
+        assert button.isHidden()  # no LM Studio here
+
+        models = tmp_path / ".lmstudio" / "models" / "someone" / "Tiny-GGUF"
+        models.mkdir(parents=True)
+        model = write_tiny_gguf(models / "Tiny-Q8_0.gguf", chat_template=TEMPLATE)
+        write_tiny_gguf(models / "mmproj-Tiny-f16.gguf")  # a projector: not a model to count
+        with qtbot.waitSignal(page.sig_library_done, timeout=30_000):
+            page.refresh_library()
+        assert not button.isHidden() and button.text() == "Use LM Studio's models (1)"
+        assert str(tmp_path / ".lmstudio" / "models") in button.toolTip()
+
+        with qtbot.waitSignal(page.sig_library_done, timeout=30_000):
+            button.click()
+        assert "LM Studio's models are listed where they are" in page.status_label.text()
+        row = page.library_row("Tiny-Q8_0")
+        assert row is not None and page.load_button(row).isEnabled()
+        assert model.is_file() and not list((tmp_path / "models").rglob("*.gguf"))  # nothing copied
+        assert button.isHidden()  # listed now: nothing more to offer
+
+
+def test_ollama_s_models_are_offered_and_listed_by_their_names(qtbot, tmp_path, monkeypatch):
+    from tests.support.ollama_store import add_ollama_model
+
+    store = tmp_path / "ollama store"
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("OLLAMA_MODELS", str(store))
+    gguf = write_tiny_gguf(tmp_path / "tiny.gguf", chat_template=TEMPLATE).read_bytes()
+    for page in open_models_page(qtbot, tmp_path, "http://127.0.0.1:9"):
+        button = page.library.others.ollama_button
+        assert button.isHidden()  # no Ollama here
+
+        add_ollama_model(store, "registry.ollama.ai/library/tiny/latest", gguf)
+        add_ollama_model(store, "registry.ollama.ai/someone/helper/q8", gguf + b"\0")
+        with qtbot.waitSignal(page.sig_library_done, timeout=30_000):
+            page.refresh_library()
+        assert not button.isHidden() and button.text() == "Use Ollama's models (2)"
+        assert "tiny:latest" in button.toolTip() and "someone/helper:q8" in button.toolTip()
+
+        with qtbot.waitSignal(page.sig_library_done, timeout=30_000):
+            button.click()
+        assert (
+            page.status_label.text() == "Ollama's models are listed where they are (2); nothing was copied."
+        )
+        for name in ("tiny-latest", "someone-helper-q8"):
+            row = page.library_row(name)
+            assert row is not None and page.load_button(row).isEnabled()
+        assert button.isHidden()
+        blobs = list((store / "blobs").iterdir())
+        linked = list((tmp_path / "models" / "ollama").rglob("*.gguf"))
+        assert len(linked) == 2 and all(any(os.path.samefile(p, b) for b in blobs) for p in linked)  # links
+
+        # a model pulled in Ollama later is offered on its own
+        add_ollama_model(store, "registry.ollama.ai/library/newer/1b", gguf + b"\0\0")
+        with qtbot.waitSignal(page.sig_library_done, timeout=30_000):
+            page.refresh_library()
+        assert button.text() == "Use Ollama's models (1)"
