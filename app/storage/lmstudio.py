@@ -202,7 +202,7 @@ class _Reader:
         parts = version.get("content")
         images: list[bytes] = []
         for part in parts if isinstance(parts, list) else []:
-            if isinstance(part, dict) and part.get("type") == "file":
+            if isinstance(part, dict) and part.get("type") in ("file", "image"):
                 data = self.picture(part)
                 if data is not None:
                     images.append(data)

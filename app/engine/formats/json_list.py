@@ -102,8 +102,8 @@ def parse_json_list(
         cut = False  # the whole list and its closing tag
     elif end != -1 and at_end and not truncated and not rest.strip():
         cut = False  # the reply ended normally right after the list: the closing tag is implied
-    elif end != -1 and at_end and close.startswith(rest.strip()):
-        cut = False  # cut in the closing tag: every call is complete
+    elif end != -1 and at_end and close.startswith(rest.lstrip()):
+        cut = False  # cut in the closing tag (nothing after what there is of it): every call is complete
     elif at_end and truncated and spans:
         cut = True
     else:

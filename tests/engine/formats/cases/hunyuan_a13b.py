@@ -58,6 +58,15 @@ CASES = [
         calls=[("get_weather", {"city": "北京"})],
     ),
     Case("close-implied-at-eos", "<tool_calls>[" + W + "]", calls=[PW]),
+    Case("cut-in-close-tag", "<tool_calls>[" + W + "]</tool_", calls=[PW]),
+    # what follows the list is no closing tag (a "<" and then a space): the region is text, kept
+    # (cut before its end, the list's complete element is a call: stable_prefix off)
+    Case(
+        "list-then-stray-text",
+        "<tool_calls>[" + W + "]< ",
+        content="<tool_calls>[" + W + "]< ",
+        stable_prefix=False,
+    ),
     # -- cut
     Case(
         "cut-in-second",
