@@ -61,6 +61,8 @@ from app.ui.window_titles import TitlesController
 from app.ui.worker import EngineWorker
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from app.ui.settings_dialog import SettingsDialog
 
 __all__ = ["SHORTCUTS", "MainWindow", "Page", "engine_config_for"]
@@ -215,6 +217,9 @@ class MainWindow(QMainWindow):
         assert page.recommended_button is not None and page.import_button is not None
         page.recommended_button.clicked.connect(self.show_recommended_models)
         page.import_button.clicked.connect(self.import_model)
+        page.others_button.clicked.connect(
+            lambda: self._models_page_then(lambda p: p.library.others.use_all())
+        )
         self.model_bar.sig_state_changed.connect(self._update_no_model)
         self._update_no_model()
         # the tool panel's hint says the tools on now and the workspace (U13), as they change
@@ -331,7 +336,9 @@ class MainWindow(QMainWindow):
     # -- first contact ---------------------------------------------------------------------------------
     def _update_no_model(self) -> None:
         st = self.state
-        self._chat_page.show_no_model(st.model_info is None and st.loading_path is None)
+        self._chat_page.show_no_model(
+            st.model_info is None and st.loading_path is None, self.model_bar.library
+        )
 
     def _update_tool_hint(self) -> None:
         info = self.state.model_info
@@ -339,21 +346,20 @@ class MainWindow(QMainWindow):
             info.tools if info is not None else None, self.state.settings.tools.workspace
         )
 
-    def show_recommended_models(self) -> None:
-        """The Models page at its recommended list."""
+    def _models_page_then(self, do: Callable[[Any], object]) -> None:
+        """The Models page, then ``do(page)``: its recommended list, its Import GGUF… dialog, or the
+        models other apps keep taken in (the first-contact hint's buttons)."""
         from app.ui.models_page import ModelsPage
 
         page = self.page_stack.show_page("models")
         if isinstance(page, ModelsPage):
-            page.sources.setCurrentIndex(0)
+            do(page)
+
+    def show_recommended_models(self) -> None:
+        self._models_page_then(lambda page: page.sources.setCurrentIndex(0))
 
     def import_model(self) -> None:
-        """The Models page, then its Import GGUF… dialog."""
-        from app.ui.models_page import ModelsPage
-
-        page = self.page_stack.show_page("models")
-        if isinstance(page, ModelsPage):
-            page.import_button.click()
+        self._models_page_then(lambda page: page.import_button.click())
 
     # -- the chat's actions ----------------------------------------------------------------------------
     def send(self, text: str | None = None) -> bool:

@@ -5,7 +5,7 @@ image button, tool choice, thinking, Send; the attached images under it). Built 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QEvent, QObject, Qt
 from PySide6.QtWidgets import (
@@ -132,6 +132,15 @@ class ChatPage:
     no_model: QFrame | None = None
     recommended_button: QPushButton | None = None
     import_button: QPushButton | None = None
+
+    @property
+    def others_button(self) -> QPushButton:
+        """The first-contact hint's offer of the models other apps keep (hidden when none)."""
+        assert self.no_model is not None
+        button = self.no_model.findChild(QPushButton, "noModelOthers")
+        assert button is not None
+        return button
+
     #: the thinking control beside the tool choice (issue 30)
     thinking_box: ThinkingBox | None = None
     #: images (issue 30): the button that attaches one, and those attached to the message being written
@@ -232,12 +241,26 @@ class ChatPage:
         import_.setObjectName("noModelImport")
         row.addWidget(recommended)
         row.addWidget(import_)
+        others = QPushButton("Use your LM Studio and Ollama models")  # (shown when they keep some)
+        others.setObjectName("noModelOthers")
+        others.setToolTip(
+            "List the models those apps downloaded, where they are: nothing copied or downloaded again"
+        )
+        others.hide()
+        others.clicked.connect(others.hide)  # (taken: nothing more to offer)
+        row.addWidget(others)
         row.addStretch(1)
         lay.addLayout(row)
         frame.setVisible(False)
         return frame, recommended, import_
 
-    def show_no_model(self, shown: bool) -> None:
-        """Show the first-contact hint (no model loaded or loading) or hide it."""
+    def show_no_model(self, shown: bool, library: Any = None) -> None:
+        """Show the first-contact hint (no model loaded or loading) or hide it; with it, the offer
+        of the models other apps keep that ``library`` does not list, when there are some."""
+        from app.ui.models_page.other_apps import other_apps_offer
+
+        others = other_apps_offer(library) if shown and library is not None else None
         if self.no_model is not None:
             self.no_model.setVisible(shown)
+            self.others_button.setText(others or "")
+            self.others_button.setVisible(bool(shown and others))

@@ -73,3 +73,31 @@ def test_ollama_s_models_are_offered_and_listed_by_their_names(qtbot, tmp_path, 
         with qtbot.waitSignal(page.sig_library_done, timeout=30_000):
             page.refresh_library()
         assert button.text() == "Use Ollama's models (1)"
+
+
+def test_the_first_contact_hint_offers_the_models_other_apps_keep(qtbot, make_window, tmp_path, monkeypatch):
+    from tests.support.ollama_store import add_ollama_model
+
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("OLLAMA_MODELS", str(tmp_path / "ollama"))
+    w = make_window(None)
+    assert w._chat_page.no_model.isVisible() and not w._chat_page.others_button.isVisible()  # none here
+
+    models = tmp_path / ".lmstudio" / "models" / "someone" / "Tiny-GGUF"
+    models.mkdir(parents=True)
+    gguf = write_tiny_gguf(models / "Tiny-Q8_0.gguf", chat_template=TEMPLATE)
+    add_ollama_model(tmp_path / "ollama", "registry.ollama.ai/library/helper/1b", gguf.read_bytes() + b"\0")
+    w2 = make_window(None)
+    others = w2._chat_page.others_button
+    assert others.isVisible() and others.text() == "Use your LM Studio and Ollama models"
+
+    others.click()
+    page = w2.models_page()
+    assert w2.page_stack.current_page() == "models" and not others.isVisible()
+    qtbot.waitUntil(
+        lambda: {"helper-1b", "Tiny-Q8_0"} <= {m.name for m in page.library.models}, timeout=30_000
+    )
+    assert (
+        "LM Studio's models are listed" in page.status_label.text()
+        and "Ollama's models are listed" in page.status_label.text()
+    )

@@ -14,7 +14,47 @@ from PySide6.QtWidgets import QPushButton
 if TYPE_CHECKING:
     from app.ui.models_page.library import LibraryPane
 
-__all__ = ["OtherAppsModels"]
+__all__ = ["OtherAppsModels", "lmstudio_models", "ollama_models_new", "other_apps_offer"]
+
+
+def lmstudio_models(library: Any) -> tuple[Path, int] | None:
+    """LM Studio's models folder and how many models it holds, when ``library`` lists none of
+    them yet (its folder not added, not inside one that is)."""
+    from app.storage.lmstudio import lmstudio_models_folder
+
+    folder = lmstudio_models_folder()
+    if folder is None:
+        return None
+    folder = folder.resolve()
+    listed = [Path(f).resolve() for f in (library.models_dir, *library.folders())]
+    if any(folder == f or f in folder.parents for f in listed):
+        return None
+    try:
+        n = sum(1 for p in folder.rglob("*.gguf") if "mmproj" not in p.name.lower())
+    except OSError:
+        return None
+    return (folder, n) if n else None
+
+
+def ollama_models_new(library: Any) -> list[Any]:
+    """Ollama's models ``library`` does not list yet (not linked in its ``ollama`` folder)."""
+    from app.engine.models.ollama_store import linked, ollama_models, ollama_models_dir
+
+    root = ollama_models_dir()
+    if root is None:
+        return []
+    return [m for m in ollama_models(root) if not linked(m, library.models_dir / "ollama")]
+
+
+def other_apps_offer(library: Any) -> str | None:
+    """What the first-contact hint offers when other apps keep models ``library`` does not list
+    ("Use your LM Studio and Ollama models"), or None."""
+    apps = [
+        a
+        for a, found in (("LM Studio", lmstudio_models(library)), ("Ollama", ollama_models_new(library)))
+        if found
+    ]
+    return f"Use your {' and '.join(apps)} models" if apps else None
 
 
 class OtherAppsModels:
@@ -37,23 +77,7 @@ class OtherAppsModels:
         self._offer_ollama()
 
     def _lmstudio_models(self) -> tuple[Path, int] | None:
-        """LM Studio's models folder and how many models it holds, when the library lists none of
-        them yet (its folder not added, not inside one that is)."""
-        from app.storage.lmstudio import lmstudio_models_folder
-
-        folder = lmstudio_models_folder()
-        if folder is None:
-            return None
-        lib = self.pane.page.manager.library
-        folder = folder.resolve()
-        listed = [Path(f).resolve() for f in (lib.models_dir, *lib.folders())]
-        if any(folder == f or f in folder.parents for f in listed):
-            return None
-        try:
-            n = sum(1 for p in folder.rglob("*.gguf") if "mmproj" not in p.name.lower())
-        except OSError:
-            return None
-        return (folder, n) if n else None
+        return lmstudio_models(self.pane.page.manager.library)
 
     def _offer_lmstudio(self) -> None:
         found = self._lmstudio_models()
@@ -82,14 +106,7 @@ class OtherAppsModels:
         return True
 
     def _ollama_models(self) -> list[Any]:
-        """Ollama's models the library does not list yet (not linked in its ``ollama`` folder)."""
-        from app.engine.models.ollama_store import linked, ollama_models, ollama_models_dir
-
-        root = ollama_models_dir()
-        if root is None:
-            return []
-        dest = self.pane.page.manager.library.models_dir / "ollama"
-        return [m for m in ollama_models(root) if not linked(m, dest)]
+        return ollama_models_new(self.pane.page.manager.library)
 
     def _offer_ollama(self) -> None:
         new = self._ollama_models()
@@ -115,3 +132,12 @@ class OtherAppsModels:
         self.pane.page.show_status(said, error=bool(failed) and not done)
         self.pane.page.refresh_library()
         return bool(done)
+
+    def use_all(self) -> bool:
+        """The first-contact hint's offer: LM Studio's models and Ollama's, both listed in place."""
+        lmstudio = self.use_lmstudio_models()
+        said = self.pane.page.status_label.text() if lmstudio else ""
+        ollama = self.use_ollama_models()
+        if lmstudio and ollama:
+            self.pane.page.show_status(f"{said} {self.pane.page.status_label.text()}")
+        return lmstudio or ollama
