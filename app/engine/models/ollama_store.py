@@ -40,15 +40,17 @@ class OllamaModel:
 def ollama_models_dir(
     env: dict[str, str] | None = None, home: str | os.PathLike[str] | None = None
 ) -> Path | None:
-    """Where Ollama keeps its models: ``OLLAMA_MODELS`` when set, else ``~/.ollama/models``, else
-    (Linux, Ollama installed as a service) ``/usr/share/ollama/.ollama/models``; None when none
-    holds a ``manifests`` folder."""
+    """Where Ollama keeps its models: ``OLLAMA_MODELS`` when it is set (Ollama then looks nowhere
+    else), else ``~/.ollama/models``, else (Linux, Ollama installed as a service)
+    ``/usr/share/ollama/.ollama/models``; None when that holds no ``manifests`` folder."""
     env = dict(os.environ) if env is None else env
     base = Path(home) if home is not None else Path.home()
-    places = [Path(env["OLLAMA_MODELS"]).expanduser()] if env.get("OLLAMA_MODELS", "").strip() else []
-    places.append(base / ".ollama" / "models")
-    if sys.platform.startswith("linux") and home is None:
-        places.append(Path("/usr/share/ollama/.ollama/models"))
+    if env.get("OLLAMA_MODELS", "").strip():
+        places = [Path(env["OLLAMA_MODELS"]).expanduser()]
+    else:
+        places = [base / ".ollama" / "models"]
+        if sys.platform.startswith("linux") and home is None:
+            places.append(Path("/usr/share/ollama/.ollama/models"))
     return next((p for p in places if (p / "manifests").is_dir()), None)
 
 

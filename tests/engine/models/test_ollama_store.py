@@ -36,10 +36,8 @@ def test_ollama_s_folder_is_found_where_ollama_keeps_it(tmp_path):
     moved = tmp_path / "disk" / "ollama"
     (moved / "manifests").mkdir(parents=True)
     assert ollama_models_dir({"OLLAMA_MODELS": str(moved)}, tmp_path) == moved
-    assert (
-        ollama_models_dir({"OLLAMA_MODELS": str(tmp_path / "gone")}, tmp_path)
-        == tmp_path / ".ollama" / "models"
-    )
+    # set, it is Ollama's only place: one that is not there means no models
+    assert ollama_models_dir({"OLLAMA_MODELS": str(tmp_path / "gone")}, tmp_path) is None
 
 
 def test_each_model_is_named_as_ollama_names_it_and_the_broken_are_passed_over(tmp_path, gguf):
