@@ -165,15 +165,18 @@ def _import(history: Any, args: argparse.Namespace) -> int:
             _err(f"error: cannot import {file}: {exc}")
             status = EXIT_ERROR
             continue
-        if args.json:
-            print(json.dumps(_row(new), ensure_ascii=False))
-        else:
-            print(
-                terminal_text(
-                    f"Imported “{new.title}” as conversation {new.id} ({new.message_count} messages)"
-                )
-            )
+        _print_imported(new, as_json=args.json)
     return status
+
+
+def _print_imported(new: Any, *, as_json: bool) -> None:
+    """A conversation just imported: one JSON object a line, or a line that says it."""
+    if as_json:
+        print(json.dumps(_row(new), ensure_ascii=False))
+    else:
+        print(
+            terminal_text(f"Imported “{new.title}” as conversation {new.id} ({new.message_count} messages)")
+        )
 
 
 def _import_lmstudio(history: Any, args: argparse.Namespace) -> int:
@@ -192,14 +195,7 @@ def _import_lmstudio(history: Any, args: argparse.Namespace) -> int:
         return EXIT_ERROR
     done = import_lmstudio(history, home)
     for new in done.imported:
-        if args.json:
-            print(json.dumps(_row(new), ensure_ascii=False))
-        else:
-            print(
-                terminal_text(
-                    f"Imported “{new.title}” as conversation {new.id} ({new.message_count} messages)"
-                )
-            )
+        _print_imported(new, as_json=args.json)
     for note in done.left:
         _err(f"note: not brought from {note}")
     for path, why in done.failed:

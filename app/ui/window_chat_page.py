@@ -133,14 +133,6 @@ class ChatPage:
     recommended_button: QPushButton | None = None
     import_button: QPushButton | None = None
 
-    @property
-    def others_button(self) -> QPushButton:
-        """The first-contact hint's offer of the models other apps keep (hidden when none)."""
-        assert self.no_model is not None
-        button = self.no_model.findChild(QPushButton, "noModelOthers")
-        assert button is not None
-        return button
-
     #: the thinking control beside the tool choice (issue 30)
     thinking_box: ThinkingBox | None = None
     #: images (issue 30): the button that attaches one, and those attached to the message being written
@@ -155,6 +147,14 @@ class ChatPage:
     #: text files: the button that attaches them, and those attached to the message being written
     file_button: QToolButton | None = None
     pending_files: PendingFiles | None = None
+
+    @property
+    def others_button(self) -> QPushButton:
+        """The first-contact hint's offer of the models other apps keep (hidden when none)."""
+        assert self.no_model is not None
+        button = self.no_model.findChild(QPushButton, "noModelOthers")
+        assert button is not None
+        return button
 
     @classmethod
     def build(cls, *, banners: QLayout, tool_choice: str) -> ChatPage:
