@@ -7,72 +7,84 @@ from __future__ import annotations
 
 import os
 
+import pytest
+
 from app.engine.models.tiny import write_tiny_gguf
 from tests.ui.models_page_fixture import open_models_page
 
 TEMPLATE = "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"
 
 
-def test_lm_studio_s_models_are_offered_and_listed_in_place(qtbot, tmp_path, monkeypatch):
+@pytest.fixture
+def page(qtbot, tmp_path, monkeypatch):
+    """The Models page, LM Studio's and Ollama's folders looked for in this test's own."""
     monkeypatch.setenv("HOME", str(tmp_path))
-    for page in open_models_page(qtbot, tmp_path, "http://127.0.0.1:9"):
-        button = page.library.others.lmstudio_button
-        assert button.isHidden()  # no LM Studio here
-
-        models = tmp_path / ".lmstudio" / "models" / "someone" / "Tiny-GGUF"
-        models.mkdir(parents=True)
-        model = write_tiny_gguf(models / "Tiny-Q8_0.gguf", chat_template=TEMPLATE)
-        write_tiny_gguf(models / "mmproj-Tiny-f16.gguf")  # a projector: not a model to count
-        with qtbot.waitSignal(page.sig_library_done, timeout=30_000):
-            page.refresh_library()
-        assert not button.isHidden() and button.text() == "Use LM Studio's models (1)"
-        assert str(tmp_path / ".lmstudio" / "models") in button.toolTip()
-
-        with qtbot.waitSignal(page.sig_library_done, timeout=30_000):
-            button.click()
-        assert "LM Studio's models are listed where they are" in page.status_label.text()
-        row = page.library_row("Tiny-Q8_0")
-        assert row is not None and page.load_button(row).isEnabled()
-        assert model.is_file() and not list((tmp_path / "models").rglob("*.gguf"))  # nothing copied
-        assert button.isHidden()  # listed now: nothing more to offer
+    monkeypatch.setenv("OLLAMA_MODELS", str(tmp_path / "ollama store"))
+    yield from open_models_page(qtbot, tmp_path, "http://127.0.0.1:9")
 
 
-def test_ollama_s_models_are_offered_and_listed_by_their_names(qtbot, tmp_path, monkeypatch):
+def test_lm_studio_s_models_are_offered_and_listed_in_place(qtbot, tmp_path, page):
+    button = page.library.others.lmstudio_button
+    assert button.isHidden()  # no LM Studio here
+
+    models = tmp_path / ".lmstudio" / "models" / "someone" / "Tiny-GGUF"
+    models.mkdir(parents=True)
+    model = write_tiny_gguf(models / "Tiny-Q8_0.gguf", chat_template=TEMPLATE)
+    write_tiny_gguf(models / "mmproj-Tiny-f16.gguf")  # a projector: not a model to count
+    with qtbot.waitSignal(page.sig_library_done, timeout=30_000):
+        page.refresh_library()
+    assert not button.isHidden() and button.text() == "Use LM Studio's models (1)"
+    assert str(tmp_path / ".lmstudio" / "models") in button.toolTip()
+
+    with qtbot.waitSignal(page.sig_library_done, timeout=30_000):
+        button.click()
+    assert "LM Studio's models are listed where they are" in page.status_label.text()
+    row = page.library_row("Tiny-Q8_0")
+    assert row is not None and page.load_button(row).isEnabled()
+    assert model.is_file() and not list((tmp_path / "models").rglob("*.gguf"))  # nothing copied
+    assert button.isHidden()  # listed now: nothing more to offer
+
+
+def test_ollama_s_models_are_offered_and_listed_by_their_names(qtbot, tmp_path, page):
     from tests.support.ollama_store import add_ollama_model
 
     store = tmp_path / "ollama store"
-    monkeypatch.setenv("HOME", str(tmp_path))
-    monkeypatch.setenv("OLLAMA_MODELS", str(store))
     gguf = write_tiny_gguf(tmp_path / "tiny.gguf", chat_template=TEMPLATE).read_bytes()
-    for page in open_models_page(qtbot, tmp_path, "http://127.0.0.1:9"):
-        button = page.library.others.ollama_button
-        assert button.isHidden()  # no Ollama here
+    button = page.library.others.ollama_button
+    assert button.isHidden()  # no Ollama here
 
-        add_ollama_model(store, "registry.ollama.ai/library/tiny/latest", gguf)
-        add_ollama_model(store, "registry.ollama.ai/someone/helper/q8", gguf + b"\0")
-        with qtbot.waitSignal(page.sig_library_done, timeout=30_000):
-            page.refresh_library()
-        assert not button.isHidden() and button.text() == "Use Ollama's models (2)"
-        assert "tiny:latest" in button.toolTip() and "someone/helper:q8" in button.toolTip()
+    add_ollama_model(store, "registry.ollama.ai/library/tiny/latest", gguf)
+    add_ollama_model(store, "registry.ollama.ai/someone/helper/q8", gguf + b"\0")
+    with qtbot.waitSignal(page.sig_library_done, timeout=30_000):
+        page.refresh_library()
+    assert not button.isHidden() and button.text() == "Use Ollama's models (2)"
+    assert "tiny:latest" in button.toolTip() and "someone/helper:q8" in button.toolTip()
 
-        with qtbot.waitSignal(page.sig_library_done, timeout=30_000):
-            button.click()
-        assert (
-            page.status_label.text() == "Ollama's models are listed where they are (2); nothing was copied."
-        )
-        for name in ("tiny-latest", "someone-helper-q8"):
-            row = page.library_row(name)
-            assert row is not None and page.load_button(row).isEnabled()
-        assert button.isHidden()
-        blobs = list((store / "blobs").iterdir())
-        linked = list((tmp_path / "models" / "ollama").rglob("*.gguf"))
-        assert len(linked) == 2 and all(any(os.path.samefile(p, b) for b in blobs) for p in linked)  # links
+    with qtbot.waitSignal(page.sig_library_done, timeout=30_000):
+        button.click()
+    assert page.status_label.text() == "Ollama's models are listed where they are (2); nothing was copied."
+    for name in ("tiny-latest", "someone-helper-q8"):
+        row = page.library_row(name)
+        assert row is not None and page.load_button(row).isEnabled()
+    assert button.isHidden()
+    blobs = list((store / "blobs").iterdir())
+    linked = list((tmp_path / "models" / "ollama").rglob("*.gguf"))
+    assert len(linked) == 2 and all(any(os.path.samefile(p, b) for b in blobs) for p in linked)  # links
 
-        # a model pulled in Ollama later is offered on its own
-        add_ollama_model(store, "registry.ollama.ai/library/newer/1b", gguf + b"\0\0")
-        with qtbot.waitSignal(page.sig_library_done, timeout=30_000):
-            page.refresh_library()
-        assert button.text() == "Use Ollama's models (1)"
+    # its row: Delete file is Ollama's to do; Remove takes the links away, Ollama keeps the model
+    row = page.library_row("tiny-latest")
+    assert page.library_table.item(row, 8).text() == "Ollama's (linked)"
+    assert not page.delete_button(row).isEnabled()
+    page.remove_button(row).click()
+    assert page.status_label.text() == "Removed tiny-latest from the library; Ollama still has it."
+    qtbot.waitUntil(lambda: "tiny-latest" not in {m.name for m in page.library.models}, timeout=30_000)
+    assert all(b.is_file() for b in blobs) and button.text() == "Use Ollama's models (1)"
+
+    # a model pulled in Ollama later is offered with it
+    add_ollama_model(store, "registry.ollama.ai/library/newer/1b", gguf + b"\0\0")
+    with qtbot.waitSignal(page.sig_library_done, timeout=30_000):
+        page.refresh_library()
+    assert button.text() == "Use Ollama's models (2)"
 
 
 def test_the_first_contact_hint_offers_the_models_other_apps_keep(qtbot, make_window, tmp_path, monkeypatch):

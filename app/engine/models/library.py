@@ -34,7 +34,9 @@ from app.engine.models.estimate import MemoryEstimate, estimate_memory, estimate
 
 __all__ = ["NO_PROJECTOR", "Library", "LocalModel", "SOURCES", "projector_for"]
 
-SOURCES = ("downloaded", "copied", "uploaded", "imported", "folder", "hf-cache")
+SOURCES = ("downloaded", "copied", "uploaded", "imported", "folder", "hf-cache", "ollama")
+#: the folder of the models folder where Ollama's models are linked (``ollama_store``): source "ollama"
+OLLAMA_LINKS = "ollama"
 #: the files Callisto put in its folder: deleted without ``confirm_foreign`` ("uploaded": sent by a
 #: client of the server, Ollama's ``ollama create`` from a GGUF file)
 _OWNED = {"downloaded", "copied", "uploaded"}
@@ -371,6 +373,8 @@ class Library:
                 return
             entry = entries.get(key, {})
             source = entry.get("source", default_source)
+            if default_source == "folder" and self.models_dir / OLLAMA_LINKS in path.parents:
+                source = "ollama"  # a link to one of Ollama's models
             found[key] = self._describe(
                 # a link is listed by its own name (the HF cache's and Ollama's models are links to blobs)
                 path if default_source == "hf-cache" or path.is_symlink() else Path(key),
@@ -479,6 +483,23 @@ class Library:
         return Path(hit) if isinstance(hit, str) and Path(hit).is_file() else None
 
     # -- deleting -------------------------------------------------------------------------------
+    def unlink_ollama(self, model: LocalModel) -> list[Path]:
+        """Stop listing one of Ollama's models: the links to it go (Ollama's files stay); the
+        links removed."""
+        if model.source != "ollama":
+            raise LibraryError(f"{model.name} is not one of Ollama's models.")
+        folder = Path(model.path).parent
+        gone = []
+        for p in sorted(folder.iterdir()):
+            try:
+                p.unlink()  # (a link, symbolic or hard: the name goes, Ollama's file stays)
+            except OSError as exc:
+                raise LibraryError(f"Cannot remove {p}: {exc.strerror or exc}.") from exc
+            gone.append(p)
+        folder.rmdir()
+        self.forget(model.path)
+        return gone
+
     def forget(self, path: str | Path) -> None:
         """Stop listing an in-place import (the file stays); its projector choice goes too."""
         with self._lock:
@@ -501,6 +522,10 @@ class Library:
             raise NotDeletableError(
                 f"{model.name} lives in the Hugging Face cache, shared with other apps; "
                 "remove it with `hf cache delete`."
+            )
+        if model.source == "ollama":
+            raise NotDeletableError(
+                f"{model.name} is Ollama's: remove it with `ollama rm`, or Remove it from the library here."
             )
         if model.source not in _OWNED and not confirm_foreign:
             raise NotDeletableError(

@@ -56,6 +56,10 @@ VISION_COLOR = "#6a1b9a"
 #: the projector choices of the Projector column (besides the library's projectors, by path)
 AUTO, NONE, FILE = "auto", "none", "file"
 
+#: the sources whose models Remove stops listing (the file stays); those whose files Delete leaves
+#: to their own app (the Hugging Face cache's, Ollama's)
+REMOVABLE, NOT_DELETED_HERE = ("imported", "folder", "ollama"), ("hf-cache", "ollama")
+
 SOURCE_WORDS = {
     "downloaded": "downloaded",
     "imported": "imported",
@@ -63,6 +67,7 @@ SOURCE_WORDS = {
     "uploaded": "sent over the API",
     "folder": "in your folder",
     "hf-cache": "Hugging Face cache",
+    "ollama": "Ollama's (linked)",
 }
 
 
@@ -201,11 +206,11 @@ class LibraryPane(QWidget):
         load.setToolTip(m.error or ("The chat uses this model now." if loaded else "Chat with this model"))
         load.clicked.connect(lambda _c=False, p=str(m.path): self.page.sig_load_requested.emit(p))
         delete = QPushButton("Delete file")
-        delete.setEnabled(m.source != "hf-cache")
+        delete.setEnabled(m.source not in NOT_DELETED_HERE)
         delete.clicked.connect(lambda _c=False, m=m: self.delete_model(m))
         t.setCellWidget(i, LOAD, load)
         t.setCellWidget(i, DELETE, delete)
-        if m.source in ("imported", "folder"):
+        if m.source in REMOVABLE:
             remove = QPushButton("Remove")
             remove.setToolTip("Remove from library: Callisto stops listing it; the file stays where it is.")
             remove.clicked.connect(lambda _c=False, m=m: self.remove_model(m))
@@ -233,10 +238,10 @@ class LibraryPane(QWidget):
         menu.addAction("Show in folder", lambda: self.reveal(Path(m.path)))
         menu.addAction("Copy path", lambda: self._copy_path(m))
         menu.addSeparator()
-        if m.source in ("imported", "folder"):
+        if m.source in REMOVABLE:
             menu.addAction("Remove from library", lambda: self.remove_model(m))
         delete = menu.addAction("Delete file…")
-        delete.setEnabled(m.source != "hf-cache")
+        delete.setEnabled(m.source not in NOT_DELETED_HERE)
         delete.triggered.connect(lambda: self.delete_model(m))
 
     def _copy_path(self, m: Any) -> None:
@@ -330,7 +335,8 @@ class LibraryPane(QWidget):
         return cast(QPushButton | None, self.table.cellWidget(row, column))
 
     def remove_model(self, model: Any) -> None:
-        """Stop listing a model (an import, or the added folder it is in); no file is touched."""
+        """Stop listing a model (an import, the added folder it is in, or the links to one of
+        Ollama's); no model file is touched."""
         page = self.page
         lib = page.manager.library
         if model.source == "folder":
@@ -344,6 +350,15 @@ class LibraryPane(QWidget):
             ):
                 return
             lib.remove_folder(folder)
+        elif model.source == "ollama":
+            try:
+                lib.unlink_ollama(model)
+            except Exception as exc:  # noqa: BLE001 - LibraryError: said
+                page.show_status(str(exc), error=True)
+                return
+            page.show_status(f"Removed {model.name} from the library; Ollama still has it.")
+            page.refresh_library()
+            return
         else:
             lib.forget(model.path)
         page.show_status(f"Removed {model.name} from the library; the file is still at {model.path}.")

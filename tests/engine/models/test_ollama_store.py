@@ -10,6 +10,7 @@ import os
 
 import pytest
 
+from app.engine.models.errors import NotDeletableError
 from app.engine.models.library import Library
 from app.engine.models.ollama_store import (
     file_name,
@@ -89,9 +90,16 @@ def test_linked_models_are_listed_by_the_library_and_nothing_is_copied(tmp_path,
     assert sorted(p.name for p in (root / "blobs").iterdir()) == blobs  # Ollama's files untouched
     assert link_ollama_models(models, dest) == (done, [])  # linked again: the same, kept
 
-    # deleted in Callisto: the link goes, Ollama's blob stays
-    assert lib.delete(listed["seeing-2b"], confirm_foreign=True) == [done[0]]
-    assert models[0].model.is_file() and sorted(m.name for m in lib.scan()) == ["tiny-latest"]
+    # Ollama's files are not deleted here; removed from the library, the links go and the blobs stay
+    assert {m.source for m in listed.values()} == {"ollama"}
+    with pytest.raises(NotDeletableError, match="ollama rm"):
+        lib.delete(listed["seeing-2b"], confirm_foreign=True)
+    assert sorted(p.name for p in lib.unlink_ollama(listed["seeing-2b"])) == [
+        "mmproj-seeing-2b.gguf",
+        "seeing-2b.gguf",
+    ]
+    assert models[0].model.is_file() and models[0].projector.is_file()
+    assert sorted(m.name for m in lib.scan()) == ["tiny-latest"] and not linked(models[0], dest)
     # Ollama removes a model: no longer listed (its link leads nowhere)
     models[1].model.unlink()
     assert lib.scan() == []
