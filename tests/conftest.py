@@ -40,6 +40,8 @@ def _isolated_user_dirs(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("XDG_DATA_HOME", str(home / "data"))
     monkeypatch.setenv("XDG_CACHE_HOME", str(home / "cache"))
     monkeypatch.setenv("HF_HUB_DISABLE_TELEMETRY", "1")
+    # Ollama's models are looked for there alone (as Ollama does): not the machine's own
+    monkeypatch.setenv("OLLAMA_MODELS", str(home / "ollama"))
     yield
 
 
