@@ -173,3 +173,23 @@ def test_lm_studio_s_chats_are_imported_once_from_its_folder(tmp_path, monkeypat
     assert proc.returncode == 1 and proc.stdout == "" and "3.conversation.json" in proc.stderr
     proc = run_app("history", "import", "--lmstudio", str(tmp_path / "nowhere"))
     assert proc.returncode == 1 and "has no conversations folder" in proc.stderr
+
+
+def test_an_open_webui_export_brings_each_of_its_chats(tmp_path):
+    from tests.support.openwebui_chats import owui_chat, owui_message
+
+    chats = [
+        owui_chat(
+            "Sums",
+            [owui_message("q", "user", "2+2?", None), owui_message("r", "assistant", "4", "q")],
+            "r",
+            created=1_750_000_000,
+        ),
+        owui_chat("Hello", [owui_message("q", "user", "hi", None)], "q", created=1_750_000_100),
+    ]
+    path = tmp_path / "chat-export.json"
+    path.write_text(json.dumps(chats), encoding="utf-8")
+    proc = run_app("history", "import", str(path), "--json")
+    assert proc.returncode == 0, proc.stderr
+    rows = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert [(r["title"], r["messages"]) for r in rows] == [("Sums", 2), ("Hello", 1)]

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from app.storage.export import export_conversation, export_file_name, read_export
+from app.storage.export import export_conversation, export_file_name, read_chats
 from app.storage.history import Conversation, ConversationNotFound, History, HistoryError
 
 __all__ = [
@@ -97,13 +97,13 @@ def export_all(
 
 
 def read_exports(paths: Iterable[str | os.PathLike[str]]) -> list[tuple[Path, Conversation | str]]:
-    """Each export file of ``paths`` read and checked (``read_export``): its conversation, or why
-    it cannot be read (a file that is no export, from a newer Callisto, unreadable). One bad file
-    does not stop the others."""
+    """Each export file of ``paths`` read and checked (``read_chats``): its conversations (one, or
+    each of an Open WebUI export's), or why it cannot be read (a file that is no export, from a
+    newer Callisto, unreadable). One bad file does not stop the others."""
     read: list[tuple[Path, Conversation | str]] = []
     for p in map(Path, paths):
         try:
-            read.append((p, read_export(p)))
+            read += [(p, conv) for conv in read_chats(p)]
         except (OSError, ValueError) as exc:
             read.append((p, (exc.strerror if isinstance(exc, OSError) else None) or str(exc)))
     return read

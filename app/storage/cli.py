@@ -48,7 +48,7 @@ def add_history_parser(sub: Any) -> argparse.ArgumentParser:
     imp.add_argument(
         "file",
         nargs="*",
-        help="export files (Callisto's, or LM Studio's .conversation.json; one that is neither is passed over)",
+        help="export files (Callisto's, LM Studio's .conversation.json, Open WebUI's chat export; one that is none of these is passed over)",
     )
     imp.add_argument(
         "--lmstudio",
@@ -149,7 +149,7 @@ def _export_all(history: Any, args: argparse.Namespace) -> int:
 def _import(history: Any, args: argparse.Namespace) -> int:
     """Each file as a new conversation; one that cannot be is said and the others still come in
     (exit status 1 when any could not)."""
-    from app.storage.export import read_export
+    from app.storage.export import read_chats
     from app.storage.history import HistoryError
     from app.storage.settings import load_settings
 
@@ -160,12 +160,19 @@ def _import(history: Any, args: argparse.Namespace) -> int:
     status = EXIT_OK if args.lmstudio is None else _import_lmstudio(history, args)
     for file in args.file:
         try:
-            new = history.restore_conversation(read_export(file))
-        except (OSError, ValueError, HistoryError) as exc:
+            chats = read_chats(file)  # (an Open WebUI export holds many)
+        except (OSError, ValueError) as exc:
             _err(f"error: cannot import {file}: {exc}")
             status = EXIT_ERROR
             continue
-        _print_imported(new, as_json=args.json)
+        for conv in chats:
+            try:
+                new = history.restore_conversation(conv)
+            except (ValueError, HistoryError) as exc:
+                _err(f"error: cannot import “{conv.title}” from {file}: {exc}")
+                status = EXIT_ERROR
+                continue
+            _print_imported(new, as_json=args.json)
     return status
 
 

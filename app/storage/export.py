@@ -35,6 +35,7 @@ __all__ = [
     "code_fence",
     "conversation_from_json",
     "conversation_json",
+    "read_chats",
     "read_export",
     "conversation_markdown",
     "export_conversation",
@@ -386,15 +387,23 @@ def conversation_from_json(text: str | bytes) -> Conversation:
         raise ValueError(f"the file is not JSON ({exc})") from None
     except RecursionError:
         raise ValueError("the file's JSON is nested too deeply") from None
-    if isinstance(data, dict) and data.get("format") != JSON_FORMAT:
+    if not isinstance(data, dict) or data.get("format") != JSON_FORMAT:
         from app.storage.lmstudio import conversation_from_lmstudio, is_lmstudio_chat
+        from app.storage.openwebui import conversations_from_openwebui, is_openwebui_export
 
         if is_lmstudio_chat(data):  # a chat file of LM Studio's: read as its import reads it
             return conversation_from_lmstudio(data).conversation
+        if is_openwebui_export(data):  # Open WebUI's export: one chat here (read_chats reads many)
+            chats = conversations_from_openwebui(data)
+            if len(chats) != 1:
+                raise ValueError(
+                    f"the file holds {len(chats)} chats of Open WebUI: import it with Import chats…"
+                )
+            return chats[0].conversation
     if not isinstance(data, dict) or data.get("format") != JSON_FORMAT:
         raise ValueError(
             "the file is not a chat exported by Callisto (its format is not callisto.conversation) "
-            "nor one of LM Studio's"
+            "nor one of LM Studio's or Open WebUI's"
         )
     version = data.get("version")
     if not isinstance(version, int) or isinstance(version, bool) or version < 1:
@@ -432,3 +441,20 @@ def read_export(path: str | os.PathLike[str]) -> Conversation:
     if p.stat().st_size > MAX_IMPORT_BYTES:
         raise ValueError(f"the file is larger than {MAX_IMPORT_BYTES // (1024 * 1024)} MiB")
     return conversation_from_json(p.read_bytes())
+
+
+def read_chats(path: str | os.PathLike[str]) -> list[Conversation]:
+    """Every conversation in the file at ``path``: a Callisto export or an LM Studio chat (one,
+    :func:`read_export`), or an Open WebUI export (each of its chats). OSError or ValueError say
+    why it cannot be read."""
+    p = Path(path)
+    if not p.name.endswith(".conversation.json") and p.stat().st_size <= MAX_IMPORT_BYTES:
+        try:
+            data = json.loads(p.read_bytes())
+        except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
+            data = None  # (read_export says why)
+        from app.storage.openwebui import conversations_from_openwebui, is_openwebui_export
+
+        if data is not None and is_openwebui_export(data):
+            return [c.conversation for c in conversations_from_openwebui(data)]
+    return [read_export(p)]

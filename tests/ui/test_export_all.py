@@ -46,7 +46,7 @@ def test_every_chat_is_exported_to_a_new_folder_and_imported_back_at_once(qtbot,
     qtbot.waitUntil(lambda: _status(w).startswith("Imported"), timeout=TIMEOUT)
     assert _status(w) == (
         "Imported 3 chats; could not import notes.json: the file is not a chat exported by Callisto "
-        "(its format is not callisto.conversation) nor one of LM Studio's"
+        "(its format is not callisto.conversation) nor one of LM Studio's or Open WebUI's"
     )
     titles = [c.title for c in h.list_conversations()]
     assert sorted(titles) == ["Garden", "Garden", "Taxes", "Taxes", "Trip", "Trip"]
@@ -77,3 +77,27 @@ def test_files_none_of_which_is_an_export_bring_nothing_in(qtbot, make_window, t
     qtbot.waitUntil(lambda: _status(w).startswith("Could not import"), timeout=TIMEOUT)
     assert _status(w).startswith("Could not import a.json (and 1 more): ")
     assert w.history.list_conversations() == [] and w.conversation_id is None
+
+
+def test_an_open_webui_export_dropped_in_import_chats_brings_every_chat(qtbot, make_window, tmp_path):
+    import json
+
+    from tests.support.openwebui_chats import owui_chat, owui_message
+
+    chats = [
+        owui_chat(
+            f"Chat {n}",
+            [owui_message("q", "user", f"question {n}", None), owui_message("r", "assistant", "ok", "q")],
+            "r",
+            created=1_750_000_000 + n,
+        )
+        for n in range(3)
+    ]
+    path = tmp_path / "chat-export-1750000000.json"
+    path.write_text(json.dumps(chats), encoding="utf-8")
+    w = make_window(None)
+    w.conversations_ctl.exports.import_conversations([str(path)])
+    qtbot.waitUntil(lambda: _status(w).startswith("Imported"), timeout=TIMEOUT)
+    assert _status(w) == "Imported 3 chats"
+    assert sorted(w.conversations_ctl.list.titles()) == ["Chat 0", "Chat 1", "Chat 2"]
+    assert [m.text for m in w.chat.user_messages()] == ["question 2"]  # the last one read, opened
