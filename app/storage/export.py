@@ -35,8 +35,10 @@ __all__ = [
     "code_fence",
     "conversation_from_json",
     "conversation_json",
+    "load_export_json",
     "read_chats",
     "read_export",
+    "read_import_bytes",
     "conversation_markdown",
     "export_conversation",
     "export_file_name",
@@ -373,11 +375,9 @@ def _message(value: Any, i: int) -> MessageRecord:
     )
 
 
-def conversation_from_json(text: str | bytes) -> Conversation:
-    """The conversation in a JSON export (:func:`conversation_json`), every field checked: a
-    ValueError says what is wrong and where (a file that is no Callisto export, one from a newer
-    Callisto, a message whose field has the wrong type, an image that is not base64). An LM Studio
-    chat is read as ``app.storage.lmstudio`` reads it (no pictures: no folder to find them)."""
+def load_export_json(text: str | bytes) -> Any:
+    """A file's ``text`` as the JSON an import reads (Callisto's export, LM Studio's chat, Open
+    WebUI's export): ValueError for one too large, that is not JSON, or nested too deeply."""
     if len(text) > MAX_IMPORT_BYTES:
         raise ValueError(f"the file is larger than {MAX_IMPORT_BYTES // (1024 * 1024)} MiB")
     try:
@@ -387,6 +387,26 @@ def conversation_from_json(text: str | bytes) -> Conversation:
         raise ValueError(f"the file is not JSON ({exc})") from None
     except RecursionError:
         raise ValueError("the file's JSON is nested too deeply") from None
+    return data
+
+
+def read_import_bytes(path: Path) -> bytes:
+    """The bytes of the file an import reads; one too large is refused before it is read."""
+    if path.stat().st_size > MAX_IMPORT_BYTES:
+        raise ValueError(f"the file is larger than {MAX_IMPORT_BYTES // (1024 * 1024)} MiB")
+    return path.read_bytes()
+
+
+def conversation_from_json(text: str | bytes) -> Conversation:
+    """The conversation in a JSON export (:func:`conversation_json`), every field checked: a
+    ValueError says what is wrong and where (a file that is no Callisto export, one from a newer
+    Callisto, a message whose field has the wrong type, an image that is not base64). An LM Studio
+    chat is read as ``app.storage.lmstudio`` reads it (no pictures: no folder to find them)."""
+    return _conversation_of(load_export_json(text))
+
+
+def _conversation_of(data: Any) -> Conversation:
+    """:func:`conversation_from_json`'s reading of the JSON ``data``."""
     if not isinstance(data, dict) or data.get("format") != JSON_FORMAT:
         from app.storage.lmstudio import conversation_from_lmstudio, is_lmstudio_chat
         from app.storage.openwebui import conversations_from_openwebui, is_openwebui_export
@@ -430,31 +450,27 @@ def conversation_from_json(text: str | bytes) -> Conversation:
 
 
 def read_export(path: str | os.PathLike[str]) -> Conversation:
-    """The conversation in the JSON export at ``path`` (:func:`conversation_from_json`; LM Studio's
-    ``.conversation.json`` with its pictures, ``read_lmstudio_chat``); a file too large is refused
-    before it is read. OSError or ValueError say why it cannot be read."""
-    p = Path(path)
-    if p.name.endswith(".conversation.json"):  # LM Studio's: with its pictures and its time
-        from app.storage.lmstudio import read_lmstudio_chat
-
-        return read_lmstudio_chat(p).conversation
-    if p.stat().st_size > MAX_IMPORT_BYTES:
-        raise ValueError(f"the file is larger than {MAX_IMPORT_BYTES // (1024 * 1024)} MiB")
-    return conversation_from_json(p.read_bytes())
+    """The one conversation in the export file at ``path`` (:func:`read_chats`); ValueError for
+    an Open WebUI export of several chats."""
+    chats = read_chats(path)
+    if len(chats) != 1:
+        raise ValueError(f"the file holds {len(chats)} chats of Open WebUI: import it with Import chats…")
+    return chats[0]
 
 
 def read_chats(path: str | os.PathLike[str]) -> list[Conversation]:
-    """Every conversation in the file at ``path``: a Callisto export or an LM Studio chat (one,
-    :func:`read_export`), or an Open WebUI export (each of its chats). OSError or ValueError say
-    why it cannot be read."""
+    """Every conversation in the file at ``path``, read once: a Callisto export
+    (:func:`conversation_from_json`), an LM Studio chat (``read_lmstudio_chat``: with its pictures
+    and its time), or an Open WebUI export (each of its chats). A file too large is refused before
+    it is read. OSError or ValueError say why it cannot be read."""
     p = Path(path)
-    if not p.name.endswith(".conversation.json") and p.stat().st_size <= MAX_IMPORT_BYTES:
-        try:
-            data = json.loads(p.read_bytes())
-        except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
-            data = None  # (read_export says why)
-        from app.storage.openwebui import conversations_from_openwebui, is_openwebui_export
+    if p.name.endswith(".conversation.json"):  # LM Studio's
+        from app.storage.lmstudio import read_lmstudio_chat
 
-        if data is not None and is_openwebui_export(data):
-            return [c.conversation for c in conversations_from_openwebui(data)]
-    return [read_export(p)]
+        return [read_lmstudio_chat(p).conversation]
+    data = load_export_json(read_import_bytes(p))
+    from app.storage.openwebui import conversations_from_openwebui, is_openwebui_export
+
+    if is_openwebui_export(data):
+        return [c.conversation for c in conversations_from_openwebui(data)]
+    return [_conversation_of(data)]

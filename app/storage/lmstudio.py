@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from app.storage._others import chat_title, epoch_seconds
 from app.storage.history import MAX_FOLDER_NAME, Conversation, MessageRecord, StoredToolCall
 
 __all__ = [
@@ -39,7 +40,6 @@ __all__ = [
 ]
 
 CHAT_SUFFIX = ".conversation.json"
-MAX_CHAT_BYTES = 512 * 1024 * 1024  # (the bound of a Callisto export too)
 MAX_PICTURE_BYTES = 64 * 1024 * 1024  # a file bigger than this is not read as a picture
 _PICTURES = (b"\x89PNG\r\n\x1a\n", b"\xff\xd8\xff", b"GIF87a", b"GIF89a")
 
@@ -116,14 +116,6 @@ def is_lmstudio_chat(data: Any) -> bool:
     return all(isinstance(m, dict) and isinstance(m.get("versions"), list) for m in messages) and (
         bool(messages) or "createdAt" in data
     )
-
-
-def _seconds(value: Any) -> float | None:
-    """A time LM Studio wrote (milliseconds, or seconds) as seconds; None for none or nonsense."""
-    if isinstance(value, bool) or not isinstance(value, int | float) or value != value or value <= 0:
-        return None
-    seconds = value / 1000 if value > 1e11 else float(value)
-    return seconds if seconds < 4e9 else None  # (after 2096: not a time)
 
 
 def _text(value: Any) -> str:
@@ -321,7 +313,7 @@ def conversation_from_lmstudio(
     if not is_lmstudio_chat(data):
         raise ValueError("the file is not an LM Studio chat (no messages made of versions)")
     now = time.time()
-    created = _seconds(data.get("createdAt")) or updated or now
+    created = epoch_seconds(data.get("createdAt")) or updated or now
     reader = _Reader(created, Path(files) if files is not None else None)
     for n, entry in enumerate(data["messages"]):
         version = _shown(entry, n)
@@ -337,13 +329,10 @@ def conversation_from_lmstudio(
             reader.system(version)
         else:
             reader.left.append(f"message {n + 1}, whose role is {str(role)[:40]!r}")
-    name = data.get("name")
-    first = next((m.content for m in reader.messages if m.role == "user" and m.content.strip()), "")
-    title = " ".join(name.split()) if isinstance(name, str) and name.strip() else " ".join(first.split())[:60]
     prompt = data.get("systemPrompt")
     conv = Conversation(
         id=0,
-        title=title or "LM Studio chat",
+        title=chat_title(data.get("name"), reader.messages, "LM Studio chat"),
         created=created,
         updated=max(updated or created, created),
         message_count=len(reader.messages),
@@ -359,17 +348,11 @@ def read_lmstudio_chat(path: str | os.PathLike[str], *, folder: str | None = Non
     """The LM Studio chat in the file ``path`` (:func:`conversation_from_lmstudio`; last changed
     when the file was, its pictures from the ``user-files`` folder beside ``conversations``).
     OSError or ValueError say why it cannot be read."""
+    from app.storage.export import load_export_json, read_import_bytes
+
     p = Path(path)
-    stat = p.stat()
-    if stat.st_size > MAX_CHAT_BYTES:
-        raise ValueError(f"the file is larger than {MAX_CHAT_BYTES // (1024 * 1024)} MiB")
-    try:
-        data = json.loads(p.read_bytes())
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise ValueError(f"the file is not JSON ({exc})") from None
-    except RecursionError:
-        raise ValueError("the file's JSON is nested too deeply") from None
-    return conversation_from_lmstudio(data, folder=folder, updated=stat.st_mtime, files=_user_files(p))
+    data = load_export_json(read_import_bytes(p))  # (the bound, the errors of any import)
+    return conversation_from_lmstudio(data, folder=folder, updated=p.stat().st_mtime, files=_user_files(p))
 
 
 def _user_files(chat: Path) -> Path | None:

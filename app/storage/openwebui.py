@@ -23,6 +23,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from app.storage._others import chat_title, epoch_seconds
 from app.storage.history import Conversation, MessageRecord
 
 __all__ = ["OpenWebUIChat", "conversations_from_openwebui", "is_openwebui_export"]
@@ -61,13 +62,6 @@ def is_openwebui_export(data: Any) -> bool:
     """Whether ``data`` (a JSON document) is an Open WebUI export: a list of its chats, or one."""
     items = data if isinstance(data, list) else [data]
     return bool(items) and all(_chat_of(item) is not None for item in items)
-
-
-def _seconds(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, int | float) or value != value or value <= 0:
-        return None
-    seconds = value / 1000 if value > 1e11 else float(value)
-    return seconds if seconds < 4e9 else None
 
 
 def _branch(chat: dict[str, Any]) -> tuple[list[dict[str, Any]], int]:
@@ -127,7 +121,7 @@ def _message(node: dict[str, Any], n: int, created: float, left: list[str]) -> M
         return None
     text = content if isinstance(content, str) else ""
     m = MessageRecord(id=0, conversation_id=0, position=n, role=role, content=text)
-    m.created = _seconds(node.get("timestamp")) or created
+    m.created = epoch_seconds(node.get("timestamp")) or created
     if role == "user":
         m.images = _pictures(node.get("files"), left)
     elif role == "assistant":
@@ -151,8 +145,8 @@ def _message(node: dict[str, Any], n: int, created: float, left: list[str]) -> M
 
 def _conversation(item: dict[str, Any], chat: dict[str, Any]) -> OpenWebUIChat:
     left: list[str] = []
-    created = _seconds(item.get("created_at")) or _seconds(chat.get("timestamp")) or time.time()
-    updated = max(_seconds(item.get("updated_at")) or created, created)
+    created = epoch_seconds(item.get("created_at")) or epoch_seconds(chat.get("timestamp")) or time.time()
+    updated = max(epoch_seconds(item.get("updated_at")) or created, created)
     branch, others = _branch(chat)
     messages = [m for n, node in enumerate(branch) if (m := _message(node, n, created, left)) is not None]
     for i, m in enumerate(messages):
@@ -160,13 +154,9 @@ def _conversation(item: dict[str, Any], chat: dict[str, Any]) -> OpenWebUIChat:
     if others:
         left.append(f"{others} other version{'s' if others > 1 else ''} of its messages")
     title = item.get("title") if isinstance(item.get("title"), str) else chat.get("title")
-    first = next((m.content for m in messages if m.role == "user" and m.content.strip()), "")
-    name = (
-        " ".join(title.split()) if isinstance(title, str) and title.strip() else " ".join(first.split())[:60]
-    )
     conv = Conversation(
         id=0,
-        title=name or "Open WebUI chat",
+        title=chat_title(title, messages, "Open WebUI chat"),
         created=created,
         updated=updated,
         message_count=len(messages),

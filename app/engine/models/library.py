@@ -35,8 +35,7 @@ from app.engine.models.estimate import MemoryEstimate, estimate_memory, estimate
 __all__ = ["NO_PROJECTOR", "Library", "LocalModel", "SOURCES", "projector_for"]
 
 SOURCES = ("downloaded", "copied", "uploaded", "imported", "folder", "hf-cache", "ollama")
-#: the folder of the models folder where Ollama's models are linked (``ollama_store``): source "ollama"
-OLLAMA_LINKS = "ollama"
+
 #: the files Callisto put in its folder: deleted without ``confirm_foreign`` ("uploaded": sent by a
 #: client of the server, Ollama's ``ollama create`` from a GGUF file)
 _OWNED = {"downloaded", "copied", "uploaded"}
@@ -167,6 +166,12 @@ class Library:
             data = self._load()
             data["entries"][_key(path)] = {"source": source, "added": time.time(), **extra}
             self._save(data)
+
+    @property
+    def ollama_links(self) -> Path:
+        """The folder of the models folder where Ollama's models are linked (``ollama_store``):
+        what is there has the source "ollama"."""
+        return self.models_dir / "ollama"
 
     # -- folders --------------------------------------------------------------------------------
     def folders(self) -> list[Path]:
@@ -373,7 +378,7 @@ class Library:
                 return
             entry = entries.get(key, {})
             source = entry.get("source", default_source)
-            if default_source == "folder" and self.models_dir / OLLAMA_LINKS in path.parents:
+            if default_source == "folder" and self.ollama_links in path.parents:
                 source = "ollama"  # a link to one of Ollama's models
             found[key] = self._describe(
                 # a link is listed by its own name (the HF cache's and Ollama's models are links to blobs)

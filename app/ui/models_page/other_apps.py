@@ -43,7 +43,7 @@ def ollama_models_new(library: Any) -> list[Any]:
     root = ollama_models_dir()
     if root is None:
         return []
-    return [m for m in ollama_models(root) if not linked(m, library.models_dir / "ollama")]
+    return [m for m in ollama_models(root) if not linked(m, library.ollama_links)]
 
 
 def other_apps_offer(library: Any) -> str | None:
@@ -125,7 +125,7 @@ class OtherAppsModels:
         new = self._ollama_models()
         if not new:
             return False
-        done, failed = link_ollama_models(new, self.pane.page.manager.library.models_dir / "ollama")
+        done, failed = link_ollama_models(new, self.pane.page.manager.library.ollama_links)
         said = f"Ollama's models are listed where they are ({len(done)}); nothing was copied."
         if failed:
             said += f" Could not link {failed[0][0]}: {failed[0][1]}"
