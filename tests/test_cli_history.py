@@ -4,6 +4,7 @@ real subprocess on the real SQLite history under this test's ``CALLISTO_HOME``."
 from __future__ import annotations
 
 import json
+import os
 
 from app.storage.history import History, TurnMessage
 from tests.support.lmstudio_chats import WEATHER, lms_chat, lms_reply, lms_text, lms_user, write_lms_chat
@@ -173,6 +174,39 @@ def test_lm_studio_s_chats_are_imported_once_from_its_folder(tmp_path, monkeypat
     assert proc.returncode == 1 and proc.stdout == "" and "3.conversation.json" in proc.stderr
     proc = run_app("history", "import", "--lmstudio", str(tmp_path / "nowhere"))
     assert proc.returncode == 1 and "has no conversations folder" in proc.stderr
+
+
+def test_jan_s_chats_are_imported_once_and_with_lm_studio_s(tmp_path, monkeypatch):
+    """``history import --jan [FOLDER]``: Jan's data folder (found as Jan finds it), or the one
+    named; with ``--lmstudio`` too, both apps' chats in one go; each chat once."""
+    from pathlib import Path
+
+    from tests.support.jan_chats import jan_message, jan_thread, write_jan_thread
+
+    monkeypatch.setenv("HOME", str(tmp_path))
+    proc = run_app("history", "import", "--jan")
+    assert (
+        proc.returncode == 1 and "Jan's folder was not found" in proc.stderr and "--jan FOLDER" in proc.stderr
+    )
+    data = Path(os.environ["XDG_DATA_HOME"]) / "Jan" / "data"
+    write_jan_thread(
+        data, "t1", jan_thread("Sums"), [jan_message("user", "2+2?"), jan_message("assistant", "4", n=1)]
+    )
+    write_lms_chat(tmp_path / ".lmstudio", WEATHER, "1.conversation.json")
+    proc = run_app("history", "import", "--lmstudio", "--jan", "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(json.loads(line)["title"] for line in proc.stdout.splitlines()) == [
+        "Sums",
+        "Weather in Lyon",
+    ]
+    moved = tmp_path / "moved"
+    write_jan_thread(moved, "t1", jan_thread("Sums"), [jan_message("user", "2+2?")])  # here already
+    write_jan_thread(moved, "t2", None, [jan_message("user", "New?", n=5)])
+    proc = run_app("history", "import", "--jan", str(moved / "threads"))
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines()[-1] == f"1 chat imported from Jan ({moved}); 1 was here already"
+    proc = run_app("history", "import", "--jan", str(tmp_path / "nowhere"))
+    assert proc.returncode == 1 and "has no threads folder" in proc.stderr
 
 
 def test_an_open_webui_export_brings_each_of_its_chats(tmp_path):

@@ -1,14 +1,40 @@
-"""What reading other apps' chats shares (``lmstudio``, ``openwebui``): their times, and a chat's
-title when the app kept none."""
+"""What reading other apps' chats shares (``lmstudio``, ``openwebui``, ``jan``): their times, a
+chat's title when the app kept none, pictures sent as data URLs, thinking kept in ``<think>``
+tags, and the layout of a reply that called tools (:class:`Turns`)."""
 
 from __future__ import annotations
 
+import base64
+import binascii
+import json
+import re
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
-from app.storage.history import MessageRecord
+from app.storage.history import Conversation, MessageRecord, StoredToolCall
 
-__all__ = ["chat_title", "epoch_seconds"]
+__all__ = [
+    "OtherChat",
+    "Turns",
+    "chat_title",
+    "data_url_picture",
+    "epoch_seconds",
+    "text_of",
+    "think_out",
+    "tool_arguments",
+]
+
+_DATA_URL = re.compile(r"\Adata:image/[\w.+-]+;base64,(?P<data>.+)\Z", re.DOTALL)
+
+
+@dataclass(frozen=True)
+class OtherChat:
+    """A chat read from another app: the conversation to store (``History.restore_conversation``)
+    and what of it could not be brought (each said as "2 other versions of a reply")."""
+
+    conversation: Conversation
+    left: list[str] = field(default_factory=list)
 
 
 def epoch_seconds(value: Any) -> float | None:
@@ -27,3 +53,120 @@ def chat_title(name: Any, messages: Sequence[MessageRecord], fallback: str) -> s
         return " ".join(name.split())
     first = next((m.content for m in messages if m.role == "user" and m.content.strip()), "")
     return " ".join(first.split())[:60] or fallback
+
+
+def data_url_picture(url: Any, left: list[str]) -> bytes | None:
+    """The bytes of a picture sent as a data URL (``data:image/png;base64,…``); None, and why in
+    ``left``, for one that is not."""
+    m = _DATA_URL.match(url) if isinstance(url, str) else None
+    if m is None:
+        left.append("an attached picture that is not in the file (a link, not its data)")
+        return None
+    try:
+        return base64.b64decode(m.group("data"), validate=True)
+    except (binascii.Error, ValueError):
+        left.append("a picture whose data is not base64")
+        return None
+
+
+def text_of(value: Any) -> str:
+    """The text of a content list (its ``text`` parts, in order), or of a string."""
+    if isinstance(value, str):
+        return value
+    if not isinstance(value, list):
+        return ""
+    return "".join(p["text"] for p in value if isinstance(p, dict) and isinstance(p.get("text"), str))
+
+
+def tool_arguments(value: Any) -> dict[str, Any] | str:
+    """A call's arguments as another app kept them: an object, or JSON text of one; other text is
+    kept as it was written (the side panel shows it), anything else is none."""
+    if isinstance(value, dict):
+        return value
+    if isinstance(value, str):
+        try:
+            parsed = json.loads(value)
+        except json.JSONDecodeError:
+            return value  # kept as it was written
+        return parsed if isinstance(parsed, dict) else value
+    return {}
+
+
+def think_out(m: MessageRecord) -> None:
+    """A reply that begins with its thinking in ``<think>`` tags (as LM Studio and Jan kept it
+    before they kept thinking apart): the thinking as its reasoning, the rest as its text. An
+    unclosed tag is left as text (the reply was cut while it thought)."""
+    text = m.content.lstrip()
+    if m.role != "assistant" or m.reasoning is not None or not text.startswith("<think>"):
+        return
+    end = text.find("</think>")
+    if end == -1:
+        return
+    m.reasoning = text[len("<think>") : end].strip()
+    m.content = text[end + len("</think>") :].lstrip()
+
+
+class Turns:
+    """A chat's messages in Callisto's layout, built one message after another: a reply that
+    called tools is its message (text and calls), a ``tool`` message for each result, then a new
+    message for what it wrote after them, as Callisto keeps a turn (so the side panel shows the
+    calls)."""
+
+    def __init__(self, created: float, app: str) -> None:
+        self.created, self.app = created, app
+        self.messages: list[MessageRecord] = []
+        self.left: list[str] = []
+        self._calls = 0
+
+    def add(self, role: str, content: str = "", **kw: Any) -> MessageRecord:
+        created = kw.pop("created", None)
+        m = MessageRecord(
+            id=0, conversation_id=0, position=len(self.messages), role=role, content=content, **kw
+        )
+        m.created = created or self.created
+        self.messages.append(m)
+        return m
+
+    def reply(self, current: MessageRecord | None, extra: dict[str, Any]) -> MessageRecord:
+        """The reply message text or a call goes in: ``current`` while it is the last message,
+        else a new one (after the calls' results)."""
+        if current is not None and self.messages and self.messages[-1] is current:
+            return current
+        return self.add("assistant", extra=dict(extra))
+
+    def named(self, name: Any) -> bool:
+        """Whether a call's ``name`` is one; said when it is not (the call is not brought)."""
+        if isinstance(name, str) and name.strip():
+            return True
+        self.left.append("a tool call with no name")
+        return False
+
+    def call(self, reply: MessageRecord, name: Any, given: Any, arguments: Any) -> StoredToolCall | None:
+        """A call the reply made (``given``: the app's id for it, or none); None, and said, for
+        one with no name."""
+        if not self.named(name):
+            return None
+        self._calls += 1
+        call_id = given if isinstance(given, str) and given.strip() else f"{self.app}{self._calls:05d}"
+        call = StoredToolCall(
+            id=0,
+            message_id=0,
+            call_id=call_id,
+            name=name.strip(),
+            arguments=tool_arguments(arguments),
+            position=len(reply.tool_calls),
+        )
+        reply.tool_calls.append(call)
+        return call
+
+    def result(self, reply: MessageRecord | None, given: Any, value: Any) -> None:
+        """A call's result: kept with the call (the one ``given`` names, else the first without
+        one) and as the tool's message the model read; said when there is no call."""
+        waiting = [c for c in reply.tool_calls if c.result is None] if reply is not None else []
+        call = next((c for c in waiting if c.call_id == given), waiting[0] if waiting else None)
+        if call is None:
+            self.left.append("a tool result with no call")
+            return
+        text = json.dumps(value, ensure_ascii=False) if isinstance(value, dict) else text_of(value)
+        call.result = text
+        self.add("tool", text, tool_call_id=call.call_id, name=call.name)

@@ -1,7 +1,8 @@
 """Every conversation at once (Qt-free): written out as the JSON export Import reads back, one file a
 conversation in a new folder (File -> *Export all chats…*, ``history export all FOLDER``), many
 export files read back in one go (File -> *Import chats…* with several files chosen), and every
-chat LM Studio keeps brought in (File -> *Import from LM Studio…*, ``history import --lmstudio``).
+chat LM Studio or Jan keeps brought in (File -> *Import from LM Studio…* / *Import from Jan…*,
+``history import --lmstudio`` / ``--jan``).
 
     from app.storage.backup import export_all
     done = export_all(History(), Path.home() / "Backups")   # done.folder, done.files
@@ -11,19 +12,25 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
+from typing import Any
 
 from app.storage.export import export_conversation, export_file_name, read_chats
 from app.storage.history import Conversation, ConversationNotFound, History, HistoryError
 
 __all__ = [
+    "CHAT_APPS",
+    "ChatApp",
     "ExportedAll",
     "ImportedChats",
     "backup_folder_name",
     "export_all",
+    "import_jan",
     "import_lmstudio",
+    "offered_chats",
     "read_exports",
 ]
 
@@ -111,7 +118,7 @@ def read_exports(paths: Iterable[str | os.PathLike[str]]) -> list[tuple[Path, Co
 
 @dataclass(frozen=True)
 class ImportedChats:
-    """What :func:`import_lmstudio` did: the conversations it made, how many were there already
+    """What :func:`import_lmstudio` or :func:`import_jan` did: the conversations it made, how many were there already
     (imported before), the files it could not read (with why), and what of the chats it brought
     it could not (each "“title”: what")."""
 
@@ -123,20 +130,39 @@ class ImportedChats:
 
 def import_lmstudio(history: History, home: str | os.PathLike[str]) -> ImportedChats:
     """Bring every chat of LM Studio's folder ``home`` (``lmstudio.lmstudio_home``) into
-    ``history``, each in its folder of LM Studio's list and pinned as it was there. A chat brought
-    before (the same moment it was made) is not brought again; a file that cannot be read is said
-    and stops none of the others; a picture larger than the history keeps is left out, and said.
-    LM Studio's files are only read."""
+    ``history``, each in its folder of LM Studio's list and pinned as it was there
+    (:func:`_bring`). LM Studio's files are only read."""
     from app.storage.lmstudio import lmstudio_chat_files, read_lmstudio_chat
 
+    files = lmstudio_chat_files(Path(home) / "conversations")
+    return _bring(
+        history, [(path, partial(read_lmstudio_chat, path, folder=folder)) for path, folder in files]
+    )
+
+
+def import_jan(history: History, data: str | os.PathLike[str]) -> ImportedChats:
+    """Bring every chat of Jan's data folder ``data`` (``jan.jan_data_folder``) into ``history``,
+    each pinned when it was a favourite there (:func:`_bring`). Jan's files are only read."""
+    from app.storage.jan import jan_thread_folders, read_jan_thread
+
+    return _bring(
+        history, [(folder, partial(read_jan_thread, folder)) for folder in jan_thread_folders(data)]
+    )
+
+
+def _bring(history: History, chats: Sequence[tuple[Path, Callable[[], Any]]]) -> ImportedChats:
+    """Store each chat another app keeps (``chats``: where it is, and how it is read: a chat with
+    its ``conversation`` and what was ``left``). A chat brought before (the same moment it was
+    made) is not brought again; one that cannot be read is said and stops none of the others; a
+    picture larger than the history keeps is left out, and said."""
     have = {round(c.created * 1000) for c in history.list_conversations()}
     imported: list[Conversation] = []
     failed: list[tuple[Path, str]] = []
     left: list[str] = []
     already = 0
-    for path, folder in lmstudio_chat_files(Path(home) / "conversations"):
+    for path, read in chats:
         try:
-            chat = read_lmstudio_chat(path, folder=folder)
+            chat = read()
         except (OSError, ValueError) as exc:
             failed.append((path, (exc.strerror if isinstance(exc, OSError) else None) or str(exc)))
             continue
@@ -159,3 +185,73 @@ def import_lmstudio(history: History, home: str | os.PathLike[str]) -> ImportedC
         imported.append(new)
         left += [f"“{new.title}”: {note}" for note in notes]
     return ImportedChats(imported, already, failed, left)
+
+
+@dataclass(frozen=True)
+class ChatApp:
+    """Another chat app whose chats come in whole (its own folder, not an export): its ``name``,
+    the ``key`` its menu entry and ``history import --<key>`` use, the folder in its own that holds
+    the chats (``holds``), and how its folder is found (``find``), its chats counted (``count``)
+    and brought (``bring``)."""
+
+    key: str
+    name: str
+    holds: str
+    find: Callable[[], Path | None]
+    count: Callable[[Path], int]
+    bring: Callable[[History, Path], ImportedChats]
+
+    def folder(self, chosen: str | os.PathLike[str] | None = None) -> Path | None:
+        """The app's folder: ``chosen`` (its ``holds`` folder chosen is taken for the app's),
+        else the one :attr:`find` finds; None when it holds no chats folder."""
+        where = Path(chosen).expanduser() if chosen is not None else self.find()
+        if where is not None and where.name == self.holds:
+            where = where.parent
+        return where if where is not None and (where / self.holds).is_dir() else None
+
+
+def _lmstudio_home() -> Path | None:
+    from app.storage.lmstudio import lmstudio_home
+
+    return lmstudio_home()
+
+
+def _lmstudio_count(home: Path) -> int:
+    from app.storage.lmstudio import lmstudio_chat_files
+
+    return len(lmstudio_chat_files(home / "conversations"))
+
+
+def _jan_data() -> Path | None:
+    from app.storage.jan import jan_data_folder
+
+    return jan_data_folder()
+
+
+def _jan_count(data: Path) -> int:
+    from app.storage.jan import jan_thread_folders
+
+    return len(jan_thread_folders(data))
+
+
+CHAT_APPS = {
+    "lmstudio": ChatApp(
+        "lmstudio", "LM Studio", "conversations", _lmstudio_home, _lmstudio_count, import_lmstudio
+    ),
+    "jan": ChatApp("jan", "Jan", "threads", _jan_data, _jan_count, import_jan),
+}
+
+
+def offered_chats() -> list[tuple[ChatApp, int]]:
+    """The other apps that keep chats on this machine, each with how many (only their folders'
+    listings are read): what an empty list offers to bring."""
+    found: list[tuple[ChatApp, int]] = []
+    for app in CHAT_APPS.values():
+        try:
+            where = app.folder()
+            n = app.count(where) if where is not None else 0
+        except OSError:
+            continue
+        if n:
+            found.append((app, n))
+    return found

@@ -43,22 +43,26 @@ def add_history_parser(sub: Any) -> argparse.ArgumentParser:
     )
     export.add_argument("--format", choices=list(EXPORT_FORMATS), default=None, help="(default: by the name)")
     imp = actions.add_parser(
-        "import", help="bring back conversations exported as JSON (or LM Studio's chats), each as a new one"
+        "import",
+        help="bring back conversations exported as JSON (or LM Studio's or Jan's chats), each as a new one",
     )
     imp.add_argument(
         "file",
         nargs="*",
-        help="export files (Callisto's, LM Studio's .conversation.json, Open WebUI's chat export; one that is none of these is passed over)",
+        help="export files (Callisto's, LM Studio's .conversation.json, Jan's messages.jsonl, Open WebUI's chat export; one that is none of these is passed over)",
     )
-    imp.add_argument(
-        "--lmstudio",
-        nargs="?",
-        const="",
-        default=None,
-        metavar="FOLDER",
-        help="every chat LM Studio keeps, in its folders (default: LM Studio's own folder, found as "
-        "LM Studio finds it); a chat brought before is not brought again",
-    )
+    for key, what in (
+        ("lmstudio", "every chat LM Studio keeps, in its folders (default: LM Studio's own folder"),
+        ("jan", "every chat Jan keeps (default: Jan's data folder"),
+    ):
+        imp.add_argument(
+            f"--{key}",
+            nargs="?",
+            const="",
+            default=None,
+            metavar="FOLDER",
+            help=f"{what}, found as the app finds it); a chat brought before is not brought again",
+        )
     imp.add_argument("--json", action="store_true", help="print each new conversation as JSON, one a line")
     return p
 
@@ -154,10 +158,13 @@ def _import(history: Any, args: argparse.Namespace) -> int:
     from app.storage.settings import load_settings
 
     history.max_image_bytes = load_settings()[0].images.max_bytes  # the window's bound
-    if not args.file and args.lmstudio is None:
-        _err("error: name the files to import, or --lmstudio for LM Studio's chats")
+    apps = [(key, chosen) for key in ("lmstudio", "jan") if (chosen := getattr(args, key)) is not None]
+    if not args.file and not apps:
+        _err("error: name the files to import, or --lmstudio / --jan for LM Studio's or Jan's chats")
         return EXIT_USAGE
-    status = EXIT_OK if args.lmstudio is None else _import_lmstudio(history, args)
+    status = EXIT_OK
+    for key, chosen in apps:
+        status = max(status, _import_app(history, key, chosen, as_json=args.json))
     for file in args.file:
         try:
             chats = read_chats(file)  # (an Open WebUI export holds many)
@@ -186,32 +193,38 @@ def _print_imported(new: Any, *, as_json: bool) -> None:
         )
 
 
-def _import_lmstudio(history: Any, args: argparse.Namespace) -> int:
-    """``--lmstudio [FOLDER]``: every chat of LM Studio's folder; what could not be is said."""
-    from pathlib import Path
+def _chats(n: int) -> str:
+    """ "1 chat", "2 chats"."""
+    return f"{n} chat{'' if n == 1 else 's'}"
 
-    from app.storage.backup import import_lmstudio
-    from app.storage.lmstudio import lmstudio_home
 
-    home = Path(args.lmstudio).expanduser() if args.lmstudio else lmstudio_home()
-    if home is None or not (home / "conversations").is_dir():
-        where = (
-            f"{home} has no conversations folder" if home is not None else "LM Studio's folder was not found"
-        )
-        _err(f"error: {where}: name the folder LM Studio keeps its chats in (--lmstudio FOLDER)")
+def _import_app(history: Any, key: str, chosen: str, *, as_json: bool) -> int:
+    """``--lmstudio [FOLDER]`` or ``--jan [FOLDER]``: every chat of the app's folder (``chosen``,
+    else its own); what could not be is said."""
+    from app.storage.backup import CHAT_APPS
+
+    app = CHAT_APPS[key]
+    folder = app.folder(chosen or None)
+    if folder is None:
+        where = f"{chosen} has no {app.holds} folder" if chosen else f"{app.name}'s folder was not found"
+        _err(f"error: {where}: name the folder {app.name} keeps its chats in (--{key} FOLDER)")
         return EXIT_ERROR
-    done = import_lmstudio(history, home)
+    done = app.bring(history, folder)
     for new in done.imported:
-        _print_imported(new, as_json=args.json)
+        _print_imported(new, as_json=as_json)
     for note in done.left:
         _err(f"note: not brought from {note}")
     for path, why in done.failed:
         _err(f"error: cannot import {path}: {why}")
-    if not args.json:
+    if not as_json:
         print(
             terminal_text(
-                f"{len(done.imported)} chats imported from LM Studio ({home})"
-                + (f"; {done.already} were here already" if done.already else "")
+                f"{_chats(len(done.imported))} imported from {app.name} ({folder})"
+                + (
+                    f"; {done.already} {'was' if done.already == 1 else 'were'} here already"
+                    if done.already
+                    else ""
+                )
             )
         )
     return EXIT_ERROR if done.failed else EXIT_OK

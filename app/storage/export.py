@@ -461,13 +461,18 @@ def read_export(path: str | os.PathLike[str]) -> Conversation:
 def read_chats(path: str | os.PathLike[str]) -> list[Conversation]:
     """Every conversation in the file at ``path``, read once: a Callisto export
     (:func:`conversation_from_json`), an LM Studio chat (``read_lmstudio_chat``: with its pictures
-    and its time), or an Open WebUI export (each of its chats). A file too large is refused before
+    and its time), a Jan chat (its ``messages.jsonl`` or ``thread.json``: ``read_jan_thread``), or
+    an Open WebUI export (each of its chats). A file too large is refused before
     it is read. OSError or ValueError say why it cannot be read."""
     p = Path(path)
     if p.name.endswith(".conversation.json"):  # LM Studio's
         from app.storage.lmstudio import read_lmstudio_chat
 
         return [read_lmstudio_chat(p).conversation]
+    if p.name in ("messages.jsonl", "thread.json") and p.parent.parent.name == "threads":  # Jan's
+        from app.storage.jan import read_jan_thread
+
+        return [read_jan_thread(p.parent).conversation]
     data = load_export_json(read_import_bytes(p))
     from app.storage.openwebui import conversations_from_openwebui, is_openwebui_export
 

@@ -13,7 +13,7 @@ is ``multiStep``, whose ``contentBlock`` steps hold the text, the thinking (``st
 Read here: every chat's shown versions, as the person last saw the chat: the text, the thinking,
 each call with its arguments and result, the pictures attached (when LM Studio still has their
 files), who wrote each reply, the chat's system prompt, its pin and its folder. What is not
-brought is said (:attr:`LMStudioChat.left`): a reply's other versions, a file that is gone.
+brought is said (:attr:`OtherChat.left`): a reply's other versions, a file that is gone.
 Every field is checked: a file may come from anywhere, and a value of the wrong type is passed
 over or refused with where it is, never trusted."""
 
@@ -22,15 +22,13 @@ from __future__ import annotations
 import json
 import os
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from app.storage._others import chat_title, epoch_seconds
-from app.storage.history import MAX_FOLDER_NAME, Conversation, MessageRecord, StoredToolCall
+from app.storage._others import OtherChat, Turns, chat_title, epoch_seconds, text_of, think_out
+from app.storage.history import MAX_FOLDER_NAME, Conversation, MessageRecord
 
 __all__ = [
-    "LMStudioChat",
     "conversation_from_lmstudio",
     "is_lmstudio_chat",
     "lmstudio_chat_files",
@@ -42,15 +40,6 @@ __all__ = [
 CHAT_SUFFIX = ".conversation.json"
 MAX_PICTURE_BYTES = 64 * 1024 * 1024  # a file bigger than this is not read as a picture
 _PICTURES = (b"\x89PNG\r\n\x1a\n", b"\xff\xd8\xff", b"GIF87a", b"GIF89a")
-
-
-@dataclass(frozen=True)
-class LMStudioChat:
-    """A chat read from LM Studio: the conversation to store (``History.restore_conversation``;
-    its ``folder`` and ``pinned`` are LM Studio's) and what of it could not be brought."""
-
-    conversation: Conversation
-    left: list[str] = field(default_factory=list)
 
 
 def lmstudio_home(home: str | os.PathLike[str] | None = None) -> Path | None:
@@ -118,27 +107,6 @@ def is_lmstudio_chat(data: Any) -> bool:
     )
 
 
-def _text(value: Any) -> str:
-    """The text of a content list (its ``text`` parts, in order), or of a string."""
-    if isinstance(value, str):
-        return value
-    if not isinstance(value, list):
-        return ""
-    return "".join(p["text"] for p in value if isinstance(p, dict) and isinstance(p.get("text"), str))
-
-
-def _arguments(value: Any) -> dict[str, Any] | str:
-    if isinstance(value, dict):
-        return value
-    if isinstance(value, str):
-        try:
-            parsed = json.loads(value)
-        except json.JSONDecodeError:
-            return value  # kept as it was written
-        return parsed if isinstance(parsed, dict) else value
-    return {}
-
-
 def _shown(entry: Any, n: int) -> dict[str, Any] | None:
     """The version of message ``n`` the chat shows (``currentlySelected``; the first when that is
     not one of them), or None for an entry that is no message."""
@@ -152,22 +120,12 @@ def _shown(entry: Any, n: int) -> dict[str, Any] | None:
     return versions[at if ok else 0]  # type: ignore[index]
 
 
-class _Reader:
+class _Reader(Turns):
     """Builds the conversation's messages from LM Studio's, one message after another."""
 
     def __init__(self, created: float, files: Path | None) -> None:
-        self.created, self.files = created, files
-        self.messages: list[MessageRecord] = []
-        self.left: list[str] = []
-        self._calls = 0
-
-    def add(self, role: str, content: str = "", **kw: Any) -> MessageRecord:
-        m = MessageRecord(
-            id=0, conversation_id=0, position=len(self.messages), role=role, content=content, **kw
-        )
-        m.created = self.created
-        self.messages.append(m)
-        return m
+        super().__init__(created, "lmstudio")
+        self.files = files
 
     def picture(self, part: dict[str, Any]) -> bytes | None:
         """The bytes of a file attached to a user's message, when it is a picture LM Studio still
@@ -198,10 +156,10 @@ class _Reader:
                 data = self.picture(part)
                 if data is not None:
                     images.append(data)
-        self.add("user", _text(parts), images=images)
+        self.add("user", text_of(parts), images=images)
 
     def system(self, version: dict[str, Any]) -> None:
-        text = _text(version.get("content"))
+        text = text_of(version.get("content"))
         if text.strip():
             self.add("system", text)
 
@@ -226,17 +184,17 @@ class _Reader:
             for part in content if isinstance(content, list) else []:
                 kind = part.get("type") if isinstance(part, dict) else None
                 if kind == "toolCallResult":
-                    if reply is None:
-                        self.left.append("a tool result with no call")
-                    else:
-                        self.result(reply, part)
+                    given = part.get("toolCallId") or part.get("callId") or part.get("id")
+                    self.result(reply, given, part.get("content", part.get("result")))
                     continue
                 if kind not in ("text", "toolCallRequest"):
                     continue
-                if reply is None or self.messages[-1] is not reply:  # (after the calls' results)
-                    reply = self.add("assistant", extra=dict(extra))
+                reply = self.reply(reply, extra)
                 if kind == "toolCallRequest":
-                    self.call(reply, part)
+                    inner = part.get("toolCallRequest")
+                    req = inner if isinstance(inner, dict) else part
+                    given = req.get("id") or req.get("callId") or req.get("toolCallId")
+                    self.call(reply, req.get("name"), given, req.get("arguments", req.get("parameters")))
                 elif isinstance(part.get("text"), str):
                     if thinking:
                         reply.reasoning = (reply.reasoning or "") + part["text"]
@@ -245,58 +203,9 @@ class _Reader:
         if reply is None:
             self.add("assistant", extra=dict(extra))
         for m in self.messages[first:]:
-            _think_out(m)
+            think_out(m)
         if others:
             self.left.append(f"{others} other version{'s' if others > 1 else ''} of a reply")
-
-    def call(self, reply: MessageRecord, part: dict[str, Any]) -> None:
-        inner = part.get("toolCallRequest")
-        req = inner if isinstance(inner, dict) else part
-        name = req.get("name")
-        if not isinstance(name, str) or not name.strip():
-            self.left.append("a tool call with no name")
-            return
-        self._calls += 1
-        given = req.get("id") or req.get("callId") or req.get("toolCallId")
-        call_id = given if isinstance(given, str) and given.strip() else f"lmstudio{self._calls:05d}"
-        args = _arguments(req.get("arguments", req.get("parameters")))
-        reply.tool_calls.append(
-            StoredToolCall(
-                id=0,
-                message_id=0,
-                call_id=call_id,
-                name=name.strip(),
-                arguments=args,
-                position=len(reply.tool_calls),
-            )
-        )
-
-    def result(self, reply: MessageRecord, part: dict[str, Any]) -> None:
-        """A call's result: kept with the call (the first without one, or the one it names) and
-        as the tool's message the model read."""
-        given = part.get("toolCallId") or part.get("callId") or part.get("id")
-        waiting = [c for c in reply.tool_calls if c.result is None]
-        call = next((c for c in waiting if c.call_id == given), waiting[0] if waiting else None)
-        if call is None:
-            self.left.append("a tool result with no call")
-            return
-        value = part.get("content", part.get("result"))
-        text = _text(value) if not isinstance(value, dict) else json.dumps(value, ensure_ascii=False)
-        call.result = text
-        self.add("tool", text, tool_call_id=call.call_id, name=call.name)
-
-
-def _think_out(m: MessageRecord) -> None:
-    """A reply that begins with its thinking in ``<think>`` tags (as LM Studio kept it before it
-    kept thinking apart): the thinking as its reasoning, the rest as its text."""
-    text = m.content.lstrip()
-    if m.role != "assistant" or m.reasoning is not None or not text.startswith("<think>"):
-        return
-    end = text.find("</think>")
-    if end == -1:
-        return
-    m.reasoning = text[len("<think>") : end].strip()
-    m.content = text[end + len("</think>") :].lstrip()
 
 
 def conversation_from_lmstudio(
@@ -305,7 +214,7 @@ def conversation_from_lmstudio(
     folder: str | None = None,
     updated: float | None = None,
     files: str | os.PathLike[str] | None = None,
-) -> LMStudioChat:
+) -> OtherChat:
     """The conversation of an LM Studio chat (``data``: its JSON, read), in ``folder`` (LM Studio's
     folder of its list), last changed at ``updated`` (default: when it was made), its pictures read
     from ``files`` (LM Studio's ``user-files`` folder). ValueError for JSON that is no LM Studio
@@ -341,10 +250,10 @@ def conversation_from_lmstudio(
         folder=folder,
         messages=reader.messages,
     )
-    return LMStudioChat(conv, reader.left)
+    return OtherChat(conv, reader.left)
 
 
-def read_lmstudio_chat(path: str | os.PathLike[str], *, folder: str | None = None) -> LMStudioChat:
+def read_lmstudio_chat(path: str | os.PathLike[str], *, folder: str | None = None) -> OtherChat:
     """The LM Studio chat in the file ``path`` (:func:`conversation_from_lmstudio`; last changed
     when the file was, its pictures from the ``user-files`` folder beside ``conversations``).
     OSError or ValueError say why it cannot be read."""

@@ -16,32 +16,20 @@ files that are not pictures. Every field is checked: a file may come from anywhe
 
 from __future__ import annotations
 
-import base64
-import binascii
 import re
 import time
-from dataclasses import dataclass, field
 from typing import Any
 
-from app.storage._others import chat_title, epoch_seconds
+from app.storage._others import OtherChat, chat_title, data_url_picture, epoch_seconds
 from app.storage.history import Conversation, MessageRecord
 
-__all__ = ["OpenWebUIChat", "conversations_from_openwebui", "is_openwebui_export"]
+__all__ = ["conversations_from_openwebui", "is_openwebui_export"]
 
 MAX_MESSAGES = 100_000  # a branch longer than this is no chat (a cycle, a hostile file)
 _REASONING = re.compile(
     r'\A\s*<details\b[^>]*\btype="reasoning"[^>]*>\s*(?:<summary>.*?</summary>)?(?P<body>.*?)</details>\s*',
     re.DOTALL,
 )
-_DATA_URL = re.compile(r"\Adata:image/[\w.+-]+;base64,(?P<data>.+)\Z", re.DOTALL)
-
-
-@dataclass(frozen=True)
-class OpenWebUIChat:
-    """A chat read from an Open WebUI export and what of it could not be brought."""
-
-    conversation: Conversation
-    left: list[str] = field(default_factory=list)
 
 
 def _chat_of(item: Any) -> dict[str, Any] | None:
@@ -99,18 +87,16 @@ def _pictures(files: Any, left: list[str]) -> list[bytes]:
         if not isinstance(f, dict):
             continue
         url = f.get("url")
-        m = _DATA_URL.match(url) if isinstance(url, str) else None
-        if m is None:
+        if not (isinstance(url, str) and url.startswith("data:image/")):
             inner = f.get("file")
             name = f.get("name") or (inner.get("filename") if isinstance(inner, dict) else None)
             left.append(
                 f"an attached file ({name or f.get('type') or 'no name'}) that is no picture in the file"
             )
             continue
-        try:
-            out.append(base64.b64decode(m.group("data"), validate=True))
-        except (binascii.Error, ValueError):
-            left.append("a picture whose data is not base64")
+        data = data_url_picture(url, left)
+        if data is not None:
+            out.append(data)
     return out
 
 
@@ -143,7 +129,7 @@ def _message(node: dict[str, Any], n: int, created: float, left: list[str]) -> M
     return m
 
 
-def _conversation(item: dict[str, Any], chat: dict[str, Any]) -> OpenWebUIChat:
+def _conversation(item: dict[str, Any], chat: dict[str, Any]) -> OtherChat:
     left: list[str] = []
     created = epoch_seconds(item.get("created_at")) or epoch_seconds(chat.get("timestamp")) or time.time()
     updated = max(epoch_seconds(item.get("updated_at")) or created, created)
@@ -163,10 +149,10 @@ def _conversation(item: dict[str, Any], chat: dict[str, Any]) -> OpenWebUIChat:
         pinned=item.get("pinned") is True,
         messages=messages,
     )
-    return OpenWebUIChat(conv, left)
+    return OtherChat(conv, left)
 
 
-def conversations_from_openwebui(data: Any) -> list[OpenWebUIChat]:
+def conversations_from_openwebui(data: Any) -> list[OtherChat]:
     """Every chat of an Open WebUI export (``data``: its JSON, read), in its order. ValueError for
     JSON that is no such export."""
     if not is_openwebui_export(data):

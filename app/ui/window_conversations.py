@@ -91,7 +91,7 @@ class ConversationsController(WindowPart):
             self.window.statusBar().showMessage(f"Could not read the history: {exc}", 8000)
             return
         self.list.current_id = self.state.conversation_id
-        offer = _lmstudio_offer() if not convs and not q else None
+        offer = _others_offer() if not convs and not q else None
         self.list.set_conversations(convs, folders, snippets, more=more, offer=offer)
         self._show_title()
 
@@ -340,14 +340,15 @@ class ConversationsController(WindowPart):
         return self.state.conversation_id
 
 
-def _lmstudio_offer() -> str | None:
-    """What an empty list offers a person who comes from LM Studio: "Import your 12 chats from LM
-    Studio…", when LM Studio keeps chats here (its folder is only looked at, nothing is read)."""
-    from app.storage.lmstudio import lmstudio_chat_files, lmstudio_home
+def _others_offer() -> str | None:
+    """What an empty list offers a person who comes from another app: "Import your 12 chats from
+    LM Studio…" (or "… from LM Studio and 3 from Jan…"), when such an app keeps chats here (their
+    folders' listings are only looked at, nothing is read)."""
+    from app.storage.backup import offered_chats
 
-    try:
-        home = lmstudio_home()
-        n = len(lmstudio_chat_files(home / "conversations")) if home is not None else 0
-    except OSError:
+    found = offered_chats()
+    if not found:
         return None
-    return f"Import your {n} chat{'' if n == 1 else 's'} from LM Studio…" if n else None
+    (first, n), *more = found
+    said = f"Import your {n} chat{'' if n == 1 else 's'} from {first.name}"
+    return said + "".join(f" and {k} from {app.name}" for app, k in more) + "…"

@@ -1,8 +1,8 @@
 """Chats written to files and read back (a part of the main window): one chat exported as
 Markdown or JSON, or copied as Markdown; every chat exported at once to a new folder (File ->
 *Export all chats…*); exported chats imported as new conversations, one file or many (File ->
-*Import chats…*, or dropped on the window); every chat LM Studio keeps (File -> *Import from LM
-Studio…*). The files are written and read off the UI thread by
+*Import chats…*, or dropped on the window); every chat LM Studio or Jan keeps (File -> *Import
+from LM Studio…* / *Import from Jan…*, or the empty list's offer). The files are written and read off the UI thread by
 ``app.storage.export`` and ``app.storage.backup``; the history is written only through
 ``History.restore_conversation``."""
 
@@ -32,7 +32,7 @@ class ExportController(WindowPart):
         conversations.list.sig_copy.connect(self.copy_markdown)
         conversations.list.sig_export_many.connect(lambda ids: self.export_all(ids=ids))
         conversations.list.sig_copy_many.connect(lambda ids: self.copy_markdown(ids=ids))
-        conversations.list.sig_offer.connect(lambda: self.import_lmstudio())
+        conversations.list.sig_offer.connect(lambda: self.import_offered())
         self.export_dialog: Any = None  # the open export or import file dialog, if any
         self.export_dir: str | None = None  # where the last export went (the next dialog opens there)
 
@@ -189,50 +189,72 @@ class ExportController(WindowPart):
         return self.tasks.run(lambda: read_exports(paths), read)
 
     def import_lmstudio(self, home: str | None = None) -> bool:
-        """File -> *Import from LM Studio…*: every chat of LM Studio's folder ``home`` (default: its
-        own, found as LM Studio finds it; not found, the person is asked where it is), in its
-        folders, off the UI thread (``app.storage.backup.import_lmstudio``); one brought before is
-        not brought again. The status bar says what came and what did not."""
-        from app.storage.lmstudio import lmstudio_home
+        """File -> *Import from LM Studio…*: :meth:`import_app` for LM Studio (``home``: its folder)."""
+        return self.import_app("lmstudio", home)
 
-        where = Path(home) if home is not None else lmstudio_home()
-        if where is not None and where.name == "conversations":
-            where = where.parent  # (its conversations folder chosen)
-        if where is None or not (where / "conversations").is_dir():
-            return self._ask_lmstudio(where)
-        from app.storage.backup import import_lmstudio
+    def import_jan(self, data: str | None = None) -> bool:
+        """File -> *Import from Jan…*: :meth:`import_app` for Jan (``data``: its data folder)."""
+        return self.import_app("jan", data)
 
+    def import_offered(self) -> bool:
+        """The empty list's offer clicked: every chat of each app it offered, one app after the
+        other (never two writing the history at once)."""
+        from app.storage.backup import offered_chats
+
+        keys = [app.key for app, _ in offered_chats()]
+        if not keys:
+            return False
+
+        def one(i: int) -> None:
+            self.import_app(keys[i], then=(lambda: one(i + 1)) if i + 1 < len(keys) else None)
+
+        one(0)
+        return True
+
+    def import_app(self, key: str, where: str | None = None, then: Any = None) -> bool:
+        """Every chat of another app (``key`` of ``backup.CHAT_APPS``) from its folder ``where``
+        (default: its own, found as the app finds it; not found, the person is asked where it
+        is), off the UI thread; one brought before is not brought again. The status bar says what
+        came and what did not; ``then`` runs after."""
+        from app.storage.backup import CHAT_APPS
+
+        app = CHAT_APPS[key]
+        folder = app.folder(where)
+        if folder is None:
+            return self._ask_folder(app, where)
         history, bar = self.state.history, self.window.statusBar()
-        bar.showMessage(f"Importing LM Studio's chats from {where}…")
+        bar.showMessage(f"Importing {app.name}'s chats from {folder}…")
 
         def done(result: Any) -> None:
             self.conversations.refresh_conversations()
-            bar.showMessage(_from_lmstudio(result), 12000 if result.failed or result.left else 8000)
+            bar.showMessage(_from_app(result, app.name), 12000 if result.failed or result.left else 8000)
+            if then is not None:
+                then()
 
         return self.tasks.run(
-            lambda: import_lmstudio(history, where),
+            lambda: app.bring(history, folder),
             done,
-            lambda why: bar.showMessage(f"Could not import LM Studio's chats: {why}", 12000),
+            lambda why: bar.showMessage(f"Could not import {app.name}'s chats: {why}", 12000),
         )
 
-    def _ask_lmstudio(self, tried: Path | None) -> bool:
-        """LM Studio's folder was not found (or has no chats): the person says where it is."""
+    def _ask_folder(self, app: Any, tried: str | None) -> bool:
+        """The app's folder was not found (or has no chats): the person says where it is."""
         from PySide6.QtWidgets import QFileDialog
 
         bar = self.window.statusBar()
         if tried is not None:
             bar.showMessage(
-                f"{tried} holds no LM Studio chats: choose the folder LM Studio keeps them in.", 12000
+                f"{tried} holds no {app.name} chats: choose the folder {app.name} keeps them in.", 12000
             )
         else:
             bar.showMessage(
-                "LM Studio's folder was not found: choose the folder it keeps its chats in.", 12000
+                f"{app.name}'s folder was not found: choose the folder it keeps its chats in.", 12000
             )
-        dlg = QFileDialog(self.window, "Where LM Studio keeps its chats", str(Path.home()))
-        dlg.setObjectName("lmstudioFolderDialog")
+        dlg = QFileDialog(self.window, f"Where {app.name} keeps its chats", str(Path.home()))
+        dlg.setObjectName(f"{app.key}FolderDialog")
         dlg.setFileMode(QFileDialog.FileMode.Directory)
         dlg.setOption(QFileDialog.Option.ShowDirsOnly, True)
-        dlg.fileSelected.connect(lambda chosen: chosen and self.import_lmstudio(chosen))
+        dlg.fileSelected.connect(lambda chosen: chosen and self.import_app(app.key, chosen))
         self.export_dialog = dlg
         dlg.open()
         return False
@@ -255,10 +277,10 @@ def _imported(came: list[tuple[str, Any, int]], refused: list[tuple[str, str]]) 
     return said
 
 
-def _from_lmstudio(done: Any) -> str:
-    """What the status bar says after LM Studio's chats were brought (``backup.ImportedChats``)."""
+def _from_app(done: Any, name: str) -> str:
+    """What the status bar says after another app's chats were brought (``backup.ImportedChats``)."""
     n = len(done.imported)
-    said = f"Imported {n} chat{'' if n == 1 else 's'} from LM Studio"
+    said = f"Imported {n} chat{'' if n == 1 else 's'} from {name}"
     if done.already:
         said += f" ({done.already} {'was' if done.already == 1 else 'were'} here already)"
     if done.failed:

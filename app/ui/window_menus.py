@@ -131,6 +131,9 @@ class MenusController:
             "Every chat LM Studio keeps, in its folders (LM Studio's files are only read)"
         )
         self.act_import_lms.triggered.connect(lambda: exports.import_lmstudio())
+        self.act_import_jan = file_menu.addAction("Import from Jan…")
+        self.act_import_jan.setToolTip("Every chat Jan keeps (Jan's files are only read)")
+        self.act_import_jan.triggered.connect(lambda: exports.import_jan())
         file_menu.addAction(pages.act_settings)
         file_menu.addSeparator()
         self.act_quit = file_menu.addAction("Quit")

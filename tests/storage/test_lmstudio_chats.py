@@ -30,6 +30,7 @@ from tests.support.lmstudio_chats import (
     lms_user,
     write_lms_chat,
 )
+from tests.support.other_chats import check_weather_call
 from tests.support.tiny_vision import png_bytes
 
 
@@ -47,16 +48,7 @@ def test_a_chat_is_read_as_it_was_shown():
         ("user", "And in Paris tomorrow?"),
         ("assistant", "Tomorrow, Paris: sunny."),
     ]
-    lead = conv.messages[1]
-    assert lead.reasoning == "The user wants the weather." and lead.extra["model_name"] == "qwen3-4b"
-    (call,) = lead.tool_calls
-    assert (call.call_id, call.name, call.arguments, call.result) == (
-        "call-1",
-        "get_weather",
-        {"city": "Lyon"},
-        "12 °C, rain",
-    )
-    assert (conv.messages[2].tool_call_id, conv.messages[2].name) == ("call-1", "get_weather")
+    check_weather_call(conv.messages)
     assert chat.left == ["1 other version of a reply"]
 
 

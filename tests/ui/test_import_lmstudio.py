@@ -1,15 +1,19 @@
 """LM Studio's chats brought into the real window (File → Import from LM Studio…) over real files and
 real SQLite: LM Studio's own folder is found from the home folder, its chats come in off the UI
 thread, each in its folder and pinned as in LM Studio, and are listed; a second import brings only
-what is new; not found, a folder dialog (that does not block) asks where it is; the status bar says
-what came and what did not."""
+what is new; not found, a folder dialog (that does not block) asks where it is (for Jan's too); the
+status bar says what came and what did not."""
 
 from __future__ import annotations
 
+import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QFileDialog
 
+from tests.storage.test_jan_chats import WEATHER as JAN_WEATHER
+from tests.support.jan_chats import jan_thread, write_jan_thread
 from tests.support.lmstudio_chats import WEATHER, lms_chat, lms_reply, lms_text, lms_user, write_lms_chat
+from tests.support.other_chats import imported_from_menu
 
 TIMEOUT = 30_000
 
@@ -26,11 +30,7 @@ def test_lm_studio_s_chats_come_in_with_their_folders_once(qtbot, make_window, t
     write_lms_chat(home, budget, "2.conversation.json", "Work")
     w = make_window(None)
     lst = w.conversations_ctl.list
-    assert w.menus.act_import_lms.text() == "Import from LM Studio…"
-
-    w.menus.act_import_lms.trigger()
-    qtbot.waitUntil(lambda: _status(w).startswith("Imported"), timeout=TIMEOUT)
-    assert _status(w) == (
+    assert imported_from_menu(qtbot, w, w.menus.act_import_lms, "Import from LM Studio…") == (
         "Imported 2 chats from LM Studio; not brought: “Weather in Lyon”: 1 other version of a reply."
     )
     assert sorted(lst.titles()) == ["Budget", "Weather in Lyon"]
@@ -55,29 +55,43 @@ def test_lm_studio_s_chats_come_in_with_their_folders_once(qtbot, make_window, t
     assert len(lst.ids()) == 3
 
 
-def test_lm_studio_s_folder_not_found_is_asked_for(qtbot, make_window, tmp_path, monkeypatch):
-    monkeypatch.setenv("HOME", str(tmp_path / "nobody"))
-    moved = tmp_path / "LM Studio data"
+def _lmstudio_elsewhere(moved):
     write_lms_chat(moved, WEATHER, "1.conversation.json")
     (moved / "conversations" / "2.conversation.json").write_text("{broken", encoding="utf-8")
+    return (
+        "conversations",
+        "Imported 1 chat from LM Studio; could not import 2.conversation.json: the file is not JSON (",
+    )
+
+
+def _jan_elsewhere(moved):
+    write_jan_thread(moved, "t1", jan_thread("Weather in Lyon"), JAN_WEATHER)
+    return "threads", "Imported 1 chat from Jan."
+
+
+@pytest.mark.parametrize(
+    ("key", "name", "make"), [("lmstudio", "LM Studio", _lmstudio_elsewhere), ("jan", "Jan", _jan_elsewhere)]
+)
+def test_the_app_s_folder_not_found_is_asked_for(qtbot, make_window, tmp_path, monkeypatch, key, name, make):
+    monkeypatch.setenv("HOME", str(tmp_path / "nobody"))
+    moved = tmp_path / "moved data"
+    holds, said = make(moved)
     w = make_window(None)
     exports = w.conversations_ctl.exports
 
-    w.menus.act_import_lms.trigger()
+    getattr(w.menus, f"act_import_{'lms' if key == 'lmstudio' else key}").trigger()
     dlg = exports.export_dialog
-    assert isinstance(dlg, QFileDialog) and dlg.isVisible() and dlg.objectName() == "lmstudioFolderDialog"
+    assert isinstance(dlg, QFileDialog) and dlg.isVisible() and dlg.objectName() == f"{key}FolderDialog"
     assert dlg.fileMode() == QFileDialog.FileMode.Directory
-    assert "LM Studio's folder was not found" in _status(w)
+    assert f"{name}'s folder was not found" in _status(w)
     dlg.fileSelected.emit(str(tmp_path))  # a folder with no chats: asked again, and said
-    assert "holds no LM Studio chats" in _status(w)
+    assert f"holds no {name} chats" in _status(w)
     dlg.reject()
     dlg = exports.export_dialog
-    dlg.fileSelected.emit(str(moved / "conversations"))  # its conversations folder will do
+    dlg.fileSelected.emit(str(moved / holds))  # the folder of its chats will do
     dlg.reject()
     qtbot.waitUntil(lambda: _status(w).startswith("Imported"), timeout=TIMEOUT)
-    assert _status(w).startswith(
-        "Imported 1 chat from LM Studio; could not import 2.conversation.json: the file is not JSON ("
-    )
+    assert _status(w).startswith(said)
     assert w.conversations_ctl.list.titles() == ["Weather in Lyon"]
 
 
