@@ -8,7 +8,7 @@ import base64
 import binascii
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,12 +20,11 @@ __all__ = [
     "chat_title",
     "data_url_picture",
     "epoch_seconds",
+    "export_items",
+    "is_picture",
     "text_of",
     "think_out",
-    "tool_arguments",
 ]
-
-_DATA_URL = re.compile(r"\Adata:image/[\w.+-]+;base64,(?P<data>.+)\Z", re.DOTALL)
 
 
 @dataclass(frozen=True)
@@ -37,6 +36,9 @@ class OtherChat:
     left: list[str] = field(default_factory=list)
 
 
+_DATA_URL = re.compile(r"\Adata:image/[\w.+-]+;base64,(?P<data>.+)\Z", re.DOTALL)
+
+
 def epoch_seconds(value: Any) -> float | None:
     """A time another app wrote (milliseconds, or seconds since 1970) as seconds; None for none
     or nonsense."""
@@ -44,6 +46,13 @@ def epoch_seconds(value: Any) -> float | None:
         return None
     seconds = value / 1000 if value > 1e11 else float(value)
     return seconds if seconds < 4e9 else None  # (after 2096: not a time)
+
+
+def export_items(data: Any, is_chat: Callable[[Any], bool]) -> list[Any] | None:
+    """The chats of an app's export that is a list of them, or one (``is_chat``: whether an item
+    is one); None when it is empty or any item is not."""
+    items = data if isinstance(data, list) else [data]
+    return items if items and all(is_chat(item) for item in items) else None
 
 
 def chat_title(name: Any, messages: Sequence[MessageRecord], fallback: str) -> str:
@@ -69,6 +78,14 @@ def data_url_picture(url: Any, left: list[str]) -> bytes | None:
         return None
 
 
+_PICTURES = (b"\x89PNG\r\n\x1a\n", b"\xff\xd8\xff", b"GIF87a", b"GIF89a")
+
+
+def is_picture(data: bytes) -> bool:
+    """Whether ``data`` begins as a PNG, JPEG, GIF or WebP picture does."""
+    return data.startswith(_PICTURES) or (data[:4] == b"RIFF" and data[8:12] == b"WEBP")
+
+
 def text_of(value: Any) -> str:
     """The text of a content list (its ``text`` parts, in order), or of a string."""
     if isinstance(value, str):
@@ -78,7 +95,7 @@ def text_of(value: Any) -> str:
     return "".join(p["text"] for p in value if isinstance(p, dict) and isinstance(p.get("text"), str))
 
 
-def tool_arguments(value: Any) -> dict[str, Any] | str:
+def _tool_arguments(value: Any) -> dict[str, Any] | str:
     """A call's arguments as another app kept them: an object, or JSON text of one; other text is
     kept as it was written (the side panel shows it), anything else is none."""
     if isinstance(value, dict):
@@ -134,6 +151,20 @@ class Turns:
             return current
         return self.add("assistant", extra=dict(extra))
 
+    def chat(self, name: Any, fallback: str, updated: float | None, **more: Any) -> OtherChat:
+        """The chat read: its conversation (titled ``name``, else by its first question, else
+        ``fallback``; last changed at ``updated``; ``more`` of its fields) and what was left."""
+        conv = Conversation(
+            id=0,
+            title=chat_title(name, self.messages, fallback),
+            created=self.created,
+            updated=max(updated or self.created, self.created),
+            message_count=len(self.messages),
+            messages=self.messages,
+            **more,
+        )
+        return OtherChat(conv, self.left)
+
     def named(self, name: Any) -> bool:
         """Whether a call's ``name`` is one; said when it is not (the call is not brought)."""
         if isinstance(name, str) and name.strip():
@@ -153,7 +184,7 @@ class Turns:
             message_id=0,
             call_id=call_id,
             name=name.strip(),
-            arguments=tool_arguments(arguments),
+            arguments=_tool_arguments(arguments),
             position=len(reply.tool_calls),
         )
         reply.tool_calls.append(call)

@@ -405,25 +405,43 @@ def conversation_from_json(text: str | bytes) -> Conversation:
     return _conversation_of(load_export_json(text))
 
 
+def _other_apps(data: Any, files: Path | None = None) -> tuple[str, list[Any]] | None:
+    """The chats of another app's file (``data``: its JSON): LM Studio's one chat, or each chat of
+    an export of Open WebUI, ChatGPT or Claude (its pictures, where the export keeps them apart,
+    from ``files``), with the app's name; None for a file of none of them."""
+    from app.storage.chatgpt import conversations_from_chatgpt, is_chatgpt_export
+    from app.storage.claude import conversations_from_claude, is_claude_export
+    from app.storage.lmstudio import conversation_from_lmstudio, is_lmstudio_chat
+    from app.storage.openwebui import conversations_from_openwebui, is_openwebui_export
+
+    if is_lmstudio_chat(data):  # a chat file of LM Studio's: read as its import reads it
+        return "LM Studio", [conversation_from_lmstudio(data)]
+    if is_openwebui_export(data):
+        return "Open WebUI", conversations_from_openwebui(data)
+    if is_chatgpt_export(data):
+        return "ChatGPT", conversations_from_chatgpt(data, files)
+    if is_claude_export(data):
+        return "Claude", conversations_from_claude(data)
+    return None
+
+
+def _one(app: str, chats: list[Any]) -> Conversation:
+    """The one chat of another app's file; ValueError for a file of several."""
+    if len(chats) != 1:
+        raise ValueError(f"the file holds {len(chats)} chats of {app}: import it with Import chats…")
+    return chats[0].conversation  # type: ignore[no-any-return]
+
+
 def _conversation_of(data: Any) -> Conversation:
     """:func:`conversation_from_json`'s reading of the JSON ``data``."""
     if not isinstance(data, dict) or data.get("format") != JSON_FORMAT:
-        from app.storage.lmstudio import conversation_from_lmstudio, is_lmstudio_chat
-        from app.storage.openwebui import conversations_from_openwebui, is_openwebui_export
-
-        if is_lmstudio_chat(data):  # a chat file of LM Studio's: read as its import reads it
-            return conversation_from_lmstudio(data).conversation
-        if is_openwebui_export(data):  # Open WebUI's export: one chat here (read_chats reads many)
-            chats = conversations_from_openwebui(data)
-            if len(chats) != 1:
-                raise ValueError(
-                    f"the file holds {len(chats)} chats of Open WebUI: import it with Import chats…"
-                )
-            return chats[0].conversation
+        found = _other_apps(data)
+        if found is not None:  # (read_chats reads an export of many)
+            return _one(*found)
     if not isinstance(data, dict) or data.get("format") != JSON_FORMAT:
         raise ValueError(
             "the file is not a chat exported by Callisto (its format is not callisto.conversation) "
-            "nor one of LM Studio's or Open WebUI's"
+            "nor one of LM Studio's, Open WebUI's, ChatGPT's or Claude's"
         )
     version = data.get("version")
     if not isinstance(version, int) or isinstance(version, bool) or version < 1:
@@ -451,10 +469,10 @@ def _conversation_of(data: Any) -> Conversation:
 
 def read_export(path: str | os.PathLike[str]) -> Conversation:
     """The one conversation in the export file at ``path`` (:func:`read_chats`); ValueError for
-    an Open WebUI export of several chats."""
+    an export of several chats (Open WebUI's, ChatGPT's, Claude's)."""
     chats = read_chats(path)
     if len(chats) != 1:
-        raise ValueError(f"the file holds {len(chats)} chats of Open WebUI: import it with Import chats…")
+        raise ValueError(f"the file holds {len(chats)} chats: import it with Import chats…")
     return chats[0]
 
 
@@ -462,7 +480,8 @@ def read_chats(path: str | os.PathLike[str]) -> list[Conversation]:
     """Every conversation in the file at ``path``, read once: a Callisto export
     (:func:`conversation_from_json`), an LM Studio chat (``read_lmstudio_chat``: with its pictures
     and its time), a Jan chat (its ``messages.jsonl`` or ``thread.json``: ``read_jan_thread``), or
-    an Open WebUI export (each of its chats). A file too large is refused before
+    an export of Open WebUI, ChatGPT or Claude (each of its chats; ChatGPT's pictures from the
+    files beside it). A file too large is refused before
     it is read. OSError or ValueError say why it cannot be read."""
     p = Path(path)
     if p.name.endswith(".conversation.json"):  # LM Studio's
@@ -474,8 +493,9 @@ def read_chats(path: str | os.PathLike[str]) -> list[Conversation]:
 
         return [read_jan_thread(p.parent).conversation]
     data = load_export_json(read_import_bytes(p))
-    from app.storage.openwebui import conversations_from_openwebui, is_openwebui_export
-
-    if is_openwebui_export(data):
-        return [c.conversation for c in conversations_from_openwebui(data)]
-    return [_conversation_of(data)]
+    found = (
+        _other_apps(data, p.parent)
+        if not isinstance(data, dict) or data.get("format") != JSON_FORMAT
+        else None
+    )
+    return [c.conversation for c in found[1]] if found is not None else [_conversation_of(data)]

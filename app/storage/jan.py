@@ -29,8 +29,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from app.storage._others import OtherChat, Turns, chat_title, data_url_picture, epoch_seconds, think_out
-from app.storage.history import Conversation, MessageRecord
+from app.storage._others import OtherChat, Turns, data_url_picture, epoch_seconds, think_out
+from app.storage.history import MessageRecord
 
 __all__ = [
     "conversation_from_jan",
@@ -317,17 +317,13 @@ def conversation_from_jan(thread: Any, messages: list[Any], *, updated: float | 
     meta = _obj(info.get("metadata"))
     prompt = first.get("instructions")
     last = max((m.created for m in reader.messages), default=created)
-    conv = Conversation(
-        id=0,
-        title=chat_title(info.get("title"), reader.messages, "Jan chat"),
-        created=created,
-        updated=max(updated or last, last, created),
-        message_count=len(reader.messages),
+    return reader.chat(
+        info.get("title"),
+        "Jan chat",
+        max(updated or last, last),
         system_prompt=prompt if isinstance(prompt, str) and prompt.strip() else None,
         pinned=meta.get("is_favorite") is True,
-        messages=reader.messages,
     )
-    return OtherChat(conv, reader.left)
 
 
 def read_jan_thread(folder: str | os.PathLike[str]) -> OtherChat:

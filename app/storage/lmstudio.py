@@ -25,8 +25,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from app.storage._others import OtherChat, Turns, chat_title, epoch_seconds, text_of, think_out
-from app.storage.history import MAX_FOLDER_NAME, Conversation, MessageRecord
+from app.storage._others import OtherChat, Turns, epoch_seconds, is_picture, text_of, think_out
+from app.storage.history import MAX_FOLDER_NAME, MessageRecord
 
 __all__ = [
     "conversation_from_lmstudio",
@@ -39,7 +39,6 @@ __all__ = [
 
 CHAT_SUFFIX = ".conversation.json"
 MAX_PICTURE_BYTES = 64 * 1024 * 1024  # a file bigger than this is not read as a picture
-_PICTURES = (b"\x89PNG\r\n\x1a\n", b"\xff\xd8\xff", b"GIF87a", b"GIF89a")
 
 
 def lmstudio_home(home: str | os.PathLike[str] | None = None) -> Path | None:
@@ -143,7 +142,7 @@ class _Reader(Turns):
         except (OSError, ValueError):
             self.left.append(f"the attached file {shown} is gone or too large")
             return None
-        if not data.startswith(_PICTURES) and not (data[:4] == b"RIFF" and data[8:12] == b"WEBP"):
+        if not is_picture(data):
             self.left.append(f"the attached file {shown} is not a picture (its text is not brought)")
             return None
         return data
@@ -239,18 +238,14 @@ def conversation_from_lmstudio(
         else:
             reader.left.append(f"message {n + 1}, whose role is {str(role)[:40]!r}")
     prompt = data.get("systemPrompt")
-    conv = Conversation(
-        id=0,
-        title=chat_title(data.get("name"), reader.messages, "LM Studio chat"),
-        created=created,
-        updated=max(updated or created, created),
-        message_count=len(reader.messages),
+    return reader.chat(
+        data.get("name"),
+        "LM Studio chat",
+        updated,
         system_prompt=prompt if isinstance(prompt, str) and prompt.strip() else None,
         pinned=data.get("pinned") is True,
         folder=folder,
-        messages=reader.messages,
     )
-    return OtherChat(conv, reader.left)
 
 
 def read_lmstudio_chat(path: str | os.PathLike[str], *, folder: str | None = None) -> OtherChat:

@@ -155,7 +155,12 @@ class ExportController(WindowPart):
         dlg = QFileDialog(self.window, "Import chats", self.export_dir or str(Path.home()))
         dlg.setObjectName("importChatDialog")
         dlg.setFileMode(QFileDialog.FileMode.ExistingFiles)
-        dlg.setNameFilters(["Chats exported by Callisto (*.json)", "All files (*)"])
+        dlg.setNameFilters(
+            [
+                "Chats: Callisto's, LM Studio's, Jan's, or an export of Open WebUI, ChatGPT, Claude (*.json *.jsonl)",
+                "All files (*)",
+            ]
+        )
         dlg.filesSelected.connect(lambda chosen: self.import_conversations(list(chosen)))
         self.export_dialog = dlg
         dlg.open()

@@ -125,6 +125,10 @@ class MenusController:
         self.act_export_all.setToolTip("Every chat as JSON, in a new folder: to keep, or to import elsewhere")
         self.act_export_all.triggered.connect(lambda: exports.export_all())
         self.act_import = file_menu.addAction("Import chats…")
+        self.act_import.setToolTip(
+            "Chats exported by Callisto, LM Studio's or Jan's chat files, or the chat export of Open WebUI, "
+            "ChatGPT or Claude (its conversations.json)"
+        )
         self.act_import.triggered.connect(lambda: exports.import_conversation())
         self.act_import_lms = file_menu.addAction("Import from LM Studio…")
         self.act_import_lms.setToolTip(

@@ -1,0 +1,206 @@
+"""Chats exported from ChatGPT, read as Callisto conversations (Qt-free): File -> *Import chats…*
+and ``history import`` take the ``conversations.json`` of ChatGPT's data export as they take
+Callisto's own, so a person who moves to local models keeps their history (searchable, and a
+chat can go on with a local model).
+
+ChatGPT's export (Settings -> Data controls -> *Export data*, a zip) holds ``conversations.json``:
+a list of chats, each ``{"title", "create_time", "update_time", "mapping", "current_node"}``, the
+mapping a tree of nodes (``parent``, ``children``, ``message``) and ``current_node`` the last
+message shown. A message has an ``author.role`` (``user``, ``assistant``, ``system``, ``tool``
+with the tool's ``name``), a ``recipient`` (``all``, or the tool an assistant's message calls),
+``content`` by ``content_type`` (``text`` and ``multimodal_text`` with their ``parts``, ``code``
+with its ``text``, ``thoughts`` with the model's reasoning, ``execution_output``…) and
+``metadata.model_slug``. Pictures are files beside ``conversations.json`` in the zip, named after
+their ``asset_pointer``.
+
+Read here: the branch the chat showed (from ``current_node`` back to its first message), the
+questions and answers, a reasoning model's thoughts as the reply's reasoning, the calls the model
+made to ChatGPT's tools (Python, browsing, image making) with their results, the model that wrote
+each reply, and the pictures sent when their files are beside the export. What is not brought is
+said: the other branches, a picture whose file is not there. Hidden messages (the custom
+instructions, the system's) are not shown by ChatGPT and are not brought. Every field is checked:
+a file may come from anywhere."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from app.storage._others import OtherChat, Turns, epoch_seconds, export_items, is_picture
+from app.storage.history import MessageRecord
+
+__all__ = ["conversations_from_chatgpt", "is_chatgpt_export"]
+
+MAX_MESSAGES = 100_000  # a branch longer than this is no chat (a cycle, a hostile file)
+MAX_PICTURE_BYTES = 64 * 1024 * 1024
+_TOOL_ROLES = ("tool",)
+_HIDDEN_TYPES = ("user_editable_context", "model_editable_context", "reasoning_recap", "system_error")
+
+
+def _is_chat(item: Any) -> bool:
+    return isinstance(item, dict) and isinstance(item.get("mapping"), dict) and "current_node" in item
+
+
+def is_chatgpt_export(data: Any) -> bool:
+    """Whether ``data`` (a JSON document) is ChatGPT's ``conversations.json``: a list of its
+    chats, or one."""
+    return export_items(data, _is_chat) is not None
+
+
+def _branch(chat: dict[str, Any]) -> tuple[list[dict[str, Any]], int]:
+    """The messages of the branch the chat showed, first to last, and how many shown messages
+    other branches held (an edit, a regeneration)."""
+    tree: dict[str, Any] = chat["mapping"]
+    at = chat.get("current_node")
+    seen: set[str] = set()
+    branch: list[dict[str, Any]] = []
+    while isinstance(at, str) and at in tree and at not in seen and len(seen) < MAX_MESSAGES:
+        seen.add(at)
+        node = tree[at]
+        if not isinstance(node, dict):
+            break
+        if isinstance(node.get("message"), dict):
+            branch.append(node["message"])
+        at = node.get("parent")
+    branch.reverse()
+    others = sum(
+        1
+        for key, node in tree.items()
+        if key not in seen and isinstance(node, dict) and _shown_to_person(_obj(node.get("message")))
+    )
+    return branch, others
+
+
+def _obj(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _shown_to_person(message: dict[str, Any]) -> bool:
+    """Whether ChatGPT shows the message in the chat (not the system's, not a hidden one)."""
+    meta, content = _obj(message.get("metadata")), _obj(message.get("content"))
+    role = _obj(message.get("author")).get("role")
+    if meta.get("is_visually_hidden_from_conversation") or content.get("content_type") in _HIDDEN_TYPES:
+        return False
+    return role in ("user", "assistant", *_TOOL_ROLES)
+
+
+def _parts_text(content: dict[str, Any]) -> str:
+    """The text of a message's content, whatever its type: its text ``parts``, or ``text``, or
+    ``result``."""
+    parts = content.get("parts")
+    if isinstance(parts, list):
+        return "\n".join(p for p in parts if isinstance(p, str))
+    for key in ("text", "result"):
+        if isinstance(content.get(key), str):
+            return str(content[key])
+    return ""
+
+
+class _Reader(Turns):
+    """Builds the conversation's messages from ChatGPT's, one message after another."""
+
+    def __init__(self, created: float, files: Path | None) -> None:
+        super().__init__(created, "chatgpt")
+        self.files = files
+        self.reply_at: MessageRecord | None = None
+
+    def picture(self, part: dict[str, Any]) -> bytes | None:
+        """A picture sent (an ``image_asset_pointer``): its file beside the export, when it is
+        there; else said."""
+        pointer = part.get("asset_pointer")
+        name = pointer.rsplit("/", 1)[-1] if isinstance(pointer, str) else ""
+        if not name or self.files is None or Path(name).name != name:
+            self.left.append("a picture whose file is not beside the export")
+            return None
+        for path in sorted(self.files.glob(f"{name}*")):
+            try:
+                if path.is_file() and path.stat().st_size <= MAX_PICTURE_BYTES:
+                    data = path.read_bytes()
+                    if is_picture(data):
+                        return data
+            except OSError:
+                continue
+        self.left.append(f"a picture whose file ({name}) is not beside the export")
+        return None
+
+    def user(self, message: dict[str, Any], created: float | None) -> None:
+        content = _obj(message.get("content"))
+        text, images, parts = "", [], content.get("parts")
+        for part in parts if isinstance(parts, list) else []:
+            if isinstance(part, str):
+                text += part
+            elif isinstance(part, dict) and part.get("content_type") == "image_asset_pointer":
+                data = self.picture(part)
+                if data is not None:
+                    images.append(data)
+        self.add("user", text, images=images, created=created)
+        self.reply_at = None
+
+    def assistant(self, message: dict[str, Any], created: float | None) -> None:
+        """One of the reply's messages: its text, its thoughts, or a call to one of ChatGPT's
+        tools (``recipient``): each goes in the reply being built, as Callisto keeps a turn."""
+        content = _obj(message.get("content"))
+        kind = content.get("content_type")
+        model = _obj(message.get("metadata")).get("model_slug")
+        extra: dict[str, Any] = {"imported_from": "ChatGPT"}
+        if isinstance(model, str) and model.strip():
+            extra["model_name"] = " ".join(model.split())
+        reply = self.reply(self.reply_at, extra)
+        reply.created = created or reply.created
+        self.reply_at = reply
+        recipient = message.get("recipient")
+        if isinstance(recipient, str) and recipient not in ("all", ""):
+            self.call(reply, recipient, None, _parts_text(content))
+        elif kind == "thoughts":
+            thoughts = content.get("thoughts")
+            said = [
+                "\n".join(s for s in (t.get("summary"), t.get("content")) if isinstance(s, str) and s)
+                for t in (thoughts if isinstance(thoughts, list) else [])
+                if isinstance(t, dict)
+            ]
+            reply.reasoning = "\n\n".join(filter(None, [reply.reasoning or "", *said])) or None
+        else:
+            text = _parts_text(content)
+            reply.content += f"\n\n{text}" if reply.content and text else text
+
+    def tool(self, message: dict[str, Any]) -> None:
+        """A tool's answer: the result of the call the reply made before it."""
+        content = _obj(message.get("content"))
+        name = _obj(message.get("author")).get("name")
+        waiting = [c for c in self.reply_at.tool_calls if c.result is None] if self.reply_at else []
+        call = next((c for c in waiting if c.name == name), None)
+        self.result(self.reply_at, call.call_id if call is not None else None, _parts_text(content))
+
+
+def _conversation(chat: dict[str, Any], files: Path | None) -> OtherChat:
+    created = epoch_seconds(chat.get("create_time")) or time.time()
+    reader = _Reader(created, files)
+    branch, others = _branch(chat)
+    for message in branch:
+        if not _shown_to_person(message):
+            continue
+        role = _obj(message.get("author")).get("role")
+        at = epoch_seconds(message.get("create_time"))
+        if role == "user":
+            reader.user(message, at)
+        elif role == "assistant":
+            reader.assistant(message, at)
+        else:
+            reader.tool(message)
+    if others:
+        reader.left.append(
+            f"{others} message{'s' if others > 1 else ''} of other branches (edits, regenerations)"
+        )
+    return reader.chat(chat.get("title"), "ChatGPT chat", epoch_seconds(chat.get("update_time")))
+
+
+def conversations_from_chatgpt(data: Any, files: str | Path | None = None) -> list[OtherChat]:
+    """Every chat of ChatGPT's ``conversations.json`` (``data``: its JSON, read), in its order,
+    their pictures read from ``files`` (the folder of the unzipped export). ValueError for JSON
+    that is no such export."""
+    items = export_items(data, _is_chat)
+    if items is None:
+        raise ValueError("the file is not ChatGPT's conversations.json")
+    where = Path(files) if files is not None else None
+    return [_conversation(item, where) for item in items]
