@@ -130,7 +130,7 @@ def test_files_read_back_one_by_one_each_says_why_it_cannot_be(tmp_path):
     assert not isinstance(read[0][1], str)
     assert (
         read[1][1]
-        == "the file is not a chat exported by Callisto (its format is not callisto.conversation) nor one of LM Studio's or Open WebUI's"
+        == "the file is not a chat exported by Callisto (its format is not callisto.conversation) nor one of LM Studio's, Open WebUI's, ChatGPT's or Claude's"
     )
     assert read[2][1] == "No such file or directory"
 

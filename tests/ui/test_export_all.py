@@ -46,7 +46,7 @@ def test_every_chat_is_exported_to_a_new_folder_and_imported_back_at_once(qtbot,
     qtbot.waitUntil(lambda: _status(w).startswith("Imported"), timeout=TIMEOUT)
     assert _status(w) == (
         "Imported 3 chats; could not import notes.json: the file is not a chat exported by Callisto "
-        "(its format is not callisto.conversation) nor one of LM Studio's or Open WebUI's"
+        "(its format is not callisto.conversation) nor one of LM Studio's, Open WebUI's, ChatGPT's or Claude's"
     )
     titles = [c.title for c in h.list_conversations()]
     assert sorted(titles) == ["Garden", "Garden", "Taxes", "Taxes", "Trip", "Trip"]
