@@ -11,26 +11,36 @@ with the tool's ``name``), a ``recipient`` (``all``, or the tool an assistant's 
 ``content`` by ``content_type`` (``text`` and ``multimodal_text`` with their ``parts``, ``code``
 with its ``text``, ``thoughts`` with the model's reasoning, ``execution_output``…) and
 ``metadata.model_slug``. Pictures are files beside ``conversations.json`` in the zip, named after
-their ``asset_pointer``.
+their ``asset_pointer``; the zip itself is read as well as the folder it was unzipped to.
 
 Read here: the branch the chat showed (from ``current_node`` back to its first message), the
 questions and answers, a reasoning model's thoughts as the reply's reasoning, the calls the model
 made to ChatGPT's tools (Python, browsing, image making) with their results, the model that wrote
-each reply, and the pictures sent when their files are beside the export. What is not brought is
+each reply, and the pictures sent when their files are in the export. What is not brought is
 said: the other branches, a picture whose file is not there. Hidden messages (the custom
 instructions, the system's) are not shown by ChatGPT and are not brought. Every field is checked:
 a file may come from anywhere."""
 
 from __future__ import annotations
 
+import glob
+import os
 import time
+import zipfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from app.storage._others import OtherChat, Turns, epoch_seconds, export_items, is_picture
 from app.storage.history import MessageRecord
 
-__all__ = ["conversations_from_chatgpt", "is_chatgpt_export"]
+__all__ = [
+    "Pictures",
+    "conversations_from_chatgpt",
+    "is_chatgpt_export",
+    "pictures_in_folder",
+    "pictures_in_zip",
+]
 
 MAX_MESSAGES = 100_000  # a branch longer than this is no chat (a cycle, a hostile file)
 MAX_PICTURE_BYTES = 64 * 1024 * 1024
@@ -97,23 +107,16 @@ def _parts_text(content: dict[str, Any]) -> str:
     return ""
 
 
-class _Reader(Turns):
-    """Builds the conversation's messages from ChatGPT's, one message after another."""
+Pictures = Callable[[str], "bytes | None"]  # the picture whose file's name begins so, if there is one
 
-    def __init__(self, created: float, files: Path | None) -> None:
-        super().__init__(created, "chatgpt")
-        self.files = files
-        self.reply_at: MessageRecord | None = None
 
-    def picture(self, part: dict[str, Any]) -> bytes | None:
-        """A picture sent (an ``image_asset_pointer``): its file beside the export, when it is
-        there; else said."""
-        pointer = part.get("asset_pointer")
-        name = pointer.rsplit("/", 1)[-1] if isinstance(pointer, str) else ""
-        if not name or self.files is None or Path(name).name != name:
-            self.left.append("a picture whose file is not beside the export")
-            return None
-        for path in sorted(self.files.glob(f"{name}*")):
+def pictures_in_folder(folder: str | os.PathLike[str]) -> Pictures:
+    """The pictures of an export unzipped in ``folder``: a file there whose name begins with the
+    picture's name, when it is a picture."""
+    where = Path(folder)
+
+    def find(name: str) -> bytes | None:
+        for path in sorted(where.glob(f"{glob.escape(name)}*")):
             try:
                 if path.is_file() and path.stat().st_size <= MAX_PICTURE_BYTES:
                     data = path.read_bytes()
@@ -121,8 +124,45 @@ class _Reader(Turns):
                         return data
             except OSError:
                 continue
-        self.left.append(f"a picture whose file ({name}) is not beside the export")
         return None
+
+    return find
+
+
+def pictures_in_zip(archive: zipfile.ZipFile, folder: str = "") -> Pictures:
+    """The pictures of an export still in its zip (``folder``: where its ``conversations.json``
+    is in it), read from the zip (each no larger than a picture may be)."""
+    members = [m for m in archive.infolist() if not m.is_dir() and m.filename.startswith(folder)]
+
+    def find(name: str) -> bytes | None:
+        for member in sorted(members, key=lambda m: m.filename):
+            if member.filename[len(folder) :].startswith(name) and member.file_size <= MAX_PICTURE_BYTES:
+                with archive.open(member) as f:
+                    data = f.read(MAX_PICTURE_BYTES + 1)
+                if len(data) <= MAX_PICTURE_BYTES and is_picture(data):
+                    return data
+        return None
+
+    return find
+
+
+class _Reader(Turns):
+    """Builds the conversation's messages from ChatGPT's, one message after another."""
+
+    def __init__(self, created: float, pictures: Pictures | None) -> None:
+        super().__init__(created, "chatgpt")
+        self.pictures = pictures
+        self.reply_at: MessageRecord | None = None
+
+    def picture(self, part: dict[str, Any]) -> bytes | None:
+        """A picture sent (an ``image_asset_pointer``): its file in the export, when it is there;
+        else said."""
+        pointer = part.get("asset_pointer")
+        name = pointer.rsplit("/", 1)[-1] if isinstance(pointer, str) else ""
+        data = self.pictures(name) if name and self.pictures is not None and Path(name).name == name else None
+        if data is None:
+            self.left.append(f"a picture whose file ({name or 'no name'}) is not in the export")
+        return data
 
     def user(self, message: dict[str, Any], created: float | None) -> None:
         content = _obj(message.get("content"))
@@ -173,9 +213,9 @@ class _Reader(Turns):
         self.result(self.reply_at, call.call_id if call is not None else None, _parts_text(content))
 
 
-def _conversation(chat: dict[str, Any], files: Path | None) -> OtherChat:
+def _conversation(chat: dict[str, Any], pictures: Pictures | None) -> OtherChat:
     created = epoch_seconds(chat.get("create_time")) or time.time()
-    reader = _Reader(created, files)
+    reader = _Reader(created, pictures)
     branch, others = _branch(chat)
     for message in branch:
         if not _shown_to_person(message):
@@ -195,12 +235,14 @@ def _conversation(chat: dict[str, Any], files: Path | None) -> OtherChat:
     return reader.chat(chat.get("title"), "ChatGPT chat", epoch_seconds(chat.get("update_time")))
 
 
-def conversations_from_chatgpt(data: Any, files: str | Path | None = None) -> list[OtherChat]:
+def conversations_from_chatgpt(
+    data: Any, pictures: Pictures | str | os.PathLike[str] | None = None
+) -> list[OtherChat]:
     """Every chat of ChatGPT's ``conversations.json`` (``data``: its JSON, read), in its order,
-    their pictures read from ``files`` (the folder of the unzipped export). ValueError for JSON
-    that is no such export."""
+    their pictures found by ``pictures`` (:func:`pictures_in_zip`, or a folder: the unzipped
+    export's). ValueError for JSON that is no such export."""
     items = export_items(data, _is_chat)
     if items is None:
         raise ValueError("the file is not ChatGPT's conversations.json")
-    where = Path(files) if files is not None else None
-    return [_conversation(item, where) for item in items]
+    find = pictures_in_folder(pictures) if isinstance(pictures, str | os.PathLike) else pictures
+    return [_conversation(item, find) for item in items]

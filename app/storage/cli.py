@@ -49,7 +49,7 @@ def add_history_parser(sub: Any) -> argparse.ArgumentParser:
     imp.add_argument(
         "file",
         nargs="*",
-        help="export files (Callisto's, LM Studio's .conversation.json, Jan's messages.jsonl, the chat export of Open WebUI, ChatGPT or Claude; one that is none of these is passed over)",
+        help="export files (Callisto's, LM Studio's .conversation.json, Jan's messages.jsonl, the chat export of Open WebUI, ChatGPT or Claude, or the zip of ChatGPT's or Claude's; one that is none of these is passed over)",
     )
     for key, what in (
         ("lmstudio", "every chat LM Studio keeps, in its folders (default: LM Studio's own folder"),

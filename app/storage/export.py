@@ -22,8 +22,9 @@ import math
 import os
 import re
 import time
+import zipfile
 from collections.abc import Mapping, Sequence
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from app.storage.atomic import atomic_write_text
@@ -405,10 +406,11 @@ def conversation_from_json(text: str | bytes) -> Conversation:
     return _conversation_of(load_export_json(text))
 
 
-def _other_apps(data: Any, files: Path | None = None) -> tuple[str, list[Any]] | None:
+def _other_apps(data: Any, files: Any = None) -> tuple[str, list[Any]] | None:
     """The chats of another app's file (``data``: its JSON): LM Studio's one chat, or each chat of
     an export of Open WebUI, ChatGPT or Claude (its pictures, where the export keeps them apart,
-    from ``files``), with the app's name; None for a file of none of them."""
+    from ``files``: a folder, or ``chatgpt.pictures_in_zip``), with the app's name; None for a
+    file of none of them."""
     from app.storage.chatgpt import conversations_from_chatgpt, is_chatgpt_export
     from app.storage.claude import conversations_from_claude, is_claude_export
     from app.storage.lmstudio import conversation_from_lmstudio, is_lmstudio_chat
@@ -481,7 +483,7 @@ def read_chats(path: str | os.PathLike[str]) -> list[Conversation]:
     (:func:`conversation_from_json`), an LM Studio chat (``read_lmstudio_chat``: with its pictures
     and its time), a Jan chat (its ``messages.jsonl`` or ``thread.json``: ``read_jan_thread``), or
     an export of Open WebUI, ChatGPT or Claude (each of its chats; ChatGPT's pictures from the
-    files beside it). A file too large is refused before
+    files beside it), or the zip ChatGPT's or Claude's export came in. A file too large is refused before
     it is read. OSError or ValueError say why it cannot be read."""
     p = Path(path)
     if p.name.endswith(".conversation.json"):  # LM Studio's
@@ -492,6 +494,8 @@ def read_chats(path: str | os.PathLike[str]) -> list[Conversation]:
         from app.storage.jan import read_jan_thread
 
         return [read_jan_thread(p.parent).conversation]
+    if zipfile.is_zipfile(p):
+        return _read_zip(p)
     data = load_export_json(read_import_bytes(p))
     found = (
         _other_apps(data, p.parent)
@@ -499,3 +503,35 @@ def read_chats(path: str | os.PathLike[str]) -> list[Conversation]:
         else None
     )
     return [c.conversation for c in found[1]] if found is not None else [_conversation_of(data)]
+
+
+def _read_zip(path: Path) -> list[Conversation]:
+    """The chats of an export still in the zip it came in (ChatGPT's, Claude's): its
+    ``conversations.json`` (the one nearest the top), bounded as any import file, and ChatGPT's
+    pictures read from the zip."""
+    from app.storage.chatgpt import pictures_in_zip
+
+    try:
+        archive = zipfile.ZipFile(path)
+    except (zipfile.BadZipFile, ValueError) as exc:
+        raise ValueError(f"the zip cannot be read ({exc})") from None
+    with archive:
+        found = [m for m in archive.infolist() if PurePosixPath(m.filename).name == "conversations.json"]
+        if not found:
+            raise ValueError(
+                "the zip holds no conversations.json (the chats of ChatGPT's or Claude's export)"
+            )
+        member = min(found, key=lambda m: (m.filename.count("/"), m.filename))
+        if member.file_size > MAX_IMPORT_BYTES:
+            raise ValueError(f"its conversations.json is larger than {MAX_IMPORT_BYTES // (1024 * 1024)} MiB")
+        try:
+            with archive.open(member) as f:
+                text = f.read(MAX_IMPORT_BYTES + 1)
+        except (zipfile.BadZipFile, NotImplementedError, RuntimeError) as exc:  # (bad data, encrypted)
+            raise ValueError(f"its conversations.json cannot be read ({exc})") from None
+        data = load_export_json(text)
+        folder = member.filename[: -len("conversations.json")]
+        chats = _other_apps(data, pictures_in_zip(archive, folder))
+        if chats is None or chats[0] not in ("ChatGPT", "Claude"):
+            raise ValueError("the zip's conversations.json is not ChatGPT's or Claude's")
+        return [c.conversation for c in chats[1]]

@@ -38,7 +38,7 @@ STATUS_MS = 10_000
 @dataclass(frozen=True)
 class Dropped:
     """The local files of a drag, but images (``window_images`` reads those), in the drag's order:
-    GGUF models, JSON files (a chat export, or text to attach: told when dropped) and the others
+    GGUF models, JSON files and zips (a chat export, or text to attach: told when dropped) and the others
     (text to attach)."""
 
     models: list[Path] = field(default_factory=list)
@@ -61,7 +61,7 @@ def dropped_files(mime: QMimeData | None) -> Dropped:
         suffix = path.suffix.lower()
         if suffix == MODEL_SUFFIX:
             out.models.append(path)
-        elif suffix == CHAT_SUFFIX:
+        elif suffix in (CHAT_SUFFIX, ".zip"):  # (a zip: ChatGPT's or Claude's export, else attached)
             out.chats.append(path)
         elif suffix not in IMAGE_SUFFIXES:
             out.files.append(path)

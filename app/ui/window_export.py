@@ -157,7 +157,8 @@ class ExportController(WindowPart):
         dlg.setFileMode(QFileDialog.FileMode.ExistingFiles)
         dlg.setNameFilters(
             [
-                "Chats: Callisto's, LM Studio's, Jan's, or an export of Open WebUI, ChatGPT, Claude (*.json *.jsonl)",
+                "Chats: Callisto's, LM Studio's, Jan's, or an export of Open WebUI, ChatGPT, Claude "
+                "(*.json *.jsonl *.zip)",
                 "All files (*)",
             ]
         )
@@ -167,31 +168,36 @@ class ExportController(WindowPart):
         return True
 
     def import_conversations(self, paths: Sequence[str]) -> bool:
-        """Each file of ``paths`` (``app.storage.backup.read_exports``: read and checked off the UI
-        thread) stored as a new conversation; the last one that came in is opened. The status bar
-        says what came in and what did not, and why (a file that is no export is passed over)."""
+        """Each file of ``paths`` (``app.storage.backup.read_exports``) read, checked and stored
+        as new conversations off the UI thread (an export of thousands of chats, ChatGPT's, does
+        not stop the window); the last one that came in is opened. The status bar says what came
+        in and what did not, and why (a file that is no export is passed over)."""
         from app.storage.backup import read_exports
 
-        bar = self.window.statusBar()
+        bar, history = self.window.statusBar(), self.state.history
 
-        def read(results: list[tuple[Path, Any]]) -> None:
+        def store() -> tuple[list[tuple[str, Any, int]], list[tuple[str, str]]]:
             came: list[tuple[str, Any, int]] = []
             refused: list[tuple[str, str]] = []
-            for path, conv in results:
+            for path, conv in read_exports(paths):
                 if isinstance(conv, str):
                     refused.append((path.name, conv))
                     continue
                 try:
-                    came.append(
-                        (path.name, self.state.history.restore_conversation(conv), len(conv.messages))
-                    )
+                    came.append((path.name, history.restore_conversation(conv), len(conv.messages)))
                 except Exception as exc:  # noqa: BLE001 - HistoryError, a picture too large, sqlite errors
                     refused.append((path.name, str(exc)))
+            return came, refused
+
+        def stored(result: tuple[list[tuple[str, Any, int]], list[tuple[str, str]]]) -> None:
+            came, refused = result
             if came:
                 self.conversations.open_new(came[-1][1].id)
             bar.showMessage(_imported(came, refused), 12000 if refused else 8000)
 
-        return self.tasks.run(lambda: read_exports(paths), read)
+        if len(paths) > 0:
+            bar.showMessage(f"Importing {'1 file' if len(paths) == 1 else f'{len(paths)} files'}…")
+        return self.tasks.run(store, stored, lambda why: bar.showMessage(f"Could not import: {why}", 12000))
 
     def import_lmstudio(self, home: str | None = None) -> bool:
         """File -> *Import from LM Studio…*: :meth:`import_app` for LM Studio (``home``: its folder)."""

@@ -127,7 +127,7 @@ class MenusController:
         self.act_import = file_menu.addAction("Import chats…")
         self.act_import.setToolTip(
             "Chats exported by Callisto, LM Studio's or Jan's chat files, or the chat export of Open WebUI, "
-            "ChatGPT or Claude (its conversations.json)"
+            "ChatGPT or Claude (the zip it came in, or its conversations.json)"
         )
         self.act_import.triggered.connect(lambda: exports.import_conversation())
         self.act_import_lms = file_menu.addAction("Import from LM Studio…")

@@ -74,3 +74,12 @@ def test_a_callisto_export_is_told_from_other_json(tmp_path):
     assert not is_chat_export(tmp_path / "data.json")
     assert not is_chat_export(tmp_path / "notes.txt")  # only JSON files
     assert not is_chat_export(tmp_path / "missing.json")
+    import zipfile
+
+    with zipfile.ZipFile(tmp_path / "export.zip", "w") as z:  # ChatGPT's or Claude's data export
+        z.writestr("conversations.json", "[]")
+    with zipfile.ZipFile(tmp_path / "other.zip", "w") as z:
+        z.writestr("notes.txt", "hi")
+    (tmp_path / "broken.zip").write_bytes(b"PK not a zip")
+    assert is_chat_export(tmp_path / "export.zip")
+    assert not any(is_chat_export(tmp_path / n) for n in ("other.zip", "broken.zip", "missing.zip"))

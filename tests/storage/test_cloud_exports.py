@@ -8,6 +8,7 @@ these tests in each app's shape."""
 from __future__ import annotations
 
 import json
+import zipfile
 
 import pytest
 
@@ -121,7 +122,7 @@ def test_a_chatgpt_export_is_read_along_the_branch_it_showed(tmp_path):
     assert conv.messages[3].extra["model_name"] == "o3" and conv.messages[3].created == T0 + 6
     assert conv.messages[4].images == [png_bytes()]  # the picture's file beside the export
     assert chat.left == [
-        "a picture whose file (file-gone) is not beside the export",
+        "a picture whose file (file-gone) is not in the export",
         "1 message of other branches (edits, regenerations)",
     ]
 
@@ -140,6 +141,41 @@ def test_a_chatgpt_export_file_brings_each_chat_with_its_pictures(tmp_path):
     assert [c.id for c in h.search("1024")] == [new[0].id]
     with pytest.raises(ValueError, match="holds 2 chats of ChatGPT"):
         conversation_from_json(json.dumps([_powers(), hello]))
+
+
+def test_an_export_is_read_in_the_zip_it_came_in(tmp_path):
+    hello = _gpt_chat("Hello", [_gpt_message("user", _text("Hello there"), 0)])
+    path = tmp_path / "chatgpt-export.zip"
+    with zipfile.ZipFile(path, "w") as z:
+        z.writestr("conversations.json", json.dumps([_powers(), hello]))
+        z.writestr("file-abc-cat.png", png_bytes())
+        z.writestr("old/conversations.json", "[]")  # (the one nearest the top is read)
+        z.writestr("chat.html", "<html></html>")
+    powers, _ = read_chats(path)
+    assert powers.title == "Powers of two" and powers.messages[4].images == [png_bytes()]
+    claude = tmp_path / "claude.zip"
+    with zipfile.ZipFile(claude, "w") as z:
+        z.writestr("data-2025/conversations.json", json.dumps([CLAUDE]))
+        z.writestr("data-2025/users.json", "[]")
+    assert [c.title for c in read_chats(claude)] == ["Weather in Lyon"]
+    for members, why in (
+        ({"notes.txt": "hi"}, "holds no conversations.json"),
+        (
+            {
+                "conversations.json": json.dumps(
+                    [{"id": "x", "title": "t", "chat": {"history": {"messages": {}}}}]
+                )
+            },
+            "not ChatGPT's or Claude's",
+        ),
+        ({"conversations.json": "{broken"}, "not JSON"),
+    ):
+        bad = tmp_path / "bad.zip"
+        with zipfile.ZipFile(bad, "w") as z:
+            for name, text in members.items():
+                z.writestr(name, text)
+        with pytest.raises(ValueError, match=why):
+            read_chats(bad)
 
 
 def test_a_chatgpt_tree_of_nonsense_ends():

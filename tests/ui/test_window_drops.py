@@ -168,6 +168,26 @@ def test_an_exported_chat_dropped_on_the_window_comes_in_as_a_new_conversation(q
     assert len(w.conversations.ids()) == 2 and w.stack.currentWidget() is w.chat_page
 
 
+def test_chatgpt_s_export_zip_dropped_on_the_window_brings_its_chats(qtbot, make_window, tmp_path):
+    import zipfile
+
+    from tests.storage.test_cloud_exports import _powers
+
+    export = tmp_path / "chatgpt-export.zip"
+    with zipfile.ZipFile(export, "w") as z:
+        z.writestr("conversations.json", json.dumps([_powers()]))
+        z.writestr("file-abc-cat.png", png_bytes())
+    w = make_window(None)
+    assert _drop(w.centralWidget(), _mime([export]))
+    qtbot.waitUntil(lambda: _status(w).startswith("Imported"), timeout=TIMEOUT)
+    assert _status(w) == "Imported “Powers of two” from chatgpt-export.zip (6 messages)"
+    assert [u.text for u in w.chat.user_messages()] == ["What is 2**10?", "And these?"]
+    assert w.tool_panel.select_call(
+        w.state.history.load_conversation(w.conversation_id).messages[1].tool_calls[0].call_id
+    )
+    assert "python" in w.tool_panel.detail_text() and "1024" in w.tool_panel.detail_text()
+
+
 def test_a_drop_with_a_model_and_an_image_attaches_the_image_too(qtbot, make_window, tmp_path):
     w = make_window(write_alphabet_model(), settings=_settings())
     beta = _beta(tmp_path / "elsewhere")
