@@ -9,27 +9,50 @@ and ``childrenIds``, and ``history.currentId``, the last message shown). A bare 
 ``chat`` object itself) is read too.
 
 Read here: the branch the chat showed (from ``currentId`` back to its first message), each
-message's text, a reply's thinking (the ``<details type="reasoning">`` block Open WebUI writes at
-its start) as its reasoning, who wrote it, its token counts, and the pictures attached to a
-question (data URLs). What is not brought is said: the other branches (edits, regenerations),
+message's text, a reply's thinking (the ``<details type="reasoning">`` blocks Open WebUI writes in
+it) as its reasoning, the tools it ran (its ``<details type="tool_calls">`` blocks, each with the
+call's name, arguments and result) as calls in Callisto's turn layout, who wrote it, its token
+counts, and the pictures attached to a question (data URLs). What is not brought is said: the other branches (edits, regenerations),
 files that are not pictures. Every field is checked: a file may come from anywhere."""
 
 from __future__ import annotations
 
+import html
+import json
 import re
 import time
+from collections.abc import Iterator
 from typing import Any
 
-from app.storage._others import OtherChat, chat_title, data_url_picture, epoch_seconds
-from app.storage.history import Conversation, MessageRecord
+from app.storage._others import OtherChat, Turns, data_url_picture, epoch_seconds
+from app.storage.history import MessageRecord
 
 __all__ = ["conversations_from_openwebui", "is_openwebui_export"]
 
 MAX_MESSAGES = 100_000  # a branch longer than this is no chat (a cycle, a hostile file)
-_REASONING = re.compile(
-    r'\A\s*<details\b[^>]*\btype="reasoning"[^>]*>\s*(?:<summary>.*?</summary>)?(?P<body>.*?)</details>\s*',
-    re.DOTALL,
-)
+_ATTRIBUTE = re.compile(r'(\w+)="([^"]*)"')
+_SUMMARY = re.compile(r"\A\s*<summary>.*?</summary>", re.DOTALL)
+_CLOSE = "</details>"
+
+
+def _blocks(text: str) -> Iterator[tuple[int, int, dict[str, str], str]]:
+    """The blocks Open WebUI writes in a reply (its thinking, a tool it ran), in order: where
+    each starts and ends, its attributes and its text (without its summary line). One scan of
+    the text: a hostile reply costs no more than its length."""
+    at = 0
+    while (start := text.find("<details", at)) != -1:
+        opened = text.find(">", start)
+        if opened == -1:
+            return
+        attrs = _attributes(text[start : opened + 1])
+        at = opened + 1
+        if attrs.get("type") not in ("reasoning", "tool_calls"):
+            continue  # (some other block: left in the text)
+        close = text.find(_CLOSE, at)
+        if close == -1:
+            return  # (cut: left as text)
+        yield start, close + len(_CLOSE), attrs, _SUMMARY.sub("", text[at:close], count=1)
+        at = close + len(_CLOSE)
 
 
 def _chat_of(item: Any) -> dict[str, Any] | None:
@@ -100,56 +123,97 @@ def _pictures(files: Any, left: list[str]) -> list[bytes]:
     return out
 
 
-def _message(node: dict[str, Any], n: int, created: float, left: list[str]) -> MessageRecord | None:
-    role, content = node.get("role"), node.get("content")
-    if role not in ("user", "assistant", "system"):
-        left.append(f"message {n + 1}, whose role is {str(role)[:40]!r}")
+def _attributes(opening: str) -> dict[str, str]:
+    """The attributes of an HTML opening tag Open WebUI wrote, their entities undone."""
+    return {k: html.unescape(v) for k, v in _ATTRIBUTE.findall(opening)}
+
+
+def _decoded(value: str | None) -> Any:
+    """An attribute Open WebUI wrote as JSON (``arguments``, ``result``): the value, a string
+    of JSON decoded once more (arguments sent as text); the text itself when it is no JSON."""
+    if value is None:
         return None
-    text = content if isinstance(content, str) else ""
-    m = MessageRecord(id=0, conversation_id=0, position=n, role=role, content=text)
-    m.created = epoch_seconds(node.get("timestamp")) or created
-    if role == "user":
-        m.images = _pictures(node.get("files"), left)
-    elif role == "assistant":
-        found = _REASONING.match(text)
-        if found is not None:
-            m.reasoning = "\n".join(
-                line.removeprefix("> ").removeprefix(">") for line in found.group("body").strip().splitlines()
+    try:
+        decoded = json.loads(value)
+        if isinstance(decoded, str) and decoded.lstrip().startswith("{"):
+            decoded = json.loads(decoded)
+    except ValueError:
+        return value
+    return decoded
+
+
+def _quote_out(body: str) -> str:
+    """A reasoning block's text: Open WebUI quotes each line ("> ")."""
+    return "\n".join(line.removeprefix("> ").removeprefix(">") for line in body.strip().splitlines())
+
+
+def _reply(reader: Turns, node: dict[str, Any], text: str, created: float) -> None:
+    """An assistant's message: its text, and the blocks Open WebUI wrote in it (its thinking, each
+    tool it ran with the result), laid out as Callisto keeps a turn."""
+    name = node.get("modelName") or node.get("model")
+    extra: dict[str, Any] = {"imported_from": "Open WebUI"}
+    if isinstance(name, str) and name.strip():
+        extra["model_name"] = " ".join(name.split())
+    reply: MessageRecord | None = None
+    at, chained = 0, False  # chained: the block before was a call, with no text between
+    for start, end, attrs, body in _blocks(text):
+        before, at = text[at:start].strip(), end
+        if before:
+            reply = reader.reply(reply, extra)
+            reply.content += f"\n\n{before}" if reply.content else before
+            chained = False
+        call_block = attrs.get("type") == "tool_calls"
+        if call_block and not reader.named(attrs.get("name")):
+            continue
+        if not (call_block and chained and reply is not None):  # (calls in a row: one message's)
+            reply = reader.reply(reply, extra)
+        reply.created = created
+        chained = call_block
+        if not call_block:
+            thought = _quote_out(body)
+            reply.reasoning = f"{reply.reasoning}\n\n{thought}" if reply.reasoning else thought
+            continue
+        call = reader.call(reply, attrs["name"], attrs.get("id"), _decoded(attrs.get("arguments")))
+        if call is not None and "result" in attrs:
+            result = _decoded(attrs["result"])
+            reader.result(
+                reply, call.call_id, result if isinstance(result, str | dict) else json.dumps(result)
             )
-            m.content = text[found.end() :]
-        name = node.get("modelName") or node.get("model")
-        if isinstance(name, str) and name.strip():
-            m.extra = {"model_name": " ".join(name.split()), "imported_from": "Open WebUI"}
-        usage = node.get("usage")
-        if isinstance(usage, dict):
-            for key in ("prompt_tokens", "completion_tokens"):
-                v = usage.get(key)
-                if isinstance(v, int) and not isinstance(v, bool) and v >= 0:
-                    setattr(m, key, v)
-    return m
+    rest = text[at:].strip() if at else text
+    if rest or reply is None:
+        reply = reader.reply(reply, extra)
+        reply.created = created
+        reply.content += f"\n\n{rest}" if reply.content and rest else rest
+    usage = node.get("usage")
+    if isinstance(usage, dict):
+        for key in ("prompt_tokens", "completion_tokens"):
+            v = usage.get(key)
+            if isinstance(v, int) and not isinstance(v, bool) and v >= 0:
+                setattr(reply, key, v)
 
 
 def _conversation(item: dict[str, Any], chat: dict[str, Any]) -> OtherChat:
-    left: list[str] = []
     created = epoch_seconds(item.get("created_at")) or epoch_seconds(chat.get("timestamp")) or time.time()
-    updated = max(epoch_seconds(item.get("updated_at")) or created, created)
+    reader = Turns(created, "openwebui")
     branch, others = _branch(chat)
-    messages = [m for n, node in enumerate(branch) if (m := _message(node, n, created, left)) is not None]
-    for i, m in enumerate(messages):
-        m.position = i
+    for n, node in enumerate(branch):
+        role, content = node.get("role"), node.get("content")
+        text = content if isinstance(content, str) else ""
+        at = epoch_seconds(node.get("timestamp")) or created
+        if role == "user":
+            reader.add("user", text, images=_pictures(node.get("files"), reader.left), created=at)
+        elif role == "system":
+            reader.add("system", text, created=at)
+        elif role == "assistant":
+            _reply(reader, node, text, at)
+        else:
+            reader.left.append(f"message {n + 1}, whose role is {str(role)[:40]!r}")
     if others:
-        left.append(f"{others} other version{'s' if others > 1 else ''} of its messages")
+        reader.left.append(f"{others} other version{'s' if others > 1 else ''} of its messages")
     title = item.get("title") if isinstance(item.get("title"), str) else chat.get("title")
-    conv = Conversation(
-        id=0,
-        title=chat_title(title, messages, "Open WebUI chat"),
-        created=created,
-        updated=updated,
-        message_count=len(messages),
-        pinned=item.get("pinned") is True,
-        messages=messages,
+    return reader.chat(
+        title, "Open WebUI chat", epoch_seconds(item.get("updated_at")), pinned=item.get("pinned") is True
     )
-    return OtherChat(conv, left)
 
 
 def conversations_from_openwebui(data: Any) -> list[OtherChat]:

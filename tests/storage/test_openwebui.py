@@ -152,3 +152,68 @@ def test_json_of_another_shape_is_no_open_webui_export(data):
     assert not is_openwebui_export(data)
     with pytest.raises(ValueError, match="not a chat export of Open WebUI"):
         conversations_from_openwebui(data)
+
+
+def _tool_block(call_id: str, name: str, arguments, result=None) -> str:
+    """A tool Open WebUI ran, as it writes it in the reply (``html.escape(json.dumps(…))``)."""
+    import html
+
+    done = result is not None
+    attrs = f'done="{str(done).lower()}" id="{call_id}" name="{name}" arguments="{html.escape(json.dumps(arguments))}"'
+    if done:
+        attrs += f' result="{html.escape(json.dumps(result, ensure_ascii=False))}" files=""'
+    return f'<details type="tool_calls" {attrs}>\n<summary>Tool Executed</summary>\n</details>\n'
+
+
+def test_the_tools_open_webui_ran_are_calls_with_their_results():
+    content = (
+        THOUGHT
+        + "Let me look.\n"
+        + _tool_block("call_1", "get_weather", {"city": "Lyon"}, "12 °C, rain")
+        + _tool_block("call_2", "add", '{"a": 1, "b": 2}', {"sum": 3})  # arguments sent as JSON text
+        + '<details type="reasoning" done="true">\n<summary>Thought</summary>\n> Now answer.\n</details>\n'
+        + "It is 12 °C and raining; 1+2 is 3.\n"
+        + _tool_block("call_3", "", {})  # no name: not a call
+        + _tool_block("call_4", "search", {"q": "x"})  # still running when exported: no result
+        + '<details type="code_interpreter">kept as text</details>'
+    )
+    chat = owui_chat(
+        "Tools",
+        [
+            owui_message("q", "user", "Weather?", None),
+            owui_message("r", "assistant", content, "q", model="qwen3"),
+        ],
+        "r",
+        created=1_750_000_000,
+    )
+    (read,) = conversations_from_openwebui([chat])
+    messages = read.conversation.messages
+    assert [(m.role, m.content) for m in messages] == [
+        ("user", "Weather?"),
+        ("assistant", "Let me look."),
+        ("tool", "12 °C, rain"),
+        ("tool", '{"sum": 3}'),
+        # (a call still running has no result: what follows it stays in its message)
+        (
+            "assistant",
+            'It is 12 °C and raining; 1+2 is 3.\n\n<details type="code_interpreter">kept as text</details>',
+        ),
+    ]
+    first = messages[1]
+    assert first.reasoning == "Rain is likely.\nSay so." and first.extra["model_name"] == "qwen3"
+    assert [(c.call_id, c.name, c.arguments, c.result) for c in first.tool_calls] == [
+        ("call_1", "get_weather", {"city": "Lyon"}, "12 °C, rain"),
+        ("call_2", "add", {"a": 1, "b": 2}, '{"sum": 3}'),
+    ]
+    after = messages[4]
+    assert after.reasoning == "Now answer." and [(c.name, c.result) for c in after.tool_calls] == [
+        ("search", None)
+    ]
+    assert read.left == ["a tool call with no name"]
+
+
+def test_a_hostile_reply_of_unclosed_blocks_is_read_as_text():
+    content = '<details type="tool_calls"' * 2000 + "<details " * 2000 + '<details type="reasoning">' * 2000
+    chat = owui_chat("x", [owui_message("r", "assistant", content, None)], "r", created=1_750_000_000)
+    (read,) = conversations_from_openwebui([chat])
+    assert [(m.role, m.content) for m in read.conversation.messages] == [("assistant", content)]
