@@ -44,7 +44,7 @@ def add_history_parser(sub: Any) -> argparse.ArgumentParser:
     export.add_argument("--format", choices=list(EXPORT_FORMATS), default=None, help="(default: by the name)")
     imp = actions.add_parser(
         "import",
-        help="bring back conversations exported as JSON (or LM Studio's or Jan's chats), each as a new one",
+        help="bring back conversations exported as JSON (or other apps' chats and exports), each as a new one",
     )
     imp.add_argument(
         "file",

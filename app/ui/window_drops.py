@@ -38,8 +38,8 @@ STATUS_MS = 10_000
 @dataclass(frozen=True)
 class Dropped:
     """The local files of a drag, but images (``window_images`` reads those), in the drag's order:
-    GGUF models, JSON files and zips (a chat export, or text to attach: told when dropped) and the others
-    (text to attach)."""
+    GGUF models, JSON files and zips (a chat export, or text to attach: told when dropped) and the
+    others (text to attach)."""
 
     models: list[Path] = field(default_factory=list)
     chats: list[Path] = field(default_factory=list)

@@ -1,10 +1,10 @@
 """Chats written to files and read back (a part of the main window): one chat exported as
 Markdown or JSON, or copied as Markdown; every chat exported at once to a new folder (File ->
 *Export all chats…*); exported chats imported as new conversations, one file or many (File ->
-*Import chats…*, or dropped on the window); every chat LM Studio or Jan keeps (File -> *Import
-from LM Studio…* / *Import from Jan…*, or the empty list's offer). The files are written and read off the UI thread by
-``app.storage.export`` and ``app.storage.backup``; the history is written only through
-``History.restore_conversation``."""
+*Import chats…*, or dropped on the window: other apps' exports too); every chat LM Studio or Jan
+keeps (File -> *Import from LM Studio…* / *Import from Jan…*, or the empty list's offer). The files
+are written and read off the UI thread by ``app.storage.export`` and ``app.storage.backup``; the
+history is written only through ``History.restore_conversation``."""
 
 from __future__ import annotations
 
