@@ -242,11 +242,12 @@ class ExportController(WindowPart):
             if then is not None:
                 then()
 
-        return self.tasks.run(
-            lambda: app.bring(history, folder),
-            done,
-            lambda why: bar.showMessage(f"Could not import {app.name}'s chats: {why}", 12000),
-        )
+        def failed(why: str) -> None:
+            bar.showMessage(f"Could not import {app.name}'s chats: {why}", 12000)
+            if then is not None:
+                then()  # (the next app's chats still come)
+
+        return self.tasks.run(lambda: app.bring(history, folder), done, failed)
 
     def _ask_folder(self, app: Any, tried: str | None) -> bool:
         """The app's folder was not found (or has no chats): the person says where it is."""
