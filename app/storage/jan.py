@@ -72,13 +72,14 @@ def _places(home: Path, platform: str) -> list[Path]:
 
 
 def jan_data_folder(
-    home: str | os.PathLike[str] | None = None, *, platform: str | None = None
+    home: str | os.PathLike[str] | None = None, *, platform: str | None = None, holding: str = "threads"
 ) -> Path | None:
-    """Jan's data folder, where its ``threads`` are: the one its settings name, else its default,
-    else the older ``~/jan``; None when none of them holds a ``threads`` folder (Jan is not on
-    this machine). ``home``: the user's folder; ``platform``: ``sys.platform``'s value."""
+    """Jan's data folder, where its ``threads`` (or what ``holding`` names: its models,
+    ``llamacpp/models``) are: the one its settings name, else its default, else the older
+    ``~/jan``; None when none of them holds it (Jan is not on this machine). ``home``: the user's
+    folder; ``platform``: ``sys.platform``'s value."""
     base = Path(home) if home is not None else Path.home()
-    return next((p for p in _places(base, platform or sys.platform) if (p / "threads").is_dir()), None)
+    return next((p for p in _places(base, platform or sys.platform) if (p / holding).is_dir()), None)
 
 
 def jan_thread_folders(data: str | os.PathLike[str]) -> list[Path]:

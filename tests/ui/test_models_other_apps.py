@@ -1,11 +1,12 @@
 """Other apps' models listed where they are, on the real Models page over real files: while LM
 Studio's models folder holds models the library does not list, *Use LM Studio's models (N)* adds
-that folder; while Ollama keeps models it does not, *Use Ollama's models (N)* links each under its
-name. Nothing is copied; the models are listed and loadable; then the button goes."""
+that folder; while Ollama or Jan keeps models it does not, *Use Ollama's models (N)* / *Use Jan's
+models (N)* links each under its name. Nothing is copied; the models are listed and loadable; then the button goes."""
 
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
@@ -87,6 +88,31 @@ def test_ollama_s_models_are_offered_and_listed_by_their_names(qtbot, tmp_path, 
     assert button.text() == "Use Ollama's models (2)"
 
 
+def test_jan_s_models_are_offered_and_linked_by_their_ids(qtbot, tmp_path, page):
+    from tests.engine.models.test_jan_store import _jan_model
+
+    data = Path(os.environ["XDG_DATA_HOME"]) / "Jan" / "data"
+    button = page.library.others.jan_button
+    assert button.isHidden()  # no Jan here
+    _jan_model(data, "unsloth/tiny-1b")
+    with qtbot.waitSignal(page.sig_library_done, timeout=30_000):
+        page.refresh_library()
+    assert not button.isHidden() and button.text() == "Use Jan's models (1)"
+    assert "unsloth/tiny-1b" in button.toolTip()
+
+    with qtbot.waitSignal(page.sig_library_done, timeout=30_000):
+        button.click()
+    assert page.status_label.text() == "Jan's models are listed where they are (1); nothing was copied."
+    row = page.library_row("unsloth-tiny-1b")
+    assert row is not None and page.load_button(row).isEnabled() and button.isHidden()
+    assert (
+        page.library_table.item(row, 8).text() == "Jan's (linked)" and not page.delete_button(row).isEnabled()
+    )
+    page.remove_button(row).click()
+    assert page.status_label.text() == "Removed unsloth-tiny-1b from the library; Jan still has it."
+    assert (data / "llamacpp" / "models" / "unsloth" / "tiny-1b" / "model.gguf").is_file()
+
+
 def test_the_first_contact_hint_offers_the_models_other_apps_keep(qtbot, make_window, tmp_path, monkeypatch):
     from tests.support.ollama_store import add_ollama_model
 
@@ -99,17 +125,19 @@ def test_the_first_contact_hint_offers_the_models_other_apps_keep(qtbot, make_wi
     models.mkdir(parents=True)
     gguf = write_tiny_gguf(models / "Tiny-Q8_0.gguf", chat_template=TEMPLATE)
     add_ollama_model(tmp_path / "ollama", "registry.ollama.ai/library/helper/1b", gguf.read_bytes() + b"\0")
+    from tests.engine.models.test_jan_store import _jan_model
+
+    _jan_model(Path(os.environ["XDG_DATA_HOME"]) / "Jan" / "data", "qwen3-4b")
     w2 = make_window(None)
     others = w2._chat_page.others_button
-    assert others.isVisible() and others.text() == "Use your LM Studio and Ollama models"
+    assert others.isVisible() and others.text() == "Use your LM Studio, Ollama and Jan models"
 
     others.click()
     page = w2.models_page()
     assert w2.page_stack.current_page() == "models" and not others.isVisible()
     qtbot.waitUntil(
-        lambda: {"helper-1b", "Tiny-Q8_0"} <= {m.name for m in page.library.models}, timeout=30_000
+        lambda: {"helper-1b", "Tiny-Q8_0", "qwen3-4b"} <= {m.name for m in page.library.models},
+        timeout=30_000,
     )
-    assert (
-        "LM Studio's models are listed" in page.status_label.text()
-        and "Ollama's models are listed" in page.status_label.text()
-    )
+    said = page.status_label.text()
+    assert all(f"{app}'s models are listed" in said for app in ("LM Studio", "Ollama", "Jan"))

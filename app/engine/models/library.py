@@ -32,9 +32,12 @@ from app.engine.models._gguf import SPLIT_RE, GgufSummary, read_summary, split_p
 from app.engine.models.errors import LibraryError, NotDeletableError
 from app.engine.models.estimate import MemoryEstimate, estimate_memory, estimate_remote
 
-__all__ = ["NO_PROJECTOR", "Library", "LocalModel", "SOURCES", "projector_for"]
+__all__ = ["LINKED_APPS", "NO_PROJECTOR", "Library", "LocalModel", "SOURCES", "projector_for"]
 
-SOURCES = ("downloaded", "copied", "uploaded", "imported", "folder", "hf-cache", "ollama")
+SOURCES = ("downloaded", "copied", "uploaded", "imported", "folder", "hf-cache", "ollama", "jan")
+#: the apps whose models are linked into a folder of the models folder named after them
+#: (``ollama_store``, ``jan_store``): their files are theirs, never deleted here
+LINKED_APPS = {"ollama": "Ollama", "jan": "Jan"}
 
 #: the files Callisto put in its folder: deleted without ``confirm_foreign`` ("uploaded": sent by a
 #: client of the server, Ollama's ``ollama create`` from a GGUF file)
@@ -167,11 +170,15 @@ class Library:
             data["entries"][_key(path)] = {"source": source, "added": time.time(), **extra}
             self._save(data)
 
+    def links(self, app: str) -> Path:
+        """The folder of the models folder where the models of ``app`` (one of
+        :data:`LINKED_APPS`) are linked: what is there has the source ``app``."""
+        return self.models_dir / app
+
     @property
     def ollama_links(self) -> Path:
-        """The folder of the models folder where Ollama's models are linked (``ollama_store``):
-        what is there has the source "ollama"."""
-        return self.models_dir / "ollama"
+        """Where Ollama's models are linked (``ollama_store``)."""
+        return self.links("ollama")
 
     # -- folders --------------------------------------------------------------------------------
     def folders(self) -> list[Path]:
@@ -378,8 +385,8 @@ class Library:
                 return
             entry = entries.get(key, {})
             source = entry.get("source", default_source)
-            if default_source == "folder" and self.ollama_links in path.parents:
-                source = "ollama"  # a link to one of Ollama's models
+            if default_source == "folder":
+                source = next((a for a in LINKED_APPS if self.links(a) in path.parents), source)
             found[key] = self._describe(
                 # a link is listed by its own name (the HF cache's and Ollama's models are links to blobs)
                 path if default_source == "hf-cache" or path.is_symlink() else Path(key),
@@ -488,16 +495,16 @@ class Library:
         return Path(hit) if isinstance(hit, str) and Path(hit).is_file() else None
 
     # -- deleting -------------------------------------------------------------------------------
-    def unlink_ollama(self, model: LocalModel) -> list[Path]:
-        """Stop listing one of Ollama's models: the links to it go (Ollama's files stay); the
-        links removed."""
-        if model.source != "ollama":
-            raise LibraryError(f"{model.name} is not one of Ollama's models.")
+    def unlink_linked(self, model: LocalModel) -> list[Path]:
+        """Stop listing one of Ollama's or Jan's models: the links to it go (the app's files
+        stay); the links removed."""
+        if model.source not in LINKED_APPS:
+            raise LibraryError(f"{model.name} is not one of Ollama's or Jan's models.")
         folder = Path(model.path).parent
         gone = []
         for p in sorted(folder.iterdir()):
             try:
-                p.unlink()  # (a link, symbolic or hard: the name goes, Ollama's file stays)
+                p.unlink()  # (a link, symbolic or hard: the name goes, the app's file stays)
             except OSError as exc:
                 raise LibraryError(f"Cannot remove {p}: {exc.strerror or exc}.") from exc
             gone.append(p)
@@ -531,6 +538,10 @@ class Library:
         if model.source == "ollama":
             raise NotDeletableError(
                 f"{model.name} is Ollama's: remove it with `ollama rm`, or Remove it from the library here."
+            )
+        if model.source == "jan":
+            raise NotDeletableError(
+                f"{model.name} is Jan's: delete it in Jan, or Remove it from the library here."
             )
         if model.source not in _OWNED and not confirm_foreign:
             raise NotDeletableError(

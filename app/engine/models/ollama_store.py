@@ -19,7 +19,15 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["OllamaModel", "file_name", "link_ollama_models", "linked", "ollama_models", "ollama_models_dir"]
+__all__ = [
+    "OllamaModel",
+    "file_name",
+    "is_gguf",
+    "link_ollama_models",
+    "linked",
+    "ollama_models",
+    "ollama_models_dir",
+]
 
 MODEL_LAYER = "application/vnd.ollama.image.model"
 PROJECTOR_LAYER = "application/vnd.ollama.image.projector"
@@ -74,7 +82,8 @@ def _name(parts: tuple[str, ...]) -> str:
     return "/".join([*where, model]) + f":{tag}"  # another registry's: "hf.co/user/repo:Q4_K_M"
 
 
-def _is_gguf(path: Path) -> bool:
+def is_gguf(path: Path) -> bool:
+    """Whether ``path`` begins as a GGUF file does."""
     try:
         with path.open("rb") as f:
             return f.read(4) == b"GGUF"
@@ -105,12 +114,12 @@ def ollama_models(root: str | os.PathLike[str]) -> list[OllamaModel]:
         }
         model = _blob(base, kinds.get(MODEL_LAYER))
         parts = manifest.relative_to(base / "manifests").parts
-        if model is None or len(parts) < 2 or not _is_gguf(model):
+        if model is None or len(parts) < 2 or not is_gguf(model):
             continue
         projector = _blob(base, kinds.get(PROJECTOR_LAYER))
         name = _name(parts)
         found[name] = OllamaModel(
-            name, model, projector if projector is not None and _is_gguf(projector) else None
+            name, model, projector if projector is not None and is_gguf(projector) else None
         )
     return sorted(found.values(), key=lambda m: m.name.lower())
 

@@ -57,8 +57,8 @@ VISION_COLOR = "#6a1b9a"
 AUTO, NONE, FILE = "auto", "none", "file"
 
 #: the sources whose models Remove stops listing (the file stays); those whose files Delete leaves
-#: to their own app (the Hugging Face cache's, Ollama's)
-REMOVABLE, NOT_DELETED_HERE = ("imported", "folder", "ollama"), ("hf-cache", "ollama")
+#: to their own app (the Hugging Face cache's, Ollama's, Jan's)
+REMOVABLE, NOT_DELETED_HERE = ("imported", "folder", "ollama", "jan"), ("hf-cache", "ollama", "jan")
 
 SOURCE_WORDS = {
     "downloaded": "downloaded",
@@ -68,6 +68,7 @@ SOURCE_WORDS = {
     "folder": "in your folder",
     "hf-cache": "Hugging Face cache",
     "ollama": "Ollama's (linked)",
+    "jan": "Jan's (linked)",
 }
 
 
@@ -336,7 +337,7 @@ class LibraryPane(QWidget):
 
     def remove_model(self, model: Any) -> None:
         """Stop listing a model (an import, the added folder it is in, or the links to one of
-        Ollama's); no model file is touched."""
+        Ollama's or Jan's); no model file is touched."""
         page = self.page
         lib = page.manager.library
         if model.source == "folder":
@@ -350,13 +351,17 @@ class LibraryPane(QWidget):
             ):
                 return
             lib.remove_folder(folder)
-        elif model.source == "ollama":
+        elif model.source in ("ollama", "jan"):
+            from app.engine.models.library import LINKED_APPS
+
             try:
-                lib.unlink_ollama(model)
+                lib.unlink_linked(model)
             except Exception as exc:  # noqa: BLE001 - LibraryError: said
                 page.show_status(str(exc), error=True)
                 return
-            page.show_status(f"Removed {model.name} from the library; Ollama still has it.")
+            page.show_status(
+                f"Removed {model.name} from the library; {LINKED_APPS[model.source]} still has it."
+            )
             page.refresh_library()
             return
         else:

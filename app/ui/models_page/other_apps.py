@@ -1,7 +1,8 @@
 """The library's offers of the models other apps keep on this machine (a part of the Models page's
 library): *Use LM Studio's models (N)* while LM Studio's models folder holds models the library
-does not list (the folder is added, ``app.storage.lmstudio``), *Use Ollama's models (N)* while
-Ollama keeps models it does not (each linked under its name, ``app.engine.models.ollama_store``).
+does not list (the folder is added, ``app.storage.lmstudio``), *Use Ollama's models (N)* and *Use
+Jan's models (N)* while those apps keep models it does not (each linked under its name,
+``app.engine.models.ollama_store``, ``jan_store``).
 Nothing is copied or downloaded again; each button shows only while it has something to add."""
 
 from __future__ import annotations
@@ -14,7 +15,13 @@ from PySide6.QtWidgets import QPushButton
 if TYPE_CHECKING:
     from app.ui.models_page.library import LibraryPane
 
-__all__ = ["OtherAppsModels", "lmstudio_models", "ollama_models_new", "other_apps_offer"]
+__all__ = [
+    "LINKED",
+    "OtherAppsModels",
+    "linked_models_new",
+    "lmstudio_models",
+    "other_apps_offer",
+]
 
 
 def lmstudio_models(library: Any) -> tuple[Path, int] | None:
@@ -36,45 +43,65 @@ def lmstudio_models(library: Any) -> tuple[Path, int] | None:
     return (folder, n) if n else None
 
 
-def ollama_models_new(library: Any) -> list[Any]:
-    """Ollama's models ``library`` does not list yet (not linked in its ``ollama`` folder)."""
-    from app.engine.models.ollama_store import linked, ollama_models, ollama_models_dir
+def linked_models_new(library: Any, app: str) -> list[Any]:
+    """The models ``app`` ("ollama", "jan") keeps that ``library`` does not list yet (not linked
+    in its folder for them)."""
+    from app.engine.models.ollama_store import linked
 
-    root = ollama_models_dir()
-    if root is None:
-        return []
-    return [m for m in ollama_models(root) if not linked(m, library.ollama_links)]
+    if app == "ollama":
+        from app.engine.models.ollama_store import ollama_models, ollama_models_dir
+
+        root = ollama_models_dir()
+        models = ollama_models(root) if root is not None else []
+    else:
+        from app.engine.models.jan_store import jan_models
+        from app.storage.jan import jan_data_folder
+
+        data = jan_data_folder(holding="llamacpp/models")
+        models = jan_models(data) if data is not None else []
+    return [m for m in models if not linked(m, library.links(app))]
 
 
 def other_apps_offer(library: Any) -> str | None:
     """What the first-contact hint offers when other apps keep models ``library`` does not list
     ("Use your LM Studio and Ollama models"), or None."""
-    apps = [
-        a
-        for a, found in (("LM Studio", lmstudio_models(library)), ("Ollama", ollama_models_new(library)))
-        if found
+    found = [("LM Studio", lmstudio_models(library))] + [
+        (name, linked_models_new(library, app)) for app, name in LINKED.items()
     ]
-    return f"Use your {' and '.join(apps)} models" if apps else None
+    apps = [a for a, models in found if models]
+    if not apps:
+        return None
+    listed = apps[0] if len(apps) == 1 else f"{', '.join(apps[:-1])} and {apps[-1]}"
+    return f"Use your {listed} models"
+
+
+#: the apps whose models are linked in (``Library.links``), by the names the buttons say
+LINKED = {"ollama": "Ollama", "jan": "Jan"}
 
 
 class OtherAppsModels:
-    """The two buttons and what they do; :meth:`offer` after each scan shows or hides them."""
+    """The buttons and what they do; :meth:`offer` after each scan shows or hides them."""
 
     def __init__(self, pane: LibraryPane) -> None:
         self.pane = pane
         self.lmstudio_button = QPushButton("Use LM Studio's models")
         self.lmstudio_button.setObjectName("useLmstudioModels")
         self.lmstudio_button.clicked.connect(self.use_lmstudio_models)
-        self.ollama_button = QPushButton("Use Ollama's models")
-        self.ollama_button.setObjectName("useOllamaModels")
-        self.ollama_button.clicked.connect(self.use_ollama_models)
-        self.buttons = [self.lmstudio_button, self.ollama_button]
+        self.linked_buttons: dict[str, QPushButton] = {}
+        for app, name in LINKED.items():
+            button = QPushButton(f"Use {name}'s models")
+            button.setObjectName(f"use{name}Models")
+            button.clicked.connect(lambda _=False, a=app: self.use_linked(a))
+            self.linked_buttons[app] = button
+        self.ollama_button, self.jan_button = self.linked_buttons["ollama"], self.linked_buttons["jan"]
+        self.buttons = [self.lmstudio_button, *self.linked_buttons.values()]
         for b in self.buttons:
             b.hide()
 
     def offer(self) -> None:
         self._offer_lmstudio()
-        self._offer_ollama()
+        for app in LINKED:
+            self._offer_linked(app)
 
     def _lmstudio_models(self) -> tuple[Path, int] | None:
         return lmstudio_models(self.pane.page.manager.library)
@@ -105,28 +132,28 @@ class OtherAppsModels:
         self.pane.page.refresh_library()
         return True
 
-    def _ollama_models(self) -> list[Any]:
-        return ollama_models_new(self.pane.page.manager.library)
-
-    def _offer_ollama(self) -> None:
-        new = self._ollama_models()
-        self.ollama_button.setVisible(bool(new))
+    def _offer_linked(self, app: str) -> None:
+        new = linked_models_new(self.pane.page.manager.library, app)
+        button = self.linked_buttons[app]
+        button.setVisible(bool(new))
         if new:
-            self.ollama_button.setText(f"Use Ollama's models ({len(new)})")
+            button.setText(f"Use {LINKED[app]}'s models ({len(new)})")
             names = ", ".join(m.name for m in new[:6]) + (" …" if len(new) > 6 else "")
-            self.ollama_button.setToolTip(
-                f"List the models Ollama keeps ({names}) where they are: linked, nothing copied or downloaded"
+            button.setToolTip(
+                f"List the models {LINKED[app]} keeps ({names}) where they are: linked, nothing copied or downloaded"
             )
 
-    def use_ollama_models(self) -> bool:
-        """*Use Ollama's models*: each linked into the library's ``ollama`` folder under its name."""
+    def use_linked(self, app: str) -> bool:
+        """*Use Ollama's models* / *Use Jan's models*: each linked into the library's folder for
+        the app under its name."""
         from app.engine.models.ollama_store import link_ollama_models
 
-        new = self._ollama_models()
+        library = self.pane.page.manager.library
+        new = linked_models_new(library, app)
         if not new:
             return False
-        done, failed = link_ollama_models(new, self.pane.page.manager.library.ollama_links)
-        said = f"Ollama's models are listed where they are ({len(done)}); nothing was copied."
+        done, failed = link_ollama_models(new, library.links(app))
+        said = f"{LINKED[app]}'s models are listed where they are ({len(done)}); nothing was copied."
         if failed:
             said += f" Could not link {failed[0][0]}: {failed[0][1]}"
         self.pane.page.show_status(said, error=bool(failed) and not done)
@@ -134,10 +161,13 @@ class OtherAppsModels:
         return bool(done)
 
     def use_all(self) -> bool:
-        """The first-contact hint's offer: LM Studio's models and Ollama's, both listed in place."""
-        lmstudio = self.use_lmstudio_models()
-        said = self.pane.page.status_label.text() if lmstudio else ""
-        ollama = self.use_ollama_models()
-        if lmstudio and ollama:
-            self.pane.page.show_status(f"{said} {self.pane.page.status_label.text()}")
-        return lmstudio or ollama
+        """The first-contact hint's offer: the models of LM Studio, Ollama and Jan, listed in place."""
+        said: list[str] = []
+        if self.use_lmstudio_models():
+            said.append(self.pane.page.status_label.text())
+        for app in LINKED:
+            if self.use_linked(app):
+                said.append(self.pane.page.status_label.text())
+        if len(said) > 1:
+            self.pane.page.show_status(" ".join(said))
+        return bool(said)

@@ -94,7 +94,7 @@ def test_linked_models_are_listed_by_the_library_and_nothing_is_copied(tmp_path,
     assert {m.source for m in listed.values()} == {"ollama"}
     with pytest.raises(NotDeletableError, match="ollama rm"):
         lib.delete(listed["seeing-2b"], confirm_foreign=True)
-    assert sorted(p.name for p in lib.unlink_ollama(listed["seeing-2b"])) == [
+    assert sorted(p.name for p in lib.unlink_linked(listed["seeing-2b"])) == [
         "mmproj-seeing-2b.gguf",
         "seeing-2b.gguf",
     ]
