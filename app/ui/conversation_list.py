@@ -77,7 +77,7 @@ class ConversationList(QWidget):
     sig_new_in_folder = Signal(str)  # a folder's menu: New chat here (its name)
     sig_name = Signal(int)  # Name with the model from the list's menu: the conversation's id
     sig_name_many = Signal(list)  # Name N chats with the model (several chosen): their ids
-    sig_offer = Signal()  # the empty list's offer ("Import your N chats from LM Studio…") clicked
+    sig_offer = Signal(str)  # an empty list's offer ("Import your N chats from LM Studio…") clicked: its key
     sig_duplicate = Signal(int)  # Duplicate from the list's menu: the conversation's id
     sig_export_many = Signal(list)  # Export N chats… (several chosen): their ids
     sig_copy_many = Signal(list)  # Copy N chats as Markdown (several chosen): their ids
@@ -187,14 +187,15 @@ class ConversationList(QWidget):
         snippets: Mapping[int, str] | None = None,
         *,
         more: bool = False,
-        offer: str | None = None,
+        offers: Sequence[tuple[str, str, str]] = (),
     ) -> None:
         """Show ``conversations`` (the latest change first): the pinned under "Pinned", then each
         folder's by name (folded ones hidden, except in a search's results), then the others by day.
         ``folders``: every folder in the history (default: those of ``conversations``);
         ``snippets``: a search's words around its match, per conversation, shown under its title;
         ``more``: a search found more than these (the latest :data:`SEARCH_SHOWN`): said at the end;
-        ``offer``: under an empty list's "No conversations yet", a line to click (:attr:`sig_offer`)."""
+        ``offers``: under an empty list's "No conversations yet", lines to click (:attr:`sig_offer`),
+        each its key, its text and its tooltip."""
         self.snippets = dict(snippets or {})
         self._filling = True
         cursor = self.list.currentItem()  # a folder's line the keyboard is on stays the current one
@@ -230,13 +231,12 @@ class ConversationList(QWidget):
             self._add(c)
         if not conversations:
             self._header("No matches" if searching else "No conversations yet")
-            if offer and not searching:
-                offered = self._header(offer, kind="offer")
+            for key, text, tip in offers if not searching else ():
+                offered = self._header(text, kind="offer")
+                offered.setData(FOLDER_ROLE, key)  # (the offer's key, where a folder's line keeps its name)
                 offered.setFlags(Qt.ItemFlag.ItemIsEnabled)  # (clicked, never chosen)
                 offered.setForeground(self.palette().color(QPalette.ColorRole.Link))
-                offered.setToolTip(
-                    "Bring the chats LM Studio keeps into Callisto (File → Import from LM Studio…)"
-                )
+                offered.setToolTip(tip)
         if more:
             end = self._header(f"Showing the {len(conversations)} latest matches", kind="more")
             end.setToolTip("More chats match: add a word to the search to find the older ones")
@@ -338,7 +338,7 @@ class ConversationList(QWidget):
         if cid is not None:
             self.sig_open.emit(cid)
         elif item.data(KIND_ROLE) == "offer":
-            self.sig_offer.emit()
+            self.sig_offer.emit(item.data(FOLDER_ROLE))
         elif item.data(KIND_ROLE) == "folder":
             self.toggle_folder(item.data(FOLDER_ROLE))
             self.select(self.current_id)  # the open chat stays the one marked

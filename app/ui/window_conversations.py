@@ -91,8 +91,8 @@ class ConversationsController(WindowPart):
             self.window.statusBar().showMessage(f"Could not read the history: {exc}", 8000)
             return
         self.list.current_id = self.state.conversation_id
-        offer = _others_offer() if not convs and not q else None
-        self.list.set_conversations(convs, folders, snippets, more=more, offer=offer)
+        offers = _others_offers() if not convs and not q else []
+        self.list.set_conversations(convs, folders, snippets, more=more, offers=offers)
         self._show_title()
 
     def _show_title(self) -> None:
@@ -340,15 +340,17 @@ class ConversationsController(WindowPart):
         return self.state.conversation_id
 
 
-def _others_offer() -> str | None:
-    """What an empty list offers a person who comes from another app: "Import your 12 chats from
-    LM Studio…" (or "… from LM Studio and 3 from Jan…"), when such an app keeps chats here (their
+def _others_offers() -> list[tuple[str, str, str]]:
+    """What an empty list offers a person who comes from another app: a line for each that keeps
+    chats here ("Import your 12 chats from LM Studio…"), with its key and tooltip (the apps'
     folders' listings are only looked at, nothing is read)."""
     from app.storage.backup import offered_chats
 
-    found = offered_chats()
-    if not found:
-        return None
-    (first, n), *more = found
-    said = f"Import your {n} chat{'' if n == 1 else 's'} from {first.name}"
-    return said + "".join(f" and {k} from {app.name}" for app, k in more) + "…"
+    return [
+        (
+            app.key,
+            f"Import your {n} chat{'' if n == 1 else 's'} from {app.name}…",
+            f"Bring the chats {app.name} keeps into Callisto (File → Import from {app.name}…)",
+        )
+        for app, n in offered_chats()
+    ]

@@ -32,7 +32,7 @@ class ExportController(WindowPart):
         conversations.list.sig_copy.connect(self.copy_markdown)
         conversations.list.sig_export_many.connect(lambda ids: self.export_all(ids=ids))
         conversations.list.sig_copy_many.connect(lambda ids: self.copy_markdown(ids=ids))
-        conversations.list.sig_offer.connect(lambda: self.import_offered())
+        conversations.list.sig_offer.connect(lambda key: self.import_app(key))
         self.export_dialog: Any = None  # the open export or import file dialog, if any
         self.export_dir: str | None = None  # where the last export went (the next dialog opens there)
 
@@ -207,26 +207,11 @@ class ExportController(WindowPart):
         """File -> *Import from Jan…*: :meth:`import_app` for Jan (``data``: its data folder)."""
         return self.import_app("jan", data)
 
-    def import_offered(self) -> bool:
-        """The empty list's offer clicked: every chat of each app it offered, one app after the
-        other (never two writing the history at once)."""
-        from app.storage.backup import offered_chats
-
-        keys = [app.key for app, _ in offered_chats()]
-        if not keys:
-            return False
-
-        def one(i: int) -> None:
-            self.import_app(keys[i], then=(lambda: one(i + 1)) if i + 1 < len(keys) else None)
-
-        one(0)
-        return True
-
-    def import_app(self, key: str, where: str | None = None, then: Any = None) -> bool:
+    def import_app(self, key: str, where: str | None = None) -> bool:
         """Every chat of another app (``key`` of ``backup.CHAT_APPS``) from its folder ``where``
         (default: its own, found as the app finds it; not found, the person is asked where it
         is), off the UI thread; one brought before is not brought again. The status bar says what
-        came and what did not; ``then`` runs after."""
+        came and what did not."""
         from app.storage.backup import CHAT_APPS
 
         app = CHAT_APPS[key]
@@ -239,15 +224,12 @@ class ExportController(WindowPart):
         def done(result: Any) -> None:
             self.conversations.refresh_conversations()
             bar.showMessage(_from_app(result, app.name), 12000 if result.failed or result.left else 8000)
-            if then is not None:
-                then()
 
-        def failed(why: str) -> None:
-            bar.showMessage(f"Could not import {app.name}'s chats: {why}", 12000)
-            if then is not None:
-                then()  # (the next app's chats still come)
-
-        return self.tasks.run(lambda: app.bring(history, folder), done, failed)
+        return self.tasks.run(
+            lambda: app.bring(history, folder),
+            done,
+            lambda why: bar.showMessage(f"Could not import {app.name}'s chats: {why}", 12000),
+        )
 
     def _ask_folder(self, app: Any, tried: str | None) -> bool:
         """The app's folder was not found (or has no chats): the person says where it is."""

@@ -2,7 +2,7 @@
 SQLite: Jan's data folder is found as Jan finds it, its chats come in off the UI thread, pinned
 when they were favourites, with their calls in the side panel; a second import brings only what is
 new (not found, a folder dialog asks where it is: ``test_import_lmstudio``); an empty list offers
-LM Studio's and Jan's chats together, and one click brings both."""
+LM Studio's and Jan's chats, a line each, and a click brings that app's."""
 
 from __future__ import annotations
 
@@ -53,20 +53,22 @@ def test_jan_s_chats_come_in_once(qtbot, make_window, tmp_path, monkeypatch):
     assert len(lst.ids()) == 3
 
 
-def test_an_empty_list_offers_lm_studio_s_and_jan_s_chats_together(qtbot, make_window, tmp_path, monkeypatch):
+def test_an_empty_list_offers_lm_studio_s_and_jan_s_chats_each_on_its_line(
+    qtbot, make_window, tmp_path, monkeypatch
+):
     monkeypatch.setenv("HOME", str(tmp_path))
     write_jan_thread(_jan_data(), "t1", jan_thread("Jan's weather"), WEATHER)
     w = make_window(None)
     lst = w.conversations_ctl.list
-    assert lst.list.item(1).text() == "Import your 1 chat from Jan…"
+    assert lst.list.item(1).text() == "Import your 1 chat from Jan…" and lst.list.count() == 2
 
     write_lms_chat(tmp_path / ".lmstudio", LMS_WEATHER, "1.conversation.json")
     w.conversations_ctl.refresh_conversations()
-    offered = lst.list.item(1)
-    assert offered.text() == "Import your 1 chat from LM Studio and 1 from Jan…"
+    lines = [lst.list.item(i) for i in (1, 2)]
+    assert [i.text() for i in lines] == ["Import your 1 chat from LM Studio…", "Import your 1 chat from Jan…"]
+    assert "File → Import from Jan…" in lines[1].toolTip()
     qtbot.mouseClick(
-        lst.list.viewport(), Qt.MouseButton.LeftButton, pos=lst.list.visualItemRect(offered).center()
+        lst.list.viewport(), Qt.MouseButton.LeftButton, pos=lst.list.visualItemRect(lines[1]).center()
     )
-    # one app after the other: LM Studio's, then Jan's
-    qtbot.waitUntil(lambda: _status(w).startswith("Imported 1 chat from Jan"), timeout=TIMEOUT)
-    assert sorted(lst.titles()) == ["Jan's weather", "Weather in Lyon"] and lst.placeholder() is None
+    qtbot.waitUntil(lambda: _status(w).startswith("Imported"), timeout=TIMEOUT)
+    assert _status(w) == "Imported 1 chat from Jan." and lst.titles() == ["Jan's weather"]
