@@ -132,10 +132,13 @@ def pictures_in_folder(folder: str | os.PathLike[str]) -> Pictures:
 def pictures_in_zip(archive: zipfile.ZipFile, folder: str = "") -> Pictures:
     """The pictures of an export still in its zip (``folder``: where its ``conversations.json``
     is in it), read from the zip (each no larger than a picture may be)."""
-    members = [m for m in archive.infolist() if not m.is_dir() and m.filename.startswith(folder)]
+    members = sorted(
+        (m for m in archive.infolist() if not m.is_dir() and m.filename.startswith(folder)),
+        key=lambda m: m.filename,
+    )
 
     def find(name: str) -> bytes | None:
-        for member in sorted(members, key=lambda m: m.filename):
+        for member in members:
             if member.filename[len(folder) :].startswith(name) and member.file_size <= MAX_PICTURE_BYTES:
                 with archive.open(member) as f:
                     data = f.read(MAX_PICTURE_BYTES + 1)
