@@ -85,9 +85,22 @@ def read_text_file(path: str | os.PathLike[str]) -> AttachedFile:
     return AttachedFile(p.name, text.replace("\r\n", "\n").replace("\r", "\n"), len(data))
 
 
+#: what begins another app's chat file (a JSON file dropped is imported when it is one, else
+#: attached): LM Studio's names itself; ChatGPT's and Claude's ``conversations.json`` and Open
+#: WebUI's export are told by fields no other JSON has in its first chat
+_HEAD_BYTES = 64 * 1024
+_OTHER_APPS_FIELDS = (
+    (b'"mapping"', b'"current_node"'),
+    (b'"chat_messages"', b'"sender"'),
+    (b'"currentId"', b'"childrenIds"'),
+)
+
+
 def is_chat_export(path: str | os.PathLike[str]) -> bool:
-    """``path`` is a chat exported by Callisto as JSON (its start names the format), or the zip of
-    ChatGPT's or Claude's data export (it holds a ``conversations.json``)."""
+    """``path`` is a chat exported as JSON by Callisto (its start names the format), a chat file
+    of LM Studio's (``*.conversation.json``), the export of ChatGPT, Claude or Open WebUI (its first
+    chat's fields), or the zip of ChatGPT's or Claude's data export (it holds a
+    ``conversations.json``)."""
     p = Path(path)
     if p.suffix.lower() == ".zip":
         try:
@@ -99,10 +112,12 @@ def is_chat_export(path: str | os.PathLike[str]) -> bool:
         return False
     try:
         with open(p, "rb") as f:
-            head = f.read(4096)
+            head = f.read(_HEAD_BYTES)
     except OSError:
         return False
-    return b'"callisto.conversation"' in head
+    if b'"callisto.conversation"' in head[:4096] or p.name.lower().endswith(".conversation.json"):
+        return True
+    return any(all(field in head for field in fields) for fields in _OTHER_APPS_FIELDS)
 
 
 def message_with_files(text: str, files: list[AttachedFile]) -> str:

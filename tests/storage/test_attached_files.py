@@ -83,3 +83,19 @@ def test_a_callisto_export_is_told_from_other_json(tmp_path):
     (tmp_path / "broken.zip").write_bytes(b"PK not a zip")
     assert is_chat_export(tmp_path / "export.zip")
     assert not any(is_chat_export(tmp_path / n) for n in ("other.zip", "broken.zip", "missing.zip"))
+    # other apps' chat files: LM Studio's by its name, the others' exports by their first chat's fields
+    from tests.storage.test_cloud_exports import CLAUDE, _gpt_chat, _gpt_message, _text
+    from tests.support.lmstudio_chats import WEATHER
+    from tests.support.openwebui_chats import owui_chat, owui_message
+
+    files = {
+        "1764000000000.conversation.json": WEATHER,
+        "conversations.json": [_gpt_chat("Hi", [_gpt_message("user", _text("hi"), 0)])],
+        "claude.json": [CLAUDE],
+        "chat-export.json": [owui_chat("Hi", [owui_message("q", "user", "hi", None)], "q", created=1)],
+    }
+    for name, data in files.items():
+        (tmp_path / name).write_text(json.dumps(data), encoding="utf-8")
+        assert is_chat_export(tmp_path / name), name
+    (tmp_path / "mapping.json").write_text(json.dumps({"mapping": {"a": 1}}), encoding="utf-8")
+    assert not is_chat_export(tmp_path / "mapping.json")  # one field alone is any JSON's

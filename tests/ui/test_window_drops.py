@@ -168,7 +168,7 @@ def test_an_exported_chat_dropped_on_the_window_comes_in_as_a_new_conversation(q
     assert len(w.conversations.ids()) == 2 and w.stack.currentWidget() is w.chat_page
 
 
-def test_chatgpt_s_export_zip_dropped_on_the_window_brings_its_chats(qtbot, make_window, tmp_path):
+def test_other_apps_exports_dropped_on_the_window_bring_their_chats(qtbot, make_window, tmp_path):
     import zipfile
 
     from tests.storage.test_cloud_exports import _powers
@@ -186,6 +186,16 @@ def test_chatgpt_s_export_zip_dropped_on_the_window_brings_its_chats(qtbot, make
         w.state.history.load_conversation(w.conversation_id).messages[1].tool_calls[0].call_id
     )
     assert "python" in w.tool_panel.detail_text() and "1024" in w.tool_panel.detail_text()
+
+    # another app's chat file dropped is imported too, not attached (LM Studio's, by its name)
+    from tests.support.lmstudio_chats import WEATHER
+
+    lms = tmp_path / "1764000000000.conversation.json"
+    lms.write_text(json.dumps(WEATHER), encoding="utf-8")
+    assert _drop(w.centralWidget(), _mime([lms]))
+    qtbot.waitUntil(lambda: "Weather in Lyon" in _status(w), timeout=TIMEOUT)
+    assert _status(w).startswith("Imported “Weather in Lyon” from 1764000000000.conversation.json")
+    assert w.chat_ctl.files.pending.files == [] and len(w.conversations.ids()) == 2
 
 
 def test_a_drop_with_a_model_and_an_image_attaches_the_image_too(qtbot, make_window, tmp_path):
