@@ -15,6 +15,8 @@ from typing import Any
 from app.storage.history import Conversation, MessageRecord, StoredToolCall
 
 __all__ = [
+    "MAX_MESSAGES",
+    "MAX_PICTURE_BYTES",
     "OtherChat",
     "Turns",
     "chat_title",
@@ -22,9 +24,13 @@ __all__ = [
     "epoch_seconds",
     "export_items",
     "is_picture",
+    "obj",
     "text_of",
     "think_out",
 ]
+
+MAX_MESSAGES = 100_000  # a chat longer than this is none (a cycle, a hostile file): read no further
+MAX_PICTURE_BYTES = 64 * 1024 * 1024  # a file bigger than this is not read as a picture
 
 
 @dataclass(frozen=True)
@@ -46,6 +52,12 @@ def epoch_seconds(value: Any) -> float | None:
         return None
     seconds = value / 1000 if value > 1e11 else float(value)
     return seconds if seconds < 4e9 else None  # (after 2096: not a time)
+
+
+def obj(value: Any) -> dict[str, Any]:
+    """``value`` when it is a JSON object, else an empty one (a field of the wrong type read as
+    none)."""
+    return value if isinstance(value, dict) else {}
 
 
 def export_items(data: Any, is_chat: Callable[[Any], bool]) -> list[Any] | None:

@@ -1,17 +1,17 @@
 """Text files attached to a message (Qt-free): read and checked (UTF-8 or UTF-16 text, no larger
 than :data:`MAX_FILE_BYTES`), and put in the message the model reads as a labelled, fenced block
 after what the person typed, so history, export, Regenerate and the APIs see the message whole.
-A chat exported by Callisto, or the zip of ChatGPT's or Claude's export (:func:`is_chat_export`), is
-imported, not attached."""
+A chat exported by Callisto or another app, or the zip of ChatGPT's or Claude's export
+(:func:`is_chat_export`), is imported, not attached."""
 
 from __future__ import annotations
 
 import os
 import zipfile
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
-from app.storage.export import code_fence
+from app.storage.export import code_fence, conversations_member
 from app.units import format_bytes
 
 __all__ = [
@@ -105,7 +105,7 @@ def is_chat_export(path: str | os.PathLike[str]) -> bool:
     if p.suffix.lower() == ".zip":
         try:
             with zipfile.ZipFile(p) as z:
-                return any(PurePosixPath(n).name == "conversations.json" for n in z.namelist())
+                return conversations_member(z) is not None
         except (OSError, zipfile.BadZipFile, ValueError):
             return False
     if p.suffix.lower() != ".json":

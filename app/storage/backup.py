@@ -20,6 +20,8 @@ from typing import Any
 
 from app.storage.export import export_conversation, export_file_name, read_chats
 from app.storage.history import Conversation, ConversationNotFound, History, HistoryError
+from app.storage.jan import jan_data_folder, jan_thread_folders, read_jan_thread
+from app.storage.lmstudio import lmstudio_chat_files, lmstudio_home, read_lmstudio_chat
 
 __all__ = [
     "CHAT_APPS",
@@ -118,9 +120,9 @@ def read_exports(paths: Iterable[str | os.PathLike[str]]) -> list[tuple[Path, Co
 
 @dataclass(frozen=True)
 class ImportedChats:
-    """What :func:`import_lmstudio` or :func:`import_jan` did: the conversations it made, how many were there already
-    (imported before), the files it could not read (with why), and what of the chats it brought
-    it could not (each "“title”: what")."""
+    """What :func:`import_lmstudio` or :func:`import_jan` did: the conversations it made, how many
+    were there already (imported before), the files it could not read (with why), and what of the
+    chats it brought it could not (each "“title”: what")."""
 
     imported: list[Conversation]
     already: int
@@ -132,8 +134,6 @@ def import_lmstudio(history: History, home: str | os.PathLike[str]) -> ImportedC
     """Bring every chat of LM Studio's folder ``home`` (``lmstudio.lmstudio_home``) into
     ``history``, each in its folder of LM Studio's list and pinned as it was there
     (:func:`_bring`). LM Studio's files are only read."""
-    from app.storage.lmstudio import lmstudio_chat_files, read_lmstudio_chat
-
     files = lmstudio_chat_files(Path(home) / "conversations")
     return _bring(
         history, [(path, partial(read_lmstudio_chat, path, folder=folder)) for path, folder in files]
@@ -143,8 +143,6 @@ def import_lmstudio(history: History, home: str | os.PathLike[str]) -> ImportedC
 def import_jan(history: History, data: str | os.PathLike[str]) -> ImportedChats:
     """Bring every chat of Jan's data folder ``data`` (``jan.jan_data_folder``) into ``history``,
     each pinned when it was a favourite there (:func:`_bring`). Jan's files are only read."""
-    from app.storage.jan import jan_thread_folders, read_jan_thread
-
     return _bring(
         history, [(folder, partial(read_jan_thread, folder)) for folder in jan_thread_folders(data)]
     )
@@ -210,35 +208,18 @@ class ChatApp:
         return where if where is not None and (where / self.holds).is_dir() else None
 
 
-def _lmstudio_home() -> Path | None:
-    from app.storage.lmstudio import lmstudio_home
-
-    return lmstudio_home()
-
-
-def _lmstudio_count(home: Path) -> int:
-    from app.storage.lmstudio import lmstudio_chat_files
-
-    return len(lmstudio_chat_files(home / "conversations"))
-
-
-def _jan_data() -> Path | None:
-    from app.storage.jan import jan_data_folder
-
-    return jan_data_folder()
-
-
-def _jan_count(data: Path) -> int:
-    from app.storage.jan import jan_thread_folders
-
-    return len(jan_thread_folders(data))
-
-
 CHAT_APPS = {
     "lmstudio": ChatApp(
-        "lmstudio", "LM Studio", "conversations", _lmstudio_home, _lmstudio_count, import_lmstudio
+        "lmstudio",
+        "LM Studio",
+        "conversations",
+        lmstudio_home,
+        lambda home: len(lmstudio_chat_files(home / "conversations")),
+        import_lmstudio,
     ),
-    "jan": ChatApp("jan", "Jan", "threads", _jan_data, _jan_count, import_jan),
+    "jan": ChatApp(
+        "jan", "Jan", "threads", jan_data_folder, lambda data: len(jan_thread_folders(data)), import_jan
+    ),
 }
 
 

@@ -31,7 +31,16 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from app.storage._others import OtherChat, Turns, epoch_seconds, export_items, is_picture
+from app.storage._others import (
+    MAX_MESSAGES,
+    MAX_PICTURE_BYTES,
+    OtherChat,
+    Turns,
+    epoch_seconds,
+    export_items,
+    is_picture,
+    obj,
+)
 from app.storage.history import MessageRecord
 
 __all__ = [
@@ -42,8 +51,6 @@ __all__ = [
     "pictures_in_zip",
 ]
 
-MAX_MESSAGES = 100_000  # a branch longer than this is no chat (a cycle, a hostile file)
-MAX_PICTURE_BYTES = 64 * 1024 * 1024
 _TOOL_ROLES = ("tool",)
 _HIDDEN_TYPES = ("user_editable_context", "model_editable_context", "reasoning_recap", "system_error")
 
@@ -77,19 +84,15 @@ def _branch(chat: dict[str, Any]) -> tuple[list[dict[str, Any]], int]:
     others = sum(
         1
         for key, node in tree.items()
-        if key not in seen and isinstance(node, dict) and _shown_to_person(_obj(node.get("message")))
+        if key not in seen and isinstance(node, dict) and _shown_to_person(obj(node.get("message")))
     )
     return branch, others
 
 
-def _obj(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
 def _shown_to_person(message: dict[str, Any]) -> bool:
     """Whether ChatGPT shows the message in the chat (not the system's, not a hidden one)."""
-    meta, content = _obj(message.get("metadata")), _obj(message.get("content"))
-    role = _obj(message.get("author")).get("role")
+    meta, content = obj(message.get("metadata")), obj(message.get("content"))
+    role = obj(message.get("author")).get("role")
     if meta.get("is_visually_hidden_from_conversation") or content.get("content_type") in _HIDDEN_TYPES:
         return False
     return role in ("user", "assistant", *_TOOL_ROLES)
@@ -168,7 +171,7 @@ class _Reader(Turns):
         return data
 
     def user(self, message: dict[str, Any], created: float | None) -> None:
-        content = _obj(message.get("content"))
+        content = obj(message.get("content"))
         text, images, parts = "", [], content.get("parts")
         for part in parts if isinstance(parts, list) else []:
             if isinstance(part, str):
@@ -183,9 +186,9 @@ class _Reader(Turns):
     def assistant(self, message: dict[str, Any], created: float | None) -> None:
         """One of the reply's messages: its text, its thoughts, or a call to one of ChatGPT's
         tools (``recipient``): each goes in the reply being built, as Callisto keeps a turn."""
-        content = _obj(message.get("content"))
+        content = obj(message.get("content"))
         kind = content.get("content_type")
-        model = _obj(message.get("metadata")).get("model_slug")
+        model = obj(message.get("metadata")).get("model_slug")
         extra: dict[str, Any] = {"imported_from": "ChatGPT"}
         if isinstance(model, str) and model.strip():
             extra["model_name"] = " ".join(model.split())
@@ -209,8 +212,8 @@ class _Reader(Turns):
 
     def tool(self, message: dict[str, Any]) -> None:
         """A tool's answer: the result of the call the reply made before it."""
-        content = _obj(message.get("content"))
-        name = _obj(message.get("author")).get("name")
+        content = obj(message.get("content"))
+        name = obj(message.get("author")).get("name")
         waiting = [c for c in self.reply_at.tool_calls if c.result is None] if self.reply_at else []
         call = next((c for c in waiting if c.name == name), None)
         self.result(self.reply_at, call.call_id if call is not None else None, _parts_text(content))
@@ -223,7 +226,7 @@ def _conversation(chat: dict[str, Any], pictures: Pictures | None) -> OtherChat:
     for message in branch:
         if not _shown_to_person(message):
             continue
-        role = _obj(message.get("author")).get("role")
+        role = obj(message.get("author")).get("role")
         at = epoch_seconds(message.get("create_time"))
         if role == "user":
             reader.user(message, at)

@@ -20,12 +20,10 @@ import time
 from datetime import datetime
 from typing import Any
 
-from app.storage._others import OtherChat, Turns, epoch_seconds, export_items, text_of
+from app.storage._others import MAX_MESSAGES, OtherChat, Turns, epoch_seconds, export_items, text_of
 from app.storage.history import MessageRecord
 
 __all__ = ["conversations_from_claude", "is_claude_export"]
-
-MAX_MESSAGES = 100_000
 
 
 def _is_chat(item: Any) -> bool:

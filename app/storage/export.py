@@ -41,6 +41,7 @@ __all__ = [
     "read_export",
     "read_import_bytes",
     "conversation_markdown",
+    "conversations_member",
     "export_conversation",
     "export_file_name",
     "reply_author",
@@ -409,13 +410,15 @@ def conversation_from_json(text: str | bytes) -> Conversation:
 def _other_apps(data: Any, files: Any = None) -> tuple[str, list[Any]] | None:
     """The chats of another app's file (``data``: its JSON): LM Studio's one chat, or each chat of
     an export of Open WebUI, ChatGPT or Claude (its pictures, where the export keeps them apart,
-    from ``files``: a folder, or ``chatgpt.pictures_in_zip``), with the app's name; None for a
-    file of none of them."""
+    from ``files``: a folder, or ``chatgpt.pictures_in_zip``), with the app's name; None for
+    Callisto's own export and for a file of none of them."""
     from app.storage.chatgpt import conversations_from_chatgpt, is_chatgpt_export
     from app.storage.claude import conversations_from_claude, is_claude_export
     from app.storage.lmstudio import conversation_from_lmstudio, is_lmstudio_chat
     from app.storage.openwebui import conversations_from_openwebui, is_openwebui_export
 
+    if isinstance(data, dict) and data.get("format") == JSON_FORMAT:
+        return None
     if is_lmstudio_chat(data):  # a chat file of LM Studio's: read as its import reads it
         return "LM Studio", [conversation_from_lmstudio(data)]
     if is_openwebui_export(data):
@@ -436,10 +439,9 @@ def _one(app: str, chats: list[Any]) -> Conversation:
 
 def _conversation_of(data: Any) -> Conversation:
     """:func:`conversation_from_json`'s reading of the JSON ``data``."""
-    if not isinstance(data, dict) or data.get("format") != JSON_FORMAT:
-        found = _other_apps(data)
-        if found is not None:  # (read_chats reads an export of many)
-            return _one(*found)
+    found = _other_apps(data)
+    if found is not None:  # (read_chats reads an export of many)
+        return _one(*found)
     if not isinstance(data, dict) or data.get("format") != JSON_FORMAT:
         raise ValueError(
             "the file is not a chat exported by Callisto (its format is not callisto.conversation) "
@@ -481,10 +483,10 @@ def read_export(path: str | os.PathLike[str]) -> Conversation:
 def read_chats(path: str | os.PathLike[str]) -> list[Conversation]:
     """Every conversation in the file at ``path``, read once: a Callisto export
     (:func:`conversation_from_json`), an LM Studio chat (``read_lmstudio_chat``: with its pictures
-    and its time), a Jan chat (its ``messages.jsonl`` or ``thread.json``: ``read_jan_thread``), or
-    an export of Open WebUI, ChatGPT or Claude (each of its chats; ChatGPT's pictures from the
-    files beside it), or the zip ChatGPT's or Claude's export came in. A file too large is refused before
-    it is read. OSError or ValueError say why it cannot be read."""
+    and its time), a Jan chat (its ``messages.jsonl`` or ``thread.json``: ``read_jan_thread``), an
+    export of Open WebUI, ChatGPT or Claude (each of its chats; ChatGPT's pictures from the files
+    beside it), or the zip ChatGPT's or Claude's export came in. A file too large is refused
+    before it is read. OSError or ValueError say why it cannot be read."""
     p = Path(path)
     if p.name.endswith(".conversation.json"):  # LM Studio's
         from app.storage.lmstudio import read_lmstudio_chat
@@ -497,12 +499,15 @@ def read_chats(path: str | os.PathLike[str]) -> list[Conversation]:
     if zipfile.is_zipfile(p):
         return _read_zip(p)
     data = load_export_json(read_import_bytes(p))
-    found = (
-        _other_apps(data, p.parent)
-        if not isinstance(data, dict) or data.get("format") != JSON_FORMAT
-        else None
-    )
+    found = _other_apps(data, p.parent)
     return [c.conversation for c in found[1]] if found is not None else [_conversation_of(data)]
+
+
+def conversations_member(archive: zipfile.ZipFile) -> zipfile.ZipInfo | None:
+    """The ``conversations.json`` of the zip ChatGPT's or Claude's data export came in (the one
+    nearest its top), or None when it holds none."""
+    found = [m for m in archive.infolist() if PurePosixPath(m.filename).name == "conversations.json"]
+    return min(found, key=lambda m: (m.filename.count("/"), m.filename)) if found else None
 
 
 def _read_zip(path: Path) -> list[Conversation]:
@@ -516,12 +521,11 @@ def _read_zip(path: Path) -> list[Conversation]:
     except (zipfile.BadZipFile, ValueError) as exc:
         raise ValueError(f"the zip cannot be read ({exc})") from None
     with archive:
-        found = [m for m in archive.infolist() if PurePosixPath(m.filename).name == "conversations.json"]
-        if not found:
+        member = conversations_member(archive)
+        if member is None:
             raise ValueError(
                 "the zip holds no conversations.json (the chats of ChatGPT's or Claude's export)"
             )
-        member = min(found, key=lambda m: (m.filename.count("/"), m.filename))
         if member.file_size > MAX_IMPORT_BYTES:
             raise ValueError(f"its conversations.json is larger than {MAX_IMPORT_BYTES // (1024 * 1024)} MiB")
         try:

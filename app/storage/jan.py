@@ -29,7 +29,15 @@ import time
 from pathlib import Path
 from typing import Any
 
-from app.storage._others import OtherChat, Turns, data_url_picture, epoch_seconds, think_out
+from app.storage._others import (
+    MAX_MESSAGES,
+    OtherChat,
+    Turns,
+    data_url_picture,
+    epoch_seconds,
+    obj,
+    think_out,
+)
 from app.storage.history import MessageRecord
 
 __all__ = [
@@ -38,8 +46,6 @@ __all__ = [
     "jan_thread_folders",
     "read_jan_thread",
 ]
-
-MAX_MESSAGES = 100_000  # a thread longer than this is no chat (a hostile file)
 
 
 def _system_data_dir(platform: str, home: Path) -> Path:
@@ -99,13 +105,8 @@ def jan_thread_folders(data: str | os.PathLike[str]) -> list[Path]:
     return found
 
 
-def _obj(value: Any) -> dict[str, Any]:
-    """``value`` when it is a JSON object, else an empty one."""
-    return value if isinstance(value, dict) else {}
-
-
 def _meta(message: dict[str, Any]) -> dict[str, Any]:
-    return _obj(message.get("metadata"))
+    return obj(message.get("metadata"))
 
 
 _UNLINKED = object()  # a message of a chat with versions that names no parent (not even none)
@@ -242,8 +243,8 @@ class _Reader(Turns):
         for old in calls if isinstance(calls, list) else []:
             if not isinstance(old, dict):
                 continue
-            tool = _obj(old.get("tool")) or old
-            function = _obj(tool.get("function"))
+            tool = obj(old.get("tool")) or old
+            function = obj(tool.get("function"))
             name = function.get("name", old.get("name"))
             if not self.named(name):
                 continue
@@ -315,7 +316,7 @@ def conversation_from_jan(thread: Any, messages: list[Any], *, updated: float | 
         )
     if others:
         reader.left.append(f"{others} other version{'s' if others > 1 else ''} of its messages")
-    meta = _obj(info.get("metadata"))
+    meta = obj(info.get("metadata"))
     prompt = first.get("instructions")
     last = max((m.created for m in reader.messages), default=created)
     return reader.chat(

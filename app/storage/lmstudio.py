@@ -25,7 +25,15 @@ import time
 from pathlib import Path
 from typing import Any
 
-from app.storage._others import OtherChat, Turns, epoch_seconds, is_picture, text_of, think_out
+from app.storage._others import (
+    MAX_PICTURE_BYTES,
+    OtherChat,
+    Turns,
+    epoch_seconds,
+    is_picture,
+    text_of,
+    think_out,
+)
 from app.storage.history import MAX_FOLDER_NAME, MessageRecord
 
 __all__ = [
@@ -38,7 +46,6 @@ __all__ = [
 ]
 
 CHAT_SUFFIX = ".conversation.json"
-MAX_PICTURE_BYTES = 64 * 1024 * 1024  # a file bigger than this is not read as a picture
 
 
 def lmstudio_home(home: str | os.PathLike[str] | None = None) -> Path | None:

@@ -12,8 +12,9 @@ Read here: the branch the chat showed (from ``currentId`` back to its first mess
 message's text, a reply's thinking (the ``<details type="reasoning">`` blocks Open WebUI writes in
 it) as its reasoning, the tools it ran (its ``<details type="tool_calls">`` blocks, each with the
 call's name, arguments and result) as calls in Callisto's turn layout, who wrote it, its token
-counts, and the pictures attached to a question (data URLs). What is not brought is said: the other branches (edits, regenerations),
-files that are not pictures. Every field is checked: a file may come from anywhere."""
+counts, and the pictures attached to a question (data URLs). What is not brought is said: the
+other branches (edits, regenerations), files that are not pictures. Every field is checked: a
+file may come from anywhere."""
 
 from __future__ import annotations
 
@@ -24,12 +25,11 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from app.storage._others import OtherChat, Turns, data_url_picture, epoch_seconds
+from app.storage._others import MAX_MESSAGES, OtherChat, Turns, data_url_picture, epoch_seconds
 from app.storage.history import MessageRecord
 
 __all__ = ["conversations_from_openwebui", "is_openwebui_export"]
 
-MAX_MESSAGES = 100_000  # a branch longer than this is no chat (a cycle, a hostile file)
 _ATTRIBUTE = re.compile(r'(\w+)="([^"]*)"')
 _SUMMARY = re.compile(r"\A\s*<summary>.*?</summary>", re.DOTALL)
 _CLOSE = "</details>"

@@ -25,6 +25,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.engine.models.library import LINKED_APPS
 from app.ui.models_page._pane import pane_table
 from app.ui.models_page.other_apps import OtherAppsModels
 from app.units import format_bytes
@@ -58,7 +59,7 @@ AUTO, NONE, FILE = "auto", "none", "file"
 
 #: the sources whose models Remove stops listing (the file stays); those whose files Delete leaves
 #: to their own app (the Hugging Face cache's, Ollama's, Jan's)
-REMOVABLE, NOT_DELETED_HERE = ("imported", "folder", "ollama", "jan"), ("hf-cache", "ollama", "jan")
+REMOVABLE, NOT_DELETED_HERE = ("imported", "folder", *LINKED_APPS), ("hf-cache", *LINKED_APPS)
 
 SOURCE_WORDS = {
     "downloaded": "downloaded",
@@ -351,9 +352,7 @@ class LibraryPane(QWidget):
             ):
                 return
             lib.remove_folder(folder)
-        elif model.source in ("ollama", "jan"):
-            from app.engine.models.library import LINKED_APPS
-
+        elif model.source in LINKED_APPS:
             try:
                 lib.unlink_linked(model)
             except Exception as exc:  # noqa: BLE001 - LibraryError: said

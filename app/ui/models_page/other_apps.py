@@ -12,11 +12,12 @@ from typing import TYPE_CHECKING, Any
 
 from PySide6.QtWidgets import QPushButton
 
+from app.engine.models.library import LINKED_APPS
+
 if TYPE_CHECKING:
     from app.ui.models_page.library import LibraryPane
 
 __all__ = [
-    "LINKED",
     "OtherAppsModels",
     "linked_models_new",
     "lmstudio_models",
@@ -66,17 +67,13 @@ def other_apps_offer(library: Any) -> str | None:
     """What the first-contact hint offers when other apps keep models ``library`` does not list
     ("Use your LM Studio and Ollama models"), or None."""
     found = [("LM Studio", lmstudio_models(library))] + [
-        (name, linked_models_new(library, app)) for app, name in LINKED.items()
+        (name, linked_models_new(library, app)) for app, name in LINKED_APPS.items()
     ]
     apps = [a for a, models in found if models]
     if not apps:
         return None
     listed = apps[0] if len(apps) == 1 else f"{', '.join(apps[:-1])} and {apps[-1]}"
     return f"Use your {listed} models"
-
-
-#: the apps whose models are linked in (``Library.links``), by the names the buttons say
-LINKED = {"ollama": "Ollama", "jan": "Jan"}
 
 
 class OtherAppsModels:
@@ -88,7 +85,7 @@ class OtherAppsModels:
         self.lmstudio_button.setObjectName("useLmstudioModels")
         self.lmstudio_button.clicked.connect(self.use_lmstudio_models)
         self.linked_buttons: dict[str, QPushButton] = {}
-        for app, name in LINKED.items():
+        for app, name in LINKED_APPS.items():
             button = QPushButton(f"Use {name}'s models")
             button.setObjectName(f"use{name}Models")
             button.clicked.connect(lambda _=False, a=app: self.use_linked(a))
@@ -100,7 +97,7 @@ class OtherAppsModels:
 
     def offer(self) -> None:
         self._offer_lmstudio()
-        for app in LINKED:
+        for app in LINKED_APPS:
             self._offer_linked(app)
 
     def _lmstudio_models(self) -> tuple[Path, int] | None:
@@ -137,10 +134,10 @@ class OtherAppsModels:
         button = self.linked_buttons[app]
         button.setVisible(bool(new))
         if new:
-            button.setText(f"Use {LINKED[app]}'s models ({len(new)})")
+            button.setText(f"Use {LINKED_APPS[app]}'s models ({len(new)})")
             names = ", ".join(m.name for m in new[:6]) + (" …" if len(new) > 6 else "")
             button.setToolTip(
-                f"List the models {LINKED[app]} keeps ({names}) where they are: linked, nothing copied or downloaded"
+                f"List the models {LINKED_APPS[app]} keeps ({names}) where they are: linked, nothing copied or downloaded"
             )
 
     def use_linked(self, app: str) -> bool:
@@ -153,7 +150,7 @@ class OtherAppsModels:
         if not new:
             return False
         done, failed = link_ollama_models(new, library.links(app))
-        said = f"{LINKED[app]}'s models are listed where they are ({len(done)}); nothing was copied."
+        said = f"{LINKED_APPS[app]}'s models are listed where they are ({len(done)}); nothing was copied."
         if failed:
             said += f" Could not link {failed[0][0]}: {failed[0][1]}"
         self.pane.page.show_status(said, error=bool(failed) and not done)
@@ -165,7 +162,7 @@ class OtherAppsModels:
         said: list[str] = []
         if self.use_lmstudio_models():
             said.append(self.pane.page.status_label.text())
-        for app in LINKED:
+        for app in LINKED_APPS:
             if self.use_linked(app):
                 said.append(self.pane.page.status_label.text())
         if len(said) > 1:
