@@ -48,6 +48,7 @@ from pathlib import Path
 from typing import Any, Literal, TypedDict, TypeVar, Unpack
 
 from app.calls import APPROVAL_OUTCOMES, IncompleteCall, ToolCall, ToolResult
+from app.storage._trash_rows import Rows, rows_from_json, rows_to_json
 from app.storage.migrations import apply_migrations
 from app.storage.paths import history_path
 from app.units import format_bytes
@@ -70,6 +71,8 @@ __all__ = [
     "StoredImage",
     "StoredNotice",
     "StoredToolCall",
+    "TRASH_DAYS",
+    "TrashedChat",
     "TurnMessage",
     "check_image_sizes",
     "folder_name",
@@ -429,6 +432,58 @@ _CONVERSATION_ROWS = (
     ),
     ("message_images", "message_id IN (SELECT id FROM messages WHERE conversation_id = ?)"),
 )
+
+
+def _take_conversation(db: sqlite3.Connection, conversation_id: int) -> Rows:
+    """Delete a conversation (cascade) in ``db``'s transaction; every row of it that went."""
+    rows: Rows = {}
+    for table, where in _CONVERSATION_ROWS:
+        cur = db.execute(f"SELECT * FROM {table} WHERE {where}", (conversation_id,))
+        rows[table] = ([d[0] for d in cur.description], cur.fetchall())
+    if db.execute("DELETE FROM conversations WHERE id = ?", (conversation_id,)).rowcount == 0:
+        raise ConversationNotFound(f"no conversation with id {conversation_id}")
+    return rows
+
+
+def _put_back(db: sqlite3.Connection, conversation_id: int, rows: Rows) -> None:
+    """Insert the rows :func:`_take_conversation` took, in ``db``'s transaction (the search index
+    follows by its triggers); HistoryError when a conversation of that id is there again."""
+    if db.execute("SELECT 1 FROM conversations WHERE id = ?", (conversation_id,)).fetchone():
+        raise HistoryError(f"a conversation with id {conversation_id} is there already")
+    for table, _where in _CONVERSATION_ROWS:
+        cols, values = rows.get(table, ([], []))
+        if not values:
+            continue
+        verb = "INSERT OR IGNORE" if table == "image_blobs" else "INSERT"  # (blobs are shared)
+        marks = ",".join("?" * len(cols))
+        db.executemany(f"{verb} INTO {table} ({', '.join(cols)}) VALUES ({marks})", values)
+
+
+def _row_value(rows: Rows, column: str) -> Any:
+    """The conversation's ``column`` in the rows :func:`_take_conversation` took."""
+    cols, values = rows["conversations"]
+    return values[0][cols.index(column)]
+
+
+def _purge_trash(db: sqlite3.Connection, now: float) -> None:
+    db.execute("DELETE FROM trash WHERE deleted_at < ?", (now - TRASH_DAYS * 86400.0,))
+
+
+#: how long a deleted chat stays in the trash (Recently deleted) before it is deleted for good
+TRASH_DAYS = 30
+
+
+@dataclass(frozen=True)
+class TrashedChat:
+    """A chat in the trash: the trash's id for it, the conversation's id (it comes back with it),
+    its title, folder and message count, and when it was deleted (epoch seconds)."""
+
+    id: int
+    conversation_id: int
+    title: str
+    folder: str | None
+    messages: int
+    deleted_at: float
 
 
 @dataclass(frozen=True)
@@ -819,32 +874,72 @@ class History:
 
     def delete_conversation(self, conversation_id: int) -> DeletedConversation:
         """Delete a conversation with its messages, tool calls, reply versions and pictures
-        (cascade). Returns every row that went, for :meth:`undelete_conversation`."""
+        (cascade), for good. Returns every row that went, for :meth:`undelete_conversation`."""
         with self._tx() as db:
-            rows: dict[str, tuple[list[str], list[tuple[Any, ...]]]] = {}
-            for table, where in _CONVERSATION_ROWS:
-                cur = db.execute(f"SELECT * FROM {table} WHERE {where}", (conversation_id,))
-                rows[table] = ([d[0] for d in cur.description], cur.fetchall())
-            cur = db.execute("DELETE FROM conversations WHERE id = ?", (conversation_id,))
-            if cur.rowcount == 0:
-                raise ConversationNotFound(f"no conversation with id {conversation_id}")
-        title = rows["conversations"][1][0][rows["conversations"][0].index("title")]
-        return DeletedConversation(conversation_id, str(title), rows)
+            rows = _take_conversation(db, conversation_id)
+        return DeletedConversation(conversation_id, _row_value(rows, "title"), rows)
 
     def undelete_conversation(self, deleted: DeletedConversation) -> None:
         """Put a conversation :meth:`delete_conversation` deleted back as it was: the same id, its
         messages, calls, reply versions and pictures (the search index follows by its triggers).
         HistoryError when a conversation of that id is there again."""
         with self._tx() as db:
-            if db.execute("SELECT 1 FROM conversations WHERE id = ?", (deleted.id,)).fetchone():
-                raise HistoryError(f"a conversation with id {deleted.id} is there already")
-            for table, _where in _CONVERSATION_ROWS:
-                cols, values = deleted.rows.get(table, ([], []))
-                if not values:
-                    continue
-                verb = "INSERT OR IGNORE" if table == "image_blobs" else "INSERT"  # (blobs are shared)
-                marks = ",".join("?" * len(cols))
-                db.executemany(f"{verb} INTO {table} ({', '.join(cols)}) VALUES ({marks})", values)
+            _put_back(db, deleted.id, deleted.rows)
+
+    # -- recently deleted ----------------------------------------------------------------------
+
+    def trash_conversation(self, conversation_id: int) -> TrashedChat:
+        """Delete a conversation (as :meth:`delete_conversation`) and keep its rows in the trash,
+        in the same transaction, to be put back by :meth:`restore_trashed` for
+        :data:`TRASH_DAYS` days. Chats longer there are deleted for good first."""
+        now = time.time()
+        with self._tx() as db:
+            _purge_trash(db, now)
+            rows = _take_conversation(db, conversation_id)
+            title, folder = _row_value(rows, "title"), _row_value(rows, "folder") or None
+            count = len(rows["messages"][1])
+            cur = db.execute(
+                "INSERT INTO trash (conversation_id, title, folder, messages, deleted_at, rows_json) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                (conversation_id, title, folder, count, now, rows_to_json(rows)),
+            )
+            return TrashedChat(_rowid(cur), conversation_id, title, folder, count, now)
+
+    def trashed(self) -> list[TrashedChat]:
+        """The chats in the trash, the last deleted first (those past :data:`TRASH_DAYS` days are
+        deleted for good first)."""
+        with self._tx() as db:
+            _purge_trash(db, time.time())
+        rows = self._read(
+            "SELECT id, conversation_id, title, folder, messages, deleted_at FROM trash "
+            "ORDER BY deleted_at DESC, id DESC"
+        )
+        return [TrashedChat(*r) for r in rows]
+
+    def restore_trashed(self, trash_id: int) -> int:
+        """Put a chat in the trash back as it was (its id, messages, calls, versions, pictures,
+        folder and pin) and take it out of the trash; its conversation id. HistoryError when it
+        is no longer in the trash, or a conversation of its id is there again."""
+        with self._tx() as db:
+            row = db.execute(
+                "SELECT conversation_id, rows_json FROM trash WHERE id = ?", (trash_id,)
+            ).fetchone()
+            if row is None:
+                raise HistoryError("that chat is no longer in Recently deleted")
+            try:
+                rows = rows_from_json(row[1])
+            except (ValueError, KeyError, TypeError) as exc:
+                raise HistoryError(f"that chat's saved rows cannot be read: {exc}") from exc
+            _put_back(db, row[0], rows)
+            db.execute("DELETE FROM trash WHERE id = ?", (trash_id,))
+            return int(row[0])
+
+    def forget_trashed(self, trash_ids: Iterable[int] | None = None) -> int:
+        """Delete chats in the trash for good (``None``: all of them, emptying it); how many."""
+        with self._tx() as db:
+            if trash_ids is None:
+                return db.execute("DELETE FROM trash").rowcount
+            return sum(db.execute("DELETE FROM trash WHERE id = ?", (t,)).rowcount for t in trash_ids)
 
     def list_conversations(self, limit: int | None = None, offset: int = 0) -> list[Conversation]:
         """Conversations, most recently updated first."""

@@ -241,6 +241,26 @@ def m014_conversation_folder(db: sqlite3.Connection) -> None:
     db.execute("ALTER TABLE conversations ADD COLUMN folder TEXT")
 
 
+@migration
+def m015_trash(db: sqlite3.Connection) -> None:
+    """Recently deleted chats: a deleted conversation's rows (every table's, as JSON, bytes in
+    base64) kept for a while to be put back as they were; its title, folder, message count and
+    when it was deleted to list it. Nothing else reads these rows: a chat in the trash is gone
+    from the list, the search and the exports."""
+    db.execute(
+        """CREATE TABLE trash (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            conversation_id INTEGER NOT NULL,
+            title TEXT NOT NULL,
+            folder TEXT,
+            messages INTEGER NOT NULL,
+            deleted_at REAL NOT NULL,
+            rows_json TEXT NOT NULL
+        )"""
+    )
+    db.execute("CREATE INDEX trash_deleted_at ON trash(deleted_at)")
+
+
 def apply_migrations(db: sqlite3.Connection, migrations: Sequence[Migration] = MIGRATIONS) -> list[str]:
     """Apply each not-yet-applied migration in order, each in its own transaction.
 

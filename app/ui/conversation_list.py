@@ -24,6 +24,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.storage.history import TRASH_DAYS
 from app.ui.conversation_folders import (
     ask_folder_name,
     fill_folder_menu,
@@ -373,9 +374,11 @@ class ConversationList(QWidget):
         box = QMessageBox(
             QMessageBox.Icon.Question,
             "Delete conversation" if len(ids) == 1 else "Delete conversations",
-            f"{asked} Undo in the status bar brings them back for a while."
+            f"{asked}\n\nThey stay in Recently deleted (File menu) for {TRASH_DAYS} days; "
+            "Undo in the status bar brings them back now."
             if len(ids) > 1
-            else f"{asked} Undo in the status bar brings it back for a while.",
+            else f"{asked}\n\nIt stays in Recently deleted (File menu) for {TRASH_DAYS} days; "
+            "Undo in the status bar brings it back now.",
             QMessageBox.StandardButton.Cancel,
             self,
         )

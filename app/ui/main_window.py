@@ -201,15 +201,11 @@ class MainWindow(QMainWindow):
             self,
             pages=self.page_stack,
             panel_actions=(self.act_conversations, self.act_panel),
-            new_chat=self.conversations_ctl.new_chat,
+            conversations=self.conversations_ctl,
             stop=self.chat_ctl.stop,
-            focus_search=self.conversations_ctl.focus_search,
             open_settings=self.open_settings,
-            exports=self.conversations_ctl.exports,
-            find_in_chat=self.conversations_ctl.find_in_chat,
             regenerate=self.chat_ctl.regenerate,
             copy_code=lambda: copy_last_code_block(page.chat, self.statusBar()),
-            step_conversation=self.conversations_ctl.step_conversation,
             text_size=self.text_size.step,
         )
         self._wire_parts()

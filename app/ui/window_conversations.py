@@ -160,14 +160,13 @@ class ConversationsController(WindowPart):
         self.delete_conversations([cid])
 
     def delete_conversations(self, ids: list[int]) -> None:
-        """Delete the chats ``ids`` (the open one among them: a new chat); *Undo* puts them back."""
+        """Delete the chats ``ids`` (the open one among them: a new chat) to the trash: *Undo*
+        puts them back, and File -> *Recently deleted…* for ``TRASH_DAYS`` days."""
         if self.state.conversation_id in ids:
             self.new_chat()
         gone: list[Any] = []
         history = self.state.history
-        self.write_history(
-            "delete", each_chat(ids, lambda cid: gone.append(history.delete_conversation(cid)))
-        )
+        self.write_history("delete", each_chat(ids, lambda cid: gone.append(history.trash_conversation(cid))))
         self.undo.deleted_now(gone)
 
     def step_conversation(self, delta: int) -> int | None:

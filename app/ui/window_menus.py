@@ -9,11 +9,13 @@ from PySide6.QtCore import Qt, QUrl
 from PySide6.QtGui import QDesktopServices, QKeySequence, QShortcut
 from PySide6.QtWidgets import QLabel, QMessageBox
 
+from app.storage.history import TRASH_DAYS
+
 if TYPE_CHECKING:
     from PySide6.QtGui import QAction
     from PySide6.QtWidgets import QMainWindow
 
-    from app.ui.window_export import ExportController
+    from app.ui.window_conversations import ConversationsController
     from app.ui.window_pages import Page, PageStack
 
 __all__ = ["SHORTCUTS", "MenusController", "about_facts", "documentation_path"]
@@ -99,17 +101,14 @@ class MenusController:
         *,
         pages: PageStack,
         panel_actions: tuple[QAction, QAction],
-        new_chat: Callable[[], None],
+        conversations: ConversationsController,
         stop: Callable[[], None],
-        focus_search: Callable[[], None],
         open_settings: Callable[[], object],
-        exports: ExportController,
-        find_in_chat: Callable[[], object],
         regenerate: Callable[[], object],
         copy_code: Callable[[], object],
-        step_conversation: Callable[[int], object],
         text_size: Callable[[int], object],
     ) -> None:
+        new_chat, exports = conversations.new_chat, conversations.exports
         self.window = window
         bar = window.menuBar()
         file_menu = bar.addMenu("&File")
@@ -138,6 +137,13 @@ class MenusController:
         self.act_import_jan = file_menu.addAction("Import from Jan…")
         self.act_import_jan.setToolTip("Every chat Jan keeps (Jan's files are only read)")
         self.act_import_jan.triggered.connect(lambda: exports.import_jan())
+        file_menu.addSeparator()
+        self.act_trash = file_menu.addAction("Recently deleted…")
+        self.act_trash.setToolTip(
+            f"The chats deleted in the last {TRASH_DAYS} days: put them back, or delete them for good"
+        )
+        self.act_trash.triggered.connect(lambda: conversations.undo.show_trash())
+        file_menu.addSeparator()
         file_menu.addAction(pages.act_settings)
         file_menu.addSeparator()
         self.act_quit = file_menu.addAction("Quit")
@@ -147,7 +153,7 @@ class MenusController:
         edit_menu = bar.addMenu("&Edit")
         self.act_find = edit_menu.addAction("Find in chat…")
         self.act_find.setShortcut(QKeySequence("Ctrl+F"))
-        self.act_find.triggered.connect(lambda: find_in_chat())
+        self.act_find.triggered.connect(lambda: conversations.find_in_chat())
         edit_menu.addSeparator()
         self.act_regenerate = edit_menu.addAction("Regenerate last reply")
         self.act_regenerate.setShortcut(QKeySequence("Ctrl+R"))
@@ -193,9 +199,9 @@ class MenusController:
 
         QShortcut(QKeySequence("Esc"), window, stop)
         QShortcut(QKeySequence("Ctrl+N"), window, new_chat)
-        QShortcut(QKeySequence("Ctrl+K"), window, focus_search)
-        QShortcut(QKeySequence("Alt+Down"), window, lambda: step_conversation(1))
-        QShortcut(QKeySequence("Alt+Up"), window, lambda: step_conversation(-1))
+        QShortcut(QKeySequence("Ctrl+K"), window, conversations.focus_search)
+        QShortcut(QKeySequence("Alt+Down"), window, lambda: conversations.step_conversation(1))
+        QShortcut(QKeySequence("Alt+Up"), window, lambda: conversations.step_conversation(-1))
         QShortcut(QKeySequence("Ctrl+,"), window, lambda: open_settings())
 
     def open_log_folder(self) -> None:

@@ -72,6 +72,7 @@ def test_migrations_keep_the_names_users_databases_recorded():
         "m012_conversation_system_prompt",
         "m013_conversation_pinned",
         "m014_conversation_folder",
+        "m015_trash",
     ]
     assert all(fn.__name__ == name for name, fn in MIGRATIONS)
 

@@ -159,7 +159,8 @@ def test_the_chosen_chats_are_deleted_together_after_one_question(qtbot, make_wi
     box = lst.confirm_box
     assert isinstance(box, QMessageBox) and box.isVisible() and box.windowTitle() == "Delete conversations"
     assert box.text() == (
-        "Delete these 3 conversations and all their messages? Undo in the status bar brings them back for a while."
+        "Delete these 3 conversations and all their messages?\n\nThey stay in Recently deleted (File menu) "
+        "for 30 days; Undo in the status bar brings them back now."
     )
     box.button(QMessageBox.StandardButton.Cancel).click()
     assert len(h.list_conversations()) == 4  # Cancel: nothing
