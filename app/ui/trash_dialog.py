@@ -120,6 +120,9 @@ class TrashDialog(QDialog):
         if chats and not self.tree.selectedItems():
             self.tree.setCurrentItem(self._items()[0])
         self.tree.setVisible(bool(chats))
+        self.about.setAlignment(
+            Qt.AlignmentFlag.AlignLeft if chats else Qt.AlignmentFlag.AlignCenter
+        )  # (alone in the dialog: in its middle)
         self.about.setText(
             f"Deleted chats stay here for {TRASH_DAYS} days, then they are deleted for good."
             if chats

@@ -24,7 +24,9 @@ if TYPE_CHECKING:
 
     from app.ui.window_chat_page import ChatPage
 
-__all__ = ["ConversationsController"]
+__all__ = ["TRASH_OFFER", "ConversationsController"]
+
+TRASH_OFFER = "trash"  # the empty list's offer of Recently deleted (the others: backup.CHAT_APPS' keys)
 
 
 class ConversationsController(WindowPart):
@@ -56,6 +58,7 @@ class ConversationsController(WindowPart):
         self.folders = FoldersController(kit, conversations=self)
         self.exports = ExportController(kit, conversations=self)
         self.undo = UndoDelete(kit, conversations=self)
+        self.list.sig_offer.connect(self._take_offer)
         #: the chats this window made, and the title each was given from its first message
         self.first_titles: dict[int, str] = {}
 
@@ -91,9 +94,28 @@ class ConversationsController(WindowPart):
             self.window.statusBar().showMessage(f"Could not read the history: {exc}", 8000)
             return
         self.list.current_id = self.state.conversation_id
-        offers = _others_offers() if not convs and not q else []
+        offers = self._empty_offers() if not convs and not q else []
         self.list.set_conversations(convs, folders, snippets, more=more, offers=offers)
         self._show_title()
+
+    def _empty_offers(self) -> list[tuple[str, str, str]]:
+        """An empty list's offers: the chats in Recently deleted, if any; other apps' chats."""
+        trashed = self.undo.trashed_count()
+        trash = [
+            (
+                TRASH_OFFER,
+                f"{trashed} chat{'' if trashed == 1 else 's'} in Recently deleted…",
+                "Put back the chats deleted in the last days (File → Recently deleted…)",
+            )
+        ]
+        return (trash if trashed else []) + _others_offers()
+
+    def _take_offer(self, key: str) -> None:
+        """An empty list's offer clicked: Recently deleted, or another app's chats."""
+        if key == TRASH_OFFER:
+            self.undo.show_trash()
+        else:
+            self.exports.import_app(key)
 
     def _show_title(self) -> None:
         """The window's title names the open chat ("Garden — Callisto"), as a document window does."""

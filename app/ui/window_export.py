@@ -32,7 +32,6 @@ class ExportController(WindowPart):
         conversations.list.sig_copy.connect(self.copy_markdown)
         conversations.list.sig_export_many.connect(lambda ids: self.export_all(ids=ids))
         conversations.list.sig_copy_many.connect(lambda ids: self.copy_markdown(ids=ids))
-        conversations.list.sig_offer.connect(lambda key: self.import_app(key))
         self.export_dialog: Any = None  # the open export or import file dialog, if any
         self.export_dir: str | None = None  # where the last export went (the next dialog opens there)
 

@@ -104,6 +104,10 @@ class UndoDelete(WindowPart):
         self.trash_dialog.activateWindow()
         return self.trash_dialog
 
+    def trashed_count(self) -> int:
+        """How many chats are in Recently deleted (0 when the history cannot say)."""
+        return len(self._trashed() or [])
+
     def _trashed(self) -> list[TrashedChat] | None:
         try:
             return self.state.history.trashed()

@@ -142,3 +142,25 @@ def test_when_a_chat_was_deleted_is_said_as_a_list_says_it():
     assert deleted_when(at(2026, 11, 29, 8, 0), now) == "29 " + datetime(2026, 11, 1).strftime("%b")
     assert deleted_when(at(2025, 12, 30, 8, 0), now) == "30 " + datetime(2025, 12, 1).strftime("%b") + " 2025"
     assert deleted_when(time.time()).startswith("Today, ")
+
+
+def test_an_empty_list_offers_the_chats_in_recently_deleted(qtbot, make_window):
+    h, (garden,) = history_of_chats(["Garden"])
+    w = make_window(None, history=h)
+    lst = w.conversations_ctl.list
+    w.conversations_ctl.delete_conversations([garden])
+    offer = lst.list.item(1)
+    assert offer.text() == "1 chat in Recently deleted…" and lst.list.count() == 2
+    assert "File → Recently deleted…" in offer.toolTip()
+    qtbot.mouseClick(
+        lst.list.viewport(), Qt.MouseButton.LeftButton, pos=lst.list.visualItemRect(offer).center()
+    )
+    dlg = w.conversations_ctl.undo.trash_dialog
+    assert dlg is not None and dlg.isVisible() and dlg.titles() == ["Garden"]
+    dlg.put_back_button.click()
+    assert lst.ids() == [garden]
+    h.forget_trashed()
+    w.conversations_ctl.delete_conversations([garden])
+    h.forget_trashed()
+    w.conversations_ctl.refresh_conversations()
+    assert lst.list.count() == 1  # none deleted: no offer, only "No conversations yet"
