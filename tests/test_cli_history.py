@@ -227,3 +227,40 @@ def test_an_open_webui_export_brings_each_of_its_chats(tmp_path):
     assert proc.returncode == 0, proc.stderr
     rows = [json.loads(line) for line in proc.stdout.splitlines()]
     assert [(r["title"], r["messages"]) for r in rows] == [("Sums", 2), ("Hello", 1)]
+
+
+def test_delete_moves_to_recently_deleted_and_restore_puts_back_with_the_same_id():
+    a, b = _fill()
+    with History() as h:
+        h.set_folder(a, "Maths")
+        before = h.load_conversation(a).to_dict()
+    proc = run_app("history", "delete", str(a), "999999")
+    assert proc.returncode == 1 and "there is no conversation 999999" in proc.stderr
+    assert (
+        f"Deleted {a} “Sums”: in Recently deleted for 30 days (python -m app history restore {a})"
+        in proc.stdout
+    )
+    assert [r["id"] for r in json.loads(run_app("history", "--json").stdout)] == [b]
+    proc = run_app("history", "deleted")
+    assert proc.returncode == 0 and proc.stdout.split()[0] == str(a) and "2 msg  [Maths] Sums" in proc.stdout
+    (row,) = json.loads(run_app("history", "deleted", "--json").stdout)
+    assert (row["id"], row["title"], row["folder"], row["messages"]) == (a, "Sums", "Maths", 2)
+    assert isinstance(row["deleted"], float)
+
+    proc = run_app("history", "restore", str(a), str(b))  # b is not deleted: said, a still comes back
+    assert proc.returncode == 1 and f"conversation {b} is not in Recently deleted" in proc.stderr
+    assert f"Put back {a} “Sums”" in proc.stdout
+    with History() as h:
+        assert h.load_conversation(a).to_dict() == before and h.trashed() == []
+    assert run_app("history", "deleted").stdout.strip() == "Recently deleted is empty."
+    assert run_app("history", "restore", "x").returncode == 2
+    assert run_app("history", "delete", "last").returncode == 2
+
+
+def test_deleted_empty_deletes_them_for_good():
+    a, b = _fill()
+    assert run_app("history", "delete", str(a), str(b)).returncode == 0
+    proc = run_app("history", "deleted", "--empty")
+    assert (proc.returncode, proc.stdout.strip()) == (0, "Deleted 2 chats for good.")
+    assert json.loads(run_app("history", "deleted", "--json").stdout) == []
+    assert run_app("history").stdout.strip() == "No conversations yet."

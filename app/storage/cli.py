@@ -4,10 +4,14 @@ one, import one.
     python -m app history [--search TEXT] [--json]
     python -m app history export ID|last FILE [--format markdown|json]
     python -m app history import FILE [--json]
+    python -m app history delete ID...           # to Recently deleted, kept there TRASH_DAYS days
+    python -m app history deleted [--json] [--empty]
+    python -m app history restore ID...          # put back from Recently deleted, as it was
 
 Export and import are the window's (``app.storage.export``): Markdown to read, JSON with every
 stored field, which import brings back as a new conversation. Exit status: 0 done, 1 the
-conversation is not there or the file cannot be written or read, 2 a usage error.
+conversation is not there or the file cannot be written or read, 2 a usage error. A deleted
+conversation keeps its id in Recently deleted (the window's File menu), and comes back with it.
 """
 
 from __future__ import annotations
@@ -64,6 +68,15 @@ def add_history_parser(sub: Any) -> argparse.ArgumentParser:
             help=f"{what}, found as the app finds it); a chat brought before is not brought again",
         )
     imp.add_argument("--json", action="store_true", help="print each new conversation as JSON, one a line")
+    delete = actions.add_parser(
+        "delete", help="move conversations to Recently deleted (kept there 30 days, as in the window)"
+    )
+    delete.add_argument("ids", nargs="+", metavar="ID", help="the conversations' ids (from the list)")
+    deleted = actions.add_parser("deleted", help="list the conversations in Recently deleted")
+    deleted.add_argument("--json", action="store_true", help="JSON: one object a conversation (a list)")
+    deleted.add_argument("--empty", action="store_true", help="delete every one of them for good")
+    restore = actions.add_parser("restore", help="put conversations back from Recently deleted, as they were")
+    restore.add_argument("ids", nargs="+", metavar="ID", help="their ids (from 'history deleted')")
     return p
 
 
@@ -230,6 +243,101 @@ def _import_app(history: Any, key: str, chosen: str, *, as_json: bool) -> int:
     return EXIT_ERROR if done.failed else EXIT_OK
 
 
+def _ids(args: argparse.Namespace) -> list[int] | None:
+    try:
+        return [int(i) for i in args.ids]
+    except ValueError:
+        _err("error: name conversations by their ids (numbers, from the list)")
+        return None
+
+
+def _delete(history: Any, args: argparse.Namespace) -> int:
+    from app.storage.history import TRASH_DAYS, ConversationNotFound
+
+    ids = _ids(args)
+    if ids is None:
+        return EXIT_USAGE
+    status = EXIT_OK
+    for cid in ids:
+        try:
+            gone = history.trash_conversation(cid)
+        except ConversationNotFound:
+            _err(f"error: there is no conversation {cid} (python -m app history lists them)")
+            status = EXIT_ERROR
+            continue
+        print(
+            terminal_text(
+                f"Deleted {cid} “{gone.title}”: in Recently deleted for {TRASH_DAYS} days "
+                f"(python -m app history restore {cid})"
+            )
+        )
+    return status
+
+
+def _deleted(history: Any, args: argparse.Namespace) -> int:
+    if args.empty:
+        n = history.forget_trashed()
+        print(f"Deleted {_chats(n)} for good.")
+        return EXIT_OK
+    trashed = history.trashed()
+    if args.json:
+        rows = [
+            {
+                "id": t.conversation_id,
+                "title": t.title,
+                "folder": t.folder,
+                "messages": t.messages,
+                "deleted": t.deleted_at,
+            }
+            for t in trashed
+        ]
+        print(json.dumps(rows, ensure_ascii=False))
+        return EXIT_OK
+    if not trashed:
+        print("Recently deleted is empty.")
+    for t in trashed:
+        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(t.deleted_at))
+        folder = f"[{terminal_text(t.folder)}] " if t.folder else ""
+        title = terminal_text(" ".join(t.title.split()) or "(untitled)")
+        print(f"{t.conversation_id:>6}  deleted {when}  {t.messages:>4} msg  {folder}{title}")
+    return EXIT_OK
+
+
+def _restore(history: Any, args: argparse.Namespace) -> int:
+    from app.storage.history import HistoryError
+
+    ids = _ids(args)
+    if ids is None:
+        return EXIT_USAGE
+    by_conversation = {t.conversation_id: t for t in history.trashed()}
+    status = EXIT_OK
+    for cid in ids:
+        entry = by_conversation.get(cid)
+        if entry is None:
+            _err(
+                f"error: conversation {cid} is not in Recently deleted (python -m app history deleted lists them)"
+            )
+            status = EXIT_ERROR
+            continue
+        try:
+            history.restore_trashed(entry.id)
+        except HistoryError as exc:
+            _err(f"error: cannot put back {cid} “{entry.title}”: {exc}")
+            status = EXIT_ERROR
+            continue
+        print(terminal_text(f"Put back {cid} “{entry.title}”"))
+    return status
+
+
+_COMMANDS = {
+    "export": _export,
+    "import": _import,
+    "delete": _delete,
+    "deleted": _deleted,
+    "restore": _restore,
+}
+
+
 def run_history_command(args: argparse.Namespace) -> int:
     """``python -m app history ...`` on the history the window keeps (``CALLISTO_HOME``)."""
     from app.storage.history import History, HistoryError
@@ -240,10 +348,6 @@ def run_history_command(args: argparse.Namespace) -> int:
         _err(f"error: cannot open the conversation history: {exc}")
         return EXIT_ERROR
     try:
-        if args.history_command == "export":
-            return _export(history, args)
-        if args.history_command == "import":
-            return _import(history, args)
-        return _list(history, args)
+        return _COMMANDS.get(args.history_command, _list)(history, args)
     finally:
         history.close()
