@@ -112,7 +112,7 @@ PYTEST_JOBS ?= $(shell n=$$(nproc 2>/dev/null || sysctl -n hw.ncpu 2>/dev/null |
 	[ "$$n" -gt 4 ] && n=4; [ "$$n" -lt 2 ] && n=2; echo $$n)
 
 pytest: $(DEVSTAMP) $(LIVESTAMP) $(SYSSTAMP)
-	QT_QPA_PLATFORM=offscreen $(PY) -m pytest -n $(PYTEST_JOBS) --dist loadfile
+	QT_QPA_PLATFORM=offscreen $(PY) -m pytest -n $(PYTEST_JOBS) --dist loadfile --durations=30
 
 # The complete suite (what CI runs): lint, format, contracts, types, every test with the live
 # models, the bundle build and its self-test.

@@ -87,7 +87,7 @@ def export_all(
     files: list[Path] = []
     for entry in listed:
         try:
-            conv = history.load_conversation(entry.id)
+            conv = history.load_conversation(entry.id, kept=True)
         except ConversationNotFound:
             continue
         name = export_file_name(conv, "json")

@@ -134,7 +134,7 @@ def _export(history: Any, args: argparse.Namespace) -> int:
             _err(f"error: {args.id!r} is not a conversation id (a number from the list, or 'last')")
             return EXIT_USAGE
     try:
-        conv = history.load_conversation(cid)
+        conv = history.load_conversation(cid, kept=True)
     except ConversationNotFound:
         _err(f"error: there is no conversation {cid} (python -m app history lists them)")
         return EXIT_ERROR

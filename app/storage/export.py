@@ -6,8 +6,9 @@ back (checking every field: it may come from anywhere) for ``History.restore_con
 The Markdown reads as the window shows the chat: one heading per turn's reply naming the model
 that wrote it (:func:`reply_author`, the window's reply heads use it too), its reasoning folded
 away, its text, each tool call with its arguments and result, and how the reply ended when it did
-not end plainly. The versions of a reply Regenerate kept aside are not written: the conversation
-is the one shown.
+not end plainly. The versions of a reply Regenerate kept aside are not written there (the chat
+is the one shown); the JSON keeps them (``kept_replies``: each with the index of the user message
+it answers), and an import brings them back, to switch between as before.
 
     from app.storage.export import export_conversation
     export_conversation(history.load_conversation(cid), "chat.md")
@@ -28,7 +29,14 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from app.storage.atomic import atomic_write_text
-from app.storage.history import MESSAGE_STATUSES, ROLES, Conversation, MessageRecord, StoredToolCall
+from app.storage.history import (
+    MESSAGE_STATUSES,
+    ROLES,
+    Conversation,
+    KeptReply,
+    MessageRecord,
+    StoredToolCall,
+)
 
 __all__ = [
     "EXPORT_FORMATS",
@@ -456,6 +464,7 @@ def _conversation_of(data: Any) -> Conversation:
         )
     f = _Fields(data, "the chat")
     messages = [_message(m, i) for i, m in enumerate(f.items("messages"))]
+    kept = _kept_replies(f.items("kept_replies"), messages)
     now = time.time()
     created = f.number("created", most=_LAST_TIME) or now
     return Conversation(
@@ -468,7 +477,43 @@ def _conversation_of(data: Any) -> Conversation:
         message_count=len(messages),
         system_prompt=f.text("system_prompt", None),
         messages=messages,
+        kept_replies=kept,
     )
+
+
+#: the most versions an import keeps of one reply (Regenerate makes one a click)
+MAX_KEPT_VERSIONS = 1000
+
+
+def _kept_replies(values: list[Any], messages: list[MessageRecord]) -> list[KeptReply]:
+    """The reply versions an export kept (``Conversation.kept_replies``), checked: each answers
+    a user message of the chat, a number once per message, the one in the chat (no messages)
+    once, its messages a reply's (no user message, no picture)."""
+    out: list[KeptReply] = []
+    seen: set[tuple[int, int]] = set()
+    shown: set[int] = set()
+    for n, value in enumerate(values):
+        where = f"kept reply {n + 1}"
+        f = _Fields(value, where)
+        user = f.number("user_index", whole=True, most=max(len(messages) - 1, 0))
+        if user is None or not messages or messages[user].role != "user":
+            raise ValueError(f"{where}: user_index must name a user message of the chat")
+        number = f.number("number", whole=True, most=MAX_KEPT_VERSIONS)
+        if not number or (user, number) in seen:
+            raise ValueError(f"{where}: number must be a version number from 1 to {MAX_KEPT_VERSIONS}, once")
+        seen.add((user, number))
+        raw = f.d.get("messages")
+        if raw is None:
+            if user in shown:
+                raise ValueError(f"{where}: only one version of a reply is the one in the chat")
+            shown.add(user)
+            records = None
+        else:
+            records = [_message(m, i) for i, m in enumerate(f.items("messages"))]
+            if any(m.role not in ("assistant", "tool") for m in records):
+                raise ValueError(f"{where}: a reply's messages are the assistant's and its tools'")
+        out.append(KeptReply(user, number, f.number("created", most=_LAST_TIME) or 0.0, records))
+    return out
 
 
 def read_export(path: str | os.PathLike[str]) -> Conversation:

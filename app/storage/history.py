@@ -66,6 +66,7 @@ __all__ = [
     "HistoryError",
     "HistoryNotice",
     "ImageTooLargeError",
+    "KeptReply",
     "MessageNotFound",
     "MessageRecord",
     "StoredImage",
@@ -325,11 +326,35 @@ class Conversation:
     # the reply versions Regenerate kept, by the position of the user message they answer:
     # (the number of the version in the conversation, how many there are); filled by load_conversation
     versions: dict[int, tuple[int, int]] = field(default_factory=dict)
+    #: those versions themselves, for an export or a copy that keeps them (filled by
+    #: ``load_conversation(..., kept=True)``; stored again by ``restore_conversation``)
+    kept_replies: list[KeptReply] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["messages"] = [m.to_dict() for m in self.messages]
+        d["kept_replies"] = [k.to_dict() for k in self.kept_replies]
         return d
+
+
+@dataclass
+class KeptReply:
+    """A version of a reply Regenerate kept aside, as an export carries it: the user message it
+    answers (its index in the conversation's messages, which an import renumbers), its number,
+    when it was kept, and its messages (None: it is the version in the conversation)."""
+
+    user_index: int
+    number: int
+    created: float
+    messages: list[MessageRecord] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "user_index": self.user_index,
+            "number": self.number,
+            "created": self.created,
+            "messages": None if self.messages is None else [m.to_dict() for m in self.messages],
+        }
 
 
 # ---------------------------------------------------------------------------------------------
@@ -700,7 +725,8 @@ class History:
 
     def restore_conversation(self, conv: Conversation, *, place: bool = False) -> Conversation:
         """Store ``conv`` (read from an export: ``app.storage.export.conversation_from_json``) as a
-        new conversation with its times, messages, calls, results and images, in one transaction:
+        new conversation with its times, messages, calls, results, images and the reply versions
+        it kept (``kept_replies``), in one transaction:
         all of it or nothing. The messages' ids and positions are new; a reply that was being
         written when it was exported is kept as interrupted. An image over
         :attr:`max_image_bytes` raises :class:`ImageTooLargeError` and nothing is written.
@@ -739,6 +765,25 @@ class History:
             mid = self._insert_record(db, cid, m)
             db.execute("UPDATE messages SET created = ? WHERE id = ?", (m.created, mid))
             self._insert_images(db, mid, blobs)
+        if conv.kept_replies:
+            positions = [r[0] for r in db.execute(_POSITIONS, (cid,))]
+            db.executemany(
+                "INSERT INTO reply_versions (conversation_id, user_position, number, created, messages_json) "
+                "VALUES (?, ?, ?, ?, ?)",
+                [
+                    (
+                        cid,
+                        positions[k.user_index],
+                        k.number,
+                        k.created,
+                        None
+                        if k.messages is None
+                        else _dumps([m.to_dict() for m in k.messages], "reply version"),
+                    )
+                    for k in conv.kept_replies
+                    if 0 <= k.user_index < len(positions) and conv.messages[k.user_index].role == "user"
+                ],
+            )
         db.execute("UPDATE conversations SET updated = ? WHERE id = ?", (conv.updated, cid))
         return cid
 
@@ -747,24 +792,12 @@ class History:
         versions Regenerate kept aside, its system prompt, settings and folder), titled
         "<title> (copy)", made now (so listed first) and not pinned; one transaction. This one is
         not changed. A reply being written is copied as interrupted."""
-        conv = self.load_conversation(conversation_id)
+        conv = self.load_conversation(conversation_id, kept=True)
         now = time.time()
         copy = replace(conv, title=conv.title + _COPY, created=now, updated=now)
         with self._tx() as db:
             cid = self._restore(db, copy)
             db.execute("UPDATE conversations SET folder = ? WHERE id = ?", (conv.folder, cid))
-            new = [r[0] for r in db.execute(_POSITIONS, (cid,))]
-            where = dict(zip([m.position for m in conv.messages], new, strict=True))
-            versions = db.execute(
-                "SELECT user_position, number, created, messages_json FROM reply_versions "
-                "WHERE conversation_id = ?",
-                (conversation_id,),
-            ).fetchall()
-            db.executemany(
-                "INSERT INTO reply_versions (conversation_id, user_position, number, created, messages_json) "
-                "VALUES (?, ?, ?, ?, ?)",
-                [(cid, where[p], *rest) for p, *rest in versions if p in where],
-            )
         return self.get_conversation(cid)
 
     def branch_conversation(self, conversation_id: int, user_index: int) -> Conversation:
@@ -1014,8 +1047,10 @@ class History:
             found.setdefault(cid, " ".join(str(text).split()))
         return found
 
-    def load_conversation(self, conversation_id: int) -> Conversation:
-        """The conversation with its messages (in position order) and their tool calls."""
+    def load_conversation(self, conversation_id: int, *, kept: bool = False) -> Conversation:
+        """The conversation with its messages (in position order) and their tool calls; ``kept``:
+        with the reply versions Regenerate kept aside (``Conversation.kept_replies``: for an
+        export or a copy that keeps everything)."""
         with self._lock:
             conv = self.get_conversation(conversation_id)
             msgs = [
@@ -1044,9 +1079,23 @@ class History:
                 if live:
                     shown_count[0] = number
             self._attach_images(msgs)
+            if kept:
+                conv.kept_replies = self._kept_replies(conversation_id, msgs)
         conv.messages = msgs
         conv.versions = {upos: (shown, count) for upos, (shown, count) in counts.items() if shown}
         return conv
+
+    def _kept_replies(self, conversation_id: int, msgs: list[MessageRecord]) -> list[KeptReply]:
+        index = {m.position: i for i, m in enumerate(msgs) if m.role == "user"}
+        return [
+            KeptReply(index[upos], number, created, None if data is None else _records_from_json(data))
+            for upos, number, created, data in self._db.execute(
+                "SELECT user_position, number, created, messages_json FROM reply_versions "
+                "WHERE conversation_id = ? ORDER BY user_position, number",
+                (conversation_id,),
+            )
+            if upos in index
+        ]
 
     # -- messages ---------------------------------------------------------------------------
 

@@ -45,7 +45,7 @@ class ExportController(WindowPart):
             self.window.statusBar().showMessage("Nothing to export yet: this chat has no messages.", 8000)
             return False
         try:
-            conv = self.state.history.load_conversation(cid)
+            conv = self.state.history.load_conversation(cid, kept=True)  # (JSON keeps its versions)
         except Exception as exc:  # noqa: BLE001 - HistoryError and sqlite errors: said in the status bar
             self.window.statusBar().showMessage(f"Could not export the conversation: {exc}", 8000)
             return False

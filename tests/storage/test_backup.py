@@ -31,6 +31,9 @@ def _history(path) -> tuple[History, dict[str, int]]:
     ids["maths"] = h.create_conversation("Maths").id
     h.record_turn(ids["maths"], None, call_turn("What is 6*7?", call, "42", "It is 42.", reasoning="easy"))
     h.set_folder(ids["maths"], "School")
+    garden = h.load_conversation(ids["garden"]).messages[0].position
+    h.archive_reply(ids["garden"], garden)  # Regenerate: "ok" kept as version 1 ...
+    h.record_turn(ids["garden"], None, [TurnMessage("assistant", "Roses in May.")])  # ... this is 2
     return h, ids
 
 
@@ -63,6 +66,11 @@ def test_every_chat_is_written_to_a_new_folder_and_comes_back_whole(tmp_path):
     assert maths.messages[1].tool_calls[0].call.arguments == {"expression": "6*7"}
     assert maths.messages[1].tool_calls[0].outcome.content == "42"
     assert json.loads((done.folder / "Maths.json").read_text(encoding="utf-8"))["folder"] == "School"
+    garden = restored["Garden: roses/tulips?"]  # the reply Regenerate replaced came too
+    upos = garden.messages[0].position
+    assert [m.content for m in garden.messages] == ["notes on Garden: roses/tulips?", "Roses in May."]
+    assert garden.versions == {upos: (2, 2)}
+    assert [m.content for m in back.reply_version(garden.id, upos, 1)] == ["ok"]
 
 
 def test_a_second_export_makes_its_own_folder_and_replaces_nothing(tmp_path):

@@ -18,7 +18,7 @@ from app.storage.export import (
     export_file_name,
     read_export,
 )
-from app.storage.history import History, TurnMessage
+from app.storage.history import History, HistoryError, TurnMessage
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 2048
 AUTHOR = {"model": "/models/alpha-q4.gguf", "model_name": "alpha-q4"}
@@ -242,7 +242,51 @@ def test_a_json_export_comes_back_as_a_new_conversation_with_everything(history,
 
 
 def _export_of(history) -> dict:
-    return json.loads(conversation_json(history.load_conversation(_filled(history))))
+    return json.loads(conversation_json(history.load_conversation(_filled(history), kept=True)))
+
+
+def _reply_said(records) -> list[tuple]:
+    """What a reply's messages say (their ids and positions aside)."""
+    return [
+        (
+            m.role,
+            m.content,
+            m.reasoning,
+            m.tool_call_id,
+            [(c.call_id, c.name, c.arguments, c.result) for c in m.tool_calls],
+        )
+        for m in records
+    ]
+
+
+def test_a_json_export_keeps_the_replies_regenerate_kept_and_they_can_be_switched_to(history, tmp_path):
+    cid = _filled(history)
+    conv = history.load_conversation(cid, kept=True)
+    pos = conv.messages[0].position
+    assert [(k.user_index, k.number, k.messages is None) for k in conv.kept_replies] == [
+        (0, 1, False),
+        (0, 2, True),
+    ]
+    earlier = history.reply_version(cid, pos, 1)
+    path = export_conversation(conv, tmp_path / "chat.json")
+    assert (
+        json.loads(path.read_text(encoding="utf-8"))["kept_replies"][0]["messages"][2]["content"]
+        == "It is **391**."
+    )
+    with History(tmp_path / "other.sqlite3") as other:  # another machine's history
+        new = other.restore_conversation(read_export(path)).id
+        back = other.load_conversation(new)
+        upos = back.messages[0].position
+        assert back.versions == {upos: (2, 2)}  # "2 / 2" under the reply, as it was
+        assert _reply_said(other.reply_version(new, upos, 1)) == _reply_said(earlier)
+        with pytest.raises(HistoryError, match="only the last reply"):
+            other.select_reply_version(new, upos, 1)  # (as in the first: later turns follow it)
+        other.truncate_after(new, back.messages[1].position)  # the later turns gone: it may switch
+        other.select_reply_version(new, upos, 1)
+        shown = other.load_conversation(new).messages
+        assert [m.content for m in shown[1:]] == ["", "391", "It is **391**."] and shown[1].tool_calls[
+            0
+        ].name == "calculator"
 
 
 @pytest.mark.parametrize(
@@ -284,6 +328,16 @@ def _export_of(history) -> dict:
             lambda d: d["messages"][1].update(tool_calls=[{"call_id": "c", "name": "x", "duration_s": "1s"}]),
             "duration_s",
         ),
+        (lambda d: d.update(kept_replies={}), "kept_replies must be a list"),
+        (lambda d: d["kept_replies"].append("v"), "kept reply 3 is not a JSON object"),
+        (lambda d: d["kept_replies"][0].update(user_index=1), "kept reply 1: user_index must name a user"),
+        (lambda d: d["kept_replies"][0].update(user_index=99), "kept reply 1: user_index must be a whole"),
+        (lambda d: d["kept_replies"][0].update(user_index=None), "kept reply 1: user_index must name"),
+        (lambda d: d["kept_replies"][0].update(number=0), "kept reply 1: number must be a version number"),
+        (lambda d: d["kept_replies"][0].update(number=2), "kept reply 2: number must be a version number"),
+        (lambda d: d["kept_replies"][0].update(messages=None), "only one version of a reply is the one"),
+        (lambda d: d["kept_replies"][0]["messages"][0].update(role="user"), "a reply's messages are the"),
+        (lambda d: d["kept_replies"][0]["messages"][0].update(content=7), "content must be text"),
     ],
 )
 def test_a_file_that_is_no_good_export_is_refused_saying_where(history, tmp_path, spoil, said):
