@@ -160,7 +160,7 @@ def test_lm_studio_s_chats_are_imported_once_from_its_folder(tmp_path, monkeypat
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
     assert lines[-1] == f"2 chats imported from LM Studio ({home})" and len(lines) == 3
-    assert "note: not brought from “Weather in Lyon”: 1 other version of a reply" in proc.stderr
+    assert "note: not brought from “Weather in Lyon”: 1 other version of a question" in proc.stderr
     with History() as h:
         assert {c.title: c.folder for c in h.list_conversations()} == {
             "Weather in Lyon": None,

@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.storage.history import Conversation, MessageRecord, StoredToolCall
+from app.storage.history import Conversation, KeptReply, MessageRecord, StoredToolCall
 
 __all__ = [
     "MAX_MESSAGES",
@@ -145,7 +145,29 @@ class Turns:
         self.created, self.app = created, app
         self.messages: list[MessageRecord] = []
         self.left: list[str] = []
+        self.kept: list[KeptReply] = []  # the other versions of its replies
         self._calls = 0
+
+    def other_versions(
+        self, first: int, read: Callable[[Any], object], versions: Sequence[Any], shown: int
+    ) -> bool:
+        """Keep the versions of the reply just read (from message ``first`` on) other than
+        ``shown`` (its index in ``versions``, the app's order), as Regenerate keeps them: each
+        read by ``read`` into the messages and taken out again, numbered from 1 in that order,
+        the shown one left in the chat. Only a reply right after a user message has versions
+        here: False (nothing kept) for one that is not."""
+        user = first - 1
+        if user < 0 or self.messages[user].role != "user" or any(k.user_index == user for k in self.kept):
+            return False
+        for number, version in enumerate(versions, 1):
+            if number == shown + 1:
+                self.kept.append(KeptReply(user, number, self.created, None))
+                continue
+            first = len(self.messages)
+            read(version)
+            records, self.messages[first:] = self.messages[first:], []
+            self.kept.append(KeptReply(user, number, self.created, records))
+        return True
 
     def add(self, role: str, content: str = "", **kw: Any) -> MessageRecord:
         created = kw.pop("created", None)
@@ -173,6 +195,7 @@ class Turns:
             updated=max(updated or self.created, self.created),
             message_count=len(self.messages),
             messages=self.messages,
+            kept_replies=self.kept,
             **more,
         )
         return OtherChat(conv, self.left)

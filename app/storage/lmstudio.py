@@ -12,8 +12,9 @@ is ``multiStep``, whose ``contentBlock`` steps hold the text, the thinking (``st
 
 Read here: every chat's shown versions, as the person last saw the chat: the text, the thinking,
 each call with its arguments and result, the pictures attached (when LM Studio still has their
-files), who wrote each reply, the chat's system prompt, its pin and its folder. What is not
-brought is said (:attr:`OtherChat.left`): a reply's other versions, a file that is gone.
+files), who wrote each reply, the chat's system prompt, its pin and its folder; a reply's other
+versions (its regenerations) are kept as Regenerate keeps them, to switch to. What is not
+brought is said (:attr:`OtherChat.left`): a question's other versions (its edits), a file that is gone.
 Every field is checked: a file may come from anywhere, and a value of the wrong type is passed
 over or refused with where it is, never trusted."""
 
@@ -113,17 +114,15 @@ def is_lmstudio_chat(data: Any) -> bool:
     )
 
 
-def _shown(entry: Any, n: int) -> dict[str, Any] | None:
-    """The version of message ``n`` the chat shows (``currentlySelected``; the first when that is
-    not one of them), or None for an entry that is no message."""
+def _versions(entry: Any) -> tuple[list[dict[str, Any]], int]:
+    """A message's versions and the index of the one the chat shows (``currentlySelected``; the
+    first when that is not one of them); no versions for an entry that is no message."""
     if not isinstance(entry, dict) or not isinstance(entry.get("versions"), list):
-        return None
+        return [], 0
     versions = [v for v in entry["versions"] if isinstance(v, dict)]
-    if not versions:
-        return None
     at = entry.get("currentlySelected")
     ok = isinstance(at, int) and not isinstance(at, bool) and 0 <= at < len(versions)
-    return versions[at if ok else 0]  # type: ignore[index]
+    return versions, at if ok else 0  # type: ignore[return-value]
 
 
 class _Reader(Turns):
@@ -169,7 +168,7 @@ class _Reader(Turns):
         if text.strip():
             self.add("system", text)
 
-    def assistant(self, version: dict[str, Any], others: int) -> None:
+    def assistant(self, version: dict[str, Any]) -> None:
         """One reply: a message for its text and calls, one a result, and one for what it wrote
         after them, as Callisto keeps a turn."""
         sender = version.get("senderInfo")
@@ -210,8 +209,6 @@ class _Reader(Turns):
             self.add("assistant", extra=dict(extra))
         for m in self.messages[first:]:
             think_out(m)
-        if others:
-            self.left.append(f"{others} other version{'s' if others > 1 else ''} of a reply")
 
 
 def conversation_from_lmstudio(
@@ -231,15 +228,23 @@ def conversation_from_lmstudio(
     created = epoch_seconds(data.get("createdAt")) or updated or now
     reader = _Reader(created, Path(files) if files is not None else None)
     for n, entry in enumerate(data["messages"]):
-        version = _shown(entry, n)
-        if version is None:
+        versions, shown = _versions(entry)
+        if not versions:
             reader.left.append(f"message {n + 1}, which has no version")
             continue
+        version = versions[shown]
         role = version.get("role")
         if role == "user":
             reader.user(version)
+            if len(versions) > 1:  # (its edits: the replies to them are this one's versions, if any)
+                edits = len(versions) - 1
+                reader.left.append(f"{edits} other version{'s' if edits > 1 else ''} of a question")
         elif role == "assistant":
-            reader.assistant(version, len(entry["versions"]) - 1)
+            first = len(reader.messages)
+            reader.assistant(version)
+            others = len(versions) - 1
+            if others and not reader.other_versions(first, reader.assistant, versions, shown):
+                reader.left.append(f"{others} other version{'s' if others > 1 else ''} of a reply")
         elif role == "system":
             reader.system(version)
         else:

@@ -49,7 +49,12 @@ def test_a_chat_is_read_as_it_was_shown():
         ("assistant", "Tomorrow, Paris: sunny."),
     ]
     check_weather_call(conv.messages)
-    assert chat.left == ["1 other version of a reply"]
+    assert chat.left == ["1 other version of a question"]
+    # the reply's other version is kept as Regenerate keeps one: version 1, the shown one 2
+    kept = [
+        (k.user_index, k.number, k.messages and [m.content for m in k.messages]) for k in conv.kept_replies
+    ]
+    assert kept == [(4, 1, ["An older answer."]), (4, 2, None)]
 
 
 def test_a_brought_chat_is_stored_and_reads_back(tmp_path):
@@ -62,6 +67,11 @@ def test_a_brought_chat_is_stored_and_reads_back(tmp_path):
     assert back.messages[1].tool_calls[0].result == "12 °C, rain"
     assert back.messages[1].tool_calls[0].call.arguments == {"city": "Lyon"}
     assert [c.id for c in h.search("raining")] == [new.id]
+    paris = back.messages[4].position  # the reply to it: "2 / 2", and the older one to switch to
+    assert back.versions == {paris: (2, 2)}
+    assert [m.content for m in h.reply_version(new.id, paris, 1)] == ["An older answer."]
+    h.select_reply_version(new.id, paris, 1)
+    assert h.load_conversation(new.id).messages[-1].content == "An older answer."
     plain = h.restore_conversation(conversation_from_lmstudio(WEATHER, folder="Travel").conversation)
     assert plain.folder is None and not plain.pinned  # (an import of one file: no place)
 
@@ -88,7 +98,7 @@ def test_every_chat_of_lm_studio_s_folder_is_brought_once_in_its_folder(tmp_path
 
     done = import_lmstudio(h, home)
     assert sorted(c.title for c in done.imported) == ["Budget", "Plan", "Weather in Lyon"]
-    assert done.already == 0 and done.left == ["“Weather in Lyon”: 1 other version of a reply"]
+    assert done.already == 0 and done.left == ["“Weather in Lyon”: 1 other version of a question"]
     assert sorted((p.name, why[:24]) for p, why in done.failed) == [
         ("bad.conversation.json", "the file is not JSON (Ex"),
         ("odd.conversation.json", "the file is not an LM St"),
@@ -154,7 +164,7 @@ def test_a_chat_file_chosen_in_import_chats_is_read_too(tmp_path):
     ("messages", "roles", "left"),
     [
         # a version number out of range: the first version
-        ([lms_user("one", "two", selected=7)], [("user", "one")], []),
+        ([lms_user("one", "two", selected=7)], [("user", "one")], ["1 other version of a question"]),
         # entries that are no message, an unknown role, a version list of nothing
         (
             [lms_user("hi"), {"versions": []}, {"versions": [{"role": "narrator", "content": "x"}]}],
@@ -261,3 +271,42 @@ def test_lm_studio_s_models_folder_is_the_one_its_settings_name(tmp_path):
     assert lmstudio_models_folder(tmp_path) == home / "models"  # a folder no longer there: its own
     (home / "settings.json").write_text("[1, 2", encoding="utf-8")
     assert lmstudio_models_folder(tmp_path) == home / "models"  # settings it cannot read: its own
+
+
+def test_a_reply_s_versions_are_kept_with_their_calls_and_only_where_a_question_precedes(tmp_path):
+    called = [
+        {
+            "type": "contentBlock",
+            "content": [
+                {"type": "toolCallRequest", "id": "c9", "name": "get_weather", "arguments": {"city": "Oslo"}},
+            ],
+        },
+        {
+            "type": "contentBlock",
+            "content": [{"type": "toolCallResult", "toolCallId": "c9", "content": "-3 °C"}],
+        },
+        lms_text("Cold."),
+    ]
+    chat = conversation_from_lmstudio(
+        lms_chat(
+            "Oslo",
+            lms_user("Weather in Oslo?"),
+            lms_reply([lms_text("No idea.")], called, [lms_text("Try a website.")], selected=2),
+            lms_reply([lms_text("(more)")], [lms_text("(other more)")]),  # a reply after a reply
+        )
+    )
+    conv = chat.conversation
+    assert [m.content for m in conv.messages] == ["Weather in Oslo?", "Try a website.", "(more)"]
+    assert [
+        (k.number, k.messages and [(m.role, m.content) for m in k.messages]) for k in conv.kept_replies
+    ] == [
+        (1, [("assistant", "No idea.")]),
+        (2, [("assistant", ""), ("tool", "-3 °C"), ("assistant", "Cold.")]),
+        (3, None),
+    ]
+    assert chat.left == ["1 other version of a reply"]  # the second reply's: no question before it
+    with History(tmp_path / "h.sqlite3") as h:
+        cid = h.restore_conversation(conv).id
+        upos = h.load_conversation(cid).messages[0].position
+        (call,) = h.reply_version(cid, upos, 2)[0].tool_calls
+        assert (call.name, call.call.arguments, call.result) == ("get_weather", {"city": "Oslo"}, "-3 °C")

@@ -31,7 +31,7 @@ def test_lm_studio_s_chats_come_in_with_their_folders_once(qtbot, make_window, t
     w = make_window(None)
     lst = w.conversations_ctl.list
     assert imported_from_menu(qtbot, w, w.menus.act_import_lms, "Import from LM Studio…") == (
-        "Imported 2 chats from LM Studio; not brought: “Weather in Lyon”: 1 other version of a reply."
+        "Imported 2 chats from LM Studio; not brought: “Weather in Lyon”: 1 other version of a question."
     )
     assert sorted(lst.titles()) == ["Budget", "Weather in Lyon"]
     assert lst.headers()[:2] == ["Pinned", "▾ Work (1)"]  # pinned in LM Studio, and its folder
