@@ -12,8 +12,9 @@ Read here: the branch the chat showed (from ``currentId`` back to its first mess
 message's text, a reply's thinking (the ``<details type="reasoning">`` blocks Open WebUI writes in
 it) as its reasoning, the tools it ran (its ``<details type="tool_calls">`` blocks, each with the
 call's name, arguments and result) as calls in Callisto's turn layout, who wrote it, its token
-counts, and the pictures attached to a question (data URLs). What is not brought is said: the
-other branches (edits, regenerations), files that are not pictures. Every field is checked: a
+counts, and the pictures attached to a question (data URLs); a reply's regenerations (the other
+replies to its question) are kept as Regenerate keeps them, to switch to. What is not brought is
+said: the other branches (a question's edits), files that are not pictures. Every field is checked: a
 file may come from anywhere."""
 
 from __future__ import annotations
@@ -75,9 +76,10 @@ def is_openwebui_export(data: Any) -> bool:
     return bool(items) and all(_chat_of(item) is not None for item in items)
 
 
-def _branch(chat: dict[str, Any]) -> tuple[list[dict[str, Any]], int]:
-    """The messages the chat showed, first to last, and how many other branches there were (a
-    message's siblings: an edit, a regeneration)."""
+def _branch(chat: dict[str, Any]) -> tuple[list[dict[str, Any]], dict[str, Any], int]:
+    """The messages the chat showed, first to last, the tree they are in (empty for a bare
+    chat), and how many other first messages there were (a first question edited: its versions
+    have no parent)."""
     history = chat.get("history")
     tree = history.get("messages") if isinstance(history, dict) else None
     if isinstance(tree, dict) and tree:
@@ -93,14 +95,23 @@ def _branch(chat: dict[str, Any]) -> tuple[list[dict[str, Any]], int]:
             at = node.get("parentId")
         branch.reverse()
         roots = [n for n in tree.values() if isinstance(n, dict) and n.get("parentId") not in tree]
-        others = max(0, len(roots) - 1)  # (a first question edited: its versions have no parent)
-        for node in branch:
-            parent = tree.get(node.get("parentId")) if isinstance(node.get("parentId"), str) else None
-            kids = parent.get("childrenIds") if isinstance(parent, dict) else None
-            others += max(0, len(kids) - 1) if isinstance(kids, list) else 0
-        return branch, others
+        return branch, tree, max(0, len(roots) - 1)
     listed = chat.get("messages")
-    return ([m for m in listed if isinstance(m, dict)][:MAX_MESSAGES] if isinstance(listed, list) else []), 0
+    return (
+        ([m for m in listed if isinstance(m, dict)][:MAX_MESSAGES] if isinstance(listed, list) else []),
+        {},
+        0,
+    )
+
+
+def _siblings(tree: dict[str, Any], node: dict[str, Any]) -> list[dict[str, Any]]:
+    """The messages of the tree that answer what ``node`` answers (its parent's children, in
+    their order): its other versions, an edit or a regeneration; none for a bare chat."""
+    up = node.get("parentId")
+    parent = tree.get(up) if isinstance(up, str) else None
+    kids = parent.get("childrenIds") if isinstance(parent, dict) else None
+    found = [tree.get(k) for k in kids[:MAX_MESSAGES] if isinstance(k, str)] if isinstance(kids, list) else []
+    return [k for k in found if isinstance(k, dict)]
 
 
 def _pictures(files: Any, left: list[str]) -> list[bytes]:
@@ -195,19 +206,36 @@ def _reply(reader: Turns, node: dict[str, Any], text: str, created: float) -> No
 def _conversation(item: dict[str, Any], chat: dict[str, Any]) -> OtherChat:
     created = epoch_seconds(item.get("created_at")) or epoch_seconds(chat.get("timestamp")) or time.time()
     reader = Turns(created, "openwebui")
-    branch, others = _branch(chat)
+    branch, tree, others = _branch(chat)
+
+    def reply(node: dict[str, Any]) -> None:
+        content = node.get("content")
+        _reply(
+            reader,
+            node,
+            content if isinstance(content, str) else "",
+            epoch_seconds(node.get("timestamp")) or created,
+        )
+
     for n, node in enumerate(branch):
         role, content = node.get("role"), node.get("content")
         text = content if isinstance(content, str) else ""
         at = epoch_seconds(node.get("timestamp")) or created
+        siblings = _siblings(tree, node)
         if role == "user":
             reader.add("user", text, images=_pictures(node.get("files"), reader.left), created=at)
         elif role == "system":
             reader.add("system", text, created=at)
         elif role == "assistant":
-            _reply(reader, node, text, at)
+            first = len(reader.messages)
+            reply(node)
+            shown = next((i for i, sib in enumerate(siblings) if sib is node), None)
+            regenerated = len(siblings) > 1 and all(sib.get("role") == "assistant" for sib in siblings)
+            if regenerated and shown is not None and reader.other_versions(first, reply, siblings, shown):
+                siblings = []  # (kept: the reply's versions, to switch to)
         else:
             reader.left.append(f"message {n + 1}, whose role is {str(role)[:40]!r}")
+        others += max(0, len(siblings) - 1)
     if others:
         reader.left.append(f"{others} other version{'s' if others > 1 else ''} of its messages")
     title = item.get("title") if isinstance(item.get("title"), str) else chat.get("title")

@@ -83,8 +83,13 @@ def test_each_chat_is_read_along_the_branch_it_showed():
     assert conv.messages[0].images == [PNG]
     assert trip.left == [
         "an attached file (notes.pdf) that is no picture in the file",
-        "2 other versions of its messages",
+        "1 other version of its messages",  # the question's edit: a branch is a chat of its own
     ]
+    # the regenerated reply: the earlier one kept as Regenerate keeps it, to switch to
+    kept = [
+        (k.user_index, k.number, k.messages and [m.content for m in k.messages]) for k in conv.kept_replies
+    ]
+    assert kept == [(0, 1, ["Sunny."]), (0, 2, None)]
     assert [(m.role, m.content) for m in sums.conversation.messages] == [("user", "2+2?"), ("assistant", "4")]
     assert sums.left == []
 
@@ -217,3 +222,14 @@ def test_a_hostile_reply_of_unclosed_blocks_is_read_as_text():
     chat = owui_chat("x", [owui_message("r", "assistant", content, None)], "r", created=1_750_000_000)
     (read,) = conversations_from_openwebui([chat])
     assert [(m.role, m.content) for m in read.conversation.messages] == [("assistant", content)]
+
+
+def test_a_regenerated_reply_comes_in_as_a_version_to_switch_to(tmp_path):
+    (trip,) = conversations_from_openwebui([_trip()])
+    with History(tmp_path / "h.sqlite3") as h:
+        cid = h.restore_conversation(trip.conversation).id
+        conv = h.load_conversation(cid)
+        upos = conv.messages[0].position
+        assert conv.versions == {upos: (2, 2)}
+        assert [m.content for m in h.reply_version(cid, upos, 1)] == ["Sunny."]
+        assert h.reply_version(cid, upos, 1)[0].extra["model_name"] == "llama3.2:3b"
