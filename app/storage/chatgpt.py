@@ -16,8 +16,10 @@ their ``asset_pointer``; the zip itself is read as well as the folder it was unz
 Read here: the branch the chat showed (from ``current_node`` back to its first message), the
 questions and answers, a reasoning model's thoughts as the reply's reasoning, the calls the model
 made to ChatGPT's tools (Python, browsing, image making) with their results, the model that wrote
-each reply, and the pictures sent when their files are in the export. What is not brought is
-said: the other branches, a picture whose file is not there. Hidden messages (the custom
+each reply, and the pictures sent when their files are in the export; a reply's regenerations
+(the other answers to its question, each up to the next question) are kept as Regenerate keeps
+them, to switch to. What is not brought is said: the other branches (a question's edits, what
+was asked after another answer), a picture whose file is not there. Hidden messages (the custom
 instructions, the system's) are not shown by ChatGPT and are not brought. Every field is checked:
 a file may come from anywhere."""
 
@@ -65,28 +67,48 @@ def is_chatgpt_export(data: Any) -> bool:
     return export_items(data, _is_chat) is not None
 
 
-def _branch(chat: dict[str, Any]) -> tuple[list[dict[str, Any]], int]:
-    """The messages of the branch the chat showed, first to last, and how many shown messages
-    other branches held (an edit, a regeneration)."""
-    tree: dict[str, Any] = chat["mapping"]
-    at = chat.get("current_node")
+def _branch(tree: dict[str, Any], at: Any) -> list[str]:
+    """The nodes of the branch the chat showed that hold a message, first to last (from
+    ``at``, its ``current_node``, back to its first message)."""
     seen: set[str] = set()
-    branch: list[dict[str, Any]] = []
+    branch: list[str] = []
     while isinstance(at, str) and at in tree and at not in seen and len(seen) < MAX_MESSAGES:
         seen.add(at)
         node = tree[at]
         if not isinstance(node, dict):
             break
         if isinstance(node.get("message"), dict):
-            branch.append(node["message"])
+            branch.append(at)
         at = node.get("parent")
     branch.reverse()
-    others = sum(
-        1
-        for key, node in tree.items()
-        if key not in seen and isinstance(node, dict) and _shown_to_person(obj(node.get("message")))
+    return branch
+
+
+def _children(tree: dict[str, Any], key: str) -> list[str]:
+    kids = obj(tree.get(key)).get("children")
+    return (
+        [k for k in kids[:MAX_MESSAGES] if isinstance(k, str) and isinstance(tree.get(k), dict)]
+        if isinstance(kids, list)
+        else []
     )
-    return branch, others
+
+
+def _reply_from(tree: dict[str, Any], key: str, shown: set[str]) -> list[dict[str, Any]]:
+    """The messages of a reply that starts at node ``key``, up to the next question: along the
+    branch shown where it goes, else along the newest child."""
+    out: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    at: str | None = key
+    while at is not None and at not in seen and len(out) < MAX_MESSAGES:
+        seen.add(at)
+        message = tree[at].get("message")
+        if isinstance(message, dict):
+            if obj(message.get("author")).get("role") == "user":
+                break
+            out.append(message)
+        kids = _children(tree, at)
+        at = next((k for k in kids if k in shown), kids[-1]) if kids else None
+    return out
 
 
 def _shown_to_person(message: dict[str, Any]) -> bool:
@@ -222,10 +244,14 @@ class _Reader(Turns):
 def _conversation(chat: dict[str, Any], pictures: Pictures | None) -> OtherChat:
     created = epoch_seconds(chat.get("create_time")) or time.time()
     reader = _Reader(created, pictures)
-    branch, others = _branch(chat)
-    for message in branch:
+    tree: dict[str, Any] = chat["mapping"]
+    branch = _branch(tree, chat.get("current_node"))
+    shown, kept = set(branch), set[int]()  # kept: the messages brought as reply versions (ids)
+    asked: tuple[int, list[list[dict[str, Any]]], int] | None = None  # a regenerated reply's question
+
+    def read(message: dict[str, Any]) -> None:
         if not _shown_to_person(message):
-            continue
+            return
         role = obj(message.get("author")).get("role")
         at = epoch_seconds(message.get("create_time"))
         if role == "user":
@@ -234,6 +260,45 @@ def _conversation(chat: dict[str, Any], pictures: Pictures | None) -> OtherChat:
             reader.assistant(message, at)
         else:
             reader.tool(message)
+
+    def read_reply(messages: list[dict[str, Any]]) -> None:
+        reader.reply_at = None
+        for message in messages:
+            read(message)
+
+    def keep_versions() -> None:
+        """The replies to the question just answered other than the one shown (its regenerations),
+        kept as Regenerate keeps them."""
+        if asked is None:
+            return
+        first, versions, at = asked
+        if reader.other_versions(first, read_reply, versions, at):
+            kept.update(id(m) for version in versions for m in version)
+
+    for key in branch:
+        message = tree[key]["message"]
+        if obj(message.get("author")).get("role") == "user" and _shown_to_person(message):
+            keep_versions()
+            read(message)
+            replies = [(k, _reply_from(tree, k, shown)) for k in _children(tree, key)]
+            replies = [(k, r) for k, r in replies if k in shown or any(map(_shown_to_person, r))]
+            at = next((i for i, (k, _r) in enumerate(replies) if k in shown), None)
+            asked = (
+                (len(reader.messages), [r for _k, r in replies], at)
+                if len(replies) > 1 and at is not None
+                else None
+            )
+        else:
+            read(message)
+    keep_versions()
+    others = sum(
+        1
+        for key, node in tree.items()
+        if key not in shown
+        and isinstance(node, dict)
+        and _shown_to_person(obj(node.get("message")))
+        and id(node.get("message")) not in kept
+    )
     if others:
         reader.left.append(
             f"{others} message{'s' if others > 1 else ''} of other branches (edits, regenerations)"

@@ -39,7 +39,8 @@ def _text(*parts) -> dict:
 
 def _gpt_chat(title: str, messages: list[dict], *, branches: dict[str, str] | None = None) -> dict:
     """A ChatGPT chat: ``messages`` one after the other under an empty root node, and
-    ``branches`` (message id -> the id of the message it follows) beside them."""
+    ``branches`` (message id -> the id of the message it follows) beside them, older (listed
+    first among its parent's children)."""
     mapping = {"root": {"id": "root", "message": None, "parent": None, "children": []}}
     parent = "root"
     for m in messages:
@@ -53,6 +54,7 @@ def _gpt_chat(title: str, messages: list[dict], *, branches: dict[str, str] | No
             "parent": after,
             "children": [],
         }
+        mapping[after]["children"].insert(0, m_id)
     return {
         "title": title,
         "create_time": T0,
@@ -121,10 +123,51 @@ def test_a_chatgpt_export_is_read_along_the_branch_it_showed(tmp_path):
     assert (call.name, call.arguments, call.result) == ("python", "print(2**10)", "1024")
     assert conv.messages[3].extra["model_name"] == "o3" and conv.messages[3].created == T0 + 6
     assert conv.messages[4].images == [png_bytes()]  # the picture's file beside the export
-    assert chat.left == [
-        "a picture whose file (file-gone) is not in the export",
-        "1 message of other branches (edits, regenerations)",
+    assert chat.left == ["a picture whose file (file-gone) is not in the export"]
+    # the first answer, regenerated: kept as Regenerate keeps it (version 1; the one shown is 2)
+    kept = [
+        (k.user_index, k.number, k.messages and [m.content for m in k.messages]) for k in conv.kept_replies
     ]
+    assert kept == [(0, 1, ["Old answer"]), (0, 2, None)]
+    with History(tmp_path / "h.sqlite3") as h:
+        cid = h.restore_conversation(conv).id
+        upos = h.load_conversation(cid).messages[0].position
+        assert h.load_conversation(cid).versions == {upos: (2, 2)}
+        assert [m.content for m in h.reply_version(cid, upos, 1)] == ["Old answer"]
+
+
+def test_a_chatgpt_regeneration_is_kept_whole_and_an_edit_is_said():
+    question = _gpt_message("user", _text("Name a prime"), 1)
+    chat = _gpt_chat(
+        "Primes",
+        [question, _gpt_message("assistant", _text("7"), 2), _gpt_message("user", _text("Another?"), 3)],
+    )
+    tree = chat["mapping"]
+    # an earlier answer that called a tool, and a question asked after it (another branch)
+    earlier = [
+        _gpt_message("assistant", {"content_type": "code", "text": "next_prime(3)"}, 10, recipient="python"),
+        _gpt_message("tool", {"content_type": "execution_output", "text": "5"}, 11, name="python"),
+        _gpt_message("assistant", _text("5"), 12),
+        _gpt_message("user", _text("Why?"), 13),
+    ]
+    parent = "msg1"
+    for n, m in enumerate(earlier):
+        key = f"e{n}"
+        tree[key] = {"id": key, "message": m, "parent": parent, "children": []}
+        tree[parent]["children"].insert(0, key)
+        parent = key
+    (read,) = conversations_from_chatgpt(chat)
+    conv = read.conversation
+    assert [m.content for m in conv.messages] == ["Name a prime", "7", "Another?"]
+    (one, shown) = conv.kept_replies
+    assert (one.number, shown.number, shown.messages) == (1, 2, None)
+    assert [(m.role, m.content) for m in one.messages] == [
+        ("assistant", ""),
+        ("tool", "5"),
+        ("assistant", "5"),
+    ]
+    assert one.messages[0].tool_calls[0].result == "5"
+    assert read.left == ["1 message of other branches (edits, regenerations)"]  # "Why?"
 
 
 def test_a_chatgpt_export_file_brings_each_chat_with_its_pictures(tmp_path):
