@@ -16,8 +16,10 @@ parent's ``metadata.activeChildId``, else the newest.
 
 Read here: the version of the chat Jan shows, the text, the thinking, each call with its
 arguments and result, pictures sent as data URLs, the model that wrote the replies, the
-instructions (as the system prompt) and the favourite mark (as the pin). What is not brought is
-said (:attr:`OtherChat.left`): the other versions, replies that were errors, files' texts. Every
+instructions (as the system prompt) and the favourite mark (as the pin); a reply's regenerations
+(the other replies to its question) are kept as Regenerate keeps them, to switch to. What is not
+brought is said (:attr:`OtherChat.left`): a question's other versions (its edits), replies that
+were errors, files' texts. Every
 field is checked: a file may come from anywhere."""
 
 from __future__ import annotations
@@ -119,14 +121,18 @@ def _parent(message: dict[str, Any]) -> Any:
     return parent if parent is None or isinstance(parent, str) else _UNLINKED
 
 
-def _shown(messages: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], int]:
-    """The messages Jan shows, first to last, and how many other versions there were. A chat
+_Children = dict[Any, list[dict[str, Any]]]  # a chat's messages by their parent's id (None: first ones)
+
+
+def _shown(messages: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], _Children]:
+    """The messages Jan shows, first to last, and every message by its parent's id (empty for a
+    chat without versions). A chat
     without versions is shown as it was written; one with them, from the newest first message
     along each message's active (else newest) next one. A reply that lost its link (a bug of
     Jan's that Jan mends when it opens the chat) is linked as Jan links it: to the question
     before it, and the next question that hung from that question to it."""
     if not any("parentId" in _meta(m) or "activeChildId" in _meta(m) for m in messages):
-        return messages, 0
+        return messages, {}
     order = {id(m): n for n, m in enumerate(messages)}
 
     def when(m: dict[str, Any]) -> tuple[float, int]:
@@ -146,25 +152,43 @@ def _shown(messages: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], int]:
         )
         if after is not None and isinstance(reply.get("id"), str):
             parents[id(after)] = reply["id"]
-    children: dict[str | None, list[dict[str, Any]]] = {}
+    children: _Children = {}
     for m in ordered:
         if parents[id(m)] is not _UNLINKED:
             children.setdefault(parents[id(m)], []).append(m)
     if not children.get(None):
-        return messages, 0
-    shown: list[dict[str, Any]] = []
+        return messages, {}
+    return _along(children, children[None][-1], set()), children
+
+
+def _along(
+    children: _Children, at: dict[str, Any] | None, shown: set[int], *, until_user: bool = False
+) -> list[dict[str, Any]]:
+    """The messages from ``at`` on as Jan shows them: each message's active next one (else one
+    in ``shown``, else the newest); ``until_user``: only up to the next question (a reply)."""
+    out: list[dict[str, Any]] = []
     seen: set[str] = set()
-    at: dict[str, Any] | None = children[None][-1]
-    while at is not None and len(shown) < MAX_MESSAGES:
-        shown.append(at)
+    while at is not None and len(out) < MAX_MESSAGES:
+        if until_user and at.get("role") == "user":
+            break
+        out.append(at)
         mid = at.get("id")
         if not isinstance(mid, str) or mid in seen:
             break
         seen.add(mid)
         kids = children.get(mid, [])
         active = _meta(at).get("activeChildId")
-        at = next((k for k in kids if k.get("id") == active), kids[-1] if kids else None)
-    return shown, len(messages) - len(shown)
+        at = next(
+            (k for k in kids if k.get("id") == active),
+            next((k for k in kids if id(k) in shown), kids[-1] if kids else None),
+        )
+    return out
+
+
+def _is_error(message: dict[str, Any]) -> bool:
+    return message.get("role") == "assistant" and bool(
+        _meta(message).get("error") or message.get("status") == "error"
+    )
 
 
 def _parts(message: dict[str, Any]) -> list[dict[str, Any]]:
@@ -282,7 +306,7 @@ def conversation_from_jan(thread: Any, messages: list[Any], *, updated: float | 
     listed = [m for m in messages if isinstance(m, dict)][:MAX_MESSAGES]
     if not listed:
         raise ValueError("the chat holds no messages")
-    shown, others = _shown(listed)
+    shown, children = _shown(listed)
     assistants = info.get("assistants")
     first = (
         assistants[0]
@@ -296,9 +320,14 @@ def conversation_from_jan(thread: Any, messages: list[Any], *, updated: float | 
     created = min(times) if times else epoch_seconds(info.get("created")) or updated or time.time()
     reader = _Reader(created, model_name)
     errors = 0
-    for n, message in enumerate(shown):
+    on_branch = {id(m) for m in shown}
+    brought = len(shown)  # the messages read, those of the replies' other versions too
+    asked: tuple[int, list[list[dict[str, Any]]], int] | None = None  # a regenerated reply's question
+
+    def read(n: int, message: dict[str, Any]) -> None:
+        nonlocal errors
         role, at = message.get("role"), epoch_seconds(message.get("created_at"))
-        if role == "assistant" and (_meta(message).get("error") or message.get("status") == "error"):
+        if _is_error(message):
             errors += 1  # (Jan does not send them to the model either)
         elif role == "user":
             reader.user(message, at)
@@ -310,6 +339,41 @@ def conversation_from_jan(thread: Any, messages: list[Any], *, updated: float | 
             reader.system(message, at)
         else:
             reader.left.append(f"message {n + 1}, whose role is {str(role)[:40]!r}")
+
+    def read_reply(messages: list[dict[str, Any]]) -> None:
+        for message in messages:
+            if message.get("role") in ("assistant", "tool"):
+                read(0, message)
+
+    def keep_versions() -> None:
+        """The replies to the question just answered other than the one shown (its regenerations),
+        kept as Regenerate keeps them."""
+        nonlocal brought
+        if asked is not None and reader.other_versions(asked[0], read_reply, asked[1], asked[2]):
+            brought += sum(len(v) for n, v in enumerate(asked[1]) if n != asked[2])
+
+    for n, message in enumerate(shown):
+        if message.get("role") == "user":
+            keep_versions()
+            read(n, message)
+            mid = message.get("id")
+            kids = children.get(mid, []) if isinstance(mid, str) else []
+            failed = [
+                k for k in kids if _is_error(k) and id(k) not in on_branch and not children.get(k.get("id"))
+            ]
+            errors, brought = (
+                errors + len(failed),
+                brought + len(failed),
+            )  # (said as errors, as on the branch)
+            kids = [k for k in kids if not _is_error(k)]
+            replies = [_along(children, k, on_branch, until_user=True) for k in kids]
+            at = next((i for i, k in enumerate(kids) if id(k) in on_branch), None)
+            regenerated = len(kids) > 1 and at is not None and all(k.get("role") == "assistant" for k in kids)
+            asked = (len(reader.messages), replies, at) if regenerated and at is not None else None
+        else:
+            read(n, message)
+    keep_versions()
+    others = len(listed) - brought if children else 0
     if errors:
         reader.left.append(
             f"{errors} repl{'ies' if errors > 1 else 'y'} that {'were errors' if errors > 1 else 'was an error'}"

@@ -122,11 +122,54 @@ def test_the_version_jan_shows_is_brought():
     messages = _versions()
     chat = conversation_from_jan({"title": "Versions"}, messages)
     assert [m.content for m in chat.conversation.messages] == ["New question", "Second answer"]  # newest
-    assert chat.left == ["3 other versions of its messages"]
+    assert chat.left == ["2 other versions of its messages"]  # the edited question and its answer
+
+    def kept(chat) -> list:
+        return [
+            (k.number, k.messages and [m.content for m in k.messages]) for k in chat.conversation.kept_replies
+        ]
+
+    assert kept(chat) == [(1, ["First answer"]), (2, None)]  # the regenerated reply: a version
     messages[2]["metadata"]["activeChildId"] = "a2"
     chat = conversation_from_jan({"title": "Versions"}, messages)
     assert [m.content for m in chat.conversation.messages] == ["New question", "First answer"]
+    assert kept(chat) == [(1, None), (2, ["Second answer"])]
     assert chat.conversation.created == JAN_MADE / 1000 + 2  # (the chat shown began then)
+
+
+def test_a_regenerated_reply_with_a_call_is_a_version_and_an_error_is_none(tmp_path):
+    messages = [
+        jan_message("user", "What is the weather in Lyon?", n=0, id="u1", metadata={"parentId": None}),
+        jan_message(
+            "assistant",
+            "Let me look.",
+            CALL,
+            "It is 12 °C and raining in Lyon.",
+            n=1,
+            id="a1",
+            metadata={"parentId": "u1"},
+        ),
+        jan_message("assistant", "Failed", n=2, id="a2", status="error", metadata={"parentId": "u1"}),
+        jan_message("assistant", "No idea.", n=3, id="a3", metadata={"parentId": "u1"}),
+        jan_message("user", "Thanks", n=4, id="u2", metadata={"parentId": "a3"}),
+    ]
+    chat = conversation_from_jan({"title": "Lyon"}, messages)
+    conv = chat.conversation
+    assert [m.content for m in conv.messages] == ["What is the weather in Lyon?", "No idea.", "Thanks"]
+    one, two = conv.kept_replies
+    assert (one.number, two.number, two.messages) == (1, 2, None)  # the error is no version
+    assert [(m.role, m.content) for m in one.messages] == [
+        ("assistant", "Let me look."),
+        ("tool", "12 °C, rain"),
+        ("assistant", "It is 12 °C and raining in Lyon."),
+    ]
+    assert [(c.name, c.arguments) for c in one.messages[0].tool_calls] == [("get_weather", {"city": "Lyon"})]
+    assert chat.left == ["1 reply that was an error"]  # (said as one on the branch shown is)
+    with History(tmp_path / "h.sqlite3") as h:
+        cid = h.restore_conversation(conv).id
+        upos = h.load_conversation(cid).messages[0].position
+        assert h.load_conversation(cid).versions == {upos: (2, 2)}
+        assert [m.content for m in h.reply_version(cid, upos, 1)][-1] == "It is 12 °C and raining in Lyon."
 
 
 def test_a_reply_that_lost_its_link_is_linked_as_jan_mends_it():
