@@ -43,6 +43,11 @@ def test_lm_studio_s_chats_come_in_with_their_folders_once(qtbot, make_window, t
     ]
     assert w.tool_panel.select_call("call-1")  # the call LM Studio's model made, in the side panel
     assert "get_weather" in w.tool_panel.detail_text() and "12 °C, rain" in w.tool_panel.detail_text()
+    reply = w.chat.current_assistant()  # regenerated in LM Studio: "2/2", and ‹ shows the older one
+    assert reply.version == (2, 2) and reply.version_label.text() == "2/2" and reply.btn_prev.isEnabled()
+    qtbot.mouseClick(reply.btn_prev, Qt.MouseButton.LeftButton)
+    assert w.chat.current_assistant().version == (1, 2)
+    assert "An older answer." in w.chat.current_assistant().text()
 
     write_lms_chat(
         home,
