@@ -10,8 +10,9 @@ and ``input``, ``tool_result`` with its ``content``), and the ``attachments`` an
 
 Read here: each message's text, a reply's thinking as its reasoning, the calls it made with their
 results (laid out as Callisto keeps a turn, so the side panel shows them), and when each was
-written. What is not brought is said: attached files (their text stays in Claude's export), the
-pictures sent (the export holds only their names). Every field is checked: a file may come from
+written, and the text of the documents attached (``extracted_content``), in the message as
+Callisto puts an attached text file. What is not brought is said: the pictures and other files
+sent (the export holds only their names). Every field is checked: a file may come from
 anywhere."""
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from datetime import datetime
 from typing import Any
 
 from app.storage._others import MAX_MESSAGES, OtherChat, Turns, epoch_seconds, export_items, text_of
+from app.storage.attached_files import MAX_FILES, AttachedFile, message_with_files
 from app.storage.history import MessageRecord
 
 __all__ = ["conversations_from_claude", "is_claude_export"]
@@ -49,6 +51,7 @@ def _when(value: Any) -> float | None:
 class _Reader(Turns):
     def __init__(self, created: float) -> None:
         super().__init__(created, "claude")
+        self.first_words: str | None = None  # the first question's text (the title of a chat with none)
 
     def user(self, message: dict[str, Any], created: float | None) -> None:
         blocks = message.get("content")
@@ -58,13 +61,35 @@ class _Reader(Turns):
             else []
         )
         text = "".join(t for t in texts if isinstance(t, str)) or text_of(message.get("text"))
-        self.add("user", text, created=created)
-        sent = [
-            f for key in ("attachments", "files") for f in (message.get(key) or []) if isinstance(f, dict)
-        ]
+        files, sent = [], 0
+        for key in ("attachments", "files"):
+            listed = message.get(key)
+            for f in listed[:MAX_FILES] if isinstance(listed, list) else []:
+                if not isinstance(f, dict):
+                    continue
+                content = f.get("extracted_content")
+                if isinstance(content, str) and content:  # an attached document's text, as Claude read it
+                    name = f.get("file_name")
+                    size = f.get("file_size")
+                    files.append(
+                        AttachedFile(
+                            name if isinstance(name, str) and name.strip() else "attachment.txt",
+                            content,
+                            size
+                            if isinstance(size, int) and not isinstance(size, bool) and size >= 0
+                            else len(content),
+                        )
+                    )
+                else:
+                    sent += 1
+        if self.first_words is None and (text.strip() or files):
+            self.first_words = " ".join((text or " ".join(f.name for f in files)).split())[:60]
+        # in the message as Callisto puts an attached text file, so it reads (and goes on) as it did
+        self.add("user", message_with_files(text, files) if files else text, created=created)
         if sent:
             self.left.append(
-                f"{len(sent)} attached file{'s' if len(sent) > 1 else ''} (the export keeps no picture)"
+                f"{sent} picture{'s' if sent > 1 else ''} or file{'s' if sent > 1 else ''} sent "
+                "(the export keeps only their names)"
             )
 
     def assistant(self, message: dict[str, Any], created: float | None) -> None:
@@ -108,7 +133,10 @@ def _conversation(chat: dict[str, Any]) -> OtherChat:
             reader.assistant(message, at)
         else:
             reader.left.append(f"message {n + 1}, whose sender is {str(sender)[:40]!r}")
-    return reader.chat(chat.get("name"), "Claude chat", _when(chat.get("updated_at")))
+    name = chat.get("name")
+    if not (isinstance(name, str) and name.strip()):  # by its first question's words, not its files'
+        name = reader.first_words
+    return reader.chat(name, "Claude chat", _when(chat.get("updated_at")))
 
 
 def conversations_from_claude(data: Any) -> list[OtherChat]:

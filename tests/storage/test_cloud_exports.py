@@ -283,14 +283,15 @@ def test_a_claude_export_is_read_with_its_calls():
     conv = chat.conversation
     assert conv.title == "Weather in Lyon" and conv.created == 1_750_000_000.0
     assert conv.updated == 1_750_000_200.0
-    assert [(m.role, m.content) for m in conv.messages] == [
-        ("user", "What is the weather in Lyon?"),
+    assert [(m.role, m.content) for m in conv.messages][1:] == [
         ("assistant", "Let me look."),
         ("tool", "12 °C, rain"),
         ("assistant", "It is 12 °C and raining."),
         ("user", "Thanks"),
         ("assistant", "You're welcome."),
     ]
+    # the attached document's text, as Claude read it, in the message as Callisto attaches a file
+    assert conv.messages[0].content == "What is the weather in Lyon?\n\nFile `notes.txt`:\n\n```\nsecret\n```"
     lead = conv.messages[1]
     assert lead.reasoning == "The user wants the weather." and lead.created == 1_750_000_010.0
     (call,) = lead.tool_calls
@@ -302,7 +303,7 @@ def test_a_claude_export_is_read_with_its_calls():
     )
     assert conv.messages[4].created == conv.created  # (a time that is none: the chat's)
     assert chat.left == [
-        "2 attached files (the export keeps no picture)",
+        "1 picture or file sent (the export keeps only their names)",
         "a tool call with no name",
         "message 5, whose sender is 'narrator'",
     ]
