@@ -11,6 +11,7 @@ from datetime import date, datetime, timedelta
 from typing import TYPE_CHECKING
 
 from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QKeyEvent
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QDialog,
@@ -56,6 +57,19 @@ def _gone_on(timestamp: float) -> str:
     return f"Deleted for good on {day.day} {day.strftime('%B %Y')}"
 
 
+class _TrashList(QTreeWidget):
+    """The trash's rows; Delete (or Backspace, the Mac's delete key) asks to delete the chosen
+    ones for good."""
+
+    sig_delete_key = Signal()
+
+    def keyPressEvent(self, event: QKeyEvent) -> None:  # noqa: N802 - Qt's name
+        if event.key() in (Qt.Key.Key_Delete, Qt.Key.Key_Backspace):
+            self.sig_delete_key.emit()
+            return
+        super().keyPressEvent(event)
+
+
 class TrashDialog(QDialog):
     """The chats in the trash, a row each (several can be chosen); *Put back*, *Delete for good…*,
     *Empty…*; a line saying how long chats are kept, or that there are none."""
@@ -73,7 +87,7 @@ class TrashDialog(QDialog):
         self.about.setObjectName("trashAbout")
         self.about.setWordWrap(True)
         lay.addWidget(self.about)
-        self.tree = QTreeWidget()
+        self.tree = _TrashList()
         self.tree.setObjectName("trashList")
         self.tree.setHeaderLabels(["Chat", "Folder", "Messages", "Deleted"])
         self.tree.setRootIsDecorated(False)
@@ -86,6 +100,7 @@ class TrashDialog(QDialog):
             header.setSectionResizeMode(col, QHeaderView.ResizeMode.ResizeToContents)
         self.tree.itemSelectionChanged.connect(self._update_buttons)
         self.tree.itemDoubleClicked.connect(lambda _item, _col: self.put_back())
+        self.tree.sig_delete_key.connect(self.forget_chosen)  # (Enter: Put back, the default button)
         lay.addWidget(self.tree, 1)
         self.put_back_button = QPushButton("Put back")
         self.put_back_button.setToolTip("Bring the chosen chats back to the list, as they were")

@@ -112,6 +112,10 @@ def test_delete_for_good_and_empty_ask_first_and_undo_then_offers_nothing(qtbot,
     assert not undo.button.isVisible() and undo.undo() == 0  # C is gone for good: no Undo for it
     assert ctl.list.ids() == [d]
 
+    dlg.tree.setFocus()
+    qtbot.keyClick(dlg.tree, Qt.Key.Key_Delete)  # the Delete key asks the same
+    assert dlg.confirm_box.text() == "Delete “B” for good? This cannot be undone."
+    _confirm(dlg.confirm_box, "Cancel")
     dlg.empty_button.click()
     assert dlg.confirm_box.text() == "Delete the chat in Recently deleted for good? This cannot be undone."
     _confirm(dlg.confirm_box, "Delete for good")
