@@ -12,10 +12,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from app.storage.attached_files import AttachedFile, message_with_files
 from app.storage.history import Conversation, KeptReply, MessageRecord, StoredToolCall
 
 __all__ = [
     "MAX_MESSAGES",
+    "attached_text",
     "MAX_PICTURE_BYTES",
     "OtherChat",
     "Turns",
@@ -74,6 +76,19 @@ def chat_title(name: Any, messages: Sequence[MessageRecord], fallback: str) -> s
         return " ".join(name.split())
     first = next((m.content for m in messages if m.role == "user" and m.content.strip()), "")
     return " ".join(first.split())[:60] or fallback
+
+
+def attached_text(name: Any, content: Any, size: Any = None) -> AttachedFile | None:
+    """A document the app sent with a question as text (its ``name``, the ``content`` it read,
+    its ``size`` in bytes when it kept one), to put in the message as Callisto attaches a text
+    file; None when it kept no text."""
+    if not isinstance(content, str) or not content:
+        return None
+    return AttachedFile(
+        " ".join(name.split()) if isinstance(name, str) and name.strip() else "attachment.txt",
+        content,
+        size if isinstance(size, int) and not isinstance(size, bool) and size >= 0 else len(content.encode()),
+    )
 
 
 def data_url_picture(url: Any, left: list[str]) -> bytes | None:
@@ -146,7 +161,16 @@ class Turns:
         self.messages: list[MessageRecord] = []
         self.left: list[str] = []
         self.kept: list[KeptReply] = []  # the other versions of its replies
+        self.first_words: str | None = None  # what its first question said (a chat's title)
         self._calls = 0
+
+    def question(self, text: str, files: list[AttachedFile], **kw: Any) -> MessageRecord:
+        """A user's message: ``text``, and the documents sent with it as text put in it as
+        Callisto attaches a text file (so it reads, and goes on, as it did). The first one's
+        words (else its files' names) title a chat the app named not."""
+        if self.first_words is None and (text.strip() or files):
+            self.first_words = " ".join((text or " ".join(f.name for f in files)).split())[:60]
+        return self.add("user", message_with_files(text, files) if files else text, **kw)
 
     def other_versions(
         self, first: int, read: Callable[[Any], object], versions: Sequence[Any], shown: int
@@ -188,9 +212,10 @@ class Turns:
     def chat(self, name: Any, fallback: str, updated: float | None, **more: Any) -> OtherChat:
         """The chat read: its conversation (titled ``name``, else by its first question, else
         ``fallback``; last changed at ``updated``; ``more`` of its fields) and what was left."""
+        named = name if isinstance(name, str) and name.strip() else self.first_words
         conv = Conversation(
             id=0,
-            title=chat_title(name, self.messages, fallback),
+            title=chat_title(named, self.messages, fallback),
             created=self.created,
             updated=max(updated or self.created, self.created),
             message_count=len(self.messages),

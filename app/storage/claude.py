@@ -21,8 +21,16 @@ import time
 from datetime import datetime
 from typing import Any
 
-from app.storage._others import MAX_MESSAGES, OtherChat, Turns, epoch_seconds, export_items, text_of
-from app.storage.attached_files import MAX_FILES, AttachedFile, message_with_files
+from app.storage._others import (
+    MAX_MESSAGES,
+    OtherChat,
+    Turns,
+    attached_text,
+    epoch_seconds,
+    export_items,
+    text_of,
+)
+from app.storage.attached_files import MAX_FILES
 from app.storage.history import MessageRecord
 
 __all__ = ["conversations_from_claude", "is_claude_export"]
@@ -51,7 +59,6 @@ def _when(value: Any) -> float | None:
 class _Reader(Turns):
     def __init__(self, created: float) -> None:
         super().__init__(created, "claude")
-        self.first_words: str | None = None  # the first question's text (the title of a chat with none)
 
     def user(self, message: dict[str, Any], created: float | None) -> None:
         blocks = message.get("content")
@@ -67,25 +74,13 @@ class _Reader(Turns):
             for f in listed[:MAX_FILES] if isinstance(listed, list) else []:
                 if not isinstance(f, dict):
                     continue
-                content = f.get("extracted_content")
-                if isinstance(content, str) and content:  # an attached document's text, as Claude read it
-                    name = f.get("file_name")
-                    size = f.get("file_size")
-                    files.append(
-                        AttachedFile(
-                            name if isinstance(name, str) and name.strip() else "attachment.txt",
-                            content,
-                            size
-                            if isinstance(size, int) and not isinstance(size, bool) and size >= 0
-                            else len(content),
-                        )
-                    )
+                # an attached document's text, as Claude read it
+                doc = attached_text(f.get("file_name"), f.get("extracted_content"), f.get("file_size"))
+                if doc is not None:
+                    files.append(doc)
                 else:
                     sent += 1
-        if self.first_words is None and (text.strip() or files):
-            self.first_words = " ".join((text or " ".join(f.name for f in files)).split())[:60]
-        # in the message as Callisto puts an attached text file, so it reads (and goes on) as it did
-        self.add("user", message_with_files(text, files) if files else text, created=created)
+        self.question(text, files, created=created)
         if sent:
             self.left.append(
                 f"{sent} picture{'s' if sent > 1 else ''} or file{'s' if sent > 1 else ''} sent "
@@ -133,10 +128,7 @@ def _conversation(chat: dict[str, Any]) -> OtherChat:
             reader.assistant(message, at)
         else:
             reader.left.append(f"message {n + 1}, whose sender is {str(sender)[:40]!r}")
-    name = chat.get("name")
-    if not (isinstance(name, str) and name.strip()):  # by its first question's words, not its files'
-        name = reader.first_words
-    return reader.chat(name, "Claude chat", _when(chat.get("updated_at")))
+    return reader.chat(chat.get("name"), "Claude chat", _when(chat.get("updated_at")))
 
 
 def conversations_from_claude(data: Any) -> list[OtherChat]:

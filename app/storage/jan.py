@@ -19,8 +19,8 @@ arguments and result, pictures sent as data URLs, the model that wrote the repli
 instructions (as the system prompt) and the favourite mark (as the pin); a reply's regenerations
 (the other replies to its question) are kept as Regenerate keeps them, to switch to. What is not
 brought is said (:attr:`OtherChat.left`): a question's other versions (its edits), replies that
-were errors, files' texts. Every
-field is checked: a file may come from anywhere."""
+were errors. The documents Jan sent as text (``metadata.inline_file_contents``) are in the
+question as Callisto attaches a text file. Every field is checked: a file may come from anywhere."""
 
 from __future__ import annotations
 
@@ -35,11 +35,13 @@ from app.storage._others import (
     MAX_MESSAGES,
     OtherChat,
     Turns,
+    attached_text,
     data_url_picture,
     epoch_seconds,
     obj,
     think_out,
 )
+from app.storage.attached_files import MAX_FILES
 from app.storage.history import MessageRecord
 
 __all__ = [
@@ -226,10 +228,13 @@ class _Reader(Turns):
                 picture = data_url_picture(url.get("url") if isinstance(url, dict) else url, self.left)
                 if picture is not None:
                     images.append(picture)
-        files = _meta(message).get("inline_file_contents")
-        if isinstance(files, list) and files:
-            self.left.append(f"the text of {len(files)} attached file{'s' if len(files) > 1 else ''}")
-        self.add("user", text, images=images, created=created)
+        listed = _meta(message).get("inline_file_contents")  # documents Jan sent as text
+        files = [
+            doc
+            for f in (listed[:MAX_FILES] if isinstance(listed, list) else [])
+            if isinstance(f, dict) and (doc := attached_text(f.get("name"), f.get("content"))) is not None
+        ]
+        self.question(text, files, images=images, created=created)  # (Jan adds them to what it sends)
         self.reply_at = None
 
     def system(self, message: dict[str, Any], created: float | None) -> None:

@@ -198,7 +198,12 @@ def test_a_cycle_of_versions_ends():
 
 def test_what_is_not_brought_is_said():
     messages = [
-        jan_message("user", "Read these", n=0, metadata={"inline_file_contents": [{"name": "a.txt"}]}),
+        jan_message(
+            "user",
+            "Read these",
+            n=0,
+            metadata={"inline_file_contents": [{"name": "a.txt", "content": "alpha"}, {"name": "b.txt"}, 3]},
+        ),
         jan_message("assistant", "Error: the model crashed", n=1, metadata={"error": "crash"}),
         jan_message(
             "user", "And this link", {"type": "image_url", "image_url": {"url": "https://x/y.png"}}, n=2
@@ -209,13 +214,12 @@ def test_what_is_not_brought_is_said():
     chat = conversation_from_jan({"title": 7, "assistants": "none", "metadata": []}, messages)
     conv = chat.conversation
     assert [(m.role, m.content) for m in conv.messages] == [
-        ("user", "Read these"),
+        ("user", "Read these\n\nFile `a.txt`:\n\n```\nalpha\n```"),  # (b.txt kept no text: Jan sent none)
         ("user", "And this link"),
         ("assistant", "Done."),
     ]
     assert conv.title == "Read these" and not conv.pinned and conv.system_prompt is None
     assert chat.left == [
-        "the text of 1 attached file",
         "an attached picture that is not in the file (a link, not its data)",
         "message 4, whose role is 'narrator'",
         "1 reply that was an error",
