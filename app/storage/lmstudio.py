@@ -11,10 +11,12 @@ is ``multiStep``, whose ``contentBlock`` steps hold the text, the thinking (``st
 (``toolCallResult``); its other steps (status lines, debug information) are the window's.
 
 Read here: every chat's shown versions, as the person last saw the chat: the text, the thinking,
-each call with its arguments and result, the pictures attached (when LM Studio still has their
-files), who wrote each reply, the chat's system prompt, its pin and its folder; a reply's other
-versions (its regenerations) are kept as Regenerate keeps them, to switch to. What is not
-brought is said (:attr:`OtherChat.left`): a question's other versions (its edits), a file that is gone.
+each call with its arguments and result, the files attached when LM Studio still has them (a
+picture as a picture, a text file's text in the message as Callisto attaches one), who wrote
+each reply, the chat's system prompt, its pin and its folder; a reply's other versions (its
+regenerations) are kept as Regenerate keeps them, to switch to. What is not brought is said
+(:attr:`OtherChat.left`): a question's other versions (its edits), a file that is gone or is
+neither a picture nor text (a PDF: LM Studio read it for the model, the chat keeps no text).
 Every field is checked: a file may come from anywhere, and a value of the wrong type is passed
 over or refused with where it is, never trusted."""
 
@@ -35,6 +37,7 @@ from app.storage._others import (
     text_of,
     think_out,
 )
+from app.storage.attached_files import MAX_FILE_BYTES, MAX_FILES, AttachedFile, read_text_file
 from app.storage.history import MAX_FOLDER_NAME, MessageRecord
 
 __all__ = [
@@ -132,9 +135,10 @@ class _Reader(Turns):
         super().__init__(created, "lmstudio")
         self.files = files
 
-    def picture(self, part: dict[str, Any]) -> bytes | None:
-        """The bytes of a file attached to a user's message, when it is a picture LM Studio still
-        has; what is not brought is said."""
+    def attachment(self, part: dict[str, Any]) -> bytes | AttachedFile | None:
+        """A file attached to a user's message, when LM Studio still has it: a picture's bytes, or
+        a text file (its text, put in the message as Callisto attaches one); what is not brought
+        (a file gone, too large, neither a picture nor text: a PDF) is said."""
         name = part.get("fileIdentifier") or part.get("identifier") or part.get("name")
         shown = part.get("name") if isinstance(part.get("name"), str) else name
         if not isinstance(name, str) or not name or Path(name).name != name or self.files is None:
@@ -142,26 +146,36 @@ class _Reader(Turns):
             return None
         path = self.files / name
         try:
-            if path.stat().st_size > MAX_PICTURE_BYTES:
-                raise ValueError
-            data = path.read_bytes()
-        except (OSError, ValueError):
-            self.left.append(f"the attached file {shown} is gone or too large")
+            size = path.stat().st_size
+            with path.open("rb") as f:
+                head = f.read(16)
+            if is_picture(head):
+                if size > MAX_PICTURE_BYTES:
+                    self.left.append(f"the attached picture {shown} is too large")
+                    return None
+                return path.read_bytes()
+            doc = read_text_file(path)
+        except OSError:
+            self.left.append(f"the attached file {shown} is gone")
             return None
-        if not is_picture(data):
-            self.left.append(f"the attached file {shown} is not a picture (its text is not brought)")
+        except ValueError:  # (too large for a message, or a PDF, a document: not text)
+            why = "is too large for a message" if size > MAX_FILE_BYTES else "is neither a picture nor text"
+            self.left.append(f"the attached file {shown} {why}")
             return None
-        return data
+        return AttachedFile(" ".join(str(shown).split()) or doc.name, doc.text, doc.size)
 
     def user(self, version: dict[str, Any]) -> None:
         parts = version.get("content")
         images: list[bytes] = []
+        files: list[AttachedFile] = []
         for part in parts if isinstance(parts, list) else []:
             if isinstance(part, dict) and part.get("type") in ("file", "image"):
-                data = self.picture(part)
-                if data is not None:
-                    images.append(data)
-        self.add("user", text_of(parts), images=images)
+                found = self.attachment(part)
+                if isinstance(found, bytes):
+                    images.append(found)
+                elif found is not None:
+                    files.append(found)
+        self.question(text_of(parts), files[:MAX_FILES], images=images)
 
     def system(self, version: dict[str, Any]) -> None:
         text = text_of(version.get("content"))

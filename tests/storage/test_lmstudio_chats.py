@@ -130,17 +130,24 @@ def test_pictures_lm_studio_still_has_come_with_their_message(tmp_path):
     picture = png_bytes()
     (home / "user-files" / "1764-cat.png").write_bytes(picture)
     (home / "user-files" / "notes.txt").write_text("just text", encoding="utf-8")
+    (home / "user-files" / "report.pdf").write_bytes(b"%PDF-1.7\n\x00\x01binary")
     chat = lms_chat(
         "Cat",
-        lms_user("What is this?", files=("1764-cat.png", "gone.png", "notes.txt", "../escape.png")),
+        lms_user(
+            "What is this?", files=("1764-cat.png", "gone.png", "notes.txt", "report.pdf", "../escape.png")
+        ),
         lms_reply([lms_text("A cat.")]),
     )
     path = write_lms_chat(home, chat, "1.conversation.json")
     read = read_lmstudio_chat(path)
-    assert read.conversation.messages[0].images == [picture]
+    question = read.conversation.messages[0]
+    assert question.images == [picture]
+    # a text file comes with its text, in the message as Callisto attaches one
+    assert question.content == "What is this?\n\nFile `notes.txt`:\n\n```\njust text\n```"
+    assert read.conversation.title == "Cat"
     assert read.left == [
-        "the attached file gone.png is gone or too large",
-        "the attached file notes.txt is not a picture (its text is not brought)",
+        "the attached file gone.png is gone",
+        "the attached file report.pdf is neither a picture nor text",
         "an attached file (../escape.png) is not where LM Studio keeps files",
     ]
     h = History(tmp_path / "h.sqlite3", max_image_bytes=len(picture) - 1)  # smaller than the picture
