@@ -266,48 +266,45 @@ def test_exit_descriptions_are_plain_words():
     assert plain_reason(None, "llama.cpp aborted (SIGABRT)") == "llama.cpp aborted (SIGABRT)"
 
 
-@posix_only
-def test_the_shared_host_starts_a_fresh_engine_after_a_crash(tiny_gguf):
+@pytest.fixture
+def shared_host():
+    """The engine host the server and the window share, one model at a time; stopped after."""
     from app.engine.host import EngineHost
 
-    path = tiny_gguf()
     host = EngineHost(max_loaded=1, queue_size=4)
     host.start()
-    try:
-        first = host.call(lambda m: m, model=path)
-
-        def killed_under_the_request(m):
-            # the engine dies while this request holds it (killed inside the job, so the host
-            # cannot have seen the death before the request ran): the request gets the error
-            os.kill(m.engine.pid, signal.SIGKILL)
-            return generate(m, "hi", max_tokens=4).run()
-
-        with pytest.raises(EngineCrashedError):
-            host.call(killed_under_the_request, model=path)
-        # the next request names the same model: the host drops the dead one and loads it again
-        again = host.call(lambda m: m, model=path)
-        assert again is not first and first.closed and again.crash is None
-        assert host.call(lambda m: generate(m, "hi", max_tokens=2).run().generated_tokens, model=path) == 2
-    finally:
-        host.stop()
+    yield host
+    host.stop()
 
 
 @posix_only
-def test_an_engine_that_died_while_idle_is_replaced_before_the_next_request(tiny_gguf):
-    from app.engine.host import EngineHost
+def test_the_shared_host_starts_a_fresh_engine_after_a_crash(tiny_gguf, shared_host):
+    path, host = tiny_gguf(), shared_host
+    first = host.call(lambda m: m, model=path)
 
-    path = tiny_gguf()
-    host = EngineHost(max_loaded=1, queue_size=4)
-    host.start()
-    try:
-        first = host.call(lambda m: m, model=path)
-        os.kill(first.engine.pid, signal.SIGKILL)
-        assert _wait_for(lambda: first.crash is not None)  # the host's reader saw it die
-        # nobody was using it: the next request is not failed for it, it gets a fresh engine
-        assert host.call(lambda m: generate(m, "hi", max_tokens=2).run().generated_tokens, model=path) == 2
-        assert host.model(path) is not first and first.closed
-    finally:
-        host.stop()
+    def killed_under_the_request(m):
+        # the engine dies while this request holds it (killed inside the job, so the host
+        # cannot have seen the death before the request ran): the request gets the error
+        os.kill(m.engine.pid, signal.SIGKILL)
+        return generate(m, "hi", max_tokens=4).run()
+
+    with pytest.raises(EngineCrashedError):
+        host.call(killed_under_the_request, model=path)
+    # the next request names the same model: the host drops the dead one and loads it again
+    again = host.call(lambda m: m, model=path)
+    assert again is not first and first.closed and again.crash is None
+    assert host.call(lambda m: generate(m, "hi", max_tokens=2).run().generated_tokens, model=path) == 2
+
+
+@posix_only
+def test_an_engine_that_died_while_idle_is_replaced_before_the_next_request(tiny_gguf, shared_host):
+    path, host = tiny_gguf(), shared_host
+    first = host.call(lambda m: m, model=path)
+    os.kill(first.engine.pid, signal.SIGKILL)
+    assert _wait_for(lambda: first.crash is not None)  # the host's reader saw it die
+    # nobody was using it: the next request is not failed for it, it gets a fresh engine
+    assert host.call(lambda m: generate(m, "hi", max_tokens=2).run().generated_tokens, model=path) == 2
+    assert host.model(path) is not first and first.closed
 
 
 @posix_only
