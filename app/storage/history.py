@@ -949,6 +949,12 @@ class History:
         )
         return [TrashedChat(*r) for r in rows]
 
+    def trash_count(self) -> int:
+        """How many chats the trash holds that are within their :data:`TRASH_DAYS` days (a read:
+        nothing is written, so it never waits on another writer)."""
+        since = time.time() - TRASH_DAYS * 86400.0
+        return int(self._read("SELECT count(*) FROM trash WHERE deleted_at >= ?", (since,))[0][0])
+
     def restore_trashed(self, trash_id: int) -> int:
         """Put a chat in the trash back as it was (its id, messages, calls, versions, pictures,
         folder and pin) and take it out of the trash; its conversation id. HistoryError when it

@@ -143,6 +143,8 @@ class MenusController:
             f"The chats deleted in the last {TRASH_DAYS} days: put them back, or delete them for good"
         )
         self.act_trash.triggered.connect(lambda: conversations.undo.show_trash())
+        file_menu.aboutToShow.connect(self._count_trash)
+        self._trash_count = conversations.undo.trashed_count
         file_menu.addSeparator()
         file_menu.addAction(pages.act_settings)
         file_menu.addSeparator()
@@ -203,6 +205,11 @@ class MenusController:
         QShortcut(QKeySequence("Alt+Down"), window, lambda: conversations.step_conversation(1))
         QShortcut(QKeySequence("Alt+Up"), window, lambda: conversations.step_conversation(-1))
         QShortcut(QKeySequence("Ctrl+,"), window, lambda: open_settings())
+
+    def _count_trash(self) -> None:
+        """The File menu says how many chats Recently deleted holds ("Recently deleted (3)…")."""
+        n = self._trash_count()
+        self.act_trash.setText(f"Recently deleted ({n})…" if n else "Recently deleted…")
 
     def open_log_folder(self) -> None:
         from app.storage.paths import log_dir

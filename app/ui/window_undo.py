@@ -106,7 +106,10 @@ class UndoDelete(WindowPart):
 
     def trashed_count(self) -> int:
         """How many chats are in Recently deleted (0 when the history cannot say)."""
-        return len(self._trashed() or [])
+        try:
+            return self.state.history.trash_count()
+        except Exception:  # noqa: BLE001 - sqlite errors (a broken file): the list says so elsewhere
+            return 0
 
     def _trashed(self) -> list[TrashedChat] | None:
         try:

@@ -80,6 +80,7 @@ def test_a_chat_past_its_days_in_the_trash_is_deleted_for_good(tmp_path):
         )
         _backdate(h, old.id, TRASH_DAYS + 0.01)
         _backdate(h, recent.id, TRASH_DAYS - 1)
+        assert h.trash_count() == 2 and _count(h, "trash") == 3  # (counted, not yet forgotten)
         assert [t.title for t in h.trashed()] == ["new", "recent"]  # listing forgets the old one
         _backdate(h, recent.id, 2)
         h.trash_conversation(h.create_conversation("another").id)  # so does a deletion

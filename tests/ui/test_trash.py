@@ -46,6 +46,9 @@ def test_a_deleted_chat_is_put_back_from_recently_deleted(qtbot, make_window):
     _confirm(lst.confirm_box, "Delete")
     assert lst.ids() == [taxes]
 
+    file_menu = w.menuBar().actions()[0].menu()
+    file_menu.aboutToShow.emit()  # (the File menu opened: it says how many are there)
+    assert w.menus.act_trash.text() == "Recently deleted (1)…"
     dlg = _open_trash(w)
     assert dlg.titles() == ["Garden"] and dlg.chosen() == dlg.ids()  # the first is chosen
     row = dlg.tree.topLevelItem(0)
@@ -61,6 +64,8 @@ def test_a_deleted_chat_is_put_back_from_recently_deleted(qtbot, make_window):
     assert not w.conversations_ctl.undo.button.isVisible()  # (nothing left for Undo to bring)
     assert dlg.ids() == [] and not dlg.tree.isVisible()
     assert dlg.about.text() == f"No chats were deleted in the last {TRASH_DAYS} days."
+    file_menu.aboutToShow.emit()
+    assert w.menus.act_trash.text() == "Recently deleted…"
     assert not dlg.put_back_button.isEnabled() and not dlg.empty_button.isEnabled()
 
 
