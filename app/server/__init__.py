@@ -53,6 +53,7 @@ _EXPORTS = {
     "Preset": "app.server._presets",
     "PresetStore": "app.server._presets",
     "default_presets_path": "app.server._presets",
+    "made_from_ollama": "app.server._presets",
 }
 
 __all__ = [
@@ -65,12 +66,13 @@ __all__ = [
     "ServerConfig",
     "create_app",
     "default_presets_path",
+    "made_from_ollama",
 ]
 
 if TYPE_CHECKING:
     from app.server._app import ApiServer, RequestLogEntry, create_app
     from app.server._errors import ApiError
-    from app.server._presets import Preset, PresetStore, default_presets_path
+    from app.server._presets import Preset, PresetStore, default_presets_path, made_from_ollama
     from app.server._state import DEFAULT_PORT, ServerConfig
 
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

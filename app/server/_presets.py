@@ -58,11 +58,13 @@ if TYPE_CHECKING:
     from app.server._engine import TurnRequest
 
 __all__ = [
+    "MadeFromOllama",
     "Preset",
     "PresetStore",
     "copy",
     "create",
     "default_presets_path",
+    "made_from_ollama",
     "parameters_text",
     "preset_name",
 ]
@@ -328,7 +330,7 @@ def _messages(value: Any) -> list[dict[str, Any]]:
     return out
 
 
-def _parameters(value: Any, state: Any) -> dict[str, Any]:
+def _parameters(value: Any, max_tokens_limit: int) -> dict[str, Any]:
     """The parameters, each known one checked as a request's option is (400 naming it)."""
     if value is None:
         return {}
@@ -339,10 +341,67 @@ def _parameters(value: Any, state: Any) -> dict[str, Any]:
     if "stop" in params:
         params["stop"] = check_stop(params["stop"], "parameters.stop")
     check_int(value.get("num_ctx"), "parameters.num_ctx", lo=1, hi=2**24)
-    check_int(value.get("num_predict"), "parameters.num_predict", lo=-2, hi=state.config.max_tokens_limit)
+    check_int(value.get("num_predict"), "parameters.num_predict", lo=-2, hi=max_tokens_limit)
     if len(json_bytes(params)) > 64 * 1024:
         raise ApiError(400, "parameters is larger than 64 KiB", param="parameters")
     return params
+
+
+@dataclass(frozen=True)
+class MadeFromOllama:
+    """What :func:`made_from_ollama` did: the made models it made (their names), those it left
+    as they were (a made model of that name was there), and what it could not take, with why."""
+
+    made: list[str] = field(default_factory=list)
+    kept: list[str] = field(default_factory=list)
+    left: list[str] = field(default_factory=list)
+
+
+def made_from_ollama(
+    store: PresetStore, models: list[tuple[Any, Path]], *, max_tokens_limit: int
+) -> MadeFromOllama:
+    """A made model for each of Ollama's ``models`` (``app.engine.models.ollama_store.OllamaModel``,
+    each with the file it is linked as) whose Modelfile sets anything (a system prompt, messages,
+    a sampler value, a context or reply length), named as Ollama names it, over that file: so
+    "mario" answers as Mario here too. Each setting is checked as ``/api/create`` checks it; one
+    that does not pass is left out and said. A made model already of that name is kept as it is
+    (it may be the person's own)."""
+    done = MadeFromOllama()
+    for model, path in models:
+        if not model.sets_anything():
+            continue
+        try:
+            name = _check_name(model.name, "model")
+        except ApiError:
+            done.left.append(f"{model.name}: not a name a made model takes")
+            continue
+        if store.get(name) is not None:
+            done.kept.append(name)
+            continue
+        if len(store.all()) >= MAX_MADE:
+            done.left.append(f"{name}: Callisto keeps at most {MAX_MADE} made models")
+            break
+        values: dict[str, Any] = {}
+        for key, read in (
+            ("system", lambda v: check_str(v, "system", allow_none=True)),
+            ("parameters", lambda v: _parameters(v, max_tokens_limit)),
+            ("messages", _messages),
+            ("license", lambda v: _license(list(v) or None)),
+        ):
+            try:
+                values[key] = read(getattr(model, key))
+            except ApiError as exc:
+                done.left.append(f"{name}'s {key} ({exc.message})")
+        if (
+            len(json_bytes([values.get("system"), values.get("messages"), values.get("license")]))
+            > MAX_TEXT_BYTES
+        ):
+            values["license"] = []  # (the licence is the one that grows; the file keeps it anyway)
+        store.put(
+            Preset(name=name, base=str(path), created=time.time(), **{k: v for k, v in values.items() if v})
+        )
+        done.made.append(name)
+    return done
 
 
 def _license(value: Any) -> list[str]:
@@ -405,7 +464,7 @@ async def create(request: Request):
     stream = check_bool(body.get("stream"), "stream", True)
     system = check_str(body.get("system"), "system", allow_none=True)
     template = read_chat_template(body.get("template"), "template") if "template" in body else None
-    parameters = _parameters(body.get("parameters"), state)
+    parameters = _parameters(body.get("parameters"), state.config.max_tokens_limit)
     messages = _messages(body.get("messages"))
     license_ = _license(body.get("license"))
     if len(json_bytes([system, messages, license_])) > MAX_TEXT_BYTES:

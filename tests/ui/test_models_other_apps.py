@@ -88,6 +88,33 @@ def test_ollama_s_models_are_offered_and_listed_by_their_names(qtbot, tmp_path, 
     assert button.text() == "Use Ollama's models (2)"
 
 
+def test_an_ollama_model_s_modelfile_settings_come_as_a_made_model(qtbot, tmp_path, page):
+    from app.server import PresetStore, default_presets_path
+    from tests.support.ollama_store import add_ollama_model
+
+    gguf = write_tiny_gguf(tmp_path / "tiny.gguf", chat_template=TEMPLATE).read_bytes()
+    add_ollama_model(
+        tmp_path / "ollama store",
+        "registry.ollama.ai/library/mario/latest",
+        gguf,
+        params=b'{"temperature": 0.8, "stop": ["<|im_end|>"]}',
+        system=b"You are Mario.",
+    )
+    add_ollama_model(tmp_path / "ollama store", "registry.ollama.ai/library/plain/1b", gguf + b"\0")
+    with qtbot.waitSignal(page.sig_library_done, timeout=30_000):
+        page.refresh_library()
+    with qtbot.waitSignal(page.sig_library_done, timeout=30_000):
+        page.library.others.ollama_button.click()
+    assert page.status_label.text() == (
+        "Ollama's models are listed where they are (2); nothing was copied. With their Modelfile "
+        "settings (system prompt, parameters) as made models: mario."
+    )
+    mario = PresetStore(default_presets_path()).get("mario")  # where the picker and the server read them
+    assert mario is not None and mario.system == "You are Mario." and mario.parameters["temperature"] == 0.8
+    assert Path(mario.base) == next((tmp_path / "models" / "ollama").rglob("mario-latest.gguf"))
+    assert PresetStore(default_presets_path()).get("plain:1b") is None  # (only its stops: the file will do)
+
+
 def test_jan_s_models_are_offered_and_linked_by_their_ids(qtbot, tmp_path, page):
     from tests.engine.models.test_jan_store import _jan_model
 

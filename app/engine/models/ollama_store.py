@@ -18,6 +18,7 @@ import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 __all__ = [
     "OllamaModel",
@@ -31,6 +32,11 @@ __all__ = [
 
 MODEL_LAYER = "application/vnd.ollama.image.model"
 PROJECTOR_LAYER = "application/vnd.ollama.image.projector"
+SYSTEM_LAYER = "application/vnd.ollama.image.system"
+PARAMS_LAYER = "application/vnd.ollama.image.params"
+MESSAGES_LAYER = "application/vnd.ollama.image.messages"
+LICENSE_LAYER = "application/vnd.ollama.image.license"
+MAX_SETTINGS_BYTES = 1024 * 1024  # a Modelfile's text layer read at most (a licence is ~20 KB)
 DEFAULT_REGISTRY, DEFAULT_NAMESPACE = "registry.ollama.ai", "library"
 MAX_MANIFEST_BYTES = 1024 * 1024  # a manifest is a few hundred bytes: a bigger file is no manifest
 
@@ -38,11 +44,24 @@ MAX_MANIFEST_BYTES = 1024 * 1024  # a manifest is a few hundred bytes: a bigger 
 @dataclass(frozen=True)
 class OllamaModel:
     """One of Ollama's models: its name as ``ollama list`` shows it, its GGUF blob, and its
-    projector's blob (a vision model's), if any."""
+    projector's blob (a vision model's), if any; and what its Modelfile set, as Ollama keeps it
+    (read, not checked: ``app.server`` checks it as ``/api/create`` does): its ``SYSTEM`` prompt,
+    its ``PARAMETER`` values (a JSON object), its ``MESSAGE`` list and its licence texts. Its
+    ``TEMPLATE`` is Go's, which Callisto does not run: the GGUF's own template is used."""
 
     name: str
     model: Path
     projector: Path | None = None
+    system: str | None = None
+    parameters: Any = None
+    messages: Any = None
+    license: tuple[str, ...] = ()
+
+    def sets_anything(self) -> bool:
+        """Whether its Modelfile sets more than Ollama's template stops (a system prompt, its
+        own messages, a sampler value, a context or reply length): worth a made model."""
+        params = self.parameters if isinstance(self.parameters, dict) else {}
+        return bool(self.system or self.messages or any(k != "stop" for k in params))
 
 
 def ollama_models_dir(
@@ -118,10 +137,40 @@ def ollama_models(root: str | os.PathLike[str]) -> list[OllamaModel]:
             continue
         projector = _blob(base, kinds.get(PROJECTOR_LAYER))
         name = _name(parts)
+        licenses = [
+            _text(base, layer.get("digest"))
+            for layer in layers
+            if isinstance(layer, dict) and layer.get("mediaType") == LICENSE_LAYER
+        ]
         found[name] = OllamaModel(
-            name, model, projector if projector is not None and is_gguf(projector) else None
+            name,
+            model,
+            projector if projector is not None and is_gguf(projector) else None,
+            system=_text(base, kinds.get(SYSTEM_LAYER)),
+            parameters=_json(base, kinds.get(PARAMS_LAYER)),
+            messages=_json(base, kinds.get(MESSAGES_LAYER)),
+            license=tuple(t for t in licenses if t),
         )
     return sorted(found.values(), key=lambda m: m.name.lower())
+
+
+def _text(root: Path, digest: object) -> str | None:
+    """A Modelfile layer's text (None: no such layer, gone, too large, or no UTF-8 text)."""
+    path = _blob(root, digest)
+    try:
+        if path is None or path.stat().st_size > MAX_SETTINGS_BYTES:
+            return None
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def _json(root: Path, digest: object) -> Any:
+    text = _text(root, digest)
+    try:
+        return None if text is None else json.loads(text)
+    except ValueError:
+        return None
 
 
 def file_name(name: str) -> str:

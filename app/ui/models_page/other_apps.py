@@ -63,6 +63,29 @@ def linked_models_new(library: Any, app: str) -> list[Any]:
     return [m for m in models if not linked(m, library.links(app))]
 
 
+def _made_from_ollama(models: list[Any], files: list[Any]) -> str:
+    """The made models Ollama's models' Modelfiles ask for (a system prompt, parameters,
+    messages: ``app.server.made_from_ollama``), kept where the window's server keeps its made
+    models (the picker reads them from there); what the status line adds about them."""
+    from app.server import PresetStore, ServerConfig, default_presets_path, made_from_ollama
+
+    try:
+        done = made_from_ollama(
+            PresetStore(default_presets_path()),
+            list(zip(models, files, strict=True)),
+            max_tokens_limit=ServerConfig().max_tokens_limit,
+        )
+    except OSError as exc:  # (the made models' file cannot be written: a full disk)
+        return f" Their Modelfile settings could not be kept: {exc.strerror or exc}."
+    said = ""
+    if done.made:
+        listed = ", ".join(done.made[:4]) + (" …" if len(done.made) > 4 else "")
+        said += f" With their Modelfile settings (system prompt, parameters) as made models: {listed}."
+    if done.left:
+        said += f" Not taken: {done.left[0]}."
+    return said
+
+
 def other_apps_offer(library: Any) -> str | None:
     """What the first-contact hint offers when other apps keep models ``library`` does not list
     ("Use your LM Studio and Ollama models"), or None."""
@@ -151,6 +174,8 @@ class OtherAppsModels:
             return False
         done, failed = link_ollama_models(new, library.links(app))
         said = f"{LINKED_APPS[app]}'s models are listed where they are ({len(done)}); nothing was copied."
+        if app == "ollama":
+            said += _made_from_ollama([m for m in new if m.name not in dict(failed)], done)
         if failed:
             said += f" Could not link {failed[0][0]}: {failed[0][1]}"
         self.pane.page.show_status(said, error=bool(failed) and not done)

@@ -116,3 +116,28 @@ def test_a_linked_model_loads_in_llama_cpp(tmp_path, gguf):
         assert llm.n_vocab() > 0 and llm.metadata.get("tokenizer.chat_template") == TEMPLATE
     finally:
         llm.close()
+
+
+def test_what_a_modelfile_set_is_read_with_the_model(tmp_path, gguf):
+    root = tmp_path / "models"
+    add_ollama_model(
+        root,
+        "registry.ollama.ai/library/mario/latest",
+        gguf,
+        params=b'{"temperature": 0.9, "num_ctx": 8192, "stop": ["<|im_end|>"]}',
+        system=b"You are Mario from Super Mario Bros.",
+        messages=b'[{"role": "user", "content": "Who are you?"}, {"role": "assistant", "content": "It\'s-a me!"}]',
+        licenses=(b"Licence one", b"Licence two"),
+    )
+    add_ollama_model(root, "registry.ollama.ai/library/plain/latest", gguf + b"\0")  # only the stops
+    add_ollama_model(
+        root, "registry.ollama.ai/library/odd/latest", gguf + b"\0\0", params=b"{not json", system=b"\xff"
+    )
+    mario, odd, plain = ollama_models(root)
+    assert mario.system == "You are Mario from Super Mario Bros."
+    assert mario.parameters == {"temperature": 0.9, "num_ctx": 8192, "stop": ["<|im_end|>"]}
+    assert [m["role"] for m in mario.messages] == ["user", "assistant"]
+    assert mario.license == ("Licence one", "Licence two") and mario.sets_anything()
+    assert plain.parameters == {"stop": ["<|im_end|>"]} and not plain.sets_anything()
+    # a layer that is not what it should be is not read (the model is still listed)
+    assert (odd.parameters, odd.system, odd.messages) == (None, None, None) and not odd.sets_anything()
