@@ -33,6 +33,7 @@ import os
 import re
 import threading
 import time
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -358,15 +359,21 @@ class MadeFromOllama:
 
 
 def made_from_ollama(
-    store: PresetStore, models: list[tuple[Any, Path]], *, max_tokens_limit: int
+    store: PresetStore,
+    models: list[tuple[Any, Path]],
+    *,
+    max_tokens_limit: int,
+    file_ids: Iterable[str] = (),
 ) -> MadeFromOllama:
     """A made model for each of Ollama's ``models`` (``app.engine.models.ollama_store.OllamaModel``,
     each with the file it is linked as) whose Modelfile sets anything (a system prompt, messages,
     a sampler value, a context or reply length), named as Ollama names it, over that file: so
     "mario" answers as Mario here too. Each setting is checked as ``/api/create`` checks it; one
     that does not pass is left out and said. A made model already of that name is kept as it is
-    (it may be the person's own)."""
+    (it may be the person's own); a name that is a model file's id (``file_ids``) is left, as a
+    made model never hides a file."""
     done = MadeFromOllama()
+    files = {f.lower() for f in file_ids}
     for model, path in models:
         if not model.sets_anything():
             continue
@@ -377,6 +384,9 @@ def made_from_ollama(
             continue
         if store.get(name) is not None:
             done.kept.append(name)
+            continue
+        if name.lower() in files:
+            done.left.append(f"{name}: the name of a model file here")
             continue
         if len(store.all()) >= MAX_MADE:
             done.left.append(f"{name}: Callisto keeps at most {MAX_MADE} made models")

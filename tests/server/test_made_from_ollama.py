@@ -70,3 +70,11 @@ def test_a_made_model_of_that_name_is_kept_and_a_bad_setting_is_left_out_and_sai
         store, [(_model("not a name!", system="x"), tmp_path / "c.gguf")], max_tokens_limit=1
     )
     assert bad_name.made == [] and bad_name.left == ["not a name!: not a name a made model takes"]
+
+
+def test_a_made_model_never_hides_a_model_file_of_that_name(tmp_path):
+    store = PresetStore(tmp_path / "presets.json")
+    done = made_from_ollama(
+        store, [(_model("tiny", system="x"), tmp_path / "t.gguf")], max_tokens_limit=1, file_ids=["Tiny"]
+    )
+    assert done.made == [] and done.left == ["tiny: the name of a model file here"] and store.all() == []

@@ -63,7 +63,7 @@ def linked_models_new(library: Any, app: str) -> list[Any]:
     return [m for m in models if not linked(m, library.links(app))]
 
 
-def _made_from_ollama(models: list[Any], files: list[Any]) -> str:
+def _made_from_ollama(models: list[Any], files: list[Any], file_ids: list[str]) -> str:
     """The made models Ollama's models' Modelfiles ask for (a system prompt, parameters,
     messages: ``app.server.made_from_ollama``), kept where the window's server keeps its made
     models (the picker reads them from there); what the status line adds about them."""
@@ -74,6 +74,7 @@ def _made_from_ollama(models: list[Any], files: list[Any]) -> str:
             PresetStore(default_presets_path()),
             list(zip(models, files, strict=True)),
             max_tokens_limit=ServerConfig().max_tokens_limit,
+            file_ids=file_ids,
         )
     except OSError as exc:  # (the made models' file cannot be written: a full disk)
         return f" Their Modelfile settings could not be kept: {exc.strerror or exc}."
@@ -175,7 +176,8 @@ class OtherAppsModels:
         done, failed = link_ollama_models(new, library.links(app))
         said = f"{LINKED_APPS[app]}'s models are listed where they are ({len(done)}); nothing was copied."
         if app == "ollama":
-            said += _made_from_ollama([m for m in new if m.name not in dict(failed)], done)
+            ids = [m.name for m in self.pane.models] + [p.stem for p in done]
+            said += _made_from_ollama([m for m in new if m.name not in dict(failed)], done, ids)
         if failed:
             said += f" Could not link {failed[0][0]}: {failed[0][1]}"
         self.pane.page.show_status(said, error=bool(failed) and not done)
