@@ -19,8 +19,9 @@ made to ChatGPT's tools (Python, browsing, image making) with their results, the
 each reply, and the pictures sent when their files are in the export; a reply's regenerations
 (the other answers to its question, each up to the next question) are kept as Regenerate keeps
 them, to switch to. What is not brought is said: the other branches (a question's edits, what
-was asked after another answer), a picture whose file is not there. Hidden messages (the custom
-instructions, the system's) are not shown by ChatGPT and are not brought. Every field is checked:
+was asked after another answer), a picture whose file is not there. The custom instructions
+ChatGPT answered the chat with (hidden at its start) are its system prompt here, so it goes on
+as it did; other hidden messages (the system's, the model's memory) are not brought. Every field is checked:
 a file may come from anywhere."""
 
 from __future__ import annotations
@@ -249,8 +250,12 @@ def _conversation(chat: dict[str, Any], pictures: Pictures | None) -> OtherChat:
     shown, kept = set(branch), set[int]()  # kept: the messages brought as reply versions (ids)
     asked: tuple[int, list[list[dict[str, Any]]], int] | None = None  # a regenerated reply's question
 
+    prompt: str | None = None  # the custom instructions ChatGPT answered this chat with
+
     def read(message: dict[str, Any]) -> None:
+        nonlocal prompt
         if not _shown_to_person(message):
+            prompt = prompt or _instructions(message)
             return
         role = obj(message.get("author")).get("role")
         at = epoch_seconds(message.get("create_time"))
@@ -303,7 +308,24 @@ def _conversation(chat: dict[str, Any], pictures: Pictures | None) -> OtherChat:
         reader.left.append(
             f"{others} message{'s' if others > 1 else ''} of other branches (edits, regenerations)"
         )
-    return reader.chat(chat.get("title"), "ChatGPT chat", epoch_seconds(chat.get("update_time")))
+    return reader.chat(
+        chat.get("title"), "ChatGPT chat", epoch_seconds(chat.get("update_time")), system_prompt=prompt
+    )
+
+
+def _instructions(message: dict[str, Any]) -> str | None:
+    """The person's custom instructions (what ChatGPT should know about them, how it should
+    answer) that ChatGPT kept hidden at a chat's start, as a system prompt; None for any other
+    message."""
+    content = obj(message.get("content"))
+    if content.get("content_type") != "user_editable_context":
+        return None
+    said = [  # (as ChatGPT wrote them for the model: each says what it is)
+        text.strip()
+        for key in ("user_profile", "user_instructions")
+        if isinstance(text := content.get(key), str) and text.strip()
+    ]
+    return "\n\n".join(said) or None
 
 
 def conversations_from_chatgpt(

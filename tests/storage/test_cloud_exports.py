@@ -109,6 +109,7 @@ def test_a_chatgpt_export_is_read_along_the_branch_it_showed(tmp_path):
     (chat,) = conversations_from_chatgpt([_powers()], tmp_path)
     conv = chat.conversation
     assert conv.title == "Powers of two" and (conv.created, conv.updated) == (T0, T0 + 60)
+    assert conv.system_prompt == "Be terse"  # the custom instructions it answered with
     assert [(m.role, m.content) for m in conv.messages] == [
         ("user", "What is 2**10?"),
         ("assistant", ""),
@@ -159,6 +160,7 @@ def test_a_chatgpt_regeneration_is_kept_whole_and_an_edit_is_said():
     (read,) = conversations_from_chatgpt(chat)
     conv = read.conversation
     assert [m.content for m in conv.messages] == ["Name a prime", "7", "Another?"]
+    assert conv.system_prompt is None  # (no custom instructions: the one in Settings)
     (one, shown) = conv.kept_replies
     assert (one.number, shown.number, shown.messages) == (1, 2, None)
     assert [(m.role, m.content) for m in one.messages] == [
@@ -168,6 +170,28 @@ def test_a_chatgpt_regeneration_is_kept_whole_and_an_edit_is_said():
     ]
     assert one.messages[0].tool_calls[0].result == "5"
     assert read.left == ["1 message of other branches (edits, regenerations)"]  # "Why?"
+
+
+def test_chatgpt_s_custom_instructions_are_the_chat_s_system_prompt():
+    context = {
+        "content_type": "user_editable_context",
+        "user_profile": "User profile:\n```I teach maths.```",
+        "user_instructions": "How to respond:\n```Be terse.```",
+    }
+    chat = _gpt_chat(
+        "Sums",
+        [
+            _gpt_message("user", context, 1),
+            _gpt_message("user", _text("2+2?"), 2),
+            _gpt_message("assistant", _text("4"), 3),
+        ],
+    )
+    (read,) = conversations_from_chatgpt(chat)
+    assert (
+        read.conversation.system_prompt
+        == "User profile:\n```I teach maths.```\n\nHow to respond:\n```Be terse.```"
+    )
+    assert [m.content for m in read.conversation.messages] == ["2+2?", "4"] and read.left == []
 
 
 def test_a_chatgpt_export_file_brings_each_chat_with_its_pictures(tmp_path):
