@@ -74,6 +74,8 @@ def test_the_reply_says_what_its_turn_waits_for_then_processes_its_prompt(
     assert ahead in dict(waited) and waits in dict(waited)
     assert all(what == shown for what, shown in waited), waited  # in step with the toolbar, each time
     assert reply.text().startswith("a") and reply.waiting is None  # then it streamed, and ended
+    third.release.set()  # (before the window closes: a held request would hold its shutdown)
+    assert third.ended.wait(WAIT)
 
 
 def test_the_reply_says_it_waits_for_the_check(qtbot, make_window, alpha):

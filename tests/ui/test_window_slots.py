@@ -49,7 +49,8 @@ def alpha(tmp_path) -> Path:
 @pytest.fixture
 def requests():
     """``requests(host, path, prompt)``: a held request of the server's, queued now; every one is
-    released at the end (before the window closes)."""
+    released at the end (a test releases those still held before it ends: pytest-qt closes the
+    window before the fixtures end, and the window's shutdown would wait for them)."""
     made: list[SlotHold] = []
 
     def make(host, path: Path, prompt: str = "hello") -> SlotHold:
@@ -132,6 +133,8 @@ def test_a_turn_streams_beside_the_servers_requests_and_says_what_it_waits_for(
     assert not third.ended.is_set()  # the turn ended beside a request that still streams
     assert w.worker.generation_thread_ident not in (host.thread_ident, third.thread)
     assert w.chat.messages[-1].text().startswith("a")  # the reply the scripted model writes
+    third.release.set()  # (before the window closes: a held request would hold its shutdown)
+    assert third.ended.wait(WAIT)
 
 
 def test_a_turn_waits_for_the_check_then_takes_a_slot(qtbot, make_window, alpha):
