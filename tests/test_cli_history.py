@@ -264,3 +264,26 @@ def test_deleted_empty_deletes_them_for_good():
     assert (proc.returncode, proc.stdout.strip()) == (0, "Deleted 2 chats for good.")
     assert json.loads(run_app("history", "deleted", "--json").stdout) == []
     assert run_app("history").stdout.strip() == "No conversations yet."
+
+
+def test_a_newer_export_of_another_app_brings_only_what_is_new(tmp_path):
+    from tests.support.openwebui_chats import owui_chat, owui_message
+
+    def chat(n: int) -> dict:
+        messages = [
+            owui_message("q", "user", f"question {n}", None),
+            owui_message("r", "assistant", "ok", "q"),
+        ]
+        return owui_chat(f"Chat {n}", messages, "r", created=1_750_000_000 + n)
+
+    path = tmp_path / "chat-export.json"
+    path.write_text(json.dumps([chat(0), chat(1)]), encoding="utf-8")
+    assert run_app("history", "import", str(path)).returncode == 0
+    path.write_text(json.dumps([chat(0), chat(1), chat(2)]), encoding="utf-8")  # exported again, later
+    proc = run_app("history", "import", str(path))
+    assert proc.returncode == 0 and proc.stdout.count("Imported ") == 1 and "“Chat 2”" in proc.stdout
+    assert f"note: 2 chats of {path} were here already" in proc.stderr
+    callisto = tmp_path / "mine.json"  # Callisto's own export: a second import is a second copy
+    assert run_app("history", "export", "last", str(callisto)).returncode == 0
+    assert run_app("history", "import", str(callisto), str(callisto)).stdout.count("Imported ") == 2
+    assert len(json.loads(run_app("history", "--json").stdout)) == 5

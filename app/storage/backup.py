@@ -18,12 +18,13 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from app.storage.export import export_conversation, export_file_name, read_chats
+from app.storage.export import export_conversation, export_file_name, read_chats_of
 from app.storage.history import Conversation, ConversationNotFound, History, HistoryError
 from app.storage.jan import jan_data_folder, jan_thread_folders, read_jan_thread
 from app.storage.lmstudio import lmstudio_chat_files, lmstudio_home, read_lmstudio_chat
 
 __all__ = [
+    "BroughtBefore",
     "CHAT_APPS",
     "ChatApp",
     "ExportedAll",
@@ -34,6 +35,7 @@ __all__ = [
     "import_lmstudio",
     "offered_chats",
     "read_exports",
+    "read_exports_of",
 ]
 
 
@@ -109,13 +111,47 @@ def read_exports(paths: Iterable[str | os.PathLike[str]]) -> list[tuple[Path, Co
     """Each export file of ``paths`` read and checked (``read_chats``): its conversations (one, or
     each of an Open WebUI export's), or why it cannot be read (a file that is no export, from a
     newer Callisto, unreadable). One bad file does not stop the others."""
-    read: list[tuple[Path, Conversation | str]] = []
+    return [(p, conv) for p, _app, conv in read_exports_of(paths)]
+
+
+def read_exports_of(
+    paths: Iterable[str | os.PathLike[str]],
+) -> list[tuple[Path, str | None, Conversation | str]]:
+    """:func:`read_exports`, each chat with the app whose file it is (None: Callisto's)."""
+    read: list[tuple[Path, str | None, Conversation | str]] = []
     for p in map(Path, paths):
         try:
-            read += [(p, conv) for conv in read_chats(p)]
+            app, chats = read_chats_of(p)
         except (OSError, ValueError) as exc:
-            read.append((p, (exc.strerror if isinstance(exc, OSError) else None) or str(exc)))
+            read.append((p, None, (exc.strerror if isinstance(exc, OSError) else None) or str(exc)))
+            continue
+        read += [(p, app, conv) for conv in chats]
     return read
+
+
+class BroughtBefore:
+    """Which chats of other apps' exports (ChatGPT's, Claude's, Open WebUI's: each export holds
+    every chat again) are here already, so that importing a newer export brings only what is new:
+    a chat made at the same moment (to the millisecond) that has not changed there since it came
+    (its last change no later than the one here). A chat continued in the other app comes again;
+    Callisto's own exports always come in (a second copy is asked for)."""
+
+    def __init__(self, history: History) -> None:
+        self.here: dict[int, float] = {}
+        for c in history.list_conversations():
+            self.add(c)
+
+    def add(self, conv: Conversation) -> None:
+        key = round(conv.created * 1000)
+        self.here[key] = max(self.here.get(key, conv.updated), conv.updated)
+
+    def has(self, conv: Conversation, app: str | None) -> bool:
+        """Whether ``conv``, read from a file of ``app`` (None: Callisto's), is another app's chat
+        that is here already."""
+        if app is None:
+            return False
+        here = self.here.get(round(conv.created * 1000))
+        return here is not None and conv.updated <= here + 0.001
 
 
 @dataclass(frozen=True)

@@ -166,7 +166,8 @@ def _export_all(history: Any, args: argparse.Namespace) -> int:
 def _import(history: Any, args: argparse.Namespace) -> int:
     """Each file as a new conversation; one that cannot be is said and the others still come in
     (exit status 1 when any could not)."""
-    from app.storage.export import read_chats
+    from app.storage.backup import BroughtBefore
+    from app.storage.export import read_chats_of
     from app.storage.history import HistoryError
     from app.storage.settings import load_settings
 
@@ -178,21 +179,29 @@ def _import(history: Any, args: argparse.Namespace) -> int:
     status = EXIT_OK
     for key, chosen in apps:
         status = max(status, _import_app(history, key, chosen, as_json=args.json))
+    before = BroughtBefore(history)
     for file in args.file:
         try:
-            chats = read_chats(file)  # (an Open WebUI export holds many)
+            app, chats = read_chats_of(file)  # (an Open WebUI export holds many)
         except (OSError, ValueError) as exc:
             _err(f"error: cannot import {file}: {exc}")
             status = EXIT_ERROR
             continue
+        already = 0
         for conv in chats:
+            if before.has(conv, app):  # (another app's chat imported before, not changed there since)
+                already += 1
+                continue
             try:
                 new = history.restore_conversation(conv)
             except (ValueError, HistoryError) as exc:
                 _err(f"error: cannot import “{conv.title}” from {file}: {exc}")
                 status = EXIT_ERROR
                 continue
+            before.add(new)
             _print_imported(new, as_json=args.json)
+        if already:
+            _err(f"note: {_chats(already)} of {file} {'was' if already == 1 else 'were'} here already")
     return status
 
 

@@ -46,6 +46,7 @@ __all__ = [
     "conversation_json",
     "load_export_json",
     "read_chats",
+    "read_chats_of",
     "read_export",
     "read_import_bytes",
     "conversation_markdown",
@@ -526,7 +527,13 @@ def read_export(path: str | os.PathLike[str]) -> Conversation:
 
 
 def read_chats(path: str | os.PathLike[str]) -> list[Conversation]:
-    """Every conversation in the file at ``path``, read once: a Callisto export
+    """Every conversation in the file at ``path`` (:func:`read_chats_of`)."""
+    return read_chats_of(path)[1]
+
+
+def read_chats_of(path: str | os.PathLike[str]) -> tuple[str | None, list[Conversation]]:
+    """The app that wrote the file at ``path`` (None: Callisto) and every conversation in it,
+    read once: a Callisto export
     (:func:`conversation_from_json`), an LM Studio chat (``read_lmstudio_chat``: with its pictures
     and its time), a Jan chat (its ``messages.jsonl`` or ``thread.json``: ``read_jan_thread``), an
     export of Open WebUI, ChatGPT or Claude (each of its chats; ChatGPT's pictures from the files
@@ -536,16 +543,18 @@ def read_chats(path: str | os.PathLike[str]) -> list[Conversation]:
     if p.name.endswith(".conversation.json"):  # LM Studio's
         from app.storage.lmstudio import read_lmstudio_chat
 
-        return [read_lmstudio_chat(p).conversation]
+        return "LM Studio", [read_lmstudio_chat(p).conversation]
     if p.name in ("messages.jsonl", "thread.json") and p.parent.parent.name == "threads":  # Jan's
         from app.storage.jan import read_jan_thread
 
-        return [read_jan_thread(p.parent).conversation]
+        return "Jan", [read_jan_thread(p.parent).conversation]
     if zipfile.is_zipfile(p):
         return _read_zip(p)
     data = load_export_json(read_import_bytes(p))
     found = _other_apps(data, p.parent)
-    return [c.conversation for c in found[1]] if found is not None else [_conversation_of(data)]
+    if found is None:
+        return None, [_conversation_of(data)]
+    return found[0], [c.conversation for c in found[1]]
 
 
 def conversations_member(archive: zipfile.ZipFile) -> zipfile.ZipInfo | None:
@@ -555,7 +564,7 @@ def conversations_member(archive: zipfile.ZipFile) -> zipfile.ZipInfo | None:
     return min(found, key=lambda m: (m.filename.count("/"), m.filename)) if found else None
 
 
-def _read_zip(path: Path) -> list[Conversation]:
+def _read_zip(path: Path) -> tuple[str, list[Conversation]]:
     """The chats of an export still in the zip it came in (ChatGPT's, Claude's): its
     ``conversations.json`` (the one nearest the top), bounded as any import file, and ChatGPT's
     pictures read from the zip."""
@@ -583,4 +592,4 @@ def _read_zip(path: Path) -> list[Conversation]:
         chats = _other_apps(data, pictures_in_zip(archive, folder))
         if chats is None or chats[0] not in ("ChatGPT", "Claude"):
             raise ValueError("the zip's conversations.json is not ChatGPT's or Claude's")
-        return [c.conversation for c in chats[1]]
+        return chats[0], [c.conversation for c in chats[1]]

@@ -171,28 +171,35 @@ class ExportController(WindowPart):
         as new conversations off the UI thread (an export of thousands of chats, ChatGPT's, does
         not stop the window); the last one that came in is opened. The status bar says what came
         in and what did not, and why (a file that is no export is passed over)."""
-        from app.storage.backup import read_exports
+        from app.storage.backup import BroughtBefore, read_exports_of
 
         bar, history = self.window.statusBar(), self.state.history
 
-        def store() -> tuple[list[tuple[str, Any, int]], list[tuple[str, str]]]:
+        def store() -> tuple[list[tuple[str, Any, int]], list[tuple[str, str]], int]:
             came: list[tuple[str, Any, int]] = []
             refused: list[tuple[str, str]] = []
-            for path, conv in read_exports(paths):
+            before, already = BroughtBefore(history), 0
+            for path, app, conv in read_exports_of(paths):
                 if isinstance(conv, str):
                     refused.append((path.name, conv))
                     continue
+                if before.has(conv, app):  # (a newer export of ChatGPT's brings only what is new)
+                    already += 1
+                    continue
                 try:
-                    came.append((path.name, history.restore_conversation(conv), len(conv.messages)))
+                    new = history.restore_conversation(conv)
                 except Exception as exc:  # noqa: BLE001 - HistoryError, a picture too large, sqlite errors
                     refused.append((path.name, str(exc)))
-            return came, refused
+                    continue
+                before.add(new)
+                came.append((path.name, new, len(conv.messages)))
+            return came, refused, already
 
-        def stored(result: tuple[list[tuple[str, Any, int]], list[tuple[str, str]]]) -> None:
-            came, refused = result
+        def stored(result: tuple[list[tuple[str, Any, int]], list[tuple[str, str]], int]) -> None:
+            came, refused, already = result
             if came:
                 self.conversations.open_new(came[-1][1].id)
-            bar.showMessage(_imported(came, refused), 12000 if refused else 8000)
+            bar.showMessage(_imported(came, refused, already), 12000 if refused else 8000)
 
         if len(paths) > 0:
             bar.showMessage(f"Importing {'1 file' if len(paths) == 1 else f'{len(paths)} files'}…")
@@ -253,15 +260,19 @@ class ExportController(WindowPart):
         return False
 
 
-def _imported(came: list[tuple[str, Any, int]], refused: list[tuple[str, str]]) -> str:
-    """What the status bar says after an import: one file's chat, or how many came in and the
-    first that did not, with why."""
-    if len(came) + len(refused) == 1:
+def _imported(came: list[tuple[str, Any, int]], refused: list[tuple[str, str]], already: int = 0) -> str:
+    """What the status bar says after an import: one file's chat, or how many came in (and how
+    many of another app's were here already) and the first that did not, with why."""
+    if already and not came and not refused:
+        return f"Nothing new: {'the chat was' if already == 1 else f'all {already} chats were'} here already."
+    if len(came) + len(refused) == 1 and not already:
         if came:
             name, new, n = came[0]
             return f"Imported “{new.title}” from {name} ({n} message{'' if n == 1 else 's'})"
         return f"Could not import {refused[0][0]}: {refused[0][1]}"
     said = f"Imported {len(came)} chat{'' if len(came) == 1 else 's'}"
+    if already:
+        said += f" ({already} {'was' if already == 1 else 'were'} here already)"
     if refused:
         name, why = refused[0]
         more = f" (and {len(refused) - 1} more)" if len(refused) > 1 else ""

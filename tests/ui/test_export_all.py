@@ -101,3 +101,28 @@ def test_an_open_webui_export_dropped_in_import_chats_brings_every_chat(qtbot, m
     assert _status(w) == "Imported 3 chats"
     assert sorted(w.conversations_ctl.list.titles()) == ["Chat 0", "Chat 1", "Chat 2"]
     assert [m.text for m in w.chat.user_messages()] == ["question 2"]  # the last one read, opened
+
+    # a newer export of the same chats, one continued there since and one new: only those come
+    chats[1]["updated_at"] = chats[1]["chat"]["timestamp"] = 1_750_000_500
+    chats[1]["chat"]["history"]["messages"]["q2"] = {
+        "id": "q2",
+        "role": "user",
+        "content": "and more",
+        "parentId": "r",
+        "childrenIds": [],
+        "timestamp": 1_750_000_500,
+    }
+    chats[1]["chat"]["history"]["currentId"] = "q2"
+    newer = chats + [
+        owui_chat("Chat 3", [owui_message("q", "user", "question 3", None)], "q", created=1_750_000_003)
+    ]
+    path.write_text(json.dumps(newer), encoding="utf-8")
+    w.statusBar().clearMessage()
+    w.conversations_ctl.exports.import_conversations([str(path)])
+    qtbot.waitUntil(lambda: _status(w).startswith("Imported"), timeout=TIMEOUT)
+    assert _status(w) == "Imported 2 chats (2 were here already)"
+    assert sorted(w.conversations_ctl.list.titles()) == ["Chat 0", "Chat 1", "Chat 1", "Chat 2", "Chat 3"]
+    w.statusBar().clearMessage()
+    w.conversations_ctl.exports.import_conversations([str(path)])  # the same file again: nothing new
+    qtbot.waitUntil(lambda: _status(w).startswith("Nothing new"), timeout=TIMEOUT)
+    assert _status(w) == "Nothing new: all 4 chats were here already."
