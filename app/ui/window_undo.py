@@ -143,4 +143,5 @@ class UndoDelete(WindowPart):
         if trash_ids is None or any(c.id in trash_ids for c in self.deleted):
             self.forget()  # Undo cannot bring back what is gone for good
         self._refresh_trash()
+        self.conversations.refresh_conversations()  # (an empty list's offer counts them)
         bar.showMessage(f"Deleted {n} chat{'s' if n != 1 else ''} for good.", 8000)

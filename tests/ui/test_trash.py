@@ -168,8 +168,6 @@ def test_an_empty_list_offers_the_chats_in_recently_deleted(qtbot, make_window):
     assert dlg is not None and dlg.isVisible() and dlg.titles() == ["Garden"]
     dlg.put_back_button.click()
     assert lst.ids() == [garden]
-    h.forget_trashed()
     w.conversations_ctl.delete_conversations([garden])
-    h.forget_trashed()
-    w.conversations_ctl.refresh_conversations()
+    w.conversations_ctl.undo.forget_for_good(None)  # Empty: the offer goes with them
     assert lst.list.count() == 1  # none deleted: no offer, only "No conversations yet"
