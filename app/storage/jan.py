@@ -366,10 +366,8 @@ def conversation_from_jan(thread: Any, messages: list[Any], *, updated: float | 
             failed = [
                 k for k in kids if _is_error(k) and id(k) not in on_branch and not children.get(k.get("id"))
             ]
-            errors, brought = (
-                errors + len(failed),
-                brought + len(failed),
-            )  # (said as errors, as on the branch)
+            errors += len(failed)  # (said as errors, as one on the branch is)
+            brought += len(failed)
             kids = [k for k in kids if not _is_error(k)]
             replies = [_along(children, k, on_branch, until_user=True) for k in kids]
             at = next((i for i, k in enumerate(kids) if id(k) in on_branch), None)
@@ -378,7 +376,7 @@ def conversation_from_jan(thread: Any, messages: list[Any], *, updated: float | 
         else:
             read(n, message)
     keep_versions()
-    others = len(listed) - brought if children else 0
+    others = max(0, len(listed) - brought) if children else 0
     if errors:
         reader.left.append(
             f"{errors} repl{'ies' if errors > 1 else 'y'} that {'were errors' if errors > 1 else 'was an error'}"
