@@ -129,29 +129,41 @@ def read_exports_of(
     return read
 
 
+def _made_at(conv: Conversation) -> int:
+    """What tells another app's chat brought before: the moment it was made, to the millisecond."""
+    return round(conv.created * 1000)
+
+
 class BroughtBefore:
-    """Which chats of other apps' exports (ChatGPT's, Claude's, Open WebUI's: each export holds
-    every chat again) are here already, so that importing a newer export brings only what is new:
-    a chat made at the same moment (to the millisecond) that has not changed there since it came
-    (its last change no later than the one here). A chat continued in the other app comes again;
-    Callisto's own exports always come in (a second copy is asked for)."""
+    """Stores the chats read from export files, passing over those of other apps' exports
+    (ChatGPT's, Claude's, Open WebUI's: each export holds every chat again) that are here already,
+    so that importing a newer export brings only what is new: a chat made at the same moment that
+    has not changed there since it came (its last change no later than the one here). A chat
+    continued in the other app comes again; Callisto's own exports always come in (a second copy
+    is asked for). :attr:`already` counts those passed over."""
 
     def __init__(self, history: History) -> None:
+        self.history = history
+        self.already = 0
         self.here: dict[int, float] = {}
         for c in history.list_conversations():
-            self.add(c)
+            self._add(c)
 
-    def add(self, conv: Conversation) -> None:
-        key = round(conv.created * 1000)
+    def _add(self, conv: Conversation) -> None:
+        key = _made_at(conv)
         self.here[key] = max(self.here.get(key, conv.updated), conv.updated)
 
-    def has(self, conv: Conversation, app: str | None) -> bool:
-        """Whether ``conv``, read from a file of ``app`` (None: Callisto's), is another app's chat
-        that is here already."""
-        if app is None:
-            return False
-        here = self.here.get(round(conv.created * 1000))
-        return here is not None and conv.updated <= here + 0.001
+    def bring(self, conv: Conversation, app: str | None) -> Conversation | None:
+        """Store ``conv``, read from a file of ``app`` (None: Callisto's), as a new conversation
+        (``History.restore_conversation``, whose errors it raises); None when it is another app's
+        chat that is here already."""
+        here = self.here.get(_made_at(conv)) if app is not None else None
+        if here is not None and conv.updated <= here + 0.001:
+            self.already += 1
+            return None
+        new = self.history.restore_conversation(conv)
+        self._add(new)
+        return new
 
 
 @dataclass(frozen=True)
@@ -189,7 +201,7 @@ def _bring(history: History, chats: Sequence[tuple[Path, Callable[[], Any]]]) ->
     its ``conversation`` and what was ``left``). A chat brought before (the same moment it was
     made) is not brought again; one that cannot be read is said and stops none of the others; a
     picture larger than the history keeps is left out, and said."""
-    have = {round(c.created * 1000) for c in history.list_conversations()}
+    have = {_made_at(c) for c in history.list_conversations()}
     imported: list[Conversation] = []
     failed: list[tuple[Path, str]] = []
     left: list[str] = []
@@ -201,7 +213,7 @@ def _bring(history: History, chats: Sequence[tuple[Path, Callable[[], Any]]]) ->
             failed.append((path, (exc.strerror if isinstance(exc, OSError) else None) or str(exc)))
             continue
         conv, notes = chat.conversation, list(chat.left)
-        key = round(conv.created * 1000)
+        key = _made_at(conv)
         if key in have:
             already += 1
             continue

@@ -107,12 +107,18 @@ def _list(history: Any, args: argparse.Namespace) -> int:
         print("No conversations match." if args.search else "No conversations yet.")
         return EXIT_OK
     for c in convs:
-        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(c.updated))
-        title = terminal_text(" ".join(c.title.split()) or "(untitled)")
-        pin = "pinned  " if c.pinned else ""
-        folder = f"[{terminal_text(c.folder)}] " if c.folder else ""
-        print(f"{c.id:>6}  {when}  {c.message_count:>4} msg  {pin}{folder}{title}")
+        print(_line(c.id, c.updated, c.message_count, c.folder, c.title, mark="pinned  " if c.pinned else ""))
     return EXIT_OK
+
+
+def _line(
+    cid: int, at: float, messages: int, folder: str | None, title: str, *, when: str = "", mark: str = ""
+) -> str:
+    """A conversation's line in a list: its id, ``when`` and a time, its message count, ``mark``,
+    its folder and its title, each safe for a terminal."""
+    when += time.strftime("%Y-%m-%d %H:%M", time.localtime(at))
+    shown = f"[{terminal_text(folder)}] " if folder else ""
+    return f"{cid:>6}  {when}  {messages:>4} msg  {mark}{shown}{terminal_text(' '.join(title.split()) or '(untitled)')}"
 
 
 def _export(history: Any, args: argparse.Namespace) -> int:
@@ -187,19 +193,17 @@ def _import(history: Any, args: argparse.Namespace) -> int:
             _err(f"error: cannot import {file}: {exc}")
             status = EXIT_ERROR
             continue
-        already = 0
+        was = before.already
         for conv in chats:
-            if before.has(conv, app):  # (another app's chat imported before, not changed there since)
-                already += 1
-                continue
             try:
-                new = history.restore_conversation(conv)
+                new = before.bring(conv, app)  # (None: another app's chat imported before)
             except (ValueError, HistoryError) as exc:
                 _err(f"error: cannot import “{conv.title}” from {file}: {exc}")
                 status = EXIT_ERROR
                 continue
-            before.add(new)
-            _print_imported(new, as_json=args.json)
+            if new is not None:
+                _print_imported(new, as_json=args.json)
+        already = before.already - was
         if already:
             _err(f"note: {_chats(already)} of {file} {'was' if already == 1 else 'were'} here already")
     return status
@@ -305,10 +309,7 @@ def _deleted(history: Any, args: argparse.Namespace) -> int:
     if not trashed:
         print("Recently deleted is empty.")
     for t in trashed:
-        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(t.deleted_at))
-        folder = f"[{terminal_text(t.folder)}] " if t.folder else ""
-        title = terminal_text(" ".join(t.title.split()) or "(untitled)")
-        print(f"{t.conversation_id:>6}  deleted {when}  {t.messages:>4} msg  {folder}{title}")
+        print(_line(t.conversation_id, t.deleted_at, t.messages, t.folder, t.title, when="deleted "))
     return EXIT_OK
 
 

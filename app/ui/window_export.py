@@ -178,22 +178,19 @@ class ExportController(WindowPart):
         def store() -> tuple[list[tuple[str, Any, int]], list[tuple[str, str]], int]:
             came: list[tuple[str, Any, int]] = []
             refused: list[tuple[str, str]] = []
-            before, already = BroughtBefore(history), 0
+            before = BroughtBefore(history)  # (a newer export of ChatGPT's brings only what is new)
             for path, app, conv in read_exports_of(paths):
                 if isinstance(conv, str):
                     refused.append((path.name, conv))
                     continue
-                if before.has(conv, app):  # (a newer export of ChatGPT's brings only what is new)
-                    already += 1
-                    continue
                 try:
-                    new = history.restore_conversation(conv)
+                    new = before.bring(conv, app)
                 except Exception as exc:  # noqa: BLE001 - HistoryError, a picture too large, sqlite errors
                     refused.append((path.name, str(exc)))
                     continue
-                before.add(new)
-                came.append((path.name, new, len(conv.messages)))
-            return came, refused, already
+                if new is not None:
+                    came.append((path.name, new, len(conv.messages)))
+            return came, refused, before.already
 
         def stored(result: tuple[list[tuple[str, Any, int]], list[tuple[str, str]], int]) -> None:
             came, refused, already = result
