@@ -388,8 +388,10 @@ def made_from_ollama(
         if name.lower() in files:
             done.left.append(f"{name}: the name of a model file here")
             continue
-        if len(store.all()) >= MAX_MADE:
-            done.left.append(f"{name}: Callisto keeps at most {MAX_MADE} made models")
+        try:
+            _room_for(store, name)
+        except ApiError as exc:
+            done.left.append(f"{name}: {exc.message}")
             break
         values: dict[str, Any] = {}
         for key, read in (
@@ -424,9 +426,9 @@ def _license(value: Any) -> list[str]:
     raise ApiError(400, "license must be a string or an array of strings", param="license")
 
 
-def _room_for(state: Any, name: str) -> None:
-    """A 400 when the server keeps :data:`MAX_MADE` made models and ``name`` is not one of them."""
-    if state.presets.get(name) is None and len(state.presets.all()) >= MAX_MADE:
+def _room_for(presets: PresetStore, name: str) -> None:
+    """A 400 when ``presets`` keeps :data:`MAX_MADE` made models and ``name`` is not one of them."""
+    if presets.get(name) is None and len(presets.all()) >= MAX_MADE:
         raise ApiError(
             400,
             f"this server keeps at most {MAX_MADE} made models: delete one (/api/delete) first",
@@ -487,14 +489,14 @@ async def create(request: Request):
 
     def make() -> Preset | None:
         if files:
-            _room_for(state, name)  # (before the upload is moved in)
+            _room_for(state.presets, name)  # (before the upload is moved in)
             base = _uploaded(state, name, files, settings)
             if base is None:
                 return None
         else:
             base = state.catalog.resolve(source)
         _taken_by_a_file(state, name, "model")
-        _room_for(state, name)
+        _room_for(state.presets, name)
         parent: Preset | None = base.preset
         preset = Preset(
             name=name,
@@ -556,7 +558,7 @@ async def copy(request: Request):
     def make() -> None:
         entry = state.catalog.resolve(source)
         _taken_by_a_file(state, destination, "destination")
-        _room_for(state, destination)
+        _room_for(state.presets, destination)
         original = entry.preset or Preset(name=destination, base=str(entry.path))
         state.presets.put(replace(original, name=destination, created=time.time()))
 
