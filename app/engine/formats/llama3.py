@@ -6,6 +6,11 @@ models also write, ``"arguments"``. A bare JSON call may open only at the start 
 ``<|python_tag|>`` call may follow text (``Let me check.<|python_tag|>{...}``). Either must end
 the reply: JSON followed by more text is text. Bare JSON (no python tag) is a call only when it
 names one of the offered tools, so JSON meant for the user stays text.
+
+A deviation real models write, read strictly: Llama 3.2 (notably the 3B, served by Ollama) puts
+its call in a markdown fence, the whole reply ```` ```json ⏎ {"name": ..., "parameters": ...} ⏎ ``` ````
+(language word ``json`` or none). Read as bare JSON is: it must name an offered tool and be the
+whole reply (whitespace around it aside); a fence of anything else, or with text after it, is text.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from typing import Any
 
 from app.engine.formats.base import Format, JsonStateScanner, ParsedCall, RegionScanner, register
 from app.engine.formats.jsonscan import loads_repaired, name_arguments
+from app.engine.formats.open_json import FENCE, FencedListScanner
 from app.engine.formats.sections import json_text
 from app.json_schema import tool_schemas
 
@@ -56,17 +62,24 @@ class _Scanner(JsonStateScanner):
 class Llama3Format(Format):
     name = "llama3"
     label = "Llama 3 JSON (Llama 3.1 to 3.3)"
-    openers = (PYTHON_TAG, "{")
+    openers = (PYTHON_TAG, "{", FENCE)
     start_only = True
     anywhere = (PYTHON_TAG,)  # the python tag may follow text: "Let me check.<|python_tag|>{...}"
 
     def region_scanner(self, opener: str) -> RegionScanner:
+        if opener == FENCE:
+            return FencedListScanner("{", last=True)
         return _Scanner(opener)
 
     def parse_region(self, opener, body, *, at_end, truncated, tools):
         if not at_end or truncated:
             return None
-        text = "{" + body if opener == "{" else body
+        if opener == FENCE:
+            text = _fenced(body)
+            if text is None:
+                return None
+        else:
+            text = "{" + body if opener == "{" else body
         ok, obj = loads_repaired(text.strip())
         if not ok or not isinstance(obj, dict):
             return None
@@ -82,8 +95,8 @@ class Llama3Format(Format):
         if got is None:
             return None
         name, args = got
-        if opener == "{" and name not in tool_schemas(tools):
-            return None
+        if opener != PYTHON_TAG and name not in tool_schemas(tools):
+            return None  # bare (or fenced) JSON naming no offered tool may be meant for the user
         return [ParsedCall(name, args, opener + body.rstrip())], body[len(body.rstrip()) :]
 
     def grammar_wire(self, ctx):
@@ -103,12 +116,26 @@ class Llama3Format(Format):
         inc = super().cut_call(opener, body, tools)
         if inc is None:
             return None
-        if opener == "{" and inc.name not in tool_schemas(tools):
+        if opener != PYTHON_TAG and inc.name not in tool_schemas(tools):
             return None  # cut JSON that names no offered tool may be JSON meant for the user
         return inc
 
     def example_call(self, name: str, arguments: dict[str, Any]) -> str:
         return json_text({"name": name, "parameters": dict(arguments)})
+
+
+def _fenced(body: str) -> str | None:
+    """The JSON object of a fenced call's region (after the opening fence): its language word
+    ``json`` (any case) or none, then the object, then the closing fence; None for any other
+    fence."""
+    lang = 0
+    while lang < len(body) and body[lang].isalpha():
+        lang += 1
+    inner = body[lang:].rstrip()
+    if body[:lang].lower() not in ("", "json") or not inner.endswith(FENCE):
+        return None
+    text = inner[: -len(FENCE)].strip()
+    return text if text.startswith("{") else None
 
 
 register(Llama3Format())

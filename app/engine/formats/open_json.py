@@ -51,12 +51,15 @@ class OpenValueScanner(JsonStateScanner):
 
 
 class FencedListScanner(JsonStateScanner):
-    """After an opening markdown fence: a language word, whitespace, a JSON list, whitespace and
-    the closing fence; the region ends after the closing fence, or at the first character that
-    cannot continue that shape."""
+    """After an opening markdown fence: a language word, whitespace, a JSON value (opening with
+    ``opening``: a list by default), whitespace and the closing fence; the region ends after the
+    closing fence, or at the first character that cannot continue that shape. ``last``: the
+    fenced value must end the reply, so whitespace after the closing fence stays in the region
+    (which then runs to the end of the reply, or ends at the first other character)."""
 
-    def __init__(self) -> None:
+    def __init__(self, opening: str = "[", *, last: bool = False) -> None:
         super().__init__("lang")
+        self.opening, self.last = opening, last
 
     def scan(self, buf: str, final: bool) -> tuple[int, bool]:
         i, n = 0, len(buf)
@@ -74,13 +77,18 @@ class FencedListScanner(JsonStateScanner):
                 i = skip
                 continue
             if st == "pre":
-                if buf[i] != "[":
+                if buf[i] != self.opening:
                     return i, True
                 self.state = "json"
                 continue
+            if st == "tail":
+                return i, True  # text after the closing fence
             rest = buf[i : i + len(FENCE)]  # post: only the closing fence may follow
             if rest == FENCE:
-                return i + len(FENCE), True
+                if not self.last:
+                    return i + len(FENCE), True
+                i, self.state = i + len(FENCE), "tail"
+                continue
             if not final and len(rest) < len(FENCE) and FENCE.startswith(rest):
                 return i, False
             return i, True

@@ -101,6 +101,29 @@ VARIANTS = [
 ]
 CASES += VARIANTS
 
+# Llama 3.2's deviation: the call in a markdown fence, the whole reply (read strictly: json or no
+# language word, one object naming an offered tool, nothing but whitespace after the fence).
+FENCED = [
+    Case("fenced-json", "```json\n" + W + "\n```", calls=[PW]),
+    Case("fenced-bare-arguments", "```\n" + WA + "\n```\n", content="\n", calls=[PW]),
+    Case("fenced-upper-inline", "\n```JSON " + W + "```", content="\n", calls=[PW]),
+    Case("fenced-then-text", "```json\n" + W + "\n```\nDone.", content="```json\n" + W + "\n```\nDone."),
+    Case("fenced-text-first", "Call:\n```json\n" + W + "\n```", content="Call:\n```json\n" + W + "\n```"),
+    Case("fenced-other-language", "```python\n" + W + "\n```", content="```python\n" + W + "\n```"),
+    Case(
+        "fenced-unknown-tool",
+        '```json\n{"name": "Alice", "parameters": {"age": 3}}\n```',
+        content='```json\n{"name": "Alice", "parameters": {"age": 3}}\n```',
+    ),
+    Case("fenced-list", "```json\n[" + W + "]\n```", content="```json\n[" + W + "]\n```"),
+    Case("fenced-two-objects", "```json\n" + W + W + "\n```", content="```json\n" + W + W + "\n```"),
+    Case("fenced-code", "```py\nprint(1)\n```", content="```py\nprint(1)\n```"),
+    Case("fenced-unclosed", "```json\n" + W + "\n", content="```json\n" + W + "\n"),
+    Case("fenced-cut", "```json\n" + W[:30], truncated=True, incomplete=["get_weather"]),
+    Case("fenced-cut-code", "```py\nprint(", truncated=True, content="```py\nprint("),
+]
+CASES += FENCED
+
 # A call is the whole reply; an unknown tool's bare JSON is text, so the fuzz writes the python tag.
 FUZZ = Fuzz(
     markers=("<|python_tag|>",),
