@@ -16,6 +16,11 @@ The call type must be ``function``; the fence is optional but opened and closed 
 ``deepseek-v3.1``: ``<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>NAME<｜tool▁sep｜>{json}``
 ``<｜tool▁call▁end｜>...<｜tool▁calls▁end｜>``.
 
+A deviation both read, strictly: the R1 distills (Qwen 7B and 32B notably) misspell the section's
+opening tag, writing ``<｜tool_calls_begin｜>``, ``<｜tool calls begin｜>``,
+``<｜tool\\_calls\\_begin｜>`` or ``<｜tool▁calls｜>`` (llama.cpp accepts the same four); the rest of
+the section must be spelled as published (calls, separator, end tag).
+
 Both are read by :class:`JsonCallSection`, a JSON-aware scanner (a marker inside a JSON string
 does not end the call) shared with Kimi K2. Every DeepSeek section must be closed: an unclosed
 one is text. (The R1-distill templates that never close a single call's section render no
@@ -73,6 +78,13 @@ SECTION_END = "<｜tool▁calls▁end｜>"
 CALL_BEGIN = "<｜tool▁call▁begin｜>"
 CALL_END = "<｜tool▁call▁end｜>"
 SEP = "<｜tool▁sep｜>"
+# The section's opening tag as the R1 distills misspell it (a deviation, read as the tag)
+MISSPELT_BEGIN = (
+    "<｜tool_calls_begin｜>",
+    "<｜tool calls begin｜>",
+    "<｜tool\\_calls\\_begin｜>",
+    "<｜tool▁calls｜>",
+)
 
 
 _V3_HEADER = re.compile(
@@ -88,7 +100,8 @@ class DeepSeekJsonFormat(JsonSectionFormat):
     """DeepSeek's sections of JSON calls (V3 / R1, V3.1): an instance sets its ``header``, its
     ``head_frame`` and its ``call_tail``."""
 
-    openers = (SECTION_BEGIN,)
+    openers = (SECTION_BEGIN, *MISSPELT_BEGIN)
+    non_marker_openers = MISSPELT_BEGIN  # deviations: the published tag is one token
     reasoning = THINK
     section_begin, section_end = SECTION_BEGIN, SECTION_END
     call_begin, call_end = CALL_BEGIN, CALL_END
