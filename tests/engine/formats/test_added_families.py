@@ -14,6 +14,7 @@ import pytest
 
 from app.cli import main
 from app.engine.formats import FORMATS, detect_template, tool_format_choices
+from tests.engine.formats.harness import case_modules
 from tests.test_cli import REPO, run_app
 
 TEMPLATES = REPO / "tests" / "fixtures" / "chat_templates"
@@ -188,6 +189,23 @@ MODELS += [
         "<|end_of_sentence|>",
     ),
 ]
+
+
+def _from_cases() -> None:
+    """A family's cases module (``tests/engine/formats/cases``) may carry these data itself, so a
+    family added later keeps them beside its cases: ``SETTING_WORDS`` (the words its settings
+    label holds), ``TINY_MODELS`` (rows as MODELS's, without the family) and ``STAND_IN`` (a
+    stand-in template's text, named ``stand-in:FAMILY`` in ``TINY_MODELS``)."""
+    for family, mod in case_modules().items():
+        if hasattr(mod, "SETTING_WORDS"):
+            NAMES[family] = tuple(mod.SETTING_WORDS)
+        if hasattr(mod, "STAND_IN"):
+            STAND_INS[f"stand-in:{family}"] = mod.STAND_IN
+        for template, control, user, bos, eos in getattr(mod, "TINY_MODELS", ()):
+            MODELS.append((template, family, list(control), list(user), bos, eos))
+
+
+_from_cases()
 IDS = [m[0] for m in MODELS]
 
 
