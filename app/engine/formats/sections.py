@@ -422,14 +422,17 @@ NAME = r"[^\s<>{}\[\]\"'`｜|,:]+(?::[^\s<>{}\[\]\"'`｜|,:]+)*"
 class JsonTagScanner(JsonStateScanner):
     """Region ``[ws][fence] {json} [ws][fence][ws] CLOSE``; on anything else, up to the next CLOSE.
 
-    ``opening``: the bracket the JSON value opens with (``"["``: a list of calls); ``fences``:
-    whether a markdown fence may stand around the value (without, a fence is "anything else").
+    ``opening``: the bracket the JSON value opens with (``"["``: a list of calls); ``also``: other
+    brackets it may open with (a family that reads an object or a list between its tags);
+    ``fences``: whether a markdown fence may stand around the value (without, a fence is
+    "anything else").
     """
 
-    def __init__(self, close: str, *, opening: str = "{", fences: bool = True):
+    def __init__(self, close: str, *, opening: str = "{", fences: bool = True, also: str = ""):
         super().__init__()
         self.close = close
         self.opening = opening
+        self.also = also
         self.fences = fences
 
     def step(self, buf: str, i: int, final: bool) -> int | tuple[int, bool]:
@@ -455,7 +458,7 @@ class JsonTagScanner(JsonStateScanner):
             and ((self.fences and _FENCE.startswith(rest)) or (st == "post" and close.startswith(rest)))
         ):
             return i, False
-        self.state = "json" if st == "pre" and c == self.opening else "seek"
+        self.state = "json" if st == "pre" and (c == self.opening or c in self.also) else "seek"
         return i
 
 

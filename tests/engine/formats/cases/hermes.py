@@ -1,5 +1,7 @@
 """Hermes JSON: ``<tool_call>{"name": ..., "arguments": {...}}</tool_call>``."""
 
+from dataclasses import replace
+
 from tests.engine.formats.harness import Case, Fuzz, close_tag_in_argument_cases
 
 FAMILY = "hermes"
@@ -167,5 +169,146 @@ CASES += close_tag_in_argument_cases(
     ("set_port", {"blob": "why <think> and </think> here"}),
     "<tool_call>",
 )
+
+# -- TNG R1T2 Chimera's deviation: a JSON list of calls inside one <tool_call> (vLLM's tng parser)
+EW = '{"name": "get_weather", "arguments": {"city": "Paris", "days": 3}}'
+ES = '{"name": "search", "arguments": {"query": "x", "limit": "10"}}'
+PW = ("get_weather", {"city": "Paris", "days": 3})
+PS = ("search", {"query": "x", "limit": 10})
+LIST2 = "<tool_call>\n[" + EW + ", " + ES + "]\n</tool_call>"
+
+
+def _text(case_id: str, text: str, **kw) -> Case:
+    """A region that is not the list deviation: the text, byte for byte."""
+    return Case(case_id, text, content=text, **kw)
+
+
+TNG_LIST = [
+    Case("list-two-calls", LIST2, calls=[PW, PS], ids=["call00000", "call00001"]),
+    Case("list-one-call", "<tool_call>\n[" + EW + "]\n</tool_call>", calls=[PW]),
+    Case("list-compact", "<tool_call>[" + EW + "," + ES + "]</tool_call>", calls=[PW, PS]),
+    Case(
+        "list-spaced",
+        "<tool_call>\n[\n  " + EW + ",\n  " + ES + "\n]\n</tool_call>",
+        calls=[PW, PS],
+    ),
+    Case(
+        "list-text-around",
+        "I'll check both.\n" + LIST2 + "\nOK.",
+        content="I'll check both.\n\nOK.",
+        calls=[PW, PS],
+    ),
+    Case(
+        "list-then-object-tag",
+        LIST2 + "\n<tool_call>\n" + '{"name": "get_time", "arguments": {}}' + "\n</tool_call>",
+        content="\n",
+        calls=[PW, PS, ("get_time", {})],
+        ids=["call00000", "call00001", "call00002"],
+    ),
+    Case(
+        "list-after-think",
+        "<think>\nTwo tools.\n</think>\n\n" + LIST2,
+        reasoning="\nTwo tools.\n",
+        content="\n\n",
+        calls=[PW, PS],
+    ),
+    Case(
+        "list-prefilled-think",
+        "Two tools.\n</think>\n\n" + LIST2,
+        in_reasoning=True,
+        reasoning="Two tools.\n",
+        content="\n\n",
+        calls=[PW, PS],
+    ),
+    Case(
+        "list-prefilled-unclosed",
+        "Two tools.\n" + LIST2,
+        in_reasoning=True,
+        reasoning="Two tools.\n",
+        calls=[PW, PS],
+    ),
+    Case(
+        "list-in-closed-reasoning",
+        "<think>maybe " + LIST2 + " no</think>Hi",
+        reasoning="maybe " + LIST2 + " no",
+        content="Hi",
+    ),
+    Case(
+        "list-markers-inside-strings",
+        '<tool_call>[{"name": "set_port", "arguments": {"blob": "a </tool_call> ] b"}}, '
+        '{"name": "set_port", "arguments": {"blob": "[<tool_call>{"}}]</tool_call>',
+        calls=[("set_port", {"blob": "a </tool_call> ] b"}), ("set_port", {"blob": "[<tool_call>{"})],
+    ),
+    Case(
+        "list-arguments-as-json-string",
+        '<tool_call>[{"name": "get_weather", "arguments": "{\\"city\\": \\"Rome\\"}"}]</tool_call>',
+        calls=[("get_weather", {"city": "Rome"})],
+    ),
+    Case(
+        "list-typed-by-schema",
+        '<tool_call>[{"name": "search", "arguments": {"query": "q", "limit": "7", "score": "null"}}, '
+        '{"name": "set_port", "arguments": {"port": "8080"}}]</tool_call>',
+        calls=[("search", {"query": "q", "limit": 7, "score": None}), ("set_port", {"port": "8080"})],
+    ),
+    Case(
+        "list-unicode",
+        '<tool_call>[{"name": "get_weather", "arguments": {"city": "Zürich 東京"}}]</tool_call>',
+        calls=[("get_weather", {"city": "Zürich 東京"})],
+    ),
+    Case("list-fenced", "<tool_call>\n```json\n[" + EW + "]\n```\n</tool_call>", calls=[PW]),
+    Case("list-close-implied-at-eos", "<tool_call>\n[" + EW + ", " + ES + "]\n", calls=[PW, PS]),
+    # cut by the token limit: the list is one region, one incomplete call
+    Case(
+        "list-cut-in-second",
+        "<tool_call>\n[" + EW + ', {"name": "search", "argu',
+        truncated=True,
+        incomplete=["get_weather"],
+    ),
+    Case(
+        "list-cut-in-close-tag", "<tool_call>[" + EW + "]</tool_", truncated=True, incomplete=["get_weather"]
+    ),
+    Case("list-cut-before-close", "<tool_call>\n[" + EW + "]\n", truncated=True, incomplete=["get_weather"]),
+    Case(
+        "list-after-complete-call-cut",
+        W + '<tool_call>[{"name": "search", "arguments": {"que',
+        truncated=True,
+        calls=[("get_weather", {"city": "Paris", "days": 3})],
+        incomplete=["search"],
+    ),
+    # not the deviation: the whole region is text
+    _text("list-empty", "<tool_call>[]</tool_call>"),
+    _text("list-empty-spaced", "<tool_call>\n[ ]\n</tool_call> ok"),
+    _text("list-string-element", "<tool_call>[" + EW + ', "get_time"]</tool_call>'),
+    _text("list-nested-list-element", "<tool_call>[[" + EW + "]]</tool_call>"),
+    _text("list-number-element", "<tool_call>[1, " + EW + "]</tool_call>"),
+    _text("list-extra-key", '<tool_call>[{"name": "get_time", "arguments": {}, "id": "c1"}]</tool_call>'),
+    _text(
+        "list-one-bad-element",
+        "<tool_call>[" + EW + ', {"name": "get_time", "arguments": {}, "x": 1}]</tool_call>',
+    ),
+    _text("list-missing-arguments", '<tool_call>[{"name": "get_time"}]</tool_call>'),
+    _text("list-parameters-key", '<tool_call>[{"name": "get_time", "parameters": {}}]</tool_call>'),
+    _text("list-arguments-not-object", '<tool_call>[{"name": "get_time", "arguments": [1]}]</tool_call>'),
+    _text("list-name-not-string", '<tool_call>[{"name": 7, "arguments": {}}]</tool_call>'),
+    _text("list-trailing-comma", "<tool_call>[" + EW + ",]</tool_call>"),
+    _text("list-text-after", "<tool_call>[" + EW + "] and more</tool_call>"),
+    _text("list-text-before", "<tool_call>calls: [" + EW + "]</tool_call>"),
+    _text("list-two-lists", "<tool_call>[" + EW + "][" + ES + "]</tool_call>"),
+    _text("list-unclosed-at-eos", "<tool_call>[" + EW + ', {"name": "get_t'),
+    _text("list-python-calls", '<tool_call>\n[get_weather(city="Paris")]\n</tool_call>'),
+    _text("list-wrong-nesting", "<tool_call>[" + EW + "</tool_call>]"),
+]
+CASES += TNG_LIST
+
+# The closing reasoning tag inside an argument of a listed call.
+CASES += [
+    replace(c, id="list-" + c.id)
+    for c in close_tag_in_argument_cases(
+        ("<think>", "</think>"),
+        '<tool_call>[{"name": "set_port", "arguments": {"blob": "why <think> and </think> here"}}]</tool_call>',
+        ("set_port", {"blob": "why <think> and </think> here"}),
+        "<tool_call>",
+    )
+]
 
 FUZZ = Fuzz(markers=("<tool_call>", "</tool_call>"))
