@@ -52,6 +52,11 @@ spaced ``<｜DSML｜ invoke`` stands only in its `` calls`` block).
 A reply cut (``truncated``) inside a section keeps the complete calls before the cut (a JSON
 section here or a DSML one); the cut remainder comes back as text, byte for byte. A section that
 is malformed anywhere, or unclosed in a reply that ended normally, is text.
+
+The DSML reader serves another family that writes the same XML under its own tag prefix
+(GigaChat 3.5's ``｜GCML｜``): :class:`DeepSeekDsmlFormat` built with ``prefix`` and the section
+names it writes. DeepSeek's deviations (the bare ``invoke`` blocks, V4.1's spaced dialect, the
+self-closing ``invoke``) are DeepSeek's: such an instance reads none of them.
 """
 
 from __future__ import annotations
@@ -162,13 +167,16 @@ class DsmlScanner(SectionScanner):
 
     ``close`` is the section's closing tag; ``prefixes`` the spellings of the tag prefix
     (``｜DSML｜``, V4.1's ``｜DSML｜ ``): an invoke or parameter opened with one closes with the
-    same. Records the calls as ``(name, [(key, flag, value), ...], start, end)``; on anything
-    unexpected it sets ``bad`` and searches for the section's closing tag.
+    same. ``self_closing``: an ``invoke`` closed in its own tag (``.../>``) is a call with no
+    parameters (DeepSeek's); otherwise it is a fault. Records the calls as
+    ``(name, [(key, flag, value), ...], start, end)``; on anything unexpected it sets ``bad`` and
+    searches for the section's closing tag.
     """
 
-    def __init__(self, close: str, prefixes: tuple[str, ...] = (DSML,)):
+    def __init__(self, close: str, prefixes: tuple[str, ...] = (DSML,), *, self_closing: bool = True):
         super().__init__("between")
         self.close = close
+        self.self_closing = self_closing  # whether ``<PREFIXinvoke name="N"/>`` is a call
         self.invokes = tuple(f"<{p}invoke" for p in prefixes)
         self.params = tuple(f"<{p}parameter" for p in prefixes)
         self.ends = {f"<{p}{tag}": f"</{p}{tag}>" for p in prefixes for tag in ("invoke", "parameter")}
@@ -215,7 +223,7 @@ class DsmlScanner(SectionScanner):
                     continue
                 if st == "invoke_head":
                     m = _INVOKE_ATTRS.fullmatch(head)
-                    if m is None:
+                    if m is None or (m.group(2) and not self.self_closing):
                         self._fail()
                         continue
                     self.name, self.params_read = m.group(1), []
@@ -275,8 +283,19 @@ def _dsml_value(value: str, flag: str | None, schema: Any) -> Any:
 
 
 class DeepSeekDsmlFormat(XmlParamsFormat):
+    """The DSML XML. DeepSeek's instance reads its three section tags, V4.1's spaced dialect, the
+    bare ``invoke`` blocks and the self-closing ``invoke``. Built with ``prefix`` (the text
+    between ``<`` and a tag's name, ``｜DSML｜`` for DeepSeek) and ``sections`` (the section tags'
+    names, the first one written), it is another family's wire: the same grammar under that
+    prefix, only in those sections, with none of DeepSeek's deviations."""
+
     name = "deepseek-dsml"
     label = "DeepSeek V3.2 / V4 (DSML)"
+    prefix = DSML
+    # section opening tag -> the tag prefixes read inside it
+    dialects: dict[str, tuple[str, ...]] = DSML_DIALECTS
+    bare = True  # V4's invoke blocks written without their section
+    self_closing = True  # ``<｜DSML｜invoke name="N"/>``: a call without parameters
     openers = (*DSML_OPENERS, INVOKE)  # INVOKE: V4's bare blocks
     non_marker_openers = (INVOKE,)  # a deviation: the published call opens with a section tag
     reasoning = THINK
@@ -284,13 +303,42 @@ class DeepSeekDsmlFormat(XmlParamsFormat):
     section = (f"<{DSML}function_calls>\n", f"</{DSML}function_calls>")
     tail = f"{INVOKE_END}\n"
 
+    def __init__(
+        self,
+        name: str = "",
+        label: str = "",
+        openers: tuple[str, ...] = (),
+        *,
+        prefix: str | None = None,
+        sections: tuple[str, ...] = ("tool_calls",),
+        **settings: Any,
+    ) -> None:
+        if prefix is not None:  # another family's prefix: its tags, none of DeepSeek's deviations
+            tags = tuple(f"<{prefix}{s}>" for s in sections)
+            derived: dict[str, Any] = {
+                "prefix": prefix,
+                "dialects": {t: (prefix,) for t in tags},
+                "bare": False,
+                "self_closing": False,
+                "non_marker_openers": (),
+                "section": (tags[0] + "\n", _dsml_close(tags[0])),
+                "tail": f"</{prefix}invoke>\n",
+            }
+            openers = openers or tags
+            settings = {**derived, **settings}
+        super().__init__(name, label, openers, **settings)
+
+    @property
+    def _invoke(self) -> str:
+        return f"<{self.prefix}invoke"
+
     def region_scanner(self, opener: str) -> RegionScanner:
-        if opener == INVOKE:
+        if self.bare and opener == INVOKE:
             return BareDsmlScanner(head=True)
-        return DsmlScanner(_dsml_close(opener), DSML_DIALECTS[opener])
+        return DsmlScanner(_dsml_close(opener), self.dialects[opener], self_closing=self.self_closing)
 
     def parse_region(self, opener, body, *, at_end, truncated, tools):
-        if opener == INVOKE:
+        if self.bare and opener == INVOKE:
             sc: DsmlScanner = BareDsmlScanner(head=False)
             body = opener + body
             sc.scan(body, not (at_end and truncated))
@@ -298,7 +346,7 @@ class DeepSeekDsmlFormat(XmlParamsFormat):
                 return None
             leftover = body[sc.calls[-1][-1] :]
         else:
-            sc = DsmlScanner(_dsml_close(opener), DSML_DIALECTS[opener])
+            sc = DsmlScanner(_dsml_close(opener), self.dialects[opener], self_closing=self.self_closing)
             got = scan_section(sc, body, at_end=at_end, truncated=truncated)
             if got is None or not sc.calls:
                 return None
@@ -317,21 +365,23 @@ class DeepSeekDsmlFormat(XmlParamsFormat):
         return out, leftover
 
     def head(self, name: str) -> str:
-        return f'{INVOKE} name="{name}">\n'
+        return f'{self._invoke} name="{name}">\n'
 
     def param(self, ctx, key, schema, where):
         from app.engine.grammar.wires import dsml_param
 
-        return dsml_param(ctx, key, schema, where, open=PARAM, close=PARAM_END)
+        return dsml_param(
+            ctx, key, schema, where, open=f"<{self.prefix}parameter", close=f"</{self.prefix}parameter>"
+        )
 
     def example_call(self, name: str, arguments: dict[str, Any]) -> str:
+        p = self.prefix
         params = "".join(
-            f'{PARAM} name="{k}" string="{"true" if isinstance(v, str) else "false"}">{raw_text(v)}{PARAM_END}\n'
+            f'<{p}parameter name="{k}" string="{"true" if isinstance(v, str) else "false"}">'
+            f"{raw_text(v)}</{p}parameter>\n"
             for k, v in arguments.items()
         )
-        return (
-            f'<{DSML}function_calls>\n{INVOKE} name="{name}">\n{params}{INVOKE_END}\n</{DSML}function_calls>'
-        )
+        return f'{self.section[0]}{self._invoke} name="{name}">\n{params}</{p}invoke>\n{self.section[1]}'
 
 
 def _dsml_close(opener: str) -> str:

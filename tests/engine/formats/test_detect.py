@@ -265,3 +265,28 @@ def _renders_no_call(name: str, source: str) -> None:
                 source, messages, add_generation_prompt=False, bos_token="<s>", **{variable: LOOKUP}
             )
             assert "Arg-9Wq" not in out, (name, variable)
+
+
+def test_gigachat_35_is_told_from_gigachat_3_and_reasons_when_asked():
+    """GigaChat 3.5's template shares GigaChat 3's turn tokens (``<|role_sep|>``,
+    ``<|message_sep|>``) but renders its calls in GCML: it is ``gigachat-gcml``, the 3 / 3.1
+    templates stay ``gigachat``. Its thinking switch is the ``reasoning`` variable: on, the
+    generation prompt opens the family's ``<think>`` block."""
+    from app.engine.thinking import Thinking, thinking_control
+
+    source = (TEMPLATES / "GigaChat3.5.jinja").read_text()
+    assert detect_template(source, bos_token="<s>", eos_token="</s>") == "gigachat-gcml"
+    for old in ("GigaChat3-10B-A1.8B.jinja", "GigaChat3.1-10B-A1.8B.jinja"):
+        assert detect_template((TEMPLATES / old).read_text(), bos_token="<s>") == "gigachat"
+    fmt = FORMATS["gigachat-gcml"]
+    control = thinking_control(source, fmt.thinking_tags())
+    assert control.kind == "switch" and control.switch == "reasoning"
+    messages = [{"role": "user", "content": "Weather in Paris?"}]
+    on = render_template(
+        source, messages, tools=LOOKUP, bos_token="<s>", **control.plan(Thinking("on")).variables
+    )
+    off = render_template(
+        source, messages, tools=LOOKUP, bos_token="<s>", **control.plan(Thinking("off")).variables
+    )
+    assert on.endswith("assistant<|role_sep|>\n<think>") and fmt.opens_in_reasoning(on)
+    assert off.endswith("assistant<|role_sep|>\n") and not fmt.opens_in_reasoning(off)
