@@ -104,6 +104,13 @@ FAMILY_MODULES: tuple[str, ...] = (
     "olmo3",
     "functiongemma",
     "step3",
+    "k2_horizon",
+    "hunyuan_v4",
+    "minimax_m3",
+    "iquest_coder_v2",
+    "inkling",
+    "muse_glimmer",
+    "gigachat_gcml",
 )
 
 for _module in FAMILY_MODULES:

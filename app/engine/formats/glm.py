@@ -22,7 +22,7 @@ from app.engine.formats.base import RegionScanner, one_call, register
 from app.engine.formats.sections import SkipValuesScanner, skip_ws
 from app.engine.formats.xml_params import ArgPairsFormat, read_arg_pairs
 
-__all__ = ["GlmFormat", "parse_glm_call"]
+__all__ = ["K_CLOSE", "K_OPEN", "V_CLOSE", "V_OPEN", "GlmFormat", "parse_glm_call"]
 
 OPEN = "<tool_call>"
 CLOSE = "</tool_call>"
@@ -47,6 +47,9 @@ def parse_glm_call(inner: str) -> tuple[str, dict[str, str]] | None:
 
 
 class GlmFormat(ArgPairsFormat):
+    """GLM's arg-pair calls between ``openers[0]`` and ``tail`` (a family with other call tags
+    around the same body, such as iQuest Coder V2, subclasses it with its own)."""
+
     name = "glm"
     label = "GLM XML (GLM-4.5, GLM-4.6, GLM-4.7, GLM-5, Laguna)"
     openers = (OPEN,)
@@ -55,24 +58,26 @@ class GlmFormat(ArgPairsFormat):
     param_close = V_CLOSE
 
     def region_scanner(self, opener: str) -> RegionScanner:
-        return SkipValuesScanner(CLOSE, V_OPEN, V_CLOSE, followers=(K_OPEN, CLOSE), reopen=(OPEN,))
+        close = self.tail
+        return SkipValuesScanner(close, V_OPEN, V_CLOSE, followers=(K_OPEN, close), reopen=(self.openers[0],))
 
     def parse_region(self, opener, body, *, at_end, truncated, tools):
         if at_end and truncated:
             return None  # the scanner did not close the region before the cut: an incomplete call
-        if not body.endswith(CLOSE):
-            return None  # ``</tool_call>`` is plain text for GLM: a call without it was cut off
-        return one_call(opener, body, parse_glm_call(body[: -len(CLOSE)]))
+        if not body.endswith(self.tail):
+            return None  # the closing tag is plain text for GLM: a call without it was cut off
+        return one_call(opener, body, parse_glm_call(body[: -len(self.tail)]))
 
     def head(self, name: str) -> str:
-        return f"{OPEN}{name}\n"
+        return f"{self.openers[0]}{name}\n"
 
     def call_name(self, raw: str) -> str | None:
-        m = _NAME.match(raw, len(OPEN)) if raw.startswith(OPEN) else None
+        opener = self.openers[0]
+        m = _NAME.match(raw, len(opener)) if raw.startswith(opener) else None
         return m.group(0) if m and raw[m.end() : m.end() + 1] in ("\n", "<", " ") else None
 
     def example_call(self, name: str, arguments: dict[str, Any]) -> str:
-        return f"{OPEN}{name}\n{self.pairs_text(arguments)}{CLOSE}"
+        return f"{self.openers[0]}{name}\n{self.pairs_text(arguments)}{self.tail}"
 
 
 register(GlmFormat())

@@ -194,8 +194,9 @@ MODELS += [
 def _from_cases() -> None:
     """A family's cases module (``tests/engine/formats/cases``) may carry these data itself, so a
     family added later keeps them beside its cases: ``SETTING_WORDS`` (the words its settings
-    label holds), ``TINY_MODELS`` (rows as MODELS's, without the family) and ``STAND_IN`` (a
-    stand-in template's text, named ``stand-in:FAMILY`` in ``TINY_MODELS``)."""
+    label holds), ``TINY_MODELS`` (rows as MODELS's, without the family), ``STAND_IN`` (a
+    stand-in template's text, named ``stand-in:FAMILY`` in ``TINY_MODELS``) and ``COST_VALUE``
+    (see ``_VALUES`` below)."""
     for family, mod in case_modules().items():
         if hasattr(mod, "SETTING_WORDS"):
             NAMES[family] = tuple(mod.SETTING_WORDS)
@@ -332,6 +333,8 @@ _VALUES = {
     "step3": "a <｜tool_calls_end｜> <｜tool_call_end｜> b",
     "ernie45": "a </tool_call> </response> b",
 }
+# ... and of a family added later, its cases module's COST_VALUE
+_VALUES.update({f: m.COST_VALUE for f, m in case_modules().items() if hasattr(m, "COST_VALUE")})
 
 
 def test_every_added_family_has_a_cost_case():
@@ -371,8 +374,11 @@ def test_cost_is_linear_at_one_megabyte(family):
 
     fmt = FORMATS[family]
     call = fmt.example_call("set_port", {"blob": _VALUES[family] + " x" * 40, "port": "8080"})
-    # xLAM's list opens the reply only: its megabyte is one list of calls
+    # xLAM's list opens the reply only: its megabyte is one list of calls; a family whose reply
+    # is a run of messages (Inkling, Muse Glimmer) opens at its start too: calls back to back
     chunk = call + " and some text < [ { in between\n" if not fmt.start_only else None
+    if chunk is None and not call.startswith("["):
+        chunk = call
     if chunk is None:
         item = call[1:-1]
         text = "[" + ", ".join([item] * (1_000_000 // len(item) + 1)) + "]"

@@ -1,0 +1,194 @@
+"""Tencent Hunyuan V4 (Hy4-preview) calls: Hy3's tags without ``<tool_sep>``, every marker ending
+in the checkpoint's suffix ``S``::
+
+    <tool_calls:6124c78e>
+    <tool_call:6124c78e>NAME
+    <arg_key:6124c78e>K</arg_key:6124c78e><arg_value:6124c78e>V</arg_value:6124c78e>
+    </tool_call:6124c78e>
+    </tool_calls:6124c78e>
+
+``S`` is a per-checkpoint code the tokenizer's special tokens carry (Hy4-preview's template sets
+``:6124c78e``; vLLM reads it from the vocabulary) or nothing. What is read as ``S``: ``:`` and
+1 to 64 lowercase hexadecimal digits, or the empty suffix; one section uses one suffix in all its
+tags (a tag in another spelling is text there, so is the whole section). Hy3's ``:opensource``
+is Hy3's (the ``hunyuan`` family), not a code of this family. While streaming, ``<tool_calls:``
+opens a section once its code and ``>`` follow; until then it is held back, and anything else
+after it (a character that is no hex digit, a code too long) makes it text.
+
+Any number of calls in one section, whitespace between the elements (between a key and its
+value too) and nothing else. The name is what stands before the first ``<arg_key{S}>`` (or
+before ``</tool_call{S}>`` in a call without arguments), whitespace around it dropped; it must
+be a tool name as tools spell them. Values are raw text typed by the tool's schema, exactly as
+written; a marker inside a value does not end the section. The text before and after the section
+is the reply's content. A section not closed in a reply that ended normally is text; a reply cut
+inside it keeps its complete calls.
+
+Reasoning is a ``<think:6124c78e>...</think:6124c78e>`` block (the template opens it in the
+generation prompt), or ``<think>...</think>`` for an unsuffixed checkpoint. The stream's
+reasoning tags are fixed strings, so a checkpoint with another code has its think tags read as
+text (its calls are still read). Calls are written (example, grammar) in Hy4-preview's spelling.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from functools import partial
+from typing import Any
+
+from app.calls import WIRE_NAME
+from app.engine.formats.base import ParsedCall, RegionScanner, register
+from app.engine.formats.sections import SkipValuesScanner, raw_text, read_run, skip_ws
+from app.engine.formats.xml_params import ArgPairsFormat, read_arg_pairs
+
+__all__ = ["HunyuanV4Format", "Tags"]
+
+CODE = ":6124c78e"  # Hy4-preview's suffix: the spelling this family writes
+_MAX_CODE = 64  # hex digits a suffix may have (a longer run is no code: the opener is text)
+_HEX = frozenset("0123456789abcdef")
+OPEN_CODED = "<tool_calls:"  # the opener of a suffixed section, before its code
+OPEN_PLAIN = "<tool_calls>"
+_NAME = re.compile(WIRE_NAME)
+_CODE = re.compile(rf"[0-9a-f]{{1,{_MAX_CODE}}}>")
+
+
+class Tags:
+    """The markers of one suffix (``:CODE`` or empty)."""
+
+    def __init__(self, suffix: str) -> None:
+        def pair(name: str) -> tuple[str, str]:
+            return f"<{name}{suffix}>", f"</{name}{suffix}>"
+
+        self.open, self.close = pair("tool_calls")
+        self.call, self.call_end = pair("tool_call")
+        self.key, self.value, self.think = pair("arg_key"), pair("arg_value"), pair("think")
+
+
+WRITTEN, PLAIN = Tags(CODE), Tags("")
+WHOLE = {WRITTEN.open: WRITTEN, PLAIN.open: PLAIN}  # openers that are a whole section tag
+
+
+def _tags(opener: str, body: str) -> tuple[Tags, int] | None:
+    """The tags of a section opened by ``opener`` whose text after the opener is ``body``, and
+    where its contents start in ``body``; None when no code stands there."""
+    if opener in WHOLE:
+        return WHOLE[opener], 0
+    m = _CODE.match(body)
+    if m is None:
+        return None
+    return Tags(":" + body[: m.end() - 1]), m.end()
+
+
+class _Scanner(RegionScanner):
+    """A section: after ``<tool_calls:`` its code and ``>`` (anything else ends the region there:
+    text), then up to the closing tag in the section's spelling, skipping over values."""
+
+    def __init__(self, opener: str) -> None:
+        self.ops = 0
+        self.code = "" if opener == OPEN_CODED else None  # the code read so far (None: read)
+        self.inner: SkipValuesScanner | None = None if self.code is not None else self._inner(WHOLE[opener])
+
+    @staticmethod
+    def _inner(tags: Tags) -> SkipValuesScanner:
+        return SkipValuesScanner(tags.close, *tags.value)
+
+    def scan(self, buf: str, final: bool) -> tuple[int, bool]:
+        i = 0
+        if self.inner is None:
+            assert self.code is not None
+            while i < len(buf):
+                self.ops += 1
+                c = buf[i]
+                if c == ">" and self.code:
+                    i += 1
+                    self.inner = self._inner(Tags(":" + self.code))
+                    break
+                if c not in _HEX or len(self.code) == _MAX_CODE:
+                    return i, True  # no code: the opener is text
+                self.code += c
+                i += 1
+            else:
+                return i, False
+        inner = self.inner
+        inner.cut = self.cut
+        before = inner.ops
+        j, ended = inner.scan(buf[i:], final)
+        self.ops += inner.ops - before
+        return i + j, ended
+
+
+def _call(tags: Tags, text: str, start: int) -> tuple[ParsedCall, int] | None:
+    """One ``<tool_call{S}>NAME pairs</tool_call{S}>`` at ``text[start]``: the call and the index
+    after it."""
+    if not text.startswith(tags.call, start):
+        return None
+    m = _NAME.match(text, skip_ws(text, start + len(tags.call)))
+    if m is None:
+        return None
+    got = read_arg_pairs(text, m.end(), key=tags.key, value=tags.value, close=tags.call_end)
+    if got is None:
+        return None
+    args, end = got
+    return ParsedCall(m.group(0), dict(args), text[start:end]), end
+
+
+class HunyuanV4Format(ArgPairsFormat):
+    name = "hunyuan-v4"
+    label = "Hunyuan V4 XML (Tencent HY V4, Hy4-preview)"
+    # Hy4-preview's whole opener first (the one written and held by the grammar; where it stands,
+    # the longest opener wins, and it reads as ``<tool_calls:`` followed by its code would).
+    openers = (WRITTEN.open, OPEN_CODED, OPEN_PLAIN)
+    reasoning = WRITTEN.think
+    reasoning_alt = (PLAIN.think,)
+    section = (WRITTEN.open + "\n", WRITTEN.close)
+    tail = f"{WRITTEN.call_end}\n"
+    key_tags, value_tags = WRITTEN.key, WRITTEN.value
+    param_close = WRITTEN.value[1]
+
+    def region_scanner(self, opener: str) -> RegionScanner:
+        return _Scanner(opener)
+
+    def parse_region(self, opener, body, *, at_end, truncated, tools):
+        got = _tags(opener, body)
+        if got is None:
+            return None
+        tags, start = got
+        closed = body.endswith(tags.close)
+        text = body[start : len(body) - len(tags.close)] if closed else body[start:]
+        if not closed and not (at_end and truncated):
+            return None  # a section the reply left open is text
+        calls, i, last = read_run(text, partial(_call, tags))
+        if not calls or (closed and i < len(text)):
+            return None  # a closed section holds calls only (a cut one keeps its complete calls)
+        rest = "" if closed else text[last:]
+        if tags.close.startswith(rest.strip()):
+            rest = ""  # cut in the section's closing tag: every call is complete
+        return calls, rest
+
+    def opens_in_reasoning(self, prompt: str) -> bool:
+        if not isinstance(prompt, str):
+            return False
+        end = prompt.rstrip()
+        return end.endswith(WRITTEN.think[0]) or end.endswith(PLAIN.think[0])
+
+    def head(self, name: str) -> str:
+        return f"{WRITTEN.call}{name}\n"
+
+    def param_head(self, key: str) -> str:
+        # vLLM's reader wants the value's tag right after the key's.
+        (k_open, k_close), v_open = WRITTEN.key, WRITTEN.value[0]
+        return f"{k_open}{key}{k_close}{v_open}"
+
+    def pairs_text(self, arguments: Mapping[str, Any]) -> str:
+        # As param_head: each value right after its key, a newline after each pair.
+        return "".join(f"{self.param_head(k)}{raw_text(v)}{self.param_close}\n" for k, v in arguments.items())
+
+    def call_name(self, raw: str) -> str | None:
+        m = re.search(r"<tool_call(?::[0-9a-f]+)?>\s*(" + WIRE_NAME + r")(?=\s|<)", raw)
+        return m.group(1) if m else None
+
+    def example_call(self, name: str, arguments: dict[str, Any]) -> str:
+        return f"{WRITTEN.open}\n{self.head(name)}{self.pairs_text(arguments)}{self.tail}{WRITTEN.close}"
+
+
+register(HunyuanV4Format())
