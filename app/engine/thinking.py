@@ -383,9 +383,16 @@ def thinking_control(source: str, markers: tuple[str, str] | None = None) -> Thi
         kind = "budget"
     elif tag:
         kind = "tag"
-    elif effort is not None and levels:
+    elif (
+        effort is not None
+        and levels
+        and not (markers is not None and _last(default).rstrip().endswith(markers[0]))
+    ):
         kind = "effort"
     elif markers is not None and (markers[1] in source or _last(default).rstrip().endswith(markers[0])):
+        # (also a template with effort levels but none that is off, whose generation prompt opens
+        # the block itself, as StepFun 3.7's: closing the block is what stops it thinking; the
+        # levels still serve an effort choice)
         kind = "prefill"
     else:
         kind = "none"

@@ -220,10 +220,10 @@ class _BlockScanner(RegionScanner):
 
 
 def _text(value: Any) -> str:
-    """``value`` as element content: a string as it is, a dict as members, a list as ``item``s,
-    anything else as its JSON literal."""
-    if isinstance(value, dict):
-        return "".join(_elem(str(k), v) for k, v in value.items())
+    """``value`` as element content: a string as it is, a list as ``item``s, anything else (an
+    object too) as its JSON literal. An object is written as JSON, as the grammar writes an
+    object whose schema names no members: the parser reads that for every object schema, and
+    member elements would leave the values of such an object text (nothing types them)."""
     if isinstance(value, (list, tuple)):
         return "".join(_elem(ITEM, v) for v in value)
     return raw_text(value)
