@@ -421,6 +421,15 @@ class _CodeGenerator(CodeGenerator):
         )
         super().visit_For(node, frame)
 
+    def writeline(self, x: str, node: Any = None, extra: int = 0) -> None:
+        # ``{% set obj.key = v %}`` on a mapping, as llama.cpp's template engine allows it
+        # (MiroThinker's published template marks each tool so): Jinja allows the dotted target
+        # on a namespace() only. A render's messages and tools are its own copies, so a template
+        # changes nothing outside its render.
+        if x.startswith("if not isinstance(") and x.endswith(", Namespace):"):
+            x = x[: -len("Namespace):")] + "(Namespace, dict)):"
+        super().writeline(x, node, extra)
+
 
 def _finalize(value: Any) -> Any:
     """Every ``{{ value }}``: its size is checked before it is turned into text."""

@@ -34,6 +34,24 @@ def test_loop_controls_generation_tag_and_mutation():
     assert render_template(src, MSGS) == "0,2,3|1"
 
 
+def test_a_dotted_set_writes_into_a_mapping_of_the_render_only():
+    """llama.cpp's engine lets ``{% set obj.key = v %}`` write into a mapping (MiroThinker's
+    published template marks each tool so); Jinja only into a namespace(). The mapping is the
+    render's own copy: nothing reaches the caller's tools or the next render."""
+    src = (
+        "{% for t in tools %}{% if t.seen is not defined %}{{ t.name }};{% endif %}{% set t.seen = 1 %}"
+        "{% endfor %}{% for t in tools %}{{ t.seen }}{% endfor %}"
+        "{% set ns = namespace(n=0) %}{% set ns.n = ns.n + 1 %}{{ ns.n }}"
+    )
+    tools = [{"name": "a"}, {"name": "b"}]
+    assert render_template(src, [], tools=tools) == "a;b;111"
+    assert render_template(src, [], tools=tools) == "a;b;111"  # the first render marked nothing here
+    assert tools == [{"name": "a"}, {"name": "b"}]
+    for target in ("'text'", "[1]", "none", "42"):
+        with pytest.raises(TemplateRenderError, match="non-namespace"):
+            render_template(f"{{% set x = {target} %}}{{% set x.k = 1 %}}", [])
+
+
 def test_tojson_keyword_arguments_and_unicode():
     src = "{{ tools | tojson(indent=2, sort_keys=True) }}|{{ {'b': 'é', 'a': 1} | tojson(separators=(',', ':')) }}"
     out = render_template(src, MSGS, tools=[{"b": 1, "a": "<x>"}])
