@@ -68,6 +68,7 @@ from app.engine.formats.plain import PlainStream
 FAMILY_MODULES: tuple[str, ...] = (
     "qwen_xml",
     "ernie45",
+    "mirothinker",
     "hermes",
     "llama3",
     "mistral",

@@ -196,6 +196,8 @@ WIRE_OF: dict[str, str] = {
     "jamba": "apriel",
     "hunyuan-a13b": "apriel",
     "ernie45": "hermes",
+    # MiroThinker reads Hermes' calls besides its MCP blocks (its template renders past calls so)
+    "mirothinker": "hermes",
 }
 
 
@@ -214,6 +216,8 @@ TEMPLATE_MARKERS: dict[str, tuple[str, ...]] = {
     # ERNIE's opening token: its -PT templates end a turn with <|end_of_sentence|>, Baidu's VL line
     # (PaddleOCR-VL, ERNIE-4.5-VL) with </s>, so the opener alone marks the template as ERNIE's
     "ernie45": ("<|begin_of_sentence|>",),
+    # MiroThinker's system prompt teaches its MCP block: a template holding it is MiroThinker's
+    "mirothinker": ("<use_mcp_tool>", "<server_name>", "<tool_name>"),
 }
 
 # Published templates that take the tools but never render a call turn (a past call is written
@@ -230,6 +234,9 @@ MARKED_TEMPLATES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("functiongemma", ("<start_function_call>call:", "<end_function_call>")),
     # Step-3 (no published template found): the section marker and StepTML's invoke tag
     ("step3", ("<｜tool_calls_begin｜>", "<steptml:invoke")),
+    # MiroThinker's (llama.cpp's) calls a macro without the message it reads: a past call does not
+    # render in Jinja, and its system prompt's MCP block names it
+    ("mirothinker", ("<use_mcp_tool>", "<server_name>", "<tool_name>")),
 )
 
 

@@ -213,9 +213,14 @@ SYSTEM_WITH_LAST_USER_ONLY = {"mistralai-Mistral-Nemo-Instruct-2407.jinja"}
 # vLLM's Granite 20B FC template reads the system message, then loops over every message again
 # and raises on the system role: it renders only conversations without one.
 NO_SYSTEM_ROLE = {"ibm-granite-20b-functioncalling.jinja"}
+# llama.cpp's MiroThinker template calls its render_tool_call macro without the message it
+# reads (llama.cpp's engine lends the caller's variable; Jinja passes nothing): a conversation
+# holding a past call does not render here (detection knows it by its markers, MARKED_TEMPLATES).
+# Its first turn renders (its ``set tool.mt_visited = 1`` on a tool is allowed, as llama.cpp does).
+NOT_RENDERED = {"MiroThinker-v1.jinja"}
 
 
-@pytest.mark.parametrize("name", sorted(n for n in FAMILIES if _expected(n)))
+@pytest.mark.parametrize("name", sorted(n for n in FAMILIES if _expected(n) and n not in NOT_RENDERED))
 def test_a_whole_tool_conversation_renders_through_the_template(name):
     """System, a call, its result and the follow-up answer: every part reaches the prompt."""
     render = _template_renderer((TEMPLATES / name).read_text(), "<s>", "</s>")
@@ -236,6 +241,39 @@ def test_a_whole_tool_conversation_renders_through_the_template(name):
         for part in parts:
             assert part in out, (name, part)
         assert out.index("Result-4Kp") < out.index("Reply-4Kp"), name
+
+
+@pytest.mark.parametrize("name", sorted(NOT_RENDERED))
+def test_a_template_the_sandbox_refuses_is_still_known_by_its_markers(name):
+    """A conversation with a past call fails in the sandbox, never silently: the renderer raises
+    (saying which parameter is missing), the first turn with the tools renders (its system text
+    teaching the family's block), and detection still names the family its markers name."""
+    from app.engine.errors import TemplateRenderError
+
+    source = (TEMPLATES / name).read_text()
+    render = _template_renderer(source, "<s>", "</s>")
+    with pytest.raises(TemplateRenderError, match="parameter 'message' was not provided"):
+        render(_conversation(""), LOOKUP)
+    first = render([{"role": "user", "content": "Weather in Paris?"}], LOOKUP)
+    assert "<use_mcp_tool>" in first and first.rstrip().endswith("<|im_start|>assistant")
+    assert detect_template(source, bos_token="<s>") == FAMILIES[name]["family"]
+
+
+def test_a_template_teaching_the_mcp_block_is_mirothinker_even_when_it_renders_hermes_calls():
+    """MiroThinker reads Hermes' calls too (llama.cpp's template renders past calls so) and is
+    tried before Hermes, but only for a template holding its MCP block's elements: a Qwen
+    template stays Hermes', the same template teaching the block is MiroThinker's."""
+    qwen = (TEMPLATES / "Qwen-Qwen2.5-7B-Instruct.jinja").read_text()
+    teaching = qwen.replace(
+        "# Tools\\n",
+        "# Tools\\nUse a tool as <use_mcp_tool><server_name>S</server_name><tool_name>T</tool_name>"
+        "<arguments>{}</arguments></use_mcp_tool>\\n",
+    )
+    assert teaching != qwen
+    assert detect_template(qwen, bos_token="<s>") == "hermes"
+    assert detect_template(teaching, bos_token="<s>") == "mirothinker"
+    for mark in ("<use_mcp_tool>", "<server_name>", "<tool_name>"):
+        assert detect_template(teaching.replace(mark, ""), bos_token="<s>") == "hermes", mark
 
 
 # Labelled null: their templates render no calls, through ``tools`` or any other variable.
