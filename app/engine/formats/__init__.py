@@ -112,6 +112,9 @@ FAMILY_MODULES: tuple[str, ...] = (
     "inkling",
     "muse_glimmer",
     "gigachat_gcml",
+    "dots",
+    "step_deepresearch",
+    "openpangu",
 )
 
 for _module in FAMILY_MODULES:
