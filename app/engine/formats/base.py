@@ -89,6 +89,7 @@ __all__ = [
     "IncompleteCall",
     "JsonStateScanner",
     "MarkerRegion",
+    "OwnStreamFormat",
     "ParsedCall",
     "RegionScanner",
     "Reply",
@@ -547,6 +548,25 @@ class Format:
 
     def __repr__(self) -> str:
         return f"<Format {self.name}>"
+
+
+class OwnStreamFormat(Format):
+    """A family whose replies a stream machine of its own reads (``stream_class``: Harmony's
+    channels, framed message blocks), not the region machine: it has no region scanner and no
+    region parser."""
+
+    stream_class: type[Stream]
+
+    def stream(
+        self, tools: list[dict[str, Any]] | None, *, in_reasoning: bool = False, orphan_close: bool = True
+    ) -> Stream:
+        return self.stream_class(self, tools, in_reasoning=in_reasoning, orphan_close=orphan_close)
+
+    def region_scanner(self, opener: str) -> RegionScanner:  # pragma: no cover - its own machine
+        raise NotImplementedError
+
+    def parse_region(self, opener, body, *, at_end, truncated, tools):  # pragma: no cover
+        return None
 
 
 def fold_events(events: Iterable[FormatEvent]) -> Reply:

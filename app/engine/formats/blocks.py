@@ -25,7 +25,7 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from app.calls import IncompleteCall
-from app.engine.formats.base import Format, ParsedCall, Stream
+from app.engine.formats.base import OwnStreamFormat, ParsedCall, Stream
 from app.engine.formats.events import ToolCallIncomplete
 from app.engine.formats.sections import first_marker
 
@@ -172,8 +172,10 @@ class BlockStream(Stream):
         return m is not None
 
 
-class BlockFormat(Format):
+class BlockFormat(OwnStreamFormat):
     """A family whose reply is a run of framed messages (see the module docstring)."""
+
+    stream_class = BlockStream
 
     body_ends: tuple[str, ...] = ()  # markers that end a body (none may hold another)
     kept_ends: tuple[str, ...] = ()  # the ones that belong to the body they end
@@ -190,14 +192,3 @@ class BlockFormat(Format):
         """The call a call message's ``body`` holds (``name``: what its header named), or None
         (the message is text)."""
         raise NotImplementedError
-
-    def stream(
-        self, tools: list[dict[str, Any]] | None, *, in_reasoning: bool = False, orphan_close: bool = True
-    ) -> Stream:
-        return BlockStream(self, tools, in_reasoning=in_reasoning, orphan_close=orphan_close)
-
-    def region_scanner(self, opener: str):  # pragma: no cover - BlockStream has its own machine
-        raise NotImplementedError
-
-    def parse_region(self, opener, body, *, at_end, truncated, tools):  # pragma: no cover
-        return None

@@ -31,7 +31,7 @@ from functools import partial
 from typing import Any
 
 from app.calls import IncompleteCall
-from app.engine.formats.base import Format, ParsedCall, Stream, register
+from app.engine.formats.base import Format, OwnStreamFormat, ParsedCall, Stream, register
 from app.engine.formats.events import ToolCallIncomplete
 from app.engine.formats.jsonscan import JsonScanner, loads_repaired, strip_fence
 from app.engine.formats.sections import first_marker, json_text
@@ -333,7 +333,8 @@ class HarmonyStream(Stream):
         return name, args
 
 
-class HarmonyFormat(Format):
+class HarmonyFormat(OwnStreamFormat):
+    stream_class = HarmonyStream
     name = "harmony"
     label = "Harmony (gpt-oss)"
     openers = (START, CHANNEL)
@@ -344,17 +345,6 @@ class HarmonyFormat(Format):
         if not isinstance(prompt, str):
             return False
         return prompt.rstrip().endswith(CHANNEL + "analysis" + MESSAGE)
-
-    def stream(
-        self, tools: list[dict[str, Any]] | None, *, in_reasoning: bool = False, orphan_close: bool = True
-    ) -> Stream:
-        return HarmonyStream(self, tools, in_reasoning=in_reasoning, orphan_close=orphan_close)
-
-    def region_scanner(self, opener: str):  # pragma: no cover - HarmonyStream has its own machine
-        raise NotImplementedError
-
-    def parse_region(self, opener, body, *, at_end, truncated, tools):  # pragma: no cover
-        return None
 
     def grammar_wire(self, ctx):
         from app.engine.grammar.wires import harmony
