@@ -130,31 +130,41 @@ CASES = [
 ]
 
 # The R1 distills' misspelt section tags (as llama.cpp reads them): read as the published tag when
-# the rest of the section is spelled as published; anything else stays text.
+# the rest of the section is spelled as published; anything else stays text. (DeepSeek V3.1's
+# cases use the same, with its call.)
 MISSPELT = (
     "<｜tool_calls_begin｜>",
     "<｜tool calls begin｜>",
     "<｜tool\\_calls\\_begin｜>",
     "<｜tool▁calls｜>",
 )
-for n, tag in enumerate(MISSPELT):
-    CASES += [
-        Case(f"misspelt-begin-{n}", "Let me check.\n" + tag + W + E, content="Let me check.\n", calls=[PW]),
-        Case(f"misspelt-begin-{n}-cut", tag + W[:20], truncated=True, incomplete=[None]),
-        Case(f"misspelt-begin-{n}-unclosed", tag + W, content=tag + W, stable_prefix=False),
-        Case(
-            f"misspelt-begin-{n}-in-text",
-            f"The tag {tag} opens calls.",
-            content=f"The tag {tag} opens calls.",
-        ),
-    ]
-CASES.append(
-    Case(
-        "misspelt-inner-markers-are-text",
-        "<｜tool_calls_begin｜><｜tool_call_begin｜>get_weather<｜tool_sep｜>{}<｜tool_call_end｜><｜tool_calls_end｜>",
-        content="<｜tool_calls_begin｜><｜tool_call_begin｜>get_weather<｜tool_sep｜>{}<｜tool_call_end｜><｜tool_calls_end｜>",
-    )
-)
+
+
+def misspelt_begin_cases(call: str, end: str, parsed: tuple) -> list[Case]:
+    """The cases of each misspelt opening tag before ``call`` (one call, read as ``parsed``) and
+    the section's ``end``."""
+    out = []
+    for n, tag in enumerate(MISSPELT):
+        out += [
+            Case(
+                f"misspelt-begin-{n}",
+                "Let me check.\n" + tag + call + end,
+                content="Let me check.\n",
+                calls=[parsed],
+            ),
+            Case(f"misspelt-begin-{n}-cut", tag + call[:20], truncated=True, incomplete=[None]),
+            Case(f"misspelt-begin-{n}-unclosed", tag + call, content=tag + call, stable_prefix=False),
+            Case(
+                f"misspelt-begin-{n}-in-text",
+                f"The tag {tag} opens calls.",
+                content=f"The tag {tag} opens calls.",
+            ),
+        ]
+    inner = "<｜tool_calls_begin｜><｜tool_call_begin｜>get_weather<｜tool_sep｜>{}<｜tool_call_end｜><｜tool_calls_end｜>"
+    return [*out, Case("misspelt-inner-markers-are-text", inner, content=inner)]
+
+
+CASES += misspelt_begin_cases(W, E, PW)
 
 # The section's markers are structure; one call's raw needs them back to stand alone.
 FUZZ = Fuzz(

@@ -2,6 +2,7 @@
 
 import re
 
+from tests.engine.formats.cases.deepseek_v3 import misspelt_begin_cases
 from tests.engine.formats.harness import Case, Fuzz, close_tag_in_argument_cases
 
 FAMILY = "deepseek-v3.1"
@@ -86,32 +87,8 @@ CASES += close_tag_in_argument_cases(
     B,
 )
 
-# The R1 distills' misspelt section tags (as llama.cpp reads them): read as the published tag when
-# the rest of the section is spelled as published; anything else stays text.
-MISSPELT = (
-    "<｜tool_calls_begin｜>",
-    "<｜tool calls begin｜>",
-    "<｜tool\\_calls\\_begin｜>",
-    "<｜tool▁calls｜>",
-)
-for n, tag in enumerate(MISSPELT):
-    CASES += [
-        Case(f"misspelt-begin-{n}", "Let me check.\n" + tag + W + E, content="Let me check.\n", calls=[PW]),
-        Case(f"misspelt-begin-{n}-cut", tag + W[:20], truncated=True, incomplete=[None]),
-        Case(f"misspelt-begin-{n}-unclosed", tag + W, content=tag + W, stable_prefix=False),
-        Case(
-            f"misspelt-begin-{n}-in-text",
-            f"The tag {tag} opens calls.",
-            content=f"The tag {tag} opens calls.",
-        ),
-    ]
-CASES.append(
-    Case(
-        "misspelt-inner-markers-are-text",
-        "<｜tool_calls_begin｜><｜tool_call_begin｜>get_weather<｜tool_sep｜>{}<｜tool_call_end｜><｜tool_calls_end｜>",
-        content="<｜tool_calls_begin｜><｜tool_call_begin｜>get_weather<｜tool_sep｜>{}<｜tool_call_end｜><｜tool_calls_end｜>",
-    )
-)
+# The R1 distills' misspelt section tags, as DeepSeek V3's cases read them
+CASES += misspelt_begin_cases(W, E, PW)
 
 # The section's markers are structure; one call's raw needs them back to stand alone.
 FUZZ = Fuzz(
