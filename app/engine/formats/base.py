@@ -758,8 +758,9 @@ class Stream:
         if self._hregion is not None:
             return self._step_held_region(final, truncated)
         closes = self._closes
-        # Start-only families (none has reasoning tags) keep the plain close-tag search here.
-        openers = () if self.fmt.start_only else self.fmt.openers
+        # A start-only family's calls open here only with its openers that stand anywhere (Hermes'
+        # tags; a bare JSON call is the whole reply, read again from its start below).
+        openers = self.fmt.anywhere if self.fmt.start_only else self.fmt.openers
         pos, m, safe = find_marker(self._buf, (*closes, *openers), final)
         self.ops += (pos + len(m)) if pos != -1 else len(self._buf)
         if pos != -1 and m in closes:
@@ -837,7 +838,7 @@ class Stream:
 
     def _step_reason(self, final: bool, truncated: bool) -> bool:
         closes = self._closes
-        markers = closes if self.fmt.start_only else (*closes, *self.fmt.openers)
+        markers = (*closes, *(self.fmt.anywhere if self.fmt.start_only else self.fmt.openers))
         pos, m, safe = find_marker(self._buf, markers, final)
         self.ops += (pos + len(m)) if pos != -1 else len(self._buf)
         if pos == -1:

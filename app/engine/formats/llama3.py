@@ -18,45 +18,15 @@ from __future__ import annotations
 from functools import partial
 from typing import Any
 
-from app.engine.formats.base import Format, JsonStateScanner, ParsedCall, RegionScanner, register
+from app.engine.formats.base import Format, ParsedCall, RegionScanner, register
 from app.engine.formats.jsonscan import loads_repaired, name_arguments
-from app.engine.formats.open_json import FENCE, FencedListScanner
+from app.engine.formats.open_json import FENCE, FencedListScanner, WholeObjectScanner, fenced_object
 from app.engine.formats.sections import json_text
 from app.json_schema import tool_schemas
 
 __all__ = ["Llama3Format"]
 
 PYTHON_TAG = "<|python_tag|>"
-
-
-class _Scanner(JsonStateScanner):
-    def __init__(self, opener: str) -> None:
-        super().__init__("json" if opener == "{" else "pre")
-        if opener == "{":
-            self.json.feed("{")
-
-    def scan(self, buf: str, final: bool) -> tuple[int, bool]:
-        i, n = 0, len(buf)
-        while i < n:
-            self.ops += 1
-            if self.state == "pre":
-                if buf[i].isspace():
-                    i += 1
-                    continue
-                self.state = "json" if buf[i] == "{" else "rest"
-                continue
-            if self.state == "json":
-                i = self.json_state(self.json, buf, i, "post")
-                if i == -1:
-                    return n, False
-                continue
-            if self.state == "post":
-                if buf[i].isspace():
-                    i += 1
-                    continue
-                return i, True  # more text after the JSON: not a call
-            return n, False  # rest: not JSON, runs to the end
-        return n, False
 
 
 class Llama3Format(Format):
@@ -69,13 +39,13 @@ class Llama3Format(Format):
     def region_scanner(self, opener: str) -> RegionScanner:
         if opener == FENCE:
             return FencedListScanner("{", last=True)
-        return _Scanner(opener)
+        return WholeObjectScanner(opener == "{")
 
     def parse_region(self, opener, body, *, at_end, truncated, tools):
         if not at_end or truncated:
             return None
         if opener == FENCE:
-            text = _fenced(body)
+            text = fenced_object(body)
             if text is None:
                 return None
         else:
@@ -122,20 +92,6 @@ class Llama3Format(Format):
 
     def example_call(self, name: str, arguments: dict[str, Any]) -> str:
         return json_text({"name": name, "parameters": dict(arguments)})
-
-
-def _fenced(body: str) -> str | None:
-    """The JSON object of a fenced call's region (after the opening fence): its language word
-    ``json`` (any case) or none, then the object, then the closing fence; None for any other
-    fence."""
-    lang = 0
-    while lang < len(body) and body[lang].isalpha():
-        lang += 1
-    inner = body[lang:].rstrip()
-    if body[:lang].lower() not in ("", "json") or not inner.endswith(FENCE):
-        return None
-    text = inner[: -len(FENCE)].strip()
-    return text if text.startswith("{") else None
 
 
 register(Llama3Format())

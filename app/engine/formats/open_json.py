@@ -22,7 +22,15 @@ from app.engine.formats.json_list import ElementReader, element_reader, parse_js
 from app.engine.formats.jsonscan import loads_repaired, name_arguments, strip_fence
 from app.engine.formats.sections import JsonTagScanner, closed_body, json_text, skip_ws
 
-__all__ = ["FencedListScanner", "JsonTagFormat", "OpenListFormat", "OpenObjectFormat", "OpenValueScanner"]
+__all__ = [
+    "FencedListScanner",
+    "JsonTagFormat",
+    "OpenListFormat",
+    "OpenObjectFormat",
+    "OpenValueScanner",
+    "WholeObjectScanner",
+    "fenced_object",
+]
 
 FENCE = "```"
 
@@ -93,6 +101,55 @@ class FencedListScanner(JsonStateScanner):
                 return i, False
             return i, True
         return n, False
+
+
+class WholeObjectScanner(JsonStateScanner):
+    """A JSON object that must be the rest of the reply (Llama 3's bare call, Hermes' stray bare
+    call): ``opened``: the opener was the object's ``{``; else whitespace, then the object. The
+    region ends at the first character after the object that is not whitespace (more text: not a
+    call), or runs to the end of the reply (text that is no object)."""
+
+    def __init__(self, opened: bool) -> None:
+        super().__init__("json" if opened else "pre")
+        if opened:
+            self.json.feed("{")
+
+    def scan(self, buf: str, final: bool) -> tuple[int, bool]:
+        i, n = 0, len(buf)
+        while i < n:
+            self.ops += 1
+            if self.state == "pre":
+                if buf[i].isspace():
+                    i += 1
+                    continue
+                self.state = "json" if buf[i] == "{" else "rest"
+                continue
+            if self.state == "json":
+                i = self.json_state(self.json, buf, i, "post")
+                if i == -1:
+                    return n, False
+                continue
+            if self.state == "post":
+                if buf[i].isspace():
+                    i += 1
+                    continue
+                return i, True  # more text after the JSON: not a call
+            return n, False  # rest: not JSON, runs to the end
+        return n, False
+
+
+def fenced_object(body: str) -> str | None:
+    """The JSON object of a fenced call's region (the text after the opening fence): its
+    language word ``json`` (any case) or none, then the object, then the closing fence; None for
+    any other fence."""
+    lang = 0
+    while lang < len(body) and body[lang].isalpha():
+        lang += 1
+    inner = body[lang:].rstrip()
+    if body[:lang].lower() not in ("", "json") or not inner.endswith(FENCE):
+        return None
+    text = inner[: -len(FENCE)].strip()
+    return text if text.startswith("{") else None
 
 
 class _OpenJsonFormat(Format):

@@ -779,7 +779,9 @@ def compose(
 ) -> str:
     """The whole grammar around ``block`` (the calls, starting with ``opener``)."""
     if start_only is None:
-        start_only = bool(getattr(fmt, "start_only", False))
+        # a start-only family's opener that may stand anywhere (Hermes' tag beside its strays)
+        # opens calls after free text, as any other family's opener does
+        start_only = bool(getattr(fmt, "start_only", False)) and opener not in getattr(fmt, "anywhere", ())
     lead = _reasoning(ctx, fmt) if lead is None else lead
     if not ctx.auto:
         return ctx.grammar(f"{lead} {block}".strip())

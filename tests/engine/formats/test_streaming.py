@@ -156,7 +156,10 @@ def test_registry_entries_and_setting_choices():
     for name in ("qwen-xml", "hermes", "llama3", "mistral"):
         fmt = FORMATS[name]
         assert fmt.name == name and fmt.label and fmt.detail and fmt.openers
-    assert FORMATS["llama3"].start_only and not FORMATS["hermes"].start_only
+    assert FORMATS["llama3"].start_only and "{" not in FORMATS["llama3"].anywhere
+    # Hermes' tag opens a call anywhere; only its strays (a bare or fenced call) are start-only
+    assert "<tool_call>" in FORMATS["hermes"].anywhere and "{" not in FORMATS["hermes"].anywhere
+    assert FORMATS["ernie45"].openers[0] == "<tool_call>" and not FORMATS["ernie45"].start_only
     choices = tool_format_choices()
     assert choices[0] == ("auto", "Automatic (from the model's template)")
     assert choices[-1] == ("none", "No tools")

@@ -311,4 +311,104 @@ CASES += [
     )
 ]
 
+# Qwen2.5-Coder's strays (it ships Hermes' template): the whole reply a bare or fenced call object,
+# or calls between its tool-list tags <tools>...</tools>. Read only as calls to offered tools.
+LLAMA3 = ("llama3",)  # Llama 3 reads a bare or fenced object written with "arguments" too
+TOOLS1 = "<tools>\n" + EW + "\n</tools>"
+DEFINITION = '{"type": "function", "function": {"name": "get_weather", "parameters": {}}}'
+QWEN_CODER = [
+    Case("bare-call", EW, calls=[PW], also=LLAMA3),
+    Case("bare-call-compact", '{"name":"get_time","arguments":{}}', calls=[("get_time", {})], also=LLAMA3),
+    Case("bare-call-spaced", "\n" + EW + "\n\n", content="\n\n\n", calls=[PW], also=LLAMA3),
+    Case(
+        "bare-call-after-reasoning",
+        "<think>\nweather, so call it\n</think>\n\n" + EW,
+        reasoning="\nweather, so call it\n",
+        content="\n\n",
+        calls=[PW],
+        also=LLAMA3,
+    ),
+    Case(
+        "bare-call-after-prefilled-reasoning",
+        "call it</think>" + EW,
+        in_reasoning=True,
+        reasoning="call it",
+        calls=[PW],
+        also=LLAMA3,
+    ),
+    Case(
+        "bare-arguments-as-json-string",
+        '{"name": "get_weather", "arguments": "{\\"city\\": \\"Rome\\"}"}',
+        calls=[("get_weather", {"city": "Rome"})],
+        also=LLAMA3,
+    ),
+    _text("bare-text-before", "Here it is: " + EW),
+    _text("bare-text-after", EW + "\nThat is the call."),
+    _text("bare-two-objects", EW + "\n" + ES),
+    _text("bare-list", "[" + EW + ", " + ES + "]"),
+    _text("bare-unknown-tool", '{"name": "launch_rocket", "arguments": {}}'),
+    _text("bare-extra-key", '{"name": "get_time", "arguments": {}, "id": 1}'),
+    _text("bare-parameters-key", '{"name": "get_weather", "parameters": {"city": "Paris"}}'),
+    _text("bare-user-json", '{"city": "Paris", "days": 3}'),
+    _text("bare-unclosed", '{"name": "get_time", "arguments": {}'),
+    _text("bare-brace-text", "{braces} are fine"),
+    _text("bare-double-braces", "{" + EW + "}"),
+    Case("bare-cut", EW[:40], truncated=True, incomplete=["get_weather"]),
+    Case(
+        "bare-cut-unknown-tool",
+        '{"name": "launch_rocket", "argu',
+        truncated=True,
+        content='{"name": "launch_rocket", "argu',
+    ),
+    Case("bare-cut-user-json", '{"city": "Par', truncated=True, content='{"city": "Par'),
+    Case("fenced-call", "```json\n" + EW + "\n```", calls=[PW], also=LLAMA3),
+    Case("fenced-call-no-language", "```\n" + EW + "\n```\n", content="\n", calls=[PW], also=LLAMA3),
+    Case("fenced-call-upper", "```JSON\n" + EW + "\n```", calls=[PW], also=LLAMA3),
+    _text("fenced-text-before", "Calling:\n```json\n" + EW + "\n```"),
+    _text("fenced-text-after", "```json\n" + EW + "\n```\nDone."),
+    _text("fenced-python", "```python\n" + EW + "\n```"),
+    _text("fenced-unknown-tool", '```json\n{"name": "launch_rocket", "arguments": {}}\n```'),
+    _text("fenced-list", "```json\n[" + EW + "]\n```"),
+    _text("fenced-code", "```py\nprint({'a': 1})\n```"),
+    _text("fenced-unclosed", "```json\n" + EW + "\n"),
+    Case("fenced-cut", "```json\n" + EW[:30], truncated=True, incomplete=["get_weather"]),
+    Case("tools-tag", TOOLS1, calls=[PW]),
+    Case("tools-tag-compact", "<tools>" + ES + "</tools>", calls=[PS]),
+    Case(
+        "tools-tag-list",
+        "<tools>\n[" + EW + ", " + ES + "]\n</tools>",
+        calls=[PW, PS],
+        ids=["call00000", "call00001"],
+    ),
+    Case("tools-tag-text-around", "Checking.\n" + TOOLS1 + "\nOK.", content="Checking.\n\nOK.", calls=[PW]),
+    Case("tools-tag-then-tool-call", TOOLS1 + "\n" + W, content="\n", calls=[PW, PW]),
+    Case("tools-tag-fenced", "<tools>\n```json\n" + EW + "\n```\n</tools>", calls=[PW]),
+    Case("tools-tag-missing-close-at-eos", "<tools>\n" + EW + "\n", calls=[PW]),
+    Case("tools-tag-cut", "<tools>\n" + EW[:35], truncated=True, incomplete=["get_weather"]),
+    Case(
+        "tools-tag-cut-unknown-tool",
+        '<tools>\n{"name": "launch_rocket", "ar',
+        truncated=True,
+        content='<tools>\n{"name": "launch_rocket", "ar',
+    ),
+    Case(
+        "tools-tag-in-reasoning",
+        "<think>maybe " + TOOLS1 + "</think>Hello",
+        reasoning="maybe " + TOOLS1,
+        content="Hello",
+    ),
+    _text("tools-tag-definition-echo", "<tools>\n" + DEFINITION + "\n</tools>"),
+    _text("tools-tag-unknown-tool", '<tools>{"name": "launch_rocket", "arguments": {}}</tools>'),
+    _text(
+        "tools-tag-list-with-unknown",
+        "<tools>[" + EW + ', {"name": "launch_rocket", "arguments": {}}]</tools>',
+    ),
+    _text("tools-tag-not-json", "<tools>\nget_weather(city='Paris')\n</tools> ok"),
+    _text("tools-tag-two-objects", "<tools>" + EW + ES + "</tools>"),
+    _text("tools-tag-unclosed-then-text", "<tools>\n" + EW + "\nthen more words"),
+    _text("tools-tag-wrong-nesting", "<tools>[" + EW + "</tools>]"),
+    _text("tools-word", "The <tools> tag lists them."),
+]
+CASES += QWEN_CODER
+
 FUZZ = Fuzz(markers=("<tool_call>", "</tool_call>"))

@@ -49,7 +49,12 @@ CASES = [
         content='{"type": "tool", "name": "get_time", "parameters": {}}',
     ),
     # Llama 3.x models write "arguments" too (it used to be text here): a call of an offered tool.
-    Case("arguments-key-no-args", '{"name": "get_time", "arguments": {}}', calls=[("get_time", {})]),
+    Case(
+        "arguments-key-no-args",
+        '{"name": "get_time", "arguments": {}}',
+        calls=[("get_time", {})],
+        also=("hermes",),
+    ),
     Case(
         "builtin-python",
         '<|python_tag|>brave_search.call(query="x")',
@@ -65,8 +70,9 @@ CASES = [
 # (the harness feeds every case whole too).
 PW = ("get_weather", {"city": "Paris", "days": 3})
 WA = '{"name": "get_weather", "arguments": {"city": "Paris", "days": 3}}'
+HERMES = ("hermes",)  # Hermes reads Qwen2.5-Coder's bare or fenced object, written with "arguments"
 VARIANTS = [
-    Case("arguments-key", WA, calls=[PW]),
+    Case("arguments-key", WA, calls=[PW], also=HERMES),
     Case("arguments-key-python-tag", "<|python_tag|>" + WA, calls=[PW]),
     Case(
         "both-keys-is-text",
@@ -105,7 +111,7 @@ CASES += VARIANTS
 # language word, one object naming an offered tool, nothing but whitespace after the fence).
 FENCED = [
     Case("fenced-json", "```json\n" + W + "\n```", calls=[PW]),
-    Case("fenced-bare-arguments", "```\n" + WA + "\n```\n", content="\n", calls=[PW]),
+    Case("fenced-bare-arguments", "```\n" + WA + "\n```\n", content="\n", calls=[PW], also=HERMES),
     Case("fenced-upper-inline", "\n```JSON " + W + "```", content="\n", calls=[PW]),
     Case("fenced-then-text", "```json\n" + W + "\n```\nDone.", content="```json\n" + W + "\n```\nDone."),
     Case("fenced-text-first", "Call:\n```json\n" + W + "\n```", content="Call:\n```json\n" + W + "\n```"),
