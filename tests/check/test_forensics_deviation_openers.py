@@ -1,6 +1,6 @@
 """Forensics on the official templates of families that also read a deviation (issue 27): an opener
 that is not the family's published call marker (command-r's ``<co>`` citations and response
-markers, Hy3's suffix-less ``<tool_calls>``, DeepSeek V4's bare DSML ``invoke``, Qwen3-Coder's bare
+markers, Hy3's suffix-less ``<tool_calls>``, Qwen2.5-Coder's ``<tools>`` and fence, DeepSeek V4's bare DSML ``invoke``, Qwen3-Coder's bare
 ``<function=``) never gives a "marker is not one token" or "is a control token" finding. A real
 tiny GGUF holds the official template and the family's real markers as tokens, as its model does."""
 
@@ -24,6 +24,8 @@ CASES = [
         ["<co>", "<|START_RESPONSE|>", "<|END_RESPONSE|>"],
     ),
     ("Qwen3-Coder.jinja", "qwen-xml", [], ["<tool_call>", "</tool_call>"], ["<function="]),
+    # Qwen2.5-Coder's strays: its tool-list tag and a fenced call (neither is a marker token)
+    ("Qwen-Qwen2.5-7B-Instruct.jinja", "hermes", [], ["<tool_call>", "</tool_call>"], ["<tools>", "```"]),
     (
         "tencent-Hy3.jinja",
         "hunyuan",
