@@ -115,6 +115,11 @@ FAMILY_MODULES: tuple[str, ...] = (
     "dots",
     "step_deepresearch",
     "openpangu",
+    "step_audio2",
+    "solar_open2",
+    "plamo3",
+    "cwm",
+    "hyperclovax",
 )
 
 for _module in FAMILY_MODULES:

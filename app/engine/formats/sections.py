@@ -472,12 +472,19 @@ class JsonCallSection(SectionScanner):
     ``noise``: text between the section's markers that is none of them (Kimi K2 writes some) is
     skipped instead; it belongs to the raw text of the call after it (``raw_spans``, one per call);
     noise after the last call is the section's leftover text.
+
+    ``args_end``: a marker that must close the JSON before ``CALL_END`` (PLaMo 3's
+    ``<|plamo:end_tool_arguments:plamo|>``), whitespace around it; empty: none.
     """
 
-    def __init__(self, call_begin: str, call_end: str, section_end: str, *, noise: bool = False):
+    def __init__(
+        self, call_begin: str, call_end: str, section_end: str, *, noise: bool = False, args_end: str = ""
+    ):
         super().__init__("between")
         self.cb, self.ce, self.se = call_begin, call_end, section_end
         self.noise = noise
+        self.args_end = args_end
+        self.args_closed = False  # the current call's args_end was read
         self.noise_from = -1  # where skipped noise before the next call began
         self.start = self.json_start = self.json_end = 0
         self.calls: list[tuple[int, int, int, int]] = []  # (start, json start, json end, end)
@@ -494,10 +501,15 @@ class JsonCallSection(SectionScanner):
                     i += len(_FENCE)
                     self.ops += len(_FENCE)
                     continue
-                i, hit = self._expect(buf, i, (cb, se) if st == "between" else (ce, _FENCE), final)
+                # After the JSON: args_end first where the family has one, then CALL_END.
+                close = self.args_end if self.args_end and not self.args_closed else ce
+                i, hit = self._expect(buf, i, (cb, se) if st == "between" else (close, _FENCE), final)
                 if hit is None:
                     return self._ret(i, False)
-                if hit == cb:
+                if st == "post" and hit and hit == self.args_end and not self.args_closed:
+                    i += len(hit)
+                    self.args_closed = True
+                elif hit == cb:
                     self.start = self.base + i
                     i += len(cb)
                     self.state = "header"
@@ -506,6 +518,7 @@ class JsonCallSection(SectionScanner):
                     return self._ret(i + len(se), True)
                 elif hit == ce:
                     i += len(ce)
+                    self.args_closed = False
                     self.calls.append((self.start, self.json_start, self.json_end, self.base + i))
                     first = self.noise_from if self.noise_from != -1 else self.start
                     self.raw_spans.append((first, self.base + i))
@@ -563,7 +576,8 @@ class JsonSectionFormat(Format):
     options ``fence_in_header``, ``implied_end`` and ``noise``) and how a call is written:
     ``head_frame`` (what stands before and after the name, up to the arguments: see
     :meth:`call_head`), ``call_index`` (a call counter after the head, as (before, after)) and
-    ``call_tail``; the grammar and the example call follow from them.
+    ``call_tail``; the grammar and the example call follow from them. ``args_end``: a marker that
+    closes the JSON before ``CALL_END`` (see :class:`JsonCallSection`; ``call_tail`` writes it).
     """
 
     section_begin: str
@@ -577,6 +591,7 @@ class JsonSectionFormat(Format):
     call_index: tuple[str, str] | None = None
     call_tail = ""
     head_frame = ("", "")
+    args_end = ""
 
     def call_head(self, name: str) -> str:
         """What a call is written with before its arguments (and index)."""
@@ -584,7 +599,9 @@ class JsonSectionFormat(Format):
         return f"{before}{name}{after}"
 
     def region_scanner(self, opener: str) -> JsonCallSection:
-        return JsonCallSection(self.call_begin, self.call_end, self.section_end, noise=self.noise)
+        return JsonCallSection(
+            self.call_begin, self.call_end, self.section_end, noise=self.noise, args_end=self.args_end
+        )
 
     def parse_region(self, opener, body, *, at_end, truncated, tools):
         """Strictly read a section of JSON calls scanned by :class:`JsonCallSection`.
@@ -627,6 +644,8 @@ class JsonSectionFormat(Format):
                 return None
             fenced = bool(m.groupdict().get("fence")) if self.fence_in_header else False
             post = body[je : end - len(self.call_end)].strip()
+            if self.args_end:  # the scanner read it last before CALL_END
+                post = post.removesuffix(self.args_end).rstrip()
             if post not in (("```",) if fenced else ("",)):
                 return None
             ok, args = loads_repaired(body[js:je])

@@ -151,6 +151,7 @@ def read_arg_pairs(
     value: tuple[str, str],
     close: str = "",
     lenient: bool = False,
+    joined: bool = False,
 ) -> tuple[dict[str, str], int] | None:
     """Strictly read ``(KEY_OPEN k KEY_CLOSE VALUE_OPEN v VALUE_CLOSE)*`` from ``i``, whitespace
     between the tags, up to ``close`` (or to the end of ``text`` when ``close`` is empty): the
@@ -160,7 +161,9 @@ def read_arg_pairs(
     :func:`pair_key_ok` or repeats, or a value is not closed. ``lenient`` (with ``close`` empty:
     ``text`` is the call's inside): a ``VALUE_CLOSE`` closes a value only when the next
     ``KEY_OPEN`` or the end follows it, and a last value whose ``VALUE_CLOSE`` is missing runs to
-    the end (a newline before it is layout).
+    the end (a newline before it is layout). ``joined``: the key's closing tag also opens the
+    value (``value[0]`` is empty: Solar Open2's ``K<|tool_arg:value|>V``), so the key is exactly
+    the text between its tags (not stripped) and the value starts right after the tag.
     """
     (k_open, k_close), (v_open, v_close) = key, value
     args: dict[str, str] = {}
@@ -176,10 +179,11 @@ def read_arg_pairs(
         end = text.find(k_close, i)
         if end == -1:
             return None
-        name = text[i:end].strip()
+        name = text[i:end] if joined else text[i:end].strip()
         if not pair_key_ok(name) or name in args:
             return None
-        i = skip_ws(text, end + len(k_close))
+        # a joined tag opens the value itself: whitespace after it is the value's
+        i = end + len(k_close) if joined else skip_ws(text, end + len(k_close))
         if not text.startswith(v_open, i):
             return None
         i += len(v_open)
