@@ -21,6 +21,15 @@ is neither ``functions.NAME`` nor a declared tool (the built-in ``python``, ``br
 is a rejected call: its raw text is kept (``reply.incomplete_calls``, reason ``undeclared``),
 it is never run and never content. A reply cut inside a call is an incomplete call; one cut
 inside a header ends the message before at its end marker (the header is an incomplete item).
+
+LLM-jp-4.1 writes this wire through a tokenizer that puts a space after each special token
+followed by text (``<|start|> assistant``, ``<|channel|> final<|message|> Hello``, ``<|constrain|>
+json``) and closes every call but the last of a parallel run with ``<|end|>``. The header reader
+takes spaces around its parts; the body's space is told apart by the header: a header whose
+channel name follows ``<|channel|>`` after a space is written in that style, and its body drops
+exactly one leading space, as llama.cpp's ``llm-jp-harmony`` reader does (``<|message|> Hello``
+is ``Hello``, ``<|message|>  x`` is `` x``). gpt-oss never writes that space, so a body after
+``<|channel|>final<|message|>`` keeps every character, a leading space included.
 """
 
 from __future__ import annotations
@@ -36,7 +45,7 @@ from app.engine.formats.events import ToolCallIncomplete
 from app.engine.formats.jsonscan import JsonScanner, loads_repaired, strip_fence
 from app.engine.formats.sections import first_marker, json_text
 
-__all__ = ["HarmonyFormat", "HarmonyStream", "parse_header"]
+__all__ = ["HarmonyFormat", "HarmonyStream", "parse_header", "spaced"]
 
 START = "<|start|>"
 CHANNEL = "<|channel|>"
@@ -70,6 +79,12 @@ def parse_header(header: str) -> tuple[str | None, str | None] | None:
     if not header.strip().startswith((START, CHANNEL, "to=")):
         return None  # e.g. "json<|message|>": not a header
     return channel, to1 or to2
+
+
+def spaced(header: str) -> bool:
+    """Whether a (well-formed) header is written in LLM-jp's style: its channel name follows
+    ``<|channel|>`` after a space (the space its tokenizer writes after a special token)."""
+    return CHANNEL + " " in header
 
 
 def _call_name(recipient: str) -> str | None:
@@ -114,6 +129,8 @@ class HarmonyStream(Stream):
         self._cstate = _C_LEAD  # where a call body is: see _h_call
         self._json: JsonScanner | None = None
         self._json_aware = True  # False after one unclosed JSON body fell back (keeps it linear)
+        # The body that starts next drops one leading space (its header is LLM-jp's: ``spaced``).
+        self._drop_space = False
 
     def _first_mode(self, in_reasoning: bool, lead: bool) -> str:
         return _REASON if in_reasoning else _HEAD
@@ -179,6 +196,8 @@ class HarmonyStream(Stream):
                 self._mode = _REASON
             else:
                 self._mode = _CONTENT
+            # A call body's blank lead is its raw text (the JSON reader skips it).
+            self._drop_space = recipient is None and spaced(header)
             return True
         if (
             final
@@ -227,6 +246,14 @@ class HarmonyStream(Stream):
     def _h_body(self, sink: str, final: bool, truncated: bool) -> bool:
         """The body of an analysis message (``sink`` is reasoning) or of a final / preamble message
         or text outside messages (content)."""
+        if self._drop_space:
+            # LLM-jp's space after <|message|>: structure, once it is seen (or the reply ended).
+            if not self._buf and not final:
+                return False
+            self.ops += 1
+            if self._buf.startswith(" "):
+                self._consume(1)
+            self._drop_space = False
         text, m = self._body(final)
         self._resume = sink
         self._sink(text)
@@ -336,7 +363,7 @@ class HarmonyStream(Stream):
 class HarmonyFormat(OwnStreamFormat):
     stream_class = HarmonyStream
     name = "harmony"
-    label = "Harmony (gpt-oss)"
+    label = "Harmony (OpenAI gpt-oss, LLM-jp-4.1)"
     openers = (START, CHANNEL)
     thinking_markers = (CHANNEL + "analysis" + MESSAGE, END)
     thinking_close = END + START + "assistant" + CHANNEL + "final" + MESSAGE

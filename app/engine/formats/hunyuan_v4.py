@@ -23,21 +23,27 @@ written; a marker inside a value does not end the section. The text before and a
 is the reply's content. A section not closed in a reply that ended normally is text; a reply cut
 inside it keeps its complete calls.
 
-Reasoning is a ``<think:6124c78e>...</think:6124c78e>`` block (the template opens it in the
-generation prompt), or ``<think>...</think>`` for an unsuffixed checkpoint. The stream's
-reasoning tags are fixed strings, so a checkpoint with another code has its think tags read as
-text (its calls are still read). Calls are written (example, grammar) in Hy4-preview's spelling.
+Reasoning is a ``<think{S}>...</think{S}>`` block (Hy4-preview's template opens
+``<think:6124c78e>`` in the generation prompt), ``S`` any code as above or none, one spelling per
+reply: a reply that opens with a think tag keeps its spelling; one that does not (the prompt
+opened the block, or a closing tag without an opening one) takes the spelling of its first
+closing think tag, wherever it stands. A think tag in another spelling is text. The shared
+machine reads reasoning tags as fixed strings, so this family's stream (``_Stream``) fixes the
+reply's spelling before the machine looks: until then it scans the text for the first think tag
+(each character once) and holds back a tail that may still become one (``</think:61``); once a
+spelling is fixed the machine runs as for any family. Calls are written (example, grammar) in
+Hy4-preview's spelling.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from functools import partial
 from typing import Any
 
 from app.calls import WIRE_NAME
-from app.engine.formats.base import ParsedCall, RegionScanner, register
+from app.engine.formats.base import ParsedCall, RegionScanner, Stream, register
 from app.engine.formats.sections import SkipValuesScanner, raw_text, read_run, skip_ws
 from app.engine.formats.xml_params import ArgPairsFormat, read_arg_pairs
 
@@ -132,6 +138,104 @@ def _call(tags: Tags, text: str, start: int) -> tuple[ParsedCall, int] | None:
     return ParsedCall(m.group(0), dict(args), text[start:end]), end
 
 
+# Think tags of any spelling; the longest proper prefix of one is "</think:" and 64 digits.
+_THINK = re.compile(rf"</?think(?::[0-9a-f]{{1,{_MAX_CODE}}})?>")
+_CLOSE = re.compile(rf"</think(?::[0-9a-f]{{1,{_MAX_CODE}}})?>")
+_MAX_PART = len("</think:") + _MAX_CODE
+_OPEN_END = re.compile(rf"<think(?::[0-9a-f]{{1,{_MAX_CODE}}})?>\Z")
+# The shared machine's states where reasoning tags are looked for (base.Stream's names).
+_LEAD, _HELD = "lead", ("window", "reason", "tentative")
+
+
+def _tag_prefix(rest: str, close_only: bool) -> bool:
+    """Whether ``rest`` (the end of the text seen, from a ``<``) may still become a think tag
+    (a closing one with ``close_only``)."""
+    if not rest.startswith("<") or len(rest) > _MAX_PART:
+        return False
+    if rest.startswith("</"):
+        body = rest[2:]
+    elif close_only and rest != "<":
+        return False
+    else:
+        body = rest[1:]
+    if len(body) <= len("think"):
+        return "think".startswith(body)
+    code = body[len("think") :]
+    return body.startswith("think:") and all(c in _HEX for c in code[1:])
+
+
+class _Stream(Stream):
+    """The shared machine, with the reply's think-tag spelling fixed before it looks for tags.
+
+    Until a spelling is fixed, every step of a state that reads reasoning tags first scans the
+    text not yet scanned: at the reply's lead for a think tag at its start (opening or closing),
+    in the other states for the first closing think tag anywhere. The tag found fixes the spelling
+    (the machine's tags become that spelling's pair). A tail that may still become a tag is hidden
+    from the step until more text decides it, so the step never acts on a tag it cannot see whole.
+    The machine's decisions depend only on the text seen, so streaming still equals parsing; the
+    scan offset moves forward as text is consumed, so each character is scanned once (plus the
+    hidden tail, at most one tag long, again with each feed)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self._spelling: str | None = None  # the reply's suffix, once a think tag fixed it
+        self._scanned = 0  # characters at the start of the buffer scanned without finding a tag
+        super().__init__(*args, **kwargs)
+
+    def _step_table(self) -> dict[str, Callable[[bool, bool], bool]]:
+        table = super()._step_table()
+        table[_LEAD] = partial(self._tagged, table[_LEAD], True)
+        for state in _HELD:
+            table[state] = partial(self._tagged, table[state], False)
+        return table
+
+    def _consume(self, n: int) -> str:
+        self._scanned = max(0, self._scanned - n)
+        return super()._consume(n)
+
+    def _tagged(self, step: Callable[[bool, bool], bool], lead: bool, final: bool, truncated: bool) -> bool:
+        if self._spelling is not None:
+            return step(final, truncated)
+        hide = self._scan(lead, final)
+        if hide is None:
+            return step(final, truncated)
+        buf = self._buf
+        self._buf = buf[:hide]
+        try:
+            return step(final, truncated)
+        finally:
+            self._buf += buf[hide:]
+
+    def _scan(self, lead: bool, final: bool) -> int | None:
+        """Fix the spelling where the text seen shows it; where the tail of the text may still
+        become the tag that fixes it, the index it starts at (None: nothing to hide)."""
+        buf = self._buf
+        if lead:
+            i = self._leading_ws()
+            m = _THINK.match(buf, i)
+            self.ops += min(len(buf) - i, _MAX_PART) + 1
+            if m is not None:
+                self._fix(m.group())
+                return None
+            return i if not final and i < len(buf) and _tag_prefix(buf[i:], False) else None
+        start = min(self._scanned, len(buf))
+        m = _CLOSE.search(buf, start)
+        if m is not None:
+            self.ops += m.end() - start + 1
+            self._fix(m.group())
+            return None
+        self.ops += len(buf) - start + 1
+        k = buf.rfind("<", max(start, len(buf) - _MAX_PART))
+        if not final and k != -1 and _tag_prefix(buf[k:], True):
+            self._scanned = k
+            return k
+        self._scanned = len(buf)
+        return None
+
+    def _fix(self, tag: str) -> None:
+        self._spelling = tag[tag.index("think") + len("think") : -1]
+        self._opens, self._closes = ((t,) for t in Tags(self._spelling).think)
+
+
 class HunyuanV4Format(ArgPairsFormat):
     name = "hunyuan-v4"
     label = "Hunyuan V4 XML (Tencent HY V4, Hy4-preview)"
@@ -165,11 +269,16 @@ class HunyuanV4Format(ArgPairsFormat):
             rest = ""  # cut in the section's closing tag: every call is complete
         return calls, rest
 
+    def stream(
+        self, tools: list[dict[str, Any]] | None, *, in_reasoning: bool = False, orphan_close: bool = True
+    ) -> Stream:
+        return _Stream(self, tools, in_reasoning=in_reasoning, orphan_close=orphan_close)
+
     def opens_in_reasoning(self, prompt: str) -> bool:
         if not isinstance(prompt, str):
             return False
-        end = prompt.rstrip()
-        return end.endswith(WRITTEN.think[0]) or end.endswith(PLAIN.think[0])
+        # The generation prompt ends with an opening think tag in any spelling.
+        return _OPEN_END.search(prompt.rstrip()[-_MAX_PART:]) is not None
 
     def head(self, name: str) -> str:
         return f"{WRITTEN.call}{name}\n"

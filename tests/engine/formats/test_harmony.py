@@ -8,7 +8,7 @@ import pytest
 
 from app.engine.formats import FORMATS, detect_template, tool_format_choices
 from app.engine.formats.events import ReasoningDelta, TextDelta, ToolCallDone
-from app.engine.formats.harmony import parse_header
+from app.engine.formats.harmony import parse_header, spaced
 from app.engine.templates import render_template
 from tests.engine.formats.harness import TOOLS
 
@@ -135,3 +135,42 @@ def test_undeclared_builtin_recipient_is_a_rejected_call_not_text():
 
 def test_setting_choice_has_the_label():
     assert ("harmony", H.label) in tool_format_choices()
+
+
+@pytest.mark.parametrize(
+    ("header", "want"),
+    [
+        ("<|channel|> final", True),
+        ("<|start|> assistant to=functions.f<|channel|> commentary <|constrain|>  json", True),
+        ("<|channel|>final", False),
+        ("<|start|> assistant<|channel|>final", False),  # only the channel's space tells
+        ("<|channel|>\tfinal", False),
+        (" to=functions.f json", False),
+    ],
+)
+def test_llm_jp_header_is_told_by_the_space_after_channel(header, want):
+    assert spaced(header) is want
+
+
+def test_llm_jp_body_space_is_held_until_the_next_character():
+    s = H.stream(TOOLS)
+    assert s.feed("<|channel|> final<|message|>") == []
+    assert s.feed(" ") == []  # the tokenizer's space: structure, never content
+    ev = s.feed(" x")
+    assert _text(ev) == " x"  # a second space is the body's own
+    s = H.stream(TOOLS)
+    ev = s.feed("<|channel|> final<|message|>")
+    ev += s.finish()
+    assert ev == []
+
+
+def test_gpt_oss_reply_is_byte_exact_with_a_leading_space():
+    full = render_template(
+        SOURCE,
+        [*USER, {"role": "assistant", "content": " It is sunny.", "thinking": " Need it."}],
+        tools=TOOLS,
+        add_generation_prompt=False,
+    )
+    prompt = render_template(SOURCE, USER, tools=TOOLS, add_generation_prompt=True)
+    reply = H.parse(full[len(prompt) :], TOOLS)
+    assert reply.content == " It is sunny."

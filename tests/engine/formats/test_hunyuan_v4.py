@@ -1,5 +1,6 @@
-"""Hunyuan V4's unsuffixed spelling (``<tool_calls><tool_call>NAME<arg_key>...``) and the
-reasoning openings of Hunyuan V4 and K2 Horizon.
+"""Hunyuan V4's unsuffixed spelling (``<tool_calls><tool_call>NAME<arg_key>...``), its reasoning
+closed without an opening tag in another checkpoint's spelling, and the reasoning openings of
+Hunyuan V4 and K2 Horizon.
 
 The unsuffixed calls are GLM's ``<tool_call>`` elements inside a section, so GLM reads them too
 and they cannot be cases of the cross-family matrix (``cases/hunyuan_v4.py``): every other check
@@ -7,11 +8,19 @@ of the case harness runs on them here."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from app.engine.formats import FORMATS
-from tests.engine.formats.cases.hunyuan_v4 import PW, call, section
-from tests.engine.formats.harness import Case, check_parse, check_splits, check_truncation
+from tests.engine.formats.cases.hunyuan_v4 import PW, THINK, UNTHINK, call, section
+from tests.engine.formats.harness import (
+    Case,
+    check_parse,
+    check_splits,
+    check_truncation,
+    close_tag_in_argument_cases,
+)
 
 FMT = FORMATS["hunyuan-v4"]
 
@@ -72,10 +81,71 @@ def test_plain_spelling(case):
     check_truncation(FMT, case)
 
 
+# Reasoning closed without an opening tag in another checkpoint's spelling: the orphan-close
+# checks of the shared suite know a family's reasoning by its one written spelling, so these run
+# here (every check of the case harness).
+OTHER_CODE = [
+    Case("other-code-orphan-close", "plan</think:ab12>Hi", reasoning="plan", content="Hi"),
+    Case(
+        "other-code-orphan-close-no-orphan",
+        "plan</think:ab12>Hi",
+        content="plan</think:ab12>Hi",
+        orphan_close=False,
+    ),
+    Case(
+        "other-code-orphan-first-close-fixes-code",
+        "plan</think:ab12>mid</think:cd34>end",
+        reasoning="plan",
+        content="mid</think:cd34>end",
+    ),
+    Case(
+        "other-code-orphan-close-in-argument",
+        "plan " + section(call("set_port", blob="a </think> b")) + " no." + THINK + UNTHINK,
+        content="plan  no." + THINK + UNTHINK,
+        calls=[("set_port", {"blob": "a </think> b"})],
+    ),
+    *(
+        replace(c, id=c.id + "-other-code")
+        for c in close_tag_in_argument_cases(
+            ("<think:ab12>", "</think:ab12>"),
+            section(call("set_port", s=":ab12", blob="why <think:ab12> and </think:ab12> here"), s=":ab12"),
+            ("set_port", {"blob": "why <think:ab12> and </think:ab12> here"}),
+            "<tool_calls:ab12>",
+        )
+    ),
+]
+
+
+@pytest.mark.parametrize("case", OTHER_CODE, ids=[c.id for c in OTHER_CODE])
+def test_other_code_reasoning(case):
+    check_parse(FMT, case)
+    check_splits(FMT, case)
+    check_truncation(FMT, case)
+
+
+def test_think_tag_scan_is_linear():
+    """Text that keeps looking like the start of a think tag is scanned once (plus one tag's
+    length per feed): the stream's work grows linearly."""
+
+    def ops(n):
+        s = FMT.stream(None, in_reasoning=True)
+        for _ in range(n):
+            s.feed("x </think:ab")
+            s.feed("1 y")
+        s.finish()
+        return s.ops
+
+    small, big = ops(500), ops(5000)
+    assert big < 12 * small
+
+
 def test_the_generation_prompt_opens_reasoning_in_either_spelling():
     assert FMT.opens_in_reasoning("<｜hy_Assistant｜><think:6124c78e>")
     assert FMT.opens_in_reasoning("<｜hy_Assistant｜><think>\n")
+    assert FMT.opens_in_reasoning("<｜hy_Assistant｜><think:ab12>")
     assert not FMT.opens_in_reasoning("<｜hy_Assistant｜>")
+    assert not FMT.opens_in_reasoning("<｜hy_Assistant｜></think:ab12>")
+    assert not FMT.opens_in_reasoning("<｜hy_Assistant｜><think:AB12>")
 
 
 @pytest.mark.parametrize("tag", ["<ifm|think>", "<ifm|think_fast>", "<ifm|think_faster>"])

@@ -235,26 +235,135 @@ CUT_HEADER = [
     ),
     Case("cut-after-end", ANALYSIS, truncated=True, reasoning="The user wants the weather."),
 ]
-CASES += UNDECLARED + CUT_HEADER
+
+# LLM-jp-4.1: the same wire with a space after each special token that text follows (its
+# tokenizer's), parallel calls closed by <|end|> but the last. A header whose channel name follows
+# <|channel|> after a space drops exactly one leading space of its body; gpt-oss's headers never
+# have that space, so their bodies keep every character.
+J_ANALYSIS = "<|channel|> analysis<|message|> Two cities.<|end|>"
+J_START = "<|start|> assistant"
 
 
-def _fuzz_call(name, args, rnd, first):
-    start = "" if first else "<|start|>assistant"
+def j_call(city, end="<|call|>", name="get_weather"):
+    """A call as LLM-jp writes it: the recipient in the role header, spaces after the tokens."""
+    return (
+        f"{J_START} to=functions.{name}<|channel|> commentary <|constrain|>  json<|message|> "
+        + json.dumps({"city": city})
+        + end
+    )
+
+
+J_TOKYO, J_OSAKA = ("get_weather", {"city": "Tokyo"}), ("get_weather", {"city": "Osaka"})
+LLM_JP = [
+    Case(
+        "llm-jp-analysis-then-final",
+        J_ANALYSIS + J_START + "<|channel|> final<|message|> It is sunny.<|return|>",
+        reasoning="Two cities.",
+        content="It is sunny.",
+    ),
+    Case(
+        "llm-jp-parallel-calls-end-separated",
+        J_ANALYSIS + j_call("Tokyo", "<|end|>") + j_call("Osaka"),
+        reasoning="Two cities.",
+        calls=[J_TOKYO, J_OSAKA],
+        ids=["call00000", "call00001"],
+    ),
+    Case(
+        "llm-jp-last-call-at-eos",
+        J_ANALYSIS + j_call("Tokyo", "<|end|>") + j_call("Osaka", ""),
+        reasoning="Two cities.",
+        calls=[J_TOKYO, J_OSAKA],
+    ),
+    Case(
+        "llm-jp-first-message-recipient-in-role",
+        ' to=functions.get_weather<|channel|> commentary json<|message|> {"city": "Paris", "days": 3}<|call|>',
+        calls=[W],
+    ),
+    Case(
+        "llm-jp-recipient-after-channel",
+        '<|channel|> commentary to=functions.get_weather <|constrain|> json<|message|> {"city": "Paris", "days": 3}<|call|>',
+        calls=[W],
+    ),
+    Case(
+        "llm-jp-preamble-then-call",
+        J_ANALYSIS + J_START + "<|channel|> commentary<|message|> Checking both.<|end|>" + j_call("Tokyo"),
+        reasoning="Two cities.",
+        content="Checking both.",
+        calls=[J_TOKYO],
+    ),
+    Case(
+        "llm-jp-final-only",
+        "<|channel|> final<|message|> こんにちは<|return|>",
+        content="こんにちは",
+    ),
+    # Exactly one space is the tokenizer's: a second one is the body's own.
+    Case("llm-jp-body-own-space-kept", "<|channel|> final<|message|>  indented", content=" indented"),
+    Case("llm-jp-body-starts-with-newline", "<|channel|> final<|message|>\nHi", content="\nHi"),
+    Case("llm-jp-empty-final", "<|channel|> final<|message|><|return|>"),
+    Case("llm-jp-empty-analysis", "<|channel|> analysis<|message|><|end|>"),
+    Case(
+        "llm-jp-two-analysis-messages",
+        J_ANALYSIS + J_START + "<|channel|> analysis<|message|> More.<|end|>",
+        reasoning="Two cities.More.",
+    ),
+    Case(
+        "llm-jp-stray-end-in-analysis",
+        "<|channel|> analysis<|message|> think<|end|> oops no header",
+        reasoning="think<|end|> oops no header",
+    ),
+    Case(
+        "llm-jp-cut-in-call",
+        J_ANALYSIS + j_call("Tokyo", "<|end|>") + j_call("Osaka", "")[:-5],
+        truncated=True,
+        reasoning="Two cities.",
+        calls=[J_TOKYO],
+        incomplete=["get_weather"],
+    ),
+    Case(
+        "llm-jp-malformed-json-is-text",
+        '<|channel|> commentary to=functions.get_weather<|message|> {"city": Paris}<|call|>',
+        content='<|channel|> commentary to=functions.get_weather<|message|> {"city": Paris}<|call|>',
+    ),
+    # gpt-oss: no space after <|channel|>, so a body's leading space is the body's.
+    Case("gpt-oss-body-leading-space-kept", "<|channel|>final<|message|> Hello<|return|>", content=" Hello"),
+    Case(
+        "gpt-oss-analysis-leading-space-kept",
+        "<|channel|>analysis<|message|> plan<|end|><|start|>assistant<|channel|>final<|message|> ok",
+        reasoning=" plan",
+        content=" ok",
+    ),
+    Case(
+        "spaced-start-only-is-not-llm-jp",
+        "<|start|> assistant<|channel|>final<|message|> Hi",
+        content=" Hi",
+    ),
+    Case("tab-after-channel-is-not-llm-jp", "<|channel|>\tfinal<|message|> Hi", content=" Hi"),
+]
+CASES += UNDECLARED + CUT_HEADER + LLM_JP
+
+
+def _fuzz_call(name, args, rnd, first, sp=""):
+    start = "" if first else f"<|start|>{sp}assistant"
     body = json.dumps(args, ensure_ascii=rnd.random() < 0.5)
+    end = "<|end|>" if sp and rnd.random() < 0.5 else "<|call|>"  # LLM-jp's parallel calls
     if rnd.random() < 0.5:
-        return f"{start}<|channel|>commentary to=functions.{name} <|constrain|>json<|message|>{body}<|call|>"
-    return f"{start} to=functions.{name}<|channel|>commentary json<|message|>{body}<|call|>"
+        return f"{start}<|channel|>{sp}commentary to=functions.{name} <|constrain|>{sp}json<|message|>{sp}{body}{end}"
+    return f"{start} to=functions.{name}<|channel|>{sp}commentary json<|message|>{sp}{body}{end}"
 
 
 def _fuzz_reply(fmt, calls, texts, reasoning, rnd):
-    """Messages: an optional analysis message, final messages for the texts, the calls between."""
+    """Messages: an optional analysis message, final messages for the texts, the calls between;
+    in gpt-oss's spelling or in LLM-jp's (a space after each special token that text follows)."""
+    sp = " " if rnd.random() < 0.5 else ""
     reasoning = f"think {rnd.randint(0, 99)}" if rnd.random() < 0.5 else ""
-    parts = [f"<|channel|>analysis<|message|>{reasoning}<|end|>"] if reasoning else []
+    parts = [f"<|channel|>{sp}analysis<|message|>{sp}{reasoning}<|end|>"] if reasoning else []
     for i, t in enumerate(texts):
         if t:
-            parts.append(("<|start|>assistant" if parts else "") + f"<|channel|>final<|message|>{t}<|end|>")
+            start = f"<|start|>{sp}assistant" if parts else ""
+            parts.append(f"{start}<|channel|>{sp}final<|message|>{sp}{t}<|end|>")
         if i < len(calls):
-            parts.append(_fuzz_call(*calls[i], rnd, not parts))
+            name, args = calls[i]
+            parts.append(_fuzz_call(name, args, rnd, not parts, sp))
     return "".join(parts), "".join(texts), reasoning
 
 

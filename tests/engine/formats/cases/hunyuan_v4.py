@@ -130,11 +130,73 @@ CASES = [
     Case(
         "section-ends-unclosed-reasoning", "plan\n" + ONE, in_reasoning=True, reasoning="plan\n", calls=[PW]
     ),
+    # -- reasoning in another checkpoint's spelling: one spelling per reply
+    Case("other-code-think-block", "<think:ab12>plan</think:ab12>Hi", reasoning="plan", content="Hi"),
     Case(
-        "other-code-think-is-text",
-        "<think:ab12>plan</think:ab12>Hi",
-        content="<think:ab12>plan</think:ab12>Hi",
-        stable_prefix=False,
+        "other-code-think-then-section",
+        "<think:ab12>plan</think:ab12>" + section(call("get_time", s=":ab12"), s=":ab12"),
+        reasoning="plan",
+        calls=[("get_time", {})],
+    ),
+    Case(
+        "long-code-think-block",
+        f"<think:{'0' * 64}>plan</think:{'0' * 64}>Hi",
+        reasoning="plan",
+        content="Hi",
+    ),
+    Case("other-code-prefilled", "plan</think:ab12>Hi", in_reasoning=True, reasoning="plan", content="Hi"),
+    Case("other-code-empty-block-no-orphan", "</think:ab12>Hi", content="Hi", orphan_close=False),
+    Case(
+        "other-code-think-then-written-call",
+        "<think:ab12>plan</think:ab12>" + ONE,
+        reasoning="plan",
+        calls=[PW],
+    ),
+    # The reply's opening tag fixes its spelling: a closing tag in another one is reasoning text.
+    Case("mixed-think-codes", "<think:ab12>plan</think:cd34>Hi", reasoning="plan</think:cd34>Hi"),
+    Case(
+        "mixed-think-code-and-plain",
+        f"{THINK}plan</think>Hi{UNTHINK}ok",
+        reasoning="plan</think>Hi",
+        content="ok",
+    ),
+    Case(
+        "mixed-think-plain-and-code",
+        f"<think>plan{UNTHINK}Hi</think>ok",
+        reasoning=f"plan{UNTHINK}Hi",
+        content="ok",
+    ),
+    # Without an opening tag, the first closing tag fixes it.
+    Case(
+        "prefilled-first-close-fixes-code",
+        "plan</think:ab12>mid</think:cd34>end",
+        in_reasoning=True,
+        reasoning="plan",
+        content="mid</think:cd34>end",
+    ),
+    Case(
+        "prefilled-close-in-argument-fixes-code",
+        "plan " + section(call("set_port", blob="a </think> b")) + " no." + UNTHINK + "Answer",
+        in_reasoning=True,
+        reasoning="plan ",
+        content=" no." + UNTHINK + "Answer",
+        calls=[("set_port", {"blob": "a </think> b"})],
+    ),
+    # Not a think tag: text (and reasoning stays open where it was).
+    Case(
+        "uppercase-think-code", "<think:AB12>plan</think:AB12>Hi", content="<think:AB12>plan</think:AB12>Hi"
+    ),
+    Case("empty-think-code", "<think:>plan</think:>Hi", content="<think:>plan</think:>Hi"),
+    Case(
+        "think-code-too-long",
+        f"<think:{'f' * 65}>plan</think:{'f' * 65}>Hi",
+        content=f"<think:{'f' * 65}>plan</think:{'f' * 65}>Hi",
+    ),
+    Case(
+        "prefilled-broken-close",
+        "plan</think:ab1x>more</think:ab1",
+        in_reasoning=True,
+        reasoning="plan</think:ab1x>more</think:ab1",
     ),
     # -- cut by the token limit
     Case(
@@ -198,17 +260,34 @@ CASES += close_tag_in_argument_cases(
     OP,
 )
 
+CODES = ("", T, ":ab12", ":" + "f" * 64)
+
+
+def _fuzz_reply(fmt, calls, texts, reasoning, rnd):
+    """The reasoning block in a random checkpoint's spelling, then the texts with the calls
+    (Hy4-preview's spelling) between them."""
+    s = rnd.choice(CODES)
+    parts = [] if reasoning is None else [f"<think{s}>{reasoning}</think{s}>"]
+    for i, t in enumerate(texts):
+        parts.append(t)
+        if i < len(calls):
+            parts.append(fmt.example_call(*calls[i]))
+    return "".join(parts), "".join(texts), reasoning or ""
+
+
 # The section's tags are structure (each call's raw is its own <tool_call{S}> element); a value
-# cannot hold its own closing tag.
+# cannot hold its own closing tag. Think tags in any spelling are structure.
 FUZZ = Fuzz(
     markers=(CL, C, CE, K, KE, V, VE, "<tool_calls>", "</tool_calls>", "<tool_call:ab12>", f"<tool_sep{T}>"),
     structure=(
         re.escape(OP),
         re.escape(CL),
         "(?:" + "|".join(re.escape(CL[:k]) for k in range(1, len(CL))) + r")\Z",
+        r"</?think(?::[0-9a-f]{1,64})?>",
     ),
     wrap=(OP, CL),
     forbidden=(VE,),
+    reply=_fuzz_reply,
 )
 
 SETTING_WORDS = ("Hunyuan V4", "HY V4", "Hy4-preview")
