@@ -48,12 +48,10 @@ renders past calls as this role is detected by its rendered call.
 
 from __future__ import annotations
 
-import functools
 from functools import partial
-from typing import Any
 
 from app.engine.formats.base import Format, RegionScanner, register
-from app.engine.formats.json_list import ElementReader, JsonListFormat, element_reader
+from app.engine.formats.json_list import JsonListFormat
 
 __all__ = ["HYPERCLOVAX", "HyperClovaXFormat"]
 
@@ -72,15 +70,7 @@ class HyperClovaXFormat(JsonListFormat):
     """The JSON list after the call role's header (any of the openers), ``parameters`` read for
     ``arguments``."""
 
-    def read_element(self, obj: Any) -> tuple[str, dict[str, Any], str | None] | None:
-        # Exactly one of the two keys: an element with both is not a call the servers agree on.
-        if isinstance(obj, dict) and PARAMETERS in obj and self.args_key not in obj:
-            return self._parameters_reader(obj)
-        return super().read_element(obj)
-
-    @functools.cached_property
-    def _parameters_reader(self) -> ElementReader:
-        return element_reader(self.name_key, PARAMETERS, self.extra_keys, args_required=True)
+    alt_args_key = PARAMETERS
 
     # Both openers open the list (JsonListFormat takes its other openers for structure markers).
     def region_scanner(self, opener: str) -> RegionScanner:
@@ -104,33 +94,14 @@ class HyperClovaXFormat(JsonListFormat):
         return False
 
     def grammar_wire(self, ctx):
-        return partial(_grammar, open=HEADER, close=END)
+        # The call message as one JSON array right after the header, at the start of the reply,
+        # with no reasoning message before it even where the prompt opened one: a reasoning
+        # message ends with <|im_end|>, which ends generation in llama.cpp (and the grammar with
+        # it), so a held reply could never reach its call through one. A call at the start of a
+        # reply the prompt opened in the reasoning role is read as the call that ended it.
+        from app.engine.grammar.wires import json_array
 
-
-def _grammar(
-    ctx: Any, fmt: HyperClovaXFormat, tools: Any, forced: str | None, parallel: bool, *, open: str, close: str
-) -> str:
-    """The call message as one JSON array right after the header, at the start of the reply, with
-    no reasoning message before it even where the prompt opened one: a reasoning message ends with
-    ``<|im_end|>``, which ends generation in llama.cpp (and the grammar with it), so a held reply
-    could never reach its call through one. A call at the start of a reply the prompt opened in
-    the reasoning role is read as the call that ended the reasoning."""
-    from app.engine.grammar.lark import compose, pick_tools
-
-    items = [fmt.call_schema(t) for t in pick_tools(tools, forced)]
-    schema: dict[str, Any] = {
-        "type": "array",
-        "items": items[0] if len(items) == 1 else {"anyOf": items},
-        "minItems": 1,
-    }
-    most = ctx.calls_allowed(parallel)
-    if most is not None:
-        schema["maxItems"] = most
-    arr = ctx.json(schema)
-    end = ctx.lit(close, final=True)
-    block = ctx.rule(f"{ctx.lit(open)} {arr} {end}", prefix="calls")
-    ctx.rests[block] = lambda opener: f"{ctx.lit(open[len(opener) :])} {arr} {end}"
-    return compose(ctx, fmt, block, opener=open, parallel=False, lead="")
+        return partial(json_array, open=HEADER, close=END, item=self.call_schema, lead="")
 
 
 HYPERCLOVAX = register(

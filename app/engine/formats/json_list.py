@@ -180,6 +180,9 @@ class JsonListFormat(Format):
     args_required = False
     id_key: str | None = None
     cut_rest = True
+    # Another key the arguments may be written under (openPangu's and HyperCLOVA X's
+    # "parameters"): an element holds exactly one of the two, and then its arguments.
+    alt_args_key: str | None = None
 
     @property
     def list_open(self) -> str:
@@ -187,8 +190,16 @@ class JsonListFormat(Format):
 
     def read_element(self, obj: Any) -> tuple[str, dict[str, Any], str | None] | None:
         """One decoded list element as a call (see :data:`ElementReader`): by default the
-        :func:`element_reader` of the family's keys."""
+        :func:`element_reader` of the family's keys (``alt_args_key`` read for ``args_key``)."""
+        alt = self.alt_args_key
+        if alt and isinstance(obj, dict) and alt in obj and self.args_key not in obj:
+            return self._alt_reader(obj)
         return self._reader(obj)
+
+    @functools.cached_property
+    def _alt_reader(self) -> ElementReader:
+        # an element that names its arguments under the other key must hold them
+        return element_reader(self.name_key, self.alt_args_key or "", self.extra_keys, args_required=True)
 
     @functools.cached_property
     def _reader(self) -> ElementReader:

@@ -334,9 +334,11 @@ def json_array(
     item: Callable[[Mapping[str, Any]], dict[str, Any]] | None = None,
     args_key: str = "arguments",
     opener: str | None = None,
+    lead: str | None = None,
 ) -> str:
     """``open [{"name": .., "arguments": {..}}, ...] close`` (one JSON array of calls; ``item``
-    writes the schema of one call)."""
+    writes the schema of one call; ``lead``: what may come before the calls, by default the
+    family's reasoning block)."""
     chosen = pick_tools(tools, forced)
     items = [(item or (lambda t: json_call(t, args_key=args_key)))(t) for t in chosen]
     schema: dict[str, Any] = {
@@ -351,7 +353,7 @@ def json_array(
     end = f" {ctx.lit(close, final=True)}" if close else ""
     block = ctx.rule(f"{ctx.lit(open)} {arr}{end}", prefix="calls")
     ctx.rests[block] = lambda opener: f"{ctx.lit(open[len(opener) :])} {arr}{end}"
-    return compose(ctx, fmt, block, opener=opener or open, parallel=False)
+    return compose(ctx, fmt, block, opener=opener or open, parallel=False, lead=lead)
 
 
 def harmony(
