@@ -526,7 +526,7 @@ class LocalReplies:
             fresh = closing.rstrip().endswith(tags[1])
         else:
             answer = text.rsplit(tags[1], 1)[-1]
-            fresh = not any(opener in answer for opener in self.fmt.openers)
+            fresh = not self.fmt.call_begun(answer)
         if not fresh:
             return None
         source = self.template or choose_template(self.model, bool(self.tools))[0]

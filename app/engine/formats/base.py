@@ -495,6 +495,17 @@ class Format:
         tags = self.thinking_tags()
         return None if tags is None else tags[1] + "\n\n"
 
+    def call_begun(self, answer: str) -> bool:
+        """Whether ``answer`` (a reply's text after its reasoning) has begun a call: one of the
+        family's openers stands in it; a start-only opener (Llama 3's bare ``{``, Hermes' strays)
+        only at its start."""
+        if not isinstance(answer, str):
+            return False
+        if any(o in answer for o in (self.anywhere if self.start_only else self.openers)):
+            return True
+        lead = answer.lstrip()
+        return self.start_only and any(lead.startswith(o) for o in self.openers)
+
     def opens_in_reasoning(self, prompt: str) -> bool:
         """True when the rendered ``prompt`` ends inside an open reasoning block."""
         if not self.reasoning or not isinstance(prompt, str):

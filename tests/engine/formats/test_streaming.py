@@ -160,6 +160,13 @@ def test_registry_entries_and_setting_choices():
     # Hermes' tag opens a call anywhere; only its strays (a bare or fenced call) are start-only
     assert "<tool_call>" in FORMATS["hermes"].anywhere and "{" not in FORMATS["hermes"].anywhere
     assert FORMATS["ernie45"].openers[0] == "<tool_call>" and not FORMATS["ernie45"].start_only
+    # what counts as a call begun in an answer (a thinking budget re-holds only a fresh answer)
+    hermes, llama3 = FORMATS["hermes"], FORMATS["llama3"]
+    assert hermes.call_begun('Sure. <tool_call>\n{"na') and hermes.call_begun("<tools>[")
+    assert hermes.call_begun('\n{"name": "get_weather"') and hermes.call_begun("```json\n{")
+    assert not hermes.call_begun("Use {x} or ```code``` here") and not hermes.call_begun("")
+    assert llama3.call_begun("Let me check.<|python_tag|>{") and not llama3.call_begun("Let me {check}")
+    assert FORMATS["qwen-xml"].call_begun("x <function=f>") and not FORMATS["qwen-xml"].call_begun("x {")
     choices = tool_format_choices()
     assert choices[0] == ("auto", "Automatic (from the model's template)")
     assert choices[-1] == ("none", "No tools")
