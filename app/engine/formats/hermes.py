@@ -40,7 +40,7 @@ from typing import Any
 
 from app.engine.formats.base import MarkerRegion, ParsedCall, RegionScanner, register
 from app.engine.formats.json_list import element_reader, list_elements
-from app.engine.formats.jsonscan import loads_repaired, name_arguments, strip_fence
+from app.engine.formats.jsonscan import loads_repaired, strip_fence
 from app.engine.formats.open_json import (
     FENCE,
     FencedListScanner,
@@ -138,8 +138,11 @@ def _read_stray(
 
 
 def _stray_call(text: str) -> tuple[str, dict[str, Any]] | None:
+    """The call a stray's JSON (one object) writes: exactly a name and its arguments (a JSON
+    string holding an object is that object); None for anything else."""
     ok, obj = loads_repaired(text)
-    return name_arguments(obj) if ok else None
+    got = _ELEMENT(obj) if ok else None
+    return None if got is None else (got[0], got[1])
 
 
 def _read_list(opener: str, body: str, inner: str) -> tuple[list[ParsedCall], str] | None:

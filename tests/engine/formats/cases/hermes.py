@@ -350,6 +350,8 @@ QWEN_CODER = [
     _text("bare-extra-key", '{"name": "get_time", "arguments": {}, "id": 1}'),
     _text("bare-parameters-key", '{"name": "get_weather", "parameters": {"city": "Paris"}}'),
     _text("bare-user-json", '{"city": "Paris", "days": 3}'),
+    _text("bare-name-only", '{"name": "get_time"}'),
+    _text("tools-tag-name-only", '<tools>{"name": "get_time"}</tools>'),
     _text("bare-unclosed", '{"name": "get_time", "arguments": {}'),
     _text("bare-brace-text", "{braces} are fine"),
     _text("bare-double-braces", "{" + EW + "}"),
