@@ -139,10 +139,11 @@ def _call(tags: Tags, text: str, start: int) -> tuple[ParsedCall, int] | None:
 
 
 # Think tags of any spelling; the longest proper prefix of one is "</think:" and 64 digits.
-_THINK = re.compile(rf"</?think(?::[0-9a-f]{{1,{_MAX_CODE}}})?>")
-_CLOSE = re.compile(rf"</think(?::[0-9a-f]{{1,{_MAX_CODE}}})?>")
+_SUFFIX = rf"(?::[0-9a-f]{{1,{_MAX_CODE}}})?"  # a tag's code, or none
+_THINK = re.compile(rf"</?think{_SUFFIX}>")
+_CLOSE = re.compile(rf"</think{_SUFFIX}>")
 _MAX_PART = len("</think:") + _MAX_CODE
-_OPEN_END = re.compile(rf"<think(?::[0-9a-f]{{1,{_MAX_CODE}}})?>\Z")
+_OPEN_END = re.compile(rf"<think{_SUFFIX}>\Z")
 # The shared machine's states where reasoning tags are looked for (base.Stream's names).
 _LEAD, _HELD = "lead", ("window", "reason", "tentative")
 
