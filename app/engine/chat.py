@@ -488,12 +488,10 @@ class LocalReplies:
             return answer_after(self.last_prompt.text, self.fmt) + self.prefix
         return self.last_prompt.text
 
-    def _budget(
-        self, round: int, grammar: str | None, constraint: Any
-    ) -> tuple[int, tuple[str, str], str] | None:
-        """(tokens, the reasoning markers, the closing text) of this reply's thinking budget, or
-        None (no budget, thinking off, no reasoning block in this family, or the reply is held to a
-        grammar, a forced tool choice or a response format: only ``auto``'s hold on calls goes on)."""
+    def _budget(self, round: int, grammar: str | None, constraint: Any) -> int | None:
+        """The tokens of this reply's thinking budget, or None (no budget, thinking off, no
+        reasoning block in this family, or the reply is held to a grammar, a forced tool choice or
+        a response format: only ``auto``'s hold on calls goes on)."""
         from app.engine.constraints import parse_tool_choice
 
         budget = self.thinking.budget
@@ -503,14 +501,22 @@ class LocalReplies:
         )
         if budget is None or self.thinking.off or not self.parse or grammar is not None or held:
             return None
+        if self.fmt is not None and self.fmt.reply_thinking("") is None:
+            return None
+        return budget
+
+    def _budget_close(self, prompt: Any, text: str) -> tuple[tuple[str, str], str]:
+        """The reasoning markers of a reply whose budget ran out after ``text``, and the text that
+        closes its block (the budget's message, then the family's closing text in the spelling
+        the prompt or the reply chose)."""
         if self.fmt is not None:
-            tags, close = self.fmt.thinking_tags(), self.fmt.closing_text()
+            got = self.fmt.reply_thinking(prompt, text)
+            assert got is not None  # (_budget gave a budget only to a family with a block)
+            tags, close = got
         else:
             tags, close = (PlainStream.OPEN, PlainStream.CLOSE), PlainStream.CLOSE + "\n\n"
-        if tags is None or close is None:
-            return None
         message = (self.thinking.budget_message or "").strip()
-        return budget, tags, ("\n" + message + "\n" if message else "\n") + close
+        return tags, ("\n" + message + "\n" if message else "\n") + close
 
     def _budget_constraint(
         self, round: int, constraint: Any, text: str, closing: str, tags: tuple[str, str]
@@ -569,7 +575,7 @@ class LocalReplies:
             gen = generate(
                 self.model,
                 prompt,
-                max_tokens=self.max_tokens if budget is None else min(budget[0], self.max_tokens),
+                max_tokens=self.max_tokens if budget is None else min(budget, self.max_tokens),
                 sampling=self.sampling,
                 cancel=cancel,
                 deadline_s=remaining,
@@ -591,7 +597,7 @@ class LocalReplies:
                 and res.generated_tokens < self.max_tokens
             ):
                 # The budget is spent: close the reasoning block if it is still open, and go on.
-                _, tags, close = budget
+                tags, close = self._budget_close(prompt, res.text)
                 closing = close if _reasoning_open(self._in_reasoning, res.text, tags) else ""
                 if closing:
                     for ev in stream.feed(closing) if stream is not None else [TextDelta(closing)]:
@@ -706,7 +712,8 @@ def answer_after(prompt: str, fmt: Any) -> str:
     prefill): a reasoning block its generation prompt opened is closed first, in the family's
     syntax (``fmt``, a Format, or None: ``<think>`` blocks)."""
     if fmt is not None:
-        opened, close = fmt.opens_in_reasoning(prompt), fmt.closing_text()
+        thinking = fmt.reply_thinking(prompt)
+        opened, close = fmt.opens_in_reasoning(prompt), None if thinking is None else thinking[1]
     else:
         opened, close = prompt.rstrip().endswith(PlainStream.OPEN), PlainStream.CLOSE + "\n\n"
     return prompt + close if opened and close else prompt  # (an ImagePrompt keeps its images)

@@ -64,6 +64,15 @@ def test_answer_after_closes_a_block_the_generation_prompt_opened():
     assert answer_after(plain, qwen) == plain and answer_after(plain, FORMATS["llama3"]) == plain
 
 
+@pytest.mark.parametrize("code", [":6124c78e", ":0a1b2c3d", ""])
+def test_answer_after_closes_hunyuan_v4_s_block_in_the_prompt_s_spelling(code):
+    """Hunyuan V4's checkpoints each write their own code in the think tags; the block the
+    generation prompt opened is closed in that code, whichever it is."""
+    hy = FORMATS["hunyuan-v4"]
+    opened = f"<|hy_Assistant|><think{code}>"
+    assert answer_after(opened, hy) == opened + f"</think{code}>\n\n"
+
+
 def test_answer_after_keeps_a_prompts_images():
     from app.engine.vision import ImagePrompt
 

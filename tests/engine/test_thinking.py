@@ -264,6 +264,40 @@ def test_a_budget_without_a_message_closes_with_the_tag_alone(tmp_path):
         m.close()
 
 
+@pytest.mark.parametrize("opened_by", ["reply", "prompt"])
+@pytest.mark.parametrize("code", [":0a1b2c3d", ""])
+def test_a_budget_closes_hunyuan_v4_s_block_in_the_reply_s_spelling(code, opened_by, tmp_path):
+    """Hunyuan V4's checkpoints each spell their think tags with their own code (Hy4-preview's is
+    one of many): a spent budget closes the block with the code the reply (or the generation
+    prompt) opened it with, so the model answers and the reader sees reasoning, then the answer."""
+    open_, close = f"<think{code}>", f"</think{code}>\n\n"
+    if opened_by == "prompt":
+        template = CHATML.replace("'<|im_start|>assistant\\n'", f"'<|im_start|>assistant\\n{open_}'")
+        assert template != CHATML
+        script = {open_: "x", "x": "x", close: "A"}
+    else:
+        template, script = CHATML, {"\n": open_, open_: "x", "x": "x", close: "A"}
+    path = write_scripted_gguf(
+        tmp_path / "t.gguf",
+        chat_template=template,
+        script=script,
+        default_next="<|im_end|>",
+        user_tokens=[open_, close],
+    )
+    m = load_model(path, n_ctx=2048, n_threads=1)
+    try:
+        session = ChatSession(m, tool_format="hunyuan-v4", thinking=Thinking(budget=4), max_tokens=30)
+        events = list(session.send("Hi"))
+        done = events[-1]
+        assert isinstance(done, DoneEvent) and done.finish_reason == "stop", done
+        reply = session.messages[-1]
+        assert reply.content.strip() == "A", reply
+        assert "x" in reply.reasoning and "Time to answer." in reply.reasoning, reply
+        assert "think" not in reply.reasoning + reply.content, reply
+    finally:
+        m.close()
+
+
 HARMONY_CONTROL = [
     "<|start|>",
     "<|end|>",

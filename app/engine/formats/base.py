@@ -495,6 +495,15 @@ class Format:
         tags = self.thinking_tags()
         return None if tags is None else tags[1] + "\n\n"
 
+    def reply_thinking(self, prompt: Any, text: str = "") -> tuple[tuple[str, str], str] | None:
+        """The (open, close) markers of the reasoning block of a reply that wrote ``text`` after
+        the rendered ``prompt``, and what closes it when the engine ends it: the family's own
+        (:meth:`thinking_tags`, :meth:`closing_text`). A family whose checkpoints spell the tags in
+        more than one way (Hunyuan V4's codes) answers in the spelling the prompt or the reply
+        chose. None: the family has no block."""
+        tags, close = self.thinking_tags(), self.closing_text()
+        return None if tags is None or close is None else (tags, close)
+
     def call_begun(self, answer: str) -> bool:
         """Whether ``answer`` (a reply's text after its reasoning) has begun a call: one of the
         family's openers stands in it; a start-only opener (Llama 3's bare ``{``, Hermes' strays)

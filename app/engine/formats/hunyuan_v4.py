@@ -233,8 +233,13 @@ class _Stream(Stream):
         return None
 
     def _fix(self, tag: str) -> None:
-        self._spelling = tag[tag.index("think") + len("think") : -1]
+        self._spelling = _suffix(tag)
         self._opens, self._closes = ((t,) for t in Tags(self._spelling).think)
+
+
+def _suffix(tag: str) -> str:
+    """The suffix (``:CODE`` or empty) of a think tag."""
+    return tag[tag.index("think") + len("think") : -1]
 
 
 class HunyuanV4Format(ArgPairsFormat):
@@ -280,6 +285,17 @@ class HunyuanV4Format(ArgPairsFormat):
             return False
         # The generation prompt ends with an opening think tag in any spelling.
         return _OPEN_END.search(prompt.rstrip()[-_MAX_PART:]) is not None
+
+    def reply_thinking(self, prompt: Any, text: str = "") -> tuple[tuple[str, str], str] | None:
+        # The spelling the stream fixes (a think tag at the reply's start, else its first closing
+        # one), else the one the generation prompt opened, else Hy4-preview's.
+        m = None
+        if isinstance(text, str):
+            m = _THINK.match(text, len(text) - len(text.lstrip())) or _CLOSE.search(text)
+        if m is None and isinstance(prompt, str):
+            m = _OPEN_END.search(prompt.rstrip()[-_MAX_PART:])
+        tags = Tags(_suffix(m.group())).think if m is not None else WRITTEN.think
+        return tags, tags[1] + "\n\n"
 
     def head(self, name: str) -> str:
         return f"{WRITTEN.call}{name}\n"
