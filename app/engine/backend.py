@@ -43,6 +43,8 @@ class GenerationResult:
     tokens: list[int] = field(default_factory=list)
     #: the stop string that ended the text (finish ``stop``; left out of ``text``), else None
     stop: str | None = None
+    #: the end-of-generation token that ended the reply (finish ``stop``, no stop string), else None
+    eog: int | None = None
     #: speculative decoding (``app.engine.speculative``): drafted tokens that were verified, and
     #: how many of them the model accepted (the rest were rejected and replaced)
     draft_tokens: int = 0

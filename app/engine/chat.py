@@ -22,6 +22,7 @@ hold on calls (a special-token opener) the rest of the reply is held again from 
 
 from __future__ import annotations
 
+import itertools
 import threading
 import time
 from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
@@ -539,11 +540,59 @@ class LocalReplies:
         self.last_constraint = self.constraint(round, source, False)
         return self.last_constraint
 
-    def _pieces(self, gen: Any, stream: Stream | PlainStream | None) -> Iterator[Any]:
-        """The events of one generation's pieces, read by ``stream``."""
+    def _past_message_ends(
+        self, prompt: Any, res: Any, stream: Stream | PlainStream | None, cancel: threading.Event | None
+    ) -> Generator[Any, None, Any]:
+        """``res``, gone on past its messages' ends (``Format.message_end``): while the reply
+        ended at the family's message-end token (an end of generation to llama.cpp), the model
+        is asked what follows it. Where it begins the turn's next message, the reply goes on (the
+        end and that beginning are the reply's text, which the parser reads as structure); where
+        it writes anything else (an end of turn, another role), the reply ended there and the
+        text it wrote after the end is dropped."""
+        past = self.fmt.message_end if self.fmt is not None and self.parse else None
+        while (
+            past is not None
+            and res.finish_reason == "stop"
+            and res.eog is not None
+            and res.generated_tokens < self.max_tokens
+            and self.model.token_bytes(res.eog) == past[0].encode()
+            and not (cancel is not None and cancel.is_set())
+        ):
+            end, follow = past
+            remaining = None if self.deadline is None else max(0.0, self.deadline - time.monotonic())
+            more = generate(
+                self.model,
+                prompt + res.text + end,
+                max_tokens=self.max_tokens - res.generated_tokens,
+                sampling=self.sampling,
+                cancel=cancel,
+                deadline_s=remaining,
+                stop=self.stop,
+                options=self.options.later(),
+            )
+            pieces, held = iter(more), ""
+            for piece in pieces:
+                held += piece
+                if held.startswith(follow) or not follow.startswith(held):
+                    break
+            if not held.startswith(follow):  # the turn ended at the message's end
+                close = getattr(pieces, "close", None)
+                if close is not None:
+                    close()  # (a generation stopped early stops on the engine's side too)
+                return res
+            yield from self._pieces(more, stream, itertools.chain([end + held], pieces))
+            assert more.result is not None
+            res = _joined(res, end, more.result)
+        return res
+
+    def _pieces(
+        self, gen: Any, stream: Stream | PlainStream | None, pieces: Iterator[str] | None = None
+    ) -> Iterator[Any]:
+        """The events of one generation's pieces (``gen``'s, or ``pieces`` read from it), read by
+        ``stream``."""
         live, peeked = self.live, 0.0
         seen = 0
-        for piece in gen:
+        for piece in gen if pieces is None else pieces:
             if self.options.logprobs is not None:
                 self.token_logprobs.extend(gen.token_logprobs[seen:])
                 seen = len(gen.token_logprobs)
@@ -619,6 +668,7 @@ class LocalReplies:
                 yield from self._pieces(more, stream)
                 assert more.result is not None
                 res = _joined(res, closing, more.result)
+            res = yield from self._past_message_ends(prompt, res, stream, cancel)
             self.last_result = res
             if stream is not None:
                 for ev in stream.finish(truncated=self.truncated(res.finish_reason)):

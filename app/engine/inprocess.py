@@ -598,6 +598,7 @@ class InProcessBackend:
         evaluated = 0
         stop_hit = False
         stopped: str | None = None  # the stop string that ended the text
+        eog: int | None = None  # the end-of-generation token that ended it
         tail = ""
         eval_before = self.total_eval
         cancel = gen.cancel
@@ -700,7 +701,7 @@ class InProcessBackend:
                     first_at = time.monotonic()
                     evaluated = self.total_eval - eval_before
                 if tok in model.eog_ids or self.is_eog(tok):
-                    finish = "stop"
+                    finish, eog = "stop", tok
                     break
                 tokens.append(tok)  # (the constraint consumed it when it was sampled)
                 if entry is not None:
@@ -756,6 +757,7 @@ class InProcessBackend:
                 elapsed_s=end - start,
                 tokens=tokens,
                 stop=stopped,
+                eog=eog,
                 draft_tokens=spec.drafted if spec is not None else 0,
                 draft_accepted=spec.accepted if spec is not None else 0,
                 logprobs=list(gen.token_logprobs) if gen.options.logprobs is not None else None,

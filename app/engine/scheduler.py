@@ -127,6 +127,7 @@ class _Job:
     parts: list[str] = field(default_factory=list)
     pending: str = ""
     stopped: str | None = None  # the stop string that ended the text
+    eog: int | None = None  # the end-of-generation token that ended it
     decoder: Any = field(default_factory=lambda: codecs.getincrementaldecoder("utf-8")(errors="replace"))
     first_at: float | None = None
     evaluated_at_first: int = 0
@@ -453,6 +454,7 @@ class Scheduler:
             job.first_at = time.monotonic()
             job.evaluated_at_first = job.evaluated
         if self._is_eog(tok):
+            job.eog = tok
             self._end(job, "stop")
             return
         # (the constraint consumed the token when it was sampled)
@@ -740,6 +742,7 @@ class Scheduler:
             elapsed_s=end - job.start,
             tokens=list(job.tokens),
             stop=job.stopped,
+            eog=job.eog,
             draft_tokens=job.spec.drafted if job.spec is not None else 0,
             draft_accepted=job.spec.accepted if job.spec is not None else 0,
             logprobs=list(job.logprobs) if job.gen.options.logprobs is not None else None,

@@ -404,6 +404,10 @@ class Format:
     # that closes a block the engine ends (None: the closing tag, then a blank line).
     thinking_markers: tuple[str, str] | None = None
     thinking_close: str | None = None
+    # A family whose turn is several messages (HyperCLOVA X): (the end of a message, which
+    # llama.cpp may count as an end of generation, and what begins the turn's next message).
+    # A reply that ends at that end token goes on while the model writes that beginning next.
+    message_end: tuple[str, str] | None = None
     raw_values: bool = False  # arguments are written as text (typed by the schema from text)
     # Openers of a start-only family that open a call anywhere in the reply (special tokens such
     # as Llama 4's <|python_start|>); the other openers stay start-only.

@@ -40,6 +40,12 @@ after reasoning, after text. Not read: the model card's example of one object wi
 key (neither NAVER's vLLM plugin nor vLLM reads it); ``<|stop|>`` / ``<|endofturn|>`` (the card's
 end-of-generation tokens after ``<|im_end|>``) are text where a server leaves them in.
 
+llama.cpp counts ``<|im_end|>`` as an end of generation, so a local reply would end with its
+first message. ``message_end`` lets it go on: after that token the engine asks the model what
+follows, and the reply goes on where the model begins its next message
+(``\n<|im_start|>assistant``: an answer after reasoning, a call message after text or after a
+call); anything else (``<|endofturn|>``, another role) ends it there, unshown.
+
 A spent thinking budget closes the reasoning with the answer role's line and a blank line (the
 shared default). The 32B generation writes GLM's wire (``glm``). No published template of the
 14B model was found: the family is chosen in Settings / ``--tool-format``; a template that
@@ -71,6 +77,9 @@ class HyperClovaXFormat(JsonListFormat):
     ``arguments``."""
 
     alt_args_key = PARAMETERS
+    # llama.cpp ends generation at <|im_end|> (ChatML's end of generation): the reply goes on
+    # while the model opens another of its messages after one (reasoning, answer, call).
+    message_end = (END, "\n<|im_start|>assistant")
 
     # Both openers open the list (JsonListFormat takes its other openers for structure markers).
     def region_scanner(self, opener: str) -> RegionScanner:
