@@ -493,18 +493,24 @@ class LocalReplies:
         """The tokens of this reply's thinking budget, or None (no budget, thinking off, no
         reasoning block in this family, or the reply is held to a grammar, a forced tool choice or
         a response format: only ``auto``'s hold on calls goes on)."""
-        from app.engine.constraints import parse_tool_choice
-
         budget = self.thinking.budget
-        choice = self.tool_choice if round == 1 else "auto"
-        held = constraint is not None and (
-            self.response_format is not None or parse_tool_choice(choice).mode != "auto"
-        )
-        if budget is None or self.thinking.off or not self.parse or grammar is not None or held:
+        if budget is None or self.thinking.off or not self._goes_on(round, grammar, constraint):
             return None
         if self.fmt is not None and self.fmt.reply_thinking("") is None:
             return None
         return budget
+
+    def _goes_on(self, round: int, grammar: str | None, constraint: Any) -> bool:
+        """Whether a reply may be generated on past where this generation ends (a thinking
+        budget, a message's end): it is parsed and held by no grammar, forced tool choice or
+        response format (only ``auto``'s hold on calls, which the rest keeps)."""
+        from app.engine.constraints import parse_tool_choice
+
+        choice = self.tool_choice if round == 1 else "auto"
+        held = constraint is not None and (
+            self.response_format is not None or parse_tool_choice(choice).mode != "auto"
+        )
+        return self.parse and grammar is None and not held
 
     def _budget_close(self, prompt: Any, text: str) -> tuple[tuple[str, str], str]:
         """The reasoning markers of a reply whose budget ran out after ``text``, and the text that
@@ -549,7 +555,7 @@ class LocalReplies:
         end and that beginning are the reply's text, which the parser reads as structure); where
         it writes anything else (an end of turn, another role), the reply ended there and the
         text it wrote after the end is dropped."""
-        past = self.fmt.message_end if self.fmt is not None and self.parse else None
+        past = self.fmt.message_end if self.fmt is not None else None
         while (
             past is not None
             and res.finish_reason == "stop"
@@ -668,7 +674,8 @@ class LocalReplies:
                 yield from self._pieces(more, stream)
                 assert more.result is not None
                 res = _joined(res, closing, more.result)
-            res = yield from self._past_message_ends(prompt, res, stream, cancel)
+            if self._goes_on(round, grammar, constraint):
+                res = yield from self._past_message_ends(prompt, res, stream, cancel)
             self.last_result = res
             if stream is not None:
                 for ev in stream.finish(truncated=self.truncated(res.finish_reason)):
