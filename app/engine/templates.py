@@ -611,6 +611,33 @@ def _count_nodes(tree: nodes.Node) -> int:
     return count
 
 
+def _lend_macro_arguments(tree: nodes.Template) -> None:
+    """Give each call of a template's macro that leaves out a parameter (one without a default)
+    the caller's variable of that name, as llama.cpp's template engine lends it (a macro runs in
+    its caller's variables there). MiroThinker's published template calls
+    ``render_tool_call()`` for ``render_tool_call(message)`` inside its loop over the messages; in
+    Jinja the parameter would be undefined, and a conversation holding a past call would not
+    render. Where the caller has no such variable, the parameter is undefined as before."""
+    macros: dict[str, nodes.Macro | None] = {}
+    for macro in tree.find_all(nodes.Macro):
+        macros[macro.name] = None if macro.name in macros else macro  # defined twice: left as is
+    for call in tree.find_all(nodes.Call):
+        if not isinstance(call.node, nodes.Name) or call.dyn_args is not None or call.dyn_kwargs is not None:
+            continue
+        macro = macros.get(call.node.name)
+        if macro is None:
+            continue
+        required = macro.args[: len(macro.args) - len(macro.defaults)]
+        given = {kw.key for kw in call.kwargs}
+        for param in required[len(call.args) :]:
+            if param.name not in given:
+                lent = nodes.Keyword(
+                    param.name, nodes.Name(param.name, "load", lineno=call.lineno), lineno=call.lineno
+                )
+                lent.set_environment(_ENV)
+                call.kwargs.append(lent)
+
+
 @lru_cache(maxsize=64)
 def _compile(source: str) -> jinja2.Template:
     with _compile_lock:
@@ -619,6 +646,7 @@ def _compile(source: str) -> jinja2.Template:
             raise TemplateRenderError(
                 f"chat template is too complex to compile (more than {MAX_TEMPLATE_NODES} syntax nodes)"
             )
+        _lend_macro_arguments(tree)
         code = _ENV.compile(tree, raw=False)
         return _ENV.template_class.from_code(_ENV, code, _ENV.make_globals(None), None)
 

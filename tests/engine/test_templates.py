@@ -52,6 +52,25 @@ def test_a_dotted_set_writes_into_a_mapping_of_the_render_only():
             render_template(f"{{% set x = {target} %}}{{% set x.k = 1 %}}", [])
 
 
+def test_a_macro_call_leaving_out_a_parameter_gets_the_caller_s_variable():
+    """llama.cpp's engine runs a macro in its caller's variables, so a published template may
+    call ``m()`` for ``m(message)`` inside its loop (MiroThinker's does). Such a parameter is lent
+    the caller's variable of its name; one with a default, or one the call gives, is not; where
+    the caller has no such variable it stays undefined."""
+    src = (
+        "{% macro m(a, b, c='c') %}{{ a }}|{{ b }}|{{ c }}{% endmacro %}"
+        "{% set a = 'A' %}{{ m() }};"
+        "{% for b in ['B'] %}{% set c = 'C' %}{{ m('x') }}{% endfor %};"
+        "{{ m(b='y') }};{{ m('p', 'q', 'r') }}"
+    )
+    assert render_template(src, []) == "A||c;x|B|c;A|y|c;p|q|r"
+    loop = "{% macro show(message) %}{{ message.content }}{% endmacro %}{% for message in messages %}{{ show() }}{% endfor %}"
+    assert (
+        render_template(loop, [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}])
+        == "hiyo"
+    )
+
+
 def test_tojson_keyword_arguments_and_unicode():
     src = "{{ tools | tojson(indent=2, sort_keys=True) }}|{{ {'b': 'é', 'a': 1} | tojson(separators=(',', ':')) }}"
     out = render_template(src, MSGS, tools=[{"b": 1, "a": "<x>"}])

@@ -196,7 +196,7 @@ WIRE_OF: dict[str, str] = {
     "jamba": "apriel",
     "hunyuan-a13b": "apriel",
     "ernie45": "hermes",
-    # MiroThinker reads Hermes' calls besides its MCP blocks (its template renders past calls so)
+    # MiroThinker reads Hermes' calls besides its MCP blocks (Qwen3's, which it is built on)
     "mirothinker": "hermes",
 }
 
@@ -234,8 +234,8 @@ MARKED_TEMPLATES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("functiongemma", ("<start_function_call>call:", "<end_function_call>")),
     # Step-3 (no published template found): the section marker and StepTML's invoke tag
     ("step3", ("<｜tool_calls_begin｜>", "<steptml:invoke")),
-    # MiroThinker's (llama.cpp's) calls a macro without the message it reads: a past call does not
-    # render in Jinja, and its system prompt's MCP block names it
+    # MiroThinker: a template that keeps a past call in the assistant's content, as MiroFlow's
+    # agent does, renders no probe call; its system prompt's MCP block names it
     ("mirothinker", ("<use_mcp_tool>", "<server_name>", "<tool_name>")),
 )
 

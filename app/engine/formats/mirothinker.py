@@ -27,17 +27,17 @@ arguments that are not one JSON object, text inside the block, a block the reply
 closing. A ``</use_mcp_tool>`` or ``</arguments>`` inside a JSON string does not end the block.
 
 Hermes' calls, ``<tool_call>\\n{"name": NAME, "arguments": {...}}\\n</tool_call>``, are read too:
-the template writes a past call so (a Qwen3 turn), and the model may follow what it sees. They are
+MiroThinker is a Qwen3 model, a template built on Qwen3's may write a past call so, and the model
+may follow what it sees. They are
 read as Hermes' single calls (``open_json.JsonTagFormat``, the reader under ``hermes``): one
 object per tag, a fenced object and a closing tag left out right after the JSON at the end of a
 reply repaired, no list of calls (TNG's deviation is Hermes' alone).
 
 The published template (llama.cpp's) calls its ``render_tool_call`` macro without the message
-it reads (llama.cpp's engine lends the caller's variable, Jinja does not), so a past call does
-not render here and no probe call can be read: detection knows it by the ``<use_mcp_tool>``
-elements it holds (``app.engine.formats.detect``);
-a template that renders calls is known by them (before Hermes, only where it holds those
-elements).
+it reads; llama.cpp's engine lends the caller's variable, and so does Callisto's sandbox
+(``app.engine.templates``), so it renders a past call as the MCP block and detection reads its
+probe call. A template is taken for this family (before Hermes) only where it holds the block's
+elements (``app.engine.formats.detect``).
 """
 
 from __future__ import annotations

@@ -213,14 +213,9 @@ SYSTEM_WITH_LAST_USER_ONLY = {"mistralai-Mistral-Nemo-Instruct-2407.jinja"}
 # vLLM's Granite 20B FC template reads the system message, then loops over every message again
 # and raises on the system role: it renders only conversations without one.
 NO_SYSTEM_ROLE = {"ibm-granite-20b-functioncalling.jinja"}
-# llama.cpp's MiroThinker template calls its render_tool_call macro without the message it
-# reads (llama.cpp's engine lends the caller's variable; Jinja passes nothing): a conversation
-# holding a past call does not render here (detection knows it by its markers, MARKED_TEMPLATES).
-# Its first turn renders (its ``set tool.mt_visited = 1`` on a tool is allowed, as llama.cpp does).
-NOT_RENDERED = {"MiroThinker-v1.jinja"}
 
 
-@pytest.mark.parametrize("name", sorted(n for n in FAMILIES if _expected(n) and n not in NOT_RENDERED))
+@pytest.mark.parametrize("name", sorted(n for n in FAMILIES if _expected(n)))
 def test_a_whole_tool_conversation_renders_through_the_template(name):
     """System, a call, its result and the follow-up answer: every part reaches the prompt."""
     render = _template_renderer((TEMPLATES / name).read_text(), "<s>", "</s>")
@@ -243,20 +238,15 @@ def test_a_whole_tool_conversation_renders_through_the_template(name):
         assert out.index("Result-4Kp") < out.index("Reply-4Kp"), name
 
 
-@pytest.mark.parametrize("name", sorted(NOT_RENDERED))
-def test_a_template_the_sandbox_refuses_is_still_known_by_its_markers(name):
-    """A conversation with a past call fails in the sandbox, never silently: the renderer raises
-    (saying which parameter is missing), the first turn with the tools renders (its system text
-    teaching the family's block), and detection still names the family its markers name."""
-    from app.engine.errors import TemplateRenderError
-
-    source = (TEMPLATES / name).read_text()
-    render = _template_renderer(source, "<s>", "</s>")
-    with pytest.raises(TemplateRenderError, match="parameter 'message' was not provided"):
-        render(_conversation(""), LOOKUP)
-    first = render([{"role": "user", "content": "Weather in Paris?"}], LOOKUP)
-    assert "<use_mcp_tool>" in first and first.rstrip().endswith("<|im_start|>assistant")
-    assert detect_template(source, bos_token="<s>") == FAMILIES[name]["family"]
+def test_mirothinker_s_template_renders_a_past_call_as_its_mcp_block():
+    """llama.cpp's MiroThinker template calls ``render_tool_call()`` without the message it reads
+    (llama.cpp's engine lends the caller's variable; so does Callisto's sandbox): a past call
+    renders as MiroThinker's MCP block, which its parser reads, and detection names the family by
+    that probe call (the template's ``set tool.mt_visited = 1`` on a tool is allowed too)."""
+    source = (TEMPLATES / "MiroThinker-v1.jinja").read_text()
+    out = _template_renderer(source, "<s>", "</s>")(_conversation(""), LOOKUP)
+    assert "<use_mcp_tool>\n<server_name>" in out and "<tool_name>lookup</tool_name>" in out
+    assert detect(_template_renderer(source, "<s>", "</s>"), "</s>", source=source) == "mirothinker"
 
 
 def test_a_template_teaching_the_mcp_block_is_mirothinker_even_when_it_renders_hermes_calls():

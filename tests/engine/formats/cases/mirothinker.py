@@ -207,9 +207,8 @@ FUZZ = Fuzz(
 
 SETTING_WORDS = ("MiroThinker", "MiroMind")
 
-# The published template (tests/fixtures/chat_templates/MiroThinker-v1.jinja, llama.cpp's) calls
-# a macro without the message it reads, so no conversation with a past call renders through it
-# in Jinja. The stand-in keeps what it and MiroMind's MiroFlow agent document: Qwen's turns, the system
+# The published template is tests/fixtures/chat_templates/MiroThinker-v1.jinja (llama.cpp's). The
+# stand-in keeps what it and MiroMind's MiroFlow agent document: Qwen's turns, the system
 # prompt teaching the <use_mcp_tool> block with the tools grouped under the server its
 # render_tool_server macro derives from each name, a past call written as the block at the end of
 # the assistant's content (as the agent keeps it), a tool result as a user turn, <think> reasoning.
