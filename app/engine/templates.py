@@ -624,10 +624,10 @@ def _lend_macro_arguments(tree: nodes.Template) -> None:
     for call in tree.find_all(nodes.Call):
         if not isinstance(call.node, nodes.Name) or call.dyn_args is not None or call.dyn_kwargs is not None:
             continue
-        macro = macros.get(call.node.name)
-        if macro is None:
+        called = macros.get(call.node.name)
+        if called is None:
             continue
-        required = macro.args[: len(macro.args) - len(macro.defaults)]
+        required = called.args[: len(called.args) - len(called.defaults)]
         given = {kw.key for kw in call.kwargs}
         for param in required[len(call.args) :]:
             if param.name not in given:
