@@ -66,10 +66,12 @@ from app.engine.formats.plain import PlainStream
 #: The family modules, in order: importing one registers its families, so this order is the
 #: detection order and the settings order.
 FAMILY_MODULES: tuple[str, ...] = (
-    "qwen_xml",
     "ernie45",
     "mirothinker",
     "hermes",
+    # after Hermes' families: it reads their tagged calls too (Qwen3.5's strays), and a template
+    # that renders Hermes' calls is theirs
+    "qwen_xml",
     "llama3",
     "mistral",
     "glm",

@@ -183,6 +183,9 @@ class ParsedCall:
     arguments: dict[str, Any]
     raw: str
     id: str | None = None
+    #: whether the values are written as text (typed by the schema from text): None, the
+    #: family's ``raw_values``; a family that reads another wire's calls too says so per call
+    raw_values: bool | None = None
 
 
 def one_call(
@@ -1004,7 +1007,8 @@ class Stream:
         schema = self._schemas.get(pc.name)
         if schema is not None:
             try:
-                args = type_arguments(args, schema, raw=self.fmt.raw_values)
+                raw = self.fmt.raw_values if pc.raw_values is None else pc.raw_values
+                args = type_arguments(args, schema, raw=raw)
             except Exception:  # noqa: BLE001 - keep as written for the dispatcher to reject
                 args = pc.arguments
         call = ToolCall(call_id, pc.name, args, pc.raw)

@@ -22,14 +22,22 @@ What Qwen3-Coder and Qwen3.5 also write, read with the tool's declared parameter
   ``</function>`` only when it ends the call (any parameter name counts for a tool that was not
   declared). A value may hold ``</tool_call><tool_call>`` literally: a ``</tool_call>`` inside a
   value ends the call only before the end of the reply or before the next call
-  (``<function=``, alone or after ``<tool_call>``).
+  (``<function=``, alone or after ``<tool_call>``);
+* Hermes' single calls, ``<tool_call>\n{"name": NAME, "arguments": {...}}\n</tool_call>``, the
+  wire of Qwen3 and Qwen2.5 before them, into which Qwen3.5 and Qwen3.6 stray now and then
+  (mlx-swift-lm #529; the MLX and Swift servers' trackers): a ``<tool_call>`` whose body starts
+  with ``{`` is read by Hermes' reader (``open_json.JsonTagFormat``), one object per tag, the
+  closing tag implied only right after the JSON at the end of a reply, no fence, no list. Any
+  other body is the XML wire's; the two may alternate call by call.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from app.engine.formats.base import THINK, ParsedCall, RegionScanner, one_call, register
+from app.engine.formats.open_json import JsonTagFormat
 from app.engine.formats.sections import SkipValuesScanner, closed_body, raw_text, skip_ws
 from app.engine.formats.xml_params import FUNCTION, PARAMETER, XmlParamsFormat
 from app.json_schema import tool_schemas
@@ -263,6 +271,41 @@ class _CallScanner(SkipValuesScanner):
         return False
 
 
+# Hermes' single calls in the same tags (the reader ``hermes`` is built on), without its repairs.
+_HERMES = JsonTagFormat("qwen-xml-hermes", "", (OPEN,), close=CLOSE, fences=False)
+
+
+def _json_body(body: str) -> bool:
+    """Whether a ``<tool_call>`` region's text (after the tag) is Hermes' JSON: ``{`` first."""
+    return body.lstrip()[:1] == "{"
+
+
+class _EitherScanner(RegionScanner):
+    """The region of a ``<tool_call>``: whitespace, then Hermes' JSON object (``{`` first) or the
+    XML wire (anything else), each scanned by its own scanner from there."""
+
+    def __init__(self) -> None:
+        self.inner: RegionScanner | None = None
+
+    @property
+    def state(self) -> str:  # type: ignore[override]
+        return "" if self.inner is None else self.inner.state
+
+    def scan(self, buf: str, final: bool) -> tuple[int, bool]:
+        start = 0
+        if self.inner is None:
+            start = self.skip_space(buf, 0)
+            if start == len(buf) and not final:
+                return start, False  # only whitespace yet: taken, the body's first character decides
+            self.inner = _HERMES.region_scanner(OPEN) if buf[start : start + 1] == "{" else _CallScanner()
+        inner = self.inner
+        inner.cut = self.cut
+        before = inner.ops
+        consumed, ended = inner.scan(buf[start:] if start else buf, final)
+        self.ops += inner.ops - before
+        return start + consumed, ended
+
+
 def _block_scanner() -> SkipValuesScanner:
     return SkipValuesScanner(F_CLOSE, P_OPEN, P_CLOSE, followers=(P_OPEN, F_CLOSE), reopen=(F_OPEN, CLOSE))
 
@@ -280,12 +323,18 @@ class QwenXmlFormat(XmlParamsFormat):
     def region_scanner(self, opener: str) -> RegionScanner:
         if opener == F_OPEN:
             return _BareRun()
-        return _CallScanner()
+        return _EitherScanner()
 
     def parse_region(self, opener, body, *, at_end, truncated, tools):
         schemas = tool_schemas(tools)
         if opener == F_OPEN:
             return _bare_run(F_OPEN + body, schemas, cut=at_end and truncated)
+        if _json_body(body):
+            got = _HERMES.parse_region(opener, body, at_end=at_end, truncated=truncated, tools=tools)
+            if got is None:
+                return None
+            calls, rest = got  # JSON values: typed as JSON, not as the XML wire's text
+            return [replace(c, raw_values=False) for c in calls], rest
         if at_end and truncated:
             return None  # the scanner did not close the region before the cut: an incomplete call
         inner = closed_body(body, CLOSE, last=F_CLOSE, at_end=at_end, truncated=truncated)

@@ -1,4 +1,7 @@
-"""Qwen XML: ``<tool_call><function=NAME><parameter=P>value</parameter></function></tool_call>``."""
+"""Qwen XML: ``<tool_call><function=NAME><parameter=P>value</parameter></function></tool_call>``,
+and Hermes' tagged single calls (Qwen3.5's and 3.6's strays into the wire of Qwen3)."""
+
+import json
 
 from tests.engine.formats.harness import Case, Fuzz, close_tag_in_argument_cases
 
@@ -116,11 +119,6 @@ CASES = [
         content="\n",
         calls=[("get_weather", {"city": "Paris", "days": 3, "metric": True})],
         incomplete=["search"],
-    ),
-    Case(
-        "json-inside-tags",
-        '<tool_call>\n{"name": "get_time", "arguments": {}}\n</tool_call>',
-        content='<tool_call>\n{"name": "get_time", "arguments": {}}\n</tool_call>',
     ),
     Case(
         "flat-json-for-user", '{"name": "search", "query": "x"}', content='{"name": "search", "query": "x"}'
@@ -352,7 +350,101 @@ CUT_OPENER = [
     Case("cut-in-function-name", "<tool_call>\n<function=get_wea", truncated=True, incomplete=[None]),
 ]
 
-CASES += BARE + BARE_UNCLOSED + MISSING_PARAM_CLOSE + LITERAL_CLOSE_IN_VALUE + CUT_OPENER
+
+def _text(case_id: str, text: str, **kw) -> Case:
+    """A reply that is no call: all of it is content, byte for byte."""
+    return Case(case_id, text, content=text, **kw)
+
+
+def hermes(name: str, args: str, close: bool = True) -> str:
+    """Hermes' tagged single call, the wire of Qwen3 before Qwen3.5 (which strays into it)."""
+    return f'<tool_call>\n{{"name": "{name}", "arguments": {args}}}\n' + ("</tool_call>" if close else "")
+
+
+HJ = hermes("get_weather", '{"city": "Paris", "days": 3}')
+HERMES_WIRE = ("hermes", "ernie45", "mirothinker")  # the families whose wire these calls are
+HERMES_STRAYS = [
+    Case(
+        "hermes-json-call",
+        hermes("get_time", "{}"),
+        also=HERMES_WIRE,
+        calls=[("get_time", {})],
+        ids=["call00000"],
+    ),
+    Case("hermes-json-typed-call", HJ, also=HERMES_WIRE, calls=[PW]),
+    Case(
+        "hermes-json-after-reasoning",
+        "<think>\nThe weather tool.\n</think>\n\n" + HJ,
+        reasoning="\nThe weather tool.\n",
+        content="\n\n",
+        also=HERMES_WIRE,
+        calls=[PW],
+    ),
+    Case(
+        "hermes-json-in-prefilled-reasoning-closed",
+        "\nweather\n</think>\n\n" + HJ,
+        in_reasoning=True,
+        reasoning="\nweather\n",
+        content="\n\n",
+        also=HERMES_WIRE,
+        calls=[PW],
+    ),
+    Case(
+        "hermes-json-then-xml",
+        "Checking.\n" + HJ + "\n" + call("get_time"),
+        content="Checking.\n\n",
+        also=HERMES_WIRE,
+        calls=[PW, ("get_time", {})],
+        ids=["call00000", "call00001"],
+    ),
+    Case(
+        "xml-then-hermes-json",
+        call("get_time") + "\n" + HJ,
+        content="\n",
+        also=HERMES_WIRE,
+        calls=[("get_time", {}), PW],
+    ),
+    Case(
+        "hermes-json-arguments-as-a-string",
+        hermes("get_weather", json.dumps('{"city": "Rome"}')),
+        also=HERMES_WIRE,
+        calls=[("get_weather", {"city": "Rome"})],
+    ),
+    Case(
+        "hermes-json-close-implied-at-eos",
+        hermes("get_time", "{}", close=False),
+        also=HERMES_WIRE,
+        calls=[("get_time", {})],
+    ),
+    Case(
+        "hermes-json-close-tag-in-a-value",
+        hermes("set_port", '{"blob": "a </tool_call> b"}'),
+        also=HERMES_WIRE,
+        calls=[("set_port", {"blob": "a </tool_call> b"})],
+    ),
+    Case(
+        "hermes-json-cut",
+        hermes("search", '{"query": "x", "lim', close=False),
+        truncated=True,
+        incomplete=["search"],
+        also=HERMES_WIRE,
+    ),
+    # the JSON is Hermes' single call or nothing: a list, a fence, text after the object, an
+    # object that names no tool, an unclosed call followed by text stay text
+    _text("hermes-json-list-is-text", '<tool_call>\n[{"name": "get_time", "arguments": {}}]\n</tool_call>'),
+    _text(
+        "hermes-json-fenced-is-text",
+        '<tool_call>\n```json\n{"name": "get_time", "arguments": {}}\n```\n</tool_call>',
+    ),
+    _text(
+        "hermes-json-text-after-is-text",
+        '<tool_call>\n{"name": "get_time", "arguments": {}} then\n</tool_call>',
+    ),
+    _text("hermes-json-no-name-is-text", '<tool_call>\n{"city": "Paris"}\n</tool_call>'),
+    _text("hermes-json-unclosed-then-text", '<tool_call>\n{"name": "get_time", "arguments": {}}\nand more'),
+]
+
+CASES += BARE + BARE_UNCLOSED + MISSING_PARAM_CLOSE + LITERAL_CLOSE_IN_VALUE + CUT_OPENER + HERMES_STRAYS
 
 FUZZ = Fuzz(
     markers=("<tool_call>", "</tool_call>", "<function=", "</function>", "<parameter=", "</parameter>"),
