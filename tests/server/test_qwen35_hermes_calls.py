@@ -28,7 +28,9 @@ def _hermes(name: str, args: dict[str, Any]) -> str:
     return "<tool_call>\n" + json.dumps({"name": name, "arguments": args}) + "\n</tool_call>"
 
 
-XML_TIME = "<tool_call>\n<function=get_time>\n<parameter=zone>\nEurope/Oslo\n</parameter>\n</function>\n</tool_call>"
+XML_TIME = (
+    "<tool_call>\n<function=get_time>\n<parameter=zone>\nEurope/Oslo\n</parameter>\n</function>\n</tool_call>"
+)
 REPLIES = {
     "qwen35-json": THOUGHT + _hermes("get_weather", OSLO),
     "qwen35-json-then-xml": THOUGHT + _hermes("get_weather", OSLO) + "\n" + XML_TIME,
