@@ -124,7 +124,7 @@ def _literal(text: str, t: str) -> tuple[bool, Any]:
     if t in ("object", "array"):
         want = dict if t == "object" else list
         try:
-            v = json.loads(s)
+            v = json.loads(s, strict=False)  # a raw newline inside a string: written so, meant so
         except (ValueError, RecursionError):
             try:
                 v = ast.literal_eval(s) if len(s) < 100_000 else None

@@ -37,6 +37,7 @@ from typing import Any
 from app.calls import WIRE_NAME
 from app.engine.formats.base import register
 from app.engine.formats.blocks import CALL, CONTENT, REASON, WAIT, BlockFormat, Header
+from app.engine.formats.jsonscan import loads_lenient
 from app.engine.formats.sections import first_marker
 
 __all__ = ["INKLING", "InklingFormat"]
@@ -106,7 +107,7 @@ class InklingFormat(BlockFormat):
         if not text.startswith("{"):
             return None
         try:
-            obj = json.loads(text)
+            obj = loads_lenient(text)
         except (ValueError, RecursionError):
             return None
         if not isinstance(obj, dict) or set(obj) != {"name", "args"}:

@@ -10,6 +10,7 @@ from typing import Any
 __all__ = [
     "JsonScanner",
     "arguments_object",
+    "loads_lenient",
     "loads_repaired",
     "name_arguments",
     "read_name_arguments",
@@ -110,16 +111,28 @@ def _drop_trailing_commas(s: str) -> str:
     return "".join(out)
 
 
-def loads_repaired(text: str) -> tuple[bool, Any]:
-    """``json.loads``; if that fails, retry without trailing commas. Returns (ok, value)."""
+def loads_lenient(text: str) -> Any:
+    """``json.loads``, and where that fails, again with raw control characters (a newline, a tab)
+    allowed inside strings: models write multi-line code and messages into an argument so (Qwen3,
+    Kimi, Command, Gemini: servers' trackers are full of "Invalid control character"). Only the
+    inside of a string changes meaning: anywhere else such a character is whitespace or an error
+    as before. Raises ``ValueError`` / ``RecursionError`` as ``json.loads`` does."""
     try:
-        return True, json.loads(text)
+        return json.loads(text)
+    except ValueError:
+        return json.loads(text, strict=False)
+
+
+def loads_repaired(text: str) -> tuple[bool, Any]:
+    """:func:`loads_lenient`; if that fails, retry without trailing commas. Returns (ok, value)."""
+    try:
+        return True, loads_lenient(text)
     except (ValueError, RecursionError):
         pass
     fixed = _drop_trailing_commas(text)
     if fixed != text:
         try:
-            return True, json.loads(fixed)
+            return True, loads_lenient(fixed)
         except (ValueError, RecursionError):
             pass
     return False, None
@@ -164,7 +177,7 @@ def arguments_object(value: Any) -> dict[str, Any] | None:
     (as templates write arguments given as a string); None for anything else."""
     if isinstance(value, str):
         try:
-            value = json.loads(value)
-        except ValueError:
+            value = loads_lenient(value)
+        except (ValueError, RecursionError):
             return None
     return value if isinstance(value, dict) else None
