@@ -47,7 +47,7 @@ def _call_from_dict(data: Any) -> ToolCall:
         args = fn.get("arguments")
         if isinstance(args, str):
             try:
-                parsed = json.loads(args) if args.strip() else {}
+                parsed = json.loads(args, strict=False) if args.strip() else {}  # raw newlines too
             except ValueError:
                 parsed = None
             args = parsed if isinstance(parsed, dict) else args

@@ -159,7 +159,7 @@ def convert_messages(messages: Any) -> list[dict[str, Any]]:
                 args = fn.get("arguments", {})
                 if isinstance(args, str):
                     try:
-                        args = json.loads(args)
+                        args = json.loads(args, strict=False)  # a raw newline in a string: as written
                     except ValueError:
                         args = None
                 if not isinstance(args, dict):

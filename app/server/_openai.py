@@ -177,7 +177,8 @@ def _tool_calls(value: Any, where: str) -> list[dict[str, Any]]:
         args = fn.get("arguments", "{}")
         if isinstance(args, str):
             try:
-                args = json.loads(args) if args.strip() else {}
+                # as a model wrote them: a raw newline inside a string is read (see loads_lenient)
+                args = json.loads(args, strict=False) if args.strip() else {}
             except ValueError:
                 raise ApiError(400, f"{w}.function.arguments is not valid JSON", param=w) from None
         if not isinstance(args, dict):

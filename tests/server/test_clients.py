@@ -168,6 +168,43 @@ def test_openai_client_ids_reach_a_mistral_template(openai_client):
     assert reply.choices[0].message.tool_calls[0].function.name == "get_weather"
 
 
+def test_a_past_call_s_arguments_with_a_raw_newline_are_taken(family_server, openai_client):
+    """A client gives back a past call as the model wrote it, a raw newline inside a string of
+    its arguments (kimi-cli and others store them so): the conversation renders with that text,
+    where strict JSON would refuse the request and every later one of the conversation."""
+    import httpx
+
+    raw = '{"city": "Oslo\nNorway"}'  # a raw newline, not the two characters of an escape
+    msgs = [
+        {"role": "user", "content": "Weather in Oslo?"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": raw}}
+            ],
+        },
+        {"role": "tool", "tool_call_id": "c1", "content": "sunny"},
+    ]
+    reply = openai_client.chat.completions.create(model="call-hermes", messages=msgs, tools=TOOLS)
+    assert reply.choices[0].message.tool_calls[0].function.name == "get_weather"
+    r = httpx.post(
+        family_server.url + "/apply-template",
+        json={"model": "call-hermes", "messages": msgs, "tools": TOOLS},
+        timeout=60,
+    )
+    assert r.status_code == 200, r.text
+    assert '"city": "Oslo\\nNorway"' in r.json()["prompt"]  # rendered as the JSON it is
+    ollama_msgs = [dict(m) for m in msgs]
+    ollama_msgs[1] = {**msgs[1], "tool_calls": [{"function": {"name": "get_weather", "arguments": raw}}]}
+    r = httpx.post(
+        family_server.url + "/api/chat",
+        json={"model": "call-hermes", "messages": ollama_msgs, "tools": TOOLS, "stream": False},
+        timeout=60,
+    )
+    assert r.status_code == 200, r.text
+
+
 def test_openai_completions_and_models(openai_client):
     ids = [m.id for m in openai_client.models.list()]
     assert "call-hermes" in ids and "loop-hermes" in ids
