@@ -10,6 +10,11 @@ follows. A last value whose ``</arg_value>`` is missing ends at a ``</tool_call>
 the reply or is followed by the next ``<tool_call>``. Reasoning is a
 ``<think>...</think>`` block; a GLM-4.7 reply may start inside it with no opening tag (its
 prompt ends with ``<think>``, or the model writes only ``</think>``).
+
+A deviation GLM-4.7 writes (vLLM #47190), read strictly: the first ``<arg_key>`` left out, so the
+name runs into the first key (``<tool_call>grep_toolpattern</arg_key><arg_value>...``, or with
+a space or newline between them). It is read only where the text before that ``</arg_key>``
+splits one way into a declared tool's name and one of that tool's declared parameters.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from app.calls import WIRE_NAME
 from app.engine.formats.base import RegionScanner, one_call, register
 from app.engine.formats.sections import SkipValuesScanner, skip_ws
 from app.engine.formats.xml_params import ArgPairsFormat, read_arg_pairs
+from app.json_schema import tool_schemas
 
 __all__ = ["K_CLOSE", "K_OPEN", "V_CLOSE", "V_OPEN", "GlmFormat", "parse_glm_call"]
 
@@ -36,14 +42,45 @@ KEY, VALUE = (K_OPEN, K_CLOSE), (V_OPEN, V_CLOSE)
 _NAME = re.compile(WIRE_NAME)
 
 
-def parse_glm_call(inner: str) -> tuple[str, dict[str, str]] | None:
-    """Strictly read ``NAME (<arg_key>K</arg_key><arg_value>V</arg_value>)*`` (whitespace between)."""
+def parse_glm_call(
+    inner: str, schemas: dict[str, dict[str, Any]] | None = None
+) -> tuple[str, dict[str, str]] | None:
+    """Strictly read ``NAME (<arg_key>K</arg_key><arg_value>V</arg_value>)*`` (whitespace between);
+    with the tools' ``schemas``, also a call whose first ``<arg_key>`` was left out (see the
+    module docstring)."""
     i = skip_ws(inner, 0)
     m = _NAME.match(inner, i)
     if m is None:
         return None
     got = read_arg_pairs(inner, m.end(), key=KEY, value=VALUE, lenient=True)
-    return None if got is None else (m.group(0), got[0])
+    if got is not None:
+        return m.group(0), got[0]
+    fused = _fused_head(inner, i, schemas or {})
+    if fused is None:
+        return None
+    name, key, end = fused
+    got = read_arg_pairs(K_OPEN + key + inner[end:], 0, key=KEY, value=VALUE, lenient=True)
+    return None if got is None else (name, got[0])
+
+
+def _fused_head(inner: str, i: int, schemas: dict[str, dict[str, Any]]) -> tuple[str, str, int] | None:
+    """(tool, key, where its ``</arg_key>`` starts) of a call whose name runs into its first key:
+    the text from ``i`` to the first ``</arg_key>`` holds no ``<arg_key>`` and splits exactly
+    one way into a declared tool and one of its declared parameters (whitespace between them or
+    none); None otherwise."""
+    end = inner.find(K_CLOSE, i)
+    if end == -1 or K_OPEN in inner[i:end]:
+        return None
+    head = inner[i:end].rstrip()
+    found = []
+    for name, schema in schemas.items():
+        props = schema.get("properties") if isinstance(schema, dict) else None
+        if not isinstance(props, dict) or not head.startswith(name) or not _NAME.fullmatch(name):
+            continue
+        key = head[len(name) :].lstrip()
+        if key in props and key:
+            found.append((name, key, end))
+    return found[0] if len(found) == 1 else None
 
 
 class GlmFormat(ArgPairsFormat):
@@ -66,7 +103,7 @@ class GlmFormat(ArgPairsFormat):
             return None  # the scanner did not close the region before the cut: an incomplete call
         if not body.endswith(self.tail):
             return None  # the closing tag is plain text for GLM: a call without it was cut off
-        return one_call(opener, body, parse_glm_call(body[: -len(self.tail)]))
+        return one_call(opener, body, parse_glm_call(body[: -len(self.tail)], tool_schemas(tools)))
 
     def head(self, name: str) -> str:
         return f"{self.openers[0]}{name}\n"

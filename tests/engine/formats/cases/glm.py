@@ -188,6 +188,45 @@ MISSING_VALUE_CLOSE = [
 ]
 CASES += MISSING_VALUE_CLOSE
 
+# GLM-4.7 leaves out the first <arg_key>: the name runs into the first key (vLLM #47190). Read
+# only where the text splits one way into a declared tool and one of its declared parameters.
+FUSED = COMPACT.replace("get_weather<arg_key>city", "get_weathercity")
+FUSED_NAME_KEY = [
+    Case("fused-name-and-first-key", FUSED, calls=[W]),
+    Case("fused-with-a-space", COMPACT.replace("get_weather<arg_key>city", "get_weather city"), calls=[W]),
+    Case("fused-newline-layout", NL.replace("get_weather\n<arg_key>city", "get_weather\ncity"), calls=[W]),
+    Case("fused-after-text", "Checking.\n" + FUSED, content="Checking.\n", calls=[W]),
+    Case(
+        "fused-then-a-whole-call",
+        FUSED + "\n" + SEARCH,
+        content="\n",
+        calls=[W, ("search", {"query": "x", "limit": 10})],
+    ),
+    Case(
+        "fused-in-closed-reasoning-is-reasoning",
+        "<think>" + FUSED + "</think>Done.",
+        reasoning=FUSED,
+        content="Done.",
+    ),
+    # an undeclared key, an undeclared tool, a split that is not there: text
+    Case(
+        "fused-undeclared-key",
+        FUSED.replace("get_weathercity", "get_weatherzip"),
+        content=FUSED.replace("get_weathercity", "get_weatherzip"),
+    ),
+    Case(
+        "fused-undeclared-tool",
+        FUSED.replace("get_weathercity", "get_citycity"),
+        content=FUSED.replace("get_weathercity", "get_citycity"),
+    ),
+    Case(
+        "fused-no-key-left",
+        FUSED.replace("get_weathercity", "get_weather"),
+        content=FUSED.replace("get_weathercity", "get_weather"),
+    ),
+]
+CASES += FUSED_NAME_KEY
+
 
 def _fuzz_write(fmt, name, args, rnd):
     nl = "\n" if rnd.random() < 0.5 else ""  # GLM-4.5's newline layout or GLM-4.7's compact one
