@@ -22,6 +22,11 @@ is a rejected call: its raw text is kept (``reply.incomplete_calls``, reason ``u
 it is never run and never content. A reply cut inside a call is an incomplete call; one cut
 inside a header ends the message before at its end marker (the header is an incomplete item).
 
+A deviation gpt-oss writes often (vLLM #45736): a final message whose header lost its
+``<|message|>``, ``<|channel|>final The answer...``. Where no ``<|message|>`` comes before the
+message's end, the channel word ``final`` followed by a space or a newline is the header and the
+rest is the answer (before, it ran on in the reasoning of the message before, markers and all).
+
 LLM-jp-4.1 writes this wire through a tokenizer that puts a space after each special token
 followed by text (``<|start|> assistant``, ``<|channel|> final<|message|> Hello``, ``<|constrain|>
 json``) and closes every call but the last of a parallel run with ``<|end|>``. The header reader
@@ -66,6 +71,10 @@ _HEADER = re.compile(
 )
 # What a header may begin with (after leading whitespace).
 _HEADER_STARTS = (START, CHANNEL, CONSTRAIN, MESSAGE, "to=")
+# A final message whose header lost its <|message|> (gpt-oss writes ``<|channel|>final The
+# answer...``: vLLM #45736; a fifth of one deployment's replies, ai-dynamo #236): the channel
+# word, then a space or a newline, then the answer, up to the message's end.
+_STRANDED = re.compile(r"(?:<\|start\|>[ \t]*assistant)?[ \t]*<\|channel\|>[ \t]*final[ \n]")
 
 
 def parse_header(header: str) -> tuple[str | None, str | None] | None:
@@ -198,6 +207,16 @@ class HarmonyStream(Stream):
                 self._mode = _CONTENT
             # A call body's blank lead is its raw text (the JSON reader skips it).
             self._drop_space = recipient is None and spaced(header)
+            return True
+        decided = bad != -1 or len(window) > _MAX_HEADER or final
+        stranded = _STRANDED.match(window) if decided else None
+        if stranded is not None and (bad == -1 or stranded.end() <= bad):
+            # No <|message|> came before the message's end: the header is the channel word, and
+            # the final answer follows it (read as a final message's body).
+            self._pending = ""
+            self._consume(lead + stranded.end())
+            self._resume = _CONTENT
+            self._mode = _CONTENT
             return True
         if (
             final

@@ -339,7 +339,55 @@ LLM_JP = [
     ),
     Case("tab-after-channel-is-not-llm-jp", "<|channel|>\tfinal<|message|> Hi", content=" Hi"),
 ]
-CASES += UNDECLARED + CUT_HEADER + LLM_JP
+
+# gpt-oss's final message whose header lost its <|message|>: "<|channel|>final", a space or a
+# newline, then the answer up to the message's end (vLLM #45736). Any other channel, or the word
+# run into the text, stays as before.
+STRANDED = "<|start|>assistant<|channel|>final It is sunny."
+STRANDED_FINAL = [
+    Case(
+        "stranded-final-after-analysis",
+        ANALYSIS + STRANDED,
+        reasoning="The user wants the weather.",
+        content="It is sunny.",
+    ),
+    Case(
+        "stranded-final-with-return",
+        ANALYSIS + STRANDED + "<|return|>",
+        reasoning="The user wants the weather.",
+        content="It is sunny.",
+    ),
+    Case("stranded-final-first-message", "<|channel|>final It is sunny.", content="It is sunny."),
+    Case("stranded-final-newline", "<|channel|>final\nIt is\nsunny.", content="It is\nsunny."),
+    Case(
+        "stranded-final-then-call",
+        "<|channel|>final Checking.<|end|>" + CALL,
+        content="Checking.",
+        calls=[W],
+    ),
+    Case(
+        "stranded-final-cut",
+        ANALYSIS + STRANDED[:-4],
+        truncated=True,
+        reasoning="The user wants the weather.",
+        content="It is su",
+    ),
+    Case(
+        "stranded-final-long",
+        "<|channel|>final " + "sunny " * 200,
+        content="sunny " * 200,
+    ),
+    # not a stranded final: another channel word, or no separator after it
+    Case(
+        "stranded-analysis-stays-reasoning",
+        ANALYSIS + "<|start|>assistant<|channel|>analysis more",
+        reasoning="The user wants the weather.<|end|><|start|>assistant<|channel|>analysis more",
+    ),
+    Case(
+        "final-run-into-text-is-text", "<|channel|>finalIt is sunny.", content="<|channel|>finalIt is sunny."
+    ),
+]
+CASES += UNDECLARED + CUT_HEADER + LLM_JP + STRANDED_FINAL
 
 
 def _fuzz_call(name, args, rnd, first, sp=""):
