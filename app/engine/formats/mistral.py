@@ -3,6 +3,9 @@
 * v3 (Mistral 7B v0.3, Nemo): ``[TOOL_CALLS][{"name": NAME, "arguments": {...}, "id": ID}, ...]``
 * v11+ (Small 3.2, Devstral, Ministral 3, Magistral): ``[TOOL_CALLS]NAME[ARGS]{...}``, with an
   optional ``[CALL_ID]ID`` before ``[ARGS]``; one ``[TOOL_CALLS]`` per call.
+* v11+ as servers that decode without control tokens hand it on (vLLM's Mistral tokenizer drops
+  ``[ARGS]``; its own parser reads what is left): ``[TOOL_CALLS]NAME{...}``, the JSON object
+  right after the name (no call id then: ``[CALL_ID]`` is dropped alike).
 * Reasoning: ``[THINK]...[/THINK]``, or ``<think>...</think>`` as some Mistral-derived models
   write it.
 * A reply that stops right after ``[TOOL_CALLS]`` (nothing but whitespace after it) has no call,
@@ -29,8 +32,10 @@ ARGS = "[ARGS]"
 CALL_ID = "[CALL_ID]"
 _NAME_CHARS = re.compile(r"[A-Za-z0-9_.\-]")
 _ID_CHARS = re.compile(r"[A-Za-z0-9_\-]")
-_CUT_NAME = re.compile(r"\[TOOL_CALLS\]\s*([A-Za-z0-9_.\-]+)\[")
-_NAMED = re.compile(r"\A([A-Za-z0-9_.\-]+)(?:\[CALL_ID\]([A-Za-z0-9_\-]+))?\[ARGS\]\s*(\{.*\})\Z", re.S)
+_CUT_NAME = re.compile(r"\[TOOL_CALLS\]\s*([A-Za-z0-9_.\-]+)[\[{]")
+_NAMED = re.compile(
+    r"\A([A-Za-z0-9_.\-]+)(?:(?:\[CALL_ID\]([A-Za-z0-9_\-]+))?\[ARGS\]\s*|(?=\{))(\{.*\})\Z", re.S
+)
 
 
 class _Scanner(JsonStateScanner):
@@ -64,6 +69,9 @@ class _Scanner(JsonStateScanner):
                     continue
                 return i, True
             # name / id
+            if c == "{" and st == "name":
+                self.state = "json"  # [ARGS] left out (decoded away): the arguments follow the name
+                continue
             if c == "[":
                 for marker, nxt in ((ARGS, "args"), (CALL_ID, "id")):
                     if nxt == "id" and st == "id":

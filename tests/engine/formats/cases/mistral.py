@@ -65,7 +65,8 @@ CASES = [
         content='[TOOL_CALLS][{"name": "get_time", "arguments": {}}',
     ),
     Case("bad-shape", '[TOOL_CALLS]{"name": "get_time"} ok', content='[TOOL_CALLS]{"name": "get_time"} ok'),
-    Case("missing-args-marker", "[TOOL_CALLS]get_time{} ok", content="[TOOL_CALLS]get_time{} ok"),
+    # [ARGS] decoded away (see NO_ARGS_TOKEN): a call, and the text after it content, as with [ARGS]
+    Case("missing-args-marker", "[TOOL_CALLS]get_time{} ok", content=" ok", calls=[("get_time", {})]),
     Case(
         "array-extra-key",
         '[TOOL_CALLS][{"name": "get_time", "arguments": {}, "x": 1}]',
@@ -115,7 +116,40 @@ BARE_MARKER = [
     Case("stops-after-marker-space", "[TOOL_CALLS] \n", content=" \n"),
     Case("stops-after-marker-truncated", "Ok [TOOL_CALLS]", truncated=True, content="Ok "),
 ]
-CASES += THINK_TAGS + BARE_MARKER
+
+# v11+ as servers that decode without control tokens hand it on: [ARGS] decoded away, the
+# arguments right after the name (read as vLLM's own Mistral parser reads them).
+NO_ARGS_TOKEN = [
+    Case(
+        "v11-args-token-dropped",
+        '[TOOL_CALLS]get_weather{"city": "Paris"}',
+        calls=[("get_weather", {"city": "Paris"})],
+    ),
+    Case(
+        "v11-args-token-dropped-pair",
+        '[TOOL_CALLS]get_weather{"city": "Paris"}[TOOL_CALLS]get_time{}',
+        calls=[("get_weather", {"city": "Paris"}), ("get_time", {})],
+    ),
+    Case(
+        "v11-args-token-dropped-after-text",
+        'Checking.[TOOL_CALLS]get_weather{"city": "Paris"}',
+        content="Checking.",
+        calls=[("get_weather", {"city": "Paris"})],
+    ),
+    Case(
+        "v11-args-token-dropped-cut",
+        '[TOOL_CALLS]get_weather{"city": "Pa',
+        truncated=True,
+        incomplete=["get_weather"],
+    ),
+    # a space between the name and the JSON: text
+    Case(
+        "v11-space-before-json-is-text",
+        '[TOOL_CALLS]get_weather {"city": "Paris"}',
+        content='[TOOL_CALLS]get_weather {"city": "Paris"}',
+    ),
+]
+CASES += THINK_TAGS + BARE_MARKER + NO_ARGS_TOKEN
 
 # The array's brackets and commas (and the opener) are structure; an element alone needs them back.
 FUZZ = Fuzz(
