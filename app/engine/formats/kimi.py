@@ -6,6 +6,9 @@
     <|tool_call_end|><|tool_call_begin|>functions.NAME:1<|tool_call_argument_begin|>{json}<|tool_call_end|>
     <|tool_calls_section_end|>
 
+The section's markers are also read in the singular (``<|tool_call_section_begin|>`` ...
+``<|tool_call_section_end|>``), as llama.cpp and vLLM read Kimi K2's replies.
+
 The call id ``functions.NAME:IDX`` names the tool (the ``functions.`` prefix and the index are
 accepted missing). The section is read by DeepSeek's JSON-aware :class:`JsonCallSection`; a
 section missing only its end marker is accepted when the reply ended normally right after a
@@ -61,6 +64,7 @@ __all__ = ["KIMI_K2", "K3Scanner", "KimiK3Format"]
 
 SECTION_BEGIN = "<|tool_calls_section_begin|>"
 SECTION_END = "<|tool_calls_section_end|>"
+SINGULAR = ("<|tool_call_section_begin|>", "<|tool_call_section_end|>")
 CALL_BEGIN = "<|tool_call_begin|>"
 CALL_END = "<|tool_call_end|>"
 ARG_BEGIN = "<|tool_call_argument_begin|>"
@@ -79,7 +83,7 @@ KIMI_K2 = register(
     JsonSectionFormat(
         "kimi-k2",
         "Kimi K2 (sectioned JSON calls)",
-        (SECTION_BEGIN,),
+        (SECTION_BEGIN, SINGULAR[0]),
         reasoning=THINK,
         section_begin=SECTION_BEGIN,
         section_end=SECTION_END,
@@ -92,6 +96,7 @@ KIMI_K2 = register(
         call_index=(":", ARG_BEGIN),
         call_tail=CALL_END,
         head_frame=(CALL_BEGIN + "functions.", ""),
+        alt_sections=(SINGULAR,),
     )
 )
 

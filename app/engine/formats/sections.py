@@ -578,6 +578,7 @@ class JsonSectionFormat(Format):
     :meth:`call_head`), ``call_index`` (a call counter after the head, as (before, after)) and
     ``call_tail``; the grammar and the example call follow from them. ``args_end``: a marker that
     closes the JSON before ``CALL_END`` (see :class:`JsonCallSection`; ``call_tail`` writes it).
+    ``alt_sections``: other (begin, end) pairs a section is read between (an opener each too).
     """
 
     section_begin: str
@@ -592,6 +593,11 @@ class JsonSectionFormat(Format):
     call_tail = ""
     head_frame = ("", "")
     args_end = ""
+    alt_sections: tuple[tuple[str, str], ...] = ()
+
+    def _section_end(self, opener: str) -> str:
+        """The end marker of a section opened by ``opener``."""
+        return next((end for begin, end in self.alt_sections if begin == opener), self.section_end)
 
     def call_head(self, name: str) -> str:
         """What a call is written with before its arguments (and index)."""
@@ -600,7 +606,7 @@ class JsonSectionFormat(Format):
 
     def region_scanner(self, opener: str) -> JsonCallSection:
         return JsonCallSection(
-            self.call_begin, self.call_end, self.section_end, noise=self.noise, args_end=self.args_end
+            self.call_begin, self.call_end, self._section_end(opener), noise=self.noise, args_end=self.args_end
         )
 
     def parse_region(self, opener, body, *, at_end, truncated, tools):
@@ -615,6 +621,7 @@ class JsonSectionFormat(Format):
         and a closed section without calls is no call and no markup (its noise, if any, is text).
         """
         sc = self.region_scanner(opener)
+        section_end = self._section_end(opener)
         # A cut reply is scanned as if more could follow, so a marker cut in half is not a fault.
         cut = at_end and truncated
         consumed, ended = sc.scan(body, not cut)
@@ -622,14 +629,14 @@ class JsonSectionFormat(Format):
             return None
         if not sc.calls:
             if self.noise and ended and consumed == len(body):
-                inner = body[: -len(self.section_end)]
+                inner = body[: -len(section_end)]
                 return [], inner if inner.strip() else ""
             return None
         last_end = sc.raw_spans[-1][1]
         if ended:
             if consumed != len(body):
                 return None
-            tail = body[last_end : len(body) - len(self.section_end)]
+            tail = body[last_end : len(body) - len(section_end)]
             leftover = tail if self.noise and tail.strip() else ""  # noise after the last call is text
         elif cut:
             leftover = body[last_end:]  # the complete calls before the cut count; the rest is text

@@ -92,6 +92,22 @@ NOISE_AND_EMPTY = [
 ]
 CASES += NOISE_AND_EMPTY
 
+# The section's markers in the singular, as llama.cpp and vLLM read them; each spelling ends
+# with its own end marker.
+SB, SE = "<|tool_call_section_begin|>", "<|tool_call_section_end|>"
+SINGULAR = [
+    Case("singular-section", SB + W + SE, calls=[PW]),
+    Case("singular-section-after-text", "Sure.\n" + SB + W + SE, content="Sure.\n", calls=[PW]),
+    Case("singular-section-end-implied", SB + W, calls=[PW]),
+    Case(
+        "singular-then-plural",
+        SB + W + SE + B + call("get_time", 1, "{}") + E,
+        calls=[PW, ("get_time", {})],
+    ),
+    Case("singular-section-cut", SB + W[:-20], truncated=True, incomplete=["get_weather"]),
+]
+CASES += SINGULAR
+
 # The section's markers are structure; one call's raw needs them back to stand alone.
 FUZZ = Fuzz(
     markers=(B, E, "<|tool_call_begin|>", "<|tool_call_end|>", "<|tool_call_argument_begin|>"),
