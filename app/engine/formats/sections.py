@@ -606,7 +606,11 @@ class JsonSectionFormat(Format):
 
     def region_scanner(self, opener: str) -> JsonCallSection:
         return JsonCallSection(
-            self.call_begin, self.call_end, self._section_end(opener), noise=self.noise, args_end=self.args_end
+            self.call_begin,
+            self.call_end,
+            self._section_end(opener),
+            noise=self.noise,
+            args_end=self.args_end,
         )
 
     def parse_region(self, opener, body, *, at_end, truncated, tools):
