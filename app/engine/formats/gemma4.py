@@ -7,11 +7,21 @@ template writes Python's ``None`` for null, accepted too), nested ``{...}`` obje
 calls may appear, with text around them. Reasoning is a ``<|channel>thought ...<channel|>``
 block. A ``<tool_call|>`` inside a string does not end the call. Gemma 4 sometimes drops the
 ``call`` word (``<|tool_call>:NAME{...}<tool_call|>``): read the same, the rest as strictly.
+
+What else Gemma 4 writes, read strictly:
+
+* a string (value or key) in JSON's double quotes, with JSON's escapes, or in Python's single
+  quotes, with Python's: it "regularly" writes them inside arrays and objects (vLLM #51284:
+  ``data_refs:["ds_1"]``, ``['ds_1']``, ``opts:{"mode": "fast"}``), and whole JSON arguments;
+* Python's keyword-call shell under a heavy prompt (omlx #1846):
+  ``call:NAME(key=value, ...)``, the values in the same notation.
 """
 
 from __future__ import annotations
 
+import ast
 import functools
+import json
 import re
 from functools import partial
 from typing import Any
@@ -30,6 +40,7 @@ _NAME = re.compile(WIRE_NAME)
 _NUMBER = re.compile(r"-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?")
 _LITERALS = {"true": True, "false": False, "null": None, "True": True, "False": False, "None": None}
 _MAX_DEPTH = 64
+_JSON_STRING = json.JSONDecoder(strict=False)
 
 
 class _Scanner(RegionScanner):
@@ -89,21 +100,50 @@ class _Reader:
         self.i = end + len(QUOTE)
         return self.s[start:end]
 
-    def key(self) -> str:
+    def quoted(self) -> str:
+        """A string in JSON's double quotes or Python's single quotes, at ``i``."""
+        s, i = self.s, self.i
+        if s[i] == '"':
+            try:
+                v, end = _JSON_STRING.raw_decode(s, i)
+            except ValueError:
+                raise _Bad("bad JSON string") from None
+        else:
+            end = i + 1
+            while end < len(s) and s[end] != "'":
+                end += 2 if s[end] == "\\" else 1
+            if end >= len(s):
+                raise _Bad("unterminated string")
+            end += 1
+            try:
+                v = ast.literal_eval(s[i:end])
+            except (ValueError, SyntaxError, MemoryError, RecursionError):
+                raise _Bad("bad Python string") from None
+        if not isinstance(v, str):
+            raise _Bad("not a string")
+        self.i = end
+        return v
+
+    def key(self, kv: str = ":") -> str:
         self.ws()
         if self.s.startswith(QUOTE, self.i):
             k = self.string()
+        elif self.s.startswith(('"', "'"), self.i):
+            k = self.quoted()
         else:
             j = self.i
             while j < len(self.s) and self.s[j] not in ":{}[],<>\"'\n":
                 j += 1
+            if kv == "=":  # a keyword argument's name: up to the '='
+                j = self.s.find("=", self.i)
+                j = len(self.s) if j == -1 else j
             k = self.s[self.i : j].strip()
-            if not k:
+            if not k or (kv == "=" and not k.isidentifier()):
                 raise _Bad("empty key")
             self.i = j
         self.ws()
-        if not self.s.startswith(":", self.i):
-            raise _Bad("key without ':'")
+        if not self.s.startswith(kv, self.i):
+            raise _Bad(f"key without {kv!r}")
         self.i += 1
         return k
 
@@ -117,6 +157,8 @@ class _Reader:
         if i >= len(s):
             raise _Bad("missing value")
         c = s[i]
+        if c in "\"'":
+            return self.quoted()
         if c == "{":
             return self.obj(depth + 1)
         if c == "[":
@@ -137,7 +179,7 @@ class _Reader:
                     return out
                 raise _Bad("bad array")
         j = i
-        while j < len(s) and s[j] not in ",}]" and not s[j].isspace():
+        while j < len(s) and s[j] not in ",}])" and not s[j].isspace():
             j += 1
         tok = s[i:j]
         self.i = j
@@ -147,17 +189,19 @@ class _Reader:
             return float(tok) if any(ch in tok for ch in ".eE") else int(tok)
         raise _Bad(f"bad token {tok!r}")
 
-    def obj(self, depth: int) -> dict[str, Any]:
-        if not self.s.startswith("{", self.i):
-            raise _Bad("expected '{'")
+    def obj(self, depth: int, shell: str = "{}", kv: str = ":") -> dict[str, Any]:
+        """An object ``{k:v,...}``; with ``shell="()"`` and ``kv="="``, keyword arguments."""
+        open_, close = shell[0], shell[1]
+        if not self.s.startswith(open_, self.i):
+            raise _Bad(f"expected {open_!r}")
         self.i += 1
         out: dict[str, Any] = {}
         self.ws()
-        if self.s.startswith("}", self.i):
+        if self.s.startswith(close, self.i):
             self.i += 1
             return out
         while True:
-            k = self.key()
+            k = self.key(kv)
             if k in out:
                 raise _Bad("duplicate key")
             out[k] = self.value(depth + 1)
@@ -165,7 +209,7 @@ class _Reader:
             if self.s.startswith(",", self.i):
                 self.i += 1
                 continue
-            if self.s.startswith("}", self.i):
+            if self.s.startswith(close, self.i):
                 self.i += 1
                 return out
             raise _Bad("bad object")
@@ -210,7 +254,8 @@ def parse_gemma_call(inner: str, *, bare: bool = False) -> tuple[str, dict[str, 
     r = _Reader(s)
     r.i = m.end()
     try:
-        args = r.obj(0)
+        # Python's keyword-call shell (see the module docstring), else Gemma's object
+        args = r.obj(0, "()", "=") if s.startswith("(", r.i) else r.obj(0)
     except _Bad:
         return None
     r.ws()

@@ -184,6 +184,51 @@ CASES += [
 ]
 
 # The closing reasoning tag inside an argument: part of the call in every reasoning state.
+# Strings in JSON's or Python's quotes (vLLM #51284: inside arrays and objects, and whole JSON
+# arguments), and Python's keyword-call shell (omlx #1846).
+QUOTES_AND_SHELL = [
+    Case("json-quoted-values", '<|tool_call>call:get_weather{city: "Paris", days: 3}<tool_call|>', calls=[W]),
+    Case("json-arguments", '<|tool_call>call:get_weather{"city": "Paris", "days": 3}<tool_call|>', calls=[W]),
+    Case(
+        "json-escapes-and-a-brace",
+        '<|tool_call>call:set_port{blob: "a \\"b\\" } c\\n"}<tool_call|>',
+        calls=[("set_port", {"blob": 'a "b" } c\n'})],
+    ),
+    Case(
+        "quotes-inside-containers",
+        f'<|tool_call>call:search{{query:{Q}x{Q},tags:[\'a\', "b"],filters:{{"year": 2020}}}}<tool_call|>',
+        calls=[("search", {"query": "x", "tags": ["a", "b"], "filters": {"year": 2020}})],
+    ),
+    Case(
+        "python-quote-with-escape",
+        "<|tool_call>call:set_port{blob:'it\\'s'}<tool_call|>",
+        calls=[("set_port", {"blob": "it's"})],
+    ),
+    Case("keyword-call-shell", '<|tool_call>call:get_weather(city="Paris", days=3)<tool_call|>', calls=[W]),
+    Case(
+        "keyword-call-shell-gemma-strings",
+        f"<|tool_call>call:get_weather(city={Q}Paris{Q}, days=3)<tool_call|>",
+        calls=[W],
+    ),
+    Case("keyword-call-shell-empty", "<|tool_call>call:get_time()<tool_call|>", calls=[("get_time", {})]),
+    # still text: a bare word for a string, ':' in the keyword shell, an unclosed quote
+    Case(
+        "bare-word-value-is-text",
+        "<|tool_call>call:get_weather{city: Paris}<tool_call|>",
+        content="<|tool_call>call:get_weather{city: Paris}<tool_call|>",
+    ),
+    Case(
+        "colon-in-keyword-shell-is-text",
+        '<|tool_call>call:get_weather(city: "Paris")<tool_call|>',
+        content='<|tool_call>call:get_weather(city: "Paris")<tool_call|>',
+    ),
+    Case(
+        "unclosed-quote-is-text",
+        '<|tool_call>call:get_weather{city: "Paris}<tool_call|>',
+        content='<|tool_call>call:get_weather{city: "Paris}<tool_call|>',
+    ),
+]
+CASES += QUOTES_AND_SHELL
 CASES += close_tag_in_argument_cases(
     ("<|channel>thought", "<channel|>"),
     f"<|tool_call>call:set_port{{blob:{Q}why <|channel>thought and <channel|> here{Q}}}<tool_call|>",
