@@ -49,9 +49,14 @@ well-formed block is a call, read exactly as inside a section; a run with a malf
 anywhere is text (its region ends at the fault). Only the V3.2/V4 spelling is read bare (V4.1's
 spaced ``<｜DSML｜ invoke`` stands only in its `` calls`` block).
 
+Around those blocks DeepSeek V3.2 / V4 also write (sglang #40236, opencode #24566), read as the
+section's frame: a section whose closing tag never came, when the reply ended normally right
+after a complete block; the closing tag after a bare run (its opening tag dropped); an opening
+tag missing its ``>`` (``<｜DSML｜tool_calls``, a newline, then the blocks).
+
 A reply cut (``truncated``) inside a section keeps the complete calls before the cut (a JSON
 section here or a DSML one); the cut remainder comes back as text, byte for byte. A section that
-is malformed anywhere, or unclosed in a reply that ended normally, is text.
+is malformed anywhere, or a JSON section unclosed in a reply that ended normally, is text.
 
 The DSML reader serves another family that writes the same XML under its own tag prefix
 (GigaChat 3.5's ``｜GCML｜``): :class:`DeepSeekDsmlFormat` built with ``prefix`` and the section
@@ -152,7 +157,13 @@ DSML_DIALECTS: dict[str, tuple[str, ...]] = {
     f"<{DSML}tool_calls>": (DSML,),
     f"<{DSML_V41}calls>": (DSML_V41, DSML),
 }
+# The V3.2/V4 section tags missing their ">" (a deviation: the tag's name, then a newline; the
+# newline is the opener's so that no opener is a prefix of the whole tag)
+DSML_UNCLOSED_TAGS = tuple(t[:-1] + "\n" for t in DSML_DIALECTS if DSML_V41 not in t)
+DSML_DIALECTS.update({t: (DSML,) for t in DSML_UNCLOSED_TAGS})
 DSML_OPENERS = tuple(DSML_DIALECTS)
+# What a bare run of invoke blocks may end with: a section's closing tag (its opening one dropped)
+BARE_CLOSES = tuple("</" + t[1:] for t in DSML_DIALECTS if DSML_V41 not in t and t.endswith(">"))
 INVOKE = f"<{DSML}invoke"
 INVOKE_END = f"</{DSML}invoke>"
 PARAM = f"<{DSML}parameter"
@@ -176,6 +187,7 @@ class DsmlScanner(SectionScanner):
     def __init__(self, close: str, prefixes: tuple[str, ...] = (DSML,), *, self_closing: bool = True):
         super().__init__("between")
         self.close = close
+        self.closes: tuple[str, ...] = (close,) if close else ()  # the tags that close the section
         self.self_closing = self_closing  # whether ``<PREFIXinvoke name="N"/>`` is a call
         self.invokes = tuple(f"<{p}invoke" for p in prefixes)
         self.params = tuple(f"<{p}parameter" for p in prefixes)
@@ -193,14 +205,14 @@ class DsmlScanner(SectionScanner):
         while i < n:
             st = self.state
             if st in ("between", "invoke"):
-                wanted = (*self.invokes, self.close) if st == "between" else (*self.params, self.invoke_end)
+                wanted = (*self.invokes, *self.closes) if st == "between" else (*self.params, self.invoke_end)
                 i, hit = self._expect(buf, i, wanted, final)
                 if hit is None:
                     return self._ret(i, False)
                 if not hit:
                     self._fail()
                     continue
-                if hit == self.close:
+                if hit in self.closes:
                     self.state = "done"
                     return self._ret(i + len(hit), True)
                 if hit in self.invokes:
@@ -260,6 +272,7 @@ class BareDsmlScanner(DsmlScanner):
 
     def __init__(self, *, head: bool) -> None:
         super().__init__("", (DSML,))  # no closing tag: "seek" ends the region where it stands
+        self.closes = BARE_CLOSES  # a section's closing tag after the run is its frame
         if head:
             self.state = "invoke_head"
             self.invoke_end = INVOKE_END
@@ -297,7 +310,8 @@ class DeepSeekDsmlFormat(XmlParamsFormat):
     bare = True  # V4's invoke blocks written without their section
     self_closing = True  # ``<｜DSML｜invoke name="N"/>``: a call without parameters
     openers = (*DSML_OPENERS, INVOKE)  # INVOKE: V4's bare blocks
-    non_marker_openers = (INVOKE,)  # a deviation: the published call opens with a section tag
+    # deviations: the published call opens with a whole section tag
+    non_marker_openers = (*DSML_UNCLOSED_TAGS, INVOKE)
     reasoning = THINK
     raw_values = False  # a value's ``string`` flag says how to read it
     section = (f"<{DSML}function_calls>\n", f"</{DSML}function_calls>")
@@ -344,10 +358,12 @@ class DeepSeekDsmlFormat(XmlParamsFormat):
             sc.scan(body, not (at_end and truncated))
             if sc.bad or not sc.calls:
                 return None
-            leftover = body[sc.calls[-1][-1] :]
+            # a closing section tag after the run is structure with the whitespace before it
+            leftover = "" if sc.state == "done" else body[sc.calls[-1][-1] :]
         else:
             sc = DsmlScanner(_dsml_close(opener), self.dialects[opener], self_closing=self.self_closing)
-            got = scan_section(sc, body, at_end=at_end, truncated=truncated)
+            # DeepSeek's section may miss its closing tag when the reply ended after a block
+            got = scan_section(sc, body, at_end=at_end, truncated=truncated, implied_end=self.bare)
             if got is None or not sc.calls:
                 return None
             leftover = got
@@ -385,7 +401,8 @@ class DeepSeekDsmlFormat(XmlParamsFormat):
 
 
 def _dsml_close(opener: str) -> str:
-    return "</" + opener[1:]
+    tag = opener.rstrip("\n")  # (a tag missing its ">" opens with its name and a newline)
+    return "</" + tag[1:] + ("" if tag.endswith(">") else ">")
 
 
 register(DEEPSEEK_V3)

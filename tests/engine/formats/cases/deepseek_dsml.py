@@ -117,9 +117,15 @@ CASES = [
         content="\n\n",
         calls=[("search", {"query": "q", "limit": "ten"})],
     ),
-    # Unclosed at a normal end (or closed by the wrong tag): text; their prefixes cut right after
-    # the complete invoke keep it, hence no stable prefix.
-    Case("missing-section-end", "\n\n" + FC + "\n" + W, content="\n\n" + FC + "\n" + W, stable_prefix=False),
+    # The closing tag never came, the reply ended right after a complete invoke (sglang #40236):
+    # the section's end is implied. Anything after the invoke makes it text.
+    Case("missing-section-end", "\n\n" + FC + "\n" + W, content="\n\n\n", calls=[PW]),
+    Case(
+        "missing-section-end-then-text",
+        "\n\n" + FC + "\n" + W + "Done.",
+        content="\n\n" + FC + "\n" + W + "Done.",
+        stable_prefix=False,
+    ),
     # Cut at max_tokens: the cut call is an incomplete call, never content.
     Case(
         "cut-mid-parameter",
@@ -325,6 +331,27 @@ BARE = [
     Case("i27-bare-v41-spacing-is-text", W41, content=W41),
 ]
 CASES += BARE
+
+# The section's frame around the blocks, as V3.2 / V4 write it: the closing tag after a bare run
+# (its opening tag dropped), an opening tag missing its ">" (sglang #40236, opencode #24566).
+FRAME = [
+    Case("bare-run-then-closing-tag", B + "\n" + TCE, calls=[PW]),
+    Case("bare-run-then-closing-tag-after-text", "Sure.\n" + B + "\n" + FCE, content="Sure.\n", calls=[PW]),
+    Case("bare-run-closing-tag-then-text", B + TCE + "\nDone.", content="\nDone.", calls=[PW]),
+    Case("opening-tag-missing-its-close", f"<{D}tool_calls\n" + W + TCE, calls=[PW]),
+    Case(
+        "opening-tag-missing-its-close-fc", f"\n\n<{D}function_calls\n" + W + FCE, content="\n\n", calls=[PW]
+    ),
+    Case("opening-tag-missing-its-close-and-end", f"<{D}tool_calls\n" + W, content="\n", calls=[PW]),
+    # still text: another character after the tag's name, a closing tag of another family
+    Case(
+        "opening-tag-name-run-on-is-text",
+        f"<{D}tool_callsX\n" + W + TCE,
+        content=f"<{D}tool_callsX\n",
+        calls=[PW],
+    ),
+]
+CASES += FRAME
 
 # The section tags are structure; string values end at the parameter's closing tag.
 FUZZ = Fuzz(
