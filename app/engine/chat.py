@@ -565,17 +565,7 @@ class LocalReplies:
             and not (cancel is not None and cancel.is_set())
         ):
             end, follow = past
-            remaining = None if self.deadline is None else max(0.0, self.deadline - time.monotonic())
-            more = generate(
-                self.model,
-                prompt + res.text + end,
-                max_tokens=self.max_tokens - res.generated_tokens,
-                sampling=self.sampling,
-                cancel=cancel,
-                deadline_s=remaining,
-                stop=self.stop,
-                options=self.options.later(),
-            )
+            more = self._rest(prompt, res, end, cancel)
             pieces, held = iter(more), ""
             for piece in pieces:
                 held += piece
@@ -590,6 +580,24 @@ class LocalReplies:
             assert more.result is not None
             res = _joined(res, end, more.result)
         return res
+
+    def _rest(
+        self, prompt: Any, res: Any, written: str, cancel: threading.Event | None, constraint: Any = None
+    ) -> Any:
+        """The generation of the rest of a reply that wrote ``res`` and then the engine's
+        ``written`` text (a budget's closing text, a message's end), for the tokens left."""
+        remaining = None if self.deadline is None else max(0.0, self.deadline - time.monotonic())
+        return generate(
+            self.model,
+            prompt + res.text + written,
+            max_tokens=self.max_tokens - res.generated_tokens,
+            sampling=self.sampling,
+            cancel=cancel,
+            deadline_s=remaining,
+            stop=self.stop,
+            constraint=constraint,
+            options=self.options.later(),
+        )
 
     def _pieces(
         self, gen: Any, stream: Stream | PlainStream | None, pieces: Iterator[str] | None = None
@@ -659,18 +667,7 @@ class LocalReplies:
                         live.see(ev)
                         yield ev
                 again = self._budget_constraint(round, constraint, res.text, closing, tags)
-                remaining = None if self.deadline is None else max(0.0, self.deadline - time.monotonic())
-                more = generate(
-                    self.model,
-                    prompt + res.text + closing,
-                    max_tokens=self.max_tokens - res.generated_tokens,
-                    sampling=self.sampling,
-                    cancel=cancel,
-                    deadline_s=remaining,
-                    stop=self.stop,
-                    constraint=again,
-                    options=self.options.later(),
-                )
+                more = self._rest(prompt, res, closing, cancel, again)
                 yield from self._pieces(more, stream)
                 assert more.result is not None
                 res = _joined(res, closing, more.result)
