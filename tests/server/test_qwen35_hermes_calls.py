@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.server.conftest import TEMPLATES, TOOLS
-from tests.ui.scripted_gguf import write_scripted_gguf
+from tests.server.scripted_replies import read_plain, read_streamed, scripted_reply_server
 
 USER = [{"role": "user", "content": "Weather in Oslo, and the time there?"}]
 OSLO = {"city": "Oslo"}
@@ -46,32 +45,9 @@ CONTROL = ("<|im_start|>", "<|im_end|>", "<|endoftext|>")
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory) -> Iterator[Any]:
-    from app.server import ApiServer, ServerConfig
-
-    folder = tmp_path_factory.mktemp("qwen35")
     template = (TEMPLATES / "Qwen3.5-4B.jinja").read_text(encoding="utf-8")
-    paths: list[Path] = []
-    for name, text in REPLIES.items():
-        paths.append(
-            write_scripted_gguf(
-                folder / f"{name}.gguf",
-                chat_template=template,
-                control_tokens=CONTROL,
-                user_tokens=[text],  # the whole reply is one token, then the end of the turn
-                eos="<|im_end|>",
-                script={text: "<|im_end|>"},
-                default_next=text,
-                name=name,
-            )
-        )
-    srv = ApiServer(
-        ServerConfig(port=0, models=[str(p) for p in paths], use_library=False, n_ctx=2048, n_threads=1)
-    )
-    srv.start()
-    try:
-        yield srv
-    finally:
-        srv.stop()
+    folder = tmp_path_factory.mktemp("qwen35")
+    yield from scripted_reply_server(folder, template, REPLIES, control=CONTROL, eos="<|im_end|>")
 
 
 @pytest.fixture(scope="module")
@@ -81,41 +57,16 @@ def client(server):
     return OpenAI(base_url=server.url + "/v1", api_key="unused", max_retries=0, timeout=60)
 
 
-def _plain(client, model: str) -> tuple[list[tuple[str, dict]], str | None, str]:
-    r = client.chat.completions.create(model=model, messages=USER, tools=TOOLS, max_tokens=128)
-    choice = r.choices[0]
-    calls = [(c.function.name, json.loads(c.function.arguments)) for c in choice.message.tool_calls or []]
-    return calls, choice.message.content, choice.finish_reason
-
-
-def _streamed(client, model: str) -> tuple[list[tuple[str, dict]], str | None, str]:
-    seen: dict[int, dict] = {}
-    text, finish = "", ""
-    for chunk in client.chat.completions.create(
-        model=model, messages=USER, tools=TOOLS, max_tokens=128, stream=True
-    ):
-        if not chunk.choices:
-            continue
-        delta = chunk.choices[0].delta
-        text += delta.content or ""
-        for tc in delta.tool_calls or []:
-            entry = seen.setdefault(tc.index, {"name": tc.function.name, "args": ""})
-            entry["args"] += tc.function.arguments or ""
-        finish = chunk.choices[0].finish_reason or finish
-    calls = [(v["name"], json.loads(v["args"])) for _, v in sorted(seen.items())]
-    return calls, text or None, finish
-
-
 def test_the_template_is_qwen_xml_s(server):
     from app.engine.formats import detect_template
 
     assert detect_template((TEMPLATES / "Qwen3.5-4B.jinja").read_text(encoding="utf-8")) == "qwen-xml"
 
 
-@pytest.mark.parametrize("read", [_plain, _streamed], ids=["plain", "streamed"])
+@pytest.mark.parametrize("read", [read_plain, read_streamed], ids=["plain", "streamed"])
 @pytest.mark.parametrize("model", sorted(CALLS))
 def test_qwen35_s_hermes_calls_reach_the_client_as_calls(client, model, read):
-    calls, content, finish = read(client, model)
+    calls, content, finish = read(client, model, USER, TOOLS)
     assert calls == CALLS[model]
     assert not (content or "").strip()  # nothing of the calls' JSON or tags is shown as text
     assert "<tool_call>" not in (content or "") and finish == "tool_calls"

@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.server.conftest import FAMILIES, TEMPLATES, TOOLS
-from tests.ui.scripted_gguf import write_scripted_gguf
+from tests.server.scripted_replies import read_plain, read_streamed, scripted_reply_server
 
 USER = [{"role": "user", "content": "Weather in Oslo, and the time there?"}]
 OSLO = {"city": "Oslo"}
@@ -39,32 +38,10 @@ CALLS = {
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory) -> Iterator[Any]:
-    from app.server import ApiServer, ServerConfig
-
-    folder = tmp_path_factory.mktemp("qwen-coder")
     spec = FAMILIES["hermes"]
-    paths: list[Path] = []
-    for name, text in REPLIES.items():
-        paths.append(
-            write_scripted_gguf(
-                folder / f"{name}.gguf",
-                chat_template=(TEMPLATES / spec.template).read_text(encoding="utf-8"),
-                control_tokens=spec.control,
-                user_tokens=[text],  # the whole reply is one token, then the end of the turn
-                eos=spec.eos,
-                script={text: spec.eos},
-                default_next=text,
-                name=name,
-            )
-        )
-    srv = ApiServer(
-        ServerConfig(port=0, models=[str(p) for p in paths], use_library=False, n_ctx=2048, n_threads=1)
-    )
-    srv.start()
-    try:
-        yield srv
-    finally:
-        srv.stop()
+    template = (TEMPLATES / spec.template).read_text(encoding="utf-8")
+    folder = tmp_path_factory.mktemp("qwen-coder")
+    yield from scripted_reply_server(folder, template, REPLIES, control=spec.control, eos=spec.eos)
 
 
 @pytest.fixture(scope="module")
@@ -74,29 +51,12 @@ def client(server):
     return OpenAI(base_url=server.url + "/v1", api_key="unused", max_retries=0, timeout=60)
 
 
-def _plain(client, model: str) -> tuple[list[tuple[str, dict]], str | None, str]:
-    r = client.chat.completions.create(model=model, messages=USER, tools=TOOLS, max_tokens=64)
-    choice = r.choices[0]
-    calls = [(c.function.name, json.loads(c.function.arguments)) for c in choice.message.tool_calls or []]
-    return calls, choice.message.content, choice.finish_reason
+def _plain(client, model: str) -> tuple[list, str | None, str]:
+    return read_plain(client, model, USER, TOOLS, max_tokens=64)
 
 
-def _streamed(client, model: str) -> tuple[list[tuple[str, dict]], str | None, str]:
-    seen: dict[int, dict] = {}
-    text, finish = "", ""
-    for chunk in client.chat.completions.create(
-        model=model, messages=USER, tools=TOOLS, max_tokens=64, stream=True
-    ):
-        if not chunk.choices:
-            continue
-        delta = chunk.choices[0].delta
-        text += delta.content or ""
-        for tc in delta.tool_calls or []:
-            entry = seen.setdefault(tc.index, {"name": tc.function.name, "args": ""})
-            entry["args"] += tc.function.arguments or ""
-        finish = chunk.choices[0].finish_reason or finish
-    calls = [(v["name"], json.loads(v["args"])) for _, v in sorted(seen.items())]
-    return calls, text or None, finish
+def _streamed(client, model: str) -> tuple[list, str | None, str]:
+    return read_streamed(client, model, USER, TOOLS, max_tokens=64)
 
 
 @pytest.mark.parametrize("read", [_plain, _streamed], ids=["plain", "streamed"])

@@ -1,0 +1,71 @@
+"""Servers of scripted GGUFs that write one fixed reply whatever the prompt, and what the official
+openai client reads of a reply, plain and streamed (shared by the tests of models that stray
+from their template's wire)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from tests.ui.scripted_gguf import write_scripted_gguf
+
+__all__ = ["read_plain", "read_streamed", "scripted_reply_server"]
+
+
+def scripted_reply_server(
+    folder: Path, template: str, replies: Mapping[str, str], *, control: tuple[str, ...], eos: str
+) -> Iterator[Any]:
+    """An API server whose models (named by ``replies``' keys) each write their reply, one token,
+    then the end of the turn, with ``template``; stopped when the generator closes."""
+    from app.server import ApiServer, ServerConfig
+
+    paths = [
+        write_scripted_gguf(
+            folder / f"{name}.gguf",
+            chat_template=template,
+            control_tokens=control,
+            user_tokens=[text],  # the whole reply is one token, then the end of the turn
+            eos=eos,
+            script={text: eos},
+            default_next=text,
+            name=name,
+        )
+        for name, text in replies.items()
+    ]
+    srv = ApiServer(
+        ServerConfig(port=0, models=[str(p) for p in paths], use_library=False, n_ctx=2048, n_threads=1)
+    )
+    srv.start()
+    try:
+        yield srv
+    finally:
+        srv.stop()
+
+
+def read_plain(client, model: str, messages, tools, max_tokens: int = 128) -> tuple[list, str | None, str]:
+    """(calls as (name, arguments), content, finish reason) of a non-streamed completion."""
+    r = client.chat.completions.create(model=model, messages=messages, tools=tools, max_tokens=max_tokens)
+    choice = r.choices[0]
+    calls = [(c.function.name, json.loads(c.function.arguments)) for c in choice.message.tool_calls or []]
+    return calls, choice.message.content, choice.finish_reason
+
+
+def read_streamed(client, model: str, messages, tools, max_tokens: int = 128) -> tuple[list, str | None, str]:
+    """The same of a streamed completion, its call deltas joined by index."""
+    seen: dict[int, dict] = {}
+    text, finish = "", ""
+    for chunk in client.chat.completions.create(
+        model=model, messages=messages, tools=tools, max_tokens=max_tokens, stream=True
+    ):
+        if not chunk.choices:
+            continue
+        delta = chunk.choices[0].delta
+        text += delta.content or ""
+        for tc in delta.tool_calls or []:
+            entry = seen.setdefault(tc.index, {"name": tc.function.name, "args": ""})
+            entry["args"] += tc.function.arguments or ""
+        finish = chunk.choices[0].finish_reason or finish
+    calls = [(v["name"], json.loads(v["args"])) for _, v in sorted(seen.items())]
+    return calls, text or None, finish
