@@ -206,20 +206,26 @@ def test_off_keeps_a_model_that_would_think_from_thinking(name, tmp_path):
 BUDGET_FAMILIES = sorted(name for name, fmt in FORMATS.items() if fmt.closing_text() is not None)
 
 
-@pytest.mark.parametrize("family", BUDGET_FAMILIES)
-def test_a_budget_closes_the_reasoning_in_the_family_s_syntax(family, tmp_path):
-    fmt = FORMATS[family]
-    open_, _close = fmt.thinking_tags()
-    closing = fmt.closing_text()
+def _thinker(tmp_path: Path, open_: str, closing: str, template: str = CHATML):
+    """A model that thinks until stopped: it opens ``open_`` after the generation prompt's last
+    ``\n`` (or goes on from it where ``template``'s prompt ends with it), writes ``x`` until
+    stopped, and answers ``A`` after ``closing`` (one token each)."""
     script = {"\n": open_, open_: "x", "x": "x", closing: "A"}
     path = write_scripted_gguf(
         tmp_path / "t.gguf",
-        chat_template=CHATML,
+        chat_template=template,
         script=script,
         default_next="<|im_end|>",
         user_tokens=[open_, closing],
     )
-    m = load_model(path, n_ctx=2048, n_threads=1)
+    return load_model(path, n_ctx=2048, n_threads=1)
+
+
+@pytest.mark.parametrize("family", BUDGET_FAMILIES)
+def test_a_budget_closes_the_reasoning_in_the_family_s_syntax(family, tmp_path):
+    fmt = FORMATS[family]
+    open_, _close = fmt.thinking_tags()
+    m = _thinker(tmp_path, open_, fmt.closing_text())
     try:
         budget = 6
         session = ChatSession(m, tool_format=family, thinking=Thinking(budget=budget), max_tokens=40)
@@ -244,15 +250,7 @@ def test_a_budget_closes_the_reasoning_in_the_family_s_syntax(family, tmp_path):
 
 
 def test_a_budget_without_a_message_closes_with_the_tag_alone(tmp_path):
-    script = {"\n": "<think>", "<think>": "x", "x": "x", "</think>\n\n": "A"}
-    path = write_scripted_gguf(
-        tmp_path / "t.gguf",
-        chat_template=CHATML,
-        script=script,
-        default_next="<|im_end|>",
-        user_tokens=["<think>", "</think>\n\n"],
-    )
-    m = load_model(path, n_ctx=2048, n_threads=1)
+    m = _thinker(tmp_path, "<think>", "</think>\n\n")
     try:
         session = ChatSession(
             m, tool_format="none", thinking=Thinking(budget=3, budget_message=None), max_tokens=20
@@ -271,20 +269,11 @@ def test_a_budget_closes_hunyuan_v4_s_block_in_the_reply_s_spelling(code, opened
     one of many): a spent budget closes the block with the code the reply (or the generation
     prompt) opened it with, so the model answers and the reader sees reasoning, then the answer."""
     open_, close = f"<think{code}>", f"</think{code}>\n\n"
+    template = CHATML
     if opened_by == "prompt":
         template = CHATML.replace("'<|im_start|>assistant\\n'", f"'<|im_start|>assistant\\n{open_}'")
         assert template != CHATML
-        script = {open_: "x", "x": "x", close: "A"}
-    else:
-        template, script = CHATML, {"\n": open_, open_: "x", "x": "x", close: "A"}
-    path = write_scripted_gguf(
-        tmp_path / "t.gguf",
-        chat_template=template,
-        script=script,
-        default_next="<|im_end|>",
-        user_tokens=[open_, close],
-    )
-    m = load_model(path, n_ctx=2048, n_threads=1)
+    m = _thinker(tmp_path, open_, close, template)
     try:
         session = ChatSession(m, tool_format="hunyuan-v4", thinking=Thinking(budget=4), max_tokens=30)
         events = list(session.send("Hi"))
