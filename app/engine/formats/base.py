@@ -402,6 +402,9 @@ class Format:
     # <think>); any of the closing tags closes a block. A closing tag may be a marker that starts
     # the answer (Kimi K3's response frame): it ends reasoning and is structure.
     reasoning_alt: tuple[tuple[str, str], ...] = ()
+    # The family's models may repeat the closing tag right after it (MiniMax-M3 writes
+    # ``</mm:think></mm:think>``): each repeat written right after a closing tag is dropped.
+    repeated_close: bool = False
     # The reasoning block as a thinking budget sees it (``app.engine.chat``): its (open, close)
     # markers (None: ``reasoning``; Harmony's analysis channel has no tags of its own) and the text
     # that closes a block the engine ends (None: the closing tag, then a blank line).
@@ -615,6 +618,7 @@ _CALLSTART = "callstart"  # start-only family: does the reply open as a call?
 _TEXT = "text"
 _REGION = "region"
 _DONE = "done"
+_RECLOSE = "reclose"  # right after a closing reasoning tag: a repeat of it may follow (dropped)
 
 
 class Stream:
@@ -708,6 +712,22 @@ class Stream:
     def _after_reasoning(self) -> str:
         return _CALLSTART if self.fmt.start_only else _TEXT
 
+    def _after_close(self) -> str:
+        """The state after a closing reasoning tag."""
+        return _RECLOSE if self.fmt.repeated_close else self._after_reasoning()
+
+    def _step_reclose(self, final: bool, truncated: bool) -> bool:
+        buf = self._buf
+        self.ops += 1
+        close = next((c for c in self._closes if buf.startswith(c)), None)
+        if close is not None:
+            self._consume(len(close))
+            return True
+        if not final and any(c.startswith(buf) for c in self._closes):
+            return False  # may still be a repeat
+        self._mode = self._after_reasoning()
+        return True
+
     def _consume(self, n: int) -> str:
         s, self._buf = self._buf[:n], self._buf[n:]
         return s
@@ -724,6 +744,7 @@ class Stream:
             _TEXT: self._step_text,
             _REGION: self._step_region,
             _DONE: self._step_done,
+            _RECLOSE: self._step_reclose,
         }
 
     def _run(self, final: bool, truncated: bool) -> None:
@@ -761,7 +782,7 @@ class Stream:
             self._reason(self._consume(i))
             self._consume(len(close_tag))
             self._ws = 0
-            self._mode = self._after_reasoning()
+            self._mode = self._after_close()
             return True
         if not final and (
             rest == ""
@@ -861,7 +882,7 @@ class Stream:
     def _end_held_reasoning(self) -> None:
         self._reason("".join(self._held))
         self._held = []
-        self._mode = self._after_reasoning()
+        self._mode = self._after_close()
 
     def _step_reason(self, final: bool, truncated: bool) -> bool:
         closes = self._closes
@@ -876,7 +897,7 @@ class Stream:
         self._reason(self._consume(pos))
         if m in closes:
             self._consume(len(m))
-            self._mode = self._after_reasoning()
+            self._mode = self._after_close()
         else:
             self._held = []
             self._open_held_region(m)

@@ -37,6 +37,11 @@ parser):
   incomplete call.
 * The invoke's name is double-quoted (llama.cpp's grammar writes only that spelling; vLLM also
   reads single quotes and no quotes: not read here).
+* Two ways deployed checkpoints stray, read exactly so: a leaf whose opening tag is left out
+  (``NS`` then its text, no ``NS`` in it, then ``NS</KEY>``, which names it: an invoke's first
+  parameter, in the invoke or in a nested element), and the invoke's tag without its ``<``
+  (``NS`` then ``invoke name="NAME">``). A closing ``</mm:think>`` repeated right after itself
+  is dropped (the family's ``repeated_close``).
 
 The constraint grammar writes what :meth:`MiniMaxM3Format.example_call` writes (one parameter a
 line, nested elements on the parameter's line) and holds nested objects and arrays by their
@@ -63,6 +68,7 @@ NS = "]<]minimax[>["
 OPEN = NS + "<tool_call>"
 CLOSE = NS + "</tool_call>"
 INVOKE = NS + '<invoke name="'
+INVOKE_NO_LT = NS + 'invoke name="'  # the invoke's tag as the model now and then writes it
 INVOKE_END = NS + "</invoke>"
 THINK_M3 = ("<mm:think>", "</mm:think>")
 ITEM = "item"  # the element of one array item
@@ -108,6 +114,22 @@ def _element(s: str, i: int, depth: int) -> tuple[_Element, int] | None:
     return _Element(name, s[j : end - len(close)], kids), end
 
 
+def _headless(s: str, i: int) -> tuple[_Element, int] | None:
+    """A leaf whose opening tag the model left out, at ``i``: ``NS`` then its text (no ``NS``
+    in it), then ``NS</KEY>``, which names it (as deployed MiniMax-M3 checkpoints write an
+    invoke's first parameter); None if anything else stands there."""
+    if not s.startswith(NS, i) or s.startswith(NS + "<", i):
+        return None
+    j = i + len(NS)
+    k = s.find(NS, j)
+    if k == -1 or not s.startswith(NS + "</", k):
+        return None
+    got = tag_name(s, k + len(NS) + 2, _KEY, ">")
+    if got is None or got[0] in _RESERVED:
+        return None
+    return _Element(got[0], s[j:k], None), got[1]
+
+
 def _children(s: str, i: int, close: str, depth: int) -> tuple[list[_Element], int] | None:
     """Elements from ``i`` (whitespace between them) up to ``close``: them and the index after
     ``close``; None if anything else stands there."""
@@ -116,7 +138,7 @@ def _children(s: str, i: int, close: str, depth: int) -> tuple[list[_Element], i
         i = skip_ws(s, i)
         if s.startswith(close, i):
             return kids, i + len(close)
-        got = _element(s, i, depth)
+        got = _element(s, i, depth) or _headless(s, i)
         if got is None:
             return None
         kids.append(got[0])
@@ -187,10 +209,11 @@ def _read_calls(text: str, schemas: Mapping[str, dict[str, Any]]) -> list[Parsed
     calls: list[ParsedCall] = []
     i = skip_ws(text, 0)
     while i < len(text):
-        if not text.startswith(INVOKE, i):
+        head = next((h for h in (INVOKE, INVOKE_NO_LT) if text.startswith(h, i)), None)
+        if head is None:
             return None
         start = i
-        got = tag_name(text, i + len(INVOKE), _NAME, '">')
+        got = tag_name(text, i + len(head), _NAME, '">')
         if got is None:
             return None
         name, i = got
@@ -249,6 +272,7 @@ class MiniMaxM3Format(XmlParamsFormat):
     """The MiniMax-M3 wire (see the module docstring)."""
 
     reasoning = THINK_M3
+    repeated_close = True
     section = (OPEN + "\n", CLOSE)
     tail = INVOKE_END + "\n"
 

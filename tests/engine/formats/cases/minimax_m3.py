@@ -107,6 +107,37 @@ CASES = [
         reasoning="I will call.\n" + W,
     ),
     Case("orphan-close", "hmm</mm:think>Hi", reasoning="hmm", content="Hi"),
+    # The closing tag repeated right after itself (before an answer or a call; in multi-turn
+    # chats, as the template writes a bare </mm:think> before each past answer): the repeats are
+    # framing, dropped. Anything between two closing tags keeps the second one text.
+    Case("repeated-closer-first", "</mm:think></mm:think>" + W, calls=[WC]),
+    Case("repeated-closer-first-no-orphan", "</mm:think></mm:think>" + W, calls=[WC], orphan_close=False),
+    Case(
+        "repeated-closer-then-text",
+        "</mm:think></mm:think></mm:think>Hello.",
+        content="Hello.",
+        orphan_close=False,
+    ),
+    Case(
+        "repeated-closer-after-reasoning",
+        "plan</mm:think></mm:think>\nHi",
+        in_reasoning=True,
+        reasoning="plan",
+        content="\nHi",
+    ),
+    Case(
+        "repeated-closer-opened-block",
+        "<mm:think>plan</mm:think></mm:think>Hi",
+        reasoning="plan",
+        content="Hi",
+    ),
+    Case("repeated-closer-orphan", "plan</mm:think></mm:think>Hi", reasoning="plan", content="Hi"),
+    Case(
+        "closer-after-space-is-text",
+        "</mm:think> </mm:think>Hi",
+        content=" </mm:think>Hi",
+        orphan_close=False,
+    ),
     Case("plain-think-tag-is-text", "<think>x</think>Hi", content="<think>x</think>Hi", orphan_close=False),
     # Several calls.
     Case(
@@ -280,6 +311,43 @@ CASES = [
         block(invoke("order", el("user_id", "1"), el("items", el("sku", "b-1")))),
         tools=DEEP,
     ),
+    # A parameter without its opening tag (deployed MiniMax-M3 checkpoints write an invoke's first
+    # parameter so): the namespace token, the value, then the closing tag, which names it.
+    Case(
+        "headless-first-parameter",
+        OPEN + "\n" + invoke("get_weather", f"{NS}Paris{NS}</city>", el("days", "3"), sep="") + CLOSE,
+        calls=[("get_weather", {"city": "Paris", "days": 3})],
+    ),
+    Case(
+        "headless-parameter-lines",
+        block(invoke("get_weather", el("city", "Paris"), f"{NS}3{NS}</days>")),
+        calls=[("get_weather", {"city": "Paris", "days": 3})],
+    ),
+    Case(
+        "headless-in-nested-element",
+        block(invoke("search", el("query", "x"), el("filters", f"{NS}2020{NS}</year>"))),
+        calls=[("search", {"query": "x", "filters": {"year": 2020}})],
+    ),
+    Case(
+        "headless-multiline-value",
+        block(invoke("set_port", f"{NS}line1\n<b>x</b>\n{NS}</blob>")),
+        calls=[("set_port", {"blob": "line1\n<b>x</b>\n"})],
+    ),
+    text("headless-not-closed", block(invoke("get_weather", f"{NS}Paris{NS}<days>3{NS}</days>"))),
+    text("headless-closed-by-invoke", block(invoke("get_weather", f"{NS}Paris"))),
+    text("headless-cut-by-close", OPEN + "\n" + f'{NS}<invoke name="get_weather">{NS}Paris' + CLOSE),
+    # The invoke's tag without its "<" (MiniMax-M3 drops it now and then).
+    Case(
+        "invoke-without-lt",
+        OPEN + f'\n{NS}invoke name="get_weather">\n' + el("city", "Paris") + f"\n{NS}</invoke>\n" + CLOSE,
+        calls=[("get_weather", {"city": "Paris"})],
+    ),
+    Case(
+        "invoke-without-lt-parallel",
+        OPEN + "\n" + invoke("get_time") + f'\n{NS}invoke name="get_time">\n{NS}</invoke>\n' + CLOSE,
+        calls=[TC, TC],
+    ),
+    text("invoke-without-lt-or-namespace", OPEN + '\ninvoke name="get_time">\n' + f"{NS}</invoke>\n" + CLOSE),
     # Missing close and the token limit.
     Case("missing-close-at-eos", OPEN + "\n" + invoke("get_time") + "\n", calls=[TC]),
     Case(
