@@ -14,7 +14,9 @@ What else Gemma 4 writes, read strictly:
   quotes, with Python's: it "regularly" writes them inside arrays and objects (vLLM #51284:
   ``data_refs:["ds_1"]``, ``['ds_1']``, ``opts:{"mode": "fast"}``), and whole JSON arguments;
 * Python's keyword-call shell under a heavy prompt (omlx #1846):
-  ``call:NAME(key=value, ...)``, the values in the same notation.
+  ``call:NAME(key=value, ...)``, the values in the same notation; and the same shell with
+  Gemma's own separator, ``call:NAME(key: value, ...)``, as Gemma 4 31B writes it through hosted
+  APIs (hermes-agent #7457). One separator per call.
 """
 
 from __future__ import annotations
@@ -254,8 +256,17 @@ def parse_gemma_call(inner: str, *, bare: bool = False) -> tuple[str, dict[str, 
     r = _Reader(s)
     r.i = m.end()
     try:
-        # Python's keyword-call shell (see the module docstring), else Gemma's object
-        args = r.obj(0, "()", "=") if s.startswith("(", r.i) else r.obj(0)
+        # Python's keyword-call shell, or its ``key: value`` spelling (see the module
+        # docstring), else Gemma's object
+        if s.startswith("(", r.i):
+            start = r.i
+            try:
+                args = r.obj(0, "()", "=")
+            except _Bad:
+                r.i = start
+                args = r.obj(0, "()", ":")
+        else:
+            args = r.obj(0)
     except _Bad:
         return None
     r.ws()

@@ -185,7 +185,7 @@ CASES += [
 
 # The closing reasoning tag inside an argument: part of the call in every reasoning state.
 # Strings in JSON's or Python's quotes (vLLM #51284: inside arrays and objects, and whole JSON
-# arguments), and Python's keyword-call shell (omlx #1846).
+# arguments), and Python's keyword-call shell (omlx #1846), also with ':' (hermes-agent #7457).
 QUOTES_AND_SHELL = [
     Case("json-quoted-values", '<|tool_call>call:get_weather{city: "Paris", days: 3}<tool_call|>', calls=[W]),
     Case("json-arguments", '<|tool_call>call:get_weather{"city": "Paris", "days": 3}<tool_call|>', calls=[W]),
@@ -211,16 +211,33 @@ QUOTES_AND_SHELL = [
         calls=[W],
     ),
     Case("keyword-call-shell-empty", "<|tool_call>call:get_time()<tool_call|>", calls=[("get_time", {})]),
-    # still text: a bare word for a string, ':' in the keyword shell, an unclosed quote
+    # The same shell with Gemma's ':' (Gemma 4 31B through hosted APIs, hermes-agent #7457).
+    Case("colon-call-shell", '<|tool_call>call:get_weather(city: "Paris", days: 3)<tool_call|>', calls=[W]),
+    Case(
+        "colon-call-shell-gemma-strings",
+        f"<|tool_call>call:get_weather(city:{Q}Paris{Q},days:3)<tool_call|>",
+        calls=[W],
+    ),
+    Case(
+        "colon-call-shell-python-quotes",
+        "<|tool_call>call:search(query: 'x', tags: ['a'])<tool_call|>",
+        calls=[("search", {"query": "x", "tags": ["a"]})],
+    ),
+    # still text: a bare word for a string, both separators in one call, an unclosed quote
     Case(
         "bare-word-value-is-text",
         "<|tool_call>call:get_weather{city: Paris}<tool_call|>",
         content="<|tool_call>call:get_weather{city: Paris}<tool_call|>",
     ),
     Case(
-        "colon-in-keyword-shell-is-text",
-        '<|tool_call>call:get_weather(city: "Paris")<tool_call|>',
-        content='<|tool_call>call:get_weather(city: "Paris")<tool_call|>',
+        "mixed-separators-in-call-shell-are-text",
+        '<|tool_call>call:get_weather(city: "Paris", days=3)<tool_call|>',
+        content='<|tool_call>call:get_weather(city: "Paris", days=3)<tool_call|>',
+    ),
+    Case(
+        "bare-word-in-call-shell-is-text",
+        "<|tool_call>call:get_weather(city: Paris)<tool_call|>",
+        content="<|tool_call>call:get_weather(city: Paris)<tool_call|>",
     ),
     Case(
         "unclosed-quote-is-text",
