@@ -14,7 +14,9 @@ prompt ends with ``<think>``, or the model writes only ``</think>``).
 A deviation GLM-4.7 writes (vLLM #47190), read strictly: the first ``<arg_key>`` left out, so the
 name runs into the first key (``<tool_call>grep_toolpattern</arg_key><arg_value>...``, or with
 a space or newline between them). It is read only where the text before that ``</arg_key>``
-splits one way into a declared tool's name and one of that tool's declared parameters.
+splits one way into a declared tool's name and one of that tool's declared parameters. And
+GLM-5.2's stray ``</arg_value>`` right after a declared tool's name, mostly in a call without
+arguments (``<tool_call>get_time</arg_value></tool_call>``): dropped.
 """
 
 from __future__ import annotations
@@ -52,7 +54,10 @@ def parse_glm_call(
     m = _NAME.match(inner, i)
     if m is None:
         return None
-    got = read_arg_pairs(inner, m.end(), key=KEY, value=VALUE, lenient=True)
+    after = m.end()
+    if inner.startswith(V_CLOSE, after) and m.group(0) in (schemas or {}):
+        after += len(V_CLOSE)  # GLM-5.2's stray closing value tag after a declared tool's name
+    got = read_arg_pairs(inner, after, key=KEY, value=VALUE, lenient=True)
     if got is not None:
         return m.group(0), got[0]
     fused = _fused_head(inner, i, schemas or {})

@@ -227,6 +227,39 @@ FUSED_NAME_KEY = [
 ]
 CASES += FUSED_NAME_KEY
 
+# GLM-5.2 writes a stray </arg_value> right after a declared tool's name, mostly in calls without
+# arguments (fw-ai-external/python-sdk #119): dropped, the call read as written around it.
+STRAY_VALUE_CLOSE = [
+    Case(
+        "stray-value-close-no-arguments",
+        "<tool_call>get_time</arg_value></tool_call>",
+        calls=[("get_time", {})],
+    ),
+    Case(
+        "stray-value-close-then-arguments",
+        COMPACT.replace("get_weather<", "get_weather</arg_value><"),
+        calls=[W],
+    ),
+    Case(
+        "stray-value-close-after-text",
+        "Let me look.<tool_call>get_time</arg_value></tool_call>",
+        content="Let me look.",
+        calls=[("get_time", {})],
+    ),
+    # an undeclared tool, or anything between the name and the tag: text
+    Case(
+        "stray-value-close-undeclared-tool",
+        "<tool_call>get_date</arg_value></tool_call>",
+        content="<tool_call>get_date</arg_value></tool_call>",
+    ),
+    Case(
+        "stray-value-close-after-newline",
+        "<tool_call>get_time\n</arg_value></tool_call>",
+        content="<tool_call>get_time\n</arg_value></tool_call>",
+    ),
+]
+CASES += STRAY_VALUE_CLOSE
+
 
 def _fuzz_write(fmt, name, args, rnd):
     nl = "\n" if rnd.random() < 0.5 else ""  # GLM-4.5's newline layout or GLM-4.7's compact one
