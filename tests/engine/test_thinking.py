@@ -42,6 +42,7 @@ EXPECTED_KIND = {
     "GLM-4.7-Flash.jinja": "switch",
     "HuggingFaceTB-SmolLM3-3B.jinja": "switch",
     "Kimi-K2-Thinking.jinja": "prefill",
+    "Kimi-K3.jinja": "switch",  # ``thinking``, with ``thinking_effort`` levels low to max
     "LFM2.5-8B-A1B.jinja": "prefill",
     "LFM2.5-Instruct.jinja": "prefill",
     "MiniMax-M2.jinja": "prefill",

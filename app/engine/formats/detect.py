@@ -90,9 +90,11 @@ def _tail_cut(text: str, end: str) -> int:
     """Where the longest tail of ``end`` that starts a tag (``<``) first occurs in ``text``, or
     -1: Command R7B ends a plain reply ``<|END_RESPONSE|><|END_OF_TURN_TOKEN|>`` and a call turn
     ``<|END_ACTION|><|END_OF_TURN_TOKEN|>``, so the turn ends where the shared tail starts; Command
-    R+ writes its closing instructions after a call turn that has no end-of-turn token at all."""
+    R+ writes its closing instructions after a call turn that has no end-of-turn token at all.
+    A tail starts where one tag ends and the next begins (``>`` then ``<``): Kimi K3 closes an
+    element with ``<|close|>NAME<|sep|>``, whose ``<|sep|>`` is the element's own."""
     for k in range(1, len(end)):
-        if end[k] == "<":
+        if end[k] == "<" and end[k - 1] == ">":
             pos = text.find(end[k:])
             if pos != -1:
                 return pos

@@ -62,7 +62,8 @@ def test_k2_text_before_calls_and_thinking_reply():
 
 
 def test_k3_reads_no_call_out_of_any_template():
-    # test_detect.py checks every template's detection against families.json (none is kimi-k3).
+    # test_detect.py checks every template's detection against families.json; the raw text of
+    # each (Kimi K3's own too) holds no call.
     families = json.loads((TEMPLATES / "families.json").read_text())["templates"]
     k3 = FORMATS["kimi-k3"]
     for name in families:

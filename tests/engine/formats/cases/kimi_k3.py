@@ -291,3 +291,7 @@ FUZZ = Fuzz(
     structure=tuple(m.replace("|", r"\|") for m in _STRUCT),
     forbidden=(ARG_END,),
 )
+
+# The published template (llama.cpp's models/templates/Kimi-K3.jinja): a tiny model of the family
+# is detected from it and driven through the check.
+TINY_MODELS = [("Kimi-K3.jinja", ["<|end_of_msg|>"], [OP, CL, S], None, "<|end_of_msg|>")]
