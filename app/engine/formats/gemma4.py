@@ -16,7 +16,13 @@ What else Gemma 4 writes, read strictly:
 * Python's keyword-call shell under a heavy prompt (omlx #1846):
   ``call:NAME(key=value, ...)``, the values in the same notation; and the same shell with
   Gemma's own separator, ``call:NAME(key: value, ...)``, as Gemma 4 31B writes it through hosted
-  APIs (hermes-agent #7457). One separator per call.
+  APIs (hermes-agent #7457, vLLM #53642). One separator per call;
+* a call whose arguments' last ``}`` is left out, the closing marker right after the rest
+  (``call:read_files{files:[{...}]<tool_call|>``: Ollama mends it, ollama #17565);
+* the call without its opening marker where the answer starts: straight after the thought
+  channel's ``<channel|>`` (vLLM #54256) or at the reply's start, ``call:NAME{...}``, to an
+  offered tool, then the closing marker or nothing more. Anywhere else, or naming another tool,
+  such text is text.
 """
 
 from __future__ import annotations
@@ -29,8 +35,9 @@ from functools import partial
 from typing import Any
 
 from app.calls import WIRE_NAME
-from app.engine.formats.base import Format, RegionScanner, one_call, register
+from app.engine.formats.base import Format, IncompleteCall, ParsedCall, RegionScanner, one_call, register
 from app.engine.formats.sections import first_marker, notation_text
+from app.json_schema import tool_schemas
 
 __all__ = ["GemmaFormat", "parse_gemma_call", "parse_gemma_value", "write_gemma_value"]
 
@@ -38,6 +45,7 @@ OPEN = "<|tool_call>"
 CLOSE = "<tool_call|>"
 RESPONSE = "<|tool_response>"  # what Gemma 4 writes after its calls (its tool-turn stop token)
 QUOTE = '<|"|>'
+CALL_WORD = "call:"  # what a call starts with after its opening marker
 _NAME = re.compile(WIRE_NAME)
 _NUMBER = re.compile(r"-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?")
 _LITERALS = {"true": True, "false": False, "null": None, "True": True, "False": False, "None": None}
@@ -286,6 +294,19 @@ class GemmaFormat(Format):
     quote = QUOTE
     response = RESPONSE
     bare = True
+    # Gemma 4's ways out of its wire that need more than the notation reader (the module
+    # docstring): the call without its opening marker where the answer starts, and the last
+    # brace left out
+    strays = False
+
+    def __init__(self, *args: Any, **settings: Any) -> None:
+        super().__init__(*args, **settings)
+        if self.strays:
+            # ``call:NAME{...}`` may open a call only where the answer starts; the marker anywhere.
+            self.openers = (*self.openers, CALL_WORD)
+            self.start_only = True
+            self.anywhere = (self.openers[0],)
+            self.non_marker_openers = (CALL_WORD,)  # a deviation, not the published marker
 
     @functools.cached_property
     def _cut_name(self) -> re.Pattern[str]:
@@ -296,6 +317,8 @@ class GemmaFormat(Format):
         return _Scanner(self.close, self.quote, self.response)
 
     def parse_region(self, opener, body, *, at_end, truncated, tools):
+        if opener == CALL_WORD:
+            return self._unmarked(body, at_end=at_end, truncated=truncated, tools=tools)
         close = self.close
         # the response marker is not the call's
         inner = body[: -len(self.response)] if body.endswith(close + self.response) else body
@@ -306,9 +329,39 @@ class GemmaFormat(Format):
             if QUOTE in inner:
                 return None
             text = text.replace(self.quote, QUOTE)
-        return one_call(opener, inner, parse_gemma_call(text, bare=self.bare))
+        got = parse_gemma_call(text, bare=self.bare)
+        if got is None and self.strays:
+            got = parse_gemma_call(text.rstrip() + "}", bare=self.bare)  # its last brace left out
+            got = got if got is not None and got[1] else None  # arguments written before it
+        return one_call(opener, inner, got)
+
+    def _unmarked(self, body, *, at_end, truncated, tools):
+        """A call written without its opening marker: ``NAME{...}`` after ``call:``, to an offered
+        tool, then the closing marker, or nothing more (the reply ended there)."""
+        close = self.close
+        inner = body[: -len(self.response)] if body.endswith(close + self.response) else body
+        if inner.endswith(close):
+            text, kept = inner[: -len(close)], inner
+        elif at_end and not truncated:
+            kept = inner.rstrip()
+            text = kept
+        else:
+            return None
+        got = parse_gemma_call(CALL_WORD + text)
+        if got is None or got[0] not in tool_schemas(tools):
+            return None
+        return [ParsedCall(got[0], dict(got[1]), CALL_WORD + kept)], inner[len(kept) :]
+
+    def cut_call(self, opener: str, body: str, tools: list[dict[str, Any]] | None) -> IncompleteCall | None:
+        inc = super().cut_call(opener, body, tools)
+        if opener == CALL_WORD and (inc is None or inc.name not in tool_schemas(tools)):
+            return None  # a cut answer that begins "call:" but names no offered tool is text
+        return inc
 
     def call_name(self, raw: str) -> str | None:
+        if raw.startswith(CALL_WORD):
+            m = _NAME.match(raw, len(CALL_WORD))
+            return m.group(0) if m else None
         m = self._cut_name.match(raw)
         return m.group(1) if m else super().call_name(raw)
 
@@ -330,4 +383,6 @@ class GemmaFormat(Format):
         return f"{self.openers[0]}call:{name}{args}{self.close}"
 
 
-register(GemmaFormat("gemma4", "Gemma 4", (OPEN,), reasoning=("<|channel>thought", "<channel|>")))
+register(
+    GemmaFormat("gemma4", "Gemma 4", (OPEN,), reasoning=("<|channel>thought", "<channel|>"), strays=True)
+)

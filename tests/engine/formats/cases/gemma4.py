@@ -246,6 +246,84 @@ QUOTES_AND_SHELL = [
     ),
 ]
 CASES += QUOTES_AND_SHELL
+
+# The call without its opening marker where the answer starts: Gemma 4 goes straight from its
+# thought channel to ``call:NAME{...}`` (vLLM #54256), or a small model starts its reply so
+# (mattn/tensai #217). Read only for an offered tool, the whole call then the closing marker or
+# the end of the reply; anywhere else, or naming another tool, it is text.
+UNMARKED_BODY = f"call:get_weather{{city:{Q}Paris{Q},days:3}}"
+UNMARKED = [
+    Case(
+        "unmarked-after-thought",
+        "<|channel>thought\nThe user wants weather.<channel|>" + UNMARKED_BODY,
+        reasoning="\nThe user wants weather.",
+        calls=[W],
+    ),
+    Case(
+        "unmarked-after-thought-with-close",
+        "<|channel>thought\nok<channel|>" + UNMARKED_BODY + "<tool_call|>",
+        reasoning="\nok",
+        calls=[W],
+    ),
+    Case(
+        "unmarked-prefilled-thought",
+        "plan<channel|>" + UNMARKED_BODY,
+        in_reasoning=True,
+        reasoning="plan",
+        calls=[W],
+    ),
+    Case("unmarked-whole-reply", UNMARKED_BODY, calls=[W]),
+    Case("unmarked-whole-reply-newline-after", "\n" + UNMARKED_BODY + "\n", content="\n\n", calls=[W]),
+    Case("unmarked-keyword-shell", f"call:get_weather(city={Q}Paris{Q}, days=3)", calls=[W]),
+    Case(
+        "unmarked-then-a-marked-call",
+        UNMARKED_BODY + "<tool_call|>" + S_TEXT,
+        calls=[W, S],
+    ),
+    Case("unmarked-cut", f"call:get_weather{{city:{Q}Par", truncated=True, incomplete=["get_weather"]),
+    # still text: an undeclared tool, text after the call, a call later in the answer, prose
+    Case(
+        "unmarked-undeclared-tool-is-text",
+        f"call:rm_rf{{path:{Q}/{Q}}}",
+        content=f"call:rm_rf{{path:{Q}/{Q}}}",
+    ),
+    Case("unmarked-then-text-is-text", UNMARKED_BODY + " and more", content=UNMARKED_BODY + " and more"),
+    Case("unmarked-mid-answer-is-text", "Sure: " + UNMARKED_BODY, content="Sure: " + UNMARKED_BODY),
+    Case("unmarked-prose-is-text", "call: me when you can", content="call: me when you can"),
+    Case(
+        "unmarked-cut-undeclared-is-text",
+        f"call:rm_rf{{path:{Q}/",
+        truncated=True,
+        content=f"call:rm_rf{{path:{Q}/",
+    ),
+]
+CASES += UNMARKED
+
+# The arguments' last brace left out, the closing marker right after the rest (ollama #17565).
+MISSING_BRACE = [
+    Case(
+        "last-brace-left-out",
+        f"<|tool_call>call:search{{query:{Q}x{Q},tags:[{{a:{Q}b{Q}}}]<tool_call|>",
+        calls=[("search", {"query": "x", "tags": [{"a": "b"}]})],
+    ),
+    Case(
+        "last-brace-left-out-scalar",
+        f"<|tool_call>call:get_weather{{city:{Q}Paris{Q},days:3<tool_call|>",
+        calls=[W],
+    ),
+    # two left out, or a keyword shell's parenthesis: text
+    Case(
+        "two-braces-left-out-is-text",
+        "<|tool_call>call:search{filters:{year:2020<tool_call|>",
+        content="<|tool_call>call:search{filters:{year:2020<tool_call|>",
+    ),
+    Case(
+        "parenthesis-left-out-is-text",
+        f"<|tool_call>call:get_weather(city={Q}Paris{Q}<tool_call|>",
+        content=f"<|tool_call>call:get_weather(city={Q}Paris{Q}<tool_call|>",
+    ),
+]
+CASES += MISSING_BRACE
 CASES += close_tag_in_argument_cases(
     ("<|channel>thought", "<channel|>"),
     f"<|tool_call>call:set_port{{blob:{Q}why <|channel>thought and <channel|> here{Q}}}<tool_call|>",
