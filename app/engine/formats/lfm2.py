@@ -8,10 +8,16 @@ literals, objects as JSON or Python dicts, ``True``/``False``/``None``. A marker
 does not end the call. A missing ``<|tool_call_end|>`` is accepted only when the reply ended
 normally right after the list; a reply cut inside the list keeps the calls written completely.
 
-Two things LFM2 writes besides its format, read strictly:
+What LFM2 writes besides its format, read strictly (``lenient`` Python notation, as its agent
+traces show it: vLLM #48171, SGLang #34237):
 
 * a NUL character inside a string argument: the call is read, the character kept (``\\u0000`` in
   the arguments' JSON); a NUL anywhere else makes the list text, as any other stray character;
+* a raw newline or carriage return inside a one-line string (a heredoc in a shell command): kept
+  as written;
+* an argument named by a Python keyword (``memory_get(from=1)``);
+* a set (its items as written, each once: JSON has no set) and an f-string without a
+  placeholder (its text);
 * an echo of the call body right after ``<|tool_call_end|>``: the very text between the markers
   (stripped), after optional whitespace, written again. It is structure, never content; text
   that only starts like it is content as written (a reply cut inside the echo drops the cut
@@ -20,8 +26,7 @@ Two things LFM2 writes besides its format, read strictly:
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any
 
 from app.engine.formats.base import THINK, Format, ParsedCall, RegionScanner, register
 from app.engine.formats.pycalls import (
@@ -38,7 +43,6 @@ __all__ = ["Lfm2Format"]
 
 OPEN = "<|tool_call_start|>"
 CLOSE = "<|tool_call_end|>"
-_R = TypeVar("_R")
 
 
 class _Scanner(RegionScanner):
@@ -89,33 +93,6 @@ def _list_end(body: str) -> int:
     return end if ended and body[:end].endswith(CLOSE) else 0
 
 
-def _nul_safe(read: Callable[[str], _R], source: str) -> _R | None:
-    """``read(source)``, a NUL character inside a string literal kept: Python's parser refuses NUL
-    anywhere, so each one stands in as a private-use character the source does not hold (still
-    a syntax error outside a string) and the calls read get it back."""
-    if "\x00" not in source:
-        return read(source)
-    used = set(source)
-    mark = next((chr(c) for c in range(0xE000, 0xF900) if chr(c) not in used), None)
-    if mark is None:
-        return None
-    got = read(source.replace("\x00", mark))
-    return None if got is None else _restore(got, mark)
-
-
-def _restore(value: Any, mark: str) -> Any:
-    """``value`` with every ``mark`` in its strings (dict keys too) back to NUL."""
-    if isinstance(value, str):
-        return value.replace(mark, "\x00")
-    if isinstance(value, dict):
-        return {_restore(k, mark): _restore(v, mark) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_restore(v, mark) for v in value]
-    if isinstance(value, tuple):
-        return tuple(_restore(v, mark) for v in value)
-    return value
-
-
 class Lfm2Format(Format):
     """A Python call list between the markers, then the echo of its body (structure)."""
 
@@ -133,7 +110,7 @@ class Lfm2Format(Format):
         elif at_end:
             if truncated:  # cut at max_tokens: the complete calls count, the cut rest is text
                 cut = partial_start(body, (CLOSE,))  # a cut closing marker is structure
-                got = _nul_safe(parse_cut_list, body[:cut])
+                got = parse_cut_list(body[:cut], lenient=True)
                 if got is None:
                     return None
                 calls, rest = got
@@ -143,7 +120,7 @@ class Lfm2Format(Format):
             return None
         if not source.strip().startswith("[") or not source.rstrip().endswith("]"):
             return None
-        listed = _nul_safe(parse_call_list, source)
+        listed = parse_call_list(source, lenient=True)
         if not listed:
             return None
         return [ParsedCall(n, a, raw) for n, a, raw in listed], leftover

@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import ast
+import keyword
 import re
 import warnings
 from collections.abc import Callable
@@ -38,6 +39,9 @@ __all__ = [
 _MAX_SOURCE = 200_000
 _HEAD = re.compile(r"\s*[A-Za-z_][\w.]*\s*")  # what may stand between '[' and the first '('
 _JSON_NAMES = {"true": True, "false": False, "null": None}
+_KEYWORDS = frozenset(keyword.kwlist)
+_WORD = re.compile(r"\w+")
+_KEY_MARK = "\u3400"  # stands for a keyword's first letter (a letter, the same after NFKC)
 CALL_NAME = re.compile(r"\s*([A-Za-z_][\w.]*)\s*\(")  # a list item's call name
 
 # What a model writes is compiled under this file name, and the compiler's warnings about it
@@ -121,9 +125,17 @@ class _Bad(Exception):
     pass
 
 
-def _literal(node: ast.AST, depth: int = 0) -> Any:
+def _literal(node: ast.AST, depth: int = 0, lenient: bool = False) -> Any:
     if depth > 64:
         raise _Bad("nested too deep")
+    if lenient:
+        if isinstance(node, ast.Set):  # JSON has no set: its items as written, each once
+            items = [_literal(e, depth + 1, lenient) for e in node.elts]
+            return [v for i, v in enumerate(items) if v not in items[:i]]
+        if isinstance(node, ast.JoinedStr):  # an f-string without a placeholder is its text
+            if all(isinstance(v, ast.Constant) and isinstance(v.value, str) for v in node.values):
+                return "".join(v.value for v in node.values)  # type: ignore[attr-defined]
+            raise _Bad("an f-string with a placeholder")
     if isinstance(node, ast.Constant):
         if isinstance(node.value, (str, int, float, bool)) or node.value is None:
             return node.value
@@ -137,16 +149,16 @@ def _literal(node: ast.AST, depth: int = 0) -> Any:
         number: float = node.operand.value  # type: ignore[assignment]  # int or float, checked above
         return -number if isinstance(node.op, ast.USub) else number
     if isinstance(node, (ast.List, ast.Tuple)):
-        return [_literal(e, depth + 1) for e in node.elts]
+        return [_literal(e, depth + 1, lenient) for e in node.elts]
     if isinstance(node, ast.Dict):
         out: dict[str, Any] = {}
         for k, v in zip(node.keys, node.values, strict=True):
             if k is None:
                 raise _Bad("** in a dict")
-            key = _literal(k, depth + 1)
+            key = _literal(k, depth + 1, lenient)
             if not isinstance(key, str):
                 raise _Bad("non-string key")
-            out[key] = _literal(v, depth + 1)
+            out[key] = _literal(v, depth + 1, lenient)
         return out
     if isinstance(node, ast.Name) and node.id in _JSON_NAMES:
         return _JSON_NAMES[node.id]
@@ -207,9 +219,110 @@ def _dotted(node: ast.AST) -> str | None:
     return None
 
 
-def parse_call_list(source: str) -> list[tuple[str, dict[str, Any], str]] | None:
+def parse_call_list(source: str, *, lenient: bool = False) -> list[tuple[str, dict[str, Any], str]] | None:
     """Read ``[f(a=1), g()]`` (or one bare call ``f(a=1)``) into (name, arguments, the call's text),
-    never evaluating anything."""
+    never evaluating anything. ``lenient``: what Python refuses but a family's models write is
+    read too (:func:`_mend`), and a set or an f-string without a placeholder is a value."""
+    got = _parse_call_list(source, lenient)
+    if got is not None or not lenient:
+        return got
+    mended = _mend(source)
+    if mended is None:
+        return None
+    text, back = mended
+    got = _parse_call_list(text, lenient)
+    if got is None:
+        return None
+    return [(_back(n, back), _back(a, back), _back(raw, back)) for n, a, raw in got]
+
+
+def _mend(source: str) -> tuple[str, dict[str, str]] | None:
+    """``source`` with what Python's parser refuses there stood in for, character for character:
+    a raw NUL, newline or carriage return inside a string literal (an agent's heredoc written
+    into a one-line string) by a private-use character, and an argument named by a Python
+    keyword (``from=1``) by a name of the same length; and the map back. None when there is
+    nothing to mend or no stand-in is free."""
+    used = set(source)
+    free = (chr(c) for c in range(0xE000, 0xF900) if chr(c) not in used)
+    marks = dict(zip("\x00\n\r", free, strict=False))
+    if len(marks) < 3 or _KEY_MARK in used:
+        return None
+    out: list[str] = []
+    back: dict[str, str] = {}
+    quote, esc, prev, sig = "", False, "", ""  # sig: the last character outside strings and space
+    i, n = 0, len(source)
+    while i < n:
+        c = source[i]
+        if quote:
+            if esc:
+                esc = False
+                out.append(c)
+            elif c == "\\":
+                esc = True
+                out.append(c)
+            elif source.startswith(quote, i):
+                out.append(quote)
+                i += len(quote)
+                quote = ""
+                continue
+            elif c in marks and (c == "\x00" or len(quote) == 1):
+                out.append(marks[c])
+                back[marks[c]] = c
+            else:
+                out.append(c)
+            i += 1
+            continue
+        if c in "'\"":
+            quote = c * 3 if source.startswith(c * 3, i) else c
+            out.append(quote)
+            i += len(quote)
+            prev = sig = c
+            continue
+        m = (
+            _WORD.match(source, i)
+            if (c.isalpha() or c == "_") and not (prev.isalnum() or prev == "_")
+            else None
+        )
+        if m is not None:
+            word = m.group()
+            j = m.end()
+            while j < n and source[j].isspace():
+                j += 1
+            if (
+                word in _KEYWORDS
+                and sig in ("(", ",")
+                and source[j : j + 1] == "="
+                and source[j : j + 2] != "=="
+            ):
+                stand = _KEY_MARK + word[1:]
+                back[stand] = word
+                word = stand
+            out.append(word)
+            prev = sig = word[-1]
+            i = m.end()
+            continue
+        out.append(c)
+        prev = c
+        if not c.isspace():
+            sig = c
+        i += 1
+    return ("".join(out), back) if back else None
+
+
+def _back(value: Any, back: dict[str, str]) -> Any:
+    """``value`` (a name, arguments or a call's text) with the stand-ins of :func:`_mend` back."""
+    if isinstance(value, str):
+        for stand, was in back.items():
+            value = value.replace(stand, was)
+        return value
+    if isinstance(value, dict):
+        return {_back(k, back): _back(v, back) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_back(v, back) for v in value]
+    return value
+
+
+def _parse_call_list(source: str, lenient: bool) -> list[tuple[str, dict[str, Any], str]] | None:
     src = source.strip()
     if not src or len(src) > _MAX_SOURCE:
         return None
@@ -233,7 +346,7 @@ def parse_call_list(source: str) -> list[tuple[str, dict[str, Any], str]] | None
             for kw in item.keywords:
                 if kw.arg is None or kw.arg in args:
                     return None
-                args[kw.arg] = _literal(kw.value)
+                args[kw.arg] = _literal(kw.value, lenient=lenient)
             calls.append((name, args, ast.get_source_segment(src, item) or src))
     except (_Bad, RecursionError):
         return None
@@ -284,14 +397,16 @@ def top_level_items(source: str) -> tuple[list[tuple[int, int]], int] | None:
     return spans, -1
 
 
-def _one_call(item: str) -> tuple[str, dict[str, Any], str] | None:
+def _one_call(item: str, lenient: bool) -> tuple[str, dict[str, Any], str] | None:
     if item.lstrip().startswith("["):
         return None
-    got = parse_call_list(item)
+    got = parse_call_list(item, lenient=lenient)
     return got[0] if got and len(got) == 1 else None
 
 
-def parse_cut_list(source: str) -> tuple[list[tuple[str, dict[str, Any], str]], int] | None:
+def parse_cut_list(
+    source: str, *, lenient: bool = False
+) -> tuple[list[tuple[str, dict[str, Any], str]], int] | None:
     """A call list cut short (the reply stopped at max_tokens): its complete calls and where the
     cut remainder starts in ``source`` (the comma before the cut call, or the end). Every item
     before the cut one must be a call; a list that closed must be followed by whitespace only."""
@@ -304,7 +419,7 @@ def parse_cut_list(source: str) -> tuple[list[tuple[str, dict[str, Any], str]], 
     calls: list[tuple[str, dict[str, Any], str]] = []
     rest = len(source)
     for k, (a, b) in enumerate(spans):
-        call = _one_call(source[a:b])
+        call = _one_call(source[a:b], lenient)
         if call is None:
             if k != len(spans) - 1 or closed != -1:
                 return None  # a bad call before the cut (or in a closed list): not a call list

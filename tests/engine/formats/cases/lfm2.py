@@ -186,6 +186,57 @@ ECHO = [
 ]
 CASES += NUL + ECHO
 
+# What LFM2's agent traces hold that Python refuses or JSON lacks (vLLM #48171, SGLang #34237): a
+# heredoc's raw newlines in a one-line string, an argument named by a Python keyword, a set, an
+# f-string without a placeholder.
+HEREDOC = "cat > f.py << EOF\nprint('x')\r\nEOF"
+LENIENT = [
+    Case(
+        "raw-newlines-in-a-string",
+        S + f'[set_port(blob="{HEREDOC}")]' + E,
+        calls=[("set_port", {"blob": HEREDOC})],
+    ),
+    Case(
+        "raw-newline-in-single-quotes-then-a-call",
+        S + "[set_port(blob='a\nb'), get_time()]" + E,
+        calls=[("set_port", {"blob": "a\nb"}), ("get_time", {})],
+    ),
+    Case(
+        "raw-newline-cut-second-call",
+        S + "[set_port(blob='a\nb'), search(query='c\nd",
+        truncated=True,
+        calls=[("set_port", {"blob": "a\nb"})],
+        incomplete=["search"],
+    ),
+    Case(
+        "keyword-named-arguments",
+        S + "[search(query='x', from=1, class='c', lambda_=2)]" + E,
+        calls=[("search", {"query": "x", "from": 1, "class": "c", "lambda_": 2})],
+    ),
+    Case(
+        "keyword-inside-a-string-stays",
+        S + "[search(query='from=1', in_=True)]" + E,
+        calls=[("search", {"query": "from=1", "in_": True})],
+    ),
+    Case("a-set", S + "[search(tags={'a', 'b', 'a'})]" + E, calls=[("search", {"tags": ["a", "b"]})]),
+    Case("an-f-string", S + "[search(query=f'hello')]" + E, calls=[("search", {"query": "hello"})]),
+    # still text: a raw newline between arguments, a keyword as a value, an f-string with a placeholder
+    Case(
+        "raw-newline-outside-strings-in-a-name-is-text",
+        S + "[get_\ntime()]" + E,
+        content=S + "[get_\ntime()]" + E,
+    ),
+    Case(
+        "keyword-as-a-value-is-text", S + "[search(query=from)]" + E, content=S + "[search(query=from)]" + E
+    ),
+    Case(
+        "f-string-with-a-placeholder-is-text",
+        S + "[search(query=f'{x}')]" + E,
+        content=S + "[search(query=f'{x}')]" + E,
+    ),
+]
+CASES += LENIENT
+
 CASES += close_tag_in_argument_cases(
     ("<think>", "</think>"),
     S + "[set_port(blob='why <think> and </think> here')]" + E,
