@@ -11,10 +11,15 @@ A deviation real models write, read strictly: Llama 3.2 (notably the 3B, served 
 its call in a markdown fence, the whole reply ```` ```json ⏎ {"name": ..., "parameters": ...} ⏎ ``` ````
 (language word ``json`` or none). Read as bare JSON is: it must name an offered tool and be the
 whole reply (whitespace around it aside); a fence of anything else, or with text after it, is text.
+
+Several calls in one turn are written separated by ``;`` (``{...}; {...}``: vLLM's Llama 3 reader
+takes them so): read where every object is a call as above and they are the whole rest of the
+reply; a reply the token limit cut after a ``;`` keeps the calls before it.
 """
 
 from __future__ import annotations
 
+import json
 from functools import partial
 from typing import Any
 
@@ -27,6 +32,7 @@ from app.json_schema import tool_schemas
 __all__ = ["Llama3Format"]
 
 PYTHON_TAG = "<|python_tag|>"
+_DECODER = json.JSONDecoder(strict=False)  # a raw newline or tab inside a string is read as written
 
 
 class Llama3Format(Format):
@@ -39,11 +45,15 @@ class Llama3Format(Format):
     def region_scanner(self, opener: str) -> RegionScanner:
         if opener == FENCE:
             return FencedListScanner("{", last=True)
-        return WholeObjectScanner(opener == "{")
+        return WholeObjectScanner(opener == "{", sep=";")
 
     def parse_region(self, opener, body, *, at_end, truncated, tools):
-        if not at_end or truncated:
+        if not at_end:
             return None
+        if truncated:  # calls written before a cut one after ";" count
+            if opener == FENCE:
+                return None
+            return _calls_in_turn(opener, body, "{" if opener == "{" else "", tools, cut=True)
         if opener == FENCE:
             text = fenced_object(body)
             if text is None:
@@ -51,23 +61,14 @@ class Llama3Format(Format):
         else:
             text = "{" + body if opener == "{" else body
         ok, obj = loads_repaired(text.strip())
-        if not ok or not isinstance(obj, dict):
-            return None
-        if "type" in obj:
-            if obj["type"] != "function":
+        if not ok:
+            if opener == FENCE:
                 return None
-            obj = {k: v for k, v in obj.items() if k != "type"}
-        # Llama 3.x writes "parameters" (its template's word) or "arguments": exactly one of them.
-        keys = [k for k in ("parameters", "arguments") if k in obj]
-        if len(keys) != 1:
-            return None
-        got = name_arguments(obj, args_key=keys[0])
+            return _calls_in_turn(opener, body, "{" if opener == "{" else "", tools)
+        got = _call(obj, opener, tools)
         if got is None:
             return None
-        name, args = got
-        if opener != PYTHON_TAG and name not in tool_schemas(tools):
-            return None  # bare (or fenced) JSON naming no offered tool may be meant for the user
-        return [ParsedCall(name, args, opener + body.rstrip())], body[len(body.rstrip()) :]
+        return [ParsedCall(*got, opener + body.rstrip())], body[len(body.rstrip()) :]
 
     def grammar_wire(self, ctx):
         from app.engine.grammar.wires import json_tagged
@@ -92,6 +93,72 @@ class Llama3Format(Format):
 
     def example_call(self, name: str, arguments: dict[str, Any]) -> str:
         return json_text({"name": name, "parameters": dict(arguments)})
+
+
+def _call(obj: Any, opener: str, tools: list[dict[str, Any]] | None) -> tuple[str, dict[str, Any]] | None:
+    """The (name, arguments) of one call object, or None."""
+    if not isinstance(obj, dict):
+        return None
+    if "type" in obj:
+        if obj["type"] != "function":
+            return None
+        obj = {k: v for k, v in obj.items() if k != "type"}
+    # Llama 3.x writes "parameters" (its template's word) or "arguments": exactly one of them.
+    keys = [k for k in ("parameters", "arguments") if k in obj]
+    if len(keys) != 1:
+        return None
+    got = name_arguments(obj, args_key=keys[0])
+    if got is None:
+        return None
+    if opener != PYTHON_TAG and got[0] not in tool_schemas(tools):
+        return None  # bare (or fenced) JSON naming no offered tool may be meant for the user
+    return got
+
+
+def _calls_in_turn(
+    opener: str, body: str, lead: str, tools: list[dict[str, Any]] | None, *, cut: bool = False
+) -> tuple[list[ParsedCall], str] | None:
+    """Several call objects separated by ``;`` (``{...}; {...}``), the whole rest of the reply:
+    the calls, each one's raw text its share of the region; None when it is anything else. With
+    ``cut`` (the token limit cut the reply after a separator), the calls before the cut one and
+    the rest from the last call's end (the cut call)."""
+    text = lead + body
+    read: list[tuple[int, tuple[str, dict[str, Any]]]] = []  # (where each object ends, its call)
+    i = len(text) - len(text.lstrip())
+    while True:
+        try:
+            obj, end = _DECODER.raw_decode(text, i)
+        except ValueError:
+            if cut and read and i > read[-1][0]:
+                break  # the call after the last separator is the cut one
+            return None
+        got = _call(obj, opener, tools)
+        if got is None:
+            return None
+        read.append((end, got))
+        i = _skip_space(text, end)
+        if i == len(text):
+            if cut:
+                return None  # cut right after a call: the region is a cut call, as before
+            break
+        if text[i] != ";":
+            return None
+        i = _skip_space(text, i + 1)
+    if not cut and len(read) < 2:
+        return None
+    head = "" if opener == "{" else opener  # the "{" opener is the first object's own brace
+    calls = []
+    lo = 0
+    for k, (end, got) in enumerate(read):
+        calls.append(ParsedCall(*got, (head if k == 0 else "") + text[lo:end]))
+        lo = end
+    return calls, text[lo:]
+
+
+def _skip_space(text: str, i: int) -> int:
+    while i < len(text) and text[i].isspace():
+        i += 1
+    return i
 
 
 register(Llama3Format())

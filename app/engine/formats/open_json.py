@@ -19,7 +19,7 @@ from typing import Any
 
 from app.engine.formats.base import THINK, Format, JsonStateScanner, MarkerRegion, RegionScanner, one_call
 from app.engine.formats.json_list import ElementReader, element_reader, parse_json_list
-from app.engine.formats.jsonscan import loads_repaired, name_arguments, strip_fence
+from app.engine.formats.jsonscan import JsonScanner, loads_repaired, name_arguments, strip_fence
 from app.engine.formats.sections import JsonTagScanner, closed_body, json_text, skip_ws
 
 __all__ = [
@@ -107,10 +107,12 @@ class WholeObjectScanner(JsonStateScanner):
     """A JSON object that must be the rest of the reply (Llama 3's bare call, Hermes' stray bare
     call): ``opened``: the opener was the object's ``{``; else whitespace, then the object. The
     region ends at the first character after the object that is not whitespace (more text: not a
-    call), or runs to the end of the reply (text that is no object)."""
+    call), or runs to the end of the reply (text that is no object). With ``sep``, objects
+    separated by it (Llama 3's ``{...}; {...}``) are one region."""
 
-    def __init__(self, opened: bool) -> None:
+    def __init__(self, opened: bool, sep: str = "") -> None:
         super().__init__("json" if opened else "pre")
+        self.sep = sep
         if opened:
             self.json.feed("{")
 
@@ -131,6 +133,11 @@ class WholeObjectScanner(JsonStateScanner):
                 continue
             if self.state == "post":
                 if buf[i].isspace():
+                    i += 1
+                    continue
+                if self.sep and buf[i] == self.sep:  # another object follows
+                    self.json = JsonScanner()
+                    self.state = "pre"
                     i += 1
                     continue
                 return i, True  # more text after the JSON: not a call

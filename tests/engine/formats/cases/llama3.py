@@ -130,6 +130,44 @@ FENCED = [
 ]
 CASES += FENCED
 
+# Several calls in one turn separated by ";" (``{...}; {...}``), as vLLM's and llama.cpp's Llama 3
+# readers take them: each names an offered tool (after the python tag, any), the whole reply.
+T = '{"name": "get_time", "parameters": {}}'
+WC, TC = ("get_weather", {"city": "Paris", "days": 3}), ("get_time", {})
+SEMICOLONS = [
+    Case("semicolon-separated", W + "; " + T, calls=[WC, TC], ids=["call00000", "call00001"]),
+    Case("semicolon-no-space", W + ";" + T + "\n", content="\n", calls=[WC, TC]),
+    Case("semicolon-newlines", W + "\n;\n" + T, calls=[WC, TC]),
+    Case("semicolon-python-tag", "<|python_tag|>" + W + "; " + T, calls=[WC, TC]),
+    Case(
+        "semicolon-after-text",
+        "Checking both. <|python_tag|>" + W + "; " + T,
+        content="Checking both. ",
+        calls=[WC, TC],
+    ),
+    # an undeclared tool, text after the separator, a separator with nothing after it: text (a
+    # prefix cut after the separator keeps its call: no stable prefix)
+    Case(
+        "semicolon-undeclared-tool-is-text",
+        W + '; {"name": "Alice", "parameters": {}}',
+        content=W + '; {"name": "Alice", "parameters": {}}',
+        stable_prefix=False,
+    ),
+    Case(
+        "semicolon-then-text-is-text",
+        W + "; and that is all",
+        content=W + "; and that is all",
+        stable_prefix=False,
+    ),
+    Case("semicolon-alone-is-text", W + ";", content=W + ";", stable_prefix=False),
+    Case(
+        "semicolon-cut-in-second-call", W + "; " + T[:30], truncated=True, calls=[WC], incomplete=["get_time"]
+    ),
+    Case("semicolon-cut-after-separator", W + "; ", truncated=True, calls=[WC], content="; "),
+    Case("semicolon-cut-in-its-name", W + "; " + T[:14], truncated=True, calls=[WC], content="; " + T[:14]),
+]
+CASES += SEMICOLONS
+
 # A call is the whole reply; an unknown tool's bare JSON is text, so the fuzz writes the python tag.
 FUZZ = Fuzz(
     markers=("<|python_tag|>",),
