@@ -26,6 +26,9 @@ A deviation gpt-oss writes often (vLLM #45736): a final message whose header los
 ``<|message|>``, ``<|channel|>final The answer...``. Where no ``<|message|>`` comes before the
 message's end, the channel word ``final`` followed by a space or a newline is the header and the
 rest is the answer (before, it ran on in the reasoning of the message before, markers and all).
+And a call's JSON that lacks only its last closing brackets where the model ended the message
+itself with ``<|call|>`` or ``<|end|>`` (gpt-oss leaves them out of deeply nested arguments,
+ollama #14180): read with them; an open string or a mismatched bracket stays text.
 
 LLM-jp-4.1 writes this wire through a tokenizer that puts a space after each special token
 followed by text (``<|start|> assistant``, ``<|channel|> final<|message|> Hello``, ``<|constrain|>
@@ -47,7 +50,7 @@ from typing import Any
 from app.calls import IncompleteCall
 from app.engine.formats.base import Format, OwnStreamFormat, ParsedCall, Stream, register
 from app.engine.formats.events import ToolCallIncomplete
-from app.engine.formats.jsonscan import JsonScanner, loads_repaired, strip_fence
+from app.engine.formats.jsonscan import JsonScanner, loads_repaired, missing_closers, strip_fence
 from app.engine.formats.sections import first_marker, json_text
 
 __all__ = ["HarmonyFormat", "HarmonyStream", "parse_header", "spaced"]
@@ -358,7 +361,7 @@ class HarmonyStream(Stream):
             # run and not content, a rejected call.
             self._undeclared(raw, recipient)
         else:
-            call = self._read_call(body)
+            call = self._read_call(body, closed=m in (CALL, END))
             if call is None:
                 self._text(raw)
             else:
@@ -366,7 +369,10 @@ class HarmonyStream(Stream):
         self._mode = _HEAD if m is not None else _DONE
         return m is not None
 
-    def _read_call(self, body: str) -> tuple[str, dict[str, Any]] | None:
+    def _read_call(self, body: str, *, closed: bool = False) -> tuple[str, dict[str, Any]] | None:
+        """The call in a message's body; with ``closed`` (the model ended the message itself, with
+        ``<|call|>`` or ``<|end|>``), also JSON that lacks only its last closing brackets, which
+        gpt-oss leaves out of deeply nested arguments (ollama #14180)."""
         name = _call_name(self._recipient or "")
         if name is None:
             return None
@@ -374,6 +380,10 @@ class HarmonyStream(Stream):
         if not text.startswith("{"):
             return None
         ok, args = loads_repaired(text)
+        if not ok and closed:
+            closers = missing_closers(text)
+            if closers is not None:
+                ok, args = loads_repaired(text + closers)
         if not ok or not isinstance(args, dict):
             return None
         return name, args

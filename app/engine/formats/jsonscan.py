@@ -12,6 +12,7 @@ __all__ = [
     "arguments_object",
     "loads_lenient",
     "loads_repaired",
+    "missing_closers",
     "name_arguments",
     "read_name_arguments",
     "strip_fence",
@@ -139,6 +140,32 @@ def loads_repaired(text: str) -> tuple[bool, Any]:
 
 
 _FENCE = re.compile(r"\A\s*```(?:json|JSON)?[ \t]*\n(.*)\n[ \t]*```\s*\Z", re.S)
+
+
+def missing_closers(text: str) -> str | None:
+    """The brackets a JSON value left open at the end of ``text`` (``"}]}"``), where that is all
+    it lacks: every string closed and every closing bracket matching its opener. None when
+    nothing is open or the text is wrong in another way."""
+    stack: list[str] = []
+    in_str = esc = False
+    for c in text:
+        if in_str:
+            if esc:
+                esc = False
+            elif c == "\\":
+                esc = True
+            elif c == '"':
+                in_str = False
+        elif c == '"':
+            in_str = True
+        elif c in _OPEN:
+            stack.append("}" if c == "{" else "]")
+        elif c in _CLOSE:
+            if not stack or stack.pop() != c:
+                return None
+    if in_str or not stack:
+        return None
+    return "".join(reversed(stack))
 
 
 def strip_fence(text: str) -> str:

@@ -168,13 +168,22 @@ CASES = [
         '<|channel|>commentary to=functions.set_port<|message|>\n```json\n{"blob": "<|end|>"}\n```<|call|>',
         calls=[("set_port", {"blob": "<|end|>"})],
     ),
-    # A JSON body that never closes is not JSON-aware text: it ends at its first end marker (and
-    # is content, byte for byte); what follows is read as messages, so analysis stays reasoning.
+    # A JSON body that never closes is not JSON-aware text: it ends at its first end marker (a
+    # body lacking only its last brace is the call, UNCLOSED below; any other is content, byte for
+    # byte); what follows is read as messages, so analysis stays reasoning.
     Case(
         "unclosed-json-then-analysis",
         '<|channel|>commentary to=functions.search<|message|>{"query": "x"<|call|>'
         "<|start|>assistant<|channel|>analysis<|message|>secret<|end|>" + FINAL,
-        content='<|channel|>commentary to=functions.search<|message|>{"query": "x"<|call|>It is sunny.',
+        content="It is sunny.",
+        reasoning="secret",
+        calls=[("search", {"query": "x"})],
+    ),
+    Case(
+        "unclosed-json-in-string-then-analysis",
+        '<|channel|>commentary to=functions.search<|message|>{"query": "x<|call|>'
+        "<|start|>assistant<|channel|>analysis<|message|>secret<|end|>" + FINAL,
+        content='<|channel|>commentary to=functions.search<|message|>{"query": "x<|call|>It is sunny.',
         reasoning="secret",
     ),
     Case(
@@ -388,6 +397,46 @@ STRANDED_FINAL = [
     ),
 ]
 CASES += UNDECLARED + CUT_HEADER + LLM_JP + STRANDED_FINAL
+
+# gpt-oss leaves out the last closing brackets of deeply nested arguments before <|call|> (ollama
+# #14180): a body that the model ended itself and that lacks only those is read with them.
+NESTED = "<|start|>assistant<|channel|>commentary to=functions.search <|constrain|>json<|message|>"
+UNCLOSED = [
+    Case(
+        "brackets-left-out-before-call",
+        ANALYSIS + NESTED + '{"query": "x", "filters": {"year": 2020, "tags": ["a", "b"]<|call|>',
+        reasoning="The user wants the weather.",
+        calls=[("search", {"query": "x", "filters": {"year": 2020, "tags": ["a", "b"]}})],
+    ),
+    Case(
+        "bracket-left-out-before-end-then-a-call",
+        NESTED + '{"query": "x", "filters": {"year": 2020}<|end|>' + NESTED + '{"query": "y"}<|call|>',
+        calls=[("search", {"query": "x", "filters": {"year": 2020}}), ("search", {"query": "y"})],
+    ),
+    Case(
+        "brace-inside-a-string-is-not-a-bracket",
+        NESTED + '{"query": "a } b", "filters": {"year": 1<|call|>',
+        calls=[("search", {"query": "a } b", "filters": {"year": 1}})],
+    ),
+    # an open string, a mismatched bracket, or a cut reply: not mended
+    Case(
+        "open-string-is-text",
+        NESTED + '{"query": "x<|call|>',
+        content=NESTED + '{"query": "x<|call|>',
+    ),
+    Case(
+        "mismatched-bracket-is-text",
+        NESTED + '{"query": "x", "filters": {"year": 1]<|call|>',
+        content=NESTED + '{"query": "x", "filters": {"year": 1]<|call|>',
+    ),
+    Case(
+        "unclosed-cut-is-incomplete",
+        NESTED + '{"query": "x", "filters": {"year": 1',
+        truncated=True,
+        incomplete=["search"],
+    ),
+]
+CASES += UNCLOSED
 
 
 def _fuzz_call(name, args, rnd, first, sp=""):
