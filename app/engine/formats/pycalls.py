@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import ast
+import json
 import keyword
 import re
 import warnings
@@ -130,8 +131,11 @@ def _literal(node: ast.AST, depth: int = 0, lenient: bool = False) -> Any:
         raise _Bad("nested too deep")
     if lenient:
         if isinstance(node, ast.Set):  # JSON has no set: its items as written, each once
-            items = [_literal(e, depth + 1, lenient) for e in node.elts]
-            return [v for i, v in enumerate(items) if v not in items[:i]]
+            items: dict[str, Any] = {}  # (each kept once, by its JSON text: linear)
+            for e in node.elts:
+                v = _literal(e, depth + 1, lenient)
+                items.setdefault(json.dumps(v, sort_keys=True), v)
+            return list(items.values())
         if isinstance(node, ast.JoinedStr):  # an f-string without a placeholder is its text
             if all(isinstance(v, ast.Constant) and isinstance(v.value, str) for v in node.values):
                 return "".join(v.value for v in node.values)  # type: ignore[attr-defined]
