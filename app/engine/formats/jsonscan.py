@@ -3,8 +3,10 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
+from collections.abc import Iterator
 from typing import Any
 
 __all__ = [
@@ -79,13 +81,13 @@ class JsonScanner:
         return -1
 
 
-def _drop_trailing_commas(s: str) -> str:
-    out: list[str] = []
+def _outside_strings(text: str, open_at_end: list[bool] | None = None) -> Iterator[tuple[int, str]]:
+    """Each character of ``text`` that stands outside JSON strings, with its index (a string's
+    opening quote is yielded, its contents and closing quote are not). ``open_at_end`` gets
+    whether a string was still open at the end."""
     in_str = esc = False
-    pending: list[str] = []  # a comma and the whitespace after it, outside strings
-    for c in s:
+    for i, c in enumerate(text):
         if in_str:
-            out.append(c)
             if esc:
                 esc = False
             elif c == "\\":
@@ -93,23 +95,27 @@ def _drop_trailing_commas(s: str) -> str:
             elif c == '"':
                 in_str = False
             continue
-        if pending:
-            if c.isspace():
-                pending.append(c)
-                continue
-            if c in "}]":
-                out.extend(pending[1:])
-            else:
-                out.extend(pending)
-            pending = []
-        if c == ",":
-            pending = [c]
-            continue
         if c == '"':
             in_str = True
-        out.append(c)
-    out.extend(pending)
-    return "".join(out)
+        yield i, c
+    if open_at_end is not None:
+        open_at_end.append(in_str)
+
+
+def _drop_trailing_commas(s: str) -> str:
+    """``s`` without each comma that only whitespace separates from a closing bracket."""
+    drop: list[int] = []
+    comma = -1  # the last character outside strings that is not whitespace, where it is a comma
+    for i, c in _outside_strings(s):
+        if c.isspace():
+            continue
+        if c in _CLOSE and comma != -1:
+            drop.append(comma)
+        comma = i if c == "," else -1
+    if not drop:
+        return s
+    bounds = [-1, *drop, len(s)]
+    return "".join(s[a + 1 : b] for a, b in itertools.pairwise(bounds))
 
 
 def loads_lenient(text: str) -> Any:
@@ -147,23 +153,13 @@ def missing_closers(text: str) -> str | None:
     it lacks: every string closed and every closing bracket matching its opener. None when
     nothing is open or the text is wrong in another way."""
     stack: list[str] = []
-    in_str = esc = False
-    for c in text:
-        if in_str:
-            if esc:
-                esc = False
-            elif c == "\\":
-                esc = True
-            elif c == '"':
-                in_str = False
-        elif c == '"':
-            in_str = True
-        elif c in _OPEN:
+    open_at_end: list[bool] = []
+    for _i, c in _outside_strings(text, open_at_end):
+        if c in _OPEN:
             stack.append("}" if c == "{" else "]")
-        elif c in _CLOSE:
-            if not stack or stack.pop() != c:
-                return None
-    if in_str or not stack:
+        elif c in _CLOSE and (not stack or stack.pop() != c):
+            return None
+    if open_at_end[0] or not stack:
         return None
     return "".join(reversed(stack))
 
