@@ -143,6 +143,21 @@ def test_effort_levels_render_through_harmony():
     assert _render(name, Thinking()).thinking == ""  # auto: the template's default, untouched
 
 
+def test_kimi_k3_s_switch_and_effort_levels_reach_its_prompt():
+    name = "Kimi-K3.jinja"
+    control = _control(name)
+    assert (control.switch, control.effort, control.levels) == (
+        "thinking",
+        "thinking_effort",
+        ("low", "medium", "high", "max"),
+    )
+    for level in control.levels:
+        text = _render(name, Thinking(effort=level)).text
+        assert f"thinking_effort={level}`" in text and text.endswith("<|open|>think<|sep|>")
+    off = _render(name, Thinking("off")).text
+    assert "thinking_effort" not in off and off.endswith("<|open|>response<|sep|>")  # answers at once
+
+
 def test_a_message_template_s_tag_goes_into_the_system_message():
     name = "NVIDIA-Nemotron-Nano-v2.jinja"
     for messages in ([Message(role="system", content="Be brief."), *USER_ONLY], USER_ONLY):
