@@ -17,12 +17,12 @@ import json
 import keyword
 import re
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from functools import partial
 from typing import Any
 
 from app.engine.formats.base import RegionScanner
-from app.engine.formats.sections import notation_text
+from app.engine.formats.sections import notation_text, skip_ws
 
 __all__ = [
     "CALL_NAME",
@@ -253,35 +253,19 @@ def _mend(source: str) -> tuple[str, dict[str, str]] | None:
         return None
     out: list[str] = []
     back: dict[str, str] = {}
-    quote, esc, prev, sig = "", False, "", ""  # sig: the last character outside strings and space
-    i, n = 0, len(source)
-    while i < n:
-        c = source[i]
-        if quote:
-            if esc:
-                esc = False
-                out.append(c)
-            elif c == "\\":
-                esc = True
-                out.append(c)
-            elif source.startswith(quote, i):
-                out.append(quote)
-                i += len(quote)
-                quote = ""
-                continue
-            elif c in marks and (c == "\x00" or len(quote) == 1):
-                out.append(marks[c])
-                back[marks[c]] = c
+    prev, sig = "", ""  # the last character outside strings, and the last that is not space
+    word_end = 0  # a word read whole outside strings ends here (its characters are written)
+    for i, piece, quote in _python_pieces(source):
+        if quote:  # inside a string: a raw character Python refuses there gets its stand-in
+            if piece in marks and (piece == "\x00" or len(quote) == 1):
+                out.append(marks[piece])
+                back[marks[piece]] = piece
             else:
-                out.append(c)
-            i += 1
+                out.append(piece)
             continue
-        if c in "'\"":
-            quote = c * 3 if source.startswith(c * 3, i) else c
-            out.append(quote)
-            i += len(quote)
-            prev = sig = c
+        if i < word_end:
             continue
+        c = piece[0]
         m = (
             _WORD.match(source, i)
             if (c.isalpha() or c == "_") and not (prev.isalnum() or prev == "_")
@@ -289,9 +273,7 @@ def _mend(source: str) -> tuple[str, dict[str, str]] | None:
         )
         if m is not None:
             word = m.group()
-            j = m.end()
-            while j < n and source[j].isspace():
-                j += 1
+            j = skip_ws(source, m.end())
             if (
                 word in _KEYWORDS
                 and sig in ("(", ",")
@@ -303,14 +285,44 @@ def _mend(source: str) -> tuple[str, dict[str, str]] | None:
                 word = stand
             out.append(word)
             prev = sig = word[-1]
-            i = m.end()
+            word_end = m.end()
             continue
-        out.append(c)
+        out.append(piece)
         prev = c
         if not c.isspace():
             sig = c
-        i += 1
     return ("".join(out), back) if back else None
+
+
+def _python_pieces(source: str, start: int = 0) -> Iterator[tuple[int, str, str]]:
+    """``source`` from ``start`` in pieces, each with its index and the quote of the Python string
+    it stands in ("" outside strings): a character; a string's opening quote (outside) or closing
+    quote (inside), whole; or, inside a string, a backslash with the character it escapes."""
+    quote = ""
+    j, n = start, len(source)
+    while j < n:
+        c = source[j]
+        if quote:
+            if c == "\\":
+                yield j, source[j : j + 2], quote
+                j += 2
+                continue
+            if source.startswith(quote, j):
+                yield j, quote, quote
+                j += len(quote)
+                quote = ""
+                continue
+            yield j, c, quote
+            j += 1
+            continue
+        if c in "'\"":
+            q = c * 3 if source.startswith(c * 3, j) else c
+            yield j, q, ""
+            j += len(q)
+            quote = q
+            continue
+        yield j, c, ""
+        j += 1
 
 
 def _back(value: Any, back: dict[str, str]) -> Any:
@@ -364,25 +376,10 @@ def top_level_items(source: str) -> tuple[list[tuple[int, int]], int] | None:
     if not source.startswith("[", i):
         return None
     spans: list[tuple[int, int]] = []
-    depth, quote, esc = 0, "", False
-    start = j = i + 1
-    n = len(source)
-    while j < n:
-        c = source[j]
+    depth = 0
+    start = i + 1
+    for j, c, quote in _python_pieces(source, start):
         if quote:
-            if esc:
-                esc = False
-            elif c == "\\":
-                esc = True
-            elif source.startswith(quote, j):
-                j += len(quote)
-                quote = ""
-                continue
-            j += 1
-            continue
-        if c in "'\"":
-            quote = c * 3 if source.startswith(c * 3, j) else c
-            j += len(quote)
             continue
         if c in "([{":
             depth += 1
@@ -396,8 +393,7 @@ def top_level_items(source: str) -> tuple[list[tuple[int, int]], int] | None:
         elif c == "," and depth == 0:
             spans.append((start, j))
             start = j + 1
-        j += 1
-    spans.append((start, n))
+    spans.append((start, len(source)))
     return spans, -1
 
 
