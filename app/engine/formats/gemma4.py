@@ -320,8 +320,7 @@ class GemmaFormat(Format):
         if opener == CALL_WORD:
             return self._unmarked(body, at_end=at_end, truncated=truncated, tools=tools)
         close = self.close
-        # the response marker is not the call's
-        inner = body[: -len(self.response)] if body.endswith(close + self.response) else body
+        inner = self._without_response(body)
         if not inner.endswith(close):
             return None
         text = inner[: -len(close)]
@@ -335,11 +334,15 @@ class GemmaFormat(Format):
             got = got if got is not None and got[1] else None  # arguments written before it
         return one_call(opener, inner, got)
 
+    def _without_response(self, body: str) -> str:
+        """A region's body without the response marker after its closing marker (not the call's)."""
+        return body[: -len(self.response)] if body.endswith(self.close + self.response) else body
+
     def _unmarked(self, body, *, at_end, truncated, tools):
         """A call written without its opening marker: ``NAME{...}`` after ``call:``, to an offered
         tool, then the closing marker, or nothing more (the reply ended there)."""
         close = self.close
-        inner = body[: -len(self.response)] if body.endswith(close + self.response) else body
+        inner = self._without_response(body)
         if inner.endswith(close):
             text, kept = inner[: -len(close)], inner
         elif at_end and not truncated:

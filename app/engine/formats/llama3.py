@@ -26,7 +26,7 @@ from typing import Any
 from app.engine.formats.base import Format, ParsedCall, RegionScanner, register
 from app.engine.formats.jsonscan import loads_repaired, name_arguments
 from app.engine.formats.open_json import FENCE, FencedListScanner, WholeObjectScanner, fenced_object
-from app.engine.formats.sections import json_text
+from app.engine.formats.sections import json_text, skip_ws
 from app.json_schema import tool_schemas
 
 __all__ = ["Llama3Format"]
@@ -136,14 +136,14 @@ def _calls_in_turn(
         if got is None:
             return None
         read.append((end, got))
-        i = _skip_space(text, end)
+        i = skip_ws(text, end)
         if i == len(text):
             if cut:
                 return None  # cut right after a call: the region is a cut call, as before
             break
         if text[i] != ";":
             return None
-        i = _skip_space(text, i + 1)
+        i = skip_ws(text, i + 1)
     if not cut and len(read) < 2:
         return None
     head = "" if opener == "{" else opener  # the "{" opener is the first object's own brace
@@ -153,12 +153,6 @@ def _calls_in_turn(
         calls.append(ParsedCall(*got, (head if k == 0 else "") + text[lo:end]))
         lo = end
     return calls, text[lo:]
-
-
-def _skip_space(text: str, i: int) -> int:
-    while i < len(text) and text[i].isspace():
-        i += 1
-    return i
 
 
 register(Llama3Format())
