@@ -150,15 +150,22 @@ class _BlockScanner(RegionScanner):
                 return (pos + len(CLOSE), True) if pos != -1 else (safe, False)
         return n, False
 
-    def _json(self, buf: str, i: int, final: bool) -> int | tuple[int, bool]:
-        """A step outside the JSON body's strings: the index to go on from, or where the region
-        ends (a ``</tool>`` outside every string) or how far it goes until more text comes."""
-        m = _IN_JSON.search(buf, i)
+    def _next(self, pattern: re.Pattern[str], buf: str, i: int) -> int:
+        """Where ``pattern`` next matches in ``buf`` from ``i`` (``len(buf)`` if nowhere), the
+        characters passed over counted in ``ops``."""
+        m = pattern.search(buf, i)
         if m is None:
             self.ops += len(buf) - i
             return len(buf)
-        j = m.start()
-        self.ops += j - i + 1
+        self.ops += m.start() - i + 1
+        return m.start()
+
+    def _json(self, buf: str, i: int, final: bool) -> int | tuple[int, bool]:
+        """A step outside the JSON body's strings: the index to go on from, or where the region
+        ends (a ``</tool>`` outside every string) or how far it goes until more text comes."""
+        j = self._next(_IN_JSON, buf, i)
+        if j == len(buf):
+            return j
         c = buf[j]
         if c == '"':
             self.state = "string"
@@ -180,12 +187,9 @@ class _BlockScanner(RegionScanner):
             self.esc = False
             self.ops += 1
             return i + 1
-        m = _IN_STRING.search(buf, i)
-        if m is None:
-            self.ops += len(buf) - i
-            return len(buf)
-        j = m.start()
-        self.ops += j - i + 1
+        j = self._next(_IN_STRING, buf, i)
+        if j == len(buf):
+            return j
         c = buf[j]
         if c == "\\":
             self.esc = True
