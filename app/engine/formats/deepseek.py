@@ -54,6 +54,12 @@ section's frame: a section whose closing tag never came, when the reply ended no
 after a complete block; the closing tag after a bare run (its opening tag dropped); an opening
 tag missing its ``>`` (``<｜DSML｜tool_calls``, a newline, then the blocks).
 
+Deployed V3.2 / V4 also spell the tag prefix three other ways: ``｜｜DSML｜｜`` (the bars doubled:
+transcripts of DeepSeek's API, GenericAgent #804), ``|DSML|`` (ASCII bars: a local V4 writes it,
+with and without the section, local-inference-lab/vllm #417, cline #13348) and ``‖DSML‖``
+(GenericAgent #804). Each is read as the published one, with everything above, in one spelling
+throughout: a section (or a bare block) opened in one spelling and going on in another is text.
+
 A reply cut (``truncated``) inside a section keeps the complete calls before the cut (a JSON
 section here or a DSML one); the cut remainder comes back as text, byte for byte. A section that
 is malformed anywhere, or a JSON section unclosed in a reply that ended normally, is text.
@@ -150,24 +156,33 @@ DEEPSEEK_V31 = DeepSeekJsonFormat(
 
 DSML = "｜DSML｜"
 DSML_V41 = "｜DSML｜ "  # V4.1 writes a space after the bar in every tag
+# The prefix as deployed V3.2 / V4 also spell it (deviations): the bars doubled (DeepSeek's API,
+# GenericAgent #804, opencode transcripts), ASCII bars (a local V4 writes them with and without
+# the section, local-inference-lab/vllm #417; cline #13348) and U+2016 (GenericAgent #804). A
+# section, or a bare block, is read in one spelling throughout.
+DSML_STRAYS = ("｜｜DSML｜｜", "|DSML|", "‖DSML‖")
+DSML_SPELLINGS = (DSML, *DSML_STRAYS)
 # The section tags and the tag prefixes read inside each: V4.1's `` calls`` block is its own
-# sub-format (spaced tags; the unspaced spelling is read there too).
-DSML_DIALECTS: dict[str, tuple[str, ...]] = {
-    f"<{DSML}function_calls>": (DSML,),
-    f"<{DSML}tool_calls>": (DSML,),
-    f"<{DSML_V41}calls>": (DSML_V41, DSML),
-}
-# The V3.2/V4 section tags missing their ">" (a deviation: the tag's name, then a newline; the
-# newline is the opener's so that no opener is a prefix of the whole tag)
-DSML_UNCLOSED_TAGS = tuple(t[:-1] + "\n" for t in DSML_DIALECTS if DSML_V41 not in t)
-DSML_DIALECTS.update({t: (DSML,) for t in DSML_UNCLOSED_TAGS})
+# sub-format (spaced tags; the unspaced spelling is read there too). The V3.2/V4 section tags may
+# miss their ">" (a deviation: the tag's name, then a newline; the newline is the opener's so that
+# no opener is a prefix of the whole tag).
+DSML_DIALECTS: dict[str, tuple[str, ...]] = {}
+# What a bare run of invoke blocks may end with, by spelling: a section's closing tag (its
+# opening one dropped)
+BARE_CLOSES: dict[str, tuple[str, ...]] = {}
+for _p in DSML_SPELLINGS:
+    _tags = (f"<{_p}function_calls>", f"<{_p}tool_calls>")
+    DSML_DIALECTS.update({t: (_p,) for t in _tags})
+    DSML_DIALECTS[f"<{_p} calls>"] = (f"{_p} ", _p)
+    DSML_DIALECTS.update({t[:-1] + "\n": (_p,) for t in _tags})
+    BARE_CLOSES[_p] = tuple("</" + t[1:] for t in _tags)
+del _p, _tags
 DSML_OPENERS = tuple(DSML_DIALECTS)
-# What a bare run of invoke blocks may end with: a section's closing tag (its opening one dropped)
-BARE_CLOSES = tuple("</" + t[1:] for t in DSML_DIALECTS if DSML_V41 not in t and t.endswith(">"))
+DSML_PUBLISHED = (f"<{DSML}function_calls>", f"<{DSML}tool_calls>", f"<{DSML_V41}calls>")
 INVOKE = f"<{DSML}invoke"
 INVOKE_END = f"</{DSML}invoke>"
-PARAM = f"<{DSML}parameter"
-PARAM_END = f"</{DSML}parameter>"
+# V4's bare invoke blocks, by their opening tag's start
+BARE_INVOKES = {f"<{p}invoke": p for p in DSML_SPELLINGS}
 
 _INVOKE_ATTRS = re.compile(r'\s+name="(' + NAME + r')"\s*(/?)')
 _PARAM_ATTRS = re.compile(r'\s+name="([^"<>]+)"(?:\s+string="(true|false)")?\s*')
@@ -270,12 +285,12 @@ class BareDsmlScanner(DsmlScanner):
     is the run's). On a fault inside a block it sets ``bad`` and the region ends there.
     ``head``: the scan starts after the ``<｜DSML｜invoke`` that opened the region."""
 
-    def __init__(self, *, head: bool) -> None:
-        super().__init__("", (DSML,))  # no closing tag: "seek" ends the region where it stands
-        self.closes = BARE_CLOSES  # a section's closing tag after the run is its frame
+    def __init__(self, *, head: bool, prefix: str = DSML) -> None:
+        super().__init__("", (prefix,))  # no closing tag: "seek" ends the region where it stands
+        self.closes = BARE_CLOSES[prefix]  # a section's closing tag after the run is its frame
         if head:
             self.state = "invoke_head"
-            self.invoke_end = INVOKE_END
+            self.invoke_end = f"</{prefix}invoke>"
 
     def _expect(self, buf: str, i: int, wanted: tuple[str, ...], final: bool) -> tuple[int, str | None]:
         return super()._expect(buf, i, tuple(w for w in wanted if w), final)
@@ -309,9 +324,9 @@ class DeepSeekDsmlFormat(XmlParamsFormat):
     dialects: dict[str, tuple[str, ...]] = DSML_DIALECTS
     bare = True  # V4's invoke blocks written without their section
     self_closing = True  # ``<｜DSML｜invoke name="N"/>``: a call without parameters
-    openers = (*DSML_OPENERS, INVOKE)  # INVOKE: V4's bare blocks
-    # deviations: the published call opens with a whole section tag
-    non_marker_openers = (*DSML_UNCLOSED_TAGS, INVOKE)
+    openers = (*DSML_OPENERS, *BARE_INVOKES)  # V4's bare blocks too
+    # deviations: the published call opens with a whole section tag, spelt as published
+    non_marker_openers = tuple(o for o in (*DSML_OPENERS, *BARE_INVOKES) if o not in DSML_PUBLISHED)
     reasoning = THINK
     raw_values = False  # a value's ``string`` flag says how to read it
     section = (f"<{DSML}function_calls>\n", f"</{DSML}function_calls>")
@@ -347,13 +362,13 @@ class DeepSeekDsmlFormat(XmlParamsFormat):
         return f"<{self.prefix}invoke"
 
     def region_scanner(self, opener: str) -> RegionScanner:
-        if self.bare and opener == INVOKE:
-            return BareDsmlScanner(head=True)
+        if self.bare and opener in BARE_INVOKES:
+            return BareDsmlScanner(head=True, prefix=BARE_INVOKES[opener])
         return DsmlScanner(_dsml_close(opener), self.dialects[opener], self_closing=self.self_closing)
 
     def parse_region(self, opener, body, *, at_end, truncated, tools):
-        if self.bare and opener == INVOKE:
-            sc: DsmlScanner = BareDsmlScanner(head=False)
+        if self.bare and opener in BARE_INVOKES:
+            sc: DsmlScanner = BareDsmlScanner(head=False, prefix=BARE_INVOKES[opener])
             body = opener + body
             sc.scan(body, not (at_end and truncated))
             if sc.bad or not sc.calls:

@@ -164,11 +164,6 @@ CASES = [
         content=sec(inv("get_weather", p("city", "A"), p("city", "B"))),
     ),
     Case("bad-invoke-tag", sec(f'<{D}invoke nam="x">\n{IE}\n'), content=sec(f'<{D}invoke nam="x">\n{IE}\n')),
-    Case(
-        "ascii-bars-are-text",
-        '<|DSML|function_calls><|DSML|invoke name="get_time"/></|DSML|function_calls>',
-        content='<|DSML|function_calls><|DSML|invoke name="get_time"/></|DSML|function_calls>',
-    ),
 ]
 
 
@@ -352,6 +347,83 @@ FRAME = [
     ),
 ]
 CASES += FRAME
+
+
+# The tag prefix as deployed V3.2 / V4 also spell it: the bars doubled, ASCII, U+2016 (GenericAgent
+# #804, local-inference-lab/vllm #417, cline #13348); one spelling throughout a section or block.
+def spelt(text: str, q: str) -> str:
+    return text.replace(D, q)
+
+
+T = inv("get_time")
+SPELLINGS = {"doubled": "｜｜DSML｜｜", "ascii": "|DSML|", "u2016": "‖DSML‖"}
+STRAY_SPELLINGS = []
+for tag, q in SPELLINGS.items():
+    STRAY_SPELLINGS += [
+        Case(f"{tag}-section", spelt(sec(W, o=TC, c=TCE), q), content="\n\n", calls=[PW]),
+        Case(
+            f"{tag}-section-fc-parallel",
+            spelt(sec(W, T), q),
+            content="\n\n",
+            calls=[PW, ("get_time", {})],
+        ),
+        Case(
+            f"{tag}-after-think",
+            spelt("<think>weather</think>Sure." + sec(W, o=TC, c=TCE), q),
+            reasoning="weather",
+            content="Sure.\n\n",
+            calls=[PW],
+        ),
+        Case(f"{tag}-v41-calls", spelt(sec41(W41), q), calls=[PW]),
+        Case(f"{tag}-bare", spelt("Ok. " + B, q), content="Ok. ", calls=[PW]),
+        Case(f"{tag}-bare-self-closing", spelt(f'<{D}invoke name="get_time"/>', q), calls=[("get_time", {})]),
+        Case(
+            f"{tag}-bare-run-then-closing-tag",
+            spelt(B + "\n" + T + TCE, q),
+            calls=[PW, ("get_time", {})],
+        ),
+        Case(f"{tag}-tag-missing-its-close", spelt(f"<{D}tool_calls\n" + W + TCE, q), calls=[PW]),
+        Case(f"{tag}-section-never-closed", spelt(f"{TC}\n" + W, q), content="\n", calls=[PW]),
+        Case(
+            f"{tag}-cut-mid-parameter",
+            spelt("Sure. " + B.split("Paris")[0], q),
+            truncated=True,
+            content="Sure. ",
+            incomplete=["get_weather"],
+        ),
+        Case(
+            f"{tag}-cut-second-invoke",
+            spelt(sec(W, o=TC, c=TCE), q)[: -len(spelt(TCE, q))] + spelt(f'<{D}invoke name="get_ti', q),
+            truncated=True,
+            content="\n\n\n",
+            calls=[PW],
+            incomplete=[None],
+        ),
+        # Text: a section in one spelling with tags of another, a block closed in another, prose.
+        Case(
+            f"{tag}-section-with-published-tags",
+            spelt(TC, q) + "\n" + W + spelt(TCE, q),
+            content=spelt(TC, q) + "\n" + W + spelt(TCE, q),
+            stable_prefix=False,
+        ),
+        Case(
+            f"{tag}-published-section-with-its-tags",
+            TC + "\n" + spelt(W, q) + TCE,
+            content=TC + "\n" + spelt(W, q) + TCE,
+            stable_prefix=False,
+        ),
+        Case(
+            f"{tag}-block-closed-as-published",
+            spelt(B[: -len(IE)], q) + IE + " ok",
+            content=spelt(B[: -len(IE)], q) + IE + " ok",
+        ),
+        Case(
+            f"{tag}-in-prose",
+            spelt(f"Write <{D}tool_calls> to call.", q),
+            content=spelt(f"Write <{D}tool_calls> to call.", q),
+        ),
+    ]
+CASES += STRAY_SPELLINGS
 
 # The section tags are structure; string values end at the parameter's closing tag.
 FUZZ = Fuzz(
