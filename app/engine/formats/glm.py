@@ -16,7 +16,11 @@ name runs into the first key (``<tool_call>grep_toolpattern</arg_key><arg_value>
 a space or newline between them). It is read only where the text before that ``</arg_key>``
 splits one way into a declared tool's name and one of that tool's declared parameters. And
 GLM-5.2's stray ``</arg_value>`` right after a declared tool's name, mostly in a call without
-arguments (``<tool_call>get_time</arg_value></tool_call>``): dropped.
+arguments (``<tool_call>get_time</arg_value></tool_call>``): dropped. GLM-4.7 also leaves out a
+value's opening tag now and then, more often under concurrent load (vLLM #49249, from the raw
+sampled tokens: ``<arg_key>query</arg_key>cats</arg_value>``) and writes a key's closing tag twice
+(vLLM #54971): the value starts right after the key's closing tag (one newline there is layout),
+must be closed by ``</arg_value>`` and may hold no other pair tag; the repeated tag is one.
 """
 
 from __future__ import annotations
@@ -57,14 +61,14 @@ def parse_glm_call(
     after = m.end()
     if inner.startswith(V_CLOSE, after) and m.group(0) in (schemas or {}):
         after += len(V_CLOSE)  # GLM-5.2's stray closing value tag after a declared tool's name
-    got = read_arg_pairs(inner, after, key=KEY, value=VALUE, lenient=True)
+    got = read_arg_pairs(inner, after, key=KEY, value=VALUE, lenient=True, strays=True)
     if got is not None:
         return m.group(0), got[0]
     fused = _fused_head(inner, i, schemas or {})
     if fused is None:
         return None
     name, key, end = fused
-    got = read_arg_pairs(K_OPEN + key + inner[end:], 0, key=KEY, value=VALUE, lenient=True)
+    got = read_arg_pairs(K_OPEN + key + inner[end:], 0, key=KEY, value=VALUE, lenient=True, strays=True)
     return None if got is None else (name, got[0])
 
 

@@ -152,6 +152,7 @@ def read_arg_pairs(
     close: str = "",
     lenient: bool = False,
     joined: bool = False,
+    strays: bool = False,
 ) -> tuple[dict[str, str], int] | None:
     """Strictly read ``(KEY_OPEN k KEY_CLOSE VALUE_OPEN v VALUE_CLOSE)*`` from ``i``, whitespace
     between the tags, up to ``close`` (or to the end of ``text`` when ``close`` is empty): the
@@ -164,6 +165,9 @@ def read_arg_pairs(
     the end (a newline before it is layout). ``joined``: the key's closing tag also opens the
     value (``value[0]`` is empty: Solar Open2's ``K<|tool_arg:value|>V``), so the key is exactly
     the text between its tags (not stripped) and the value starts right after the tag.
+    ``strays`` (with ``lenient``; GLM-4.7's, vLLM #49249, #54971): a key's closing tag written
+    twice is one, and a value whose opening tag was left out starts right after the key's closing
+    tag (one newline there is layout); it must be closed, and holds no other pair tag.
     """
     (k_open, k_close), (v_open, v_close) = key, value
     args: dict[str, str] = {}
@@ -183,9 +187,21 @@ def read_arg_pairs(
         if not pair_key_ok(name) or name in args:
             return None
         # a joined tag opens the value itself: whitespace after it is the value's
-        i = end + len(k_close) if joined else skip_ws(text, end + len(k_close))
+        after = end + len(k_close)
+        i = after if joined else skip_ws(text, after)
+        while strays and text.startswith(k_close, i):  # the key's closing tag twice
+            after = i + len(k_close)
+            i = skip_ws(text, after)
         if not text.startswith(v_open, i):
-            return None
+            if not strays:
+                return None
+            i = after + 1 if text.startswith("\n", after) else after  # the value's opening tag left out
+            end = _pair_value_end(text, i, k_open, v_close)
+            if end == -1 or any(t in text[i:end] for t in (k_open, k_close, v_open)):
+                return None
+            args[name] = text[i:end]
+            i = end + len(v_close)
+            continue
         i += len(v_open)
         end = _pair_value_end(text, i, k_open, v_close) if lenient else text.find(v_close, i)
         if end == -1:

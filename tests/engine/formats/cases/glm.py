@@ -260,6 +260,64 @@ STRAY_VALUE_CLOSE = [
 ]
 CASES += STRAY_VALUE_CLOSE
 
+# GLM-4.7 leaves out a value's opening tag now and then, more often under concurrent load (vLLM
+# #49249: raw sampled tokens); a key's closing tag comes twice (vLLM #54971). The value then starts
+# right after the key's closing tag (one newline there is layout) and must be closed.
+Q = "<tool_call>search<arg_key>query</arg_key>"
+MISSING_VALUE_OPEN = [
+    Case(
+        "value-open-left-out",
+        Q + "how many days left</arg_value></tool_call>",
+        calls=[("search", {"query": "how many days left"})],
+    ),
+    Case("value-open-left-out-then-pair", COMPACT.replace("<arg_value>Paris", "Paris"), calls=[W]),
+    Case("value-open-left-out-last", COMPACT.replace("<arg_value>3", "3"), calls=[W]),
+    Case("value-open-left-out-newline-layout", NL.replace("\n<arg_value>Paris", "\nParis"), calls=[W]),
+    Case("value-open-left-out-twice", COMPACT.replace("<arg_value>", ""), calls=[W]),
+    Case(
+        "value-open-left-out-spaces-kept",
+        Q + "  x </arg_value></tool_call>",
+        calls=[("search", {"query": "  x "})],
+    ),
+    Case("value-open-left-out-empty", Q + "</arg_value></tool_call>", calls=[("search", {"query": ""})]),
+    Case(
+        "value-open-left-out-close-tag-inside",
+        Q + "a</arg_value> b</arg_value><arg_key>limit</arg_key>2</arg_value></tool_call>",
+        calls=[("search", {"query": "a</arg_value> b", "limit": 2})],
+    ),
+    Case(
+        "value-open-left-out-after-think",
+        "<think>look it up</think>" + Q + "cats</arg_value></tool_call>",
+        reasoning="look it up",
+        calls=[("search", {"query": "cats"})],
+    ),
+    Case(
+        "key-close-twice",
+        Q + "</arg_key><arg_value>x</arg_value></tool_call>",
+        calls=[("search", {"query": "x"})],
+    ),
+    Case("key-close-twice-newline", NL.replace("city</arg_key>", "city</arg_key>\n</arg_key>"), calls=[W]),
+    Case(
+        "key-close-twice-value-open-left-out",
+        Q + "</arg_key>x</arg_value></tool_call>",
+        calls=[("search", {"query": "x"})],
+    ),
+    Case("value-open-left-out-cut", Q + "how many", truncated=True, incomplete=["search"]),
+    # text: a value never closed, one holding another pair tag, a key closed three ways
+    Case("value-open-left-out-never-closed", Q + "x</tool_call> ok", content=Q + "x</tool_call> ok"),
+    Case(
+        "value-open-left-out-holding-value-open",
+        Q + "a<arg_value>b</arg_value></tool_call>",
+        content=Q + "a<arg_value>b</arg_value></tool_call>",
+    ),
+    Case(
+        "value-open-left-out-holding-key-close",
+        Q + "a</arg_key>b</arg_value></tool_call>",
+        content=Q + "a</arg_key>b</arg_value></tool_call>",
+    ),
+]
+CASES += MISSING_VALUE_OPEN
+
 
 def _fuzz_write(fmt, name, args, rnd):
     nl = "\n" if rnd.random() < 0.5 else ""  # GLM-4.5's newline layout or GLM-4.7's compact one
