@@ -29,6 +29,13 @@ rest is the answer (before, it ran on in the reasoning of the message before, ma
 And a call's JSON that lacks only its last closing brackets where the model ended the message
 itself with ``<|call|>`` or ``<|end|>`` (gpt-oss leaves them out of deeply nested arguments,
 ollama #14180): read with them; an open string or a mismatched bracket stays text.
+gpt-oss-20b at its recommended sampling also writes, at a turn's start, a header that reaches
+``<|end|>`` with no ``<|message|>`` (``<|channel|>??<|end|>``, ``<|channel|>commentary?<|end|>``,
+free text: llama.cpp #27720, ~4% of turns), then its messages: a message that never got a body,
+its words reasoning (verbatim, between its markers), its markers structure. And it writes a
+call's channel again after the recipient (``<|channel|>commentary to=functions.NAME<|channel|>
+commentary <|constrain|>json``: vLLM #31677): the header of that call. A channel written twice
+in a message without a recipient stays a malformed header.
 
 LLM-jp-4.1 writes this wire through a tokenizer that puts a space after each special token
 followed by text (``<|start|> assistant``, ``<|channel|> final<|message|> Hello``, ``<|constrain|>
@@ -70,6 +77,7 @@ _RECIPIENT = r"to=([^\s<>]+)"
 _HEADER = re.compile(
     r"\A(?:<\|start\|>[ \t]*assistant)?[ \t]*(?:" + _RECIPIENT + r"[ \t]*)?"
     r"(?:<\|channel\|>[ \t]*([A-Za-z_]\w*))?[ \t]*(?:" + _RECIPIENT + r"[ \t]*)?"
+    r"(?:<\|channel\|>[ \t]*([A-Za-z_]\w*)[ \t]*)?"  # a call's channel written again (a deviation)
     r"(?:<\|constrain\|>[ \t]*)?([A-Za-z_][\w\-]*)?[ \t]*\Z"
 )
 # What a header may begin with (after leading whitespace).
@@ -78,6 +86,12 @@ _HEADER_STARTS = (START, CHANNEL, CONSTRAIN, MESSAGE, "to=")
 # answer...``: vLLM #45736; a fifth of one deployment's replies, ai-dynamo #236): the channel
 # word, then a space or a newline, then the answer, up to the message's end.
 _STRANDED = re.compile(r"(?:<\|start\|>[ \t]*assistant)?[ \t]*<\|channel\|>[ \t]*final[ \n]")
+# What gpt-oss-20b writes at a turn's start now and then, at its recommended sampling, before the
+# well-formed messages: ``<|channel|>``, then free text, ``??``, ``commentary?`` or ``commentary
+# to=assistant<|channel|>commentary?``, then ``<|end|>`` (llama.cpp #27720: ~4% of turns), with no
+# ``<|message|>``: a header that starts as one (a channel marker, no message start inside).
+_BROKEN_HEADER = re.compile(r"(?:<\|start\|>[ \t]*assistant)?[ \t]*<\|channel\|>(?:(?!<\|start\|>).)*", re.S)
+_MARKUP = re.compile(r"[ \t]*(?:<\|start\|>[ \t]*assistant|<\|channel\|>|<\|constrain\|>)[ \t]*")
 
 
 def parse_header(header: str) -> tuple[str | None, str | None] | None:
@@ -85,9 +99,9 @@ def parse_header(header: str) -> tuple[str | None, str | None] | None:
     m = _HEADER.match(header.strip())
     if m is None:
         return None
-    to1, channel, to2, _ctype = m.groups()
-    if to1 and to2:
-        return None
+    to1, channel, to2, again, _ctype = m.groups()
+    if (to1 and to2) or (again and not (to1 or to2)):
+        return None  # two recipients; a channel written twice in a message that is not a call
     if not header.strip().startswith((START, CHANNEL, "to=")):
         return None  # e.g. "json<|message|>": not a header
     return channel, to1 or to2
@@ -220,6 +234,17 @@ class HarmonyStream(Stream):
             self._consume(lead + stranded.end())
             self._resume = _CONTENT
             self._mode = _CONTENT
+            return True
+        if bad != -1 and window.startswith(END, bad) and _BROKEN_HEADER.fullmatch(window, 0, bad):
+            # A header that reached <|end|> with no <|message|>: a message that never got a body
+            # (gpt-oss-20b's broken header, llama.cpp #27720). Its words are reasoning, its
+            # markers structure; the messages after it are read as ever.
+            self._pending = ""
+            junk = self._consume(lead + bad)
+            self._consume(len(END))
+            for words in _MARKUP.split(junk):
+                if words.strip():
+                    self._reason(words)
             return True
         if (
             final

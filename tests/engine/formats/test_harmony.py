@@ -119,6 +119,11 @@ def test_prompt_ending_in_analysis_opens_in_reasoning():
         ),
         ("<|channel|>final extra words", None),
         ("to=a<|channel|>commentary to=b", None),
+        (
+            "<|channel|>commentary to=functions.f<|channel|>commentary <|constrain|>json",
+            ("commentary", "functions.f"),
+        ),
+        ("<|channel|>final<|channel|>final", None),
         ("json", None),
     ],
 )

@@ -438,6 +438,63 @@ UNCLOSED = [
 ]
 CASES += UNCLOSED
 
+# gpt-oss-20b at its recommended sampling writes a broken header at a turn's start now and then:
+# "<|channel|>", free text or "??" or "commentary?", then "<|end|>" with no "<|message|>", and only
+# then its messages (llama.cpp #27720). The words are reasoning, the markers structure. And it
+# writes a call's channel again after the recipient (vLLM #31677): read as the call.
+TWICE = "<|start|>assistant<|channel|>commentary to=functions.get_weather<|channel|>commentary"
+BROKEN_HEADER = [
+    Case(
+        "broken-header-then-analysis-and-final",
+        "<|channel|>commentary?<|end|>" + ANALYSIS + FINAL,
+        reasoning="commentary?The user wants the weather.",
+        content="It is sunny.",
+    ),
+    Case("broken-header-then-call", "<|channel|>??<|end|>" + CALL, reasoning="??", calls=[W]),
+    Case(
+        "broken-header-channel-twice",
+        "<|channel|>commentary to=assistant<|channel|>commentary?<|end|>" + FINAL,
+        reasoning="commentary to=assistantcommentary?",
+        content="It is sunny.",
+    ),
+    Case(
+        "broken-header-free-text",
+        "<|channel|>The user asks\nabout weather<|end|>" + FINAL,
+        reasoning="The user asks\nabout weather",
+        content="It is sunny.",
+    ),
+    Case(
+        "broken-header-after-analysis",
+        ANALYSIS + "<|start|>assistant<|channel|>commentary 2?<|end|>" + FINAL,
+        reasoning="The user wants the weather.commentary 2?",
+        content="It is sunny.",
+    ),
+    Case("broken-header-alone", "<|channel|>??<|end|>", reasoning="??"),
+    Case("broken-header-then-text", "<|channel|>??<|end|>Hello", reasoning="??", content="Hello"),
+    Case("broken-header-empty", "<|channel|><|end|>" + FINAL, content="It is sunny."),
+    Case(
+        "call-channel-twice",
+        ANALYSIS + TWICE + CALL[CALL.index(" <|constrain|>") :],
+        reasoning="The user wants the weather.",
+        calls=[W],
+    ),
+    Case(
+        "call-channel-twice-no-constrain",
+        TWICE + '<|message|>{"city": "Paris", "days": 3}<|call|>',
+        calls=[W],
+    ),
+    # text as before: a header ended by another end marker, a channel twice in a message that is
+    # not a call, a header cut by the token limit
+    Case("header-ended-by-return-is-text", "<|channel|>??<|return|>", content="<|channel|>??"),
+    Case(
+        "final-channel-twice-is-text",
+        "<|channel|>final<|channel|>final<|message|>Hi",
+        content="<|channel|>final<|channel|>final<|message|>Hi",
+        stable_prefix=False,
+    ),
+]
+CASES += BROKEN_HEADER
+
 
 def _fuzz_call(name, args, rnd, first, sp=""):
     start = "" if first else f"<|start|>{sp}assistant"
@@ -475,6 +532,9 @@ FUZZ = Fuzz(
         r"(?:<\|start\|>[ \t]*assistant[ \t]*(?:" + _H_CHANNEL + r")?|" + _H_CHANNEL + r")"
         r"(?:<\|constrain\|>[ \t]*)?(?:[A-Za-z_][\w\-]*)?[ \t]*<\|message\|>",
         r"<\|end\|>",
+        # the markers of a header that reaches <|end|> with no <|message|> (its words: reasoning)
+        r"(?:<\|start\|>[ \t]*assistant|<\|channel\|>|<\|constrain\|>)"
+        r"(?=(?:(?!<\|start\|>|<\|message\|>)[\s\S])*<\|end\|>)",
         r"<\|call\|>",
         r"<\|return\|>",
     ),
