@@ -35,7 +35,9 @@ free text: llama.cpp #27720, ~4% of turns), then its messages: a message that ne
 its words reasoning (verbatim, between its markers), its markers structure. And it writes a
 call's channel again after the recipient (``<|channel|>commentary to=functions.NAME<|channel|>
 commentary <|constrain|>json``: vLLM #31677): the header of that call. A channel written twice
-in a message without a recipient stays a malformed header.
+in a message without a recipient stays a malformed header. gpt-oss-120b writes ``<|start|>`` twice
+before ``assistant`` and a channel marker with no name (``<|channel|><|message|>``: vLLM #43408,
+openai/harmony #48): the header they stand for, a message without a channel being content.
 
 LLM-jp-4.1 writes this wire through a tokenizer that puts a space after each special token
 followed by text (``<|start|> assistant``, ``<|channel|> final<|message|> Hello``, ``<|constrain|>
@@ -75,8 +77,8 @@ _MAX_HEADER = 512
 
 _RECIPIENT = r"to=([^\s<>]+)"
 _HEADER = re.compile(
-    r"\A(?:<\|start\|>[ \t]*assistant)?[ \t]*(?:" + _RECIPIENT + r"[ \t]*)?"
-    r"(?:<\|channel\|>[ \t]*([A-Za-z_]\w*))?[ \t]*(?:" + _RECIPIENT + r"[ \t]*)?"
+    r"\A(?:(?:<\|start\|>[ \t]*)+assistant)?[ \t]*(?:" + _RECIPIENT + r"[ \t]*)?"
+    r"(?:<\|channel\|>[ \t]*([A-Za-z_]\w*)?)?[ \t]*(?:" + _RECIPIENT + r"[ \t]*)?"
     r"(?:<\|channel\|>[ \t]*([A-Za-z_]\w*)[ \t]*)?"  # a call's channel written again (a deviation)
     r"(?:<\|constrain\|>[ \t]*)?([A-Za-z_][\w\-]*)?[ \t]*\Z"
 )
@@ -85,13 +87,15 @@ _HEADER_STARTS = (START, CHANNEL, CONSTRAIN, MESSAGE, "to=")
 # A final message whose header lost its <|message|> (gpt-oss writes ``<|channel|>final The
 # answer...``: vLLM #45736; a fifth of one deployment's replies, ai-dynamo #236): the channel
 # word, then a space or a newline, then the answer, up to the message's end.
-_STRANDED = re.compile(r"(?:<\|start\|>[ \t]*assistant)?[ \t]*<\|channel\|>[ \t]*final[ \n]")
+_STRANDED = re.compile(r"(?:(?:<\|start\|>[ \t]*)+assistant)?[ \t]*<\|channel\|>[ \t]*final[ \n]")
 # What gpt-oss-20b writes at a turn's start now and then, at its recommended sampling, before the
 # well-formed messages: ``<|channel|>``, then free text, ``??``, ``commentary?`` or ``commentary
 # to=assistant<|channel|>commentary?``, then ``<|end|>`` (llama.cpp #27720: ~4% of turns), with no
 # ``<|message|>``: a header that starts as one (a channel marker, no message start inside).
-_BROKEN_HEADER = re.compile(r"(?:<\|start\|>[ \t]*assistant)?[ \t]*<\|channel\|>(?:(?!<\|start\|>).)*", re.S)
-_MARKUP = re.compile(r"[ \t]*(?:<\|start\|>[ \t]*assistant|<\|channel\|>|<\|constrain\|>)[ \t]*")
+_BROKEN_HEADER = re.compile(
+    r"(?:(?:<\|start\|>[ \t]*)+assistant)?[ \t]*<\|channel\|>(?:(?!<\|start\|>).)*", re.S
+)
+_MARKUP = re.compile(r"[ \t]*(?:(?:<\|start\|>[ \t]*)+assistant|<\|channel\|>|<\|constrain\|>)[ \t]*")
 
 
 def parse_header(header: str) -> tuple[str | None, str | None] | None:

@@ -124,6 +124,8 @@ def test_prompt_ending_in_analysis_opens_in_reasoning():
             ("commentary", "functions.f"),
         ),
         ("<|channel|>final<|channel|>final", None),
+        ("<|start|><|start|>assistant<|channel|>final", ("final", None)),
+        ("<|start|>assistant<|channel|>", (None, None)),
         ("json", None),
     ],
 )

@@ -495,6 +495,36 @@ BROKEN_HEADER = [
 ]
 CASES += BROKEN_HEADER
 
+# gpt-oss-120b's headers with "<|start|>" written twice or an empty channel name (vLLM #43408;
+# openai/harmony #48): read as the header they stand for; a header without a channel is content.
+START_TWICE = [
+    Case(
+        "start-twice-then-final",
+        ANALYSIS + "<|start|>" + FINAL,
+        reasoning="The user wants the weather.",
+        content="It is sunny.",
+    ),
+    Case(
+        "start-twice-then-call",
+        ANALYSIS + "<|start|>" + CALL,
+        reasoning="The user wants the weather.",
+        calls=[W],
+    ),
+    Case(
+        "empty-channel-after-analysis",
+        ANALYSIS + "<|start|>assistant<|channel|><|message|>It is sunny.<|return|>",
+        reasoning="The user wants the weather.",
+        content="It is sunny.",
+    ),
+    Case("empty-channel-first", "<|channel|><|message|>It is sunny.", content="It is sunny."),
+    Case(
+        "empty-channel-call",
+        '<|channel|> to=functions.get_weather <|constrain|>json<|message|>{"city": "Paris", "days": 3}<|call|>',
+        calls=[W],
+    ),
+]
+CASES += START_TWICE
+
 
 def _fuzz_call(name, args, rnd, first, sp=""):
     start = "" if first else f"<|start|>{sp}assistant"
@@ -522,18 +552,18 @@ def _fuzz_reply(fmt, calls, texts, reasoning, rnd):
 
 
 _H_MARKERS = ("<|start|>", "<|channel|>", "<|message|>", "<|constrain|>", "<|end|>", "<|call|>", "<|return|>")
-_H_CHANNEL = r"<\|channel\|>[ \t]*[A-Za-z_]\w*[ \t]*"
+_H_CHANNEL = r"<\|channel\|>[ \t]*(?:[A-Za-z_]\w*)?[ \t]*"
 # A message header without recipient (a call's header is in its raw), and the end tokens.
 FUZZ = Fuzz(
     markers=_H_MARKERS,
     forbidden=_H_MARKERS,
     reply=_fuzz_reply,
     structure=(
-        r"(?:<\|start\|>[ \t]*assistant[ \t]*(?:" + _H_CHANNEL + r")?|" + _H_CHANNEL + r")"
+        r"(?:(?:<\|start\|>[ \t]*)+assistant[ \t]*(?:" + _H_CHANNEL + r")?|" + _H_CHANNEL + r")"
         r"(?:<\|constrain\|>[ \t]*)?(?:[A-Za-z_][\w\-]*)?[ \t]*<\|message\|>",
         r"<\|end\|>",
         # the markers of a header that reaches <|end|> with no <|message|> (its words: reasoning)
-        r"(?:<\|start\|>[ \t]*assistant|<\|channel\|>|<\|constrain\|>)"
+        r"(?:(?:<\|start\|>[ \t]*)+assistant|<\|channel\|>|<\|constrain\|>)"
         r"(?=(?:(?!<\|start\|>|<\|message\|>)[\s\S])*<\|end\|>)",
         r"<\|call\|>",
         r"<\|return\|>",
