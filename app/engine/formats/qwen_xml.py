@@ -28,7 +28,11 @@ What Qwen3-Coder and Qwen3.5 also write, read with the tool's declared parameter
   (mlx-swift-lm #529; the MLX and Swift servers' trackers): a ``<tool_call>`` whose body starts
   with ``{`` is read by Hermes' reader (``open_json.JsonTagFormat``), one object per tag, the
   closing tag implied only right after the JSON at the end of a reply, no fence, no list. Any
-  other body is the XML wire's; the two may alternate call by call.
+  other body is the XML wire's; the two may alternate call by call;
+* Qwen3.8's ``<parameter=NAME>`` where ``<function=NAME>`` belongs, inside a ``<tool_call>``,
+  the rest as written (``</function>`` included; ds4 #1050, 5 of 98 calls in one session): read
+  as the function's tag where NAME is a declared tool and only whitespace stands between the tag
+  and the next ``<parameter=`` or ``</function>`` (a parameter's value would stand there).
 """
 
 from __future__ import annotations
@@ -135,6 +139,23 @@ def _read_block(
             return name, args, i + len(F_CLOSE)
         else:
             return None
+
+
+def _parameter_head(inner: str, schemas: dict[str, Any]) -> str | None:
+    """A call's text with Qwen3.8's ``<parameter=NAME>`` where ``<function=NAME>`` belongs
+    (ds4 #1050: 5 of 98 calls in one session) mended: NAME a declared tool, and nothing but
+    whitespace between that tag and the next ``<parameter=`` or the ``</function>`` (a value
+    would stand there). None when the call does not start so."""
+    i = skip_ws(inner, 0)
+    if not inner.startswith(P_OPEN, i):
+        return None
+    got = _name(inner, i + len(P_OPEN))
+    if got is None or got[0] not in schemas:
+        return None
+    k = skip_ws(inner, got[1])
+    if not inner.startswith((P_OPEN, F_CLOSE), k):
+        return None
+    return inner[:i] + F_OPEN + inner[i + len(P_OPEN) :]
 
 
 def parse_function_block(
@@ -338,6 +359,8 @@ class QwenXmlFormat(XmlParamsFormat):
         if at_end and truncated:
             return None  # the scanner did not close the region before the cut: an incomplete call
         inner = closed_body(body, CLOSE, last=F_CLOSE, at_end=at_end, truncated=truncated)
+        if inner is not None:
+            inner = _parameter_head(inner, schemas) or inner
         return one_call(opener, body, None if inner is None else parse_function_block(inner, schemas))
 
     def head(self, name: str) -> str:

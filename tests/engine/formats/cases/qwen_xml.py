@@ -444,7 +444,36 @@ HERMES_STRAYS = [
     _text("hermes-json-unclosed-then-text", '<tool_call>\n{"name": "get_time", "arguments": {}}\nand more'),
 ]
 
+# Qwen3.8 opens a call with <parameter=NAME> where <function=NAME> belongs, closing it with
+# </function> (ds4 #1050): read where NAME is a declared tool and no value follows the tag.
+PW3 = ("get_weather", {"city": "Paris", "days": 3, "metric": True})
+P_HEAD = W.replace("<function=get_weather>", "<parameter=get_weather>")
+PARAMETER_HEAD = [
+    Case("parameter-head", P_HEAD, calls=[PW3]),
+    Case(
+        "parameter-head-after-text",
+        "Let me look.\n" + P_HEAD + "\nDone.",
+        content="Let me look.\n\nDone.",
+        calls=[PW3],
+    ),
+    Case(
+        "parameter-head-no-arguments",
+        "<tool_call>\n<parameter=get_time>\n</function>\n</tool_call>",
+        calls=[("get_time", {})],
+    ),
+    Case("parameter-head-then-call", P_HEAD + "\n" + W, content="\n", calls=[PW3, PW3]),
+    Case("parameter-head-cut", P_HEAD[:-30], truncated=True, incomplete=[None]),
+    # text: an undeclared tool, a value after the tag, outside a <tool_call>
+    _text("parameter-head-outside-a-tool-call", "<parameter=get_time>\n</function>\n</tool_call>"),
+    _text("parameter-head-undeclared-tool", W.replace("<function=get_weather>", "<parameter=get_date>")),
+    _text(
+        "parameter-head-with-a-value",
+        "<tool_call>\n<parameter=get_time>\nnow\n<parameter=x>\n1\n</parameter>\n</function>\n</tool_call>",
+    ),
+]
+
 CASES += BARE + BARE_UNCLOSED + MISSING_PARAM_CLOSE + LITERAL_CLOSE_IN_VALUE + CUT_OPENER + HERMES_STRAYS
+CASES += PARAMETER_HEAD
 
 FUZZ = Fuzz(
     markers=("<tool_call>", "</tool_call>", "<function=", "</function>", "<parameter=", "</parameter>"),
