@@ -59,6 +59,10 @@ transcripts of DeepSeek's API, GenericAgent #804), ``|DSML|`` (ASCII bars: a loc
 with and without the section, local-inference-lab/vllm #417, cline #13348) and ``‖DSML‖``
 (GenericAgent #804). Each is read as the published one, with everything above, in one spelling
 throughout: a section (or a bare block) opened in one spelling and going on in another is text.
+V4 also writes the section's opening tag as ``<｜DSML｜toolcalls>`` (vLLM #51914), closed as
+published or as opened; V4.1 writes a parameter's opening tag without the prefix (``<parameter
+name="K">V</｜DSML｜parameter>``, sglang #39435), read inside an invoke where its closing tag has
+the invoke's prefix (a value without ``string`` is typed by the schema).
 
 A reply cut (``truncated``) inside a section keeps the complete calls before the cut (a JSON
 section here or a DSML one); the cut remainder comes back as text, byte for byte. A section that
@@ -183,6 +187,10 @@ INVOKE = f"<{DSML}invoke"
 INVOKE_END = f"</{DSML}invoke>"
 # V4's bare invoke blocks, by their opening tag's start
 BARE_INVOKES = {f"<{p}invoke": p for p in DSML_SPELLINGS}
+# V4's ``tool_calls`` written ``toolcalls`` in the section's opening tag, its closing tag either
+# way (vLLM #51914); and a parameter's opening tag without the prefix (V4.1, sglang #39435)
+TOOLCALLS = {f"<{p}toolcalls>": p for p in DSML_SPELLINGS}
+LOOSE_PARAM = "<parameter"
 
 _INVOKE_ATTRS = re.compile(r'\s+name="(' + NAME + r')"\s*(/?)')
 _PARAM_ATTRS = re.compile(r'\s+name="([^"<>]+)"(?:\s+string="(true|false)")?\s*')
@@ -199,13 +207,24 @@ class DsmlScanner(SectionScanner):
     searches for the section's closing tag.
     """
 
-    def __init__(self, close: str, prefixes: tuple[str, ...] = (DSML,), *, self_closing: bool = True):
+    def __init__(
+        self,
+        close: str,
+        prefixes: tuple[str, ...] = (DSML,),
+        *,
+        self_closing: bool = True,
+        also: tuple[str, ...] = (),
+        loose: bool = False,
+    ):
         super().__init__("between")
         self.close = close
-        self.closes: tuple[str, ...] = (close,) if close else ()  # the tags that close the section
+        # the tags that close the section: ``close``, then ``also`` (other spellings of it)
+        self.closes: tuple[str, ...] = ((close,) if close else ()) + also
         self.self_closing = self_closing  # whether ``<PREFIXinvoke name="N"/>`` is a call
         self.invokes = tuple(f"<{p}invoke" for p in prefixes)
-        self.params = tuple(f"<{p}parameter" for p in prefixes)
+        # ``loose``: a parameter's opening tag may lack the prefix (DeepSeek V4.1's ``<parameter
+        # name="K">V</｜DSML｜parameter>``); it closes as the invoke's prefix spells it
+        self.params = tuple(f"<{p}parameter" for p in prefixes) + ((LOOSE_PARAM,) if loose else ())
         self.ends = {f"<{p}{tag}": f"</{p}{tag}>" for p in prefixes for tag in ("invoke", "parameter")}
         self.invoke_end = self.param_end = ""
         self.calls: list[tuple[str, list[tuple[str, str | None, str]], int, int]] = []
@@ -235,7 +254,7 @@ class DsmlScanner(SectionScanner):
                     self.invoke_end = self.ends[hit]
                     self.state = "invoke_head"
                 elif hit in self.params:
-                    self.param_end = self.ends[hit]
+                    self.param_end = self.ends.get(hit) or self.invoke_end.replace("invoke>", "parameter>")
                     self.state = "param_head"
                 else:  # the invoke's closing tag
                     self.calls.append((self.name, self.params_read, self.start, self.base + i + len(hit)))
@@ -286,7 +305,8 @@ class BareDsmlScanner(DsmlScanner):
     ``head``: the scan starts after the ``<｜DSML｜invoke`` that opened the region."""
 
     def __init__(self, *, head: bool, prefix: str = DSML) -> None:
-        super().__init__("", (prefix,))  # no closing tag: "seek" ends the region where it stands
+        # no closing tag: "seek" ends the region where it stands
+        super().__init__("", (prefix,), loose=True)
         self.closes = BARE_CLOSES[prefix]  # a section's closing tag after the run is its frame
         if head:
             self.state = "invoke_head"
@@ -324,9 +344,9 @@ class DeepSeekDsmlFormat(XmlParamsFormat):
     dialects: dict[str, tuple[str, ...]] = DSML_DIALECTS
     bare = True  # V4's invoke blocks written without their section
     self_closing = True  # ``<｜DSML｜invoke name="N"/>``: a call without parameters
-    openers = (*DSML_OPENERS, *BARE_INVOKES)  # V4's bare blocks too
+    openers = (*DSML_OPENERS, *TOOLCALLS, *BARE_INVOKES)  # V4's bare blocks too
     # deviations: the published call opens with a whole section tag, spelt as published
-    non_marker_openers = tuple(o for o in (*DSML_OPENERS, *BARE_INVOKES) if o not in DSML_PUBLISHED)
+    non_marker_openers = tuple(o for o in openers if o not in DSML_PUBLISHED)
     reasoning = THINK
     raw_values = False  # a value's ``string`` flag says how to read it
     section = (f"<{DSML}function_calls>\n", f"</{DSML}function_calls>")
@@ -364,7 +384,15 @@ class DeepSeekDsmlFormat(XmlParamsFormat):
     def region_scanner(self, opener: str) -> RegionScanner:
         if self.bare and opener in BARE_INVOKES:
             return BareDsmlScanner(head=True, prefix=BARE_INVOKES[opener])
-        return DsmlScanner(_dsml_close(opener), self.dialects[opener], self_closing=self.self_closing)
+        return self._section_scanner(opener)
+
+    def _section_scanner(self, opener: str) -> DsmlScanner:
+        if opener in TOOLCALLS:  # (DeepSeek's only) closed as published, or as it was opened
+            p = TOOLCALLS[opener]
+            return DsmlScanner(f"</{p}tool_calls>", (p,), also=(f"</{p}toolcalls>",), loose=True)
+        return DsmlScanner(
+            _dsml_close(opener), self.dialects[opener], self_closing=self.self_closing, loose=self.bare
+        )
 
     def parse_region(self, opener, body, *, at_end, truncated, tools):
         if self.bare and opener in BARE_INVOKES:
@@ -376,7 +404,7 @@ class DeepSeekDsmlFormat(XmlParamsFormat):
             # a closing section tag after the run is structure with the whitespace before it
             leftover = "" if sc.state == "done" else body[sc.calls[-1][-1] :]
         else:
-            sc = DsmlScanner(_dsml_close(opener), self.dialects[opener], self_closing=self.self_closing)
+            sc = self._section_scanner(opener)
             # DeepSeek's section may miss its closing tag when the reply ended after a block
             got = scan_section(sc, body, at_end=at_end, truncated=truncated, implied_end=self.bare)
             if got is None or not sc.calls:

@@ -425,6 +425,70 @@ for tag, q in SPELLINGS.items():
     ]
 CASES += STRAY_SPELLINGS
 
+# V4's section tag with ``tool_calls`` written ``toolcalls``, closed as published (vLLM #51914) or
+# as opened; V4.1's parameter tag without the prefix, closed with it (sglang #39435).
+TK, TKE = f"<{D}toolcalls>", f"</{D}toolcalls>"
+
+
+def lp(key: str, value: str, flag: str = "") -> str:
+    return f'<parameter name="{key}"{flag}>{value}{PE}\n'
+
+
+LW = inv("get_weather", lp("city", "Paris"), lp("days", "3"))
+MORE_STRAYS = [
+    Case("toolcalls-closed-as-published", sec(W, o=TK, c=TCE), content="\n\n", calls=[PW]),
+    Case("toolcalls-closed-as-opened", sec(W, o=TK, c=TKE), content="\n\n", calls=[PW]),
+    Case(
+        "toolcalls-after-think",
+        "<think>x</think>" + sec(W, T, o=TK, c=TCE),
+        reasoning="x",
+        content="\n\n",
+        calls=[PW, ("get_time", {})],
+    ),
+    Case("toolcalls-doubled-bars", spelt(sec(W, o=TK, c=TCE), "｜｜DSML｜｜"), content="\n\n", calls=[PW]),
+    Case(
+        "toolcalls-cut",
+        sec(W, T, o=TK, c=TCE)[:-40],
+        truncated=True,
+        content="\n\n\n",
+        calls=[PW],
+        incomplete=[None],
+    ),
+    Case(
+        "toolcalls-closed-as-another-section-is-text", TK + W + FCE, content=TK + W + FCE, stable_prefix=False
+    ),
+    Case("param-without-prefix", sec(LW, o=TC, c=TCE), content="\n\n", calls=[PW]),
+    Case(
+        "param-without-prefix-with-flag",
+        sec(inv("get_weather", lp("city", "Paris", ' string="true"'), lp("days", "3", ' string="false"'))),
+        content="\n\n",
+        calls=[PW],
+    ),
+    Case(
+        "param-without-prefix-mixed",
+        sec(inv("get_weather", p("city", "Paris"), lp("days", "3"))),
+        content="\n\n",
+        calls=[PW],
+    ),
+    Case("param-without-prefix-bare", "Ok. " + LW.rstrip("\n"), content="Ok. ", calls=[PW]),
+    Case("param-without-prefix-toolcalls", sec(LW, o=TK, c=TCE), content="\n\n", calls=[PW]),
+    Case(
+        "param-without-prefix-v41",
+        f"<{V}calls>\n"
+        + f'<{V}invoke name="get_time">\n<parameter name="tz">UTC</{V}parameter>\n</{V}invoke>\n'
+        + f"</{V}calls>",
+        calls=[("get_time", {"tz": "UTC"})],
+    ),
+    # text: closed without the prefix too, or outside an invoke
+    Case(
+        "param-without-prefix-closed-without-it",
+        sec(inv("get_time", '<parameter name="tz">UTC</parameter>\n')),
+        content=sec(inv("get_time", '<parameter name="tz">UTC</parameter>\n')),
+    ),
+    Case("param-without-prefix-alone", lp("city", "Paris"), content=lp("city", "Paris")),
+]
+CASES += MORE_STRAYS
+
 # The section tags are structure; string values end at the parameter's closing tag.
 FUZZ = Fuzz(
     markers=(
