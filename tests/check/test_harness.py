@@ -257,7 +257,7 @@ IN_PROCESS_FAULTS = [
     ),
     (
         REC,
-        ['<tool_call>\n{"name": "fetch_record", "arguments": {"record_id": "REC-4417"}\n</tool_call>'],
+        ['<tool_call>\n{"name": "fetch_record", "arguments": {"record_id": REC-4417}}\n</tool_call>'],
         "unparsed_tool_call",
     ),
     (

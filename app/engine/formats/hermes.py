@@ -4,6 +4,11 @@
 an optional ``<think>...</think>`` block. A markdown fence around the JSON and a trailing comma
 are repaired; ``arguments`` written as a JSON string holding an object is read as that object.
 A missing ``</tool_call>`` is accepted only when the reply ended normally right after the JSON.
+Where the model ended the call with ``</tool_call>`` and the JSON's closing brackets are all that
+is wrong, they are mended: the last ones left out (hermes-agent #5315: Qwen3.5, Hermes, LongCat;
+read where the call ends the reply, since the region of JSON that never closes runs on to there)
+or surplus ones after the complete object (langchain-qwq #30: QwQ, Qwen3). An open string, a
+mismatched bracket or any other text after the object stays text.
 
 One deviation is read: a JSON *list* of calls inside one tag,
 ``<tool_call>\\n[{"name": A, "arguments": {...}}, {"name": B, "arguments": {...}}]\\n</tool_call>``,
@@ -170,6 +175,11 @@ def _read_list(opener: str, body: str, inner: str) -> tuple[list[ParsedCall], st
 
 HERMES = register(
     HermesFormat(
-        "hermes", "Hermes JSON (Qwen2.5, Qwen3, QwQ, Hermes, Granite 4)", (OPEN,), close=CLOSE, strays=True
+        "hermes",
+        "Hermes JSON (Qwen2.5, Qwen3, QwQ, Hermes, Granite 4)",
+        (OPEN,),
+        close=CLOSE,
+        strays=True,
+        mend_closers=True,
     )
 )

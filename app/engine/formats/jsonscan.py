@@ -12,6 +12,7 @@ from typing import Any
 __all__ = [
     "JsonScanner",
     "arguments_object",
+    "closers_mended",
     "loads_lenient",
     "loads_repaired",
     "missing_closers",
@@ -162,6 +163,23 @@ def missing_closers(text: str) -> str | None:
     if open_at_end[0] or not stack:
         return None
     return "".join(reversed(stack))
+
+
+def closers_mended(text: str) -> str | None:
+    """``text`` (a JSON object or array, whitespace around) with its closing brackets mended where
+    they are all that is wrong: the ones it left open supplied (see :func:`missing_closers`), or
+    the surplus ones after its complete value dropped (``{"a": {"b": 1}}}``: only closing brackets
+    and whitespace after it). None when neither reads it."""
+    text = text.strip()
+    if text[:1] not in _OPEN:
+        return None
+    closers = missing_closers(text)
+    if closers is not None:
+        return text + closers
+    end = JsonScanner().feed(text)
+    if end == -1 or end == len(text) or text[end:].strip(_CLOSE + " \t\r\n"):
+        return None
+    return text[:end]
 
 
 def strip_fence(text: str) -> str:

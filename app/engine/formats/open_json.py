@@ -17,9 +17,23 @@ from collections.abc import Mapping
 from functools import partial
 from typing import Any
 
-from app.engine.formats.base import THINK, Format, JsonStateScanner, MarkerRegion, RegionScanner, one_call
+from app.engine.formats.base import (
+    THINK,
+    Format,
+    JsonStateScanner,
+    MarkerRegion,
+    ParsedCall,
+    RegionScanner,
+    one_call,
+)
 from app.engine.formats.json_list import ElementReader, element_reader, parse_json_list
-from app.engine.formats.jsonscan import JsonScanner, loads_repaired, name_arguments, strip_fence
+from app.engine.formats.jsonscan import (
+    JsonScanner,
+    closers_mended,
+    loads_repaired,
+    name_arguments,
+    strip_fence,
+)
 from app.engine.formats.sections import JsonTagScanner, closed_body, json_text, skip_ws
 
 __all__ = [
@@ -266,6 +280,9 @@ class JsonTagFormat(Format):
     args_keys: tuple[str, ...] = ("arguments",)
     fences = True
     layout: tuple[str, str, str] = ("\n", "\n", "\n")
+    # The JSON's closing brackets mended where the model ended the call with its closing tag and
+    # they are all that is wrong: left out at the end, or written once too often (a family's own)
+    mend_closers = False
 
     @property
     def structure(self) -> tuple[str, ...]:
@@ -291,7 +308,29 @@ class JsonTagFormat(Format):
             return [], ""  # consumed, never content
         last = "" if self.fences else "}"  # the end of the call, where an implied closing tag may follow
         inner = closed_body(body, self.close, last=last, at_end=at_end, truncated=truncated)
-        return one_call(opener, body, None if inner is None else self.read_call(inner))
+        call = None if inner is None else self.read_call(inner)
+        if call is None and self.mend_closers:
+            return self._mended_call(opener, body, inner, at_end=at_end, truncated=truncated)
+        return one_call(opener, body, call)
+
+    def _mended_call(
+        self, opener: str, body: str, inner: str | None, *, at_end: bool, truncated: bool
+    ) -> tuple[list[ParsedCall], str] | None:
+        """The call whose JSON, ended by the model with the closing tag, lacks its last closing
+        brackets or has surplus ones after it (see ``mend_closers``)."""
+        if inner is not None and body.endswith(self.close):
+            text, end = inner, len(body)
+        elif at_end and not truncated and body.rstrip().endswith(self.close):
+            # the JSON never closed, so the region ran on to the reply's end: whitespace after it
+            end = len(body.rstrip())
+            text = body[: end - len(self.close)]
+        else:
+            return None
+        mended = closers_mended(text)
+        got = None if mended is None else self.read_call(mended)
+        if got is None:
+            return None
+        return [ParsedCall(got[0], dict(got[1]), opener + body[:end])], body[end:]
 
     def cut_call(self, opener, body, tools):
         return None if opener in self.structure else super().cut_call(opener, body, tools)

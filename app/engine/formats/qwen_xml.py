@@ -27,7 +27,8 @@ What Qwen3-Coder and Qwen3.5 also write, read with the tool's declared parameter
   wire of Qwen3 and Qwen2.5 before them, into which Qwen3.5 and Qwen3.6 stray now and then
   (mlx-swift-lm #529; the MLX and Swift servers' trackers): a ``<tool_call>`` whose body starts
   with ``{`` is read by Hermes' reader (``open_json.JsonTagFormat``), one object per tag, the
-  closing tag implied only right after the JSON at the end of a reply, no fence, no list. Any
+  closing tag implied only right after the JSON at the end of a reply, no fence, no list, its
+  closing brackets mended as Hermes mends them (left out, or written once too often). Any
   other body is the XML wire's; the two may alternate call by call;
 * Qwen3.8's ``<parameter=NAME>`` where ``<function=NAME>`` belongs, inside a ``<tool_call>``,
   the rest as written (``</function>`` included; ds4 #1050, 5 of 98 calls in one session): read
@@ -293,7 +294,7 @@ class _CallScanner(SkipValuesScanner):
 
 
 # Hermes' single calls in the same tags (the reader ``hermes`` is built on), without its repairs.
-_HERMES = JsonTagFormat("qwen-xml-hermes", "", (OPEN,), close=CLOSE, fences=False)
+_HERMES = JsonTagFormat("qwen-xml-hermes", "", (OPEN,), close=CLOSE, fences=False, mend_closers=True)
 
 
 def _json_body(body: str) -> bool:

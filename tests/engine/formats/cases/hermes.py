@@ -413,4 +413,50 @@ QWEN_CODER = [
 ]
 CASES += QWEN_CODER
 
+# The JSON's closing brackets, where the model ended the call with </tool_call> and they are all
+# that is wrong: the outer one left out (hermes-agent #5315: Qwen3.5, Hermes, LongCat) or one
+# written too often (langchain-qwq #30: QwQ, Qwen3).
+PWH = ("get_weather", {"city": "Paris", "days": 3})
+OBJ = '{"name": "get_weather", "arguments": {"city": "Paris", "days": 3}'
+CLOSERS = [
+    Case("outer-brace-left-out", f"<tool_call>{OBJ}</tool_call>", calls=[PWH]),
+    Case("outer-brace-left-out-newlines", f"<tool_call>\n{OBJ}\n</tool_call>\n", content="\n", calls=[PWH]),
+    Case(
+        "outer-brace-left-out-after-think",
+        f"<think>weather</think>Sure.\n<tool_call>\n{OBJ}\n</tool_call>",
+        reasoning="weather",
+        content="Sure.\n",
+        calls=[PWH],
+    ),
+    Case(
+        "nested-braces-left-out",
+        '<tool_call>{"name": "search", "arguments": {"query": "x", "filters": {"tags": ["a"]</tool_call>',
+        calls=[("search", {"query": "x", "filters": {"tags": ["a"]}})],
+    ),
+    Case("surplus-brace", f"<tool_call>\n{OBJ}}}}}\n</tool_call>", calls=[PWH]),
+    Case(
+        "surplus-braces-then-text",
+        f"<tool_call>{OBJ}}}}}}} \n</tool_call> Done.",
+        content=" Done.",
+        calls=[PWH],
+    ),
+    Case(
+        "surplus-brace-then-a-call",
+        f"<tool_call>{OBJ}}}}}</tool_call>\n" + W,
+        content="\n",
+        calls=[PWH, PWH],
+    ),
+    Case(
+        "outer-brace-left-out-cut", f"<tool_call>{OBJ}</tool_ca", truncated=True, incomplete=["get_weather"]
+    ),
+    # text: a call the tag did not end, text after a call whose JSON never closed, anything else
+    # after the JSON, an open string, doubled opening braces
+    _text("outer-brace-left-out-no-tag", f"<tool_call>{OBJ}"),
+    _text("outer-brace-left-out-then-text", f"<tool_call>{OBJ}</tool_call> then more", stable_prefix=False),
+    _text("surplus-other-text", f"<tool_call>{OBJ}}}}}x</tool_call>"),
+    _text("open-string", '<tool_call>{"name": "get_weather", "arguments": {"city": "Par</tool_call>'),
+    _text("doubled-braces", "<tool_call>{" + OBJ + "}}}</tool_call>"),
+]
+CASES += CLOSERS
+
 FUZZ = Fuzz(markers=("<tool_call>", "</tool_call>"))

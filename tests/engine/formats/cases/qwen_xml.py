@@ -475,6 +475,17 @@ PARAMETER_HEAD = [
 CASES += BARE + BARE_UNCLOSED + MISSING_PARAM_CLOSE + LITERAL_CLOSE_IN_VALUE + CUT_OPENER + HERMES_STRAYS
 CASES += PARAMETER_HEAD
 
+# Qwen3.5's Hermes calls with their JSON's outer brace left out or written twice (hermes-agent
+# #5315, langchain-qwq #30): mended as Hermes' reader mends them.
+HJ_OPEN = HJ.replace("}}\n</tool_call>", "}\n</tool_call>")
+HJ_SURPLUS = HJ.replace("}}\n</tool_call>", "}}}\n</tool_call>")
+CLOSERS = [
+    Case("hermes-json-outer-brace-left-out", HJ_OPEN, also=("hermes",), calls=[PW]),
+    Case("hermes-json-surplus-brace", HJ_SURPLUS, also=("hermes",), calls=[PW]),
+    _text("hermes-json-outer-brace-left-out-then-text", HJ_OPEN + " ok", stable_prefix=False),
+]
+CASES += CLOSERS
+
 FUZZ = Fuzz(
     markers=("<tool_call>", "</tool_call>", "<function=", "</function>", "<parameter=", "</parameter>"),
     forbidden=("</parameter>",),
