@@ -29,6 +29,7 @@ from typing import Any
 
 __all__ = [
     "JSON_TYPES",
+    "PaddedInt",
     "json_type",
     "schema_problem",
     "schema_types",
@@ -134,9 +135,20 @@ def _literal(text: str, t: str) -> tuple[bool, Any]:
     return False, None
 
 
+class PaddedInt(str):
+    """An integer a model wrote with leading zeros (``zip=02139``, ``n=007``), which neither JSON nor
+    Python reads: its text, typed by the schema as the integer it spells where the property is a
+    number and may not be a string, kept as written (``"02139"``) anywhere else."""
+
+    __slots__ = ()
+
+
 def type_value(value: Any, schema: Any, *, raw: bool = False) -> Any:
     """Type one value by ``schema``. ``raw``: the value is text from a raw wire."""
     types = schema_types(schema)
+    if isinstance(value, PaddedInt):
+        numeric = ("integer" in types or "number" in types) and "string" not in types
+        return int(value) if numeric else str(value)
     if isinstance(value, str):
         if not types or types == ["string"] or (not raw and "string" in types):
             return value  # a string property keeps the text as written
@@ -190,7 +202,7 @@ def type_arguments(
         if name in props:
             out[name] = type_value(value, props[name], raw=raw)
         else:
-            out[name] = value
+            out[name] = str(value) if isinstance(value, PaddedInt) else value
     return out
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from app import json_schema
-from app.json_schema import json_type, schema_problem, type_value
+from app.json_schema import PaddedInt, json_type, schema_problem, type_arguments, type_value
 from app.tools.validation import describe_value, validate_arguments
 
 
@@ -42,6 +42,27 @@ def test_typing_by_schema_ignores_values_json_has_no_type_for():
     # kept as it is (for the dispatcher to reject).
     assert type_value((1, "2"), {"type": "array", "items": {"type": "integer"}}) == (1, "2")
     assert type_value({1}, {"type": "integer"}) == {1}
+
+
+@pytest.mark.parametrize(
+    ("schema", "want"),
+    [
+        ({"type": "integer"}, 7),
+        ({"type": "number"}, 7),
+        ({"type": ["integer", "null"]}, 7),
+        ({"type": "string"}, "007"),
+        ({"anyOf": [{"type": "integer"}, {"type": "string"}]}, "007"),
+        ({}, "007"),
+    ],
+)
+def test_an_integer_written_with_leading_zeros_is_typed_by_the_schema(schema, want):
+    got = type_value(PaddedInt("007"), schema)
+    assert got == want and type(got) is type(want)  # a plain str or int, never the marker type
+
+
+def test_an_undeclared_argument_written_with_leading_zeros_is_its_text():
+    got = type_arguments({"zip": PaddedInt("02139")}, {"properties": {}})["zip"]
+    assert got == "02139" and type(got) is str
 
 
 def test_no_module_keeps_its_own_copy():

@@ -18,6 +18,9 @@ traces show it: vLLM #48171, SGLang #34237):
 * an argument named by a Python keyword (``memory_get(from=1)``);
 * a set (its items as written, each once: JSON has no set) and an f-string without a
   placeholder (its text);
+* an integer written with leading zeros (``zip=02139``, ``days=007``: tabbyAPI #464), which
+  Python refuses: typed by the tool's schema, a string property keeps the text as written, a
+  number that may not be a string is the integer (``app.json_schema.PaddedInt``);
 * an echo of the call body right after ``<|tool_call_end|>``: the very text between the markers
   (stripped), after optional whitespace, written again. It is structure, never content; text
   that only starts like it is content as written (a reply cut inside the echo drops the cut

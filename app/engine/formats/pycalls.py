@@ -23,6 +23,7 @@ from typing import Any
 
 from app.engine.formats.base import RegionScanner
 from app.engine.formats.sections import notation_text, skip_ws
+from app.json_schema import PaddedInt
 
 __all__ = [
     "CALL_NAME",
@@ -43,6 +44,9 @@ _JSON_NAMES = {"true": True, "false": False, "null": None}
 _KEYWORDS = frozenset(keyword.kwlist)
 _WORD = re.compile(r"\w+")
 _KEY_MARK = "\u3400"  # stands for a keyword's first letter (a letter, the same after NFKC)
+_NUM_MARK = "\u3401"  # stands for the first zero of an integer written with leading zeros
+# An integer with leading zeros (``02139``, ``007``), which Python refuses: not a float, no suffix
+_LEADING_ZERO = re.compile(r"0\d+(?![\w.])")
 CALL_NAME = re.compile(r"\s*([A-Za-z_][\w.]*)\s*\(")  # a list item's call name
 
 # What a model writes is compiled under this file name, and the compiler's warnings about it
@@ -140,6 +144,8 @@ def _literal(node: ast.AST, depth: int = 0, lenient: bool = False) -> Any:
             if all(isinstance(v, ast.Constant) and isinstance(v.value, str) for v in node.values):
                 return "".join(v.value for v in node.values)  # type: ignore[attr-defined]
             raise _Bad("an f-string with a placeholder")
+        if isinstance(node, ast.Name) and node.id.startswith(_NUM_MARK):
+            return PaddedInt(node.id)  # an integer with leading zeros: the schema types its text
     if isinstance(node, ast.Constant):
         if isinstance(node.value, (str, int, float, bool)) or node.value is None:
             return node.value
@@ -244,12 +250,14 @@ def _mend(source: str) -> tuple[str, dict[str, str]] | None:
     """``source`` with what Python's parser refuses there stood in for, character for character:
     a raw NUL, newline or carriage return inside a string literal (an agent's heredoc written
     into a one-line string) by a private-use character, and an argument named by a Python
-    keyword (``from=1``) by a name of the same length; and the map back. None when there is
-    nothing to mend or no stand-in is free."""
+    keyword (``from=1``) by a name of the same length, and an integer written with leading zeros
+    (``zip=02139``) by a name of the same length, read as its text (which the tool's schema types:
+    a string keeps it, an integer is its value); and the map back. None when there is nothing to
+    mend or no stand-in is free."""
     used = set(source)
     free = (chr(c) for c in range(0xE000, 0xF900) if chr(c) not in used)
     marks = dict(zip("\x00\n\r", free, strict=False))
-    if len(marks) < 3 or _KEY_MARK in used:
+    if len(marks) < 3 or _KEY_MARK in used or _NUM_MARK in used:
         return None
     out: list[str] = []
     back: dict[str, str] = {}
@@ -266,6 +274,15 @@ def _mend(source: str) -> tuple[str, dict[str, str]] | None:
         if i < word_end:
             continue
         c = piece[0]
+        if c == "0" and not (prev.isalnum() or prev in "_."):
+            z = _LEADING_ZERO.match(source, i)
+            if z is not None:
+                stand = _NUM_MARK + z.group()[1:]
+                back[stand] = z.group()
+                out.append(stand)
+                prev = sig = stand[-1]
+                word_end = z.end()
+                continue
         m = (
             _WORD.match(source, i)
             if (c.isalpha() or c == "_") and not (prev.isalnum() or prev == "_")
@@ -328,9 +345,10 @@ def _python_pieces(source: str, start: int = 0) -> Iterator[tuple[int, str, str]
 def _back(value: Any, back: dict[str, str]) -> Any:
     """``value`` (a name, arguments or a call's text) with the stand-ins of :func:`_mend` back."""
     if isinstance(value, str):
+        text = str(value)
         for stand, was in back.items():
-            value = value.replace(stand, was)
-        return value
+            text = text.replace(stand, was)
+        return PaddedInt(text) if isinstance(value, PaddedInt) else text
     if isinstance(value, dict):
         return {_back(k, back): _back(v, back) for k, v in value.items()}
     if isinstance(value, list):

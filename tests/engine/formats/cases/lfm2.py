@@ -237,6 +237,41 @@ LENIENT = [
 ]
 CASES += LENIENT
 
+# Integers written with leading zeros (tabbyAPI #464; an open vLLM pull request), which Python
+# refuses: the schema decides, a string keeps the text as written, a number is the integer.
+PADDED = [
+    Case(
+        "padded-int-string-property", S + "[set_port(zip=02139)]" + E, calls=[("set_port", {"zip": "02139"})]
+    ),
+    Case(
+        "padded-int-integer-property",
+        S + "[get_weather(city='Rome', days=007)]" + E,
+        calls=[("get_weather", {"city": "Rome", "days": 7})],
+    ),
+    Case(
+        "padded-ints-in-a-list-and-a-union",
+        S + "[search(query='x', tags=[01, 'b'], mode=0042, score=03)]" + E,
+        calls=[("search", {"query": "x", "tags": ["01", "b"], "mode": "0042", "score": 3})],
+    ),
+    Case(
+        "padded-int-quoted-stays",
+        S + "[set_port(zip='007', port=0)]" + E,
+        calls=[("set_port", {"zip": "007", "port": 0})],
+    ),
+    Case(
+        "padded-float-is-python",
+        S + "[search(query='x', score=0012.5)]" + E,
+        calls=[("search", {"query": "x", "score": 12.5})],
+    ),
+    # still text: a padded hex or an exponent after it, digits run into a name
+    Case(
+        "padded-then-letters-is-text",
+        S + "[search(query='x', limit=007x)]" + E,
+        content=S + "[search(query='x', limit=007x)]" + E,
+    ),
+]
+CASES += PADDED
+
 CASES += close_tag_in_argument_cases(
     ("<think>", "</think>"),
     S + "[set_port(blob='why <think> and </think> here')]" + E,
