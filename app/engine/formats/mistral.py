@@ -1,6 +1,8 @@
 """Mistral calls, every tokenizer generation.
 
-* v3 (Mistral 7B v0.3, Nemo): ``[TOOL_CALLS][{"name": NAME, "arguments": {...}, "id": ID}, ...]``
+* v3 (Mistral 7B v0.3, Nemo): ``[TOOL_CALLS][{"name": NAME, "arguments": {...}, "id": ID}, ...]``;
+  also as a Python literal, single quotes and ``True``/``None`` (quantised 7B v0.3, Small 3.2:
+  ollama #5284, vLLM #20028), read without evaluating anything
 * v11+ (Small 3.2, Devstral, Ministral 3, Magistral): ``[TOOL_CALLS]NAME[ARGS]{...}``, with an
   optional ``[CALL_ID]ID`` before ``[ARGS]``; one ``[TOOL_CALLS]`` per call.
 * v11+ as servers that decode without control tokens hand it on (vLLM's Mistral tokenizer drops
@@ -23,6 +25,7 @@ from typing import Any
 
 from app.engine.formats.base import THINK, Format, JsonStateScanner, ParsedCall, RegionScanner, register
 from app.engine.formats.jsonscan import JsonScanner, loads_repaired, name_arguments
+from app.engine.formats.pycalls import read_py_literal
 from app.engine.formats.sections import json_text
 
 __all__ = ["MistralFormat"]
@@ -93,6 +96,14 @@ class _Scanner(JsonStateScanner):
         return n, False
 
 
+def _load(text: str) -> tuple[bool, Any]:
+    """A v3 list or call: JSON, or else the Python literal quantised Mistral 7B v0.3 and Small 3.2
+    write (``[{'name': 'f', 'arguments': {'city': 'Dallas'}}]``: vLLM's parser swaps the quotes for
+    it; ollama #5284, vLLM #20028)."""
+    ok, value = loads_repaired(text)
+    return (ok, value) if ok else read_py_literal(text)
+
+
 def _elements(text: str) -> tuple[list[tuple[int, int]], bool]:
     """Top-level elements (start, end) of the JSON array at the start of ``text``; closed?"""
     i = text.find("[")
@@ -147,7 +158,7 @@ class MistralFormat(Format):
     def _array(self, opener, body, *, at_end, truncated):
         elements, closed = _elements(body)
         if not at_end:
-            ok, arr = loads_repaired(body.strip())
+            ok, arr = _load(body.strip())
             if not ok or not isinstance(arr, list) or not arr or len(arr) != len(elements):
                 return None
             parts = [body[s:e] for s, e in elements]
@@ -159,7 +170,7 @@ class MistralFormat(Format):
             leftover = body[elements[-1][1] :]
             arr = []
             for p in parts:
-                ok, obj = loads_repaired(p)
+                ok, obj = _load(p)
                 if not ok:
                     return None
                 arr.append(obj)

@@ -35,6 +35,7 @@ __all__ = [
     "parse_call_list",
     "parse_cut_list",
     "py_literal",
+    "read_py_literal",
     "top_level_items",
 ]
 
@@ -173,6 +174,18 @@ def _literal(node: ast.AST, depth: int = 0, lenient: bool = False) -> Any:
     if isinstance(node, ast.Name) and node.id in _JSON_NAMES:
         return _JSON_NAMES[node.id]
     raise _Bad(f"not a literal: {type(node).__name__}")
+
+
+def read_py_literal(text: str) -> tuple[bool, Any]:
+    """``text`` read as one Python literal (``{'a': [1, True, None]}``: strings in either quote,
+    Python's and JSON's names for true, false and null), never evaluating anything: (ok, value)."""
+    src = text.strip()
+    if not src or len(src) > _MAX_SOURCE:
+        return False, None
+    try:
+        return True, _literal(ast.parse(src, filename=_SOURCE_NAME, mode="eval").body)
+    except (SyntaxError, ValueError, RecursionError, MemoryError, _Bad):
+        return False, None
 
 
 def py_literal(value: Any) -> str:

@@ -151,6 +151,48 @@ NO_ARGS_TOKEN = [
 ]
 CASES += THINK_TAGS + BARE_MARKER + NO_ARGS_TOKEN
 
+# v3's list as a Python literal (quantised Mistral 7B v0.3, Small 3.2: ollama #5284, vLLM #20028),
+# read without evaluating anything.
+PY = "[TOOL_CALLS][{'name': 'get_weather', 'arguments': {'city': 'Paris', 'days': 3}}]"
+PYTHON_LIST = [
+    Case("python-list", PY, calls=[("get_weather", {"city": "Paris", "days": 3})]),
+    Case(
+        "python-list-parallel-literals",
+        "[TOOL_CALLS] [{'name': 'get_time', 'arguments': {}}, {'name': 'search', 'arguments': "
+        "{'query': \"it's\", 'filters': {'year': 2020}, 'score': None, 'tags': ['a']}, 'id': 'abc123XYZ'}]",
+        calls=[
+            ("get_time", {}),
+            ("search", {"query": "it's", "filters": {"year": 2020}, "score": None, "tags": ["a"]}),
+        ],
+        ids=["call00000", "abc123XYZ"],
+    ),
+    Case(
+        "python-list-then-text",
+        PY + " In order to",
+        content=" In order to",
+        calls=[("get_weather", {"city": "Paris", "days": 3})],
+    ),
+    Case(
+        "python-list-cut-keeps-first",
+        "[TOOL_CALLS][{'name': 'get_time', 'arguments': {}}, {'name': 'search', 'argu",
+        truncated=True,
+        calls=[("get_time", {})],
+        incomplete=[None],
+    ),
+    # text: an expression that is no literal, a set where an object belongs
+    Case(
+        "python-list-with-a-call-is-text",
+        "[TOOL_CALLS][{'name': 'get_time', 'arguments': {'x': len('a')}}]",
+        content="[TOOL_CALLS][{'name': 'get_time', 'arguments': {'x': len('a')}}]",
+    ),
+    Case(
+        "python-list-with-a-set-is-text",
+        "[TOOL_CALLS][{'name': 'get_time', 'arguments': {'a', 'b'}}]",
+        content="[TOOL_CALLS][{'name': 'get_time', 'arguments': {'a', 'b'}}]",
+    ),
+]
+CASES += PYTHON_LIST
+
 # The array's brackets and commas (and the opener) are structure; an element alone needs them back.
 FUZZ = Fuzz(
     markers=("[TOOL_CALLS]", "[ARGS]", "[CALL_ID]", "[THINK]", "[/THINK]"),
