@@ -9,8 +9,16 @@ of some marker, so everything before it can be shown now.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from functools import lru_cache
 
 __all__ = ["first_stop", "partial_start"]
+
+
+@lru_cache(maxsize=512)
+def _prefixes(markers: tuple[str, ...]) -> tuple[frozenset[str], int]:
+    """Every proper prefix of the ``markers`` (non-empty), and the longest marker's length: a
+    family's markers are a handful of fixed strings, asked about on every piece of a stream."""
+    return frozenset(m[:k] for m in markers for k in range(1, len(m))), max(map(len, markers))
 
 
 def partial_start(buf: str, markers: Iterable[str], start: int = 0, end: int | None = None) -> int:
@@ -23,10 +31,9 @@ def partial_start(buf: str, markers: Iterable[str], start: int = 0, end: int | N
     markers = tuple(m for m in markers if m)
     if not markers:
         return n
-    longest = max(len(m) for m in markers)
+    prefixes, longest = _prefixes(markers)
     for s in range(max(start, n - longest + 1), n):
-        tail = buf[s:n]
-        if any(len(m) > len(tail) and m.startswith(tail) for m in markers):
+        if buf[s:n] in prefixes:
             return s
     return n
 

@@ -310,6 +310,12 @@ class MarkerRegion(RegionScanner):
         return 0, True
 
 
+@functools.lru_cache(maxsize=512)
+def _marker_pattern(markers: tuple[str, ...]) -> re.Pattern[str]:
+    """One search for the earliest of ``markers`` (the longest where several start there)."""
+    return re.compile("|".join(re.escape(m) for m in sorted(set(markers), key=len, reverse=True)))
+
+
 def find_marker(buf: str, markers: Iterable[str], final: bool, start: int = 0) -> tuple[int, str, int]:
     """Earliest marker in ``buf[start:]``.
 
@@ -317,12 +323,14 @@ def find_marker(buf: str, markers: Iterable[str], final: bool, start: int = 0) -
     ``buf[:safe]`` cannot be part of a marker (the rest may be a marker's beginning). A marker is
     reported only when no partial marker could start before it.
     """
-    best, found = -1, ""
     markers = tuple(markers)
-    for m in markers:
-        i = buf.find(m, start)
-        if i != -1 and (best == -1 or i < best or (i == best and len(m) > len(found or ""))):
-            best, found = i, m
+    if "" in markers:  # an empty marker stands everywhere: at ``start``, unless a longer one does
+        markers = tuple(m for m in markers if m)
+        hit = _marker_pattern(markers).match(buf, start) if markers else None
+        best, found = start, hit.group() if hit else ""
+    else:
+        hit = _marker_pattern(markers).search(buf, start) if markers else None
+        best, found = (hit.start(), hit.group()) if hit else (-1, "")
     limit = len(buf) if best == -1 else best
     safe = limit if final else min(limit, partial_start(buf, markers, start))
     if best != -1 and safe < best:
