@@ -30,6 +30,9 @@ What Qwen3-Coder and Qwen3.5 also write, read with the tool's declared parameter
   closing tag implied only right after the JSON at the end of a reply, no fence, no list, its
   closing brackets mended as Hermes mends them (left out, or written once too often). Any
   other body is the XML wire's; the two may alternate call by call;
+* Qwen3.6's closing tags after the function block, ``</function>`` again and a stray
+  ``</function_invocation>`` (ollama #16383, QwenLM/Qwen3.8 #178): dropped, inside a
+  ``<tool_call>`` only;
 * Qwen3.8's ``<parameter=NAME>`` where ``<function=NAME>`` belongs, inside a ``<tool_call>``,
   the rest as written (``</function>`` included; ds4 #1050, 5 of 98 calls in one session): read
   as the function's tag where NAME is a declared tool and only whitespace stands between the tag
@@ -157,6 +160,26 @@ def _parameter_head(inner: str, schemas: dict[str, Any]) -> str | None:
     if not inner.startswith((P_OPEN, F_CLOSE), k):
         return None
     return inner[:i] + F_OPEN + inner[i + len(P_OPEN) :]
+
+
+INVOCATION_CLOSE = "</function_invocation>"
+
+
+def _without_stray_closers(inner: str) -> str | None:
+    """A call's text without the closing tags Qwen3.6 writes after its function block now and
+    then (ollama #16383, QwenLM/Qwen3.8 #178): ``</function>`` again and ``</function_invocation>``
+    (a wrapper of an earlier generation, never opened), whitespace between; one ``</function>``
+    stays. None when nothing such ends it."""
+    text = inner.rstrip()
+    cut = False
+    while True:
+        if text.endswith(INVOCATION_CLOSE):
+            text = text[: -len(INVOCATION_CLOSE)].rstrip()
+        elif text.endswith(F_CLOSE) and text[: -len(F_CLOSE)].rstrip().endswith(F_CLOSE):
+            text = text[: -len(F_CLOSE)].rstrip()
+        else:
+            return text if cut and text.endswith(F_CLOSE) else None
+        cut = True
 
 
 def parse_function_block(
@@ -360,9 +383,13 @@ class QwenXmlFormat(XmlParamsFormat):
         if at_end and truncated:
             return None  # the scanner did not close the region before the cut: an incomplete call
         inner = closed_body(body, CLOSE, last=F_CLOSE, at_end=at_end, truncated=truncated)
-        if inner is not None:
-            inner = _parameter_head(inner, schemas) or inner
-        return one_call(opener, body, None if inner is None else parse_function_block(inner, schemas))
+        if inner is None:
+            return None
+        inner = _parameter_head(inner, schemas) or inner
+        got = parse_function_block(inner, schemas)
+        if got is None and (trimmed := _without_stray_closers(inner)) is not None:
+            got = parse_function_block(trimmed, schemas)
+        return one_call(opener, body, got)
 
     def head(self, name: str) -> str:
         return f"{OPEN}\n{F_OPEN}{name}>\n"

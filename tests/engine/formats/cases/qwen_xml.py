@@ -486,6 +486,27 @@ CLOSERS = [
 ]
 CASES += CLOSERS
 
+# Qwen3.6's closing tags after the function block: </function> again, a stray
+# </function_invocation> (ollama #16383, QwenLM/Qwen3.8 #178). Dropped inside a <tool_call>.
+WP = ("get_weather", {"city": "Paris", "days": 3, "metric": True})
+STRAY_CLOSE = [
+    Case("function-close-twice", W.replace("</function>", "</function>\n</function>"), calls=[WP]),
+    Case("invocation-close", W.replace("</function>", "</function>\n</function_invocation>"), calls=[WP]),
+    Case(
+        "both-stray-closes-then-text",
+        W.replace("</function>", "</function></function>\n</function_invocation>") + " Done.",
+        content=" Done.",
+        calls=[WP],
+    ),
+    # text: the function's own close replaced, a stray close before the function's
+    _text("invocation-close-instead", W.replace("</function>", "</function_invocation>")),
+    _text(
+        "invocation-close-inside",
+        W.replace("</parameter>\n</function>", "</parameter>\n</function_invocation></function>x"),
+    ),
+]
+CASES += STRAY_CLOSE
+
 FUZZ = Fuzz(
     markers=("<tool_call>", "</tool_call>", "<function=", "</function>", "<parameter=", "</parameter>"),
     forbidden=("</parameter>",),
