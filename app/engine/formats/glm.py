@@ -20,7 +20,9 @@ arguments (``<tool_call>get_time</arg_value></tool_call>``): dropped. GLM-4.7 al
 value's opening tag now and then, more often under concurrent load (vLLM #49249, from the raw
 sampled tokens: ``<arg_key>query</arg_key>cats</arg_value>``) and writes a key's closing tag twice
 (vLLM #54971): the value starts right after the key's closing tag (one newline there is layout),
-must be closed by ``</arg_value>`` and may hold no other pair tag; the repeated tag is one.
+must be closed by ``</arg_value>`` and may hold no other pair tag; the repeated tag is one. GLM 5.x
+writes ``<tool_call>`` where a declared tool's first ``<arg_key>`` belongs (sigit #95; a GLM 5.3
+deployment, ormandj/sglang-glm53-flash-sm120 #5): read as that key's opening tag, the first only.
 """
 
 from __future__ import annotations
@@ -59,8 +61,17 @@ def parse_glm_call(
     if m is None:
         return None
     after = m.end()
-    if inner.startswith(V_CLOSE, after) and m.group(0) in (schemas or {}):
+    declared = m.group(0) in (schemas or {})
+    if inner.startswith(V_CLOSE, after) and declared:
         after += len(V_CLOSE)  # GLM-5.2's stray closing value tag after a declared tool's name
+    elif inner.startswith(OPEN, after) and declared:
+        # GLM 5.x's <tool_call> where the first <arg_key> belongs: that key's opening tag (the
+        # first only: a value then holding a key's closing tag read past another such tag)
+        inner = inner[:after] + K_OPEN + inner[after + len(OPEN) :]
+        got = read_arg_pairs(inner, after, key=KEY, value=VALUE, lenient=True, strays=True)
+        if got is None or any(K_CLOSE in v for v in got[0].values()):
+            return None
+        return m.group(0), got[0]
     got = read_arg_pairs(inner, after, key=KEY, value=VALUE, lenient=True, strays=True)
     if got is not None:
         return m.group(0), got[0]

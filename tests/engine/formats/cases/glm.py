@@ -318,6 +318,33 @@ MISSING_VALUE_OPEN = [
 ]
 CASES += MISSING_VALUE_OPEN
 
+# GLM 5.x writes <tool_call> where a declared tool's first <arg_key> belongs (sigit #95; a GLM 5.3
+# deployment, ormandj/sglang-glm53-flash-sm120 #5): that key's opening tag, the first only.
+UNDECLARED_KEY_AS_CALL = "<tool_call>get_date<tool_call>day</arg_key><arg_value>1</arg_value></tool_call>"
+LATER_KEY_AS_CALL = COMPACT.replace("<arg_key>", "<tool_call>")
+NEWLINE_KEY_AS_CALL = NL.replace("get_weather\n<arg_key>", "get_weather\n<tool_call>")
+KEY_AS_CALL = [
+    Case(
+        "call-tag-for-first-key", COMPACT.replace("get_weather<arg_key>", "get_weather<tool_call>"), calls=[W]
+    ),
+    Case(
+        "call-tag-for-first-key-after-text",
+        "Checking." + SEARCH.replace("search<arg_key>", "search<tool_call>"),
+        content="Checking.",
+        calls=[("search", {"query": "x", "limit": 10})],
+    ),
+    Case(
+        "call-tag-for-first-key-value-open-left-out",
+        "<tool_call>search<tool_call>query</arg_key>cats</arg_value></tool_call>",
+        calls=[("search", {"query": "cats"})],
+    ),
+    # text: an undeclared tool, the tag for a later key too, a newline before it
+    Case("call-tag-undeclared-tool", UNDECLARED_KEY_AS_CALL, content=UNDECLARED_KEY_AS_CALL),
+    Case("call-tag-for-a-later-key", LATER_KEY_AS_CALL, content=LATER_KEY_AS_CALL),
+    Case("call-tag-after-a-newline", NEWLINE_KEY_AS_CALL, content=NEWLINE_KEY_AS_CALL),
+]
+CASES += KEY_AS_CALL
+
 
 def _fuzz_write(fmt, name, args, rnd):
     nl = "\n" if rnd.random() < 0.5 else ""  # GLM-4.5's newline layout or GLM-4.7's compact one
