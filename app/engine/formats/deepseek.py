@@ -62,7 +62,12 @@ throughout: a section (or a bare block) opened in one spelling and going on in a
 V4 also writes the section's opening tag as ``<｜DSML｜toolcalls>`` (vLLM #51914), closed as
 published or as opened; V4.1 writes a parameter's opening tag without the prefix (``<parameter
 name="K">V</｜DSML｜parameter>``, sglang #39435), read inside an invoke where its closing tag has
-the invoke's prefix (a value without ``string`` is typed by the schema).
+the invoke's prefix (a value without ``string`` is typed by the schema). The prefix is a special
+token, so a server that decodes without special tokens hands the calls on without it
+(``<tool_calls>``, ``<invoke name="N">``: DeepSeek's own API so, opencode #34676; sglang #15155):
+read in a section or bare where every call names an offered tool and has parameters, each with
+its ``string`` flag, or closes in its own tag (``<invoke name="N"/>``). Claude-style XML (no flag)
+and MiniMax's or dots' ``<invoke>`` wires (no flag, or no parameters) stay theirs.
 
 A reply cut (``truncated``) inside a section keeps the complete calls before the cut (a JSON
 section here or a DSML one); the cut remainder comes back as text, byte for byte. A section that
@@ -166,6 +171,11 @@ DSML_V41 = "｜DSML｜ "  # V4.1 writes a space after the bar in every tag
 # section, or a bare block, is read in one spelling throughout.
 DSML_STRAYS = ("｜｜DSML｜｜", "|DSML|", "‖DSML‖")
 DSML_SPELLINGS = (DSML, *DSML_STRAYS)
+# ``｜DSML｜`` is a special token: a server that decodes without special tokens hands the calls on
+# with no prefix at all (``<tool_calls>``, ``<invoke name="N">``: DeepSeek's API so, opencode
+# #34676; sglang #15155). Read in a section or bare, every parameter carrying its ``string`` flag
+# and every call naming an offered tool, with parameters or self-closing (see _decoded_call).
+DECODED_AWAY = ""
 # The section tags and the tag prefixes read inside each: V4.1's `` calls`` block is its own
 # sub-format (spaced tags; the unspaced spelling is read there too). The V3.2/V4 section tags may
 # miss their ">" (a deviation: the tag's name, then a newline; the newline is the opener's so that
@@ -174,24 +184,28 @@ DSML_DIALECTS: dict[str, tuple[str, ...]] = {}
 # What a bare run of invoke blocks may end with, by spelling: a section's closing tag (its
 # opening one dropped)
 BARE_CLOSES: dict[str, tuple[str, ...]] = {}
-for _p in DSML_SPELLINGS:
+for _p in (*DSML_SPELLINGS, DECODED_AWAY):
     _tags = (f"<{_p}function_calls>", f"<{_p}tool_calls>")
     DSML_DIALECTS.update({t: (_p,) for t in _tags})
-    DSML_DIALECTS[f"<{_p} calls>"] = (f"{_p} ", _p)
-    DSML_DIALECTS.update({t[:-1] + "\n": (_p,) for t in _tags})
     BARE_CLOSES[_p] = tuple("</" + t[1:] for t in _tags)
+    if _p:  # (no prefix: the published tags only)
+        DSML_DIALECTS[f"<{_p} calls>"] = (f"{_p} ", _p)
+        DSML_DIALECTS.update({t[:-1] + "\n": (_p,) for t in _tags})
 del _p, _tags
 DSML_OPENERS = tuple(DSML_DIALECTS)
 DSML_PUBLISHED = (f"<{DSML}function_calls>", f"<{DSML}tool_calls>", f"<{DSML_V41}calls>")
 INVOKE = f"<{DSML}invoke"
 INVOKE_END = f"</{DSML}invoke>"
 # V4's bare invoke blocks, by their opening tag's start
-BARE_INVOKES = {f"<{p}invoke": p for p in DSML_SPELLINGS}
+BARE_INVOKES = {f"<{p}invoke": p for p in (*DSML_SPELLINGS, DECODED_AWAY)}
 # V4's ``tool_calls`` written ``toolcalls`` in the section's opening tag, its closing tag either
 # way (vLLM #51914); and a parameter's opening tag without the prefix (V4.1, sglang #39435)
 TOOLCALLS = {f"<{p}toolcalls>": p for p in DSML_SPELLINGS}
 LOOSE_PARAM = "<parameter"
 
+DECODED_OPENERS = (f"<{DECODED_AWAY}function_calls>", f"<{DECODED_AWAY}tool_calls>", f"<{DECODED_AWAY}invoke")
+# A parameter written without the prefix's special token carries its ``string`` flag
+_FLAG_NEEDED = f"</{DECODED_AWAY}parameter>"
 _INVOKE_ATTRS = re.compile(r'\s+name="(' + NAME + r')"\s*(/?)')
 _PARAM_ATTRS = re.compile(r'\s+name="([^"<>]+)"(?:\s+string="(true|false)")?\s*')
 
@@ -280,7 +294,7 @@ class DsmlScanner(SectionScanner):
                         self.state = "invoke"
                     continue
                 m = _PARAM_ATTRS.fullmatch(head)
-                if m is None:
+                if m is None or (self.param_end == _FLAG_NEEDED and m.group(2) is None):
                     self._fail()
                     continue
                 self.key, self.flag = m.group(1), m.group(2)
@@ -411,6 +425,12 @@ class DeepSeekDsmlFormat(XmlParamsFormat):
                 return None
             leftover = got
         schemas = tool_schemas(tools)
+        if (
+            self.bare
+            and opener in DECODED_OPENERS
+            and not all(_decoded_call(c, body, schemas) for c in sc.calls)
+        ):
+            return None
         out: list[ParsedCall] = []
         for name, params, start, end in sc.calls:
             props = (schemas.get(name) or {}).get("properties")
@@ -441,6 +461,14 @@ class DeepSeekDsmlFormat(XmlParamsFormat):
             for k, v in arguments.items()
         )
         return f'{self.section[0]}{self._invoke} name="{name}">\n{params}</{p}invoke>\n{self.section[1]}'
+
+
+def _decoded_call(call: tuple[str, list[Any], int, int], body: str, schemas: dict[str, Any]) -> bool:
+    """Whether a call written without the prefix's special token is one: to an offered tool, with
+    parameters (each flagged, as the scanner checks) or closed in its own tag (``.../>``, DSML's
+    alone). An ``<invoke>`` with neither is MiniMax's or dots' wire as much as DeepSeek's."""
+    name, params, _start, end = call
+    return name in schemas and (bool(params) or body[:end].endswith("/>"))
 
 
 def _dsml_close(opener: str) -> str:

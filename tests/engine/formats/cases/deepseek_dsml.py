@@ -489,6 +489,40 @@ MORE_STRAYS = [
 ]
 CASES += MORE_STRAYS
 
+# The prefix is a special token: a server that decodes without special tokens hands the calls on
+# without it (DeepSeek's API so: opencode #34676; sglang #15155). Read where every parameter keeps
+# its string flag and every call names an offered tool.
+NO_PREFIX = [
+    Case("no-prefix-bare", spelt("Reading.\n" + B, ""), content="Reading.\n", calls=[PW]),
+    Case("no-prefix-section", spelt(sec(W, W, o=TC, c=TCE), ""), content="\n\n", calls=[PW, PW]),
+    Case(
+        "no-prefix-invoke-without-parameters-is-text",
+        spelt(sec(W, T, o=TC, c=TCE), ""),
+        content=spelt(sec(W, T, o=TC, c=TCE), ""),
+        stable_prefix=False,
+    ),
+    Case("no-prefix-function-calls", spelt(sec(W), ""), content="\n\n", calls=[PW]),
+    Case("no-prefix-self-closing", '<invoke name="get_time"/>', calls=[("get_time", {})]),
+    Case(
+        "no-prefix-cut",
+        spelt("Sure. " + B.split("Paris")[0], ""),
+        truncated=True,
+        content="Sure. ",
+        incomplete=["get_weather"],
+    ),
+    # text: a parameter without its flag (Claude-style XML), an undeclared tool, prose
+    Case(
+        "no-prefix-without-flags",
+        spelt(sec(inv("get_weather", p("city", "Paris", None))), ""),
+        content=spelt(sec(inv("get_weather", p("city", "Paris", None))), ""),
+    ),
+    Case("no-prefix-undeclared-tool", '<invoke name="get_date"/>', content='<invoke name="get_date"/>'),
+    Case(
+        "no-prefix-prose", 'Use <invoke name="get_time"> here.', content='Use <invoke name="get_time"> here.'
+    ),
+]
+CASES += NO_PREFIX
+
 # The section tags are structure; string values end at the parameter's closing tag.
 FUZZ = Fuzz(
     markers=(
