@@ -468,7 +468,7 @@ def _decoded_call(call: tuple[str, list[Any], int, int], body: str, schemas: dic
     parameters (each flagged, as the scanner checks) or closed in its own tag (``.../>``, DSML's
     alone). An ``<invoke>`` with neither is MiniMax's or dots' wire as much as DeepSeek's."""
     name, params, _start, end = call
-    return name in schemas and (bool(params) or body[:end].endswith("/>"))
+    return name in schemas and (bool(params) or body.endswith("/>", 0, end))
 
 
 def _dsml_close(opener: str) -> str:

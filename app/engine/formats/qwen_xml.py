@@ -169,17 +169,26 @@ def _without_stray_closers(inner: str) -> str | None:
     """A call's text without the closing tags Qwen3.6 writes after its function block now and
     then (ollama #16383, QwenLM/Qwen3.8 #178): ``</function>`` again and ``</function_invocation>``
     (a wrapper of an earlier generation, never opened), whitespace between; one ``</function>``
-    stays. None when nothing such ends it."""
-    text = inner.rstrip()
+    stays. None when nothing such ends it. One walk back from the end, copying nothing."""
+    end = _rskip_ws(inner, len(inner))
     cut = False
     while True:
-        if text.endswith(INVOCATION_CLOSE):
-            text = text[: -len(INVOCATION_CLOSE)].rstrip()
-        elif text.endswith(F_CLOSE) and text[: -len(F_CLOSE)].rstrip().endswith(F_CLOSE):
-            text = text[: -len(F_CLOSE)].rstrip()
+        if inner.endswith(INVOCATION_CLOSE, 0, end):
+            end = _rskip_ws(inner, end - len(INVOCATION_CLOSE))
+        elif inner.endswith(F_CLOSE, 0, end) and inner.endswith(
+            F_CLOSE, 0, _rskip_ws(inner, end - len(F_CLOSE))
+        ):
+            end = _rskip_ws(inner, end - len(F_CLOSE))
         else:
-            return text if cut and text.endswith(F_CLOSE) else None
+            return inner[:end] if cut and inner.endswith(F_CLOSE, 0, end) else None
         cut = True
+
+
+def _rskip_ws(text: str, end: int) -> int:
+    """Where the text before ``end`` stops being whitespace, going back."""
+    while end > 0 and text[end - 1].isspace():
+        end -= 1
+    return end
 
 
 def parse_function_block(
