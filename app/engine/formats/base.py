@@ -413,6 +413,10 @@ class Format:
     # The family's models may repeat the closing tag right after it (MiniMax-M3 writes
     # ``</mm:think></mm:think>``): each repeat written right after a closing tag is dropped.
     repeated_close: bool = False
+    # The family's models call tools from inside their reasoning (Kimi K2 Thinking interleaves its
+    # calls with its thinking): a call region inside a reasoning block the model closes is still
+    # a call, the text around it reasoning. Off: call-shaped text in a closed block is reasoning.
+    calls_in_reasoning: bool = False
     # The reasoning block as a thinking budget sees it (``app.engine.chat``): its (open, close)
     # markers (None: ``reasoning``; Harmony's analysis channel has no tags of its own) and the text
     # that closes a block the engine ends (None: the closing tag, then a blank line).
@@ -647,7 +651,8 @@ class Stream:
         self.tools = tools
         self._schemas = tool_schemas(tools)
         self._buf = ""
-        self._held: list[str] = []
+        # Held text; a call region held in a family with ``calls_in_reasoning`` keeps its parse
+        self._held: list[str | tuple[str, tuple[list[ParsedCall], str]]] = []
         self._events: list[FormatEvent] = []
         self._ncalls = _first_index
         # Issues each call's id, given the id the model wrote (or None): the chat loop sets it so
@@ -830,7 +835,7 @@ class Stream:
             return True
         self._held.append(self._consume(safe))
         if final:
-            rest = "".join(self._held) + self._consume(len(self._buf))
+            rest = self._held_text() + self._consume(len(self._buf))
             self._held = []
             self._mode = _DONE
             if tentative and truncated:
@@ -873,7 +878,8 @@ class Stream:
             result = None
         region = opener + body
         if result is not None and result[0]:
-            self._held.append(region)  # a call: a closing tag inside it is its argument's text
+            # a call: a closing tag inside it is its argument's text
+            self._held.append((region, result) if self.fmt.calls_in_reasoning else region)
             return True
         pos, close, _safe = find_marker(region, self._closes, True)
         self.ops += (pos + len(close)) if pos != -1 else len(region)
@@ -888,9 +894,19 @@ class Stream:
         return True
 
     def _end_held_reasoning(self) -> None:
-        self._reason("".join(self._held))
+        for held in self._held:
+            if isinstance(held, str):
+                self._reason(held)
+                continue
+            calls, leftover = held[1]  # a call the family's models make while they think
+            for pc in calls:
+                self._emit_call(pc)
+            self._reason(leftover)
         self._held = []
         self._mode = self._after_close()
+
+    def _held_text(self) -> str:
+        return "".join(h if isinstance(h, str) else h[0] for h in self._held)
 
     def _step_reason(self, final: bool, truncated: bool) -> bool:
         closes = self._closes

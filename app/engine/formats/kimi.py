@@ -18,6 +18,12 @@ remainder is text, byte for byte.
 A section may hold noise between its markers (text that is none of them): it is skipped and
 kept in the neighbouring call's raw text. An empty section is no call and no markup.
 
+K2 Thinking calls tools from inside its thinking ("end-to-end trained to interleave chain-of-
+thought reasoning with function calls", its model card; llama.cpp reads them so, and agents
+lose them otherwise: llxprt-code #749): a complete section inside a ``<think>`` block the model
+then closes is a call, the text around it reasoning (``calls_in_reasoning``). Its markers are
+special tokens, which a model does not write to talk about a call.
+
 ``kimi-k3``: Kimi K3 writes its whole message in XTML control tokens ``<|open|>NAME ATTRS<|sep|>``
 ... ``<|close|>NAME<|sep|>``. With thinking on, the prompt ends with
 ``<|open|>message role="assistant"<|sep|><|open|>think<|sep|>`` and the reply is::
@@ -97,6 +103,7 @@ KIMI_K2 = register(
         call_tail=CALL_END,
         head_frame=(CALL_BEGIN + "functions.", ""),
         alt_sections=(SINGULAR,),
+        calls_in_reasoning=True,
     )
 )
 

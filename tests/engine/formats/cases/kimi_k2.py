@@ -108,6 +108,53 @@ SINGULAR = [
 ]
 CASES += SINGULAR
 
+# K2 Thinking calls tools from inside its thinking (its model card; llxprt-code #749): a complete
+# section inside a <think> block the model then closes is a call, the text around it reasoning.
+T2 = call("get_time", 1, "{}")
+IN_THINKING = [
+    Case(
+        "call-inside-closed-thinking",
+        "<think>Let me look. " + B + W + E + " Then answer.</think>It is sunny.",
+        reasoning="Let me look.  Then answer.",
+        content="It is sunny.",
+        calls=[PW],
+    ),
+    Case(
+        "two-sections-inside-thinking",
+        "<think>First " + B + W + E + " then " + B + T2 + E + "</think>",
+        reasoning="First  then ",
+        calls=[PW, ("get_time", {})],
+    ),
+    Case(
+        "call-inside-thinking-then-a-call-after",
+        "<think>a " + B + W + E + "</think>" + B + T2 + E,
+        reasoning="a ",
+        calls=[PW, ("get_time", {})],
+    ),
+    Case(
+        "call-inside-prefilled-thinking-closed",
+        "plan " + B + W + E + " ok</think>Done.",
+        in_reasoning=True,
+        reasoning="plan  ok",
+        content="Done.",
+        calls=[PW],
+    ),
+    # still reasoning: a section that is no call, a cut reply's unclosed block
+    Case(
+        "malformed-section-inside-thinking-stays-reasoning",
+        "<think>a " + B + "oops" + E + "</think>b",
+        reasoning="a " + B + "oops" + E,
+        content="b",
+    ),
+    Case(
+        "call-inside-cut-thinking-stays-reasoning",
+        "<think>a " + B + W + E + " more",
+        truncated=True,
+        reasoning="a " + B + W + E + " more",
+    ),
+]
+CASES += IN_THINKING
+
 # The section's markers are structure; one call's raw needs them back to stand alone.
 FUZZ = Fuzz(
     markers=(B, E, "<|tool_call_begin|>", "<|tool_call_end|>", "<|tool_call_argument_begin|>"),
