@@ -32,7 +32,10 @@ held text                                                 outcome
 ========================================================  ==========================================
 ``C`` outside every region                                everything held before ``C`` is reasoning
                                                           (call regions included: call-shaped text
-                                                          in a block the model closes is reasoning);
+                                                          in a block the model closes is reasoning,
+                                                          unless the family's ``calls_in_reasoning``
+                                                          says its models call from there: then its
+                                                          regions that parse as calls are calls);
                                                           the text after ``C`` is read as after
                                                           reasoning
 ``C`` inside a region that parses as one or more calls    part of the call (an argument's text),
