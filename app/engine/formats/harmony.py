@@ -76,8 +76,10 @@ _BODY_END = (END, CALL, RETURN, START, CHANNEL)  # the last two begin the next m
 _MAX_HEADER = 512
 
 _RECIPIENT = r"to=([^\s<>]+)"
+# A message's role (gpt-oss-120b writes ``<|start|>`` twice before it: vLLM #43408)
+_ROLE = r"(?:<\|start\|>[ \t]*)+assistant"
 _HEADER = re.compile(
-    r"\A(?:(?:<\|start\|>[ \t]*)+assistant)?[ \t]*(?:" + _RECIPIENT + r"[ \t]*)?"
+    r"\A(?:" + _ROLE + r")?[ \t]*(?:" + _RECIPIENT + r"[ \t]*)?"
     r"(?:<\|channel\|>[ \t]*([A-Za-z_]\w*)?)?[ \t]*(?:" + _RECIPIENT + r"[ \t]*)?"
     r"(?:<\|channel\|>[ \t]*([A-Za-z_]\w*)[ \t]*)?"  # a call's channel written again (a deviation)
     r"(?:<\|constrain\|>[ \t]*)?([A-Za-z_][\w\-]*)?[ \t]*\Z"
@@ -87,15 +89,13 @@ _HEADER_STARTS = (START, CHANNEL, CONSTRAIN, MESSAGE, "to=")
 # A final message whose header lost its <|message|> (gpt-oss writes ``<|channel|>final The
 # answer...``: vLLM #45736; a fifth of one deployment's replies, ai-dynamo #236): the channel
 # word, then a space or a newline, then the answer, up to the message's end.
-_STRANDED = re.compile(r"(?:(?:<\|start\|>[ \t]*)+assistant)?[ \t]*<\|channel\|>[ \t]*final[ \n]")
+_STRANDED = re.compile(r"(?:" + _ROLE + r")?[ \t]*<\|channel\|>[ \t]*final[ \n]")
 # What gpt-oss-20b writes at a turn's start now and then, at its recommended sampling, before the
 # well-formed messages: ``<|channel|>``, then free text, ``??``, ``commentary?`` or ``commentary
 # to=assistant<|channel|>commentary?``, then ``<|end|>`` (llama.cpp #27720: ~4% of turns), with no
 # ``<|message|>``: a header that starts as one (a channel marker, no message start inside).
-_BROKEN_HEADER = re.compile(
-    r"(?:(?:<\|start\|>[ \t]*)+assistant)?[ \t]*<\|channel\|>(?:(?!<\|start\|>).)*", re.S
-)
-_MARKUP = re.compile(r"[ \t]*(?:(?:<\|start\|>[ \t]*)+assistant|<\|channel\|>|<\|constrain\|>)[ \t]*")
+_BROKEN_HEADER = re.compile(r"(?:" + _ROLE + r")?[ \t]*<\|channel\|>(?:(?!<\|start\|>).)*", re.S)
+_MARKUP = re.compile(r"[ \t]*(?:" + _ROLE + r"|<\|channel\|>|<\|constrain\|>)[ \t]*")
 
 
 def parse_header(header: str) -> tuple[str | None, str | None] | None:
