@@ -50,6 +50,12 @@ KEY, VALUE = (K_OPEN, K_CLOSE), (V_OPEN, V_CLOSE)
 _NAME = re.compile(WIRE_NAME)
 
 
+def _pairs(text: str, i: int) -> tuple[dict[str, str], int] | None:
+    """GLM's arg pairs from ``i`` to the end of the call's text, with its strays (see
+    :func:`read_arg_pairs`)."""
+    return read_arg_pairs(text, i, key=KEY, value=VALUE, lenient=True, strays=True)
+
+
 def parse_glm_call(
     inner: str, schemas: dict[str, dict[str, Any]] | None = None
 ) -> tuple[str, dict[str, str]] | None:
@@ -68,18 +74,18 @@ def parse_glm_call(
         # GLM 5.x's <tool_call> where the first <arg_key> belongs: that key's opening tag (the
         # first only: a value then holding a key's closing tag read past another such tag)
         inner = inner[:after] + K_OPEN + inner[after + len(OPEN) :]
-        got = read_arg_pairs(inner, after, key=KEY, value=VALUE, lenient=True, strays=True)
+        got = _pairs(inner, after)
         if got is None or any(K_CLOSE in v for v in got[0].values()):
             return None
         return m.group(0), got[0]
-    got = read_arg_pairs(inner, after, key=KEY, value=VALUE, lenient=True, strays=True)
+    got = _pairs(inner, after)
     if got is not None:
         return m.group(0), got[0]
     fused = _fused_head(inner, i, schemas or {})
     if fused is None:
         return None
     name, key, end = fused
-    got = read_arg_pairs(K_OPEN + key + inner[end:], 0, key=KEY, value=VALUE, lenient=True, strays=True)
+    got = _pairs(K_OPEN + key + inner[end:], 0)
     return None if got is None else (name, got[0])
 
 
