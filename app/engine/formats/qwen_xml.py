@@ -45,6 +45,7 @@ from dataclasses import replace
 from typing import Any
 
 from app.engine.formats.base import THINK, ParsedCall, RegionScanner, one_call, register
+from app.engine.formats.jsonscan import loads_lenient
 from app.engine.formats.open_json import JsonTagFormat
 from app.engine.formats.sections import SkipValuesScanner, closed_body, raw_text, skip_ws
 from app.engine.formats.xml_params import FUNCTION, PARAMETER, XmlParamsFormat
@@ -160,6 +161,30 @@ def _parameter_head(inner: str, schemas: dict[str, Any]) -> str | None:
     if not inner.startswith((P_OPEN, F_CLOSE), k):
         return None
     return inner[:i] + F_OPEN + inner[i + len(P_OPEN) :]
+
+
+ELEMENT = "<function>"
+
+
+def _element_call(inner: str, schemas: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
+    """A call's text written as Qwen3.6 writes it now and then (mlx-omni-server #126): the name in
+    a ``<function>NAME</function>`` element, then the arguments as one JSON object, whitespace
+    around. NAME must be a declared tool; anything else beside the object is not this call."""
+    i = skip_ws(inner, 0)
+    if not inner.startswith(ELEMENT, i):
+        return None
+    i += len(ELEMENT)
+    end = inner.find(F_CLOSE, i)
+    if end == -1 or inner[i:end] not in schemas:
+        return None
+    body = inner[end + len(F_CLOSE) :].strip()
+    if body[:1] != "{":
+        return None
+    try:
+        args = loads_lenient(body)
+    except (ValueError, RecursionError):
+        return None
+    return (inner[i:end], args) if isinstance(args, dict) else None
 
 
 INVOCATION_CLOSE = "</function_invocation>"
@@ -394,6 +419,8 @@ class QwenXmlFormat(XmlParamsFormat):
         inner = closed_body(body, CLOSE, last=F_CLOSE, at_end=at_end, truncated=truncated)
         if inner is None:
             return None
+        if (element := one_call(opener, body, _element_call(inner, schemas))) is not None:
+            return [replace(c, raw_values=False) for c in element[0]], ""  # JSON values
         inner = _parameter_head(inner, schemas) or inner
         got = parse_function_block(inner, schemas)
         if got is None and (trimmed := _without_stray_closers(inner)) is not None:

@@ -507,6 +507,51 @@ STRAY_CLOSE = [
 ]
 CASES += STRAY_CLOSE
 
+
+def element(name: str, args: str, close: str = "\n</tool_call>") -> str:
+    """Qwen3.6's stray: the name in a ``<function>`` element, the arguments as a JSON object."""
+    return f"<tool_call>\n<function>{name}</function>\n{args}{close}"
+
+
+# Qwen3.6's <function>NAME</function> then JSON arguments (mlx-omni-server #126), to a declared
+# tool, exactly one object after the element.
+ELEMENT = [
+    Case(
+        "element-json",
+        "Let me check.\n" + element("get_weather", '{"city": "Paris", "days": 3}'),
+        content="Let me check.\n",
+        calls=[PW],
+        ids=["call00000"],
+    ),
+    Case(
+        "element-json-no-arguments", element("get_time", "{}", close="</tool_call>"), calls=[("get_time", {})]
+    ),
+    Case(
+        "element-json-multi-line-string",
+        element("set_port", '{"blob": "line one\nline two"}'),
+        calls=[("set_port", {"blob": "line one\nline two"})],
+    ),
+    Case(
+        "element-json-then-xml",
+        element("get_weather", '{"city": "Paris", "days": 3}') + "\n" + call("get_time"),
+        content="\n",
+        calls=[PW, ("get_time", {})],
+    ),
+    Case(
+        "element-json-cut",
+        element("search", '{"query": "x", "lim', close=""),
+        truncated=True,
+        incomplete=[None],
+    ),
+    # text: an undeclared tool, a list, text beside the object, a name padded, the close missing
+    _text("element-json-undeclared", element("launch", '{"x": 1}')),
+    _text("element-json-list", element("get_time", "[{}]")),
+    _text("element-json-text-after", element("get_time", "{} and more")),
+    _text("element-json-padded-name", element(" get_time", "{}")),
+    _text("element-json-close-missing", element("get_time", "{}", close="")),
+]
+CASES += ELEMENT
+
 FUZZ = Fuzz(
     markers=("<tool_call>", "</tool_call>", "<function=", "</function>", "<parameter=", "</parameter>"),
     forbidden=("</parameter>",),
