@@ -17,6 +17,9 @@ What Qwen3-Coder and Qwen3.5 also write, read with the tool's declared parameter
   parameters has no Qwen-specific shape);
 * a parameter whose ``</parameter>`` is missing: its value ends before the next
   ``<parameter=DECLARED>`` or before the ``</function>`` that ends the call;
+* a parameter's ``</parameter>`` written twice or more (Qwen3.6, llama-swap #856): the repeats,
+  whitespace between, are dropped where the next ``<parameter=DECLARED>`` or ``</function>``
+  follows them;
 * a value holding ``</parameter>`` or ``</function>`` literally: a ``</parameter>`` closes the
   value only when the next ``<parameter=DECLARED>`` or ``</function>`` follows it, a
   ``</function>`` only when it ends the call (any parameter name counts for a tool that was not
@@ -80,7 +83,9 @@ def _value_end(text: str, i: int, params: set[str] | None) -> tuple[int, int] | 
     """Where the value starting at ``i`` ends: ``(end of the value, where reading goes on)``.
 
     A ``</parameter>`` is the value's close when the next ``<parameter=`` of a declared name or
-    ``</function>`` follows it; an earlier one is the value's text. A value whose close is
+    ``</function>`` follows it, or that after the same tag written again (Qwen3.6: reading goes
+    on after the last one); an earlier one is the value's text. A run of them not so followed is
+    the value's text at once (each would be followed by the same), so the walk stays linear. A value whose close is
     missing ends before the next declared ``<parameter=`` or before a ``</function>`` that ends
     the text.
     """
@@ -94,6 +99,9 @@ def _value_end(text: str, i: int, params: set[str] | None) -> tuple[int, int] | 
         after = q + len(m)
         if m == P_CLOSE:
             k = skip_ws(text, after)
+            while text.startswith(P_CLOSE, k):  # written again (Qwen3.6): the repeats are dropped
+                after = k + len(P_CLOSE)
+                k = skip_ws(text, after)
             if text.startswith(F_CLOSE, k) or (text.startswith(P_OPEN, k) and _known(text, k, params)):
                 return q, after
         elif m == P_OPEN:
@@ -129,7 +137,7 @@ def _read_block(
                 return None
             pname, i = got
             end = _value_end(text, i, params)
-            if end is None or pname in args or (strict and end[0] == end[1]):
+            if end is None or pname in args or (strict and end[1] - end[0] != len(P_CLOSE)):
                 return None
             value = text[i : end[0]]
             if strict and not (len(value) >= 2 and value[0] == value[-1] == "\n"):

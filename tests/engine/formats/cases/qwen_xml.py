@@ -507,6 +507,39 @@ STRAY_CLOSE = [
 ]
 CASES += STRAY_CLOSE
 
+# A parameter's </parameter> written twice or more (Qwen3.6, llama-swap #856): the repeats dropped
+# where the next declared parameter or </function> follows them.
+CLOSE2 = "</parameter>\n</parameter>\n"
+REPEATED_CLOSE = [
+    Case(
+        "parameter-close-twice-before-function-close",
+        call("search", query="/home/u/tests/test_ck.py").replace("</parameter>\n", CLOSE2),
+        calls=[("search", {"query": "/home/u/tests/test_ck.py"})],
+    ),
+    Case(
+        "parameter-close-twice-between-parameters",
+        "<tool_call>\n"
+        + fn("get_weather", par("city", "Paris").replace("</parameter>\n", CLOSE2), par("days", "3")),
+        calls=[PW],
+    ),
+    Case(
+        "parameter-close-three-times",
+        W.replace("</parameter>\n</function>", "</parameter></parameter> </parameter>\n</function>"),
+        calls=[PW3],
+    ),
+    Case(
+        "parameter-close-run-in-a-value",
+        call("set_port", blob="a\n</parameter>\n</parameter>\nb"),
+        calls=[("set_port", {"blob": "a\n</parameter>\n</parameter>\nb"})],
+    ),
+    # the template's way only, in a run without <tool_call>: the repeats make it text
+    _text(
+        "parameter-close-twice-bare",
+        fn("get_weather", par("city", "Paris").replace("</parameter>\n", CLOSE2)),
+    ),
+]
+CASES += REPEATED_CLOSE
+
 
 def element(name: str, args: str, close: str = "\n</tool_call>") -> str:
     """Qwen3.6's stray: the name in a ``<function>`` element, the arguments as a JSON object."""
