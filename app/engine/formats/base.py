@@ -61,6 +61,13 @@ text up to the point it decides, so streaming still equals parsing for every spl
 text is scanned at most twice more (once when the window/tentative state ends without a closing
 tag and its text is read again, once when a region that yields no call is searched for ``C``),
 so the cost stays linear.
+
+After the reply's reasoning block has closed, a closing tag written again in the answer
+(``<think>a</think>Draft.</think>Answer``: DeepSeek V4 drafts a second round there and closes it
+so, ds4 #678) is markup: dropped, never content, where the family spells its closing tag as an
+XML closing tag (``</think>``, ``</seed:think>``); other closing markers may start the answer or
+another message and stay as they are read. Before any block closed, such a tag closes nothing and
+stays text (a template that does not open reasoning in the prompt).
 """
 
 from __future__ import annotations
@@ -673,6 +680,13 @@ class Stream:
         pairs = ((fmt.reasoning,) if fmt.reasoning else ()) + tuple(fmt.reasoning_alt)
         self._opens = tuple(dict.fromkeys(o for o, _c in pairs))
         self._closes = tuple(dict.fromkeys(c for _o, c in pairs))
+        # A closing reasoning tag in the answer after the reply's reasoning block closed
+        # (``</think>`` again: ds4 #678, a second round of drafting closed so): markup, never
+        # content. Only the tags spelt as XML closing tags: other families' closing markers may
+        # start the answer or another message. Searched for once a block has closed.
+        self._strays = frozenset(c for c in self._closes if c.startswith("</"))
+        self._text_markers = fmt.anywhere if fmt.start_only else fmt.openers
+        self._stray_search = False
         self._mode = self._first_mode(in_reasoning, _lead)
         self._steps = self._step_table()
 
@@ -730,6 +744,9 @@ class Stream:
 
     def _after_close(self) -> str:
         """The state after a closing reasoning tag."""
+        if self._strays and not self._stray_search:
+            self._stray_search = True
+            self._text_markers = (*self._text_markers, *(c for c in self._closes if c in self._strays))
         return _RECLOSE if self.fmt.repeated_close else self._after_reasoning()
 
     def _step_reclose(self, final: bool, truncated: bool) -> bool:
@@ -955,7 +972,7 @@ class Stream:
         return True
 
     def _step_text(self, final: bool, truncated: bool) -> bool:
-        markers = self.fmt.anywhere if self.fmt.start_only else self.fmt.openers
+        markers = self._text_markers
         if not markers:
             self._text(self._consume(len(self._buf)))
             return False
@@ -967,6 +984,9 @@ class Stream:
                 self._text(self._consume(len(self._buf)))
             return False
         self._text(self._consume(pos))
+        if m in self._strays:
+            self._consume(len(m))  # a stray closing reasoning tag: dropped
+            return True
         self._open_region(m)
         return True
 

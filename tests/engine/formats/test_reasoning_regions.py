@@ -77,14 +77,18 @@ def test_huge_argument_full_of_closing_tags_is_one_call_in_linear_cost(family):
         s, got = _feed_chars(fmt, text, **kw)
         assert s.ops <= 40 * len(text)
         assert got == fmt.parse(text, TOOLS, **kw) == Reply(content="Hi", reasoning="plan " + call + " no")
-    # Cut inside the argument: no call; the region is plain text and its first tag closes reasoning.
+    # Cut inside the argument: no call; the region is plain text and its first tag closes
+    # reasoning; the closing tags after it are markup in the answer (dropped).
     cut = text[: len(text) // 2]
     for kw in ({}, {"in_reasoning": True}):
         s, got = _feed_chars(fmt, cut, truncated=True, **kw)
         assert s.ops <= 40 * len(cut)
         assert got == fmt.parse(cut, TOOLS, truncated=True, **kw)
         assert not got.tool_calls and close not in got.reasoning
-        assert got.reasoning + close + got.content == cut
+        rest = cut[len(got.reasoning) + len(close) :]
+        assert close in rest and cut.startswith(got.reasoning + close)
+        # a tag spelt as an XML closing tag is dropped; another family's marker stays text
+        assert got.content == (rest.replace(close, "") if close.startswith("</") else rest)
 
 
 def test_region_that_is_no_call_is_text_and_its_closing_tag_ends_reasoning():
@@ -122,3 +126,44 @@ def test_many_calls_in_the_window_then_no_close_keep_every_call():
     assert s.ops <= 40 * len(text)
     assert len(got.tool_calls) == 500 and got.reasoning == ""
     assert got == fmt.parse(text, TOOLS)
+
+
+# A closing reasoning tag written again in the answer, after the reply's block closed (ds4 #678:
+# DeepSeek V4 drafts a second round in the answer and closes it so; Qwen3.6): markup, dropped
+# where the family spells it as an XML closing tag; another family's marker stays text.
+STRAY_FAMILIES = sorted(n for n, f in FORMATS.items() if f.reasoning and f.reasoning[1].startswith("</"))
+
+
+@pytest.mark.parametrize("family", STRAY_FAMILIES)
+def test_closing_tag_again_after_the_block_closed_is_dropped_at_every_split(family):
+    fmt = FORMATS[family]
+    open_tag, close = fmt.reasoning
+    for text, kw, reasoning in (
+        (f"{open_tag}plan{close}Draft.{close}\n\nAnswer.", {}, "plan"),
+        (f"plan{close}Draft.{close}{close}Answer.", {"in_reasoning": True}, "plan"),
+        (f"plan{close}Draft.\n{close}\nAnswer.", {"orphan_close": True}, "plan"),
+    ):
+        expected = fmt.parse(text, TOOLS, **kw)
+        assert expected.reasoning == reasoning, family
+        assert expected.content == text.split(close, 1)[1].replace(close, "")
+        assert "Draft." in expected.content and "Answer." in expected.content
+        for parts in splits(text):
+            s = fmt.stream(TOOLS, **kw)
+            events = [ev for part in parts for ev in s.feed(part)] + s.finish()
+            assert fold_events(events) == expected, (family, parts)
+
+
+@pytest.mark.parametrize("family", STRAY_FAMILIES)
+def test_closing_tag_with_no_block_closed_stays_text(family):
+    fmt = FORMATS[family]
+    close = fmt.reasoning[1]
+    text = f"Use {close} to end a block."
+    assert fmt.parse(text, TOOLS, orphan_close=False) == Reply(content=text)
+
+
+@pytest.mark.parametrize("family", ["mistral", "gemma4", "apriel"])
+def test_a_closing_marker_that_is_no_xml_tag_stays_text_after_the_block(family):
+    fmt = FORMATS[family]
+    open_tag, close = fmt.reasoning
+    reply = fmt.parse(f"{open_tag}plan{close}Draft.{close}Answer.", TOOLS)
+    assert reply.reasoning == "plan" and close in reply.content
