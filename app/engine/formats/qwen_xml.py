@@ -39,7 +39,13 @@ What Qwen3-Coder and Qwen3.5 also write, read with the tool's declared parameter
 * Qwen3.8's ``<parameter=NAME>`` where ``<function=NAME>`` belongs, inside a ``<tool_call>``,
   the rest as written (``</function>`` included; ds4 #1050, 5 of 98 calls in one session): read
   as the function's tag where NAME is a declared tool and only whitespace stands between the tag
-  and the next ``<parameter=`` or ``</function>`` (a parameter's value would stand there).
+  and the next ``<parameter=`` or ``</function>`` (a parameter's value would stand there);
+* two calls in a row without the first one's ``</tool_call>`` (``...</function>\n<tool_call>``,
+  as vLLM's Qwen3 reader takes them): the ``</function>`` outside every value ends the call
+  where the next ``<tool_call>`` follows it;
+* Qwen3.6's name element and JSON arguments, ``<tool_call>\n<function>NAME</function>\n{...}\n
+  </tool_call>`` (mlx-omni-server #126, the 35B-A3B 4-bit DWQ quant): read where NAME is a
+  declared tool and the rest of the call is exactly one JSON object (its values typed as JSON).
 """
 
 from __future__ import annotations
@@ -336,11 +342,18 @@ class _CallScanner(SkipValuesScanner):
     """The region of a ``<tool_call>``: up to its ``</tool_call>`` outside every value. A
     ``</tool_call>`` inside a value ends the region (the value's close missing) only before the
     end of the reply or before the next call (``<function=``, alone or after ``<tool_call>``): a
-    value may hold ``</tool_call><tool_call>`` literally."""
+    value may hold ``</tool_call><tool_call>`` literally. A ``</function>`` outside every value
+    followed by the next ``<tool_call>`` ends the region (its ``</tool_call>`` left out)."""
 
     def __init__(self) -> None:
         super().__init__(
-            CLOSE, P_OPEN, P_CLOSE, followers=(P_OPEN, F_CLOSE), reopen=(OPEN, F_OPEN), exit=(F_CLOSE, CLOSE)
+            CLOSE,
+            P_OPEN,
+            P_CLOSE,
+            followers=(P_OPEN, F_CLOSE),
+            reopen=(OPEN, F_OPEN),
+            exit=(F_CLOSE, CLOSE),
+            split=(F_CLOSE, OPEN),
         )
 
     def _follows(self, buf: str, j: int, wanted: tuple[str, ...], final: bool) -> bool | None:
@@ -425,6 +438,8 @@ class QwenXmlFormat(XmlParamsFormat):
         if at_end and truncated:
             return None  # the scanner did not close the region before the cut: an incomplete call
         inner = closed_body(body, CLOSE, last=F_CLOSE, at_end=at_end, truncated=truncated)
+        if inner is None and not at_end and body.endswith(F_CLOSE):
+            inner = body  # the scanner ended it before the next <tool_call>: its close left out
         if inner is None:
             return None
         if (element := one_call(opener, body, _element_call(inner, schemas))) is not None:

@@ -302,8 +302,10 @@ class SkipValuesScanner(RegionScanner):
     literally. With ``followers``, a ``close`` inside an open value that is followed (after
     whitespace) by the end of the text or by one of ``reopen`` ends the region (a last value
     whose ``value_close`` is missing); so does ``exit[0]`` inside a value when ``exit[1]`` follows
-    it (Qwen's ``</function></tool_call>`` after a parameter missing its close). The lookahead is
-    bounded by the whitespace and the longest follower, so the work stays linear.
+    it (Qwen's ``</function></tool_call>`` after a parameter missing its close). Outside values,
+    ``split[0]`` followed (after whitespace) by ``split[1]`` ends the region right after
+    ``split[0]`` (the region's ``close`` left out before the next region's opener). The lookahead
+    is bounded by the whitespace and the longest follower, so the work stays linear.
     """
 
     def __init__(
@@ -315,11 +317,14 @@ class SkipValuesScanner(RegionScanner):
         followers: tuple[str, ...] | None = None,
         reopen: tuple[str, ...] = (),
         exit: tuple[str, str] | None = None,
+        split: tuple[str, str] | None = None,
     ) -> None:
         self.close, self.value_open, self.value_close = close, value_open, value_close
         self.followers = followers
         self.reopen = reopen
         self.exit = exit
+        self.split = split
+        self.outside = (value_open, close) if split is None else (value_open, close, split[0])
         self.inside = False
         self.ops = 0
 
@@ -346,7 +351,7 @@ class SkipValuesScanner(RegionScanner):
                 if self.exit is not None:
                     markers += (self.exit[0],)
             else:
-                markers = (self.value_open, self.close)
+                markers = self.outside
             pos, m, safe = find_marker(buf, markers, final, start=i)
             self.ops += (pos + len(m) - i) if pos != -1 else len(buf) - i
             if pos == -1:
@@ -355,6 +360,16 @@ class SkipValuesScanner(RegionScanner):
             if not self.inside:
                 if m == self.close:
                     return j, True
+                if self.split is not None and m == self.split[0]:
+                    nxt = self.split[1]
+                    k = self.skip_space(buf, j)
+                    rest = buf[k : k + len(nxt)]
+                    if rest == nxt:
+                        return j, True  # the next region opens: this one's close was left out
+                    if not final and len(rest) < len(nxt) and nxt.startswith(rest):
+                        return pos, False  # wait here for the text that decides
+                    i = j
+                    continue
                 self.inside = True
                 i = j
                 continue

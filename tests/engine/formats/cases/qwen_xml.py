@@ -540,6 +540,45 @@ REPEATED_CLOSE = [
 ]
 CASES += REPEATED_CLOSE
 
+# Two calls in a row without the first one's </tool_call> (vLLM's Qwen3 reader takes them): the
+# </function> outside every value ends the call where the next <tool_call> follows it.
+OPEN_ONLY = call("get_weather", city="Paris", days="3").removesuffix("\n</tool_call>")
+PR = ("get_weather", {"city": "Rome", "days": 3})
+ROME = call("get_weather", city="Rome", days="3")
+CLOSE_LEFT_OUT = [
+    Case("call-close-left-out-before-next", OPEN_ONLY + "\n" + ROME, content="\n", calls=[PW, PR]),
+    Case("call-close-left-out-no-space", OPEN_ONLY + ROME, calls=[PW, PR]),
+    Case(
+        "call-closes-left-out-both",
+        OPEN_ONLY + "\n" + ROME.removesuffix("\n</tool_call>"),
+        content="\n",
+        calls=[PW, PR],
+    ),
+    # the last one's close is implied only at the end of the reply: followed by text it is text
+    Case(
+        "call-closes-left-out-both-then-text",
+        OPEN_ONLY + "\n" + ROME.removesuffix("\n</tool_call>") + " Done.",
+        content="\n" + ROME.removesuffix("\n</tool_call>") + " Done.",
+        calls=[PW],
+    ),
+    Case(
+        "call-close-left-out-then-cut",
+        OPEN_ONLY + "\n" + ROME[:-30],
+        content="\n",
+        truncated=True,
+        calls=[PW],
+        incomplete=["get_weather"],
+    ),
+    Case(
+        "call-close-left-out-inside-a-value",
+        call("set_port", blob="a</function>\n<tool_call>b"),
+        calls=[("set_port", {"blob": "a</function>\n<tool_call>b"})],
+    ),
+    # text between the two: the first is no call, nothing lost
+    _text("call-close-left-out-text-between", OPEN_ONLY + " x " + ROME),
+]
+CASES += CLOSE_LEFT_OUT
+
 
 def element(name: str, args: str, close: str = "\n</tool_call>") -> str:
     """Qwen3.6's stray: the name in a ``<function>`` element, the arguments as a JSON object."""
