@@ -40,6 +40,10 @@ What Qwen3-Coder and Qwen3.5 also write, read with the tool's declared parameter
   the rest as written (``</function>`` included; ds4 #1050, 5 of 98 calls in one session): read
   as the function's tag where NAME is a declared tool and only whitespace stands between the tag
   and the next ``<parameter=`` or ``</function>`` (a parameter's value would stand there);
+* Step-3.5's tags as vLLM's step3p5 reader mends them: the function's tag without its ``=``
+  (``<function execute_bash>``, ``<functionexecute_bash>``), the name a declared tool; a
+  declared parameter's tag with its prefix doubled (``<parameter=parameter=-n>``) or its ``>``
+  written as ``:`` or left out before the value's newline (``<parameter=-C:\n3``);
 * two calls in a row without the first one's ``</tool_call>`` (``...</function>\n<tool_call>``,
   as vLLM's Qwen3 reader takes them): the ``</function>`` outside every value ends the call
   where the next ``<tool_call>`` follows it;
@@ -79,9 +83,35 @@ def _name(s: str, i: int) -> tuple[str, int] | None:
     return name, j + 1
 
 
+DOUBLED = "parameter="
+
+
+def _param_name(text: str, i: int, params: set[str] | None) -> tuple[str, int] | None:
+    """The name of the parameter tag whose name starts at ``i`` (after ``<parameter=``) and where
+    the tag ends: ``NAME>``; or, for a declared parameter, the tag as Step-3.5 writes it now and
+    then (vLLM's step3p5 reader mends these, its examples grep's flags as parameters): the prefix
+    doubled (``<parameter=parameter=-n>``) or the ``>`` written as ``:`` or left out before the
+    value's newline (``<parameter=-C:\n3\n</parameter>``)."""
+    got = _name(text, i)
+    if not params or (got is not None and got[0] in params):
+        return got
+    j = i + len(DOUBLED) if text.startswith(DOUBLED, i) else i
+    for name in params:
+        if not text.startswith(name, j):
+            continue
+        k = j + len(name)
+        if j != i and text.startswith(">", k):
+            return name, k + 1
+        if text.startswith(":\n", k):
+            return name, k + 1  # the value starts at the newline, as ever
+        if text.startswith("\n", k):
+            return name, k
+    return got
+
+
 def _known(text: str, i: int, params: set[str] | None) -> bool:
     """Whether ``<parameter=NAME>`` at ``i`` names a declared parameter (any name, undeclared)."""
-    got = _name(text, i + len(P_OPEN))
+    got = _param_name(text, i + len(P_OPEN), params)
     return got is not None and (params is None or got[0] in params)
 
 
@@ -138,7 +168,7 @@ def _read_block(
     while True:
         i = skip_ws(text, i)
         if text.startswith(P_OPEN, i):
-            got = _name(text, i + len(P_OPEN))
+            got = _name(text, i + len(P_OPEN)) if strict else _param_name(text, i + len(P_OPEN), params)
             if got is None:
                 return None
             pname, i = got
@@ -178,6 +208,21 @@ def _parameter_head(inner: str, schemas: dict[str, Any]) -> str | None:
 
 
 ELEMENT = "<function>"
+F_BARE = "<function"  # the function's tag without its "="
+
+
+def _function_head(inner: str, schemas: dict[str, Any]) -> str | None:
+    """A call's text whose function tag lost its ``=`` (``<function execute_bash>``,
+    ``<functionexecute_bash>``: Step-3.5, as vLLM's step3p5 reader mends it) with the tag
+    mended: the name a declared tool, whitespace only around it. None when it does not start so."""
+    i = skip_ws(inner, 0)
+    if not inner.startswith(F_BARE, i) or inner.startswith((F_OPEN, ELEMENT), i):
+        return None
+    j = i + len(F_BARE)
+    end = inner.find(">", j)
+    if end == -1 or inner[j:end].strip() not in schemas:
+        return None
+    return f"{inner[:i]}{F_OPEN}{inner[j:end].strip()}{inner[end:]}"
 
 
 def _element_call(inner: str, schemas: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
@@ -444,7 +489,7 @@ class QwenXmlFormat(XmlParamsFormat):
             return None
         if (element := one_call(opener, body, _element_call(inner, schemas))) is not None:
             return [replace(c, raw_values=False) for c in element[0]], ""  # JSON values
-        inner = _parameter_head(inner, schemas) or inner
+        inner = _parameter_head(inner, schemas) or _function_head(inner, schemas) or inner
         got = parse_function_block(inner, schemas)
         if got is None and (trimmed := _without_stray_closers(inner)) is not None:
             got = parse_function_block(trimmed, schemas)

@@ -3,7 +3,7 @@ and Hermes' tagged single calls (Qwen3.5's and 3.6's strays into the wire of Qwe
 
 import json
 
-from tests.engine.formats.harness import Case, Fuzz, close_tag_in_argument_cases
+from tests.engine.formats.harness import TOOLS, Case, Fuzz, _fn, close_tag_in_argument_cases
 
 FAMILY = "qwen-xml"
 
@@ -578,6 +578,46 @@ CLOSE_LEFT_OUT = [
     _text("call-close-left-out-text-between", OPEN_ONLY + " x " + ROME),
 ]
 CASES += CLOSE_LEFT_OUT
+
+# Step-3.5's tags as vLLM's step3p5 reader mends them: the function's tag without its "=", a
+# declared parameter's tag with its prefix doubled or its ">" written as ":" or left out.
+GREP_TOOLS = [
+    *TOOLS,
+    _fn("grep", {"pattern": {"type": "string"}, "-C": {"type": "integer"}, "-n": {"type": "boolean"}}),
+]
+GP = call("grep", pattern="foo", **{"-C": "3"})
+PG = ("grep", {"pattern": "foo", "-C": 3})
+STEP_TAGS = [
+    Case("function-tag-without-equals", W.replace("<function=", "<function "), calls=[PW3]),
+    Case("function-tag-name-glued", W.replace("<function=", "<function"), calls=[PW3]),
+    Case("parameter-tag-colon", GP.replace("<parameter=-C>", "<parameter=-C:"), tools=GREP_TOOLS, calls=[PG]),
+    Case(
+        "parameter-tag-unclosed", GP.replace("<parameter=-C>", "<parameter=-C"), tools=GREP_TOOLS, calls=[PG]
+    ),
+    Case(
+        "parameter-tag-first-unclosed",
+        call("grep", **{"-C": "3"}, pattern="foo").replace("<parameter=-C>", "<parameter=-C:"),
+        tools=GREP_TOOLS,
+        calls=[("grep", {"-C": 3, "pattern": "foo"})],
+    ),
+    Case(
+        "parameter-tag-prefix-doubled",
+        call("grep", pattern="foo", **{"-n": "true"}).replace("<parameter=-n>", "<parameter=parameter=-n>"),
+        tools=GREP_TOOLS,
+        calls=[("grep", {"pattern": "foo", "-n": True})],
+    ),
+    # text: an undeclared tool, a tag with more than the name, a bare run's tags as written only
+    _text("function-tag-without-equals-undeclared", W.replace("<function=get_weather", "<function launch")),
+    _text(
+        "function-tag-without-equals-two-words", W.replace("<function=get_weather", "<function get_weather x")
+    ),
+    _text(
+        "parameter-tag-colon-in-bare-run",
+        fn("grep", par("pattern", "foo"), par("-C", "3")).replace("<parameter=-C>", "<parameter=-C:"),
+        tools=GREP_TOOLS,
+    ),
+]
+CASES += STEP_TAGS
 
 
 def element(name: str, args: str, close: str = "\n</tool_call>") -> str:
