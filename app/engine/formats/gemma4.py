@@ -19,6 +19,10 @@ What else Gemma 4 writes, read strictly:
   APIs (hermes-agent #7457, vLLM #53642). One separator per call;
 * a call whose arguments' last ``}`` is left out, the closing marker right after the rest
   (``call:read_files{files:[{...}]<tool_call|>``: Ollama mends it, ollama #17565);
+* a marked call the model ended with its turn instead of ``<tool_call|>`` (Google's own reader
+  in transformers: "Some Gemma4 models emit <turn|> instead of <tool_call|>"; llama.cpp stops
+  at ``<turn|>``, so the reply ends right after the call): the whole call, complete, at the end
+  of a reply that ended normally (not cut), ``<turn|>`` after it or nothing;
 * the call without its opening marker where the answer starts: straight after the thought
   channel's ``<channel|>`` (vLLM #54256) or at the reply's start, ``call:NAME{...}``, to an
   offered tool, then the closing marker or nothing more. Anywhere else, or naming another tool,
@@ -45,6 +49,7 @@ OPEN = "<|tool_call>"
 CLOSE = "<tool_call|>"
 RESPONSE = "<|tool_response>"  # what Gemma 4 writes after its calls (its tool-turn stop token)
 QUOTE = '<|"|>'
+TURN_END = "<turn|>"  # Gemma 4's end of turn
 CALL_WORD = "call:"  # what a call starts with after its opening marker
 _NAME = re.compile(WIRE_NAME)
 _NUMBER = re.compile(r"-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?")
@@ -322,7 +327,7 @@ class GemmaFormat(Format):
         close = self.close
         inner = self._without_response(body)
         if not inner.endswith(close):
-            return None
+            return self._turn_ended(opener, inner, at_end=at_end, truncated=truncated)
         text = inner[: -len(close)]
         if self.quote != QUOTE:
             if QUOTE in inner:
@@ -333,6 +338,23 @@ class GemmaFormat(Format):
             got = parse_gemma_call(text.rstrip() + "}", bare=self.bare)  # its last brace left out
             got = got if got is not None and got[1] else None  # arguments written before it
         return one_call(opener, inner, got)
+
+    def _turn_ended(self, opener: str, inner: str, *, at_end: bool, truncated: bool):
+        """A marked call the model ended with its turn instead of the closing marker (Gemma's own
+        reader, transformers' ``utils_gemma4``: "Some Gemma4 models emit <turn|> instead of
+        <tool_call|>"; a runtime that stops at ``<turn|>`` hands on the call without it): the
+        whole call, complete, at the end of a reply that ended normally, ``<turn|>`` after it
+        or nothing. Trailing whitespace stays text."""
+        if not (self.strays and at_end and not truncated):
+            return None
+        kept = inner.rstrip()
+        text = kept.removesuffix(TURN_END).rstrip()
+        if not text.endswith(("}", ")")):
+            return None
+        got = parse_gemma_call(text)  # with its call word: one deviation at a time
+        if got is None:
+            return None
+        return [ParsedCall(got[0], dict(got[1]), opener + kept)], inner[len(kept) :]
 
     def _without_response(self, body: str) -> str:
         """A region's body without the response marker after its closing marker (not the call's)."""

@@ -92,7 +92,8 @@ CASES = [
         calls=[W],
         incomplete=["search"],
     ),
-    Case("missing-close", "<|tool_call>call:get_time{}", content="<|tool_call>call:get_time{}"),
+    # the closing marker left out at the end of the turn: the whole call is read (below)
+    Case("missing-close", "<|tool_call>call:get_time{}", calls=[("get_time", {})]),
     Case(
         "json-inside-is-text",
         '<|tool_call>{"name": "get_time", "arguments": {}}<tool_call|> ok',
@@ -324,6 +325,31 @@ MISSING_BRACE = [
     ),
 ]
 CASES += MISSING_BRACE
+
+# A marked call ended with the turn instead of <tool_call|> (transformers' Gemma 4 reader: "Some
+# Gemma4 models emit <turn|> instead of <tool_call|>"; llama.cpp stops at <turn|>): the whole
+# call, complete, at the end of a reply that was not cut.
+OPEN_CALL = W_TEXT.removesuffix("<tool_call|>")
+TURN_ENDED = [
+    Case("turn-ended-call", "Let me check. " + OPEN_CALL, content="Let me check. ", calls=[W]),
+    Case("turn-ended-call-turn-marker", OPEN_CALL + "<turn|>", calls=[W]),
+    Case("turn-ended-call-newline-after", OPEN_CALL + "\n", content="\n", calls=[W]),
+    Case("turn-ended-after-a-closed-call", S_TEXT + OPEN_CALL, calls=[S, W]),
+    Case("turn-ended-keyword-shell", f"<|tool_call>call:get_weather(city={Q}Paris{Q}, days=3)", calls=[W]),
+    Case(
+        "turn-ended-after-thought", "<|channel>thought\nok<channel|>" + OPEN_CALL, reasoning="\nok", calls=[W]
+    ),
+    Case("turn-ended-cut", OPEN_CALL, truncated=True, incomplete=["get_weather"]),
+    # text: something after the call, the last brace left out too, an unclosed string
+    Case("turn-ended-then-text-is-text", OPEN_CALL + " more", content=OPEN_CALL + " more"),
+    Case(
+        "turn-ended-brace-left-out-is-text",
+        f"<|tool_call>call:get_weather{{city:{Q}Paris{Q}",
+        content=f"<|tool_call>call:get_weather{{city:{Q}Paris{Q}",
+    ),
+    Case("turn-ended-marker-then-text-is-text", OPEN_CALL + "<turn|>x", content=OPEN_CALL + "<turn|>x"),
+]
+CASES += TURN_ENDED
 CASES += close_tag_in_argument_cases(
     ("<|channel>thought", "<channel|>"),
     f"<|tool_call>call:set_port{{blob:{Q}why <|channel>thought and <channel|> here{Q}}}<tool_call|>",
