@@ -35,8 +35,10 @@ stays text):
 The object must hold exactly ``name`` and ``arguments``. A bare or fenced call with text before or
 after it, another fence, several objects, or JSON that names no offered tool is text, byte for
 byte; a reply the token limit cut inside one is an incomplete call only when it names an offered
-tool. Doubled braces (``{{"name": ...}}``, copied from some templates' instructions) stay text: the
-parser does not guess.
+tool. Doubled braces (``{{"name": ...}}``, copied from some templates' instructions) stay text
+in a bare or fenced reply: the parser does not guess there. Inside ``<tool_call>``, where the tag
+says a call is meant, a call object whose outer braces are doubled once is read with one pair
+taken off (Qwen2.5-72B, QwenLM/Qwen3 #924), as its closing brackets are mended.
 """
 
 from __future__ import annotations

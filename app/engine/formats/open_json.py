@@ -231,6 +231,13 @@ class OpenListFormat(_OpenJsonFormat):
         return self.call_openers()[0] + self.gap + json_text([self.item(name, arguments)])
 
 
+def _doubled_braces(text: str) -> str | None:
+    """The JSON of a call object written with its outer braces doubled (``{{...}}``), one pair
+    taken off; None when it is not so written."""
+    text = text.strip()
+    return text[1:-1] if text.startswith("{{") and text.endswith("}}") else None
+
+
 class OpenObjectFormat(_OpenJsonFormat):
     """``OPENER [ws] {call}``: one JSON call object after each opener, no closing marker."""
 
@@ -281,7 +288,9 @@ class JsonTagFormat(Format):
     fences = True
     layout: tuple[str, str, str] = ("\n", "\n", "\n")
     # The JSON's closing brackets mended where the model ended the call with its closing tag and
-    # they are all that is wrong: left out at the end, or written once too often (a family's own)
+    # they are all that is wrong: left out at the end, or written once too often (a family's own);
+    # or the call object's braces doubled (``{{"name": ..., "arguments": {...}}}``: Qwen2.5,
+    # QwenLM/Qwen3 #924, from templates that showed them so)
     mend_closers = False
 
     @property
@@ -328,6 +337,8 @@ class JsonTagFormat(Format):
             return None
         mended = closers_mended(text)
         got = None if mended is None else self.read_call(mended)
+        if got is None and (doubled := _doubled_braces(text)) is not None:
+            got = self.read_call(doubled)
         if got is None:
             return None
         return [ParsedCall(got[0], dict(got[1]), opener + body[:end])], body[end:]

@@ -124,10 +124,11 @@ CASES = [
         calls=[("get_weather", {"city": "Paris", "days": 3})],
         incomplete=["search"],
     ),
+    # Qwen2.5's doubled braces (QwenLM/Qwen3 #924): one pair taken off (more in CLOSERS)
     Case(
         "qwen25-double-braces",
         '<tool_call>\n{{"name": "get_weather", "arguments": {"city": "Paris"}}}\n</tool_call>',
-        content='<tool_call>\n{{"name": "get_weather", "arguments": {"city": "Paris"}}}\n</tool_call>',
+        calls=[("get_weather", {"city": "Paris"})],
     ),
     Case(
         "not-json",
@@ -449,13 +450,22 @@ CLOSERS = [
     Case(
         "outer-brace-left-out-cut", f"<tool_call>{OBJ}</tool_ca", truncated=True, incomplete=["get_weather"]
     ),
+    # the call object's braces doubled (QwenLM/Qwen3 #924: Qwen2.5-72B; llamadart #43)
+    Case("doubled-braces", "<tool_call>\n{" + OBJ + "}}\n</tool_call>", calls=[PWH]),
+    Case(
+        "doubled-braces-then-text",
+        "<tool_call>{" + OBJ + "}}</tool_call> Done.",
+        content=" Done.",
+        calls=[PWH],
+    ),
     # text: a call the tag did not end, text after a call whose JSON never closed, anything else
-    # after the JSON, an open string, doubled opening braces
+    # after the JSON, an open string, doubled braces with a surplus one or a closer left out
     _text("outer-brace-left-out-no-tag", f"<tool_call>{OBJ}"),
     _text("outer-brace-left-out-then-text", f"<tool_call>{OBJ}</tool_call> then more", stable_prefix=False),
     _text("surplus-other-text", f"<tool_call>{OBJ}}}}}x</tool_call>"),
     _text("open-string", '<tool_call>{"name": "get_weather", "arguments": {"city": "Par</tool_call>'),
-    _text("doubled-braces", "<tool_call>{" + OBJ + "}}}</tool_call>"),
+    _text("doubled-braces-and-a-surplus", "<tool_call>{" + OBJ + "}}}</tool_call>"),
+    _text("doubled-opening-brace-only", "<tool_call>{" + OBJ + "}</tool_call>"),
 ]
 CASES += CLOSERS
 

@@ -423,6 +423,14 @@ HERMES_STRAYS = [
         calls=[("set_port", {"blob": "a </tool_call> b"})],
     ),
     Case(
+        "hermes-json-doubled-braces",
+        "<tool_call>\n{"
+        + HJ.removeprefix("<tool_call>\n").removesuffix("\n</tool_call>")
+        + "}\n</tool_call>",
+        also=("hermes",),
+        calls=[PW],
+    ),
+    Case(
         "hermes-json-cut",
         hermes("search", '{"query": "x", "lim', close=False),
         truncated=True,
