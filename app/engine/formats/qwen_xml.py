@@ -121,9 +121,9 @@ def _value_end(text: str, i: int, params: set[str] | None) -> tuple[int, int] | 
     A ``</parameter>`` is the value's close when the next ``<parameter=`` of a declared name or
     ``</function>`` follows it, or that after the same tag written again (Qwen3.6: reading goes
     on after the last one); an earlier one is the value's text. A run of them not so followed is
-    the value's text at once (each would be followed by the same), so the walk stays linear. A value whose close is
-    missing ends before the next declared ``<parameter=`` or before a ``</function>`` that ends
-    the text.
+    the value's text at once (each would be followed by the same), so the walk stays linear.
+    A value whose close is missing ends before the next declared ``<parameter=`` or before a
+    ``</function>`` that ends the text.
     """
     j = i
     while True:
