@@ -12,9 +12,11 @@ Streaming is channel-aware: text of the analysis channel is only ever reasoning;
 held until the message ends. A call body is read JSON-aware: a marker inside a JSON string does
 not end it (a body whose JSON never closes falls back, at the end of the reply, to ending at its
 first end marker). An end marker (``<|end|>``, ``<|call|>``, ``<|return|>``) that no message
-header follows did not end the message: the marker and the text after it stay in the same
-channel (analysis text stays reasoning, byte for byte, and never reaches content); after an
-analysis message, text that is not a well-formed header also stays reasoning. ``<|call|>`` and ``<|return|>`` end generation, so a reply that stops
+header follows did not end the message: the text after it stays in the same channel (analysis
+text stays reasoning and never reaches content), and so does the marker, but for ``<|end|>``
+before free text (no header begins there: gpt-oss writes ``<|end|> 364 <|start|>`` now and then,
+vLLM #35906 drops such text), a special token that is markup, never words; after an analysis
+message, text that is not a well-formed header also stays reasoning, byte for byte. ``<|call|>`` and ``<|return|>`` end generation, so a reply that stops
 normally right after a complete JSON body is a complete call; a cut (``truncated``) one is not.
 A malformed header or call is returned as content byte for byte. A message to a recipient that
 is neither ``functions.NAME`` nor a declared tool (the built-in ``python``, ``browser.search``)
@@ -154,7 +156,8 @@ class HarmonyStream(Stream):
         # (reasoning after an analysis message, never content), else content.
         self._resume = _CONTENT
         # The end marker of the last analysis / content body: structure when a header (or the end
-        # of the reply) follows, else the message went on and the marker is text of its sink.
+        # of the reply) follows, else the message went on and the marker is text of its sink
+        # (``<|end|>`` before free text: dropped, see _kept_end).
         self._pending = ""
         self._cstate = _C_LEAD  # where a call body is: see _h_call
         self._json: JsonScanner | None = None
@@ -199,9 +202,9 @@ class HarmonyStream(Stream):
         if not window.startswith(_HEADER_STARTS):
             if not final and any(h.startswith(window) for h in _HEADER_STARTS):
                 return False  # may still become a header
-            # Not a message header: the message before went on, its end marker is its text.
-            self._sink(self._pending)
-            self._pending = ""
+            # Not a message header: the message before went on (its <|end|> is markup all the
+            # same: free text between messages, vLLM #35906; another end marker is its text).
+            self._sink(self._kept_end())
             self._mode = self._resume
             return True
         pos = window.find(MESSAGE)
@@ -281,6 +284,13 @@ class HarmonyStream(Stream):
         self._sink(self._pending + text)
         self._pending = ""
         self._mode = self._resume
+
+    def _kept_end(self) -> str:
+        """The end marker before free text (no header begins there), as that text's lead: none
+        for ``<|end|>`` (a special token, never words; gpt-oss writes free text after it now and
+        then, ``<|end|> 364 <|start|>``, vLLM #35906), the others as written."""
+        pending, self._pending = self._pending, ""
+        return "" if pending == END else pending
 
     def _body(self, final: bool) -> tuple[str, str | None]:
         """Text of the body up to its end marker (consumed) and the marker (None: not yet)."""

@@ -203,9 +203,16 @@ CASES = [
     Case(
         "analysis-without-next-header",
         "<|channel|>analysis<|message|>think<|end|>oops no header",
-        reasoning="think<|end|>oops no header",
+        reasoning="thinkoops no header",
     ),
-    Case("stray-end-in-final", "<|channel|>final<|message|>Answer<|end|> more", content="Answer<|end|> more"),
+    # free text after <|end|> (no header there): the message went on, the marker is markup
+    Case("stray-end-in-final", "<|channel|>final<|message|>Answer<|end|> more", content="Answer more"),
+    Case(
+        "free-text-between-messages",
+        "<|channel|>analysis<|message|>think<|end|> 364 <|start|>assistant<|channel|>final<|message|>Hi<|return|>",
+        reasoning="think 364 ",
+        content="Hi",
+    ),
     Case("trailing-whitespace-after-end", ANALYSIS + "\n", reasoning="The user wants the weather.\n"),
 ]
 
@@ -318,7 +325,7 @@ LLM_JP = [
     Case(
         "llm-jp-stray-end-in-analysis",
         "<|channel|> analysis<|message|> think<|end|> oops no header",
-        reasoning="think<|end|> oops no header",
+        reasoning="think oops no header",
     ),
     Case(
         "llm-jp-cut-in-call",
