@@ -713,6 +713,7 @@ class LocalReplies:
                 self.tools or [],
                 in_reasoning=in_reasoning,
                 orphan_close=not answering and fmt.expects_orphan_close(source, prompt),
+                after_reasoning=not answering and fmt.closes_in_prompt(prompt),
             )
             stream.call_ids = self.ids.issue  # the model's own id when valid and new here
         else:

@@ -521,3 +521,43 @@ def test_a_session_says_which_switch_its_model_has(tmp_path):
             assert ChatSession(m).thinking_control.kind == kind
         finally:
             m.close()
+
+
+def test_a_closing_tag_after_the_prompt_closed_the_block_is_markup(tmp_path):
+    """Thinking off: the prompt closes the block (Qwen3's ``<think>\\n\\n</think>\\n\\n``) and the
+    answer is an answer from its first token. A ``</think>`` the model writes in it anyway
+    (Qwen3.6 with thinking off, ik_llama.cpp #2036) is markup, never shown; the same reply after
+    *on* closes the model's own block first and drops the second tag too."""
+    source = (TEMPLATES / "Qwen-Qwen3-0.6B.jinja").read_text()
+    script = {
+        "\n": "<think>",
+        "<think>": "x",
+        "x": "</think>",
+        "</think>\n\n": "A",
+        "A": "</think>",
+        "</think>": "B",
+    }
+    path = write_scripted_gguf(
+        tmp_path / "stray.gguf",
+        chat_template=source,
+        control_tokens=("<|im_start|>", "<|im_end|>", "<|endoftext|>"),
+        user_tokens=["<think>", "</think>\n\n", "</think>", "x", "A", "B"],
+        eos="<|im_end|>",
+        script=script,
+        default_next="<|im_end|>",
+    )
+    m = load_model(path, n_ctx=4096, n_threads=1)
+    try:
+        session = ChatSession(m, thinking="off", max_tokens=12)
+        events = list(session.send("Hi"))
+        text = "".join(e.text for e in events if isinstance(e, TextEvent))
+        reasoning = "".join(e.text for e in events if isinstance(e, ReasoningEvent))
+        assert session.last_prompt is not None and session.last_prompt.text.rstrip().endswith("</think>")
+        assert (reasoning, text) == ("", "AB")
+        # the parser alone, with and without the prompt's closed block
+        fmt = FORMATS["hermes"]
+        assert fmt.closes_in_prompt(session.last_prompt.text)
+        assert fmt.parse("A</think>B", [], orphan_close=False, after_reasoning=True).content == "AB"
+        assert fmt.parse("A</think>B", [], orphan_close=False).content == "A</think>B"
+    finally:
+        m.close()

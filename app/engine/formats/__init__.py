@@ -6,8 +6,9 @@ Public API::
     fmt = FORMATS["hermes"]                      # .name, .label, .detail
     fmt.opens_in_reasoning(prompt)
     oc = fmt.expects_orphan_close(template_source, prompt)  # False: plain replies stream at once
-    reply = fmt.parse(text, tools, in_reasoning=False, truncated=False, orphan_close=oc)
-    s = fmt.stream(tools, in_reasoning=False, orphan_close=oc)
+    ar = fmt.closes_in_prompt(prompt)           # True: the prompt closed the reasoning block
+    reply = fmt.parse(text, tools, in_reasoning=False, truncated=False, orphan_close=oc, after_reasoning=ar)
+    s = fmt.stream(tools, in_reasoning=False, orphan_close=oc, after_reasoning=ar)
     events = s.feed(delta) + s.finish(truncated=False)
     s = PlainStream.for_prompt(prompt)          # no tool format: reasoning split, calls never read
     reply = Reply(); shown = reply.take(event)   # a reply filled from events (True: show the event)

@@ -66,8 +66,10 @@ After the reply's reasoning block has closed, a closing tag written again in the
 (``<think>a</think>Draft.</think>Answer``: DeepSeek V4 drafts a second round there and closes it
 so, ds4 #678) is markup: dropped, never content, where the family spells its closing tag as an
 XML closing tag (``</think>``, ``</seed:think>``); other closing markers may start the answer or
-another message and stay as they are read. Before any block closed, such a tag closes nothing and
-stays text (a template that does not open reasoning in the prompt).
+another message and stay as they are read. So too where the prompt closed the block
+(``after_reasoning``: Qwen3's thinking switched off renders ``<think>\n\n</think>\n\n``, and
+Qwen3.6 still writes ``</think>`` in its answer, ik_llama.cpp #2036). Before any block closed,
+such a tag closes nothing and stays text (a template that does not open reasoning at all).
 """
 
 from __future__ import annotations
@@ -553,6 +555,13 @@ class Format:
             return False
         return prompt.rstrip().endswith(self.reasoning[0])
 
+    def closes_in_prompt(self, prompt: str) -> bool:
+        """True when the rendered ``prompt`` ends with a closed reasoning block (Qwen3's
+        ``enable_thinking=False`` prefill ``<think>\n\n</think>\n\n``): the reply is an answer."""
+        if not self.reasoning or not isinstance(prompt, str):
+            return False
+        return prompt.rstrip().endswith(self.reasoning[1])
+
     def expects_orphan_close(self, template_source: str, prompt: str) -> bool:
         """Whether a reply rendered with ``prompt`` may close a reasoning block it never opened
         (the template or the runtime opened it): the template mentions the family's closing
@@ -568,7 +577,12 @@ class Format:
         return close in template_source and not prompt.rstrip().endswith(close)
 
     def stream(
-        self, tools: list[dict[str, Any]] | None, *, in_reasoning: bool = False, orphan_close: bool = True
+        self,
+        tools: list[dict[str, Any]] | None,
+        *,
+        in_reasoning: bool = False,
+        orphan_close: bool = True,
+        after_reasoning: bool = False,
     ) -> Stream:
         """An incremental parser of one reply. ``orphan_close`` (default True): a reply that
         does not open with the reasoning tag may still close reasoning later (``...</think>``
@@ -576,8 +590,13 @@ class Format:
         end. False: such a reply is plain text from its first character and streams at once; a
         closing tag is then a reasoning close only at the very start of the reply (after
         whitespace, ending an empty block), anywhere later it is text. Both rules decide on text
-        already seen, so streaming equals :meth:`parse` for every split either way."""
-        return Stream(self, tools, in_reasoning=in_reasoning, orphan_close=orphan_close)
+        already seen, so streaming equals :meth:`parse` for every split either way.
+        ``after_reasoning``: the prompt already closed a reasoning block (:meth:`closes_in_prompt`),
+        so the reply is an answer after reasoning from its first character: a closing tag in it
+        is markup (see the module docstring), as after a block the reply closes itself."""
+        return Stream(
+            self, tools, in_reasoning=in_reasoning, orphan_close=orphan_close, after_reasoning=after_reasoning
+        )
 
     def parse(
         self,
@@ -587,8 +606,11 @@ class Format:
         in_reasoning: bool = False,
         truncated: bool = False,
         orphan_close: bool = True,
+        after_reasoning: bool = False,
     ) -> Reply:
-        s = self.stream(tools, in_reasoning=in_reasoning, orphan_close=orphan_close)
+        s = self.stream(
+            tools, in_reasoning=in_reasoning, orphan_close=orphan_close, after_reasoning=after_reasoning
+        )
         text = text if isinstance(text, str) else str(text)
         # Fed in pieces, as a stream is: the stream's buffer stays small, so parsing a whole text
         # is linear in its length (one feed of 400 KB of openers was quadratic: 23 s).
@@ -610,9 +632,16 @@ class OwnStreamFormat(Format):
     stream_class: type[Stream]
 
     def stream(
-        self, tools: list[dict[str, Any]] | None, *, in_reasoning: bool = False, orphan_close: bool = True
+        self,
+        tools: list[dict[str, Any]] | None,
+        *,
+        in_reasoning: bool = False,
+        orphan_close: bool = True,
+        after_reasoning: bool = False,
     ) -> Stream:
-        return self.stream_class(self, tools, in_reasoning=in_reasoning, orphan_close=orphan_close)
+        return self.stream_class(
+            self, tools, in_reasoning=in_reasoning, orphan_close=orphan_close, after_reasoning=after_reasoning
+        )
 
     def region_scanner(self, opener: str) -> RegionScanner:  # pragma: no cover - its own machine
         raise NotImplementedError
@@ -653,6 +682,7 @@ class Stream:
         *,
         in_reasoning: bool = False,
         orphan_close: bool = True,
+        after_reasoning: bool = False,
         _lead: bool = True,
         _first_index: int = 0,
     ):
@@ -687,6 +717,8 @@ class Stream:
         self._strays = frozenset(c for c in self._closes if c.startswith("</"))
         self._text_markers = fmt.anywhere if fmt.start_only else fmt.openers
         self._stray_search = False
+        if after_reasoning and not in_reasoning:
+            self._search_strays()  # the prompt closed the block
         self._mode = self._first_mode(in_reasoning, _lead)
         self._steps = self._step_table()
 
@@ -742,11 +774,15 @@ class Stream:
     def _after_reasoning(self) -> str:
         return _CALLSTART if self.fmt.start_only else _TEXT
 
-    def _after_close(self) -> str:
-        """The state after a closing reasoning tag."""
+    def _search_strays(self) -> None:
+        """From here on, a closing reasoning tag in the answer is markup (dropped)."""
         if self._strays and not self._stray_search:
             self._stray_search = True
             self._text_markers = (*self._text_markers, *(c for c in self._closes if c in self._strays))
+
+    def _after_close(self) -> str:
+        """The state after a closing reasoning tag."""
+        self._search_strays()
         return _RECLOSE if self.fmt.repeated_close else self._after_reasoning()
 
     def _step_reclose(self, final: bool, truncated: bool) -> bool:
@@ -949,7 +985,14 @@ class Stream:
         return True
 
     def _reparse(self, text: str, truncated: bool) -> None:
-        sub = Stream(self.fmt, self.tools, in_reasoning=False, _lead=False, _first_index=self._ncalls)
+        sub = Stream(
+            self.fmt,
+            self.tools,
+            in_reasoning=False,
+            after_reasoning=self._stray_search,
+            _lead=False,
+            _first_index=self._ncalls,
+        )
         sub.call_ids = self.call_ids
         self._events.extend(sub.feed(text))
         self._events.extend(sub.finish(truncated=truncated))

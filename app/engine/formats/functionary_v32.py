@@ -91,9 +91,16 @@ class FunctionaryV32Format(Format):
     openers = (SEP,)
 
     def stream(
-        self, tools: list[dict[str, Any]] | None, *, in_reasoning: bool = False, orphan_close: bool = True
+        self,
+        tools: list[dict[str, Any]] | None,
+        *,
+        in_reasoning: bool = False,
+        orphan_close: bool = True,
+        after_reasoning: bool = False,
     ) -> Stream:
-        return _SegmentStream(self, tools, in_reasoning=in_reasoning, orphan_close=orphan_close)
+        return _SegmentStream(
+            self, tools, in_reasoning=in_reasoning, orphan_close=orphan_close, after_reasoning=after_reasoning
+        )
 
     def region_scanner(self, opener: str) -> _SegmentScanner:
         return _SegmentScanner()

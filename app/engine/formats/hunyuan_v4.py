@@ -276,9 +276,16 @@ class HunyuanV4Format(ArgPairsFormat):
         return calls, rest
 
     def stream(
-        self, tools: list[dict[str, Any]] | None, *, in_reasoning: bool = False, orphan_close: bool = True
+        self,
+        tools: list[dict[str, Any]] | None,
+        *,
+        in_reasoning: bool = False,
+        orphan_close: bool = True,
+        after_reasoning: bool = False,
     ) -> Stream:
-        return _Stream(self, tools, in_reasoning=in_reasoning, orphan_close=orphan_close)
+        return _Stream(
+            self, tools, in_reasoning=in_reasoning, orphan_close=orphan_close, after_reasoning=after_reasoning
+        )
 
     def opens_in_reasoning(self, prompt: str) -> bool:
         if not isinstance(prompt, str):

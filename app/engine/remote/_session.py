@@ -1055,6 +1055,7 @@ class RemoteChatSession:
                 tools or [],
                 in_reasoning=not prefix and fmt.opens_in_reasoning(prompt),
                 orphan_close=not prefix and fmt.expects_orphan_close(self._source, prompt),
+                after_reasoning=not prefix and fmt.closes_in_prompt(prompt),
             )
             stream.call_ids = self._ids.issue
         else:

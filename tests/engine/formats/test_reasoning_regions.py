@@ -167,3 +167,17 @@ def test_a_closing_marker_that_is_no_xml_tag_stays_text_after_the_block(family):
     open_tag, close = fmt.reasoning
     reply = fmt.parse(f"{open_tag}plan{close}Draft.{close}Answer.", TOOLS)
     assert reply.reasoning == "plan" and close in reply.content
+
+
+@pytest.mark.parametrize("family", STRAY_FAMILIES)
+def test_closing_tag_after_a_block_the_prompt_closed_is_dropped_at_every_split(family):
+    fmt = FORMATS[family]
+    close = fmt.reasoning[1]
+    assert fmt.closes_in_prompt("<|im_start|>assistant\n" + fmt.reasoning[0] + "\n\n" + close + "\n\n")
+    text = f"First.{close}Final."
+    expected = fmt.parse(text, TOOLS, orphan_close=False, after_reasoning=True)
+    assert expected == Reply(content="First.Final."), family
+    for parts in splits(text):
+        s = fmt.stream(TOOLS, orphan_close=False, after_reasoning=True)
+        events = [ev for part in parts for ev in s.feed(part)] + s.finish()
+        assert fold_events(events) == expected, (family, parts)
