@@ -429,6 +429,9 @@ class Format:
     # calls with its thinking): a call region inside a reasoning block the model closes is still
     # a call, the text around it reasoning. Off: call-shaped text in a closed block is reasoning.
     calls_in_reasoning: bool = False
+    # The machine that reads the family's replies (None: the region machine, :class:`Stream`); a
+    # family with a machine of its own names its subclass.
+    stream_class: type[Stream] | None = None
     # The reasoning block as a thinking budget sees it (``app.engine.chat``): its (open, close)
     # markers (None: ``reasoning``; Harmony's analysis channel has no tags of its own) and the text
     # that closes a block the engine ends (None: the closing tag, then a blank line).
@@ -594,7 +597,8 @@ class Format:
         ``after_reasoning``: the prompt already closed a reasoning block (:meth:`closes_in_prompt`),
         so the reply is an answer after reasoning from its first character: a closing tag in it
         is markup (see the module docstring), as after a block the reply closes itself."""
-        return Stream(
+        cls = self.stream_class or Stream
+        return cls(
             self, tools, in_reasoning=in_reasoning, orphan_close=orphan_close, after_reasoning=after_reasoning
         )
 
@@ -630,18 +634,6 @@ class OwnStreamFormat(Format):
     region parser."""
 
     stream_class: type[Stream]
-
-    def stream(
-        self,
-        tools: list[dict[str, Any]] | None,
-        *,
-        in_reasoning: bool = False,
-        orphan_close: bool = True,
-        after_reasoning: bool = False,
-    ) -> Stream:
-        return self.stream_class(
-            self, tools, in_reasoning=in_reasoning, orphan_close=orphan_close, after_reasoning=after_reasoning
-        )
 
     def region_scanner(self, opener: str) -> RegionScanner:  # pragma: no cover - its own machine
         raise NotImplementedError

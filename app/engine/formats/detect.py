@@ -171,7 +171,7 @@ def _may_read_a_call(fmt: Format, text: str) -> bool:
     """False when ``fmt`` cannot read a call out of ``text``: the shared machine opens a call
     only at one of the family's openers, so a family using it whose openers are all absent is
     skipped without parsing (a family with its own stream or parse is always tried)."""
-    if type(fmt).stream is not Format.stream or type(fmt).parse is not Format.parse or not fmt.openers:
+    if fmt.stream_class is not None or type(fmt).parse is not Format.parse or not fmt.openers:
         return True
     return any(op in text for op in fmt.openers)
 

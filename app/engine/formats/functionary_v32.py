@@ -90,17 +90,7 @@ class FunctionaryV32Format(Format):
     label = "Functionary v3.2 (MeetKai functionary v3.2)"
     openers = (SEP,)
 
-    def stream(
-        self,
-        tools: list[dict[str, Any]] | None,
-        *,
-        in_reasoning: bool = False,
-        orphan_close: bool = True,
-        after_reasoning: bool = False,
-    ) -> Stream:
-        return _SegmentStream(
-            self, tools, in_reasoning=in_reasoning, orphan_close=orphan_close, after_reasoning=after_reasoning
-        )
+    stream_class = _SegmentStream
 
     def region_scanner(self, opener: str) -> _SegmentScanner:
         return _SegmentScanner()

@@ -275,17 +275,7 @@ class HunyuanV4Format(ArgPairsFormat):
             rest = ""  # cut in the section's closing tag: every call is complete
         return calls, rest
 
-    def stream(
-        self,
-        tools: list[dict[str, Any]] | None,
-        *,
-        in_reasoning: bool = False,
-        orphan_close: bool = True,
-        after_reasoning: bool = False,
-    ) -> Stream:
-        return _Stream(
-            self, tools, in_reasoning=in_reasoning, orphan_close=orphan_close, after_reasoning=after_reasoning
-        )
+    stream_class = _Stream
 
     def opens_in_reasoning(self, prompt: str) -> bool:
         if not isinstance(prompt, str):
