@@ -576,8 +576,7 @@ class Format:
             return False
         if not isinstance(template_source, str) or not isinstance(prompt, str):
             return True
-        close = self.reasoning[1]
-        return close in template_source and not prompt.rstrip().endswith(close)
+        return self.reasoning[1] in template_source and not self.closes_in_prompt(prompt)
 
     def stream(
         self,
@@ -706,7 +705,7 @@ class Stream:
         # (``</think>`` again: ds4 #678, a second round of drafting closed so): markup, never
         # content. Only the tags spelt as XML closing tags: other families' closing markers may
         # start the answer or another message. Searched for once a block has closed.
-        self._strays = frozenset(c for c in self._closes if c.startswith("</"))
+        self._strays = tuple(c for c in self._closes if c.startswith("</"))
         self._text_markers = fmt.anywhere if fmt.start_only else fmt.openers
         self._stray_search = False
         if after_reasoning and not in_reasoning:
@@ -770,7 +769,7 @@ class Stream:
         """From here on, a closing reasoning tag in the answer is markup (dropped)."""
         if self._strays and not self._stray_search:
             self._stray_search = True
-            self._text_markers = (*self._text_markers, *(c for c in self._closes if c in self._strays))
+            self._text_markers = (*self._text_markers, *self._strays)
 
     def _after_close(self) -> str:
         """The state after a closing reasoning tag."""
