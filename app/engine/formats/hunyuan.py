@@ -26,7 +26,7 @@ from functools import partial
 
 from app.calls import WIRE_NAME
 from app.engine.formats.base import ParsedCall, RegionScanner, register
-from app.engine.formats.sections import SkipValuesScanner, read_run, skip_ws
+from app.engine.formats.sections import SkipValuesScanner, run_section, skip_ws
 from app.engine.formats.xml_params import ArgPairsFormat, read_arg_pairs
 
 __all__ = ["HunyuanFormat"]
@@ -136,13 +136,7 @@ class HunyuanFormat(ArgPairsFormat):
             text = text[: -len(tags.close)]
         elif not (at_end and truncated):
             return None
-        calls, i, last = read_run(text, partial(_call, tags))
-        if not calls or (closed and i < len(text)):
-            return None  # a closed section holds calls only (a cut one keeps its complete calls)
-        rest = "" if closed else text[last:]
-        if tags.close.startswith(rest.strip()):
-            rest = ""  # cut in the section's closing tag: every call is complete
-        return calls, rest
+        return run_section(text, partial(_call, tags), close=tags.close, closed=closed)
 
     def head(self, name: str) -> str:
         return f"{CALL}{name}{SEP}\n"

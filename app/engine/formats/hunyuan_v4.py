@@ -44,7 +44,7 @@ from typing import Any
 
 from app.calls import WIRE_NAME
 from app.engine.formats.base import ParsedCall, RegionScanner, Stream, register
-from app.engine.formats.sections import SkipValuesScanner, raw_text, read_run, skip_ws
+from app.engine.formats.sections import SkipValuesScanner, raw_text, run_section, skip_ws
 from app.engine.formats.xml_params import ArgPairsFormat, read_arg_pairs
 
 __all__ = ["HunyuanV4Format", "Tags"]
@@ -267,13 +267,7 @@ class HunyuanV4Format(ArgPairsFormat):
         text = body[start : len(body) - len(tags.close)] if closed else body[start:]
         if not closed and not (at_end and truncated):
             return None  # a section the reply left open is text
-        calls, i, last = read_run(text, partial(_call, tags))
-        if not calls or (closed and i < len(text)):
-            return None  # a closed section holds calls only (a cut one keeps its complete calls)
-        rest = "" if closed else text[last:]
-        if tags.close.startswith(rest.strip()):
-            rest = ""  # cut in the section's closing tag: every call is complete
-        return calls, rest
+        return run_section(text, partial(_call, tags), close=tags.close, closed=closed)
 
     stream_class = _Stream
 

@@ -32,7 +32,7 @@ from typing import Any
 
 from app.calls import WIRE_NAME
 from app.engine.formats.base import ParsedCall, RegionScanner, register
-from app.engine.formats.sections import SkipValuesScanner, read_run, skip_ws
+from app.engine.formats.sections import SkipValuesScanner, run_section, skip_ws
 from app.engine.formats.xml_params import ArgPairsFormat, read_arg_pairs
 
 __all__ = ["K2HorizonFormat"]
@@ -83,13 +83,7 @@ class K2HorizonFormat(ArgPairsFormat):
         text = body[: -len(CLOSE)] if closed else body
         if not closed and not (at_end and truncated):
             return None  # a group the reply left open is text
-        calls, i, last = read_run(text, _call)
-        if not calls or (closed and i < len(text)):
-            return None  # a closed group holds calls only (a cut one keeps its complete calls)
-        rest = "" if closed else text[last:]
-        if CLOSE.startswith(rest.strip()):
-            rest = ""  # cut in the group's closing tag: every call is complete
-        return calls, rest
+        return run_section(text, _call, close=CLOSE, closed=closed)
 
     def opens_in_reasoning(self, prompt: str) -> bool:
         # The effort picks the tag the generation prompt ends with: any of the three opens a block.

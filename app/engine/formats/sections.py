@@ -47,6 +47,7 @@ __all__ = [
     "notation_text",
     "raw_text",
     "read_run",
+    "run_section",
     "scan_section",
     "skip_ws",
 ]
@@ -269,6 +270,22 @@ def read_run(
         calls.append(call)
         i = skip_ws(text, last)
     return calls, i, last
+
+
+def run_section(
+    text: str, read: Callable[[str, int], tuple[ParsedCall, int] | None], *, close: str, closed: bool
+) -> tuple[list[ParsedCall], str] | None:
+    """A section of calls one after another (:func:`read_run`): ``text`` is its body without its
+    closing tag ``close`` where it was ``closed``, else the body of a section the token limit cut.
+    A closed section holds calls only; a cut one keeps its complete calls and gives the rest back
+    as text (none where the cut fell inside the closing tag). None: not a section of calls."""
+    calls, i, last = read_run(text, read)
+    if not calls or (closed and i < len(text)):
+        return None
+    rest = "" if closed else text[last:]
+    if close.startswith(rest.strip()):
+        rest = ""  # cut in the section's closing tag: every call is complete
+    return calls, rest
 
 
 def skip_ws(s: str, i: int) -> int:
