@@ -120,6 +120,7 @@ def shape_messages(
     results_as_user: bool = False,
     reasoning_key: str = "reasoning_content",
     image_mark: str | None = None,
+    history_id: str | None = None,
 ) -> list[dict[str, Any]]:
     """Template-ready dicts (see the module docstring for the shapes).
 
@@ -129,18 +130,24 @@ def shape_messages(
     ``reasoning_key``: the key an assistant turn's reasoning goes back under.
     ``image_mark``: a user message's images become ``f"{image_mark}{n}\\x00"`` (``n`` counting the
     conversation's images from 0) before its text (:func:`render_messages` splits there); None:
-    images are left out."""
+    images are left out.
+    ``history_id``: the shape of the ids calls get (the family's ``history_id``, with ``{name}``
+    and ``{index}``), a tool result the id its call got; None: valid ids are kept."""
     id_map: dict[str, str] = {}
     names: dict[str, str] = {}
     counter = 0
 
-    def replay_id(original: str) -> str:
+    def replay_id(original: str, name: str | None = None) -> str:
+        """The id a call (``name``: its tool) or a tool result (``name`` None) is rendered with."""
         nonlocal counter
-        if is_valid_call_id(original):
-            return original
         if original in id_map:
             return id_map[original]
-        new = local_call_id(counter, "hist")
+        if history_id is not None and name is not None:
+            new = history_id.format(name=name, index=counter)
+        elif is_valid_call_id(original):
+            return original
+        else:
+            new = local_call_id(counter, "hist")
         counter += 1
         if original:
             id_map[original] = new
@@ -156,7 +163,7 @@ def shape_messages(
             if m.tool_calls:
                 calls = []
                 for c in m.tool_calls:
-                    cid = replay_id(c.id)
+                    cid = replay_id(c.id, c.name)
                     names[cid] = c.name
                     calls.append(
                         {
@@ -204,6 +211,16 @@ def shape_messages(
     return out
 
 
+def _history_id(family: str | None) -> str | None:
+    """The shape of the ids the family's calls are rendered with (None: as they are)."""
+    if family is None:
+        return None
+    from app.engine.formats import FORMATS
+
+    fmt = FORMATS.get(family)
+    return None if fmt is None else fmt.history_id
+
+
 def render_messages(
     source: str,
     messages: Sequence[Message],
@@ -242,6 +259,7 @@ def render_messages(
     reasoning_key = (
         "thinking" if control is not None and control.reads_reasoning == "thinking" else "reasoning_content"
     )
+    history_id = _history_id(tool_format)
     images = [image for m in messages for image in m.images]
     image_mark = f"\x00image-{secrets.token_hex(8)}-" if images else None
     guidance = None
@@ -257,6 +275,7 @@ def render_messages(
             results_as_user=fold_system,
             reasoning_key=reasoning_key,
             image_mark=image_mark,
+            history_id=history_id,
         )
         if args_text:  # templates that concatenate the arguments (Functionary v3.2) need JSON text
             for m in shaped:

@@ -116,6 +116,52 @@ def test_mistral_alternation_is_merged_instead_of_failing():
     assert '"call_id": "hist00000"' in rendered.text
 
 
+# A template that writes each call with the id it was given, and the result with its call's id.
+ID_TEMPLATE = (
+    "{% for m in messages %}{% if m.tool_calls %}{% for c in m.tool_calls %}"
+    "<|tool_call_begin|>{{ c.id }}<|tool_call_argument_begin|>{{ c.function.arguments | tojson }}"
+    "{% endfor %}{% elif m.role == 'tool' %}[result of {{ m.tool_call_id }}: {{ m.content }}]"
+    "{% else %}{{ m.content }}{% endif %}{% endfor %}"
+)
+
+
+def test_kimi_sees_its_past_calls_with_the_ids_it_writes():
+    # Kimi copies the ids it sees into its next call: a client's ids (or Callisto's) would come
+    # back in place of the tool's name, so its calls are rendered with its own id shape, one
+    # index per call in the conversation, and each result with its call's id.
+    msgs = [
+        *conversation()[:4],
+        Message(
+            "assistant",
+            tool_calls=[
+                ToolCall("call00007", "get_weather", {"city": "Oslo"}),
+                ToolCall("toolu_01XYZ", "get_time", {}),
+            ],
+        ),
+        Message("tool", "rain", tool_call_id="call00007"),
+        Message("tool", "noon", tool_call_id="toolu_01XYZ"),
+    ]
+    text = render_messages(ID_TEMPLATE, msgs, tool_format="kimi-k2").text
+    for n, name, result in (
+        (0, "get_weather", "sunny, 21 C"),
+        (1, "get_weather", "rain"),
+        (2, "get_time", "noon"),
+    ):
+        assert f"<|tool_call_begin|>functions.{name}:{n}<|tool_call_argument_begin|>" in text
+        assert f"[result of functions.{name}:{n}: {result}]" in text
+    assert "call00007" not in text and "toolu_01XYZ" not in text and "call_9f2b7c1e" not in text
+    # another family keeps the ids as they are (a valid one as sent)
+    other = render_messages(ID_TEMPLATE, msgs, tool_format="hermes").text
+    assert "<|tool_call_begin|>call00007<|tool_call_argument_begin|>" in other
+    assert "[result of hist00000: sunny, 21 C]" in other
+    # Kimi K2's own older template writes the results with the id the call was given
+    older = (TEMPLATES / "older" / "moonshotai-Kimi-K2.jinja").read_text()
+    assert (
+        "## Return of functions.get_weather:0"
+        in render_messages(older, msgs, tools=TOOLS, tool_format="kimi-k2").text
+    )
+
+
 def test_reasoning_is_handed_back_to_templates_that_read_it():
     source = (TEMPLATES / "Qwen-Qwen3-0.6B.jinja").read_text()
     msgs = conversation()[:4]  # the reply in progress: call turn + result after the last user turn

@@ -432,6 +432,11 @@ class Format:
     # The machine that reads the family's replies (None: the region machine, :class:`Stream`); a
     # family with a machine of its own names its subclass.
     stream_class: type[Stream] | None = None
+    # How the family's own templates write a past call's id, where its models copy that id's
+    # shape into their next call (Kimi K2's ``functions.{name}:{index}``): a conversation's calls
+    # are rendered with such ids (``{index}`` counts the conversation's calls from 0). None: the
+    # ids as they are.
+    history_id: str | None = None
     # The reasoning block as a thinking budget sees it (``app.engine.chat``): its (open, close)
     # markers (None: ``reasoning``; Harmony's analysis channel has no tags of its own) and the text
     # that closes a block the engine ends (None: the closing tag, then a blank line).

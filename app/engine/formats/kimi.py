@@ -10,7 +10,18 @@ The section's markers are also read in the singular (``<|tool_call_section_begin
 ``<|tool_call_section_end|>``), as llama.cpp and vLLM read Kimi K2's replies.
 
 The call id ``functions.NAME:IDX`` names the tool (the ``functions.`` prefix and the index are
-accepted missing). The section is read by DeepSeek's JSON-aware :class:`JsonCallSection`; a
+accepted missing). Kimi copies the ids it sees in the conversation, and the K2.5 / K2.7 templates
+write each past call's id as the client sent it: after a client that rewrote them the model
+writes ``functions_NAME_1`` (exo #2281, ids kept to ``[A-Za-z0-9_-]``) or ``functionsNAME5``
+(sglang #21377), and after a client's own ids no name at all (``call00003``, sglang #25362;
+``call_3``, ``toolu_...``, sglang #37775). An id that is not an offered tool's name is read for
+one (``functions`` and the index around it joined by ``_``, or by nothing); an id with no name
+(a client's id: ``call``, ``toolu``, ``fc`` or ``hist`` then letters and digits, a counter, a
+UUID) names the one offered tool whose schema the arguments fit, every key a declared
+parameter. Anything else keeps the id as written: a call to a tool that was not offered. So
+that the model sees the ids it was trained on, a conversation's calls go to the template with
+ids of that shape (``functions.NAME:IDX``, counting the conversation's calls), whatever id a
+client gave them; a tool result keeps pointing at its call. The section is read by DeepSeek's JSON-aware :class:`JsonCallSection`; a
 section missing only its end marker is accepted when the reply ended normally right after a
 complete call. A reply cut (``truncated``) inside the section keeps its complete calls; the cut
 remainder is text, byte for byte.
@@ -64,7 +75,7 @@ from app.engine.formats.sections import (
     scan_section,
 )
 from app.engine.formats.xml_params import XmlParamsFormat
-from app.json_schema import JSON_TYPES, json_type
+from app.json_schema import JSON_TYPES, json_type, schema_problem, tool_schemas
 
 __all__ = ["KIMI_K2", "K3Scanner", "KimiK3Format"]
 
@@ -76,6 +87,39 @@ CALL_END = "<|tool_call_end|>"
 ARG_BEGIN = "<|tool_call_argument_begin|>"
 
 _K2_HEADER = re.compile(r"\s*(?:functions\.)?(" + NAME + r"?)(?::\d+)?\s*" + re.escape(ARG_BEGIN) + r"\s*")
+
+
+# A client's own call id, which holds no tool name (OpenAI's ``call_...`` / ``fc_...``, Anthropic's
+# ``toolu_...``, Callisto's ``call00003`` / ``hist00001``, a bare counter, a UUID); every one has a
+# digit (``callback`` is a name).
+_CLIENT_ID = re.compile(
+    r"(?:call|toolu|fc|hist)[_-]?[A-Za-z0-9_-]*|\d+|[0-9a-fA-F]{8}-?(?:[0-9a-fA-F]{4}-?){3}[0-9a-fA-F]{12}"
+)
+_INDEX = re.compile(r"[:_]?\d+$")
+
+
+def _k2_name(written: str, args: dict[str, Any], tools: list[dict[str, Any]] | None) -> str:
+    """The tool a K2 call names with the id ``written`` (see the module docstring)."""
+    schemas = tool_schemas(tools)
+    if not schemas or written in schemas:
+        return written
+    rest = written[len("functions") :].lstrip("._") if written.startswith("functions") else written
+    for name in (rest, _INDEX.sub("", rest)):
+        if name in schemas:
+            return name
+    if _CLIENT_ID.fullmatch(written) and any(c.isdigit() for c in written):
+        fits = [n for n, schema in schemas.items() if _fits(args, schema)]
+        if len(fits) == 1:
+            return fits[0]
+    return written
+
+
+def _fits(args: dict[str, Any], schema: dict[str, Any]) -> bool:
+    """Whether ``args`` are a call of a tool with parameters ``schema``: every key declared, the
+    required ones present, each value of its type."""
+    props = schema.get("properties")
+    declared = props if isinstance(props, dict) else {}
+    return all(k in declared for k in args) and schema_problem(args, schema) is None
 
 
 def _type_attr(value: Any) -> str:
@@ -104,6 +148,8 @@ KIMI_K2 = register(
         head_frame=(CALL_BEGIN + "functions.", ""),
         alt_sections=(SINGULAR,),
         calls_in_reasoning=True,
+        name_of=_k2_name,
+        history_id="functions.{name}:{index}",
     )
 )
 

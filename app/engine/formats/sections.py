@@ -611,6 +611,9 @@ class JsonSectionFormat(Format):
     ``call_tail``; the grammar and the example call follow from them. ``args_end``: a marker that
     closes the JSON before ``CALL_END`` (see :class:`JsonCallSection`; ``call_tail`` writes it).
     ``alt_sections``: other (begin, end) pairs a section is read between (an opener each too).
+    ``name_of``: where the header names a call by an id (Kimi's ``functions.NAME:0``), the tool the
+    call is to, from the header's name, the call's arguments and the offered tools (None: the
+    header's name as written).
     """
 
     section_begin: str
@@ -626,6 +629,7 @@ class JsonSectionFormat(Format):
     head_frame = ("", "")
     args_end = ""
     alt_sections: tuple[tuple[str, str], ...] = ()
+    name_of: Callable[[str, dict[str, Any], list[dict[str, Any]] | None], str] | None = None
 
     def _section_end(self, opener: str) -> str:
         """The end marker of a section opened by ``opener``."""
@@ -694,7 +698,8 @@ class JsonSectionFormat(Format):
             ok, args = loads_repaired(body[js:je])
             if not ok or not isinstance(args, dict):
                 return None
-            out.append(ParsedCall(m.group(1), args, body[raw_start:raw_end]))
+            name = m.group(1) if self.name_of is None else self.name_of(m.group(1), args, tools)
+            out.append(ParsedCall(name, args, body[raw_start:raw_end]))
         return out, leftover
 
     def grammar_wire(self, ctx):

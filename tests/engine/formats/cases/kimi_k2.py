@@ -2,7 +2,7 @@
 
 import re
 
-from tests.engine.formats.harness import Case, Fuzz
+from tests.engine.formats.harness import TOOLS, Case, Fuzz
 
 FAMILY = "kimi-k2"
 
@@ -154,6 +154,57 @@ IN_THINKING = [
     ),
 ]
 CASES += IN_THINKING
+
+
+SET_FLAG = {"type": "object", "properties": {"flag": {"type": "string"}}}
+
+
+def by_id(call_id: str, args: str = '{"city": "Paris", "days": 3}') -> str:
+    return f"{B}{CB}{call_id}{AB}{args}{CE}{E}"
+
+
+# Kimi copies the call ids of the conversation, as a client rewrote them (exo #2281, sglang
+# #21377) or as a client wrote its own (sglang #25362, #37775): the tool is read from the id,
+# or, where the id names none, is the one offered tool the arguments fit.
+COPIED_IDS = [
+    Case("id-underscored", by_id("functions_get_weather_1"), calls=[PW]),
+    Case("id-joined", by_id("functionsget_weather5"), calls=[PW]),
+    Case("id-dot-underscore-index", by_id("functions.get_weather_12"), calls=[PW]),
+    Case("id-name-underscore-index", by_id("get_weather_2"), calls=[PW]),
+    Case("id-client-counter", by_id("call00003"), calls=[PW]),
+    Case("id-openai", by_id("call_9f2Kx81"), calls=[PW]),
+    Case("id-anthropic", by_id("toolu_01A09q90qw90lq917835lq9"), calls=[PW]),
+    Case("id-uuid", by_id("3f2b8c1e-7d4a-4b6e-9c0d-1a2b3c4d5e6f"), calls=[PW]),
+    Case("id-bare-counter", by_id("7"), calls=[PW]),
+    Case(
+        "id-client-search",
+        by_id("call_4", '{"query": "q", "limit": 3}'),
+        calls=[("search", {"query": "q", "limit": 3})],
+    ),
+    Case(
+        "two-calls-copied-ids",
+        B + f'{CB}functions_get_weather_3{AB}{{"city": "Oslo"}}{CE}{CB}call00004{AB}{{"query": "q"}}{CE}' + E,
+        calls=[("get_weather", {"city": "Oslo"}), ("search", {"query": "q"})],
+    ),
+    # the id is kept where it names no offered tool, or where the arguments fit none or several
+    Case(
+        "id-undeclared-name", by_id("functions_get_forecast_1"), calls=[("functions_get_forecast_1", PW[1])]
+    ),
+    Case(
+        "id-args-fit-none", by_id("call00003", '{"town": "Paris"}'), calls=[("call00003", {"town": "Paris"})]
+    ),
+    Case(
+        "id-args-fit-several",
+        by_id("call00003", '{"flag": "x"}'),
+        calls=[("call00003", {"flag": "x"})],
+        tools=[*TOOLS, {"type": "function", "function": {"name": "set_flag", "parameters": SET_FLAG}}],
+    ),
+    Case("id-required-missing", by_id("call00003", '{"days": 2}'), calls=[("call00003", {"days": 2})]),
+    Case("id-wrong-type", by_id("call00003", '{"city": 5}'), calls=[("call00003", {"city": 5})]),
+    Case("name-not-an-id", by_id("callback"), calls=[("callback", PW[1])]),
+    Case("id-without-tools", by_id("call00003"), calls=[("call00003", PW[1])], tools=[]),
+]
+CASES += COPIED_IDS
 
 # The section's markers are structure; one call's raw needs them back to stand alone.
 FUZZ = Fuzz(
