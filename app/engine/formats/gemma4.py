@@ -17,6 +17,14 @@ What else Gemma 4 writes, read strictly:
   ``call:NAME(key=value, ...)``, the values in the same notation; and the same shell with
   Gemma's own separator, ``call:NAME(key: value, ...)``, as Gemma 4 31B writes it through hosted
   APIs (hermes-agent #7457, vLLM #53642). One separator per call;
+* a string's opening delimiter left out, its closing one written (``{query:weather in
+  Tokyo<|"|>}``: Gemma 4 26B A4B puts about half its weight on the opening delimiter there, and
+  writes it so on up to a third of calls, sglang #39240): the string runs from where its value
+  starts to that delimiter, which must not stand where a value starts (there it opens the next
+  string: this text is no string). The scanner follows the same rule, so such a string never
+  hides the closing marker;
+* the comma left out between a delimited string and the next key (``{command:<|"|>look<|"|>
+  angle:90}``, hybridgroup/yzma #243);
 * a call whose arguments' last ``}`` is left out, the closing marker right after the rest
   (``call:read_files{files:[{...}]<tool_call|>``: Ollama mends it, ollama #17565);
 * a marked call the model ended with its turn instead of ``<tool_call|>`` (Google's own reader
@@ -58,15 +66,32 @@ _MAX_DEPTH = 64
 _JSON_STRING = json.JSONDecoder(strict=False)
 
 
+# Where a string may start: after these (whitespace between), a delimiter opens a string; anywhere
+# else it closes one whose opening delimiter was left out.
+_VALUE_START = ":{[,(="
+
+
 class _Scanner(RegionScanner):
     """Up to the call's closing marker (and the response marker right after it), skipping over
-    the strings between ``quote`` delimiters."""
+    the strings between ``quote`` delimiters. With ``strays`` a delimiter opens a string only
+    where a key or a value starts (:data:`_VALUE_START`); one after other text closes a string
+    whose opening delimiter was left out, which therefore never hid a marker."""
 
-    def __init__(self, close: str, quote: str, response: str) -> None:
+    def __init__(self, close: str, quote: str, response: str, *, strays: bool = False) -> None:
         self.close, self.quote, self.response = close, quote, response
+        self.strays = strays  # False: every delimiter opens or closes a string, in turn
         self.in_str = False
         self.closed = False
+        self.prev = ""  # the last character before the scan's position that is not whitespace
         self.ops = 0
+
+    def _last(self, buf: str, start: int, end: int) -> str:
+        """The last non-whitespace character of ``buf[start:end]`` (else the one before it)."""
+        j = end
+        while j > start and buf[j - 1].isspace():
+            j -= 1
+        self.ops += end - j
+        return buf[j - 1] if j > start else self.prev
 
     def scan(self, buf: str, final: bool) -> tuple[int, bool]:
         i = 0
@@ -84,12 +109,16 @@ class _Scanner(RegionScanner):
             # the search examines the text up to the nearest marker (or the whole buffer)
             self.ops += (pos + len(m) - i) if pos != -1 else len(buf) - i
             if pos == -1:
+                if not self.in_str:
+                    self.prev = self._last(buf, i, safe)
                 return safe, False
+            opens = not self.in_str and (not self.strays or self._last(buf, i, pos) in _VALUE_START)
             i = pos + len(m)
+            self.prev = m[-1]
             if m == self.close:
                 self.closed = True
                 continue
-            self.in_str = not self.in_str
+            self.in_str = opens
 
 
 class _Bad(Exception):
@@ -97,9 +126,12 @@ class _Bad(Exception):
 
 
 class _Reader:
-    def __init__(self, text: str):
+    def __init__(self, text: str, *, strays: bool = False):
         self.s = text
         self.i = 0
+        # Gemma 4's slips inside its notation (the module docstring): a string's opening
+        # delimiter left out, and the comma after a string
+        self.strays = strays
 
     def ws(self) -> None:
         s, i = self.s, self.i
@@ -202,6 +234,12 @@ class _Reader:
             return _LITERALS[tok]
         if _NUMBER.fullmatch(tok):
             return float(tok) if any(ch in tok for ch in ".eE") else int(tok)
+        end = s.find(QUOTE, i)
+        # a string whose opening delimiter was left out, up to its closing one (a delimiter where
+        # a value starts opens the next string: this text is no string)
+        if self.strays and end != -1 and s[i:end].rstrip()[-1:] not in _VALUE_START:
+            self.i = end + len(QUOTE)
+            return s[i:end]
         raise _Bad(f"bad token {tok!r}")
 
     def obj(self, depth: int, shell: str = "{}", kv: str = ":") -> dict[str, Any]:
@@ -220,6 +258,7 @@ class _Reader:
             if k in out:
                 raise _Bad("duplicate key")
             out[k] = self.value(depth + 1)
+            after_string = self.s.startswith(QUOTE, self.i - len(QUOTE))
             self.ws()
             if self.s.startswith(",", self.i):
                 self.i += 1
@@ -227,7 +266,9 @@ class _Reader:
             if self.s.startswith(close, self.i):
                 self.i += 1
                 return out
-            raise _Bad("bad object")
+            if not (self.strays and after_string and kv == ":"):
+                raise _Bad("bad object")
+            # the comma left out after a delimited string: the next key follows
 
 
 def _gemma_scalar(value: Any) -> str:
@@ -256,9 +297,12 @@ def parse_gemma_value(text: str) -> tuple[bool, Any]:
     return (True, v) if r.i == len(text) else (False, None)
 
 
-def parse_gemma_call(inner: str, *, bare: bool = False) -> tuple[str, dict[str, Any]] | None:
+def parse_gemma_call(
+    inner: str, *, bare: bool = False, strays: bool = False
+) -> tuple[str, dict[str, Any]] | None:
     """Strictly read ``call:NAME{...}`` (whitespace around allowed); with ``bare``, also
-    ``:NAME{...}`` (the ``call`` word dropped, as Gemma 4 sometimes writes it)."""
+    ``:NAME{...}`` (the ``call`` word dropped, as Gemma 4 sometimes writes it); with ``strays``,
+    Gemma 4's slips inside the notation (the module docstring)."""
     s = inner.strip()
     lead = "call:" if s.startswith("call:") else ":" if bare and s.startswith(":") else None
     if lead is None:
@@ -266,7 +310,7 @@ def parse_gemma_call(inner: str, *, bare: bool = False) -> tuple[str, dict[str, 
     m = _NAME.match(s, len(lead))
     if m is None:
         return None
-    r = _Reader(s)
+    r = _Reader(s, strays=strays)
     r.i = m.end()
     try:
         # Python's keyword-call shell, or its ``key: value`` spelling (see the module
@@ -319,7 +363,7 @@ class GemmaFormat(Format):
         return re.compile(re.escape(self.openers[0]) + r"\s*" + word + "(" + WIRE_NAME + ")")
 
     def region_scanner(self, opener: str) -> RegionScanner:
-        return _Scanner(self.close, self.quote, self.response)
+        return _Scanner(self.close, self.quote, self.response, strays=self.strays)
 
     def parse_region(self, opener, body, *, at_end, truncated, tools):
         if opener == CALL_WORD:
@@ -333,7 +377,7 @@ class GemmaFormat(Format):
             if QUOTE in inner:
                 return None
             text = text.replace(self.quote, QUOTE)
-        got = parse_gemma_call(text, bare=self.bare)
+        got = parse_gemma_call(text, bare=self.bare, strays=self.strays)
         if got is None and self.strays:
             got = parse_gemma_call(text.rstrip() + "}", bare=self.bare)  # its last brace left out
             got = got if got is not None and got[1] else None  # arguments written before it

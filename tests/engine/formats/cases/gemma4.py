@@ -350,6 +350,80 @@ TURN_ENDED = [
     Case("turn-ended-marker-then-text-is-text", OPEN_CALL + "<turn|>x", content=OPEN_CALL + "<turn|>x"),
 ]
 CASES += TURN_ENDED
+
+# A string's opening delimiter left out, its closing one written (sglang #39240: Gemma 4 26B A4B
+# does so on up to a third of calls), and the comma after a string left out (yzma #243).
+OPENING_LEFT_OUT = [
+    Case(
+        "string-opening-left-out",
+        f"<|tool_call>call:search{{query:weather in Tokyo{Q}}}<tool_call|>",
+        calls=[("search", {"query": "weather in Tokyo"})],
+    ),
+    Case(
+        "string-opening-left-out-comma-inside",
+        f"<|tool_call>call:search{{query:Paris, France{Q},limit:5}}<tool_call|>",
+        calls=[("search", {"query": "Paris, France", "limit": 5})],
+    ),
+    Case(
+        "string-opening-left-out-second-value",
+        f"<|tool_call>call:get_weather{{days:2,city:New York {Q}}}<tool_call|>",
+        calls=[("get_weather", {"days": 2, "city": "New York "})],
+    ),
+    Case(
+        "string-opening-left-out-braces-inside",
+        f"<|tool_call>call:set_port{{blob:a}} b {{c{Q},flag:{Q}x{Q}}}<tool_call|>",
+        calls=[("set_port", {"blob": "a} b {c", "flag": "x"})],
+    ),
+    Case(
+        "string-opening-left-out-in-array",
+        f"<|tool_call>call:search{{query:{Q}q{Q},tags:[red{Q},{Q}blue{Q}]}}<tool_call|>",
+        calls=[("search", {"query": "q", "tags": ["red", "blue"]})],
+    ),
+    Case(
+        "string-opening-left-out-then-text",
+        f"Checking. <|tool_call>call:search{{query:cats{Q}}}<tool_call|> Done.",
+        content="Checking.  Done.",
+        calls=[("search", {"query": "cats"})],
+    ),
+    Case(
+        "string-opening-left-out-keyword-shell",
+        f"<|tool_call>call:get_weather(city=Paris{Q}, days=3)<tool_call|>",
+        calls=[W],
+    ),
+    Case(
+        "comma-left-out-after-string",
+        f"<|tool_call>call:get_weather{{city:{Q}Paris{Q}days:3}}<tool_call|>",
+        calls=[W],
+    ),
+    Case(
+        "comma-left-out-after-string-newline",
+        f"<|tool_call>call:search{{query:{Q}x{Q}\nlimit:10}}<tool_call|>",
+        calls=[S],
+    ),
+    # still text: a bare word with no delimiter after it, a delimiter that opens the next value,
+    # a comma left out after a number, a string left open before the closing marker
+    Case(
+        "bare-word-is-text",
+        "<|tool_call>call:search{query:cats}<tool_call|>",
+        content="<|tool_call>call:search{query:cats}<tool_call|>",
+    ),
+    Case(
+        "bare-word-before-a-string-is-text",
+        f"<|tool_call>call:search{{query:cats,mode:{Q}x{Q}}}<tool_call|>",
+        content=f"<|tool_call>call:search{{query:cats,mode:{Q}x{Q}}}<tool_call|>",
+    ),
+    Case(
+        "comma-left-out-after-number-is-text",
+        f"<|tool_call>call:get_weather{{days:3 city:{Q}Paris{Q}}}<tool_call|>",
+        content=f"<|tool_call>call:get_weather{{days:3 city:{Q}Paris{Q}}}<tool_call|>",
+    ),
+    Case(
+        "string-left-open-is-text",
+        f"<|tool_call>call:search{{query:{Q}cats}}<tool_call|> more",
+        content=f"<|tool_call>call:search{{query:{Q}cats}}<tool_call|> more",
+    ),
+]
+CASES += OPENING_LEFT_OUT
 CASES += close_tag_in_argument_cases(
     ("<|channel>thought", "<channel|>"),
     f"<|tool_call>call:set_port{{blob:{Q}why <|channel>thought and <channel|> here{Q}}}<tool_call|>",
