@@ -70,6 +70,12 @@ another message and stay as they are read. So too where the prompt closed the bl
 (``after_reasoning``: Qwen3's thinking switched off renders ``<think>\n\n</think>\n\n``, and
 Qwen3.6 still writes ``</think>`` in its answer, ik_llama.cpp #2036). Before any block closed,
 such a tag closes nothing and stays text (a template that does not open reasoning at all).
+
+Right after the reply's calls, an opening reasoning tag with nothing after it but whitespace to
+the reply's end (Qwen3.8 opens a new block after its calls, then stops before writing in it:
+llama.cpp #28914) is markup too: dropped with the whitespace after it, the calls standing. The
+whitespace between a call and what follows is held until the next word is known. With words
+after it, or with no call before it, the tag stays text as before.
 """
 
 from __future__ import annotations
@@ -666,6 +672,9 @@ _TEXT = "text"
 _REGION = "region"
 _DONE = "done"
 _RECLOSE = "reclose"  # right after a closing reasoning tag: a repeat of it may follow (dropped)
+# right after a call: an opening reasoning tag with nothing after it to the reply's end (Qwen3.8
+# opens a block after its calls, then stops: llama.cpp #28914) is markup, dropped
+_POSTCALL = "postcall"
 
 
 class Stream:
@@ -702,6 +711,7 @@ class Stream:
         self._hopener = ""
         self._hparts: list[str] = []
         self._ws = 0  # whitespace already checked at the start of the buffer (lead / callstart)
+        self._tail = 0  # the buffer scanned after an opening tag right after a call (postcall)
         self.ops = 0
         pairs = ((fmt.reasoning,) if fmt.reasoning else ()) + tuple(fmt.reasoning_alt)
         self._opens = tuple(dict.fromkeys(o for o, _c in pairs))
@@ -810,6 +820,7 @@ class Stream:
             _REGION: self._step_region,
             _DONE: self._step_done,
             _RECLOSE: self._step_reclose,
+            _POSTCALL: self._step_postcall,
         }
 
     def _run(self, final: bool, truncated: bool) -> None:
@@ -830,6 +841,28 @@ class Stream:
         self.ops += i - self._ws + 1
         self._ws = i
         return i
+
+    def _step_postcall(self, final: bool, truncated: bool) -> bool:
+        i = self._leading_ws()
+        buf = self._buf
+        open_tag = next((o for o in self._opens if buf.startswith(o, i)), None)
+        if open_tag is not None:
+            # whitespace after the tag, scanned once (``_tail``: how far it was scanned before)
+            k = max(self._tail, i + len(open_tag))
+            while k < len(buf) and buf[k].isspace():
+                k += 1
+            self.ops += k - max(self._tail, i + len(open_tag)) + 1
+            self._tail = k
+            if k == len(buf):
+                if not final:
+                    return False  # the reply may end here
+                self._text(self._consume(i))
+                self._consume(len(buf) - i)  # the tag, and the whitespace after it: dropped
+        elif not final and any(o.startswith(buf[i:]) for o in self._opens):
+            return False  # whitespace, or the start of a tag
+        self._ws = self._tail = 0
+        self._mode = _TEXT
+        return True
 
     def _step_lead(self, final: bool, truncated: bool) -> bool:
         i = self._leading_ws()
@@ -1079,6 +1112,10 @@ class Stream:
         calls, leftover = result
         for pc in calls:
             self._emit_call(pc)
+        if calls and self._opens and not leftover.strip() and not cut:
+            self._buf = leftover + self._buf  # whitespace: held until what follows it is known
+            self._mode = _POSTCALL
+            return
         if cut and leftover.strip():
             # The complete calls before the cut count; the cut one is an incomplete call.
             lead = len(leftover) - len(leftover.lstrip())

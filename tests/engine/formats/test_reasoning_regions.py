@@ -13,6 +13,7 @@ from __future__ import annotations
 import pytest
 
 from app.engine.formats import FORMATS, Reply, fold_events
+from app.engine.formats.base import OwnStreamFormat
 from tests.engine.formats.harness import TOOLS, splits
 
 Q = '<|"|>'
@@ -181,3 +182,32 @@ def test_closing_tag_after_a_block_the_prompt_closed_is_dropped_at_every_split(f
         s = fmt.stream(TOOLS, orphan_close=False, after_reasoning=True)
         events = [ev for part in parts for ev in s.feed(part)] + s.finish()
         assert fold_events(events) == expected, (family, parts)
+
+
+# An opening reasoning tag right after the reply's calls, with nothing after it to the reply's end
+# (Qwen3.8 opens a block after its calls and stops: llama.cpp #28914): markup, dropped; the calls
+# stand. With words after it the tag stays text, as anywhere in an answer.
+OPEN_AFTER_CALL_FAMILIES = sorted(
+    n for n, f in FORMATS.items() if f.reasoning and not isinstance(f, OwnStreamFormat)
+)
+
+
+@pytest.mark.parametrize("family", OPEN_AFTER_CALL_FAMILIES)
+def test_an_opening_tag_after_the_calls_with_nothing_after_it_is_dropped_at_every_split(family):
+    fmt = FORMATS[family]
+    open_tag = fmt.reasoning[0]
+    call = fmt.example_call("get_weather", {"city": "Paris"})
+    for tail, truncated in (("\n" + open_tag, False), ("\n\n" + open_tag + "\n", False), (open_tag, True)):
+        text = call + tail
+        expected = fmt.parse(text, TOOLS, truncated=truncated)
+        assert [(c.name, c.arguments) for c in expected.tool_calls] == [("get_weather", {"city": "Paris"})]
+        assert expected.content == tail[: tail.index(open_tag)] and not expected.reasoning, family
+        for parts in splits(text):
+            s = fmt.stream(TOOLS)
+            events = [ev for part in parts for ev in s.feed(part)] + s.finish(truncated)
+            assert fold_events(events) == expected, (family, parts)
+    for tail in (f"\n{open_tag}Then more.", f"\n{open_tag}\n\nThen more."):
+        reply = fmt.parse(call + tail, TOOLS)
+        assert len(reply.tool_calls) == 1 and reply.content == tail, family
+    # before any call the tag is what it was: text after an answer's words
+    assert fmt.parse(f"Done.\n{open_tag}", TOOLS, orphan_close=False).content == f"Done.\n{open_tag}"
