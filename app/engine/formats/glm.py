@@ -23,6 +23,10 @@ sampled tokens: ``<arg_key>query</arg_key>cats</arg_value>``) and writes a key's
 must be closed by ``</arg_value>`` and may hold no other pair tag; the repeated tag is one. GLM 5.x
 writes ``<tool_call>`` where a declared tool's first ``<arg_key>`` belongs (sigit #95; a GLM 5.3
 deployment, ormandj/sglang-glm53-flash-sm120 #5): read as that key's opening tag, the first only.
+And GLM leaves out the ``</tool_call>`` of its last call, or writes only its start (``</tool_cal``),
+then ends the reply (ollama #17250, for the agents it left with an empty reply; colibri #505): read
+where the reply ended normally (not cut) right after a complete call, to a declared tool with
+every required argument, its last ``</arg_value>`` written (or no arguments at all).
 """
 
 from __future__ import annotations
@@ -89,6 +93,27 @@ def parse_glm_call(
     return None if got is None else (name, got[0])
 
 
+def _unclosed_call(
+    body: str, close: str, schemas: dict[str, dict[str, Any]]
+) -> tuple[str, dict[str, str]] | None:
+    """A call at the end of a reply that ended normally without its closing tag ``close`` (or
+    with only its start, ``</tool_cal``): read where it is complete, to a declared tool with every
+    required argument, its last value closed (or no arguments at all); None otherwise."""
+    text = body.rstrip()
+    cut = next((n for n in range(len(close) - 1, 1, -1) if text.endswith(close[:n])), 0)
+    text = text[: len(text) - cut].rstrip()
+    got = parse_glm_call(text, schemas)
+    if got is None or got[0] not in schemas:
+        return None
+    name, args = got
+    if args and not text.endswith(V_CLOSE):
+        return None  # its last value ran to the reply's end: no call the model finished
+    required = schemas[name].get("required") if isinstance(schemas[name], dict) else None
+    if any(key not in args for key in required or ()):
+        return None
+    return got
+
+
 def _fused_head(inner: str, i: int, schemas: dict[str, dict[str, Any]]) -> tuple[str, str, int] | None:
     """(tool, key, where its ``</arg_key>`` starts) of a call whose name runs into its first key:
     the text from ``i`` to the first ``</arg_key>`` holds no ``<arg_key>`` and splits exactly
@@ -119,6 +144,9 @@ class GlmFormat(ArgPairsFormat):
     tail = CLOSE
     key_tags, value_tags = KEY, VALUE
     param_close = V_CLOSE
+    # A complete call whose closing tag never came, in a reply that ended normally (the module
+    # docstring); GLM's own deviation, not a setting of the families built on its reader.
+    unclosed = True
 
     def region_scanner(self, opener: str) -> RegionScanner:
         close = self.tail
@@ -128,6 +156,8 @@ class GlmFormat(ArgPairsFormat):
         if at_end and truncated:
             return None  # the scanner did not close the region before the cut: an incomplete call
         if not body.endswith(self.tail):
+            if at_end and self.unclosed:
+                return one_call(opener, body, _unclosed_call(body, self.tail, tool_schemas(tools)))
             return None  # the closing tag is plain text for GLM: a call without it was cut off
         return one_call(opener, body, parse_glm_call(body[: -len(self.tail)], tool_schemas(tools)))
 

@@ -38,6 +38,7 @@ class IquestCoderV2Format(GlmFormat):
     label = "iQuest Coder V2 arg pairs (IQuestLab IQuest-Coder-V2)"
     openers = (OPEN,)
     tail = CLOSE
+    unclosed = False  # GLM's deviation, not iQuest's
     param_after = ""  # compact: nothing between a value's close and the next key
 
     def head(self, name: str) -> str:

@@ -118,7 +118,7 @@ CASES = [
         calls=[W],
         incomplete=["search"],
     ),
-    Case("missing-close", "<tool_call>get_time", content="<tool_call>get_time"),
+    Case("missing-close", "<tool_call>get_time", calls=[("get_time", {})]),  # see UNCLOSED below
     Case(
         "hermes-json-is-text",
         '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>',
@@ -344,6 +344,44 @@ KEY_AS_CALL = [
     Case("call-tag-after-a-newline", NEWLINE_KEY_AS_CALL, content=NEWLINE_KEY_AS_CALL),
 ]
 CASES += KEY_AS_CALL
+
+# The last call's </tool_call> left out, or only its start written, the reply then ending
+# normally (ollama #17250, colibri #505): read where the call is complete, to a declared tool
+# with every required argument.
+OPEN_CALL = COMPACT.removesuffix("</tool_call>")
+UNCLOSED = [
+    Case("closing-tag-left-out", OPEN_CALL, calls=[W]),
+    Case("closing-tag-left-out-newline-layout", NL.removesuffix("</tool_call>"), calls=[W]),
+    Case("closing-tag-started", OPEN_CALL + "</tool_cal", calls=[W]),
+    Case("closing-tag-started-short", OPEN_CALL + "\n</", calls=[W]),
+    Case(
+        "closing-tag-left-out-no-arguments",
+        "Checking.<tool_call>get_time",
+        content="Checking.",
+        calls=[("get_time", {})],
+    ),
+    Case("closing-tag-left-out-after-a-call", COMPACT + "\n" + OPEN_CALL, content="\n", calls=[W, W]),
+    # text, or a cut call: cut by the token limit, a value left open, a required argument missing,
+    # an undeclared tool, words after the call
+    Case("closing-tag-left-out-cut", OPEN_CALL, truncated=True, incomplete=["get_weather"]),
+    Case(
+        "closing-tag-left-out-value-open",
+        "<tool_call>get_weather<arg_key>city</arg_key><arg_value>Paris",
+        content="<tool_call>get_weather<arg_key>city</arg_key><arg_value>Paris",
+    ),
+    Case(
+        "closing-tag-left-out-required-missing",
+        "<tool_call>get_weather<arg_key>days</arg_key><arg_value>3</arg_value>",
+        content="<tool_call>get_weather<arg_key>days</arg_key><arg_value>3</arg_value>",
+    ),
+    Case(
+        "closing-tag-left-out-undeclared",
+        "<tool_call>get_forecast<arg_key>city</arg_key><arg_value>Paris</arg_value>",
+        content="<tool_call>get_forecast<arg_key>city</arg_key><arg_value>Paris</arg_value>",
+    ),
+    Case("closing-tag-left-out-then-words", OPEN_CALL + " Done.", content=OPEN_CALL + " Done."),
+]
+CASES += UNCLOSED
 
 
 def _fuzz_write(fmt, name, args, rnd):
