@@ -23,6 +23,8 @@ What else Gemma 4 writes, read strictly:
   starts to that delimiter, which must not stand where a value starts (there it opens the next
   string: this text is no string). The scanner follows the same rule, so such a string never
   hides the closing marker;
+* the closing marker written again after a call (``...}<tool_call|><tool_call|>``, whitespace
+  between or none: ollama #15370), part of the call, never content;
 * the comma left out between a delimited string and the next key (``{command:<|"|>look<|"|>
   angle:90}``, hybridgroup/yzma #243);
 * a call whose arguments' last ``}`` is left out, the closing marker right after the rest
@@ -75,7 +77,8 @@ class _Scanner(RegionScanner):
     """Up to the call's closing marker (and the response marker right after it), skipping over
     the strings between ``quote`` delimiters. With ``strays`` a delimiter opens a string only
     where a key or a value starts (:data:`_VALUE_START`); one after other text closes a string
-    whose opening delimiter was left out, which therefore never hid a marker."""
+    whose opening delimiter was left out, which therefore never hid a marker. And the closing
+    marker written again after the call (whitespace between or none) belongs to the call."""
 
     def __init__(self, close: str, quote: str, response: str, *, strays: bool = False) -> None:
         self.close, self.quote, self.response = close, quote, response
@@ -83,6 +86,7 @@ class _Scanner(RegionScanner):
         self.in_str = False
         self.closed = False
         self.prev = ""  # the last character before the scan's position that is not whitespace
+        self.ws = 0  # whitespace known after the closing marker (from the buffer's start)
         self.ops = 0
 
     def _last(self, buf: str, start: int, end: int) -> str:
@@ -101,6 +105,17 @@ class _Scanner(RegionScanner):
                 self.ops += 1
                 if buf.startswith(response, i):
                     return i + len(response), True
+                if self.strays:  # the closing marker again
+                    j = start = min(i + self.ws, len(buf))
+                    while j < len(buf) and buf[j].isspace():
+                        j += 1
+                    self.ops += j - start
+                    if buf.startswith(self.close, j):
+                        i, self.ws = j + len(self.close), 0
+                        continue
+                    self.ws = j - i  # known whitespace after ``i``, where the next buffer starts
+                    if not final and self.close.startswith(buf[j : j + len(self.close)]):
+                        return i, False  # whitespace so far, or the marker's start
                 if not final and len(buf) - i < len(response) and response.startswith(buf[i:]):
                     return i, False
                 return i, True
@@ -369,7 +384,7 @@ class GemmaFormat(Format):
         if opener == CALL_WORD:
             return self._unmarked(body, at_end=at_end, truncated=truncated, tools=tools)
         close = self.close
-        inner = self._without_response(body)
+        inner = self._without_repeats(self._without_response(body))
         if not inner.endswith(close):
             return self._turn_ended(opener, inner, at_end=at_end, truncated=truncated)
         text = inner[: -len(close)]
@@ -399,6 +414,17 @@ class GemmaFormat(Format):
         if got is None:
             return None
         return [ParsedCall(got[0], dict(got[1]), opener + kept)], inner[len(kept) :]
+
+    def _without_repeats(self, inner: str) -> str:
+        """A call's text up to its closing marker, without the markers written again after it (the
+        scanner reads them into the region, Gemma 4's: structure, in no call's raw text)."""
+        close = self.close
+        while self.strays and inner.endswith(close):
+            head = inner[: -len(close)].rstrip()
+            if not head.endswith(close):
+                break
+            inner = head
+        return inner
 
     def _without_response(self, body: str) -> str:
         """A region's body without the response marker after its closing marker (not the call's)."""

@@ -424,6 +424,22 @@ OPENING_LEFT_OUT = [
     ),
 ]
 CASES += OPENING_LEFT_OUT
+
+# The closing marker written again after a call (ollama #15370: Gemma 4 does so now and then):
+# part of the call, never content.
+REPEATED_CLOSE = [
+    Case("close-written-twice", W_TEXT + "<tool_call|>", calls=[W]),
+    Case("close-written-twice-then-text", W_TEXT + "<tool_call|>Done.", content="Done.", calls=[W]),
+    Case("close-written-again-after-newline", W_TEXT + "\n<tool_call|>\n", content="\n", calls=[W]),
+    Case(
+        "close-written-three-times-then-response", W_TEXT + "<tool_call|>" * 2 + "<|tool_response>", calls=[W]
+    ),
+    Case("close-written-twice-then-a-call", W_TEXT + "<tool_call|>" + S_TEXT, calls=[W, S]),
+    # text: the marker after words, and a marker's start at the reply's end
+    Case("close-after-words-is-text", W_TEXT + " ok<tool_call|>", content=" ok<tool_call|>", calls=[W]),
+    Case("close-started-is-text", W_TEXT + "<tool_c", content="<tool_c", calls=[W]),
+]
+CASES += REPEATED_CLOSE
 CASES += close_tag_in_argument_cases(
     ("<|channel>thought", "<channel|>"),
     f"<|tool_call>call:set_port{{blob:{Q}why <|channel>thought and <channel|> here{Q}}}<tool_call|>",
@@ -431,9 +447,10 @@ CASES += close_tag_in_argument_cases(
     "<|tool_call>",
 )
 
-# A <|tool_response> straight after a call is consumed with it (the 31B template renders it there).
+# A <|tool_response> straight after a call is consumed with it (the 31B template renders it there),
+# and so is the closing marker written again after it.
 FUZZ = Fuzz(
     markers=("<tool_call|>", '<|"|>', "<|tool_response>"),
-    structure=(r"<\|tool_response>",),
+    structure=(r"<\|tool_response>", r"<tool_call\|>"),
     forbidden=('<|"|>',),
 )
