@@ -21,10 +21,12 @@ UUID) names the one offered tool whose schema the arguments fit, every key a dec
 parameter. Anything else keeps the id as written: a call to a tool that was not offered. So
 that the model sees the ids it was trained on, a conversation's calls go to the template with
 ids of that shape (``functions.NAME:IDX``, counting the conversation's calls), whatever id a
-client gave them; a tool result keeps pointing at its call. The section is read by DeepSeek's JSON-aware :class:`JsonCallSection`; a
-section missing only its end marker is accepted when the reply ended normally right after a
-complete call. A reply cut (``truncated``) inside the section keeps its complete calls; the cut
-remainder is text, byte for byte.
+client gave them; a tool result keeps pointing at its call.
+
+The section is read by DeepSeek's JSON-aware :class:`JsonCallSection`; a section missing only
+its end marker is accepted when the reply ended normally right after a complete call. A reply
+cut (``truncated``) inside the section keeps its complete calls; the cut remainder is text, byte
+for byte.
 
 A section may hold noise between its markers (text that is none of them): it is skipped and
 kept in the neighbouring call's raw text. An empty section is no call and no markup.
