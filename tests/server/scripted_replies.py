@@ -9,9 +9,11 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.ui.scripted_gguf import write_scripted_gguf
 
-__all__ = ["read_plain", "read_streamed", "scripted_reply_server"]
+__all__ = ["read_plain", "read_streamed", "reply_fixtures", "scripted_reply_server"]
 
 
 def scripted_reply_server(
@@ -42,6 +44,27 @@ def scripted_reply_server(
         yield srv
     finally:
         srv.stop()
+
+
+def reply_fixtures(
+    label: str, template: str, replies: Mapping[str, str], *, control: tuple[str, ...], eos: str
+) -> tuple[Any, Any]:
+    """The module's ``server`` (:func:`scripted_reply_server`, its GGUFs in a folder named after
+    ``label``) and ``client`` (the official openai client of it) fixtures:
+    ``server, client = reply_fixtures(...)`` at a test module's top level."""
+
+    @pytest.fixture(scope="module")
+    def server(tmp_path_factory) -> Iterator[Any]:
+        folder = tmp_path_factory.mktemp(label)
+        yield from scripted_reply_server(folder, template, replies, control=control, eos=eos)
+
+    @pytest.fixture(scope="module")
+    def client(server):
+        from openai import OpenAI
+
+        return OpenAI(base_url=server.url + "/v1", api_key="unused", max_retries=0, timeout=60)
+
+    return server, client
 
 
 def read_plain(client, model: str, messages, tools, max_tokens: int = 128) -> tuple[list, str | None, str]:

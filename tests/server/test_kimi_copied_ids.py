@@ -10,13 +10,12 @@ prompt of a conversation with a client's own ids shows Kimi its own ids, never t
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from tests.server.conftest import TEMPLATES, TOOLS
-from tests.server.scripted_replies import read_plain, read_streamed, scripted_reply_server
+from tests.server.scripted_replies import read_plain, read_streamed, reply_fixtures
 
 USER = [{"role": "user", "content": "Weather in Oslo, and the time there?"}]
 OSLO = {"city": "Oslo"}
@@ -45,18 +44,9 @@ CALLS = {
 CONTROL = ("<|im_user|>", "<|im_assistant|>", "<|im_system|>", "<|im_middle|>", "<|im_end|>")
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory) -> Iterator[Any]:
-    template = TEMPLATE.read_text(encoding="utf-8")
-    folder = tmp_path_factory.mktemp("kimi")
-    yield from scripted_reply_server(folder, template, REPLIES, control=CONTROL, eos="<|im_end|>")
-
-
-@pytest.fixture(scope="module")
-def client(server):
-    from openai import OpenAI
-
-    return OpenAI(base_url=server.url + "/v1", api_key="unused", max_retries=0, timeout=60)
+server, client = reply_fixtures(
+    "kimi", TEMPLATE.read_text(encoding="utf-8"), REPLIES, control=CONTROL, eos="<|im_end|>"
+)
 
 
 def test_the_template_is_kimi_k2_s(server):

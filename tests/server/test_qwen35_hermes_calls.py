@@ -9,13 +9,12 @@ calls, never the JSON or the tags as text, streamed and not, JSON and XML calls 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from tests.server.conftest import TEMPLATES, TOOLS
-from tests.server.scripted_replies import read_plain, read_streamed, scripted_reply_server
+from tests.server.scripted_replies import read_plain, read_streamed, reply_fixtures
 
 USER = [{"role": "user", "content": "Weather in Oslo, and the time there?"}]
 OSLO = {"city": "Oslo"}
@@ -43,18 +42,13 @@ CALLS = {
 CONTROL = ("<|im_start|>", "<|im_end|>", "<|endoftext|>")
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory) -> Iterator[Any]:
-    template = (TEMPLATES / "Qwen3.5-4B.jinja").read_text(encoding="utf-8")
-    folder = tmp_path_factory.mktemp("qwen35")
-    yield from scripted_reply_server(folder, template, REPLIES, control=CONTROL, eos="<|im_end|>")
-
-
-@pytest.fixture(scope="module")
-def client(server):
-    from openai import OpenAI
-
-    return OpenAI(base_url=server.url + "/v1", api_key="unused", max_retries=0, timeout=60)
+server, client = reply_fixtures(
+    "qwen35",
+    (TEMPLATES / "Qwen3.5-4B.jinja").read_text(encoding="utf-8"),
+    REPLIES,
+    control=CONTROL,
+    eos="<|im_end|>",
+)
 
 
 def test_the_template_is_qwen_xml_s(server):

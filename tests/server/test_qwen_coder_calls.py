@@ -8,13 +8,11 @@ not; and JSON naming no offered tool stays the answer's text."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from typing import Any
 
 import pytest
 
 from tests.server.conftest import FAMILIES, TEMPLATES, TOOLS
-from tests.server.scripted_replies import read_plain, read_streamed, scripted_reply_server
+from tests.server.scripted_replies import read_plain, read_streamed, reply_fixtures
 
 USER = [{"role": "user", "content": "Weather in Oslo, and the time there?"}]
 OSLO = {"city": "Oslo"}
@@ -36,19 +34,14 @@ CALLS = {
 }
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory) -> Iterator[Any]:
-    spec = FAMILIES["hermes"]
-    template = (TEMPLATES / spec.template).read_text(encoding="utf-8")
-    folder = tmp_path_factory.mktemp("qwen-coder")
-    yield from scripted_reply_server(folder, template, REPLIES, control=spec.control, eos=spec.eos)
-
-
-@pytest.fixture(scope="module")
-def client(server):
-    from openai import OpenAI
-
-    return OpenAI(base_url=server.url + "/v1", api_key="unused", max_retries=0, timeout=60)
+_SPEC = FAMILIES["hermes"]
+server, client = reply_fixtures(
+    "qwen-coder",
+    (TEMPLATES / _SPEC.template).read_text(encoding="utf-8"),
+    REPLIES,
+    control=_SPEC.control,
+    eos=_SPEC.eos,
+)
 
 
 def _plain(client, model: str) -> tuple[list, str | None, str]:
