@@ -23,6 +23,9 @@ What else Gemma 4 writes, read strictly:
   starts to that delimiter, which must not stand where a value starts (there it opens the next
   string: this text is no string). The scanner follows the same rule, so such a string never
   hides the closing marker;
+* a marked call whose ``call:`` was left out or written ``-`` (``<|tool_call>NAME{...}``,
+  ``<|tool_call>-NAME{...}``: checkpoints observed so, vLLM #54778), NAME a declared tool, the
+  rest as strictly as ever;
 * the closing marker written again after a call (``...}<tool_call|><tool_call|>``, whitespace
   between or none: ollama #15370), part of the call, never content;
 * the comma left out between a delimited string and the next key (``{command:<|"|>look<|"|>
@@ -347,6 +350,17 @@ def parse_gemma_call(
     return m.group(0), args
 
 
+def _without_call_word(text: str, schemas: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
+    """A marked call whose ``call:`` was left out, or written ``-`` (vLLM #54778):
+    ``NAME{...}`` or ``-NAME{...}``, NAME a declared tool, the rest as strictly as ever."""
+    s = text.strip()
+    s = s[1:] if s.startswith("-") else s
+    m = _NAME.match(s)
+    if m is None or m.group(0) not in schemas or not s.startswith(("{", "("), m.end()):
+        return None
+    return parse_gemma_call(CALL_WORD + s)
+
+
 class GemmaFormat(Format):
     """Calls in Gemma's value notation, ``OPEN call:NAME{...} CLOSE`` then the ``response`` marker
     the model writes after its calls (structure). Gemma 4 is this class's defaults; a family with
@@ -396,6 +410,8 @@ class GemmaFormat(Format):
         if got is None and self.strays:
             got = parse_gemma_call(text.rstrip() + "}", bare=self.bare)  # its last brace left out
             got = got if got is not None and got[1] else None  # arguments written before it
+            if got is None:
+                got = _without_call_word(text, tool_schemas(tools))
         return one_call(opener, inner, got)
 
     def _turn_ended(self, opener: str, inner: str, *, at_end: bool, truncated: bool):

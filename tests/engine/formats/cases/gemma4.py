@@ -162,11 +162,8 @@ CASES += [
     ),
     # Anything else stays text.
     Case("i27-bare-opener-missing-close", "<|tool_call>:get_time{}", content="<|tool_call>:get_time{}"),
-    Case(
-        "i27-bare-opener-no-colon",
-        "<|tool_call>get_time{}<tool_call|>",
-        content="<|tool_call>get_time{}<tool_call|>",
-    ),
+    # with its colon left out too, the call is read to a declared tool (NO_CALL_WORD below)
+    Case("i27-bare-opener-no-colon", "<|tool_call>get_time{}<tool_call|>", calls=[("get_time", {})]),
     Case(
         "i27-bare-opener-other-word",
         "<|tool_call>func:get_time{}<tool_call|>",
@@ -440,6 +437,35 @@ REPEATED_CLOSE = [
     Case("close-started-is-text", W_TEXT + "<tool_c", content="<tool_c", calls=[W]),
 ]
 CASES += REPEATED_CLOSE
+
+# A marked call whose call word was left out or written "-" (vLLM #54778), to a declared tool.
+NO_CALL_WORD = [
+    Case("call-word-left-out", W_TEXT.replace("call:", ""), calls=[W]),
+    Case("call-word-written-dash", W_TEXT.replace("call:", "-"), calls=[W]),
+    Case(
+        "call-word-left-out-keyword-shell",
+        f"<|tool_call>get_weather(city={Q}Paris{Q}, days=3)<tool_call|>",
+        calls=[W],
+    ),
+    Case("call-word-left-out-after-a-call", S_TEXT + W_TEXT.replace("call:", ""), calls=[S, W]),
+    # text: an undeclared tool, a space before the brace, a second fault
+    Case(
+        "call-word-left-out-undeclared-is-text",
+        W_TEXT.replace("call:get_weather", "get_forecast"),
+        content=W_TEXT.replace("call:get_weather", "get_forecast"),
+    ),
+    Case(
+        "call-word-left-out-space-is-text",
+        W_TEXT.replace("call:get_weather", "get_weather "),
+        content=W_TEXT.replace("call:get_weather", "get_weather "),
+    ),
+    Case(
+        "call-word-left-out-brace-too-is-text",
+        f"<|tool_call>get_weather{{city:{Q}Paris{Q}<tool_call|>",
+        content=f"<|tool_call>get_weather{{city:{Q}Paris{Q}<tool_call|>",
+    ),
+]
+CASES += NO_CALL_WORD
 CASES += close_tag_in_argument_cases(
     ("<|channel>thought", "<channel|>"),
     f"<|tool_call>call:set_port{{blob:{Q}why <|channel>thought and <channel|> here{Q}}}<tool_call|>",
