@@ -55,6 +55,7 @@ __all__ = [
     "close_tag_in_argument_cases",
     "fold_split",
     "splits",
+    "text_case",
 ]
 
 
@@ -126,6 +127,11 @@ class Case:
 
     def tool_list(self) -> list[dict[str, Any]]:
         return TOOLS if self.tools is None else self.tools
+
+
+def text_case(case_id: str, reply: str, **kw: Any) -> Case:
+    """A reply that holds no call: its text, byte for byte."""
+    return Case(case_id, reply, content=reply, **kw)
 
 
 def check_events(events: list) -> None:

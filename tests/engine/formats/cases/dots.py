@@ -5,6 +5,7 @@ No published template was found in reach, so the tiny model's template is a stan
 (``STAND_IN``) written from what vLLM's dots parser documents."""
 
 from tests.engine.formats.harness import Case, Fuzz, close_tag_in_argument_cases
+from tests.engine.formats.harness import text_case as text
 
 FAMILY = "dots"
 OPEN, CLOSE = "<dots_function_call>", "</dots_function_call>"
@@ -22,11 +23,6 @@ def block(*invokes: str) -> str:
 W = block(invoke("get_weather", city="Lyon", days="2", metric="false"))
 WC = ("get_weather", {"city": "Lyon", "days": 2, "metric": False})
 T = block(invoke("get_time"))
-
-
-def text(name: str, s: str) -> Case:
-    """A reply that is not a call: all of it is content, byte for byte."""
-    return Case(name, s, content=s)
 
 
 CASES = [

@@ -1,6 +1,6 @@
 """Gemma 4: ``<|tool_call>call:NAME{k:v,...}<tool_call|>`` with ``<|"|>`` string delimiters."""
 
-from tests.engine.formats.harness import Case, Fuzz, close_tag_in_argument_cases
+from tests.engine.formats.harness import Case, Fuzz, close_tag_in_argument_cases, text_case
 
 FAMILY = "gemma4"
 
@@ -29,7 +29,7 @@ CASES = [
         calls=[W],
     ),
     Case("stop-marker-after-calls", W_TEXT + S_TEXT + "<|tool_response>", calls=[W, S]),
-    Case("stop-marker-alone-is-text", "Hi <|tool_response> x", content="Hi <|tool_response> x"),
+    text_case("stop-marker-alone-is-text", "Hi <|tool_response> x"),
     Case("empty-arguments", "<|tool_call>call:get_time{}<tool_call|>", calls=[("get_time", {})]),
     Case(
         "numbers-stay-strings",
@@ -94,21 +94,9 @@ CASES = [
     ),
     # the closing marker left out at the end of the turn: the whole call is read (below)
     Case("missing-close", "<|tool_call>call:get_time{}", calls=[("get_time", {})]),
-    Case(
-        "json-inside-is-text",
-        '<|tool_call>{"name": "get_time", "arguments": {}}<tool_call|> ok',
-        content='<|tool_call>{"name": "get_time", "arguments": {}}<tool_call|> ok',
-    ),
-    Case(
-        "bare-word-value-is-text",
-        "<|tool_call>call:get_weather{city:Paris}<tool_call|>",
-        content="<|tool_call>call:get_weather{city:Paris}<tool_call|>",
-    ),
-    Case(
-        "trailing-junk-is-text",
-        "<|tool_call>call:get_time{} extra<tool_call|>",
-        content="<|tool_call>call:get_time{} extra<tool_call|>",
-    ),
+    text_case("json-inside-is-text", '<|tool_call>{"name": "get_time", "arguments": {}}<tool_call|> ok'),
+    text_case("bare-word-value-is-text", "<|tool_call>call:get_weather{city:Paris}<tool_call|>"),
+    text_case("trailing-junk-is-text", "<|tool_call>call:get_time{} extra<tool_call|>"),
     Case(
         "malformed-then-valid",
         "<|tool_call>call:get_time{<tool_call|>" + W_TEXT,
@@ -121,7 +109,7 @@ CASES = [
         reasoning=" maybe " + W_TEXT + " no",
         content="Hi",
     ),
-    Case("plain-text", "A plain answer {with: braces}.", content="A plain answer {with: braces}."),
+    text_case("plain-text", "A plain answer {with: braces}."),
 ]
 
 # Issue 27, deviation 3: Gemma 4 sometimes drops the ``call`` word: ``<|tool_call>:NAME{...}``,
@@ -161,24 +149,12 @@ CASES += [
         "i27-bare-opener-cut-second", BW_TEXT + BS_TEXT[:25], truncated=True, calls=[W], incomplete=["search"]
     ),
     # Anything else stays text.
-    Case("i27-bare-opener-missing-close", "<|tool_call>:get_time{}", content="<|tool_call>:get_time{}"),
+    text_case("i27-bare-opener-missing-close", "<|tool_call>:get_time{}"),
     # with its colon left out too, the call is read to a declared tool (NO_CALL_WORD below)
     Case("i27-bare-opener-no-colon", "<|tool_call>get_time{}<tool_call|>", calls=[("get_time", {})]),
-    Case(
-        "i27-bare-opener-other-word",
-        "<|tool_call>func:get_time{}<tool_call|>",
-        content="<|tool_call>func:get_time{}<tool_call|>",
-    ),
-    Case(
-        "i27-bare-opener-double-colon",
-        "<|tool_call>::get_time{}<tool_call|>",
-        content="<|tool_call>::get_time{}<tool_call|>",
-    ),
-    Case(
-        "i27-bare-opener-bare-word-value",
-        "<|tool_call>:get_weather{city:Paris}<tool_call|>",
-        content="<|tool_call>:get_weather{city:Paris}<tool_call|>",
-    ),
+    text_case("i27-bare-opener-other-word", "<|tool_call>func:get_time{}<tool_call|>"),
+    text_case("i27-bare-opener-double-colon", "<|tool_call>::get_time{}<tool_call|>"),
+    text_case("i27-bare-opener-bare-word-value", "<|tool_call>:get_weather{city:Paris}<tool_call|>"),
 ]
 
 # The closing reasoning tag inside an argument: part of the call in every reasoning state.
@@ -222,26 +198,13 @@ QUOTES_AND_SHELL = [
         calls=[("search", {"query": "x", "tags": ["a"]})],
     ),
     # still text: a bare word for a string, both separators in one call, an unclosed quote
-    Case(
-        "bare-word-value-is-text",
-        "<|tool_call>call:get_weather{city: Paris}<tool_call|>",
-        content="<|tool_call>call:get_weather{city: Paris}<tool_call|>",
-    ),
-    Case(
+    text_case("bare-word-value-is-text", "<|tool_call>call:get_weather{city: Paris}<tool_call|>"),
+    text_case(
         "mixed-separators-in-call-shell-are-text",
         '<|tool_call>call:get_weather(city: "Paris", days=3)<tool_call|>',
-        content='<|tool_call>call:get_weather(city: "Paris", days=3)<tool_call|>',
     ),
-    Case(
-        "bare-word-in-call-shell-is-text",
-        "<|tool_call>call:get_weather(city: Paris)<tool_call|>",
-        content="<|tool_call>call:get_weather(city: Paris)<tool_call|>",
-    ),
-    Case(
-        "unclosed-quote-is-text",
-        '<|tool_call>call:get_weather{city: "Paris}<tool_call|>',
-        content='<|tool_call>call:get_weather{city: "Paris}<tool_call|>',
-    ),
+    text_case("bare-word-in-call-shell-is-text", "<|tool_call>call:get_weather(city: Paris)<tool_call|>"),
+    text_case("unclosed-quote-is-text", '<|tool_call>call:get_weather{city: "Paris}<tool_call|>'),
 ]
 CASES += QUOTES_AND_SHELL
 
@@ -280,14 +243,10 @@ UNMARKED = [
     ),
     Case("unmarked-cut", f"call:get_weather{{city:{Q}Par", truncated=True, incomplete=["get_weather"]),
     # still text: an undeclared tool, text after the call, a call later in the answer, prose
-    Case(
-        "unmarked-undeclared-tool-is-text",
-        f"call:rm_rf{{path:{Q}/{Q}}}",
-        content=f"call:rm_rf{{path:{Q}/{Q}}}",
-    ),
-    Case("unmarked-then-text-is-text", UNMARKED_BODY + " and more", content=UNMARKED_BODY + " and more"),
-    Case("unmarked-mid-answer-is-text", "Sure: " + UNMARKED_BODY, content="Sure: " + UNMARKED_BODY),
-    Case("unmarked-prose-is-text", "call: me when you can", content="call: me when you can"),
+    text_case("unmarked-undeclared-tool-is-text", f"call:rm_rf{{path:{Q}/{Q}}}"),
+    text_case("unmarked-then-text-is-text", UNMARKED_BODY + " and more"),
+    text_case("unmarked-mid-answer-is-text", "Sure: " + UNMARKED_BODY),
+    text_case("unmarked-prose-is-text", "call: me when you can"),
     Case(
         "unmarked-cut-undeclared-is-text",
         f"call:rm_rf{{path:{Q}/",
@@ -310,16 +269,8 @@ MISSING_BRACE = [
         calls=[W],
     ),
     # two left out, or a keyword shell's parenthesis: text
-    Case(
-        "two-braces-left-out-is-text",
-        "<|tool_call>call:search{filters:{year:2020<tool_call|>",
-        content="<|tool_call>call:search{filters:{year:2020<tool_call|>",
-    ),
-    Case(
-        "parenthesis-left-out-is-text",
-        f"<|tool_call>call:get_weather(city={Q}Paris{Q}<tool_call|>",
-        content=f"<|tool_call>call:get_weather(city={Q}Paris{Q}<tool_call|>",
-    ),
+    text_case("two-braces-left-out-is-text", "<|tool_call>call:search{filters:{year:2020<tool_call|>"),
+    text_case("parenthesis-left-out-is-text", f"<|tool_call>call:get_weather(city={Q}Paris{Q}<tool_call|>"),
 ]
 CASES += MISSING_BRACE
 
@@ -338,13 +289,9 @@ TURN_ENDED = [
     ),
     Case("turn-ended-cut", OPEN_CALL, truncated=True, incomplete=["get_weather"]),
     # text: something after the call, the last brace left out too, an unclosed string
-    Case("turn-ended-then-text-is-text", OPEN_CALL + " more", content=OPEN_CALL + " more"),
-    Case(
-        "turn-ended-brace-left-out-is-text",
-        f"<|tool_call>call:get_weather{{city:{Q}Paris{Q}",
-        content=f"<|tool_call>call:get_weather{{city:{Q}Paris{Q}",
-    ),
-    Case("turn-ended-marker-then-text-is-text", OPEN_CALL + "<turn|>x", content=OPEN_CALL + "<turn|>x"),
+    text_case("turn-ended-then-text-is-text", OPEN_CALL + " more"),
+    text_case("turn-ended-brace-left-out-is-text", f"<|tool_call>call:get_weather{{city:{Q}Paris{Q}"),
+    text_case("turn-ended-marker-then-text-is-text", OPEN_CALL + "<turn|>x"),
 ]
 CASES += TURN_ENDED
 
@@ -399,26 +346,15 @@ OPENING_LEFT_OUT = [
     ),
     # still text: a bare word with no delimiter after it, a delimiter that opens the next value,
     # a comma left out after a number, a string left open before the closing marker
-    Case(
-        "bare-word-is-text",
-        "<|tool_call>call:search{query:cats}<tool_call|>",
-        content="<|tool_call>call:search{query:cats}<tool_call|>",
+    text_case("bare-word-is-text", "<|tool_call>call:search{query:cats}<tool_call|>"),
+    text_case(
+        "bare-word-before-a-string-is-text", f"<|tool_call>call:search{{query:cats,mode:{Q}x{Q}}}<tool_call|>"
     ),
-    Case(
-        "bare-word-before-a-string-is-text",
-        f"<|tool_call>call:search{{query:cats,mode:{Q}x{Q}}}<tool_call|>",
-        content=f"<|tool_call>call:search{{query:cats,mode:{Q}x{Q}}}<tool_call|>",
-    ),
-    Case(
+    text_case(
         "comma-left-out-after-number-is-text",
         f"<|tool_call>call:get_weather{{days:3 city:{Q}Paris{Q}}}<tool_call|>",
-        content=f"<|tool_call>call:get_weather{{days:3 city:{Q}Paris{Q}}}<tool_call|>",
     ),
-    Case(
-        "string-left-open-is-text",
-        f"<|tool_call>call:search{{query:{Q}cats}}<tool_call|> more",
-        content=f"<|tool_call>call:search{{query:{Q}cats}}<tool_call|> more",
-    ),
+    text_case("string-left-open-is-text", f"<|tool_call>call:search{{query:{Q}cats}}<tool_call|> more"),
 ]
 CASES += OPENING_LEFT_OUT
 
@@ -449,20 +385,10 @@ NO_CALL_WORD = [
     ),
     Case("call-word-left-out-after-a-call", S_TEXT + W_TEXT.replace("call:", ""), calls=[S, W]),
     # text: an undeclared tool, a space before the brace, a second fault
-    Case(
-        "call-word-left-out-undeclared-is-text",
-        W_TEXT.replace("call:get_weather", "get_forecast"),
-        content=W_TEXT.replace("call:get_weather", "get_forecast"),
-    ),
-    Case(
-        "call-word-left-out-space-is-text",
-        W_TEXT.replace("call:get_weather", "get_weather "),
-        content=W_TEXT.replace("call:get_weather", "get_weather "),
-    ),
-    Case(
-        "call-word-left-out-brace-too-is-text",
-        f"<|tool_call>get_weather{{city:{Q}Paris{Q}<tool_call|>",
-        content=f"<|tool_call>get_weather{{city:{Q}Paris{Q}<tool_call|>",
+    text_case("call-word-left-out-undeclared-is-text", W_TEXT.replace("call:get_weather", "get_forecast")),
+    text_case("call-word-left-out-space-is-text", W_TEXT.replace("call:get_weather", "get_weather ")),
+    text_case(
+        "call-word-left-out-brace-too-is-text", f"<|tool_call>get_weather{{city:{Q}Paris{Q}<tool_call|>"
     ),
 ]
 CASES += NO_CALL_WORD

@@ -1,6 +1,6 @@
 """GLM XML: ``<tool_call>NAME<arg_key>K</arg_key><arg_value>V</arg_value></tool_call>``."""
 
-from tests.engine.formats.harness import Case, Fuzz, close_tag_in_argument_cases
+from tests.engine.formats.harness import Case, Fuzz, close_tag_in_argument_cases, text_case
 
 FAMILY = "glm"
 
@@ -119,26 +119,18 @@ CASES = [
         incomplete=["search"],
     ),
     Case("missing-close", "<tool_call>get_time", calls=[("get_time", {})]),  # see UNCLOSED below
-    Case(
+    text_case(
         "hermes-json-is-text",
         '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>',
-        content='<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>',
     ),
-    Case(
-        "key-without-value",
-        "<tool_call>get_weather<arg_key>city</arg_key></tool_call> ok",
-        content="<tool_call>get_weather<arg_key>city</arg_key></tool_call> ok",
-    ),
-    Case(
+    text_case("key-without-value", "<tool_call>get_weather<arg_key>city</arg_key></tool_call> ok"),
+    text_case(
         "stray-text-in-call",
         "<tool_call>get_weather please<arg_key>city</arg_key><arg_value>P</arg_value></tool_call>",
-        content="<tool_call>get_weather please<arg_key>city</arg_key><arg_value>P</arg_value></tool_call>",
     ),
-    Case(
+    text_case(
         "duplicate-key",
         "<tool_call>get_weather<arg_key>city</arg_key><arg_value>A</arg_value><arg_key>city</arg_key>"
-        "<arg_value>B</arg_value></tool_call>",
-        content="<tool_call>get_weather<arg_key>city</arg_key><arg_value>A</arg_value><arg_key>city</arg_key>"
         "<arg_value>B</arg_value></tool_call>",
     ),
     Case(
@@ -153,7 +145,7 @@ CASES = [
         reasoning="maybe " + COMPACT + " no",
         content="Hi",
     ),
-    Case("plain-text", "Just an answer with <b>markup</b>.", content="Just an answer with <b>markup</b>."),
+    text_case("plain-text", "Just an answer with <b>markup</b>."),
 ]
 
 # The closing reasoning tag inside an argument: part of the call in every reasoning state.
@@ -209,21 +201,9 @@ FUSED_NAME_KEY = [
         content="Done.",
     ),
     # an undeclared key, an undeclared tool, a split that is not there: text
-    Case(
-        "fused-undeclared-key",
-        FUSED.replace("get_weathercity", "get_weatherzip"),
-        content=FUSED.replace("get_weathercity", "get_weatherzip"),
-    ),
-    Case(
-        "fused-undeclared-tool",
-        FUSED.replace("get_weathercity", "get_citycity"),
-        content=FUSED.replace("get_weathercity", "get_citycity"),
-    ),
-    Case(
-        "fused-no-key-left",
-        FUSED.replace("get_weathercity", "get_weather"),
-        content=FUSED.replace("get_weathercity", "get_weather"),
-    ),
+    text_case("fused-undeclared-key", FUSED.replace("get_weathercity", "get_weatherzip")),
+    text_case("fused-undeclared-tool", FUSED.replace("get_weathercity", "get_citycity")),
+    text_case("fused-no-key-left", FUSED.replace("get_weathercity", "get_weather")),
 ]
 CASES += FUSED_NAME_KEY
 
@@ -247,16 +227,8 @@ STRAY_VALUE_CLOSE = [
         calls=[("get_time", {})],
     ),
     # an undeclared tool, or anything between the name and the tag: text
-    Case(
-        "stray-value-close-undeclared-tool",
-        "<tool_call>get_date</arg_value></tool_call>",
-        content="<tool_call>get_date</arg_value></tool_call>",
-    ),
-    Case(
-        "stray-value-close-after-newline",
-        "<tool_call>get_time\n</arg_value></tool_call>",
-        content="<tool_call>get_time\n</arg_value></tool_call>",
-    ),
+    text_case("stray-value-close-undeclared-tool", "<tool_call>get_date</arg_value></tool_call>"),
+    text_case("stray-value-close-after-newline", "<tool_call>get_time\n</arg_value></tool_call>"),
 ]
 CASES += STRAY_VALUE_CLOSE
 
@@ -304,17 +276,9 @@ MISSING_VALUE_OPEN = [
     ),
     Case("value-open-left-out-cut", Q + "how many", truncated=True, incomplete=["search"]),
     # text: a value never closed, one holding another pair tag, a key closed three ways
-    Case("value-open-left-out-never-closed", Q + "x</tool_call> ok", content=Q + "x</tool_call> ok"),
-    Case(
-        "value-open-left-out-holding-value-open",
-        Q + "a<arg_value>b</arg_value></tool_call>",
-        content=Q + "a<arg_value>b</arg_value></tool_call>",
-    ),
-    Case(
-        "value-open-left-out-holding-key-close",
-        Q + "a</arg_key>b</arg_value></tool_call>",
-        content=Q + "a</arg_key>b</arg_value></tool_call>",
-    ),
+    text_case("value-open-left-out-never-closed", Q + "x</tool_call> ok"),
+    text_case("value-open-left-out-holding-value-open", Q + "a<arg_value>b</arg_value></tool_call>"),
+    text_case("value-open-left-out-holding-key-close", Q + "a</arg_key>b</arg_value></tool_call>"),
 ]
 CASES += MISSING_VALUE_OPEN
 
@@ -339,9 +303,9 @@ KEY_AS_CALL = [
         calls=[("search", {"query": "cats"})],
     ),
     # text: an undeclared tool, the tag for a later key too, a newline before it
-    Case("call-tag-undeclared-tool", UNDECLARED_KEY_AS_CALL, content=UNDECLARED_KEY_AS_CALL),
-    Case("call-tag-for-a-later-key", LATER_KEY_AS_CALL, content=LATER_KEY_AS_CALL),
-    Case("call-tag-after-a-newline", NEWLINE_KEY_AS_CALL, content=NEWLINE_KEY_AS_CALL),
+    text_case("call-tag-undeclared-tool", UNDECLARED_KEY_AS_CALL),
+    text_case("call-tag-for-a-later-key", LATER_KEY_AS_CALL),
+    text_case("call-tag-after-a-newline", NEWLINE_KEY_AS_CALL),
 ]
 CASES += KEY_AS_CALL
 
@@ -364,22 +328,18 @@ UNCLOSED = [
     # text, or a cut call: cut by the token limit, a value left open, a required argument missing,
     # an undeclared tool, words after the call
     Case("closing-tag-left-out-cut", OPEN_CALL, truncated=True, incomplete=["get_weather"]),
-    Case(
-        "closing-tag-left-out-value-open",
-        "<tool_call>get_weather<arg_key>city</arg_key><arg_value>Paris",
-        content="<tool_call>get_weather<arg_key>city</arg_key><arg_value>Paris",
+    text_case(
+        "closing-tag-left-out-value-open", "<tool_call>get_weather<arg_key>city</arg_key><arg_value>Paris"
     ),
-    Case(
+    text_case(
         "closing-tag-left-out-required-missing",
         "<tool_call>get_weather<arg_key>days</arg_key><arg_value>3</arg_value>",
-        content="<tool_call>get_weather<arg_key>days</arg_key><arg_value>3</arg_value>",
     ),
-    Case(
+    text_case(
         "closing-tag-left-out-undeclared",
         "<tool_call>get_forecast<arg_key>city</arg_key><arg_value>Paris</arg_value>",
-        content="<tool_call>get_forecast<arg_key>city</arg_key><arg_value>Paris</arg_value>",
     ),
-    Case("closing-tag-left-out-then-words", OPEN_CALL + " Done.", content=OPEN_CALL + " Done."),
+    text_case("closing-tag-left-out-then-words", OPEN_CALL + " Done."),
 ]
 CASES += UNCLOSED
 

@@ -15,6 +15,7 @@ from app.engine.formats.hyperclovax import (
     THINKING_ROLE,
 )
 from tests.engine.formats.harness import Case, Fuzz
+from tests.engine.formats.harness import text_case as text
 
 FAMILY = "hyperclovax"
 
@@ -24,11 +25,6 @@ PW = ("get_weather", {"city": "Paris", "days": 3})
 PS = ("search", {"query": "x", "limit": 10})
 ONE = HEADER + "[" + W + "]" + END  # a call right after the generation prompt's "<|im_start|>assistant"
 AFTER_TEXT = SWITCH + "[" + W + "]" + END  # a call message after a text message
-
-
-def text(case_id: str, reply: str, **kw) -> Case:
-    """A reply that holds no call: its text, byte for byte."""
-    return Case(case_id, reply, content=reply, **kw)
 
 
 CASES = [

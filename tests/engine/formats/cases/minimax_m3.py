@@ -5,6 +5,7 @@ object, ``<item>`` children: an array, by the schema), ``]<]minimax[>[</invoke>`
 tiny model's template is a stand-in (``STAND_IN``) written from what the servers document."""
 
 from tests.engine.formats.harness import Case, Fuzz, close_tag_in_argument_cases
+from tests.engine.formats.harness import text_case as text
 
 FAMILY = "minimax-m3"
 NS = "]<]minimax[>["
@@ -60,11 +61,6 @@ W = block(invoke("get_weather", el("city", "Paris"), el("days", "3"), el("metric
 WC = ("get_weather", {"city": "Paris", "days": 3, "metric": True})
 T = block(invoke("get_time"))
 TC = ("get_time", {})
-
-
-def text(id_: str, t: str, **kw) -> Case:
-    """A reply that is no call: all text, byte for byte."""
-    return Case(id_, t, content=t, **kw)
 
 
 CASES = [

@@ -6,6 +6,7 @@ stand-in (``STAND_IN``) written from what the servers document."""
 import re
 
 from tests.engine.formats.harness import Case, Fuzz, close_tag_in_argument_cases
+from tests.engine.formats.harness import text_case as text
 
 FAMILY = "openpangu"
 
@@ -15,11 +16,6 @@ S = '{"name": "search", "arguments": {"query": "x", "limit": "10"}}'
 ONE = OPEN + "[" + W + "]" + CLOSE
 PW = ("get_weather", {"city": "Paris", "days": 3})
 PS = ("search", {"query": "x", "limit": 10})
-
-
-def text(case_id: str, reply: str, **kw) -> Case:
-    """A reply that holds no call: its text, byte for byte."""
-    return Case(case_id, reply, content=reply, **kw)
 
 
 CASES = [

@@ -7,6 +7,7 @@ stand-in (``STAND_IN``) written from what the servers and PLaMo 3's own template
 import re
 
 from tests.engine.formats.harness import Case, Fuzz, close_tag_in_argument_cases
+from tests.engine.formats.harness import text_case as text
 
 FAMILY = "plamo3"
 
@@ -26,11 +27,6 @@ def req(name: str, args: str, *, head: str = CJ + MSG) -> str:
 
 def section(*requests: str) -> str:
     return B + "".join(requests) + E
-
-
-def text(case_id: str, reply: str, **kw) -> Case:
-    """A reply that holds no call: its text, byte for byte."""
-    return Case(case_id, reply, content=reply, **kw)
 
 
 W = req("get_weather", '{"city": "Paris", "days": 3}')

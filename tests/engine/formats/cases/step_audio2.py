@@ -5,6 +5,7 @@ published Jinja template: the tiny model's template is a stand-in (``STAND_IN``)
 what StepFun's servers document."""
 
 from tests.engine.formats.harness import Case, Fuzz, close_tag_in_argument_cases
+from tests.engine.formats.harness import text_case as text
 
 FAMILY = "step-audio2"
 
@@ -14,11 +15,6 @@ OPEN, CLOSE = "<tool_call>", "</tool_call>"
 def call(name: str, args: str) -> str:
     """One call as the model writes it (``args``: the JSON text)."""
     return f"{OPEN}function\n{name}\n{args}{CLOSE}"
-
-
-def text(case_id: str, reply: str, **kw) -> Case:
-    """A reply that holds no call: its text, byte for byte."""
-    return Case(case_id, reply, content=reply, **kw)
 
 
 W = call("get_weather", '{"city": "Paris", "days": 3, "metric": true}')

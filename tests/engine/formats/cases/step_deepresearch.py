@@ -4,6 +4,7 @@
 written from what the servers document."""
 
 from tests.engine.formats.harness import Case, Fuzz, close_tag_in_argument_cases
+from tests.engine.formats.harness import text_case as text
 
 FAMILY = "step-deepresearch"
 
@@ -17,11 +18,6 @@ def invoke(name: str, **params: str) -> str:
 
 def block(*invokes: str) -> str:
     return OPEN + "\n" + "".join(invokes) + CLOSE
-
-
-def text(case_id: str, reply: str, **kw) -> Case:
-    """A reply that holds no call: its text, byte for byte."""
-    return Case(case_id, reply, content=reply, **kw)
 
 
 W = block(invoke("get_weather", city="Paris", days="3", metric="true"))
