@@ -145,7 +145,7 @@ class GlmFormat(ArgPairsFormat):
     key_tags, value_tags = KEY, VALUE
     param_close = V_CLOSE
     # A complete call whose closing tag never came, in a reply that ended normally (the module
-    # docstring); GLM's own deviation, not a setting of the families built on its reader.
+    # docstring): GLM's own deviation, which a family built on this reader turns off.
     unclosed = True
 
     def region_scanner(self, opener: str) -> RegionScanner:
