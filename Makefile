@@ -111,8 +111,12 @@ contracts: $(DEVSTAMP)
 PYTEST_JOBS ?= $(shell n=$$(nproc 2>/dev/null || sysctl -n hw.ncpu 2>/dev/null || echo 2); \
 	[ "$$n" -gt 4 ] && n=4; [ "$$n" -lt 2 ] && n=2; echo $$n)
 
+# A worker that crashes (a segfault) fails the run at once and names the test it ran: pytest-xdist
+# 3.8 replacing a crashed worker under --dist loadfile can wait forever for work it already did
+# (pytest-xdist #784, #1323, #1327), and a run that hangs says nothing of why.
 pytest: $(DEVSTAMP) $(LIVESTAMP) $(SYSSTAMP)
-	QT_QPA_PLATFORM=offscreen $(PY) -m pytest -n $(PYTEST_JOBS) --dist loadfile --durations=30
+	QT_QPA_PLATFORM=offscreen $(PY) -m pytest -n $(PYTEST_JOBS) --dist loadfile --max-worker-restart 0 \
+		--durations=30
 
 # The complete suite (what CI runs): lint, format, contracts, types, every test with the live
 # models, the bundle build and its self-test.
