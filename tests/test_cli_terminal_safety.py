@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.quiet_http import QuietHTTPServer
 from tests.test_cli_hostile_input import hermes_call, tool_call_model
 from tests.ui.scripted_gguf import CHATML, write_scripted_gguf
 
@@ -178,7 +179,7 @@ class _Endpoint(http.server.BaseHTTPRequestHandler):
 
 @pytest.fixture
 def endpoint() -> Iterator[str]:
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Endpoint)
+    server = QuietHTTPServer(("127.0.0.1", 0), _Endpoint)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:

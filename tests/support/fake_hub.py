@@ -40,8 +40,10 @@ import json
 import threading
 import time
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from urllib.parse import parse_qs, quote, unquote, urlsplit
+
+from tests.support.quiet_http import QuietHTTPServer
 
 __all__ = ["FakeHub", "HubRepo"]
 
@@ -85,7 +87,7 @@ class FakeHub:
         self.cdn_origin: str | None = None
         self.seen: list[tuple[str, str, str | None, str | None]] = []
         self._lock = threading.Lock()
-        self._server: ThreadingHTTPServer | None = None
+        self._server: QuietHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
     # -- set-up ---------------------------------------------------------------------------------
@@ -110,8 +112,7 @@ class FakeHub:
             pass
 
         Handler.hub = hub
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
+        self._server = QuietHTTPServer(("127.0.0.1", 0), Handler)
         # a short poll interval: shutdown() waits up to one interval (0.5 s by default)
         self._thread = threading.Thread(
             target=self._server.serve_forever, args=(0.02,), name="fake-hub", daemon=True

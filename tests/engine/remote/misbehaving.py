@@ -10,8 +10,10 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from tests.support.quiet_http import QuietHTTPServer
 
 __all__ = ["MisbehavingServer", "Request", "sse", "openai_chunk"]
 
@@ -90,8 +92,7 @@ class MisbehavingServer:
                 outer.requests.append(req)
                 outer.handler(req)
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), _H)
-        self.httpd.daemon_threads = True
+        self.httpd = QuietHTTPServer(("127.0.0.1", 0), _H)
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
         self._thread = threading.Thread(target=self.httpd.serve_forever, args=(0.02,), daemon=True)
 
