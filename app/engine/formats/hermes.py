@@ -4,6 +4,9 @@
 an optional ``<think>...</think>`` block. A markdown fence around the JSON and a trailing comma
 are repaired; ``arguments`` written as a JSON string holding an object is read as that object.
 A missing ``</tool_call>`` is accepted only when the reply ended normally right after the JSON.
+Inside the tags the arguments may be written under ``parameters`` (Llama 3's key) instead of
+``arguments``, never both: models served with Hermes' parser write it (gpt_server #47,
+localharness #104), and Ollama's parser reads both keys (ollama #12413).
 Where the model ended the call with ``</tool_call>`` and the JSON's closing brackets are all that
 is wrong, they are mended: the last ones left out (hermes-agent #5315: Qwen3.5, Hermes, LongCat;
 read where the call ends the reply, since the region of JSON that never closes runs on to there)
@@ -183,5 +186,6 @@ HERMES = register(
         close=CLOSE,
         strays=True,
         mend_closers=True,
+        args_keys=("arguments", "parameters"),
     )
 )

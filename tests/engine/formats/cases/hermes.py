@@ -469,4 +469,38 @@ CLOSERS = [
 ]
 CASES += CLOSERS
 
+# Inside the tags, the arguments under Llama 3's key ``parameters`` (gpt_server #47, localharness
+# #104; Ollama reads both): never both keys, and never in a bare reply or a TNG list.
+PWP = ("get_weather", {"city": "Paris", "days": 3})
+PAR = '{"name": "get_weather", "parameters": {"city": "Paris", "days": 3}}'
+PARAMETERS = [
+    Case("parameters-key", f"<tool_call>\n{PAR}\n</tool_call>", calls=[PWP]),
+    Case(
+        "parameters-then-arguments",
+        f"<think>two</think><tool_call>\n{PAR}\n</tool_call>\n{W}",
+        reasoning="two",
+        content="\n",
+        calls=[PWP, PWP],
+    ),
+    Case(
+        "parameters-as-json-string",
+        '<tool_call>{"name": "get_weather", "parameters": "{\\"city\\": \\"Rome\\"}"}</tool_call>',
+        calls=[("get_weather", {"city": "Rome"})],
+    ),
+    Case("parameters-outer-brace-left-out", f"<tool_call>{PAR[:-1]}</tool_call>", calls=[PWP]),
+    Case(
+        "parameters-cut",
+        '<tool_call>\n{"name": "get_weather", "parameters": {"city": "Pa',
+        truncated=True,
+        incomplete=["get_weather"],
+    ),
+    _text(
+        "parameters-and-arguments",
+        '<tool_call>{"name": "get_weather", "parameters": {"city": "Paris"}, "arguments": {}}</tool_call>',
+    ),
+    _text("parameters-bare-reply", PAR),
+    _text("parameters-in-a-list", f"<tool_call>\n[{PAR}]\n</tool_call>"),
+]
+CASES += PARAMETERS
+
 FUZZ = Fuzz(markers=("<tool_call>", "</tool_call>"))
