@@ -30,6 +30,11 @@ What else Gemma 4 writes, read strictly:
   between or none: ollama #15370), part of the call, never content;
 * the comma left out between a delimited string and the next key (``{command:<|"|>look<|"|>
   angle:90}``, hybridgroup/yzma #243);
+* Python's ``=`` for the ``:`` after a key in Gemma's braces, for any of the arguments
+  (``{code:<|"|>...<|"|>,save_as='report.docx'}``: Gemma 4 26B A4B, most often when the prompt
+  itself holds ``key='value'`` assignments, ollama #17882); the key must be an identifier;
+* a quoted string closed again with Gemma's delimiter (``pattern:':\\s*\\w+'<|"|>``, ollama
+  #15315; Ollama's repairs read it so, ollama #15374): the quoted string;
 * a call whose arguments' last ``}`` is left out, the closing marker right after the rest
   (``call:read_files{files:[{...}]<tool_call|>``: Ollama mends it, ollama #17565);
 * a marked call the model ended with its turn instead of ``<tool_call|>`` (Google's own reader
@@ -44,7 +49,6 @@ What else Gemma 4 writes, read strictly:
 
 from __future__ import annotations
 
-import ast
 import functools
 import json
 import re
@@ -53,6 +57,7 @@ from typing import Any
 
 from app.calls import WIRE_NAME
 from app.engine.formats.base import Format, IncompleteCall, ParsedCall, RegionScanner, one_call, register
+from app.engine.formats.pycalls import read_py_literal
 from app.engine.formats.sections import first_marker, notation_text
 from app.json_schema import tool_schemas
 
@@ -74,6 +79,7 @@ _JSON_STRING = json.JSONDecoder(strict=False)
 # Where a string may start: after these (whitespace between), a delimiter opens a string; anywhere
 # else it closes one whose opening delimiter was left out.
 _VALUE_START = ":{[,(="
+_KEY_STOPS = ":{}[],<>\"'\n"  # where a bare key ends
 
 
 class _Scanner(RegionScanner):
@@ -180,16 +186,16 @@ class _Reader:
             if end >= len(s):
                 raise _Bad("unterminated string")
             end += 1
-            try:
-                v = ast.literal_eval(s[i:end])
-            except (ValueError, SyntaxError, MemoryError, RecursionError):
-                raise _Bad("bad Python string") from None
+            ok, v = read_py_literal(s[i:end])  # (the compiler's remarks on it are not the user's)
+            if not ok:
+                raise _Bad("bad Python string")
         if not isinstance(v, str):
             raise _Bad("not a string")
         self.i = end
         return v
 
-    def key(self, kv: str = ":") -> str:
+    def key(self, kv: str = ":", py_sep: bool = False) -> str:
+        """A key and its separator ``kv``; with ``py_sep``, ``=`` may stand for ``:``."""
         self.ws()
         if self.s.startswith(QUOTE, self.i):
             k = self.string()
@@ -197,7 +203,8 @@ class _Reader:
             k = self.quoted()
         else:
             j = self.i
-            while j < len(self.s) and self.s[j] not in ":{}[],<>\"'\n":
+            stops = _KEY_STOPS + ("=" if py_sep else "")
+            while j < len(self.s) and self.s[j] not in stops:
                 j += 1
             if kv == "=":  # a keyword argument's name: up to the '='
                 j = self.s.find("=", self.i)
@@ -207,6 +214,8 @@ class _Reader:
                 raise _Bad("empty key")
             self.i = j
         self.ws()
+        if py_sep and self.s.startswith("=", self.i) and k.isidentifier():
+            kv = "="  # Python's separator in Gemma's braces (``save_as='a.docx'``: ollama #17882)
         if not self.s.startswith(kv, self.i):
             raise _Bad(f"key without {kv!r}")
         self.i += 1
@@ -223,7 +232,10 @@ class _Reader:
             raise _Bad("missing value")
         c = s[i]
         if c in "\"'":
-            return self.quoted()
+            v = self.quoted()
+            if self.strays and s.startswith(QUOTE, self.i):  # closed again Gemma's way (ollama #15315)
+                self.i += len(QUOTE)
+            return v
         if c == "{":
             return self.obj(depth + 1)
         if c == "[":
@@ -272,7 +284,7 @@ class _Reader:
             self.i += 1
             return out
         while True:
-            k = self.key(kv)
+            k = self.key(kv, py_sep=self.strays and shell == "{}")
             if k in out:
                 raise _Bad("duplicate key")
             out[k] = self.value(depth + 1)

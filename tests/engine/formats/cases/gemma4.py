@@ -399,6 +399,57 @@ CASES += close_tag_in_argument_cases(
     "<|tool_call>",
 )
 
+# Python's '=' for ':' after a key in Gemma's braces, for any argument (ollama #17882: Gemma 4
+# 26B A4B, `save_as='report.docx'` after a first argument written Gemma's way); and a quoted
+# string closed again with Gemma's delimiter (ollama #15315, read so by Ollama's repairs #15374).
+PY_SEPARATOR = [
+    Case(
+        "equals-after-the-first-argument",
+        f"<|tool_call>call:search{{query:{Q}x{Q},limit='10'}}<tool_call|>",
+        calls=[("search", {"query": "x", "limit": 10})],
+    ),
+    Case(
+        "equals-throughout",
+        f"<|tool_call>call:get_weather{{city={Q}Paris{Q}, days=3}}<tool_call|>\nChecking.",
+        content="\nChecking.",
+        calls=[W],
+    ),
+    Case(
+        "equals-json-quoted",
+        '<|channel>thought\nweather<channel|><|tool_call>call:get_weather{city="Paris",days=3}<tool_call|>',
+        reasoning="\nweather",
+        calls=[W],
+    ),
+    Case(
+        "equals-cut",
+        f"<|tool_call>call:get_weather{{city={Q}Par",
+        truncated=True,
+        incomplete=["get_weather"],
+    ),
+    Case(
+        "quoted-then-gemma-delimiter",
+        f"<|tool_call>call:search{{query:':\\s*\\w+'{Q},limit:10}}<tool_call|>",
+        calls=[("search", {"query": ":\\s*\\w+", "limit": 10})],
+    ),
+    Case(
+        "quoted-then-gemma-delimiter-last",
+        f'<|tool_call>call:get_weather{{days:3,city:"Paris"{Q}}}<tool_call|>',
+        calls=[W],
+    ),
+    # still text: a key that is no identifier before '=', a doubled separator, a bare word after
+    # '=', a string closed twice (Python's call shell keeps one separator: QUOTES_AND_SHELL)
+    text_case(
+        "equals-after-a-spaced-key", f"<|tool_call>call:get_weather{{the city={Q}Paris{Q}}}<tool_call|>"
+    ),
+    text_case("equals-then-colon", f"<|tool_call>call:get_weather{{city=:{Q}Paris{Q}}}<tool_call|>"),
+    text_case("equals-bare-word", "<|tool_call>call:get_weather{city=Paris}<tool_call|>"),
+    text_case(
+        "quoted-then-two-delimiters",
+        f'<|tool_call>call:get_weather{{city:"Paris"{Q}{Q}}}<tool_call|>',
+    ),
+]
+CASES += PY_SEPARATOR
+
 # A <|tool_response> straight after a call is consumed with it (the 31B template renders it there),
 # and so is the closing marker written again after it.
 FUZZ = Fuzz(
