@@ -5,6 +5,8 @@ from __future__ import annotations
 import contextlib
 import gc
 import os
+import shutil
+import tempfile
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -180,6 +182,13 @@ def _is_xdist_worker(config) -> bool:
     return hasattr(config, "workerinput")
 
 
+# Where each xdist worker's faulthandler writes when the worker dies of a fatal signal (set by the
+# controller before it starts them): the controller puts it in the crashed test's report, crashing
+# thread first, so a crash is named where a run's summary is read, not only mid-run on stderr.
+_FAULT_DIR = "CALLISTO_TEST_FAULT_DIR"
+
+
+@pytest.hookimpl(trylast=True)  # after pytest's own faulthandler plugin, which points it at stderr
 def pytest_configure(config):
     config._callisto_leftovers = []  # "pid N: cmdline" of children alive at the end
     config._callisto_leaks = []  # (test id, engines before, engines after) with CALLISTO_TEST_LEAKS
@@ -188,6 +197,37 @@ def pytest_configure(config):
         sampler = _EngineSampler()
         sampler.start()
         config._callisto_sampler = sampler
+        if config.pluginmanager.hasplugin("dsession"):
+            os.environ[_FAULT_DIR] = tempfile.mkdtemp(prefix="callisto-faults-")
+    elif os.environ.get(_FAULT_DIR):
+        import faulthandler
+
+        path = Path(os.environ[_FAULT_DIR]) / f"{config.workerinput['workerid']}.log"
+        config._callisto_fault_log = path.open("w", encoding="utf-8")  # kept open: faulthandler holds it
+        faulthandler.enable(file=config._callisto_fault_log, all_threads=True)
+
+
+def _crash_dump(worker_id: str) -> str:
+    """What a crashed worker's faulthandler wrote, the crashing thread's stack first."""
+    folder = os.environ.get(_FAULT_DIR)
+    if not folder:
+        return ""
+    try:
+        text = (Path(folder) / f"{worker_id}.log").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ""
+    blocks = text.strip().split("\n\n")
+    current = [b for b in blocks if b.startswith("Current thread")]
+    rest = [b for b in blocks if not b.startswith("Current thread")]
+    return "\n\n".join([*rest[:1], *current, *rest[1:]])[:6_000]
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_handlecrashitem(crashitem, report, sched):
+    """xdist: a worker died running ``crashitem``; its report gets the worker's fatal-error dump."""
+    dump = _crash_dump(report.node.gateway.id)
+    if dump:
+        report.longrepr = f"{report.longrepr}\n\n{dump}"
 
 
 if os.environ.get("CALLISTO_TEST_LEAKS"):
@@ -240,6 +280,8 @@ def pytest_sessionfinish(session, exitstatus):
         return
     if config._callisto_sampler is not None:
         config._callisto_sampler.stop()
+    if os.environ.get(_FAULT_DIR) and config.pluginmanager.hasplugin("dsession"):
+        shutil.rmtree(os.environ.pop(_FAULT_DIR), ignore_errors=True)
     if not config.pluginmanager.hasplugin("dsession"):  # no xdist workers: this process ran the tests
         config._callisto_leftovers.extend(_leftover_children())
     if config._callisto_sampler is not None:  # engines whose parent (a CLI or app run) is gone
