@@ -100,8 +100,9 @@ _CLIENT_ID = re.compile(
 _INDEX = re.compile(r"[:_]?\d+$")
 
 
-def _k2_name(written: str, args: dict[str, Any], tools: list[dict[str, Any]] | None) -> str:
-    """The tool a K2 call names with the id ``written`` (see the module docstring)."""
+def _k2_name(written: str, args: dict[str, Any] | None, tools: list[dict[str, Any]] | None) -> str:
+    """The tool a K2 call names with the id ``written`` (see the module docstring); ``args`` None
+    (a call the token limit cut): only a name the id holds."""
     schemas = tool_schemas(tools)
     if not schemas or written in schemas:
         return written
@@ -109,7 +110,7 @@ def _k2_name(written: str, args: dict[str, Any], tools: list[dict[str, Any]] | N
     for name in (rest, _INDEX.sub("", rest)):
         if name in schemas:
             return name
-    if _CLIENT_ID.fullmatch(written) and any(c.isdigit() for c in written):
+    if args is not None and _CLIENT_ID.fullmatch(written) and any(c.isdigit() for c in written):
         fits = [n for n, schema in schemas.items() if _fits(args, schema)]
         if len(fits) == 1:
             return fits[0]

@@ -26,12 +26,21 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from functools import partial
 from typing import Any
 
-from app.engine.formats.base import Format, JsonStateScanner, ParsedCall, RegionScanner, find_marker
+from app.engine.formats.base import (
+    Format,
+    IncompleteCall,
+    JsonStateScanner,
+    ParsedCall,
+    RegionScanner,
+    find_marker,
+)
 from app.engine.formats.jsonscan import JsonScanner, loads_repaired
 from app.engine.holdback import partial_start
+from app.json_schema import tool_schemas
 
 __all__ = [
     "NAME",
@@ -612,8 +621,8 @@ class JsonSectionFormat(Format):
     closes the JSON before ``CALL_END`` (see :class:`JsonCallSection`; ``call_tail`` writes it).
     ``alt_sections``: other (begin, end) pairs a section is read between (an opener each too).
     ``name_of``: where the header names a call by an id (Kimi's ``functions.NAME:0``), the tool the
-    call is to, from the header's name, the call's arguments and the offered tools (None: the
-    header's name as written).
+    call is to, from the header's name, the call's arguments (None for a call the token limit cut)
+    and the offered tools (None: the header's name as written).
     """
 
     section_begin: str
@@ -629,7 +638,7 @@ class JsonSectionFormat(Format):
     head_frame = ("", "")
     args_end = ""
     alt_sections: tuple[tuple[str, str], ...] = ()
-    name_of: Callable[[str, dict[str, Any], list[dict[str, Any]] | None], str] | None = None
+    name_of: Callable[[str, dict[str, Any] | None, list[dict[str, Any]] | None], str] | None = None
 
     def _section_end(self, opener: str) -> str:
         """The end marker of a section opened by ``opener``."""
@@ -701,6 +710,16 @@ class JsonSectionFormat(Format):
             name = m.group(1) if self.name_of is None else self.name_of(m.group(1), args, tools)
             out.append(ParsedCall(name, args, body[raw_start:raw_end]))
         return out, leftover
+
+    def cut_call(self, opener: str, body: str, tools: list[dict[str, Any]] | None) -> IncompleteCall | None:
+        """The cut call, named by ``name_of`` where its header was written whole (a copied id)."""
+        inc = super().cut_call(opener, body, tools)
+        if inc is None or self.name_of is None:
+            return inc
+        at = inc.raw.rfind(self.call_begin)
+        m = None if at == -1 else self.header.match(inc.raw, at + len(self.call_begin))
+        name = None if m is None else self.name_of(m.group(1), None, tools)
+        return inc if name is None or name not in tool_schemas(tools) else replace(inc, name=name)
 
     def grammar_wire(self, ctx):
         from app.engine.grammar.wires import json_section

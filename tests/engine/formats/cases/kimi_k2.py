@@ -203,6 +203,23 @@ COPIED_IDS = [
     Case("id-wrong-type", by_id("call00003", '{"city": 5}'), calls=[("call00003", {"city": 5})]),
     Case("name-not-an-id", by_id("callback"), calls=[("callback", PW[1])]),
     Case("id-without-tools", by_id("call00003"), calls=[("call00003", PW[1])], tools=[]),
+    # cut by the token limit: named by the id where it holds a name, never by arguments not all there
+    Case(
+        "id-underscored-cut",
+        f'{B}{CB}functions_get_weather_1{AB}{{"city": "Pa',
+        truncated=True,
+        incomplete=["get_weather"],
+    ),
+    Case("id-joined-cut", f"{B}{CB}functionsget_weather5{AB}{{", truncated=True, incomplete=["get_weather"]),
+    Case(
+        "id-cut-after-a-call",
+        f'{B}{CB}call00002{AB}{{"query": "q"}}{CE}{CB}functions_get_weather_3{AB}{{"city"',
+        truncated=True,
+        calls=[("search", {"query": "q"})],
+        incomplete=["get_weather"],
+    ),
+    Case("id-client-cut", f'{B}{CB}call00003{AB}{{"city": "Pa', truncated=True, incomplete=[None]),
+    Case("id-undeclared-cut", f"{B}{CB}functions_get_forecast_1{AB}{{", truncated=True, incomplete=[None]),
 ]
 CASES += COPIED_IDS
 
