@@ -5,7 +5,7 @@ from their template's wire)."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +13,7 @@ import pytest
 
 from tests.ui.scripted_gguf import write_scripted_gguf
 
-__all__ = ["read_plain", "read_streamed", "reply_fixtures", "scripted_reply_server"]
+__all__ = ["read_plain", "read_streamed", "reply_fixtures", "scripted_reply_server", "stray_wire_tests"]
 
 
 def scripted_reply_server(
@@ -92,3 +92,34 @@ def read_streamed(client, model: str, messages, tools, max_tokens: int = 128) ->
         finish = chunk.choices[0].finish_reason or finish
     calls = [(v["name"], json.loads(v["args"])) for _, v in sorted(seen.items())]
     return calls, text or None, finish
+
+
+def stray_wire_tests(
+    template: Path,
+    family: str,
+    calls: Mapping[str, list[tuple[str, dict[str, Any]]]],
+    messages: list[dict[str, Any]],
+    tools: list[dict[str, Any]],
+    *,
+    markers: Sequence[str] = (),
+) -> tuple[Callable[..., None], Callable[..., None]]:
+    """The two tests of a module of stray-wire replies (its ``server`` and ``client`` from
+    :func:`reply_fixtures`): ``template`` is detected as ``family``, and each model's reply
+    reaches the client as exactly ``calls[model]``, plain and streamed, with no text (none of
+    ``markers`` either) and the finish reason ``tool_calls``. Assign them to the module's
+    ``test_`` names."""
+
+    def test_template(server) -> None:
+        from app.engine.formats import detect_template
+
+        assert detect_template(template.read_text(encoding="utf-8")) == family
+
+    @pytest.mark.parametrize("read", [read_plain, read_streamed], ids=["plain", "streamed"])
+    @pytest.mark.parametrize("model", sorted(calls))
+    def test_calls(client, model: str, read) -> None:
+        got, content, finish = read(client, model, messages, tools)
+        assert got == calls[model]
+        assert not (content or "").strip() and finish == "tool_calls"
+        assert not any(m in (content or "") for m in markers)
+
+    return test_template, test_calls

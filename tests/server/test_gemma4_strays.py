@@ -11,10 +11,8 @@ markers or notation as text, plain and streamed."""
 
 from __future__ import annotations
 
-import pytest
-
 from tests.server.conftest import TEMPLATES, TOOLS
-from tests.server.scripted_replies import read_plain, read_streamed, reply_fixtures
+from tests.server.scripted_replies import reply_fixtures, stray_wire_tests
 
 USER = [{"role": "user", "content": "Weather in Oslo, and the time there?"}]
 OSLO = {"city": "Oslo"}
@@ -57,16 +55,6 @@ server, client = reply_fixtures(
 )
 
 
-def test_the_template_is_gemma_4_s(server):
-    from app.engine.formats import detect_template
-
-    assert detect_template(TEMPLATE.read_text(encoding="utf-8")) == "gemma4"
-
-
-@pytest.mark.parametrize("read", [read_plain, read_streamed], ids=["plain", "streamed"])
-@pytest.mark.parametrize("model", sorted(CALLS))
-def test_gemma4_s_strays_reach_the_client_as_calls(client, model, read):
-    calls, content, finish = read(client, model, USER, TOOLS)
-    assert calls == CALLS[model]
-    assert not (content or "").strip() and finish == "tool_calls"
-    assert not any(m in (content or "") for m in (OPEN, CLOSE, Q))
+test_the_template_is_gemma_4_s, test_gemma4_s_strays_reach_the_client_as_calls = stray_wire_tests(
+    TEMPLATE, "gemma4", CALLS, USER, TOOLS, markers=(OPEN, CLOSE, Q)
+)

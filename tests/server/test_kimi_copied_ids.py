@@ -12,10 +12,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import pytest
-
 from tests.server.conftest import TEMPLATES, TOOLS
-from tests.server.scripted_replies import read_plain, read_streamed, reply_fixtures
+from tests.server.scripted_replies import reply_fixtures, stray_wire_tests
 
 USER = [{"role": "user", "content": "Weather in Oslo, and the time there?"}]
 OSLO = {"city": "Oslo"}
@@ -49,18 +47,9 @@ server, client = reply_fixtures(
 )
 
 
-def test_the_template_is_kimi_k2_s(server):
-    from app.engine.formats import detect_template
-
-    assert detect_template(TEMPLATE.read_text(encoding="utf-8")) == "kimi-k2"
-
-
-@pytest.mark.parametrize("read", [read_plain, read_streamed], ids=["plain", "streamed"])
-@pytest.mark.parametrize("model", sorted(CALLS))
-def test_calls_named_by_copied_ids_reach_the_client_as_calls_to_its_tools(client, model, read):
-    calls, content, finish = read(client, model, USER, TOOLS)
-    assert calls == CALLS[model]
-    assert not (content or "").strip() and finish == "tool_calls"
+test_the_template_is_kimi_k2_s, test_calls_named_by_copied_ids_reach_the_client_as_calls_to_its_tools = (
+    stray_wire_tests(TEMPLATE, "kimi-k2", CALLS, USER, TOOLS)
+)
 
 
 def test_a_conversation_with_the_client_s_ids_shows_kimi_its_own(server):

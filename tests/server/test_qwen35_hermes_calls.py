@@ -11,10 +11,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import pytest
-
 from tests.server.conftest import TEMPLATES, TOOLS
-from tests.server.scripted_replies import read_plain, read_streamed, reply_fixtures
+from tests.server.scripted_replies import reply_fixtures, stray_wire_tests
 
 USER = [{"role": "user", "content": "Weather in Oslo, and the time there?"}]
 OSLO = {"city": "Oslo"}
@@ -40,27 +38,18 @@ CALLS = {
     "qwen35-json-pair": [("get_weather", OSLO), ("get_time", ZONE)],
 }
 CONTROL = ("<|im_start|>", "<|im_end|>", "<|endoftext|>")
+TEMPLATE = TEMPLATES / "Qwen3.5-4B.jinja"
 
 
 server, client = reply_fixtures(
     "qwen35",
-    (TEMPLATES / "Qwen3.5-4B.jinja").read_text(encoding="utf-8"),
+    TEMPLATE.read_text(encoding="utf-8"),
     REPLIES,
     control=CONTROL,
     eos="<|im_end|>",
 )
 
 
-def test_the_template_is_qwen_xml_s(server):
-    from app.engine.formats import detect_template
-
-    assert detect_template((TEMPLATES / "Qwen3.5-4B.jinja").read_text(encoding="utf-8")) == "qwen-xml"
-
-
-@pytest.mark.parametrize("read", [read_plain, read_streamed], ids=["plain", "streamed"])
-@pytest.mark.parametrize("model", sorted(CALLS))
-def test_qwen35_s_hermes_calls_reach_the_client_as_calls(client, model, read):
-    calls, content, finish = read(client, model, USER, TOOLS)
-    assert calls == CALLS[model]
-    assert not (content or "").strip()  # nothing of the calls' JSON or tags is shown as text
-    assert "<tool_call>" not in (content or "") and finish == "tool_calls"
+test_the_template_is_qwen_xml_s, test_qwen35_s_hermes_calls_reach_the_client_as_calls = stray_wire_tests(
+    TEMPLATE, "qwen-xml", CALLS, USER, TOOLS, markers=("<tool_call>",)
+)
