@@ -105,6 +105,7 @@ def main(argv: list[str] | None = None) -> int:
     from PySide6.QtWidgets import QApplication
 
     from app.ui import runtime  # folders, rotating log, exception dialog
+    from app.ui.collector import MainThreadCollector
     from app.ui.main_window import MainWindow
     from app.ui.theme import apply_theme, install_theme_follower
 
@@ -113,6 +114,8 @@ def main(argv: list[str] | None = None) -> int:
     app.setApplicationName("Callisto")
     app.setOrganizationName("Callisto")
     runtime.install_exception_hooks()  # now with a QApplication: unhandled errors show a dialog
+    collector = MainThreadCollector(app)  # before any worker thread: cycles are freed on this one
+    collector.start()
     guard = None
     if not args.screenshot:  # a second launch focuses the running window
         guard = runtime.SingleInstance()

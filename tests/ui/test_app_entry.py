@@ -1,4 +1,5 @@
-"""``python -m app``: the window is titled Callisto and ``--screenshot`` renders it headlessly."""
+"""``python -m app``: the window is titled Callisto and ``--screenshot`` renders it headlessly (with
+Python's cycle collector moved to the GUI thread, as every start of the window does)."""
 
 from __future__ import annotations
 
@@ -34,6 +35,9 @@ def test_screenshot_writes_png_of_the_callisto_window(tmp_path):
     # not a blank image: the window drew something
     colours = {img.pixel(x, y) for x in range(0, img.width(), 37) for y in range(0, img.height(), 29)}
     assert len(colours) > 3
+    # the window frees reference cycles on its GUI thread only (app.ui.collector)
+    log = (tmp_path / "home" / "logs" / "callisto.log").read_text(encoding="utf-8")
+    assert "[MainThread] cycle collection runs on the GUI thread" in log
 
 
 def test_main_window_is_titled_callisto(qtbot, tmp_path, monkeypatch):
