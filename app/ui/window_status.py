@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING
 
 from PySide6.QtWidgets import QLabel, QProgressBar, QPushButton
 
+from app.ui.chat.live import elapsed_text
+
 if TYPE_CHECKING:
     from PySide6.QtWidgets import QStatusBar
 
@@ -47,7 +49,7 @@ class StatusController:
 
     def show_turn_stats(self, ev: DoneEvent) -> None:
         if ev.ttft_s is not None:
-            self.stat_ttft.setText(f"TTFT {ev.ttft_s * 1000:.0f} ms")
+            self.stat_ttft.setText(f"TTFT {elapsed_text(ev.ttft_s)}")
         if ev.tokens_per_s is not None:
             self.stat_tps.setText(f"{ev.tokens_per_s:.1f} tok/s")
 

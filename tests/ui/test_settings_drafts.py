@@ -122,14 +122,24 @@ def test_a_reply_that_drafted_nothing_says_nothing_of_drafts():
     from app.ui.chat.live import stats_text
     from app.ui.chat.records import stored_stats_text
 
-    assert stats_text(12, 30.0, 0.5, draft_tokens=0, draft_accepted=0) == "12 tokens · 30.0 tok/s · 0.5 s"
-    assert stats_text(1, None, 0.1) == "1 token · 0.1 s"  # one token, not "1 tokens"
+    assert stats_text(12, 30.0, 0.5, draft_tokens=0, draft_accepted=0) == "12 tokens · 30.0 tok/s · 500 ms"
+    assert stats_text(1, None, 0.1) == "1 token · 100 ms"  # one token, not "1 tokens"
     assert stats_text(12, 30.0, 0.5, draft_tokens=9, draft_accepted=0).endswith(
         "· 0 of 9 drafted tokens accepted"
     )
     # a reply stored before drafts were counted reads as it did
     assert stored_stats_text({"generated_tokens": 12, "tokens_per_s": 30.0, "elapsed_s": 0.5}) == (
-        "12 tokens · 30.0 tok/s · 0.5 s"
+        "12 tokens · 30.0 tok/s · 500 ms"
     )
     stored = {"generated_tokens": 1200, "draft_tokens": 1500, "draft_accepted": 1100}
     assert stored_stats_text(stored) == "1,200 tokens · 1,100 of 1,500 drafted tokens accepted"
+
+
+def test_a_replys_time_reads_as_a_person_says_it():
+    """Not "0.0 s" for a quick reply, nor "185.3 s" for a long one."""
+    from app.ui.chat.live import elapsed_text, stats_text
+
+    cases = [(0.0, "0 ms"), (0.023, "23 ms"), (0.9994, "999 ms"), (0.9996, "1.0 s"), (2.74, "2.7 s")]
+    cases += [(59.94, "59.9 s"), (59.96, "1 min 00 s"), (185.3, "3 min 05 s"), (3725.0, "1 h 02 min")]
+    assert [elapsed_text(s) for s, _ in cases] == [text for _, text in cases]
+    assert stats_text(600, 3.2, 185.3, 1.5) == "600 tokens · 3.2 tok/s · 3 min 05 s · first token 1.5 s"

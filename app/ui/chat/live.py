@@ -3,7 +3,7 @@ line every reply shows once it ended (live or reopened)."""
 
 from __future__ import annotations
 
-__all__ = ["LiveCounter", "LiveSnapshot", "stats_text"]
+__all__ = ["LiveCounter", "LiveSnapshot", "elapsed_text", "stats_text"]
 
 
 def stats_text(
@@ -26,12 +26,25 @@ def stats_text(
     if elapsed_s is None and tokens_per_s and generated_tokens:
         elapsed_s = (ttft_s or 0.0) + generated_tokens / tokens_per_s
     if elapsed_s is not None:
-        parts.append(f"{elapsed_s:.1f} s")
+        parts.append(elapsed_text(elapsed_s))
     if ttft_s is not None:
-        parts.append(f"first token {ttft_s * 1000:.0f} ms")
+        parts.append(f"first token {elapsed_text(ttft_s)}")
     if draft_tokens:
         parts.append(f"{draft_accepted or 0:,} of {draft_tokens:,} drafted tokens accepted")
     return " · ".join(parts)
+
+
+def elapsed_text(seconds: float) -> str:
+    """How long a reply took, as a person reads it: "40 ms", "2.7 s", "3 min 05 s", "1 h 02 min"."""
+    if seconds < 0.9995:
+        return f"{max(seconds, 0.0) * 1000:.0f} ms"
+    if seconds < 59.95:
+        return f"{seconds:.1f} s"
+    minutes, secs = divmod(round(seconds), 60)
+    if minutes < 60:
+        return f"{minutes} min {secs:02d} s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes:02d} min"
 
 
 #: What the engine says of a reply being written: (tokens so far, the call being written as
