@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from PySide6.QtCore import QSize, Qt
-from PySide6.QtGui import QResizeEvent
+from PySide6.QtCore import QEvent, QSize, Qt
+from PySide6.QtGui import QFontMetrics, QResizeEvent
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QToolButton, QVBoxLayout, QWidget
 
-__all__ = ["FormNote", "chats_said", "line_with_action", "side_panel_layout", "wrapped_label"]
+__all__ = ["ElidedLabel", "FormNote", "chats_said", "line_with_action", "side_panel_layout", "wrapped_label"]
 
 
 def chats_said(titles: list[str]) -> str:
@@ -16,13 +16,11 @@ def chats_said(titles: list[str]) -> str:
 
 def line_with_action(frame: QWidget, *, top: int = 0) -> tuple[QLabel, QToolButton]:
     """The one-line rows above the chat (its system prompt, the model it was with): small words
-    that a narrow window cuts, never the action button on the right."""
+    that a narrow window cuts ("…"), never the action button on the right."""
     row = QHBoxLayout(frame)
     row.setContentsMargins(12, top, 12, 0)
-    label = QLabel()
+    label = ElidedLabel(fills=True)
     label.setObjectName("msgStats")
-    label.setMinimumWidth(1)
-    label.setTextFormat(Qt.TextFormat.PlainText)
     row.addWidget(label, 1)
     button = QToolButton()
     button.setObjectName("msgAction")
@@ -64,6 +62,61 @@ class FormNote(QLabel):
         if event.size().width() != event.oldSize().width() or not self._laid_out:
             self._laid_out = True
             self.updateGeometry()  # the height for this width: the layout asks again
+
+
+class ElidedLabel(QLabel):
+    """One line of plain text that a narrow row cuts with "…" at its end instead of mid-letter
+    (``text()`` is still the whole text); it may shrink to nothing, so a row's buttons stay. It
+    asks for its whole width, or with ``fills`` for none: such a label takes what the row has
+    left (add it with a stretch), so the labels that ask keep their text longer (a reply's head
+    keeps the model's name and cuts its status)."""
+
+    def __init__(self, text: str = "", parent: QWidget | None = None, *, fills: bool = False) -> None:
+        super().__init__(parent)
+        self.setTextFormat(Qt.TextFormat.PlainText)
+        self.setMinimumWidth(1)
+        self._full = ""
+        self._tip = ""  # a tooltip set for the label; else a cut text's tooltip is the whole text
+        self._fills = fills
+        self.setText(text)
+
+    def setToolTip(self, tip: str) -> None:
+        self._tip = tip
+        self._fit()
+
+    def text(self) -> str:  # the whole text, not the cut one shown
+        return self._full
+
+    def setText(self, text: str) -> None:
+        self._full = text
+        self._fit()
+        self.updateGeometry()
+
+    def _width(self, text: str) -> int:
+        self.ensurePolished()  # the style sheet's font (a status in italics) is the one drawn
+        margins = self.contentsMargins()
+        return QFontMetrics(self.font()).horizontalAdvance(text) + margins.left() + margins.right() + 2
+
+    def sizeHint(self) -> QSize:
+        hint = super().sizeHint()
+        return QSize(1 if self._fills else self._width(self._full), hint.height())
+
+    def _fit(self) -> None:
+        shown = self._full
+        if self._width(shown) > self.width():
+            room = max(self.contentsRect().width(), 0)
+            shown = QFontMetrics(self.font()).elidedText(shown, Qt.TextElideMode.ElideRight, room)
+        super().setText(shown)
+        super().setToolTip(self._tip or (self._full if shown != self._full else ""))
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        super().resizeEvent(event)
+        self._fit()
+
+    def changeEvent(self, event: QEvent) -> None:
+        super().changeEvent(event)
+        if event.type() in (QEvent.Type.FontChange, QEvent.Type.StyleChange):  # text size, theme
+            self.setText(self._full)
 
 
 def side_panel_layout(panel: QWidget, object_name: str) -> QVBoxLayout:

@@ -346,6 +346,42 @@ def test_u5_at_800x600_with_the_panel_open_a_regenerated_reply_still_fits(qtbot,
         assert 0 < button.mapTo(view, QPoint(button.width(), 0)).x() <= view.width()
 
 
+def test_u5_a_narrow_head_cuts_its_status_then_the_name_with_an_ellipsis(qtbot):
+    """A long status (waiting for a slot) is cut first, with "…", the model's name after it; the
+    actions stay; a cut text's whole words are its tooltip (the name's own tooltip stays)."""
+    from PySide6.QtWidgets import QLabel
+
+    from app.ui.chat import AssistantMessage
+
+    reply = AssistantMessage()
+    qtbot.addWidget(reply)
+    name, status = "SmolLM2-135M-Instruct.Q4_1", "Waiting for a free slot: 4 server requests are generating."
+    reply.set_author(name, "the file")
+    reply.status_label.setText(status)
+    reply.show()
+
+    def shown(label) -> str:
+        return QLabel.text(label)  # what is drawn (``text()`` is the whole text)
+
+    def head_at(width: int) -> tuple[str, str]:
+        reply.resize(width, 120)
+        qtbot.waitUntil(lambda: reply.width() == width)
+        right = reply.btn_more.mapTo(reply, QPoint(reply.btn_more.width(), 0)).x()
+        assert right <= width  # the actions fit
+        assert reply.who.text() == name and reply.status_label.text() == status
+        return shown(reply.who), shown(reply.status_label)
+
+    assert head_at(1100) == (name, status)
+    assert reply.status_label.toolTip() == ""
+    who, said = head_at(700)
+    assert who == name and said.endswith("…") and status.startswith(said[:-1])
+    assert reply.status_label.toolTip() == status
+    who, said = head_at(380)
+    assert said == "" and who.endswith("…") and name.startswith(who[:-1])
+    assert reply.who.toolTip().startswith("the file")  # its own tooltip, not the cut text's
+    assert head_at(1100) == (name, status)  # wide again: whole again
+
+
 def test_u8_a_remote_reply_shows_a_live_counter_too(qtbot, make_window, memory_keyring):
     """A remote engine does not count its tokens as it writes: the reply counts the pieces it
     streamed (about one a token) and their rate."""

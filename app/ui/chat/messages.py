@@ -34,6 +34,7 @@ from app.ui.chat.live import LiveCounter, LiveSnapshot, stats_text
 from app.ui.chat.markdown import TextRun
 from app.ui.chat.notices import ErrorBox, NoticeBanner
 from app.ui.chat.tool_card import ToolCard
+from app.ui.labels import ElidedLabel
 
 __all__ = [
     "COPIED_MS",
@@ -70,30 +71,24 @@ class AssistantMessage(QFrame):
         self._lay.setContentsMargins(12, 8, 12, 8)
         self._lay.setSpacing(4)
         head = QHBoxLayout()
-        self.who = QLabel("Assistant")
+        self.who = ElidedLabel("Assistant")
         self.who.setObjectName("roleLabel")
         self.written_at = time.time()  # when it began (the head's tooltip says it)
         head.addWidget(self.who)
-        self.status_label = QLabel("Processing prompt…")
+        self.status_label = ElidedLabel("Processing prompt…", fills=True)  # cut before the name
         self.status_label.setObjectName("msgStatus")
-        head.addWidget(self.status_label)
+        head.addWidget(self.status_label, 1)  # what the name and the actions leave
         self.progress = QProgressBar()  # until the first token: the prompt is being read
         self.progress.setObjectName("promptProgress")
         self.progress.setRange(0, 0)
         self.progress.setMaximumSize(90, 8)
         self.progress.setTextVisible(False)
         head.addWidget(self.progress)
-        self.live = QLabel("")  # tokens and tok/s while the reply is written
+        self.live = ElidedLabel("")  # tokens and tok/s while the reply is written
         self.live.setObjectName("msgLive")
         self.live.setVisible(False)
         head.addWidget(self.live)
-        for label in (
-            self.who,
-            self.status_label,
-            self.live,
-        ):  # a narrow reply cuts these, never its actions (U5)
-            label.setMinimumWidth(1)
-        head.addStretch(1)
+        # a narrow reply cuts the labels ("…": the status first, then the name), never its actions (U5)
         self.btn_prev = small_button("‹", "The previous version of this reply")
         self.btn_prev.clicked.connect(lambda: self.sig_version.emit(self.version[0] - 1))
         self.version_label = QLabel("")
