@@ -40,6 +40,9 @@ What Qwen3-Coder and Qwen3.5 also write, read with the tool's declared parameter
   the rest as written (``</function>`` included; ds4 #1050, 5 of 98 calls in one session): read
   as the function's tag where NAME is a declared tool and only whitespace stands between the tag
   and the next ``<parameter=`` or ``</function>`` (a parameter's value would stand there);
+* the same tag without the ``<tool_call>`` around it (Qwen3.6 27B behind an agent, one block or
+  several in a row: q27 #24, from two clients): a bare block as above whose tag is
+  ``<parameter=NAME>``, NAME a declared tool, the next ``<parameter=`` after whitespace only;
 * Step-3.5's tags as vLLM's step3p5 reader mends them: the function's tag without its ``=``
   (``<function execute_bash>``, ``<functionexecute_bash>``), the name a declared tool; a
   declared parameter's tag with its prefix doubled (``<parameter=parameter=-n>``) or its ``>``
@@ -57,7 +60,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from app.engine.formats.base import THINK, ParsedCall, RegionScanner, one_call, register
+from app.engine.formats.base import THINK, IncompleteCall, ParsedCall, RegionScanner, one_call, register
 from app.engine.formats.jsonscan import loads_lenient
 from app.engine.formats.open_json import JsonTagFormat
 from app.engine.formats.sections import SkipValuesScanner, closed_body, raw_text, skip_ws
@@ -321,6 +324,33 @@ def _bare_run(
     return (calls, text[last:]) if calls else None
 
 
+def _tool_head(body: str, schemas: dict[str, Any]) -> str | None:
+    """The tool a bare ``<parameter=NAME>`` block calls (``body``: after ``<parameter=``): NAME a
+    declared tool, the next ``<parameter=`` after whitespace only (a value would stand there), or
+    None: such a tag is a parameter's, or text."""
+    got = _name(body, 0)
+    if got is None or got[0] not in schemas:
+        return None
+    return got[0] if body.startswith(P_OPEN, skip_ws(body, got[1])) else None
+
+
+def _bare_parameter_head(
+    body: str, schemas: dict[str, Any], *, cut: bool = False
+) -> tuple[list[ParsedCall], str] | None:
+    """A bare run whose first block opens with ``<parameter=NAME>`` for ``<function=NAME>`` (q27
+    #24), read as the run of function blocks it stands for; the first call's raw is the text as
+    the model wrote it."""
+    if _tool_head(body, schemas) is None:
+        return None
+    got = _bare_run(F_OPEN + body, schemas, cut=cut)
+    if got is None:
+        return None
+    calls, rest = got
+    first = calls[0]
+    calls[0] = replace(first, raw=P_OPEN + first.raw[len(F_OPEN) :])
+    return calls, rest
+
+
 def _closed_run(text: str, schemas: dict[str, Any]) -> tuple[list[ParsedCall], str] | None:
     """A run of function blocks closed by a stray ``</tool_call>``: one call per block."""
     end = len(text) - len(CLOSE)
@@ -458,15 +488,15 @@ def _block_scanner() -> SkipValuesScanner:
 class QwenXmlFormat(XmlParamsFormat):
     name = "qwen-xml"
     label = "Qwen XML (Qwen3.5, Qwen3.6, Qwen3-Coder, Nemotron 3 Nano)"
-    openers = (OPEN, F_OPEN)
-    non_marker_openers = (F_OPEN,)  # a bare <function=...> block: a deviation
+    openers = (OPEN, F_OPEN, P_OPEN)
+    non_marker_openers = (F_OPEN, P_OPEN)  # bare <function=...> and <parameter=NAME> blocks: deviations
     sep = "\n"
     tail = f"{F_CLOSE}\n{CLOSE}"
     param_close = P_CLOSE
     value_newlines = True
 
     def region_scanner(self, opener: str) -> RegionScanner:
-        if opener == F_OPEN:
+        if opener in (F_OPEN, P_OPEN):
             return _BareRun()
         return _EitherScanner()
 
@@ -474,6 +504,8 @@ class QwenXmlFormat(XmlParamsFormat):
         schemas = tool_schemas(tools)
         if opener == F_OPEN:
             return _bare_run(F_OPEN + body, schemas, cut=at_end and truncated)
+        if opener == P_OPEN:
+            return _bare_parameter_head(body, schemas, cut=at_end and truncated)
         if _json_body(body):
             got = _HERMES.parse_region(opener, body, at_end=at_end, truncated=truncated, tools=tools)
             if got is None:
@@ -494,6 +526,12 @@ class QwenXmlFormat(XmlParamsFormat):
         if got is None and (trimmed := _without_stray_closers(inner)) is not None:
             got = parse_function_block(trimmed, schemas)
         return one_call(opener, body, got)
+
+    def cut_call(self, opener: str, body: str, tools: list[dict[str, Any]] | None) -> IncompleteCall | None:
+        if opener == P_OPEN:  # a bare <parameter=NAME> is a call only in a block's shape
+            name = _tool_head(body, tool_schemas(tools))
+            return None if name is None else IncompleteCall(opener + body, name, "truncated")
+        return super().cut_call(opener, body, tools)
 
     def head(self, name: str) -> str:
         return f"{OPEN}\n{F_OPEN}{name}>\n"

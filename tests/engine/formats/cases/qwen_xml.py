@@ -480,8 +480,34 @@ PARAMETER_HEAD = [
     ),
 ]
 
+# The same tag in a bare block, no <tool_call> around it (Qwen3.6 27B behind an agent, q27 #24):
+# read as the bare block it stands for where NAME is a declared tool and the next tag after
+# whitespace is a parameter's; blocks in a row, the two heads mixed; the rest is text.
+PF = FW.replace("<function=get_weather>", "<parameter=get_weather>")
+SF = fn("search", par("query", "x y"))
+PS = SF.replace("<function=search>", "<parameter=search>")
+BARE_PARAMETER_HEAD = [
+    Case("parameter-head-bare", PF, calls=[PW]),
+    Case("parameter-head-bare-text-around", "See:\n" + PF + "\nDone.", content="See:\n\nDone.", calls=[PW]),
+    Case("parameter-head-bare-run", PF + "\n" + PS, content="\n", calls=[PW, ("search", {"query": "x y"})]),
+    Case("parameter-head-bare-then-function", PF + "\n" + SF, calls=[PW, ("search", {"query": "x y"})]),
+    Case("parameter-head-bare-stray-close", PF + "\n</tool_call>", calls=[PW]),
+    Case("parameter-head-bare-cut", PF[:40], truncated=True, incomplete=["get_weather"]),
+    # text: a parameter's own tag, an undeclared tool, a value after the tag, a value not between
+    # newlines, the tag in prose, and cut prose that only begins such a tag
+    _text("parameter-head-bare-a-parameter", par("city", "Paris")),
+    _text("parameter-head-bare-undeclared", PF.replace("get_weather>", "get_date>", 1)),
+    _text("parameter-head-bare-value-after-tag", PF.replace("get_weather>\n", "get_weather>\nnow\n", 1)),
+    _text(
+        "parameter-head-bare-value-without-newlines",
+        "<parameter=search>\n<parameter=query>x</parameter>\n</function>",
+    ),
+    _text("parameter-head-bare-in-prose", "Write <parameter=get_weather> then the rest."),
+    _text("parameter-head-bare-cut-prose", "Write <parameter=get_wea", truncated=True),
+]
+
 CASES += BARE + BARE_UNCLOSED + MISSING_PARAM_CLOSE + LITERAL_CLOSE_IN_VALUE + CUT_OPENER + HERMES_STRAYS
-CASES += PARAMETER_HEAD
+CASES += PARAMETER_HEAD + BARE_PARAMETER_HEAD
 
 # Qwen3.5's Hermes calls with their JSON's outer brace left out or written twice (hermes-agent
 # #5315, langchain-qwq #30): mended as Hermes' reader mends them.
