@@ -1,7 +1,8 @@
 """Wrapped notes in form rows (the Server page's, the Settings tabs') are exactly as tall as their
 text at the width they are given: no empty band above or below them. QFormLayout sizes a row
 without a label by its field's size hint, which for a wrapped QLabel is its text at a narrow
-guessed width; ``FormNote``'s hints are its height for the width it has."""
+guessed width; ``FormNote``'s hints are its height for the width it has. And the one-line labels
+that a narrow row cuts (``ElidedLabel``) cut with an ellipsis."""
 
 from __future__ import annotations
 
@@ -45,3 +46,31 @@ def test_the_settings_notes_have_no_band(qtbot):
         if any(n.isVisible() and n.text() for n in dlg.findChildren(FormNote)):
             seen += len(_settled(qtbot, dlg, (620, 520)))
     assert seen >= 3  # the Chat tab's, the Tools tab's (workspace, approvals)
+
+
+def test_an_elided_label_cuts_with_an_ellipsis_and_fits_again(qtbot):
+    """``ElidedLabel``: whole when it has room, cut with "…" (its whole text as tooltip) when not,
+    ``text()`` always whole; a bigger font (Settings → text size) cuts it again at the same width."""
+    from PySide6.QtWidgets import QLabel
+
+    from app.ui.labels import ElidedLabel
+
+    words = "Waiting for a free slot: 4 server requests are generating."
+    label = ElidedLabel(words)
+    qtbot.addWidget(label)
+    label.show()
+    label.resize(label.sizeHint().width(), 30)
+    qtbot.waitUntil(lambda: QLabel.text(label) == words)
+    assert label.toolTip() == ""
+    label.resize(120, 30)
+    qtbot.waitUntil(lambda: QLabel.text(label).endswith("…"))
+    assert words.startswith(QLabel.text(label)[:-1]) and label.text() == words and label.toolTip() == words
+    label.setToolTip("its own")
+    assert label.toolTip() == "its own"  # a tooltip set for the label stays
+    label.resize(label.sizeHint().width(), 30)
+    qtbot.waitUntil(lambda: QLabel.text(label) == words)
+    font = label.font()
+    font.setPointSizeF(font.pointSizeF() * 2)
+    label.setFont(font)  # the same width no longer holds it
+    qtbot.waitUntil(lambda: QLabel.text(label).endswith("…"))
+    assert label.sizeHint().width() > label.width()
