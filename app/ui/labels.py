@@ -1,12 +1,31 @@
-"""Labels (and the side panels' layout) the window sets up the same way in many places."""
+"""Labels (and the side panels' layout) the window sets up the same way in many places, and the
+combo box that cuts its current item the way an elided label does."""
 
 from __future__ import annotations
 
 from PySide6.QtCore import QEvent, QSize, Qt
-from PySide6.QtGui import QFontMetrics, QResizeEvent
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QToolButton, QVBoxLayout, QWidget
+from PySide6.QtGui import QFontMetrics, QPaintEvent, QResizeEvent
+from PySide6.QtWidgets import (
+    QComboBox,
+    QHBoxLayout,
+    QLabel,
+    QStyle,
+    QStyleOptionComboBox,
+    QStylePainter,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
 
-__all__ = ["ElidedLabel", "FormNote", "chats_said", "line_with_action", "side_panel_layout", "wrapped_label"]
+__all__ = [
+    "ElidedComboBox",
+    "ElidedLabel",
+    "FormNote",
+    "chats_said",
+    "line_with_action",
+    "side_panel_layout",
+    "wrapped_label",
+]
 
 
 def chats_said(titles: list[str]) -> str:
@@ -117,6 +136,28 @@ class ElidedLabel(QLabel):
         super().changeEvent(event)
         if event.type() in (QEvent.Type.FontChange, QEvent.Type.StyleChange):  # text size, theme
             self.setText(self._full)
+
+
+class ElidedComboBox(QComboBox):
+    """A combo box that cuts a current item too long for it in the middle, with "…", where Qt
+    clips its end: a model's name keeps its start and its end (the quantization, "(remote)")."""
+
+    def shown_text(self) -> str:
+        """The current item's text as drawn at the box's width."""
+        opt = QStyleOptionComboBox()
+        self.initStyleOption(opt)
+        room = self.style().subControlRect(
+            QStyle.ComplexControl.CC_ComboBox, opt, QStyle.SubControl.SC_ComboBoxEditField, self
+        )
+        return self.fontMetrics().elidedText(opt.currentText, Qt.TextElideMode.ElideMiddle, room.width())
+
+    def paintEvent(self, event: QPaintEvent) -> None:
+        painter = QStylePainter(self)
+        opt = QStyleOptionComboBox()
+        self.initStyleOption(opt)
+        painter.drawComplexControl(QStyle.ComplexControl.CC_ComboBox, opt)
+        opt.currentText = self.shown_text()
+        painter.drawControl(QStyle.ControlElement.CE_ComboBoxLabel, opt)
 
 
 def side_panel_layout(panel: QWidget, object_name: str) -> QVBoxLayout:

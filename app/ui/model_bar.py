@@ -18,6 +18,7 @@ from PySide6.QtWidgets import QComboBox, QFileDialog, QLabel, QProgressBar
 from app.engine.remote.keys import parse_remote_key
 from app.ui import made_models
 from app.ui.format_badge import format_badge_text
+from app.ui.labels import ElidedComboBox
 from app.ui.remote_models import ADD_REMOTE, MANAGE_REMOTE
 from app.ui.window_part import WindowKit, WindowPart
 from app.ui.window_state import path_key
@@ -72,7 +73,7 @@ class ModelBar(WindowPart):
 
     def _build(self, tb: QToolBar) -> None:
         """The model picker, the tool-format badge and the load progress, in the top toolbar."""
-        self.model_picker = QComboBox()
+        self.model_picker = ElidedComboBox()  # a long name: "Qwen3-Coder-30…UD-Q4_K_XL"
         self.model_picker.setObjectName("modelPicker")
         self.model_picker.setMinimumWidth(160)
         self.model_picker.setSizeAdjustPolicy(

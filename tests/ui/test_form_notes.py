@@ -74,3 +74,23 @@ def test_an_elided_label_cuts_with_an_ellipsis_and_fits_again(qtbot):
     label.setFont(font)  # the same width no longer holds it
     qtbot.waitUntil(lambda: QLabel.text(label).endswith("…"))
     assert label.sizeHint().width() > label.width()
+
+
+def test_the_model_picker_cuts_a_long_name_in_its_middle(qtbot):
+    """A name too long for the picker keeps its start and its end (the quantization, "(remote)")
+    with "…" between, where Qt would clip its end; with room it is whole."""
+    from app.ui.labels import ElidedComboBox
+
+    name = "Qwen3-Coder-30B-A3B-Instruct-UD-Q4_K_XL · GPU box (remote)"
+    box = ElidedComboBox()
+    qtbot.addWidget(box)
+    box.addItem(name)
+    box.show()
+    box.resize(200, box.sizeHint().height())
+    qtbot.waitUntil(lambda: box.width() == 200)
+    shown = box.shown_text()
+    head, _, tail = shown.partition("…")
+    assert tail and name.startswith(head) and name.endswith(tail) and len(shown) < len(name)
+    assert not box.grab().isNull()  # it paints
+    box.resize(box.fontMetrics().horizontalAdvance(name) + 80, box.height())
+    qtbot.waitUntil(lambda: box.shown_text() == name)
