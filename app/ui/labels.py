@@ -126,7 +126,9 @@ class ElidedLabel(QLabel):
             room = max(self.contentsRect().width(), 0)
             shown = QFontMetrics(self.font()).elidedText(shown, Qt.TextElideMode.ElideRight, room)
         super().setText(shown)
-        super().setToolTip(self._tip or (self._full if shown != self._full else ""))
+        cut = shown != self._full
+        super().setToolTip(self._tip or (self._full if cut else ""))
+        self.setAccessibleName(self._full if cut else "")  # a screen reader reads the whole text
 
     def resizeEvent(self, event: QResizeEvent) -> None:
         super().resizeEvent(event)

@@ -65,6 +65,7 @@ def test_an_elided_label_cuts_with_an_ellipsis_and_fits_again(qtbot):
     label.resize(120, 30)
     qtbot.waitUntil(lambda: QLabel.text(label).endswith("…"))
     assert words.startswith(QLabel.text(label)[:-1]) and label.text() == words and label.toolTip() == words
+    assert label.accessibleName() == words  # a screen reader reads the whole text
     label.setToolTip("its own")
     assert label.toolTip() == "its own"  # a tooltip set for the label stays
     label.resize(label.sizeHint().width(), 30)
