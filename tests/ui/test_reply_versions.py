@@ -340,7 +340,13 @@ def test_u5_at_800x600_with_the_panel_open_a_regenerated_reply_still_fits(qtbot,
     _send(qtbot, w, "Compute")
     _click(qtbot, w.chat.current_assistant().btn_regen, w)  # the pager ‹ 2/2 › joins the actions
     reply = w.chat.current_assistant()
-    qtbot.waitUntil(lambda: w.chat.widget().width() <= w.chat.viewport().width(), timeout=DONE_TIMEOUT)
+    assert reply.stats.isVisible() and reply.stats.text()  # the statistics line is there too
+    # what the chat needs at the least, not only what it has now (laid out later, it would widen)
+    content = w.chat.widget()
+    qtbot.waitUntil(
+        lambda: content.minimumSizeHint().width() <= w.chat.viewport().width(), timeout=DONE_TIMEOUT
+    )
+    qtbot.waitUntil(lambda: content.width() <= w.chat.viewport().width(), timeout=DONE_TIMEOUT)
     view = w.chat.viewport()
     for button in (reply.btn_prev, reply.btn_next, reply.btn_copy, reply.btn_regen, reply.btn_more):
         assert 0 < button.mapTo(view, QPoint(button.width(), 0)).x() <= view.width()

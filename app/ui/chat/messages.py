@@ -146,6 +146,7 @@ class AssistantMessage(QFrame):
         self._lay.addWidget(self.empty_label)
         self.stats = QLabel("")
         self.stats.setObjectName("msgStats")
+        self.stats.setWordWrap(True)  # a narrow reply wraps its statistics, never widens for them (U5)
         self.stats.setVisible(False)
         self._lay.addWidget(self.stats)
         self.started = False  # the first token (or call) arrived
