@@ -144,21 +144,26 @@ class ElidedComboBox(QComboBox):
     """A combo box that cuts a current item too long for it in the middle, with "…", where Qt
     clips its end: a model's name keeps its start and its end (the quantization, "(remote)")."""
 
-    def shown_text(self) -> str:
-        """The current item's text as drawn at the box's width."""
+    def _option(self) -> QStyleOptionComboBox:
         opt = QStyleOptionComboBox()
         self.initStyleOption(opt)
+        return opt
+
+    def _elided(self, opt: QStyleOptionComboBox) -> str:
         room = self.style().subControlRect(
             QStyle.ComplexControl.CC_ComboBox, opt, QStyle.SubControl.SC_ComboBoxEditField, self
         )
         return self.fontMetrics().elidedText(opt.currentText, Qt.TextElideMode.ElideMiddle, room.width())
 
+    def shown_text(self) -> str:
+        """The current item's text as drawn at the box's width."""
+        return self._elided(self._option())
+
     def paintEvent(self, event: QPaintEvent) -> None:
         painter = QStylePainter(self)
-        opt = QStyleOptionComboBox()
-        self.initStyleOption(opt)
+        opt = self._option()  # one style option for the frame and the label
         painter.drawComplexControl(QStyle.ComplexControl.CC_ComboBox, opt)
-        opt.currentText = self.shown_text()
+        opt.currentText = self._elided(opt)
         painter.drawControl(QStyle.ControlElement.CE_ComboBoxLabel, opt)
 
 
