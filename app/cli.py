@@ -1019,7 +1019,7 @@ def _serve(args: argparse.Namespace) -> int:
         config,
         on_request=lambda e: _err(
             f"{e.method} {e.path} {e.status} {e.model} {e.prompt_tokens}+{e.completion_tokens} tokens "
-            f"{e.tool_calls} call(s) {e.duration_s:.2f}s"
+            f"{e.tool_calls} call(s) {e.duration_s:.2f}s" + (f": {e.error}" if e.error else "")
         ),
     )
     try:

@@ -39,7 +39,7 @@ from app.server._common import (
     type_name,
 )
 from app.server._engine import TurnEnd, TurnRequest
-from app.server._errors import ApiError, shown
+from app.server._errors import ApiError, log_error, shown
 from app.server._json import json_bytes, json_response
 
 if TYPE_CHECKING:
@@ -442,7 +442,7 @@ async def messages(request: Request):
         except ApiError as err:
             from app.server._errors import error_body
 
-            request.scope.setdefault("callisto.log", {})["status"] = err.status
+            log_error(request.scope, err)
             yield _event("error", error_body("anthropic", err))
         finally:
             turn.cancel.set()

@@ -27,7 +27,7 @@ from app.server import (
     _pull,
     _responses,
 )
-from app.server._errors import ApiError, api_of_path, error_response
+from app.server._errors import ApiError, api_of_path, error_response, log_error
 from app.server._models import ModelCatalog, ModelEntry
 from app.server._state import ServerConfig, ServerState
 
@@ -56,6 +56,8 @@ class RequestLogEntry:
     duration_s: float
     tool_calls: int
     status: int
+    #: why it failed, as the client was told ("" when it did not)
+    error: str = ""
 
 
 def _routes():
@@ -143,7 +145,7 @@ def create_app(state: ServerState, *, on_response: Callable[[dict[str, Any]], No
     from app.server._auth import Gate
 
     async def api_error(request, exc: ApiError):
-        request.scope.setdefault("callisto.log", {})["status"] = exc.status
+        log_error(request.scope, exc)
         return error_response(api_of_path(request.url.path), exc)
 
     async def http_error(request, exc: HTTPException):
@@ -151,11 +153,15 @@ def create_app(state: ServerState, *, on_response: Callable[[dict[str, Any]], No
             404: f"there is no endpoint {request.url.path}",
             405: f"{request.method} is not allowed on {request.url.path}",
         }.get(exc.status_code, str(exc.detail))
-        return error_response(api_of_path(request.url.path), ApiError(exc.status_code, msg))
+        err = ApiError(exc.status_code, msg)
+        log_error(request.scope, err)
+        return error_response(api_of_path(request.url.path), err)
 
     async def crash(request, exc: Exception):
         log.exception("request failed")
-        return error_response(api_of_path(request.url.path), ApiError(500, f"internal error: {exc}"))
+        err = ApiError(500, f"internal error: {exc}")
+        log_error(request.scope, err)
+        return error_response(api_of_path(request.url.path), err)
 
     # Starlette types a handler as taking any Exception; each of these takes the class it is keyed by.
     handlers: dict[Any, Any] = {ApiError: api_error, HTTPException: http_error, Exception: crash}
@@ -246,6 +252,7 @@ class ApiServer:
             duration_s=float(data.get("duration_s") or 0.0),
             tool_calls=int(data.get("tool_calls") or 0),
             status=int(data.get("status") or 0),
+            error=str(data.get("error") or ""),
         )
         self.log.append(entry)
         if self.on_request is not None:

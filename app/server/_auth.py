@@ -16,7 +16,7 @@ import ipaddress
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any
 
-from app.server._errors import ApiError, api_of_path, error_body, shown
+from app.server._errors import ApiError, api_of_path, error_body, log_error, shown
 from app.server._json import json_bytes
 
 __all__ = ["Gate", "host_allowed"]
@@ -156,7 +156,7 @@ class Gate:
                 if not hmac.compare_digest(token.encode(), self.api_key.encode()):
                     raise ApiError(401, "the API key is not valid", code="invalid_api_key")
         except ApiError as err:
-            log["status"] = err.status
+            log_error(scope, err)
             await self._refuse(logged_send, path, err)
             return
         try:
@@ -165,5 +165,6 @@ class Gate:
             if "duration_s" not in log:  # the client went away before the response ended
                 log["duration_s"] = time.monotonic() - started
                 log["status"] = 499
+                log.setdefault("error", "the client closed the connection before the response ended")
                 if self.on_response is not None:
                     self.on_response(log)

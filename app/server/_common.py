@@ -656,10 +656,16 @@ class Turn:
             ended()
             raise
 
+    def _name_model(self, request: Request) -> None:
+        """The request's log line names the model it was queued for (one refused names it too)."""
+        if self.model_id:
+            request.scope.setdefault("callisto.log", {})["model"] = self.model_id
+
     async def first(self, request: Request) -> None:
         """Wait for the turn's first event, so that what the engine refuses (the template, the
         context, a constraint) is an error status before a stream's headers go out. A client that
         leaves while its request waits cancels it."""
+        self._name_model(request)
         watcher = asyncio.ensure_future(_watch_disconnect(request, self.cancel))
         try:
             item = await self.queue.get()
@@ -698,6 +704,7 @@ class Turn:
     async def collect(self, request: Request) -> tuple[str, str, list[Any], TurnEnd]:
         """The whole reply (text, reasoning, calls, end), cancelling if the client goes away; the
         log probabilities asked for are in :attr:`logprobs`."""
+        self._name_model(request)
         watcher = asyncio.ensure_future(_watch_disconnect(request, self.cancel))
         text: list[str] = []
         reasoning: list[str] = []

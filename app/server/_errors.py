@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import MutableMapping
 from typing import Any
 
 from app.engine.errors import (
@@ -27,6 +28,7 @@ __all__ = [
     "engine_api_error",
     "error_body",
     "error_response",
+    "log_error",
     "shown",
     "shown_number",
 ]
@@ -154,6 +156,17 @@ def error_body(api: str, err: ApiError) -> dict[str, Any]:
     if api == "ollama":
         return {"error": err.message}
     return {"error": {"message": err.message, "type": openai_type, "param": err.param, "code": err.code}}
+
+
+def log_error(scope: MutableMapping[str, Any], err: ApiError) -> None:
+    """Record in a request's log entry (its ASGI scope's ``callisto.log``) that it failed, and why.
+
+    The server's log, the window's Server page and ``serve``'s console show the message: the client
+    got it, and the person running the server reads it there. A stream's status was already sent
+    as 200; its entry takes the error's status, because the reply did not complete."""
+    entry = scope.setdefault("callisto.log", {})
+    entry["status"] = err.status
+    entry["error"] = err.message
 
 
 def error_response(api: str, err: ApiError):

@@ -51,7 +51,7 @@ from app.server._common import (
     type_name,
 )
 from app.server._engine import TurnEnd, TurnRequest
-from app.server._errors import ApiError
+from app.server._errors import ApiError, log_error
 from app.server._json import json_bytes, json_response
 from app.server._logprobs import CONTENT, LogprobBuffer, llamacpp_probs
 
@@ -277,7 +277,7 @@ async def _answer(request: Request, state: ServerState, body: dict[str, Any], re
             assert end is not None
             yield line(_fields(probs(_final(turn.model_id, "", end)), fields))
         except ApiError as err:
-            request.scope.setdefault("callisto.log", {})["status"] = err.status
+            log_error(request.scope, err)
             yield line({"error": {"code": err.status, "message": err.message, "type": "server_error"}})
         finally:
             turn.cancel.set()  # a client that went away stops the generation at the next token

@@ -43,7 +43,7 @@ from app.server._common import (
     streamed,
     type_name,
 )
-from app.server._errors import ApiError, shown
+from app.server._errors import ApiError, log_error, shown
 from app.server._json import json_bytes, json_response
 from app.server._load import publisher
 
@@ -278,7 +278,7 @@ async def chat(request: Request):
             for b in closing(rid):
                 yield b
         except ApiError as err:
-            request.scope.setdefault("callisto.log", {})["status"] = err.status
+            log_error(request.scope, err)
             kind = "invalid_request" if err.status == 400 else "internal_error"
             yield event("error", error={"type": kind, "message": err.message, "param": err.param})
             for b in closing(None):  # what was written, not kept: the chat did not end

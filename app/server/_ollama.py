@@ -56,7 +56,7 @@ from app.server._common import (
     type_name,
 )
 from app.server._engine import TurnEnd, TurnRequest
-from app.server._errors import ApiError, shown
+from app.server._errors import ApiError, log_error, shown
 from app.server._idle import parse_keep_alive
 from app.server._json import json_bytes, json_response
 from app.server._logprobs import LogprobBuffer, ollama_logprobs, read_chat_logprobs
@@ -417,6 +417,7 @@ async def chat(request: Request):
             assert end is not None
             yield _ndjson(_part(turn, {"message": {"role": "assistant", "content": ""}}, end, held.take()))
         except ApiError as err:
+            log_error(request.scope, err)
             yield _ndjson({"error": err.message})
         finally:
             turn.cancel.set()
@@ -528,6 +529,7 @@ async def generate(request: Request):
             assert end is not None
             yield _ndjson(_part(turn, {"response": "", **_context_of(end)}, end, held.take()))
         except ApiError as err:
+            log_error(request.scope, err)
             yield _ndjson({"error": err.message})
         finally:
             turn.cancel.set()

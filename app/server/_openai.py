@@ -80,7 +80,7 @@ from app.server._common import (
     type_name,
 )
 from app.server._engine import TurnEnd, TurnRequest
-from app.server._errors import ApiError, shown
+from app.server._errors import ApiError, log_error, shown
 from app.server._idle import parse_ttl
 from app.server._json import json_bytes, json_response
 from app.server._logprobs import (
@@ -790,7 +790,7 @@ async def chat_completions(request: Request):
         except ApiError as err:
             from app.server._errors import error_body
 
-            request.scope.setdefault("callisto.log", {})["status"] = err.status
+            log_error(request.scope, err)
             yield _sse(error_body("openai", err))
         finally:
             turn.cancel.set()  # a client that went away stops the generation at the next token
@@ -978,7 +978,7 @@ async def _choices(
         except ApiError as err:
             from app.server._errors import error_body
 
-            request.scope.setdefault("callisto.log", {})["status"] = err.status
+            log_error(request.scope, err)
             yield _sse(error_body("openai", err))
         finally:
             for t in turns:
@@ -1321,6 +1321,7 @@ async def completions(request: Request):
         except ApiError as err:
             from app.server._errors import error_body
 
+            log_error(request.scope, err)
             yield _sse(error_body("openai", err))
         finally:
             turn.cancel.set()

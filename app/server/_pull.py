@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from app.server._common import _watch_disconnect, check_bool, check_str, request_body
-from app.server._errors import ApiError, shown
+from app.server._errors import ApiError, log_error, shown
 from app.server._json import json_bytes, json_response
 from app.server._models import hf_name
 
@@ -209,7 +209,9 @@ async def pull(request: Request):
         watcher = asyncio.ensure_future(_watch_disconnect(request, job.control.cancel))
         try:
             while (line := await job.lines.get()) is not None:
-                line.pop("_status", None)
+                status = line.pop("_status", None)
+                if status is not None:
+                    log_error(request.scope, ApiError(int(status), str(line["error"])))
                 yield json_bytes(line) + b"\n"
         finally:
             watcher.cancel()

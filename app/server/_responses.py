@@ -51,7 +51,7 @@ from app.server._common import (
     streamed,
     type_name,
 )
-from app.server._errors import ApiError, shown
+from app.server._errors import ApiError, log_error, shown
 from app.server._json import json_bytes, json_response
 from app.server._logprobs import CONTENT, LogprobBuffer, chat_logprobs
 
@@ -683,7 +683,7 @@ async def create_response(request: Request):
             _remember(state, body, final, conversation, reply)
             yield event(f"response.{final['status']}", response=final)
         except ApiError as err:
-            request.scope.setdefault("callisto.log", {})["status"] = err.status
+            log_error(request.scope, err)
             yield event("error", code=err.code, message=err.message, param=err.param)
         finally:
             turn.cancel.set()  # a client that went away stops the generation at the next token

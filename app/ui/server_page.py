@@ -20,7 +20,6 @@ chose is never dropped, and a server whose key cannot be read does not start wit
 from __future__ import annotations
 
 import secrets
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -29,14 +28,11 @@ from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import (
     QFormLayout,
     QHBoxLayout,
-    QHeaderView,
     QLabel,
     QLineEdit,
     QPlainTextEdit,
     QPushButton,
     QSpinBox,
-    QTableWidget,
-    QTableWidgetItem,
     QTabWidget,
     QVBoxLayout,
     QWidget,
@@ -45,13 +41,11 @@ from PySide6.QtWidgets import (
 from app.storage.settings_store import SettingsStore
 from app.ui.labels import FormNote, wrapped_label
 from app.ui.server_key import KeychainUnavailable, delete_server_key, load_server_key, store_server_key
+from app.ui.server_log import LOG_COLUMNS, RequestLog
 from app.ui.server_slots import ServerSlots, SlotsSources, load_fields, spin_box
 from app.ui.server_snippets import snippets
 
 __all__ = ["LOG_COLUMNS", "ServerPage", "snippets"]
-
-LOG_COLUMNS = ("Time", "Method", "Path", "Model", "Tokens", "Duration", "Tool calls", "Status")
-MAX_ROWS = 500
 
 
 class ServerPage(QWidget):
@@ -179,12 +173,7 @@ class ServerPage(QWidget):
         layout.addLayout(form)
 
         tabs = QTabWidget()
-        self.log_table = QTableWidget(0, len(LOG_COLUMNS))
-        self.log_table.setObjectName("serverLog")
-        self.log_table.setHorizontalHeaderLabels(list(LOG_COLUMNS))
-        self.log_table.verticalHeader().setVisible(False)
-        self.log_table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
-        self.log_table.horizontalHeader().setSectionResizeMode(2, QHeaderView.ResizeMode.Stretch)
+        self.log_table = RequestLog()
         tabs.addTab(self.log_table, "Requests")
         self.snippet_tabs = QTabWidget()
         self.snippet_views: dict[str, QPlainTextEdit] = {}
@@ -472,28 +461,6 @@ class ServerPage(QWidget):
             self.snippet_views[name].setPlainText(text)
 
     def _add_row(self, entry: Any) -> None:
-        table = self.log_table
-        if table.rowCount() >= MAX_ROWS:
-            table.removeRow(0)
-        r = table.rowCount()
-        table.insertRow(r)
-        tokens = (
-            f"{entry.prompt_tokens} + {entry.completion_tokens}"
-            if entry.prompt_tokens or entry.completion_tokens
-            else ""
-        )
-        values = (
-            time.strftime("%H:%M:%S", time.localtime(entry.time)),
-            entry.method,
-            entry.path,
-            entry.model,
-            tokens,
-            f"{entry.duration_s:.2f} s",
-            str(entry.tool_calls) if entry.tool_calls else "",
-            str(entry.status),
-        )
-        for c, v in enumerate(values):
-            table.setItem(r, c, QTableWidgetItem(v))
-        table.scrollToBottom()
+        self.log_table.add(entry)
         self._update_model()
         self.slots.refresh()

@@ -17,6 +17,7 @@ import httpx
 import pytest
 
 from tests.server.conftest import TOOLS, write_loop_model
+from tests.support.slot_server import until
 from tests.ui.scripted_gguf import CHATML, streaming_script, write_scripted_gguf
 
 KEY = "sekret-key"
@@ -342,7 +343,7 @@ def check_shape(path: str, data: dict) -> str:
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
-def test_hostile_request(http, case):
+def test_hostile_request(guarded, http, case):
     headers = {**(AUTH if case.auth else {}), **case.headers}
     kwargs: dict[str, Any] = {"headers": headers}
     if isinstance(case.body, bytes):
@@ -351,10 +352,16 @@ def test_hostile_request(http, case):
         kwargs["content"] = json.dumps(case.body).encode()
     if case.body is not None:
         headers.setdefault("Content-Type", "application/json")
+    last = guarded.log[-1] if guarded.log else None
     r = http.request(case.method, case.path, **kwargs)
     assert r.status_code == case.status, r.text
     message = check_shape(case.path, r.json())
     assert case.says.lower() in message.lower(), message
+    # the server's log (the Server page, serve's console) has the request as failed, and why
+    assert until(lambda: guarded.log and guarded.log[-1] is not last), "the request was not logged"
+    entry = guarded.log[-1]
+    assert (entry.method, entry.path, entry.status) == (case.method, case.path, case.status)
+    assert entry.error == message
 
 
 def test_chunked_body_past_the_limit(http):
@@ -394,6 +401,9 @@ def test_disconnect_mid_stream_cancels_the_generation(guarded, http):
     assert after.status_code == 200
     cut = next(e for e in reversed(guarded.finished) if e.finish_reason == "cancelled")
     assert cut.completion_tokens < 4000
+    left = next(e for e in reversed(guarded.log) if e.status == 499)
+    assert left.path == "/v1/chat/completions" and left.model == "talker"
+    assert left.error == "the client closed the connection before the response ended"
 
 
 def test_twenty_concurrent_clients(guarded, http):

@@ -132,8 +132,11 @@ def test_a_request_past_every_slot_and_a_full_queue_gets_429(serve, model_path):
     waiting.append(threading.Thread(target=ask, args=(1,), daemon=True))
     waiting[1].start()  # waits behind it: the queue is full (2 slots and 2 waiting)
     assert until(lambda: server.host.pending == 1)
-    with pytest.raises(openai.RateLimitError):
+    with pytest.raises(openai.RateLimitError) as refused:
         _ask(client, model, PROMPTS[2], 4)
+    told = refused.value.body["message"]  # type: ignore[index]
+    assert until(lambda: any(e.status == 429 for e in server.log))
+    assert next(e for e in server.log if e.status == 429).error == told
     assert not answers  # every slot is still taken
     for release, _ in held:
         release.set()

@@ -70,6 +70,12 @@ def test_serve_answers_and_stops(family_models):
         assert r.status_code == 200 and r.json()["choices"][0]["finish_reason"] == "tool_calls"
         line = proc.stderr.readline()
         assert line.startswith("POST /v1/chat/completions 200 loop-hermes") and "1 call(s)" in line
+        # a failed request's line says why, as its client was told
+        r = httpx.post(url + "/v1/chat/completions", timeout=60, json={"model": "loop-hermes", "messages": 7})
+        assert r.status_code == 400
+        line = proc.stderr.readline()
+        assert line.startswith("POST /v1/chat/completions 400 ")
+        assert line.rstrip("\n").endswith(": " + r.json()["error"]["message"]), line
     finally:
         assert _interrupt(proc) == 0
 

@@ -131,7 +131,8 @@ def test_new_first_run_states_render(tmp_path, streaming_model, state):
 
 def test_server_state_shows_the_running_server_and_its_log(tmp_path, streaming_model):
     said = _shoot(tmp_path, "server", "--model", str(streaming_model))
-    assert ": server (model: stream.gguf; server: http://127.0.0.1:" in said and "log rows: 2" in said
+    assert ": server (model: stream.gguf; server: http://127.0.0.1:" in said and "log rows: 3" in said
+    assert "; failed: model 'gpt-4o' not found; available models: stream" in said  # its row says why
 
 
 @pytest.mark.parametrize("theme", ["light", "dark"])

@@ -40,7 +40,10 @@ def test_start_log_rows_and_stop(qtbot, page):
     row = {LOG_COLUMNS[c]: page.log_table.item(0, c).text() for c in range(len(LOG_COLUMNS))}
     assert row["Method"] == "POST" and row["Path"] == "/v1/chat/completions" and row["Model"] == "loop-hermes"
     assert row["Tool calls"] == "1" and row["Status"] == "200" and "+" in row["Tokens"]
-    assert page.log_table.item(1, LOG_COLUMNS.index("Status")).text() == "404"
+    assert row["Error"] == "" and row["Duration"].endswith((" ms", " s"))
+    missing = {LOG_COLUMNS[c]: page.log_table.item(1, c) for c in range(len(LOG_COLUMNS))}
+    assert missing["Status"].text() == "404" and missing["Status"].toolTip() == "404 Not Found"
+    assert missing["Error"].text() == "there is no endpoint /v1/nothing-here"
     assert page.model_label.text() == "loop-hermes"
 
     page.toggle.click()

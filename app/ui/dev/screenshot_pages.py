@@ -104,21 +104,34 @@ def _in_view(window: Any) -> str:
     )
 
 
+#: the model an agent asks for by mistake in the ``server`` state: its row shows why it failed
+MISSING_MODEL = "gpt-4o"
+
+
 def server_requests(url: str, model: str | None) -> None:
-    """What the ``server`` state's log shows: a model list, then one short chat reply."""
+    """What the ``server`` state's log shows: a model list, one short chat reply, then a chat
+    request for a model the server does not have (a failed row, with its reason)."""
     import json
+    import urllib.error
     import urllib.request
+
+    def chat(name: str) -> None:
+        body = json.dumps(
+            {"model": name, "max_tokens": 16, "messages": [{"role": "user", "content": "Hello!"}]}
+        ).encode()
+        req = urllib.request.Request(
+            url + "/v1/chat/completions", data=body, headers={"Content-Type": "application/json"}
+        )
+        urllib.request.urlopen(req, timeout=120).read()  # noqa: S310 - our loopback server
 
     try:
         urllib.request.urlopen(url + "/v1/models", timeout=30).read()  # noqa: S310 - our loopback server
         if model:
-            body = json.dumps(
-                {"model": model, "max_tokens": 16, "messages": [{"role": "user", "content": "Hello!"}]}
-            ).encode()
-            req = urllib.request.Request(
-                url + "/v1/chat/completions", data=body, headers={"Content-Type": "application/json"}
-            )
-            urllib.request.urlopen(req, timeout=120).read()  # noqa: S310
+            chat(model)
+            try:
+                chat(MISSING_MODEL)
+            except urllib.error.HTTPError:
+                pass  # refused, as it should be: the log says why
     except OSError:
         pass  # the state then waits for rows that never come and says so
 
@@ -218,7 +231,14 @@ def summary(w: Any, st: str, *, loaded: bool, check_result: dict[str, Any] | Non
         return f"library rows: {rows}: {', '.join(names)}"
     if st == "server":
         page = w.page_stack.page_widget("server")
-        return f"model: {model}; server: {page.address.text()}; log rows: {page.log_table.rowCount()}"
+        from app.ui.server_log import LOG_COLUMNS
+
+        table = page.log_table
+        failed = [table.item(r, LOG_COLUMNS.index("Error")) for r in range(table.rowCount())]
+        errors = "; ".join(f"failed: {item.text()}" for item in failed if item is not None and item.text())
+        return f"model: {model}; server: {page.address.text()}; log rows: {table.rowCount()}" + (
+            f"; {errors}" if errors else ""
+        )
     if st == "check" and check_result is not None:
         s = check_result["summary"]
         cells = ", ".join(f"{c} {v['passed']}/{v['total']}" for c, v in s["by_category"].items())

@@ -10,7 +10,8 @@ the state is really reached:
   to the recommended models and to Import;
 * ``models``: the Models page has finished scanning the library (``models-800x600``: with the
   window resized to 800x600);
-* ``server``: the Server page runs the API server and its log shows the requests it answered;
+* ``server``: the Server page runs the API server and its log shows the requests it answered, one
+  of them failed (a model the server does not have) with its reason;
 * ``streaming``: the reply is streaming and shows some text;
 * ``banner``: the first reply is done and carries the notice banner;
 * ``tool-call-with-panel``: the turn is done and the model called a tool (nothing is faked:
@@ -319,8 +320,9 @@ class ScreenshotDirector(QObject):
             self._settle_then_shoot(w)
 
     def _step_server(self) -> None:
-        """The Server page running, with rows in its log: the window's model (when one is loaded)
-        answers one chat request, and the model list is asked for (a free port: 8453 may be taken)."""
+        """The Server page running, with rows in its log: the model list is asked for, and the
+        window's model (when one is loaded) answers one chat request and a request for a model the
+        server does not have fails (a free port: 8453 may be taken)."""
         w = self.window
         if self._loading():
             return
@@ -329,7 +331,7 @@ class ScreenshotDirector(QObject):
             self._check_started = True
             pages.start_server_page(w, page, loaded=self._loaded())
             return
-        if page.log_table.rowCount() >= (2 if self._loaded() else 1):
+        if page.log_table.rowCount() >= (3 if self._loaded() else 1):
             self._settle_then_shoot(w)
 
     def _step_remote(self) -> None:

@@ -1,0 +1,113 @@
+"""The Server page's log of requests: one row per request the local API server answered.
+
+A row says when, what (method, path, model), how much (tokens in and out, tool calls), how long,
+and how it ended. A request that failed says why, in the words its client was told, so the person
+running an agent against the server sees in the window what the agent saw. A failed status stands
+out in a red cell; its tooltip names the status ("422 Unprocessable Entity"). Everything stays on
+one line: a long model name is cut in the middle and an error at its end, each with "…" and the
+whole text in the cell's tooltip.
+"""
+
+from __future__ import annotations
+
+import time
+from http import HTTPStatus
+from typing import Any
+
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QColor
+from PySide6.QtWidgets import QHeaderView, QStyledItemDelegate, QTableWidget, QTableWidgetItem, QWidget
+
+from app.ui.chat.live import elapsed_text
+
+__all__ = ["LOG_COLUMNS", "MAX_ROWS", "RequestLog", "status_text"]
+
+LOG_COLUMNS = ("Time", "Method", "Path", "Model", "Tokens", "Duration", "Tool calls", "Status", "Error")
+#: the oldest rows go first past this many
+MAX_ROWS = 500
+#: a failed request's status cell (white text on it), the same red as a model that does not fit
+FAILED_COLOR = "#c62828"
+
+_HEADER_TIPS = {
+    "Tokens": "Tokens read from the prompt + tokens written in the reply",
+    "Duration": "From the request's arrival to the end of its response",
+    "Error": "Why the request failed, as its client was told",
+}
+
+
+def status_text(status: int) -> str:
+    """An HTTP status with its name: "200 OK", "429 Too Many Requests", "499 Client Closed Request"."""
+    if status == 499:  # nginx's name for a client that left before the response ended
+        return "499 Client Closed Request"
+    try:
+        return f"{status} {HTTPStatus(status).phrase}"
+    except ValueError:
+        return str(status)
+
+
+class _CutAtTheEnd(QStyledItemDelegate):
+    """An error's cell keeps its start, which says what went wrong, and cuts its end."""
+
+    def initStyleOption(self, option, index) -> None:  # noqa: N802 - Qt's name
+        super().initStyleOption(option, index)
+        option.textElideMode = Qt.TextElideMode.ElideRight
+
+
+class RequestLog(QTableWidget):
+    """The rows of served requests (:class:`app.server.RequestLogEntry`), newest at the bottom."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(0, len(LOG_COLUMNS), parent)
+        self.setObjectName("serverLog")
+        self.setHorizontalHeaderLabels(list(LOG_COLUMNS))
+        for name, tip in _HEADER_TIPS.items():
+            header_item = self.horizontalHeaderItem(LOG_COLUMNS.index(name))
+            if header_item is not None:
+                header_item.setToolTip(tip)
+        self.verticalHeader().setVisible(False)
+        self.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
+        self.setSelectionBehavior(QTableWidget.SelectionBehavior.SelectRows)
+        self.setWordWrap(False)
+        self.setTextElideMode(Qt.TextElideMode.ElideMiddle)  # a model's name: both ends matter
+        self._cut_at_the_end = _CutAtTheEnd(self)
+        self.setItemDelegateForColumn(LOG_COLUMNS.index("Error"), self._cut_at_the_end)
+        header = self.horizontalHeader()
+        header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        header.setSectionResizeMode(LOG_COLUMNS.index("Model"), QHeaderView.ResizeMode.Interactive)
+        header.resizeSection(LOG_COLUMNS.index("Model"), 200)
+        header.setSectionResizeMode(LOG_COLUMNS.index("Error"), QHeaderView.ResizeMode.Stretch)
+
+    def add(self, entry: Any) -> None:
+        """A row for ``entry``; the oldest row goes when there are :data:`MAX_ROWS`."""
+        if self.rowCount() >= MAX_ROWS:
+            self.removeRow(0)
+        r = self.rowCount()
+        self.insertRow(r)
+        tokens = (
+            f"{entry.prompt_tokens} + {entry.completion_tokens}"
+            if entry.prompt_tokens or entry.completion_tokens
+            else ""
+        )
+        error = getattr(entry, "error", "") or ""
+        values = {
+            "Time": time.strftime("%H:%M:%S", time.localtime(entry.time)),
+            "Method": entry.method,
+            "Path": entry.path,
+            "Model": entry.model,
+            "Tokens": tokens,
+            "Duration": elapsed_text(entry.duration_s),
+            "Tool calls": str(entry.tool_calls) if entry.tool_calls else "",
+            "Status": str(entry.status),
+            "Error": " ".join(error.split()),  # one line: a message's line breaks would hide its end
+        }
+        for c, name in enumerate(LOG_COLUMNS):
+            item = QTableWidgetItem(values[name])
+            if name in ("Path", "Model", "Error") and values[name]:
+                item.setToolTip(error if name == "Error" else values[name])
+            if name == "Status":
+                item.setToolTip(status_text(entry.status))
+                if entry.status >= 400 or error:
+                    item.setForeground(QColor("white"))
+                    item.setBackground(QColor(FAILED_COLOR))
+            self.setItem(r, c, item)
+        self.scrollToBottom()
