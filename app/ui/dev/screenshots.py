@@ -10,8 +10,7 @@ the state is really reached:
   to the recommended models and to Import;
 * ``models``: the Models page has finished scanning the library (``models-800x600``: with the
   window resized to 800x600);
-* ``server``: the Server page runs the API server and its log shows the requests it answered, one
-  of them failed (a model the server does not have) with its reason;
+* ``server``: the Server page's log shows the requests it answered, one failed with its reason;
 * ``streaming``: the reply is streaming and shows some text;
 * ``banner``: the first reply is done and carries the notice banner;
 * ``tool-call-with-panel``: the turn is done and the model called a tool (nothing is faked:
@@ -320,9 +319,8 @@ class ScreenshotDirector(QObject):
             self._settle_then_shoot(w)
 
     def _step_server(self) -> None:
-        """The Server page running, with rows in its log: the model list is asked for, and the
-        window's model (when one is loaded) answers one chat request and a request for a model the
-        server does not have fails (a free port: 8453 may be taken)."""
+        """The Server page running, with rows in its log (see ``pages.server_requests``; a free
+        port: 8453 may be taken)."""
         w = self.window
         if self._loading():
             return
