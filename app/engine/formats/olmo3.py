@@ -16,6 +16,7 @@ from typing import Any
 from app.engine.formats.base import THINK, Format, ParsedCall, RegionScanner, register
 from app.engine.formats.pycalls import (
     PyListScanner,
+    SourceSegments,
     call_list_grammar,
     call_text,
     first_call_name,
@@ -41,11 +42,12 @@ def _read_lines(source: str) -> list[ParsedCall] | None:
         return None
     calls: list[ParsedCall] = []
     last_line = 0
+    segments = SourceSegments(src)  # (ast.get_source_segment per call: quadratic in the calls)
     for stmt in tree.body:
         if not isinstance(stmt, ast.Expr) or not isinstance(stmt.value, ast.Call) or stmt.lineno <= last_line:
             return None  # not a call, or two on one line (";")
         last_line = stmt.end_lineno or stmt.lineno
-        text = ast.get_source_segment(src, stmt.value)
+        text = segments.segment(stmt.value)
         got = parse_call_list(text) if text else None
         if not got or len(got) != 1:
             return None

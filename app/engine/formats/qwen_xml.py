@@ -63,7 +63,7 @@ from typing import Any
 from app.engine.formats.base import THINK, IncompleteCall, ParsedCall, RegionScanner, one_call, register
 from app.engine.formats.jsonscan import loads_lenient
 from app.engine.formats.open_json import JsonTagFormat
-from app.engine.formats.sections import SkipValuesScanner, closed_body, raw_text, skip_ws
+from app.engine.formats.sections import MarkerFinder, SkipValuesScanner, closed_body, raw_text, skip_ws
 from app.engine.formats.xml_params import FUNCTION, PARAMETER, XmlParamsFormat
 from app.json_schema import tool_schemas
 
@@ -118,7 +118,12 @@ def _known(text: str, i: int, params: set[str] | None) -> bool:
     return got is not None and (params is None or got[0] in params)
 
 
-def _value_end(text: str, i: int, params: set[str] | None) -> tuple[int, int] | None:
+def _marks(text: str) -> MarkerFinder:
+    """The markers a value's end is looked for by (:func:`_value_end`), in ``text``."""
+    return MarkerFinder(text, (P_CLOSE, P_OPEN, F_CLOSE))
+
+
+def _value_end(text: str, i: int, params: set[str] | None, marks: MarkerFinder) -> tuple[int, int] | None:
     """Where the value starting at ``i`` ends: ``(end of the value, where reading goes on)``.
 
     A ``</parameter>`` is the value's close when the next ``<parameter=`` of a declared name or
@@ -126,15 +131,16 @@ def _value_end(text: str, i: int, params: set[str] | None) -> tuple[int, int] | 
     on after the last one); an earlier one is the value's text. A run of them not so followed is
     the value's text at once (each would be followed by the same), so the walk stays linear.
     A value whose close is missing ends before the next declared ``<parameter=`` or before a
-    ``</function>`` that ends the text.
+    ``</function>`` that ends the text. ``marks`` (:func:`_marks` of ``text``) finds the markers;
+    one finder serves every value of a call and every call of a run, so that the walk stays
+    linear however many parameters and calls the text holds.
     """
     j = i
     while True:
-        cands = [(text.find(m, j), m) for m in (P_CLOSE, P_OPEN, F_CLOSE)]
-        cands = [(q, m) for q, m in cands if q != -1]
-        if not cands:
+        got = marks.first(j)
+        if got is None:
             return None
-        q, m = min(cands)
+        q, m = got
         after = q + len(m)
         if m == P_CLOSE:
             k = skip_ws(text, after)
@@ -152,15 +158,23 @@ def _value_end(text: str, i: int, params: set[str] | None) -> tuple[int, int] | 
 
 
 def _read_block(
-    text: str, i: int, schemas: dict[str, Any] | None, *, strict: bool = False
+    text: str,
+    i: int,
+    schemas: dict[str, Any] | None,
+    *,
+    strict: bool = False,
+    marks: MarkerFinder | None = None,
 ) -> tuple[str, dict[str, str], int] | None:
     """``<function=NAME> (<parameter=P>value</parameter>)* </function>`` at ``i`` (after
     whitespace): the name, the values and the index after ``</function>``. ``strict``: written as
     the template writes it, or None: at least one parameter, each ``</parameter>`` written and
-    each value between newlines (``<parameter=K>\\nV\\n</parameter>``)."""
+    each value between newlines (``<parameter=K>\\nV\\n</parameter>``). ``marks``: the finder of
+    ``text``'s markers (:func:`_marks`) a caller reading several blocks of it shares."""
     i = skip_ws(text, i)
     if not text.startswith(F_OPEN, i):
         return None
+    if marks is None:
+        marks = _marks(text)
     got = _name(text, i + len(F_OPEN))
     if got is None:
         return None
@@ -175,7 +189,7 @@ def _read_block(
             if got is None:
                 return None
             pname, i = got
-            end = _value_end(text, i, params)
+            end = _value_end(text, i, params, marks)
             if end is None or pname in args or (strict and end[1] - end[0] != len(P_CLOSE)):
                 return None
             value = text[i : end[0]]
@@ -312,8 +326,9 @@ def _bare_run(
         return None  # the run stood inside another element (see _BareRun): text
     calls: list[ParsedCall] = []
     i = last = 0
+    marks = _marks(text)
     while True:
-        block = _read_block(text, i, schemas, strict=True)
+        block = _read_block(text, i, schemas, strict=True, marks=marks)
         if block is None or block[0] not in schemas:
             break
         name, args, j = block
@@ -354,10 +369,12 @@ def _bare_parameter_head(
 def _closed_run(text: str, schemas: dict[str, Any]) -> tuple[list[ParsedCall], str] | None:
     """A run of function blocks closed by a stray ``</tool_call>``: one call per block."""
     end = len(text) - len(CLOSE)
+    run = text[:end]
+    marks = _marks(run)
     calls: list[ParsedCall] = []
     i = 0
     while True:
-        got = _read_block(text[:end], i, schemas)
+        got = _read_block(run, i, schemas, marks=marks)
         if got is None:
             return None
         name, args, j = got
@@ -384,9 +401,8 @@ class _BareRun(RegionScanner):
         while True:
             if not self.after:
                 before = self.block.ops
-                consumed, ended = self.block.scan(buf[i:], final)
+                i, ended = self.block.scan_from(buf, final, i)
                 self.ops += self.block.ops - before
-                i += consumed
                 if not ended:
                     return i, False
                 self.after = True

@@ -47,6 +47,7 @@ __all__ = [
     "JsonCallSection",
     "JsonSectionFormat",
     "JsonTagScanner",
+    "MarkerFinder",
     "SectionScanner",
     "SkipValuesScanner",
     "after_ws_startswith",
@@ -84,6 +85,44 @@ def first_marker(
     if final or end is not None:
         return -1, "", n
     return -1, "", partial_start(buf, markers, start)
+
+
+class MarkerFinder:
+    """The earliest of several markers in ``text`` at or after a position, each marker's next
+    place kept, so that a walk forward through ``text`` (every parameter of a call, every call of
+    a run) looks at each character once per marker, however often it asks. A walk that asks
+    :meth:`first` again and again from a moving position with plain ``text.find`` calls would
+    search past a rare marker to the end of the text on every step: quadratic.
+
+    ``scanned`` counts the characters searched (tests hold it to the text's length). Asking
+    from an earlier position than before is allowed (the marker is searched for again there).
+    """
+
+    def __init__(self, text: str, markers: tuple[str, ...]) -> None:
+        self.text = text
+        # marker -> (searched from, found at or -1); a marker not in it was not searched for yet
+        self._next: dict[str, tuple[int, int]] = {}
+        self._markers = markers
+        self.scanned = 0
+
+    def find(self, marker: str, j: int) -> int:
+        """``text.find(marker, j)``, from what was found before where it still holds."""
+        got = self._next.get(marker)
+        if got is not None and got[0] <= j and (got[1] == -1 or got[1] >= j):
+            return got[1]
+        p = self.text.find(marker, j)
+        self.scanned += (len(self.text) if p == -1 else p + len(marker)) - j
+        self._next[marker] = (j, p)
+        return p
+
+    def first(self, j: int) -> tuple[int, str] | None:
+        """``(position, marker)`` of the earliest marker at or after ``j``, or None."""
+        best: tuple[int, str] | None = None
+        for m in self._markers:
+            p = self.find(m, j)
+            if p != -1 and (best is None or p < best[0]):
+                best = (p, m)
+        return best
 
 
 class SectionScanner(RegionScanner):
@@ -358,17 +397,25 @@ class SkipValuesScanner(RegionScanner):
         """Whether ``buf[j:]`` (after whitespace) is the end or starts with one of ``wanted``;
         None when more text is needed to tell."""
         k = self.skip_space(buf, j)
-        rest = buf[k:]
-        if not rest:
+        if k >= len(buf):
             return None if not final else not self.cut
-        if rest.startswith(wanted):
+        if buf.startswith(wanted, k):
             return True
+        # (only as much of the rest as the longest follower: a copy of the whole rest for every
+        # value would make a region of many values quadratic)
+        rest = buf[k : k + max(map(len, wanted), default=0)]
         if not final and any(len(rest) < len(w) and w.startswith(rest) for w in wanted):
             return None
         return False
 
     def scan(self, buf: str, final: bool) -> tuple[int, bool]:
-        i = 0
+        return self.scan_from(buf, final, 0)
+
+    def scan_from(self, buf: str, final: bool, start: int) -> tuple[int, bool]:
+        """:meth:`scan` of ``buf`` from ``start`` (a caller that reads region after region of one
+        text passes where it is, rather than a copy of the rest); the index it returns is in
+        ``buf``."""
+        i = start
         while True:
             if self.inside:
                 markers: tuple[str, ...] = (
