@@ -4,7 +4,8 @@
 </minimax:tool_call>``: one block may hold several ``<invoke>`` elements (parallel calls), after
 an optional ``<think>...</think>`` block (the generation prompt opens ``<think>``). Values are raw
 text (a string as written, anything else as JSON) typed by the schema; a ``</minimax:tool_call>``
-inside a value does not end the block. A missing ``</minimax:tool_call>`` is accepted only when
+inside a value does not end the block, and a ``</parameter>`` inside a value closes it only where
+the next ``<parameter name=`` or the ``</invoke>`` follows (vLLM #38803). A missing ``</minimax:tool_call>`` is accepted only when
 the reply ended normally right after ``</invoke>``.
 """
 

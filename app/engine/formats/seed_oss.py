@@ -5,7 +5,8 @@ one function per block, any number of blocks per reply, after an optional
 ``<seed:think>...</seed:think>`` block (its ``<seed:cot_budget_reflect>`` notes are reasoning
 text). The function block is shaped like Qwen XML's, but a value is exactly the text between its
 tags (the template writes no newline around it): raw text typed by the schema; a
-``</seed:tool_call>`` inside a value does not end the call. A missing ``</seed:tool_call>`` is accepted only when the reply ended normally right
+``</seed:tool_call>`` inside a value does not end the call, and a ``</parameter>`` inside it
+closes it only where the next ``<parameter=`` or the ``</function>`` follows. A missing ``</seed:tool_call>`` is accepted only when the reply ended normally right
 after ``</function>``.
 """
 

@@ -76,10 +76,12 @@ def read_params(
     """Strictly read ``(PARAM KEY KEY_END value PARAM_END)* CLOSE`` from ``i``, with whitespace
     between the tags: the values by key, each exactly as written, and the index after ``close``.
 
-    None when anything else stands there, a key repeats or a value is not closed. With ``cdata``
-    (its opening and closing marks), a value that opens with the section is the section's
-    contents exactly (``param_end`` must follow the section), and any other value may not hold
-    ``<`` (markup in a value is written as CDATA).
+    None when anything else stands there, a key repeats or a value is not closed. A ``param_end``
+    closes a value only where the next ``param`` or ``close`` follows it (after whitespace); an
+    earlier one is the value's text, as when an agent writes a file that holds the tag (vLLM
+    #38803: MiniMax-M2 in production). With ``cdata`` (its opening and closing marks), a value that
+    opens with the section is the section's contents exactly (``param_end`` must follow the
+    section), and any other value may not hold ``<`` (markup in a value is written as CDATA).
     """
     args: dict[str, str] = {}
     while True:
@@ -99,7 +101,10 @@ def read_params(
             args[name] = text[i + len(cdata[0]) : end]
             i = end + len(cdata[1]) + len(param_end)
             continue
-        end = text.find(param_end, i)
+        if cdata is None:
+            end = _followed_close(text, i, param_end, (param, close))
+        else:
+            end = text.find(param_end, i)
         if end == -1:
             return None
         value = text[i:end]
@@ -107,6 +112,20 @@ def read_params(
             return None
         args[name] = value
         i = end + len(param_end)
+
+
+def _followed_close(text: str, i: int, value_close: str, followers: tuple[str, ...]) -> int:
+    """The ``value_close`` that closes the value at ``i``: the first one followed (after
+    whitespace) by one of ``followers``; -1 if none. Each search starts after the one before, so
+    the walk is linear in the value."""
+    j = i
+    while True:
+        end = text.find(value_close, j)
+        if end == -1:
+            return -1
+        if text.startswith(followers, skip_ws(text, end + len(value_close))):
+            return end
+        j = end + len(value_close)
 
 
 def params_text(
@@ -331,7 +350,8 @@ class InvokeFormat(XmlParamsFormat):
     parameters, one after another (whitespace between) in a section ``OPEN\\n ... CLOSE``: MiniMax,
     and StepFun's ``steptml:`` spelling, where each invoke stands between ``call_begin`` and
     ``call_end``. A value is exactly as written (the template adds no newline); a ``CLOSE`` inside
-    a value does not end the section. A missing ``CLOSE`` is accepted only when the reply ended
+    a value does not end the section, and a parameter's closing tag inside it is its text where
+    the next parameter or the invoke's end does not follow (:func:`read_params`). A missing ``CLOSE`` is accepted only when the reply ended
     normally right after a call. A family is an instance (see :class:`Format`) that sets ``close``,
     ``prefix`` and, where it has them, ``call_begin`` / ``call_end``; ``call_begin_also``: other
     spellings of ``call_begin`` read exactly (``call_begin`` is the one written); ``param_after``:

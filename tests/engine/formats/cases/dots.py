@@ -141,6 +141,11 @@ CASES = [
     text("rwkv-wrapper", '<tool_call>\n<invoke name="get_time">\n</invoke>\n</tool_call>'),
     Case("orphan-think-close", "plan</think>Hello", reasoning="plan", content="Hello"),
     text("plain-text", "dots here. What can I do for you?"),
+    Case(
+        "value-holds-parameter-close",
+        block(invoke("set_port", blob="<p>a</parameter></p>")),
+        calls=[("set_port", {"blob": "<p>a</parameter></p>"})],
+    ),
 ]
 
 CASES += close_tag_in_argument_cases(

@@ -163,6 +163,25 @@ CASES = [
     ),
     Case("orphan-close", "hmm</think>Hi", reasoning="hmm", content="Hi"),
     Case("plain-text", "Hello! How can I help?", content="Hello! How can I help?"),
+    # A value holding the parameter's closing tag (an agent writing a parser or a template, vLLM
+    # #38803): a close not followed by the next parameter or the invoke's end is the value's text.
+    Case(
+        "value-holds-parameter-close",
+        block(invoke("set_port", blob='end = "</parameter>"\nok', port="8080")),
+        calls=[("set_port", {"blob": 'end = "</parameter>"\nok', "port": "8080"})],
+    ),
+    Case(
+        "value-holds-parameter-close-last",
+        block(invoke("set_port", blob="a</parameter> b </parameter>c")),
+        calls=[("set_port", {"blob": "a</parameter> b </parameter>c"})],
+    ),
+    Case(
+        "parameter-close-never-followed",
+        '<minimax:tool_call>\n<invoke name="set_port">\n<parameter name="blob">a</parameter> b</invoke>\n'
+        "</minimax:tool_call>",
+        content='<minimax:tool_call>\n<invoke name="set_port">\n<parameter name="blob">a</parameter> b</invoke>\n'
+        "</minimax:tool_call>",
+    ),
 ]
 
 CASES += close_tag_in_argument_cases(

@@ -127,6 +127,13 @@ CASES = [
     ),
     Case("orphan-close", "hmm</seed:think>Hi", reasoning="hmm", content="Hi"),
     Case("plain-text", "Hello! How can I help?", content="Hello! How can I help?"),
+    # A value holding the parameter's closing tag: only a close followed by the next parameter or
+    # the function's end closes it.
+    Case(
+        "value-holds-parameter-close",
+        call("set_port", blob="x</parameter>y", port="8080"),
+        calls=[("set_port", {"blob": "x</parameter>y", "port": "8080"})],
+    ),
 ]
 
 CASES += close_tag_in_argument_cases(

@@ -86,6 +86,11 @@ CASES = [
         '<steptml:invoke name="get_time"></steptml:invoke>',
         content='<steptml:invoke name="get_time"></steptml:invoke>',
     ),
+    Case(
+        "value-holds-parameter-close",
+        OPEN + "\n" + call("set_port", [("blob", "a</steptml:parameter>b")]) + "\n" + CLOSE,
+        calls=[("set_port", {"blob": "a</steptml:parameter>b"})],
+    ),
 ]
 
 # -- the spelling the template teaches: newlines after the section and call openers and after each

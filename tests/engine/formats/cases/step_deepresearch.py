@@ -150,6 +150,11 @@ CASES = [
     text("partial-marker-text", "a <steptml:tool and <steptml are text"),
     Case("orphan-close", "hmm</think>Hi", reasoning="hmm", content="Hi"),
     text("plain-text", "Hello! How can I help?"),
+    Case(
+        "value-holds-parameter-close",
+        block(invoke("set_port", blob="a</steptml:parameter>b")),
+        calls=[("set_port", {"blob": "a</steptml:parameter>b"})],
+    ),
 ]
 
 CASES += close_tag_in_argument_cases(
