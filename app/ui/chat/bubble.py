@@ -24,7 +24,21 @@ from app.ui.chat.compose import EditBox
 from app.ui.chat.markdown import MarkdownView, PlainView
 from app.ui.chat.turn_settings import TurnSettings
 
-__all__ = ["COPIED_MS", "ThinkingBlock", "UserMessage", "copy_with_feedback", "small_button", "when_text"]
+__all__ = [
+    "COPIED_MS",
+    "FOLD_LINES",
+    "FOLDED_LINES",
+    "ThinkingBlock",
+    "UserMessage",
+    "copy_with_feedback",
+    "small_button",
+    "when_text",
+]
+
+#: a message of the person's taller than this many lines is folded (a pasted document, a log)...
+FOLD_LINES = 24
+#: ...to its first this many lines, with "Show all" under it
+FOLDED_LINES = 12
 
 
 class ThinkingBlock(QFrame):
@@ -95,7 +109,9 @@ def copy_with_feedback(button: QToolButton, text: str) -> None:
 
 class UserMessage(QFrame):
     """A user message: its images (thumbnails; a click opens one larger), copy, and edit-and-resend
-    (the edited message keeps the images)."""
+    (the edited message keeps the images). A long one (a pasted document or log) is folded to its
+    first lines with "Show all" under it, so that the conversation around it stays readable; Copy,
+    Edit and Find in chat always have the whole text (Find opens the fold of a match in it)."""
 
     sig_edit_resend = Signal(object, str)  # (self, new text)
     sig_edit_requested = Signal(object)  # self: the view starts the edit, saying what it discards
@@ -127,8 +143,15 @@ class UserMessage(QFrame):
         self.image_strip = ImageStrip(self.images)
         lay.addWidget(self.image_strip)
         self.view = MarkdownView()
+        self._folded = True  # (a long message starts folded; a short one is never cut)
+        self.fold = small_button("Show all", "Show the whole message")
+        self.fold.setObjectName("foldToggle")
+        self.fold.setVisible(False)
+        self.fold.clicked.connect(self._on_fold_clicked)
+        self.view.uncap = self.unfold
         self.view.set_markdown_text(text)
         lay.addWidget(self.view)
+        lay.addWidget(self.fold, 0, Qt.AlignmentFlag.AlignLeft)
         self.view.setVisible(bool(text))  # a message of images alone shows no empty text
         self.editor = EditBox()
         self.editor.setVisible(False)
@@ -152,11 +175,47 @@ class UserMessage(QFrame):
         self.edit_row.setLayout(row)
         self.edit_row.setVisible(False)
         lay.addWidget(self.edit_row)
+        self.view.on_fit = self._update_fold  # (each fit from now on: the message is built)
+        self._update_fold()
+
+    @property
+    def long(self) -> bool:
+        """Whether the message is tall enough to fold (:data:`FOLD_LINES`)."""
+        return self.view.content_height > FOLD_LINES * self.view.fontMetrics().lineSpacing()
+
+    @property
+    def folded(self) -> bool:
+        """Whether only the start of the message shows."""
+        return self.view.cap is not None
+
+    def _update_fold(self) -> None:
+        """Fold or unfold the view to what the message's height and the person's choice say."""
+        long = self.long
+        line = self.view.fontMetrics().lineSpacing()
+        cap = FOLDED_LINES * line + 4 if long and self._folded else None
+        self.fold.setVisible(long and not self.editing)
+        more = max(1, round((self.view.content_height - FOLDED_LINES * line - 4) / line))
+        self.fold.setText(f"Show all ({more} more lines)" if self._folded else "Show less")
+        self.fold.setToolTip("Show the whole message" if self._folded else "Fold the message to its start")
+        if cap != self.view.cap:
+            self.view.cap = cap
+            self.view._fit()  # (it calls back here: the cap is then what it should be)
+
+    def _on_fold_clicked(self) -> None:
+        self._folded = not self._folded
+        self._update_fold()
+
+    def unfold(self) -> None:
+        """Show the whole message."""
+        if self._folded:
+            self._folded = False
+            self._update_fold()
 
     def start_edit(self, later_messages: int = 0) -> None:
         """Edit in place; ``later_messages``: how many messages after this one sending it discards."""
         self.editor.setPlainText(self.text)
         self.view.setVisible(False)
+        self.fold.setVisible(False)
         self.editor.setVisible(True)
         self.edit_row.setVisible(True)
         self.discard_note.setText(
@@ -175,6 +234,7 @@ class UserMessage(QFrame):
         was_editing = self.editing
         self.view.setVisible(bool(self.text))
         self.editor.setVisible(False)
+        self.fold.setVisible(self.long)
         self.edit_row.setVisible(False)
         self.discard_note.setVisible(False)
         if was_editing:

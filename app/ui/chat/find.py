@@ -1,7 +1,8 @@
 """Find in the chat (Ctrl+F): a bar above the conversation that finds text in the messages shown
 (what the person wrote and the replies' text, as rendered; case does not matter), and in what they
-fold (a reply's thinking, its tool calls' arguments, results and raw text), marks every match,
-brings the current one into view, opening its fold, and counts them ("3 of 12"). Enter and ↓ go
+fold (a reply's thinking, its tool calls' arguments, results and raw text, the rest of a long
+message of the person's), marks every match, brings the current one into view, opening its fold,
+and counts them ("3 of 12"). Enter and ↓ go
 to the next, Shift+Enter and ↑ to the one before (round the ends), Esc closes the bar and takes
 the marks away.
 The messages are found again at each step, so a reply still being written is searched as it
@@ -309,6 +310,9 @@ class FindBar(QFrame):
             if isinstance(m.view, PlainView) and m.view.unfold is not None and not _shown(m.view, self.root):
                 m.view.unfold()  # the match is in a folded block: open it (laid out a moment later)
             rect = m.view.cursorRect(m.cursor)
+            if m.view.uncap is not None and m.view.cut_at(rect.top()):
+                m.view.uncap()  # the match is in the folded part of a long message: show all of it
+                rect = m.view.cursorRect(m.cursor)
             at = m.view.viewport().mapTo(self.root, rect.center())
         except RuntimeError:  # the view went with its message meanwhile
             return

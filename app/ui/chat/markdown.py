@@ -39,6 +39,13 @@ class FittedView(QTextBrowser):
         self.setPalette(pal)
         self.raw = ""  # the text it shows (its Markdown source, for a MarkdownView)
         self._in_set = False
+        #: the most height it shows (a long message folded: its start); None: all of it
+        self.cap: int | None = None
+        self.content_height = 0  # the height all of its text takes at its width
+        #: called after each fit (the owner of a fold decides whether to fold)
+        self.on_fit: Callable[[], None] | None = None
+        #: shows all of a view that a ``cap`` cuts (Find in chat opens the fold of a match there)
+        self.uncap: Callable[[], None] | None = None
         self.document().documentLayout().documentSizeChanged.connect(self._on_doc_size_changed)
         self.setFixedHeight(24)
 
@@ -52,8 +59,16 @@ class FittedView(QTextBrowser):
         if w > 0 and doc.textWidth() != w:
             doc.setTextWidth(w)
         h = int(doc.size().height()) + 4
-        if h != self.height():
-            self.setFixedHeight(max(h, 20))
+        self.content_height = h
+        shown = h if self.cap is None else min(h, self.cap)
+        if shown != self.height():
+            self.setFixedHeight(max(shown, 20))
+        if self.on_fit is not None:
+            self.on_fit()
+
+    def cut_at(self, y: int) -> bool:
+        """Whether the text at height ``y`` (in the view) is below what a ``cap`` shows."""
+        return self.cap is not None and y >= self.cap
 
     def resizeEvent(self, e) -> None:  # noqa: N802
         super().resizeEvent(e)
