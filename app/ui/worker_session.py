@@ -28,11 +28,24 @@ if TYPE_CHECKING:
     from app.ui.mcp_host import McpHost
     from app.ui.worker_signals import WorkerSignals
 
-__all__ = ["OWNER", "Sessions"]
+__all__ = ["OWNER", "Sessions", "load_failure"]
 
 log = logging.getLogger(__name__)
 
 OWNER = "window"  # the owner of the window's jobs on the shared engine host
+
+
+def load_failure(path: str, exc: BaseException) -> str:
+    """What the window says when ``path`` did not load: the file's name and the problem, once
+    ("Could not load x.gguf: it is truncated", not the engine's "Cannot load /full/path/x.gguf: ..."
+    after it); a problem with another file of the model (its projector) names that file."""
+    from app.engine.errors import ModelLoadError
+
+    name = Path(path).name
+    if isinstance(exc, ModelLoadError):
+        other = Path(exc.path).name
+        return f"Could not load {name}: " + (exc.problem if other == name else f"{other}: {exc.problem}")
+    return f"Could not load {name}: {exc}"
 
 
 @dataclass(eq=False)
@@ -105,7 +118,7 @@ class Sessions:
             )
         except Exception as exc:  # noqa: BLE001 - ModelLoadError and anything llama.cpp raises
             sig.sig_load_progress.emit(0.0, "")
-            sig.sig_load_failed.emit(path, f"Could not load {Path(path).name}: {exc}")
+            sig.sig_load_failed.emit(path, load_failure(path, exc))
             return
         messages = self._messages_to_keep()  # the open conversation goes on with the new model
         if not self.adopt(model, messages):

@@ -36,9 +36,13 @@ def test_d1_failed_load_keeps_old_model_working_and_ui_in_sync(qtbot, make_windo
     w = make_window(streaming_model, settings=_settings())
     old = w.model_info.path
     broken = _truncated_copy(streaming_model, tmp_path / "truncated.gguf")
-    with qtbot.waitSignal(w.worker.sig_load_failed, timeout=DONE_TIMEOUT):
+    with qtbot.waitSignal(w.worker.sig_load_failed, timeout=DONE_TIMEOUT) as failed:
         w.load_model(str(broken))
     qtbot.waitUntil(lambda: w.loading_path is None, timeout=30_000)
+    # the file's name and the problem, once: not the engine's "Cannot load /full/path: ..." after it
+    message = failed.args[1]
+    assert message.startswith("Could not load truncated.gguf: ") and "Cannot load" not in message
+    assert str(tmp_path) not in message and len(message) > len("Could not load truncated.gguf: ")
     # the picker, the badge and Send show the model that is still loaded
     assert w.model_info is not None and w.model_info.path == old
     assert w.model_picker.currentData() == old
@@ -291,3 +295,20 @@ def test_d24_format_badge_is_short_plain_words(qtbot, make_window, tool_model):
     w = make_window(path, settings=_settings())
     assert w.format_badge.text() == "Tools: Hermes JSON (auto)"
     assert w.format_badge.property("warn") == "false"
+
+
+def test_a_load_failure_names_the_file_once_and_another_file_of_the_model_by_name():
+    from app.engine.errors import ModelLoadError
+    from app.ui.worker_session import load_failure
+
+    model = "/models/Qwen3-VL-4B-Q4_K_M.gguf"
+    assert load_failure(model, ModelLoadError(model, "it is truncated")) == (
+        "Could not load Qwen3-VL-4B-Q4_K_M.gguf: it is truncated"
+    )
+    projector = ModelLoadError("/models/mmproj-F16.gguf", "not a vision projector")
+    assert load_failure(model, projector) == (
+        "Could not load Qwen3-VL-4B-Q4_K_M.gguf: mmproj-F16.gguf: not a vision projector"
+    )
+    assert load_failure(model, RuntimeError("out of memory")) == (
+        "Could not load Qwen3-VL-4B-Q4_K_M.gguf: out of memory"
+    )
