@@ -11,7 +11,9 @@ from PySide6.QtWidgets import QApplication
 from app.storage.history import History, TurnMessage
 from app.ui.chat.bubble import FOLD_LINES, FOLDED_LINES
 
-LOG = "\n\n".join(f"Line {k}: the service answered in {k * 7} ms." for k in range(60)) + "\n\nneedle at the end"
+LOG = (
+    "\n\n".join(f"Line {k}: the service answered in {k * 7} ms." for k in range(60)) + "\n\nneedle at the end"
+)
 
 
 def _window(qtbot, make_window):
