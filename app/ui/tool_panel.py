@@ -158,17 +158,22 @@ class ToolCallPanel(QWidget):
         def pre(s: str) -> str:
             return f'<pre style="white-space:pre-wrap;margin:2px 0 8px 0;">{html.escape(s)}</pre>'
 
+        def pair(label: str, value: str) -> str:  # kept on one line: a narrow panel wraps between pairs
+            return f'<span style="white-space:nowrap"><b>{label}:</b> {html.escape(value)}</span>'
+
         call, outcome = view.call, view.outcome
         approval = APPROVAL_WORDS.get(outcome.approval, outcome.approval) if outcome is not None else "—"
+        took = outcome.duration_s if outcome is not None else None
         rows = [
             f"<h3 style='margin:2px 0;'>{html.escape(call.name)}</h3>",
-            f"<p><b>Status:</b> {view.status}"
-            + (
-                f" &nbsp; <b>Time:</b> {outcome.duration_s * 1000:.1f} ms"
-                if outcome is not None and outcome.duration_s
-                else ""
+            "<p>"
+            + " &nbsp; ".join(
+                [
+                    pair("Status", view.status),
+                    *([pair("Time", format_duration(took))] if took else []),
+                    pair("Approval", approval),
+                ]
             )
-            + f" &nbsp; <b>Approval:</b> {html.escape(approval)}"
             + "</p>",
             f"<p><b>Decoding:</b> {html.escape(view.decoding)}</p>",
             "<p><b>Arguments</b></p>",

@@ -300,6 +300,11 @@ def test_tool_call_chip_selects_call_in_side_panel(qtbot, make_window, tool_mode
     assert "<tool_call>" in detail and "Approval: not needed" in detail  # plain words, not "auto"
     entry = w.tool_panel.entries[call_id]
     assert entry.outcome.content == "42" and entry.outcome.duration_s is not None
+    # the panel says the call's time as its chip does ("64 ms", not "64.0 ms")
+    from app.ui.call_view import format_duration
+
+    took = format_duration(entry.outcome.duration_s)
+    assert f"Time: {took}" in detail and took in chip.text()
     # the panel can be hidden again
     w.act_panel.trigger()
     assert not w.tool_dock.isVisible()
