@@ -5,7 +5,9 @@ and how it ended. A request that failed says why, in the words its client was to
 running an agent against the server sees in the window what the agent saw. A failed status stands
 out in a red cell; its tooltip names the status ("422 Unprocessable Entity"). Everything stays on
 one line: a long model name is cut in the middle and an error at its end, each with "…" and the
-whole text in the cell's tooltip.
+whole text in the cell's tooltip. Copy (Ctrl+C, or the rows' menu) puts the chosen rows on the
+clipboard as tab-separated lines under the column names, every text whole: an error to paste
+into a bug report or an agent's issue.
 """
 
 from __future__ import annotations
@@ -14,9 +16,9 @@ import time
 from http import HTTPStatus
 from typing import Any
 
-from PySide6.QtCore import Qt
-from PySide6.QtGui import QColor
-from PySide6.QtWidgets import QHeaderView, QStyledItemDelegate, QTableWidget, QTableWidgetItem, QWidget
+from PySide6.QtCore import QPoint, Qt
+from PySide6.QtGui import QAction, QColor, QGuiApplication, QKeySequence
+from PySide6.QtWidgets import QHeaderView, QMenu, QStyledItemDelegate, QTableWidget, QTableWidgetItem, QWidget
 
 from app.ui.chat.live import elapsed_text
 
@@ -76,6 +78,34 @@ class RequestLog(QTableWidget):
         header.setSectionResizeMode(LOG_COLUMNS.index("Model"), QHeaderView.ResizeMode.Interactive)
         header.resizeSection(LOG_COLUMNS.index("Model"), 200)
         header.setSectionResizeMode(LOG_COLUMNS.index("Error"), QHeaderView.ResizeMode.Stretch)
+        self.copy_action = QAction("Copy", self)
+        self.copy_action.setShortcut(QKeySequence.StandardKey.Copy)
+        self.copy_action.setShortcutContext(Qt.ShortcutContext.WidgetShortcut)
+        self.copy_action.triggered.connect(self.copy_selected)
+        self.addAction(self.copy_action)
+        self.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+        self.customContextMenuRequested.connect(self._menu)
+
+    def selected_text(self) -> str:
+        """The chosen rows as tab-separated lines under the column names (each text whole)."""
+        rows = sorted({i.row() for i in self.selectedIndexes()})
+        lines = ["\t".join(LOG_COLUMNS)]
+        for r in rows:  # (a cell's text is whole: only its painting cuts it)
+            cells = [self.item(r, c) for c in range(len(LOG_COLUMNS))]
+            lines.append("\t".join(c.text() if c is not None else "" for c in cells))
+        return "\n".join(lines) if rows else ""
+
+    def copy_selected(self) -> None:
+        text = self.selected_text()
+        if text:
+            QGuiApplication.clipboard().setText(text)
+
+    def _menu(self, pos: QPoint) -> None:
+        if not self.selectedIndexes():
+            return
+        menu = QMenu(self)
+        menu.addAction(self.copy_action)
+        menu.exec(self.viewport().mapToGlobal(pos))
 
     def add(self, entry: Any) -> None:
         """A row for ``entry``; the oldest row goes when there are :data:`MAX_ROWS`."""

@@ -107,3 +107,31 @@ def test_the_oldest_rows_go_past_the_limit(log, monkeypatch):
     for i in range(5):
         log.add(_entry(path=f"/v1/p{i}"))
     assert [_row(log, r)["Path"].text() for r in range(log.rowCount())] == ["/v1/p2", "/v1/p3", "/v1/p4"]
+
+
+def test_copy_puts_the_chosen_rows_on_the_clipboard_whole(qtbot, log):
+    from PySide6.QtCore import Qt
+    from PySide6.QtWidgets import QApplication
+
+    from app.ui.server_log import LOG_COLUMNS
+
+    why = "model 'gpt-4o' not found; available models: " + ", ".join(f"model-{i}" for i in range(40))
+    log.add(_entry())
+    log.add(_entry(status=404, error=why, model="", prompt_tokens=0, completion_tokens=0))
+    log.add(_entry(path="/v1/models", method="GET"))
+    QApplication.clipboard().setText("")
+    log.setFocus()
+    log.selectRow(1)
+    qtbot.keyClick(log, Qt.Key.Key_C, Qt.KeyboardModifier.ControlModifier)
+    lines = QApplication.clipboard().text().split("\n")
+    assert lines[0] == "\t".join(LOG_COLUMNS)
+    row = dict(zip(LOG_COLUMNS, lines[1].split("\t"), strict=True))
+    assert len(lines) == 2 and row["Status"] == "404" and row["Error"] == why  # whole, not cut
+    # several rows, in the table's order; nothing chosen copies nothing
+    log.selectAll()
+    log.copy_selected()
+    assert len(QApplication.clipboard().text().split("\n")) == 4
+    log.clearSelection()
+    QApplication.clipboard().setText("kept")
+    log.copy_selected()
+    assert QApplication.clipboard().text() == "kept"
