@@ -162,13 +162,56 @@ def _markdown():
     return md
 
 
+_CODE_SPAN = re.compile(r"(`+)(?!`).*?(?<!`)\1(?!`)", re.S)
+_MATH_FONT = "font-family:'Cambria Math','STIX Two Math','Latin Modern Math','DejaVu Serif',serif"
+
+
+def _with_math(text: str) -> tuple[str, list[tuple[str, bool]]]:
+    """``text`` with each math span outside code spans (:mod:`app.ui.math_text`) replaced by a
+    placeholder Markdown leaves alone, and the spans' HTML with whether each is set on its own."""
+    from app.ui.math_text import math_html, math_spans
+
+    code = [(m.start(), m.end()) for m in _CODE_SPAN.finditer(text)] if "`" in text else []
+    out: list[str] = []
+    found: list[tuple[str, bool]] = []
+    pos = 0
+    k = 0
+    for span in math_spans(text):
+        while k < len(code) and code[k][1] <= span.start:
+            k += 1
+        if span.start < pos or (k < len(code) and code[k][0] < span.end):
+            continue  # (in or across a code span: the code's text)
+        out.append(text[pos : span.start])
+        out.append(f"\ue000{len(found)}\ue001")
+        found.append((math_html(span.tex), span.display))
+        pos = span.end
+    out.append(text[pos:])
+    return "".join(out), found
+
+
+_PLACED = re.compile(r"(<p>)?\ue000(\d+)\ue001(</p>)?")
+
+
+def _place_math(rendered: str, found: list[tuple[str, bool]]) -> str:
+    def one(m: re.Match[str]) -> str:
+        tex_html, display = found[int(m.group(2))]
+        if display and m.group(1) and m.group(3):  # alone in its paragraph: set on its own line
+            return f'<p align="center"><span style="{_MATH_FONT}">{tex_html}</span></p>'
+        inline = f'<span style="{_MATH_FONT}">{tex_html}</span>'
+        return (m.group(1) or "") + inline + (m.group(3) or "")
+
+    return _PLACED.sub(one, rendered)
+
+
 def _prose(text: str) -> str:
     if not text.strip():
         return ""
     try:
+        marked, found = _with_math(text) if ("$" in text or "\\" in text) else (text, [])
         md = _markdown()
         md.reset()
-        return md.convert(text)
+        rendered = md.convert(marked)
+        return _place_math(rendered, found) if found else rendered
     except Exception:  # noqa: BLE001 - a Markdown bug must not lose the reply: shown as plain text
         return "<p>" + html.escape(text).replace("\n", "<br>") + "</p>"
 
