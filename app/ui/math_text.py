@@ -8,7 +8,8 @@ roots, ``\\text``, ``\\mathbb``, accents, ``\\boxed``, simple environments), whi
 the arithmetic, algebra and calculus of chat answers. A command it does not know stays as written.
 
 Qt-free and never raises: :func:`math_spans` finds the spans (``$$...$$``, ``\\[...\\]``,
-``\\(...\\)``, and ``$...$`` as pandoc reads it, so "$5 and $10" stays money), :func:`math_html`
+``\\(...\\)``, and ``$...$`` as pandoc reads it, so "$5 and $10" stays money, when what it holds
+reads as math, so "$HOME/$USER" stays words), :func:`math_html`
 renders one. Both are linear in their text (a span is at most :data:`MAX_SPAN` characters, and
 nesting deeper than :data:`MAX_DEPTH` is shown as written).
 """
@@ -98,13 +99,24 @@ class MathSpan:
         self.start, self.end, self.tex, self.display = start, end, tex, display
 
 
+_MATHY = re.compile(r"[\\^_=+<>()|]")
+_VARIABLES = re.compile(r"[A-Za-z](?:\s*,\s*[A-Za-z])+")
+
+
+def _inline_math(tex: str) -> bool:
+    """Whether ``$tex$`` reads as math rather than prose with dollar signs ("$HOME/$USER" in a
+    sentence): a command, a script, a relation or brackets in it, a short symbol (``$x$``,
+    ``$n_1$``), or a list of variables (``$x, y$``)."""
+    return len(tex) <= 3 or bool(_MATHY.search(tex)) or bool(_VARIABLES.fullmatch(tex))
+
+
 def math_spans(text: str) -> list[MathSpan]:
     """The math spans of ``text`` in order (none overlap)."""
     out = []
     for m in _SPAN.finditer(text):
         key = m.lastgroup or ""
         tex = m.group(key)
-        if not tex.strip():
+        if not tex.strip() or (key == "id" and not _inline_math(tex)):
             continue
         out.append(MathSpan(m.start(), m.end(), tex, key in ("dd", "db")))
     return out

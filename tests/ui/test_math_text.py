@@ -60,6 +60,8 @@ def test_boxed_answers_are_bold_and_environments_keep_their_lines():
         ("$$a$$ then $b$", [("a", True), ("b", False)]),
         ("It costs $5 and $10.", []),  # money, as pandoc reads it
         ("$x$5 and $ y $", []),  # a digit after the close, spaces inside the dollars
+        ("Set $HOME/$USER and $PATH:$HOME", []),  # shell words in a sentence: no math in them
+        ("$x, y$ and $f(x)$ and $n$", [("x, y", False), ("f(x)", False), ("n", False)]),
         (r"a \$ sign and $c$", [("c", False)]),
         ("$$\nx = 1\n$$", [("\nx = 1\n", True)]),
     ],
