@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import logging
 import sys
 from pathlib import Path
 
@@ -114,6 +115,11 @@ def main(argv: list[str] | None = None) -> int:
     app.setApplicationName("Callisto")
     app.setOrganizationName("Callisto")
     runtime.install_exception_hooks()  # now with a QApplication: unhandled errors show a dialog
+    from app.ui.binding_check import binding_problem
+
+    if (problem := binding_problem()) is not None:  # a Qt binding that will crash the window
+        logging.getLogger(__name__).error(problem)
+        print(f"callisto: {problem}", file=sys.stderr)
     collector = MainThreadCollector(app)  # before any worker thread: cycles are freed on this one
     collector.start()
     guard = None

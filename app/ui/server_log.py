@@ -75,6 +75,9 @@ class RequestLog(QTableWidget):
         self.setItemDelegateForColumn(LOG_COLUMNS.index("Error"), self._cut_at_the_end)
         header = self.horizontalHeader()
         header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        # fitted to the rows in view only: measuring all 500 rows on every new one cost the UI
+        # thread milliseconds per request (a client polling fast would make the window lag)
+        header.setResizeContentsPrecision(0)
         header.setSectionResizeMode(LOG_COLUMNS.index("Model"), QHeaderView.ResizeMode.Interactive)
         header.resizeSection(LOG_COLUMNS.index("Model"), 200)
         header.setSectionResizeMode(LOG_COLUMNS.index("Error"), QHeaderView.ResizeMode.Stretch)
