@@ -621,7 +621,12 @@ class Turn:
         from starlette.concurrency import run_in_threadpool
 
         state = self.state
-        entry = await run_in_threadpool(state.catalog.resolve, self.req.model, state.loaded_entry())
+        try:
+            entry = await run_in_threadpool(state.catalog.resolve, self.req.model, state.loaded_entry())
+        except ApiError as err:  # (no such model, or none loaded): the log names what was asked
+            if err.model is None and self.req.model:
+                err.model = str(self.req.model)
+            raise
         if entry.preset is not None:
             self.req = entry.preset.applied_to(self.req, state.config.max_tokens_limit)
         self.model_id, self.entry = entry.id, entry

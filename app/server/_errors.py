@@ -108,6 +108,8 @@ class ApiError(Exception):
         self.param = param
         self.code = code
         self.headers = dict(headers or {})
+        #: the model the request named, where the error is that it cannot be had (the log shows it)
+        self.model: str | None = None
 
 
 #: the engine's errors in HTTP terms, first match wins: (error class, status, error code)
@@ -167,6 +169,8 @@ def log_error(scope: MutableMapping[str, Any], err: ApiError) -> None:
     entry = scope.setdefault("callisto.log", {})
     entry["status"] = err.status
     entry["error"] = err.message
+    if err.model and not entry.get("model"):
+        entry["model"] = err.model
 
 
 def error_response(api: str, err: ApiError):
