@@ -15,6 +15,7 @@ from PySide6.QtWidgets import QApplication
 from app.storage.attached_files import MAX_FILE_BYTES, MAX_FILES
 from app.storage.export import conversation_json
 from app.storage.settings import Settings
+from tests.support.drag import drag_event
 from tests.ui.scripted_gguf import write_alphabet_model
 
 TIMEOUT = 30_000
@@ -35,7 +36,7 @@ def _drop(widget, paths) -> bool:
     mime.setUrls([QUrl.fromLocalFile(str(p)) for p in paths])
     centre = QPointF(widget.rect().center())
     buttons, mods = Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier
-    enter = QDragEnterEvent(centre, Qt.DropAction.CopyAction, mime, buttons, mods)
+    enter = drag_event(QDragEnterEvent, centre, Qt.DropAction.CopyAction, mime, buttons, mods)
     QApplication.sendEvent(widget, enter)
     assert enter.isAccepted()
     drop = QDropEvent(centre, Qt.DropAction.CopyAction, mime, buttons, mods)

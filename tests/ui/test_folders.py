@@ -16,6 +16,7 @@ from app.storage.history import MAX_FOLDER_NAME, History
 from app.storage.settings import load_settings
 from app.ui.conversation_folders import fill_folder_menu
 from app.ui.conversation_list import PINNED
+from tests.support.drag import drag_event
 from tests.support.history import history_of_chats
 
 
@@ -188,8 +189,8 @@ def _send_drag(view, mime: QMimeData, at: QPoint, drop: bool) -> bool:
     where = QPointF(at)
     move = Qt.DropAction.MoveAction | Qt.DropAction.CopyAction
     left, none = Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier
-    QApplication.sendEvent(view.viewport(), QDragEnterEvent(where, move, mime, left, none))
-    over = QDragMoveEvent(where, move, mime, left, none)
+    QApplication.sendEvent(view.viewport(), drag_event(QDragEnterEvent, where, move, mime, left, none))
+    over = drag_event(QDragMoveEvent, where, move, mime, left, none)
     QApplication.sendEvent(view.viewport(), over)
     if not drop:
         return over.isAccepted()

@@ -14,6 +14,7 @@ from PySide6.QtWidgets import QApplication, QToolButton
 from app.engine.vision import mtmd_available
 from app.storage.settings import Settings
 from app.ui.window_images import NO_PROJECTOR_TIP
+from tests.support.drag import drag_event
 from tests.support.tiny_vision import png_bytes, qt_image_bytes, write_tiny_vision_pair
 
 HAVE_MTMD, WHY_NOT = mtmd_available()
@@ -33,7 +34,7 @@ def _drop(widget, paths) -> bool:
     mime.setUrls([QUrl.fromLocalFile(str(p)) for p in paths])
     centre = widget.rect().center()
     buttons, mods = Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier
-    enter = QDragEnterEvent(QPointF(centre), Qt.DropAction.CopyAction, mime, buttons, mods)
+    enter = drag_event(QDragEnterEvent, QPointF(centre), Qt.DropAction.CopyAction, mime, buttons, mods)
     QApplication.sendEvent(widget, enter)
     assert enter.isAccepted(), "the chat page takes image files dragged over it"
     drop = QDropEvent(QPointF(centre), Qt.DropAction.CopyAction, mime, buttons, mods)

@@ -15,6 +15,7 @@ from PySide6.QtWidgets import QApplication
 
 from app.storage.settings import Settings
 from app.ui.window_drops import dropped_files
+from tests.support.drag import drag_event
 from tests.support.tiny_vision import png_bytes, write_tiny_projector
 from tests.ui.scripted_gguf import CHATML, streaming_script, write_alphabet_model, write_scripted_gguf
 
@@ -33,9 +34,9 @@ def _drag(widget, mime: QMimeData) -> bool:
     """``mime`` dragged over ``widget``: whether the window (or a widget in it) takes it."""
     centre = QPointF(widget.rect().center())
     buttons, mods = Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier
-    enter = QDragEnterEvent(centre, Qt.DropAction.CopyAction, mime, buttons, mods)
+    enter = drag_event(QDragEnterEvent, centre, Qt.DropAction.CopyAction, mime, buttons, mods)
     QApplication.sendEvent(widget, enter)
-    move = QDragMoveEvent(centre, Qt.DropAction.CopyAction, mime, buttons, mods)
+    move = drag_event(QDragMoveEvent, centre, Qt.DropAction.CopyAction, mime, buttons, mods)
     QApplication.sendEvent(widget, move)
     return enter.isAccepted() and move.isAccepted()
 
