@@ -129,10 +129,23 @@ def _script(text: str, table: dict[str, str], mark: str) -> str:
     return f"{mark}{text}" if len(text) == 1 else f"{mark}({text})"
 
 
+def _one_group(t: str) -> bool:
+    """Whether ``t`` is one bracketed group: its first ``(`` closes at its very end."""
+    if not (t.startswith("(") and t.endswith(")")):
+        return False
+    depth = 0
+    for k, c in enumerate(t):
+        depth += (c == "(") - (c == ")")
+        if depth == 0 and k < len(t) - 1:
+            return False  # "(a)+(b)": two groups, not one
+    return True
+
+
 def _wrapped(text: str) -> str:
-    """``text`` as one side of ``a/b``: in parentheses unless it is one word or number."""
+    """``text`` as one side of ``a/b``: in parentheses unless it is one word, one number or one
+    bracketed group."""
     t = text.strip()
-    return t if re.fullmatch(r"[\w.′²³¹⁰-⁹]+|\(.*\)", t) else f"({t})"
+    return t if re.fullmatch(r"[\w.′²³¹⁰-⁹]+", t) or _one_group(t) else f"({t})"
 
 
 class _Reader:
