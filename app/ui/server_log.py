@@ -88,6 +88,14 @@ class RequestLog(QTableWidget):
         self.addAction(self.copy_action)
         self.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         self.customContextMenuRequested.connect(self._menu)
+        # Whether the log follows its newest row: it does until the person scrolls away from the
+        # bottom, and again once they scroll back. (The scroll bar's range grows a moment after a
+        # row is added, so "at the bottom now" cannot be asked when the next row comes.)
+        self._following = True
+        self.verticalScrollBar().valueChanged.connect(self._on_scrolled)
+
+    def _on_scrolled(self, value: int) -> None:
+        self._following = value >= self.verticalScrollBar().maximum()
 
     def selected_text(self) -> str:
         """The chosen rows as tab-separated lines under the column names (each text whole)."""
@@ -111,7 +119,9 @@ class RequestLog(QTableWidget):
         menu.exec(self.viewport().mapToGlobal(pos))
 
     def add(self, entry: Any) -> None:
-        """A row for ``entry``; the oldest row goes when there are :data:`MAX_ROWS`."""
+        """A row for ``entry``; the oldest row goes when there are :data:`MAX_ROWS`. The log
+        follows its newest row while it shows the bottom; a person who scrolled up to read a row
+        stays where they are."""
         if self.rowCount() >= MAX_ROWS:
             self.removeRow(0)
         r = self.rowCount()
@@ -143,4 +153,5 @@ class RequestLog(QTableWidget):
                     item.setForeground(QColor("white"))
                     item.setBackground(QColor(FAILED_COLOR))
             self.setItem(r, c, item)
-        self.scrollToBottom()
+        if self._following:
+            self.scrollToBottom()

@@ -135,3 +135,21 @@ def test_copy_puts_the_chosen_rows_on_the_clipboard_whole(qtbot, log):
     QApplication.clipboard().setText("kept")
     log.copy_selected()
     assert QApplication.clipboard().text() == "kept"
+
+
+def test_the_log_follows_new_rows_unless_scrolled_up(qtbot, log):
+    log.resize(1000, 150)
+    for i in range(30):
+        log.add(_entry(path=f"/v1/p{i}"))
+    bar = log.verticalScrollBar()
+    qtbot.waitUntil(lambda: bar.maximum() > 0 and bar.value() == bar.maximum())  # it follows
+    log.add(_entry(path="/v1/newest"))
+    qtbot.waitUntil(lambda: bar.value() == bar.maximum())
+    bar.setValue(0)  # the person scrolls up to read an old row
+    for i in range(5):
+        log.add(_entry(path=f"/v1/later{i}"))
+    qtbot.wait(50)  # (the range grows a moment later)
+    assert bar.value() == 0 and bar.maximum() > 0
+    bar.setValue(bar.maximum())  # back at the bottom: it follows again
+    log.add(_entry(path="/v1/last"))
+    qtbot.waitUntil(lambda: bar.value() == bar.maximum() and log.rowAt(log.viewport().height() - 2) >= 35)
