@@ -688,7 +688,6 @@ class Turn:
         await self.first(request)
         assert self._first is not None
         (_kind, value), self._first = self._first, None
-        request.scope.setdefault("callisto.log", {})["model"] = self.model_id
         return value
 
     async def events(self) -> AsyncIterator[tuple[str, Any]]:

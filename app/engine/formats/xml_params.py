@@ -114,16 +114,19 @@ def read_params(
         i = end + len(param_end)
 
 
-def _followed_close(text: str, i: int, value_close: str, followers: tuple[str, ...]) -> int:
+def _followed_close(
+    text: str, i: int, value_close: str, followers: tuple[str, ...], *, or_end: bool = False
+) -> int:
     """The ``value_close`` that closes the value at ``i``: the first one followed (after
-    whitespace) by one of ``followers``; -1 if none. Each search starts after the one before, so
-    the walk is linear in the value."""
+    whitespace) by one of ``followers`` (``or_end``: or by the end of ``text``); -1 if none. Each
+    search starts after the one before, so the walk is linear in the value."""
     j = i
     while True:
         end = text.find(value_close, j)
         if end == -1:
             return -1
-        if text.startswith(followers, skip_ws(text, end + len(value_close))):
+        k = skip_ws(text, end + len(value_close))
+        if (or_end and k == len(text)) or text.startswith(followers, k):
             return end
         j = end + len(value_close)
 
@@ -151,15 +154,7 @@ def pair_key_ok(key: str) -> bool:
 def _pair_value_end(text: str, i: int, key_open: str, value_close: str) -> int:
     """The ``value_close`` that closes the value at ``i``: the first one followed (after
     whitespace) by the next ``key_open`` or by the end of ``text``; -1 if none."""
-    j = i
-    while True:
-        end = text.find(value_close, j)
-        if end == -1:
-            return -1
-        k = skip_ws(text, end + len(value_close))
-        if k == len(text) or text.startswith(key_open, k):
-            return end
-        j = end + len(value_close)
+    return _followed_close(text, i, value_close, (key_open,), or_end=True)
 
 
 def read_arg_pairs(
