@@ -190,9 +190,14 @@ class WorkPages:
         page.sig_library_done.connect(self.model_bar.refresh_model_library)
         page.sig_downloads.connect(self.status.show_downloads)
         page.sig_imported.connect(self._on_imported)
-        info = self.state.model_info
-        page.set_loaded_path(info.path if info else None)
-        self.model_ready.connect(lambda info: page.set_loaded_path(info.path))
+
+        def follow() -> None:  # Loaded and Loading… on the page follow the picker's load
+            info = self.state.model_info
+            page.set_loaded_path(info.path if info else None, self.state.loading_path)
+
+        follow()
+        self.model_bar.sig_state_changed.connect(follow)
+        self.model_ready.connect(lambda _info: follow())
         return page
 
     def _build_server_page(self) -> QWidget:

@@ -57,6 +57,30 @@ def test_picker_lists_the_library_and_switching_loads_on_the_worker(qtbot, make_
     assert w.chat.current_assistant().text() == "abcd"
 
 
+def test_the_models_page_says_loading_while_the_picker_loads_and_loaded_after(qtbot, make_window):
+    models = paths.models_dir()
+    alpha = _stream_model(models / "alpha.gguf")
+    _stream_model(models / "beta.gguf")
+    w = make_window(alpha, settings=_settings())
+    w.act_models.trigger()
+    page = w.stack.currentWidget()
+    qtbot.waitUntil(lambda: {m.name for m in page.library.models} >= {"alpha", "beta"}, timeout=TIMEOUT)
+    qtbot.waitUntil(lambda: page.load_button(page.library_row("alpha")).text() == "Loaded", timeout=TIMEOUT)
+
+    def label(name: str) -> str:
+        return page.load_button(page.library_row(name)).text()
+
+    seen: list[tuple[str, str]] = []  # each time a load began, ended or failed: what the page said
+    w.model_bar.sig_state_changed.connect(lambda: seen.append((label("alpha"), label("beta"))))
+    assert _labels(w).index("beta") == _labels(w).index("alpha") + 1
+    w.model_picker.setFocus()
+    with qtbot.waitSignal(w.sig_model_ready, timeout=TIMEOUT):
+        qtbot.keyClick(w.model_picker, Qt.Key.Key_Down)  # picks beta
+    assert seen[0] == ("Loaded", "Loading…")  # alpha still answers until beta is in
+    assert seen[-1] == ("Load now", "Loaded") == (label("alpha"), label("beta"))
+    assert not page.load_button(page.library_row("beta")).isEnabled()
+
+
 def test_picker_follows_an_import_on_the_models_page(qtbot, make_window, tmp_path):
     alpha = _stream_model(paths.models_dir() / "alpha.gguf")
     gamma = _stream_model(tmp_path / "elsewhere" / "gamma.gguf")

@@ -11,6 +11,7 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 from pathlib import Path  # noqa: E402
 
 import pytest  # noqa: E402
+from PySide6.QtCore import Qt  # noqa: E402
 
 from app.engine.detection import detect_tool_format  # noqa: E402
 from app.engine.models.recommended import recommended_models  # noqa: E402
@@ -88,6 +89,30 @@ def test_recommended_model_downloads_in_one_click_with_its_fit_badge(qtbot, page
     assert hub.count("GET", "Qwen3-0.6B-Q8_0.gguf") >= 1 and hub.count("GET", "Q4_K_M") == 0
     # now it is in the library: the row offers to load it instead of downloading again
     qtbot.waitUntil(lambda: page.recommended_button("Qwen3 0.6B").text() == "Load now", timeout=30_000)
+
+
+def test_recommended_reasons_wrap_whole_at_any_width(qtbot, page):
+    from PySide6.QtWidgets import QApplication
+
+    t = page.recommended_table
+
+    def heights() -> list[int]:
+        QApplication.processEvents()
+        return [t.rowHeight(r) for r in range(t.rowCount())]
+
+    def fitted() -> bool:  # each row as tall as its reason needs at the table's width now
+        return heights() == [t.sizeHintForRow(r) for r in range(t.rowCount())]
+
+    page.window().resize(1600, 760)
+    qtbot.waitUntil(lambda: t.viewport().width() > 1000 and fitted())
+    wide = heights()
+    page.window().resize(800, 600)
+    qtbot.waitUntil(lambda: t.viewport().width() < 800 and fitted())
+    narrow = heights()
+    # a narrow window makes the long reasons taller
+    pairs = list(zip(narrow, wide, strict=True))
+    assert all(n >= w for n, w in pairs) and any(n > w for n, w in pairs)
+    assert t.textElideMode() == Qt.TextElideMode.ElideRight  # where it is cut at all, at its end
 
 
 def test_d29_library_name_column_is_never_squeezed_and_errors_are_an_icon(qtbot, page, tmp_path):
@@ -187,6 +212,37 @@ def test_d7_deleting_the_loaded_model_says_so(qtbot, page, tmp_path):
     page.confirm = lambda title, text: asked.append(text) or False
     page.delete_button(row).click()
     assert "uses now" in asked[0] and m.path.exists()
+
+
+def test_the_model_being_loaded_says_loading_everywhere_it_is_offered(qtbot, page, tmp_path):
+    from PySide6.QtWidgets import QMenu
+
+    _search_and_open(qtbot, page, "qwen")
+    with qtbot.waitSignal(page.sig_library_done, timeout=30000, check_params_cb=lambda: bool(page._local)):
+        page.files_table.cellWidget(0, 5).click()
+    m = next(m for m in page._local if m.usable)
+    row = page.library_row(m.name)
+    assert (
+        page.load_button(row).text() == "Load now" and page.files_table.cellWidget(0, 5).text() == "Load now"
+    )
+
+    page.set_loaded_path(None, str(m.path))  # the chat began loading it: a second click would load it again
+    row = page.library_row(m.name)
+    for button in (page.load_button(row), page.files_table.cellWidget(0, 5)):
+        assert button.text() == "Loading…" and not button.isEnabled()
+    assert page.load_button(row).toolTip() == "The chat is loading this model."
+    menu = QMenu(page.library)
+    page.library.fill_menu(menu, page.library.models[row])
+    (loading,) = [a for a in menu.actions() if a.text() == "Loading…"]
+    assert not loading.isEnabled()
+
+    page.set_loaded_path(str(m.path))  # it loaded
+    row = page.library_row(m.name)
+    for button in (page.load_button(row), page.files_table.cellWidget(0, 5)):
+        assert button.text() == "Loaded" and not button.isEnabled()
+    page.set_loaded_path(None)  # it failed, or another model took its place
+    assert page.load_button(page.library_row(m.name)).text() == "Load now"
+    assert page.load_button(page.library_row(m.name)).isEnabled()
 
 
 def test_d35_clear_finished_downloads(qtbot, page, hub):

@@ -13,7 +13,7 @@ from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QPushButton, QTabl
 if TYPE_CHECKING:
     from app.ui.models_page.page import ModelsPage
 
-__all__ = ["FIT_COLORS", "fit_badge", "model_button", "setup_table"]
+__all__ = ["FIT_COLORS", "fit_badge", "load_text", "load_tip", "model_button", "setup_table"]
 
 FIT_COLORS = {"fits": "#2e7d32", "tight": "#ef6c00", "too large": "#c62828"}
 
@@ -32,6 +32,17 @@ def setup_table(table: QTableWidget) -> None:
     table.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
     table.setTextElideMode(Qt.TextElideMode.ElideMiddle)
     table.setWordWrap(False)
+
+
+def load_text(loaded: bool, loading: bool) -> str:
+    """A library model's load button: Loaded, Loading… while the chat loads it, else Load now."""
+    return "Loaded" if loaded else "Loading…" if loading else "Load now"
+
+
+def load_tip(loaded: bool, loading: bool) -> str:
+    if loaded:
+        return "The chat uses this model now."
+    return "The chat is loading this model." if loading else "Chat with this model"
 
 
 def fit_badge(estimate: Any) -> QTableWidgetItem:
@@ -53,9 +64,9 @@ def model_button(
         button = QPushButton("Download")
         button.clicked.connect(lambda _c=False: download())
         return button
-    loaded = page.is_loaded(have)
-    button = QPushButton("Loaded" if loaded else "Load now")
-    button.setEnabled(not loaded)
+    loaded, loading = page.is_loaded(have), page.is_loading(have)
+    button = QPushButton(load_text(loaded, loading))
+    button.setEnabled(not loaded and not loading)
     if tooltip:
         button.setToolTip(f"Downloaded: {have.path}")
     button.clicked.connect(lambda _c=False, p=str(have.path): page.sig_load_requested.emit(p))

@@ -62,6 +62,7 @@ class ModelsPage(QWidget):
         self._scans = 0  # library scans asked for: only the latest one's result is shown
         self._manager = manager
         self.loaded_path: str | None = None  # the model the chat uses now ("Loaded" in the library)
+        self.loading_path: str | None = None  # the model being loaded ("Loading…", not Load now)
         self.confirm: Callable[[str, str], bool] = self._confirm_dialog
         self._build(n_ctx)
         self._sig_progress.connect(self.downloads.on_progress)
@@ -174,11 +175,18 @@ class ModelsPage(QWidget):
     def is_loaded(self, model: Any) -> bool:
         return self.loaded_path is not None and Path(self.loaded_path) == Path(model.path)
 
-    def set_loaded_path(self, path: str | None) -> None:
-        """The model the chat uses now: its library row says "Loaded"."""
-        self.loaded_path = path
+    def is_loading(self, model: Any) -> bool:
+        return self.loading_path is not None and Path(self.loading_path) == Path(model.path)
+
+    def set_loaded_path(self, path: str | None, loading: str | None = None) -> None:
+        """The model the chat uses now (its row says "Loaded") and the one being loaded, if any
+        ("Loading…": a second click would only load it again)."""
+        if (path, loading) == (self.loaded_path, self.loading_path):
+            return
+        self.loaded_path, self.loading_path = path, loading
         if self.library.models:
             self.library.show_models(self.library.models, quiet=True)
+        self.models_changed()
 
     def models_changed(self) -> None:
         """The library changed: the recommended list and the files shown say Load now where they can."""

@@ -7,6 +7,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
+from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import QHeaderView, QPushButton, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget
 
 from app.ui.models_page._common import fit_badge, model_button, setup_table
@@ -32,7 +33,14 @@ class RecommendedPane(QWidget):
         setup_table(self.table)
         self.table.horizontalHeader().setSectionResizeMode(4, QHeaderView.ResizeMode.Stretch)
         self.table.horizontalHeader().setSectionResizeMode(0, QHeaderView.ResizeMode.ResizeToContents)
+        # "Why" wraps and its rows grow to show it whole at any width (cut at its end, never in
+        # the middle, where there is no room left)
         self.table.setWordWrap(True)
+        self.table.setTextElideMode(Qt.TextElideMode.ElideRight)
+        # once the header has laid every column out (during its resize one column is new, the others old)
+        self._fit_rows = QTimer(self, singleShot=True, interval=0)
+        self._fit_rows.timeout.connect(self.table.resizeRowsToContents)
+        self.table.horizontalHeader().sectionResized.connect(lambda *_: self._fit_rows.start())
         layout.addWidget(self.table)
 
     def fill(self) -> None:
@@ -62,6 +70,7 @@ class RecommendedPane(QWidget):
             why.setToolTip(r.why)
             t.setItem(i, 4, why)
             t.setCellWidget(i, 5, model_button(self.page, r.repo_id, r.file, partial(self.download, r)))
+        t.resizeRowsToContents()
 
     def button(self, name: str) -> QPushButton:
         """The Download / Load now button of the recommended model called ``name``."""
