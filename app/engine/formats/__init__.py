@@ -74,6 +74,7 @@ FAMILY_MODULES: tuple[str, ...] = (
     # that renders Hermes' calls is theirs
     "qwen_xml",
     "llama3",
+    "llama4",
     "mistral",
     "glm",
     "harmony",

@@ -24,8 +24,14 @@ from functools import partial
 from typing import Any
 
 from app.engine.formats.base import Format, ParsedCall, RegionScanner, register
-from app.engine.formats.jsonscan import loads_repaired, name_arguments
-from app.engine.formats.open_json import FENCE, FencedListScanner, WholeObjectScanner, fenced_object
+from app.engine.formats.jsonscan import loads_repaired
+from app.engine.formats.open_json import (
+    FENCE,
+    FencedListScanner,
+    WholeObjectScanner,
+    fenced_object,
+    llama_call,
+)
 from app.engine.formats.sections import json_text, skip_ws
 from app.json_schema import tool_schemas
 
@@ -97,22 +103,7 @@ class Llama3Format(Format):
 
 def _call(obj: Any, opener: str, tools: list[dict[str, Any]] | None) -> tuple[str, dict[str, Any]] | None:
     """The (name, arguments) of one call object, or None."""
-    if not isinstance(obj, dict):
-        return None
-    if "type" in obj:
-        if obj["type"] != "function":
-            return None
-        obj = {k: v for k, v in obj.items() if k != "type"}
-    # Llama 3.x writes "parameters" (its template's word) or "arguments": exactly one of them.
-    keys = [k for k in ("parameters", "arguments") if k in obj]
-    if len(keys) != 1:
-        return None
-    got = name_arguments(obj, args_key=keys[0])
-    if got is None:
-        return None
-    if opener != PYTHON_TAG and got[0] not in tool_schemas(tools):
-        return None  # bare (or fenced) JSON naming no offered tool may be meant for the user
-    return got
+    return llama_call(obj, tools, tagged=opener == PYTHON_TAG)
 
 
 def _calls_in_turn(

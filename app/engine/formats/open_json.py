@@ -35,6 +35,7 @@ from app.engine.formats.jsonscan import (
     strip_fence,
 )
 from app.engine.formats.sections import JsonTagScanner, closed_body, json_text, skip_ws
+from app.json_schema import tool_schemas
 
 __all__ = [
     "FencedListScanner",
@@ -44,6 +45,7 @@ __all__ = [
     "OpenValueScanner",
     "WholeObjectScanner",
     "fenced_object",
+    "llama_call",
 ]
 
 FENCE = "```"
@@ -124,9 +126,10 @@ class WholeObjectScanner(JsonStateScanner):
     call), or runs to the end of the reply (text that is no object). With ``sep``, objects
     separated by it (Llama 3's ``{...}; {...}``) are one region."""
 
-    def __init__(self, opened: bool, sep: str = "") -> None:
+    def __init__(self, opened: bool, sep: str = "", *, joined: bool = False) -> None:
         super().__init__("json" if opened else "pre")
         self.sep = sep
+        self.joined = joined  # another object may follow right after one (``{...}{...}``: Llama 4)
         if opened:
             self.json.feed("{")
 
@@ -154,9 +157,34 @@ class WholeObjectScanner(JsonStateScanner):
                     self.state = "pre"
                     i += 1
                     continue
+                if self.joined and buf[i] == "{":  # another object follows, with no separator
+                    self.json = JsonScanner()
+                    self.state = "json"
+                    continue
                 return i, True  # more text after the JSON: not a call
             return n, False  # rest: not JSON, runs to the end
         return n, False
+
+
+def llama_call(obj: Any, tools: list[dict[str, Any]] | None, *, tagged: bool) -> tuple[str, dict[str, Any]] | None:
+    """The (name, arguments) of one Llama call object (Llama 3 and 4): ``{"name": .., "parameters":
+    {..}}``, the arguments under ``"parameters"`` (the templates' word) or ``"arguments"`` (exactly
+    one of them), with an optional ``"type": "function"``; None for anything else. Untagged (bare
+    or fenced JSON, no special token before it) it must name an offered tool: JSON naming none
+    may be meant for the user."""
+    if not isinstance(obj, dict):
+        return None
+    if "type" in obj:
+        if obj["type"] != "function":
+            return None
+        obj = {k: v for k, v in obj.items() if k != "type"}
+    keys = [k for k in ("parameters", "arguments") if k in obj]
+    if len(keys) != 1:
+        return None
+    got = name_arguments(obj, args_key=keys[0])
+    if got is None or (not tagged and got[0] not in tool_schemas(tools)):
+        return None
+    return got
 
 
 def fenced_object(body: str) -> str | None:

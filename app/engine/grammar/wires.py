@@ -38,6 +38,7 @@ __all__ = [
     "gemma_notation",
     "harmony",
     "json_array",
+    "json_objects",
     "json_section",
     "json_tagged",
     "k3_param",
@@ -85,6 +86,24 @@ def json_tagged(
 
     block = calls_block(ctx, tools, forced, parallel, call, sep=sep, single=single)
     return compose(ctx, fmt, block, opener=opener or open or "{", parallel=parallel and not single)
+
+
+def json_objects(
+    ctx: GrammarContext,
+    fmt: Any,
+    tools: Tools,
+    forced: str | None,
+    parallel: bool,
+    *,
+    section: tuple[str, str],
+    args_key: str = "arguments",
+) -> str:
+    """JSON call objects back to back inside one section, the whole reply (Llama 4:
+    ``<|python_start|>{...}{...}<|python_end|>``); free text may stand only instead of it."""
+    block = calls_block(
+        ctx, tools, forced, parallel, lambda t: ctx.json(json_call(t, args_key=args_key)), section=section
+    )
+    return compose(ctx, fmt, block, opener=section[0], parallel=parallel, start_only=True)
 
 
 def json_section(

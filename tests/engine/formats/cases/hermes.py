@@ -315,12 +315,13 @@ CASES += [
 # Qwen2.5-Coder's strays (it ships Hermes' template): the whole reply a bare or fenced call object,
 # or calls between its tool-list tags <tools>...</tools>. Read only as calls to offered tools.
 LLAMA3 = ("llama3",)  # Llama 3 reads a bare or fenced object written with "arguments" too
+LLAMAS = ("llama3", "llama4")  # ... and Llama 4 a bare one
 TOOLS1 = "<tools>\n" + EW + "\n</tools>"
 DEFINITION = '{"type": "function", "function": {"name": "get_weather", "parameters": {}}}'
 QWEN_CODER = [
-    Case("bare-call", EW, calls=[PW], also=LLAMA3),
-    Case("bare-call-compact", '{"name":"get_time","arguments":{}}', calls=[("get_time", {})], also=LLAMA3),
-    Case("bare-call-spaced", "\n" + EW + "\n\n", content="\n\n\n", calls=[PW], also=LLAMA3),
+    Case("bare-call", EW, calls=[PW], also=LLAMAS),
+    Case("bare-call-compact", '{"name":"get_time","arguments":{}}', calls=[("get_time", {})], also=LLAMAS),
+    Case("bare-call-spaced", "\n" + EW + "\n\n", content="\n\n\n", calls=[PW], also=LLAMAS),
     Case(
         "bare-call-after-reasoning",
         "<think>\nweather, so call it\n</think>\n\n" + EW,
@@ -341,7 +342,7 @@ QWEN_CODER = [
         "bare-arguments-as-json-string",
         '{"name": "get_weather", "arguments": "{\\"city\\": \\"Rome\\"}"}',
         calls=[("get_weather", {"city": "Rome"})],
-        also=LLAMA3,
+        also=LLAMAS,
     ),
     _text("bare-text-before", "Here it is: " + EW),
     _text("bare-text-after", EW + "\nThat is the call."),

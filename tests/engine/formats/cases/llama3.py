@@ -5,20 +5,23 @@ from tests.engine.formats.harness import Case, Fuzz
 FAMILY = "llama3"
 
 W = '{"name": "get_weather", "parameters": {"city": "Paris", "days": 3}}'
+LLAMA4 = ("llama4",)  # Llama 4 reads one bare object naming an offered tool the same way
 
 CASES = [
-    Case("bare", W, calls=[("get_weather", {"city": "Paris", "days": 3})], ids=["call00000"]),
+    Case("bare", W, calls=[("get_weather", {"city": "Paris", "days": 3})], ids=["call00000"], also=LLAMA4),
     Case("python-tag", "<|python_tag|>" + W, calls=[("get_weather", {"city": "Paris", "days": 3})]),
     Case(
         "leading-and-trailing-ws",
         "\n " + W + "\n",
         content="\n \n",
         calls=[("get_weather", {"city": "Paris", "days": 3})],
+        also=LLAMA4,
     ),
     Case(
         "type-function",
         '{"type": "function", "name": "search", "parameters": {"query": "q", "limit": "10"}}',
         calls=[("search", {"query": "q", "limit": 10})],
+        also=LLAMA4,
     ),
     Case(
         "string-number-typed",
@@ -29,6 +32,7 @@ CASES = [
         "marker-in-string",
         '{"name": "set_port", "parameters": {"blob": "} <|python_tag|> {"}}',
         calls=[("set_port", {"blob": "} <|python_tag|> {"})],
+        also=LLAMA4,
     ),
     Case("json-for-user", '{"a": 1, "b": [1, 2]}', content='{"a": 1, "b": [1, 2]}'),
     Case(
@@ -53,7 +57,7 @@ CASES = [
         "arguments-key-no-args",
         '{"name": "get_time", "arguments": {}}',
         calls=[("get_time", {})],
-        also=("hermes",),
+        also=("hermes", "llama4"),
     ),
     Case(
         "builtin-python",
@@ -70,7 +74,8 @@ CASES = [
 # (the harness feeds every case whole too).
 PW = ("get_weather", {"city": "Paris", "days": 3})
 WA = '{"name": "get_weather", "arguments": {"city": "Paris", "days": 3}}'
-HERMES = ("hermes",)  # Hermes reads Qwen2.5-Coder's bare or fenced object, written with "arguments"
+HERMES = ("hermes", "llama4")  # Hermes reads Qwen2.5-Coder's bare or fenced object, written with
+# "arguments" (and Llama 4 a bare one)
 VARIANTS = [
     Case("arguments-key", WA, calls=[PW], also=HERMES),
     Case("arguments-key-python-tag", "<|python_tag|>" + WA, calls=[PW]),
