@@ -26,6 +26,9 @@ What else Gemma 4 writes, read strictly:
 * a marked call whose ``call:`` was left out or written ``-`` (``<|tool_call>NAME{...}``,
   ``<|tool_call>-NAME{...}``: checkpoints observed so, vLLM #54778), NAME a declared tool, the
   rest as strictly as ever;
+* a declared tool named with a prefix the model invented (``call:NAME:NAME{...}``,
+  ``call:google:mcp:text_generation:NAME{...}``, ``call:functions.NAME{...}``): that tool,
+  where the whole name is no declared tool (``_declared_name``);
 * the closing marker written again after a call (``...}<tool_call|><tool_call|>``, whitespace
   between or none: ollama #15370), part of the call, never content;
 * the comma left out between a delimited string and the next key (``{command:<|"|>look<|"|>
@@ -373,6 +376,19 @@ def _without_call_word(text: str, schemas: dict[str, Any]) -> tuple[str, dict[st
     return parse_gemma_call(CALL_WORD + s)
 
 
+def _declared_name(name: str, schemas: dict[str, Any]) -> str:
+    """The declared tool a Gemma 4 call names with a prefix it invented: ``call:NAME:NAME`` (the
+    name doubled: flutter_gemma #228), ``call:google:mcp:text_generation:NAME`` (a namespace
+    before it: omlx #1830) or ``call:functions.NAME`` (OpenAI's namespace: mlxcel #521), where the
+    whole name is no declared tool and the part after its last ``:`` (or after ``functions.``) is
+    one; else the name as written. A declared name with colons (an MCP server's ``srv:tool``)
+    stays itself."""
+    if name in schemas:
+        return name
+    last = name.rsplit(":", 1)[-1] if ":" in name else name.removeprefix("functions.")
+    return last if last != name and last in schemas else name
+
+
 class GemmaFormat(Format):
     """Calls in Gemma's value notation, ``OPEN call:NAME{...} CLOSE`` then the ``response`` marker
     the model writes after its calls (structure). Gemma 4 is this class's defaults; a family with
@@ -424,6 +440,8 @@ class GemmaFormat(Format):
             got = got if got is not None and got[1] else None  # arguments written before it
             if got is None:
                 got = _without_call_word(text, tool_schemas(tools))
+        if got is not None and self.strays:
+            got = (_declared_name(got[0], tool_schemas(tools)), got[1])
         return one_call(opener, inner, got)
 
     def _turn_ended(self, opener: str, inner: str, *, at_end: bool, truncated: bool):

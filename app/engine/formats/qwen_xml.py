@@ -31,8 +31,10 @@ What Qwen3-Coder and Qwen3.5 also write, read with the tool's declared parameter
   (mlx-swift-lm #529; the MLX and Swift servers' trackers): a ``<tool_call>`` whose body starts
   with ``{`` is read by Hermes' reader (``open_json.JsonTagFormat``), one object per tag, the
   closing tag implied only right after the JSON at the end of a reply, no fence, no list, its
-  closing brackets mended as Hermes mends them (left out, or written once too often). Any
-  other body is the XML wire's; the two may alternate call by call;
+  closing brackets mended as Hermes mends them (left out, or written once too often); the
+  ``"name": "NAME"`` written as the XML wire's tag fused into one key, ``{"function=NAME",
+  "arguments": {...}}`` (tetherto/qvac #2677), read where NAME is a declared tool. Any other
+  body is the XML wire's; the two may alternate call by call;
 * Qwen3.6's closing tags after the function block, ``</function>`` again and a stray
   ``</function_invocation>`` (ollama #16383, QwenLM/Qwen3.8 #178): dropped, inside a
   ``<tool_call>`` only;
@@ -471,6 +473,33 @@ def _json_body(body: str) -> bool:
     return body.lstrip()[:1] == "{"
 
 
+_FUSED = '"function='  # the XML wire's function tag fused into the JSON's first key
+
+
+def _fused_name(
+    opener: str, body: str, schemas: dict[str, Any], **region: Any
+) -> tuple[list[ParsedCall], str] | None:
+    """A Hermes call whose ``"name": "NAME"`` is written as the XML wire's tag fused into one key,
+    ``{"function=NAME", "arguments": {...}}`` (Qwen3.5 and 3.6 now and then: tetherto/qvac #2677):
+    read as the call to NAME where NAME is a declared tool and the rest is Hermes' call; None
+    otherwise. The call's text is the region as written."""
+    i = skip_ws(body, 0) + 1  # after the "{"
+    i = skip_ws(body, i)
+    if not body.startswith(_FUSED, i):
+        return None
+    end = body.find('"', i + len(_FUSED))
+    comma = skip_ws(body, end + 1) if end != -1 else -1
+    name = body[i + len(_FUSED) : end]
+    if end == -1 or name not in schemas or body[comma : comma + 1] != ",":
+        return None
+    mended = body[:i] + f'"name": "{name}"' + body[end + 1 :]
+    got = _HERMES.parse_region(opener, mended, **region)
+    if got is None or len(got[0]) != 1:
+        return None
+    (call,), rest = got
+    return [replace(call, raw=opener + body[: len(body) - len(rest)])], rest
+
+
 class _EitherScanner(RegionScanner):
     """The region of a ``<tool_call>``: whitespace, then Hermes' JSON object (``{`` first) or the
     XML wire (anything else), each scanned by its own scanner from there."""
@@ -524,6 +553,8 @@ class QwenXmlFormat(XmlParamsFormat):
             return _bare_parameter_head(body, schemas, cut=at_end and truncated)
         if _json_body(body):
             got = _HERMES.parse_region(opener, body, at_end=at_end, truncated=truncated, tools=tools)
+            if got is None:
+                got = _fused_name(opener, body, schemas, at_end=at_end, truncated=truncated, tools=tools)
             if got is None:
                 return None
             calls, rest = got  # JSON values: typed as JSON, not as the XML wire's text

@@ -392,6 +392,36 @@ NO_CALL_WORD = [
     ),
 ]
 CASES += NO_CALL_WORD
+
+# A declared tool named with a prefix Gemma 4 invented (the name doubled: flutter_gemma #228; a
+# namespace: omlx #1830; OpenAI's "functions.": mlxcel #521): read as that tool where the whole
+# name is not declared; a declared name with a colon (an MCP server's) stays itself.
+ARGS = f"{{city:{Q}Paris{Q},days:3}}<tool_call|>"
+MCP_TOOLS = [
+    {"type": "function", "function": {"name": n, "parameters": {"type": "object", "properties": {}}}}
+    for n in ("srv:get_weather", "get_weather")
+]
+PREFIXED_NAME = [
+    Case("name-doubled", "<|tool_call>call:get_weather:get_weather" + ARGS, calls=[W]),
+    Case("name-in-a-namespace", "<|tool_call>call:google:mcp:text_generation:get_weather" + ARGS, calls=[W]),
+    Case("name-after-functions", "<|tool_call>call:functions.get_weather" + ARGS, calls=[W]),
+    Case(
+        "name-declared-with-a-colon",
+        "<|tool_call>call:srv:get_weather{}<tool_call|>",
+        tools=MCP_TOOLS,
+        calls=[("srv:get_weather", {})],
+    ),
+    # an undeclared last part, or a dotted prefix other than "functions.": the name as written
+    Case(
+        "name-prefixed-undeclared", "<|tool_call>call:a:get_forecast" + ARGS, calls=[("a:get_forecast", W[1])]
+    ),
+    Case(
+        "name-dotted-prefix",
+        "<|tool_call>call:weather.get_weather" + ARGS,
+        calls=[("weather.get_weather", W[1])],
+    ),
+]
+CASES += PREFIXED_NAME
 CASES += close_tag_in_argument_cases(
     ("<|channel>thought", "<channel|>"),
     f"<|tool_call>call:set_port{{blob:{Q}why <|channel>thought and <channel|> here{Q}}}<tool_call|>",

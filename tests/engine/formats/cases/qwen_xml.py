@@ -450,6 +450,31 @@ HERMES_STRAYS = [
     ),
     _text("hermes-json-no-name-is-text", '<tool_call>\n{"city": "Paris"}\n</tool_call>'),
     _text("hermes-json-unclosed-then-text", '<tool_call>\n{"name": "get_time", "arguments": {}}\nand more'),
+    # the XML wire's tag fused into the JSON's first key (Qwen3.5 / 3.6, tetherto/qvac #2677):
+    # read for a declared tool, the rest Hermes' call
+    Case(
+        "hermes-json-fused-function-key",
+        '<tool_call>\n{"function=get_weather","arguments":{"city": "Paris", "days": 3}}\n</tool_call>',
+        calls=[PW],
+    ),
+    Case(
+        "hermes-json-fused-function-key-spaced",
+        'Checking.\n<tool_call>\n{ "function=get_time" , "arguments": {}}\n</tool_call>\nDone.',
+        content="Checking.\n\nDone.",
+        calls=[("get_time", {})],
+    ),
+    _text(
+        "hermes-json-fused-undeclared-is-text",
+        '<tool_call>\n{"function=get_date","arguments":{}}\n</tool_call>',
+    ),
+    _text(
+        "hermes-json-fused-no-arguments-is-text",
+        '<tool_call>\n{"function=get_time"}\n</tool_call>',
+    ),
+    _text(
+        "hermes-json-fused-with-value-is-text",
+        '<tool_call>\n{"function=get_time": 1, "arguments": {}}\n</tool_call>',
+    ),
 ]
 
 # Qwen3.8 opens a call with <parameter=NAME> where <function=NAME> belongs, closing it with
