@@ -69,6 +69,22 @@ read in a section or bare where every call names an offered tool and has paramet
 its ``string`` flag, or closes in its own tag (``<invoke name="N"/>``). Claude-style XML (no flag)
 and MiniMax's or dots' ``<invoke>`` wires (no flag, or no parameters) stay theirs.
 
+A parameter's closing tag left out (vLLM #54838, DeepSeek-V4-Flash): the tag prefix is a special
+token, so a value never holds a parameter's opening tag in the block's prefix; a value ends there
+(the next parameter begins), or at the invoke's closing tag where the section's closing tag or the
+reply's end follows it (the invoke's last parameter); one newline before that tag is layout. A
+value that ends so and holds a tag of any DSML spelling is text (where it ends is a guess), and so
+is a last parameter left open before another invoke. A tag without the prefix (decoded away, or
+V4.1's loose parameter tag) is plain text and ends no value; a value that swallowed a whole loose
+parameter tag (no ``</parameter>`` after it) is text.
+
+V4's degenerate fragments (vLLM #56184; GenericAgent #804), in the DSML spellings: an empty
+section (``<｜DSML｜tool_calls></｜DSML｜tool_calls>``, no invoke inside) and a closing tag with no
+block open (``</｜DSML｜parameter>``, ``</｜DSML｜invoke>``, a section's closing tag), in the answer
+and in reasoning, are markup: dropped in place, the text around them kept. A loose parameter tag
+in the text opens what the first parameter closing tag after it on its line closes: the closing
+tags there are its text. A broken bare block's own closing tags belong to its text.
+
 A reply cut (``truncated``) inside a section keeps the complete calls before the cut (a JSON
 section here or a DSML one); the cut remainder comes back as text, byte for byte. A section that
 is malformed anywhere, or a JSON section unclosed in a reply that ended normally, is text.
@@ -76,7 +92,8 @@ is malformed anywhere, or a JSON section unclosed in a reply that ended normally
 The DSML reader serves another family that writes the same XML under its own tag prefix
 (GigaChat 3.5's ``｜GCML｜``): :class:`DeepSeekDsmlFormat` built with ``prefix`` and the section
 names it writes. DeepSeek's deviations (the bare ``invoke`` blocks, V4.1's spaced dialect, the
-self-closing ``invoke``) are DeepSeek's: such an instance reads none of them.
+self-closing ``invoke``, the degenerate fragments) are DeepSeek's: such an instance reads none of
+them. The implicit end of a value left open is the wire's: it reads that.
 """
 
 from __future__ import annotations
@@ -84,9 +101,26 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from app.engine.formats.base import THINK, ParsedCall, RegionScanner, register
+from app.engine.formats.base import (
+    _REASON,  # the shared machine's state inside a reasoning block
+    THINK,
+    IncompleteCall,
+    MarkerRegion,
+    ParsedCall,
+    RegionScanner,
+    Stream,
+    find_marker,
+    register,
+)
 from app.engine.formats.jsonscan import loads_repaired
-from app.engine.formats.sections import NAME, JsonSectionFormat, SectionScanner, raw_text, scan_section
+from app.engine.formats.sections import (
+    NAME,
+    JsonSectionFormat,
+    SectionScanner,
+    first_marker,
+    raw_text,
+    scan_section,
+)
 from app.engine.formats.xml_params import XmlParamsFormat
 from app.json_schema import schema_types, tool_schemas
 
@@ -202,12 +236,25 @@ BARE_INVOKES = {f"<{p}invoke": p for p in (*DSML_SPELLINGS, DECODED_AWAY)}
 # way (vLLM #51914); and a parameter's opening tag without the prefix (V4.1, sglang #39435)
 TOOLCALLS = {f"<{p}toolcalls>": p for p in DSML_SPELLINGS}
 LOOSE_PARAM = "<parameter"
+# What opens a region of its own (a section, a bare block): a broken bare block's text ends there
+REGION_OPENERS = (*DSML_OPENERS, *TOOLCALLS, *BARE_INVOKES)
+# DeepSeek V4's closing tags with no block open (vLLM #56184), in the DSML spellings it reads
+# outside a block: each a region of its own that is markup, dropped in the answer and in reasoning
+STRAY_CLOSERS = tuple(
+    f"</{p}{tag}>"
+    for p in DSML_SPELLINGS
+    for tag in ("parameter", "invoke", "tool_calls", "function_calls", "toolcalls")
+)
+_PARAM_STRAYS = tuple(c for c in STRAY_CLOSERS if c.endswith("parameter>"))
 
 DECODED_OPENERS = (f"<{DECODED_AWAY}function_calls>", f"<{DECODED_AWAY}tool_calls>", f"<{DECODED_AWAY}invoke")
 # A parameter written without the prefix's special token carries its ``string`` flag
 _FLAG_NEEDED = f"</{DECODED_AWAY}parameter>"
 _INVOKE_ATTRS = re.compile(r'\s+name="(' + NAME + r')"\s*(/?)')
 _PARAM_ATTRS = re.compile(r'\s+name="([^"<>]+)"(?:\s+string="(true|false)")?\s*')
+# V4.1's parameter tag without the prefix, whole, as a value would hold it where the closing tag of
+# the parameter before it was left out
+_LOOSE_TAG = re.compile(re.escape(LOOSE_PARAM) + _PARAM_ATTRS.pattern + ">")
 
 
 class DsmlScanner(SectionScanner):
@@ -219,6 +266,15 @@ class DsmlScanner(SectionScanner):
     parameters (DeepSeek's); otherwise it is a fault. Records the calls as
     ``(name, [(key, flag, value), ...], start, end)``; on anything unexpected it sets ``bad`` and
     searches for the section's closing tag.
+
+    A raw value whose parameter's closing tag was left out (vLLM #54838, DeepSeek-V4-Flash) ends
+    where the next parameter's opening tag in one of the block's prefixes begins, or where the invoke's
+    closing tag begins when the section's closing tag (or the end of the text) follows it (the
+    invoke's last parameter); one newline before that tag is layout. The prefix is a special
+    token, so a value never holds such a tag; a value that ends so may hold no tag of any DSML
+    spelling (else the value's extent is a guess: a fault). Without a prefix (``<parameter``,
+    decoded away or V4.1's loose tag) a tag is plain text and ends nothing; a value in a block that
+    reads loose tags may not hold a whole loose parameter tag (the next parameter swallowed).
     """
 
     def __init__(
@@ -240,6 +296,15 @@ class DsmlScanner(SectionScanner):
         # name="K">V</｜DSML｜parameter>``); it closes as the invoke's prefix spells it
         self.params = tuple(f"<{p}parameter" for p in prefixes) + ((LOOSE_PARAM,) if loose else ())
         self.ends = {f"<{p}{tag}": f"</{p}{tag}>" for p in prefixes for tag in ("invoke", "parameter")}
+        self.loose = loose
+        # where a value whose closing tag was left out ends (the prefixed spellings only) and the
+        # tags such a value may not hold
+        tagged = tuple(p for p in prefixes if p)
+        self.next_params = tuple(f"<{p}parameter" for p in tagged)
+        marks = (f"{lt}{p}" for p in (*tagged, *DSML_SPELLINGS) for lt in ("<", "</"))
+        # (where loose tags are read, the closing tag without the prefix: a loose parameter closed
+        # so is not read, and a value must not run past it)
+        self.tag_marks = tuple(dict.fromkeys(marks)) + (("</parameter>",) if loose else ())
         self.invoke_end = self.param_end = ""
         self.calls: list[tuple[str, list[tuple[str, str | None, str]], int, int]] = []
         self.name = ""
@@ -301,9 +366,15 @@ class DsmlScanner(SectionScanner):
                 self.state = "value_json" if self.flag == "false" else "value"
                 continue
             if st in self.VALUE_STATES:
-                i, value, wait = self._value_step(buf, i, self.param_end, final)
+                if st == "value" and self.next_params:
+                    i, value, wait = self._open_value(buf, i, final)
+                else:
+                    i, value, wait = self._value_step(buf, i, self.param_end, final)
                 if wait:
                     return self._ret(i, False)
+                if value is not None and self.loose and _swallows_loose_tag(value):
+                    self._fail()  # the next (loose) parameter read as this value's text
+                    continue
                 if value is not None:
                     self.params_read.append((self.key, self.flag, value))
                     self.state = "invoke"
@@ -311,20 +382,69 @@ class DsmlScanner(SectionScanner):
             return self._seek(buf, i, self.close, final)
         return self._ret(n, False)
 
+    def _open_value(self, buf: str, i: int, final: bool) -> tuple[int, str | None, bool]:
+        """State ``"value"`` in a prefixed block: text up to the parameter's closing tag, or up to
+        where the value ends without it (the class docstring). Returns ``(cursor, value, wait)``
+        as :meth:`_value_step` does; a value that ends without its closing tag leaves the cursor
+        at the tag that ends it."""
+        markers = (self.param_end, *self.next_params, self.invoke_end)
+        while True:
+            pos, m, safe = first_marker(buf, markers, i, final)
+            self.ops += (safe if pos == -1 else pos) - i + 1
+            if pos == -1:
+                stop = len(buf) if final else safe
+                self.parts.append(buf[i:stop])
+                return stop, None, True
+            if m == self.invoke_end:
+                follows = self._section_ends(buf, pos + len(m), final)
+                if follows is None:  # wait here for the text that decides
+                    self.parts.append(buf[i:pos])
+                    return pos, None, True
+                if not follows:  # the value's text
+                    self.parts.append(buf[i : pos + len(m)])
+                    i = pos + len(m)
+                    continue
+            self.parts.append(buf[i:pos])
+            value = "".join(self.parts)
+            self.parts = []
+            if m == self.param_end:
+                return pos + len(m), value, False
+            if any(t in value for t in self.tag_marks):
+                self._fail()
+                return pos, None, False
+            return pos, value.removesuffix("\n"), False
+
+    def _section_ends(self, buf: str, j: int, final: bool) -> bool | None:
+        """Whether the section's closing tag (or the end of the text, unless the token limit cut
+        it) follows ``buf[j:]`` after whitespace; None while the text seen cannot tell."""
+        k = self.skip_space(buf, j)
+        if k >= len(buf):
+            return (not self.cut) if final else None
+        if buf.startswith(self.closes, k):
+            return True
+        rest = buf[k : k + max(map(len, self.closes), default=0)]
+        if not final and any(len(rest) < len(c) and c.startswith(rest) for c in self.closes):
+            return None
+        return False
+
 
 class BareDsmlScanner(DsmlScanner):
     """A run of ``invoke`` blocks written without their section (DeepSeek V4): blocks separated
     by whitespace; the run ends where anything else follows a block (the whitespace before it
-    is the run's). On a fault inside a block it sets ``bad`` and the region ends there.
+    is the run's). On a fault inside a block it sets ``bad`` and the region (text) runs on over
+    the rest of the broken block: up to its closing tag and a section's closing tag right after
+    it, so that its closing tags are never read as stray ones; it ends before anything that opens
+    a region of its own (a section, another block), and at the reply's end without those.
     ``head``: the scan starts after the ``<｜DSML｜invoke`` that opened the region."""
 
     def __init__(self, *, head: bool, prefix: str = DSML) -> None:
         # no closing tag: "seek" ends the region where it stands
         super().__init__("", (prefix,), loose=True)
         self.closes = BARE_CLOSES[prefix]  # a section's closing tag after the run is its frame
+        self.block_end = f"</{prefix}invoke>"
         if head:
             self.state = "invoke_head"
-            self.invoke_end = f"</{prefix}invoke>"
+            self.invoke_end = self.block_end
 
     def _expect(self, buf: str, i: int, wanted: tuple[str, ...], final: bool) -> tuple[int, str | None]:
         return super()._expect(buf, i, tuple(w for w in wanted if w), final)
@@ -335,6 +455,94 @@ class BareDsmlScanner(DsmlScanner):
             self.state = "seek"
             return
         super()._fail()
+        self.state = "wreck"
+
+    def _seek(self, buf: str, i: int, end: str, final: bool) -> tuple[int, bool]:
+        if self.state == "seek":  # (the run ended without a fault)
+            return super()._seek(buf, i, end, final)
+        if self.state == "wreck":  # the rest of a broken block, up to its closing tag
+            pos, m, safe = find_marker(buf, (self.block_end, *REGION_OPENERS), final, start=i)
+            self.ops += (safe if pos == -1 else pos) - i + 1
+            if pos == -1:
+                return self._ret(len(buf) if final else safe, False)
+            if m != self.block_end:  # a region of its own opens here
+                self.state = "done"
+                return self._ret(pos, True)
+            i = pos + len(m)
+            self.state = "wreck_tail"
+        j, hit = self._expect(buf, i, self.closes, final)  # a section's closing tag after it
+        if hit is None:
+            return self._ret(j, False)
+        self.state = "done"
+        return self._ret(j + len(hit), True)
+
+
+def _swallows_loose_tag(value: str) -> bool:
+    """Whether ``value`` ends in a whole loose parameter tag (V4.1's ``<parameter name="K">``)
+    with no ``</parameter>`` after it: the next parameter, read as this value's text where this
+    one's closing tag was left out (a value holding such XML closes its own tags)."""
+    last = None
+    for last in _LOOSE_TAG.finditer(value):  # noqa: B007 - the last one is wanted
+        pass
+    return last is not None and "</parameter>" not in value[last.end() :]
+
+
+class _LooseLine(RegionScanner):
+    """A loose parameter tag (V4.1's ``<parameter``, without the prefix) in the text, outside every
+    block: the region (text) runs to the end of its line, through the first parameter closing tag
+    of a DSML spelling (the tag it closes is open there: not a stray one), and ends before anything
+    that opens a region of its own."""
+
+    def scan(self, buf: str, final: bool) -> tuple[int, bool]:
+        pos, m, safe = find_marker(buf, (*_PARAM_STRAYS, "\n", *REGION_OPENERS), final)
+        self.ops += (safe if pos == -1 else pos) + 1
+        if pos == -1:
+            return (len(buf) if final else safe), False
+        return (pos + len(m) if m in _PARAM_STRAYS else pos), True
+
+
+class _DsmlStream(Stream):
+    """The shared machine, where the format's ``strays`` (DeepSeek V4's closing tags with no block
+    open) are dropped inside reasoning too; in the answer each is a region of its own that parses
+    to no call and no text, and a loose parameter tag's line is text (:class:`_LooseLine`).
+
+    Inside a reasoning block neither opens a call region (the block goes on as reasoning): a stray
+    closing tag is dropped, a loose parameter tag is reasoning, and so is every closing tag after
+    it on its line up to the first parameter closing tag, as in the answer. A stray closing tag in
+    text held until the reply shows whether it is reasoning is dropped where it proves to be."""
+
+    _dropped = False
+    _loose_line = False  # a loose parameter tag is open on the reasoning's current line
+
+    def _reason(self, s: str) -> None:
+        if "\n" in s:
+            self._loose_line = False
+        super()._reason(s)
+
+    def _open_held_region(self, opener: str) -> None:
+        strays = getattr(self.fmt, "strays", ())
+        if self._mode == _REASON and (opener in strays or opener == LOOSE_PARAM):
+            tag = self._consume(len(opener))
+            if opener == LOOSE_PARAM or self._loose_line:
+                self._reason(tag)  # the loose tag, or a closing tag on its line
+                self._loose_line = opener == LOOSE_PARAM or opener not in _PARAM_STRAYS
+            self._dropped = True
+            return
+        self._loose_line = False
+        super()._open_held_region(opener)
+
+    def _step_reason(self, final: bool, truncated: bool) -> bool:
+        self._dropped = False
+        went_on = super()._step_reason(final, truncated)
+        if self._dropped:  # no call region opened: still inside the block
+            self._mode = _REASON
+        return went_on
+
+    def _end_held_reasoning(self) -> None:
+        # a stray closing tag's region, held as text, proves to be inside reasoning: dropped
+        strays = getattr(self.fmt, "strays", ())
+        self._held = [h for h in self._held if not (isinstance(h, str) and h in strays)]
+        super()._end_held_reasoning()
 
 
 def _dsml_value(value: str, flag: str | None, schema: Any) -> Any:
@@ -358,9 +566,14 @@ class DeepSeekDsmlFormat(XmlParamsFormat):
     dialects: dict[str, tuple[str, ...]] = DSML_DIALECTS
     bare = True  # V4's invoke blocks written without their section
     self_closing = True  # ``<｜DSML｜invoke name="N"/>``: a call without parameters
-    openers = (*DSML_OPENERS, *TOOLCALLS, *BARE_INVOKES)  # V4's bare blocks too
+    # V4's bare blocks too, its stray closing tags (markup: dropped) and a loose parameter tag
+    # (text to the end of its line: its closing tag there is no stray one)
+    openers = (*REGION_OPENERS, *STRAY_CLOSERS, LOOSE_PARAM)
     # deviations: the published call opens with a whole section tag, spelt as published
     non_marker_openers = tuple(o for o in openers if o not in DSML_PUBLISHED)
+    # V4's closing tags with no block open and its empty sections: markup, dropped
+    strays: tuple[str, ...] = STRAY_CLOSERS
+    stream_class: type[Stream] | None = _DsmlStream
     reasoning = THINK
     raw_values = False  # a value's ``string`` flag says how to read it
     section = (f"<{DSML}function_calls>\n", f"</{DSML}function_calls>")
@@ -384,6 +597,7 @@ class DeepSeekDsmlFormat(XmlParamsFormat):
                 "bare": False,
                 "self_closing": False,
                 "non_marker_openers": (),
+                "strays": (),
                 "section": (tags[0] + "\n", _dsml_close(tags[0])),
                 "tail": f"</{prefix}invoke>\n",
             }
@@ -396,6 +610,10 @@ class DeepSeekDsmlFormat(XmlParamsFormat):
         return f"<{self.prefix}invoke"
 
     def region_scanner(self, opener: str) -> RegionScanner:
+        if opener in self.strays:
+            return MarkerRegion()
+        if self.strays and opener == LOOSE_PARAM:
+            return _LooseLine()
         if self.bare and opener in BARE_INVOKES:
             return BareDsmlScanner(head=True, prefix=BARE_INVOKES[opener])
         return self._section_scanner(opener)
@@ -409,6 +627,10 @@ class DeepSeekDsmlFormat(XmlParamsFormat):
         )
 
     def parse_region(self, opener, body, *, at_end, truncated, tools):
+        if opener in self.strays:
+            return [], ""  # a closing tag with no block open: markup, dropped
+        if opener == LOOSE_PARAM:
+            return None  # a loose parameter tag outside every block: text
         if self.bare and opener in BARE_INVOKES:
             sc: DsmlScanner = BareDsmlScanner(head=False, prefix=BARE_INVOKES[opener])
             body = opener + body
@@ -421,8 +643,12 @@ class DeepSeekDsmlFormat(XmlParamsFormat):
             sc = self._section_scanner(opener)
             # DeepSeek's section may miss its closing tag when the reply ended after a block
             got = scan_section(sc, body, at_end=at_end, truncated=truncated, implied_end=self.bare)
-            if got is None or not sc.calls:
+            if got is None:
                 return None
+            if not sc.calls:
+                # V4's empty section (no invoke inside, closed), in a DSML spelling: markup
+                empty = bool(self.strays) and sc.state == "done" and opener not in DECODED_OPENERS
+                return ([], got) if empty else None
             leftover = got
         schemas = tool_schemas(tools)
         if (
@@ -442,6 +668,18 @@ class DeepSeekDsmlFormat(XmlParamsFormat):
                 args[key] = _dsml_value(value, flag, props.get(key))
             out.append(ParsedCall(name, args, body[start:end]))
         return out, leftover
+
+    def cut_call(self, opener: str, body: str, tools: list[dict[str, Any]] | None) -> IncompleteCall | None:
+        """A cut region; a bare block broken before the cut is text (its region ran on to the
+        cut only to hold its own closing tags), and so is a loose parameter tag's line."""
+        if opener == LOOSE_PARAM:
+            return None
+        if self.bare and opener in BARE_INVOKES:
+            sc = BareDsmlScanner(head=False, prefix=BARE_INVOKES[opener])
+            sc.scan(opener + body, False)
+            if sc.bad:
+                return None
+        return super().cut_call(opener, body, tools)
 
     def head(self, name: str) -> str:
         return f'{self._invoke} name="{name}">\n'

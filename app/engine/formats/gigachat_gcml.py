@@ -28,6 +28,11 @@ GigaChat may write its end-of-sequence token as the literal text ``</s>`` after 
 (vLLM strips it from the end of the reply): right after ``</｜GCML｜tool_calls>``, whitespace
 between, it is consumed with the call, never content. A ``</s>`` anywhere else is text.
 
+A parameter whose closing tag was left out ends where the next parameter's opening tag begins, or
+at the invoke's closing tag right before the section's closing tag (its last parameter), as the
+DSML reader reads it (the prefix is a special token: a value never holds such a tag); one newline
+before that tag is layout, and a value that ends so may hold no GCML or DSML tag.
+
 A section malformed anywhere, or unclosed in a reply that ended normally, is text, byte for byte;
 a reply cut (``truncated``) inside it keeps the complete calls before the cut and the cut one is
 an incomplete call.
@@ -71,6 +76,8 @@ class _Scanner(DsmlScanner):
 
 class GigaChatGcmlFormat(DeepSeekDsmlFormat):
     """DSML under the ``｜GCML｜`` prefix, with the ``</s>`` GigaChat writes after the section."""
+
+    stream_class = None  # the shared machine: DeepSeek's stray closing tags are not GigaChat's
 
     def region_scanner(self, opener: str) -> RegionScanner:
         return _Scanner(SECTION_END, self.dialects[opener], self_closing=self.self_closing)

@@ -20,7 +20,12 @@ arguments (``<tool_call>get_time</arg_value></tool_call>``): dropped. GLM-4.7 al
 value's opening tag now and then, more often under concurrent load (vLLM #49249, from the raw
 sampled tokens: ``<arg_key>query</arg_key>cats</arg_value>``) and writes a key's closing tag twice
 (vLLM #54971): the value starts right after the key's closing tag (one newline there is layout),
-must be closed by ``</arg_value>`` and may hold no other pair tag; the repeated tag is one. GLM 5.x
+must be closed by ``</arg_value>`` and may hold no other pair tag; the repeated tag is one.
+Quantized GLM models write that opening tag without its ``<`` (``arg_value>romeo.md</arg_value>``
+after the key, aosama/astronomical #293): read as the tag (one newline before it is layout), the
+value after it under the same rules. A value whose ``</arg_value>`` was left out before the next
+pair would run into that pair (the value ending in ``<arg_key>K</arg_key><arg_value>V``, no
+closing tag after them): the pair would be lost, so the call is text. GLM 5.x
 writes ``<tool_call>`` where a declared tool's first ``<arg_key>`` belongs (sigit #95; a GLM 5.3
 deployment, ormandj/sglang-glm53-flash-sm120 #5): read as that key's opening tag, the first only.
 And GLM leaves out the ``</tool_call>`` of its last call, or writes only its start (``</tool_cal``),

@@ -79,7 +79,9 @@ def read_params(
     None when anything else stands there, a key repeats or a value is not closed. A ``param_end``
     closes a value only where the next ``param`` or ``close`` follows it (after whitespace); an
     earlier one is the value's text, as when an agent writes a file that holds the tag (vLLM
-    #38803: MiniMax-M2 in production). With ``cdata`` (its opening and closing marks), a value that
+    #38803: MiniMax-M2 in production). A value holding a whole ``param`` tag with no
+    ``param_end`` after it is the next parameter, swallowed where this value's ``param_end`` was
+    left out (it would be lost): None. With ``cdata`` (its opening and closing marks), a value that
     opens with the section is the section's contents exactly (``param_end`` must follow the
     section), and any other value may not hold ``<`` (markup in a value is written as CDATA).
     """
@@ -110,8 +112,18 @@ def read_params(
         value = text[i:end]
         if cdata is not None and "<" in value:
             return None
+        if cdata is None and _open_tag_inside(value, param, param_end, key, key_end):
+            return None
         args[name] = value
         i = end + len(param_end)
+
+
+def _open_tag_inside(value: str, tag: str, tag_close: str, key: re.Pattern[str], key_end: str) -> bool:
+    """Whether ``value``'s last ``tag`` is a whole opening tag (a name ``key`` matches, then
+    ``key_end``) with no ``tag_close`` after it: another element's opening, left open inside the
+    value (the element that follows it, read as this value's text)."""
+    j = value.rfind(tag)
+    return j != -1 and tag_close not in value[j:] and tag_name(value, j + len(tag), key, key_end) is not None
 
 
 def _followed_close(
@@ -157,6 +169,18 @@ def _pair_value_end(text: str, i: int, key_open: str, value_close: str) -> int:
     return _followed_close(text, i, value_close, (key_open,), or_end=True)
 
 
+def _next_pair_inside(v: str, key: tuple[str, str], value: tuple[str, str]) -> bool:
+    """Whether the value ``v`` ends in a pair's opening (its last ``VALUE_OPEN`` has no
+    ``VALUE_CLOSE`` after it and follows a whole key, whitespace between)."""
+    (k_open, k_close), (v_open, v_close) = key, value
+    j = v.rfind(v_open)
+    if j == -1 or v_close in v[j:]:
+        return False
+    head = v[:j].rstrip()
+    k = head.rfind(k_open)
+    return head.endswith(k_close) and k != -1 and pair_key_ok(head[k + len(k_open) : -len(k_close)].strip())
+
+
 def read_arg_pairs(
     text: str,
     i: int,
@@ -181,7 +205,11 @@ def read_arg_pairs(
     the text between its tags (not stripped) and the value starts right after the tag.
     ``strays`` (with ``lenient``; GLM-4.7's, vLLM #49249, #54971): a key's closing tag written
     twice is one, and a value whose opening tag was left out starts right after the key's closing
-    tag (one newline there is layout); it must be closed, and holds no other pair tag.
+    tag (one newline there is layout); it must be closed, and holds no other pair tag. So does a
+    value whose opening tag was written without its ``<`` (``arg_value>``, quantized GLM models:
+    aosama/astronomical #293), the value starting after it. With ``lenient``, a value that ends in
+    the next pair's tags (``KEY_OPEN k KEY_CLOSE VALUE_OPEN``, no ``VALUE_CLOSE`` after them) is
+    that pair, swallowed where this value's ``VALUE_CLOSE`` was left out (it would be lost): None.
     """
     (k_open, k_close), (v_open, v_close) = key, value
     args: dict[str, str] = {}
@@ -210,6 +238,8 @@ def read_arg_pairs(
             if not strays:
                 return None
             i = after + 1 if text.startswith("\n", after) else after  # the value's opening tag left out
+            if text.startswith(v_open[1:], i) and v_open.startswith("<"):
+                i += len(v_open) - 1  # ... or written without its "<"
             end = _pair_value_end(text, i, k_open, v_close)
             if end == -1 or any(t in text[i:end] for t in (k_open, k_close, v_open)):
                 return None
@@ -222,8 +252,13 @@ def read_arg_pairs(
             if not lenient:
                 return None
             rest = text[i:]
-            args[name] = rest[:-1] if rest.endswith("\n") else rest
+            rest = rest[:-1] if rest.endswith("\n") else rest
+            if _next_pair_inside(rest, key, value):
+                return None
+            args[name] = rest
             return args, len(text)
+        if lenient and _next_pair_inside(text[i:end], key, value):
+            return None
         args[name] = text[i:end]
         i = end + len(v_close)
 

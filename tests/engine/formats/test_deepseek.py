@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from app.engine.formats import FORMATS, detect_template, tool_format_choices
+from app.engine.formats import FORMATS, detect_template, fold_events, tool_format_choices
 from app.engine.formats.deepseek import DSML_OPENERS, SECTION_BEGIN
 from app.engine.formats.events import ToolCallDone
 from app.engine.templates import render_template
@@ -215,3 +215,67 @@ def test_region_scanner_is_linear_on_one_big_section(family):
         assert sc.ops <= 3 * len(body)
         calls, leftover = fmt.parse_region(opener, body, at_end=False, truncated=False, tools=TOOLS)
         assert len(calls) == 3 * k and leftover == ""
+
+
+D = "｜DSML｜"
+PE, IE, TCE = f"</{D}parameter>", f"</{D}invoke>", f"</{D}tool_calls>"
+# shape -> (the reply for k, what it reads as: (content, number of calls, number of arguments))
+_DEGENERATE = {
+    # every parameter without its closing tag
+    "params-left-open": (
+        lambda k: (
+            f'<{D}tool_calls>\n<{D}invoke name="search">\n'
+            + "".join(f'<{D}parameter name="p{i}" string="true">v <b> w\n' for i in range(k))
+            + f"{IE}\n{TCE}"
+        ),
+        lambda k: ("", 1, k),
+    ),
+    # a value full of the invoke's closing tag, closed at last
+    "value-full-of-invoke-closes": (
+        lambda k: (
+            f'<{D}tool_calls>\n<{D}invoke name="search">\n<{D}parameter name="query" string="true">'
+            + f"a{IE}  b " * k
+            + f"{PE}\n{IE}\n{TCE}"
+        ),
+        lambda k: ("", 1, 1),
+    ),
+    "stray-closers": (lambda k: f"Fine.{PE}\n{IE}\n{TCE} " * k, lambda k: ("Fine.\n\n " * k, 0, 0)),
+    "stray-closers-in-reasoning": (
+        lambda k: "<think>" + f"Fine.{PE}\n{IE}\n{TCE} " * k + "</think>ok",
+        lambda k: ("ok", 0, 0),
+    ),
+    "broken-bare-blocks": (
+        lambda k: f'<{D}invoke name="get_time">\noops{PE}\n{IE}\n{TCE} ' * k,
+        lambda k: (f'<{D}invoke name="get_time">\noops{PE}\n{IE}\n{TCE} ' * k, 0, 0),
+    ),
+    "loose-tag-lines": (
+        lambda k: f'Use <parameter name="x">v{IE}{PE} then.{PE}\n' * k,
+        lambda k: (f'Use <parameter name="x">v{IE}{PE} then.\n' * k, 0, 0),
+    ),
+}
+
+
+@pytest.mark.parametrize("shape", list(_DEGENERATE))
+def test_degenerate_dsml_costs_stay_linear(shape):
+    """Values left open, closing tags inside a value, stray closing tags, broken bare blocks and
+    loose parameter tags, streamed one character per delta: the work grows with the reply."""
+    fmt = FORMATS["deepseek-dsml"]
+    write, reads = _DEGENERATE[shape]
+
+    def ops(k: int) -> tuple[int, int]:
+        text = write(k)
+        s = fmt.stream(TOOLS)
+        events = []
+        for ch in text:
+            events += s.feed(ch)
+        events += s.finish()
+        reply = fold_events(events)
+        content, calls, args = reads(k)
+        assert (reply.content, len(reply.tool_calls)) == (content, calls)
+        assert all(len(c.arguments) == args for c in reply.tool_calls)
+        return s.ops, len(text)
+
+    small, _ = ops(8)
+    big, n_big = ops(32)
+    assert big <= 4.5 * small
+    assert big <= 30 * n_big

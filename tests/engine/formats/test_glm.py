@@ -119,3 +119,37 @@ def test_cost_is_linear_for_a_long_value_one_character_at_a_time():
 
 def test_setting_choice_has_the_label():
     assert ("glm", GLM.label) in tool_format_choices()
+
+
+# The plain-tag families that share GLM's pair reader or MiniMax's parameter reader
+# (app/engine/formats/xml_params.py), with the closing tag of a value.
+SHARED_READERS = {
+    "glm": "</arg_value>",
+    "iquest-coder-v2": "</arg_value>",
+    "minimax": "</parameter>",
+    "dots": "</parameter>",
+    "seed-oss": "</parameter>",
+    "step3": "</steptml:parameter>",
+    "step-deepresearch": "</steptml:parameter>",
+}
+
+
+@pytest.mark.parametrize(("family", "value_close"), SHARED_READERS.items())
+def test_a_value_left_open_before_the_next_parameter_is_text(family, value_close):
+    """A value whose closing tag was left out runs into the next parameter's tags: read, the call
+    would carry that markup in its value and lose the parameter, so the reply is text."""
+    fmt = FORMATS[family]
+    whole = fmt.example_call("get_weather", {"city": "Paris", "days": 3})
+    assert [(c.name, c.arguments) for c in fmt.parse(whole, TOOLS).tool_calls] == [
+        ("get_weather", {"city": "Paris", "days": 3})
+    ]
+    text = whole.replace("Paris" + value_close, "Paris", 1)
+    reply = fmt.parse(text, TOOLS)
+    assert (reply.content, reply.tool_calls) == (text, [])
+    # a value holding a whole element of the wire as text, closed, is still read as written
+    inner = whole.split("Paris" + value_close)[1].split("3" + value_close)[0] + "3" + value_close
+    held = whole.replace("Paris" + value_close, "Paris " + inner + " ok" + value_close, 1)
+    got = fmt.parse(held, TOOLS).tool_calls
+    assert [(c.name, c.arguments) for c in got] == [
+        ("get_weather", {"city": "Paris " + inner + " ok", "days": 3})
+    ]

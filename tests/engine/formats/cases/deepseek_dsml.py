@@ -523,7 +523,324 @@ NO_PREFIX = [
 ]
 CASES += NO_PREFIX
 
-# The section tags are structure; string values end at the parameter's closing tag.
+
+# A parameter whose closing tag was left out (vLLM #54838, DeepSeek-V4-Flash): the prefix is a
+# special token, so a value never holds a parameter's opening tag in it. The value ends where the
+# next parameter's tag begins, or where the invoke's closing tag begins right before the section's
+# closing tag or the reply's end (its last parameter); one newline before that tag is layout.
+def nc(key: str, value: str, string: bool | None = True) -> str:
+    """A parameter written without its closing tag (the template's newline after it kept)."""
+    return p(key, value, string).replace(PE, "")
+
+
+W_MID = inv("get_weather", nc("city", "Paris"), p("days", "3", False))
+W_LAST = inv("get_weather", p("city", "Paris"), nc("days", "3", False))
+W_BOTH = inv("get_weather", nc("city", "Paris"), nc("days", "3", False))
+S_MID = inv("search", nc("query", "cats"), nc("tags", '["a", "b"]', False), p("limit", "5", False))
+PS = ("search", {"query": "cats", "tags": ["a", "b"], "limit": 5})
+PARAM_CLOSE_LEFT_OUT = [
+    Case("param-close-left-out-middle", sec(W_MID, o=TC, c=TCE), content="\n\n", calls=[PW]),
+    Case("param-close-left-out-last", sec(W_LAST, o=TC, c=TCE), content="\n\n", calls=[PW]),
+    Case("param-close-left-out-every", sec(W_BOTH), content="\n\n", calls=[PW]),
+    Case("param-close-left-out-json-values", sec(S_MID, o=TC, c=TCE), content="\n\n", calls=[PS]),
+    Case(
+        "param-close-left-out-compact",
+        f'{TC}<{D}invoke name="get_weather"><{D}parameter name="city" string="true">Paris'
+        f'<{D}parameter name="days" string="false">3{IE}{TCE}',
+        calls=[PW],
+    ),
+    # one newline before the next tag is layout; the value's own newlines are kept
+    Case(
+        "param-close-left-out-value-newlines-kept",
+        sec(inv("set_port", nc("blob", "two\nlines\n"), p("port", "80")), o=TC, c=TCE),
+        content="\n\n",
+        calls=[("set_port", {"blob": "two\nlines\n", "port": "80"})],
+    ),
+    Case(
+        "param-close-left-out-empty-value",
+        sec(inv("set_port", nc("blob", ""), p("port", "80")), o=TC, c=TCE),
+        content="\n\n",
+        calls=[("set_port", {"blob": "", "port": "80"})],
+    ),
+    Case(
+        "param-close-left-out-parallel",
+        sec(W_MID, S_MID, o=TC, c=TCE),
+        content="\n\n",
+        calls=[PW, PS],
+    ),
+    Case(
+        "param-close-left-out-after-think",
+        "<think>weather</think>Sure." + sec(W_BOTH, o=TC, c=TCE),
+        reasoning="weather",
+        content="Sure.\n\n",
+        calls=[PW],
+    ),
+    Case("param-close-left-out-section-never-closed", f"{TC}\n" + W_LAST, content="\n", calls=[PW]),
+    Case("param-close-left-out-bare", "Ok. " + W_MID.rstrip("\n"), content="Ok. ", calls=[PW]),
+    Case("param-close-left-out-bare-last", W_LAST.rstrip("\n"), calls=[PW]),
+    Case("param-close-left-out-bare-then-closing-tag", W_LAST + TCE, calls=[PW]),
+    Case(
+        "param-close-left-out-toolcalls",
+        sec(W_MID, o=TK, c=TCE),
+        content="\n\n",
+        calls=[PW],
+    ),
+    Case("param-close-left-out-v41", sec41(W41.replace(f"Paris</{V}parameter>", "Paris")), calls=[PW]),
+    Case(
+        "param-close-left-out-v41-last",
+        sec41(W41.replace(f"3</{V}parameter>", "3")),
+        calls=[PW],
+    ),
+    Case(
+        "param-close-left-out-before-prefixed-param-v41-loose",
+        sec(inv("get_weather", lp("city", "Paris").replace(PE, ""), p("days", "3", False)), o=TC, c=TCE),
+        content="\n\n",
+        calls=[PW],
+    ),
+    Case(
+        "param-close-left-out-cut",
+        sec(W_MID, o=TC, c=TCE).split("3")[0],
+        truncated=True,
+        content="\n\n",
+        incomplete=["get_weather"],
+    ),
+    # text: a value that would hold DSML tags, a last parameter's invoke closed before another
+    # invoke, or before anything but the section's end, a plain-text parameter tag swallowed
+    Case(
+        "param-close-left-out-last-then-next-invoke-is-text",
+        sec(W_LAST, T, o=TC, c=TCE),
+        content=sec(W_LAST, T, o=TC, c=TCE),
+    ),
+    Case(
+        "param-close-left-out-last-then-next-invoke-with-params-is-text",
+        sec(W_LAST, W, o=TC, c=TCE),
+        content=sec(W_LAST, W, o=TC, c=TCE),
+    ),
+    Case(
+        "param-close-left-out-bare-last-then-text-is-text",
+        W_LAST.rstrip("\n") + " Done.",
+        content=W_LAST.rstrip("\n") + " Done.",
+    ),
+    Case(
+        "param-close-left-out-value-holds-dsml-tag-is-text",
+        sec(inv("set_port", nc("blob", f"a {IE} b"), p("port", "80")), o=TC, c=TCE),
+        content=sec(inv("set_port", nc("blob", f"a {IE} b"), p("port", "80")), o=TC, c=TCE),
+    ),
+    Case(
+        "param-close-left-out-before-loose-param-is-text",
+        sec(inv("get_weather", lp("city", "Paris").replace(PE, ""), lp("days", "3")), o=TC, c=TCE),
+        content=sec(inv("get_weather", lp("city", "Paris").replace(PE, ""), lp("days", "3")), o=TC, c=TCE),
+    ),
+    Case(
+        "param-close-left-out-no-prefix-is-text",
+        spelt(sec(W_MID, o=TC, c=TCE), ""),
+        content=spelt(sec(W_MID, o=TC, c=TCE), ""),
+        stable_prefix=False,
+    ),
+]
+for tag, q in SPELLINGS.items():
+    PARAM_CLOSE_LEFT_OUT += [
+        Case(
+            f"{tag}-param-close-left-out-middle",
+            spelt(sec(W_MID, o=TC, c=TCE), q),
+            content="\n\n",
+            calls=[PW],
+        ),
+        Case(f"{tag}-param-close-left-out-last", spelt(sec(W_LAST), q), content="\n\n", calls=[PW]),
+        Case(
+            f"{tag}-param-close-left-out-bare",
+            spelt("Ok. " + W_BOTH.rstrip("\n"), q),
+            content="Ok. ",
+            calls=[PW],
+        ),
+        Case(
+            f"{tag}-param-close-left-out-v41",
+            spelt(sec41(W41.replace(f"Paris</{V}parameter>", "Paris")), q),
+            calls=[PW],
+        ),
+        # a value left open that holds another spelling's tag: text (one spelling per block)
+        Case(
+            f"{tag}-param-close-left-out-value-holds-published-tag-is-text",
+            spelt(sec(inv("set_port", nc("blob", "x #"), p("port", "80")), o=TC, c=TCE), q).replace(
+                "#", f"<{D}invoke"
+            ),
+            content=spelt(sec(inv("set_port", nc("blob", "x #"), p("port", "80")), o=TC, c=TCE), q).replace(
+                "#", f"<{D}invoke"
+            ),
+        ),
+    ]
+CASES += PARAM_CLOSE_LEFT_OUT
+
+# DeepSeek V4's degenerate DSML fragments (vLLM #56184; GenericAgent #804): an empty block (no
+# invoke inside) and closing tags with no block open, in the answer and in reasoning, are markup:
+# dropped, the text around them kept. Only the DSML spellings; the prefix decoded away is text.
+STRAY_TAIL = f"{PE}\n{IE}\n{TCE}"
+DEGENERATE = [
+    Case("empty-block", f"Sure.{TC}{TCE} Done.", content="Sure. Done."),
+    Case("empty-block-newline", f"Sure.\n{TC}\n{TCE}\nDone.", content="Sure.\n\nDone."),
+    Case("empty-block-fc", f"{FC}\n\n{FCE}Hi", content="Hi"),
+    Case("empty-block-v41", f"<{V}calls>\n</{V}calls>Hi", content="Hi"),
+    Case("empty-block-toolcalls", f"{TK}{TCE}Hi", content="Hi"),
+    Case("empty-block-then-call", f"{TC}{TCE}\n" + sec(W, o=TC, c=TCE), content="\n\n\n", calls=[PW]),
+    Case(
+        "empty-block-after-think",
+        f"<think>none needed</think>{TC}\n{TCE}The answer is 4.",
+        reasoning="none needed",
+        content="The answer is 4.",
+    ),
+    Case("stray-closers-after-answer", "The file is fine." + STRAY_TAIL, content="The file is fine.\n\n"),
+    Case("stray-parameter-close", f"Done.{PE}", content="Done."),
+    Case("stray-invoke-close", f"Done.{IE} Bye.", content="Done. Bye."),
+    Case("stray-section-close", f"{TCE}Done.{FCE}", content="Done."),
+    Case("stray-toolcalls-close", f"Done.</{D}toolcalls>", content="Done."),
+    Case("stray-section-close-after-call", sec(W, o=TC, c=TCE) + TCE, content="\n\n", calls=[PW]),
+    Case(
+        "stray-closers-after-call-and-text",
+        sec(W, o=TC, c=TCE) + "\nOk." + STRAY_TAIL,
+        content="\n\n\nOk.\n\n",
+        calls=[PW],
+    ),
+    Case(
+        "stray-closers-in-reasoning",
+        "<think>Checked." + STRAY_TAIL + "</think>Fine.",
+        reasoning="Checked.\n\n",
+        content="Fine.",
+    ),
+    Case(
+        "stray-closers-in-prefilled-reasoning",
+        "Checked." + STRAY_TAIL + "\nAll good.</think>Fine.",
+        in_reasoning=True,
+        reasoning="Checked.\n\n\nAll good.",
+        content="Fine.",
+    ),
+    Case(
+        "stray-closers-in-reasoning-never-closed",
+        "Checked." + STRAY_TAIL + " still thinking",
+        in_reasoning=True,
+        reasoning="Checked.\n\n still thinking",
+    ),
+    Case(
+        "stray-closers-in-reasoning-never-closed-cut",
+        "Checked." + STRAY_TAIL + " still",
+        in_reasoning=True,
+        truncated=True,
+        reasoning="Checked.\n\n still",
+    ),
+    Case(
+        "stray-closers-before-orphan-close",
+        "Plan." + STRAY_TAIL + "</think>Answer.",
+        reasoning="Plan.\n\n",
+        content="Answer.",
+    ),
+    Case(
+        "stray-closers-in-reasoning-then-call",
+        "<think>Plan." + STRAY_TAIL + "</think>" + sec(W, o=TC, c=TCE),
+        reasoning="Plan.\n\n",
+        content="\n\n",
+        calls=[PW],
+    ),
+    Case(
+        "stray-closers-in-reasoning-before-call",
+        "Plan." + STRAY_TAIL + "\n" + B,
+        in_reasoning=True,
+        reasoning="Plan.\n\n\n",
+        calls=[PW],
+    ),
+    Case(
+        "empty-block-in-reasoning",
+        f"<think>Plan.{TC}{TCE} More.</think>Fine.",
+        reasoning=f"Plan.{TC}{TCE} More.",
+        content="Fine.",
+    ),
+    # text: a closing tag without the prefix, a block with text inside, one left open, a broken
+    # bare block's own closing tags
+    Case(
+        "stray-close-no-prefix-is-text",
+        "Done.</parameter></invoke></tool_calls>",
+        content="Done.</parameter></invoke></tool_calls>",
+    ),
+    Case(
+        "stray-close-v41-spaced-is-text",
+        f"Done.</{V}parameter></{V}invoke></{V}calls>",
+        content=f"Done.</{V}parameter></{V}invoke></{V}calls>",
+    ),
+    # a loose parameter tag in the text: the closing tags after it on its line, up to the first
+    # parameter closing tag, are its text (that tag is open), the later ones stray
+    Case(
+        "closers-on-loose-tag-line-are-text",
+        f'Write <parameter name="city">Paris{IE}{PE} then.{IE}\nNext.{PE}',
+        content=f'Write <parameter name="city">Paris{IE}{PE} then.\nNext.',
+    ),
+    Case(
+        "closer-after-loose-tag-line-is-stray",
+        f'Write <parameter name="city">Paris</parameter>\nthen.{PE}',
+        content='Write <parameter name="city">Paris</parameter>\nthen.',
+    ),
+    Case(
+        "closers-on-loose-tag-line-in-reasoning",
+        f'<think>Use <parameter name="city">Paris{IE}{PE}.{TCE}\nSo{PE}</think>Ok.',
+        reasoning=f'Use <parameter name="city">Paris{IE}{PE}.\nSo',
+        content="Ok.",
+    ),
+    Case(
+        "closers-on-loose-tag-line-in-prefilled-reasoning",
+        f'Use <parameter name="city">Paris{PE}.{TCE}\nSo{PE}',
+        in_reasoning=True,
+        reasoning=f'Use <parameter name="city">Paris{PE}.\nSo',
+    ),
+    Case(
+        "loose-tag-line-then-call",
+        'See <parameter name="x">\n' + sec(W, o=TC, c=TCE),
+        content='See <parameter name="x">\n\n\n',
+        calls=[PW],
+    ),
+    Case(
+        "loose-tag-line-before-call-on-its-line",
+        'See <parameter name="x"> ' + TC + "\n" + W + TCE,
+        content='See <parameter name="x"> ',
+        calls=[PW],
+    ),
+    Case(
+        "empty-block-no-prefix-is-text",
+        "<tool_calls></tool_calls> ok",
+        content="<tool_calls></tool_calls> ok",
+    ),
+    Case("block-of-text-is-text", f"{TC}hello{TCE}", content=f"{TC}hello{TCE}"),
+    Case("empty-block-left-open-is-text", f"Sure.{TC}", content=f"Sure.{TC}"),
+    Case(
+        "broken-bare-block-keeps-its-closers",
+        f'<{D}invoke name="get_time">\noops{PE}\n{IE}\n{TCE} ok',
+        content=f'<{D}invoke name="get_time">\noops{PE}\n{IE}\n{TCE} ok',
+    ),
+    Case(
+        "broken-bare-block-then-call",
+        f'<{D}invoke name="get_time">\noops{IE}\n' + sec(W, o=TC, c=TCE),
+        content=f'<{D}invoke name="get_time">\noops{IE}\n\n\n',
+        calls=[PW],
+    ),
+]
+for tag, q in SPELLINGS.items():
+    DEGENERATE += [
+        Case(f"{tag}-empty-block", spelt(f"Sure.{TC}{TCE} Done.", q), content="Sure. Done."),
+        Case(
+            f"{tag}-stray-closers",
+            spelt("The file is fine." + STRAY_TAIL, q),
+            content="The file is fine.\n\n",
+        ),
+        Case(
+            f"{tag}-stray-closers-in-reasoning",
+            spelt("<think>Checked." + STRAY_TAIL + "</think>Fine.", q),
+            reasoning="Checked.\n\n",
+            content="Fine.",
+        ),
+    ]
+CASES += DEGENERATE
+
+# The section tags are structure, and so are a closing tag with no block open and an empty section
+# in any DSML spelling; string values end at the parameter's closing tag, or without it where the
+# next parameter's tag begins (or the invoke's closing tag, before the section's), and may not hold
+# a whole loose parameter tag left open (the next parameter swallowed).
+_ANY = "(?:" + "|".join(re.escape(q) for q in (D, *SPELLINGS.values())) + ")"
 FUZZ = Fuzz(
     markers=(
         FC,
@@ -540,7 +857,19 @@ FUZZ = Fuzz(
         f"<{D} parameter",
         f"</{D} parameter>",
     ),
-    structure=("</?" + re.escape(D) + r"(?:function_calls|tool_calls| calls)>",),
-    forbidden=(PE, f"</{D} parameter>"),
+    structure=(
+        "</?" + _ANY + r"(?:function_calls|tool_calls|toolcalls| calls)>",
+        "<" + _ANY + r"(?:function_calls|tool_calls)\n",
+        "</" + _ANY + "(?:parameter|invoke)>",
+    ),
+    forbidden=(
+        PE,
+        f"</{D} parameter>",
+        f"<{D}parameter",
+        f"<{D} parameter",
+        IE,
+        f"</{D} invoke>",
+        "<parameter",
+    ),
     wrap=(FC, FCE),
 )

@@ -214,12 +214,84 @@ CASES = [
     Case("ascii-bars-are-text", sec(W).replace(G, "|GCML|"), content=sec(W).replace(G, "|GCML|")),
 ]
 
+
+# A parameter whose closing tag was left out (DeepSeek's DSML wire: vLLM #54838): the prefix is
+# a special token, so a value never holds a parameter's opening tag in it. The value ends where the
+# next parameter's tag begins, or where the invoke's closing tag begins right before the section's
+# closing tag (its last parameter); one newline before that tag is layout.
+def nc(key: str, value: str, string: bool | None = True) -> str:
+    return p(key, value, string).removesuffix(PE)
+
+
+W_MID = inv("get_weather", nc("city", "Paris"), p("days", "3", False))
+W_LAST = inv("get_weather", p("city", "Paris"), nc("days", "3", False))
+S_MID = inv("search", nc("query", "cats"), nc("limit", "5", False), p("tags", '["a", "b"]', False))
+PARAM_CLOSE_LEFT_OUT = [
+    Case("param-close-left-out-middle", sec(W_MID), calls=[PW]),
+    Case("param-close-left-out-last", sec(W_LAST), calls=[PW]),
+    Case(
+        "param-close-left-out-every",
+        sec(inv("get_weather", nc("city", "Paris"), nc("days", "3", False))),
+        calls=[PW],
+    ),
+    Case("param-close-left-out-json-values", sec(S_MID), calls=[PS]),
+    Case(
+        "param-close-left-out-compact",
+        sec(inv("get_weather", nc("city", "Paris"), p("days", "3", False), nl=""), nl=""),
+        calls=[PW],
+    ),
+    Case(
+        "param-close-left-out-value-newlines-kept",
+        sec(inv("set_port", nc("blob", "two\nlines\n"), p("port", "80"))),
+        calls=[("set_port", {"blob": "two\nlines\n", "port": "80"})],
+    ),
+    Case(
+        "param-close-left-out-parallel",
+        "Sure.\n" + sec(W_MID, S_MID) + EOS,
+        content="Sure.\n",
+        calls=[PW, PS],
+    ),
+    Case(
+        "param-close-left-out-after-think",
+        "<think>weather</think>\n\n" + sec(W_LAST),
+        reasoning="weather",
+        content="\n\n",
+        calls=[PW],
+    ),
+    Case(
+        "param-close-left-out-cut",
+        sec(W_MID).split("3")[0],
+        truncated=True,
+        incomplete=["get_weather"],
+    ),
+    # text: a last parameter's invoke closed before another invoke, a value that would hold a
+    # GCML tag, the section left open
+    Case(
+        "param-close-left-out-last-then-next-invoke-is-text",
+        sec(W_LAST, S),
+        content=sec(W_LAST, S),
+    ),
+    Case(
+        "param-close-left-out-value-holds-gcml-tag-is-text",
+        sec(inv("set_port", nc("blob", f"a {IE} b"), p("port", "80"))),
+        content=sec(inv("set_port", nc("blob", f"a {IE} b"), p("port", "80"))),
+    ),
+    Case(
+        "param-close-left-out-section-never-closed-is-text",
+        TC + "\n" + W_LAST,
+        content=TC + "\n" + W_LAST,
+        stable_prefix=False,
+    ),
+]
+CASES += PARAM_CLOSE_LEFT_OUT
+
 # The section tags and a </s> right after the section are structure; a string value ends at the
-# parameter's closing tag.
+# parameter's closing tag, or without it where the next parameter's tag begins (or the invoke's
+# closing tag, before the section's).
 FUZZ = Fuzz(
     markers=(TC, TCE, f"<{G}invoke", IE, f"<{G}parameter", PE, EOS, f"<{G}function_calls>", f"<{G} calls>"),
     structure=("</?" + re.escape(G) + "tool_calls>", EOS),
-    forbidden=(PE,),
+    forbidden=(PE, f"<{G}parameter", IE),
     wrap=(TC, TCE),
 )
 

@@ -344,6 +344,52 @@ UNCLOSED = [
 CASES += UNCLOSED
 
 
+# The value's opening tag written without its "<" (``arg_value>``: quantized models, aosama/
+# astronomical #293): read as that tag, after the key's closing tag (one newline there is layout);
+# the value must be closed and may hold no other pair tag, as a value without its opening tag.
+VALUE_OPEN_WITHOUT_LT = [
+    Case(
+        "value-open-without-lt",
+        Q + "\narg_value>romeo.md</arg_value></tool_call>",
+        calls=[("search", {"query": "romeo.md"})],
+    ),
+    Case("value-open-without-lt-compact", COMPACT.replace("<arg_value>Paris", "arg_value>Paris"), calls=[W]),
+    Case("value-open-without-lt-newline-layout", NL.replace("\n<arg_value>3", "\narg_value>3"), calls=[W]),
+    Case("value-open-without-lt-every", NL.replace("<arg_value>", "arg_value>"), calls=[W]),
+    Case(
+        "value-open-without-lt-spaces-kept",
+        Q + "arg_value> x </arg_value></tool_call>",
+        calls=[("search", {"query": " x "})],
+    ),
+    # text: never closed, holding another pair tag
+    text_case("value-open-without-lt-never-closed", Q + "\narg_value>x</tool_call> ok"),
+    text_case(
+        "value-open-without-lt-holding-value-open", Q + "arg_value>a<arg_value>b</arg_value></tool_call>"
+    ),
+]
+CASES += VALUE_OPEN_WITHOUT_LT
+
+# A value whose </arg_value> was left out before the next pair: the next pair would be read as
+# this value's text and lost, so the call is text (a value ending in a pair's opening tags with no
+# </arg_value> after them is the next pair swallowed, never a value as written).
+VALUE_CLOSE_LEFT_OUT = [
+    text_case("value-close-left-out-before-next-pair", NL.replace("Paris</arg_value>", "Paris")),
+    text_case("value-close-left-out-before-next-pair-compact", COMPACT.replace("Paris</arg_value>", "Paris")),
+    text_case(
+        "value-close-left-out-before-next-pair-and-call-close",
+        NL.replace("Paris</arg_value>", "Paris").replace("3</arg_value>", "3"),
+    ),
+    # a value that holds a whole pair as text (its own </arg_value> inside) is read as written
+    Case(
+        "value-holds-a-whole-pair",
+        "<tool_call>set_port<arg_key>blob</arg_key><arg_value>x <arg_key>k</arg_key><arg_value>v</arg_value>"
+        " y</arg_value></tool_call>",
+        calls=[("set_port", {"blob": "x <arg_key>k</arg_key><arg_value>v</arg_value> y"})],
+    ),
+]
+CASES += VALUE_CLOSE_LEFT_OUT
+
+
 def _fuzz_write(fmt, name, args, rnd):
     nl = "\n" if rnd.random() < 0.5 else ""  # GLM-4.5's newline layout or GLM-4.7's compact one
     inner = "".join(f"{nl}<arg_key>{k}</arg_key>{nl}<arg_value>{v}</arg_value>" for k, v in args.items())
