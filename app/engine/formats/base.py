@@ -35,7 +35,9 @@ held text                                                 outcome
                                                           in a block the model closes is reasoning,
                                                           unless the family's ``calls_in_reasoning``
                                                           says its models call from there: then its
-                                                          regions that parse as calls are calls);
+                                                          regions that parse as calls are calls; or
+                                                          ``calls_in_reasoning_if_alone``: calls that
+                                                          end the block count if no call follows);
                                                           the text after ``C`` is read as after
                                                           reasoning
 ``C`` inside a region that parses as one or more calls    part of the call (an argument's text),
@@ -435,6 +437,13 @@ class Format:
     # calls with its thinking): a call region inside a reasoning block the model closes is still
     # a call, the text around it reasoning. Off: call-shaped text in a closed block is reasoning.
     calls_in_reasoning: bool = False
+    # The family's models now and then write their only call inside their reasoning and close the
+    # block right after it (Qwen3.5 and 3.6: vllm-mlx #433, LM Studio #2045): a complete call
+    # there, in the family's own opener, to a declared tool, with nothing but whitespace between
+    # it and the closing tag, counts when the reply writes no call after the block and was not
+    # cut; its text stays reasoning too. Thinking after it, or a call after the block, means it
+    # was a draft: reasoning only.
+    calls_in_reasoning_if_alone: bool = False
     # The machine that reads the family's replies (None: the region machine, :class:`Stream`); a
     # family with a machine of its own names its subclass.
     stream_class: type[Stream] | None = None
@@ -698,6 +707,11 @@ class Stream:
         self._buf = ""
         # Held text; a call region held in a family with ``calls_in_reasoning`` keeps its parse
         self._held: list[str | tuple[str, tuple[list[ParsedCall], str]]] = []
+        # Calls read inside a closed reasoning block, kept for the end of the reply (a family with
+        # ``calls_in_reasoning_if_alone``), and the calls emitted (complete or not) when it closed
+        self._drafts: list[ParsedCall] = []
+        self._drafts_at = 0
+        self._nincomplete = 0
         self._events: list[FormatEvent] = []
         self._ncalls = _first_index
         # Issues each call's id, given the id the model wrote (or None): the chat loop sets it so
@@ -752,6 +766,14 @@ class Stream:
             return []
         self._finished = True
         self._run(final=True, truncated=truncated)
+        if self._drafts:
+            # the reply's only calls were inside its reasoning: they count (see the family's
+            # ``calls_in_reasoning_if_alone``), unless it was cut
+            alone = self._ncalls + self._nincomplete == self._drafts_at and not truncated
+            if alone and all(pc.name in self._schemas for pc in self._drafts):
+                for pc in self._drafts:
+                    self._emit_call(pc)
+            self._drafts = []
         return self._take()
 
     # -- machinery --------------------------------------------------------------------------
@@ -964,7 +986,8 @@ class Stream:
         region = opener + body
         if result is not None and result[0]:
             # a call: a closing tag inside it is its argument's text
-            self._held.append((region, result) if self.fmt.calls_in_reasoning else region)
+            keep = self.fmt.calls_in_reasoning or self.fmt.calls_in_reasoning_if_alone
+            self._held.append((region, result) if keep else region)
             return True
         pos, close, _safe = find_marker(region, self._closes, True)
         self.ops += (pos + len(close)) if pos != -1 else len(region)
@@ -979,14 +1002,25 @@ class Stream:
         return True
 
     def _end_held_reasoning(self) -> None:
+        run: list[ParsedCall] = []  # the calls that end the block, only whitespace between them
         for held in self._held:
             if isinstance(held, str):
                 self._reason(held)
+                run = run if not held.strip() else []
                 continue
             calls, leftover = held[1]  # a call the family's models make while they think
+            if not self.fmt.calls_in_reasoning:
+                # one that counts only where it ends the block, written with the family's own
+                # opener, and no call follows the block (see ``calls_in_reasoning_if_alone``)
+                self._reason(held[0])
+                own = held[0].startswith(self.fmt.openers[0]) and not leftover.strip()
+                run = [*run, *calls] if own else []
+                continue
             for pc in calls:
                 self._emit_call(pc)
             self._reason(leftover)
+        if run:
+            self._drafts, self._drafts_at = run, self._ncalls + self._nincomplete
         self._held = []
         self._mode = self._after_close()
 
@@ -1026,6 +1060,7 @@ class Stream:
         self._events.extend(sub.feed(text))
         self._events.extend(sub.finish(truncated=truncated))
         self._ncalls = sub._ncalls
+        self._nincomplete += sub._nincomplete
         self.ops += sub.ops
 
     def _step_callstart(self, final: bool, truncated: bool) -> bool:
@@ -1133,10 +1168,12 @@ class Stream:
         if inc is None:
             self._text(opener + body)
         else:
+            self._nincomplete += 1
             self._events.append(ToolCallIncomplete(inc))
 
     def _undeclared(self, raw: str, name: str | None) -> None:
         """A call to a tool or recipient that was not declared: kept, shown, never run."""
+        self._nincomplete += 1
         self._events.append(ToolCallIncomplete(IncompleteCall(raw, name, "undeclared")))
 
     def _emit_call(self, pc: ParsedCall) -> None:

@@ -62,11 +62,8 @@ class Llama4Format(Format):
         if not at_end or truncated:
             return None  # more text after the objects; or a cut reply (a cut call, see cut_call)
         if opener == "{":
-            return _objects(opener, body, "{", 0, tools, tagged=False)
-        i = skip_ws(body, 0)
-        if body.startswith(PYTHON_END, i):  # the markers empty, then the calls
-            return _objects(opener, body, "", skip_ws(body, i + len(PYTHON_END)), tools, tagged=True)
-        return _objects(opener, body, "", i, tools, tagged=True, close=PYTHON_END)
+            return _calls(opener, "{" + body, tools, marked=False)
+        return _calls(opener, body, tools, marked=True)
 
     def grammar_wire(self, ctx):
         from app.engine.grammar.wires import json_objects
@@ -87,50 +84,49 @@ class Llama4Format(Format):
         return PYTHON_START + json_text({"name": name, "parameters": dict(arguments)}) + PYTHON_END
 
 
-def _objects(
-    opener: str,
-    body: str,
-    lead: str,
-    start: int,
-    tools: list[dict[str, Any]] | None,
-    *,
-    tagged: bool,
-    close: str = "",
+def _calls(
+    opener: str, text: str, tools: list[dict[str, Any]] | None, *, marked: bool
 ) -> tuple[list[ParsedCall], str] | None:
-    """The call objects of ``lead + body`` from ``start`` (an index into ``body``; ``lead`` is the
-    opener's own brace where the opener is the first object's ``{``), back to back, whitespace
-    between them, then ``close`` where given (optional) and nothing but whitespace: the calls,
-    each one's raw text its share of the region (the first with the opener and what stands before
-    it), and the whitespace after them; None when the region is anything else."""
-    text = lead + body
-    i = start
+    """The calls of a region, the whole rest of the reply: ``text`` is the region after the
+    opener (bare: from the first object's ``{``). Bare, the objects back to back (whitespace
+    between), each naming an offered tool. Marked, sections ``OBJECTS <|python_end|>`` each
+    opened by ``<|python_start|>`` (the region's own first), the last one's closing marker
+    optional, or the markers left empty and the objects after them. Each call's raw text is its
+    share of the region (the markers before it included); None when the region is anything else."""
     read: list[tuple[int, tuple[str, dict[str, Any]]]] = []  # (where each object ends, its call)
-    while i < len(text) and text[i] == "{":
-        try:
-            obj, end = _DECODER.raw_decode(text, i)
-        except ValueError:
-            return None
-        got = llama_call(obj, tools, tagged=tagged)
-        if got is None:
-            return None
-        read.append((end, got))
+    i, end = skip_ws(text, 0), 0
+    while True:
+        if marked and not read and text.startswith(PYTHON_END, i):  # the markers empty: the objects follow
+            i, marked = skip_ws(text, i + len(PYTHON_END)), False
+        n = len(read)
+        while i < len(text) and text[i] == "{":
+            try:
+                obj, stop = _DECODER.raw_decode(text, i)
+            except ValueError:
+                return None
+            got = llama_call(obj, tools, tagged=opener == PYTHON_START)
+            if got is None:
+                return None
+            read.append((stop, got))
+            end, i = stop, skip_ws(text, stop)
+        if len(read) == n:
+            return None  # a section without a call
+        if not (marked and text.startswith(PYTHON_END, i)):
+            break
+        end = i + len(PYTHON_END)
         i = skip_ws(text, end)
-    if not read:
-        return None
-    last = read[-1][0]
-    if close and text.startswith(close, i):
-        last = i + len(close)
-        i = skip_ws(text, last)
+        if not text.startswith(PYTHON_START, i):
+            break
+        i = skip_ws(text, i + len(PYTHON_START))
     if i != len(text):
         return None
     head = "" if opener == "{" else opener  # the "{" opener is the first object's own brace
     calls, lo = [], 0
-    for k, (end, got) in enumerate(read):
-        calls.append(
-            ParsedCall(*got, (head if k == 0 else "") + text[lo : last if k == len(read) - 1 else end])
-        )
-        lo = end
-    return calls, text[last:]
+    for k, (stop, got) in enumerate(read):
+        hi = end if k == len(read) - 1 else stop
+        calls.append(ParsedCall(*got, (head if k == 0 else "") + text[lo:hi]))
+        lo = hi
+    return calls, text[end:]
 
 
 register(Llama4Format())

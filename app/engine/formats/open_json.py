@@ -166,7 +166,9 @@ class WholeObjectScanner(JsonStateScanner):
         return n, False
 
 
-def llama_call(obj: Any, tools: list[dict[str, Any]] | None, *, tagged: bool) -> tuple[str, dict[str, Any]] | None:
+def llama_call(
+    obj: Any, tools: list[dict[str, Any]] | None, *, tagged: bool
+) -> tuple[str, dict[str, Any]] | None:
     """The (name, arguments) of one Llama call object (Llama 3 and 4): ``{"name": .., "parameters":
     {..}}``, the arguments under ``"parameters"`` (the templates' word) or ``"arguments"`` (exactly
     one of them), with an optional ``"type": "function"``; None for anything else. Untagged (bare

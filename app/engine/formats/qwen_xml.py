@@ -35,6 +35,9 @@ What Qwen3-Coder and Qwen3.5 also write, read with the tool's declared parameter
   ``"name": "NAME"`` written as the XML wire's tag fused into one key, ``{"function=NAME",
   "arguments": {...}}`` (tetherto/qvac #2677), read where NAME is a declared tool. Any other
   body is the XML wire's; the two may alternate call by call;
+* its only call written inside its thinking, the block closed right after it (vllm-mlx #433,
+  LM Studio #2045): the call counts where it ends the block and no call follows the block
+  (``Format.calls_in_reasoning_if_alone``);
 * Qwen3.6's closing tags after the function block, ``</function>`` again and a stray
   ``</function_invocation>`` (ollama #16383, QwenLM/Qwen3.8 #178): dropped, inside a
   ``<tool_call>`` only;
@@ -539,6 +542,7 @@ class QwenXmlFormat(XmlParamsFormat):
     tail = f"{F_CLOSE}\n{CLOSE}"
     param_close = P_CLOSE
     value_newlines = True
+    calls_in_reasoning_if_alone = True  # Qwen3.5 / 3.6 close <think> after their only call
 
     def region_scanner(self, opener: str) -> RegionScanner:
         if opener in (F_OPEN, P_OPEN):

@@ -74,6 +74,16 @@ MARKED = [
         START + '{"name": "brave_search", "parameters": {"query": "x"}}' + END,
         calls=[("brave_search", {"query": "x"})],
     ),
+    Case("marked-sections-in-a-row", START + W + END + START + T + END, calls=[PW, TC]),
+    Case("marked-sections-on-lines", START + W + END + "\n" + START + T + "\n", content="\n", calls=[PW, TC]),
+    Case(
+        "marked-section-empty-is-text", START + W + END + START + END, content=START + W + END + START + END
+    ),
+    Case(
+        "marked-sections-text-between-is-text",
+        START + W + END + " and " + START + T + END,
+        content=START + W + END + " and " + START + T + END,
+    ),
     Case("empty-markers-then-call", START + END + W, calls=[PW]),
     Case("empty-markers-then-two", START + END + W + T, calls=[PW, TC]),
     Case("empty-markers-ws", START + END + "\n" + W + "\n", content="\n", calls=[PW]),
@@ -99,6 +109,9 @@ FUZZ = Fuzz(
         (fmt.example_call(*calls[0]), "", "") if calls else (texts[0], texts[0], "")
     ),
 )
+
+# a value holding the markers (the cost tests: one huge call, a megabyte of calls)
+COST_VALUE = "a } <|python_end|> <|python_start|> { b"
 
 # the settings label names the models; a tiny GGUF with Meta's template is detected and checked
 SETTING_WORDS = ("Llama 4", "Scout", "Maverick")

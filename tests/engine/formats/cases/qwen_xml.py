@@ -531,8 +531,68 @@ BARE_PARAMETER_HEAD = [
     _text("parameter-head-bare-cut-prose", "Write <parameter=get_wea", truncated=True),
 ]
 
+# Qwen3.5 and 3.6 write their only call inside their thinking and close the block right after it
+# (vllm-mlx #433, LM Studio #2045): the call counts, its text reasoning too, where it ends the
+# block (whitespace aside), in <tool_call>, to a declared tool, no call after the block, not cut.
+PWM = ("get_weather", {"city": "Paris", "days": 3, "metric": True})
+SF1 = call("search", query="x y")
+CALL_ENDS_THINKING = [
+    Case(
+        "call-ends-prefilled-thinking",
+        "Read it.\n" + W + "\n</think>",
+        in_reasoning=True,
+        reasoning="Read it.\n" + W + "\n",
+        calls=[PWM],
+    ),
+    Case(
+        "call-ends-opened-thinking",
+        "<think>\nRead it.\n" + W + "</think>\n\nChecking.",
+        reasoning="\nRead it.\n" + W,
+        content="\n\nChecking.",
+        calls=[PWM],
+    ),
+    Case(
+        "calls-end-thinking",
+        "plan\n" + W + "\n" + SF1 + "\n</think>",
+        in_reasoning=True,
+        reasoning="plan\n" + W + "\n" + SF1 + "\n",
+        calls=[PWM, ("search", {"query": "x y"})],
+    ),
+    # a draft: thinking after the call, a call after the block, an undeclared tool, a cut reply
+    Case(
+        "call-then-more-thinking",
+        "plan\n" + W + "\nhmm\n" + SF1 + "</think>",
+        in_reasoning=True,
+        reasoning="plan\n" + W + "\nhmm\n" + SF1,
+        calls=[("search", {"query": "x y"})],
+    ),
+    Case(
+        "call-in-thinking-then-call",
+        "plan\n" + W + "\n</think>\n\n" + SF1,
+        in_reasoning=True,
+        reasoning="plan\n" + W + "\n",
+        content="\n\n",
+        calls=[("search", {"query": "x y"})],
+    ),
+    Case(
+        "call-in-thinking-undeclared",
+        "plan\n" + call("get_date", day="1") + "\n</think>ok",
+        in_reasoning=True,
+        reasoning="plan\n" + call("get_date", day="1") + "\n",
+        content="ok",
+    ),
+    Case(
+        "call-in-thinking-cut-after",
+        "plan\n" + W + "\n</think>\nThe wea",
+        in_reasoning=True,
+        truncated=True,
+        reasoning="plan\n" + W + "\n",
+        content="\nThe wea",
+    ),
+]
+
 CASES += BARE + BARE_UNCLOSED + MISSING_PARAM_CLOSE + LITERAL_CLOSE_IN_VALUE + CUT_OPENER + HERMES_STRAYS
-CASES += PARAMETER_HEAD + BARE_PARAMETER_HEAD
+CASES += PARAMETER_HEAD + BARE_PARAMETER_HEAD + CALL_ENDS_THINKING
 
 # Qwen3.5's Hermes calls with their JSON's outer brace left out or written twice (hermes-agent
 # #5315, langchain-qwq #30): mended as Hermes' reader mends them.
