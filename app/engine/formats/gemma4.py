@@ -44,6 +44,8 @@ What else Gemma 4 writes, read strictly:
   in transformers: "Some Gemma4 models emit <turn|> instead of <tool_call|>"; llama.cpp stops
   at ``<turn|>``, so the reply ends right after the call): the whole call, complete, at the end
   of a reply that ended normally (not cut), ``<turn|>`` after it or nothing;
+* its only call written inside the thought channel, the channel closed right after it (omlx
+  #1854): the call counts where no call follows the channel (``calls_in_reasoning_if_alone``);
 * the call without its opening marker where the answer starts: straight after the thought
   channel's ``<channel|>`` (vLLM #54256) or at the reply's start, ``call:NAME{...}``, to an
   offered tool, then the closing marker or nothing more. Anywhere else, or naming another tool,
@@ -525,5 +527,12 @@ class GemmaFormat(Format):
 
 
 register(
-    GemmaFormat("gemma4", "Gemma 4", (OPEN,), reasoning=("<|channel>thought", "<channel|>"), strays=True)
+    GemmaFormat(
+        "gemma4",
+        "Gemma 4",
+        (OPEN,),
+        reasoning=("<|channel>thought", "<channel|>"),
+        strays=True,
+        calls_in_reasoning_if_alone=True,  # its call inside the thought channel it closes (omlx #1854)
+    )
 )

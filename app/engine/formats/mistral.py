@@ -9,7 +9,8 @@
   ``[ARGS]``; its own parser reads what is left): ``[TOOL_CALLS]NAME{...}``, the JSON object
   right after the name (no call id then: ``[CALL_ID]`` is dropped alike).
 * Reasoning: ``[THINK]...[/THINK]``, or ``<think>...</think>`` as some Mistral-derived models
-  write it.
+  write it. Ministral 3's only call written inside ``[THINK]``, the block closed right after it
+  (llama.cpp #29248), counts where no call follows the block (``calls_in_reasoning_if_alone``).
 * A reply that stops right after ``[TOOL_CALLS]`` (nothing but whitespace after it) has no call,
   and the marker does not reach content.
 
@@ -135,6 +136,7 @@ class MistralFormat(Format):
     openers = (OPEN,)
     reasoning = ("[THINK]", "[/THINK]")
     reasoning_alt = (THINK,)
+    calls_in_reasoning_if_alone = True  # Ministral 3 closes [THINK] after its call (llama.cpp #29248)
 
     def region_scanner(self, opener: str) -> RegionScanner:
         return _Scanner()

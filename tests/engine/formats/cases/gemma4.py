@@ -422,6 +422,39 @@ PREFIXED_NAME = [
     ),
 ]
 CASES += PREFIXED_NAME
+
+# Its only call written inside the thought channel, the channel closed right after it (omlx
+# #1854): the call counts, its text reasoning too; thinking after it, or a call after the
+# channel, makes it a draft.
+THOUGHT = "<|channel>thought"
+CALL_ENDS_THOUGHT = [
+    Case(
+        "call-ends-thought",
+        THOUGHT + "\nI will check.\n" + W_TEXT + "<channel|>",
+        reasoning="\nI will check.\n" + W_TEXT,
+        calls=[W],
+    ),
+    Case(
+        "call-ends-thought-then-text",
+        THOUGHT + "\nCheck.\n" + W_TEXT + "\n<channel|>Checking.",
+        reasoning="\nCheck.\n" + W_TEXT + "\n",
+        content="Checking.",
+        calls=[W],
+    ),
+    Case(
+        "call-in-thought-then-more-thinking",
+        THOUGHT + "\nplan " + W_TEXT + " no<channel|>ok",
+        reasoning="\nplan " + W_TEXT + " no",
+        content="ok",
+    ),
+    Case(
+        "call-in-thought-then-call",
+        THOUGHT + "\nplan " + W_TEXT + "<channel|>" + S_TEXT,
+        reasoning="\nplan " + W_TEXT,
+        calls=[S],
+    ),
+]
+CASES += CALL_ENDS_THOUGHT
 CASES += close_tag_in_argument_cases(
     ("<|channel>thought", "<channel|>"),
     f"<|tool_call>call:set_port{{blob:{Q}why <|channel>thought and <channel|> here{Q}}}<tool_call|>",

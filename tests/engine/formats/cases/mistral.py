@@ -85,6 +85,34 @@ CASES += close_tag_in_argument_cases(
 )
 
 
+# Ministral 3 writes its only call inside [THINK] and closes the block right after it (llama.cpp
+# #29248): the call counts, its text reasoning too; thinking after it, or a call after the block,
+# makes it a draft (the case above).
+PW = ("get_weather", {"city": "Paris", "days": 3})
+CALL_ENDS_THINK = [
+    Case(
+        "call-ends-think",
+        "[THINK]I will check.\n" + N + "[/THINK]",
+        reasoning="I will check.\n" + N,
+        calls=[PW],
+    ),
+    Case(
+        "call-ends-think-spaced",
+        "[THINK]Check.\n" + N + "\n[/THINK]\n",
+        reasoning="Check.\n" + N + "\n",
+        content="\n",
+        calls=[PW],
+    ),
+    Case(
+        "call-in-think-then-call",
+        "[THINK]plan " + N + "[/THINK]" + A,
+        reasoning="plan " + N,
+        calls=[PW],
+        ids=["abc123XYZ"],
+    ),
+]
+CASES += CALL_ENDS_THINK
+
 # Mistral-derived models that reason in <think> rather than [THINK].
 THINK_TAGS = [
     Case(
