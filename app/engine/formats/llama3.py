@@ -31,9 +31,9 @@ from app.engine.formats.open_json import (
     WholeObjectScanner,
     fenced_object,
     llama_call,
+    llama_cut,
 )
 from app.engine.formats.sections import json_text, skip_ws
-from app.json_schema import tool_schemas
 
 __all__ = ["Llama3Format"]
 
@@ -90,12 +90,7 @@ class Llama3Format(Format):
         )
 
     def cut_call(self, opener, body, tools):
-        inc = super().cut_call(opener, body, tools)
-        if inc is None:
-            return None
-        if opener != PYTHON_TAG and inc.name not in tool_schemas(tools):
-            return None  # cut JSON that names no offered tool may be JSON meant for the user
-        return inc
+        return llama_cut(super().cut_call(opener, body, tools), tools, tagged=opener == PYTHON_TAG)
 
     def example_call(self, name: str, arguments: dict[str, Any]) -> str:
         return json_text({"name": name, "parameters": dict(arguments)})

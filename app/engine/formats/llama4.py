@@ -27,9 +27,8 @@ from functools import partial
 from typing import Any
 
 from app.engine.formats.base import Format, ParsedCall, RegionScanner, register
-from app.engine.formats.open_json import WholeObjectScanner, llama_call
+from app.engine.formats.open_json import WholeObjectScanner, llama_call, llama_cut
 from app.engine.formats.sections import json_text, skip_ws
-from app.json_schema import tool_schemas
 
 __all__ = ["Llama4Format"]
 
@@ -72,12 +71,7 @@ class Llama4Format(Format):
         return partial(json_objects, section=(PYTHON_START, PYTHON_END), args_key="parameters")
 
     def cut_call(self, opener, body, tools):
-        inc = super().cut_call(opener, body, tools)
-        if inc is None:
-            return None
-        if opener != PYTHON_START and inc.name not in tool_schemas(tools):
-            return None  # cut JSON that names no offered tool may be JSON meant for the user
-        return inc
+        return llama_cut(super().cut_call(opener, body, tools), tools, tagged=opener == PYTHON_START)
 
     def example_call(self, name: str, arguments: dict[str, Any]) -> str:
         # between the markers: a bare object of Llama 3's shape would be told apart by nothing

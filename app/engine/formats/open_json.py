@@ -20,6 +20,7 @@ from typing import Any
 from app.engine.formats.base import (
     THINK,
     Format,
+    IncompleteCall,
     JsonStateScanner,
     MarkerRegion,
     ParsedCall,
@@ -46,6 +47,7 @@ __all__ = [
     "WholeObjectScanner",
     "fenced_object",
     "llama_call",
+    "llama_cut",
 ]
 
 FENCE = "```"
@@ -187,6 +189,16 @@ def llama_call(
     if got is None or (not tagged and got[0] not in tool_schemas(tools)):
         return None
     return got
+
+
+def llama_cut(
+    inc: IncompleteCall | None, tools: list[dict[str, Any]] | None, *, tagged: bool
+) -> IncompleteCall | None:
+    """A Llama call the token limit cut (Llama 3 and 4): untagged, it must name an offered tool
+    (cut JSON naming none may be JSON meant for the user)."""
+    if inc is None or tagged or inc.name in tool_schemas(tools):
+        return inc
+    return None
 
 
 def fenced_object(body: str) -> str | None:
