@@ -64,7 +64,7 @@ def model_button(
         button = QPushButton("Download")
         button.clicked.connect(lambda _c=False: download())
         return button
-    loaded, loading = page.is_loaded(have), page.is_loading(have)
+    loaded, loading = page.is_loaded(have), page.is_loaded(have, loading=True)
     button = QPushButton(load_text(loaded, loading))
     button.setEnabled(not loaded and not loading)
     if tooltip:

@@ -203,7 +203,7 @@ class LibraryPane(QWidget):
 
     def _buttons(self, i: int, m: Any) -> None:
         t = self.table
-        loaded, loading = self.page.is_loaded(m), self.page.is_loading(m)
+        loaded, loading = self.page.is_loaded(m), self.page.is_loaded(m, loading=True)
         load = QPushButton(load_text(loaded, loading))
         load.setEnabled(m.usable and not loaded and not loading)
         load.setToolTip(m.error or load_tip(loaded, loading))
@@ -234,7 +234,7 @@ class LibraryPane(QWidget):
     def fill_menu(self, menu: QMenu, m: Any) -> None:
         """The actions of model ``m``'s menu: Load now, Show in folder, Copy path, then Remove from
         library (a file added where it is) and Delete file…, each enabled as its button is."""
-        loaded, loading = self.page.is_loaded(m), self.page.is_loading(m)
+        loaded, loading = self.page.is_loaded(m), self.page.is_loaded(m, loading=True)
         load = menu.addAction(load_text(loaded, loading))
         load.setEnabled(m.usable and not loaded and not loading)
         load.triggered.connect(lambda: self.page.sig_load_requested.emit(str(m.path)))

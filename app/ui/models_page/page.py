@@ -172,11 +172,10 @@ class ModelsPage(QWidget):
                 return m
         return None
 
-    def is_loaded(self, model: Any) -> bool:
-        return self.loaded_path is not None and Path(self.loaded_path) == Path(model.path)
-
-    def is_loading(self, model: Any) -> bool:
-        return self.loading_path is not None and Path(self.loading_path) == Path(model.path)
+    def is_loaded(self, model: Any, *, loading: bool = False) -> bool:
+        """Whether ``model`` is the one the chat uses now (``loading``: the one being loaded)."""
+        path = self.loading_path if loading else self.loaded_path
+        return path is not None and Path(path) == Path(model.path)
 
     def set_loaded_path(self, path: str | None, loading: str | None = None) -> None:
         """The model the chat uses now (its row says "Loaded") and the one being loaded, if any
