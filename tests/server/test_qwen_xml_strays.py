@@ -7,7 +7,10 @@ Qwen3.5 and Qwen3.6 ship the XML wire (``qwen-xml``: ``<tool_call>`` ``<function
 * with ``<parameter=NAME>`` where ``<function=NAME>`` belongs, inside the tags (ds4 #1050) or with
   no ``<tool_call>`` around it, one block or several (q27 #24);
 * with closing tags of an older wrapper after the block, ``</function>`` again and
-  ``</function_invocation>`` (ollama #16383).
+  ``</function_invocation>`` (ollama #16383);
+* with the XML wire's tag fused into the JSON's first key, ``{"function=NAME", ...}`` (qvac #2677);
+* inside its thinking, the block closed right after the call (vllm-mlx #433): the client gets
+  the call, at the end of the stream.
 
 Each scripted GGUF here has Qwen3.5's real template and writes one reply whatever the prompt
 (reasoning, then the calls), so each request shows what a client gets: calls, never the JSON or
@@ -49,6 +52,12 @@ REPLIES = {
     + "<tool_call>\n"
     + _block("get_weather", city="Oslo")
     + "\n</function>\n</function_invocation>\n</tool_call>",
+    "qwen35-fused-function-key": THOUGHT
+    + '<tool_call>\n{"function=get_weather", "arguments": {"city": "Oslo"}}\n</tool_call>',
+    "qwen36-call-ends-thinking": "The weather tool.\n"
+    + "<tool_call>\n"
+    + _block("get_weather", city="Oslo")
+    + "\n</tool_call>\n</think>\n\n",
 }
 BOTH = [("get_weather", OSLO), ("get_time", ZONE)]
 CALLS = {
@@ -58,6 +67,8 @@ CALLS = {
     "qwen36-parameter-head-bare-run": BOTH,
     "qwen36-parameter-head-in-tags": [("get_weather", OSLO)],
     "qwen36-stray-closers": [("get_weather", OSLO)],
+    "qwen35-fused-function-key": [("get_weather", OSLO)],
+    "qwen36-call-ends-thinking": [("get_weather", OSLO)],
 }
 CONTROL = ("<|im_start|>", "<|im_end|>", "<|endoftext|>")
 TEMPLATE = TEMPLATES / "Qwen3.5-4B.jinja"
