@@ -184,7 +184,7 @@ class MainWindow(QMainWindow):
         self.page_stack.add_page(
             "chat", "Chat", lambda: page.widget, tooltip="Chat with the loaded model", tool_panel=True
         )
-        self.work_pages = WorkPages(kit, model_bar=self.model_bar, model_ready=self.sig_model_ready)
+        self.work_pages = WorkPages(kit, model_bar=self.model_bar)
         self.split = QSplitter()
         self.split.setObjectName("mainSplit")
         self.split.addWidget(self.conversations)

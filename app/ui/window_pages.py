@@ -20,7 +20,6 @@ from PySide6.QtWidgets import QLabel, QStackedWidget, QToolBar, QWidget
 from app.ui.icons import icon
 
 if TYPE_CHECKING:
-    from PySide6.QtCore import SignalInstance
     from PySide6.QtWidgets import QDockWidget, QMainWindow
 
     from app.ui.model_bar import ModelBar
@@ -159,11 +158,10 @@ class WorkPages:
     what it shares with the window (the model library, the engine host, the settings), and shuts
     them down with the window (downloads paused, the API server stopped)."""
 
-    def __init__(self, kit: WindowKit, *, model_bar: ModelBar, model_ready: SignalInstance) -> None:
+    def __init__(self, kit: WindowKit, *, model_bar: ModelBar) -> None:
         self.pages = pages = kit.pages
         self.state, self.worker, self.status = kit.state, kit.worker, kit.status
         self.model_bar = model_bar
-        self.model_ready = model_ready
         pages.add_page("models", "Models", self._build_models_page, tooltip="Find, download and load models")
         pages.add_page(
             "server",
@@ -196,8 +194,7 @@ class WorkPages:
             page.set_loaded_path(info.path if info else None, self.state.loading_path)
 
         follow()
-        self.model_bar.sig_state_changed.connect(follow)
-        self.model_ready.connect(lambda _info: follow())
+        self.model_bar.sig_state_changed.connect(follow)  # a load began, ended (the model ready) or failed
         return page
 
     def _build_server_page(self) -> QWidget:

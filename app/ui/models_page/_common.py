@@ -13,7 +13,7 @@ from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QPushButton, QTabl
 if TYPE_CHECKING:
     from app.ui.models_page.page import ModelsPage
 
-__all__ = ["FIT_COLORS", "fit_badge", "load_text", "load_tip", "model_button", "setup_table"]
+__all__ = ["FIT_COLORS", "fit_badge", "load_action", "model_button", "setup_table"]
 
 FIT_COLORS = {"fits": "#2e7d32", "tight": "#ef6c00", "too large": "#c62828"}
 
@@ -34,15 +34,15 @@ def setup_table(table: QTableWidget) -> None:
     table.setWordWrap(False)
 
 
-def load_text(loaded: bool, loading: bool) -> str:
-    """A library model's load button: Loaded, Loading… while the chat loads it, else Load now."""
-    return "Loaded" if loaded else "Loading…" if loading else "Load now"
-
-
-def load_tip(loaded: bool, loading: bool) -> str:
-    if loaded:
-        return "The chat uses this model now."
-    return "The chat is loading this model." if loading else "Chat with this model"
+def load_action(page: ModelsPage, model: Any) -> tuple[str, bool, str]:
+    """A library model's load button or menu action: its text, whether it may load the model, and
+    its tooltip. Loaded (the chat uses it), Loading… (the chat is loading it: a second click would
+    only load it again), else Load now."""
+    if page.is_loaded(model):
+        return "Loaded", False, "The chat uses this model now."
+    if page.is_loaded(model, loading=True):
+        return "Loading…", False, "The chat is loading this model."
+    return "Load now", True, "Chat with this model"
 
 
 def fit_badge(estimate: Any) -> QTableWidgetItem:
@@ -64,9 +64,9 @@ def model_button(
         button = QPushButton("Download")
         button.clicked.connect(lambda _c=False: download())
         return button
-    loaded, loading = page.is_loaded(have), page.is_loaded(have, loading=True)
-    button = QPushButton(load_text(loaded, loading))
-    button.setEnabled(not loaded and not loading)
+    text, can_load, _tip = load_action(page, have)
+    button = QPushButton(text)
+    button.setEnabled(can_load)
     if tooltip:
         button.setToolTip(f"Downloaded: {have.path}")
     button.clicked.connect(lambda _c=False, p=str(have.path): page.sig_load_requested.emit(p))

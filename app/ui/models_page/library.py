@@ -26,7 +26,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.engine.models.library import LINKED_APPS
-from app.ui.models_page._common import load_text, load_tip
+from app.ui.models_page._common import load_action
 from app.ui.models_page._pane import pane_table
 from app.ui.models_page.other_apps import OtherAppsModels
 from app.units import format_bytes
@@ -203,10 +203,10 @@ class LibraryPane(QWidget):
 
     def _buttons(self, i: int, m: Any) -> None:
         t = self.table
-        loaded, loading = self.page.is_loaded(m), self.page.is_loaded(m, loading=True)
-        load = QPushButton(load_text(loaded, loading))
-        load.setEnabled(m.usable and not loaded and not loading)
-        load.setToolTip(m.error or load_tip(loaded, loading))
+        text, can_load, tip = load_action(self.page, m)
+        load = QPushButton(text)
+        load.setEnabled(m.usable and can_load)
+        load.setToolTip(m.error or tip)
         load.clicked.connect(lambda _c=False, p=str(m.path): self.page.sig_load_requested.emit(p))
         delete = QPushButton("Delete file")
         delete.setEnabled(m.source not in NOT_DELETED_HERE)
@@ -234,9 +234,9 @@ class LibraryPane(QWidget):
     def fill_menu(self, menu: QMenu, m: Any) -> None:
         """The actions of model ``m``'s menu: Load now, Show in folder, Copy path, then Remove from
         library (a file added where it is) and Delete file…, each enabled as its button is."""
-        loaded, loading = self.page.is_loaded(m), self.page.is_loaded(m, loading=True)
-        load = menu.addAction(load_text(loaded, loading))
-        load.setEnabled(m.usable and not loaded and not loading)
+        text, can_load, _tip = load_action(self.page, m)
+        load = menu.addAction(text)
+        load.setEnabled(m.usable and can_load)
         load.triggered.connect(lambda: self.page.sig_load_requested.emit(str(m.path)))
         menu.addAction("Show in folder", lambda: self.reveal(Path(m.path)))
         menu.addAction("Copy path", lambda: self._copy_path(m))
