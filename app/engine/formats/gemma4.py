@@ -55,13 +55,13 @@ What else Gemma 4 writes, read strictly:
 from __future__ import annotations
 
 import functools
-import json
 import re
 from functools import partial
 from typing import Any
 
 from app.calls import WIRE_NAME
 from app.engine.formats.base import Format, IncompleteCall, ParsedCall, RegionScanner, one_call, register
+from app.engine.formats.jsonscan import LENIENT_DECODER
 from app.engine.formats.pycalls import read_py_literal
 from app.engine.formats.sections import first_marker, notation_text
 from app.json_schema import tool_schemas
@@ -78,7 +78,6 @@ _NAME = re.compile(WIRE_NAME)
 _NUMBER = re.compile(r"-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?")
 _LITERALS = {"true": True, "false": False, "null": None, "True": True, "False": False, "None": None}
 _MAX_DEPTH = 64
-_JSON_STRING = json.JSONDecoder(strict=False)
 
 
 # Where a string may start: after these (whitespace between), a delimiter opens a string; anywhere
@@ -181,7 +180,7 @@ class _Reader:
         s, i = self.s, self.i
         if s[i] == '"':
             try:
-                v, end = _JSON_STRING.raw_decode(s, i)
+                v, end = LENIENT_DECODER.raw_decode(s, i)
             except ValueError:
                 raise _Bad("bad JSON string") from None
         else:

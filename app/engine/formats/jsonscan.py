@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from typing import Any
 
 __all__ = [
+    "LENIENT_DECODER",
     "JsonScanner",
     "arguments_object",
     "closers_mended",
@@ -117,6 +118,11 @@ def _drop_trailing_commas(s: str) -> str:
         return s
     bounds = [-1, *drop, len(s)]
     return "".join(s[a + 1 : b] for a, b in itertools.pairwise(bounds))
+
+
+#: A decoder that reads a raw newline or tab inside a string as written (``raw_decode`` of one
+#: value among others: the Llama readers' call objects, Gemma's JSON strings)
+LENIENT_DECODER = json.JSONDecoder(strict=False)
 
 
 def loads_lenient(text: str) -> Any:

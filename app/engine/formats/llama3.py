@@ -19,12 +19,11 @@ reply; a reply the token limit cut after a ``;`` keeps the calls before it.
 
 from __future__ import annotations
 
-import json
 from functools import partial
 from typing import Any
 
 from app.engine.formats.base import Format, ParsedCall, RegionScanner, register
-from app.engine.formats.jsonscan import loads_repaired
+from app.engine.formats.jsonscan import LENIENT_DECODER, loads_repaired
 from app.engine.formats.open_json import (
     FENCE,
     FencedListScanner,
@@ -38,7 +37,6 @@ from app.engine.formats.sections import json_text, skip_ws
 __all__ = ["Llama3Format"]
 
 PYTHON_TAG = "<|python_tag|>"
-_DECODER = json.JSONDecoder(strict=False)  # a raw newline or tab inside a string is read as written
 
 
 class Llama3Format(Format):
@@ -71,7 +69,7 @@ class Llama3Format(Format):
             if opener == FENCE:
                 return None
             return _calls_in_turn(opener, body, "{" if opener == "{" else "", tools)
-        got = _call(obj, opener, tools)
+        got = llama_call(obj, tools, tagged=opener == PYTHON_TAG)
         if got is None:
             return None
         return [ParsedCall(*got, opener + body.rstrip())], body[len(body.rstrip()) :]
@@ -96,11 +94,6 @@ class Llama3Format(Format):
         return json_text({"name": name, "parameters": dict(arguments)})
 
 
-def _call(obj: Any, opener: str, tools: list[dict[str, Any]] | None) -> tuple[str, dict[str, Any]] | None:
-    """The (name, arguments) of one call object, or None."""
-    return llama_call(obj, tools, tagged=opener == PYTHON_TAG)
-
-
 def _calls_in_turn(
     opener: str, body: str, lead: str, tools: list[dict[str, Any]] | None, *, cut: bool = False
 ) -> tuple[list[ParsedCall], str] | None:
@@ -113,12 +106,12 @@ def _calls_in_turn(
     i = len(text) - len(text.lstrip())
     while True:
         try:
-            obj, end = _DECODER.raw_decode(text, i)
+            obj, end = LENIENT_DECODER.raw_decode(text, i)
         except ValueError:
             if cut and read and i > read[-1][0]:
                 break  # the call after the last separator is the cut one
             return None
-        got = _call(obj, opener, tools)
+        got = llama_call(obj, tools, tagged=opener == PYTHON_TAG)
         if got is None:
             return None
         read.append((end, got))

@@ -22,11 +22,11 @@ vLLM's own Llama 4 template are the ``pythonic`` family.
 
 from __future__ import annotations
 
-import json
 from functools import partial
 from typing import Any
 
 from app.engine.formats.base import Format, ParsedCall, RegionScanner, register
+from app.engine.formats.jsonscan import LENIENT_DECODER
 from app.engine.formats.open_json import WholeObjectScanner, llama_call, llama_cut
 from app.engine.formats.sections import json_text, skip_ws
 
@@ -34,7 +34,6 @@ __all__ = ["Llama4Format"]
 
 PYTHON_START = "<|python_start|>"
 PYTHON_END = "<|python_end|>"
-_DECODER = json.JSONDecoder(strict=False)  # a raw newline or tab inside a string is read as written
 
 
 class _RestOfReply(RegionScanner):
@@ -95,7 +94,7 @@ def _calls(
         n = len(read)
         while i < len(text) and text[i] == "{":
             try:
-                obj, stop = _DECODER.raw_decode(text, i)
+                obj, stop = LENIENT_DECODER.raw_decode(text, i)
             except ValueError:
                 return None
             got = llama_call(obj, tools, tagged=opener == PYTHON_START)
