@@ -15,10 +15,19 @@ whole reply (whitespace around it aside); a fence of anything else, or with text
 Several calls in one turn are written separated by ``;`` (``{...}; {...}``: vLLM's Llama 3 reader
 takes them so): read where every object is a call as above and they are the whole rest of the
 reply; a reply the token limit cut after a ``;`` keeps the calls before it.
+
+Llama 3.3 (and 3.1 now and then) answers the template's ``Environment: ipython`` line in Python
+after the python tag: ``<|python_tag|>get_weather(location="Paris")`` (meta-llama/llama-models
+#266; pydantic-ai's weather example under Ollama), or in the built-in tools' shape the template
+renders, ``NAME.call(k="v")``. Read where the rest of the reply is one such call, or a list of
+them (``[f(a=1), g()]``), of keyword arguments with literal values (never evaluated), each naming
+a declared tool (``NAME.call`` names ``NAME``); any other code after the tag (the code
+interpreter's) stays text.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from functools import partial
 from typing import Any
 
@@ -32,11 +41,14 @@ from app.engine.formats.open_json import (
     llama_call,
     llama_cut,
 )
+from app.engine.formats.pycalls import CALL_NAME, parse_call_list
 from app.engine.formats.sections import json_text, skip_ws
+from app.json_schema import tool_schemas
 
 __all__ = ["Llama3Format"]
 
 PYTHON_TAG = "<|python_tag|>"
+BUILTIN_CALL = ".call"  # the template's built-in tool call: ``brave_search.call(query="...")``
 
 
 class Llama3Format(Format):
@@ -62,6 +74,8 @@ class Llama3Format(Format):
             text = fenced_object(body)
             if text is None:
                 return None
+        elif opener == PYTHON_TAG and not body.lstrip().startswith("{"):
+            return _python_calls(body, tools)
         else:
             text = "{" + body if opener == "{" else body
         ok, obj = loads_repaired(text.strip())
@@ -90,8 +104,35 @@ class Llama3Format(Format):
     def cut_call(self, opener, body, tools):
         return llama_cut(super().cut_call(opener, body, tools), tools, tagged=opener == PYTHON_TAG)
 
+    def call_name(self, raw: str) -> str | None:
+        body = raw[len(PYTHON_TAG) :] if raw.startswith(PYTHON_TAG) else ""
+        if body.lstrip().startswith("{") or not body.strip():
+            return super().call_name(raw)
+        m = CALL_NAME.match(body.lstrip().removeprefix("["))  # a Python call cut off
+        return m.group(1).removesuffix(BUILTIN_CALL) if m else None
+
     def example_call(self, name: str, arguments: dict[str, Any]) -> str:
         return json_text({"name": name, "parameters": dict(arguments)})
+
+
+def _python_calls(body: str, tools: list[dict[str, Any]] | None) -> tuple[list[ParsedCall], str] | None:
+    """The calls written in Python after the python tag (the whole rest of the reply): one call
+    or a list, each naming a declared tool (``NAME.call`` the template's built-in shape of
+    ``NAME``); None for any other code."""
+    listed = parse_call_list(body, lenient=True)
+    if not listed:
+        return None
+    declared = tool_schemas(tools)
+    calls = []
+    for name, args, raw in listed:
+        if name not in declared and name.endswith(BUILTIN_CALL):
+            name = name.removesuffix(BUILTIN_CALL)
+        if name not in declared:
+            return None
+        calls.append(ParsedCall(name, args, raw))
+    first = calls[0].raw  # the tag and the text before the first call belong to it
+    calls[0] = replace(calls[0], raw=PYTHON_TAG + body[: body.find(first) + len(first)])
+    return calls, ""
 
 
 def _calls_in_turn(

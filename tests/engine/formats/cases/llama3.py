@@ -173,6 +173,73 @@ SEMICOLONS = [
 ]
 CASES += SEMICOLONS
 
+# Llama 3.3 answers the template's "Environment: ipython" in Python after the python tag: a call
+# (or a list of them) of declared tools, keyword literals only, the rest of the reply; the
+# template's built-in shape NAME.call(...) names NAME. Functionary v3.1 reads any code after the
+# tag as its code interpreter's call, so it reads these too (as a call of "python").
+PY = "<|python_tag|>"
+FV31 = ("functionary-v3.1",)
+PYTHON = [
+    Case("python-call", PY + 'get_weather(city="Paris", days=3)', calls=[WC], also=FV31),
+    Case(
+        "python-call-after-text",
+        "Let me check. " + PY + "get_time()\n",
+        content="Let me check. ",
+        calls=[TC],
+        also=FV31,
+    ),
+    Case("python-builtin-shape", PY + 'get_weather.call(city="Paris", days=3)', calls=[WC], also=FV31),
+    Case(
+        "python-call-list",
+        PY + '[get_weather(city="Paris", days=3), get_time()]',
+        calls=[WC, TC],
+        ids=["call00000", "call00001"],
+        also=FV31,
+    ),
+    Case(
+        "python-json-words",
+        PY + 'search(query="q", limit=2, exact=true)',
+        calls=[("search", {"query": "q", "limit": 2, "exact": True})],
+        also=FV31,
+    ),
+    # code that is no call of a declared tool, a call with text after it, a name or a positional
+    # argument for a value: text, as before (nothing after the tag is run)
+    Case(
+        "python-undeclared-is-text",
+        PY + 'lookup(city="Paris")',
+        content=PY + 'lookup(city="Paris")',
+        also=FV31,
+    ),
+    Case(
+        "python-code-is-text",
+        PY + "import math\nprint(math.pi)",
+        content=PY + "import math\nprint(math.pi)",
+        also=FV31,
+    ),
+    Case(
+        "python-name-value-is-text",
+        PY + "get_weather(city=paris)",
+        content=PY + "get_weather(city=paris)",
+        also=FV31,
+    ),
+    Case(
+        "python-positional-is-text",
+        PY + 'get_weather("Paris")',
+        content=PY + 'get_weather("Paris")',
+        also=FV31,
+    ),
+    Case(
+        "python-then-text-is-text",
+        PY + "get_time() is what I would call",
+        content=PY + "get_time() is what I would call",
+        also=FV31,
+    ),
+    Case(
+        "python-call-cut", PY + 'get_weather(city="Par', truncated=True, incomplete=["get_weather"], also=FV31
+    ),
+]
+CASES += PYTHON
+
 # A call is the whole reply; an unknown tool's bare JSON is text, so the fuzz writes the python tag.
 FUZZ = Fuzz(
     markers=("<|python_tag|>",),
