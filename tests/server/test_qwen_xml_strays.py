@@ -10,7 +10,9 @@ Qwen3.5 and Qwen3.6 ship the XML wire (``qwen-xml``: ``<tool_call>`` ``<function
   ``</function_invocation>`` (ollama #16383);
 * with the XML wire's tag fused into the JSON's first key, ``{"function=NAME", ...}`` (qvac #2677);
 * inside its thinking, the block closed right after the call (vllm-mlx #433): the client gets
-  the call, at the end of the stream.
+  the call, at the end of the stream;
+* with a parameter's close written amiss (``</parameter1>``: sglang #27336): the value ends
+  there, its arguments exactly what the model meant.
 
 Each scripted GGUF here has Qwen3.5's real template and writes one reply whatever the prompt
 (reasoning, then the calls), so each request shows what a client gets: calls, never the JSON or
@@ -58,6 +60,10 @@ REPLIES = {
     + "<tool_call>\n"
     + _block("get_weather", city="Oslo")
     + "\n</tool_call>\n</think>\n\n",
+    "qwen36-close-written-amiss": THOUGHT
+    + "<tool_call>\n"
+    + _block("get_weather", city="Oslo").replace("</parameter>", "</parameter1>")
+    + "\n</tool_call>",
 }
 BOTH = [("get_weather", OSLO), ("get_time", ZONE)]
 CALLS = {
@@ -69,6 +75,7 @@ CALLS = {
     "qwen36-stray-closers": [("get_weather", OSLO)],
     "qwen35-fused-function-key": [("get_weather", OSLO)],
     "qwen36-call-ends-thinking": [("get_weather", OSLO)],
+    "qwen36-close-written-amiss": [("get_weather", OSLO)],
 }
 CONTROL = ("<|im_start|>", "<|im_end|>", "<|endoftext|>")
 TEMPLATE = TEMPLATES / "Qwen3.5-4B.jinja"

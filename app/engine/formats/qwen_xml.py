@@ -16,7 +16,10 @@ What Qwen3-Coder and Qwen3.5 also write, read with the tool's declared parameter
   ``</seed:tool_call>`` stood inside another element and is text, and a block without
   parameters has no Qwen-specific shape);
 * a parameter whose ``</parameter>`` is missing: its value ends before the next
-  ``<parameter=DECLARED>`` or before the ``</function>`` that ends the call;
+  ``<parameter=DECLARED>`` or before the ``</function>`` that ends the call; a close written
+  amiss at the value's end (Qwen3.6: ``</parameter1>``, ``</parameter/>``,
+  ``</parameter_function>``, ``</parameter`` cut short; sglang #27336, vLLM #55495) is that
+  close, never the value's text;
 * a parameter's ``</parameter>`` written twice or more (Qwen3.6, llama-swap #856): the repeats,
   whitespace between, are dropped where the next ``<parameter=DECLARED>`` or ``</function>``
   follows them;
@@ -48,6 +51,9 @@ What Qwen3-Coder and Qwen3.5 also write, read with the tool's declared parameter
 * the same tag without the ``<tool_call>`` around it (Qwen3.6 27B behind an agent, one block or
   several in a row: q27 #24, from two clients): a bare block as above whose tag is
   ``<parameter=NAME>``, NAME a declared tool, the next ``<parameter=`` after whitespace only;
+* the function's tag without its ``>`` (``<function=get_weather`` then a newline: Qwen3.6
+  35B-A3B and its fine-tunes, mlx-lm #1811), inside a ``<tool_call>``: read where the name is
+  a declared tool and only whitespace stands before the next ``<parameter=`` or ``</function>``;
 * Step-3.5's tags as vLLM's step3p5 reader mends them: the function's tag without its ``=``
   (``<function execute_bash>``, ``<functionexecute_bash>``), the name a declared tool; a
   declared parameter's tag with its prefix doubled (``<parameter=parameter=-n>``) or its ``>``
@@ -62,6 +68,7 @@ What Qwen3-Coder and Qwen3.5 also write, read with the tool's declared parameter
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from typing import Any
 
@@ -78,6 +85,9 @@ OPEN = "<tool_call>"
 CLOSE = "</tool_call>"
 (P_OPEN, P_CLOSE), (F_OPEN, F_CLOSE) = PARAMETER, FUNCTION
 THINK_CLOSE = THINK[1]
+AMISS_CLOSE = P_CLOSE[:-1]  # "</parameter": a close written amiss begins so
+_AMISS_TAIL = re.compile(r"[^<>\s]{0,24}>?")  # what may follow it: "1>", "/>", "_function>", ""
+_LEFT_OPEN_NAME = re.compile(r"<function=([^<>=\s]+)\s")  # a function's tag without its ">"
 ENCLOSED = "</"  # what a closing tag after a bare run starts with
 
 
@@ -156,10 +166,20 @@ def _value_end(text: str, i: int, params: set[str] | None, marks: MarkerFinder) 
                 return q, after
         elif m == P_OPEN:
             if _known(text, q, params):
-                return q, q  # the close is missing before the next parameter
+                return _amiss_close(text, i, q), q  # the close is missing before the next parameter
         elif skip_ws(text, after) == len(text):
-            return q, q  # the close is missing before </function>
+            return _amiss_close(text, i, q), q  # the close is missing before </function>
         j = after
+
+
+def _amiss_close(text: str, i: int, q: int) -> int:
+    """Where a value starting at ``i`` whose close is missing before ``q`` ends: before a closing
+    tag written amiss at its end (``</parameter1>``, ``</parameter/>``, ``</parameter_function>``,
+    ``</parameter`` cut short: Qwen3.6, sglang #27336, vLLM #55495), whitespace after it aside;
+    else at ``q``. One look back over the value: the walk stays linear."""
+    end = _rskip_ws(text, q)
+    k = text.rfind(AMISS_CLOSE, i, end)
+    return k if k >= 0 and _AMISS_TAIL.fullmatch(text, k + len(AMISS_CLOSE), end) else q
 
 
 def _read_block(
@@ -245,6 +265,24 @@ def _function_head(inner: str, schemas: dict[str, Any]) -> str | None:
     if end == -1 or inner[j:end].strip() not in schemas:
         return None
     return f"{inner[:i]}{F_OPEN}{inner[j:end].strip()}{inner[end:]}"
+
+
+def _head_left_open(inner: str, schemas: dict[str, Any]) -> str | None:
+    """A call's text whose function tag lost its ``>`` (``<function=get_weather`` then a newline:
+    Qwen3.6 35B-A3B and its fine-tunes, mlx-lm #1811) with the tag mended: the name a declared
+    tool, then whitespace only up to the next ``<parameter=`` or ``</function>``. None when it
+    does not start so."""
+    i = skip_ws(inner, 0)
+    if not inner.startswith(F_OPEN, i):
+        return None
+    j = k = i + len(F_OPEN)
+    while k < len(inner) and not inner[k].isspace() and inner[k] not in "<>":
+        k += 1
+    if k == len(inner) or not inner[k].isspace() or inner[j:k] not in schemas:
+        return None
+    if not inner.startswith((P_OPEN, F_CLOSE), skip_ws(inner, k)):
+        return None
+    return f"{inner[:k]}>{inner[k:]}"
 
 
 def _element_call(inner: str, schemas: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
@@ -572,7 +610,12 @@ class QwenXmlFormat(XmlParamsFormat):
             return None
         if (element := one_call(opener, body, _element_call(inner, schemas))) is not None:
             return [replace(c, raw_values=False) for c in element[0]], ""  # JSON values
-        inner = _parameter_head(inner, schemas) or _function_head(inner, schemas) or inner
+        inner = (
+            _parameter_head(inner, schemas)
+            or _function_head(inner, schemas)
+            or _head_left_open(inner, schemas)
+            or inner
+        )
         got = parse_function_block(inner, schemas)
         if got is None and (trimmed := _without_stray_closers(inner)) is not None:
             got = parse_function_block(trimmed, schemas)
@@ -583,6 +626,10 @@ class QwenXmlFormat(XmlParamsFormat):
             name = _tool_head(body, tool_schemas(tools))
             return None if name is None else IncompleteCall(opener + body, name, "truncated")
         return super().cut_call(opener, body, tools)
+
+    def call_name(self, raw: str) -> str | None:
+        m = _LEFT_OPEN_NAME.search(raw)  # the function's tag cut after it lost its ">"
+        return super().call_name(raw) or (m.group(1) if m else None)
 
     def head(self, name: str) -> str:
         return f"{OPEN}\n{F_OPEN}{name}>\n"

@@ -787,3 +787,74 @@ FUZZ = Fuzz(
     markers=("<tool_call>", "</tool_call>", "<function=", "</function>", "<parameter=", "</parameter>"),
     forbidden=("</parameter>",),
 )
+
+# A parameter's close written amiss at the end of its value (Qwen3.6: sglang #27336, vLLM #55495):
+# "</parameter" with up to a few characters after it and its ">" (or none), where the close is
+# missing before the next declared parameter or </function>: the close, never the value's text.
+AMISS_CLOSE = [
+    Case(
+        f"amiss-close-{tag_id}",
+        "<tool_call>\n" + fn("get_weather", par("city", "Paris\n" + tag, close=False), par("days", "3")),
+        calls=[PW],
+    )
+    for tag_id, tag in [
+        ("digit", "</parameter1>"),
+        ("slash", "</parameter/>"),
+        ("cut-short", "</parameter"),
+        ("fused-underscore", "</parameter_function>"),
+        ("fused", "</parameterfunction>"),
+    ]
+]
+FUSED = "<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter_function>\n</tool_call>"
+AMISS_CLOSE += [
+    Case(
+        "amiss-close-typed-value-before-function-close",
+        "<tool_call>\n" + fn("get_weather", par("city", "Paris"), par("days", "3</parameter/>", close=False)),
+        calls=[PW],
+    ),
+    Case(
+        "amiss-close-on-the-value-line",
+        "<tool_call>\n" + fn("get_weather", par("city", "Paris</parameter1>", close=False)),
+        calls=[("get_weather", {"city": "Paris"})],
+    ),
+    # the tag inside a value, more text after it, a real close after all: the value's text
+    Case(
+        "amiss-close-inside-a-value",
+        call("set_port", blob="a </parameter1> b"),
+        calls=[("set_port", {"blob": "a </parameter1> b"})],
+    ),
+    Case(
+        "amiss-close-then-text-in-the-value",
+        "<tool_call>\n" + fn("set_port", par("blob", "a\n</parameter1> b", close=False)),
+        calls=[("set_port", {"blob": "a\n</parameter1> b"})],
+    ),
+    Case(
+        "amiss-close-with-a-tag-after-it",
+        "<tool_call>\n" + fn("set_port", par("blob", "a\n</parameter><b>", close=False)),
+        calls=[("set_port", {"blob": "a\n</parameter><b>"})],
+    ),
+    # both closes fused and </function> left out: no function block, text as before
+    _text("amiss-close-fused-without-function-close", FUSED),
+]
+CASES += AMISS_CLOSE
+
+# The function's tag without its ">" (Qwen3.6 35B-A3B and its fine-tunes: mlx-lm #1811), inside
+# <tool_call>: a declared tool's name, then whitespace up to the next parameter or </function>.
+LEFT_OPEN = "<tool_call>\n" + FW.replace("get_weather>", "get_weather", 1) + "\n</tool_call>"
+HEAD_LEFT_OPEN = [
+    Case("function-tag-without-gt", LEFT_OPEN, calls=[PW]),
+    Case(
+        "function-tag-without-gt-no-parameters",
+        "<tool_call>\n<function=get_time\n</function>\n</tool_call>",
+        calls=[("get_time", {})],
+    ),
+    Case("function-tag-without-gt-cut", LEFT_OPEN[:60], truncated=True, incomplete=["get_weather"]),
+    # an undeclared name, words after the name, a value right after it: text
+    _text("function-tag-without-gt-undeclared", LEFT_OPEN.replace("get_weather", "lookup")),
+    _text("function-tag-without-gt-words-after", LEFT_OPEN.replace("get_weather\n", "get_weather now\n")),
+    _text(
+        "function-tag-without-gt-value-after",
+        "<tool_call>\n<function=get_weather\nParis\n</function>\n</tool_call>",
+    ),
+]
+CASES += HEAD_LEFT_OPEN
