@@ -102,6 +102,8 @@ def _name(s: str, i: int) -> tuple[str, int] | None:
 
 
 DOUBLED = "parameter="
+# A value fused to its parameter's name, closed on the same line (Qwen3-Coder: OpenHands #10039)
+_FUSED_VALUE = re.compile(r"[^\n<>]*</parameter>")
 
 
 def _param_name(text: str, i: int, params: set[str] | None) -> tuple[str, int] | None:
@@ -109,7 +111,9 @@ def _param_name(text: str, i: int, params: set[str] | None) -> tuple[str, int] |
     the tag ends: ``NAME>``; or, for a declared parameter, the tag as Step-3.5 writes it now and
     then (vLLM's step3p5 reader mends these, its examples grep's flags as parameters): the prefix
     doubled (``<parameter=parameter=-n>``) or the ``>`` written as ``:`` or left out before the
-    value's newline (``<parameter=-C:\n3\n</parameter>``)."""
+    value's newline (``<parameter=-C:\n3\n</parameter>``); or the name and a one-line value
+    fused by ``=`` (``<parameter=command=str_replace</parameter>``: Qwen3-Coder, OpenHands
+    #10039, Qwen3-Coder #457)."""
     got = _name(text, i)
     if not params or (got is not None and got[0] in params):
         return got
@@ -124,6 +128,8 @@ def _param_name(text: str, i: int, params: set[str] | None) -> tuple[str, int] |
             return name, k + 1  # the value starts at the newline, as ever
         if text.startswith("\n", k):
             return name, k
+        if j == i and text.startswith("=", k) and _FUSED_VALUE.match(text, k + 1):
+            return name, k + 1  # the name and the value fused: <parameter=command=ls</parameter>
     return got
 
 

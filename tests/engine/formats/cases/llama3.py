@@ -204,35 +204,15 @@ PYTHON = [
     ),
     # code that is no call of a declared tool, a call with text after it, a name or a positional
     # argument for a value: text, as before (nothing after the tag is run)
-    Case(
-        "python-undeclared-is-text",
-        PY + 'lookup(city="Paris")',
-        content=PY + 'lookup(city="Paris")',
-        also=FV31,
-    ),
-    Case(
-        "python-code-is-text",
-        PY + "import math\nprint(math.pi)",
-        content=PY + "import math\nprint(math.pi)",
-        also=FV31,
-    ),
-    Case(
-        "python-name-value-is-text",
-        PY + "get_weather(city=paris)",
-        content=PY + "get_weather(city=paris)",
-        also=FV31,
-    ),
-    Case(
-        "python-positional-is-text",
-        PY + 'get_weather("Paris")',
-        content=PY + 'get_weather("Paris")',
-        also=FV31,
-    ),
-    Case(
-        "python-then-text-is-text",
-        PY + "get_time() is what I would call",
-        content=PY + "get_time() is what I would call",
-        also=FV31,
+    *(
+        Case(f"python-{what}-is-text", PY + code, content=PY + code, also=FV31)
+        for what, code in [
+            ("undeclared", 'lookup(city="Paris")'),
+            ("code", "import math\nprint(math.pi)"),
+            ("name-value", "get_weather(city=paris)"),
+            ("positional", 'get_weather("Paris")'),
+            ("then-text", "get_time() is what I would call"),
+        ]
     ),
     Case(
         "python-call-cut", PY + 'get_weather(city="Par', truncated=True, incomplete=["get_weather"], also=FV31

@@ -858,3 +858,29 @@ HEAD_LEFT_OPEN = [
     ),
 ]
 CASES += HEAD_LEFT_OPEN
+
+# A parameter's name and a one-line value fused by "=", the tag's ">" gone (Qwen3-Coder:
+# OpenHands #10039, Qwen3-Coder #457): read for a declared parameter of the declared tool.
+FUSED_PARAMETER = [
+    Case(
+        "parameter-name-and-value-fused",
+        "<tool_call>\n" + fn("search", "<parameter=query=weather in Paris</parameter>\n", par("limit", "2")),
+        calls=[("search", {"query": "weather in Paris", "limit": 2})],
+    ),
+    Case(
+        "parameter-name-and-value-fused-value-with-equals",
+        "<tool_call>\n" + fn("set_port", "<parameter=blob=a=b</parameter>\n") + "\n</tool_call>",
+        calls=[("set_port", {"blob": "a=b"})],
+    ),
+    # an undeclared parameter, a value over two lines, a bare block (the template's form only): text
+    _text(
+        "parameter-name-and-value-fused-undeclared",
+        "<tool_call>\n" + fn("set_port", "<parameter=mode=a</parameter>\n"),
+    ),
+    _text(
+        "parameter-name-and-value-fused-two-lines",
+        "<tool_call>\n" + fn("set_port", "<parameter=blob=a\nb</parameter>\n") + "\n</tool_call>",
+    ),
+    _text("parameter-name-and-value-fused-bare", fn("set_port", "<parameter=blob=a</parameter>\n")),
+]
+CASES += FUSED_PARAMETER
