@@ -635,11 +635,7 @@ class Format:
             tools, in_reasoning=in_reasoning, orphan_close=orphan_close, after_reasoning=after_reasoning
         )
         text = text if isinstance(text, str) else str(text)
-        # Fed in pieces, as a stream is: the stream's buffer stays small, so parsing a whole text
-        # is linear in its length (one feed of 400 KB of openers was quadratic: 23 s).
-        events: list[FormatEvent] = []
-        for i in range(0, len(text), _PARSE_PIECE):
-            events += s.feed(text[i : i + _PARSE_PIECE])
+        events = _feed_pieces(s, text)
         events += s.finish(truncated=truncated)
         return fold_events(events)
 
@@ -671,6 +667,18 @@ def fold_events(events: Iterable[FormatEvent]) -> Reply:
 
 # States of the stream's machine.
 _PARSE_PIECE = 4096  # characters per feed when a whole text is parsed
+
+
+def _feed_pieces(stream: Stream, text: str) -> list[FormatEvent]:
+    """The events of feeding ``text`` to ``stream`` in pieces, as a stream is fed: its buffer
+    stays small, so a whole text (a reply parsed at once, a held reply read again at its end) is
+    read in time linear in its length (one feed of 400 KB of openers was quadratic: 23 s; a held
+    reply of 48,000 calls read again in one feed spent most of its time copying the buffer)."""
+    events: list[FormatEvent] = []
+    for i in range(0, len(text), _PARSE_PIECE):
+        events += stream.feed(text[i : i + _PARSE_PIECE])
+    return events
+
 
 _LEAD = "lead"  # start of a reply of a family with reasoning tags: an opening tag may follow
 _WINDOW = "window"  # no opening tag: text is held in case a closing tag without opening follows
@@ -1057,7 +1065,7 @@ class Stream:
             _first_index=self._ncalls,
         )
         sub.call_ids = self.call_ids
-        self._events.extend(sub.feed(text))
+        self._events.extend(_feed_pieces(sub, text))
         self._events.extend(sub.finish(truncated=truncated))
         self._ncalls = sub._ncalls
         self._nincomplete += sub._nincomplete

@@ -163,3 +163,30 @@ def test_a_pythonic_list_of_many_calls_takes_each_call_once():
     assert [c.arguments for c in reply.tool_calls] == [{"p": f"v{i}"} for i in range(N)]
     assert [c.raw for c in reply.tool_calls[:2]] == ['w(p="v0")', 'w(p="v1")']
     assert made and sum(s.touched for s in made) <= 2 * len(text)
+
+
+@pytest.mark.parametrize("streamed", [False, True], ids=["parsed", "streamed"])
+def test_a_held_reply_is_read_again_in_pieces(monkeypatch, streamed):
+    """A reply that opens with no reasoning tag is held in case a closing tag follows, and read
+    again at its end. Read again in one feed, the stream held the whole reply in its buffer and
+    copied the rest of it at every text or call it took out (a reply of many calls: quadratic);
+    fed in pieces, as a stream is, the buffer never holds much more than a piece."""
+    from app.engine.formats import base
+
+    held: list[int] = []
+    real = base.Stream._consume
+
+    def spy(self, n: int) -> str:
+        held.append(len(self._buf))
+        return real(self, n)
+
+    monkeypatch.setattr(base.Stream, "_consume", spy)
+    text = '<tool_call>\n{"name": "w", "arguments": {}}\n</tool_call>\nok ' * N
+    if streamed:
+        s = FORMATS["hermes"].stream(ANY)
+        events = [e for i in range(0, len(text), 7) for e in s.feed(text[i : i + 7])] + s.finish()
+        reply = base.fold_events(events)
+    else:
+        reply = FORMATS["hermes"].parse(text, ANY)
+    assert len(reply.tool_calls) == N and reply.content == "\nok " * N
+    assert held and max(held) <= 2 * base._PARSE_PIECE  # in one feed: the whole reply, 231 KB
