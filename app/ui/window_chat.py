@@ -159,7 +159,8 @@ class ChatController(WindowPart):
         reply = self.chat.begin_assistant()
         reply.set_author(*turns.live_author(self.state.model_info, self.state.made))
         reply.watch_prompt(self._prompt_progress)
-        reply.watch_tokens(turns.live_source(self.worker))
+        reply.watch_tokens(turns.live_source(self.worker), on_rate=self.status.show_rate)
+        self.status.begin_turn()
         return reply
 
     def stop(self) -> None:
@@ -252,7 +253,8 @@ class ChatController(WindowPart):
         reply.resume()  # in place: the same reply goes on, no message is added (U9)
         # the model going on may be another one than the one that began the reply
         reply.set_author(*turns.live_author(self.state.model_info, self.state.made))
-        reply.watch_tokens(turns.live_source(self.worker))
+        reply.watch_tokens(turns.live_source(self.worker), on_rate=self.status.show_rate)
+        self.status.begin_turn()
         self.set_busy(True)
         self._turn_user = user = turns.turn_message(self.chat, reply)
         self.worker.continue_reply(user.turn_settings if user is not None else None)

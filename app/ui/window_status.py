@@ -36,6 +36,8 @@ class StatusController:
         self.context_meter.setFormat("Context —")
         self.context_meter.setTextVisible(True)
         self.context_meter.setMaximumWidth(150)
+        self.stat_ttft.setToolTip("Time to the first token of the last reply")
+        self.stat_tps.setToolTip("Tokens per second of the last reply (live while one is written)")
         for w in (self.stat_ttft, self.stat_tps, self.stat_ctx):
             w.setObjectName("statLabel")
             sb.addPermanentWidget(w)
@@ -47,11 +49,20 @@ class StatusController:
         self.download_indicator.clicked.connect(show_models_page)
         sb.insertPermanentWidget(0, self.download_indicator)
 
+    def begin_turn(self) -> None:
+        """A reply being written: the previous one's figures go. Its tok/s follows the reply
+        (:meth:`show_rate`); its TTFT and final tok/s come when it ends."""
+        self.stat_ttft.setText("TTFT …")
+        self.stat_tps.setText("… tok/s")
+
+    def show_rate(self, tokens_per_s: float) -> None:
+        """The live tok/s of the reply being written (the same figure its message shows)."""
+        self.stat_tps.setText(f"{tokens_per_s:.1f} tok/s")
+
     def show_turn_stats(self, ev: DoneEvent) -> None:
-        if ev.ttft_s is not None:
-            self.stat_ttft.setText(f"TTFT {elapsed_text(ev.ttft_s)}")
-        if ev.tokens_per_s is not None:
-            self.stat_tps.setText(f"{ev.tokens_per_s:.1f} tok/s")
+        """The figures of the turn that ended ("—" where it has none: stopped before a token)."""
+        self.stat_ttft.setText("TTFT —" if ev.ttft_s is None else f"TTFT {elapsed_text(ev.ttft_s)}")
+        self.stat_tps.setText("— tok/s" if ev.tokens_per_s is None else f"{ev.tokens_per_s:.1f} tok/s")
 
     def reset_stats(self) -> None:
         """A new or another conversation: no figures of the previous one stay."""

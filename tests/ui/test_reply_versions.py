@@ -150,10 +150,15 @@ def test_u8_a_call_being_written_shows_its_card_and_a_live_token_counter(qtbot, 
     qtbot.waitUntil(lambda: reply.live.isVisible() and "tok/s" in reply.live.text(), timeout=DONE_TIMEOUT)
     n = reply.counter.tokens
     assert reply.live.text().startswith(f"{n:,} tokens")
+    # the status bar follows the reply being written: its tok/s, no figure of an earlier turn
+    assert reply.live.text().endswith(" · " + w.stat_tps.text()) and w.stat_ttft.text() == "TTFT …"
     qtbot.waitUntil(lambda: reply.counter.tokens > n, timeout=DONE_TIMEOUT)  # it counts on
     with qtbot.waitSignal(w.sig_turn_done, timeout=DONE_TIMEOUT) as blocker:
         w.stop()
     assert blocker.args[0].finish_reason == "cancelled"
+    done = blocker.args[0]
+    assert w.stat_ttft.text() != "TTFT …" and w.stat_tps.text() != "… tok/s"  # the turn's own figures
+    assert (done.ttft_s is None) == (w.stat_ttft.text() == "TTFT —")
     assert writing_card() is None and reply.live.isHidden()  # the call never ran: no card stays
     assert reply.incomplete  # it is shown as cut off, never run
 

@@ -155,6 +155,7 @@ class AssistantMessage(QFrame):
         self._prompt_timer: QTimer | None = None
         self.counter = LiveCounter()
         self.token_source: Callable[[], LiveSnapshot | None] | None = None
+        self.on_rate: Callable[[float], None] | None = None  # told the live rate (the status bar)
         self._live_timer: QTimer | None = None
 
     # -- versions and the live counter -----------------------------------------------------
@@ -170,12 +171,19 @@ class AssistantMessage(QFrame):
         self.version_note.setText(note)
         self.version_note.setVisible(bool(note))
 
-    def watch_tokens(self, source: Callable[[], LiveSnapshot | None], interval_ms: int = 250) -> None:
+    def watch_tokens(
+        self,
+        source: Callable[[], LiveSnapshot | None],
+        interval_ms: int = 250,
+        on_rate: Callable[[float], None] | None = None,
+    ) -> None:
         """While the reply is written, show its tokens and tok/s, and the call being written as a
         card whose arguments fill in: ``source()`` gives the engine's (tokens so far in the turn,
         the call being written as (id, name, arguments so far) or None), or None when it cannot
-        tell (a remote engine). Stops when the reply ends."""
+        tell (a remote engine); ``on_rate`` is told the tok/s shown, each time it is. Stops when
+        the reply ends."""
         self.token_source = source
+        self.on_rate = on_rate
         self._live_timer = self._poll_every(self._live_timer, self.poll_tokens, interval_ms)
 
     def _poll_every(self, timer: QTimer | None, poll: Callable[[], None], interval_ms: int) -> QTimer:
@@ -201,6 +209,9 @@ class AssistantMessage(QFrame):
         now = time.monotonic()
         self.counter.update(n, now)
         text = self.counter.text(now)
+        rate = self.counter.rate(now)
+        if rate is not None and self.on_rate is not None:
+            self.on_rate(rate)
         self.live.setText(text)
         self.live.setVisible(bool(text))
         if call is not None:
