@@ -4,8 +4,10 @@ Kimi names the tool of a call in the call's id (``functions.NAME:IDX``) and copi
 in the conversation: after a client that rewrote them it writes ``functions_NAME_1``, after a
 client's own ids no name at all (``call00004``, ``call_...``). Each scripted GGUF here has a real
 Kimi K2 template and writes one such reply whatever the prompt, so each request shows what a
-client gets: a call to the tool the id names, or to the one tool the arguments fit. And the
-prompt of a conversation with a client's own ids shows Kimi its own ids, never the client's."""
+client gets: a call to the tool the id names, or to the one tool the arguments fit. The same
+for calls whose wrappers were left out (a section without the per-call markers, calls without
+the section): calls, never the markers as text. And the prompt of a conversation with a
+client's own ids shows Kimi its own ids, never the client's."""
 
 from __future__ import annotations
 
@@ -33,11 +35,19 @@ REPLIES = {
     "kimi-underscored": _section(("functions_get_weather_1", OSLO)),
     "kimi-joined": _section(("functionsget_time7", ZONE)),
     "kimi-client-ids": _section(("call00004", OSLO), ("call_Xa91kq", ZONE)),
+    "kimi-section-without-call-markers": _section(("functions.get_weather:0", OSLO))
+    .replace("<|tool_call_begin|>", "")
+    .replace("<|tool_call_end|>", ""),
+    "kimi-calls-without-section": _section(("functions.get_weather:0", OSLO), ("functions.get_time:1", ZONE))
+    .removeprefix("<|tool_calls_section_begin|>")
+    .removesuffix("<|tool_calls_section_end|>"),
 }
 CALLS = {
     "kimi-underscored": [("get_weather", OSLO)],
     "kimi-joined": [("get_time", ZONE)],
     "kimi-client-ids": [("get_weather", OSLO), ("get_time", ZONE)],
+    "kimi-section-without-call-markers": [("get_weather", OSLO)],
+    "kimi-calls-without-section": [("get_weather", OSLO), ("get_time", ZONE)],
 }
 CONTROL = ("<|im_user|>", "<|im_assistant|>", "<|im_system|>", "<|im_middle|>", "<|im_end|>")
 

@@ -7,7 +7,11 @@
     <|tool_calls_section_end|>
 
 The section's markers are also read in the singular (``<|tool_call_section_begin|>`` ...
-``<|tool_call_section_end|>``), as llama.cpp and vLLM read Kimi K2's replies.
+``<|tool_call_section_end|>``), as llama.cpp and vLLM read Kimi K2's replies. Calls whose
+wrappers were left out are read too, every marker being a special token: a section of
+``functions.NAME:IDX<|tool_call_argument_begin|>{json}`` calls without the per-call markers
+(which the section's noise rule showed as text, markers and all), and calls without the section
+around them (its end optional at the end of the reply); JSON followed by text stays text.
 
 The call id ``functions.NAME:IDX`` names the tool (the ``functions.`` prefix and the index are
 accepted missing). Kimi copies the ids it sees in the conversation, and the K2.5 / K2.7 templates
@@ -136,7 +140,7 @@ KIMI_K2 = register(
     JsonSectionFormat(
         "kimi-k2",
         "Kimi K2 (sectioned JSON calls)",
-        (SECTION_BEGIN, SINGULAR[0]),
+        (SECTION_BEGIN, SINGULAR[0], CALL_BEGIN),
         reasoning=THINK,
         section_begin=SECTION_BEGIN,
         section_end=SECTION_END,
@@ -152,6 +156,7 @@ KIMI_K2 = register(
         alt_sections=(SINGULAR,),
         calls_in_reasoning=True,
         name_of=_k2_name,
+        unwrapped=True,
         history_id="functions.{name}:{index}",
     )
 )

@@ -38,7 +38,7 @@ from app.engine.formats.base import (
     RegionScanner,
     find_marker,
 )
-from app.engine.formats.jsonscan import JsonScanner, loads_repaired
+from app.engine.formats.jsonscan import LENIENT_DECODER, JsonScanner, loads_repaired
 from app.engine.holdback import partial_start
 from app.json_schema import tool_schemas
 
@@ -566,9 +566,16 @@ class JsonCallSection(SectionScanner):
     """
 
     def __init__(
-        self, call_begin: str, call_end: str, section_end: str, *, noise: bool = False, args_end: str = ""
+        self,
+        call_begin: str,
+        call_end: str,
+        section_end: str,
+        *,
+        noise: bool = False,
+        args_end: str = "",
+        opened: bool = False,
     ):
-        super().__init__("between")
+        super().__init__("header" if opened else "between")  # opened: CALL_BEGIN was the opener
         self.cb, self.ce, self.se = call_begin, call_end, section_end
         self.noise = noise
         self.args_end = args_end
@@ -669,7 +676,10 @@ class JsonSectionFormat(Format):
     ``alt_sections``: other (begin, end) pairs a section is read between (an opener each too).
     ``name_of``: where the header names a call by an id (Kimi's ``functions.NAME:0``), the tool the
     call is to, from the header's name, the call's arguments (None for a call the token limit cut)
-    and the offered tools (None: the header's name as written).
+    and the offered tools (None: the header's name as written). ``unwrapped``: calls whose
+    wrappers were left out are read too, all markers being special tokens: a section of
+    ``header {json}`` calls without CALL_BEGIN and CALL_END, and calls without the section around
+    them (CALL_BEGIN then opens one, its SECTION_END optional at the end of the reply).
     """
 
     section_begin: str
@@ -686,6 +696,7 @@ class JsonSectionFormat(Format):
     args_end = ""
     alt_sections: tuple[tuple[str, str], ...] = ()
     name_of: Callable[[str, dict[str, Any] | None, list[dict[str, Any]] | None], str] | None = None
+    unwrapped = False
 
     def _section_end(self, opener: str) -> str:
         """The end marker of a section opened by ``opener``."""
@@ -703,6 +714,7 @@ class JsonSectionFormat(Format):
             self._section_end(opener),
             noise=self.noise,
             args_end=self.args_end,
+            opened=opener == self.call_begin,
         )
 
     def parse_region(self, opener, body, *, at_end, truncated, tools):
@@ -716,6 +728,9 @@ class JsonSectionFormat(Format):
         as an incomplete call. ``noise``: text between the markers is skipped (part of a call's raw),
         and a closed section without calls is no call and no markup (its noise, if any, is text).
         """
+        if opener == self.call_begin:  # a call without its section: read as the section's body
+            got = self.parse_region("", opener + body, at_end=at_end, truncated=truncated, tools=tools)
+            return got if got is not None and got[0] else None
         sc = self.region_scanner(opener)
         section_end = self._section_end(opener)
         # A cut reply is scanned as if more could follow, so a marker cut in half is not a fault.
@@ -726,6 +741,8 @@ class JsonSectionFormat(Format):
         if not sc.calls:
             if self.noise and ended and consumed == len(body):
                 inner = body[: -len(section_end)]
+                if self.unwrapped and (calls := self._unwrapped_calls(inner, tools)):
+                    return calls, ""
                 return [], inner if inner.strip() else ""
             return None
         last_end = sc.raw_spans[-1][1]
@@ -757,6 +774,26 @@ class JsonSectionFormat(Format):
             name = m.group(1) if self.name_of is None else self.name_of(m.group(1), args, tools)
             out.append(ParsedCall(name, args, body[raw_start:raw_end]))
         return out, leftover
+
+    def _unwrapped_calls(self, inner: str, tools: list[dict[str, Any]] | None) -> list[ParsedCall] | None:
+        """A section's body written as ``header {json}`` calls without CALL_BEGIN and CALL_END
+        (whitespace around each): the calls, or None when it is anything else."""
+        out: list[ParsedCall] = []
+        i = skip_ws(inner, 0)
+        while i < len(inner):
+            m = self.header.match(inner, i)
+            if m is None or not inner.startswith("{", m.end()):
+                return None
+            try:
+                args, end = LENIENT_DECODER.raw_decode(inner, m.end())
+            except ValueError:
+                return None
+            if not isinstance(args, dict):
+                return None
+            name = m.group(1) if self.name_of is None else self.name_of(m.group(1), args, tools)
+            out.append(ParsedCall(name, args, inner[i:end]))
+            i = skip_ws(inner, end)
+        return out or None
 
     def cut_call(self, opener: str, body: str, tools: list[dict[str, Any]] | None) -> IncompleteCall | None:
         """The cut call, named by ``name_of`` where its header was written whole (a copied id)."""

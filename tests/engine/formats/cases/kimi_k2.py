@@ -108,6 +108,33 @@ SINGULAR = [
 ]
 CASES += SINGULAR
 
+# Calls whose wrappers were left out, every marker a special token (mlx-swift-lm's and mlxcel's
+# Kimi readers take a section without per-call markers; vLLM #32216 and unsloth #5624 calls
+# without the section): a section of "functions.NAME:IDX<|tool_call_argument_begin|>{json}"
+# calls, and calls without the section, its end optional at the end of the reply.
+BARE_W = W.removeprefix(CB).removesuffix(CE)
+BARE_T = call("get_time", 1, "{}").removeprefix(CB).removesuffix(CE)
+UNWRAPPED = [
+    Case("section-without-call-markers", B + BARE_W + E, calls=[PW]),
+    Case("section-without-call-markers-two", B + BARE_W + "\n" + BARE_T + E, calls=[PW, ("get_time", {})]),
+    Case("calls-without-section", "Let me check." + W + E, content="Let me check.", calls=[PW]),
+    Case("calls-without-section-end", W + call("get_time", 1, "{}"), calls=[PW, ("get_time", {})]),
+    Case("call-without-section-cut", W[:-20], truncated=True, incomplete=["get_weather"]),
+    # text after the calls, a body that is no call, a call's JSON cut: text, nothing run
+    Case("calls-without-section-then-text", W + " and more", content=W + " and more", stable_prefix=False),
+    Case(
+        "section-of-text-without-call-markers",
+        B + "functions.get_weather:0 soon" + E,
+        content="functions.get_weather:0 soon",
+    ),
+    Case(
+        "section-without-call-markers-json-cut",
+        B + BARE_W[:-3] + E,
+        content=BARE_W[:-3],
+    ),
+]
+CASES += UNWRAPPED
+
 # K2 Thinking calls tools from inside its thinking (its model card; llxprt-code #749): a complete
 # section inside a <think> block the model then closes is a call, the text around it reasoning.
 T2 = call("get_time", 1, "{}")
