@@ -207,9 +207,10 @@ def read_arg_pairs(
     twice is one, and a value whose opening tag was left out starts right after the key's closing
     tag (one newline there is layout); it must be closed, and holds no other pair tag. So does a
     value whose opening tag was written without its ``<`` (``arg_value>``, quantized GLM models:
-    aosama/astronomical #293), the value starting after it. With ``lenient``, a value that ends in
-    the next pair's tags (``KEY_OPEN k KEY_CLOSE VALUE_OPEN``, no ``VALUE_CLOSE`` after them) is
-    that pair, swallowed where this value's ``VALUE_CLOSE`` was left out (it would be lost): None.
+    aosama/astronomical #293), the value starting after it. A value that ends in the next pair's
+    tags (``KEY_OPEN k KEY_CLOSE VALUE_OPEN``, no ``VALUE_CLOSE`` after them) is that pair,
+    swallowed where this value's ``VALUE_CLOSE`` was left out or written amiss (it would be lost,
+    and the value wrong): None, in the strict reading too.
     """
     (k_open, k_close), (v_open, v_close) = key, value
     args: dict[str, str] = {}
@@ -257,7 +258,7 @@ def read_arg_pairs(
                 return None
             args[name] = rest
             return args, len(text)
-        if lenient and _next_pair_inside(text[i:end], key, value):
+        if _next_pair_inside(text[i:end], key, value):
             return None
         args[name] = text[i:end]
         i = end + len(v_close)

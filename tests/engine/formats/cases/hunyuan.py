@@ -224,3 +224,11 @@ FUZZ = Fuzz(
     wrap=(OP, CL),
     forbidden=(f"</arg_value{T}>",),
 )
+
+# A value whose closing tag was left out or written amiss swallows the next pair (a wrong value,
+# an argument lost): the call is text.
+SWALLOWED = [ONE.replace(f"</arg_value{T}>", tag, 1) for tag in ("", f"</arg_value{T}>"[:-1] + "1>")]
+CASES += [
+    Case(f"value-close-{what}-swallows-the-next-pair-is-text", text, content=text)
+    for what, text in zip(("left-out", "amiss"), SWALLOWED, strict=True)
+]

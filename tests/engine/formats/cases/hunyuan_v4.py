@@ -325,3 +325,11 @@ TINY_MODELS = [
 
 # One call whose value holds the family's markers (for the linear-cost test, if it reads these).
 COST_VALUE = f"a {CL} {CE} <tool_calls:ab12> {UNTHINK} b"
+
+# A value whose closing tag was left out or written amiss swallows the next pair (a wrong value,
+# an argument lost): the call is text.
+SWALLOWED = [ONE.replace(VE, tag, 1) for tag in ("", VE[:-1] + "1>")]
+CASES += [
+    Case(f"value-close-{what}-swallows-the-next-pair-is-text", text, content=text)
+    for what, text in zip(("left-out", "amiss"), SWALLOWED, strict=True)
+]
