@@ -109,6 +109,7 @@ _CALL_OPENERS = (
     "<｜tool▁calls▁begin｜>",
     "<｜DSML｜",
     "<|tool_calls_section_begin|>",
+    "<|tool_call_begin|>",  # Kimi K2's call without its section
     "<|open|>call",
     "<function=",
     "<|channel|>commentary to=",
