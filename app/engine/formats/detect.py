@@ -239,6 +239,9 @@ MARKED_TEMPLATES: tuple[tuple[str, tuple[str, ...]], ...] = (
     # MiroThinker: a template that keeps a past call in the assistant's content, as MiroFlow's
     # agent does, renders no probe call; its system prompt's MCP block names it
     ("mirothinker", ("<use_mcp_tool>", "<server_name>", "<tool_name>")),
+    # vLLM's pythonic templates (Gemma 3, Llama 3.2, ToolACE) teach the call list in their system
+    # prompt's own words, and render a past call's arguments unquoted or without their commas
+    ("pythonic", ("[func_name1(params_name1=params_value1",)),
 )
 
 
