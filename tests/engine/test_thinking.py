@@ -84,6 +84,7 @@ EXPECTED_KIND = {
     "tencent-Hy3.jinja": "effort",
     "unsloth-Apriel-1.5.jinja": "prefill",
     "upstage-Solar-Open-100B.jinja": "effort",
+    "vllm-nemotron-json.jinja": "tag",
 }
 SWITCHED = sorted(EXPECTED_KIND)
 USER_ONLY = [Message(role="user", content="Hi")]

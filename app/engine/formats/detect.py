@@ -3,7 +3,8 @@
 Render a user message, then the same plus an assistant tool call; cut the new text at the end
 of the turn; the family whose parser reads that text back as the probe call is the template's
 format. Robust to real templates: the assistant turn is tried with content ``""`` and ``None``,
-arguments as an object and as a JSON string; the end-of-turn text is learned from the template
+arguments as an object and as a JSON string, last and then followed by its result (a template
+may render a last assistant message as a prefill); the end-of-turn text is learned from the template
 itself (a plain assistant reply) when ``eos_token`` does not end the turn; a GGUF's
 ``tokenizer.chat_template.tool_use`` is preferred when given.
 """
@@ -52,6 +53,7 @@ PROBE_ARGS: dict[str, Any] = {"city": "Paris", "days": 3, "metric": True}
 PROBE_CALL: tuple[str, dict[str, Any]] = ("get_weather", PROBE_ARGS)
 _USER = [{"role": "user", "content": "What is the weather in Paris?"}]
 _REPLY_MARK = "Zq7PlainReplyXv"
+_RESULT = ({"role": "tool", "tool_call_id": "call00000", "content": "Sunny, 21 C"},)
 _BOUNDARY = "\n >]|:"  # ":" ends a role header (Granite 20B FC: "ASSISTANT:")
 
 Render = Callable[[list[dict[str, Any]], list[dict[str, Any]] | None], str]
@@ -140,31 +142,33 @@ def _iter_call_texts(
     learned = _end_of_turn(render, tools)
     ends = [e for e in (eos_token, learned) if e]
     seen: set[str] = set()
-    for content in ("", None):
-        for as_string in (False, True):
-            full = _safe(render, [*_USER, _assistant_call(name, arguments, content, as_string)], tools)
-            if full is None:
-                continue
-            n = _common_prefix_len(prompt, full)
-            if n < len(prompt):  # the generation prompt is not a prefix: cut at a token boundary
-                while n > 0 and full[n - 1] not in _BOUNDARY:
-                    n -= 1
-                while n > 0 and full[n - 1] in "<|" and full[:n].endswith(("<", "<|")):
-                    n -= 1  # never cut inside a tag's opening ("<|tool_call>" after "<|channel>")
-            new = full[n:]
-            cuts = [i for i in (new.find(e) for e in ends) if i != -1]
-            if learned:  # a call turn that ends differently: cut at the end's tail
-                cuts += [i for i in (_tail_cut(new, learned),) if i != -1]
-            if cuts and not new[: min(cuts)].strip():
-                # The (empty) message ends before the call: GigaChat 3 writes the call as a message
-                # of its own role after the assistant's; the turn ends after that one.
-                after = min(cuts) + 1
-                cuts = [i for i in (new.find(e, after) for e in ends) if i != -1] or [len(new)]
-            if cuts:
-                new = new[: min(cuts)]
-            if new.strip() and new not in seen:
-                seen.add(new)
-                yield prompt, new
+    # the call turn last, then followed by its result: a template that renders a last assistant
+    # message as a prefill (its content only: vLLM's Nemotron templates) renders the call then
+    variants = [(c, a, f) for f in ((), _RESULT) for c in ("", None) for a in (False, True)]
+    for content, as_string, follow in variants:
+        full = _safe(render, [*_USER, _assistant_call(name, arguments, content, as_string), *follow], tools)
+        if full is None:
+            continue
+        n = _common_prefix_len(prompt, full)
+        if n < len(prompt):  # the generation prompt is not a prefix: cut at a token boundary
+            while n > 0 and full[n - 1] not in _BOUNDARY:
+                n -= 1
+            while n > 0 and full[n - 1] in "<|" and full[:n].endswith(("<", "<|")):
+                n -= 1  # never cut inside a tag's opening ("<|tool_call>" after "<|channel>")
+        new = full[n:]
+        cuts = [i for i in (new.find(e) for e in ends) if i != -1]
+        if learned:  # a call turn that ends differently: cut at the end's tail
+            cuts += [i for i in (_tail_cut(new, learned),) if i != -1]
+        if cuts and not new[: min(cuts)].strip():
+            # The (empty) message ends before the call: GigaChat 3 writes the call as a message
+            # of its own role after the assistant's; the turn ends after that one.
+            after = min(cuts) + 1
+            cuts = [i for i in (new.find(e, after) for e in ends) if i != -1] or [len(new)]
+        if cuts:
+            new = new[: min(cuts)]
+        if new.strip() and new not in seen:
+            seen.add(new)
+            yield prompt, new
 
 
 def _may_read_a_call(fmt: Format, text: str) -> bool:
