@@ -278,14 +278,10 @@ def _head_left_open(inner: str, schemas: dict[str, Any]) -> str | None:
     Qwen3.6 35B-A3B and its fine-tunes, mlx-lm #1811) with the tag mended: the name a declared
     tool, then whitespace only up to the next ``<parameter=`` or ``</function>``. None when it
     does not start so."""
-    i = skip_ws(inner, 0)
-    if not inner.startswith(F_OPEN, i):
+    m = _LEFT_OPEN_NAME.match(inner, skip_ws(inner, 0))
+    if m is None or m.group(1) not in schemas:
         return None
-    j = k = i + len(F_OPEN)
-    while k < len(inner) and not inner[k].isspace() and inner[k] not in "<>":
-        k += 1
-    if k == len(inner) or not inner[k].isspace() or inner[j:k] not in schemas:
-        return None
+    k = m.end(1)
     if not inner.startswith((P_OPEN, F_CLOSE), skip_ws(inner, k)):
         return None
     return f"{inner[:k]}>{inner[k:]}"
