@@ -164,13 +164,16 @@ class ThinkingControl:
     ``effort`` (the ``effort`` variable at its lowest level: Harmony cannot turn thinking off),
     ``budget`` (``budget_variable`` = 0), ``tag`` (``/no_think`` in the system message),
     ``prefill`` (a closed block after the generation prompt) or ``none`` (no switch: the template
-    ignores the choice). ``reads_reasoning``: the message key the template reads earlier
+    ignores the choice). ``off_variable``: the (name, value) that renders *off* where the switch
+    only forces thinking on and another variable skips it (HyperCLOVA X's ``force_reasoning`` and
+    ``skip_reasoning``; left unset, the model decides). ``reads_reasoning``: the message key the template reads earlier
     reasoning from (``reasoning_content`` or ``thinking``; None: it never shows it)."""
 
     kind: str = "none"
     switch: str | None = None
     off_value: Any = False
     on_value: Any = True
+    off_variable: tuple[str, Any] | None = None
     effort: str | None = None
     levels: tuple[str, ...] = ()
     on_level: str | None = None  # the level *on* passes when the template's default is off (Hy3)
@@ -193,7 +196,9 @@ class ThinkingControl:
         tag = None
         suffix = ""
         if thinking.off:
-            if self.kind == "switch":
+            if self.kind == "switch" and self.off_variable is not None:
+                variables[self.off_variable[0]] = self.off_variable[1]
+            elif self.kind == "switch":
                 variables[self.switch or ""] = self.off_value
             elif self.kind == "effort":
                 variables[self.effort or ""] = self.levels[0]
@@ -322,6 +327,19 @@ def _off_is_false(name: str, off: str, on: str, markers: tuple[str, str] | None)
     return True
 
 
+def _off_variable(default: str, switches: list[tuple[str, bool, str, str]]) -> tuple[str, Any] | None:
+    """The (name, value) that turns thinking off where the first switch's *off* renders the
+    template's default (it only forces thinking on: the model decides without it) and another
+    switch's *off* renders something else (it skips thinking); None otherwise."""
+    _, false_is_off, off, on = switches[0]
+    if (off if false_is_off else on) != default:
+        return None
+    for name, other_false_is_off, other_off, other_on in switches[1:]:
+        if (other_off if other_false_is_off else other_on) != default:
+            return name, not other_false_is_off
+    return None
+
+
 @lru_cache(maxsize=64)
 def thinking_control(source: str, markers: tuple[str, str] | None = None) -> ThinkingControl:
     """The switch ``source`` reads (see the module docstring). ``markers``: the (open, close)
@@ -343,6 +361,7 @@ def thinking_control(source: str, markers: tuple[str, str] | None = None) -> Thi
     effort: str | None = None
     levels: tuple[str, ...] = ()
     budget_var: str | None = None
+    switches: list[tuple[str, bool, str, str]] = []  # (name, False is off, off render, on render)
     for name in sorted(names):
         if not _NAME.search(name) or name in ("messages", "tools"):
             continue
@@ -362,10 +381,13 @@ def thinking_control(source: str, markers: tuple[str, str] | None = None) -> Thi
             if found and effort is None:
                 effort, levels = name, found
             continue
-        if switch is None:
-            switch = name
-            if not _off_is_false(name, off, on, markers):
-                off_value, on_value = True, False
+        switches.append((name, _off_is_false(name, off, on, markers), off, on))
+    off_variable = None
+    if switches:
+        switch, false_is_off = switches[0][:2]
+        if not false_is_off:
+            off_value, on_value = True, False
+        off_variable = _off_variable(default, switches)
     on_level = None
     if (
         effort is not None
@@ -401,6 +423,7 @@ def thinking_control(source: str, markers: tuple[str, str] | None = None) -> Thi
         switch=switch,
         off_value=off_value,
         on_value=on_value,
+        off_variable=off_variable,
         effort=effort,
         levels=levels,
         on_level=on_level,

@@ -85,6 +85,7 @@ EXPECTED_KIND = {
     "unsloth-Apriel-1.5.jinja": "prefill",
     "upstage-Solar-Open-100B.jinja": "effort",
     "vllm-nemotron-json.jinja": "tag",
+    "vllm-hyperclovax-seed-think-14b.jinja": "switch",
 }
 SWITCHED = sorted(EXPECTED_KIND)
 USER_ONLY = [Message(role="user", content="Hi")]
@@ -125,7 +126,8 @@ def test_off_renders_the_template_s_switch(name):
     assert off.text != on.text  # the switch reached the prompt
     assert off.thinking and off.thinking != "template default"
     if control.kind == "switch":
-        assert f"{control.switch}={control.off_value!r}" == off.thinking
+        name_, value = control.off_variable or (control.switch, control.off_value)
+        assert f"{name_}={value!r}" == off.thinking
     if control.kind == "tag":
         assert "/no_think" in off.thinking and "/think" in on.thinking
     if control.kind == "prefill":
@@ -157,6 +159,20 @@ def test_kimi_k3_s_switch_and_effort_levels_reach_its_prompt():
         assert f"thinking_effort={level}`" in text and text.endswith("<|open|>think<|sep|>")
     off = _render(name, Thinking("off")).text
     assert "thinking_effort" not in off and off.endswith("<|open|>response<|sep|>")  # answers at once
+
+
+def test_hyperclova_x_is_forced_to_think_and_skips_thinking_by_two_variables():
+    """HyperCLOVA X's template reads ``force_reasoning`` (the reasoning role opens) and
+    ``skip_reasoning`` (the answer's role opens); with neither the model decides. *Off* is the
+    second: setting the first to False is the model's own choice, not off."""
+    name = "vllm-hyperclovax-seed-think-14b.jinja"
+    control = _control(name)
+    assert (control.switch, control.off_variable) == ("force_reasoning", ("skip_reasoning", True))
+    assert _render(name, Thinking("on")).text.endswith("<|im_start|>assistant/think\n")
+    assert _render(name, Thinking("off")).text.endswith("<|im_start|>assistant\n")
+    assert _render(name, Thinking()).text.endswith("<|im_start|>assistant")
+    # a template with one switch keeps it for both
+    assert _control("Qwen-Qwen3-0.6B.jinja").off_variable is None
 
 
 def test_a_message_template_s_tag_goes_into_the_system_message():

@@ -103,6 +103,17 @@ def _tail_cut(text: str, end: str) -> int:
     return -1
 
 
+def _head_cut(text: str, end: str) -> int:
+    """Where the first tag of ``end`` (up to a ``>`` followed by ``<``) first occurs in ``text``,
+    or -1: HyperCLOVA X ends a plain reply ``<|im_end|><|endofturn|>`` and a call message
+    ``<|im_end|><|stop|>`` (the model card's two ends of generation: the turn ends, or pauses
+    for the call's result), so a call turn ends where the shared head does."""
+    for k in range(1, len(end)):
+        if end[k] == "<" and end[k - 1] == ">":
+            return text.find(end[:k])
+    return -1
+
+
 def _common_prefix_len(a: str, b: str) -> int:
     """``len(os.path.commonprefix([a, b]))`` by bisection on slices (C speed, not per character)."""
     lo, hi = 0, min(len(a), len(b))
@@ -157,8 +168,10 @@ def _iter_call_texts(
                 n -= 1  # never cut inside a tag's opening ("<|tool_call>" after "<|channel>")
         new = full[n:]
         cuts = [i for i in (new.find(e) for e in ends) if i != -1]
-        if learned:  # a call turn that ends differently: cut at the end's tail
-            cuts += [i for i in (_tail_cut(new, learned),) if i != -1]
+        if learned:  # a call turn that ends differently: cut at the end's tail, else its head
+            cuts += [i for i in (_tail_cut(new, learned),) if i != -1] or [
+                i for i in (_head_cut(new, learned),) if i != -1
+            ]
         if cuts and not new[: min(cuts)].strip():
             # The (empty) message ends before the call: GigaChat 3 writes the call as a message
             # of its own role after the assistant's; the turn ends after that one.

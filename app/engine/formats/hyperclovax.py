@@ -47,9 +47,10 @@ follows, and the reply goes on where the model begins its next message
 call); anything else (``<|endofturn|>``, another role) ends it there, unshown.
 
 A spent thinking budget closes the reasoning with the answer role's line and a blank line (the
-shared default). The 32B generation writes GLM's wire (``glm``). No published template of the
-14B model was found: the family is chosen in Settings / ``--tool-format``; a template that
-renders past calls as this role is detected by its rendered call.
+shared default). The 32B generation writes GLM's wire (``glm``). The model card's template (vLLM
+publishes it: ``force_reasoning`` / ``skip_reasoning``, a call message ending
+``<|im_end|><|stop|>``) is detected by its rendered call; any template that renders past calls
+as this role is.
 """
 
 from __future__ import annotations
