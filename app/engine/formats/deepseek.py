@@ -72,7 +72,9 @@ and MiniMax's or dots' ``<invoke>`` wires (no flag, or no parameters) stay their
 A parameter's closing tag left out (vLLM #54838, DeepSeek-V4-Flash): the tag prefix is a special
 token, so a value never holds a parameter's opening tag in the block's prefix; a value ends there
 (the next parameter begins), or at the invoke's closing tag where the section's closing tag or the
-reply's end follows it (the invoke's last parameter); one newline before that tag is layout. A
+reply's end follows it (the invoke's last parameter); one newline before that tag is layout; a
+tag named after the parameter at the value's end (``Paris</city>``, plain XML's close) ends it
+there, unless the value holds that name's opening tag too. A
 value that ends so and holds a tag of any DSML spelling is text (where it ends is a guess), and so
 is a last parameter left open before another invoke. A tag without the prefix (decoded away, or
 V4.1's loose parameter tag) is plain text and ends no value; a value that swallowed a whole loose
@@ -121,7 +123,7 @@ from app.engine.formats.sections import (
     raw_text,
     scan_section,
 )
-from app.engine.formats.xml_params import XmlParamsFormat
+from app.engine.formats.xml_params import XmlParamsFormat, own_name_close
 from app.json_schema import schema_types, tool_schemas
 
 __all__ = [
@@ -412,7 +414,7 @@ class DsmlScanner(SectionScanner):
             if any(t in value for t in self.tag_marks):
                 self._fail()
                 return pos, None, False
-            return pos, value.removesuffix("\n"), False
+            return pos, own_name_close(value.removesuffix("\n"), self.key), False
 
     def _section_ends(self, buf: str, j: int, final: bool) -> bool | None:
         """Whether the section's closing tag (or the end of the text, unless the token limit cut

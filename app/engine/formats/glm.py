@@ -7,7 +7,8 @@ property); whitespace inside ``<arg_value>`` is the value's and is kept exactly.
 ``</tool_call>`` (or any other marker) inside a value does not end the call, and an
 ``</arg_value>`` inside one closes it only when the next ``<arg_key>`` or ``</tool_call>``
 follows. A last value whose ``</arg_value>`` is missing ends at a ``</tool_call>`` that ends
-the reply or is followed by the next ``<tool_call>``. Reasoning is a
+the reply or is followed by the next ``<tool_call>``, or before a tag named after its key at its
+end (``Paris</city>``, plain XML's close) unless it holds that name's opening tag too. Reasoning is a
 ``<think>...</think>`` block; a GLM-4.7 reply may start inside it with no opening tag (its
 prompt ends with ``<think>``, or the model writes only ``</think>``).
 

@@ -19,7 +19,8 @@ What Qwen3-Coder and Qwen3.5 also write, read with the tool's declared parameter
   ``<parameter=DECLARED>`` or before the ``</function>`` that ends the call; a close written
   amiss at the value's end (Qwen3.6: ``</parameter1>``, ``</parameter/>``,
   ``</parameter_function>``, ``</parameter`` cut short; sglang #27336, vLLM #55495) is that
-  close, never the value's text;
+  close, never the value's text; so is a tag named after the parameter (``Paris</city>``, plain
+  XML's close) unless the value holds that name's opening tag too;
 * a parameter's ``</parameter>`` written twice or more (Qwen3.6, llama-swap #856): the repeats,
   whitespace between, are dropped where the next ``<parameter=DECLARED>`` or ``</function>``
   follows them;
@@ -76,7 +77,7 @@ from app.engine.formats.base import THINK, IncompleteCall, ParsedCall, RegionSca
 from app.engine.formats.jsonscan import loads_lenient
 from app.engine.formats.open_json import JsonTagFormat
 from app.engine.formats.sections import MarkerFinder, SkipValuesScanner, closed_body, raw_text, skip_ws
-from app.engine.formats.xml_params import FUNCTION, PARAMETER, XmlParamsFormat
+from app.engine.formats.xml_params import FUNCTION, PARAMETER, XmlParamsFormat, own_name_close
 from app.json_schema import tool_schemas
 
 __all__ = ["QwenXmlFormat", "parse_function_block"]
@@ -226,6 +227,8 @@ def _read_block(
             value = text[i : end[0]]
             if strict and not (len(value) >= 2 and value[0] == value[-1] == "\n"):
                 return None
+            if end[0] == end[1]:  # the close is missing: the value ran to the next tag
+                value = own_name_close(value, pname)
             if value.startswith("\n"):
                 value = value[1:]
             if value.endswith("\n"):

@@ -36,6 +36,7 @@ __all__ = [
     "InvokeFormat",
     "XmlParamsFormat",
     "arg_pairs_text",
+    "own_name_close",
     "pair_key_ok",
     "params_text",
     "read_arg_pairs",
@@ -163,6 +164,20 @@ def pair_key_ok(key: str) -> bool:
     return key == key.strip() and bool(key) and not set(key) & set("<>")
 
 
+def own_name_close(value: str, key: str) -> str:
+    """A value left open (its closing tag missing, so it ran to where the next tag begins)
+    without the closing tag named after its own key at its end: ``Paris</city>`` is the model
+    closing the value in the style of plain XML (Claude's habit, written into other wires). The
+    value ends before that tag (a newline before it is layout) unless it also holds that name's
+    opening tag (``<div>hi</div>`` is the value's own markup). One look back over the value."""
+    tail = value.rstrip()
+    close = f"</{key}>"
+    if not tail.endswith(close) or f"<{key}>" in value or f"<{key} " in value:
+        return value
+    value = tail[: -len(close)]
+    return value[:-1] if value.endswith("\n") else value
+
+
 def _pair_value_end(text: str, i: int, key_open: str, value_close: str) -> int:
     """The ``value_close`` that closes the value at ``i``: the first one followed (after
     whitespace) by the next ``key_open`` or by the end of ``text``; -1 if none."""
@@ -256,7 +271,7 @@ def read_arg_pairs(
             rest = rest[:-1] if rest.endswith("\n") else rest
             if _next_pair_inside(rest, key, value):
                 return None
-            args[name] = rest
+            args[name] = own_name_close(rest, name)
             return args, len(text)
         if _next_pair_inside(text[i:end], key, value):
             return None

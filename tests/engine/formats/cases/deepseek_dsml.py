@@ -873,3 +873,40 @@ FUZZ = Fuzz(
     ),
     wrap=(FC, FCE),
 )
+
+# A value whose closing tag was left out, closed instead by a tag named after its parameter
+# (``Paris</city>``: plain XML's habit): the value ends before that tag; another name's tag, or
+# the value's own markup, is its text, and so is the tag before a written closing tag.
+OWN_NAME_CLOSE = [
+    Case(
+        "own-name-close-middle",
+        sec(inv("get_weather", nc("city", "Paris</city>"), p("days", "3", False)), o=TC, c=TCE),
+        content="\n\n",
+        calls=[PW],
+    ),
+    Case(
+        "own-name-close-last-typed",
+        sec(inv("get_weather", p("city", "Paris"), nc("days", "3\n</days>", False)), o=TC, c=TCE),
+        content="\n\n",
+        calls=[PW],
+    ),
+    Case(
+        "own-name-close-the-value-s-markup",
+        sec(inv("set_port", nc("blob", "<blob>x</blob>")), o=TC, c=TCE),
+        content="\n\n",
+        calls=[("set_port", {"blob": "<blob>x</blob>"})],
+    ),
+    Case(
+        "own-name-close-before-a-written-close",
+        sec(inv("get_weather", p("city", "Paris</city>"), p("days", "3", False)), o=TC, c=TCE),
+        content="\n\n",
+        calls=[("get_weather", {"city": "Paris</city>", "days": 3})],
+    ),
+    Case(
+        "another-name-s-close-the-value-s-text",
+        sec(inv("set_port", nc("blob", "a</port>")), o=TC, c=TCE),
+        content="\n\n",
+        calls=[("set_port", {"blob": "a</port>"})],
+    ),
+]
+CASES += OWN_NAME_CLOSE

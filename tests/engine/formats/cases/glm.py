@@ -401,3 +401,22 @@ FUZZ = Fuzz(
     forbidden=("</arg_value>",),
     write=_fuzz_write,
 )
+
+# The last value's </arg_value> left out and the value closed by a tag named after its key
+# (``Paris</days>``: plain XML's habit): the value ends before that tag; another name's tag, or
+# the value's own markup, is its text.
+OWN_NAME_CLOSE = [
+    Case("own-name-close-last-value", COMPACT.replace("3</arg_value>", "3</days>"), calls=[W]),
+    Case("own-name-close-newline-layout", NL.replace("3</arg_value>\n", "3\n</days>\n"), calls=[W]),
+    Case(
+        "own-name-close-the-value-s-markup",
+        "<tool_call>set_port<arg_key>blob</arg_key><arg_value><blob>x</blob></tool_call>",
+        calls=[("set_port", {"blob": "<blob>x</blob>"})],
+    ),
+    Case(
+        "another-name-s-close-the-value-s-text",
+        "<tool_call>set_port<arg_key>blob</arg_key><arg_value>a</port></tool_call>",
+        calls=[("set_port", {"blob": "a</port>"})],
+    ),
+]
+CASES += OWN_NAME_CLOSE

@@ -884,3 +884,41 @@ FUSED_PARAMETER = [
     _text("parameter-name-and-value-fused-bare", fn("set_port", "<parameter=blob=a</parameter>\n")),
 ]
 CASES += FUSED_PARAMETER
+
+# A value whose </parameter> was left out, closed instead by a tag named after its parameter
+# (``Paris</city>``: plain XML's habit): the value ends before that tag. Where the value holds
+# that name's opening tag too, the tag is its own markup; another name's tag, or one before a
+# written </parameter>, is the value's text.
+OWN_NAME_CLOSE = [
+    Case(
+        "own-name-close-before-next-parameter",
+        "<tool_call>\n" + fn("get_weather", par("city", "Paris\n</city>", close=False), par("days", "3")),
+        calls=[PW],
+    ),
+    Case(
+        "own-name-close-on-the-value-line",
+        "<tool_call>\n" + fn("get_weather", par("city", "Paris</city>", close=False), par("days", "3")),
+        calls=[PW],
+    ),
+    Case(
+        "own-name-close-typed-value-before-function-close",
+        "<tool_call>\n" + fn("get_weather", par("city", "Paris"), par("days", "3\n</days>", close=False)),
+        calls=[PW],
+    ),
+    Case(
+        "own-name-close-is-the-value-s-markup",
+        "<tool_call>\n" + fn("set_port", par("blob", "<blob>x\n</blob>", close=False)),
+        calls=[("set_port", {"blob": "<blob>x\n</blob>"})],
+    ),
+    Case(
+        "own-name-close-before-a-written-close",
+        call("get_weather", city="Paris</city>"),
+        calls=[("get_weather", {"city": "Paris</city>"})],
+    ),
+    Case(
+        "another-name-s-close-is-the-value-s-text",
+        "<tool_call>\n" + fn("set_port", par("blob", "a\n</port>", close=False)),
+        calls=[("set_port", {"blob": "a\n</port>"})],
+    ),
+]
+CASES += OWN_NAME_CLOSE
