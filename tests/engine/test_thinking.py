@@ -86,6 +86,7 @@ EXPECTED_KIND = {
     "upstage-Solar-Open-100B.jinja": "effort",
     "vllm-nemotron-json.jinja": "tag",
     "vllm-hyperclovax-seed-think-14b.jinja": "switch",
+    "vllm-minicpm3.jinja": "prefill",
 }
 SWITCHED = sorted(EXPECTED_KIND)
 USER_ONLY = [Message(role="user", content="Hi")]

@@ -124,6 +124,7 @@ FAMILY_MODULES: tuple[str, ...] = (
     "plamo3",
     "cwm",
     "hyperclovax",
+    "minicpm3",
 )
 
 for _module in FAMILY_MODULES:

@@ -24,14 +24,14 @@ from app.engine.formats.pycalls import (
 )
 from app.engine.formats.sections import closed_body
 
-__all__ = ["Olmo3Format"]
+__all__ = ["Olmo3Format", "read_call_lines"]
 
 OPEN = "<function_calls>"
 CLOSE = "</function_calls>"
 _MAX_SOURCE = 200_000
 
 
-def _read_lines(source: str) -> list[ParsedCall] | None:
+def read_call_lines(source: str) -> list[ParsedCall] | None:
     """The calls of a block: Python expression statements, each a call on lines of its own."""
     src = source.strip()
     if not src or len(src) > _MAX_SOURCE:
@@ -57,16 +57,18 @@ def _read_lines(source: str) -> list[ParsedCall] | None:
 
 
 class Olmo3Format(Format):
-    """Python calls, one per line, in one ``<function_calls>`` block."""
+    """Python calls, one per line, in one ``<function_calls>`` block (``close`` ends it)."""
+
+    close = CLOSE
 
     def region_scanner(self, opener: str) -> RegionScanner:
-        return PyListScanner(closer=CLOSE, bracket="")  # strings aware; no list opens inside
+        return PyListScanner(closer=self.close, bracket="")  # strings aware; no list opens inside
 
     def parse_region(self, opener, body, *, at_end, truncated, tools):
         inner = closed_body(body, CLOSE, last=")", at_end=at_end, truncated=truncated)
         if inner is None:
             return None
-        calls = _read_lines(inner)
+        calls = read_call_lines(inner)
         return None if calls is None else (calls, "")
 
     def call_name(self, raw: str) -> str | None:
