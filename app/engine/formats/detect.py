@@ -114,6 +114,20 @@ def _head_cut(text: str, end: str) -> int:
     return -1
 
 
+def _after_user_turn(prompt: str, full: str) -> int | None:
+    """Where the generation prompt's text after the user's words ends in ``full``, when ``full``
+    has that text right after the same words; None otherwise. vLLM's parallel-call Mistral
+    template writes its system prompt into the last message only when it is the user's, so a
+    conversation with the call after it differs from the prompt before the user's words."""
+    words = _USER[0]["content"]
+    i, j = prompt.rfind(words), full.rfind(words)
+    if i == -1 or j == -1:
+        return None
+    tail = prompt[i + len(words) :]
+    k = j + len(words)
+    return k + len(tail) if full.startswith(tail, k) else None
+
+
 def _common_prefix_len(a: str, b: str) -> int:
     """``len(os.path.commonprefix([a, b]))`` by bisection on slices (C speed, not per character)."""
     lo, hi = 0, min(len(a), len(b))
@@ -161,7 +175,9 @@ def _iter_call_texts(
         if full is None:
             continue
         n = _common_prefix_len(prompt, full)
-        if n < len(prompt):  # the generation prompt is not a prefix: cut at a token boundary
+        if n < len(prompt) and (after := _after_user_turn(prompt, full)) is not None:
+            n = after  # the prompt differs before the user's words and agrees after them
+        elif n < len(prompt):  # the generation prompt is not a prefix: cut at a token boundary
             while n > 0 and full[n - 1] not in _BOUNDARY:
                 n -= 1
             while n > 0 and full[n - 1] in "<|" and full[:n].endswith(("<", "<|")):

@@ -207,9 +207,10 @@ def _conversation(content, args_as_string=False):
     ]
 
 
-# Mistral Nemo's template shows the system message only inside the conversation's last message
-# when that is the user's, so a conversation that goes on past it renders without one.
-SYSTEM_WITH_LAST_USER_ONLY = {"mistralai-Mistral-Nemo-Instruct-2407.jinja"}
+# Mistral Nemo's template (and vLLM's parallel-call Mistral template) shows the system message only
+# inside the conversation's last message when that is the user's, so a conversation that goes on
+# past it renders without one.
+SYSTEM_WITH_LAST_USER_ONLY = {"mistralai-Mistral-Nemo-Instruct-2407.jinja", "vllm-mistral-parallel.jinja"}
 # vLLM's Granite 20B FC template reads the system message, then loops over every message again
 # and raises on the system role: it renders only conversations without one.
 NO_SYSTEM_ROLE = {"ibm-granite-20b-functioncalling.jinja"}
