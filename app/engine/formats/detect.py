@@ -116,16 +116,24 @@ def _head_cut(text: str, end: str) -> int:
 
 def _after_user_turn(prompt: str, full: str) -> int | None:
     """Where the generation prompt's text after the user's words ends in ``full``, when ``full``
-    has that text right after the same words; None otherwise. vLLM's parallel-call Mistral
-    template writes its system prompt into the last message only when it is the user's, so a
-    conversation with the call after it differs from the prompt before the user's words."""
+    has that text right after the same words, whitespace aside; None otherwise. vLLM's
+    parallel-call Mistral template writes its system prompt into the last message only when it
+    is the user's, so a conversation with the call after it differs from the prompt before the
+    user's words; its DeepSeek V3.1 / V3.2 templates write the assistant's tag with other
+    whitespace around it in the prompt than in a past turn."""
     words = _USER[0]["content"]
     i, j = prompt.rfind(words), full.rfind(words)
     if i == -1 or j == -1:
         return None
-    tail = prompt[i + len(words) :]
-    k = j + len(words)
-    return k + len(tail) if full.startswith(tail, k) else None
+    tail = "".join(prompt[i + len(words) :].split())
+    k, t = j + len(words), 0
+    while t < len(tail):
+        while k < len(full) and full[k].isspace():
+            k += 1
+        if k == len(full) or full[k] != tail[t]:
+            return None
+        k, t = k + 1, t + 1
+    return k
 
 
 def _common_prefix_len(a: str, b: str) -> int:
