@@ -54,6 +54,50 @@ FAILURE_CLASSES = (
     "error",
 )
 
+# The call openers of the families not named below, each a special token or a tag of the family's
+# own wire (a test holds every family's openers to this list or to an exemption with its reason).
+FAMILY_CALL_OPENERS = (
+    "<use_mcp_tool>",
+    "<｜tool_calls_begin｜>",
+    "<|tool_call_section_begin|>",
+    "<minimax:tool_call>",
+    "<seed:tool_call>",
+    "<|START_ACTION|>",
+    "<|tool_call_start|>",
+    "<|tools_prefix|>",
+    "<tool_calls",
+    "<TOOLCALL>",
+    "<|function_call|>",
+    "function call<|role_sep|>",
+    '<function name="',
+    "<|tool_calls|>",
+    "<|tool_call|>",
+    "<|action_start|>",
+    "<longcat_tool_call>",
+    "<function_call>",
+    "<function_calls>",
+    "<start_function_call>",
+    "<ifm|tool_calls>",
+    "<iquestcoder_tool_call>",
+    "<|content_invoke_tool_json|>",
+    "<｜GCML｜",
+    "<|DSML|",
+    "<｜｜DSML｜｜",
+    "<‖DSML‖",
+    '<invoke name="',
+    "<dots_function_call>",
+    "<steptml:toolcall>",
+    "<|tool_call:start|>",
+    "<|plamo:begin_tool_requests:plamo|>",
+    "<tool: ",
+    " -> tool/function_call\n",
+    "functools[",
+    "<｜tool calls begin｜>",
+    "<｜tool\\_calls\\_begin｜>",
+    "<｜tool▁calls｜>",
+    "<|open|>tools<|sep|>",
+)
+
 # Markup that never belongs in visible content: call openers/closers of every family and the chat
 # templates' role and end-of-turn tokens.
 MARKERS = (
@@ -99,6 +143,10 @@ MARKERS = (
     "</tool_response>",
     "[INST]",
     "[/INST]",
+    *FAMILY_CALL_OPENERS,
+    "<|tool_call_end|>",
+    "<|thought_start|>",
+    "<|thought_end|>",
 )
 _CALL_OPENERS = (
     "<tool_call>",
@@ -113,6 +161,8 @@ _CALL_OPENERS = (
     "<|open|>call",
     "<function=",
     "<|channel|>commentary to=",
+    # the other families' call openers (each a special token or a tag of the wire's own)
+    *FAMILY_CALL_OPENERS,
 )
 
 

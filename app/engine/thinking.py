@@ -166,8 +166,9 @@ class ThinkingControl:
     ``prefill`` (a closed block after the generation prompt) or ``none`` (no switch: the template
     ignores the choice). ``off_variable``: the (name, value) that renders *off* where the switch
     only forces thinking on and another variable skips it (HyperCLOVA X's ``force_reasoning`` and
-    ``skip_reasoning``; left unset, the model decides). ``reads_reasoning``: the message key the template reads earlier
-    reasoning from (``reasoning_content`` or ``thinking``; None: it never shows it)."""
+    ``skip_reasoning``; with neither set, the model decides). ``reads_reasoning``: the message
+    key the template reads earlier reasoning from (``reasoning_content`` or ``thinking``; None:
+    it never shows it)."""
 
     kind: str = "none"
     switch: str | None = None

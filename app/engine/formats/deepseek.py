@@ -74,11 +74,11 @@ token, so a value never holds a parameter's opening tag in the block's prefix; a
 (the next parameter begins), or at the invoke's closing tag where the section's closing tag or the
 reply's end follows it (the invoke's last parameter); one newline before that tag is layout; a
 tag named after the parameter at the value's end (``Paris</city>``, plain XML's close) ends it
-there, unless the value holds that name's opening tag too. A
-value that ends so and holds a tag of any DSML spelling is text (where it ends is a guess), and so
-is a last parameter left open before another invoke. A tag without the prefix (decoded away, or
-V4.1's loose parameter tag) is plain text and ends no value; a value that swallowed a whole loose
-parameter tag (no ``</parameter>`` after it) is text.
+there, unless the value holds that name's opening tag too. A value that ends so and holds a tag
+of any DSML spelling is text (where it ends is a guess), and so is a last parameter left open
+before another invoke. A tag without the prefix (decoded away, or V4.1's loose parameter tag) is
+plain text and ends no value; a value that swallowed a whole loose parameter tag (no
+``</parameter>`` after it) is text.
 
 V4's degenerate fragments (vLLM #56184; GenericAgent #804), in the DSML spellings: an empty
 section (``<｜DSML｜tool_calls></｜DSML｜tool_calls>``, no invoke inside) and a closing tag with no

@@ -8,8 +8,8 @@ property); whitespace inside ``<arg_value>`` is the value's and is kept exactly.
 ``</arg_value>`` inside one closes it only when the next ``<arg_key>`` or ``</tool_call>``
 follows. A last value whose ``</arg_value>`` is missing ends at a ``</tool_call>`` that ends
 the reply or is followed by the next ``<tool_call>``, or before a tag named after its key at its
-end (``Paris</city>``, plain XML's close) unless it holds that name's opening tag too. Reasoning is a
-``<think>...</think>`` block; a GLM-4.7 reply may start inside it with no opening tag (its
+end (``Paris</city>``, plain XML's close) unless it holds that name's opening tag too.
+Reasoning is a ``<think>...</think>`` block; a GLM-4.7 reply may start inside it with no opening tag (its
 prompt ends with ``<think>``, or the model writes only ``</think>``).
 
 A deviation GLM-4.7 writes (vLLM #47190), read strictly: the first ``<arg_key>`` left out, so the

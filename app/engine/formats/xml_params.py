@@ -165,11 +165,11 @@ def pair_key_ok(key: str) -> bool:
 
 
 def own_name_close(value: str, key: str) -> str:
-    """A value left open (its closing tag missing, so it ran to where the next tag begins)
-    without the closing tag named after its own key at its end: ``Paris</city>`` is the model
-    closing the value in the style of plain XML (Claude's habit, written into other wires). The
-    value ends before that tag (a newline before it is layout) unless it also holds that name's
-    opening tag (``<div>hi</div>`` is the value's own markup). One look back over the value."""
+    """``value``, left open (its closing tag missing, so it ran to where the next tag begins),
+    ending before a closing tag named after its own ``key`` at its end: ``Paris</city>`` is the
+    model closing the value as plain XML closes it (Claude's habit, written into other wires); a
+    newline before that tag is layout. A value that also holds that name's opening tag is
+    returned whole (``<div>hi</div>`` is its own markup). One look back over the value."""
     tail = value.rstrip()
     close = f"</{key}>"
     if not tail.endswith(close) or f"<{key}>" in value or f"<{key} " in value:
