@@ -256,9 +256,7 @@ def render_messages(
         else None
     )
     plan = control.plan(thinking) if control is not None and wants else None
-    reasoning_key = (
-        "thinking" if control is not None and control.reads_reasoning == "thinking" else "reasoning_content"
-    )
+    reasoning_key = (control.reads_reasoning if control is not None else None) or "reasoning_content"
     history_id = _history_id(tool_format)
     images = [image for m in messages for image in m.images]
     image_mark = f"\x00image-{secrets.token_hex(8)}-" if images else None

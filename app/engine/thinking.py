@@ -167,8 +167,8 @@ class ThinkingControl:
     ignores the choice). ``off_variable``: the (name, value) that renders *off* where the switch
     only forces thinking on and another variable skips it (HyperCLOVA X's ``force_reasoning`` and
     ``skip_reasoning``; with neither set, the model decides). ``reads_reasoning``: the message
-    key the template reads earlier reasoning from (``reasoning_content`` or ``thinking``; None:
-    it never shows it)."""
+    key the template reads earlier reasoning from (``reasoning_content``, ``thinking`` or
+    ``thought``; None: it never shows it)."""
 
     kind: str = "none"
     switch: str | None = None
@@ -264,8 +264,9 @@ def _last(rendered: str) -> str:
 
 
 def _reads_reasoning(source: str) -> str | None:
-    """The message key ``source`` reads an earlier reply's reasoning from, in a tool round."""
-    for key in ("reasoning_content", "thinking"):
+    """The message key ``source`` reads an earlier reply's reasoning from, in a tool round
+    (MiniCPM3's template reads ``thought``)."""
+    for key in ("reasoning_content", "thinking", "thought"):
         probe = "callisto_probe_reasoning_1c9e"
         call = {"id": "call00000", "type": "function", "function": {"name": "f", "arguments": {}}}
         msgs: list[dict[str, Any]] = [

@@ -461,6 +461,10 @@ def test_reasoning_goes_back_under_the_key_the_template_reads():
     ]
     for name in ("openai-gpt-oss-120b.jinja", "Qwen-Qwen3-0.6B.jinja", "LFM2.5-8B-A1B.jinja"):
         assert "PLAN-7" in render_messages((TEMPLATES / name).read_text(), msgs).text, name
+    # MiniCPM3's template reads a turn's ``thought``, and writes it in its own markers
+    minicpm3 = (TEMPLATES / "vllm-minicpm3.jinja").read_text()
+    assert thinking_control(minicpm3).reads_reasoning == "thought"
+    assert "<|thought_start|>\nPLAN-7\n<|thought_end|>" in render_messages(minicpm3, msgs).text
 
 
 def test_a_client_s_template_kwargs_reach_the_template():
