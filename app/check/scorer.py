@@ -56,7 +56,7 @@ FAILURE_CLASSES = (
 
 # The call openers of the families not named below, each a special token or a tag of the family's
 # own wire (a test holds every family's openers to this list or to an exemption with its reason).
-FAMILY_CALL_OPENERS = (
+_FAMILY_CALL_OPENERS = (
     "<use_mcp_tool>",
     "<｜tool_calls_begin｜>",
     "<|tool_call_section_begin|>",
@@ -143,7 +143,7 @@ MARKERS = (
     "</tool_response>",
     "[INST]",
     "[/INST]",
-    *FAMILY_CALL_OPENERS,
+    *_FAMILY_CALL_OPENERS,
     "<|tool_call_end|>",
     "<|thought_start|>",
     "<|thought_end|>",
@@ -162,7 +162,7 @@ _CALL_OPENERS = (
     "<function=",
     "<|channel|>commentary to=",
     # the other families' call openers (each a special token or a tag of the wire's own)
-    *FAMILY_CALL_OPENERS,
+    *_FAMILY_CALL_OPENERS,
 )
 
 
