@@ -95,12 +95,7 @@ def _tail_cut(text: str, end: str) -> int:
     R+ writes its closing instructions after a call turn that has no end-of-turn token at all.
     A tail starts where one tag ends and the next begins (``>`` then ``<``): Kimi K3 closes an
     element with ``<|close|>NAME<|sep|>``, whose ``<|sep|>`` is the element's own."""
-    for k in range(1, len(end)):
-        if end[k] == "<" and end[k - 1] == ">":
-            pos = text.find(end[k:])
-            if pos != -1:
-                return pos
-    return -1
+    return next((pos for k in _tag_breaks(end) if (pos := text.find(end[k:])) != -1), -1)
 
 
 def _head_cut(text: str, end: str) -> int:
@@ -108,10 +103,12 @@ def _head_cut(text: str, end: str) -> int:
     or -1: HyperCLOVA X ends a plain reply ``<|im_end|><|endofturn|>`` and a call message
     ``<|im_end|><|stop|>`` (the model card's two ends of generation: the turn ends, or pauses
     for the call's result), so a call turn ends where the shared head does."""
-    for k in range(1, len(end)):
-        if end[k] == "<" and end[k - 1] == ">":
-            return text.find(end[:k])
-    return -1
+    return next((text.find(end[:k]) for k in _tag_breaks(end)), -1)
+
+
+def _tag_breaks(end: str) -> Iterator[int]:
+    """Where ``end`` passes from one tag to the next (a ``>`` followed by ``<``), first to last."""
+    return (k for k in range(1, len(end)) if end[k] == "<" and end[k - 1] == ">")
 
 
 def _after_user_turn(prompt: str, full: str) -> int | None:
@@ -193,9 +190,10 @@ def _iter_call_texts(
         new = full[n:]
         cuts = [i for i in (new.find(e) for e in ends) if i != -1]
         if learned:  # a call turn that ends differently: cut at the end's tail, else its head
-            cuts += [i for i in (_tail_cut(new, learned),) if i != -1] or [
-                i for i in (_head_cut(new, learned),) if i != -1
-            ]
+            shared = _tail_cut(new, learned)
+            shared = shared if shared != -1 else _head_cut(new, learned)
+            if shared != -1:
+                cuts.append(shared)
         if cuts and not new[: min(cuts)].strip():
             # The (empty) message ends before the call: GigaChat 3 writes the call as a message
             # of its own role after the assistant's; the turn ends after that one.

@@ -34,7 +34,7 @@ from __future__ import annotations
 from typing import Any
 
 from app.engine.formats.base import register
-from app.engine.formats.olmo3 import Olmo3Format, read_call_lines
+from app.engine.formats.olmo3 import Olmo3Format
 from app.engine.formats.pycalls import call_list_grammar, call_text
 
 __all__ = ["MINICPM3", "MiniCpm3Format"]
@@ -63,17 +63,10 @@ class MiniCpm3Format(Olmo3Format):
     """Python calls, one per line, in a fence inside one ``<|tool_call_start|>`` region."""
 
     close = CLOSE
+    last = (FENCE, ")")  # the closing token implied after the fence, or after the last call
 
-    def parse_region(self, opener, body, *, at_end, truncated, tools):
-        if body.endswith(CLOSE):
-            inner = body[: -len(CLOSE)]
-        elif at_end and not truncated and body.rstrip().endswith((FENCE, ")")):
-            inner = body  # the closing token implied: the reply ended right after the calls
-        else:
-            return None
-        src = _unfenced(inner)
-        calls = read_call_lines(src) if src is not None else None
-        return None if calls is None else (calls, "")
+    def calls_source(self, inner: str) -> str | None:
+        return _unfenced(inner)
 
     def grammar_wire(self, ctx):
         fence = f"{FENCE}{LANGUAGE}\n"

@@ -24,14 +24,14 @@ from app.engine.formats.pycalls import (
 )
 from app.engine.formats.sections import closed_body
 
-__all__ = ["Olmo3Format", "read_call_lines"]
+__all__ = ["Olmo3Format"]
 
 OPEN = "<function_calls>"
 CLOSE = "</function_calls>"
 _MAX_SOURCE = 200_000
 
 
-def read_call_lines(source: str) -> list[ParsedCall] | None:
+def _read_lines(source: str) -> list[ParsedCall] | None:
     """The calls of a block: Python expression statements, each a call on lines of its own."""
     src = source.strip()
     if not src or len(src) > _MAX_SOURCE:
@@ -57,18 +57,23 @@ def read_call_lines(source: str) -> list[ParsedCall] | None:
 
 
 class Olmo3Format(Format):
-    """Python calls, one per line, in one ``<function_calls>`` block (``close`` ends it)."""
+    """Python calls, one per line, in one ``<function_calls>`` block (``close`` ends it; a reply
+    that ended normally right after one of ``last`` implies it)."""
 
     close = CLOSE
+    last: tuple[str, ...] = (")",)
+
+    def calls_source(self, inner: str) -> str | None:
+        """The calls' source in a region's body (None: the body holds no calls)."""
+        return inner
 
     def region_scanner(self, opener: str) -> RegionScanner:
         return PyListScanner(closer=self.close, bracket="")  # strings aware; no list opens inside
 
     def parse_region(self, opener, body, *, at_end, truncated, tools):
-        inner = closed_body(body, CLOSE, last=")", at_end=at_end, truncated=truncated)
-        if inner is None:
-            return None
-        calls = read_call_lines(inner)
+        inner = closed_body(body, self.close, last=self.last, at_end=at_end, truncated=truncated)
+        src = None if inner is None else self.calls_source(inner)
+        calls = None if src is None else _read_lines(src)
         return None if calls is None else (calls, "")
 
     def call_name(self, raw: str) -> str | None:

@@ -343,10 +343,12 @@ def skip_ws(s: str, i: int) -> int:
     return i
 
 
-def closed_body(body: str, close: str, *, last: str, at_end: bool, truncated: bool) -> str | None:
+def closed_body(
+    body: str, close: str, *, last: str | tuple[str, ...], at_end: bool, truncated: bool
+) -> str | None:
     """A region's body without its closing tag ``close``; the whole body when the tag is missing
     but the reply ended normally right after ``last`` (the closing tag of the region's last
-    element: the region's is implied); None otherwise."""
+    element, or any of several: the region's is implied); None otherwise."""
     if body.endswith(close):
         return body[: -len(close)]
     if at_end and not truncated and body.rstrip().endswith(last):
