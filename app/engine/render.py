@@ -9,6 +9,9 @@ Shapes (what each template needs, past the limits of the usual renderers):
 * call ids are 9 alphanumerics: local ids are ``call00000``..., replayed ids that are not
   9 alphanumerics become ``hist00000``... (the tool result that answers them follows);
 * tool results carry ``tool_call_id`` and ``name``;
+* a template that renders a past call only from an assistant message's ``metadata`` and a result
+  only from an ``observation`` message (GLM-4's) gets each call as such a message (the tool's
+  name, the arguments' JSON) and each result as an ``observation`` (:func:`reads_metadata_calls`);
 * reasoning goes back as ``reasoning_content`` (Qwen3 and others) for templates that read it,
   and as ``thinking`` for templates that read that key instead (gpt-oss, LFM2.5: found by a trial
   render, ``app.engine.thinking``), so a tool round's prompt extends the last one (KV reuse);
@@ -48,6 +51,7 @@ from typing import TYPE_CHECKING, Any
 
 from app.engine.errors import PromptRenderError, TemplateRenderError
 from app.engine.formats.guidance import call_example, tool_guidance
+from app.engine.formats.sections import json_text
 from app.engine.messages import Message, is_valid_call_id, local_call_id
 from app.engine.templates import functions_variables, render_template, template_tools_mode
 from app.engine.thinking import Thinking, thinking_control
@@ -59,6 +63,7 @@ if TYPE_CHECKING:
 __all__ = [
     "RenderedPrompt",
     "choose_template",
+    "reads_metadata_calls",
     "render_messages",
     "render_prompt",
     "shape_messages",
@@ -121,6 +126,7 @@ def shape_messages(
     reasoning_key: str = "reasoning_content",
     image_mark: str | None = None,
     history_id: str | None = None,
+    metadata_calls: bool = False,
 ) -> list[dict[str, Any]]:
     """Template-ready dicts (see the module docstring for the shapes).
 
@@ -132,7 +138,10 @@ def shape_messages(
     conversation's images from 0) before its text (:func:`render_messages` splits there); None:
     images are left out.
     ``history_id``: the shape of the ids calls get (the family's ``history_id``, with ``{name}``
-    and ``{index}``), a tool result the id its call got; None: valid ids are kept."""
+    and ``{index}``), a tool result the id its call got; None: valid ids are kept.
+    ``metadata_calls``: each call becomes an assistant message whose ``metadata`` is the tool's
+    name and whose content is the arguments' JSON, each result an ``observation`` message (the
+    shape GLM-4's templates render, :func:`reads_metadata_calls`)."""
     id_map: dict[str, str] = {}
     names: dict[str, str] = {}
     counter = 0
@@ -172,6 +181,20 @@ def shape_messages(
                             "function": {"name": c.name, "arguments": _arguments(c.arguments)},
                         }
                     )
+                if metadata_calls:
+                    # GLM-4: each call an assistant message of its own, the tool's name its
+                    # ``metadata``, the arguments its content (as the model writes them)
+                    if d["content"] or reasoning_key in d:
+                        out.append(d)
+                    out.extend(
+                        {
+                            "role": "assistant",
+                            "metadata": c.name,
+                            "content": json_text(_as_object(c.arguments)),
+                        }
+                        for c in m.tool_calls
+                    )
+                    continue
                 if calls_as is None:
                     d["tool_calls"] = calls
                 else:
@@ -184,6 +207,8 @@ def shape_messages(
             name = m.name or names.get(cid, "")
             if results_as_user:
                 d = {"role": "user", "content": f"Result of the tool {name}:\n{m.content or ''}"}
+            elif metadata_calls:
+                d = {"role": "observation", "content": m.content or ""}
             else:
                 d = {"role": "tool", "content": m.content or "", "tool_call_id": cid, "name": name}
         else:
@@ -199,6 +224,7 @@ def shape_messages(
             and out[-1]["role"] == d["role"]
             and "tool_calls" not in d
             and "tool_calls" not in out[-1]
+            and "metadata" not in out[-1]
         ):
             prev = out[-1]
             prev["content"] = "\n\n".join(x for x in (prev["content"], d["content"]) if x)
@@ -209,6 +235,18 @@ def shape_messages(
             continue
         out.append(d)
     return out
+
+
+# a message's ``metadata`` key, as GLM-4's templates read it
+_METADATA = re.compile(r"""\[\s*['"]metadata['"]\s*\]|\.get\(\s*['"]metadata['"]|\.metadata\b""")
+
+
+def reads_metadata_calls(source: str) -> bool:
+    """Whether a template renders a past call from an assistant message's ``metadata`` (the
+    tool's name) and knows nothing of ``tool_calls``: GLM-4's templates
+    (``<|assistant|>{metadata}\\n{content}``, a result as ``<|observation|>``) render nothing of
+    ``tool_calls`` and drop a ``tool`` message, so a tool round would lose the call and its result."""
+    return bool(_METADATA.search(source)) and "tool_calls" not in source
 
 
 def _history_id(family: str | None) -> str | None:
@@ -260,6 +298,7 @@ def render_messages(
     history_id = _history_id(tool_format)
     images = [image for m in messages for image in m.images]
     image_mark = f"\x00image-{secrets.token_hex(8)}-" if images else None
+    metadata_calls = reads_metadata_calls(source)
     guidance = None
     if tools and mode == "none" and tool_format is not None:
         mode = "guidance"
@@ -274,6 +313,7 @@ def render_messages(
             reasoning_key=reasoning_key,
             image_mark=image_mark,
             history_id=history_id,
+            metadata_calls=metadata_calls,
         )
         if args_text:  # templates that concatenate the arguments (Functionary v3.2) need JSON text
             for m in shaped:

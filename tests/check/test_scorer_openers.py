@@ -36,6 +36,7 @@ EXEMPT = {
     '<|open|>message role="assistant"<|sep|>': "a role",
     "<|end_of_msg|>": "an end of message",
     "<|start|>": "a role (a marker)",
+    "<|assistant|>": "a role (GLM-4's calls open with a tool's name, no marker)",
     "<|channel|>": "a channel (a marker)",
 }
 

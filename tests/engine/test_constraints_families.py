@@ -208,9 +208,12 @@ def _second_call_fits(many, one, family: str, first: str) -> None:
 
 
 def _auto_opener(family: str) -> str:
-    return {"harmony": "<|channel|>commentary to=functions.", "pythonic": "[", "llama3": "{"}.get(
-        family, FORMATS[family].openers[0]
-    )
+    return {
+        "harmony": "<|channel|>commentary to=functions.",
+        "pythonic": "[",
+        "llama3": "{",
+        "glm4": "set_alarm",
+    }.get(family, FORMATS[family].openers[0])
 
 
 def test_markers_that_are_not_tokens_are_matched_as_text(model_for):

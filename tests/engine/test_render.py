@@ -280,3 +280,49 @@ def test_guidance_on_a_template_without_system_or_tool_roles():
     assert r.text.startswith("[user]You can call these tools:\n")
     assert HERMES_EXAMPLE in r.text and "\n\nWeather in Paris?[assistant]<tool_call>" in r.text
     assert "[user]Result of the tool get_weather:\nsunny, 21 C[assistant]It is sunny." in r.text
+
+
+def test_glm4_sees_its_past_calls_as_metadata_messages_and_results_as_observations():
+    """GLM-4's templates render a call only from an assistant message's ``metadata`` and a result
+    only from an ``observation`` message: ``tool_calls`` and a ``tool`` message would render as
+    nothing, and the model would never see the call or its result."""
+    source = (TEMPLATES / "glm-z1-9b-0414.jinja").read_text(encoding="utf-8")
+    messages = conversation()
+    messages[2].tool_calls.append(ToolCall("call_second", "get_weather", {"city": "Oslo"}))
+    messages.insert(4, Message("tool", "rain", tool_call_id="call_second", name="get_weather"))
+    text = render_messages(source, messages, tools=TOOLS).text
+    assert '<|assistant|>get_weather\n{"city": "Paris", "days": 2}' in text
+    assert '<|assistant|>get_weather\n{"city": "Oslo"}' in text
+    assert "<|observation|>\nsunny, 21 C" in text and "<|observation|>\nrain" in text
+    assert text.index('Paris", "days"') < text.index("Oslo") < text.index("sunny") < text.index("rain")
+    assert "<|assistant|>\nIt is sunny." in text  # the answer after the results, as before
+    shaped = shape_messages(messages, metadata_calls=True)
+    assert [m["role"] for m in shaped[2:7]] == [
+        "assistant",
+        "assistant",
+        "assistant",
+        "observation",
+        "observation",
+    ]
+    assert shaped[2] == {"role": "assistant", "content": "", "reasoning_content": "I should call the tool."}
+    # a template that renders tool_calls keeps them, whatever else it mentions
+    from app.engine.render import reads_metadata_calls
+
+    assert reads_metadata_calls(source)
+    assert not any(
+        reads_metadata_calls((TEMPLATES / n).read_text(encoding="utf-8"))
+        for n in FAMILIES
+        if "glm-z1" not in n
+    )
+
+
+def test_a_template_that_writes_each_role_as_its_header_gets_observations():
+    """GLM-4-9B-chat's loop writes any message as ``<|role|>{metadata}`` then its content: a tool
+    message would become ``<|tool|>``, a header the model never saw."""
+    source = (
+        "{% for item in messages %}{% if item['content'] %}<|{{ item['role'] }}|>{{ item['metadata'] }}\n"
+        "{{ item['content'] }}{% endif %}{% endfor %}{% if add_generation_prompt %}<|assistant|>{% endif %}"
+    )
+    text = render_messages(source, conversation()[1:4], tools=TOOLS, tool_format="glm4").text
+    assert '<|assistant|>get_weather\n{"city": "Paris", "days": 2}<|observation|>\nsunny, 21 C' in text
+    assert "<|tool|>" not in text

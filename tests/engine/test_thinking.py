@@ -87,6 +87,7 @@ EXPECTED_KIND = {
     "vllm-nemotron-json.jinja": "tag",
     "vllm-hyperclovax-seed-think-14b.jinja": "switch",
     "vllm-minicpm3.jinja": "prefill",
+    "glm-z1-9b-0414.jinja": "prefill",
     "vllm-deepseek-v3.1.jinja": "switch",
 }
 SWITCHED = sorted(EXPECTED_KIND)

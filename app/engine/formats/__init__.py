@@ -125,6 +125,7 @@ FAMILY_MODULES: tuple[str, ...] = (
     "cwm",
     "hyperclovax",
     "minicpm3",
+    "glm4",
 )
 
 for _module in FAMILY_MODULES:

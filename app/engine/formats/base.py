@@ -1056,7 +1056,9 @@ class Stream:
         return True
 
     def _reparse(self, text: str, truncated: bool) -> None:
-        sub = Stream(
+        # the family's own machine: a family whose answer opens in a message of its own (GLM-4)
+        # reads the held reply as it reads any answer
+        sub = type(self)(
             self.fmt,
             self.tools,
             in_reasoning=False,

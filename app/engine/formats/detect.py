@@ -239,6 +239,9 @@ WIRE_OF: dict[str, str] = {
     "ernie45": "hermes",
     # MiroThinker reads Hermes' calls besides its MCP blocks (Qwen3's, which it is built on)
     "mirothinker": "hermes",
+    # GLM-4's call is a Functionary v3.2 segment (the name line, the JSON object) without the
+    # separator; GLM-4's templates render no call and are known by MARKED_TEMPLATES
+    "glm4": "functionary-v3.2",
 }
 
 
@@ -281,6 +284,9 @@ MARKED_TEMPLATES: tuple[tuple[str, tuple[str, ...]], ...] = (
     # vLLM's pythonic templates (Gemma 3, Llama 3.2, ToolACE) teach the call list in their system
     # prompt's own words, and render a past call's arguments unquoted or without their commas
     ("pythonic", ("[func_name1(params_name1=params_value1",)),
+    # GLM-4 (9B-chat, 0414, Z1) renders a past call from a message's ``metadata``, never from
+    # ``tool_calls``; its system prompt lists each tool with this instruction after it
+    ("glm4", ("在调用上述函数时，请使用 Json 格式表示调用的参数",)),
 )
 
 

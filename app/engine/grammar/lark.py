@@ -776,8 +776,11 @@ def compose(
     parallel: bool = True,
     start_only: bool | None = None,
     lead: str | None = None,
+    answer: str | None = None,
 ) -> str:
-    """The whole grammar around ``block`` (the calls, starting with ``opener``)."""
+    """The whole grammar around ``block`` (the calls, starting with ``opener``). ``answer``: the
+    rule a start-only family's plain reply follows in ``auto`` (default: any text that does not
+    open with the opener's first character)."""
     if start_only is None:
         # a start-only family's opener that may stand anywhere (Hermes' tag beside its strays)
         # opens calls after free text, as any other family's opener does
@@ -788,8 +791,14 @@ def compose(
     plain = ctx.json(ctx.response_schema) if ctx.response_schema is not None else None
     if start_only:
         first = opener[:1] if ctx.special(opener) is None else None
-        text = plain or (
-            ctx.rule(f"/(?s:[ \\t\\n]*([^ \\t\\n{_rx(first)}].*)?)/", prefix="LEAD") if first else "/(?s:.*)/"
+        text = (
+            plain
+            or answer
+            or (
+                ctx.rule(f"/(?s:[ \\t\\n]*([^ \\t\\n{_rx(first)}].*)?)/", prefix="LEAD")
+                if first
+                else "/(?s:.*)/"
+            )
         )
         return ctx.grammar(f"{lead} ({block} | {text})".strip())
     if plain is not None:

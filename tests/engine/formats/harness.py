@@ -42,6 +42,8 @@ from app.engine.formats.events import (
 )
 
 __all__ = [
+    "FUZZ_NAMES",
+    "FUZZ_TOOLS",
     "TOOLS",
     "Case",
     "Fuzz",
@@ -99,6 +101,11 @@ TOOLS: list[dict[str, Any]] = [
     ),
     _fn("get_time", {}),
 ]
+
+
+# The names a fuzz writes for a family that reads only declared tools, declared without a schema
+FUZZ_NAMES = ("fz_a", "fz_list", "fz_q9", "fz_b_c")
+FUZZ_TOOLS: list[dict[str, Any]] = [{"type": "function", "function": {"name": n}} for n in FUZZ_NAMES]
 
 
 @dataclass
@@ -433,7 +440,10 @@ class Fuzz:
       with the calls, the texts around them and the reasoning (default: the reasoning block, then
       the texts with the calls between them; a start-only family's calls open the reply);
     * ``raw_values``: argument values are strings only (default ``fmt.raw_values``);
-    * ``max_calls``: how many calls a reply may hold.
+    * ``max_calls``: how many calls a reply may hold;
+    * ``declared``: the family reads a call only to a declared tool (its wire has no marker), so
+      the fuzz declares the names it writes (:data:`FUZZ_NAMES`, tools without a schema: their
+      arguments stay as written) and draws its names from them.
     """
 
     markers: tuple[str, ...] = ()
@@ -444,6 +454,11 @@ class Fuzz:
     reply: Callable[..., tuple[str, str, str]] | None = None
     raw_values: bool | None = None
     max_calls: int = 3
+    declared: bool = False
+
+    def tools(self) -> list[dict[str, Any]]:
+        """The tools the fuzz parses with."""
+        return TOOLS + FUZZ_TOOLS if self.declared else TOOLS
 
     @staticmethod
     def tags(fmt: Format) -> tuple[str, ...]:
@@ -466,7 +481,8 @@ def check_accounted(
     exactly once structure the family consumes by design (its markers, message headers,
     whitespace) is put back between them; and every call's raw, alone, reads back as that very
     call (its arguments come from its own text)."""
-    s = fmt.stream(TOOLS, in_reasoning=in_reasoning)
+    tools = spec.tools()
+    s = fmt.stream(tools, in_reasoning=in_reasoning)
     events = s.feed(text) + s.finish(truncated=truncated)
     pieces: list[str] = []
     for ev in events:
@@ -495,7 +511,7 @@ def check_accounted(
     before, after = spec.wrap
     for ev in events:
         if isinstance(ev, ToolCallDone):
-            alone = fmt.parse(before + ev.call.raw + after, TOOLS)
+            alone = fmt.parse(before + ev.call.raw + after, tools)
             assert [(c.name, c.arguments) for c in alone.tool_calls] == [(ev.call.name, ev.call.arguments)], (
                 text,
                 ev.call,

@@ -216,15 +216,38 @@ SYSTEM_WITH_LAST_USER_ONLY = {"mistralai-Mistral-Nemo-Instruct-2407.jinja", "vll
 NO_SYSTEM_ROLE = {"ibm-granite-20b-functioncalling.jinja"}
 
 
+def _as_metadata(conversation: list[dict]) -> list[dict]:
+    """The conversation in the shape GLM-4's templates render (``app.engine.render``: a call as
+    an assistant message with the tool's name in ``metadata``, a result as an ``observation``)."""
+    out: list[dict] = []
+    for m in conversation:
+        if m.get("tool_calls"):
+            out += [{"role": "assistant", "content": m["content"]}] if m.get("content") else []
+            for c in m["tool_calls"]:
+                args = c["function"]["arguments"]
+                text = args if isinstance(args, str) else json.dumps(args)
+                out.append({"role": "assistant", "metadata": c["function"]["name"], "content": text})
+        elif m["role"] == "tool":
+            out.append({"role": "observation", "content": m["content"]})
+        else:
+            out.append(m)
+    return out
+
+
 @pytest.mark.parametrize("name", sorted(n for n in FAMILIES if _expected(n)))
 def test_a_whole_tool_conversation_renders_through_the_template(name):
-    """System, a call, its result and the follow-up answer: every part reaches the prompt."""
-    render = _template_renderer((TEMPLATES / name).read_text(), "<s>", "</s>")
+    """System, a call, its result and the follow-up answer: every part reaches the prompt (in
+    the shape the renderer gives a template that reads calls from ``metadata``)."""
+    from app.engine.render import reads_metadata_calls
+
+    source = (TEMPLATES / name).read_text()
+    render = _template_renderer(source, "<s>", "</s>")
+    shape = _as_metadata if reads_metadata_calls(source) else list
     outs = []
     for content in ("", None):
         for as_string in (False, True):
             try:
-                conversation = _conversation(content, as_string)[(name in NO_SYSTEM_ROLE) :]
+                conversation = shape(_conversation(content, as_string)[(name in NO_SYSTEM_ROLE) :])
                 outs.append(render(conversation, LOOKUP))
             except Exception as exc:  # noqa: BLE001 - some variants are refused (arguments as text)
                 outs.append(exc)

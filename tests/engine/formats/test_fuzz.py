@@ -27,7 +27,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from app.engine.formats import FORMATS, Format
-from tests.engine.formats.harness import TOOLS, Fuzz, case_modules, check_accounted, fold_split
+from tests.engine.formats.harness import FUZZ_NAMES, Fuzz, case_modules, check_accounted, fold_split
 
 MODULES = case_modules()
 FAMILIES = list(FORMATS)
@@ -98,8 +98,9 @@ def valid_replies(draw, family: str):
     raw = fmt.raw_values if spec.raw_values is None else spec.raw_values
     values = strings if raw else _values(strings)
     most = 1 if fmt.start_only and spec.reply is None else spec.max_calls
+    names = st.sampled_from(FUZZ_NAMES) if spec.declared else NAME
     calls = [
-        (draw(NAME), draw(st.dictionaries(KEY, values, max_size=3)))
+        (draw(names), draw(st.dictionaries(KEY, values, max_size=3)))
         for _ in range(draw(st.integers(0, most)))
     ]
     texts = [draw(SAFE_TEXT) for _ in range(len(calls) + 1)]
@@ -112,14 +113,20 @@ def valid_replies(draw, family: str):
 
 
 def _stream(
-    fmt: Format, text: str, rnd: random.Random, *, truncated: bool = False, in_reasoning: bool = False
+    fmt: Format,
+    text: str,
+    rnd: random.Random,
+    *,
+    truncated: bool = False,
+    in_reasoning: bool = False,
+    tools: list[dict[str, Any]],
 ):
     parts, i = [], 0
     while i < len(text):
         k = rnd.choice((1, 1, 2, 3, 7, 20))
         parts.append(text[i : i + k])
         i += k
-    return fold_split(fmt, parts, TOOLS, truncated=truncated, in_reasoning=in_reasoning)[0]
+    return fold_split(fmt, parts, tools, truncated=truncated, in_reasoning=in_reasoning)[0]
 
 
 MUTATION = st.tuples(
@@ -155,13 +162,14 @@ def check_any_text(family: str, text: str, truncated: bool) -> None:
     fmt, spec = FORMATS[family], spec_of(family)
     rnd = random.Random(len(text))
     for in_reasoning in (False, True):
-        reply = fmt.parse(text, TOOLS, truncated=truncated, in_reasoning=in_reasoning)
+        reply = fmt.parse(text, spec.tools(), truncated=truncated, in_reasoning=in_reasoning)
         for c in reply.tool_calls:
             assert c.raw and c.raw in text and isinstance(c.arguments, dict)
         for c in reply.incomplete_calls:
             assert c.raw and c.raw in text
         check_accounted(fmt, spec, text, truncated=truncated, in_reasoning=in_reasoning)
-        assert _stream(fmt, text, rnd, truncated=truncated, in_reasoning=in_reasoning) == reply, text
+        streamed = _stream(fmt, text, rnd, truncated=truncated, in_reasoning=in_reasoning, tools=spec.tools())
+        assert streamed == reply, text
 
 
 # 40 examples per family; fewer under a profile that asks for fewer (`make test-fast`)
@@ -178,7 +186,7 @@ FUZZ = settings(
 def test_valid_replies_parse_exactly(family, data):
     fmt, spec = FORMATS[family], spec_of(family)
     text, content, reasoning, calls = data.draw(valid_replies(family))
-    reply = fmt.parse(text, TOOLS)
+    reply = fmt.parse(text, spec.tools())
     assert (reply.content, reply.reasoning) == (content, reasoning), (text, reply)
     assert [(c.name, c.arguments) for c in reply.tool_calls] == calls, (text, reply)
     assert not reply.incomplete_calls, (text, reply)
@@ -186,7 +194,7 @@ def test_valid_replies_parse_exactly(family, data):
     check_accounted(fmt, spec, text)
     rnd = random.Random(len(text))
     for _ in range(2):
-        assert _stream(fmt, text, rnd) == reply, text
+        assert _stream(fmt, text, rnd, tools=spec.tools()) == reply, text
 
 
 @pytest.mark.parametrize("family", FAMILIES)
