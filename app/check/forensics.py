@@ -352,12 +352,13 @@ def _lint_template(
     except Exception:  # noqa: BLE001 - a template that breaks the probe renders no tools
         mode = "none"
     family = detect_tool_format(source, None, bos_token=bos, eos_token=eos)
-    tools = None if mode in ("none", "system_message") else _TOOLS
-    base_sys = {"role": "system", "content": _SYS}
-    if mode == "system_message":
+    on_system = mode in ("system_message", "system_list")  # the tools go on the system message
+    tools = None if mode == "none" or on_system else _TOOLS
+    base_sys: dict[str, Any] = {"role": "system", "content": _SYS}
+    if on_system:
         import json
 
-        base_sys = dict(base_sys, tools=json.dumps(_TOOLS))
+        base_sys = dict(base_sys, tools=json.dumps(_TOOLS) if mode == "system_message" else _TOOLS)
 
     # 1. tools variable
     if mode == "none":
@@ -370,14 +371,15 @@ def _lint_template(
             "schemas and an example call into the system message.",
             _line(source, r"\btools?\b", r"system"),
         )
-    elif mode == "system_message":
+    elif on_system:
+        what = "a JSON string" if mode == "system_message" else "the tool list"
         add(
             "no_tools_variable",
             "warning",
             "No tools variable: tools are read from the system message",
-            "The template ignores the standard `tools` variable and reads a JSON string from the system "
+            f"The template ignores the standard `tools` variable and reads {what} from the system "
             "message's `tools` key; OpenAI-style clients that pass `tools` are silently ignored.",
-            "Callisto detects this and passes the tools as a JSON string in the system message's tools key.",
+            f"Callisto detects this and passes {what} in the system message's tools key.",
             _line(source, r"'tools' in message", r"message\[.tools.\]", r"\btools\b"),
         )
 
@@ -497,7 +499,7 @@ def _lint_template(
     # 7. doubled braces in instructions
     if mode != "none":
         rendered_tools, _ = render([{"role": "user", "content": _USER}], tools=tools)
-        if mode == "system_message":
+        if on_system:
             rendered_tools, _ = render([base_sys, {"role": "user", "content": _USER}])
         if rendered_tools and re.search(r'\{\{\s*\\?"(name|function|arguments)"', rendered_tools):
             add(

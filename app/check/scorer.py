@@ -147,6 +147,9 @@ MARKERS = (
     "<|tool_call_end|>",
     "<|thought_start|>",
     "<|thought_end|>",
+    # GLM-4's role headers (a call message opens with <|assistant|>, a result with <|observation|>)
+    "<|assistant|>",
+    "<|observation|>",
 )
 _CALL_OPENERS = (
     "<tool_call>",

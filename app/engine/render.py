@@ -21,8 +21,8 @@ Shapes (what each template needs, past the limits of the usual renderers):
 * a template that requires alternating user/assistant turns (Mistral) is rendered again
   with consecutive same-role turns merged, instead of failing;
 * a template that reads tools from the system message instead of the ``tools`` variable
-  (Phi-4-mini) gets them there, as a JSON string; one that reads them from its own
-  ``functions`` variable (FireFunction v2: a JSON string of the function specs, with the date in
+  gets them there: as a JSON string (Phi-4-mini) or as the list itself (GLM-4-9B-chat); one
+  that reads them from its own ``functions`` variable (FireFunction v2: a JSON string of the function specs, with the date in
   ``datetime``) gets them there (``tools_mode == "functions"``, :func:`functions_variables`);
 * with tools on, a ``tokenizer.chat_template.tool_use`` template is used when present;
 * a template that does not render tools at all (a plain ChatML template, the fallback), when a
@@ -77,7 +77,8 @@ class RenderedPrompt:
     tools_sent: bool
     merged_turns: bool = False
     # how the tools reached the prompt: "variable" (the template's ``tools``), "system_message"
-    # (Phi-4-mini's JSON string), "guidance" (schemas and the chosen format's call syntax written
+    # (Phi-4-mini's JSON string), "system_list" (GLM-4-9B-chat: the list on the system message),
+    # "functions" (FireFunction v2), "guidance" (schemas and the chosen format's call syntax written
     # into the system message) or "none" (the template ignored them: nothing reached the prompt)
     tools_mode: str = "variable"
     # how a thinking choice reached the prompt ("" : the template's default)
@@ -342,8 +343,8 @@ def render_messages(
                     shaped.insert(0, {"role": "user", "content": system})
                 else:
                     first["content"] = system + "\n\n" + first["content"]
-        elif tools and mode == "system_message":
-            payload = json.dumps(tools, ensure_ascii=False)
+        elif tools and mode in ("system_message", "system_list"):
+            payload = json.dumps(tools, ensure_ascii=False) if mode == "system_message" else tools
             if shaped and shaped[0]["role"] == "system":
                 shaped[0]["tools"] = payload
             else:

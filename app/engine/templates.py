@@ -812,8 +812,9 @@ def template_variables(source: str) -> frozenset[str]:
 @lru_cache(maxsize=64)
 def template_tools_mode(source: str) -> str:
     """How a template takes tools: ``variable`` (the standard ``tools``), ``system_message``
-    (Phi-4-mini: a JSON string in the system message's ``tools`` key), ``functions``
-    (FireFunction v2: its own ``functions`` variable) or ``none``."""
+    (Phi-4-mini: a JSON string in the system message's ``tools`` key), ``system_list`` (GLM-4-9B-chat:
+    the list itself in the system message's ``tools`` key), ``functions`` (FireFunction v2: its
+    own ``functions`` variable) or ``none``."""
     base = [{"role": "system", "content": "s"}, {"role": "user", "content": "u"}]
     try:
         if _PROBE_NAME in render_template(source, base, tools=_PROBE_TOOLS):
@@ -827,6 +828,11 @@ def template_tools_mode(source: str) -> str:
     try:
         if _PROBE_NAME in render_template(source, sys_msgs):
             return "system_message"
+    except TemplateRenderError:
+        pass
+    try:
+        if _PROBE_NAME in render_template(source, [dict(sys_msgs[0], tools=_PROBE_TOOLS), sys_msgs[1]]):
+            return "system_list"
     except TemplateRenderError:
         pass
     try:

@@ -206,3 +206,17 @@ def test_a_gguf_without_a_template_and_named_variants(tiny_gguf):
     assert any(
         f["id"] == "doubled_braces" and f["template"] == "chat_template.tool_use" for f in both["findings"]
     )
+
+
+def test_a_template_that_walks_the_system_message_s_tool_list():
+    """GLM-4-9B-chat's shape: the tools are a list on the message that carries them."""
+    src = (
+        "{% for item in messages %}{% if item['tools'] is defined %}<|system|>\nTools:"
+        "{% for tool in item['tools'] %}\n## {{ tool['function']['name'] }}{% endfor %}{% endif %}"
+        "{% if item['content'] %}<|{{ item['role'] }}|>\n{{ item['content'] }}{% endif %}{% endfor %}"
+        "{% if add_generation_prompt %}<|assistant|>{% endif %}"
+    )
+    report = lint_template(src)
+    f = next(f for f in report.findings if f.id == "no_tools_variable")
+    assert report.tools_mode == "system_list" and f.severity == "warning"
+    assert "the tool list" in f.explanation and "the tool list" in f.callisto

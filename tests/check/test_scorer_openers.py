@@ -36,7 +36,7 @@ EXEMPT = {
     '<|open|>message role="assistant"<|sep|>': "a role",
     "<|end_of_msg|>": "an end of message",
     "<|start|>": "a role (a marker)",
-    "<|assistant|>": "a role (GLM-4's calls open with a tool's name, no marker)",
+    "<|assistant|>": "a role (a marker): GLM-4's calls open with a tool's name",
     "<|channel|>": "a channel (a marker)",
 }
 
@@ -57,6 +57,12 @@ def test_every_family_s_call_opener_is_a_call_in_the_text(family, opener):
     text = f'Sure. {opener} name="lookup">'
     assert call_shaped(text, [], markers_only=True) is not None, (family, opener)
     assert leaked_marker(text) is not None, (family, opener)
+
+
+def test_glm4_s_role_headers_are_leaked_markers_not_calls():
+    for header in ("<|assistant|>", "<|observation|>"):
+        text = f"Sure. {header}get_time"
+        assert leaked_marker(text) is not None and call_shaped(text, [], markers_only=True) is None
 
 
 def test_a_plain_answer_holds_no_call_and_no_marker():

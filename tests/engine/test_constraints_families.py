@@ -339,3 +339,20 @@ def test_i32_a_repeated_call_ends_the_list_and_is_never_passed_on_for_every_fami
         if single or [e for e in events if isinstance(e, NoticeEvent) and e.code == "repeated_call"]:
             return
     raise AssertionError(f"{family}: no reply repeated its call in {TRIES} samples")
+
+
+def test_glm4_in_auto_holds_the_call_after_a_tool_s_name_and_an_answer_opens_a_line(model_for):
+    """GLM-4's call has no marker: in ``auto`` a reply is a call (a tool's name first) or an
+    answer, which opens with a line break as GLM-4's templates render one."""
+    from app.engine.errors import ConstraintError
+
+    model = model_for("glm4")
+    auto = compile_constraint(model, family="glm4", tools=TOOLS, tool_choice="auto")
+    auto.after("\nParis is sunny today.")  # an answer
+    auto.after('get_time\n{}<|assistant|>get_weather\n{"city": "Oslo"}')  # calls
+    for stray in ("Paris is sunny.", 'get_weather\n{"town": 1}', "get_weather: Oslo"):
+        with pytest.raises(ConstraintError):
+            auto.after(stray)
+    # after a reasoning block the answer is free (the block's grammar ends with its whitespace)
+    thinking = compile_constraint(model, family="glm4", tools=TOOLS, tool_choice="auto", reasoning=True)
+    thinking.after("<think>plan</think>\nParis is sunny.")

@@ -326,3 +326,21 @@ def test_a_template_that_writes_each_role_as_its_header_gets_observations():
     text = render_messages(source, conversation()[1:4], tools=TOOLS, tool_format="glm4").text
     assert '<|assistant|>get_weather\n{"city": "Paris", "days": 2}<|observation|>\nsunny, 21 C' in text
     assert "<|tool|>" not in text
+
+
+def test_a_template_that_reads_the_tool_list_from_the_system_message_gets_it_there():
+    """GLM-4-9B-chat's template ignores the ``tools`` variable and walks the ``tools`` key of the
+    message that carries it, as a list of OpenAI tools (Phi-4-mini's takes a JSON string there)."""
+    source = (
+        "{% for item in messages %}{% if item['tools'] is defined %}<|system|>\nTools:"
+        "{% for tool in item['tools'] %}{% if tool['type'] == 'function' %}\n## {{ tool['function']['name'] }}"
+        "{% endif %}{% endfor %}{% endif %}{% if item['content'] %}<|{{ item['role'] }}|>{{ item['metadata'] }}\n"
+        "{{ item['content'] }}{% endif %}{% endfor %}{% if add_generation_prompt %}<|assistant|>{% endif %}"
+    )
+    assert template_tools_mode(source) == "system_list"
+    for messages in (conversation(), conversation()[1:]):  # with and without a system message
+        rendered = render_messages(source, messages, tools=TOOLS, tool_format="glm4")
+        assert rendered.tools_mode == "system_list" and rendered.tools_sent
+        assert rendered.text.count("## get_weather") == 1 and "You can call these tools" not in rendered.text
+    phi = (TEMPLATES / "microsoft-Phi-4-mini-instruct.jinja").read_text()
+    assert template_tools_mode(phi) == "system_message"  # the JSON string is tried first

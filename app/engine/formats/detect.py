@@ -324,10 +324,11 @@ def _template_renderer(source: str, bos_token: str, eos_token: str) -> Render:
     def render(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> str:
         last = messages[-1].get("role") if messages else None
         extra = functions_variables(tools or [], "2026-01-01") if functions else {"tools": tools}
-        if mode == "system_message" and tools:  # Phi-4-mini: a JSON string on the system message
+        if mode in ("system_message", "system_list") and tools:
+            # Phi-4-mini: a JSON string on the system message; GLM-4-9B-chat: the list there
             first = dict(messages[0]) if messages and messages[0].get("role") == "system" else None
             system = first or {"role": "system", "content": ""}
-            system["tools"] = json.dumps(tools, ensure_ascii=False)
+            system["tools"] = json.dumps(tools, ensure_ascii=False) if mode == "system_message" else tools
             messages = [system, *messages[1 if first else 0 :]]
         return render_template(
             source,

@@ -199,8 +199,10 @@ def _grammar(ctx: Any, fmt: Format, tools: list[dict[str, Any]], forced: str | N
 
     block = calls_block(ctx, tools, forced, parallel, call, sep=NEXT)
     # a plain answer opens with a line break, as GLM-4's templates render one: after a tool's
-    # name the call is held
-    answer = ctx.rule("/(?s:[ \\t]*\\n.*)/", prefix="LEAD")
+    # name the call is held. After a reasoning block (whose grammar ends with the whitespace after
+    # its closing tag) the answer is left free: the parser still reads a call written there.
+    free_after_reasoning = ctx.reasoning or ctx.in_reasoning
+    answer = None if free_after_reasoning else ctx.rule("/(?s:[ \\t]*\\n.*)/", prefix="LEAD")
     return compose(ctx, fmt, block, opener=NEXT, parallel=parallel, start_only=True, answer=answer)
 
 
