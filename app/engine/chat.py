@@ -448,6 +448,9 @@ class LocalReplies:
         self.response_format = response_format
         self.declared = declared if declared is not None else (tools or [])
         self.grammar = grammar
+        if self.fmt is not None and self.fmt.turn_stops:  # where the family's reply has ended
+            base = tuple(stop) if stop is not None else tuple(model.stop_strings)
+            stop = base + tuple(s for s in self.fmt.turn_stops if s not in base)
         self.stop = stop
         self.deadline = None if deadline_s is None else time.monotonic() + deadline_s
         self.last_prompt: RenderedPrompt | None = None

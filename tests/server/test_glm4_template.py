@@ -3,8 +3,8 @@
 GLM-4's wire has no marker: a reply whose first line names a declared tool, with a JSON object on
 the next, is a call; further calls follow after ``<|assistant|>``. The template opens ``<think>``
 in its generation prompt, so each scripted reply closes its reasoning first. The client gets the
-calls, plain and streamed, with neither the name line nor the header in the text; a reply that
-names no declared tool streams as text."""
+calls, plain and streamed, with neither the name line nor the header in the text, and nothing of
+what a model writes after the result's header; a reply that names no declared tool is text."""
 
 from __future__ import annotations
 
@@ -18,10 +18,14 @@ REPLIES = {
     "glm4-one": 'The user wants the weather.</think>\nget_weather\n{"city": "Oslo"}',
     "glm4-two": 'Two tools.</think>\nget_weather \n{"city": "Oslo"}<|assistant|>get_time\n{"zone": "Europe/Oslo"}',
     "glm4-answer": "Easy.</think>\nweather\n{} is what I would call it.",
+    # GGUFs that do not mark <|observation|> as an end of generation: the model goes on to write
+    # the result itself, and then the next user turn
+    "glm4-runs-on": 'Weather.</think>\nget_weather\n{"city": "Oslo"}<|observation|>\nsunny<|user|>\nThanks',
 }
 CALLS = {
     "glm4-one": [("get_weather", OSLO)],
     "glm4-two": [("get_weather", OSLO), ("get_time", ZONE)],
+    "glm4-runs-on": [("get_weather", OSLO)],
 }
 TEMPLATE = TEMPLATES / "glm-z1-9b-0414.jinja"
 
@@ -34,7 +38,12 @@ server, client = reply_fixtures(
 )
 
 test_the_template_is_glm4, test_named_calls_reach_the_client_as_calls = stray_wire_tests(
-    TEMPLATE, "glm4", {k: CALLS[k] for k in CALLS}, USER, TOOLS, markers=("get_", "<|assistant|>", "{")
+    TEMPLATE,
+    "glm4",
+    {k: CALLS[k] for k in CALLS},
+    USER,
+    TOOLS,
+    markers=("get_", "<|assistant|>", "{", "observation", "sunny"),
 )
 
 

@@ -461,6 +461,10 @@ class Format:
     # llama.cpp may count as an end of generation, and what begins the turn's next message).
     # A reply that ends at that end token goes on while the model writes that beginning next.
     message_end: tuple[str, str] | None = None
+    # Where the family's reply has ended though llama.cpp may not count it as an end of generation
+    # (GLM-4's GGUFs: ``<|observation|>``, the header of the result the model would otherwise go
+    # on to write itself): stop strings of every generation in the family's syntax.
+    turn_stops: tuple[str, ...] = ()
     raw_values: bool = False  # arguments are written as text (typed by the schema from text)
     # Openers of a start-only family that open a call anywhere in the reply (special tokens such
     # as Llama 4's <|python_start|>); the other openers stay start-only.

@@ -144,6 +144,9 @@ class Glm4Format(Format):
     anywhere = (NEXT,)
     reasoning = THINK
     stream_class = _ReplyStream
+    # the headers of the result and of the next user turn: Zhipu's stop tokens, which GLM-4's GGUFs
+    # do not all mark as ends of generation (the model would write the tool's result itself)
+    turn_stops = ("<|observation|>", "<|user|>")
 
     def region_scanner(self, opener: str) -> _MessageScanner:
         return _MessageScanner()
