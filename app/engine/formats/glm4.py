@@ -42,7 +42,7 @@ from app.json_schema import tool_schemas
 __all__ = ["Glm4Format"]
 
 NEXT = "<|assistant|>"  # the role header of the turn's next message
-_HEAD = re.compile(r"([A-Za-z_][\w.\-]*)[ \t]*\n[ \t]*")
+_HEAD = re.compile(r"([\w.\-]+)[ \t]*\n[ \t]*")  # (the name: as _WORD reads it)
 _NAME_CHARS = re.compile(r"[\w.\-]")
 _WORD = re.compile(r"[\w.\-]*")
 _MAX_NAME = 256
@@ -138,7 +138,7 @@ class _ReplyStream(Stream):
 
 class Glm4Format(Format):
     name = "glm4"
-    label = "GLM-4 (tool name, then JSON arguments: GLM-4-9B-chat, GLM-4-0414, GLM-Z1)"
+    label = "GLM-4 name line and JSON (Zhipu GLM-4-9B-chat, GLM-4-0414, GLM-Z1)"
     openers = (NEXT,)
     start_only = True
     anywhere = (NEXT,)
