@@ -183,6 +183,12 @@ class Glm4Format(Format):
             return None
         return IncompleteCall(opener + body, m.group(1), "truncated")
 
+    def call_begun(self, answer: str) -> bool:
+        """Whether ``answer`` may have begun a call: any word written, since a call opens with a
+        tool's name and this method is not told the tools (so an answer that has begun is left
+        free of a grammar compiled again from its start; the parser still reads a call)."""
+        return isinstance(answer, str) and (super().call_begun(answer) or bool(answer.strip()))
+
     def grammar_wire(self, ctx):
         return _grammar
 
