@@ -9,9 +9,9 @@ Shapes (what each template needs, past the limits of the usual renderers):
 * call ids are 9 alphanumerics: local ids are ``call00000``..., replayed ids that are not
   9 alphanumerics become ``hist00000``... (the tool result that answers them follows);
 * tool results carry ``tool_call_id`` and ``name``;
-* a template that renders a past call only from an assistant message's ``metadata`` and a result
-  only from an ``observation`` message (GLM-4's) gets each call as such a message (the tool's
-  name, the arguments' JSON) and each result as an ``observation`` (:func:`reads_metadata_calls`);
+* a template that renders a past call only from an assistant message's ``metadata`` and knows
+  nothing of ``tool_calls`` (GLM-4's) gets each call as such a message (the tool's name, the
+  arguments' JSON) and each result as an ``observation`` message (:func:`reads_metadata_calls`);
 * reasoning goes back as ``reasoning_content`` (Qwen3 and others) for templates that read it,
   and as ``thinking`` for templates that read that key instead (gpt-oss, LFM2.5: found by a trial
   render, ``app.engine.thinking``), so a tool round's prompt extends the last one (KV reuse);
@@ -22,8 +22,9 @@ Shapes (what each template needs, past the limits of the usual renderers):
   with consecutive same-role turns merged, instead of failing;
 * a template that reads tools from the system message instead of the ``tools`` variable
   gets them there: as a JSON string (Phi-4-mini) or as the list itself (GLM-4-9B-chat); one
-  that reads them from its own ``functions`` variable (FireFunction v2: a JSON string of the function specs, with the date in
-  ``datetime``) gets them there (``tools_mode == "functions"``, :func:`functions_variables`);
+  that reads them from its own ``functions`` variable (FireFunction v2: a JSON string of the
+  function specs, with the date in ``datetime``) gets them there (``tools_mode ==
+  "functions"``, :func:`functions_variables`);
 * with tools on, a ``tokenizer.chat_template.tool_use`` template is used when present;
 * a template that does not render tools at all (a plain ChatML template, the fallback), when a
   tool-call format was chosen explicitly, gets the schemas and an example call in that format's
@@ -184,17 +185,14 @@ def shape_messages(
                     )
                 if metadata_calls:
                     # GLM-4: each call an assistant message of its own, the tool's name its
-                    # ``metadata``, the arguments its content (as the model writes them)
-                    if d["content"] or reasoning_key in d:
+                    # ``metadata``, the arguments its content (as the model writes them); the
+                    # turn's text a message before them, its reasoning on the first
+                    messages_out = [_metadata_call(c.name, c.arguments) for c in m.tool_calls]
+                    if d["content"]:
                         out.append(d)
-                    out.extend(
-                        {
-                            "role": "assistant",
-                            "metadata": c.name,
-                            "content": json_text(_as_object(c.arguments)),
-                        }
-                        for c in m.tool_calls
-                    )
+                    elif reasoning_key in d:
+                        messages_out[0][reasoning_key] = d[reasoning_key]
+                    out.extend(messages_out)
                     continue
                 if calls_as is None:
                     d["tool_calls"] = calls
@@ -236,6 +234,17 @@ def shape_messages(
             continue
         out.append(d)
     return out
+
+
+def _metadata_call(name: str, arguments: dict[str, Any] | str) -> dict[str, Any]:
+    """A call as GLM-4's templates render one: the name as ``metadata``, the arguments' JSON as
+    content (a client's text that is no JSON object as it was sent)."""
+    value = _arguments(arguments)
+    return {
+        "role": "assistant",
+        "metadata": name,
+        "content": value if isinstance(value, str) else json_text(value),
+    }
 
 
 # a message's ``metadata`` key, as GLM-4's templates read it

@@ -297,14 +297,18 @@ def test_glm4_sees_its_past_calls_as_metadata_messages_and_results_as_observatio
     assert text.index('Paris", "days"') < text.index("Oslo") < text.index("sunny") < text.index("rain")
     assert "<|assistant|>\nIt is sunny." in text  # the answer after the results, as before
     shaped = shape_messages(messages, metadata_calls=True)
-    assert [m["role"] for m in shaped[2:7]] == [
-        "assistant",
-        "assistant",
-        "assistant",
-        "observation",
-        "observation",
+    # the turn's reasoning goes with its first call (no empty message before it)
+    assert [m["role"] for m in shaped[2:6]] == ["assistant", "assistant", "observation", "observation"]
+    assert (
+        shaped[2]["metadata"] == "get_weather" and shaped[2]["reasoning_content"] == "I should call the tool."
+    )
+    text_first = shape_messages(
+        [Message("assistant", "Checking.", tool_calls=[ToolCall("c", "f", "not json")])], metadata_calls=True
+    )
+    assert text_first == [
+        {"role": "assistant", "content": "Checking."},
+        {"role": "assistant", "metadata": "f", "content": "not json"},  # a client's text, as sent
     ]
-    assert shaped[2] == {"role": "assistant", "content": "", "reasoning_content": "I should call the tool."}
     # a template that renders tool_calls keeps them, whatever else it mentions
     from app.engine.render import reads_metadata_calls
 
