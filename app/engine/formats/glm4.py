@@ -17,7 +17,9 @@ A turn of several calls is several messages: each further one opens with ``<|ass
 role header the template writes before every assistant message (ChatGLM's own reader splits the
 reply there), or follows the last call at once (the header left out, as an engine that drops
 special tokens shows it). ``<|assistant|>`` then a line break opens a message of text: that
-header is structure, the text after it content. GLM-Z1 reasons in ``<think>`` first.
+header is structure, the text after it content; so is the line break that opens the reply (the
+template writes it after ``<|assistant|>``: the answer's text starts after it, as the template
+renders it back). GLM-Z1 reasons in ``<think>`` first.
 """
 
 from __future__ import annotations
@@ -115,21 +117,27 @@ class _ReplyStream(Stream):
             self._mode = _CALLSTART  # (an opening tag after the calls decided): a message may follow
         return stepped
 
+    _header = True  # the reply's first decision is still to come (its header's line break)
+
     def _step_callstart(self, final: bool, truncated: bool) -> bool:
         i = self._leading_ws()
         rest = self._buf[i:]
+        word = "" if rest.startswith(NEXT) else _WORD.match(rest).group()  # type: ignore[union-attr]
+        self.ops += len(word) + 1
+        if not final and not rest.startswith(NEXT):
+            if word == rest or (len(rest) < len(NEXT) and NEXT.startswith(rest)):
+                if any(n.startswith(word) for n in self._schemas):
+                    return False  # whitespace so far, or the start of a tool's name or of the header
+        self._ws = 0
+        if self._header:
+            self._header = False
+            if self._buf.startswith("\n"):  # ``<|assistant|>\n``: the header's line break
+                self._consume(1)
+                i -= 1
         if rest.startswith(NEXT):
-            self._ws = 0
             self._text(self._consume(i))
             self._open_region(NEXT)
-            return True
-        word = _WORD.match(rest).group()  # type: ignore[union-attr]  # (matches the empty string)
-        self.ops += len(word) + 1
-        if not final and (word == rest or (len(rest) < len(NEXT) and NEXT.startswith(rest))):
-            if any(n.startswith(word) for n in self._schemas):
-                return False  # whitespace so far, or the start of a tool's name or of the header
-        self._ws = 0
-        if word in self._schemas:
+        elif word in self._schemas:
             self._open_region(self._buf[:i])  # the whitespace is the opener: the name follows it
         else:
             self._mode = "text"  # no tool's name: an answer, streamed at once
