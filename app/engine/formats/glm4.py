@@ -191,6 +191,11 @@ class Glm4Format(Format):
             return None
         return IncompleteCall(opener + body, m.group(1), "truncated")
 
+    def call_name(self, raw: str) -> str | None:
+        """The tool a call being written (or cut) goes to: its first word (the shared hints look
+        for markup this wire does not have)."""
+        return _WORD.match(raw.removeprefix(NEXT).lstrip()).group() or None  # type: ignore[union-attr]
+
     def call_begun(self, answer: str) -> bool:
         """Whether ``answer`` may have begun a call: any word written, since a call opens with a
         tool's name and this method is not told the tools (so an answer that has begun is left
