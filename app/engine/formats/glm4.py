@@ -102,6 +102,8 @@ class _ReplyStream(Stream):
     call) opens a message: a call where it opens with a declared tool's name (the whitespace
     before it the region's opener), text at the first character that rules every name out."""
 
+    _header = True  # the reply's first decision is still to come (its header's line break)
+
     def _after_reasoning(self) -> str:
         return _CALLSTART
 
@@ -116,8 +118,6 @@ class _ReplyStream(Stream):
         if self._mode == "text":
             self._mode = _CALLSTART  # (an opening tag after the calls decided): a message may follow
         return stepped
-
-    _header = True  # the reply's first decision is still to come (its header's line break)
 
     def _step_callstart(self, final: bool, truncated: bool) -> bool:
         i = self._leading_ws()
