@@ -129,6 +129,7 @@ def shape_messages(
     image_mark: str | None = None,
     history_id: str | None = None,
     metadata_calls: bool = False,
+    reasoning_pads: tuple[bool, bool] = (False, False),
 ) -> list[dict[str, Any]]:
     """Template-ready dicts (see the module docstring for the shapes).
 
@@ -143,7 +144,9 @@ def shape_messages(
     and ``{index}``), a tool result the id its call got; None: valid ids are kept.
     ``metadata_calls``: each call becomes an assistant message whose ``metadata`` is the tool's
     name and whose content is the arguments' JSON, each result an ``observation`` message (the
-    shape GLM-4's templates render, :func:`reads_metadata_calls`)."""
+    shape GLM-4's templates render, :func:`reads_metadata_calls`).
+    ``reasoning_pads``: the template writes a line break before / after the reasoning, so one the
+    reply wrote there is left out (the prompt then repeats the reply as it was written)."""
     id_map: dict[str, str] = {}
     names: dict[str, str] = {}
     counter = 0
@@ -170,7 +173,8 @@ def shape_messages(
         if m.role == "assistant":
             d: dict[str, Any] = {"role": "assistant", "content": m.content or ""}
             if m.reasoning:
-                d[reasoning_key] = m.reasoning
+                reasoning = m.reasoning.removeprefix("\n") if reasoning_pads[0] else m.reasoning
+                d[reasoning_key] = reasoning.removesuffix("\n") if reasoning_pads[1] else reasoning
             if m.tool_calls:
                 calls = []
                 for c in m.tool_calls:
@@ -324,6 +328,7 @@ def render_messages(
             image_mark=image_mark,
             history_id=history_id,
             metadata_calls=metadata_calls,
+            reasoning_pads=control.pads_reasoning if control is not None else (False, False),
         )
         if args_text:  # templates that concatenate the arguments (Functionary v3.2) need JSON text
             for m in shaped:

@@ -168,7 +168,9 @@ class ThinkingControl:
     only forces thinking on and another variable skips it (HyperCLOVA X's ``force_reasoning`` and
     ``skip_reasoning``; with neither set, the model decides). ``reads_reasoning``: the message
     key the template reads earlier reasoning from (``reasoning_content``, ``thinking`` or
-    ``thought``; None: it never shows it)."""
+    ``thought``; None: it never shows it); ``pads_reasoning``: whether it writes a line break
+    before and after that reasoning (MiniCPM3's ``<|thought_start|>\n{thought}\n``), so the line
+    breaks a reply wrote there go back without it (the prompt then extends the reply as written)."""
 
     kind: str = "none"
     switch: str | None = None
@@ -182,6 +184,7 @@ class ThinkingControl:
     tag: bool = False
     markers: tuple[str, str] | None = None
     reads_reasoning: str | None = None
+    pads_reasoning: tuple[bool, bool] = (False, False)
 
     @property
     def has_switch(self) -> bool:
@@ -263,9 +266,10 @@ def _last(rendered: str) -> str:
     return rendered.rsplit("\x00", 1)[-1]
 
 
-def _reads_reasoning(source: str) -> str | None:
+def _reads_reasoning(source: str) -> tuple[str | None, tuple[bool, bool]]:
     """The message key ``source`` reads an earlier reply's reasoning from, in a tool round
-    (MiniCPM3's template reads ``thought``)."""
+    (MiniCPM3's template reads ``thought``), and whether it writes a line break right before and
+    right after it (None, (False, False): it never shows it)."""
     for key in ("reasoning_content", "thinking", "thought"):
         probe = "callisto_probe_reasoning_1c9e"
         call = {"id": "call00000", "type": "function", "function": {"name": "f", "arguments": {}}}
@@ -281,8 +285,8 @@ def _reads_reasoning(source: str) -> str | None:
             msgs[2] = {"role": "user", "content": "V"}
             out = _render(source, msgs)
         if out is not None and probe in out:
-            return key
-    return None
+            return key, ("\n" + probe in out, probe + "\n" in out)
+    return None, (False, False)
 
 
 _OFF_LEVELS = ("none", "no_think", "off", "disabled")
@@ -356,7 +360,7 @@ def thinking_control(source: str, markers: tuple[str, str] | None = None) -> Thi
     default = _render(source)
     if default is None:
         return ThinkingControl(markers=markers)
-    reads = _reads_reasoning(source)
+    reads, pads = _reads_reasoning(source)
     switch: str | None = None
     off_value: Any = False
     on_value: Any = True
@@ -433,4 +437,5 @@ def thinking_control(source: str, markers: tuple[str, str] | None = None) -> Thi
         tag=tag,
         markers=markers,
         reads_reasoning=reads,
+        pads_reasoning=pads,
     )

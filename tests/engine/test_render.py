@@ -348,3 +348,32 @@ def test_a_template_that_reads_the_tool_list_from_the_system_message_gets_it_the
         assert rendered.text.count("## get_weather") == 1 and "You can call these tools" not in rendered.text
     phi = (TEMPLATES / "microsoft-Phi-4-mini-instruct.jinja").read_text()
     assert template_tools_mode(phi) == "system_message"  # the JSON string is tried first
+
+
+def test_a_template_that_pads_the_reasoning_gets_it_back_as_the_reply_wrote_it():
+    """MiniCPM3's template writes ``<|thought_start|>\\n{thought}\\n<|thought_end|>``; its model
+    writes those line breaks itself, and the parser keeps them in the reasoning. Passed back as
+    read, they were written twice, and the next prompt no longer extended the reply (its KV
+    prefix was read again from there)."""
+    from app.engine.formats import FORMATS
+
+    source = (TEMPLATES / "vllm-minicpm3.jinja").read_text(encoding="utf-8")
+    user = [Message("user", "Weather in Paris?")]
+    first = render_messages(source, user, tools=TOOLS).text
+    thought = "<|thought_start|>\nThe user wants the weather.\n<|thought_end|>\n"
+    reply = FORMATS["minicpm3"].parse(
+        thought + '<|tool_call_start|>\n```python\nget_weather(city="Paris")\n```\n<|tool_call_end|>', TOOLS
+    )
+    assert reply.reasoning == "\nThe user wants the weather.\n" and reply.tool_calls
+    turn = Message("assistant", reply.content, reasoning=reply.reasoning, tool_calls=reply.tool_calls)
+    result = Message("tool", "sunny", tool_call_id=reply.tool_calls[0].id, name="get_weather")
+    second = render_messages(source, [*user, turn, result], tools=TOOLS).text
+    assert second.startswith(first + thought)
+    from app.engine.thinking import thinking_control
+
+    assert thinking_control(source).pads_reasoning == (True, True)
+    # gpt-oss writes its analysis between its own tags, no line break around it: as read
+    assert thinking_control((TEMPLATES / "openai-gpt-oss-120b.jinja").read_text()).pads_reasoning == (
+        False,
+        False,
+    )
