@@ -22,6 +22,7 @@ __all__ = [
     "PROBE_ARGS",
     "PROBE_CALL",
     "PROBE_TOOLS",
+    "TAUGHT_TEMPLATES",
     "TEMPLATE_MARKERS",
     "WIRE_OF",
     "call_texts",
@@ -290,6 +291,13 @@ MARKED_TEMPLATES: tuple[tuple[str, tuple[str, ...]], ...] = (
 )
 
 
+# Templates whose system prompt teaches, in its own words, a wire other than the one they render a
+# past call in: the model writes what the prompt teaches, so the teaching names the family before
+# any probe is read. vLLM's Phi-4-mini template teaches ``functools[...]`` (FireFunction's words,
+# with Phi's ``<|end|>``) and renders a past call as bare JSON, which Hermes' reader would take.
+TAUGHT_TEMPLATES: tuple[tuple[str, tuple[str, ...]], ...] = (("phi4-mini", ("functools[", "<|end|>")),)
+
+
 def _marked(name: str, source: str | None) -> bool:
     """Whether detection may name ``name`` for a template whose source is ``source``."""
     marks = TEMPLATE_MARKERS.get(name)
@@ -304,6 +312,10 @@ def detect(render: Render, eos_token: str = "", *, source: str | None = None) ->
     the template's text, where known (the families of :data:`TEMPLATE_MARKERS` need it, and a
     template of :data:`MARKED_TEMPLATES` is known by it when no probe call was read).
     """
+    if source is not None:
+        for name, marks in TAUGHT_TEMPLATES:
+            if name in FORMATS and all(m in source for m in marks):
+                return name
     for prompt, text in _iter_call_texts(render, PROBE_TOOLS, PROBE_CALL[0], PROBE_ARGS, eos_token or ""):
         for name, fmt in FORMATS.items():
             if _marked(name, source) and _may_read_a_call(fmt, text) and _reads_probe(fmt, prompt, text):
