@@ -142,12 +142,10 @@ class BlockStream(Stream):
     def _h_sink(self, final: bool, truncated: bool) -> bool:
         text, m = self._body(final)
         (self._reason if self._mode == REASON else self._text)(text)
-        if m is not None:
-            self._mode = _HEAD
-            return True
-        if final:
-            self._mode = _DONE
-        return False
+        if m is None and not final:
+            return False
+        self._mode = _HEAD if m is not None else _DONE
+        return m is not None
 
     def _h_call(self, final: bool, truncated: bool) -> bool:
         text, m = self._body(final)
