@@ -26,8 +26,8 @@ Adding a family touches three places: its module, its cases file and the list be
    region ends; reuse the shared ones: ``sections.JsonTagScanner``, ``jsonscan.JsonScanner``,
    ``sections.SkipValuesScanner``, ``sections.SectionScanner``, ``sections.JsonCallSection``,
    ``pycalls.PyListScanner``, ``json_list.JsonListScanner``; a wire several families write has
-   a base class that takes the family's markers, such as ``json_list.JsonListFormat`` and
-   ``sections.JsonSectionFormat``, and the readers of tag parameters are in ``xml_params``; a
+   a base class that takes the family's markers, such as ``json_list.JsonListFormat``,
+   ``sections.JsonSectionFormat`` and ``name_line.NameLineFormat``, and the readers of tag parameters are in ``xml_params``; a
    helper two families share goes in such a shared module, never in a family module),
    ``parse_region(...)`` (strict, never raises, returns ``([ParsedCall, ...], leftover)`` or
    ``None`` for "this is text") and ``example_call(name, arguments)`` (the call as the model

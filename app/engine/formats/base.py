@@ -814,6 +814,11 @@ class Stream:
     def _after_reasoning(self) -> str:
         return _CALLSTART if self.fmt.start_only else _TEXT
 
+    def _after_calls(self) -> str:
+        """The state after a region's calls (and the whitespace after them) were read: text,
+        unless the family's next call opens without a marker (see GLM-4's)."""
+        return _TEXT
+
     def _search_strays(self) -> None:
         """From here on, a closing reasoning tag in the answer is markup (dropped)."""
         if self._strays and not self._stray_search:
@@ -895,7 +900,7 @@ class Stream:
         elif not final and any(o.startswith(buf[i:]) for o in self._opens):
             return False  # whitespace, or the start of a tag
         self._ws = self._tail = 0
-        self._mode = _TEXT
+        self._mode = self._after_calls()
         return True
 
     def _step_lead(self, final: bool, truncated: bool) -> bool:
@@ -1172,6 +1177,8 @@ class Stream:
             self._cut("", leftover[lead:])
         else:
             self._text(leftover)
+            if calls:
+                self._mode = self._after_calls()
 
     def _cut(self, opener: str, body: str) -> None:
         """A region the token limit cut: an incomplete call, or text where the family says so."""

@@ -17,8 +17,8 @@ import re
 from functools import partial
 from typing import Any
 
-from app.engine.formats.base import Format, IncompleteCall, JsonStateScanner, ParsedCall, Stream, register
-from app.engine.formats.jsonscan import loads_repaired
+from app.engine.formats.base import ParsedCall, Stream, register
+from app.engine.formats.name_line import NameLineFormat
 from app.engine.formats.sections import json_text
 
 __all__ = ["FunctionaryV32Format"]
@@ -26,48 +26,7 @@ __all__ = ["FunctionaryV32Format"]
 SEP = ">>>"
 TEXT_RECIPIENT = "all"
 _NAME = re.compile(r"[A-Za-z_][\w.\-]*")
-_NAME_CHARS = re.compile(r"[\w.\-]")
-_MAX_NAME = 256
 _CALLSTART = "callstart"
-
-
-class _SegmentScanner(JsonStateScanner):
-    """``NAME\\n`` then, unless NAME is ``all``, one JSON object; ends right after it (or at a fault)."""
-
-    def __init__(self) -> None:
-        super().__init__("name")
-        self.name: list[str] = []
-
-    def scan(self, buf: str, final: bool) -> tuple[int, bool]:
-        i, n = 0, len(buf)
-        while i < n:
-            if self.state == "name":
-                c = buf[i]
-                self.ops += 1
-                if c == "\n" and self.name:
-                    i += 1
-                    if "".join(self.name) == TEXT_RECIPIENT:
-                        return i, True  # a text segment's header: the text follows as content
-                    self.state = "pre"
-                    continue
-                if not _NAME_CHARS.match(c) or len(self.name) >= _MAX_NAME:
-                    return i, True  # not a recipient line: the region is text
-                self.name.append(c)
-                i += 1
-                continue
-            if self.state == "pre":
-                self.ops += 1
-                if buf[i] in " \t":
-                    i += 1
-                    continue
-                if buf[i] != "{":
-                    return i, True
-                self.state = "json"
-            j = self.feed_json(self.json, buf, i)
-            if j == -1:
-                return n, False
-            return j, True
-        return n, False
 
 
 class _SegmentStream(Stream):
@@ -85,37 +44,24 @@ class _SegmentStream(Stream):
         return True
 
 
-class FunctionaryV32Format(Format):
+class FunctionaryV32Format(NameLineFormat):
     name = "functionary-v3.2"
     label = "Functionary v3.2 (MeetKai functionary v3.2)"
     openers = (SEP,)
+    text_name = TEXT_RECIPIENT
 
     stream_class = _SegmentStream
 
-    def region_scanner(self, opener: str) -> _SegmentScanner:
-        return _SegmentScanner()
+    def names_tool(self, name: str, tools: list[dict[str, Any]] | None) -> bool:
+        """A recipient line that is a name (a letter or ``_`` first) opens a call; a segment cut
+        after it is an incomplete call, one cut before it (``Hello``) text."""
+        return _NAME.fullmatch(name) is not None
 
     def parse_region(self, opener, body, *, at_end, truncated, tools):
         if body == TEXT_RECIPIENT + "\n":
             return [], ""  # the header of a text segment is structure
-        m = _NAME.match(body)
-        if m is None or not body.startswith("\n", m.end()) or m.group() == TEXT_RECIPIENT:
-            return None
-        raw_args = body[m.end() + 1 :]
-        if not raw_args.rstrip().endswith("}") or (at_end and truncated):
-            return None
-        ok, args = loads_repaired(raw_args.strip())
-        if not ok or not isinstance(args, dict):
-            return None
-        return [ParsedCall(m.group(), args, opener + body)], ""
-
-    def cut_call(self, opener, body, tools):
-        """A cut segment is an incomplete call only once its recipient line names a tool; a
-        reply cut before that (``Hello``) is text."""
-        m = _NAME.match(body)
-        if m is None or not body.startswith("\n", m.end()) or m.group() == TEXT_RECIPIENT:
-            return None
-        return IncompleteCall(opener + body, m.group(), "truncated")
+        call = self.read_call(body, at_end=at_end, truncated=truncated, tools=tools)
+        return None if call is None else ([ParsedCall(call[0], call[1], opener + body)], "")
 
     def grammar_wire(self, ctx):
         from app.engine.grammar.wires import json_section

@@ -28,73 +28,16 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from app.engine.formats.base import (
-    THINK,
-    Format,
-    IncompleteCall,
-    JsonStateScanner,
-    ParsedCall,
-    Stream,
-    register,
-)
-from app.engine.formats.jsonscan import loads_repaired
+from app.engine.formats.base import THINK, Format, ParsedCall, Stream, register
+from app.engine.formats.name_line import NameLineFormat
 from app.engine.formats.sections import json_text
 from app.json_schema import tool_schemas
 
 __all__ = ["Glm4Format"]
 
 NEXT = "<|assistant|>"  # the role header of the turn's next message
-_HEAD = re.compile(r"([\w.\-]+)[ \t]*\n[ \t]*")  # (the name: as _WORD reads it)
-_NAME_CHARS = re.compile(r"[\w.\-]")
-_WORD = re.compile(r"[\w.\-]*")
-_MAX_NAME = 256
+_WORD = re.compile(r"[\w.\-]*")  # a name, as the name line reads it
 _CALLSTART = "callstart"
-
-
-class _MessageScanner(JsonStateScanner):
-    """A message's head: ``NAME``, spaces, a line break, then one JSON object (ends right after
-    it, or at the first character that does not fit). A header with no name (``\\n`` right after
-    ``<|assistant|>``) ends at its line break."""
-
-    def __init__(self) -> None:
-        super().__init__("name")
-        self.name = 0
-
-    def scan(self, buf: str, final: bool) -> tuple[int, bool]:
-        i, n = 0, len(buf)
-        while i < n:
-            c = buf[i]
-            self.ops += 1
-            if self.state == "name":
-                if c == "\n":
-                    if not self.name:
-                        return i + 1, True  # a text message's header
-                    self.state = "pre"
-                    i += 1
-                    continue
-                if self.name and c in " \t":
-                    self.state = "gap"
-                    i += 1
-                    continue
-                if not _NAME_CHARS.match(c) or self.name >= _MAX_NAME:
-                    return i, True  # not a name line: the region is text
-                self.name += 1
-                i += 1
-                continue
-            if self.state in ("gap", "pre"):
-                if c in " \t":
-                    i += 1
-                    continue
-                if self.state == "gap" and c == "\n":
-                    self.state = "pre"
-                    i += 1
-                    continue
-                if self.state == "gap" or c != "{":
-                    return i, True
-                self.state = "json"
-            j = self.feed_json(self.json, buf, i)
-            return (n, False) if j == -1 else (j, True)
-        return n, False
 
 
 class _ReplyStream(Stream):
@@ -107,17 +50,8 @@ class _ReplyStream(Stream):
     def _after_reasoning(self) -> str:
         return _CALLSTART
 
-    def _close_region(self, *, at_end: bool, truncated: bool) -> None:
-        calls = self._ncalls
-        super()._close_region(at_end=at_end, truncated=truncated)
-        if self._ncalls > calls and self._mode == "text":
-            self._mode = _CALLSTART  # another message may follow at once
-
-    def _step_postcall(self, final: bool, truncated: bool) -> bool:
-        stepped = super()._step_postcall(final, truncated)
-        if self._mode == "text":
-            self._mode = _CALLSTART  # (an opening tag after the calls decided): a message may follow
-        return stepped
+    def _after_calls(self) -> str:
+        return _CALLSTART  # another message may follow at once
 
     def _step_callstart(self, final: bool, truncated: bool) -> bool:
         i = self._leading_ws()
@@ -144,10 +78,12 @@ class _ReplyStream(Stream):
         return True
 
 
-class Glm4Format(Format):
+class Glm4Format(NameLineFormat):
     name = "glm4"
     label = "GLM-4 name line and JSON (Zhipu GLM-4-9B-chat, GLM-4-0414, GLM-Z1)"
     openers = (NEXT,)
+    name_spaces = True  # GLM-4-0414 writes ``{{ meta }} \n``
+    cut_needs_args = True  # a cut name line alone may be the start of an answer
     start_only = True
     anywhere = (NEXT,)
     reasoning = THINK
@@ -156,40 +92,15 @@ class Glm4Format(Format):
     # do not all mark as ends of generation (the model would write the tool's result itself)
     turn_stops = ("<|observation|>", "<|user|>")
 
-    def region_scanner(self, opener: str) -> _MessageScanner:
-        return _MessageScanner()
-
-    def _head(self, body: str, tools: list[dict[str, Any]] | None) -> re.Match[str] | None:
-        """The name line a region opens with, where it names a declared tool."""
-        m = _HEAD.match(body)
-        return None if m is None or m.group(1) not in tool_schemas(tools) else m
+    def names_tool(self, name: str, tools: list[dict[str, Any]] | None) -> bool:
+        return name in tool_schemas(tools)  # only a declared tool's name opens a call
 
     def parse_region(self, opener, body, *, at_end, truncated, tools):
-        call = self._call(body, at_end=at_end, truncated=truncated, tools=tools)
+        call = self.read_call(body, at_end=at_end, truncated=truncated, tools=tools)
         if call is not None:
             return [ParsedCall(call[0], call[1], opener + body)], ""
         # a message's header is structure, never content: what follows it is text
         return ([], body.removeprefix("\n")) if opener == NEXT else None
-
-    def _call(
-        self, body: str, *, at_end: bool, truncated: bool, tools: list[dict[str, Any]] | None
-    ) -> tuple[str, dict[str, Any]] | None:
-        m = self._head(body, tools)
-        if m is None:
-            return None
-        raw_args = body[m.end() :]
-        if not raw_args.rstrip().endswith("}") or (at_end and truncated):
-            return None
-        ok, args = loads_repaired(raw_args.strip())
-        return (m.group(1), args) if ok and isinstance(args, dict) else None
-
-    def cut_call(self, opener, body, tools):
-        """A region cut by the token limit is an incomplete call once its name line (that may
-        open a call) is written and its arguments have begun; before that it is text."""
-        m = self._head(body, tools)
-        if m is None or not body[m.end() :].startswith("{"):
-            return None
-        return IncompleteCall(opener + body, m.group(1), "truncated")
 
     def call_name(self, raw: str) -> str | None:
         """The tool a call being written (or cut) goes to: its first word (the shared hints look
