@@ -48,6 +48,7 @@ import re
 import secrets
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from app.engine.errors import PromptRenderError, TemplateRenderError
@@ -255,6 +256,7 @@ def _metadata_call(name: str, arguments: dict[str, Any] | str) -> dict[str, Any]
 _METADATA = re.compile(r"""\[\s*['"]metadata['"]\s*\]|\.get\(\s*['"]metadata['"]|\.metadata\b""")
 
 
+@lru_cache(maxsize=64)  # read once per template, as its other traits are
 def reads_metadata_calls(source: str) -> bool:
     """Whether a template renders a past call from an assistant message's ``metadata`` (the
     tool's name) and knows nothing of ``tool_calls``: GLM-4's templates
