@@ -92,6 +92,7 @@ _FAMILY_CALL_OPENERS = (
     "<tool: ",
     " -> tool/function_call\n",
     "functools[",
+    "**Tool Call:**",
     "<｜tool calls begin｜>",
     "<｜tool\\_calls\\_begin｜>",
     "<｜tool▁calls｜>",

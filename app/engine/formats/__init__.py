@@ -126,6 +126,7 @@ FAMILY_MODULES: tuple[str, ...] = (
     "hyperclovax",
     "minicpm3",
     "glm4",
+    "rwkv",
 )
 
 for _module in FAMILY_MODULES:

@@ -39,8 +39,10 @@ from app.engine.formats.sections import JsonTagScanner, closed_body, json_text, 
 from app.json_schema import tool_schemas
 
 __all__ = [
+    "FENCE",
     "FencedListScanner",
     "JsonTagFormat",
+    "MarkedFenceScanner",
     "OpenListFormat",
     "OpenObjectFormat",
     "OpenValueScanner",
@@ -48,6 +50,7 @@ __all__ = [
     "fenced_object",
     "llama_call",
     "llama_cut",
+    "unfence",
 ]
 
 FENCE = "```"
@@ -119,6 +122,82 @@ class FencedListScanner(JsonStateScanner):
                 return i, False
             return i, True
         return n, False
+
+
+class MarkedFenceScanner(JsonStateScanner):
+    """After a marker (Command R+'s ``Action:``, RWKV's ``**Tool Call:**``): ``[ws] [```lang]
+    VALUE [```]``, VALUE a JSON value opening with ``opening``; a fence, once opened, must close.
+    The region ends after the value (and its fence), or at the first character that cannot
+    continue that shape."""
+
+    def __init__(self, opening: str) -> None:
+        super().__init__()
+        self.opening = opening
+        self.fenced = False
+
+    def scan(self, buf: str, final: bool) -> tuple[int, bool]:
+        i, n = 0, len(buf)
+        while i < n:
+            st = self.state
+            self.ops += 1
+            if st == "json":
+                j = self.feed_json(self.json, buf, i)
+                if j == -1:
+                    return n, False
+                i = j
+                if not self.fenced:
+                    return i, True
+                self.state = "post"
+                continue
+            c = buf[i]
+            skip = self.fence_skip(buf, i)
+            if skip is not None:
+                i = skip
+                continue
+            rest = buf[i : i + len(FENCE)]
+            if rest == FENCE and (st == "post" or not self.fenced):
+                i += len(FENCE)
+                if st == "post":
+                    return i, True
+                self.fenced = True
+                self.state = "lang"
+                continue
+            if len(rest) < len(FENCE) and FENCE.startswith(rest) and (st == "post" or not self.fenced):
+                return (n, False) if final else (i, False)  # a fence may be starting (or was cut)
+            if st == "pre" and c == self.opening:
+                self.state = "json"
+                continue
+            return i, True  # not the value: the region ends (and reads as text)
+        return n, False
+
+
+def _partial_suffix(text: str, marker: str) -> int:
+    """The length of the beginning of ``marker`` that ends ``text`` (0 if none)."""
+    for k in range(min(len(marker) - 1, len(text)), 0, -1):
+        if text.endswith(marker[:k]):
+            return k
+    return 0
+
+
+def unfence(body: str, *, at_end: bool, truncated: bool) -> tuple[str, bool] | None:
+    """The value inside a :class:`MarkedFenceScanner` region's ``body`` (``[ws] [```lang] value
+    [```]``) and whether the reply was cut inside it; None when a fence is left open before the
+    reply went on (accepted at its end)."""
+    text = body.strip()
+    if not text.startswith(FENCE):
+        return text, at_end and truncated
+    text = text[len(FENCE) :]
+    i = 0
+    while i < len(text) and text[i].isalpha():
+        i += 1
+    text = text[i:].rstrip()
+    if text.endswith(FENCE):
+        return text[: -len(FENCE)], False
+    if not at_end:
+        return None
+    if truncated:
+        return text[: len(text) - _partial_suffix(text, FENCE)], True
+    return text, False
 
 
 class WholeObjectScanner(JsonStateScanner):
