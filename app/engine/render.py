@@ -68,6 +68,7 @@ __all__ = [
     "reads_metadata_calls",
     "render_messages",
     "render_prompt",
+    "renders_tool_results",
     "shape_messages",
 ]
 
@@ -265,6 +266,26 @@ def reads_metadata_calls(source: str) -> bool:
     return bool(_METADATA.search(source)) and "tool_calls" not in source
 
 
+_RESULT_PROBE = "tool-result-probe-5c1e"
+
+
+@lru_cache(maxsize=64)
+def renders_tool_results(source: str) -> bool:
+    """Whether a template writes a ``tool`` message's content into the prompt. One with no tool
+    role (RWKV World's ``User:`` / ``Assistant:`` turns) drops it without a word, so the model
+    would never see what its tool answered; one that raises on the role cannot render it either.
+    Read once per template, from a trial render."""
+    trial = [
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": "ok"},
+        {"role": "tool", "content": _RESULT_PROBE, "tool_call_id": "call0", "name": "probe"},
+    ]
+    try:
+        return _RESULT_PROBE in render_template(source, trial, add_generation_prompt=True)
+    except TemplateRenderError:
+        return False
+
+
 def _history_id(family: str | None) -> str | None:
     """The shape of the ids the family's calls are rendered with (None: as they are)."""
     if family is None:
@@ -316,16 +337,20 @@ def render_messages(
     image_mark = f"\x00image-{secrets.token_hex(8)}-" if images else None
     metadata_calls = reads_metadata_calls(source)
     guidance = None
+    results_as_user = False
     if tools and mode == "none" and tool_format is not None:
         mode = "guidance"
         guidance = tool_guidance(tool_format, tools)
+        # the guidance promises the result in the next message: where the template drops the
+        # tool role, the result goes back as the user's words
+        results_as_user = any(m.role == "tool" for m in messages) and not renders_tool_results(source)
 
     def attempt(merge: bool, fold_system: bool = False, args_text: bool = False) -> str:
         shaped = shape_messages(
             messages,
             merge_turns=merge,
             calls_as=tool_format if guidance else None,
-            results_as_user=fold_system,
+            results_as_user=fold_system or results_as_user,
             reasoning_key=reasoning_key,
             image_mark=image_mark,
             history_id=history_id,

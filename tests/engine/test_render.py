@@ -11,7 +11,7 @@ import pytest
 from app.engine.errors import PromptRenderError
 from app.engine.llm import load_model
 from app.engine.messages import Message, ToolCall, is_valid_call_id, local_call_id
-from app.engine.render import render_messages, render_prompt, shape_messages
+from app.engine.render import render_messages, render_prompt, renders_tool_results, shape_messages
 from app.engine.templates import template_tools_mode
 
 TEMPLATES = Path(__file__).resolve().parents[1] / "fixtures" / "chat_templates"
@@ -267,6 +267,24 @@ def test_guidance_replays_past_calls_in_the_chosen_syntax():
     assert "<|im_start|>tool\nsunny, 21 C<|im_end|>" in r.text
     # without guidance the call turn keeps tool_calls for the template (content stays empty)
     assert shape_messages(msgs)[1]["content"] == ""
+
+
+def test_guidance_sends_results_as_the_user_s_words_where_the_template_drops_the_tool_role():
+    """RWKV World's template renders only system, user and assistant turns: a ``tool`` message
+    would vanish and the model never see what its tool answered, though the guidance promises it
+    the result in the next message."""
+    source = (TEMPLATES / "llama-cpp-rwkv-world.jinja").read_text()
+    assert not renders_tool_results(source) and renders_tool_results(CHATML)
+    r = render_messages(source, conversation()[1:5], tools=TOOLS, tool_format="rwkv")
+    assert r.tools_mode == "guidance" and not r.merged_turns
+    assert r.text.startswith("System: You can call these tools:\n")
+    assert (
+        'Assistant: **Tool Call:**\n```json\n{"name": "get_weather", "arguments": {"city": "Paris", '
+        '"days": 2}}\n```\n\nUser: Result of the tool get_weather:\nsunny, 21 C\n\nAssistant: It is sunny.'
+    ) in r.text
+    # a template that renders the role keeps it
+    r = render_messages(CHATML, conversation()[1:5], tools=TOOLS, tool_format="rwkv")
+    assert "<|im_start|>tool\nsunny, 21 C<|im_end|>" in r.text and "Result of the tool" not in r.text
 
 
 def test_guidance_on_a_template_without_system_or_tool_roles():
