@@ -271,10 +271,12 @@ _RESULT_PROBE = "tool-result-probe-5c1e"
 
 @lru_cache(maxsize=64)
 def renders_tool_results(source: str) -> bool:
-    """Whether a template writes a ``tool`` message's content into the prompt. One with no tool
-    role (RWKV World's ``User:`` / ``Assistant:`` turns) drops it without a word, so the model
-    would never see what its tool answered; one that raises on the role cannot render it either.
-    Read once per template, from a trial render."""
+    """Whether a template writes a ``tool`` message's content into the prompt after an assistant
+    turn of text (as guidance replays a call: templates that render tools may want the call's
+    ``tool_calls`` before it, and are not asked). One with no tool role (RWKV World's ``User:`` /
+    ``Assistant:`` turns, Phi-3.5's) drops it without a word, so the model would never see what
+    its tool answered; one that raises on the role cannot render it either. Read once per
+    template, from a trial render."""
     trial = [
         {"role": "user", "content": "hi"},
         {"role": "assistant", "content": "ok"},
