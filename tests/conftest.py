@@ -223,6 +223,15 @@ def _crash_dump(worker_id: str) -> str:
 
 
 @pytest.hookimpl(optionalhook=True)
+def pytest_collection_finish(session):
+    """The collected suite lives to the session's end: it is frozen out of the cycle collector, so a
+    full collection (Python's own, and the UI tests' after each test) walks only what the tests
+    made since (a worker that had collected every item spent most of a UI test's teardown walking
+    them). The session's end unfreezes it before its last collection (:func:`_leftover_children`)."""
+    gc.collect()
+    gc.freeze()
+
+
 def pytest_handlecrashitem(crashitem, report, sched):
     """xdist: a worker died running ``crashitem``; its report gets the worker's fatal-error dump."""
     dump = _crash_dump(report.node.gateway.id)
@@ -246,6 +255,7 @@ def _leftover_children() -> list[str]:
     then stopped: a failed session leaves nothing behind either."""
     import psutil
 
+    gc.unfreeze()
     gc.collect()  # a dropped model's finaliser stops its engine
     kids = _children()
     if not kids:
