@@ -19,6 +19,7 @@ without the marker (any code block in an answer would be a candidate call).
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from app.engine.formats.base import THINK, Format, one_call, register
@@ -48,8 +49,6 @@ class RwkvFormat(Format):
         return one_call(opener, body, name_arguments(obj) if ok else None)
 
     def grammar_wire(self, ctx):
-        from functools import partial
-
         from app.engine.grammar.wires import json_tagged
 
         return partial(json_tagged, open=OPEN, close=FENCE, lead=f"\n{FENCE}json\n", trail="\n", sep="\n\n")
