@@ -30,8 +30,9 @@ Shapes (what each template needs, past the limits of the usual renderers):
   tool-call format was chosen explicitly, gets the schemas and an example call in that format's
   syntax in its system message (``app.engine.formats.guidance``; ``tools_mode == "guidance"``),
   merged with the conversation's own system prompt; past calls are replayed as text in that
-  syntax, since such a template does not render ``tool_calls`` either. A template that already
-  renders the tools gets no guidance.
+  syntax, since such a template does not render ``tool_calls`` either, and results go back as
+  the user's words where it has no tool role (:func:`renders_tool_results`). A template that
+  already renders the tools gets no guidance.
 * a user message's images (``Message.images``) go before its text, one place per image: each
   place is a mark made for this render alone (a random nonce between NUL characters, which no
   message text holds), the template renders it as text, and the output is split at the marks
